@@ -1,0 +1,39 @@
+// Package factorize computes matrix factorizations A = B C of a linear
+// workload A for differentially private releases with correlated noise.
+//
+// # Overview
+//
+// A mechanism that releases A G (for example the prefix sums of a stream of
+// gradients G, one row per round) privately can instead release
+// B (C G + Z), with Z a matrix of independent Gaussian noise. The privacy cost
+// is governed by the sensitivity of C G (for single participation, the largest
+// column norm of C, written gamma) and the error by B Z. Every strategy in this
+// package returns a [Factorization] with the same [Metrics]:
+//
+//	sensitivity  gamma = max_j ||C[:, j]||_2
+//	loss         gamma^2 ||B||_F^2          (total squared error per unit noise)
+//	RMSE         sqrt(loss / R)
+//	MaxSE        gamma^2 max_r ||B[r, :]||^2 (worst round)
+//
+// # Strategies
+//
+//   - identity: C = I, B = A (independent noise every round).
+//   - tree: binary-tree aggregation (Dwork et al. 2010; Chan, Shi, Song 2011);
+//     C has one row per dyadic interval.
+//   - sqrt: C = B = A^{1/2}, the lower-triangular Toeplitz square root of the
+//     prefix-sum matrix (Henzinger, Upadhyay, Upadhyay 2023; Fichtenberger et al. 2023).
+//   - sqrt-normalized: the same C with unit column norms, and B = A C^{-1}
+//     recomputed.
+//   - optimal: the minimiser of ||A C^{-1}||_F^2 subject to unit column norms
+//     of C (Denisov, McMahan, Rush, Smith, Thakurta 2022, Theorem 3.2), found
+//     by an accelerated fixed-point iteration with a certified stopping rule
+//     (the relative duality gap), see [Optimal].
+//
+// # Causality
+//
+// Every factorization here can be used online: round r's release uses only
+// noise drawn by round r. For square factors this means B and C are lower
+// triangular. For the tree, C has one row per node, and
+// [Factorization.Available] records the round at which each node's noise is
+// first used.
+package factorize

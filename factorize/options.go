@@ -1,0 +1,100 @@
+package factorize
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultTol is the default certified relative duality gap of [Optimal].
+const DefaultTol = 1e-10
+
+// DefaultMaxIter is the default iteration limit of [Optimal]. It is a
+// safeguard, not a stopping rule: reaching it is an error.
+const DefaultMaxIter = 20000
+
+// Method selects how [Optimal] evaluates the fixed-point map.
+type Method int
+
+const (
+	// Auto uses the structured path when the workload's inverse is banded,
+	// and the dense path otherwise.
+	Auto Method = iota
+	// Structured uses only banded kernels: O(R k^2) work and O(R k) memory
+	// per quadrature node per iteration. It requires a banded inverse.
+	Structured
+	// Dense forms S = A^T A and takes a dense symmetric square root each
+	// iteration: O(R^3) per iteration. It works for any workload.
+	Dense
+)
+
+// String returns "auto", "structured" or "dense".
+func (m Method) String() string {
+	switch m {
+	case Auto:
+		return "auto"
+	case Structured:
+		return "structured"
+	case Dense:
+		return "dense"
+	}
+	return fmt.Sprintf("Method(%d)", int(m))
+}
+
+// Progress reports the state of [Optimal] after an iteration.
+type Progress struct {
+	// Iter is the number of completed iterations.
+	Iter int
+	// Lower and Upper bound the optimal loss (dual and primal values).
+	Lower, Upper float64
+	// Gap is the relative duality gap (Upper - Lower) / Lower.
+	Gap float64
+	// Tol is the target gap.
+	Tol float64
+}
+
+// Options configure [Optimal]. The zero value is usable.
+type Options struct {
+	// Tol is the target relative duality gap; 0 means DefaultTol. The solver
+	// stops when the certified gap is at most Tol.
+	Tol float64
+	// MaxIter bounds the iterations; 0 means DefaultMaxIter. Reaching it
+	// before the gap is certified is an error of type *NotConvergedError.
+	MaxIter int
+	// LossOnly skips forming B and C: only the metrics are returned, in
+	// O(R) memory on the structured path.
+	LossOnly bool
+	// Method selects the structured or dense path; Auto by default.
+	Method Method
+	// Progress, if not nil, is called after every iteration.
+	Progress func(Progress)
+}
+
+// withDefaults validates o and fills in defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.Tol == 0 {
+		o.Tol = DefaultTol
+	}
+	if math.IsNaN(o.Tol) || o.Tol <= 0 || math.IsInf(o.Tol, 0) {
+		return o, fmt.Errorf("factorize: tolerance %v, want a finite number > 0", o.Tol)
+	}
+	if o.MaxIter == 0 {
+		o.MaxIter = DefaultMaxIter
+	}
+	if o.MaxIter < 0 {
+		return o, fmt.Errorf("factorize: max iterations %d, want > 0", o.MaxIter)
+	}
+	return o, nil
+}
+
+// NotConvergedError is returned by [Optimal] when the iteration limit is
+// reached before the duality gap is certified.
+type NotConvergedError struct {
+	Iter      int
+	Gap, Tol  float64
+	LastLower float64
+}
+
+// Error implements error.
+func (e *NotConvergedError) Error() string {
+	return fmt.Sprintf("factorize: optimal factorization not certified after %d iterations: gap %.3g, want <= %.3g (raise the iteration limit or the tolerance)", e.Iter, e.Gap, e.Tol)
+}

@@ -1,0 +1,109 @@
+package factorize
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// SqrtCoefficients returns the first n coefficients of the power series of
+// (1 - x)^{-1/2}: c_k = binom(2k, k) / 4^k, computed by the stable recurrence
+// c_k = c_{k-1} (2k - 1) / (2k). The lower-triangular Toeplitz matrix with
+// these coefficients is the square root of the prefix-sum matrix.
+func SqrtCoefficients(n int) []float64 {
+	c := make([]float64, n)
+	if n > 0 {
+		c[0] = 1
+	}
+	for k := 1; k < n; k++ {
+		c[k] = c[k-1] * float64(2*k-1) / float64(2*k)
+	}
+	return c
+}
+
+// InverseSqrtCoefficients returns the first n coefficients of the power
+// series of (1 - x)^{1/2}: 1, -1/2, -1/8, -1/16, -5/128, ..., by the
+// recurrence d_k = d_{k-1} (2k - 3) / (2k). They are the coefficients of the
+// inverse of the Toeplitz square root.
+func InverseSqrtCoefficients(n int) []float64 {
+	d := make([]float64, n)
+	if n > 0 {
+		d[0] = 1
+	}
+	for k := 1; k < n; k++ {
+		d[k] = d[k-1] * float64(2*k-3) / float64(2*k)
+	}
+	return d
+}
+
+// toeplitzLower returns the n x n lower-triangular Toeplitz matrix with first
+// column coef.
+func toeplitzLower(coef []float64) *mat.Dense {
+	n := len(coef)
+	t := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		row := t.RawRowView(i)
+		for j := 0; j <= i; j++ {
+			row[j] = coef[i-j]
+		}
+	}
+	return t
+}
+
+// Sqrt returns the square-root factorization of the prefix-sum workload:
+// B = C = A^{1/2}, the lower-triangular Toeplitz matrix of [SqrtCoefficients]
+// (Henzinger, Upadhyay, Upadhyay 2023; Fichtenberger, Henzinger, Upadhyay
+// 2023). Its sensitivity is the norm of the first column,
+// sqrt(sum_k c_k^2) ~ sqrt(log(R) / pi).
+func Sqrt(w *Workload) (*Factorization, error) {
+	if err := requirePrefix(StrategySqrt, w); err != nil {
+		return nil, err
+	}
+	c := toeplitzLower(SqrtCoefficients(w.R()))
+	b := mat.DenseCopyOf(c)
+	return finish(StrategySqrt, w, b, c), nil
+}
+
+// SqrtNormalized returns the square-root factorization with the columns of C
+// scaled to unit norm, C' = C N^{-1} with N = diag(||C[:, j]||), and the
+// decoder recomputed as B' = A C'^{-1} = A N C^{-1}. The scaling changes the
+// loss (it is not a rescaling of B), and is never worse than [Sqrt].
+func SqrtNormalized(w *Workload) (*Factorization, error) {
+	if err := requirePrefix(StrategySqrtNormalized, w); err != nil {
+		return nil, err
+	}
+	r := w.R()
+	coef := SqrtCoefficients(r)
+	// Column j of the Toeplitz C has entries coef[0..r-1-j]: its squared
+	// norm is a prefix sum of coef^2.
+	norm := make([]float64, r)
+	s := 0.0
+	cum := make([]float64, r)
+	for k := 0; k < r; k++ {
+		s += coef[k] * coef[k]
+		cum[k] = s
+	}
+	for j := 0; j < r; j++ {
+		norm[j] = math.Sqrt(cum[r-1-j])
+	}
+	c := toeplitzLower(coef)
+	for i := 0; i < r; i++ {
+		row := c.RawRowView(i)
+		for j := 0; j <= i; j++ {
+			row[j] /= norm[j]
+		}
+	}
+	// B' = A N Cinv: row i of N Cinv is norm[i] * inv[i-j]; A sums rows.
+	inv := InverseSqrtCoefficients(r)
+	b := mat.NewDense(r, r, nil)
+	for i := 0; i < r; i++ {
+		row := b.RawRowView(i)
+		if i > 0 {
+			copy(row, b.RawRowView(i - 1)[:i])
+		}
+		for j := 0; j <= i; j++ {
+			row[j] += norm[i] * inv[i-j]
+		}
+	}
+	return finish(StrategySqrtNormalized, w, b, c), nil
+}

@@ -1,0 +1,49 @@
+package factorize
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Strategy names accepted by [Compute].
+const (
+	StrategyIdentity       = "identity"
+	StrategyTree           = "tree"
+	StrategySqrt           = "sqrt"
+	StrategySqrtNormalized = "sqrt-normalized"
+	StrategyOptimal        = "optimal"
+)
+
+// Strategies lists the strategy names accepted by [Compute], in order of
+// decreasing loss on the prefix-sum workload.
+func Strategies() []string {
+	return []string{StrategyIdentity, StrategyTree, StrategySqrt, StrategySqrtNormalized, StrategyOptimal}
+}
+
+// Compute factorizes w with the named strategy. Options are used by the
+// iterative strategies and ignored by closed forms. An unknown strategy, or a
+// strategy that does not support the workload, is an error.
+func Compute(ctx context.Context, strategy string, w *Workload, opt Options) (*Factorization, error) {
+	switch strategy {
+	case StrategyIdentity:
+		return Identity(w), nil
+	case StrategyTree:
+		return Tree(w)
+	case StrategySqrt:
+		return Sqrt(w)
+	case StrategySqrtNormalized:
+		return SqrtNormalized(w)
+	case StrategyOptimal:
+		return Optimal(ctx, w, opt)
+	}
+	return nil, fmt.Errorf("factorize: unknown strategy %q, want one of %s", strategy, strings.Join(Strategies(), ", "))
+}
+
+// requirePrefix returns an error if w is not the prefix-sum workload.
+func requirePrefix(strategy string, w *Workload) error {
+	if !w.IsPrefix() {
+		return fmt.Errorf("factorize: strategy %q supports only the prefix-sum workload, not %q", strategy, w.Name())
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package factorize
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Workload is a full-rank lower-triangular R x R workload matrix A: the
+// linear queries released every round. The common case is the prefix-sum
+// matrix (all ones on and below the diagonal), built by [Prefix].
+//
+// A Workload whose inverse is banded (prefix sums, momentum, weighted prefix
+// sums) keeps that inverse in banded form, which lets [Optimal] avoid dense
+// matrices entirely.
+type Workload struct {
+	name string
+	r    int
+	// a is the dense workload; built lazily for structured workloads.
+	a *mat.TriDense
+	// inv is A^{-1} as a lower-triangular band matrix, nil when A^{-1} is
+	// not known to be banded.
+	inv *mat.TriBandDense
+	// hash identifies the workload's entries for the disk cache.
+	hash string
+}
+
+// Prefix returns the R x R prefix-sum workload: A[i][j] = 1 for j <= i.
+// Its inverse is bidiagonal (1 on the diagonal, -1 below it).
+func Prefix(R int) (*Workload, error) {
+	if R < 1 {
+		return nil, fmt.Errorf("factorize: rounds R = %d, want R >= 1", R)
+	}
+	inv := mat.NewTriBandDense(R, 1, mat.Lower, nil)
+	for i := 0; i < R; i++ {
+		inv.SetTriBand(i, i, 1)
+		if i > 0 {
+			inv.SetTriBand(i, i-1, -1)
+		}
+	}
+	return &Workload{name: "prefix", r: R, inv: inv, hash: "prefix"}, nil
+}
+
+// Momentum returns the workload of SGD with heavy-ball momentum beta in
+// [0, 1): the model after round r is the sum over s <= r of
+// (1 - beta^{r-s+1}) / (1 - beta) times the gradient of round s. Its inverse
+// is the product of two bidiagonal matrices, so it has two subdiagonals.
+// beta = 0 is the prefix-sum workload.
+func Momentum(R int, beta float64) (*Workload, error) {
+	if R < 1 {
+		return nil, fmt.Errorf("factorize: rounds R = %d, want R >= 1", R)
+	}
+	if !(beta >= 0 && beta < 1) {
+		return nil, fmt.Errorf("factorize: momentum beta = %v, want 0 <= beta < 1", beta)
+	}
+	if beta == 0 {
+		return Prefix(R)
+	}
+	// A = P M with P the prefix-sum matrix and M the Toeplitz matrix of
+	// beta^k; A^{-1} = M^{-1} P^{-1} = (I - beta Z)(I - Z), Z the down shift:
+	// diagonal 1, first subdiagonal -(1+beta), second subdiagonal beta.
+	inv := mat.NewTriBandDense(R, 2, mat.Lower, nil)
+	for i := 0; i < R; i++ {
+		inv.SetTriBand(i, i, 1)
+		if i > 0 {
+			inv.SetTriBand(i, i-1, -(1 + beta))
+		}
+		if i > 1 {
+			inv.SetTriBand(i, i-2, beta)
+		}
+	}
+	return &Workload{name: "momentum", r: R, inv: inv, hash: fmt.Sprintf("momentum:%x", math.Float64bits(beta))}, nil
+}
+
+// NewWorkload returns the workload of the square, lower-triangular, nonsingular
+// matrix a. The matrix is copied. It is an error (not a panic) for a to be
+// non-square, to have a nonzero above the diagonal, a zero (or non-finite)
+// diagonal entry, or a non-finite entry.
+func NewWorkload(a mat.Matrix) (*Workload, error) {
+	r, c := a.Dims()
+	if r != c {
+		return nil, fmt.Errorf("factorize: workload is %d x %d, want a square matrix", r, c)
+	}
+	if r == 0 {
+		return nil, errors.New("factorize: workload is empty, want at least 1 x 1")
+	}
+	t := mat.NewTriDense(r, mat.Lower, nil)
+	for i := 0; i < r; i++ {
+		for j := 0; j < r; j++ {
+			v := a.At(i, j)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("factorize: workload entry (%d, %d) = %v, want a finite number", i, j, v)
+			}
+			if j > i {
+				if v != 0 {
+					return nil, fmt.Errorf("factorize: workload entry (%d, %d) = %v above the diagonal, want a lower-triangular matrix", i, j, v)
+				}
+				continue
+			}
+			t.SetTri(i, j, v)
+		}
+	}
+	// Nonsingular: every diagonal entry nonzero, and not so small relative
+	// to the matrix that inverting it is meaningless.
+	maxAbs := 0.0
+	for i := 0; i < r; i++ {
+		for j := 0; j <= i; j++ {
+			maxAbs = math.Max(maxAbs, math.Abs(t.At(i, j)))
+		}
+	}
+	for i := 0; i < r; i++ {
+		if d := math.Abs(t.At(i, i)); d == 0 || d < 1e-14*maxAbs {
+			return nil, fmt.Errorf("factorize: workload diagonal entry (%d, %d) = %v, want a nonsingular matrix", i, i, t.At(i, i))
+		}
+	}
+	w := &Workload{name: "matrix", r: r, a: t, hash: hashTri(t)}
+	if isPrefix(t) {
+		p, _ := Prefix(r)
+		p.a = t
+		return p, nil
+	}
+	return w, nil
+}
+
+func isPrefix(t *mat.TriDense) bool {
+	n, _ := t.Triangle()
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			if t.At(i, j) != 1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// R returns the number of rounds (the order of A).
+func (w *Workload) R() int { return w.r }
+
+// Name returns "prefix", "momentum" or "matrix".
+func (w *Workload) Name() string { return w.name }
+
+// Key returns a string that identifies the workload's entries, for caching.
+// Structured workloads are named by their parameters; a general matrix by a
+// SHA-256 hash of its entries.
+func (w *Workload) Key() string { return w.hash }
+
+// IsPrefix reports whether w is the prefix-sum workload.
+func (w *Workload) IsPrefix() bool { return w.name == "prefix" }
+
+// Matrix returns A as a dense lower-triangular matrix. The result is shared:
+// do not modify it. It costs O(R^2) memory for structured workloads.
+func (w *Workload) Matrix() *mat.TriDense {
+	if w.a == nil {
+		w.a = denseFromInverseBand(w.inv)
+	}
+	return w.a
+}
+
+// InverseBand returns A^{-1} as a lower-triangular band matrix and true when
+// A^{-1} is known to be banded; otherwise nil and false. The result is shared:
+// do not modify it.
+func (w *Workload) InverseBand() (*mat.TriBandDense, bool) {
+	return w.inv, w.inv != nil
+}
+
+// denseFromInverseBand inverts a lower band matrix column by column by forward
+// substitution: O(R^2 k).
+func denseFromInverseBand(l *mat.TriBandDense) *mat.TriDense {
+	n, k, _ := l.TriBand()
+	a := mat.NewTriDense(n, mat.Lower, nil)
+	col := make([]float64, n)
+	for j := 0; j < n; j++ {
+		for i := range col {
+			col[i] = 0
+		}
+		for i := j; i < n; i++ {
+			s := 0.0
+			if i == j {
+				s = 1
+			}
+			for p := max(j, i-k); p < i; p++ {
+				s -= l.At(i, p) * col[p]
+			}
+			col[i] = s / l.At(i, i)
+			a.SetTri(i, j, col[i])
+		}
+	}
+	return a
+}
+
+// hashTri returns a hex SHA-256 of the lower triangle's float64 bits.
+func hashTri(t *mat.TriDense) string {
+	h := sha256.New()
+	n, _ := t.Triangle()
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(n))
+	h.Write(buf[:])
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(t.At(i, j)))
+			h.Write(buf[:])
+		}
+	}
+	return "matrix:" + hex.EncodeToString(h.Sum(nil))
+}
