@@ -67,6 +67,12 @@ type Options struct {
 	Method Method
 	// Progress, if not nil, is called after every iteration.
 	Progress func(Progress)
+	// Bands is the number of bands of C for the banded strategy (0 means
+	// its default).
+	Bands int
+	// Buffers is the number of geometric buffers of the BLT strategy (0
+	// means its default).
+	Buffers int
 }
 
 // withDefaults validates o and fills in defaults.

@@ -13,12 +13,13 @@ const (
 	StrategySqrt           = "sqrt"
 	StrategySqrtNormalized = "sqrt-normalized"
 	StrategyOptimal        = "optimal"
+	StrategyBanded         = "banded"
+	StrategyBLT            = "blt"
 )
 
-// Strategies lists the strategy names accepted by [Compute], in order of
-// decreasing loss on the prefix-sum workload.
+// Strategies lists the strategy names accepted by [Compute].
 func Strategies() []string {
-	return []string{StrategyIdentity, StrategyTree, StrategySqrt, StrategySqrtNormalized, StrategyOptimal}
+	return []string{StrategyIdentity, StrategyTree, StrategySqrt, StrategySqrtNormalized, StrategyBanded, StrategyBLT, StrategyOptimal}
 }
 
 // Compute factorizes w with the named strategy. Options are used by the
@@ -36,6 +37,10 @@ func Compute(ctx context.Context, strategy string, w *Workload, opt Options) (*F
 		return SqrtNormalized(w)
 	case StrategyOptimal:
 		return Optimal(ctx, w, opt)
+	case StrategyBanded:
+		return Banded(ctx, w, opt)
+	case StrategyBLT:
+		return BLT(ctx, w, opt)
 	}
 	return nil, fmt.Errorf("factorize: unknown strategy %q, want one of %s", strategy, strings.Join(Strategies(), ", "))
 }
