@@ -36,7 +36,7 @@ func Prefix(R int) (*Workload, error) {
 	if R < 1 {
 		return nil, fmt.Errorf("factorize: rounds R = %d, want R >= 1", R)
 	}
-	inv := mat.NewTriBandDense(R, 1, mat.Lower, nil)
+	inv := mat.NewTriBandDense(R, min(1, R-1), mat.Lower, nil)
 	for i := 0; i < R; i++ {
 		inv.SetTriBand(i, i, 1)
 		if i > 0 {
@@ -64,7 +64,7 @@ func Momentum(R int, beta float64) (*Workload, error) {
 	// A = P M with P the prefix-sum matrix and M the Toeplitz matrix of
 	// beta^k; A^{-1} = M^{-1} P^{-1} = (I - beta Z)(I - Z), Z the down shift:
 	// diagonal 1, first subdiagonal -(1+beta), second subdiagonal beta.
-	inv := mat.NewTriBandDense(R, 2, mat.Lower, nil)
+	inv := mat.NewTriBandDense(R, min(2, R-1), mat.Lower, nil)
 	for i := 0; i < R; i++ {
 		inv.SetTriBand(i, i, 1)
 		if i > 0 {

@@ -1,0 +1,95 @@
+package accountant
+
+import (
+	"math"
+	"math/big"
+	"testing"
+)
+
+// refMills returns Q(x) = Phi(-x)/phi(x) in big arithmetic.
+func refMills(x float64) float64 {
+	prec := uint(256 + 1.5*x*x)
+	pi := bigPi(prec)
+	bx := newBig(prec).SetFloat64(x)
+	p := bigPhiNeg(bx, prec, pi)
+	x2 := newBig(prec).Mul(bx, bx)
+	x2.Quo(x2, newBig(prec).SetInt64(2))
+	// Q = Phi(-x) sqrt(2 pi) exp(x^2/2)
+	p.Mul(p, bigExp(x2, prec))
+	p.Mul(p, newBig(prec).Sqrt(newBig(prec).Mul(pi, newBig(prec).SetInt64(2))))
+	f, _ := p.Float64()
+	return f
+}
+
+func TestMillsAgainstBig(t *testing.T) {
+	xs := []float64{0, 1e-8, 0.1, 0.5, 1, 1.5, 1.999, 2, 2.001, 2.5, 3, 4, 5.5, 7, 10, 14, 20, 27, 37, 50, 100, 1e3, 1e5, 1e8}
+	worst := 0.0
+	for _, x := range xs {
+		got, want := mills(x), refMills(x)
+		rel := math.Abs(got-want) / want
+		worst = max(worst, rel)
+		// A few ulps: the erfc branch is within 8 ulps (x^2 <= 4 amplifies
+		// erfc's 1-ulp error), the continued fraction within 4.
+		if rel > 2e-15 {
+			t.Errorf("mills(%v) = %.17g, want %.17g (rel err %.2g)", x, got, want, rel)
+		}
+	}
+	t.Logf("worst relative error of mills: %.2g", worst)
+	if got := mills(math.Inf(1)); got != 0 {
+		t.Errorf("mills(+Inf) = %v, want 0", got)
+	}
+}
+
+func TestGaussLegendre(t *testing.T) {
+	// The 16-point rule integrates x^k exactly for k <= 31:
+	// integral_{-1}^{1} x^k dx = 2/(k+1) for even k, 0 for odd k.
+	for k := range 32 {
+		got := 0.0
+		for i, x := range glNodes {
+			got += glWeights[i] * math.Pow(x, float64(k))
+		}
+		want := 0.0
+		if k%2 == 0 {
+			want = 2 / float64(k+1)
+		}
+		if math.Abs(got-want) > 1e-15 {
+			t.Errorf("k = %d: got %.17g, want %.17g", k, got, want)
+		}
+	}
+}
+
+// gdpGrid spans the regimes of logDeltaGDP: both branches, a < 0 and a > 0,
+// delta from about 1 down to far below 1e-300.
+var gdpGrid = struct{ eps, mu []float64 }{
+	eps: []float64{1e-9, 1e-6, 1e-3, 0.05, 0.5, 1, 2, 5, 20, 60, 100},
+	mu:  []float64{1e-9, 1e-6, 1e-3, 0.01, 0.05, 0.1, 0.3, 0.7, 1, 1.5, 3, 7, 15, 40},
+}
+
+func TestLogDeltaAgainstBig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("big-arithmetic sweep")
+	}
+	worst := 0.0
+	for _, eps := range gdpGrid.eps {
+		for _, mu := range gdpGrid.mu {
+			a := eps/mu - mu/2
+			if a > 60 { // delta < 1e-780: far outside float64, nothing to check
+				continue
+			}
+			got := logDeltaGDP(eps, mu)
+			ref := refDelta(eps, mu)
+			rel := math.Abs(bigRatio(got, ref) - 1)
+			worst = max(worst, rel)
+			// Allowed: 1e-14 relative plus the conditioning of delta in its
+			// inputs, about (a^2 + 1) ulps (log delta ~ -a^2/2 and a itself
+			// carries a rounding error).
+			if tol := 1e-14 + 4e-16*(a*a+1); rel > tol {
+				refF, _ := ref.Float64()
+				t.Errorf("delta(eps=%g, mu=%g): log = %.17g, ref delta = %.17g, rel err %.2g > %.2g", eps, mu, got, refF, rel, tol)
+			}
+		}
+	}
+	t.Logf("worst relative error of delta: %.3g", worst)
+}
+
+var _ = big.NewFloat

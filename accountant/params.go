@@ -1,0 +1,74 @@
+package accountant
+
+import (
+	"math"
+	"strconv"
+)
+
+// ParamError reports a privacy parameter outside its allowed range. Every
+// exported function of this package checks its inputs on entry and returns
+// a *ParamError, never a NaN, for a value it cannot accept.
+type ParamError struct {
+	Name  string  // the parameter, as named in the docs: "eps", "delta", "sigma", ...
+	Value float64 // the value received
+	Want  string  // the allowed range, for example "finite and > 0"
+}
+
+// Error returns a one-line message naming the parameter and its range.
+func (e *ParamError) Error() string {
+	return "accountant: " + e.Name + " = " + strconv.FormatFloat(e.Value, 'g', -1, 64) + ", want " + e.Want
+}
+
+// checkPositive requires x to be finite and > 0. It is the check for eps,
+// sigma, sensitivity, noise standard deviations and mu.
+func checkPositive(name string, x float64) error {
+	if !(x > 0) || math.IsInf(x, 1) {
+		return &ParamError{Name: name, Value: x, Want: "finite and > 0"}
+	}
+	return nil
+}
+
+// checkNonNegative requires x to be finite and >= 0 (rho).
+func checkNonNegative(name string, x float64) error {
+	if !(x >= 0) || math.IsInf(x, 1) {
+		return &ParamError{Name: name, Value: x, Want: "finite and >= 0"}
+	}
+	return nil
+}
+
+// checkDelta requires 0 < delta < 1. delta = 0 is pure DP, which no
+// Gaussian mechanism gives; delta >= 1 is no guarantee at all.
+func checkDelta(delta float64) error {
+	if !(delta > 0 && delta < 1) {
+		return &ParamError{Name: "delta", Value: delta, Want: "0 < delta < 1"}
+	}
+	return nil
+}
+
+// checkCompositions requires k >= 1.
+func checkCompositions(k int) error {
+	if k < 1 {
+		return &ParamError{Name: "compositions", Value: float64(k), Want: "an integer >= 1"}
+	}
+	return nil
+}
+
+// checkEpsDelta is the shared check of a target (eps, delta).
+func checkEpsDelta(eps, delta float64) error {
+	if err := checkPositive("eps", eps); err != nil {
+		return err
+	}
+	return checkDelta(delta)
+}
+
+// checkSigmaDelta is the shared check of a noise multiplier sigma, a delta
+// and a number of compositions.
+func checkSigmaDelta(sigma, delta float64, k int) error {
+	if err := checkPositive("sigma", sigma); err != nil {
+		return err
+	}
+	if err := checkDelta(delta); err != nil {
+		return err
+	}
+	return checkCompositions(k)
+}

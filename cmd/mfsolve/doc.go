@@ -1,0 +1,23 @@
+// Mfsolve computes a matrix factorization A = B C of the prefix-sum workload
+// (or of a workload matrix read from a .npy file) and writes B, and
+// optionally C, as .npy files.
+//
+// Usage:
+//
+//	mfsolve [flags]
+//
+// The main command computes the optimal factorization for 800 rounds
+// (Denisov, McMahan, Rush, Smith, Thakurta 2022) and writes B:
+//
+//	mfsolve -R 800 -o B.npy
+//
+// It prints one summary line on stdout (strategy, R, loss, rmse, max_se,
+// sensitivity, iterations, gap, seconds, cached), or one JSON object with
+// -json. Factorizations are kept in a disk cache (see factorize.Cache), so a
+// second run with the same strategy, workload, R and tolerance loads the
+// result instead of solving again.
+//
+// Exit status: 0 on success, 2 on a usage error (a bad flag value), 1 on any
+// other error. Every error is one line "mfsolve: ..." on stderr. See
+// docs/cli.md for every flag, the cache and the memory check.
+package main

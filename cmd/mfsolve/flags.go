@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// usageError is a bad command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// prefixWorkload is the -workload value of the prefix-sum workload.
+const prefixWorkload = "prefix"
+
+// config is the parsed command line.
+type config struct {
+	r        int
+	rSet     bool // -R was given explicitly
+	strategy string
+	workload string // prefixWorkload or a .npy file
+	tol      float64
+	maxIter  int
+	bands    int
+	buffers  int
+	lossOnly bool
+
+	outB, outC string
+
+	cacheDir string
+	noCache  bool
+	json     bool
+	quiet    bool
+
+	// Later: privacy calibration (-eps -delta -clip -learners
+	// -calibration) and noise generation (-noise -dim -std -seed) go here,
+	// with their checks in parseArgs and their results in the result
+	// struct (output.go).
+}
+
+const usageText = `Usage: mfsolve [flags]
+
+mfsolve computes a matrix factorization A = B C of the prefix-sum workload
+A (R x R, ones on and below the diagonal) for correlated-noise private
+learning, writes B (R x m) and optionally C (m x R) as float64 .npy files, and
+prints its metrics. Results are cached on disk.
+
+Examples:
+  mfsolve -R 800 -o B.npy                optimal factorization for 800 rounds
+  mfsolve -R 800 -o B.npy -C C.npy       write C as well
+  mfsolve -R 2000 -strategy tree -json   metrics of binary-tree aggregation
+  mfsolve -R 100000 -loss-only           optimal loss without dense matrices
+  mfsolve -workload A.npy -o B.npy       a workload matrix of your own
+
+Flags:
+`
+
+const usageTail = `
+Exit status: 0 on success, 2 on a usage error, 1 on any other error.
+Documentation: docs/cli.md.
+`
+
+// newFlagSet defines the flags on cfg.
+func newFlagSet(cfg *config) *flag.FlagSet {
+	fs := flag.NewFlagSet("mfsolve", flag.ContinueOnError)
+	fs.IntVar(&cfg.r, "R", 800, "number of rounds `R` (the order of the workload)")
+	fs.StringVar(&cfg.strategy, "strategy", factorize.StrategyOptimal,
+		"factorization strategy `NAME`, one of: "+strings.Join(factorize.Strategies(), ", "))
+	fs.StringVar(&cfg.workload, "workload", prefixWorkload,
+		"workload: prefix, or a `FILE`.npy holding a square lower-triangular float64 matrix (sets R)")
+	fs.Float64Var(&cfg.tol, "tol", factorize.DefaultTol, "stop the optimal solver when its certified relative duality gap is at most `TOL`")
+	fs.IntVar(&cfg.maxIter, "max-iter", factorize.DefaultMaxIter, "iteration limit `N` of the solver (reaching it is an error)")
+	fs.IntVar(&cfg.bands, "bands", 0, "number of bands `N` of C for -strategy banded (0: its default)")
+	fs.IntVar(&cfg.buffers, "buffers", 0, "number of buffers `K` for -strategy blt (0: its default)")
+	fs.BoolVar(&cfg.lossOnly, "loss-only", false, "compute only the metrics, not B and C (cannot be used with -o or -C)")
+	fs.StringVar(&cfg.outB, "o", "", "write B to `FILE` (.npy, R x m float64)")
+	fs.StringVar(&cfg.outC, "C", "", "write C to `FILE` (.npy, m x R float64)")
+	fs.StringVar(&cfg.cacheDir, "cache", "", "keep the cache in directory `DIR` (default: the user cache directory + /dpmf)")
+	fs.BoolVar(&cfg.noCache, "no-cache", false, "neither read nor write the cache")
+	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object instead of the summary line")
+	fs.BoolVar(&cfg.quiet, "quiet", false, "print neither the progress line nor the summary line")
+	return fs
+}
+
+// printUsage writes the usage text with the flag defaults to w.
+func printUsage(w io.Writer) {
+	var cfg config
+	fs := newFlagSet(&cfg)
+	fs.SetOutput(w)
+	fmt.Fprint(w, usageText)
+	fs.PrintDefaults()
+	fmt.Fprint(w, usageTail)
+}
+
+// parseArgs parses and checks the command line. It returns flag.ErrHelp
+// for -h and a *usageError for anything else that is wrong.
+func parseArgs(args []string) (config, error) {
+	var cfg config
+	fs := newFlagSet(&cfg)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, &usageError{err.Error() + " (mfsolve -h for help)"}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg.rSet = set["R"]
+
+	if fs.NArg() > 0 {
+		return cfg, usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
+	}
+	if cfg.r < 1 {
+		return cfg, usagef("-R %d: the number of rounds must be at least 1", cfg.r)
+	}
+	if !slices.Contains(factorize.Strategies(), cfg.strategy) {
+		return cfg, usagef("-strategy %q: unknown strategy, want one of %s", cfg.strategy, strings.Join(factorize.Strategies(), ", "))
+	}
+	if cfg.workload == "" {
+		return cfg, usagef("-workload is empty: want prefix or a .npy file")
+	}
+	if math.IsNaN(cfg.tol) || math.IsInf(cfg.tol, 0) || cfg.tol <= 0 {
+		return cfg, usagef("-tol %v: want a finite number > 0", cfg.tol)
+	}
+	if cfg.maxIter < 1 {
+		return cfg, usagef("-max-iter %d: want at least 1", cfg.maxIter)
+	}
+	if cfg.bands < 0 {
+		return cfg, usagef("-bands %d: want a number >= 1 (or 0 for the default)", cfg.bands)
+	}
+	if set["bands"] && cfg.strategy != factorize.StrategyBanded {
+		return cfg, usagef("-bands applies only to -strategy banded, not %s", cfg.strategy)
+	}
+	if cfg.buffers < 0 {
+		return cfg, usagef("-buffers %d: want a number >= 1 (or 0 for the default)", cfg.buffers)
+	}
+	if set["buffers"] && cfg.strategy != factorize.StrategyBLT {
+		return cfg, usagef("-buffers applies only to -strategy blt, not %s", cfg.strategy)
+	}
+	if cfg.lossOnly && (cfg.outB != "" || cfg.outC != "") {
+		return cfg, usagef("-loss-only computes no B or C to write: drop -o and -C, or -loss-only")
+	}
+	if cfg.outB != "" && cfg.outC != "" && filepath.Clean(cfg.outB) == filepath.Clean(cfg.outC) {
+		return cfg, usagef("-o and -C are the same file %s", cfg.outB)
+	}
+	if cfg.noCache && set["cache"] {
+		return cfg, usagef("-cache and -no-cache contradict each other")
+	}
+	return cfg, nil
+}
+
+// options returns the solver options of cfg.
+func (cfg config) options() factorize.Options {
+	return factorize.Options{
+		Tol:      cfg.tol,
+		MaxIter:  cfg.maxIter,
+		LossOnly: cfg.lossOnly,
+		Bands:    cfg.bands,
+		Buffers:  cfg.buffers,
+	}
+}

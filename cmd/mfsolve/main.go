@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/linalg"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// env is what run takes from its surroundings, so tests can replace it.
+type env struct {
+	stdout, stderr io.Writer
+	// progress shows the progress line on stderr (stderr is a terminal).
+	progress bool
+	// progressDelay is how long a solve runs before the line appears.
+	progressDelay time.Duration
+	// memAvailable reports the available memory; nil skips the check.
+	memAvailable func() (uint64, error)
+	// defaultCacheDir is the cache directory when -cache is not given.
+	defaultCacheDir func() (string, error)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	go func() {
+		// After the first interrupt, restore the default handling so that
+		// a second one ends a computation that does not check ctx.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], env{
+		stdout:          os.Stdout,
+		stderr:          os.Stderr,
+		progress:        isTerminal(os.Stderr),
+		progressDelay:   500 * time.Millisecond,
+		memAvailable:    memAvailable,
+		defaultCacheDir: factorize.DefaultCacheDir,
+	})
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// run is mfsolve with its arguments and surroundings; it returns the exit
+// status.
+func run(ctx context.Context, args []string, e env) int {
+	cfg, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(e.stdout)
+		return exitOK
+	}
+	if err == nil {
+		err = solve(ctx, cfg, e)
+	}
+	if err == nil {
+		return exitOK
+	}
+	// The program name replaces the package prefix of library errors.
+	msg := strings.TrimPrefix(err.Error(), "factorize: ")
+	fmt.Fprintf(e.stderr, "mfsolve: %s\n", oneLine(msg))
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// oneLine joins the lines of a message, so every error is one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// solve does the work of a parsed command line.
+func solve(ctx context.Context, cfg config, e env) error {
+	var w *factorize.Workload
+	r := cfg.r
+	if cfg.workload != prefixWorkload {
+		var err error
+		if w, err = loadWorkload(cfg.workload); err != nil {
+			return err
+		}
+		if cfg.rSet && cfg.r != w.R() {
+			return usagef("-R %d, but the workload in %s is %d x %d", cfg.r, cfg.workload, w.R(), w.R())
+		}
+		r = w.R()
+	}
+	// The prefix-sum workload (and every file workload that turns out to
+	// be one) has a bidiagonal inverse.
+	banded := w == nil
+	if w != nil {
+		_, banded = w.InverseBand()
+	}
+	if err := checkMemory(cfg, r, banded, e.memAvailable); err != nil {
+		return err
+	}
+	if w == nil {
+		var err error
+		if w, err = factorize.Prefix(r); err != nil {
+			return err
+		}
+	}
+	for _, o := range []struct{ flag, path string }{{"-o", cfg.outB}, {"-C", cfg.outC}} {
+		if o.path != "" {
+			if err := checkOutputPath(o.flag, o.path); err != nil {
+				return err
+			}
+		}
+	}
+
+	opt := cfg.options()
+	warn := &lineWriter{w: e.stderr, prefix: "mfsolve: "}
+	var prog *progressLine
+	if e.progress && !cfg.quiet {
+		prog = startProgress(e.stderr, fmt.Sprintf("%s R=%d", cfg.strategy, r), e.progressDelay, 200*time.Millisecond)
+		opt.Progress = prog.update
+		// Warnings during the solve erase the progress line first.
+		warn.w = prog
+	}
+	start := time.Now()
+	var (
+		f      *factorize.Factorization
+		cached bool
+		err    error
+	)
+	if cache := cacheFor(cfg, e, warn); cache != nil {
+		f, cached, err = cache.Compute(ctx, cfg.strategy, w, opt, warn)
+	} else {
+		f, err = factorize.Compute(ctx, cfg.strategy, w, opt)
+	}
+	seconds := time.Since(start).Seconds()
+	if prog != nil {
+		prog.finish()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("interrupted; nothing written")
+		}
+		return err
+	}
+
+	if (cfg.outB != "" || cfg.outC != "") && (f.B == nil || f.C == nil) {
+		return fmt.Errorf("strategy %s returned no B and C to write", cfg.strategy)
+	}
+	var outs []output
+	if cfg.outB != "" {
+		outs = append(outs, output{"-o", cfg.outB, f.B})
+	}
+	if cfg.outC != "" {
+		outs = append(outs, output{"-C", cfg.outC, f.C})
+	}
+	if err := writeOutputs(outs); err != nil {
+		return err
+	}
+
+	res := newResult(f, seconds, cached)
+	switch {
+	case cfg.json:
+		js, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s\n", js)
+	case !cfg.quiet:
+		fmt.Fprintln(e.stdout, res.summary())
+	}
+	return nil
+}
+
+// cacheFor returns the cache of the run, or nil for -no-cache or when no
+// cache directory can be found (reported on warn).
+func cacheFor(cfg config, e env, warn io.Writer) *factorize.Cache {
+	if cfg.noCache {
+		return nil
+	}
+	if cfg.cacheDir != "" {
+		return &factorize.Cache{Dir: cfg.cacheDir}
+	}
+	if e.defaultCacheDir == nil {
+		return nil
+	}
+	dir, err := e.defaultCacheDir()
+	if err != nil {
+		fmt.Fprintf(warn, "%v; running without a cache (use -cache DIR)\n", err)
+		return nil
+	}
+	return &factorize.Cache{Dir: dir}
+}
+
+// loadWorkload reads a workload matrix from a .npy file.
+func loadWorkload(path string) (*factorize.Workload, error) {
+	a, err := linalg.LoadNPY(path)
+	if err != nil {
+		return nil, fmt.Errorf("-workload: %s", strings.TrimPrefix(err.Error(), "linalg: "))
+	}
+	m, err := a.Dense()
+	if err != nil {
+		return nil, fmt.Errorf("-workload %s: %s", path, strings.TrimPrefix(err.Error(), "linalg: Array.Dense: "))
+	}
+	w, err := factorize.NewWorkload(m)
+	if err != nil {
+		return nil, fmt.Errorf("-workload %s: %s", path, strings.TrimPrefix(err.Error(), "factorize: "))
+	}
+	return w, nil
+}
+
+// lineWriter writes each line with a prefix, for warnings from packages
+// that print them without the program name. It is safe for concurrent use.
+type lineWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+// Write implements io.Writer; a partial line waits for its newline.
+func (lw *lineWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.buf = append(lw.buf, p...)
+	for {
+		i := bytes.IndexByte(lw.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if _, err := fmt.Fprintf(lw.w, "%s%s\n", lw.prefix, lw.buf[:i]); err != nil {
+			return len(p), err
+		}
+		lw.buf = lw.buf[i+1:]
+	}
+}

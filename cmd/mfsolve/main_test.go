@@ -1,0 +1,614 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/linalg"
+)
+
+// testMemory is the available memory the tests pretend to have.
+const testMemory = 16e9
+
+// runResult is the outcome of one run.
+type runResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runIn runs mfsolve in-process with the given default cache directory.
+func runIn(ctx context.Context, cacheDir string, args ...string) runResult {
+	var out, errb bytes.Buffer
+	code := run(ctx, args, env{
+		stdout:          &out,
+		stderr:          &errb,
+		memAvailable:    func() (uint64, error) { return testMemory, nil },
+		defaultCacheDir: func() (string, error) { return cacheDir, nil },
+	})
+	return runResult{code, out.String(), errb.String()}
+}
+
+// runT runs mfsolve with a fresh default cache directory.
+func runT(t *testing.T, args ...string) runResult {
+	t.Helper()
+	return runIn(context.Background(), filepath.Join(t.TempDir(), "cache"), args...)
+}
+
+// requireOneErrorLine checks that stderr is exactly one "mfsolve: " line
+// containing want.
+func requireOneErrorLine(t *testing.T, stderr, want string) {
+	t.Helper()
+	require.True(t, strings.HasPrefix(stderr, "mfsolve: "), "stderr %q", stderr)
+	require.Equal(t, 1, strings.Count(stderr, "\n"), "stderr %q", stderr)
+	require.True(t, strings.HasSuffix(stderr, "\n"), "stderr %q", stderr)
+	require.Contains(t, stderr, want)
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-R", "0"}, "-R 0: the number of rounds must be at least 1"},
+		{[]string{"-R", "-5"}, "-R -5: the number of rounds must be at least 1"},
+		{[]string{"-R", "abc"}, `invalid value "abc" for flag -R`},
+		{[]string{"-R", "1.5"}, `invalid value "1.5" for flag -R`},
+		{[]string{"-R"}, "flag needs an argument: -R"},
+		{[]string{"-strategy", "fast"}, `-strategy "fast": unknown strategy, want one of identity, tree`},
+		{[]string{"-tol", "0"}, "-tol 0: want a finite number > 0"},
+		{[]string{"-tol", "-1e-9"}, "-tol -1e-09: want a finite number > 0"},
+		{[]string{"-tol", "NaN"}, "-tol NaN: want a finite number > 0"},
+		{[]string{"-tol", "Inf"}, "-tol +Inf: want a finite number > 0"},
+		{[]string{"-max-iter", "0"}, "-max-iter 0: want at least 1"},
+		{[]string{"-strategy", "banded", "-bands", "-2"}, "-bands -2"},
+		{[]string{"-bands", "3"}, "-bands applies only to -strategy banded, not optimal"},
+		{[]string{"-strategy", "banded", "-buffers", "3"}, "-buffers applies only to -strategy blt, not banded"},
+		{[]string{"-loss-only", "-o", "B.npy"}, "-loss-only computes no B or C to write"},
+		{[]string{"-loss-only", "-C", "C.npy"}, "-loss-only computes no B or C to write"},
+		{[]string{"-o", "x.npy", "-C", "./x.npy"}, "-o and -C are the same file"},
+		{[]string{"-cache", "d", "-no-cache"}, "-cache and -no-cache contradict each other"},
+		{[]string{"-R", "800", "B.npy"}, `unexpected argument "B.npy"`},
+		{[]string{"-frobnicate"}, "flag provided but not defined: -frobnicate"},
+		{[]string{"-workload", ""}, "-workload is empty"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			res := runT(t, tc.args...)
+			assert.Equal(t, exitUsage, res.code)
+			assert.Empty(t, res.stdout)
+			requireOneErrorLine(t, res.stderr, tc.want)
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	res := runT(t, "-h")
+	assert.Equal(t, exitOK, res.code)
+	assert.Empty(t, res.stderr)
+	assert.Contains(t, res.stdout, "mfsolve -R 800 -o B.npy")
+	for _, s := range factorize.Strategies() {
+		assert.Contains(t, res.stdout, s)
+	}
+	for _, f := range []string{"-R", "-o", "-C", "-strategy", "-workload", "-tol", "-max-iter", "-cache", "-no-cache", "-json", "-quiet", "-loss-only", "-bands", "-buffers"} {
+		assert.Regexp(t, "\n  "+f+"[ \n]", res.stdout, "usage lists %s", f)
+	}
+}
+
+// writeNPY writes a .npy file by hand: magic, version 1.0, header and
+// data, so the tests do not depend on the writer under test.
+func writeNPY(t *testing.T, path, descr string, shape string, data []byte) {
+	t.Helper()
+	header := "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }"
+	for (10+len(header)+1)%64 != 0 {
+		header += " "
+	}
+	header += "\n"
+	var b []byte
+	b = append(b, "\x93NUMPY\x01\x00"...)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(header)))
+	b = append(b, header...)
+	b = append(b, data...)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+func f8(v ...float64) []byte {
+	var b []byte
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return b
+}
+
+// oldContents is what B.npy holds before a failing run.
+const oldContents = "old B.npy, must survive a failed run"
+
+func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup writes inputs into dir and returns the arguments; B.npy in
+		// dir already exists.
+		setup func(t *testing.T, dir string) []string
+		code  int
+		want  string
+	}{
+		{"output directory missing", func(t *testing.T, dir string) []string {
+			return []string{"-strategy", "identity", "-R", "5", "-o", filepath.Join(dir, "missing", "B.npy")}
+		}, exitFailure, "directory " + "DIR/missing does not exist"},
+		{"output directory is a file", func(t *testing.T, dir string) []string {
+			return []string{"-strategy", "identity", "-R", "5", "-o", filepath.Join(dir, "B.npy", "B.npy")}
+		}, exitFailure, "DIR/B.npy is not a directory"},
+		{"output is a directory", func(t *testing.T, dir string) []string {
+			return []string{"-strategy", "identity", "-R", "5", "-o", dir}
+		}, exitFailure, "is a directory, want a file name"},
+		{"C directory missing", func(t *testing.T, dir string) []string {
+			return []string{"-strategy", "identity", "-R", "5", "-o", filepath.Join(dir, "B.npy"), "-C", filepath.Join(dir, "no", "C.npy")}
+		}, exitFailure, "-C DIR/no/C.npy: directory DIR/no does not exist"},
+		{"too much memory", func(t *testing.T, dir string) []string {
+			return []string{"-R", "200000", "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use -loss-only"},
+		{"too much memory for the tree", func(t *testing.T, dir string) []string {
+			return []string{"-R", "100000", "-strategy", "tree", "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, "R = 100000 needs about 320.0 GB for dense output, this machine has 16.0 GB available; use a smaller -R"},
+		{"workload missing", func(t *testing.T, dir string) []string {
+			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, "-workload: load DIR/A.npy: no such file or directory"},
+		{"workload not npy", func(t *testing.T, dir string) []string {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "A.npy"), []byte("1,0\n1,1\n"), 0o644))
+			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, "not a .npy file"},
+		{"workload not square", func(t *testing.T, dir string) []string {
+			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 3)", f8(1, 0, 0, 1, 1, 0))
+			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, "workload is 2 x 3, want a square matrix"},
+		{"workload not 2-D", func(t *testing.T, dir string) []string {
+			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(4,)", f8(1, 0, 1, 1))
+			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, "is 1-D, want 2-D"},
+		{"workload not lower-triangular", func(t *testing.T, dir string) []string {
+			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(1, 0.5, 1, 1))
+			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, "above the diagonal, want a lower-triangular matrix"},
+		{"workload singular", func(t *testing.T, dir string) []string {
+			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(1, 0, 1, 0))
+			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, "want a nonsingular matrix"},
+		{"workload float32", func(t *testing.T, dir string) []string {
+			writeNPY(t, filepath.Join(dir, "A.npy"), "<f4", "(2, 2)", make([]byte, 16))
+			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, `unsupported dtype "<f4"`},
+		{"workload big-endian", func(t *testing.T, dir string) []string {
+			writeNPY(t, filepath.Join(dir, "A.npy"), ">f8", "(1, 1)", make([]byte, 8))
+			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, `unsupported dtype ">f8"`},
+		{"workload and R disagree", func(t *testing.T, dir string) []string {
+			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(1, 0, 1, 1))
+			return []string{"-R", "3", "-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitUsage, "-R 3, but the workload in DIR/A.npy is 2 x 2"},
+		{"strategy needs the prefix workload", func(t *testing.T, dir string) []string {
+			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(2, 0, 1, 1))
+			return []string{"-strategy", "sqrt", "-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
+		}, exitFailure, `strategy "sqrt" supports only the prefix-sum workload`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bPath := filepath.Join(dir, "B.npy")
+			require.NoError(t, os.WriteFile(bPath, []byte(oldContents), 0o644))
+			args := tc.setup(t, dir)
+			before := dirListing(t, dir)
+
+			res := runT(t, args...)
+			assert.Equal(t, tc.code, res.code)
+			assert.Empty(t, res.stdout)
+			requireOneErrorLine(t, res.stderr, strings.ReplaceAll(tc.want, "DIR", dir))
+
+			got, err := os.ReadFile(bPath)
+			require.NoError(t, err)
+			assert.Equal(t, oldContents, string(got), "B.npy changed")
+			assert.Equal(t, before, dirListing(t, dir), "files appeared or vanished")
+		})
+	}
+}
+
+// dirListing lists the names in dir.
+func dirListing(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestWriteOutputsAllOrNothing(t *testing.T) {
+	// The second output fails after the first is staged: neither
+	// destination may change and no staging file may remain.
+	dir := t.TempDir()
+	bPath := filepath.Join(dir, "B.npy")
+	require.NoError(t, os.WriteFile(bPath, []byte(oldContents), 0o644))
+	m := mat.NewDense(2, 2, []float64{1, 0, 1, 1})
+	err := writeOutputs([]output{
+		{"-o", bPath, m},
+		{"-C", filepath.Join(dir, "gone", "C.npy"), m},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-C "+filepath.Join(dir, "gone", "C.npy"))
+	got, rerr := os.ReadFile(bPath)
+	require.NoError(t, rerr)
+	assert.Equal(t, oldContents, string(got))
+	assert.Equal(t, []string{"B.npy"}, dirListing(t, dir))
+}
+
+// jsonFields are the fields -json prints, no more and no fewer.
+var jsonFields = []string{"R", "strategy", "loss", "frob_B_sq", "sensitivity", "rmse", "max_se", "iterations", "gap", "seconds", "cached"}
+
+// parseJSON checks that out is one JSON object with exactly jsonFields.
+func parseJSON(t *testing.T, out string) map[string]any {
+	t.Helper()
+	require.Equal(t, 1, strings.Count(out, "\n"), "one line: %q", out)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := slices.Clone(jsonFields)
+	slices.Sort(want)
+	require.Equal(t, want, keys)
+	return m
+}
+
+func TestJSONIdentity(t *testing.T) {
+	const r = 20
+	res := runT(t, "-strategy", "identity", "-R", "20", "-json", "-no-cache")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Empty(t, res.stderr)
+	m := parseJSON(t, res.stdout)
+	// The identity on the prefix-sum workload: B = A, gamma = 1,
+	// loss = ||A||_F^2 = R(R+1)/2, worst round R.
+	assert.Equal(t, float64(r*(r+1)/2), m["loss"])
+	assert.Equal(t, float64(r*(r+1)/2), m["frob_B_sq"])
+	assert.Equal(t, 1.0, m["sensitivity"])
+	assert.Equal(t, float64(r), m["max_se"])
+	assert.InDelta(t, math.Sqrt(float64(r+1)/2), m["rmse"], 1e-15)
+	assert.Equal(t, float64(r), m["R"])
+	assert.Equal(t, "identity", m["strategy"])
+	assert.Equal(t, 0.0, m["iterations"])
+	assert.Equal(t, 0.0, m["gap"])
+	assert.Equal(t, false, m["cached"])
+}
+
+func TestLossOnlyClosedForm(t *testing.T) {
+	// The tree's sensitivity^2 is its number of levels, floor(log2 R) + 1.
+	res := runT(t, "-strategy", "tree", "-R", "16", "-loss-only", "-json")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	m := parseJSON(t, res.stdout)
+	assert.InDelta(t, math.Sqrt(5), m["sensitivity"], 1e-15)
+	assert.InDelta(t, 5*m["frob_B_sq"].(float64), m["loss"], 1e-9)
+}
+
+func TestWorkloadFile(t *testing.T) {
+	dir := t.TempDir()
+	// A = [[2, 0], [1, 3]]: the identity strategy has B = A, gamma = 1,
+	// loss = 4 + 1 + 9 = 14, worst row 1 + 9 = 10.
+	a := filepath.Join(dir, "A.npy")
+	writeNPY(t, a, "<f8", "(2, 2)", f8(2, 0, 1, 3))
+	res := runT(t, "-strategy", "identity", "-workload", a, "-json")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	m := parseJSON(t, res.stdout)
+	assert.Equal(t, 14.0, m["loss"])
+	assert.Equal(t, 10.0, m["max_se"])
+	assert.Equal(t, 2.0, m["R"])
+
+	// The prefix-sum matrix from a file is recognised as the prefix-sum
+	// workload, so the tree accepts it: R = 3 has nodes [0], [1], [2],
+	// [0, 1], and round 0 is in two of them.
+	p := filepath.Join(dir, "P.npy")
+	writeNPY(t, p, "<f8", "(3, 3)", f8(1, 0, 0, 1, 1, 0, 1, 1, 1))
+	res = runT(t, "-strategy", "tree", "-workload", p, "-R", "3", "-json")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	m = parseJSON(t, res.stdout)
+	assert.InDelta(t, math.Sqrt(2), m["sensitivity"], 1e-15)
+}
+
+// loadDense reads a .npy file written by mfsolve.
+func loadDense(t *testing.T, path string) *mat.Dense {
+	t.Helper()
+	a, err := linalg.LoadNPY(path)
+	require.NoError(t, err)
+	m, err := a.Dense()
+	require.NoError(t, err)
+	return m
+}
+
+func TestWritesBAndC(t *testing.T) {
+	tests := []struct {
+		strategy string
+		r, m     int
+		tol      float64
+	}{
+		// Tree with R = 13: 13 + 6 + 3 + 1 = 23 dyadic nodes; its
+		// factors are 0/1 matrices, so B C is exact.
+		{"tree", 13, 23, 0},
+		{"identity", 9, 9, 0},
+		{"sqrt", 30, 30, 1e-12},
+		{"sqrt-normalized", 30, 30, 1e-12},
+	}
+	for _, tc := range tests {
+		t.Run(tc.strategy, func(t *testing.T) {
+			dir := t.TempDir()
+			bPath, cPath := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy")
+			require.NoError(t, os.WriteFile(bPath, []byte(oldContents), 0o644))
+			res := runT(t, "-strategy", tc.strategy, "-R", itoa(tc.r), "-o", bPath, "-C", cPath)
+			require.Equal(t, exitOK, res.code, res.stderr)
+			assert.Empty(t, res.stderr)
+			assert.ElementsMatch(t, []string{"B.npy", "C.npy"}, dirListing(t, dir))
+
+			b, c := loadDense(t, bPath), loadDense(t, cPath)
+			br, bc := b.Dims()
+			cr, cc := c.Dims()
+			require.Equal(t, [4]int{tc.r, tc.m, tc.m, tc.r}, [4]int{br, bc, cr, cc})
+			var bcm mat.Dense
+			bcm.Mul(b, c)
+			for i := 0; i < tc.r; i++ {
+				for j := 0; j < tc.r; j++ {
+					want := 0.0
+					if j <= i {
+						want = 1
+					}
+					require.InDelta(t, want, bcm.At(i, j), tc.tol, "(B C)[%d][%d]", i, j)
+				}
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func TestSummaryLine(t *testing.T) {
+	res := runT(t, "-strategy", "identity", "-R", "4", "-no-cache")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Empty(t, res.stderr)
+	line := strings.TrimSuffix(res.stdout, "\n")
+	require.NotContains(t, line, "\n")
+	var keys []string
+	for _, f := range strings.Fields(line) {
+		k, v, ok := strings.Cut(f, "=")
+		require.True(t, ok, "field %q", f)
+		require.NotEmpty(t, v)
+		keys = append(keys, k)
+	}
+	assert.Equal(t, []string{"strategy", "R", "loss", "rmse", "max_se", "sensitivity", "iterations", "gap", "seconds", "cached"}, keys)
+	assert.Contains(t, line, "strategy=identity R=4 loss=10 ")
+}
+
+func TestQuiet(t *testing.T) {
+	res := runT(t, "-strategy", "identity", "-R", "4", "-quiet")
+	assert.Equal(t, exitOK, res.code)
+	assert.Empty(t, res.stdout)
+	assert.Empty(t, res.stderr)
+
+	res = runT(t, "-strategy", "identity", "-R", "4", "-quiet", "-json")
+	assert.Equal(t, exitOK, res.code)
+	parseJSON(t, res.stdout)
+}
+
+func TestCacheReuse(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	b1, b2, b3 := filepath.Join(dir, "B1.npy"), filepath.Join(dir, "B2.npy"), filepath.Join(dir, "B3.npy")
+	ctx := context.Background()
+	args := []string{"-strategy", "sqrt-normalized", "-R", "50", "-json"}
+
+	first := runIn(ctx, cache, append(args, "-o", b1)...)
+	require.Equal(t, exitOK, first.code, first.stderr)
+	assert.Equal(t, false, parseJSON(t, first.stdout)["cached"])
+	require.Len(t, dirListing(t, cache), 1)
+
+	second := runIn(ctx, cache, append(args, "-o", b2)...)
+	require.Equal(t, exitOK, second.code, second.stderr)
+	assert.Equal(t, true, parseJSON(t, second.stdout)["cached"])
+
+	// -no-cache neither reads nor writes the cache.
+	entry := filepath.Join(cache, dirListing(t, cache)[0])
+	stamp := time.Unix(1_000_000_000, 0)
+	require.NoError(t, os.Chtimes(entry, stamp, stamp))
+	third := runIn(ctx, cache, append(args, "-o", b3, "-no-cache")...)
+	require.Equal(t, exitOK, third.code, third.stderr)
+	assert.Equal(t, false, parseJSON(t, third.stdout)["cached"])
+	fi, err := os.Stat(entry)
+	require.NoError(t, err)
+	assert.True(t, fi.ModTime().Equal(stamp), "-no-cache rewrote the entry")
+	assert.Len(t, dirListing(t, cache), 1)
+
+	// The cached B is the computed B, bit for bit.
+	want, err := os.ReadFile(b1)
+	require.NoError(t, err)
+	for _, p := range []string{b2, b3} {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(want, got), "%s differs", p)
+	}
+
+	// -cache DIR overrides the default directory.
+	other := filepath.Join(dir, "other")
+	res := runIn(ctx, cache, append(args, "-cache", other)...)
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Equal(t, false, parseJSON(t, res.stdout)["cached"])
+	assert.Len(t, dirListing(t, other), 1)
+}
+
+func TestCorruptCacheEntry(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	ctx := context.Background()
+	args := []string{"-strategy", "sqrt", "-R", "64", "-json"}
+	res := runIn(ctx, cache, args...)
+	require.Equal(t, exitOK, res.code, res.stderr)
+
+	names := dirListing(t, cache)
+	require.Len(t, names, 1)
+	entry := filepath.Join(cache, names[0])
+	data, err := os.ReadFile(entry)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(entry, data, 0o644))
+
+	res = runIn(ctx, cache, args...)
+	require.Equal(t, exitOK, res.code, res.stderr)
+	requireOneErrorLine(t, res.stderr, "mfsolve: cache entry "+entry+" is corrupt (checksum mismatch); recomputing")
+	assert.Equal(t, false, parseJSON(t, res.stdout)["cached"])
+
+	res = runIn(ctx, cache, args...)
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Empty(t, res.stderr)
+	assert.Equal(t, true, parseJSON(t, res.stdout)["cached"])
+}
+
+func TestUnusableCacheDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	res := runT(t, "-strategy", "identity", "-R", "3", "-json", "-cache", filepath.Join(file, "cache"))
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Equal(t, 6.0, parseJSON(t, res.stdout)["loss"])
+	assert.Contains(t, res.stderr, "mfsolve: cannot write the cache")
+	for _, line := range strings.SplitAfter(res.stderr, "\n") {
+		if line != "" {
+			assert.True(t, strings.HasPrefix(line, "mfsolve: "), "line %q", line)
+		}
+	}
+}
+
+func TestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	res := runIn(ctx, filepath.Join(dir, "cache"), "-R", "50", "-o", filepath.Join(dir, "B.npy"))
+	assert.Equal(t, exitFailure, res.code)
+	requireOneErrorLine(t, res.stderr, "mfsolve: interrupted; nothing written")
+	assert.Empty(t, dirListing(t, dir), "no B.npy, no cache entry")
+}
+
+func TestOptimalSmallExact(t *testing.T) {
+	// Known optima of the prefix-sum workload (notes section 3, from an
+	// independent computation): R = 2 is the golden ratio squared,
+	// (3 + sqrt 5) / 2; R = 3 is 4.607861648.
+	tests := []struct {
+		r    string
+		want float64
+		tol  float64 // relative: 10 printed digits for R = 3
+	}{
+		{"2", (3 + math.Sqrt(5)) / 2, 1e-9},
+		{"3", 4.607861648, 1e-9},
+	}
+	for _, tc := range tests {
+		for _, lossOnly := range []bool{false, true} {
+			args := []string{"-R", tc.r, "-json"}
+			if lossOnly {
+				args = append(args, "-loss-only")
+			}
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				res := runT(t, args...)
+				require.Equal(t, exitOK, res.code, res.stderr)
+				m := parseJSON(t, res.stdout)
+				loss := m["loss"].(float64)
+				assert.InDelta(t, tc.want, loss, tc.tol*tc.want)
+				// Unit column norms: gamma = 1, so the loss is ||B||_F^2.
+				assert.InDelta(t, loss, m["frob_B_sq"], 1e-12*loss)
+				assert.InDelta(t, 1, m["sensitivity"], 1e-12)
+				assert.Greater(t, m["iterations"], 0.0)
+				assert.LessOrEqual(t, m["gap"], factorize.DefaultTol)
+			})
+		}
+	}
+}
+
+func TestOptimalWritesBAndC(t *testing.T) {
+	const r = 40
+	dir := t.TempDir()
+	bPath, cPath := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy")
+	res := runT(t, "-R", "40", "-o", bPath, "-C", cPath, "-json")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	m := parseJSON(t, res.stdout)
+	b, c := loadDense(t, bPath), loadDense(t, cPath)
+	var bcm mat.Dense
+	bcm.Mul(b, c)
+	frob := 0.0
+	for i := 0; i < r; i++ {
+		col := 0.0
+		for j := 0; j < r; j++ {
+			want := 0.0
+			if j <= i {
+				want = 1
+			}
+			require.InDelta(t, want, bcm.At(i, j), 1e-9, "(B C)[%d][%d]", i, j)
+			if j > i {
+				// Causal: both factors lower-triangular.
+				require.Zero(t, b.At(i, j), "B[%d][%d]", i, j)
+				require.Zero(t, c.At(i, j), "C[%d][%d]", i, j)
+			}
+			col += c.At(j, i) * c.At(j, i)
+			frob += b.At(i, j) * b.At(i, j)
+		}
+		require.InDelta(t, 1, col, 1e-9, "column %d of C", i)
+	}
+	assert.InDelta(t, m["frob_B_sq"], frob, 1e-9*frob)
+}
+
+func TestOptimalCacheByTolerance(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	ctx := context.Background()
+	for _, step := range []struct {
+		tol    string
+		cached bool
+	}{{"1e-10", false}, {"1e-10", true}, {"1e-6", false}, {"1e-6", true}} {
+		res := runIn(ctx, cache, "-R", "30", "-tol", step.tol, "-json")
+		require.Equal(t, exitOK, res.code, res.stderr)
+		m := parseJSON(t, res.stdout)
+		assert.Equal(t, step.cached, m["cached"], "tol %s", step.tol)
+		tol, _ := strconv.ParseFloat(step.tol, 64)
+		assert.LessOrEqual(t, m["gap"], tol)
+	}
+	assert.Len(t, dirListing(t, cache), 2)
+}
+
+func TestProgressOnTerminal(t *testing.T) {
+	var out, errb syncBuffer
+	code := run(context.Background(), []string{"-R", "300", "-no-cache"}, env{
+		stdout: &out, stderr: &errb, progress: true, progressDelay: 0,
+	})
+	require.Equal(t, exitOK, code, errb.String())
+	s := errb.String()
+	assert.True(t, strings.HasPrefix(s, "\rmfsolve: optimal R=300  "), "%q", s)
+	assert.True(t, strings.HasSuffix(s, "\r\x1b[K"), "line erased: %q", s)
+	assert.True(t, strings.HasPrefix(out.String(), "strategy=optimal R=300 "), out.String())
+
+	// -quiet suppresses it.
+	var out2, errb2 syncBuffer
+	code = run(context.Background(), []string{"-R", "300", "-no-cache", "-quiet"}, env{
+		stdout: &out2, stderr: &errb2, progress: true, progressDelay: 0,
+	})
+	require.Equal(t, exitOK, code, errb2.String())
+	assert.Empty(t, errb2.String())
+	assert.Empty(t, out2.String())
+}

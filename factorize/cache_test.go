@@ -1,0 +1,469 @@
+package factorize_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// cacheClosedForms are the strategies that need no solver.
+var cacheClosedForms = []string{
+	factorize.StrategyIdentity,
+	factorize.StrategyTree,
+	factorize.StrategySqrt,
+	factorize.StrategySqrtNormalized,
+}
+
+// requireSameBits fails unless a and b hold the same floats bit for bit.
+func requireSameBits(t *testing.T, want, got *mat.Dense, name string) {
+	t.Helper()
+	if want == nil || got == nil {
+		require.True(t, want == nil && got == nil, "%s: want nil %v, got nil %v", name, want == nil, got == nil)
+		return
+	}
+	wr, wc := want.Dims()
+	gr, gc := got.Dims()
+	require.Equal(t, [2]int{wr, wc}, [2]int{gr, gc}, "%s dims", name)
+	for i := 0; i < wr; i++ {
+		for j := 0; j < wc; j++ {
+			if math.Float64bits(want.At(i, j)) != math.Float64bits(got.At(i, j)) {
+				t.Fatalf("%s[%d][%d] = %v (bits %x), want %v (bits %x)", name, i, j,
+					got.At(i, j), math.Float64bits(got.At(i, j)), want.At(i, j), math.Float64bits(want.At(i, j)))
+			}
+		}
+	}
+}
+
+// requireSameFactorization compares every field that the cache stores.
+func requireSameFactorization(t *testing.T, want, got *factorize.Factorization) {
+	t.Helper()
+	require.Equal(t, want.Strategy, got.Strategy)
+	require.Same(t, want.Workload, got.Workload)
+	requireSameBits(t, want.B, got.B, "B")
+	requireSameBits(t, want.C, got.C, "C")
+	require.Equal(t, want.Available, got.Available)
+	require.Equal(t, want.Iterations, got.Iterations)
+	require.Equal(t, math.Float64bits(want.Gap), math.Float64bits(got.Gap))
+	wm := []float64{want.Metrics.Sensitivity, want.Metrics.FrobBSq, want.Metrics.Loss, want.Metrics.RMSE, want.Metrics.MaxSE}
+	gm := []float64{got.Metrics.Sensitivity, got.Metrics.FrobBSq, got.Metrics.Loss, got.Metrics.RMSE, got.Metrics.MaxSE}
+	for i := range wm {
+		require.Equal(t, math.Float64bits(wm[i]), math.Float64bits(gm[i]), "metric %d: got %v, want %v", i, gm[i], wm[i])
+	}
+}
+
+// dirNames lists dir, to check for leftover temporary files.
+func cacheDirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func cacheWorkload(t testing.TB, r int) *factorize.Workload {
+	t.Helper()
+	w, err := factorize.Prefix(r)
+	require.NoError(t, err)
+	return w
+}
+
+func TestCacheRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	for _, strategy := range append(cacheClosedForms, factorize.StrategyOptimal) {
+		t.Run(strategy, func(t *testing.T) {
+			// R = 37 is not a power of two: the tree has m = 72 > R rows.
+			w := cacheWorkload(t, 37)
+			c := &factorize.Cache{Dir: t.TempDir()}
+			var warn bytes.Buffer
+			want, cached, err := c.Compute(ctx, strategy, w, factorize.Options{}, &warn)
+			require.NoError(t, err)
+			assert.False(t, cached)
+			if strategy != factorize.StrategyOptimal {
+				// The closed forms are deterministic: the cache returns
+				// what Compute returns.
+				direct, err := factorize.Compute(ctx, strategy, w, factorize.Options{})
+				require.NoError(t, err)
+				requireSameFactorization(t, direct, want)
+			}
+
+			// A second Cache on the same directory loads the entry.
+			c2 := &factorize.Cache{Dir: c.Dir}
+			got, cached, err := c2.Compute(ctx, strategy, w, factorize.Options{}, &warn)
+			require.NoError(t, err)
+			assert.True(t, cached)
+			requireSameFactorization(t, want, got)
+			assert.Empty(t, warn.String())
+
+			key, err := factorize.CacheKey(strategy, w, factorize.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, []string{key + ".dpmf"}, cacheDirNames(t, c.Dir))
+		})
+	}
+}
+
+func TestCacheIdentityLoss(t *testing.T) {
+	// Independent check of a loaded entry: the identity's loss on the
+	// prefix-sum workload is R(R+1)/2 exactly.
+	const r = 50
+	c := &factorize.Cache{Dir: t.TempDir()}
+	for range 2 {
+		f, _, err := c.Compute(context.Background(), factorize.StrategyIdentity, cacheWorkload(t, r), factorize.Options{}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, float64(r*(r+1)/2), f.Metrics.Loss)
+	}
+}
+
+func TestCacheLossOnlyOptimal(t *testing.T) {
+	// R = 3: optimal loss 4.607861648 (notes section 3), computed and
+	// then loaded without B and C.
+	ctx := context.Background()
+	c := &factorize.Cache{Dir: t.TempDir()}
+	opt := factorize.Options{LossOnly: true}
+	want, cached, err := c.Compute(ctx, factorize.StrategyOptimal, cacheWorkload(t, 3), opt, nil)
+	require.NoError(t, err)
+	require.False(t, cached)
+	assert.InDelta(t, 4.607861648, want.Metrics.Loss, 1e-9)
+	got, cached, err := c.Compute(ctx, factorize.StrategyOptimal, want.Workload, opt, nil)
+	require.NoError(t, err)
+	require.True(t, cached)
+	assert.Nil(t, got.B)
+	requireSameFactorization(t, want, got)
+}
+
+func TestCacheLossOnly(t *testing.T) {
+	// A loss-only result has no B, C or Available; only its metrics,
+	// iterations and gap are stored.
+	w := cacheWorkload(t, 10)
+	opt := factorize.Options{LossOnly: true}
+	f := &factorize.Factorization{
+		Strategy:   factorize.StrategyOptimal,
+		Workload:   w,
+		Metrics:    factorize.Metrics{Sensitivity: 1, FrobBSq: 1.0 / 3, Loss: 1.0 / 3, RMSE: math.Sqrt(1.0 / 30), MaxSE: math.Pi},
+		Iterations: 17,
+		Gap:        3e-11,
+	}
+	c := &factorize.Cache{Dir: t.TempDir()}
+	require.NoError(t, c.Store(f, opt))
+	got, err := c.Load(factorize.StrategyOptimal, w, opt)
+	require.NoError(t, err)
+	requireSameFactorization(t, f, got)
+
+	// The full factorization has another key.
+	_, err = c.Load(factorize.StrategyOptimal, w, factorize.Options{})
+	assert.ErrorIs(t, err, factorize.ErrCacheMiss)
+}
+
+func TestCacheCorruptEntry(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		damage func(b []byte) []byte
+		reason string
+	}{
+		{"middle byte", func(b []byte) []byte { b[len(b)/2] ^= 0x10; return b }, "checksum mismatch"},
+		{"last byte", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, "checksum mismatch"},
+		{"metadata byte", func(b []byte) []byte {
+			i := bytes.Index(b, []byte(`"strategy"`))
+			b[i+1] = 'S'
+			return b
+		}, "checksum mismatch"},
+		{"truncated half", func(b []byte) []byte { return b[:len(b)/2] }, "truncated"},
+		{"truncated checksum", func(b []byte) []byte { return b[:len(b)-1] }, "truncated"},
+		{"truncated header", func(b []byte) []byte { return b[:10] }, "truncated"},
+		{"empty", func(b []byte) []byte { return b[:0] }, "truncated"},
+		{"appended byte", func(b []byte) []byte { return append(b, 0) }, "length "},
+		{"wrong magic", func(b []byte) []byte { copy(b, "NOTDPMF!"); return b }, "bad magic"},
+		{"wrong version", func(b []byte) []byte { b[8] = 99; return b }, "format version 99"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := cacheWorkload(t, 40)
+			strategy := factorize.StrategySqrtNormalized
+			want, err := factorize.Compute(ctx, strategy, w, factorize.Options{})
+			require.NoError(t, err)
+			c := &factorize.Cache{Dir: t.TempDir()}
+			_, _, err = c.Compute(ctx, strategy, w, factorize.Options{}, nil)
+			require.NoError(t, err)
+			key, err := factorize.CacheKey(strategy, w, factorize.Options{})
+			require.NoError(t, err)
+			path := c.Path(key)
+			good, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(path, tc.damage(bytes.Clone(good)), 0o644))
+
+			_, err = c.Load(strategy, w, factorize.Options{})
+			var ce *factorize.CorruptCacheError
+			require.ErrorAs(t, err, &ce)
+			assert.Contains(t, ce.Reason, tc.reason)
+
+			var warn bytes.Buffer
+			f, cached, err := c.Compute(ctx, strategy, w, factorize.Options{}, &warn)
+			require.NoError(t, err)
+			assert.False(t, cached)
+			requireSameFactorization(t, want, f)
+			msg := warn.String()
+			assert.Equal(t, 1, strings.Count(msg, "\n"), "one warning line: %q", msg)
+			assert.Contains(t, msg, "cache entry "+path+" is corrupt ("+tc.reason)
+			assert.True(t, strings.HasSuffix(msg, "); recomputing\n"), msg)
+
+			// The entry was repaired: byte for byte the good one again.
+			repaired, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(good, repaired), "entry not repaired")
+			assert.Equal(t, []string{key + ".dpmf"}, cacheDirNames(t, c.Dir))
+		})
+	}
+}
+
+func TestCacheMisfiledEntry(t *testing.T) {
+	// A complete, checksummed entry under the wrong name (as a hash
+	// collision would produce) must not be used.
+	ctx := context.Background()
+	c := &factorize.Cache{Dir: t.TempDir()}
+	w5, w6 := cacheWorkload(t, 5), cacheWorkload(t, 6)
+	_, _, err := c.Compute(ctx, factorize.StrategyIdentity, w5, factorize.Options{}, nil)
+	require.NoError(t, err)
+	k5, err := factorize.CacheKey(factorize.StrategyIdentity, w5, factorize.Options{})
+	require.NoError(t, err)
+	k6, err := factorize.CacheKey(factorize.StrategyIdentity, w6, factorize.Options{})
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(c.Path(k5), c.Path(k6)))
+
+	var warn bytes.Buffer
+	f, cached, err := c.Compute(ctx, factorize.StrategyIdentity, w6, factorize.Options{}, &warn)
+	require.NoError(t, err)
+	assert.False(t, cached)
+	assert.Equal(t, 6, f.Workload.R())
+	assert.Equal(t, 21.0, f.Metrics.Loss) // 6*7/2
+	assert.Contains(t, warn.String(), "does not match the request")
+}
+
+func TestCacheKey(t *testing.T) {
+	w := cacheWorkload(t, 20)
+	base, err := factorize.CacheKey(factorize.StrategyOptimal, w, factorize.Options{})
+	require.NoError(t, err)
+	assert.Len(t, base, 64)
+
+	mom, err := factorize.Momentum(20, 0.9)
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		strategy string
+		w        *factorize.Workload
+		opt      factorize.Options
+		same     bool
+	}{
+		{"tol 0 is the default", factorize.StrategyOptimal, w, factorize.Options{Tol: factorize.DefaultTol}, true},
+		{"max iter", factorize.StrategyOptimal, w, factorize.Options{MaxIter: 7}, true},
+		{"method", factorize.StrategyOptimal, w, factorize.Options{Method: factorize.Dense}, true},
+		{"progress", factorize.StrategyOptimal, w, factorize.Options{Progress: func(factorize.Progress) {}}, true},
+		{"tol", factorize.StrategyOptimal, w, factorize.Options{Tol: 1e-8}, false},
+		{"bands", factorize.StrategyOptimal, w, factorize.Options{Bands: 3}, false},
+		{"buffers", factorize.StrategyOptimal, w, factorize.Options{Buffers: 2}, false},
+		{"loss only", factorize.StrategyOptimal, w, factorize.Options{LossOnly: true}, false},
+		{"strategy", factorize.StrategyIdentity, w, factorize.Options{}, false},
+		{"R", factorize.StrategyOptimal, cacheWorkload(t, 21), factorize.Options{}, false},
+		{"workload", factorize.StrategyOptimal, mom, factorize.Options{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := factorize.CacheKey(tc.strategy, tc.w, tc.opt)
+			require.NoError(t, err)
+			if tc.same {
+				assert.Equal(t, base, k)
+			} else {
+				assert.NotEqual(t, base, k)
+			}
+		})
+	}
+
+	_, err = factorize.CacheKey(factorize.StrategyOptimal, w, factorize.Options{Tol: math.NaN()})
+	assert.Error(t, err)
+}
+
+func TestCacheDifferentTolIsStoredSeparately(t *testing.T) {
+	ctx := context.Background()
+	c := &factorize.Cache{Dir: t.TempDir()}
+	w := cacheWorkload(t, 8)
+	for _, tol := range []float64{1e-6, 1e-9} {
+		_, cached, err := c.Compute(ctx, factorize.StrategySqrt, w, factorize.Options{Tol: tol}, nil)
+		require.NoError(t, err)
+		assert.False(t, cached, "tol %g", tol)
+	}
+	assert.Len(t, cacheDirNames(t, c.Dir), 2)
+}
+
+func TestCacheUnwritableDir(t *testing.T) {
+	// A directory below a regular file can be neither created nor read,
+	// whatever the user's privileges.
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	c := &factorize.Cache{Dir: filepath.Join(file, "cache")}
+	var warn bytes.Buffer
+	f, cached, err := c.Compute(context.Background(), factorize.StrategyIdentity, cacheWorkload(t, 4), factorize.Options{}, &warn)
+	require.NoError(t, err)
+	assert.False(t, cached)
+	assert.Equal(t, 10.0, f.Metrics.Loss) // 4*5/2
+	assert.Contains(t, warn.String(), "cannot write the cache")
+	for _, line := range strings.Split(strings.TrimSuffix(warn.String(), "\n"), "\n") {
+		assert.NotEmpty(t, line)
+	}
+}
+
+func TestCacheCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := &factorize.Cache{Dir: t.TempDir()}
+	_, _, err := c.Compute(ctx, factorize.StrategyOptimal, cacheWorkload(t, 4), factorize.Options{}, nil)
+	require.Error(t, err)
+	assert.Empty(t, cacheDirNames(t, c.Dir))
+}
+
+// concurrentR is large enough that a write takes a while (two 300 x 300
+// matrices, 1.4 MB), so concurrent writers overlap.
+const concurrentR = 300
+
+func checkSingleValidEntry(t *testing.T, dir string) {
+	t.Helper()
+	w := cacheWorkload(t, concurrentR)
+	key, err := factorize.CacheKey(factorize.StrategyIdentity, w, factorize.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{key + ".dpmf"}, cacheDirNames(t, dir), "one entry, no temporary files")
+	c := &factorize.Cache{Dir: dir}
+	got, err := c.Load(factorize.StrategyIdentity, w, factorize.Options{})
+	require.NoError(t, err)
+	requireSameFactorization(t, factorize.Identity(w), got)
+}
+
+func TestCacheConcurrentGoroutines(t *testing.T) {
+	dir := t.TempDir()
+	const n = 4
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &factorize.Cache{Dir: dir}
+			var warn bytes.Buffer
+			<-start
+			f, _, err := c.Compute(context.Background(), factorize.StrategyIdentity, cacheWorkload(t, concurrentR), factorize.Options{}, &warn)
+			if err == nil && warn.Len() > 0 {
+				err = fmt.Errorf("warning: %s", warn.String())
+			}
+			if err == nil && f.Metrics.Loss != concurrentR*(concurrentR+1)/2 {
+				err = fmt.Errorf("loss %v", f.Metrics.Loss)
+			}
+			errs[i] = err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	checkSingleValidEntry(t, dir)
+}
+
+// helperDirEnv names the cache directory for TestCacheHelperProcess.
+const helperDirEnv = "DPMF_CACHE_HELPER_DIR"
+
+// TestCacheHelperProcess is not a test: TestCacheConcurrentProcesses runs
+// the test binary again with only this function and helperDirEnv set.
+func TestCacheHelperProcess(t *testing.T) {
+	dir := os.Getenv(helperDirEnv)
+	if dir == "" {
+		t.Skip("helper process for TestCacheConcurrentProcesses")
+	}
+	c := &factorize.Cache{Dir: dir}
+	f, cached, err := c.Compute(context.Background(), factorize.StrategyIdentity, cacheWorkload(t, concurrentR), factorize.Options{}, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	fmt.Printf("loss=%v cached=%v\n", f.Metrics.Loss, cached)
+}
+
+func TestCacheConcurrentProcesses(t *testing.T) {
+	dir := t.TempDir()
+	const n = 2
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]*bytes.Buffer, n)
+	errOuts := make([]*bytes.Buffer, n)
+	for i := range cmds {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCacheHelperProcess$")
+		cmd.Env = append(os.Environ(), helperDirEnv+"="+dir)
+		outs[i], errOuts[i] = new(bytes.Buffer), new(bytes.Buffer)
+		cmd.Stdout, cmd.Stderr = outs[i], errOuts[i]
+		cmds[i] = cmd
+	}
+	for _, cmd := range cmds {
+		require.NoError(t, cmd.Start())
+	}
+	wantLoss := "loss=" + strconv.Itoa(concurrentR*(concurrentR+1)/2) + " "
+	for i, cmd := range cmds {
+		require.NoError(t, cmd.Wait(), "process %d: %s", i, errOuts[i])
+		assert.Contains(t, outs[i].String(), wantLoss, "process %d", i)
+		assert.Empty(t, errOuts[i].String(), "process %d warned", i)
+	}
+	checkSingleValidEntry(t, dir)
+}
+
+func BenchmarkCacheLoad(b *testing.B) {
+	// The warm hit of mfsolve -R 800: two 800 x 800 matrices (10 MB),
+	// checksum included.
+	for _, r := range []int{100, 800} {
+		b.Run("R="+strconv.Itoa(r), func(b *testing.B) {
+			w := cacheWorkload(b, r)
+			c := &factorize.Cache{Dir: b.TempDir()}
+			if _, _, err := c.Compute(context.Background(), factorize.StrategySqrt, w, factorize.Options{}, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(2 * 8 * r * r))
+			for b.Loop() {
+				if _, err := c.Load(factorize.StrategySqrt, w, factorize.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func ExampleCache() {
+	dir, err := os.MkdirTemp("", "dpmf-cache-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+
+	w, _ := factorize.Prefix(100)
+	c := &factorize.Cache{Dir: dir}
+	for range 2 {
+		f, cached, err := c.Compute(context.Background(), factorize.StrategyIdentity, w, factorize.Options{}, os.Stderr)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("loss %v, cached %v\n", f.Metrics.Loss, cached)
+	}
+	// Output:
+	// loss 5050, cached false
+	// loss 5050, cached true
+}

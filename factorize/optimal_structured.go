@@ -1,0 +1,121 @@
+package factorize
+
+import (
+	"context"
+	"math"
+
+	"github.com/dpmf/dpmf/linalg"
+)
+
+// quadTol is the relative accuracy of the rational approximation of the
+// inverse square root used by the structured path.
+const quadTol = 1e-14
+
+// structuredEvaluator evaluates phi(v) = diag(T^{-1/2}) with
+// T = D^{-1} A^{-1} A^{-T} D^{-1} = G G^T, G = D^{-1} A^{-1} banded.
+type structuredEvaluator struct {
+	w    *Workload
+	k    int
+	q    linalg.InvSqrtRational
+	have bool
+	lo   float64 // last lower eigenvalue bound, a warm start
+	// work buffers
+	bi   linalg.BidiagGram
+	band linalg.SymBand
+	work []float64
+	tmp  []float64
+}
+
+func newStructuredEvaluator(w *Workload) *structuredEvaluator {
+	inv, _ := w.InverseBand()
+	n, k, _ := inv.TriBand()
+	e := &structuredEvaluator{w: w, k: k}
+	if k == 1 {
+		e.bi = linalg.BidiagGram{Diag: make([]float64, n), Sub: make([]float64, n)}
+		e.work = make([]float64, 2*n)
+	} else {
+		e.band = linalg.NewSymBand(n, k)
+		e.work = make([]float64, 3*n*(k+1)+n)
+	}
+	e.tmp = make([]float64, n)
+	return e
+}
+
+// setup forms G (or T) for multipliers v and makes sure the rational
+// approximation covers T's spectrum.
+func (e *structuredEvaluator) setup(v []float64) {
+	inv, _ := e.w.InverseBand()
+	n := len(v)
+	var lo, hi float64
+	if e.k == 1 {
+		for i := 0; i < n; i++ {
+			s := 1 / math.Sqrt(v[i])
+			e.bi.Diag[i] = inv.At(i, i) * s
+			if i > 0 {
+				e.bi.Sub[i] = inv.At(i, i-1) * s
+			}
+		}
+		lo, hi = e.bi.Bounds(e.lo)
+	} else {
+		// T[i][j] = sum_p L[i][p] L[j][p] / sqrt(v_i v_j), |i - j| <= k.
+		k := e.k
+		for i := 0; i < n; i++ {
+			for j := max(0, i-k); j <= i; j++ {
+				s := 0.0
+				for p := max(0, i-k); p <= j; p++ {
+					s += inv.At(i, p) * inv.At(j, p)
+				}
+				e.band.Set(i, j, s/math.Sqrt(v[i]*v[j]))
+			}
+		}
+		lo, hi = e.band.Bounds(e.lo, e.work)
+	}
+	e.lo = lo
+	if !e.have || !e.q.Covers(lo, hi) {
+		// Widen by a factor 4 at each end so that small changes in v do
+		// not force new nodes every iteration.
+		e.q = linalg.NewInvSqrtRational(lo/4, hi*4, quadTol)
+		e.have = true
+	}
+}
+
+func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float64, error) {
+	e.setup(v)
+	if e.k == 1 {
+		e.bi.InvSqrtDiag(e.q, dst, e.work)
+	} else {
+		for i := range dst {
+			dst[i] = 0
+		}
+		for j, s := range e.q.Shifts {
+			e.band.ShiftedInverseDiag(s, e.tmp, e.work)
+			floatsAddScaled(dst, e.q.Weights[j], e.tmp)
+		}
+	}
+	// Rounding in the recurrences and the sum over shifts adds a few
+	// units in the last place per shift.
+	return e.q.RelErr + float64(len(e.q.Shifts))*4*0x1p-53, nil
+}
+
+func (e *structuredEvaluator) root(ctx context.Context, v []float64) ([]float64, error) {
+	e.setup(v)
+	n := len(v)
+	y := make([]float64, n*n)
+	for j, s := range e.q.Shifts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if e.k == 1 {
+			e.bi.AddShiftedInverse(y, n, s, e.q.Weights[j], e.work)
+		} else {
+			e.band.AddShiftedInverse(y, s, e.q.Weights[j], e.work)
+		}
+	}
+	return y, nil
+}
+
+func floatsAddScaled(dst []float64, alpha float64, s []float64) {
+	for i, x := range s {
+		dst[i] += alpha * x
+	}
+}

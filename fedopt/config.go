@@ -1,0 +1,91 @@
+package fedopt
+
+import (
+	"fmt"
+	"math"
+)
+
+// Config holds the parameters of one run of the online federated optimiser.
+type Config struct {
+	// Algorithm is the server update.
+	Algorithm Algorithm
+	// Eta is the local step size eta and EtaG the global step size eta_g of
+	// Algorithm 1; the server step is eta~ = Eta EtaG Tau.
+	Eta, EtaG float64
+	// EtaInd is the server step of the Independent baseline; 0 means
+	// Eta EtaG, with which its noise-free update is the same eta~ step along
+	// the mean gradient as Algorithm 1's with tau = 1.
+	EtaInd float64
+	// Clip is B_g: every per-sample gradient is scaled to norm at most Clip
+	// before it is used. The private algorithms need a finite Clip > 0 (it
+	// is what bounds the sensitivity); 0 means no clipping and is allowed
+	// only for NonPrivate.
+	Clip float64
+	// EvalEvery is the stride of rounds at which the loss error and the
+	// accuracy over all data are evaluated (rounds 0, E, 2E, ..., and always
+	// R); 0 means 1. The regret is accumulated every round regardless.
+	EvalEvery int
+	// ParallelLearners computes the learners of each round in goroutines.
+	// The results are identical bit for bit either way.
+	ParallelLearners bool
+	// X0 is the initial model; nil means zero.
+	X0 []float64
+	// OnRound, if not nil, is called after every round with the number of
+	// rounds completed. It is called from the goroutine running the run.
+	OnRound func(done int)
+}
+
+// ServerStep returns the step the server takes along the noisy direction:
+// eta~ = Eta EtaG tau for Algorithm 1, EtaInd (or Eta EtaG) for Independent.
+func (c *Config) ServerStep(tau int) float64 {
+	if c.Algorithm == Independent {
+		if c.EtaInd != 0 {
+			return c.EtaInd
+		}
+		return c.Eta * c.EtaG
+	}
+	return c.Eta * c.EtaG * float64(tau)
+}
+
+// Validate returns an error naming the first invalid parameter.
+func (c *Config) Validate() error {
+	pos := func(name string, v float64) error {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			return fmt.Errorf("fedopt: %s = %v, want a finite number > 0", name, v)
+		}
+		return nil
+	}
+	switch c.Algorithm {
+	case Correlated, Independent, NonPrivate:
+	default:
+		return fmt.Errorf("fedopt: unknown algorithm %v", c.Algorithm)
+	}
+	if err := pos("eta", c.Eta); err != nil {
+		return err
+	}
+	if err := pos("eta_g", c.EtaG); err != nil {
+		return err
+	}
+	if c.EtaInd != 0 {
+		if err := pos("eta of the independent baseline", c.EtaInd); err != nil {
+			return err
+		}
+	}
+	if c.Clip != 0 || c.Algorithm.Private() {
+		if err := pos("clipping bound B_g", c.Clip); err != nil {
+			if c.Algorithm.Private() {
+				return fmt.Errorf("%w (the %v algorithm needs clipping for its privacy guarantee)", err, c.Algorithm)
+			}
+			return err
+		}
+	}
+	if c.EvalEvery < 0 {
+		return fmt.Errorf("fedopt: eval-every = %d, want >= 0", c.EvalEvery)
+	}
+	for k, v := range c.X0 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("fedopt: initial model entry %d is %v, want a finite number", k, v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package linalg
+
+import (
+	"fmt"
+	"math"
+)
+
+// BidiagGram is the symmetric positive definite tridiagonal matrix
+// T = G G^T of a lower bidiagonal G, kept in factored form: G[i][i] = Diag[i]
+// and G[i][i-1] = Sub[i] (Sub[0] is ignored). Its entries are
+//
+//	T[i][i] = Diag[i]^2 + Sub[i]^2,  T[i][i-1] = Sub[i] Diag[i-1].
+//
+// The methods work on Diag and Sub directly, with recurrences in which every
+// operation combines nonnegative quantities. That keeps each result accurate
+// to a small relative error even when T is very ill-conditioned, where
+// forming T's entries would already perturb its smallest eigenvalues by
+// u ||T|| (u the unit roundoff): for T = D^{-1} (A^{-1} A^{-T}) D^{-1} of the
+// prefix-sum workload this is the difference between a relative error of
+// 1e-16 and one of 1e-6 in the smallest eigenvalues at n = 100,000.
+type BidiagGram struct {
+	Diag, Sub []float64
+}
+
+// N returns the order of T.
+func (b BidiagGram) N() int { return len(b.Diag) }
+
+func (b BidiagGram) check(n int) {
+	if len(b.Sub) != len(b.Diag) {
+		panic(fmt.Sprintf("linalg: bidiagonal with %d diagonal and %d subdiagonal entries", len(b.Diag), len(b.Sub)))
+	}
+	if n < len(b.Diag) {
+		panic(fmt.Sprintf("linalg: slice of length %d, want at least %d", n, len(b.Diag)))
+	}
+}
+
+// ShiftedInverseDiag writes the diagonal of (T + sigma I)^{-1} into dst, for
+// sigma >= 0. work must have length at least N(). The cost is O(n): about ten
+// flops and three divisions per entry.
+//
+// The method is the twisted factorization of T + sigma I (Dhillon and
+// Parlett, "Orthogonal eigenvectors and relative gaps", SIAM J. Matrix Anal.
+// Appl. 25(3), 2004) in differential form. With g = Diag and h = Sub, the
+// top-down LDL^T factorization has pivots D_i = g_i^2 + t_i, where
+//
+//	t_0 = sigma,  p_i = h_i^2 t_{i-1} / D_{i-1},  t_i = sigma + p_i,
+//
+// and the bottom-up UEU^T factorization has pivots E_i = h_i^2 + s_i, where
+//
+//	s_{n-1} = g_{n-1}^2 + sigma,  s_i = sigma + g_i^2 s_{i+1} / E_{i+1}.
+//
+// Then 1 / (T + sigma I)^{-1}[i][i] = D_i - T[i][i+1]^2 / E_{i+1} = p_i + s_i,
+// a sum of nonnegative terms.
+func (b BidiagGram) ShiftedInverseDiag(sigma float64, dst, work []float64) {
+	n := b.N()
+	b.check(min(len(dst), len(work)))
+	if n == 0 {
+		return
+	}
+	g, h := b.Diag, b.Sub
+	p := work[:n]
+	p[0] = 0
+	t := sigma
+	d := g[0]*g[0] + t
+	for i := 1; i < n; i++ {
+		pi := h[i] * h[i] * (t / d)
+		p[i] = pi
+		t = sigma + pi
+		d = g[i]*g[i] + t
+	}
+	s := g[n-1]*g[n-1] + sigma
+	dst[n-1] = 1 / (p[n-1] + s)
+	for i := n - 2; i >= 0; i-- {
+		e := h[i+1]*h[i+1] + s
+		s = sigma + g[i]*g[i]*(s/e)
+		dst[i] = 1 / (p[i] + s)
+	}
+}
+
+// InvSqrtDiag writes into dst the diagonal of r(T), the rational
+// approximation q of T^{-1/2}: sum_j q.Weights[j] diag((T + q.Shifts[j] I)^{-1}).
+// When T's spectrum lies in q's interval, every entry is within a relative
+// q.RelErr of the diagonal of T^{-1/2} (up to rounding, a few units in the
+// last place times the number of shifts). work must have length at least
+// 2 N().
+func (b BidiagGram) InvSqrtDiag(q InvSqrtRational, dst, work []float64) {
+	n := b.N()
+	b.check(min(len(dst), len(work)/2))
+	tmp, w := work[:n], work[n:2*n]
+	for i := range dst[:n] {
+		dst[i] = 0
+	}
+	for j, sigma := range q.Shifts {
+		b.ShiftedInverseDiag(sigma, tmp, w)
+		wt := q.Weights[j]
+		for i, v := range tmp {
+			dst[i] += wt * v
+		}
+	}
+}
+
+// AddShiftedInverse adds weight (T + sigma I)^{-1} to the upper triangle of
+// the n x n row-major matrix dst (entries dst[i*stride+j], j >= i), for
+// sigma >= 0. work must have length at least 2 N(). The cost is O(n^2).
+//
+// The inverse of a tridiagonal matrix is semiseparable: below the diagonal,
+// column j is x_i = rho_i x_{i-1}, x_j = 1 / gamma_j, with
+// rho_i = -T[i][i-1] / E_i from the bottom-up factorization (see
+// [BidiagGram.ShiftedInverseDiag]).
+func (b BidiagGram) AddShiftedInverse(dst []float64, stride int, sigma, weight float64, work []float64) {
+	n := b.N()
+	b.check(len(work) / 2)
+	if n == 0 {
+		return
+	}
+	if stride < n || len(dst) < (n-1)*stride+n {
+		panic(fmt.Sprintf("linalg: destination of length %d and stride %d for order %d", len(dst), stride, n))
+	}
+	diag, rho := work[:n], work[n:2*n]
+	b.ShiftedInverseDiag(sigma, diag, rho)
+	g, h := b.Diag, b.Sub
+	s := g[n-1]*g[n-1] + sigma
+	e := h[n-1]*h[n-1] + s
+	rho[0] = 0
+	for i := n - 1; i >= 1; i-- {
+		rho[i] = -h[i] * g[i-1] / e
+		s = sigma + g[i-1]*g[i-1]*(s/e)
+		e = h[i-1]*h[i-1] + s
+	}
+	for j := 0; j < n; j++ {
+		row := dst[j*stride : j*stride+n]
+		x := weight * diag[j]
+		row[j] += x
+		for i := j + 1; i < n; i++ {
+			x *= rho[i]
+			row[i] += x
+		}
+	}
+}
+
+// CountBelow returns the number of eigenvalues of T that are less than x,
+// by Sylvester's law of inertia applied to the LDL^T factorization of
+// T - x I computed by the differential stationary qd transform (Dhillon and
+// Parlett 2004), which is stable in the mixed relative sense.
+func (b BidiagGram) CountBelow(x float64) int {
+	n := b.N()
+	b.check(n)
+	g, h := b.Diag, b.Sub
+	count := 0
+	t := -x
+	tiny := math.SmallestNonzeroFloat64 * 4
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			t = -x + h[i]*h[i]*t
+		}
+		d := g[i]*g[i] + t
+		if d < 0 {
+			count++
+		}
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		t /= d
+	}
+	return count
+}
+
+// Bounds returns lo and hi with lo <= lambda_min(T) and
+// lambda_max(T) <= hi. hi is Gershgorin's bound. lo is found by bisection on
+// [BidiagGram.CountBelow] to within a factor 1.01 of lambda_min, starting from
+// guess (pass 0 when there is none), and is then lowered by a relative 1e-8
+// to cover rounding in the inertia count.
+func (b BidiagGram) Bounds(guess float64) (lo, hi float64) {
+	n := b.N()
+	b.check(n)
+	g, h := b.Diag, b.Sub
+	for i := 0; i < n; i++ {
+		r := g[i]*g[i] + h[i]*h[i]
+		if i > 0 {
+			r += math.Abs(h[i] * g[i-1])
+		}
+		if i+1 < n {
+			r += math.Abs(h[i+1] * g[i])
+		}
+		hi = math.Max(hi, r)
+	}
+	hi *= 1 + 1e-12
+	if !(guess > 0 && guess <= hi) {
+		guess = hi / 2
+	}
+	// Bracket: below has no eigenvalue under it, above has one.
+	below, above := guess, guess
+	if b.CountBelow(guess) == 0 {
+		for above <= hi && b.CountBelow(above) == 0 {
+			below, above = above, above*4
+		}
+		above = math.Min(above, hi)
+	} else {
+		for below > 0 && b.CountBelow(below) > 0 {
+			above, below = below, below/4
+		}
+	}
+	for above > 1.01*below {
+		mid := math.Sqrt(below * above)
+		if b.CountBelow(mid) == 0 {
+			below = mid
+		} else {
+			above = mid
+		}
+	}
+	return below * (1 - 1e-8), hi
+}
