@@ -254,7 +254,7 @@ func applyWorkload(w *Workload, m *mat.TriDense) *mat.Dense {
 		for i := 0; i < n; i++ {
 			row := out.RawRowView(i)
 			if i > 0 {
-				copy(row, out.RawRowView(i - 1))
+				copy(row, out.RawRowView(i-1))
 			}
 			for j := 0; j <= i; j++ {
 				row[j] += m.At(i, j)

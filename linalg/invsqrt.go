@@ -54,7 +54,7 @@ func NewInvSqrtRational(lo, hi, tol float64) InvSqrtRational {
 	for {
 		q := invSqrtNodes(n, kc, bigK)
 		q.Cond = cond
-		q.RelErr = 1.5 * q.maxRelErr(64 * n)
+		q.RelErr = 1.5 * q.maxRelErr(64*n)
 		if q.RelErr <= tol || n >= 200 {
 			return q.scaled(lo)
 		}

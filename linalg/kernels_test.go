@@ -65,9 +65,9 @@ func TestInvSqrtRational(t *testing.T) {
 func randomBidiag(rng *rand.Rand, n int, spread float64) BidiagGram {
 	b := BidiagGram{Diag: make([]float64, n), Sub: make([]float64, n)}
 	for i := 0; i < n; i++ {
-		b.Diag[i] = math.Exp(spread * rng.NormFloat64()) * float64(1-2*rng.IntN(2))
+		b.Diag[i] = math.Exp(spread*rng.NormFloat64()) * float64(1-2*rng.IntN(2))
 		if i > 0 {
-			b.Sub[i] = math.Exp(spread * rng.NormFloat64()) * float64(1-2*rng.IntN(2))
+			b.Sub[i] = math.Exp(spread*rng.NormFloat64()) * float64(1-2*rng.IntN(2))
 		}
 	}
 	return b
