@@ -65,6 +65,13 @@ func TestOptimalStructuredMatchesDense(t *testing.T) {
 	w, err := Momentum(40, 0.9)
 	require.NoError(t, err)
 	workloads["momentum"] = w
+	weights := make([]float64, 50)
+	for i := range weights {
+		weights[i] = 1 / math.Sqrt(float64(i+1))
+	}
+	w, err = WeightedPrefix(weights)
+	require.NoError(t, err)
+	workloads["weighted"] = w
 	for name, w := range workloads {
 		s, err := Optimal(context.Background(), w, Options{Method: Structured})
 		require.NoError(t, err)

@@ -161,6 +161,21 @@ func TestNewWorkloadErrors(t *testing.T) {
 	assert.True(t, w.IsPrefix())
 }
 
+// WeightedPrefix's dense matrix is A[i][j] = w_j.
+func TestWeightedPrefixMatrix(t *testing.T) {
+	w, err := WeightedPrefix([]float64{2, -1, 0.5})
+	require.NoError(t, err)
+	want := []float64{2, 0, 0, 2, -1, 0, 2, -1, 0.5}
+	a := w.Matrix()
+	for i := 0; i < 3; i++ {
+		for j := 0; j < 3; j++ {
+			assert.InDelta(t, want[3*i+j], a.At(i, j), 1e-15)
+		}
+	}
+	_, err = WeightedPrefix([]float64{1, 0})
+	assert.ErrorContains(t, err, "weight 1")
+}
+
 // Momentum's dense matrix has the closed form (1 - beta^{i-j+1}) / (1 - beta).
 func TestMomentumMatrix(t *testing.T) {
 	beta := 0.7

@@ -77,6 +77,34 @@ func Momentum(R int, beta float64) (*Workload, error) {
 	return &Workload{name: "momentum", r: R, inv: inv, hash: fmt.Sprintf("momentum:%x", math.Float64bits(beta))}, nil
 }
 
+// WeightedPrefix returns the workload of weighted prefix sums,
+// A[i][j] = weights[j] for j <= i: the model of SGD whose round-j step is
+// scaled by weights[j] (a learning-rate schedule). A = P W with P the
+// prefix-sum matrix, so A^{-1} = W^{-1} P^{-1} is bidiagonal and the optimal
+// factorization takes the structured path. Every weight must be finite and
+// nonzero; the slice is copied.
+func WeightedPrefix(weights []float64) (*Workload, error) {
+	r := len(weights)
+	if r < 1 {
+		return nil, fmt.Errorf("factorize: %d weights, want at least 1", r)
+	}
+	h := sha256.New()
+	inv := mat.NewTriBandDense(r, min(1, r-1), mat.Lower, nil)
+	var buf [8]byte
+	for i, w := range weights {
+		if w == 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("factorize: weight %d = %v, want a finite nonzero number", i, w)
+		}
+		inv.SetTriBand(i, i, 1/w)
+		if i > 0 {
+			inv.SetTriBand(i, i-1, -1/w)
+		}
+		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(w))
+		h.Write(buf[:])
+	}
+	return &Workload{name: "weighted", r: r, inv: inv, hash: "weighted:" + hex.EncodeToString(h.Sum(nil))}, nil
+}
+
 // NewWorkload returns the workload of the square, lower-triangular, nonsingular
 // matrix a. The matrix is copied. It is an error (not a panic) for a to be
 // non-square, to have a nonzero above the diagonal, a zero (or non-finite)
@@ -142,7 +170,7 @@ func isPrefix(t *mat.TriDense) bool {
 // R returns the number of rounds (the order of A).
 func (w *Workload) R() int { return w.r }
 
-// Name returns "prefix", "momentum" or "matrix".
+// Name returns "prefix", "momentum", "weighted" or "matrix".
 func (w *Workload) Name() string { return w.name }
 
 // Key returns a string that identifies the workload's entries, for caching.

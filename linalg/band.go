@@ -180,27 +180,5 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 	hi *= 1 + 1e-12
 	l, d := work[:n*(k+1)], work[n*(k+1):n*(k+1)+n]
 	count := func(x float64) int { return s.ldl(-x, l, d) }
-	if !(guess > 0 && guess <= hi) {
-		guess = hi / 2
-	}
-	below, above := guess, guess
-	if count(guess) == 0 {
-		for above <= hi && count(above) == 0 {
-			below, above = above, above*4
-		}
-		above = math.Min(above, hi)
-	} else {
-		for below > 0 && count(below) > 0 {
-			above, below = below, below/4
-		}
-	}
-	for above > 1.01*below {
-		mid := math.Sqrt(below * above)
-		if count(mid) == 0 {
-			below = mid
-		} else {
-			above = mid
-		}
-	}
-	return below * (1 - 1e-8), hi
+	return bisectLowest(count, guess, hi), hi
 }

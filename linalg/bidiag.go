@@ -185,28 +185,5 @@ func (b BidiagGram) Bounds(guess float64) (lo, hi float64) {
 		hi = math.Max(hi, r)
 	}
 	hi *= 1 + 1e-12
-	if !(guess > 0 && guess <= hi) {
-		guess = hi / 2
-	}
-	// Bracket: below has no eigenvalue under it, above has one.
-	below, above := guess, guess
-	if b.CountBelow(guess) == 0 {
-		for above <= hi && b.CountBelow(above) == 0 {
-			below, above = above, above*4
-		}
-		above = math.Min(above, hi)
-	} else {
-		for below > 0 && b.CountBelow(below) > 0 {
-			above, below = below, below/4
-		}
-	}
-	for above > 1.01*below {
-		mid := math.Sqrt(below * above)
-		if b.CountBelow(mid) == 0 {
-			below = mid
-		} else {
-			above = mid
-		}
-	}
-	return below * (1 - 1e-8), hi
+	return bisectLowest(b.CountBelow, guess, hi), hi
 }

@@ -1,0 +1,208 @@
+package fedopt
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestReadCSVErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, text, want string
+	}{
+		{"empty", "", "data.csv: no data rows"},
+		{"header only", "label,a,b\n", "data.csv: no data rows"},
+		{"one column", "1\n-1\n", "data.csv:1: 1 field"},
+		{"short row", "label,a,b\n1,2,3\n-1,2\n", "data.csv:3: 2 fields, want 3"},
+		{"long row", "1,2,3\n-1,2,3,4\n", "data.csv:2: 4 fields, want 3"},
+		{"NaN", "label,a,b\n1,2,3\n-1,NaN,3\n", "data.csv:3: feature 1 (a) is \"NaN\""},
+		{"Inf", "1,2,3\n-1,2,+Inf\n", "data.csv:2: feature 2 is \"+Inf\""},
+		{"not a number", "1,2,3\n-1,2,x\n", "data.csv:2: feature 2 is \"x\""},
+		{"empty field", "1,2,3\n-1,,3\n", "data.csv:2: feature 1 is \"\""},
+		{"bad label", "1,2,3\n2,2,3\n", "data.csv:2: label is \"2\""},
+		{"label NaN", "1,2,3\nnan,2,3\n", "data.csv:2: label is \"nan\""},
+		{"mixed labels", "1,2,3\n0,2,3\n-1,1,1\n", "data.csv:3: labels 0 (line 2) and -1 (line 3)"},
+		{"bad quote", "1,2,3\n-1,\"2,3\n", "data.csv:"},
+	} {
+		_, err := ReadCSV(strings.NewReader(c.text), "data.csv")
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %q, want one line containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestReadCSV(t *testing.T) {
+	// Header optional; 0/1 labels read as -1/+1; spaces after commas.
+	for _, text := range []string{"y,f1,f2\n1,1,10\n0,3,20\n\n1, 5, 30\n", "1,1,10\n0,3,20\n1,5,30\n"} {
+		tab, err := ReadCSV(strings.NewReader(text), "x.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tab.Len() != 3 || tab.Dim != 2 || !slices.Equal(tab.Labels, []float64{1, -1, 1}) || !slices.Equal(tab.Features, []float64{1, 10, 3, 20, 5, 30}) {
+			t.Errorf("table %+v", tab)
+		}
+		tab.Standardize()
+		// Columns (1,3,5) and (10,20,30): mean 3 and 20, population
+		// standard deviations sqrt(8/3) and sqrt(200/3).
+		s := math.Sqrt(1.5)
+		want := []float64{-s, -s, 0, 0, s, s}
+		for k := range want {
+			if math.Abs(tab.Features[k]-want[k]) > 1e-15 {
+				t.Errorf("standardised %v, want %v", tab.Features, want)
+				break
+			}
+		}
+	}
+}
+
+// The real data set of the project: 569 rows, 30 features, 212 malignant
+// (+1); logistic regression separates it well (accuracy above 95%, a
+// well-known property of this data set).
+func TestLoadCSVBreastCancer(t *testing.T) {
+	path := filepath.Join("..", "testdata", "breast_cancer.csv")
+	tab, err := LoadCSV(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := 0
+	for _, y := range tab.Labels {
+		if y == 1 {
+			pos++
+		}
+	}
+	if tab.Len() != 569 || tab.Dim != 30 || pos != 212 || tab.Names[0] != "mean_radius" {
+		t.Fatalf("read %d rows, %d features, %d positive, first name %q", tab.Len(), tab.Dim, pos, tab.Names[0])
+	}
+	for k := 0; k < tab.Dim; k++ {
+		m, s := 0.0, 0.0
+		for j := 0; j < tab.Len(); j++ {
+			m += tab.Features[j*tab.Dim+k]
+		}
+		m /= float64(tab.Len())
+		for j := 0; j < tab.Len(); j++ {
+			c := tab.Features[j*tab.Dim+k] - m
+			s += c * c
+		}
+		if math.Abs(m) > 1e-12 || math.Abs(s/float64(tab.Len())-1) > 1e-12 {
+			t.Errorf("feature %d: mean %g, variance %g after standardising", k, m, s/float64(tab.Len()))
+		}
+	}
+	ds, err := tab.Deal(4, 35, 4, Split{Kind: IID}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustProblem(t, ds, Logistic{L2: 1e-3})
+	tr := mustRun(t, p, Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1, Clip: 5, EvalEvery: 35}, nil)
+	if acc := tr.Accuracy[len(tr.Accuracy)-1]; acc < 0.95 {
+		t.Errorf("accuracy after one pass %v, want > 0.95", acc)
+	}
+	if _, err := tab.Deal(10, 10, 10, Split{Kind: IID}, 1); err == nil || !strings.Contains(err.Error(), path+": 569 samples, need") {
+		t.Errorf("too few samples: error %v", err)
+	}
+	if _, err := LoadCSV(filepath.Join(t.TempDir(), "missing.csv")); err == nil || !strings.Contains(err.Error(), "missing.csv") {
+		t.Errorf("missing file: error %v", err)
+	}
+}
+
+func TestDeal(t *testing.T) {
+	// 24 rows: feature 0 is the row number, feature 1 its negative, labels
+	// alternate.
+	var b strings.Builder
+	for j := 0; j < 24; j++ {
+		y := 1
+		if j%2 == 1 {
+			y = -1
+		}
+		b.WriteString(strings.Join([]string{strconv.Itoa(y), strconv.Itoa(j), strconv.Itoa(-j)}, ",") + "\n")
+	}
+	tab, err := ReadCSV(strings.NewReader(b.String()), "t.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, R, tau = 3, 2, 3 // 18 of 24 rows
+	rowsOf := func(ds *Dataset, i int) []float64 {
+		var v []float64
+		for r := 0; r < R; r++ {
+			for s := 0; s < tau; s++ {
+				a, y := ds.Sample(i, r, s)
+				if a[1] != -a[0] || (int(a[0])%2 == 0) != (y == 1) {
+					t.Fatalf("row %v with label %v is not a row of the table", a, y)
+				}
+				v = append(v, a[0])
+			}
+		}
+		slices.Sort(v)
+		return v
+	}
+	seen := map[float64]bool{}
+	iid, err := tab.Deal(n, R, tau, Split{Kind: IID}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		for _, v := range rowsOf(iid, i) {
+			if seen[v] {
+				t.Errorf("row %v dealt twice", v)
+			}
+			seen[v] = true
+		}
+	}
+	// By feature 0: learner i's rows all lie below learner i+1's.
+	byf, err := tab.Deal(n, R, tau, Split{Kind: ByFeature, Feature: 0}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < n; i++ {
+		a, b := rowsOf(byf, i), rowsOf(byf, i+1)
+		if a[len(a)-1] >= b[0] {
+			t.Errorf("learners %d and %d overlap in feature 0: %v, %v", i, i+1, a, b)
+		}
+	}
+	// By feature 1 (the negative): the order reverses.
+	byneg, _ := tab.Deal(n, R, tau, Split{Kind: ByFeature, Feature: 1}, 5)
+	if a, b := rowsOf(byneg, 0), rowsOf(byneg, n-1); a[0] <= b[len(b)-1] {
+		t.Errorf("sorting by the negated feature did not reverse the order")
+	}
+	// By label: the first learner holds only -1, the last only +1.
+	byl, _ := tab.Deal(n, R, tau, Split{Kind: ByLabel}, 5)
+	for s := 0; s < R*tau; s++ {
+		_, y0 := byl.Sample(0, s/tau, s%tau)
+		_, y2 := byl.Sample(n-1, s/tau, s%tau)
+		if y0 != -1 || y2 != 1 {
+			t.Fatalf("label split: learner 0 has %v, learner %d has %v", y0, n-1, y2)
+		}
+	}
+	if _, err := tab.Deal(n, R, tau, Split{Kind: ByFeature, Feature: 2}, 5); err == nil {
+		t.Error("split by a missing feature: no error")
+	}
+	for _, s := range []string{"iid", "label", "feature:3"} {
+		sp, err := ParseSplit(s)
+		if err != nil || sp.String() != s {
+			t.Errorf("ParseSplit(%q) = %v, %v", s, sp, err)
+		}
+	}
+	for _, s := range []string{"", "feature:", "feature:-1", "skew"} {
+		if _, err := ParseSplit(s); err == nil {
+			t.Errorf("ParseSplit(%q): no error", s)
+		}
+	}
+}
+
+func TestLoadCSVFileError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(path, []byte("label,a\n1,2\n-1,oops\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadCSV(path)
+	if err == nil || !strings.Contains(err.Error(), path+":3:") {
+		t.Errorf("error %v, want one naming %s:3", err, path)
+	}
+}
