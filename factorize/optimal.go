@@ -64,9 +64,11 @@ type evaluator interface {
 // Options.LossOnly is set, B and C are formed densely (O(R^2) memory, O(R^3)
 // time for the triangular factorization and inverse); their metrics are then
 // computed from the factors themselves and the loss lies within the
-// certified bounds. With LossOnly, Metrics.Loss is the certified upper
-// bound (the loss of a feasible factorization), FrobBSq equals it, the
-// sensitivity is 1 and MaxSE is 0 (not computed).
+// certified bounds. With LossOnly, the metrics are those of the feasible
+// X(v) scaled to unit largest diagonal: Metrics.Loss is the certified upper
+// bound, FrobBSq equals it and the sensitivity is 1. MaxSE is computed in
+// O(R) per shift for prefix and weighted-prefix workloads, and is 0 (not
+// computed) for the others.
 //
 // Cancelling ctx stops the solver with ctx's error. Reaching Options.MaxIter
 // before the gap is certified returns a *NotConvergedError.
@@ -100,10 +102,16 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		return nil, err
 	}
 	if opt.LossOnly {
+		maxRow := 0.0
+		if se, ok := ev.(*structuredEvaluator); ok {
+			for _, x := range se.rowSq(sol.vUpper) {
+				maxRow = math.Max(maxRow, sol.scale*x)
+			}
+		}
 		return &Factorization{
 			Strategy:   StrategyOptimal,
 			Workload:   w,
-			Metrics:    metricsFrom(w.R(), 1, sol.upper, 0),
+			Metrics:    metricsFrom(w.R(), 1, sol.upper, maxRow),
 			Iterations: sol.iter,
 			Gap:        sol.gap,
 		}, nil
@@ -127,8 +135,11 @@ type solution struct {
 	iter         int
 	lower, upper float64
 	gap          float64
-	// vUpper is the multiplier vector whose primal bound is upper.
+	// vUpper is the multiplier vector whose primal bound is upper, and
+	// scale is its max_i phi_i / v_i: X(vUpper) / scale is feasible with
+	// loss upper.
 	vUpper []float64
+	scale  float64
 }
 
 // fixedPoint runs the accelerated fixed-point iteration until the
@@ -167,6 +178,7 @@ func fixedPoint(ctx context.Context, ev evaluator, n int, opt Options) (*solutio
 		}
 		if upper < best.upper {
 			best.upper = upper
+			best.scale = ratio
 			copy(best.vUpper, v)
 		}
 		best.iter = it

@@ -114,6 +114,41 @@ func (e *structuredEvaluator) root(ctx context.Context, v []float64) ([]float64,
 	return y, nil
 }
 
+// rowSq returns the squared row norms of B for the feasible X = D^{-1}
+// (D S D)^{1/2} D^{-1} of multipliers v (before any scaling), or nil when the
+// workload is not a (weighted) prefix sum. With L = A^{-1} and
+// T = D^{-1} L L^T D^{-1}, B B^T = A X^{-1} A^T = L^T D^{-1} T^{-1/2} D A^T;
+// row r of L^T D^{-1} has two entries (r and r+1) and column r of D A^T is
+// D a with a's entries after r set to zero (A[r][j] = a_j for j <= r), so
+// [BidiagGram.PrefixSolveEnds] gives all n diagonal entries in O(n) per
+// shift. Their sum is tr(T^{-1/2}), the loss.
+func (e *structuredEvaluator) rowSq(v []float64) []float64 {
+	if e.k != 1 || (e.w.Name() != "prefix" && e.w.Name() != "weighted") {
+		return nil
+	}
+	e.setup(v)
+	inv, _ := e.w.InverseBand()
+	n := len(v)
+	rhs := make([]float64, n)
+	for j := range rhs {
+		rhs[j] = math.Sqrt(v[j]) / inv.At(j, j)
+	}
+	out := make([]float64, n)
+	zr, zr1 := make([]float64, n), make([]float64, n)
+	for j, sigma := range e.q.Shifts {
+		e.bi.PrefixSolveEnds(sigma, rhs, zr, zr1, e.work)
+		wt := e.q.Weights[j]
+		for r := 0; r < n; r++ {
+			x := inv.At(r, r) / math.Sqrt(v[r]) * zr[r]
+			if r+1 < n {
+				x += inv.At(r+1, r) / math.Sqrt(v[r+1]) * zr1[r]
+			}
+			out[r] += wt * x
+		}
+	}
+	return out
+}
+
 func floatsAddScaled(dst []float64, alpha float64, s []float64) {
 	for i, x := range s {
 		dst[i] += alpha * x

@@ -114,6 +114,9 @@ func TestOptimalLossOnly(t *testing.T) {
 	assert.Nil(t, lo.C)
 	assert.InEpsilon(t, full.Metrics.Loss, lo.Metrics.Loss, 2e-10)
 	assert.Equal(t, lo.Metrics.Loss, lo.Metrics.FrobBSq)
+	// MaxSE of the loss-only path (O(R) recurrences) against the largest
+	// squared row norm of the dense B.
+	assert.InEpsilon(t, full.Metrics.MaxSE, lo.Metrics.MaxSE, 1e-8)
 }
 
 func TestOptimalOptionsAndCancel(t *testing.T) {

@@ -96,7 +96,7 @@ func TestConvergenceSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := mustProblem(t, ds, Logistic{L2: 1e-4})
-	tr := mustRun(t, p, Config{Algorithm: NonPrivate, Eta: 0.01, EtaG: 1, Clip: 5, EvalEvery: 50}, nil)
+	tr := mustRun(t, p, Config{Algorithm: NonPrivate, Eta: 0.03, EtaG: 1, Clip: 5, EvalEvery: 50}, nil)
 	first, last := tr.LossError[0], tr.LossError[len(tr.LossError)-1]
 	t.Logf("loss error %v", tr.LossError)
 	if first < 0.3 || last > 0.03 {

@@ -187,3 +187,43 @@ func (b BidiagGram) Bounds(guess float64) (lo, hi float64) {
 	hi *= 1 + 1e-12
 	return bisectLowest(b.CountBelow, guess, hi), hi
 }
+
+// PrefixSolveEnds solves (T + sigma I) z = b^{(r)} for every r at once, where
+// b^{(r)} is rhs with the entries after r set to zero, and writes z_r into
+// zr[r] and z_{r+1} into zr1[r] (zr1[n-1] = 0). The cost is O(n) for all n
+// right-hand sides together. work must have length at least 2 N().
+//
+// Forward elimination of b^{(r)} agrees with that of rhs up to row r, giving
+// y_r; the twisted factorization at r (see [BidiagGram.ShiftedInverseDiag])
+// then gives z_r = y_r / gamma_r, and the rows below r, whose right-hand side
+// is zero, give z_{r+1} = -(T[r+1][r] / E_{r+1}) z_r.
+func (b BidiagGram) PrefixSolveEnds(sigma float64, rhs, zr, zr1, work []float64) {
+	n := b.N()
+	b.check(min(len(rhs), len(zr), len(zr1), len(work)/2))
+	if n == 0 {
+		return
+	}
+	g, h := b.Diag, b.Sub
+	p, y := work[:n], work[n:2*n]
+	p[0] = 0
+	t := sigma
+	d := g[0]*g[0] + t
+	y[0] = rhs[0]
+	for i := 1; i < n; i++ {
+		y[i] = rhs[i] - h[i]*g[i-1]/d*y[i-1]
+		pi := h[i] * h[i] * (t / d)
+		p[i] = pi
+		t = sigma + pi
+		d = g[i]*g[i] + t
+	}
+	s := g[n-1]*g[n-1] + sigma
+	zr[n-1] = y[n-1] / (p[n-1] + s)
+	zr1[n-1] = 0
+	for i := n - 2; i >= 0; i-- {
+		e := h[i+1]*h[i+1] + s // E_{i+1}
+		rho := -h[i+1] * g[i] / e
+		s = sigma + g[i]*g[i]*(s/e)
+		zr[i] = y[i] / (p[i] + s)
+		zr1[i] = rho * zr[i]
+	}
+}

@@ -258,3 +258,29 @@ func TestSymBand(t *testing.T) {
 		assert.GreaterOrEqual(t, hi, vals[n-1])
 	}
 }
+
+func TestPrefixSolveEnds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	n := 25
+	b := randomBidiag(rng, n, 0.3)
+	rhs := make([]float64, n)
+	for i := range rhs {
+		rhs[i] = rng.NormFloat64()
+	}
+	sigma := 0.3
+	zr, zr1 := make([]float64, n), make([]float64, n)
+	b.PrefixSolveEnds(sigma, rhs, zr, zr1, make([]float64, 2*n))
+	inv := denseShiftedInverse(t, b.dense(), sigma)
+	for r := 0; r < n; r++ {
+		trunc := make([]float64, n)
+		copy(trunc, rhs[:r+1])
+		var z mat.VecDense
+		z.MulVec(inv, mat.NewVecDense(n, trunc))
+		assert.InDelta(t, z.AtVec(r), zr[r], 1e-10)
+		if r+1 < n {
+			assert.InDelta(t, z.AtVec(r+1), zr1[r], 1e-10)
+		} else {
+			assert.Equal(t, 0.0, zr1[r])
+		}
+	}
+}

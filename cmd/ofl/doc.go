@@ -1,0 +1,26 @@
+// Ofl runs the online federated optimiser of Zhang, Zhu and Johansson
+// ("Differentially Private Online Federated Learning with Correlated Noise")
+// on one configuration, repeated -reps times, and reports the loss error and
+// regret round by round.
+//
+// Usage:
+//
+//	ofl [flags]
+//
+// Without flags it runs the paper's Fig. 4 setting for Algorithm 1 with
+// correlated noise from the optimal factorization at (5, 1e-3)-DP: n = 10
+// learners, tau = 10 local steps, R = 800 rounds, synthetic(0.1, 0.1) data
+// with d = 60, 20 repetitions:
+//
+//	ofl -out results -json
+//
+// writes results/rounds.csv (round, loss_error_mean, loss_error_std,
+// regret_mean, regret_std, accuracy_mean, static_regret_mean,
+// static_regret_std) and prints one JSON object with the configuration, the
+// privacy record and the final metrics. Without -json it prints a short
+// summary. A progress bar appears on stderr when stderr is a terminal.
+//
+// Exit status: 0 on success, 2 on a usage error (a bad flag value), 1 on any
+// other error. Every error is one line "ofl: ..." on stderr. See
+// docs/fedopt.md for the flags, the paper's experiments and the library.
+package main

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+)
+
+// usageError is an error in the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// config is a parsed command line.
+type config struct {
+	algo        fedopt.Algorithm
+	strategy    string
+	data        dataSpec
+	split       fedopt.Split
+	learners    int
+	tau         int
+	rounds      int
+	eta, etaG   float64
+	etaInd      float64
+	clip        float64
+	l2          float64
+	eps, delta  float64
+	calibration fedopt.Calibration
+	reps        int
+	workers     int
+	evalEvery   int
+	seed        uint64
+	seedSet     bool
+	out         string
+	json        bool
+	quiet       bool
+}
+
+// dataSpec is the -data flag: synthetic(alpha, beta) of dimension dim, or a
+// CSV file.
+type dataSpec struct {
+	file        string
+	alpha, beta float64
+	dim         int
+}
+
+func (d dataSpec) String() string {
+	if d.file != "" {
+		return d.file
+	}
+	return fedopt.Synthetic{Alpha: d.alpha, Beta: d.beta, Dim: d.dim}.String()
+}
+
+// parseData parses "synthetic", "synthetic:alpha=A,beta=B" or a file name.
+func parseData(s string, dim int) (dataSpec, error) {
+	d := dataSpec{alpha: 0.1, beta: 0.1, dim: dim}
+	switch {
+	case s == "synthetic":
+		return d, nil
+	case strings.HasPrefix(s, "synthetic:"):
+		seen := map[string]bool{}
+		for _, kv := range strings.Split(strings.TrimPrefix(s, "synthetic:"), ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			x, err := strconv.ParseFloat(v, 64)
+			if !ok || err != nil || (k != "alpha" && k != "beta") || seen[k] || !(x >= 0) || math.IsInf(x, 1) {
+				return d, usagef("-data %q: want synthetic:alpha=A,beta=B with A, B finite and >= 0", s)
+			}
+			seen[k] = true
+			if k == "alpha" {
+				d.alpha = x
+			} else {
+				d.beta = x
+			}
+		}
+		return d, nil
+	case s == "":
+		return d, usagef("-data is empty: want synthetic, synthetic:alpha=A,beta=B or a CSV file")
+	}
+	d.file = s
+	return d, nil
+}
+
+const usageText = `Usage: ofl [flags]
+
+Runs the online federated optimiser (Algorithm 1 of Zhang, Zhu and
+Johansson, or its baseline) on one configuration, -reps times.
+
+Example: the paper's Fig. 4 setting (the defaults), then the baseline at
+(1, 1e-3)-DP, each writing rounds.csv and printing one JSON object:
+
+  ofl -out fig4/correlated-eps5 -json
+  ofl -algo independent -eps 1 -out fig4/independent-eps1 -json
+
+Flags:
+`
+
+// newFlagSet defines the flags on a fresh FlagSet bound to c.
+func newFlagSet(c *config, data *string, dim *int, algo, calib, split *string, seed *uint64) *flag.FlagSet {
+	fs := flag.NewFlagSet("ofl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(algo, "algo", "correlated", "algorithm: correlated (Algorithm 1), independent (the baseline) or nonprivate")
+	fs.StringVar(&c.strategy, "strategy", factorize.StrategyOptimal, "factorization of the correlated noise: "+strings.Join(factorize.Strategies(), ", "))
+	fs.StringVar(data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first, +-1 or 0/1)")
+	fs.IntVar(dim, "dim", 60, "feature dimension d of synthetic data")
+	fs.StringVar(split, "split", "iid", "how CSV rows are dealt to learners: iid, label (sorted by label) or feature:K (sorted by feature K)")
+	fs.IntVar(&c.learners, "learners", 10, "number of learners n")
+	fs.IntVar(&c.tau, "tau", 10, "local steps per round (one new client each)")
+	fs.IntVar(&c.rounds, "rounds", 800, "communication rounds R")
+	fs.Float64Var(&c.eta, "eta", 0.003, "local step size eta")
+	fs.Float64Var(&c.etaG, "eta-g", 1, "global step size eta_g; the server step is eta~ = eta eta_g tau")
+	fs.Float64Var(&c.etaInd, "eta-ind", 0, "server step of the independent baseline (0: eta eta_g)")
+	fs.Float64Var(&c.clip, "clip", 5, "per-sample gradient clipping bound B_g (0: none, nonprivate only)")
+	fs.Float64Var(&c.l2, "l2", 1e-4, "L2 coefficient of the logistic loss")
+	fs.Float64Var(&c.eps, "eps", 5, "privacy budget epsilon")
+	fs.Float64Var(&c.delta, "delta", 1e-3, "privacy budget delta")
+	fs.StringVar(calib, "calibration", "exact", "noise calibration: exact (analytic Gaussian, sensitivity 2 gamma B_g / n) or paper (the paper's formulas)")
+	fs.IntVar(&c.reps, "reps", 20, "repetitions (noise drawn afresh; the data is the same)")
+	fs.IntVar(&c.workers, "workers", 0, "repetitions run in parallel (0: one per CPU)")
+	fs.IntVar(&c.evalEvery, "eval-every", 20, "evaluate the loss error over all data every this many rounds (and at R)")
+	fs.Uint64Var(seed, "seed", 0, "seed of the data and the noise (default: random, reported in -json)")
+	fs.StringVar(&c.out, "out", "", "write DIR/rounds.csv")
+	fs.BoolVar(&c.json, "json", false, "print one JSON object")
+	fs.BoolVar(&c.quiet, "quiet", false, "print no summary and no progress bar")
+	return fs
+}
+
+// printUsage writes the usage text with the flag defaults to w.
+func printUsage(w io.Writer) {
+	var c config
+	var s1, s2, s3, s4 string
+	var d int
+	var u uint64
+	fs := newFlagSet(&c, &s1, &d, &s2, &s3, &s4, &u)
+	fs.SetOutput(w)
+	fmt.Fprint(w, usageText)
+	fs.PrintDefaults()
+}
+
+// parseArgs parses and checks the command line. Every error is a
+// *usageError, except flag.ErrHelp for -h.
+func parseArgs(args []string) (config, error) {
+	var c config
+	var data, algo, calib, split string
+	var dim int
+	fs := newFlagSet(&c, &data, &dim, &algo, &calib, &split, &c.seed)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return c, usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.seedSet = set["seed"]
+
+	var err error
+	if c.algo, err = fedopt.ParseAlgorithm(algo); err != nil {
+		return c, usagef("-algo %q: want correlated, independent or nonprivate", algo)
+	}
+	if c.calibration, err = fedopt.ParseCalibration(calib); err != nil {
+		return c, usagef("-calibration %q: want exact or paper", calib)
+	}
+	if !slices.Contains(factorize.Strategies(), c.strategy) {
+		return c, usagef("-strategy %q: want one of %s", c.strategy, strings.Join(factorize.Strategies(), ", "))
+	}
+	if set["strategy"] && c.algo != fedopt.Correlated {
+		return c, usagef("-strategy applies to -algo correlated only (the baseline uses independent noise, nonprivate none)")
+	}
+	if dim < 1 {
+		return c, usagef("-dim %d: want >= 1", dim)
+	}
+	if c.data, err = parseData(data, dim); err != nil {
+		return c, err
+	}
+	if c.data.file != "" && set["dim"] {
+		return c, usagef("-dim applies to synthetic data only (a CSV file sets d)")
+	}
+	if c.split, err = fedopt.ParseSplit(split); err != nil {
+		return c, usagef("-split %q: want iid, label or feature:K", split)
+	}
+	if c.data.file == "" && set["split"] {
+		return c, usagef("-split applies to CSV data only (synthetic data is split by learner)")
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"learners", c.learners}, {"tau", c.tau}, {"rounds", c.rounds}, {"reps", c.reps}} {
+		if p.v < 1 {
+			return c, usagef("-%s %d: want >= 1", p.name, p.v)
+		}
+	}
+	if c.workers < 0 {
+		return c, usagef("-workers %d: want >= 0", c.workers)
+	}
+	if c.evalEvery < 1 {
+		return c, usagef("-eval-every %d: want >= 1", c.evalEvery)
+	}
+	if !(c.l2 >= 0) || math.IsInf(c.l2, 1) {
+		return c, usagef("-l2 %v: want a finite number >= 0", c.l2)
+	}
+	if c.algo.Private() {
+		if !(c.eps > 0) || math.IsInf(c.eps, 1) {
+			return c, usagef("-eps %v: want a finite number > 0", c.eps)
+		}
+		if !(c.delta > 0 && c.delta < 1) {
+			return c, usagef("-delta %v: want 0 < delta < 1", c.delta)
+		}
+	} else if set["eps"] || set["delta"] || set["calibration"] {
+		return c, usagef("-eps, -delta and -calibration apply to the private algorithms only")
+	}
+	if set["eta-ind"] && c.algo != fedopt.Independent {
+		return c, usagef("-eta-ind applies to -algo independent only")
+	}
+	if err := c.optimiser().Validate(); err != nil {
+		return c, usagef("%s", flagNames(err.Error()))
+	}
+	return c, nil
+}
+
+// flagNames rewrites a library message in terms of the flags.
+func flagNames(msg string) string {
+	msg = strings.TrimPrefix(msg, "fedopt: ")
+	for _, r := range []struct{ from, to string }{
+		{"eta_g =", "-eta-g"}, {"eta of the independent baseline =", "-eta-ind"},
+		{"eta =", "-eta"}, {"clipping bound B_g =", "-clip"},
+	} {
+		if strings.HasPrefix(msg, r.from) {
+			return r.to + strings.TrimPrefix(msg, r.from)
+		}
+	}
+	return msg
+}
+
+// optimiser returns the library configuration of c.
+func (c *config) optimiser() fedopt.Config {
+	return fedopt.Config{
+		Algorithm: c.algo,
+		Eta:       c.eta,
+		EtaG:      c.etaG,
+		EtaInd:    c.etaInd,
+		Clip:      c.clip,
+		EvalEvery: c.evalEvery,
+	}
+}

@@ -1,0 +1,111 @@
+package fedopt
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/mechanism"
+)
+
+// Experiment is one configuration of the paper's experiments: an algorithm
+// on a problem, a privacy budget and its calibration, a factorization for
+// the correlated noise, and a number of repetitions. [Experiment.Run] does
+// the whole job; use [Run] or [Repeat] directly to bring your own
+// mechanism.
+type Experiment struct {
+	// Problem is the data and model (shared, read-only).
+	Problem *Problem
+	// Config is the optimiser's configuration.
+	Config Config
+	// Strategy names the factorization of the correlated noise (see
+	// factorize.Strategies); "" means optimal. Used by Correlated only.
+	Strategy string
+	// Factorization, if not nil, is used instead of computing Strategy's.
+	// Its workload must be the prefix sums over the problem's rounds.
+	Factorization *factorize.Factorization
+	// Calibration, Eps and Delta set the noise (private algorithms only).
+	Calibration Calibration
+	Eps, Delta  float64
+	// Repeat holds the repetitions, workers and progress callback.
+	Repeat RepeatOptions
+	// Seed determines the noise of every repetition (see [RepSeed]).
+	Seed uint64
+}
+
+// Result is the outcome of an [Experiment].
+type Result struct {
+	// Summary aggregates the repetitions.
+	Summary *Summary
+	// Privacy is the privacy record; nil for NonPrivate.
+	Privacy *Privacy
+	// Factorization is the factorization the noise came from (the identity
+	// for Independent); nil for NonPrivate.
+	Factorization *factorize.Factorization
+}
+
+// Run computes the factorization (for Correlated; the identity for
+// Independent), calibrates the noise, and runs the repetitions, repetition
+// k drawing its noise from a mechanism seeded with RepSeed(Seed, k).
+func (e *Experiment) Run(ctx context.Context) (*Result, error) {
+	res := &Result{}
+	var noise NoiseSource
+	if algo := e.Config.Algorithm; algo.Private() {
+		f, err := e.factorization(ctx)
+		if err != nil {
+			return nil, err
+		}
+		priv, err := Calibrate(algo, e.Calibration, e.Eps, e.Delta, e.Problem.Data.Learners, e.Config.Clip, f.Metrics.Sensitivity)
+		if err != nil {
+			return nil, err
+		}
+		res.Privacy, res.Factorization = priv, f
+		noise = FactorizationNoise(f, e.Problem.Model.NumParams(e.Problem.Data.Dim), priv.NoiseStd, e.Seed)
+	}
+	s, err := Repeat(ctx, e.Problem, e.Config, noise, e.Repeat)
+	if err != nil {
+		return nil, err
+	}
+	res.Summary = s
+	return res, nil
+}
+
+// factorization returns the factorization of the experiment's noise.
+func (e *Experiment) factorization(ctx context.Context) (*factorize.Factorization, error) {
+	R := e.Problem.Data.Rounds
+	if e.Config.Algorithm == Independent {
+		w, err := factorize.Prefix(R)
+		if err != nil {
+			return nil, err
+		}
+		return factorize.Identity(w), nil
+	}
+	if f := e.Factorization; f != nil {
+		if !f.Workload.IsPrefix() || f.Workload.R() != R {
+			return nil, fmt.Errorf("fedopt: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
+		}
+		return f, nil
+	}
+	strategy := e.Strategy
+	if strategy == "" {
+		strategy = factorize.StrategyOptimal
+	}
+	w, err := factorize.Prefix(R)
+	if err != nil {
+		return nil, err
+	}
+	f, err := factorize.Compute(ctx, strategy, w, factorize.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("fedopt: %s factorization for %d rounds: %w", strategy, R, err)
+	}
+	return f, nil
+}
+
+// FactorizationNoise returns the noise source that gives repetition rep a
+// mechanism for factorization f, dimension dim and standard deviation std,
+// seeded with RepSeed(seed, rep).
+func FactorizationNoise(f *factorize.Factorization, dim int, std float64, seed uint64) NoiseSource {
+	return func(rep int) (mechanism.Mechanism, error) {
+		return mechanism.New(f, dim, std, mechanism.WithSeed(RepSeed(seed, rep)))
+	}
+}
