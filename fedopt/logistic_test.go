@@ -127,9 +127,9 @@ func TestLogisticMinimizeSeparable(t *testing.T) {
 // lossOnly hides a model's optional interfaces.
 type lossOnly struct{ m Model }
 
-func (l lossOnly) NumParams(d int) int                  { return l.m.NumParams(d) }
+func (l lossOnly) NumParams(d int) int                    { return l.m.NumParams(d) }
 func (l lossOnly) Loss(x, a []float64, y float64) float64 { return l.m.Loss(x, a, y) }
-func (l lossOnly) Grad(dst, x, a []float64, y float64)   { l.m.Grad(dst, x, a, y) }
+func (l lossOnly) Grad(dst, x, a []float64, y float64)    { l.m.Grad(dst, x, a, y) }
 
 // The batch evaluation agrees with the per-sample loss and accuracy.
 func TestEvaluateBatch(t *testing.T) {

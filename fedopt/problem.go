@@ -126,6 +126,5 @@ func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOpti
 	return p, nil
 }
 
-
 // dynamicAvailable reports whether the per-round minima were computed.
 func (p *Problem) dynamicAvailable() bool { return p.RoundStar != nil }

@@ -46,6 +46,11 @@ type config struct {
 	out         string
 	json        bool
 	quiet       bool
+	// raw holds the flags that are parsed after flag.Parse.
+	raw struct {
+		algo, calibration, split, data string
+		dim                            int
+	}
 }
 
 // dataSpec is the -data flag: synthetic(alpha, beta) of dimension dim, or a
@@ -107,14 +112,14 @@ Flags:
 `
 
 // newFlagSet defines the flags on a fresh FlagSet bound to c.
-func newFlagSet(c *config, data *string, dim *int, algo, calib, split *string, seed *uint64) *flag.FlagSet {
+func newFlagSet(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("ofl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(algo, "algo", "correlated", "algorithm: correlated (Algorithm 1), independent (the baseline) or nonprivate")
+	fs.StringVar(&c.raw.algo, "algo", "correlated", "algorithm: correlated (Algorithm 1), independent (the baseline) or nonprivate")
 	fs.StringVar(&c.strategy, "strategy", factorize.StrategyOptimal, "factorization of the correlated noise: "+strings.Join(factorize.Strategies(), ", "))
-	fs.StringVar(data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first, +-1 or 0/1)")
-	fs.IntVar(dim, "dim", 60, "feature dimension d of synthetic data")
-	fs.StringVar(split, "split", "iid", "how CSV rows are dealt to learners: iid, label (sorted by label) or feature:K (sorted by feature K)")
+	fs.StringVar(&c.raw.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first, +-1 or 0/1)")
+	fs.IntVar(&c.raw.dim, "dim", 60, "feature dimension d of synthetic data")
+	fs.StringVar(&c.raw.split, "split", "iid", "how CSV rows are dealt to learners: iid, label (sorted by label) or feature:K (sorted by feature K)")
 	fs.IntVar(&c.learners, "learners", 10, "number of learners n")
 	fs.IntVar(&c.tau, "tau", 10, "local steps per round (one new client each)")
 	fs.IntVar(&c.rounds, "rounds", 800, "communication rounds R")
@@ -125,11 +130,11 @@ func newFlagSet(c *config, data *string, dim *int, algo, calib, split *string, s
 	fs.Float64Var(&c.l2, "l2", 1e-4, "L2 coefficient of the logistic loss")
 	fs.Float64Var(&c.eps, "eps", 5, "privacy budget epsilon")
 	fs.Float64Var(&c.delta, "delta", 1e-3, "privacy budget delta")
-	fs.StringVar(calib, "calibration", "exact", "noise calibration: exact (analytic Gaussian, sensitivity 2 gamma B_g / n) or paper (the paper's formulas)")
+	fs.StringVar(&c.raw.calibration, "calibration", "exact", "noise calibration: exact (analytic Gaussian, sensitivity 2 gamma B_g / n) or paper (the paper's formulas)")
 	fs.IntVar(&c.reps, "reps", 20, "repetitions (noise drawn afresh; the data is the same)")
 	fs.IntVar(&c.workers, "workers", 0, "repetitions run in parallel (0: one per CPU)")
 	fs.IntVar(&c.evalEvery, "eval-every", 20, "evaluate the loss error over all data every this many rounds (and at R)")
-	fs.Uint64Var(seed, "seed", 0, "seed of the data and the noise (default: random, reported in -json)")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed of the data and the noise (default: random, reported in -json)")
 	fs.StringVar(&c.out, "out", "", "write DIR/rounds.csv")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no summary and no progress bar")
@@ -138,11 +143,7 @@ func newFlagSet(c *config, data *string, dim *int, algo, calib, split *string, s
 
 // printUsage writes the usage text with the flag defaults to w.
 func printUsage(w io.Writer) {
-	var c config
-	var s1, s2, s3, s4 string
-	var d int
-	var u uint64
-	fs := newFlagSet(&c, &s1, &d, &s2, &s3, &s4, &u)
+	fs := newFlagSet(new(config))
 	fs.SetOutput(w)
 	fmt.Fprint(w, usageText)
 	fs.PrintDefaults()
@@ -152,15 +153,14 @@ func printUsage(w io.Writer) {
 // *usageError, except flag.ErrHelp for -h.
 func parseArgs(args []string) (config, error) {
 	var c config
-	var data, algo, calib, split string
-	var dim int
-	fs := newFlagSet(&c, &data, &dim, &algo, &calib, &split, &c.seed)
+	fs := newFlagSet(&c)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
 		}
 		return c, usagef("%v", err)
 	}
+	algo, calib, split, data, dim := c.raw.algo, c.raw.calibration, c.raw.split, c.raw.data, c.raw.dim
 	if fs.NArg() > 0 {
 		return c, usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
 	}

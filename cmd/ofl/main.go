@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/dpmf/dpmf/fedopt"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// env is what run takes from its surroundings, so tests can replace it.
+type env struct {
+	stdout, stderr io.Writer
+	// progress shows a progress bar on stderr (stderr is a terminal).
+	progress bool
+	// randomSeed returns the seed of a run without -seed.
+	randomSeed func() (uint64, error)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], env{
+		stdout:     os.Stdout,
+		stderr:     os.Stderr,
+		progress:   isTerminal(os.Stderr),
+		randomSeed: cryptoSeed,
+	})
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// cryptoSeed returns a seed from crypto/rand.
+func cryptoSeed() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("no random seed: %w", err)
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// run is ofl with its arguments and surroundings; it returns the exit
+// status.
+func run(ctx context.Context, args []string, e env) int {
+	c, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(e.stdout)
+		return exitOK
+	}
+	if err == nil {
+		err = execute(ctx, c, e)
+	}
+	if err == nil {
+		return exitOK
+	}
+	if ctx.Err() != nil {
+		err = errors.New("interrupted; nothing written")
+	}
+	fmt.Fprintf(e.stderr, "ofl: %s\n", oneLine(err.Error()))
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// oneLine drops the library's package prefixes and joins lines, so every
+// error is one line.
+func oneLine(s string) string {
+	for _, p := range []string{"fedopt: ", "factorize: ", "mechanism: ", "accountant: "} {
+		s = strings.ReplaceAll(s, p, "")
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// execute does the work of a parsed command line.
+func execute(ctx context.Context, c config, e env) error {
+	start := time.Now()
+	if !c.seedSet {
+		s, err := e.randomSeed()
+		if err != nil {
+			return err
+		}
+		c.seed = s
+	}
+	if c.out != "" {
+		// Fail before the run, not after it.
+		if err := os.MkdirAll(c.out, 0o755); err != nil {
+			return fmt.Errorf("-out: %w", err)
+		}
+	}
+	ds, err := loadData(c)
+	if err != nil {
+		return err
+	}
+	// Without an L2 term the per-round minima (100 samples in 60
+	// dimensions) are typically not attained: no dynamic regret then.
+	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: c.l2}, fedopt.ProblemOptions{NoDynamic: c.l2 == 0})
+	if err != nil {
+		return err
+	}
+	exp := fedopt.Experiment{
+		Problem:     p,
+		Config:      c.optimiser(),
+		Strategy:    c.strategy,
+		Calibration: c.calibration,
+		Eps:         c.eps,
+		Delta:       c.delta,
+		Repeat:      fedopt.RepeatOptions{Reps: c.reps, Workers: c.workers},
+		Seed:        c.seed,
+	}
+	var bar *progressBar
+	if e.progress && !c.quiet {
+		bar = startProgress(e.stderr, c.reps*c.rounds)
+		exp.Repeat.Progress = bar.update
+	}
+	res, err := exp.Run(ctx)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		return err
+	}
+	if c.out != "" {
+		if err := writeRounds(c.out, res.Summary); err != nil {
+			return err
+		}
+	}
+	rep := newReport(c, p, res, time.Since(start).Seconds())
+	switch {
+	case c.json:
+		return rep.writeJSON(e.stdout)
+	case !c.quiet:
+		fmt.Fprintln(e.stdout, rep.summary())
+	}
+	return nil
+}
+
+// loadData makes the data set of c.
+func loadData(c config) (*fedopt.Dataset, error) {
+	if c.data.file == "" {
+		s := fedopt.Synthetic{Alpha: c.data.alpha, Beta: c.data.beta, Dim: c.data.dim}
+		return s.Dataset(c.learners, c.rounds, c.tau, c.seed)
+	}
+	t, err := fedopt.LoadCSV(c.data.file)
+	if err != nil {
+		return nil, err
+	}
+	return t.Deal(c.learners, c.rounds, c.tau, c.split, c.seed)
+}
