@@ -47,8 +47,8 @@ const (
 	npyMaxElements = math.MaxInt / 8
 	// npyReadChunk is the number of float64 values allocated up front when
 	// the amount of data available is not known; the buffer then doubles as
-	// data actually arrives, so a header cannot make ReadNPY allocate much
-	// more than twice the bytes the reader really holds.
+	// data actually arrives, so whatever the header claims, ReadNPY
+	// allocates at most about max(1 MiB, twice the bytes the reader holds).
 	npyReadChunk = 1 << 17
 )
 
@@ -89,11 +89,12 @@ func (a Array) Dense() (*mat.Dense, error) {
 // version 1.0, dtype '<f8', fortran_order False. data is in C order and
 // len(data) must equal the product of shape (1 for an empty shape).
 //
-// The header is the one np.save writes for a C-contiguous float64 array of
-// that shape, so the output is byte-for-byte what NumPy produces: the dict
-// keys in sorted order, the shape as Python's repr of a tuple ("()", "(3,)",
-// "(2, 3)"), room for the first dimension to grow to 21 digits, and space
-// padding ending in '\n' so that the data starts at a multiple of 64 bytes.
+// The header is laid out as np.save lays it out for a C-contiguous float64
+// array (numpy/lib/format.py, _write_array_header and _wrap_header, in NumPy
+// releases that have GROWTH_AXIS_MAX_DIGITS): the dict keys in sorted order,
+// the shape as Python's repr of a tuple ("()", "(3,)", "(2, 3)"), 21 minus
+// the digits of the first dimension spaces of room for it to grow, then 1 to
+// 64 spaces and '\n' so that the data starts at a multiple of 64 bytes.
 //
 // The header is written with one Write call and the data with a second one;
 // on little-endian hosts the data is passed to w without being copied.
@@ -589,7 +590,8 @@ func (p *pyParser) skipSpace() {
 	}
 }
 
-// peek returns the next non-space byte, or 0 at the end.
+// peek returns the next non-space byte, or 0 at the end (a NUL byte in the
+// header is never valid, so callers need not tell the two apart).
 func (p *pyParser) peek() byte {
 	p.skipSpace()
 	if p.pos == len(p.s) {
@@ -636,7 +638,7 @@ func (p *pyParser) dict() (map[string]any, error) {
 			return nil, p.errorf("want ',' or '}' after the value of %q", key)
 		}
 	}
-	if p.peek() != 0 {
+	if p.skipSpace(); p.pos != len(p.s) {
 		return nil, p.errorf("unexpected text after the dict")
 	}
 	return d, nil

@@ -237,7 +237,7 @@ func requireSameBits(t *testing.T, want, got []float64) {
 	}
 }
 
-var roundTripShapes = [][]int{{}, {5}, {2, 3}, {0, 3}, {3, 0}, {0}, {1, 1}, {100, 7}, {2, 3, 4}, {123457, 1}}
+var roundTripShapes = [][]int{{}, {5}, {2, 3}, {0, 3}, {3, 0}, {0}, {1, 1}, {100, 7}, {2, 3, 4}, {4099, 3}}
 
 func TestNPYRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -430,6 +430,8 @@ func TestReadNPYErrors(t *testing.T) {
 		{"not a dict", "['descr', '<f8']"},
 		{"garbage after dict", header2x3 + " x"},
 		{"two dicts", header2x3 + header2x3},
+		{"NUL after dict", header2x3 + "\x00"},
+		{"NUL in dict", "{'descr': '<f8',\x00 'fortran_order': False, 'shape': (2, 3)}"},
 		{"unclosed dict", "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), "},
 		{"missing key", "{'descr': '<f8', 'shape': (2, 3)}"},
 		{"empty dict", "{}"},

@@ -1,0 +1,30 @@
+// Package bench holds dpmf's benchmarks and the reference implementations
+// they are compared against.
+//
+// # Benchmarks
+//
+// The factorization benchmarks (factorize_bench_test.go) time every strategy
+// of package factorize on the prefix-sum workload against the number of
+// rounds R, report allocations and, for the optimal strategy, the number of
+// fixed-point iterations (each one a matrix square root):
+//
+//	go test -run '^$' -bench . ./bench/
+//
+// BenchmarkPlainDense at R = 800 takes many minutes and runs only with
+// DPMF_LONG=1 (and a longer -timeout).
+//
+// # Reference
+//
+// PlainDense is the plain dense fixed point of Denisov et al. (2022), one
+// dense symmetric eigendecomposition per iteration and no acceleration,
+// written independently of package factorize so that the speed-up of dpmf's
+// solver is measured against an honest baseline at the same certified
+// tolerance.
+//
+// # Report
+//
+// The command bench/scaling runs the measurements in one process and writes
+// docs/scaling.md, with medians, the machine, the targets and a log-log plot:
+//
+//	go run ./bench/scaling -out docs/scaling.md
+package bench

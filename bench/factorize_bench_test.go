@@ -1,0 +1,141 @@
+package bench_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/bench"
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// Sizes of the benchmarks: dense output up to 4000 rounds, loss only up to
+// 100,000, and the dense O(R^3)-per-iteration paths at the sizes of the
+// side-by-side comparison in docs/scaling.md.
+var (
+	denseSizes    = []int{100, 200, 400, 800, 1600, 4000}
+	lossOnlySizes = []int{1000, 10000, 100000}
+	generalSizes  = []int{200, 400, 800}
+)
+
+// notImplemented reports whether err says that a strategy is not written yet.
+func notImplemented(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "not implemented")
+}
+
+// reportSolver adds the solver's iterations (matrix square roots) and its
+// certified gap to the benchmark's output.
+func reportSolver(b *testing.B, iters int, gap float64) {
+	b.ReportMetric(float64(iters), "iters")
+	b.ReportMetric(gap, "gap")
+}
+
+// BenchmarkFactorize times every strategy of factorize.Strategies with dense
+// output (B and C formed) on the prefix-sum workload. Strategies that are not
+// implemented yet are skipped.
+func BenchmarkFactorize(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range factorize.Strategies() {
+		b.Run("strategy="+s, func(b *testing.B) {
+			small, err := factorize.Prefix(8)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := factorize.Compute(ctx, s, small, factorize.Options{}); notImplemented(err) {
+				b.Skip(err)
+			}
+			for _, r := range denseSizes {
+				b.Run("R="+strconv.Itoa(r), func(b *testing.B) {
+					w, err := factorize.Prefix(r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportAllocs()
+					var f *factorize.Factorization
+					for b.Loop() {
+						if f, err = factorize.Compute(ctx, s, w, factorize.Options{}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					reportSolver(b, f.Iterations, f.Gap)
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkOptimalLossOnly times the optimal loss without forming B and C
+// (the structured O(R) path), certified to 1e-10, or 1e-8 at R = 100,000.
+func BenchmarkOptimalLossOnly(b *testing.B) {
+	ctx := context.Background()
+	for _, r := range lossOnlySizes {
+		b.Run("R="+strconv.Itoa(r), func(b *testing.B) {
+			w, err := factorize.Prefix(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opt := factorize.Options{LossOnly: true, Tol: 1e-10}
+			if r >= 100000 {
+				opt.Tol = 1e-8
+			}
+			b.ReportAllocs()
+			var f *factorize.Factorization
+			for b.Loop() {
+				if f, err = factorize.Optimal(ctx, w, opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportSolver(b, f.Iterations, f.Gap)
+		})
+	}
+}
+
+// BenchmarkOptimalGeneral times the general (dense) path of the optimal
+// solver, the one taken by any workload read from a file, on the prefix-sum
+// workload: loss only, gap 1e-10.
+func BenchmarkOptimalGeneral(b *testing.B) {
+	ctx := context.Background()
+	for _, r := range generalSizes {
+		b.Run("R="+strconv.Itoa(r), func(b *testing.B) {
+			w, err := factorize.Prefix(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opt := factorize.Options{LossOnly: true, Method: factorize.Dense}
+			b.ReportAllocs()
+			var f *factorize.Factorization
+			for b.Loop() {
+				if f, err = factorize.Optimal(ctx, w, opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportSolver(b, f.Iterations, f.Gap)
+		})
+	}
+}
+
+// BenchmarkPlainDense times the reference: the plain dense fixed point with
+// one gonum eigendecomposition per iteration, gap 1e-10. R = 800 takes many
+// minutes and runs only with DPMF_LONG=1 (use a -timeout above 10m).
+func BenchmarkPlainDense(b *testing.B) {
+	ctx := context.Background()
+	for _, r := range generalSizes {
+		b.Run("R="+strconv.Itoa(r), func(b *testing.B) {
+			if r > 400 && os.Getenv("DPMF_LONG") == "" {
+				b.Skip("set DPMF_LONG=1 (and -timeout 60m) for R > 400")
+			}
+			a := prefix(r)
+			b.ReportAllocs()
+			var res bench.PlainResult
+			var err error
+			for b.Loop() {
+				if res, err = bench.PlainDense(ctx, a, 1e-10, 100000); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportSolver(b, res.Iterations, res.Gap)
+		})
+	}
+}

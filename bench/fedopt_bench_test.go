@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+)
+
+// fig4Run is one curve of the paper's Fig. 4.
+type fig4Run struct {
+	algo fedopt.Algorithm
+	eps  float64
+}
+
+// fig4Runs are the curves of Fig. 4: Algorithm 1 and the baseline at
+// (5, 1e-3) and (1, 1e-3), and the nonprivate reference once.
+var fig4Runs = []fig4Run{
+	{fedopt.Correlated, 5}, {fedopt.Correlated, 1},
+	{fedopt.Independent, 5}, {fedopt.Independent, 1},
+	{fedopt.NonPrivate, 0},
+}
+
+// fig4 runs the whole Fig. 4 setting in one process, with the defaults of
+// cmd/ofl: n = 10 learners, tau = 10, R = 800, synthetic(0.1, 0.1) with
+// d = 60, L2 = 1e-4, eta = 0.003, eta_g = 1, B_g = 5, exact calibration,
+// 20 repetitions, loss error evaluated every 20 rounds. The data set, x*,
+// the per-round minima and the optimal factorization are computed once and
+// shared, as a script looping over cmd/ofl would recompute them per curve.
+// It returns the final mean loss errors in the order of fig4Runs.
+func fig4(ctx context.Context, seed uint64) ([]float64, error) {
+	ds, err := fedopt.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(10, 800, 10, seed)
+	if err != nil {
+		return nil, err
+	}
+	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: 1e-4}, fedopt.ProblemOptions{})
+	if err != nil {
+		return nil, err
+	}
+	w, err := factorize.Prefix(800)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := factorize.Optimal(ctx, w, factorize.Options{})
+	if err != nil {
+		return nil, err
+	}
+	final := make([]float64, len(fig4Runs))
+	for k, c := range fig4Runs {
+		e := fedopt.Experiment{
+			Problem:       p,
+			Config:        fedopt.Config{Algorithm: c.algo, Eta: 0.003, EtaG: 1, Clip: 5, EvalEvery: 20},
+			Factorization: opt,
+			Calibration:   fedopt.Exact,
+			Eps:           c.eps,
+			Delta:         1e-3,
+			Repeat:        fedopt.RepeatOptions{Reps: 20},
+			Seed:          seed,
+		}
+		res, err := e.Run(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%v eps=%v: %w", c.algo, c.eps, err)
+		}
+		final[k], _, _, _ = res.Summary.Final()
+	}
+	return final, nil
+}
+
+// BenchmarkFig4 is the paper's Fig. 4 setting (five curves, 20 repetitions
+// each); the target is at most 60 s per iteration on a 2-core machine. Run
+// it once:
+//
+//	go test -run '^$' -bench Fig4 -benchtime 1x ./bench/
+func BenchmarkFig4(b *testing.B) {
+	var final []float64
+	for b.Loop() {
+		var err error
+		if final, err = fig4(context.Background(), 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for k, c := range fig4Runs {
+		name := c.algo.String()
+		if c.algo.Private() {
+			name += fmt.Sprintf("-eps%g", c.eps)
+		}
+		b.ReportMetric(final[k], "loss_error_"+name)
+	}
+}
+
+// BenchmarkFedoptRun times one repetition of Algorithm 1 in the Fig. 4
+// setting (800 rounds, 10 learners x 10 local steps, d = 60, the optimal
+// factorization's noise, loss error every 20 rounds), the unit of work of
+// BenchmarkFig4.
+func BenchmarkFedoptRun(b *testing.B) {
+	ctx := context.Background()
+	ds, err := fedopt.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(10, 800, 10, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: 1e-4}, fedopt.ProblemOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, _ := factorize.Prefix(800)
+	f, err := factorize.Optimal(ctx, w, factorize.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.003, EtaG: 1, Clip: 5, EvalEvery: 20}
+	priv, err := fedopt.Calibrate(fedopt.Correlated, fedopt.Exact, 5, 1e-3, 10, 5, f.Metrics.Sensitivity)
+	if err != nil {
+		b.Fatal(err)
+	}
+	noise := fedopt.FactorizationNoise(f, 60, priv.NoiseStd, 1)
+	rep := 0
+	for b.Loop() {
+		m, err := noise(rep)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := fedopt.Run(ctx, p, cfg, m); err != nil {
+			b.Fatal(err)
+		}
+		rep++
+	}
+}

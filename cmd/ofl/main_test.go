@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/factorize"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runOfl(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, env{
+		stdout: &out, stderr: &errb,
+		randomSeed: func() (uint64, error) { return 99, nil },
+	})
+	return result{code, out.String(), errb.String()}
+}
+
+// requireOneErrorLine checks that stderr is one line "ofl: ..." containing
+// want.
+func requireOneErrorLine(t *testing.T, stderr, want string) {
+	t.Helper()
+	if !strings.HasPrefix(stderr, "ofl: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q, want one line \"ofl: ...%s...\"", stderr, want)
+	}
+}
+
+// small is a fast configuration.
+var small = []string{"-learners", "3", "-tau", "2", "-rounds", "30", "-dim", "5", "-reps", "3", "-eval-every", "10", "-seed", "7"}
+
+func TestUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-bogus"}, "flag provided but not defined"},
+		{[]string{"-algo", "sgd"}, `-algo "sgd"`},
+		{[]string{"-calibration", "rdp"}, `-calibration "rdp"`},
+		{[]string{"-strategy", "magic"}, `-strategy "magic"`},
+		{[]string{"-algo", "independent", "-strategy", "sqrt"}, "-strategy applies to -algo correlated only"},
+		{[]string{"-eps", "0"}, "-eps 0"},
+		{[]string{"-eps", "NaN"}, "-eps NaN"},
+		{[]string{"-delta", "1"}, "-delta 1"},
+		{[]string{"-algo", "nonprivate", "-eps", "1"}, "private algorithms only"},
+		{[]string{"-learners", "0"}, "-learners 0"},
+		{[]string{"-rounds", "-3"}, "-rounds -3"},
+		{[]string{"-reps", "0"}, "-reps 0"},
+		{[]string{"-eval-every", "0"}, "-eval-every 0"},
+		{[]string{"-workers", "-1"}, "-workers -1"},
+		{[]string{"-eta", "-1"}, "-eta = -1"},
+		{[]string{"-eta-g", "0"}, "-eta-g = 0"},
+		{[]string{"-clip", "0"}, "-clip = 0"},
+		{[]string{"-l2", "-1"}, "-l2 -1"},
+		{[]string{"-eta-ind", "0.1"}, "-eta-ind applies to -algo independent only"},
+		{[]string{"-data", "synthetic:alpha=x"}, "synthetic:alpha=A,beta=B"},
+		{[]string{"-data", "synthetic:gamma=1"}, "synthetic:alpha=A,beta=B"},
+		{[]string{"-data", ""}, "-data is empty"},
+		{[]string{"-data", "x.csv", "-dim", "3"}, "-dim applies to synthetic data only"},
+		{[]string{"-split", "label"}, "-split applies to CSV data only"},
+		{[]string{"-data", "x.csv", "-split", "random"}, `-split "random"`},
+		{[]string{"-dim", "0"}, "-dim 0"},
+		{[]string{"out"}, `unexpected argument "out"`},
+	} {
+		r := runOfl(t, c.args...)
+		if r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, r.code, exitUsage, r.stderr)
+		}
+		requireOneErrorLine(t, r.stderr, c.want)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	r := runOfl(t, "-h")
+	if r.code != exitOK || !strings.Contains(r.stdout, "Example") || !strings.Contains(r.stdout, "-calibration") {
+		t.Errorf("-h: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+func TestRuntimeErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("label,a,b\n1,2,3\n-1,2,Inf\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cancer := filepath.Join("..", "..", "testdata", "breast_cancer.csv")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "missing.csv"},
+		{[]string{"-data", bad}, bad + ":3: feature 2 (b)"},
+		{[]string{"-data", cancer}, cancer + ": 569 samples, need learners x rounds x tau = 10 x 800 x 10 = 80000"},
+		{append([]string{"-out", filepath.Join(bad, "sub")}, small...), "-out"},
+	} {
+		r := runOfl(t, c.args...)
+		if r.code != exitFailure {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, r.code, exitFailure, r.stderr)
+		}
+		requireOneErrorLine(t, r.stderr, c.want)
+	}
+}
+
+// A small run writes rounds.csv and one JSON object whose noise_std is the
+// accountant's for the sensitivity 2 gamma B_g / n.
+func TestRunJSONAndRounds(t *testing.T) {
+	dir := t.TempDir()
+	r := runOfl(t, append([]string{"-out", dir, "-json", "-strategy", "sqrt-normalized"}, small...)...)
+	if r.code != exitOK || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	var js map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil || strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("stdout %q is not one JSON object: %v", r.stdout, err)
+	}
+	for _, k := range []string{"algo", "strategy", "eps", "delta", "noise_std", "learners", "tau", "rounds", "reps", "final_loss_error_mean", "final_loss_error_std", "final_regret_mean", "seconds"} {
+		if _, ok := js[k]; !ok {
+			t.Errorf("JSON has no %q: %s", k, r.stdout)
+		}
+	}
+	w, _ := factorize.Prefix(30)
+	f, _ := factorize.SqrtNormalized(w)
+	sens := 2 * f.Metrics.Sensitivity * 5 / 3 // gamma B_g = 5 (default clip), n = 3
+	want, err := accountant.NoiseStd(5, 1e-3, sens, accountant.Exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js["algo"] != "correlated" || js["strategy"] != "sqrt-normalized" || js["noise_std"] != want || js["sensitivity"] != sens || js["seed"] != 7.0 {
+		t.Errorf("JSON %s, want noise_std %v for sensitivity %v", r.stdout, want, sens)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "rounds.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if lines[0]+"\n" != roundsHeader || len(lines) != 1+4 { // rounds 0, 10, 20, 30
+		t.Fatalf("rounds.csv:\n%s", data)
+	}
+	for k, l := range lines[1:] {
+		fields := strings.Split(l, ",")
+		if fields[0] != strconv.Itoa(10*k) || len(fields) != 8 {
+			t.Errorf("row %q", l)
+		}
+	}
+	last := strings.Split(lines[4], ",")
+	if v, _ := strconv.ParseFloat(last[1], 64); v != js["final_loss_error_mean"] {
+		t.Errorf("final loss error %v in rounds.csv, %v in JSON", v, js["final_loss_error_mean"])
+	}
+}
+
+// The same seed gives the same file, with any number of workers; another
+// seed gives another.
+func TestReproducible(t *testing.T) {
+	read := func(extra ...string) string {
+		dir := t.TempDir()
+		r := runOfl(t, append(append([]string{"-out", dir, "-quiet", "-algo", "independent"}, small...), extra...)...)
+		if r.code != exitOK {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "rounds.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	a, b := read("-workers", "1"), read("-workers", "3")
+	if a != b {
+		t.Errorf("-workers 1 and 3 differ:\n%s\n%s", a, b)
+	}
+	if c := read("-seed", "8"); c == a {
+		t.Error("seeds 7 and 8 give the same output")
+	}
+}
+
+func TestNonPrivateAndCSV(t *testing.T) {
+	cancer := filepath.Join("..", "..", "testdata", "breast_cancer.csv")
+	r := runOfl(t, "-algo", "nonprivate", "-data", cancer, "-split", "label", "-learners", "2", "-tau", "2", "-rounds", "100", "-reps", "1", "-eta", "0.05", "-json", "-seed", "1")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var js map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
+		t.Fatal(err)
+	}
+	if js["eps"] != nil || js["strategy"] != "none" || js["noise_std"] != 0.0 || js["dim"] != 30.0 {
+		t.Errorf("JSON %s", r.stdout)
+	}
+	// Without -json, one summary line.
+	r = runOfl(t, append([]string{"-algo", "nonprivate"}, small...)...)
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "algo=nonprivate strategy=none n=3") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("summary %q", r.stdout)
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	b := startProgress(&buf, 10)
+	b.update(4, 10)
+	b.update(3, 10) // out of order: ignored
+	b.finish()
+	b.draw()
+	if s := buf.String(); !strings.Contains(s, "\rofl: [############..................]  40%") {
+		t.Errorf("progress output %q", s)
+	}
+}
+
+// The defaults run the paper's Fig. 4 setting (slow: 20 x 800 rounds).
+func TestDefaults(t *testing.T) {
+	if os.Getenv("DPMF_LONG") == "" {
+		t.Skip("set DPMF_LONG=1")
+	}
+	r := runOfl(t, "-json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var js map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
+		t.Fatal(err)
+	}
+	if js["learners"] != 10.0 || js["tau"] != 10.0 || js["rounds"] != 800.0 || js["reps"] != 20.0 || js["dim"] != 60.0 || js["strategy"] != "optimal" || js["eps"] != 5.0 {
+		t.Errorf("defaults %s", r.stdout)
+	}
+	t.Log(r.stdout)
+}

@@ -1,0 +1,82 @@
+// Package fedopt is the online federated optimiser of Zhang, Zhu and
+// Johansson, "Differentially Private Online Federated Learning with
+// Correlated Noise" (Algorithm 1), with its baseline and its metrics.
+//
+// # Overview
+//
+// n learners each serve a stream of clients. In each of R rounds every
+// learner takes tau local gradient steps, one fresh client sample per step,
+// from the released model x^r; the server averages the learners' updates,
+// adds round r's noise vector and releases x^{r+1}. A [Dataset] holds the
+// stream (sample (i, r, t) is learner i's client at step t of round r); a
+// [Model] gives the per-sample loss and gradient; a [Problem] adds the
+// reference minimisers the metrics need; [Run] runs one repetition with a
+// noise mechanism (package mechanism) and returns a [Trace]; [Repeat] runs
+// many in parallel and summarises them; an [Experiment] does all of it for
+// one configuration of the paper's experiments, including the factorization
+// and the noise calibration.
+//
+// # Algorithms
+//
+//   - Correlated: Algorithm 1. Learner i: z^{r,0} = x^r,
+//     z^{r,t+1} = z^{r,t} - eta clip(grad f_i^{r,t}(z^{r,t})). Server:
+//     x^{r+1} = x^r - eta~ (g^r + w^r), eta~ = eta eta_g tau, where
+//     g^r = (x^r - mean_i z_i^{r,tau}) / (eta tau) is the mean of the n tau
+//     clipped gradients and w^r is round r's vector of the mechanism, row r
+//     of C^{-1} Z for a factorization A = B C of the prefix sums (the
+//     paper's (b^{r+1} - b^r) xi). The default factorization is the optimal
+//     one.
+//   - Independent: the paper's baseline, x^{r+1} = x^r - eta_ind (h^r + w^r)
+//     with h^r = (1/n) sum_i sum_t clip(grad f_i^{r,t}(x^r)) (no local
+//     steps) and independent Gaussian w^r (the identity factorization).
+//   - NonPrivate: Algorithm 1 without noise.
+//
+// Every per-sample gradient is clipped to norm B_g ([Config.Clip]). That is
+// what makes the sensitivity bound, and so the privacy guarantee, hold for
+// any data.
+//
+// # Privacy
+//
+// Neighbouring data sets differ in one client's sample; every sample is
+// used once. [Calibrate] returns the noise standard deviation for (eps,
+// delta) from package accountant and records it in a [Privacy]. With the
+// Exact calibration the sensitivity of C G is 2 gamma B_g / n for Algorithm
+// 1 (gamma the largest column norm of C) and 2 B_g / n for the baseline,
+// and the noise is the least that the exact Gaussian privacy curve allows;
+// the Paper calibration reproduces the paper's formulas, which use 2 gamma
+// B_g and 2 B_g with conservative conversions. See [Sensitivity] for the
+// argument.
+//
+// # Metrics
+//
+// At the evaluated rounds a [Trace] records the loss error F(x^r) - F(x*)
+// over all samples (the paper's y-axis), the accuracy, and the cumulative
+// dynamic regret sum_{s<r} tau (f^s(x^s) - (f^s)*) and static regret
+// sum_{s<r} tau (f^s(x^s) - f^s(x*)), f^s the average loss of round s's
+// n tau samples. x* and every (f^s)* are computed by [NewProblem] to a
+// gradient norm of 1e-10 and 1e-9 (Newton's method for [Logistic]).
+// Per-round minima need a strongly convex loss: a round's 100 samples in 60
+// dimensions are typically separable, so [Logistic] takes an L2 term
+// (cmd/ofl uses 1e-4).
+//
+// # Data
+//
+// [Synthetic] generates the binary variant of the synthetic(alpha, beta)
+// data of Li et al. (FedProx), one seeded stream per learner. [LoadCSV]
+// reads a labelled CSV file, standardises its features, and [Table.Deal]
+// deals rows to learners iid, by label or sorted by a feature.
+//
+// # Reproducibility
+//
+// A run depends only on its data, configuration and mechanism. Learners
+// may run in goroutines ([Config.ParallelLearners]) and repetitions in
+// parallel ([RepeatOptions.Workers]); sums are taken in a fixed order, so
+// the numbers are the same bit for bit either way.
+//
+// # Plugging in
+//
+// A model is any [Model] (loss, gradient; optionally [Minimizer],
+// [Classifier], [BatchEvaluator]); data is any [Dataset]; noise is any
+// mechanism.Mechanism, passed to [Run] or, one per repetition, as a
+// [NoiseSource] to [Repeat].
+package fedopt
