@@ -246,20 +246,21 @@ func factorsFromRoot(w *Workload, y []float64, v []float64) (b, c *mat.Dense, er
 			cData[i*n+j] = 0
 		}
 	}
-	cTri := mat.NewTriDense(n, mat.Lower, cData)
 	var cInv mat.TriDense
-	if err := cInv.InverseTri(cTri); err != nil {
+	if err := cInv.InverseTri(mat.NewTriDense(n, mat.Lower, cData)); err != nil {
 		if _, ok := err.(mat.Condition); !ok {
 			return nil, nil, fmt.Errorf("factorize: inverting C: %w", err)
 		}
 	}
-	b = applyWorkload(w, &cInv)
+	raw := cInv.RawTriangular()
+	b = applyWorkload(w, raw.Data, raw.Stride)
 	c = mat.NewDense(n, n, cData)
 	return b, c, nil
 }
 
-// applyWorkload returns A M for a lower-triangular M.
-func applyWorkload(w *Workload, m *mat.TriDense) *mat.Dense {
+// applyWorkload returns A M for a lower-triangular n x n M held row-major
+// with stride ld (its strict upper triangle is ignored).
+func applyWorkload(w *Workload, m []float64, ld int) *mat.Dense {
 	n := w.R()
 	out := mat.NewDense(n, n, nil)
 	if w.IsPrefix() {
@@ -268,8 +269,9 @@ func applyWorkload(w *Workload, m *mat.TriDense) *mat.Dense {
 			if i > 0 {
 				copy(row, out.RawRowView(i-1))
 			}
-			for j := 0; j <= i; j++ {
-				row[j] += m.At(i, j)
+			mi := m[i*ld : i*ld+i+1]
+			for j, x := range mi {
+				row[j] += x
 			}
 		}
 		return out
@@ -279,9 +281,7 @@ func applyWorkload(w *Workload, m *mat.TriDense) *mat.Dense {
 		_, k, _ := inv.TriBand()
 		for i := 0; i < n; i++ {
 			row := out.RawRowView(i)
-			for j := 0; j <= i; j++ {
-				row[j] = m.At(i, j)
-			}
+			copy(row[:i+1], m[i*ld:i*ld+i+1])
 			for p := max(0, i-k); p < i; p++ {
 				l := inv.At(i, p)
 				prev := out.RawRowView(p)
@@ -296,8 +296,14 @@ func applyWorkload(w *Workload, m *mat.TriDense) *mat.Dense {
 		}
 		return out
 	}
+	lower := mat.NewTriDense(n, mat.Lower, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			lower.SetTri(i, j, m[i*ld+j])
+		}
+	}
 	var t mat.TriDense
-	t.MulTri(w.Matrix(), m)
+	t.MulTri(w.Matrix(), lower)
 	out.Copy(&t)
 	return out
 }

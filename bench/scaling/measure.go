@@ -1,0 +1,143 @@
+package main
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"sync"
+	"time"
+)
+
+// outcome is what a measured computation reports about its result.
+type outcome struct {
+	// Iters is the number of fixed-point iterations (square roots); 0 for
+	// closed forms.
+	Iters int
+	// Gap is the certified relative duality gap; 0 for closed forms.
+	Gap float64
+	// Loss is the loss of the computed factorization (for the solvers, a
+	// certified upper bound on the optimum).
+	Loss float64
+}
+
+// measurement is the median over Runs runs of one computation.
+type measurement struct {
+	R    int
+	Runs int
+	// Seconds, Alloc and Peak are medians: wall time, bytes allocated
+	// (runtime.MemStats.TotalAlloc) and the peak of the heap's live and
+	// unswept objects above its level at the start, sampled every 5 ms.
+	Seconds float64
+	Alloc   uint64
+	Peak    uint64
+	// Out is the outcome of the last run.
+	Out outcome
+}
+
+// Lower returns the certified lower bound on the optimum implied by the
+// loss (an upper bound) and the relative gap (upper - lower) / lower.
+func (m measurement) Lower() float64 { return m.Out.Loss / (1 + m.Out.Gap) }
+
+// runsAfter returns how many runs to take in all when the first one took
+// first seconds: reps for fast computations, at most 3 above 10 s and one
+// above 60 s, so that the slow ones do not take hours.
+func runsAfter(reps int, first float64) int {
+	switch {
+	case first > 60:
+		return 1
+	case first > 10:
+		return min(reps, 3)
+	}
+	return reps
+}
+
+// median returns the median of xs (the mean of the two middle values for
+// an even count). xs must not be empty; it is not modified.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// measure runs fn up to reps times (see runsAfter) and returns the medians.
+func measure(r, reps int, fn func() (outcome, error)) (measurement, error) {
+	var secs, allocs, peaks []float64
+	var out outcome
+	runs := reps
+	for i := 0; i < runs; i++ {
+		s, a, p, o, err := timeOnce(fn)
+		if err != nil {
+			return measurement{}, err
+		}
+		secs, allocs, peaks = append(secs, s), append(allocs, float64(a)), append(peaks, float64(p))
+		out = o
+		if i == 0 {
+			runs = runsAfter(reps, s)
+		}
+	}
+	return measurement{
+		R: r, Runs: len(secs), Out: out,
+		Seconds: median(secs), Alloc: uint64(median(allocs)), Peak: uint64(median(peaks)),
+	}, nil
+}
+
+// heapMetric is the runtime metric sampled for the peak heap.
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+// timeOnce runs fn once after a garbage collection and returns its wall
+// time, the bytes it allocated and the sampled peak heap growth.
+func timeOnce(fn func() (outcome, error)) (seconds float64, alloc, peak uint64, out outcome, err error) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	base := heapBytes()
+
+	var (
+		mu   sync.Mutex
+		top  = base
+		stop = make(chan struct{})
+		done = make(chan struct{})
+	)
+	record := func() {
+		h := heapBytes()
+		mu.Lock()
+		top = max(top, h)
+		mu.Unlock()
+	}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				record()
+			}
+		}
+	}()
+	start := time.Now()
+	out, err = fn()
+	seconds = time.Since(start).Seconds()
+	record()
+	close(stop)
+	<-done
+	runtime.ReadMemStats(&ms)
+	return seconds, ms.TotalAlloc - before, top - base, out, err
+}
+
+// heapBytes returns the bytes of heap objects, live or not yet swept.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: heapMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
