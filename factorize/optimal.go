@@ -252,8 +252,8 @@ func factorsFromRoot(w *Workload, y []float64, v []float64) (b, c *mat.Dense, er
 			return nil, nil, fmt.Errorf("factorize: inverting C: %w", err)
 		}
 	}
-	raw := cInv.RawTriangular()
-	b = applyWorkload(w, raw.Data, raw.Stride)
+	inv := cInv.RawTriangular()
+	b = applyWorkload(w, inv.Data, inv.Stride)
 	c = mat.NewDense(n, n, cData)
 	return b, c, nil
 }
