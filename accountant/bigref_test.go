@@ -73,6 +73,9 @@ func bigExp(x *big.Float, prec uint) *big.Float {
 
 // bigErf returns erf(y) for y >= 0 by the positive series above.
 func bigErf(y *big.Float, prec uint, pi *big.Float) *big.Float {
+	if y.Sign() == 0 {
+		return newBig(prec)
+	}
 	y2 := newBig(prec).Mul(y, y)
 	twoY2 := newBig(prec).Mul(y2, newBig(prec).SetInt64(2))
 	term := newBig(prec).Set(y)

@@ -29,7 +29,7 @@ const (
 	// Kamath & Steinke 2020, optimised over all Renyi orders. Conservative.
 	CKS
 	// RDP is Renyi DP of the Gaussian converted with Balle et al. 2020
-	// (Theorem 21) on the order grid of [RDPOrders]. Conservative.
+	// on the order grid of [RDPOrders]. Conservative.
 	RDP
 	// RDPMironov is Renyi DP of the Gaussian converted with Mironov 2017
 	// (Proposition 3) on the order grid of [RDPOrders]. Conservative.

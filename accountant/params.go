@@ -16,7 +16,7 @@ type ParamError struct {
 
 // Error returns a one-line message naming the parameter and its range.
 func (e *ParamError) Error() string {
-	return "accountant: " + e.Name + " = " + strconv.FormatFloat(e.Value, 'g', -1, 64) + ", want " + e.Want
+	return "accountant: " + e.Name + " = " + ftoa(e.Value) + ", want " + e.Want
 }
 
 // checkPositive requires x to be finite and > 0. It is the check for eps,
@@ -72,3 +72,19 @@ func checkSigmaDelta(sigma, delta float64, k int) error {
 	}
 	return checkCompositions(k)
 }
+
+// MethodError reports that a method gives no guarantee for the parameters
+// asked (Dwork-Roth at eps >= 1, an eps too small for the RDP order grid),
+// or that the answer does not fit in a float64.
+type MethodError struct {
+	Method Method
+	Reason string
+}
+
+// Error returns a one-line message naming the method and the reason.
+func (e *MethodError) Error() string {
+	return "accountant: method " + e.Method.String() + ": " + e.Reason
+}
+
+func itoa(i int) string     { return strconv.Itoa(i) }
+func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }

@@ -2,11 +2,208 @@ package factorize
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"math"
 )
 
-// BLT returns a buffered-linear-Toeplitz factorization with opt.Buffers
-// buffers. TODO(mechanism helper).
+// DefaultBuffers is the number of geometric buffers of [BLT] when
+// [Options.Buffers] is 0. Streaming its noise keeps DefaultBuffers vectors.
+const DefaultBuffers = 4
+
+// BLTParams are the parameters of a buffered-linear-Toeplitz (BLT)
+// factorization: C^{-1} = diag(Scale) T_d, with T_d the lower-triangular
+// Toeplitz matrix of the coefficients
+//
+//	d_0 = 1,  d_k = sum_i Weights[i] Lambdas[i]^(k-1)  (k >= 1),
+//
+// so that round r's noise y_r = Scale[r] (z_r + sum_i Weights[i] s_i) can be
+// streamed with one buffer s_i per geometric sequence, updated after the
+// round as s_i <- Lambdas[i] s_i + z_r (Dvijotham, McMahan, Pillutla,
+// Steinke, Thakurta 2024, "Efficient and near-optimal noise generation for
+// streaming differential privacy").
+type BLTParams struct {
+	// Weights are the w_i.
+	Weights []float64 `json:"weights"`
+	// Lambdas are the decay rates lambda_i, in (0, 1).
+	Lambdas []float64 `json:"lambdas"`
+	// Scale[r] multiplies round r's noise: the column norms of the
+	// Toeplitz C = T_d^{-1} when C's columns were normalised, else all 1.
+	Scale []float64 `json:"scale"`
+}
+
+// Coefficients returns d_0, ..., d_{n-1}, the first column of T_d.
+func (p *BLTParams) Coefficients(n int) []float64 {
+	d := make([]float64, n)
+	if n == 0 {
+		return d
+	}
+	d[0] = 1
+	for i, w := range p.Weights {
+		pow := w
+		for k := 1; k < n; k++ {
+			d[k] += pow
+			pow *= p.Lambdas[i]
+		}
+	}
+	return d
+}
+
+// clone returns a deep copy of p.
+func (p *BLTParams) clone() *BLTParams {
+	return &BLTParams{
+		Weights: append([]float64(nil), p.Weights...),
+		Lambdas: append([]float64(nil), p.Lambdas...),
+		Scale:   append([]float64(nil), p.Scale...),
+	}
+}
+
+// BLT returns a buffered-linear-Toeplitz factorization with k =
+// opt.Buffers buffers ([DefaultBuffers] if 0, at most R-1): C^{-1} =
+// diag(Scale) T_d with d as in [BLTParams]. Its noise streams with k
+// buffers of dimension d; the parameters are returned by [BLTParamsOf].
+//
+// The workload must be lower-triangular Toeplitz. The parameters (w,
+// lambda) minimise the exact loss of the Toeplitz factorization C =
+// T_d^{-1}, B = A T_d, that is ||c||^2 ||A T_d||_F^2 over the first column c
+// of C: it costs O(R k) per evaluation for prefix sums, because c is the
+// impulse response of the inverse of the k-state recurrence. The
+// minimisation is BFGS by continuation in the number of buffers (see
+// fitBLT), started from d_1 = w_1 near -1/2, the first coefficient of
+// A^{-1/2} for prefix sums. It is a local method: the result is a good
+// BLT, not a certified optimal one. Finally the columns of C are scaled to
+// unit norm (C^{-1}'s rows are scaled by Scale, which keeps the streaming
+// recurrence) unless that raises the loss. B = A C^{-1} and C are formed
+// exactly (C from the inverse recurrence) and the metrics are those of these
+// B and C, computed by [ComputeMetrics].
 func BLT(ctx context.Context, w *Workload, opt Options) (*Factorization, error) {
-	return nil, errors.New("factorize: blt not implemented yet")
+	if opt.Buffers < 0 {
+		return nil, fmt.Errorf("factorize: buffers %d, want >= 1 (or 0 for the default %d)", opt.Buffers, DefaultBuffers)
+	}
+	tw, err := toeplitzOf(StrategyBLT, w)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	k := opt.Buffers
+	if k == 0 {
+		k = DefaultBuffers
+	}
+	k = min(k, r-1)
+	p := &BLTParams{Weights: make([]float64, k), Lambdas: make([]float64, k)}
+	if k > 0 {
+		if err := fitBLT(ctx, tw, p); err != nil {
+			return nil, err
+		}
+	}
+	d := p.Coefficients(r)
+	c := bltInverse(p, r)
+	f, scale := toeplitzFactorization(StrategyBLT, w, tw, c, d)
+	p.Scale = scale
+	f.BLT = p
+	return f, nil
+}
+
+// fitBLT sets p's weights and lambdas by continuation in the number of
+// buffers: the fit with j buffers starts from the fit with j-1 buffers plus
+// one buffer of weight 0, so the loss never increases with j. The new
+// buffer's time scale 1/(1 - lambda) is tried at a few values spread
+// log-uniformly over [1, R]; the best optimised candidate is kept.
+func fitBLT(ctx context.Context, tw toeplitzWorkload, p *BLTParams) error {
+	r := len(tw.a)
+	k := len(p.Weights)
+	var best []float64 // x = (w_1..w_j, theta_1..theta_j), lambda = 1/(1+exp(-theta))
+	bestLoss := math.Inf(1)
+	for j := 1; j <= k; j++ {
+		q := &BLTParams{Weights: make([]float64, j), Lambdas: make([]float64, j)}
+		obj := func(x []float64) float64 {
+			bltSet(q, x)
+			l := tw.loss(bltInverse(q, r), q.Coefficients(r))
+			if !(l > 0) || math.IsInf(l, 0) {
+				return math.Inf(1)
+			}
+			return math.Log(l)
+		}
+		levelBest, levelLoss := []float64(nil), math.Inf(1)
+		for _, frac := range []float64{0.25, 0.5, 0.75, 1} {
+			tau := math.Max(math.Pow(float64(r), frac), 1.5)
+			theta := math.Log(tau - 1) // lambda = 1 - 1/tau
+			x0 := make([]float64, 2*j)
+			copy(x0[:j-1], best[:j-1])
+			copy(x0[j:2*j-1], best[j-1:])
+			x0[2*j-1] = theta
+			if j == 1 {
+				// d_1 = w_1 near -1/2 as for (1 - x)^{1/2}, but with
+				// d(x) = 1 + w x / (1 - lambda x) nonzero on the unit
+				// disc (w > lambda - 1), so that C = T_d^{-1} is bounded.
+				x0[0] = -0.5 / tau
+			}
+			if math.IsInf(obj(x0), 0) {
+				continue
+			}
+			x, err := minimizeSmooth(ctx, obj, x0)
+			if err != nil {
+				return err
+			}
+			if l := obj(x); l < levelLoss {
+				levelBest, levelLoss = x, l
+			}
+		}
+		if levelBest == nil || levelLoss >= bestLoss {
+			// No candidate improved: keep the smaller fit with a zero
+			// weight for the new buffer.
+			x := make([]float64, 2*j)
+			copy(x[:j-1], best[:j-1])
+			copy(x[j:2*j-1], best[j-1:])
+			levelBest = x
+		} else {
+			bestLoss = levelLoss
+		}
+		best = levelBest
+	}
+	bltSet(p, best)
+	return nil
+}
+
+// bltSet sets p's weights and lambdas from x = (w, theta), lambda_i =
+// 1/(1+exp(-theta_i)).
+func bltSet(p *BLTParams, x []float64) {
+	k := len(p.Weights)
+	copy(p.Weights, x[:k])
+	for i := 0; i < k; i++ {
+		p.Lambdas[i] = 1 / (1 + math.Exp(-x[k+i]))
+	}
+}
+
+// bltInverse returns the first n coefficients of C = T_d^{-1}: the impulse
+// response of the inverse of the streaming recurrence of [BLTParams]. With
+// input y = e_0, z_r = y_r - sum_i w_i s_i and then s_i <- lambda_i s_i + z_r;
+// c_r = z_r. O(n k), and it works on the k states directly rather than on
+// polynomial coefficients, which lose all accuracy to cancellation when
+// several lambdas are close to 1.
+func bltInverse(p *BLTParams, n int) []float64 {
+	s := make([]float64, len(p.Weights))
+	c := make([]float64, n)
+	for r := 0; r < n; r++ {
+		z := 0.0
+		if r == 0 {
+			z = 1
+		}
+		for i, w := range p.Weights {
+			z -= w * s[i]
+		}
+		for i, l := range p.Lambdas {
+			s[i] = l*s[i] + z
+		}
+		c[r] = z
+	}
+	return c
+}
+
+// BLTParamsOf returns a copy of the streaming parameters of f (its BLT
+// field) and true, or nil and false if f is not a BLT factorization.
+func BLTParamsOf(f *Factorization) (*BLTParams, bool) {
+	if f == nil || f.Strategy != StrategyBLT || f.BLT == nil {
+		return nil, false
+	}
+	return f.BLT.clone(), true
 }

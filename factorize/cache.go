@@ -106,6 +106,7 @@ type cacheMeta struct {
 	Iterations int         `json:"iterations"`
 	Gap        float64     `json:"gap"`
 	Available  []int       `json:"available"`
+	BLT        *BLTParams  `json:"blt,omitempty"`
 }
 
 // metricsJSON is Metrics with stable JSON names. encoding/json prints the
@@ -259,6 +260,7 @@ func (c *Cache) store(k cacheKeyFields, f *Factorization) error {
 		Iterations: f.Iterations,
 		Gap:        f.Gap,
 		Available:  f.Available,
+		BLT:        f.BLT,
 	}
 	if (f.B == nil) != (f.C == nil) {
 		panic("factorize: factorization with only one of B and C")
@@ -450,6 +452,8 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 		return nil, corrupt("%d availability rounds for %d noise rows", len(meta.Available), meta.M)
 	case !meta.Factors && meta.Available != nil:
 		return nil, corrupt("availability rounds without factors")
+	case meta.Strategy == StrategyBLT && meta.Factors && meta.BLT == nil:
+		return nil, corrupt("a BLT entry without its streaming parameters")
 	}
 	return &Factorization{
 		Strategy:   meta.Strategy,
@@ -460,6 +464,7 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 		Metrics:    Metrics(meta.Metrics),
 		Iterations: meta.Iterations,
 		Gap:        meta.Gap,
+		BLT:        meta.BLT,
 	}, nil
 }
 

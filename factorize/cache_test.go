@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,7 @@ func requireSameFactorization(t *testing.T, want, got *factorize.Factorization) 
 	require.Equal(t, want.Available, got.Available)
 	require.Equal(t, want.Iterations, got.Iterations)
 	require.Equal(t, math.Float64bits(want.Gap), math.Float64bits(got.Gap))
+	require.Equal(t, want.BLT, got.BLT, "BLT streaming parameters")
 	wm := []float64{want.Metrics.Sensitivity, want.Metrics.FrobBSq, want.Metrics.Loss, want.Metrics.RMSE, want.Metrics.MaxSE}
 	gm := []float64{got.Metrics.Sensitivity, got.Metrics.FrobBSq, got.Metrics.Loss, got.Metrics.RMSE, got.Metrics.MaxSE}
 	for i := range wm {
@@ -86,7 +88,7 @@ func cacheWorkload(t testing.TB, r int) *factorize.Workload {
 
 func TestCacheRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	for _, strategy := range append(cacheClosedForms, factorize.StrategyOptimal) {
+	for _, strategy := range append(cacheClosedForms, factorize.StrategyBanded, factorize.StrategyBLT, factorize.StrategyOptimal) {
 		t.Run(strategy, func(t *testing.T) {
 			// R = 37 is not a power of two: the tree has m = 72 > R rows.
 			w := cacheWorkload(t, 37)
@@ -95,7 +97,7 @@ func TestCacheRoundTrip(t *testing.T) {
 			want, cached, err := c.Compute(ctx, strategy, w, factorize.Options{}, &warn)
 			require.NoError(t, err)
 			assert.False(t, cached)
-			if strategy != factorize.StrategyOptimal {
+			if slices.Contains(cacheClosedForms, strategy) {
 				// The closed forms are deterministic: the cache returns
 				// what Compute returns.
 				direct, err := factorize.Compute(ctx, strategy, w, factorize.Options{})

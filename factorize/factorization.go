@@ -32,6 +32,9 @@ type Factorization struct {
 	Iterations int
 	// Gap is the certified relative duality gap (0 for closed forms).
 	Gap float64
+	// BLT holds the streaming parameters of a BLT factorization (nil for
+	// other strategies).
+	BLT *BLTParams
 }
 
 // Metrics are the quality measures shared by every strategy, for single

@@ -30,6 +30,11 @@ type Config struct {
 	ParallelLearners bool
 	// X0 is the initial model; nil means zero.
 	X0 []float64
+	// Privacy, if not nil, is the calibration the noise mechanism was made
+	// with (see [Calibrate]). [Run] then checks that it matches the run
+	// (algorithm, learners, clipping bound, and the mechanism's standard
+	// deviation) and records it for every evaluated round.
+	Privacy *Privacy
 	// OnRound, if not nil, is called after every round with the number of
 	// rounds completed. It is called from the goroutine running the run.
 	OnRound func(done int)
@@ -37,7 +42,7 @@ type Config struct {
 
 // ServerStep returns the step the server takes along the noisy direction:
 // eta~ = Eta EtaG tau for Algorithm 1, EtaInd (or Eta EtaG) for Independent.
-func (c *Config) ServerStep(tau int) float64 {
+func (c Config) ServerStep(tau int) float64 {
 	if c.Algorithm == Independent {
 		if c.EtaInd != 0 {
 			return c.EtaInd
@@ -48,7 +53,7 @@ func (c *Config) ServerStep(tau int) float64 {
 }
 
 // Validate returns an error naming the first invalid parameter.
-func (c *Config) Validate() error {
+func (c Config) Validate() error {
 	pos := func(name string, v float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
 			return fmt.Errorf("fedopt: %s = %v, want a finite number > 0", name, v)
@@ -81,6 +86,11 @@ func (c *Config) Validate() error {
 	}
 	if c.EvalEvery < 0 {
 		return fmt.Errorf("fedopt: eval-every = %d, want >= 0", c.EvalEvery)
+	}
+	if p := c.Privacy; p != nil {
+		if !c.Algorithm.Private() || p.Algorithm != c.Algorithm || p.Clip != c.Clip {
+			return fmt.Errorf("fedopt: privacy calibration for %v with B_g = %v, but the run is %v with B_g = %v", p.Algorithm, p.Clip, c.Algorithm, c.Clip)
+		}
 	}
 	for k, v := range c.X0 {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

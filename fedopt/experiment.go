@@ -49,20 +49,22 @@ type Result struct {
 // k drawing its noise from a mechanism seeded with RepSeed(Seed, k).
 func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 	res := &Result{}
+	cfg := e.Config
 	var noise NoiseSource
-	if algo := e.Config.Algorithm; algo.Private() {
+	if algo := cfg.Algorithm; algo.Private() {
 		f, err := e.factorization(ctx)
 		if err != nil {
 			return nil, err
 		}
-		priv, err := Calibrate(algo, e.Calibration, e.Eps, e.Delta, e.Problem.Data.Learners, e.Config.Clip, f.Metrics.Sensitivity)
+		priv, err := Calibrate(algo, e.Calibration, e.Eps, e.Delta, e.Problem.Data.Learners, cfg.Clip, f.Metrics.Sensitivity)
 		if err != nil {
 			return nil, err
 		}
 		res.Privacy, res.Factorization = priv, f
+		cfg.Privacy = priv
 		noise = FactorizationNoise(f, e.Problem.Model.NumParams(e.Problem.Data.Dim), priv.NoiseStd, e.Seed)
 	}
-	s, err := Repeat(ctx, e.Problem, e.Config, noise, e.Repeat)
+	s, err := Repeat(ctx, e.Problem, cfg, noise, e.Repeat)
 	if err != nil {
 		return nil, err
 	}

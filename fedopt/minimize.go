@@ -27,13 +27,15 @@ func Minimize(ctx context.Context, m Model, dst, x0 []float64, s Samples, tol fl
 const lbfgsMemory = 10
 
 // lbfgsMaxIter bounds the L-BFGS iterations.
-const lbfgsMaxIter = 100000
+const lbfgsMaxIter = 10000
 
 // LBFGS minimises a smooth function f with gradient grad from x0 by the
 // limited-memory BFGS method (Nocedal and Wright, Numerical Optimization,
 // 2nd ed., Algorithm 7.4 and 7.5: two-loop recursion with 10 pairs, initial
-// scaling s.y / y.y) and a backtracking Armijo line search; a pair with
-// s.y <= 0 is skipped, which keeps the implicit Hessian positive definite.
+// scaling s.y / y.y) and a backtracking Armijo line search, which near the
+// minimum, where f's rounding hides the decrease, backtracks on the gradient
+// norm instead; a pair with s.y <= 0 is skipped, which keeps the implicit
+// Hessian positive definite.
 // It writes into dst a point with gradient norm at most tol, or returns an
 // error if it stalls or reaches the iteration limit.
 func LBFGS(ctx context.Context, dst, x0 []float64, f func(x []float64) float64, grad func(g, x []float64), tol float64) error {
@@ -82,14 +84,23 @@ func LBFGS(ctx context.Context, dst, x0 []float64, f func(x []float64) float64, 
 			floats.ScaleTo(d, -1/math.Max(gn, 1), g)
 			slope = floats.Dot(g, d)
 		}
+		// Backtrack on f; once the predicted decrease is below the rounding
+		// error of f, f cannot tell better from worse and the gradient norm
+		// (computed to full relative accuracy) serves as the merit function.
+		byGrad := -slope <= 1e-12*(1+math.Abs(fx))
 		t := 1.0
 		ok := false
 		var ft float64
 		for ls := 0; ls < 60; ls++ {
 			floats.AddScaledTo(xt, x, t, d)
 			ft = f(xt)
-			if ft <= fx+1e-4*t*slope {
-				ok = true
+			if byGrad {
+				grad(gt, xt)
+				ok = floats.Norm(gt, 2) < gn
+			} else {
+				ok = ft <= fx+1e-4*t*slope
+			}
+			if ok {
 				break
 			}
 			t /= 2
@@ -97,7 +108,9 @@ func LBFGS(ctx context.Context, dst, x0 []float64, f func(x []float64) float64, 
 		if !ok {
 			return fmt.Errorf("fedopt: L-BFGS line search failed at iteration %d with gradient norm %.3g > %.3g", iter, gn, tol)
 		}
-		grad(gt, xt)
+		if !byGrad {
+			grad(gt, xt)
+		}
 		var s, y []float64
 		if len(S) == lbfgsMemory {
 			s, y = S[0], Y[0]

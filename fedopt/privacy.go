@@ -47,31 +47,36 @@ func ParseCalibration(s string) (Calibration, error) {
 	return 0, fmt.Errorf("fedopt: calibration %q, want exact or paper", s)
 }
 
-// Privacy is the privacy record of a private run: the guarantee and how the
-// noise was calibrated to it. Neighbouring data sets differ in one client's
-// sample (replace-one); every sample is used once (single participation);
-// every per-sample gradient is clipped to norm Clip.
+// Privacy is the privacy calibration of a private run: the guarantee, the
+// accountant's record of how the noise was set (package accountant), and the
+// quantities the sensitivity was derived from. Neighbouring data sets differ
+// in one client's sample (replace-one); every sample is used once (single
+// participation); every per-sample gradient is clipped to norm Clip.
 type Privacy struct {
+	// Record holds (Eps, Delta) for the whole sequence of released models
+	// x^1, ..., x^R, the method, the sensitivity Delta of C G (the matrix
+	// whose rows are the per-round directions the noise is added to), the
+	// noise standard deviation V of each entry of Z, and the participation.
+	accountant.Record
 	// Algorithm is the private algorithm.
-	Algorithm Algorithm `json:"-"`
+	Algorithm Algorithm
 	// Calibration is exact or paper.
-	Calibration Calibration `json:"-"`
-	// Method is the accountant's calibration method.
-	Method accountant.Method `json:"method"`
-	// Eps and Delta are the guarantee: (Eps, Delta)-DP for the whole
-	// sequence of released models x^1, ..., x^R.
-	Eps   float64 `json:"eps"`
-	Delta float64 `json:"delta"`
+	Calibration Calibration
 	// Gamma is the largest column norm of the factorization's C (1 for
 	// the baseline's identity).
-	Gamma float64 `json:"gamma"`
-	// Clip is B_g.
-	Clip float64 `json:"clip"`
-	// Sensitivity is the L2 sensitivity Delta of C G, the matrix whose rows
-	// are the per-round directions the noise is added to.
-	Sensitivity float64 `json:"sensitivity"`
-	// NoiseStd is V, the standard deviation of each entry of Z.
-	NoiseStd float64 `json:"noise_std"`
+	Gamma float64
+	// Learners is n and Clip is B_g.
+	Learners int
+	Clip     float64
+}
+
+// RecordAt returns the accountant's record for the release of round r.
+// With correlated noise the whole run is one Gaussian mechanism: every
+// round's record states the same guarantee for the whole release.
+func (p *Privacy) RecordAt(r int) accountant.Record {
+	rec := p.Record
+	rec.Round = r
+	return rec
 }
 
 // Sensitivity returns the L2 sensitivity of C G for algo under calibration
@@ -134,13 +139,13 @@ func Calibrate(algo Algorithm, cal Calibration, eps, delta float64, learners int
 		return nil, fmt.Errorf("fedopt: unknown calibration %v", cal)
 	}
 	sens := Sensitivity(algo, cal, learners, clip, gamma)
-	std, err := accountant.NoiseStd(eps, delta, sens, method)
+	rec, err := accountant.NewRecord(0, eps, delta, sens, method, accountant.SingleParticipation)
 	if err != nil {
 		return nil, fmt.Errorf("fedopt: calibrating the noise: %w", err)
 	}
 	return &Privacy{
-		Algorithm: algo, Calibration: cal, Method: method,
-		Eps: eps, Delta: delta, Gamma: gamma, Clip: clip,
-		Sensitivity: sens, NoiseStd: std,
+		Record:    rec,
+		Algorithm: algo, Calibration: cal,
+		Gamma: gamma, Learners: learners, Clip: clip,
 	}, nil
 }

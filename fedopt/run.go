@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/mechanism"
 )
 
@@ -29,6 +30,10 @@ type Trace struct {
 	Regret []float64
 	// StaticRegret[k] is the sum over s < r of tau (f^s(x^s) - f^s(x*)).
 	StaticRegret []float64
+	// Privacy[k] is the accountant's record of the release x^r,
+	// r = Rounds[k]: the same guarantee, for the whole release, every
+	// round. Nil unless Config.Privacy is set.
+	Privacy []accountant.Record
 	// X is the final model x^R.
 	X []float64
 }
@@ -73,6 +78,14 @@ func Run(ctx context.Context, p *Problem, cfg Config, noise mechanism.Mechanism)
 	} else if noise != nil {
 		return nil, fmt.Errorf("fedopt: the %v algorithm takes no noise mechanism", cfg.Algorithm)
 	}
+	if pr := cfg.Privacy; pr != nil {
+		if pr.Learners != n {
+			return nil, fmt.Errorf("fedopt: privacy calibrated for %d learners, the data has %d", pr.Learners, n)
+		}
+		if noise.Std() != pr.NoiseStd {
+			return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
+		}
+	}
 	if cfg.X0 != nil && len(cfg.X0) != dim {
 		return nil, fmt.Errorf("fedopt: initial model of length %d, want %d", len(cfg.X0), dim)
 	}
@@ -108,6 +121,9 @@ func Run(ctx context.Context, p *Problem, cfg Config, noise mechanism.Mechanism)
 			tr.Regret = append(tr.Regret, nan)
 		}
 		tr.StaticRegret = append(tr.StaticRegret, sreg)
+		if cfg.Privacy != nil {
+			tr.Privacy = append(tr.Privacy, cfg.Privacy.RecordAt(r))
+		}
 	}
 	var wg sync.WaitGroup
 	for r := 0; r < R; r++ {

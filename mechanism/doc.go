@@ -1,3 +1,89 @@
 // Package mechanism turns a factorization A = B C into a stream of per-round
 // Gaussian noise vectors for online private training with correlated noise.
+//
+// # Overview
+//
+// A factorization releases B (C G + Z): the workload A G (for example the
+// prefix sums of the per-round updates G, one row of dimension d per round)
+// plus correlated noise B Z, where Z has independent N(0, std^2) entries and
+// one row per noise row of the factorization. Federated and other online
+// training code does not want matrices: it wants, each round, the vector to
+// add to that round's (clipped, averaged) update. Round r's vector is row r
+// of M Z with M = A^{-1} B (C^{-1} for square factors; for the tree, the
+// difference of consecutive rows of B), so that the sum of the noisy
+// updates is A G + B Z. A [Mechanism] is that stream; [New] builds one from
+// any factorization of package factorize, a noise standard deviation and
+// options, and [NoiseMatrix] draws a whole stream as a matrix.
+//
+// The mechanism adds no privacy accounting: std must be calibrated by the
+// caller (noise multiplier times clip norm times the factorization's
+// sensitivity, see [New]).
+//
+// # Mechanisms
+//
+// [New] picks the implementation from the factorization's strategy. State is
+// counted in vectors of dimension d; work is per round.
+//
+//	independent (identity)  no state                 d Gaussians
+//	tree                    floor(log2 R) vectors     d Gaussians, at most log2 R additions
+//	banded (b bands)        b-1 vectors               d Gaussians, b-1 multiply-adds
+//	blt (k buffers)         k vectors                 d Gaussians, 2k multiply-adds
+//	toeplitz (sqrt), keep   r vectors (R at the end)  d Gaussians, r multiply-adds
+//	toeplitz, regenerate    none                      (r+1) d Gaussians
+//	dense (optimal), keep   r vectors (R at the end)  d Gaussians, r multiply-adds
+//	dense, regenerate       none                      (r+1) d Gaussians
+//
+// The dense mechanism works for any causal factorization, square or not,
+// from M = A^{-1} B; the structured ones read their coefficients from the
+// factorization's C (banded, Toeplitz), its node structure (tree), or the
+// parameters recorded by factorize.BLT. Each is tested against the dense
+// computation with the same Z. docs/mechanisms.md has measured costs and
+// advice on which to choose.
+//
+// # Randomness
+//
+// Z comes from a counter-based source: the entries of noise row j at
+// coordinates [b 4096, (b+1) 4096) are drawn from a ChaCha8 generator
+// (math/rand/v2) whose 256-bit seed is SHA-256 of a domain string, the
+// stream's key, j and b. Any block of Z can be regenerated at any time and
+// in any order, which is what lets the regenerating mechanisms run with no
+// state that grows with R or d (one 4096-entry block per goroutine), lets [WithStartRound] resume a stream after a
+// checkpoint, and makes the output independent of how many goroutines
+// ([WithWorkers]) fill a round: each block is computed the same way by
+// whichever goroutine takes it. The same key gives the same stream bit for
+// bit for a given Go version and architecture (compilers for some
+// architectures fuse multiply-adds, which changes the last bits).
+//
+// The key is 32 bytes from crypto/rand by default. [WithSeed] derives it
+// from a 64-bit seed, for reproducible experiments: 64 bits can be searched,
+// so a seeded stream must not protect a real release unless the seed is as
+// secret and as random as a key. [WithKey] takes a full 256-bit key.
+//
+// # Gaussian sampler and its limits
+//
+// Each entry is (*rand.Rand).NormFloat64 over the block's ChaCha8 stream:
+// the ziggurat method of Marsaglia and Tsang (2000) with 128 layers. Known
+// limits:
+//
+//   - Resolution. More than 99% of draws are a signed 32-bit integer times
+//     a per-layer width, so they lie on a grid much coarser than float64
+//     spacing; the low-order bits of an output are not those of a real
+//     Gaussian.
+//   - Tails. The tail beyond 3.4426 uses -log of 53-bit uniforms, which
+//     cannot produce |z| much beyond 12: the extreme tails are truncated
+//     (a true Gaussian exceeds 12 with probability about 4e-33).
+//   - Floating point and side channels. Privacy analyses of the Gaussian
+//     mechanism assume exact real-valued noise. Mironov (2012, "On
+//     significance of the least significant bits for differential
+//     privacy") showed that textbook floating-point Laplace samplers leak
+//     the unnoised value through the set of representable outputs; this
+//     sampler is not hardened against that kind of attack (no snapping or
+//     rounding of outputs, no discrete Gaussian as in Canonne, Kamath and
+//     Steinke 2020), and its rejection loop does not run in constant time.
+//     Treat the privacy guarantee as holding for the idealised
+//     real-valued mechanism.
+//   - Independence. The analysis assumes that ChaCha8 with distinct
+//     SHA-256-derived keys behaves as independent uniform bits; the
+//     package's tests check the marginal distribution and the covariance
+//     statistically, which cannot prove it.
 package mechanism

@@ -1,0 +1,170 @@
+package accountant
+
+import "math"
+
+// slack is the relative amount by which results of the closed forms and
+// one-dimensional optimisations (every method but Exact) are rounded
+// outward: sigma and eps up, rho down. Their float64 evaluation errors were
+// measured below 1e-15 relative; 1e-12 covers them with room while staying
+// far below the 1e-9 the package promises.
+const slack = 1e-12
+
+func up(x float64) float64   { return x * (1 + slack) }
+func down(x float64) float64 { return x * (1 - slack) }
+
+// Sigma returns the noise multiplier sigma = std / sensitivity for which the
+// Gaussian mechanism is (eps, delta)-DP by method m.
+//
+// For Exact it is the least such sigma to a relative 1e-13 and never below
+// it: the search keeps a bracket whose upper end has been checked to satisfy
+// delta(eps; sigma) <= delta with the evaluation error of delta counted
+// against it, and returns that end. The other methods are upper bounds on
+// Exact's curve, so their sigma is larger; they are rounded up by a relative
+// 1e-12.
+//
+// Special cases are:
+//
+//	Sigma(eps, delta, m) is an error for eps <= 0, eps = +Inf or NaN
+//	Sigma(eps, delta, m) is an error for delta <= 0 (pure DP needs infinite
+//	    Gaussian noise), delta >= 1 (no guarantee) or NaN
+//	Sigma(eps, delta, DworkRoth) is an error for eps >= 1
+//	Sigma(eps, delta, RDP or RDPMironov) is an error if no order of the grid
+//	    reaches eps (eps below about log(1/delta)/1e9)
+//	Sigma(eps, delta, m) is an error if sigma overflows float64 (eps below
+//	    about 1e-308)
+func Sigma(eps, delta float64, m Method) (float64, error) {
+	if err := checkEpsDelta(eps, delta); err != nil {
+		return 0, err
+	}
+	L := -math.Log(delta)
+	var s float64
+	switch m {
+	case Exact:
+		s = exactSigma(eps, delta)
+	case Paper:
+		s = up(paperSigma(eps, L))
+	case ZCDP:
+		s = up((math.Sqrt(eps+L) + math.Sqrt(L)) / (math.Sqrt2 * eps))
+	case CKS:
+		s = up(sigmaFromRho(cksRho(eps, L)))
+	case RDP, RDPMironov:
+		rho := rdpGridRho(eps, L, rdpConv(m))
+		if rho == 0 {
+			return 0, &MethodError{Method: m, Reason: "eps = " + ftoa(eps) + " is too small for the Renyi order grid (alpha <= 1 + 1e9) at delta = " + ftoa(delta) + "; use method exact"}
+		}
+		s = up(sigmaFromRho(rho))
+	case DworkRoth:
+		if eps >= 1 {
+			return 0, errDworkRoth(eps)
+		}
+		s = up(drConstant(delta) / eps)
+	default:
+		return 0, errMethod(m)
+	}
+	if math.IsInf(s, 1) {
+		return 0, &MethodError{Method: m, Reason: "sigma for eps = " + ftoa(eps) + ", delta = " + ftoa(delta) + " overflows float64"}
+	}
+	return s, nil
+}
+
+// NoiseStd returns the noise standard deviation sigma * sensitivity for which
+// the Gaussian mechanism with L2 sensitivity is (eps, delta)-DP by method m,
+// with sigma from [Sigma]. The product is rounded up, never down.
+//
+// For dpmf's online federated learning with single participation, clipping
+// to B_g, n learners and a factor C with largest column norm gamma, the
+// sensitivity is 2 gamma B_g / n (the paper states the conservative
+// 2 gamma B_g); see docs/privacy.md.
+//
+// Special cases are those of [Sigma], and:
+//
+//	NoiseStd(eps, delta, s, m) is an error for s <= 0, s = +Inf or NaN
+//	    (a zero sensitivity needs no noise, but it more often means an
+//	    unset clipping norm, so it is refused)
+//	NoiseStd(eps, delta, s, m) is an error if the product overflows
+func NoiseStd(eps, delta, sensitivity float64, m Method) (float64, error) {
+	if err := checkPositive("sensitivity", sensitivity); err != nil {
+		return 0, err
+	}
+	s, err := Sigma(eps, delta, m)
+	if err != nil {
+		return 0, err
+	}
+	v := mulUp(s, sensitivity)
+	if math.IsInf(v, 1) {
+		return 0, &MethodError{Method: m, Reason: "noise std sigma * sensitivity = " + ftoa(s) + " * " + ftoa(sensitivity) + " overflows float64"}
+	}
+	return v, nil
+}
+
+// mulUp returns x*y rounded up: the exact residual x*y - p, from a fused
+// multiply-add, says whether rounding to nearest went down.
+func mulUp(x, y float64) float64 {
+	p := x * y
+	if math.FMA(x, y, -p) > 0 {
+		p = nextUp(p)
+	}
+	return p
+}
+
+// Epsilon returns the eps for which k adaptive compositions of the Gaussian
+// mechanism with noise multiplier sigma (std / sensitivity) are
+// (eps, delta)-DP by method m. The k releases compose exactly to one
+// Gaussian mechanism with mu = sqrt(k)/sigma, and every method is applied
+// to that mechanism (for ZCDP, CKS, RDP and RDPMironov this is the same as
+// adding rho, or the Renyi curves, over the k releases).
+//
+// For Exact it is the least such eps to a relative 1e-13, never below it;
+// the other methods are rounded up by a relative 1e-12. The result is never
+// negative or NaN; it is 0 when the mechanism is (0, delta)-DP.
+//
+// Special cases are:
+//
+//	Epsilon(sigma, delta, k, m) = +Inf if eps overflows float64 (sigma
+//	    below about sqrt(k) 1e-154)
+//	Epsilon(sigma, delta, k, m) is an error for sigma <= 0, sigma = +Inf or NaN
+//	Epsilon(sigma, delta, k, m) is an error unless 0 < delta < 1
+//	Epsilon(sigma, delta, k, m) is an error for k < 1
+//	Epsilon(sigma, delta, k, DworkRoth) is an error if eps >= 1
+func Epsilon(sigma, delta float64, k int, m Method) (float64, error) {
+	if err := checkSigmaDelta(sigma, delta, k); err != nil {
+		return 0, err
+	}
+	if !m.valid() {
+		return 0, errMethod(m)
+	}
+	L := -math.Log(delta)
+	mu := gdpMu(sigma, k)
+	rho := up(0.5 * mu * mu)
+	switch m {
+	case Exact:
+		return exactEpsilon(mu, delta), nil
+	case Paper:
+		return up(paperEpsilon(mu, L)), nil
+	case ZCDP:
+		return up(bsEpsilon(rho, L)), nil
+	case CKS:
+		return up(cksEpsilon(rho, L)), nil
+	case RDP, RDPMironov:
+		return up(rdpGridEpsilon(rho, L, rdpConv(m))), nil
+	}
+	// DworkRoth
+	eps := up(drConstant(delta) * mu)
+	if eps >= 1 {
+		return 0, errDworkRoth(eps)
+	}
+	return eps, nil
+}
+
+func sigmaFromRho(rho float64) float64 { return 1 / math.Sqrt(2*rho) }
+
+func rdpConv(m Method) Conversion {
+	if m == RDPMironov {
+		return Mironov2017
+	}
+	return Balle2020
+}
+
+func errMethod(m Method) error {
+	return &ParamError{Name: "method", Value: float64(m), Want: "one of the Method constants"}
+}

@@ -1,0 +1,72 @@
+package accountant
+
+import "math"
+
+// Participation names how often one client's sample may enter the release.
+// The sensitivity recorded with it must have been derived for it.
+type Participation string
+
+// SingleParticipation is the participation dpmf's sensitivity derivation
+// assumes: each client sample is used in exactly one round (one row of the
+// gradient matrix G).
+const SingleParticipation Participation = "single"
+
+// Record is the privacy record of one round, for optimisers to emit and runs
+// to log: the target (Eps, Delta), how the noise was calibrated, and the
+// noise actually used. With correlated noise the whole run is one Gaussian
+// mechanism, so every round's record states the same guarantee for the
+// whole release; records of successive rounds do not add up.
+type Record struct {
+	Round         int           `json:"round"`         // 0-based round index
+	Eps           float64       `json:"eps"`           // target eps of the whole release
+	Delta         float64       `json:"delta"`         // target delta of the whole release
+	Method        Method        `json:"method"`        // calibration method
+	Sensitivity   float64       `json:"sensitivity"`   // L2 sensitivity of the release (for example 2 gamma B_g / n)
+	NoiseStd      float64       `json:"noise_std"`     // standard deviation of each noise entry
+	Participation Participation `json:"participation"` // participation the sensitivity assumes
+}
+
+// NewRecord returns the record of round with the noise standard deviation
+// that [NoiseStd] calibrates for (eps, delta), sensitivity and m. Its errors
+// are those of NoiseStd; a negative round or an empty participation is an
+// error too.
+func NewRecord(round int, eps, delta, sensitivity float64, m Method, p Participation) (Record, error) {
+	if round < 0 {
+		return Record{}, &ParamError{Name: "round", Value: float64(round), Want: "an integer >= 0"}
+	}
+	if p == "" {
+		return Record{}, &ParamError{Name: "participation", Value: 0, Want: "a non-empty name such as \"single\""}
+	}
+	v, err := NoiseStd(eps, delta, sensitivity, m)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{Round: round, Eps: eps, Delta: delta, Method: m, Sensitivity: sensitivity, NoiseStd: v, Participation: p}, nil
+}
+
+// Verify checks, with the exact curve whatever the record's Method, that
+// one Gaussian release with the record's Sensitivity and NoiseStd is
+// (Eps, Delta)-DP; use it to audit a logged run. It returns an error naming
+// the achieved delta when the noise falls short, and a *ParamError for a
+// record whose fields are out of range.
+func (r Record) Verify() error {
+	if err := checkEpsDelta(r.Eps, r.Delta); err != nil {
+		return err
+	}
+	if err := checkPositive("sensitivity", r.Sensitivity); err != nil {
+		return err
+	}
+	if err := checkPositive("noise_std", r.NoiseStd); err != nil {
+		return err
+	}
+	if !r.Method.valid() {
+		return errMethod(r.Method)
+	}
+	mu := nextUp(nextUp(r.Sensitivity / r.NoiseStd))
+	if exactSafe(r.Eps, mu, math.Log(r.Delta)) {
+		return nil
+	}
+	d := math.Exp(logDeltaGDP(r.Eps, mu))
+	return &MethodError{Method: r.Method, Reason: "round " + itoa(r.Round) + ": noise std " + ftoa(r.NoiseStd) +
+		" at sensitivity " + ftoa(r.Sensitivity) + " gives delta = " + ftoa(d) + " > " + ftoa(r.Delta) + " at eps = " + ftoa(r.Eps)}
+}

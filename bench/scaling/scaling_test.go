@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/factorize"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{7}, 7},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{10, 1, 1, 1, 10}, 1},
+	} {
+		orig := append([]float64(nil), tc.xs...)
+		if got := median(tc.xs); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+		for i := range orig {
+			if tc.xs[i] != orig[i] {
+				t.Fatalf("median modified its input: %v, was %v", tc.xs, orig)
+			}
+		}
+	}
+}
+
+func TestRunsAfter(t *testing.T) {
+	for _, tc := range []struct {
+		reps  int
+		first float64
+		want  int
+	}{
+		{5, 0.1, 5}, {5, 10, 5}, {5, 10.5, 3}, {2, 30, 2}, {5, 60, 3}, {5, 61, 1}, {1, 0.1, 1},
+	} {
+		if got := runsAfter(tc.reps, tc.first); got != tc.want {
+			t.Errorf("runsAfter(%d, %v) = %d, want %d", tc.reps, tc.first, got, tc.want)
+		}
+	}
+}
+
+func TestMeasureTakesMedian(t *testing.T) {
+	calls := 0
+	m, err := measure(10, 3, func() (outcome, error) {
+		calls++
+		s := make([]float64, 1<<16) // 512 kB, allocated on every call
+		s[0] = float64(calls)
+		return outcome{Iters: calls, Loss: s[0]}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3 || m.Runs != 3 || m.R != 10 {
+		t.Errorf("calls %d, runs %d, R %d; want 3, 3, 10", calls, m.Runs, m.R)
+	}
+	if m.Out.Iters != 3 {
+		t.Errorf("outcome of run %d kept, want the last (3)", m.Out.Iters)
+	}
+	if m.Alloc < 8<<16 {
+		t.Errorf("allocated %d bytes, want at least %d", m.Alloc, 8<<16)
+	}
+	wantErr := errors.New("boom")
+	if _, err := measure(1, 3, func() (outcome, error) { return outcome{}, wantErr }); err != wantErr {
+		t.Errorf("error %v, want %v", err, wantErr)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	for e, want := range map[int]string{-6: "1 µs", -4: "100 µs", -3: "1 ms", -1: "100 ms", 0: "1 s", 2: "100 s"} {
+		if got := secondsLabel(e); got != want {
+			t.Errorf("secondsLabel(%d) = %q, want %q", e, got, want)
+		}
+	}
+	for e, want := range map[int]string{2: "100", 3: "1k", 5: "100k", 6: "1M"} {
+		if got := roundsLabel(e); got != want {
+			t.Errorf("roundsLabel(%d) = %q, want %q", e, got, want)
+		}
+	}
+}
+
+func TestLogLogSVG(t *testing.T) {
+	ss := []series{
+		{Name: "a <&> b", X: []float64{100, 1000, 10000}, Y: []float64{0.001, 0.01, 0.1}},
+		{Name: "single", Dashed: true, X: []float64{100}, Y: []float64{1}},
+		{Name: "with zero", X: []float64{100, 200}, Y: []float64{0, 0.5}},
+	}
+	svg := logLogSVG("title", "R", "time", ss)
+	// Well-formed XML.
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	polylines, circles := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			switch se.Name.Local {
+			case "polyline":
+				polylines++
+			case "circle":
+				circles++
+			}
+		}
+	}
+	// A line only where a series has two positive points; one circle per
+	// positive point.
+	if polylines != 1 || circles != 5 {
+		t.Errorf("%d polylines and %d circles, want 1 and 5", polylines, circles)
+	}
+	if !strings.Contains(svg, "a &lt;&amp;&gt; b") {
+		t.Error("legend name not escaped")
+	}
+	// x spans the decades 10^2..10^4 and y 10^-3..10^0: the first point is
+	// the bottom-left corner of the axes, the single point at (100, 1s) the
+	// top-left one.
+	if !strings.Contains(svg, `<circle cx="80.0" cy="460.0"`) {
+		t.Error("point (100, 1 ms) is not at the bottom-left corner (80, 460)")
+	}
+	if !strings.Contains(svg, `<circle cx="80.0" cy="40.0"`) {
+		t.Error("point (100, 1 s) is not at the top-left corner (80, 40)")
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	m := func(loss, gap float64) measurement { return measurement{Out: outcome{Loss: loss, Gap: gap}} }
+	if lo := m(10, 0.25).Lower(); lo != 8 {
+		t.Errorf("Lower = %v, want 8", lo)
+	}
+	if !overlap(m(10, 0.25), m(9, 0.1)) {
+		t.Error("[8, 10] and [8.18, 9] do not overlap")
+	}
+	if overlap(m(10, 0.25), m(7.5, 0.1)) {
+		t.Error("[8, 10] and [6.8, 7.5] overlap")
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	opt := factorize.StrategyOptimal
+	res := &results{
+		dense:    map[string][]measurement{opt: {{R: 200, Out: outcome{Loss: 100, Iters: 5, Gap: 1e-11}}}},
+		lossOnly: []measurement{{R: 200, Runs: 1, Out: outcome{Loss: 100 * (1 + 5e-10), Iters: 5, Gap: 1e-11}}},
+		general:  []measurement{{R: 200, Runs: 1, Out: outcome{Loss: 100 * (1 + 2e-9), Iters: 10, Gap: 1e-11}}},
+		plain:    []measurement{{R: 200, Runs: 1, Out: outcome{Loss: 100, Iters: 25, Gap: 1e-11}}},
+		cli: []cliTarget{
+			{Name: "fast", Limit: 1, M: cliMeasurement{Seconds: 0.5, Runs: 1}},
+			{Name: "slow", Limit: 1, M: cliMeasurement{Seconds: 1.5, Runs: 1}},
+			{Name: "wrong", Limit: 1, M: cliMeasurement{Seconds: 0.5, Runs: 1}, Checks: []string{"gap too large"}},
+		},
+	}
+	for i, want := range []bool{true, false, false} {
+		if got := res.cli[i].pass(); got != want {
+			t.Errorf("target %s: pass = %v, want %v", res.cli[i].Name, got, want)
+		}
+	}
+	ok, worst := res.agreement()
+	if ok || math.Abs(worst-2e-9) > 1e-15 {
+		t.Errorf("agreement = %v, %.3g; want false, 2e-9 (general differs by 2e-9)", ok, worst)
+	}
+	md := res.markdown("scaling.svg")
+	for _, want := range []string{
+		"| 200 | 0 µs | 25 | 0 µs | 10 |", // side by side, iterations
+		"25 / 10 = 2.5x",                     // fewer than 3 times fewer roots
+		"![Factorization time against R, log-log](scaling.svg)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// FAIL: targets slow and wrong; the square-root ratio 2.5; the
+	// certificates ([100(1+2e-9-1e-11), 100(1+2e-9)] misses the plain
+	// [100(1-1e-11), 100]); agreement overall; and the rows general against
+	// structured loss only (1.5e-9) and against structured B and C (2e-9).
+	if n := strings.Count(md, "**FAIL**"); n != 7 {
+		t.Errorf("%d FAIL verdicts, want 7:\n%s", n, md)
+	}
+	res.general[0].Out = outcome{Loss: 100 * (1 + 1e-10), Iters: 5, Gap: 1e-11}
+	if ok, _ := res.agreement(); !ok {
+		t.Error("agreement fails with differences of at most 5e-10")
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-out", "x/report.md"}, io.Discard)
+	if err != nil || cfg.svg != "x/scaling.svg" || cfg.reps != 5 {
+		t.Errorf("defaults: %+v, %v; want svg x/scaling.svg, reps 5", cfg, err)
+	}
+	for _, args := range [][]string{
+		{"-reps", "0"}, {"stray"}, {"-out", "report.txt"}, {"-svg", "plot.png"}, {"-nope"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

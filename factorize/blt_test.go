@@ -1,0 +1,180 @@
+package factorize
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+func TestBLT(t *testing.T) {
+	ctx := context.Background()
+	prefix := func(r int) *Workload { w, _ := Prefix(r); return w }
+	mom, err := Momentum(40, 0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		w             *Workload
+		buffers, want int
+	}{
+		{prefix(2), 0, 1}, {prefix(10), 1, 1}, {prefix(30), 0, DefaultBuffers},
+		{prefix(50), 3, 3}, {prefix(5), 9, 4}, {mom, 3, 3},
+	} {
+		f, err := BLT(ctx, tc.w, Options{Buffers: tc.buffers})
+		if err != nil {
+			t.Fatalf("%s R = %d, buffers %d: %v", tc.w.Name(), tc.w.R(), tc.buffers, err)
+		}
+		if f.Strategy != StrategyBLT {
+			t.Errorf("strategy %q, want %q", f.Strategy, StrategyBLT)
+		}
+		checkFactorization(t, f)
+		p, ok := BLTParamsOf(f)
+		if !ok {
+			t.Fatal("BLTParamsOf: no parameters")
+		}
+		if len(p.Weights) != tc.want || len(p.Lambdas) != tc.want {
+			t.Errorf("%d weights and %d lambdas, want %d", len(p.Weights), len(p.Lambdas), tc.want)
+		}
+		for _, l := range p.Lambdas {
+			if !(l > 0 && l < 1) {
+				t.Errorf("lambda %v outside (0, 1)", l)
+			}
+		}
+		// The declared C must be the inverse of the streamed operator
+		// diag(Scale) T_d: compare with gonum's dense inverse of C.
+		r := tc.w.R()
+		d := p.Coefficients(r)
+		var ci mat.Dense
+		if err := ci.Inverse(f.C); err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for i := 0; i < r; i++ {
+			for j := 0; j <= i; j++ {
+				worst = math.Max(worst, math.Abs(ci.At(i, j)-p.Scale[i]*d[i-j]))
+			}
+		}
+		if worst > 1e-10 {
+			t.Errorf("%s R = %d: max |C^{-1} - diag(Scale) T_d| = %.3g", tc.w.Name(), r, worst)
+		}
+	}
+}
+
+// TestBLTAgainstSqrt checks that a few buffers come close to the square
+// root strategies: for prefix sums, BLT with 4 buffers beats Sqrt and is
+// within 2% of SqrtNormalized (measured: 0.8% at R = 800).
+func TestBLTAgainstSqrt(t *testing.T) {
+	const r = 200
+	w, _ := Prefix(r)
+	f, err := BLT(context.Background(), w, Options{Buffers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, _ := Sqrt(w)
+	sqn, _ := SqrtNormalized(w)
+	if f.Metrics.Loss >= sq.Metrics.Loss || f.Metrics.Loss > 1.02*sqn.Metrics.Loss {
+		t.Errorf("BLT(4) loss %.6g; sqrt %.6g, sqrt-normalized %.6g", f.Metrics.Loss, sq.Metrics.Loss, sqn.Metrics.Loss)
+	}
+}
+
+// TestBLTOneBuffer checks the optimiser with one buffer against a
+// brute-force search over (w, lambda) of the unnormalised Toeplitz loss,
+// each point evaluated with gonum's dense inverse.
+func TestBLTOneBuffer(t *testing.T) {
+	const r = 20
+	w, _ := Prefix(r)
+	loss := func(wt, lam float64) float64 {
+		p := &BLTParams{Weights: []float64{wt}, Lambdas: []float64{lam}}
+		d := p.Coefficients(r)
+		td := mat.NewDense(r, r, nil)
+		for i := 0; i < r; i++ {
+			for j := 0; j <= i; j++ {
+				td.Set(i, j, d[i-j])
+			}
+		}
+		var c, b mat.Dense
+		if err := c.Inverse(td); err != nil {
+			return math.Inf(1)
+		}
+		b.Mul(w.Matrix(), td)
+		g2 := 0.0
+		for i := 0; i < r; i++ {
+			g2 += c.At(i, 0) * c.At(i, 0)
+		}
+		fb := mat.Norm(&b, 2)
+		return g2 * fb * fb
+	}
+	best := math.Inf(1)
+	for lam := 0.02; lam < 1; lam += 0.02 {
+		for wt := -1.0; wt < 0.5; wt += 0.01 {
+			best = math.Min(best, loss(wt, lam))
+		}
+	}
+	f, err := BLT(context.Background(), w, Options{Buffers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Metrics.Loss > best {
+		t.Errorf("BLT(1) loss %.10g, above the grid minimum %.10g", f.Metrics.Loss, best)
+	}
+}
+
+// TestBLTInverse compares the O(R k) recurrence for C = T_d^{-1} with the
+// general power-series inversion of d.
+func TestBLTInverse(t *testing.T) {
+	p := &BLTParams{Weights: []float64{-0.4, -0.05, -0.003}, Lambdas: []float64{0.3, 0.9, 0.995}}
+	const n = 300
+	got := bltInverse(p, n)
+	want := seriesInverse(p.Coefficients(n), n)
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-13*(1+math.Abs(want[i])) {
+			t.Fatalf("c_%d = %.17g, series inversion %.17g", i, got[i], want[i])
+		}
+	}
+}
+
+func TestBLTParamsOf(t *testing.T) {
+	w, _ := Prefix(12)
+	f, err := BLT(context.Background(), w, Options{Buffers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := BLTParamsOf(f)
+	p.Weights[0] = 100
+	if q, _ := BLTParamsOf(f); q.Weights[0] == 100 {
+		t.Error("BLTParamsOf returned the stored parameters, not a copy")
+	}
+	g := *f
+	if q, ok := BLTParamsOf(&g); !ok || q.Weights[0] != f.BLT.Weights[0] {
+		t.Error("a copy of the factorization lost its parameters")
+	}
+	g.BLT = nil
+	if _, ok := BLTParamsOf(&g); ok {
+		t.Error("a factorization without BLT parameters reports some")
+	}
+	if _, ok := BLTParamsOf(Identity(w)); ok {
+		t.Error("the identity factorization has BLT parameters")
+	}
+}
+
+func TestBLTErrors(t *testing.T) {
+	w, _ := Prefix(5)
+	if _, err := BLT(context.Background(), w, Options{Buffers: -2}); err == nil {
+		t.Error("buffers -2: no error")
+	}
+	gen, err := NewWorkload(mat.NewDense(2, 2, []float64{1, 0, 3, 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BLT(context.Background(), gen, Options{}); err == nil {
+		t.Error("non-Toeplitz workload: no error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w, _ = Prefix(50)
+	if _, err := BLT(ctx, w, Options{Buffers: 2}); err == nil {
+		t.Error("cancelled context: no error")
+	}
+}

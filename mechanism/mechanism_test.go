@@ -1,0 +1,390 @@
+package mechanism
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/dpmf/dpmf/factorize"
+	"gonum.org/v1/gonum/mat"
+)
+
+// testCase is a factorization and the options that select one mechanism.
+type testCase struct {
+	name string
+	f    *factorize.Factorization
+	opts []Option
+	want string // the mechanism's String()
+}
+
+// cases returns every mechanism for the R-round prefix workload.
+func cases(t *testing.T, r int) []testCase {
+	t.Helper()
+	ctx := context.Background()
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(s string, opt factorize.Options) *factorize.Factorization {
+		f, err := factorize.Compute(ctx, s, w, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	id := get(factorize.StrategyIdentity, factorize.Options{})
+	tree := get(factorize.StrategyTree, factorize.Options{})
+	sq := get(factorize.StrategySqrt, factorize.Options{})
+	sqn := get(factorize.StrategySqrtNormalized, factorize.Options{})
+	band3 := get(factorize.StrategyBanded, factorize.Options{Bands: 3})
+	bandR := get(factorize.StrategyBanded, factorize.Options{Bands: r})
+	blt := get(factorize.StrategyBLT, factorize.Options{Buffers: 2})
+	opt := get(factorize.StrategyOptimal, factorize.Options{})
+	keep, regen := WithMemory(MemoryKeep), WithMemory(MemoryRegenerate)
+	return []testCase{
+		{"identity", id, nil, "independent"},
+		{"tree", tree, nil, fmt.Sprintf("tree(buffers=%d)", bitsLen(r)-1)},
+		{"sqrt/keep", sq, []Option{keep}, "toeplitz(keep)"},
+		{"sqrt/regenerate", sq, []Option{regen}, "toeplitz(regenerate)"},
+		{"sqrt-normalized/auto", sqn, nil, "toeplitz(keep)"},
+		{"banded3", band3, nil, "banded(b=3)"},
+		{"bandedR", bandR, nil, fmt.Sprintf("banded(b=%d)", r)},
+		{"blt", blt, nil, "blt(k=2)"},
+		{"optimal/keep", opt, []Option{keep}, "dense(keep)"},
+		{"optimal/regenerate", opt, []Option{regen}, "dense(regenerate)"},
+		{"dense/identity", id, []Option{WithDense()}, "dense(keep)"},
+		{"dense/tree/keep", tree, []Option{WithDense(), keep}, "dense(keep)"},
+		{"dense/tree/regenerate", tree, []Option{WithDense(), regen}, "dense(regenerate)"},
+		{"dense/sqrt-normalized/keep", sqn, []Option{WithDense(), keep}, "dense(keep)"},
+		{"dense/sqrt-normalized/regenerate", sqn, []Option{WithDense(), regen}, "dense(regenerate)"},
+		{"dense/blt/regenerate", blt, []Option{WithDense(), regen}, "dense(regenerate)"},
+	}
+}
+
+func bitsLen(r int) int {
+	n := 0
+	for ; r > 0; r >>= 1 {
+		n++
+	}
+	return n
+}
+
+// explicitNoise returns std * A^{-1} B Z (C^{-1} Z via C for square
+// factors) computed densely by gonum's LU solver, with Z drawn row by row
+// from the source with the key of WithSeed(seed).
+func explicitNoise(t *testing.T, f *factorize.Factorization, dim int, std float64, seed uint64) *mat.Dense {
+	t.Helper()
+	r, m := f.B.Dims()
+	g := newGen(&source{key: seedKey(seed)})
+	z := mat.NewDense(m, dim, nil)
+	for j := 0; j < m; j++ {
+		g.row(j, z.RawRowView(j))
+	}
+	var y mat.Dense
+	if m == r {
+		if err := y.Solve(f.C, z); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		var bz mat.Dense
+		bz.Mul(f.B, z)
+		if err := y.Solve(mat.DenseCopyOf(f.Workload.Matrix()), &bz); err != nil {
+			t.Fatal(err)
+		}
+	}
+	y.Scale(std, &y)
+	return &y
+}
+
+// maxRelDiff returns max |a - b| / (1 + max |b|).
+func maxRelDiff(a, b *mat.Dense) float64 {
+	r, c := b.Dims()
+	diff, scale := 0.0, 0.0
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			diff = math.Max(diff, math.Abs(a.At(i, j)-b.At(i, j)))
+			scale = math.Max(scale, math.Abs(b.At(i, j)))
+		}
+	}
+	return diff / (1 + scale)
+}
+
+// TestMatchesExplicit checks every mechanism against std * C^{-1} Z (or
+// A^{-1} B Z) formed densely from the same noise rows Z, with a dimension
+// that spans several blocks and ends in a partial one.
+func TestMatchesExplicit(t *testing.T) {
+	const (
+		r    = 13
+		dim  = 2*blockLen + 123
+		std  = 1.7
+		seed = 99
+	)
+	for _, tc := range cases(t, r) {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(tc.f, dim, std, append([]Option{WithSeed(seed), WithWorkers(3)}, tc.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(m); got != tc.want {
+				t.Errorf("mechanism %s, want %s", got, tc.want)
+			}
+			got, err := NoiseMatrix(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := explicitNoise(t, tc.f, dim, std, seed)
+			if d := maxRelDiff(got, want); d > 1e-12 {
+				t.Errorf("max relative difference from the explicit noise %.3g, want <= 1e-12", d)
+			}
+			if m.Round() != r || m.Rounds() != r || m.Dim() != dim || m.Std() != std {
+				t.Errorf("Round, Rounds, Dim, Std = %d, %d, %d, %v; want %d, %d, %d, %v", m.Round(), m.Rounds(), m.Dim(), m.Std(), r, r, dim, std)
+			}
+			dst := make([]float64, dim)
+			dst[0] = 42
+			if err := m.Next(dst); !errors.Is(err, ErrExhausted) || dst[0] != 42 {
+				t.Errorf("Next after the last round: %v, dst[0] = %v; want ErrExhausted and dst unchanged", err, dst[0])
+			}
+		})
+	}
+}
+
+// drain returns the noise matrix of a new mechanism.
+func drain(t *testing.T, f *factorize.Factorization, dim int, opts ...Option) *mat.Dense {
+	t.Helper()
+	m, err := New(f, dim, 1, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := NoiseMatrix(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
+// sameBits reports whether a and b are equal bit for bit.
+func sameBits(a, b *mat.Dense) bool {
+	ar, ac := a.Dims()
+	br, bc := b.Dims()
+	if ar != br || ac != bc {
+		return false
+	}
+	for i := 0; i < ar; i++ {
+		for j := 0; j < ac; j++ {
+			if math.Float64bits(a.At(i, j)) != math.Float64bits(b.At(i, j)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestReproducible checks that a seed fixes the stream bit for bit whatever
+// the number of goroutines, that keep and regenerate agree bit for bit, and
+// that another seed (or the default crypto/rand key) gives another stream.
+func TestReproducible(t *testing.T) {
+	const (
+		r   = 9
+		dim = 3*blockLen + 7
+	)
+	for _, tc := range cases(t, r) {
+		t.Run(tc.name, func(t *testing.T) {
+			with := func(o ...Option) []Option { return append(append([]Option(nil), tc.opts...), o...) }
+			ref := drain(t, tc.f, dim, with(WithSeed(5), WithWorkers(1))...)
+			for _, w := range []int{2, 3, 8} {
+				if !sameBits(ref, drain(t, tc.f, dim, with(WithSeed(5), WithWorkers(w))...)) {
+					t.Errorf("%d goroutines differ from 1", w)
+				}
+			}
+			for _, mode := range []Memory{MemoryKeep, MemoryRegenerate} {
+				if !sameBits(ref, drain(t, tc.f, dim, with(WithSeed(5), WithMemory(mode))...)) {
+					t.Errorf("memory mode %v differs", mode)
+				}
+			}
+			if sameBits(ref, drain(t, tc.f, dim, with(WithSeed(6))...)) {
+				t.Error("seeds 5 and 6 give the same stream")
+			}
+			if sameBits(drain(t, tc.f, dim, tc.opts...), drain(t, tc.f, dim, tc.opts...)) {
+				t.Error("two default (crypto/rand) keys give the same stream")
+			}
+		})
+	}
+}
+
+// TestStartRound checks that a stream started at round r0 continues an
+// uninterrupted stream bit for bit.
+func TestStartRound(t *testing.T) {
+	const (
+		r   = 13
+		dim = blockLen + 5
+	)
+	for _, tc := range cases(t, r) {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := drain(t, tc.f, dim, append([]Option{WithSeed(8)}, tc.opts...)...)
+			for _, r0 := range []int{1, 6, 8, r - 1} {
+				got := drain(t, tc.f, dim, append([]Option{WithSeed(8), WithStartRound(r0), WithWorkers(2)}, tc.opts...)...)
+				if !sameBits(got, ref.Slice(r0, r, 0, dim).(*mat.Dense)) {
+					t.Errorf("start at round %d differs from the uninterrupted stream", r0)
+				}
+			}
+			m, err := New(tc.f, dim, 1, append([]Option{WithStartRound(r)}, tc.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := NoiseMatrix(m); !errors.Is(err, ErrExhausted) {
+				t.Errorf("NoiseMatrix of a stream started at round R: %v, want ErrExhausted", err)
+			}
+		})
+	}
+}
+
+// TestStateBytes checks the state each mechanism reports after its last
+// round against the buffers its recurrence needs.
+func TestStateBytes(t *testing.T) {
+	const (
+		r   = 13
+		dim = 1000
+	)
+	per := map[string]int{ // vectors of state after the last round
+		"identity": 0, "tree": 3, "sqrt/keep": r, "sqrt/regenerate": 0,
+		"sqrt-normalized/auto": r, "banded3": 2, "bandedR": r - 1, "blt": 2,
+		"dense/identity": r, "dense/tree/keep": r, "dense/tree/regenerate": 0,
+		"dense/sqrt-normalized/keep": r, "dense/sqrt-normalized/regenerate": 0,
+		"dense/blt/regenerate": 0, "optimal/keep": r, "optimal/regenerate": 0,
+	}
+	for _, tc := range cases(t, r) {
+		m, err := New(tc.f, dim, 1, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NoiseMatrix(m); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := m.StateBytes(), int64(per[tc.name]*dim*8); got != want {
+			t.Errorf("%s: StateBytes %d, want %d", tc.name, got, want)
+		}
+	}
+}
+
+// explicitOperator returns M = A^{-1} B by gonum's LU solver (C^{-1} for
+// square factors).
+func explicitOperator(t *testing.T, f *factorize.Factorization) *mat.Dense {
+	t.Helper()
+	r, m := f.B.Dims()
+	var op mat.Dense
+	if m == r {
+		id := mat.NewDense(r, r, nil)
+		for i := 0; i < r; i++ {
+			id.Set(i, i, 1)
+		}
+		if err := op.Solve(f.C, id); err != nil {
+			t.Fatal(err)
+		}
+		return &op
+	}
+	if err := op.Solve(mat.DenseCopyOf(f.Workload.Matrix()), f.B); err != nil {
+		t.Fatal(err)
+	}
+	return &op
+}
+
+// TestOtherWorkloads checks the mechanisms of the Toeplitz strategies on
+// the momentum workload, and the dense mechanism on a general
+// (non-Toeplitz, no banded inverse) workload, against the explicit noise.
+func TestOtherWorkloads(t *testing.T) {
+	const (
+		r   = 10
+		dim = 300
+	)
+	ctx := context.Background()
+	mom, err := factorize.Momentum(r, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mat.NewDense(r, r, nil)
+	for i := 0; i < r; i++ {
+		for j := 0; j <= i; j++ {
+			a.Set(i, j, 1+float64((3*i+j)%5)/7) // lower triangular, not Toeplitz
+		}
+	}
+	gen, err := factorize.NewWorkload(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs []*factorize.Factorization
+	for _, s := range []string{factorize.StrategyBanded, factorize.StrategyBLT} {
+		f, err := factorize.Compute(ctx, s, mom, factorize.Options{Bands: 4, Buffers: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	fs = append(fs, factorize.Identity(gen), factorize.Identity(mom))
+	for _, f := range fs {
+		for _, opts := range [][]Option{nil, {WithDense()}} {
+			m, err := New(f, dim, 2, append([]Option{WithSeed(3)}, opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := NoiseMatrix(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxRelDiff(got, explicitNoise(t, f, dim, 2, 3)); d > 1e-11 {
+				t.Errorf("%s on %s (%v): max relative difference %.3g from the explicit noise", f.Strategy, f.Workload.Name(), m, d)
+			}
+		}
+	}
+}
+
+// TestNewErrors checks that bad parameters are errors, not panics.
+func TestNewErrors(t *testing.T) {
+	w, _ := factorize.Prefix(5)
+	f := factorize.Identity(w)
+	blt, err := factorize.BLT(context.Background(), w, factorize.Options{Buffers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bltCopy := *blt
+	bltCopy.BLT = nil // a BLT factorization whose streaming parameters were dropped
+	lossOnly := *f
+	lossOnly.B, lossOnly.C = nil, nil
+	acausal := *f
+	acausal.C = mat.DenseCopyOf(f.C)
+	acausal.C.Set(0, 3, 1)
+	notToeplitz, _ := factorize.Sqrt(w)
+	notToeplitz.C = mat.DenseCopyOf(notToeplitz.C)
+	notToeplitz.C.Set(4, 1, 7)
+	for _, tc := range []struct {
+		name string
+		f    *factorize.Factorization
+		dim  int
+		std  float64
+		opts []Option
+	}{
+		{"nil factorization", nil, 3, 1, nil},
+		{"loss-only", &lossOnly, 3, 1, nil},
+		{"not causal", &acausal, 3, 1, nil},
+		{"dim 0", f, 0, 1, nil},
+		{"std 0", f, 3, 0, nil},
+		{"std < 0", f, 3, -1, nil},
+		{"std NaN", f, 3, math.NaN(), nil},
+		{"std Inf", f, 3, math.Inf(1), nil},
+		{"workers 0", f, 3, 1, []Option{WithWorkers(0)}},
+		{"memory mode", f, 3, 1, []Option{WithMemory(Memory(7))}},
+		{"start < 0", f, 3, 1, []Option{WithStartRound(-1)}},
+		{"start > R", f, 3, 1, []Option{WithStartRound(6)}},
+		{"blt without parameters", &bltCopy, 3, 1, nil},
+		{"sqrt not Toeplitz", notToeplitz, 3, 1, nil},
+	} {
+		if m, err := New(tc.f, tc.dim, tc.std, tc.opts...); err == nil {
+			t.Errorf("%s: New returned %v and no error", tc.name, m)
+		}
+	}
+	// It still works through the dense mechanism.
+	if _, err := New(&bltCopy, 3, 1, WithDense()); err != nil {
+		t.Errorf("dense mechanism of a BLT copy: %v", err)
+	}
+}

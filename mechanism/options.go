@@ -1,0 +1,129 @@
+package mechanism
+
+import (
+	"crypto/rand"
+	"fmt"
+	"runtime"
+)
+
+// Memory selects how the dense and Toeplitz mechanisms, whose noise
+// operator has no short recurrence, get the past noise rows they combine.
+type Memory int
+
+const (
+	// MemoryAuto keeps past rows when they fit in [DefaultKeepLimit]
+	// bytes, and regenerates them otherwise.
+	MemoryAuto Memory = iota
+	// MemoryKeep stores every noise row once drawn: O(R d) memory and
+	// O(r d) multiply-adds in round r.
+	MemoryKeep
+	// MemoryRegenerate redraws past rows from the counter-based stream
+	// when needed: O(d / goroutines) memory but O(r d) Gaussian draws in
+	// round r.
+	MemoryRegenerate
+)
+
+// String returns "auto", "keep" or "regenerate".
+func (m Memory) String() string {
+	switch m {
+	case MemoryAuto:
+		return "auto"
+	case MemoryKeep:
+		return "keep"
+	case MemoryRegenerate:
+		return "regenerate"
+	}
+	return fmt.Sprintf("Memory(%d)", int(m))
+}
+
+// DefaultKeepLimit is the largest state, in bytes, that [MemoryAuto]
+// keeps: 1 GiB.
+const DefaultKeepLimit = 1 << 30
+
+// Option configures [New].
+type Option func(*config)
+
+type config struct {
+	key     [32]byte
+	seeded  bool
+	workers int
+	memory  Memory
+	dense   bool
+	start   int
+	errs    []error
+}
+
+// WithSeed makes the noise reproducible: the stream's 256-bit key is
+// SHA-256 of a domain string and seed. A 64-bit seed is for experiments and
+// tests; a private release should use the default (a key from crypto/rand)
+// or [WithKey] with a secret key.
+func WithSeed(seed uint64) Option {
+	return func(c *config) { c.key, c.seeded = seedKey(seed), true }
+}
+
+// WithKey sets the stream's 256-bit key. With a secret, uniformly random
+// key the noise is as unpredictable as ChaCha8 allows, and the stream can
+// still be resumed ([WithStartRound]) by whoever holds the key.
+func WithKey(key [32]byte) Option {
+	return func(c *config) { c.key, c.seeded = key, true }
+}
+
+// WithWorkers sets the number of goroutines that fill a round's vector
+// (default GOMAXPROCS). The output does not depend on it.
+func WithWorkers(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.errs = append(c.errs, fmt.Errorf("mechanism: workers %d, want >= 1", n))
+			return
+		}
+		c.workers = n
+	}
+}
+
+// WithMemory selects keeping or regenerating past noise rows for the dense
+// and Toeplitz mechanisms; the others ignore it. Both give the same bits.
+func WithMemory(m Memory) Option {
+	return func(c *config) {
+		if m < MemoryAuto || m > MemoryRegenerate {
+			c.errs = append(c.errs, fmt.Errorf("mechanism: memory mode %v, want auto, keep or regenerate", m))
+			return
+		}
+		c.memory = m
+	}
+}
+
+// WithDense uses the dense mechanism (see [New]) whatever the strategy:
+// slower and bigger than the structured ones, and useful to compare them.
+func WithDense() Option {
+	return func(c *config) { c.dense = true }
+}
+
+// WithStartRound starts the stream at round r, 0 <= r <= R, as if rounds
+// 0..r-1 had been drawn: round r's vector is the same as in an uninterrupted
+// stream with the same key. It is for resuming after a checkpoint. It costs
+// nothing for the independent and regenerating mechanisms, O(log R) vectors
+// for the tree, and replays (or redraws) r rounds for the others.
+func WithStartRound(r int) Option {
+	return func(c *config) {
+		if r < 0 {
+			c.errs = append(c.errs, fmt.Errorf("mechanism: start round %d, want >= 0", r))
+			return
+		}
+		c.start = r
+	}
+}
+
+// newConfig applies opts over the defaults.
+func newConfig(opts []Option) (*config, error) {
+	c := &config{workers: runtime.GOMAXPROCS(0)}
+	for _, o := range opts {
+		o(c)
+	}
+	if len(c.errs) > 0 {
+		return nil, c.errs[0]
+	}
+	if !c.seeded {
+		rand.Read(c.key[:]) // never fails (crypto/rand, Go 1.24+)
+	}
+	return c, nil
+}

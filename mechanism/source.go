@@ -1,0 +1,78 @@
+package mechanism
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math/rand/v2"
+)
+
+// blockLen is the number of coordinates of one counter-based block: noise
+// row j, coordinates [b blockLen, (b+1) blockLen), is drawn from a ChaCha8
+// stream keyed by (key, j, b) alone. Work is split between goroutines by
+// whole blocks, so the output does not depend on how many there are.
+const blockLen = 4096
+
+// source is the counter-based Gaussian noise source: Z[j][i], the standard
+// normal entry of noise row j at coordinate i, is a pure function of the
+// 256-bit key, j and i. It can therefore be regenerated at any time and in
+// any order.
+type source struct {
+	key [32]byte
+}
+
+// keyDomain separates the block keys of this package from any other use of
+// the same 256-bit key.
+const keyDomain = "dpmf/mechanism/noise-block/v1"
+
+// seedKey returns the 256-bit key of a 64-bit seed: SHA-256 of a domain
+// string and the seed.
+func seedKey(seed uint64) [32]byte {
+	var buf [len("dpmf/mechanism/seed/v1") + 8]byte
+	n := copy(buf[:], "dpmf/mechanism/seed/v1")
+	binary.LittleEndian.PutUint64(buf[n:], seed)
+	return sha256.Sum256(buf[:])
+}
+
+// gen draws the blocks of a source. Each goroutine has its own.
+type gen struct {
+	src *source
+	cc  *rand.ChaCha8
+	rng *rand.Rand
+	in  [len(keyDomain) + 32 + 16]byte
+	// scratch is a block of workspace for the kernels, allocated on
+	// first use.
+	scratch []float64
+}
+
+func newGen(src *source) *gen {
+	g := &gen{src: src, cc: rand.NewChaCha8([32]byte{})}
+	g.rng = rand.New(g.cc)
+	n := copy(g.in[:], keyDomain)
+	copy(g.in[n:], src.key[:])
+	return g
+}
+
+// fill writes the standard normal entries of noise row `row` at
+// coordinates [lo, lo+len(dst)) into dst. lo must be a multiple of blockLen
+// and len(dst) at most blockLen. The block's ChaCha8 key is
+// SHA-256(domain, key, row, block), so blocks are independent streams.
+func (g *gen) fill(row, lo int, dst []float64) {
+	if lo%blockLen != 0 || len(dst) > blockLen {
+		panic("mechanism: fill of a misaligned block")
+	}
+	n := len(keyDomain) + 32
+	binary.LittleEndian.PutUint64(g.in[n:], uint64(row))
+	binary.LittleEndian.PutUint64(g.in[n+8:], uint64(lo/blockLen))
+	g.cc.Seed(sha256.Sum256(g.in[:]))
+	for i := range dst {
+		dst[i] = g.rng.NormFloat64()
+	}
+}
+
+// row writes noise row `row` at coordinates [0, len(dst)) into dst, block
+// by block. It is the serial reference of what the mechanisms draw.
+func (g *gen) row(row int, dst []float64) {
+	for lo := 0; lo < len(dst); lo += blockLen {
+		g.fill(row, lo, dst[lo:min(lo+blockLen, len(dst))])
+	}
+}
