@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"errors"
+	"math"
+)
 
 // slack is the relative amount by which results of the closed forms and
 // one-dimensional optimisations (every method but Exact) are rounded
@@ -81,7 +84,7 @@ func Sigma(eps, delta float64, m Method) (float64, error) {
 //	NoiseStd(eps, delta, s, m) is an error for s <= 0, s = +Inf or NaN
 //	    (a zero sensitivity needs no noise, but it more often means an
 //	    unset clipping norm, so it is refused)
-//	NoiseStd(eps, delta, s, m) is an error if the product overflows
+//	NoiseStd(eps, delta, s, m) is an error if the product overflows (see [Scale])
 func NoiseStd(eps, delta, sensitivity float64, m Method) (float64, error) {
 	if err := checkPositive("sensitivity", sensitivity); err != nil {
 		return 0, err
@@ -90,21 +93,32 @@ func NoiseStd(eps, delta, sensitivity float64, m Method) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := mulUp(s, sensitivity)
-	if math.IsInf(v, 1) {
-		return 0, &MethodError{Method: m, Reason: "noise std sigma * sensitivity = " + ftoa(s) + " * " + ftoa(sensitivity) + " overflows float64"}
-	}
-	return v, nil
+	return Scale(s, sensitivity)
 }
 
-// mulUp returns x*y rounded up: the exact residual x*y - p, from a fused
-// multiply-add, says whether rounding to nearest went down.
-func mulUp(x, y float64) float64 {
-	p := x * y
-	if math.FMA(x, y, -p) > 0 {
-		p = nextUp(p)
+// Scale returns the noise standard deviation sigma * sensitivity of a noise
+// multiplier sigma, rounded up (never down): the exact residual of the
+// product, from a fused multiply-add, says whether rounding went down.
+//
+// Special cases are:
+//
+//	Scale(sigma, s) is an error for sigma or s <= 0, +Inf or NaN
+//	Scale(sigma, s) is an error if the product overflows
+func Scale(sigma, sensitivity float64) (float64, error) {
+	if err := checkPositive("sigma", sigma); err != nil {
+		return 0, err
 	}
-	return p
+	if err := checkPositive("sensitivity", sensitivity); err != nil {
+		return 0, err
+	}
+	v := sigma * sensitivity
+	if math.FMA(sigma, sensitivity, -v) > 0 {
+		v = nextUp(v)
+	}
+	if math.IsInf(v, 1) {
+		return 0, errors.New("accountant: noise std sigma * sensitivity = " + ftoa(sigma) + " * " + ftoa(sensitivity) + " overflows float64")
+	}
+	return v, nil
 }
 
 // Epsilon returns the eps for which k adaptive compositions of the Gaussian

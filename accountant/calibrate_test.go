@@ -533,8 +533,9 @@ func TestSpecialCases(t *testing.T) {
 	if _, err := Sigma(1e-310, 1e-5, Exact); !errors.As(err, &me) {
 		t.Errorf("Sigma(1e-310, 1e-5): err = %v, want an overflow *MethodError", err)
 	}
-	if _, err := NoiseStd(1e-300, 1e-5, 1e10, Paper); !errors.As(err, &me) {
-		t.Errorf("NoiseStd overflow: err = %v, want a *MethodError", err)
+	var pe *ParamError
+	if _, err := NoiseStd(1e-300, 1e-5, 1e10, Paper); err == nil || errors.As(err, &pe) {
+		t.Errorf("NoiseStd overflow: err = %v, want an overflow error", err)
 	}
 	// An error message names the parameter and its range on one line.
 	_, err = Sigma(1, 1.5, Exact)

@@ -44,10 +44,23 @@ type config struct {
 	json     bool
 	quiet    bool
 
-	// Later: privacy calibration (-eps -delta -clip -learners
-	// -calibration) and noise generation (-noise -dim -std -seed) go here,
-	// with their checks in parseArgs and their results in the result
-	// struct (output.go).
+	// Privacy calibration: set when -eps or -delta is given.
+	calibrate   bool
+	eps, delta  float64
+	clip        float64
+	learners    int
+	calibration string
+
+	// Noise samples: -noise FILE with -dim, -std (or the calibrated std)
+	// and -seed.
+	outNoise string
+	dim      int
+	std      float64
+	seed     uint64
+	seedSet  bool
+
+	// compare runs every strategy and prints a table.
+	compare bool
 }
 
 const usageText = `Usage: mfsolve [flags]
@@ -63,6 +76,12 @@ Examples:
   mfsolve -R 2000 -strategy tree -json   metrics of binary-tree aggregation
   mfsolve -R 100000 -loss-only           optimal loss without dense matrices
   mfsolve -workload A.npy -o B.npy       a workload matrix of your own
+  mfsolve -workload momentum:0.9 -R 500  SGD with momentum 0.9
+  mfsolve -R 800 -eps 5 -delta 1e-3 -clip 1 -learners 10
+                                         noise std for (5, 1e-3)-DP online FL
+  mfsolve -R 800 -noise Z.npy -dim 60 -std 0.4 -seed 1
+                                         800 x 60 correlated noise samples
+  mfsolve -R 1000 -compare               a table of every strategy
 
 Flags:
 `
@@ -79,7 +98,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.StringVar(&cfg.strategy, "strategy", factorize.StrategyOptimal,
 		"factorization strategy `NAME`, one of: "+strings.Join(factorize.Strategies(), ", "))
 	fs.StringVar(&cfg.workload, "workload", prefixWorkload,
-		"workload: prefix, or a `FILE`.npy holding a square lower-triangular float64 matrix (sets R)")
+		"workload: prefix, momentum:BETA (SGD with heavy-ball momentum), or a `FILE`.npy holding a square lower-triangular float64 matrix (sets R)")
 	fs.Float64Var(&cfg.tol, "tol", factorize.DefaultTol, "stop the optimal solver when its certified relative duality gap is at most `TOL`")
 	fs.IntVar(&cfg.maxIter, "max-iter", factorize.DefaultMaxIter, "iteration limit `N` of the solver (reaching it is an error)")
 	fs.IntVar(&cfg.bands, "bands", 0, "number of bands `N` of C for -strategy banded (0: its default)")
@@ -91,6 +110,16 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.BoolVar(&cfg.noCache, "no-cache", false, "neither read nor write the cache")
 	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object instead of the summary line")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "print neither the progress line nor the summary line")
+	fs.Float64Var(&cfg.eps, "eps", 0, "calibrate the noise for (`EPS`, delta)-DP (with -delta)")
+	fs.Float64Var(&cfg.delta, "delta", 0, "calibrate the noise for (eps, `DELTA`)-DP (with -eps)")
+	fs.Float64Var(&cfg.clip, "clip", 1, "per-sample gradient clipping norm `B_g` for the calibration")
+	fs.IntVar(&cfg.learners, "learners", 1, "number of learners `n` whose clipped updates are averaged each round")
+	fs.StringVar(&cfg.calibration, "calibration", "exact", "calibration `METHOD`: exact (analytic Gaussian, sensitivity 2 gamma B_g / n) or paper (the paper's formula, sensitivity 2 gamma B_g)")
+	fs.StringVar(&cfg.outNoise, "noise", "", "write R x D noise samples (row r = round r's noise vector) to `FILE` (.npy)")
+	fs.IntVar(&cfg.dim, "dim", 1, "dimension `D` of each noise vector for -noise")
+	fs.Float64Var(&cfg.std, "std", 0, "standard deviation `V` of the independent noise Z for -noise (default: the calibrated noise std)")
+	fs.Uint64Var(&cfg.seed, "seed", 0, "seed `N` of the noise for -noise (default: a key from crypto/rand, not reproducible)")
+	fs.BoolVar(&cfg.compare, "compare", false, "compute every strategy and print a table of their metrics (markdown; JSON lines with -json)")
 	return fs
 }
 
@@ -160,7 +189,84 @@ func parseArgs(args []string) (config, error) {
 	if cfg.noCache && set["cache"] {
 		return cfg, usagef("-cache and -no-cache contradict each other")
 	}
+	if err := checkPrivacyFlags(&cfg, set); err != nil {
+		return cfg, err
+	}
+	if err := checkNoiseFlags(&cfg, set); err != nil {
+		return cfg, err
+	}
+	if cfg.compare {
+		for _, f := range []string{"strategy", "o", "C", "noise", "loss-only"} {
+			if set[f] {
+				return cfg, usagef("-compare computes every strategy and writes no files: drop -%s", f)
+			}
+		}
+	}
 	return cfg, nil
+}
+
+// checkPrivacyFlags validates the calibration flags where they enter.
+func checkPrivacyFlags(cfg *config, set map[string]bool) error {
+	cfg.calibrate = set["eps"] || set["delta"]
+	if !cfg.calibrate {
+		for _, f := range []string{"clip", "learners", "calibration"} {
+			if set[f] {
+				return usagef("-%s is a calibration flag: give -eps and -delta too", f)
+			}
+		}
+		return nil
+	}
+	if !set["eps"] || !set["delta"] {
+		return usagef("the calibration needs both -eps and -delta")
+	}
+	if math.IsNaN(cfg.eps) || math.IsInf(cfg.eps, 0) || cfg.eps <= 0 {
+		return usagef("-eps %v: want a finite number > 0", cfg.eps)
+	}
+	if math.IsNaN(cfg.delta) || cfg.delta <= 0 || cfg.delta >= 1 {
+		return usagef("-delta %v: want a number in (0, 1)", cfg.delta)
+	}
+	if math.IsNaN(cfg.clip) || math.IsInf(cfg.clip, 0) || cfg.clip <= 0 {
+		return usagef("-clip %v: want a finite clipping norm > 0", cfg.clip)
+	}
+	if cfg.learners < 1 {
+		return usagef("-learners %d: want at least 1", cfg.learners)
+	}
+	if cfg.calibration != "exact" && cfg.calibration != "paper" {
+		return usagef("-calibration %q: want exact or paper", cfg.calibration)
+	}
+	return nil
+}
+
+// checkNoiseFlags validates the noise-sample flags.
+func checkNoiseFlags(cfg *config, set map[string]bool) error {
+	cfg.seedSet = set["seed"]
+	if cfg.outNoise == "" {
+		for _, f := range []string{"dim", "std", "seed"} {
+			if set[f] {
+				return usagef("-%s applies only with -noise FILE", f)
+			}
+		}
+		return nil
+	}
+	if cfg.lossOnly {
+		return usagef("-noise needs the factors: drop -loss-only")
+	}
+	if cfg.dim < 1 {
+		return usagef("-dim %d: want at least 1", cfg.dim)
+	}
+	if set["std"] {
+		if math.IsNaN(cfg.std) || math.IsInf(cfg.std, 0) || cfg.std <= 0 {
+			return usagef("-std %v: want a finite number > 0", cfg.std)
+		}
+	} else if !cfg.calibrate {
+		return usagef("-noise needs a noise level: give -std, or -eps and -delta to calibrate it")
+	}
+	for _, other := range []string{cfg.outB, cfg.outC} {
+		if other != "" && filepath.Clean(other) == filepath.Clean(cfg.outNoise) {
+			return usagef("-noise and -o or -C are the same file %s", cfg.outNoise)
+		}
+	}
+	return nil
 }
 
 // options returns the solver options of cfg.

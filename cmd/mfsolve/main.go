@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -97,7 +98,15 @@ func oneLine(s string) string {
 func solve(ctx context.Context, cfg config, e env) error {
 	var w *factorize.Workload
 	r := cfg.r
-	if cfg.workload != prefixWorkload {
+	if beta, ok := strings.CutPrefix(cfg.workload, "momentum:"); ok {
+		b, err := strconv.ParseFloat(beta, 64)
+		if err != nil {
+			return usagef("-workload %s: momentum %q is not a number", cfg.workload, beta)
+		}
+		if w, err = factorize.Momentum(r, b); err != nil {
+			return usagef("-workload %s: %s", cfg.workload, strings.TrimPrefix(err.Error(), "factorize: "))
+		}
+	} else if cfg.workload != prefixWorkload {
 		var err error
 		if w, err = loadWorkload(cfg.workload); err != nil {
 			return err
@@ -116,13 +125,22 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if err := checkMemory(cfg, r, banded, e.memAvailable); err != nil {
 		return err
 	}
+	if cfg.compare {
+		if w == nil {
+			var err error
+			if w, err = factorize.Prefix(r); err != nil {
+				return err
+			}
+		}
+		return compare(ctx, cfg, w, e)
+	}
 	if w == nil {
 		var err error
 		if w, err = factorize.Prefix(r); err != nil {
 			return err
 		}
 	}
-	for _, o := range []struct{ flag, path string }{{"-o", cfg.outB}, {"-C", cfg.outC}} {
+	for _, o := range []struct{ flag, path string }{{"-o", cfg.outB}, {"-C", cfg.outC}, {"-noise", cfg.outNoise}} {
 		if o.path != "" {
 			if err := checkOutputPath(o.flag, o.path); err != nil {
 				return err
@@ -161,8 +179,16 @@ func solve(ctx context.Context, cfg config, e env) error {
 		return err
 	}
 
-	if (cfg.outB != "" || cfg.outC != "") && (f.B == nil || f.C == nil) {
+	if (cfg.outB != "" || cfg.outC != "" || cfg.outNoise != "") && (f.B == nil || f.C == nil) {
 		return fmt.Errorf("strategy %s returned no B and C to write", cfg.strategy)
+	}
+	res := newResult(f, seconds, cached)
+	if cfg.calibrate {
+		p, err := calibrate(cfg, f)
+		if err != nil {
+			return err
+		}
+		res.NoiseStd, res.Sigma, res.privacy = &p.noiseStd, &p.sigma, p
 	}
 	var outs []output
 	if cfg.outB != "" {
@@ -171,11 +197,17 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if cfg.outC != "" {
 		outs = append(outs, output{"-C", cfg.outC, f.C})
 	}
+	if cfg.outNoise != "" {
+		z, err := noiseSamples(cfg, f, res)
+		if err != nil {
+			return err
+		}
+		outs = append(outs, output{"-noise", cfg.outNoise, z})
+	}
 	if err := writeOutputs(outs); err != nil {
 		return err
 	}
 
-	res := newResult(f, seconds, cached)
 	switch {
 	case cfg.json:
 		js, err := json.Marshal(res)

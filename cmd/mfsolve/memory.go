@@ -100,6 +100,13 @@ func memoryNeed(strategy string, r int, lossOnly, bandedInverse bool) float64 {
 // reports. If avail fails, the check is skipped.
 func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, error)) error {
 	need := memoryNeed(cfg.strategy, r, cfg.lossOnly, bandedInverse)
+	noise := 0.0
+	if cfg.outNoise != "" {
+		// The R x D noise matrix, plus as much again for the dense
+		// mechanism's kept past rows.
+		noise = 2 * 8 * float64(r) * float64(cfg.dim)
+		need += noise
+	}
 	if need == 0 || avail == nil {
 		return nil
 	}
@@ -117,7 +124,10 @@ func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, er
 	// Only the optimal solver on a banded-inverse workload can do without
 	// dense matrices (a loss-only run of it needs no check at all).
 	hint := "use a smaller -R"
-	if cfg.strategy == factorize.StrategyOptimal && bandedInverse {
+	switch {
+	case noise > need/2:
+		what, hint = "for the noise samples", "use a smaller -dim"
+	case cfg.strategy == factorize.StrategyOptimal && bandedInverse:
 		hint = "use -loss-only"
 	}
 	return fmt.Errorf("R = %d needs about %s %s, this machine has %s available; %s",

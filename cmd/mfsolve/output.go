@@ -15,11 +15,8 @@ import (
 )
 
 // result is what mfsolve reports: the JSON object of -json and the fields
-// of the summary line.
-//
-// Extension point: the privacy calibration adds noise_std and sigma here
-// (and to summary), filled from the -eps -delta -clip -learners
-// -calibration flags of config.
+// of the summary line. noise_std and sigma are present only when the run
+// calibrates the noise (-eps and -delta).
 type result struct {
 	R           int     `json:"R"`
 	Strategy    string  `json:"strategy"`
@@ -32,6 +29,12 @@ type result struct {
 	Gap         float64 `json:"gap"`
 	Seconds     float64 `json:"seconds"`
 	Cached      bool    `json:"cached"`
+	// NoiseStd is the calibrated per-round noise std V; Sigma is V divided
+	// by the sensitivity of the release (the noise multiplier).
+	NoiseStd *float64 `json:"noise_std,omitempty"`
+	Sigma    *float64 `json:"sigma,omitempty"`
+
+	privacy *calibration
 }
 
 // newResult collects the reported fields of f.
@@ -54,9 +57,13 @@ func newResult(f *factorize.Factorization, seconds float64, cached bool) result 
 // summary is the one-line human-readable form of r.
 func (r result) summary() string {
 	g := func(v float64, digits int) string { return strconv.FormatFloat(v, 'g', digits, 64) }
-	return fmt.Sprintf("strategy=%s R=%d loss=%s rmse=%s max_se=%s sensitivity=%s iterations=%d gap=%s seconds=%.3f cached=%t",
+	line := fmt.Sprintf("strategy=%s R=%d loss=%s rmse=%s max_se=%s sensitivity=%s iterations=%d gap=%s seconds=%.3f cached=%t",
 		r.Strategy, r.R, g(r.Loss, 12), g(r.RMSE, 8), g(r.MaxSE, 8), g(r.Sensitivity, 8),
 		r.Iterations, g(r.Gap, 3), r.Seconds, r.Cached)
+	if p := r.privacy; p != nil {
+		line += fmt.Sprintf(" noise_std=%s sigma=%s %s", g(p.noiseStd, 8), g(p.sigma, 8), p.assumptions)
+	}
+	return line
 }
 
 // checkOutputPath returns an error unless path can be written: its

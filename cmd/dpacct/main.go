@@ -1,0 +1,285 @@
+// Command dpacct calibrates Gaussian noise for (eps, delta)-differential
+// privacy and bounds the privacy of a given noise level, with the methods of
+// package accountant.
+//
+// Usage:
+//
+//	dpacct sigma   -eps E -delta D [-sensitivity S] [-method M] [-json]
+//	dpacct epsilon -sigma S -delta D [-compositions K] [-sensitivity S] [-method M] [-json]
+//	dpacct delta   -sigma S -eps E [-compositions K] [-sensitivity S] [-json]
+//
+// sigma is the noise multiplier, the noise standard deviation per unit of
+// L2 sensitivity; noise_std = sigma * sensitivity. Methods: exact (default),
+// paper, zcdp, cks, rdp, rdp-mironov, dwork-roth; delta always uses exact.
+//
+// Output is one line of key=value pairs, or with -json one object with the
+// fields method, eps, delta, sigma, sensitivity, noise_std, compositions.
+// The exit status is 0 on success, 2 on a usage error (unknown command or
+// flag, a value that does not parse or is out of range) and 1 when the
+// method cannot answer (Dwork-Roth at eps >= 1, overflow); errors are one
+// line on standard error, starting "dpacct: ".
+//
+// Example:
+//
+//	$ dpacct sigma -eps 1 -delta 1e-5
+//	method=exact eps=1 delta=1e-05 sigma=3.730631634815941 sensitivity=1 noise_std=3.730631634815941 compositions=1
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/dpmf/dpmf/accountant"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usageText = `dpacct calibrates Gaussian noise for (eps, delta)-differential privacy.
+
+Usage:
+  dpacct sigma   -eps E -delta D [-sensitivity S] [-method M] [-json]
+  dpacct epsilon -sigma S -delta D [-compositions K] [-sensitivity S] [-method M] [-json]
+  dpacct delta   -sigma S -eps E [-compositions K] [-sensitivity S] [-json]
+
+sigma is the noise std per unit of L2 sensitivity; noise_std = sigma * sensitivity.
+Methods: exact (default), paper, zcdp, cks, rdp, rdp-mironov, dwork-roth.
+delta always uses exact. Run "dpacct <command> -h" for a command's flags.
+
+Example:
+  $ dpacct sigma -eps 1 -delta 1e-5
+  method=exact eps=1 delta=1e-05 sigma=3.730631634815941 sensitivity=1 noise_std=3.730631634815941 compositions=1
+  $ dpacct epsilon -sigma 1 -delta 1e-5 -compositions 100 -json
+  {"method":"exact","eps":91.81728962466741,"delta":1e-05,"sigma":1,"sensitivity":1,"noise_std":1,"compositions":1}
+`
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitRuntime = 1
+	exitUsage   = 2
+)
+
+// result is what every command prints.
+type result struct {
+	Method       string  `json:"method"`
+	Eps          float64 `json:"eps"`
+	Delta        float64 `json:"delta"`
+	Sigma        float64 `json:"sigma"`
+	Sensitivity  float64 `json:"sensitivity"`
+	NoiseStd     float64 `json:"noise_std"`
+	Compositions int     `json:"compositions"`
+}
+
+func (r result) text() string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	return fmt.Sprintf("method=%s eps=%s delta=%s sigma=%s sensitivity=%s noise_std=%s compositions=%d",
+		r.Method, f(r.Eps), f(r.Delta), f(r.Sigma), f(r.Sensitivity), f(r.NoiseStd), r.Compositions)
+}
+
+// usageError marks an error that gets exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// run is the whole program; main only wires it to the process.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "dpacct: missing command (sigma, epsilon or delta); run \"dpacct -h\" for usage")
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	}
+	res, err := command(args[0], args[1:], stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "dpacct: "+oneLine(message(err)))
+		var ue usageError
+		var pe *accountant.ParamError
+		if errors.As(err, &ue) || errors.As(err, &pe) {
+			return exitUsage
+		}
+		return exitRuntime
+	}
+	out := res.text()
+	if res.json {
+		b, err := json.Marshal(res.result)
+		if err != nil { // non-finite numbers; command rejects them first
+			fmt.Fprintln(stderr, "dpacct: "+oneLine(err.Error()))
+			return exitRuntime
+		}
+		out = string(b)
+	}
+	fmt.Fprintln(stdout, out)
+	return exitOK
+}
+
+// message words an error for the command line: a parameter error names the
+// flag, the package prefix is dropped.
+func message(err error) string {
+	var pe *accountant.ParamError
+	if errors.As(err, &pe) {
+		return "invalid -" + pe.Name + " " + strconv.FormatFloat(pe.Value, 'g', -1, 64) + ": want " + pe.Want
+	}
+	return strings.TrimPrefix(err.Error(), "accountant: ")
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// output is a result and the format asked for.
+type output struct {
+	result
+	json bool
+}
+
+// command parses and runs one command.
+func command(name string, args []string, stdout io.Writer) (output, error) {
+	fs := flag.NewFlagSet("dpacct "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		eps, delta, sigma = &floatFlag{}, &floatFlag{}, &floatFlag{}
+		sensitivity       = &floatFlag{v: 1}
+		compositions      = &intFlag{v: 1}
+		method            = accountant.Exact
+		asJSON            bool
+	)
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fs.Var(sensitivity, "sensitivity", "L2 `sensitivity` of the release; noise_std = sigma * sensitivity")
+	var required []string
+	switch name {
+	case "sigma":
+		fs.Var(eps, "eps", "target `eps` (required, finite and > 0)")
+		fs.Var(delta, "delta", "target `delta` (required, in (0, 1))")
+		fs.TextVar(&method, "method", accountant.Exact, "calibration `method`: exact, paper, zcdp, cks, rdp, rdp-mironov, dwork-roth")
+		required = []string{"eps", "delta"}
+	case "epsilon":
+		fs.Var(sigma, "sigma", "noise multiplier `sigma` = std / sensitivity (required, > 0)")
+		fs.Var(delta, "delta", "`delta` (required, in (0, 1))")
+		fs.Var(compositions, "compositions", "number `K` of releases composed (>= 1)")
+		fs.TextVar(&method, "method", accountant.Exact, "accounting `method`: exact, paper, zcdp, cks, rdp, rdp-mironov, dwork-roth")
+		required = []string{"sigma", "delta"}
+	case "delta":
+		fs.Var(sigma, "sigma", "noise multiplier `sigma` = std / sensitivity (required, > 0)")
+		fs.Var(eps, "eps", "`eps` (required, finite and > 0)")
+		fs.Var(compositions, "compositions", "number `K` of releases composed (>= 1)")
+		required = []string{"sigma", "eps"}
+	default:
+		return output{}, usageError{fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage of dpacct %s:\n", name)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return output{}, err
+		}
+		return output{}, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return output{}, usageError{fmt.Sprintf("%s: unexpected argument %q", name, fs.Arg(0))}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, r := range required {
+		if !set[r] {
+			return output{}, usageError{fmt.Sprintf("%s: flag -%s is required", name, r)}
+		}
+	}
+
+	res := result{Method: method.String(), Eps: eps.v, Delta: delta.v, Sigma: sigma.v, Sensitivity: sensitivity.v, Compositions: compositions.v}
+	var err error
+	switch name {
+	case "sigma":
+		res.Compositions = 1
+		res.Sigma, err = accountant.Sigma(eps.v, delta.v, method)
+	case "epsilon":
+		res.Eps, err = accountant.Epsilon(sigma.v, delta.v, compositions.v, method)
+	case "delta":
+		res.Method = accountant.Exact.String()
+		var mu float64
+		if mu, err = accountant.Mu(sigma.v, compositions.v); err == nil {
+			res.Delta, err = accountant.Delta(eps.v, mu)
+		}
+	}
+	if err == nil {
+		res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
+	}
+	if err != nil {
+		return output{}, err
+	}
+	if math.IsInf(res.Eps, 1) {
+		return output{}, errors.New("eps is +Inf: sigma is too small for any finite guarantee")
+	}
+	return output{result: res, json: asJSON}, nil
+}
+
+var examples = map[string]string{
+	"sigma":   "dpacct sigma -eps 1 -delta 1e-5 -sensitivity 0.2 -method exact",
+	"epsilon": "dpacct epsilon -sigma 1 -delta 1e-5 -compositions 100",
+	"delta":   "dpacct delta -sigma 3.73 -eps 1",
+}
+
+// floatFlag is a float64 flag parsed by strconv.ParseFloat, which refuses
+// values out of the float64 range, and refuses too a nonzero value that
+// would silently underflow to 0 (such as 1e-400).
+type floatFlag struct{ v float64 }
+
+func (f *floatFlag) String() string { return strconv.FormatFloat(f.v, 'g', -1, 64) }
+
+func (f *floatFlag) Set(s string) error {
+	v, err := parseFloat(s)
+	if err != nil {
+		return err
+	}
+	f.v = v
+	return nil
+}
+
+func parseFloat(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return 0, errors.New("out of the float64 range")
+		}
+		return 0, errors.New("not a number")
+	}
+	if v == 0 {
+		if b, _, err := big.ParseFloat(s, 0, 64, big.ToNearestEven); err == nil && b.Sign() != 0 {
+			return 0, errors.New("nonzero but below the float64 range")
+		}
+	}
+	return v, nil
+}
+
+// intFlag is a decimal integer flag (no octal or hex, unlike flag.Int).
+type intFlag struct{ v int }
+
+func (f *intFlag) String() string { return strconv.Itoa(f.v) }
+
+func (f *intFlag) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not a decimal integer in range")
+	}
+	f.v = v
+	return nil
+}

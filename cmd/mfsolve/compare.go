@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// compare computes every strategy on w and prints a markdown table of their
+// metrics, or one JSON object per line with -json. A strategy that does not
+// support the workload gets a row that says why.
+func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) error {
+	warn := &lineWriter{w: e.stderr, prefix: "mfsolve: "}
+	cache := cacheFor(cfg, e, warn)
+	if !cfg.json {
+		fmt.Fprintf(e.stdout, "| strategy | sensitivity | loss | RMSE | MaxSE | iterations | seconds |\n")
+		fmt.Fprintf(e.stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	}
+	for _, s := range factorize.Strategies() {
+		opt := cfg.options()
+		start := time.Now()
+		var (
+			f      *factorize.Factorization
+			cached bool
+			err    error
+		)
+		if cache != nil {
+			f, cached, err = cache.Compute(ctx, s, w, opt, warn)
+		} else {
+			f, err = factorize.Compute(ctx, s, w, opt)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted")
+		}
+		if err != nil {
+			msg := strings.TrimPrefix(err.Error(), "factorize: ")
+			if cfg.json {
+				js, _ := json.Marshal(map[string]string{"strategy": s, "error": msg})
+				fmt.Fprintf(e.stdout, "%s\n", js)
+			} else {
+				fmt.Fprintf(e.stdout, "| %s | n/a: %s | | | | | |\n", s, msg)
+			}
+			continue
+		}
+		res := newResult(f, time.Since(start).Seconds(), cached)
+		if cfg.json {
+			js, err := json.Marshal(res)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s\n", js)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "| %s | %.4f | %.6g | %.4f | %.4f | %d | %.2f |\n",
+			s, res.Sensitivity, res.Loss, res.RMSE, res.MaxSE, res.Iterations, res.Seconds)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/linalg"
+)
+
+func TestCalibrationUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-eps", "1"}, "both -eps and -delta"},
+		{[]string{"-delta", "1e-5"}, "both -eps and -delta"},
+		{[]string{"-eps", "0", "-delta", "1e-5"}, "-eps 0"},
+		{[]string{"-eps", "NaN", "-delta", "1e-5"}, "-eps NaN"},
+		{[]string{"-eps", "+Inf", "-delta", "1e-5"}, "-eps +Inf"},
+		{[]string{"-eps", "1", "-delta", "1"}, "-delta 1"},
+		{[]string{"-eps", "1", "-delta", "0"}, "-delta 0"},
+		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "0"}, "-clip 0"},
+		{[]string{"-eps", "1", "-delta", "1e-5", "-learners", "0"}, "-learners 0"},
+		{[]string{"-eps", "1", "-delta", "1e-5", "-calibration", "zcdp"}, `-calibration "zcdp"`},
+		{[]string{"-clip", "2"}, "give -eps and -delta"},
+		{[]string{"-dim", "3"}, "only with -noise"},
+		{[]string{"-noise", "Z.npy"}, "needs a noise level"},
+		{[]string{"-noise", "Z.npy", "-std", "-1"}, "-std -1"},
+		{[]string{"-noise", "Z.npy", "-std", "1", "-dim", "0"}, "-dim 0"},
+		{[]string{"-noise", "Z.npy", "-std", "1", "-loss-only"}, "drop -loss-only"},
+		{[]string{"-noise", "Z.npy", "-std", "1", "-o", "Z.npy"}, "same file"},
+		{[]string{"-compare", "-o", "B.npy"}, "drop -o"},
+		{[]string{"-workload", "momentum:x"}, "not a number"},
+		{[]string{"-workload", "momentum:1.5"}, "beta"},
+	} {
+		res := runT(t, append([]string{"-R", "8", "-no-cache"}, tc.args...)...)
+		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		requireOneErrorLine(t, res.stderr, tc.want)
+	}
+}
+
+// The published analytic-Gaussian multiplier for (5, 1e-3) is 0.68984233
+// (notes.md); with gamma = 1, clip 1 and 10 learners the sensitivity is 0.2.
+// The paper's formula gives sqrt(2 log(1/delta) + eps) / eps with
+// sensitivity 2.
+func TestCalibrationJSON(t *testing.T) {
+	res := runT(t, "-R", "50", "-eps", "5", "-delta", "1e-3", "-clip", "1", "-learners", "10", "-json", "-no-cache")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+	assert.InEpsilon(t, 0.68984233, got["sigma"], 1e-7)
+	assert.InEpsilon(t, 0.2*0.68984233, got["noise_std"], 1e-7)
+
+	res = runT(t, "-R", "50", "-eps", "5", "-delta", "1e-3", "-clip", "0.5", "-learners", "10", "-calibration", "paper", "-json", "-no-cache")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+	sigma := math.Sqrt(2*math.Log(1e3)+5) / 5
+	assert.InEpsilon(t, sigma, got["sigma"], 1e-9)
+	assert.InEpsilon(t, 2*0.5*sigma, got["noise_std"], 1e-9)
+
+	// Without calibration flags the JSON has no privacy fields.
+	res = runT(t, "-R", "5", "-json", "-no-cache")
+	got = nil
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+	assert.NotContains(t, got, "sigma")
+	assert.NotContains(t, got, "noise_std")
+}
+
+// The noise file and C from the same call describe the same mechanism:
+// C times the noise is the independent noise std Z, whose R x R empirical
+// covariance over D coordinates must be std^2 I. Each entry of the sample
+// covariance of D = 40000 iid normals has standard deviation at most
+// sqrt(2/D) std^2 = 0.0071 std^2; a tolerance of 0.05 std^2 is 7 standard
+// deviations, and a union bound over the 21 entries keeps the false-failure
+// rate below 21 * 2.6e-12 ~ 6e-11 (with a fixed seed the test is in any
+// case deterministic).
+func TestNoiseMatchesC(t *testing.T) {
+	dir := t.TempDir()
+	const r, d, std = 6, 40000, 0.7
+	for _, s := range []string{factorize.StrategyOptimal, factorize.StrategyBLT, factorize.StrategySqrt} {
+		zPath, cPath := filepath.Join(dir, s+"Z.npy"), filepath.Join(dir, s+"C.npy")
+		res := runT(t, "-R", "6", "-strategy", s, "-noise", zPath, "-dim", "40000", "-std", "0.7", "-seed", "3", "-C", cPath, "-no-cache")
+		require.Equal(t, exitOK, res.code, res.stderr)
+		za, err := linalg.LoadNPY(zPath)
+		require.NoError(t, err)
+		require.Equal(t, []int{r, d}, za.Shape)
+		ca, err := linalg.LoadNPY(cPath)
+		require.NoError(t, err)
+		z, _ := za.Dense()
+		c, _ := ca.Dense()
+		var w mat.Dense
+		w.Mul(c, z)
+		for i := 0; i < r; i++ {
+			for j := 0; j <= i; j++ {
+				cov := mat.Dot(w.RowView(i), w.RowView(j)) / d
+				want := 0.0
+				if i == j {
+					want = std * std
+				}
+				assert.InDelta(t, want, cov, 0.05*std*std, "%s: covariance (%d, %d)", s, i, j)
+			}
+		}
+	}
+	// The same seed gives the same file; the calibrated std is used when
+	// -std is absent.
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	for _, p := range []string{a, b} {
+		res := runT(t, "-R", "5", "-noise", p, "-dim", "4", "-seed", "9", "-eps", "1", "-delta", "1e-5", "-no-cache")
+		require.Equal(t, exitOK, res.code, res.stderr)
+	}
+	x, _ := linalg.LoadNPY(a)
+	y, _ := linalg.LoadNPY(b)
+	assert.Equal(t, x.Data, y.Data)
+}
+
+func TestCompareTable(t *testing.T) {
+	res := runT(t, "-R", "20", "-compare", "-no-cache")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	for _, s := range factorize.Strategies() {
+		assert.Contains(t, res.stdout, "| "+s+" |")
+	}
+	// Identity's loss is R(R+1)/2 = 210.
+	assert.Contains(t, res.stdout, "| identity | 1.0000 | 210 |")
+	// Momentum: the prefix-only strategies say why they do not apply.
+	res = runT(t, "-R", "20", "-compare", "-workload", "momentum:0.5", "-no-cache", "-json")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	require.Len(t, lines, len(factorize.Strategies()))
+	assert.Contains(t, res.stdout, `{"error":"strategy \"tree\" supports only the prefix-sum workload, not \"momentum\"","strategy":"tree"}`)
+}
