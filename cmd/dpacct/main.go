@@ -22,7 +22,7 @@
 // Example:
 //
 //	$ dpacct sigma -eps 1 -delta 1e-5
-//	method=exact eps=1 delta=1e-05 sigma=3.730631634815941 sensitivity=1 noise_std=3.730631634815941 compositions=1
+//	method=exact eps=1 delta=1e-05 sigma=3.730631634816098 sensitivity=1 noise_std=3.730631634816098 compositions=1
 package main
 
 import (
@@ -57,9 +57,9 @@ delta always uses exact. Run "dpacct <command> -h" for a command's flags.
 
 Example:
   $ dpacct sigma -eps 1 -delta 1e-5
-  method=exact eps=1 delta=1e-05 sigma=3.730631634815941 sensitivity=1 noise_std=3.730631634815941 compositions=1
+  method=exact eps=1 delta=1e-05 sigma=3.730631634816098 sensitivity=1 noise_std=3.730631634816098 compositions=1
   $ dpacct epsilon -sigma 1 -delta 1e-5 -compositions 100 -json
-  {"method":"exact","eps":91.81728962466741,"delta":1e-05,"sigma":1,"sensitivity":1,"noise_std":1,"compositions":1}
+  {"method":"exact","eps":91.81728962466741,"delta":0.00001,"sigma":1,"sensitivity":1,"noise_std":1,"compositions":100}
 `
 
 // Exit statuses.
@@ -129,13 +129,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // message words an error for the command line: a parameter error names the
-// flag, the package prefix is dropped.
+// flag, and the package's "accountant: " prefixes are dropped.
 func message(err error) string {
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) {
 		return "invalid -" + pe.Name + " " + strconv.FormatFloat(pe.Value, 'g', -1, 64) + ": want " + pe.Want
 	}
-	return strings.TrimPrefix(err.Error(), "accountant: ")
+	return strings.ReplaceAll(err.Error(), "accountant: ", "")
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
@@ -180,15 +180,13 @@ func command(name string, args []string, stdout io.Writer) (output, error) {
 	default:
 		return output{}, usageError{fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage of dpacct %s:\n", name)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-		fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
-	}
+	fs.Usage = func() {} // errors are reported in one line by run; -h is handled below
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage of dpacct %s:\n", name)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
 			return output{}, err
 		}
 		return output{}, usageError{err.Error()}
