@@ -142,27 +142,6 @@ func bigRatio(logX float64, ref *big.Float) float64 {
 	return r
 }
 
-// refSigma returns the exact noise multiplier for (eps, delta) by bisection
-// on float64 sigma with the big-arithmetic curve as the predicate, from the
-// bracket [lo, hi]; it returns the safe end after 60 halvings of log sigma.
-func refSigma(t *testing.T, eps, delta, lo, hi float64) float64 {
-	t.Helper()
-	d := newBig(64).SetFloat64(delta)
-	safe := func(s float64) bool { return refDelta(eps, 1/s).Cmp(d) <= 0 }
-	if !safe(hi) || safe(lo) {
-		t.Fatalf("refSigma(%v, %v): bad bracket [%v, %v]", eps, delta, lo, hi)
-	}
-	for range 60 {
-		mid := math.Sqrt(lo * hi)
-		if safe(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
-}
-
 func TestBigReferenceConstants(t *testing.T) {
 	// Digits of pi and e (OEIS A000796, A001113) and of erfc(1), erfc(5)
 	// (mpmath 1.3 at 60 significant digits).

@@ -18,7 +18,7 @@ func down(x float64) float64 { return x * (1 - slack) }
 // Sigma returns the noise multiplier sigma = std / sensitivity for which the
 // Gaussian mechanism is (eps, delta)-DP by method m.
 //
-// For Exact it is the least such sigma to a relative 1e-13 and never below
+// For Exact it is the least such sigma to a relative 1e-12 and never below
 // it: the search keeps a bracket whose upper end has been checked to satisfy
 // delta(eps; sigma) <= delta with the evaluation error of delta counted
 // against it, and returns that end. The other methods are upper bounds on
@@ -47,7 +47,7 @@ func Sigma(eps, delta float64, m Method) (float64, error) {
 	case Paper:
 		s = up(paperSigma(eps, L))
 	case ZCDP:
-		s = up((math.Sqrt(eps+L) + math.Sqrt(L)) / (math.Sqrt2 * eps))
+		s = up((math.Sqrt(eps+L) + math.Sqrt(L)) / eps / math.Sqrt2)
 	case CKS:
 		s = up(sigmaFromRho(cksRho(eps, L)))
 	case RDP, RDPMironov:
@@ -128,7 +128,7 @@ func Scale(sigma, sensitivity float64) (float64, error) {
 // to that mechanism (for ZCDP, CKS, RDP and RDPMironov this is the same as
 // adding rho, or the Renyi curves, over the k releases).
 //
-// For Exact it is the least such eps to a relative 1e-13, never below it;
+// For Exact it is the least such eps to a relative 1e-12, never below it;
 // the other methods are rounded up by a relative 1e-12. The result is never
 // negative or NaN; it is 0 when the mechanism is (0, delta)-DP.
 //
@@ -170,7 +170,8 @@ func Epsilon(sigma, delta float64, k int, m Method) (float64, error) {
 	return eps, nil
 }
 
-func sigmaFromRho(rho float64) float64 { return 1 / math.Sqrt(2*rho) }
+// sigmaFromRho returns 1/sqrt(2 rho), without overflow for a huge rho.
+func sigmaFromRho(rho float64) float64 { return 1 / (math.Sqrt2 * math.Sqrt(rho)) }
 
 func rdpConv(m Method) Conversion {
 	if m == RDPMironov {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -40,7 +41,7 @@ func TestEpsilonPublishedComposition(t *testing.T) {
 	}
 }
 
-// bigSafe reports whether delta(eps; mu) <= delta in 1000-bit arithmetic.
+// bigSafe reports whether delta(eps; mu) <= delta in big-float arithmetic.
 func bigSafe(eps, mu, delta float64) bool {
 	return refDelta(eps, mu).Cmp(new(big.Float).SetFloat64(delta)) <= 0
 }
@@ -150,27 +151,42 @@ func TestEveryMethodIsSafe(t *testing.T) {
 	// Every method's sigma satisfies the exact curve, so it is at least
 	// Exact's, and the bounds keep their known order:
 	// Exact <= CKS <= RDP <= RDPMironov and CKS <= ZCDP.
+	// On the grid and on 200 seeded random targets, log-uniform in
+	// eps in [1e-3, 100] and delta in [1e-300, 0.99].
+	type target struct{ eps, delta float64 }
+	var targets []target
 	for _, eps := range gridEps {
 		for _, delta := range gridDelta {
-			logTarget := math.Log(delta)
-			sig := map[Method]float64{}
-			for _, m := range Methods() {
-				s, err := Sigma(eps, delta, m)
-				if err != nil {
-					continue // refusals are tested elsewhere
+			targets = append(targets, target{eps, delta})
+		}
+	}
+	rng := rand.New(rand.NewPCG(2014, 2018))
+	for range 200 {
+		targets = append(targets, target{math.Pow(10, -3+5*rng.Float64()), math.Pow(10, -300+299.996*rng.Float64())})
+	}
+	for _, tg := range targets {
+		eps, delta := tg.eps, tg.delta
+		logTarget := math.Log(delta)
+		sig := map[Method]float64{}
+		for _, m := range Methods() {
+			s, err := Sigma(eps, delta, m)
+			if err != nil {
+				if !(m == DworkRoth && eps >= 1) && !rdpGridTooCoarse(m, err) {
+					t.Errorf("Sigma(%v, %v, %v): %v", eps, delta, m, err)
 				}
-				sig[m] = s
-				if !exactSafe(eps, 1/s, logTarget) {
-					d, _ := Delta(eps, 1/s)
-					t.Errorf("%v at (%v, %v): sigma %v gives delta %v", m, eps, delta, s, d)
-				}
+				continue
 			}
-			for _, p := range [][2]Method{{Exact, CKS}, {CKS, RDP}, {RDP, RDPMironov}, {CKS, ZCDP}, {Exact, Paper}, {Exact, DworkRoth}} {
-				lo, okLo := sig[p[0]]
-				hi, okHi := sig[p[1]]
-				if okLo && okHi && lo > hi*(1+1e-12) {
-					t.Errorf("(%v, %v): %v sigma %v > %v sigma %v", eps, delta, p[0], lo, p[1], hi)
-				}
+			sig[m] = s
+			if !exactSafe(eps, 1/s, logTarget) {
+				d, _ := Delta(eps, 1/s)
+				t.Errorf("%v at (%v, %v): sigma %v gives delta %v", m, eps, delta, s, d)
+			}
+		}
+		for _, p := range [][2]Method{{Exact, CKS}, {CKS, RDP}, {RDP, RDPMironov}, {CKS, ZCDP}, {Exact, Paper}, {Exact, DworkRoth}} {
+			lo, okLo := sig[p[0]]
+			hi, okHi := sig[p[1]]
+			if okLo && okHi && lo > hi*(1+1e-12) {
+				t.Errorf("(%v, %v): %v sigma %v > %v sigma %v", eps, delta, p[0], lo, p[1], hi)
 			}
 		}
 	}

@@ -49,8 +49,8 @@
 // No function errs on the unsafe side. Exact's searches bisect a bracket
 // whose safe end has been checked to satisfy delta(eps; sigma) <= delta with
 // the evaluation error of delta counted against it, and return that end:
-// the result is never below the true root and at most 1e-13 above it
-// relatively. Closed forms and one-dimensional optimisations are rounded
+// the result is never below the true root and at most about 1e-12 above it
+// relatively (the bisection's 1e-13 plus the error allowance of delta). Closed forms and one-dimensional optimisations are rounded
 // outward by a relative 1e-12 (sigma and eps up, rho down); a conversion
 // minimised over Renyi orders is valid at every order, so an inexact
 // minimiser only errs toward a larger eps. No function returns NaN or a
@@ -63,9 +63,10 @@
 // a = eps/mu - mu/2 and the Mills ratio Q(x) = Phi(-x)/phi(x),
 // e^eps Phi(-b) = phi(a) Q(a + mu), so both terms are formed in log space;
 // where they nearly cancel, Q(a) - Q(a + mu) is computed as an integral of a
-// positive function. delta is accurate to a relative 1e-13 down to 1e-300
-// and beyond, for eps up to 100 and beyond; the tests compare it with an
-// independent 1000-bit evaluation in math/big.
+// positive function. delta is accurate to a relative 1e-13 + 1e-15 a^2
+// (a^2 is about 2 log(1/delta), so 1.5e-12 at delta = 1e-300), for eps up
+// to 100 and beyond; the tests compare it with an independent evaluation in
+// math/big at hundreds to thousands of bits.
 //
 // # Parameters and special cases
 //

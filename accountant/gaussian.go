@@ -11,8 +11,8 @@ import "math"
 //
 //	delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
 //
-// The value is accurate to a relative 1e-13 for delta down to 1e-300 (and
-// to about 1e-15 (1 + (eps/mu)^2) below), never negative and below 1.
+// The value has a relative error below 1e-13 + 1e-15 a^2, a = eps/mu - mu/2
+// (a^2 is about 2 log(1/delta): 1.5e-12 at delta = 1e-300), and is in [0, 1].
 //
 // Special cases are:
 //
@@ -91,7 +91,7 @@ func ComposeGaussian(sensitivities, stds []float64) (float64, error) {
 
 // logDeltaMargin bounds the error of logDeltaGDP(eps, mu) in absolute log
 // units (relative units of delta): 1e-13 plus 1e-15 a^2, a = eps/mu - mu/2.
-// The tests measure at most a quarter of this bound against a 1000-bit
+// The tests measure at most a quarter of this bound against a big-float
 // evaluation; the a^2 term is the amplification of the rounding of a by
 // delta ~ exp(-a^2/2).
 func logDeltaMargin(eps, mu float64) float64 {
@@ -103,10 +103,14 @@ func logDeltaMargin(eps, mu float64) float64 {
 // (eps, delta)-DP, with the evaluation error counted against it: it holds
 // only if log delta(eps) plus its error bound is at most log target.
 func exactSafe(eps, mu, logTarget float64) bool {
-	return logDeltaGDP(eps, mu)+logDeltaMargin(eps, mu) <= logTarget
+	ld := logDeltaGDP(eps, mu)
+	if math.IsInf(ld, -1) { // delta below exp(-1e300): safe, whatever the margin
+		return true
+	}
+	return ld+logDeltaMargin(eps, mu) <= logTarget
 }
 
-// exactSigma returns the least noise multiplier sigma, to a relative 1e-13,
+// exactSigma returns the least noise multiplier sigma, to about 1e-12,
 // for which the Gaussian mechanism is (eps, delta)-DP, or +Inf if that
 // exceeds the float64 range.
 //
@@ -115,7 +119,9 @@ func exactSafe(eps, mu, logTarget float64) bool {
 // every returned value passed exactSafe.
 func exactSigma(eps, delta float64) float64 {
 	logTarget := math.Log(delta)
-	safe := func(s float64) bool { return exactSafe(eps, 1/s, logTarget) }
+	// mu from gdpMu, rounded up as Epsilon rounds it, so that Epsilon of the
+	// result finds eps itself safe.
+	safe := func(s float64) bool { return exactSafe(eps, gdpMu(s, 1), logTarget) }
 	hi := bracketUp(paperSigma(eps, -logTarget), safe)
 	if math.IsInf(hi, 1) {
 		return hi
@@ -127,7 +133,7 @@ func exactSigma(eps, delta float64) float64 {
 	return bisectSafe(lo, hi, safe)
 }
 
-// exactEpsilon returns the least eps >= 0, to a relative 1e-13, for which
+// exactEpsilon returns the least eps >= 0, to about 1e-12, for which
 // mu-GDP is (eps, delta)-DP, or +Inf if that exceeds the float64 range. The
 // search starts from the Bun-Steinke bound, which is always safe.
 func exactEpsilon(mu, delta float64) float64 {
@@ -136,11 +142,7 @@ func exactEpsilon(mu, delta float64) float64 {
 	if safe(0) {
 		return 0
 	}
-	start := bsEpsilon(0.5*mu*mu, -logTarget)
-	if !(start > 0) { // mu so small that start underflowed
-		start = 0x1p-1022
-	}
-	hi := bracketUp(start, safe)
+	hi := bracketUp(bsEpsilon(0.5*mu*mu, -logTarget), safe)
 	if math.IsInf(hi, 1) {
 		return hi
 	}

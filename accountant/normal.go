@@ -20,8 +20,8 @@ func logPhiDensity(x float64) float64 { return -0.5*x*x - logSqrt2Pi }
 const millsCFStart = 2
 
 // mills returns the Mills ratio Q(x) = Phi(-x)/phi(x) for x >= 0 with a
-// relative error of a few ulps (checked against a 1000-bit evaluation in the
-// tests). Q(+Inf) = 0.
+// relative error of a few ulps (checked against a big-float evaluation in
+// the tests). Q(+Inf) = 0.
 //
 // For x < 2 it is sqrt(pi/2) erfc(x/sqrt 2) exp(x^2/2), whose rounding errors
 // are amplified by at most x^2 <= 4. For x >= 2 it is Laplace's continued
@@ -85,7 +85,7 @@ func gaussLegendre(n int) (x, w []float64) {
 // scale s = 1; it is integrated by 16-point Gauss-Legendre on the panels
 // [0, 1/2], [1/2, 1], [1, 2], ..., [32, 64] until the integrand's envelope
 // exp(-(a s/c + s^2/(2 c^2))) falls below e^-50 at a panel's left end
-// (checked against 1000-bit evaluations in the tests).
+// (checked against big-float evaluations in the tests).
 func millsDiff(a, mu float64) float64 {
 	c := math.Max(1, a)
 	ac, kc := a/c, mu/c

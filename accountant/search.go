@@ -33,8 +33,11 @@ func bisectSafe(lo, hi float64, safe func(float64) bool) float64 {
 
 // bracketDown returns an unsafe point below hi (where safe(hi) holds) by
 // halving, or 0 if every positive float64 down to the smallest normal number
-// is safe.
+// is safe, or if hi is +Inf.
 func bracketDown(hi float64, safe func(float64) bool) float64 {
+	if math.IsInf(hi, 1) {
+		return 0
+	}
 	for lo := hi / 2; lo >= 0x1p-1022; lo /= 2 {
 		if !safe(lo) {
 			return lo
@@ -44,8 +47,13 @@ func bracketDown(hi float64, safe func(float64) bool) float64 {
 }
 
 // bracketUp returns a safe point at or above start by doubling, or +Inf if
-// none below the float64 overflow threshold is safe.
+// none below the float64 overflow threshold is safe. A start that is not
+// positive (an underflowed or NaN estimate) is replaced by the smallest
+// normal number.
 func bracketUp(start float64, safe func(float64) bool) float64 {
+	if !(start > 0) {
+		start = 0x1p-1022
+	}
 	for hi := start; !math.IsInf(hi, 1); hi *= 2 {
 		if safe(hi) {
 			return hi

@@ -82,7 +82,7 @@ func CKSEpsilon(rho, delta float64) (float64, error) {
 	return up(cksEpsilon(rho, -math.Log(delta))), nil
 }
 
-// CKSRho returns the largest rho, to a relative 1e-13 and rounded down, for
+// CKSRho returns the largest rho, to a relative 1e-12 and rounded down, for
 // which rho-zCDP implies (eps, delta)-DP by [CKSEpsilon]'s conversion. It is
 // at least [ZCDPRho].
 //
@@ -157,11 +157,14 @@ func cksEpsilon(rho, L float64) float64 {
 }
 
 // cksRho returns the largest rho with cksEpsilon(rho) <= eps, searched as the
-// least safe 1/rho (larger 1/rho is more noise), starting from Bun &
-// Steinke's rho, which is always safe because CKS is never looser.
+// least safe 1/rho (larger 1/rho is more noise). It starts from the larger
+// of Bun & Steinke's rho and the grid RDP rho, both safe because CKS
+// optimises the same bound over all orders (the grid one matters for a tiny
+// eps, where Bun & Steinke's rho underflows but large orders still reach
+// eps because the conversion term is negative).
 func cksRho(eps, L float64) float64 {
 	safe := func(u float64) bool { return cksEpsilon(1/u, L) <= eps }
-	hi := bracketUp(1/bsRho(eps, L), safe)
+	hi := bracketUp(1/math.Max(bsRho(eps, L), rdpGridRho(eps, L, Balle2020)), safe)
 	lo := bracketDown(hi, safe)
 	if lo == 0 {
 		return 1 / hi

@@ -13,8 +13,9 @@ type Config struct {
 	// Algorithm 1; the server step is eta~ = Eta EtaG Tau.
 	Eta, EtaG float64
 	// EtaInd is the server step of the Independent baseline; 0 means
-	// Eta EtaG, with which its noise-free update is the same eta~ step along
-	// the mean gradient as Algorithm 1's with tau = 1.
+	// Eta EtaG. Its direction sums tau gradients per learner, so with the
+	// default its noise-free update is x^r minus eta~ times the mean
+	// clipped gradient at x^r: Algorithm 1's step without local drift.
 	EtaInd float64
 	// Clip is B_g: every per-sample gradient is scaled to norm at most Clip
 	// before it is used. The private algorithms need a finite Clip > 0 (it

@@ -37,7 +37,8 @@ type RepeatOptions struct {
 	Workers int
 	// Progress, if not nil, is called after every round of every
 	// repetition with the rounds completed so far over all repetitions
-	// and the total (Reps x R). It is called from several goroutines.
+	// and the total (Reps x R; R for NonPrivate, which runs once). It is
+	// called from several goroutines.
 	Progress func(done, total int)
 }
 
@@ -63,7 +64,9 @@ type Summary struct {
 // drawing its noise from noise(rep) (noise must be nil for NonPrivate),
 // and summarises them. Repetitions run in parallel on opt.Workers
 // goroutines; the results are collected by repetition index, so they are
-// the same bit for bit for any number of workers.
+// the same bit for bit for any number of workers. NonPrivate is
+// deterministic: it runs once, and the summary holds that trace Reps times
+// (standard deviations 0).
 func Repeat(ctx context.Context, p *Problem, cfg Config, noise NoiseSource, opt RepeatOptions) (*Summary, error) {
 	if opt.Reps < 1 {
 		return nil, fmt.Errorf("fedopt: repetitions = %d, want >= 1", opt.Reps)
@@ -74,15 +77,20 @@ func Repeat(ctx context.Context, p *Problem, cfg Config, noise NoiseSource, opt 
 	if cfg.Algorithm.Private() != (noise != nil) {
 		return nil, fmt.Errorf("fedopt: the %v algorithm needs a noise source if and only if it is private", cfg.Algorithm)
 	}
+	// Without noise every repetition would compute the same trace.
+	runs := opt.Reps
+	if noise == nil {
+		runs = 1
+	}
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = min(workers, opt.Reps)
-	total := opt.Reps * p.Data.Rounds
+	workers = min(workers, runs)
+	total := runs * p.Data.Rounds
 	var done atomic.Int64
-	traces := make([]*Trace, opt.Reps)
-	errs := make([]error, opt.Reps)
+	traces := make([]*Trace, runs)
+	errs := make([]error, runs)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var next atomic.Int64
@@ -91,7 +99,7 @@ func Repeat(ctx context.Context, p *Problem, cfg Config, noise NoiseSource, opt 
 		wg.Go(func() {
 			for {
 				rep := int(next.Add(1) - 1)
-				if rep >= opt.Reps {
+				if rep >= runs {
 					return
 				}
 				c := cfg
@@ -125,6 +133,9 @@ func Repeat(ctx context.Context, p *Problem, cfg Config, noise NoiseSource, opt 
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	for len(traces) < opt.Reps {
+		traces = append(traces, traces[0])
 	}
 	return summarize(traces), nil
 }

@@ -103,3 +103,27 @@ func TestRepeatErrors(t *testing.T) {
 		t.Error("RepSeed collides")
 	}
 }
+
+// NonPrivate runs once and reports that trace for every repetition.
+func TestRepeatNonPrivateRunsOnce(t *testing.T) {
+	ds, _ := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 10, 2, 1)
+	p := mustProblem(t, ds, Logistic{L2: 1e-2})
+	cfg := Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1}
+	var calls atomic.Int64
+	s, err := Repeat(t.Context(), p, cfg, nil, RepeatOptions{Reps: 4, Progress: func(int, int) { calls.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustRun(t, p, cfg, nil)
+	if len(s.Traces) != 4 || calls.Load() != 10 {
+		t.Fatalf("%d traces, %d progress calls", len(s.Traces), calls.Load())
+	}
+	for _, tr := range s.Traces {
+		if !bitsEqual(tr.LossError, want.LossError) {
+			t.Error("trace differs from a single run")
+		}
+	}
+	if _, std, _, rstd := s.Final(); std != 0 || rstd != 0 {
+		t.Errorf("standard deviations %v, %v, want 0", std, rstd)
+	}
+}

@@ -61,13 +61,6 @@ type dataSpec struct {
 	dim         int
 }
 
-func (d dataSpec) String() string {
-	if d.file != "" {
-		return d.file
-	}
-	return fedopt.Synthetic{Alpha: d.alpha, Beta: d.beta, Dim: d.dim}.String()
-}
-
 // parseData parses "synthetic", "synthetic:alpha=A,beta=B" or a file name.
 func parseData(s string, dim int) (dataSpec, error) {
 	d := dataSpec{alpha: 0.1, beta: 0.1, dim: dim}

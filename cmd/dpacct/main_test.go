@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/big"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/accountant"
+)
+
+// runCmd runs dpacct with args and returns its exit status and outputs.
+func runCmd(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("output %q is not JSON: %v", s, err)
+	}
+	return m
+}
+
+func TestPublishedValues(t *testing.T) {
+	// Published exact sigmas (notes.md section 4) and the published
+	// composition eps = 91.8172896246637 for sigma = 1, k = 100, delta = 1e-5.
+	for _, c := range []struct {
+		eps, delta string
+		sigma      float64
+	}{{"1", "1e-5", 3.73063163}, {"5", "1e-3", 0.68984233}, {"0.5", "1e-6", 8.05761848}, {"2", "1e-5", 1.99381245}} {
+		code, out, errs := runCmd("sigma", "-eps", c.eps, "-delta", c.delta, "-json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if got := decode(t, out)["sigma"].(float64); math.Abs(got-c.sigma) > 5e-9 {
+			t.Errorf("sigma(%s, %s) = %v, want %v", c.eps, c.delta, got, c.sigma)
+		}
+	}
+	code, out, _ := runCmd("epsilon", "-sigma", "1", "-delta", "1e-5", "-compositions", "100", "-json")
+	if got := decode(t, out)["eps"].(float64); code != 0 || math.Abs(got-91.8172896246637) > 1e-9 {
+		t.Errorf("epsilon = %v (exit %d), want 91.8172896246637", got, code)
+	}
+	// delta at the root sigma for (1, 1e-5), 3.73063163481594 to 15 digits
+	// (bisection on the curve in mpmath at 60 digits), is 1e-5; the 15
+	// digits and delta's slope d log delta / d log sigma ~ -16 leave 1e-13.
+	code, out, _ = runCmd("delta", "-sigma", "3.73063163481594", "-eps", "1", "-json")
+	if got := decode(t, out)["delta"].(float64); code != 0 || math.Abs(got-1e-5) > 1e-12*1e-5 {
+		t.Errorf("delta = %v (exit %d), want 1e-5", got, code)
+	}
+}
+
+func TestJSONFields(t *testing.T) {
+	code, out, _ := runCmd("sigma", "-eps", "5", "-delta", "1e-3", "-sensitivity", "0.2", "-method", "paper", "-json")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	// Exactly the documented fields, in order, on one line.
+	var keys []string
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.Token()
+	for dec.More() {
+		k, _ := dec.Token()
+		keys = append(keys, k.(string))
+		var v any
+		dec.Decode(&v)
+	}
+	if got := strings.Join(keys, ","); got != "method,eps,delta,sigma,sensitivity,noise_std,compositions" {
+		t.Errorf("fields %s", got)
+	}
+	if strings.Count(out, "\n") != 1 {
+		t.Errorf("output is not one line: %q", out)
+	}
+	m := decode(t, out)
+	// Paper at (5, 1e-3): sigma = sqrt(2 ln 1000 + 5)/5, noise_std = 0.2 sigma.
+	want := math.Sqrt(2*3*math.Ln10+5) / 5
+	if s := m["sigma"].(float64); math.Abs(s-want) > 1e-11*want {
+		t.Errorf("sigma = %v, want %v", s, want)
+	}
+	if v := m["noise_std"].(float64); math.Abs(v-0.2*want) > 1e-11*want {
+		t.Errorf("noise_std = %v, want %v", v, 0.2*want)
+	}
+	if m["method"] != "paper" || m["sensitivity"] != 0.2 || m["compositions"] != 1.0 {
+		t.Errorf("fields %v", m)
+	}
+}
+
+func TestUsageExamples(t *testing.T) {
+	// Every "$ dpacct ..." line of the usage text is followed by the output
+	// the program prints.
+	lines := strings.Split(usageText, "\n")
+	n := 0
+	for i, l := range lines {
+		cmd, ok := strings.CutPrefix(strings.TrimSpace(l), "$ dpacct ")
+		if !ok {
+			continue
+		}
+		n++
+		code, out, errs := runCmd(strings.Fields(cmd)...)
+		if want := strings.TrimSpace(lines[i+1]); code != 0 || strings.TrimSpace(out) != want {
+			t.Errorf("dpacct %s: exit %d, output %q %s; usage text shows %q", cmd, code, out, errs, want)
+		}
+	}
+	if n < 2 {
+		t.Errorf("usage text has %d examples", n)
+	}
+	code, out, _ := runCmd("-h")
+	if code != 0 || out != usageText {
+		t.Errorf("dpacct -h: exit %d", code)
+	}
+	for _, c := range []string{"sigma", "epsilon", "delta"} {
+		code, out, _ := runCmd(c, "-h")
+		if code != 0 || !strings.Contains(out, "Example:\n  dpacct "+c) {
+			t.Errorf("dpacct %s -h: exit %d, output %q", c, code, out)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string // expected substring of the one-line message
+	}{
+		{nil, 2, "missing command"},
+		{[]string{"frob"}, 2, `unknown command "frob"`},
+		{[]string{"sigma", "-delta", "1e-5"}, 2, "flag -eps is required"},
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "x"}, 2, `unexpected argument "x"`},
+		{[]string{"sigma", "-eps", "abc", "-delta", "1e-5"}, 2, `invalid value "abc" for flag -eps: not a number`},
+		{[]string{"sigma", "-eps", "1e999", "-delta", "1e-5"}, 2, "out of the float64 range"},
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-400"}, 2, "nonzero but below the float64 range"},
+		{[]string{"sigma", "-eps", "inf", "-delta", "1e-5"}, 2, "invalid -eps +Inf: want finite and > 0"},
+		{[]string{"sigma", "-eps", "NaN", "-delta", "1e-5"}, 2, "invalid -eps NaN: want finite and > 0"},
+		{[]string{"sigma", "-eps", "1", "-delta", "0"}, 2, "invalid -delta 0: want 0 < delta < 1"},
+		{[]string{"sigma", "-eps", "1", "-delta", "1"}, 2, "invalid -delta 1: want 0 < delta < 1"},
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sensitivity", "0"}, 2, "invalid -sensitivity 0"},
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-method", "gauss"}, 2, `unknown method "gauss"`},
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-nope"}, 2, "flag provided but not defined: -nope"},
+		{[]string{"epsilon", "-sigma", "0", "-delta", "1e-5"}, 2, "invalid -sigma 0"},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-compositions", "0"}, 2, "invalid -compositions 0"},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-compositions", "0x10"}, 2, "not a decimal integer"},
+		{[]string{"delta", "-sigma", "1", "-eps", "-2"}, 2, "invalid -eps -2"},
+		{[]string{"delta", "-sigma", "1", "-eps", "1", "-method", "exact"}, 2, "flag provided but not defined: -method"},
+		// Runtime errors: the method cannot answer.
+		{[]string{"sigma", "-eps", "5", "-delta", "1e-5", "-method", "dwork-roth"}, 1, "proven only for eps < 1"},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-method", "dwork-roth"}, 1, "proven only for eps < 1"},
+		{[]string{"sigma", "-eps", "1e-7", "-delta", "1e-300", "-method", "rdp"}, 1, "too small for the Renyi order grid"},
+		{[]string{"epsilon", "-sigma", "1e-200", "-delta", "1e-5"}, 1, "eps is +Inf"},
+		{[]string{"sigma", "-eps", "1e-310", "-delta", "1e-5"}, 1, "overflows float64"},
+	} {
+		code, out, errs := runCmd(c.args...)
+		if code != c.code || out != "" || !strings.HasPrefix(errs, "dpacct: ") || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.msg) {
+			t.Errorf("dpacct %q: exit %d, stdout %q, stderr %q; want exit %d and one line containing %q", c.args, code, out, errs, c.code, c.msg)
+		}
+	}
+}
+
+// FuzzParseFlags feeds arbitrary strings to the numeric and method flags of
+// the three commands. Whatever the input, dpacct must not panic, must exit
+// 0, 1 or 2, and either print one JSON line whose numbers are exactly the
+// values strconv.ParseFloat reads from the input (and whose sigma meets the
+// target) or print nothing on standard output and one "dpacct: " line on
+// standard error. The seeds run in every plain go test.
+func FuzzParseFlags(f *testing.F) {
+	for _, s := range []struct {
+		cmd        uint8
+		x, y, z, m string
+	}{
+		{0, "1", "1e-5", "1", "exact"},
+		{0, "0.5", "1e-6", "2.5", "cks"},
+		{0, "100", "1e-300", "1e-3", "rdp"},
+		{0, "5", "1e-3", "1", "dwork-roth"},
+		{0, "0x1p-3", "0.5", "1_000", "paper"},
+		{0, "1e-400", "1e-5", "1", "exact"},
+		{0, "inf", "nan", "-0", "zcdp"},
+		{0, " 1", "1e-5", "1", "Exact"},
+		{1, "1", "1e-5", "100", "exact"},
+		{1, "1e-200", "1e-5", "1", "rdp-mironov"},
+		{1, "3", "0.999999", "9223372036854775807", "cks"},
+		{1, "1", "1e-5", "-1", "exact"},
+		{1, "1", "1e-5", "010", "exact"},
+		{2, "3.73063163", "1", "1", ""},
+		{2, "1e300", "1e-300", "1", ""},
+		{2, "0.001", "100", "3", ""},
+	} {
+		f.Add(s.cmd, s.x, s.y, s.z, s.m)
+	}
+	f.Fuzz(func(t *testing.T, cmd uint8, x, y, z, m string) {
+		var args []string
+		switch cmd % 3 {
+		case 0:
+			args = []string{"sigma", "-eps", x, "-delta", y, "-sensitivity", z, "-method", m, "-json"}
+		case 1:
+			args = []string{"epsilon", "-sigma", x, "-delta", y, "-compositions", z, "-method", m, "-json"}
+		default:
+			args = []string{"delta", "-sigma", x, "-eps", y, "-compositions", z, "-json"}
+		}
+		code, out, errs := runCmd(args...)
+		if code != 0 {
+			if (code != 1 && code != 2) || out != "" || !strings.HasPrefix(errs, "dpacct: ") || strings.Count(errs, "\n") != 1 {
+				t.Fatalf("%q: exit %d, stdout %q, stderr %q", args, code, out, errs)
+			}
+			return
+		}
+		if errs != "" || strings.Count(out, "\n") != 1 {
+			t.Fatalf("%q: exit 0 with stdout %q, stderr %q", args, out, errs)
+		}
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		parsed := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Fatalf("%q: accepted %q, which strconv.ParseFloat rejects: %v", args, s, err)
+			}
+			return v
+		}
+		finitePos := func(name string, v float64) {
+			if !(v > 0) || math.IsInf(v, 0) {
+				t.Fatalf("%q: %s = %v accepted", args, name, v)
+			}
+		}
+		finitePos("sigma", r.Sigma)
+		finitePos("sensitivity", r.Sensitivity)
+		finitePos("noise_std", r.NoiseStd)
+		if !(r.Eps >= 0) || math.IsInf(r.Eps, 0) || !(r.Delta >= 0 && r.Delta <= 1) {
+			t.Fatalf("%q: eps %v, delta %v", args, r.Eps, r.Delta)
+		}
+		// noise_std is sigma * sensitivity rounded up.
+		if new(big.Float).SetPrec(200).Mul(big.NewFloat(r.Sigma), big.NewFloat(r.Sensitivity)).Cmp(big.NewFloat(r.NoiseStd)) > 0 {
+			t.Fatalf("%q: noise_std %v below sigma * sensitivity", args, r.NoiseStd)
+		}
+		switch cmd % 3 {
+		case 0:
+			if r.Eps != parsed(x) || r.Delta != parsed(y) || r.Sensitivity != parsed(z) || r.Method != m {
+				t.Fatalf("%q: echoed %+v", args, r)
+			}
+			// Safe side, by the exact curve (whatever the method).
+			if d, err := accountant.Delta(r.Eps, 1/r.Sigma); err != nil || d > r.Delta*(1+1e-9) {
+				t.Fatalf("%q: sigma %v gives delta %v > %v (%v)", args, r.Sigma, d, r.Delta, err)
+			}
+		case 1:
+			if k, err := strconv.Atoi(z); err != nil || r.Sigma != parsed(x) || r.Delta != parsed(y) || r.Compositions != k || k < 1 {
+				t.Fatalf("%q: echoed %+v", args, r)
+			}
+		default:
+			if k, err := strconv.Atoi(z); err != nil || r.Sigma != parsed(x) || r.Eps != parsed(y) || r.Compositions != k || k < 1 {
+				t.Fatalf("%q: echoed %+v", args, r)
+			}
+		}
+	})
+}
+
+// privacyTableCases are the targets of the comparison table in
+// docs/privacy.md.
+var privacyTableCases = [][2]string{{"1", "1e-5"}, {"5", "1e-3"}, {"0.5", "1e-6"}}
+
+// privacyTable returns the Markdown table of sigma by method, computed by
+// running dpacct sigma -json for each cell.
+func privacyTable(t *testing.T) string {
+	var b strings.Builder
+	b.WriteString("| method |")
+	for _, c := range privacyTableCases {
+		b.WriteString(" (" + c[0] + ", " + c[1] + ") |")
+	}
+	b.WriteString("\n|---|")
+	b.WriteString(strings.Repeat("---:|", len(privacyTableCases)))
+	b.WriteString("\n")
+	exact := map[int]float64{}
+	for _, m := range accountant.Methods() {
+		b.WriteString("| " + m.String() + " |")
+		for i, c := range privacyTableCases {
+			code, out, errs := runCmd("sigma", "-eps", c[0], "-delta", c[1], "-method", m.String(), "-json")
+			switch {
+			case code == 1:
+				b.WriteString(" refused (eps >= 1) |")
+				if m != accountant.DworkRoth {
+					t.Fatalf("%v at %v: %s", m, c, errs)
+				}
+			case code != 0:
+				t.Fatalf("%v at %v: exit %d: %s", m, c, code, errs)
+			default:
+				s := decode(t, out)["sigma"].(float64)
+				if m == accountant.Exact {
+					exact[i] = s
+					b.WriteString(" " + strconv.FormatFloat(s, 'f', 4, 64) + " |")
+				} else {
+					b.WriteString(" " + strconv.FormatFloat(s, 'f', 4, 64) + " (+" + strconv.FormatFloat(100*(s/exact[i]-1), 'f', 1, 64) + "%) |")
+				}
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestPrivacyTable keeps the table in docs/privacy.md equal to what dpacct
+// computes. To regenerate it:
+//
+//	DPMF_PRIVACY_TABLE=1 go test ./cmd/dpacct -run TestPrivacyTable -v
+func TestPrivacyTable(t *testing.T) {
+	table := privacyTable(t)
+	if os.Getenv("DPMF_PRIVACY_TABLE") != "" {
+		t.Log("\n" + table)
+		return
+	}
+	doc, err := os.ReadFile("../../docs/privacy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), table) {
+		t.Errorf("docs/privacy.md does not contain the current table; regenerate it with\n\tDPMF_PRIVACY_TABLE=1 go test ./cmd/dpacct -run TestPrivacyTable -v\n%s", table)
+	}
+}
