@@ -546,8 +546,11 @@ func TestSpecialCases(t *testing.T) {
 		}
 	}
 	var me *MethodError
-	if _, err := Sigma(1e-310, 1e-5, Exact); !errors.As(err, &me) {
-		t.Errorf("Sigma(1e-310, 1e-5): err = %v, want an overflow *MethodError", err)
+	if _, err := Sigma(1e-310, 1e-5, Paper); !errors.As(err, &me) {
+		t.Errorf("Sigma(1e-310, 1e-5, Paper): err = %v, want an overflow *MethodError", err)
+	}
+	if s, err := Sigma(1e-310, 1e-5, Exact); err != nil || math.Abs(s-39894.228) > 1e-3 {
+		t.Errorf("Sigma(1e-310, 1e-5, Exact) = %v, %v; want the eps -> 0 limit 39894.228", s, err)
 	}
 	var pe *ParamError
 	if _, err := NoiseStd(1e-300, 1e-5, 1e10, Paper); err == nil || errors.As(err, &pe) {

@@ -114,15 +114,18 @@ func exactSafe(eps, mu, logTarget float64) bool {
 // for which the Gaussian mechanism is (eps, delta)-DP, or +Inf if that
 // exceeds the float64 range.
 //
-// The search starts from the classical bound sqrt(2 log(1/delta) + eps)/eps,
-// which is always safe (see [Paper]), halves until unsafe, and bisects;
-// every returned value passed exactSafe.
+// The search starts from the smaller of two bounds that are always safe:
+// the classical sqrt(2 log(1/delta) + eps)/eps (see [Paper]) and
+// 1/(delta sqrt(2 pi)), which holds because delta(eps) <= delta(0) =
+// 2 Phi(mu/2) - 1 <= mu phi(0); the second keeps the search finite as
+// eps -> 0, where the exact sigma tends to a finite limit. It then halves
+// until unsafe and bisects; every returned value passed exactSafe.
 func exactSigma(eps, delta float64) float64 {
 	logTarget := math.Log(delta)
 	// mu from gdpMu, rounded up as Epsilon rounds it, so that Epsilon of the
 	// result finds eps itself safe.
 	safe := func(s float64) bool { return exactSafe(eps, gdpMu(s, 1), logTarget) }
-	hi := bracketUp(paperSigma(eps, -logTarget), safe)
+	hi := bracketUp(math.Min(paperSigma(eps, -logTarget), 1/(delta*sqrt2Pi)), safe)
 	if math.IsInf(hi, 1) {
 		return hi
 	}

@@ -11,6 +11,7 @@ import "math"
 const (
 	logSqrt2Pi = 0.918938533204672741780329736405617639861397473637783412817 // log(sqrt(2 pi))
 	sqrtHalfPi = 1.253314137315500251207882642405522626503493370304969158314 // sqrt(pi/2)
+	sqrt2Pi    = 2.506628274631000502415765284811045253006986740609938316629 // sqrt(2 pi)
 )
 
 // logPhiDensity returns log phi(x) = -x^2/2 - log sqrt(2 pi).
@@ -44,7 +45,7 @@ func mills(x float64) float64 {
 	return 1 / t
 }
 
-// gaussLegendre16 holds the nodes (on [-1, 1]) and weights of the 16-point
+// glNodes and glWeights are the nodes (on [-1, 1]) and weights of the 16-point
 // Gauss-Legendre rule, computed once by Newton's method on the Legendre
 // recurrence.
 var glNodes, glWeights = gaussLegendre(16)

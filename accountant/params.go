@@ -20,7 +20,7 @@ func (e *ParamError) Error() string {
 }
 
 // checkPositive requires x to be finite and > 0. It is the check for eps,
-// sigma, sensitivity, noise standard deviations and mu.
+// sigma, sensitivity and noise standard deviations.
 func checkPositive(name string, x float64) error {
 	if !(x > 0) || math.IsInf(x, 1) {
 		return &ParamError{Name: name, Value: x, Want: "finite and > 0"}

@@ -153,7 +153,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-method", "dwork-roth"}, 1, "proven only for eps < 1"},
 		{[]string{"sigma", "-eps", "1e-7", "-delta", "1e-300", "-method", "rdp"}, 1, "too small for the Renyi order grid"},
 		{[]string{"epsilon", "-sigma", "1e-200", "-delta", "1e-5"}, 1, "eps is +Inf"},
-		{[]string{"sigma", "-eps", "1e-310", "-delta", "1e-5"}, 1, "overflows float64"},
+		{[]string{"sigma", "-eps", "1e-310", "-delta", "1e-5", "-method", "paper"}, 1, "overflows float64"},
 	} {
 		code, out, errs := runCmd(c.args...)
 		if code != c.code || out != "" || !strings.HasPrefix(errs, "dpacct: ") || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.msg) {
