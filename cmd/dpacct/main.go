@@ -38,6 +38,7 @@ import (
 	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 func main() {
@@ -62,11 +63,11 @@ Example:
   {"method":"exact","eps":91.81728962466741,"delta":0.00001,"sigma":1,"sensitivity":1,"noise_std":1,"compositions":100}
 `
 
-// Exit statuses.
+// Exit statuses, shared by dpmf's commands.
 const (
-	exitOK      = 0
-	exitRuntime = 1
-	exitUsage   = 2
+	exitOK      = cli.ExitOK
+	exitRuntime = cli.ExitFailure
+	exitUsage   = cli.ExitUsage
 )
 
 // result is what every command prints.
@@ -86,11 +87,6 @@ func (r result) text() string {
 		r.Method, f(r.Eps), f(r.Delta), f(r.Sigma), f(r.Sensitivity), f(r.NoiseStd), r.Compositions)
 }
 
-// usageError marks an error that gets exit status 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
 // run is the whole program; main only wires it to the process.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -107,19 +103,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "dpacct: "+oneLine(message(err)))
-		var ue usageError
+		fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(message(err)))
 		var pe *accountant.ParamError
-		if errors.As(err, &ue) || errors.As(err, &pe) {
+		if errors.As(err, &pe) {
 			return exitUsage
 		}
-		return exitRuntime
+		return cli.ExitCode(err)
 	}
 	out := res.text()
 	if res.json {
 		b, err := json.Marshal(res.result)
 		if err != nil { // non-finite numbers; command rejects them first
-			fmt.Fprintln(stderr, "dpacct: "+oneLine(err.Error()))
+			fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(err.Error()))
 			return exitRuntime
 		}
 		out = string(b)
@@ -137,8 +132,6 @@ func message(err error) string {
 	}
 	return strings.ReplaceAll(err.Error(), "accountant: ", "")
 }
-
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 // output is a result and the format asked for.
 type output struct {
@@ -178,7 +171,7 @@ func command(name string, args []string, stdout io.Writer) (output, error) {
 		fs.Var(compositions, "compositions", "number `K` of releases composed (>= 1)")
 		required = []string{"sigma", "eps"}
 	default:
-		return output{}, usageError{fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
+		return output{}, &cli.UsageError{Msg: fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
 	}
 	fs.Usage = func() {} // errors are reported in one line by run; -h is handled below
 	if err := fs.Parse(args); err != nil {
@@ -189,16 +182,16 @@ func command(name string, args []string, stdout io.Writer) (output, error) {
 			fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
 			return output{}, err
 		}
-		return output{}, usageError{err.Error()}
+		return output{}, &cli.UsageError{Msg: err.Error()}
 	}
 	if fs.NArg() > 0 {
-		return output{}, usageError{fmt.Sprintf("%s: unexpected argument %q", name, fs.Arg(0))}
+		return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: unexpected argument %q", name, fs.Arg(0))}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, r := range required {
 		if !set[r] {
-			return output{}, usageError{fmt.Sprintf("%s: flag -%s is required", name, r)}
+			return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: flag -%s is required", name, r)}
 		}
 	}
 

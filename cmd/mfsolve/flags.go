@@ -11,16 +11,11 @@ import (
 	"strings"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
-// usageError is a bad command line: exit status 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
-}
+// usagef returns a usage error (exit status 2).
+var usagef = cli.Usagef
 
 // prefixWorkload is the -workload value of the prefix-sum workload.
 const prefixWorkload = "prefix"
@@ -134,7 +129,7 @@ func printUsage(w io.Writer) {
 }
 
 // parseArgs parses and checks the command line. It returns flag.ErrHelp
-// for -h and a *usageError for anything else that is wrong.
+// for -h and a *cli.UsageError for anything else that is wrong.
 func parseArgs(args []string) (config, error) {
 	var cfg config
 	fs := newFlagSet(&cfg)
@@ -144,7 +139,7 @@ func parseArgs(args []string) (config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
 		}
-		return cfg, &usageError{err.Error() + " (mfsolve -h for help)"}
+		return cfg, usagef("%v (mfsolve -h for help)", err)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

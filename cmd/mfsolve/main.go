@@ -16,14 +16,15 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/linalg"
 )
 
-// Exit statuses.
+// Exit statuses, shared by dpmf's commands.
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK      = cli.ExitOK
+	exitFailure = cli.ExitFailure
+	exitUsage   = cli.ExitUsage
 )
 
 // env is what run takes from its surroundings, so tests can replace it.
@@ -50,19 +51,13 @@ func main() {
 	code := run(ctx, os.Args[1:], env{
 		stdout:          os.Stdout,
 		stderr:          os.Stderr,
-		progress:        isTerminal(os.Stderr),
+		progress:        cli.IsTerminal(os.Stderr),
 		progressDelay:   500 * time.Millisecond,
 		memAvailable:    memAvailable,
 		defaultCacheDir: factorize.DefaultCacheDir,
 	})
 	stop()
 	os.Exit(code)
-}
-
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // run is mfsolve with its arguments and surroundings; it returns the exit
@@ -81,17 +76,8 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	// The program name replaces the package prefix of library errors.
 	msg := strings.TrimPrefix(err.Error(), "factorize: ")
-	fmt.Fprintf(e.stderr, "mfsolve: %s\n", oneLine(msg))
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return exitUsage
-	}
-	return exitFailure
-}
-
-// oneLine joins the lines of a message, so every error is one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	fmt.Fprintf(e.stderr, "mfsolve: %s\n", cli.OneLine(msg))
+	return cli.ExitCode(err)
 }
 
 // solve does the work of a parsed command line.

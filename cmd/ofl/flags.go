@@ -12,16 +12,11 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
-// usageError is an error in the command line (exit status 2).
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
-}
+// usagef returns a usage error (exit status 2).
+var usagef = cli.Usagef
 
 // config is a parsed command line.
 type config struct {
@@ -143,7 +138,7 @@ func printUsage(w io.Writer) {
 }
 
 // parseArgs parses and checks the command line. Every error is a
-// *usageError, except flag.ErrHelp for -h.
+// *cli.UsageError, except flag.ErrHelp for -h.
 func parseArgs(args []string) (config, error) {
 	var c config
 	fs := newFlagSet(&c)

@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
-// Exit statuses.
+// Exit statuses, shared by dpmf's commands.
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK      = cli.ExitOK
+	exitFailure = cli.ExitFailure
+	exitUsage   = cli.ExitUsage
 )
 
 // env is what run takes from its surroundings, so tests can replace it.
@@ -37,17 +38,11 @@ func main() {
 	code := run(ctx, os.Args[1:], env{
 		stdout:     os.Stdout,
 		stderr:     os.Stderr,
-		progress:   isTerminal(os.Stderr),
+		progress:   cli.IsTerminal(os.Stderr),
 		randomSeed: cryptoSeed,
 	})
 	stop()
 	os.Exit(code)
-}
-
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // cryptoSeed returns a seed from crypto/rand.
@@ -77,11 +72,7 @@ func run(ctx context.Context, args []string, e env) int {
 		err = errors.New("interrupted; nothing written")
 	}
 	fmt.Fprintf(e.stderr, "ofl: %s\n", oneLine(err.Error()))
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return exitUsage
-	}
-	return exitFailure
+	return cli.ExitCode(err)
 }
 
 // oneLine drops the library's package prefixes and joins lines, so every
@@ -90,7 +81,7 @@ func oneLine(s string) string {
 	for _, p := range []string{"fedopt: ", "factorize: ", "mechanism: ", "accountant: "} {
 		s = strings.ReplaceAll(s, p, "")
 	}
-	return strings.Join(strings.Fields(s), " ")
+	return cli.OneLine(s)
 }
 
 // execute does the work of a parsed command line.

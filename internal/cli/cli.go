@@ -1,0 +1,53 @@
+// Package cli holds what dpmf's commands share: exit statuses, usage errors,
+// one-line error messages and terminal detection.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Exit statuses of every dpmf command.
+const (
+	ExitOK      = 0 // success
+	ExitFailure = 1 // a runtime error
+	ExitUsage   = 2 // a bad command line
+)
+
+// UsageError is a bad command line: exit status ExitUsage.
+type UsageError struct{ Msg string }
+
+// Error implements error.
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a *UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &UsageError{fmt.Sprintf(format, args...)}
+}
+
+// ExitCode returns the exit status for err: ExitOK for nil, ExitUsage for a
+// *UsageError (possibly wrapped), ExitFailure otherwise.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue):
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// OneLine joins the lines and runs of white space of a message, so that
+// every error a command prints is one line.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// IsTerminal reports whether f is a character device (a terminal).
+func IsTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
