@@ -151,6 +151,12 @@ func fixedPoint(ctx context.Context, ev evaluator, n int, opt Options) (*solutio
 	g := make([]float64, n)
 	best := &solution{lower: math.Inf(-1), upper: math.Inf(1), vUpper: make([]float64, n)}
 	acc := newAnderson(n, 6)
+	// The gap must halve at least once every stallWindow iterations; when
+	// it does not, rounding in the evaluation of phi has taken over (the
+	// dense path on an ill-conditioned workload), and iterating longer
+	// would not certify a smaller gap.
+	const stallWindow = 150
+	stallGap, stallIter := math.Inf(1), 0
 	for it := 1; it <= opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -188,6 +194,17 @@ func fixedPoint(ctx context.Context, ev evaluator, n int, opt Options) (*solutio
 		}
 		if best.lower > 0 && best.gap <= opt.Tol {
 			return best, nil
+		}
+		// The bounds carry the evaluation's relative error eps, so the gap
+		// cannot fall below about 3 eps: once it is near that floor and the
+		// floor is above the target, say so instead of iterating on.
+		if floor := 3 * eps; floor > opt.Tol && best.gap < 10*floor {
+			return nil, &NotConvergedError{Iter: it, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower, Stalled: true, Floor: floor}
+		}
+		if best.gap <= stallGap/2 {
+			stallGap, stallIter = best.gap, it
+		} else if it-stallIter >= stallWindow {
+			return nil, &NotConvergedError{Iter: it, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower, Stalled: true}
 		}
 		for i, p := range ph {
 			g[i] = math.Log(p)

@@ -92,15 +92,31 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// NotConvergedError is returned by [Optimal] when the iteration limit is
-// reached before the duality gap is certified.
+// NotConvergedError is returned by [Optimal] when the duality gap is not
+// certified: the iteration limit was reached, or the gap stopped shrinking
+// (it did not halve in 150 iterations), which happens when rounding in a
+// dense evaluation of an ill-conditioned workload dominates the gap.
 type NotConvergedError struct {
-	Iter      int
-	Gap, Tol  float64
+	// Iter is the number of iterations done.
+	Iter int
+	// Gap is the best certified relative gap reached; Tol the target.
+	Gap, Tol float64
+	// LastLower is the best lower bound on the optimal loss.
 	LastLower float64
+	// Stalled reports that the gap stopped shrinking before the limit.
+	Stalled bool
+	// Floor, when positive, is the smallest gap the evaluation's rounding
+	// allows on this workload (about three times its relative error).
+	Floor float64
 }
 
 // Error implements error.
 func (e *NotConvergedError) Error() string {
+	if e.Floor > 0 {
+		return fmt.Sprintf("factorize: optimal factorization certified only to a gap of %.3g after %d iterations, want <= %.3g: rounding in the dense evaluation limits the certificate for this workload to about %.1g (use a tolerance of at least %.0e, or a workload with a banded inverse)", e.Gap, e.Iter, e.Tol, e.Floor, 3*e.Floor)
+	}
+	if e.Stalled {
+		return fmt.Sprintf("factorize: optimal factorization stalled at a certified gap of %.3g after %d iterations, want <= %.3g: rounding in the dense evaluation limits the certificate for this workload (use a tolerance of about %.0e, or a workload with a banded inverse)", e.Gap, e.Iter, e.Tol, 10*e.Gap)
+	}
 	return fmt.Sprintf("factorize: optimal factorization not certified after %d iterations: gap %.3g, want <= %.3g (raise the iteration limit or the tolerance)", e.Iter, e.Gap, e.Tol)
 }

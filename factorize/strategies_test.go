@@ -176,6 +176,37 @@ func TestWeightedPrefixMatrix(t *testing.T) {
 	assert.ErrorContains(t, err, "weight 1")
 }
 
+// A dense matrix whose inverse is banded is detected, so the optimal
+// solver takes the structured path, and its loss matches the structured
+// workload it came from.
+func TestNewWorkloadDetectsBandedInverse(t *testing.T) {
+	weights := make([]float64, 40)
+	for i := range weights {
+		weights[i] = 1 / math.Sqrt(1+float64(i)/10)
+	}
+	wp, err := WeightedPrefix(weights)
+	require.NoError(t, err)
+	mom, err := Momentum(40, 0.8)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		src   *Workload
+		bands int
+	}{{wp, 1}, {mom, 2}} {
+		w, err := NewWorkload(mat.DenseCopyOf(tc.src.Matrix()))
+		require.NoError(t, err)
+		inv, ok := w.InverseBand()
+		require.True(t, ok, tc.src.Name())
+		_, k, _ := inv.TriBand()
+		assert.Equal(t, tc.bands, k)
+		want, err := Optimal(context.Background(), tc.src, Options{LossOnly: true})
+		require.NoError(t, err)
+		got, err := Optimal(context.Background(), w, Options{Method: Structured})
+		require.NoError(t, err)
+		assert.InEpsilon(t, want.Metrics.Loss, got.Metrics.Loss, 1e-9)
+		assert.Less(t, got.Residual(), 1e-10)
+	}
+}
+
 // Momentum's dense matrix has the closed form (1 - beta^{i-j+1}) / (1 - beta).
 func TestMomentumMatrix(t *testing.T) {
 	beta := 0.7
