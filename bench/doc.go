@@ -6,11 +6,11 @@
 // The factorization benchmarks (factorize_bench_test.go) time every strategy
 // of package factorize on the prefix-sum workload against the number of
 // rounds R, report allocations and, for the optimal strategy, the number of
-// fixed-point iterations (each one a matrix square root):
+// fixed-point iterations and the certified gap relative to its target:
 //
 //	go test -run '^$' -bench . ./bench/
 //
-// BenchmarkPlainDense at R = 800 takes many minutes and runs only with
+// BenchmarkPlainDense at R = 800 takes minutes and runs only with
 // DPMF_LONG=1 (and a longer -timeout).
 //
 // # Reference

@@ -20,12 +20,24 @@ var (
 	generalSizes  = []int{200, 400, 800}
 )
 
+// generalTol is the certified gap asked of the general (dense) path, and of
+// the plain reference compared with it, at r rounds: 1e-10, except at
+// R = 800, where rounding in the dense evaluation limits what the general
+// path can certify on the prefix-sum workload to about 2e-10 (it returns a
+// *factorize.NotConvergedError saying so), so 1e-9 there.
+func generalTol(r int) float64 {
+	if r >= 800 {
+		return 1e-9
+	}
+	return 1e-10
+}
+
 // notImplemented reports whether err says that a strategy is not written yet.
 func notImplemented(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "not implemented")
 }
 
-// reportSolver adds the solver's iterations (matrix square roots) and its
+// reportSolver adds the solver's fixed-point iterations and its
 // certified gap relative to the target tol (at most 1 when certified) to
 // the benchmark's output. Closed forms report 0 for both.
 func reportSolver(b *testing.B, iters int, gap, tol float64) {
@@ -94,8 +106,9 @@ func BenchmarkOptimalLossOnly(b *testing.B) {
 }
 
 // BenchmarkOptimalGeneral times the general (dense) path of the optimal
-// solver, the one taken by any workload read from a file, on the prefix-sum
-// workload: loss only, gap 1e-10.
+// solver, the one taken by a workload file whose inverse is not banded, on
+// the prefix-sum workload: loss only, gap generalTol. Each of its iterations
+// takes two dense square roots (the second bounds the rounding error).
 func BenchmarkOptimalGeneral(b *testing.B) {
 	ctx := context.Background()
 	for _, r := range generalSizes {
@@ -104,7 +117,7 @@ func BenchmarkOptimalGeneral(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			opt := factorize.Options{LossOnly: true, Method: factorize.Dense, Tol: factorize.DefaultTol}
+			opt := factorize.Options{LossOnly: true, Method: factorize.Dense, Tol: generalTol(r)}
 			b.ReportAllocs()
 			var f *factorize.Factorization
 			for b.Loop() {
@@ -118,12 +131,13 @@ func BenchmarkOptimalGeneral(b *testing.B) {
 }
 
 // BenchmarkPlainDense times the reference: the plain dense fixed point with
-// one gonum eigendecomposition per iteration, gap 1e-10. R = 800 takes many
-// minutes and runs only with DPMF_LONG=1 (use a -timeout above 10m).
+// one gonum eigendecomposition per iteration, at the gap of
+// BenchmarkOptimalGeneral. R = 800 takes minutes and runs only with
+// DPMF_LONG=1 (use a -timeout above 10m).
 func BenchmarkPlainDense(b *testing.B) {
 	ctx := context.Background()
-	const tol = 1e-10
 	for _, r := range generalSizes {
+		tol := generalTol(r)
 		b.Run("R="+strconv.Itoa(r), func(b *testing.B) {
 			if r > 400 && os.Getenv("DPMF_LONG") == "" {
 				b.Skip("set DPMF_LONG=1 (and -timeout 60m) for R > 400")

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -25,30 +27,87 @@ type cliResult struct {
 
 // cliRun is one run of mfsolve as a subprocess.
 type cliRun struct {
-	Seconds float64 // wall time of the process, start to exit
+	Seconds float64 // wall time of the process, start to exit (as the launcher saw it)
 	MaxRSS  int64   // peak resident set size in bytes
 	Out     cliResult
 }
 
-// runCLI runs bin with args in dir and parses its JSON output.
-func runCLI(ctx context.Context, dir, bin string, args []string) (cliRun, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+// spawnEnv, when set in this program's environment, makes it a launcher
+// (see spawn) that writes its report to the file the variable names.
+const spawnEnv = "DPMF_SCALING_SPAWN_REPORT"
+
+// spawnReport is what the launcher measures of the command it runs.
+type spawnReport struct {
+	Seconds float64 `json:"seconds"`
+	MaxRSS  int64   `json:"max_rss"` // bytes
+}
+
+// spawn runs args as a command with this process's standard streams, writes
+// its wall time and peak resident set size to reportPath and returns its
+// exit status.
+//
+// Why a launcher: Go starts a child with vfork, and Linux folds the peak RSS
+// of the address space that the child replaces at exec into the child's
+// ru_maxrss. Started from this (large) process, every child would report at
+// least this process's own peak; started from a fresh small launcher it
+// reports its own.
+func spawn(args []string, reportPath string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "scaling: launcher: no command")
+		return 2
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	start := time.Now()
 	err := cmd.Run()
-	secs := time.Since(start).Seconds()
-	if err != nil {
-		return cliRun{}, fmt.Errorf("mfsolve %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	rep := spawnReport{Seconds: time.Since(start).Seconds()}
+	if cmd.ProcessState == nil {
+		fmt.Fprintf(os.Stderr, "scaling: launcher: %v\n", err)
+		return 1
 	}
-	var r cliRun
-	r.Seconds = secs
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+		rep.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	b, _ := json.Marshal(rep)
+	if werr := os.WriteFile(reportPath, b, 0o644); werr != nil {
+		fmt.Fprintf(os.Stderr, "scaling: launcher: %v\n", werr)
+		return 1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// runCLI runs bin with args in dir, through a launcher (see spawn), and
+// parses its JSON output. When the command fails, the error carries its
+// stderr and the result still holds its time and peak RSS if the launcher
+// reported them.
+func runCLI(ctx context.Context, dir, bin string, args []string) (cliRun, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return cliRun{}, err
+	}
+	reportPath := filepath.Join(dir, "spawn-report.json")
+	os.Remove(reportPath)
+	cmd := exec.CommandContext(ctx, self, append([]string{bin}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), spawnEnv+"="+reportPath)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var r cliRun
+	if b, err := os.ReadFile(reportPath); err == nil {
+		var rep spawnReport
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return r, fmt.Errorf("launcher report %s: %v", reportPath, err)
+		}
+		r.Seconds, r.MaxRSS = rep.Seconds, rep.MaxRSS
+	} else if runErr == nil {
+		return r, fmt.Errorf("mfsolve %s: no launcher report: %v", strings.Join(args, " "), err)
+	}
+	if runErr != nil {
+		return r, fmt.Errorf("%v: %s", runErr, strings.TrimSpace(stderr.String()))
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &r.Out); err != nil {
-		return cliRun{}, fmt.Errorf("mfsolve %s: output %q is not the JSON summary: %v", strings.Join(args, " "), stdout.String(), err)
+		return r, fmt.Errorf("output %q is not the JSON summary: %v", stdout.String(), err)
 	}
 	return r, nil
 }
@@ -56,13 +115,14 @@ func runCLI(ctx context.Context, dir, bin string, args []string) (cliRun, error)
 // cliMeasurement is the median of several runs of one mfsolve command.
 type cliMeasurement struct {
 	Runs    int
-	Seconds float64 // median wall time
+	Seconds float64 // median wall time (of the failed run after an error)
 	MaxRSS  int64   // largest peak RSS over the runs
 	Last    cliResult
 }
 
 // measureCLI runs the command reps times (fewer when slow, see runsAfter);
-// before, if not nil, runs (untimed) before each run.
+// before, if not nil, runs (untimed) before each run. It stops at the first
+// failed run and returns its error, with that run's time.
 func measureCLI(ctx context.Context, dir, bin string, args []string, reps int, before func() error) (cliMeasurement, error) {
 	var m cliMeasurement
 	var secs []float64
@@ -75,7 +135,7 @@ func measureCLI(ctx context.Context, dir, bin string, args []string, reps int, b
 		}
 		r, err := runCLI(ctx, dir, bin, args)
 		if err != nil {
-			return m, err
+			return cliMeasurement{Runs: 1, Seconds: r.Seconds, MaxRSS: r.MaxRSS}, err
 		}
 		secs = append(secs, r.Seconds)
 		m.MaxRSS = max(m.MaxRSS, r.MaxRSS)

@@ -10,11 +10,12 @@
 //	go run ./bench/scaling -out docs/scaling.md [-svg FILE] [-quick] [-reps 5]
 //
 // It must run inside the dpmf module: it builds cmd/mfsolve and times the
-// binary as a subprocess for the end-to-end targets. Every time quoted is the
-// median of -reps runs, fewer for slow computations (at most 3 above 10 s,
-// one above 60 s); the report gives the number of runs of each. The full run
-// takes about half an hour, most of it the plain dense fixed point at R = 800;
-// -quick leaves that one out.
+// binary as a subprocess for the end-to-end targets (through a copy of
+// itself as launcher, so that each subprocess's peak RSS is its own). Every
+// time quoted is the median of -reps runs, fewer for slow computations (at
+// most 3 above 10 s, one above 60 s); the report gives the number of runs of
+// each. The full run takes about 20 minutes on a 2-core machine, a quarter
+// of it the plain dense fixed point at R = 800, which -quick leaves out.
 package main
 
 import (
@@ -38,6 +39,9 @@ type config struct {
 }
 
 func main() {
+	if report := os.Getenv(spawnEnv); report != "" {
+		os.Exit(spawn(os.Args[1:], report))
+	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

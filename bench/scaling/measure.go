@@ -24,6 +24,9 @@ type outcome struct {
 type measurement struct {
 	R    int
 	Runs int
+	// Tol is the certified gap asked for, set by the caller (0 for closed
+	// forms).
+	Tol float64
 	// Seconds, Alloc and Peak are medians: wall time, bytes allocated
 	// (runtime.MemStats.TotalAlloc) and the peak of the heap's live and
 	// unswept objects above its level at the start, sampled every 5 ms.

@@ -2,20 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/bench"
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/linalg"
 )
 
 // Sizes of the measurements.
@@ -31,11 +29,18 @@ const (
 	tolLarge = 1e-8                 // at R = 100,000
 	// slowLimit: a strategy whose median exceeds it is not run at larger R.
 	slowLimit = 120.0
-	// generalR is the order of the workload file of the general-path target.
-	generalR = 1000
+	// weightedR is the order of the weighted workload on which the general
+	// and the structured path are compared in this process.
+	weightedR = 400
 )
 
-// tolFor returns the certified gap asked for at R rounds.
+// generalTols are the tolerances tried in turn on the general (dense)
+// path: it stops early, with an error, when rounding in its evaluation
+// puts the requested gap out of reach (see factorize.NotConvergedError).
+var generalTols = []float64{1e-10, 1e-9, 1e-8}
+
+// tolFor returns the certified gap asked for of the structured path at R
+// rounds.
 func tolFor(r int) float64 {
 	if r >= 100000 {
 		return tolLarge
@@ -59,26 +64,12 @@ type results struct {
 	plainSizes []int                    // where the reference runs
 	notes      []string                 // what was skipped and why
 
-	// The general-path target: a weighted prefix-sum workload of order
-	// generalR read from a file (the general path), and the same workload
-	// built with factorize.WeightedPrefix (the structured path).
-	weightedCLI    cliMeasurement
-	weightedStruct measurement
+	// The weighted prefix-sum workload of order weightedR by the general
+	// and by the structured path.
+	weightedGeneral, weightedStruct measurement
 
 	cli []cliTarget
 }
-
-// cliTarget is one end-to-end target of the issue, run as a subprocess.
-type cliTarget struct {
-	Name    string
-	Command string // as shown in the report, with $TMP for the temporary directory
-	Limit   float64
-	M       cliMeasurement
-	Checks  []string // failed checks other than time; empty when all hold
-}
-
-// pass reports whether the target is met.
-func (t cliTarget) pass() bool { return t.M.Seconds <= t.Limit && len(t.Checks) == 0 }
 
 // logf prints a progress line.
 func logf(w io.Writer, format string, args ...any) {
@@ -104,7 +95,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := res.runCLI(ctx, tmp, log); err != nil {
+	if err := res.runTargets(ctx, tmp, log); err != nil {
 		return err
 	}
 	if err := res.runLibrary(ctx, log); err != nil {
@@ -128,173 +119,6 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	return nil
 }
 
-// moduleRoot returns the directory of the go.mod of the current module.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %v", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside a Go module; run from the dpmf checkout")
-	}
-	return filepath.Dir(gomod), nil
-}
-
-// runCLI builds mfsolve and times the end-to-end targets.
-func (res *results) runCLI(ctx context.Context, tmp string, log io.Writer) error {
-	root, err := moduleRoot()
-	if err != nil {
-		return err
-	}
-	bin := filepath.Join(tmp, "mfsolve")
-	logf(log, "go build -o %s ./cmd/mfsolve", bin)
-	start := time.Now()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mfsolve")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/mfsolve: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	res.buildSecs = time.Since(start).Seconds()
-
-	bPath := filepath.Join(tmp, "B.npy")
-	cacheDir := filepath.Join(tmp, "cache")
-	// checkB verifies that B.npy was written with r x r entries.
-	checkB := func(r int) []string {
-		a, err := linalg.LoadNPY(bPath)
-		if err != nil {
-			return []string{fmt.Sprintf("B.npy not readable: %v", err)}
-		}
-		if len(a.Shape) != 2 || a.Shape[0] != r || a.Shape[1] != r {
-			return []string{fmt.Sprintf("B.npy has shape %v, want [%d %d]", a.Shape, r, r)}
-		}
-		return nil
-	}
-	removeB := func() error {
-		if err := os.Remove(bPath); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		return nil
-	}
-	checkGap := func(c cliResult, want float64) []string {
-		if !(c.Gap <= want) || c.Gap <= 0 {
-			return []string{fmt.Sprintf("gap %.2g, want in (0, %g]", c.Gap, want)}
-		}
-		return nil
-	}
-
-	// Cold runs with dense output.
-	for _, tc := range []struct {
-		r     int
-		limit float64
-	}{{800, 1}, {4000, 30}} {
-		logf(log, "mfsolve -R %d -o B.npy -no-cache", tc.r)
-		args := []string{"-R", fmt.Sprint(tc.r), "-o", bPath, "-no-cache", "-json"}
-		m, err := measureCLI(ctx, tmp, bin, args, res.cfg.reps, removeB)
-		if err != nil {
-			return err
-		}
-		t := cliTarget{
-			Name:    fmt.Sprintf("R = %d, B written, cold (gap <= 1e-10)", tc.r),
-			Command: fmt.Sprintf("mfsolve -R %d -o $TMP/B.npy -no-cache -json", tc.r),
-			Limit:   tc.limit, M: m,
-		}
-		t.Checks = append(checkGap(m.Last, tol), checkB(tc.r)...)
-		res.cli = append(res.cli, t)
-	}
-
-	// Loss only, O(R) memory: R = 10,000 for comparison of the peak RSS, and
-	// the target at R = 100,000.
-	for _, r := range []int{10000, 100000} {
-		logf(log, "mfsolve -R %d -loss-only -json -no-cache -tol %g", r, tolFor(r))
-		args := []string{"-R", fmt.Sprint(r), "-loss-only", "-json", "-tol", fmt.Sprint(tolFor(r)), "-no-cache"}
-		m, err := measureCLI(ctx, tmp, bin, args, min(res.cfg.reps, 3), nil)
-		if err != nil {
-			return err
-		}
-		t := cliTarget{
-			Name:    fmt.Sprintf("R = %d, loss only, cold (gap <= %g, O(R) memory)", r, tolFor(r)),
-			Command: strings.Join(append([]string{"mfsolve"}, args...), " "),
-			Limit:   60, M: m,
-		}
-		t.Checks = checkGap(m.Last, tolFor(r))
-		if m.Last.FrobBSq != m.Last.Loss {
-			t.Checks = append(t.Checks, fmt.Sprintf("frob_B_sq %v != loss %v", m.Last.FrobBSq, m.Last.Loss))
-		}
-		// O(R) memory, with a stated constant: at most 1000 float64 per
-		// round. One dense R x R matrix would be 8 R^2 bytes.
-		if limit := int64(8 * 1000 * r); m.MaxRSS > limit {
-			t.Checks = append(t.Checks, fmt.Sprintf("peak RSS %s > %s (1000 float64 per round)", mb(float64(m.MaxRSS)), mb(float64(limit))))
-		}
-		res.cli = append(res.cli, t)
-	}
-
-	// Warm cache hit: fill the cache once, then time the loads.
-	logf(log, "mfsolve -R 800 -o B.npy -cache DIR (warm)")
-	warmArgs := []string{"-R", "800", "-o", bPath, "-cache", cacheDir, "-json"}
-	if _, err := runCLI(ctx, tmp, bin, warmArgs); err != nil {
-		return err
-	}
-	m, err := measureCLI(ctx, tmp, bin, warmArgs, res.cfg.reps, removeB)
-	if err != nil {
-		return err
-	}
-	t := cliTarget{
-		Name:    "R = 800, B written, warm cache hit",
-		Command: "mfsolve -R 800 -o $TMP/B.npy -cache $TMP/cache -json (after one run that fills the cache)",
-		Limit:   0.2, M: m,
-	}
-	if !m.Last.Cached {
-		t.Checks = append(t.Checks, "not served from the cache (cached=false)")
-	}
-	t.Checks = append(t.Checks, checkB(800)...)
-	res.cli = append(res.cli, t)
-
-	// The general path: a workload file, which mfsolve cannot recognise as
-	// structured.
-	wPath := filepath.Join(tmp, "weighted1000.npy")
-	weights := decayingWeights(generalR)
-	if err := linalg.SaveNPY(wPath, []int{generalR, generalR}, weightedPrefixMatrix(weights)); err != nil {
-		return err
-	}
-	logf(log, "mfsolve -workload weighted1000.npy -R %d -loss-only -json -no-cache", generalR)
-	args := []string{"-workload", wPath, "-R", fmt.Sprint(generalR), "-loss-only", "-json", "-no-cache"}
-	m, err = measureCLI(ctx, tmp, bin, args, min(res.cfg.reps, 3), nil)
-	if err != nil {
-		return err
-	}
-	res.weightedCLI = m
-	t = cliTarget{
-		Name:    fmt.Sprintf("general path, R = %d workload file, pure Go (gap <= 1e-10)", generalR),
-		Command: fmt.Sprintf("mfsolve -workload $TMP/weighted%d.npy -R %d -loss-only -json -no-cache", generalR, generalR),
-		Limit:   120, M: m,
-	}
-	t.Checks = checkGap(m.Last, tol)
-	res.cli = append(res.cli, t)
-	return nil
-}
-
-// decayingWeights returns the step sizes 1/sqrt(1 + j/100), j = 0..r-1: a
-// decaying learning-rate schedule.
-func decayingWeights(r int) []float64 {
-	w := make([]float64, r)
-	for j := range w {
-		w[j] = 1 / math.Sqrt(1+float64(j)/100)
-	}
-	return w
-}
-
-// weightedPrefixMatrix returns the row-major r x r matrix A[i][j] = w[j] for
-// j <= i, 0 above the diagonal.
-func weightedPrefixMatrix(w []float64) []float64 {
-	r := len(w)
-	a := make([]float64, r*r)
-	for i := 0; i < r; i++ {
-		copy(a[i*r:i*r+i+1], w[:i+1])
-	}
-	return a
-}
-
 // prefixMatrix returns the r x r prefix-sum matrix, built here and not by
 // package factorize, for the reference.
 func prefixMatrix(r int) *mat.TriDense {
@@ -307,18 +131,56 @@ func prefixMatrix(r int) *mat.TriDense {
 	return a
 }
 
+// decayingWeights returns the step sizes 1/sqrt(1 + j/100), j = 0..r-1: a
+// decaying learning-rate schedule.
+func decayingWeights(r int) []float64 {
+	w := make([]float64, r)
+	for j := range w {
+		w[j] = 1 / math.Sqrt(1+float64(j)/100)
+	}
+	return w
+}
+
+// optimalRun returns a measured computation of the optimal loss.
+func optimalRun(ctx context.Context, w *factorize.Workload, opt factorize.Options) func() (outcome, error) {
+	return func() (outcome, error) {
+		f, err := factorize.Optimal(ctx, w, opt)
+		if err != nil {
+			return outcome{}, err
+		}
+		return outcome{Iters: f.Iterations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
+	}
+}
+
+// roundingLimited reports whether err says that the dense path cannot
+// certify the requested gap because of rounding.
+func roundingLimited(err error) bool {
+	var nc *factorize.NotConvergedError
+	return errors.As(err, &nc) && (nc.Stalled || nc.Floor > 0)
+}
+
+// measureGeneral measures the general path's optimal loss of w at the
+// smallest tolerance of generalTols that it can certify, and notes the
+// tolerances it could not.
+func (res *results) measureGeneral(ctx context.Context, what string, w *factorize.Workload) (measurement, error) {
+	for _, t := range generalTols {
+		m, err := measure(w.R(), res.cfg.reps, optimalRun(ctx, w, factorize.Options{LossOnly: true, Tol: t, Method: factorize.Dense}))
+		if roundingLimited(err) {
+			res.notes = append(res.notes, fmt.Sprintf("General path, %s, R = %d: gap %g not certifiable, measured at %g instead (%v).", what, w.R(), t, 10*t, err))
+			continue
+		}
+		if err != nil {
+			return m, fmt.Errorf("general path, %s, R = %d: %v", what, w.R(), err)
+		}
+		m.Tol = t
+		return m, nil
+	}
+	return measurement{}, fmt.Errorf("general path, %s, R = %d: no gap in %v could be certified", what, w.R(), generalTols)
+}
+
 // runLibrary times the strategies in this process.
 func (res *results) runLibrary(ctx context.Context, log io.Writer) error {
 	reps := res.cfg.reps
-	solve := func(w *factorize.Workload, opt factorize.Options) func() (outcome, error) {
-		return func() (outcome, error) {
-			f, err := factorize.Optimal(ctx, w, opt)
-			if err != nil {
-				return outcome{}, err
-			}
-			return outcome{Iters: f.Iterations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
-		}
-	}
 
 	// Every strategy with dense output.
 	small, err := factorize.Prefix(8)
@@ -347,6 +209,9 @@ func (res *results) runLibrary(ctx context.Context, log io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("strategy %s, R = %d: %v", s, r, err)
 			}
+			if m.Out.Iters > 0 {
+				m.Tol = tol
+			}
 			res.dense[s] = append(res.dense[s], m)
 			if m.Seconds > slowLimit && r != denseSizes[len(denseSizes)-1] {
 				res.notes = append(res.notes, fmt.Sprintf("strategy %s took %.0f s at R = %d and was not run at larger R.", s, m.Seconds, r))
@@ -362,19 +227,12 @@ func (res *results) runLibrary(ctx context.Context, log io.Writer) error {
 		if err != nil {
 			return err
 		}
-		m, err := measure(r, reps, solve(w, factorize.Options{LossOnly: true, Tol: tolFor(r), Method: factorize.Structured}))
+		m, err := measure(r, reps, optimalRun(ctx, w, factorize.Options{LossOnly: true, Tol: tolFor(r), Method: factorize.Structured}))
 		if err != nil {
 			return fmt.Errorf("optimal loss only, R = %d: %v", r, err)
 		}
+		m.Tol = tolFor(r)
 		res.lossOnly = append(res.lossOnly, m)
-	}
-	wWeighted, err := factorize.WeightedPrefix(decayingWeights(generalR))
-	if err != nil {
-		return err
-	}
-	logf(log, "optimal loss only, weighted R=%d", generalR)
-	if res.weightedStruct, err = measure(generalR, reps, solve(wWeighted, factorize.Options{LossOnly: true, Tol: tol, Method: factorize.Structured})); err != nil {
-		return fmt.Errorf("weighted workload, structured: %v", err)
 	}
 
 	// The general path on the prefix-sum workload.
@@ -384,24 +242,44 @@ func (res *results) runLibrary(ctx context.Context, log io.Writer) error {
 		if err != nil {
 			return err
 		}
-		m, err := measure(r, reps, solve(w, factorize.Options{LossOnly: true, Tol: tol, Method: factorize.Dense}))
+		m, err := res.measureGeneral(ctx, "prefix sums", w)
 		if err != nil {
-			return fmt.Errorf("optimal general, R = %d: %v", r, err)
+			return err
 		}
 		res.general = append(res.general, m)
 	}
 
-	// The reference.
+	// Both paths on a weighted prefix-sum workload.
+	logf(log, "optimal, weighted workload R=%d, structured and general", weightedR)
+	wWeighted, err := factorize.WeightedPrefix(decayingWeights(weightedR))
+	if err != nil {
+		return err
+	}
+	if res.weightedStruct, err = measure(weightedR, reps, optimalRun(ctx, wWeighted, factorize.Options{LossOnly: true, Tol: tol, Method: factorize.Structured})); err != nil {
+		return fmt.Errorf("weighted workload, structured path: %v", err)
+	}
+	res.weightedStruct.Tol = tol
+	if res.weightedGeneral, err = res.measureGeneral(ctx, "weighted prefix sums", wWeighted); err != nil {
+		return err
+	}
+
+	// The reference, at the tolerance the general path certified at the same
+	// R, so that the two are compared at equal gaps.
 	for _, r := range res.plainSizes {
-		logf(log, "plain dense fixed point R=%d", r)
+		t := tol
+		if g, ok := find(res.general, r); ok {
+			t = g.Tol
+		}
+		logf(log, "plain dense fixed point R=%d tol=%g", r, t)
 		a := prefixMatrix(r)
 		m, err := measure(r, reps, func() (outcome, error) {
-			p, err := bench.PlainDense(ctx, a, tol, 100000)
+			p, err := bench.PlainDense(ctx, a, t, 100000)
 			return outcome{Iters: p.Iterations, Gap: p.Gap, Loss: p.Loss}, err
 		})
 		if err != nil {
 			return fmt.Errorf("plain dense, R = %d: %v", r, err)
 		}
+		m.Tol = t
 		res.plain = append(res.plain, m)
 	}
 	return nil

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -150,8 +154,8 @@ func TestVerdicts(t *testing.T) {
 	res := &results{
 		dense:    map[string][]measurement{opt: {{R: 200, Out: outcome{Loss: 100, Iters: 5, Gap: 1e-11}}}},
 		lossOnly: []measurement{{R: 200, Runs: 1, Out: outcome{Loss: 100 * (1 + 5e-10), Iters: 5, Gap: 1e-11}}},
-		general:  []measurement{{R: 200, Runs: 1, Out: outcome{Loss: 100 * (1 + 2e-9), Iters: 10, Gap: 1e-11}}},
-		plain:    []measurement{{R: 200, Runs: 1, Out: outcome{Loss: 100, Iters: 25, Gap: 1e-11}}},
+		general:  []measurement{{R: 200, Runs: 1, Tol: 1e-9, Out: outcome{Loss: 100 * (1 + 2e-9), Iters: 10, Gap: 1e-11}}},
+		plain:    []measurement{{R: 200, Runs: 1, Tol: 1e-9, Out: outcome{Loss: 100, Iters: 25, Gap: 1e-11}}},
 		cli: []cliTarget{
 			{Name: "fast", Limit: 1, M: cliMeasurement{Seconds: 0.5, Runs: 1}},
 			{Name: "slow", Limit: 1, M: cliMeasurement{Seconds: 1.5, Runs: 1}},
@@ -169,15 +173,15 @@ func TestVerdicts(t *testing.T) {
 	}
 	md := res.markdown("scaling.svg")
 	for _, want := range []string{
-		"| 200 | 0 µs | 25 | 0 µs | 10 |", // side by side, iterations
-		"25 / 10 = 2.5x",                     // fewer than 3 times fewer roots
+		"| 200 | 1e-09, 1e-09 | 0 µs | 25 | 0 µs | 10 |", // side by side
+		"R = 200 (gap 1e-09): 25 / (2 x 10) = 1.2x",      // 2 square roots per general iteration
 		"![Factorization time against R, log-log](scaling.svg)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	// FAIL: targets slow and wrong; the square-root ratio 2.5; the
+	// FAIL: targets slow and wrong; the square-root ratio 1.25; the
 	// certificates ([100(1+2e-9-1e-11), 100(1+2e-9)] misses the plain
 	// [100(1-1e-11), 100]); agreement overall; and the rows general against
 	// structured loss only (1.5e-9) and against structured B and C (2e-9).
@@ -201,5 +205,101 @@ func TestParseFlags(t *testing.T) {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+func TestSpawn(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "report.json")
+	if code := spawn([]string{"true"}, report); code != 0 {
+		t.Fatalf("spawn true: exit status %d, want 0", code)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep spawnReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Seconds <= 0 || rep.MaxRSS <= 0 {
+		t.Errorf("report %+v, want positive time and RSS", rep)
+	}
+	if code := spawn([]string{"false"}, report); code != 1 {
+		t.Errorf("spawn false: exit status %d, want 1", code)
+	}
+	if code := spawn([]string{filepath.Join(t.TempDir(), "missing")}, report); code == 0 {
+		t.Error("spawn of a missing program: exit status 0")
+	}
+}
+
+// TestMain lets the test binary act as the launcher of runCLI, as the
+// command does.
+func TestMain(m *testing.M) {
+	if report := os.Getenv(spawnEnv); report != "" {
+		os.Exit(spawn(os.Args[1:], report))
+	}
+	os.Exit(m.Run())
+}
+
+// ballast keeps a large heap alive during TestRunCLIPeakRSS.
+var ballast []byte
+
+// TestRunCLIPeakRSS checks that the peak RSS reported for a child is its own
+// and not that of this (large) process: a shell that prints one line needs a
+// few MB, far less than the 256 MB this process holds.
+func TestRunCLIPeakRSS(t *testing.T) {
+	ballast = make([]byte, 256<<20)
+	for i := range ballast {
+		ballast[i] = 1
+	}
+	defer func() { ballast = nil }()
+	out := `{"R":3,"strategy":"optimal","loss":4.6,"frob_B_sq":4.6,"iterations":7,"gap":1e-11,"seconds":0.1,"cached":true}`
+	r, err := runCLI(context.Background(), t.TempDir(), "/bin/sh", []string{"-c", "echo '" + out + "'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cliResult{R: 3, Strategy: "optimal", Loss: 4.6, FrobBSq: 4.6, Iterations: 7, Gap: 1e-11, Seconds: 0.1, Cached: true}
+	if r.Out != want {
+		t.Errorf("parsed %+v, want %+v", r.Out, want)
+	}
+	if r.MaxRSS <= 0 || r.MaxRSS > 64<<20 {
+		t.Errorf("child's peak RSS %d bytes, want in (0, 64 MB]", r.MaxRSS)
+	}
+	if _, err := runCLI(context.Background(), t.TempDir(), "/bin/sh", []string{"-c", "echo not json"}); err == nil {
+		t.Error("output that is not JSON: no error")
+	}
+	if _, err := runCLI(context.Background(), t.TempDir(), "/bin/sh", []string{"-c", "echo oops >&2; exit 1"}); err == nil || !strings.Contains(err.Error(), "oops") {
+		t.Errorf("failing command: error %v, want one with its stderr", err)
+	}
+}
+
+func TestAgreementLimits(t *testing.T) {
+	const opt = 6628.0
+	at := func(tol, rel float64) []measurement {
+		return []measurement{{R: 800, Runs: 1, Tol: tol, Out: outcome{Loss: opt * (1 + rel), Iters: 40, Gap: tol / 2}}}
+	}
+	res := &results{
+		dense:    map[string][]measurement{},
+		lossOnly: at(1e-10, 0),
+		general:  at(1e-9, 1.05e-9),
+		plain:    at(1e-9, 1.05e-9),
+	}
+	rows := res.agreementRows()
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2 (general and plain against structured)", len(rows))
+	}
+	for _, row := range rows {
+		// The issue's target for structured against general is 1e-9; the
+		// plain reference may differ by the sum of the gap targets, 1.1e-9.
+		wantLimit, wantPass := 1.1e-9, true
+		if row.target {
+			wantLimit, wantPass = 1e-9, false
+		}
+		if math.Abs(row.limit-wantLimit) > 1e-15 || (row.diff <= row.limit) != wantPass {
+			t.Errorf("%s: limit %.3g, difference %.3g; want limit %.3g and pass %v", row.what, row.limit, row.diff, wantLimit, wantPass)
+		}
+	}
+	if ok, _ := res.agreement(); ok {
+		t.Error("agreement passes with a structured/general difference of 1.05e-9")
 	}
 }
