@@ -30,6 +30,10 @@ type Factorization struct {
 	Metrics Metrics
 	// Iterations is the number of fixed-point iterations (0 for closed forms).
 	Iterations int
+	// Evaluations is the number of matrix square roots the solver took:
+	// one per iteration, plus, on the dense path, one per iteration whose
+	// rounding error had to be bounded to certify the gap.
+	Evaluations int
 	// Gap is the certified relative duality gap (0 for closed forms).
 	Gap float64
 	// BLT holds the streaming parameters of a BLT factorization (nil for

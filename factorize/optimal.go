@@ -13,8 +13,12 @@ import (
 // S = A^T A.
 type evaluator interface {
 	// phi writes phi(v) into dst and returns a bound on the relative error
-	// of each entry (0 when no bound is known beyond rounding).
+	// of each entry, or NaN when a bound needs the extra work of
+	// errorBound.
 	phi(ctx context.Context, v, dst []float64) (relErr float64, err error)
+	// errorBound returns a bound on the relative error of ph = phi(v), the
+	// values its last call to phi returned for v.
+	errorBound(ctx context.Context, v, ph []float64) (float64, error)
 	// root returns (D S D)^{1/2} as a row-major n x n matrix whose upper
 	// triangle (at least) is filled.
 	root(ctx context.Context, v []float64) ([]float64, error)
@@ -109,11 +113,12 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			}
 		}
 		return &Factorization{
-			Strategy:   StrategyOptimal,
-			Workload:   w,
-			Metrics:    metricsFrom(w.R(), 1, sol.upper, maxRow),
-			Iterations: sol.iter,
-			Gap:        sol.gap,
+			Strategy:    StrategyOptimal,
+			Workload:    w,
+			Metrics:     metricsFrom(w.R(), 1, sol.upper, maxRow),
+			Iterations:  sol.iter,
+			Evaluations: sol.evals,
+			Gap:         sol.gap,
 		}, nil
 	}
 	y, err := ev.root(ctx, sol.vUpper)
@@ -126,6 +131,7 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 	}
 	f := finish(StrategyOptimal, w, b, c)
 	f.Iterations = sol.iter
+	f.Evaluations = sol.evals
 	f.Gap = sol.gap
 	return f, nil
 }
@@ -133,6 +139,7 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 // solution is the result of the certified fixed-point iteration.
 type solution struct {
 	iter         int
+	evals        int // evaluations of the matrix square root
 	lower, upper float64
 	gap          float64
 	// vUpper is the multiplier vector whose primal bound is upper, and
@@ -149,7 +156,7 @@ func fixedPoint(ctx context.Context, ev evaluator, n int, opt Options) (*solutio
 	v := make([]float64, n)
 	ph := make([]float64, n)
 	g := make([]float64, n)
-	best := &solution{lower: math.Inf(-1), upper: math.Inf(1), vUpper: make([]float64, n)}
+	best := &solution{lower: math.Inf(-1), upper: math.Inf(1), gap: math.Inf(1), vUpper: make([]float64, n)}
 	acc := newAnderson(n, 6)
 	// The gap must halve at least once every stallWindow iterations; when
 	// it does not, rounding in the evaluation of phi has taken over (the
@@ -157,6 +164,11 @@ func fixedPoint(ctx context.Context, ev evaluator, n int, opt Options) (*solutio
 	// would not certify a smaller gap.
 	const stallWindow = 150
 	stallGap, stallIter := math.Inf(1), 0
+	// The rounding floor is an estimate that varies from iterate to
+	// iterate: give up on it only after floorPatience certified iterations
+	// in a row find it above the target.
+	const floorPatience = 5
+	floorHits := 0
 	for it := 1; it <= opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -168,6 +180,7 @@ func fixedPoint(ctx context.Context, ev evaluator, n int, opt Options) (*solutio
 		if err != nil {
 			return nil, err
 		}
+		best.evals++
 		tr, sumV, ratio := 0.0, 0.0, 0.0
 		for i, p := range ph {
 			if !(p > 0) || math.IsInf(p, 0) {
@@ -177,20 +190,36 @@ func fixedPoint(ctx context.Context, ev evaluator, n int, opt Options) (*solutio
 			sumV += v[i]
 			ratio = math.Max(ratio, p/v[i])
 		}
-		lower := 2*tr*(1-eps) - sumV
-		upper := tr * (1 + eps) * ratio * (1 + eps)
-		if lower > best.lower {
-			best.lower = lower
-		}
-		if upper < best.upper {
-			best.upper = upper
-			best.scale = ratio
-			copy(best.vUpper, v)
+		// gap0 is this iterate's gap without rounding bounds. Where a
+		// bound costs an extra evaluation, it is paid only when the
+		// iterate is close enough to certify.
+		gap0 := (tr*ratio - (2*tr - sumV)) / (2*tr - sumV)
+		if math.IsNaN(eps) && gap0 <= 10*opt.Tol {
+			if eps, err = ev.errorBound(ctx, v, ph); err != nil {
+				return nil, err
+			}
+			best.evals++
 		}
 		best.iter = it
-		best.gap = (best.upper - best.lower) / best.lower
+		if !math.IsNaN(eps) {
+			lower := 2*tr*(1-eps) - sumV
+			upper := tr * (1 + eps) * ratio * (1 + eps)
+			if lower > best.lower {
+				best.lower = lower
+			}
+			if upper < best.upper {
+				best.upper = upper
+				best.scale = ratio
+				copy(best.vUpper, v)
+			}
+			best.gap = (best.upper - best.lower) / best.lower
+		}
 		if opt.Progress != nil {
-			opt.Progress(Progress{Iter: it, Lower: best.lower, Upper: best.upper, Gap: best.gap, Tol: opt.Tol})
+			p := Progress{Iter: it, Lower: best.lower, Upper: best.upper, Gap: best.gap, Tol: opt.Tol}
+			if math.IsInf(best.gap, 1) || math.IsNaN(best.gap) {
+				p.Lower, p.Upper, p.Gap = 2*tr-sumV, tr*ratio, gap0
+			}
+			opt.Progress(p)
 		}
 		if best.lower > 0 && best.gap <= opt.Tol {
 			return best, nil
@@ -199,10 +228,14 @@ func fixedPoint(ctx context.Context, ev evaluator, n int, opt Options) (*solutio
 		// cannot fall below about 3 eps: once it is near that floor and the
 		// floor is above the target, say so instead of iterating on.
 		if floor := 3 * eps; floor > opt.Tol && best.gap < 10*floor {
-			return nil, &NotConvergedError{Iter: it, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower, Stalled: true, Floor: floor}
+			if floorHits++; floorHits >= floorPatience {
+				return nil, &NotConvergedError{Iter: it, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower, Stalled: true, Floor: floor}
+			}
+		} else if !math.IsNaN(eps) {
+			floorHits = 0
 		}
-		if best.gap <= stallGap/2 {
-			stallGap, stallIter = best.gap, it
+		if g := math.Min(best.gap, gap0); g <= stallGap/2 {
+			stallGap, stallIter = g, it
 		} else if it-stallIter >= stallWindow {
 			return nil, &NotConvergedError{Iter: it, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower, Stalled: true}
 		}

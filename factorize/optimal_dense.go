@@ -30,8 +30,8 @@ import (
 // M's small eigenvalues carry relative errors up to about u cond(M). The
 // evaluator reports that bound, which enters the certificate: on an
 // ill-conditioned workload the dense path cannot certify a gap below it.
-// The bound is estimated a posteriori (see phi), which doubles the cost of
-// an iteration.
+// The bound is estimated a posteriori by a second evaluation (see
+// errorBound), paid only on the iterations close enough to certify.
 type denseEvaluator struct {
 	n    int
 	s    []float64 // S = A^T A, row-major
@@ -42,7 +42,6 @@ type denseEvaluator struct {
 	y    []float64 // T^{-1/2}
 	qf   []float64 // P = Q T^{-1/2}
 	qt   []float64 // Q T
-	alt  []float64 // phi in the second ordering
 	tmp  []float64
 	tri  linalg.SymTridiag
 	tw   []float64
@@ -193,26 +192,14 @@ func (e *denseEvaluator) orderings(v []float64) (first, second []int) {
 	return first, second
 }
 
-// phi evaluates diag(M^{1/2}) in the two orderings of [orderings], returns
-// the first, and bounds its relative error by roundingFactor times the
-// largest relative difference between the two (and never less than the
-// rounding of the sums). In exact arithmetic the two agree; their
-// difference measures the rounding of the tridiagonal reduction on this
-// workload, which the worst-case bound (u ||M|| times the Frechet
-// derivative of the square root) overstates by orders of magnitude.
+// phi evaluates diag(M^{1/2}) in the first ordering of [orderings]. Its
+// error bound needs a second evaluation (errorBound), so it returns NaN.
 func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, error) {
 	n := e.n
-	if len(e.alt) != n {
-		e.alt, e.tmp = make([]float64, n), make([]float64, n)
+	if len(e.tmp) != n {
+		e.tmp = make([]float64, n)
 	}
-	first, second := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, second); err != nil {
-		return 0, err
-	}
-	e.diagRoot(e.tmp)
-	for i, p := range second {
-		e.alt[p] = e.tmp[i]
-	}
+	first, _ := e.orderings(v)
 	if _, err := e.sqrtT(ctx, v, first); err != nil {
 		return 0, err
 	}
@@ -220,9 +207,29 @@ func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, er
 	for i, p := range first {
 		dst[p] = e.tmp[i]
 	}
+	return math.NaN(), nil
+}
+
+// errorBound evaluates diag(M^{1/2}) again in the second ordering of
+// [orderings] and bounds the relative error of ph, the first, by
+// roundingFactor times the largest relative difference between the two (and
+// never less than the rounding of the sums). In exact arithmetic the two
+// agree; their difference measures the rounding of the tridiagonal reduction
+// on this workload, which the worst-case bound (u ||M|| times the Frechet
+// derivative of the square root) overstates by orders of magnitude.
+func (e *denseEvaluator) errorBound(ctx context.Context, v, ph []float64) (float64, error) {
+	n := e.n
+	if len(e.tmp) != n {
+		e.tmp = make([]float64, n)
+	}
+	_, second := e.orderings(v)
+	if _, err := e.sqrtT(ctx, v, second); err != nil {
+		return 0, err
+	}
+	e.diagRoot(e.tmp)
 	worst := 0.0
-	for i := 0; i < n; i++ {
-		worst = math.Max(worst, math.Abs(dst[i]-e.alt[i])/dst[i])
+	for i, p := range second {
+		worst = math.Max(worst, math.Abs(ph[p]-e.tmp[i])/ph[p])
 	}
 	return roundingFactor*worst + 4*float64(n)*0x1p-53, nil
 }

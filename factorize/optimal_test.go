@@ -189,6 +189,7 @@ func TestOptimalRoundingFloorAndStall(t *testing.T) {
 	assert.InDelta(t, 3e-6, nc.Floor, 1e-7)
 	assert.Less(t, nc.Iter, 100)
 	assert.ErrorContains(t, err, "rounding in the dense evaluation limits the certificate")
+	assert.ErrorContains(t, err, "use a tolerance of at least 9e-06")
 
 	// A looser target is certified despite the noise.
 	opt.Tol = 1e-4
@@ -221,7 +222,10 @@ func TestDenseRoundingEstimate(t *testing.T) {
 		require.NoError(t, err)
 		de := newDenseEvaluator(w)
 		got := make([]float64, w.R())
-		bound, err := de.phi(context.Background(), sol.vUpper, got)
+		eps, err := de.phi(context.Background(), sol.vUpper, got)
+		require.NoError(t, err)
+		require.True(t, math.IsNaN(eps), "the dense path's bound needs a second evaluation")
+		bound, err := de.errorBound(context.Background(), sol.vUpper, got)
 		require.NoError(t, err)
 		worst := 0.0
 		for i := range got {

@@ -13,6 +13,10 @@ type outcome struct {
 	// Iters is the number of fixed-point iterations (square roots); 0 for
 	// closed forms.
 	Iters int
+	// Roots is the number of matrix square roots (evaluations of the
+	// fixed-point map) behind Iters: Factorization.Evaluations for dpmf,
+	// one per iteration for the plain reference.
+	Roots int
 	// Gap is the certified relative duality gap; 0 for closed forms.
 	Gap float64
 	// Loss is the loss of the computed factorization (for the solvers, a

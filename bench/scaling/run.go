@@ -148,7 +148,7 @@ func optimalRun(ctx context.Context, w *factorize.Workload, opt factorize.Option
 		if err != nil {
 			return outcome{}, err
 		}
-		return outcome{Iters: f.Iterations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
+		return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
 	}
 }
 
@@ -204,7 +204,7 @@ func (res *results) runLibrary(ctx context.Context, log io.Writer) error {
 				if err != nil {
 					return outcome{}, err
 				}
-				return outcome{Iters: f.Iterations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
+				return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
 			})
 			if err != nil {
 				return fmt.Errorf("strategy %s, R = %d: %v", s, r, err)
@@ -274,7 +274,7 @@ func (res *results) runLibrary(ctx context.Context, log io.Writer) error {
 		a := prefixMatrix(r)
 		m, err := measure(r, reps, func() (outcome, error) {
 			p, err := bench.PlainDense(ctx, a, t, 100000)
-			return outcome{Iters: p.Iterations, Gap: p.Gap, Loss: p.Loss}, err
+			return outcome{Iters: p.Iterations, Roots: p.Iterations, Gap: p.Gap, Loss: p.Loss}, err
 		})
 		if err != nil {
 			return fmt.Errorf("plain dense, R = %d: %v", r, err)

@@ -154,8 +154,8 @@ func TestVerdicts(t *testing.T) {
 	res := &results{
 		dense:    map[string][]measurement{opt: {{R: 200, Out: outcome{Loss: 100, Iters: 5, Gap: 1e-11}}}},
 		lossOnly: []measurement{{R: 200, Runs: 1, Out: outcome{Loss: 100 * (1 + 5e-10), Iters: 5, Gap: 1e-11}}},
-		general:  []measurement{{R: 200, Runs: 1, Tol: 1e-9, Out: outcome{Loss: 100 * (1 + 2e-9), Iters: 10, Gap: 1e-11}}},
-		plain:    []measurement{{R: 200, Runs: 1, Tol: 1e-9, Out: outcome{Loss: 100, Iters: 25, Gap: 1e-11}}},
+		general:  []measurement{{R: 200, Runs: 1, Tol: 1e-9, Out: outcome{Loss: 100 * (1 + 2e-9), Iters: 10, Roots: 20, Gap: 1e-11}}},
+		plain:    []measurement{{R: 200, Runs: 1, Tol: 1e-9, Out: outcome{Loss: 100, Iters: 25, Roots: 25, Gap: 1e-11}}},
 		cli: []cliTarget{
 			{Name: "fast", Limit: 1, M: cliMeasurement{Seconds: 0.5, Runs: 1}},
 			{Name: "slow", Limit: 1, M: cliMeasurement{Seconds: 1.5, Runs: 1}},
@@ -174,7 +174,7 @@ func TestVerdicts(t *testing.T) {
 	md := res.markdown("scaling.svg")
 	for _, want := range []string{
 		"| 200 | 1e-09, 1e-09 | 0 µs | 25 | 0 µs | 10 |", // side by side
-		"R = 200 (gap 1e-09): 25 / (2 x 10) = 1.2x",      // 2 square roots per general iteration
+		"R = 200 (gap 1e-09): 25 / 20 = 1.2x",            // square roots, not iterations
 		"![Factorization time against R, log-log](scaling.svg)",
 	} {
 		if !strings.Contains(md, want) {

@@ -76,6 +76,10 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	// The program name replaces the package prefix of library errors.
 	msg := strings.TrimPrefix(err.Error(), "factorize: ")
+	var nc *factorize.NotConvergedError
+	if errors.As(err, &nc) && nc.Floor > 0 {
+		msg += fmt.Sprintf("; rerun with -tol %.0e", 3*nc.Floor)
+	}
 	fmt.Fprintf(e.stderr, "mfsolve: %s\n", cli.OneLine(msg))
 	return cli.ExitCode(err)
 }
