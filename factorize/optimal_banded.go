@@ -31,22 +31,27 @@ const DefaultBandedTol = 1e-8
 //
 // In X the problem is convex: minimise f(X) = tr(S X^{-1}), S = A^T A, over
 // positive definite X banded within b with unit diagonal. For any such X,
-// with G = X^{-1} S X^{-1} (the negative gradient), the Lagrangian bound of
-// the multipliers alpha G and |X_ij| <= 1 for every feasible X give
+// with G = X^{-1} S X^{-1} (the negative gradient) and R its off-diagonal
+// band, two lower bounds hold: the Lagrangian bound of the multipliers
+// alpha G and |X_ij| <= 1 for every feasible X,
 //
 //	f* >= f(X)^2 / (f(X) + P),   P = sum_{0 < |i-j| < b} (|G_ij| - G_ij X_ij),
 //
-// so the relative gap is P / f(X): it vanishes exactly at the optimum,
-// where G has no off-diagonal entries within the band. The solver
-// minimises f by L-BFGS (Nocedal and Wright, Numerical Optimization,
-// Algorithm 7.5) from the banded square root, first in the entries of C
-// (X = C^T C with unit columns, which keeps every step positive definite)
-// until the gap is 1e-2, then in the entries of X preconditioned with the
-// Hessian's diagonal, and stops when the gap, plus a rounding term for f
-// (an a-priori estimate, raised to the scatter of f measured near the
-// iterate), is at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap
-// stops shrinking ends with a [*NotConvergedError] that reports the stall.
-// At R = 10,000 with 64 bands that happens near a gap of 4e-8. See
+// first order in R, and a second-order bound from the exact expansion of f
+// about X, lambda_max <= 2b - 1 for every feasible matrix and a lower bound
+// on lambda_min(G) through M = L^T X (G^{-1} = M^T M):
+//
+//	f* >= f(X) - (2b - 1) ||R||_F^2 / (4 lambda_min(G)).
+//
+// The relative gap is the smaller of the two. The solver minimises f by
+// L-BFGS (Nocedal and Wright, Numerical Optimization, Algorithm 7.5) from
+// the banded square root, first in the entries of C (X = C^T C with unit
+// columns, which keeps every step positive definite) until the gap is
+// 1e-1, then in the entries of X preconditioned with the Hessian's
+// diagonal, and stops when the gap, plus rounding terms for f and G
+// (a-priori estimates, raised to the scatter measured near the iterate), is
+// at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap stops
+// shrinking ends with a [*NotConvergedError] that reports the stall. See
 // docs/solver.md.
 //
 // # Structure
@@ -143,11 +148,24 @@ type bandedProblem struct {
 	n, b, p int
 	inv     *mat.TriBandDense
 	// lb[a*(p+1) + a-i] = L[a][i], L = A^{-1}.
-	lb    []float64
-	q     linalg.SymBand // Q = L^T X L
-	z, z2 []float64
-	work  []float64
-	hx    []float64 // band of X^{-1}
+	lb   []float64
+	q    linalg.SymBand // Q = L^T X L
+	work []float64
+	hx   []float64 // band of X^{-1}
+	// xf, zf, z2f, yf, vf and hf hold full rows of X, Z, Z^2, X L,
+	// Z^2 L^T and Z L^T for [bandedProblem.eval]; ld the subdiagonals of L
+	// with pad zeros on each side.
+	xf, zf, z2f, yf, vf, hf []float64
+	ld                      []float64
+	pad                     int
+	// m holds |L^T X| by rows ([bandedProblem.formM]); colSums, pv, pu
+	// and pw are scratch for it and [bandedProblem.refineLambda].
+	m                   []float64
+	colSums, pv, pu, pw []float64
+	pvSet               bool
+	// lastLambda is the last lower bound on lambda_min(G) that gapOf
+	// computed (0: none yet); it only decides whether to compute another.
+	lastLambda float64
 }
 
 func newBandedProblem(w *Workload, b int) *bandedProblem {
@@ -160,13 +178,27 @@ func newBandedProblem(w *Workload, b int) *bandedProblem {
 			lb[a*(p+1)+a-i] = inv.At(a, i)
 		}
 	}
+	// The subdiagonals of L, padded with zeros on both sides for eval.
+	pad := 2*b + 2*p
+	nl := n + 2*pad
+	ld := make([]float64, (p+1)*nl)
+	for t := 0; t <= p; t++ {
+		for c := t; c < n; c++ {
+			ld[t*nl+pad+c] = lb[c*(p+1)+t]
+		}
+	}
 	return &bandedProblem{
 		n: n, b: b, p: p, inv: inv, lb: lb,
 		q:    linalg.NewSymBand(n, kq),
-		z:    make([]float64, n*(kq+1)),
-		z2:   make([]float64, n*(kq+1)),
-		work: make([]float64, 4*n*(kq+1)+2*(kq+1)),
+		work: make([]float64, linalg.InverseBandSquaredRowsWork(n, kq)),
 		hx:   make([]float64, n*b),
+		xf:   make([]float64, n*(2*b-1)),
+		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
+		yf: make([]float64, n*(2*b-1+p)),
+		vf: make([]float64, n*(b+p)), hf: make([]float64, n*(b+p)),
+		ld: ld, pad: pad,
+		m:       make([]float64, n*(2*b+p-1)),
+		colSums: make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
 	}
 }
 
@@ -233,81 +265,265 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	n, b, p := bp.n, bp.b, bp.p
 	kq := bp.q.K
 	wq := kq + 1
-	// Q = L^T X L: Q_ij = sum_{a in [i, i+p], c in [j, j+p]} L_ai X_ac L_cj.
-	wl := p + 1
-	lb, xd := bp.lb, x.Data
-	for i := 0; i < n; i++ {
-		for j := max(0, i-kq); j <= i; j++ {
-			s := 0.0
-			for a := i; a <= min(n-1, i+p); a++ {
-				lai := lb[a*wl+a-i]
-				for c := j; c <= min(n-1, j+p); c++ {
-					var xac float64
-					if d := a - c; d >= 0 && d < b {
-						xac = xd[a*b+d]
-					} else if d < 0 && -d < b {
-						xac = xd[c*b-d]
-					} else {
-						continue
-					}
-					s += lai * xac * lb[c*wl+c-j]
-				}
-			}
-			bp.q.Data[i*wq+i-j] = s
+	// Full rows of X, xf[a*wx + b-1 + c-a] = X[a][c] for |a - c| < b
+	// (entries outside the matrix stay 0), so that the products below
+	// index without branches.
+	wx := 2*b - 1
+	xf := bp.xf
+	for a := 0; a < n; a++ {
+		row := x.Data[a*b : a*b+b]
+		for d := 0; d < b && d <= a; d++ {
+			xf[a*wx+b-1-d] = row[d]
+			xf[(a-d)*wx+b-1+d] = row[d]
 		}
 	}
-	if bp.q.InverseBandSquared(bp.z, bp.z2, bp.work) > 0 {
+	// Y = X L by full rows, yf[a*wy + j-(a-b+1-p)] = Y[a][j] =
+	// sum_t X[a][j+t] L[j+t][j], then Q = L^T Y:
+	// Q[i][j] = sum_t L[i+t][i] Y[i+t][j]. ld[t*(n+2*pad) + pad + c] =
+	// L[c][c-t], zero outside the matrix, so that every loop is over
+	// contiguous slices without branches.
+	wy := wx + p
+	yf, ld, pad := bp.yf, bp.ld, bp.pad
+	nl := n + 2*pad
+	for a := 0; a < n; a++ {
+		yrow := yf[a*wy : a*wy+wy]
+		clear(yrow)
+		xrow := xf[a*wx : a*wx+wx]
+		j0 := a - b + 1 - p
+		for t := 0; t <= p; t++ {
+			// u in [p-t, p-t+wx): j = j0 + u, c = j + t, X[a][c] = xrow[u-p+t].
+			lt := ld[t*nl+pad+j0+t : t*nl+pad+j0+t+wy]
+			ys := yrow[p-t : p-t+wx]
+			lts := lt[p-t : p-t+wx]
+			for u, xv := range xrow {
+				ys[u] += xv * lts[u]
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		qrow := bp.q.Data[i*wq : i*wq+wq]
+		clear(qrow)
+		for t := 0; t <= p && i+t < n; t++ {
+			lit := ld[t*nl+pad+i+t]
+			r := i + t
+			// j in [max(i-kq, r-b+1-p, 0), i]; Y[r][j] = yf[r*wy + j-(r-b+1-p)],
+			// Q[i][j] = qrow[i-j].
+			jlo := max(i-kq, r-b+1-p, 0)
+			yr := yf[r*wy+jlo-(r-b+1-p) : r*wy+i-(r-b+1-p)+1]
+			for u, yv := range yr {
+				qrow[i-jlo-u] += lit * yv
+			}
+		}
+	}
+	// Full rows of Z = Q^{-1} and Z^2 within kq.
+	wz := 2*kq + 1
+	zf, z2f := bp.zf, bp.z2f
+	if bp.q.InverseBandSquaredRows(zf, z2f, bp.work) > 0 {
 		return 0, false
 	}
 	for i := 0; i < n; i++ {
-		zi := bp.z[i*wq]
+		zi := zf[i*wz+kq]
 		if !(zi > 0) {
 			return 0, false
 		}
 		f += zi
 	}
-	// G = L Z2 L^T and H = X^{-1} = L Z L^T within the band b - 1.
-	wx := b
+	// G = L Z^2 L^T and H = X^{-1} = L Z L^T within the band b - 1, through
+	// V = Z^2 L^T and W = Z L^T by rows over j in [a-b+1, a+p]:
+	// V[a][j] = sum_t Z^2[a][j-t] L[j][j-t], G[i][j] = sum_t L[i][i-t] V[i-t][j].
+	wv := b + p
+	vf, hf := bp.vf, bp.hf
+	for a := 0; a < n; a++ {
+		vrow, hrow := vf[a*wv:a*wv+wv], hf[a*wv:a*wv+wv]
+		clear(vrow)
+		clear(hrow)
+		j0 := a - b + 1
+		for t := 0; t <= p; t++ {
+			// Z[a][j-t] = zf[a*wz + kq + j-t-a], j - t - a = u - b + 1 - t.
+			off := a*wz + kq - b + 1 - t
+			z2s, zs := z2f[off:off+wv], zf[off:off+wv]
+			lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
+			for u, lv := range lt {
+				vrow[u] += z2s[u] * lv
+				hrow[u] += zs[u] * lv
+			}
+		}
+	}
 	for i := 0; i < n; i++ {
-		for j := max(0, i-b+1); j <= i; j++ {
-			s, h := 0.0, 0.0
-			for a := max(0, i-p); a <= i; a++ {
-				lia := lb[i*wl+i-a]
-				for c := max(0, j-p); c <= j; c++ {
-					var zac, zh float64
-					if a >= c {
-						zac, zh = bp.z2[a*wq+a-c], bp.z[a*wq+a-c]
-					} else {
-						zac, zh = bp.z2[c*wq+c-a], bp.z[c*wq+c-a]
-					}
-					s += lia * zac * lb[j*wl+j-c]
-					h += lia * zh * lb[j*wl+j-c]
-				}
+		grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
+		clear(grow)
+		clear(hxrow)
+		for t := 0; t <= p && t <= i; t++ {
+			lit := ld[t*nl+pad+i]
+			r := i - t
+			// j in [max(0, i-b+1), i]; V[r][j] = vf[r*wv + j-(r-b+1)], G[i][j] = grow[i-j].
+			jlo := max(0, i-b+1)
+			vr := vf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
+			hr := hf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
+			for u := range vr {
+				grow[i-jlo-u] += lit * vr[u]
+				hxrow[i-jlo-u] += lit * hr[u]
 			}
-			bp.hx[i*wx+i-j] = h
-			g[i*wx+i-j] = s
-			if i == j {
-				grad[i*wx] = 0
-			} else {
-				grad[i*wx+i-j] = -2 * s
-			}
+		}
+		gr := grad[i*b : i*b+b]
+		gr[0] = 0
+		for d := 1; d < b; d++ {
+			gr[d] = -2 * grow[d]
 		}
 	}
 	return f, true
 }
 
-// gapOf returns P / f, the certified relative gap of X (see
-// [OptimalBanded]), from the band of G.
-func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f float64) float64 {
+// gapOf returns the certified relative gap of X, the smaller of the
+// linear and the quadratic bounds of [OptimalBanded]'s certificate, from
+// the band of G. gErr bounds the Frobenius norm of the error of the
+// computed G over the off-diagonal band (both triangles); it is added to
+// the norm of R in the quadratic bound and, through |delta| <= the norm,
+// to P. The quadratic bound takes lambda_min(G) >= 1 / (||M||_1 ||M||_inf)
+// and, when that is within a factor 100 of stop, the sharper
+// [bandedProblem.refineLambda].
+func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
-	s := 0.0
+	p, r2, cnt := 0.0, 0.0, 0
 	for i := 0; i < n; i++ {
 		for j := max(0, i-b+1); j < i; j++ {
 			gij := g[i*b+i-j]
-			s += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
+			p += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
+			r2 += 2 * gij * gij
+			cnt += 2
 		}
 	}
-	return s / f
+	lin := (p + 2*math.Sqrt(float64(cnt))*gErr) / f
+	if b == 1 {
+		return lin
+	}
+	r := math.Sqrt(r2) + gErr
+	quad := func(lambda float64) float64 {
+		q := float64(2*b-1) * r * r / (4 * lambda)
+		if q < f {
+			return q / (f - q)
+		}
+		return math.Inf(1)
+	}
+	// Far from the optimum the quadratic bound is the weaker one: skip
+	// forming M while it would be, judged by the last bound on
+	// lambda_min(G) (which changes slowly), by a factor 10.
+	if bp.lastLambda > 0 && quad(bp.lastLambda) > 10*lin {
+		return lin
+	}
+	m1, mi := bp.formM(x)
+	bp.lastLambda = 1 / (m1 * mi * (1 + 1e-12))
+	gap := math.Min(lin, quad(bp.lastLambda))
+	if gap > stop && gap < 100*stop {
+		lam := bp.refineLambda()
+		gap = math.Min(gap, quad(lam))
+		bp.lastLambda = math.Max(bp.lastLambda, lam)
+	}
+	return gap
+}
+
+// formM writes the nonzero entries of |M|, M = L^T X, into bp.m (row i
+// holds columns i-b+1 .. i+p+b-1) and returns ||M||_1 and ||M||_inf.
+// M^T M = X L L^T X = X S^{-1} X = G^{-1}, so 1 / (||M||_1 ||M||_inf) <=
+// 1 / ||M||_2^2 = lambda_min(G).
+func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
+	n, b, p := bp.n, bp.b, bp.p
+	wl, wm := p+1, 2*b+p-1
+	cols := bp.colSums
+	clear(cols)
+	xd := x.Data
+	for i := 0; i < n; i++ {
+		row := bp.m[i*wm : i*wm+wm]
+		clear(row)
+		for a := i; a <= min(n-1, i+p); a++ {
+			lai := bp.lb[a*wl+a-i]
+			// X[a][j] for j in [a-b+1, a+b-1]; column j is row[j-(i-b+1)].
+			for j := max(0, a-b+1); j <= a; j++ {
+				row[j-i+b-1] += lai * xd[a*b+a-j]
+			}
+			for j := a + 1; j <= min(n-1, a+b-1); j++ {
+				row[j-i+b-1] += lai * xd[j*b+j-a]
+			}
+		}
+		rs := 0.0
+		for t, v := range row {
+			v = math.Abs(v)
+			row[t] = v
+			rs += v
+			if j := i - b + 1 + t; j >= 0 && j < n {
+				cols[j] += v
+			}
+		}
+		mi = math.Max(mi, rs)
+	}
+	for _, c := range cols {
+		m1 = math.Max(m1, c)
+	}
+	return m1, mi
+}
+
+// refineLambda returns a sharper lower bound on lambda_min(G) from the |M|
+// that the last [bandedProblem.formM] left in bp.m: ||M||_2^2 <=
+// rho(|M|^T |M|) <= max_j (|M|^T |M| v)_j / v_j for every positive v (the
+// Collatz-Wielandt bound for a nonnegative matrix), with v from 30 steps
+// of the power method (floored at 1e-300 relative to its largest entry) on
+// the first call and 3 more from the last call's v after that (X changes
+// little between calls; any positive v gives a bound), raised by a
+// relative 1e-12 for rounding.
+func (bp *bandedProblem) refineLambda() float64 {
+	n, b := bp.n, bp.b
+	wm := 2*b + bp.p - 1
+	v, u, w := bp.pv[:n], bp.pu[:n], bp.pw[:n]
+	steps := 3
+	if !bp.pvSet {
+		for j := range v {
+			v[j] = 1
+		}
+		steps, bp.pvSet = 30, true
+	}
+	apply := func(v, w []float64) {
+		// w = |M|^T (|M| v), through u = |M| v.
+		clear(w)
+		for i := 0; i < n; i++ {
+			row := bp.m[i*wm : i*wm+wm]
+			lo := i - b + 1
+			s := 0.0
+			for t, mv := range row {
+				if j := lo + t; j >= 0 && j < n {
+					s += mv * v[j]
+				}
+			}
+			u[i] = s
+		}
+		for i := 0; i < n; i++ {
+			row := bp.m[i*wm : i*wm+wm]
+			lo := i - b + 1
+			for t, mv := range row {
+				if j := lo + t; j >= 0 && j < n {
+					w[j] += mv * u[i]
+				}
+			}
+		}
+	}
+	for it := 0; it < steps; it++ {
+		apply(v, w)
+		top := 0.0
+		for _, x := range w {
+			top = math.Max(top, x)
+		}
+		if !(top > 0) {
+			return 0
+		}
+		for j := range v {
+			v[j] = math.Max(w[j]/top, 1e-300)
+		}
+	}
+	apply(v, w)
+	rho := 0.0
+	for j := range v {
+		rho = math.Max(rho, w[j]/v[j])
+	}
+	return 1 / (rho * (1 + 1e-12))
 }
 
 // precondition writes the inverse of the diagonal of f's Hessian in the
@@ -338,7 +554,7 @@ type bandedSolution struct {
 
 // bandedSwitchGap is the certified gap at which [bandedProblem.solve]
 // leaves the Cholesky parametrisation for the entries of X.
-const bandedSwitchGap = 1e-2
+const bandedSwitchGap = 1e-1
 
 // bandedStallIters is the number of iterations without halving the gap
 // after which [bandedProblem.descend] reports a stall.
@@ -455,13 +671,17 @@ func bandedXFromC(n, b int, c []float64, x linalg.SymBand, nrm []float64) bool {
 //	df/dC[r][j] = (2 / N_j) ((G X)_jj C~[r][j] - (C~ G)[r][j]),
 //
 // which needs G only within the band. ct and gt are scratch of length
-// len(c).
+// 2 len(c) and len(c).
 func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []float64) {
-	// Rows of C~, ct[r*b + r-i] = C[r][i] / N_i, and the columns of G's
-	// lower band, gt[j*b + i-j] = G[i][j].
+	// Rows of C~, ct[r*b + r-i] = C[r][i] / N_i and in natural order
+	// ctn[r*b + b-1-(r-i)], and the columns of G's lower band,
+	// gt[j*b + i-j] = G[i][j], so that the inner products below run
+	// forwards over contiguous slices.
+	ctn := ct[n*b : 2*n*b]
 	for i := 0; i < n; i++ {
 		for r := i; r < min(n, i+b); r++ {
-			ct[r*b+r-i] = c[i*b+r-i] / nrm[i]
+			v := c[i*b+r-i] / nrm[i]
+			ct[r*b+r-i], ctn[r*b+b-1-(r-i)] = v, v
 			gt[i*b+r-i] = g[r*b+r-i]
 		}
 	}
@@ -478,15 +698,10 @@ func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []f
 		for d := 0; d < b && j+d < n; d++ {
 			r := j + d
 			// (C~ G)[r][j] = sum_{i in [r-b+1, r]} C~[r][i] G[i][j].
-			cr := ct[r*b : r*b+b]
-			s := 0.0
-			for i := max(0, r-b+1); i < j; i++ {
-				s += cr[r-i] * gj[j-i]
-			}
-			gtj := gt[j*b : j*b+d+1]
-			for e, v := range gtj { // i = j + e
-				s += cr[d-e] * v
-			}
+			// i < j: u = j - i in [1, U], C~[r][i] = ct[r*b + d+u], G[i][j] = gj[u];
+			// i = j + e, e in [0, d]: C~[r][i] = ctn[r*b + b-1-d+e].
+			u := j - max(0, r-b+1)
+			s := dot(ct[r*b+d+1:r*b+d+1+u], gj[1:1+u]) + dot(gt[j*b:j*b+d+1], ctn[r*b+b-1-d:r*b+b])
 			gc[j*b+d] = 2 / nrm[j] * (gxj*c[j*b+d]/nrm[j] - s)
 		}
 	}
@@ -527,34 +742,68 @@ type lbfgsMemory struct {
 	s, y [][]float64
 	rho  []float64
 	size int
+	free [][]float64
 }
 
 // direction writes H grad into dir by the two-loop recursion, with
-// scale applying the initial inverse Hessian.
+// scale applying the initial inverse Hessian; each update of dir is fused
+// with the inner product that the next step needs (one pass over memory
+// per pair and loop).
 func (m *lbfgsMemory) direction(grad, dir, alpha []float64, scale func(dir []float64)) {
 	copy(dir, grad)
-	for t := len(m.s) - 1; t >= 0; t-- {
-		alpha[t] = m.rho[t] * dot(m.s[t], dir)
-		axpy(-alpha[t], m.y[t], dir)
+	k := len(m.s)
+	if k > 0 {
+		alpha[k-1] = m.rho[k-1] * dot(m.s[k-1], dir)
+	}
+	for t := k - 1; t >= 0; t-- {
+		if t > 0 {
+			alpha[t-1] = m.rho[t-1] * axpyDot(-alpha[t], m.y[t], dir, m.s[t-1])
+		} else {
+			axpy(-alpha[t], m.y[t], dir)
+		}
 	}
 	scale(dir)
-	for t := range m.s {
-		beta := m.rho[t] * dot(m.y[t], dir)
-		axpy(alpha[t]-beta, m.s[t], dir)
+	if k == 0 {
+		return
+	}
+	beta := m.rho[0] * dot(m.y[0], dir)
+	for t := 0; t < k; t++ {
+		if t+1 < k {
+			beta = m.rho[t+1] * axpyDot(alpha[t]-beta, m.s[t], dir, m.y[t+1])
+		} else {
+			axpy(alpha[t]-beta, m.s[t], dir)
+		}
 	}
 }
 
 // push adds the pair (s, y) if s^T y > 0, dropping the oldest when full.
+// It keeps the slices; [lbfgsMemory.spare] hands back a dropped pair's.
 func (m *lbfgsMemory) push(s, y []float64) {
 	if sy := dot(s, y); sy > 1e-300 {
 		if len(m.s) == m.size {
+			m.free = append(m.free, m.s[0], m.y[0])
 			m.s, m.y, m.rho = m.s[1:], m.y[1:], m.rho[1:]
 		}
 		m.s, m.y, m.rho = append(m.s, s), append(m.y, y), append(m.rho, 1/sy)
+		return
 	}
+	m.free = append(m.free, s, y)
 }
 
-func (m *lbfgsMemory) reset() { m.s, m.y, m.rho = m.s[:0], m.y[:0], m.rho[:0] }
+// spare returns a slice of length n for a new pair, reusing a dropped one.
+func (m *lbfgsMemory) spare(n int) []float64 {
+	if k := len(m.free); k > 0 {
+		v := m.free[k-1]
+		m.free = m.free[:k-1]
+		return v
+	}
+	return make([]float64, n)
+}
+
+func (m *lbfgsMemory) reset() {
+	m.free = append(append(m.free, m.s...), m.y...)
+	m.s, m.y, m.rho = m.s[:0], m.y[:0], m.rho[:0]
+}
 
 // solve minimises f from x0 until the certified gap is at most opt.Tol, by
 // L-BFGS in two parametrisations: first in the entries of C (X = C^T C
@@ -573,15 +822,15 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	// Rounding in f: the band kernels work on formed entries (as the
 	// momentum path of Optimal does); from the second phase on, at least
 	// the measured scatter of f (see [bandedProblem.scatter]).
-	roundErr := (2*math.Sqrt(float64(n))*float64(bp.q.K+1) + 16) * 0x1p-53
+	rnd := bandedRounding{f: (2*math.Sqrt(float64(n))*float64(bp.q.K+1) + 16) * 0x1p-53}
 	st := &bandedSolution{}
 	x := x0
 	if b > 1 && opt.Tol < bandedSwitchGap {
 		if c, ok := bandedCholesky(x0); ok {
-			ph := &cPhase{bp: bp, nrm: make([]float64, n), ct: make([]float64, m), gt: make([]float64, m), gradX: make([]float64, m), firstLen: 1e-2}
+			ph := &cPhase{bp: bp, nrm: make([]float64, n), ct: make([]float64, 2*m), gt: make([]float64, m), gradX: make([]float64, m), firstLen: 1e-2}
 			cur := newPoint()
 			copy(cur.v, c)
-			res, err := bp.descend(ctx, ph, cur, newPoint(), math.Max(opt.Tol, bandedSwitchGap), roundErr, opt, st)
+			res, err := bp.descend(ctx, ph, cur, newPoint(), math.Max(opt.Tol, bandedSwitchGap), rnd, opt, st)
 			if err != nil {
 				var nc *NotConvergedError
 				if !errors.As(err, &nc) || !nc.Stalled {
@@ -597,12 +846,13 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 			return nil, fmt.Errorf("factorize: banded X lost positive definiteness")
 		}
 		st.evals += 3
-		roundErr = math.Max(roundErr, 4*sc)
+		rnd.f = math.Max(rnd.f, 4*sc.f)
+		rnd.g = 4 * sc.g
 	}
 	ph := &xPhase{bp: bp, h: make([]float64, m)}
 	cur := newPoint()
 	copy(cur.v, x.Data)
-	res, err := bp.descend(ctx, ph, cur, newPoint(), opt.Tol, roundErr, opt, st)
+	res, err := bp.descend(ctx, ph, cur, newPoint(), opt.Tol, rnd, opt, st)
 	if err != nil {
 		return nil, err
 	}
@@ -610,23 +860,30 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	return st, nil
 }
 
-// scatter returns the relative scatter of the computed f near x: the
-// largest of |f(y) - f(x) - grad f(x) . (y - x)| / f(x) over two points y
-// that raise every other off-diagonal band entry of x (alternately the
-// even and the odd ones) by one unit in the last place. In exact
-// arithmetic this is a second-order term of order 1e-32; what is measured
-// is the rounding of the evaluation, which on the prefix workload grows
-// with R faster than the a-priori estimate (at R = 10,000 and 64 bands,
-// about 1.8e-10 against 1.4e-12).
-func (bp *bandedProblem) scatter(x linalg.SymBand) (float64, bool) {
+// bandedRounding is the rounding allowance of a phase of the banded
+// solver: f is relative to f, g is the Frobenius norm of the error of the
+// off-diagonal band of G (both triangles).
+type bandedRounding struct{ f, g float64 }
+
+// scatter returns the scatter of the computed f and G near x: the largest
+// of |f(y) - f(x) - grad f(x) . (y - x)| / f(x) and of the Frobenius norm
+// of G(y) - G(x) over the off-diagonal band (both triangles), over two
+// points y that raise every other off-diagonal band entry of x
+// (alternately the even and the odd ones) by one unit in the last place.
+// In exact arithmetic the first is a second-order term of order 1e-32 and
+// the second of order 1e-16 |G|; what is measured is the rounding of the
+// evaluation, which on the prefix workload grows with R faster than the
+// a-priori estimate (at R = 10,000 and 64 bands, about 1.8e-10 for f,
+// against 1.4e-12).
+func (bp *bandedProblem) scatter(x linalg.SymBand) (bandedRounding, bool) {
 	m := len(x.Data)
-	grad, g, grad2 := make([]float64, m), make([]float64, m), make([]float64, m)
-	f, ok := bp.eval(x, grad, g)
+	grad, g0, g, grad2 := make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m)
+	f, ok := bp.eval(x, grad, g0)
 	if !ok {
-		return 0, false
+		return bandedRounding{}, false
 	}
 	y := linalg.SymBand{N: x.N, K: x.K, Data: make([]float64, m)}
-	dev := 0.0
+	var dev bandedRounding
 	for parity := 0; parity < 2; parity++ {
 		lin := 0.0
 		for i, v := range x.Data {
@@ -638,9 +895,16 @@ func (bp *bandedProblem) scatter(x linalg.SymBand) (float64, bool) {
 		}
 		fy, ok := bp.eval(y, grad2, g)
 		if !ok {
-			return 0, false
+			return bandedRounding{}, false
 		}
-		dev = math.Max(dev, math.Abs(fy-f-lin)/f)
+		dg := 0.0
+		for i := range g {
+			if i%bp.b != 0 {
+				dg += 2 * (g[i] - g0[i]) * (g[i] - g0[i])
+			}
+		}
+		dev.f = math.Max(dev.f, math.Abs(fy-f-lin)/f)
+		dev.g = math.Max(dev.g, math.Sqrt(dg))
 	}
 	return dev, true
 }
@@ -654,7 +918,8 @@ func (bp *bandedProblem) scatter(x linalg.SymBand) (float64, bool) {
 // evaluations in st and sets st.gap; the point returned is the last
 // accepted one, also with a *NotConvergedError (Stalled) when the line
 // search fails.
-func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial *bandedPoint, stop, roundErr float64, opt Options, st *bandedSolution) (*bandedPoint, error) {
+func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial *bandedPoint, stop float64, rnd bandedRounding, opt Options, st *bandedSolution) (*bandedPoint, error) {
+	roundErr := rnd.f
 	const memSize = 12
 	m := len(cur.v)
 	if !ph.eval(cur) {
@@ -674,7 +939,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 			return nil, err
 		}
 		st.iter++
-		st.gap = bp.gapOf(cur.x, cur.g, cur.f) + 2*roundErr
+		st.gap = bp.gapOf(cur.x, cur.g, cur.f, rnd.g, stop-2*roundErr) + 2*roundErr
 		if opt.Progress != nil {
 			opt.Progress(Progress{Iter: st.iter, Lower: cur.f / (1 + st.gap), Upper: cur.f, Gap: st.gap, Tol: opt.Tol})
 		}
@@ -730,7 +995,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		if !accepted {
 			return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
 		}
-		s, y := make([]float64, m), make([]float64, m)
+		s, y := mem.spare(m), mem.spare(m)
 		for i := range s {
 			s[i] = trial.v[i] - cur.v[i]
 			y[i] = trial.grad[i] - cur.grad[i]
@@ -741,12 +1006,41 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
 }
 
+// dot returns a . b (b at least as long as a), with four accumulators.
 func dot(a, b []float64) float64 {
-	s := 0.0
-	for i, v := range a {
-		s += v * b[i]
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+3 < len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
 	}
-	return s
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpyDot sets y += a x and returns z . y (z and y of the same length),
+// in one pass with two accumulators.
+func axpyDot(a float64, x, y, z []float64) float64 {
+	n := len(x)
+	y, z = y[:n], z[:n]
+	var s0, s1 float64
+	i := 0
+	for ; i+1 < n; i += 2 {
+		y0, y1 := y[i]+a*x[i], y[i+1]+a*x[i+1]
+		y[i], y[i+1] = y0, y1
+		s0 += z[i] * y0
+		s1 += z[i+1] * y1
+	}
+	if i < n {
+		y[i] += a * x[i]
+		s0 += z[i] * y[i]
+	}
+	return s0 + s1
 }
 
 func axpy(a float64, x, y []float64) {

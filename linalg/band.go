@@ -235,92 +235,137 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 // respect to the shift, carried along in forward mode. It returns the
 // number of negative pivots (0 when M is numerically positive definite; z
 // and z2 are meaningless otherwise). work must have length at least
-// 4 N (K+1) + 2 (K+1). O(N K^2), about three times [SymBand.ShiftedInverseBand].
+// [InverseBandSquaredWork](N, K). O(N K^2), about three times
+// [SymBand.ShiftedInverseBand]. [SymBand.InverseBandSquaredRows] gives the
+// same entries as full rows.
 func (s SymBand) InverseBandSquared(z, z2, work []float64) int {
 	n, k := s.N, s.K
-	w := k + 1
-	if len(z) < n*w || len(z2) < n*w || len(work) < 4*n*w+2*w {
+	w, wr := k+1, 2*k+1
+	if len(z) < n*w || len(z2) < n*w || len(work) < InverseBandSquaredWork(n, k) {
 		panic("linalg: SymBand.InverseBandSquared: short slice")
 	}
-	l, dl := work[:n*w], work[n*w:2*n*w]
-	d, dd := work[2*n*w:2*n*w+n], work[3*n*w:3*n*w+n]
-	// Row buffers: u[p-lo] = L[i][p] d_p and v[p-lo] = its derivative.
-	u, v := work[3*n*w+n:3*n*w+n+w], work[3*n*w+n+w:3*n*w+n+2*w]
+	zr, z2r := work[:n*wr], work[n*wr:2*n*wr]
+	neg := s.InverseBandSquaredRows(zr, z2r, work[2*n*wr:])
+	for i := 0; i < n; i++ {
+		for d := 0; d <= k && d <= i; d++ {
+			z[i*w+d], z2[i*w+d] = zr[i*wr+k-d], z2r[i*wr+k-d]
+		}
+	}
+	return neg
+}
+
+// InverseBandSquaredWork returns the length of the work slice that
+// [SymBand.InverseBandSquared] needs for a matrix of order n with k
+// off-diagonals.
+func InverseBandSquaredWork(n, k int) int {
+	return 2*n*(2*k+1) + InverseBandSquaredRowsWork(n, k)
+}
+
+// InverseBandSquaredRowsWork returns the length of the work slice that
+// [SymBand.InverseBandSquaredRows] needs for a matrix of order n with k
+// off-diagonals.
+func InverseBandSquaredRowsWork(n, k int) int { return 4*n*(k+1) + 2*n }
+
+// InverseBandSquaredRows is [SymBand.InverseBandSquared] with the entries
+// of Z and Z^2 within the band written as full rows: zr[i*(2K+1) + K + j-i]
+// = Z[i][j] for |i - j| <= K (entries with j outside [0, N) are not
+// written), and z2r the same for Z^2. work must have length at least
+// [InverseBandSquaredRowsWork](N, K).
+func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
+	n, k := s.N, s.K
+	w, wr := k+1, 2*k+1
+	if len(zr) < n*wr || len(z2r) < n*wr || len(work) < InverseBandSquaredRowsWork(n, k) {
+		panic("linalg: SymBand.InverseBandSquaredRows: short slice")
+	}
+	// Each inner product runs over contiguous, equally ordered slices and
+	// carries its derivative along ([dualDot]): rows of L in natural
+	// order, ln[i*w + k-(i-p)] = L[i][p], and of U = L D,
+	// un[i*w + k-(i-p)] = L[i][p] d_p, with their derivatives; the full rows
+	// of Z; and column i of L. (Values and derivatives in two goroutines,
+	// the values ahead, was measured no faster on two cores: the loops are
+	// bound by their loads, which the fused form shares.)
+	ln, dln := work[:n*w], work[n*w:2*n*w]
+	un, dun := work[2*n*w:3*n*w], work[3*n*w:4*n*w]
+	d, dd := work[4*n*w:4*n*w+n], work[4*n*w+n:4*n*w+2*n]
 	tiny := math.SmallestNonzeroFloat64 * 4
 	negatives := 0
+	lc, dlc := make([]float64, w), make([]float64, w)
 	// LDL^T of M + sigma I and its derivative in sigma at sigma = 0, by
-	// rows: L[i][j] = (M[i][j] - sum_{p<j} u_p L[j][p]) / d_j.
-	for i := 0; i < n; i++ {
-		lo := max(0, i-k)
-		li, dli := l[i*w:i*w+w], dl[i*w:i*w+w]
-		for j := lo; j < i; j++ {
-			lj, dlj := l[j*w:j*w+w], dl[j*w:j*w+w]
-			sum, dsum := s.Data[i*w+i-j], 0.0
-			for p := lo; p < j; p++ {
-				up, vp := u[p-lo], v[p-lo]
-				ljp := lj[j-p]
-				sum -= up * ljp
-				dsum -= vp*ljp + up*dlj[j-p]
-			}
-			lij := sum / d[j]
-			dlij := (dsum - lij*dd[j]) / d[j]
-			li[i-j], dli[i-j] = lij, dlij
-			u[j-lo] = lij * d[j]
-			v[j-lo] = dlij*d[j] + lij*dd[j]
-		}
-		di, ddi := s.Data[i*w], 1.0
-		for p := lo; p < i; p++ {
-			lp := li[i-p]
-			di -= lp * u[p-lo]
-			ddi -= lp * (2*v[p-lo] - lp*dd[p])
-		}
-		if di < 0 {
+	// columns: d_j = M[j][j] - sum_{p<j} L[j][p] u_jp, and for i in
+	// (j, j+k], L[i][j] = (M[i][j] - sum_{p<j} L[i][p] u_jp) / d_j.
+	for j := 0; j < n; j++ {
+		off := j*w + k - j + max(0, j-k)
+		sj, dsj := dualDot(ln[off:j*w+k], dln[off:j*w+k], un[off:j*w+k], dun[off:j*w+k])
+		dj, ddj := s.Data[j*w]-sj, 1-dsj
+		if dj < 0 {
 			negatives++
 		}
-		if math.Abs(di) < tiny {
-			di = tiny
+		if math.Abs(dj) < tiny {
+			dj = tiny
 		}
-		d[i], dd[i] = di, ddi
+		d[j], dd[j] = dj, ddj
+		for i := j + 1; i <= min(n-1, j+k); i++ {
+			loi := max(0, i-k)
+			c := j - loi
+			oi, oj := i*w+k-i+loi, j*w+k-j+loi
+			sum, dsum := dualDot(ln[oi:oi+c], dln[oi:oi+c], un[oj:oj+c], dun[oj:oj+c])
+			lij := (s.Data[i*w+i-j] - sum) / dj
+			dlij := (-dsum - lij*ddj) / dj
+			t := i*w + k - i + j
+			ln[t], dln[t] = lij, dlij
+			un[t], dun[t] = lij*dj, dlij*dj+lij*ddj
+		}
 	}
-	// Selected inversion and its derivative, with column i of L in u, v.
+	// Selected inversion and its derivative, from the last column: for j
+	// in (i, top], Z[j][i] = -sum_{p in (i, top]} Z[j][p] L[p][i], an
+	// inner product of row j of Z (zr[j*wr + k + p-j]) with column i of L
+	// (lc[p-i-1]).
 	for i := n - 1; i >= 0; i-- {
 		top := min(n-1, i+k)
 		m := top - i
-		lc, dlc := u[:m], v[:m] // lc[p-i-1] = L[p][i]
-		for p := i + 1; p <= top; p++ {
-			lc[p-i-1], dlc[p-i-1] = l[p*w+p-i], dl[p*w+p-i]
+		for q := 0; q < m; q++ {
+			p := i + 1 + q
+			lc[q], dlc[q] = ln[p*w+k-p+i], dln[p*w+k-p+i]
 		}
 		for j := top; j > i; j-- {
-			sum, dsum := 0.0, 0.0
-			zj, dzj := z[j*w:j*w+w], z2[j*w:j*w+w]
-			for p := i + 1; p <= j; p++ {
-				zjp, dzjp := zj[j-p], dzj[j-p]
-				lp, dlp := lc[p-i-1], dlc[p-i-1]
-				sum -= zjp * lp
-				dsum -= dzjp*lp + zjp*dlp
-			}
-			for p := j + 1; p <= top; p++ {
-				zjp, dzjp := z[p*w+p-j], z2[p*w+p-j]
-				lp, dlp := lc[p-i-1], dlc[p-i-1]
-				sum -= zjp * lp
-				dsum -= dzjp*lp + zjp*dlp
-			}
-			z[j*w+j-i] = sum
-			z2[j*w+j-i] = dsum
+			o := j*wr + k + i + 1 - j
+			zji, dzji := dualDot(zr[o:o+m], z2r[o:o+m], lc[:m], dlc[:m])
+			zr[j*wr+k+i-j], z2r[j*wr+k+i-j] = -zji, -dzji
+			zr[i*wr+k+j-i], z2r[i*wr+k+j-i] = -zji, -dzji
 		}
-		zii := 1 / d[i]
-		dzii := -dd[i] / (d[i] * d[i])
-		for p := i + 1; p <= top; p++ {
-			lp, dlp := lc[p-i-1], dlc[p-i-1]
-			zii -= lp * z[p*w+p-i]
-			dzii -= dlp*z[p*w+p-i] + lp*z2[p*w+p-i]
-		}
-		z[i*w] = zii
-		z2[i*w] = dzii
+		// Z[i][i] = 1/d_i - sum_{p in (i, top]} L[p][i] Z[i][p].
+		o := i*wr + k + 1
+		s0, ds0 := dualDot(zr[o:o+m], z2r[o:o+m], lc[:m], dlc[:m])
+		zr[i*wr+k] = 1/d[i] - s0
+		z2r[i*wr+k] = -dd[i]/(d[i]*d[i]) - ds0
 	}
 	// M^{-2} = -dZ/dsigma.
-	for i := range z2[:n*w] {
-		z2[i] = -z2[i]
+	for i := 0; i < n; i++ {
+		row := z2r[i*wr+k-min(i, k) : i*wr+k+min(n-1-i, k)+1]
+		for t := range row {
+			row[t] = -row[t]
+		}
 	}
 	return negatives
+}
+
+// dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over slices of
+// equal length (the value and the derivative of an inner product), with
+// two accumulators for each.
+func dualDot(a, da, b, db []float64) (s, ds float64) {
+	n := len(a)
+	da, b, db = da[:n], b[:n], db[:n]
+	var s0, s1, t0, t1 float64
+	t := 0
+	for ; t+1 < n; t += 2 {
+		s0 += a[t] * b[t]
+		s1 += a[t+1] * b[t+1]
+		t0 += da[t]*b[t] + a[t]*db[t]
+		t1 += da[t+1]*b[t+1] + a[t+1]*db[t+1]
+	}
+	if t < n {
+		s0 += a[t] * b[t]
+		t0 += da[t]*b[t] + a[t]*db[t]
+	}
+	return s0 + s1, t0 + t1
 }

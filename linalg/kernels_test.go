@@ -307,12 +307,30 @@ func TestSymBandInverseSquared(t *testing.T) {
 	require.NoError(t, inv.Inverse(m))
 	inv2.Mul(&inv, &inv)
 	w := k + 1
-	z, z2 := make([]float64, n*w), make([]float64, n*w)
-	require.Equal(t, 0, s.InverseBandSquared(z, z2, make([]float64, 4*n*w+2*w)))
-	for i := 0; i < n; i++ {
-		for d := 0; d <= k && d <= i; d++ {
-			assert.InDelta(t, inv.At(i, i-d), z[i*w+d], 1e-13)
-			assert.InDelta(t, inv2.At(i, i-d), z2[i*w+d], 1e-13)
+	{
+		z, z2 := make([]float64, n*w), make([]float64, n*w)
+		require.Equal(t, 0, s.InverseBandSquared(z, z2, make([]float64, InverseBandSquaredWork(n, k))))
+		for i := 0; i < n; i++ {
+			for d := 0; d <= k && d <= i; d++ {
+				assert.InDelta(t, inv.At(i, i-d), z[i*w+d], 1e-13)
+				assert.InDelta(t, inv2.At(i, i-d), z2[i*w+d], 1e-13)
+			}
 		}
 	}
+	// The same entries as full rows, on both sides of the diagonal.
+	wr := 2*k + 1
+	zr, z2r := make([]float64, n*wr), make([]float64, n*wr)
+	require.Equal(t, 0, s.InverseBandSquaredRows(zr, z2r, make([]float64, InverseBandSquaredRowsWork(n, k))))
+	for i := 0; i < n; i++ {
+		for j := max(0, i-k); j <= min(n-1, i+k); j++ {
+			assert.InDelta(t, inv.At(i, j), zr[i*wr+k+j-i], 1e-13)
+			assert.InDelta(t, inv2.At(i, j), z2r[i*wr+k+j-i], 1e-13)
+		}
+	}
+	// A matrix that is not positive definite reports its negative pivots.
+	neg := NewSymBand(n, k)
+	copy(neg.Data, s.Data)
+	neg.Set(7, 7, -1)
+	z, z2 := make([]float64, n*w), make([]float64, n*w)
+	assert.Positive(t, neg.InverseBandSquared(z, z2, make([]float64, InverseBandSquaredWork(n, k))))
 }
