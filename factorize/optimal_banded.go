@@ -398,8 +398,20 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 		return lin
 	}
 	r := math.Sqrt(r2) + gErr
+	// beta bounds lambda_max(X*): 2b - 1 for every feasible matrix, and
+	// lambda_max(X) + ||X* - X||_F <= gersh + beta r / lambda by the same
+	// expansion (f(X*) <= f(X) gives lambda ||Delta||^2 / beta <= r ||Delta||),
+	// which a few rounds tighten once r is small.
+	gersh := -1.0
 	quad := func(lambda float64) float64 {
-		q := float64(2*b-1) * r * r / (4 * lambda)
+		beta := float64(2*b - 1)
+		if gersh < 0 {
+			gersh = bp.gershgorin(x)
+		}
+		for range 4 {
+			beta = math.Min(beta, gersh+beta*r/lambda)
+		}
+		q := beta * r * r / (4 * lambda)
 		if q < f {
 			return q / (f - q)
 		}
@@ -408,7 +420,7 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	// Far from the optimum the quadratic bound is the weaker one: skip
 	// forming M while it would be, judged by the last bound on
 	// lambda_min(G) (which changes slowly), by a factor 10.
-	if bp.lastLambda > 0 && quad(bp.lastLambda) > 10*lin {
+	if bp.lastLambda > 0 && float64(2*b-1)*r*r/(4*bp.lastLambda) > 10*lin*f {
 		return lin
 	}
 	m1, mi := bp.formM(x)
@@ -420,6 +432,27 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 		bp.lastLambda = math.Max(bp.lastLambda, lam)
 	}
 	return gap
+}
+
+// gershgorin returns Gershgorin's bound on lambda_max(X), the largest row
+// sum of |X|, raised by a relative 1e-12 for rounding.
+func (bp *bandedProblem) gershgorin(x linalg.SymBand) float64 {
+	n, b := bp.n, bp.b
+	sums := bp.pu[:n]
+	clear(sums)
+	for i := 0; i < n; i++ {
+		sums[i] += 1
+		for d := 1; d < b && d <= i; d++ {
+			v := math.Abs(x.Data[i*b+d])
+			sums[i] += v
+			sums[i-d] += v
+		}
+	}
+	top := 0.0
+	for _, v := range sums {
+		top = math.Max(top, v)
+	}
+	return top * (1 + 1e-12)
 }
 
 // formM writes the nonzero entries of |M|, M = L^T X, into bp.m (row i
@@ -586,8 +619,9 @@ type bandedPhase interface {
 // X's Data; the diagonal entries stay 1 and have zero gradient), with the
 // Hessian's diagonal as the initial inverse Hessian.
 type xPhase struct {
-	bp *bandedProblem
-	h  []float64
+	bp    *bandedProblem
+	h     []float64
+	calls int
 }
 
 func (ph *xPhase) eval(p *bandedPoint) bool {
@@ -598,7 +632,12 @@ func (ph *xPhase) eval(p *bandedPoint) bool {
 }
 
 func (ph *xPhase) scale(cur *bandedPoint, _ *lbfgsMemory, dir []float64) {
-	ph.bp.precondition(cur.x, cur.g, ph.h)
+	// Any positive diagonal is a valid initial matrix; the Hessian's
+	// changes slowly, so it is refreshed every fourth step.
+	if ph.calls%4 == 0 {
+		ph.bp.precondition(cur.x, cur.g, ph.h)
+	}
+	ph.calls++
 	for i := range dir {
 		dir[i] *= ph.h[i]
 	}

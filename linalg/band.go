@@ -349,10 +349,8 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	return negatives
 }
 
-// dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over slices of
-// equal length (the value and the derivative of an inner product), with
-// two accumulators for each.
-func dualDot(a, da, b, db []float64) (s, ds float64) {
+// dualDotGo is [dualDot] in Go, with two accumulators for each sum.
+func dualDotGo(a, da, b, db []float64) (s, ds float64) {
 	n := len(a)
 	da, b, db = da[:n], b[:n], db[:n]
 	var s0, s1, t0, t1 float64

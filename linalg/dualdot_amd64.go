@@ -1,0 +1,24 @@
+//go:build !purego
+
+package linalg
+
+import "golang.org/x/sys/cpu"
+
+// dualDotAVX2 is [dualDotGo] in AVX2 assembly with fused multiply-adds
+// (dualdot_amd64.s). It reads len(a) entries of every slice, unchecked.
+//
+//go:noescape
+func dualDotAVX2(a, da, b, db []float64) (s, ds float64)
+
+// dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over slices of
+// equal length (the value and the derivative of an inner product): in
+// AVX2 where the CPU has AVX2 and FMA, else in Go. The assembly reads
+// len(a) entries of every slice, unchecked: the callers (the band kernels
+// of this package) pass slices of equal length. A function value, so that
+// a call costs one call.
+var dualDot = func() func(a, da, b, db []float64) (s, ds float64) {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		return dualDotAVX2
+	}
+	return dualDotGo
+}()
