@@ -1045,42 +1045,12 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
 }
 
-// dot returns a . b (b at least as long as a), with four accumulators.
-func dot(a, b []float64) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+3 < len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
+// dot returns a . b (b at least as long as a).
+func dot(a, b []float64) float64 { return linalg.Dot(a, b) }
 
 // axpyDot sets y += a x and returns z . y (z and y of the same length),
-// in one pass with two accumulators.
-func axpyDot(a float64, x, y, z []float64) float64 {
-	n := len(x)
-	y, z = y[:n], z[:n]
-	var s0, s1 float64
-	i := 0
-	for ; i+1 < n; i += 2 {
-		y0, y1 := y[i]+a*x[i], y[i+1]+a*x[i+1]
-		y[i], y[i+1] = y0, y1
-		s0 += z[i] * y0
-		s1 += z[i+1] * y1
-	}
-	if i < n {
-		y[i] += a * x[i]
-		s0 += z[i] * y[i]
-	}
-	return s0 + s1
-}
+// in one pass.
+func axpyDot(a float64, x, y, z []float64) float64 { return linalg.AxpyDot(a, x, y, z) }
 
 func axpy(a float64, x, y []float64) {
 	for i, v := range x {

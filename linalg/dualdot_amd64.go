@@ -22,3 +22,25 @@ var dualDot = func() func(a, da, b, db []float64) (s, ds float64) {
 	}
 	return dualDotGo
 }()
+
+// dotAVX2 is [dotGo] in AVX2 assembly; it reads len(a) entries of b.
+//
+//go:noescape
+func dotAVX2(a, b []float64) float64
+
+// axpyDotAVX2 is [axpyDotGo] in AVX2 assembly; it reads and writes len(x)
+// entries of y and reads len(x) of z.
+//
+//go:noescape
+func axpyDotAVX2(alpha float64, x, y, z []float64) float64
+
+var (
+	dot     = dotGo
+	axpyDot = axpyDotGo
+)
+
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		dot, axpyDot = dotAVX2, axpyDotAVX2
+	}
+}

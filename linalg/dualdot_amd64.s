@@ -76,3 +76,126 @@ done:
 	MOVSD X0, s+96(FP)
 	MOVSD X2, ds+104(FP)
 	RET
+
+// func dotAVX2(a, b []float64) float64
+//
+// sum a_t b_t over len(a) entries, with four four-lane accumulators.
+TEXT ·dotAVX2(SB), NOSPLIT, $0-56
+	MOVQ   a_base+0(FP), SI
+	MOVQ   a_len+8(FP), CX
+	MOVQ   b_base+24(FP), R8
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	XORQ   AX, AX
+	MOVQ   CX, DX
+	ANDQ   $~15, DX
+	JZ     dtail4
+
+dloop16:
+	VMOVUPD     (SI)(AX*8), Y4
+	VMOVUPD     32(SI)(AX*8), Y5
+	VMOVUPD     64(SI)(AX*8), Y6
+	VMOVUPD     96(SI)(AX*8), Y7
+	VFMADD231PD (R8)(AX*8), Y4, Y0
+	VFMADD231PD 32(R8)(AX*8), Y5, Y1
+	VFMADD231PD 64(R8)(AX*8), Y6, Y2
+	VFMADD231PD 96(R8)(AX*8), Y7, Y3
+	ADDQ        $16, AX
+	CMPQ        AX, DX
+	JLT         dloop16
+
+dtail4:
+	MOVQ        CX, DX
+	SUBQ        AX, DX
+	CMPQ        DX, $4
+	JLT         dreduce
+	VMOVUPD     (SI)(AX*8), Y4
+	VFMADD231PD (R8)(AX*8), Y4, Y0
+	ADDQ        $4, AX
+	JMP         dtail4
+
+dreduce:
+	VADDPD       Y1, Y0, Y0
+	VADDPD       Y3, Y2, Y2
+	VADDPD       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VHADDPD      X0, X0, X0
+	CMPQ         AX, CX
+	JGE          ddone
+
+dloop1:
+	VMOVSD      (SI)(AX*8), X4
+	VFMADD231SD (R8)(AX*8), X4, X0
+	INCQ        AX
+	CMPQ        AX, CX
+	JLT         dloop1
+
+ddone:
+	VZEROUPPER
+	MOVSD X0, ret+48(FP)
+	RET
+
+// func axpyDotAVX2(alpha float64, x, y, z []float64) float64
+//
+// y_t += alpha x_t and then sum z_t y_t over len(x) entries.
+TEXT ·axpyDotAVX2(SB), NOSPLIT, $0-88
+	VBROADCASTSD alpha+0(FP), Y8
+	MOVQ         x_base+8(FP), SI
+	MOVQ         x_len+16(FP), CX
+	MOVQ         y_base+32(FP), DI
+	MOVQ         z_base+56(FP), R8
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	XORQ         AX, AX
+	MOVQ         CX, DX
+	ANDQ         $~7, DX
+	JZ           atail4
+
+aloop8:
+	VMOVUPD     (DI)(AX*8), Y4
+	VMOVUPD     32(DI)(AX*8), Y5
+	VFMADD231PD (SI)(AX*8), Y8, Y4
+	VFMADD231PD 32(SI)(AX*8), Y8, Y5
+	VMOVUPD     Y4, (DI)(AX*8)
+	VMOVUPD     Y5, 32(DI)(AX*8)
+	VFMADD231PD (R8)(AX*8), Y4, Y0
+	VFMADD231PD 32(R8)(AX*8), Y5, Y1
+	ADDQ        $8, AX
+	CMPQ        AX, DX
+	JLT         aloop8
+
+atail4:
+	MOVQ        CX, DX
+	SUBQ        AX, DX
+	CMPQ        DX, $4
+	JLT         areduce
+	VMOVUPD     (DI)(AX*8), Y4
+	VFMADD231PD (SI)(AX*8), Y8, Y4
+	VMOVUPD     Y4, (DI)(AX*8)
+	VFMADD231PD (R8)(AX*8), Y4, Y0
+	ADDQ        $4, AX
+
+areduce:
+	VADDPD       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VHADDPD      X0, X0, X0
+	CMPQ         AX, CX
+	JGE          adone
+
+aloop1:
+	VMOVSD      (DI)(AX*8), X4
+	VFMADD231SD (SI)(AX*8), X8, X4
+	VMOVSD      X4, (DI)(AX*8)
+	VFMADD231SD (R8)(AX*8), X4, X0
+	INCQ        AX
+	CMPQ        AX, CX
+	JLT         aloop1
+
+adone:
+	VZEROUPPER
+	MOVSD X0, ret+80(FP)
+	RET

@@ -5,3 +5,8 @@ package linalg
 // dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over slices of
 // equal length (the value and the derivative of an inner product).
 var dualDot = dualDotGo
+
+var (
+	dot     = dotGo
+	axpyDot = axpyDotGo
+)

@@ -1,0 +1,55 @@
+package linalg
+
+// Dot returns the inner product of a and b over the len(a) entries of a;
+// b must have at least as many (Dot panics otherwise). On amd64 CPUs with
+// AVX2 and FMA it runs in assembly (four-lane fused multiply-adds), so the
+// result can differ from a loop in Go by rounding.
+func Dot(a, b []float64) float64 {
+	return dot(a, b[:len(a)])
+}
+
+// AxpyDot sets y[i] += alpha x[i] for i < len(x) and returns the inner
+// product of z and the updated y over those entries, in one pass over
+// memory (the step of the L-BFGS two-loop recursion). y and z must have
+// at least len(x) entries (AxpyDot panics otherwise). Assembly as for
+// [Dot].
+func AxpyDot(alpha float64, x, y, z []float64) float64 {
+	n := len(x)
+	return axpyDot(alpha, x, y[:n], z[:n])
+}
+
+// dotGo is [Dot] in Go, with four accumulators.
+func dotGo(a, b []float64) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+3 < len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpyDotGo is [AxpyDot] in Go, with two accumulators.
+func axpyDotGo(alpha float64, x, y, z []float64) float64 {
+	n := len(x)
+	y, z = y[:n], z[:n]
+	var s0, s1 float64
+	i := 0
+	for ; i+1 < n; i += 2 {
+		y0, y1 := y[i]+alpha*x[i], y[i+1]+alpha*x[i+1]
+		y[i], y[i+1] = y0, y1
+		s0 += z[i] * y0
+		s1 += z[i+1] * y1
+	}
+	if i < n {
+		y[i] += alpha * x[i]
+		s0 += z[i] * y[i]
+	}
+	return s0 + s1
+}
