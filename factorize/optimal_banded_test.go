@@ -37,10 +37,16 @@ func TestOptimalBandedLimits(t *testing.T) {
 func TestOptimalBandedIndependent(t *testing.T) {
 	weighted, err := WeightedPrefix([]float64{1, 0.5, 2, 1.5, 0.7, 1.1, 0.9, 1.3})
 	require.NoError(t, err)
+	// Momentum's inverse has two subdiagonals (p = 2 in the band
+	// products of the evaluation).
+	momentum, err := Momentum(9, 0.6)
+	require.NoError(t, err)
+	_, p, _ := momentumInverse(t, momentum)
+	require.Equal(t, 2, p)
 	cases := []struct {
 		w *Workload
 		b int
-	}{{prefix(t, 8), 2}, {prefix(t, 8), 3}, {prefix(t, 10), 4}, {weighted, 3}}
+	}{{prefix(t, 8), 2}, {prefix(t, 8), 3}, {prefix(t, 10), 4}, {weighted, 3}, {momentum, 3}, {momentum, 5}}
 	for _, c := range cases {
 		n := c.w.R()
 		var basis []*mat.SymDense
@@ -60,6 +66,12 @@ func TestOptimalBandedIndependent(t *testing.T) {
 		require.NoError(t, err)
 		assert.InEpsilon(t, want, f.Metrics.Loss, 1e-9, "%s R=%d b=%d", c.w.Name(), n, c.b)
 	}
+}
+
+func momentumInverse(t *testing.T, w *Workload) (n, p int, kind mat.TriKind) {
+	inv, ok := w.InverseBand()
+	require.True(t, ok)
+	return inv.TriBand()
 }
 
 // The factors: A = B C, causal, C banded with unit columns, the
@@ -345,11 +357,13 @@ func BenchmarkOptimalBandedPhases(b *testing.B) {
 func TestBandedCertificateBounds(t *testing.T) {
 	weighted, err := WeightedPrefix([]float64{1, 0.5, 2, 1.5, 0.7, 1.1, 0.9, 1.3, 0.8, 1.2})
 	require.NoError(t, err)
+	momentum, err := Momentum(12, 0.8)
+	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, c := range []struct {
 		w *Workload
 		b int
-	}{{prefix(t, 10), 3}, {prefix(t, 12), 4}, {weighted, 3}} {
+	}{{prefix(t, 10), 3}, {prefix(t, 12), 4}, {weighted, 3}, {momentum, 4}} {
 		n := c.w.R()
 		var basis []*mat.SymDense
 		for i := 0; i < n; i++ {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/cpu"
+
 	"github.com/dpmf/dpmf/factorize"
 )
 
@@ -165,9 +167,17 @@ func participationMarkdown(runs []partRun, cmdLine string, when time.Time) strin
 		}
 	}
 	p("")
-	p("An iteration of `OptimalEpochs` evaluates the class blocks of X(Lambda) through about 40 to 60 band selected inversions of order R with 2k off-diagonals (O(R k^2) each); one of `OptimalBanded` is about one evaluation, a band LDL^T and selected inversion with their shift derivative, of order R with b off-diagonals (O(R b^2)), plus O(R b^2) for the gradient in C's entries in its first phase; at R = 10,000 it stalls near a gap of 5e-8, where steps change f by less than its rounding (docs/solver.md). The same measurements as Go benchmarks: `go test -run '^$' -bench 'OptimalEpochs|OptimalBanded' ./bench/`.")
+	p("An iteration of `OptimalEpochs` evaluates the class blocks of X(Lambda) through about 40 to 60 band selected inversions of order R with 2k off-diagonals (O(R k^2) each); one of `OptimalBanded` is about one evaluation, a band LDL^T and selected inversion with their shift derivative, of order R with b off-diagonals (O(R b^2)), plus O(R b^2) for the gradient in C's entries in its first phase. Its gap is the smaller of a first-order (Lagrangian) and a second-order bound, which reaches 1e-8 where the first-order one is near 1e-6 (docs/solver.md). The inner products of the band kernels and of the L-BFGS recursion run in AVX2 assembly with fused multiply-adds where the CPU has them (`linalg.Dot`; Go elsewhere); this machine: %s. The same measurements as Go benchmarks: `go test -run '^$' -bench 'OptimalEpochs|OptimalBanded' ./bench/`.", cpuVector())
 	p(partEnd)
 	return b.String()
+}
+
+// cpuVector says whether the band kernels run in assembly here.
+func cpuVector() string {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		return "AVX2 and FMA, assembly"
+	}
+	return "no AVX2 and FMA, Go"
 }
 
 // replaceParticipation rewrites the participation section of the report at
