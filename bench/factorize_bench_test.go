@@ -208,7 +208,7 @@ func BenchmarkOptimalEpochs(b *testing.B) {
 // min-separation (factorize.OptimalBanded, b = 64 bands, loss only, gap
 // factorize.DefaultBandedTol), with the single-participation optimum at the
 // same R as a same-run reference. The target R = 10,000 takes
-// minutes here and runs only with DPMF_LONG=1 (use -timeout 60m).
+// about a minute here and runs only with DPMF_LONG=1 (use -timeout 30m).
 func BenchmarkOptimalBanded(b *testing.B) {
 	ctx := context.Background()
 	const bands = 64
@@ -219,7 +219,7 @@ func BenchmarkOptimalBanded(b *testing.B) {
 		}
 		b.Run("R="+strconv.Itoa(r)+"/b=64", func(b *testing.B) {
 			if r > 2000 && os.Getenv("DPMF_LONG") == "" {
-				b.Skip("set DPMF_LONG=1 (and -timeout 60m) for R > 2000")
+				b.Skip("set DPMF_LONG=1 (and -timeout 30m) for R > 2000")
 			}
 			var f *factorize.Factorization
 			for b.Loop() {
