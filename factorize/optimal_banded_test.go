@@ -48,24 +48,30 @@ func TestOptimalBandedIndependent(t *testing.T) {
 		b int
 	}{{prefix(t, 8), 2}, {prefix(t, 8), 3}, {prefix(t, 10), 4}, {weighted, 3}, {momentum, 3}, {momentum, 5}}
 	for _, c := range cases {
-		n := c.w.R()
-		var basis []*mat.SymDense
-		for i := 0; i < n; i++ {
-			for j := i + 1; j < n && j-i < c.b; j++ {
-				e := mat.NewSymDense(n, nil)
-				e.SetSym(i, j, 1)
-				basis = append(basis, e)
-			}
-		}
-		x := mat.NewSymDense(n, nil)
-		for i := 0; i < n; i++ {
-			x.SetSym(i, i, 1)
-		}
-		want := newtonOver(t, c.w.Matrix(), basis, x)
+		want := bandedNewton(t, c.w, c.b)
 		f, err := OptimalBanded(context.Background(), c.w, c.b, 1, Options{Tol: 1e-10})
 		require.NoError(t, err)
-		assert.InEpsilon(t, want, f.Metrics.Loss, 1e-9, "%s R=%d b=%d", c.w.Name(), n, c.b)
+		assert.InEpsilon(t, want, f.Metrics.Loss, 1e-9, "%s R=%d b=%d", c.w.Name(), c.w.R(), c.b)
 	}
+}
+
+// bandedNewton returns the optimal loss over X banded within b with unit
+// diagonal by the dense Newton method of newtonOver, from the identity.
+func bandedNewton(t *testing.T, w *Workload, b int) float64 {
+	n := w.R()
+	var basis []*mat.SymDense
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n && j-i < b; j++ {
+			e := mat.NewSymDense(n, nil)
+			e.SetSym(i, j, 1)
+			basis = append(basis, e)
+		}
+	}
+	eye := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		eye.SetSym(i, i, 1)
+	}
+	return newtonOver(t, w.Matrix(), basis, eye)
 }
 
 func momentumInverse(t *testing.T, w *Workload) (n, p int, kind mat.TriKind) {
@@ -365,19 +371,7 @@ func TestBandedCertificateBounds(t *testing.T) {
 		b int
 	}{{prefix(t, 10), 3}, {prefix(t, 12), 4}, {weighted, 3}, {momentum, 4}} {
 		n := c.w.R()
-		var basis []*mat.SymDense
-		for i := 0; i < n; i++ {
-			for j := i + 1; j < n && j-i < c.b; j++ {
-				e := mat.NewSymDense(n, nil)
-				e.SetSym(i, j, 1)
-				basis = append(basis, e)
-			}
-		}
-		eye := mat.NewSymDense(n, nil)
-		for i := 0; i < n; i++ {
-			eye.SetSym(i, i, 1)
-		}
-		fStar := newtonOver(t, c.w.Matrix(), basis, eye)
+		fStar := bandedNewton(t, c.w, c.b)
 		bp := newBandedProblem(c.w, c.b)
 		x0, err := bp.start()
 		require.NoError(t, err)
