@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -66,8 +68,9 @@ const DefaultBandedTol = 1e-8
 // # Output
 //
 // C = P chol(P X P)^T P is banded (the Cholesky factor of a band matrix
-// keeps its band); B = A C^{-1} is formed densely unless opt.LossOnly is
-// set. The metrics are those under [MinSeparation](b, k): Metrics.Loss is
+// keeps its band; O(R b^2)); B = A C^{-1} is formed densely, from the rows
+// of C^{-1} by back substitution (O(R^2 b), on two cores where available;
+// a few seconds at R = 10,000), unless opt.LossOnly is set. The metrics are those under [MinSeparation](b, k): Metrics.Loss is
 // k' f(X) (with LossOnly, MaxSE is 0, not computed), and Participation
 // records the pattern.
 func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Factorization, error) {
@@ -116,24 +119,9 @@ func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Fa
 		f.Metrics = metricsFrom(n, 1, part, Sensitivity{Value: math.Sqrt(kk), Exact: true, Rule: RuleMinSepBanded}, sol.f, 0)
 		return f, nil
 	}
-	x := make([]float64, n*n)
-	for i := 0; i < n; i++ {
-		for j := max(0, i-b+1); j <= i; j++ {
-			v := sol.x.At(i, j)
-			x[i*n+j], x[j*n+i] = v, v
-		}
-	}
-	bm, cm, err := factorsFromX(w, x)
+	bm, cm, err := bandedFactors(ctx, w, sol.x)
 	if err != nil {
 		return nil, err
-	}
-	// The Cholesky factor of a band matrix is banded: clear the rounding
-	// outside the band so that streaming needs b - 1 buffers.
-	for i := 0; i < n; i++ {
-		row := cm.RawRowView(i)
-		for j := 0; j <= i-b; j++ {
-			row[j] = 0
-		}
 	}
 	f.B, f.C, f.Available = bm, cm, squareAvailable(n)
 	if f.Metrics, err = ComputeMetrics(bm, cm, part); err != nil {
@@ -744,6 +732,59 @@ func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []f
 			gc[j*b+d] = 2 / nrm[j] * (gxj*c[j*b+d]/nrm[j] - s)
 		}
 	}
+}
+
+// bandedFactors returns B = A C^{-1} and C for X banded within b: C = P
+// chol(P X P)^T P by [bandedCholesky] (O(R b^2), banded, exactly zero
+// outside the band), the rows of C^{-1} by back substitution with C's
+// columns (row i solves z C = e_i: z_p = -sum_{q in (p, p+b)} z_q C_qp /
+// C_pp, O(R b) per row, O(R^2 b) in all, the rows split between the
+// available cores), then B by the workload as for the dense path.
+func bandedFactors(ctx context.Context, w *Workload, x linalg.SymBand) (*mat.Dense, *mat.Dense, error) {
+	n, b := x.N, x.K+1
+	c, ok := bandedCholesky(x)
+	if !ok {
+		return nil, nil, fmt.Errorf("factorize: Cholesky factorization of X failed (R = %d): the matrix is not numerically positive definite", n)
+	}
+	cData := make([]float64, n*n)
+	for j := 0; j < n; j++ {
+		for d := 0; d < b && j+d < n; d++ {
+			cData[(j+d)*n+j] = c[j*b+d]
+		}
+	}
+	inv := make([]float64, n*n)
+	rows := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if i%256 == 0 && ctx.Err() != nil {
+				return
+			}
+			z := inv[i*n : i*n+i+1]
+			z[i] = 1 / c[i*b]
+			for p := i - 1; p >= 0; p-- {
+				m := min(b-1, i-p)
+				z[p] = -dot(c[p*b+1:p*b+1+m], z[p+1:p+1+m]) / c[p*b]
+			}
+		}
+	}
+	// Row i costs about i b: split the rows at n / sqrt(2) for equal work.
+	workers := min(runtime.GOMAXPROCS(0), 2)
+	if workers > 1 && n >= 256 {
+		split := int(float64(n) / math.Sqrt2)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows(split, n)
+		}()
+		rows(0, split)
+		wg.Wait()
+	} else {
+		rows(0, n)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	return applyWorkload(w, inv, n), mat.NewDense(n, n, cData), nil
 }
 
 // bandedCholesky returns the banded lower-triangular C with C^T C = X

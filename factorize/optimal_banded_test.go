@@ -433,3 +433,46 @@ func TestBandedCertificateBounds(t *testing.T) {
 		assert.Less(t, bp.gapOf(x, g, f, 0, 0), p/f/10, "%s b=%d", c.w.Name(), c.b)
 	}
 }
+
+// The banded factors (banded Cholesky, back substitution by rows) against
+// the dense path (gonum's Cholesky and triangular inverse of the formed
+// X), for prefix sums and momentum, at a size where the rows are split
+// between goroutines.
+func TestBandedFactorsDense(t *testing.T) {
+	momentum, err := Momentum(300, 0.7)
+	require.NoError(t, err)
+	for _, w := range []*Workload{prefix(t, 300), momentum} {
+		const b = 7
+		bp := newBandedProblem(w, b)
+		x, err := bp.start()
+		require.NoError(t, err)
+		n := w.R()
+		xd := make([]float64, n*n)
+		for i := 0; i < n; i++ {
+			for j := max(0, i-b+1); j <= i; j++ {
+				xd[i*n+j], xd[j*n+i] = x.At(i, j), x.At(i, j)
+			}
+		}
+		wantB, wantC, err := factorsFromX(w, xd)
+		require.NoError(t, err)
+		gotB, gotC, err := bandedFactors(context.Background(), w, x)
+		require.NoError(t, err)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				require.InDelta(t, wantC.At(i, j), gotC.At(i, j), 1e-12, "%s C[%d][%d]", w.Name(), i, j)
+				if i-j >= b {
+					require.Zero(t, gotC.At(i, j))
+				}
+				require.InDelta(t, wantB.At(i, j), gotB.At(i, j), 1e-10*(1+math.Abs(wantB.At(i, j))), "%s B[%d][%d]", w.Name(), i, j)
+			}
+		}
+	}
+	// A cancelled context stops the solve.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	bp := newBandedProblem(prefix(t, 300), 7)
+	x, err := bp.start()
+	require.NoError(t, err)
+	_, _, err = bandedFactors(ctx, prefix(t, 300), x)
+	require.ErrorIs(t, err, context.Canceled)
+}
