@@ -61,7 +61,7 @@ const DefaultBandedTol = 1e-8
 // With L = A^{-1} banded (p subdiagonals), f(X) = tr(Q^{-1}) for the band
 // matrix Q = L^T X L (b - 1 + p off-diagonals), and the band of G is
 // L Q^{-2} L^T, with the band of Q^{-2} the shift derivative of the band
-// selected inversion ([linalg.SymBand.InverseBandSquared]): every
+// selected inversion ([linalg.SymBand.InverseBandSquaredRows]): every
 // evaluation costs O(R (b + p)^2) time and O(R (b + p)) memory. Workloads
 // without a banded inverse are an error.
 //
@@ -70,9 +70,10 @@ const DefaultBandedTol = 1e-8
 // C = P chol(P X P)^T P is banded (the Cholesky factor of a band matrix
 // keeps its band; O(R b^2)); B = A C^{-1} is formed densely, from the rows
 // of C^{-1} by back substitution (O(R^2 b), on two cores where available;
-// a few seconds at R = 10,000), unless opt.LossOnly is set. The metrics are those under [MinSeparation](b, k): Metrics.Loss is
-// k' f(X) (with LossOnly, MaxSE is 0, not computed), and Participation
-// records the pattern.
+// a few seconds at R = 10,000), unless opt.LossOnly is set. The metrics
+// are those under [MinSeparation](b, k): Metrics.Loss is k' f(X) (with
+// LossOnly, MaxSE is 0, not computed), and Participation records the
+// pattern.
 func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Factorization, error) {
 	if err := checkWorkload(w); err != nil {
 		return nil, err

@@ -5,7 +5,19 @@
 // Sylvester inertia, the blocked reduction of a dense symmetric matrix to
 // tridiagonal form on all cores ([Tridiagonalizer]) with the rational
 // function of the tridiagonal matrix applied to many rows
-// ([SymTridiag.ApplyRationalRows]), and NumPy .npy input and output.
+// ([SymTridiag.ApplyRationalRows]), the band of M^{-1} and M^{-2} for a
+// band matrix M ([SymBand.InverseBandSquaredRows]), inner products
+// ([Dot], [AxpyDot]), and NumPy .npy input and output.
+//
+// # Assembly
+//
+// On amd64 CPUs with AVX2 and FMA (checked at start through
+// golang.org/x/sys/cpu) the inner products of [Dot], [AxpyDot] and of the
+// band kernels run in assembly (dualdot_amd64.s: four-lane fused
+// multiply-adds with several accumulators); elsewhere, and when built with
+// -tags purego, they are loops in Go. The two differ by rounding only, and
+// the tests check the assembly against sums formed in Go for every loop
+// tail.
 //
 // # Structure
 //
@@ -31,7 +43,7 @@
 // # Errors and panics
 //
 // The kernels (BidiagGram, SymTridiag, SymBand, InvSqrtRational,
-// Tridiagonalizer) are
+// Tridiagonalizer, Dot, AxpyDot) are
 // LAPACK-style: their callers are numerical code that sizes dst and work as
 // documented, and a slice shorter than documented, a band matrix of
 // negative order or width ([NewSymBand]), an entry outside the band
