@@ -281,7 +281,8 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	// carries its derivative along ([dualDot]): rows of L in natural
 	// order, ln[i*w + k-(i-p)] = L[i][p], and of U = L D,
 	// un[i*w + k-(i-p)] = L[i][p] d_p, with their derivatives; the full rows
-	// of Z; and column i of L. (Values and derivatives in two goroutines,
+	// of Z; and column i of L. Whole columns go to the assembly in one call
+	// ([dualBatch]). (Values and derivatives in two goroutines,
 	// the values ahead, was measured no faster on two cores: the loops are
 	// bound by their loads, which the fused form shares.)
 	ln, dln := work[:n*w], work[n*w:2*n*w]
@@ -290,6 +291,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	tiny := math.SmallestNonzeroFloat64 * 4
 	negatives := 0
 	lc, dlc := make([]float64, w), make([]float64, w)
+	sums, dsums := make([]float64, w), make([]float64, w)
 	// LDL^T of M + sigma I and its derivative in sigma at sigma = 0, by
 	// columns: d_j = M[j][j] - sum_{p<j} L[j][p] u_jp, and for i in
 	// (j, j+k], L[i][j] = (M[i][j] - sum_{p<j} L[i][p] u_jp) / d_j.
@@ -304,13 +306,23 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			dj = tiny
 		}
 		d[j], dd[j] = dj, ddj
-		for i := j + 1; i <= min(n-1, j+k); i++ {
-			loi := max(0, i-k)
-			c := j - loi
-			oi, oj := i*w+k-i+loi, j*w+k-j+loi
-			sum, dsum := dualDot(ln[oi:oi+c], dln[oi:oi+c], un[oj:oj+c], dun[oj:oj+c])
-			lij := (s.Data[i*w+i-j] - sum) / dj
-			dlij := (-dsum - lij*ddj) / dj
+		top := min(n-1, j+k)
+		if j >= k && top > j {
+			// Away from the first rows, row i = j+1+r of L starts at
+			// ln[i*w] and pairs its first k-1-r entries with row j of U
+			// from p = i-k: one batch for the column.
+			dualBatch(ln[(j+1)*w:], dln[(j+1)*w:], un[j*w+1:], dun[j*w+1:], w, 1, k-1, -1, sums[:top-j], dsums[:top-j])
+		} else {
+			for i := j + 1; i <= top; i++ {
+				loi := max(0, i-k)
+				c := j - loi
+				oi, oj := i*w+k-i+loi, j*w+k-j+loi
+				sums[i-j-1], dsums[i-j-1] = dualDot(ln[oi:oi+c], dln[oi:oi+c], un[oj:oj+c], dun[oj:oj+c])
+			}
+		}
+		for i := j + 1; i <= top; i++ {
+			lij := (s.Data[i*w+i-j] - sums[i-j-1]) / dj
+			dlij := (-dsums[i-j-1] - lij*ddj) / dj
 			t := i*w + k - i + j
 			ln[t], dln[t] = lij, dlij
 			un[t], dun[t] = lij*dj, dlij*dj+lij*ddj
@@ -327,11 +339,18 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			p := i + 1 + q
 			lc[q], dlc[q] = ln[p*w+k-p+i], dln[p*w+k-p+i]
 		}
-		for j := top; j > i; j-- {
-			o := j*wr + k + i + 1 - j
-			zji, dzji := dualDot(zr[o:o+m], z2r[o:o+m], lc[:m], dlc[:m])
-			zr[j*wr+k+i-j], z2r[j*wr+k+i-j] = -zji, -dzji
-			zr[i*wr+k+j-i], z2r[i*wr+k+j-i] = -zji, -dzji
+		if m > 0 {
+			// Rows j = i+1 .. top of Z from p = i+1 start at zr[(i+1)*wr + k]
+			// and follow each other at a stride of wr - 1; the results go
+			// to row i (zr[i*wr + k + j-i]), which none of them reads.
+			o := i*wr + k + 1
+			zri, z2ri := zr[o:o+m], z2r[o:o+m]
+			dualBatch(zr[(i+1)*wr+k:], z2r[(i+1)*wr+k:], lc, dlc, wr-1, 0, m, 0, zri, z2ri)
+			for q := range zri {
+				j := i + 1 + q
+				zri[q], z2ri[q] = -zri[q], -z2ri[q]
+				zr[j*wr+k+i-j], z2r[j*wr+k+i-j] = zri[q], z2ri[q]
+			}
 		}
 		// Z[i][i] = 1/d_i - sum_{p in (i, top]} L[p][i] Z[i][p].
 		o := i*wr + k + 1

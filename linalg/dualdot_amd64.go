@@ -44,3 +44,14 @@ func init() {
 		dot, axpyDot = dotAVX2, axpyDotAVX2
 	}
 }
+
+// dualBatchAVX2 is [dualBatchGo] in AVX2 assembly, without its checks.
+//
+//go:noescape
+func dualBatchAVX2(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64)
+
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		dualBatchImpl = dualBatchAVX2
+	}
+}

@@ -53,3 +53,39 @@ func axpyDotGo(alpha float64, x, y, z []float64) float64 {
 	}
 	return s0 + s1
 }
+
+// dualBatchImpl is dualBatchGo or its assembly.
+var dualBatchImpl = dualBatchGo
+
+// dualBatch sets, for r in [0, len(out)), out[r] and dout[r] to the value
+// and derivative ([dualDot]) of the inner product of a[r aStride:] and
+// b[r bStride:] over length + r dlen entries (da and db alike): a batch of
+// inner products in one call, for the band kernels' columns. It panics if
+// an extent leaves a slice or a length is negative (the assembly does not
+// check).
+func dualBatch(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64) {
+	rows := len(out)
+	if rows == 0 {
+		return
+	}
+	last := rows - 1
+	lastLen := length + last*dlen
+	if length < 0 || lastLen < 0 || len(dout) < rows || aStride < 0 || bStride < 0 {
+		panic("linalg: dualBatch: bad shape")
+	}
+	aEnd := max(length, lastLen+last*aStride)
+	bEnd := max(length, lastLen+last*bStride)
+	if aEnd > len(a) || aEnd > len(da) || bEnd > len(b) || bEnd > len(db) {
+		panic("linalg: dualBatch: extent out of range")
+	}
+	dualBatchImpl(a, da, b, db, aStride, bStride, length, dlen, out, dout)
+}
+
+// dualBatchGo is [dualBatch] in Go, without its checks.
+func dualBatchGo(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64) {
+	for r := range out {
+		n := length + r*dlen
+		ao, bo := r*aStride, r*bStride
+		out[r], dout[r] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
+	}
+}
