@@ -4,24 +4,22 @@ package linalg
 
 import "golang.org/x/sys/cpu"
 
-// dualDotAVX2 is [dualDotGo] in AVX2 assembly with fused multiply-adds
-// (dualdot_amd64.s). It reads len(a) entries of every slice, unchecked.
-//
-//go:noescape
-func dualDotAVX2(a, da, b, db []float64) (s, ds float64)
-
 // dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over slices of
-// equal length (the value and the derivative of an inner product): in
-// AVX2 where the CPU has AVX2 and FMA, else in Go. The assembly reads
-// len(a) entries of every slice, unchecked: the callers (the band kernels
-// of this package) pass slices of equal length. A function value, so that
-// a call costs one call.
-var dualDot = func() func(a, da, b, db []float64) (s, ds float64) {
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		return dualDotAVX2
+// equal length (the value and the derivative of an inner product): one row
+// of dualBatchAVX2 where the CPU has AVX2 and FMA, else in Go. The
+// assembly reads len(a) entries of every slice, unchecked: the callers
+// (the band kernels of this package) pass slices of equal length.
+func dualDot(a, da, b, db []float64) (s, ds float64) {
+	if !haveFMA {
+		return dualDotGo(a, da, b, db)
 	}
-	return dualDotGo
-}()
+	var out, dout [1]float64
+	dualBatchAVX2(a, da, b, db, 0, 0, len(a), 0, out[:], dout[:])
+	return out[0], dout[0]
+}
+
+// haveFMA reports whether the CPU has AVX2 and FMA.
+var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // dotAVX2 is [dotGo] in AVX2 assembly; it reads len(a) entries of b.
 //
@@ -40,7 +38,7 @@ var (
 )
 
 func init() {
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if haveFMA {
 		dot, axpyDot = dotAVX2, axpyDotAVX2
 	}
 }
@@ -51,7 +49,7 @@ func init() {
 func dualBatchAVX2(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64)
 
 func init() {
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if haveFMA {
 		dualBatchImpl = dualBatchAVX2
 	}
 }
