@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -445,60 +443,3 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// A round file that does not check out stops a restart rather than
-// re-releasing a round.
-func TestStoreRefusesCorruptRound(t *testing.T) {
-	dir := t.TempDir()
-	st := store{dir}
-	for k := 0; k < 3; k++ {
-		if err := st.writeRound(Released{Round: k, Updates: 2, X: []float64{float64(k), -1}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rel, ok, err := st.last()
-	if err != nil || !ok || rel.Round != 2 || rel.X[0] != 2 || rel.Updates != 2 {
-		t.Fatalf("last = %+v, %v, %v; want round 2", rel, ok, err)
-	}
-	path := dir + "/" + roundName(2)
-	data := encodeRound(Released{Round: 2, X: []float64{2, -1}})
-	data[len(roundMagic)+30] ^= 1
-	if err := writeFile(path, data); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.last(); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
-		t.Errorf("corrupt last round: %v, want a checksum error", err)
-	}
-	if err := writeFile(path, data[:20]); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.last(); err == nil {
-		t.Error("truncated last round accepted")
-	}
-}
-
-// The noise key is made once from crypto/rand, kept with mode 0600, and
-// read back on a restart.
-func TestLoadOrCreateKey(t *testing.T) {
-	dir := t.TempDir()
-	k1, err := LoadOrCreateKey(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(filepath.Join(dir, keyFile))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("key file: %v, mode %v; want mode 0600", err, fi.Mode().Perm())
-	}
-	k2, err := LoadOrCreateKey(dir)
-	if err != nil || k1 != k2 {
-		t.Fatalf("second load: %v, same key %v", err, k1 == k2)
-	}
-	if k1 == ([32]byte{}) {
-		t.Error("all-zero key")
-	}
-	if err := os.WriteFile(filepath.Join(dir, keyFile), []byte("short"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadOrCreateKey(dir); err == nil || !strings.Contains(err.Error(), "5 bytes, want 32") {
-		t.Errorf("short key file: %v", err)
-	}
-}

@@ -54,8 +54,14 @@ func (r *run) shape() fedopt.Shape {
 	return fedopt.Shape{Learners: r.n, Rounds: r.R, Tau: r.tau, Dim: r.d}
 }
 
-func (r *run) noise(start int) (mechanism.Mechanism, error) {
-	return mechanism.New(r.f, r.d, r.std, mechanism.WithSeed(r.seed), mechanism.WithStartRound(start))
+func (r *run) noise(start int, key [32]byte) (mechanism.Mechanism, error) {
+	return mechanism.New(r.f, r.d, r.std, mechanism.WithKey(key), mechanism.WithStartRound(start))
+}
+
+// key is the run's noise key, from its seed.
+func (r *run) key() *[32]byte {
+	k := mechanism.SeedKey(r.seed)
+	return &k
 }
 
 // simulate returns x^0..x^R of the in-process simulation; learners in
@@ -65,7 +71,7 @@ func (r *run) simulate(t *testing.T, absent func(i, round int) bool) [][]float64
 	var m mechanism.Mechanism
 	if r.f != nil {
 		var err error
-		if m, err = r.noise(0); err != nil {
+		if m, err = r.noise(0, *r.key()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,10 +123,17 @@ func (r *run) options(dir string, log *testutil.SyncBuffer) ServerOptions {
 	if log != nil {
 		lg = slog.New(slog.NewTextHandler(log, nil))
 	}
+	var (
+		noise func(int, [32]byte) (mechanism.Mechanism, error)
+		key   *[32]byte
+	)
+	if r.f != nil {
+		noise, key = r.noise, r.key()
+	}
 	return ServerOptions{
 		Config: r.cfg, Shape: r.shape(),
 		Model: Model{Name: "logistic", Features: r.d},
-		Noise: r.noise, Dir: dir,
+		Noise: noise, NoiseKey: key, Dir: dir,
 		RoundTimeout: 20 * time.Second, MaxWait: 5 * time.Second, Linger: 5 * time.Second,
 		Log: lg,
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -56,10 +55,19 @@ type ServerOptions struct {
 	Shape fedopt.Shape
 	// Model is passed on to the learners.
 	Model Model
-	// Noise returns the noise mechanism positioned at round start (for
-	// example with mechanism.WithStartRound); nil for NonPrivate. Its
-	// key stays on the server.
-	Noise func(start int) (mechanism.Mechanism, error)
+	// Noise returns the noise mechanism positioned at round start (with
+	// mechanism.WithStartRound) whose randomness comes from key (with
+	// mechanism.WithKey); nil for NonPrivate. The key stays on the server.
+	Noise func(start int, key [32]byte) (mechanism.Mechanism, error)
+	// NoiseKey, if not nil, is the noise key: for reproducible experiments
+	// (mechanism.SeedKey(seed) gives the noise of mechanism.WithSeed(seed)).
+	// Anyone who knows it can remove the noise from every released model.
+	// If nil, the server draws the key from crypto/rand when the run
+	// starts and keeps it in Dir/noise.key (mode 0600); a restart reads it
+	// back, and a missing, foreign or group- or world-accessible key file
+	// is an error, never replaced. Either way run.json records the key's
+	// fingerprint, and a restart with another key is refused.
+	NoiseKey *[32]byte
 	// Epochs is passed on to the learners: each replays its R/K rounds
 	// of clients K times (0 means 1). The privacy calibration in
 	// Config.Privacy must account for it.
@@ -69,7 +77,11 @@ type ServerOptions struct {
 	// restart with a different description is refused.
 	Describe map[string]any
 	// Dir is the state directory: every released model is written there
-	// before anyone sees it, and a restarted server resumes from it.
+	// before anyone sees it, and a restarted server resumes from it. One
+	// server at a time may use it (an exclusive lock, released when Run
+	// returns or by Close), and a restart refuses a directory whose state
+	// was lost, rewound, copied or mixed with another run's (see
+	// docs/distributed.md, "Faults").
 	Dir string
 	// RoundTimeout is how long a round waits for updates after it opens
 	// (default 60 s). Then it closes with the updates received if there
@@ -108,8 +120,11 @@ type Server struct {
 	flv1.UnimplementedFederationServer
 	opt  ServerOptions
 	log  *slog.Logger
-	st   store
 	core *fedopt.Server
+
+	stMu sync.Mutex // guards st and ran; taken before mu
+	st   *state     // nil once closed
+	ran  bool       // Run was called
 
 	mu        sync.Mutex
 	round     int
@@ -167,48 +182,66 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if (fedopt.Logistic{}).NumParams(opt.Model.Features) != sh.Dim {
 		return nil, fmt.Errorf("fednet: model dimension %d for %d features, want %d", sh.Dim, opt.Model.Features, (fedopt.Logistic{}).NumParams(opt.Model.Features))
 	}
+	if opt.NoiseKey != nil && opt.Noise == nil {
+		return nil, errors.New("fednet: a noise key without a noise mechanism")
+	}
 	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("fednet: state directory: %w", err)
-	}
-	st := store{opt.Dir}
 	desc, err := describe(opt)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.checkRun(desc); err != nil {
-		return nil, fmt.Errorf("fednet: %w", err)
+	// Check what can be checked before the state directory is touched.
+	if err := opt.Config.Validate(); err != nil {
+		return nil, err
 	}
-	last, ok, err := st.last()
+	if sh.Learners < 1 || sh.Rounds < 1 || sh.Tau < 1 {
+		return nil, fmt.Errorf("fednet: run of shape n = %d, R = %d, tau = %d, want all >= 1", sh.Learners, sh.Rounds, sh.Tau)
+	}
+	x0 := make([]float64, sh.Dim) // the optimiser's x^0: X0, or zeros
+	if opt.Config.X0 != nil {
+		if len(opt.Config.X0) != sh.Dim {
+			return nil, fmt.Errorf("fednet: initial model of dimension %d, want %d", len(opt.Config.X0), sh.Dim)
+		}
+		copy(x0, opt.Config.X0)
+	}
+	st, err := openState(opt.Dir, stateOptions{plan: desc, x0: x0, noise: opt.Noise != nil, key: opt.NoiseKey})
 	if err != nil {
 		return nil, fmt.Errorf("fednet: %w", err)
 	}
-	start, x := 0, opt.Config.X0
-	if ok {
-		if len(last.X) != sh.Dim || last.Round > sh.Rounds {
-			return nil, fmt.Errorf("fednet: %s holds round %d of dimension %d, want at most %d rounds of dimension %d", opt.Dir, last.Round, len(last.X), sh.Rounds, sh.Dim)
-		}
-		start, x = last.Round, last.X
+	s, err := newServer(opt, log, st)
+	if err != nil {
+		st.lock.Close()
+		return nil, err
 	}
+	return s, nil
+}
+
+// newServer makes the server of a state directory opened by openState.
+func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) {
+	sh, last := opt.Shape, st.last
+	if len(last.X) != sh.Dim || last.Round > sh.Rounds {
+		return nil, fmt.Errorf("fednet: %s holds round %d of dimension %d, want at most %d rounds of dimension %d", opt.Dir, last.Round, len(last.X), sh.Rounds, sh.Dim)
+	}
+	start := last.Round
 	var noise mechanism.Mechanism
 	if opt.Noise != nil {
-		if noise, err = opt.Noise(start); err != nil {
+		var err error
+		if noise, err = opt.Noise(start, st.key); err != nil {
 			return nil, fmt.Errorf("fednet: noise mechanism: %w", err)
 		}
 	}
-	core, err := fedopt.NewServerAt(opt.Config, sh, noise, start, x)
+	core, err := fedopt.NewServerAt(opt.Config, sh, noise, start, last.X)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		if err := st.writeRound(Released{Round: 0, X: core.Model()}); err != nil {
-			return nil, fmt.Errorf("fednet: %w", err)
-		}
-	} else {
-		log.Info("resumed", "round", start, "dir", opt.Dir)
+	if st.stale > 0 {
+		log.Warn("removed stale temporary files", "dir", opt.Dir, "files", st.stale)
+	}
+	if st.resumed {
+		log.Info("resumed", "round", start, "dir", opt.Dir, "run", st.run.String())
 	}
 	s := &Server{
 		opt: opt, log: log, st: st, core: core,
@@ -246,6 +279,24 @@ func describe(opt ServerOptions) ([]byte, error) {
 	return b, nil
 }
 
+// Close releases the state directory without running: another server may
+// then use it. Run closes the server when it returns. The gRPC methods of
+// a closed server still serve the last released model but release
+// nothing. Close of a closed server does nothing.
+func (s *Server) Close() error {
+	if !s.ok() {
+		return errNoServer
+	}
+	s.stMu.Lock()
+	defer s.stMu.Unlock()
+	if s.st == nil {
+		return nil
+	}
+	err := s.st.lock.Close()
+	s.st = nil
+	return err
+}
+
 // Register registers the Federation service on g.
 func (s *Server) Register(g *grpc.Server) { flv1.RegisterFederationServer(g, s) }
 
@@ -278,6 +329,18 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.ok() {
 		return errNoServer
 	}
+	s.stMu.Lock()
+	switch {
+	case s.ran:
+		s.stMu.Unlock()
+		return errors.New("fednet: Run called twice; a Server runs once")
+	case s.st == nil:
+		s.stMu.Unlock()
+		return errors.New("fednet: the Server is closed")
+	}
+	s.ran = true
+	s.stMu.Unlock()
+	defer s.Close()
 	for {
 		s.mu.Lock()
 		r, full := s.round, s.full
@@ -313,6 +376,11 @@ func (s *Server) Run(ctx context.Context) error {
 // release closes the current round: with enough updates it aggregates
 // them, writes x^{r+1} and publishes it.
 func (s *Server) release() error {
+	s.stMu.Lock()
+	defer s.stMu.Unlock()
+	if s.st == nil {
+		return errors.New("fednet: the Server is closed")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, n := s.round, s.opt.Shape.Learners
@@ -324,7 +392,7 @@ func (s *Server) release() error {
 		return err // updates were checked on arrival: not reached
 	}
 	x := slices.Clone(s.core.Model())
-	if err := s.st.writeRound(Released{Round: r + 1, Updates: s.got, X: x}); err != nil {
+	if err := s.st.release(Released{Round: r + 1, Updates: s.got, X: x}); err != nil {
 		return fmt.Errorf("fednet: writing x^%d: %w", r+1, err)
 	}
 	s.log.Info("released", "round", r+1, "updates", s.got, "learners", n)

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,19 +21,35 @@ import (
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
 
-// The server's state directory holds, each written atomically:
+// The server's state directory holds, each file written to a temporary file,
+// synced, renamed into place and the directory synced:
 //
-//	run.json           the run's description; a restart must present the same
-//	noise.key          the 256-bit noise key (mode 0600), unless the noise is seeded
+//	lock               locked by the one server that uses the directory
+//	run.json           the run's record: its identity, plan and noise-key fingerprint
+//	noise.key          the 256-bit noise key (mode 0600), unless the caller gives the key
+//	released           the high-water mark: the last released round and its file's hash
 //	round-NNNNNNNN.x   the released model x^r, one file per round r = 0..R
 //
-// A round file is: the 8 bytes "DPMFXR01", then little-endian uint64 round,
-// dimension and number of aggregated updates, the dimension's float64
-// entries (little-endian IEEE 754), and the SHA-256 of everything before it.
+// A round file is: the 8 bytes "DPMFXR02", the run's 16-byte identity,
+// little-endian uint64 round, dimension and number of aggregated updates,
+// the SHA-256 that ends round r-1's file (zeros for round 0), the
+// dimension's float64 entries (little-endian IEEE 754), and the SHA-256 of
+// everything before it. The files form a hash chain: the hash that ends
+// round r's file commits to every round before it.
+//
+// The high-water mark is: the 8 bytes "DPMFHW01", the run's identity, the
+// little-endian uint64 round and the hash that ends that round's file, and
+// the SHA-256 of everything before it. It is written, and the directory
+// synced, after the round file and before the model is served to anyone.
 const (
 	runFile    = "run.json"
 	keyFile    = "noise.key"
-	roundMagic = "DPMFXR01"
+	markFile   = "released"
+	lockFile   = "lock"
+	roundMagic = "DPMFXR02"
+	markMagic  = "DPMFHW01"
+	// stateFormat is the format of the state directory run.json records.
+	stateFormat = 2
 )
 
 // Limits of the state files read back: none is longer in a valid
@@ -41,8 +59,21 @@ const (
 	maxRoundFile = 8<<28 + 1024
 )
 
+// roundHead is the length of a round file's header: magic, run identity,
+// round, dimension, updates and the previous round's hash.
+const roundHead = len(roundMagic) + 16 + 24 + sha256.Size
+
+// markLen is the length of the high-water mark file.
+const markLen = len(markMagic) + 16 + 8 + 2*sha256.Size
+
 // roundName returns the file name of round r's model.
 func roundName(r int) string { return fmt.Sprintf("round-%08d.x", r) }
+
+// runID identifies a run: 16 random bytes drawn when its state directory
+// is created, recorded in run.json and in every round file.
+type runID [16]byte
+
+func (id runID) String() string { return hex.EncodeToString(id[:]) }
 
 // Released is a released model as stored: x^Round, aggregated from Updates
 // learners' updates (0 for the initial model).
@@ -52,45 +83,86 @@ type Released struct {
 	X       []float64
 }
 
-// encodeRound returns the bytes of a round file.
-func encodeRound(rel Released) []byte {
+// encodeRound returns the bytes of round rel's file in run id, chained to
+// prev (the hash that ends the previous round's file), and the hash that
+// ends it.
+func encodeRound(id runID, prev [sha256.Size]byte, rel Released) ([]byte, [sha256.Size]byte) {
 	var b bytes.Buffer
-	b.Grow(len(roundMagic) + 24 + 8*len(rel.X) + sha256.Size)
+	b.Grow(roundHead + 8*len(rel.X) + sha256.Size)
 	b.WriteString(roundMagic)
+	b.Write(id[:])
 	var u [8]byte
 	for _, v := range []uint64{uint64(rel.Round), uint64(len(rel.X)), uint64(rel.Updates)} {
 		binary.LittleEndian.PutUint64(u[:], v)
 		b.Write(u[:])
 	}
+	b.Write(prev[:])
 	for _, v := range rel.X {
 		binary.LittleEndian.PutUint64(u[:], math.Float64bits(v))
 		b.Write(u[:])
 	}
 	sum := sha256.Sum256(b.Bytes())
 	b.Write(sum[:])
-	return b.Bytes()
+	return b.Bytes(), sum
 }
 
-// decodeRound parses a round file, checking its magic and checksum.
-func decodeRound(data []byte) (Released, error) {
-	head := len(roundMagic) + 24
-	if len(data) < head+sha256.Size || string(data[:len(roundMagic)]) != roundMagic {
-		return Released{}, errors.New("not a round file (bad magic or too short)")
+// roundHeader is what a round file says of itself besides the model.
+type roundHeader struct {
+	run       runID
+	round     int
+	dim       int
+	updates   int
+	prev, sum [sha256.Size]byte
+}
+
+// parseRoundHeader parses the header of a round file of size bytes and
+// checks that the size agrees with it; tail is the file's last 32 bytes.
+func parseRoundHeader(head []byte, tail []byte, size int64) (roundHeader, error) {
+	var h roundHeader
+	if len(head) < len(roundMagic) || string(head[:len(roundMagic)]) != roundMagic {
+		if len(head) >= len(roundMagic) && strings.HasPrefix(string(head[:len(roundMagic)]), "DPMFXR") {
+			return h, fmt.Errorf("round file format %q, want %q (written by an older dpmf: finish the run with it, or start a fresh state directory)", head[:len(roundMagic)], roundMagic)
+		}
+		return h, errors.New("not a round file (bad magic)")
+	}
+	if len(head) < roundHead || len(tail) != sha256.Size {
+		return h, errors.New("not a round file (too short)")
+	}
+	copy(h.run[:], head[len(roundMagic):])
+	u := func(k int) uint64 { return binary.LittleEndian.Uint64(head[len(roundMagic)+16+8*k:]) }
+	round, dim, upd := u(0), u(1), u(2)
+	copy(h.prev[:], head[roundHead-sha256.Size:])
+	copy(h.sum[:], tail)
+	if round > math.MaxInt32 || upd > math.MaxInt32 || dim > maxRoundFile/8 ||
+		size != int64(roundHead)+8*int64(dim)+sha256.Size {
+		return h, errors.New("inconsistent header")
+	}
+	h.round, h.dim, h.updates = int(round), int(dim), int(upd)
+	return h, nil
+}
+
+// decodeRound parses a whole round file, checking its magic and checksum.
+func decodeRound(data []byte) (roundHeader, []float64, error) {
+	if len(data) < roundHead+sha256.Size {
+		h, err := parseRoundHeader(data, nil, int64(len(data)))
+		if err == nil {
+			err = errors.New("not a round file (too short)")
+		}
+		return h, nil, err
 	}
 	body := data[:len(data)-sha256.Size]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[len(body):]) {
-		return Released{}, errors.New("checksum mismatch")
+	h, err := parseRoundHeader(data[:roundHead], data[len(body):], int64(len(data)))
+	if err != nil {
+		return h, nil, err
 	}
-	u := func(k int) uint64 { return binary.LittleEndian.Uint64(data[len(roundMagic)+8*k:]) }
-	round, dim, upd := u(0), u(1), u(2)
-	if uint64(len(body)-head) != 8*dim || round > math.MaxInt32 || upd > math.MaxInt32 {
-		return Released{}, errors.New("inconsistent header")
+	if sum := sha256.Sum256(body); sum != h.sum {
+		return h, nil, errors.New("checksum mismatch")
 	}
-	x := make([]float64, dim)
+	x := make([]float64, h.dim)
 	for k := range x {
-		x[k] = math.Float64frombits(binary.LittleEndian.Uint64(body[head+8*k:]))
+		x[k] = math.Float64frombits(binary.LittleEndian.Uint64(body[roundHead+8*k:]))
 	}
-	return Released{Round: int(round), Updates: int(upd), X: x}, nil
+	return h, x, nil
 }
 
 // store is the server's state directory.
@@ -98,32 +170,127 @@ type store struct {
 	dir string
 }
 
-// writeRound writes x^r atomically. It is called before x^r is sent to
-// anyone, so a model that left the server is on disk.
-func (s store) writeRound(rel Released) error {
-	data := encodeRound(rel)
-	return atomicfile.Write(filepath.Join(s.dir, roundName(rel.Round)), 0o644, func(w io.Writer) error {
+func (s store) path(name string) string { return filepath.Join(s.dir, name) }
+
+// write writes name durably: the file is synced, renamed into place and
+// the directory synced, each checked.
+func (s store) write(name string, perm os.FileMode, data []byte) error {
+	err := atomicfile.Write(s.path(name), perm, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(s.dir)
 }
 
-// ReadRound reads and checks round r's model in the state directory dir.
+// writeRound writes x^r of run id, chained to prev, durably, and returns
+// the hash that ends its file. It is called before x^r is sent to anyone,
+// so a model that left the server is on disk.
+func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha256.Size]byte, error) {
+	data, sum := encodeRound(id, prev, rel)
+	return sum, s.write(roundName(rel.Round), 0o644, data)
+}
+
+// readRegular reads a state file, refusing a symbolic link (a state file
+// is never one: a link could make another run's file, or any file, pass
+// for this run's) and anything but a regular file.
+func (s store) readRegular(name string, max int64) ([]byte, error) {
+	if err := s.checkRegular(name); err != nil {
+		return nil, err
+	}
+	return atomicfile.ReadRegular(s.path(name), max)
+}
+
+// checkRegular returns an error if name is a symbolic link or not a
+// regular file, and the error of Lstat (fs.ErrNotExist) if it is missing.
+func (s store) checkRegular(name string) error {
+	fi, err := os.Lstat(s.path(name))
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link: a state file must be a regular file", s.path(name))
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", s.path(name))
+	}
+	return nil
+}
+
+// readHeader reads the header and the final hash of round r's file
+// without reading the model.
+func (s store) readHeader(r int) (roundHeader, error) {
+	name := roundName(r)
+	if err := s.checkRegular(name); err != nil {
+		return roundHeader{}, err
+	}
+	f, err := atomicfile.OpenRegular(s.path(name))
+	if err != nil {
+		return roundHeader{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return roundHeader{}, err
+	}
+	head := make([]byte, roundHead)
+	tail := make([]byte, sha256.Size)
+	if fi.Size() < int64(roundHead+sha256.Size) {
+		return roundHeader{}, fmt.Errorf("%s: not a round file (too short)", s.path(name))
+	}
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return roundHeader{}, fmt.Errorf("%s: %w", s.path(name), err)
+	}
+	if _, err := f.ReadAt(tail, fi.Size()-sha256.Size); err != nil {
+		return roundHeader{}, fmt.Errorf("%s: %w", s.path(name), err)
+	}
+	h, err := parseRoundHeader(head, tail, fi.Size())
+	if err != nil {
+		return h, fmt.Errorf("%s: %v", s.path(name), err)
+	}
+	if h.round != r {
+		return h, fmt.Errorf("%s: holds round %d", s.path(name), h.round)
+	}
+	return h, nil
+}
+
+// readRound reads and checks round r's whole file.
+func (s store) readRound(r int) (roundHeader, Released, error) {
+	name := roundName(r)
+	data, err := s.readRegular(name, maxRoundFile)
+	if err != nil {
+		return roundHeader{}, Released{}, err
+	}
+	h, x, err := decodeRound(data)
+	if err != nil {
+		return h, Released{}, fmt.Errorf("%s: %v", s.path(name), err)
+	}
+	if h.round != r {
+		return h, Released{}, fmt.Errorf("%s: holds round %d", s.path(name), h.round)
+	}
+	return h, Released{Round: r, Updates: h.updates, X: x}, nil
+}
+
+// ReadRound reads and checks round r's model in the state directory dir:
+// the file's checksum, and that it belongs to the run that dir's run.json
+// records.
 func ReadRound(dir string, r int) (Released, error) {
 	if r < 0 {
 		return Released{}, fmt.Errorf("fednet: round %d, want >= 0", r)
 	}
-	path := filepath.Join(dir, roundName(r))
-	data, err := atomicfile.ReadRegular(path, maxRoundFile)
+	s := store{dir}
+	rec, err := s.readRun()
 	if err != nil {
 		return Released{}, err
 	}
-	rel, err := decodeRound(data)
+	h, rel, err := s.readRound(r)
 	if err != nil {
-		return Released{}, fmt.Errorf("%s: %v", path, err)
+		return Released{}, err
 	}
-	if rel.Round != r {
-		return Released{}, fmt.Errorf("%s: holds round %d", path, rel.Round)
+	if h.run != rec.id {
+		return Released{}, fmt.Errorf("%s: belongs to run %v, the directory's run is %v", s.path(roundName(r)), h.run, rec.id)
 	}
 	return rel, nil
 }
@@ -142,7 +309,7 @@ func (s store) rounds() ([]int, error) {
 		}
 		r, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "round-"), ".x"))
 		if err != nil || r < 0 || roundName(r) != name {
-			return nil, fmt.Errorf("%s: unexpected file in the state directory", filepath.Join(s.dir, name))
+			return nil, fmt.Errorf("%s: unexpected file in the state directory", s.path(name))
 		}
 		rs = append(rs, r)
 	}
@@ -150,76 +317,372 @@ func (s store) rounds() ([]int, error) {
 	return rs, nil
 }
 
-// last returns the last released model: the round file of the largest
-// round, which must be valid, and rounds 0..r must all be present. ok is
-// false if no round was released yet.
-func (s store) last() (rel Released, ok bool, err error) {
-	rs, err := s.rounds()
-	if err != nil || len(rs) == 0 {
-		return rel, false, err
+// mark is the high-water mark: the last released round of run id and the
+// hash that ends its file.
+type mark struct {
+	run   runID
+	round int
+	sum   [sha256.Size]byte
+}
+
+func encodeMark(m mark) []byte {
+	b := make([]byte, 0, markLen)
+	b = append(b, markMagic...)
+	b = append(b, m.run[:]...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.round))
+	b = append(b, m.sum[:]...)
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+// readMark reads and checks the high-water mark.
+func (s store) readMark() (mark, error) {
+	var m mark
+	data, err := s.readRegular(markFile, 1024)
+	if err != nil {
+		return m, err
 	}
-	for k, r := range rs {
-		if r != k {
-			return rel, false, fmt.Errorf("%s: round %d is missing (found rounds up to %d)", s.dir, k, rs[len(rs)-1])
+	body := data[:max(len(data)-sha256.Size, 0)]
+	if len(data) != markLen || string(data[:len(markMagic)]) != markMagic {
+		return m, fmt.Errorf("%s: not a high-water mark file", s.path(markFile))
+	}
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[len(body):]) {
+		return m, fmt.Errorf("%s: checksum mismatch", s.path(markFile))
+	}
+	copy(m.run[:], data[len(markMagic):])
+	r := binary.LittleEndian.Uint64(data[len(markMagic)+16:])
+	if r > math.MaxInt32 {
+		return m, fmt.Errorf("%s: round %d out of range", s.path(markFile), r)
+	}
+	m.round = int(r)
+	copy(m.sum[:], data[len(markMagic)+24:])
+	return m, nil
+}
+
+// writeMark writes the high-water mark durably.
+func (s store) writeMark(m mark) error {
+	return s.write(markFile, 0o644, encodeMark(m))
+}
+
+// runRecord is the content of run.json.
+type runRecord struct {
+	// Format is the state directory's format, stateFormat.
+	Format int `json:"format"`
+	// Run is the run's identity (hex).
+	Run string `json:"run"`
+	// Noise says where the noise key comes from: "none" (no noise),
+	// "file" (noise.key, made by the server) or "given" (by the caller,
+	// for example from a seed).
+	Noise string `json:"noise"`
+	// KeySHA256 is the key's fingerprint, keyFingerprint.
+	KeySHA256 string `json:"noise_key_sha256,omitempty"`
+	// DirInode is the inode of the state directory the run started in
+	// (0 where the platform has none): a copy or a restore has another.
+	DirInode uint64 `json:"dir_inode,omitempty"`
+	// Plan describes the run: configuration, shape, model, privacy.
+	Plan json.RawMessage `json:"plan"`
+
+	id runID
+}
+
+// readRun reads and parses run.json.
+func (s store) readRun() (runRecord, error) {
+	var rec runRecord
+	data, err := s.readRegular(runFile, maxRunFile)
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, fmt.Errorf("%s: %v", s.path(runFile), err)
+	}
+	if rec.Format != stateFormat {
+		return rec, fmt.Errorf("%s: state format %d, want %d (written by an older dpmf: finish the run with it, or start a fresh state directory)", s.path(runFile), rec.Format, stateFormat)
+	}
+	id, err := hex.DecodeString(rec.Run)
+	if err != nil || len(id) != len(rec.id) {
+		return rec, fmt.Errorf("%s: run identity %q, want 32 hex digits", s.path(runFile), rec.Run)
+	}
+	copy(rec.id[:], id)
+	return rec, nil
+}
+
+// keyFingerprint identifies a noise key in run.json without revealing it:
+// SHA-256 of a domain string and the key.
+func keyFingerprint(key [32]byte) string {
+	h := sha256.New()
+	h.Write([]byte("dpmf/fednet/noise-key/v1"))
+	h.Write(key[:])
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// readKey reads the noise key file and refuses one that group or others
+// may read or write: whoever reads it can remove the noise from every
+// released model.
+func (s store) readKey() ([32]byte, error) {
+	var key [32]byte
+	path := s.path(keyFile)
+	if err := s.checkRegular(keyFile); err != nil {
+		return key, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return key, err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return key, fmt.Errorf("%s has mode %04o: group or others may access the noise key; run chmod 600 on it (and treat the key as exposed if they did)", path, perm)
+	}
+	data, err := s.readRegular(keyFile, 1024)
+	if err != nil {
+		return key, err
+	}
+	if len(data) != len(key) {
+		return key, fmt.Errorf("%s: %d bytes, want %d", path, len(data), len(key))
+	}
+	copy(key[:], data)
+	return key, nil
+}
+
+// exists reports whether name exists in the directory (as anything).
+func (s store) exists(name string) bool {
+	_, err := os.Lstat(s.path(name))
+	return err == nil
+}
+
+// stateOptions say what a run needs of its state directory.
+type stateOptions struct {
+	plan  []byte    // the run's description (JSON)
+	x0    []float64 // the initial model
+	noise bool      // the run adds noise and needs a key
+	key   *[32]byte // the caller's key, or nil for one kept in noise.key
+}
+
+// state is a run's state directory, opened and locked.
+type state struct {
+	store
+	lock    *dirLock
+	run     runID
+	key     [32]byte // the noise key (zero without noise)
+	last    Released // the last released model
+	head    [sha256.Size]byte
+	resumed bool
+	stale   int // temporary files removed at start
+}
+
+// openState locks dir and resumes the run it holds, or starts one in it.
+// See docs/distributed.md, "Faults", for what each refusal protects.
+func openState(dir string, o stateOptions) (st *state, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	lock, err := lockDir(filepath.Join(dir, lockFile))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
+	st = &state{store: store{dir}, lock: lock}
+	// Under the lock no other server writes here: every temporary file
+	// is a leftover of a killed server (a complete model that was never
+	// released, perhaps).
+	if st.stale, err = atomicfile.RemoveStale(dir, 0); err != nil {
+		return nil, fmt.Errorf("removing stale temporary files: %w", err)
+	}
+	rec, err := st.readRun()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return st, st.create(o)
+	case err != nil:
+		return nil, err
+	}
+	return st, st.resume(rec, o)
+}
+
+// create starts a run in a directory without run.json. run.json is
+// written last: a directory without it has released nothing noisy.
+func (st *state) create(o stateOptions) error {
+	rs, err := st.rounds()
+	if err != nil {
+		return err
+	}
+	if len(rs) > 0 && rs[len(rs)-1] > 0 {
+		return fmt.Errorf("%s holds released rounds (up to %d) but no %s: the run's record is lost; resuming or restarting on it could release a round twice with the same noise, so use a fresh state directory", st.dir, rs[len(rs)-1], runFile)
+	}
+	if m, err := st.readMark(); err == nil && m.round > 0 {
+		return fmt.Errorf("%s records round %d as released but %s is missing: use a fresh state directory", st.path(markFile), m.round, runFile)
+	}
+	if o.noise && o.key == nil && st.exists(keyFile) {
+		return fmt.Errorf("%s exists but %s does not: it is left from an interrupted start or another run and is never reused for a new run; remove it if no model was released with it, or use a fresh state directory", st.path(keyFile), runFile)
+	}
+	if _, err := rand.Read(st.run[:]); err != nil {
+		return err
+	}
+	st.last = Released{Round: 0, X: o.x0}
+	if st.head, err = st.writeRound(st.run, [sha256.Size]byte{}, st.last); err != nil {
+		return err
+	}
+	if err := st.writeMark(mark{run: st.run, round: 0, sum: st.head}); err != nil {
+		return err
+	}
+	rec := runRecord{Format: stateFormat, Run: st.run.String(), Noise: "none", Plan: o.plan}
+	rec.DirInode, _ = dirInode(st.dir)
+	if o.noise {
+		if o.key != nil {
+			st.key, rec.Noise = *o.key, "given"
+		} else {
+			if _, err := rand.Read(st.key[:]); err != nil {
+				return err
+			}
+			rec.Noise = "file"
+			if err := st.write(keyFile, 0o600, st.key[:]); err != nil {
+				return err
+			}
+		}
+		rec.KeySHA256 = keyFingerprint(st.key)
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return st.write(runFile, 0o644, append(data, '\n'))
+}
+
+// resume checks a directory with run.json against the run o describes and
+// positions the state at its last released round.
+func (st *state) resume(rec runRecord, o stateOptions) error {
+	st.run, st.resumed = rec.id, true
+	runPath := st.path(runFile)
+	if !jsonEqual(rec.Plan, o.plan) {
+		return fmt.Errorf("%s describes another run (%s); this one is %s: use a fresh state directory", runPath, compact(rec.Plan), compact(o.plan))
+	}
+	if ino, ok := dirInode(st.dir); ok && rec.DirInode != 0 && ino != rec.DirInode {
+		return fmt.Errorf("%s is a copy or a restore of the directory run %v started in (inode %d, this one %d): a copy may lag behind the rounds already released, and resuming it could release a round twice with the same noise; start a fresh run in a fresh state directory", st.dir, st.run, rec.DirInode, ino)
+	}
+	if o.noise != (rec.Noise != "none") {
+		return fmt.Errorf("%s records noise %q: the run's noise cannot change on a restart", runPath, rec.Noise)
+	}
+	if o.noise {
+		switch {
+		case o.key != nil:
+			st.key = *o.key
+		case rec.Noise == "given":
+			return fmt.Errorf("%s: the run's noise key was given by the caller (a seed), not kept in %s: restart with the same seed", runPath, keyFile)
+		default:
+			key, err := st.readKey()
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%s is missing: the run's noise cannot be resumed without it and a new key is never made for a run that released rounds; use a fresh state directory", st.path(keyFile))
+			}
+			if err != nil {
+				return err
+			}
+			st.key = key
+		}
+		if keyFingerprint(st.key) != rec.KeySHA256 {
+			if o.key != nil {
+				return fmt.Errorf("the noise key (or seed) is not run %v's: %s records another fingerprint; restart with the run's seed", st.run, runPath)
+			}
+			return fmt.Errorf("%s is not run %v's noise key (%s records another fingerprint): it was replaced or copied from another run", st.path(keyFile), st.run, runPath)
 		}
 	}
-	rel, err = ReadRound(s.dir, rs[len(rs)-1])
+	m, err := st.readMark()
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s is missing: without the high-water mark the server cannot prove it would not release a round twice; refusing to resume", st.path(markFile))
+	}
+	if err != nil {
+		return err
+	}
+	if m.run != st.run {
+		return fmt.Errorf("%s belongs to run %v, not %v", st.path(markFile), m.run, st.run)
+	}
+	rs, err := st.rounds()
+	if err != nil {
+		return err
+	}
+	last := -1
+	if len(rs) > 0 {
+		last = rs[len(rs)-1]
+	}
+	if last < m.round {
+		return fmt.Errorf("%s holds rounds up to %d, but round %d was released: round files were lost or restored from an older copy; resuming would release rounds %d..%d again with the same noise, so the server refuses (the released models are those the learners hold)", st.dir, last, m.round, last+1, m.round)
+	}
+	if last > m.round+1 {
+		return fmt.Errorf("%s holds rounds up to %d, but only %d was released: round files from elsewhere; refusing to resume", st.dir, last, m.round)
+	}
+	// The chain from round 0: every round present, of this run, each file
+	// naming the one before it.
+	var prev [sha256.Size]byte
+	for k, r := range rs {
+		if r != k {
+			return fmt.Errorf("%s: round %d is missing (found rounds up to %d)", st.dir, k, last)
+		}
+		h, err := st.readHeader(r)
+		if err != nil {
+			return err
+		}
+		if h.run != st.run {
+			return fmt.Errorf("%s belongs to run %v, not %v", st.path(roundName(r)), h.run, st.run)
+		}
+		if h.prev != prev {
+			return fmt.Errorf("%s does not follow round %d's file (broken hash chain): a file was replaced", st.path(roundName(r)), r-1)
+		}
+		if r == m.round && h.sum != m.sum {
+			return fmt.Errorf("%s is not the round %d that was released (%s records another hash)", st.path(roundName(r)), r, st.path(markFile))
+		}
+		prev = h.sum
+	}
+	h, rel, err := st.readRound(last)
 	if err != nil {
 		// Never fall back to an earlier round: re-releasing a round with
 		// the same noise vector would reveal the difference of two
 		// aggregates without noise.
-		return rel, false, fmt.Errorf("the last released model is unreadable, refusing to resume: %w", err)
+		return fmt.Errorf("the last released model is unreadable, refusing to resume: %w", err)
 	}
-	return rel, true, nil
-}
-
-// checkRun writes the run's description on a fresh start and, on a
-// restart, checks that it is the same.
-func (s store) checkRun(desc []byte) error {
-	path := filepath.Join(s.dir, runFile)
-	old, err := atomicfile.ReadRegular(path, maxRunFile)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return atomicfile.Write(path, 0o644, func(w io.Writer) error {
-			_, err := w.Write(desc)
+	if h.sum != prev {
+		return fmt.Errorf("%s changed while being read", st.path(roundName(last)))
+	}
+	if last == m.round+1 {
+		// Written but never served (the mark comes before serving): it
+		// is released now, for the first time.
+		if err := st.writeMark(mark{run: st.run, round: last, sum: h.sum}); err != nil {
 			return err
-		})
-	case err != nil:
-		return err
-	case !bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(desc)):
-		return fmt.Errorf("%s describes another run (%s); this one is %s: use a fresh state directory", path, bytes.TrimSpace(old), bytes.TrimSpace(desc))
+		}
 	}
+	st.last, st.head = rel, h.sum
 	return nil
 }
 
-// LoadOrCreateKey returns the noise key kept in dir/noise.key, creating it
-// from crypto/rand (mode 0600) if it does not exist. The key never leaves
-// the server: whoever has it can regenerate the noise and remove it from
-// every released model.
-func LoadOrCreateKey(dir string) ([32]byte, error) {
-	var key [32]byte
-	if dir == "" {
-		// filepath.Join would make it the working directory's noise.key.
-		return key, errors.New("fednet: the noise key needs a state directory, not \"\"")
-	}
-	path := filepath.Join(dir, keyFile)
-	data, err := atomicfile.ReadRegular(path, 1024)
-	switch {
-	case err == nil:
-		if len(data) != len(key) {
-			return key, fmt.Errorf("%s: %d bytes, want %d", path, len(data), len(key))
-		}
-		copy(key[:], data)
-		return key, nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return key, err
-	}
-	if _, err := rand.Read(key[:]); err != nil {
-		return key, err
-	}
-	err = atomicfile.Write(path, 0o600, func(w io.Writer) error {
-		_, err := w.Write(key[:])
+// release writes x^r after the current head and then the high-water mark:
+// once release returns, x^r may be served.
+func (st *state) release(rel Released) error {
+	sum, err := st.writeRound(st.run, st.head, rel)
+	if err != nil {
 		return err
-	})
-	return key, err
+	}
+	if err := st.writeMark(mark{run: st.run, round: rel.Round, sum: sum}); err != nil {
+		return err
+	}
+	st.head, st.last = sum, rel
+	return nil
+}
+
+// jsonEqual reports whether a and b are the same JSON text up to
+// insignificant white space.
+func jsonEqual(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// compact returns JSON text without insignificant white space (or as it
+// is, if it is not JSON).
+func compact(j []byte) []byte {
+	var c bytes.Buffer
+	if json.Compact(&c, j) != nil {
+		return j
+	}
+	return c.Bytes()
 }

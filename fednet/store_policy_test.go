@@ -22,17 +22,21 @@ func TestStoreRefusesNonRegularStateFiles(t *testing.T) {
 		"/dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
 		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
 	}
+	// Each name is planted in a directory that holds a run at round 1
+	// (or, for run.json, in an empty one), and the server is restarted.
 	reads := map[string]func(dir string) error{
-		runFile: func(dir string) error { return store{dir}.checkRun([]byte(`{"run":1}`)) },
-		keyFile: func(dir string) error { _, err := LoadOrCreateKey(dir); return err },
-		roundName(0): func(dir string) error {
-			_, _, err := store{dir}.last()
-			return err
-		},
+		runFile:      func(dir string) error { return reopen(dir, true) },
+		keyFile:      func(dir string) error { return reopen(dir, true) },
+		markFile:     func(dir string) error { return reopen(dir, true) },
+		roundName(1): func(dir string) error { return reopen(dir, true) },
 	}
 	for kind, mk := range plant {
 		for name, read := range reads {
 			dir := t.TempDir()
+			if name != runFile {
+				newTestState(t, dir, true, 1)
+			}
+			os.Remove(filepath.Join(dir, name))
 			if err := mk(filepath.Join(dir, name)); err != nil {
 				t.Skipf("cannot plant a %s: %v", kind, err)
 			}
@@ -52,8 +56,7 @@ func TestStoreRefusesNonRegularStateFiles(t *testing.T) {
 
 // Zero values and out-of-range arguments are errors (package doc, "Errors
 // and panics"): before, the methods of a zero-value Server panicked with a
-// nil pointer, and LoadOrCreateKey("") created noise.key in the working
-// directory.
+// nil pointer.
 func TestZeroValuesAreErrors(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range map[string]*Server{"nil": nil, "zero": {}} {
@@ -68,12 +71,6 @@ func TestZeroValuesAreErrors(t *testing.T) {
 			assert.Nil(t, x)
 		}, name)
 	}
-	wd := t.TempDir()
-	t.Chdir(wd)
-	_, err := LoadOrCreateKey("")
-	assert.Error(t, err)
-	_, statErr := os.Stat(filepath.Join(wd, keyFile))
-	assert.True(t, os.IsNotExist(statErr), "LoadOrCreateKey(\"\") created %s in the working directory", keyFile)
-	_, err = ReadRound(t.TempDir(), -1)
+	_, err := ReadRound(t.TempDir(), -1)
 	assert.Error(t, err)
 }

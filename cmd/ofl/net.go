@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,7 +202,10 @@ func runServer(ctx context.Context, args []string, e env) error {
 		h := sha256.Sum256(b[:])
 		describe["seed_sha256"] = hex.EncodeToString(h[:])
 	}
-	var noise func(start int) (mechanism.Mechanism, error)
+	var (
+		noise    func(start int, key [32]byte) (mechanism.Mechanism, error)
+		noiseKey *[32]byte
+	)
 	if c.algo.Private() {
 		strat, err := factorize.ParseStrategy(c.strategy)
 		if err != nil {
@@ -217,28 +219,21 @@ func runServer(ctx context.Context, args []string, e env) error {
 		}
 		cfg.Privacy = priv
 		describe["strategy"], describe["calibration"] = f.Strategy, c.calibration.String()
-		if err := os.MkdirAll(s.state, 0o755); err != nil {
-			return fmt.Errorf("-state: %w", err)
-		}
-		var keyOpt mechanism.Option
 		if c.seedSet {
-			keyOpt = mechanism.WithSeed(fedopt.RepSeed(c.seed, 0)) // as ofl's repetition 0
-		} else {
-			key, err := fednet.LoadOrCreateKey(s.state)
-			if err != nil {
-				return fmt.Errorf("noise key: %w", err)
-			}
-			keyOpt = mechanism.WithKey(key)
+			// As ofl's repetition 0; without -seed the server draws the
+			// key from crypto/rand and keeps it in the state directory.
+			key := mechanism.SeedKey(fedopt.RepSeed(c.seed, 0))
+			noiseKey = &key
 		}
-		noise = func(start int) (mechanism.Mechanism, error) {
-			return mechanism.New(f, dim, priv.NoiseStd, keyOpt, mechanism.WithStartRound(start))
+		noise = func(start int, key [32]byte) (mechanism.Mechanism, error) {
+			return mechanism.New(f, dim, priv.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
 		}
 		log.Info("privacy", "eps", priv.Eps, "delta", priv.Delta, "sensitivity", priv.Sensitivity, "noise_std", priv.NoiseStd, "strategy", f.Strategy)
 	}
 	opts := fednet.ServerOptions{
 		Config: cfg, Shape: shape,
-		Model:        fednet.Model{Name: "logistic", L2: c.l2, Features: features},
-		Noise:        noise,
+		Model: fednet.Model{Name: "logistic", L2: c.l2, Features: features},
+		Noise: noise, NoiseKey: noiseKey,
 		Epochs:       c.epochs,
 		Describe:     describe,
 		Dir:          s.state,
@@ -256,13 +251,15 @@ func runServer(ctx context.Context, args []string, e env) error {
 			opts.Identify = fednet.IdentifyByCertificate
 		}
 	}
-	srv, err := fednet.NewServer(opts)
-	if err != nil {
-		return err
-	}
+	// Listen first: a bad -listen leaves the state directory untouched.
 	lis, err := net.Listen("tcp", s.listen)
 	if err != nil {
 		return fmt.Errorf("-listen: %w", err)
+	}
+	defer lis.Close()
+	srv, err := fednet.NewServer(opts)
+	if err != nil {
+		return err
 	}
 	g := grpc.NewServer(append(fednet.ServerOptionsGRPC(), grpc.Creds(creds))...)
 	srv.Register(g)

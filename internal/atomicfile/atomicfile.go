@@ -384,11 +384,24 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 
 // syncDir fsyncs the directory dir so that a rename into it is durable. It
 // is best effort: some platforms cannot open or sync a directory.
-func syncDir(dir string) {
+func syncDir(dir string) { SyncDir(dir) }
+
+// SyncDir fsyncs the directory dir, so that the renames and removals in it
+// that came before are durable, and returns the error of opening or syncing
+// it. Callers for which durability is a guarantee (a state file that must
+// never be rewound) check it; [Write] and [Pending.Commit] sync the
+// directory on a best-effort basis.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return
+		return err
 	}
-	d.Sync()
-	d.Close()
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("atomicfile: sync directory %s: %w", dir, err)
+	}
+	return nil
 }

@@ -1,0 +1,50 @@
+//go:build !unix
+
+package fednet
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+)
+
+// dirLock is an exclusive lock on a state directory. Without flock(2) it is
+// the lock file itself, created exclusively and removed by Close: a server
+// that was killed leaves it behind, and the next start names it so that an
+// operator who knows the server is gone can remove it.
+type dirLock struct {
+	path string
+}
+
+// lockDir creates the lock file at path, or returns an error naming the
+// server that holds it.
+func lockDir(path string) (*dirLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		holder, _ := os.ReadFile(path)
+		return nil, fmt.Errorf("state directory %s is in use by another server (%s): one server per state directory; if that server is gone, remove %s", strings.TrimSuffix(path, string(os.PathSeparator)+lockFile), strings.TrimSpace(string(holder)), path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state directory lock: %w", err)
+	}
+	host, _ := os.Hostname()
+	fmt.Fprintf(f, "pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	f.Close()
+	return &dirLock{path: path}, nil
+}
+
+// Close releases the lock. Close of a nil or closed lock does nothing.
+func (l *dirLock) Close() error {
+	if l == nil || l.path == "" {
+		return nil
+	}
+	err := os.Remove(l.path)
+	l.path = ""
+	return err
+}
+
+// dirInode reports that this platform has no inode numbers to compare.
+func dirInode(dir string) (uint64, bool) { return 0, false }

@@ -1,0 +1,73 @@
+//go:build unix
+
+package fednet
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// dirLock is an exclusive lock on a state directory: an advisory flock(2)
+// on its lock file, held while the file stays open and released by the
+// kernel when the process exits, however it exits. The file names the
+// holder, for the error a second server gets.
+type dirLock struct {
+	f *os.File
+}
+
+// lockDir takes the lock file at path, or returns an error naming the
+// server that holds it.
+func lockDir(path string) (*dirLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("state directory lock: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("state directory lock: %s is not a regular file", path)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder := make([]byte, 256)
+		n, _ := f.ReadAt(holder, 0)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := strings.TrimSpace(string(holder[:n]))
+			if who == "" {
+				who = "a server that is starting"
+			}
+			return nil, fmt.Errorf("state directory %s is in use by another server (%s): one server per state directory", strings.TrimSuffix(path, "/"+lockFile), who)
+		}
+		return nil, fmt.Errorf("state directory lock %s: %w", path, err)
+	}
+	host, _ := os.Hostname()
+	f.Truncate(0)
+	f.WriteAt([]byte(fmt.Sprintf("pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))), 0)
+	return &dirLock{f: f}, nil
+}
+
+// Close releases the lock. Close of a nil or closed lock does nothing.
+func (l *dirLock) Close() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close() // closing the descriptor releases the flock
+	l.f = nil
+	return err
+}
+
+// dirInode returns the inode number of the directory dir.
+func dirInode(dir string) (uint64, bool) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return uint64(st.Ino), true
+}

@@ -1,0 +1,334 @@
+package fednet
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testPlan is the run description of the state tests.
+var testPlan = []byte(`{"test":1}`)
+
+// testOptions are the state options of the state tests.
+func testOptions(noise bool) stateOptions {
+	return stateOptions{plan: testPlan, x0: []float64{0, 0}, noise: noise}
+}
+
+// testModel is the model the state tests release in round r.
+func testModel(r int) []float64 { return []float64{float64(r), -float64(r)} }
+
+// newTestState starts a run in dir, releases rounds 1..rounds and closes
+// the directory again.
+func newTestState(t *testing.T, dir string, noise bool, rounds int) {
+	t.Helper()
+	st, err := openState(dir, testOptions(noise))
+	require.NoError(t, err)
+	defer st.lock.Close()
+	for r := 1; r <= rounds; r++ {
+		require.NoError(t, st.release(Released{Round: r, Updates: 2, X: testModel(r)}))
+	}
+}
+
+// reopen restarts on dir and closes it again.
+func reopen(dir string, noise bool) error {
+	st, err := openState(dir, testOptions(noise))
+	if err == nil {
+		st.lock.Close()
+	}
+	return err
+}
+
+// A run resumes at its last released round with its key, and each file
+// names its run and the file before it.
+func TestStateResumes(t *testing.T) {
+	dir := t.TempDir()
+	newTestState(t, dir, true, 3)
+	fi, err := os.Stat(filepath.Join(dir, keyFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "noise.key mode")
+
+	st, err := openState(dir, testOptions(true))
+	require.NoError(t, err)
+	defer st.lock.Close()
+	assert.True(t, st.resumed)
+	assert.Equal(t, 3, st.last.Round)
+	assert.Equal(t, testModel(3), st.last.X)
+	assert.NotEqual(t, [32]byte{}, st.key)
+	raw, err := os.ReadFile(filepath.Join(dir, keyFile))
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(raw, st.key[:]), "the key read back is the file's")
+
+	// The chain, checked independently of the store's code: each file's
+	// header holds the run's identity and the SHA-256 that ends the file
+	// before it, and each file ends with the SHA-256 of the rest.
+	var rec map[string]any
+	data, err := os.ReadFile(filepath.Join(dir, runFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &rec))
+	prev := make([]byte, 32)
+	for r := 0; r <= 3; r++ {
+		f, err := os.ReadFile(filepath.Join(dir, roundName(r)))
+		require.NoError(t, err)
+		assert.Equal(t, "DPMFXR02", string(f[:8]))
+		assert.Equal(t, rec["run"], st.run.String())
+		assert.Equal(t, st.run[:], f[8:24], "round %d: run identity", r)
+		assert.Equal(t, prev, f[48:80], "round %d: previous hash", r)
+		sum := sha256.Sum256(f[:len(f)-32])
+		assert.Equal(t, sum[:], f[len(f)-32:], "round %d: checksum", r)
+		prev = f[len(f)-32:]
+	}
+	rel, err := ReadRound(dir, 2)
+	require.NoError(t, err)
+	assert.Equal(t, Released{Round: 2, Updates: 2, X: testModel(2)}, rel)
+}
+
+// Every fault that could make a restart release a round twice with the
+// same noise (or under another plan, or with another key) is refused with
+// a reason; none of them changes a file.
+func TestStateRefusesFaults(t *testing.T) {
+	other := t.TempDir() // another run with the same plan
+	newTestState(t, other, true, 3)
+	cases := []struct {
+		name   string
+		fault  func(t *testing.T, dir string)
+		reason string
+	}{
+		{"newest round lost", func(t *testing.T, dir string) { rm(t, dir, roundName(3)) }, "round 3 was released"},
+		{"two newest rounds lost", func(t *testing.T, dir string) { rm(t, dir, roundName(3)); rm(t, dir, roundName(2)) }, "rounds 2..3 again"},
+		{"run.json lost", func(t *testing.T, dir string) { rm(t, dir, runFile) }, "no run.json"},
+		{"high-water mark lost", func(t *testing.T, dir string) { rm(t, dir, markFile) }, "high-water mark"},
+		{"noise key lost", func(t *testing.T, dir string) { rm(t, dir, keyFile) }, "noise.key is missing"},
+		{"noise key of another run", func(t *testing.T, dir string) { cp(t, other, dir, keyFile) }, "not run"},
+		{"noise key readable by others", func(t *testing.T, dir string) {
+			require.NoError(t, os.Chmod(filepath.Join(dir, keyFile), 0o644))
+		}, "mode 0644"},
+		{"round file of another run", func(t *testing.T, dir string) { cp(t, other, dir, roundName(2)) }, "belongs to run"},
+		{"newest round of another run", func(t *testing.T, dir string) { cp(t, other, dir, roundName(3)) }, "belongs to run"},
+		{"mark of another run", func(t *testing.T, dir string) { cp(t, other, dir, markFile) }, "belongs to run"},
+		{"run.json of another run", func(t *testing.T, dir string) { cp(t, other, dir, runFile) }, "copy or a restore"},
+		{"gap", func(t *testing.T, dir string) { rm(t, dir, roundName(1)) }, "round 1 is missing"},
+		{"symbolic link", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, roundName(3))
+			require.NoError(t, os.Rename(p, p+".real"))
+			require.NoError(t, os.Symlink(p+".real", p))
+		}, "symbolic link"},
+		{"rounds past the mark", func(t *testing.T, dir string) {
+			st := store{dir}
+			rec, err := st.readRun()
+			require.NoError(t, err)
+			h, err := st.readHeader(3)
+			require.NoError(t, err)
+			sum, err := st.writeRound(rec.id, h.sum, Released{Round: 4, X: testModel(4)})
+			require.NoError(t, err)
+			_, err = st.writeRound(rec.id, sum, Released{Round: 5, X: testModel(5)})
+			require.NoError(t, err)
+		}, "only 3 was released"},
+		{"round file replaced", func(t *testing.T, dir string) {
+			st := store{dir}
+			rec, err := st.readRun()
+			require.NoError(t, err)
+			h, err := st.readHeader(1)
+			require.NoError(t, err)
+			_, err = st.writeRound(rec.id, h.sum, Released{Round: 2, Updates: 1, X: testModel(7)})
+			require.NoError(t, err)
+		}, "hash chain"},
+		{"newest round rewritten", func(t *testing.T, dir string) {
+			st := store{dir}
+			rec, err := st.readRun()
+			require.NoError(t, err)
+			h, err := st.readHeader(3)
+			require.NoError(t, err)
+			_, err = st.writeRound(rec.id, h.prev, Released{Round: 3, Updates: 1, X: testModel(7)})
+			require.NoError(t, err)
+		}, "not the round 3 that was released"},
+		{"mark corrupt", func(t *testing.T, dir string) { flip(t, dir, markFile, 30) }, "checksum mismatch"},
+		{"newest round corrupt", func(t *testing.T, dir string) { flip(t, dir, roundName(3), roundHead+3) }, "checksum mismatch"},
+		{"another plan", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, runFile)
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"test": 1`), []byte(`"test": 2`), 1), 0o644))
+		}, "describes another run"},
+		{"older format", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, runFile)
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"format": 2`), []byte(`"format": 1`), 1), 0o644))
+		}, "state format 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			newTestState(t, dir, true, 3)
+			c.fault(t, dir)
+			before := snapshot(t, dir)
+			err := reopen(dir, true)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.reason)
+			assert.NotContains(t, err.Error(), "\n")
+			after := snapshot(t, dir)
+			delete(before, lockFile)
+			delete(after, lockFile)
+			assert.Equal(t, before, after, "a refused restart changed the state directory")
+		})
+	}
+}
+
+// A copy of the state directory (a backup restored elsewhere, or a second
+// copy started beside the first) is refused: it may lag behind the rounds
+// already released.
+func TestStateRefusesCopy(t *testing.T) {
+	dir := t.TempDir()
+	newTestState(t, dir, true, 2)
+	if _, ok := dirInode(dir); !ok {
+		t.Skip("no inode numbers on this platform")
+	}
+	cp2 := filepath.Join(t.TempDir(), "copy")
+	require.NoError(t, os.Mkdir(cp2, 0o755))
+	for name := range snapshot(t, dir) {
+		cp(t, dir, cp2, name)
+	}
+	require.NoError(t, os.Chmod(filepath.Join(cp2, keyFile), 0o600))
+	err := reopen(cp2, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "copy or a restore")
+	// A rename keeps the directory: it resumes.
+	moved := filepath.Join(t.TempDir(), "moved")
+	require.NoError(t, os.Rename(dir, moved))
+	assert.NoError(t, reopen(moved, true))
+}
+
+// A model written but not yet marked (the server was killed between the
+// two writes) was never served: the restart releases it, once.
+func TestStateKilledBetweenRoundAndMark(t *testing.T) {
+	dir := t.TempDir()
+	newTestState(t, dir, true, 2)
+	st := store{dir}
+	rec, err := st.readRun()
+	require.NoError(t, err)
+	h, err := st.readHeader(2)
+	require.NoError(t, err)
+	_, err = st.writeRound(rec.id, h.sum, Released{Round: 3, Updates: 1, X: testModel(3)})
+	require.NoError(t, err)
+	s, err := openState(dir, testOptions(true))
+	require.NoError(t, err)
+	assert.Equal(t, 3, s.last.Round)
+	s.lock.Close()
+	m, err := st.readMark()
+	require.NoError(t, err)
+	assert.Equal(t, 3, m.round, "the mark follows the round it now releases")
+}
+
+// Leftovers of a killed server's writes (a complete model that was never
+// released, perhaps) are removed at start; a noise key without a run is
+// never reused; a key from the caller must be the run's.
+func TestStateStartChecks(t *testing.T) {
+	dir := t.TempDir()
+	newTestState(t, dir, true, 1)
+	tmp := filepath.Join(dir, "."+roundName(2)+".tmp-123456")
+	require.NoError(t, os.WriteFile(tmp, []byte("unreleased"), 0o644))
+	require.NoError(t, reopen(dir, true))
+	_, err := os.Stat(tmp)
+	assert.True(t, os.IsNotExist(err), "stale temporary file left: %v", err)
+
+	fresh := t.TempDir()
+	cp(t, dir, fresh, keyFile)
+	err = reopen(fresh, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "never reused")
+
+	given := t.TempDir()
+	k1, k2 := [32]byte{1}, [32]byte{2}
+	o := testOptions(true)
+	o.key = &k1
+	st, err := openState(given, o)
+	require.NoError(t, err)
+	st.lock.Close()
+	_, err = os.Stat(filepath.Join(given, keyFile))
+	assert.True(t, os.IsNotExist(err), "a given key is not written to disk")
+	o.key = &k2
+	_, err = openState(given, o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not run")
+	o.key = &k1
+	st, err = openState(given, o)
+	require.NoError(t, err)
+	assert.Equal(t, k1, st.key)
+	st.lock.Close()
+	// A run whose key came from the caller cannot continue on a key file.
+	err = reopen(given, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "restart with the same seed")
+	// Nor can a noisy run continue without noise.
+	err = reopen(given, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "noise cannot change")
+}
+
+// One server per state directory: a second is refused with the holder's
+// process named, and the lock is free again once the first closes.
+func TestStateLock(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openState(dir, testOptions(false))
+	require.NoError(t, err)
+	err = reopen(dir, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "in use by another server")
+	assert.Contains(t, err.Error(), "pid "+strconv.Itoa(os.Getpid()))
+	require.NoError(t, st.lock.Close())
+	assert.NoError(t, reopen(dir, false))
+}
+
+func rm(t *testing.T, dir, name string) {
+	t.Helper()
+	require.NoError(t, os.Remove(filepath.Join(dir, name)))
+}
+
+// cp copies name from one directory to another, keeping its mode.
+func cp(t *testing.T, from, to, name string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(from, name))
+	require.NoError(t, err)
+	fi, err := os.Stat(filepath.Join(from, name))
+	require.NoError(t, err)
+	p := filepath.Join(to, name)
+	os.Remove(p)
+	require.NoError(t, os.WriteFile(p, data, fi.Mode().Perm()))
+}
+
+// flip flips one bit of byte k of name.
+func flip(t *testing.T, dir, name string, k int) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	data[k] ^= 1
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+}
+
+// snapshot returns the contents of the regular files in dir by name.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	m := map[string]string{}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			m[e.Name()] = string(data)
+		} else {
+			target, _ := os.Readlink(p)
+			m[e.Name()] = "link to " + target
+		}
+	}
+	return m
+}
