@@ -442,4 +442,3 @@ func TestTLS(t *testing.T) {
 		t.Error("plaintext learner joined a TLS server")
 	}
 }
-
