@@ -30,6 +30,7 @@ type run struct {
 	f            *factorize.Factorization
 	std          float64
 	seed         uint64
+	fileKey      *[32]byte // the simulation's key, if not the seed's
 }
 
 func newRun(t *testing.T, n, R, tau, d int) *run {
@@ -60,6 +61,9 @@ func (r *run) noise(start int, key [32]byte) (mechanism.Mechanism, error) {
 
 // key is the run's noise key, from its seed.
 func (r *run) key() *[32]byte {
+	if r.fileKey != nil {
+		return r.fileKey
+	}
 	k := mechanism.SeedKey(r.seed)
 	return &k
 }
@@ -154,11 +158,17 @@ type served struct {
 // serve starts a server with opt on a loopback port.
 func serve(t *testing.T, opt ServerOptions, creds credentials.TransportCredentials) *served {
 	t.Helper()
+	return serveAt(t, opt, creds, "127.0.0.1:0")
+}
+
+// serveAt starts a server with opt on addr.
+func serveAt(t *testing.T, opt ServerOptions, creds credentials.TransportCredentials, addr string) *served {
+	t.Helper()
 	srv, err := NewServer(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

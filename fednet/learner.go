@@ -1,6 +1,7 @@
 package fednet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,22 +98,25 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	dim := int(rc.GetParams())
 	u := make([]float64, dim)
 	last := -1 // the round u was computed for
+	// The witness: the newest model received, as the server described it.
+	var seen *model
 	for {
-		var (
-			r    int
-			done bool
-			x    []float64
-		)
+		var m *model
 		err := rt.do(ctx, "GetModel", func() error {
 			cctx, cancel := context.WithTimeout(ctx, opt.WaitTimeout)
 			defer cancel()
 			var err error
-			r, done, x, err = getModel(cctx, cl, opt.ID, dim)
+			m, err = getModel(cctx, cl, opt.ID, dim, seen)
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
+		if err := m.follows(seen); err != nil {
+			return nil, err
+		}
+		seen = m
+		r, done, x := m.round, m.done, m.x
 		if done {
 			log.Info("finished", "learner", opt.ID, "round", r)
 			return x, nil
@@ -167,13 +171,45 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	return fedopt.NewLearner(m, data, cfg, tau, dim)
 }
 
-// getModel receives one model.
-func getModel(ctx context.Context, cl flv1.FederationClient, id, dim int) (r int, done bool, x []float64, err error) {
-	st, err := cl.GetModel(ctx, &flv1.GetModelRequest{Learner: int32(id)})
-	if err != nil {
-		return 0, false, nil, err
+// model is a model received from the server: x^round, the run it belongs
+// to and the release's digest.
+type model struct {
+	round       int
+	done        bool
+	x           []float64
+	run, digest []byte
+}
+
+// follows checks that m may come after the previous model seen (nil for
+// none): the same run, and no earlier round. A server that goes back had
+// its state rewound; the learner stops rather than help it release a
+// round twice.
+func (m *model) follows(seen *model) error {
+	switch {
+	case seen == nil:
+		return nil
+	case !bytes.Equal(m.run, seen.run):
+		return fmt.Errorf("fednet: the server now serves run %x, this learner followed run %x: its state directory was replaced; stopping", m.run, seen.run)
+	case m.round < seen.round:
+		return fmt.Errorf("fednet: the server went back from round %d to %d: its state was rewound; stopping", seen.round, m.round)
+	case m.round == seen.round && !bytes.Equal(m.digest, seen.digest):
+		return fmt.Errorf("fednet: the server sent another model of round %d: its state was swapped; stopping", m.round)
 	}
-	x = make([]float64, dim)
+	return nil
+}
+
+// getModel receives one model, telling the server the newest one seen.
+func getModel(ctx context.Context, cl flv1.FederationClient, id, dim int, seen *model) (*model, error) {
+	req := &flv1.GetModelRequest{Learner: int32(id)}
+	if seen != nil {
+		r := int32(seen.round)
+		req.SeenRound, req.SeenRun, req.SeenDigest = &r, seen.run, seen.digest
+	}
+	st, err := cl.GetModel(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	m := &model{x: make([]float64, dim)}
 	filled := 0
 	for k := 0; ; k++ {
 		c, err := st.Recv()
@@ -181,23 +217,23 @@ func getModel(ctx context.Context, cl flv1.FederationClient, id, dim int) (r int
 			break
 		}
 		if err != nil {
-			return 0, false, nil, err
+			return nil, err
 		}
 		if k == 0 {
-			r, done = int(c.GetRound()), c.GetDone()
+			m.round, m.done, m.run, m.digest = int(c.GetRound()), c.GetDone(), c.GetRun(), c.GetDigest()
 		}
-		if int(c.GetDim()) != dim || int(c.GetOffset()) != filled || len(c.GetValues()) > dim-filled || int(c.GetRound()) != r {
-			return 0, false, nil, status.Errorf(codes.Internal, "malformed model chunk (round %d, dimension %d, offset %d, %d values; want dimension %d, offset %d)", c.GetRound(), c.GetDim(), c.GetOffset(), len(c.GetValues()), dim, filled)
+		if int(c.GetDim()) != dim || int(c.GetOffset()) != filled || len(c.GetValues()) > dim-filled || int(c.GetRound()) != m.round {
+			return nil, status.Errorf(codes.Internal, "malformed model chunk (round %d, dimension %d, offset %d, %d values; want dimension %d, offset %d)", c.GetRound(), c.GetDim(), c.GetOffset(), len(c.GetValues()), dim, filled)
 		}
-		filled += copy(x[filled:], c.GetValues())
+		filled += copy(m.x[filled:], c.GetValues())
 	}
 	if filled != dim {
-		return 0, false, nil, status.Errorf(codes.Internal, "short model: %d of %d values", filled, dim)
+		return nil, status.Errorf(codes.Internal, "short model: %d of %d values", filled, dim)
 	}
-	if !finite(x) {
-		return 0, false, nil, status.Errorf(codes.Internal, "model of round %d has a value that is not finite", r)
+	if !finite(m.x) {
+		return nil, status.Errorf(codes.Internal, "model of round %d has a value that is not finite", m.round)
 	}
-	return r, done, x, nil
+	return m, nil
 }
 
 // submit sends an update in chunks.

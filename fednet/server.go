@@ -1,7 +1,9 @@
 package fednet
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,9 +128,14 @@ type Server struct {
 	st   *state     // nil once closed
 	ran  bool       // Run was called
 
+	run     runID               // the run's identity, from the state directory
+	digests [][sha256.Size]byte // per released round: its digest (the hash that ends its file)
+
 	mu        sync.Mutex
 	round     int
 	model     []float64     // x^round, never modified once published
+	fault     error         // set when a learner's witness shows the state was rewound
+	faulted   chan struct{} // closed when fault is set
 	released  chan struct{} // closed when round advances
 	updates   [][]float64   // the current round's updates by learner
 	got       int
@@ -246,6 +253,7 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 	s := &Server{
 		opt: opt, log: log, st: st, core: core,
 		round: start, model: slices.Clone(core.Model()),
+		run: st.run, digests: slices.Clone(st.sums), faulted: make(chan struct{}),
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
 		updates: make([][]float64, sh.Learners), submitted: make([]int, sh.Learners),
 		fetched: make([]bool, sh.Learners),
@@ -353,6 +361,9 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			timer.Stop()
 			return ctx.Err()
+		case <-s.faulted:
+			timer.Stop()
+			return s.faultErr()
 		case <-full:
 		case <-timer.C:
 		}
@@ -383,6 +394,9 @@ func (s *Server) release() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fault != nil {
+		return s.fault
+	}
 	r, n := s.round, s.opt.Shape.Learners
 	if s.got < s.opt.MinLearners {
 		s.log.Error("round timed out", "round", r, "updates", s.got, "learners", n, "min", s.opt.MinLearners)
@@ -397,6 +411,7 @@ func (s *Server) release() error {
 	}
 	s.log.Info("released", "round", r+1, "updates", s.got, "learners", n)
 	s.round, s.model = r+1, x
+	s.digests = append(s.digests, s.st.head)
 	clear(s.updates)
 	s.got = 0
 	close(s.released)
@@ -467,15 +482,18 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 	if err := s.checkLearner(ctx, "GetModel", i); err != nil {
 		return err
 	}
+	if err := s.checkWitness(i, req); err != nil {
+		return err
+	}
 	wait := time.NewTimer(s.opt.MaxWait)
 	defer wait.Stop()
 	for {
 		s.mu.Lock()
-		r, x, rel := s.round, s.model, s.released
+		r, x, rel, digest := s.round, s.model, s.released, s.digests[s.round]
 		ready := r == s.opt.Shape.Rounds || s.submitted[i] < r
 		s.mu.Unlock()
 		if ready {
-			if err := sendModel(stream, r, r == s.opt.Shape.Rounds, x); err != nil {
+			if err := sendModel(stream, s.run, digest, r, r == s.opt.Shape.Rounds, x); err != nil {
 				return err
 			}
 			if r == s.opt.Shape.Rounds {
@@ -492,6 +510,8 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 		}
 		select {
 		case <-rel:
+		case <-s.faulted:
+			return status.Error(codes.FailedPrecondition, s.faultErr().Error())
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		case <-wait.C:
@@ -500,11 +520,16 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 	}
 }
 
-// sendModel streams x^r in chunks.
-func sendModel(stream grpc.ServerStreamingServer[flv1.ModelChunk], r int, done bool, x []float64) error {
+// sendModel streams x^r in chunks, the first with the run's identity and
+// the release's digest.
+func sendModel(stream grpc.ServerStreamingServer[flv1.ModelChunk], run runID, digest [sha256.Size]byte, r int, done bool, x []float64) error {
 	for off := 0; off == 0 || off < len(x); off += ChunkLen {
 		end := min(off+ChunkLen, len(x))
-		err := stream.Send(&flv1.ModelChunk{Round: int32(r), Done: done, Dim: int32(len(x)), Offset: int32(off), Values: x[off:end]})
+		c := &flv1.ModelChunk{Round: int32(r), Done: done, Dim: int32(len(x)), Offset: int32(off), Values: x[off:end]}
+		if off == 0 {
+			c.Run, c.Digest = run[:], digest[:]
+		}
+		err := stream.Send(c)
 		if err != nil {
 			return err
 		}
@@ -591,6 +616,51 @@ func (s *Server) submitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(r)})
 }
 
+// checkWitness compares what learner i has received (its witness in req)
+// with the released rounds. A learner of this run that has received a
+// round the server has not released, or another model of a round it has,
+// proves the state directory was rewound or swapped: the server stops and
+// releases nothing more, so no round is ever released twice with the same
+// noise. Local checks at start (see openState) cannot see a complete
+// older copy put back in place; the learners can.
+func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
+	const call = "GetModel"
+	if req.SeenRound == nil {
+		return nil
+	}
+	seen := int(req.GetSeenRound())
+	if !bytes.Equal(req.GetSeenRun(), s.run[:]) {
+		return s.reject(codes.FailedPrecondition, call, i, seen, "the learner followed run %x, this server serves run %v: start the learner afresh for this run", req.GetSeenRun(), s.run)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fault != nil {
+		return status.Error(codes.FailedPrecondition, s.fault.Error())
+	}
+	var err error
+	switch {
+	case seen < 0:
+		return s.reject(codes.InvalidArgument, call, i, seen, "seen round %d, want >= 0", seen)
+	case seen > s.round:
+		err = fmt.Errorf("learner %d has received round %d of run %v, but the newest round in %s is %d: the state directory was rewound (lost files, or an older copy put back); the server stops rather than release rounds %d..%d again with the same noise", i, seen, s.run, s.opt.Dir, s.round, s.round+1, seen)
+	case !bytes.Equal(req.GetSeenDigest(), s.digests[seen][:]):
+		err = fmt.Errorf("learner %d holds another model of round %d of run %v than %s: the state directory was swapped or rewound; the server stops and releases nothing more", i, seen, s.run, s.opt.Dir)
+	default:
+		return nil
+	}
+	s.fault = err
+	close(s.faulted)
+	s.log.Error("state rewound", "learner", i, "seen", seen, "round", s.round, "reason", err.Error())
+	return status.Error(codes.FailedPrecondition, err.Error())
+}
+
+// faultErr returns the fault that stopped the server.
+func (s *Server) faultErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Errorf("fednet: %w", s.fault)
+}
+
 // recvError logs a message that could not be received (oversized,
 // undecodable, or the peer went away) and returns its status.
 func (s *Server) recvError(call string, learner, round int, err error) error {
@@ -611,6 +681,8 @@ func (s *Server) checkOpen(call string, i, r int) error {
 
 func (s *Server) checkOpenLocked(call string, i, r int) error {
 	switch {
+	case s.fault != nil:
+		return status.Error(codes.FailedPrecondition, s.fault.Error())
 	case r != s.round:
 		return s.reject(codes.FailedPrecondition, call, i, r, "update for round %d, the open round is %d", r, s.round)
 	case s.round == s.opt.Shape.Rounds:

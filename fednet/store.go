@@ -461,9 +461,10 @@ type state struct {
 	store
 	lock    *dirLock
 	run     runID
-	key     [32]byte // the noise key (zero without noise)
-	last    Released // the last released model
-	head    [sha256.Size]byte
+	key     [32]byte            // the noise key (zero without noise)
+	last    Released            // the last released model
+	head    [sha256.Size]byte   // the hash that ends its file
+	sums    [][sha256.Size]byte // the hashes that end rounds 0..last
 	resumed bool
 	stale   int // temporary files removed at start
 }
@@ -526,6 +527,7 @@ func (st *state) create(o stateOptions) error {
 	if err := st.writeMark(mark{run: st.run, round: 0, sum: st.head}); err != nil {
 		return err
 	}
+	st.sums = [][sha256.Size]byte{st.head}
 	rec := runRecord{Format: stateFormat, Run: st.run.String(), Noise: "none", Plan: o.plan}
 	rec.DirInode, _ = dirInode(st.dir)
 	if o.noise {
@@ -631,6 +633,7 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 			return fmt.Errorf("%s is not the round %d that was released (%s records another hash)", st.path(roundName(r)), r, st.path(markFile))
 		}
 		prev = h.sum
+		st.sums = append(st.sums, h.sum)
 	}
 	h, rel, err := st.readRound(last)
 	if err != nil {
@@ -664,6 +667,7 @@ func (st *state) release(rel Released) error {
 		return err
 	}
 	st.head, st.last = sum, rel
+	st.sums = append(st.sums, sum)
 	return nil
 }
 

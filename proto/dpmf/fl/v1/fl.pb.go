@@ -320,8 +320,17 @@ func (x *JoinResponse) GetRound() int32 {
 }
 
 type GetModelRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Learner       int32                  `protobuf:"varint,1,opt,name=learner,proto3" json:"learner,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Learner int32                  `protobuf:"varint,1,opt,name=learner,proto3" json:"learner,omitempty"`
+	// The learner's witness of how far the run has come: the newest round it
+	// has received a model of (absent if none), and that model's run and
+	// digest as the server sent them. A server whose newest released round
+	// is older than seen_round, or whose round seen_round has another
+	// digest, had its state rewound or swapped: it stops and releases
+	// nothing more, so that no round is released twice with the same noise.
+	SeenRound     *int32 `protobuf:"varint,2,opt,name=seen_round,json=seenRound,proto3,oneof" json:"seen_round,omitempty"`
+	SeenDigest    []byte `protobuf:"bytes,3,opt,name=seen_digest,json=seenDigest,proto3" json:"seen_digest,omitempty"`
+	SeenRun       []byte `protobuf:"bytes,4,opt,name=seen_run,json=seenRun,proto3" json:"seen_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -363,16 +372,43 @@ func (x *GetModelRequest) GetLearner() int32 {
 	return 0
 }
 
+func (x *GetModelRequest) GetSeenRound() int32 {
+	if x != nil && x.SeenRound != nil {
+		return *x.SeenRound
+	}
+	return 0
+}
+
+func (x *GetModelRequest) GetSeenDigest() []byte {
+	if x != nil {
+		return x.SeenDigest
+	}
+	return nil
+}
+
+func (x *GetModelRequest) GetSeenRun() []byte {
+	if x != nil {
+		return x.SeenRun
+	}
+	return nil
+}
+
 // ModelChunk is part of the released model x^round: values are its entries
 // at offset, offset+1, ... Chunks come in order and cover 0..dim-1.
 type ModelChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Round int32                  `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
 	// done: round == R, the run is over and this is the final model.
-	Done          bool      `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
-	Dim           int32     `protobuf:"varint,3,opt,name=dim,proto3" json:"dim,omitempty"`
-	Offset        int32     `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
-	Values        []float64 `protobuf:"fixed64,5,rep,packed,name=values,proto3" json:"values,omitempty"`
+	Done   bool      `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	Dim    int32     `protobuf:"varint,3,opt,name=dim,proto3" json:"dim,omitempty"`
+	Offset int32     `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	Values []float64 `protobuf:"fixed64,5,rep,packed,name=values,proto3" json:"values,omitempty"`
+	// On the first chunk (offset 0): the run's identity (16 bytes) and the
+	// digest of this release (32 bytes: the SHA-256 that ends the round's
+	// file on the server, which commits to the model and to every earlier
+	// round). Learners send them back in GetModelRequest.
+	Run           []byte `protobuf:"bytes,6,opt,name=run,proto3" json:"run,omitempty"`
+	Digest        []byte `protobuf:"bytes,7,opt,name=digest,proto3" json:"digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -438,6 +474,20 @@ func (x *ModelChunk) GetOffset() int32 {
 func (x *ModelChunk) GetValues() []float64 {
 	if x != nil {
 		return x.Values
+	}
+	return nil
+}
+
+func (x *ModelChunk) GetRun() []byte {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *ModelChunk) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
 	}
 	return nil
 }
@@ -591,16 +641,24 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"\fJoinResponse\x12F\n" +
 	"\x10protocol_version\x18\x01 \x01(\x0e2\x1b.dpmf.fl.v1.ProtocolVersionR\x0fprotocolVersion\x12-\n" +
 	"\x06config\x18\x02 \x01(\v2\x15.dpmf.fl.v1.RunConfigR\x06config\x12\x14\n" +
-	"\x05round\x18\x03 \x01(\x05R\x05round\"+\n" +
+	"\x05round\x18\x03 \x01(\x05R\x05round\"\x9a\x01\n" +
 	"\x0fGetModelRequest\x12\x18\n" +
-	"\alearner\x18\x01 \x01(\x05R\alearner\"x\n" +
+	"\alearner\x18\x01 \x01(\x05R\alearner\x12\"\n" +
+	"\n" +
+	"seen_round\x18\x02 \x01(\x05H\x00R\tseenRound\x88\x01\x01\x12\x1f\n" +
+	"\vseen_digest\x18\x03 \x01(\fR\n" +
+	"seenDigest\x12\x19\n" +
+	"\bseen_run\x18\x04 \x01(\fR\aseenRunB\r\n" +
+	"\v_seen_round\"\xa2\x01\n" +
 	"\n" +
 	"ModelChunk\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x05R\x05round\x12\x12\n" +
 	"\x04done\x18\x02 \x01(\bR\x04done\x12\x10\n" +
 	"\x03dim\x18\x03 \x01(\x05R\x03dim\x12\x16\n" +
 	"\x06offset\x18\x04 \x01(\x05R\x06offset\x12\x16\n" +
-	"\x06values\x18\x05 \x03(\x01R\x06values\"\x7f\n" +
+	"\x06values\x18\x05 \x03(\x01R\x06values\x12\x10\n" +
+	"\x03run\x18\x06 \x01(\fR\x03run\x12\x16\n" +
+	"\x06digest\x18\a \x01(\fR\x06digest\"\x7f\n" +
 	"\vUpdateChunk\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\x05R\alearner\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x10\n" +
@@ -664,6 +722,7 @@ func file_dpmf_fl_v1_fl_proto_init() {
 	if File_dpmf_fl_v1_fl_proto != nil {
 		return
 	}
+	file_dpmf_fl_v1_fl_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
