@@ -312,6 +312,12 @@ func TestServerSIGKILLResumes(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	// A second server on the same state directory is refused: it would
+	// release the same rounds with the same noise from other updates.
+	second := runOfl(t, append([]string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0"}, run...)...)
+	if second.code != exitFailure || !strings.Contains(second.stderr, "in use by another server (pid ") {
+		t.Errorf("second server on one state directory: exit %d, %q", second.code, second.stderr)
+	}
 	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
