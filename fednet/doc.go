@@ -14,6 +14,24 @@
 // (mechanism.WithStartRound), so the released models are those of an
 // uninterrupted run.
 //
+// # State integrity
+//
+// The noise of round r is a function of the run's key and r, so a server
+// that released round r twice from different updates would reveal their
+// difference without noise. The state directory is built so that this
+// cannot happen, whatever is lost, restored, copied or started twice: one
+// server holds it at a time (an exclusive lock); run.json binds it to a
+// run identity, the run's plan and the noise key's fingerprint; every
+// round file carries the run identity and the hash of the round before
+// (a hash chain); and a high-water mark, synced to disk before a model is
+// served, records the last released round. A restart that finds less
+// than was released, a file of another run, a broken chain, a copied
+// directory or a missing, foreign or exposed key refuses to run. A
+// complete older copy put back in place cannot be told from the files
+// alone: the learners can, because each tells the server the newest
+// round it has received, and a server that is behind stops. See
+// docs/distributed.md, "Faults".
+//
 // A learner ([RunLearner]) holds its own data and computes its update
 // with a fedopt.Learner from the model it fetched. With the same data,
 // configuration and noise seed the networked run releases the same models
@@ -35,8 +53,7 @@
 //
 // Following the policy shared by dpmf's packages (see package factorize),
 // nothing a caller passes makes this package panic: options out of range
-// ([NewServer], [RunLearner]), an empty state directory ([LoadOrCreateKey]
-// would otherwise use the working directory), a negative round
+// ([NewServer], [RunLearner]), an empty state directory, a negative round
 // ([ReadRound]) and the methods of a nil or zero-value *[Server] (one not
 // made by NewServer: Run returns an error, the gRPC methods
 // FailedPrecondition, Round returns 0 and nil) are errors. A state file
