@@ -175,14 +175,10 @@ func (s store) path(name string) string { return filepath.Join(s.dir, name) }
 // write writes name durably: the file is synced, renamed into place and
 // the directory synced, each checked.
 func (s store) write(name string, perm os.FileMode, data []byte) error {
-	err := atomicfile.Write(s.path(name), perm, func(w io.Writer) error {
+	return atomicfile.WriteDurable(s.path(name), perm, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	return atomicfile.SyncDir(s.dir)
 }
 
 // writeRound writes x^r of run id, chained to prev, durably, and returns

@@ -187,6 +187,20 @@ func WriteContext(ctx context.Context, path string, perm os.FileMode, write func
 	return p.Commit(ctx)
 }
 
+// WriteDurable is [Write] for state that must survive a crash once
+// WriteDurable returns: the directory is synced after the rename and an
+// error of that sync is returned (Write ignores it). When it returns nil
+// the new content is on stable storage, as far as the platform's fsync
+// promises.
+func WriteDurable(path string, perm os.FileMode, write func(w io.Writer) error) error {
+	ctx := context.Background()
+	p, err := Prepare(ctx, path, perm, write)
+	if err != nil {
+		return err
+	}
+	return p.commit(ctx, true)
+}
+
 // Pending is a complete temporary file that waits to be renamed over its
 // destination by Commit, or removed by Discard. Several Pending files let a
 // program write all its outputs before it replaces any of them.
@@ -260,7 +274,11 @@ func Prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 // directory is synced on a best-effort basis so the new name survives a
 // crash; an error there is ignored because the file is already complete and
 // in place. Commit after Commit or Discard does nothing.
-func (p *Pending) Commit(ctx context.Context) error {
+func (p *Pending) Commit(ctx context.Context) error { return p.commit(ctx, false) }
+
+// commit renames the file into place and syncs the directory; with
+// durable, an error of that sync is returned.
+func (p *Pending) commit(ctx context.Context, durable bool) error {
 	if p.done {
 		return nil
 	}
@@ -280,7 +298,9 @@ func (p *Pending) Commit(ctx context.Context) error {
 		os.Remove(p.tmp)
 		return err
 	}
-	syncDir(filepath.Dir(p.path))
+	if err := SyncDir(filepath.Dir(p.path)); err != nil && durable {
+		return err
+	}
 	return nil
 }
 
@@ -382,15 +402,11 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// syncDir fsyncs the directory dir so that a rename into it is durable. It
-// is best effort: some platforms cannot open or sync a directory.
-func syncDir(dir string) { SyncDir(dir) }
-
 // SyncDir fsyncs the directory dir, so that the renames and removals in it
 // that came before are durable, and returns the error of opening or syncing
 // it. Callers for which durability is a guarantee (a state file that must
-// never be rewound) check it; [Write] and [Pending.Commit] sync the
-// directory on a best-effort basis.
+// never be rewound) check it, or use [WriteDurable]; [Write] and
+// [Pending.Commit] sync the directory on a best-effort basis.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -190,3 +190,24 @@ func TestWriteConcurrentWriters(t *testing.T) {
 		require.Equal(t, []string{"out.bin"}, testutil.DirNames(t, dir))
 	}
 }
+
+// WriteDurable writes like Write (content, mode, refused targets) and
+// reports the directory sync's error where Write ignores it.
+func TestWriteDurable(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	require.NoError(t, WriteDurable(path, 0o600, writeString("one")))
+	require.NoError(t, WriteDurable(path, 0o600, writeString("two")))
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "two", string(got))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o600), fi.Mode().Perm())
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(path, link))
+	var te *TargetError
+	assert.True(t, errors.As(WriteDurable(link, 0o600, writeString("x")), &te), "a symbolic link is refused")
+	assert.NoError(t, SyncDir(dir))
+	assert.Error(t, SyncDir(filepath.Join(dir, "missing")))
+}
