@@ -158,6 +158,9 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.Epochs < 0 || (opt.Epochs > 1 && sh.Rounds%opt.Epochs != 0) {
 		return nil, fmt.Errorf("fednet: %d epochs for %d rounds, want a divisor of the rounds", opt.Epochs, sh.Rounds)
 	}
+	if err := checkWire(opt); err != nil {
+		return nil, err
+	}
 	if opt.RoundTimeout < 0 || opt.MaxWait < 0 || opt.Linger < 0 || opt.CallTimeout < 0 {
 		return nil, errors.New("fednet: negative timeout")
 	}
@@ -221,6 +224,27 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		s.submitted[i] = -1
 	}
 	return s, nil
+}
+
+// MaxWire is the largest count the protocol carries: learners, rounds,
+// tau, features, parameters, epochs, round numbers and offsets travel as
+// int32.
+const MaxWire = math.MaxInt32
+
+// checkWire checks that every count of opt that crosses the protocol fits
+// its int32 field, so that no learner is told a wrapped-around value.
+func checkWire(opt ServerOptions) error {
+	sh := opt.Shape
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"learners", sh.Learners}, {"rounds", sh.Rounds}, {"tau", sh.Tau}, {"model dimension", sh.Dim},
+		{"features", opt.Model.Features}, {"epochs", max(opt.Epochs, 1)}} {
+		if p.v < 1 || p.v > MaxWire {
+			return fmt.Errorf("fednet: %s %d, want 1..%d (the protocol carries it as int32)", p.name, p.v, MaxWire)
+		}
+	}
+	return nil
 }
 
 // describe returns the run's description as JSON.

@@ -149,6 +149,9 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 		return s, err
 	}
 	s.run = run
+	if err := checkWire(run); err != nil {
+		return s, err
+	}
 	if s.state == "" {
 		return s, usagef("-state is required: the directory where released models are written")
 	}
@@ -162,6 +165,20 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 		return s, usagef("-min-learners %d: want 0..%d (-learners)", s.minLearners, run.learners)
 	}
 	return s, nil
+}
+
+// checkWire refuses run flags that the protocol, which carries counts as
+// int32, cannot send to the learners.
+func checkWire(c config) error {
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"learners", c.learners}, {"rounds", c.rounds}, {"tau", c.tau}, {"epochs", c.epochs}, {"dim", c.data.dim}} {
+		if p.v > fednet.MaxWire {
+			return usagef("-%s %d: want at most %d (the protocol carries it as int32)", p.name, p.v, fednet.MaxWire)
+		}
+	}
+	return nil
 }
 
 // check checks the TLS flags of the server (or a learner).
@@ -333,6 +350,8 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 		return l, usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
 	case l.id < 0:
 		return l, usagef("-id is required: this learner's index, >= 0")
+	case l.id > fednet.MaxWire:
+		return l, usagef("-id %d: want at most %d (the protocol carries it as int32)", l.id, fednet.MaxWire)
 	case !set["seed"]:
 		return l, usagef("-seed is required: every learner deals the data with the same seed")
 	case l.tls.callTimeout <= 0 || l.wait <= 0 || l.giveUp <= 0:
