@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,6 +26,7 @@ type CA struct {
 	dir    string
 	cert   *x509.Certificate
 	key    *ecdsa.PrivateKey
+	mu     sync.Mutex // guards serial: tests issue from several goroutines
 	serial int64
 }
 
@@ -81,9 +83,12 @@ func (ca *CA) IssueTemplate(t testing.TB, name string, tmpl *x509.Certificate) (
 	if err != nil {
 		t.Fatal(err)
 	}
+	ca.mu.Lock()
 	ca.serial++
+	serial := ca.serial
+	ca.mu.Unlock()
 	c := *tmpl
-	c.SerialNumber = big.NewInt(ca.serial)
+	c.SerialNumber = big.NewInt(serial)
 	c.NotBefore, c.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
 	c.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, &c, ca.cert, &key.PublicKey, ca.key)
