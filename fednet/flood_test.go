@@ -106,7 +106,7 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 	// ones must arrive within it on a loaded machine.
 	opt.RoundTimeout, opt.CallTimeout, opt.MaxWait, opt.Linger = 3*time.Second, 2*time.Second, 5*time.Second, 100*time.Millisecond
 	if raceEnabled {
-		opt.RoundTimeout, opt.CallTimeout = 6*time.Second, 3*time.Second
+		opt.RoundTimeout, opt.CallTimeout = 10*time.Second, 5*time.Second
 	}
 
 	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap in use then follows what is live
