@@ -184,3 +184,29 @@ func TestModelSendDeadline(t *testing.T) {
 		t.Error("the stalled model stream's slot was not given back")
 	}
 }
+
+// Negative call limits are refused; zero means the default.
+func TestCallLimitOptions(t *testing.T) {
+	r := newRun(t, 3, 2, 1, 3)
+	for _, edit := range []func(o *ServerOptions){
+		func(o *ServerOptions) { o.MaxUploads = -1 },
+		func(o *ServerOptions) { o.MaxUploadsPerLearner = -1 },
+		func(o *ServerOptions) { o.MaxModelStreams = -1 },
+		func(o *ServerOptions) { o.MaxModelStreamsPerLearner = -1 },
+	} {
+		opt := r.options(t.TempDir(), nil)
+		edit(&opt)
+		if _, err := NewServer(opt); err == nil || !strings.Contains(err.Error(), "want >= 0") {
+			t.Errorf("%v, want an error about the call limits", err)
+		}
+	}
+	s, err := NewServer(r.options(t.TempDir(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.uploads.max != 3*DefaultCallsPerLearner || s.uploads.perMax != DefaultCallsPerLearner ||
+		s.streams.max != 3*DefaultCallsPerLearner || s.streams.perMax != DefaultCallsPerLearner {
+		t.Errorf("default limits %d/%d uploads, %d/%d streams; want %d in all, %d per learner",
+			s.uploads.max, s.uploads.perMax, s.streams.max, s.streams.perMax, 3*DefaultCallsPerLearner, DefaultCallsPerLearner)
+	}
+}

@@ -171,6 +171,18 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.CallTimeout == 0 {
 		opt.CallTimeout = 30 * time.Second
 	}
+	if opt.MinLearners == 0 {
+		opt.MinLearners = sh.Learners
+	}
+	if opt.MinLearners < 1 || opt.MinLearners > sh.Learners {
+		return nil, fmt.Errorf("fednet: minimum learners per round %d, want 1..%d", opt.MinLearners, sh.Learners)
+	}
+	if opt.Epochs < 0 || (opt.Epochs > 1 && sh.Rounds%opt.Epochs != 0) {
+		return nil, fmt.Errorf("fednet: %d epochs for %d rounds, want a divisor of the rounds", opt.Epochs, sh.Rounds)
+	}
+	if err := checkWire(opt); err != nil {
+		return nil, err
+	}
 	for _, p := range []*int{&opt.MaxUploadsPerLearner, &opt.MaxModelStreamsPerLearner} {
 		if *p == 0 {
 			*p = DefaultCallsPerLearner
@@ -185,18 +197,6 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.MaxUploads < 0 || opt.MaxUploadsPerLearner < 0 || opt.MaxModelStreams < 0 || opt.MaxModelStreamsPerLearner < 0 {
 		return nil, fmt.Errorf("fednet: call limits %d uploads (%d per learner) and %d model streams (%d per learner), want >= 0 (0: the default)",
 			opt.MaxUploads, opt.MaxUploadsPerLearner, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner)
-	}
-	if opt.MinLearners == 0 {
-		opt.MinLearners = sh.Learners
-	}
-	if opt.MinLearners < 1 || opt.MinLearners > sh.Learners {
-		return nil, fmt.Errorf("fednet: minimum learners per round %d, want 1..%d", opt.MinLearners, sh.Learners)
-	}
-	if opt.Epochs < 0 || (opt.Epochs > 1 && sh.Rounds%opt.Epochs != 0) {
-		return nil, fmt.Errorf("fednet: %d epochs for %d rounds, want a divisor of the rounds", opt.Epochs, sh.Rounds)
-	}
-	if err := checkWire(opt); err != nil {
-		return nil, err
 	}
 	if opt.RoundTimeout < 0 || opt.MaxWait < 0 || opt.Linger < 0 || opt.CallTimeout < 0 {
 		return nil, errors.New("fednet: negative timeout")
