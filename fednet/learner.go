@@ -106,8 +106,11 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if opt.MaxParams == 0 {
 		opt.MaxParams = DefaultMaxParams
 	}
-	if opt.MaxParams < 0 || opt.ID < 0 || opt.ID > MaxWire {
-		return nil, fmt.Errorf("fednet: learner %d with at most %d parameters, want 0..%d and > 0", opt.ID, opt.MaxParams, MaxWire)
+	if opt.ID < 0 || opt.ID > MaxWire {
+		return nil, fmt.Errorf("fednet: learner %d, want 0..%d", opt.ID, MaxWire)
+	}
+	if opt.MaxParams < 0 {
+		return nil, fmt.Errorf("fednet: at most %d parameters (LearnerOptions.MaxParams), want >= 0 (0: the default)", opt.MaxParams)
 	}
 	log := opt.Log
 	if log == nil {
