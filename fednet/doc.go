@@ -45,7 +45,14 @@
 // unchanged. With fewer updates the server stops; a restart resumes.
 //
 // Vectors travel in chunks of [ChunkLen] values, so models of any
-// dimension pass gRPC's message limit. Transport security comes from
+// dimension pass gRPC's message limit. The server's memory is bounded
+// whatever its peers send: calls in progress are limited per learner and
+// in total (ServerOptions.MaxUploads and friends; excess calls get
+// ResourceExhausted), an upload grows only as its chunks arrive, stalled
+// uploads and unread model streams are cut off after
+// ServerOptions.CallTimeout, and the log lines about refused calls are
+// rate-limited. An upload is decided once: one cut off at its deadline is
+// never aggregated. Transport security comes from
 // [ServerTLS] and [ClientTLS]; with mutual TLS, [IdentifyByCertificate]
 // binds learner i to a certificate for LearnerName(i).
 //

@@ -40,8 +40,52 @@ type LearnerOptions struct {
 	// unreachable before it stops (default 2 min). A server restart within
 	// it is invisible to the run.
 	GiveUp time.Duration
+	// MaxParams is the largest model the learner accepts from a server,
+	// in parameters (default DefaultMaxParams): each model and update
+	// takes 8 bytes a parameter, so a server that announces more is
+	// refused before anything is allocated.
+	MaxParams int
 	// Log receives one line per round; nil discards.
 	Log *slog.Logger
+}
+
+// DefaultMaxParams is the default LearnerOptions.MaxParams: 2^27
+// parameters, 1 GiB per model or update.
+const DefaultMaxParams = 1 << 27
+
+// checkJoin checks a server's answer to Join before the learner acts on
+// it: the protocol, every count positive (epochs 0 means 1), the open
+// round within the run, the parameters those of the features and at most
+// maxParams. A server's answer never makes the learner panic or allocate
+// without bound.
+func checkJoin(join *flv1.JoinResponse, maxParams int) error {
+	if join.GetProtocolVersion() != Protocol {
+		return fmt.Errorf("fednet: the server speaks protocol %v, this learner %v", join.GetProtocolVersion(), Protocol)
+	}
+	rc := join.GetConfig()
+	if rc == nil {
+		return errors.New("fednet: the server's Join answer has no run configuration")
+	}
+	for _, p := range []struct {
+		name string
+		v    int32
+	}{{"learners", rc.GetLearners()}, {"rounds", rc.GetRounds()}, {"tau", rc.GetTau()},
+		{"features", rc.GetFeatures()}, {"parameters", rc.GetParams()}} {
+		if p.v < 1 {
+			return fmt.Errorf("fednet: the server's run has %d %s, want >= 1", p.v, p.name)
+		}
+	}
+	R, epochs := rc.GetRounds(), max(rc.GetEpochs(), 1)
+	if rc.GetEpochs() < 0 || R%epochs != 0 {
+		return fmt.Errorf("fednet: the server's run has %d epochs for %d rounds, want a divisor of the rounds", rc.GetEpochs(), R)
+	}
+	if r := join.GetRound(); r < 0 || r > R {
+		return fmt.Errorf("fednet: the server's open round is %d, want 0..%d", r, R)
+	}
+	if p := int(rc.GetParams()); p > maxParams {
+		return fmt.Errorf("fednet: the server's model has %d parameters, this learner accepts at most %d (LearnerOptions.MaxParams)", p, maxParams)
+	}
+	return nil
 }
 
 // RunLearner joins the server and works until the last round is released:
@@ -59,6 +103,15 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	}
 	if opt.GiveUp == 0 {
 		opt.GiveUp = 2 * time.Minute
+	}
+	if opt.MaxParams == 0 {
+		opt.MaxParams = DefaultMaxParams
+	}
+	if opt.ID < 0 || opt.ID > MaxWire {
+		return nil, fmt.Errorf("fednet: learner %d, want 0..%d", opt.ID, MaxWire)
+	}
+	if opt.MaxParams < 0 {
+		return nil, fmt.Errorf("fednet: at most %d parameters (LearnerOptions.MaxParams), want >= 0 (0: the default)", opt.MaxParams)
 	}
 	log := opt.Log
 	if log == nil {
@@ -87,15 +140,15 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := join.GetConfig()
-	if join.GetProtocolVersion() != Protocol {
-		return nil, fmt.Errorf("fednet: the server speaks protocol %v, this learner %v", join.GetProtocolVersion(), Protocol)
+	if err := checkJoin(join, opt.MaxParams); err != nil {
+		return nil, err
 	}
+	rc := join.GetConfig()
 	lrn, err := newLearner(rc, opt)
 	if err != nil {
 		return nil, err
 	}
-	dim := int(rc.GetParams())
+	dim, rounds := int(rc.GetParams()), int(rc.GetRounds())
 	u := make([]float64, dim)
 	last := -1 // the round u was computed for
 	// The witness: the newest model received, as the server described it.
@@ -112,11 +165,14 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		if err != nil {
 			return nil, err
 		}
+		r, done, x := m.round, m.done, m.x
+		if r < 0 || r > rounds || done != (r == rounds) {
+			return nil, fmt.Errorf("fednet: the server sent the model of round %d (final: %v) in a run of %d rounds, want round 0..%d and final only at %d", r, done, rounds, rounds, rounds)
+		}
 		if err := m.follows(seen); err != nil {
 			return nil, err
 		}
 		seen = m
-		r, done, x := m.round, m.done, m.x
 		if done {
 			log.Info("finished", "learner", opt.ID, "round", r)
 			return x, nil

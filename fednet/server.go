@@ -98,9 +98,27 @@ type ServerOptions struct {
 	// deadline.
 	MaxWait time.Duration
 	// CallTimeout bounds how long the server waits for the chunks of one
-	// update (default 30 s), whatever the learner's deadline: a stalled
-	// upload is cut off with DeadlineExceeded.
+	// update, and for a learner to take the chunks of one model (default
+	// 30 s), whatever the learner's deadline: a stalled upload, or a
+	// learner that stops reading a model, is cut off with
+	// DeadlineExceeded. An upload is decided once: one that is cut off is
+	// never aggregated, even if its last chunk arrives at that moment.
 	CallTimeout time.Duration
+	// MaxUploads bounds the SubmitUpdate calls in progress at once, from
+	// all peers together (default Learners × MaxUploadsPerLearner), and
+	// MaxUploadsPerLearner those of one learner (default
+	// DefaultCallsPerLearner): the learner authenticated by Identify, or
+	// without Identify the one the first chunk names. A call beyond
+	// either limit is refused with ResourceExhausted and a reason (the
+	// learners retry it). An upload holds only the values received so
+	// far, so the uploads in progress take at most about MaxUploads × 8 ×
+	// Dim bytes whatever the peers send, and with Identify and the
+	// default limits one learner's calls cannot crowd out another's.
+	MaxUploads, MaxUploadsPerLearner int
+	// MaxModelStreams and MaxModelStreamsPerLearner are the same limits
+	// for GetModel calls (defaults as for uploads). A model stream holds
+	// at most one chunk (256 KiB) that the learner has not taken.
+	MaxModelStreams, MaxModelStreamsPerLearner int
 	// Linger is how long the server keeps answering after the last round
 	// so that every learner can fetch the final model (default 10 s).
 	Linger time.Duration
@@ -108,8 +126,9 @@ type ServerOptions struct {
 	// authenticated as (from its client certificate with mutual TLS); a
 	// call that names another learner is refused.
 	Identify func(ctx context.Context) (int, error)
-	// Log receives one line per release and per rejected call; nil
-	// discards.
+	// Log receives one line per release and per rejected call (those
+	// about rejected calls at most 10 a second after a burst of 50, with
+	// the number suppressed in the next); nil discards.
 	Log *slog.Logger
 }
 
@@ -130,6 +149,9 @@ type Server struct {
 
 	run     runID               // the run's identity, from the state directory
 	digests [][sha256.Size]byte // per released round: its digest (the hash that ends its file)
+
+	uploads, streams *slots // calls in progress and their limits
+	logLim           logLimiter
 
 	mu        sync.Mutex
 	round     int
@@ -179,6 +201,24 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	}
 	if opt.Epochs < 0 || (opt.Epochs > 1 && sh.Rounds%opt.Epochs != 0) {
 		return nil, fmt.Errorf("fednet: %d epochs for %d rounds, want a divisor of the rounds", opt.Epochs, sh.Rounds)
+	}
+	if err := checkWire(opt); err != nil {
+		return nil, err
+	}
+	for _, p := range []*int{&opt.MaxUploadsPerLearner, &opt.MaxModelStreamsPerLearner} {
+		if *p == 0 {
+			*p = DefaultCallsPerLearner
+		}
+	}
+	if opt.MaxUploads == 0 {
+		opt.MaxUploads = sat(sh.Learners, opt.MaxUploadsPerLearner)
+	}
+	if opt.MaxModelStreams == 0 {
+		opt.MaxModelStreams = sat(sh.Learners, opt.MaxModelStreamsPerLearner)
+	}
+	if opt.MaxUploads < 0 || opt.MaxUploadsPerLearner < 0 || opt.MaxModelStreams < 0 || opt.MaxModelStreamsPerLearner < 0 {
+		return nil, fmt.Errorf("fednet: call limits %d uploads (%d per learner) and %d model streams (%d per learner), want >= 0 (0: the default)",
+			opt.MaxUploads, opt.MaxUploadsPerLearner, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner)
 	}
 	if opt.RoundTimeout < 0 || opt.MaxWait < 0 || opt.Linger < 0 || opt.CallTimeout < 0 {
 		return nil, errors.New("fednet: negative timeout")
@@ -257,11 +297,42 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
 		updates: make([][]float64, sh.Learners), submitted: make([]int, sh.Learners),
 		fetched: make([]bool, sh.Learners),
+		uploads: newSlots("uploads", sh.Learners, opt.MaxUploads, opt.MaxUploadsPerLearner),
+		streams: newSlots("model streams", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
 	}
 	for i := range s.submitted {
 		s.submitted[i] = -1
 	}
 	return s, nil
+}
+
+// MaxWire is the largest count the protocol carries: learners, rounds,
+// tau, features, parameters, epochs, round numbers and offsets travel as
+// int32.
+const MaxWire = math.MaxInt32
+
+// checkWire checks that every count of opt that crosses the protocol fits
+// its int32 field, so that no learner is told a wrapped-around value.
+func checkWire(opt ServerOptions) error {
+	sh := opt.Shape
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"learners", sh.Learners}, {"rounds", sh.Rounds}, {"tau", sh.Tau}, {"model dimension", sh.Dim},
+		{"features", opt.Model.Features}, {"epochs", max(opt.Epochs, 1)}} {
+		if p.v < 1 || p.v > MaxWire {
+			return fmt.Errorf("fednet: %s %d, want 1..%d (the protocol carries it as int32)", p.name, p.v, MaxWire)
+		}
+	}
+	return nil
+}
+
+// sat returns a b, or the largest int if that overflows (a and b >= 0).
+func sat(a, b int) int {
+	if b != 0 && a > math.MaxInt/b {
+		return math.MaxInt
+	}
+	return a * b
 }
 
 // describe returns the run's description as JSON.
@@ -309,9 +380,10 @@ func (s *Server) Close() error {
 func (s *Server) Register(g *grpc.Server) { flv1.RegisterFederationServer(g, s) }
 
 // ServerOptionsGRPC returns the grpc.Server options the protocol needs
-// (message size limits).
+// (message size limits, at most MaxStreamsPerConn calls per connection).
 func ServerOptionsGRPC() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMsgSize), grpc.MaxSendMsgSize(MaxMsgSize)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMsgSize), grpc.MaxSendMsgSize(MaxMsgSize),
+		grpc.MaxConcurrentStreams(MaxStreamsPerConn)}
 }
 
 // Round returns the server's current round and model x^round (not to be
@@ -420,29 +492,56 @@ func (s *Server) release() error {
 	return nil
 }
 
-// reject logs and returns a refused call's error.
+// reject logs (rate-limited) and returns a refused call's error.
 func (s *Server) reject(code codes.Code, call string, learner, round int, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	s.log.Warn("rejected", "call", call, "learner", learner, "round", round, "reason", msg)
-	return status.Error(code, msg)
+	return s.logged(refusal(code, call, learner, round, format, args...))
+}
+
+// refusal returns a refused call's rejection, not yet logged.
+func refusal(code codes.Code, call string, learner, round int, format string, args ...any) *rejection {
+	return &rejection{code: code, call: call, learner: learner, round: round, msg: fmt.Sprintf(format, args...)}
 }
 
 // checkLearner checks that learner is a valid index and, with
 // authentication, the caller's own.
 func (s *Server) checkLearner(ctx context.Context, call string, learner int) error {
+	if r := s.learnerError(ctx, call, learner); r != nil {
+		return s.logged(r)
+	}
+	return nil
+}
+
+// learnerError is checkLearner's rejection, not logged.
+func (s *Server) learnerError(ctx context.Context, call string, learner int) *rejection {
 	if learner < 0 || learner >= s.opt.Shape.Learners {
-		return s.reject(codes.InvalidArgument, call, learner, -1, "learner %d, want 0..%d", learner, s.opt.Shape.Learners-1)
+		return refusal(codes.InvalidArgument, call, learner, -1, "learner %d, want 0..%d", learner, s.opt.Shape.Learners-1)
 	}
 	if s.opt.Identify != nil {
 		id, err := s.opt.Identify(ctx)
 		if err != nil {
-			return s.reject(codes.Unauthenticated, call, learner, -1, "%v", err)
+			return refusal(codes.Unauthenticated, call, learner, -1, "%v", err)
 		}
 		if id != learner {
-			return s.reject(codes.PermissionDenied, call, learner, -1, "authenticated as learner %d, not %d", id, learner)
+			return refusal(codes.PermissionDenied, call, learner, -1, "authenticated as learner %d, not %d", id, learner)
 		}
 	}
 	return nil
+}
+
+// identify returns the learner the peer of ctx is authenticated as, or -1
+// without authentication.
+func (s *Server) identify(ctx context.Context, call string) (int, *rejection) {
+	if s.opt.Identify == nil {
+		return -1, nil
+	}
+	id, err := s.opt.Identify(ctx)
+	if err != nil {
+		return -1, refusal(codes.Unauthenticated, call, -1, -1, "%v", err)
+	}
+	if id < 0 || id >= s.opt.Shape.Learners {
+		return -1, refusal(codes.PermissionDenied, call, id, -1, "authenticated as learner %d, want 0..%d", id, s.opt.Shape.Learners-1)
+	}
+	return id, nil
 }
 
 // Join implements the Federation service.
@@ -472,19 +571,31 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	}, nil
 }
 
-// GetModel implements the Federation service.
+// GetModel implements the Federation service. A learner's model streams
+// are limited (ServerOptions.MaxModelStreams, MaxModelStreamsPerLearner),
+// and one that does not take the model within ServerOptions.CallTimeout
+// is cut off.
 func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreamingServer[flv1.ModelChunk]) error {
+	const call = "GetModel"
 	if !s.ok() {
 		return status.Error(codes.FailedPrecondition, errNoServer.Error())
 	}
 	ctx := stream.Context()
 	i := int(req.GetLearner())
-	if err := s.checkLearner(ctx, "GetModel", i); err != nil {
+	if err := s.checkLearner(ctx, call, i); err != nil {
 		return err
 	}
 	if err := s.checkWitness(i, req); err != nil {
 		return err
 	}
+	if r := s.streams.acquire(i, true); r != nil {
+		r.call = call
+		return s.logged(r)
+	}
+	// The slot is given back when the handler and the sender have both
+	// ended.
+	done := bothDone(func() { s.streams.release(i, true) })
+	defer done()
 	wait := time.NewTimer(s.opt.MaxWait)
 	defer wait.Stop()
 	for {
@@ -493,10 +604,24 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 		ready := r == s.opt.Shape.Rounds || s.submitted[i] < r
 		s.mu.Unlock()
 		if ready {
-			if err := sendModel(stream, s.run, digest, r, r == s.opt.Shape.Rounds, x); err != nil {
-				return err
+			final := r == s.opt.Shape.Rounds
+			sent := make(chan error, 1)
+			go func() {
+				defer done()
+				sent <- sendModel(stream, s.run, digest, r, final, x)
+			}()
+			t := time.NewTimer(s.opt.CallTimeout)
+			defer t.Stop()
+			select {
+			case err := <-sent:
+				if err != nil {
+					return err
+				}
+			case <-t.C:
+				// Returning ends the stream, which unblocks the sender.
+				return s.logged(refusal(codes.DeadlineExceeded, call, i, r, "model of round %d not taken within %v", r, s.opt.CallTimeout))
 			}
-			if r == s.opt.Shape.Rounds {
+			if final {
 				s.mu.Lock()
 				if !s.fetched[i] {
 					s.fetched[i] = true
@@ -511,10 +636,13 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 		select {
 		case <-rel:
 		case <-s.faulted:
+			done() // no sender
 			return status.Error(codes.FailedPrecondition, s.faultErr().Error())
 		case <-ctx.Done():
+			done() // no sender
 			return status.FromContextError(ctx.Err()).Err()
 		case <-wait.C:
+			done() // no sender
 			return status.Errorf(codes.DeadlineExceeded, "round %d is not released yet", r+1)
 		}
 	}
@@ -537,83 +665,141 @@ func sendModel(stream grpc.ServerStreamingServer[flv1.ModelChunk], run runID, di
 	return nil
 }
 
-// SubmitUpdate implements the Federation service. The upload gets
-// ServerOptions.CallTimeout: when it expires the handler returns, which
-// ends the stream and the receive blocked in it.
+// received is what the receiving goroutine of SubmitUpdate got: an
+// update of learner i for round r, or why not (err, not yet logged).
+type received struct {
+	i, r int
+	u    []float64
+	err  error // a *rejection, or the error of a failed receive
+}
+
+// SubmitUpdate implements the Federation service. Uploads in progress are
+// limited (ServerOptions.MaxUploads, MaxUploadsPerLearner), and each gets
+// ServerOptions.CallTimeout. A goroutine receives and checks the chunks;
+// this handler alone decides: it stores the update only if the goroutine
+// delivered it before the deadline, and otherwise answers
+// DeadlineExceeded and drops it, so the answer and the log always say what
+// happened to the update. Returning ends the stream, which ends a receive
+// blocked in the goroutine.
 func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse]) error {
+	const call = "SubmitUpdate"
 	if !s.ok() {
 		return status.Error(codes.FailedPrecondition, errNoServer.Error())
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.submitUpdate(stream) }()
+	id, rj := s.identify(stream.Context(), call)
+	if rj != nil {
+		return s.logged(rj)
+	}
+	// With authentication the learner's own limit applies at once;
+	// without, the first chunk names the learner.
+	if rj := s.uploads.acquire(id, true); rj != nil {
+		rj.call = call
+		return s.logged(rj)
+	}
+	perLearner := id // the learner whose slot is taken, -1 for none
+	done := bothDone(func() { s.uploads.release(perLearner, true) })
+	defer done()
+	got := make(chan received, 1)
+	go func() {
+		defer done()
+		res := s.receive(stream, id, &perLearner)
+		got <- res
+	}()
 	t := time.NewTimer(s.opt.CallTimeout)
 	defer t.Stop()
+	var res received
 	select {
-	case err := <-done:
-		return err
+	case res = <-got:
 	case <-t.C:
-		s.log.Warn("rejected", "call", "SubmitUpdate", "reason", fmt.Sprintf("upload not complete within %v", s.opt.CallTimeout))
-		return status.Errorf(codes.DeadlineExceeded, "upload not complete within %v", s.opt.CallTimeout)
+		return s.logged(refusal(codes.DeadlineExceeded, call, -1, -1, "upload not complete within %v", s.opt.CallTimeout))
 	}
+	if res.err != nil {
+		if rj, ok := res.err.(*rejection); ok {
+			return s.logged(rj)
+		}
+		return s.recvError(call, res.i, res.r, res.err)
+	}
+	s.mu.Lock()
+	if rj := s.openError(call, res.i, res.r); rj != nil {
+		s.mu.Unlock()
+		return s.logged(rj)
+	}
+	s.updates[res.i] = res.u
+	s.submitted[res.i] = res.r
+	s.got++
+	if s.got == s.opt.Shape.Learners {
+		close(s.full)
+	}
+	s.mu.Unlock()
+	return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
 }
 
-// submitUpdate receives, checks and stores one update.
-func (s *Server) submitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse]) error {
+// receive receives and checks one update. id is the authenticated learner
+// (-1 without authentication); without it, receive takes the per-learner
+// upload slot of the learner the first chunk names and records it in
+// *perLearner. The update grows as its chunks arrive, so a stalled upload
+// holds only what it was sent.
+func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse], id int, perLearner *int) received {
 	const call = "SubmitUpdate"
 	ctx := stream.Context()
 	first, err := stream.Recv()
 	if err != nil {
-		return s.recvError(call, -1, -1, err)
+		return received{i: -1, r: -1, err: err}
 	}
 	i, r, dim := int(first.GetLearner()), int(first.GetRound()), int(first.GetDim())
-	if err := s.checkLearner(ctx, call, i); err != nil {
-		return err
+	fail := func(code codes.Code, format string, args ...any) received {
+		return received{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
+	}
+	if rj := s.learnerError(ctx, call, i); rj != nil {
+		return received{i: i, r: r, err: rj}
+	}
+	if id < 0 {
+		if rj := s.uploads.acquire(i, false); rj != nil {
+			rj.call, rj.round = call, r
+			return received{i: i, r: r, err: rj}
+		}
+		*perLearner = i
 	}
 	if dim != s.opt.Shape.Dim {
-		return s.reject(codes.InvalidArgument, call, i, r, "update of dimension %d, want %d", dim, s.opt.Shape.Dim)
+		return fail(codes.InvalidArgument, "update of dimension %d, want %d", dim, s.opt.Shape.Dim)
 	}
-	if err := s.checkOpen(call, i, r); err != nil {
-		return err
+	s.mu.Lock()
+	rj := s.openError(call, i, r)
+	s.mu.Unlock()
+	if rj != nil {
+		return received{i: i, r: r, err: rj}
 	}
-	u := make([]float64, dim)
-	filled := 0
+	var u []float64
 	for c := first; ; {
 		if int(c.GetLearner()) != i || int(c.GetRound()) != r || int(c.GetDim()) != dim {
-			return s.reject(codes.InvalidArgument, call, i, r, "chunk for learner %d, round %d, dimension %d inside an update of learner %d, round %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetDim(), i, r, dim)
+			return fail(codes.InvalidArgument, "chunk for learner %d, round %d, dimension %d inside an update of learner %d, round %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetDim(), i, r, dim)
 		}
-		if int(c.GetOffset()) != filled {
-			return s.reject(codes.InvalidArgument, call, i, r, "chunk at offset %d, want %d", c.GetOffset(), filled)
+		if int(c.GetOffset()) != len(u) {
+			return fail(codes.InvalidArgument, "chunk at offset %d, want %d", c.GetOffset(), len(u))
 		}
-		if len(c.GetValues()) > dim-filled {
-			return s.reject(codes.InvalidArgument, call, i, r, "oversized update: more than %d values", dim)
+		v := c.GetValues()
+		if len(v) > dim-len(u) {
+			return fail(codes.InvalidArgument, "oversized update: more than %d values", dim)
 		}
-		filled += copy(u[filled:], c.GetValues())
+		if len(u)+len(v) > cap(u) {
+			u = slices.Grow(u, min(dim, max(2*cap(u), len(u)+len(v)))-len(u))
+		}
+		u = append(u, v...)
 		c, err = stream.Recv()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return s.recvError(call, i, r, err)
+			return received{i: i, r: r, err: err}
 		}
 	}
-	if filled != dim {
-		return s.reject(codes.InvalidArgument, call, i, r, "short update: %d of %d values", filled, dim)
+	if len(u) != dim {
+		return fail(codes.InvalidArgument, "short update: %d of %d values", len(u), dim)
 	}
 	if err := s.core.CheckUpdate(u); err != nil {
-		return s.reject(codes.InvalidArgument, call, i, r, "%s", trimPrefix(err))
+		return fail(codes.InvalidArgument, "%s", trimPrefix(err))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.checkOpenLocked(call, i, r); err != nil {
-		return err
-	}
-	s.updates[i] = u
-	s.submitted[i] = r
-	s.got++
-	if s.got == s.opt.Shape.Learners {
-		close(s.full)
-	}
-	return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(r)})
+	return received{i: i, r: r, u: u}
 }
 
 // checkWitness compares what learner i has received (its witness in req)
@@ -666,29 +852,24 @@ func (s *Server) faultErr() error {
 func (s *Server) recvError(call string, learner, round int, err error) error {
 	st := status.Convert(err)
 	if st.Code() != codes.Canceled && st.Code() != codes.DeadlineExceeded {
-		s.log.Warn("rejected", "call", call, "learner", learner, "round", round, "reason", st.Message())
+		s.warn("rejected", "call", call, "learner", learner, "round", round, "reason", st.Message())
 	}
 	return err
 }
 
-// checkOpen checks that round r is open and learner i has not submitted
-// for it.
-func (s *Server) checkOpen(call string, i, r int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.checkOpenLocked(call, i, r)
-}
-
-func (s *Server) checkOpenLocked(call string, i, r int) error {
+// openError returns why learner i may not submit for round r, or nil: the
+// round is not the open one, the run is over, or i already submitted for
+// it. The caller holds s.mu.
+func (s *Server) openError(call string, i, r int) *rejection {
 	switch {
 	case s.fault != nil:
-		return status.Error(codes.FailedPrecondition, s.fault.Error())
+		return refusal(codes.FailedPrecondition, call, i, r, "%v", s.fault)
 	case r != s.round:
-		return s.reject(codes.FailedPrecondition, call, i, r, "update for round %d, the open round is %d", r, s.round)
+		return refusal(codes.FailedPrecondition, call, i, r, "update for round %d, the open round is %d", r, s.round)
 	case s.round == s.opt.Shape.Rounds:
-		return s.reject(codes.FailedPrecondition, call, i, r, "all %d rounds are released", s.round)
+		return refusal(codes.FailedPrecondition, call, i, r, "all %d rounds are released", s.round)
 	case s.submitted[i] == r:
-		return s.reject(codes.AlreadyExists, call, i, r, "duplicate update: learner %d already submitted for round %d", i, r)
+		return refusal(codes.AlreadyExists, call, i, r, "duplicate update: learner %d already submitted for round %d", i, r)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/asn1"
 	"errors"
 	"fmt"
 	"strconv"
@@ -95,8 +96,17 @@ func loadPool(file string) (*x509.CertPool, error) {
 }
 
 // IdentifyByCertificate returns the learner index of the peer of ctx from
-// its verified client certificate, whose CommonName must be
-// LearnerName(i). Use it as ServerOptions.Identify with mutual TLS.
+// its verified client certificate. Use it as ServerOptions.Identify with
+// mutual TLS.
+//
+// The certificate must name exactly one learner, LearnerName(i), and
+// nothing else: its Subject carries at most one CommonName attribute (a
+// certificate with two, which crypto/x509 would reduce to the last, is
+// refused), every DNS subject alternative name equals the CommonName, at
+// least one of the two is present, and it has no URI, e-mail or IP
+// address alternative names (each would be a second identity). So a
+// certificate with CN learner-0 and the DNS name learner-1, or with two
+// CommonNames, binds to no learner.
 func IdentifyByCertificate(ctx context.Context) (int, error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
@@ -106,11 +116,52 @@ func IdentifyByCertificate(ctx context.Context) (int, error) {
 	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
 		return 0, errors.New("no verified client certificate")
 	}
-	cn := info.State.VerifiedChains[0][0].Subject.CommonName
-	s, ok := strings.CutPrefix(cn, "learner-")
+	return learnerOf(info.State.VerifiedChains[0][0])
+}
+
+// oidCommonName is the X.500 attribute type of a CommonName.
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
+// learnerOf returns the one learner a client certificate names (see
+// IdentifyByCertificate).
+func learnerOf(c *x509.Certificate) (int, error) {
+	var names []string
+	for _, a := range c.Subject.Names {
+		if !a.Type.Equal(oidCommonName) {
+			continue
+		}
+		v, ok := a.Value.(string)
+		if !ok {
+			return 0, fmt.Errorf("client certificate with a CommonName that is not a string (%T), want learner-<index>", a.Value)
+		}
+		names = append(names, v)
+	}
+	if len(names) > 1 {
+		return 0, fmt.Errorf("client certificate with %d CommonNames %q, want exactly one learner-<index>", len(names), names)
+	}
+	switch {
+	case len(c.URIs) > 0:
+		return 0, fmt.Errorf("client certificate with URI names %v, want only learner-<index> as CommonName or DNS name", c.URIs)
+	case len(c.EmailAddresses) > 0:
+		return 0, fmt.Errorf("client certificate with e-mail names %q, want only learner-<index> as CommonName or DNS name", c.EmailAddresses)
+	case len(c.IPAddresses) > 0:
+		return 0, fmt.Errorf("client certificate with IP address names %v, want only learner-<index> as CommonName or DNS name", c.IPAddresses)
+	}
+	for _, d := range c.DNSNames {
+		if len(names) == 0 {
+			names = append(names, d)
+		} else if d != names[0] {
+			return 0, fmt.Errorf("client certificate for %q with the DNS name %q, want one identity learner-<index>", names[0], d)
+		}
+	}
+	if len(names) == 0 {
+		return 0, errors.New("client certificate without a CommonName or DNS name, want learner-<index>")
+	}
+	name := names[0]
+	s, ok := strings.CutPrefix(name, "learner-")
 	i, err := strconv.Atoi(s)
-	if !ok || err != nil || i < 0 || LearnerName(i) != cn {
-		return 0, fmt.Errorf("client certificate for %q, want learner-<index>", cn)
+	if !ok || err != nil || i < 0 || LearnerName(i) != name {
+		return 0, fmt.Errorf("client certificate for %q, want learner-<index>", name)
 	}
 	return i, nil
 }

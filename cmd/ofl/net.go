@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,6 +89,7 @@ func runNet(ctx context.Context, cmd string, args []string, e env) int {
 // tlsFlags are the transport flags of both roles.
 type tlsFlags struct {
 	insecure      bool
+	nonLoopback   bool // -insecure-nonloopback
 	cert, key, ca string
 	serverName    string
 	callTimeout   time.Duration
@@ -117,7 +119,8 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	})
 	fs.StringVar(&s.state, "state", "", "state directory: released models, the run's description and the noise key (required)")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:7070", "address to listen on")
-	fs.BoolVar(&s.tls.insecure, "insecure", false, "serve without TLS (loopback tests only)")
+	fs.BoolVar(&s.tls.insecure, "insecure", false, "serve without TLS (loopback tests only: refused on a -listen address that is not loopback)")
+	fs.BoolVar(&s.tls.nonLoopback, insecureNonLoopback, false, "with -insecure, listen on an address that is not loopback all the same (plaintext: anyone on the network reads and alters the models and updates)")
 	fs.StringVar(&s.tls.cert, "tls-cert", "", "PEM certificate chain of the server")
 	fs.StringVar(&s.tls.key, "tls-key", "", "PEM private key of the server")
 	fs.StringVar(&s.tls.ca, "client-ca", "", "PEM CA of the learners' certificates: require mutual TLS, learner I's certificate for CommonName learner-I")
@@ -148,6 +151,9 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 		return s, err
 	}
 	s.run = run
+	if err := checkWire(run); err != nil {
+		return s, err
+	}
 	if s.state == "" {
 		return s, usagef("-state is required: the directory where released models are written")
 	}
@@ -163,8 +169,76 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	return s, nil
 }
 
+// checkWire refuses run flags that the protocol, which carries counts as
+// int32, cannot send to the learners.
+func checkWire(c config) error {
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"learners", c.learners}, {"rounds", c.rounds}, {"tau", c.tau}, {"epochs", c.epochs}, {"dim", c.data.dim}} {
+		if p.v > fednet.MaxWire {
+			return usagef("-%s %d: want at most %d (the protocol carries it as int32)", p.name, p.v, fednet.MaxWire)
+		}
+	}
+	return nil
+}
+
+// insecureNonLoopback is the flag that lets -insecure leave loopback.
+const insecureNonLoopback = "insecure-nonloopback"
+
+// checkLoopback returns a usage error unless addr (host:port, the value of
+// flag) is on loopback only: an IP address that is loopback, or a host
+// name every address of which (from lookup) is loopback. An empty host,
+// 0.0.0.0 or :: (every interface), a name that does not resolve and any
+// other address are not. A learner's unix: and unix-abstract: targets are
+// local sockets and pass.
+func checkLoopback(ctx context.Context, flag, addr string, lookup func(ctx context.Context, host string) ([]netip.Addr, error)) error {
+	refuse := func(why string) error {
+		return usagef("-insecure with %s %s: %s; plaintext is for loopback tests only (add -%s to accept it)", flag, addr, why, insecureNonLoopback)
+	}
+	if strings.HasPrefix(addr, "unix:") || strings.HasPrefix(addr, "unix-abstract:") {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("%s %q: want host:port", flag, addr)
+	}
+	if host == "" {
+		return refuse("the host is empty, which means every interface")
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		switch ip = ip.Unmap(); {
+		case ip.IsUnspecified():
+			return refuse(ip.String() + " means every interface")
+		case !ip.IsLoopback():
+			return refuse(ip.String() + " is not a loopback address")
+		}
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ips, err := lookup(lctx, host)
+	if err != nil || len(ips) == 0 {
+		return refuse(fmt.Sprintf("%q does not resolve (%v), so it cannot be shown to be loopback", host, err))
+	}
+	for _, ip := range ips {
+		if !ip.Unmap().IsLoopback() {
+			return refuse(fmt.Sprintf("%q resolves to %v, which is not loopback", host, ip))
+		}
+	}
+	return nil
+}
+
+// lookupHost resolves a host name to its IP addresses.
+func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
 // check checks the TLS flags of the server (or a learner).
 func (t tlsFlags) check(server bool) error {
+	if t.nonLoopback && !t.insecure {
+		return usagef("-%s goes with -insecure only", insecureNonLoopback)
+	}
 	if t.insecure {
 		if t.cert != "" || t.key != "" || t.ca != "" {
 			return usagef("-insecure excludes the TLS flags")
@@ -187,6 +261,11 @@ func runServer(ctx context.Context, args []string, e env) error {
 	s, err := parseServerArgs(args, e.stdout)
 	if err != nil {
 		return err
+	}
+	if s.tls.insecure && !s.tls.nonLoopback {
+		if err := checkLoopback(ctx, "-listen", s.listen, lookupHost); err != nil {
+			return err
+		}
 	}
 	c := s.run
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
@@ -257,6 +336,12 @@ func runServer(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("-listen: %w", err)
 	}
 	defer lis.Close()
+	if s.tls.insecure && !s.tls.nonLoopback {
+		// What was bound, not what the name resolved to a moment ago.
+		if err := checkLoopback(ctx, "-listen", lis.Addr().String(), lookupHost); err != nil {
+			return err
+		}
+	}
 	srv, err := fednet.NewServer(opts)
 	if err != nil {
 		return err
@@ -274,6 +359,9 @@ func runServer(ctx context.Context, args []string, e env) error {
 			g.Stop()
 		}
 	}()
+	if s.tls.insecure && s.tls.nonLoopback {
+		log.Warn("plaintext", "addr", lis.Addr().String(), "reason", "-insecure with -"+insecureNonLoopback+": models and updates cross the network unencrypted and unauthenticated")
+	}
 	log.Info("serving", "addr", lis.Addr().String(), "learners", shape.Learners, "rounds", shape.Rounds, "dim", dim, "tls", !s.tls.insecure, "mtls", s.tls.ca != "")
 	err = srv.Run(ctx)
 	if ctx.Err() != nil {
@@ -306,7 +394,8 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.StringVar(&l.split, "split", "iid", "how CSV rows are dealt to learners: iid, label or feature:K")
 	fs.Uint64Var(&l.seed, "seed", 0, "seed of the data (the same on every learner: it deals the data)")
 	fs.StringVar(&l.out, "out", "", "write the final model to this file (one number per line)")
-	fs.BoolVar(&l.tls.insecure, "insecure", false, "connect without TLS (loopback tests only)")
+	fs.BoolVar(&l.tls.insecure, "insecure", false, "connect without TLS (loopback tests only: refused for a -server address that is not loopback)")
+	fs.BoolVar(&l.tls.nonLoopback, insecureNonLoopback, false, "with -insecure, connect to a server that is not on loopback all the same (plaintext: anyone on the network reads and alters the models and updates)")
 	fs.StringVar(&l.tls.ca, "ca", "", "PEM CA of the server's certificate")
 	fs.StringVar(&l.tls.serverName, "server-name", "", "name to verify the server's certificate for (default: the host of -server)")
 	fs.StringVar(&l.tls.cert, "tls-cert", "", "PEM client certificate, for mutual TLS")
@@ -330,6 +419,8 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 		return l, usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
 	case l.id < 0:
 		return l, usagef("-id is required: this learner's index, >= 0")
+	case l.id > fednet.MaxWire:
+		return l, usagef("-id %d: want at most %d (the protocol carries it as int32)", l.id, fednet.MaxWire)
 	case !set["seed"]:
 		return l, usagef("-seed is required: every learner deals the data with the same seed")
 	case l.tls.callTimeout <= 0 || l.wait <= 0 || l.giveUp <= 0:
@@ -362,6 +453,11 @@ func runLearner(ctx context.Context, args []string, e env) error {
 			ins = append(ins, cli.File{Flag: "-data", Path: spec.file})
 		}
 		if err := cli.CheckOutputs([]cli.File{{Flag: "-out", Path: l.out}}, ins); err != nil {
+			return err
+		}
+	}
+	if l.tls.insecure && !l.tls.nonLoopback {
+		if err := checkLoopback(ctx, "-server", l.server, lookupHost); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,6 +26,7 @@ type CA struct {
 	dir    string
 	cert   *x509.Certificate
 	key    *ecdsa.PrivateKey
+	mu     sync.Mutex // guards serial: tests issue from several goroutines
 	serial int64
 }
 
@@ -58,34 +60,52 @@ func New(t testing.TB, dir, name string) *CA {
 // certificate. It returns the PEM files dir/cn.pem and dir/cn-key.pem.
 func (ca *CA) Issue(t testing.TB, cn string, server bool) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca.serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature,
-	}
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: cn}}
 	if server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 	} else {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	certFile, keyFile, _ = ca.IssueTemplate(t, cn, tmpl)
+	return certFile, keyFile
+}
+
+// IssueTemplate makes a certificate from tmpl signed by ca, and its key,
+// for certificates Issue does not make (several CommonNames in the
+// Subject, subject alternative names). The serial number, validity and key
+// usage are filled in; the subject, the extended key usage and the
+// alternative names are tmpl's. It returns the PEM files dir/name.pem and
+// dir/name-key.pem and the parsed certificate.
+func (ca *CA) IssueTemplate(t testing.TB, name string, tmpl *x509.Certificate) (certFile, keyFile string, cert *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
+		t.Fatal(err)
+	}
+	ca.mu.Lock()
+	ca.serial++
+	serial := ca.serial
+	ca.mu.Unlock()
+	c := *tmpl
+	c.SerialNumber = big.NewInt(serial)
+	c.NotBefore, c.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	c.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, &c, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert, err = x509.ParseCertificate(der); err != nil {
 		t.Fatal(err)
 	}
 	kder, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile = filepath.Join(ca.dir, cn+".pem"), filepath.Join(ca.dir, cn+"-key.pem")
+	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+"-key.pem")
 	writePEM(t, certFile, "CERTIFICATE", der)
 	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
-	return certFile, keyFile
+	return certFile, keyFile, cert
 }
 
 func writePEM(t testing.TB, path, typ string, der []byte) {

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// Run flags that the protocol's int32 fields cannot carry are usage
+// errors of ofl server (and -id of ofl learner), not values that wrap
+// around on the way to the learners.
+func TestServerFlagsFitTheWire(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "-state", "d", "-insecure", "-rounds", "4294967296"}, "-rounds 4294967296: want at most 2147483647"},
+		{[]string{"server", "-state", "d", "-insecure", "-rounds", "2147483648", "-algo", "nonprivate"}, "-rounds 2147483648: want at most 2147483647"},
+		{[]string{"server", "-state", "d", "-insecure", "-learners", "2147483648"}, "-learners 2147483648"},
+		{[]string{"server", "-state", "d", "-insecure", "-tau", "4294967297"}, "-tau 4294967297"},
+		{[]string{"server", "-state", "d", "-insecure", "-dim", "2147483648"}, "-dim 2147483648"},
+		{[]string{"learner", "-insecure", "-id", "4294967296", "-seed", "1"}, "-id 4294967296: want at most 2147483647"},
+	} {
+		r := runOfl(t, c.args...)
+		if r.code != exitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) || !strings.Contains(r.stderr, "int32") {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		}
+	}
+}
+
+// checkLoopback accepts loopback addresses and names all of whose
+// addresses are loopback, and nothing else: not an empty host, 0.0.0.0 or
+// :: (every interface), not a name with one address off loopback, not a
+// name that does not resolve.
+func TestCheckLoopback(t *testing.T) {
+	names := map[string][]netip.Addr{
+		"localhost": {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
+		"mixed":     {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("192.0.2.7")},
+		"mapped":    {netip.MustParseAddr("::ffff:127.0.0.2")},
+		"remote":    {netip.MustParseAddr("2001:db8::1")},
+		"empty":     {},
+	}
+	lookup := func(_ context.Context, host string) ([]netip.Addr, error) {
+		ips, ok := names[host]
+		if !ok {
+			return nil, errors.New("no such host")
+		}
+		return ips, nil
+	}
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:7070": true, "127.3.4.5:1": true, "[::1]:7070": true, "[::ffff:127.0.0.1]:1": true,
+		"localhost:7070": true, "mapped:1": true, "unix:///tmp/ofl.sock": true,
+		":7070": false, "0.0.0.0:7070": false, "[::]:7070": false, "10.0.0.1:7070": false, "[2001:db8::1]:1": false,
+		"mixed:7070": false, "remote:7070": false, "empty:1": false, "nowhere:7070": false, "127.0.0.1": false,
+		"dns:///localhost:7070": false,
+	} {
+		err := checkLoopback(context.Background(), "-listen", addr, lookup)
+		if (err == nil) != ok {
+			t.Errorf("%s: %v, want loopback %v", addr, err, ok)
+		}
+	}
+}
+
+// -insecure is refused for a server listening, or a learner connecting,
+// off loopback unless -insecure-nonloopback says so; that flag needs
+// -insecure.
+func TestInsecureStaysOnLoopback(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "-state", "d", "-insecure", "-listen", "0.0.0.0:0"}, "0.0.0.0 means every interface"},
+		{[]string{"server", "-state", "d", "-insecure", "-listen", ":0"}, "the host is empty"},
+		{[]string{"server", "-state", "d", "-insecure", "-listen", "[::]:0"}, ":: means every interface"},
+		{[]string{"server", "-state", "d", "-insecure", "-listen", "192.0.2.1:7070"}, "192.0.2.1 is not a loopback address"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "192.0.2.1:7070"}, "-server 192.0.2.1:7070"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "[2001:db8::1]:7070"}, "not a loopback address"},
+		{[]string{"server", "-state", "d", "-tls-cert", "c", "-tls-key", "k", "-insecure-nonloopback"}, "-insecure-nonloopback goes with -insecure only"},
+	} {
+		r := runOfl(t, c.args...)
+		if r.code != exitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		}
+	}
+	// With the explicit flag the server listens on every interface, and
+	// says that it is plaintext.
+	var errb strings.Builder
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the server stops at once after listening
+	run(ctx, []string{"server", "-insecure", "-insecure-nonloopback", "-state", t.TempDir(), "-listen", "0.0.0.0:0", "-algo", "nonprivate", "-rounds", "2"},
+		env{stdout: io.Discard, stderr: &errb})
+	if !strings.Contains(errb.String(), "msg=plaintext") || !strings.Contains(errb.String(), "msg=serving") {
+		t.Errorf("server with -insecure-nonloopback on 0.0.0.0: %q, want it to serve with a plaintext warning", errb.String())
+	}
+}

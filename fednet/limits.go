@@ -1,0 +1,154 @@
+package fednet
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultCallsPerLearner is the default of ServerOptions.MaxUploadsPerLearner
+// and MaxModelStreamsPerLearner: one call and a retry that overlaps it
+// while the server has not yet noticed that the first one was abandoned.
+const DefaultCallsPerLearner = 2
+
+// MaxStreamsPerConn is the most calls one connection may have in progress
+// at once (grpc.MaxConcurrentStreams, set by ServerOptionsGRPC); further
+// calls wait on the client's side, where they cost the server nothing.
+const MaxStreamsPerConn = 16
+
+// Log rate limit of the lines about refused calls: a burst of logBurst
+// lines, then logRate lines a second; the lines dropped are counted in the
+// next line that gets through (suppressed=N).
+const (
+	logBurst = 50
+	logRate  = 10
+)
+
+// slots counts the calls of one kind in progress, in total and per
+// learner, against their limits.
+type slots struct {
+	what        string // "uploads" or "model streams"
+	max, perMax int
+	mu          sync.Mutex
+	total       int
+	perLearner  []int
+}
+
+func newSlots(what string, learners, max, perMax int) *slots {
+	return &slots{what: what, max: max, perMax: perMax, perLearner: make([]int, learners)}
+}
+
+// acquire takes a slot in the total (if total) and for learner i (if
+// i >= 0), both or neither; the error says which limit is reached.
+func (l *slots) acquire(i int, total bool) *rejection {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i >= 0 && l.perLearner[i] >= l.perMax {
+		return &rejection{code: codes.ResourceExhausted, learner: i, round: -1,
+			msg: fmt.Sprintf("learner %d has %d %s in progress, at most %d: wait for them to end", i, l.perLearner[i], l.what, l.perMax)}
+	}
+	if total && l.total >= l.max {
+		return &rejection{code: codes.ResourceExhausted, learner: i, round: -1,
+			msg: fmt.Sprintf("the server has %d %s in progress, at most %d: try again later", l.total, l.what, l.max)}
+	}
+	if total {
+		l.total++
+	}
+	if i >= 0 {
+		l.perLearner[i]++
+	}
+	return nil
+}
+
+// release gives back what acquire(i, total) took.
+func (l *slots) release(i int, total bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if total {
+		l.total--
+	}
+	if i >= 0 {
+		l.perLearner[i]--
+	}
+}
+
+// inUse returns the slots taken in total.
+func (l *slots) inUse() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
+}
+
+// bothDone returns a function to be called once by each of two parties
+// (a handler and the goroutine that receives or sends for it); f runs
+// when both have called it, so that a call's slot is given back only
+// when nothing of it is left.
+func bothDone(f func()) func() {
+	var n atomic.Int32
+	return func() {
+		if n.Add(1) == 2 {
+			f()
+		}
+	}
+}
+
+// rejection is a refused call: its status and what the log line says.
+type rejection struct {
+	code           codes.Code
+	call           string
+	learner, round int
+	msg            string
+}
+
+func (r *rejection) Error() string { return r.msg }
+
+// logLimiter is a token bucket for log lines.
+type logLimiter struct {
+	mu         sync.Mutex
+	tokens     float64
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether a line may be written now and how many were
+// suppressed since the last one that was.
+func (l *logLimiter) allow(now time.Time) (ok bool, suppressed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last.IsZero() {
+		l.tokens = logBurst
+	} else {
+		l.tokens = min(logBurst, l.tokens+now.Sub(l.last).Seconds()*logRate)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		l.suppressed++
+		return false, 0
+	}
+	l.tokens--
+	suppressed, l.suppressed = l.suppressed, 0
+	return true, suppressed
+}
+
+// warn writes a warning about a refused call, subject to the log rate
+// limit, so that a flood of bad calls cannot flood the log.
+func (s *Server) warn(msg string, args ...any) {
+	ok, suppressed := s.logLim.allow(time.Now())
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	s.log.Warn(msg, args...)
+}
+
+// logged logs a rejection (rate-limited) and returns its status.
+func (s *Server) logged(r *rejection) error {
+	s.warn("rejected", "call", r.call, "learner", r.learner, "round", r.round, "reason", r.msg)
+	return status.Error(r.code, r.msg)
+}
