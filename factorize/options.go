@@ -139,9 +139,9 @@ func (e *NotConvergedError) Error() string {
 // (one significant digit, rounded up) at least the gap the run certified,
 // so that a rerun with it succeeds (the solvers are deterministic: it stops
 // where this run reached that gap): the larger of 3 Floor and Gap for a
-// floor, else 10 Gap; 0 when no gap was certified. more reports that the
-// iteration limit stopped the run, so that a higher one may help (a stall
-// does not yield to more iterations).
+// floor, 10 Gap for a stall, else Gap; 0 when no gap was certified. more
+// reports that the iteration limit stopped the run, so that a higher one
+// may help (a stall does not yield to more iterations).
 func (e *NotConvergedError) Advice() (tol float64, more bool) {
 	more = !e.Stalled
 	switch {
@@ -149,8 +149,10 @@ func (e *NotConvergedError) Advice() (tol float64, more bool) {
 		return 0, more
 	case e.Floor > 0:
 		tol = math.Max(3*e.Floor, e.Gap)
-	default:
+	case e.Stalled:
 		tol = 10 * e.Gap
+	default:
+		tol = e.Gap
 	}
 	return roundUp1(tol, e.Gap), more
 }

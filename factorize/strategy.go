@@ -152,15 +152,29 @@ type BandedStrategy struct {
 	// b-min-separation min(DefaultBands, b), so that the factor's
 	// sensitivity is exact.
 	Bands int
+	// Tol is the certified relative gap of [OptimalBanded] under
+	// min-separation; 0 means [DefaultBandedTol]. Other participations
+	// ignore it.
+	Tol float64
+	// MaxIter is the iteration limit of [OptimalBanded] under
+	// min-separation; 0 means [DefaultMaxIter]. Other participations
+	// ignore it.
+	MaxIter int
 }
 
 // Name returns "banded".
 func (BandedStrategy) Name() string { return StrategyBanded }
 
 // Key returns "banded/bands=B" ("banded/bands=0" for the default, which
-// depends on the participation, also part of the cache key).
+// depends on the participation, also part of the cache key), followed by
+// "/tol=T" (exact bits) when Tol is set: MaxIter does not change a
+// certified result.
 func (s BandedStrategy) Key() string {
-	return StrategyBanded + "/bands=" + strconv.Itoa(s.Bands)
+	key := StrategyBanded + "/bands=" + strconv.Itoa(s.Bands)
+	if s.Tol != 0 {
+		key += "/tol=" + strconv.FormatUint(math.Float64bits(s.Tol), 16)
+	}
+	return key
 }
 
 // bandsFor returns the number of bands of a banded strategy with bands
@@ -176,15 +190,20 @@ func bandsFor(bands int, p Participation) int {
 }
 
 // Factorize returns, with metrics under p, [OptimalBanded](ctx, w, bands,
-// p.K, Options{}) for min-separation and [Banded](ctx, w, bands)
-// otherwise.
+// p.K, Options{Tol: s.Tol, MaxIter: s.MaxIter}) for min-separation and
+// [Banded](ctx, w, bands) otherwise.
 func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if s.Bands < 0 {
-		return nil, fmt.Errorf("factorize: bands %d, want >= 1 (or 0 for the default %d)", s.Bands, DefaultBands)
+		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	opt, err := Options{Tol: s.Tol, MaxIter: s.MaxIter}.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	b := bandsFor(s.Bands, p)
 	if p.Kind == KindMinSep {
-		return under(w, p, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, Options{}) })
+		opt.Tol = s.Tol // 0: DefaultBandedTol
+		return under(w, p, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
 	}
 	return under(w, p, func() (*Factorization, error) { return Banded(ctx, w, b) })
 }
