@@ -21,7 +21,15 @@ import (
 // so that the sensitivity of C under [FixedEpochs](k) is exactly 1 (one
 // sample's k rounds form one residue class, and X restricted to it is
 // diagonal with trace 1) and the loss sens^2 ||B||_F^2 is tr(S X^{-1}).
-// k = 1 is the single-participation problem of [Optimal].
+// k = 1 is the single-participation problem of [Optimal]. k = R (period
+// 1: every round is the same sample's) forces X diagonal with trace 1,
+// whose optimum X_ii proportional to sqrt(S_ii), loss
+// (sum_i sqrt(S_ii))^2, is returned in closed form (Gap 0, any workload):
+// independent noise, scaled per round.
+//
+// Problems whose band work (below) is out of reach, R (kb + 1)^2 above
+// 2^30 for kb bands (few classes of many epochs on a long stream), are
+// refused at once with a *[ParamError] naming the participation.
 //
 // # Certificate
 //
@@ -37,8 +45,10 @@ import (
 // minimises the Lagrangian. The solver iterates on Lambda and stops when the
 // relative gap between the best lower bound and the best upper bound (the
 // loss of X(Lambda) with its in-class off-diagonal entries set to zero and
-// the class traces scaled to at most 1, bounded by a perturbation argument)
-// is at most Options.Tol. docs/solver.md derives the bounds; they
+// the class traces scaled to at most 1, bounded by a perturbation argument,
+// or the loss of the best diagonal feasible X, which is also the start:
+// its multipliers are the class blocks of X^{-1} S X^{-1}) is at most
+// Options.Tol. docs/solver.md derives the bounds; they
 // include the error of the rational approximation of the square root and
 // an estimate of rounding, as in [Optimal].
 //
