@@ -78,6 +78,9 @@ import (
 // upper bound, the sensitivity is 1, Gamma is its bound 1 and MaxSE is 0
 // (not computed).
 func OptimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}
