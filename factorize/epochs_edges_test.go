@@ -19,11 +19,10 @@ import (
 // one is known: the published single-participation optimum and Optimal
 // for k = 1, the closed form (sum_{m <= R} sqrt(m))^2 for k = R (one
 // class: X diagonal with trace 1, Cauchy-Schwarz), and the primal Newton
-// method for R <= 8. Before the closed form and the warm start, k = R
-// took about R^4 work (3 s at R = 30, past any deadline soon after) and
-// hundreds of iterations (384 at R = k = 3; 275 at R = 34, k = 17 with
-// only the diagonal Jacobian): the iteration count, unlike the clock of a
-// shared machine, is a deterministic check.
+// method for R <= 8. Before the closed form, k = R took about R^4 work
+// (3 s at R = 30, past any deadline soon after) and hundreds of
+// iterations (384 at R = k = 3, 934 at R = k = 30): the iteration count,
+// unlike the clock of a shared machine, is a deterministic check.
 func TestOptimalEpochsSweep(t *testing.T) {
 	maxR := 40
 	if testing.Short() {
@@ -42,7 +41,13 @@ func TestOptimalEpochsSweep(t *testing.T) {
 			cancel()
 			require.NoError(t, err, "R = %d, k = %d", r, k)
 			require.LessOrEqual(t, f.Gap, DefaultTol, "R = %d, k = %d", r, k)
-			assert.LessOrEqual(t, f.Iterations, 100, "R = %d, k = %d", r, k)
+			if k == r {
+				// One class: the closed form, no iterations.
+				assert.Zero(t, f.Iterations, "R = %d, k = %d", r, k)
+				assert.Zero(t, f.Gap, "R = %d, k = %d", r, k)
+			} else {
+				assert.LessOrEqual(t, f.Iterations, 500, "R = %d, k = %d", r, k)
+			}
 			checkFactors(t, f)
 			sens, err := SensitivityOf(f.C, FixedEpochs(k))
 			require.NoError(t, err)
@@ -155,6 +160,11 @@ func TestOptimalEpochsRefusesEarly(t *testing.T) {
 	defer cancel()
 	const n = 1 << 16
 	_, err := OptimalEpochs(ctx, prefix(t, n), n/2, Options{LossOnly: true})
+	requireParamError(t, err, "participation")
+	assert.Contains(t, err.Error(), "fewer epochs")
+	// Two classes of 64 epochs: 2016 in-class multipliers each, which
+	// took 3952 iterations (4.5 minutes) with the diagonal Newton step.
+	_, err = OptimalEpochs(ctx, prefix(t, 128), 64, Options{LossOnly: true})
 	requireParamError(t, err, "participation")
 	assert.Contains(t, err.Error(), "fewer epochs")
 	assert.NoError(t, ctx.Err())

@@ -27,9 +27,10 @@ import (
 // (sum_i sqrt(S_ii))^2, is returned in closed form (Gap 0, any workload):
 // independent noise, scaled per round.
 //
-// Problems whose band work (below) is out of reach, R (kb + 1)^2 above
-// 2^30 for kb bands (few classes of many epochs on a long stream), are
-// refused at once with a *[ParamError] naming the participation.
+// Problems out of reach, few classes of many epochs on a long stream, are
+// refused at once with a *[ParamError] naming the participation: band work
+// R (kb + 1)^2 above 2^30 for kb bands (below), or fewer classes than
+// epochs with more in-class multipliers than the full Newton step allows.
 //
 // # Certificate
 //
@@ -45,10 +46,9 @@ import (
 // minimises the Lagrangian. The solver iterates on Lambda and stops when the
 // relative gap between the best lower bound and the best upper bound (the
 // loss of X(Lambda) with its in-class off-diagonal entries set to zero and
-// the class traces scaled to at most 1, bounded by a perturbation argument,
-// or the loss of the best diagonal feasible X, which is also the start:
-// its multipliers are the class blocks of X^{-1} S X^{-1}) is at most
-// Options.Tol. docs/solver.md derives the bounds; they
+// the class traces scaled to at most 1, bounded by a perturbation argument;
+// where no multiplier gave one when the run fails, the loss of the best
+// diagonal feasible X) is at most Options.Tol. docs/solver.md derives the bounds; they
 // include the error of the rational approximation of the square root and
 // an estimate of rounding, as in [Optimal].
 //
@@ -337,6 +337,13 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 	if work := float64(n) * float64(w1) * float64(w1); work > maxEpochWork {
 		return nil, &ParamError{Param: "participation", Value: FixedEpochs(k).String(),
 			Want: fmt.Sprintf("fewer epochs for R = %d (the optimal factorization for %d epochs of %d rounds needs band matrices of %d bands, about %.1e operations per shift, beyond the limit 2^30; %d epochs of 1 round are solved in closed form)", n, k, b, w1, work, n)}
+	}
+	if np := k * (k - 1) / 2; b < k && np > 120 && float64(b)*float64(np)*float64(np) > 1<<21 {
+		// Few classes of many epochs with only the diagonal of the
+		// within-class Jacobian (fullJacobian at its default limits):
+		// measured 3952 iterations (4.5 minutes) at R = 128, k = 64.
+		return nil, &ParamError{Param: "participation", Value: FixedEpochs(k).String(),
+			Want: fmt.Sprintf("fewer epochs for R = %d (with %d epochs of %d rounds, the %d in-class multipliers of each of the %d classes are too many for the Newton step, which needs k <= 16 or (R/k) (k(k-1)/2)^2 <= 2^21, and converge too slowly without it; %d epochs of 1 round are solved in closed form)", n, k, b, np, b, n)}
 	}
 	e.sinv = make([]float64, n*w1)
 	pos := make([]int, n)
@@ -634,14 +641,13 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 	m := b + b*np
 	x := make([]float64, m) // (log lam, R)
 	g := make([]float64, m)
-	// Start from the multipliers of the best diagonal X (see warmStart),
-	// or from lam = 1, R = 0.
+	// Start from the single-participation scaling: lam = 1, R = 0. (The
+	// multipliers of the best diagonal X, a valid start that is optimal
+	// for k = R, measured slower for k < R: 138 against 94 iterations at
+	// R = 1024, k = 4, and a stall at R = 2000, k = 10.)
 	d := &epochDual{lam: make([]float64, b), r: make([]float64, b*np)}
 	var ev epochEval
 	best := &epochSolution{lower: math.Inf(-1), upper: math.Inf(1), gap: math.Inf(1)}
-	if sd := e.warmStart(x); sd != nil {
-		best.diag, best.upper = e.diagonalX(sd)
-	}
 	// fail returns the error of a run that stopped at iteration it before
 	// the target: a *NotConvergedError whose gap is finite, with the
 	// diagonal X as the upper bound where no multiplier gave one (its
@@ -748,53 +754,6 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 		acc.next(x, g)
 	}
 	return fail(opt.MaxIter, false)
-}
-
-// warmStart sets x = (log lam, R) to the multipliers at which the best
-// diagonal feasible X is stationary: with D = diag(x_ii), x_ii =
-// sqrt(S_ii) / T_c (T_c = sum of sqrt(S_jj) over the class c of i), the
-// class blocks of D^{-1} S D^{-1} have the constant diagonal T_c^2 and
-// off-diagonal entries T_c^2 S_ij / sqrt(S_ii S_jj). The class blocks of a
-// positive definite matrix are positive definite, so this is a valid
-// start; for k = R it is the optimum. It needs the columns of A: when they
-// would cost more than about 2^27 operations, x is left at zero. It
-// returns the diagonal of S, or nil when it left x at zero.
-func (e *epochEvaluator) warmStart(x []float64) []float64 {
-	n, k, b, np := e.n, e.k, e.b, len(e.pairs)
-	if float64(n)*float64(n)*float64(k) > 1<<27 {
-		return nil
-	}
-	raw := e.w.Matrix().RawTriangular()
-	// s(i, j) = (A^T A)_ij for i <= j: rows j..n-1 of columns i and j.
-	s := func(i, j int) float64 {
-		v := 0.0
-		for r := j; r < n; r++ {
-			v += raw.Data[r*raw.Stride+i] * raw.Data[r*raw.Stride+j]
-		}
-		return v
-	}
-	diag := make([]float64, k)
-	sd := make([]float64, n)
-	for p, c := range e.class {
-		t := 0.0
-		for a := 0; a < k; a++ {
-			sd[c+a*b] = s(c+a*b, c+a*b)
-			diag[a] = math.Sqrt(sd[c+a*b])
-			t += diag[a]
-		}
-		if !(t > 0) || math.IsInf(t, 0) {
-			for i := range x {
-				x[i] = 0
-			}
-			return nil
-		}
-		x[p] = 2 * math.Log(t)
-		for q, pr := range e.pairs {
-			i, j := c+pr[0]*b, c+pr[1]*b
-			x[b+p*np+q] = s(i, j) / (diag[pr[0]] * diag[pr[1]])
-		}
-	}
-	return sd
 }
 
 // epochStallCause explains a stall of the fixed-epoch solver.
