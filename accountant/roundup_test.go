@@ -147,3 +147,64 @@ func TestAccountantNilContextAndExtremeCounts(t *testing.T) {
 		}
 	}
 }
+
+// Counts out of range or beyond what can be computed are errors, never
+// panics or wrong values: compositions, steps, rounds and learners at 0,
+// negative or MaxInt, and nil or zero-value PLDs.
+func TestAccountantExtremeCountsAreErrors(t *testing.T) {
+	p, err := GaussianPLD(1, PLDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nilPLD *PLD
+	calls := map[string]func() error{}
+	for _, k := range []int{0, -1, math.MinInt} {
+		calls["Epsilon k="+itoa(k)] = func() error { _, err := Epsilon(1, 1e-5, k, Exact); return err }
+		calls["Mu k="+itoa(k)] = func() error { _, err := Mu(1, k); return err }
+		calls["SelfCompose k="+itoa(k)] = func() error { _, err := p.SelfCompose(k); return err }
+		calls["SampledGaussian steps="+itoa(k)] = func() error { _, err := SampledGaussian(0.5, 1, k, AddRemove); return err }
+		calls["SampledGaussianSigma steps="+itoa(k)] = func() error {
+			_, err := SampledGaussianSigma(context.Background(), 0.5, k, 1, 1e-5, AddRemove)
+			return err
+		}
+		calls["BandedCompositions n="+itoa(k)] = func() error { _, err := BandedCompositions(k, 1); return err }
+		calls["BandedCompositions bands="+itoa(k)] = func() error { _, err := BandedCompositions(10, k); return err }
+		calls["ReleaseSensitivity n="+itoa(k)] = func() error { _, err := ReleaseSensitivity(1, k, ReplaceOne, 1); return err }
+		if k < 0 {
+			calls["NewRecord round="+itoa(k)] = func() error { _, err := NewRecord(k, 1, 1e-5, 1, Exact, SingleParticipation); return err }
+		}
+	}
+	// Too many compositions for the PLD grid: an error, not an allocation
+	// of MaxInt entries.
+	calls["SelfCompose MaxInt"] = func() error { _, err := p.SelfCompose(math.MaxInt); return err }
+	calls["SampledGaussian MaxInt"] = func() error { _, err := SampledGaussian(0.5, 1, math.MaxInt, AddRemove); return err }
+	calls["AmplifiedBanded MaxInt"] = func() error { _, err := AmplifiedBanded(0.5, 1, math.MaxInt, 1, AddRemove); return err }
+	calls["nil PLD Delta"] = func() error { _, err := nilPLD.Delta(1); return err }
+	calls["nil PLD Epsilon"] = func() error { _, err := nilPLD.Epsilon(1e-5); return err }
+	calls["nil PLD Compose"] = func() error { _, err := nilPLD.Compose(p); return err }
+	calls["nil PLD SelfCompose"] = func() error { _, err := nilPLD.SelfCompose(2); return err }
+	calls["zero PLD Delta"] = func() error { _, err := (&PLD{}).Delta(1); return err }
+	calls["zero PLD Compose"] = func() error { _, err := (&PLD{}).Compose(&PLD{}); return err }
+	for name, call := range calls {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s panicked: %v", name, r)
+				}
+			}()
+			if err := call(); err == nil {
+				t.Errorf("%s: no error", name)
+			}
+		}()
+	}
+	// MaxInt compositions of a Gaussian are a finite, huge eps (mu =
+	// sqrt(k) / sigma), never below the value for 2^62 compositions.
+	a, err := Epsilon(1, 1e-5, 1<<62, Exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Epsilon(1, 1e-5, math.MaxInt, Exact)
+	if err != nil || !(b >= a) || math.IsInf(b, 0) {
+		t.Errorf("Epsilon(1, 1e-5, MaxInt) = %v, %v; want finite and >= %v", b, err, a)
+	}
+}
