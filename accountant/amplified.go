@@ -50,7 +50,9 @@ func BandedCompositions(n, bands int) (int, error) {
 	if err := checkCompositionsNamed("bands", bands); err != nil {
 		return 0, err
 	}
-	return (n + bands - 1) / bands, nil
+	// ceil(n / bands) without the overflow of n + bands - 1 (which gave 0
+	// compositions for bands near MaxInt).
+	return (n-1)/bands + 1, nil
 }
 
 // AmplifiedBanded returns the PLD of an amplified banded matrix
@@ -89,8 +91,11 @@ func AmplifiedBanded(q, sigma float64, n, bands int, rel Relation) (*PLD, error)
 // [SampledGaussianSigma] with ceil(n/bands) steps. The result is never
 // below the least sigma the accountant certifies and within a relative
 // 1e-4 of it. It returns ctx.Err() once ctx is done. Its errors are those
-// of BandedCompositions and SampledGaussianSigma.
+// of BandedCompositions and SampledGaussianSigma (a nil ctx is one).
 func AmplifiedBandedSigma(ctx context.Context, q float64, n, bands int, eps, delta float64, rel Relation) (float64, error) {
+	if err := checkContext(ctx); err != nil {
+		return 0, err
+	}
 	k, err := BandedCompositions(n, bands)
 	if err != nil {
 		return 0, err

@@ -101,8 +101,10 @@ func NoiseStd(eps, delta, sensitivity float64, m Method) (float64, error) {
 }
 
 // Scale returns the noise standard deviation sigma * sensitivity of a noise
-// multiplier sigma, rounded up (never down): the exact residual of the
-// product, from a fused multiply-add, says whether rounding went down.
+// multiplier sigma, rounded up (never down): the smallest float64 at least
+// the exact product, also where it is subnormal, and 5e-324 (the smallest
+// positive float64) where it is below every positive float64, never 0 (see
+// mulUp).
 //
 // Special cases are:
 //
@@ -115,10 +117,7 @@ func Scale(sigma, sensitivity float64) (float64, error) {
 	if err := checkPositive("sensitivity", sensitivity); err != nil {
 		return 0, err
 	}
-	v := sigma * sensitivity
-	if math.FMA(sigma, sensitivity, -v) > 0 {
-		v = nextUp(v)
-	}
+	v := mulUp(sigma, sensitivity)
 	if math.IsInf(v, 1) {
 		return 0, errors.New("accountant: noise std sigma * sensitivity = " + ftoa(sigma) + " * " + ftoa(sensitivity) + " overflows float64")
 	}

@@ -192,3 +192,43 @@ func exactEpsilon(mu, delta float64) float64 {
 
 // nextUp returns the least float64 above x.
 func nextUp(x float64) float64 { return math.Nextafter(x, math.Inf(1)) }
+
+// mulUp returns the smallest float64 >= x y for finite x, y > 0 (+Inf when
+// x y exceeds the largest float64). The product of the mantissas (in
+// [1/4, 1)) is normal, so the fused multiply-add's residual is exact and
+// says whether it was rounded down; ldexpUp then scales it, rounding up
+// again where the result is subnormal or below 5e-324. (The residual of
+// x y itself is not enough: below 2^-1022 it underflows to 0 and hides a
+// rounding down, and a product below 2^-1075 rounds to 0.)
+func mulUp(x, y float64) float64 {
+	mx, ex := math.Frexp(x)
+	my, ey := math.Frexp(y)
+	p := mx * my
+	if math.FMA(mx, my, -p) > 0 {
+		p = nextUp(p)
+	}
+	return ldexpUp(p, ex+ey)
+}
+
+// divUp returns the smallest float64 >= x / y for finite x, y > 0, as
+// mulUp does for a product.
+func divUp(x, y float64) float64 {
+	mx, ex := math.Frexp(x)
+	my, ey := math.Frexp(y)
+	q := mx / my
+	if math.FMA(q, my, -mx) < 0 {
+		q = nextUp(q)
+	}
+	return ldexpUp(q, ex-ey)
+}
+
+// ldexpUp returns the smallest float64 >= f 2^e for f in [1/4, 2): scaling
+// back a subnormal or zero result is exact, so it shows whether the scaling
+// lost bits, and the result then goes up by one unit (0 becomes 5e-324).
+func ldexpUp(f float64, e int) float64 {
+	r := math.Ldexp(f, e)
+	if !math.IsInf(r, 1) && math.Ldexp(r, -e) < f {
+		r = nextUp(r)
+	}
+	return r
+}

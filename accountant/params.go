@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"context"
 	"math"
 	"strconv"
 )
@@ -16,7 +17,23 @@ type ParamError struct {
 
 // Error returns a one-line message naming the parameter and its range.
 func (e *ParamError) Error() string {
+	if e.Name == ctxParam {
+		return "accountant: ctx is nil, want " + e.Want
+	}
 	return "accountant: " + e.Name + " = " + ftoa(e.Value) + ", want " + e.Want
+}
+
+// ctxParam is the Name of the *ParamError for a nil context.
+const ctxParam = "ctx"
+
+// checkContext returns a *ParamError for a nil ctx: the functions that
+// take a context refuse nil, as the standard library does, but with an
+// error rather than a panic.
+func checkContext(ctx context.Context) error {
+	if ctx == nil {
+		return &ParamError{Name: ctxParam, Want: "a non-nil context.Context (context.Background() for none)"}
+	}
+	return nil
 }
 
 // checkPositive requires x to be finite and > 0. It is the check for eps,

@@ -82,7 +82,14 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 	default:
 		return 0, &ParamError{Name: "relation", Value: float64(rel), Want: "add-remove or replace-one"}
 	}
-	s := factor * clip / float64(n) * unitSens
+	// Rounded up at every step (a sensitivity rounded down calibrates too
+	// little noise): a float64 n above 2^53 may exceed the integer, so
+	// the divisor is taken one step below it.
+	nf := float64(n)
+	if n > 1<<53 {
+		nf = math.Nextafter(nf, 0)
+	}
+	s := mulUp(divUp(factor*clip, nf), unitSens)
 	if math.IsInf(s, 0) || !(s > 0) {
 		return 0, &ParamError{Name: "release sensitivity", Value: s, Want: "finite and > 0 (clip x unit sensitivity overflows or underflows)"}
 	}

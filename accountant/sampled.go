@@ -159,11 +159,15 @@ func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Rela
 //
 // Special cases are:
 //
+//	SampledGaussianSigma(nil, q, T, eps, delta, r) is an error
 //	SampledGaussianSigma(ctx, 0, T, eps, delta, r) is an error (no noise is needed)
 //	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error for q outside
 //	    (0, 1], T < 1, eps <= 0 or +Inf, delta outside (0, 1), or a relation
 //	    other than AddRemove and ReplaceOne
 func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta float64, rel Relation) (float64, error) {
+	if err := checkContext(ctx); err != nil {
+		return 0, err
+	}
 	if !(q > 0 && q <= 1) {
 		return 0, &ParamError{Name: "q", Value: q, Want: "a sampling probability in (0, 1] (q = 0 needs no noise)"}
 	}

@@ -21,8 +21,10 @@ func GaussianRho(sensitivity, std float64) (float64, error) {
 	if err := checkPositive("std", std); err != nil {
 		return 0, err
 	}
-	r := sensitivity / std
-	return up(0.5 * r * r), nil
+	// Rounded up at every step, also where rho is subnormal or below
+	// 5e-324: a rho rounded to 0 would claim no privacy loss.
+	r := divUp(sensitivity, std)
+	return up(mulUp(mulUp(r, r), 0.5)), nil
 }
 
 // ZCDPEpsilon returns the eps for which rho-zCDP implies (eps, delta)-DP by

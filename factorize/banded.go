@@ -42,6 +42,9 @@ const DefaultBands = 16
 // sums with R = 800, 16 bands give about 3.5 times the loss of [Sqrt] (see
 // docs/mechanisms.md).
 func Banded(ctx context.Context, w *Workload, bands int) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if bands < 0 {
 		return nil, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
 	}

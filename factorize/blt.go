@@ -82,6 +82,9 @@ func (p *BLTParams) clone() *BLTParams {
 // exactly (C from the inverse recurrence) and the metrics are those of these
 // B and C, computed by [ComputeMetrics].
 func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if buffers < 0 {
 		return nil, &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBuffers)}
 	}

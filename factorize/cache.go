@@ -224,6 +224,9 @@ func (c *Cache) Path(key string) string {
 // ctx's error; an interrupted write leaves no entry and no temporary file.
 // warn may be nil; each warning is one line without a program-name prefix.
 func (c *Cache) Compute(ctx context.Context, s Strategy, w *Workload, p Participation, warn io.Writer) (f *Factorization, cached bool, err error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, false, err
+	}
 	if warn == nil {
 		warn = io.Discard
 	}

@@ -73,8 +73,8 @@
 // accountant) share one policy, after gonum's. Anything a caller's data can
 // cause is an error, never a panic: a nil or zero-value *[Workload],
 // *[Factorization] or matrix, a number of rounds, a tolerance, an option
-// or a matrix entry out of range. Argument errors are a *[ParamError]
-// whose Param names the argument ("R", "beta", "tol", "max-iter", "bands",
+// or a matrix entry out of range, a nil context. Argument errors are a
+// *[ParamError] whose Param names the argument ("ctx", "R", "beta", "tol", "max-iter", "bands",
 // "buffers", "strategy", "method", "participation", "workload",
 // "workload[i][j]", "weights[i]", "factorization", "B", "C"), so that a
 // command can map it to its flag with errors.As instead of reading the

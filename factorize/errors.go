@@ -1,6 +1,10 @@
 package factorize
 
-import "github.com/dpmf/dpmf/internal/param"
+import (
+	"context"
+
+	"github.com/dpmf/dpmf/internal/param"
+)
 
 // ParamError reports an argument that the package cannot accept: a nil or
 // zero-value workload or factorization, a number of rounds, a tolerance, an
@@ -9,7 +13,7 @@ import "github.com/dpmf/dpmf/internal/param"
 // that a command can name the flag or file that caused it with errors.As
 // instead of parsing the message.
 type ParamError struct {
-	// Param names the argument as the docs do: "R", "beta", "tol",
+	// Param names the argument as the docs do: "ctx", "R", "beta", "tol",
 	// "max-iter", "bands", "buffers", "strategy", "method", "workload",
 	// "workload[2][3]", "weights[4]", "factorization", "B", "C".
 	Param string
@@ -25,6 +29,16 @@ func (e *ParamError) Error() string { return "factorize: " + param.Text(e.Param,
 
 // wantWorkload is what a *Workload argument must be.
 const wantWorkload = "a workload made by Prefix, Momentum, WeightedPrefix or NewWorkload"
+
+// checkContext returns a *ParamError (Param "ctx") for a nil context:
+// every function that takes one refuses nil, as the standard library asks,
+// with an error rather than a panic.
+func checkContext(ctx context.Context) error {
+	if ctx == nil {
+		return &ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
+	}
+	return nil
+}
 
 // checkWorkload returns a *ParamError for a nil workload or a zero Workload.
 func checkWorkload(w *Workload) error {

@@ -81,9 +81,9 @@ type Metrics struct {
 }
 
 // ComputeMetrics returns the metrics of the factors b (R x m) and c (m x R)
-// under participation p. A nil factor, factors whose shapes do not fit and
-// a participation invalid for R rounds are errors (a *[ParamError] for the
-// factors).
+// under participation p. A nil factor, factors whose shapes do not fit, a
+// NaN or infinite entry ("B[i][j]", "C[i][j]") and a participation invalid
+// for R rounds are errors (a *[ParamError] for the factors).
 func ComputeMetrics(b, c mat.Matrix, p Participation) (Metrics, error) {
 	if isNilMatrix(b) {
 		return Metrics{}, &ParamError{Param: "B", Want: "an R x m matrix"}
@@ -95,6 +95,9 @@ func ComputeMetrics(b, c mat.Matrix, p Participation) (Metrics, error) {
 	m2, r2 := c.Dims()
 	if m != m2 || r != r2 || r == 0 || m == 0 {
 		return Metrics{}, &ParamError{Param: "C", Value: fmt.Sprintf("%d x %d", m2, r2), Want: fmt.Sprintf("%d x %d for B of %d x %d", m, r, r, m)}
+	}
+	if _, err := checkFinite("B", b); err != nil {
+		return Metrics{}, err
 	}
 	sens, err := SensitivityOf(c, p)
 	if err != nil {

@@ -108,6 +108,9 @@ type evaluator interface {
 // Cancelling ctx stops the solver with ctx's error. Reaching Options.MaxIter
 // before the gap is certified returns a *NotConvergedError.
 func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}

@@ -75,6 +75,9 @@ const DefaultBandedTol = 1e-8
 // LossOnly, MaxSE is 0, not computed), and Participation records the
 // pattern.
 func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}
@@ -1158,6 +1161,9 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 // rates above 1). The metrics are those of B and C under
 // [MinSeparation](b, k) by [SensitivityOf]. A local optimum, not certified.
 func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}

@@ -21,7 +21,16 @@ import (
 // so that the sensitivity of C under [FixedEpochs](k) is exactly 1 (one
 // sample's k rounds form one residue class, and X restricted to it is
 // diagonal with trace 1) and the loss sens^2 ||B||_F^2 is tr(S X^{-1}).
-// k = 1 is the single-participation problem of [Optimal].
+// k = 1 is the single-participation problem of [Optimal]. k = R (period
+// 1: every round is the same sample's) forces X diagonal with trace 1,
+// whose optimum X_ii proportional to sqrt(S_ii), loss
+// (sum_i sqrt(S_ii))^2, is returned in closed form (Gap 0, any workload):
+// independent noise, scaled per round.
+//
+// Problems out of reach, few classes of many epochs on a long stream, are
+// refused at once with a *[ParamError] naming the participation: band work
+// R (kb + 1)^2 above 2^30 for kb bands (below), or fewer classes than
+// epochs with more in-class multipliers than the full Newton step allows.
 //
 // # Certificate
 //
@@ -37,8 +46,9 @@ import (
 // minimises the Lagrangian. The solver iterates on Lambda and stops when the
 // relative gap between the best lower bound and the best upper bound (the
 // loss of X(Lambda) with its in-class off-diagonal entries set to zero and
-// the class traces scaled to at most 1, bounded by a perturbation argument)
-// is at most Options.Tol. docs/solver.md derives the bounds; they
+// the class traces scaled to at most 1, bounded by a perturbation argument;
+// where no multiplier gave one when the run fails, the loss of the best
+// diagonal feasible X) is at most Options.Tol. docs/solver.md derives the bounds; they
 // include the error of the rational approximation of the square root and
 // an estimate of rounding, as in [Optimal].
 //
@@ -68,6 +78,9 @@ import (
 // upper bound, the sensitivity is 1, Gamma is its bound 1 and MaxSE is 0
 // (not computed).
 func OptimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}
@@ -84,10 +97,16 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	if err := FixedEpochs(k).Validate(n); err != nil {
 		return nil, err
 	}
+	if k == n {
+		return oneClassEpochs(ctx, w, opt)
+	}
 	if _, ok := w.InverseBand(); !ok {
 		return nil, fmt.Errorf("factorize: fixed-epoch optimal factorization needs a workload with a banded inverse (prefix, weighted, momentum), not %q", w.Name())
 	}
-	ev := newEpochEvaluator(w, k)
+	ev, err := newEpochEvaluator(w, k)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkSpectrum(ev.sLo, ev.sHi); err != nil {
 		return nil, err
 	}
@@ -109,7 +128,7 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 			Gap:         sol.gap,
 		}, nil
 	}
-	x, err := ev.denseX(ctx, sol.lamUpper)
+	x, err := ev.denseX(ctx, sol)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +153,109 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	return f, nil
 }
 
+// oneClassEpochs is the fixed-epoch problem with k = R epochs of one round
+// (period 1): every round belongs to the same sample, so X must be
+// diagonal with trace 1 and tr(S X^{-1}) = sum_i S_ii / X_ii. By
+// Cauchy-Schwarz its minimum is (sum_i sqrt(S_ii))^2, at X_ii proportional
+// to sqrt(S_ii): independent noise of standard deviation X_ii^{1/2} in
+// round i (C diagonal), in closed form and for any workload. The result
+// has Gap 0 and no iterations.
+func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorization, error) {
+	n := w.R()
+	s, err := columnNormsSq(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	t := 0.0
+	for _, v := range s {
+		t += math.Sqrt(v)
+	}
+	part := FixedEpochs(n)
+	if opt.LossOnly {
+		// n square roots and n additions: a relative rounding error below
+		// (n + 2) u, rounded up.
+		loss := t * t * (1 + float64(n+4)*0x1p-53)
+		return &Factorization{
+			Strategy: StrategyOptimal,
+			Stream:   StreamDense,
+			Workload: w,
+			Metrics:  metricsFrom(n, 1, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, loss, 0),
+		}, nil
+	}
+	c := mat.NewDense(n, n, nil)
+	cInv := make([]float64, n*n)
+	for i, v := range s {
+		x := math.Sqrt(v) / t
+		c.Set(i, i, math.Sqrt(x))
+		cInv[i*n+i] = 1 / math.Sqrt(x)
+	}
+	b := applyWorkload(w, cInv, n)
+	f := &Factorization{
+		Strategy:  StrategyOptimal,
+		Stream:    StreamDense,
+		Workload:  w,
+		B:         b,
+		C:         c,
+		Available: squareAvailable(n),
+	}
+	if f.Metrics, err = ComputeMetrics(b, c, part); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// columnNormsSq returns the diagonal of S = A^T A, the squared column norms
+// of w: R - i for prefix sums, by forward substitution on a banded
+// inverse (O(R^2 p), O(R) memory), or from the dense workload.
+func columnNormsSq(ctx context.Context, w *Workload) ([]float64, error) {
+	n := w.R()
+	s := make([]float64, n)
+	if w.IsPrefix() {
+		for i := range s {
+			s[i] = float64(n - i)
+		}
+		return s, nil
+	}
+	if inv, ok := w.InverseBand(); ok && w.a == nil {
+		_, p, _ := inv.TriBand()
+		col := make([]float64, n)
+		for j := 0; j < n; j++ {
+			if j%64 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			v := 0.0
+			for i := j; i < n; i++ {
+				r := 0.0
+				if i == j {
+					r = 1
+				}
+				for q := max(j, i-p); q < i; q++ {
+					r -= inv.At(i, q) * col[q]
+				}
+				col[i] = r / inv.At(i, i)
+				v += col[i] * col[i]
+			}
+			s[j] = v
+		}
+		return s, nil
+	}
+	raw := w.Matrix().RawTriangular()
+	for i := 0; i < n; i++ {
+		row := raw.Data[i*raw.Stride : i*raw.Stride+i+1]
+		for j, x := range row {
+			s[j] += x * x
+		}
+	}
+	return s, nil
+}
+
 // epochEvaluator evaluates the dual of the fixed-epoch problem. Rounds are
 // held in class order: position p*k + e holds round class[p] + e*b.
 type epochEvaluator struct {
 	n, k, b int
+	w       *Workload
 	class   []int // class[p] is the residue class at block position p
 	orig    []int // orig[pos] is the round at position pos
 	kb      int   // bands of Lambda + s S^{-1} in class order
@@ -151,7 +269,17 @@ type epochEvaluator struct {
 	pairs   [][2]int // the off-diagonal positions (a < b) of a class block
 }
 
-func newEpochEvaluator(w *Workload, k int) *epochEvaluator {
+// maxEpochWork bounds the work of one shifted band inversion of the
+// fixed-epoch solver, R (kb + 1)^2 for kb bands (about a second; an
+// evaluation takes 40 to 60 of them and a solve some 30 evaluations).
+// Beyond it, typically few classes of many epochs on a long stream (the
+// bands grow like k), the solver is refused before it allocates.
+const maxEpochWork = 1 << 30
+
+// newEpochEvaluator returns the evaluator of w's fixed-epoch problem with
+// k epochs (1 <= k < R, k dividing R), or a *ParamError naming the
+// participation when its band work exceeds maxEpochWork.
+func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 	n := w.R()
 	b := n / k
 	inv, _ := w.InverseBand()
@@ -168,7 +296,7 @@ func newEpochEvaluator(w *Workload, k int) *epochEvaluator {
 		}
 	}
 	lo, hi := sb.Bounds(0, make([]float64, n*(p+1)+n))
-	e := &epochEvaluator{n: n, k: k, b: b, sLo: lo, sHi: hi}
+	e := &epochEvaluator{n: n, k: k, b: b, w: w, sLo: lo, sHi: hi}
 	// Pick the class order with fewer bands: natural, or zig-zag around
 	// the ring of classes.
 	natural := make([]int, b)
@@ -206,6 +334,17 @@ func newEpochEvaluator(w *Workload, k int) *epochEvaluator {
 	}
 	// S^{-1} in class order, lower band layout with kb off-diagonals.
 	w1 := e.kb + 1
+	if work := float64(n) * float64(w1) * float64(w1); work > maxEpochWork {
+		return nil, &ParamError{Param: "participation", Value: FixedEpochs(k).String(),
+			Want: fmt.Sprintf("fewer epochs for R = %d (the optimal factorization for %d epochs of %d rounds needs band matrices of %d bands, about %.1e operations per shift, beyond the limit 2^30; %d epochs of 1 round are solved in closed form)", n, k, b, w1, work, n)}
+	}
+	if np := k * (k - 1) / 2; b < k && np > 120 && float64(b)*float64(np)*float64(np) > 1<<21 {
+		// Few classes of many epochs with only the diagonal of the
+		// within-class Jacobian (fullJacobian at its default limits):
+		// measured 3952 iterations (4.5 minutes) at R = 128, k = 64.
+		return nil, &ParamError{Param: "participation", Value: FixedEpochs(k).String(),
+			Want: fmt.Sprintf("fewer epochs for R = %d (with %d epochs of %d rounds, the %d in-class multipliers of each of the %d classes are too many for the Newton step, which needs k <= 16 or (R/k) (k(k-1)/2)^2 <= 2^21, and converge too slowly without it; %d epochs of 1 round are solved in closed form)", n, k, b, np, b, n)}
+	}
 	e.sinv = make([]float64, n*w1)
 	pos := make([]int, n)
 	for q, i := range e.orig {
@@ -228,7 +367,7 @@ func newEpochEvaluator(w *Workload, k int) *epochEvaluator {
 			e.pairs = append(e.pairs, [2]int{a, c})
 		}
 	}
-	return e
+	return e, nil
 }
 
 // classOrder returns the rounds in class order: the classes of order, each
@@ -319,7 +458,7 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 		e.q = linalg.NewInvSqrtRational(lo/4, hi*4, quadTol)
 		e.have = true
 	}
-	full := np <= maxFullJacobian
+	full := fullJacobian(b, np)
 	nj := np
 	if full {
 		nj = np * np
@@ -407,8 +546,21 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 
 // maxFullJacobian is the largest number of off-diagonal multipliers per
 // class (k (k-1) / 2, k = 16) for which the Newton step on them uses the
-// full within-class Jacobian (O(R k^3) memory); above it, only its diagonal.
+// full within-class Jacobian (O(R k^3) memory) whatever the number of
+// classes; above it, only its diagonal, unless all the blocks together
+// have at most maxJacobianEntries entries (few classes of many epochs,
+// where the diagonal alone converges slowly).
 var maxFullJacobian = 120
+
+// maxJacobianEntries bounds the entries of the full Jacobians (16 MiB)
+// for more than maxFullJacobian multipliers per class.
+var maxJacobianEntries = 1 << 21
+
+// fullJacobian reports whether the Newton step uses the full within-class
+// Jacobian for b classes of np off-diagonal multipliers.
+func fullJacobian(b, np int) bool {
+	return np <= maxFullJacobian || float64(b)*float64(np)*float64(np) <= float64(maxJacobianEntries)
+}
 
 // fillBand sets e.band to Lambda + s S^{-1} in class order.
 func (e *epochEvaluator) fillBand(d *epochDual, s float64) {
@@ -474,6 +626,9 @@ type epochSolution struct {
 	lower, upper float64
 	gap          float64
 	lamUpper     *epochDual
+	// diag, when lamUpper is nil, is the diagonal of the best feasible X,
+	// the best diagonal one (see diagonalX).
+	diag []float64
 }
 
 // solve runs the iteration on the dual: lam_c <- lam_c tr(X_c) (the
@@ -486,10 +641,35 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 	m := b + b*np
 	x := make([]float64, m) // (log lam, R)
 	g := make([]float64, m)
-	// Start from the single-participation scaling: lam = 1, R = 0.
+	// Start from the single-participation scaling: lam = 1, R = 0. (The
+	// multipliers of the best diagonal X, a valid start that is optimal
+	// for k = R, measured slower for k < R: 138 against 94 iterations at
+	// R = 1024, k = 4, and a stall at R = 2000, k = 10.)
 	d := &epochDual{lam: make([]float64, b), r: make([]float64, b*np)}
 	var ev epochEval
 	best := &epochSolution{lower: math.Inf(-1), upper: math.Inf(1), gap: math.Inf(1)}
+	// fail returns the error of a run that stopped at iteration it before
+	// the target: a *NotConvergedError whose gap is finite, with the
+	// diagonal X as the upper bound where no multiplier gave one (its
+	// gap may then meet the target after all).
+	fail := func(it int, stalled bool) (*epochSolution, error) {
+		if math.IsInf(best.upper, 1) {
+			sd, err := columnNormsSq(ctx, e.w)
+			if err != nil {
+				return nil, err
+			}
+			best.diag, best.upper = e.diagonalX(sd)
+			best.gap = (best.upper - best.lower) / best.lower
+			if best.lower > 0 && best.gap <= opt.Tol {
+				return best, nil
+			}
+		}
+		gap := best.gap
+		if !(best.lower > 0) {
+			gap = math.Inf(1)
+		}
+		return nil, &NotConvergedError{Iter: it, Gap: gap, Tol: opt.Tol, LastLower: best.lower, Stalled: stalled, Cause: epochStallCause}
+	}
 	acc := newAnderson(m, 6)
 	const stallWindow = 150
 	stallGap, stallIter := math.Inf(1), 0
@@ -529,6 +709,7 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 		if upper < best.upper {
 			best.upper = upper
 			best.lamUpper = &epochDual{lam: append([]float64(nil), d.lam...), r: append([]float64(nil), d.r...)}
+			best.diag = nil
 		}
 		best.gap = (best.upper - best.lower) / best.lower
 		if opt.Progress != nil {
@@ -540,7 +721,7 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 		if gp := best.gap; gp <= stallGap/2 {
 			stallGap, stallIter = gp, it
 		} else if it-stallIter >= stallWindow {
-			return nil, &NotConvergedError{Iter: it, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower, Stalled: true}
+			return fail(it, true)
 		}
 		// The map: log lam_c + log tr(X_c); R_c + J_c^{-1} X_off,c / lam_c.
 		for p := 0; p < b; p++ {
@@ -558,7 +739,7 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 				rhs[s] = xb[pr[0]*k+pr[1]] / d.lam[p]
 			}
 			var step []float64
-			if np <= maxFullJacobian {
+			if fullJacobian(b, np) {
 				step = solveSPD(ev.jac[p*np*np:(p+1)*np*np], rhs, np)
 			} else {
 				step = rhs
@@ -572,7 +753,33 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 		}
 		acc.next(x, g)
 	}
-	return nil, &NotConvergedError{Iter: opt.MaxIter, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower}
+	return fail(opt.MaxIter, false)
+}
+
+// epochStallCause explains a stall of the fixed-epoch solver.
+const epochStallCause = "the fixed-epoch iteration stopped improving its certified bounds"
+
+// diagonalX returns the best diagonal feasible X for the diagonal sd of S,
+// x_ii = sqrt(S_ii) / T_c with T_c the sum of sqrt(S_jj) over the class c
+// of i, and its loss sum_c T_c^2 (an upper bound on the optimum), rounded
+// up.
+func (e *epochEvaluator) diagonalX(sd []float64) (x []float64, upper float64) {
+	n, b := e.n, e.b
+	x = make([]float64, n)
+	for c := 0; c < b; c++ {
+		t := 0.0
+		for i := c; i < n; i += b {
+			t += math.Sqrt(sd[i])
+		}
+		for i := c; i < n; i += b {
+			x[i] = math.Sqrt(sd[i]) / t
+		}
+		upper += t * t
+	}
+	if !(upper > 0) || math.IsNaN(upper) {
+		return nil, math.Inf(1)
+	}
+	return x, upper * (1 + float64(n+4)*0x1p-53)
 }
 
 // solveSPD solves J s = rhs for the symmetric positive definite n x n J
@@ -600,8 +807,16 @@ func solveSPD(j, rhs []float64, n int) []float64 {
 // matrix in round order: X(Lambda) formed densely, its in-class
 // off-diagonal entries set to zero, and scaled so that the largest class
 // trace is 1.
-func (e *epochEvaluator) denseX(ctx context.Context, d *epochDual) ([]float64, error) {
+func (e *epochEvaluator) denseX(ctx context.Context, sol *epochSolution) ([]float64, error) {
 	n, b := e.n, e.b
+	if sol.lamUpper == nil {
+		x := make([]float64, n*n)
+		for i, v := range sol.diag {
+			x[i*n+i] = v
+		}
+		return x, nil
+	}
+	d := sol.lamUpper
 	var ev epochEval
 	if err := e.eval(ctx, d, &ev); err != nil { // sets the quadrature
 		return nil, err

@@ -210,7 +210,8 @@ func TestOptimalEpochsEvaluator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct{ r, k int }{{12, 3}, {10, 2}, {8, 8}} {
 		w := prefix(t, c.r)
-		e := newEpochEvaluator(w, c.k)
+		e, err := newEpochEvaluator(w, c.k)
+		require.NoError(t, err)
 		b, np := e.b, len(e.pairs)
 		d := &epochDual{lam: make([]float64, b), r: make([]float64, b*np)}
 		for p := range d.lam {
@@ -308,8 +309,8 @@ func TestOptimalEpochsManyEpochs(t *testing.T) {
 	f, err := OptimalEpochs(context.Background(), prefix(t, 20), 20, Options{})
 	require.NoError(t, err)
 	assert.InEpsilon(t, want*want, f.Metrics.Loss, 1e-9)
-	defer func(m int) { maxFullJacobian = m }(maxFullJacobian)
-	maxFullJacobian = 0
+	defer func(m, e int) { maxFullJacobian, maxJacobianEntries = m, e }(maxFullJacobian, maxJacobianEntries)
+	maxFullJacobian, maxJacobianEntries = 0, 0
 	for _, c := range []struct{ r, k int }{{9, 3}, {8, 4}} {
 		g, err := OptimalEpochs(context.Background(), prefix(t, c.r), c.k, Options{})
 		require.NoError(t, err)

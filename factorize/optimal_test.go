@@ -3,6 +3,7 @@ package factorize
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -190,7 +191,12 @@ func TestOptimalRoundingFloorAndStall(t *testing.T) {
 	assert.InDelta(t, 3e-6, nc.Floor, 1e-7)
 	assert.Less(t, nc.Iter, 100)
 	assert.ErrorContains(t, err, "rounding in the dense evaluation limits the certificate")
-	assert.ErrorContains(t, err, "use a tolerance of at least 9e-06")
+	// The advice, rounded up to one digit, is at least 3 Floor and the gap.
+	tol, more := nc.Advice()
+	assert.False(t, more)
+	assert.GreaterOrEqual(t, tol, 3*nc.Floor)
+	assert.GreaterOrEqual(t, tol, nc.Gap)
+	assert.ErrorContains(t, err, fmt.Sprintf("use a tolerance of at least %.0e", tol))
 
 	// A looser target is certified despite the noise.
 	opt.Tol = 1e-4

@@ -3,6 +3,7 @@ package factorize
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // DefaultTol is the default certified relative duality gap of [Optimal].
@@ -108,19 +109,68 @@ type NotConvergedError struct {
 	Cause string
 }
 
-// Error implements error.
+// Error implements error. Its advice is what [NotConvergedError.Advice]
+// returns: a tolerance the solver certifies, or a higher iteration limit.
 func (e *NotConvergedError) Error() string {
+	tol, more := e.Advice()
+	if !(e.Gap < math.Inf(1)) {
+		// No positive lower bound or no feasible point: no gap to report.
+		if more {
+			return fmt.Sprintf("factorize: optimal factorization not certified after %d iterations: no finite duality gap yet, want <= %.3g (raise the iteration limit above %d)", e.Iter, e.Tol, e.Iter)
+		}
+		return fmt.Sprintf("factorize: optimal factorization stalled after %d iterations without a finite duality gap, want <= %.3g: no tolerance or iteration limit helps here (please report the inputs)", e.Iter, e.Tol)
+	}
 	if e.Floor > 0 && e.Cause != "" {
-		return fmt.Sprintf("factorize: optimal factorization certified only to a gap of %.3g after %d iterations, want <= %.3g: %s limits the certificate for this workload to about %.1g (use a tolerance of at least %.0e)", e.Gap, e.Iter, e.Tol, e.Cause, e.Floor, 3*e.Floor)
+		return fmt.Sprintf("factorize: optimal factorization certified only to a gap of %.3g after %d iterations, want <= %.3g: %s limits the certificate for this workload to about %.1g (use a tolerance of at least %.0e)", e.Gap, e.Iter, e.Tol, e.Cause, e.Floor, tol)
 	}
 	if e.Floor > 0 {
-		return fmt.Sprintf("factorize: optimal factorization certified only to a gap of %.3g after %d iterations, want <= %.3g: rounding in the dense evaluation limits the certificate for this workload to about %.1g (use a tolerance of at least %.0e, or a workload with a banded inverse)", e.Gap, e.Iter, e.Tol, e.Floor, 3*e.Floor)
+		return fmt.Sprintf("factorize: optimal factorization certified only to a gap of %.3g after %d iterations, want <= %.3g: rounding in the dense evaluation limits the certificate for this workload to about %.1g (use a tolerance of at least %.0e, or a workload with a banded inverse)", e.Gap, e.Iter, e.Tol, e.Floor, tol)
 	}
 	if e.Stalled && e.Cause != "" {
-		return fmt.Sprintf("factorize: optimal factorization stalled at a certified gap of %.3g after %d iterations, want <= %.3g: %s (use a tolerance of about %.0e)", e.Gap, e.Iter, e.Tol, e.Cause, 10*e.Gap)
+		return fmt.Sprintf("factorize: optimal factorization stalled at a certified gap of %.3g after %d iterations, want <= %.3g: %s (use a tolerance of about %.0e)", e.Gap, e.Iter, e.Tol, e.Cause, tol)
 	}
 	if e.Stalled {
-		return fmt.Sprintf("factorize: optimal factorization stalled at a certified gap of %.3g after %d iterations, want <= %.3g: rounding in the dense evaluation limits the certificate for this workload (use a tolerance of about %.0e, or a workload with a banded inverse)", e.Gap, e.Iter, e.Tol, 10*e.Gap)
+		return fmt.Sprintf("factorize: optimal factorization stalled at a certified gap of %.3g after %d iterations, want <= %.3g: rounding in the dense evaluation limits the certificate for this workload (use a tolerance of about %.0e, or a workload with a banded inverse)", e.Gap, e.Iter, e.Tol, tol)
 	}
-	return fmt.Sprintf("factorize: optimal factorization not certified after %d iterations: gap %.3g, want <= %.3g (raise the iteration limit or the tolerance)", e.Iter, e.Gap, e.Tol)
+	return fmt.Sprintf("factorize: optimal factorization not certified after %d iterations: gap %.3g, want <= %.3g (raise the tolerance to %.0e, or the iteration limit above %d)", e.Iter, e.Gap, e.Tol, tol, e.Iter)
+}
+
+// Advice returns what a rerun can change to succeed. tol is a tolerance
+// (one significant digit, rounded up) at least the gap the run certified,
+// so that a rerun with it succeeds (the solvers are deterministic: it stops
+// where this run reached that gap): the larger of 3 Floor and Gap for a
+// floor, 10 Gap for a stall, else Gap; 0 when no gap was certified. more
+// reports that the iteration limit stopped the run, so that a higher one
+// may help (a stall does not yield to more iterations).
+func (e *NotConvergedError) Advice() (tol float64, more bool) {
+	more = !e.Stalled
+	switch {
+	case !(e.Gap < math.Inf(1)) || !(e.Gap >= 0):
+		return 0, more
+	case e.Floor > 0:
+		tol = math.Max(3*e.Floor, e.Gap)
+	case e.Stalled:
+		tol = 10 * e.Gap
+	default:
+		tol = e.Gap
+	}
+	return roundUp1(tol, e.Gap), more
+}
+
+// roundUp1 rounds x > 0 up to one significant digit (ignoring a relative
+// excess of 1e-9, rounding noise), so that %.0e prints it exactly, and
+// then up by one digit until what %.0e prints is at least atLeast.
+func roundUp1(x, atLeast float64) float64 {
+	if !(x > 0) || math.IsInf(x, 0) {
+		return x
+	}
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	r := math.Ceil(x/p*(1-1e-9)) * p
+	for {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(r, 'e', 0, 64), 64)
+		if v >= atLeast {
+			return v
+		}
+		r += p
+	}
 }

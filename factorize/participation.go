@@ -150,17 +150,31 @@ func (p Participation) Period(n int) int {
 }
 
 // Participations returns the largest number of rounds one sample can take
-// part in over n rounds: 1, K, or min(K, ceil(n / B)).
+// part in over n rounds: 1, K, or min(K, ceil(n / B)); 0 for n < 1 or a
+// pattern that Validate refuses (a separation below 1 or negative
+// counts), never a negative count.
 func (p Participation) Participations(n int) int {
+	if n < 1 {
+		return 0
+	}
 	switch p.Kind {
 	case KindEpochs:
+		if p.K < 1 || n%p.K != 0 {
+			return 0
+		}
 		return p.K
 	case KindMinSep:
-		fit := (n + p.B - 1) / p.B
+		if p.B < 1 || p.K < 0 {
+			return 0
+		}
+		// ceil(n / B) without the overflow of n + B - 1, which made a
+		// separation near MaxInt count 0 participations (and a
+		// sensitivity of 0).
+		fit := (n-1)/p.B + 1
 		if p.K == 0 || p.K > fit {
 			return fit
 		}
 		return p.K
 	}
-	return min(1, n)
+	return 1
 }

@@ -56,6 +56,9 @@ type SemisepParams struct {
 // (O(R k) memory), which [mechanism.New] streams. The workload must have a
 // bidiagonal inverse (prefix or weighted prefix sums) and R >= 2.
 func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, factors bool, opt Options) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}
@@ -216,6 +219,9 @@ func (s SemisepStrategy) Key() string {
 // s.Factors, s.Options). Other participations than single need the
 // factors (s.Factors) to compute their sensitivity.
 func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if !s.Factors && p != SingleParticipation() {
 		return nil, fmt.Errorf("factorize: strategy %q computes metrics under participation %v only with its factors formed (Factors)", StrategySemisep, p)
 	}

@@ -72,7 +72,8 @@ func (s Sensitivity) String() string {
 //	                X banded within b                          exact
 //	                otherwise the dynamic-programming bound   upper bound
 //
-// It is an error if p is invalid for n rounds. The epoch rule reads only
+// It is an error if p is invalid for n rounds or an entry of c is NaN or
+// infinite (a *[ParamError] naming "C[i][j]"). The epoch rule reads only
 // the class blocks of X (O(n k m)); min-separation checks the Toeplitz form
 // (O(n^2)) and whether columns b apart have disjoint supports (then X is
 // banded within b, O(n m)), and only otherwise forms X (O(m n^2)) for the
@@ -81,9 +82,27 @@ func SensitivityOf(c mat.Matrix, p Participation) (Sensitivity, error) {
 	if isNilMatrix(c) {
 		return Sensitivity{}, &ParamError{Param: "C", Want: "an m x R matrix"}
 	}
+	maxAbs, err := checkFinite("C", c)
+	if err != nil {
+		return Sensitivity{}, err
+	}
 	_, n := c.Dims()
 	if err := p.Validate(n); err != nil {
 		return Sensitivity{}, err
+	}
+	if e := scaleExponent(maxAbs); e != 0 {
+		// Entries so small that their squares underflow (a non-zero C
+		// with a sensitivity of 0) or so large that they overflow:
+		// compute for C 2^-e, exactly scaled, and scale back, rounding
+		// up.
+		cs := mat.DenseCopyOf(c)
+		cs.Scale(math.Ldexp(1, -e), cs)
+		s, err := SensitivityOf(cs, p)
+		if err != nil {
+			return Sensitivity{}, err
+		}
+		s.Value = ldexpUp(s.Value, e)
+		return s, nil
 	}
 	switch p.Kind {
 	case KindSingle:
@@ -93,7 +112,7 @@ func SensitivityOf(c mat.Matrix, p Participation) (Sensitivity, error) {
 		ct := mat.DenseCopyOf(c.T())
 		return epochSensitivity(n, p.K, func(i, j int) float64 {
 			return dot(ct.RawRowView(i), ct.RawRowView(j))
-		}), nil
+		})
 	}
 	k := p.Participations(n)
 	if k == 1 {
@@ -119,6 +138,46 @@ func SensitivityOf(c mat.Matrix, p Participation) (Sensitivity, error) {
 	x := mat.NewSymDense(n, nil)
 	x.SymOuterK(1, ct)
 	return MinSepSensitivity(x, p.B, k)
+}
+
+// checkFinite returns a *ParamError naming the first entry of a (name[i][j])
+// that is NaN or infinite: such an entry has no sensitivity, and left in it
+// makes a maximum skip its class (NaN compares false) or report NaN.
+// Otherwise it returns the largest magnitude of an entry.
+func checkFinite(name string, a mat.Matrix) (float64, error) {
+	m, n := a.Dims()
+	maxAbs := 0.0
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			v := a.At(i, j)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, &ParamError{Param: fmt.Sprintf("%s[%d][%d]", name, i, j), Value: v, Want: "a finite number"}
+			}
+			maxAbs = math.Max(maxAbs, math.Abs(v))
+		}
+	}
+	return maxAbs, nil
+}
+
+// scaleExponent returns 0 when the squares and sums of squares of entries
+// up to maxAbs (> 0) neither underflow to 0 nor overflow, and otherwise e
+// with maxAbs 2^-e in [1/2, 1).
+func scaleExponent(maxAbs float64) int {
+	if maxAbs == 0 || (maxAbs >= 0x1p-400 && maxAbs <= 0x1p400) {
+		return 0
+	}
+	_, e := math.Frexp(maxAbs)
+	return e
+}
+
+// ldexpUp returns the smallest float64 >= v 2^e for v > 0 (+Inf on
+// overflow): a subnormal result is rounded up, never to 0.
+func ldexpUp(v float64, e int) float64 {
+	r := math.Ldexp(v, e)
+	if !math.IsInf(r, 1) && math.Ldexp(r, -e) < v {
+		r = math.Nextafter(r, math.Inf(1))
+	}
+	return r
 }
 
 // supportsApart reports whether the columns of C (the rows of ct) that are
@@ -149,22 +208,38 @@ func supportsApart(ct *mat.Dense, b int) bool {
 
 // Gamma returns the largest column norm of c: its sensitivity under single
 // participation (exact). A nil matrix has no sensitivity: NaN, which every
-// check of a privacy parameter refuses.
+// check of a privacy parameter refuses; so has a NaN entry. Entries whose
+// squares would underflow or overflow are scaled by a power of two first,
+// so that a non-zero c never has gamma 0.
 func Gamma(c mat.Matrix) float64 {
 	if isNilMatrix(c) {
 		return math.NaN()
 	}
 	m, n := c.Dims()
+	maxAbs := 0.0
+	for j := 0; j < n; j++ {
+		for i := 0; i < m; i++ {
+			maxAbs = math.Max(maxAbs, math.Abs(c.At(i, j)))
+		}
+	}
+	if math.IsNaN(maxAbs) || math.IsInf(maxAbs, 1) {
+		return maxAbs
+	}
+	e := scaleExponent(maxAbs)
+	scale := math.Ldexp(1, -e)
 	g2 := 0.0
 	for j := 0; j < n; j++ {
 		s := 0.0
 		for i := 0; i < m; i++ {
-			v := c.At(i, j)
+			v := c.At(i, j) * scale
 			s += v * v
 		}
 		g2 = math.Max(g2, s)
 	}
-	return math.Sqrt(g2)
+	if e == 0 {
+		return math.Sqrt(g2)
+	}
+	return ldexpUp(math.Sqrt(g2), e)
 }
 
 // EpochSensitivity returns the sensitivity of a factor with Gram matrix x
@@ -176,7 +251,9 @@ func Gamma(c mat.Matrix) float64 {
 // is exact when the worst class's entries of X are non-negative (then
 // equal gradients in all k rounds attain it), or negative only at the level
 // of rounding (at most 4 k^2 2^-52 of the class sum, as for the in-class
-// zeros of the multi-epoch optimum), and an upper bound otherwise.
+// zeros of the multi-epoch optimum), and an upper bound otherwise. A
+// negative or non-finite diagonal entry, or a non-finite entry of a class
+// block, is a *[ParamError] naming "X[i][j]".
 func EpochSensitivity(x mat.Symmetric, k int) (Sensitivity, error) {
 	if err := checkGram(x); err != nil {
 		return Sensitivity{}, err
@@ -185,23 +262,27 @@ func EpochSensitivity(x mat.Symmetric, k int) (Sensitivity, error) {
 	if err := FixedEpochs(k).Validate(n); err != nil {
 		return Sensitivity{}, err
 	}
-	return epochSensitivity(n, k, x.At), nil
+	return epochSensitivity(n, k, x.At)
 }
 
-// epochSensitivity is [EpochSensitivity] with X's entries from x(i, j).
-func epochSensitivity(n, k int, x func(i, j int) float64) Sensitivity {
+// epochSensitivity is [EpochSensitivity] with X's entries from x(i, j). A
+// NaN or infinite entry is a *ParamError naming X[i][j].
+func epochSensitivity(n, k int, x func(i, j int) float64) (Sensitivity, error) {
 	b := n / k
 	// A class's negative entries may be rounding-level (the multi-epoch
 	// optimum has exact zeros there): when their total is below the
 	// rounding of the class sum, sum |X| equals the attained sum X to
 	// rounding, and the value is exact in the same sense as for X >= 0.
-	roundoff := 4 * float64(k*k) * 0x1p-52
+	roundoff := 4 * float64(k) * float64(k) * 0x1p-52
 	best, exact := 0.0, true
 	for r := 0; r < b; r++ {
 		s, neg := 0.0, 0.0
 		for i := r; i < n; i += b {
 			for j := r; j < n; j += b {
 				v := x(i, j)
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return Sensitivity{}, &ParamError{Param: fmt.Sprintf("X[%d][%d]", i, j), Value: v, Want: "a finite number"}
+				}
 				if v < 0 {
 					neg -= v
 				}
@@ -216,15 +297,20 @@ func epochSensitivity(n, k int, x func(i, j int) float64) Sensitivity {
 			exact = exact || nonneg
 		}
 	}
-	return Sensitivity{Value: math.Sqrt(best), Exact: exact, Rule: RuleEpochs}
+	return Sensitivity{Value: math.Sqrt(best), Exact: exact, Rule: RuleEpochs}, nil
 }
 
 // MinSepSensitivity returns the sensitivity of a factor with Gram matrix x
 // under b-min-separation with at most k participations: the largest column
 // norm when k = 1 (exact), by [MinSepBanded] (exact) when X is banded within
 // b (X_ij = 0 for |i - j| >= b), else by [MinSepBound] (an upper bound).
+// As for the other min-separation rules, a separation b >= n counts as n
+// (one participation) and k as at most the ceil(n / b) participations
+// that fit, so counts up to MaxInt are fine; b, k < 1, a non-finite entry
+// of x or a negative diagonal entry are a *[ParamError].
 func MinSepSensitivity(x mat.Symmetric, b, k int) (Sensitivity, error) {
-	if err := checkMinSep(x, b, k); err != nil {
+	b, k, err := checkMinSep(x, b, k)
+	if err != nil {
 		return Sensitivity{}, err
 	}
 	if k == 1 {
@@ -242,26 +328,47 @@ func MinSepSensitivity(x mat.Symmetric, b, k int) (Sensitivity, error) {
 	return Sensitivity{Value: v, Exact: false, Rule: RuleMinSepBound}, err
 }
 
-// checkGram returns a *ParamError for a nil or empty Gram matrix.
+// checkGram returns a *ParamError for a nil or empty Gram matrix, or one
+// whose diagonal (the squared column norms of C) is not finite and >= 0:
+// no C has it, and a negative diagonal would make the maxima below 0.
 func checkGram(x mat.Symmetric) error {
 	if isNilMatrix(x) || x.SymmetricDim() < 1 {
 		return &ParamError{Param: "X", Want: "a symmetric n x n matrix C^T C, n >= 1"}
 	}
+	for i := 0; i < x.SymmetricDim(); i++ {
+		if v := x.At(i, i); !(v >= 0) || math.IsInf(v, 1) {
+			return &ParamError{Param: fmt.Sprintf("X[%d][%d]", i, i), Value: v, Want: "a finite number >= 0 (a squared column norm of C)"}
+		}
+	}
 	return nil
 }
 
-// checkMinSep checks the arguments of the min-separation rules.
-func checkMinSep(x mat.Symmetric, b, k int) error {
+// checkMinSep checks the arguments of the min-separation rules (every
+// entry of x finite: they read all of it, O(n^2), but for the banded rule),
+// and
+// returns b and k clamped to what n rounds allow: a separation b >= n
+// leaves one participation (as b = n does), and at most ceil(n / b)
+// participations fit (so that no count overflows or sizes a slice).
+func checkMinSep(x mat.Symmetric, b, k int) (int, int, error) {
 	if err := checkGram(x); err != nil {
-		return err
+		return 0, 0, err
 	}
 	if b < 1 {
-		return &ParamError{Param: "separation", Value: b, Want: ">= 1"}
+		return 0, 0, &ParamError{Param: "separation", Value: b, Want: ">= 1"}
 	}
 	if k < 1 {
-		return &ParamError{Param: "participations", Value: k, Want: ">= 1"}
+		return 0, 0, &ParamError{Param: "participations", Value: k, Want: ">= 1"}
 	}
-	return nil
+	n := x.SymmetricDim()
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			if v := x.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, 0, &ParamError{Param: fmt.Sprintf("X[%d][%d]", i, j), Value: v, Want: "a finite number"}
+			}
+		}
+	}
+	b = min(b, n)
+	return b, min(k, (n-1)/b+1), nil
 }
 
 // bandedWithin reports whether X_ij = 0 for all |i - j| >= b.
@@ -286,7 +393,8 @@ func bandedWithin(x mat.Symmetric, b int) bool {
 // mechanism"; Choquette-Choo et al. 2023, "(Amplified) banded matrix
 // factorization"). It is an error if x is not banded within b.
 func MinSepBanded(x mat.Symmetric, b, k int) (float64, error) {
-	if err := checkMinSep(x, b, k); err != nil {
+	b, k, err := checkMinSep(x, b, k)
+	if err != nil {
 		return 0, err
 	}
 	if !bandedWithin(x, b) {
@@ -313,7 +421,8 @@ func MinSepBanded(x mat.Symmetric, b, k int) (float64, error) {
 // O(n^2 k) and equals the sensitivity when X is banded within b. Bad
 // arguments are a *[ParamError].
 func MinSepBound(x mat.Symmetric, b, k int) (float64, error) {
-	if err := checkMinSep(x, b, k); err != nil {
+	b, k, err := checkMinSep(x, b, k)
+	if err != nil {
 		return 0, err
 	}
 	n := x.SymmetricDim()
@@ -322,6 +431,9 @@ func MinSepBound(x mat.Symmetric, b, k int) (float64, error) {
 	for i := 0; i < n; i++ {
 		for j := range row {
 			row[j] = math.Abs(x.At(i, j))
+			if math.IsNaN(row[j]) || math.IsInf(row[j], 0) {
+				return 0, &ParamError{Param: fmt.Sprintf("X[%d][%d]", i, j), Value: x.At(i, j), Want: "a finite number"}
+			}
 		}
 		v[i] = row[i]
 		if k == 1 {
@@ -432,11 +544,13 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 		return 0, &ParamError{Param: "participations", Value: k, Want: ">= 1"}
 	}
 	for i, v := range col {
-		if !(v >= 0) || (i > 0 && v > col[i-1]) {
-			return 0, &ParamError{Param: "col[" + strconv.Itoa(i) + "]", Value: v, Want: "non-negative and non-increasing coefficients"}
+		if !(v >= 0) || math.IsInf(v, 1) || (i > 0 && v > col[i-1]) {
+			return 0, &ParamError{Param: "col[" + strconv.Itoa(i) + "]", Value: v, Want: "finite, non-negative and non-increasing coefficients"}
 		}
 	}
-	k = min(k, (n+b-1)/b)
+	// ceil(n / b) without the overflow of n + b - 1 (which gave 0
+	// participations, a sensitivity of 0, for b near MaxInt).
+	k = min(k, (n-1)/b+1)
 	s := 0.0
 	for r := 0; r < n; r++ {
 		v := 0.0

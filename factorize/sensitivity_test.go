@@ -438,7 +438,7 @@ func TestStrategiesForMinSep(t *testing.T) {
 	assert.Equal(t, StreamBLT, f.Stream)
 
 	_, err = BandedStrategy{Bands: -1}.Factorize(ctx, w, p)
-	assert.ErrorContains(t, err, "bands -1")
+	requireParamError(t, err, "bands")
 }
 
 // Rounding-level negative entries in a class do not make the epoch rule a

@@ -39,8 +39,8 @@ type Strategy interface {
 	// left out.
 	Key() string
 	// Factorize factorizes w, with metrics under participation p. It is
-	// an error if the strategy does not support w or p is invalid for w's
-	// rounds.
+	// an error if ctx is nil, the strategy does not support w or p is
+	// invalid for w's rounds.
 	Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error)
 }
 
@@ -99,7 +99,10 @@ func (IdentityStrategy) Name() string { return StrategyIdentity }
 func (IdentityStrategy) Key() string { return StrategyIdentity }
 
 // Factorize returns [Identity](w) with metrics under p.
-func (IdentityStrategy) Factorize(_ context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (IdentityStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	return under(w, p, func() (*Factorization, error) { return Identity(w) })
 }
 
@@ -113,7 +116,10 @@ func (TreeStrategy) Name() string { return StrategyTree }
 func (TreeStrategy) Key() string { return StrategyTree }
 
 // Factorize returns [Tree](w) with metrics under p.
-func (TreeStrategy) Factorize(_ context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	return under(w, p, func() (*Factorization, error) { return Tree(w) })
 }
 
@@ -136,7 +142,10 @@ func (s SqrtStrategy) Name() string {
 func (s SqrtStrategy) Key() string { return s.Name() }
 
 // Factorize returns [Sqrt](w) or [SqrtNormalized](w) with metrics under p.
-func (s SqrtStrategy) Factorize(_ context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if s.Normalized {
 		return under(w, p, func() (*Factorization, error) { return SqrtNormalized(w) })
 	}
@@ -152,15 +161,29 @@ type BandedStrategy struct {
 	// b-min-separation min(DefaultBands, b), so that the factor's
 	// sensitivity is exact.
 	Bands int
+	// Tol is the certified relative gap of [OptimalBanded] under
+	// min-separation; 0 means [DefaultBandedTol]. Other participations
+	// ignore it.
+	Tol float64
+	// MaxIter is the iteration limit of [OptimalBanded] under
+	// min-separation; 0 means [DefaultMaxIter]. Other participations
+	// ignore it.
+	MaxIter int
 }
 
 // Name returns "banded".
 func (BandedStrategy) Name() string { return StrategyBanded }
 
 // Key returns "banded/bands=B" ("banded/bands=0" for the default, which
-// depends on the participation, also part of the cache key).
+// depends on the participation, also part of the cache key), followed by
+// "/tol=T" (exact bits) when Tol is set: MaxIter does not change a
+// certified result.
 func (s BandedStrategy) Key() string {
-	return StrategyBanded + "/bands=" + strconv.Itoa(s.Bands)
+	key := StrategyBanded + "/bands=" + strconv.Itoa(s.Bands)
+	if s.Tol != 0 {
+		key += "/tol=" + strconv.FormatUint(math.Float64bits(s.Tol), 16)
+	}
+	return key
 }
 
 // bandsFor returns the number of bands of a banded strategy with bands
@@ -176,15 +199,23 @@ func bandsFor(bands int, p Participation) int {
 }
 
 // Factorize returns, with metrics under p, [OptimalBanded](ctx, w, bands,
-// p.K, Options{}) for min-separation and [Banded](ctx, w, bands)
-// otherwise.
+// p.K, Options{Tol: s.Tol, MaxIter: s.MaxIter}) for min-separation and
+// [Banded](ctx, w, bands) otherwise.
 func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if s.Bands < 0 {
-		return nil, fmt.Errorf("factorize: bands %d, want >= 1 (or 0 for the default %d)", s.Bands, DefaultBands)
+		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	opt, err := Options{Tol: s.Tol, MaxIter: s.MaxIter}.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	b := bandsFor(s.Bands, p)
 	if p.Kind == KindMinSep {
-		return under(w, p, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, Options{}) })
+		opt.Tol = s.Tol // 0: DefaultBandedTol
+		return under(w, p, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
 	}
 	return under(w, p, func() (*Factorization, error) { return Banded(ctx, w, b) })
 }
@@ -205,7 +236,10 @@ func (BSRStrategy) Name() string { return StrategyBSR }
 func (s BSRStrategy) Key() string { return StrategyBSR + "/bands=" + strconv.Itoa(s.Bands) }
 
 // Factorize returns [BandedSqrt](w, bands, 0) with metrics under p.
-func (s BSRStrategy) Factorize(_ context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BSRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if s.Bands < 0 {
 		return nil, fmt.Errorf("factorize: bands %d, want >= 1 (or 0 for the default %d)", s.Bands, DefaultBands)
 	}
@@ -244,6 +278,9 @@ func (s BLTStrategy) Key() string {
 // Factorize returns, with metrics under p, [BLTMinSep](ctx, w, s.Buffers,
 // p.B, p.K) for min-separation and [BLT](ctx, w, s.Buffers) otherwise.
 func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if p.Kind == KindMinSep {
 		return under(w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
 	}
@@ -276,6 +313,9 @@ func (s OptimalStrategy) Key() string {
 // participation, with its metrics under p (for min-separation this is a
 // good factorization, not the optimal one).
 func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if p.Kind == KindEpochs && p.K > 1 {
 		return under(w, p, func() (*Factorization, error) { return OptimalEpochs(ctx, w, p.K, s.Options) })
 	}

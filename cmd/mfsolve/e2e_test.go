@@ -121,7 +121,7 @@ func TestBinaryMemoryCheck(t *testing.T) {
 	res := runBinary(t, dir, "-R", "200000", "-o", "B.npy")
 	assert.Equal(t, exitFailure, res.code)
 	requireOneErrorLine(t, res.stderr, "mfsolve: R = 200000 needs about 1.9 TB for dense output, this machine has ")
-	assert.Regexp(t, `has [0-9.]+ [kMGT]B available; use -loss-only\n$`, res.stderr)
+	assert.Regexp(t, `has [0-9.]+ [kMGT]B available; use -loss-only without -o and -C\n$`, res.stderr)
 	assert.Empty(t, testutil.DirNames(t, dir), "nothing written")
 }
 

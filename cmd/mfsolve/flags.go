@@ -31,6 +31,7 @@ type config struct {
 	strategy   string
 	workload   string // prefixWorkload or a .npy file
 	tol        float64
+	tolSet     bool // -tol was given explicitly
 	maxIter    int
 	bands      int
 	buffers    int
@@ -110,8 +111,8 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.StringVar(&cfg.workload, "workload", prefixWorkload,
 		"workload: prefix, momentum:BETA (SGD with heavy-ball momentum), or a `FILE`.npy holding a square lower-triangular float64 matrix (sets R)")
 	fs.StringVar(&cfg.methodName, "method", "auto", "path `P` of the optimal solver: auto, structured (workloads with a banded inverse: O(R) per iteration) or dense (any workload: O(R^3) per iteration)")
-	fs.Float64Var(&cfg.tol, "tol", factorize.DefaultTol, "stop the optimal solver when its certified relative duality gap is at most `TOL`")
-	fs.IntVar(&cfg.maxIter, "max-iter", factorize.DefaultMaxIter, "iteration limit `N` of the solver (reaching it is an error)")
+	fs.Float64Var(&cfg.tol, "tol", factorize.DefaultTol, "stop the optimal solver (-strategy optimal, semiseparable, or banded under -participation minsep, whose default is 1e-08) when its certified relative duality gap is at most `TOL`")
+	fs.IntVar(&cfg.maxIter, "max-iter", factorize.DefaultMaxIter, "iteration limit `N` of the solver of -strategy optimal, semiseparable, or banded under -participation minsep (reaching it is an error)")
 	fs.IntVar(&cfg.bands, "bands", 0, "number of bands `N` of C for -strategy banded and bsr (0: 16, or the separation B under -participation minsep:B if smaller)")
 	fs.IntVar(&cfg.buffers, "buffers", 0, "number of buffers `K` for -strategy blt (0: its default) and of state vectors for -strategy semiseparable (0: the fewest within 0.1% of the optimal loss)")
 	fs.BoolVar(&cfg.lossOnly, "loss-only", false, "compute only the metrics of -strategy optimal or semiseparable, not B and C (cannot be used with -o or -C)")
@@ -178,6 +179,7 @@ func parseArgs(args []string) (config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg.rSet = set["R"]
+	cfg.tolSet = set["tol"]
 
 	if fs.NArg() > 0 {
 		return cfg, usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
@@ -222,11 +224,16 @@ func parseArgs(args []string) (config, error) {
 	if set["buffers"] && cfg.strategy != factorize.StrategyBLT && cfg.strategy != factorize.StrategySemisep {
 		return cfg, usagef("-buffers applies only to -strategy blt and semiseparable, not %s", cfg.strategy)
 	}
-	if set["tol"] && cfg.strategy != factorize.StrategyOptimal && cfg.strategy != factorize.StrategySemisep && !cfg.compare {
-		return cfg, usagef("-tol applies only to -strategy optimal, not %s", cfg.strategy)
-	}
-	if set["max-iter"] && cfg.strategy != factorize.StrategyOptimal && !cfg.compare {
-		return cfg, usagef("-max-iter applies only to -strategy optimal, not %s", cfg.strategy)
+	for _, f := range []string{"tol", "max-iter"} {
+		if !set[f] || cfg.compare || cfg.strategy == factorize.StrategyOptimal || cfg.strategy == factorize.StrategySemisep {
+			continue
+		}
+		if cfg.strategy != factorize.StrategyBanded {
+			return cfg, usagef("-%s applies only to -strategy optimal, semiseparable and banded, not %s", f, cfg.strategy)
+		}
+		if cfg.participation.Kind != factorize.KindMinSep {
+			return cfg, usagef("-%s applies to -strategy banded only under -participation minsep:B (its certified solver), not %v", f, cfg.participation)
+		}
 	}
 	if cfg.lossOnly && cfg.strategy != factorize.StrategyOptimal && cfg.strategy != factorize.StrategySemisep {
 		return cfg, usagef("-loss-only applies only to -strategy optimal and semiseparable, not %s", cfg.strategy)
@@ -375,7 +382,11 @@ func (cfg config) strategyNamed(name string, progress func(factorize.Progress)) 
 			Progress: progress,
 		}}, nil
 	case factorize.StrategyBanded:
-		return factorize.BandedStrategy{Bands: cfg.bands}, nil
+		s := factorize.BandedStrategy{Bands: cfg.bands, MaxIter: cfg.maxIter}
+		if cfg.tolSet {
+			s.Tol = cfg.tol
+		}
+		return s, nil
 	case factorize.StrategyBLT:
 		return factorize.BLTStrategy{Buffers: cfg.buffers}, nil
 	case factorize.StrategySemisep:

@@ -76,11 +76,29 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	msg := err.Error()
 	var nc *factorize.NotConvergedError
-	if errors.As(err, &nc) && nc.Floor > 0 {
-		msg += fmt.Sprintf("; rerun with -tol %.0e", 3*nc.Floor)
+	if errors.As(err, &nc) {
+		msg += rerunAdvice(nc)
 	}
 	fmt.Fprintf(e.stderr, "mfsolve: %s\n", cli.OneLine(msg))
 	return cli.ExitCode(err)
+}
+
+// rerunAdvice returns the flags that let a rerun succeed where nc stopped
+// it (nc.Advice as -tol, with which a rerun succeeds, and -max-iter, with
+// which it may), flags that every strategy that can return nc accepts
+// (optimal, semiseparable, banded under min-separation); "" when none
+// would help.
+func rerunAdvice(nc *factorize.NotConvergedError) string {
+	tol, more := nc.Advice()
+	switch {
+	case tol > 0 && more:
+		return fmt.Sprintf("; rerun with -tol %.0e, or with -max-iter above %d", tol, nc.Iter)
+	case tol > 0:
+		return fmt.Sprintf("; rerun with -tol %.0e", tol)
+	case more:
+		return fmt.Sprintf("; rerun with -max-iter above %d", nc.Iter)
+	}
+	return ""
 }
 
 // solve does the work of a parsed command line.

@@ -168,7 +168,12 @@ func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
 		}, exitFailure, "-C DIR/no/C.npy: directory DIR/no does not exist"},
 		{"too much memory", func(t *testing.T, dir string) []string {
 			return []string{"-R", "200000", "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use -loss-only"},
+		}, exitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use -loss-only without -o and -C"},
+		{"too much memory under epochs", func(t *testing.T, dir string) []string {
+			// -loss-only gives no C for the sensitivity under epochs:
+			// parseArgs refuses it, so it is not the advice.
+			return []string{"-R", "200000", "-participation", "epochs:4"}
+		}, exitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use a smaller -R"},
 		{"too much memory for the loss-only solver", func(t *testing.T, dir string) []string {
 			return []string{"-R", "1000000000000", "-loss-only"}
 		}, exitFailure, "R = 1000000000000 needs about 320.0 TB for the structured loss-only solver, this machine has 16.0 GB available; use a smaller -R"},

@@ -89,15 +89,20 @@ func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, er
 		what = "for the dense computation"
 	}
 	// Only the optimal solver on a banded-inverse workload can do without
-	// dense matrices.
+	// dense matrices, and only where parseArgs accepts -loss-only: single
+	// participation, no -compare, no -noise (and no -o or -C, which the
+	// hint says).
 	hint := "use a smaller -R"
 	switch {
 	case noise > need/2:
 		what, hint = "for the noise samples", "use a smaller -dim"
 	case cfg.strategy == factorize.StrategyOptimal && bandedInverse && cfg.lossOnly:
 		what = "for the structured loss-only solver"
-	case cfg.strategy == factorize.StrategyOptimal && bandedInverse:
+	case cfg.strategy == factorize.StrategyOptimal && bandedInverse && cfg.participation.Kind == factorize.KindSingle && !cfg.compare && cfg.outNoise == "":
 		hint = "use -loss-only"
+		if cfg.outB != "" || cfg.outC != "" {
+			hint += " without -o and -C"
+		}
 	}
 	return fmt.Errorf("R = %d needs about %s %s, this machine has %s available; %s",
 		r, cli.FormatBytes(need), what, cli.FormatBytes(float64(have)), hint)

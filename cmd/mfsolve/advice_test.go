@@ -1,0 +1,89 @@
+package main
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rerunTol matches the -tol that a failed run advises.
+var rerunTol = regexp.MustCompile(`rerun with -tol ([0-9.e+-]+)`)
+
+// withFlag returns args with flag set to value (replaced if present).
+func withFlag(args []string, flag, value string) []string {
+	out := slices.Clone(args)
+	if i := slices.Index(out, flag); i >= 0 {
+		out[i+1] = value
+		return out
+	}
+	return append(out, flag, value)
+}
+
+// Every solver failure advises flags that mfsolve accepts and that work:
+// the banded solver at small band counts under min-separation (which
+// advised a -tol that mfsolve refused for banded), the fixed-epoch and the
+// single-participation optimal solvers, each at the default target, at a
+// target below rounding (a stall or a floor) and with too few iterations.
+// A run either succeeds with a certified gap within its target or fails
+// with one error line whose "rerun with -tol T" succeeds, certified to T.
+func TestAdvisedFlagsWork(t *testing.T) {
+	var cases [][]string
+	for _, r := range []int{20, 60, 200} {
+		for _, b := range []int{1, 2, 3} {
+			cases = append(cases, []string{"-R", strconv.Itoa(r), "-strategy", "banded", "-bands", strconv.Itoa(b), "-participation", "minsep:" + strconv.Itoa(b)})
+		}
+	}
+	cases = append(cases,
+		[]string{"-R", "12", "-participation", "epochs:3"},
+		[]string{"-R", "32", "-participation", "epochs:16"},
+		[]string{"-R", "50"},
+		[]string{"-R", "40", "-strategy", "semiseparable", "-buffers", "2"},
+	)
+	for _, base := range cases {
+		base = append(base, "-json", "-no-cache")
+		for _, extra := range [][]string{nil, {"-tol", "1e-17"}, {"-max-iter", "2"}} {
+			args := append(slices.Clone(base), extra...)
+			tol := 1e-8
+			if i := slices.Index(args, "-tol"); i >= 0 {
+				tol, _ = strconv.ParseFloat(args[i+1], 64)
+			} else if base[3] != "banded" {
+				tol = 1e-10
+			}
+			res := runT(t, args...)
+			if res.code == exitOK {
+				gap := parseJSON(t, res.stdout)["gap"].(float64)
+				assert.LessOrEqual(t, gap, tol, "%v", args)
+				continue
+			}
+			requireOneErrorLine(t, res.stderr, "rerun with")
+			m := rerunTol.FindStringSubmatch(res.stderr)
+			require.NotNil(t, m, "%v: %s", args, res.stderr)
+			advised, err := strconv.ParseFloat(m[1], 64)
+			require.NoError(t, err)
+			again := withFlag(args, "-tol", m[1])
+			res = runT(t, again...)
+			require.Equal(t, exitOK, res.code, "%v: %s", again, res.stderr)
+			assert.LessOrEqual(t, parseJSON(t, res.stdout)["gap"].(float64), advised, "%v", again)
+		}
+	}
+}
+
+// -tol and -max-iter reach the banded solver under min-separation, and are
+// refused with a reason where nothing would read them.
+func TestBandedTolFlags(t *testing.T) {
+	res := runT(t, "-R", "60", "-strategy", "banded", "-bands", "2", "-participation", "minsep:2", "-tol", "1e-3", "-json", "-no-cache")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	loose := parseJSON(t, res.stdout)
+	assert.LessOrEqual(t, loose["gap"].(float64), 1e-3)
+	assert.Greater(t, loose["gap"].(float64), 1e-8, "the default target 1e-8 was used")
+	res = runT(t, "-R", "60", "-strategy", "banded", "-bands", "2", "-tol", "1e-3")
+	require.Equal(t, exitUsage, res.code)
+	requireOneErrorLine(t, res.stderr, "-tol applies to -strategy banded only under -participation minsep")
+	res = runT(t, "-R", "60", "-strategy", "bsr", "-max-iter", "9")
+	require.Equal(t, exitUsage, res.code)
+	requireOneErrorLine(t, res.stderr, "-max-iter applies only to -strategy optimal, semiseparable and banded")
+}

@@ -1,0 +1,237 @@
+package factorize
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+)
+
+// eyeDense returns the n x n identity as a *mat.Dense.
+func eyeDense(n int) *mat.Dense {
+	d := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		d.Set(i, i, 1)
+	}
+	return d
+}
+
+// eyeSym returns the n x n identity as a *mat.SymDense.
+func eyeSym(n int) *mat.SymDense {
+	d := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		d.SetSym(i, i, 1)
+	}
+	return d
+}
+
+// noPanic runs f and fails the test if it panics.
+func noPanic(t *testing.T, name string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s panicked: %v", name, r)
+		}
+	}()
+	f()
+}
+
+// A nil context is a *ParamError naming "ctx" from every function and
+// method that takes one (the package policy: an error, never a panic).
+// Before, the solvers dereferenced it and the closed-form strategies
+// ignored it.
+func TestNilContextIsAnError(t *testing.T) {
+	var ctx context.Context // nil
+	w := prefix(t, 8)
+	calls := map[string]func() error{
+		"Banded":        func() error { _, err := Banded(ctx, w, 2); return err },
+		"BLT":           func() error { _, err := BLT(ctx, w, 2); return err },
+		"Optimal":       func() error { _, err := Optimal(ctx, w, Options{}); return err },
+		"OptimalBanded": func() error { _, err := OptimalBanded(ctx, w, 2, 0, Options{}); return err },
+		"BLTMinSep":     func() error { _, err := BLTMinSep(ctx, w, 2, 2, 0); return err },
+		"OptimalEpochs": func() error { _, err := OptimalEpochs(ctx, w, 2, Options{}); return err },
+		"Semiseparable": func() error { _, err := Semiseparable(ctx, w, 2, 0.01, true, Options{}); return err },
+		"Cache.Compute": func() error {
+			_, _, err := (&Cache{Dir: t.TempDir()}).Compute(ctx, OptimalStrategy{}, w, Participation{}, nil)
+			return err
+		},
+	}
+	for _, name := range Strategies() {
+		s, err := ParseStrategy(name)
+		require.NoError(t, err)
+		for _, p := range []Participation{SingleParticipation(), FixedEpochs(2), MinSeparation(2, 0)} {
+			calls[fmt.Sprintf("%s.Factorize(%v)", name, p)] = func() error { _, err := s.Factorize(ctx, w, p); return err }
+		}
+	}
+	for name, call := range calls {
+		noPanic(t, name, func() {
+			err := call()
+			var pe *ParamError
+			if assert.ErrorAs(t, err, &pe, name) {
+				assert.Equal(t, "ctx", pe.Param, name)
+			}
+		})
+	}
+}
+
+// Counts at the ends of int: separations and participations up to
+// MaxInt are answered from what fits in the rounds (a separation of at
+// least n leaves one participation; ceil(n / b) fit), checked against the
+// values for the identity (sqrt of the number of participations) and a
+// Toeplitz column (its norm for one participation); negative counts are
+// errors, and invalid patterns count 0 participations. Before, ceil(n / b)
+// overflowed to 0 (an "exact" sensitivity of 0 for b near MaxInt) and
+// the min-separation rules indexed out of range or sized slices by k.
+func TestExtremeCounts(t *testing.T) {
+	x := eyeSym(8)
+	for _, c := range []struct{ b, k, fit int }{
+		{math.MaxInt, 2, 1}, {math.MaxInt, math.MaxInt, 1}, {1 << 62, 0, 1}, {8, 5, 1}, {7, 3, 2},
+		{2, math.MaxInt, 4}, {3, 1 << 62, 3}, {1, math.MaxInt, 8},
+	} {
+		k := c.k
+		if k == 0 {
+			k = math.MaxInt
+		}
+		want := math.Sqrt(float64(c.fit))
+		noPanic(t, fmt.Sprintf("b=%d k=%d", c.b, c.k), func() {
+			assert.Equal(t, c.fit, MinSeparation(c.b, c.k).Participations(8), "Participations b=%d k=%d", c.b, c.k)
+			s, err := MinSepSensitivity(x, c.b, k)
+			require.NoError(t, err)
+			assert.InDelta(t, want, s.Value, 1e-15)
+			assert.True(t, s.Exact)
+			v, err := MinSepBanded(x, c.b, k)
+			require.NoError(t, err)
+			assert.InDelta(t, want, v, 1e-15)
+			v, err = MinSepBound(x, c.b, k)
+			require.NoError(t, err)
+			assert.InDelta(t, want, v, 1e-15)
+			s, err = SensitivityOf(eyeDense(8), MinSeparation(c.b, c.k))
+			require.NoError(t, err)
+			assert.InDelta(t, want, s.Value, 1e-15)
+			// The column (1, 1/2, 0, ...) b apart: for b >= 8 one
+			// participation, ||col|| = sqrt(5)/2.
+			if c.b >= 8 {
+				v, err = ToeplitzMinSepSensitivity([]float64{1, 0.5, 0, 0, 0, 0, 0, 0}, c.b, k)
+				require.NoError(t, err)
+				assert.InDelta(t, math.Sqrt(5)/2, v, 1e-15)
+			}
+		})
+	}
+	// ceil(MaxInt / 2) participations fit in MaxInt rounds 2 apart.
+	assert.Equal(t, math.MaxInt/2+1, MinSeparation(2, 0).Participations(math.MaxInt))
+	assert.Equal(t, 1, MinSeparation(math.MaxInt, 0).Participations(math.MaxInt))
+	for _, p := range []Participation{MinSeparation(0, 1), MinSeparation(-1, 0), MinSeparation(2, -1), FixedEpochs(0), FixedEpochs(-3), FixedEpochs(3), FixedEpochs(math.MaxInt)} {
+		noPanic(t, p.String(), func() {
+			assert.Zero(t, p.Participations(8), "%v", p)
+			assert.Error(t, p.Validate(8), "%v", p)
+			_, err := SensitivityOf(eyeDense(8), p)
+			requireParamError(t, err, "participation")
+		})
+	}
+	for _, c := range []struct {
+		b, k  int
+		param string
+	}{{0, 1, "separation"}, {-1, 1, "separation"}, {math.MinInt, 1, "separation"}, {1, 0, "participations"}, {2, -5, "participations"}, {2, math.MinInt, "participations"}} {
+		noPanic(t, fmt.Sprintf("b=%d k=%d", c.b, c.k), func() {
+			_, err := MinSepSensitivity(x, c.b, c.k)
+			requireParamError(t, err, c.param)
+			_, err = MinSepBanded(x, c.b, c.k)
+			requireParamError(t, err, c.param)
+			_, err = MinSepBound(x, c.b, c.k)
+			requireParamError(t, err, c.param)
+			_, err = ToeplitzMinSepSensitivity([]float64{1}, c.b, c.k)
+			requireParamError(t, err, c.param)
+		})
+	}
+	// The optimal banded factor with a separation past the rounds has
+	// one participation: sensitivity exactly 1 (unit columns), not 0.
+	f, err := OptimalBanded(context.Background(), prefix(t, 8), math.MaxInt, 0, Options{})
+	require.NoError(t, err)
+	assert.InDelta(t, 1, f.Metrics.UnitSensitivity.Value, 1e-12)
+	assert.Greater(t, f.Metrics.Loss, 0.0)
+}
+
+// NaN and infinite entries of C, B or X are a *ParamError naming the
+// entry, under every participation, and no "exact" sensitivity comes back
+// from a non-zero factor with a value of 0 or NaN. Before, a NaN in C under
+// k = R epochs gave 0 (exact), elsewhere NaN or +Inf (exact), or a
+// sensitivity that skipped the NaN's class; a negative diagonal of X gave 0.
+func TestNonFiniteEntriesAreErrors(t *testing.T) {
+	parts := []Participation{SingleParticipation(), FixedEpochs(2), FixedEpochs(8), MinSeparation(2, 0), MinSeparation(3, 2), MinSeparation(1, 0)}
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for _, at := range [][2]int{{3, 2}, {0, 0}, {7, 7}, {5, 1}} {
+			c := eyeDense(8)
+			c.Set(at[0], at[1], v)
+			entry := fmt.Sprintf("[%d][%d]", at[0], at[1])
+			for _, p := range parts {
+				noPanic(t, fmt.Sprintf("C%s = %v under %v", entry, v, p), func() {
+					_, err := SensitivityOf(c, p)
+					requireParamError(t, err, "C"+entry)
+					_, err = ComputeMetrics(eyeDense(8), c, p)
+					requireParamError(t, err, "C"+entry)
+					_, err = ComputeMetrics(c, eyeDense(8), p)
+					requireParamError(t, err, "B"+entry)
+				})
+			}
+			x := eyeSym(8)
+			x.SetSym(at[0], at[1], v)
+			xe := fmt.Sprintf("X[%d][%d]", min(at[0], at[1]), max(at[0], at[1]))
+			noPanic(t, "X"+entry, func() {
+				for _, k := range []int{1, 2} {
+					_, err := MinSepSensitivity(x, 2, k)
+					requireParamError(t, err, xe)
+					_, err = MinSepBanded(x, 2, k)
+					requireParamError(t, err, xe)
+					_, err = MinSepBound(x, 2, k)
+					requireParamError(t, err, xe)
+				}
+				// The epoch rule reads the class blocks: (3, 2) and
+				// (5, 1) are in no class of period 4; the diagonal is.
+				_, err := EpochSensitivity(x, 2)
+				if at[0] == at[1] || (at[0]-at[1])%4 == 0 {
+					requireParamError(t, err, xe)
+				}
+				_, err = EpochSensitivity(x, 8)
+				requireParamError(t, err, xe)
+			})
+		}
+		_, err := ToeplitzMinSepSensitivity([]float64{v, 0.5}, 2, 2)
+		requireParamError(t, err, "col[0]")
+	}
+	// A negative diagonal is no Gram matrix.
+	x := eyeSym(4)
+	x.SetSym(1, 1, -1)
+	for _, k := range []int{1, 2} {
+		_, err := MinSepSensitivity(x, 2, k)
+		requireParamError(t, err, "X[1][1]")
+	}
+	_, err := EpochSensitivity(x, 2)
+	requireParamError(t, err, "X[1][1]")
+
+	// Non-zero factors never get a sensitivity of 0 (nor NaN): each has a
+	// non-zero column.
+	single, tiny := mat.NewDense(8, 8, nil), mat.NewDense(8, 8, nil)
+	single.Set(0, 1, 1)
+	tiny.Set(7, 7, 1e-300)
+	for _, c := range []*mat.Dense{eyeDense(8), single, tiny} {
+		for _, p := range append(parts, MinSeparation(math.MaxInt, 0), MinSeparation(2, math.MaxInt)) {
+			s, err := SensitivityOf(c, p)
+			require.NoError(t, err)
+			assert.True(t, s.Value > 0, "under %v: %v", p, s)
+		}
+	}
+	// The tiny factor's single column: gamma 1e-300, not 0 (its square
+	// underflows).
+	assert.InEpsilon(t, 1e-300, Gamma(tiny), 1e-15)
+	s, err := SensitivityOf(tiny, FixedEpochs(8))
+	require.NoError(t, err)
+	assert.InEpsilon(t, 1e-300, s.Value, 1e-15)
+	huge := mat.NewDense(8, 8, nil)
+	huge.Set(2, 2, 1e300)
+	huge.Set(3, 2, 1e300)
+	assert.InEpsilon(t, math.Sqrt2*1e300, Gamma(huge), 1e-15)
+}
