@@ -14,18 +14,22 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
 
-// CA is a test certificate authority whose files live in a directory.
+// CA is a test certificate authority whose files live in a directory. Its
+// methods may be called from several goroutines at once.
 type CA struct {
 	// File is the CA certificate's PEM file.
-	File   string
-	dir    string
-	cert   *x509.Certificate
-	key    *ecdsa.PrivateKey
-	serial int64
+	File string
+	dir  string
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+
+	mu     sync.Mutex
+	serial int64 // the last serial number issued
 }
 
 // New makes a CA named name with its certificate in dir/name-ca.pem.
@@ -62,9 +66,12 @@ func (ca *CA) Issue(t testing.TB, cn string, server bool) (certFile, keyFile str
 	if err != nil {
 		t.Fatal(err)
 	}
+	ca.mu.Lock()
 	ca.serial++
+	serial := ca.serial
+	ca.mu.Unlock()
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: cn},
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature,
 	}
