@@ -20,11 +20,15 @@
 // as fedopt.Simulate, bit for bit: the server sums the updates in learner
 // order whatever the order of arrival.
 //
-// Dropouts: a round closes when every learner has submitted, or after
-// ServerOptions.RoundTimeout with at least ServerOptions.MinLearners
-// updates; missing updates count as zero and the server still divides by
-// the planned n, so the sensitivity 2 gamma B_g / n of the calibration is
-// unchanged. With fewer updates the server stops; a restart resumes.
+// Dropouts: a round closes when every learner has submitted, when
+// ServerOptions.QuorumGrace has passed since ServerOptions.MinLearners
+// (below n) updates were in, or after ServerOptions.RoundTimeout with at
+// least MinLearners updates; missing updates count as zero and the server
+// still divides by the planned n, so the sensitivity 2 gamma B_g / n of
+// the calibration is unchanged. With fewer updates the server stops; a
+// restart resumes. The first round of a server process opens when the
+// first learner reaches it (bounded by ServerOptions.JoinTimeout if set),
+// so a server may be started long before its learners.
 //
 // Vectors travel in chunks of [ChunkLen] values, so models of any
 // dimension pass gRPC's message limit. Transport security comes from
