@@ -33,7 +33,10 @@
 // Vectors travel in chunks of [ChunkLen] values, so models of any
 // dimension pass gRPC's message limit. Transport security comes from
 // [ServerTLS] and [ClientTLS]; with mutual TLS, [IdentifyByCertificate]
-// binds learner i to a certificate for LearnerName(i).
+// binds learner i to a certificate for LearnerName(i). [LogHandshakes]
+// makes the server log failed handshakes (rate-limited), and a learner
+// that disagrees with the server on TLS stops at once with
+// [ErrTLSMismatch] instead of retrying.
 //
 // # Errors and panics
 //
