@@ -197,6 +197,9 @@ func runServer(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	c := s.run
+	if err := checkServerMemory(c, e.memAvailable); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	cfg := c.optimiser()
 	cfg.EvalEvery = 0
