@@ -73,9 +73,9 @@ type ServerOptions struct {
 	Dir string
 	// RoundTimeout is how long a round waits for updates after it opens
 	// (default 60 s). Then it closes with the updates received if there
-	// are at least MinLearners, and otherwise the server stops. The first
-	// round of a server process opens when the first learner reaches it
-	// (see JoinTimeout), not when the server starts.
+	// are at least MinLearners, and otherwise the server stops. In the
+	// first round of a server process it counts from the first learner's
+	// call (see JoinTimeout), not from the server's start.
 	RoundTimeout time.Duration
 	// JoinTimeout bounds how long [Server.Run] waits for the first learner
 	// to reach it (a Join, or any call of a learner that joined before a
