@@ -38,14 +38,14 @@ func requireNoErrors(t *testing.T, errs []error) {
 func TestFirstRoundWaitsForLearners(t *testing.T) {
 	r := newRun(t, 3, 2, 1, 3)
 	opt := r.options(t.TempDir(), nil)
-	opt.RoundTimeout = 2 * time.Second
+	opt.RoundTimeout = 4 * time.Second // generous: every round needs all three
 	s := serve(t, opt, nil)
-	// Two and a half round timeouts without a learner: the old server
+	// One and a half round timeouts without a learner: the old server
 	// stopped after one.
 	select {
 	case err := <-s.errc:
 		t.Fatalf("server without learners stopped: %v", err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(6 * time.Second):
 	}
 	_, errs := runLearners(t, r, s.addr, []int{0, 1, 2}, nil)
 	requireNoErrors(t, errs)
