@@ -38,11 +38,15 @@
 // as fedopt.Simulate, bit for bit: the server sums the updates in learner
 // order whatever the order of arrival.
 //
-// Dropouts: a round closes when every learner has submitted, or after
-// ServerOptions.RoundTimeout with at least ServerOptions.MinLearners
-// updates; missing updates count as zero and the server still divides by
-// the planned n, so the sensitivity 2 gamma B_g / n of the calibration is
-// unchanged. With fewer updates the server stops; a restart resumes.
+// Dropouts: a round closes when every learner has submitted, when
+// ServerOptions.QuorumGrace has passed since ServerOptions.MinLearners
+// (below n) updates were in, or after ServerOptions.RoundTimeout with at
+// least MinLearners updates; missing updates count as zero and the server
+// still divides by the planned n, so the sensitivity 2 gamma B_g / n of
+// the calibration is unchanged. With fewer updates the server stops; a
+// restart resumes. The first round of a server process opens when the
+// first learner reaches it (bounded by ServerOptions.JoinTimeout if set),
+// so a server may be started long before its learners.
 //
 // Vectors travel in chunks of [ChunkLen] values, so models of any
 // dimension pass gRPC's message limit. The server's memory is bounded
@@ -54,7 +58,10 @@
 // rate-limited. An upload is decided once: one cut off at its deadline is
 // never aggregated. Transport security comes from
 // [ServerTLS] and [ClientTLS]; with mutual TLS, [IdentifyByCertificate]
-// binds learner i to a certificate for LearnerName(i).
+// binds learner i to a certificate for LearnerName(i). [LogHandshakes]
+// makes the server log failed handshakes (rate-limited), and a learner
+// that disagrees with the server on TLS stops at once with
+// [ErrTLSMismatch] instead of retrying.
 //
 // # Errors and panics
 //

@@ -94,6 +94,8 @@ func checkJoin(join *flv1.JoinResponse, maxParams int) error {
 // fail because the server is unreachable or busy are retried (with backoff,
 // up to GiveUp); a learner that reconnects simply asks for the current
 // round again, so it never submits twice for a round the server still has.
+// A learner and a server that disagree on TLS fail at once with
+// [ErrTLSMismatch].
 func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if opt.CallTimeout == 0 {
 		opt.CallTimeout = 30 * time.Second
@@ -120,14 +122,16 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if opt.Creds == nil || opt.Data == nil {
 		return nil, errors.New("fednet: a learner needs credentials and data")
 	}
-	conn, err := grpc.NewClient(opt.Addr, grpc.WithTransportCredentials(opt.Creds),
+	creds := newLearnerCreds(opt.Creds)
+	conn, err := grpc.NewClient(opt.Addr, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)))
 	if err != nil {
 		return nil, fmt.Errorf("fednet: server address %q: %w", opt.Addr, err)
 	}
 	defer conn.Close()
 	cl := flv1.NewFederationClient(conn)
-	rt := retrier{giveUp: opt.GiveUp, log: log}
+	rt := retrier{giveUp: opt.GiveUp, log: log,
+		fatal: func(err error) error { return creds.mismatch(ctx, opt.Addr, err) }}
 
 	var join *flv1.JoinResponse
 	err = rt.do(ctx, "Join", func() error {
@@ -316,6 +320,9 @@ func submit(ctx context.Context, cl flv1.FederationClient, id, r int, u []float6
 type retrier struct {
 	giveUp time.Duration
 	log    *slog.Logger
+	// fatal, if not nil, returns the error to stop with instead of
+	// retrying a failed call (a TLS mismatch), or nil.
+	fatal func(err error) error
 }
 
 // transient reports whether a call that failed with err may succeed later:
@@ -343,6 +350,11 @@ func (rt retrier) do(ctx context.Context, call string, f func() error) error {
 	tries := 0
 	for {
 		err := f()
+		if err != nil && rt.fatal != nil && ctx.Err() == nil {
+			if ferr := rt.fatal(err); ferr != nil {
+				return ferr
+			}
+		}
 		if err == nil || !transient(err) || ctx.Err() != nil {
 			if ctx.Err() != nil && err != nil {
 				return ctx.Err()

@@ -106,8 +106,11 @@ type rejection struct {
 
 func (r *rejection) Error() string { return r.msg }
 
-// logLimiter is a token bucket for log lines.
+// logLimiter is a token bucket for log lines: a burst of burst lines,
+// then rate lines a second (zero values: logBurst and logRate).
 type logLimiter struct {
+	burst, rate float64
+
 	mu         sync.Mutex
 	tokens     float64
 	last       time.Time
@@ -119,10 +122,14 @@ type logLimiter struct {
 func (l *logLimiter) allow(now time.Time) (ok bool, suppressed int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	burst, rate := l.burst, l.rate
+	if burst == 0 {
+		burst, rate = logBurst, logRate
+	}
 	if l.last.IsZero() {
-		l.tokens = logBurst
+		l.tokens = burst
 	} else {
-		l.tokens = min(logBurst, l.tokens+now.Sub(l.last).Seconds()*logRate)
+		l.tokens = min(burst, l.tokens+now.Sub(l.last).Seconds()*rate)
 	}
 	l.last = now
 	if l.tokens < 1 {

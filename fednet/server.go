@@ -87,12 +87,27 @@ type ServerOptions struct {
 	Dir string
 	// RoundTimeout is how long a round waits for updates after it opens
 	// (default 60 s). Then it closes with the updates received if there
-	// are at least MinLearners, and otherwise the server stops.
+	// are at least MinLearners, and otherwise the server stops. In the
+	// first round of a server process it counts from the first learner's
+	// call (see JoinTimeout), not from the server's start.
 	RoundTimeout time.Duration
+	// JoinTimeout bounds how long [Server.Run] waits for the first learner
+	// to reach it (a Join, or any call of a learner that joined before a
+	// restart) before it starts the first round's RoundTimeout; with no
+	// learner by then Run returns ErrTooFewLearners. 0, the default,
+	// waits without limit, so a server may be started long before its
+	// learners.
+	JoinTimeout time.Duration
 	// MinLearners is the least number of updates a round may close with
 	// (default: all learners). Missing updates count as zero (see
 	// fedopt.Server), so the privacy guarantee holds whatever it is.
 	MinLearners int
+	// QuorumGrace is how long a round waits for the rest of the learners
+	// once MinLearners updates are in, when MinLearners is below the
+	// number of learners (default 3 s): the round then closes with the
+	// updates received, without waiting for RoundTimeout. A round with
+	// every learner's update closes at once.
+	QuorumGrace time.Duration
 	// MaxWait bounds how long GetModel waits for the next release before
 	// it answers DeadlineExceeded (default 30 s), whatever the learner's
 	// deadline.
@@ -162,6 +177,9 @@ type Server struct {
 	updates   [][]float64   // the current round's updates by learner
 	got       int
 	full      chan struct{} // closed when every learner submitted
+	quorum    chan struct{} // closed when MinLearners < n learners submitted
+	contact   chan struct{} // closed when a learner first reached this server
+	contacted sync.Once
 	submitted []int         // per learner: the last round it submitted for, -1
 	fetched   []bool        // per learner: got the final model
 	allDone   chan struct{} // closed when every learner got the final model
@@ -193,6 +211,9 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.CallTimeout == 0 {
 		opt.CallTimeout = 30 * time.Second
 	}
+	if opt.QuorumGrace == 0 {
+		opt.QuorumGrace = 3 * time.Second
+	}
 	if opt.MinLearners == 0 {
 		opt.MinLearners = sh.Learners
 	}
@@ -220,7 +241,7 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("fednet: call limits %d uploads (%d per learner) and %d model streams (%d per learner), want >= 0 (0: the default)",
 			opt.MaxUploads, opt.MaxUploadsPerLearner, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner)
 	}
-	if opt.RoundTimeout < 0 || opt.MaxWait < 0 || opt.Linger < 0 || opt.CallTimeout < 0 {
+	if opt.RoundTimeout < 0 || opt.MaxWait < 0 || opt.Linger < 0 || opt.CallTimeout < 0 || opt.JoinTimeout < 0 || opt.QuorumGrace < 0 {
 		return nil, errors.New("fednet: negative timeout")
 	}
 	if opt.Model.Name != "logistic" {
@@ -295,6 +316,7 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		round: start, model: slices.Clone(core.Model()),
 		run: st.run, digests: slices.Clone(st.sums), faulted: make(chan struct{}),
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
+		quorum: make(chan struct{}), contact: make(chan struct{}),
 		updates: make([][]float64, sh.Learners), submitted: make([]int, sh.Learners),
 		fetched: make([]bool, sh.Learners),
 		uploads: newSlots("uploads", sh.Learners, opt.MaxUploads, opt.MaxUploadsPerLearner),
@@ -398,13 +420,15 @@ func (s *Server) Round() (int, []float64) {
 }
 
 // ErrTooFewLearners is returned by [Server.Run] when a round times out with
-// fewer updates than ServerOptions.MinLearners.
+// fewer updates than ServerOptions.MinLearners, or no learner comes within
+// ServerOptions.JoinTimeout.
 var ErrTooFewLearners = errors.New("fednet: too few learners")
 
 // Run drives the rounds until all are released, ctx is done or a round
-// fails the dropout policy. Every released model is on disk before it is
-// served. After the last round it keeps serving the final model until
-// every learner fetched it or Linger passed.
+// fails the dropout policy. The first round's timeout starts when the
+// first learner reaches the server. Every released model is on disk
+// before it is served. After the last round it keeps serving the final
+// model until every learner fetched it or Linger passed.
 func (s *Server) Run(ctx context.Context) error {
 	if !s.ok() {
 		return errNoServer
@@ -421,25 +445,21 @@ func (s *Server) Run(ctx context.Context) error {
 	s.ran = true
 	s.stMu.Unlock()
 	defer s.Close()
-	for {
+	for first := true; ; first = false {
 		s.mu.Lock()
-		r, full := s.round, s.full
+		r, full, quorum := s.round, s.full, s.quorum
 		s.mu.Unlock()
 		if r == s.opt.Shape.Rounds {
 			break
 		}
-		timer := time.NewTimer(s.opt.RoundTimeout)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-s.faulted:
-			timer.Stop()
-			return s.faultErr()
-		case <-full:
-		case <-timer.C:
+		if first {
+			if err := s.awaitContact(ctx); err != nil {
+				return err
+			}
 		}
-		timer.Stop()
+		if err := s.awaitRound(ctx, full, quorum); err != nil {
+			return err
+		}
 		if err := s.release(); err != nil {
 			return err
 		}
@@ -454,6 +474,55 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// awaitContact waits until a learner has reached the server, for at most
+// JoinTimeout if it is set.
+func (s *Server) awaitContact(ctx context.Context) error {
+	var limit <-chan time.Time
+	if s.opt.JoinTimeout > 0 {
+		t := time.NewTimer(s.opt.JoinTimeout)
+		defer t.Stop()
+		limit = t.C
+	}
+	select {
+	case <-s.contact:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-limit:
+		r, _ := s.Round()
+		s.log.Error("no learner", "round", r, "join_timeout", s.opt.JoinTimeout)
+		return fmt.Errorf("%w: no learner reached the server within the join timeout %v; released rounds are kept, restart the server to resume", ErrTooFewLearners, s.opt.JoinTimeout)
+	}
+}
+
+// awaitRound waits until the open round may close: every learner
+// submitted (full), QuorumGrace passed since MinLearners < n did
+// (quorum), or RoundTimeout passed.
+func (s *Server) awaitRound(ctx context.Context, full, quorum <-chan struct{}) error {
+	timer := time.NewTimer(s.opt.RoundTimeout)
+	defer timer.Stop()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.faulted:
+			return s.faultErr()
+		case <-full:
+			return nil
+		case <-timer.C:
+			return nil
+		case <-quorum:
+			quorum = nil
+			g := time.NewTimer(s.opt.QuorumGrace)
+			defer g.Stop()
+			grace = g.C
+		case <-grace:
+			return nil
+		}
+	}
 }
 
 // release closes the current round: with enough updates it aggregates
@@ -489,6 +558,7 @@ func (s *Server) release() error {
 	close(s.released)
 	s.released = make(chan struct{})
 	s.full = make(chan struct{})
+	s.quorum = make(chan struct{})
 	return nil
 }
 
@@ -525,6 +595,7 @@ func (s *Server) learnerError(ctx context.Context, call string, learner int) *re
 			return refusal(codes.PermissionDenied, call, learner, -1, "authenticated as learner %d, not %d", id, learner)
 		}
 	}
+	s.firstContact()
 	return nil
 }
 
@@ -542,6 +613,12 @@ func (s *Server) identify(ctx context.Context, call string) (int, *rejection) {
 		return -1, refusal(codes.PermissionDenied, call, id, -1, "authenticated as learner %d, want 0..%d", id, s.opt.Shape.Learners-1)
 	}
 	return id, nil
+}
+
+// firstContact records that a learner reached the server: the first round's
+// timeout starts.
+func (s *Server) firstContact() {
+	s.contacted.Do(func() { close(s.contact) })
 }
 
 // Join implements the Federation service.
@@ -729,6 +806,9 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	s.got++
 	if s.got == s.opt.Shape.Learners {
 		close(s.full)
+	}
+	if s.got == s.opt.MinLearners && s.got < s.opt.Shape.Learners {
+		close(s.quorum)
 	}
 	s.mu.Unlock()
 	return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})

@@ -66,6 +66,9 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if !c.seedSet {
 		return usagef("-seed is required: the seed the learners dealt the data with")
 	}
+	if err := checkEvaluateMemory(c, e.memAvailable); err != nil {
+		return err
+	}
 	if err := checkOut(c); err != nil {
 		return err
 	}

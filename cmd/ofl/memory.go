@@ -31,9 +31,47 @@ func memoryNeed(c config, workers int) float64 {
 	return need
 }
 
+// serverMemoryNeed estimates the bytes "ofl server" needs for c, in
+// float64s: no data set, but the round's updates of the n learners and a
+// few copies of the model of d parameters (the current and the
+// released model, the aggregate, the noise row, the encoded round file),
+// and for the correlated algorithms the factorization's working space and
+// the mechanism's kept noise rows as memoryNeed counts them.
+func serverMemoryNeed(c config) float64 {
+	r, params := float64(c.rounds), float64(c.data.dim)
+	need := 8 * (float64(c.learners) + 6) * params
+	if c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated {
+		need += 8*8*r*r + 8*r*params
+	}
+	return need
+}
+
 // checkMemory returns an error if the run needs more memory than avail
 // reports. If avail is nil or fails, the check is skipped.
 func checkMemory(c config, avail func() (uint64, error)) error {
+	workers := c.workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return checkNeed(fmt.Sprintf("-reps %d, ", c.reps), c, memoryNeed(c, min(workers, c.reps)), avail)
+}
+
+// checkServerMemory is checkMemory for "ofl server".
+func checkServerMemory(c config, avail func() (uint64, error)) error {
+	return checkNeed("", c, serverMemoryNeed(c), avail)
+}
+
+// checkEvaluateMemory is checkMemory for "ofl evaluate": one repetition's
+// data set, factorization and trace.
+func checkEvaluateMemory(c config, avail func() (uint64, error)) error {
+	c.reps = 1
+	return checkNeed("", c, memoryNeed(c, 1), avail)
+}
+
+// checkNeed returns an error if need bytes are more than avail reports;
+// the message names the flags of c that set it, after reps. If avail is
+// nil or fails, the check is skipped.
+func checkNeed(reps string, c config, need float64, avail func() (uint64, error)) error {
 	if avail == nil {
 		return nil
 	}
@@ -41,11 +79,6 @@ func checkMemory(c config, avail func() (uint64, error)) error {
 	if err != nil {
 		return nil
 	}
-	workers := c.workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	need := memoryNeed(c, min(workers, c.reps))
 	if need <= float64(have) {
 		return nil
 	}
@@ -53,6 +86,6 @@ func checkMemory(c config, avail func() (uint64, error)) error {
 	if c.data.file == "" {
 		dim = fmt.Sprintf(", -dim %d", c.data.dim)
 	}
-	return fmt.Errorf("-reps %d, -rounds %d, -learners %d, -tau %d%s need about %s, this machine has %s available; use smaller values",
-		c.reps, c.rounds, c.learners, c.tau, dim, cli.FormatBytes(need), cli.FormatBytes(float64(have)))
+	return fmt.Errorf("%s-rounds %d, -learners %d, -tau %d%s need about %s, this machine has %s available; use smaller values",
+		reps, c.rounds, c.learners, c.tau, dim, cli.FormatBytes(need), cli.FormatBytes(float64(have)))
 }

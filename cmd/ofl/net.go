@@ -103,7 +103,9 @@ type serverFlags struct {
 	listen       string
 	tls          tlsFlags
 	roundTimeout time.Duration
+	joinTimeout  time.Duration
 	minLearners  int
+	quorumGrace  time.Duration
 	linger       time.Duration
 }
 
@@ -124,8 +126,10 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	fs.StringVar(&s.tls.cert, "tls-cert", "", "PEM certificate chain of the server")
 	fs.StringVar(&s.tls.key, "tls-key", "", "PEM private key of the server")
 	fs.StringVar(&s.tls.ca, "client-ca", "", "PEM CA of the learners' certificates: require mutual TLS, learner I's certificate for CommonName learner-I")
-	fs.DurationVar(&s.roundTimeout, "round-timeout", 60*time.Second, "how long a round waits for updates")
-	fs.IntVar(&s.minLearners, "min-learners", 0, "least updates a round may close with after -round-timeout (0: all learners); with fewer the server stops")
+	fs.DurationVar(&s.roundTimeout, "round-timeout", 60*time.Second, "how long a round waits for updates (the first round: from the first learner's call)")
+	fs.DurationVar(&s.joinTimeout, "join-timeout", 0, "how long to wait for the first learner before stopping (0: without limit)")
+	fs.IntVar(&s.minLearners, "min-learners", 0, "least updates a round may close with (0: all learners); with fewer after -round-timeout the server stops")
+	fs.DurationVar(&s.quorumGrace, "quorum-grace", 3*time.Second, "with -min-learners below -learners: how long a round waits for the others once -min-learners updates are in")
 	fs.DurationVar(&s.linger, "linger", 10*time.Second, "how long to serve the final model after the last round")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -162,6 +166,9 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	}
 	if s.roundTimeout <= 0 || s.linger < 0 {
 		return s, usagef("-round-timeout %v and -linger %v: want > 0 and >= 0", s.roundTimeout, s.linger)
+	}
+	if s.joinTimeout < 0 || s.quorumGrace <= 0 {
+		return s, usagef("-join-timeout %v and -quorum-grace %v: want >= 0 and > 0", s.joinTimeout, s.quorumGrace)
 	}
 	if s.minLearners < 0 || s.minLearners > run.learners {
 		return s, usagef("-min-learners %d: want 0..%d (-learners)", s.minLearners, run.learners)
@@ -268,6 +275,9 @@ func runServer(ctx context.Context, args []string, e env) error {
 		}
 	}
 	c := s.run
+	if err := checkServerMemory(c, e.memAvailable); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	cfg := c.optimiser()
 	cfg.EvalEvery = 0
@@ -317,6 +327,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 		Describe:     describe,
 		Dir:          s.state,
 		RoundTimeout: s.roundTimeout, MinLearners: s.minLearners, Linger: s.linger,
+		JoinTimeout: s.joinTimeout, QuorumGrace: s.quorumGrace,
 		Log: log,
 	}
 	var creds credentials.TransportCredentials
@@ -346,7 +357,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	g := grpc.NewServer(append(fednet.ServerOptionsGRPC(), grpc.Creds(creds))...)
+	g := grpc.NewServer(append(fednet.ServerOptionsGRPC(), grpc.Creds(fednet.LogHandshakes(creds, log)))...)
 	srv.Register(g)
 	go g.Serve(lis)
 	defer func() {
@@ -494,6 +505,12 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	})
 	if ctx.Err() != nil {
 		return errors.New("interrupted; run the same command to rejoin")
+	}
+	if errors.Is(err, fednet.ErrTLSMismatch) {
+		if l.tls.insecure {
+			return fmt.Errorf("%w; leave out -insecure and give -ca (and -tls-cert, -tls-key for mutual TLS)", err)
+		}
+		return fmt.Errorf("%w; the server runs with -insecure: give the learner -insecure too (loopback tests only), or the server -tls-cert and -tls-key", err)
 	}
 	if err != nil {
 		return err

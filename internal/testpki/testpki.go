@@ -19,7 +19,8 @@ import (
 	"time"
 )
 
-// CA is a test certificate authority whose files live in a directory.
+// CA is a test certificate authority whose files live in a directory. Its
+// methods may be called from several goroutines at once.
 type CA struct {
 	// File is the CA certificate's PEM file.
 	File   string

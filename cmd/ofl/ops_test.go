@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpmf/dpmf/internal/testpki"
+	"github.com/dpmf/dpmf/internal/testutil"
+)
+
+// requireNetError checks that stderr is one line "ofl CMD: ..." containing
+// want, with no Go stack.
+func requireNetError(t *testing.T, cmd, stderr, want string) {
+	t.Helper()
+	if !strings.HasPrefix(stderr, "ofl "+cmd+": ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q, want one line \"ofl %s: ...%s...\"", stderr, cmd, want)
+	}
+}
+
+func TestServerTimingFlags(t *testing.T) {
+	for _, args := range [][]string{{"-join-timeout", "-1s"}, {"-quorum-grace", "0s"}} {
+		r := runOfl(t, append([]string{"server", "-insecure", "-state", t.TempDir()}, args...)...)
+		if r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, r.code, exitUsage)
+		}
+		requireNetError(t, "server", r.stderr, "-join-timeout")
+	}
+}
+
+// A learner and a server that disagree on TLS: the learner stops within
+// seconds (not after -give-up) with one line that says so, and the server
+// logs the failed handshake with the learner's address.
+func TestTLSMismatchFlags(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.New(t, dir, "ca")
+	cert, key := ca.Issue(t, "server", true)
+	runFlags := []string{"-learners", "2", "-tau", "1", "-rounds", "2", "-dim", "3", "-seed", "1"}
+	for _, c := range []struct {
+		name             string
+		server, learner  []string
+		learnerSays, log string
+	}{
+		{"-insecure learner, TLS server", []string{"-tls-cert", cert, "-tls-key", key}, []string{"-insecure"},
+			"speaks TLS, this learner connects without TLS; leave out -insecure", "the client does not speak TLS"},
+		{"TLS learner, -insecure server", []string{"-insecure"}, []string{"-ca", ca.File},
+			"does not speak TLS (it answered the TLS handshake in plaintext), this learner connects with TLS; the server runs with -insecure", "the client speaks TLS, this server does not"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var srvLog testutil.SyncBuffer
+			done := make(chan int, 1)
+			args := append([]string{"server", "-state", filepath.Join(t.TempDir(), "state"), "-listen", "127.0.0.1:0"}, c.server...)
+			go func() { done <- run(ctx, append(args, runFlags...), env{stdout: io.Discard, stderr: &srvLog}) }()
+			defer func() { cancel(); <-done }()
+			re := regexp.MustCompile(`msg=serving addr=(\S+)`)
+			var addr string
+			for addr == "" {
+				if m := re.FindStringSubmatch(srvLog.String()); m != nil {
+					addr = m[1]
+				}
+				select {
+				case code := <-done:
+					t.Fatalf("server exited with %d: %s", code, srvLog.String())
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			var lerr testutil.SyncBuffer
+			start := time.Now()
+			code := run(ctx, append([]string{"learner", "-server", addr, "-id", "0", "-seed", "1"}, c.learner...), env{stdout: io.Discard, stderr: &lerr})
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("the learner stopped after %v, want within seconds (-give-up is 2 min)", d)
+			}
+			if code != exitFailure {
+				t.Errorf("learner: exit %d, want %d", code, exitFailure)
+			}
+			requireNetError(t, "learner", lerr.String(), "TLS mismatch: the server at "+addr+" ")
+			requireNetError(t, "learner", lerr.String(), c.learnerSays)
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(srvLog.String(), `msg="handshake failed" peer=127.0.0.1:`); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					break
+				}
+			}
+			if log := srvLog.String(); !strings.Contains(log, `msg="handshake failed" peer=127.0.0.1:`) || !strings.Contains(log, c.log) {
+				t.Errorf("server log %q, want a failed handshake from 127.0.0.1 saying %q", log, c.log)
+			}
+		})
+	}
+}
