@@ -88,9 +88,9 @@ func copyDir(t *testing.T, from, to string) {
 
 // The faults that made a server release a round twice with the same noise
 // (the difference of the two releases is one aggregate's difference,
-// without noise): a second server on the directory, a lost newest round, a
-// complete older copy put back in place while learners run, a copy started
-// elsewhere. Learners run throughout, across restarts of the server on
+// without noise): a second server on the directory, a lost newest round,
+// files swapped in from another run, a complete older copy put back in
+// place while learners run, a copy started elsewhere. Learners run throughout, across restarts of the server on
 // one address. Every round is released with one value only, and the
 // run's models are the simulation's.
 func TestFaultsNeverReleaseTwice(t *testing.T) {
@@ -169,6 +169,22 @@ func TestFaultsNeverReleaseTwice(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "round 7 was released")
 	copyDir(t, good, dir)
+
+	// Files swapped in from another run of the same configuration (its
+	// own key and identity): refused, each.
+	other := filepath.Join(t.TempDir(), "other")
+	oopt := opt
+	oopt.Dir = other
+	osrv, err := NewServer(oopt)
+	require.NoError(t, err)
+	require.NoError(t, osrv.Close())
+	for name, reason := range map[string]string{keyFile: "not run", roundName(0): "belongs to run", markFile: "belongs to run"} {
+		cp(t, other, dir, name)
+		_, err = NewServer(opt)
+		require.Error(t, err, "%s of another run", name)
+		assert.Contains(t, err.Error(), reason, "%s of another run", name)
+		copyDir(t, good, dir)
+	}
 
 	// A copy of the directory started elsewhere: refused.
 	elsewhere := filepath.Join(t.TempDir(), "copy")
