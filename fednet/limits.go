@@ -1,7 +1,9 @@
 package fednet
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,7 +145,11 @@ func (l *logLimiter) allow(now time.Time) (ok bool, suppressed int) {
 
 // warn writes a warning about a refused call, subject to the log rate
 // limit, so that a flood of bad calls cannot flood the log.
-func (s *Server) warn(msg string, args ...any) {
+func (s *Server) warn(msg string, args ...any) { s.limited(slog.LevelWarn, msg, args...) }
+
+// limited writes a line at level subject to the log rate limit: the lines
+// a peer can cause at will (refused calls, joins) share one budget.
+func (s *Server) limited(level slog.Level, msg string, args ...any) {
 	ok, suppressed := s.logLim.allow(time.Now())
 	if !ok {
 		return
@@ -151,7 +157,7 @@ func (s *Server) warn(msg string, args ...any) {
 	if suppressed > 0 {
 		args = append(args, "suppressed", suppressed)
 	}
-	s.log.Warn(msg, args...)
+	s.log.Log(context.Background(), level, msg, args...)
 }
 
 // logged logs a rejection (rate-limited) and returns its status.

@@ -210,3 +210,31 @@ func TestCallLimitOptions(t *testing.T) {
 			s.uploads.max, s.uploads.perMax, s.streams.max, s.streams.perMax, 3*DefaultCallsPerLearner, DefaultCallsPerLearner)
 	}
 }
+
+// Joins, which any peer can repeat at will, share the log's rate limit
+// with refused calls: 500 joins in a burst write at most the burst.
+func TestJoinLogLimited(t *testing.T) {
+	r := newRun(t, 2, 2, 1, 3)
+	var log testutil.SyncBuffer
+	s := serve(t, r.options(t.TempDir(), &log), nil)
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := flv1.NewFederationClient(conn)
+	start := time.Now()
+	for range 500 {
+		if _, err := cl.Join(context.Background(), &flv1.JoinRequest{ProtocolVersion: Protocol, Learner: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	lines := strings.Count(log.String(), "msg=joined")
+	if max := logBurst + int(elapsed.Seconds()+1)*logRate; lines > max {
+		t.Errorf("%d joined lines for 500 joins in %v, want at most %d", lines, elapsed, max)
+	}
+	if lines == 0 {
+		t.Error("no join logged")
+	}
+}

@@ -634,7 +634,7 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	}
 	c, sh := s.opt.Config, s.opt.Shape
 	r, _ := s.Round()
-	s.log.Info("joined", "learner", req.GetLearner(), "round", r)
+	s.limited(slog.LevelInfo, "joined", "learner", req.GetLearner(), "round", r)
 	return &flv1.JoinResponse{
 		ProtocolVersion: Protocol,
 		Round:           int32(r),
