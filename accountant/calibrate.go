@@ -15,8 +15,26 @@ import (
 // from the exact curve, which the tests check every method against.)
 const slack = 1e-12
 
-func up(x float64) float64   { return x * (1 + slack) }
-func down(x float64) float64 { return x * (1 - slack) }
+// up and down widen x by the relative slack; for a subnormal x, where a
+// relative change of 1e-12 is lost to rounding, they move x by at least
+// 2^10 ulps outward (the error of a subnormal result is absolute, a few
+// ulps of the smallest normal's scale relative to the terms), and never
+// through zero.
+func up(x float64) float64 {
+	y := x * (1 + slack)
+	if x > 0 && x < 0x1p-1022 {
+		y = max(y, x+0x1p-1064)
+	}
+	return y
+}
+
+func down(x float64) float64 {
+	y := x * (1 - slack)
+	if x > 0 && x < 0x1p-1022 {
+		y = max(0, min(y, x-0x1p-1064))
+	}
+	return y
+}
 
 // Sigma returns the noise multiplier sigma = std / sensitivity for which the
 // Gaussian mechanism is (eps, delta)-DP by method m.

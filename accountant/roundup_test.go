@@ -208,3 +208,21 @@ func TestAccountantExtremeCountsAreErrors(t *testing.T) {
 		t.Errorf("Epsilon(1, 1e-5, MaxInt) = %v, %v; want finite and >= %v", b, err, a)
 	}
 }
+
+// The outward slack moves subnormal values too: a relative 1e-12 alone is
+// lost to rounding there.
+func TestSlackOnSubnormals(t *testing.T) {
+	for _, x := range []float64{5e-324, 1e-320, 1e-310, 0x1p-1023} {
+		if u := up(x); !(u > x) {
+			t.Errorf("up(%g) = %g, want above it", x, u)
+		}
+		if d := down(x); !(d < x) || d < 0 {
+			t.Errorf("down(%g) = %g, want in [0, x)", x, d)
+		}
+	}
+	for _, x := range []float64{1e-300, 1, 3.5, 1e300} {
+		if u, want := up(x), x*(1+slack); u != want {
+			t.Errorf("up(%g) = %g, want %g", x, u, want)
+		}
+	}
+}
