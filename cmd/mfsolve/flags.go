@@ -48,8 +48,8 @@ type config struct {
 	// cache off. budgetSet says -cache-budget was given.
 	budget    int64
 	budgetSet bool
-	json     bool
-	quiet    bool
+	json      bool
+	quiet     bool
 
 	// Privacy calibration: set when -eps or -delta is given.
 	calibrate   bool
