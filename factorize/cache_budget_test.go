@@ -391,3 +391,21 @@ func TestFormatSize(t *testing.T) {
 		assert.Equal(t, tc.want, FormatSize(tc.n), "%d", tc.n)
 	}
 }
+
+// A semiseparable entry, whose metrics the strategy sums in another order
+// than ComputeMetrics, is loaded back without a warning.
+func TestCacheSemisepRoundTrip(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	w, err := Prefix(48)
+	require.NoError(t, err)
+	s := SemisepStrategy{Factors: true}
+	var warn lockedBuffer
+	f, cached, err := c.Compute(context.Background(), s, w, SingleParticipation(), &warn)
+	require.NoError(t, err)
+	require.False(t, cached)
+	g, cached, err := c.Compute(context.Background(), s, w, SingleParticipation(), &warn)
+	require.NoError(t, err)
+	assert.True(t, cached)
+	assert.Empty(t, warn.String())
+	assert.Equal(t, f.Metrics, g.Metrics, "the stored metrics are the computed ones, bit for bit")
+}
