@@ -126,14 +126,14 @@ type report struct {
 	Seed              uint64  `json:"seed"`
 	// SeedDrawn is true when no -seed was given and Seed was drawn from
 	// crypto/rand: -seed Seed repeats the run.
-	SeedDrawn bool `json:"seed_drawn"`
-	Eta               float64 `json:"eta"`
-	EtaG              float64 `json:"eta_g"`
-	ServerStep        float64 `json:"server_step"`
-	Clip              float64 `json:"clip"`
-	L2                float64 `json:"l2"`
-	EvalEvery         int     `json:"eval_every"`
-	FStar             float64 `json:"f_star"`
+	SeedDrawn  bool    `json:"seed_drawn"`
+	Eta        float64 `json:"eta"`
+	EtaG       float64 `json:"eta_g"`
+	ServerStep float64 `json:"server_step"`
+	Clip       float64 `json:"clip"`
+	L2         float64 `json:"l2"`
+	EvalEvery  int     `json:"eval_every"`
+	FStar      float64 `json:"f_star"`
 
 	FinalLossErrorMean    float64  `json:"final_loss_error_mean"`
 	FinalLossErrorStd     float64  `json:"final_loss_error_std"`
