@@ -98,6 +98,8 @@ Examples:
   mfsolve -R 800 -noise Z.npy -dim 60 -std 0.4 -seed 1
                                          800 x 60 correlated noise samples
   mfsolve -R 1000 -compare               a table of every strategy
+  mfsolve cache list                     the cache's entries and budget
+  mfsolve cache clear                    remove every cache entry
 
 Flags:
 `

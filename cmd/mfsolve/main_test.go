@@ -112,7 +112,7 @@ func TestHelp(t *testing.T) {
 	for _, s := range factorize.Strategies() {
 		assert.Contains(t, res.stdout, s)
 	}
-	for _, f := range []string{"-R", "-o", "-C", "-strategy", "-workload", "-tol", "-max-iter", "-cache", "-no-cache", "-json", "-quiet", "-loss-only", "-bands", "-buffers"} {
+	for _, f := range []string{"-R", "-o", "-C", "-strategy", "-workload", "-tol", "-max-iter", "-cache", "-no-cache", "-cache-budget", "-json", "-quiet", "-loss-only", "-bands", "-buffers"} {
 		assert.Regexp(t, "\n  "+f+"[ \n]", res.stdout, "usage lists %s", f)
 	}
 }
