@@ -142,11 +142,12 @@ func (c *Cache) entryFiles() ([]entryFile, error) {
 // (a POSIX file lives on until its last descriptor is closed), so removing
 // never corrupts a load in progress, in this process or another one; a
 // reader touches an entry as soon as it has opened it, and an entry whose
-// modification time changed since the listing is skipped, so an entry
-// loaded while trim runs is usually kept. Entries that another process
-// removed meanwhile count as removed. trim is safe to run in several
-// goroutines and processes at once: each removes what it sees over the
-// budget, and when all have finished the entries fit the budget.
+// modification time changed since the listing is removed only if removing
+// the others does not bring the cache within the limit, so an entry loaded
+// while trim runs is usually kept. Entries that another process removed
+// meanwhile count as removed. trim is safe to run in several goroutines and
+// processes at once: each removes what it sees over the budget, and when
+// all have finished the entries fit the budget.
 func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 	if limit < 0 {
 		return nil, nil
@@ -161,6 +162,20 @@ func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 	}
 	var removed []string
 	var first error
+	var inUse []entryFile
+	remove := func(f entryFile) {
+		err := os.Remove(filepath.Join(c.Dir, f.name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if first == nil {
+				first = err
+			}
+			return
+		}
+		total -= f.size
+		if err == nil {
+			removed = append(removed, f.name)
+		}
+	}
 	for _, f := range files {
 		if total <= limit {
 			break
@@ -168,29 +183,29 @@ func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 		if f.name == keep {
 			continue
 		}
-		path := filepath.Join(c.Dir, f.name)
-		fi, err := os.Lstat(path)
+		fi, err := os.Lstat(filepath.Join(c.Dir, f.name))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			total -= f.size
-			continue
 		case err != nil:
 			if first == nil {
 				first = err
 			}
-			continue
 		case !fi.ModTime().Equal(f.mtime) || fi.Size() != f.size:
-			// Loaded or rewritten since the listing: in use.
-			continue
+			// Loaded or rewritten since the listing: in use, so it
+			// goes last.
+			inUse = append(inUse, f)
+		default:
+			remove(f)
 		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			if first == nil {
-				first = err
-			}
-			continue
+	}
+	// Still over the budget: the entries used meanwhile go too (their
+	// readers have them open and read them to the end).
+	for _, f := range inUse {
+		if total <= limit {
+			break
 		}
-		total -= f.size
-		removed = append(removed, f.name)
+		remove(f)
 	}
 	return removed, first
 }
