@@ -60,9 +60,31 @@ const (
 // Several goroutines or processes may use the same directory at once. Two
 // computations of the same key both run and both write a complete entry
 // (the last rename wins); neither sees a partial one.
+//
+// The entries are kept within a size budget: every store removes the least
+// recently used entries (by the time each was last stored or loaded, which
+// the cache records as the file's modification time) until the entries fit,
+// never the entry it has just written. A load opens its entry before
+// anything else, and an open entry stays readable to the end when another
+// process removes it, so eviction never corrupts a load in progress.
 type Cache struct {
 	// Dir is the cache directory. It is created on the first store.
 	Dir string
+	// Budget is the most bytes the entries may take together: 0 means
+	// [DefaultCacheBudget] (1 GiB), [UnlimitedCacheBudget] (or any
+	// negative value) no limit. An entry larger than the budget is not
+	// stored (a *[CacheBudgetError]).
+	Budget int64
+	// Keep, if not nil, decides which factorizations that Compute computes
+	// are stored; nil stores every one. Entries already stored are read
+	// either way.
+	Keep func(*Factorization) bool
+
+	// now is the clock of the recorded access times (nil: time.Now).
+	now func() time.Time
+	// opened, if not nil, is called by load once it has opened an entry,
+	// before reading it (a test hook).
+	opened func(path string)
 }
 
 // ErrCacheMiss is returned by [Cache.Load] when there is no entry for the
@@ -255,12 +277,20 @@ func (c *Cache) Compute(ctx context.Context, s Strategy, w *Workload, p Particip
 		// An overflowing workload: load would reject the entry.
 		return f, false, nil
 	}
+	if c.Keep != nil && !c.Keep(f) {
+		return f, false, nil
+	}
 	if err := c.store(ctx, k, f); err != nil {
-		if ctx.Err() != nil {
+		var be *CacheBudgetError
+		switch {
+		case ctx.Err() != nil:
 			// Cancelled while writing: no entry, no temporary file.
 			return nil, false, ctx.Err()
+		case errors.As(err, &be):
+			fmt.Fprintf(warn, "not cached: %v\n", err)
+		default:
+			fmt.Fprintf(warn, "cannot write the cache: %v; the result is not cached\n", err)
 		}
-		fmt.Fprintf(warn, "cannot write the cache: %v; the result is not cached\n", err)
 	}
 	return f, false, nil
 }
@@ -327,6 +357,10 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) e
 	if err != nil {
 		return fmt.Errorf("factorize: cache metadata: %w", err)
 	}
+	size := cacheHeader + int64(len(js)) + 16*int64(meta.R)*int64(meta.M) + cacheSumLen
+	if b := c.budget(); b >= 0 && size > b {
+		return &CacheBudgetError{Size: size, Budget: b}
+	}
 	// The directory is private to the user: its entries hold the factors
 	// of private computations, and its metadata is trusted only after the
 	// checks in load.
@@ -335,7 +369,7 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) e
 	}
 	// Temporary files of killed writers are never read; remove old ones.
 	atomicfile.RemoveStale(c.Dir, staleTempAge)
-	return atomicfile.WriteContext(ctx, c.Path(key), 0o600, func(out io.Writer) error {
+	err = atomicfile.WriteContext(ctx, c.Path(key), 0o600, func(out io.Writer) error {
 		h := sha256.New()
 		w := io.MultiWriter(out, h)
 		var hdr [cacheHeader]byte
@@ -359,6 +393,15 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) e
 		_, err := out.Write(h.Sum(nil))
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	// The new entry is the most recently used; make room for it among the
+	// others. Eviction is best effort: an entry that cannot be removed is
+	// left, and the store has succeeded.
+	c.touch(c.Path(key))
+	_, _ = c.trim(c.budget(), key+cacheExt)
+	return nil
 }
 
 // floatChunk is the number of floats encoded or decoded per buffer.
@@ -420,6 +463,13 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 		return nil, err
 	}
 	defer file.Close()
+	// Record the use at once, so that an evictor that lists the directory
+	// from now on ranks the entry as the most recently used; should one
+	// remove it all the same, the open file stays readable to the end.
+	c.touch(path)
+	if c.opened != nil {
+		c.opened(path)
+	}
 	fi, err := file.Stat()
 	if err != nil {
 		return nil, err
@@ -548,8 +598,9 @@ const staleTempAge = time.Hour
 // returns why f cannot be used, or "".
 //
 // With factors, the metrics (gamma, the sensitivity under the participation,
-// loss, RMSE, MaxSE) must be exactly those that [ComputeMetrics] gives for
-// the stored B and C under the entry's participation, the
+// loss, RMSE, MaxSE) must be those that [ComputeMetrics] gives for the
+// stored B and C under the entry's participation (to a relative 1e-12, see
+// sameMetrics), the
 // availability rounds must lie in [0, R) and match the factors' causal
 // structure ([Factorization.CheckCausal]), B C must reproduce the workload
 // (checked on a fixed pseudo-random vector: B (C x) against A x, relative
@@ -590,7 +641,7 @@ func verifyEntry(f *Factorization) string {
 	if err := f.CheckCausal(); err != nil {
 		return strings.TrimPrefix(err.Error(), "factorize: ")
 	}
-	if got, err := ComputeMetrics(f.B, f.C, m.Participation); err != nil || got != m {
+	if got, err := ComputeMetrics(f.B, f.C, m.Participation); err != nil || !sameMetrics(got, m) {
 		return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the factors (sensitivity %v, loss %v)",
 			m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
 	}
@@ -603,6 +654,28 @@ func verifyEntry(f *Factorization) string {
 		}
 	}
 	return ""
+}
+
+// sameMetrics reports whether the stored metrics m are those computed from
+// the factors, got: the participation, the sensitivity's exactness and rule
+// exactly, the numbers to a relative 1e-12. A strategy may sum in another
+// order than [ComputeMetrics] (the semiseparable one sums its structured
+// factors), which changes the last bits and nothing else; an edit that
+// matters changes far more.
+func sameMetrics(got, m Metrics) bool {
+	if got.Participation != m.Participation || got.UnitSensitivity.Exact != m.UnitSensitivity.Exact ||
+		got.UnitSensitivity.Rule != m.UnitSensitivity.Rule {
+		return false
+	}
+	for _, p := range [][2]float64{
+		{got.Gamma, m.Gamma}, {got.UnitSensitivity.Value, m.UnitSensitivity.Value}, {got.FrobBSq, m.FrobBSq},
+		{got.MaxRowBSq, m.MaxRowBSq}, {got.Loss, m.Loss}, {got.RMSE, m.RMSE}, {got.MaxSE, m.MaxSE},
+	} {
+		if !closeRel(p[0], p[1]) {
+			return false
+		}
+	}
+	return true
 }
 
 // finiteMetrics reports whether every metric is finite and >= 0.

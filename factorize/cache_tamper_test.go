@@ -83,6 +83,11 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 			func(e *entry) { metrics(*e)["unit_sensitivity"] = 0.5; metrics(*e)["gamma"] = 0.5 }, "not those of the factors"},
 		{"loss lowered", factorize.StrategySqrt, factorize.Options{},
 			func(e *entry) { metrics(*e)["loss"] = 1.0 }, "not those of the factors"},
+		{"loss lowered by a relative 1e-9", factorize.StrategySqrt, factorize.Options{},
+			func(e *entry) {
+				v, _ := metrics(*e)["loss"].(json.Number).Float64()
+				metrics(*e)["loss"] = v * (1 - 1e-9)
+			}, "not those of the factors"},
 		{"availability shifted", factorize.StrategyOptimal, factorize.Options{},
 			func(e *entry) {
 				av := e.meta["available"].([]any)

@@ -17,6 +17,11 @@ import (
 func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) error {
 	warn := &lineWriter{w: e.stderr, prefix: "mfsolve: "}
 	cache := cacheFor(cfg, e, warn)
+	if cache != nil {
+		// Stored entries of every strategy are read, but only the
+		// solvers' results are stored.
+		cache.Keep = compareKeeps
+	}
 	if !cfg.json {
 		fmt.Fprintf(e.stdout, "| strategy | gamma | unit sensitivity (%v) | loss | RMSE | MaxSE | iterations | seconds |\n", cfg.participation)
 		fmt.Fprintf(e.stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")

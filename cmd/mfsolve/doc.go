@@ -12,10 +12,15 @@
 //	mfsolve -R 800 -o B.npy
 //
 // It prints one summary line on stdout (strategy, R, loss, rmse, max_se,
-// sensitivity, iterations, gap, seconds, cached), or one JSON object with
-// -json. Factorizations are kept in a disk cache (see factorize.Cache), so a
-// second run with the same strategy, workload, R and tolerance loads the
-// result instead of solving again.
+// participation, gamma, unit_sensitivity, unit_sensitivity_exact,
+// iterations, gap, seconds, cached, each explained by mfsolve -h, then the
+// files written with their shapes: "; wrote B (800 x 800) to B.npy"), or one
+// JSON object with -json. Factorizations are kept in a disk cache (see
+// factorize.Cache), so a second run with the same strategy, workload, R and
+// tolerance loads the result instead of solving again. The cache keeps
+// within a budget (-cache-budget, else $DPMF_CACHE_BUDGET, else 1G), evicting
+// the least recently used entries; "mfsolve cache list" shows it and
+// "mfsolve cache clear" empties it.
 //
 // Exit status: 0 on success, 2 on a usage error (a bad flag value), 1 on any
 // other error. Every error is one line "mfsolve: ..." on stderr. See

@@ -81,7 +81,7 @@ func TestBinaryWritesB(t *testing.T) {
 	// stderr is not a terminal: no progress line, no warnings.
 	assert.Empty(t, res.stderr)
 	assert.True(t, strings.HasPrefix(res.stdout, "strategy=sqrt-normalized R=100 "), res.stdout)
-	assert.True(t, strings.HasSuffix(res.stdout, " cached=false\n"), res.stdout)
+	assert.True(t, strings.HasSuffix(res.stdout, " cached=false; wrote B (100 x 100) to B.npy\n"), res.stdout)
 	b := loadDense(t, filepath.Join(dir, "B.npy"))
 	r, c := b.Dims()
 	assert.Equal(t, [2]int{100, 100}, [2]int{r, c})
@@ -90,7 +90,7 @@ func TestBinaryWritesB(t *testing.T) {
 
 	res = runBinary(t, dir, "-strategy", "sqrt-normalized", "-R", "100", "-o", "B.npy")
 	require.Equal(t, exitOK, res.code, res.stderr)
-	assert.True(t, strings.HasSuffix(res.stdout, " cached=true\n"), res.stdout)
+	assert.True(t, strings.HasSuffix(res.stdout, " cached=true; wrote B (100 x 100) to B.npy\n"), res.stdout)
 }
 
 func TestBinaryExitCodes(t *testing.T) {

@@ -43,8 +43,13 @@ type config struct {
 
 	cacheDir string
 	noCache  bool
-	json     bool
-	quiet    bool
+	// budget is the cache's size budget in bytes (-cache-budget, else
+	// DPMF_CACHE_BUDGET, else 1 GiB; negative: unlimited); 0 turns the
+	// cache off. budgetSet says -cache-budget was given.
+	budget    int64
+	budgetSet bool
+	json      bool
+	quiet     bool
 
 	// Privacy calibration: set when -eps or -delta is given.
 	calibrate   bool
@@ -93,6 +98,8 @@ Examples:
   mfsolve -R 800 -noise Z.npy -dim 60 -std 0.4 -seed 1
                                          800 x 60 correlated noise samples
   mfsolve -R 1000 -compare               a table of every strategy
+  mfsolve cache list                     the cache's entries and budget
+  mfsolve cache clear                    remove every cache entry
 
 Flags:
 `
@@ -128,6 +135,14 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.StringVar(&cfg.outC, "C", "", "write C to `FILE` (.npy, m x R float64)")
 	fs.StringVar(&cfg.cacheDir, "cache", "", "keep the cache in directory `DIR` (default: the user cache directory + /dpmf)")
 	fs.BoolVar(&cfg.noCache, "no-cache", false, "neither read nor write the cache")
+	fs.Func("cache-budget", "keep the cache within `SIZE` (500M, 2G, ...; K, M, G, T are powers of 1024), evicting the least recently used entries; 0: no cache, unlimited: no limit (default: $DPMF_CACHE_BUDGET, else 1G)", func(v string) error {
+		b, err := parseSize(v)
+		if err != nil {
+			return err
+		}
+		cfg.budget, cfg.budgetSet = b, true
+		return nil
+	})
 	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object instead of the summary line")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "print neither the progress line nor the summary line")
 	fs.Float64Var(&cfg.eps, "eps", 0, "calibrate the noise for (`EPS`, delta)-DP (with -delta)")
@@ -160,6 +175,7 @@ func printUsage(w io.Writer) {
 	fs.SetOutput(w)
 	fmt.Fprint(w, usageText)
 	fs.PrintDefaults()
+	fmt.Fprint(w, summaryHelp())
 	fmt.Fprint(w, usageTail)
 }
 
@@ -261,6 +277,9 @@ func parseArgs(args []string) (config, error) {
 	}
 	if cfg.noCache && set["cache"] {
 		return cfg, usagef("-cache and -no-cache contradict each other")
+	}
+	if cfg.noCache && set["cache-budget"] {
+		return cfg, usagef("-cache-budget and -no-cache contradict each other")
 	}
 	if err := checkPrivacyFlags(&cfg, set); err != nil {
 		return cfg, err

@@ -39,6 +39,9 @@ type env struct {
 	memAvailable func() (uint64, error)
 	// defaultCacheDir is the cache directory when -cache is not given.
 	defaultCacheDir func() (string, error)
+	// getenv reads the environment (DPMF_CACHE_BUDGET); nil reads
+	// nothing.
+	getenv func(string) string
 }
 
 func main() {
@@ -50,6 +53,7 @@ func main() {
 		progressDelay:   500 * time.Millisecond,
 		memAvailable:    cli.MemAvailable,
 		defaultCacheDir: factorize.DefaultCacheDir,
+		getenv:          os.Getenv,
 	})
 	stop()
 	os.Exit(code)
@@ -58,13 +62,22 @@ func main() {
 // run is mfsolve with its arguments and surroundings; it returns the exit
 // status.
 func run(ctx context.Context, args []string, e env) int {
-	cfg, err := parseArgs(args)
-	if errors.Is(err, flag.ErrHelp) {
-		printUsage(e.stdout)
-		return exitOK
-	}
-	if err == nil {
-		err = solve(ctx, cfg, e)
+	var err error
+	if len(args) > 0 && args[0] == "cache" {
+		err = runCache(args[1:], e)
+	} else {
+		var cfg config
+		cfg, err = parseArgs(args)
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(e.stdout)
+			return exitOK
+		}
+		if err == nil {
+			err = resolveBudget(&cfg, e.getenv)
+		}
+		if err == nil {
+			err = solve(ctx, cfg, e)
+		}
 	}
 	if err == nil {
 		return exitOK
@@ -224,6 +237,11 @@ func solve(ctx context.Context, cfg config, e env) error {
 		}
 		outs = append(outs, output{"-noise", cfg.outNoise, z, 0o600})
 	}
+	for _, o := range outs {
+		r, c := o.m.Dims()
+		what := map[string]string{"-o": "B", "-C": "C", "-noise": "noise"}[o.flagName]
+		res.Wrote = append(res.Wrote, written{What: what, File: o.path, Rows: r, Cols: c})
+	}
 	// The report is checked and encoded before any file is written, so a
 	// run that cannot report writes nothing.
 	var report []byte
@@ -235,33 +253,13 @@ func solve(ctx context.Context, cfg config, e env) error {
 		}
 		report = append(js, '\n')
 	case !cfg.quiet:
-		report = []byte(res.summary() + "\n")
+		report = []byte(res.summary(cfg.lossOnly) + "\n")
 	}
 	if err := writeOutputs(ctx, outs, e.stderr); err != nil {
 		return err
 	}
 	_, err = e.stdout.Write(report)
 	return err
-}
-
-// cacheFor returns the cache of the run, or nil for -no-cache or when no
-// cache directory can be found (reported on warn).
-func cacheFor(cfg config, e env, warn io.Writer) *factorize.Cache {
-	if cfg.noCache {
-		return nil
-	}
-	if cfg.cacheDir != "" {
-		return &factorize.Cache{Dir: cfg.cacheDir}
-	}
-	if e.defaultCacheDir == nil {
-		return nil
-	}
-	dir, err := e.defaultCacheDir()
-	if err != nil {
-		fmt.Fprintf(warn, "%v; running without a cache (use -cache DIR)\n", err)
-		return nil
-	}
-	return &factorize.Cache{Dir: dir}
 }
 
 // loadWorkload reads a workload matrix from a .npy file.

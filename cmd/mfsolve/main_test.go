@@ -112,7 +112,7 @@ func TestHelp(t *testing.T) {
 	for _, s := range factorize.Strategies() {
 		assert.Contains(t, res.stdout, s)
 	}
-	for _, f := range []string{"-R", "-o", "-C", "-strategy", "-workload", "-tol", "-max-iter", "-cache", "-no-cache", "-json", "-quiet", "-loss-only", "-bands", "-buffers"} {
+	for _, f := range []string{"-R", "-o", "-C", "-strategy", "-workload", "-tol", "-max-iter", "-cache", "-no-cache", "-cache-budget", "-json", "-quiet", "-loss-only", "-bands", "-buffers"} {
 		assert.Regexp(t, "\n  "+f+"[ \n]", res.stdout, "usage lists %s", f)
 	}
 }
@@ -264,7 +264,7 @@ func TestWriteOutputsAllOrNothing(t *testing.T) {
 }
 
 // jsonFields are the fields -json prints, no more and no fewer.
-var jsonFields = []string{"R", "strategy", "loss", "frob_B_sq", "gamma", "participation", "unit_sensitivity", "unit_sensitivity_exact", "unit_sensitivity_rule", "rmse", "max_se", "iterations", "gap", "seconds", "cached"}
+var jsonFields = []string{"R", "strategy", "loss", "frob_B_sq", "gamma", "participation", "unit_sensitivity", "unit_sensitivity_exact", "unit_sensitivity_rule", "rmse", "max_se", "iterations", "gap", "seconds", "cached", "wrote"}
 
 // parseJSON checks that out is one JSON object with exactly jsonFields.
 func parseJSON(t *testing.T, out string) map[string]any {
@@ -405,8 +405,10 @@ func TestSummaryLine(t *testing.T) {
 	res := runT(t, "-strategy", "identity", "-R", "4", "-no-cache")
 	require.Equal(t, exitOK, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
-	line := strings.TrimSuffix(res.stdout, "\n")
+	line, wrote, ok := strings.Cut(strings.TrimSuffix(res.stdout, "\n"), "; ")
+	require.True(t, ok, res.stdout)
 	require.NotContains(t, line, "\n")
+	assert.Equal(t, "wrote no files (-o FILE writes B, -C FILE writes C)", wrote)
 	var keys []string
 	for _, f := range strings.Fields(line) {
 		k, v, ok := strings.Cut(f, "=")

@@ -48,8 +48,36 @@ type result struct {
 	NoiseStd           *float64 `json:"noise_std,omitempty"`
 	ReleaseSensitivity *float64 `json:"release_sensitivity,omitempty"`
 	Sigma              *float64 `json:"sigma,omitempty"`
+	// Wrote lists the files the run wrote (-o, -C, -noise), in that
+	// order; empty when it wrote none.
+	Wrote []written `json:"wrote"`
 
 	privacy *calibration
+}
+
+// written is one file that the run wrote: which matrix, where, its shape.
+type written struct {
+	// What is "B", "C" or "noise".
+	What string `json:"what"`
+	File string `json:"file"`
+	Rows int    `json:"rows"`
+	Cols int    `json:"cols"`
+}
+
+// wroteText is the end of the summary line: the files written with their
+// shapes, for example "wrote B (800 x 800) to B.npy".
+func (r result) wroteText(lossOnly bool) string {
+	if len(r.Wrote) == 0 {
+		if lossOnly {
+			return "wrote no files"
+		}
+		return "wrote no files (-o FILE writes B, -C FILE writes C)"
+	}
+	parts := make([]string, len(r.Wrote))
+	for i, w := range r.Wrote {
+		parts[i] = fmt.Sprintf("%s (%d x %d) to %s", w.What, w.Rows, w.Cols, w.File)
+	}
+	return "wrote " + strings.Join(parts, ", ")
 }
 
 // newResult collects the reported fields of f.
@@ -70,6 +98,7 @@ func newResult(f *factorize.Factorization, seconds float64, cached bool) result 
 		Gap:              f.Gap,
 		Seconds:          seconds,
 		Cached:           cached,
+		Wrote:            []written{},
 	}
 }
 
@@ -98,8 +127,10 @@ func (r result) checkFinite() error {
 	return nil
 }
 
-// summary is the one-line human-readable form of r.
-func (r result) summary() string {
+// summary is the one-line human-readable form of r: the fields as
+// name=value (explained by summaryFields), the calibration's assumptions
+// with -eps and -delta, and after "; " the files written.
+func (r result) summary(lossOnly bool) string {
 	g := func(v float64, digits int) string { return strconv.FormatFloat(v, 'g', digits, 64) }
 	line := fmt.Sprintf("strategy=%s R=%d loss=%s rmse=%s max_se=%s participation=%s gamma=%s unit_sensitivity=%s unit_sensitivity_exact=%t iterations=%d gap=%s seconds=%.3f cached=%t",
 		r.Strategy, r.R, g(r.Loss, 12), g(r.RMSE, 8), g(r.MaxSE, 8), r.Participation, g(r.Gamma, 8), g(r.Sensitivity, 8), r.SensitivityExact,
@@ -107,7 +138,38 @@ func (r result) summary() string {
 	if p := r.privacy; p != nil {
 		line += fmt.Sprintf(" noise_std=%s sigma=%s %s", g(p.noiseStd, 8), g(p.sigma, 8), p.assumptions)
 	}
-	return line
+	return line + "; " + r.wroteText(lossOnly)
+}
+
+// summaryFields explains each name=value field of the summary line in one
+// line, for mfsolve -h (docs/cli.md has the same list; a test checks that
+// both match the line).
+var summaryFields = [][2]string{
+	{"strategy", "the factorization strategy"},
+	{"R", "the number of rounds"},
+	{"loss", "sens^2 ||B||_F^2: the total squared error over all rounds per unit noise multiplier"},
+	{"rmse", "sqrt(loss / R): the root-mean-square error of one round"},
+	{"max_se", "sens^2 max_r ||B[r,:]||^2: the worst round's squared error"},
+	{"participation", "the -participation pattern that the sensitivity and the errors are under"},
+	{"gamma", "the largest column norm of C"},
+	{"unit_sensitivity", "sens, the sensitivity of C under the participation (gamma for single)"},
+	{"unit_sensitivity_exact", "true if unit_sensitivity is exact, false if it is an upper bound"},
+	{"iterations", "solver iterations; 0 for the closed forms"},
+	{"gap", "the solver's certified relative duality gap; 0 for the closed forms"},
+	{"seconds", "wall time of the computation or of the cache load"},
+	{"cached", "whether the result was loaded from the cache"},
+	{"noise_std", "with -eps/-delta: the calibrated std V of the noise Z"},
+	{"sigma", "with -eps/-delta: V / the release sensitivity (the noise multiplier), then the assumptions in words"},
+}
+
+// summaryHelp is the explanation of the summary line in mfsolve -h.
+func summaryHelp() string {
+	var b strings.Builder
+	b.WriteString("\nOutput: one line of name=value fields, then \"; wrote\" and the files written\nwith their shapes (-json: one object with these fields and more; docs/cli.md):\n")
+	for _, f := range summaryFields {
+		fmt.Fprintf(&b, "  %-23s %s\n", f[0], f[1])
+	}
+	return b.String()
 }
 
 // output is one matrix to write.

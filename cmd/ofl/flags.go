@@ -127,7 +127,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.reps, "reps", 20, "repetitions (noise drawn afresh; the data is the same)")
 	fs.IntVar(&c.workers, "workers", 0, "repetitions run in parallel (0: one per CPU)")
 	fs.IntVar(&c.evalEvery, "eval-every", 20, "evaluate the loss error over all data every this many rounds (and at R)")
-	fs.Uint64Var(&c.seed, "seed", 0, "seed of the data and the noise (default: random, reported in -json)")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed of the data and the noise (default: drawn from crypto/rand and printed, seed=N (rerun with -seed N), or \"seed\" and \"seed_drawn\": true in -json)")
 	fs.StringVar(&c.out, "out", "", "write DIR/rounds.csv")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no summary and no progress bar")

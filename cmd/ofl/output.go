@@ -124,13 +124,16 @@ type report struct {
 	Dim               int     `json:"dim"`
 	Reps              int     `json:"reps"`
 	Seed              uint64  `json:"seed"`
-	Eta               float64 `json:"eta"`
-	EtaG              float64 `json:"eta_g"`
-	ServerStep        float64 `json:"server_step"`
-	Clip              float64 `json:"clip"`
-	L2                float64 `json:"l2"`
-	EvalEvery         int     `json:"eval_every"`
-	FStar             float64 `json:"f_star"`
+	// SeedDrawn is true when no -seed was given and Seed was drawn from
+	// crypto/rand: -seed Seed repeats the run.
+	SeedDrawn  bool    `json:"seed_drawn"`
+	Eta        float64 `json:"eta"`
+	EtaG       float64 `json:"eta_g"`
+	ServerStep float64 `json:"server_step"`
+	Clip       float64 `json:"clip"`
+	L2         float64 `json:"l2"`
+	EvalEvery  int     `json:"eval_every"`
+	FStar      float64 `json:"f_star"`
 
 	FinalLossErrorMean    float64  `json:"final_loss_error_mean"`
 	FinalLossErrorStd     float64  `json:"final_loss_error_std"`
@@ -165,6 +168,7 @@ func newReport(c config, p *fedopt.Problem, res *fedopt.Result, seconds float64)
 		Dim:                   p.Data.Dim,
 		Reps:                  c.reps,
 		Seed:                  c.seed,
+		SeedDrawn:             !c.seedSet,
 		Eta:                   c.eta,
 		EtaG:                  c.etaG,
 		ServerStep:            cfg.ServerStep(c.tau),
@@ -212,5 +216,10 @@ func (r *report) summary() string {
 	if r.FinalRegretMean != nil && r.FinalRegretStd != nil {
 		s += fmt.Sprintf(" final_regret=%.6g+-%.2g", *r.FinalRegretMean, *r.FinalRegretStd)
 	}
-	return s + fmt.Sprintf(" accuracy=%.4f seed=%d seconds=%.2f", r.FinalAccuracyMean, r.Seed, r.Seconds)
+	seed := strconv.FormatUint(r.Seed, 10)
+	if r.SeedDrawn {
+		// Drawn at random: say how to repeat the run.
+		seed += " (rerun with -seed " + seed + ")"
+	}
+	return s + fmt.Sprintf(" accuracy=%.4f seed=%s seconds=%.2f", r.FinalAccuracyMean, seed, r.Seconds)
 }

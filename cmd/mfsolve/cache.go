@@ -1,0 +1,250 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// budgetEnv is the environment variable that sets the cache budget when
+// -cache-budget is not given.
+const budgetEnv = "DPMF_CACHE_BUDGET"
+
+// budgetWant is what a cache budget must look like, for error messages.
+const budgetWant = "want a size such as 500M, 2G or 1.5GiB (K, M, G, T are powers of 1024; a plain number is bytes), 0 (no cache) or unlimited"
+
+// parseSize parses a cache budget: a number of bytes with an optional unit
+// K, M, G or T (powers of 1024, optionally followed by B or iB, any case),
+// or "unlimited" (factorize.UnlimitedCacheBudget). 0 is returned as 0: the
+// caller turns the cache off.
+func parseSize(s string) (int64, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	if v == "unlimited" {
+		return factorize.UnlimitedCacheBudget, nil
+	}
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(v)
+	}
+	num, unit := v[:i], strings.TrimSpace(v[i:])
+	mult := map[string]float64{"": 1, "b": 1}
+	for k, u := range []string{"k", "m", "g", "t"} {
+		m := math.Pow(1024, float64(k+1))
+		mult[u], mult[u+"b"], mult[u+"ib"] = m, m, m
+	}
+	m, ok := mult[unit]
+	x, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || x*m > 1<<62 || (m == 1 && x != math.Trunc(x)) {
+		return 0, errors.New(budgetWant)
+	}
+	return int64(x * m), nil
+}
+
+// resolveBudget sets cfg.budget from -cache-budget, or else from
+// DPMF_CACHE_BUDGET, or else the default, and turns the cache off for a
+// budget of 0. A bad environment value is a usage error that names the
+// variable.
+func resolveBudget(cfg *config, getenv func(string) string) error {
+	if !cfg.budgetSet {
+		cfg.budget = factorize.DefaultCacheBudget
+		if getenv != nil {
+			if v := getenv(budgetEnv); v != "" {
+				b, err := parseSize(v)
+				if err != nil {
+					return usagef("%s=%q: %v", budgetEnv, v, err)
+				}
+				cfg.budget = b
+			}
+		}
+	}
+	if cfg.budget == 0 {
+		cfg.noCache = true
+	}
+	return nil
+}
+
+// describeBudget words a budget for the cache listing.
+func describeBudget(b int64) string {
+	switch {
+	case b == 0:
+		return "caching is off (budget 0)"
+	case b < 0:
+		return "no budget (unlimited)"
+	}
+	return "budget " + factorize.FormatSize(b)
+}
+
+const cacheUsageText = `Usage: mfsolve cache list [-cache DIR] [-cache-budget SIZE] [-json]
+       mfsolve cache clear [-cache DIR]
+
+list prints the entries of the factorization cache, most recently used first
+(last use, size, strategy, R, participation, whether B and C are stored,
+key), and their total against the budget. clear removes every entry.
+Entries are evicted least recently used first when a store would take the
+cache over its budget (-cache-budget, else $DPMF_CACHE_BUDGET, else 1G).
+
+Flags:
+`
+
+// runCache is "mfsolve cache list|clear".
+func runCache(args []string, e env) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "clear" && args[0] != "-h" && args[0] != "-help" && args[0] != "--help") {
+		got := "nothing"
+		if len(args) > 0 {
+			got = fmt.Sprintf("%q", args[0])
+		}
+		return usagef("cache: got %s, want list or clear (mfsolve cache -h for help)", got)
+	}
+	verb := args[0]
+	var cfg config
+	fs := flag.NewFlagSet("mfsolve cache", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&cfg.cacheDir, "cache", "", "the cache directory `DIR` (default: the user cache directory + /dpmf)")
+	fs.Func("cache-budget", "the budget `SIZE` to show with list (default: $DPMF_CACHE_BUDGET, else 1G)", func(v string) error {
+		b, err := parseSize(v)
+		cfg.budget, cfg.budgetSet = b, true
+		return err
+	})
+	fs.BoolVar(&cfg.json, "json", false, "list: print one JSON object (dir, budget, total, entries)")
+	if strings.HasPrefix(verb, "-") {
+		fs.SetOutput(e.stdout)
+		fmt.Fprint(e.stdout, cacheUsageText)
+		fs.PrintDefaults()
+		return nil
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(e.stdout)
+			fmt.Fprint(e.stdout, cacheUsageText)
+			fs.PrintDefaults()
+			return nil
+		}
+		return usagef("cache %s: %v", verb, err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("cache %s: unexpected argument %q", verb, fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["cache"] && cfg.cacheDir == "" {
+		return usagef("-cache is empty: want a directory")
+	}
+	if verb == "clear" && (set["json"] || set["cache-budget"]) {
+		return usagef("cache clear takes only -cache")
+	}
+	if err := resolveBudget(&cfg, e.getenv); err != nil {
+		return err
+	}
+	dir := cfg.cacheDir
+	if dir == "" {
+		if e.defaultCacheDir == nil {
+			return errors.New("no cache directory: use -cache DIR")
+		}
+		d, err := e.defaultCacheDir()
+		if err != nil {
+			return fmt.Errorf("%v; use -cache DIR", err)
+		}
+		dir = d
+	}
+	c := &factorize.Cache{Dir: dir, Budget: cfg.budget}
+	if verb == "clear" {
+		n, freed, err := c.Clear()
+		if err != nil {
+			return fmt.Errorf("clearing the cache %s: %v", dir, err)
+		}
+		_, err = fmt.Fprintf(e.stdout, "removed %d %s (%s) from %s\n", n, plural(n, "entry", "entries"), factorize.FormatSize(freed), dir)
+		return err
+	}
+	entries, err := c.List()
+	if err != nil {
+		return fmt.Errorf("listing the cache %s: %v", dir, err)
+	}
+	var total int64
+	for _, en := range entries {
+		total += en.Size
+	}
+	if cfg.json {
+		js, err := json.Marshal(struct {
+			Dir     string                 `json:"dir"`
+			Budget  int64                  `json:"budget"`
+			Total   int64                  `json:"total"`
+			Entries []factorize.CacheEntry `json:"entries"`
+		}{dir, cfg.budget, total, entries})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s\n", js)
+		return err
+	}
+	fmt.Fprintf(e.stdout, "cache %s: %d %s, %s; %s\n", dir, len(entries), plural(len(entries), "entry", "entries"), factorize.FormatSize(total), describeBudget(cfg.budget))
+	if len(entries) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAST USED\tSIZE\tSTRATEGY\tWORKLOAD\tR\tPARTICIPATION\tSTORED\tKEY")
+	for _, en := range entries {
+		used := en.LastUsed.Format(time.DateTime)
+		if en.Problem != "" {
+			fmt.Fprintf(tw, "%s\t%s\tunreadable (%s)\t\t\t\t\t%s\n", used, factorize.FormatSize(en.Size), en.Problem, en.Key[:12])
+			continue
+		}
+		stored := "metrics only"
+		if en.Factors {
+			stored = "B and C"
+		}
+		workload := en.Workload
+		if len(workload) > 24 {
+			workload = workload[:21] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", used, factorize.FormatSize(en.Size), en.Strategy, workload, en.R, en.Participation, stored, en.Key[:12])
+	}
+	return tw.Flush()
+}
+
+// plural returns one for n = 1 and many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// cacheFor returns the cache of the run, or nil for -no-cache (or a budget
+// of 0) or when no cache directory can be found (reported on warn).
+func cacheFor(cfg config, e env, warn io.Writer) *factorize.Cache {
+	if cfg.noCache {
+		return nil
+	}
+	dir := cfg.cacheDir
+	if dir == "" {
+		if e.defaultCacheDir == nil {
+			return nil
+		}
+		var err error
+		if dir, err = e.defaultCacheDir(); err != nil {
+			fmt.Fprintf(warn, "%v; running without a cache (use -cache DIR)\n", err)
+			return nil
+		}
+	}
+	return &factorize.Cache{Dir: dir, Budget: cfg.budget}
+}
+
+// compareKeeps is the store policy of -compare: only the results of the
+// iterative, certified solvers (optimal, semiseparable, banded under
+// min-separation), which take far longer to compute than to load. The
+// closed forms and the other strategies are recomputed in well under a
+// second at R = 1000, and their dense B and C (16 R^2 bytes each) would
+// fill the cache with entries that save nothing.
+func compareKeeps(f *factorize.Factorization) bool {
+	return f.Iterations > 0
+}

@@ -1,0 +1,355 @@
+package factorize
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dpmf/dpmf/internal/atomicfile"
+)
+
+// DefaultCacheBudget is the size budget of a [Cache] whose Budget is 0:
+// 1 GiB, about a hundred entries of R = 800 with B and C.
+const DefaultCacheBudget int64 = 1 << 30
+
+// UnlimitedCacheBudget, as [Cache.Budget], turns eviction off: entries are
+// kept until they are removed by hand or with [Cache.Clear].
+const UnlimitedCacheBudget int64 = -1
+
+// CacheBudgetError is the error of storing an entry larger than the whole
+// budget of the cache: it is not stored (storing it would leave the cache
+// over its budget, or evict every other entry for one that does not fit).
+type CacheBudgetError struct {
+	// Size is the size of the entry in bytes.
+	Size int64
+	// Budget is the budget of the cache in bytes.
+	Budget int64
+}
+
+// Error implements error.
+func (e *CacheBudgetError) Error() string {
+	return fmt.Sprintf("the entry (%s) is larger than the cache budget (%s)", FormatSize(e.Size), FormatSize(e.Budget))
+}
+
+// FormatSize formats a number of bytes with a binary unit, for example
+// "512 B", "15.3 MiB" or "1.0 GiB".
+func FormatSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
+}
+
+// budget returns the effective budget in bytes; negative means no limit.
+func (c *Cache) budget() int64 {
+	if c.Budget == 0 {
+		return DefaultCacheBudget
+	}
+	return c.Budget
+}
+
+// clock returns the time the cache records as an entry's last use.
+func (c *Cache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// touch records a use of the entry at path: its modification time, which
+// eviction orders entries by, becomes now. A failure (a read-only cache
+// directory) is ignored: the entry is still usable, only its rank is older.
+func (c *Cache) touch(path string) {
+	t := c.clock()
+	_ = os.Chtimes(path, t, t)
+}
+
+// isEntryName reports whether name is the file name of a cache entry:
+// 64 lowercase hexadecimal digits and the extension. Other files in the
+// directory (temporary files of writers, anything a user put there) are
+// never counted, listed or removed as entries.
+func isEntryName(name string) bool {
+	key, ok := strings.CutSuffix(name, cacheExt)
+	if !ok || len(key) != 64 {
+		return false
+	}
+	for _, r := range key {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// entryFile is one entry file as the directory listing shows it.
+type entryFile struct {
+	name  string
+	size  int64
+	mtime time.Time
+}
+
+// entryFiles returns the regular entry files of the directory (none if it
+// does not exist), least recently used first; ties are ordered by name so
+// that eviction is deterministic.
+func (c *Cache) entryFiles() ([]entryFile, error) {
+	des, err := os.ReadDir(c.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var files []entryFile
+	for _, de := range des {
+		if !isEntryName(de.Name()) || !de.Type().IsRegular() {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		files = append(files, entryFile{de.Name(), fi.Size(), fi.ModTime()})
+	}
+	slices.SortFunc(files, func(a, b entryFile) int {
+		if c := a.mtime.Compare(b.mtime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return files, nil
+}
+
+// trim removes the least recently used entries until the entries take at
+// most limit bytes together, but never the entry named keep (the one just
+// written). It returns the names of the removed entries.
+//
+// A reader that has opened an entry keeps reading it after it is removed
+// (a POSIX file lives on until its last descriptor is closed), so removing
+// never corrupts a load in progress, in this process or another one; a
+// reader touches an entry as soon as it has opened it, and an entry whose
+// modification time changed since the listing is removed only if removing
+// the others does not bring the cache within the limit, so an entry loaded
+// while trim runs is usually kept. Entries that another process removed
+// meanwhile count as removed. trim is safe to run in several goroutines and
+// processes at once: each removes what it sees over the budget, and when
+// all have finished the entries fit the budget.
+func (c *Cache) trim(limit int64, keep string) ([]string, error) {
+	if limit < 0 {
+		return nil, nil
+	}
+	files, err := c.entryFiles()
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, f := range files {
+		total += f.size
+	}
+	var removed []string
+	var first error
+	var inUse []entryFile
+	remove := func(f entryFile) {
+		err := os.Remove(filepath.Join(c.Dir, f.name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if first == nil {
+				first = err
+			}
+			return
+		}
+		total -= f.size
+		if err == nil {
+			removed = append(removed, f.name)
+		}
+	}
+	for _, f := range files {
+		if total <= limit {
+			break
+		}
+		if f.name == keep {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(c.Dir, f.name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			total -= f.size
+		case err != nil:
+			if first == nil {
+				first = err
+			}
+		case !fi.ModTime().Equal(f.mtime) || fi.Size() != f.size:
+			// Loaded or rewritten since the listing: in use, so it
+			// goes last.
+			inUse = append(inUse, f)
+		default:
+			remove(f)
+		}
+	}
+	// Still over the budget: the entries used meanwhile go too (their
+	// readers have them open and read them to the end).
+	for _, f := range inUse {
+		if total <= limit {
+			break
+		}
+		remove(f)
+	}
+	return removed, first
+}
+
+// Trim removes the least recently used entries until the cache fits its
+// budget (see [Cache.Budget]) and returns how many it removed and how many
+// bytes they took. Compute and Store trim the cache after each store, so
+// Trim is needed only after lowering the budget.
+func (c *Cache) Trim() (removed int, freed int64, err error) {
+	before, err := c.entryFiles()
+	if err != nil {
+		return 0, 0, err
+	}
+	names, err := c.trim(c.budget(), "")
+	sizes := map[string]int64{}
+	for _, f := range before {
+		sizes[f.name] = f.size
+	}
+	for _, n := range names {
+		freed += sizes[n]
+	}
+	return len(names), freed, err
+}
+
+// CacheEntry describes one entry of a cache directory, as [Cache.List]
+// reads it from the entry's header and metadata.
+type CacheEntry struct {
+	// Key is the entry's key, the hex SHA-256 of its inputs ([CacheKey]).
+	Key string `json:"key"`
+	// Path is the entry's file.
+	Path string `json:"path"`
+	// Size is the file's size in bytes.
+	Size int64 `json:"size"`
+	// LastUsed is when the entry was last stored or loaded: eviction
+	// removes the entries with the oldest LastUsed first.
+	LastUsed time.Time `json:"last_used"`
+	// Strategy, StrategyKey, Workload, R, M and Participation are the
+	// entry's metadata: the strategy's name and [Strategy.Key], the
+	// workload's [Workload.Key], the rounds, the rows of C and the
+	// participation.
+	Strategy      string `json:"strategy,omitempty"`
+	StrategyKey   string `json:"strategy_key,omitempty"`
+	Workload      string `json:"workload,omitempty"`
+	R             int    `json:"R,omitempty"`
+	M             int    `json:"m,omitempty"`
+	Participation string `json:"participation,omitempty"`
+	// Factors reports whether the entry holds B and C (false for a
+	// loss-only result).
+	Factors bool `json:"factors"`
+	// Problem is why the header or metadata cannot be read, or "". Such
+	// an entry is never used: a load reports it corrupt and replaces it.
+	Problem string `json:"problem,omitempty"`
+}
+
+// List returns the entries of the cache directory, most recently used
+// first; a directory that does not exist has none. It reads each entry's
+// header and metadata but not its factors, so the checksum and the
+// metadata's agreement with the factors are not verified here: a load
+// verifies them (see [Cache.Compute]) and never uses an entry that fails.
+func (c *Cache) List() ([]CacheEntry, error) {
+	files, err := c.entryFiles()
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]CacheEntry, 0, len(files))
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		e := CacheEntry{
+			Key:      strings.TrimSuffix(f.name, cacheExt),
+			Path:     filepath.Join(c.Dir, f.name),
+			Size:     f.size,
+			LastUsed: f.mtime,
+		}
+		meta, err := readMeta(e.Path)
+		if err != nil {
+			e.Problem = err.Error()
+		} else {
+			e.Strategy, e.StrategyKey, e.Workload = meta.Strategy, meta.StrategyKey, meta.Workload
+			e.R, e.M, e.Participation, e.Factors = meta.R, meta.M, meta.Participation, meta.Factors
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// readMeta reads the header and the metadata of the entry at path without
+// touching it.
+func readMeta(path string) (*cacheMeta, error) {
+	f, err := atomicfile.OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var hdr [cacheHeader]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return nil, errors.New("truncated header")
+	}
+	if string(hdr[:8]) != cacheMagic {
+		return nil, fmt.Errorf("bad magic %q", hdr[:8])
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != cacheVersion {
+		return nil, fmt.Errorf("format version %d, want %d", v, cacheVersion)
+	}
+	n := int64(binary.LittleEndian.Uint32(hdr[12:]))
+	if n > maxMetaLength {
+		return nil, fmt.Errorf("metadata length %d", n)
+	}
+	js := make([]byte, n)
+	if _, err := io.ReadFull(f, js); err != nil {
+		return nil, errors.New("truncated metadata")
+	}
+	var meta cacheMeta
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&meta); err != nil {
+		return nil, fmt.Errorf("bad metadata: %v", err)
+	}
+	return &meta, nil
+}
+
+// Clear removes every entry of the cache directory, and the temporary files
+// that killed writers left there more than an hour ago (those of writers
+// still running are left to them), and returns how many entries it removed
+// and how many bytes they took. A load in progress is not disturbed: it has
+// the file open and reads it to the end. The directory itself and files
+// that are not entries are left. A directory that does not exist is empty.
+func (c *Cache) Clear() (removed int, freed int64, err error) {
+	files, err := c.entryFiles()
+	if err != nil {
+		return 0, 0, err
+	}
+	var first error
+	for _, f := range files {
+		if err := os.Remove(filepath.Join(c.Dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		removed++
+		freed += f.size
+	}
+	if _, err := atomicfile.RemoveStale(c.Dir, staleTempAge); err != nil && first == nil && !errors.Is(err, fs.ErrNotExist) {
+		first = err
+	}
+	return removed, freed, first
+}
