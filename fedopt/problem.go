@@ -107,7 +107,7 @@ func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOpti
 			for r := w; r < R; r += workers {
 				s := data.Round(r)
 				if err := Minimize(wctx, model, x, p.XStar, s, opt.RoundTol); err != nil {
-					errs[r] = fmt.Errorf("fedopt: minimising round %d's loss: %w", r, err)
+					errs[r] = fmt.Errorf("fedopt: minimising round %d's loss: %w%s", r, err, noDynamicHint(err))
 					cancel()
 					return
 				}
@@ -127,6 +127,16 @@ func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOpti
 		}
 	}
 	return p, nil
+}
+
+// noDynamicHint is the advice added to an L-BFGS failure on a round's loss:
+// the per-round minima are needed only for the dynamic regret.
+func noDynamicHint(err error) string {
+	var le *lbfgsError
+	if !errors.As(err, &le) {
+		return ""
+	}
+	return "; or set ProblemOptions.NoDynamic to skip the per-round minima (the dynamic regret is then NaN)"
 }
 
 // dynamicAvailable reports whether the per-round minima were computed.
