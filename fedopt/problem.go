@@ -8,7 +8,10 @@ import (
 	"sync"
 )
 
-// Default tolerances on the gradient norm of the reference minimisers.
+// Default tolerances on the gradient norm of the reference minimisers: a
+// model's own [Minimizer] gets them as they are; [LBFGS], for models
+// without one, scales them by max(1, the gradient norm at the start) and
+// may stop at the gradient's noise floor (see LBFGS).
 const (
 	// DefaultTol is the gradient norm to which [NewProblem] minimises the
 	// average loss over all data (x*).
