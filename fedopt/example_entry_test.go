@@ -240,3 +240,41 @@ func ExampleNewServerAt() {
 	fmt.Printf("x^%d = %.3f, done: %v\n", resumed.Round(), resumed.Model(), resumed.Done())
 	// Output: x^3 = [0.053 -0.031 0.198], done: true
 }
+
+// An Evaluator observes the released models and computes the metrics
+// against a Problem: Simulate with an Evaluator is Run (compare ExampleRun).
+func ExampleNewEvaluator() {
+	ctx := context.Background()
+	data, err := fedopt.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 10}.Dataset(4, 50, 5, 1)
+	if err != nil {
+		panic(err)
+	}
+	p, err := fedopt.NewProblem(ctx, data, fedopt.Logistic{L2: 1e-3}, fedopt.ProblemOptions{})
+	if err != nil {
+		panic(err)
+	}
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1, Clip: 5, EvalEvery: 25}
+	shape := fedopt.Shape{Learners: 4, Rounds: 50, Tau: 5, Dim: 10}
+	srv, err := fedopt.NewServer(cfg, shape, nil)
+	if err != nil {
+		panic(err)
+	}
+	learners := make([]*fedopt.Learner, shape.Learners)
+	for i := range learners {
+		if learners[i], err = fedopt.NewLearner(p.Model, data.Stream(i), cfg, shape.Tau, shape.Dim); err != nil {
+			panic(err)
+		}
+	}
+	ev := fedopt.NewEvaluator(p, cfg)
+	if err := fedopt.Simulate(ctx, srv, learners, fedopt.SimOptions{Observe: ev.Observe}); err != nil {
+		panic(err)
+	}
+	tr := ev.Trace()
+	for k, r := range tr.Rounds {
+		fmt.Printf("round %2d: loss error %.2f\n", r, tr.LossError[k])
+	}
+	// Output:
+	// round  0: loss error 0.36
+	// round 25: loss error 0.07
+	// round 50: loss error 0.04
+}

@@ -76,3 +76,27 @@ func ExampleWithStartRound() {
 	fmt.Println(resumed.Round(), slices.Equal(got, want))
 	// Output: 7 true
 }
+
+// WithDense streams any factorization through the dense mechanism, the
+// reference the structured ones are compared with: for the tree, the same
+// noise distribution (row r of C^{-1} Z) from a different implementation.
+func ExampleWithDense() {
+	w, err := factorize.Prefix(16)
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := factorize.Tree(w)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, opts := range [][]mechanism.Option{nil, {mechanism.WithDense()}} {
+		m, err := mechanism.New(f, 2, 1.0, append(opts, mechanism.WithSeed(1))...)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(m)
+	}
+	// Output:
+	// tree(buffers=4)
+	// dense(keep)
+}
