@@ -8,7 +8,10 @@ import (
 	"sync"
 )
 
-// Default tolerances on the gradient norm of the reference minimisers.
+// Default tolerances on the gradient norm of the reference minimisers: a
+// model's own [Minimizer] gets them as they are; [LBFGS], for models
+// without one, scales them by max(1, the gradient norm at the start) and
+// may stop at the gradient's noise floor (see LBFGS).
 const (
 	// DefaultTol is the gradient norm to which [NewProblem] minimises the
 	// average loss over all data (x*).
@@ -107,7 +110,7 @@ func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOpti
 			for r := w; r < R; r += workers {
 				s := data.Round(r)
 				if err := Minimize(wctx, model, x, p.XStar, s, opt.RoundTol); err != nil {
-					errs[r] = fmt.Errorf("fedopt: minimising round %d's loss: %w", r, err)
+					errs[r] = fmt.Errorf("fedopt: minimising round %d's loss: %w%s", r, err, noDynamicHint(err))
 					cancel()
 					return
 				}
@@ -127,6 +130,16 @@ func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOpti
 		}
 	}
 	return p, nil
+}
+
+// noDynamicHint is the advice added to an L-BFGS failure on a round's loss:
+// the per-round minima are needed only for the dynamic regret.
+func noDynamicHint(err error) string {
+	var le *lbfgsError
+	if !errors.As(err, &le) {
+		return ""
+	}
+	return "; or set ProblemOptions.NoDynamic to skip the per-round minima (the dynamic regret is then NaN)"
 }
 
 // dynamicAvailable reports whether the per-round minima were computed.

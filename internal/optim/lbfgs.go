@@ -30,10 +30,37 @@ type Settings struct {
 	// Memory is the number of correction pairs kept (10 if 0).
 	Memory int
 	// GradMerit lets the line search, once the predicted decrease is below
-	// the rounding of f, accept a step that lowers the gradient norm
+	// the rounding of f, accept a step that lowers the gradient norm or
+	// along which the directional derivative is still not positive
 	// instead (for an accurate gradient; not for finite differences).
 	GradMerit bool
+	// RelGradTol makes GradTol relative to the gradient's scale at the
+	// start: the search stops when the gradient norm is at most
+	// GradTol * max(1, ||grad f(x0)||).
+	RelGradTol bool
+	// AcceptFloor ends a search whose line search fails at the noise
+	// floor, or that makes no progress there for 50 iterations in the
+	// rounding regime of GradMerit, successfully, with Result.Floor set:
+	// where the gradient norm
+	// is at most sqrt(eps) * max(1, ||grad f(x0)||) (eps the machine
+	// epsilon), or where the decrease the quasi-Newton model predicts,
+	// -g.d (about 2 (f(x) - min f) on a quadratic, so it carries the
+	// curvature), is below FloorRelF * (1 + |f(x)|), the rounding of f.
+	AcceptFloor bool
 }
+
+// FloorRelF is the relative rounding level of f below which a predicted
+// decrease counts as the noise floor (see Settings.AcceptFloor): a few
+// hundred units in the last place, for an f that averages many terms.
+const FloorRelF = 256 * epsMachine
+
+// floorPatience is the number of iterations in the rounding regime without
+// a new low of the gradient norm after which a search at the noise floor
+// stops (Settings.AcceptFloor).
+const floorPatience = 50
+
+// epsMachine is the float64 machine epsilon, 2^-52.
+const epsMachine = 0x1p-52
 
 // ErrLineSearch is returned when no step along the search direction
 // decreases the merit function, and ErrMaxIter when Settings.MaxIter is
@@ -49,6 +76,12 @@ type Result struct {
 	F, GradNorm float64
 	// Iter is the number of iterations done.
 	Iter int
+	// Scale is max(1, ||grad f(x0)||), the scale of the relative
+	// tolerances.
+	Scale float64
+	// Floor reports a search ended by Settings.AcceptFloor: the line
+	// search failed with the gradient at its noise floor.
+	Floor bool
 }
 
 // LBFGS minimises the smooth function f with gradient grad from the point
@@ -87,14 +120,27 @@ func LBFGS(ctx context.Context, x []float64, f func(x []float64) float64, grad f
 		return Result{F: fx}, fmt.Errorf("optim: the objective is %v at the starting point", fx)
 	}
 	grad(g, x)
+	scale := math.Max(1, floats.Norm(g, 2))
+	if math.IsNaN(scale) || math.IsInf(scale, 0) {
+		scale = 1 // the first iteration reports the non-finite gradient
+	}
+	gtol := s.GradTol
+	if s.RelGradTol {
+		gtol *= scale
+	}
 	stalls := 0
-	res := func(iter int) Result { return Result{F: fx, GradNorm: floats.Norm(g, 2), Iter: iter} }
+	// With AcceptFloor: iterations in the rounding regime (see below)
+	// since the gradient norm last reached a new low.
+	best, noProgress := math.Inf(1), 0
+	res := func(iter int) Result {
+		return Result{F: fx, GradNorm: floats.Norm(g, 2), Iter: iter, Scale: scale}
+	}
 	for iter := 0; iter < s.MaxIter; iter++ {
 		if err := ctx.Err(); err != nil {
 			return res(iter), err
 		}
 		gn := floats.Norm(g, 2)
-		if gn <= s.GradTol || (s.StallTol > 0 && stalls >= max(s.StallIters, 1)) {
+		if gn <= gtol || (s.StallTol > 0 && stalls >= max(s.StallIters, 1)) {
 			return res(iter), nil
 		}
 		// Two-loop recursion: d = -H g.
@@ -123,9 +169,17 @@ func LBFGS(ctx context.Context, x []float64, f func(x []float64) float64, grad f
 			}
 		}
 		// Backtrack on f; with GradMerit, once the predicted decrease is
-		// below the rounding error of f, f cannot tell better from worse
-		// and the gradient norm serves as the merit function.
-		byGrad := s.GradMerit && -slope <= 1e-12*(1+math.Abs(fx))
+		// below the rounding error of f, f cannot tell better from worse.
+		// The gradient, which is accurate there, decides instead: a step
+		// is accepted if it lowers the gradient norm, or if the
+		// directional derivative g(x + t d).d is still <= 0 (then f
+		// decreased along the segment wherever f is convex on it, as it
+		// is near a minimum) and f has not risen above its rounding. When
+		// the full step overshoots (g(x + d).d > 0), the next trial is the
+		// secant step on the directional derivative, the exact line
+		// minimum of a quadratic.
+		fround := 1e-12 * (1 + math.Abs(fx))
+		byGrad := s.GradMerit && -slope <= fround
 		t := 1.0
 		ok := false
 		var ft float64
@@ -134,7 +188,15 @@ func LBFGS(ctx context.Context, x []float64, f func(x []float64) float64, grad f
 			ft = f(xt)
 			if byGrad {
 				grad(gt, xt)
-				ok = floats.Norm(gt, 2) < gn
+				dphi := floats.Dot(gt, d)
+				ok = floats.Norm(gt, 2) < gn || (dphi <= 0 && ft <= fx+fround)
+				if !ok && ls == 0 && dphi > 0 {
+					// 0 < secant < 1 since slope < 0 < dphi.
+					if ts := slope / (slope - dphi); ts > 1e-3 {
+						t = ts
+						continue
+					}
+				}
 			} else {
 				ok = ft <= fx+1e-4*t*slope
 			}
@@ -142,6 +204,20 @@ func LBFGS(ctx context.Context, x []float64, f func(x []float64) float64, grad f
 				break
 			}
 			t /= 2
+		}
+		atFloor := s.AcceptFloor && (gn <= math.Sqrt(epsMachine)*scale || -slope <= FloorRelF*(1+math.Abs(fx)))
+		if gn < best {
+			best, noProgress = gn, 0
+		} else if byGrad {
+			noProgress++
+		}
+		// A gradient at its noise floor can keep passing the derivative
+		// test without getting smaller: stop after floorPatience such
+		// steps instead of wandering to MaxIter.
+		if atFloor && (!ok || noProgress >= floorPatience) {
+			r := res(iter)
+			r.Floor = true
+			return r, nil
 		}
 		if !ok {
 			return res(iter), fmt.Errorf("optim: %w at iteration %d with gradient norm %.3g", ErrLineSearch, iter, gn)

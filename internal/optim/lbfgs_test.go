@@ -74,3 +74,103 @@ func TestLBFGSLimits(t *testing.T) {
 		t.Error("no stopping rule accepted")
 	}
 }
+
+// quadratic is f(x) = sum_k c_k x_k^2 / 2 - x_k, minimised at x_k = 1/c_k,
+// with its gradient plus noise of size noise per coordinate (a deterministic
+// function of x, like the rounding of a sum of many per-sample gradients).
+func quadratic(c []float64, noise float64) (func([]float64) float64, func(g, x []float64)) {
+	f := func(x []float64) float64 {
+		s := 0.0
+		for k := range x {
+			s += c[k]*x[k]*x[k]/2 - x[k]
+		}
+		return s
+	}
+	g := func(g, x []float64) {
+		for k := range x {
+			g[k] = c[k]*x[k] - 1 + noise*hashNoise(x[k])
+		}
+	}
+	return f, g
+}
+
+// RelGradTol scales the tolerance by max(1, ||grad f(x0)||): from a start
+// with gradient norm about 100, GradTol 1e-12 stops at or below 1e-10, and
+// the minimiser is 1/c to within that over the smallest curvature.
+func TestLBFGSRelGradTol(t *testing.T) {
+	c := []float64{1, 10, 100, 0.1, 3}
+	f, g := quadratic(c, 0)
+	x := []float64{1, 1, 1, 1, 1}
+	g0 := make([]float64, 5)
+	g(g0, x)
+	scale := math.Max(1, math.Sqrt(dot(g0, g0)))
+	res, err := LBFGS(context.Background(), x, f, g, Settings{GradTol: 1e-12, RelGradTol: true, MaxIter: 1000, GradMerit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Scale != scale || scale < 50 {
+		t.Errorf("scale %v, want ||g0|| = %v", res.Scale, scale)
+	}
+	if res.GradNorm > 1e-12*scale || res.Floor {
+		t.Errorf("gradient norm %v > %v (floor %v)", res.GradNorm, 1e-12*scale, res.Floor)
+	}
+	for k := range x {
+		if math.Abs(x[k]-1/c[k]) > 1e-12*scale/0.1 {
+			t.Errorf("x = %v, want 1/c", x)
+			break
+		}
+	}
+}
+
+// A gradient with a noise floor of 1e-11 cannot reach 1e-14: without
+// AcceptFloor the search fails; with it, it ends at the floor with
+// Result.Floor set, f equal to the true minimum to rounding, and x within
+// the noise over the smallest curvature of 1/c.
+func TestLBFGSAcceptFloor(t *testing.T) {
+	c := []float64{1, 10, 100, 0.1, 3}
+	f, g := quadratic(c, 1e-11)
+	fmin := 0.0
+	for _, ck := range c {
+		fmin -= 1 / (2 * ck)
+	}
+	s := Settings{GradTol: 1e-14, MaxIter: 3000, GradMerit: true}
+	x := make([]float64, 5)
+	if _, err := LBFGS(context.Background(), x, f, g, s); err == nil {
+		t.Fatal("gradient norm 1e-14 reached under noise 1e-11")
+	}
+	s.AcceptFloor = true
+	x = make([]float64, 5)
+	res, err := LBFGS(context.Background(), x, f, g, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Floor || res.Iter >= s.MaxIter {
+		t.Errorf("floor %v after %d iterations, want an early stop at the floor", res.Floor, res.Iter)
+	}
+	if d := res.F - fmin; math.Abs(d) > 1e-14*math.Abs(fmin) {
+		t.Errorf("f = %v, true minimum %v (difference %.3g)", res.F, fmin, d)
+	}
+	for k := range x {
+		if math.Abs(x[k]-1/c[k]) > 1e-9 {
+			t.Errorf("x = %v, want 1/c to 1e-9", x)
+			break
+		}
+	}
+}
+
+// hashNoise is a pseudo-random number in [-1, 1) determined by the bits of
+// v: a different value for every representable v, like rounding error.
+func hashNoise(v float64) float64 {
+	h := math.Float64bits(v) * 0x9e3779b97f4a7c15
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	return float64(h>>11)/(1<<52) - 1
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for k := range a {
+		s += a[k] * b[k]
+	}
+	return s
+}

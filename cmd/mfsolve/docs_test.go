@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/internal/testutil"
+)
+
+// TestDocClaims runs every mfsolve command that the docs quote with its
+// output (docs/participation.md's noise_std values under min-separation
+// and amplified sampling) and checks the quoted values. The runs share a
+// cache directory, so a factorization is computed once. Those with
+// -sampling (the PLD accountant, a second or more each) are skipped with
+// -short.
+func TestDocClaims(t *testing.T) {
+	claims := append(testutil.DocClaims(t, "../../docs/*.md", "mfsolve"), testutil.DocClaims(t, "../../README.md", "mfsolve")...)
+	if len(claims) < 6 {
+		t.Fatalf("found %d claims in the docs, want at least the 6 of docs/participation.md", len(claims))
+	}
+	cache := t.TempDir()
+	for _, c := range claims {
+		if testing.Short() && slices.Contains(c.Args, "-sampling") {
+			continue
+		}
+		r := runIn(context.Background(), cache, c.Args...)
+		if r.code != 0 {
+			t.Errorf("%v: exit %d: %s", c, r.code, r.stderr)
+			continue
+		}
+		testutil.CheckClaim(t, c, r.stdout, "seconds", "cached")
+	}
+}
+
+// docFile returns the text of docs/name.
+func docFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// tableAfter returns the rows (header first, without the separator) of the
+// first Markdown table after the line marker in doc, as trimmed cells.
+func tableAfter(t *testing.T, doc, marker string) [][]string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, "\n"+marker+"\n")
+	if !ok {
+		t.Fatalf("no line %q", marker)
+	}
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimLeft(rest, "\n"), "\n") {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if strings.HasPrefix(cells[0], "---") {
+			continue
+		}
+		rows = append(rows, cells)
+	}
+	if len(rows) < 2 {
+		t.Fatalf("no table after %q", marker)
+	}
+	return rows
+}
+
+// TestStrategiesTables regenerates docs/strategies.md's two tables
+// (mfsolve -R 100 and -R 1000 -compare -no-cache, as the page says) and
+// compares every cell but the wall time.
+func TestStrategiesTables(t *testing.T) {
+	doc := docFile(t, "strategies.md")
+	for _, R := range []int{100, 1000} {
+		if !strings.Contains(doc, fmt.Sprintf("go run ./cmd/mfsolve -R %d -compare -no-cache\n", R)) {
+			t.Errorf("docs/strategies.md no longer says it ran -R %d -compare -no-cache", R)
+		}
+		want := tableAfter(t, doc, fmt.Sprintf("R = %d:", R))
+		r := runT(t, "-R", fmt.Sprint(R), "-compare", "-no-cache")
+		if r.code != 0 {
+			t.Fatalf("-R %d -compare: exit %d: %s", R, r.code, r.stderr)
+		}
+		got := tableAfter(t, "\nout:\n"+r.stdout, "out:")
+		if len(got) != len(want) {
+			t.Errorf("R = %d: the doc's table has %d rows, mfsolve prints %d", R, len(want), len(got))
+			continue
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if i > 0 { // the wall time varies
+				g, w = g[:len(g)-1], w[:len(w)-1]
+			}
+			if !slices.Equal(g, w) {
+				t.Errorf("R = %d: docs/strategies.md has\n\t| %s |\nmfsolve prints\n\t| %s |", R, strings.Join(w, " | "), strings.Join(g, " | "))
+			}
+		}
+	}
+}
+
+// TestCLISummary keeps docs/cli.md's example summary line true: that of
+// mfsolve -R 800 -o B.npy, its fields in order and its values but the wall
+// time. (The table of fields is checked by TestOutputFieldsDocumented.)
+func TestCLISummary(t *testing.T) {
+	doc := docFile(t, "cli.md")
+	t.Chdir(t.TempDir())
+	r := runT(t, "-R", "800", "-no-cache", "-o", "B.npy")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	line := strings.TrimSpace(r.stdout)
+	keys := func(line string) []string {
+		fields, _, _ := strings.Cut(line, "; ")
+		var k []string
+		for _, f := range strings.Fields(fields) {
+			key, _, _ := strings.Cut(f, "=")
+			k = append(k, key)
+		}
+		return k
+	}
+	// The example line, in the code block after "prints one line on
+	// stdout, for example".
+	_, rest, ok := strings.Cut(doc, "prints one line on stdout, for example\n\n```\n")
+	if !ok {
+		t.Fatal("docs/cli.md has no example summary line")
+	}
+	example, _, _ := strings.Cut(rest, "\n")
+	if g, w := keys(line), keys(example); !slices.Equal(g, w) {
+		t.Errorf("docs/cli.md's example line has the fields\n\t%v\nmfsolve -R 800 prints\n\t%v", w, g)
+	}
+	exFields, exFiles, _ := strings.Cut(example, "; ")
+	lineFields, lineFiles, _ := strings.Cut(line, "; ")
+	claim := testutil.DocClaim{File: "docs/cli.md", Args: []string{"-R", "800", "-o", "B.npy"}, Want: strings.Fields(exFields)}
+	testutil.CheckClaim(t, claim, lineFields, "seconds", "cached")
+	if exFiles != lineFiles {
+		t.Errorf("docs/cli.md's example says %q of the files written, mfsolve prints %q", exFiles, lineFiles)
+	}
+}

@@ -1,0 +1,65 @@
+package factorize_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// BLT fits a buffered linear Toeplitz factorization; BLTParamsOf returns
+// the parameters mechanism.New streams it from (k buffers, decay rates in
+// (0, 1)).
+func ExampleBLTParamsOf() {
+	w, err := factorize.Prefix(100)
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := factorize.BLT(context.Background(), w, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, ok := factorize.BLTParamsOf(f)
+	inRange := true
+	for _, l := range p.Lambdas {
+		inRange = inRange && l > 0 && l < 1
+	}
+	fmt.Println(ok, len(p.Weights), inRange, len(p.Scale))
+	fmt.Printf("loss %.1f (identity %d)\n", f.Metrics.Loss, 100*101/2)
+	_, ok = factorize.BLTParamsOf(nil)
+	fmt.Println(ok)
+	// Output:
+	// true 2 true 100
+	// loss 517.6 (identity 5050)
+	// false
+}
+
+// Banded returns a lower-triangular Toeplitz C with b bands: the better of
+// the banded square root and an optimised banded C.
+func ExampleBanded() {
+	w, err := factorize.Prefix(100)
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := factorize.Banded(context.Background(), w, 16)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: loss %.3f, gamma %.4f\n", f.Strategy, f.Metrics.Loss, f.Metrics.Gamma)
+	// Output: banded: loss 701.001, gamma 1.0000
+}
+
+// Strategies lists the strategy names; ParseStrategy maps one to a
+// Strategy with default options.
+func ExampleParseStrategy() {
+	fmt.Println(factorize.Strategies())
+	s, err := factorize.ParseStrategy("blt")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s %#v\n", s.Name(), s)
+	// Output:
+	// [identity tree sqrt sqrt-normalized banded bsr blt semiseparable optimal]
+	// blt factorize.BLTStrategy{Buffers:0}
+}
