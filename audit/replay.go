@@ -58,8 +58,10 @@ type ReplayReport struct {
 	// AuditedLearner and AuditedRounds are where the replaced sample is.
 	AuditedLearner int   `json:"audited_learner"`
 	AuditedRounds  []int `json:"audited_rounds"`
-	// Dropped is the number of learner-rounds missed by dropouts.
-	Dropped int `json:"dropped"`
+	// Dropped is the number of learner-rounds missed by dropouts, and
+	// AuditedDropped those in the audited rounds.
+	Dropped        int `json:"dropped"`
+	AuditedDropped int `json:"audited_rounds_dropped"`
 	// Checks are every check, in order; OK is their conjunction.
 	Checks  []Check `json:"checks"`
 	OK      bool    `json:"ok"`
@@ -169,7 +171,7 @@ func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
 			return nil, err
 		}
 	}
-	learner, rounds, best := worstSample(cm, p.Participation, wts)
+	learner, rounds, best := worstSample(cm, p.Participation, wts, present)
 	perStep := 1.0
 	if p.Algorithm.LocalSteps() {
 		perStep = float64(tau)
@@ -303,6 +305,13 @@ func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
 		Measured: measured, Ratio: measured / decl.Sensitivity, Expected: expected,
 		AuditedLearner: learner, AuditedRounds: rounds, Dropped: dropped,
 	}
+	for _, r := range rounds {
+		for _, ok := range present[r] {
+			if !ok {
+				rep.AuditedDropped++
+			}
+		}
+	}
 	add := func(name string, ok bool, format string, args ...any) {
 		rep.Checks = append(rep.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 	}
@@ -412,13 +421,23 @@ func patterns(p factorize.Participation, R int) [][]int {
 
 // worstSample returns the learner and rounds that maximise
 // ||sum_{r in S} w[r][i] C[:, r]|| over the participation's patterns, and
-// that maximum.
-func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64) (int, []int, float64) {
+// that maximum. Among values equal to a relative 1e-12 it prefers the
+// pattern whose rounds miss the most learners, so that a dropout policy is
+// exercised where the weights do not tell the rounds apart.
+func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64, present [][]bool) (int, []int, float64) {
 	m, R := c.Dims()
 	n := len(w[0])
 	v := make([]float64, m)
-	bestI, bestS, best := 0, []int{0}, -1.0
+	bestI, bestS, best, bestDrops := 0, []int{0}, -1.0, -1
 	for _, s := range patterns(p, R) {
+		drops := 0
+		for _, r := range s {
+			for _, ok := range present[r] {
+				if !ok {
+					drops++
+				}
+			}
+		}
 		for i := 0; i < n; i++ {
 			clear(v)
 			for _, r := range s {
@@ -429,8 +448,9 @@ func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64) (int, [
 					v[a] += w[r][i] * c.At(a, r)
 				}
 			}
-			if nv := math.Sqrt(dot(v, v)); nv > best {
-				bestI, bestS, best = i, s, nv
+			nv := math.Sqrt(dot(v, v))
+			if nv > best*(1+1e-12) || (nv >= best*(1-1e-12) && drops > bestDrops) {
+				bestI, bestS, best, bestDrops = i, s, nv, drops
 			}
 		}
 	}

@@ -156,8 +156,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 			if !rep.OK {
 				status = "VIOLATION"
 			}
-			fmt.Fprintf(stdout, "replay %s %s %s n=%d R=%d tau=%d: measured %.12g declared %.12g ratio %.15f expected %.12g (learner %d, rounds %v, %d dropped) %.2fs %s\n",
-				rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Measured, rep.Declared, rep.Ratio, rep.Expected, rep.AuditedLearner, short(rep.AuditedRounds), rep.Dropped, rep.Seconds, status)
+			fmt.Fprintf(stdout, "replay %s %s %s n=%d R=%d tau=%d: measured %.12g declared %.12g ratio %.15f expected %.12g (learner %d, rounds %v with %d learners missing; %d learner-rounds dropped) %.2fs %s\n",
+				rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Measured, rep.Declared, rep.Ratio, rep.Expected, rep.AuditedLearner, short(rep.AuditedRounds), rep.AuditedDropped, rep.Dropped, rep.Seconds, status)
 			for _, c := range rep.Checks {
 				mark := "ok  "
 				if !c.OK {
