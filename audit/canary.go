@@ -57,6 +57,9 @@ type Observer struct {
 
 // CanaryReport is the outcome of [Canary].
 type CanaryReport struct {
+	// Algorithm, Strategy, Participation, Learners, Rounds, Tau, Dim (the
+	// audit model's, max(d, m)), Clip, Eps, Delta, Sensitivity and
+	// NoiseStd describe the audited plan and its calibration.
 	Algorithm     string  `json:"algorithm"`
 	Strategy      string  `json:"strategy"`
 	Participation string  `json:"participation"`
@@ -72,14 +75,16 @@ type CanaryReport struct {
 	// MuClaimed is sensitivity / noise std: the claimed mu-GDP of the
 	// whole release.
 	MuClaimed float64 `json:"mu_claimed"`
-	Canaries  int     `json:"canaries"`
+	// Canaries is m.
+	Canaries int `json:"canaries"`
 	// AllIterates observes x^0, ..., x^R; FinalModel only x^R.
 	AllIterates Observer `json:"all_iterates"`
 	FinalModel  Observer `json:"final_model"`
 	// Violation: an interval lies wholly above the claimed mu, or a
 	// one-run bound exceeds the claimed eps.
-	Violation bool    `json:"violation"`
-	Seconds   float64 `json:"seconds"`
+	Violation bool `json:"violation"`
+	// Seconds is the audit's wall-clock time.
+	Seconds float64 `json:"seconds"`
 }
 
 // Canary runs the canary audit of the setup's plan: one run of the real

@@ -31,6 +31,9 @@ type Check struct {
 
 // ReplayReport is the outcome of [Replay].
 type ReplayReport struct {
+	// Algorithm, Strategy, Participation, Learners, Rounds, Tau, Dim,
+	// Clip, Eps, Delta and NoiseStd describe the audited plan and the
+	// declared calibration.
 	Algorithm     string  `json:"algorithm"`
 	Strategy      string  `json:"strategy"`
 	Participation string  `json:"participation"`
@@ -63,8 +66,9 @@ type ReplayReport struct {
 	Dropped        int `json:"dropped"`
 	AuditedDropped int `json:"audited_rounds_dropped"`
 	// Checks are every check, in order; OK is their conjunction.
-	Checks  []Check `json:"checks"`
-	OK      bool    `json:"ok"`
+	Checks []Check `json:"checks"`
+	OK     bool    `json:"ok"`
+	// Seconds is the audit's wall-clock time.
 	Seconds float64 `json:"seconds"`
 }
 

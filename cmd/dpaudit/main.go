@@ -29,7 +29,9 @@
 // Example:
 //
 //	$ dpaudit replay -rounds 200 -seed 1
-//	replay correlated optimal single n=10 R=200 tau=10: measured 1 declared 1 ratio 1.000000000000000 ... PASS
+//	replay correlated optimal single n=10 R=200 tau=10: measured 1 declared 1 ratio 1.000000000000000 expected 1 (learner 0, rounds [0] with 0 learners missing; 0 learner-rounds dropped) 0.07s PASS
+//	  ok   sensitivity            ||C (G - G')||_F = 1, declared 1 (largest column norm), ratio 1.000000000000000
+//	  ...
 package main
 
 import (
