@@ -18,7 +18,8 @@ import (
 type CanaryOptions struct {
 	// Canaries is m, the number of canary clients. 0 chooses the number
 	// the statistics need for a mu-hat interval within 10% of the analytic
-	// mu at Level (m = 400 z^2 (1 + mu^2 / 8) / mu^2), at least 1000 and at
+	// mu at Level (m = 400 z^2 (1 + mu^2 / 8) / mu^2, mu = 2 B_g sens(C) /
+	// (n V)), at least 1000 and at
 	// most the number of distinct slots the participation allows (n R for
 	// single participation, n b for a period or separation b).
 	Canaries int
@@ -33,9 +34,12 @@ type CanaryOptions struct {
 type Observer struct {
 	// Threat describes what the observer sees and knows.
 	Threat string `json:"threat"`
-	// MuAnalytic is the analytic mu of the release this observer sees
-	// (the claim's mu for all iterates; a smaller one for the final model
-	// alone), and EpsAnalytic its eps at the run's delta.
+	// MuAnalytic is the analytic mu of what this observer sees, for the
+	// most exposed canary of the design: 2 B_g sqrt(1_S^T P 1_S) / (n V)
+	// for all iterates (the claim's mu under exact calibration when a
+	// canary sits where the sensitivity is attained), 2 B_g |S| / (n V
+	// ||B[R-1, :]||) for the final model. EpsAnalytic is its eps at the
+	// run's delta.
 	MuAnalytic  float64 `json:"mu_analytic"`
 	EpsAnalytic float64 `json:"eps_analytic"`
 	// Mu is the estimate, EpsOfMu its eps at delta (and of the interval's
@@ -44,7 +48,8 @@ type Observer struct {
 	EpsOfMu   float64    `json:"eps_of_mu_hat"`
 	EpsOfMuLo float64    `json:"eps_of_mu_lo"`
 	EpsOfMuHi float64    `json:"eps_of_mu_hi"`
-	// Contains reports that the interval holds MuAnalytic.
+	// Contains reports that the interval holds MuAnalytic: the run is
+	// consistent with the analytic Gaussian model.
 	Contains bool `json:"interval_contains_analytic"`
 	// Bound is the rigorous one-run lower bound on eps.
 	Bound Bound `json:"one_run"`
@@ -73,7 +78,9 @@ type CanaryReport struct {
 	Sensitivity   float64 `json:"sensitivity"`
 	NoiseStd      float64 `json:"noise_std"`
 	// MuClaimed is sensitivity / noise std: the claimed mu-GDP of the
-	// whole release.
+	// whole release (above the analytic mu where the declared sensitivity
+	// is an upper bound, for example n times above with the paper's
+	// calibration).
 	MuClaimed float64 `json:"mu_claimed"`
 	// Canaries is m.
 	Canaries int `json:"canaries"`
@@ -145,8 +152,12 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	slots := n * len(sets)
 	m := opt.Canaries
 	if m == 0 {
+		// The mu the canaries reach: the release's with the exact
+		// sensitivity 2 B_g sens(C) / n (the claim's under exact
+		// calibration, n times below it under the paper's).
+		mu := 2 * p.Clip * priv.UnitSensitivity.Value / float64(n) / priv.NoiseStd
 		z := normalQuantile((1 + opt.Level) / 2)
-		m = int(math.Ceil(400 * z * z * (1 + muClaimed*muClaimed/8) / (muClaimed * muClaimed)))
+		m = int(math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu)))
 		m = min(max(m, 1000), slots)
 	}
 	if m < 3 || m > slots {
@@ -206,13 +217,11 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 		}
 	}
 	y := mat.NewDense(R, d, nil)
-	var prev, first []float64
+	var prev []float64
 	step := cfg.ServerStep(tau)
 	err = fedopt.Simulate(ctx, srv, learners, fedopt.SimOptions{Observe: func(r int, x []float64) error {
 		data.x = x // the followers' anchors: the released model of the round
-		if r == 0 {
-			first = slices.Clone(x)
-		} else {
+		if r > 0 {
 			row := y.RawRowView(r - 1)
 			for k := range row {
 				row[k] = (prev[k] - x[k]) / step
@@ -234,10 +243,10 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	py.Mul(wh.prec, y)
 	V := priv.NoiseStd
 	unit := 2 * p.Clip / float64(n) / V // mu of a unit-norm signal vector
-	all := Observer{Threat: "sees x^0..x^R; knows the algorithm, factorization, steps, noise std, every non-canary sample, each canary's slot, coordinate and sign; not the inclusion bits or the noise; chooses the followers adaptively from the released models", MuAnalytic: muClaimed}
+	all := Observer{Threat: "sees x^0..x^R; knows the algorithm, factorization, steps, noise std, every non-canary sample, each canary's slot, coordinate and sign; not the inclusion bits or the noise; chooses the followers adaptively from the released models"}
 	fin := Observer{Threat: "as all_iterates, but sees only the final model x^R (and x^0)"}
 	finalNoise := V * wh.lastB
-	muFinal := 0.0
+	muAll, muFinal := 0.0, 0.0
 	for _, c := range cans {
 		q := 0.0
 		for _, a := range c.rounds {
@@ -254,19 +263,19 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 			f += y.At(r, c.coord)
 		}
 		all.Scores = append(all.Scores, c.dir*t/(V*math.Sqrt(q)))
-		all.Weights = append(all.Weights, unit*math.Sqrt(q)/muClaimed)
+		all.Weights = append(all.Weights, unit*math.Sqrt(q))
 		all.In = append(all.In, c.in)
 		fin.Scores = append(fin.Scores, c.dir*f/finalNoise)
-		muJ := 2 * p.Clip * float64(len(c.rounds)) / float64(n) / finalNoise
-		fin.Weights = append(fin.Weights, muJ)
+		fin.Weights = append(fin.Weights, 2*p.Clip*float64(len(c.rounds))/float64(n)/finalNoise)
 		fin.In = append(fin.In, c.in)
-		muFinal = math.Max(muFinal, muJ)
+		muAll = math.Max(muAll, all.Weights[len(all.Weights)-1])
+		muFinal = math.Max(muFinal, fin.Weights[len(fin.Weights)-1])
 	}
 	for j := range fin.Weights {
+		all.Weights[j] /= muAll
 		fin.Weights[j] /= muFinal
 	}
-	fin.MuAnalytic = muFinal
-	_ = first
+	all.MuAnalytic, fin.MuAnalytic = muAll, muFinal
 	rep := &CanaryReport{
 		Algorithm: p.Algorithm.String(), Strategy: s.Factorization.Strategy, Participation: p.Participation.String(),
 		Learners: n, Rounds: R, Tau: tau, Dim: d, Clip: p.Clip, Eps: priv.Eps, Delta: priv.Delta,
