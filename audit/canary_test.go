@@ -2,9 +2,11 @@ package audit
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
 )
 
 // canaryPlan is a reduced Fig. 4 setting: n = 10, R = 100, tau = 3.
@@ -95,5 +97,26 @@ func TestCanaryFig4Long(t *testing.T) {
 				t.Errorf("%s eps %g: halved noise not flagged: [%v, %v], claimed %v", name, eps, half.AllIterates.Mu.Lo, half.AllIterates.Mu.Hi, half.MuClaimed)
 			}
 		}
+	}
+}
+
+// TestCanaryPaperCalibration: the paper's calibration declares a
+// sensitivity n times the exact one, so the canaries reach mu = claimed /
+// n (closed form for the optimal factorization, whose columns all have
+// norm gamma), the interval holds it, and nothing is a violation.
+func TestCanaryPaperCalibration(t *testing.T) {
+	p := canaryPlan("optimal", 5, 13)
+	p.Calibration = fedopt.Paper
+	rep, err := Canary(context.Background(), mustSetup(t, p), CanaryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rep.AllIterates
+	want := rep.MuClaimed / float64(p.Learners)
+	if math.Abs(o.MuAnalytic/want-1) > 1e-9 {
+		t.Errorf("analytic mu %v, want claimed / n = %v", o.MuAnalytic, want)
+	}
+	if !o.Contains || rep.Violation {
+		t.Errorf("interval [%v, %v] for %v, violation %v", o.Mu.Lo, o.Mu.Hi, want, rep.Violation)
 	}
 }

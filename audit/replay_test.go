@@ -55,5 +55,18 @@ func TestReplayCleanIsTight(t *testing.T) {
 		}
 		t.Logf("%s: ratio %.15f", name, rep.Ratio)
 	}
-	_ = fedopt.Correlated
+}
+
+// The paper's calibration declares 2 gamma B_g, n times the attained
+// 2 gamma B_g / n: the replay passes with ratio 1/n.
+func TestReplayPaperCalibration(t *testing.T) {
+	p := smallPlan("optimal", 3)
+	p.Calibration = fedopt.Paper
+	rep, err := Replay(context.Background(), mustSetup(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || math.Abs(rep.Ratio*float64(p.Learners)-1) > 1e-12 {
+		t.Errorf("ok %v, ratio %v, want 1/n = %v", rep.OK, rep.Ratio, 1/float64(p.Learners))
+	}
 }
