@@ -64,7 +64,7 @@ func TestCanaryHalvedNoise(t *testing.T) {
 // (24 intervals, each failing with probability 0.1%: a false failure for at
 // most 2.4% of seeds; the seed is fixed), and with the noise halved the
 // audit reports a violation. (At 99% one of the 24 intervals of seed 1
-// misses: banded at (1, 1e-3), z = -2.7; see docs/audit.md.)
+// misses: banded at (1, 1e-3), z = -2.9; see docs/audit.md.)
 func TestCanaryFig4Long(t *testing.T) {
 	if !long() {
 		t.Skip("DPMF_LONG=1 runs the Fig. 4 canary audits (minutes)")
