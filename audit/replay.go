@@ -461,10 +461,14 @@ func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64, present
 	return bestI, bestS, best
 }
 
-// duplicateRows reports whether two rows of z are equal or opposite to a
-// relative 1e-6 (probability zero for independent Gaussian rows).
+// duplicateRows reports whether two rows of z are collinear to a relative
+// 1e-12 in angle and, in dimension d <= 2 where independent rows are
+// collinear often enough, also of equal norm to a relative 1e-6: what a
+// noise key reused across rounds leaves behind. For independent Gaussian
+// rows of dimension d >= 3 a pair is that collinear with probability about
+// 1e-12 (d = 3) or less.
 func duplicateRows(z *mat.Dense) (bool, int, int) {
-	r, _ := z.Dims()
+	r, d := z.Dims()
 	norms := make([]float64, r)
 	for i := range norms {
 		row := z.RawRowView(i)
@@ -475,7 +479,8 @@ func duplicateRows(z *mat.Dense) (bool, int, int) {
 		for j := i + 1; j < r; j++ {
 			b := z.RawRowView(j)
 			c := dot(a, b)
-			if math.Abs(math.Abs(c)-norms[i]*norms[j]) <= 1e-12*norms[i]*norms[j] && math.Abs(norms[i]-norms[j]) <= 1e-6*norms[i] {
+			collinear := math.Abs(math.Abs(c)-norms[i]*norms[j]) <= 1e-12*norms[i]*norms[j]
+			if collinear && (d >= 3 || math.Abs(norms[i]-norms[j]) <= 1e-6*norms[i]) {
 				return true, i, j
 			}
 		}
