@@ -1,0 +1,334 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/mechanism"
+	"gonum.org/v1/gonum/mat"
+)
+
+// CanaryOptions configure [Canary].
+type CanaryOptions struct {
+	// Canaries is m, the number of canary clients. 0 chooses the number
+	// the statistics need for a mu-hat interval within 10% of the analytic
+	// mu at Level (m = 400 z^2 (1 + mu^2 / 8) / mu^2, mu = 2 B_g sens(C) /
+	// (n V)), at least 1000 and at
+	// most the number of distinct slots the participation allows (n R for
+	// single participation, n b for a period or separation b).
+	Canaries int
+	// Level is the confidence level of the mu-hat interval; 0 means 0.99.
+	Level float64
+	// Confidence is the confidence of the one-run epsilon lower bound; 0
+	// means 0.95.
+	Confidence float64
+}
+
+// Observer is what one observer of the run concludes.
+type Observer struct {
+	// Threat describes what the observer sees and knows.
+	Threat string `json:"threat"`
+	// MuAnalytic is the analytic mu of what this observer sees, for the
+	// most exposed canary of the design: 2 B_g sqrt(1_S^T P 1_S) / (n V)
+	// for all iterates (the claim's mu under exact calibration when a
+	// canary sits where the sensitivity is attained), 2 B_g |S| / (n V
+	// ||B[R-1, :]||) for the final model. EpsAnalytic is its eps at the
+	// run's delta.
+	MuAnalytic  float64 `json:"mu_analytic"`
+	EpsAnalytic float64 `json:"eps_analytic"`
+	// Mu is the estimate, EpsOfMu its eps at delta (and of the interval's
+	// ends: EpsOfMuLo, EpsOfMuHi).
+	Mu        MuEstimate `json:"mu"`
+	EpsOfMu   float64    `json:"eps_of_mu_hat"`
+	EpsOfMuLo float64    `json:"eps_of_mu_lo"`
+	EpsOfMuHi float64    `json:"eps_of_mu_hi"`
+	// Contains reports that the interval holds MuAnalytic: the run is
+	// consistent with the analytic Gaussian model.
+	Contains bool `json:"interval_contains_analytic"`
+	// Bound is the rigorous one-run lower bound on eps.
+	Bound Bound `json:"one_run"`
+	// Scores are the canaries' scores, In whether each was included, and
+	// Weights the ratio of each canary's analytic mu to MuAnalytic.
+	Scores  []float64 `json:"scores"`
+	In      []bool    `json:"in"`
+	Weights []float64 `json:"weights"`
+}
+
+// CanaryReport is the outcome of [Canary].
+type CanaryReport struct {
+	// Algorithm, Strategy, Participation, Learners, Rounds, Tau, Dim (the
+	// audit model's, max(d, m)), Clip, Eps, Delta, Sensitivity and
+	// NoiseStd describe the audited plan and its calibration.
+	Algorithm     string  `json:"algorithm"`
+	Strategy      string  `json:"strategy"`
+	Participation string  `json:"participation"`
+	Learners      int     `json:"learners"`
+	Rounds        int     `json:"rounds"`
+	Tau           int     `json:"tau"`
+	Dim           int     `json:"dim"`
+	Clip          float64 `json:"clip"`
+	Eps           float64 `json:"eps"`
+	Delta         float64 `json:"delta"`
+	Sensitivity   float64 `json:"sensitivity"`
+	NoiseStd      float64 `json:"noise_std"`
+	// MuClaimed is sensitivity / noise std: the claimed mu-GDP of the
+	// whole release (above the analytic mu where the declared sensitivity
+	// is an upper bound, for example n times above with the paper's
+	// calibration).
+	MuClaimed float64 `json:"mu_claimed"`
+	// Canaries is m.
+	Canaries int `json:"canaries"`
+	// AllIterates observes x^0, ..., x^R; FinalModel only x^R.
+	AllIterates Observer `json:"all_iterates"`
+	FinalModel  Observer `json:"final_model"`
+	// Violation: an interval lies wholly above the claimed mu, or a
+	// one-run bound exceeds the claimed eps.
+	Violation bool `json:"violation"`
+	// Seconds is the audit's wall-clock time.
+	Seconds float64 `json:"seconds"`
+}
+
+// Canary runs the canary audit of the setup's plan: one run of the real
+// roles (fedopt.Simulate with fedopt.Learner, fedopt.Server and the
+// plan's mechanism) with m canary clients. Canary j has a learner-round
+// slot (learner i_j, the rounds S_j its sample takes part in under the
+// participation), a coordinate k_j (the model has max(d, m) coordinates,
+// so the canaries' directions are orthogonal and do not interfere) and a
+// random sign; with probability 1/2 it is included (its push sample has
+// gradient +B_g along its direction) and otherwise its replace-one
+// neighbour, the mirrored canary, is (gradient -B_g); the learner's other
+// samples in those rounds follow the trajectory, so every canary moves
+// its rows of G by the full 2 B_g / n of the sensitivity analysis. All
+// other samples have zero gradient.
+//
+// The observer sees the released models: Y = (x^r - x^{r+1}) / eta~ =
+// G + W with W the mechanism's noise, whose covariance per coordinate is
+// V^2 Sigma (Sigma = M M^T, M = A^{-1} B). Canary j's score is the
+// whitened matched filter T_j = sign_j <P y_{k_j}, 1_{S_j}> / (V sqrt(1_S^T P 1_S)),
+// P = Sigma^{-1} (C^T C for square C), distributed N(+-mu_j / 2, 1) for a
+// correct run, mu_j = 2 B_g sqrt(1_S^T P 1_S) / (n V). The final-model
+// observer scores y = (x^0 - x^R) / eta~ = sum_r Y_r, whose noise has std
+// V ||B[R-1, :]|| per coordinate.
+func Canary(ctx context.Context, s *Setup, opt CanaryOptions) (*CanaryReport, error) {
+	return canary(ctx, s, opt, nil)
+}
+
+// canarySlots returns the distinct round sets a canary can own under the
+// participation: every round (single), or every residue class c < b with
+// its rounds c, c + b, ... (at most k of them for min-separation).
+func canarySlots(p factorize.Participation, R int) [][]int {
+	switch p.Kind {
+	case factorize.KindEpochs:
+		return patterns(p, R)
+	case factorize.KindMinSep:
+		all := patterns(p, R)
+		return all[:min(p.B, len(all))]
+	}
+	return patterns(p, R)
+}
+
+func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*CanaryReport, error) {
+	start := time.Now()
+	p := s.Plan
+	priv := s.Privacy
+	if opt.Level == 0 {
+		opt.Level = 0.99
+	}
+	if opt.Confidence == 0 {
+		opt.Confidence = 0.95
+	}
+	if !(opt.Level > 0 && opt.Level < 1) || !(opt.Confidence > 0 && opt.Confidence < 1) {
+		return nil, fmt.Errorf("audit: level %v and confidence %v, want both in (0, 1)", opt.Level, opt.Confidence)
+	}
+	n, R, tau := p.Learners, p.Rounds, p.Tau
+	muClaimed := priv.Sensitivity / priv.NoiseStd
+	sets := canarySlots(p.Participation, R)
+	slots := n * len(sets)
+	m := opt.Canaries
+	if m == 0 {
+		// The mu the canaries reach: the release's with the exact
+		// sensitivity 2 B_g sens(C) / n (the claim's under exact
+		// calibration, n times below it under the paper's).
+		mu := 2 * p.Clip * priv.UnitSensitivity.Value / float64(n) / priv.NoiseStd
+		z := normalQuantile((1 + opt.Level) / 2)
+		m = int(math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu)))
+		m = min(max(m, 1000), slots)
+	}
+	if m < 3 || m > slots {
+		return nil, fmt.Errorf("audit: %d canaries, want 3 to %d (the distinct learner-round slots of the plan)", m, slots)
+	}
+	d := max(p.Dim, m)
+	shape := fedopt.Shape{Learners: n, Rounds: R, Tau: tau, Dim: d}
+	cfg := p.Config(priv)
+
+	rng := rand.New(rand.NewPCG(p.Seed, 0x13198a2e03707344))
+	perm := rng.Perm(slots)
+	coords := rng.Perm(d)
+	data := &canaryData{slot: make([]int32, n*R), learners: n}
+	for k := range data.slot {
+		data.slot[k] = -1
+	}
+	type can struct {
+		learner int
+		rounds  []int
+		coord   int
+		dir     float64 // random sign of the direction
+		in      bool
+	}
+	cans := make([]can, m)
+	for j := range cans {
+		sl := perm[j]
+		c := can{learner: sl % n, rounds: sets[sl/n], coord: coords[j], dir: 1, in: rng.IntN(2) == 1}
+		if rng.IntN(2) == 1 {
+			c.dir = -1
+		}
+		cans[j] = c
+		for _, r := range c.rounds {
+			data.slot[r*n+c.learner] = int32(j)
+		}
+		sign := c.dir
+		if !c.in {
+			sign = -sign
+		}
+		data.coord = append(data.coord, c.coord)
+		data.sign = append(data.sign, sign)
+	}
+
+	// One run of the real roles.
+	m0, err := newMechanism(&Setup{Plan: withDim(p, d), Factorization: s.Factorization, Privacy: priv}, h, priv.NoiseStd, mechanism.SeedKey(fedopt.RepSeed(p.Seed, 1<<21)))
+	if err != nil {
+		return nil, err
+	}
+	srv, err := fedopt.NewServer(cfg, shape, m0)
+	if err != nil {
+		return nil, err
+	}
+	model := adversary{mag: 2 * p.Clip}
+	learners := make([]*fedopt.Learner, n)
+	for i := range learners {
+		if learners[i], err = fedopt.NewLearner(model, canaryStream{data, i}, cfg, tau, d); err != nil {
+			return nil, err
+		}
+	}
+	y := mat.NewDense(R, d, nil)
+	var prev []float64
+	step := cfg.ServerStep(tau)
+	err = fedopt.Simulate(ctx, srv, learners, fedopt.SimOptions{Observe: func(r int, x []float64) error {
+		data.x = x // the followers' anchors: the released model of the round
+		if r > 0 {
+			row := y.RawRowView(r - 1)
+			for k := range row {
+				row[k] = (prev[k] - x[k]) / step
+			}
+		}
+		prev = slices.Clone(x)
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+
+	// The observers.
+	wh, err := newWhitener(s.Factorization)
+	if err != nil {
+		return nil, err
+	}
+	var py mat.Dense
+	py.Mul(wh.prec, y)
+	V := priv.NoiseStd
+	unit := 2 * p.Clip / float64(n) / V // mu of a unit-norm signal vector
+	all := Observer{Threat: "sees x^0..x^R; knows the algorithm, factorization, steps, noise std, every non-canary sample, each canary's slot, coordinate and sign; not the inclusion bits or the noise; chooses the followers adaptively from the released models"}
+	fin := Observer{Threat: "as all_iterates, but sees only the final model x^R (and x^0)"}
+	finalNoise := V * wh.lastB
+	muAll, muFinal := 0.0, 0.0
+	for _, c := range cans {
+		q := 0.0
+		for _, a := range c.rounds {
+			for _, b := range c.rounds {
+				q += wh.prec.At(a, b)
+			}
+		}
+		t := 0.0
+		f := 0.0
+		for _, r := range c.rounds {
+			t += py.At(r, c.coord)
+		}
+		for r := 0; r < R; r++ {
+			f += y.At(r, c.coord)
+		}
+		all.Scores = append(all.Scores, c.dir*t/(V*math.Sqrt(q)))
+		all.Weights = append(all.Weights, unit*math.Sqrt(q))
+		all.In = append(all.In, c.in)
+		fin.Scores = append(fin.Scores, c.dir*f/finalNoise)
+		fin.Weights = append(fin.Weights, 2*p.Clip*float64(len(c.rounds))/float64(n)/finalNoise)
+		fin.In = append(fin.In, c.in)
+		muAll = math.Max(muAll, all.Weights[len(all.Weights)-1])
+		muFinal = math.Max(muFinal, fin.Weights[len(fin.Weights)-1])
+	}
+	for j := range fin.Weights {
+		all.Weights[j] /= muAll
+		fin.Weights[j] /= muFinal
+	}
+	all.MuAnalytic, fin.MuAnalytic = muAll, muFinal
+	rep := &CanaryReport{
+		Algorithm: p.Algorithm.String(), Strategy: s.Factorization.Strategy, Participation: p.Participation.String(),
+		Learners: n, Rounds: R, Tau: tau, Dim: d, Clip: p.Clip, Eps: priv.Eps, Delta: priv.Delta,
+		Sensitivity: priv.Sensitivity, NoiseStd: V, MuClaimed: muClaimed, Canaries: m,
+	}
+	for _, o := range []*Observer{&all, &fin} {
+		if o.Mu, err = estimateMu(o.Scores, o.In, o.Weights, opt.Level); err != nil {
+			return nil, err
+		}
+		o.EpsAnalytic = epsOfMu(o.MuAnalytic, priv.Delta)
+		o.EpsOfMu = epsOfMu(o.Mu.Mu, priv.Delta)
+		o.EpsOfMuLo = epsOfMu(o.Mu.Lo, priv.Delta)
+		o.EpsOfMuHi = epsOfMu(o.Mu.Hi, priv.Delta)
+		o.Contains = o.Mu.Lo <= o.MuAnalytic && o.MuAnalytic <= o.Mu.Hi
+		ranked := make([]float64, len(o.Scores))
+		for j, t := range o.Scores {
+			ranked[j] = t * o.Weights[j] // the log-likelihood ratio's order
+		}
+		o.Bound = oneRunBound(ranked, o.In, priv.Delta, opt.Confidence)
+		rep.Violation = rep.Violation || o.Mu.Lo > muClaimed || o.Bound.Epsilon > priv.Eps
+	}
+	rep.AllIterates, rep.FinalModel = all, fin
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+func withDim(p Plan, d int) Plan { p.Dim = d; return p }
+
+// canaryData is the canary run's data: slot[r n + i] is the canary that
+// owns learner i's round r (-1: none), with its coordinate and the sign
+// of its push sample; x is the released model of the current round.
+type canaryData struct {
+	slot     []int32
+	learners int
+	coord    []int
+	sign     []float64
+	x        []float64
+}
+
+type canaryStream struct {
+	d *canaryData
+	i int
+}
+
+// Sample implements fedopt.Stream.
+func (s canaryStream) Sample(r, t int) ([]float64, float64) {
+	j := s.d.slot[r*s.d.learners+s.i]
+	if j < 0 {
+		return sample(kindBlank, 0, 0, 0), 0
+	}
+	k := s.d.coord[j]
+	if t == 0 {
+		return sample(kindPush, k, s.d.sign[j], 0), 0
+	}
+	return sample(kindFollow, k, 0, s.d.x[k]), 0
+}

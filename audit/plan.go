@@ -1,0 +1,162 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+)
+
+// Plan is a run to audit: the federation's shape, the algorithm, the
+// factorization of its noise, the participation of one sample, the privacy
+// budget and its calibration, and the data-independent dropout schedule.
+// The zero value of a field takes the default of the paper's Fig. 4
+// setting (see [Plan.WithDefaults]).
+type Plan struct {
+	// Algorithm is the private algorithm (Correlated, the zero value,
+	// Independent or BaselineCorrelated).
+	Algorithm fedopt.Algorithm
+	// Strategy is the factorization of the correlated noise; nil means
+	// factorize.OptimalStrategy{}. Ignored for Independent (identity).
+	Strategy factorize.Strategy
+	// Participation is how often one sample takes part (single by
+	// default; fixed epochs or min-separation).
+	Participation factorize.Participation
+	// Calibration is exact (default) or paper.
+	Calibration fedopt.Calibration
+	// Learners (n), Rounds (R), Tau and Dim (the model's dimension d).
+	Learners, Rounds, Tau, Dim int
+	// Eta and EtaG are the local and global step sizes; Clip is B_g.
+	Eta, EtaG, Clip float64
+	// Eps and Delta are the privacy budget.
+	Eps, Delta float64
+	// Dropout is the probability that a learner misses a round, drawn
+	// from Seed independently of the data (0: no dropouts). A missing
+	// update counts as zero (fedopt.Server).
+	Dropout float64
+	// Seed determines the noise key, the dropouts and the data.
+	Seed uint64
+}
+
+// WithDefaults returns p with every zero field set to the paper's Fig. 4
+// setting: n = 10, R = 800, tau = 10, d = 60, eta = 0.003, eta_g = 1,
+// B_g = 5, (eps, delta) = (5, 1e-3).
+func (p Plan) WithDefaults() Plan {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	deff := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&p.Learners, 10)
+	def(&p.Rounds, 800)
+	def(&p.Tau, 10)
+	def(&p.Dim, 60)
+	deff(&p.Eta, 0.003)
+	deff(&p.EtaG, 1)
+	deff(&p.Clip, 5)
+	deff(&p.Eps, 5)
+	deff(&p.Delta, 1e-3)
+	if p.Strategy == nil {
+		p.Strategy = factorize.OptimalStrategy{}
+	}
+	return p
+}
+
+// StrategyName returns the name of the plan's factorization strategy
+// ("identity" for the independent baseline).
+func (p Plan) StrategyName() string {
+	if p.Algorithm == fedopt.Independent {
+		return factorize.StrategyIdentity
+	}
+	if p.Strategy == nil {
+		return factorize.StrategyOptimal
+	}
+	return p.Strategy.Name()
+}
+
+// Config returns the optimiser configuration of the plan, with privacy
+// record priv.
+func (p Plan) Config(priv *fedopt.Privacy) fedopt.Config {
+	return fedopt.Config{Algorithm: p.Algorithm, Eta: p.Eta, EtaG: p.EtaG, Clip: p.Clip, Privacy: priv}
+}
+
+// Shape returns the shape of the plan's run.
+func (p Plan) Shape() fedopt.Shape {
+	return fedopt.Shape{Learners: p.Learners, Rounds: p.Rounds, Tau: p.Tau, Dim: p.Dim}
+}
+
+// validate checks what the roles do not check themselves.
+func (p Plan) validate() error {
+	if !p.Algorithm.Private() {
+		return fmt.Errorf("audit: the %v algorithm makes no privacy claim to audit", p.Algorithm)
+	}
+	if p.Learners < 1 || p.Rounds < 1 || p.Tau < 1 || p.Dim < 1 {
+		return fmt.Errorf("audit: plan of shape n = %d, R = %d, tau = %d, d = %d, want all >= 1", p.Learners, p.Rounds, p.Tau, p.Dim)
+	}
+	if !(p.Dropout >= 0 && p.Dropout < 1) {
+		return fmt.Errorf("audit: dropout probability %v, want 0 <= p < 1", p.Dropout)
+	}
+	if math.IsInf(p.Clip, 0) || !(p.Clip > 0) {
+		return fmt.Errorf("audit: clip %v, want a finite number > 0", p.Clip)
+	}
+	return nil
+}
+
+// Setup is a plan with its factorization and privacy calibration, computed
+// once and shared by any number of audits of the plan.
+type Setup struct {
+	// Plan is the plan, with defaults filled in.
+	Plan Plan
+	// Factorization is the factorization the noise comes from (the
+	// identity for Independent).
+	Factorization *factorize.Factorization
+	// Privacy is the calibration fedopt computes for the plan: the
+	// declared sensitivity (Privacy.Sensitivity) and noise std.
+	Privacy *fedopt.Privacy
+}
+
+// NewSetup fills in p's defaults, computes its factorization and calibrates
+// its noise exactly as fedopt.Experiment does (Experiment.Noise).
+func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
+	p = p.WithDefaults()
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	if ss, ok := p.Strategy.(factorize.SemisepStrategy); ok {
+		ss.Factors = true // the audits need C
+		p.Strategy = ss
+	}
+	e := fedopt.Experiment{
+		Config:        p.Config(nil),
+		Strategy:      p.Strategy,
+		Participation: p.Participation,
+		Calibration:   p.Calibration,
+		Eps:           p.Eps, Delta: p.Delta,
+	}
+	f, priv, err := e.Noise(ctx, p.Learners, p.Rounds)
+	if err != nil {
+		return nil, err
+	}
+	if f.C == nil || f.B == nil {
+		return nil, fmt.Errorf("audit: factorization %q has no factors", f.Strategy)
+	}
+	return &Setup{Plan: p, Factorization: f, Privacy: priv}, nil
+}
+
+// present reports whether learner i takes part in round r under the
+// plan's dropout schedule: a pure function of (seed, r, i), independent of
+// the data.
+func (p Plan) present(r, i int) bool {
+	if p.Dropout == 0 {
+		return true
+	}
+	h := fedopt.RepSeed(p.Seed^0x6a09e667f3bcc909, r*p.Learners+i)
+	return float64(h>>11)/(1<<53) >= p.Dropout
+}

@@ -1,0 +1,530 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/mechanism"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Tolerance is the relative slack of the sensitivity check: a measured
+// distance may exceed the declared sensitivity by this factor of rounding
+// (1 + 1e-12), never more.
+const Tolerance = 1e-12
+
+// Check is the outcome of one check of an audit.
+type Check struct {
+	// Name names the check.
+	Name string `json:"name"`
+	// OK reports that it passed.
+	OK bool `json:"ok"`
+	// Detail says what was compared.
+	Detail string `json:"detail"`
+}
+
+// ReplayReport is the outcome of [Replay].
+type ReplayReport struct {
+	// Algorithm, Strategy, Participation, Learners, Rounds, Tau, Dim,
+	// Clip, Eps, Delta and NoiseStd describe the audited plan and the
+	// declared calibration.
+	Algorithm     string  `json:"algorithm"`
+	Strategy      string  `json:"strategy"`
+	Participation string  `json:"participation"`
+	Learners      int     `json:"learners"`
+	Rounds        int     `json:"rounds"`
+	Tau           int     `json:"tau"`
+	Dim           int     `json:"dim"`
+	Clip          float64 `json:"clip"`
+	Eps           float64 `json:"eps"`
+	Delta         float64 `json:"delta"`
+	NoiseStd      float64 `json:"noise_std"`
+	// Declared is the declared sensitivity of C G (the privacy record's).
+	Declared float64 `json:"declared_sensitivity"`
+	// DeclaredRule is the sensitivity rule of the declaration.
+	DeclaredRule string `json:"declared_rule"`
+	// Measured is ||C (G - G')||_F between the two runs.
+	Measured float64 `json:"measured_distance"`
+	// Ratio is Measured / Declared; the check is Ratio <= 1 + 1e-12.
+	Ratio float64 `json:"ratio"`
+	// Expected is the distance the adversarial data should produce,
+	// computed in closed form from the aggregation weights:
+	// 2 B_g s ||sum_{r in S} w_{r,i} C[:, r]||, s = tau for Algorithm 1 (1 for
+	// the baselines), w the server's weight of learner i in round r.
+	Expected float64 `json:"expected_distance"`
+	// AuditedLearner and AuditedRounds are where the replaced sample is.
+	AuditedLearner int   `json:"audited_learner"`
+	AuditedRounds  []int `json:"audited_rounds"`
+	// Dropped is the number of learner-rounds missed by dropouts, and
+	// AuditedDropped those in the audited rounds.
+	Dropped        int `json:"dropped"`
+	AuditedDropped int `json:"audited_rounds_dropped"`
+	// Checks are every check, in order; OK is their conjunction.
+	Checks []Check `json:"checks"`
+	OK     bool    `json:"ok"`
+	// Seconds is the audit's wall-clock time.
+	Seconds float64 `json:"seconds"`
+}
+
+// Violations returns the checks that failed.
+func (r *ReplayReport) Violations() []Check {
+	var out []Check
+	for _, c := range r.Checks {
+		if !c.OK {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Replay runs the replay falsifier on the setup's plan. It runs the
+// federation of the plan twice, in process, with the real fedopt.Learner
+// and fedopt.Server roles and the real mechanism with the same key, on
+// neighbouring data sets D and D' (one sample replaced at every round it
+// takes part in), feeding both runs the released models of D. It records
+// the server's pre-noise aggregate g^r of both runs, and checks:
+//
+//   - sensitivity: ||C (G - G')||_F <= declared sensitivity (1 + 1e-12);
+//   - participants: the same learners take part in every round;
+//   - aggregation weights: the server's weight of every learner in every
+//     round (its denominator, probed with unit updates) is the same;
+//   - noise schedule: both servers add bit-identical noise vectors, one per
+//     round, in round order;
+//   - noise rows: the noise whitened through the factorization has no two
+//     equal rows (a noise key reused across rounds) and the declared scale
+//     (a chi-square test with false-alarm probability 1e-6);
+//   - declared structure: a banded sensitivity rule is only declared for a
+//     C whose Gram matrix is banded within the separation.
+//
+// The replaced sample is the one where the server's weights and the
+// factorization make the change largest: the learner and the set of rounds
+// allowed by the participation that maximise ||sum_{r in S} w_{r,i} C[:, r]||.
+// For single participation and exact rules a correct run gives a ratio of 1
+// to rounding.
+func Replay(ctx context.Context, s *Setup) (*ReplayReport, error) {
+	return replay(ctx, s, nil)
+}
+
+func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
+	start := time.Now()
+	p := s.Plan
+	f := s.Factorization
+	decl := s.Privacy
+	if h != nil && h.declare != nil {
+		var err error
+		if decl, err = h.declare(s); err != nil {
+			return nil, err
+		}
+	}
+	cfg := p.Config(decl)
+	shape := p.Shape()
+	n, R, tau, d := p.Learners, p.Rounds, p.Tau, p.Dim
+	agg := serverAggregate(cfg, shape)
+	if h != nil && h.aggregate != nil {
+		agg = h.aggregate(agg, s)
+	}
+	cm := f.C
+	mRows, _ := cm.Dims()
+
+	// Data-independent decisions taken before the run.
+	present := make([][]bool, R)
+	dropped := 0
+	for r := range present {
+		present[r] = make([]bool, n)
+		for i := range present[r] {
+			present[r][i] = p.present(r, i)
+			if !present[r][i] {
+				dropped++
+			}
+		}
+	}
+	weights := func(r int) ([]float64, error) {
+		w := make([]float64, n)
+		probe := make([]float64, d)
+		probe[0] = float64(tau) * p.Clip
+		zero := make([]float64, d)
+		for i := range w {
+			if !present[r][i] {
+				continue
+			}
+			ups := make([][]float64, n)
+			for j := range ups {
+				if present[r][j] {
+					ups[j] = zero
+				}
+			}
+			ups[i] = probe
+			g, err := agg(r, ups)
+			if err != nil {
+				return nil, fmt.Errorf("audit: probing round %d: %w", r, err)
+			}
+			w[i] = g[0] / probe[0]
+		}
+		return w, nil
+	}
+	wts := make([][]float64, R)
+	for r := range wts {
+		var err error
+		if wts[r], err = weights(r); err != nil {
+			return nil, err
+		}
+	}
+	learner, rounds, best := worstSample(cm, p.Participation, wts, present)
+	perStep := 1.0
+	if p.Algorithm.LocalSteps() {
+		perStep = float64(tau)
+	}
+	expected := 2 * p.Clip * perStep * best
+
+	// The neighbouring data sets.
+	rng := rand.New(rand.NewPCG(p.Seed, 0x243f6a8885a308d3))
+	bg := make([][]float64, 32)
+	for j := range bg {
+		v := make([]float64, d)
+		for k := range v {
+			v[k] = rng.NormFloat64()
+		}
+		scale := p.Clip * rng.Float64() / math.Sqrt(dot(v, v))
+		a := sample(kindBackground, 0, 0, 0)
+		for _, x := range v {
+			a = append(a, x*scale)
+		}
+		bg[j] = a
+	}
+	inS := make([]bool, R)
+	for _, r := range rounds {
+		inS[r] = true
+	}
+	anchors := make([]float64, R)
+	worlds := [2]*replayData{
+		{plan: p, learner: learner, in: inS, sign: 1, anchors: anchors, bg: bg},
+		{plan: p, learner: learner, in: inS, sign: -1, anchors: anchors, bg: bg},
+	}
+	model := adversary{mag: 2 * p.Clip}
+	var learners [2][]*fedopt.Learner
+	var recs [2]*recorder
+	key := mechanism.SeedKey(fedopt.RepSeed(p.Seed, 1<<20))
+	for w := range worlds {
+		learners[w] = make([]*fedopt.Learner, n)
+		for i := range learners[w] {
+			l, err := fedopt.NewLearner(model, replayStream{worlds[w], i}, cfg, tau, d)
+			if err != nil {
+				return nil, err
+			}
+			learners[w][i] = l
+		}
+		m, err := newMechanism(s, h, decl.NoiseStd, key)
+		if err != nil {
+			return nil, err
+		}
+		recs[w] = &recorder{Mechanism: m}
+	}
+
+	G := [2]*mat.Dense{mat.NewDense(R, d, nil), mat.NewDense(R, d, nil)}
+	var sameParticipants, sameWeights = true, true
+	firstDiff := ""
+	x := make([]float64, d)
+	for r := 0; r < R; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		anchors[r] = x[0]
+		var next []float64
+		for w := range worlds {
+			ups := make([][]float64, n)
+			for i, l := range learners[w] {
+				if !p.present(r, i) {
+					continue
+				}
+				ups[i] = make([]float64, d)
+				if err := l.Update(ups[i], r, x); err != nil {
+					return nil, err
+				}
+			}
+			for i := range ups {
+				if (ups[i] != nil) != present[r][i] {
+					sameParticipants = false
+				}
+			}
+			g, err := agg(r, ups)
+			if err != nil {
+				return nil, err
+			}
+			copy(G[w].RawRowView(r), g)
+			if w == 1 {
+				ww, err := weights(r)
+				if err != nil {
+					return nil, err
+				}
+				if !slices.Equal(ww, wts[r]) {
+					sameWeights = false
+					if firstDiff == "" {
+						firstDiff = fmt.Sprintf("round %d: %v and %v", r, wts[r], ww)
+					}
+				}
+			}
+			srv, err := fedopt.NewServerAt(cfg, shape, recs[w], r, x)
+			if err != nil {
+				return nil, err
+			}
+			if err := srv.Release(ups); err != nil {
+				return nil, err
+			}
+			if w == 0 {
+				next = slices.Clone(srv.Model())
+			}
+		}
+		x = next
+	}
+
+	// The distance through the factorization.
+	diff := mat.NewDense(mRows, d, nil)
+	for r := 0; r < R; r++ {
+		a, b := G[0].RawRowView(r), G[1].RawRowView(r)
+		if slices.Equal(a, b) {
+			continue
+		}
+		for row := 0; row < mRows; row++ {
+			c := cm.At(row, r)
+			if c == 0 {
+				continue
+			}
+			dst := diff.RawRowView(row)
+			for k := range dst {
+				dst[k] += c * (a[k] - b[k])
+			}
+		}
+	}
+	measured := mat.Norm(diff, 2)
+	rep := &ReplayReport{
+		Algorithm: p.Algorithm.String(), Strategy: s.Factorization.Strategy, Participation: p.Participation.String(),
+		Learners: n, Rounds: R, Tau: tau, Dim: d, Clip: p.Clip, Eps: decl.Eps, Delta: decl.Delta, NoiseStd: decl.NoiseStd,
+		Declared: decl.Sensitivity, DeclaredRule: string(decl.UnitSensitivity.Rule),
+		Measured: measured, Ratio: measured / decl.Sensitivity, Expected: expected,
+		AuditedLearner: learner, AuditedRounds: rounds, Dropped: dropped,
+	}
+	for _, r := range rounds {
+		for _, ok := range present[r] {
+			if !ok {
+				rep.AuditedDropped++
+			}
+		}
+	}
+	add := func(name string, ok bool, format string, args ...any) {
+		rep.Checks = append(rep.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	add("sensitivity", rep.Ratio <= 1+Tolerance,
+		"||C (G - G')||_F = %.12g, declared %.12g (%s), ratio %.15f", measured, decl.Sensitivity, decl.UnitSensitivity.Rule, rep.Ratio)
+	add("participants", sameParticipants, "the same learners in every round of both runs (%d learner-rounds dropped)", dropped)
+	if firstDiff == "" {
+		firstDiff = "every round"
+	}
+	add("aggregation weights", sameWeights, "server weights per learner identical in both runs: %s", firstDiff)
+	sched := len(recs[0].rows) == R && len(recs[1].rows) == R
+	for r := 0; sched && r < R; r++ {
+		sched = slices.Equal(recs[0].rows[r], recs[1].rows[r])
+	}
+	add("noise schedule", sched, "%d and %d noise vectors drawn, bit-identical in both runs: %v", len(recs[0].rows), len(recs[1].rows), sched)
+	if len(recs[0].rows) == R {
+		wh, err := newWhitener(f)
+		if err != nil {
+			return nil, err
+		}
+		z := wh.whiten(rowsOf(recs[0].rows, d))
+		dup, i, j := duplicateRows(z)
+		add("noise rows independent", !dup, "whitened noise rows pairwise distinct: %v (first coincidence: rounds %d and %d)", !dup, i, j)
+		stat, ok := chiSquare(z, decl.NoiseStd)
+		add("noise scale", ok, "whitened noise at the declared std %.6g: Wilson-Hilferty z = %.3f (|z| <= %.2f, false alarm 1e-6)", decl.NoiseStd, stat, zChi)
+	}
+	if rule := decl.UnitSensitivity.Rule; rule == factorize.RuleMinSepBanded {
+		b := p.Participation.B
+		ok := bandedGram(cm, b)
+		add("declared structure", ok, "rule %q needs C^T C banded within b = %d: %v", rule, b, ok)
+	}
+	rep.OK = true
+	for _, c := range rep.Checks {
+		rep.OK = rep.OK && c.OK
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// replayData is one of the two neighbouring data sets: every learner's
+// samples are background vectors, except the audited learner's in the
+// audited rounds, where the first sample pushes along e_0 with the
+// world's sign and the others follow its trajectory.
+type replayData struct {
+	plan    Plan
+	learner int
+	in      []bool
+	sign    float64
+	anchors []float64
+	bg      [][]float64
+}
+
+type replayStream struct {
+	d *replayData
+	i int
+}
+
+// Sample implements fedopt.Stream.
+func (s replayStream) Sample(r, t int) ([]float64, float64) {
+	d := s.d
+	if s.i == d.learner && d.in[r] {
+		if t == 0 {
+			return sample(kindPush, 0, d.sign, 0), 0
+		}
+		return sample(kindFollow, 0, 0, d.anchors[r]), 0
+	}
+	h := fedopt.RepSeed(d.plan.Seed, (r*d.plan.Learners+s.i)*d.plan.Tau+t)
+	return d.bg[h%uint64(len(d.bg))], 0
+}
+
+// patterns returns the sets of rounds one sample may take part in under p
+// that the falsifier tries: every round (single); every residue class
+// (fixed epochs); every run of at most k rounds exactly b apart
+// (min-separation, the worst patterns for Toeplitz C by Kalinin and
+// Lampert 2024).
+func patterns(p factorize.Participation, R int) [][]int {
+	var out [][]int
+	switch p.Kind {
+	case factorize.KindEpochs:
+		b := R / p.K
+		for c := 0; c < b; c++ {
+			var s []int
+			for r := c; r < R; r += b {
+				s = append(s, r)
+			}
+			out = append(out, s)
+		}
+	case factorize.KindMinSep:
+		k := p.K
+		if k == 0 {
+			k = (R + p.B - 1) / p.B
+		}
+		for c := 0; c < R; c++ {
+			var s []int
+			for r := c; r < R && len(s) < k; r += p.B {
+				s = append(s, r)
+			}
+			out = append(out, s)
+		}
+	default:
+		for r := 0; r < R; r++ {
+			out = append(out, []int{r})
+		}
+	}
+	return out
+}
+
+// worstSample returns the learner and rounds that maximise
+// ||sum_{r in S} w[r][i] C[:, r]|| over the participation's patterns, and
+// that maximum. Among values equal to a relative 1e-12 it prefers the
+// pattern whose rounds miss the most learners, so that a dropout policy is
+// exercised where the weights do not tell the rounds apart.
+func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64, present [][]bool) (int, []int, float64) {
+	m, R := c.Dims()
+	n := len(w[0])
+	v := make([]float64, m)
+	bestI, bestS, best, bestDrops := 0, []int{0}, -1.0, -1
+	for _, s := range patterns(p, R) {
+		drops := 0
+		for _, r := range s {
+			for _, ok := range present[r] {
+				if !ok {
+					drops++
+				}
+			}
+		}
+		for i := 0; i < n; i++ {
+			clear(v)
+			for _, r := range s {
+				if w[r][i] == 0 {
+					continue
+				}
+				for a := 0; a < m; a++ {
+					v[a] += w[r][i] * c.At(a, r)
+				}
+			}
+			nv := math.Sqrt(dot(v, v))
+			if nv > best*(1+1e-12) || (nv >= best*(1-1e-12) && drops > bestDrops) {
+				bestI, bestS, best, bestDrops = i, s, nv, drops
+			}
+		}
+	}
+	return bestI, bestS, best
+}
+
+// duplicateRows reports whether two rows of z are collinear to a relative
+// 1e-12 in angle and, in dimension d <= 2 where independent rows are
+// collinear often enough, also of equal norm to a relative 1e-6: what a
+// noise key reused across rounds leaves behind. For independent Gaussian
+// rows of dimension d >= 3 a pair is that collinear with probability about
+// 1e-12 (d = 3) or less.
+func duplicateRows(z *mat.Dense) (bool, int, int) {
+	r, d := z.Dims()
+	norms := make([]float64, r)
+	for i := range norms {
+		row := z.RawRowView(i)
+		norms[i] = math.Sqrt(dot(row, row))
+	}
+	for i := 0; i < r; i++ {
+		a := z.RawRowView(i)
+		for j := i + 1; j < r; j++ {
+			b := z.RawRowView(j)
+			c := dot(a, b)
+			collinear := math.Abs(math.Abs(c)-norms[i]*norms[j]) <= 1e-12*norms[i]*norms[j]
+			if collinear && (d >= 3 || math.Abs(norms[i]-norms[j]) <= 1e-6*norms[i]) {
+				return true, i, j
+			}
+		}
+	}
+	return false, -1, -1
+}
+
+// zChi is the two-sided normal quantile for a false-alarm probability of
+// 1e-6.
+const zChi = 4.8916
+
+// chiSquare tests that the entries of z are N(0, std^2): S = sum z^2 / std^2
+// is chi-square with N = size(z) degrees of freedom; the Wilson-Hilferty
+// transform of S/N is standard normal to a good approximation.
+func chiSquare(z *mat.Dense, std float64) (float64, bool) {
+	r, d := z.Dims()
+	N := float64(r * d)
+	s := 0.0
+	for i := 0; i < r; i++ {
+		for _, v := range z.RawRowView(i) {
+			s += (v / std) * (v / std)
+		}
+	}
+	v := 2 / (9 * N)
+	stat := (math.Cbrt(s/N) - (1 - v)) / math.Sqrt(v)
+	return stat, math.Abs(stat) <= zChi
+}
+
+// bandedGram reports whether C^T C is zero at distance >= b from the
+// diagonal (to a relative 1e-12 of the largest entry).
+func bandedGram(c *mat.Dense, b int) bool {
+	var x mat.Dense
+	x.Mul(c.T(), c)
+	n, _ := x.Dims()
+	scale := 0.0
+	for i := 0; i < n; i++ {
+		scale = math.Max(scale, math.Abs(x.At(i, i)))
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if (i-j >= b || j-i >= b) && math.Abs(x.At(i, j)) > 1e-12*scale {
+				return false
+			}
+		}
+	}
+	return true
+}

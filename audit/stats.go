@@ -1,0 +1,183 @@
+package audit
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/dpmf/dpmf/accountant"
+)
+
+// normalQuantile returns z with Phi(z) = p.
+func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
+
+// logBinomPMF returns log Pr[Bin(n, q) = k].
+func logBinomPMF(n, k int, logq, log1q float64) float64 {
+	a, _ := math.Lgamma(float64(n + 1))
+	b, _ := math.Lgamma(float64(k + 1))
+	c, _ := math.Lgamma(float64(n - k + 1))
+	return a - b - c + float64(k)*logq + float64(n-k)*log1q
+}
+
+// OneRunPValue is the probability bound of Steinke, Nasr and Jagielski
+// (arXiv 2305.08846, Theorem 3.1, with the delta term of their reference
+// code) that an auditor makes at least v correct guesses out of r on m
+// canaries, each included independently with probability 1/2, against an
+// (eps, delta)-DP mechanism:
+//
+//	Pr[W >= v] <= Pr[Bin(r, q) >= v] + 2 m delta max_{1<=i<=v} Pr[v-i <= Bin(r, q) < v] / i,
+//
+// q = e^eps / (1 + e^eps). A value below 1 - confidence rejects
+// (eps, delta)-DP at that confidence.
+func OneRunPValue(m, r, v int, eps, delta float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	logq := -math.Log1p(math.Exp(-eps))
+	log1q := -math.Log1p(math.Exp(eps))
+	tail := 0.0
+	for k := v; k <= r; k++ {
+		tail += math.Exp(logBinomPMF(r, k, logq, log1q))
+	}
+	alpha, sum := 0.0, 0.0
+	for i := 1; i <= v; i++ {
+		sum += math.Exp(logBinomPMF(r, v-i, logq, log1q))
+		alpha = math.Max(alpha, sum/float64(i))
+	}
+	return math.Min(1, tail+2*float64(m)*delta*alpha)
+}
+
+// OneRunEpsilon returns the largest eps that the observation (m canaries,
+// r guesses, v correct) rejects at level p (confidence 1 - p): a lower
+// bound on the mechanism's eps at delta that holds with probability at
+// least 1 - p. 0 if nothing is rejected.
+func OneRunEpsilon(m, r, v int, delta, p float64) float64 {
+	if OneRunPValue(m, r, v, 0, delta) >= p {
+		return 0
+	}
+	lo, hi := 0.0, 1.0
+	for OneRunPValue(m, r, v, hi, delta) < p {
+		lo, hi = hi, 2*hi
+		if hi > 1e3 {
+			return lo
+		}
+	}
+	for range 60 {
+		mid := (lo + hi) / 2
+		if OneRunPValue(m, r, v, mid, delta) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// Bound is a rigorous one-run lower bound on epsilon.
+type Bound struct {
+	// Epsilon is the lower bound at Delta, holding with probability at
+	// least Confidence over the canaries' coins and the noise.
+	Epsilon    float64 `json:"eps_lower_bound"`
+	Delta      float64 `json:"delta"`
+	Confidence float64 `json:"confidence"`
+	// Guesses and Correct are the guesses made and how many were right,
+	// for the number of guesses that gave the bound.
+	Guesses int `json:"guesses"`
+	Correct int `json:"correct"`
+}
+
+// oneRunBound ranks the canaries by score (largest: guessed in; smallest:
+// guessed out), tries a fixed grid of numbers of guesses (m/50, m/20,
+// m/10, m/5, m/2 and m) and returns the best bound, at confidence
+// `confidence` after a Bonferroni correction over the grid.
+func oneRunBound(scores []float64, in []bool, delta, confidence float64) Bound {
+	m := len(scores)
+	idx := make([]int, m)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] > scores[idx[b]] })
+	grid := []int{m / 50, m / 20, m / 10, m / 5, m / 2, m}
+	p := (1 - confidence) / float64(len(grid))
+	best := Bound{Delta: delta, Confidence: confidence}
+	for _, r := range grid {
+		r -= r % 2
+		if r < 2 {
+			continue
+		}
+		v := 0
+		for k := 0; k < r/2; k++ {
+			if in[idx[k]] {
+				v++
+			}
+			if !in[idx[m-1-k]] {
+				v++
+			}
+		}
+		if e := OneRunEpsilon(m, r, v, delta, p); e > best.Epsilon || best.Guesses == 0 {
+			best.Epsilon, best.Guesses, best.Correct = e, r, v
+		}
+	}
+	return best
+}
+
+// MuEstimate is a Gaussian-DP estimate from canary scores.
+type MuEstimate struct {
+	// Mu is the estimate and [Lo, Hi] its confidence interval at Level.
+	Mu    float64 `json:"mu_hat"`
+	Lo    float64 `json:"mu_lo"`
+	Hi    float64 `json:"mu_hi"`
+	Level float64 `json:"level"`
+	// Sigma is the estimated spread of the scores, in units of the
+	// declared noise (1 for a correct run).
+	Sigma float64 `json:"score_std"`
+}
+
+// estimateMu fits the scores T_j = mu x_j + sigma e_j, x_j = +-w_j / 2
+// (+ for an included canary) with standard normal e_j, by least squares,
+// and returns mu-hat = beta-hat / sigma-hat: the separation of the in and
+// out scores in units of their actual spread, which is the mechanism's mu
+// whatever the noise scale really was. Its standard error is
+// sqrt(1 / sum x^2 + mu^2 / (2 (m - 1))) (delta method: the slope's
+// variance plus that of the estimated spread), and the interval is
+// mu-hat -+ z se with Phi(z) = (1 + level) / 2.
+func estimateMu(scores []float64, in []bool, w []float64, level float64) (MuEstimate, error) {
+	m := len(scores)
+	if m < 3 {
+		return MuEstimate{}, fmt.Errorf("audit: %d canaries, want at least 3", m)
+	}
+	sxx, sxt := 0.0, 0.0
+	x := make([]float64, m)
+	for j := range x {
+		x[j] = w[j] / 2
+		if !in[j] {
+			x[j] = -x[j]
+		}
+		sxx += x[j] * x[j]
+		sxt += x[j] * scores[j]
+	}
+	beta := sxt / sxx
+	rss := 0.0
+	for j, t := range scores {
+		e := t - beta*x[j]
+		rss += e * e
+	}
+	sigma := math.Sqrt(rss / float64(m-1))
+	mu := beta / sigma
+	se := math.Sqrt(1/sxx + mu*mu/(2*float64(m-1)))
+	z := normalQuantile((1 + level) / 2)
+	return MuEstimate{Mu: mu, Lo: mu - z*se, Hi: mu + z*se, Level: level, Sigma: sigma}, nil
+}
+
+// epsOfMu returns the eps at delta of mu-GDP (the exact Gaussian curve), 0
+// for mu <= 0.
+func epsOfMu(mu, delta float64) float64 {
+	if !(mu > 0) {
+		return 0
+	}
+	e, err := accountant.Epsilon(1/mu, delta, 1, accountant.Exact)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return e
+}

@@ -1,0 +1,234 @@
+// Command dpaudit audits a whole run's privacy claim with package audit.
+//
+// Usage:
+//
+//	dpaudit replay [plan flags] [-json]
+//	dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-out DIR] [-json]
+//
+// Plan flags (defaults: the paper's Fig. 4 setting, as in ofl): -algo
+// (correlated, independent, baseline-correlated), -strategy (one of
+// factorize.Strategies), -participation (single, epochs:K, minsep:B[,K]),
+// -learners, -rounds, -tau, -dim, -clip, -eta, -eta-g, -eps, -delta,
+// -calibration (exact, paper), -dropout (probability that a learner misses
+// a round; replay only) and -seed.
+//
+// replay runs the federation twice on neighbouring data sets with
+// identical randomness and the same released models, measures
+// ||C (G - G')||_F against the declared sensitivity, and checks that every
+// data-independent decision and the noise agree (see audit.Replay). canary
+// runs the canary audit (see audit.Canary): an estimate of mu with an
+// interval, and a rigorous one-run lower bound on eps. With -out DIR it
+// writes DIR/canary.json (the report with every score), DIR/canary.png
+// and DIR/canary.svg (the histograms against the predicted Gaussians).
+//
+// Output is a summary on standard output, or with -json one JSON object.
+// The exit status is 0 when the audit passes, 3 when it finds a violation,
+// 2 for a usage error and 1 for any other error; errors are one line on
+// standard error, starting "dpaudit: ".
+//
+// Example:
+//
+//	$ dpaudit replay -rounds 200 -seed 1
+//	replay correlated optimal single n=10 R=200 tau=10: measured 1 declared 1 ratio 1.000000000000000 expected 1 (learner 0, rounds [0] with 0 learners missing; 0 learner-rounds dropped) 0.07s PASS
+//	  ok   sensitivity            ||C (G - G')||_F = 1, declared 1 (largest column norm), ratio 1.000000000000000
+//	  ...
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/dpmf/dpmf/audit"
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/internal/cli"
+)
+
+// exitViolation is the exit status of an audit that found a violation.
+const exitViolation = 3
+
+func main() {
+	ctx, stop := cli.SignalContext()
+	defer stop()
+	code, err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dpaudit: "+cli.OneLine(err.Error()))
+		code = cli.ExitCode(err)
+	}
+	os.Exit(code)
+}
+
+type options struct {
+	plan                 audit.Plan
+	algo, strategy, part string
+	cal                  string
+	json                 bool
+	out                  string
+	canaries             int
+	level, confidence    float64
+	fs                   *flag.FlagSet
+	setFlags             map[string]bool
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) == 0 || (args[0] != "replay" && args[0] != "canary") {
+		return 0, cli.Usagef("usage: dpaudit replay|canary [flags] (dpaudit replay -h for the flags)")
+	}
+	cmd := args[0]
+	o := &options{}
+	fs := flag.NewFlagSet("dpaudit "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	p := &o.plan
+	fs.StringVar(&o.algo, "algo", "correlated", "algorithm: correlated, independent or baseline-correlated")
+	fs.StringVar(&o.strategy, "strategy", "optimal", "factorization strategy")
+	fs.StringVar(&o.part, "participation", "single", "participation: single, epochs:K or minsep:B[,K]")
+	fs.StringVar(&o.cal, "calibration", "exact", "calibration: exact or paper")
+	fs.IntVar(&p.Learners, "learners", 10, "learners n")
+	fs.IntVar(&p.Rounds, "rounds", 800, "rounds R")
+	fs.IntVar(&p.Tau, "tau", 10, "local steps per round")
+	fs.IntVar(&p.Dim, "dim", 60, "model dimension d (the canary audit uses max(d, canaries))")
+	fs.Float64Var(&p.Clip, "clip", 5, "clipping bound B_g")
+	fs.Float64Var(&p.Eta, "eta", 0.003, "local step eta")
+	fs.Float64Var(&p.EtaG, "eta-g", 1, "global step eta_g")
+	fs.Float64Var(&p.Eps, "eps", 5, "epsilon")
+	fs.Float64Var(&p.Delta, "delta", 1e-3, "delta")
+	fs.Float64Var(&p.Dropout, "dropout", 0, "probability that a learner misses a round (replay)")
+	fs.Uint64Var(&p.Seed, "seed", 1, "seed of the noise key, the dropouts and the data")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	if cmd == "canary" {
+		fs.IntVar(&o.canaries, "canaries", 0, "canary clients m (0: what a mu-hat interval within 10% needs, at least 1000, at most the slots)")
+		fs.Float64Var(&o.level, "level", 0.99, "confidence level of the mu-hat interval")
+		fs.Float64Var(&o.confidence, "confidence", 0.95, "confidence of the one-run epsilon lower bound")
+		fs.StringVar(&o.out, "out", "", "directory for canary.json, canary.png and canary.svg")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, nil
+		}
+		return 0, cli.Usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return 0, cli.Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if p.Algorithm, err = fedopt.ParseAlgorithm(o.algo); err != nil {
+		return 0, cli.Usagef("invalid -algo: %v", err)
+	}
+	if p.Strategy, err = factorize.ParseStrategy(o.strategy); err != nil {
+		return 0, cli.Usagef("invalid -strategy: %v", err)
+	}
+	if p.Participation, err = factorize.ParseParticipation(o.part); err != nil {
+		return 0, cli.Usagef("invalid -participation: %v", err)
+	}
+	if p.Calibration, err = fedopt.ParseCalibration(o.cal); err != nil {
+		return 0, cli.Usagef("invalid -calibration: %v", err)
+	}
+	for name, v := range map[string]int{"learners": p.Learners, "rounds": p.Rounds, "tau": p.Tau, "dim": p.Dim} {
+		if v < 1 {
+			return 0, cli.Usagef("invalid -%s %d: want >= 1", name, v)
+		}
+	}
+	if o.out != "" {
+		if err := cli.CheckOutputDir("-out", o.out); err != nil {
+			return 0, err
+		}
+	}
+	s, err := audit.NewSetup(ctx, *p)
+	if err != nil {
+		return 0, err
+	}
+	if cmd == "replay" {
+		rep, err := audit.Replay(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		if o.json {
+			if err := writeJSON(stdout, rep); err != nil {
+				return 0, err
+			}
+		} else {
+			status := "PASS"
+			if !rep.OK {
+				status = "VIOLATION"
+			}
+			fmt.Fprintf(stdout, "replay %s %s %s n=%d R=%d tau=%d: measured %.12g declared %.12g ratio %.15f expected %.12g (learner %d, rounds %v with %d learners missing; %d learner-rounds dropped) %.2fs %s\n",
+				rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Measured, rep.Declared, rep.Ratio, rep.Expected, rep.AuditedLearner, short(rep.AuditedRounds), rep.AuditedDropped, rep.Dropped, rep.Seconds, status)
+			for _, c := range rep.Checks {
+				mark := "ok  "
+				if !c.OK {
+					mark = "FAIL"
+				}
+				fmt.Fprintf(stdout, "  %s %-22s %s\n", mark, c.Name, c.Detail)
+			}
+		}
+		if !rep.OK {
+			return exitViolation, nil
+		}
+		return 0, nil
+	}
+	if p.Dropout != 0 {
+		return 0, cli.Usagef("-dropout applies to replay only: the canary audit runs without dropouts")
+	}
+	rep, err := audit.Canary(ctx, s, audit.CanaryOptions{Canaries: o.canaries, Level: o.level, Confidence: o.confidence})
+	if err != nil {
+		return 0, err
+	}
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return 0, err
+		}
+		if err := atomicfile.Write(filepath.Join(o.out, "canary.json"), 0o644, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
+			return 0, err
+		}
+		if err := rep.Figure().Save(filepath.Join(o.out, "canary")); err != nil {
+			return 0, err
+		}
+	}
+	if o.json {
+		slim := *rep
+		slim.AllIterates.Scores, slim.AllIterates.In, slim.AllIterates.Weights = nil, nil, nil
+		slim.FinalModel.Scores, slim.FinalModel.In, slim.FinalModel.Weights = nil, nil, nil
+		if err := writeJSON(stdout, &slim); err != nil {
+			return 0, err
+		}
+	} else {
+		status := "consistent with the claim"
+		if rep.Violation {
+			status = "VIOLATION"
+		}
+		fmt.Fprintf(stdout, "canary %s %s %s n=%d R=%d tau=%d (%g, %g): m=%d canaries, claimed mu %.4f, noise std %.6g, %.1fs: %s\n",
+			rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Eps, rep.Delta, rep.Canaries, rep.MuClaimed, rep.NoiseStd, rep.Seconds, status)
+		for _, ob := range []struct {
+			name string
+			o    audit.Observer
+		}{{"all iterates", rep.AllIterates}, {"final model", rep.FinalModel}} {
+			o := ob.o
+			fmt.Fprintf(stdout, "  %-12s analytic mu %.4f (eps %.3f); mu-hat %.4f [%.4f, %.4f] at %g (eps %.3f [%.3f, %.3f]); one-run eps >= %.3f at %g confidence (%d/%d guesses right)\n",
+				ob.name, o.MuAnalytic, o.EpsAnalytic, o.Mu.Mu, o.Mu.Lo, o.Mu.Hi, o.Mu.Level, o.EpsOfMu, o.EpsOfMuLo, o.EpsOfMuHi, o.Bound.Epsilon, o.Bound.Confidence, o.Bound.Correct, o.Bound.Guesses)
+		}
+	}
+	if rep.Violation {
+		return exitViolation, nil
+	}
+	return 0, nil
+}
+
+func short(r []int) string {
+	if len(r) <= 4 {
+		return fmt.Sprint(r)
+	}
+	return fmt.Sprintf("[%d %d ... %d] (%d rounds)", r[0], r[1], r[len(r)-1], len(r))
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

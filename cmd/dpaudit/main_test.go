@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/internal/cli"
+)
+
+func runCmd(t *testing.T, args ...string) (int, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code, err := run(context.Background(), args, &out, &errb)
+	return code, out.String(), err
+}
+
+func TestReplayCommand(t *testing.T) {
+	code, out, err := runCmd(t, "replay", "-rounds", "24", "-learners", "4", "-tau", "2", "-dim", "3", "-dropout", "0.2", "-strategy", "blt", "-participation", "epochs:2", "-json")
+	if err != nil || code != 0 {
+		t.Fatalf("code %d, err %v, out %s", code, err, out)
+	}
+	var rep struct {
+		OK    bool    `json:"ok"`
+		Ratio float64 `json:"ratio"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.OK || rep.Ratio > 1+1e-12 {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+}
+
+func TestCanaryCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	code, out, err := runCmd(t, "canary", "-rounds", "50", "-tau", "2", "-canaries", "300", "-strategy", "tree", "-out", dir)
+	if err != nil || code != 0 {
+		t.Fatalf("code %d, err %v, out %s", code, err, out)
+	}
+	if !strings.Contains(out, "consistent with the claim") {
+		t.Errorf("output %q", out)
+	}
+	for _, f := range []string{"canary.json", "canary.png", "canary.svg"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"audit"},
+		{"replay", "-strategy", "nope"},
+		{"replay", "-rounds", "0"},
+		{"replay", "-participation", "epochs:x"},
+		{"canary", "-dropout", "0.1", "-rounds", "10"},
+		{"replay", "extra"},
+	} {
+		_, _, err := runCmd(t, args...)
+		if cli.ExitCode(err) != cli.ExitUsage {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+}
