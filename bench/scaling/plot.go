@@ -17,7 +17,7 @@ type series struct {
 // gonum.org/v1/plot) and returns the SVG document. Points with a
 // non-positive coordinate are left out.
 func logLogSVG(title, xLabel, yLabel string, ss []series) ([]byte, error) {
-	p := figure.Panel{Title: title, XLabel: xLabel, YLabel: yLabel, LogX: true, LogY: true, LegendLeft: true}
+	p := figure.Panel{Title: title, XLabel: xLabel, YLabel: yLabel, LogX: true, LogY: true}
 	for i, s := range ss {
 		fs := figure.Series{Name: s.Name, X: s.X, Y: s.Y, Color: i, Points: true}
 		if s.Dashed {
