@@ -67,7 +67,7 @@ func (r *runner) fig2(ctx context.Context) error {
 	fitText := fmt.Sprintf("fit: (R/π²) ln²R %+.4f R ln R %+.4f R (max rel. error %.1g)", a, b, maxRel)
 	fig := figure.Figure{Panels: []figure.Panel{{
 		Title:  "Fig. 2: ||B||²_F of the optimal factorization (γ = 1)\n" + fitText,
-		XLabel: "rounds R", YLabel: "||B||²_F", LogX: true, LogY: true, LegendLeft: true,
+		XLabel: "rounds R", YLabel: "||B||²_F", LogX: true, LogY: true,
 		Series: []figure.Series{
 			{Name: "optimal (dpmf)", X: xs, Y: ys, Color: 5, Points: true},
 			{Name: "R²", X: xs, Y: sq, Color: 0, Dashes: 2},

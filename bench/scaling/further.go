@@ -398,7 +398,7 @@ func (res *furtherResult) plot(base string) error {
 		s.X = append(s.X, float64(r.K))
 		s.Y = append(s.Y, r.Excess)
 	}
-	panel := figure.Panel{Title: "Streaming with K buffers: excess loss over the certified optimum", XLabel: "K (state vectors per coordinate)", YLabel: "loss / optimum - 1", LogX: true, LogY: true, LegendBottom: true, LegendLeft: true}
+	panel := figure.Panel{Title: "Streaming with K buffers: excess loss over the certified optimum", XLabel: "K (state vectors per coordinate)", YLabel: "loss / optimum - 1", LogX: true, LogY: true}
 	for i, k := range order {
 		s := *lines[k]
 		s.Color = i

@@ -45,7 +45,10 @@ type config struct {
 	// furtherOnly measures only the issue-13 section ("an order of
 	// magnitude further") and rewrites it in the existing report.
 	furtherOnly bool
-	args        []string // as given, for the report
+	// replot redraws the report's figures from its tables, measuring
+	// nothing.
+	replot bool
+	args   []string // as given, for the report
 }
 
 func main() {
@@ -79,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "leave out the plain dense fixed point at R = 800 (many minutes)")
 	fs.BoolVar(&cfg.partOnly, "participation-only", false, "measure only the participation section and rewrite it in the existing -out report")
 	fs.BoolVar(&cfg.furtherOnly, "further-only", false, "measure only the section on B and C from the structure, R = 10^6 and streaming with K buffers, and rewrite it in the existing -out report")
+	fs.BoolVar(&cfg.replot, "replot", false, "measure nothing: redraw the figures (-svg, and the streaming figure beside -out) from the tables of the existing -out report")
 	fs.IntVar(&cfg.reps, "reps", 5, "take the median of `N` runs (fewer for slow computations)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./bench/scaling [flags]\n\n"+

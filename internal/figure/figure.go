@@ -3,6 +3,14 @@
 // or minus one standard deviation), on linear or logarithmic axes, written
 // as PNG and SVG. It is the one way dpmf draws (the reproduction of the
 // paper's figures and the scaling report use it).
+//
+// Every axis follows one tick policy: clean decimal labels (0.01, 0.1, 1,
+// 2.5e8; never float noise such as 0.09999999999999998), at least two
+// labelled ticks even on an axis spanning less than a decade, unlabelled
+// minor ticks. The legend goes in the corner of the data area that no line
+// or point crosses; where none is free, the value axis is extended to make
+// one free, and where that would squeeze the data, the legend goes below
+// the plot.
 package figure
 
 import (
@@ -12,7 +20,6 @@ import (
 	"image/png"
 	"io"
 	"math"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -51,8 +58,6 @@ type Panel struct {
 	// LogX and LogY select logarithmic axes.
 	LogX, LogY bool
 	Series     []Series
-	// LegendLeft and LegendBottom move the legend from the top right.
-	LegendLeft, LegendBottom bool
 }
 
 // Figure is a grid of panels, filled row by row.
@@ -103,37 +108,71 @@ func (f Figure) grid() (rows, cols int, w, h vg.Length) {
 	return rows, cols, w, h
 }
 
-// draw renders the figure on c.
-func (f Figure) draw(c draw.Canvas) error {
+// draw renders the figure on c and returns the plots as drawn, with their
+// legends.
+func (f Figure) draw(c draw.Canvas) ([]drawn, error) {
 	if len(f.Panels) == 0 {
-		return fmt.Errorf("figure: no panels")
+		return nil, fmt.Errorf("figure: no panels")
 	}
 	rows, cols, _, _ := f.grid()
 	plots := make([][]*plot.Plot, rows)
+	legends := make([][]*legend, rows)
 	for r := range plots {
 		plots[r] = make([]*plot.Plot, cols)
+		legends[r] = make([]*legend, cols)
 		for k := range plots[r] {
 			i := r*cols + k
 			if i >= len(f.Panels) {
 				continue
 			}
-			p, err := f.Panels[i].plot()
+			p, l, err := f.Panels[i].plot()
 			if err != nil {
-				return fmt.Errorf("figure: panel %d (%s): %w", i, f.Panels[i].Title, err)
+				return nil, fmt.Errorf("figure: panel %d (%s): %w", i, f.Panels[i].Title, err)
 			}
-			plots[r][k] = p
+			plots[r][k], legends[r][k] = p, l
 		}
 	}
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(4)}
 	canvases := plot.Align(plots, tiles, c)
+	// Placing a legend may extend an axis, which may change the width of
+	// its tick labels: align again.
+	changed := false
 	for r := range plots {
 		for k, p := range plots[r] {
-			if p != nil {
-				p.Draw(canvases[r][k])
+			if p != nil && legends[r][k].place(p, canvases[r][k]) {
+				changed = true
 			}
 		}
 	}
-	return nil
+	if changed {
+		canvases = plot.Align(plots, tiles, c)
+	}
+	var out []drawn
+	for r := range plots {
+		for k, p := range plots[r] {
+			if p == nil {
+				continue
+			}
+			pc := canvases[r][k]
+			if l := legends[r][k]; l.outside {
+				strip := pc
+				strip.Max.Y = strip.Min.Y + l.stripHeight(pc.Size().X)
+				pc.Min.Y = strip.Max.Y
+				l.drawBelow(strip)
+			}
+			p.Draw(pc)
+			out = append(out, drawn{plot: p, legend: legends[r][k], canvas: pc})
+		}
+	}
+	return out, nil
+}
+
+// drawn is a panel as drawn: its plot, its legend and the canvas it was
+// drawn on.
+type drawn struct {
+	plot   *plot.Plot
+	legend *legend
+	canvas draw.Canvas
 }
 
 // PNG writes the figure as a PNG image at [DPI].
@@ -143,7 +182,7 @@ func (f Figure) PNG(w io.Writer) error {
 	}
 	_, _, wd, ht := f.grid()
 	c := vgimg.NewWith(vgimg.UseWH(wd, ht), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
-	if err := f.draw(draw.New(c)); err != nil {
+	if _, err := f.draw(draw.New(c)); err != nil {
 		return err
 	}
 	enc := png.Encoder{CompressionLevel: png.BestCompression}
@@ -157,7 +196,7 @@ func (f Figure) SVG(w io.Writer) error {
 	}
 	_, _, wd, ht := f.grid()
 	c := vgsvg.New(wd, ht)
-	if err := f.draw(draw.New(c)); err != nil {
+	if _, err := f.draw(draw.New(c)); err != nil {
 		return err
 	}
 	_, err := c.WriteTo(w)
@@ -194,32 +233,39 @@ func (p *Panel) show(x, y float64) bool {
 	return ok(x, p.LogX) && ok(y, p.LogY)
 }
 
-// plot builds the gonum plot of the panel.
-func (p *Panel) plot() (*plot.Plot, error) {
+// xy returns the point (x, y) in the plot's coordinates: log10 of the
+// value on a logarithmic axis.
+func (p *Panel) xy(x, y float64) plotter.XY {
+	if p.LogX {
+		x = math.Log10(x)
+	}
+	if p.LogY {
+		y = math.Log10(y)
+	}
+	return plotter.XY{X: x, Y: y}
+}
+
+// plot builds the gonum plot of the panel and its legend, which the plot
+// draws after the data (the plot's own legend stays empty).
+func (p *Panel) plot() (*plot.Plot, *legend, error) {
 	pl := plot.New()
 	pl.Title.Text = p.Title
 	pl.X.Label.Text = p.XLabel
 	pl.Y.Label.Text = p.YLabel
-	if p.LogX {
-		pl.X.Scale = plot.LogScale{}
-		pl.X.Tick.Marker = logTicks{}
-	}
-	if p.LogY {
-		pl.Y.Scale = plot.LogScale{}
-		pl.Y.Tick.Marker = logTicks{}
-	}
+	// A logarithmic axis is a linear axis of log10 of the values, whose
+	// ticker labels the values: gonum lays out its own logarithmic axes
+	// by the arithmetic mean of the range (the label of a long y axis then
+	// pushes the plot down).
+	pl.X.Tick.Marker = ticker{log: p.LogX}
+	pl.Y.Tick.Marker = ticker{log: p.LogY}
 	pl.Add(plotter.NewGrid())
-	pl.Legend.Top = !p.LegendBottom
-	pl.Legend.Left = p.LegendLeft
-	pl.Legend.TextStyle.Font.Size = vg.Points(8)
-	pl.Legend.Padding = vg.Points(2)
-	pl.Legend.YOffs = -vg.Points(2)
+	leg := newLegend()
 
 	// The smallest positive y, for bands on a logarithmic axis.
 	floor := math.Inf(1)
 	for _, s := range p.Series {
 		if len(s.Y) != len(s.X) || (s.Lo != nil && len(s.Lo) != len(s.X)) || (s.Hi != nil && len(s.Hi) != len(s.X)) {
-			return nil, fmt.Errorf("series %q: lengths differ", s.Name)
+			return nil, nil, fmt.Errorf("series %q: lengths differ", s.Name)
 		}
 		for k := range s.X {
 			if p.show(s.X[k], s.Y[k]) {
@@ -237,13 +283,14 @@ func (p *Panel) plot() (*plot.Plot, error) {
 		var pts plotter.XYs
 		for k := range s.X {
 			if p.show(s.X[k], s.Y[k]) {
-				pts = append(pts, plotter.XY{X: s.X[k], Y: s.Y[k]})
+				pts = append(pts, p.xy(s.X[k], s.Y[k]))
 			}
 		}
 		if len(pts) == 0 {
 			continue
 		}
 		drawn = true
+		leg.lines = append(leg.lines, pts)
 		if s.Lo != nil && s.Hi != nil {
 			if band := p.band(s, floor); band != nil {
 				band.Color = withAlpha(c, 50)
@@ -253,7 +300,7 @@ func (p *Panel) plot() (*plot.Plot, error) {
 		}
 		line, err := plotter.NewLine(pts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		line.Color = c
 		line.Width = vg.Points(1.5)
@@ -264,7 +311,7 @@ func (p *Panel) plot() (*plot.Plot, error) {
 		if s.Points {
 			sc, err := plotter.NewScatter(pts)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			sc.Color = c
 			sc.Shape = draw.CircleGlyph{}
@@ -273,50 +320,14 @@ func (p *Panel) plot() (*plot.Plot, error) {
 			thumbs = append(thumbs, sc)
 		}
 		if s.Name != "" {
-			pl.Legend.Add(s.Name, thumbs...)
+			leg.entries = append(leg.entries, entry{s.Name, thumbs})
 		}
 	}
 	if !drawn {
-		return nil, fmt.Errorf("no point can be drawn")
+		return nil, nil, fmt.Errorf("no point can be drawn")
 	}
-	pl.Add(legendBackground{})
-	return pl, nil
-}
-
-// legendBackground is drawn after the data and before the legend: a white
-// box where the legend goes, so that lines do not run through its text.
-type legendBackground struct{}
-
-func (legendBackground) Plot(c draw.Canvas, p *plot.Plot) {
-	l := &p.Legend
-	// The legend's own Rectangle ignores its offsets and mirrors Left, so
-	// the box is computed here from the same quantities Legend.Draw uses.
-	r := l.Rectangle(c)
-	w, h := r.Size().X, r.Size().Y
-	if w <= 0 {
-		return
-	}
-	h += l.TextStyle.FontExtents().Descent
-	m := vg.Points(4)
-	var box vg.Rectangle
-	if l.Left {
-		box.Min.X, box.Max.X = c.Min.X+l.XOffs, c.Min.X+l.XOffs+w
-	} else {
-		box.Min.X, box.Max.X = c.Max.X+l.XOffs-w, c.Max.X+l.XOffs
-	}
-	if l.Top {
-		box.Max.Y = c.Max.Y + l.YOffs
-		box.Min.Y = box.Max.Y - h
-	} else {
-		box.Min.Y = c.Min.Y + l.YOffs
-		box.Max.Y = box.Min.Y + h
-	}
-	box.Min.X -= m
-	box.Min.Y -= m
-	box.Max.X += m
-	box.Max.Y += m
-	c.SetColor(color.NRGBA{255, 255, 255, 220})
-	c.Fill(box.Path())
+	pl.Add(leg)
+	return pl, leg, nil
 }
 
 // band returns the polygon between s.Lo and s.Hi, or nil if it has fewer
@@ -331,8 +342,8 @@ func (p *Panel) band(s Series, floor float64) *plotter.Polygon {
 		if !p.show(s.X[k], lo) || !p.show(s.X[k], hi) {
 			continue
 		}
-		up = append(up, plotter.XY{X: s.X[k], Y: hi})
-		down = append(down, plotter.XY{X: s.X[k], Y: lo})
+		up = append(up, p.xy(s.X[k], hi))
+		down = append(down, p.xy(s.X[k], lo))
 	}
 	if len(up) < 2 {
 		return nil
@@ -351,23 +362,4 @@ func (p *Panel) band(s Series, floor float64) *plotter.Polygon {
 func withAlpha(c color.Color, a uint8) color.Color {
 	r, g, b, _ := c.RGBA()
 	return color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), a}
-}
-
-// logTicks labels the powers of ten, and also 2 and 5 times them when the
-// axis spans less than two decades (so that a short axis has labels).
-type logTicks struct{}
-
-func (logTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.LogTicks{Prec: -1}.Ticks(min, max)
-	if max/min >= 100 {
-		return ticks
-	}
-	for k := range ticks {
-		v := ticks[k].Value
-		m := v / math.Pow10(int(math.Floor(math.Log10(v)+1e-9)))
-		if math.Abs(m-2) < 1e-9 || math.Abs(m-5) < 1e-9 {
-			ticks[k].Label = strconv.FormatFloat(v, 'g', -1, 64)
-		}
-	}
-	return ticks
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Headings of the report's tables that the figures are drawn from.
+const (
+	headDense    = "### Dense output: B and C formed"
+	headLossOnly = "### Optimal loss only: structured path"
+	headGeneral  = "### Optimal loss only: general (dense) path"
+	headPlain    = "### Plain dense fixed point (reference)"
+	headStream   = "### Streaming the optimum with K state vectors"
+)
+
+// parsedReport is what the figures need of a report: the times of the
+// section "Time against R" and the rows of the streaming table.
+type parsedReport struct {
+	strategies               []string // dense output, in order
+	dense                    map[string][]measurement
+	lossOnly, general, plain []measurement
+	stream                   []semisepRow
+}
+
+// parseSecs reads a time as secs writes it: "346 µs", "1.1 ms", "5.34 s".
+func parseSecs(s string) (float64, error) {
+	num, unit, ok := strings.Cut(strings.TrimSpace(s), " ")
+	v, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil {
+		return 0, fmt.Errorf("time %q: want a number and a unit", s)
+	}
+	switch unit {
+	case "µs":
+		return v * 1e-6, nil
+	case "ms":
+		return v * 1e-3, nil
+	case "s":
+		return v, nil
+	}
+	return 0, fmt.Errorf("time %q: unknown unit %q", s, unit)
+}
+
+// parseReport reads the tables that the figures are drawn from out of a
+// report that run wrote.
+func parseReport(md string) (*parsedReport, error) {
+	rep := &parsedReport{dense: map[string][]measurement{}}
+	section := ""
+	for n, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "#") {
+			section = ""
+			for _, h := range []string{headDense, headLossOnly, headGeneral, headPlain, headStream} {
+				if strings.HasPrefix(line, h) {
+					section = h
+				}
+			}
+			continue
+		}
+		if section == "" || !strings.HasPrefix(line, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if strings.HasPrefix(cells[0], "---") || strings.HasPrefix(cells[0], ":") || cells[0] == "strategy" || cells[0] == "R" {
+			continue // header
+		}
+		bad := func(err error) error { return fmt.Errorf("report line %d: %v", n+1, err) }
+		switch section {
+		case headDense:
+			if len(cells) < 3 {
+				return nil, bad(fmt.Errorf("want strategy, R and time"))
+			}
+			r, err := strconv.Atoi(cells[1])
+			if err != nil {
+				return nil, bad(err)
+			}
+			t, err := parseSecs(cells[2])
+			if err != nil {
+				return nil, bad(err)
+			}
+			if _, ok := rep.dense[cells[0]]; !ok {
+				rep.strategies = append(rep.strategies, cells[0])
+			}
+			rep.dense[cells[0]] = append(rep.dense[cells[0]], measurement{R: r, Seconds: t})
+		case headLossOnly, headGeneral, headPlain:
+			if len(cells) < 2 {
+				return nil, bad(fmt.Errorf("want R and time"))
+			}
+			r, err := strconv.Atoi(cells[0])
+			if err != nil {
+				return nil, bad(err)
+			}
+			t, err := parseSecs(cells[1])
+			if err != nil {
+				return nil, bad(err)
+			}
+			m := measurement{R: r, Seconds: t}
+			switch section {
+			case headLossOnly:
+				rep.lossOnly = append(rep.lossOnly, m)
+			case headGeneral:
+				rep.general = append(rep.general, m)
+			default:
+				rep.plain = append(rep.plain, m)
+			}
+		case headStream:
+			if len(cells) < 5 {
+				return nil, bad(fmt.Errorf("want strategy, R, K, loss and excess"))
+			}
+			r, err1 := strconv.Atoi(cells[1])
+			k, err2 := strconv.Atoi(cells[2])
+			loss, err3 := strconv.ParseFloat(cells[3], 64)
+			excess, err4 := strconv.ParseFloat(cells[4], 64)
+			for _, err := range []error{err1, err2, err3, err4} {
+				if err != nil {
+					return nil, bad(err)
+				}
+			}
+			rep.stream = append(rep.stream, semisepRow{Strategy: cells[0], R: r, K: k, Loss: loss, Excess: excess})
+		}
+	}
+	if len(rep.strategies) == 0 {
+		return nil, fmt.Errorf("no table %q", headDense)
+	}
+	return rep, nil
+}
+
+// replot redraws the figures of the report at cfg.out from its tables,
+// measuring nothing and leaving the report as it is: cfg.svg (time against
+// R) and, if the report has the streaming table, <out>-streaming.png and
+// .svg.
+func replot(cfg config, log io.Writer) error {
+	b, err := os.ReadFile(cfg.out)
+	if err != nil {
+		return err
+	}
+	rep, err := parseReport(string(b))
+	if err != nil {
+		return fmt.Errorf("%s: %w", cfg.out, err)
+	}
+	res := &results{strategies: rep.strategies, dense: rep.dense, lossOnly: rep.lossOnly, general: rep.general, plain: rep.plain}
+	svg, err := logLogSVG(timePlotTitle, "rounds R", "time (s)", res.plotSeries())
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(cfg.svg, svg); err != nil {
+		return err
+	}
+	logf(log, "redrew %s from %s", cfg.svg, cfg.out)
+	if len(rep.stream) > 0 {
+		base := strings.TrimSuffix(cfg.out, ".md") + "-streaming"
+		if err := (&furtherResult{Rows: rep.stream}).plot(base); err != nil {
+			return err
+		}
+		logf(log, "redrew %s.png and %s.svg from %s", base, base, cfg.out)
+	}
+	return nil
+}
