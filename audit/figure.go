@@ -80,10 +80,9 @@ func histogramPanel(name string, o *Observer) figure.Panel {
 		series = append(series, figure.Series{Name: "predicted " + label, X: px, Y: py, Color: k, Dashes: 1})
 	}
 	return figure.Panel{
-		Title:      fmt.Sprintf("%s: mu-hat %.3f [%.3f, %.3f], analytic mu %.3f", name, o.Mu.Mu, o.Mu.Lo, o.Mu.Hi, o.MuAnalytic),
-		LegendLeft: true,
-		XLabel:     "canary score (whitened, units of the noise)",
-		YLabel:     "density",
-		Series:     series,
+		Title:  fmt.Sprintf("%s: mu-hat %.3f [%.3f, %.3f], analytic mu %.3f", name, o.Mu.Mu, o.Mu.Lo, o.Mu.Hi, o.MuAnalytic),
+		XLabel: "canary score (whitened, units of the noise)",
+		YLabel: "density",
+		Series: series,
 	}
 }
