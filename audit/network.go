@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"os"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -137,4 +139,42 @@ func (rs *releases) failed() error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.err
+}
+
+// replayNetwork runs data set D's federation nr over gRPC in a temporary
+// state directory, with world's followers anchored at the models read
+// back from it, and compares the released models x^0..x^R read back from
+// it with want, those of the in-process run. It reports whether they are
+// equal bit for bit and a detail; an error is a run that did not finish.
+func replayNetwork(ctx context.Context, nr *netRun, world *replayData, want [][]float64) (bool, string, error) {
+	dir, err := os.MkdirTemp("", "dpaudit-replay-")
+	if err != nil {
+		return false, "", fmt.Errorf("audit: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	rel := &releases{dir: dir, dim: nr.shape.Dim, r: -1}
+	world.release = rel.model
+	nr.dir = dir
+	nr.stream = func(i int) fedopt.Stream { return replayStream{world, i} }
+	if err := nr.run(ctx); err != nil {
+		return false, "", err
+	}
+	if err := rel.failed(); err != nil {
+		return false, "", err
+	}
+	for r, w := range want {
+		x, err := fednet.ReadRound(dir, r)
+		if err != nil {
+			return false, "", err
+		}
+		if len(x.X) != len(w) {
+			return false, fmt.Sprintf("x^%d of dimension %d over gRPC, %d in process", r, len(x.X), len(w)), nil
+		}
+		for k := range w {
+			if math.Float64bits(x.X[k]) != math.Float64bits(w[k]) {
+				return false, fmt.Sprintf("x^%d_%d = %v over gRPC, %v in process", r, k, x.X[k], w[k]), nil
+			}
+		}
+	}
+	return true, fmt.Sprintf("D's federation over gRPC (fednet server on 127.0.0.1, %d learners) released x^0..x^%d bit for bit as in process", nr.shape.Learners, len(want)-1), nil
 }

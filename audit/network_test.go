@@ -3,7 +3,11 @@ package audit
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
 )
 
 // TestCanaryNetwork: the canary audit over gRPC (a fednet server on
@@ -80,5 +84,62 @@ func TestCanaryNetworkHalvedNoise(t *testing.T) {
 	o := rep.AllIterates
 	if !(o.Mu.Lo > rep.MuClaimed) || !rep.Violation {
 		t.Errorf("halved noise over gRPC not flagged: interval [%v, %v], claimed %v, violation %v", o.Mu.Lo, o.Mu.Hi, rep.MuClaimed, rep.Violation)
+	}
+}
+
+// TestReplayNetwork: ReplayNetwork runs D's federation over gRPC as well;
+// for Algorithm 1 (single participation) and for a baseline under fixed
+// epochs, the networked run releases the in-process run's models bit for
+// bit ("networked release" passes), and every other check and the ratio
+// are those of Replay.
+func TestReplayNetwork(t *testing.T) {
+	single := smallPlan("optimal", 1)
+	epochs := smallPlan("blt", 2)
+	epochs.Algorithm = fedopt.BaselineCorrelated
+	epochs.Participation = factorize.Participation{Kind: factorize.KindEpochs, K: 2}
+	for _, p := range []Plan{single, epochs} {
+		s := mustSetup(t, p)
+		want, err := Replay(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReplayNetwork(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := got.Checks[len(got.Checks)-1]
+		t.Logf("%v %s: %s: %v (%s)", p.Algorithm, s.Factorization.Strategy, last.Name, last.OK, last.Detail)
+		if !got.Network || want.Network || last.Name != "networked release" || !last.OK || !got.OK {
+			t.Errorf("%v: network %v, checks %+v", p.Algorithm, got.Network, got.Checks)
+		}
+		if got.Ratio != want.Ratio || len(got.Checks) != len(want.Checks)+1 {
+			t.Errorf("%v: ratio %v over gRPC, %v in process; %d and %d checks", p.Algorithm, got.Ratio, want.Ratio, len(got.Checks), len(want.Checks))
+		}
+	}
+	// A dropout plan cannot run over gRPC (fednet's learners submit every round).
+	p := smallPlan("optimal", 1)
+	p.Dropout = 0.2
+	if _, err := ReplayNetwork(context.Background(), mustSetup(t, p)); err == nil {
+		t.Error("networked replay with dropouts: no error")
+	}
+}
+
+// TestReplayNetworkComparison: the networked release check compares every
+// bit: against in-process models with one entry of x^R moved by one ulp
+// (a test-only hook), the same networked run fails it and the report.
+func TestReplayNetworkComparison(t *testing.T) {
+	s := mustSetup(t, smallPlan("optimal", 1))
+	h := &hooks{tamper: func(xs [][]float64) {
+		x := slices.Clone(xs[len(xs)-1])
+		x[1] = math.Nextafter(x[1], math.Inf(1))
+		xs[len(xs)-1] = x
+	}}
+	rep, err := replayWith(context.Background(), s, h, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := rep.Checks[len(rep.Checks)-1]
+	if last.Name != "networked release" || last.OK || rep.OK {
+		t.Errorf("one ulp off not caught: %+v, ok %v", last, rep.OK)
 	}
 }

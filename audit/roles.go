@@ -30,6 +30,9 @@ type hooks struct {
 	// models, if not nil, receives the released models x^0, ..., x^R of a
 	// canary run.
 	models *[][]float64
+	// tamper, if not nil, changes the in-process models x^0, ..., x^R a
+	// networked replay compares its release with.
+	tamper func(xs [][]float64)
 }
 
 // zeroNoise is a mechanism that adds nothing and reports the declared
