@@ -2,7 +2,7 @@
 //
 // Usage:
 //
-//	dpaudit replay [plan flags] [-json]
+//	dpaudit replay [plan flags] [-network] [-json]
 //	dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-out DIR] [-json]
 //
 // Plan flags (defaults: the paper's Fig. 4 setting, as in ofl): -algo
@@ -15,7 +15,9 @@
 // replay runs the federation twice on neighbouring data sets with
 // identical randomness and the same released models, measures
 // ||C (G - G')||_F against the declared sensitivity, and checks that every
-// data-independent decision and the noise agree (see audit.Replay). canary
+// data-independent decision and the noise agree (see audit.Replay); with
+// -network it also runs data set D's federation over gRPC and checks that
+// it releases the in-process models bit for bit (audit.ReplayNetwork). canary
 // runs the canary audit (see audit.Canary): an estimate of mu with an
 // interval, and a rigorous one-run lower bound on eps. With -network the
 // canary run goes over gRPC: a package fednet server on 127.0.0.1 and its
@@ -110,7 +112,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		fs.Float64Var(&o.level, "level", 0.99, "confidence level of the mu-hat interval")
 		fs.Float64Var(&o.confidence, "confidence", 0.95, "confidence of the one-run epsilon lower bound")
 		fs.StringVar(&o.out, "out", "", "directory for canary.json, canary.png and canary.svg")
+	}
+	if cmd == "canary" {
 		fs.BoolVar(&o.network, "network", false, "run the federation over gRPC: a fednet server on 127.0.0.1 and its learners")
+	} else {
+		fs.BoolVar(&o.network, "network", false, "also run data set D's federation over gRPC (a fednet server on 127.0.0.1 and its learners) and check it releases the in-process models bit for bit; no -dropout")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -149,7 +155,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return 0, err
 	}
 	if cmd == "replay" {
-		rep, err := audit.Replay(ctx, s)
+		replay := audit.Replay
+		if o.network {
+			if p.Dropout != 0 {
+				return 0, cli.Usagef("-network runs without dropouts: fednet's learners submit in every round (-dropout exercises its dropout policy in process)")
+			}
+			replay = audit.ReplayNetwork
+		}
+		rep, err := replay(ctx, s)
 		if err != nil {
 			return 0, err
 		}

@@ -49,6 +49,18 @@ func TestCanaryCommand(t *testing.T) {
 	}
 }
 
+// dpaudit replay -network adds the check that the networked run of D
+// releases the in-process models.
+func TestReplayNetworkCommand(t *testing.T) {
+	code, out, err := runCmd(t, "replay", "-rounds", "24", "-learners", "4", "-tau", "2", "-dim", "3", "-strategy", "blt", "-network")
+	if err != nil || code != 0 {
+		t.Fatalf("code %d, err %v, out %s", code, err, out)
+	}
+	if !strings.Contains(out, "ok   networked release") {
+		t.Errorf("output %q", out)
+	}
+}
+
 // dpaudit canary -network runs the audit over gRPC and reports it; its
 // scores are those of the in-process audit of the same plan.
 func TestCanaryNetworkCommand(t *testing.T) {
@@ -88,7 +100,7 @@ func TestUsage(t *testing.T) {
 		{"replay", "-participation", "epochs:x"},
 		{"canary", "-dropout", "0.1", "-rounds", "10"},
 		{"replay", "extra"},
-		{"replay", "-network"},
+		{"replay", "-network", "-dropout", "0.1", "-rounds", "10"},
 	} {
 		_, _, err := runCmd(t, args...)
 		if cli.ExitCode(err) != cli.ExitUsage {
