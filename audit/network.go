@@ -70,7 +70,13 @@ func (nr *netRun) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Run(ctx) }()
+	go func() {
+		err := srv.Run(ctx)
+		if err != nil {
+			cancel() // the server stopped: do not leave the learners retrying
+		}
+		srvErr <- err
+	}()
 	errs := make([]error, nr.shape.Learners)
 	var wg sync.WaitGroup
 	for i := range errs {
