@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
 	"gonum.org/v1/gonum/mat"
@@ -28,6 +30,17 @@ type CanaryOptions struct {
 	// Confidence is the confidence of the one-run epsilon lower bound; 0
 	// means 0.95.
 	Confidence float64
+	// Network runs the federation over gRPC instead of in one process: a
+	// package fednet server on a loopback port of 127.0.0.1 (insecure
+	// credentials, a temporary state directory removed afterwards, the
+	// same noise mechanism and key) and n fednet.RunLearner goroutines
+	// with the audit's adversarial model (fednet.LearnerOptions.Model).
+	// The followers' anchors and the observers' models are the released
+	// models read back from the server's state directory
+	// (fednet.ReadRound). The canaries, the noise and the scoring are
+	// those of the in-process run, which releases the same models bit for
+	// bit when the transport is correct.
+	Network bool
 }
 
 // Observer is what one observer of the run concludes.
@@ -84,6 +97,8 @@ type CanaryReport struct {
 	MuClaimed float64 `json:"mu_claimed"`
 	// Canaries is m.
 	Canaries int `json:"canaries"`
+	// Network reports a run over gRPC (CanaryOptions.Network).
+	Network bool `json:"network"`
 	// AllIterates observes x^0, ..., x^R; FinalModel only x^R.
 	AllIterates Observer `json:"all_iterates"`
 	FinalModel  Observer `json:"final_model"`
@@ -200,27 +215,20 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 		data.sign = append(data.sign, sign)
 	}
 
-	// One run of the real roles.
-	m0, err := newMechanism(&Setup{Plan: withDim(p, d), Factorization: s.Factorization, Privacy: priv}, h, priv.NoiseStd, mechanism.SeedKey(fedopt.RepSeed(p.Seed, 1<<21)))
-	if err != nil {
-		return nil, err
-	}
-	srv, err := fedopt.NewServer(cfg, shape, m0)
-	if err != nil {
-		return nil, err
+	// One run of the real roles, in process or over gRPC.
+	key := mechanism.SeedKey(fedopt.RepSeed(p.Seed, 1<<21))
+	noise := func(key [32]byte) (mechanism.Mechanism, error) {
+		return newMechanism(&Setup{Plan: withDim(p, d), Factorization: s.Factorization, Privacy: priv}, h, priv.NoiseStd, key)
 	}
 	model := adversary{mag: 2 * p.Clip}
-	learners := make([]*fedopt.Learner, n)
-	for i := range learners {
-		if learners[i], err = fedopt.NewLearner(model, canaryStream{data, i}, cfg, tau, d); err != nil {
-			return nil, err
-		}
-	}
 	y := mat.NewDense(R, d, nil)
 	var prev []float64
 	step := cfg.ServerStep(tau)
-	err = fedopt.Simulate(ctx, srv, learners, fedopt.SimOptions{Observe: func(r int, x []float64) error {
-		data.x = x // the followers' anchors: the released model of the round
+	// observe takes the released model x^r, in order: row r - 1 of Y.
+	observe := func(r int, x []float64) {
+		if h != nil && h.models != nil {
+			*h.models = append(*h.models, slices.Clone(x))
+		}
 		if r > 0 {
 			row := y.RawRowView(r - 1)
 			for k := range row {
@@ -228,10 +236,35 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 			}
 		}
 		prev = slices.Clone(x)
-		return nil
-	}})
-	if err != nil {
-		return nil, err
+	}
+	if opt.Network {
+		describe := map[string]any{"audit": "canary", "strategy": s.Factorization.Strategy, "participation": p.Participation.String(), "seed": p.Seed}
+		if err := canaryNetwork(ctx, &netRun{cfg: cfg, shape: shape, model: model, noise: noise, key: key, describe: describe}, data, observe); err != nil {
+			return nil, err
+		}
+	} else {
+		m0, err := noise(key)
+		if err != nil {
+			return nil, err
+		}
+		srv, err := fedopt.NewServer(cfg, shape, m0)
+		if err != nil {
+			return nil, err
+		}
+		learners := make([]*fedopt.Learner, n)
+		for i := range learners {
+			if learners[i], err = fedopt.NewLearner(model, canaryStream{data, i}, cfg, tau, d); err != nil {
+				return nil, err
+			}
+		}
+		err = fedopt.Simulate(ctx, srv, learners, fedopt.SimOptions{Observe: func(r int, x []float64) error {
+			data.x = x // the followers' anchors: the released model of the round
+			observe(r, x)
+			return nil
+		}})
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	// The observers.
@@ -279,7 +312,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	rep := &CanaryReport{
 		Algorithm: p.Algorithm.String(), Strategy: s.Factorization.Strategy, Participation: p.Participation.String(),
 		Learners: n, Rounds: R, Tau: tau, Dim: d, Clip: p.Clip, Eps: priv.Eps, Delta: priv.Delta,
-		Sensitivity: priv.Sensitivity, NoiseStd: V, MuClaimed: muClaimed, Canaries: m,
+		Sensitivity: priv.Sensitivity, NoiseStd: V, MuClaimed: muClaimed, Canaries: m, Network: opt.Network,
 	}
 	for _, o := range []*Observer{&all, &fin} {
 		if o.Mu, err = estimateMu(o.Scores, o.In, o.Weights, opt.Level); err != nil {
@@ -306,13 +339,49 @@ func withDim(p Plan, d int) Plan { p.Dim = d; return p }
 
 // canaryData is the canary run's data: slot[r n + i] is the canary that
 // owns learner i's round r (-1: none), with its coordinate and the sign
-// of its push sample; x is the released model of the current round.
+// of its push sample; x is the released model of the current round (in
+// process), or release returns the model released for round r (over
+// gRPC, where the learners run concurrently).
 type canaryData struct {
 	slot     []int32
 	learners int
 	coord    []int
 	sign     []float64
 	x        []float64
+	release  func(r int) []float64
+}
+
+// canaryNetwork runs the canary federation nr over gRPC (CanaryOptions.Network)
+// in a temporary state directory, with data's followers anchored at the
+// models read back from it, and hands the released models x^0..x^R, read
+// back from it too, to observe in order.
+func canaryNetwork(ctx context.Context, nr *netRun, data *canaryData, observe func(r int, x []float64)) error {
+	dir, err := os.MkdirTemp("", "dpaudit-canary-")
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	rel := &releases{dir: dir, dim: nr.shape.Dim, r: -1}
+	data.release = rel.model
+	nr.dir = dir
+	nr.stream = func(i int) fedopt.Stream { return canaryStream{data, i} }
+	if err := nr.run(ctx); err != nil {
+		return err
+	}
+	if err := rel.failed(); err != nil {
+		return err
+	}
+	for r := 0; r <= nr.shape.Rounds; r++ {
+		x, err := fednet.ReadRound(dir, r)
+		if err != nil {
+			return err
+		}
+		if len(x.X) != nr.shape.Dim {
+			return fmt.Errorf("audit: %s holds round %d of dimension %d, want %d", dir, r, len(x.X), nr.shape.Dim)
+		}
+		observe(r, x.X)
+	}
+	return nil
 }
 
 type canaryStream struct {
@@ -330,5 +399,9 @@ func (s canaryStream) Sample(r, t int) ([]float64, float64) {
 	if t == 0 {
 		return sample(kindPush, k, s.d.sign[j], 0), 0
 	}
-	return sample(kindFollow, k, 0, s.d.x[k]), 0
+	x := s.d.x
+	if s.d.release != nil {
+		x = s.d.release(r)
+	}
+	return sample(kindFollow, k, 0, x[k]), 0
 }

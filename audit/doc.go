@@ -1,6 +1,7 @@
 // Package audit checks a whole run's privacy claim in two ways, both on
 // the real roles of package fedopt (learners, server, noise mechanism of
-// package mechanism) run in one process.
+// package mechanism), run in one process or, for the canary audit, as
+// package fednet's gRPC server and learners.
 //
 // The replay falsifier ([Replay]) runs the federation twice with identical
 // randomness on neighbouring data sets: one client's sample is replaced by
@@ -32,6 +33,14 @@
 // sensitivity / noise std. An interval above the claimed mu is a
 // violation. Lower bounds are evidence, not proof: a run can pass and
 // still be wrong where the audit did not look.
+//
+// With CanaryOptions.Network the canary audit runs the same federation
+// over gRPC instead: a package fednet server on 127.0.0.1 with the same
+// noise mechanism and key, and fednet.RunLearner goroutines given the
+// adversarial model (fednet.LearnerOptions.Model). The followers and the
+// observers read the released models back from the server's state
+// directory, and the scores are computed as in process; a correct
+// transport releases the in-process run's models bit for bit.
 //
 // Both audits use the package's adversarial data: a linear per-sample loss
 // whose clipped gradient is a signed coordinate direction of norm B_g,

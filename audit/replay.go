@@ -65,6 +65,9 @@ type ReplayReport struct {
 	// AuditedDropped those in the audited rounds.
 	Dropped        int `json:"dropped"`
 	AuditedDropped int `json:"audited_rounds_dropped"`
+	// Network reports that D's federation also ran over gRPC
+	// ([ReplayNetwork]; the check "networked release").
+	Network bool `json:"network"`
 	// Checks are every check, in order; OK is their conjunction.
 	Checks []Check `json:"checks"`
 	OK     bool    `json:"ok"`
@@ -108,12 +111,35 @@ func (r *ReplayReport) Violations() []Check {
 // For single participation and exact rules a correct run gives a ratio of 1
 // to rounding.
 func Replay(ctx context.Context, s *Setup) (*ReplayReport, error) {
-	return replay(ctx, s, nil)
+	return replayWith(ctx, s, nil, false)
+}
+
+// ReplayNetwork is [Replay] with one more check, "networked release": the
+// federation of data set D also runs over gRPC, as a package fednet
+// server on a loopback port of 127.0.0.1 (insecure credentials, a
+// temporary state directory, the same noise mechanism and key) and n
+// fednet.RunLearner goroutines with the audit's adversarial model, its
+// followers anchored at the models read back from the server's state
+// directory; the check passes when the networked run releases the
+// in-process run's models x^0, ..., x^R bit for bit, so that every other
+// check of the report holds for the networked code path too. The
+// learners of fednet submit in every round, so the plan must have no
+// dropouts (fednet's dropout policy is exercised in process by
+// Plan.Dropout).
+func ReplayNetwork(ctx context.Context, s *Setup) (*ReplayReport, error) {
+	return replayWith(ctx, s, nil, true)
 }
 
 func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
+	return replayWith(ctx, s, h, false)
+}
+
+func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayReport, error) {
 	start := time.Now()
 	p := s.Plan
+	if network && p.Dropout != 0 {
+		return nil, fmt.Errorf("audit: a networked replay runs without dropouts (dropout %v)", p.Dropout)
+	}
 	f := s.Factorization
 	decl := s.Privacy
 	if h != nil && h.declare != nil {
@@ -230,6 +256,7 @@ func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
 	var sameParticipants, sameWeights = true, true
 	firstDiff := ""
 	x := make([]float64, d)
+	released := [][]float64{x} // D's x^0, ..., x^R
 	for r := 0; r < R; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -281,6 +308,7 @@ func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
 			}
 		}
 		x = next
+		released = append(released, x)
 	}
 
 	// The distance through the factorization.
@@ -347,6 +375,22 @@ func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
 		ok := bandedGram(cm, b)
 		add("declared structure", ok, "rule %q needs C^T C banded within b = %d: %v", rule, b, ok)
 	}
+	if network {
+		if h != nil && h.tamper != nil {
+			h.tamper(released)
+		}
+		world := &replayData{plan: p, learner: learner, in: inS, sign: 1, bg: bg}
+		ok, detail, err := replayNetwork(ctx, &netRun{
+			cfg: cfg, shape: shape, model: model,
+			noise: func(key [32]byte) (mechanism.Mechanism, error) { return newMechanism(s, h, decl.NoiseStd, key) },
+			key:   key, describe: map[string]any{"audit": "replay", "strategy": f.Strategy, "participation": p.Participation.String(), "seed": p.Seed},
+		}, world, released)
+		if err != nil {
+			return nil, err
+		}
+		add("networked release", ok, "%s", detail)
+		rep.Network = true
+	}
 	rep.OK = true
 	for _, c := range rep.Checks {
 		rep.OK = rep.OK && c.OK
@@ -366,6 +410,10 @@ type replayData struct {
 	sign    float64
 	anchors []float64
 	bg      [][]float64
+	// release, if not nil, returns the model released for round r (a
+	// networked run), whose first coordinate anchors the followers in
+	// place of anchors[r].
+	release func(r int) []float64
 }
 
 type replayStream struct {
@@ -379,6 +427,9 @@ func (s replayStream) Sample(r, t int) ([]float64, float64) {
 	if s.i == d.learner && d.in[r] {
 		if t == 0 {
 			return sample(kindPush, 0, d.sign, 0), 0
+		}
+		if d.release != nil {
+			return sample(kindFollow, 0, 0, d.release(r)[0]), 0
 		}
 		return sample(kindFollow, 0, 0, d.anchors[r]), 0
 	}

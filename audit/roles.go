@@ -27,6 +27,12 @@ type hooks struct {
 	// mechanism reports the declared one (the canary audit's halved-noise
 	// setting); 0 means 1.
 	noiseScale float64
+	// models, if not nil, receives the released models x^0, ..., x^R of a
+	// canary run.
+	models *[][]float64
+	// tamper, if not nil, changes the in-process models x^0, ..., x^R a
+	// networked replay compares its release with.
+	tamper func(xs [][]float64)
 }
 
 // zeroNoise is a mechanism that adds nothing and reports the declared

@@ -33,7 +33,10 @@
 // docs/distributed.md, "Faults".
 //
 // A learner ([RunLearner]) holds its own data and computes its update
-// with a fedopt.Learner from the model it fetched. With the same data,
+// with a fedopt.Learner from the model it fetched. Its per-sample loss is
+// the logistic loss, or a model the caller gives (LearnerOptions.Model)
+// for a server that names it (Model.Name): the server passes the name
+// only and never evaluates the loss. With the same data,
 // configuration and noise seed the networked run releases the same models
 // as fedopt.Simulate, bit for bit: the server sums the updates in learner
 // order whatever the order of arrival.

@@ -31,6 +31,15 @@ type LearnerOptions struct {
 	// Data returns the learner's stream of clients for the run the server
 	// describes (n, R, tau and d come from the server).
 	Data func(cfg *flv1.RunConfig) (fedopt.Stream, error)
+	// Model is the per-sample loss the learner computes its updates with.
+	// nil, the default, takes the model the server names: only
+	// "logistic" (fedopt.Logistic with the server's L2) is known. A
+	// caller-given model is used whatever name the server announces (the
+	// server passes the name only, see Model): the caller must make sure
+	// it is the model the server's run stands for. The learner checks only
+	// that Model.NumParams(features) is the server's parameter count. It
+	// must be safe for concurrent use if several learners share it.
+	Model fedopt.Model
 	// CallTimeout is the deadline of Join and SubmitUpdate (default 30 s).
 	CallTimeout time.Duration
 	// WaitTimeout is the deadline of one GetModel call, which waits for the
@@ -211,14 +220,17 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	if err != nil {
 		return nil, fmt.Errorf("fednet: the server's %w", err)
 	}
-	if rc.GetModel() != "logistic" {
-		return nil, fmt.Errorf("fednet: the server's model is %q, this learner knows logistic", rc.GetModel())
+	m := opt.Model
+	if m == nil {
+		if rc.GetModel() != "logistic" {
+			return nil, fmt.Errorf("fednet: the server's model is %q, this learner knows logistic (LearnerOptions.Model gives another)", rc.GetModel())
+		}
+		m = fedopt.Logistic{L2: rc.GetL2()}
 	}
 	n, tau, dim := int(rc.GetLearners()), int(rc.GetTau()), int(rc.GetParams())
 	if opt.ID < 0 || opt.ID >= n {
 		return nil, fmt.Errorf("fednet: learner %d, the server has learners 0..%d", opt.ID, n-1)
 	}
-	m := fedopt.Logistic{L2: rc.GetL2()}
 	if m.NumParams(int(rc.GetFeatures())) != dim {
 		return nil, fmt.Errorf("fednet: the server's model has %d parameters for %d features, want %d", dim, rc.GetFeatures(), m.NumParams(int(rc.GetFeatures())))
 	}

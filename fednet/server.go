@@ -37,9 +37,17 @@ const MaxMsgSize = 1 << 20
 const Protocol = flv1.ProtocolVersion_PROTOCOL_VERSION_1
 
 // Model names the per-sample loss the learners use; the server only
-// passes it on.
+// passes it on (in RunConfig: the name, L2 and the feature and parameter
+// counts), it never evaluates it.
 type Model struct {
-	// Name is "logistic".
+	// Name is "logistic" (fedopt.Logistic, which every learner knows), or
+	// the name of a model the learners are given by the caller
+	// (LearnerOptions.Model). The server checks Shape.Dim against
+	// Features only for "logistic"; for any other name the caller must
+	// make the learners' model agree with it: its NumParams(Features) must
+	// be Shape.Dim (the learner checks that), and its loss must be the one
+	// the name and the run's description stand for (nothing can check
+	// that).
 	Name string
 	// L2 is the L2 coefficient of the logistic loss.
 	L2 float64
@@ -244,10 +252,10 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.RoundTimeout < 0 || opt.MaxWait < 0 || opt.Linger < 0 || opt.CallTimeout < 0 || opt.JoinTimeout < 0 || opt.QuorumGrace < 0 {
 		return nil, errors.New("fednet: negative timeout")
 	}
-	if opt.Model.Name != "logistic" {
-		return nil, fmt.Errorf("fednet: model %q, want logistic", opt.Model.Name)
+	if opt.Model.Name == "" {
+		return nil, errors.New("fednet: the model has no name (want logistic, or the name of the learners' LearnerOptions.Model)")
 	}
-	if (fedopt.Logistic{}).NumParams(opt.Model.Features) != sh.Dim {
+	if opt.Model.Name == "logistic" && (fedopt.Logistic{}).NumParams(opt.Model.Features) != sh.Dim {
 		return nil, fmt.Errorf("fednet: model dimension %d for %d features, want %d", sh.Dim, opt.Model.Features, (fedopt.Logistic{}).NumParams(opt.Model.Features))
 	}
 	if opt.NoiseKey != nil && opt.Noise == nil {

@@ -2,8 +2,8 @@
 //
 // Usage:
 //
-//	dpaudit replay [plan flags] [-json]
-//	dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-out DIR] [-json]
+//	dpaudit replay [plan flags] [-network] [-json]
+//	dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-out DIR] [-json]
 //
 // Plan flags (defaults: the paper's Fig. 4 setting, as in ofl): -algo
 // (correlated, independent, baseline-correlated), -strategy (one of
@@ -15,9 +15,13 @@
 // replay runs the federation twice on neighbouring data sets with
 // identical randomness and the same released models, measures
 // ||C (G - G')||_F against the declared sensitivity, and checks that every
-// data-independent decision and the noise agree (see audit.Replay). canary
+// data-independent decision and the noise agree (see audit.Replay); with
+// -network it also runs data set D's federation over gRPC and checks that
+// it releases the in-process models bit for bit (audit.ReplayNetwork). canary
 // runs the canary audit (see audit.Canary): an estimate of mu with an
-// interval, and a rigorous one-run lower bound on eps. With -out DIR it
+// interval, and a rigorous one-run lower bound on eps. With -network the
+// canary run goes over gRPC: a package fednet server on 127.0.0.1 and its
+// learners in goroutines (audit.CanaryOptions.Network). With -out DIR it
 // writes DIR/canary.json (the report with every score), DIR/canary.png
 // and DIR/canary.svg (the histograms against the predicted Gaussians).
 //
@@ -73,6 +77,7 @@ type options struct {
 	out                  string
 	canaries             int
 	level, confidence    float64
+	network              bool
 	fs                   *flag.FlagSet
 	setFlags             map[string]bool
 }
@@ -107,6 +112,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		fs.Float64Var(&o.level, "level", 0.99, "confidence level of the mu-hat interval")
 		fs.Float64Var(&o.confidence, "confidence", 0.95, "confidence of the one-run epsilon lower bound")
 		fs.StringVar(&o.out, "out", "", "directory for canary.json, canary.png and canary.svg")
+	}
+	if cmd == "canary" {
+		fs.BoolVar(&o.network, "network", false, "run the federation over gRPC: a fednet server on 127.0.0.1 and its learners")
+	} else {
+		fs.BoolVar(&o.network, "network", false, "also run data set D's federation over gRPC (a fednet server on 127.0.0.1 and its learners) and check it releases the in-process models bit for bit; no -dropout")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -145,7 +155,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return 0, err
 	}
 	if cmd == "replay" {
-		rep, err := audit.Replay(ctx, s)
+		replay := audit.Replay
+		if o.network {
+			if p.Dropout != 0 {
+				return 0, cli.Usagef("-network runs without dropouts: fednet's learners submit in every round (-dropout exercises its dropout policy in process)")
+			}
+			replay = audit.ReplayNetwork
+		}
+		rep, err := replay(ctx, s)
 		if err != nil {
 			return 0, err
 		}
@@ -176,7 +193,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	if p.Dropout != 0 {
 		return 0, cli.Usagef("-dropout applies to replay only: the canary audit runs without dropouts")
 	}
-	rep, err := audit.Canary(ctx, s, audit.CanaryOptions{Canaries: o.canaries, Level: o.level, Confidence: o.confidence})
+	rep, err := audit.Canary(ctx, s, audit.CanaryOptions{Canaries: o.canaries, Level: o.level, Confidence: o.confidence, Network: o.network})
 	if err != nil {
 		return 0, err
 	}
@@ -203,8 +220,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		if rep.Violation {
 			status = "VIOLATION"
 		}
-		fmt.Fprintf(stdout, "canary %s %s %s n=%d R=%d tau=%d (%g, %g): m=%d canaries, claimed mu %.4f, noise std %.6g, %.1fs: %s\n",
-			rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Eps, rep.Delta, rep.Canaries, rep.MuClaimed, rep.NoiseStd, rep.Seconds, status)
+		where := "in process"
+		if rep.Network {
+			where = "over gRPC"
+		}
+		fmt.Fprintf(stdout, "canary %s %s %s n=%d R=%d tau=%d (%g, %g) %s: m=%d canaries, claimed mu %.4f, noise std %.6g, %.1fs: %s\n",
+			rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Eps, rep.Delta, where, rep.Canaries, rep.MuClaimed, rep.NoiseStd, rep.Seconds, status)
 		for _, ob := range []struct {
 			name string
 			o    audit.Observer

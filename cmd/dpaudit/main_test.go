@@ -49,6 +49,48 @@ func TestCanaryCommand(t *testing.T) {
 	}
 }
 
+// dpaudit replay -network adds the check that the networked run of D
+// releases the in-process models.
+func TestReplayNetworkCommand(t *testing.T) {
+	code, out, err := runCmd(t, "replay", "-rounds", "24", "-learners", "4", "-tau", "2", "-dim", "3", "-strategy", "blt", "-network")
+	if err != nil || code != 0 {
+		t.Fatalf("code %d, err %v, out %s", code, err, out)
+	}
+	if !strings.Contains(out, "ok   networked release") {
+		t.Errorf("output %q", out)
+	}
+}
+
+// dpaudit canary -network runs the audit over gRPC and reports it; its
+// scores are those of the in-process audit of the same plan.
+func TestCanaryNetworkCommand(t *testing.T) {
+	args := []string{"canary", "-rounds", "40", "-tau", "2", "-canaries", "200", "-json"}
+	var reps [2]struct {
+		Network     bool `json:"network"`
+		Violation   bool `json:"violation"`
+		AllIterates struct {
+			Mu struct {
+				Mu float64 `json:"mu"`
+			} `json:"mu"`
+		} `json:"all_iterates"`
+	}
+	for k, extra := range [][]string{nil, {"-network"}} {
+		code, out, err := runCmd(t, append(args, extra...)...)
+		if err != nil || code != 0 {
+			t.Fatalf("%v: code %d, err %v, out %s", extra, code, err, out)
+		}
+		if err := json.Unmarshal([]byte(out), &reps[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reps[0].Network || !reps[1].Network || reps[1].Violation {
+		t.Errorf("reports %+v", reps)
+	}
+	if reps[0].AllIterates.Mu.Mu != reps[1].AllIterates.Mu.Mu {
+		t.Errorf("mu-hat %v over gRPC, %v in process", reps[1].AllIterates.Mu.Mu, reps[0].AllIterates.Mu.Mu)
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		nil,
@@ -58,6 +100,7 @@ func TestUsage(t *testing.T) {
 		{"replay", "-participation", "epochs:x"},
 		{"canary", "-dropout", "0.1", "-rounds", "10"},
 		{"replay", "extra"},
+		{"replay", "-network", "-dropout", "0.1", "-rounds", "10"},
 	} {
 		_, _, err := runCmd(t, args...)
 		if cli.ExitCode(err) != cli.ExitUsage {
