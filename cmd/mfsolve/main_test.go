@@ -78,7 +78,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-tol", "Inf"}, "-tol +Inf: want a finite number > 0"},
 		{[]string{"-max-iter", "0"}, "-max-iter 0: want at least 1"},
 		{[]string{"-strategy", "banded", "-bands", "-2"}, "-bands -2"},
-		{[]string{"-bands", "3"}, "-bands applies only to -strategy banded and bsr, not optimal"},
+		{[]string{"-bands", "3"}, "-bands applies only to -strategy banded, bsr, banded-toeplitz, bisr and bandinv, not optimal"},
 		{[]string{"-strategy", "banded", "-buffers", "3"}, "-buffers applies only to -strategy blt and semiseparable, not banded"},
 		{[]string{"-loss-only", "-o", "B.npy"}, "-loss-only computes no B or C to write"},
 		{[]string{"-loss-only", "-C", "C.npy"}, "-loss-only computes no B or C to write"},

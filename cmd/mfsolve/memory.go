@@ -54,7 +54,8 @@ func memoryNeed(strategy string, r int, lossOnly, bandedInverse bool) float64 {
 			need += factors
 		}
 		return need
-	case factorize.StrategyBanded, factorize.StrategyBLT, factorize.StrategyBSR:
+	case factorize.StrategyBanded, factorize.StrategyBLT, factorize.StrategyBSR,
+		factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv:
 		return factors + 8*4*rf*rf
 	case factorize.StrategyIdentity:
 		return factors + 8*rf*rf
