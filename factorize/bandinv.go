@@ -396,18 +396,36 @@ type BISRStrategy struct {
 	// Bands is the number p of coefficients of C^{-1}; 0 means
 	// [DefaultBands].
 	Bands int
+	// LossOnly skips forming B and C (O(R^2) memory): the result has
+	// only its metrics, computed in O(R p) from the coefficients (single participation and
+	// min-separation only).
+	LossOnly bool
 }
 
 // Name returns "bisr".
 func (BISRStrategy) Name() string { return StrategyBISR }
 
-// Key returns "bisr/bands=P" (0 for the default).
-func (s BISRStrategy) Key() string { return StrategyBISR + "/bands=" + strconv.Itoa(s.Bands) }
+// Key returns "bisr/bands=P" (0 for the default), followed by
+// "/loss_only=true" when LossOnly is set.
+func (s BISRStrategy) Key() string {
+	return StrategyBISR + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
+}
+
+// lossOnlyKey returns "/loss_only=true" when set, else "".
+func lossOnlyKey(lossOnly bool) string {
+	if lossOnly {
+		return "/loss_only=true"
+	}
+	return ""
+}
 
 // Factorize returns [BandedInverseSqrt](w, s.Bands) with metrics under p.
 func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
+	}
+	if s.LossOnly {
+		return bandInvLossOnly(ctx, StrategyBISR, w, s.Bands, p, false)
 	}
 	return under(w, p, func() (*Factorization, error) { return BandedInverseSqrt(w, s.Bands) })
 }
@@ -418,15 +436,20 @@ type BandInvStrategy struct {
 	// Bands is the number p of coefficients of C^{-1}; 0 means
 	// [DefaultBands].
 	Bands int
+	// LossOnly skips forming B and C (O(R^2) memory): the result has
+	// only its metrics, computed in O(R p) from the coefficients (single participation and
+	// min-separation only).
+	LossOnly bool
 }
 
 // Name returns "bandinv".
 func (BandInvStrategy) Name() string { return StrategyBandInv }
 
 // Key returns "bandinv/bands=P" (0 for the default; the participation is
-// part of the cache key).
+// part of the cache key), followed by "/loss_only=true" when LossOnly is
+// set.
 func (s BandInvStrategy) Key() string {
-	return StrategyBandInv + "/bands=" + strconv.Itoa(s.Bands)
+	return StrategyBandInv + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
 }
 
 // Factorize returns [BandedInverseOptimized](ctx, w, s.Bands, p) with
@@ -434,6 +457,9 @@ func (s BandInvStrategy) Key() string {
 func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
+	}
+	if s.LossOnly {
+		return bandInvLossOnly(ctx, StrategyBandInv, w, s.Bands, p, true)
 	}
 	return under(w, p, func() (*Factorization, error) { return BandedInverseOptimized(ctx, w, s.Bands, p) })
 }
@@ -444,14 +470,18 @@ type BandedToeplitzStrategy struct {
 	// Bands is the number of bands of C; 0 means [DefaultBands], and
 	// under b-min-separation min(DefaultBands, b).
 	Bands int
+	// LossOnly skips forming B and C (O(R^2) memory): the result has
+	// only its metrics, computed in O(R b) from the coefficients.
+	LossOnly bool
 }
 
 // Name returns "banded-toeplitz".
 func (BandedToeplitzStrategy) Name() string { return StrategyBandedToeplitz }
 
-// Key returns "banded-toeplitz/bands=B" (0 for the default).
+// Key returns "banded-toeplitz/bands=B" (0 for the default), followed by
+// "/loss_only=true" when LossOnly is set.
 func (s BandedToeplitzStrategy) Key() string {
-	return StrategyBandedToeplitz + "/bands=" + strconv.Itoa(s.Bands)
+	return StrategyBandedToeplitz + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
 }
 
 // Factorize returns [BandedToeplitz](ctx, w, bands, p) with metrics under
@@ -463,5 +493,108 @@ func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Pa
 	if s.Bands < 0 {
 		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
 	}
+	if s.LossOnly {
+		return bandedToeplitzLossOnly(ctx, w, bandsFor(s.Bands, p), p)
+	}
 	return under(w, p, func() (*Factorization, error) { return BandedToeplitz(ctx, w, bandsFor(s.Bands, p), p) })
+}
+
+// checkLossOnly checks the arguments of a loss-only banded Toeplitz
+// strategy and returns w as a Toeplitz workload.
+func checkLossOnly(strategy string, w *Workload, bands int, p Participation) (toeplitzWorkload, error) {
+	if bands < 0 {
+		return toeplitzWorkload{}, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	tw, err := toeplitzOf(strategy, w)
+	if err != nil {
+		return toeplitzWorkload{}, err
+	}
+	if err := p.Validate(w.R()); err != nil {
+		return toeplitzWorkload{}, err
+	}
+	if p.Kind == KindEpochs && p.K > 1 {
+		return toeplitzWorkload{}, &ParamError{Param: "participation", Value: p.String(), Want: "single or min-separation for a loss-only " + strategy}
+	}
+	return tw, nil
+}
+
+// lossOnlyResult returns a factorization without factors whose metrics
+// are those of the Toeplitz B with first column beta and squared
+// sensitivity sens2 under p (gamma2 the squared largest column norm of C):
+// ||B||_F^2 = sum_m (R - m) beta_m^2, and the largest row norm is the last
+// row's, sum_m beta_m^2.
+func lossOnlyResult(strategy string, stream Stream, w *Workload, p Participation, gamma2 float64, sens Sensitivity, beta []float64) *Factorization {
+	r := w.R()
+	frob, last := 0.0, 0.0
+	for m, v := range beta {
+		frob += float64(r-m) * v * v
+		last += v * v
+	}
+	return &Factorization{
+		Strategy: strategy,
+		Stream:   stream,
+		Workload: w,
+		Metrics:  metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
+	}
+}
+
+// bandInvLossOnly returns the metrics-only result of bisr (optimise false)
+// or bandinv under p, in O(R p) time and O(R) memory. Under
+// min-separation the sensitivity is Thm. 2 of Kalinin and Lampert 2024,
+// exact for C with non-negative non-increasing coefficients (bisr always;
+// bandinv as optimised for p); otherwise it is an error.
+func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands int, p Participation, optimise bool) (*Factorization, error) {
+	tw, err := checkLossOnly(strategy, w, bands, p)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	var u []float64
+	if optimise {
+		if u, err = bandInvCoefficients(ctx, tw, bands, p); err != nil {
+			return nil, err
+		}
+	} else {
+		n := bands
+		if n == 0 {
+			n = DefaultBands
+		}
+		u = tw.inverseSqrt(min(n, r))
+	}
+	c := linalg.SeriesInverse(u, r)
+	gamma2 := columnNormSq(c)
+	sens := Sensitivity{Value: math.Sqrt(gamma2), Exact: true, Rule: RuleColumnNorm}
+	if p.Kind == KindMinSep && p.Participations(r) > 1 {
+		s2 := toeplitzSens2(c, p)
+		if math.IsInf(s2, 1) {
+			return nil, fmt.Errorf("factorize: loss-only %s under %v needs C with non-negative non-increasing coefficients", strategy, p)
+		}
+		sens = Sensitivity{Value: math.Sqrt(s2), Exact: true, Rule: RuleMinSepToeplitz}
+	}
+	return lossOnlyResult(strategy, StreamBandedInverse, w, p, gamma2, sens, tw.times(padded(u, r))), nil
+}
+
+// bandedToeplitzLossOnly returns the metrics-only result of
+// banded-toeplitz with b bands under p, in O(R b) time and O(R) memory.
+// Under b'-min-separation it needs b <= b' (then X is banded within b' and
+// the sensitivity exact); otherwise it is an error.
+func bandedToeplitzLossOnly(ctx context.Context, w *Workload, b int, p Participation) (*Factorization, error) {
+	tw, err := checkLossOnly(StrategyBandedToeplitz, w, b, p)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	c, err := bandedToeplitzCoefficients(ctx, tw, b, p)
+	if err != nil {
+		return nil, err
+	}
+	gamma2 := columnNormSq(c)
+	sens := Sensitivity{Value: math.Sqrt(gamma2), Exact: true, Rule: RuleColumnNorm}
+	if p.Kind == KindMinSep && p.Participations(r) > 1 {
+		if p.B < len(c) {
+			return nil, fmt.Errorf("factorize: loss-only %s under %v needs at most %d bands, not %d", StrategyBandedToeplitz, p, p.B, len(c))
+		}
+		sens = Sensitivity{Value: math.Sqrt(bandedToeplitzSens2(c, r, p)), Exact: true, Rule: RuleMinSepBanded}
+	}
+	return lossOnlyResult(StrategyBandedToeplitz, StreamBanded, w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil
 }

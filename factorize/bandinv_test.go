@@ -256,3 +256,62 @@ func TestBandedInverseErrors(t *testing.T) {
 		t.Error("InverseBandOf(nil): no error")
 	}
 }
+
+// TestBandedInverseLossOnly checks the loss-only results (O(R) formulas)
+// against the metrics of the dense factors of the same strategies
+// (ComputeMetrics: SensitivityOf on C and the norms of B), on prefix sums
+// and momentum, under single participation and min-separation.
+func TestBandedInverseLossOnly(t *testing.T) {
+	ctx := context.Background()
+	const r = 40
+	mom, err := Momentum(r, 0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*Workload{prefix(t, r), mom} {
+		for _, part := range []Participation{SingleParticipation(), MinSeparation(6, 0), MinSeparation(13, 2)} {
+			pairs := [][2]Strategy{
+				{BISRStrategy{Bands: 6}, BISRStrategy{Bands: 6, LossOnly: true}},
+				{BandInvStrategy{Bands: 4}, BandInvStrategy{Bands: 4, LossOnly: true}},
+				{BandedToeplitzStrategy{}, BandedToeplitzStrategy{LossOnly: true}},
+			}
+			for _, pair := range pairs {
+				full, err := pair[0].Factorize(ctx, w, part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lean, err := pair[1].Factorize(ctx, w, part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if lean.B != nil || lean.C != nil {
+					t.Errorf("%s: loss-only result with factors", pair[1].Key())
+				}
+				want, err := ComputeMetrics(full.B, full.C, part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := lean.Metrics
+				for _, m := range []struct {
+					name      string
+					got, want float64
+				}{
+					{"gamma", got.Gamma, want.Gamma},
+					{"sensitivity", got.UnitSensitivity.Value, want.UnitSensitivity.Value},
+					{"||B||_F^2", got.FrobBSq, want.FrobBSq},
+					{"max row", got.MaxRowBSq, want.MaxRowBSq},
+					{"loss", got.Loss, want.Loss},
+				} {
+					if math.Abs(m.got-m.want) > 1e-9*math.Abs(m.want) {
+						t.Errorf("%s %s %v: %s loss-only %.12g, dense %.12g", w.Name(), pair[1].Key(), part, m.name, m.got, m.want)
+					}
+				}
+				if got.UnitSensitivity.Exact != want.UnitSensitivity.Exact {
+					t.Errorf("%s %v: exact %v, dense %v", pair[1].Key(), part, got.UnitSensitivity.Exact, want.UnitSensitivity.Exact)
+				}
+			}
+		}
+	}
+	_, err = BISRStrategy{LossOnly: true}.Factorize(ctx, prefix(t, 8), FixedEpochs(2))
+	requireParamError(t, err, "participation")
+}
