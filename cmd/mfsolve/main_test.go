@@ -312,6 +312,19 @@ func TestLossOnlyClosedForm(t *testing.T) {
 	res := runT(t, "-strategy", "tree", "-R", "16", "-loss-only", "-json")
 	require.Equal(t, exitUsage, res.code, res.stderr)
 	assert.Contains(t, res.stderr, "-loss-only applies only to -strategy optimal")
+	// The structured banded strategies take it, also under min-separation,
+	// with the metrics of their dense factors.
+	for _, s := range []string{"bisr", "bandinv", "banded-toeplitz"} {
+		lean := runT(t, "-strategy", s, "-R", "64", "-participation", "minsep:8", "-loss-only", "-json", "-no-cache")
+		full := runT(t, "-strategy", s, "-R", "64", "-participation", "minsep:8", "-json", "-no-cache")
+		require.Equal(t, exitOK, lean.code, lean.stderr)
+		require.Equal(t, exitOK, full.code, full.stderr)
+		var ml, mf map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lean.stdout), &ml))
+		require.NoError(t, json.Unmarshal([]byte(full.stdout), &mf))
+		assert.InEpsilon(t, mf["loss"], ml["loss"], 1e-9, s)
+		assert.Equal(t, true, ml["unit_sensitivity_exact"], s)
+	}
 	// The tree's sensitivity^2 is its number of levels, floor(log2 R) + 1.
 	res = runT(t, "-strategy", "tree", "-R", "16", "-json")
 	require.Equal(t, exitOK, res.code, res.stderr)
