@@ -181,10 +181,17 @@ func keyFields(s Strategy, w *Workload, p Participation) (cacheKeyFields, error)
 		return cacheKeyFields{}, err
 	}
 	lossOnly := false
-	if o, ok := s.(OptimalStrategy); ok {
+	switch o := s.(type) {
+	case OptimalStrategy:
 		if _, err := o.withDefaults(); err != nil {
 			return cacheKeyFields{}, err
 		}
+		lossOnly = o.LossOnly
+	case BISRStrategy:
+		lossOnly = o.LossOnly
+	case BandInvStrategy:
+		lossOnly = o.LossOnly
+	case BandedToeplitzStrategy:
 		lossOnly = o.LossOnly
 	}
 	if err := p.Validate(w.R()); err != nil {

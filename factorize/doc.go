@@ -14,8 +14,9 @@
 // participation it is the largest column norm of C, written gamma.
 //
 // A [Strategy] is a value with its own options ([IdentityStrategy],
-// [TreeStrategy], [SqrtStrategy], [BandedStrategy], [BLTStrategy], [SemisepStrategy],
-// [OptimalStrategy]; [ParseStrategy] maps a name to one). Its Factorize
+// [TreeStrategy], [SqrtStrategy], [BandedStrategy], [BSRStrategy],
+// [BandedToeplitzStrategy], [BISRStrategy], [BandInvStrategy],
+// [BLTStrategy], [SemisepStrategy], [OptimalStrategy]; [ParseStrategy] maps a name to one). Its Factorize
 // method returns a [Factorization] whose [Metrics] are computed under the
 // participation it is given:
 //
@@ -45,6 +46,16 @@
 //     otherwise a banded Toeplitz fit ([Banded]).
 //   - bsr: the banded square root with unit columns ([BandedSqrt]; Kalinin
 //     and Lampert 2024).
+//   - banded-toeplitz: C lower-triangular banded Toeplitz with b
+//     coefficients and unit norm, optimised for the loss under the
+//     participation (McKenna 2024), see [BandedToeplitz].
+//   - bisr: the banded inverse square root: C^{-1} banded Toeplitz with the
+//     first p coefficients of (1 - x)^{1/2}, C = its Toeplitz inverse
+//     (Kalinin, McKenna, Upadhyay, Lampert 2025), see [BandedInverseSqrt];
+//     the noise streams with p-1 past noise rows.
+//   - bandinv: the same structure with the p coefficients of C^{-1}
+//     optimised for the loss under the participation (BandInvMF), see
+//     [BandedInverseOptimized].
 //   - blt: buffered linear Toeplitz ([BLT]; under min-separation fitted to
 //     that loss, [BLTMinSep]).
 //   - semiseparable: the optimal X with T^{-1/2} replaced by a k-term

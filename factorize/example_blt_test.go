@@ -60,6 +60,6 @@ func ExampleParseStrategy() {
 	}
 	fmt.Printf("%s %#v\n", s.Name(), s)
 	// Output:
-	// [identity tree sqrt sqrt-normalized banded bsr blt semiseparable optimal]
+	// [identity tree sqrt sqrt-normalized banded bsr banded-toeplitz bisr bandinv blt semiseparable optimal]
 	// blt factorize.BLTStrategy{Buffers:0}
 }

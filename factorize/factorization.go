@@ -284,12 +284,17 @@ const (
 	// given by [Factorization.Semisep]; C^{-1} Z is streamed by forward
 	// substitution with K state vectors ([Semiseparable]).
 	StreamSemisep
+	// StreamBandedInverse: C is square lower-triangular Toeplitz and
+	// C^{-1} is banded Toeplitz with p coefficients ([InverseBandOf]), so
+	// C^{-1} Z streams with a buffer of the last p-1 rows of Z
+	// ([BandedInverseSqrt], [BandedInverseOptimized]).
+	StreamBandedInverse
 )
 
-var streamNames = [...]string{"dense", "independent", "tree", "banded", "toeplitz", "blt", "semiseparable"}
+var streamNames = [...]string{"dense", "independent", "tree", "banded", "toeplitz", "blt", "semiseparable", "banded-inverse"}
 
-// String returns "dense", "independent", "tree", "banded", "toeplitz" or
-// "blt".
+// String returns "dense", "independent", "tree", "banded", "toeplitz",
+// "blt", "semiseparable" or "banded-inverse".
 func (s Stream) String() string {
 	if s >= 0 && int(s) < len(streamNames) {
 		return streamNames[s]

@@ -23,12 +23,13 @@ const (
 
 // Strategies lists the strategy names accepted by [ParseStrategy].
 func Strategies() []string {
-	return []string{StrategyIdentity, StrategyTree, StrategySqrt, StrategySqrtNormalized, StrategyBanded, StrategyBSR, StrategyBLT, StrategySemisep, StrategyOptimal}
+	return []string{StrategyIdentity, StrategyTree, StrategySqrt, StrategySqrtNormalized, StrategyBanded, StrategyBSR, StrategyBandedToeplitz, StrategyBISR, StrategyBandInv, StrategyBLT, StrategySemisep, StrategyOptimal}
 }
 
 // A Strategy is a way to factorize a workload, carrying its own options:
 // [IdentityStrategy], [TreeStrategy], [SqrtStrategy], [BandedStrategy],
-// [BSRStrategy], [BLTStrategy] and [OptimalStrategy]. Every strategy reports its
+// [BSRStrategy], [BandedToeplitzStrategy], [BISRStrategy],
+// [BandInvStrategy], [BLTStrategy], [SemisepStrategy] and [OptimalStrategy]. Every strategy reports its
 // [Metrics] under the participation it is given.
 type Strategy interface {
 	// Name returns the strategy's name (one of [Strategies]).
@@ -66,6 +67,12 @@ func ParseStrategy(name string) (Strategy, error) {
 		return BSRStrategy{}, nil
 	case StrategySemisep:
 		return SemisepStrategy{}, nil
+	case StrategyBandedToeplitz:
+		return BandedToeplitzStrategy{}, nil
+	case StrategyBISR:
+		return BISRStrategy{}, nil
+	case StrategyBandInv:
+		return BandInvStrategy{}, nil
 	}
 	return nil, &ParamError{Param: "strategy", Value: strconv.Quote(name), Want: "one of " + strings.Join(Strategies(), ", ")}
 }

@@ -43,6 +43,9 @@ func cases(t *testing.T, r int) []testCase {
 	blt := get(factorize.BLTStrategy{Buffers: 2})
 	opt := get(factorize.OptimalStrategy{})
 	semi := get(factorize.SemisepStrategy{Buffers: 3, Factors: true})
+	bisr := get(factorize.BISRStrategy{Bands: 4})
+	bandinv := get(factorize.BandInvStrategy{Bands: 3})
+	btoep := get(factorize.BandedToeplitzStrategy{Bands: 3})
 	keep, regen := WithMemory(MemoryKeep), WithMemory(MemoryRegenerate)
 	return []testCase{
 		{"identity", id, nil, "independent"},
@@ -63,6 +66,9 @@ func cases(t *testing.T, r int) []testCase {
 		{"dense/blt/regenerate", blt, []Option{WithDense(), regen}, "dense(regenerate)"},
 		{"semiseparable", semi, nil, "semiseparable(K=3)"},
 		{"dense/semiseparable", semi, []Option{WithDense(), regen}, "dense(regenerate)"},
+		{"bisr", bisr, nil, "banded-inverse(p=4)"},
+		{"bandinv", bandinv, nil, "banded-inverse(p=3)"},
+		{"banded-toeplitz", btoep, nil, "banded(b=3)"},
 	}
 }
 
@@ -257,6 +263,7 @@ func TestStateBytes(t *testing.T) {
 		"dense/sqrt-normalized/keep": r, "dense/sqrt-normalized/regenerate": 0,
 		"dense/blt/regenerate": 0, "optimal/keep": r, "optimal/regenerate": 0,
 		"semiseparable": 3, "dense/semiseparable": 0,
+		"bisr": 3, "bandinv": 2, "banded-toeplitz": 2,
 	}
 	for _, tc := range cases(t, r) {
 		m, err := New(tc.f, dim, 1, tc.opts...)
@@ -318,7 +325,8 @@ func TestOtherWorkloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fs []*factorize.Factorization
-	for _, s := range []factorize.Strategy{factorize.BandedStrategy{Bands: 4}, factorize.BLTStrategy{Buffers: 3}} {
+	for _, s := range []factorize.Strategy{factorize.BandedStrategy{Bands: 4}, factorize.BLTStrategy{Buffers: 3},
+		factorize.BISRStrategy{Bands: 4}, factorize.BandInvStrategy{Bands: 3}, factorize.BandedToeplitzStrategy{Bands: 4}} {
 		f, err := s.Factorize(ctx, mom, factorize.Participation{})
 		if err != nil {
 			t.Fatal(err)
@@ -409,7 +417,8 @@ func TestMinSepStrategiesStream(t *testing.T) {
 	const r, dim = 24, 3
 	w, _ := factorize.Prefix(r)
 	p := factorize.MinSeparation(6, 2)
-	for _, s := range []factorize.Strategy{factorize.BandedStrategy{}, factorize.BSRStrategy{}, factorize.BLTStrategy{Buffers: 2}} {
+	for _, s := range []factorize.Strategy{factorize.BandedStrategy{}, factorize.BSRStrategy{}, factorize.BLTStrategy{Buffers: 2},
+		factorize.BISRStrategy{}, factorize.BandInvStrategy{Bands: 4}, factorize.BandedToeplitzStrategy{}} {
 		f, err := s.Factorize(context.Background(), w, p)
 		if err != nil {
 			t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 //	StreamTree         binary tree: floor(log2 R) buffers
 //	StreamBanded       banded forward substitution: b-1 buffers
 //	StreamBLT          buffered linear Toeplitz: k buffers
+//	StreamBandedInverse banded Toeplitz C^{-1} (bisr, bandinv): p-1 buffers of past Z rows
 //	StreamSemisep      semiseparable forward substitution: K buffers (B and C not needed)
 //	StreamToeplitz     Toeplitz: O(R) coefficients, past rows kept or regenerated
 //	StreamDense        dense: M, past rows kept or regenerated
@@ -93,6 +94,8 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		k, err = newBLT(f, dim)
 	case f.Stream == factorize.StreamToeplitz:
 		k, err = newToeplitz(f, dim, cfg)
+	case f.Stream == factorize.StreamBandedInverse:
+		k, err = newBandInverse(f, dim)
 	case streamSemisep:
 		k, err = newSemisep(f, dim)
 	case f.Stream == factorize.StreamDense, f.Stream == factorize.StreamSemisep:
@@ -147,7 +150,7 @@ func useKeep(cfg *config, rows, dim int) (keep, auto bool) {
 // would take more than [DefaultKeepLimit] (each round then redraws its
 // past rows, much slower than keeping them: see docs/mechanisms.md). ok is
 // false for the mechanisms that keep no past rows (independent, tree,
-// banded, BLT).
+// banded, BLT, banded inverse).
 func MemoryOf(m Mechanism) (mode Memory, auto, ok bool) {
 	s, isStream := m.(*stream)
 	if !isStream {

@@ -120,9 +120,9 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.StringVar(&cfg.methodName, "method", "auto", "path `P` of the optimal solver: auto, structured (workloads with a banded inverse: O(R) per iteration) or dense (any workload: O(R^3) per iteration)")
 	fs.Float64Var(&cfg.tol, "tol", factorize.DefaultTol, "stop the optimal solver (-strategy optimal, semiseparable, or banded under -participation minsep, whose default is 1e-08) when its certified relative duality gap is at most `TOL`")
 	fs.IntVar(&cfg.maxIter, "max-iter", factorize.DefaultMaxIter, "iteration limit `N` of the solver of -strategy optimal, semiseparable, or banded under -participation minsep (reaching it is an error)")
-	fs.IntVar(&cfg.bands, "bands", 0, "number of bands `N` of C for -strategy banded and bsr (0: 16, or the separation B under -participation minsep:B if smaller)")
+	fs.IntVar(&cfg.bands, "bands", 0, "number of bands `N` of C for -strategy banded, bsr and banded-toeplitz (0: 16, or the separation B under -participation minsep:B if smaller), of C^{-1} for bisr and bandinv (0: 16)")
 	fs.IntVar(&cfg.buffers, "buffers", 0, "number of buffers `K` for -strategy blt (0: its default) and of state vectors for -strategy semiseparable (0: the fewest within 0.1% of the optimal loss)")
-	fs.BoolVar(&cfg.lossOnly, "loss-only", false, "compute only the metrics of -strategy optimal or semiseparable, not B and C (cannot be used with -o or -C)")
+	fs.BoolVar(&cfg.lossOnly, "loss-only", false, "compute only the metrics of -strategy optimal or semiseparable (single participation), banded-toeplitz, bisr or bandinv (single or min-separation), not B and C (cannot be used with -o or -C)")
 	fs.Func("participation", "participation `PATTERN` of one sample: single (one round), epochs:K (K epochs of R/K rounds), or minsep:B[,K] (at most K rounds, B apart; K defaults to as many as fit); the sensitivity, loss, RMSE, MaxSE and the calibration are under it (default single)", func(v string) error {
 		p, err := factorize.ParseParticipation(v)
 		if err != nil {
@@ -231,8 +231,8 @@ func parseArgs(args []string) (config, error) {
 	if cfg.bands < 0 {
 		return cfg, usagef("-bands %d: want a number >= 1 (or 0 for the default)", cfg.bands)
 	}
-	if set["bands"] && cfg.strategy != factorize.StrategyBanded && cfg.strategy != factorize.StrategyBSR {
-		return cfg, usagef("-bands applies only to -strategy banded and bsr, not %s", cfg.strategy)
+	if set["bands"] && !usesBands(cfg.strategy) {
+		return cfg, usagef("-bands applies only to -strategy banded, bsr, banded-toeplitz, bisr and bandinv, not %s", cfg.strategy)
 	}
 	if cfg.buffers < 0 {
 		return cfg, usagef("-buffers %d: want a number >= 1 (or 0 for the default)", cfg.buffers)
@@ -251,13 +251,13 @@ func parseArgs(args []string) (config, error) {
 			return cfg, usagef("-%s applies to -strategy banded only under -participation minsep:B (its certified solver), not %v", f, cfg.participation)
 		}
 	}
-	if cfg.lossOnly && cfg.strategy != factorize.StrategyOptimal && cfg.strategy != factorize.StrategySemisep {
-		return cfg, usagef("-loss-only applies only to -strategy optimal and semiseparable, not %s", cfg.strategy)
+	if cfg.lossOnly && cfg.strategy != factorize.StrategyOptimal && cfg.strategy != factorize.StrategySemisep && !bandedLossOnly(cfg.strategy) {
+		return cfg, usagef("-loss-only applies only to -strategy optimal, semiseparable, banded-toeplitz, bisr and bandinv, not %s", cfg.strategy)
 	}
 	if err := cfg.participation.Validate(cfg.r); err != nil && !strings.HasSuffix(cfg.workload, ".npy") {
 		return cfg, usagef("-participation %v: %s", cfg.participation, paramWant(err))
 	}
-	if cfg.lossOnly && cfg.participation.Kind != factorize.KindSingle {
+	if cfg.lossOnly && cfg.participation.Kind != factorize.KindSingle && !(bandedLossOnly(cfg.strategy) && cfg.participation.Kind == factorize.KindMinSep) {
 		return cfg, usagef("-loss-only gives no C to compute the sensitivity under -participation %v: drop -loss-only", cfg.participation)
 	}
 	for _, f := range []string{"o", "C", "noise", "cache"} {
@@ -416,6 +416,12 @@ func (cfg config) strategyNamed(name string, progress func(factorize.Progress)) 
 		}}, nil
 	case factorize.StrategyBSR:
 		return factorize.BSRStrategy{Bands: cfg.bands}, nil
+	case factorize.StrategyBandedToeplitz:
+		return factorize.BandedToeplitzStrategy{Bands: cfg.bands, LossOnly: cfg.lossOnly}, nil
+	case factorize.StrategyBISR:
+		return factorize.BISRStrategy{Bands: cfg.bands, LossOnly: cfg.lossOnly}, nil
+	case factorize.StrategyBandInv:
+		return factorize.BandInvStrategy{Bands: cfg.bands, LossOnly: cfg.lossOnly}, nil
 	}
 	return factorize.ParseStrategy(name)
 }
@@ -444,4 +450,25 @@ var memoryModes = map[string]mechanism.Memory{
 	"auto":       mechanism.MemoryAuto,
 	"keep":       mechanism.MemoryKeep,
 	"regenerate": mechanism.MemoryRegenerate,
+}
+
+// usesBands reports whether -bands sets an option of strategy: the number
+// of bands of C (banded, bsr, banded-toeplitz) or of C^{-1} (bisr,
+// bandinv).
+func usesBands(strategy string) bool {
+	switch strategy {
+	case factorize.StrategyBanded, factorize.StrategyBSR, factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv:
+		return true
+	}
+	return false
+}
+
+// bandedLossOnly reports whether strategy has a structured loss-only path
+// under single participation and min-separation (O(R) memory).
+func bandedLossOnly(strategy string) bool {
+	switch strategy {
+	case factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv:
+		return true
+	}
+	return false
 }

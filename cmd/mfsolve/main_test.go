@@ -78,7 +78,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-tol", "Inf"}, "-tol +Inf: want a finite number > 0"},
 		{[]string{"-max-iter", "0"}, "-max-iter 0: want at least 1"},
 		{[]string{"-strategy", "banded", "-bands", "-2"}, "-bands -2"},
-		{[]string{"-bands", "3"}, "-bands applies only to -strategy banded and bsr, not optimal"},
+		{[]string{"-bands", "3"}, "-bands applies only to -strategy banded, bsr, banded-toeplitz, bisr and bandinv, not optimal"},
 		{[]string{"-strategy", "banded", "-buffers", "3"}, "-buffers applies only to -strategy blt and semiseparable, not banded"},
 		{[]string{"-loss-only", "-o", "B.npy"}, "-loss-only computes no B or C to write"},
 		{[]string{"-loss-only", "-C", "C.npy"}, "-loss-only computes no B or C to write"},
@@ -312,6 +312,19 @@ func TestLossOnlyClosedForm(t *testing.T) {
 	res := runT(t, "-strategy", "tree", "-R", "16", "-loss-only", "-json")
 	require.Equal(t, exitUsage, res.code, res.stderr)
 	assert.Contains(t, res.stderr, "-loss-only applies only to -strategy optimal")
+	// The structured banded strategies take it, also under min-separation,
+	// with the metrics of their dense factors.
+	for _, s := range []string{"bisr", "bandinv", "banded-toeplitz"} {
+		lean := runT(t, "-strategy", s, "-R", "64", "-participation", "minsep:8", "-loss-only", "-json", "-no-cache")
+		full := runT(t, "-strategy", s, "-R", "64", "-participation", "minsep:8", "-json", "-no-cache")
+		require.Equal(t, exitOK, lean.code, lean.stderr)
+		require.Equal(t, exitOK, full.code, full.stderr)
+		var ml, mf map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lean.stdout), &ml))
+		require.NoError(t, json.Unmarshal([]byte(full.stdout), &mf))
+		assert.InEpsilon(t, mf["loss"], ml["loss"], 1e-9, s)
+		assert.Equal(t, true, ml["unit_sensitivity_exact"], s)
+	}
 	// The tree's sensitivity^2 is its number of levels, floor(log2 R) + 1.
 	res = runT(t, "-strategy", "tree", "-R", "16", "-json")
 	require.Equal(t, exitOK, res.code, res.stderr)

@@ -54,6 +54,13 @@ func memoryNeed(strategy string, r int, lossOnly, bandedInverse bool) float64 {
 			need += factors
 		}
 		return need
+	case factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv:
+		if lossOnly {
+			// Coefficient vectors of length R: C's, B's and the
+			// optimiser's work (a handful).
+			return 8 * 8 * rf
+		}
+		return factors + 8*4*rf*rf
 	case factorize.StrategyBanded, factorize.StrategyBLT, factorize.StrategyBSR:
 		return factors + 8*4*rf*rf
 	case factorize.StrategyIdentity:

@@ -264,3 +264,29 @@ func TestEpochs(t *testing.T) {
 		t.Errorf("-epochs 4 with 30 rounds: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// The banded-inverse and banded Toeplitz strategies run in ofl, with the
+// noise calibrated to the sensitivity 2 gamma B_g / n of the factorization
+// the library computes for them.
+func TestBandedInverseStrategies(t *testing.T) {
+	w, _ := factorize.Prefix(30)
+	for _, name := range []string{factorize.StrategyBISR, factorize.StrategyBandInv, factorize.StrategyBandedToeplitz} {
+		r := runOfl(t, append([]string{"-json", "-strategy", name}, small...)...)
+		if r.code != exitOK || r.stderr != "" {
+			t.Fatalf("%s: exit %d, stderr %q", name, r.code, r.stderr)
+		}
+		var js map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
+			t.Fatalf("%s: stdout %q: %v", name, r.stdout, err)
+		}
+		s, _ := factorize.ParseStrategy(name)
+		f, err := s.Factorize(context.Background(), w, factorize.SingleParticipation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sens := 2 * f.Metrics.Gamma * 5 / 3
+		if got, _ := js["sensitivity"].(float64); js["strategy"] != name || math.Abs(got-sens) > 1e-14*sens {
+			t.Errorf("%s: JSON %s, want sensitivity %v", name, r.stdout, sens)
+		}
+	}
+}

@@ -1,0 +1,600 @@
+package factorize
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/dpmf/dpmf/linalg"
+	"gonum.org/v1/gonum/mat"
+)
+
+// This file implements three Toeplitz strategies with a banded factor:
+//
+//   - bisr, the banded inverse square root of Kalinin, McKenna, Upadhyay
+//     and Lampert 2025 ("Back to Square Roots: An Optimal Bound on the
+//     Matrix Factorization Error for Multi-Epoch Differentially Private
+//     SGD", arXiv 2505.12128): C^{-1} is the lower-triangular banded
+//     Toeplitz matrix of the first p coefficients of the inverse square
+//     root of the workload's series (for prefix sums, of (1 - x)^{1/2}:
+//     1, -1/2, -1/8, -1/16, -5/128, ...);
+//   - bandinv, the same structure with the p coefficients of C^{-1}
+//     optimised for the loss under the participation (BandInvMF of the
+//     same paper), started from bisr;
+//   - banded-toeplitz, C itself lower-triangular banded Toeplitz with b
+//     coefficients and unit column norm, optimised for the loss (McKenna
+//     2024, "Scaling up the Banded Matrix Factorization Mechanism for
+//     Differentially Private ML", arXiv 2405.15913).
+//
+// In the first two C = T_u^{-1} is a full lower-triangular Toeplitz
+// matrix and B = A T_u; C's columns are not normalised, so that C stays
+// Toeplitz: its first column is the longest, gamma = ||c||, and when c is
+// non-negative and non-increasing (always for bisr, see
+// [BandedInverseSqrt]) its sensitivity under b-min-separation is exact
+// ([ToeplitzMinSepSensitivity]). The noise C^{-1} Z streams with a buffer
+// of the last p-1 rows of Z ([StreamBandedInverse]).
+
+// Strategy names of the banded-inverse and banded Toeplitz strategies.
+const (
+	StrategyBISR           = "bisr"
+	StrategyBandInv        = "bandinv"
+	StrategyBandedToeplitz = "banded-toeplitz"
+)
+
+// InverseBandOf returns the coefficients u_0..u_{p-1} of the banded
+// Toeplitz C^{-1} = T_u of a factorization that declares
+// [StreamBandedInverse], recovered from C's first column by the series
+// inverse (C = T_c, u = 1/c(x)); the coefficients from index p on, which
+// are zero in exact arithmetic, must be below 1e-10 of the largest (else
+// it is an error: C^{-1} is not banded). p is the last index whose
+// coefficient is above that threshold, plus one.
+func InverseBandOf(f *Factorization) ([]float64, error) {
+	if f == nil || f.C == nil {
+		return nil, &ParamError{Param: "factorization", Want: "one with a factor C"}
+	}
+	m, r := f.C.Dims()
+	if m != r || r == 0 {
+		return nil, &ParamError{Param: "C", Value: fmt.Sprintf("%d x %d", m, r), Want: "a square matrix"}
+	}
+	c := make([]float64, r)
+	scale := 0.0
+	for i := range c {
+		c[i] = f.C.At(i, 0)
+		for j := 0; j <= i; j++ {
+			scale = math.Max(scale, math.Abs(f.C.At(i, j)))
+		}
+	}
+	if c[0] == 0 {
+		return nil, &ParamError{Param: "C[0][0]", Value: 0.0, Want: "nonzero (C invertible)"}
+	}
+	for i := 0; i < r; i++ {
+		for j := 1; j < r; j++ {
+			want := 0.0
+			if i >= j {
+				want = c[i-j]
+			}
+			if math.Abs(f.C.At(i, j)-want) > 1e-12*scale {
+				return nil, fmt.Errorf("factorize: C is not lower-triangular Toeplitz at (%d, %d)", i, j)
+			}
+		}
+	}
+	u := linalg.SeriesInverse(c, r)
+	top := 0.0
+	for _, v := range u {
+		top = math.Max(top, math.Abs(v))
+	}
+	p := 1
+	for k, v := range u {
+		if math.Abs(v) > 1e-10*top {
+			p = k + 1
+		}
+	}
+	return u[:p], nil
+}
+
+// BandedInverseSqrt returns the BISR factorization of a lower-triangular
+// Toeplitz workload (Kalinin, McKenna, Upadhyay, Lampert 2025, arXiv
+// 2505.12128): C^{-1} = T_u with u the first p = bands coefficients
+// ([DefaultBands] if 0, at most R) of the inverse square root of the
+// workload's series (for prefix sums, [InverseSqrtCoefficients](p), the
+// coefficients of (1 - x)^{1/2}), C = T_u^{-1} (full lower-triangular
+// Toeplitz) and B = A T_u (for prefix sums, Toeplitz with the prefix sums
+// of u). With p = R it is [Sqrt].
+//
+// For prefix sums u_0 = 1 and u_k < 0 for k >= 1 with log-convex
+// magnitudes, so C's coefficients (the renewal sequence of -u) are
+// positive and non-increasing (Kaluza's theorem), and the sensitivity
+// under b-min-separation is exact (Kalinin and Lampert 2024, Thm. 2;
+// [ToeplitzMinSepSensitivity]). The columns of C are deliberately not
+// normalised: that would break the Toeplitz structure and leave only the
+// dynamic-programming bound under min-separation. Metrics are computed from
+// the dense factors by [ComputeMetrics], under single participation.
+func BandedInverseSqrt(w *Workload, bands int) (*Factorization, error) {
+	if bands < 0 {
+		return nil, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	tw, err := toeplitzOf(StrategyBISR, w)
+	if err != nil {
+		return nil, err
+	}
+	p := bands
+	if p == 0 {
+		p = DefaultBands
+	}
+	p = min(p, w.R())
+	return bandInvFactorization(StrategyBISR, w, tw, tw.inverseSqrt(p)), nil
+}
+
+// inverseSqrt returns the first p coefficients of the inverse square root
+// of the workload's series, a(x)^{-1/2}.
+func (tw toeplitzWorkload) inverseSqrt(p int) []float64 {
+	if tw.prefix {
+		return InverseSqrtCoefficients(p)
+	}
+	return linalg.SeriesInverse(tw.sqrt(p), p)
+}
+
+// padded returns u padded with zeros to length r.
+func padded(u []float64, r int) []float64 {
+	out := make([]float64, r)
+	copy(out, u)
+	return out
+}
+
+// bandInvFactorization returns C = T_u^{-1}, B = A T_u for the banded
+// coefficients u, with single-participation metrics from the dense
+// factors.
+func bandInvFactorization(strategy string, w *Workload, tw toeplitzWorkload, u []float64) *Factorization {
+	r := w.R()
+	c := linalg.SeriesInverse(u, r)
+	beta := tw.times(padded(u, r))
+	cm := mat.NewDense(r, r, nil)
+	bm := mat.NewDense(r, r, nil)
+	for i := 0; i < r; i++ {
+		crow, brow := cm.RawRowView(i), bm.RawRowView(i)
+		for j := 0; j <= i; j++ {
+			crow[j] = c[i-j]
+			brow[j] = beta[i-j]
+		}
+	}
+	f := finish(strategy, StreamBandedInverse, w, bm, cm)
+	return f
+}
+
+// toeplitzSens2 returns the squared sensitivity under p of the R x R
+// lower-triangular Toeplitz C with first column c (len R), and whether it
+// is exact: single (and epochs, here only as a stand-in objective)
+// sum c_k^2; b-min-separation ||C 1_{0, b, ..., (k-1) b}||^2 when c is
+// non-negative and non-increasing (Kalinin and Lampert 2024, Thm. 2, in
+// O(R) by running sums), else +Inf.
+func toeplitzSens2(c []float64, p Participation) float64 {
+	r := len(c)
+	if p.Kind != KindMinSep {
+		return columnNormSq(c)
+	}
+	for i, v := range c {
+		if !(v >= 0) || (i > 0 && v > c[i-1]) {
+			return math.Inf(1)
+		}
+	}
+	k := p.Participations(r)
+	b := min(p.B, r)
+	// v_t = sum_{j < k, j b <= t} c_{t - j b}, by v_t = v_{t-b} + c_t - c_{t-kb}.
+	v := make([]float64, r)
+	s := 0.0
+	for t := 0; t < r; t++ {
+		x := c[t]
+		if t >= b {
+			x += v[t-b]
+		}
+		if t-k*b >= 0 {
+			x -= c[t-k*b]
+		}
+		v[t] = x
+		s += x * x
+	}
+	return s
+}
+
+// BandedInverseOptimized returns the BandInvMF factorization (Kalinin et
+// al. 2025, arXiv 2505.12128): C^{-1} = T_u banded Toeplitz with p = bands
+// coefficients ([DefaultBands] if 0, at most R), u_0 = 1 and u_1..u_{p-1}
+// minimising the loss sens^2 ||A T_u||_F^2 of C = T_u^{-1} under the
+// participation part, started from [BandedInverseSqrt]'s coefficients. The
+// sensitivity in the objective is sum c_k^2 (single participation; also
+// the objective under fixed epochs) or, under b-min-separation, the exact
+// value of Kalinin and Lampert 2024, Thm. 2, for which C's coefficients
+// are kept non-negative and non-increasing (points outside that set have
+// infinite loss), so that the reported sensitivity is exact. The loss
+// costs O(R p) per evaluation (C's coefficients by the series inverse; B's
+// by a cumulative sum for prefix sums); the minimisation is L-BFGS with
+// finite-difference gradients (a local method: the result is never worse
+// than bisr, not certified). The metrics are computed from the dense
+// factors under single participation.
+func BandedInverseOptimized(ctx context.Context, w *Workload, bands int, part Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if bands < 0 {
+		return nil, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	tw, err := toeplitzOf(StrategyBandInv, w)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	if err := part.Validate(r); err != nil {
+		return nil, err
+	}
+	u, err := bandInvCoefficients(ctx, tw, bands, part)
+	if err != nil {
+		return nil, err
+	}
+	return bandInvFactorization(StrategyBandInv, w, tw, u), nil
+}
+
+// bandInvLoss returns sens^2 ||A T_u||_F^2 for C = T_u^{-1} under part.
+func bandInvLoss(tw toeplitzWorkload, u []float64, part Participation) float64 {
+	r := len(tw.a)
+	c := linalg.SeriesInverse(u, r)
+	return toeplitzSens2(c, part) * tw.frobB(padded(u, r))
+}
+
+// bandInvCoefficients returns the optimised p coefficients of C^{-1}.
+func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
+	r := len(tw.a)
+	p := bands
+	if p == 0 {
+		p = DefaultBands
+	}
+	p = min(p, r)
+	u0 := tw.inverseSqrt(p)
+	if p == 1 {
+		return u0, nil
+	}
+	u := append([]float64(nil), u0...)
+	obj := func(x []float64) float64 {
+		copy(u[1:], x)
+		l := bandInvLoss(tw, u, part)
+		if !(l > 0) || math.IsInf(l, 0) {
+			return math.Inf(1)
+		}
+		return math.Log(l)
+	}
+	x, err := minimizeSmooth(ctx, obj, append([]float64(nil), u0[1:]...))
+	if err != nil {
+		return nil, err
+	}
+	best := append([]float64(nil), u0...)
+	if obj(x) < obj(u0[1:]) {
+		copy(best[1:], x)
+	}
+	return best, nil
+}
+
+// BandedToeplitz returns the banded Toeplitz factorization of McKenna 2024
+// ("Scaling up the Banded Matrix Factorization Mechanism for
+// Differentially Private ML", arXiv 2405.15913): C = T_c lower-triangular
+// Toeplitz with b = bands coefficients ([DefaultBands] if 0, at most R),
+// scaled to ||c|| = 1 (unit norm of every column but the last b-1, which
+// are shorter), and B = A T_c^{-1}. The coefficients minimise the loss
+// sens^2 ||A T_c^{-1}||_F^2 under part, from the banded square root
+// (Kalinin and Lampert 2024): under b'-min-separation with b <= b' the
+// squared sensitivity is the sum of the k' = min(k, ceil(R/b')) squared
+// column norms at rounds 0, b', ..., (k'-1) b' (X = C^T C is banded within
+// b' and its diagonal non-increasing; exact, [MinSepBanded]), otherwise
+// ||c||^2 (single participation; the objective under epochs and under
+// min-separation with more bands than the separation, where the reported
+// sensitivity is the one [SensitivityOf] gives). O(R b) per evaluation,
+// L-BFGS with finite-difference gradients (a local optimum). Its noise
+// streams by forward substitution with the last b-1 rows ([StreamBanded]).
+func BandedToeplitz(ctx context.Context, w *Workload, bands int, part Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if bands < 0 {
+		return nil, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	tw, err := toeplitzOf(StrategyBandedToeplitz, w)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	if err := part.Validate(r); err != nil {
+		return nil, err
+	}
+	c, err := bandedToeplitzCoefficients(ctx, tw, bands, part)
+	if err != nil {
+		return nil, err
+	}
+	u := linalg.SeriesInverse(c, r)
+	beta := tw.times(u)
+	cm := mat.NewDense(r, r, nil)
+	bm := mat.NewDense(r, r, nil)
+	for i := 0; i < r; i++ {
+		crow, brow := cm.RawRowView(i), bm.RawRowView(i)
+		for j := 0; j <= i; j++ {
+			if i-j < len(c) {
+				crow[j] = c[i-j]
+			}
+			brow[j] = beta[i-j]
+		}
+	}
+	return finish(StrategyBandedToeplitz, StreamBanded, w, bm, cm), nil
+}
+
+// bandedToeplitzSens2 returns the squared sensitivity under part of the
+// R x R banded Toeplitz C with coefficients c (b = len(c)), as in
+// [BandedToeplitz]'s objective.
+func bandedToeplitzSens2(c []float64, r int, part Participation) float64 {
+	b := len(c)
+	cum := make([]float64, b) // cum[m] = sum_{k <= m} c_k^2
+	s := 0.0
+	for k, v := range c {
+		s += v * v
+		cum[k] = s
+	}
+	if part.Kind != KindMinSep || part.B < b {
+		return s
+	}
+	k := part.Participations(r)
+	total := 0.0
+	for i := 0; i < k; i++ {
+		j := i * part.B // column j has norm^2 cum[min(b, R-j) - 1]
+		total += cum[min(b, r-j)-1]
+	}
+	return total
+}
+
+// bandedToeplitzCoefficients returns the optimised coefficients, scaled to
+// unit norm.
+func bandedToeplitzCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
+	r := len(tw.a)
+	b := bands
+	if b == 0 {
+		b = DefaultBands
+	}
+	b = min(b, r)
+	s := tw.sqrt(b)
+	c0 := make([]float64, b)
+	for k := range c0 {
+		c0[k] = s[k] / s[0]
+	}
+	loss := func(c []float64) float64 {
+		return bandedToeplitzSens2(c, r, part) * tw.frobB(linalg.SeriesInverse(c, r))
+	}
+	best := c0
+	if b > 1 {
+		t := append([]float64(nil), c0...)
+		obj := func(x []float64) float64 {
+			copy(t[1:], x)
+			l := loss(t)
+			if !(l > 0) || math.IsInf(l, 0) {
+				return math.Inf(1)
+			}
+			return math.Log(l)
+		}
+		x, err := minimizeSmooth(ctx, obj, append([]float64(nil), c0[1:]...))
+		if err != nil {
+			return nil, err
+		}
+		if obj(x) < obj(c0[1:]) {
+			best = append([]float64{1}, x...)
+		}
+	}
+	n := math.Sqrt(columnNormSq(best))
+	out := make([]float64, b)
+	for k, v := range best {
+		out[k] = v / n
+	}
+	return out, nil
+}
+
+// BISRStrategy is the banded inverse square root ([BandedInverseSqrt]).
+type BISRStrategy struct {
+	// Bands is the number p of coefficients of C^{-1}; 0 means
+	// [DefaultBands].
+	Bands int
+	// LossOnly skips forming B and C (O(R^2) memory): the result has
+	// only its metrics, computed in O(R p) from the coefficients (single participation and
+	// min-separation only).
+	LossOnly bool
+}
+
+// Name returns "bisr".
+func (BISRStrategy) Name() string { return StrategyBISR }
+
+// Key returns "bisr/bands=P" (0 for the default), followed by
+// "/loss_only=true" when LossOnly is set.
+func (s BISRStrategy) Key() string {
+	return StrategyBISR + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
+}
+
+// lossOnlyKey returns "/loss_only=true" when set, else "".
+func lossOnlyKey(lossOnly bool) string {
+	if lossOnly {
+		return "/loss_only=true"
+	}
+	return ""
+}
+
+// Factorize returns [BandedInverseSqrt](w, s.Bands) with metrics under p.
+func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if s.LossOnly {
+		return bandInvLossOnly(ctx, StrategyBISR, w, s.Bands, p, false)
+	}
+	return under(w, p, func() (*Factorization, error) { return BandedInverseSqrt(w, s.Bands) })
+}
+
+// BandInvStrategy is the optimised banded inverse
+// ([BandedInverseOptimized]), optimised for the participation it is given.
+type BandInvStrategy struct {
+	// Bands is the number p of coefficients of C^{-1}; 0 means
+	// [DefaultBands].
+	Bands int
+	// LossOnly skips forming B and C (O(R^2) memory): the result has
+	// only its metrics, computed in O(R p) from the coefficients (single participation and
+	// min-separation only).
+	LossOnly bool
+}
+
+// Name returns "bandinv".
+func (BandInvStrategy) Name() string { return StrategyBandInv }
+
+// Key returns "bandinv/bands=P" (0 for the default; the participation is
+// part of the cache key), followed by "/loss_only=true" when LossOnly is
+// set.
+func (s BandInvStrategy) Key() string {
+	return StrategyBandInv + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
+}
+
+// Factorize returns [BandedInverseOptimized](ctx, w, s.Bands, p) with
+// metrics under p.
+func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if s.LossOnly {
+		return bandInvLossOnly(ctx, StrategyBandInv, w, s.Bands, p, true)
+	}
+	return under(w, p, func() (*Factorization, error) { return BandedInverseOptimized(ctx, w, s.Bands, p) })
+}
+
+// BandedToeplitzStrategy is the optimised banded Toeplitz C with unit
+// column norm ([BandedToeplitz]).
+type BandedToeplitzStrategy struct {
+	// Bands is the number of bands of C; 0 means [DefaultBands], and
+	// under b-min-separation min(DefaultBands, b).
+	Bands int
+	// LossOnly skips forming B and C (O(R^2) memory): the result has
+	// only its metrics, computed in O(R b) from the coefficients.
+	LossOnly bool
+}
+
+// Name returns "banded-toeplitz".
+func (BandedToeplitzStrategy) Name() string { return StrategyBandedToeplitz }
+
+// Key returns "banded-toeplitz/bands=B" (0 for the default), followed by
+// "/loss_only=true" when LossOnly is set.
+func (s BandedToeplitzStrategy) Key() string {
+	return StrategyBandedToeplitz + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
+}
+
+// Factorize returns [BandedToeplitz](ctx, w, bands, p) with metrics under
+// p, bands = s.Bands or its default for p.
+func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if s.Bands < 0 {
+		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	if s.LossOnly {
+		return bandedToeplitzLossOnly(ctx, w, bandsFor(s.Bands, p), p)
+	}
+	return under(w, p, func() (*Factorization, error) { return BandedToeplitz(ctx, w, bandsFor(s.Bands, p), p) })
+}
+
+// checkLossOnly checks the arguments of a loss-only banded Toeplitz
+// strategy and returns w as a Toeplitz workload.
+func checkLossOnly(strategy string, w *Workload, bands int, p Participation) (toeplitzWorkload, error) {
+	if bands < 0 {
+		return toeplitzWorkload{}, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	tw, err := toeplitzOf(strategy, w)
+	if err != nil {
+		return toeplitzWorkload{}, err
+	}
+	if err := p.Validate(w.R()); err != nil {
+		return toeplitzWorkload{}, err
+	}
+	if p.Kind == KindEpochs && p.K > 1 {
+		return toeplitzWorkload{}, &ParamError{Param: "participation", Value: p.String(), Want: "single or min-separation for a loss-only " + strategy}
+	}
+	return tw, nil
+}
+
+// lossOnlyResult returns a factorization without factors whose metrics
+// are those of the Toeplitz B with first column beta and squared
+// sensitivity sens2 under p (gamma2 the squared largest column norm of C):
+// ||B||_F^2 = sum_m (R - m) beta_m^2, and the largest row norm is the last
+// row's, sum_m beta_m^2.
+func lossOnlyResult(strategy string, stream Stream, w *Workload, p Participation, gamma2 float64, sens Sensitivity, beta []float64) *Factorization {
+	r := w.R()
+	frob, last := 0.0, 0.0
+	for m, v := range beta {
+		frob += float64(r-m) * v * v
+		last += v * v
+	}
+	return &Factorization{
+		Strategy: strategy,
+		Stream:   stream,
+		Workload: w,
+		Metrics:  metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
+	}
+}
+
+// bandInvLossOnly returns the metrics-only result of bisr (optimise false)
+// or bandinv under p, in O(R p) time and O(R) memory. Under
+// min-separation the sensitivity is Thm. 2 of Kalinin and Lampert 2024,
+// exact for C with non-negative non-increasing coefficients (bisr always;
+// bandinv as optimised for p); otherwise it is an error.
+func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands int, p Participation, optimise bool) (*Factorization, error) {
+	tw, err := checkLossOnly(strategy, w, bands, p)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	var u []float64
+	if optimise {
+		if u, err = bandInvCoefficients(ctx, tw, bands, p); err != nil {
+			return nil, err
+		}
+	} else {
+		n := bands
+		if n == 0 {
+			n = DefaultBands
+		}
+		u = tw.inverseSqrt(min(n, r))
+	}
+	c := linalg.SeriesInverse(u, r)
+	gamma2 := columnNormSq(c)
+	sens := Sensitivity{Value: math.Sqrt(gamma2), Exact: true, Rule: RuleColumnNorm}
+	if p.Kind == KindMinSep && p.Participations(r) > 1 {
+		s2 := toeplitzSens2(c, p)
+		if math.IsInf(s2, 1) {
+			return nil, fmt.Errorf("factorize: loss-only %s under %v needs C with non-negative non-increasing coefficients", strategy, p)
+		}
+		sens = Sensitivity{Value: math.Sqrt(s2), Exact: true, Rule: RuleMinSepToeplitz}
+	}
+	return lossOnlyResult(strategy, StreamBandedInverse, w, p, gamma2, sens, tw.times(padded(u, r))), nil
+}
+
+// bandedToeplitzLossOnly returns the metrics-only result of
+// banded-toeplitz with b bands under p, in O(R b) time and O(R) memory.
+// Under b'-min-separation it needs b <= b' (then X is banded within b' and
+// the sensitivity exact); otherwise it is an error.
+func bandedToeplitzLossOnly(ctx context.Context, w *Workload, b int, p Participation) (*Factorization, error) {
+	tw, err := checkLossOnly(StrategyBandedToeplitz, w, b, p)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	c, err := bandedToeplitzCoefficients(ctx, tw, b, p)
+	if err != nil {
+		return nil, err
+	}
+	gamma2 := columnNormSq(c)
+	sens := Sensitivity{Value: math.Sqrt(gamma2), Exact: true, Rule: RuleColumnNorm}
+	if p.Kind == KindMinSep && p.Participations(r) > 1 {
+		if p.B < len(c) {
+			return nil, fmt.Errorf("factorize: loss-only %s under %v needs at most %d bands, not %d", StrategyBandedToeplitz, p, p.B, len(c))
+		}
+		sens = Sensitivity{Value: math.Sqrt(bandedToeplitzSens2(c, r, p)), Exact: true, Rule: RuleMinSepBanded}
+	}
+	return lossOnlyResult(StrategyBandedToeplitz, StreamBanded, w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil
+}
