@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/internal/docgen"
 )
 
 const (
@@ -57,18 +57,6 @@ type config struct {
 	args  []string
 }
 
-func parseInts(name, s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("-%s %q: want a comma-separated list of integers >= 1", name, s)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func parseArgs(args []string) (config, error) {
 	c := config{args: args}
 	fs := flag.NewFlagSet("participation", flag.ContinueOnError)
@@ -83,10 +71,10 @@ func parseArgs(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
-	if c.sizes, err = parseInts("sizes", *sizes); err != nil {
+	if c.sizes, err = docgen.ParseInts("sizes", *sizes); err != nil {
 		return c, err
 	}
-	if c.ks, err = parseInts("k", *ks); err != nil {
+	if c.ks, err = docgen.ParseInts("k", *ks); err != nil {
 		return c, err
 	}
 	for _, n := range c.sizes {
@@ -122,13 +110,9 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	doc, err := os.ReadFile(c.out)
-	if err != nil {
+	section := docgen.Section{Path: c.out, Begin: beginMarker, End: endMarker}
+	if err := section.Open(); err != nil {
 		return err
-	}
-	begin, end := bytes.Index(doc, []byte(beginMarker)), bytes.Index(doc, []byte(endMarker))
-	if begin < 0 || end < begin {
-		return fmt.Errorf("%s has no %s ... %s section", c.out, beginMarker, endMarker)
 	}
 	start := time.Now()
 	var tables bytes.Buffer
@@ -194,23 +178,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		beginMarker, strings.Join(c.args, " "), time.Now().UTC().Format("2006-01-02 15:04 UTC"), time.Since(start).Round(time.Second),
 		factorize.DefaultBands, factorize.DefaultBuffers)
 	sec.Write(tables.Bytes())
-	if len(notes) > 0 {
-		fmt.Fprintf(&sec, "\nn/a:\n\n")
-		for _, n := range notes {
-			fmt.Fprintf(&sec, "- %s\n", n)
-		}
-	}
+	docgen.Notes(&sec, notes)
 	sec.WriteString("\n")
-	var out bytes.Buffer
-	out.Write(doc[:begin])
-	out.Write(sec.Bytes())
-	out.Write(doc[end:])
-	fi, err := os.Stat(c.out)
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(c.out, fi.Mode().Perm(), func(w io.Writer) error {
-		_, err := w.Write(out.Bytes())
-		return err
-	})
+	return section.Replace(sec.Bytes())
 }

@@ -1,0 +1,88 @@
+// Package docgen holds what the generators of the docs' measured tables
+// share (bench/participation, bench/strategies): a comma-separated list
+// flag, and a generated section of a Markdown file between two marker
+// comments, replaced atomically so that an interrupted run leaves the file
+// as it was.
+package docgen
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/dpmf/dpmf/internal/atomicfile"
+)
+
+// ParseInts parses the value s of flag -name as a comma-separated list of
+// integers >= 1.
+func ParseInts(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("-%s %q: want a comma-separated list of integers >= 1", name, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Section is the generated part of a Markdown file: from the line Begin
+// up to, not including, End.
+type Section struct {
+	Path       string
+	Begin, End string
+
+	doc        []byte
+	begin, end int
+}
+
+// Open reads the file and finds the section, so that a generator fails
+// before its measurements rather than after them.
+func (s *Section) Open() error {
+	doc, err := os.ReadFile(s.Path)
+	if err != nil {
+		return err
+	}
+	begin, end := bytes.Index(doc, []byte(s.Begin)), bytes.Index(doc, []byte(s.End))
+	if begin < 0 || end < begin {
+		return fmt.Errorf("%s has no %s ... %s section", s.Path, s.Begin, s.End)
+	}
+	s.doc, s.begin, s.end = doc, begin, end
+	return nil
+}
+
+// Replace writes the file with the section replaced by content (which
+// starts with the Begin marker), keeping the file's permission bits.
+func (s *Section) Replace(content []byte) error {
+	if s.doc == nil {
+		return fmt.Errorf("docgen: %s: Replace before Open", s.Path)
+	}
+	var out bytes.Buffer
+	out.Write(s.doc[:s.begin])
+	out.Write(content)
+	out.Write(s.doc[s.end:])
+	fi, err := os.Stat(s.Path)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(s.Path, fi.Mode().Perm(), func(w io.Writer) error {
+		_, err := w.Write(out.Bytes())
+		return err
+	})
+}
+
+// Notes writes the list of cells that could not be computed ("n/a:"), if
+// there are any, to w.
+func Notes(w io.Writer, notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nn/a:\n\n")
+	for _, n := range notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+}
