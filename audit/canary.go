@@ -75,21 +75,11 @@ type Observer struct {
 
 // CanaryReport is the outcome of [Canary].
 type CanaryReport struct {
-	// Algorithm, Strategy, Participation, Learners, Rounds, Tau, Dim (the
-	// audit model's, max(d, m)), Clip, Eps, Delta, Sensitivity and
-	// NoiseStd describe the audited plan and its calibration.
-	Algorithm     string  `json:"algorithm"`
-	Strategy      string  `json:"strategy"`
-	Participation string  `json:"participation"`
-	Learners      int     `json:"learners"`
-	Rounds        int     `json:"rounds"`
-	Tau           int     `json:"tau"`
-	Dim           int     `json:"dim"`
-	Clip          float64 `json:"clip"`
-	Eps           float64 `json:"eps"`
-	Delta         float64 `json:"delta"`
-	Sensitivity   float64 `json:"sensitivity"`
-	NoiseStd      float64 `json:"noise_std"`
+	// AuditedPlan describes the audited plan and its calibration (Dim is
+	// the audit model's, max(d, m)).
+	AuditedPlan
+	// Sensitivity is the calibrated release's L2 sensitivity.
+	Sensitivity float64 `json:"sensitivity"`
 	// MuClaimed is sensitivity / noise std: the claimed mu-GDP of the
 	// whole release (above the analytic mu where the declared sensitivity
 	// is an upper bound, for example n times above with the paper's
@@ -310,9 +300,8 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	}
 	all.MuAnalytic, fin.MuAnalytic = muAll, muFinal
 	rep := &CanaryReport{
-		Algorithm: p.Algorithm.String(), Strategy: s.Factorization.Strategy, Participation: p.Participation.String(),
-		Learners: n, Rounds: R, Tau: tau, Dim: d, Clip: p.Clip, Eps: priv.Eps, Delta: priv.Delta,
-		Sensitivity: priv.Sensitivity, NoiseStd: V, MuClaimed: muClaimed, Canaries: m, Network: opt.Network,
+		AuditedPlan: auditedPlan(s, n, R, tau, d, priv.Eps, priv.Delta, V),
+		Sensitivity: priv.Sensitivity, MuClaimed: muClaimed, Canaries: m, Network: opt.Network,
 	}
 	for _, o := range []*Observer{&all, &fin} {
 		if o.Mu, err = estimateMu(o.Scores, o.In, o.Weights, opt.Level); err != nil {

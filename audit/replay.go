@@ -29,11 +29,9 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
-// ReplayReport is the outcome of [Replay].
-type ReplayReport struct {
-	// Algorithm, Strategy, Participation, Learners, Rounds, Tau, Dim,
-	// Clip, Eps, Delta and NoiseStd describe the audited plan and the
-	// declared calibration.
+// AuditedPlan is what both audits' reports say of the plan they audited
+// and its calibration.
+type AuditedPlan struct {
 	Algorithm     string  `json:"algorithm"`
 	Strategy      string  `json:"strategy"`
 	Participation string  `json:"participation"`
@@ -45,6 +43,23 @@ type ReplayReport struct {
 	Eps           float64 `json:"eps"`
 	Delta         float64 `json:"delta"`
 	NoiseStd      float64 `json:"noise_std"`
+}
+
+// auditedPlan describes the plan of s with the shape and calibration the
+// audit ran.
+func auditedPlan(s *Setup, n, R, tau, d int, eps, delta, std float64) AuditedPlan {
+	p := s.Plan
+	return AuditedPlan{
+		Algorithm: p.Algorithm.String(), Strategy: s.Factorization.Strategy, Participation: p.Participation.String(),
+		Learners: n, Rounds: R, Tau: tau, Dim: d, Clip: p.Clip, Eps: eps, Delta: delta, NoiseStd: std,
+	}
+}
+
+// ReplayReport is the outcome of [Replay].
+type ReplayReport struct {
+	// AuditedPlan describes the audited plan and the declared
+	// calibration.
+	AuditedPlan
 	// Declared is the declared sensitivity of C G (the privacy record's).
 	Declared float64 `json:"declared_sensitivity"`
 	// DeclaredRule is the sensitivity rule of the declaration.
@@ -331,9 +346,8 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	}
 	measured := mat.Norm(diff, 2)
 	rep := &ReplayReport{
-		Algorithm: p.Algorithm.String(), Strategy: s.Factorization.Strategy, Participation: p.Participation.String(),
-		Learners: n, Rounds: R, Tau: tau, Dim: d, Clip: p.Clip, Eps: decl.Eps, Delta: decl.Delta, NoiseStd: decl.NoiseStd,
-		Declared: decl.Sensitivity, DeclaredRule: string(decl.UnitSensitivity.Rule),
+		AuditedPlan: auditedPlan(s, n, R, tau, d, decl.Eps, decl.Delta, decl.NoiseStd),
+		Declared:    decl.Sensitivity, DeclaredRule: string(decl.UnitSensitivity.Rule),
 		Measured: measured, Ratio: measured / decl.Sensitivity, Expected: expected,
 		AuditedLearner: learner, AuditedRounds: rounds, Dropped: dropped,
 	}

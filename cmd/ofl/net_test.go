@@ -117,6 +117,25 @@ func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 	return xs, res.Summary.Traces[0].X
 }
 
+// servingRe matches the server's "serving" log line.
+var servingRe = regexp.MustCompile(`msg=serving addr=(\S+)`)
+
+// servingAddr waits for the address in the "serving" line of an in-process
+// server's log; done receives the server's exit status if it ends first.
+func servingAddr(t *testing.T, log *testutil.SyncBuffer, done <-chan int) string {
+	t.Helper()
+	for {
+		if m := servingRe.FindStringSubmatch(log.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("server exited with %d: %s", code, log.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // proc is a started ofl process.
 type proc struct {
 	cmd  *exec.Cmd
@@ -138,7 +157,6 @@ func start(t *testing.T, bin string, args []string, addr chan<- string) *proc {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, done: make(chan error, 1), log: new(strings.Builder), mu: new(sync.Mutex)}
-	re := regexp.MustCompile(`msg=serving addr=(\S+)`)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -146,7 +164,7 @@ func start(t *testing.T, bin string, args []string, addr chan<- string) *proc {
 			p.mu.Lock()
 			p.log.WriteString(line + "\n")
 			p.mu.Unlock()
-			if m := re.FindStringSubmatch(line); m != nil && addr != nil {
+			if m := servingRe.FindStringSubmatch(line); m != nil && addr != nil {
 				addr <- m[1]
 			}
 		}
@@ -415,18 +433,7 @@ func TestMutualTLSFlags(t *testing.T) {
 		done <- run(ctx, append([]string{"server", "-state", state, "-listen", "127.0.0.1:0", "-linger", "5s",
 			"-tls-cert", cert, "-tls-key", key, "-client-ca", ca.File}, runFlags...), env{stdout: io.Discard, stderr: &srvLog})
 	}()
-	re := regexp.MustCompile(`msg=serving addr=(\S+)`)
-	var addr string
-	for addr == "" {
-		if m := re.FindStringSubmatch(srvLog.String()); m != nil {
-			addr = m[1]
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("server exited with %d: %s", code, srvLog.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	addr := servingAddr(t, &srvLog, done)
 	var stranger testutil.SyncBuffer
 	if code := run(ctx, []string{"learner", "-server", addr, "-id", "0", "-seed", "2", "-ca", ca.File}, env{stdout: io.Discard, stderr: &stranger}); code != exitFailure || !strings.Contains(stranger.String(), "certificate required") {
 		t.Errorf("learner without a certificate: exit %d, %q", code, stranger.String())

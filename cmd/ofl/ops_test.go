@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,18 +57,7 @@ func TestTLSMismatchFlags(t *testing.T) {
 			args := append([]string{"server", "-state", filepath.Join(t.TempDir(), "state"), "-listen", "127.0.0.1:0"}, c.server...)
 			go func() { done <- run(ctx, append(args, runFlags...), env{stdout: io.Discard, stderr: &srvLog}) }()
 			defer func() { cancel(); <-done }()
-			re := regexp.MustCompile(`msg=serving addr=(\S+)`)
-			var addr string
-			for addr == "" {
-				if m := re.FindStringSubmatch(srvLog.String()); m != nil {
-					addr = m[1]
-				}
-				select {
-				case code := <-done:
-					t.Fatalf("server exited with %d: %s", code, srvLog.String())
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
+			addr := servingAddr(t, &srvLog, done)
 			var lerr testutil.SyncBuffer
 			start := time.Now()
 			code := run(ctx, append([]string{"learner", "-server", addr, "-id", "0", "-seed", "1"}, c.learner...), env{stdout: io.Discard, stderr: &lerr})
