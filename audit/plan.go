@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // Plan is a run to audit: the federation's shape, the algorithm, the
@@ -133,12 +134,21 @@ func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 		ss.Factors = true // the audits need C
 		p.Strategy = ss
 	}
+	// The audits need C, so the strategy's factorization is computed here
+	// (with its factors); the plan calibrates it (fedopt.Experiment.Noise).
 	e := fedopt.Experiment{
-		Config:        p.Config(nil),
-		Strategy:      p.Strategy,
-		Participation: p.Participation,
-		Calibration:   p.Calibration,
-		Eps:           p.Eps, Delta: p.Delta,
+		Config: p.Config(nil),
+		Plan: &plan.Plan{Participation: p.Participation.String(),
+			Target: &plan.Target{Eps: p.Eps, Delta: p.Delta, Calibration: p.Calibration}},
+	}
+	if p.Algorithm != fedopt.Independent {
+		w, err := factorize.Prefix(p.Rounds)
+		if err != nil {
+			return nil, err
+		}
+		if e.Factorization, err = p.Strategy.Factorize(ctx, w, p.Participation); err != nil {
+			return nil, fmt.Errorf("audit: %s factorization for %d rounds: %w", p.Strategy.Name(), p.Rounds, err)
+		}
 	}
 	f, priv, err := e.Noise(ctx, p.Learners, p.Rounds)
 	if err != nil {

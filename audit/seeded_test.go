@@ -9,6 +9,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -39,8 +40,7 @@ func seededBugs() []seededBug {
 				if err != nil {
 					return nil, err
 				}
-				p := s.Plan
-				return fedopt.Calibrate(p.Algorithm, p.Calibration, p.Eps, p.Delta, p.Learners, p.Clip, single.Metrics)
+				return declareFor(s.Plan, single)
 			}},
 		},
 		{
@@ -143,8 +143,9 @@ func seededBugs() []seededBug {
 				}
 				m := s.Factorization.Metrics
 				m.UnitSensitivity = factorize.Sensitivity{Value: v, Exact: true, Rule: factorize.RuleMinSepBanded}
-				p := s.Plan
-				return fedopt.Calibrate(p.Algorithm, p.Calibration, p.Eps, p.Delta, p.Learners, p.Clip, m)
+				g := *s.Factorization
+				g.Metrics = m
+				return declareFor(s.Plan, &g)
 			}},
 		},
 	}
@@ -292,4 +293,15 @@ func TestNoFalseAlarm(t *testing.T) {
 	}
 	t.Logf("largest ratio over 100 clean seeds: %.15f", worst)
 	_ = fmt.Sprint()
+}
+
+// declareFor returns the privacy record the plan's calibration gives p for
+// f, whatever f's metrics claim (a falsified declaration).
+func declareFor(p Plan, f *factorize.Factorization) (*fedopt.Privacy, error) {
+	pl := &plan.Plan{Algorithm: p.Algorithm.String(), Strategy: f.Strategy, Rounds: p.Rounds, Learners: p.Learners, Clip: p.Clip,
+		Participation: f.Metrics.Participation.String(), Target: &plan.Target{Eps: p.Eps, Delta: p.Delta, Calibration: p.Calibration}}
+	if err := pl.Calibrate(context.Background(), f); err != nil {
+		return nil, err
+	}
+	return fedopt.PrivacyOf(pl)
 }

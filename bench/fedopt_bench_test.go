@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // fig4Run is one curve of the paper's Fig. 4.
@@ -53,9 +54,7 @@ func fig4(ctx context.Context, seed uint64) ([]float64, error) {
 			Problem:       p,
 			Config:        fedopt.Config{Algorithm: c.algo, Eta: 0.003, EtaG: 1, Clip: 5, EvalEvery: 20},
 			Factorization: opt,
-			Calibration:   fedopt.Exact,
-			Eps:           c.eps,
-			Delta:         1e-3,
+			Plan:          &plan.Plan{Target: &plan.Target{Eps: c.eps, Delta: 1e-3, Calibration: plan.Exact}},
 			Repeat:        fedopt.RepeatOptions{Reps: 20},
 			Seed:          seed,
 		}
@@ -110,7 +109,11 @@ func BenchmarkFedoptRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.003, EtaG: 1, Clip: 5, EvalEvery: 20}
-	priv, err := fedopt.Calibrate(fedopt.Correlated, fedopt.Exact, 5, 1e-3, 10, 5, f.Metrics)
+	pl := &plan.Plan{Algorithm: plan.AlgoCorrelated, Rounds: 800, Learners: 10, Clip: 5, Target: &plan.Target{Eps: 5, Delta: 1e-3}}
+	if err := pl.Calibrate(ctx, f); err != nil {
+		b.Fatal(err)
+	}
+	priv, err := fedopt.PrivacyOf(pl)
 	if err != nil {
 		b.Fatal(err)
 	}

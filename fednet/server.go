@@ -20,6 +20,7 @@ import (
 
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -86,6 +87,14 @@ type ServerOptions struct {
 	// Model (for example the factorization and the privacy budget). A
 	// restart with a different description is refused.
 	Describe map[string]any
+	// Plan, if not nil, is the run's description in place of the one made
+	// from Config, Shape, Model and Describe (which must then be empty):
+	// the JSON of the run's plan (plan.Plan.Marshal), which run.json
+	// records as it is and [ReadPlan] gives back. NewServer checks that it
+	// is the plan of this run: its algorithm, shape, step size, clipping
+	// bound, epochs, model and noise std are those of Config, Shape, Model
+	// and Epochs. A restart with a different plan is refused.
+	Plan json.RawMessage
 	// Dir is the state directory: every released model is written there
 	// before anyone sees it, and a restarted server resumes from it. One
 	// server at a time may use it (an exclusive lock, released when Run
@@ -367,6 +376,9 @@ func sat(a, b int) int {
 
 // describe returns the run's description as JSON.
 func describe(opt ServerOptions) ([]byte, error) {
+	if opt.Plan != nil {
+		return describePlan(opt)
+	}
 	c := opt.Config
 	d := map[string]any{
 		"protocol": int(Protocol), "algorithm": c.Algorithm.String(),
@@ -386,6 +398,54 @@ func describe(opt ServerOptions) ([]byte, error) {
 		return nil, fmt.Errorf("fednet: run description: %w", err)
 	}
 	return b, nil
+}
+
+// describePlan checks that opt.Plan is the plan of the run opt describes
+// and returns it compacted.
+func describePlan(opt ServerOptions) ([]byte, error) {
+	if len(opt.Describe) > 0 {
+		return nil, errors.New("fednet: a run described by both a plan and Describe")
+	}
+	p, err := plan.Parse(opt.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("fednet: the run's plan: %w", err)
+	}
+	c, sh := opt.Config, opt.Shape
+	if c.X0 != nil {
+		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
+	}
+	var std float64
+	if c.Privacy != nil {
+		std = c.Privacy.NoiseStd
+	}
+	var planStd float64
+	if p.Privacy != nil {
+		planStd = p.Privacy.NoiseStd
+	}
+	m := p.Model
+	if m == nil {
+		m = &plan.Model{}
+	}
+	for _, f := range []struct {
+		name      string
+		plan, run any
+	}{
+		{"algorithm", p.Algorithm, c.Algorithm.String()},
+		{"learners", p.Learners, sh.Learners}, {"rounds", p.Rounds, sh.Rounds}, {"tau", p.Tau, sh.Tau},
+		{"epochs", p.Epochs(), max(opt.Epochs, 1)},
+		{"eta", p.Eta, c.Eta}, {"eta_g", p.EtaG, c.EtaG}, {"eta_ind", p.EtaInd, c.EtaInd}, {"clip", p.Clip, c.Clip},
+		{"model", m.Name, opt.Model.Name}, {"features", m.Features, opt.Model.Features}, {"l2", m.L2, opt.Model.L2},
+		{"noise std", planStd, std},
+	} {
+		if f.plan != f.run {
+			return nil, fmt.Errorf("fednet: the run's plan has %s %v, the run %v", f.name, f.plan, f.run)
+		}
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, opt.Plan); err != nil {
+		return nil, fmt.Errorf("fednet: the run's plan: %w", err)
+	}
+	return b.Bytes(), nil
 }
 
 // Close releases the state directory without running: another server may

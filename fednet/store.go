@@ -291,6 +291,17 @@ func ReadRound(dir string, r int) (Released, error) {
 	return rel, nil
 }
 
+// ReadPlan returns the run's description that dir's run.json records: the
+// plan's JSON when the server was given ServerOptions.Plan (ofl server
+// gives the run's plan.Plan), else the description NewServer made.
+func ReadPlan(dir string) (json.RawMessage, error) {
+	rec, err := store{dir}.readRun()
+	if err != nil {
+		return nil, err
+	}
+	return rec.Plan, nil
+}
+
 // rounds returns the rounds that have a file in dir, increasing.
 func (s store) rounds() ([]int, error) {
 	ents, err := os.ReadDir(s.dir)

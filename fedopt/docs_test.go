@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // TestDocFig4NoiseStd keeps the noise std column of docs/fedopt.md's Fig. 4
@@ -51,7 +52,7 @@ func TestDocFig4NoiseStd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := fedopt.Experiment{Config: fedopt.Config{Algorithm: a, Clip: 5}, Calibration: c, Eps: eps, Delta: delta}
+		e := fedopt.Experiment{Config: fedopt.Config{Algorithm: a, Clip: 5}, Plan: &plan.Plan{Target: &plan.Target{Eps: eps, Delta: delta, Calibration: c}}}
 		f, pr, err := e.Noise(ctx, 10, 800)
 		if err != nil {
 			t.Fatalf("row %q: %v", label, err)

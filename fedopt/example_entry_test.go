@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // The paper's synthetic(alpha, beta) data: n learners, R rounds, tau
@@ -119,42 +120,6 @@ func ExampleLBFGS() {
 	// Output: x = (1.000000, -2.000000)
 }
 
-// Sensitivity is the L2 sensitivity of C G: 2 gamma B_g / n for the exact
-// calibration, n times that for the paper's.
-func ExampleSensitivity() {
-	for _, cal := range []fedopt.Calibration{fedopt.Exact, fedopt.Paper} {
-		s, err := fedopt.Sensitivity(cal, 10, 5, 1) // n = 10, B_g = 5, gamma = 1
-		if err != nil {
-			panic(err)
-		}
-		fmt.Println(cal, s)
-	}
-	// Output:
-	// exact 1
-	// paper 10
-}
-
-// Calibrate gives the noise standard deviation for (eps, delta)-DP and the
-// privacy record of a run: here the paper's Fig. 4 setting at (5, 1e-3),
-// with the optimal factorization for R = 800 (gamma = 1).
-func ExampleCalibrate() {
-	ctx := context.Background()
-	w, err := factorize.Prefix(800)
-	if err != nil {
-		panic(err)
-	}
-	f, err := factorize.OptimalStrategy{}.Factorize(ctx, w, factorize.SingleParticipation())
-	if err != nil {
-		panic(err)
-	}
-	pr, err := fedopt.Calibrate(fedopt.Correlated, fedopt.Exact, 5, 1e-3, 10, 5, f.Metrics)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Printf("gamma %.3f, sensitivity %.3f, noise std %.3f (%v)\n", pr.Gamma, pr.Sensitivity, pr.NoiseStd, pr.Method)
-	// Output: gamma 1.000, sensitivity 1.000, noise std 0.690 (exact)
-}
-
 // Repeat runs repetitions with noise from a NoiseSource, a function from the
 // repetition index to a fresh mechanism; FactorizationNoise seeds
 // repetition k's with RepSeed(seed, k).
@@ -176,7 +141,13 @@ func ExampleRepeat() {
 	if err != nil {
 		panic(err)
 	}
-	pr, err := fedopt.Calibrate(fedopt.Correlated, fedopt.Exact, 5, 1e-3, data.Learners, 5, f.Metrics)
+	// The plan's calibration (plan.Plan.Calibrate) gives the record.
+	pl := &plan.Plan{Algorithm: plan.AlgoCorrelated, Rounds: data.Rounds, Learners: data.Learners, Clip: 5,
+		Strategy: plan.SpecOf(factorize.BLTStrategy{}), Target: &plan.Target{Eps: 5, Delta: 1e-3}}
+	if err := pl.Calibrate(ctx, f); err != nil {
+		panic(err)
+	}
+	pr, err := fedopt.PrivacyOf(pl)
 	if err != nil {
 		panic(err)
 	}

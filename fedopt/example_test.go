@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // Online federated logistic regression without noise on synthetic data:
@@ -96,14 +97,12 @@ func ExampleExperiment() {
 		panic(err)
 	}
 	e := fedopt.Experiment{
-		Problem:     p,
-		Config:      fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.01, EtaG: 1, Clip: 5, EvalEvery: 50},
-		Strategy:    factorize.OptimalStrategy{},
-		Calibration: fedopt.Exact,
-		Eps:         5,
-		Delta:       1e-3,
-		Repeat:      fedopt.RepeatOptions{Reps: 4},
-		Seed:        1,
+		Problem: p,
+		Config:  fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.01, EtaG: 1, Clip: 5, EvalEvery: 50},
+		Plan: &plan.Plan{Strategy: plan.SpecOf(factorize.OptimalStrategy{}),
+			Target: &plan.Target{Eps: 5, Delta: 1e-3, Calibration: plan.Exact}},
+		Repeat: fedopt.RepeatOptions{Reps: 4},
+		Seed:   1,
 	}
 	res, err := e.Run(ctx)
 	if err != nil {

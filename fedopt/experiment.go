@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // Experiment is one configuration of the paper's experiments: an algorithm
@@ -18,21 +19,18 @@ type Experiment struct {
 	Problem *Problem
 	// Config is the optimiser's configuration.
 	Config Config
-	// Strategy is the factorization of the correlated noise; nil means
-	// factorize.OptimalStrategy{}. Used by Correlated and
-	// BaselineCorrelated.
-	Strategy factorize.Strategy
-	// Participation is how often one client's sample takes part in the
-	// rounds (single participation by default; fixed epochs when the data
-	// replays each learner's clients, as ofl -epochs does). The noise is
-	// calibrated to the factorization's sensitivity under it.
-	Participation factorize.Participation
-	// Factorization, if not nil, is used instead of computing Strategy's.
-	// Its workload must be the prefix sums over the problem's rounds.
+	// Plan is the plan of the noise (private algorithms only): its
+	// strategy (optimal when empty), participation (single when empty;
+	// fixed epochs when the data replays each learner's clients, as ofl
+	// -epochs does) and target (eps, delta, calibration). Its algorithm,
+	// learners, rounds and clipping bound are the experiment's: a plan
+	// that sets them otherwise is an error. [Experiment.Noise] calibrates
+	// a copy (plan.Plan.Calibrate); e.Plan is not modified.
+	Plan *plan.Plan
+	// Factorization, if not nil, is used instead of computing the plan's
+	// strategy. Its workload must be the prefix sums over the problem's
+	// rounds.
 	Factorization *factorize.Factorization
-	// Calibration, Eps and Delta set the noise (private algorithms only).
-	Calibration Calibration
-	Eps, Delta  float64
 	// Repeat holds the repetitions, workers and progress callback.
 	Repeat RepeatOptions
 	// Seed determines the noise of every repetition (see [RepSeed]).
@@ -48,6 +46,9 @@ type Result struct {
 	// Factorization is the factorization the noise came from (the identity
 	// for Independent); nil for NonPrivate.
 	Factorization *factorize.Factorization
+	// Plan is the calibrated plan of the noise (Privacy is its record);
+	// nil for NonPrivate.
+	Plan *plan.Plan
 }
 
 // Run computes the factorization (for Correlated and BaselineCorrelated;
@@ -64,11 +65,11 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 	cfg := e.Config
 	var noise NoiseSource
 	if algo := cfg.Algorithm; algo.Private() {
-		f, priv, err := e.Noise(ctx, e.Problem.Data.Learners, e.Problem.Data.Rounds)
+		f, pl, priv, err := e.noise(ctx, e.Problem.Data.Learners, e.Problem.Data.Rounds)
 		if err != nil {
 			return nil, err
 		}
-		res.Privacy, res.Factorization = priv, f
+		res.Privacy, res.Factorization, res.Plan = priv, f, pl
 		cfg.Privacy = priv
 		noise = FactorizationNoise(f, e.Problem.Model.NumParams(e.Problem.Data.Dim), priv.NoiseStd, e.Seed)
 	}
@@ -85,52 +86,90 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 // computes before it runs. It needs no data (e.Problem is not used), so a
 // server can call it. The algorithm must be private.
 func (e *Experiment) Noise(ctx context.Context, n, R int) (*factorize.Factorization, *Privacy, error) {
-	algo := e.Config.Algorithm
-	if !algo.Private() {
-		return nil, nil, fmt.Errorf("fedopt: the %v algorithm adds no noise", algo)
-	}
-	f, err := e.factorization(ctx, R)
-	if err != nil {
-		return nil, nil, err
-	}
-	priv, err := Calibrate(algo, e.Calibration, e.Eps, e.Delta, n, e.Config.Clip, f.Metrics)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, priv, nil
+	f, _, priv, err := e.noise(ctx, n, R)
+	return f, priv, err
 }
 
-// factorization returns the factorization of the experiment's noise for R
-// rounds, with metrics under the experiment's participation.
-func (e *Experiment) factorization(ctx context.Context, R int) (*factorize.Factorization, error) {
-	if err := e.Participation.Validate(R); err != nil {
-		return nil, fmt.Errorf("fedopt: %w", err)
+// noise is Noise with the calibrated plan.
+func (e *Experiment) noise(ctx context.Context, n, R int) (*factorize.Factorization, *plan.Plan, *Privacy, error) {
+	p, err := e.NoisePlan(n, R)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	w, err := factorize.Prefix(R)
+	var f *factorize.Factorization
+	if f = e.Factorization; f == nil {
+		f, err = p.Factorize(ctx)
+	} else {
+		f, err = e.given(ctx, p, R)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := p.Calibrate(ctx, f); err != nil {
+		return nil, nil, nil, err
+	}
+	priv, err := PrivacyOf(p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return f, p, priv, nil
+}
+
+// NoisePlan returns a copy of e.Plan completed with the experiment's
+// algorithm, its clipping bound, n learners and R rounds (and, for
+// e.Factorization, its strategy), not yet calibrated. It is an error if
+// e.Plan sets one of them to another value.
+func (e *Experiment) NoisePlan(n, R int) (*plan.Plan, error) {
+	algo := e.Config.Algorithm
+	if !algo.Private() {
+		return nil, fmt.Errorf("fedopt: the %v algorithm adds no noise", algo)
+	}
+	var p plan.Plan
+	if e.Plan != nil {
+		p = *e.Plan
+	}
+	p.Privacy = nil
+	for _, c := range []struct {
+		name     string
+		got, run any
+		zero     bool
+	}{
+		{"algorithm", p.Algorithm, algo.String(), p.Algorithm == ""},
+		{"learners", p.Learners, n, p.Learners == 0},
+		{"rounds", p.Rounds, R, p.Rounds == 0},
+		{"clip", p.Clip, e.Config.Clip, p.Clip == 0},
+	} {
+		if !c.zero && fmt.Sprint(c.got) != fmt.Sprint(c.run) {
+			return nil, &ParamError{Param: "plan", Value: fmt.Sprintf("%s %v", c.name, c.got), Want: fmt.Sprintf("the experiment's %v", c.run)}
+		}
+	}
+	p.Algorithm, p.Learners, p.Rounds, p.Clip = algo.String(), n, R, e.Config.Clip
+	if algo == Independent {
+		p.Strategy = factorize.StrategyIdentity
+	} else if f := e.Factorization; f != nil {
+		p.Strategy = f.Strategy
+	}
+	return &p, nil
+}
+
+// given returns e.Factorization with metrics under p's participation,
+// after checking its workload.
+func (e *Experiment) given(ctx context.Context, p *plan.Plan, R int) (*factorize.Factorization, error) {
+	part, err := p.Pattern()
 	if err != nil {
 		return nil, err
 	}
 	if e.Config.Algorithm == Independent {
-		return factorize.IdentityStrategy{}.Factorize(ctx, w, e.Participation)
+		return p.Factorize(ctx)
 	}
-	if f := e.Factorization; f != nil {
-		if f.Workload == nil {
-			return nil, &ParamError{Param: "factorization", Value: "one without a workload", Want: "a factorization computed by package factorize"}
-		}
-		if !f.Workload.IsPrefix() || f.Workload.R() != R {
-			return nil, fmt.Errorf("fedopt: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
-		}
-		return f.WithParticipation(e.Participation)
+	f := e.Factorization
+	if f.Workload == nil {
+		return nil, &ParamError{Param: "factorization", Value: "one without a workload", Want: "a factorization computed by package factorize"}
 	}
-	s := e.Strategy
-	if s == nil {
-		s = factorize.OptimalStrategy{}
+	if !f.Workload.IsPrefix() || f.Workload.R() != R {
+		return nil, fmt.Errorf("fedopt: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
 	}
-	f, err := s.Factorize(ctx, w, e.Participation)
-	if err != nil {
-		return nil, fmt.Errorf("fedopt: %s factorization for %d rounds: %w", s.Name(), R, err)
-	}
-	return f, nil
+	return f.WithParticipation(part)
 }
 
 // FactorizationNoise returns the noise source that gives repetition rep a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // referenceRun is the optimiser as one loop, the way Run was written before
@@ -163,7 +164,11 @@ func TestRunMatchesReferenceLoop(t *testing.T) {
 			return m
 		}
 	}
-	priv, err := Calibrate(Correlated, Exact, 5, 1e-3, n, 0.5, f.Metrics)
+	pl := &plan.Plan{Algorithm: plan.AlgoCorrelated, Rounds: R, Learners: n, Clip: 0.5, Target: &plan.Target{Eps: 5, Delta: 1e-3}}
+	if err := pl.Calibrate(t.Context(), f); err != nil {
+		t.Fatal(err)
+	}
+	priv, err := PrivacyOf(pl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // Seeds of the protocol: data sets and noise for tuning are never reported;
@@ -238,7 +239,7 @@ func (r *runner) exp(ctx context.Context, j job) (*fedopt.Result, error) {
 	}
 	e := fedopt.Experiment{
 		Problem: p, Config: j.config(),
-		Calibration: j.cal, Eps: j.eps, Delta: delta,
+		Plan:   &plan.Plan{Target: &plan.Target{Eps: j.eps, Delta: delta, Calibration: j.cal}},
 		Repeat: fedopt.RepeatOptions{Reps: j.reps, Workers: r.opt.Workers, Progress: func(int, int) { r.progress(int64(j.s.n * j.s.tau)) }},
 		Seed:   j.seed,
 	}

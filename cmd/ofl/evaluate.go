@@ -6,12 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"time"
 
-	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 const evaluateUsage = `Usage: ofl evaluate -state DIR [run and data flags] [-json] [-out DIR]
@@ -53,18 +57,62 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if state == "" {
 		return usagef("-state is required: the server's state directory")
 	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	if !seedSet {
+		return usagef("-seed is required: the seed the learners dealt the data with")
+	}
+	raw, err := fednet.ReadPlan(state)
+	if err != nil {
+		return fmt.Errorf("-state %s: %v", state, err)
+	}
+	pl, err := plan.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("-state %s: run.json: %v", state, err)
+	}
+	recorded, err := planArgs(pl)
+	if err != nil {
+		return fmt.Errorf("-state %s: %v", state, err)
+	}
+	// The run's flags come from its plan; a flag given here must agree.
 	simArgs := []string{"-reps=1"}
+	var csv bool
 	fs.Visit(func(f *flag.Flag) {
-		if sim.Lookup(f.Name) != nil {
-			simArgs = append(simArgs, "-"+f.Name+"="+f.Value.String())
+		if f.Name == "data" {
+			spec, err := parseData(f.Value.String(), 1)
+			csv = err == nil && spec.file != ""
 		}
 	})
+	var contra error
+	fs.Visit(func(f *flag.Flag) {
+		if sim.Lookup(f.Name) == nil {
+			return
+		}
+		v := f.Value.String()
+		if want, ok := recorded[f.Name]; ok && v != want && contra == nil {
+			contra = usagef("-%s %s contradicts the run's plan in %s: %s %s", f.Name, v, filepath.Join(state, "run.json"), f.Name, want)
+		}
+		if f.Name == "seed" && pl.SeedSHA256 != "" && contra == nil {
+			if seed, err := strconv.ParseUint(v, 10, 64); err == nil && plan.SeedDigest(seed) != pl.SeedSHA256 {
+				contra = usagef("-seed %s contradicts the run's plan in %s: its seed has SHA-256 %s", v, filepath.Join(state, "run.json"), pl.SeedSHA256)
+			}
+		}
+		if _, ok := recorded[f.Name]; !ok {
+			simArgs = append(simArgs, "-"+f.Name+"="+v)
+		}
+	})
+	if contra != nil {
+		return contra
+	}
+	for _, k := range slices.Sorted(maps.Keys(recorded)) {
+		if k == "dim" && csv {
+			continue // a CSV file sets d; checked against the plan below
+		}
+		simArgs = append(simArgs, "-"+k+"="+recorded[k])
+	}
 	c, err := parseArgs(simArgs)
 	if err != nil {
 		return err
-	}
-	if !c.seedSet {
-		return usagef("-seed is required: the seed the learners dealt the data with")
 	}
 	if err := checkEvaluateMemory(c, e.memAvailable); err != nil {
 		return err
@@ -76,22 +124,21 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	if ds.Dim != pl.Model.Features {
+		return fmt.Errorf("-data has %d features, the run's plan in %s %d", ds.Dim, filepath.Join(state, "run.json"), pl.Model.Features)
+	}
 	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: c.l2}, fedopt.ProblemOptions{NoDynamic: c.l2 == 0})
 	if err != nil {
 		return err
 	}
+	// The privacy record is the run's, as recorded: never recomputed.
 	res := &fedopt.Result{}
 	cfg := c.optimiser()
 	if c.algo.Private() {
-		strat, err := factorize.ParseStrategy(c.strategy)
-		if err != nil {
-			return err
+		if res.Privacy, err = fedopt.PrivacyOf(pl); err != nil {
+			return fmt.Errorf("-state %s: %v", state, err)
 		}
-		exp := fedopt.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs),
-			Calibration: c.calibration, Eps: c.eps, Delta: c.delta}
-		if res.Factorization, res.Privacy, err = exp.Noise(ctx, c.learners, c.rounds); err != nil {
-			return err
-		}
+		res.Plan = pl
 		cfg.Privacy = res.Privacy
 	}
 	ev := fedopt.NewEvaluator(p, cfg)

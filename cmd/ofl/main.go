@@ -122,31 +122,19 @@ func execute(ctx context.Context, c config, e env) error {
 	if err != nil {
 		return err
 	}
-	strat, err := factorize.ParseStrategy(c.strategy)
-	if err != nil {
-		return err
-	}
-	if ss, ok := strat.(factorize.SemisepStrategy); ok && c.epochs > 1 {
-		// Its sensitivity under the epochs needs C.
-		ss.Factors = true
-		strat = ss
-	}
 	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && keepsPastRows(c.strategy) &&
 		int64(c.rounds)*int64(p.Data.Dim)*8 > mechanism.DefaultKeepLimit {
 		fmt.Fprintf(e.stderr, "ofl: the %s noise mechanism would keep more than %d GiB of past noise rows (R = %d, d = %d), so it regenerates them each round instead (slower)\n",
 			c.strategy, mechanism.DefaultKeepLimit>>30, c.rounds, p.Data.Dim)
 	}
 	exp := fedopt.Experiment{
-		Problem:  p,
-		Config:   c.optimiser(),
-		Strategy: strat,
-		// Each client takes part once per epoch, R/K rounds apart.
-		Participation: participation(c.epochs),
-		Calibration:   c.calibration,
-		Eps:           c.eps,
-		Delta:         c.delta,
-		Repeat:        fedopt.RepeatOptions{Reps: c.reps, Workers: c.workers},
-		Seed:          c.seed,
+		Problem: p,
+		Config:  c.optimiser(),
+		Repeat:  fedopt.RepeatOptions{Reps: c.reps, Workers: c.workers},
+		Seed:    c.seed,
+	}
+	if c.algo.Private() {
+		exp.Plan = c.runPlan(p.Data.Dim)
 	}
 	var bar *progress.Bar
 	if e.progress && !c.quiet {

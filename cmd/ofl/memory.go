@@ -62,9 +62,10 @@ func checkServerMemory(c config, avail func() (uint64, error)) error {
 }
 
 // checkEvaluateMemory is checkMemory for "ofl evaluate": one repetition's
-// data set, factorization and trace.
+// data set and trace (no factorization: the privacy record is the plan's).
 func checkEvaluateMemory(c config, avail func() (uint64, error)) error {
 	c.reps = 1
+	c.algo = fedopt.NonPrivate
 	return checkNeed("", c, memoryNeed(c, 1), avail)
 }
 

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,7 +19,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/atomicfile"
@@ -284,30 +280,18 @@ func runServer(ctx context.Context, args []string, e env) error {
 	features := c.data.dim
 	dim := (fedopt.Logistic{}).NumParams(features)
 	shape := fedopt.Shape{Learners: c.learners, Rounds: c.rounds, Tau: c.tau, Dim: dim}
-	describe := map[string]any{"seeded": c.seedSet}
-	if c.seedSet {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], c.seed)
-		h := sha256.Sum256(b[:])
-		describe["seed_sha256"] = hex.EncodeToString(h[:])
-	}
+	// The run's plan: the noise comes from it, and run.json records it.
+	pl := c.runPlan(features)
 	var (
 		noise    func(start int, key [32]byte) (mechanism.Mechanism, error)
 		noiseKey *[32]byte
 	)
 	if c.algo.Private() {
-		strat, err := factorize.ParseStrategy(c.strategy)
-		if err != nil {
-			return err
-		}
-		exp := fedopt.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs),
-			Calibration: c.calibration, Eps: c.eps, Delta: c.delta}
-		f, priv, err := exp.Noise(ctx, c.learners, c.rounds)
+		f, priv, err := buildNoise(ctx, pl)
 		if err != nil {
 			return err
 		}
 		cfg.Privacy = priv
-		describe["strategy"], describe["calibration"] = f.Strategy, c.calibration.String()
 		if c.seedSet {
 			// As ofl's repetition 0; without -seed the server draws the
 			// key from crypto/rand and keeps it in the state directory.
@@ -319,12 +303,16 @@ func runServer(ctx context.Context, args []string, e env) error {
 		}
 		log.Info("privacy", "eps", priv.Eps, "delta", priv.Delta, "sensitivity", priv.Sensitivity, "noise_std", priv.NoiseStd, "strategy", f.Strategy)
 	}
+	planJSON, err := pl.Marshal()
+	if err != nil {
+		return err
+	}
 	opts := fednet.ServerOptions{
 		Config: cfg, Shape: shape,
 		Model: fednet.Model{Name: "logistic", L2: c.l2, Features: features},
 		Noise: noise, NoiseKey: noiseKey,
 		Epochs:       c.epochs,
-		Describe:     describe,
+		Plan:         planJSON,
 		Dir:          s.state,
 		RoundTimeout: s.roundTimeout, MinLearners: s.minLearners, Linger: s.linger,
 		JoinTimeout: s.joinTimeout, QuorumGrace: s.quorumGrace,

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/testpki"
@@ -70,11 +69,10 @@ func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 		t.Fatal(err)
 	}
 	cfg := c.optimiser()
-	strat, err := factorize.ParseStrategy(c.strategy)
-	if err != nil {
-		t.Fatal(err)
+	exp := fedopt.Experiment{Config: cfg, Seed: c.seed, Repeat: fedopt.RepeatOptions{Reps: 1}}
+	if c.algo.Private() {
+		exp.Plan = c.runPlan(ds.Dim)
 	}
-	exp := fedopt.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs), Calibration: c.calibration, Eps: c.eps, Delta: c.delta, Seed: c.seed, Repeat: fedopt.RepeatOptions{Reps: 1}}
 	var m mechanism.Mechanism
 	if c.algo.Private() {
 		f, priv, err := exp.Noise(ctx, c.learners, c.rounds)

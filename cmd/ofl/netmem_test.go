@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,11 @@ import (
 // (before, a Go stack and exit status 2), and the server creates nothing.
 func TestNetMemoryCheck(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
+	// evaluate takes the run from its state directory's plan.
+	big := filepath.Join(t.TempDir(), "big")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the server stops at once after opening its state
+	run(ctx, []string{"server", "-insecure", "-state", big, "-listen", "127.0.0.1:0", "-algo", "nonprivate", "-rounds", "30000", "-learners", "1000", "-tau", "10"}, env{stdout: io.Discard, stderr: io.Discard})
 	for _, c := range []struct {
 		cmd  string
 		args []string
@@ -22,7 +29,7 @@ func TestNetMemoryCheck(t *testing.T) {
 		{"server", []string{"-insecure", "-state", state, "-rounds", "100000000"}, "-rounds 100000000, -learners 10, -tau 10, -dim 60 need about "},
 		// The models and the round's updates: 8 (n + 6) d bytes.
 		{"server", []string{"-insecure", "-state", state, "-algo", "independent", "-dim", "1000000000"}, "-rounds 800, -learners 10, -tau 10, -dim 1000000000 need about "},
-		{"evaluate", []string{"-state", state, "-seed", "1", "-rounds", "30000", "-learners", "1", "-tau", "1"}, "-rounds 30000, -learners 1, -tau 1, -dim 60 need about "},
+		{"evaluate", []string{"-state", big, "-seed", "1"}, "-rounds 30000, -learners 1000, -tau 10, -dim 60 need about "},
 	} {
 		start := time.Now()
 		r := runOflMem(t, 16e9, append([]string{c.cmd}, c.args...)...)

@@ -185,14 +185,14 @@ func newReport(c config, p *fedopt.Problem, res *fedopt.Result, seconds float64)
 		Seconds:               seconds,
 	}
 	if pr := res.Privacy; pr != nil {
-		r.Strategy = res.Factorization.Strategy
+		r.Strategy = res.Plan.Strategy
 		r.Eps, r.Delta = &pr.Eps, &pr.Delta
 		r.Calibration = pr.Calibration.String()
 		r.Method = pr.Method.String()
 		r.Gamma = pr.Gamma
 		r.Sensitivity = pr.Sensitivity
 		r.NoiseStd = pr.NoiseStd
-		r.FactorizationLoss = res.Factorization.Metrics.Loss
+		r.FactorizationLoss = res.Plan.Privacy.Loss
 	}
 	return r
 }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
+)
+
+// runPlan returns the plan of the run c describes, on data with the given
+// number of features: the one place ofl turns its flags into a run, for
+// the simulation (execute), the server (runServer) and, through planArgs,
+// ofl evaluate.
+func (c *config) runPlan(features int) *plan.Plan {
+	p := &plan.Plan{
+		Format: plan.Format, Workload: plan.WorkloadPrefix,
+		Rounds: c.rounds, Participation: participation(c.epochs).String(),
+		Algorithm: c.algo.String(), Learners: c.learners, Tau: c.tau,
+		Clip: c.clip, Eta: c.eta, EtaG: c.etaG, EtaInd: c.etaInd,
+		Model: &plan.Model{Name: "logistic", Features: features, L2: c.l2},
+	}
+	switch c.algo {
+	case fedopt.Correlated, fedopt.BaselineCorrelated:
+		p.Strategy = c.strategy
+	case fedopt.Independent:
+		p.Strategy = factorize.StrategyIdentity
+	}
+	if c.algo.Private() {
+		p.Target = &plan.Target{Eps: c.eps, Delta: c.delta, Calibration: c.calibration, Relation: "replace-one"}
+	}
+	if c.seedSet {
+		p.SeedSHA256 = plan.SeedDigest(c.seed)
+	}
+	return p
+}
+
+// buildNoise computes the plan's factorization and privacy record (the
+// server's noise; the simulation computes the same in
+// fedopt.Experiment.Run from the same plan).
+func buildNoise(ctx context.Context, p *plan.Plan) (*factorize.Factorization, *fedopt.Privacy, error) {
+	f, err := p.Build(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	priv, err := fedopt.PrivacyOf(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, priv, nil
+}
+
+// planArgs returns the run flags of ofl that give back plan p (runPlan of
+// their config is p, less its record), by name: the inverse of runPlan.
+// Values are written so that they read back exactly.
+func planArgs(p *plan.Plan) (map[string]string, error) {
+	if p.Model == nil || p.Model.Name != "logistic" {
+		return nil, fmt.Errorf("the run's plan has no logistic model: not a run of ofl server")
+	}
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	args := map[string]string{
+		"algo": p.Algorithm, "learners": strconv.Itoa(p.Learners), "tau": strconv.Itoa(p.Tau),
+		"rounds": strconv.Itoa(p.Rounds), "epochs": strconv.Itoa(p.Epochs()),
+		"eta": g(p.Eta), "eta-g": g(p.EtaG), "clip": g(p.Clip), "l2": g(p.Model.L2),
+		"dim": strconv.Itoa(p.Model.Features),
+	}
+	algo, err := fedopt.ParseAlgorithm(p.Algorithm)
+	if err != nil {
+		return nil, err
+	}
+	if !algo.LocalSteps() {
+		args["eta-ind"] = g(p.EtaInd)
+	}
+	if algo == fedopt.Correlated || algo == fedopt.BaselineCorrelated {
+		args["strategy"] = p.Strategy
+	}
+	if t := p.Target; t != nil {
+		args["eps"], args["delta"], args["calibration"] = g(t.Eps), g(t.Delta), t.Calibration.String()
+	}
+	return args, nil
+}

@@ -1,0 +1,209 @@
+package plan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/factorize"
+)
+
+func seedDigest(seed uint64) string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	h := sha256.Sum256(b[:])
+	return hex.EncodeToString(h[:])
+}
+
+// Factorize computes the plan's factorization: its strategy (the identity
+// for the independent algorithm) on the prefix sums over its rounds, with
+// metrics under its participation. The algorithm must add noise.
+func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if !p.Private() {
+		return nil, fmt.Errorf("plan: the %s algorithm adds no noise: no factorization", p.Algorithm)
+	}
+	if w := p.workload(); w != WorkloadPrefix {
+		return nil, fmt.Errorf("plan: workload %q, want %s (the only workload a plan factorizes; mfsolve factorizes the others)", w, WorkloadPrefix)
+	}
+	part, err := p.participation()
+	if err != nil {
+		return nil, err
+	}
+	s, err := p.strategy()
+	if err != nil {
+		return nil, err
+	}
+	w, err := factorize.Prefix(p.Rounds)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	f, err := s.Factorize(ctx, w, part)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %s factorization for %d rounds: %w", s.Name(), p.Rounds, err)
+	}
+	return f, nil
+}
+
+// Build computes the plan's factorization and calibrates its noise: the
+// plan's Privacy is then its record.
+func (p *Plan) Build(ctx context.Context) (*factorize.Factorization, error) {
+	f, err := p.Factorize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Calibrate(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Calibrate sets p.Privacy to the record of the plan's target for f, the
+// factorization whose noise is released (its metrics must be under the
+// plan's participation, and the identity's for the independent
+// algorithm). This is the calibration recipe of dpmf, the only one.
+//
+// Neighbouring data sets differ in one client's sample (the target's
+// relation: replace-one by default, or add-remove); the sample takes part
+// in the rounds the participation allows; every per-sample gradient is
+// clipped to norm B_g (Clip). In Algorithm 1 replacing one sample of
+// learner i in round r can change learner i's whole local trajectory of
+// that round, so its mean clipped gradient changes by at most 2 B_g (B_g
+// for add/remove) and g^r, the mean over the n learners, by 2 B_g / n; in
+// the baseline the sample enters the round's mean gradient at x^r once, with
+// the same bound. Only the rows of G of the rounds the sample takes part in
+// change, so ||C (G - G')||_F <= sens 2 B_g / n, sens the sensitivity of C
+// under the participation (factorize's Metrics.UnitSensitivity: gamma, the
+// largest column norm, for single participation):
+// accountant.ReleaseSensitivity. The whole release is one Gaussian
+// mechanism with that sensitivity:
+//
+//   - exact: the analytic Gaussian mechanism (accountant.Exact) at that
+//     sensitivity, the least noise that gives (eps, delta)-DP;
+//   - paper: the paper's sensitivity 2 sens B_g (conservative by the
+//     factor n) with its classical formula (accountant.Paper), and for
+//     the independent baseline zCDP (accountant.ZCDP);
+//   - with Sampling q > 0: the amplified banded accounting of
+//     Choquette-Choo et al. 2023 (Thm. 4). C has at most b bands, b the
+//     separation of the minsep:b participation; the samples are split
+//     into b groups and round r samples each member of group r mod b
+//     with probability q, so the release is as private as ceil(R/b)
+//     compositions of the Poisson-subsampled Gaussian with noise
+//     multiplier V / s, s the release sensitivity of one participation
+//     (accountant.ReleaseSensitivity with gamma). For replace-one with
+//     q < 1 the accounting is an upper bound.
+//
+// The search of the amplified accounting stops when ctx is done.
+func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	t := p.Target
+	if t == nil {
+		return errors.New("plan: no target (eps, delta) to calibrate for")
+	}
+	if !p.Private() {
+		return fmt.Errorf("plan: the %s algorithm has no privacy calibration", p.Algorithm)
+	}
+	if f == nil {
+		return errors.New("plan: no factorization to calibrate")
+	}
+	part, _ := p.participation()
+	m := f.Metrics
+	if m.Participation != part {
+		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v", m.Participation, part)
+	}
+	if f.Workload != nil && f.Workload.R() != p.Rounds {
+		return fmt.Errorf("plan: factorization of %d rounds, want the plan's %d", f.Workload.R(), p.Rounds)
+	}
+	unit := m.UnitSensitivity.Value
+	if !(unit > 0) || math.IsInf(unit, 1) {
+		return fmt.Errorf("plan: factorization sensitivity %v under %v, want a finite number > 0", unit, part)
+	}
+	if p.Algorithm == AlgoIndependent && m.Gamma != 1 {
+		return fmt.Errorf("plan: the independent baseline adds noise with C = I, got metrics with gamma = %v", m.Gamma)
+	}
+	rel, _ := t.relation()
+	if t.Sampling > 0 {
+		return p.calibrateAmplified(ctx, f, rel)
+	}
+	learners, method := p.Learners, accountant.Exact
+	if t.Calibration == Paper {
+		learners, method = 1, accountant.Paper
+		if p.Algorithm == AlgoIndependent {
+			method = accountant.ZCDP
+		}
+	}
+	sens, err := accountant.ReleaseSensitivity(p.Clip, learners, rel, unit)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	std, err := accountant.NoiseStd(t.Eps, t.Delta, sens, method)
+	if err != nil {
+		return fmt.Errorf("plan: calibrating the noise: %w", err)
+	}
+	if math.IsInf(std, 0) || math.IsNaN(std) {
+		return fmt.Errorf("plan: the noise std for (%g, %g)-DP at sensitivity %g is %v: no finite noise gives this guarantee", t.Eps, t.Delta, sens, std)
+	}
+	bound := ""
+	if !m.UnitSensitivity.Exact {
+		bound = " (an upper bound)"
+	}
+	p.Privacy = &Record{
+		Eps: t.Eps, Delta: t.Delta, Method: method.String(),
+		Sensitivity: sens,
+		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners",
+			t.Eps, t.Delta, t.Calibration, sens, rel, part, unit, bound, p.Clip, p.Learners),
+		NoiseStd: std, Sigma: std / sens,
+		Gamma:           m.Gamma, Loss: m.Loss,
+		UnitSensitivity: unit, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
+	}
+	return nil
+}
+
+// calibrateAmplified is Calibrate's amplified banded accounting.
+func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorization, rel accountant.Relation) error {
+	t, m := p.Target, f.Metrics
+	if f.C == nil {
+		return errors.New("plan: the amplified accounting (sampling) needs the factor C to count its bands")
+	}
+	b := m.Participation.B // the groups of the sampling
+	if bands, ok := factorize.Bands(f.C); !ok || bands > b || m.Participation.Kind != factorize.KindMinSep {
+		return fmt.Errorf("plan: the amplified accounting (sampling) needs a lower-triangular C with at most %d bands under minsep:%d", b, b)
+	}
+	r, _ := f.C.Dims()
+	sens, err := accountant.ReleaseSensitivity(p.Clip, p.Learners, rel, m.Gamma)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	sigma, err := accountant.AmplifiedBandedSigma(ctx, t.Sampling, r, b, t.Eps, t.Delta, rel)
+	if err != nil {
+		return err
+	}
+	std, err := accountant.Scale(sigma, sens)
+	if err != nil {
+		return err
+	}
+	k, _ := accountant.BandedCompositions(r, b)
+	bound := ""
+	if rel == accountant.ReplaceOne && t.Sampling < 1 {
+		bound = " (an upper bound)"
+	}
+	p.Privacy = &Record{
+		Eps: t.Eps, Delta: t.Delta, Method: MethodAmplified,
+		Sensitivity: sens,
+		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners",
+			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners),
+		NoiseStd: std, Sigma: sigma,
+		Gamma:           m.Gamma, Loss: m.Loss,
+		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
+	}
+	return nil
+}

@@ -1,0 +1,432 @@
+// Package plan is the plan of a private run: everything that decides its
+// noise and its privacy claim (workload, participation, strategy, target
+// (eps, delta), neighbouring relation, calibration, clipping bound,
+// learners, the algorithm) and the other settings a run needs (local
+// steps, step sizes, model), together with what they give: the
+// factorization ([Plan.Factorize]) and the privacy record
+// ([Plan.Calibrate]: the sensitivity and the rule that gave it, the noise
+// std, eps, delta).
+//
+// A plan is a value: [Plan.Marshal] writes it as JSON and [Parse] reads it
+// back bit for bit (every float64 round-trips exactly). mfsolve -json
+// prints it; ofl builds its simulated runs from it, ofl server writes it
+// into the run's state (run.json) and ofl evaluate reads it back from
+// there instead of recomputing it.
+//
+// It is the only place the calibration recipe lives: [Plan.Calibrate]. The
+// accountant supplies the mechanisms' curves and the release sensitivity
+// rule (accountant.ReleaseSensitivity); factorize supplies the
+// sensitivity of C under the participation; this package puts them
+// together. Package fedopt imports plan (fedopt.ConfigOf and
+// fedopt.PrivacyOf turn a plan into the optimiser's configuration and
+// privacy record); plan does not import fedopt, so the roles never see the
+// recipe, only its result.
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// Format is the version of the plan's JSON encoding.
+const Format = 1
+
+// Workload names: the only workload [Plan.Factorize] builds is the prefix
+// sums over the plan's rounds; mfsolve records its other workloads by
+// their flag value (momentum:BETA or a .npy file).
+const WorkloadPrefix = "prefix"
+
+// The algorithms a plan knows, by the names fedopt.Algorithm.String gives.
+const (
+	// AlgoCorrelated is Algorithm 1 of the paper (correlated noise).
+	AlgoCorrelated = "correlated"
+	// AlgoBaselineCorrelated is the baseline's update with correlated
+	// noise.
+	AlgoBaselineCorrelated = "baseline-correlated"
+	// AlgoIndependent is the baseline with independent noise: the
+	// identity factorization, and zCDP under the paper's calibration.
+	AlgoIndependent = "independent"
+	// AlgoNonPrivate adds no noise and has no privacy record.
+	AlgoNonPrivate = "nonprivate"
+)
+
+// Plan is the plan of a run. The zero value of an optional field is its
+// default; [Plan.Validate] checks a plan.
+type Plan struct {
+	// Format is [Format] (0 is read as Format).
+	Format int `json:"format"`
+	// Workload is [WorkloadPrefix] (the default) or, in a plan mfsolve
+	// prints, its -workload value.
+	Workload string `json:"workload"`
+	// Rounds is R.
+	Rounds int `json:"rounds"`
+	// Participation is how often one sample takes part: single (the
+	// default), epochs:K or minsep:B[,K] (factorize.ParseParticipation).
+	Participation string `json:"participation"`
+	// Strategy is the factorization's strategy as [SpecOf] writes it
+	// (optimal by default; identity for AlgoIndependent; empty for
+	// AlgoNonPrivate).
+	Strategy string `json:"strategy,omitempty"`
+	// Algorithm is one of the Algo names (empty in a plan of mfsolve
+	// without a calibration; mfsolve calibrates for AlgoCorrelated).
+	Algorithm string `json:"algorithm,omitempty"`
+	// Learners is n and Tau the local steps per round.
+	Learners int `json:"learners,omitempty"`
+	Tau      int `json:"tau,omitempty"`
+	// Clip is the clipping bound B_g of every per-sample gradient.
+	Clip float64 `json:"clip,omitempty"`
+	// Eta, EtaG and EtaInd are the optimiser's step sizes (fedopt.Config).
+	Eta    float64 `json:"eta,omitempty"`
+	EtaG   float64 `json:"eta_g,omitempty"`
+	EtaInd float64 `json:"eta_ind,omitempty"`
+	// Model is the learners' model, if the plan is of a run.
+	Model *Model `json:"model,omitempty"`
+	// SeedSHA256 identifies the seed of the run's data and noise without
+	// revealing it (the seed gives the noise key): [SeedDigest]. Empty
+	// when the noise key was drawn at random.
+	SeedSHA256 string `json:"seed_sha256,omitempty"`
+	// Target is the privacy budget and how to calibrate to it; nil for
+	// AlgoNonPrivate and for a plan of mfsolve without -eps/-delta.
+	Target *Target `json:"target,omitempty"`
+	// Privacy is the record [Plan.Calibrate] made: nil before.
+	Privacy *Record `json:"privacy,omitempty"`
+}
+
+// Model is the learners' per-sample loss.
+type Model struct {
+	// Name is "logistic" or a model the caller gives the learners.
+	Name string `json:"name"`
+	// Features is the feature dimension d.
+	Features int `json:"features"`
+	// L2 is the L2 coefficient of the loss.
+	L2 float64 `json:"l2"`
+}
+
+// Target is the guarantee a plan is calibrated for.
+type Target struct {
+	// Eps and Delta are the (eps, delta)-DP budget of the whole release.
+	Eps   float64 `json:"eps"`
+	Delta float64 `json:"delta"`
+	// Calibration is exact or paper.
+	Calibration Calibration `json:"calibration"`
+	// Relation is replace-one (the default) or add-remove.
+	Relation string `json:"relation"`
+	// Sampling is the probability q of cyclic Poisson sampling for the
+	// amplified banded accounting (0: none).
+	Sampling float64 `json:"sampling,omitempty"`
+}
+
+// Record is a plan's privacy record: what the calibration gave.
+type Record struct {
+	// Eps and Delta are the guarantee of the whole release.
+	Eps   float64 `json:"eps"`
+	Delta float64 `json:"delta"`
+	// Method is the accountant's method (exact, paper, zcdp) or
+	// MethodAmplified.
+	Method string `json:"method"`
+	// Sensitivity is the L2 sensitivity of the release C G (per
+	// participation for MethodAmplified) and Rule the rule that gave it,
+	// in words.
+	Sensitivity float64 `json:"sensitivity"`
+	Rule        string  `json:"rule"`
+	// NoiseStd is the standard deviation V of every noise entry; Sigma is
+	// V / Sensitivity, the noise multiplier.
+	NoiseStd float64 `json:"noise_std"`
+	Sigma    float64 `json:"sigma"`
+	// Gamma is the largest column norm of C, and Loss the factorization's
+	// loss (its metrics: sens^2 ||B||_F^2 under the participation).
+	Gamma float64 `json:"gamma"`
+	Loss  float64 `json:"loss"`
+	// UnitSensitivity is the sensitivity of C under the participation,
+	// exact or an upper bound as UnitExact says, by the rule UnitRule.
+	UnitSensitivity float64 `json:"unit_sensitivity"`
+	UnitExact       bool    `json:"unit_sensitivity_exact"`
+	UnitRule        string  `json:"unit_sensitivity_rule"`
+}
+
+// MethodAmplified is the Record.Method of the amplified banded accounting.
+const MethodAmplified = "amplified-banded-pld"
+
+// Calibration selects how the noise std is set from a budget (eps, delta).
+type Calibration int
+
+const (
+	// Exact calibrates with the exact (analytic Gaussian) privacy curve to
+	// the release sensitivity under the relation and participation: the
+	// least noise that gives (eps, delta)-DP.
+	Exact Calibration = iota
+	// Paper reproduces the paper's formulas: for correlated noise
+	// V^2 = 4 gamma^2 B_g^2 (2 log(1/delta) + eps) / eps^2 (its Theorem
+	// 1), for the independent baseline V^2 = 2 B_g^2 / rho with
+	// rho = (sqrt(eps + log(1/delta)) - sqrt(log(1/delta)))^2 (zCDP).
+	// Both use sensitivities n times larger than Exact's and conservative
+	// conversions.
+	Paper
+)
+
+// String returns "exact" or "paper".
+func (c Calibration) String() string {
+	switch c {
+	case Exact:
+		return "exact"
+	case Paper:
+		return "paper"
+	}
+	return fmt.Sprintf("Calibration(%d)", int(c))
+}
+
+// ParseCalibration parses "exact" or "paper".
+func ParseCalibration(s string) (Calibration, error) {
+	switch s {
+	case "exact":
+		return Exact, nil
+	case "paper":
+		return Paper, nil
+	}
+	return 0, fmt.Errorf("calibration %q, want exact or paper", s)
+}
+
+// MarshalText writes the name.
+func (c Calibration) MarshalText() ([]byte, error) {
+	if c != Exact && c != Paper {
+		return nil, fmt.Errorf("plan: invalid %v", c)
+	}
+	return []byte(c.String()), nil
+}
+
+// UnmarshalText reads a name [ParseCalibration] accepts.
+func (c *Calibration) UnmarshalText(b []byte) error {
+	v, err := ParseCalibration(string(b))
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
+// SpecOf returns the strategy's entry in a plan: the one place a strategy
+// value becomes the string [Plan.Factorize] parses back. Today that is its
+// name (factorize.ParseStrategy takes names; options such as the number of
+// bands are not recorded); with strategy specs it becomes s.Spec().
+func SpecOf(s factorize.Strategy) string {
+	if s == nil {
+		return factorize.StrategyOptimal
+	}
+	return s.Name()
+}
+
+// SeedDigest is the SHA-256 of seed's 8 little-endian bytes, in hex: what
+// a plan records of a seed.
+func SeedDigest(seed uint64) string { return seedDigest(seed) }
+
+// Marshal returns the plan's JSON.
+func (p *Plan) Marshal() ([]byte, error) {
+	q := *p
+	q.Format = Format
+	if err := checkFinite(&q); err != nil {
+		return nil, err
+	}
+	return json.Marshal(&q)
+}
+
+// Parse reads a plan's JSON (as [Plan.Marshal] writes it): unknown fields
+// and trailing data are errors, and the plan must validate.
+func Parse(data []byte) (*Plan, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Plan
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("plan: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("plan: data after the plan's JSON object")
+	}
+	if p.Format != Format {
+		return nil, fmt.Errorf("plan: format %d, want %d", p.Format, Format)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// checkFinite refuses what JSON cannot hold.
+func checkFinite(p *Plan) error {
+	vals := map[string]float64{"clip": p.Clip, "eta": p.Eta, "eta_g": p.EtaG, "eta_ind": p.EtaInd}
+	if p.Model != nil {
+		vals["l2"] = p.Model.L2
+	}
+	if t := p.Target; t != nil {
+		vals["eps"], vals["delta"], vals["sampling"] = t.Eps, t.Delta, t.Sampling
+	}
+	if r := p.Privacy; r != nil {
+		vals["privacy.noise_std"], vals["privacy.sensitivity"], vals["privacy.sigma"] = r.NoiseStd, r.Sensitivity, r.Sigma
+		vals["privacy.gamma"], vals["privacy.unit_sensitivity"] = r.Gamma, r.UnitSensitivity
+		vals["privacy.eps"], vals["privacy.delta"], vals["privacy.loss"] = r.Eps, r.Delta, r.Loss
+	}
+	for k, v := range vals {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("plan: %s is %v, want a finite number", k, v)
+		}
+	}
+	return nil
+}
+
+// Validate checks the plan's fields: a one-line error names the first that
+// is wrong and what it should be.
+func (p *Plan) Validate() error {
+	bad := func(name string, v any, want string) error {
+		return fmt.Errorf("plan: %s %v, want %s", name, v, want)
+	}
+	if err := checkFinite(p); err != nil {
+		return err
+	}
+	if p.Rounds < 1 {
+		return bad("rounds", p.Rounds, ">= 1")
+	}
+	part, err := p.participation()
+	if err != nil {
+		return err
+	}
+	if err := part.Validate(p.Rounds); err != nil && p.workload() == WorkloadPrefix {
+		return fmt.Errorf("plan: %w", err)
+	}
+	switch p.Algorithm {
+	case "", AlgoCorrelated, AlgoBaselineCorrelated, AlgoIndependent, AlgoNonPrivate:
+	default:
+		return bad("algorithm", strconv.Quote(p.Algorithm), "correlated, baseline-correlated, independent or nonprivate")
+	}
+	if p.Algorithm == AlgoNonPrivate {
+		if p.Target != nil || p.Privacy != nil || p.Strategy != "" {
+			return bad("algorithm", p.Algorithm, "no strategy, target or privacy record (it adds no noise)")
+		}
+	} else if _, err := p.strategy(); err != nil {
+		return err
+	}
+	if p.Algorithm == AlgoIndependent && p.Strategy != "" && p.Strategy != factorize.StrategyIdentity {
+		return bad("strategy", strconv.Quote(p.Strategy), "identity for the independent algorithm")
+	}
+	if p.Learners < 0 || p.Tau < 0 {
+		return bad("learners and tau", fmt.Sprint(p.Learners, " and ", p.Tau), ">= 1 (or 0: not set)")
+	}
+	if p.Clip < 0 || p.Eta < 0 || p.EtaG < 0 || p.EtaInd < 0 {
+		return bad("clip, eta, eta_g and eta_ind", fmt.Sprint(p.Clip, p.Eta, p.EtaG, p.EtaInd), ">= 0")
+	}
+	if m := p.Model; m != nil && (m.Name == "" || m.Features < 1 || m.L2 < 0) {
+		return bad("model", fmt.Sprintf("%+v", *m), "a name, features >= 1 and l2 >= 0")
+	}
+	if t := p.Target; t != nil {
+		if err := t.validate(p); err != nil {
+			return err
+		}
+	}
+	if p.Privacy != nil && p.Target == nil {
+		return bad("privacy record", "without a target", "a target (eps, delta) it was calibrated for")
+	}
+	return nil
+}
+
+func (t *Target) validate(p *Plan) error {
+	bad := func(name string, v any, want string) error {
+		return fmt.Errorf("plan: %s %v, want %s", name, v, want)
+	}
+	if !(t.Eps > 0) {
+		return bad("eps", t.Eps, "a finite number > 0")
+	}
+	if !(t.Delta > 0 && t.Delta < 1) {
+		return bad("delta", t.Delta, "0 < delta < 1")
+	}
+	if t.Calibration != Exact && t.Calibration != Paper {
+		return bad("calibration", t.Calibration, "exact or paper")
+	}
+	if _, err := t.relation(); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	if t.Sampling != 0 && !(t.Sampling > 0 && t.Sampling <= 1) {
+		return bad("sampling", t.Sampling, "a probability in (0, 1] (or 0: none)")
+	}
+	if t.Sampling != 0 && t.Calibration != Exact {
+		return bad("calibration", t.Calibration, "exact with sampling (the PLD accountant)")
+	}
+	if p.Learners < 1 {
+		return bad("learners", p.Learners, ">= 1 for a calibration")
+	}
+	if !(p.Clip > 0) {
+		return bad("clip", p.Clip, "a finite number > 0 for a calibration")
+	}
+	return nil
+}
+
+// relation returns the target's neighbouring relation (replace-one when
+// empty).
+func (t *Target) relation() (accountant.Relation, error) {
+	if t.Relation == "" {
+		return accountant.ReplaceOne, nil
+	}
+	return accountant.ParseRelation(t.Relation)
+}
+
+// workload returns the workload's name ([WorkloadPrefix] when empty).
+func (p *Plan) workload() string {
+	if p.Workload == "" {
+		return WorkloadPrefix
+	}
+	return p.Workload
+}
+
+// participation returns the participation pattern (single when empty).
+func (p *Plan) participation() (factorize.Participation, error) {
+	if p.Participation == "" {
+		return factorize.SingleParticipation(), nil
+	}
+	part, err := factorize.ParseParticipation(p.Participation)
+	if err != nil {
+		return part, fmt.Errorf("plan: %w", err)
+	}
+	return part, nil
+}
+
+// Pattern returns the participation pattern of the plan.
+func (p *Plan) Pattern() (factorize.Participation, error) { return p.participation() }
+
+// Epochs returns K for participation epochs:K, and 1 otherwise.
+func (p *Plan) Epochs() int {
+	part, err := p.participation()
+	if err != nil || part.Kind != factorize.KindEpochs {
+		return 1
+	}
+	return part.K
+}
+
+// Private reports whether the plan's algorithm adds noise.
+func (p *Plan) Private() bool { return p.Algorithm != AlgoNonPrivate }
+
+// strategy returns the plan's strategy with the options its participation
+// needs: semiseparable keeps its factors when the sensitivity under
+// repeated participation needs C.
+func (p *Plan) strategy() (factorize.Strategy, error) {
+	spec := p.Strategy
+	switch {
+	case p.Algorithm == AlgoIndependent:
+		spec = factorize.StrategyIdentity
+	case spec == "":
+		spec = factorize.StrategyOptimal
+	}
+	s, err := factorize.ParseStrategy(spec)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if ss, ok := s.(factorize.SemisepStrategy); ok {
+		if part, _ := p.participation(); part.Kind != factorize.KindSingle {
+			ss.Factors = true
+			s = ss
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,231 @@
+package plan
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// singleMetrics returns a factorization whose metrics are those of single
+// participation with largest column norm gamma (only the metrics matter to
+// the calibration).
+func singleMetrics(gamma float64) *factorize.Factorization {
+	return &factorize.Factorization{Metrics: factorize.Metrics{Gamma: gamma,
+		UnitSensitivity: factorize.Sensitivity{Value: gamma, Exact: true, Rule: factorize.RuleColumnNorm}}}
+}
+
+// The noise std of a calibration is the accountant's for its sensitivity,
+// and reproduces independently computed values: the published exact noise
+// multiplier 0.68984233 at (5, 1e-3) (notes, section 4), and the paper's two
+// formulas evaluated directly; the sensitivity is 2 gamma B_g / n (exact)
+// or 2 gamma B_g (paper).
+func TestCalibrate(t *testing.T) {
+	const eps, delta, n, clip, gamma = 5.0, 1e-3, 10, 2.0, 1.3
+	L := math.Log(1 / delta)
+	for _, c := range []struct {
+		algo   string
+		cal    Calibration
+		method accountant.Method
+		sens   float64
+		want   float64
+		tol    float64
+	}{
+		{AlgoCorrelated, Exact, accountant.Exact, 2 * gamma * clip / n, 0.68984233 * 2 * gamma * clip / n, 1e-8},
+		{AlgoIndependent, Exact, accountant.Exact, 2 * clip / n, 0.68984233 * 2 * clip / n, 1e-8},
+		{AlgoBaselineCorrelated, Exact, accountant.Exact, 2 * gamma * clip / n, 0.68984233 * 2 * gamma * clip / n, 1e-8},
+		// V^2 = 4 gamma^2 B_g^2 (2 log(1/delta) + eps) / eps^2.
+		{AlgoBaselineCorrelated, Paper, accountant.Paper, 2 * gamma * clip, math.Sqrt(4 * gamma * gamma * clip * clip * (2*L + eps) / (eps * eps)), 1e-10},
+		{AlgoCorrelated, Paper, accountant.Paper, 2 * gamma * clip, math.Sqrt(4 * gamma * gamma * clip * clip * (2*L + eps) / (eps * eps)), 1e-10},
+		// V^2 = 2 B_g^2 / rho, rho = (sqrt(eps + L) - sqrt(L))^2.
+		{AlgoIndependent, Paper, accountant.ZCDP, 2 * clip, math.Sqrt(2 * clip * clip / math.Pow(math.Sqrt(eps+L)-math.Sqrt(L), 2)), 1e-10},
+	} {
+		g := gamma
+		if c.algo == AlgoIndependent {
+			g = 1
+		}
+		p := &Plan{Algorithm: c.algo, Rounds: 8, Learners: n, Clip: clip, Target: &Target{Eps: eps, Delta: delta, Calibration: c.cal}}
+		if err := p.Calibrate(t.Context(), singleMetrics(g)); err != nil {
+			t.Fatal(err)
+		}
+		r := p.Privacy
+		acc, err := accountant.NoiseStd(eps, delta, r.Sensitivity, c.method)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.NoiseStd != acc || r.Method != c.method.String() || math.Abs(r.Sensitivity-c.sens) > 1e-15*c.sens {
+			t.Errorf("%v, %v: std %v with %v for sensitivity %v; accountant %v, sensitivity %v", c.algo, c.cal, r.NoiseStd, r.Method, r.Sensitivity, acc, c.sens)
+		}
+		if math.Abs(r.NoiseStd-c.want) > c.tol*c.want || r.NoiseStd < c.want*(1-1e-12) && c.cal == Paper {
+			t.Errorf("%v, %v: std %.12g, want %.12g", c.algo, c.cal, r.NoiseStd, c.want)
+		}
+		rec := accountant.Record{Eps: r.Eps, Delta: r.Delta, Sensitivity: r.Sensitivity, NoiseStd: r.NoiseStd, Participation: accountant.SingleParticipation}
+		if err := rec.Verify(); err != nil || r.Eps != eps || r.Delta != delta {
+			t.Errorf("%v, %v: record %+v does not verify: %v", c.algo, c.cal, r, err)
+		}
+	}
+	for _, c := range []struct {
+		name                    string
+		algo                    string
+		eps, delta, clip, gamma float64
+		n                       int
+	}{
+		{"nonprivate", AlgoNonPrivate, 1, 1e-5, 1, 1, 1},
+		{"eps 0", AlgoCorrelated, 0, 1e-5, 1, 1, 1},
+		{"eps Inf", AlgoCorrelated, math.Inf(1), 1e-5, 1, 1, 1},
+		{"delta 0", AlgoCorrelated, 1, 0, 1, 1, 1},
+		{"delta 1", AlgoCorrelated, 1, 1, 1, 1, 1},
+		{"clip 0", AlgoCorrelated, 1, 1e-5, 0, 1, 1},
+		{"clip Inf", AlgoIndependent, 1, 1e-5, math.Inf(1), 1, 1},
+		{"gamma NaN", AlgoCorrelated, 1, 1e-5, 1, math.NaN(), 1},
+		{"learners 0", AlgoCorrelated, 1, 1e-5, 1, 1, 0},
+		{"independent with gamma 2", AlgoIndependent, 1, 1e-5, 1, 2, 1},
+	} {
+		p := &Plan{Algorithm: c.algo, Rounds: 8, Learners: c.n, Clip: c.clip, Target: &Target{Eps: c.eps, Delta: c.delta}}
+		err := p.Calibrate(t.Context(), singleMetrics(c.gamma))
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error of several lines: %q", c.name, err)
+		}
+	}
+}
+
+// The recipe's sensitivity under fixed epochs is the factorization's,
+// checked against ||C u|| for the worst epoch pattern u (C >= 0 here, so
+// that is the sensitivity), times 2 B_g / n.
+func TestCalibrateEpochs(t *testing.T) {
+	const R, n, clip, eps, delta = 24, 4, 1.5, 2.0, 1e-5
+	for _, part := range []string{"single", "epochs:3"} {
+		p := &Plan{Algorithm: AlgoCorrelated, Strategy: factorize.StrategySqrt, Participation: part, Rounds: R, Learners: n, Clip: clip,
+			Target: &Target{Eps: eps, Delta: delta}}
+		f, err := p.Build(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := R
+		if part != "single" {
+			b = R / 3
+		}
+		want := 0.0
+		for r := 0; r < b; r++ {
+			s := 0.0
+			for i := 0; i < R; i++ {
+				v := 0.0
+				for j := r; j < R; j += b {
+					v += f.C.At(i, j)
+				}
+				s += v * v
+			}
+			want = math.Max(want, math.Sqrt(s))
+		}
+		want *= 2 * clip / n
+		if got := p.Privacy.Sensitivity; math.Abs(got-want) > 1e-12*want {
+			t.Errorf("%s: sensitivity %v, want %v", part, got, want)
+		}
+	}
+}
+
+// The amplified accounting is the accountant's sigma for the banded
+// compositions times the per-participation sensitivity 2 gamma B_g / n
+// (replace-one) or gamma B_g / n (add-remove).
+func TestCalibrateAmplified(t *testing.T) {
+	const R, b, n, clip = 32, 4, 5, 2.0
+	for _, rel := range []accountant.Relation{accountant.AddRemove, accountant.ReplaceOne} {
+		p := &Plan{Algorithm: AlgoCorrelated, Strategy: factorize.StrategyBanded, Participation: "minsep:4", Rounds: R, Learners: n, Clip: clip,
+			Target: &Target{Eps: 2, Delta: 1e-5, Relation: rel.String(), Sampling: 0.5}}
+		f, err := p.Factorize(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Calibrate(t.Context(), f); err != nil {
+			t.Fatal(err)
+		}
+		sigma, err := accountant.AmplifiedBandedSigma(t.Context(), 0.5, R, b, 2, 1e-5, rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 1.0
+		if rel == accountant.ReplaceOne {
+			k = 2
+		}
+		sens := k * f.Metrics.Gamma * clip / n
+		if r := p.Privacy; r.Method != MethodAmplified || r.Sigma != sigma || math.Abs(r.Sensitivity-sens) > 1e-15*sens || math.Abs(r.NoiseStd-sigma*sens) > 1e-14*sigma*sens {
+			t.Errorf("%v: record %+v, want sigma %v sensitivity %v", rel, r, sigma, sens)
+		}
+	}
+	// A C with more bands than the separation is refused.
+	p := &Plan{Algorithm: AlgoCorrelated, Strategy: factorize.StrategyOptimal, Participation: "minsep:4", Rounds: R, Learners: n, Clip: clip,
+		Target: &Target{Eps: 2, Delta: 1e-5, Sampling: 0.5}}
+	if _, err := p.Build(t.Context()); err == nil {
+		t.Error("amplified accounting of the optimal (dense) C accepted")
+	}
+}
+
+// A plan is written to JSON and read back bit for bit, float64 values
+// included (values with 17 significant digits and subnormals), and its
+// record survives the trip.
+func TestJSONRoundTrip(t *testing.T) {
+	p := &Plan{Workload: WorkloadPrefix, Rounds: 12, Participation: "epochs:3", Strategy: factorize.StrategySemisep,
+		Algorithm: AlgoCorrelated, Learners: 3, Tau: 2, Clip: 0.1 + 0.2, Eta: 1.0 / 3, EtaG: math.Nextafter(1, 2), EtaInd: 5e-324,
+		Model: &Model{Name: "logistic", Features: 4, L2: 1e-4}, SeedSHA256: SeedDigest(7),
+		Target: &Target{Eps: math.Pi, Delta: 1e-3, Calibration: Paper, Relation: "add-remove"}}
+	if _, err := p.Build(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Format = Format
+	if !reflect.DeepEqual(p, q) {
+		t.Errorf("read back %+v, want %+v", q, p)
+	}
+	for _, v := range [][2]float64{{p.Clip, q.Clip}, {p.Eta, q.Eta}, {p.EtaG, q.EtaG}, {p.EtaInd, q.EtaInd},
+		{p.Privacy.NoiseStd, q.Privacy.NoiseStd}, {p.Privacy.Sensitivity, q.Privacy.Sensitivity}, {p.Target.Eps, q.Target.Eps}} {
+		if math.Float64bits(v[0]) != math.Float64bits(v[1]) {
+			t.Errorf("%v read back as %v", v[0], v[1])
+		}
+	}
+	again, _ := q.Marshal()
+	if !bytes.Equal(again, data) {
+		t.Errorf("second encoding differs:\n%s\n%s", data, again)
+	}
+	// Unknown fields, trailing data and invalid plans are errors.
+	for _, bad := range []string{
+		strings.Replace(string(data), `"rounds"`, `"round"`, 1),
+		string(data) + "{}",
+		strings.Replace(string(data), `"format":1`, `"format":2`, 1),
+		strings.Replace(string(data), `"algorithm":"correlated"`, `"algorithm":"bogus"`, 1),
+		strings.Replace(string(data), `"strategy":"semiseparable"`, `"strategy":"bogus"`, 1),
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("parsed %s", bad)
+		}
+	}
+	if _, err := (&Plan{Rounds: 1, Clip: math.NaN()}).Marshal(); err == nil {
+		t.Error("NaN clip marshalled")
+	}
+}
+
+// Semiseparable keeps its factors under repeated participation, where the
+// sensitivity needs C: the plan's factorization under epochs has them.
+func TestSemisepEpochs(t *testing.T) {
+	p := &Plan{Algorithm: AlgoCorrelated, Strategy: factorize.StrategySemisep, Participation: "epochs:2", Rounds: 16, Learners: 2, Clip: 1,
+		Target: &Target{Eps: 1, Delta: 1e-5}}
+	f, err := p.Build(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.C == nil || p.Privacy == nil || p.Privacy.UnitSensitivity < f.Metrics.Gamma {
+		t.Errorf("factors %v, record %+v", f.C != nil, p.Privacy)
+	}
+}
