@@ -162,7 +162,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners",
 			t.Eps, t.Delta, t.Calibration, sens, rel, part, unit, bound, p.Clip, p.Learners),
 		NoiseStd: std, Sigma: std / sens,
-		Gamma:           m.Gamma, Loss: m.Loss,
+		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: unit, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
 	}
 	return nil
@@ -202,7 +202,7 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners",
 			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners),
 		NoiseStd: std, Sigma: sigma,
-		Gamma:           m.Gamma, Loss: m.Loss,
+		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
 	}
 	return nil
