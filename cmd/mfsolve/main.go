@@ -216,12 +216,13 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if err := res.checkFinite(); err != nil {
 		return err
 	}
+	res.Plan = cfg.runPlan(r, strat)
 	if cfg.calibrate {
-		p, err := calibrate(ctx, cfg, f)
-		if err != nil {
+		if err := calibrate(ctx, cfg, res.Plan, f); err != nil {
 			return err
 		}
-		res.NoiseStd, res.Sigma, res.ReleaseSensitivity, res.privacy = &p.noiseStd, &p.sigma, &p.sensitivity, p
+		rec := res.Plan.Privacy
+		res.NoiseStd, res.Sigma, res.ReleaseSensitivity = &rec.NoiseStd, &rec.Sigma, &rec.Sensitivity
 	}
 	var outs []output
 	if cfg.outB != "" {

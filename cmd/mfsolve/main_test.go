@@ -264,7 +264,7 @@ func TestWriteOutputsAllOrNothing(t *testing.T) {
 }
 
 // jsonFields are the fields -json prints, no more and no fewer.
-var jsonFields = []string{"R", "strategy", "loss", "frob_B_sq", "gamma", "participation", "unit_sensitivity", "unit_sensitivity_exact", "unit_sensitivity_rule", "rmse", "max_se", "iterations", "gap", "seconds", "cached", "wrote"}
+var jsonFields = []string{"R", "strategy", "loss", "frob_B_sq", "gamma", "participation", "unit_sensitivity", "unit_sensitivity_exact", "unit_sensitivity_rule", "rmse", "max_se", "iterations", "gap", "seconds", "cached", "wrote", "plan"}
 
 // parseJSON checks that out is one JSON object with exactly jsonFields.
 func parseJSON(t *testing.T, out string) map[string]any {

@@ -16,6 +16,7 @@ import (
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // result is what mfsolve reports: the JSON object of -json and the fields
@@ -51,8 +52,9 @@ type result struct {
 	// Wrote lists the files the run wrote (-o, -C, -noise), in that
 	// order; empty when it wrote none.
 	Wrote []written `json:"wrote"`
-
-	privacy *calibration
+	// Plan is the run's plan (package plan): what a run of this
+	// factorization needs, with the privacy record under -eps and -delta.
+	Plan *plan.Plan `json:"plan"`
 }
 
 // written is one file that the run wrote: which matrix, where, its shape.
@@ -135,8 +137,9 @@ func (r result) summary(lossOnly bool) string {
 	line := fmt.Sprintf("strategy=%s R=%d loss=%s rmse=%s max_se=%s participation=%s gamma=%s unit_sensitivity=%s unit_sensitivity_exact=%t iterations=%d gap=%s seconds=%.3f cached=%t",
 		r.Strategy, r.R, g(r.Loss, 12), g(r.RMSE, 8), g(r.MaxSE, 8), r.Participation, g(r.Gamma, 8), g(r.Sensitivity, 8), r.SensitivityExact,
 		r.Iterations, g(r.Gap, 3), r.Seconds, r.Cached)
-	if p := r.privacy; p != nil {
-		line += fmt.Sprintf(" noise_std=%s sigma=%s %s", g(p.noiseStd, 8), g(p.sigma, 8), p.assumptions)
+	if r.Plan != nil && r.Plan.Privacy != nil {
+		p := r.Plan.Privacy
+		line += fmt.Sprintf(" noise_std=%s sigma=%s %s", g(p.NoiseStd, 8), g(p.Sigma, 8), p.Rule)
 	}
 	return line + "; " + r.wroteText(lossOnly)
 }

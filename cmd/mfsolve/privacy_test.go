@@ -16,6 +16,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/linalg"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
 )
 
 func TestCalibrationUsageErrors(t *testing.T) {
@@ -76,6 +77,40 @@ func TestCalibrationJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
 	assert.NotContains(t, got, "sigma")
 	assert.NotContains(t, got, "noise_std")
+}
+
+// -json prints the run's plan: it reads back (plan.Parse) with the record
+// of the calibration printed beside it, and rebuilding the plan (a fresh
+// factorization and calibration) gives the same record bit for bit.
+func TestPlanJSON(t *testing.T) {
+	res := runT(t, "-R", "24", "-strategy", "sqrt", "-participation", "epochs:3", "-eps", "2", "-delta", "1e-5", "-clip", "0.5", "-learners", "4", "-json", "-no-cache")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	var out struct {
+		NoiseStd float64         `json:"noise_std"`
+		Sigma    float64         `json:"sigma"`
+		Plan     json.RawMessage `json:"plan"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	p, err := plan.Parse(out.Plan)
+	require.NoError(t, err)
+	require.NotNil(t, p.Privacy)
+	assert.Equal(t, out.NoiseStd, p.Privacy.NoiseStd)
+	assert.Equal(t, out.Sigma, p.Privacy.Sigma)
+	assert.Equal(t, "epochs:3", p.Participation)
+	assert.Equal(t, "sqrt", p.Strategy)
+	rec := *p.Privacy
+	p.Privacy = nil
+	_, err = p.Build(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, rec, *p.Privacy)
+
+	// Without -eps and -delta: no target, no record.
+	res = runT(t, "-R", "5", "-json", "-no-cache")
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	p, err = plan.Parse(out.Plan)
+	require.NoError(t, err)
+	assert.Nil(t, p.Target)
+	assert.Nil(t, p.Privacy)
 }
 
 // The noise file and C from the same call describe the same mechanism:

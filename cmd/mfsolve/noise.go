@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
+)
+
+// runPlan returns the plan mfsolve reports (-json prints it): the workload,
+// R, the participation and the strategy, and with -eps and -delta the
+// calibration's target for the online federated optimiser (algorithm
+// correlated; its record once plan.Plan.Calibrate has run).
+func (cfg config) runPlan(r int, s factorize.Strategy) *plan.Plan {
+	p := &plan.Plan{Format: plan.Format, Workload: cfg.workload, Rounds: r, Participation: cfg.participation.String(), Strategy: plan.SpecOf(s)}
+	if cfg.calibrate {
+		p.Algorithm, p.Learners, p.Clip = plan.AlgoCorrelated, cfg.learners, cfg.clip
+		cal, _ := plan.ParseCalibration(cfg.calibration) // checked by parseArgs
+		p.Target = &plan.Target{Eps: cfg.eps, Delta: cfg.delta, Calibration: cal, Relation: cfg.relation.String(), Sampling: cfg.sampling}
+	}
+	return p
+}
+
+// calibrate sets the plan's privacy record for f (plan.Plan.Calibrate, the
+// recipe: docs/privacy.md and docs/participation.md); flags whose product
+// overflows are a usage error.
+func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Factorization) error {
+	err := p.Calibrate(ctx, f)
+	var pe *accountant.ParamError
+	if errors.As(err, &pe) && pe.Name == "release sensitivity" {
+		return usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity is %v, want a finite number > 0",
+			cfg.clip, cfg.learners, f.Metrics.UnitSensitivity.Value, pe.Value)
+	}
+	return err
+}
+
+// noiseSamples draws the R x D noise matrix of f's streaming mechanism:
+// row r is the vector added in round r. It stops when ctx is done, and it
+// is an error if an entry is not finite (a -std so large that the noise
+// overflows).
+//
+// When -memory auto makes the mechanism regenerate past rows (they would
+// take more than mechanism.DefaultKeepLimit), it says so on warn.
+func noiseSamples(ctx context.Context, cfg config, f *factorize.Factorization, res result, warn io.Writer) (*mat.Dense, error) {
+	std := cfg.std
+	if std == 0 && res.NoiseStd != nil {
+		std = *res.NoiseStd
+	}
+	opts := []mechanism.Option{mechanism.WithMemory(memoryModes[cfg.memory])}
+	if cfg.seedSet {
+		opts = append(opts, mechanism.WithSeed(cfg.seed))
+	}
+	m, err := mechanism.New(f, cfg.dim, std, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if msg := memoryWarning(m); msg != "" {
+		fmt.Fprintln(warn, msg)
+	}
+	n := m.Rounds() - m.Round()
+	z := mat.NewDense(n, m.Dim(), nil)
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := m.Next(z.RawRowView(i)); err != nil {
+			var oe *mechanism.OverflowError
+			if errors.As(err, &oe) {
+				return nil, fmt.Errorf("-noise: the noise of round %d is not finite: noise std %g overflows; use a smaller -std", oe.Round, std)
+			}
+			return nil, err
+		}
+	}
+	return z, nil
+}
+
+// memoryWarning returns the warning for a mechanism that MemoryAuto made
+// regenerate its past noise rows, or "".
+func memoryWarning(m mechanism.Mechanism) string {
+	if _, auto, _ := mechanism.MemoryOf(m); !auto {
+		return ""
+	}
+	return fmt.Sprintf("-noise: keeping the past noise rows would take more than %d GiB, so they are regenerated each round instead (slower; -memory keep keeps them, -memory regenerate silences this warning)",
+		mechanism.DefaultKeepLimit>>30)
+}
