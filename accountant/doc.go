@@ -14,7 +14,9 @@
 // For dpmf's matrix-factorization release B (C G + Z) the whole run is one
 // Gaussian mechanism whose sensitivity is that of C G; the assumptions
 // behind that sensitivity (replace-one neighbours, clipping, single
-// participation) are stated in docs/privacy.md and in [NoiseStd].
+// participation) are stated in docs/privacy.md and in [NoiseStd]. The
+// calibration of a dpmf run (which sensitivity, which method) is
+// plan.Plan.Calibrate, the only place that puts these pieces together.
 //
 // # Methods
 //

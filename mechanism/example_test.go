@@ -6,19 +6,19 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // This is the shape of a private training loop with correlated noise: each
 // round, add the mechanism's vector to the clipped, averaged update before
 // applying it. The sum of the noisy updates over rounds 0..r is then the
-// true prefix sum plus row r of B Z. The noise std is calibrated with the
-// recipe of [mechanism.New]: the release's sensitivity from the clip norm,
-// the number of learners averaged per round, the neighbouring relation and
-// the factorization's sensitivity under the participation, then the
-// accountant's std for (eps, delta). fedopt.Calibrate computes the same.
+// true prefix sum plus row r of B Z. The noise std is calibrated by the
+// run's plan (plan.Plan.Calibrate, dpmf's calibration recipe): the
+// release's sensitivity from the clip norm, the number of learners averaged
+// per round, the neighbouring relation and the factorization's sensitivity
+// under the participation, then the accountant's std for (eps, delta).
 func Example() {
 	const (
 		rounds   = 8    // training rounds R
@@ -40,14 +40,12 @@ func Example() {
 	}
 	// Replace-one neighbours: one sample moves a learner's contribution by
 	// 2 clip, the round's average by 2 clip / learners.
-	sens, err := accountant.ReleaseSensitivity(clip, learners, accountant.ReplaceOne, f.Metrics.UnitSensitivity.Value)
-	if err != nil {
+	p := &plan.Plan{Algorithm: plan.AlgoCorrelated, Rounds: rounds, Learners: learners, Clip: clip,
+		Strategy: plan.SpecOf(factorize.BLTStrategy{}), Target: &plan.Target{Eps: eps, Delta: delta, Relation: "replace-one"}}
+	if err := p.Calibrate(context.Background(), f); err != nil {
 		log.Fatal(err)
 	}
-	std, err := accountant.NoiseStd(eps, delta, sens, accountant.Exact)
-	if err != nil {
-		log.Fatal(err)
-	}
+	sens, std := p.Privacy.Sensitivity, p.Privacy.NoiseStd
 	// Leave out WithSeed in real use: the key then comes from crypto/rand.
 	m, err := mechanism.New(f, dim, std, mechanism.WithSeed(1))
 	if err != nil {

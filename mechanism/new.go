@@ -32,18 +32,12 @@ import (
 // and Toeplitz mechanisms get past rows.
 //
 // std is the standard deviation of Z's entries, and the mechanism does no
-// accounting: the caller calibrates it. For a release whose rows of G are
-// averages over n learners of contributions clipped to norm clip, the
-// recipe is
-//
-//	sens := accountant.ReleaseSensitivity(clip, n, relation, f.Metrics.UnitSensitivity.Value)
-//	std  := accountant.NoiseStd(eps, delta, sens, accountant.Exact)
-//
-// that is, std = sigma(eps, delta) x (2 clip / n for replace-one, clip / n
-// for add/remove) x the sensitivity of C under the participation the
-// metrics were computed for (gamma, the largest column norm, for single
-// participation; see factorize.SensitivityOf and docs/privacy.md). fedopt's
-// calibration computes the same std (see the Example).
+// accounting: the caller calibrates it. dpmf's calibration recipe is
+// plan.Plan.Calibrate, the only one (see the Example and docs/privacy.md):
+// for a release whose rows of G are averages over n learners of
+// contributions clipped to norm clip, std = sigma(eps, delta) x (2 clip / n
+// for replace-one, clip / n for add/remove) x the sensitivity of C under
+// the participation the metrics were computed for.
 //
 // It is an error if f has no factors (a loss-only result), is not causal,
 // or does not have the structure it declares; if dim < 1; if std is not

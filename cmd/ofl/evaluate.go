@@ -18,13 +18,15 @@ import (
 	"github.com/dpmf/dpmf/plan"
 )
 
-const evaluateUsage = `Usage: ofl evaluate -state DIR [run and data flags] [-json] [-out DIR]
+const evaluateUsage = `Usage: ofl evaluate -state DIR -seed N [data flags] [-json] [-out DIR]
 
 The observer of a networked run: reads the released models x^0..x^R from a
 server's state directory and evaluates them on the whole data set (which
 neither the server nor any learner holds), reporting what ofl reports for
 a simulated run of the same flags with -reps 1: the same numbers when the
-networked run released the simulation's models.
+networked run released the simulation's models. The run (algorithm,
+shape, steps, strategy, budget) and its privacy record come from the plan
+in DIR/run.json; a run flag given here must agree with it.
 
 Flags:
 `
