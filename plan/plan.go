@@ -225,10 +225,14 @@ func SpecOf(s factorize.Strategy) string {
 // a plan records of a seed.
 func SeedDigest(seed uint64) string { return seedDigest(seed) }
 
-// Marshal returns the plan's JSON.
+// Marshal returns the plan's JSON, with Format, and the workload and
+// participation written out where they are empty (their defaults).
 func (p *Plan) Marshal() ([]byte, error) {
 	q := *p
-	q.Format = Format
+	q.Format, q.Workload = Format, q.workload()
+	if q.Participation == "" {
+		q.Participation = "single"
+	}
 	if err := checkFinite(&q); err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	}
 	pl, err := plan.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("-state %s: run.json: %v", state, err)
+		return fmt.Errorf("-state %s: run.json holds no plan this ofl reads (a run of an older dpmf? evaluate it with that version): %v", state, err)
 	}
 	recorded, err := planArgs(pl)
 	if err != nil {
