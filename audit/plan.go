@@ -135,22 +135,20 @@ func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 		p.Strategy = ss
 	}
 	// The audits need C, so the strategy's factorization is computed here
-	// (with its factors); the plan calibrates it (fedopt.Experiment.Noise).
-	e := fedopt.Experiment{
-		Config: p.Config(nil),
-		Plan: &plan.Plan{Participation: p.Participation.String(),
-			Target: &plan.Target{Eps: p.Eps, Delta: p.Delta, Calibration: p.Calibration}},
+	// (with its factors); the plan calibrates it.
+	w, err := factorize.Prefix(p.Rounds)
+	if err != nil {
+		return nil, err
 	}
-	if p.Algorithm != fedopt.Independent {
-		w, err := factorize.Prefix(p.Rounds)
-		if err != nil {
-			return nil, err
-		}
-		if e.Factorization, err = p.Strategy.Factorize(ctx, w, p.Participation); err != nil {
-			return nil, fmt.Errorf("audit: %s factorization for %d rounds: %w", p.Strategy.Name(), p.Rounds, err)
-		}
+	s := p.Strategy
+	if p.Algorithm == fedopt.Independent {
+		s = factorize.IdentityStrategy{}
 	}
-	f, priv, err := e.Noise(ctx, p.Learners, p.Rounds)
+	f, err := s.Factorize(ctx, w, p.Participation)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %s factorization for %d rounds: %w", s.Name(), p.Rounds, err)
+	}
+	priv, err := p.calibrate(f)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +156,17 @@ func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 		return nil, fmt.Errorf("audit: factorization %q has no factors", f.Strategy)
 	}
 	return &Setup{Plan: p, Factorization: f, Privacy: priv}, nil
+}
+
+// calibrate returns the privacy record of the plan for f, whatever f's
+// metrics claim: the run's plan (package plan) calibrated for f.
+func (p Plan) calibrate(f *factorize.Factorization) (*fedopt.Privacy, error) {
+	pl := &plan.Plan{Algorithm: p.Algorithm.String(), Strategy: f.Strategy, Rounds: p.Rounds, Learners: p.Learners, Clip: p.Clip,
+		Participation: f.Metrics.Participation.String(), Target: &plan.Target{Eps: p.Eps, Delta: p.Delta, Calibration: p.Calibration}}
+	if err := pl.Calibrate(context.Background(), f); err != nil {
+		return nil, err
+	}
+	return fedopt.PrivacyOf(pl)
 }
 
 // present reports whether learner i takes part in round r under the

@@ -9,7 +9,6 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
-	"github.com/dpmf/dpmf/plan"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -40,7 +39,7 @@ func seededBugs() []seededBug {
 				if err != nil {
 					return nil, err
 				}
-				return declareFor(s.Plan, single)
+				return s.Plan.calibrate(single)
 			}},
 		},
 		{
@@ -145,7 +144,7 @@ func seededBugs() []seededBug {
 				m.UnitSensitivity = factorize.Sensitivity{Value: v, Exact: true, Rule: factorize.RuleMinSepBanded}
 				g := *s.Factorization
 				g.Metrics = m
-				return declareFor(s.Plan, &g)
+				return s.Plan.calibrate(&g)
 			}},
 		},
 	}
@@ -293,15 +292,4 @@ func TestNoFalseAlarm(t *testing.T) {
 	}
 	t.Logf("largest ratio over 100 clean seeds: %.15f", worst)
 	_ = fmt.Sprint()
-}
-
-// declareFor returns the privacy record the plan's calibration gives p for
-// f, whatever f's metrics claim (a falsified declaration).
-func declareFor(p Plan, f *factorize.Factorization) (*fedopt.Privacy, error) {
-	pl := &plan.Plan{Algorithm: p.Algorithm.String(), Strategy: f.Strategy, Rounds: p.Rounds, Learners: p.Learners, Clip: p.Clip,
-		Participation: f.Metrics.Participation.String(), Target: &plan.Target{Eps: p.Eps, Delta: p.Delta, Calibration: p.Calibration}}
-	if err := pl.Calibrate(context.Background(), f); err != nil {
-		return nil, err
-	}
-	return fedopt.PrivacyOf(pl)
 }

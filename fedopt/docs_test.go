@@ -52,11 +52,12 @@ func TestDocFig4NoiseStd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := fedopt.Experiment{Config: fedopt.Config{Algorithm: a, Clip: 5}, Plan: &plan.Plan{Target: &plan.Target{Eps: eps, Delta: delta, Calibration: c}}}
-		f, pr, err := e.Noise(ctx, 10, 800)
+		pl := &plan.Plan{Algorithm: a.String(), Rounds: 800, Learners: 10, Clip: 5, Target: &plan.Target{Eps: eps, Delta: delta, Calibration: c}}
+		f, err := pl.Build(ctx)
 		if err != nil {
 			t.Fatalf("row %q: %v", label, err)
 		}
+		pr := pl.Privacy
 		want, err := strconv.ParseFloat(std, 64)
 		if err != nil {
 			t.Fatal(err)

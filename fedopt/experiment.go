@@ -65,7 +65,11 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 	cfg := e.Config
 	var noise NoiseSource
 	if algo := cfg.Algorithm; algo.Private() {
-		f, pl, priv, err := e.noise(ctx, e.Problem.Data.Learners, e.Problem.Data.Rounds)
+		f, pl, err := e.noise(ctx, e.Problem.Data.Learners, e.Problem.Data.Rounds)
+		if err != nil {
+			return nil, err
+		}
+		priv, err := PrivacyOf(pl)
 		if err != nil {
 			return nil, err
 		}
@@ -81,95 +85,50 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// Noise returns the factorization of the experiment's noise and its
-// calibration for a run of n learners and R rounds: what [Experiment.Run]
-// computes before it runs. It needs no data (e.Problem is not used), so a
-// server can call it. The algorithm must be private.
-func (e *Experiment) Noise(ctx context.Context, n, R int) (*factorize.Factorization, *Privacy, error) {
-	f, _, priv, err := e.noise(ctx, n, R)
-	return f, priv, err
-}
-
-// noise is Noise with the calibrated plan.
-func (e *Experiment) noise(ctx context.Context, n, R int) (*factorize.Factorization, *plan.Plan, *Privacy, error) {
-	p, err := e.NoisePlan(n, R)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	var f *factorize.Factorization
-	if f = e.Factorization; f == nil {
-		f, err = p.Factorize(ctx)
-	} else {
-		f, err = e.given(ctx, p, R)
-	}
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := p.Calibrate(ctx, f); err != nil {
-		return nil, nil, nil, err
-	}
-	priv, err := PrivacyOf(p)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return f, p, priv, nil
-}
-
-// NoisePlan returns a copy of e.Plan completed with the experiment's
-// algorithm, its clipping bound, n learners and R rounds (and, for
-// e.Factorization, its strategy), not yet calibrated. It is an error if
-// e.Plan sets one of them to another value.
-func (e *Experiment) NoisePlan(n, R int) (*plan.Plan, error) {
+// noise returns the factorization of the experiment's noise and its
+// calibrated plan for a run of n learners and R rounds: a copy of e.Plan
+// completed with the experiment's algorithm, clipping bound, n and R (and
+// the strategy of e.Factorization); e.Plan setting one of them otherwise
+// is an error. The algorithm must be private.
+func (e *Experiment) noise(ctx context.Context, n, R int) (*factorize.Factorization, *plan.Plan, error) {
 	algo := e.Config.Algorithm
 	if !algo.Private() {
-		return nil, fmt.Errorf("fedopt: the %v algorithm adds no noise", algo)
+		return nil, nil, fmt.Errorf("fedopt: the %v algorithm adds no noise", algo)
 	}
 	var p plan.Plan
 	if e.Plan != nil {
 		p = *e.Plan
 	}
-	p.Privacy = nil
-	for _, c := range []struct {
-		name     string
-		got, run any
-		zero     bool
-	}{
-		{"algorithm", p.Algorithm, algo.String(), p.Algorithm == ""},
-		{"learners", p.Learners, n, p.Learners == 0},
-		{"rounds", p.Rounds, R, p.Rounds == 0},
-		{"clip", p.Clip, e.Config.Clip, p.Clip == 0},
-	} {
-		if !c.zero && fmt.Sprint(c.got) != fmt.Sprint(c.run) {
-			return nil, &ParamError{Param: "plan", Value: fmt.Sprintf("%s %v", c.name, c.got), Want: fmt.Sprintf("the experiment's %v", c.run)}
+	if p.Algorithm != "" && p.Algorithm != algo.String() || p.Learners != 0 && p.Learners != n || p.Rounds != 0 && p.Rounds != R || p.Clip != 0 && p.Clip != e.Config.Clip {
+		return nil, nil, fmt.Errorf("fedopt: plan of the %s algorithm with n = %d, R = %d, clip %v; want the experiment's %v with n = %d, R = %d, clip %v (or 0: the experiment's)",
+			p.Algorithm, p.Learners, p.Rounds, p.Clip, algo, n, R, e.Config.Clip)
+	}
+	p.Algorithm, p.Learners, p.Rounds, p.Clip, p.Privacy = algo.String(), n, R, e.Config.Clip, nil
+	if algo == Independent {
+		p.Strategy = factorize.StrategyIdentity // its noise is independent: C = I
+	}
+	f, err := e.Factorization, error(nil)
+	switch {
+	case f == nil || algo == Independent:
+		f, err = p.Factorize(ctx)
+	case f.Workload == nil:
+		err = &ParamError{Param: "factorization", Value: "one without a workload", Want: "a factorization computed by package factorize"}
+	case !f.Workload.IsPrefix() || f.Workload.R() != R:
+		err = fmt.Errorf("fedopt: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
+	default:
+		p.Strategy = f.Strategy
+		var part factorize.Participation
+		if part, err = p.Pattern(); err == nil {
+			f, err = f.WithParticipation(part)
 		}
 	}
-	p.Algorithm, p.Learners, p.Rounds, p.Clip = algo.String(), n, R, e.Config.Clip
-	if algo == Independent {
-		p.Strategy = factorize.StrategyIdentity
-	} else if f := e.Factorization; f != nil {
-		p.Strategy = f.Strategy
-	}
-	return &p, nil
-}
-
-// given returns e.Factorization with metrics under p's participation,
-// after checking its workload.
-func (e *Experiment) given(ctx context.Context, p *plan.Plan, R int) (*factorize.Factorization, error) {
-	part, err := p.Pattern()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if e.Config.Algorithm == Independent {
-		return p.Factorize(ctx)
+	if err := p.Calibrate(ctx, f); err != nil {
+		return nil, nil, err
 	}
-	f := e.Factorization
-	if f.Workload == nil {
-		return nil, &ParamError{Param: "factorization", Value: "one without a workload", Want: "a factorization computed by package factorize"}
-	}
-	if !f.Workload.IsPrefix() || f.Workload.R() != R {
-		return nil, fmt.Errorf("fedopt: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
-	}
-	return f.WithParticipation(part)
+	return f, &p, nil
 }
 
 // FactorizationNoise returns the noise source that gives repetition rep a

@@ -230,25 +230,25 @@ func TestExperimentEpochs(t *testing.T) {
 }
 
 // An experiment's plan may leave the algorithm, learners, rounds and
-// clipping bound to the experiment; setting one otherwise is an error that
-// names it, and the plan given is not modified.
+// clipping bound to the experiment; setting one otherwise is an error, and
+// the plan given is not modified.
 func TestExperimentPlanAgrees(t *testing.T) {
-	e := Experiment{Config: Config{Algorithm: Correlated, Clip: 2}, Plan: &plan.Plan{Target: &plan.Target{Eps: 1, Delta: 1e-5}}}
-	p, err := e.NoisePlan(3, 8)
+	e := Experiment{Config: Config{Algorithm: Correlated, Clip: 2}, Plan: &plan.Plan{Strategy: "sqrt", Target: &plan.Target{Eps: 1, Delta: 1e-5}}}
+	_, p, err := e.noise(t.Context(), 3, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Algorithm != "correlated" || p.Learners != 3 || p.Rounds != 8 || p.Clip != 2 || e.Plan.Learners != 0 {
+	if p.Algorithm != "correlated" || p.Learners != 3 || p.Rounds != 8 || p.Clip != 2 || p.Privacy == nil || e.Plan.Learners != 0 || e.Plan.Privacy != nil {
 		t.Errorf("plan %+v; given %+v", p, e.Plan)
 	}
 	for _, bad := range []plan.Plan{{Learners: 4}, {Rounds: 9}, {Clip: 1}, {Algorithm: "independent"}} {
-		e.Plan = &bad
-		if _, err := e.NoisePlan(3, 8); err == nil {
+		bad.Target = e.Plan.Target
+		if _, _, err := (&Experiment{Config: e.Config, Plan: &bad}).noise(t.Context(), 3, 8); err == nil {
 			t.Errorf("plan %+v accepted for n = 3, R = 8, clip 2", bad)
 		}
 	}
 	e.Config.Algorithm = NonPrivate
-	if _, _, err := e.Noise(t.Context(), 3, 8); err == nil {
+	if _, _, err := e.noise(t.Context(), 3, 8); err == nil {
 		t.Error("noise of the nonprivate algorithm")
 	}
 }

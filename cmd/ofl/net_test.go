@@ -75,7 +75,7 @@ func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 	}
 	var m mechanism.Mechanism
 	if c.algo.Private() {
-		f, priv, err := exp.Noise(ctx, c.learners, c.rounds)
+		f, priv, err := buildNoise(ctx, exp.Plan)
 		if err != nil {
 			t.Fatal(err)
 		}
