@@ -260,23 +260,27 @@ func Parse(data []byte) (*Plan, error) {
 	return &p, nil
 }
 
-// checkFinite refuses what JSON cannot hold.
+// checkFinite refuses what JSON cannot hold, naming the first such field.
 func checkFinite(p *Plan) error {
-	vals := map[string]float64{"clip": p.Clip, "eta": p.Eta, "eta_g": p.EtaG, "eta_ind": p.EtaInd}
+	type field struct {
+		name string
+		v    float64
+	}
+	vals := []field{{"clip", p.Clip}, {"eta", p.Eta}, {"eta_g", p.EtaG}, {"eta_ind", p.EtaInd}}
 	if p.Model != nil {
-		vals["l2"] = p.Model.L2
+		vals = append(vals, field{"l2", p.Model.L2})
 	}
 	if t := p.Target; t != nil {
-		vals["eps"], vals["delta"], vals["sampling"] = t.Eps, t.Delta, t.Sampling
+		vals = append(vals, field{"eps", t.Eps}, field{"delta", t.Delta}, field{"sampling", t.Sampling})
 	}
 	if r := p.Privacy; r != nil {
-		vals["privacy.noise_std"], vals["privacy.sensitivity"], vals["privacy.sigma"] = r.NoiseStd, r.Sensitivity, r.Sigma
-		vals["privacy.gamma"], vals["privacy.unit_sensitivity"] = r.Gamma, r.UnitSensitivity
-		vals["privacy.eps"], vals["privacy.delta"], vals["privacy.loss"] = r.Eps, r.Delta, r.Loss
+		vals = append(vals, field{"privacy.eps", r.Eps}, field{"privacy.delta", r.Delta}, field{"privacy.sensitivity", r.Sensitivity},
+			field{"privacy.noise_std", r.NoiseStd}, field{"privacy.sigma", r.Sigma}, field{"privacy.gamma", r.Gamma},
+			field{"privacy.loss", r.Loss}, field{"privacy.unit_sensitivity", r.UnitSensitivity})
 	}
-	for k, v := range vals {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("plan: %s is %v, want a finite number", k, v)
+	for _, f := range vals {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("plan: %s is %v, want a finite number", f.name, f.v)
 		}
 	}
 	return nil

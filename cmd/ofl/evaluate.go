@@ -90,8 +90,11 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		if sim.Lookup(f.Name) == nil {
 			return
 		}
-		v := f.Value.String()
-		if want, ok := recorded[f.Name]; ok && v != want && contra == nil {
+		v, same := f.Value.String(), f.Value.String()
+		if f.Name == "strategy" {
+			same = specOf(v) // as the plan writes it
+		}
+		if want, ok := recorded[f.Name]; ok && same != want && contra == nil {
 			contra = usagef("-%s %s contradicts the run's plan in %s: %s %s", f.Name, v, filepath.Join(state, "run.json"), f.Name, want)
 		}
 		if f.Name == "seed" && pl.SeedSHA256 != "" && contra == nil {

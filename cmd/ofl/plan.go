@@ -24,7 +24,7 @@ func (c *config) runPlan(features int) *plan.Plan {
 	}
 	switch c.algo {
 	case fedopt.Correlated, fedopt.BaselineCorrelated:
-		p.Strategy = c.strategy
+		p.Strategy = specOf(c.strategy)
 	case fedopt.Independent:
 		p.Strategy = factorize.StrategyIdentity
 	}
@@ -35,6 +35,15 @@ func (c *config) runPlan(features int) *plan.Plan {
 		p.SeedSHA256 = plan.SeedDigest(c.seed)
 	}
 	return p
+}
+
+// specOf returns the plan's entry for the -strategy value s (checked by
+// parseArgs): plan.SpecOf of the strategy it names.
+func specOf(s string) string {
+	if st, err := factorize.ParseStrategy(s); err == nil {
+		return plan.SpecOf(st)
+	}
+	return s
 }
 
 // buildNoise computes the plan's factorization and privacy record (the
