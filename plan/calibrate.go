@@ -2,9 +2,6 @@ package plan
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -12,13 +9,6 @@ import (
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
 )
-
-func seedDigest(seed uint64) string {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], seed)
-	h := sha256.Sum256(b[:])
-	return hex.EncodeToString(h[:])
-}
 
 // Factorize computes the plan's factorization: its strategy (the identity
 // for the independent algorithm) on the prefix sums over its rounds, with

@@ -17,14 +17,18 @@
 // accountant supplies the mechanisms' curves and the release sensitivity
 // rule (accountant.ReleaseSensitivity); factorize supplies the
 // sensitivity of C under the participation; this package puts them
-// together. Package fedopt imports plan (fedopt.ConfigOf and
-// fedopt.PrivacyOf turn a plan into the optimiser's configuration and
-// privacy record); plan does not import fedopt, so the roles never see the
-// recipe, only its result.
+// together. Package fedopt imports plan (fedopt.PrivacyOf turns a
+// calibrated plan into the record the optimiser checks, and
+// fedopt.Experiment.Plan is the plan of an experiment's noise); plan does
+// not import fedopt, so the roles never see the recipe, only its result,
+// and a plan is plain data that travels (JSON) to whoever runs it.
 package plan
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -37,8 +41,8 @@ import (
 // Format is the version of the plan's JSON encoding.
 const Format = 1
 
-// Workload names: the only workload [Plan.Factorize] builds is the prefix
-// sums over the plan's rounds; mfsolve records its other workloads by
+// WorkloadPrefix is the prefix sums over the plan's rounds, the only
+// workload [Plan.Factorize] builds; mfsolve records its other workloads by
 // their flag value (momentum:BETA or a .npy file).
 const WorkloadPrefix = "prefix"
 
@@ -223,7 +227,12 @@ func SpecOf(s factorize.Strategy) string {
 
 // SeedDigest is the SHA-256 of seed's 8 little-endian bytes, in hex: what
 // a plan records of a seed.
-func SeedDigest(seed uint64) string { return seedDigest(seed) }
+func SeedDigest(seed uint64) string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	h := sha256.Sum256(b[:])
+	return hex.EncodeToString(h[:])
+}
 
 // Marshal returns the plan's JSON, with Format, and the workload and
 // participation written out where they are empty (their defaults).
