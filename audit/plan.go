@@ -118,13 +118,14 @@ type Setup struct {
 	// Factorization is the factorization the noise comes from (the
 	// identity for Independent).
 	Factorization *factorize.Factorization
-	// Privacy is the calibration fedopt computes for the plan: the
+	// Privacy is the calibration the run's plan (package plan) gives: the
 	// declared sensitivity (Privacy.Sensitivity) and noise std.
 	Privacy *fedopt.Privacy
 }
 
 // NewSetup fills in p's defaults, computes its factorization and calibrates
-// its noise exactly as fedopt.Experiment does (Experiment.Noise).
+// its noise through the run's plan, as ofl and fedopt.Experiment do
+// (plan.Plan.Calibrate).
 func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 	p = p.WithDefaults()
 	if err := p.validate(); err != nil {

@@ -25,7 +25,7 @@ const (
 	// averaged over learners, no local steps) with round r's vector of a
 	// correlated noise mechanism, as in Algorithm 1. It keeps the
 	// baseline's sensitivity per row and gets the factorization's noise
-	// reduction (see [Sensitivity]).
+	// reduction (see plan.Plan.Calibrate).
 	BaselineCorrelated
 )
 

@@ -32,7 +32,7 @@ type Config struct {
 	// X0 is the initial model; nil means zero.
 	X0 []float64
 	// Privacy, if not nil, is the calibration the noise mechanism was made
-	// with (see [Calibrate]). [Run] then checks that it matches the run
+	// with ([PrivacyOf] of the run's calibrated plan). [Run] then checks that it matches the run
 	// (algorithm, learners, clipping bound, and the mechanism's standard
 	// deviation) and records it for every evaluated round.
 	Privacy *Privacy

@@ -55,15 +55,17 @@
 // # Privacy
 //
 // Neighbouring data sets differ in one client's sample; every sample is
-// used once. [Calibrate] returns the noise standard deviation for (eps,
-// delta) from package accountant and records it in a [Privacy]. With the
+// used once. The run's plan (package plan, plan.Plan.Calibrate: dpmf's
+// only calibration recipe) sets the noise standard deviation for (eps,
+// delta) from package accountant; [PrivacyOf] turns its record into a
+// [Privacy], which [Config.Privacy] carries into the run. With the
 // Exact calibration the sensitivity of C G is 2 gamma B_g / n for Algorithm
 // 1 and BaselineCorrelated (gamma the largest column norm of C) and
 // 2 B_g / n for the baseline,
 // and the noise is the least that the exact Gaussian privacy curve allows;
 // the Paper calibration reproduces the paper's formulas, which use 2 gamma
-// B_g and 2 B_g with conservative conversions. See [Sensitivity] for the
-// argument.
+// B_g and 2 B_g with conservative conversions. plan.Plan.Calibrate states
+// the argument.
 //
 // # Metrics
 //

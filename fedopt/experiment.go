@@ -24,8 +24,8 @@ type Experiment struct {
 	// fixed epochs when the data replays each learner's clients, as ofl
 	// -epochs does) and target (eps, delta, calibration). Its algorithm,
 	// learners, rounds and clipping bound are the experiment's: a plan
-	// that sets them otherwise is an error. [Experiment.Noise] calibrates
-	// a copy (plan.Plan.Calibrate); e.Plan is not modified.
+	// that sets them otherwise is an error. [Experiment.Run] calibrates a
+	// copy (plan.Plan.Calibrate; Result.Plan); e.Plan is not modified.
 	Plan *plan.Plan
 	// Factorization, if not nil, is used instead of computing the plan's
 	// strategy. Its workload must be the prefix sums over the problem's
