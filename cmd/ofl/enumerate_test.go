@@ -227,3 +227,34 @@ func readPlan(t *testing.T, state string) *plan.Plan {
 	}
 	return p
 }
+
+// planArgs inverts runPlan: the flags evaluate takes from a plan give the
+// same plan back, for every enumerated combination and odd step sizes.
+func TestPlanArgsInvertRunPlan(t *testing.T) {
+	for _, c := range combos(false) {
+		run := append(c.flags(), "-learners", "3", "-tau", "2", "-rounds", "8", "-dim", "4", "-seed", "9",
+			"-eta", "0.1234567890123", "-eta-g", "0.3", "-clip", "1e-3", "-l2", "0")
+		if c.algo != fedopt.NonPrivate.String() {
+			run = append(run, "-eps", "0.7", "-delta", "3e-7", "-calibration", "paper")
+		}
+		if c.algo == fedopt.Independent.String() {
+			run = append(run, "-eta-ind", "0.05")
+		}
+		cfg, err := parseArgs(run)
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		p := cfg.runPlan(4)
+		args, err := evaluateArgs(map[string]string{"seed": "9"}, p, "run.json")
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		back, err := parseArgs(args)
+		if err != nil {
+			t.Fatalf("%v: %v: %v", c, args, err)
+		}
+		if q := back.runPlan(4); !reflect.DeepEqual(p, q) {
+			t.Errorf("%v: plan %+v read back as %+v", c, p, q)
+		}
+	}
+}

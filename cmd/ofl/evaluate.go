@@ -6,11 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/dpmf/dpmf/fednet"
@@ -72,48 +69,15 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return fmt.Errorf("-state %s: run.json holds no plan this ofl reads (a run of an older dpmf? evaluate it with that version): %v", state, err)
 	}
-	recorded, err := planArgs(pl)
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) {
+		if sim.Lookup(f.Name) != nil {
+			given[f.Name] = f.Value.String()
+		}
+	})
+	simArgs, err := evaluateArgs(given, pl, filepath.Join(state, "run.json"))
 	if err != nil {
-		return fmt.Errorf("-state %s: %v", state, err)
-	}
-	// The run's flags come from its plan; a flag given here must agree.
-	simArgs := []string{"-reps=1"}
-	var csv bool
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "data" {
-			spec, err := parseData(f.Value.String(), 1)
-			csv = err == nil && spec.file != ""
-		}
-	})
-	var contra error
-	fs.Visit(func(f *flag.Flag) {
-		if sim.Lookup(f.Name) == nil {
-			return
-		}
-		v, same := f.Value.String(), f.Value.String()
-		if f.Name == "strategy" {
-			same = specOf(v) // as the plan writes it
-		}
-		if want, ok := recorded[f.Name]; ok && same != want && contra == nil {
-			contra = usagef("-%s %s contradicts the run's plan in %s: %s %s", f.Name, v, filepath.Join(state, "run.json"), f.Name, want)
-		}
-		if f.Name == "seed" && pl.SeedSHA256 != "" && contra == nil {
-			if seed, err := strconv.ParseUint(v, 10, 64); err == nil && plan.SeedDigest(seed) != pl.SeedSHA256 {
-				contra = usagef("-seed %s contradicts the run's plan in %s: its seed has SHA-256 %s", v, filepath.Join(state, "run.json"), pl.SeedSHA256)
-			}
-		}
-		if _, ok := recorded[f.Name]; !ok {
-			simArgs = append(simArgs, "-"+f.Name+"="+v)
-		}
-	})
-	if contra != nil {
-		return contra
-	}
-	for _, k := range slices.Sorted(maps.Keys(recorded)) {
-		if k == "dim" && csv {
-			continue // a CSV file sets d; checked against the plan below
-		}
-		simArgs = append(simArgs, "-"+k+"="+recorded[k])
+		return err
 	}
 	c, err := parseArgs(simArgs)
 	if err != nil {

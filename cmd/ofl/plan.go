@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -87,6 +89,48 @@ func planArgs(p *plan.Plan) (map[string]string, error) {
 	}
 	if t := p.Target; t != nil {
 		args["eps"], args["delta"], args["calibration"] = g(t.Eps), g(t.Delta), t.Calibration.String()
+	}
+	return args, nil
+}
+
+// evaluateArgs returns the command line of ofl (-reps 1) that evaluates
+// the run of plan pl, recorded in file where: the run flags from the plan,
+// the others (data, seed, output) as given (flag name to value). A given
+// run flag, or a -seed, that contradicts the plan is a usage error naming
+// both values.
+func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]string, error) {
+	recorded, err := planArgs(pl)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", where, err)
+	}
+	args := []string{"-reps=1"}
+	for _, k := range slices.Sorted(maps.Keys(given)) {
+		v := given[k]
+		if want, ok := recorded[k]; ok {
+			same := v
+			if k == "strategy" {
+				same = specOf(v) // as the plan writes it
+			}
+			if same != want {
+				return nil, usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
+			}
+			continue
+		}
+		if seed, err := strconv.ParseUint(v, 10, 64); k == "seed" && err == nil && pl.SeedSHA256 != "" && plan.SeedDigest(seed) != pl.SeedSHA256 {
+			return nil, usagef("-seed %s contradicts the run's plan in %s: its seed has SHA-256 %s", v, where, pl.SeedSHA256)
+		}
+		args = append(args, "-"+k+"="+v)
+	}
+	csv := false
+	if d, ok := given["data"]; ok {
+		spec, err := parseData(d, 1)
+		csv = err == nil && spec.file != ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(recorded)) {
+		if k == "dim" && csv {
+			continue // a CSV file sets d (checked against the plan's features)
+		}
+		args = append(args, "-"+k+"="+recorded[k])
 	}
 	return args, nil
 }
