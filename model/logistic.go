@@ -1,10 +1,11 @@
-package fedopt
+package model
 
 import (
 	"context"
 	"fmt"
 	"math"
 
+	"github.com/dpmf/dpmf/dataset"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
@@ -86,7 +87,7 @@ const newtonMaxIter = 200
 // w_j = sigmoid(z_j) sigmoid(-z_j), and solves by Cholesky. It returns an
 // error if the iteration limit is reached, which happens when L2 = 0 and the
 // samples are separable.
-func (l Logistic) Minimize(ctx context.Context, dst, x0 []float64, s Samples, tol float64) error {
+func (l Logistic) Minimize(ctx context.Context, dst, x0 []float64, s dataset.Samples, tol float64) error {
 	checkSamples(s)
 	d, m := s.Dim, s.Len()
 	if len(dst) != d || len(x0) != d {
@@ -165,7 +166,7 @@ func (l Logistic) Minimize(ctx context.Context, dst, x0 []float64, s Samples, to
 }
 
 // averageLoss is AverageLoss without the interface call.
-func (l Logistic) averageLoss(x []float64, s Samples) float64 {
+func (l Logistic) averageLoss(x []float64, s dataset.Samples) float64 {
 	sum := 0.0
 	for j := 0; j < s.Len(); j++ {
 		sum += softplus(-s.Y[j] * floats.Dot(x, s.Row(j)))

@@ -1,9 +1,15 @@
-package fedopt
+package experiment
 
 import (
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 )
 
 // With n = 1, tau = 1 and no noise, Algorithm 1 is online gradient descent
@@ -12,11 +18,11 @@ func TestRunOneLearnerIsOnlineGradientDescent(t *testing.T) {
 	feats := [][]float64{{1, 2}, {-1, 0.5}, {0.3, -1}}
 	labels := []float64{1, -1, 1}
 	ds := newTestDataset(t, 1, 3, 1, feats, labels)
-	p := mustProblem(t, ds, Logistic{})
-	for _, algo := range []Algorithm{NonPrivate, Correlated} {
-		cfg := Config{Algorithm: algo, Eta: 0.25, EtaG: 2, Clip: 0}
+	p := mustProblem(t, ds, model.Logistic{})
+	for _, algo := range []fedopt.Algorithm{fedopt.NonPrivate, fedopt.Correlated} {
+		cfg := fedopt.Config{Algorithm: algo, Eta: 0.25, EtaG: 2, Clip: 0}
 		var noise *fixedNoise
-		if algo == Correlated {
+		if algo == fedopt.Correlated {
 			cfg.Clip = 100 // no sample is clipped
 			noise = zeroNoise(3, 2)
 		}
@@ -49,13 +55,13 @@ func TestRunOneLearnerIsOnlineGradientDescent(t *testing.T) {
 func TestRunMatchesAlgorithm1(t *testing.T) {
 	const n, R, tau, d = 3, 4, 3, 4
 	const eta, etaG, clip, l2 = 0.3, 0.7, 0.8, 0.01
-	ds, err := Synthetic{Alpha: 0.5, Beta: 0.5, Dim: d}.Dataset(n, R, tau, 11)
+	ds, err := dataset.Synthetic{Alpha: 0.5, Beta: 0.5, Dim: d}.Dataset(n, R, tau, 11)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: l2})
+	p := mustProblem(t, ds, model.Logistic{L2: l2})
 	noise := gaussNoise(R, d, 0.1, 5)
-	tr := mustRun(t, p, Config{Algorithm: Correlated, Eta: eta, EtaG: etaG, Clip: clip}, noise)
+	tr := mustRun(t, p, fedopt.Config{Algorithm: fedopt.Correlated, Eta: eta, EtaG: etaG, Clip: clip}, noise)
 
 	etaT := eta * etaG * tau
 	x := make([]float64, d)
@@ -88,13 +94,13 @@ func TestRunMatchesAlgorithm1(t *testing.T) {
 func TestRunIndependentBaseline(t *testing.T) {
 	const n, R, tau, d = 2, 3, 4, 3
 	const clip, etaInd = 0.5, 0.2
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-3})
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-3})
 	noise := gaussNoise(R, d, 0.3, 9)
-	tr := mustRun(t, p, Config{Algorithm: Independent, Eta: 1, EtaG: 1, EtaInd: etaInd, Clip: clip}, noise)
+	tr := mustRun(t, p, fedopt.Config{Algorithm: fedopt.Independent, Eta: 1, EtaG: 1, EtaInd: etaInd, Clip: clip}, noise)
 	x := make([]float64, d)
 	for r := 0; r < R; r++ {
 		h := make([]float64, d)
@@ -115,7 +121,7 @@ func TestRunIndependentBaseline(t *testing.T) {
 		t.Errorf("x^R = %v, want %v", tr.X, x)
 	}
 	// The default server step of the baseline is eta eta_g.
-	c := Config{Algorithm: Independent, Eta: 0.3, EtaG: 0.5}
+	c := fedopt.Config{Algorithm: fedopt.Independent, Eta: 0.3, EtaG: 0.5}
 	if got := c.ServerStep(10); got != 0.15 {
 		t.Errorf("default baseline step = %v, want 0.15", got)
 	}
@@ -130,11 +136,11 @@ func TestRunIndependentBaseline(t *testing.T) {
 func TestRunBaselineCorrelated(t *testing.T) {
 	const n, R, tau, d = 2, 3, 4, 3
 	const clip, etaInd, l2 = 0.5, 0.2, 1e-3
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: l2})
+	p := mustProblem(t, ds, model.Logistic{L2: l2})
 	z := gaussNoise(R, d, 0.3, 9).rows
 	cinv := []float64{1, -0.5, -0.125}
 	w := make([][]float64, R)
@@ -146,7 +152,7 @@ func TestRunBaselineCorrelated(t *testing.T) {
 			}
 		}
 	}
-	cfg := Config{Algorithm: BaselineCorrelated, Eta: 1, EtaG: 1, EtaInd: etaInd, Clip: clip}
+	cfg := fedopt.Config{Algorithm: fedopt.BaselineCorrelated, Eta: 1, EtaG: 1, EtaInd: etaInd, Clip: clip}
 	tr := mustRun(t, p, cfg, &fixedNoise{rows: w})
 	x := make([]float64, d)
 	for r := 0; r < R; r++ {
@@ -168,7 +174,7 @@ func TestRunBaselineCorrelated(t *testing.T) {
 		t.Errorf("x^R = %v, want %v", tr.X, x)
 	}
 	zero := mustRun(t, p, cfg, zeroNoise(R, d))
-	cfg.Algorithm = Independent
+	cfg.Algorithm = fedopt.Independent
 	ind := mustRun(t, p, cfg, zeroNoise(R, d))
 	if !bitsEqual(zero.X, ind.X) || !bitsEqual(zero.LossError, ind.LossError) {
 		t.Errorf("zero noise: baseline-correlated %v, independent %v", zero.X, ind.X)
@@ -179,15 +185,15 @@ func TestRunBaselineCorrelated(t *testing.T) {
 // differs from the noise-free one by exactly -eta~ w^0.
 func TestRunAddsNoiseVector(t *testing.T) {
 	const n, tau, d = 2, 3, 5
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, 1, tau, 2)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, 1, tau, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-2})
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
 	w := []float64{1, -2, 3, 0.5, -0.25}
-	cfg := Config{Algorithm: Correlated, Eta: 0.1, EtaG: 2, Clip: 1}
+	cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 2, Clip: 1}
 	priv := mustRun(t, p, cfg, &fixedNoise{rows: [][]float64{w}})
-	cfg.Algorithm = NonPrivate
+	cfg.Algorithm = fedopt.NonPrivate
 	np := mustRun(t, p, cfg, nil)
 	etaT := 0.1 * 2 * tau
 	for k := range w {
@@ -201,14 +207,14 @@ func TestRunAddsNoiseVector(t *testing.T) {
 // with zero noise they agree bit for bit, and with tiny noise closely.
 func TestRunNoiseFreeLimit(t *testing.T) {
 	const n, R, tau, d = 4, 30, 3, 8
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 4)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-3})
-	cfg := Config{Algorithm: NonPrivate, Eta: 0.05, EtaG: 1, Clip: 2, EvalEvery: 5}
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-3})
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.05, EtaG: 1, Clip: 2, EvalEvery: 5}
 	np := mustRun(t, p, cfg, nil)
-	cfg.Algorithm = Correlated
+	cfg.Algorithm = fedopt.Correlated
 	zero := mustRun(t, p, cfg, zeroNoise(R, d))
 	if !slices.Equal(np.X, zero.X) || !slices.Equal(np.LossError, zero.LossError) || !slices.Equal(np.Regret, zero.Regret) {
 		t.Errorf("zero noise: correlated %v differs from nonprivate %v", zero.LossError, np.LossError)
@@ -229,7 +235,7 @@ func TestRunNoiseFreeLimit(t *testing.T) {
 // larger, so the check is not vacuous.
 func TestRunClippingBoundsInfluence(t *testing.T) {
 	const n, tau, d, clip = 4, 5, 6, 0.5
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, 1, tau, 8)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, 1, tau, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,19 +247,19 @@ func TestRunClippingBoundsInfluence(t *testing.T) {
 		a[k] *= 1e6
 	}
 	alt.Labels[alt.Index(1, 0, 0)] *= -1
-	m := Logistic{L2: 1e-3}
+	m := model.Logistic{L2: 1e-3}
 	p, q := mustProblem(t, ds, m), mustProblem(t, &alt, m)
-	for _, algo := range []Algorithm{Correlated, Independent, BaselineCorrelated} {
-		cfg := Config{Algorithm: algo, Eta: 0.2, EtaG: 1.5, Clip: clip}
+	for _, algo := range []fedopt.Algorithm{fedopt.Correlated, fedopt.Independent, fedopt.BaselineCorrelated} {
+		cfg := fedopt.Config{Algorithm: algo, Eta: 0.2, EtaG: 1.5, Clip: clip}
 		x := mustRun(t, p, cfg, zeroNoise(1, d)).X
 		xa := mustRun(t, q, cfg, zeroNoise(1, d)).X
 		bound := cfg.ServerStep(tau) * 2 * clip / n
 		if got := dist(x, xa); got > bound*(1+1e-12) {
 			t.Errorf("%v: one replaced sample moved the model by %g > eta~ 2 B_g / n = %g", algo, got, bound)
 		}
-		cfg.Algorithm = NonPrivate
+		cfg.Algorithm = fedopt.NonPrivate
 		cfg.Clip = 0
-		if algo == Correlated {
+		if algo == fedopt.Correlated {
 			if got := dist(mustRun(t, p, cfg, nil).X, mustRun(t, q, cfg, nil).X); got < 100*bound {
 				t.Errorf("without clipping the replaced sample moved the model by only %g", got)
 			}
@@ -264,16 +270,16 @@ func TestRunClippingBoundsInfluence(t *testing.T) {
 // The numbers do not depend on whether learners run in goroutines.
 func TestRunParallelLearnersBitForBit(t *testing.T) {
 	const n, R, tau, d = 6, 25, 3, 10
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 21)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 21)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-3})
-	for _, algo := range Algorithms() {
-		cfg := Config{Algorithm: algo, Eta: 0.05, EtaG: 1, Clip: 1, EvalEvery: 4}
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-3})
+	for _, algo := range fedopt.Algorithms() {
+		cfg := fedopt.Config{Algorithm: algo, Eta: 0.05, EtaG: 1, Clip: 1, EvalEvery: 4}
 		run := func(par bool) *Trace {
 			cfg.ParallelLearners = par
-			if algo == NonPrivate {
+			if algo == fedopt.NonPrivate {
 				return mustRun(t, p, cfg, nil)
 			}
 			return mustRun(t, p, cfg, gaussNoise(R, d, 0.2, 3))
@@ -313,9 +319,9 @@ func TestRunRegretByHand(t *testing.T) {
 	feats := [][]float64{{1, 2}, {-1, 0.5}}
 	labels := []float64{1, -1}
 	ds := newTestDataset(t, 1, 2, 1, feats, labels)
-	m := Logistic{L2: l2}
+	m := model.Logistic{L2: l2}
 	p := mustProblem(t, ds, m)
-	tr := mustRun(t, p, Config{Algorithm: NonPrivate, Eta: eta, EtaG: 1}, nil)
+	tr := mustRun(t, p, fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: eta, EtaG: 1}, nil)
 
 	loss := func(x, a []float64, y float64) float64 {
 		return math.Log(1+math.Exp(-y*dot(x, a))) + l2/2*dot(x, x)
@@ -350,16 +356,16 @@ func TestRunRegretByHand(t *testing.T) {
 }
 
 func TestRunEvaluatedRounds(t *testing.T) {
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 7, 1, 1)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 7, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-2})
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
 	for _, c := range []struct {
 		every int
 		want  []int
 	}{{0, []int{0, 1, 2, 3, 4, 5, 6, 7}}, {3, []int{0, 3, 6, 7}}, {7, []int{0, 7}}, {100, []int{0, 7}}} {
-		tr := mustRun(t, p, Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1, EvalEvery: c.every}, nil)
+		tr := mustRun(t, p, fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1, EvalEvery: c.every}, nil)
 		if !slices.Equal(tr.Rounds, c.want) {
 			t.Errorf("eval every %d: rounds %v, want %v", c.every, tr.Rounds, c.want)
 		}
@@ -370,30 +376,30 @@ func TestRunEvaluatedRounds(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 1, 1)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-2})
-	ok := Config{Algorithm: Correlated, Eta: 0.1, EtaG: 1, Clip: 1}
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
+	ok := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1}
 	for _, c := range []struct {
 		name  string
-		edit  func(*Config)
+		edit  func(*fedopt.Config)
 		noise *fixedNoise
 	}{
-		{"eta 0", func(c *Config) { c.Eta = 0 }, zeroNoise(4, 3)},
-		{"eta NaN", func(c *Config) { c.Eta = math.NaN() }, zeroNoise(4, 3)},
-		{"eta_g Inf", func(c *Config) { c.EtaG = math.Inf(1) }, zeroNoise(4, 3)},
-		{"no clipping for private", func(c *Config) { c.Clip = 0 }, zeroNoise(4, 3)},
-		{"negative eta_ind", func(c *Config) { c.EtaInd = -1 }, zeroNoise(4, 3)},
-		{"negative eval", func(c *Config) { c.EvalEvery = -1 }, zeroNoise(4, 3)},
-		{"x0 length", func(c *Config) { c.X0 = []float64{1} }, zeroNoise(4, 3)},
-		{"x0 NaN", func(c *Config) { c.X0 = []float64{0, math.NaN(), 0} }, zeroNoise(4, 3)},
-		{"missing noise", func(c *Config) {}, nil},
-		{"noise rounds", func(c *Config) {}, zeroNoise(5, 3)},
-		{"noise dim", func(c *Config) {}, zeroNoise(4, 2)},
-		{"noise for nonprivate", func(c *Config) { c.Algorithm = NonPrivate }, zeroNoise(4, 3)},
-		{"unknown algorithm", func(c *Config) { c.Algorithm = 7 }, zeroNoise(4, 3)},
+		{"eta 0", func(c *fedopt.Config) { c.Eta = 0 }, zeroNoise(4, 3)},
+		{"eta NaN", func(c *fedopt.Config) { c.Eta = math.NaN() }, zeroNoise(4, 3)},
+		{"eta_g Inf", func(c *fedopt.Config) { c.EtaG = math.Inf(1) }, zeroNoise(4, 3)},
+		{"no clipping for private", func(c *fedopt.Config) { c.Clip = 0 }, zeroNoise(4, 3)},
+		{"negative eta_ind", func(c *fedopt.Config) { c.EtaInd = -1 }, zeroNoise(4, 3)},
+		{"negative eval", func(c *fedopt.Config) { c.EvalEvery = -1 }, zeroNoise(4, 3)},
+		{"x0 length", func(c *fedopt.Config) { c.X0 = []float64{1} }, zeroNoise(4, 3)},
+		{"x0 NaN", func(c *fedopt.Config) { c.X0 = []float64{0, math.NaN(), 0} }, zeroNoise(4, 3)},
+		{"missing noise", func(c *fedopt.Config) {}, nil},
+		{"noise rounds", func(c *fedopt.Config) {}, zeroNoise(5, 3)},
+		{"noise dim", func(c *fedopt.Config) {}, zeroNoise(4, 2)},
+		{"noise for nonprivate", func(c *fedopt.Config) { c.Algorithm = fedopt.NonPrivate }, zeroNoise(4, 3)},
+		{"unknown algorithm", func(c *fedopt.Config) { c.Algorithm = 7 }, zeroNoise(4, 3)},
 	} {
 		cfg := ok
 		c.edit(&cfg)
@@ -409,5 +415,54 @@ func TestRunErrors(t *testing.T) {
 	}
 	if _, err := Run(t.Context(), p, ok, zeroNoise(4, 3)); err != nil {
 		t.Errorf("valid config: %v", err)
+	}
+}
+
+// The real data set of the project: 569 rows, 30 features, 212 malignant
+// (+1); logistic regression separates it well (accuracy above 95%, a
+// well-known property of this data set).
+func TestLoadCSVBreastCancer(t *testing.T) {
+	path := filepath.Join("..", "testdata", "breast_cancer.csv")
+	tab, err := dataset.LoadCSV(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := 0
+	for _, y := range tab.Labels {
+		if y == 1 {
+			pos++
+		}
+	}
+	if tab.Len() != 569 || tab.Dim != 30 || pos != 212 || tab.Names[0] != "mean_radius" {
+		t.Fatalf("read %d rows, %d features, %d positive, first name %q", tab.Len(), tab.Dim, pos, tab.Names[0])
+	}
+	for k := 0; k < tab.Dim; k++ {
+		m, s := 0.0, 0.0
+		for j := 0; j < tab.Len(); j++ {
+			m += tab.Features[j*tab.Dim+k]
+		}
+		m /= float64(tab.Len())
+		for j := 0; j < tab.Len(); j++ {
+			c := tab.Features[j*tab.Dim+k] - m
+			s += c * c
+		}
+		if math.Abs(m) > 1e-12 || math.Abs(s/float64(tab.Len())-1) > 1e-12 {
+			t.Errorf("feature %d: mean %g, variance %g after standardising", k, m, s/float64(tab.Len()))
+		}
+	}
+	ds, err := tab.Deal(4, 35, 4, dataset.Split{Kind: dataset.IID}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-3})
+	tr := mustRun(t, p, fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1, Clip: 5, EvalEvery: 35}, nil)
+	if acc := tr.Accuracy[len(tr.Accuracy)-1]; acc < 0.95 {
+		t.Errorf("accuracy after one pass %v, want > 0.95", acc)
+	}
+	if _, err := tab.Deal(10, 10, 10, dataset.Split{Kind: dataset.IID}, 1); err == nil || !strings.Contains(err.Error(), path+": 569 samples, need") {
+		t.Errorf("too few samples: error %v", err)
+	}
+	if _, err := dataset.LoadCSV(filepath.Join(t.TempDir(), "missing.csv")); err == nil || !strings.Contains(err.Error(), "missing.csv") {
+		t.Errorf("missing file: error %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package fedopt
+package experiment
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
+	dpmodel "github.com/dpmf/dpmf/model"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -32,7 +35,7 @@ func (m ridge) Grad(dst, x, a []float64, y float64) {
 // ridgeClosedForm solves the normal equations of ridge regression by
 // Cholesky, and returns the solution and the smallest and largest
 // eigenvalues of the Hessian A^T A / m + L2 I.
-func ridgeClosedForm(t *testing.T, l2 float64, s Samples) (x []float64, lmin, lmax float64) {
+func ridgeClosedForm(t *testing.T, l2 float64, s dataset.Samples) (x []float64, lmin, lmax float64) {
 	t.Helper()
 	m, d := s.Len(), s.Dim
 	A := mat.NewDense(m, d, s.X)
@@ -64,7 +67,7 @@ func ridgeClosedForm(t *testing.T, l2 float64, s Samples) (x []float64, lmin, lm
 // A^T A / m + L2 I has condition number kappa exactly: A = Q diag(sqrt(m
 // (h_k - L2))) with Q orthonormal columns, h_k geometric from 1/kappa to 1,
 // L2 = 1/(2 kappa); y = A w + noise.
-func conditioned(kappa float64, m, d int, seed uint64) (Samples, float64) {
+func conditioned(kappa float64, m, d int, seed uint64) (dataset.Samples, float64) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	g := mat.NewDense(m, d, nil)
 	for i := 0; i < m; i++ {
@@ -77,7 +80,7 @@ func conditioned(kappa float64, m, d int, seed uint64) (Samples, float64) {
 	var q mat.Dense
 	qr.QTo(&q)
 	l2 := 1 / (2 * kappa)
-	s := Samples{X: make([]float64, m*d), Y: make([]float64, m), Dim: d}
+	s := dataset.Samples{X: make([]float64, m*d), Y: make([]float64, m), Dim: d}
 	for k := 0; k < d; k++ {
 		h := math.Pow(kappa, -float64(k)/float64(d-1)) // 1 down to 1/kappa
 		col := math.Sqrt(float64(m) * (h - l2))
@@ -110,17 +113,17 @@ func TestMinimizeRidgeConditioned(t *testing.T) {
 		if c := lmax / lmin; math.Abs(c-kappa) > 1e-6*kappa {
 			t.Fatalf("condition number %v, want %v", c, kappa)
 		}
-		fwant := AverageLoss(model, want, s)
+		fwant := dpmodel.AverageLoss(model, want, s)
 		d := s.Dim
 		g := make([]float64, d)
 		buf := make([]float64, d)
-		AverageGrad(model, g, buf, make([]float64, d), s)
+		dpmodel.AverageGrad(model, g, buf, make([]float64, d), s)
 		scale := math.Max(1, floats.Norm(g, 2))
 		x := make([]float64, d)
-		if err := Minimize(ctx, model, x, make([]float64, d), s, 1e-12); err != nil {
+		if err := dpmodel.Minimize(ctx, model, x, make([]float64, d), s, 1e-12); err != nil {
 			t.Fatalf("kappa %v: %v", kappa, err)
 		}
-		AverageGrad(model, g, buf, x, s)
+		dpmodel.AverageGrad(model, g, buf, x, s)
 		gn := floats.Norm(g, 2)
 		if gn > 1e-12*scale {
 			t.Errorf("kappa %v: gradient norm %.3g > 1e-12 * %.3g", kappa, gn, scale)
@@ -128,7 +131,7 @@ func TestMinimizeRidgeConditioned(t *testing.T) {
 		if e := floats.Distance(x, want, 2); e > 1.01*gn/lmin+1e-13*floats.Norm(want, 2) {
 			t.Errorf("kappa %v: ||x - closed form|| = %.3g > ||g|| / lambda_min = %.3g", kappa, e, gn/lmin)
 		}
-		if f := AverageLoss(model, x, s); math.Abs(f-fwant) > 1e-14*math.Abs(fwant) {
+		if f := dpmodel.AverageLoss(model, x, s); math.Abs(f-fwant) > 1e-14*math.Abs(fwant) {
 			t.Errorf("kappa %v: F = %.17g, closed form %.17g", kappa, f, fwant)
 		}
 
@@ -136,7 +139,7 @@ func TestMinimizeRidgeConditioned(t *testing.T) {
 		for k := range x0 {
 			x0[k] = want[k] + 1e-6*float64(k%3-1)
 		}
-		if err := Minimize(ctx, model, x, x0, s, DefaultRoundTol); err != nil {
+		if err := dpmodel.Minimize(ctx, model, x, x0, s, DefaultRoundTol); err != nil {
 			t.Fatalf("kappa %v, from near the minimum: %v", kappa, err)
 		}
 		if e := floats.Distance(x, want, 2); e > DefaultRoundTol/lmin*1.01+1e-13*floats.Norm(want, 2) {
@@ -152,7 +155,7 @@ func TestMinimizeRidgeConditioned(t *testing.T) {
 // and a run reports a finite dynamic regret.
 func TestNewProblemRidge(t *testing.T) {
 	ctx := context.Background()
-	data, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 20}.Dataset(5, 30, 10, 1)
+	data, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 20}.Dataset(5, 30, 10, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,17 +177,17 @@ func TestNewProblemRidge(t *testing.T) {
 	if e := floats.Distance(p.XStar, xs, 2); e > 1e-8 {
 		t.Errorf("||x* - closed form|| = %.3g", e)
 	}
-	if f := AverageLoss(model, xs, data.All()); math.Abs(p.FStar-f) > 1e-13*f {
+	if f := dpmodel.AverageLoss(model, xs, data.All()); math.Abs(p.FStar-f) > 1e-13*f {
 		t.Errorf("F(x*) = %.17g, closed form %.17g", p.FStar, f)
 	}
 	for r := range data.Rounds {
 		s := data.Round(r)
 		xr, _, _ := ridgeClosedForm(t, l2, s)
-		if f := AverageLoss(model, xr, s); math.Abs(p.RoundStar[r]-f) > 1e-12*f {
+		if f := dpmodel.AverageLoss(model, xr, s); math.Abs(p.RoundStar[r]-f) > 1e-12*f {
 			t.Errorf("round %d: (f^r)* = %.17g, closed form %.17g", r, p.RoundStar[r], f)
 		}
 	}
-	cfg := Config{Algorithm: NonPrivate, Eta: 0.01, EtaG: 1, Clip: 5, EvalEvery: 10}
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.01, EtaG: 1, Clip: 5, EvalEvery: 10}
 	tr, err := Run(ctx, p, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +200,7 @@ func TestNewProblemRidge(t *testing.T) {
 
 // lbfgsLogistic is the logistic loss without its Newton minimiser, so that
 // Minimize uses L-BFGS.
-type lbfgsLogistic struct{ l Logistic }
+type lbfgsLogistic struct{ l dpmodel.Logistic }
 
 func (m lbfgsLogistic) NumParams(d int) int                    { return m.l.NumParams(d) }
 func (m lbfgsLogistic) Loss(x, a []float64, y float64) float64 { return m.l.Loss(x, a, y) }
@@ -208,14 +211,14 @@ func (m lbfgsLogistic) Grad(dst, x, a []float64, y float64)    { m.l.Grad(dst, x
 // round started from x*.
 func TestLBFGSLogisticNewton(t *testing.T) {
 	ctx := context.Background()
-	data, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 20}.Dataset(5, 20, 10, 3)
+	data, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 20}.Dataset(5, 20, 10, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Logistic{L2: 1e-3}
+	l := dpmodel.Logistic{L2: 1e-3}
 	d := 20
 	for _, c := range []struct {
-		s  Samples
+		s  dataset.Samples
 		x0 []float64
 	}{{data.All(), make([]float64, d)}, {data.Round(4), nil}} {
 		newton := make([]float64, d)
@@ -230,14 +233,14 @@ func TestLBFGSLogisticNewton(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := make([]float64, d)
-		if err := Minimize(ctx, lbfgsLogistic{l}, x, x0, c.s, 1e-12); err != nil {
+		if err := dpmodel.Minimize(ctx, lbfgsLogistic{l}, x, x0, c.s, 1e-12); err != nil {
 			t.Fatal(err)
 		}
 		// The smallest curvature is at least L2: ||x - x*|| <= ||g|| / L2.
 		if e := floats.Distance(x, newton, 2); e > 1e-12*10/l.L2 {
 			t.Errorf("||L-BFGS - Newton|| = %.3g", e)
 		}
-		fn, fl := AverageLoss(l, newton, c.s), AverageLoss(l, x, c.s)
+		fn, fl := dpmodel.AverageLoss(l, newton, c.s), dpmodel.AverageLoss(l, x, c.s)
 		if math.Abs(fn-fl) > 1e-14*fn {
 			t.Errorf("F: L-BFGS %.17g, Newton %.17g", fl, fn)
 		}
@@ -255,7 +258,7 @@ func (m wrongGrad) Grad(dst, x, a []float64, y float64) {
 }
 
 func TestLBFGSErrorNamesModel(t *testing.T) {
-	data, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 5}.Dataset(2, 5, 2, 1)
+	data, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 5}.Dataset(2, 5, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +266,7 @@ func TestLBFGSErrorNamesModel(t *testing.T) {
 	if err == nil {
 		t.Fatal("a wrong gradient was minimised")
 	}
-	for _, want := range []string{"over all of", "model fedopt.wrongGrad", "line search failed", "L2", "standardise the features", "Minimizer"} {
+	for _, want := range []string{"over all of", "model experiment.wrongGrad", "line search failed", "L2", "standardise the features", "Minimizer"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
@@ -272,7 +275,7 @@ func TestLBFGSErrorNamesModel(t *testing.T) {
 		t.Errorf("error %q advises NoDynamic for x*", err)
 	}
 	// For a round's minimisation the advice adds NoDynamic.
-	if h := noDynamicHint(&lbfgsError{}); !strings.Contains(h, "ProblemOptions.NoDynamic") {
+	if h := noDynamicHint(&dpmodel.LBFGSError{}); !strings.Contains(h, "ProblemOptions.NoDynamic") {
 		t.Errorf("round hint %q", h)
 	}
 }

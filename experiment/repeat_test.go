@@ -1,4 +1,4 @@
-package fedopt
+package experiment
 
 import (
 	"context"
@@ -6,19 +6,22 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/model"
 )
 
 // Repetitions give the same numbers bit for bit with 1 or 3 workers; the
 // summary's mean and standard deviation match a direct computation.
 func TestRepeat(t *testing.T) {
 	const n, R, tau, d, reps = 3, 20, 2, 4, 5
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-3})
-	cfg := Config{Algorithm: Correlated, Eta: 0.1, EtaG: 1, Clip: 1, EvalEvery: 5}
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-3})
+	cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, EvalEvery: 5}
 	noise := func(rep int) (mechanism.Mechanism, error) {
 		return gaussNoise(R, d, 0.3, RepSeed(17, rep)), nil
 	}
@@ -75,9 +78,9 @@ func TestRepeat(t *testing.T) {
 }
 
 func TestRepeatErrors(t *testing.T) {
-	ds, _ := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 2}.Dataset(1, 3, 1, 1)
-	p := mustProblem(t, ds, Logistic{L2: 1e-2})
-	cfg := Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1}
+	ds, _ := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 2}.Dataset(1, 3, 1, 1)
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
 	if _, err := Repeat(t.Context(), p, cfg, nil, RepeatOptions{}); err == nil {
 		t.Error("0 repetitions: no error")
 	}
@@ -85,7 +88,7 @@ func TestRepeatErrors(t *testing.T) {
 	if _, err := Repeat(t.Context(), p, cfg, noise, RepeatOptions{Reps: 1}); err == nil {
 		t.Error("noise for nonprivate: no error")
 	}
-	cfg.Algorithm, cfg.Clip = Correlated, 1
+	cfg.Algorithm, cfg.Clip = fedopt.Correlated, 1
 	if _, err := Repeat(t.Context(), p, cfg, nil, RepeatOptions{Reps: 1}); err == nil {
 		t.Error("no noise for correlated: no error")
 	}
@@ -106,9 +109,9 @@ func TestRepeatErrors(t *testing.T) {
 
 // NonPrivate runs once and reports that trace for every repetition.
 func TestRepeatNonPrivateRunsOnce(t *testing.T) {
-	ds, _ := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 10, 2, 1)
-	p := mustProblem(t, ds, Logistic{L2: 1e-2})
-	cfg := Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1}
+	ds, _ := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 10, 2, 1)
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
 	var calls atomic.Int64
 	s, err := Repeat(t.Context(), p, cfg, nil, RepeatOptions{Reps: 4, Progress: func(int, int) { calls.Add(1) }})
 	if err != nil {

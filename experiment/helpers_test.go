@@ -1,11 +1,14 @@
-package fedopt
+package experiment
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/model"
 )
 
 // fixedNoise is a mechanism double that returns given vectors.
@@ -49,9 +52,9 @@ func zeroNoise(rounds, dim int) *fixedNoise { return gaussNoise(rounds, dim, 0, 
 
 // newTestDataset builds a data set from explicit samples given per
 // (learner, round, step) in that nesting order.
-func newTestDataset(t *testing.T, n, R, tau int, feats [][]float64, labels []float64) *Dataset {
+func newTestDataset(t *testing.T, n, R, tau int, feats [][]float64, labels []float64) *dataset.Dataset {
 	t.Helper()
-	ds, err := NewDataset("test", n, R, tau, len(feats[0]))
+	ds, err := dataset.NewDataset("test", n, R, tau, len(feats[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +114,7 @@ func dist(a, b []float64) float64 {
 	return math.Sqrt(s)
 }
 
-func mustProblem(t *testing.T, ds *Dataset, m Model) *Problem {
+func mustProblem(t *testing.T, ds *dataset.Dataset, m model.Model) *Problem {
 	t.Helper()
 	p, err := NewProblem(t.Context(), ds, m, ProblemOptions{})
 	if err != nil {
@@ -120,7 +123,7 @@ func mustProblem(t *testing.T, ds *Dataset, m Model) *Problem {
 	return p
 }
 
-func mustRun(t *testing.T, p *Problem, cfg Config, noise mechanism.Mechanism) *Trace {
+func mustRun(t *testing.T, p *Problem, cfg fedopt.Config, noise mechanism.Mechanism) *Trace {
 	t.Helper()
 	tr, err := Run(t.Context(), p, cfg, noise)
 	if err != nil {

@@ -1,10 +1,11 @@
-package fedopt
+package model
 
 import (
 	"context"
 	"math"
 	"testing"
 
+	"github.com/dpmf/dpmf/dataset"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -24,7 +25,7 @@ func (leastSquares) Grad(dst, x, a []float64, y float64) {
 // L-BFGS on least squares agrees with the solution of the normal equations
 // (A^T A) x = A^T y by a QR solve, to gradient norm 1e-12.
 func TestLBFGSLeastSquares(t *testing.T) {
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 5}.Dataset(2, 40, 4, 3)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 5}.Dataset(2, 40, 4, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package fedopt
+package experiment
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
 )
 
@@ -17,7 +18,7 @@ type Experiment struct {
 	// Problem is the data and model (shared, read-only).
 	Problem *Problem
 	// Config is the optimiser's configuration.
-	Config Config
+	Config fedopt.Config
 	// Strategy is the factorization of the correlated noise; nil means
 	// factorize.OptimalStrategy{}. Used by Correlated and
 	// BaselineCorrelated.
@@ -31,7 +32,7 @@ type Experiment struct {
 	// Its workload must be the prefix sums over the problem's rounds.
 	Factorization *factorize.Factorization
 	// Calibration, Eps and Delta set the noise (private algorithms only).
-	Calibration Calibration
+	Calibration fedopt.Calibration
 	Eps, Delta  float64
 	// Repeat holds the repetitions, workers and progress callback.
 	Repeat RepeatOptions
@@ -44,7 +45,7 @@ type Result struct {
 	// Summary aggregates the repetitions.
 	Summary *Summary
 	// Privacy is the privacy record; nil for NonPrivate.
-	Privacy *Privacy
+	Privacy *fedopt.Privacy
 	// Factorization is the factorization the noise came from (the identity
 	// for Independent); nil for NonPrivate.
 	Factorization *factorize.Factorization
@@ -84,7 +85,7 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 // calibration for a run of n learners and R rounds: what [Experiment.Run]
 // computes before it runs. It needs no data (e.Problem is not used), so a
 // server can call it. The algorithm must be private.
-func (e *Experiment) Noise(ctx context.Context, n, R int) (*factorize.Factorization, *Privacy, error) {
+func (e *Experiment) Noise(ctx context.Context, n, R int) (*factorize.Factorization, *fedopt.Privacy, error) {
 	algo := e.Config.Algorithm
 	if !algo.Private() {
 		return nil, nil, fmt.Errorf("fedopt: the %v algorithm adds no noise", algo)
@@ -93,7 +94,7 @@ func (e *Experiment) Noise(ctx context.Context, n, R int) (*factorize.Factorizat
 	if err != nil {
 		return nil, nil, err
 	}
-	priv, err := Calibrate(algo, e.Calibration, e.Eps, e.Delta, n, e.Config.Clip, f.Metrics)
+	priv, err := fedopt.Calibrate(algo, e.Calibration, e.Eps, e.Delta, n, e.Config.Clip, f.Metrics)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,7 +111,7 @@ func (e *Experiment) factorization(ctx context.Context, R int) (*factorize.Facto
 	if err != nil {
 		return nil, err
 	}
-	if e.Config.Algorithm == Independent {
+	if e.Config.Algorithm == fedopt.Independent {
 		return factorize.IdentityStrategy{}.Factorize(ctx, w, e.Participation)
 	}
 	if f := e.Factorization; f != nil {

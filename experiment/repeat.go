@@ -1,4 +1,4 @@
-package fedopt
+package experiment
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
 )
 
@@ -69,7 +70,7 @@ type Summary struct {
 // the same bit for bit for any number of workers. NonPrivate is
 // deterministic: it runs once, and the summary holds that trace Reps times
 // (standard deviations 0).
-func Repeat(ctx context.Context, p *Problem, cfg Config, noise NoiseSource, opt RepeatOptions) (*Summary, error) {
+func Repeat(ctx context.Context, p *Problem, cfg fedopt.Config, noise NoiseSource, opt RepeatOptions) (*Summary, error) {
 	if err := checkProblem(p); err != nil {
 		return nil, err
 	}

@@ -1,10 +1,14 @@
-package fedopt
+package experiment
 
 import (
 	"context"
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 )
 
 // requireParam checks that err is a *ParamError about param.
@@ -23,7 +27,7 @@ func requireParam(t *testing.T, err error, param string) {
 // the package doc promises.
 func TestMissingArgumentsAreParamErrors(t *testing.T) {
 	ctx := context.Background()
-	cfg := Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1}
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
 	for _, p := range []*Problem{nil, {}} {
 		_, err := Run(ctx, p, cfg, nil)
 		requireParam(t, err, "problem")
@@ -35,24 +39,24 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 	var e *Experiment
 	_, err := e.Run(ctx)
 	requireParam(t, err, "experiment")
-	_, err = NewProblem(ctx, nil, Logistic{}, ProblemOptions{})
+	_, err = NewProblem(ctx, nil, model.Logistic{}, ProblemOptions{})
 	requireParam(t, err, "data")
-	d, err := Synthetic{}.Dataset(2, 2, 2, 1)
+	d, err := dataset.Synthetic{}.Dataset(2, 2, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = NewProblem(ctx, d, nil, ProblemOptions{})
 	requireParam(t, err, "model")
-	var ds *Dataset
+	var ds *dataset.Dataset
 	requireParam(t, ds.Validate(), "data")
-	_, err = ReadCSV(nil, "x")
+	_, err = dataset.ReadCSV(nil, "x")
 	requireParam(t, err, "reader")
-	var tb *Table
-	_, err = tb.Deal(1, 1, 1, Split{}, 1)
+	var tb *dataset.Table
+	_, err = tb.Deal(1, 1, 1, dataset.Split{}, 1)
 	requireParam(t, err, "table")
-	err = Minimize(ctx, nil, make([]float64, 1), make([]float64, 1), d.All(), 1e-6)
+	err = model.Minimize(ctx, nil, make([]float64, 1), make([]float64, 1), d.All(), 1e-6)
 	requireParam(t, err, "model")
-	err = LBFGS(ctx, make([]float64, 1), make([]float64, 1), nil, nil, 1e-6)
+	err = model.LBFGS(ctx, make([]float64, 1), make([]float64, 1), nil, nil, 1e-6)
 	requireParam(t, err, "f and grad")
 	lm, ls, rm, rs := (&Summary{}).Final()
 	for _, v := range []float64{lm, ls, rm, rs} {
@@ -62,14 +66,14 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 	}
 	// Config fields are named as ParamError.Param, so that commands map
 	// them to flags.
-	for param, c := range map[string]Config{
-		"eta":        {Algorithm: NonPrivate, Eta: -1, EtaG: 1},
-		"eta_g":      {Algorithm: NonPrivate, Eta: 1, EtaG: math.NaN()},
-		"eta_ind":    {Algorithm: Independent, Eta: 1, EtaG: 1, EtaInd: -2, Clip: 1},
-		"clip":       {Algorithm: Correlated, Eta: 1, EtaG: 1},
-		"eval-every": {Algorithm: NonPrivate, Eta: 1, EtaG: 1, EvalEvery: -1},
-		"algorithm":  {Algorithm: Algorithm(9), Eta: 1, EtaG: 1},
-		"x0[1]":      {Algorithm: NonPrivate, Eta: 1, EtaG: 1, X0: []float64{0, math.Inf(1)}},
+	for param, c := range map[string]fedopt.Config{
+		"eta":        {Algorithm: fedopt.NonPrivate, Eta: -1, EtaG: 1},
+		"eta_g":      {Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: math.NaN()},
+		"eta_ind":    {Algorithm: fedopt.Independent, Eta: 1, EtaG: 1, EtaInd: -2, Clip: 1},
+		"clip":       {Algorithm: fedopt.Correlated, Eta: 1, EtaG: 1},
+		"eval-every": {Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: 1, EvalEvery: -1},
+		"algorithm":  {Algorithm: fedopt.Algorithm(9), Eta: 1, EtaG: 1},
+		"x0[1]":      {Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: 1, X0: []float64{0, math.Inf(1)}},
 	} {
 		requireParam(t, c.Validate(), param)
 	}
@@ -77,12 +81,12 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 
 // The parsers name what they parse.
 func TestParseErrorsAreParamErrors(t *testing.T) {
-	_, err := ParseAlgorithm("sgd")
+	_, err := fedopt.ParseAlgorithm("sgd")
 	requireParam(t, err, "algorithm")
-	_, err = ParseCalibration("rdp")
+	_, err = fedopt.ParseCalibration("rdp")
 	requireParam(t, err, "calibration")
-	_, err = ParseSplit("feature:-1")
+	_, err = dataset.ParseSplit("feature:-1")
 	requireParam(t, err, "split")
-	_, err = ParseSplit("random")
+	_, err = dataset.ParseSplit("random")
 	requireParam(t, err, "split")
 }

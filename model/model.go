@@ -1,9 +1,11 @@
-package fedopt
+package model
 
 import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/dpmf/dpmf/dataset"
 )
 
 // Model is a per-sample loss f(x; a, y) of a parameter vector x on one
@@ -33,7 +35,7 @@ type Minimizer interface {
 	// loss over s has Euclidean norm at most tol, starting from x0. It
 	// returns an error if it cannot reach tol (for example when the minimum
 	// is not attained).
-	Minimize(ctx context.Context, dst, x0 []float64, s Samples, tol float64) error
+	Minimize(ctx context.Context, dst, x0 []float64, s dataset.Samples, tol float64) error
 }
 
 // Classifier is implemented by models whose prediction can be right or wrong
@@ -43,22 +45,8 @@ type Classifier interface {
 	Correct(x, a []float64, y float64) bool
 }
 
-// Samples is a read-only view of m samples of dimension Dim: sample j has
-// features X[j*Dim:(j+1)*Dim] and label Y[j].
-type Samples struct {
-	X   []float64
-	Y   []float64
-	Dim int
-}
-
-// Len returns the number of samples.
-func (s Samples) Len() int { return len(s.Y) }
-
-// Row returns the features of sample j (a view, not a copy).
-func (s Samples) Row(j int) []float64 { return s.X[j*s.Dim : (j+1)*s.Dim : (j+1)*s.Dim] }
-
 // AverageLoss returns the average of m's loss over the samples s at x.
-func AverageLoss(m Model, x []float64, s Samples) float64 {
+func AverageLoss(m Model, x []float64, s dataset.Samples) float64 {
 	sum := 0.0
 	for j := 0; j < s.Len(); j++ {
 		sum += m.Loss(x, s.Row(j), s.Y[j])
@@ -68,7 +56,7 @@ func AverageLoss(m Model, x []float64, s Samples) float64 {
 
 // AverageGrad writes the gradient of the average loss over s at x into dst,
 // using buf (of the length of x) as scratch.
-func AverageGrad(m Model, dst, buf, x []float64, s Samples) {
+func AverageGrad(m Model, dst, buf, x []float64, s dataset.Samples) {
 	clear(dst)
 	for j := 0; j < s.Len(); j++ {
 		m.Grad(buf, x, s.Row(j), s.Y[j])
@@ -84,7 +72,7 @@ func AverageGrad(m Model, dst, buf, x []float64, s Samples) {
 
 // Accuracy returns the fraction of samples m classifies correctly at x, and
 // false if m is not a [Classifier].
-func Accuracy(m Model, x []float64, s Samples) (float64, bool) {
+func Accuracy(m Model, x []float64, s dataset.Samples) (float64, bool) {
 	c, ok := m.(Classifier)
 	if !ok {
 		return math.NaN(), false
@@ -99,7 +87,7 @@ func Accuracy(m Model, x []float64, s Samples) (float64, bool) {
 }
 
 // checkSamples panics if s is inconsistent: a programmer error.
-func checkSamples(s Samples) {
+func checkSamples(s dataset.Samples) {
 	if s.Dim <= 0 || len(s.X) != s.Dim*len(s.Y) {
 		panic(fmt.Sprintf("fedopt: %d features for %d samples of dimension %d", len(s.X), len(s.Y), s.Dim))
 	}

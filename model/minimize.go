@@ -1,4 +1,4 @@
-package fedopt
+package model
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/internal/optim"
 )
 
@@ -14,7 +15,7 @@ import (
 // from x0, to gradient norm tol. It uses m's own [Minimizer] when m has one,
 // and [LBFGS] otherwise (tol then relative to the gradient's scale at x0, see
 // LBFGS). An L-BFGS failure names m's type and says what to change.
-func Minimize(ctx context.Context, m Model, dst, x0 []float64, s Samples, tol float64) error {
+func Minimize(ctx context.Context, m Model, dst, x0 []float64, s dataset.Samples, tol float64) error {
 	if m == nil {
 		return &ParamError{Param: "model", Want: "a Model such as Logistic"}
 	}
@@ -27,7 +28,7 @@ func Minimize(ctx context.Context, m Model, dst, x0 []float64, s Samples, tol fl
 		func(x []float64) float64 { return AverageLoss(m, x, s) },
 		func(g, x []float64) { AverageGrad(m, g, buf, x, s) },
 		tol)
-	var le *lbfgsError
+	var le *LBFGSError
 	if errors.As(err, &le) {
 		le.model = fmt.Sprintf("%T", m)
 	}
@@ -40,17 +41,17 @@ const lbfgsMemory = 10
 // lbfgsMaxIter bounds the L-BFGS iterations.
 const lbfgsMaxIter = 10000
 
-// lbfgsError is an L-BFGS search that stopped above its tolerance: its
+// LBFGSError is an L-BFGS search that stopped above its tolerance: its
 // message says where, and, when the model is known, which model and what to
 // change.
-type lbfgsError struct {
+type LBFGSError struct {
 	model    string // the model's type, when Minimize knows it
 	maxIter  bool   // the iteration limit, not the line search
 	res      optim.Result
 	tol, lim float64 // tol and the gradient norm it asked for
 }
 
-func (e *lbfgsError) Error() string {
+func (e *LBFGSError) Error() string {
 	var b strings.Builder
 	b.WriteString("fedopt: L-BFGS")
 	if e.model != "" {
@@ -69,7 +70,7 @@ func (e *lbfgsError) Error() string {
 		b.WriteString("; check that Grad is the gradient of Loss; otherwise the loss is too flat" +
 			" or badly scaled here: add or raise the model's L2 term (a strongly convex loss)," +
 			" standardise the features, loosen the tolerance (ProblemOptions.Tol, RoundTol)," +
-			" or implement fedopt.Minimizer")
+			" or implement model.Minimizer")
 	}
 	return b.String()
 }
@@ -110,7 +111,7 @@ func LBFGS(ctx context.Context, dst, x0 []float64, f func(x []float64) float64, 
 	})
 	switch {
 	case errors.Is(err, optim.ErrMaxIter), errors.Is(err, optim.ErrLineSearch):
-		return &lbfgsError{maxIter: errors.Is(err, optim.ErrMaxIter), res: res, tol: tol, lim: tol * res.Scale}
+		return &LBFGSError{maxIter: errors.Is(err, optim.ErrMaxIter), res: res, tol: tol, lim: tol * res.Scale}
 	case err != nil && ctx.Err() == nil:
 		return fmt.Errorf("fedopt: L-BFGS: %w", err)
 	}

@@ -1,4 +1,4 @@
-package fedopt
+package dataset
 
 import (
 	"io"
@@ -61,55 +61,6 @@ func TestReadCSV(t *testing.T) {
 				break
 			}
 		}
-	}
-}
-
-// The real data set of the project: 569 rows, 30 features, 212 malignant
-// (+1); logistic regression separates it well (accuracy above 95%, a
-// well-known property of this data set).
-func TestLoadCSVBreastCancer(t *testing.T) {
-	path := filepath.Join("..", "testdata", "breast_cancer.csv")
-	tab, err := LoadCSV(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pos := 0
-	for _, y := range tab.Labels {
-		if y == 1 {
-			pos++
-		}
-	}
-	if tab.Len() != 569 || tab.Dim != 30 || pos != 212 || tab.Names[0] != "mean_radius" {
-		t.Fatalf("read %d rows, %d features, %d positive, first name %q", tab.Len(), tab.Dim, pos, tab.Names[0])
-	}
-	for k := 0; k < tab.Dim; k++ {
-		m, s := 0.0, 0.0
-		for j := 0; j < tab.Len(); j++ {
-			m += tab.Features[j*tab.Dim+k]
-		}
-		m /= float64(tab.Len())
-		for j := 0; j < tab.Len(); j++ {
-			c := tab.Features[j*tab.Dim+k] - m
-			s += c * c
-		}
-		if math.Abs(m) > 1e-12 || math.Abs(s/float64(tab.Len())-1) > 1e-12 {
-			t.Errorf("feature %d: mean %g, variance %g after standardising", k, m, s/float64(tab.Len()))
-		}
-	}
-	ds, err := tab.Deal(4, 35, 4, Split{Kind: IID}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-3})
-	tr := mustRun(t, p, Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1, Clip: 5, EvalEvery: 35}, nil)
-	if acc := tr.Accuracy[len(tr.Accuracy)-1]; acc < 0.95 {
-		t.Errorf("accuracy after one pass %v, want > 0.95", acc)
-	}
-	if _, err := tab.Deal(10, 10, 10, Split{Kind: IID}, 1); err == nil || !strings.Contains(err.Error(), path+": 569 samples, need") {
-		t.Errorf("too few samples: error %v", err)
-	}
-	if _, err := LoadCSV(filepath.Join(t.TempDir(), "missing.csv")); err == nil || !strings.Contains(err.Error(), "missing.csv") {
-		t.Errorf("missing file: error %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package fedopt
+package experiment
 
 import (
 	"context"
@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/dpmf/dpmf/dataset"
+	dpmodel "github.com/dpmf/dpmf/model"
 )
 
 // Default tolerances on the gradient norm of the reference minimisers: a
-// model's own [Minimizer] gets them as they are; [LBFGS], for models
+// model's own [model.Minimizer] gets them as they are; [model.LBFGS], for models
 // without one, scales them by max(1, the gradient norm at the start) and
 // may stop at the gradient's noise floor (see LBFGS).
 const (
@@ -29,9 +32,9 @@ const (
 // concurrent runs.
 type Problem struct {
 	// Data is the stream of samples.
-	Data *Dataset
+	Data *dataset.Dataset
 	// Model is the loss.
-	Model Model
+	Model dpmodel.Model
 	// XStar is x*, the minimiser of F.
 	XStar []float64
 	// FStar is F(x*).
@@ -57,11 +60,11 @@ type ProblemOptions struct {
 	Workers int
 }
 
-// NewProblem validates the data, computes x* with [Minimize] and, unless
+// NewProblem validates the data, computes x* with [model.Minimize] and, unless
 // opt.NoDynamic, every round's minimum. Each round's minimiser is started
 // from x* (not from the previous round's), so the values do not depend on
 // the number of workers.
-func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOptions) (*Problem, error) {
+func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model, opt ProblemOptions) (*Problem, error) {
 	if err := data.Validate(); err != nil {
 		return nil, err
 	}
@@ -82,14 +85,14 @@ func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOpti
 	}
 	dim := model.NumParams(data.Dim)
 	p := &Problem{Data: data, Model: model, XStar: make([]float64, dim)}
-	if err := Minimize(ctx, model, p.XStar, make([]float64, dim), data.All(), opt.Tol); err != nil {
+	if err := dpmodel.Minimize(ctx, model, p.XStar, make([]float64, dim), data.All(), opt.Tol); err != nil {
 		return nil, fmt.Errorf("fedopt: minimising the loss over all of %s: %w", data.Name, err)
 	}
-	p.FStar = AverageLoss(model, p.XStar, data.All())
+	p.FStar = dpmodel.AverageLoss(model, p.XStar, data.All())
 	R := data.Rounds
 	p.RoundAtXStar = make([]float64, R)
 	for r := range R {
-		p.RoundAtXStar[r] = AverageLoss(model, p.XStar, data.Round(r))
+		p.RoundAtXStar[r] = dpmodel.AverageLoss(model, p.XStar, data.Round(r))
 	}
 	if opt.NoDynamic {
 		return p, nil
@@ -109,12 +112,12 @@ func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOpti
 			x := make([]float64, dim)
 			for r := w; r < R; r += workers {
 				s := data.Round(r)
-				if err := Minimize(wctx, model, x, p.XStar, s, opt.RoundTol); err != nil {
+				if err := dpmodel.Minimize(wctx, model, x, p.XStar, s, opt.RoundTol); err != nil {
 					errs[r] = fmt.Errorf("fedopt: minimising round %d's loss: %w%s", r, err, noDynamicHint(err))
 					cancel()
 					return
 				}
-				p.RoundStar[r] = AverageLoss(model, x, s)
+				p.RoundStar[r] = dpmodel.AverageLoss(model, x, s)
 			}
 		})
 	}
@@ -135,7 +138,7 @@ func NewProblem(ctx context.Context, data *Dataset, model Model, opt ProblemOpti
 // noDynamicHint is the advice added to an L-BFGS failure on a round's loss:
 // the per-round minima are needed only for the dynamic regret.
 func noDynamicHint(err error) string {
-	var le *lbfgsError
+	var le *dpmodel.LBFGSError
 	if !errors.As(err, &le) {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package fedopt
+package experiment
 
 import (
 	"context"
@@ -8,15 +8,18 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/model"
 )
 
 // referenceRun is the optimiser as one loop, the way Run was written before
 // it was split into a Learner, a Server and an Evaluator: learners,
 // aggregation, noise and metrics interleaved. The split must reproduce it
 // bit for bit.
-func referenceRun(p *Problem, cfg Config, noise mechanism.Mechanism) *Trace {
+func referenceRun(p *Problem, cfg fedopt.Config, noise mechanism.Mechanism) *Trace {
 	data := p.Data
 	n, R, tau := data.Learners, data.Rounds, data.Tau
 	dim := p.Model.NumParams(data.Dim)
@@ -39,7 +42,7 @@ func referenceRun(p *Problem, cfg Config, noise mechanism.Mechanism) *Trace {
 			a, y := data.Sample(i, r, t)
 			p.Model.Grad(w.g, at, a, y)
 			if cfg.Clip > 0 {
-				Clip(w.g, cfg.Clip)
+				fedopt.Clip(w.g, cfg.Clip)
 			}
 			for k, v := range w.g {
 				w.sum[k] += v
@@ -79,7 +82,7 @@ func referenceRun(p *Problem, cfg Config, noise mechanism.Mechanism) *Trace {
 		if r%every == 0 {
 			record(r)
 		}
-		fr := AverageLoss(p.Model, x, data.Round(r))
+		fr := model.AverageLoss(p.Model, x, data.Round(r))
 		if p.dynamicAvailable() {
 			reg += float64(tau) * (fr - p.RoundStar[r])
 		}
@@ -137,11 +140,11 @@ func sameBits(a, b []float64) bool {
 // mechanisms, clipping on and off, an initial model and parallel learners.
 func TestRunMatchesReferenceLoop(t *testing.T) {
 	const n, R, tau, d = 4, 12, 3, 5
-	ds, err := Synthetic{Alpha: 0.3, Beta: 0.3, Dim: d}.Dataset(n, R, tau, 21)
+	ds, err := dataset.Synthetic{Alpha: 0.3, Beta: 0.3, Dim: d}.Dataset(n, R, tau, 21)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-2})
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
 	w, err := factorize.Prefix(R)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +166,7 @@ func TestRunMatchesReferenceLoop(t *testing.T) {
 			return m
 		}
 	}
-	priv, err := Calibrate(Correlated, Exact, 5, 1e-3, n, 0.5, f.Metrics)
+	priv, err := fedopt.Calibrate(fedopt.Correlated, fedopt.Exact, 5, 1e-3, n, 0.5, f.Metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,16 +179,16 @@ func TestRunMatchesReferenceLoop(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		cfg   Config
+		cfg   fedopt.Config
 		noise func() mechanism.Mechanism
 	}{
-		{"nonprivate", Config{Algorithm: NonPrivate, Eta: 0.2, EtaG: 1.5, EvalEvery: 5}, nil},
-		{"nonprivate-clip-x0", Config{Algorithm: NonPrivate, Eta: 0.2, EtaG: 1, Clip: 0.3, X0: []float64{0.1, -0.2, 0.3, 0, 1}}, nil},
-		{"correlated", Config{Algorithm: Correlated, Eta: 0.1, EtaG: 1, Clip: 0.5, EvalEvery: 4}, mech(f, 7)},
-		{"correlated-parallel", Config{Algorithm: Correlated, Eta: 0.1, EtaG: 2, Clip: 0.5, EvalEvery: 7, ParallelLearners: true}, mech(f, 8)},
-		{"correlated-privacy", Config{Algorithm: Correlated, Eta: 0.1, EtaG: 1, Clip: 0.5, EvalEvery: 3, Privacy: priv}, privMech},
-		{"independent", Config{Algorithm: Independent, Eta: 0.1, EtaG: 1, EtaInd: 0.05, Clip: 0.5}, mech(ident, 9)},
-		{"baseline-correlated", Config{Algorithm: BaselineCorrelated, Eta: 0.1, EtaG: 1, Clip: 0.5, EvalEvery: 2}, mech(f, 10)},
+		{"nonprivate", fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.2, EtaG: 1.5, EvalEvery: 5}, nil},
+		{"nonprivate-clip-x0", fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.2, EtaG: 1, Clip: 0.3, X0: []float64{0.1, -0.2, 0.3, 0, 1}}, nil},
+		{"correlated", fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 0.5, EvalEvery: 4}, mech(f, 7)},
+		{"correlated-parallel", fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 2, Clip: 0.5, EvalEvery: 7, ParallelLearners: true}, mech(f, 8)},
+		{"correlated-privacy", fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 0.5, EvalEvery: 3, Privacy: priv}, privMech},
+		{"independent", fedopt.Config{Algorithm: fedopt.Independent, Eta: 0.1, EtaG: 1, EtaInd: 0.05, Clip: 0.5}, mech(ident, 9)},
+		{"baseline-correlated", fedopt.Config{Algorithm: fedopt.BaselineCorrelated, Eta: 0.1, EtaG: 1, Clip: 0.5, EvalEvery: 2}, mech(f, 10)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -220,8 +223,8 @@ func TestRunMatchesReferenceLoop(t *testing.T) {
 // The server treats a missing update as zero, divides by the planned n, and
 // rejects bad updates without changing its model.
 func TestServerRelease(t *testing.T) {
-	cfg := Config{Algorithm: NonPrivate, Eta: 0.5, EtaG: 1, Clip: 1}
-	srv, err := NewServer(cfg, Shape{Learners: 2, Rounds: 2, Tau: 2, Dim: 2}, nil)
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.5, EtaG: 1, Clip: 1}
+	srv, err := fedopt.NewServer(cfg, fedopt.Shape{Learners: 2, Rounds: 2, Tau: 2, Dim: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +254,7 @@ func TestServerRelease(t *testing.T) {
 		t.Fatalf("after rejected updates x = %v at round %d, want unchanged", x, srv.Round())
 	}
 	// Without clipping, finite updates whose sum overflows are refused.
-	open, err := NewServer(Config{Algorithm: NonPrivate, Eta: 1, EtaG: 1}, Shape{Learners: 2, Rounds: 1, Tau: 1, Dim: 1}, nil)
+	open, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: 1}, fedopt.Shape{Learners: 2, Rounds: 1, Tau: 1, Dim: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +276,7 @@ func TestServerRelease(t *testing.T) {
 // releases the same models as an uninterrupted one.
 func TestServerResume(t *testing.T) {
 	const n, R, tau, d = 3, 9, 2, 4
-	ds, err := Synthetic{Alpha: 0.3, Beta: 0.3, Dim: d}.Dataset(n, R, tau, 4)
+	ds, err := dataset.Synthetic{Alpha: 0.3, Beta: 0.3, Dim: d}.Dataset(n, R, tau, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,11 +285,11 @@ func TestServerResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Algorithm: Correlated, Eta: 0.1, EtaG: 1, Clip: 0.5}
-	shape := Shape{Learners: n, Rounds: R, Tau: tau, Dim: d}
-	learners := make([]*Learner, n)
+	cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 0.5}
+	shape := fedopt.Shape{Learners: n, Rounds: R, Tau: tau, Dim: d}
+	learners := make([]*fedopt.Learner, n)
 	for i := range learners {
-		if learners[i], err = NewLearner(Logistic{}, ds.Stream(i), cfg, tau, d); err != nil {
+		if learners[i], err = fedopt.NewLearner(model.Logistic{}, ds.Stream(i), cfg, tau, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -295,12 +298,12 @@ func TestServerResume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, err := NewServerAt(cfg, shape, m, start, x)
+		srv, err := fedopt.NewServerAt(cfg, shape, m, start, x)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var xs [][]float64
-		err = Simulate(context.Background(), srv, learners, SimOptions{Observe: func(r int, x []float64) error {
+		err = fedopt.Simulate(context.Background(), srv, learners, fedopt.SimOptions{Observe: func(r int, x []float64) error {
 			xs = append(xs, slices.Clone(x))
 			return nil
 		}})

@@ -1,10 +1,14 @@
-package fedopt
+package model
 
 import (
 	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/dpmf/dpmf/dataset"
 )
 
 func TestSoftplusSigmoid(t *testing.T) {
@@ -72,7 +76,7 @@ func TestLogisticMinimizeOneDimension(t *testing.T) {
 			hi = c
 		}
 	}
-	s := Samples{X: []float64{1}, Y: []float64{1}, Dim: 1}
+	s := dataset.Samples{X: []float64{1}, Y: []float64{1}, Dim: 1}
 	x := []float64{0}
 	if err := (Logistic{L2: l2}).Minimize(context.Background(), x, []float64{-3}, s, 1e-12); err != nil {
 		t.Fatal(err)
@@ -86,7 +90,7 @@ func TestLogisticMinimizeOneDimension(t *testing.T) {
 // the same minimiser, with a gradient below tolerance by an independent
 // gradient computation.
 func TestMinimizeNewtonAgreesWithLBFGS(t *testing.T) {
-	ds, err := Synthetic{Alpha: 0.5, Beta: 0.5, Dim: 8}.Dataset(3, 20, 5, 7)
+	ds, err := dataset.Synthetic{Alpha: 0.5, Beta: 0.5, Dim: 8}.Dataset(3, 20, 5, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +103,7 @@ func TestMinimizeNewtonAgreesWithLBFGS(t *testing.T) {
 	if err := Minimize(t.Context(), lossOnly{Logistic{L2: l2}}, xl, make([]float64, 8), s, 1e-9); err != nil {
 		t.Fatal(err)
 	}
-	if d := dist(xn, xl); d > 1e-7 {
+	if d := floats.Distance(xn, xl, 2); d > 1e-7 {
 		t.Errorf("Newton %v and L-BFGS %v differ by %g", xn, xl, d)
 	}
 	g := make([]float64, 8)
@@ -109,7 +113,7 @@ func TestMinimizeNewtonAgreesWithLBFGS(t *testing.T) {
 			g[k] += gj[k] / float64(s.Len())
 		}
 	}
-	if n := math.Sqrt(dot(g, g)); n > 1e-9 {
+	if n := floats.Norm(g, 2); n > 1e-9 {
 		t.Errorf("gradient norm at Newton's minimiser %g", n)
 	}
 }
@@ -117,7 +121,7 @@ func TestMinimizeNewtonAgreesWithLBFGS(t *testing.T) {
 // Without an L2 term, separable samples have no minimiser: the gradient
 // decays like exp(-|x|), so a tolerance far below rounding is an error.
 func TestLogisticMinimizeSeparable(t *testing.T) {
-	s := Samples{X: []float64{1, 0, 0, 1, -1, 0}, Y: []float64{1, 1, -1}, Dim: 2}
+	s := dataset.Samples{X: []float64{1, 0, 0, 1, -1, 0}, Y: []float64{1, 1, -1}, Dim: 2}
 	x := make([]float64, 2)
 	if err := (Logistic{}).Minimize(context.Background(), x, x, s, 1e-200); err == nil {
 		t.Errorf("separable data without L2: no error, x = %v", x)
@@ -133,7 +137,7 @@ func (l lossOnly) Grad(dst, x, a []float64, y float64)    { l.m.Grad(dst, x, a, 
 
 // The batch evaluation agrees with the per-sample loss and accuracy.
 func TestEvaluateBatch(t *testing.T) {
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 7}.Dataset(3, 1000, 1, 2)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 7}.Dataset(3, 1000, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,13 +156,13 @@ func TestEvaluateBatch(t *testing.T) {
 	for k, x := range xs {
 		want, correct := 0.0, 0
 		for j := 0; j < s.Len(); j++ {
-			z := s.Y[j] * dot(x, s.Row(j))
+			z := s.Y[j] * floats.Dot(x, s.Row(j))
 			want += math.Log1p(math.Exp(-z)) // no overflow at these margins
 			if z > 0 {
 				correct++
 			}
 		}
-		want = want/float64(s.Len()) + 0.05*dot(x, x)
+		want = want/float64(s.Len()) + 0.05*floats.Dot(x, x)
 		if math.Abs(loss[k]-want) > 1e-12*want {
 			t.Errorf("model %d: loss %v, want %v", k, loss[k], want)
 		}
@@ -166,4 +170,19 @@ func TestEvaluateBatch(t *testing.T) {
 			t.Errorf("model %d: accuracy %v, want %v", k, acc[k], a)
 		}
 	}
+}
+
+// logisticGrad is the gradient of log(1 + exp(-y x.a)) + l2/2 ||x||^2
+// written independently of the package: -y a / (1 + exp(y x.a)) + l2 x.
+func logisticGrad(x, a []float64, y, l2 float64) []float64 {
+	m := 0.0
+	for k := range x {
+		m += x[k] * a[k]
+	}
+	c := -y / (1 + math.Exp(y*m))
+	g := make([]float64, len(x))
+	for k := range g {
+		g[k] = c*a[k] + l2*x[k]
+	}
+	return g
 }

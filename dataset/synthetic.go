@@ -1,4 +1,4 @@
-package fedopt
+package dataset
 
 import (
 	"fmt"

@@ -1,41 +1,20 @@
-package fedopt
+package model
 
 import (
-	"math"
-
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/dataset"
 )
 
 // BatchEvaluator is implemented by models that can evaluate many parameter
 // vectors on a set of samples faster than one at a time (for example with
-// one matrix product). [Problem.Evaluate] uses it when available.
+// one matrix product). [experiment.Problem.Evaluate] uses it when available.
 type BatchEvaluator interface {
 	// EvaluateBatch writes into loss[k] the average loss over s of the
 	// parameter vector xs[k], and into acc[k] the fraction of s it
 	// classifies correctly (NaN if the model is not a [Classifier]).
-	EvaluateBatch(loss, acc []float64, xs [][]float64, s Samples)
-}
-
-// Evaluate returns, for every parameter vector xs[k], the loss error
-// F(xs[k]) - F(x*) and the accuracy over all samples (NaN for models that
-// are not a [Classifier]).
-func (p *Problem) Evaluate(xs [][]float64) (lossErr, acc []float64) {
-	lossErr = make([]float64, len(xs))
-	acc = make([]float64, len(xs))
-	all := p.Data.All()
-	if be, ok := p.Model.(BatchEvaluator); ok {
-		be.EvaluateBatch(lossErr, acc, xs, all)
-	} else {
-		for k, x := range xs {
-			lossErr[k] = AverageLoss(p.Model, x, all)
-			acc[k], _ = Accuracy(p.Model, x, all)
-		}
-	}
-	for k := range lossErr {
-		lossErr[k] -= p.FStar
-	}
-	return lossErr, acc
+	EvaluateBatch(loss, acc []float64, xs [][]float64, s dataset.Samples)
 }
 
 // evalBlock is the number of samples per matrix product in EvaluateBatch:
@@ -46,7 +25,7 @@ const evalBlock = 2048
 // parameter vectors with one matrix product, then the losses and
 // accuracies. The sums run over the samples in order, so the result does
 // not depend on scheduling.
-func (l Logistic) EvaluateBatch(loss, acc []float64, xs [][]float64, s Samples) {
+func (l Logistic) EvaluateBatch(loss, acc []float64, xs [][]float64, s dataset.Samples) {
 	checkSamples(s)
 	K, d, m := len(xs), s.Dim, s.Len()
 	if len(loss) != K || len(acc) != K {
@@ -83,6 +62,3 @@ func (l Logistic) EvaluateBatch(loss, acc []float64, xs [][]float64, s Samples) 
 		acc[k] = float64(correct[k]) / float64(m)
 	}
 }
-
-// nan is the value of metrics that are not available.
-var nan = math.NaN()

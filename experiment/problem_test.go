@@ -1,9 +1,13 @@
-package fedopt
+package experiment
 
 import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 )
 
 // x* and the per-round minimisers have (independently computed) gradients
@@ -11,12 +15,12 @@ import (
 // and no model has a negative loss error.
 func TestNewProblemReferences(t *testing.T) {
 	const n, R, tau, d, l2 = 3, 12, 4, 6, 1e-3
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 5)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: l2})
-	avgGrad := func(x []float64, s Samples) float64 {
+	p := mustProblem(t, ds, model.Logistic{L2: l2})
+	avgGrad := func(x []float64, s dataset.Samples) float64 {
 		g := make([]float64, d)
 		for j := 0; j < s.Len(); j++ {
 			gj := logisticGrad(x, s.Row(j), s.Y[j], l2)
@@ -34,7 +38,7 @@ func TestNewProblemReferences(t *testing.T) {
 			t.Errorf("round %d: (f^r)* = %v > f^r(x*) = %v", r, p.RoundStar[r], p.RoundAtXStar[r])
 		}
 	}
-	tr := mustRun(t, p, Config{Algorithm: Correlated, Eta: 0.1, EtaG: 1, Clip: 1}, gaussNoise(R, d, 0.5, 1))
+	tr := mustRun(t, p, fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1}, gaussNoise(R, d, 0.5, 1))
 	for k, e := range tr.LossError {
 		if e < -1e-12 {
 			t.Errorf("round %d: negative loss error %g", tr.Rounds[k], e)
@@ -48,7 +52,7 @@ func TestNewProblemReferences(t *testing.T) {
 		}
 	}
 	// The results do not depend on the number of workers.
-	q, err := NewProblem(t.Context(), ds, Logistic{L2: l2}, ProblemOptions{Workers: 1})
+	q, err := NewProblem(t.Context(), ds, model.Logistic{L2: l2}, ProblemOptions{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,32 +60,32 @@ func TestNewProblemReferences(t *testing.T) {
 		t.Error("per-round minima depend on the number of workers")
 	}
 	// NoDynamic: the dynamic regret is NaN, the static one is computed.
-	nd, err := NewProblem(t.Context(), ds, Logistic{L2: l2}, ProblemOptions{NoDynamic: true})
+	nd, err := NewProblem(t.Context(), ds, model.Logistic{L2: l2}, ProblemOptions{NoDynamic: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := mustRun(t, nd, Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1}, nil)
+	tn := mustRun(t, nd, fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}, nil)
 	if !math.IsNaN(tn.Regret[1]) || math.IsNaN(tn.StaticRegret[1]) {
 		t.Errorf("NoDynamic: regret %v, static %v", tn.Regret, tn.StaticRegret)
 	}
 }
 
 func TestNewProblemErrors(t *testing.T) {
-	ds, _ := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 2}.Dataset(1, 2, 1, 1)
+	ds, _ := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 2}.Dataset(1, 2, 1, 1)
 	bad := *ds
 	bad.Features = slices.Clone(ds.Features)
 	bad.Features[3] = math.NaN()
-	if _, err := NewProblem(t.Context(), &bad, Logistic{}, ProblemOptions{}); err == nil {
+	if _, err := NewProblem(t.Context(), &bad, model.Logistic{}, ProblemOptions{}); err == nil {
 		t.Error("NaN feature: no error")
 	}
 	short := *ds
 	short.Labels = ds.Labels[:1]
-	if _, err := NewProblem(t.Context(), &short, Logistic{}, ProblemOptions{}); err == nil {
+	if _, err := NewProblem(t.Context(), &short, model.Logistic{}, ProblemOptions{}); err == nil {
 		t.Error("missing label: no error")
 	}
 	// Two separable samples per round and no L2 term: the round minima are
 	// not attained at a tolerance far below rounding.
-	if _, err := NewProblem(t.Context(), ds, Logistic{}, ProblemOptions{RoundTol: 1e-200}); err == nil {
+	if _, err := NewProblem(t.Context(), ds, model.Logistic{}, ProblemOptions{RoundTol: 1e-200}); err == nil {
 		t.Error("unattainable round minimum: no error")
 	}
 }
@@ -91,12 +95,12 @@ func TestNewProblemErrors(t *testing.T) {
 // falls from 0.48 at x^0 = 0 to below 0.03, and the model classifies at
 // least 85% of the samples correctly (x* itself reaches about 89%).
 func TestConvergenceSynthetic(t *testing.T) {
-	ds, err := Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(10, 200, 5, 1)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(10, 200, 5, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := mustProblem(t, ds, Logistic{L2: 1e-4})
-	tr := mustRun(t, p, Config{Algorithm: NonPrivate, Eta: 0.03, EtaG: 1, Clip: 5, EvalEvery: 50}, nil)
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-4})
+	tr := mustRun(t, p, fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.03, EtaG: 1, Clip: 5, EvalEvery: 50}, nil)
 	first, last := tr.LossError[0], tr.LossError[len(tr.LossError)-1]
 	t.Logf("loss error %v", tr.LossError)
 	if first < 0.3 || last > 0.03 {

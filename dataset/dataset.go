@@ -1,4 +1,4 @@
-package fedopt
+package dataset
 
 import (
 	"fmt"
@@ -123,3 +123,16 @@ func (d *Dataset) Epochs(k int) (*Dataset, error) {
 	}
 	return out, nil
 }
+
+// Stream is learner i's stream of clients of a Dataset; it implements
+// fedopt.Stream.
+type Stream struct {
+	d *Dataset
+	i int
+}
+
+// Sample returns sample (i, r, t).
+func (s Stream) Sample(r, t int) ([]float64, float64) { return s.d.Sample(s.i, r, t) }
+
+// Stream returns learner i's stream of clients: sample (i, r, t).
+func (d *Dataset) Stream(i int) Stream { return Stream{d, i} }
