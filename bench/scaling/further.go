@@ -15,8 +15,8 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/figure"
-	"github.com/dpmf/dpmf/linalg"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/npy"
 )
 
 // The "order of magnitude further" section (issue 13): B and C from the
@@ -123,7 +123,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	// the reference, for the ratio) and R = 2000 (the target).
 	for _, r := range furtherGeneralRs {
 		for _, fw := range fileWorkloads(r) {
-			if err := linalg.SaveNPY(filepath.Join(tmp, generalName(fw.File, r)), []int{r, r}, fw.Matrix); err != nil {
+			if err := npy.Save(filepath.Join(tmp, generalName(fw.File, r)), []int{r, r}, fw.Matrix); err != nil {
 				return nil, err
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/npy"
 )
 
 // generalR is the order of the workload files of the general-path target.
@@ -98,7 +98,7 @@ func (res *results) runTargets(ctx context.Context, tmp string, log io.Writer) e
 	cacheDir := filepath.Join(tmp, "cache")
 	// checkB verifies that B.npy was written with r x r entries.
 	checkB := func(r int) []string {
-		a, err := linalg.LoadNPY(bPath)
+		a, err := npy.Load(bPath)
 		if err != nil {
 			return []string{fmt.Sprintf("B.npy not readable: %v", err)}
 		}
@@ -191,7 +191,7 @@ func (res *results) runTargets(ctx context.Context, tmp string, log io.Writer) e
 	// target is measured again at the next larger gap.
 	for _, fw := range fileWorkloads(generalR) {
 		path := filepath.Join(tmp, fw.File)
-		if err := linalg.SaveNPY(path, []int{generalR, generalR}, fw.Matrix); err != nil {
+		if err := npy.Save(path, []int{generalR, generalR}, fw.Matrix); err != nil {
 			return err
 		}
 		for _, t := range generalTols {

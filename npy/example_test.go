@@ -1,4 +1,4 @@
-package linalg_test
+package npy_test
 
 import (
 	"bytes"
@@ -9,13 +9,13 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/npy"
 )
 
-func ExampleWriteNPY() {
+func ExampleWrite() {
 	var buf bytes.Buffer
 	data := []float64{1, 2, 3, 4, 5, 6} // a 2x3 array in row-major order
-	if err := linalg.WriteNPY(&buf, []int{2, 3}, data); err != nil {
+	if err := npy.Write(&buf, []int{2, 3}, data); err != nil {
 		log.Fatal(err)
 	}
 	b := buf.Bytes()
@@ -29,23 +29,23 @@ func ExampleWriteNPY() {
 	// data starts at byte 128, file is 176 bytes
 }
 
-func ExampleReadNPY() {
+func ExampleRead() {
 	var buf bytes.Buffer
-	if err := linalg.WriteNPY(&buf, []int{2, 2}, []float64{1, -2.5, 0, 1e-9}); err != nil {
+	if err := npy.Write(&buf, []int{2, 2}, []float64{1, -2.5, 0, 1e-9}); err != nil {
 		log.Fatal(err)
 	}
-	a, err := linalg.ReadNPY(&buf)
+	a, err := npy.Read(&buf)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(a.Shape, a.Data)
 
 	// Anything but little-endian float64 is rejected with a one-line error.
-	_, err = linalg.ReadNPY(bytes.NewReader([]byte("not an array")))
+	_, err = npy.Read(bytes.NewReader([]byte("not an array")))
 	fmt.Println(err)
 	// Output:
 	// [2 2] [1 -2.5 0 1e-09]
-	// linalg: read .npy: not a .npy file: it does not start with "\x93NUMPY"
+	// npy: read .npy: not a .npy file: it does not start with "\x93NUMPY"
 }
 
 func ExampleSaveDense() {
@@ -62,10 +62,10 @@ func ExampleSaveDense() {
 		7, 8, 9,
 	})
 	// A view of the lower-right 2x2 block; SaveDense copes with its stride.
-	if err := linalg.SaveDense(path, m.Slice(1, 3, 1, 3).(*mat.Dense)); err != nil {
+	if err := npy.SaveDense(path, m.Slice(1, 3, 1, 3).(*mat.Dense)); err != nil {
 		log.Fatal(err)
 	}
-	a, err := linalg.LoadNPY(path)
+	a, err := npy.Load(path)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package linalg
+package npy
 
 import (
 	"bytes"
@@ -136,7 +136,7 @@ func TestWriteNPYGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			withBothByteOrderPaths(t, func(t *testing.T) {
 				var buf bytes.Buffer
-				require.NoError(t, WriteNPY(&buf, tc.shape, tc.data))
+				require.NoError(t, Write(&buf, tc.shape, tc.data))
 				assert.Equal(t, tc.want, buf.Bytes())
 				assert.Zero(t, (len(tc.want)-8*len(tc.data))%64, "test's own header is not 64-aligned")
 			})
@@ -160,7 +160,7 @@ func TestWriteNPYWritesDataInOneCallWithoutCopy(t *testing.T) {
 		data[i] = float64(i)
 	}
 	var w recordingWriter
-	require.NoError(t, WriteNPY(&w, []int{10, 100}, data))
+	require.NoError(t, Write(&w, []int{10, 100}, data))
 	require.Len(t, w.calls, 2)
 	assert.Len(t, w.calls[0], 128)
 	assert.Len(t, w.calls[1], 8000)
@@ -172,19 +172,19 @@ func TestWriteNPYWritesDataInOneCallWithoutCopy(t *testing.T) {
 
 func TestWriteNPYErrors(t *testing.T) {
 	var buf bytes.Buffer
-	err := WriteNPY(&buf, []int{2, 3}, make([]float64, 5))
+	err := Write(&buf, []int{2, 3}, make([]float64, 5))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "(2, 3) holds 6 values, data has 5")
 
-	err = WriteNPY(&buf, []int{-1, 3}, nil)
+	err = Write(&buf, []int{-1, 3}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "negative dimension -1")
 
-	err = WriteNPY(&buf, make([]int, 65), nil)
+	err = Write(&buf, make([]int, 65), nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "65 dimensions")
 
-	err = WriteNPY(&buf, []int{1 << 40, 1 << 40}, nil)
+	err = Write(&buf, []int{1 << 40, 1 << 40}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "too many elements")
 	assert.Zero(t, buf.Len(), "nothing may be written for an invalid shape")
@@ -192,7 +192,7 @@ func TestWriteNPYErrors(t *testing.T) {
 	boom := errors.New("disk full")
 	for fail := range 2 { // fail on the header write, then on the data write
 		w := &failingWriter{okCalls: fail, err: boom}
-		err = WriteNPY(w, []int{2}, []float64{1, 2})
+		err = Write(w, []int{2}, []float64{1, 2})
 		assert.ErrorIs(t, err, boom)
 	}
 }
@@ -249,7 +249,7 @@ func TestNPYRoundTrip(t *testing.T) {
 			}
 			data := randomArrayData(rng, n)
 			var buf bytes.Buffer
-			require.NoError(t, WriteNPY(&buf, shape, data))
+			require.NoError(t, Write(&buf, shape, data))
 			raw := buf.Bytes()
 
 			// The data starts on a 64-byte boundary right after a '\n'.
@@ -264,18 +264,18 @@ func TestNPYRoundTrip(t *testing.T) {
 				"half":     iotest.HalfReader(bytes.NewReader(raw)),
 			}
 			for name, r := range readers {
-				a, err := ReadNPY(r)
+				a, err := Read(r)
 				require.NoError(t, err, "shape %v reader %s", shape, name)
 				assert.Equal(t, shape, a.Shape)
 				requireSameBits(t, data, a.Data)
 			}
 
 			path := filepath.Join(t.TempDir(), "a.npy")
-			require.NoError(t, SaveNPY(path, shape, data))
+			require.NoError(t, Save(path, shape, data))
 			onDisk, err := os.ReadFile(path)
 			require.NoError(t, err)
 			require.Equal(t, raw, onDisk)
-			a, err := LoadNPY(path)
+			a, err := Load(path)
 			require.NoError(t, err)
 			requireSameBits(t, data, a.Data)
 		}
@@ -296,7 +296,7 @@ func TestReadNPYVersions(t *testing.T) {
 			"{'shape': (2, 3), 'descr': '<f8', 'fortran_order': False}",
 			"{\"fortran_order\": False, \"shape\": (2, 3), \"descr\": \"<f8\"}\n",
 		} {
-			a, err := ReadNPY(bytes.NewReader(npyBytes(major, header, data)))
+			a, err := Read(bytes.NewReader(npyBytes(major, header, data)))
 			require.NoError(t, err, "version %d header %q", major, header)
 			assert.Equal(t, []int{2, 3}, a.Shape)
 			assert.Equal(t, []float64{1, 2, 3, 4, 5, 6}, a.Data)
@@ -332,7 +332,7 @@ func TestReadNPYLenientHeaders(t *testing.T) {
 			for i := range vals {
 				vals[i] = float64(i + 1)
 			}
-			a, err := ReadNPY(bytes.NewReader(npyBytes(tc.major, tc.header, le64(vals...))))
+			a, err := Read(bytes.NewReader(npyBytes(tc.major, tc.header, le64(vals...))))
 			require.NoError(t, err)
 			assert.Equal(t, tc.shape, a.Shape)
 			assert.Equal(t, vals, a.Data)
@@ -344,7 +344,7 @@ func TestReadNPYFortranOrder(t *testing.T) {
 	// The 2x3 matrix [[1 2 3] [4 5 6]] stored column by column.
 	header := "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }" + strings.Repeat(" ", 59) + "\n"
 	withBothByteOrderPaths(t, func(t *testing.T) {
-		a, err := ReadNPY(bytes.NewReader(npyBytes(1, header, le64(1, 4, 2, 5, 3, 6))))
+		a, err := Read(bytes.NewReader(npyBytes(1, header, le64(1, 4, 2, 5, 3, 6))))
 		require.NoError(t, err)
 		assert.Equal(t, []int{2, 3}, a.Shape)
 		assert.Equal(t, []float64{1, 2, 3, 4, 5, 6}, a.Data)
@@ -360,7 +360,7 @@ func TestReadNPYFortranOrder(t *testing.T) {
 			}
 		}
 	}
-	a, err := ReadNPY(bytes.NewReader(npyBytes(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3, 4), }", le64(f[:]...))))
+	a, err := Read(bytes.NewReader(npyBytes(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3, 4), }", le64(f[:]...))))
 	require.NoError(t, err)
 	for i := range 2 {
 		for j := range 3 {
@@ -371,10 +371,10 @@ func TestReadNPYFortranOrder(t *testing.T) {
 	}
 
 	// 1-D and empty arrays are the same in both orders.
-	a, err = ReadNPY(bytes.NewReader(npyBytes(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (3,), }", le64(1, 2, 3))))
+	a, err = Read(bytes.NewReader(npyBytes(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (3,), }", le64(1, 2, 3))))
 	require.NoError(t, err)
 	assert.Equal(t, []float64{1, 2, 3}, a.Data)
-	a, err = ReadNPY(bytes.NewReader(npyBytes(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (0, 4), }", nil)))
+	a, err = Read(bytes.NewReader(npyBytes(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (0, 4), }", nil)))
 	require.NoError(t, err)
 	assert.Empty(t, a.Data)
 }
@@ -484,10 +484,10 @@ func TestReadNPYErrors(t *testing.T) {
 
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadNPY(bytes.NewReader(tc.input))
+			_, err := Read(bytes.NewReader(tc.input))
 			require.Error(t, err)
 			msg := err.Error()
-			assert.True(t, strings.HasPrefix(msg, "linalg: read .npy: "), msg)
+			assert.True(t, strings.HasPrefix(msg, "npy: read .npy: "), msg)
 			assert.NotContains(t, msg, "\n", "error must be one line")
 			for _, w := range tc.want {
 				assert.Contains(t, msg, w)
@@ -497,9 +497,9 @@ func TestReadNPYErrors(t *testing.T) {
 			// known file size gives the same diagnosis.
 			path := filepath.Join(t.TempDir(), "bad.npy")
 			require.NoError(t, os.WriteFile(path, tc.input, 0o600))
-			_, err = LoadNPY(path)
+			_, err = Load(path)
 			require.Error(t, err)
-			assert.True(t, strings.HasPrefix(err.Error(), "linalg: load "+path+": "), err.Error())
+			assert.True(t, strings.HasPrefix(err.Error(), "npy: load "+path+": "), err.Error())
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}
@@ -510,17 +510,17 @@ func TestReadNPYErrors(t *testing.T) {
 func TestLoadNPYCountsTrailingBytes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.npy")
 	require.NoError(t, os.WriteFile(path, npyBytes(1, header2x3, le64(1, 2, 3, 4, 5, 6, 7)), 0o600))
-	_, err := LoadNPY(path)
+	_, err := Load(path)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "8 trailing bytes after the 48 bytes of data for shape (2, 3)")
 }
 
 func TestLoadNPYMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.npy")
-	_, err := LoadNPY(path)
+	_, err := Load(path)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	assert.Equal(t, "linalg: load "+path+": no such file or directory", err.Error())
+	assert.Equal(t, "npy: load "+path+": no such file or directory", err.Error())
 }
 
 func TestReadNPYPropagatesReadErrors(t *testing.T) {
@@ -528,7 +528,7 @@ func TestReadNPYPropagatesReadErrors(t *testing.T) {
 	raw := npyBytes(1, header2x3, le64(1, 2, 3, 4, 5, 6))
 	for _, cut := range []int{0, 4, 9, 30, len(raw) - 8, len(raw)} {
 		r := io.MultiReader(bytes.NewReader(raw[:cut]), iotest.ErrReader(boom))
-		_, err := ReadNPY(r)
+		_, err := Read(r)
 		assert.ErrorIs(t, err, boom, "error after %d bytes", cut)
 	}
 }
@@ -546,7 +546,7 @@ func TestReadNPYHugeShapeDoesNotAllocate(t *testing.T) {
 	// 10^12 float64 values would be 8 TB; the input holds 8 bytes of data.
 	raw := npyBytes(1, dictWith("'<f8'", "False", "(1000000000000,)"), le64(1))
 	var err error
-	alloc := allocatedBytes(func() { _, err = ReadNPY(bytes.NewReader(raw)) })
+	alloc := allocatedBytes(func() { _, err = Read(bytes.NewReader(raw)) })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "needs 8000000000000 bytes, got 8")
 	// The first chunk is npyReadChunk values (1 MiB); allow 4 MiB.
@@ -554,7 +554,7 @@ func TestReadNPYHugeShapeDoesNotAllocate(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "huge.npy")
 	require.NoError(t, os.WriteFile(path, raw, 0o600))
-	alloc = allocatedBytes(func() { _, err = LoadNPY(path) })
+	alloc = allocatedBytes(func() { _, err = Load(path) })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "needs 8000000000000 bytes, got 8")
 	assert.Less(t, alloc, uint64(1<<20))
@@ -565,8 +565,8 @@ func TestReadNPYGrowsBuffer(t *testing.T) {
 	n := 3*npyReadChunk + 5
 	data := randomArrayData(rand.New(rand.NewPCG(3, 4)), n)
 	var buf bytes.Buffer
-	require.NoError(t, WriteNPY(&buf, []int{n}, data))
-	a, err := ReadNPY(iotest.HalfReader(&buf))
+	require.NoError(t, Write(&buf, []int{n}, data))
+	a, err := Read(iotest.HalfReader(&buf))
 	require.NoError(t, err)
 	requireSameBits(t, data, a.Data)
 }
@@ -574,7 +574,7 @@ func TestReadNPYGrowsBuffer(t *testing.T) {
 func TestSaveNPYErrors(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a.npy")
-	err := SaveNPY(path, []int{2, 2}, []float64{1, 2, 3})
+	err := Save(path, []int{2, 2}, []float64{1, 2, 3})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), path)
 	assert.Contains(t, err.Error(), "holds 4 values, data has 3")
@@ -583,7 +583,7 @@ func TestSaveNPYErrors(t *testing.T) {
 	assert.Empty(t, entries, "no file may be created for a bad shape")
 
 	missing := filepath.Join(dir, "no", "a.npy")
-	err = SaveNPY(missing, []int{1}, []float64{1})
+	err = Save(missing, []int{1}, []float64{1})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Dir(missing))
 	assert.ErrorIs(t, err, fs.ErrNotExist)
@@ -615,7 +615,7 @@ func TestSaveDense(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.npy")
 			require.NoError(t, SaveDense(path, tc.m))
-			a, err := LoadNPY(path)
+			a, err := Load(path)
 			require.NoError(t, err)
 			assert.Equal(t, tc.shape, a.Shape)
 			assert.Equal(t, tc.want, a.Data)
@@ -663,7 +663,7 @@ func FuzzReadNPY(f *testing.F) {
 			n *= d
 		}
 		var buf bytes.Buffer
-		if err := WriteNPY(&buf, shape, randomArrayData(rng, n)); err != nil {
+		if err := Write(&buf, shape, randomArrayData(rng, n)); err != nil {
 			f.Fatal(err)
 		}
 		f.Add(buf.Bytes())
@@ -675,7 +675,7 @@ func FuzzReadNPY(f *testing.F) {
 	f.Add([]byte("\x93NUMPY\x01\x00"))
 
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := ReadNPY(bytes.NewReader(b))
+		a, err := Read(bytes.NewReader(b))
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)
@@ -687,10 +687,10 @@ func FuzzReadNPY(f *testing.F) {
 			t.Fatalf("accepted shape %v with %d values: %v", a.Shape, len(a.Data), err)
 		}
 		var buf bytes.Buffer
-		if err := WriteNPY(&buf, a.Shape, a.Data); err != nil {
+		if err := Write(&buf, a.Shape, a.Data); err != nil {
 			t.Fatalf("cannot write back accepted array of shape %v: %v", a.Shape, err)
 		}
-		back, err := ReadNPY(&buf)
+		back, err := Read(&buf)
 		if err != nil {
 			t.Fatalf("cannot read back: %v", err)
 		}
@@ -729,7 +729,7 @@ func BenchmarkWriteNPY(b *testing.B) {
 			nativeLittleEndian = path.native
 			b.SetBytes(8 * r * c)
 			for b.Loop() {
-				if err := WriteNPY(io.Discard, []int{r, c}, data); err != nil {
+				if err := Write(io.Discard, []int{r, c}, data); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package linalg
+package npy
 
 import (
 	"encoding/binary"
@@ -47,7 +47,7 @@ const (
 	npyMaxElements = math.MaxInt / 8
 	// npyReadChunk is the number of float64 values allocated up front when
 	// the amount of data available is not known; the buffer then doubles as
-	// data actually arrives, so whatever the header claims, ReadNPY
+	// data actually arrives, so whatever the header claims, Read
 	// allocates at most about max(1 MiB, twice the bytes the reader holds).
 	npyReadChunk = 1 << 17
 )
@@ -73,19 +73,19 @@ type Array struct {
 // the shape. The matrix shares a.Data.
 func (a Array) Dense() (*mat.Dense, error) {
 	if len(a.Shape) != 2 {
-		return nil, fmt.Errorf("linalg: Array.Dense: shape %s is %d-D, want 2-D", shapeString(a.Shape), len(a.Shape))
+		return nil, fmt.Errorf("npy: Array.Dense: shape %s is %d-D, want 2-D", shapeString(a.Shape), len(a.Shape))
 	}
 	if err := checkShape(a.Shape, len(a.Data)); err != nil {
-		return nil, fmt.Errorf("linalg: Array.Dense: %w", err)
+		return nil, fmt.Errorf("npy: Array.Dense: %w", err)
 	}
 	r, c := a.Shape[0], a.Shape[1]
 	if r == 0 || c == 0 {
-		return nil, fmt.Errorf("linalg: Array.Dense: shape %s is empty; a mat.Dense needs at least one row and column", shapeString(a.Shape))
+		return nil, fmt.Errorf("npy: Array.Dense: shape %s is empty; a mat.Dense needs at least one row and column", shapeString(a.Shape))
 	}
 	return mat.NewDense(r, c, a.Data), nil
 }
 
-// WriteNPY writes data with the given shape to w as a .npy file: format
+// Write writes data with the given shape to w as a .npy file: format
 // version 1.0, dtype '<f8', fortran_order False. data is in C order and
 // len(data) must equal the product of shape (1 for an empty shape).
 //
@@ -98,7 +98,7 @@ func (a Array) Dense() (*mat.Dense, error) {
 //
 // The header is written with one Write call and the data with a second one;
 // on little-endian hosts the data is passed to w without being copied.
-func WriteNPY(w io.Writer, shape []int, data []float64) error {
+func Write(w io.Writer, shape []int, data []float64) error {
 	if w == nil {
 		return &ParamError{Param: "w", Want: "a non-nil io.Writer"}
 	}
@@ -126,22 +126,22 @@ func WriteNPY(w io.Writer, shape []int, data []float64) error {
 	return nil
 }
 
-// SaveNPY writes data with the given shape to the file path as WriteNPY
+// Save writes data with the given shape to the file path as Write
 // does. The file is replaced atomically (see internal/atomicfile): on any
 // error an existing file at path is left unchanged and no partial file is
 // left behind. A new file gets permissions 0644 minus the umask; an existing
 // file keeps its permissions. Only a regular file is replaced: a symbolic
 // link, a device, a FIFO or a read-only file at path is an error.
-func SaveNPY(path string, shape []int, data []float64) error {
+func Save(path string, shape []int, data []float64) error {
 	if err := checkShape(shape, len(data)); err != nil {
-		return fmt.Errorf("linalg: save %s: %w", path, err)
+		return fmt.Errorf("npy: save %s: %w", path, err)
 	}
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		return WriteNPY(w, shape, data)
+		return Write(w, shape, data)
 	})
 }
 
-// SaveDense writes m to the file path as a 2-D .npy array, as SaveNPY does.
+// SaveDense writes m to the file path as a 2-D .npy array, as Save does.
 // m may be a view with a row stride larger than its number of columns. An
 // empty (zero-value) matrix is written with shape (0, 0).
 func SaveDense(path string, m *mat.Dense) error {
@@ -161,11 +161,11 @@ func SaveDense(path string, m *mat.Dense) error {
 			copy(data[i*c:(i+1)*c], raw.Data[i*raw.Stride:i*raw.Stride+c])
 		}
 	}
-	return SaveNPY(path, []int{r, c}, data)
+	return Save(path, []int{r, c}, data)
 }
 
-// ReadNPY reads a .npy file holding a float64 array from r, which must hold
-// exactly one file: ReadNPY reads to the end of r and reports any bytes left
+// Read reads a .npy file holding a float64 array from r, which must hold
+// exactly one file: Read reads to the end of r and reports any bytes left
 // after the data as an error.
 //
 // Format versions 1.0, 2.0 and 3.0 are read. The dtype must be '<f8',
@@ -179,11 +179,11 @@ func SaveDense(path string, m *mat.Dense) error {
 // use Python 2 long literals such as 3L in versions 1.0 and 2.0; anything
 // else that is not the literal NumPy would evaluate is an error.
 //
-// ReadNPY never trusts the shape in the header for memory: at most 64
+// Read never trusts the shape in the header for memory: at most 64
 // dimensions, at most math.MaxInt/8 elements, and the data buffer grows as
 // bytes arrive, so a short input claiming a huge shape fails with a
 // "truncated data" error after a small allocation.
-func ReadNPY(r io.Reader) (Array, error) {
+func Read(r io.Reader) (Array, error) {
 	if r == nil {
 		return Array{}, &ParamError{Param: "r", Want: "a non-nil io.Reader"}
 	}
@@ -194,10 +194,10 @@ func ReadNPY(r io.Reader) (Array, error) {
 	return a, nil
 }
 
-// LoadNPY reads the .npy file at path as ReadNPY does. Every error names
+// Load reads the .npy file at path as Read does. Every error names
 // path. Because the file size is known, a header that claims more or less
 // data than the file holds is reported before the data is allocated.
-func LoadNPY(path string) (Array, error) {
+func Load(path string) (Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		var pe *fs.PathError
