@@ -161,7 +161,7 @@ func execute(ctx context.Context, c config, e env) error {
 		bar.Finish()
 	}
 	var pe *accountant.ParamError
-	if errors.As(err, &pe) && pe.Name == "release sensitivity" {
+	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
 		return usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", c.clip, c.learners, pe.Value)
 	}
 	if err != nil {
