@@ -103,7 +103,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 		if err := fr.plot(base); err != nil {
 			return err
 		}
-		cmdLine := strings.Join(append([]string{"go run ./bench/scaling"}, cfg.args...), " ")
+		cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, cfg.args...), " ")
 		plot := filepath.Base(base) + ".svg"
 		if err := replaceFurther(cfg.out, fr.markdown(cmdLine, started, plot)); err != nil {
 			return err
@@ -114,7 +114,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	if cfg.partOnly {
 		started := time.Now()
 		runs := runParticipation(ctx, cfg.reps, log)
-		cmdLine := strings.Join(append([]string{"go run ./bench/scaling"}, cfg.args...), " ")
+		cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, cfg.args...), " ")
 		if err := replaceParticipation(cfg.out, participationMarkdown(runs, cmdLine, started)); err != nil {
 			return err
 		}

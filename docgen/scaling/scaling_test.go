@@ -291,7 +291,7 @@ func TestReplaceParticipation(t *testing.T) {
 			Ref: measurement{R: 2048, Runs: 5, Seconds: 0.2}},
 		{Name: "banded", R: 10000, Target: true, Tol: 1e-8, Participation: "minsep:64", Stopped: true, StoppedGap: 1e-3, StoppedIter: 40, StoppedSecs: 600},
 	}
-	sec := participationMarkdown(runs, "go run ./bench/scaling", time.Unix(0, 0))
+	sec := participationMarkdown(runs, "go run ./docgen/scaling", time.Unix(0, 0))
 	if !strings.Contains(sec, "**PASS**") || !strings.Contains(sec, "**FAIL**") || !strings.Contains(sec, "not certified") {
 		t.Fatalf("section lacks a PASS, a FAIL or the stopped run:\n%s", sec)
 	}

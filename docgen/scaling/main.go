@@ -7,9 +7,9 @@
 //
 // Usage:
 //
-//	go run ./bench/scaling -out docs/scaling.md [-svg FILE] [-quick] [-reps 5]
-//	go run ./bench/scaling -out docs/scaling.md -participation-only
-//	go run ./bench/scaling -out docs/scaling.md -further-only
+//	go run ./docgen/scaling -out docs/scaling.md [-svg FILE] [-quick] [-reps 5]
+//	go run ./docgen/scaling -out docs/scaling.md -participation-only
+//	go run ./docgen/scaling -out docs/scaling.md -further-only
 //
 // It must run inside the dpmf module: it builds cmd/mfsolve and times the
 // binary as a subprocess for the end-to-end targets (through a copy of
@@ -85,10 +85,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.replot, "replot", false, "measure nothing: redraw the figures (-svg, and the streaming figure beside -out) from the tables of the existing -out report")
 	fs.IntVar(&cfg.reps, "reps", 5, "take the median of `N` runs (fewer for slow computations)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: go run ./bench/scaling [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: go run ./docgen/scaling [flags]\n\n"+
 			"Measures dpmf's factorizations against R and writes a Markdown report with a\n"+
 			"log-log plot. Run it from inside the dpmf module.\n\n"+
-			"Example:\n  go run ./bench/scaling -out docs/scaling.md -reps 5\n\nFlags:\n")
+			"Example:\n  go run ./docgen/scaling -out docs/scaling.md -reps 5\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

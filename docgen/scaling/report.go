@@ -70,7 +70,7 @@ func (res *results) markdown(svg string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	m := res.machine
-	cmdLine := strings.Join(append([]string{"go run ./bench/scaling"}, res.cfg.args...), " ")
+	cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, res.cfg.args...), " ")
 
 	p("# Scaling of dpmf's factorizations")
 	p("")
@@ -100,8 +100,8 @@ func (res *results) markdown(svg string) string {
 	p("## Reproduce")
 	p("")
 	p("```sh")
-	p("go run ./bench/scaling -out docs/scaling.md          # this report (%s here)", res.elapsed.Round(time.Minute))
-	p("go run ./bench/scaling -out docs/scaling.md -quick   # without the plain fixed point at R = 800")
+	p("go run ./docgen/scaling -out docs/scaling.md          # this report (%s here)", res.elapsed.Round(time.Minute))
+	p("go run ./docgen/scaling -out docs/scaling.md -quick   # without the plain fixed point at R = 800")
 	p("go test -run '^$' -bench . ./bench/                  # the same measurements as Go benchmarks")
 	p("DPMF_LONG=1 go test -run '^$' -bench PlainDense -timeout 60m ./bench/   # with R = 800")
 	p("```")
@@ -148,7 +148,7 @@ func (res *results) markdown(svg string) string {
 	p("Allocated is the total of `runtime.MemStats.TotalAlloc` during one run; peak heap is the largest growth of the heap's objects (`/memory/classes/heap/objects:bytes`) sampled every 5 ms, so it can miss short peaks.")
 	p("")
 	if len(res.part) > 0 {
-		cmdLine := strings.Join(append([]string{"go run ./bench/scaling"}, res.cfg.args...), " ")
+		cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, res.cfg.args...), " ")
 		b.WriteString(participationMarkdown(res.part, cmdLine, res.started))
 		p("")
 	}
