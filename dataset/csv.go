@@ -36,7 +36,7 @@ func (t *Table) Len() int { return len(t.Labels) }
 func LoadCSV(path string) (*Table, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("fedopt: %w", err)
+		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	defer f.Close()
 	t, err := ReadCSV(f, path)
@@ -94,25 +94,25 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 		}
 		if err != nil {
 			if errors.Is(err, errLongRow) {
-				return nil, fmt.Errorf("fedopt: %s:%d: row longer than %d bytes (no newline?), want at most %d", name, lim.line, MaxCSVLine, MaxCSVLine)
+				return nil, fmt.Errorf("dataset: %s:%d: row longer than %d bytes (no newline?), want at most %d", name, lim.line, MaxCSVLine, MaxCSVLine)
 			}
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				return nil, fmt.Errorf("fedopt: %s:%d: %v", name, pe.Line, pe.Err)
+				return nil, fmt.Errorf("dataset: %s:%d: %v", name, pe.Line, pe.Err)
 			}
-			return nil, fmt.Errorf("fedopt: %s: %w", name, err)
+			return nil, fmt.Errorf("dataset: %s: %w", name, err)
 		}
 		line, _ := cr.FieldPos(0)
 		for k, f := range rec {
 			if len(f) > MaxCSVField {
-				return nil, fmt.Errorf("fedopt: %s:%d: field %d is %d bytes long, want at most %d", name, line, k+1, len(f), MaxCSVField)
+				return nil, fmt.Errorf("dataset: %s:%d: field %d is %d bytes long, want at most %d", name, line, k+1, len(f), MaxCSVField)
 			}
 		}
 		if first {
 			first = false
 			cols = len(rec)
 			if cols < 2 {
-				return nil, fmt.Errorf("fedopt: %s:%d: %d field, want a label and at least one feature", name, line, cols)
+				return nil, fmt.Errorf("dataset: %s:%d: %d field, want a label and at least one feature", name, line, cols)
 			}
 			t.Dim = cols - 1
 			if _, err := strconv.ParseFloat(strings.TrimSpace(rec[0]), 64); err != nil {
@@ -124,10 +124,10 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 			}
 		}
 		if len(rec) != cols {
-			return nil, fmt.Errorf("fedopt: %s:%d: %d fields, want %d (a label and %d features)", name, line, len(rec), cols, t.Dim)
+			return nil, fmt.Errorf("dataset: %s:%d: %d fields, want %d (a label and %d features)", name, line, len(rec), cols, t.Dim)
 		}
 		if len(t.Labels)+len(t.Features)+cols > maxCSVValues {
-			return nil, fmt.Errorf("fedopt: %s:%d: more than %d values (labels and features), want at most %d: the data set is larger than ReadCSV accepts", name, line, maxCSVValues, maxCSVValues)
+			return nil, fmt.Errorf("dataset: %s:%d: more than %d values (labels and features), want at most %d: the data set is larger than ReadCSV accepts", name, line, maxCSVValues, maxCSVValues)
 		}
 		for k, f := range rec {
 			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
@@ -139,7 +139,7 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 						what += fmt.Sprintf(" (%s)", t.Names[k-1])
 					}
 				}
-				return nil, fmt.Errorf("fedopt: %s:%d: %s is %q, want a finite number", name, line, what, f)
+				return nil, fmt.Errorf("dataset: %s:%d: %s is %q, want a finite number", name, line, what, f)
 			}
 			if k == 0 {
 				switch v {
@@ -154,10 +154,10 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 						minusLine = line
 					}
 				default:
-					return nil, fmt.Errorf("fedopt: %s:%d: label is %q, want +1 or -1 (or 1 or 0)", name, line, f)
+					return nil, fmt.Errorf("dataset: %s:%d: label is %q, want +1 or -1 (or 1 or 0)", name, line, f)
 				}
 				if zeroLine != 0 && minusLine != 0 {
-					return nil, fmt.Errorf("fedopt: %s:%d: labels 0 (line %d) and -1 (line %d) both occur, want +1/-1 or 1/0", name, max(zeroLine, minusLine), zeroLine, minusLine)
+					return nil, fmt.Errorf("dataset: %s:%d: labels 0 (line %d) and -1 (line %d) both occur, want +1/-1 or 1/0", name, max(zeroLine, minusLine), zeroLine, minusLine)
 				}
 				t.Labels = append(t.Labels, v)
 				continue
@@ -166,7 +166,7 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 		}
 	}
 	if t.Len() == 0 {
-		return nil, fmt.Errorf("fedopt: %s: no data rows", name)
+		return nil, fmt.Errorf("dataset: %s: no data rows", name)
 	}
 	return t, nil
 }
@@ -286,10 +286,10 @@ func (t *Table) Deal(learners, rounds, tau int, split Split, seed uint64) (*Data
 	}
 	need := ds.Len()
 	if t.Len() < need {
-		return nil, fmt.Errorf("fedopt: %s: %d samples, need learners x rounds x tau = %d x %d x %d = %d", t.Source, t.Len(), learners, rounds, tau, need)
+		return nil, fmt.Errorf("dataset: %s: %d samples, need learners x rounds x tau = %d x %d x %d = %d", t.Source, t.Len(), learners, rounds, tau, need)
 	}
 	if split.Kind == ByFeature && (split.Feature < 0 || split.Feature >= t.Dim) {
-		return nil, fmt.Errorf("fedopt: %s: split by feature %d, want a feature index in [0, %d)", t.Source, split.Feature, t.Dim)
+		return nil, fmt.Errorf("dataset: %s: split by feature %d, want a feature index in [0, %d)", t.Source, split.Feature, t.Dim)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5851f42d4c957f2d))
 	idx := rng.Perm(t.Len())[:need]
@@ -301,7 +301,7 @@ func (t *Table) Deal(learners, rounds, tau int, split Split, seed uint64) (*Data
 	case ByFeature:
 		key = func(j int) float64 { return t.Features[j*t.Dim+split.Feature] }
 	default:
-		return nil, fmt.Errorf("fedopt: unknown split %v", split)
+		return nil, fmt.Errorf("dataset: unknown split %v", split)
 	}
 	if key != nil {
 		slices.SortStableFunc(idx, func(a, b int) int {

@@ -37,7 +37,7 @@ func NewDataset(name string, learners, rounds, tau, dim int) (*Dataset, error) {
 	}
 	n := float64(learners) * float64(rounds) * float64(tau)
 	if n*float64(dim) > 1<<31 {
-		return nil, fmt.Errorf("fedopt: %d x %d x %d samples of dimension %d is too large (more than 2^31 numbers)", learners, rounds, tau, dim)
+		return nil, fmt.Errorf("dataset: %d x %d x %d samples of dimension %d is too large (more than 2^31 numbers)", learners, rounds, tau, dim)
 	}
 	N := learners * rounds * tau
 	return &Dataset{
@@ -78,19 +78,19 @@ func (d *Dataset) Validate() error {
 		return &ParamError{Param: "data", Want: "a Dataset from NewDataset, Table.Deal or Synthetic.Dataset"}
 	}
 	if d.Learners < 1 || d.Rounds < 1 || d.Tau < 1 || d.Dim < 1 {
-		return fmt.Errorf("fedopt: data set %q has shape n = %d, R = %d, tau = %d, d = %d, want all >= 1", d.Name, d.Learners, d.Rounds, d.Tau, d.Dim)
+		return fmt.Errorf("dataset: data set %q has shape n = %d, R = %d, tau = %d, d = %d, want all >= 1", d.Name, d.Learners, d.Rounds, d.Tau, d.Dim)
 	}
 	if len(d.Labels) != d.Len() || len(d.Features) != d.Len()*d.Dim {
-		return fmt.Errorf("fedopt: data set %q has %d labels and %d features, want %d and %d", d.Name, len(d.Labels), len(d.Features), d.Len(), d.Len()*d.Dim)
+		return fmt.Errorf("dataset: data set %q has %d labels and %d features, want %d and %d", d.Name, len(d.Labels), len(d.Features), d.Len(), d.Len()*d.Dim)
 	}
 	for j, v := range d.Features {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("fedopt: data set %q: feature %d of sample %d is %v, want a finite number", d.Name, j%d.Dim, j/d.Dim, v)
+			return fmt.Errorf("dataset: data set %q: feature %d of sample %d is %v, want a finite number", d.Name, j%d.Dim, j/d.Dim, v)
 		}
 	}
 	for j, v := range d.Labels {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("fedopt: data set %q: label of sample %d is %v, want a finite number", d.Name, j, v)
+			return fmt.Errorf("dataset: data set %q: label of sample %d is %v, want a finite number", d.Name, j, v)
 		}
 	}
 	return nil
@@ -103,10 +103,10 @@ func (d *Dataset) Validate() error {
 // samples are copied; k = 1 returns a copy of d.
 func (d *Dataset) Epochs(k int) (*Dataset, error) {
 	if k < 1 {
-		return nil, fmt.Errorf("fedopt: epochs = %d, want >= 1", k)
+		return nil, fmt.Errorf("dataset: epochs = %d, want >= 1", k)
 	}
 	if float64(k)*float64(len(d.Features)) > 1<<31 {
-		return nil, fmt.Errorf("fedopt: %d epochs of %d rounds of dimension %d is too large (more than 2^31 numbers)", k, d.Rounds, d.Dim)
+		return nil, fmt.Errorf("dataset: %d epochs of %d rounds of dimension %d is too large (more than 2^31 numbers)", k, d.Rounds, d.Dim)
 	}
 	out := &Dataset{
 		Name:     d.Name,

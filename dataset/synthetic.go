@@ -43,10 +43,10 @@ func (s Synthetic) dim() int {
 
 func (s Synthetic) validate() error {
 	if !(s.Alpha >= 0) || math.IsInf(s.Alpha, 0) || !(s.Beta >= 0) || math.IsInf(s.Beta, 0) {
-		return fmt.Errorf("fedopt: synthetic(alpha = %v, beta = %v), want finite alpha, beta >= 0", s.Alpha, s.Beta)
+		return fmt.Errorf("dataset: synthetic(alpha = %v, beta = %v), want finite alpha, beta >= 0", s.Alpha, s.Beta)
 	}
 	if s.Dim < 0 {
-		return fmt.Errorf("fedopt: synthetic dimension %d, want >= 1 (or 0 for 60)", s.Dim)
+		return fmt.Errorf("dataset: synthetic dimension %d, want >= 1 (or 0 for 60)", s.Dim)
 	}
 	return nil
 }

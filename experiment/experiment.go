@@ -88,7 +88,7 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 func (e *Experiment) Noise(ctx context.Context, n, R int) (*factorize.Factorization, *fedopt.Privacy, error) {
 	algo := e.Config.Algorithm
 	if !algo.Private() {
-		return nil, nil, fmt.Errorf("fedopt: the %v algorithm adds no noise", algo)
+		return nil, nil, fmt.Errorf("experiment: the %v algorithm adds no noise", algo)
 	}
 	f, err := e.factorization(ctx, R)
 	if err != nil {
@@ -105,7 +105,7 @@ func (e *Experiment) Noise(ctx context.Context, n, R int) (*factorize.Factorizat
 // rounds, with metrics under the experiment's participation.
 func (e *Experiment) factorization(ctx context.Context, R int) (*factorize.Factorization, error) {
 	if err := e.Participation.Validate(R); err != nil {
-		return nil, fmt.Errorf("fedopt: %w", err)
+		return nil, fmt.Errorf("experiment: %w", err)
 	}
 	w, err := factorize.Prefix(R)
 	if err != nil {
@@ -119,7 +119,7 @@ func (e *Experiment) factorization(ctx context.Context, R int) (*factorize.Facto
 			return nil, &ParamError{Param: "factorization", Value: "one without a workload", Want: "a factorization computed by package factorize"}
 		}
 		if !f.Workload.IsPrefix() || f.Workload.R() != R {
-			return nil, fmt.Errorf("fedopt: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
+			return nil, fmt.Errorf("experiment: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
 		}
 		return f.WithParticipation(e.Participation)
 	}
@@ -129,7 +129,7 @@ func (e *Experiment) factorization(ctx context.Context, R int) (*factorize.Facto
 	}
 	f, err := s.Factorize(ctx, w, e.Participation)
 	if err != nil {
-		return nil, fmt.Errorf("fedopt: %s factorization for %d rounds: %w", s.Name(), R, err)
+		return nil, fmt.Errorf("experiment: %s factorization for %d rounds: %w", s.Name(), R, err)
 	}
 	return f, nil
 }

@@ -72,7 +72,7 @@ func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model,
 		return nil, &ParamError{Param: "model", Want: "a Model such as Logistic"}
 	}
 	if p := model.NumParams(data.Dim); p < 1 {
-		return nil, fmt.Errorf("fedopt: model has %d parameters for dimension %d", p, data.Dim)
+		return nil, fmt.Errorf("experiment: model has %d parameters for dimension %d", p, data.Dim)
 	}
 	if opt.Tol == 0 {
 		opt.Tol = DefaultTol
@@ -81,12 +81,12 @@ func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model,
 		opt.RoundTol = DefaultRoundTol
 	}
 	if !(opt.Tol > 0) || !(opt.RoundTol > 0) {
-		return nil, fmt.Errorf("fedopt: tolerances %v and %v, want > 0", opt.Tol, opt.RoundTol)
+		return nil, fmt.Errorf("experiment: tolerances %v and %v, want > 0", opt.Tol, opt.RoundTol)
 	}
 	dim := model.NumParams(data.Dim)
 	p := &Problem{Data: data, Model: model, XStar: make([]float64, dim)}
 	if err := dpmodel.Minimize(ctx, model, p.XStar, make([]float64, dim), data.All(), opt.Tol); err != nil {
-		return nil, fmt.Errorf("fedopt: minimising the loss over all of %s: %w", data.Name, err)
+		return nil, fmt.Errorf("experiment: minimising the loss over all of %s: %w", data.Name, err)
 	}
 	p.FStar = dpmodel.AverageLoss(model, p.XStar, data.All())
 	R := data.Rounds
@@ -113,7 +113,7 @@ func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model,
 			for r := w; r < R; r += workers {
 				s := data.Round(r)
 				if err := dpmodel.Minimize(wctx, model, x, p.XStar, s, opt.RoundTol); err != nil {
-					errs[r] = fmt.Errorf("fedopt: minimising round %d's loss: %w%s", r, err, noDynamicHint(err))
+					errs[r] = fmt.Errorf("experiment: minimising round %d's loss: %w%s", r, err, noDynamicHint(err))
 					cancel()
 					return
 				}

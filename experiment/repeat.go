@@ -81,7 +81,7 @@ func Repeat(ctx context.Context, p *Problem, cfg fedopt.Config, noise NoiseSourc
 		return nil, err
 	}
 	if cfg.Algorithm.Private() != (noise != nil) {
-		return nil, fmt.Errorf("fedopt: the %v algorithm needs a noise source if and only if it is private", cfg.Algorithm)
+		return nil, fmt.Errorf("experiment: the %v algorithm needs a noise source if and only if it is private", cfg.Algorithm)
 	}
 	// Without noise every repetition would compute the same trace.
 	runs := opt.Reps
@@ -116,7 +116,7 @@ func Repeat(ctx context.Context, p *Problem, cfg fedopt.Config, noise NoiseSourc
 				if noise != nil {
 					var err error
 					if m, err = noise(rep); err != nil {
-						errs[rep] = fmt.Errorf("fedopt: noise of repetition %d: %w", rep, err)
+						errs[rep] = fmt.Errorf("experiment: noise of repetition %d: %w", rep, err)
 						cancel()
 						return
 					}
@@ -151,11 +151,11 @@ func Repeat(ctx context.Context, p *Problem, cfg fedopt.Config, noise NoiseSourc
 // their evaluated rounds.
 func Summarize(traces []*Trace) (*Summary, error) {
 	if len(traces) == 0 {
-		return nil, fmt.Errorf("fedopt: no traces to summarise")
+		return nil, fmt.Errorf("experiment: no traces to summarise")
 	}
 	for k, tr := range traces {
 		if tr == nil || !slices.Equal(tr.Rounds, traces[0].Rounds) {
-			return nil, fmt.Errorf("fedopt: trace %d is missing or evaluated at other rounds than trace 0", k)
+			return nil, fmt.Errorf("experiment: trace %d is missing or evaluated at other rounds than trace 0", k)
 		}
 	}
 	return summarize(traces), nil

@@ -121,7 +121,7 @@ func NewEvaluator(p *Problem, cfg fedopt.Config) *Evaluator {
 // Observe takes the released model x^r. Rounds must come in order.
 func (e *Evaluator) Observe(r int, x []float64) error {
 	if r != e.next && e.next != 0 {
-		return fmt.Errorf("fedopt: evaluator observed round %d, want %d", r, e.next)
+		return fmt.Errorf("experiment: evaluator observed round %d, want %d", r, e.next)
 	}
 	e.next = r + 1
 	R := e.p.Data.Rounds

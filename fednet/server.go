@@ -966,7 +966,7 @@ func (s *Server) openError(call string, i, r int) *rejection {
 // trimPrefix drops a library's package prefix from an error message.
 func trimPrefix(err error) string {
 	msg := err.Error()
-	for _, p := range []string{"fedopt: ", "fednet: "} {
+	for _, p := range []string{"fedopt: ", "fednet: ", "dpmf: "} {
 		if len(msg) > len(p) && msg[:len(p)] == p {
 			return msg[len(p):]
 		}

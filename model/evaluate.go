@@ -29,7 +29,7 @@ func (l Logistic) EvaluateBatch(loss, acc []float64, xs [][]float64, s dataset.S
 	checkSamples(s)
 	K, d, m := len(xs), s.Dim, s.Len()
 	if len(loss) != K || len(acc) != K {
-		panic("fedopt: EvaluateBatch: output length differs from the number of models")
+		panic("model: EvaluateBatch: output length differs from the number of models")
 	}
 	if K == 0 {
 		return

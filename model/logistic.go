@@ -91,7 +91,7 @@ func (l Logistic) Minimize(ctx context.Context, dst, x0 []float64, s dataset.Sam
 	checkSamples(s)
 	d, m := s.Dim, s.Len()
 	if len(dst) != d || len(x0) != d {
-		panic(fmt.Sprintf("fedopt: Minimize with len(dst) = %d, len(x0) = %d, dimension %d", len(dst), len(x0), d))
+		panic(fmt.Sprintf("model: Minimize with len(dst) = %d, len(x0) = %d, dimension %d", len(dst), len(x0), d))
 	}
 	x := dst
 	copy(x, x0)
@@ -128,11 +128,11 @@ func (l Logistic) Minimize(ctx context.Context, dst, x0 []float64, s dataset.Sam
 			hr.Data[k*hr.Stride+k] += l.L2
 		}
 		if ok := chol.Factorize(h); !ok {
-			return fmt.Errorf("fedopt: logistic Hessian is singular at iteration %d (L2 = %v); set L2 > 0", iter, l.L2)
+			return fmt.Errorf("model: logistic Hessian is singular at iteration %d (L2 = %v); set L2 > 0", iter, l.L2)
 		}
 		sv := mat.NewVecDense(d, step)
 		if err := chol.SolveVecTo(sv, mat.NewVecDense(d, g)); err != nil {
-			return fmt.Errorf("fedopt: logistic Newton step at iteration %d: %w", iter, err)
+			return fmt.Errorf("model: logistic Newton step at iteration %d: %w", iter, err)
 		}
 		// step = H^{-1} g; move along -step. Armijo: f(x - t step) <=
 		// f(x) - 1e-4 t g.step.
@@ -159,10 +159,10 @@ func (l Logistic) Minimize(ctx context.Context, dst, x0 []float64, s dataset.Sam
 			t /= 2
 		}
 		if !accepted {
-			return fmt.Errorf("fedopt: logistic Newton line search failed with gradient norm %.3g > %.3g", floats.Norm(g, 2), tol)
+			return fmt.Errorf("model: logistic Newton line search failed with gradient norm %.3g > %.3g", floats.Norm(g, 2), tol)
 		}
 	}
-	return fmt.Errorf("fedopt: logistic Newton did not reach gradient norm %.3g in %d iterations (the minimum may not be attained: set L2 > 0)", tol, newtonMaxIter)
+	return fmt.Errorf("model: logistic Newton did not reach gradient norm %.3g in %d iterations (the minimum may not be attained: set L2 > 0)", tol, newtonMaxIter)
 }
 
 // averageLoss is AverageLoss without the interface call.

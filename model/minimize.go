@@ -51,9 +51,11 @@ type LBFGSError struct {
 	tol, lim float64 // tol and the gradient norm it asked for
 }
 
+// Error says where the search stopped and, when the model is known, what
+// to change.
 func (e *LBFGSError) Error() string {
 	var b strings.Builder
-	b.WriteString("fedopt: L-BFGS")
+	b.WriteString("model: L-BFGS")
 	if e.model != "" {
 		fmt.Fprintf(&b, " on model %s", e.model)
 	}
@@ -113,7 +115,7 @@ func LBFGS(ctx context.Context, dst, x0 []float64, f func(x []float64) float64, 
 	case errors.Is(err, optim.ErrMaxIter), errors.Is(err, optim.ErrLineSearch):
 		return &LBFGSError{maxIter: errors.Is(err, optim.ErrMaxIter), res: res, tol: tol, lim: tol * res.Scale}
 	case err != nil && ctx.Err() == nil:
-		return fmt.Errorf("fedopt: L-BFGS: %w", err)
+		return fmt.Errorf("model: L-BFGS: %w", err)
 	}
 	return err
 }

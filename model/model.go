@@ -89,6 +89,6 @@ func Accuracy(m Model, x []float64, s dataset.Samples) (float64, bool) {
 // checkSamples panics if s is inconsistent: a programmer error.
 func checkSamples(s dataset.Samples) {
 	if s.Dim <= 0 || len(s.X) != s.Dim*len(s.Y) {
-		panic(fmt.Sprintf("fedopt: %d features for %d samples of dimension %d", len(s.X), len(s.Y), s.Dim))
+		panic(fmt.Sprintf("model: %d features for %d samples of dimension %d", len(s.X), len(s.Y), s.Dim))
 	}
 }
