@@ -8,8 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 )
 
 // Seeds of the protocol: data sets and noise for tuning are never reported;
@@ -17,10 +20,10 @@ import (
 // to both.
 const (
 	// EvalSeed is the data seed of the reported runs; repetition k draws
-	// its noise with fedopt.RepSeed(EvalSeed, k).
+	// its noise with experiment.RepSeed(EvalSeed, k).
 	EvalSeed uint64 = 1
 	// TuneSeed is the data seed of the tuning runs; repetition k draws its
-	// noise with fedopt.RepSeed(TuneSeed, k).
+	// noise with experiment.RepSeed(TuneSeed, k).
 	TuneSeed uint64 = 1001
 )
 
@@ -84,7 +87,7 @@ func roundSig(x float64, n int) float64 {
 // setting is a data set and model with its sizes.
 type setting struct {
 	data      string // "synthetic" or "cancer"
-	split     fedopt.Split
+	split     dataset.Split
 	n, R, tau int
 	clip, l2  float64
 	evalEvery int
@@ -106,28 +109,28 @@ func synthetic(n, R, tau, evalEvery int) setting {
 // clipping or evaluation stride.
 type problemKey struct {
 	data      string
-	split     fedopt.Split
+	split     dataset.Split
 	n, R, tau int
 	l2        float64
 	seed      uint64
 }
 
 // problem returns the (cached) problem of s with data seed seed.
-func (r *runner) problem(ctx context.Context, s setting, seed uint64) (*fedopt.Problem, error) {
+func (r *runner) problem(ctx context.Context, s setting, seed uint64) (*experiment.Problem, error) {
 	key := problemKey{s.data, s.split, s.n, s.R, s.tau, s.l2, seed}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.problems[key]; ok {
 		return p, nil
 	}
-	var ds *fedopt.Dataset
+	var ds *dataset.Dataset
 	var err error
 	switch s.data {
 	case "synthetic":
-		ds, err = fedopt.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(s.n, s.R, s.tau, seed)
+		ds, err = dataset.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(s.n, s.R, s.tau, seed)
 	case "cancer":
-		var t *fedopt.Table
-		t, err = fedopt.LoadCSV(filepath.Join(r.root, "testdata", "breast_cancer.csv"))
+		var t *dataset.Table
+		t, err = dataset.LoadCSV(filepath.Join(r.root, "testdata", "breast_cancer.csv"))
 		if err == nil {
 			ds, err = t.Deal(s.n, s.R, s.tau, s.split, seed)
 		}
@@ -137,7 +140,7 @@ func (r *runner) problem(ctx context.Context, s setting, seed uint64) (*fedopt.P
 	if err != nil {
 		return nil, err
 	}
-	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: s.l2}, fedopt.ProblemOptions{NoDynamic: true})
+	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: s.l2}, experiment.ProblemOptions{NoDynamic: true})
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +230,7 @@ func (j job) units() int64 {
 
 // exp runs the job. In the dry pass it only counts the work and returns a
 // result of the right shape.
-func (r *runner) exp(ctx context.Context, j job) (*fedopt.Result, error) {
+func (r *runner) exp(ctx context.Context, j job) (*experiment.Result, error) {
 	if r.dry {
 		r.units.Add(j.units())
 		return dryResult(j), nil
@@ -236,10 +239,10 @@ func (r *runner) exp(ctx context.Context, j job) (*fedopt.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := fedopt.Experiment{
+	e := experiment.Experiment{
 		Problem: p, Config: j.config(),
 		Calibration: j.cal, Eps: j.eps, Delta: delta,
-		Repeat: fedopt.RepeatOptions{Reps: j.reps, Workers: r.opt.Workers, Progress: func(int, int) { r.progress(int64(j.s.n * j.s.tau)) }},
+		Repeat: experiment.RepeatOptions{Reps: j.reps, Workers: r.opt.Workers, Progress: func(int, int) { r.progress(int64(j.s.n * j.s.tau)) }},
 		Seed:   j.seed,
 	}
 	if j.algo == fedopt.Correlated || j.algo == fedopt.BaselineCorrelated {
@@ -251,7 +254,7 @@ func (r *runner) exp(ctx context.Context, j job) (*fedopt.Result, error) {
 }
 
 // dryResult is a stand-in result for the dry pass.
-func dryResult(j job) *fedopt.Result {
+func dryResult(j job) *experiment.Result {
 	every := j.s.evalEvery
 	if j.final {
 		every = tailEvery(j.s.R)
@@ -265,9 +268,9 @@ func dryResult(j job) *fedopt.Result {
 	for k := range ones {
 		ones[k] = 1
 	}
-	tr := &fedopt.Trace{Rounds: rounds, LossError: ones, Accuracy: ones}
-	s := &fedopt.Summary{Rounds: rounds, LossErrorMean: ones, LossErrorStd: ones, AccuracyMean: ones, RegretMean: ones, RegretStd: ones, Traces: []*fedopt.Trace{tr}}
-	res := &fedopt.Result{Summary: s}
+	tr := &experiment.Trace{Rounds: rounds, LossError: ones, Accuracy: ones}
+	s := &experiment.Summary{Rounds: rounds, LossErrorMean: ones, LossErrorStd: ones, AccuracyMean: ones, RegretMean: ones, RegretStd: ones, Traces: []*experiment.Trace{tr}}
+	res := &experiment.Result{Summary: s}
 	if j.algo.Private() {
 		res.Privacy = &fedopt.Privacy{Gamma: 1}
 		res.Privacy.NoiseStd = 1
@@ -323,7 +326,7 @@ func (r *runner) tune(ctx context.Context, j job) (*tuning, error) {
 
 // evaluate tunes j's step and runs it on the evaluation data set with
 // r.sc.reps repetitions.
-func (r *runner) evaluate(ctx context.Context, j job) (*fedopt.Result, *tuning, error) {
+func (r *runner) evaluate(ctx context.Context, j job) (*experiment.Result, *tuning, error) {
 	t, err := r.tune(ctx, j)
 	if err != nil {
 		return nil, nil, err
@@ -347,7 +350,7 @@ func tailEvery(R int) int { return max(R/10, 1) }
 // repetition shares, so a criterion at round R alone would reward steps
 // that happen to suit the last round's data. A non-finite value (a
 // diverged run) gives +Inf.
-func tailLoss(s *fedopt.Summary) (mean, std float64) {
+func tailLoss(s *experiment.Summary) (mean, std float64) {
 	R := s.Rounds[len(s.Rounds)-1]
 	var xs []float64
 	for _, tr := range s.Traces {
@@ -369,7 +372,7 @@ func tailLoss(s *fedopt.Summary) (mean, std float64) {
 
 // finalLoss returns the mean and standard deviation of the final loss
 // error; a non-finite value (a diverged run) gives +Inf.
-func finalLoss(s *fedopt.Summary) (mean, std float64) {
+func finalLoss(s *experiment.Summary) (mean, std float64) {
 	m, sd, _, _ := s.Final()
 	if math.IsNaN(m) || math.IsInf(m, 0) {
 		return math.Inf(1), math.NaN()
@@ -379,7 +382,7 @@ func finalLoss(s *fedopt.Summary) (mean, std float64) {
 
 // finalAccuracy returns the mean and standard deviation over repetitions of
 // the final accuracy.
-func finalAccuracy(s *fedopt.Summary) (mean, std float64) {
+func finalAccuracy(s *experiment.Summary) (mean, std float64) {
 	var xs []float64
 	for _, tr := range s.Traces {
 		xs = append(xs, tr.Accuracy[len(tr.Accuracy)-1])

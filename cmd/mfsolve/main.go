@@ -18,7 +18,7 @@ import (
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/param"
 	"github.com/dpmf/dpmf/internal/progress"
-	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/npy"
 )
 
 // Exit statuses, shared by dpmf's commands.
@@ -264,9 +264,9 @@ func solve(ctx context.Context, cfg config, e env) error {
 
 // loadWorkload reads a workload matrix from a .npy file.
 func loadWorkload(path string) (*factorize.Workload, error) {
-	a, err := linalg.LoadNPY(path)
+	a, err := npy.Load(path)
 	if err != nil {
-		var fe *linalg.FileError
+		var fe *npy.FileError
 		if errors.As(err, &fe) {
 			return nil, fmt.Errorf("-workload %s: %v", path, fe.Err)
 		}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/testutil"
-	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/npy"
 )
 
 // testMemory is the available memory the tests pretend to have.
@@ -360,7 +360,7 @@ func TestWorkloadFile(t *testing.T) {
 // loadDense reads a .npy file written by mfsolve.
 func loadDense(t *testing.T, path string) *mat.Dense {
 	t.Helper()
-	a, err := linalg.LoadNPY(path)
+	a, err := npy.Load(path)
 	require.NoError(t, err)
 	m, err := a.Dense()
 	require.NoError(t, err)

@@ -14,8 +14,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/linalg"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/npy"
 )
 
 func TestCalibrationUsageErrors(t *testing.T) {
@@ -93,10 +93,10 @@ func TestNoiseMatchesC(t *testing.T) {
 		zPath, cPath := filepath.Join(dir, s+"Z.npy"), filepath.Join(dir, s+"C.npy")
 		res := runT(t, "-R", "6", "-strategy", s, "-noise", zPath, "-dim", "40000", "-std", "0.7", "-seed", "3", "-C", cPath, "-no-cache")
 		require.Equal(t, exitOK, res.code, res.stderr)
-		za, err := linalg.LoadNPY(zPath)
+		za, err := npy.Load(zPath)
 		require.NoError(t, err)
 		require.Equal(t, []int{r, d}, za.Shape)
-		ca, err := linalg.LoadNPY(cPath)
+		ca, err := npy.Load(cPath)
 		require.NoError(t, err)
 		z, _ := za.Dense()
 		c, _ := ca.Dense()
@@ -120,8 +120,8 @@ func TestNoiseMatchesC(t *testing.T) {
 		res := runT(t, "-R", "5", "-noise", p, "-dim", "4", "-seed", "9", "-eps", "1", "-delta", "1e-5", "-no-cache")
 		require.Equal(t, exitOK, res.code, res.stderr)
 	}
-	x, _ := linalg.LoadNPY(a)
-	y, _ := linalg.LoadNPY(b)
+	x, _ := npy.Load(a)
+	y, _ := npy.Load(b)
 	assert.Equal(t, x.Data, y.Data)
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
@@ -23,7 +24,7 @@ type config struct {
 	algo        fedopt.Algorithm
 	strategy    string
 	data        dataSpec
-	split       fedopt.Split
+	split       dataset.Split
 	learners    int
 	tau         int
 	rounds      int
@@ -183,7 +184,7 @@ func parseArgs(args []string) (config, error) {
 	if c.data.file != "" && set["dim"] {
 		return c, usagef("-dim applies to synthetic data only (a CSV file sets d)")
 	}
-	if c.split, err = fedopt.ParseSplit(split); err != nil {
+	if c.split, err = dataset.ParseSplit(split); err != nil {
 		return c, usagef("-split %q: want iid, label or feature:K", split)
 	}
 	if c.data.file == "" && set["split"] {
