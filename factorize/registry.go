@@ -62,6 +62,15 @@ type StrategyInfo struct {
 	setLossOnly func(s Strategy, on bool) Strategy
 	// isLossOnly reports whether s forms no B and C.
 	isLossOnly func(s Strategy) bool
+	// setProgress returns s reporting its solver's progress to fn; nil
+	// for a strategy without an iterative solver that reports it.
+	setProgress func(s Strategy, fn func(Progress)) Strategy
+	// checkUnder returns an error if a setting of s would be ignored
+	// under p; nil for a strategy whose settings all apply everywhere.
+	checkUnder func(s Strategy, p Participation) error
+	// cBands returns the number of bands of the C that s forms; nil for a
+	// strategy whose C is not banded with a set number of bands.
+	cBands func(s Strategy) int
 }
 
 // LossOnlyUnder reports whether the strategy can compute its metrics
@@ -98,195 +107,222 @@ func bandsSetting(doc string) Setting {
 	return Setting{Name: "bands", Type: "int", Default: "16, or B under minsep:B if smaller", Doc: doc}
 }
 
-// registry lists the strategies in the order of [Strategies].
-var registry = []StrategyInfo{
-	{
-		Name: StrategyIdentity, Doc: "C = I: independent noise each round",
-		fresh:         func() any { return &IdentityStrategy{} },
-		streamVectors: func(Strategy, int) int { return 0 },
-		// The factors and a copy of A.
-		solveBytes: func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) + 8*float64(r)*float64(r) },
-	},
-	{
-		Name: StrategyTree, Doc: "binary-tree aggregation",
-		fresh:         func() any { return &TreeStrategy{} },
-		streamVectors: func(_ Strategy, r int) int { return max(0, bits.Len(uint(r))-1) },
-		solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, treeRows(r)) },
-	},
-	{
-		Name: StrategySqrt, Doc: "the square root of the prefix-sum matrix (Toeplitz)", KeepsPastRows: true,
-		fresh:         func() any { return &SqrtStrategy{} },
-		streamVectors: func(_ Strategy, r int) int { return r },
-		solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
-	},
-	{
-		Name: StrategySqrtNormalized, Doc: "the square root of the prefix-sum matrix with unit column norms", KeepsPastRows: true,
-		fresh:         func() any { return &SqrtStrategy{Normalized: true} },
-		streamVectors: func(_ Strategy, r int) int { return r },
-		solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
-	},
-	{
-		Name: StrategyBanded, Doc: "a lower-triangular C with few bands: certified optimal under minsep, a Toeplitz fit otherwise",
-		Settings: []Setting{
-			bandsSetting("number of bands of C"),
-			{Name: "tol", Type: "float", Default: "1e-08", Doc: docTol + " (minsep only)"},
-			{Name: "max-iter", Type: "int", Default: "20000", Doc: docMaxIter + " (minsep only)"},
+// registry lists the strategies in the order of [Strategies] (set by init:
+// its entries refer to the functions that read it).
+var registry []StrategyInfo
+
+func init() { registry = strategies() }
+
+// strategies returns the registry's entries.
+func strategies() []StrategyInfo {
+	return []StrategyInfo{
+		{
+			Name: StrategyIdentity, Doc: "C = I: independent noise each round",
+			fresh:         func() any { return &IdentityStrategy{} },
+			streamVectors: func(Strategy, int) int { return 0 },
+			// The factors and a copy of A.
+			solveBytes: func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) + 8*float64(r)*float64(r) },
 		},
-		fresh: func() any { return &BandedStrategy{} },
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BandedStrategy).Bands }, lo: 1},
-			{ptr: func(p any) any { return &p.(*BandedStrategy).Tol }},
-			{ptr: func(p any) any { return &p.(*BandedStrategy).MaxIter }, lo: 1},
+		{
+			Name: StrategyTree, Doc: "binary-tree aggregation",
+			fresh:         func() any { return &TreeStrategy{} },
+			streamVectors: func(_ Strategy, r int) int { return max(0, bits.Len(uint(r))-1) },
+			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, treeRows(r)) },
 		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedStrategy).Bands), r) - 1 },
-	},
-	{
-		Name: StrategyBSR, Doc: "the banded square root with unit column norms",
-		Settings: []Setting{bandsSetting("number of bands of C")},
-		fresh:    func() any { return &BSRStrategy{} },
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BSRStrategy).Bands }, lo: 1},
+		{
+			Name: StrategySqrt, Doc: "the square root of the prefix-sum matrix (Toeplitz)", KeepsPastRows: true,
+			fresh:         func() any { return &SqrtStrategy{} },
+			streamVectors: func(_ Strategy, r int) int { return r },
+			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
 		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BSRStrategy).Bands), r) - 1 },
-	},
-	{
-		Name: StrategyBandedToeplitz, Doc: "a banded Toeplitz C optimised for the participation",
-		Settings: []Setting{bandsSetting("number of bands of C")},
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		fresh:    func() any { return &BandedToeplitzStrategy{} },
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BandedToeplitzStrategy).Bands }, lo: 1},
+		{
+			Name: StrategySqrtNormalized, Doc: "the square root of the prefix-sum matrix with unit column norms", KeepsPastRows: true,
+			fresh:         func() any { return &SqrtStrategy{Normalized: true} },
+			streamVectors: func(_ Strategy, r int) int { return r },
+			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
 		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedToeplitzStrategy).Bands), r) - 1 },
-		setLossOnly: func(s Strategy, on bool) Strategy {
-			t := s.(BandedToeplitzStrategy)
-			t.LossOnly = on
-			return t
+		{
+			Name: StrategyBanded, Doc: "a lower-triangular C with few bands: certified optimal under minsep, a Toeplitz fit otherwise",
+			Settings: []Setting{
+				bandsSetting("number of bands of C"),
+				{Name: "tol", Type: "float", Default: "1e-08", Doc: docTol + " (minsep only)"},
+				{Name: "max-iter", Type: "int", Default: "20000", Doc: docMaxIter + " (minsep only)"},
+			},
+			fresh:  func() any { return &BandedStrategy{} },
+			cBands: func(s Strategy) int { return bandsOrDefault(s.(BandedStrategy).Bands) },
+			checkUnder: func(s Strategy, p Participation) error {
+				if b := s.(BandedStrategy); (b.Tol != 0 || b.MaxIter != 0) && p.Kind != KindMinSep {
+					// The settings of the certified solver would be ignored.
+					return &ParamError{Param: "strategy", Value: strconv.Quote(b.Spec()), Want: fmt.Sprintf("tol and max-iter only under participation minsep:B, where banded runs its certified solver, not %v", p)}
+				}
+				return nil
+			},
+			fields: []field{
+				{ptr: func(p any) any { return &p.(*BandedStrategy).Bands }, lo: 1},
+				{ptr: func(p any) any { return &p.(*BandedStrategy).Tol }},
+				{ptr: func(p any) any { return &p.(*BandedStrategy).MaxIter }, lo: 1},
+			},
+			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedStrategy).Bands), r) - 1 },
 		},
-		isLossOnly: func(s Strategy) bool { return s.(BandedToeplitzStrategy).LossOnly },
-	},
-	{
-		Name: StrategyBISR, Doc: "the banded inverse square root: C^{-1} with p coefficients",
-		Settings: []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}},
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		fresh:    func() any { return &BISRStrategy{} },
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BISRStrategy).Bands }, lo: 1},
+		{
+			Name: StrategyBSR, Doc: "the banded square root with unit column norms",
+			Settings: []Setting{bandsSetting("number of bands of C")},
+			fresh:    func() any { return &BSRStrategy{} },
+			cBands:   func(s Strategy) int { return bandsOrDefault(s.(BSRStrategy).Bands) },
+			fields: []field{
+				{ptr: func(p any) any { return &p.(*BSRStrategy).Bands }, lo: 1},
+			},
+			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BSRStrategy).Bands), r) - 1 },
 		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BISRStrategy).Bands), r) - 1 },
-		setLossOnly: func(s Strategy, on bool) Strategy {
-			t := s.(BISRStrategy)
-			t.LossOnly = on
-			return t
+		{
+			Name: StrategyBandedToeplitz, Doc: "a banded Toeplitz C optimised for the participation",
+			Settings: []Setting{bandsSetting("number of bands of C")},
+			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+			fresh:    func() any { return &BandedToeplitzStrategy{} },
+			fields: []field{
+				{ptr: func(p any) any { return &p.(*BandedToeplitzStrategy).Bands }, lo: 1},
+			},
+			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedToeplitzStrategy).Bands), r) - 1 },
+			setLossOnly: func(s Strategy, on bool) Strategy {
+				t := s.(BandedToeplitzStrategy)
+				t.LossOnly = on
+				return t
+			},
+			isLossOnly: func(s Strategy) bool { return s.(BandedToeplitzStrategy).LossOnly },
 		},
-		isLossOnly: func(s Strategy) bool { return s.(BISRStrategy).LossOnly },
-	},
-	{
-		Name: StrategyBandInv, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
-		Settings: []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}},
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		fresh:    func() any { return &BandInvStrategy{} },
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BandInvStrategy).Bands }, lo: 1},
+		{
+			Name: StrategyBISR, Doc: "the banded inverse square root: C^{-1} with p coefficients",
+			Settings: []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}},
+			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+			fresh:    func() any { return &BISRStrategy{} },
+			fields: []field{
+				{ptr: func(p any) any { return &p.(*BISRStrategy).Bands }, lo: 1},
+			},
+			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BISRStrategy).Bands), r) - 1 },
+			setLossOnly: func(s Strategy, on bool) Strategy {
+				t := s.(BISRStrategy)
+				t.LossOnly = on
+				return t
+			},
+			isLossOnly: func(s Strategy) bool { return s.(BISRStrategy).LossOnly },
 		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandInvStrategy).Bands), r) - 1 },
-		setLossOnly: func(s Strategy, on bool) Strategy {
-			t := s.(BandInvStrategy)
-			t.LossOnly = on
-			return t
+		{
+			Name: StrategyBandInv, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
+			Settings: []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}},
+			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+			fresh:    func() any { return &BandInvStrategy{} },
+			fields: []field{
+				{ptr: func(p any) any { return &p.(*BandInvStrategy).Bands }, lo: 1},
+			},
+			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandInvStrategy).Bands), r) - 1 },
+			setLossOnly: func(s Strategy, on bool) Strategy {
+				t := s.(BandInvStrategy)
+				t.LossOnly = on
+				return t
+			},
+			isLossOnly: func(s Strategy) bool { return s.(BandInvStrategy).LossOnly },
 		},
-		isLossOnly: func(s Strategy) bool { return s.(BandInvStrategy).LossOnly },
-	},
-	{
-		Name: StrategyBLT, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
-		Settings: []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
-		fresh:    func() any { return &BLTStrategy{} },
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1},
+		{
+			Name: StrategyBLT, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
+			Settings: []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
+			fresh:    func() any { return &BLTStrategy{} },
+			fields: []field{
+				{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1},
+			},
+			streamVectors: func(s Strategy, _ int) int {
+				if k := s.(BLTStrategy).Buffers; k > 0 {
+					return k
+				}
+				return DefaultBuffers
+			},
 		},
-		streamVectors: func(s Strategy, _ int) int {
-			if k := s.(BLTStrategy).Buffers; k > 0 {
-				return k
-			}
-			return DefaultBuffers
+		{
+			Name: StrategySemisep, Doc: "the optimum's semiseparable structure with K state vectors",
+			Settings: []Setting{
+				{Name: "buffers", Type: "int", Default: "the fewest within max-excess of the optimum", Doc: fmt.Sprintf("number K of state vectors (at most %d)", MaxSemisepBuffers)},
+				{Name: "max-excess", Type: "float", Default: strconv.FormatFloat(DefaultMaxExcess, 'g', -1, 64), Doc: "relative excess over the optimal loss allowed when choosing K"},
+				{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
+				{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
+			},
+			lossOnly: []ParticipationKind{KindSingle},
+			fresh:    func() any { return &SemisepStrategy{} },
+			fields: []field{
+				{ptr: func(p any) any { return &p.(*SemisepStrategy).Buffers }, lo: 1, hi: MaxSemisepBuffers},
+				{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxExcess }},
+				{ptr: func(p any) any { return &p.(*SemisepStrategy).Tol }},
+				{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxIter }, lo: 1},
+			},
+			streamVectors: func(s Strategy, _ int) int {
+				if k := s.(SemisepStrategy).Buffers; k > 0 {
+					return k
+				}
+				return MaxSemisepBuffers
+			},
+			solveBytes: func(s Strategy, r int, _ bool) float64 {
+				// The optimal solver's O(R) vectors, then the generators
+				// (3 R K floats, K <= MaxSemisepBuffers) and the factors if
+				// formed.
+				need := 8 * float64(lossOnlyFloatsPerRound+3*MaxSemisepBuffers) * float64(r)
+				if s.(SemisepStrategy).Factors {
+					need += factorBytes(r, r)
+				}
+				return need
+			},
+			setLossOnly: func(s Strategy, on bool) Strategy {
+				t := s.(SemisepStrategy)
+				t.Factors = !on
+				return t
+			},
+			isLossOnly: func(s Strategy) bool { return !s.(SemisepStrategy).Factors },
+			setProgress: func(s Strategy, fn func(Progress)) Strategy {
+				t := s.(SemisepStrategy)
+				t.Progress = fn
+				return t
+			},
 		},
-	},
-	{
-		Name: StrategySemisep, Doc: "the optimum's semiseparable structure with K state vectors",
-		Settings: []Setting{
-			{Name: "buffers", Type: "int", Default: "the fewest within max-excess of the optimum", Doc: fmt.Sprintf("number K of state vectors (at most %d)", MaxSemisepBuffers)},
-			{Name: "max-excess", Type: "float", Default: strconv.FormatFloat(DefaultMaxExcess, 'g', -1, 64), Doc: "relative excess over the optimal loss allowed when choosing K"},
-			{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
-			{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
+		{
+			Name: StrategyOptimal, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)", KeepsPastRows: true,
+			Settings: []Setting{
+				{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
+				{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
+				{Name: "path", Type: "auto|structured|dense", Default: "auto", Doc: "structured (workloads with a banded inverse: O(R) per iteration) or dense (any workload: O(R^3) per iteration)"},
+			},
+			lossOnly: []ParticipationKind{KindSingle},
+			fresh:    func() any { return &OptimalStrategy{} },
+			fields: []field{
+				{ptr: func(p any) any { return &p.(*OptimalStrategy).Tol }},
+				{ptr: func(p any) any { return &p.(*OptimalStrategy).MaxIter }, lo: 1},
+				{ptr: func(p any) any { return &p.(*OptimalStrategy).Method }},
+			},
+			// The dense mechanism keeps (or regenerates) the R past rows.
+			streamVectors: func(_ Strategy, r int) int { return r },
+			solveBytes: func(s Strategy, r int, bandedInverse bool) float64 {
+				o := s.(OptimalStrategy)
+				rf := float64(r)
+				bandedInverse = bandedInverse && o.Method != Dense
+				switch {
+				case o.LossOnly && bandedInverse:
+					return 8 * lossOnlyFloatsPerRound * rf
+				case o.LossOnly:
+					// S, M and its reduction, two R x R work matrices and
+					// the workload.
+					return 8 * 6 * rf * rf
+				}
+				return denseSolveBytes(r)
+			},
+			setLossOnly: func(s Strategy, on bool) Strategy {
+				t := s.(OptimalStrategy)
+				t.LossOnly = on
+				return t
+			},
+			isLossOnly: func(s Strategy) bool { return s.(OptimalStrategy).LossOnly },
+			setProgress: func(s Strategy, fn func(Progress)) Strategy {
+				t := s.(OptimalStrategy)
+				t.Progress = fn
+				return t
+			},
 		},
-		lossOnly: []ParticipationKind{KindSingle},
-		fresh:    func() any { return &SemisepStrategy{} },
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*SemisepStrategy).Buffers }, lo: 1, hi: MaxSemisepBuffers},
-			{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxExcess }},
-			{ptr: func(p any) any { return &p.(*SemisepStrategy).Tol }},
-			{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxIter }, lo: 1},
-		},
-		streamVectors: func(s Strategy, _ int) int {
-			if k := s.(SemisepStrategy).Buffers; k > 0 {
-				return k
-			}
-			return MaxSemisepBuffers
-		},
-		solveBytes: func(s Strategy, r int, _ bool) float64 {
-			// The optimal solver's O(R) vectors, then the generators
-			// (3 R K floats, K <= MaxSemisepBuffers) and the factors if
-			// formed.
-			need := 8 * float64(lossOnlyFloatsPerRound+3*MaxSemisepBuffers) * float64(r)
-			if s.(SemisepStrategy).Factors {
-				need += factorBytes(r, r)
-			}
-			return need
-		},
-		setLossOnly: func(s Strategy, on bool) Strategy {
-			t := s.(SemisepStrategy)
-			t.Factors = !on
-			return t
-		},
-		isLossOnly: func(s Strategy) bool { return !s.(SemisepStrategy).Factors },
-	},
-	{
-		Name: StrategyOptimal, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)", KeepsPastRows: true,
-		Settings: []Setting{
-			{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
-			{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
-			{Name: "path", Type: "auto|structured|dense", Default: "auto", Doc: "structured (workloads with a banded inverse: O(R) per iteration) or dense (any workload: O(R^3) per iteration)"},
-		},
-		lossOnly: []ParticipationKind{KindSingle},
-		fresh:    func() any { return &OptimalStrategy{} },
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*OptimalStrategy).Tol }},
-			{ptr: func(p any) any { return &p.(*OptimalStrategy).MaxIter }, lo: 1},
-			{ptr: func(p any) any { return &p.(*OptimalStrategy).Method }},
-		},
-		// The dense mechanism keeps (or regenerates) the R past rows.
-		streamVectors: func(_ Strategy, r int) int { return r },
-		solveBytes: func(s Strategy, r int, bandedInverse bool) float64 {
-			o := s.(OptimalStrategy)
-			rf := float64(r)
-			bandedInverse = bandedInverse && o.Method != Dense
-			switch {
-			case o.LossOnly && bandedInverse:
-				return 8 * lossOnlyFloatsPerRound * rf
-			case o.LossOnly:
-				// S, M and its reduction, two R x R work matrices and
-				// the workload.
-				return 8 * 6 * rf * rf
-			}
-			return denseSolveBytes(r)
-		},
-		setLossOnly: func(s Strategy, on bool) Strategy {
-			t := s.(OptimalStrategy)
-			t.LossOnly = on
-			return t
-		},
-		isLossOnly: func(s Strategy) bool { return s.(OptimalStrategy).LossOnly },
-	},
+	}
 }
 
 // lossOnlyFloatsPerRound bounds the float64 vectors of length R that the
@@ -631,4 +667,61 @@ func WithLossOnly(s Strategy, on bool) (Strategy, error) {
 		name = s.Name()
 	}
 	return nil, &ParamError{Param: "loss-only", Value: "strategy " + name, Want: "one of " + strings.Join(have, ", ")}
+}
+
+// WithProgress returns s reporting the progress of its iterative solver
+// (optimal, semiseparable) to fn after every iteration; other strategies
+// are returned as they are.
+func WithProgress(s Strategy, fn func(Progress)) Strategy {
+	if i, ok := info(s); ok && i.setProgress != nil {
+		return i.setProgress(s, fn)
+	}
+	return s
+}
+
+// CBands returns the number of bands of the lower-triangular C that s
+// forms (its bands setting, or [DefaultBands] for the default), for the
+// strategies whose C has a set number of bands (banded, bsr); ok is false
+// for the others.
+func CBands(s Strategy) (bands int, ok bool) {
+	if i, found := info(s); found && i.cBands != nil {
+		return i.cBands(s), true
+	}
+	return 0, false
+}
+
+// WithSetting returns s with its setting key set to value, as
+// ParseStrategy reads it (for example a rerun's tolerance); an error if
+// s's strategy does not take the setting or the value is not valid for it.
+// Loss-only is kept; a progress callback is not.
+func WithSetting(s Strategy, key, value string) (Strategy, error) {
+	if s == nil {
+		return nil, &ParamError{Param: "strategy", Want: "a registered strategy"}
+	}
+	name, rest, _ := strings.Cut(s.Spec(), ":")
+	kept := []string{key + "=" + value}
+	for _, kv := range strings.Split(rest, ",") {
+		if kv != "" && !strings.HasPrefix(kv, key+"=") {
+			kept = append(kept, kv)
+		}
+	}
+	t, err := ParseStrategy(name + ":" + strings.Join(kept, ","))
+	if err != nil {
+		return nil, err
+	}
+	if IsLossOnly(s) {
+		t, _ = WithLossOnly(t, true)
+	}
+	return t, nil
+}
+
+// CheckUnder returns a *ParamError if a setting of s would be ignored
+// under participation p (banded's tol and max-iter outside min-separation),
+// so that a command can refuse it before solving; s.Factorize refuses it
+// too.
+func CheckUnder(s Strategy, p Participation) error {
+	if i, ok := info(s); ok && i.checkUnder != nil {
+		return i.checkUnder(s, p)
+	}
+	return nil
 }

@@ -303,10 +303,79 @@ func TestBandedSettingsNeedMinSep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := factorize.CheckUnder(s, factorize.FixedEpochs(2)); err == nil || !strings.Contains(err.Error(), "minsep") {
+		t.Errorf("CheckUnder(banded tol, epochs): %v, want an error naming minsep", err)
+	}
 	if _, err := s.Factorize(context.Background(), w, factorize.SingleParticipation()); err == nil || !strings.Contains(err.Error(), "minsep") {
 		t.Errorf("banded tol under single participation: %v, want an error naming minsep", err)
 	}
 	if _, err := s.Factorize(context.Background(), w, factorize.MinSeparation(4, 0)); err != nil {
 		t.Errorf("banded tol under minsep: %v", err)
+	}
+}
+
+// TestSolveBytes checks the solve's memory estimate against its closed
+// forms: 8-byte floats of B and C (R x m and m x R) and the solver's work.
+func TestSolveBytes(t *testing.T) {
+	tests := []struct {
+		spec     string
+		r        int
+		lossOnly bool
+		banded   bool
+		want     float64
+	}{
+		// Optimal: B and C (2 R^2) plus 4 R^2 working space.
+		{"optimal", 1000, false, true, 48e6},
+		{"optimal", 1000, true, true, 8 * 40 * 1000},
+		{"optimal", 1000, true, false, 48e6},           // dense loss-only: 6 R^2
+		{"optimal:path=dense", 1000, true, true, 48e6}, // the dense path whatever the workload
+		{"blt", 1000, false, true, 48e6},
+		{"identity", 1000, false, true, 24e6},
+		{"sqrt", 1000, false, true, 16e6},
+		{"bisr", 1000, true, true, 8 * 8 * 1000},
+		{"semiseparable", 1000, true, true, 8 * (40 + 3*64) * 1000},
+		{"semiseparable", 1000, false, true, 8*(40+3*64)*1000 + 16e6},
+		// Tree with R = 13: m = 13 + 6 + 3 + 1 = 23 nodes; B and C 2 R m.
+		{"tree", 13, false, true, 8 * 2 * 13 * 23},
+	}
+	for _, tc := range tests {
+		s, err := factorize.ParseStrategy(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err = factorize.WithLossOnly(s, tc.lossOnly); err != nil {
+			t.Fatal(err)
+		}
+		if got := factorize.SolveBytes(s, tc.r, tc.banded); got != tc.want {
+			t.Errorf("%+v: SolveBytes %g, want %g", tc, got, tc.want)
+		}
+	}
+}
+
+// TestWithSetting checks the edits of a spec that a rerun's advice makes.
+func TestWithSetting(t *testing.T) {
+	s, _ := factorize.ParseStrategy("semiseparable:buffers=2,tol=1e-12")
+	s, _ = factorize.WithLossOnly(s, true)
+	got, err := factorize.WithSetting(s, "tol", "1e-08")
+	if err != nil || got.Spec() != "semiseparable:buffers=2,tol=1e-08" || !factorize.IsLossOnly(got) {
+		t.Errorf("WithSetting: %v, %v", got, err)
+	}
+	if _, err := factorize.WithSetting(factorize.BSRStrategy{}, "max-iter", "9"); err == nil || !strings.Contains(err.Error(), "bsr takes (bands)") {
+		t.Errorf("WithSetting(bsr, max-iter): %v", err)
+	}
+	if b, ok := factorize.CBands(factorize.BandedStrategy{}); !ok || b != factorize.DefaultBands {
+		t.Errorf("CBands(banded) = %d, %t", b, ok)
+	}
+	if b, ok := factorize.CBands(factorize.BSRStrategy{Bands: 5}); !ok || b != 5 {
+		t.Errorf("CBands(bsr:bands=5) = %d, %t", b, ok)
+	}
+	if _, ok := factorize.CBands(factorize.BLTStrategy{}); ok {
+		t.Error("CBands(blt): ok")
+	}
+	called := false
+	p := factorize.WithProgress(factorize.OptimalStrategy{}, func(factorize.Progress) { called = true })
+	w, _ := factorize.Prefix(20)
+	if _, err := p.Factorize(context.Background(), w, factorize.SingleParticipation()); err != nil || !called {
+		t.Errorf("WithProgress(optimal): called %t, %v", called, err)
 	}
 }

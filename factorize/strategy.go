@@ -183,9 +183,8 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 	if s.Bands < 0 {
 		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
 	}
-	if (s.Tol != 0 || s.MaxIter != 0) && p.Kind != KindMinSep {
-		// The settings of the certified solver would be ignored.
-		return nil, &ParamError{Param: "banded tol and max-iter", Value: fmt.Sprintf("set under participation %v", p), Want: "participation minsep:B, where banded runs its certified solver (leave them out otherwise)"}
+	if err := CheckUnder(s, p); err != nil {
+		return nil, err
 	}
 	opt, err := Options{Tol: s.Tol, MaxIter: s.MaxIter}.withDefaults()
 	if err != nil {
