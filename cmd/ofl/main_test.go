@@ -50,7 +50,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-bogus"}, "flag provided but not defined"},
 		{[]string{"-algo", "sgd"}, `-algo "sgd"`},
 		{[]string{"-calibration", "rdp"}, `-calibration "rdp"`},
-		{[]string{"-strategy", "magic"}, `-strategy "magic"`},
+		{[]string{"-strategy", "magic"}, `-strategy magic: want one of identity`},
+		{[]string{"-strategy", "blt:bands=2"}, "-strategy blt:bands=2: want a setting that blt takes (buffers), not bands"},
+		{[]string{"-strategy", "blt-2"}, "-strategy blt-2: want one of identity"},
 		{[]string{"-algo", "independent", "-strategy", "sqrt"}, "-strategy applies to -algo correlated and baseline-correlated only"},
 		{[]string{"-eps", "0"}, "-eps 0"},
 		{[]string{"-eps", "NaN"}, "-eps NaN"},
@@ -270,8 +272,9 @@ func TestEpochs(t *testing.T) {
 // the library computes for them.
 func TestBandedInverseStrategies(t *testing.T) {
 	w, _ := factorize.Prefix(30)
-	for _, name := range []string{factorize.StrategyBISR, factorize.StrategyBandInv, factorize.StrategyBandedToeplitz} {
-		r := runOfl(t, append([]string{"-json", "-strategy", name}, small...)...)
+	for _, spec := range []string{"bisr", "bandinv:bands=5", "banded-toeplitz:bands=3"} {
+		name, _, _ := strings.Cut(spec, ":")
+		r := runOfl(t, append([]string{"-json", "-strategy", spec}, small...)...)
 		if r.code != exitOK || r.stderr != "" {
 			t.Fatalf("%s: exit %d, stderr %q", name, r.code, r.stderr)
 		}
@@ -279,7 +282,7 @@ func TestBandedInverseStrategies(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
 			t.Fatalf("%s: stdout %q: %v", name, r.stdout, err)
 		}
-		s, _ := factorize.ParseStrategy(name)
+		s, _ := factorize.ParseStrategy(spec)
 		f, err := s.Factorize(context.Background(), w, factorize.SingleParticipation())
 		if err != nil {
 			t.Fatal(err)
