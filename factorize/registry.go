@@ -38,6 +38,9 @@ type StrategyInfo struct {
 	Doc string
 	// Settings are the settings the spec takes, in canonical order.
 	Settings []Setting
+	// Stream describes the state of the noise stream per coordinate, in
+	// vectors, with the default settings' value ([StreamBytes] counts it).
+	Stream string
 	// KeepsPastRows reports whether the strategy's noise mechanism
 	// combines past noise rows that it keeps or regenerates (the dense and
 	// Toeplitz mechanisms), rather than a bounded state.
@@ -118,6 +121,7 @@ func strategies() []StrategyInfo {
 	return []StrategyInfo{
 		{
 			Name: StrategyIdentity, Doc: "C = I: independent noise each round",
+			Stream:        "0",
 			fresh:         func() any { return &IdentityStrategy{} },
 			streamVectors: func(Strategy, int) int { return 0 },
 			// The factors and a copy of A.
@@ -125,24 +129,28 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategyTree, Doc: "binary-tree aggregation",
+			Stream:        "log2 R",
 			fresh:         func() any { return &TreeStrategy{} },
 			streamVectors: func(_ Strategy, r int) int { return max(0, bits.Len(uint(r))-1) },
 			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, treeRows(r)) },
 		},
 		{
 			Name: StrategySqrt, Doc: "the square root of the prefix-sum matrix (Toeplitz)", KeepsPastRows: true,
+			Stream:        "R (or regenerated)",
 			fresh:         func() any { return &SqrtStrategy{} },
 			streamVectors: func(_ Strategy, r int) int { return r },
 			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
 		},
 		{
 			Name: StrategySqrtNormalized, Doc: "the square root of the prefix-sum matrix with unit column norms", KeepsPastRows: true,
+			Stream:        "R (or regenerated)",
 			fresh:         func() any { return &SqrtStrategy{Normalized: true} },
 			streamVectors: func(_ Strategy, r int) int { return r },
 			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
 		},
 		{
 			Name: StrategyBanded, Doc: "a lower-triangular C with few bands: certified optimal under minsep, a Toeplitz fit otherwise",
+			Stream: "b - 1 (15 by default)",
 			Settings: []Setting{
 				bandsSetting("number of bands of C"),
 				{Name: "tol", Type: "float", Default: "1e-08", Doc: docTol + " (minsep only)"},
@@ -166,6 +174,7 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategyBSR, Doc: "the banded square root with unit column norms",
+			Stream:   "b - 1 (15 by default)",
 			Settings: []Setting{bandsSetting("number of bands of C")},
 			fresh:    func() any { return &BSRStrategy{} },
 			cBands:   func(s Strategy) int { return bandsOrDefault(s.(BSRStrategy).Bands) },
@@ -176,6 +185,7 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategyBandedToeplitz, Doc: "a banded Toeplitz C optimised for the participation",
+			Stream:   "b - 1 (15 by default)",
 			Settings: []Setting{bandsSetting("number of bands of C")},
 			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
 			fresh:    func() any { return &BandedToeplitzStrategy{} },
@@ -192,6 +202,7 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategyBISR, Doc: "the banded inverse square root: C^{-1} with p coefficients",
+			Stream:   "p - 1 (15 by default)",
 			Settings: []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}},
 			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
 			fresh:    func() any { return &BISRStrategy{} },
@@ -208,6 +219,7 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategyBandInv, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
+			Stream:   "p - 1 (15 by default)",
 			Settings: []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}},
 			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
 			fresh:    func() any { return &BandInvStrategy{} },
@@ -224,6 +236,7 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategyBLT, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
+			Stream:   "K (4 by default)",
 			Settings: []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
 			fresh:    func() any { return &BLTStrategy{} },
 			fields: []field{
@@ -238,6 +251,7 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategySemisep, Doc: "the optimum's semiseparable structure with K state vectors",
+			Stream: "K (by default the fewest within 0.1% of the optimum)",
 			Settings: []Setting{
 				{Name: "buffers", Type: "int", Default: "the fewest within max-excess of the optimum", Doc: fmt.Sprintf("number K of state vectors (at most %d)", MaxSemisepBuffers)},
 				{Name: "max-excess", Type: "float", Default: strconv.FormatFloat(DefaultMaxExcess, 'g', -1, 64), Doc: "relative excess over the optimal loss allowed when choosing K"},
@@ -282,6 +296,7 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategyOptimal, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)", KeepsPastRows: true,
+			Stream: "R (or regenerated)",
 			Settings: []Setting{
 				{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
 				{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
