@@ -13,9 +13,9 @@ func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, er
 	need := factorize.SolveBytes(cfg.strat, r, bandedInverse)
 	noise := 0.0
 	if cfg.outNoise != "" {
-		// The R x D noise matrix, plus as much again for the dense
-		// mechanism's kept past rows.
-		noise = 2 * 8 * float64(r) * float64(cfg.dim)
+		// The R x D noise matrix, plus the state of the mechanism's
+		// stream (R past rows for the dense and Toeplitz mechanisms).
+		noise = 8*float64(r)*float64(cfg.dim) + float64(factorize.StreamBytes(cfg.strat, r, cfg.dim))
 		need += noise
 	}
 	if avail == nil {

@@ -89,7 +89,7 @@ func TestCalibrationJSON(t *testing.T) {
 func TestNoiseMatchesC(t *testing.T) {
 	dir := t.TempDir()
 	const r, d, std = 6, 40000, 0.7
-	for _, s := range []string{factorize.StrategyOptimal, factorize.StrategyBLT, factorize.StrategySqrt} {
+	for _, s := range []string{"optimal", "blt", "sqrt"} {
 		zPath, cPath := filepath.Join(dir, s+"Z.npy"), filepath.Join(dir, s+"C.npy")
 		res := runT(t, "-R", "6", "-strategy", s, "-noise", zPath, "-dim", "40000", "-std", "0.7", "-seed", "3", "-C", cPath, "-no-cache")
 		require.Equal(t, exitOK, res.code, res.stderr)
