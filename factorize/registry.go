@@ -60,14 +60,15 @@ type StrategyInfo struct {
 	// solveBytes returns the bytes the strategy's solve needs at R = r
 	// (see [SolveBytes]).
 	solveBytes func(s Strategy, r int, bandedInverse bool) float64
-	// setLossOnly returns s computing only its metrics (on) or also its
-	// factors (off); nil without a loss-only path.
-	setLossOnly func(s Strategy, on bool) Strategy
-	// isLossOnly reports whether s forms no B and C.
-	isLossOnly func(s Strategy) bool
-	// setProgress returns s reporting its solver's progress to fn; nil
-	// for a strategy without an iterative solver that reports it.
-	setProgress func(s Strategy, fn func(Progress)) Strategy
+	// lossOnlyPtr returns a pointer to the loss-only switch of the
+	// strategy that p points to (its Factors switch, the opposite, when
+	// factorsPtr is set); nil without a loss-only path.
+	lossOnlyPtr func(p any) *bool
+	factorsPtr  bool
+	// progressPtr returns a pointer to the progress callback of the
+	// strategy that p points to; nil for a strategy without an iterative
+	// solver that reports it.
+	progressPtr func(p any) *func(Progress)
 	// checkUnder returns an error if a setting of s would be ignored
 	// under p; nil for a strategy whose settings all apply everywhere.
 	checkUnder func(s Strategy, p Participation) error
@@ -193,12 +194,7 @@ func strategies() []StrategyInfo {
 				{ptr: func(p any) any { return &p.(*BandedToeplitzStrategy).Bands }, lo: 1},
 			},
 			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedToeplitzStrategy).Bands), r) - 1 },
-			setLossOnly: func(s Strategy, on bool) Strategy {
-				t := s.(BandedToeplitzStrategy)
-				t.LossOnly = on
-				return t
-			},
-			isLossOnly: func(s Strategy) bool { return s.(BandedToeplitzStrategy).LossOnly },
+			lossOnlyPtr:   func(p any) *bool { return &p.(*BandedToeplitzStrategy).LossOnly },
 		},
 		{
 			Name: StrategyBISR, Doc: "the banded inverse square root: C^{-1} with p coefficients",
@@ -210,12 +206,7 @@ func strategies() []StrategyInfo {
 				{ptr: func(p any) any { return &p.(*BISRStrategy).Bands }, lo: 1},
 			},
 			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BISRStrategy).Bands), r) - 1 },
-			setLossOnly: func(s Strategy, on bool) Strategy {
-				t := s.(BISRStrategy)
-				t.LossOnly = on
-				return t
-			},
-			isLossOnly: func(s Strategy) bool { return s.(BISRStrategy).LossOnly },
+			lossOnlyPtr:   func(p any) *bool { return &p.(*BISRStrategy).LossOnly },
 		},
 		{
 			Name: StrategyBandInv, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
@@ -227,12 +218,7 @@ func strategies() []StrategyInfo {
 				{ptr: func(p any) any { return &p.(*BandInvStrategy).Bands }, lo: 1},
 			},
 			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandInvStrategy).Bands), r) - 1 },
-			setLossOnly: func(s Strategy, on bool) Strategy {
-				t := s.(BandInvStrategy)
-				t.LossOnly = on
-				return t
-			},
-			isLossOnly: func(s Strategy) bool { return s.(BandInvStrategy).LossOnly },
+			lossOnlyPtr:   func(p any) *bool { return &p.(*BandInvStrategy).LossOnly },
 		},
 		{
 			Name: StrategyBLT, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
@@ -282,17 +268,9 @@ func strategies() []StrategyInfo {
 				}
 				return need
 			},
-			setLossOnly: func(s Strategy, on bool) Strategy {
-				t := s.(SemisepStrategy)
-				t.Factors = !on
-				return t
-			},
-			isLossOnly: func(s Strategy) bool { return !s.(SemisepStrategy).Factors },
-			setProgress: func(s Strategy, fn func(Progress)) Strategy {
-				t := s.(SemisepStrategy)
-				t.Progress = fn
-				return t
-			},
+			lossOnlyPtr: func(p any) *bool { return &p.(*SemisepStrategy).Factors },
+			factorsPtr:  true,
+			progressPtr: func(p any) *func(Progress) { return &p.(*SemisepStrategy).Progress },
 		},
 		{
 			Name: StrategyOptimal, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)", KeepsPastRows: true,
@@ -325,17 +303,8 @@ func strategies() []StrategyInfo {
 				}
 				return denseSolveBytes(r)
 			},
-			setLossOnly: func(s Strategy, on bool) Strategy {
-				t := s.(OptimalStrategy)
-				t.LossOnly = on
-				return t
-			},
-			isLossOnly: func(s Strategy) bool { return s.(OptimalStrategy).LossOnly },
-			setProgress: func(s Strategy, fn func(Progress)) Strategy {
-				t := s.(OptimalStrategy)
-				t.Progress = fn
-				return t
-			},
+			lossOnlyPtr: func(p any) *bool { return &p.(*OptimalStrategy).LossOnly },
+			progressPtr: func(p any) *func(Progress) { return &p.(*OptimalStrategy).Progress },
 		},
 	}
 }
@@ -482,32 +451,13 @@ func (i StrategyInfo) set(p any, j int, val string) error {
 }
 
 // value returns the strategy that p points to.
-func value(p any) Strategy {
-	switch s := p.(type) {
-	case *IdentityStrategy:
-		return *s
-	case *TreeStrategy:
-		return *s
-	case *SqrtStrategy:
-		return *s
-	case *BandedStrategy:
-		return *s
-	case *BSRStrategy:
-		return *s
-	case *BandedToeplitzStrategy:
-		return *s
-	case *BISRStrategy:
-		return *s
-	case *BandInvStrategy:
-		return *s
-	case *BLTStrategy:
-		return *s
-	case *SemisepStrategy:
-		return *s
-	case *OptimalStrategy:
-		return *s
-	}
-	return nil
+func value(p any) Strategy { return reflect.ValueOf(p).Elem().Interface().(Strategy) }
+
+// pointerTo returns a pointer to a copy of s.
+func pointerTo(s Strategy) any {
+	p := reflect.New(reflect.TypeOf(s))
+	p.Elem().Set(reflect.ValueOf(s))
+	return p.Interface()
 }
 
 // specOf returns the canonical spec of the strategy named name that p
@@ -627,7 +577,7 @@ func SolveBytes(s Strategy, r int, bandedInverse bool) float64 {
 	switch {
 	case ok && i.solveBytes != nil:
 		return i.solveBytes(s, r, bandedInverse)
-	case ok && i.isLossOnly != nil && i.isLossOnly(s):
+	case IsLossOnly(s):
 		// Coefficient vectors of length R: C's, B's and the optimiser's
 		// work (a handful).
 		return 8 * 8 * float64(r)
@@ -656,7 +606,7 @@ func treeRows(r int) int {
 // C.
 func IsLossOnly(s Strategy) bool {
 	i, ok := info(s)
-	return ok && i.isLossOnly != nil && i.isLossOnly(s)
+	return ok && i.lossOnlyPtr != nil && *i.lossOnlyPtr(pointerTo(s)) != i.factorsPtr
 }
 
 // WithLossOnly returns s set to compute only its metrics (on), without
@@ -665,15 +615,17 @@ func IsLossOnly(s Strategy) bool {
 // have one; turning it off for one returns s.
 func WithLossOnly(s Strategy, on bool) (Strategy, error) {
 	i, ok := info(s)
-	if ok && i.setLossOnly != nil {
-		return i.setLossOnly(s, on), nil
+	if ok && i.lossOnlyPtr != nil {
+		p := pointerTo(s)
+		*i.lossOnlyPtr(p) = on != i.factorsPtr
+		return value(p), nil
 	}
 	if !on {
 		return s, nil
 	}
 	var have []string
 	for _, e := range registry {
-		if e.setLossOnly != nil {
+		if e.lossOnlyPtr != nil {
 			have = append(have, e.Name)
 		}
 	}
@@ -688,10 +640,13 @@ func WithLossOnly(s Strategy, on bool) (Strategy, error) {
 // (optimal, semiseparable) to fn after every iteration; other strategies
 // are returned as they are.
 func WithProgress(s Strategy, fn func(Progress)) Strategy {
-	if i, ok := info(s); ok && i.setProgress != nil {
-		return i.setProgress(s, fn)
+	i, ok := info(s)
+	if !ok || i.progressPtr == nil {
+		return s
 	}
-	return s
+	p := pointerTo(s)
+	*i.progressPtr(p) = fn
+	return value(p)
 }
 
 // CBands returns the number of bands of the lower-triangular C that s
