@@ -303,6 +303,13 @@ func strategies() []StrategyInfo {
 				}
 				return denseSolveBytes(r)
 			},
+			checkUnder: func(s Strategy, p Participation) error {
+				if o := s.(OptimalStrategy); o.Method != Auto && p.Kind == KindEpochs && p.K > 1 {
+					// The fixed-epoch solver has one path.
+					return &ParamError{Param: "strategy", Value: strconv.Quote(o.Spec()), Want: fmt.Sprintf("path only under single participation or minsep:B, not %v (its solver has one path)", p)}
+				}
+				return nil
+			},
 			lossOnlyPtr: func(p any) *bool { return &p.(*OptimalStrategy).LossOnly },
 			progressPtr: func(p any) *func(Progress) { return &p.(*OptimalStrategy).Progress },
 		},
@@ -686,7 +693,8 @@ func WithSetting(s Strategy, key, value string) (Strategy, error) {
 }
 
 // CheckUnder returns a *ParamError if a setting of s would be ignored
-// under participation p (banded's tol and max-iter outside min-separation),
+// under participation p (banded's tol and max-iter outside min-separation,
+// optimal's path under fixed epochs),
 // so that a command can refuse it before solving; s.Factorize refuses it
 // too.
 func CheckUnder(s Strategy, p Participation) error {

@@ -379,3 +379,23 @@ func TestWithSetting(t *testing.T) {
 		t.Errorf("WithProgress(optimal): called %t, %v", called, err)
 	}
 }
+
+// TestOptimalPathNeedsOnePath checks that the optimal solver's path is
+// refused under fixed epochs, whose solver would ignore it, and taken
+// elsewhere.
+func TestOptimalPathNeedsOnePath(t *testing.T) {
+	w, err := factorize.Prefix(12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := factorize.ParseStrategy("optimal:path=dense")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Factorize(context.Background(), w, factorize.FixedEpochs(3)); err == nil || !strings.Contains(err.Error(), "path only under") {
+		t.Errorf("optimal:path=dense under epochs:3: %v, want an error", err)
+	}
+	if _, err := s.Factorize(context.Background(), w, factorize.SingleParticipation()); err != nil {
+		t.Errorf("optimal:path=dense under single participation: %v", err)
+	}
+}

@@ -294,6 +294,9 @@ func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
+	if err := CheckUnder(s, p); err != nil {
+		return nil, err
+	}
 	if p.Kind == KindEpochs && p.K > 1 {
 		return under(w, p, func() (*Factorization, error) { return OptimalEpochs(ctx, w, p.K, s.Options) })
 	}

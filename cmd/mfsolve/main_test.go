@@ -82,6 +82,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-strategy", "banded:buffers=3"}, "want a setting that banded takes (bands, tol, max-iter), not buffers"},
 		{[]string{"-strategy", "optimal:path=fast"}, `want path = one of auto, structured, dense, not "fast"`},
 		{[]string{"-strategy", "blt-4"}, "-strategy blt-4: want one of identity"},
+		{[]string{"-R", "12", "-strategy", "optimal:path=dense", "-participation", "epochs:4"}, "-strategy optimal:path=dense: want path only under single participation or minsep:B, not epochs:4"},
 		{[]string{"-tol", "1e-8"}, "-tol was removed: write -strategy optimal:tol=1e-08"},
 		{[]string{"-strategy", "banded:bands=4", "-tol", "1e-6"}, "-tol was removed: write -strategy banded:bands=4,tol=1e-06"},
 		{[]string{"-max-iter", "9"}, "-max-iter was removed: write -strategy optimal:max-iter=9"},

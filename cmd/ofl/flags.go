@@ -203,6 +203,15 @@ func parseArgs(args []string) (config, error) {
 	if c.rounds%c.epochs != 0 {
 		return c, usagef("-epochs %d: -rounds %d is not a whole number of epochs", c.epochs, c.rounds)
 	}
+	if strat, err := factorize.ParseStrategy(c.strategy); err == nil {
+		if err := factorize.CheckUnder(strat, participation(c.epochs)); err != nil {
+			var pe *factorize.ParamError
+			if errors.As(err, &pe) {
+				return c, usagef("-strategy %s: want %s", c.strategy, pe.Want)
+			}
+			return c, usagef("-strategy %s: %v", c.strategy, err)
+		}
+	}
 	if set["out"] && c.out == "" {
 		return c, usagef("-out is empty: want a directory")
 	}

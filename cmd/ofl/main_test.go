@@ -53,6 +53,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-strategy", "magic"}, `-strategy magic: want one of identity`},
 		{[]string{"-strategy", "blt:bands=2"}, "-strategy blt:bands=2: want a setting that blt takes (buffers), not bands"},
 		{[]string{"-strategy", "blt-2"}, "-strategy blt-2: want one of identity"},
+		{[]string{"-strategy", "banded:tol=1e-6"}, "-strategy banded:tol=1e-6: want tol and max-iter only under participation minsep:B"},
+		{[]string{"-strategy", "optimal:path=dense", "-epochs", "2"}, "-strategy optimal:path=dense: want path only under single participation or minsep:B, not epochs:2"},
 		{[]string{"-algo", "independent", "-strategy", "sqrt"}, "-strategy applies to -algo correlated and baseline-correlated only"},
 		{[]string{"-eps", "0"}, "-eps 0"},
 		{[]string{"-eps", "NaN"}, "-eps NaN"},
