@@ -3,6 +3,7 @@ package factorize_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -398,4 +399,28 @@ func TestOptimalPathNeedsOnePath(t *testing.T) {
 	if _, err := s.Factorize(context.Background(), w, factorize.SingleParticipation()); err != nil {
 		t.Errorf("optimal:path=dense under single participation: %v", err)
 	}
+}
+
+// A spec names a strategy and its settings; Spec writes the canonical form
+// back, and a setting the strategy does not take is an error.
+func ExampleParseStrategy() {
+	s, err := factorize.ParseStrategy("optimal:path=dense,tol=1e-8")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(s.Spec())
+	_, err = factorize.ParseStrategy("blt:bands=4")
+	fmt.Println(err)
+	info, _ := factorize.Lookup("blt")
+	for _, st := range info.Settings {
+		fmt.Printf("%s %s (default %s): %s\n", st.Name, st.Type, st.Default, st.Doc)
+	}
+	fmt.Println(factorize.StreamBytes(factorize.BLTStrategy{Buffers: 2}, 1000, 10), "bytes of noise state")
+	fmt.Println(factorize.Strategies())
+	// Output:
+	// optimal:tol=1e-08,path=dense
+	// factorize: strategy = "blt:bands=4", want a setting that blt takes (buffers), not bands
+	// buffers int (default 4): number K of buffers
+	// 160 bytes of noise state
+	// [identity tree sqrt sqrt-normalized banded bsr banded-toeplitz bisr bandinv blt semiseparable optimal]
 }
