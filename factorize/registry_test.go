@@ -34,12 +34,12 @@ func TestParseStrategyValues(t *testing.T) {
 		"blt:buffers=4":                   factorize.BLTStrategy{Buffers: 4},
 		"semiseparable:buffers=3":         factorize.SemisepStrategy{Buffers: 3},
 		"semiseparable:max-excess=0.01":   factorize.SemisepStrategy{MaxExcess: 0.01},
-		"semiseparable:tol=1e-9":          factorize.SemisepStrategy{Options: factorize.Options{Tol: 1e-9}},
+		"semiseparable:tol=1e-9":          factorize.SemisepStrategy{Tol: 1e-9},
 		"optimal":                         factorize.OptimalStrategy{},
 		"optimal:tol=1e-10,path=dense":    factorize.OptimalStrategy{Options: factorize.Options{Tol: 1e-10, Method: factorize.Dense}},
 		"optimal:path=structured":         factorize.OptimalStrategy{Options: factorize.Options{Method: factorize.Structured}},
 		"optimal:max-iter=12,path=auto":   factorize.OptimalStrategy{Options: factorize.Options{MaxIter: 12}},
-		"semiseparable:max-iter=9,tol=.5": factorize.SemisepStrategy{Options: factorize.Options{Tol: 0.5, MaxIter: 9}},
+		"semiseparable:max-iter=9,tol=.5": factorize.SemisepStrategy{Tol: 0.5, MaxIter: 9},
 	} {
 		got, err := factorize.ParseStrategy(spec)
 		if err != nil {
