@@ -269,13 +269,19 @@ func TestEpochs(t *testing.T) {
 	}
 }
 
-// The banded-inverse and banded Toeplitz strategies run in ofl, with the
-// noise calibrated to the sensitivity 2 gamma B_g / n of the factorization
-// the library computes for them.
+// The banded-inverse and banded Toeplitz strategies run in ofl with the
+// settings of their spec, with the noise calibrated to the sensitivity
+// 2 gamma B_g / n of the factorization the library computes for the
+// strategy value.
 func TestBandedInverseStrategies(t *testing.T) {
 	w, _ := factorize.Prefix(30)
-	for _, spec := range []string{"bisr", "bandinv:bands=5", "banded-toeplitz:bands=3"} {
-		name, _, _ := strings.Cut(spec, ":")
+	for spec, s := range map[string]factorize.Strategy{
+		"bisr":                    factorize.BISRStrategy{},
+		"bandinv:bands=5":         factorize.BandInvStrategy{Bands: 5},
+		"banded-toeplitz:bands=3": factorize.BandedToeplitzStrategy{Bands: 3},
+		"blt:buffers=2":           factorize.BLTStrategy{Buffers: 2},
+	} {
+		name := s.Name()
 		r := runOfl(t, append([]string{"-json", "-strategy", spec}, small...)...)
 		if r.code != exitOK || r.stderr != "" {
 			t.Fatalf("%s: exit %d, stderr %q", name, r.code, r.stderr)
@@ -284,7 +290,6 @@ func TestBandedInverseStrategies(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
 			t.Fatalf("%s: stdout %q: %v", name, r.stdout, err)
 		}
-		s, _ := factorize.ParseStrategy(spec)
 		f, err := s.Factorize(context.Background(), w, factorize.SingleParticipation())
 		if err != nil {
 			t.Fatal(err)
