@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
@@ -48,7 +47,7 @@ func scaleFor(quick bool) scale {
 			fig2R:       []int{100, 300, 1000},
 			fig3Samples: 100, fig4R: 100,
 			taus:       []int{1, 10},
-			mechanisms: []string{"identity", "blt-2", "optimal"},
+			mechanisms: []string{"identity", "blt:buffers=2", "optimal"},
 			evalEvery:  10, cancerReps: 4,
 		}
 	}
@@ -73,7 +72,7 @@ func scaleFor(quick bool) scale {
 		fig2R:       rs,
 		fig3Samples: 800, fig4R: 800,
 		taus:       []int{1, 2, 4, 7, 10, 20},
-		mechanisms: []string{"identity", "tree", "sqrt", "sqrt-normalized", "banded", "blt-2", "blt-4", "optimal"},
+		mechanisms: []string{"identity", "tree", "sqrt", "sqrt-normalized", "banded", "blt:buffers=2", "blt:buffers=4", "optimal"},
 		evalEvery:  20, cancerReps: 20,
 	}
 }
@@ -154,8 +153,7 @@ type factKey struct {
 }
 
 // factorization returns the (cached) factorization of the prefix sums over
-// R rounds for a mechanism name: a factorize strategy, or "blt-K" for BLT
-// with K buffers.
+// R rounds for a mechanism: a factorize strategy spec ("blt:buffers=2").
 func (r *runner) factorization(ctx context.Context, mech string, R int) (*factorize.Factorization, error) {
 	key := factKey{mech, R}
 	r.mu.Lock()
@@ -163,18 +161,9 @@ func (r *runner) factorization(ctx context.Context, mech string, R int) (*factor
 	if f, ok := r.facts[key]; ok {
 		return f, nil
 	}
-	var strategy factorize.Strategy
-	if b, ok := strings.CutPrefix(mech, "blt-"); ok {
-		k, err := strconv.Atoi(b)
-		if err != nil {
-			return nil, fmt.Errorf("mechanism %q: want blt-K", mech)
-		}
-		strategy = factorize.BLTStrategy{Buffers: k}
-	} else {
-		var err error
-		if strategy, err = factorize.ParseStrategy(mech); err != nil {
-			return nil, err
-		}
+	strategy, err := factorize.ParseStrategy(mech)
+	if err != nil {
+		return nil, err
 	}
 	w, err := factorize.Prefix(R)
 	if err != nil {

@@ -129,12 +129,18 @@ func execute(ctx context.Context, c config, e env) error {
 	if err != nil {
 		return err
 	}
-	if ss, ok := strat.(factorize.SemisepStrategy); ok && c.epochs > 1 {
-		// Its sensitivity under the epochs needs C.
-		ss.Factors = true
-		strat = ss
+	info, err := factorize.Lookup(strat.Name())
+	if err != nil {
+		return err
 	}
-	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && keepsPastRows(c.strategy) &&
+	if !info.LossOnlyUnder(participation(c.epochs)) {
+		// A strategy that computes its sensitivity without C only under
+		// some participations (semiseparable: single) needs C here.
+		if strat, err = factorize.WithLossOnly(strat, false); err != nil {
+			return err
+		}
+	}
+	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && info.KeepsPastRows &&
 		int64(c.rounds)*int64(p.Data.Dim)*8 > mechanism.DefaultKeepLimit {
 		fmt.Fprintf(e.stderr, "ofl: the %s noise mechanism would keep more than %d GiB of past noise rows (R = %d, d = %d), so it regenerates them each round instead (slower)\n",
 			c.strategy, mechanism.DefaultKeepLimit>>30, c.rounds, p.Data.Dim)
@@ -219,17 +225,6 @@ func finish(ctx context.Context, c config, e env, p *experiment.Problem, res *ex
 	}
 	_, err := e.stdout.Write(out)
 	return err
-}
-
-// keepsPastRows reports whether the mechanism of strategy combines past
-// noise rows that mechanism.MemoryAuto keeps or regenerates (the dense and
-// Toeplitz mechanisms).
-func keepsPastRows(strategy string) bool {
-	switch strategy {
-	case factorize.StrategyOptimal, factorize.StrategySqrt, factorize.StrategySqrtNormalized:
-		return true
-	}
-	return false
 }
 
 // loadData makes the data set of c.

@@ -310,7 +310,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		cfg.Privacy = priv
-		describe["strategy"], describe["calibration"] = f.Strategy, c.calibration.String()
+		describe["strategy"], describe["calibration"] = strat.Spec(), c.calibration.String()
 		if c.seedSet {
 			// As ofl's repetition 0; without -seed the server draws the
 			// key from crypto/rand and keeps it in the state directory.

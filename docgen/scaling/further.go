@@ -131,13 +131,13 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	res.CLI = []furtherCLI{
 		{Name: "R = 4000, B and C written", Args: []string{"-R", "4000", "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}, Limit: 2},
 		{Name: "R = 10,000, B and C written", Args: []string{"-R", "10000", "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}, Limit: 30, NoRef: true},
-		{Name: "R = 100,000, loss only, gap 1e-10", Args: []string{"-R", "100000", "-loss-only", "-no-cache", "-json", "-tol", "1e-10"}, Limit: 5},
-		{Name: "R = 1,000,000, loss only, gap 1e-8", Args: []string{"-R", "1000000", "-loss-only", "-no-cache", "-json", "-tol", "1e-8"}, Limit: 30, RSS: 300e6},
-		{Name: "R = 2000, prefix sums on the dense path, loss only, gap 1e-10", Args: []string{"-R", "2000", "-method", "dense", "-loss-only", "-no-cache", "-json", "-tol", "1e-10"}, Limit: 60, NoRef: true},
+		{Name: "R = 100,000, loss only, gap 1e-10", Args: []string{"-R", "100000", "-loss-only", "-no-cache", "-json", "-strategy", "optimal:tol=1e-10"}, Limit: 5},
+		{Name: "R = 1,000,000, loss only, gap 1e-8", Args: []string{"-R", "1000000", "-loss-only", "-no-cache", "-json", "-strategy", "optimal:tol=1e-8"}, Limit: 30, RSS: 300e6},
+		{Name: "R = 2000, prefix sums on the dense path, loss only, gap 1e-10", Args: []string{"-R", "2000", "-strategy", "optimal:path=dense,tol=1e-10", "-loss-only", "-no-cache", "-json"}, Limit: 60, NoRef: true},
 	}
 	for _, r := range furtherGeneralRs {
 		for _, fw := range fileWorkloads(r) {
-			t := furtherCLI{Name: fmt.Sprintf("R = %d, general path: %s, loss only, gap 1e-10", r, fw.Name), Args: []string{"-workload", generalName(fw.File, r), "-loss-only", "-no-cache", "-json", "-tol", "1e-10"}, Limit: 60}
+			t := furtherCLI{Name: fmt.Sprintf("R = %d, general path: %s, loss only, gap 1e-10", r, fw.Name), Args: []string{"-workload", generalName(fw.File, r), "-loss-only", "-no-cache", "-json", "-strategy", "optimal:tol=1e-10"}, Limit: 60}
 			// The reference at R = 2000 takes minutes: the ratio is
 			// measured at R = 1000.
 			t.NoRef = r > 1000
@@ -314,9 +314,9 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 		p("| %s | `mfsolve %s` | %s | %s | %d | %s | %d | %.1e | %s | %d | %s | %s |", t.Name, strings.Join(t.Args, " "), limit, meas, t.M.Runs, mb(float64(t.M.MaxRSS)), t.M.Last.Iterations, t.M.Last.Gap, refS, t.Ref.Runs, ratio, result)
 	}
 	p("")
-	p("Not run: the reference B and C at R = 10,000 (minutes, O(R^3)); the reference of `-method dense`, which commit %s does not have; the references of the general workloads at R = %d (minutes: the ratio of the dense path is measured at R = 1000). The general workloads are those of the general-path target above (`window*.npy`, `noisy*.npy`, written by the benchmark; their inverses are not banded, so mfsolve takes the dense path); the prefix-sum row forces the dense path on the workload the structured path also solves. The limit of 60 s is the target at R = %d; at R = 1000 it is only a bound.", furtherRef, furtherGeneralR, furtherGeneralR)
+	p("Not run: the reference B and C at R = 10,000 (minutes, O(R^3)); the reference of `-strategy optimal:path=dense`, which commit %s does not have; the references of the general workloads at R = %d (minutes: the ratio of the dense path is measured at R = 1000). The general workloads are those of the general-path target above (`window*.npy`, `noisy*.npy`, written by the benchmark; their inverses are not banded, so mfsolve takes the dense path); the prefix-sum row forces the dense path on the workload the structured path also solves. The limit of 60 s is the target at R = %d; at R = 1000 it is only a bound.", furtherRef, furtherGeneralR, furtherGeneralR)
 	for _, t := range res.CLI {
-		if slices.Contains(t.Args, "-method") && t.Err == "" && res.StructuredLoss > 0 {
+		if slices.ContainsFunc(t.Args, func(a string) bool { return strings.Contains(a, "path=dense") }) && t.Err == "" && res.StructuredLoss > 0 {
 			d := math.Abs(t.M.Last.Loss/res.StructuredLoss - 1)
 			p("")
 			p("Agreement at R = %d (prefix sums): the dense path's certified loss %.12g (gap %.1e) against the structured path's %.12g (gap %.1e, `factorize.Optimal` in this process): relative difference %.1e, within the sum of the two gaps: **%s**.", furtherGeneralR, t.M.Last.Loss, t.M.Last.Gap, res.StructuredLoss, res.StructuredGap, d, pf(d <= t.M.Last.Gap+res.StructuredGap+1e-15))
@@ -325,7 +325,7 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 	p("")
 	p("### Streaming the optimum with K state vectors")
 	p("")
-	p("`factorize.Semiseparable` (`mfsolve -strategy semiseparable -buffers K`) against BLT with the same number of buffers (`factorize.BLT`, whose C^{-1} is a sum of K geometric sequences). Excess is loss / (certified optimal lower bound) - 1; the semiseparable loss and sensitivity are computed from the generators of the C actually used (O(R K^2)). Time is the median of the whole computation: for the semiseparable factorization the certified optimal solve (gap 1e-10) plus the factor; for BLT its fit and dense factors (not run at R = 100,000, where it would form 80 GB matrices). Targets: K <= 8 within 1%% of the optimum and K <= 16 within 0.1%% at every R.")
+	p("`factorize.Semiseparable` (`mfsolve -strategy semiseparable:buffers=K`) against BLT with the same number of buffers (`factorize.BLT`, whose C^{-1} is a sum of K geometric sequences). Excess is loss / (certified optimal lower bound) - 1; the semiseparable loss and sensitivity are computed from the generators of the C actually used (O(R K^2)). Time is the median of the whole computation: for the semiseparable factorization the certified optimal solve (gap 1e-10) plus the factor; for BLT its fit and dense factors (not run at R = 100,000, where it would form 80 GB matrices). Targets: K <= 8 within 1%% of the optimum and K <= 16 within 0.1%% at every R.")
 	p("")
 	p("| strategy | R | K (buffers) | loss | excess over the optimum | time (median) |")
 	p("|---|---:|---:|---:|---:|---:|")

@@ -112,7 +112,7 @@ func (res *results) markdown(svg string) string {
 	p("go build -o mfsolve ./cmd/mfsolve    # took %s here, not counted", secs(res.buildSecs))
 	p("time ./mfsolve -R 800 -o B.npy -no-cache")
 	p("time ./mfsolve -R 4000 -o B.npy -no-cache")
-	p("time ./mfsolve -R 100000 -loss-only -json -tol 1e-8 -no-cache")
+	p("time ./mfsolve -R 100000 -loss-only -json -strategy optimal:tol=1e-8 -no-cache")
 	p("./mfsolve -R 800 -o B.npy -cache /tmp/c && time ./mfsolve -R 800 -o B.npy -cache /tmp/c")
 	p("# the general path: a lower-triangular workload from a file whose inverse is not")
 	p("# banded; here R = %d, A[i][j] = 1 for 0 <= i - j < 32 (sums over a sliding", generalR)

@@ -152,7 +152,7 @@ func (res *results) runTargets(ctx context.Context, tmp string, log io.Writer) e
 		if r != 100000 {
 			name += "; for comparison, not an issue target"
 		}
-		args := []string{"-R", fmt.Sprint(r), "-loss-only", "-json", "-tol", fmt.Sprint(tolFor(r)), "-no-cache"}
+		args := []string{"-R", fmt.Sprint(r), "-loss-only", "-json", "-strategy", "optimal:tol=" + fmt.Sprint(tolFor(r)), "-no-cache"}
 		target(name, strings.Join(append([]string{"mfsolve"}, args...), " "), 60, args, min(res.cfg.reps, 3), nil,
 			func(m cliMeasurement) []string {
 				checks := checkGap(m.Last, tolFor(r))
@@ -195,9 +195,9 @@ func (res *results) runTargets(ctx context.Context, tmp string, log io.Writer) e
 			return err
 		}
 		for _, t := range generalTols {
-			args := []string{"-workload", path, "-R", fmt.Sprint(generalR), "-loss-only", "-json", "-no-cache", "-tol", fmt.Sprint(t)}
+			args := []string{"-workload", path, "-R", fmt.Sprint(generalR), "-loss-only", "-json", "-no-cache", "-strategy", "optimal:tol=" + fmt.Sprint(t)}
 			tg := target(fmt.Sprintf("general path, R = %d, %s, pure Go (gap <= %g)", generalR, fw.Name, t),
-				fmt.Sprintf("mfsolve -workload $TMP/%s -R %d -loss-only -json -no-cache -tol %g", fw.File, generalR, t), 120,
+				fmt.Sprintf("mfsolve -workload $TMP/%s -R %d -loss-only -json -no-cache -strategy optimal:tol=%g", fw.File, generalR, t), 120,
 				args, min(res.cfg.reps, 3), nil,
 				func(m cliMeasurement) []string { return checkGap(m.Last, t) })
 			if len(tg.Checks) == 0 || !strings.Contains(tg.Checks[0], "rounding") {

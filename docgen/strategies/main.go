@@ -101,24 +101,6 @@ type cell struct {
 	err   error
 }
 
-// memory is the streaming state per coordinate, in vectors, of each
-// strategy with its default options (p, b = 16 bands or coefficients of
-// C^{-1}; blt 4 buffers).
-var memory = map[string]string{
-	factorize.StrategyIdentity:       "0",
-	factorize.StrategyTree:           "log2 R",
-	factorize.StrategySqrt:           "R (or regenerated)",
-	factorize.StrategySqrtNormalized: "R (or regenerated)",
-	factorize.StrategyBanded:         "b - 1 = 15",
-	factorize.StrategyBSR:            "b - 1 = 15",
-	factorize.StrategyBandedToeplitz: "b - 1 = 15",
-	factorize.StrategyBISR:           "p - 1 = 15",
-	factorize.StrategyBandInv:        "p - 1 = 15",
-	factorize.StrategyBLT:            "4",
-	factorize.StrategySemisep:        "K (fewest within 0.1%)",
-	factorize.StrategyOptimal:        "R (or regenerated)",
-}
-
 // sqrtCell returns the RMSE of the sqrt strategy (C = B = A^{1/2}, Toeplitz
 // with c_k = binom(2k, k)/4^k) from its coefficients: ||B||_F^2 =
 // sum_m (R - m) c_m^2, and sens exact by ToeplitzMinSepSensitivity.
@@ -140,43 +122,35 @@ func sqrtCell(r int, p factorize.Participation) cell {
 	return cell{rmse: math.Sqrt(sens * sens * frob / float64(r))}
 }
 
-// compute returns the cell of strategy name at R = r under p.
-func compute(ctx context.Context, c config, name string, w *factorize.Workload, p factorize.Participation) cell {
+// compute returns the cell of the strategy of spec at R = r under p: a
+// closed form for identity and sqrt, the loss-only path where the strategy
+// has one under p (at every R), else the dense factors (up to
+// -dense-max rounds).
+func compute(ctx context.Context, c config, spec string, w *factorize.Workload, p factorize.Participation) cell {
 	r := w.R()
-	var s factorize.Strategy
-	switch name {
-	case factorize.StrategyIdentity:
+	s, err := factorize.ParseStrategy(spec)
+	if err != nil {
+		return cell{err: err}
+	}
+	switch st := s.(type) {
+	case factorize.IdentityStrategy:
 		k := float64(max(1, p.Participations(r)))
 		return cell{rmse: math.Sqrt(k * float64(r+1) / 2)}
-	case factorize.StrategySqrt:
-		return sqrtCell(r, p)
-	case factorize.StrategyBISR:
-		s = factorize.BISRStrategy{LossOnly: true}
-	case factorize.StrategyBandInv:
-		s = factorize.BandInvStrategy{LossOnly: true}
-	case factorize.StrategyBandedToeplitz:
-		s = factorize.BandedToeplitzStrategy{LossOnly: true}
-	case factorize.StrategyOptimal:
-		if p.Kind == factorize.KindSingle {
-			s = factorize.OptimalStrategy{Options: factorize.Options{LossOnly: true}}
-		}
-	case factorize.StrategySemisep:
-		if p.Kind == factorize.KindSingle {
-			s = factorize.SemisepStrategy{}
-		} else {
-			s = factorize.SemisepStrategy{Factors: true}
+	case factorize.SqrtStrategy:
+		if !st.Normalized {
+			return sqrtCell(r, p)
 		}
 	}
-	if s == nil || (name == factorize.StrategySemisep && p.Kind != factorize.KindSingle) {
-		if r > c.denseMax {
-			return cell{err: errSkipped}
-		}
-		if s == nil {
-			var err error
-			if s, err = factorize.ParseStrategy(name); err != nil {
-				return cell{err: err}
-			}
-		}
+	info, err := factorize.Lookup(s.Name())
+	if err != nil {
+		return cell{err: err}
+	}
+	lossOnly := info.LossOnlyUnder(p)
+	if !lossOnly && r > c.denseMax {
+		return cell{err: errSkipped}
+	}
+	if s, err = factorize.WithLossOnly(s, lossOnly); err != nil {
+		return cell{err: err}
 	}
 	f, err := s.Factorize(ctx, w, p)
 	if err != nil {
@@ -190,25 +164,6 @@ func compute(ctx context.Context, c config, name string, w *factorize.Workload, 
 // default table, where the anchors compare against a reference with as
 // many bands.
 const wideBands = 64
-
-// computeWide returns the cell of the loss-only strategy name with
-// wideBands coefficients or bands.
-func computeWide(ctx context.Context, name string, w *factorize.Workload, p factorize.Participation) cell {
-	var s factorize.Strategy
-	switch name {
-	case factorize.StrategyBISR:
-		s = factorize.BISRStrategy{Bands: wideBands, LossOnly: true}
-	case factorize.StrategyBandInv:
-		s = factorize.BandInvStrategy{Bands: wideBands, LossOnly: true}
-	default:
-		s = factorize.BandedToeplitzStrategy{Bands: wideBands, LossOnly: true}
-	}
-	f, err := s.Factorize(ctx, w, p)
-	if err != nil {
-		return cell{err: err}
-	}
-	return cell{rmse: f.Metrics.RMSE, bound: !f.Metrics.UnitSensitivity.Exact}
-}
 
 // reference returns the certified reference RMSE of a column.
 func reference(ctx context.Context, c config, w *factorize.Workload, p factorize.Participation) cell {
@@ -290,28 +245,28 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	fmt.Fprintf(&table, "| strategy | state per coordinate |%s\n|---|---|%s\n", head.String(), strings.Repeat("---:|", len(cols)))
 	fmt.Fprintf(&table, "| certified reference | |%s\n", refRow.String())
 	var notes []string
-	type row struct {
-		name, label, mem string
-		wide             bool // p = b = wideBands coefficients or bands
-	}
+	type row struct{ spec, label, mem string }
 	var rows []row
-	for _, name := range factorize.Strategies() {
-		rows = append(rows, row{name: name, label: name, mem: memory[name]})
+	for _, info := range factorize.Registry() {
+		rows = append(rows, row{spec: info.Name, label: info.Name, mem: info.Stream})
 	}
-	for _, name := range []string{factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv} {
-		rows = append(rows, row{name: name, label: fmt.Sprintf("%s, %d", name, wideBands), mem: strconv.Itoa(wideBands - 1), wide: true})
+	// The loss-only strategies with wideBands coefficients or bands.
+	for _, info := range factorize.Registry() {
+		if !info.LossOnlyUnder(factorize.MinSeparation(wideBands, 0)) {
+			continue
+		}
+		s, err := factorize.ParseStrategy(info.Name + ":bands=" + strconv.Itoa(wideBands))
+		if err != nil {
+			return err
+		}
+		mem := strconv.FormatInt(factorize.StreamBytes(s, c.sizes[0], 1)/8, 10)
+		rows = append(rows, row{spec: s.Spec(), label: fmt.Sprintf("%s, %d", info.Name, wideBands), mem: mem})
 	}
 	for _, rw := range rows {
-		name := rw.name
 		fmt.Fprintf(&table, "| %s | %s |", rw.label, rw.mem)
 		for _, col := range cols {
 			t0 := time.Now()
-			var e cell
-			if rw.wide {
-				e = computeWide(ctx, name, col.w, col.p)
-			} else {
-				e = compute(ctx, c, name, col.w, col.p)
-			}
+			e := compute(ctx, c, rw.spec, col.w, col.p)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
