@@ -419,7 +419,7 @@ func ExampleParseStrategy() {
 	fmt.Println(factorize.Strategies())
 	// Output:
 	// optimal:tol=1e-08,path=dense
-	// factorize: strategy = "blt:bands=4", want a setting that blt takes (buffers), not bands
+	// dpmf: strategy = "blt:bands=4", want a setting that blt takes (buffers), not bands
 	// buffers int (default 4): number K of buffers
 	// 160 bytes of noise state
 	// [identity tree sqrt sqrt-normalized banded bsr banded-toeplitz bisr bandinv blt semiseparable optimal]
