@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/plan"
@@ -124,24 +125,25 @@ type Setup struct {
 }
 
 // NewSetup fills in p's defaults, computes its factorization and calibrates
-// its noise through the run's plan, as ofl and fedopt.Experiment do
+// its noise through the run's plan, as ofl and experiment.Experiment do
 // (plan.Plan.Calibrate).
 func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 	p = p.WithDefaults()
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	if ss, ok := p.Strategy.(factorize.SemisepStrategy); ok {
-		ss.Factors = true // the audits need C
-		p.Strategy = ss
+	// The audits need C: a strategy with a loss-only path forms it here.
+	s, err := factorize.WithLossOnly(p.Strategy, false)
+	if err != nil {
+		return nil, err
 	}
+	p.Strategy = s
 	// The audits need C, so the strategy's factorization is computed here
 	// (with its factors); the plan calibrates it.
 	w, err := factorize.Prefix(p.Rounds)
 	if err != nil {
 		return nil, err
 	}
-	s := p.Strategy
 	if p.Algorithm == fedopt.Independent {
 		s = factorize.IdentityStrategy{}
 	}
@@ -177,6 +179,6 @@ func (p Plan) present(r, i int) bool {
 	if p.Dropout == 0 {
 		return true
 	}
-	h := fedopt.RepSeed(p.Seed^0x6a09e667f3bcc909, r*p.Learners+i)
+	h := experiment.RepSeed(p.Seed^0x6a09e667f3bcc909, r*p.Learners+i)
 	return float64(h>>11)/(1<<53) >= p.Dropout
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dpmf/dpmf/fedopt"
+	dpmodel "github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestServerPlan(t *testing.T) {
 	const d = 3
 	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
-	shape := fedopt.Shape{Learners: 2, Rounds: 3, Tau: 1, Dim: (fedopt.Logistic{}).NumParams(d)}
+	shape := fedopt.Shape{Learners: 2, Rounds: 3, Tau: 1, Dim: (dpmodel.Logistic{}).NumParams(d)}
 	p := &plan.Plan{Workload: plan.WorkloadPrefix, Participation: "single", Rounds: 3, Algorithm: plan.AlgoNonPrivate, Learners: 2, Tau: 1, Eta: 0.1, EtaG: 1,
 		Model: &plan.Model{Name: "logistic", Features: d, L2: 1e-4}}
 	js, err := p.Marshal()

@@ -19,7 +19,7 @@
 // sensitivity of C under the participation; this package puts them
 // together. Package fedopt imports plan (fedopt.PrivacyOf turns a
 // calibrated plan into the record the optimiser checks, and
-// fedopt.Experiment.Plan is the plan of an experiment's noise); plan does
+// experiment.Experiment.Plan is the plan of an experiment's noise); plan does
 // not import fedopt, so the roles never see the recipe, only its result,
 // and a plan is plain data that travels (JSON) to whoever runs it.
 package plan
@@ -215,14 +215,15 @@ func (c *Calibration) UnmarshalText(b []byte) error {
 }
 
 // SpecOf returns the strategy's entry in a plan: the one place a strategy
-// value becomes the string [Plan.Factorize] parses back. Today that is its
-// name (factorize.ParseStrategy takes names; options such as the number of
-// bands are not recorded); with strategy specs it becomes s.Spec().
+// value becomes the string [Plan.Factorize] parses back, its full spec
+// (s.Spec(), "banded:bands=64"; optimal for nil). Loss-only and progress
+// are not part of a spec: [Plan.Factorize] sets them from the
+// participation.
 func SpecOf(s factorize.Strategy) string {
 	if s == nil {
 		return factorize.StrategyOptimal
 	}
-	return s.Name()
+	return s.Spec()
 }
 
 // SeedDigest is the SHA-256 of seed's 8 little-endian bytes, in hex: what
@@ -326,8 +327,12 @@ func (p *Plan) Validate() error {
 	} else if _, err := p.strategy(); err != nil {
 		return err
 	}
-	if p.Algorithm == AlgoIndependent && p.Strategy != "" && p.Strategy != factorize.StrategyIdentity {
-		return bad("strategy", strconv.Quote(p.Strategy), "identity for the independent algorithm")
+	if p.Algorithm == AlgoIndependent && p.Strategy != "" {
+		if s, err := factorize.ParseStrategy(p.Strategy); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		} else if _, ok := s.(factorize.IdentityStrategy); !ok {
+			return bad("strategy", strconv.Quote(p.Strategy), "identity for the independent algorithm")
+		}
 	}
 	if p.Learners < 0 || p.Tau < 0 {
 		return bad("learners and tau", fmt.Sprint(p.Learners, " and ", p.Tau), ">= 1 (or 0: not set)")
@@ -425,8 +430,9 @@ func (p *Plan) Epochs() int {
 func (p *Plan) Private() bool { return p.Algorithm != AlgoNonPrivate }
 
 // strategy returns the plan's strategy with the options its participation
-// needs: semiseparable keeps its factors when the sensitivity under
-// repeated participation needs C.
+// needs: a strategy that computes its sensitivity without C only under
+// some participations (factorize's LossOnlyUnder) forms C under the others.
+// Its spec must read back as written (the canonical spec SpecOf writes).
 func (p *Plan) strategy() (factorize.Strategy, error) {
 	spec := p.Strategy
 	switch {
@@ -439,10 +445,23 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	if ss, ok := s.(factorize.SemisepStrategy); ok {
-		if part, _ := p.participation(); part.Kind != factorize.KindSingle {
-			ss.Factors = true
-			s = ss
+	if p.Strategy != "" && s.Spec() != p.Strategy {
+		return nil, fmt.Errorf("plan: strategy %q, want its canonical spec %q", p.Strategy, s.Spec())
+	}
+	part, err := p.participation()
+	if err != nil {
+		return nil, err
+	}
+	if err := factorize.CheckUnder(s, part); err != nil {
+		return nil, fmt.Errorf("plan: strategy %s under participation %v: %w", spec, part, err)
+	}
+	info, err := factorize.Lookup(s.Name())
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if !info.LossOnlyUnder(part) {
+		if s, err = factorize.WithLossOnly(s, false); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
 		}
 	}
 	return s, nil

@@ -34,7 +34,7 @@ func (cfg config) runPlan(r int, s factorize.Strategy) *plan.Plan {
 func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Factorization) error {
 	err := p.Calibrate(ctx, f)
 	var pe *accountant.ParamError
-	if errors.As(err, &pe) && pe.Name == "release sensitivity" {
+	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
 		return usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity is %v, want a finite number > 0",
 			cfg.clip, cfg.learners, f.Metrics.UnitSensitivity.Value, pe.Value)
 	}

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
 )
 
@@ -96,12 +98,12 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if ds.Dim != pl.Model.Features {
 		return fmt.Errorf("-data has %d features, the run's plan in %s %d", ds.Dim, filepath.Join(state, "run.json"), pl.Model.Features)
 	}
-	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: c.l2}, fedopt.ProblemOptions{NoDynamic: c.l2 == 0})
+	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: c.l2}, experiment.ProblemOptions{NoDynamic: c.l2 == 0})
 	if err != nil {
 		return err
 	}
 	// The privacy record is the run's, as recorded: never recomputed.
-	res := &fedopt.Result{}
+	res := &experiment.Result{}
 	cfg := c.optimiser()
 	if c.algo.Private() {
 		if res.Privacy, err = fedopt.PrivacyOf(pl); err != nil {
@@ -110,7 +112,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		res.Plan = pl
 		cfg.Privacy = res.Privacy
 	}
-	ev := fedopt.NewEvaluator(p, cfg)
+	ev := experiment.NewEvaluator(p, cfg)
 	for r := 0; r <= c.rounds; r++ {
 		rel, err := fednet.ReadRound(state, r)
 		if errors.Is(err, os.ErrNotExist) {
@@ -126,7 +128,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 			return err
 		}
 	}
-	if res.Summary, err = fedopt.Summarize([]*fedopt.Trace{ev.Trace()}); err != nil {
+	if res.Summary, err = experiment.Summarize([]*experiment.Trace{ev.Trace()}); err != nil {
 		return err
 	}
 	return finish(ctx, c, e, p, res, start)

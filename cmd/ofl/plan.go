@@ -50,7 +50,7 @@ func specOf(s string) string {
 
 // buildNoise computes the plan's factorization and privacy record (the
 // server's noise; the simulation computes the same in
-// fedopt.Experiment.Run from the same plan).
+// experiment.Experiment.Run from the same plan).
 func buildNoise(ctx context.Context, p *plan.Plan) (*factorize.Factorization, *fedopt.Privacy, error) {
 	f, err := p.Build(ctx)
 	if err != nil {

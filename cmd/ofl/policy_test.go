@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/testutil"
 )
 
@@ -112,6 +113,19 @@ func TestHugeRepsRefused(t *testing.T) {
 
 	// The default configuration fits.
 	assert.Less(t, memoryNeed(config{rounds: 800, learners: 10, tau: 10, reps: 20, evalEvery: 20, data: dataSpec{dim: 60}}, 2), 1e9)
+
+	// The factorization's share follows the strategy: dense B and C and
+	// 4 R^2 of solver work (48 R^2 bytes) for both, then per worker R
+	// past noise rows for optimal and K = 2 state vectors for
+	// blt:buffers=2, 8 d bytes each.
+	base := config{rounds: 1000, learners: 2, tau: 1, reps: 1, evalEvery: 1000, data: dataSpec{dim: 60}, algo: fedopt.NonPrivate}
+	share := func(strategy string) float64 {
+		c := base
+		c.algo, c.strategy = fedopt.Correlated, strategy
+		return memoryNeed(c, 3) - memoryNeed(base, 3)
+	}
+	assert.Equal(t, 48e6+3*1000*60*8, share("optimal"))
+	assert.Equal(t, 48e6+3*2*60*8, share("blt:buffers=2"))
 }
 
 func TestClipOverflow(t *testing.T) {

@@ -1,0 +1,142 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
+)
+
+// Experiment is one configuration of the paper's experiments: an algorithm
+// on a problem, a privacy budget and its calibration, a factorization for
+// the correlated noise, and a number of repetitions. [Experiment.Run] does
+// the whole job; use [Run] or [Repeat] directly to bring your own
+// mechanism.
+type Experiment struct {
+	// Problem is the data and model (shared, read-only).
+	Problem *Problem
+	// Config is the optimiser's configuration.
+	Config fedopt.Config
+	// Plan is the plan of the noise (private algorithms only): its
+	// strategy (optimal when empty), participation (single when empty;
+	// fixed epochs when the data replays each learner's clients, as ofl
+	// -epochs does) and target (eps, delta, calibration). Its algorithm,
+	// learners, rounds and clipping bound are the experiment's: a plan
+	// that sets them otherwise is an error. [Experiment.Run] calibrates a
+	// copy (plan.Plan.Calibrate; Result.Plan); e.Plan is not modified.
+	Plan *plan.Plan
+	// Factorization, if not nil, is used instead of computing the plan's
+	// strategy. Its workload must be the prefix sums over the problem's
+	// rounds.
+	Factorization *factorize.Factorization
+	// Repeat holds the repetitions, workers and progress callback.
+	Repeat RepeatOptions
+	// Seed determines the noise of every repetition (see [RepSeed]).
+	Seed uint64
+}
+
+// Result is the outcome of an [Experiment].
+type Result struct {
+	// Summary aggregates the repetitions.
+	Summary *Summary
+	// Privacy is the privacy record; nil for NonPrivate.
+	Privacy *fedopt.Privacy
+	// Factorization is the factorization the noise came from (the identity
+	// for Independent); nil for NonPrivate.
+	Factorization *factorize.Factorization
+	// Plan is the calibrated plan of the noise (Privacy is its record);
+	// nil for NonPrivate.
+	Plan *plan.Plan
+}
+
+// Run computes the factorization (for Correlated and BaselineCorrelated;
+// the identity for Independent), calibrates the noise, and runs the repetitions, repetition
+// k drawing its noise from a mechanism seeded with RepSeed(Seed, k).
+func (e *Experiment) Run(ctx context.Context) (*Result, error) {
+	if e == nil {
+		return nil, &ParamError{Param: "experiment", Want: "an Experiment with a Problem"}
+	}
+	if err := checkProblem(e.Problem); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	cfg := e.Config
+	var noise NoiseSource
+	if algo := cfg.Algorithm; algo.Private() {
+		f, pl, err := e.noise(ctx, e.Problem.Data.Learners, e.Problem.Data.Rounds)
+		if err != nil {
+			return nil, err
+		}
+		priv, err := fedopt.PrivacyOf(pl)
+		if err != nil {
+			return nil, err
+		}
+		res.Privacy, res.Factorization, res.Plan = priv, f, pl
+		cfg.Privacy = priv
+		noise = FactorizationNoise(f, e.Problem.Model.NumParams(e.Problem.Data.Dim), priv.NoiseStd, e.Seed)
+	}
+	s, err := Repeat(ctx, e.Problem, cfg, noise, e.Repeat)
+	if err != nil {
+		return nil, err
+	}
+	res.Summary = s
+	return res, nil
+}
+
+// noise returns the factorization of the experiment's noise and its
+// calibrated plan for a run of n learners and R rounds: a copy of e.Plan
+// completed with the experiment's algorithm, clipping bound, n and R (and
+// the strategy of e.Factorization); e.Plan setting one of them otherwise
+// is an error. The algorithm must be private.
+func (e *Experiment) noise(ctx context.Context, n, R int) (*factorize.Factorization, *plan.Plan, error) {
+	algo := e.Config.Algorithm
+	if !algo.Private() {
+		return nil, nil, fmt.Errorf("experiment: the %v algorithm adds no noise", algo)
+	}
+	var p plan.Plan
+	if e.Plan != nil {
+		p = *e.Plan
+	}
+	if p.Algorithm != "" && p.Algorithm != algo.String() || p.Learners != 0 && p.Learners != n || p.Rounds != 0 && p.Rounds != R || p.Clip != 0 && p.Clip != e.Config.Clip {
+		return nil, nil, fmt.Errorf("experiment: plan of the %s algorithm with n = %d, R = %d, clip %v; want the experiment's %v with n = %d, R = %d, clip %v (or 0: the experiment's)",
+			p.Algorithm, p.Learners, p.Rounds, p.Clip, algo, n, R, e.Config.Clip)
+	}
+	p.Algorithm, p.Learners, p.Rounds, p.Clip, p.Privacy = algo.String(), n, R, e.Config.Clip, nil
+	if algo == fedopt.Independent {
+		p.Strategy = factorize.StrategyIdentity // its noise is independent: C = I
+	}
+	f, err := e.Factorization, error(nil)
+	switch {
+	case f == nil || algo == fedopt.Independent:
+		f, err = p.Factorize(ctx)
+	case f.Workload == nil:
+		err = &ParamError{Param: "factorization", Value: "one without a workload", Want: "a factorization computed by package factorize"}
+	case !f.Workload.IsPrefix() || f.Workload.R() != R:
+		err = fmt.Errorf("experiment: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
+	default:
+		p.Strategy = f.Strategy
+		var part factorize.Participation
+		if part, err = p.Pattern(); err == nil {
+			f, err = f.WithParticipation(part)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.Calibrate(ctx, f); err != nil {
+		return nil, nil, err
+	}
+	return f, &p, nil
+}
+
+// FactorizationNoise returns the noise source that gives repetition rep a
+// mechanism for factorization f, dimension dim and standard deviation std,
+// seeded with RepSeed(seed, rep).
+func FactorizationNoise(f *factorize.Factorization, dim int, std float64, seed uint64) NoiseSource {
+	return func(rep int) (mechanism.Mechanism, error) {
+		return mechanism.New(f, dim, std, mechanism.WithSeed(RepSeed(seed, rep)))
+	}
+}
