@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dpmf/dpmf/experiment"
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 )
@@ -185,7 +186,12 @@ func newReport(c config, p *experiment.Problem, res *experiment.Result, seconds 
 		Seconds:               seconds,
 	}
 	if pr := res.Privacy; pr != nil {
+		// The report names the strategy (its spec is the plan's, in
+		// run.json and mfsolve -json).
 		r.Strategy = res.Plan.Strategy
+		if s, err := factorize.ParseStrategy(res.Plan.Strategy); err == nil {
+			r.Strategy = s.Name()
+		}
 		r.Eps, r.Delta = &pr.Eps, &pr.Delta
 		r.Calibration = pr.Calibration.String()
 		r.Method = pr.Method.String()
