@@ -233,3 +233,69 @@ func TestSemisepEpochs(t *testing.T) {
 		t.Errorf("factors %v, record %+v", f.C != nil, p.Privacy)
 	}
 }
+
+// A plan records the strategy's full spec (SpecOf is s.Spec()): the plan
+// factorizes the strategy value it was given, with the same metrics as
+// factorize computes for that value, and its JSON reads back the spec;
+// every registered strategy's spec reads back as the same value. A spec
+// that does not parse, or a setting the participation would ignore
+// (factorize.CheckUnder), is refused before solving.
+func TestStrategySpec(t *testing.T) {
+	w, _ := factorize.Prefix(24)
+	for _, s := range []factorize.Strategy{
+		factorize.BandedStrategy{Bands: 3},
+		factorize.BLTStrategy{Buffers: 2},
+		factorize.BandInvStrategy{Bands: 5},
+		factorize.OptimalStrategy{},
+	} {
+		p := &Plan{Algorithm: AlgoCorrelated, Strategy: SpecOf(s), Rounds: 24, Learners: 2, Clip: 1}
+		if s.Spec() == s.Name() && s.Name() != factorize.StrategyOptimal {
+			t.Fatalf("%s: spec %q records no setting", s.Name(), s.Spec())
+		}
+		got, err := p.Factorize(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.Factorize(t.Context(), w, factorize.SingleParticipation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Metrics.Loss != want.Metrics.Loss || got.Metrics.Gamma != want.Metrics.Gamma {
+			t.Errorf("%s: plan's loss %v gamma %v, want %v %v", p.Strategy, got.Metrics.Loss, got.Metrics.Gamma, want.Metrics.Loss, want.Metrics.Gamma)
+		}
+		data, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(data)
+		if err != nil || q.Strategy != s.Spec() {
+			t.Errorf("%s: read back %q, %v", s.Spec(), q.Strategy, err)
+		}
+	}
+	// Every registered strategy's spec reads back as the same value.
+	for _, name := range factorize.Strategies() {
+		for _, spec := range []string{name, SpecOf(factorize.BandedStrategy{Bands: 7}), SpecOf(factorize.BLTStrategy{Buffers: 3})} {
+			if !strings.HasPrefix(spec, name) {
+				continue
+			}
+			s, err := factorize.ParseStrategy(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := factorize.ParseStrategy(SpecOf(s))
+			if err != nil || !reflect.DeepEqual(back, s) {
+				t.Errorf("%s: SpecOf %q reads back as %#v, %v; want %#v", spec, SpecOf(s), back, err, s)
+			}
+		}
+	}
+	for _, c := range []struct{ spec, part, want string }{
+		{"banded:bands=x", "single", "bands"},
+		{"banded:tol=0.001", "single", "participation"},
+		{"optimal:path=dense", "epochs:2", "participation"},
+	} {
+		p := &Plan{Algorithm: AlgoCorrelated, Strategy: c.spec, Participation: c.part, Rounds: 24, Learners: 2, Clip: 1}
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s under %s: error %v, want one mentioning %q", c.spec, c.part, err, c.want)
+		}
+	}
+}
