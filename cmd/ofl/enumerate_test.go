@@ -258,3 +258,38 @@ func TestPlanArgsInvertRunPlan(t *testing.T) {
 		}
 	}
 }
+
+// The plan records -strategy's full spec, as factorize writes it: the
+// settings reach run.json and come back to evaluate, which refuses a
+// -strategy with other settings.
+func TestRunPlanStrategySpec(t *testing.T) {
+	for spec, s := range map[string]factorize.Strategy{
+		"banded:bands=4":     factorize.BandedStrategy{Bands: 4},
+		"blt:buffers=3":      factorize.BLTStrategy{Buffers: 3},
+		"bisr:bands=5":       factorize.BISRStrategy{Bands: 5},
+		"optimal:tol=0.0001": factorize.OptimalStrategy{Options: factorize.Options{Tol: 1e-4}},
+	} {
+		cfg, err := parseArgs([]string{"-strategy", spec, "-learners", "3", "-rounds", "8", "-eps", "1", "-delta", "1e-5", "-seed", "9"})
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		p := cfg.runPlan(4)
+		if p.Strategy != s.Spec() {
+			t.Errorf("-strategy %s: plan's strategy %q, want %q", spec, p.Strategy, s.Spec())
+		}
+		args, err := evaluateArgs(map[string]string{"seed": "9"}, p, "run.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := parseArgs(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := back.runPlan(4); !reflect.DeepEqual(p, q) {
+			t.Errorf("%s: plan %+v read back as %+v", spec, p, q)
+		}
+		if _, err := evaluateArgs(map[string]string{"strategy": s.Name() + ":bands=2"}, p, "run.json"); err == nil {
+			t.Errorf("%s: evaluate accepted another -strategy", spec)
+		}
+	}
+}
