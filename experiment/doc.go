@@ -5,7 +5,8 @@
 // [Trace]; an [Evaluator] computes the trace's metrics from the released
 // models; [Repeat] runs many repetitions in parallel and summarises them
 // in a [Summary]; an [Experiment] does all of it for one configuration,
-// including the factorization and the noise calibration.
+// including the factorization and the noise calibration, both from its
+// plan (package plan: Experiment.Plan).
 //
 // # Metrics
 //
