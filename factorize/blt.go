@@ -93,7 +93,7 @@ func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) 
 		return nil, err
 	}
 	r := w.R()
-	p, err := fittedBLT(ctx, tw, buffers, columnNormSq)
+	p, err := fittedBLT(ctx, &bltObjective{tw: tw}, buffers)
 	if err != nil {
 		return nil, err
 	}
@@ -104,15 +104,6 @@ func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) 
 	f.BLT = p
 	f.Stream = StreamBLT
 	return f, nil
-}
-
-// fitBLT sets p's weights and lambdas by continuation in the number of
-// buffers: the fit with j buffers starts from the fit with j-1 buffers plus
-// one buffer of weight 0, so the loss never increases with j. The new
-// buffer's time scale 1/(1 - lambda) is tried at a few values spread
-// log-uniformly over [1, R]; the best optimised candidate is kept.
-func fitBLT(ctx context.Context, tw toeplitzWorkload, p *BLTParams) error {
-	return fitBLTLoss(ctx, tw, p, columnNormSq)
 }
 
 // columnNormSq returns ||c||^2: the squared sensitivity under single
@@ -126,88 +117,31 @@ func columnNormSq(c []float64) float64 {
 }
 
 // fittedBLT returns BLT parameters with the given number of buffers
-// ([DefaultBuffers] if 0, at most R-1) fitted by [fitBLTLoss] with the
-// squared sensitivity gamma2.
-func fittedBLT(ctx context.Context, tw toeplitzWorkload, buffers int, gamma2 func(c []float64) float64) (*BLTParams, error) {
+// ([DefaultBuffers] if 0, at most R-1) that minimise o, fitted by
+// [fitBLTObjective].
+func fittedBLT(ctx context.Context, o *bltObjective, buffers int) (*BLTParams, error) {
 	k := buffers
 	if k == 0 {
 		k = DefaultBuffers
 	}
-	k = min(k, len(tw.a)-1)
-	p := &BLTParams{Weights: make([]float64, k), Lambdas: make([]float64, k)}
-	if k > 0 {
-		if err := fitBLTLoss(ctx, tw, p, gamma2); err != nil {
-			return nil, err
-		}
+	k = min(k, o.r()-1)
+	if k <= 0 {
+		return &BLTParams{Weights: []float64{}, Lambdas: []float64{}}, nil
 	}
-	return p, nil
+	return fitBLTObjective(ctx, o, k)
 }
 
-// fitBLTLoss is [fitBLT] for the loss gamma2(c) ||A T_d||_F^2, where
-// gamma2 is the squared sensitivity of the Toeplitz C with first column c.
-func fitBLTLoss(ctx context.Context, tw toeplitzWorkload, p *BLTParams, gamma2 func(c []float64) float64) error {
-	r := len(tw.a)
-	k := len(p.Weights)
-	var best []float64 // x = (w_1..w_j, theta_1..theta_j), lambda = 1/(1+exp(-theta))
-	bestLoss := math.Inf(1)
-	for j := 1; j <= k; j++ {
-		q := &BLTParams{Weights: make([]float64, j), Lambdas: make([]float64, j)}
-		obj := func(x []float64) float64 {
-			bltSet(q, x)
-			l := gamma2(bltInverse(q, r)) * tw.frobB(q.Coefficients(r))
-			if !(l > 0) || math.IsInf(l, 0) {
-				return math.Inf(1)
-			}
-			return math.Log(l)
-		}
-		levelBest, levelLoss := []float64(nil), math.Inf(1)
-		for _, frac := range []float64{0.25, 0.5, 0.75, 1} {
-			tau := math.Max(math.Pow(float64(r), frac), 1.5)
-			theta := math.Log(tau - 1) // lambda = 1 - 1/tau
-			x0 := make([]float64, 2*j)
-			copy(x0[:j-1], best[:j-1])
-			copy(x0[j:2*j-1], best[j-1:])
-			x0[2*j-1] = theta
-			if j == 1 {
-				// d_1 = w_1 near -1/2 as for (1 - x)^{1/2}, but with
-				// d(x) = 1 + w x / (1 - lambda x) nonzero on the unit
-				// disc (w > lambda - 1), so that C = T_d^{-1} is bounded.
-				x0[0] = -0.5 / tau
-			}
-			if math.IsInf(obj(x0), 0) {
-				continue
-			}
-			x, err := minimizeSmooth(ctx, obj, x0)
-			if err != nil {
-				return err
-			}
-			if l := obj(x); l < levelLoss {
-				levelBest, levelLoss = x, l
-			}
-		}
-		if levelBest == nil || levelLoss >= bestLoss {
-			// No candidate improved: keep the smaller fit with a zero
-			// weight for the new buffer.
-			x := make([]float64, 2*j)
-			copy(x[:j-1], best[:j-1])
-			copy(x[j:2*j-1], best[j-1:])
-			levelBest = x
-		} else {
-			bestLoss = levelLoss
-		}
-		best = levelBest
-	}
-	bltSet(p, best)
-	return nil
-}
-
-// bltSet sets p's weights and lambdas from x = (w, theta), lambda_i =
-// 1/(1+exp(-theta_i)).
+// bltSet sets p's weights and lambdas from x = (v, theta): lambda_i =
+// 1/(1+exp(-theta_i)) (theta_i = log(tau_i - 1) for the time scale tau_i =
+// 1/(1 - lambda_i)) and w_i = v_i (1 - lambda_i), so that v_i = sum_{s >= 1}
+// w_i lambda_i^(s-1) is buffer i's contribution to d(1) = sum_s d_s. This
+// scaling keeps the v_i of buffers with time scales from 1 to R of one
+// order (about -1/k each for the square root, whose d(1) is 0).
 func bltSet(p *BLTParams, x []float64) {
 	k := len(p.Weights)
-	copy(p.Weights, x[:k])
 	for i := 0; i < k; i++ {
 		p.Lambdas[i] = 1 / (1 + math.Exp(-x[k+i]))
+		p.Weights[i] = x[i] / (1 + math.Exp(x[k+i]))
 	}
 }
 

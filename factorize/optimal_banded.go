@@ -1105,7 +1105,7 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	}
 	r := w.R()
 	kk := part.Participations(r)
-	p, err := fittedBLT(ctx, tw, buffers, func(c []float64) float64 { return minSepToeplitzBound(c, b, kk) })
+	p, err := fittedBLT(ctx, &bltObjective{tw: tw, minSep: true, b: b, kk: kk}, buffers)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,528 @@
+package factorize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/internal/optim"
+)
+
+// bltObjective is the loss that [BLT] and [BLTMinSep] minimise over the
+// parameters (w, lambda) of [BLTParams], with its gradient where it has one
+// in closed form.
+//
+// Single participation (minSep false): the loss of the factorization that
+// [BLT] returns, C = T_c N^{-1} with unit columns (N the column norms of the
+// Toeplitz T_c, c = T_d^{-1} e_0) and B = A N T_d, that is ||A N T_d||_F^2
+// (the squared sensitivity is 1). For prefix sums it costs O(R k) with its
+// gradient (see normPrefix); for other Toeplitz workloads the objective is
+// the loss of the unscaled Toeplitz C, ||c||^2 ||A T_d||_F^2, O(R) for
+// prefix sums and O(R^2) otherwise, without a closed-form gradient.
+//
+// Min-separation (minSep true): minSepToeplitzBound(c, b, kk) ||A T_d||_F^2
+// for the unscaled Toeplitz C, with a gradient for prefix sums.
+type bltObjective struct {
+	tw     toeplitzWorkload
+	minSep bool
+	b, kk  int
+	// scratch holds the work arrays of loss, reused across calls (loss
+	// is not safe for concurrent use).
+	scratch [][]float64
+}
+
+// buf returns scratch array number slot with length n, zeroed.
+func (o *bltObjective) buf(slot, n int) []float64 {
+	for len(o.scratch) <= slot {
+		o.scratch = append(o.scratch, nil)
+	}
+	if cap(o.scratch[slot]) < n {
+		o.scratch[slot] = make([]float64, n)
+	}
+	b := o.scratch[slot][:n]
+	clear(b)
+	return b
+}
+
+// r returns the number of rounds.
+func (o *bltObjective) r() int { return len(o.tw.a) }
+
+// analytic reports whether loss computes gradients.
+func (o *bltObjective) analytic() bool { return o.tw.prefix }
+
+// loss returns the loss at (w, lam) and, if gw and gl are not nil (only
+// when o.analytic()), sets them to its gradient with respect to w and lam.
+// It returns +Inf where the loss is not finite.
+func (o *bltObjective) loss(w, lam, gw, gl []float64) float64 {
+	var l float64
+	switch {
+	case o.minSep:
+		l = o.minSepLoss(w, lam, gw, gl)
+	case o.tw.prefix:
+		l = o.normPrefix(w, lam, gw, gl)
+	default:
+		p := &BLTParams{Weights: w, Lambdas: lam}
+		l = columnNormSq(bltInverse(p, o.r())) * o.tw.frobB(p.Coefficients(o.r()))
+	}
+	if !(l > 0) || math.IsInf(l, 0) {
+		return math.Inf(1)
+	}
+	return l
+}
+
+// bltStates returns c = T_d^{-1} e_0 by the recurrence of [bltInverse] and
+// the states s_i before each round (states[r*k+i]), which the adjoint
+// needs.
+func (o *bltObjective) bltStates(w, lam []float64, n int) (c, states []float64) {
+	k := len(w)
+	s := make([]float64, k)
+	c = o.buf(0, n)
+	states = o.buf(1, n*k)
+	for r := 0; r < n; r++ {
+		copy(states[r*k:], s)
+		z := 0.0
+		if r == 0 {
+			z = 1
+		}
+		for i, wi := range w {
+			z -= wi * s[i]
+		}
+		for i, l := range lam {
+			s[i] = l*s[i] + z
+		}
+		c[r] = z
+	}
+	return c, states
+}
+
+// coefficients returns d = Coefficients(n) of (w, lam) in a scratch array.
+func (o *bltObjective) coefficients(w, lam []float64, n int) []float64 {
+	d := o.buf(9, n)
+	if n > 0 {
+		d[0] = 1
+	}
+	for i, wi := range w {
+		pow := wi
+		for s := 1; s < n; s++ {
+			d[s] += pow
+			pow *= lam[i]
+		}
+	}
+	return d
+}
+
+// bltStatesAdjoint adds to gw and gl the gradient of a function of c =
+// bltStates(w, lam, n) whose gradient with respect to c is cbar.
+func bltStatesAdjoint(w, lam, states, cbar, gw, gl []float64) {
+	k := len(w)
+	n := len(cbar)
+	sbar := make([]float64, k) // adjoint of s_i after round r
+	for r := n - 1; r >= 0; r-- {
+		zbar := cbar[r]
+		for i := range sbar {
+			zbar += sbar[i]
+		}
+		st := states[r*k : r*k+k]
+		for i := range sbar {
+			gl[i] += sbar[i] * st[i]
+			gw[i] -= zbar * st[i]
+			sbar[i] = lam[i]*sbar[i] - w[i]*zbar
+		}
+	}
+}
+
+// coefficientsAdjoint adds to gw and gl the gradient of a function of d =
+// Coefficients(n) (d_s = sum_i w_i lam_i^(s-1), s >= 1) whose gradient with
+// respect to d is dbar.
+func coefficientsAdjoint(w, lam, dbar, gw, gl []float64) {
+	for i := range w {
+		pw, pm, sw, sl := 1.0, 0.0, 0.0, 0.0 // pw = lam^(s-1), pm = lam^(s-2)
+		for s := 1; s < len(dbar); s++ {
+			sw += dbar[s] * pw
+			sl += dbar[s] * float64(s-1) * pm
+			pm = pw
+			pw *= lam[i]
+			if pm == 0 {
+				break
+			}
+		}
+		gw[i] += sw
+		gl[i] += w[i] * sl
+	}
+}
+
+// normPrefix returns ||A N T_d||_F^2 for prefix sums, the loss of C = T_c
+// N^{-1} with unit columns, and its gradient if gw is not nil. With rho_l =
+// R - l (the entries of A^T A are R - max(l, l')),
+//
+//	||A N T_d||^2 = sum_{l,l'} rho_max(l,l') n_l n_l' sum_{j <= min(l,l')} d_{l-j} d_{l'-j}
+//	              = sum_l rho_l n_l (n_l D_l + 2 sum_i w_i G_i(l)),
+//
+// D_l = sum_{s <= l} d_s^2, Q_i(l) = sum_{s <= l} lam_i^s d_s and G_i(l) =
+// sum_{l' < l} lam_i^(l-1-l') n_l' Q_i(l'), all running sums or first-order
+// recurrences because d_s = sum_i w_i lam_i^(s-1) for s >= 1: O(R k). The
+// gradient is the adjoint of these recurrences, and of n_j = ||c_{0..R-1-j}||
+// and c = T_d^{-1} e_0, also O(R k).
+func (o *bltObjective) normPrefix(w, lam, gw, gl []float64) float64 {
+	r, k := o.r(), len(w)
+	c, states := o.bltStates(w, lam, r)
+	nrm := o.buf(2, r)
+	cum := 0.0
+	for t := 0; t < r; t++ {
+		cum += c[t] * c[t]
+		nrm[r-1-t] = math.Sqrt(cum)
+	}
+	if math.IsInf(cum, 0) || math.IsNaN(cum) {
+		return math.Inf(1)
+	}
+	d := o.coefficients(w, lam, r)
+	dd := o.buf(3, r) // D_l
+	q := o.buf(4, r*k)
+	g := o.buf(5, r*k)
+	qi := make([]float64, k)
+	gi := make([]float64, k)
+	pw := make([]float64, k) // lam^l
+	for i := range pw {
+		pw[i] = 1
+	}
+	sum, loss := 0.0, 0.0
+	for l := 0; l < r; l++ {
+		sum += d[l] * d[l]
+		dd[l] = sum
+		rho := float64(r - l)
+		wg := 0.0
+		for i := 0; i < k; i++ {
+			qi[i] += pw[i] * d[l]
+			pw[i] *= lam[i]
+			q[l*k+i] = qi[i]
+			g[l*k+i] = gi[i]
+			wg += w[i] * gi[i]
+			gi[i] = lam[i]*gi[i] + nrm[l]*qi[i]
+		}
+		loss += rho * nrm[l] * (nrm[l]*sum + 2*wg)
+	}
+	if gw == nil {
+		return loss
+	}
+	for i := range gw {
+		gw[i], gl[i] = 0, 0
+	}
+	nbar := o.buf(6, r)
+	dbar := o.buf(7, r)
+	ghat := make([]float64, k) // adjoint of G_i(l+1)
+	qhat := make([]float64, k) // suffix sums of the adjoints of Q_i(l)
+	dhat := 0.0                // suffix sum of the adjoints of D_l
+	for l := r - 1; l >= 0; l-- {
+		rho := float64(r - l)
+		nb := 2 * rho * nrm[l] * dd[l]
+		for i := 0; i < k; i++ {
+			gil := g[l*k+i]
+			nb += 2*rho*w[i]*gil + ghat[i]*q[l*k+i]
+			gl[i] += ghat[i] * gil
+			gw[i] += 2 * rho * nrm[l] * gil
+			qhat[i] += ghat[i] * nrm[l]
+			q[l*k+i] = qhat[i] // Q's adjoint, suffix-summed, for the pass below
+			ghat[i] = 2*rho*nrm[l]*w[i] + lam[i]*ghat[i]
+		}
+		nbar[l] = nb
+		dhat += rho * nrm[l] * nrm[l]
+		dbar[l] = 2 * d[l] * dhat
+	}
+	// Q_i(l) = sum_{s <= l} lam_i^s d_s.
+	for i := 0; i < k; i++ {
+		pw, pm := 1.0, 0.0 // lam^s, lam^(s-1)
+		sl := 0.0
+		for s := 0; s < r; s++ {
+			qh := q[s*k+i]
+			dbar[s] += qh * pw
+			sl += qh * float64(s) * pm * d[s]
+			pm = pw
+			pw *= lam[i]
+			if pm == 0 {
+				break
+			}
+		}
+		gl[i] += sl
+	}
+	coefficientsAdjoint(w, lam, dbar, gw, gl)
+	// n_j = sqrt(sum_{t <= R-1-j} c_t^2): c_t's adjoint is 2 c_t times the
+	// sum over j <= R-1-t of nbar_j / (2 n_j).
+	cbar := o.buf(8, r)
+	acc := 0.0
+	for j := 0; j < r; j++ {
+		acc += nbar[j] / (2 * nrm[j])
+		cbar[r-1-j] = 2 * c[r-1-j] * acc
+	}
+	bltStatesAdjoint(w, lam, states, cbar, gw, gl)
+	return loss
+}
+
+// minSepLoss returns minSepToeplitzBound(c, b, kk) ||A T_d||_F^2 and, for
+// prefix sums, its gradient if gw is not nil (the majorant's gradient is
+// that of the entry attaining each maximum). The bound is computed by
+// running sums in O(R): with m the majorant and k' = min(kk, ceil(R/b)),
+// v_r = sum_{j < k', jb <= r} m_{r-jb} and the bound is sum_r v_r^2.
+func (o *bltObjective) minSepLoss(w, lam, gw, gl []float64) float64 {
+	r := o.r()
+	d := o.coefficients(w, lam, r)
+	c, states := o.bltStates(w, lam, r)
+	m := o.buf(2, r)
+	arg := make([]int, r)
+	run, at := 0.0, r-1
+	for i := r - 1; i >= 0; i-- {
+		if a := math.Abs(c[i]); a > run {
+			run, at = a, i
+		}
+		m[i], arg[i] = run, at
+	}
+	if math.IsInf(run, 0) || math.IsNaN(run) {
+		return math.Inf(1)
+	}
+	b := o.b
+	kp := min(o.kk, (r-1)/b+1)
+	v := o.buf(3, r)
+	sens2 := 0.0
+	for t := 0; t < r; t++ {
+		x := m[t]
+		if t >= b {
+			x += v[t-b]
+		}
+		if t >= kp*b {
+			x -= m[t-kp*b]
+		}
+		v[t] = x
+		sens2 += x * x
+	}
+	if !o.tw.prefix {
+		return sens2 * o.tw.frobB(d)
+	}
+	frob := 0.0
+	beta := 0.0
+	for t := 0; t < r; t++ {
+		beta += d[t]
+		frob += float64(r-t) * beta * beta
+	}
+	if gw == nil {
+		return sens2 * frob
+	}
+	for i := range gw {
+		gw[i], gl[i] = 0, 0
+	}
+	// frob: d_s's adjoint is sens2 * sum_{t >= s} 2 (R-t) beta_t.
+	dbar := o.buf(4, r)
+	beta = 0
+	betas := o.buf(5, r)
+	for t := 0; t < r; t++ {
+		beta += d[t]
+		betas[t] = beta
+	}
+	acc := 0.0
+	for s := r - 1; s >= 0; s-- {
+		acc += 2 * float64(r-s) * betas[s]
+		dbar[s] = sens2 * acc
+	}
+	coefficientsAdjoint(w, lam, dbar, gw, gl)
+	// sens2: m_t's adjoint is 2 sum_{j < k', t+jb < R} v_{t+jb}.
+	cbar := o.buf(6, r)
+	vb := o.buf(7, r)
+	for t := r - 1; t >= 0; t-- {
+		x := v[t]
+		if t+b < r {
+			x += vb[t+b]
+		}
+		if t+kp*b < r {
+			x -= v[t+kp*b]
+		}
+		vb[t] = x
+		a := arg[t]
+		cbar[a] += frob * 2 * x * math.Copysign(1, c[a])
+	}
+	bltStatesAdjoint(w, lam, states, cbar, gw, gl)
+	return sens2 * frob
+}
+
+// bltLogObjective returns f(x) = log loss(w, lambda) for x = (v, theta),
+// with lambda_i = 1/(1+exp(-theta_i)) and w_i = v_i (1 - lambda_i) (see
+// bltSet), and its gradient (analytic where o has one, else central finite
+// differences).
+func bltLogObjective(o *bltObjective, k int) (f func(x []float64) float64, grad func(g, x []float64)) {
+	p := &BLTParams{Weights: make([]float64, k), Lambdas: make([]float64, k)}
+	f = func(x []float64) float64 {
+		bltSet(p, x)
+		return math.Log(o.loss(p.Weights, p.Lambdas, nil, nil))
+	}
+	if !o.analytic() {
+		return f, func(g, x []float64) { copy(g, fdGradient(f, x)) }
+	}
+	gw, gl := make([]float64, k), make([]float64, k)
+	// Each evaluation computes the gradient too (the adjoint costs about
+	// as much as the loss) and keeps it for grad, which L-BFGS calls at
+	// the point it has just evaluated.
+	lastX, lastG := make([]float64, 2*k), make([]float64, 2*k)
+	valid := false
+	eval := func(x []float64) float64 {
+		bltSet(p, x)
+		l := o.loss(p.Weights, p.Lambdas, gw, gl)
+		for i := 0; i < k; i++ {
+			lam := p.Lambdas[i]
+			dlam := lam / (1 + math.Exp(x[k+i])) // dlambda/dtheta = lambda (1 - lambda)
+			lastG[i] = gw[i] * (1 - lam) / l
+			lastG[k+i] = (gl[i] - gw[i]*x[i]) * dlam / l
+			if math.IsInf(l, 0) {
+				lastG[i], lastG[k+i] = 0, 0
+			}
+		}
+		copy(lastX, x)
+		valid = true
+		return math.Log(l)
+	}
+	grad = func(g, x []float64) {
+		if !valid || !slices.Equal(x, lastX) {
+			eval(x)
+		}
+		copy(g, lastG)
+	}
+	return eval, grad
+}
+
+// sqrtStart returns a starting point x = (v, theta) with k buffers: decay
+// time scales 1/(1 - lambda_i) spread log-uniformly over [1.5, R] and the
+// weights fitted by least squares to the coefficients of a(x)^{-1/2}, the
+// inverse square root of the workload, in relative error at log-spaced
+// lags (an exponential-sum approximation of the square root's C^{-1}). It
+// returns nil if the fit fails.
+func sqrtStart(tw toeplitzWorkload, k int) []float64 {
+	r := len(tw.a)
+	if r < 3 {
+		return nil
+	}
+	target := tw.inverseSqrt(r)
+	var lags []int
+	for s, last := 1.0, 0; s < float64(r); s *= 1.15 {
+		if l := int(s); l > last && math.Abs(target[l]) > 0 {
+			lags = append(lags, l)
+			last = l
+		}
+	}
+	if len(lags) < k {
+		return nil
+	}
+	x := make([]float64, 2*k)
+	lam := make([]float64, k)
+	for i := 0; i < k; i++ {
+		tau := math.Max(1.5, math.Pow(float64(r), (float64(i)+0.5)/float64(k)))
+		lam[i] = 1 - 1/tau
+		x[k+i] = math.Log(tau - 1)
+	}
+	a := mat.NewDense(len(lags), k, nil)
+	y := mat.NewVecDense(len(lags), nil)
+	for row, l := range lags {
+		scale := 1 / math.Abs(target[l])
+		for i := 0; i < k; i++ {
+			a.Set(row, i, math.Pow(lam[i], float64(l-1))*scale)
+		}
+		y.SetVec(row, target[l]*scale)
+	}
+	var sol mat.VecDense
+	if err := sol.SolveVec(a, y); err != nil {
+		return nil
+	}
+	for i := 0; i < k; i++ {
+		x[i] = sol.AtVec(i) / (1 - lam[i])
+	}
+	return x
+}
+
+// fitBLTObjective returns parameters with k buffers that minimise o by
+// continuation in the number of buffers: the fit with j buffers starts from
+// the fit with j-1 buffers plus a buffer of weight 0 at a few time scales
+// 1/(1 - lambda) spread log-uniformly over [1, R], and from [sqrtStart]
+// with j buffers; the best optimised candidate is kept only if it lowers
+// the loss, else the j-1 fit with a zero-weight buffer (the same C and B)
+// is. So the loss never increases with j (by construction, not by luck of
+// the optimiser), and every level costs O(R j) per evaluation.
+func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, error) {
+	r := o.r()
+	var best []float64 // x = (v_1..v_j, theta_1..theta_j), see bltSet
+	bestF := math.Log(o.loss(nil, nil, nil, nil))
+	for j := 1; j <= k; j++ {
+		f, grad := bltLogObjective(o, j)
+		var starts [][]float64
+		// Below R = 20000 a level tries three starts, above only one (the
+		// time at R = 10^5).
+		fracs := []float64{0.5, 1}
+		stall := 1e-10
+		if r > 20000 {
+			fracs = fracs[:1]
+		}
+		for _, frac := range fracs {
+			tau := math.Max(math.Pow(float64(r), frac), 1.5)
+			x0 := make([]float64, 2*j)
+			copy(x0[:j-1], best[:j-1])
+			copy(x0[j:2*j-1], best[j-1:])
+			x0[2*j-1] = math.Log(tau - 1) // lambda = 1 - 1/tau
+			if j == 1 {
+				// d_1 = w_1 near -1/2 as for (1 - x)^{1/2}, but with
+				// d(x) = 1 + w x / (1 - lambda x) nonzero on the unit
+				// disc (w > lambda - 1), so that C = T_d^{-1} is bounded.
+				x0[0] = -0.5
+			}
+			starts = append(starts, x0)
+		}
+		if j >= 2 && r <= 20000 {
+			if x0 := sqrtStart(o.tw, j); x0 != nil {
+				starts = append(starts, x0)
+			}
+		}
+		levelBest, levelF := []float64(nil), math.Inf(1)
+		for _, x0 := range starts {
+			if math.IsInf(f(x0), 0) {
+				continue
+			}
+			x, err := minimizeBLT(ctx, f, grad, x0, o.analytic(), stall)
+			if err != nil {
+				return nil, err
+			}
+			if v := f(x); v < levelF {
+				levelBest, levelF = x, v
+			}
+		}
+		if levelBest == nil || !(levelF < bestF) {
+			// No candidate improved: keep the smaller fit with a zero
+			// weight for the new buffer.
+			x := make([]float64, 2*j)
+			copy(x[:j-1], best[:j-1])
+			copy(x[j:2*j-1], best[j-1:])
+			levelBest = x
+		} else {
+			bestF = levelF
+		}
+		best = levelBest
+	}
+	p := &BLTParams{Weights: make([]float64, k), Lambdas: make([]float64, k)}
+	bltSet(p, best)
+	return p, nil
+}
+
+// minimizeBLT minimises f from x0: with the analytic gradient by L-BFGS
+// until the gradient or the decrease of f reaches rounding, else by
+// [minimizeSmooth] (finite differences). It returns the best point found,
+// or ctx's error.
+func minimizeBLT(ctx context.Context, f func([]float64) float64, grad func(g, x []float64), x0 []float64, analytic bool, stall float64) ([]float64, error) {
+	if !analytic {
+		return minimizeSmooth(ctx, f, x0)
+	}
+	x := append([]float64(nil), x0...)
+	_, err := optim.LBFGS(ctx, x, f, grad, optim.Settings{GradTol: 1e-12, StallTol: stall, StallIters: 5, MaxIter: 400, Memory: 40, GradMerit: true, AcceptFloor: true})
+	switch {
+	case err == nil, errors.Is(err, optim.ErrLineSearch), errors.Is(err, optim.ErrMaxIter):
+		return x, nil // the best point found
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("factorize: optimisation of the BLT parameters: %w", err)
+}
