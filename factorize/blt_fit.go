@@ -24,8 +24,10 @@ import (
 // the loss of the unscaled Toeplitz C, ||c||^2 ||A T_d||_F^2, O(R) for
 // prefix sums and O(R^2) otherwise, without a closed-form gradient.
 //
-// Min-separation (minSep true): minSepToeplitzBound(c, b, kk) ||A T_d||_F^2
-// for the unscaled Toeplitz C, with a gradient for prefix sums.
+// Min-separation (minSep true): the exact loss sens^2 ||A T_d||_F^2 of the
+// unscaled Toeplitz C where its first column is non-negative and
+// non-increasing, +Inf elsewhere (see minSepLoss), with a gradient for
+// prefix sums.
 type bltObjective struct {
 	tw     toeplitzWorkload
 	minSep bool
@@ -37,15 +39,21 @@ type bltObjective struct {
 
 // buf returns scratch array number slot with length n, zeroed.
 func (o *bltObjective) buf(slot, n int) []float64 {
+	b := o.dirty(slot, n)
+	clear(b)
+	return b
+}
+
+// dirty returns scratch array number slot with length n, not zeroed (for
+// arrays that are written before they are read).
+func (o *bltObjective) dirty(slot, n int) []float64 {
 	for len(o.scratch) <= slot {
 		o.scratch = append(o.scratch, nil)
 	}
 	if cap(o.scratch[slot]) < n {
 		o.scratch[slot] = make([]float64, n)
 	}
-	b := o.scratch[slot][:n]
-	clear(b)
-	return b
+	return o.scratch[slot][:n]
 }
 
 // r returns the number of rounds.
@@ -81,7 +89,7 @@ func (o *bltObjective) bltStates(w, lam []float64, n int) (c, states []float64) 
 	k := len(w)
 	s := make([]float64, k)
 	c = o.buf(0, n)
-	states = o.buf(1, n*k)
+	states = o.dirty(1, n*k)
 	for r := 0; r < n; r++ {
 		copy(states[r*k:], s)
 		z := 0.0
@@ -107,12 +115,22 @@ func (o *bltObjective) coefficients(w, lam []float64, n int) []float64 {
 	}
 	for i, wi := range w {
 		pow := wi
-		for s := 1; s < n; s++ {
+		for s := 1; s < n && pow != 0; s++ {
 			d[s] += pow
-			pow *= lam[i]
+			pow = flush(pow * lam[i])
 		}
 	}
 	return d
+}
+
+// flush returns x, or 0 if |x| < 1e-290: decaying powers stop before the
+// subnormal range, whose arithmetic is many times slower, at a relative
+// cost far below rounding.
+func flush(x float64) float64 {
+	if x < 1e-290 && x > -1e-290 {
+		return 0
+	}
+	return x
 }
 
 // bltStatesAdjoint adds to gw and gl the gradient of a function of c =
@@ -181,74 +199,97 @@ func (o *bltObjective) normPrefix(w, lam, gw, gl []float64) float64 {
 	}
 	d := o.coefficients(w, lam, r)
 	dd := o.buf(3, r) // D_l
-	q := o.buf(4, r*k)
-	g := o.buf(5, r*k)
-	qi := make([]float64, k)
-	gi := make([]float64, k)
-	pw := make([]float64, k) // lam^l
+	q := o.dirty(4, r*k)
+	g := o.dirty(5, r*k)
+	work := o.buf(10, 8*k)
+	w, lam = w[:k], lam[:k]
+	qi, gi, pw := work[:k], work[k:2*k], work[2*k:3*k] // Q_i(l), G_i(l), lam_i^l
 	for i := range pw {
 		pw[i] = 1
 	}
 	sum, loss := 0.0, 0.0
 	for l := 0; l < r; l++ {
-		sum += d[l] * d[l]
+		dl, nl := d[l], nrm[l]
+		sum += dl * dl
 		dd[l] = sum
-		rho := float64(r - l)
+		ql, gl := q[l*k:l*k+k], g[l*k:l*k+k]
 		wg := 0.0
-		for i := 0; i < k; i++ {
-			qi[i] += pw[i] * d[l]
-			pw[i] *= lam[i]
-			q[l*k+i] = qi[i]
-			g[l*k+i] = gi[i]
-			wg += w[i] * gi[i]
-			gi[i] = lam[i]*gi[i] + nrm[l]*qi[i]
+		for i := range ql {
+			qv := qi[i] + pw[i]*dl
+			qi[i] = qv
+			pw[i] = flush(pw[i] * lam[i])
+			ql[i] = qv
+			gv := gi[i]
+			gl[i] = gv
+			wg += w[i] * gv
+			gi[i] = lam[i]*gv + nl*qv
 		}
-		loss += rho * nrm[l] * (nrm[l]*sum + 2*wg)
+		loss += float64(r-l) * nl * (nl*sum + 2*wg)
 	}
 	if gw == nil {
 		return loss
 	}
-	for i := range gw {
-		gw[i], gl[i] = 0, 0
-	}
+	gw, gl = gw[:k], gl[:k]
+	clear(gw)
+	clear(gl)
 	nbar := o.buf(6, r)
 	dbar := o.buf(7, r)
-	ghat := make([]float64, k) // adjoint of G_i(l+1)
-	qhat := make([]float64, k) // suffix sums of the adjoints of Q_i(l)
-	dhat := 0.0                // suffix sum of the adjoints of D_l
+	ghat, qhat := work[3*k:4*k], work[4*k:5*k] // adjoint of G_i(l+1); suffix sum of Q_i(l)'s adjoints
+	clear(ghat)
+	clear(qhat)
+	dhat := 0.0 // suffix sum of the adjoints of D_l
 	for l := r - 1; l >= 0; l-- {
 		rho := float64(r - l)
-		nb := 2 * rho * nrm[l] * dd[l]
-		for i := 0; i < k; i++ {
-			gil := g[l*k+i]
-			nb += 2*rho*w[i]*gil + ghat[i]*q[l*k+i]
-			gl[i] += ghat[i] * gil
-			gw[i] += 2 * rho * nrm[l] * gil
-			qhat[i] += ghat[i] * nrm[l]
-			q[l*k+i] = qhat[i] // Q's adjoint, suffix-summed, for the pass below
-			ghat[i] = 2*rho*nrm[l]*w[i] + lam[i]*ghat[i]
+		nl := nrm[l]
+		rn := 2 * rho * nl
+		nb := rn * dd[l]
+		ql, gr := q[l*k:l*k+k], g[l*k:l*k+k]
+		for i := range ql {
+			gil := gr[i]
+			gh := ghat[i]
+			nb += 2*rho*w[i]*gil + gh*ql[i]
+			gl[i] += gh * gil
+			gw[i] += rn * gil
+			qh := qhat[i] + gh*nl
+			qhat[i] = qh
+			ql[i] = qh // Q's adjoint, suffix-summed, for the pass below
+			ghat[i] = rn*w[i] + lam[i]*gh
 		}
 		nbar[l] = nb
-		dhat += rho * nrm[l] * nrm[l]
+		dhat += rho * nl * nl
 		dbar[l] = 2 * d[l] * dhat
 	}
-	// Q_i(l) = sum_{s <= l} lam_i^s d_s.
-	for i := 0; i < k; i++ {
-		pw, pm := 1.0, 0.0 // lam^s, lam^(s-1)
-		sl := 0.0
-		for s := 0; s < r; s++ {
-			qh := q[s*k+i]
-			dbar[s] += qh * pw
-			sl += qh * float64(s) * pm * d[s]
-			pm = pw
-			pw *= lam[i]
-			if pm == 0 {
-				break
+	// Q_i(l) = sum_{s <= l} lam_i^s d_s, then d_s = sum_i w_i lam_i^(s-1):
+	// one pass over s with p0 = lam^s, p1 = lam^(s-1), p2 = lam^(s-2) (0
+	// where the exponent is negative: their factors vanish there).
+	p0, p1, p2 := work[5*k:6*k], work[6*k:7*k], work[7*k:8*k]
+	for i := range p0 {
+		p0[i], p1[i], p2[i] = 1, 0, 0
+	}
+	clear(ghat) // now sum_s dbar_s s lam^(s-1) d_s
+	clear(qhat) // now sum_s dbar_s (s-1) lam^(s-2)
+	for s := 0; s < r; s++ {
+		ql := q[s*k : s*k+k]
+		db := dbar[s]
+		fs, ds := float64(s), d[s]
+		for i := range ql {
+			db += ql[i] * p0[i]
+			ghat[i] += ql[i] * fs * p1[i] * ds
+		}
+		if s >= 1 {
+			for i := range ql {
+				gw[i] += db * p1[i]
+				qhat[i] += db * (fs - 1) * p2[i]
 			}
 		}
-		gl[i] += sl
+		for i := range ql {
+			p2[i], p1[i] = p1[i], p0[i]
+			p0[i] = flush(p0[i] * lam[i])
+		}
 	}
-	coefficientsAdjoint(w, lam, dbar, gw, gl)
+	for i := range gl {
+		gl[i] += ghat[i] + w[i]*qhat[i]
+	}
 	// n_j = sqrt(sum_{t <= R-1-j} c_t^2): c_t's adjoint is 2 c_t times the
 	// sum over j <= R-1-t of nbar_j / (2 n_j).
 	cbar := o.buf(8, r)
@@ -261,27 +302,25 @@ func (o *bltObjective) normPrefix(w, lam, gw, gl []float64) float64 {
 	return loss
 }
 
-// minSepLoss returns minSepToeplitzBound(c, b, kk) ||A T_d||_F^2 and, for
-// prefix sums, its gradient if gw is not nil (the majorant's gradient is
-// that of the entry attaining each maximum). The bound is computed by
-// running sums in O(R): with m the majorant and k' = min(kk, ceil(R/b)),
-// v_r = sum_{j < k', jb <= r} m_{r-jb} and the bound is sum_r v_r^2.
+// minSepLoss returns ||C u||^2 ||A T_d||_F^2 for the Toeplitz C = T_d^{-1}
+// with first column c, u the indicator of {0, b, ..., (k'-1) b} and k' =
+// min(kk, ceil(R/b)), and, for prefix sums, its gradient if gw is not nil.
+// ||C u|| is the exact sensitivity under b-min-separation when c is
+// non-negative and non-increasing (Kalinin and Lampert 2024, Thm. 2; the
+// rule of [ToeplitzMinSepSensitivity], which [SensitivityOf] applies to
+// such a C): the loss is +Inf elsewhere, so the fit stays where the loss
+// it minimises is the one [BLTMinSep] reports. By running sums, v_r =
+// sum_{j < k', jb <= r} c_{r-jb} and ||C u||^2 = sum_r v_r^2, O(R).
 func (o *bltObjective) minSepLoss(w, lam, gw, gl []float64) float64 {
 	r := o.r()
 	d := o.coefficients(w, lam, r)
 	c, states := o.bltStates(w, lam, r)
-	m := o.buf(2, r)
-	arg := make([]int, r)
-	run, at := 0.0, r-1
-	for i := r - 1; i >= 0; i-- {
-		if a := math.Abs(c[i]); a > run {
-			run, at = a, i
+	for i, v := range c {
+		if v < 0 || (i > 0 && v > c[i-1]) || math.IsNaN(v) {
+			return math.Inf(1)
 		}
-		m[i], arg[i] = run, at
 	}
-	if math.IsInf(run, 0) || math.IsNaN(run) {
-		return math.Inf(1)
-	}
+	m := c
 	b := o.b
 	kp := min(o.kk, (r-1)/b+1)
 	v := o.buf(3, r)
@@ -338,8 +377,7 @@ func (o *bltObjective) minSepLoss(w, lam, gw, gl []float64) float64 {
 			x -= v[t+kp*b]
 		}
 		vb[t] = x
-		a := arg[t]
-		cbar[a] += frob * 2 * x * math.Copysign(1, c[a])
+		cbar[t] = frob * 2 * x
 	}
 	bltStatesAdjoint(w, lam, states, cbar, gw, gl)
 	return sens2 * frob
@@ -451,13 +489,16 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 	bestF := math.Log(o.loss(nil, nil, nil, nil))
 	for j := 1; j <= k; j++ {
 		f, grad := bltLogObjective(o, j)
+		// A level tries the fit with j-1 buffers plus a buffer of weight 0
+		// at the time scales R^(1/2) and R, and in the widest gap of the
+		// time scales used, and the square root's approximation
+		// (sqrtStart); above R = 20000 only the widest gap (each
+		// evaluation costs O(R j); the time at R = 10^5).
 		var starts [][]float64
-		// Below R = 20000 a level tries three starts, above only one (the
-		// time at R = 10^5).
+		large := r > 20000
 		fracs := []float64{0.5, 1}
-		stall := 1e-10
-		if r > 20000 {
-			fracs = fracs[:1]
+		if large {
+			fracs = nil
 		}
 		for _, frac := range fracs {
 			tau := math.Max(math.Pow(float64(r), frac), 1.5)
@@ -473,7 +514,31 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 			}
 			starts = append(starts, x0)
 		}
-		if j >= 2 && r <= 20000 {
+		if j == 1 && large {
+			starts = append(starts, []float64{-0.5, math.Log(math.Sqrt(float64(r)) - 1)})
+		}
+		if j >= 2 {
+			// The new buffer in the widest gap, on a log scale, between
+			// the time scales already used (and 1 and R).
+			logs := []float64{0, math.Log(float64(r))}
+			for _, th := range best[j-1:] {
+				logs = append(logs, math.Log(1+math.Exp(th)))
+			}
+			slices.Sort(logs)
+			lo, hi := 0.0, 0.0
+			for i := 1; i < len(logs); i++ {
+				if logs[i]-logs[i-1] > hi-lo {
+					lo, hi = logs[i-1], logs[i]
+				}
+			}
+			tau := math.Max(math.Exp((lo+hi)/2), 1.5)
+			x0 := make([]float64, 2*j)
+			copy(x0[:j-1], best[:j-1])
+			copy(x0[j:2*j-1], best[j-1:])
+			x0[2*j-1] = math.Log(tau - 1)
+			starts = append(starts, x0)
+		}
+		if j >= 2 && !large {
 			if x0 := sqrtStart(o.tw, j); x0 != nil {
 				starts = append(starts, x0)
 			}
@@ -483,7 +548,7 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 			if math.IsInf(f(x0), 0) {
 				continue
 			}
-			x, err := minimizeBLT(ctx, f, grad, x0, o.analytic(), stall)
+			x, err := minimizeBLT(ctx, f, grad, x0, o.analytic())
 			if err != nil {
 				return nil, err
 			}
@@ -512,12 +577,12 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 // until the gradient or the decrease of f reaches rounding, else by
 // [minimizeSmooth] (finite differences). It returns the best point found,
 // or ctx's error.
-func minimizeBLT(ctx context.Context, f func([]float64) float64, grad func(g, x []float64), x0 []float64, analytic bool, stall float64) ([]float64, error) {
+func minimizeBLT(ctx context.Context, f func([]float64) float64, grad func(g, x []float64), x0 []float64, analytic bool) ([]float64, error) {
 	if !analytic {
 		return minimizeSmooth(ctx, f, x0)
 	}
 	x := append([]float64(nil), x0...)
-	_, err := optim.LBFGS(ctx, x, f, grad, optim.Settings{GradTol: 1e-12, StallTol: stall, StallIters: 5, MaxIter: 400, Memory: 40, GradMerit: true, AcceptFloor: true})
+	_, err := optim.LBFGS(ctx, x, f, grad, optim.Settings{GradTol: 1e-12, StallTol: 1e-10, StallIters: 10, MaxIter: 400, Memory: 40, GradMerit: true, AcceptFloor: true})
 	switch {
 	case err == nil, errors.Is(err, optim.ErrLineSearch), errors.Is(err, optim.ErrMaxIter):
 		return x, nil // the best point found

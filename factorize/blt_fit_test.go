@@ -87,21 +87,25 @@ func TestBLTNormLoss(t *testing.T) {
 	}
 }
 
-// The min-separation objective: its O(R) bound against
-// minSepToeplitzBound (O(R k)) and its gradient against central
-// differences.
+// The min-separation objective: its O(R) value against
+// minSepToeplitzBound (O(R k), the same rule where C's first column is
+// non-negative and non-increasing, as here) and its gradient against
+// central differences; +Inf where the column is not monotone.
 func TestBLTMinSepLoss(t *testing.T) {
 	const r = 60
 	tw, _ := toeplitzOf(StrategyBLT, prefix(t, r))
 	for _, sep := range []struct{ b, k int }{{5, 3}, {7, 20}, {60, 1}} {
 		o := &bltObjective{tw: tw, minSep: true, b: sep.b, kk: sep.k}
-		w, lam := []float64{-0.3, -0.05}, []float64{0.5, 0.97}
+		w, lam := []float64{-0.4, -0.01}, []float64{0.4, 0.95}
 		gw, gl := make([]float64, 2), make([]float64, 2)
 		got := o.loss(w, lam, gw, gl)
 		p := &BLTParams{Weights: w, Lambdas: lam}
 		want := minSepToeplitzBound(bltInverse(p, r), sep.b, sep.k) * tw.frobB(p.Coefficients(r))
 		if math.Abs(got-want) > 1e-12*want {
 			t.Errorf("b = %d, k = %d: loss %.15g, want %.15g", sep.b, sep.k, got, want)
+		}
+		if c := bltInverse(p, r); c[r-1] < 0 || c[r-1] > c[r-2] {
+			t.Fatalf("the test's column is not non-negative and non-increasing")
 		}
 		for i := 0; i < 4; i++ {
 			v := w
@@ -124,6 +128,10 @@ func TestBLTMinSepLoss(t *testing.T) {
 				t.Errorf("b = %d, parameter %d: gradient %.10g, central difference %.10g", sep.b, i, g, fd)
 			}
 		}
+	}
+	o := &bltObjective{tw: tw, minSep: true, b: 5, kk: 3}
+	if l := o.loss([]float64{0.3}, []float64{0.5}, nil, nil); !math.IsInf(l, 1) {
+		t.Errorf("a column with negative entries: loss %v, want +Inf", l)
 	}
 }
 
@@ -250,9 +258,36 @@ func TestBLTMinSepMonotone(t *testing.T) {
 		if l > prev*(1+1e-12) {
 			t.Errorf("%d buffers: loss %.12g above %.12g with %d", k, l, prev, k-1)
 		}
+		if !f.Metrics.UnitSensitivity.Exact {
+			t.Errorf("%d buffers: sensitivity not exact", k)
+		}
 		if l > g.Metrics.Loss {
 			t.Errorf("%d buffers: loss %.12g above bsr with %d bands (%.12g)", k, l, k+1, g.Metrics.Loss)
 		}
 		prev = l
 	}
+}
+
+// minSepToeplitzBound returns, for the tests, the squared sensitivity under b-min-separation
+// with at most k participations of the lower-triangular Toeplitz C with
+// first column c, by the rule of [ToeplitzMinSepSensitivity] applied to the
+// smallest non-increasing majorant of |c| (equal to c when c is
+// non-negative and non-increasing, so then exact; an upper bound
+// otherwise). O(n k).
+func minSepToeplitzBound(c []float64, b, k int) float64 {
+	n := len(c)
+	m := make([]float64, n)
+	run := 0.0
+	for i := n - 1; i >= 0; i-- {
+		run = math.Max(run, math.Abs(c[i]))
+		m[i] = run
+	}
+	if math.IsInf(run, 0) || math.IsNaN(run) {
+		return math.Inf(1)
+	}
+	s, err := ToeplitzMinSepSensitivity(m, b, k)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return s * s
 }

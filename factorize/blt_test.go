@@ -83,7 +83,9 @@ func TestBLTAgainstSqrt(t *testing.T) {
 
 // TestBLTOneBuffer checks the optimiser with one buffer against a
 // brute-force search over (w, lambda) of the unnormalised Toeplitz loss,
-// each point evaluated with gonum's dense inverse.
+// each point evaluated with gonum's dense inverse: BLT minimises the loss
+// with unit columns, which is below it (TestBLTNormLoss checks that loss
+// against the dense product).
 func TestBLTOneBuffer(t *testing.T) {
 	const r = 20
 	w, _ := Prefix(r)

@@ -31,7 +31,7 @@ func ExampleBLTParamsOf() {
 	fmt.Println(ok)
 	// Output:
 	// true 2 true 100
-	// loss 517.6 (identity 5050)
+	// loss 512.7 (identity 5050)
 	// false
 }
 

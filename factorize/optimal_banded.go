@@ -1073,18 +1073,19 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 }
 
 // BLTMinSep returns a buffered-linear-Toeplitz factorization ([BLT]) with
-// the given number of buffers ([DefaultBuffers] if 0) whose parameters minimise the loss under
-// b-min-separation with at most k participations: sens^2 ||A T_d||_F^2 for
-// the Toeplitz C = T_d^{-1}, whose columns are not rescaled (the Toeplitz
-// sensitivity rule needs C Toeplitz). When C's first column c is
-// non-negative and non-increasing, participations exactly b apart from
-// round 0 are the worst case (Kalinin and Lampert 2024, Thm. 2) and sens is
-// exact; otherwise the objective uses the same rule on the smallest
-// non-increasing majorant of |c|, an upper bound. Every term of the loss is
-// a sum of squares, so it is never negative, whatever the decay rates (a
-// closed form through geometric series is not: it turns negative for decay
-// rates above 1). The metrics are those of B and C under
-// [MinSeparation](b, k) by [SensitivityOf]. A local optimum, not certified.
+// the given number of buffers ([DefaultBuffers] if 0) whose parameters
+// minimise the loss under b-min-separation with at most k participations,
+// sens^2 ||A T_d||_F^2 for the Toeplitz C = T_d^{-1} (columns not rescaled:
+// the Toeplitz sensitivity rule needs C Toeplitz), over the parameters for
+// which C's first column c is non-negative and non-increasing. There the
+// participations exactly b apart from round 0 are the worst case (Kalinin
+// and Lampert 2024, Thm. 2), so sens is exact and is the value that
+// [SensitivityOf] reports: the loss minimised is the loss reported, and by
+// continuation in the number of buffers (see fitBLTObjective) it never
+// increases with the number of buffers. The metrics are those of B and C
+// under [MinSeparation](b, k) by [SensitivityOf]. A local optimum, not
+// certified. With the gradient in closed form for prefix sums (finite
+// differences otherwise).
 func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
@@ -1120,28 +1121,4 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	f.BLT = p
 	f.Stream = StreamBLT
 	return f.WithParticipation(part)
-}
-
-// minSepToeplitzBound returns the squared sensitivity under b-min-separation
-// with at most k participations of the lower-triangular Toeplitz C with
-// first column c, by the rule of [ToeplitzMinSepSensitivity] applied to the
-// smallest non-increasing majorant of |c| (equal to c when c is
-// non-negative and non-increasing, so then exact; an upper bound
-// otherwise). O(n k).
-func minSepToeplitzBound(c []float64, b, k int) float64 {
-	n := len(c)
-	m := make([]float64, n)
-	run := 0.0
-	for i := n - 1; i >= 0; i-- {
-		run = math.Max(run, math.Abs(c[i]))
-		m[i] = run
-	}
-	if math.IsInf(run, 0) || math.IsNaN(run) {
-		return math.Inf(1)
-	}
-	s, err := ToeplitzMinSepSensitivity(m, b, k)
-	if err != nil {
-		return math.Inf(1)
-	}
-	return s * s
 }
