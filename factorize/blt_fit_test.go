@@ -2,8 +2,14 @@ package factorize
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -290,4 +296,52 @@ func minSepToeplitzBound(c []float64, b, k int) float64 {
 		return math.Inf(1)
 	}
 	return s * s
+}
+
+// TestBLTTable prints, for the sizes in DPMF_BLT_SIZES (for example
+// "1000,10000,100000"), the loss of BLT with 1 to 8 buffers (the O(R k)
+// loss of the fit, which TestBLTNormLoss checks against the dense
+// product), its ratio to sqrt-normalized (O(R^2) closed form) and the
+// fit's wall time, with the median of 3 fits for 8 buffers: the numbers in
+// docs/strategies.md. Run with
+//
+//	DPMF_BLT_SIZES=1000,10000,100000 go test ./factorize -run TestBLTTable -v -timeout 0
+func TestBLTTable(t *testing.T) {
+	env := os.Getenv("DPMF_BLT_SIZES")
+	if env == "" {
+		t.Skip("set DPMF_BLT_SIZES")
+	}
+	for _, f := range strings.Split(env, ",") {
+		r, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := sqrtNormalizedLoss(r)
+		tw, _ := toeplitzOf(StrategyBLT, prefix(t, r))
+		fmt.Printf("R = %d: sqrt-normalized %.10g\n| K | loss | loss / sqrt-normalized - 1 | fit time |\n|---:|---:|---:|---:|\n", r, ref)
+		for k := 1; k <= 8; k++ {
+			reps := 1
+			if k == 8 {
+				reps = 3
+			}
+			var times []time.Duration
+			var l float64
+			for range reps {
+				o := &bltObjective{tw: tw}
+				t0 := time.Now()
+				p, err := fittedBLT(context.Background(), o, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				times = append(times, time.Since(t0))
+				l = o.loss(p.Weights, p.Lambdas, nil, nil)
+			}
+			slices.Sort(times)
+			note := ""
+			if reps > 1 {
+				note = fmt.Sprintf(" (median of %d: %v)", reps, times)
+			}
+			fmt.Printf("| %d | %.10g | %+.3e | %.2f s%s |\n", k, l, l/ref-1, times[len(times)/2].Seconds(), note)
+		}
+	}
 }
