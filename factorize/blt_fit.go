@@ -21,8 +21,10 @@ import (
 // Toeplitz T_c, c = T_d^{-1} e_0) and B = A N T_d, that is ||A N T_d||_F^2
 // (the squared sensitivity is 1). For prefix sums it costs O(R k) with its
 // gradient (see normPrefix); for other Toeplitz workloads the objective is
-// the loss of the unscaled Toeplitz C, ||c||^2 ||A T_d||_F^2, O(R) for
-// prefix sums and O(R^2) otherwise, without a closed-form gradient.
+// the loss of the unscaled Toeplitz C, ||c||^2 ||A T_d||_F^2 (O(R^2), the
+// convolution with the workload's column, with finite-difference
+// gradients), and the fit is monotone in the number of buffers in that
+// loss (BLT then reports the better of it and the unit-column loss).
 //
 // Min-separation (minSep true): the exact loss sens^2 ||A T_d||_F^2 of the
 // unscaled Toeplitz C where its first column is non-negative and
@@ -492,10 +494,14 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 		// A level tries the fit with j-1 buffers plus a buffer of weight 0
 		// at the time scales R^(1/2) and R, and in the widest gap of the
 		// time scales used, and the square root's approximation
-		// (sqrtStart); above R = 20000 only the widest gap (each
-		// evaluation costs O(R j); the time at R = 10^5).
+		// (sqrtStart); above R = 20000 only the widest gap, stopped
+		// sooner (each evaluation costs O(R j); the time at R = 10^5).
 		var starts [][]float64
 		large := r > 20000
+		stallIters := 10 // iterations without progress before a start stops
+		if large {
+			stallIters = 5
+		}
 		fracs := []float64{0.5, 1}
 		if large {
 			fracs = nil
@@ -548,7 +554,7 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 			if math.IsInf(f(x0), 0) {
 				continue
 			}
-			x, err := minimizeBLT(ctx, f, grad, x0, o.analytic())
+			x, err := minimizeBLT(ctx, f, grad, x0, o.analytic(), stallIters)
 			if err != nil {
 				return nil, err
 			}
@@ -577,12 +583,12 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 // until the gradient or the decrease of f reaches rounding, else by
 // [minimizeSmooth] (finite differences). It returns the best point found,
 // or ctx's error.
-func minimizeBLT(ctx context.Context, f func([]float64) float64, grad func(g, x []float64), x0 []float64, analytic bool) ([]float64, error) {
+func minimizeBLT(ctx context.Context, f func([]float64) float64, grad func(g, x []float64), x0 []float64, analytic bool, stallIters int) ([]float64, error) {
 	if !analytic {
 		return minimizeSmooth(ctx, f, x0)
 	}
 	x := append([]float64(nil), x0...)
-	_, err := optim.LBFGS(ctx, x, f, grad, optim.Settings{GradTol: 1e-12, StallTol: 1e-10, StallIters: 10, MaxIter: 400, Memory: 40, GradMerit: true, AcceptFloor: true})
+	_, err := optim.LBFGS(ctx, x, f, grad, optim.Settings{GradTol: 1e-12, StallTol: 1e-10, StallIters: stallIters, MaxIter: 400, Memory: 40, GradMerit: true, AcceptFloor: true})
 	switch {
 	case err == nil, errors.Is(err, optim.ErrLineSearch), errors.Is(err, optim.ErrMaxIter):
 		return x, nil // the best point found
