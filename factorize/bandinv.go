@@ -158,8 +158,7 @@ func bandInvFactorization(strategy string, w *Workload, tw toeplitzWorkload, u [
 			brow[j] = beta[i-j]
 		}
 	}
-	f := finish(strategy, StreamBandedInverse, w, bm, cm)
-	return f
+	return finish(strategy, bandInverseOp{u: u, r: r}, w, bm, cm)
 }
 
 // toeplitzSens2 returns the squared sensitivity under p of the R x R
@@ -321,7 +320,7 @@ func BandedToeplitz(ctx context.Context, w *Workload, bands int, part Participat
 			brow[j] = beta[i-j]
 		}
 	}
-	return finish(StrategyBandedToeplitz, StreamBanded, w, bm, cm), nil
+	return finish(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, bm, cm), nil
 }
 
 // bandedToeplitzSens2 returns the squared sensitivity under part of the
@@ -523,7 +522,7 @@ func checkLossOnly(strategy string, w *Workload, bands int, p Participation) (to
 // sensitivity sens2 under p (gamma2 the squared largest column norm of C):
 // ||B||_F^2 = sum_m (R - m) beta_m^2, and the largest row norm is the last
 // row's, sum_m beta_m^2.
-func lossOnlyResult(strategy string, stream Stream, w *Workload, p Participation, gamma2 float64, sens Sensitivity, beta []float64) *Factorization {
+func lossOnlyResult(strategy string, op Operator, w *Workload, p Participation, gamma2 float64, sens Sensitivity, beta []float64) *Factorization {
 	r := w.R()
 	frob, last := 0.0, 0.0
 	for m, v := range beta {
@@ -531,10 +530,11 @@ func lossOnlyResult(strategy string, stream Stream, w *Workload, p Participation
 		last += v * v
 	}
 	return &Factorization{
-		Strategy: strategy,
-		Stream:   stream,
-		Workload: w,
-		Metrics:  metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
+		Strategy:  strategy,
+		Operator:  op,
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
 	}
 }
 
@@ -571,7 +571,7 @@ func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands in
 		}
 		sens = Sensitivity{Value: math.Sqrt(s2), Exact: true, Rule: RuleMinSepToeplitz}
 	}
-	return lossOnlyResult(strategy, StreamBandedInverse, w, p, gamma2, sens, tw.times(padded(u, r))), nil
+	return lossOnlyResult(strategy, bandInverseOp{u: u, r: r}, w, p, gamma2, sens, tw.times(padded(u, r))), nil
 }
 
 // bandedToeplitzLossOnly returns the metrics-only result of
@@ -596,5 +596,5 @@ func bandedToeplitzLossOnly(ctx context.Context, w *Workload, b int, p Participa
 		}
 		sens = Sensitivity{Value: math.Sqrt(bandedToeplitzSens2(c, r, p)), Exact: true, Rule: RuleMinSepBanded}
 	}
-	return lossOnlyResult(StrategyBandedToeplitz, StreamBanded, w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil
+	return lossOnlyResult(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil
 }

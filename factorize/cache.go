@@ -14,7 +14,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +23,7 @@ import (
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
 
-// Cache entry format, version 3. All integers are little-endian.
+// Cache entry format, version 4. All integers are little-endian.
 //
 //	offset  size  content
 //	0       8     magic "DPMFFACT"
@@ -33,11 +32,16 @@ import (
 //	16      L     metadata, a JSON object (cacheMeta): the key fields
 //	              (strategy name and key, workload key, R, participation),
 //	              the dimensions (R and m), whether B and C are present,
-//	              the stream structure, the metrics, iterations, gap,
-//	              Available and the BLT parameters
-//	16+L    8Rm   B, R x m float64, row by row (absent for loss-only results)
-//	        8mR   C, m x R float64, row by row (absent for loss-only results)
+//	              the metrics, iterations, gap, Available (with factors),
+//	              the operator's form (kind and sizes, see OperatorForm)
+//	16+L    8Rm   B, R x m float64, row by row (absent without factors)
+//	        8mR   C, m x R float64, row by row (absent without factors)
+//	        8n    the operator's n coefficients (absent for the dense
+//	              operator, which is rebuilt from B)
 //	end-32  32    SHA-256 of every byte before it
+//
+// The structured form is kept, so a cached factorization streams its noise
+// exactly as a fresh one.
 //
 // The file size is therefore fixed by the header, which lets a reader detect
 // a truncated entry before reading the floats. Floats are stored bit for bit,
@@ -45,7 +49,7 @@ import (
 // written with [atomicfile.Write]: a reader sees a complete entry or none.
 const (
 	cacheMagic    = "DPMFFACT"
-	cacheVersion  = 3
+	cacheVersion  = 4
 	cacheExt      = ".dpmf"
 	cacheHeader   = 16
 	cacheSumLen   = sha256.Size
@@ -118,21 +122,23 @@ func DefaultCacheDir() (string, error) {
 
 // cacheMeta is the JSON metadata of an entry.
 type cacheMeta struct {
-	Key           string      `json:"key"`
-	Strategy      string      `json:"strategy"`
-	StrategyKey   string      `json:"strategy_key"`
-	Workload      string      `json:"workload"`
-	R             int         `json:"R"`
-	M             int         `json:"m"`
-	Participation string      `json:"participation"`
-	Factors       bool        `json:"factors"`
-	Stream        string      `json:"stream"`
-	Metrics       metricsJSON `json:"metrics"`
-	Iterations    int         `json:"iterations"`
-	Evaluations   int         `json:"evaluations"`
-	Gap           float64     `json:"gap"`
-	Available     []int       `json:"available"`
-	BLT           *BLTParams  `json:"blt,omitempty"`
+	Key           string        `json:"key"`
+	Strategy      string        `json:"strategy"`
+	StrategyKey   string        `json:"strategy_key"`
+	Workload      string        `json:"workload"`
+	R             int           `json:"R"`
+	M             int           `json:"m"`
+	Participation string        `json:"participation"`
+	Factors       bool          `json:"factors"`
+	Operator      *OperatorForm `json:"operator,omitempty"`
+	Metrics       metricsJSON   `json:"metrics"`
+	Iterations    int           `json:"iterations"`
+	Evaluations   int           `json:"evaluations"`
+	Gap           float64       `json:"gap"`
+	Available     []int         `json:"available"`
+	// Semisep holds a semiseparable factorization's certified optimal
+	// lower bound and excess.
+	Semisep *[2]float64 `json:"semisep,omitempty"`
 }
 
 // metricsJSON is Metrics with stable JSON names. encoding/json prints the
@@ -342,13 +348,17 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) e
 		Workload:      k.workload,
 		R:             k.r,
 		Participation: k.participation.String(),
-		Stream:        f.Stream.String(),
 		Metrics:       toMetricsJSON(f.Metrics),
 		Iterations:    f.Iterations,
 		Evaluations:   f.Evaluations,
 		Gap:           f.Gap,
-		Available:     f.Available,
-		BLT:           f.BLT,
+	}
+	var opFloats []float64
+	if form, ok := FormOf(f.Operator); ok {
+		meta.Operator, opFloats = &form, form.Floats
+	}
+	if f.Semisep != nil {
+		meta.Semisep = &[2]float64{f.Semisep.OptimalLower, f.Semisep.Excess}
 	}
 	if (f.B == nil) != (f.C == nil) {
 		panic("factorize: factorization with only one of B and C")
@@ -358,13 +368,13 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) e
 		if m2, r2 := f.C.Dims(); r != k.r || r2 != k.r || m2 != m {
 			panic(fmt.Sprintf("factorize: B is %d x %d and C is %d x %d for R = %d", r, m, m2, r2, k.r))
 		}
-		meta.M, meta.Factors = m, true
+		meta.M, meta.Factors, meta.Available = m, true, f.Available
 	}
 	js, err := json.Marshal(meta)
 	if err != nil {
 		return fmt.Errorf("factorize: cache metadata: %w", err)
 	}
-	size := cacheHeader + int64(len(js)) + 16*int64(meta.R)*int64(meta.M) + cacheSumLen
+	size := cacheHeader + int64(len(js)) + 16*int64(meta.R)*int64(meta.M) + 8*int64(len(opFloats)) + cacheSumLen
 	if b := c.budget(); b >= 0 && size > b {
 		return &CacheBudgetError{Size: size, Budget: b}
 	}
@@ -394,6 +404,11 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) e
 				return err
 			}
 			if err := writeFloats(w, f.C); err != nil {
+				return err
+			}
+		}
+		if len(opFloats) > 0 {
+			if err := writeFloats(w, mat.NewDense(1, len(opFloats), opFloats)); err != nil {
 				return err
 			}
 		}
@@ -530,6 +545,16 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 		}
 		floats = 2 * int64(meta.R) * int64(meta.M)
 	}
+	opFloats := 0
+	if meta.Operator != nil {
+		if opFloats, err = meta.Operator.FloatCount(); err != nil {
+			if !checksumOK(file, size) {
+				return nil, corrupt("checksum mismatch")
+			}
+			return nil, corrupt("%v", strings.TrimPrefix(err.Error(), "factorize: "))
+		}
+		floats += int64(opFloats)
+	}
 	if want := cacheHeader + metaLen + 8*floats + cacheSumLen; size != want {
 		if size < want {
 			return nil, corrupt("truncated: %d bytes, want %d", size, want)
@@ -549,6 +574,12 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 			return nil, err
 		}
 	}
+	if opFloats > 0 {
+		meta.Operator.Floats = make([]float64, opFloats)
+		if err := readFloats(in, meta.Operator.Floats, buf); err != nil {
+			return nil, err
+		}
+	}
 	var sum [cacheSumLen]byte
 	if _, err := io.ReadFull(file, sum[:]); err != nil {
 		return nil, err
@@ -563,21 +594,17 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 	case meta.Key != key, meta.Strategy != k.strategy, meta.StrategyKey != k.strategyKey,
 		meta.Workload != k.workload, meta.R != k.r, meta.Participation != k.participation.String():
 		return nil, corrupt("metadata for %s R=%d %s does not match the request", meta.StrategyKey, meta.R, meta.Participation)
-	case !validStream(meta.Stream):
-		return nil, corrupt("unknown stream structure %q", meta.Stream)
-	case !meta.Factors && !k.lossOnly:
-		return nil, corrupt("no factors in an entry for a full factorization")
+	case !meta.Factors && meta.Operator == nil && !k.lossOnly:
+		return nil, corrupt("neither factors nor an operator in an entry for a full factorization")
 	case meta.Factors && len(meta.Available) != meta.M:
 		return nil, corrupt("%d availability rounds for %d noise rows", len(meta.Available), meta.M)
 	case !meta.Factors && meta.Available != nil:
 		return nil, corrupt("availability rounds without factors")
-	case meta.Stream == StreamBLT.String() && meta.Factors && meta.BLT == nil:
-		return nil, corrupt("a BLT entry without its streaming parameters")
+	case (meta.Semisep != nil) != (meta.Strategy == StrategySemisep):
+		return nil, corrupt("semiseparable bounds in a %s entry", meta.Strategy)
 	}
-	stream, _ := parseStream(meta.Stream)
 	f := &Factorization{
 		Strategy:    meta.Strategy,
-		Stream:      stream,
 		Workload:    w,
 		B:           b,
 		C:           cm,
@@ -586,7 +613,26 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 		Iterations:  meta.Iterations,
 		Evaluations: meta.Evaluations,
 		Gap:         meta.Gap,
-		BLT:         meta.BLT,
+	}
+	if meta.Operator != nil || meta.Factors {
+		var form OperatorForm
+		if meta.Operator != nil {
+			form = *meta.Operator
+		}
+		if err := RestoreOperator(f, form, meta.Operator != nil); err != nil {
+			return nil, corrupt("%s", strings.TrimPrefix(err.Error(), "factorize: "))
+		}
+		if !meta.Factors {
+			f.Available = squareAvailable(meta.R)
+		}
+	}
+	switch op := f.Operator.(type) {
+	case *BLTParams:
+		f.BLT = op
+	case quasiSepOp:
+		if meta.Semisep != nil {
+			f.Semisep = &SemisepParams{C: op.c, OptimalLower: meta.Semisep[0], Excess: meta.Semisep[1]}
+		}
 	}
 	if reason := verifyEntry(f); reason != "" {
 		return nil, corrupt("%s", reason)
@@ -611,7 +657,9 @@ const staleTempAge = time.Hour
 // availability rounds must lie in [0, R) and match the factors' causal
 // structure ([Factorization.CheckCausal]), B C must reproduce the workload
 // (checked on a fixed pseudo-random vector: B (C x) against A x, relative
-// error at most 1e-6), and BLT parameters must describe C. A loss-only
+// error at most 1e-6), and a structured operator must stream C^{-1} (M C x
+// against x, the same bound). Without factors, a quasiseparable
+// operator's metrics must be those computed from its generators. A loss-only
 // entry has no factors to check against: its metrics must be finite and
 // consistent (loss = gamma^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss)
 // and the optimal strategy's sensitivity must be 1, as it is by
@@ -627,6 +675,23 @@ func verifyEntry(f *Factorization) string {
 		return fmt.Sprintf("%d iterations, %d evaluations", f.Iterations, f.Evaluations)
 	}
 	r := f.Workload.R()
+	if q, ok := f.Operator.(quasiSepOp); ok && f.B == nil {
+		// A structured result: its metrics must be those of the C it
+		// streams, computed from the generators.
+		if inv, banded := f.Workload.InverseBand(); !banded || r < 2 {
+			return "a quasiseparable operator for a workload without a bidiagonal inverse"
+		} else if _, kb, _ := inv.TriBand(); kb != 1 {
+			return "a quasiseparable operator for a workload without a bidiagonal inverse"
+		}
+		if m.Participation.Kind != KindSingle {
+			return fmt.Sprintf("a quasiseparable entry without factors under %v", m.Participation)
+		}
+		if got := quasiSepResult(f.Strategy, f.Workload, f.Workload, 1, q.c).Metrics; !sameMetrics(got, m) {
+			return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the operator (sensitivity %v, loss %v)",
+				m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
+		}
+		return ""
+	}
 	if f.B == nil {
 		if f.Strategy == StrategyOptimal && (m.Gamma != 1 || m.UnitSensitivity.Value != 1 || !m.UnitSensitivity.Exact) {
 			return fmt.Sprintf("sensitivity %v of a loss-only optimal entry (gamma %v), want 1", m.UnitSensitivity.Value, m.Gamma)
@@ -655,9 +720,9 @@ func verifyEntry(f *Factorization) string {
 	if e := reproductionError(f); !(e <= 1e-6) {
 		return fmt.Sprintf("B C does not reproduce the workload (relative error %.3g)", e)
 	}
-	if f.BLT != nil {
-		if reason := checkBLTParams(f); reason != "" {
-			return reason
+	if _, structured := FormOf(f.Operator); structured {
+		if e := operatorError(f.Operator, f.C, testVector(r)); !(e <= 1e-6) {
+			return fmt.Sprintf("the operator does not stream C^{-1} (relative error %.3g)", e)
 		}
 	}
 	return ""
@@ -739,46 +804,6 @@ func reproductionError(f *Factorization) float64 {
 	norm := mat.Norm(&ax, 2)
 	bcx.SubVec(&bcx, &ax)
 	return mat.Norm(&bcx, 2) / norm
-}
-
-// checkBLTParams checks that f.BLT describes C: C^{-1} = diag(scale) T_d,
-// so diag(scale) T_d (C x) must give back the test vector x.
-func checkBLTParams(f *Factorization) string {
-	p := f.BLT
-	r := f.Workload.R()
-	if len(p.Weights) != len(p.Lambdas) || len(p.Scale) != r {
-		return fmt.Sprintf("BLT parameters with %d weights, %d decay rates and %d scales for R = %d",
-			len(p.Weights), len(p.Lambdas), len(p.Scale), r)
-	}
-	for _, v := range slices.Concat(p.Weights, p.Lambdas, p.Scale) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return "BLT parameters are not finite"
-		}
-	}
-	x := testVector(r)
-	var cx mat.VecDense
-	cx.MulVec(f.C, mat.NewVecDense(r, x))
-	d := p.Coefficients(r)
-	errSq, normSq := 0.0, 0.0
-	for i := 0; i < r; i++ {
-		v := 0.0
-		for k := 0; k <= i; k++ {
-			v += d[k] * cx.AtVec(i-k)
-		}
-		v *= p.Scale[i]
-		errSq += (v - x[i]) * (v - x[i])
-		normSq += x[i] * x[i]
-	}
-	if e := math.Sqrt(errSq / normSq); !(e <= 1e-6) {
-		return fmt.Sprintf("BLT parameters do not describe C (relative error %.3g)", e)
-	}
-	return ""
-}
-
-// validStream reports whether name is the name of a Stream.
-func validStream(name string) bool {
-	_, ok := parseStream(name)
-	return ok
 }
 
 // checksumOK reports whether the entry in file (of the given size) matches

@@ -21,7 +21,7 @@ import (
 )
 
 // entry is a decoded cache file: its metadata as a generic JSON object
-// and the raw float bytes of B and C.
+// and the raw float bytes of B, C and the operator's coefficients.
 type entry struct {
 	meta   map[string]any
 	floats []byte
@@ -49,7 +49,7 @@ func writeEntry(t *testing.T, path string, e entry) {
 	require.NoError(t, err)
 	var out bytes.Buffer
 	out.WriteString("DPMFFACT")
-	binary.Write(&out, binary.LittleEndian, uint32(3)) // the cache format version
+	binary.Write(&out, binary.LittleEndian, uint32(4)) // the cache format version
 	binary.Write(&out, binary.LittleEndian, uint32(len(js)))
 	out.Write(js)
 	out.Write(e.floats)
@@ -80,7 +80,18 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 		reason   string
 	}{
 		{"sensitivity halved", factorize.StrategyOptimal, factorize.Options{},
+			func(e *entry) { metrics(*e)["unit_sensitivity"] = 0.5; metrics(*e)["gamma"] = 0.5 }, "not those of the operator"},
+		{"sensitivity halved with factors", factorize.StrategySqrtNormalized, factorize.Options{},
 			func(e *entry) { metrics(*e)["unit_sensitivity"] = 0.5; metrics(*e)["gamma"] = 0.5 }, "not those of the factors"},
+		{"quasiseparable C scaled, metrics kept", factorize.StrategyOptimal, factorize.Options{},
+			func(e *entry) {
+				// The operator's floats are P, A, Q (R x K each) and
+				// the diagonal (R): doubling C's diagonal doubles gamma.
+				n := len(e.floats) / 8
+				scaleFloats(e.floats, n-r, n, 2)
+			}, "not those of the operator"},
+		{"quasiseparable order changed", factorize.StrategyOptimal, factorize.Options{},
+			func(e *entry) { e.meta["operator"].(map[string]any)["ints"].([]any)[1] = json.Number("3") }, "bytes, want"},
 		{"loss lowered", factorize.StrategySqrt, factorize.Options{},
 			func(e *entry) { metrics(*e)["loss"] = 1.0 }, "not those of the factors"},
 		{"loss lowered by a relative 1e-9", factorize.StrategySqrt, factorize.Options{},
@@ -88,7 +99,7 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 				v, _ := metrics(*e)["loss"].(json.Number).Float64()
 				metrics(*e)["loss"] = v * (1 - 1e-9)
 			}, "not those of the factors"},
-		{"availability shifted", factorize.StrategyOptimal, factorize.Options{},
+		{"availability shifted", factorize.StrategySqrtNormalized, factorize.Options{},
 			func(e *entry) {
 				av := e.meta["available"].([]any)
 				av[3] = json.Number("0")
@@ -114,13 +125,22 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 					}
 				}
 			}, "does not reproduce the workload"},
-		{"BLT weights dropped", factorize.StrategyBLT, factorize.Options{},
-			func(e *entry) { e.meta["blt"].(map[string]any)["weights"] = []any{} }, "BLT parameters with 0 weights"},
+		{"BLT buffers dropped", factorize.StrategyBLT, factorize.Options{},
+			func(e *entry) { e.meta["operator"].(map[string]any)["ints"].([]any)[1] = json.Number("0") }, "operator form \"blt\" with sizes"},
 		{"BLT decay changed", factorize.StrategyBLT, factorize.Options{},
 			func(e *entry) {
-				l := e.meta["blt"].(map[string]any)["lambdas"].([]any)
-				l[0] = 0.5
-			}, "BLT parameters do not describe C"},
+				// After B and C: the DefaultBuffers weights, then the
+				// decay rates.
+				i := 2*r*r + factorize.DefaultBuffers
+				binary.LittleEndian.PutUint64(e.floats[8*i:], math.Float64bits(0.5))
+			}, "the operator does not stream C^{-1}"},
+		{"operator kind changed", factorize.StrategyBandedToeplitz, factorize.Options{},
+			func(e *entry) { e.meta["operator"].(map[string]any)["kind"] = "banded-inverse" }, "bytes, want"},
+		{"operator coefficient changed", factorize.StrategyBandedToeplitz, factorize.Options{},
+			func(e *entry) {
+				i := 2*r*r + r + 1 // the first subdiagonal entry of row 1
+				binary.LittleEndian.PutUint64(e.floats[8*i:], math.Float64bits(0))
+			}, "the operator does not stream C^{-1}"},
 		{"loss-only sensitivity", factorize.StrategyOptimal, factorize.Options{LossOnly: true},
 			func(e *entry) { metrics(*e)["unit_sensitivity"] = 0.25 }, "sensitivity 0.25 of a loss-only optimal entry"},
 		{"loss-only loss inconsistent", factorize.StrategyOptimal, factorize.Options{LossOnly: true},

@@ -67,6 +67,21 @@ func requireSameValue(t *testing.T, want, got reflect.Value, name string) {
 	case reflect.TypeFor[*factorize.Workload]():
 		require.Same(t, want.Interface(), got.Interface(), name)
 		return
+	case reflect.TypeFor[factorize.Operator]():
+		// The structured form, coefficients bit for bit; the dense
+		// operator (no form) is rebuilt from B.
+		require.Equal(t, want.IsNil(), got.IsNil(), "%s: nil", name)
+		if want.IsNil() {
+			return
+		}
+		wf, wok := factorize.FormOf(want.Interface().(factorize.Operator))
+		gf, gok := factorize.FormOf(got.Interface().(factorize.Operator))
+		require.Equal(t, wok, gok, "%s: structured", name)
+		require.Equal(t, fmt.Sprint(want.Interface()), fmt.Sprint(got.Interface()), name)
+		if wok {
+			requireSameValue(t, reflect.ValueOf(wf), reflect.ValueOf(gf), name+" form")
+		}
+		return
 	}
 	switch want.Kind() {
 	case reflect.Float64:

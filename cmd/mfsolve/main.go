@@ -19,6 +19,7 @@ import (
 	"github.com/dpmf/dpmf/internal/param"
 	"github.com/dpmf/dpmf/internal/progress"
 	"github.com/dpmf/dpmf/linalg"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Exit statuses, shared by dpmf's commands.
@@ -209,8 +210,15 @@ func solve(ctx context.Context, cfg config, e env) error {
 		return err
 	}
 
-	if (cfg.outB != "" || cfg.outC != "" || cfg.outNoise != "") && (f.B == nil || f.C == nil) {
-		return fmt.Errorf("strategy %s returned no B and C to write", cfg.strategy)
+	// B and C are formed densely only when written.
+	var fb, fc *mat.Dense
+	if cfg.outB != "" || cfg.outC != "" {
+		if fb, fc, err = f.Factors(); err != nil {
+			return fmt.Errorf("strategy %s returned no B and C to write", cfg.strategy)
+		}
+	}
+	if cfg.outNoise != "" && f.Operator == nil {
+		return fmt.Errorf("strategy %s returned no noise operator to draw -noise with", cfg.strategy)
 	}
 	res := newResult(f, seconds, cached)
 	if err := res.checkFinite(); err != nil {
@@ -225,10 +233,10 @@ func solve(ctx context.Context, cfg config, e env) error {
 	}
 	var outs []output
 	if cfg.outB != "" {
-		outs = append(outs, output{"-o", cfg.outB, f.B, 0o644})
+		outs = append(outs, output{"-o", cfg.outB, fb, 0o644})
 	}
 	if cfg.outC != "" {
-		outs = append(outs, output{"-C", cfg.outC, f.C, 0o644})
+		outs = append(outs, output{"-C", cfg.outC, fc, 0o644})
 	}
 	if cfg.outNoise != "" {
 		z, err := noiseSamples(ctx, cfg, f, res, warn)

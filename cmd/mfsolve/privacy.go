@@ -85,14 +85,11 @@ func calibrate(ctx context.Context, cfg config, f *factorize.Factorization) (*ca
 // replace-one, whose accounting is an upper bound (see
 // accountant.SampledGaussianPLD). The search stops when ctx is done.
 func calibrateAmplified(ctx context.Context, cfg config, f *factorize.Factorization) (*calibration, error) {
-	if f.C == nil {
-		return nil, fmt.Errorf("-sampling needs the factor C to count its bands")
-	}
 	b := f.Metrics.Participation.B // the groups of the sampling
-	if bands, ok := factorize.Bands(f.C); !ok || bands > b || f.Metrics.Participation.Kind != factorize.KindMinSep {
+	if bands, ok := factorize.BandsOf(f.Operator); !ok || bands > b || f.Metrics.Participation.Kind != factorize.KindMinSep {
 		return nil, fmt.Errorf("-sampling needs a lower-triangular C with at most %d bands", b)
 	}
-	r, _ := f.C.Dims()
+	r := f.Workload.R()
 	sens, err := accountant.ReleaseSensitivity(cfg.clip, cfg.learners, cfg.relation, f.Metrics.Gamma)
 	if err != nil {
 		return nil, err
