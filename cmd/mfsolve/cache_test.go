@@ -81,7 +81,7 @@ func TestParseSize(t *testing.T) {
 func TestCacheBudgetSources(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
-	args := []string{"-strategy", "sqrt", "-R", "40", "-json"} // B and C: 2 * 8 * 40^2 = 25.6 KB
+	args := []string{"-strategy", "sqrt", "-R", "40", "-json"} // B and C: 2 * 8 * 40^2 = 25.6 KB, the operator 2 * 8 * 40
 
 	res := runEnv(cache, map[string]string{budgetEnv: "5x"}, args...)
 	assert.Equal(t, exitUsage, res.code)
@@ -110,7 +110,7 @@ func TestCacheBudgetSources(t *testing.T) {
 	// An entry over the budget is not stored, with one warning.
 	res = runEnv(cache, map[string]string{budgetEnv: "20K"}, args...)
 	require.Equal(t, exitOK, res.code, res.stderr)
-	assert.Regexp(t, `^mfsolve: not cached: the entry \(25\.[0-9] KiB\) is larger than the cache budget \(20\.0 KiB\)\n$`, res.stderr)
+	assert.Regexp(t, `^mfsolve: not cached: the entry \(26\.[0-9] KiB\) is larger than the cache budget \(20\.0 KiB\)\n$`, res.stderr)
 	_, n := cacheBytes(t, cache)
 	assert.Zero(t, n)
 
@@ -185,7 +185,7 @@ func TestCacheListClearCommand(t *testing.T) {
 	assert.Regexp(t, `^LAST USED +SIZE +STRATEGY +WORKLOAD +R +PARTICIPATION +STORED +KEY$`, lines[1])
 	// identity: B and C 30 x 30; tree: C has 30 + 15 + 7 + 3 + 1 = 56 rows.
 	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +14\.[0-9] KiB +identity +prefix +30 +single +B and C +[0-9a-f]{12}$`, lines[2])
-	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +26\.[0-9] KiB +tree +prefix +30 +single +B and C +[0-9a-f]{12}$`, lines[3])
+	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +27\.[0-9] KiB +tree +prefix +30 +single +B and C +[0-9a-f]{12}$`, lines[3])
 
 	res = runEnv(cache, map[string]string{budgetEnv: "unlimited"}, "cache", "list", "-json")
 	require.Equal(t, exitOK, res.code, res.stderr)
