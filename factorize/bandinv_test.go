@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/big"
-	"strings"
 	"testing"
 
 	"github.com/dpmf/dpmf/linalg"
@@ -317,24 +316,3 @@ func TestBandedInverseLossOnly(t *testing.T) {
 	requireParamError(t, err, "participation")
 }
 
-// A loss-only result is stored in the cache and read back with the same
-// metrics, without a warning; the full result is a different entry.
-func TestBandedInverseLossOnlyCache(t *testing.T) {
-	ctx := context.Background()
-	w := prefix(t, 50)
-	c := &Cache{Dir: t.TempDir()}
-	for _, s := range []Strategy{BISRStrategy{LossOnly: true}, BandInvStrategy{Bands: 4, LossOnly: true}, BandedToeplitzStrategy{LossOnly: true}, BISRStrategy{}} {
-		var warn strings.Builder
-		first, cached, err := c.Compute(ctx, s, w, MinSeparation(10, 0), &warn)
-		if err != nil || cached {
-			t.Fatalf("%s: first compute: cached %v, %v", s.Key(), cached, err)
-		}
-		again, cached, err := c.Compute(ctx, s, w, MinSeparation(10, 0), &warn)
-		if err != nil || !cached || warn.Len() != 0 {
-			t.Fatalf("%s: second compute: cached %v, %v, warnings %q", s.Key(), cached, err, warn.String())
-		}
-		if again.Metrics.Loss != first.Metrics.Loss || again.Metrics.UnitSensitivity != first.Metrics.UnitSensitivity {
-			t.Errorf("%s: cached metrics %+v, computed %+v", s.Key(), again.Metrics, first.Metrics)
-		}
-	}
-}

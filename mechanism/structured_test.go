@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 )
 
@@ -42,10 +43,10 @@ func TestCachedStreamsAsFresh(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.s.Key(), err)
 		}
-		if err := (&factorize.Cache{Dir: dir}).Store(fresh, c.s); err != nil {
+		if err := (&cache.Cache{Dir: dir}).Store(fresh, c.s); err != nil {
 			t.Fatalf("%s: %v", c.s.Key(), err)
 		}
-		cached, err := (&factorize.Cache{Dir: dir}).Load(c.s, w, c.p)
+		cached, err := (&cache.Cache{Dir: dir}).Load(c.s, w, c.p)
 		if err != nil {
 			t.Fatalf("%s: %v", c.s.Key(), err)
 		}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/param"
@@ -53,7 +54,7 @@ func main() {
 		progress:        cli.IsTerminal(os.Stderr),
 		progressDelay:   500 * time.Millisecond,
 		memAvailable:    cli.MemAvailable,
-		defaultCacheDir: factorize.DefaultCacheDir,
+		defaultCacheDir: dpcache.DefaultDir,
 		getenv:          os.Getenv,
 	})
 	stop()

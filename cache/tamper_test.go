@@ -1,4 +1,4 @@
-package factorize_test
+package cache_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 )
 
@@ -155,10 +156,10 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 			w := cacheWorkload(t, r)
 			want, err := strat(tc.strategy, tc.opt).Factorize(ctx, w, factorize.Participation{})
 			require.NoError(t, err)
-			c := &factorize.Cache{Dir: t.TempDir()}
+			c := &cache.Cache{Dir: t.TempDir()}
 			_, _, err = c.Compute(ctx, strat(tc.strategy, tc.opt), w, factorize.Participation{}, nil)
 			require.NoError(t, err)
-			key, err := factorize.CacheKey(strat(tc.strategy, tc.opt), w, factorize.Participation{})
+			key, err := cache.Key(strat(tc.strategy, tc.opt), w, factorize.Participation{})
 			require.NoError(t, err)
 			path := c.Path(key)
 			e := readEntry(t, path)
@@ -166,7 +167,7 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 			writeEntry(t, path, e)
 
 			_, err = c.Load(strat(tc.strategy, tc.opt), w, factorize.Participation{})
-			var ce *factorize.CorruptCacheError
+			var ce *cache.CorruptError
 			require.ErrorAs(t, err, &ce)
 			assert.Contains(t, ce.Reason, tc.reason)
 
@@ -191,7 +192,7 @@ func TestCachePrivateModes(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	dir := filepath.Join(t.TempDir(), "a", "cache")
-	c := &factorize.Cache{Dir: dir}
+	c := &cache.Cache{Dir: dir}
 	_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, nil)
 	require.NoError(t, err)
 	fi, err := os.Stat(dir)
@@ -214,11 +215,11 @@ func TestCacheRemovesStaleTemporaries(t *testing.T) {
 	require.NoError(t, os.WriteFile(fresh, []byte("DPMFFACT partial"), 0o600))
 	long := time.Now().Add(-2 * time.Hour)
 	require.NoError(t, os.Chtimes(stale, long, long))
-	c := &factorize.Cache{Dir: dir}
+	c := &cache.Cache{Dir: dir}
 	w := cacheWorkload(t, 4)
 	_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{}, nil)
 	require.NoError(t, err)
-	key, err := factorize.CacheKey(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
+	key, err := cache.Key(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{key + ".dpmf", filepath.Base(fresh)}, cacheDirNames(t, dir))
 }
@@ -231,9 +232,9 @@ func TestCacheEntryNotARegularFile(t *testing.T) {
 		func(path string) error { return syscall.Mkfifo(path, 0o600) },
 		func(path string) error { return os.Mkdir(path, 0o700) },
 	} {
-		c := &factorize.Cache{Dir: t.TempDir()}
+		c := &cache.Cache{Dir: t.TempDir()}
 		w := cacheWorkload(t, 5)
-		key, err := factorize.CacheKey(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
+		key, err := cache.Key(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
 		require.NoError(t, err)
 		require.NoError(t, plant(c.Path(key)))
 		var warn bytes.Buffer
