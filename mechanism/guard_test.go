@@ -42,6 +42,8 @@ func guardCases() []guardCase {
 		switch name {
 		case factorize.StrategyOptimal:
 			tol = 1e-9 // quasiseparable instead of dense C
+		case factorize.StrategySemisep:
+			tol = 1e-9 // fused multiply-adds in the forward substitution (AVX2)
 		case factorize.StrategyBandInv:
 			tol = 1e-9 // C^{-1}'s coefficients as solved, not recovered from C
 		}
