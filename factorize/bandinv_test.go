@@ -315,4 +315,3 @@ func TestBandedInverseLossOnly(t *testing.T) {
 	_, err = BISRStrategy{LossOnly: true}.Factorize(ctx, prefix(t, 8), FixedEpochs(2))
 	requireParamError(t, err, "participation")
 }
-
