@@ -33,7 +33,7 @@ import (
 // non-negative and non-increasing (always for bisr, see
 // [BandedInverseSqrt]) its sensitivity under b-min-separation is exact
 // ([ToeplitzMinSepSensitivity]). The noise C^{-1} Z streams with a buffer
-// of the last p-1 rows of Z ([StreamBandedInverse]).
+// of the last p-1 rows of Z (the banded-inverse operator).
 
 // Strategy names of the banded-inverse and banded Toeplitz strategies.
 const (
@@ -41,57 +41,6 @@ const (
 	StrategyBandInv        = "bandinv"
 	StrategyBandedToeplitz = "banded-toeplitz"
 )
-
-// InverseBandOf returns the coefficients u_0..u_{p-1} of the banded
-// Toeplitz C^{-1} = T_u of a factorization that declares
-// [StreamBandedInverse], recovered from C's first column by the series
-// inverse (C = T_c, u = 1/c(x)); the coefficients from index p on, which
-// are zero in exact arithmetic, must be below 1e-10 of the largest (else
-// it is an error: C^{-1} is not banded). p is the last index whose
-// coefficient is above that threshold, plus one.
-func InverseBandOf(f *Factorization) ([]float64, error) {
-	if f == nil || f.C == nil {
-		return nil, &ParamError{Param: "factorization", Want: "one with a factor C"}
-	}
-	m, r := f.C.Dims()
-	if m != r || r == 0 {
-		return nil, &ParamError{Param: "C", Value: fmt.Sprintf("%d x %d", m, r), Want: "a square matrix"}
-	}
-	c := make([]float64, r)
-	scale := 0.0
-	for i := range c {
-		c[i] = f.C.At(i, 0)
-		for j := 0; j <= i; j++ {
-			scale = math.Max(scale, math.Abs(f.C.At(i, j)))
-		}
-	}
-	if c[0] == 0 {
-		return nil, &ParamError{Param: "C[0][0]", Value: 0.0, Want: "nonzero (C invertible)"}
-	}
-	for i := 0; i < r; i++ {
-		for j := 1; j < r; j++ {
-			want := 0.0
-			if i >= j {
-				want = c[i-j]
-			}
-			if math.Abs(f.C.At(i, j)-want) > 1e-12*scale {
-				return nil, fmt.Errorf("factorize: C is not lower-triangular Toeplitz at (%d, %d)", i, j)
-			}
-		}
-	}
-	u := linalg.SeriesInverse(c, r)
-	top := 0.0
-	for _, v := range u {
-		top = math.Max(top, math.Abs(v))
-	}
-	p := 1
-	for k, v := range u {
-		if math.Abs(v) > 1e-10*top {
-			p = k + 1
-		}
-	}
-	return u[:p], nil
-}
 
 // BandedInverseSqrt returns the BISR factorization of a lower-triangular
 // Toeplitz workload (Kalinin, McKenna, Upadhyay, Lampert 2025, arXiv
@@ -287,7 +236,8 @@ func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, pa
 // min-separation with more bands than the separation, where the reported
 // sensitivity is the one [SensitivityOf] gives). O(R b) per evaluation,
 // L-BFGS with finite-difference gradients (a local optimum). Its noise
-// streams by forward substitution with the last b-1 rows ([StreamBanded]).
+// streams by forward substitution with the last b-1 rows (the banded
+// operator).
 func BandedToeplitz(ctx context.Context, w *Workload, bands int, part Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
