@@ -158,25 +158,6 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 	return nil, fmt.Errorf("factorize: unknown operator form %q", f.Kind)
 }
 
-// RestoreOperator gives f, read back from storage with its factors (if
-// any) and availability, its operator: the one of form when ok, else the
-// dense operator of its factors. It is the inverse of [FormOf].
-func RestoreOperator(f *Factorization, form OperatorForm, ok bool) error {
-	if !ok {
-		if f.B == nil {
-			return fmt.Errorf("factorize: no operator form and no factors")
-		}
-		f.Operator = newDenseOp(f.Workload, f.B, f.Available)
-		return nil
-	}
-	op, err := form.Operator(f.Workload.R())
-	if err != nil {
-		return err
-	}
-	f.Operator = op
-	return nil
-}
-
 // operatorError returns the relative error of the operator against the
 // factors b, c: M Z for Z = C x must give back x (A^{-1} B C = I), for a
 // fixed test vector x, streamed with dimension 1.
