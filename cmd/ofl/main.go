@@ -131,7 +131,7 @@ func execute(ctx context.Context, c config, e env) error {
 		ss.Factors = true
 		strat = ss
 	}
-	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && keepsPastRows(c.strategy) &&
+	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && keepsPastRows(c.strategy, c.epochs) &&
 		int64(c.rounds)*int64(p.Data.Dim)*8 > mechanism.DefaultKeepLimit {
 		fmt.Fprintf(e.stderr, "ofl: the %s noise mechanism would keep more than %d GiB of past noise rows (R = %d, d = %d), so it regenerates them each round instead (slower)\n",
 			c.strategy, mechanism.DefaultKeepLimit>>30, c.rounds, p.Data.Dim)
@@ -218,13 +218,18 @@ func finish(ctx context.Context, c config, e env, p *fedopt.Problem, res *fedopt
 	return err
 }
 
-// keepsPastRows reports whether the mechanism of strategy combines past
-// noise rows that mechanism.MemoryAuto keeps or regenerates (the dense and
-// Toeplitz mechanisms).
-func keepsPastRows(strategy string) bool {
+// keepsPastRows reports whether the operator of strategy on the prefix
+// workload combines past noise rows that mechanism.MemoryAuto keeps or
+// regenerates (factorize.OperatorMemory.PastRows): the Toeplitz operator
+// of the square roots, and the dense operator of the optimal factorization
+// under fixed epochs (single participation streams its quasiseparable
+// factor with K state vectors).
+func keepsPastRows(strategy string, epochs int) bool {
 	switch strategy {
-	case factorize.StrategyOptimal, factorize.StrategySqrt, factorize.StrategySqrtNormalized:
+	case factorize.StrategySqrt, factorize.StrategySqrtNormalized:
 		return true
+	case factorize.StrategyOptimal:
+		return epochs > 1
 	}
 	return false
 }
