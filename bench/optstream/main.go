@@ -47,9 +47,11 @@ type result struct {
 	// mechanism at the same d and workers, and a bare NormFloat64 loop.
 	RoundMean, RoundMedian float64
 	DrawMedian, BareMedian float64
-	RatioToDraw            float64
-	StateMB, PeakMB        float64
-	TotalSeconds           float64
+	// RatioToDraw is RoundMedian / DrawMedian (medians: the machine may
+	// be shared).
+	RatioToDraw     float64
+	StateMB, PeakMB float64
+	TotalSeconds    float64
 }
 
 func main() {
@@ -119,7 +121,7 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 	res.RoundMean, res.RoundMedian = mean(times), median(times)
 	res.StateMB = float64(m.StateBytes()) / 1e6
 	res.DrawMedian, res.BareMedian = drawBaselines(d, workers, min(len(times), 200))
-	res.RatioToDraw = res.RoundMean / res.DrawMedian
+	res.RatioToDraw = res.RoundMedian / res.DrawMedian
 	res.PeakMB = peakMB()
 	res.TotalSeconds = time.Since(t0).Seconds()
 	js, err := json.MarshalIndent(res, "", "  ")
