@@ -2,8 +2,8 @@
 // through the mechanism API: the solve, the operator's state, the peak
 // resident memory and the time per round, against drawing d Gaussians in
 // the same run (the independent mechanism, which draws d Gaussians from the
-// counter-based source and scales them, and a bare ChaCha8 NormFloat64
-// loop). With -dense it measures the path the mechanism took before the
+// counter-based source and scales them, timed in alternation with the
+// stream's rounds, and a bare ChaCha8 NormFloat64 loop). With -dense it measures the path the mechanism took before the
 // optimal factorization kept its quasiseparable form: dense B and C, the
 // dense noise operator M = C^{-1} (R x R) and the past noise rows kept.
 //
@@ -110,17 +110,29 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 			return err
 		}
 	}
+	// Each timed round is paired with a round of the independent
+	// mechanism (d Gaussians), so that both see the same load.
+	draw, err := independent(min(rounds, r-start), d, workers)
+	if err != nil {
+		return err
+	}
 	times := make([]float64, 0, rounds)
+	draws := make([]float64, 0, rounds)
 	for i := 0; i < rounds && m.Round() < m.Rounds(); i++ {
 		t := time.Now()
 		if err := m.Next(dst); err != nil {
 			return err
 		}
 		times = append(times, time.Since(t).Seconds())
+		t = time.Now()
+		if err := draw.Next(dst); err != nil {
+			return err
+		}
+		draws = append(draws, time.Since(t).Seconds())
 	}
 	res.RoundMean, res.RoundMedian = mean(times), median(times)
 	res.StateMB = float64(m.StateBytes()) / 1e6
-	res.DrawMedian, res.BareMedian = drawBaselines(d, workers, min(len(times), 200))
+	res.DrawMedian, res.BareMedian = median(draws), bare(d, min(len(times), 200))
 	res.RatioToDraw = res.RoundMedian / res.DrawMedian
 	res.PeakMB = peakMB()
 	res.TotalSeconds = time.Since(t0).Seconds()
@@ -132,33 +144,34 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 	return nil
 }
 
-// drawBaselines returns the median seconds per round of the independent
-// mechanism (d Gaussians from the counter-based source, scaled) and of a
-// bare loop of d NormFloat64 draws from one ChaCha8 stream.
-func drawBaselines(d, workers, n int) (draw, bare float64) {
-	n = max(n, 20)
-	w, _ := factorize.Prefix(n)
-	id, _ := factorize.Identity(w)
-	m, err := mechanism.New(id, d, 1, mechanism.WithSeed(2), mechanism.WithWorkers(workers))
+// independent returns the independent mechanism of n rounds: d Gaussians
+// from the counter-based source per round, scaled.
+func independent(n, d, workers int) (mechanism.Mechanism, error) {
+	w, err := factorize.Prefix(max(n, 1))
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
+	id, err := factorize.Identity(w)
+	if err != nil {
+		return nil, err
+	}
+	return mechanism.New(id, d, 1, mechanism.WithSeed(2), mechanism.WithWorkers(workers))
+}
+
+// bare returns the median seconds of n loops of d NormFloat64 draws from
+// one ChaCha8 stream.
+func bare(d, n int) float64 {
 	dst := make([]float64, d)
-	var a, b []float64
-	for range n {
-		t := time.Now()
-		_ = m.Next(dst)
-		a = append(a, time.Since(t).Seconds())
-	}
 	rng := rand.New(rand.NewChaCha8([32]byte{1}))
-	for range n {
+	var b []float64
+	for range max(n, 20) {
 		t := time.Now()
 		for i := range dst {
 			dst[i] = rng.NormFloat64()
 		}
 		b = append(b, time.Since(t).Seconds())
 	}
-	return median(a), median(b)
+	return median(b)
 }
 
 func mean(x []float64) float64 {
