@@ -585,8 +585,6 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 		return nil, corrupt("metadata for %s R=%d %s does not match the request", meta.StrategyKey, meta.R, meta.Participation)
 	case !meta.Factors && meta.Operator == nil && !k.lossOnly:
 		return nil, corrupt("neither factors nor an operator in an entry for a full factorization")
-	case meta.Factors && len(meta.Available) != meta.M:
-		return nil, corrupt("%d availability rounds for %d noise rows", len(meta.Available), meta.M)
 	}
 	rec := factorize.Record{
 		Strategy:      meta.Strategy,
