@@ -112,7 +112,7 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 	}
 	// Each timed round is paired with a round of the independent
 	// mechanism (d Gaussians), so that both see the same load.
-	draw, err := independent(min(rounds, r-start), d, workers)
+	draw, err := independent(d, workers)
 	if err != nil {
 		return err
 	}
@@ -124,6 +124,11 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 			return err
 		}
 		times = append(times, time.Since(t).Seconds())
+		if draw.Round() == draw.Rounds() {
+			if draw, err = independent(d, workers); err != nil {
+				return err
+			}
+		}
 		t = time.Now()
 		if err := draw.Next(dst); err != nil {
 			return err
@@ -144,10 +149,10 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 	return nil
 }
 
-// independent returns the independent mechanism of n rounds: d Gaussians
-// from the counter-based source per round, scaled.
-func independent(n, d, workers int) (mechanism.Mechanism, error) {
-	w, err := factorize.Prefix(max(n, 1))
+// independent returns an independent mechanism of 1000 rounds: d
+// Gaussians from the counter-based source per round, scaled.
+func independent(d, workers int) (mechanism.Mechanism, error) {
+	w, err := factorize.Prefix(1000)
 	if err != nil {
 		return nil, err
 	}
