@@ -202,5 +202,5 @@ func rdpConv(m Method) Conversion {
 }
 
 func errMethod(m Method) error {
-	return &ParamError{Name: "method", Value: float64(m), Want: "one of the Method constants"}
+	return &ParamError{Param: "method", Value: float64(m), Want: "one of the Method constants"}
 }

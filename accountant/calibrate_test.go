@@ -465,7 +465,7 @@ func TestSpecialCases(t *testing.T) {
 	inf, nan := math.Inf(1), math.NaN()
 	paramErr := func(name string, err error) bool {
 		var pe *ParamError
-		return errors.As(err, &pe) && pe.Name == name
+		return errors.As(err, &pe) && pe.Param == name
 	}
 	errCases := []struct {
 		name, param string
@@ -558,7 +558,7 @@ func TestSpecialCases(t *testing.T) {
 	}
 	// An error message names the parameter and its range on one line.
 	_, err = Sigma(1, 1.5, Exact)
-	if got, want := err.Error(), "accountant: delta = 1.5, want 0 < delta < 1"; got != want {
+	if got, want := err.Error(), "dpmf: delta = 1.5, want 0 < delta < 1"; got != want {
 		t.Errorf("error %q, want %q", got, want)
 	}
 }

@@ -106,7 +106,7 @@
 //
 // No function of this package panics, whatever its arguments: following
 // the policy shared by dpmf's numerical packages (see package factorize),
-// a parameter out of range is a *[ParamError] naming it (Name, Value,
+// a parameter out of range is a *[ParamError] naming it (Param, Value,
 // Want), so that a command maps it to a flag with errors.As, and a method
 // that cannot give a guarantee a *[MethodError].
 //

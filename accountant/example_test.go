@@ -55,7 +55,7 @@ func ExampleDelta() {
 	fmt.Println(err)
 	// Output:
 	// delta = 1e-05
-	// accountant: mu = 0, want > 0
+	// dpmf: mu = 0, want > 0
 }
 
 func ExampleParseMethod() {
@@ -111,7 +111,7 @@ func ExampleSampledGaussian() {
 	// delta(2) = 2.7e-06
 	// delta(4) = 8e-11
 	// floor 8e-11
-	// accountant: q = 1.5, want a sampling probability in [0, 1]
+	// dpmf: q = 1.5, want a sampling probability in [0, 1]
 }
 
 func ExampleAmplifiedBandedSigma() {

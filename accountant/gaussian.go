@@ -28,7 +28,7 @@ func Delta(eps, mu float64) (float64, error) {
 		return 0, err
 	}
 	if !(mu > 0) {
-		return 0, &ParamError{Name: "mu", Value: mu, Want: "> 0"}
+		return 0, &ParamError{Param: "mu", Value: mu, Want: "> 0"}
 	}
 	d := math.Exp(logDeltaGDP(eps, mu))
 	if d == 0 {
@@ -55,7 +55,7 @@ func LogDelta(eps, mu float64) (float64, error) {
 		return 0, err
 	}
 	if !(mu > 0) {
-		return 0, &ParamError{Name: "mu", Value: mu, Want: "> 0"}
+		return 0, &ParamError{Param: "mu", Value: mu, Want: "> 0"}
 	}
 	ld := logDeltaGDP(eps, mu)
 	if math.IsInf(ld, 0) {
@@ -103,7 +103,7 @@ func gdpMu(sigma float64, k int) float64 {
 //	ComposeGaussian(s, v) is an error if any s[j] or v[j] is <= 0, +Inf or NaN
 func ComposeGaussian(sensitivities, stds []float64) (float64, error) {
 	if len(sensitivities) != len(stds) || len(stds) == 0 {
-		return 0, &ParamError{Name: "len(stds)", Value: float64(len(stds)), Want: "len(sensitivities) = " + itoa(len(sensitivities)) + " and >= 1"}
+		return 0, &ParamError{Param: "len(stds)", Value: float64(len(stds)), Want: "len(sensitivities) = " + itoa(len(sensitivities)) + " and >= 1"}
 	}
 	m := 0.0
 	for j, s := range sensitivities {

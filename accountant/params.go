@@ -4,26 +4,19 @@ import (
 	"context"
 	"math"
 	"strconv"
+
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // ParamError reports a privacy parameter outside its allowed range. Every
 // exported function of this package checks its inputs on entry and returns
-// a *ParamError, never a NaN, for a value it cannot accept.
-type ParamError struct {
-	Name  string  // the parameter, as named in the docs: "eps", "delta", "sigma", ...
-	Value float64 // the value received
-	Want  string  // the allowed range, for example "finite and > 0"
-}
+// a *ParamError, never a NaN, for a value it cannot accept. It is dpmf's one
+// argument error (the same type as factorize.ParamError and the others):
+// Param names the parameter as the docs do ("eps", "delta", "sigma", ...),
+// Value is the value received and Want the allowed range.
+type ParamError = param.Error
 
-// Error returns a one-line message naming the parameter and its range.
-func (e *ParamError) Error() string {
-	if e.Name == ctxParam {
-		return "accountant: ctx is nil, want " + e.Want
-	}
-	return "accountant: " + e.Name + " = " + ftoa(e.Value) + ", want " + e.Want
-}
-
-// ctxParam is the Name of the *ParamError for a nil context.
+// ctxParam is the Param of the *ParamError for a nil context.
 const ctxParam = "ctx"
 
 // checkContext returns a *ParamError for a nil ctx: the functions that
@@ -31,7 +24,7 @@ const ctxParam = "ctx"
 // error rather than a panic.
 func checkContext(ctx context.Context) error {
 	if ctx == nil {
-		return &ParamError{Name: ctxParam, Want: "a non-nil context.Context (context.Background() for none)"}
+		return &ParamError{Param: ctxParam, Want: "a non-nil context.Context (context.Background() for none)"}
 	}
 	return nil
 }
@@ -40,7 +33,7 @@ func checkContext(ctx context.Context) error {
 // sigma, sensitivity and noise standard deviations.
 func checkPositive(name string, x float64) error {
 	if !(x > 0) || math.IsInf(x, 1) {
-		return &ParamError{Name: name, Value: x, Want: "finite and > 0"}
+		return &ParamError{Param: name, Value: x, Want: "finite and > 0"}
 	}
 	return nil
 }
@@ -48,7 +41,7 @@ func checkPositive(name string, x float64) error {
 // checkNonNegative requires x to be finite and >= 0 (rho).
 func checkNonNegative(name string, x float64) error {
 	if !(x >= 0) || math.IsInf(x, 1) {
-		return &ParamError{Name: name, Value: x, Want: "finite and >= 0"}
+		return &ParamError{Param: name, Value: x, Want: "finite and >= 0"}
 	}
 	return nil
 }
@@ -57,7 +50,7 @@ func checkNonNegative(name string, x float64) error {
 // Gaussian mechanism gives; delta >= 1 is no guarantee at all.
 func checkDelta(delta float64) error {
 	if !(delta > 0 && delta < 1) {
-		return &ParamError{Name: "delta", Value: delta, Want: "0 < delta < 1"}
+		return &ParamError{Param: "delta", Value: delta, Want: "0 < delta < 1"}
 	}
 	return nil
 }
@@ -65,7 +58,7 @@ func checkDelta(delta float64) error {
 // checkCompositions requires k >= 1.
 func checkCompositions(k int) error {
 	if k < 1 {
-		return &ParamError{Name: "compositions", Value: float64(k), Want: "an integer >= 1"}
+		return &ParamError{Param: "compositions", Value: float64(k), Want: "an integer >= 1"}
 	}
 	return nil
 }

@@ -44,10 +44,10 @@ func (o PLDOptions) resolve() (h, tail float64, err error) {
 		tail = DefaultTailMass
 	}
 	if !(h >= 1e-8 && h <= 1) {
-		return 0, 0, &ParamError{Name: "interval", Value: h, Want: "0 (the default) or in [1e-8, 1]"}
+		return 0, 0, &ParamError{Param: "interval", Value: h, Want: "0 (the default) or in [1e-8, 1]"}
 	}
 	if !(tail >= 1e-300 && tail <= 1e-3) {
-		return 0, 0, &ParamError{Name: "tail mass", Value: tail, Want: "0 (the default) or in [1e-300, 1e-3]"}
+		return 0, 0, &ParamError{Param: "tail mass", Value: tail, Want: "0 (the default) or in [1e-300, 1e-3]"}
 	}
 	return h, tail, nil
 }
@@ -146,7 +146,7 @@ func errGrid(reason string, h float64) error {
 
 // errNilPLD is the error of a method called on, or with, a PLD that was
 // not built by this package.
-var errNilPLD = &ParamError{Name: "PLD", Value: 0, Want: "a PLD from GaussianPLD, SampledGaussianPLD or a composition (not nil or a zero PLD)"}
+var errNilPLD = &ParamError{Param: "PLD", Value: 0, Want: "a PLD from GaussianPLD, SampledGaussianPLD or a composition (not nil or a zero PLD)"}
 
 // valid reports whether p was built by this package.
 func (p *PLD) valid() bool { return p != nil && p.remove != nil && p.add != nil && p.h > 0 }
@@ -191,7 +191,7 @@ func (p *PLD) Delta(eps float64) (float64, error) {
 		return 0, errNilPLD
 	}
 	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return 0, &ParamError{Name: "eps", Value: eps, Want: "finite and >= 0"}
+		return 0, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
 	}
 	worst := 0.0
 	for _, d := range p.dirs() {

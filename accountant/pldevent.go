@@ -29,7 +29,7 @@ func GaussianPLD(sigma float64, o PLDOptions) (*PLD, error) {
 		return nil, err
 	}
 	if !(sigma > 0) {
-		return nil, &ParamError{Name: "sigma", Value: sigma, Want: "> 0"}
+		return nil, &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
 	if math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil
@@ -111,13 +111,13 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		return nil, err
 	}
 	if !(q >= 0 && q <= 1) {
-		return nil, &ParamError{Name: "q", Value: q, Want: "a sampling probability in [0, 1]"}
+		return nil, &ParamError{Param: "q", Value: q, Want: "a sampling probability in [0, 1]"}
 	}
 	if !(sigma > 0) {
-		return nil, &ParamError{Name: "sigma", Value: sigma, Want: "> 0"}
+		return nil, &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
 	if r != AddRemove && r != ReplaceOne {
-		return nil, &ParamError{Name: "relation", Value: float64(r), Want: "AddRemove or ReplaceOne"}
+		return nil, &ParamError{Param: "relation", Value: float64(r), Want: "AddRemove or ReplaceOne"}
 	}
 	if q == 0 || math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil

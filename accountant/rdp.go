@@ -104,13 +104,13 @@ func GaussianRDP(alpha, sensitivity, std float64) (float64, error) {
 //	RDPEpsilon is an error unless 0 < delta < 1, or for an unknown c
 func RDPEpsilon(alpha, rdp []float64, delta float64, c Conversion) (eps, order float64, err error) {
 	if len(alpha) != len(rdp) || len(alpha) == 0 {
-		return 0, 0, &ParamError{Name: "len(rdp)", Value: float64(len(rdp)), Want: "len(alpha) = " + itoa(len(alpha)) + " and >= 1"}
+		return 0, 0, &ParamError{Param: "len(rdp)", Value: float64(len(rdp)), Want: "len(alpha) = " + itoa(len(alpha)) + " and >= 1"}
 	}
 	if err := checkDelta(delta); err != nil {
 		return 0, 0, err
 	}
 	if c != Balle2020 && c != Mironov2017 {
-		return 0, 0, &ParamError{Name: "conversion", Value: float64(c), Want: "Balle2020 or Mironov2017"}
+		return 0, 0, &ParamError{Param: "conversion", Value: float64(c), Want: "Balle2020 or Mironov2017"}
 	}
 	L := -logf(delta)
 	eps = math.Inf(1)
@@ -130,7 +130,7 @@ func RDPEpsilon(alpha, rdp []float64, delta float64, c Conversion) (eps, order f
 
 func checkOrder(alpha float64) error {
 	if !(alpha > 1) || math.IsInf(alpha, 1) {
-		return &ParamError{Name: "alpha", Value: alpha, Want: "finite and > 1"}
+		return &ParamError{Param: "alpha", Value: alpha, Want: "finite and > 1"}
 	}
 	return nil
 }

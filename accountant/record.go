@@ -32,10 +32,10 @@ type Record struct {
 // error too.
 func NewRecord(round int, eps, delta, sensitivity float64, m Method, p Participation) (Record, error) {
 	if round < 0 {
-		return Record{}, &ParamError{Name: "round", Value: float64(round), Want: "an integer >= 0"}
+		return Record{}, &ParamError{Param: "round", Value: float64(round), Want: "an integer >= 0"}
 	}
 	if p == "" {
-		return Record{}, &ParamError{Name: "participation", Value: 0, Want: "a non-empty name such as \"single\""}
+		return Record{}, &ParamError{Param: "participation", Value: 0, Want: "a non-empty name such as \"single\""}
 	}
 	v, err := NoiseStd(eps, delta, sensitivity, m)
 	if err != nil {

@@ -68,7 +68,7 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 		return 0, err
 	}
 	if n < 1 {
-		return 0, &ParamError{Name: "learners", Value: float64(n), Want: "an integer >= 1"}
+		return 0, &ParamError{Param: "learners", Value: float64(n), Want: "an integer >= 1"}
 	}
 	if err := checkPositive("unit sensitivity", unitSens); err != nil {
 		return 0, err
@@ -80,7 +80,7 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 	case ReplaceOne:
 		factor = 2
 	default:
-		return 0, &ParamError{Name: "relation", Value: float64(rel), Want: "add-remove or replace-one"}
+		return 0, &ParamError{Param: "relation", Value: float64(rel), Want: "add-remove or replace-one"}
 	}
 	// Rounded up at every step (a sensitivity rounded down calibrates too
 	// little noise): a float64 n above 2^53 may exceed the integer, so
@@ -91,7 +91,7 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 	}
 	s := mulUp(divUp(factor*clip, nf), unitSens)
 	if math.IsInf(s, 0) || !(s > 0) {
-		return 0, &ParamError{Name: "release sensitivity", Value: s, Want: "finite and > 0 (clip x unit sensitivity overflows or underflows)"}
+		return 0, &ParamError{Param: "release sensitivity", Value: s, Want: "finite and > 0 (clip x unit sensitivity overflows or underflows)"}
 	}
 	return s, nil
 }

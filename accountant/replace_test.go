@@ -192,7 +192,7 @@ func TestSampledSigmaTinyQ(t *testing.T) {
 	t.Parallel()
 	_, err := SampledGaussianSigma(context.Background(), 1e-300, 10, 1, 1e-5, AddRemove)
 	var pe *ParamError
-	if !errors.As(err, &pe) || pe.Name != "q" || !strings.Contains(pe.Want, "q^2 x steps") {
+	if !errors.As(err, &pe) || pe.Param != "q" || !strings.Contains(pe.Want, "q^2 x steps") {
 		t.Errorf("q = 1e-300: err = %v, want a *ParamError on q", err)
 	}
 	if os.Getenv("DPMF_LONG") == "" { // the search climbs 60 steps first

@@ -132,7 +132,7 @@ func TestAccountantNilContextAndExtremeCounts(t *testing.T) {
 			}()
 			_, err := f()
 			var pe *ParamError
-			if !errors.As(err, &pe) || pe.Name != "ctx" {
+			if !errors.As(err, &pe) || pe.Param != "ctx" {
 				t.Errorf("%s(nil ctx) = %v, want a *ParamError for ctx", name, err)
 			}
 		}()

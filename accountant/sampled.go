@@ -52,13 +52,13 @@ func checkSampled(q, sigma float64, steps int, rel Relation) error {
 		return err
 	}
 	if !(q >= 0 && q <= 1) {
-		return &ParamError{Name: "q", Value: q, Want: "a sampling probability in [0, 1]"}
+		return &ParamError{Param: "q", Value: q, Want: "a sampling probability in [0, 1]"}
 	}
 	if !(sigma > 0) {
-		return &ParamError{Name: "sigma", Value: sigma, Want: "> 0"}
+		return &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
 	if steps < 1 {
-		return &ParamError{Name: "steps", Value: float64(steps), Want: "an integer >= 1"}
+		return &ParamError{Param: "steps", Value: float64(steps), Want: "an integer >= 1"}
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ func checkSampled(q, sigma float64, steps int, rel Relation) error {
 // checkRelation requires AddRemove or ReplaceOne.
 func checkRelation(rel Relation) error {
 	if rel != AddRemove && rel != ReplaceOne {
-		return &ParamError{Name: "relation", Value: float64(rel), Want: "AddRemove or ReplaceOne"}
+		return &ParamError{Param: "relation", Value: float64(rel), Want: "AddRemove or ReplaceOne"}
 	}
 	return nil
 }
@@ -117,7 +117,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, budget int) (*PL
 // special cases and errors are those of SampledGaussian and PLD.Delta.
 func SampledGaussianDelta(q, sigma float64, steps int, eps float64, rel Relation) (float64, error) {
 	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return 0, &ParamError{Name: "eps", Value: eps, Want: "finite and >= 0"}
+		return 0, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
 	}
 	p, err := SampledGaussian(q, sigma, steps, rel)
 	if err != nil {
@@ -169,7 +169,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 		return 0, err
 	}
 	if !(q > 0 && q <= 1) {
-		return 0, &ParamError{Name: "q", Value: q, Want: "a sampling probability in (0, 1] (q = 0 needs no noise)"}
+		return 0, &ParamError{Param: "q", Value: q, Want: "a sampling probability in (0, 1] (q = 0 needs no noise)"}
 	}
 	if err := checkCompositionsNamed("steps", steps); err != nil {
 		return 0, err
@@ -196,7 +196,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 		}
 	}
 	if q*q*float64(steps) < 1e-300 {
-		return 0, &ParamError{Name: "q", Value: q,
+		return 0, &ParamError{Param: "q", Value: q,
 			Want: "q^2 x steps >= 1e-300 for the noise search (a smaller q needs almost no noise: bound a chosen sigma instead)"}
 	}
 	guess, err := sampledGuess(q, steps, eps, delta, rel)
@@ -322,7 +322,7 @@ func calibrateRoot(ctx context.Context, guess float64, g0 func(float64) float64,
 // checkCompositionsNamed requires k >= 1, naming the parameter.
 func checkCompositionsNamed(name string, k int) error {
 	if k < 1 {
-		return &ParamError{Name: name, Value: float64(k), Want: "an integer >= 1"}
+		return &ParamError{Param: name, Value: float64(k), Want: "an integer >= 1"}
 	}
 	return nil
 }

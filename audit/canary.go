@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
@@ -206,7 +207,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	}
 
 	// One run of the real roles, in process or over gRPC.
-	key := mechanism.SeedKey(fedopt.RepSeed(p.Seed, 1<<21))
+	key := mechanism.SeedKey(experiment.RepSeed(p.Seed, 1<<21))
 	noise := func(key [32]byte) (mechanism.Mechanism, error) {
 		return newMechanism(&Setup{Plan: withDim(p, d), Factorization: s.Factorization, Privacy: priv}, h, priv.NoiseStd, key)
 	}

@@ -3,7 +3,7 @@ package audit
 import (
 	"math"
 
-	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 )
 
 // Sample kinds of the adversarial data (features[0]).
@@ -33,12 +33,12 @@ type adversary struct {
 	mag float64 // 2 B_g
 }
 
-var _ fedopt.Model = adversary{}
+var _ model.Model = adversary{}
 
-// NumParams implements fedopt.Model: the parameters are the features' space.
+// NumParams implements model.Model: the parameters are the features' space.
 func (adversary) NumParams(d int) int { return d }
 
-// Loss implements fedopt.Model.
+// Loss implements model.Model.
 func (m adversary) Loss(x, a []float64, _ float64) float64 {
 	k := int(a[1])
 	switch a[0] {
@@ -56,7 +56,7 @@ func (m adversary) Loss(x, a []float64, _ float64) float64 {
 	return 0
 }
 
-// Grad implements fedopt.Model.
+// Grad implements model.Model.
 func (m adversary) Grad(dst, x, a []float64, _ float64) {
 	clear(dst)
 	k := int(a[1])

@@ -15,6 +15,7 @@ import (
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -29,7 +30,7 @@ const adversaryModelName = "audit-adversary"
 type netRun struct {
 	cfg    fedopt.Config
 	shape  fedopt.Shape
-	model  fedopt.Model
+	model  dpmodel.Model
 	stream func(i int) fedopt.Stream
 	// noise is the server's mechanism at round 0 with the run's key; key
 	// is that key (fednet.ServerOptions.NoiseKey).

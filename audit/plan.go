@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 )
@@ -123,7 +124,7 @@ type Setup struct {
 }
 
 // NewSetup fills in p's defaults, computes its factorization and calibrates
-// its noise exactly as fedopt.Experiment does (Experiment.Noise).
+// its noise exactly as experiment.Experiment does (Experiment.Noise).
 func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 	p = p.WithDefaults()
 	if err := p.validate(); err != nil {
@@ -133,7 +134,7 @@ func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 		ss.Factors = true // the audits need C
 		p.Strategy = ss
 	}
-	e := fedopt.Experiment{
+	e := experiment.Experiment{
 		Config:        p.Config(nil),
 		Strategy:      p.Strategy,
 		Participation: p.Participation,
@@ -165,6 +166,6 @@ func (p Plan) present(r, i int) bool {
 	if p.Dropout == 0 {
 		return true
 	}
-	h := fedopt.RepSeed(p.Seed^0x6a09e667f3bcc909, r*p.Learners+i)
+	h := experiment.RepSeed(p.Seed^0x6a09e667f3bcc909, r*p.Learners+i)
 	return float64(h>>11)/(1<<53) >= p.Dropout
 }

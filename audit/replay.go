@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
@@ -250,7 +251,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	model := adversary{mag: 2 * p.Clip}
 	var learners [2][]*fedopt.Learner
 	var recs [2]*recorder
-	key := mechanism.SeedKey(fedopt.RepSeed(p.Seed, 1<<20))
+	key := mechanism.SeedKey(experiment.RepSeed(p.Seed, 1<<20))
 	for w := range worlds {
 		learners[w] = make([]*fedopt.Learner, n)
 		for i := range learners[w] {
@@ -447,7 +448,7 @@ func (s replayStream) Sample(r, t int) ([]float64, float64) {
 		}
 		return sample(kindFollow, 0, 0, d.anchors[r]), 0
 	}
-	h := fedopt.RepSeed(d.plan.Seed, (r*d.plan.Learners+s.i)*d.plan.Tau+t)
+	h := experiment.RepSeed(d.plan.Seed, (r*d.plan.Learners+s.i)*d.plan.Tau+t)
 	return d.bg[h%uint64(len(d.bg))], 0
 }
 

@@ -34,10 +34,10 @@
 // solver is measured against an honest baseline at the same certified
 // tolerance.
 //
-// # Report
+// The command docgen/scaling (not this package: the docs' generators live
+// under docgen/) runs the measurements in one process and writes
+// docs/scaling.md, with medians, the machine, the targets and a log-log
+// plot:
 //
-// The command bench/scaling runs the measurements in one process and writes
-// docs/scaling.md, with medians, the machine, the targets and a log-log plot:
-//
-//	go run ./bench/scaling -out docs/scaling.md
+//	go run ./docgen/scaling -out docs/scaling.md
 package bench

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 )
 
 // fig4Run is one curve of the paper's Fig. 4.
@@ -31,11 +34,11 @@ var fig4Runs = []fig4Run{
 // shared, as a script looping over cmd/ofl would recompute them per curve.
 // It returns the final mean loss errors in the order of fig4Runs.
 func fig4(ctx context.Context, seed uint64) ([]float64, error) {
-	ds, err := fedopt.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(10, 800, 10, seed)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(10, 800, 10, seed)
 	if err != nil {
 		return nil, err
 	}
-	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: 1e-4}, fedopt.ProblemOptions{})
+	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: 1e-4}, experiment.ProblemOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -49,14 +52,14 @@ func fig4(ctx context.Context, seed uint64) ([]float64, error) {
 	}
 	final := make([]float64, len(fig4Runs))
 	for k, c := range fig4Runs {
-		e := fedopt.Experiment{
+		e := experiment.Experiment{
 			Problem:       p,
 			Config:        fedopt.Config{Algorithm: c.algo, Eta: 0.003, EtaG: 1, Clip: 5, EvalEvery: 20},
 			Factorization: opt,
 			Calibration:   fedopt.Exact,
 			Eps:           c.eps,
 			Delta:         1e-3,
-			Repeat:        fedopt.RepeatOptions{Reps: 20},
+			Repeat:        experiment.RepeatOptions{Reps: 20},
 			Seed:          seed,
 		}
 		res, err := e.Run(ctx)
@@ -96,11 +99,11 @@ func BenchmarkFig4(b *testing.B) {
 // BenchmarkFig4.
 func BenchmarkFedoptRun(b *testing.B) {
 	ctx := context.Background()
-	ds, err := fedopt.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(10, 800, 10, 1)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(10, 800, 10, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: 1e-4}, fedopt.ProblemOptions{})
+	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: 1e-4}, experiment.ProblemOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,14 +117,14 @@ func BenchmarkFedoptRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	noise := fedopt.FactorizationNoise(f, 60, priv.NoiseStd, 1)
+	noise := experiment.FactorizationNoise(f, 60, priv.NoiseStd, 1)
 	rep := 0
 	for b.Loop() {
 		m, err := noise(rep)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := fedopt.Run(ctx, p, cfg, m); err != nil {
+		if _, err := experiment.Run(ctx, p, cfg, m); err != nil {
 			b.Fatal(err)
 		}
 		rep++

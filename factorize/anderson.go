@@ -146,7 +146,10 @@ func dot64x32(x []float64, y []float32) float64 {
 
 // choleskySolve solves c z = b in place (b becomes z) for the symmetric
 // k x k matrix c (overwritten by its Cholesky factor); it reports false
-// when c is not numerically positive definite.
+// when c is not numerically positive definite. It stays (a dense k x k
+// solve, k <= 64, not the banded or quasiseparable factor of C) rather
+// than gonum's mat.Cholesky, whose rounding moved the accelerated iterates
+// past the tests' rounding estimate and the epochs solver's iteration bound.
 func choleskySolve(c, b []float64, k int) bool {
 	for j := 0; j < k; j++ {
 		d := c[j*k+j]

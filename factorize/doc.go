@@ -16,7 +16,14 @@
 // A [Strategy] is a value with its own options ([IdentityStrategy],
 // [TreeStrategy], [SqrtStrategy], [BandedStrategy], [BSRStrategy],
 // [BandedToeplitzStrategy], [BISRStrategy], [BandInvStrategy],
-// [BLTStrategy], [SemisepStrategy], [OptimalStrategy]; [ParseStrategy] maps a name to one). Its Factorize
+// [BLTStrategy], [SemisepStrategy], [OptimalStrategy]). A spec names one
+// with its settings, "banded:bands=64", "blt:buffers=4",
+// "optimal:tol=1e-10,path=dense" (a bare name has the defaults):
+// [ParseStrategy] reads it and [Strategy.Spec] writes it. The registry
+// ([Registry], [Lookup]) lists the strategies with their settings, the
+// memory of their noise stream ([StreamBytes]) and of their solve
+// ([SolveBytes]), and whether they have a loss-only path ([WithLossOnly]),
+// so that commands need not know strategies by name. Its Factorize
 // method returns a [Factorization] whose [Metrics] are computed under the
 // participation it is given:
 //

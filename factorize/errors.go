@@ -12,20 +12,9 @@ import (
 // arguments on entry and returns a *ParamError rather than panicking, so
 // that a command can name the flag or file that caused it with errors.As
 // instead of parsing the message.
-type ParamError struct {
-	// Param names the argument as the docs do: "ctx", "R", "beta", "tol",
-	// "max-iter", "bands", "buffers", "strategy", "method", "workload",
-	// "workload[2][3]", "weights[4]", "factorization", "B", "C".
-	Param string
-	// Value is the value received; nil when the argument is missing (a nil
-	// pointer or a zero value that no constructor returns).
-	Value any
-	// Want describes what is accepted.
-	Want string
-}
-
-// Error returns a one-line message naming the argument and what is wanted.
-func (e *ParamError) Error() string { return "factorize: " + param.Text(e.Param, e.Value, e.Want) }
+// It is dpmf's one argument error, the same type as accountant.ParamError
+// and the others' (internal/param.Error), with one message format.
+type ParamError = param.Error
 
 // wantWorkload is what a *Workload argument must be.
 const wantWorkload = "a workload made by Prefix, Momentum, WeightedPrefix or NewWorkload"

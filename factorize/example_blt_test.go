@@ -49,17 +49,3 @@ func ExampleBanded() {
 	fmt.Printf("%s: loss %.3f, gamma %.4f\n", f.Strategy, f.Metrics.Loss, f.Metrics.Gamma)
 	// Output: banded: loss 701.001, gamma 1.0000
 }
-
-// Strategies lists the strategy names; ParseStrategy maps one to a
-// Strategy with default options.
-func ExampleParseStrategy() {
-	fmt.Println(factorize.Strategies())
-	s, err := factorize.ParseStrategy("blt")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("%s %#v\n", s.Name(), s)
-	// Output:
-	// [identity tree sqrt sqrt-normalized banded bsr banded-toeplitz bisr bandinv blt semiseparable optimal]
-	// blt factorize.BLTStrategy{Buffers:0}
-}

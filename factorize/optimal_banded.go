@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/internal/optim"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -610,7 +611,7 @@ type bandedPhase interface {
 	// then used as the current one (bp.hx refers to it).
 	eval(p *bandedPoint) bool
 	// scale applies the initial inverse Hessian of L-BFGS at cur to dir.
-	scale(cur *bandedPoint, mem *lbfgsMemory, dir []float64)
+	scale(cur *bandedPoint, mem *optim.Memory, dir []float64)
 }
 
 // xPhase has the off-diagonal band entries of X as variables (v is
@@ -629,7 +630,7 @@ func (ph *xPhase) eval(p *bandedPoint) bool {
 	return ok
 }
 
-func (ph *xPhase) scale(cur *bandedPoint, _ *lbfgsMemory, dir []float64) {
+func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory, dir []float64) {
 	// Any positive diagonal is a valid initial matrix; the Hessian's
 	// changes slowly, so it is refreshed every fourth step.
 	if ph.calls%4 == 0 {
@@ -668,10 +669,10 @@ func (ph *cPhase) eval(p *bandedPoint) bool {
 	return true
 }
 
-func (ph *cPhase) scale(cur *bandedPoint, mem *lbfgsMemory, dir []float64) {
+func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory, dir []float64) {
 	gamma := ph.firstLen / math.Sqrt(dot(cur.grad, cur.grad))
-	if k := len(mem.s); k > 0 {
-		gamma = 1 / (mem.rho[k-1] * dot(mem.y[k-1], mem.y[k-1]))
+	if k := mem.Len(); k > 0 {
+		gamma = 1 / (mem.Rho[k-1] * dot(mem.Y[k-1], mem.Y[k-1]))
 	}
 	for i := range dir {
 		dir[i] *= gamma
@@ -800,7 +801,10 @@ func bandedFactors(ctx context.Context, w *Workload, x linalg.SymBand) (*mat.Den
 // bandedCholesky returns the banded lower-triangular C with C^T C = X
 // (stored by columns, as for [bandedXFromC]), by the recurrences of the
 // Cholesky factorization run from the last column, and false if X is not
-// numerically positive definite.
+// numerically positive definite. It stays beside linalg's
+// QuasiSep.ReverseCholesky (the same causal factor for quasiseparable X)
+// because the structures differ; gonum's BandCholesky factors from the
+// first column (X = U^T U) and would need X and C flipped and copied.
 func bandedCholesky(x linalg.SymBand) ([]float64, bool) {
 	n, b := x.N, x.K+1
 	c := make([]float64, n*b)
@@ -824,75 +828,6 @@ func bandedCholesky(x linalg.SymBand) ([]float64, bool) {
 		c[j*b] = math.Sqrt(s)
 	}
 	return c, true
-}
-
-// lbfgsMemory holds the curvature pairs of L-BFGS (Nocedal and Wright,
-// Numerical Optimization, Algorithm 7.4).
-type lbfgsMemory struct {
-	s, y [][]float64
-	rho  []float64
-	size int
-	free [][]float64
-}
-
-// direction writes H grad into dir by the two-loop recursion, with
-// scale applying the initial inverse Hessian; each update of dir is fused
-// with the inner product that the next step needs (one pass over memory
-// per pair and loop).
-func (m *lbfgsMemory) direction(grad, dir, alpha []float64, scale func(dir []float64)) {
-	copy(dir, grad)
-	k := len(m.s)
-	if k > 0 {
-		alpha[k-1] = m.rho[k-1] * dot(m.s[k-1], dir)
-	}
-	for t := k - 1; t >= 0; t-- {
-		if t > 0 {
-			alpha[t-1] = m.rho[t-1] * axpyDot(-alpha[t], m.y[t], dir, m.s[t-1])
-		} else {
-			axpy(-alpha[t], m.y[t], dir)
-		}
-	}
-	scale(dir)
-	if k == 0 {
-		return
-	}
-	beta := m.rho[0] * dot(m.y[0], dir)
-	for t := 0; t < k; t++ {
-		if t+1 < k {
-			beta = m.rho[t+1] * axpyDot(alpha[t]-beta, m.s[t], dir, m.y[t+1])
-		} else {
-			axpy(alpha[t]-beta, m.s[t], dir)
-		}
-	}
-}
-
-// push adds the pair (s, y) if s^T y > 0, dropping the oldest when full.
-// It keeps the slices; [lbfgsMemory.spare] hands back a dropped pair's.
-func (m *lbfgsMemory) push(s, y []float64) {
-	if sy := dot(s, y); sy > 1e-300 {
-		if len(m.s) == m.size {
-			m.free = append(m.free, m.s[0], m.y[0])
-			m.s, m.y, m.rho = m.s[1:], m.y[1:], m.rho[1:]
-		}
-		m.s, m.y, m.rho = append(m.s, s), append(m.y, y), append(m.rho, 1/sy)
-		return
-	}
-	m.free = append(m.free, s, y)
-}
-
-// spare returns a slice of length n for a new pair, reusing a dropped one.
-func (m *lbfgsMemory) spare(n int) []float64 {
-	if k := len(m.free); k > 0 {
-		v := m.free[k-1]
-		m.free = m.free[:k-1]
-		return v
-	}
-	return make([]float64, n)
-}
-
-func (m *lbfgsMemory) reset() {
-	m.free = append(append(m.free, m.s...), m.y...)
-	m.s, m.y, m.rho = m.s[:0], m.y[:0], m.rho[:0]
 }
 
 // solve minimises f from x0 until the certified gap is at most opt.Tol, by
@@ -1016,7 +951,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		return nil, fmt.Errorf("factorize: the starting banded X is not positive definite")
 	}
 	st.evals++
-	mem := &lbfgsMemory{size: memSize}
+	mem := optim.NewMemory(memSize, true)
 	dir := make([]float64, m)
 	alpha := make([]float64, memSize)
 	scale := func(d []float64) { ph.scale(cur, mem, d) }
@@ -1045,12 +980,12 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 			st.gap = 0
 			return cur, nil
 		}
-		mem.direction(cur.grad, dir, alpha, scale)
+		mem.Direction(cur.grad, dir, alpha, scale)
 		slope := -dot(cur.grad, dir)
 		if !(slope < 0) {
 			// Not a descent direction: restart from the preconditioned
 			// gradient.
-			mem.reset()
+			mem.Reset()
 			copy(dir, cur.grad)
 			scale(dir)
 			slope = -dot(cur.grad, dir)
@@ -1085,12 +1020,12 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		if !accepted {
 			return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
 		}
-		s, y := mem.spare(m), mem.spare(m)
+		s, y := mem.Spare(m), mem.Spare(m)
 		for i := range s {
 			s[i] = trial.v[i] - cur.v[i]
 			y[i] = trial.grad[i] - cur.grad[i]
 		}
-		mem.push(s, y)
+		mem.Push(s, y)
 		cur, trial = trial, cur
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
@@ -1098,16 +1033,6 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 
 // dot returns a . b (b at least as long as a).
 func dot(a, b []float64) float64 { return linalg.Dot(a, b) }
-
-// axpyDot sets y += a x and returns z . y (z and y of the same length),
-// in one pass.
-func axpyDot(a float64, x, y, z []float64) float64 { return linalg.AxpyDot(a, x, y, z) }
-
-func axpy(a float64, x, y []float64) {
-	for i, v := range x {
-		y[i] += a * v
-	}
-}
 
 // BandedSqrt returns the banded square root factorization for
 // b-min-separation (Kalinin and Lampert 2024, "Banded Square Root Matrix

@@ -134,18 +134,16 @@ func CheckRequest(s Strategy, w *Workload, p Participation) (lossOnly bool, err 
 	if err := checkWorkload(w); err != nil {
 		return false, err
 	}
-	switch o := s.(type) {
-	case OptimalStrategy:
+	if o, ok := s.(OptimalStrategy); ok {
 		if _, err := o.withDefaults(); err != nil {
 			return false, err
 		}
-		lossOnly = o.LossOnly
-	case BISRStrategy:
-		lossOnly = o.LossOnly
-	case BandInvStrategy:
-		lossOnly = o.LossOnly
-	case BandedToeplitzStrategy:
-		lossOnly = o.LossOnly
+	}
+	// The registry's loss-only switch; semiseparable's (its Factors
+	// switch) only leaves out the dense factors: its result keeps its
+	// operator.
+	if i, ok := info(s); ok && !i.factorsPtr {
+		lossOnly = IsLossOnly(s)
 	}
 	if err := p.Validate(w.R()); err != nil {
 		return false, err

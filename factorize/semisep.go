@@ -196,8 +196,15 @@ type SemisepStrategy struct {
 	// Factors forms B and C densely (O(R^2) memory); without it only the
 	// streaming form and the metrics are computed.
 	Factors bool
-	// Options are the optimal solver's (Tol; LossOnly is implied).
-	Options
+	// Tol is the optimal solver's certified relative gap; 0 means
+	// [DefaultTol].
+	Tol float64
+	// MaxIter is the optimal solver's iteration limit; 0 means
+	// [DefaultMaxIter].
+	MaxIter int
+	// Progress, if not nil, is called after every iteration of the
+	// optimal solver.
+	Progress func(Progress)
 }
 
 // Name returns "semiseparable".
@@ -216,7 +223,8 @@ func (s SemisepStrategy) Key() string {
 }
 
 // Factorize returns [Semiseparable](ctx, w, s.Buffers, s.MaxExcess,
-// s.Factors, s.Options). Other participations than single need the
+// s.Factors, Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress:
+// s.Progress}). Other participations than single need the
 // factors (s.Factors) to compute their sensitivity.
 func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
@@ -226,6 +234,6 @@ func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 		return nil, fmt.Errorf("factorize: strategy %q computes metrics under participation %v only with its factors formed (Factors)", StrategySemisep, p)
 	}
 	return under(w, p, func() (*Factorization, error) {
-		return Semiseparable(ctx, w, s.Buffers, s.MaxExcess, s.Factors, s.Options)
+		return Semiseparable(ctx, w, s.Buffers, s.MaxExcess, s.Factors, Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress: s.Progress})
 	})
 }

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 )
 
-// Strategy names accepted by [ParseStrategy].
+// Strategy names, the registered strategies of [Registry].
 const (
 	StrategyIdentity       = "identity"
 	StrategyTree           = "tree"
@@ -21,11 +20,6 @@ const (
 	StrategySemisep        = "semiseparable"
 )
 
-// Strategies lists the strategy names accepted by [ParseStrategy].
-func Strategies() []string {
-	return []string{StrategyIdentity, StrategyTree, StrategySqrt, StrategySqrtNormalized, StrategyBanded, StrategyBSR, StrategyBandedToeplitz, StrategyBISR, StrategyBandInv, StrategyBLT, StrategySemisep, StrategyOptimal}
-}
-
 // A Strategy is a way to factorize a workload, carrying its own options:
 // [IdentityStrategy], [TreeStrategy], [SqrtStrategy], [BandedStrategy],
 // [BSRStrategy], [BandedToeplitzStrategy], [BISRStrategy],
@@ -34,6 +28,12 @@ func Strategies() []string {
 type Strategy interface {
 	// Name returns the strategy's name (one of [Strategies]).
 	Name() string
+	// Spec returns the strategy's canonical spec, which [ParseStrategy]
+	// reads back to an equal value: the name, then the settings that are
+	// not at their default ("banded:bands=64"). Options that do not choose
+	// the factorization (a progress callback, whether B and C are formed:
+	// [WithLossOnly]) are not part of it.
+	Spec() string
 	// Key returns a string that identifies the strategy and every option
 	// that changes its result (the cache key, see [CacheKey]); options
 	// that do not change the result, such as a progress callback, are
@@ -43,38 +43,6 @@ type Strategy interface {
 	// an error if ctx is nil, the strategy does not support w or p is
 	// invalid for w's rounds.
 	Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error)
-}
-
-// ParseStrategy returns the strategy with the given name and default
-// options. An unknown name is an error listing the known ones.
-func ParseStrategy(name string) (Strategy, error) {
-	switch name {
-	case StrategyIdentity:
-		return IdentityStrategy{}, nil
-	case StrategyTree:
-		return TreeStrategy{}, nil
-	case StrategySqrt:
-		return SqrtStrategy{}, nil
-	case StrategySqrtNormalized:
-		return SqrtStrategy{Normalized: true}, nil
-	case StrategyOptimal:
-		return OptimalStrategy{}, nil
-	case StrategyBanded:
-		return BandedStrategy{}, nil
-	case StrategyBLT:
-		return BLTStrategy{}, nil
-	case StrategyBSR:
-		return BSRStrategy{}, nil
-	case StrategySemisep:
-		return SemisepStrategy{}, nil
-	case StrategyBandedToeplitz:
-		return BandedToeplitzStrategy{}, nil
-	case StrategyBISR:
-		return BISRStrategy{}, nil
-	case StrategyBandInv:
-		return BandInvStrategy{}, nil
-	}
-	return nil, &ParamError{Param: "strategy", Value: strconv.Quote(name), Want: "one of " + strings.Join(Strategies(), ", ")}
 }
 
 // under checks p against w, runs compute and returns its result with
@@ -169,12 +137,12 @@ type BandedStrategy struct {
 	// sensitivity is exact.
 	Bands int
 	// Tol is the certified relative gap of [OptimalBanded] under
-	// min-separation; 0 means [DefaultBandedTol]. Other participations
-	// ignore it.
+	// min-separation; 0 means [DefaultBandedTol]. Under other
+	// participations it must be 0.
 	Tol float64
 	// MaxIter is the iteration limit of [OptimalBanded] under
-	// min-separation; 0 means [DefaultMaxIter]. Other participations
-	// ignore it.
+	// min-separation; 0 means [DefaultMaxIter]. Under other
+	// participations it must be 0.
 	MaxIter int
 }
 
@@ -214,6 +182,9 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 	}
 	if s.Bands < 0 {
 		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	if err := CheckUnder(s, p); err != nil {
+		return nil, err
 	}
 	opt, err := Options{Tol: s.Tol, MaxIter: s.MaxIter}.withDefaults()
 	if err != nil {
@@ -321,6 +292,9 @@ func (s OptimalStrategy) Key() string {
 // good factorization, not the optimal one).
 func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if err := CheckUnder(s, p); err != nil {
 		return nil, err
 	}
 	if p.Kind == KindEpochs && p.K > 1 {

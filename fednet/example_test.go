@@ -12,8 +12,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -22,7 +24,7 @@ import (
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	data, err := fedopt.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 5, 2, 1)
+	data, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 5, 2, 1)
 	if err != nil {
 		panic(err)
 	}
@@ -70,7 +72,7 @@ func Example() {
 	sim, _ := fedopt.NewServer(cfg, shape, nil)
 	learners := make([]*fedopt.Learner, shape.Learners)
 	for i := range learners {
-		learners[i], _ = fedopt.NewLearner(fedopt.Logistic{}, data.Stream(i), cfg, shape.Tau, shape.Dim)
+		learners[i], _ = fedopt.NewLearner(model.Logistic{}, data.Stream(i), cfg, shape.Tau, shape.Dim)
 	}
 	_ = fedopt.Simulate(ctx, sim, learners, fedopt.SimOptions{})
 

@@ -15,9 +15,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/testpki"
 	"github.com/dpmf/dpmf/internal/testutil"
+	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -82,7 +84,7 @@ func TestMillionDimensions(t *testing.T) {
 	const d = 1_000_000
 	r := &run{n: 2, R: 2, tau: 1, d: d, std: 0.1, seed: 9,
 		cfg: fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1, Clip: 1}}
-	ds, err := fedopt.NewDataset("dense", r.n, r.R, r.tau, d)
+	ds, err := dataset.NewDataset("dense", r.n, r.R, r.tau, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestRejectedUpdates(t *testing.T) {
 	cl := flv1.NewFederationClient(conn)
 
 	// Learner 1's honest update for round 0.
-	l1, err := fedopt.NewLearner(fedopt.Logistic{}, r.data.Stream(1), r.cfg, r.tau, r.d)
+	l1, err := fedopt.NewLearner(dpmodel.Logistic{}, r.data.Stream(1), r.cfg, r.tau, r.d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/testpki"
 	"github.com/dpmf/dpmf/internal/testutil"
@@ -93,7 +94,7 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 		floodHeapBound = 128 << 20
 	)
 	r := &run{n: n, R: R, tau: 1, d: d, cfg: fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1, Clip: 1}}
-	ds, err := fedopt.NewDataset("dense", n, R, 1, d)
+	ds, err := dataset.NewDataset("dense", n, R, 1, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,12 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/mechanism"
+	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -26,7 +28,7 @@ import (
 type run struct {
 	n, R, tau, d int
 	cfg          fedopt.Config
-	data         *fedopt.Dataset
+	data         *dataset.Dataset
 	f            *factorize.Factorization
 	std          float64
 	seed         uint64
@@ -35,7 +37,7 @@ type run struct {
 
 func newRun(t *testing.T, n, R, tau, d int) *run {
 	t.Helper()
-	ds, err := fedopt.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func (r *run) simulate(t *testing.T, absent func(i, round int) bool) [][]float64
 	}
 	ls := make([]*fedopt.Learner, r.n)
 	for i := range ls {
-		if ls[i], err = fedopt.NewLearner(fedopt.Logistic{}, r.data.Stream(i), r.cfg, r.tau, r.d); err != nil {
+		if ls[i], err = fedopt.NewLearner(dpmodel.Logistic{}, r.data.Stream(i), r.cfg, r.tau, r.d); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/fedopt"
+	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -33,13 +34,13 @@ type LearnerOptions struct {
 	Data func(cfg *flv1.RunConfig) (fedopt.Stream, error)
 	// Model is the per-sample loss the learner computes its updates with.
 	// nil, the default, takes the model the server names: only
-	// "logistic" (fedopt.Logistic with the server's L2) is known. A
+	// "logistic" (model.Logistic with the server's L2) is known. A
 	// caller-given model is used whatever name the server announces (the
 	// server passes the name only, see Model): the caller must make sure
 	// it is the model the server's run stands for. The learner checks only
 	// that Model.NumParams(features) is the server's parameter count. It
 	// must be safe for concurrent use if several learners share it.
-	Model fedopt.Model
+	Model dpmodel.Model
 	// CallTimeout is the deadline of Join and SubmitUpdate (default 30 s).
 	CallTimeout time.Duration
 	// WaitTimeout is the deadline of one GetModel call, which waits for the
@@ -225,7 +226,7 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 		if rc.GetModel() != "logistic" {
 			return nil, fmt.Errorf("fednet: the server's model is %q, this learner knows logistic (LearnerOptions.Model gives another)", rc.GetModel())
 		}
-		m = fedopt.Logistic{L2: rc.GetL2()}
+		m = dpmodel.Logistic{L2: rc.GetL2()}
 	}
 	n, tau, dim := int(rc.GetLearners()), int(rc.GetTau()), int(rc.GetParams())
 	if opt.ID < 0 || opt.ID >= n {

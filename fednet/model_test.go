@@ -10,8 +10,10 @@ import (
 
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -49,7 +51,7 @@ func (m affineSquares) Grad(dst, x, a []float64, y float64) {
 // same model, data and noise, bit for bit.
 func TestCallerModelMatchesSimulation(t *testing.T) {
 	r := newRun(t, 4, 8, 3, 3)
-	var model fedopt.Model = affineSquares{}
+	var model dpmodel.Model = affineSquares{}
 	dim := model.NumParams(r.d)
 	shape := fedopt.Shape{Learners: r.n, Rounds: r.R, Tau: r.tau, Dim: dim}
 	noise := func(start int, key [32]byte) (mechanism.Mechanism, error) {
@@ -120,7 +122,7 @@ func TestLearnerModelChecks(t *testing.T) {
 		Learners: 2, Rounds: 3, Tau: 1, Features: 3, Params: 4}
 	data := func(*flv1.RunConfig) (fedopt.Stream, error) { return nil, nil }
 	stream := func(*flv1.RunConfig) (fedopt.Stream, error) {
-		ds, err := fedopt.Synthetic{Dim: 3}.Dataset(2, 3, 1, 1)
+		ds, err := dataset.Synthetic{Dim: 3}.Dataset(2, 3, 1, 1)
 		return ds.Stream(0), err
 	}
 	for _, c := range []struct {
@@ -130,7 +132,7 @@ func TestLearnerModelChecks(t *testing.T) {
 		error string
 	}{
 		{"unknown name, no model", rc, LearnerOptions{Data: data}, `model is "affine-squares"`},
-		{"caller model of another size", rc, LearnerOptions{Data: data, Model: fedopt.Logistic{}}, "4 parameters for 3 features, want 3"},
+		{"caller model of another size", rc, LearnerOptions{Data: data, Model: dpmodel.Logistic{}}, "4 parameters for 3 features, want 3"},
 		{"caller model of the server's size", rc, LearnerOptions{Data: stream, Model: affineSquares{}}, ""},
 	} {
 		l, err := newLearner(c.rc, c.opt)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -40,7 +41,7 @@ const Protocol = flv1.ProtocolVersion_PROTOCOL_VERSION_1
 // passes it on (in RunConfig: the name, L2 and the feature and parameter
 // counts), it never evaluates it.
 type Model struct {
-	// Name is "logistic" (fedopt.Logistic, which every learner knows), or
+	// Name is "logistic" (model.Logistic, which every learner knows), or
 	// the name of a model the learners are given by the caller
 	// (LearnerOptions.Model). The server checks Shape.Dim against
 	// Features only for "logistic"; for any other name the caller must
@@ -255,8 +256,8 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.Model.Name == "" {
 		return nil, errors.New("fednet: the model has no name (want logistic, or the name of the learners' LearnerOptions.Model)")
 	}
-	if opt.Model.Name == "logistic" && (fedopt.Logistic{}).NumParams(opt.Model.Features) != sh.Dim {
-		return nil, fmt.Errorf("fednet: model dimension %d for %d features, want %d", sh.Dim, opt.Model.Features, (fedopt.Logistic{}).NumParams(opt.Model.Features))
+	if opt.Model.Name == "logistic" && (dpmodel.Logistic{}).NumParams(opt.Model.Features) != sh.Dim {
+		return nil, fmt.Errorf("fednet: model dimension %d for %d features, want %d", sh.Dim, opt.Model.Features, (dpmodel.Logistic{}).NumParams(opt.Model.Features))
 	}
 	if opt.NoiseKey != nil && opt.Noise == nil {
 		return nil, errors.New("fednet: a noise key without a noise mechanism")
@@ -965,7 +966,7 @@ func (s *Server) openError(call string, i, r int) *rejection {
 // trimPrefix drops a library's package prefix from an error message.
 func trimPrefix(err error) string {
 	msg := err.Error()
-	for _, p := range []string{"fedopt: ", "fednet: "} {
+	for _, p := range []string{"fedopt: ", "fednet: ", "dpmf: "} {
 		if len(msg) > len(p) && msg[:len(p)] == p {
 			return msg[len(p):]
 		}

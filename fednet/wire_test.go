@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
@@ -72,7 +73,7 @@ func TestLearnerChecksServerAnswers(t *testing.T) {
 		return &flv1.RunConfig{Algorithm: "correlated", Eta: 0.05, Clip: 1, Model: "logistic",
 			Learners: 2, Rounds: 4, Tau: 2, Features: 3, Params: 3, Epochs: 1}
 	}
-	ds, err := fedopt.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

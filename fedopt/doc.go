@@ -7,12 +7,12 @@
 // n learners each serve a stream of clients. In each of R rounds every
 // learner takes tau local gradient steps, one fresh client sample per step,
 // from the released model x^r; the server averages the learners' updates,
-// adds round r's noise vector and releases x^{r+1}. A [Dataset] holds the
+// adds round r's noise vector and releases x^{r+1}. A [dataset.Dataset] holds the
 // stream (sample (i, r, t) is learner i's client at step t of round r); a
-// [Model] gives the per-sample loss and gradient; a [Problem] adds the
-// reference minimisers the metrics need; [Run] runs one repetition with a
-// noise mechanism (package mechanism) and returns a [Trace]; [Repeat] runs
-// many in parallel and summarises them; an [Experiment] does all of it for
+// [model.Model] gives the per-sample loss and gradient; a [experiment.Problem] adds the
+// reference minimisers the metrics need; [experiment.Run] runs one repetition with a
+// noise mechanism (package mechanism) and returns a [experiment.Trace]; [experiment.Repeat] runs
+// many in parallel and summarises them; an [experiment.Experiment] does all of it for
 // one configuration of the paper's experiments, including the factorization
 // and the noise calibration.
 //
@@ -23,9 +23,9 @@
 // model into its update (the sum of its tau clipped gradients); a [Server]
 // holds the model and the noise mechanism, checks and aggregates the
 // updates, adds the round's noise and releases the next model; an
-// [Evaluator] observes the released models and computes the metrics from
+// [experiment.Evaluator] observes the released models and computes the metrics from
 // the whole data set, which neither of the others needs. [Simulate]
-// connects them in one process ([Run] is Simulate with an Evaluator);
+// connects them in one process ([experiment.Run] is Simulate with an Evaluator);
 // package fednet connects the same roles over gRPC, across processes or
 // machines, and gives the same models bit for bit.
 //
@@ -65,55 +65,46 @@
 // B_g and 2 B_g with conservative conversions. See [Sensitivity] for the
 // argument.
 //
-// # Metrics
+// # Models, data and experiments
 //
-// At the evaluated rounds a [Trace] records the loss error F(x^r) - F(x*)
-// over all samples (the paper's y-axis), the accuracy, and the cumulative
-// dynamic regret sum_{s<r} tau (f^s(x^s) - (f^s)*) and static regret
-// sum_{s<r} tau (f^s(x^s) - f^s(x*)), f^s the average loss of round s's
-// n tau samples. x* and every (f^s)* are computed by [NewProblem] to a
-// gradient norm of 1e-10 and 1e-9 (Newton's method for [Logistic]).
-// Per-round minima need a strongly convex loss: a round's 100 samples in 60
-// dimensions are typically separable, so [Logistic] takes an L2 term
-// (cmd/ofl uses 1e-4).
-//
-// # Data
-//
-// [Synthetic] generates the binary variant of the synthetic(alpha, beta)
-// data of Li et al. (FedProx), one seeded stream per learner. [LoadCSV]
-// reads a labelled CSV file, standardises its features, and [Table.Deal]
-// deals rows to learners iid, by label or sorted by a feature.
+// The optimiser's inputs and harness live in their own packages: package
+// model holds the losses ([model.Model], [model.Logistic]) and their
+// reference minimisers, package dataset the data streams
+// ([dataset.Dataset], [dataset.Synthetic], CSV files), and package
+// experiment the problem with its reference values, the evaluator, the
+// repetitions and the summaries ([experiment.Run], [experiment.Repeat],
+// [experiment.Experiment]).
 //
 // # Reproducibility
 //
 // A run depends only on its data, configuration and mechanism. Learners
 // may run in goroutines ([Config.ParallelLearners]) and repetitions in
-// parallel ([RepeatOptions.Workers]); sums are taken in a fixed order, so
+// parallel ([experiment.RepeatOptions.Workers]); sums are taken in a fixed order, so
 // the numbers are the same bit for bit either way.
 //
 // # Plugging in
 //
-// A model is any [Model] (loss, gradient; optionally [Minimizer],
-// [Classifier], [BatchEvaluator]); data is any [Dataset]; noise is any
-// mechanism.Mechanism, passed to [Run] or, one per repetition, as a
-// [NoiseSource] to [Repeat].
+// A model is any [model.Model] (loss, gradient; optionally [model.Minimizer],
+// [model.Classifier], [model.BatchEvaluator]); data is any [dataset.Dataset]; noise is any
+// mechanism.Mechanism, passed to [experiment.Run] or, one per repetition, as a
+// [experiment.NoiseSource] to [experiment.Repeat].
 //
 // # Errors and panics
 //
 // Following the policy shared by dpmf's numerical packages (see package
 // factorize): everything a caller's data can cause is an error, never a
-// panic. A nil or zero-value *[Problem], *[Dataset], *[Table],
-// *[Experiment], [Model] or io.Reader, a [Config] field out of range and a
-// bad shape are a *[ParamError] whose Param names the argument or the
+// panic. A nil or zero-value *[experiment.Problem], *[dataset.Dataset], *[dataset.Table],
+// *[experiment.Experiment], [model.Model] or io.Reader, a [Config] field out of range and a
+// bad shape are a *[experiment.ParamError] whose Param names the argument or the
 // field ("eta", "eta_g", "eta_ind", "clip", "eval-every", "algorithm",
 // "problem", "data", "model", "reader", ...), so that a command maps it to
 // its flag with errors.As. A CSV file that cannot be parsed is an error
 // naming the file and line; lines and fields have a size limit
-// ([MaxCSVLine]).
+// ([dataset.MaxCSVLine]).
 //
 // Panics are programmer errors, documented where they can happen:
-// [Samples] whose slices disagree with Dim, destination slices of the
-// wrong length, accessors (such as [Table.Len]) called on a nil pointer,
+// [dataset.Samples] whose slices disagree with Dim, destination slices of the
+// wrong length, accessors (such as [dataset.Table.Len]) called on a nil pointer,
 // and [Clip] with a negative or NaN bound (clipping to a
 // negative norm would reverse the gradient; [Config.Validate] rejects such
 // a bound before a run). [Clip] itself is total on its data: infinite

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fedopt"
 )
 
@@ -51,7 +52,7 @@ func TestDocFig4NoiseStd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := fedopt.Experiment{Config: fedopt.Config{Algorithm: a, Clip: 5}, Calibration: c, Eps: eps, Delta: delta}
+		e := experiment.Experiment{Config: fedopt.Config{Algorithm: a, Clip: 5}, Calibration: c, Eps: eps, Delta: delta}
 		f, pr, err := e.Noise(ctx, 10, 800)
 		if err != nil {
 			t.Fatalf("row %q: %v", label, err)

@@ -3,6 +3,8 @@ package fedopt
 import (
 	"fmt"
 	"math"
+
+	dpmodel "github.com/dpmf/dpmf/model"
 )
 
 // Stream is one learner's stream of clients: Sample(r, t) is the client
@@ -13,17 +15,6 @@ type Stream interface {
 	Sample(r, t int) (a []float64, y float64)
 }
 
-// datasetStream is learner i's stream of a Dataset.
-type datasetStream struct {
-	d *Dataset
-	i int
-}
-
-func (s datasetStream) Sample(r, t int) ([]float64, float64) { return s.d.Sample(s.i, r, t) }
-
-// Stream returns learner i's stream of clients: sample (i, r, t).
-func (d *Dataset) Stream(i int) Stream { return datasetStream{d, i} }
-
 // Learner is one learner's role in the online federated optimiser: it holds
 // its stream of clients and, in round r, starts from the released model x^r,
 // takes tau local steps on its clients r tau, ..., r tau + tau - 1 with
@@ -31,7 +22,7 @@ func (d *Dataset) Stream(i int) Stream { return datasetStream{d, i} }
 // gradients. It never sees the noise or the other learners' data. A Learner
 // is not safe for concurrent use; distinct learners are independent.
 type Learner struct {
-	model     Model
+	model     dpmodel.Model
 	data      Stream
 	algo      Algorithm
 	eta, clip float64
@@ -42,7 +33,7 @@ type Learner struct {
 // NewLearner returns a learner with model m and client stream data for the
 // algorithm, local step and clipping bound of cfg, tau local steps per
 // round and models of dimension dim.
-func NewLearner(m Model, data Stream, cfg Config, tau, dim int) (*Learner, error) {
+func NewLearner(m dpmodel.Model, data Stream, cfg Config, tau, dim int) (*Learner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package fedopt
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/mechanism"
@@ -32,7 +31,7 @@ type Shape struct {
 // present, and the calibrated privacy record stays true under dropouts
 // (averaging over the n' present learners would raise it to 2 B_g / n'); the
 // price is a shorter step. The server needs no data; evaluation is an
-// observer of the released models (see [Evaluator]).
+// observer of the released models (see [experiment.Evaluator]).
 type Server struct {
 	cfg   Config
 	shape Shape
@@ -211,66 +210,4 @@ func (s *Server) Release(updates [][]float64) error {
 	}
 	s.round++
 	return nil
-}
-
-// Evaluator is an observer of released models that computes the metrics of
-// a [Trace]: it needs the whole data set (a [Problem]), which neither the
-// server nor any learner has, so it plays the role of an analyst with
-// access to all data. Observe must be called with x^0, x^1, ..., x^R in
-// order (or from any start round on, for a partial trace).
-type Evaluator struct {
-	p        *Problem
-	every    int
-	privacy  *Privacy
-	tr       Trace
-	reg      float64
-	sreg     float64
-	iterates [][]float64
-	next     int
-}
-
-// NewEvaluator returns an evaluator of p's metrics at the rounds 0, E, 2E,
-// ..., R (E = cfg.EvalEvery) that records cfg.Privacy at those rounds.
-func NewEvaluator(p *Problem, cfg Config) *Evaluator {
-	return &Evaluator{p: p, every: max(cfg.EvalEvery, 1), privacy: cfg.Privacy}
-}
-
-// Observe takes the released model x^r. Rounds must come in order.
-func (e *Evaluator) Observe(r int, x []float64) error {
-	if r != e.next && e.next != 0 {
-		return fmt.Errorf("fedopt: evaluator observed round %d, want %d", r, e.next)
-	}
-	e.next = r + 1
-	R := e.p.Data.Rounds
-	if r%e.every == 0 || r == R {
-		e.tr.Rounds = append(e.tr.Rounds, r)
-		e.iterates = append(e.iterates, slices.Clone(x))
-		if e.p.dynamicAvailable() {
-			e.tr.Regret = append(e.tr.Regret, e.reg)
-		} else {
-			e.tr.Regret = append(e.tr.Regret, nan)
-		}
-		e.tr.StaticRegret = append(e.tr.StaticRegret, e.sreg)
-		if e.privacy != nil {
-			e.tr.Privacy = append(e.tr.Privacy, e.privacy.RecordAt(r))
-		}
-	}
-	if r < R {
-		fr := AverageLoss(e.p.Model, x, e.p.Data.Round(r))
-		if e.p.dynamicAvailable() {
-			e.reg += float64(e.p.Data.Tau) * (fr - e.p.RoundStar[r])
-		}
-		e.sreg += float64(e.p.Data.Tau) * (fr - e.p.RoundAtXStar[r])
-	} else {
-		e.tr.X = slices.Clone(x)
-	}
-	return nil
-}
-
-// Trace evaluates the loss error and accuracy at the recorded rounds and
-// returns the trace.
-func (e *Evaluator) Trace() *Trace {
-	tr := e.tr
-	tr.LossError, tr.Accuracy = e.p.Evaluate(e.iterates)
-	return &tr
 }

@@ -6,8 +6,8 @@
 // tridiagonal form on all cores ([Tridiagonalizer]) with the rational
 // function of the tridiagonal matrix applied to many rows
 // ([SymTridiag.ApplyRationalRows]), the band of M^{-1} and M^{-2} for a
-// band matrix M ([SymBand.InverseBandSquaredRows]), inner products
-// ([Dot], [AxpyDot]), and NumPy .npy input and output.
+// band matrix M ([SymBand.InverseBandSquaredRows]) and inner products
+// ([Dot], [AxpyDot]). NumPy .npy input and output is package npy.
 //
 // # Assembly
 //
@@ -52,9 +52,4 @@
 // "linalg: " message. Their loops are bounded for every input, NaN and Inf
 // included: the eigenvalue bounds of a matrix whose spectrum is not
 // finite and positive are NaN (hi) or 0 (lo), never an endless search.
-//
-// Anything that comes from outside the program is an error, never a panic:
-// a nil reader, writer or matrix is a *[ParamError], and a .npy file that
-// cannot be opened or parsed a *[FileError] whose Err says why without a
-// package prefix.
 package linalg

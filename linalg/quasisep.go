@@ -79,7 +79,9 @@ func (m QuasiSep) At(i, j int) float64 {
 //	W_{i-1} = G_i G_i^T + a_i W_i a_i,  W_{n-1} = 0,
 //
 // with W_i = sum_{k > i} A_{ki} G_k G_k^T A_{ki}. It returns an error when a
-// pivot is not positive (X not numerically positive definite).
+// pivot is not positive (X not numerically positive definite). (Package
+// factorize's bandedCholesky is the same factor for banded X; the
+// structures differ, so the two stay separate.)
 func (m QuasiSep) ReverseCholesky() (QuasiSep, error) {
 	m.check()
 	n, k := m.N, m.K

@@ -6,15 +6,6 @@ import "github.com/dpmf/dpmf/internal/param"
 // cannot accept: a nil factorization or mechanism, a dimension, a noise
 // standard deviation, a number of workers or a start round out of range.
 // Commands map it to a flag with errors.As instead of parsing the message.
-type ParamError struct {
-	// Param names the argument as the docs do: "factorization", "dim",
-	// "std", "workers", "memory", "start round", "option", "mechanism".
-	Param string
-	// Value is the value received; nil when the argument is missing.
-	Value any
-	// Want describes what is accepted.
-	Want string
-}
-
-// Error returns a one-line message naming the argument and what is wanted.
-func (e *ParamError) Error() string { return "mechanism: " + param.Text(e.Param, e.Value, e.Want) }
+// It is dpmf's one argument error, the same type as factorize.ParamError
+// and the others' (internal/param.Error), with one message format.
+type ParamError = param.Error

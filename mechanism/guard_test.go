@@ -52,7 +52,13 @@ func guardCases() []guardCase {
 	for _, s := range []factorize.Strategy{factorize.BandedStrategy{}, factorize.BSRStrategy{}, factorize.BLTStrategy{Buffers: 2},
 		factorize.BISRStrategy{}, factorize.BandInvStrategy{Bands: 4}, factorize.BandedToeplitzStrategy{}} {
 		tol := 0.0
-		if s.Name() == factorize.StrategyBandInv {
+		switch {
+		case s.Name() == factorize.StrategyBandInv:
+			tol = 1e-9
+		case s.Name() == factorize.StrategyBanded && !asmKernels:
+			// The certified banded solver's inner products run in
+			// linalg's pure-Go loops, not the AVX2 kernels the guard was
+			// recorded with: C differs in the last bits.
 			tol = 1e-9
 		}
 		cs = append(cs, guardCase{"minsep24/" + s.Name(), prefix(24), s, factorize.MinSeparation(6, 2), 3, tol})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/figure"
@@ -164,7 +165,7 @@ func noiseState(f *factorize.Factorization, R int) (float64, error) {
 // dealt iid and by label, at both budgets.
 func (r *runner) cancer(ctx context.Context) error {
 	var rows, trows [][]string
-	for _, split := range []fedopt.Split{{Kind: fedopt.IID}, {Kind: fedopt.ByLabel}} {
+	for _, split := range []dataset.Split{{Kind: dataset.IID}, {Kind: dataset.ByLabel}} {
 		s := setting{data: "cancer", split: split, n: 10, R: 28, tau: 2, clip: 1, l2: 1e-3, evalEvery: 28}
 		for _, eps := range budgets {
 			for _, algo := range privateAlgos {

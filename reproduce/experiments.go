@@ -6,10 +6,12 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
-	"strings"
 
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 )
 
 // Seeds of the protocol: data sets and noise for tuning are never reported;
@@ -17,10 +19,10 @@ import (
 // to both.
 const (
 	// EvalSeed is the data seed of the reported runs; repetition k draws
-	// its noise with fedopt.RepSeed(EvalSeed, k).
+	// its noise with experiment.RepSeed(EvalSeed, k).
 	EvalSeed uint64 = 1
 	// TuneSeed is the data seed of the tuning runs; repetition k draws its
-	// noise with fedopt.RepSeed(TuneSeed, k).
+	// noise with experiment.RepSeed(TuneSeed, k).
 	TuneSeed uint64 = 1001
 )
 
@@ -45,7 +47,7 @@ func scaleFor(quick bool) scale {
 			fig2R:       []int{100, 300, 1000},
 			fig3Samples: 100, fig4R: 100,
 			taus:       []int{1, 10},
-			mechanisms: []string{"identity", "blt-2", "optimal"},
+			mechanisms: []string{"identity", "blt:buffers=2", "optimal"},
 			evalEvery:  10, cancerReps: 4,
 		}
 	}
@@ -70,7 +72,7 @@ func scaleFor(quick bool) scale {
 		fig2R:       rs,
 		fig3Samples: 800, fig4R: 800,
 		taus:       []int{1, 2, 4, 7, 10, 20},
-		mechanisms: []string{"identity", "tree", "sqrt", "sqrt-normalized", "banded", "blt-2", "blt-4", "optimal"},
+		mechanisms: []string{"identity", "tree", "sqrt", "sqrt-normalized", "banded", "blt:buffers=2", "blt:buffers=4", "optimal"},
 		evalEvery:  20, cancerReps: 20,
 	}
 }
@@ -84,7 +86,7 @@ func roundSig(x float64, n int) float64 {
 // setting is a data set and model with its sizes.
 type setting struct {
 	data      string // "synthetic" or "cancer"
-	split     fedopt.Split
+	split     dataset.Split
 	n, R, tau int
 	clip, l2  float64
 	evalEvery int
@@ -106,28 +108,28 @@ func synthetic(n, R, tau, evalEvery int) setting {
 // clipping or evaluation stride.
 type problemKey struct {
 	data      string
-	split     fedopt.Split
+	split     dataset.Split
 	n, R, tau int
 	l2        float64
 	seed      uint64
 }
 
 // problem returns the (cached) problem of s with data seed seed.
-func (r *runner) problem(ctx context.Context, s setting, seed uint64) (*fedopt.Problem, error) {
+func (r *runner) problem(ctx context.Context, s setting, seed uint64) (*experiment.Problem, error) {
 	key := problemKey{s.data, s.split, s.n, s.R, s.tau, s.l2, seed}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.problems[key]; ok {
 		return p, nil
 	}
-	var ds *fedopt.Dataset
+	var ds *dataset.Dataset
 	var err error
 	switch s.data {
 	case "synthetic":
-		ds, err = fedopt.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(s.n, s.R, s.tau, seed)
+		ds, err = dataset.Synthetic{Alpha: 0.1, Beta: 0.1}.Dataset(s.n, s.R, s.tau, seed)
 	case "cancer":
-		var t *fedopt.Table
-		t, err = fedopt.LoadCSV(filepath.Join(r.root, "testdata", "breast_cancer.csv"))
+		var t *dataset.Table
+		t, err = dataset.LoadCSV(filepath.Join(r.root, "testdata", "breast_cancer.csv"))
 		if err == nil {
 			ds, err = t.Deal(s.n, s.R, s.tau, s.split, seed)
 		}
@@ -137,7 +139,7 @@ func (r *runner) problem(ctx context.Context, s setting, seed uint64) (*fedopt.P
 	if err != nil {
 		return nil, err
 	}
-	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: s.l2}, fedopt.ProblemOptions{NoDynamic: true})
+	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: s.l2}, experiment.ProblemOptions{NoDynamic: true})
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +153,7 @@ type factKey struct {
 }
 
 // factorization returns the (cached) factorization of the prefix sums over
-// R rounds for a mechanism name: a factorize strategy, or "blt-K" for BLT
-// with K buffers.
+// R rounds for a mechanism: a factorize strategy spec ("blt:buffers=2").
 func (r *runner) factorization(ctx context.Context, mech string, R int) (*factorize.Factorization, error) {
 	key := factKey{mech, R}
 	r.mu.Lock()
@@ -160,18 +161,9 @@ func (r *runner) factorization(ctx context.Context, mech string, R int) (*factor
 	if f, ok := r.facts[key]; ok {
 		return f, nil
 	}
-	var strategy factorize.Strategy
-	if b, ok := strings.CutPrefix(mech, "blt-"); ok {
-		k, err := strconv.Atoi(b)
-		if err != nil {
-			return nil, fmt.Errorf("mechanism %q: want blt-K", mech)
-		}
-		strategy = factorize.BLTStrategy{Buffers: k}
-	} else {
-		var err error
-		if strategy, err = factorize.ParseStrategy(mech); err != nil {
-			return nil, err
-		}
+	strategy, err := factorize.ParseStrategy(mech)
+	if err != nil {
+		return nil, err
 	}
 	w, err := factorize.Prefix(R)
 	if err != nil {
@@ -227,7 +219,7 @@ func (j job) units() int64 {
 
 // exp runs the job. In the dry pass it only counts the work and returns a
 // result of the right shape.
-func (r *runner) exp(ctx context.Context, j job) (*fedopt.Result, error) {
+func (r *runner) exp(ctx context.Context, j job) (*experiment.Result, error) {
 	if r.dry {
 		r.units.Add(j.units())
 		return dryResult(j), nil
@@ -236,10 +228,10 @@ func (r *runner) exp(ctx context.Context, j job) (*fedopt.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := fedopt.Experiment{
+	e := experiment.Experiment{
 		Problem: p, Config: j.config(),
 		Calibration: j.cal, Eps: j.eps, Delta: delta,
-		Repeat: fedopt.RepeatOptions{Reps: j.reps, Workers: r.opt.Workers, Progress: func(int, int) { r.progress(int64(j.s.n * j.s.tau)) }},
+		Repeat: experiment.RepeatOptions{Reps: j.reps, Workers: r.opt.Workers, Progress: func(int, int) { r.progress(int64(j.s.n * j.s.tau)) }},
 		Seed:   j.seed,
 	}
 	if j.algo == fedopt.Correlated || j.algo == fedopt.BaselineCorrelated {
@@ -251,7 +243,7 @@ func (r *runner) exp(ctx context.Context, j job) (*fedopt.Result, error) {
 }
 
 // dryResult is a stand-in result for the dry pass.
-func dryResult(j job) *fedopt.Result {
+func dryResult(j job) *experiment.Result {
 	every := j.s.evalEvery
 	if j.final {
 		every = tailEvery(j.s.R)
@@ -265,9 +257,9 @@ func dryResult(j job) *fedopt.Result {
 	for k := range ones {
 		ones[k] = 1
 	}
-	tr := &fedopt.Trace{Rounds: rounds, LossError: ones, Accuracy: ones}
-	s := &fedopt.Summary{Rounds: rounds, LossErrorMean: ones, LossErrorStd: ones, AccuracyMean: ones, RegretMean: ones, RegretStd: ones, Traces: []*fedopt.Trace{tr}}
-	res := &fedopt.Result{Summary: s}
+	tr := &experiment.Trace{Rounds: rounds, LossError: ones, Accuracy: ones}
+	s := &experiment.Summary{Rounds: rounds, LossErrorMean: ones, LossErrorStd: ones, AccuracyMean: ones, RegretMean: ones, RegretStd: ones, Traces: []*experiment.Trace{tr}}
+	res := &experiment.Result{Summary: s}
 	if j.algo.Private() {
 		res.Privacy = &fedopt.Privacy{Gamma: 1}
 		res.Privacy.NoiseStd = 1
@@ -323,7 +315,7 @@ func (r *runner) tune(ctx context.Context, j job) (*tuning, error) {
 
 // evaluate tunes j's step and runs it on the evaluation data set with
 // r.sc.reps repetitions.
-func (r *runner) evaluate(ctx context.Context, j job) (*fedopt.Result, *tuning, error) {
+func (r *runner) evaluate(ctx context.Context, j job) (*experiment.Result, *tuning, error) {
 	t, err := r.tune(ctx, j)
 	if err != nil {
 		return nil, nil, err
@@ -347,7 +339,7 @@ func tailEvery(R int) int { return max(R/10, 1) }
 // repetition shares, so a criterion at round R alone would reward steps
 // that happen to suit the last round's data. A non-finite value (a
 // diverged run) gives +Inf.
-func tailLoss(s *fedopt.Summary) (mean, std float64) {
+func tailLoss(s *experiment.Summary) (mean, std float64) {
 	R := s.Rounds[len(s.Rounds)-1]
 	var xs []float64
 	for _, tr := range s.Traces {
@@ -369,7 +361,7 @@ func tailLoss(s *fedopt.Summary) (mean, std float64) {
 
 // finalLoss returns the mean and standard deviation of the final loss
 // error; a non-finite value (a diverged run) gives +Inf.
-func finalLoss(s *fedopt.Summary) (mean, std float64) {
+func finalLoss(s *experiment.Summary) (mean, std float64) {
 	m, sd, _, _ := s.Final()
 	if math.IsNaN(m) || math.IsInf(m, 0) {
 		return math.Inf(1), math.NaN()
@@ -379,7 +371,7 @@ func finalLoss(s *fedopt.Summary) (mean, std float64) {
 
 // finalAccuracy returns the mean and standard deviation over repetitions of
 // the final accuracy.
-func finalAccuracy(s *fedopt.Summary) (mean, std float64) {
+func finalAccuracy(s *experiment.Summary) (mean, std float64) {
 	var xs []float64
 	for _, tr := range s.Traces {
 		xs = append(xs, tr.Accuracy[len(tr.Accuracy)-1])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/figure"
 )
@@ -15,7 +16,7 @@ const paperEta = 0.003
 
 // curve returns the series of a summary's loss error: mean, with a band of
 // one standard deviation when band is set.
-func curve(name string, s *fedopt.Summary, color, dashes int, band bool) figure.Series {
+func curve(name string, s *experiment.Summary, color, dashes int, band bool) figure.Series {
 	n := len(s.Rounds)
 	x := make([]float64, n)
 	for k, r := range s.Rounds {
@@ -32,7 +33,7 @@ func curve(name string, s *fedopt.Summary, color, dashes int, band bool) figure.
 }
 
 // curveRows returns CSV rows (prefix..., round, mean, std) of a summary.
-func curveRows(prefix []string, s *fedopt.Summary) [][]string {
+func curveRows(prefix []string, s *experiment.Summary) [][]string {
 	var rows [][]string
 	for k, r := range s.Rounds {
 		row := append(append([]string{}, prefix...), fmt.Sprint(r), g(s.LossErrorMean[k]), g(s.LossErrorStd[k]))
@@ -44,7 +45,7 @@ func curveRows(prefix []string, s *fedopt.Summary) [][]string {
 func (r *runner) fig3(ctx context.Context) error {
 	taus := []int{1, 2, 4}
 	type run struct {
-		priv, np *fedopt.Result
+		priv, np *experiment.Result
 		etaT     float64
 	}
 	runs := map[string][]run{}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/figure"
 )
@@ -15,7 +16,7 @@ type fig4Cell struct {
 	algo fedopt.Algorithm
 	cal  fedopt.Calibration
 	eps  float64
-	res  *fedopt.Result
+	res  *experiment.Result
 	tune *tuning
 }
 

@@ -102,8 +102,8 @@ func (r *runner) writeSummary(rep *Report) error {
 	fmt.Fprintf(&b, "- Steps in mean-gradient units eta~ (eta~ = eta eta_g tau for Algorithm 1 with eta_g = 1; eta~ = tau eta_ind for the baseline and the baseline with correlated noise).\n")
 	fmt.Fprintf(&b, "- Grid of eta~ for every tuned algorithm: %s.\n", strings.Join(grid, ", "))
 	ts, es := TuneSeed+r.opt.SeedShift, EvalSeed+r.opt.SeedShift
-	fmt.Fprintf(&b, "- Tuning: data seed %d, %d repetitions with noise seeds fedopt.RepSeed(%d, k), k = 0..%d; criterion: least mean over repetitions of the loss error averaged over the evaluated rounds r >= 0.8 R (rounds 0.8 R, 0.9 R and R; a diverged run counts as infinite); non-private runs are deterministic and run once.\n", ts, r.sc.tuneReps, ts, r.sc.tuneReps-1)
-	fmt.Fprintf(&b, "- Evaluation (every reported number): data seed %d, %d repetitions with noise seeds fedopt.RepSeed(%d, k), k = 0..%d (breast cancer: %d repetitions); mean ± sample standard deviation over repetitions.\n", es, r.sc.reps, es, r.sc.reps-1, r.sc.cancerReps)
+	fmt.Fprintf(&b, "- Tuning: data seed %d, %d repetitions with noise seeds experiment.RepSeed(%d, k), k = 0..%d; criterion: least mean over repetitions of the loss error averaged over the evaluated rounds r >= 0.8 R (rounds 0.8 R, 0.9 R and R; a diverged run counts as infinite); non-private runs are deterministic and run once.\n", ts, r.sc.tuneReps, ts, r.sc.tuneReps-1)
+	fmt.Fprintf(&b, "- Evaluation (every reported number): data seed %d, %d repetitions with noise seeds experiment.RepSeed(%d, k), k = 0..%d (breast cancer: %d repetitions); mean ± sample standard deviation over repetitions.\n", es, r.sc.reps, es, r.sc.reps-1, r.sc.cancerReps)
 	fmt.Fprintf(&b, "- Paper-style step of Fig. 3: local step eta = %g for every tau (eta_g = 1).\n", paperEta)
 	fmt.Fprintf(&b, "- delta = %g throughout; exact calibration unless a table says paper.\n\n", delta)
 	for _, s := range rep.sections {

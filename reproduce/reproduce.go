@@ -3,7 +3,6 @@ package reproduce
 import (
 	"context"
 	"fmt"
-	"github.com/dpmf/dpmf/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -14,8 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/atomicfile"
 )
 
 // Parts lists the parts [Run] accepts, in the order "all" runs them.
@@ -190,7 +190,7 @@ type runner struct {
 	total int64
 
 	mu       sync.Mutex
-	problems map[problemKey]*fedopt.Problem
+	problems map[problemKey]*experiment.Problem
 	facts    map[factKey]*factorize.Factorization
 	tunings  map[tuneKey]*tuning
 
@@ -204,7 +204,7 @@ type runner struct {
 func newRunner(opt Options, dir, root string, dry bool) *runner {
 	return &runner{
 		opt: opt, sc: scaleFor(opt.Quick), dir: dir, root: root, dry: dry,
-		problems: map[problemKey]*fedopt.Problem{},
+		problems: map[problemKey]*experiment.Problem{},
 		facts:    map[factKey]*factorize.Factorization{},
 		tunings:  map[tuneKey]*tuning{},
 	}

@@ -174,11 +174,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func message(err error) string {
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) {
-		name := pe.Name
+		name := pe.Param
 		if name == "q" { // the accountant's sampling probability is the -sampling flag
 			name = "sampling"
 		}
-		return "invalid -" + name + " " + strconv.FormatFloat(pe.Value, 'g', -1, 64) + ": want " + pe.Want
+		return "invalid -" + name + " " + fmt.Sprint(pe.Value) + ": want " + pe.Want
 	}
 	var me *accountant.MethodError
 	if errors.As(err, &me) {

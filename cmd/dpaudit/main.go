@@ -6,8 +6,9 @@
 //	dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-out DIR] [-json]
 //
 // Plan flags (defaults: the paper's Fig. 4 setting, as in ofl): -algo
-// (correlated, independent, baseline-correlated), -strategy (one of
-// factorize.Strategies), -participation (single, epochs:K, minsep:B[,K]),
+// (correlated, independent, baseline-correlated), -strategy (a strategy
+// spec, NAME[:KEY=VALUE,...] as factorize.ParseStrategy reads it, for
+// example blt:buffers=2), -participation (single, epochs:K, minsep:B[,K]),
 // -learners, -rounds, -tau, -dim, -clip, -eta, -eta-g, -eps, -delta,
 // -calibration (exact, paper), -dropout (probability that a learner misses
 // a round; replay only) and -seed.
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.SetOutput(stderr)
 	p := &o.plan
 	fs.StringVar(&o.algo, "algo", "correlated", "algorithm: correlated, independent or baseline-correlated")
-	fs.StringVar(&o.strategy, "strategy", "optimal", "factorization strategy")
+	fs.StringVar(&o.strategy, "strategy", "optimal", "factorization strategy `SPEC`: NAME[:KEY=VALUE,...], for example blt:buffers=2 (mfsolve -h lists the strategies and their settings)")
 	fs.StringVar(&o.part, "participation", "single", "participation: single, epochs:K or minsep:B[,K]")
 	fs.StringVar(&o.cal, "calibration", "exact", "calibration: exact or paper")
 	fs.IntVar(&p.Learners, "learners", 10, "learners n")

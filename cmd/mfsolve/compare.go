@@ -27,8 +27,11 @@ func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) erro
 		fmt.Fprintf(e.stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	}
 	for _, s := range factorize.Strategies() {
-		strat, err := cfg.strategyNamed(s, nil)
+		strat, err := factorize.ParseStrategy(s)
 		if err != nil {
+			return err
+		}
+		if strat, err = factorize.WithLossOnly(strat, false); err != nil {
 			return err
 		}
 		start := time.Now()

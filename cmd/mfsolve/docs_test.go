@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/testutil"
 )
 
@@ -141,5 +143,46 @@ func TestCLISummary(t *testing.T) {
 	testutil.CheckClaim(t, claim, lineFields, "seconds", "cached")
 	if exFiles != lineFiles {
 		t.Errorf("docs/cli.md's example says %q of the files written, mfsolve prints %q", exFiles, lineFiles)
+	}
+}
+
+// TestStrategySettingsDocumented keeps docs/cli.md's table of strategy
+// settings true to the registry: every setting of every strategy has a row
+// that names the strategy and the setting, every row's settings are ones
+// the strategy takes, and the removed flags have no row of their own.
+func TestStrategySettingsDocumented(t *testing.T) {
+	doc := docFile(t, "cli.md")
+	rows := map[string][]string{} // strategy -> settings documented
+	for _, line := range strings.Split(doc, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || !strings.Contains(cells[2], "=") {
+			continue
+		}
+		names := regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(cells[1], -1)
+		keys := regexp.MustCompile("`([a-z-]+)=").FindAllStringSubmatch(cells[2], -1)
+		for _, n := range names {
+			for _, k := range keys {
+				rows[n[1]] = append(rows[n[1]], k[1])
+			}
+		}
+	}
+	for _, info := range factorize.Registry() {
+		var takes []string
+		for _, s := range info.Settings {
+			takes = append(takes, s.Name)
+			if !slices.Contains(rows[info.Name], s.Name) {
+				t.Errorf("docs/cli.md: no row for the setting %s of %s", s.Name, info.Name)
+			}
+		}
+		for _, k := range rows[info.Name] {
+			if !slices.Contains(takes, k) {
+				t.Errorf("docs/cli.md: %s has no setting %s (it takes %v)", info.Name, k, takes)
+			}
+		}
+	}
+	for f := range removed {
+		if strings.Contains(doc, "| `-"+f+" ") {
+			t.Errorf("docs/cli.md documents the removed flag -%s as a flag", f)
+		}
 	}
 }

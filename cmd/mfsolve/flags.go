@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
@@ -24,18 +23,13 @@ const prefixWorkload = "prefix"
 
 // config is the parsed command line.
 type config struct {
-	methodName string
-	method     factorize.Method
-	r          int
-	rSet       bool // -R was given explicitly
-	strategy   string
-	workload   string // prefixWorkload or a .npy file
-	tol        float64
-	tolSet     bool // -tol was given explicitly
-	maxIter    int
-	bands      int
-	buffers    int
-	lossOnly   bool
+	r    int
+	rSet bool // -R was given explicitly
+	// strategy is the -strategy spec, strat the strategy it names.
+	strategy string
+	strat    factorize.Strategy
+	workload string // prefixWorkload or a .npy file
+	lossOnly bool
 	// participation is the -participation pattern.
 	participation factorize.Participation
 
@@ -92,7 +86,7 @@ Examples:
   mfsolve -workload momentum:0.9 -R 500  SGD with momentum 0.9
   mfsolve -R 800 -eps 5 -delta 1e-3 -clip 1 -learners 10
                                          noise std for (5, 1e-3)-DP online FL
-  mfsolve -R 512 -strategy banded -bands 64 -participation minsep:64
+  mfsolve -R 512 -strategy banded:bands=64 -participation minsep:64
                                          metrics when a sample returns at
                                          most every 64 rounds
   mfsolve -R 800 -noise Z.npy -dim 60 -std 0.4 -seed 1
@@ -113,16 +107,11 @@ Documentation: docs/cli.md.
 func newFlagSet(cfg *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("mfsolve", flag.ContinueOnError)
 	fs.IntVar(&cfg.r, "R", 800, "number of rounds `R` (the order of the workload)")
-	fs.StringVar(&cfg.strategy, "strategy", factorize.StrategyOptimal,
-		"factorization strategy `NAME`, one of: "+strings.Join(factorize.Strategies(), ", "))
+	fs.StringVar(&cfg.strategy, "strategy", "optimal",
+		"factorization strategy `SPEC`: a name with optional settings, NAME[:KEY=VALUE,...] (banded:bands=64, optimal:tol=1e-8,path=dense); the strategies and their settings are listed below")
 	fs.StringVar(&cfg.workload, "workload", prefixWorkload,
 		"workload: prefix, momentum:BETA (SGD with heavy-ball momentum), or a `FILE`.npy holding a square lower-triangular float64 matrix (sets R)")
-	fs.StringVar(&cfg.methodName, "method", "auto", "path `P` of the optimal solver: auto, structured (workloads with a banded inverse: O(R) per iteration) or dense (any workload: O(R^3) per iteration)")
-	fs.Float64Var(&cfg.tol, "tol", factorize.DefaultTol, "stop the optimal solver (-strategy optimal, semiseparable, or banded under -participation minsep, whose default is 1e-08) when its certified relative duality gap is at most `TOL`")
-	fs.IntVar(&cfg.maxIter, "max-iter", factorize.DefaultMaxIter, "iteration limit `N` of the solver of -strategy optimal, semiseparable, or banded under -participation minsep (reaching it is an error)")
-	fs.IntVar(&cfg.bands, "bands", 0, "number of bands `N` of C for -strategy banded, bsr and banded-toeplitz (0: 16, or the separation B under -participation minsep:B if smaller), of C^{-1} for bisr and bandinv (0: 16)")
-	fs.IntVar(&cfg.buffers, "buffers", 0, "number of buffers `K` for -strategy blt (0: its default) and of state vectors for -strategy semiseparable (0: the fewest within 0.1% of the optimal loss)")
-	fs.BoolVar(&cfg.lossOnly, "loss-only", false, "compute only the metrics of -strategy optimal or semiseparable (single participation), banded-toeplitz, bisr or bandinv (single or min-separation), not B and C (cannot be used with -o or -C)")
+	fs.BoolVar(&cfg.lossOnly, "loss-only", false, "compute only the metrics of the strategy, not B and C (cannot be used with -o or -C; for "+lossOnlyStrategies()+")")
 	fs.Func("participation", "participation `PATTERN` of one sample: single (one round), epochs:K (K epochs of R/K rounds), or minsep:B[,K] (at most K rounds, B apart; K defaults to as many as fit); the sensitivity, loss, RMSE, MaxSE and the calibration are under it (default single)", func(v string) error {
 		p, err := factorize.ParseParticipation(v)
 		if err != nil {
@@ -175,6 +164,7 @@ func printUsage(w io.Writer) {
 	fs.SetOutput(w)
 	fmt.Fprint(w, usageText)
 	fs.PrintDefaults()
+	fmt.Fprint(w, strategyHelp())
 	fmt.Fprint(w, summaryHelp())
 	fmt.Fprint(w, usageTail)
 }
@@ -184,6 +174,8 @@ func printUsage(w io.Writer) {
 func parseArgs(args []string) (config, error) {
 	cfg := config{relation: accountant.ReplaceOne}
 	fs := newFlagSet(&cfg)
+	var used [][2]string
+	removedFlags(fs, &used)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
@@ -192,10 +184,12 @@ func parseArgs(args []string) (config, error) {
 		}
 		return cfg, usagef("%v (mfsolve -h for help)", err)
 	}
+	if len(used) > 0 {
+		return cfg, removedError(cfg.strategy, used[0][0], used[0][1])
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg.rSet = set["R"]
-	cfg.tolSet = set["tol"]
 
 	if fs.NArg() > 0 {
 		return cfg, usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
@@ -203,61 +197,26 @@ func parseArgs(args []string) (config, error) {
 	if cfg.r < 1 {
 		return cfg, usagef("-R %d: the number of rounds must be at least 1", cfg.r)
 	}
-	if !slices.Contains(factorize.Strategies(), cfg.strategy) {
-		return cfg, usagef("-strategy %q: unknown strategy, want one of %s", cfg.strategy, strings.Join(factorize.Strategies(), ", "))
+	strat, err := factorize.ParseStrategy(cfg.strategy)
+	if err != nil {
+		return cfg, usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
 	}
+	info, _ := factorize.Lookup(strat.Name())
 	if cfg.workload == "" {
 		return cfg, usagef("-workload is empty: want prefix or a .npy file")
 	}
-	switch cfg.methodName {
-	case "auto":
-		cfg.method = factorize.Auto
-	case "structured":
-		cfg.method = factorize.Structured
-	case "dense":
-		cfg.method = factorize.Dense
-	default:
-		return cfg, usagef("-method %q: want auto, structured or dense", cfg.methodName)
+	if cfg.lossOnly && !info.HasLossOnly() {
+		return cfg, usagef("-loss-only applies only to -strategy %s, not %s", lossOnlyStrategies(), strat.Name())
 	}
-	if cfg.method != factorize.Auto && cfg.strategy != factorize.StrategyOptimal {
-		return cfg, usagef("-method %s applies to -strategy optimal only, not %s", cfg.methodName, cfg.strategy)
-	}
-	if math.IsNaN(cfg.tol) || math.IsInf(cfg.tol, 0) || cfg.tol <= 0 {
-		return cfg, usagef("-tol %v: want a finite number > 0", cfg.tol)
-	}
-	if cfg.maxIter < 1 {
-		return cfg, usagef("-max-iter %d: want at least 1", cfg.maxIter)
-	}
-	if cfg.bands < 0 {
-		return cfg, usagef("-bands %d: want a number >= 1 (or 0 for the default)", cfg.bands)
-	}
-	if set["bands"] && !usesBands(cfg.strategy) {
-		return cfg, usagef("-bands applies only to -strategy banded, bsr, banded-toeplitz, bisr and bandinv, not %s", cfg.strategy)
-	}
-	if cfg.buffers < 0 {
-		return cfg, usagef("-buffers %d: want a number >= 1 (or 0 for the default)", cfg.buffers)
-	}
-	if set["buffers"] && cfg.strategy != factorize.StrategyBLT && cfg.strategy != factorize.StrategySemisep {
-		return cfg, usagef("-buffers applies only to -strategy blt and semiseparable, not %s", cfg.strategy)
-	}
-	for _, f := range []string{"tol", "max-iter"} {
-		if !set[f] || cfg.compare || cfg.strategy == factorize.StrategyOptimal || cfg.strategy == factorize.StrategySemisep {
-			continue
-		}
-		if cfg.strategy != factorize.StrategyBanded {
-			return cfg, usagef("-%s applies only to -strategy optimal, semiseparable and banded, not %s", f, cfg.strategy)
-		}
-		if cfg.participation.Kind != factorize.KindMinSep {
-			return cfg, usagef("-%s applies to -strategy banded only under -participation minsep:B (its certified solver), not %v", f, cfg.participation)
-		}
-	}
-	if cfg.lossOnly && cfg.strategy != factorize.StrategyOptimal && cfg.strategy != factorize.StrategySemisep && !bandedLossOnly(cfg.strategy) {
-		return cfg, usagef("-loss-only applies only to -strategy optimal, semiseparable, banded-toeplitz, bisr and bandinv, not %s", cfg.strategy)
+	// -loss-only chooses whether B and C are formed (semiseparable forms
+	// them only when asked to).
+	if cfg.strat, err = factorize.WithLossOnly(strat, cfg.lossOnly); err != nil {
+		return cfg, usagef("-loss-only: %s", paramWant(err))
 	}
 	if err := cfg.participation.Validate(cfg.r); err != nil && !strings.HasSuffix(cfg.workload, ".npy") {
 		return cfg, usagef("-participation %v: %s", cfg.participation, paramWant(err))
 	}
-	if cfg.lossOnly && cfg.participation.Kind != factorize.KindSingle && !(bandedLossOnly(cfg.strategy) && cfg.participation.Kind == factorize.KindMinSep) {
+	if cfg.lossOnly && !info.LossOnlyUnder(cfg.participation) {
 		return cfg, usagef("-loss-only gives no C to compute the sensitivity under -participation %v: drop -loss-only", cfg.participation)
 	}
 	for _, f := range []string{"o", "C", "noise", "cache"} {
@@ -330,7 +289,7 @@ func checkPrivacyFlags(cfg *config, set map[string]bool) error {
 		if !(cfg.sampling > 0 && cfg.sampling <= 1) {
 			return usagef("-sampling %v: want a sampling probability in (0, 1]", cfg.sampling)
 		}
-		if (cfg.strategy != factorize.StrategyBanded && cfg.strategy != factorize.StrategyBSR) || cfg.compare {
+		if _, banded := factorize.CBands(cfg.strat); !banded || cfg.compare {
 			return usagef("-sampling accounts a banded factorization: use -strategy banded or bsr (without -compare)")
 		}
 		if cfg.calibration != "exact" {
@@ -388,44 +347,6 @@ func checkNoiseFlags(cfg *config, set map[string]bool) error {
 	return nil
 }
 
-// strategy returns the strategy named name with the options of cfg
-// (progress, if not nil, receives the optimal solver's progress).
-func (cfg config) strategyNamed(name string, progress func(factorize.Progress)) (factorize.Strategy, error) {
-	switch name {
-	case factorize.StrategyOptimal:
-		return factorize.OptimalStrategy{Options: factorize.Options{
-			Tol:      cfg.tol,
-			MaxIter:  cfg.maxIter,
-			LossOnly: cfg.lossOnly,
-			Method:   cfg.method,
-			Progress: progress,
-		}}, nil
-	case factorize.StrategyBanded:
-		s := factorize.BandedStrategy{Bands: cfg.bands, MaxIter: cfg.maxIter}
-		if cfg.tolSet {
-			s.Tol = cfg.tol
-		}
-		return s, nil
-	case factorize.StrategyBLT:
-		return factorize.BLTStrategy{Buffers: cfg.buffers}, nil
-	case factorize.StrategySemisep:
-		return factorize.SemisepStrategy{Buffers: cfg.buffers, Factors: !cfg.lossOnly, Options: factorize.Options{
-			Tol:      cfg.tol,
-			MaxIter:  cfg.maxIter,
-			Progress: progress,
-		}}, nil
-	case factorize.StrategyBSR:
-		return factorize.BSRStrategy{Bands: cfg.bands}, nil
-	case factorize.StrategyBandedToeplitz:
-		return factorize.BandedToeplitzStrategy{Bands: cfg.bands, LossOnly: cfg.lossOnly}, nil
-	case factorize.StrategyBISR:
-		return factorize.BISRStrategy{Bands: cfg.bands, LossOnly: cfg.lossOnly}, nil
-	case factorize.StrategyBandInv:
-		return factorize.BandInvStrategy{Bands: cfg.bands, LossOnly: cfg.lossOnly}, nil
-	}
-	return factorize.ParseStrategy(name)
-}
-
 // outputs returns the files the run writes.
 func (cfg config) outputs() []cli.File {
 	var outs []cli.File
@@ -452,23 +373,66 @@ var memoryModes = map[string]mechanism.Memory{
 	"regenerate": mechanism.MemoryRegenerate,
 }
 
-// usesBands reports whether -bands sets an option of strategy: the number
-// of bands of C (banded, bsr, banded-toeplitz) or of C^{-1} (bisr,
-// bandinv).
-func usesBands(strategy string) bool {
-	switch strategy {
-	case factorize.StrategyBanded, factorize.StrategyBSR, factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv:
-		return true
+// lossOnlyStrategies lists the strategies with a loss-only path.
+func lossOnlyStrategies() string {
+	var names []string
+	for _, info := range factorize.Registry() {
+		if info.HasLossOnly() {
+			names = append(names, info.Name)
+		}
 	}
-	return false
+	return strings.Join(names, ", ")
 }
 
-// bandedLossOnly reports whether strategy has a structured loss-only path
-// under single participation and min-separation (O(R) memory).
-func bandedLossOnly(strategy string) bool {
-	switch strategy {
-	case factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv:
-		return true
+// removed are the flags that the strategy spec replaced, with the setting
+// that replaces each.
+var removed = map[string]string{
+	"bands":    "bands",
+	"buffers":  "buffers",
+	"tol":      "tol",
+	"max-iter": "max-iter",
+	"method":   "path",
+}
+
+// removedFlags defines the removed flags on fs; each use is appended to
+// *used as "-flag value".
+func removedFlags(fs *flag.FlagSet, used *[][2]string) {
+	for f := range removed {
+		fs.Func(f, "removed", func(v string) error {
+			*used = append(*used, [2]string{f, v})
+			return nil
+		})
 	}
-	return false
+}
+
+// removedError returns the usage error for the first removed flag used:
+// the spec to write instead, with the setting added to the -strategy
+// given, or why that strategy does not take it.
+func removedError(spec string, f, v string) error {
+	key := removed[f]
+	s, err := factorize.ParseStrategy(spec)
+	if err == nil {
+		if s, err = factorize.WithSetting(s, key, v); err == nil {
+			return usagef("-%s was removed: write -strategy %s", f, s.Spec())
+		}
+	}
+	return usagef("-%s was removed: give %s=%s in the -strategy spec, but -strategy %s: %s (mfsolve -h lists each strategy's settings)", f, key, v, spec, paramWant(err))
+}
+
+// strategyHelp lists the strategies and their settings for the usage
+// text.
+func strategyHelp() string {
+	var b strings.Builder
+	b.WriteString("\nStrategies (-strategy NAME[:KEY=VALUE,...]):\n")
+	for _, info := range factorize.Registry() {
+		fmt.Fprintf(&b, "  %s\n    \t%s\n", info.Name, info.Doc)
+		for _, st := range info.Settings {
+			typ := st.Type
+			if typ == "int" || typ == "float" {
+				typ = strings.ToUpper(typ)
+			}
+			fmt.Fprintf(&b, "    \t%s=%s: %s (default %s)\n", st.Name, typ, st.Doc, st.Default)
+		}
+	}
+	return b.String()
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/param"
 	"github.com/dpmf/dpmf/internal/progress"
-	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/npy"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -64,11 +64,13 @@ func main() {
 // run is mfsolve with its arguments and surroundings; it returns the exit
 // status.
 func run(ctx context.Context, args []string, e env) int {
-	var err error
+	var (
+		err error
+		cfg config
+	)
 	if len(args) > 0 && args[0] == "cache" {
 		err = runCache(args[1:], e)
 	} else {
-		var cfg config
 		cfg, err = parseArgs(args)
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(e.stdout)
@@ -92,26 +94,32 @@ func run(ctx context.Context, args []string, e env) int {
 	msg := err.Error()
 	var nc *factorize.NotConvergedError
 	if errors.As(err, &nc) {
-		msg += rerunAdvice(nc)
+		msg += rerunAdvice(nc, cfg.strat)
 	}
 	fmt.Fprintf(e.stderr, "mfsolve: %s\n", cli.OneLine(msg))
 	return cli.ExitCode(err)
 }
 
-// rerunAdvice returns the flags that let a rerun succeed where nc stopped
-// it (nc.Advice as -tol, with which a rerun succeeds, and -max-iter, with
-// which it may), flags that every strategy that can return nc accepts
-// (optimal, semiseparable, banded under min-separation); "" when none
-// would help.
-func rerunAdvice(nc *factorize.NotConvergedError) string {
+// rerunAdvice returns the strategy specs that let a rerun succeed where nc
+// stopped strategy s (nc.Advice as its tol setting, with which a rerun
+// succeeds, and a higher max-iter, with which it may; every strategy that
+// can return nc takes both); "" when none would help.
+func rerunAdvice(nc *factorize.NotConvergedError, s factorize.Strategy) string {
 	tol, more := nc.Advice()
+	var withTol, withIter string
+	if t, err := factorize.WithSetting(s, "tol", fmt.Sprintf("%.0e", tol)); err == nil && tol > 0 {
+		withTol = "-strategy " + t.Spec()
+	}
+	if t, err := factorize.WithSetting(s, "max-iter", strconv.Itoa(10*max(nc.Iter, 1))); err == nil && more {
+		withIter = fmt.Sprintf("a max-iter above %d (-strategy %s)", nc.Iter, t.Spec())
+	}
 	switch {
-	case tol > 0 && more:
-		return fmt.Sprintf("; rerun with -tol %.0e, or with -max-iter above %d", tol, nc.Iter)
-	case tol > 0:
-		return fmt.Sprintf("; rerun with -tol %.0e", tol)
-	case more:
-		return fmt.Sprintf("; rerun with -max-iter above %d", nc.Iter)
+	case withTol != "" && withIter != "":
+		return "; rerun with " + withTol + ", or with " + withIter
+	case withTol != "":
+		return "; rerun with " + withTol
+	case withIter != "":
+		return "; rerun with " + withIter
 	}
 	return ""
 }
@@ -180,23 +188,21 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if cfg.sampling > 0 {
 		// Cyclic Poisson sampling over b groups: each sample takes part
 		// only in the rounds of its group, b apart.
-		b := cfg.bands
-		if b == 0 {
-			b = factorize.DefaultBands
-		}
+		b, _ := factorize.CBands(cfg.strat)
 		cfg.participation = factorize.MinSeparation(min(b, r), 0)
 	}
-	strat, err := cfg.strategyNamed(cfg.strategy, onProgress)
-	if err != nil {
-		return err
-	}
+	strat := factorize.WithProgress(cfg.strat, onProgress)
 	if err := cfg.participation.Validate(r); err != nil {
 		return usagef("-participation %v: %v", cfg.participation, paramWant(err))
+	}
+	if err := factorize.CheckUnder(strat, cfg.participation); err != nil {
+		return usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
 	}
 	start := time.Now()
 	var (
 		f      *factorize.Factorization
 		cached bool
+		err    error
 	)
 	if cache := cacheFor(cfg, e, warn); cache != nil {
 		f, cached, err = cache.Compute(ctx, strat, w, cfg.participation, warn)
@@ -273,9 +279,9 @@ func solve(ctx context.Context, cfg config, e env) error {
 
 // loadWorkload reads a workload matrix from a .npy file.
 func loadWorkload(path string) (*factorize.Workload, error) {
-	a, err := linalg.LoadNPY(path)
+	a, err := npy.Load(path)
 	if err != nil {
-		var fe *linalg.FileError
+		var fe *npy.FileError
 		if errors.As(err, &fe) {
 			return nil, fmt.Errorf("-workload %s: %v", path, fe.Err)
 		}

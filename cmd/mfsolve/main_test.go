@@ -21,7 +21,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/testutil"
-	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/npy"
 )
 
 // testMemory is the available memory the tests pretend to have.
@@ -71,15 +71,27 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-R", "abc"}, `invalid value "abc" for flag -R`},
 		{[]string{"-R", "1.5"}, `invalid value "1.5" for flag -R`},
 		{[]string{"-R"}, "flag needs an argument: -R"},
-		{[]string{"-strategy", "fast"}, `-strategy "fast": unknown strategy, want one of identity, tree`},
-		{[]string{"-tol", "0"}, "-tol 0: want a finite number > 0"},
-		{[]string{"-tol", "-1e-9"}, "-tol -1e-09: want a finite number > 0"},
-		{[]string{"-tol", "NaN"}, "-tol NaN: want a finite number > 0"},
-		{[]string{"-tol", "Inf"}, "-tol +Inf: want a finite number > 0"},
-		{[]string{"-max-iter", "0"}, "-max-iter 0: want at least 1"},
-		{[]string{"-strategy", "banded", "-bands", "-2"}, "-bands -2"},
-		{[]string{"-bands", "3"}, "-bands applies only to -strategy banded, bsr, banded-toeplitz, bisr and bandinv, not optimal"},
-		{[]string{"-strategy", "banded", "-buffers", "3"}, "-buffers applies only to -strategy blt and semiseparable, not banded"},
+		{[]string{"-strategy", "fast"}, `-strategy fast: want one of identity, tree`},
+		{[]string{"-strategy", "optimal:tol=0"}, `-strategy optimal:tol=0: want tol = a finite number > 0, not "0"`},
+		{[]string{"-strategy", "optimal:tol=NaN"}, `want tol = a finite number > 0, not "NaN"`},
+		{[]string{"-strategy", "optimal:tol=Inf"}, `want tol = a finite number > 0, not "Inf"`},
+		{[]string{"-strategy", "optimal:max-iter=0"}, `want max-iter = an integer >= 1, not "0"`},
+		{[]string{"-strategy", "banded:bands=-2"}, `want bands = an integer >= 1, not "-2"`},
+		{[]string{"-strategy", "banded:bands=2,bands=3"}, "want each setting at most once, not bands twice"},
+		{[]string{"-strategy", "optimal:bands=3"}, "want a setting that optimal takes (tol, max-iter, path), not bands"},
+		{[]string{"-strategy", "banded:buffers=3"}, "want a setting that banded takes (bands, tol, max-iter), not buffers"},
+		{[]string{"-strategy", "optimal:path=fast"}, `want path = one of auto, structured, dense, not "fast"`},
+		{[]string{"-strategy", "blt-4"}, "-strategy blt-4: want one of identity"},
+		{[]string{"-R", "12", "-strategy", "optimal:path=dense", "-participation", "epochs:4"}, "-strategy optimal:path=dense: want path only under single participation or minsep:B, not epochs:4"},
+		{[]string{"-tol", "1e-8"}, "-tol was removed: write -strategy optimal:tol=1e-08"},
+		{[]string{"-strategy", "banded:bands=4", "-tol", "1e-6"}, "-tol was removed: write -strategy banded:bands=4,tol=1e-06"},
+		{[]string{"-max-iter", "9"}, "-max-iter was removed: write -strategy optimal:max-iter=9"},
+		{[]string{"-strategy", "banded", "-bands", "64"}, "-bands was removed: write -strategy banded:bands=64"},
+		{[]string{"-bands", "3"}, "-bands was removed: give bands=3 in the -strategy spec, but -strategy optimal: want a setting that optimal takes (tol, max-iter, path), not bands"},
+		{[]string{"-strategy", "blt", "-buffers", "3"}, "-buffers was removed: write -strategy blt:buffers=3"},
+		{[]string{"-method", "dense"}, "-method was removed: write -strategy optimal:path=dense"},
+		{[]string{"-method", "fast"}, `-method was removed: give path=fast in the -strategy spec, but -strategy optimal: want path = one of auto, structured, dense, not "fast"`},
+		{[]string{"-loss-only", "-strategy", "blt"}, "-loss-only applies only to -strategy banded-toeplitz, bisr, bandinv, semiseparable, optimal, not blt"},
 		{[]string{"-loss-only", "-o", "B.npy"}, "-loss-only computes no B or C to write"},
 		{[]string{"-loss-only", "-C", "C.npy"}, "-loss-only computes no B or C to write"},
 		{[]string{"-o", "x.npy", "-C", "./x.npy"}, "-o and -C are the same file"},
@@ -91,8 +103,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-o", "B.npy", "-C", ""}, "-C is empty: want a file name"},
 		{[]string{"-noise", "", "-std", "1"}, "-noise is empty: want a file name"},
 		{[]string{"-cache", ""}, "-cache is empty: want a directory"},
-		{[]string{"-method", "fast"}, `-method "fast": want auto, structured or dense`},
-		{[]string{"-method", "dense", "-strategy", "banded"}, "-method dense applies to -strategy optimal only, not banded"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -112,8 +122,19 @@ func TestHelp(t *testing.T) {
 	for _, s := range factorize.Strategies() {
 		assert.Contains(t, res.stdout, s)
 	}
-	for _, f := range []string{"-R", "-o", "-C", "-strategy", "-workload", "-tol", "-max-iter", "-cache", "-no-cache", "-cache-budget", "-json", "-quiet", "-loss-only", "-bands", "-buffers"} {
+	for _, f := range []string{"-R", "-o", "-C", "-strategy", "-workload", "-cache", "-no-cache", "-cache-budget", "-json", "-quiet", "-loss-only"} {
 		assert.Regexp(t, "\n  "+f+"[ \n]", res.stdout, "usage lists %s", f)
+	}
+	// The removed flags are not listed; every strategy's settings are,
+	// from the registry.
+	for _, f := range []string{"-tol", "-max-iter", "-bands", "-buffers", "-method"} {
+		assert.NotRegexp(t, "\n  "+f+"[ \n]", res.stdout, "usage lists the removed %s", f)
+	}
+	for _, info := range factorize.Registry() {
+		assert.Regexp(t, "\n  "+info.Name+"\n", res.stdout)
+		for _, st := range info.Settings {
+			assert.Contains(t, res.stdout, st.Name+"=", "%s: setting %s", info.Name, st.Name)
+		}
 	}
 }
 
@@ -307,11 +328,11 @@ func TestJSONIdentity(t *testing.T) {
 }
 
 func TestLossOnlyClosedForm(t *testing.T) {
-	// -loss-only is an option of the optimal solver: other strategies
-	// refuse it rather than ignore it.
+	// -loss-only needs a loss-only path: other strategies refuse it
+	// rather than ignore it.
 	res := runT(t, "-strategy", "tree", "-R", "16", "-loss-only", "-json")
 	require.Equal(t, exitUsage, res.code, res.stderr)
-	assert.Contains(t, res.stderr, "-loss-only applies only to -strategy optimal")
+	assert.Contains(t, res.stderr, "-loss-only applies only to -strategy banded-toeplitz, bisr, bandinv, semiseparable, optimal, not tree")
 	// The structured banded strategies take it, also under min-separation,
 	// with the metrics of their dense factors.
 	for _, s := range []string{"bisr", "bandinv", "banded-toeplitz"} {
@@ -360,7 +381,7 @@ func TestWorkloadFile(t *testing.T) {
 // loadDense reads a .npy file written by mfsolve.
 func loadDense(t *testing.T, path string) *mat.Dense {
 	t.Helper()
-	a, err := linalg.LoadNPY(path)
+	a, err := npy.Load(path)
 	require.NoError(t, err)
 	m, err := a.Dense()
 	require.NoError(t, err)
@@ -612,7 +633,7 @@ func TestOptimalCacheByTolerance(t *testing.T) {
 		tol    string
 		cached bool
 	}{{"1e-10", false}, {"1e-10", true}, {"1e-6", false}, {"1e-6", true}} {
-		res := runIn(ctx, cache, "-R", "30", "-tol", step.tol, "-json")
+		res := runIn(ctx, cache, "-R", "30", "-strategy", "optimal:tol="+step.tol, "-json")
 		require.Equal(t, exitOK, res.code, res.stderr)
 		m := parseJSON(t, res.stdout)
 		assert.Equal(t, step.cached, m["cached"], "tol %s", step.tol)
@@ -643,12 +664,12 @@ func TestProgressOnTerminal(t *testing.T) {
 	assert.Empty(t, out2.String())
 }
 
-// -method dense solves the prefix-sum workload on the general path; its
+// optimal:path=dense solves the prefix-sum workload on the general path; its
 // certified loss must agree with the structured path's within the two gaps.
 func TestMethodDenseAgrees(t *testing.T) {
 	var losses []float64
 	for _, m := range []string{"auto", "dense"} {
-		res := runT(t, "-R", "120", "-loss-only", "-no-cache", "-json", "-method", m)
+		res := runT(t, "-R", "120", "-loss-only", "-no-cache", "-json", "-strategy", "optimal:path="+m)
 		require.Equal(t, exitOK, res.code, res.stderr)
 		var out struct {
 			Loss float64 `json:"loss"`

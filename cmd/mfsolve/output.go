@@ -15,7 +15,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
-	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/npy"
 )
 
 // result is what mfsolve reports: the JSON object of -json and the fields
@@ -205,7 +205,7 @@ func writeOutputs(ctx context.Context, outs []output, stderr io.Writer) (err err
 			data = d.RawMatrix().Data
 		}
 		p, err := atomicfile.Prepare(ctx, o.path, o.perm, func(w io.Writer) error {
-			return linalg.WriteNPY(w, []int{r, c}, data)
+			return npy.Write(w, []int{r, c}, data)
 		})
 		if err != nil {
 			return outputError(ctx, o, err)
@@ -234,7 +234,7 @@ func outputError(ctx context.Context, o output, err error) error {
 	if errors.As(err, &te) {
 		return fmt.Errorf("%s %s %s", o.flagName, o.path, te.Reason)
 	}
-	var fe *linalg.FileError
+	var fe *npy.FileError
 	if errors.As(err, &fe) {
 		err = fe.Err
 	}

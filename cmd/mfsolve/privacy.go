@@ -45,7 +45,7 @@ func calibrate(ctx context.Context, cfg config, f *factorize.Factorization) (*ca
 	sens, err := accountant.ReleaseSensitivity(cfg.clip, learners, cfg.relation, unit.Value)
 	if err != nil {
 		var pe *accountant.ParamError
-		if errors.As(err, &pe) && pe.Name == "release sensitivity" {
+		if errors.As(err, &pe) && pe.Param == "release sensitivity" {
 			// The flags' product overflows or underflows.
 			return nil, usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity is %v, want a finite number > 0",
 				cfg.clip, cfg.learners, unit.Value, pe.Value)

@@ -14,8 +14,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/linalg"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/npy"
 )
 
 func TestCalibrationUsageErrors(t *testing.T) {
@@ -89,14 +89,14 @@ func TestCalibrationJSON(t *testing.T) {
 func TestNoiseMatchesC(t *testing.T) {
 	dir := t.TempDir()
 	const r, d, std = 6, 40000, 0.7
-	for _, s := range []string{factorize.StrategyOptimal, factorize.StrategyBLT, factorize.StrategySqrt} {
+	for _, s := range []string{"optimal", "blt", "sqrt"} {
 		zPath, cPath := filepath.Join(dir, s+"Z.npy"), filepath.Join(dir, s+"C.npy")
 		res := runT(t, "-R", "6", "-strategy", s, "-noise", zPath, "-dim", "40000", "-std", "0.7", "-seed", "3", "-C", cPath, "-no-cache")
 		require.Equal(t, exitOK, res.code, res.stderr)
-		za, err := linalg.LoadNPY(zPath)
+		za, err := npy.Load(zPath)
 		require.NoError(t, err)
 		require.Equal(t, []int{r, d}, za.Shape)
-		ca, err := linalg.LoadNPY(cPath)
+		ca, err := npy.Load(cPath)
 		require.NoError(t, err)
 		z, _ := za.Dense()
 		c, _ := ca.Dense()
@@ -120,8 +120,8 @@ func TestNoiseMatchesC(t *testing.T) {
 		res := runT(t, "-R", "5", "-noise", p, "-dim", "4", "-seed", "9", "-eps", "1", "-delta", "1e-5", "-no-cache")
 		require.Equal(t, exitOK, res.code, res.stderr)
 	}
-	x, _ := linalg.LoadNPY(a)
-	y, _ := linalg.LoadNPY(b)
+	x, _ := npy.Load(a)
+	y, _ := npy.Load(b)
 	assert.Equal(t, x.Data, y.Data)
 }
 
@@ -184,7 +184,7 @@ func TestMemoryWarning(t *testing.T) {
 // under replace-one at twice that sensitivity. With q = 0.1 (DPMF_LONG=1)
 // the noise is lower.
 func TestSamplingCalibration(t *testing.T) {
-	base := []string{"-R", "128", "-strategy", "banded", "-bands", "16", "-eps", "2", "-delta", "1e-5", "-clip", "1", "-learners", "10", "-json", "-no-cache"}
+	base := []string{"-R", "128", "-strategy", "banded:bands=16", "-eps", "2", "-delta", "1e-5", "-clip", "1", "-learners", "10", "-json", "-no-cache"}
 	std := func(args ...string) (float64, map[string]any) {
 		t.Helper()
 		res := runT(t, append(append([]string{}, base...), args...)...)
@@ -223,7 +223,8 @@ func TestSamplingCalibration(t *testing.T) {
 		{[]string{"-R", "64", "-strategy", "banded", "-eps", "1", "-delta", "1e-5", "-sampling", "0.5", "-calibration", "paper"}, "drop -calibration"},
 		{[]string{"-R", "64", "-participation", "epochs:3"}, "-participation epochs:3"},
 		{[]string{"-R", "64", "-participation", "every"}, "invalid value \"every\" for flag -participation"},
-		{[]string{"-R", "64", "-strategy", "tree", "-tol", "1e-8"}, "-tol applies only to -strategy optimal"},
+		{[]string{"-R", "64", "-strategy", "tree:tol=1e-8"}, "want the bare name tree, which takes no settings, not tol"},
+		{[]string{"-R", "64", "-strategy", "banded:tol=1e-8"}, "tol and max-iter only under participation minsep:B"},
 	} {
 		res := runT(t, tc.args...)
 		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)

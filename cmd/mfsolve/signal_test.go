@@ -18,7 +18,7 @@ import (
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
-	"github.com/dpmf/dpmf/linalg"
+	"github.com/dpmf/dpmf/npy"
 
 	"github.com/dpmf/dpmf/internal/testutil"
 )
@@ -137,7 +137,7 @@ func TestSignalAnyTime(t *testing.T) {
 			require.NoError(t, err)
 			switch code {
 			case exitOK:
-				a, err := linalg.LoadNPY(filepath.Join(dir, n))
+				a, err := npy.Load(filepath.Join(dir, n))
 				require.NoError(t, err, "delay %v: %s", delay, n)
 				assert.Equal(t, []int{1200, 1200}, a.Shape)
 			case exitFailure, -1:

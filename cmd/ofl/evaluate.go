@@ -9,9 +9,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fednet"
-	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/model"
 )
 
 const evaluateUsage = `Usage: ofl evaluate -state DIR [run and data flags] [-json] [-out DIR]
@@ -76,25 +77,25 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: c.l2}, fedopt.ProblemOptions{NoDynamic: c.l2 == 0})
+	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: c.l2}, experiment.ProblemOptions{NoDynamic: c.l2 == 0})
 	if err != nil {
 		return err
 	}
-	res := &fedopt.Result{}
+	res := &experiment.Result{}
 	cfg := c.optimiser()
 	if c.algo.Private() {
 		strat, err := factorize.ParseStrategy(c.strategy)
 		if err != nil {
 			return err
 		}
-		exp := fedopt.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs),
+		exp := experiment.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs),
 			Calibration: c.calibration, Eps: c.eps, Delta: c.delta}
 		if res.Factorization, res.Privacy, err = exp.Noise(ctx, c.learners, c.rounds); err != nil {
 			return err
 		}
 		cfg.Privacy = res.Privacy
 	}
-	ev := fedopt.NewEvaluator(p, cfg)
+	ev := experiment.NewEvaluator(p, cfg)
 	for r := 0; r <= c.rounds; r++ {
 		rel, err := fednet.ReadRound(state, r)
 		if errors.Is(err, os.ErrNotExist) {
@@ -110,7 +111,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 			return err
 		}
 	}
-	if res.Summary, err = fedopt.Summarize([]*fedopt.Trace{ev.Trace()}); err != nil {
+	if res.Summary, err = experiment.Summarize([]*experiment.Trace{ev.Trace()}); err != nil {
 		return err
 	}
 	return finish(ctx, c, e, p, res, start)

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
@@ -23,7 +23,7 @@ type config struct {
 	algo        fedopt.Algorithm
 	strategy    string
 	data        dataSpec
-	split       fedopt.Split
+	split       dataset.Split
 	learners    int
 	tau         int
 	rounds      int
@@ -108,7 +108,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("ofl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.raw.algo, "algo", "correlated", "algorithm: correlated (Algorithm 1), independent (the baseline), baseline-correlated (the baseline's update with correlated noise) or nonprivate")
-	fs.StringVar(&c.strategy, "strategy", factorize.StrategyOptimal, "factorization of the correlated noise: "+strings.Join(factorize.Strategies(), ", "))
+	fs.StringVar(&c.strategy, "strategy", "optimal", "factorization of the correlated noise, a strategy `SPEC` NAME[:KEY=VALUE,...] (blt:buffers=2, banded:bands=64; mfsolve -h lists the settings) with NAME one of "+strings.Join(factorize.Strategies(), ", "))
 	fs.StringVar(&c.raw.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first, +-1 or 0/1)")
 	fs.IntVar(&c.raw.dim, "dim", 60, "feature dimension d of synthetic data")
 	fs.StringVar(&c.raw.split, "split", "iid", "how CSV rows are dealt to learners: iid, label (sorted by label) or feature:K (sorted by feature K)")
@@ -168,8 +168,12 @@ func parseArgs(args []string) (config, error) {
 	if c.calibration, err = fedopt.ParseCalibration(calib); err != nil {
 		return c, usagef("-calibration %q: want exact or paper", calib)
 	}
-	if !slices.Contains(factorize.Strategies(), c.strategy) {
-		return c, usagef("-strategy %q: want one of %s", c.strategy, strings.Join(factorize.Strategies(), ", "))
+	if _, err := factorize.ParseStrategy(c.strategy); err != nil {
+		var pe *factorize.ParamError
+		if errors.As(err, &pe) {
+			return c, usagef("-strategy %s: want %s", c.strategy, pe.Want)
+		}
+		return c, usagef("-strategy %s: %v", c.strategy, err)
 	}
 	if set["strategy"] && c.algo != fedopt.Correlated && c.algo != fedopt.BaselineCorrelated {
 		return c, usagef("-strategy applies to -algo correlated and baseline-correlated only (the baseline uses independent noise, nonprivate none)")
@@ -183,7 +187,7 @@ func parseArgs(args []string) (config, error) {
 	if c.data.file != "" && set["dim"] {
 		return c, usagef("-dim applies to synthetic data only (a CSV file sets d)")
 	}
-	if c.split, err = fedopt.ParseSplit(split); err != nil {
+	if c.split, err = dataset.ParseSplit(split); err != nil {
 		return c, usagef("-split %q: want iid, label or feature:K", split)
 	}
 	if c.data.file == "" && set["split"] {
@@ -199,6 +203,15 @@ func parseArgs(args []string) (config, error) {
 	}
 	if c.rounds%c.epochs != 0 {
 		return c, usagef("-epochs %d: -rounds %d is not a whole number of epochs", c.epochs, c.rounds)
+	}
+	if strat, err := factorize.ParseStrategy(c.strategy); err == nil {
+		if err := factorize.CheckUnder(strat, participation(c.epochs)); err != nil {
+			var pe *factorize.ParamError
+			if errors.As(err, &pe) {
+				return c, usagef("-strategy %s: want %s", c.strategy, pe.Want)
+			}
+			return c, usagef("-strategy %s: %v", c.strategy, err)
+		}
 	}
 	if set["out"] && c.out == "" {
 		return c, usagef("-out is empty: want a directory")

@@ -13,11 +13,14 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/progress"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/model"
 )
 
 // Exit statuses, shared by dpmf's commands.
@@ -118,7 +121,7 @@ func execute(ctx context.Context, c config, e env) error {
 	}
 	// Without an L2 term the per-round minima (100 samples in 60
 	// dimensions) are typically not attained: no dynamic regret then.
-	p, err := fedopt.NewProblem(ctx, ds, fedopt.Logistic{L2: c.l2}, fedopt.ProblemOptions{NoDynamic: c.l2 == 0})
+	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: c.l2}, experiment.ProblemOptions{NoDynamic: c.l2 == 0})
 	if err != nil {
 		return err
 	}
@@ -126,17 +129,23 @@ func execute(ctx context.Context, c config, e env) error {
 	if err != nil {
 		return err
 	}
-	if ss, ok := strat.(factorize.SemisepStrategy); ok && c.epochs > 1 {
-		// Its sensitivity under the epochs needs C.
-		ss.Factors = true
-		strat = ss
+	info, err := factorize.Lookup(strat.Name())
+	if err != nil {
+		return err
 	}
-	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && keepsPastRows(c.strategy, c.epochs) &&
+	if !info.LossOnlyUnder(participation(c.epochs)) {
+		// A strategy that computes its sensitivity without C only under
+		// some participations (semiseparable: single) needs C here.
+		if strat, err = factorize.WithLossOnly(strat, false); err != nil {
+			return err
+		}
+	}
+	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && factorize.KeepsPastRows(strat, participation(c.epochs)) &&
 		int64(c.rounds)*int64(p.Data.Dim)*8 > mechanism.DefaultKeepLimit {
 		fmt.Fprintf(e.stderr, "ofl: the %s noise mechanism would keep more than %d GiB of past noise rows (R = %d, d = %d), so it regenerates them each round instead (slower)\n",
 			c.strategy, mechanism.DefaultKeepLimit>>30, c.rounds, p.Data.Dim)
 	}
-	exp := fedopt.Experiment{
+	exp := experiment.Experiment{
 		Problem:  p,
 		Config:   c.optimiser(),
 		Strategy: strat,
@@ -145,7 +154,7 @@ func execute(ctx context.Context, c config, e env) error {
 		Calibration:   c.calibration,
 		Eps:           c.eps,
 		Delta:         c.delta,
-		Repeat:        fedopt.RepeatOptions{Reps: c.reps, Workers: c.workers},
+		Repeat:        experiment.RepeatOptions{Reps: c.reps, Workers: c.workers},
 		Seed:          c.seed,
 	}
 	var bar *progress.Bar
@@ -158,7 +167,7 @@ func execute(ctx context.Context, c config, e env) error {
 		bar.Finish()
 	}
 	var pe *accountant.ParamError
-	if errors.As(err, &pe) && pe.Name == "release sensitivity" {
+	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
 		return usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", c.clip, c.learners, pe.Value)
 	}
 	if err != nil {
@@ -191,7 +200,7 @@ func checkOut(c config) error {
 // finish reports a completed run: it checks that the results are finite,
 // encodes the report, and only then creates -out and writes rounds.csv, so
 // a run that cannot report writes nothing; the report goes to stdout last.
-func finish(ctx context.Context, c config, e env, p *fedopt.Problem, res *fedopt.Result, start time.Time) error {
+func finish(ctx context.Context, c config, e env, p *experiment.Problem, res *experiment.Result, start time.Time) error {
 	if err := checkFinite(p, res.Summary, c.l2 != 0); err != nil {
 		return err
 	}
@@ -218,33 +227,17 @@ func finish(ctx context.Context, c config, e env, p *fedopt.Problem, res *fedopt
 	return err
 }
 
-// keepsPastRows reports whether the operator of strategy on the prefix
-// workload combines past noise rows that mechanism.MemoryAuto keeps or
-// regenerates (factorize.OperatorMemory.PastRows): the Toeplitz operator
-// of the square roots, and the dense operator of the optimal factorization
-// under fixed epochs (single participation streams its quasiseparable
-// factor with K state vectors).
-func keepsPastRows(strategy string, epochs int) bool {
-	switch strategy {
-	case factorize.StrategySqrt, factorize.StrategySqrtNormalized:
-		return true
-	case factorize.StrategyOptimal:
-		return epochs > 1
-	}
-	return false
-}
-
 // loadData makes the data set of c.
-func loadData(c config) (*fedopt.Dataset, error) {
+func loadData(c config) (*dataset.Dataset, error) {
 	if c.data.file == "" {
-		s := fedopt.Synthetic{Alpha: c.data.alpha, Beta: c.data.beta, Dim: c.data.dim}
+		s := dataset.Synthetic{Alpha: c.data.alpha, Beta: c.data.beta, Dim: c.data.dim}
 		d, err := s.Dataset(c.learners, c.rounds/c.epochs, c.tau, c.seed)
 		if err != nil || c.epochs == 1 {
 			return d, err
 		}
 		return d.Epochs(c.epochs)
 	}
-	t, err := fedopt.LoadCSV(c.data.file)
+	t, err := dataset.LoadCSV(c.data.file)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-bogus"}, "flag provided but not defined"},
 		{[]string{"-algo", "sgd"}, `-algo "sgd"`},
 		{[]string{"-calibration", "rdp"}, `-calibration "rdp"`},
-		{[]string{"-strategy", "magic"}, `-strategy "magic"`},
+		{[]string{"-strategy", "magic"}, `-strategy magic: want one of identity`},
+		{[]string{"-strategy", "blt:bands=2"}, "-strategy blt:bands=2: want a setting that blt takes (buffers), not bands"},
+		{[]string{"-strategy", "blt-2"}, "-strategy blt-2: want one of identity"},
+		{[]string{"-strategy", "banded:tol=1e-6"}, "-strategy banded:tol=1e-6: want tol and max-iter only under participation minsep:B"},
+		{[]string{"-strategy", "optimal:path=dense", "-epochs", "2"}, "-strategy optimal:path=dense: want path only under single participation or minsep:B, not epochs:2"},
 		{[]string{"-algo", "independent", "-strategy", "sqrt"}, "-strategy applies to -algo correlated and baseline-correlated only"},
 		{[]string{"-eps", "0"}, "-eps 0"},
 		{[]string{"-eps", "NaN"}, "-eps NaN"},
@@ -265,13 +269,20 @@ func TestEpochs(t *testing.T) {
 	}
 }
 
-// The banded-inverse and banded Toeplitz strategies run in ofl, with the
-// noise calibrated to the sensitivity 2 gamma B_g / n of the factorization
-// the library computes for them.
+// The banded-inverse and banded Toeplitz strategies run in ofl with the
+// settings of their spec, with the noise calibrated to the sensitivity
+// 2 gamma B_g / n of the factorization the library computes for the
+// strategy value.
 func TestBandedInverseStrategies(t *testing.T) {
 	w, _ := factorize.Prefix(30)
-	for _, name := range []string{factorize.StrategyBISR, factorize.StrategyBandInv, factorize.StrategyBandedToeplitz} {
-		r := runOfl(t, append([]string{"-json", "-strategy", name}, small...)...)
+	for spec, s := range map[string]factorize.Strategy{
+		"bisr":                    factorize.BISRStrategy{},
+		"bandinv:bands=5":         factorize.BandInvStrategy{Bands: 5},
+		"banded-toeplitz:bands=3": factorize.BandedToeplitzStrategy{Bands: 3},
+		"blt:buffers=2":           factorize.BLTStrategy{Buffers: 2},
+	} {
+		name := s.Name()
+		r := runOfl(t, append([]string{"-json", "-strategy", spec}, small...)...)
 		if r.code != exitOK || r.stderr != "" {
 			t.Fatalf("%s: exit %d, stderr %q", name, r.code, r.stderr)
 		}
@@ -279,7 +290,6 @@ func TestBandedInverseStrategies(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
 			t.Fatalf("%s: stdout %q: %v", name, r.stdout, err)
 		}
-		s, _ := factorize.ParseStrategy(name)
 		f, err := s.Factorize(context.Background(), w, factorize.SingleParticipation())
 		if err != nil {
 			t.Fatal(err)

@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
 )
 
-// memoryNeed estimates the bytes a run of c needs, in float64s: the data
-// set (n R tau samples of d features and a label), the traces of the
+// memoryNeed estimates the bytes a run of c needs: the data set (n R tau
+// samples of d features and a label, 8 bytes each), the traces of the
 // repetitions (six series over the evaluated rounds and the final model,
 // plus about 256 bytes of bookkeeping each), and for the correlated
-// algorithms the dense factors and the solver's working space (8 R^2, as
-// mfsolve estimates for the optimal strategy with B and C and the tree's
-// larger C) plus each worker's kept noise rows (R d). The estimate is
+// algorithms the strategy's solve and each worker's noise stream, as the
+// registry estimates them (see factorizationNeed). The estimate is
 // deliberately coarse: it turns an out-of-memory crash into a clear error.
 func memoryNeed(c config, workers int) float64 {
 	r := float64(c.rounds)
@@ -26,22 +26,45 @@ func memoryNeed(c config, workers int) float64 {
 	evals := r/float64(c.evalEvery) + 2
 	need += float64(c.reps) * (8*6*evals + 8*dim + 256)
 	if c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated {
-		need += 8*8*r*r + float64(workers)*8*r*dim
+		solve, stream := factorizationNeed(c, dim)
+		need += solve + float64(workers)*stream
 	}
 	return need
 }
 
-// serverMemoryNeed estimates the bytes "ofl server" needs for c, in
-// float64s: no data set, but the round's updates of the n learners and a
-// few copies of the model of d parameters (the current and the
-// released model, the aggregate, the noise row, the encoded round file),
-// and for the correlated algorithms the factorization's working space and
-// the mechanism's kept noise rows as memoryNeed counts them.
+// factorizationNeed returns the bytes of the solve of c's strategy, with
+// its factors, and of one noise stream of d-dimensional noise over the
+// rounds (factorize.SolveBytes and StreamBytes, or all R past noise rows
+// when its operator under c's epochs reads them again,
+// factorize.KeepsPastRows; the optimal strategy's when -strategy is not a
+// valid spec, which parseArgs refuses).
+func factorizationNeed(c config, d float64) (solve, stream float64) {
+	s, err := factorize.ParseStrategy(c.strategy)
+	if err != nil {
+		s = factorize.OptimalStrategy{}
+	}
+	if s, err = factorize.WithLossOnly(s, false); err != nil {
+		s = factorize.OptimalStrategy{}
+	}
+	stream = float64(factorize.StreamBytes(s, c.rounds, int(d)))
+	if factorize.KeepsPastRows(s, participation(c.epochs)) {
+		stream = 8 * float64(c.rounds) * d
+	}
+	return factorize.SolveBytes(s, c.rounds, true), stream
+}
+
+// serverMemoryNeed estimates the bytes "ofl server" needs for c: no data
+// set, but the round's updates of the n learners and a few copies of the
+// model of d parameters (the current and the released model, the
+// aggregate, the noise row, the encoded round file), 8 bytes each, and for
+// the correlated algorithms the strategy's solve and the mechanism's noise
+// stream as memoryNeed counts them.
 func serverMemoryNeed(c config) float64 {
-	r, params := float64(c.rounds), float64(c.data.dim)
+	params := float64(c.data.dim)
 	need := 8 * (float64(c.learners) + 6) * params
 	if c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated {
-		need += 8*8*r*r + 8*r*params
+		solve, stream := factorizationNeed(c, params)
+		need += solve + stream
 	}
 	return need
 }

@@ -22,12 +22,15 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -282,7 +285,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 	cfg := c.optimiser()
 	cfg.EvalEvery = 0
 	features := c.data.dim
-	dim := (fedopt.Logistic{}).NumParams(features)
+	dim := (model.Logistic{}).NumParams(features)
 	shape := fedopt.Shape{Learners: c.learners, Rounds: c.rounds, Tau: c.tau, Dim: dim}
 	describe := map[string]any{"seeded": c.seedSet}
 	if c.seedSet {
@@ -300,18 +303,18 @@ func runServer(ctx context.Context, args []string, e env) error {
 		if err != nil {
 			return err
 		}
-		exp := fedopt.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs),
+		exp := experiment.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs),
 			Calibration: c.calibration, Eps: c.eps, Delta: c.delta}
 		f, priv, err := exp.Noise(ctx, c.learners, c.rounds)
 		if err != nil {
 			return err
 		}
 		cfg.Privacy = priv
-		describe["strategy"], describe["calibration"] = f.Strategy, c.calibration.String()
+		describe["strategy"], describe["calibration"] = strat.Spec(), c.calibration.String()
 		if c.seedSet {
 			// As ofl's repetition 0; without -seed the server draws the
 			// key from crypto/rand and keeps it in the state directory.
-			key := mechanism.SeedKey(fedopt.RepSeed(c.seed, 0))
+			key := mechanism.SeedKey(experiment.RepSeed(c.seed, 0))
 			noiseKey = &key
 		}
 		noise = func(start int, key [32]byte) (mechanism.Mechanism, error) {
@@ -440,7 +443,7 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	if _, err := parseData(l.data, 1); err != nil {
 		return l, err
 	}
-	if _, err := fedopt.ParseSplit(l.split); err != nil {
+	if _, err := dataset.ParseSplit(l.split); err != nil {
 		return l, usagef("-split %q: want iid, label or feature:K", l.split)
 	}
 	if err := l.tls.check(false); err != nil {
@@ -485,7 +488,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		if err != nil {
 			return nil, err
 		}
-		split, _ := fedopt.ParseSplit(l.split)
+		split, _ := dataset.ParseSplit(l.split)
 		epochs := max(int(rc.GetEpochs()), 1)
 		if R%epochs != 0 {
 			return nil, fmt.Errorf("the server's %d epochs do not divide its %d rounds", epochs, R)

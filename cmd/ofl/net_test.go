@@ -18,12 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/testpki"
 	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/mechanism"
+	dpmodel "github.com/dpmf/dpmf/model"
 )
 
 var (
@@ -57,7 +59,7 @@ func buildOfl(t *testing.T) string {
 // simulated returns x^0..x^R of the in-process simulation of ofl's
 // configuration args (repetition 0 of ofl -seed S: data seed S, noise seed
 // RepSeed(S, 0)), and the final model of ofl's own path
-// (fedopt.Experiment, what "ofl -reps 1" runs).
+// (experiment.Experiment, what "ofl -reps 1" runs).
 func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 	t.Helper()
 	ctx := context.Background()
@@ -74,7 +76,7 @@ func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := fedopt.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs), Calibration: c.calibration, Eps: c.eps, Delta: c.delta, Seed: c.seed, Repeat: fedopt.RepeatOptions{Reps: 1}}
+	exp := experiment.Experiment{Config: cfg, Strategy: strat, Participation: participation(c.epochs), Calibration: c.calibration, Eps: c.eps, Delta: c.delta, Seed: c.seed, Repeat: experiment.RepeatOptions{Reps: 1}}
 	var m mechanism.Mechanism
 	if c.algo.Private() {
 		f, priv, err := exp.Noise(ctx, c.learners, c.rounds)
@@ -82,7 +84,7 @@ func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 			t.Fatal(err)
 		}
 		cfg.Privacy = priv
-		if m, err = mechanism.New(f, ds.Dim, priv.NoiseStd, mechanism.WithSeed(fedopt.RepSeed(c.seed, 0))); err != nil {
+		if m, err = mechanism.New(f, ds.Dim, priv.NoiseStd, mechanism.WithSeed(experiment.RepSeed(c.seed, 0))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +93,7 @@ func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := fedopt.Logistic{L2: c.l2}
+	model := dpmodel.Logistic{L2: c.l2}
 	ls := make([]*fedopt.Learner, c.learners)
 	for i := range ls {
 		if ls[i], err = fedopt.NewLearner(model, ds.Stream(i), cfg, c.tau, ds.Dim); err != nil {
@@ -105,7 +107,7 @@ func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := fedopt.NewProblem(ctx, ds, model, fedopt.ProblemOptions{NoDynamic: true})
+	p, err := experiment.NewProblem(ctx, ds, model, experiment.ProblemOptions{NoDynamic: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 )
@@ -24,7 +24,7 @@ const roundsHeader = "round,loss_error_mean,loss_error_std,regret_mean,regret_st
 // write stops and the file is left as it was. Between writing the
 // temporary file and renaming it, cli.PauseForTest is called with the
 // point "commit", for the signal tests; stderr receives its line.
-func writeRounds(ctx context.Context, path string, s *fedopt.Summary, stderr io.Writer) error {
+func writeRounds(ctx context.Context, path string, s *experiment.Summary, stderr io.Writer) error {
 	p, err := atomicfile.Prepare(ctx, path, 0o644, func(w io.Writer) error {
 		if _, err := io.WriteString(w, roundsHeader); err != nil {
 			return err
@@ -61,7 +61,7 @@ func writeRounds(ctx context.Context, path string, s *fedopt.Summary, stderr io.
 // metric or a repetition's final model is not finite (an optimiser whose
 // step size is too large overflows). The dynamic regret is checked only
 // when it is computed (dynamic).
-func checkFinite(p *fedopt.Problem, s *fedopt.Summary, dynamic bool) error {
+func checkFinite(p *experiment.Problem, s *experiment.Summary, dynamic bool) error {
 	if math.IsNaN(p.FStar) || math.IsInf(p.FStar, 0) {
 		return fmt.Errorf("the minimum of the loss over all data is %v: the data or -l2 make the loss overflow", p.FStar)
 	}
@@ -152,7 +152,7 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-func newReport(c config, p *fedopt.Problem, res *fedopt.Result, seconds float64) *report {
+func newReport(c config, p *experiment.Problem, res *experiment.Result, seconds float64) *report {
 	cfg := c.optimiser()
 	s := res.Summary
 	last := len(s.Rounds) - 1

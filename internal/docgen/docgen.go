@@ -1,5 +1,5 @@
 // Package docgen holds what the generators of the docs' measured tables
-// share (bench/participation, bench/strategies): a comma-separated list
+// share (docgen/participation, docgen/strategies): a comma-separated list
 // flag, and a generated section of a Markdown file between two marker
 // comments, replaced atomically so that an interrupted run leaves the file
 // as it was.

@@ -1,8 +1,10 @@
-// Package optim holds the one quasi-Newton minimiser dpmf's packages share:
-// the limited-memory BFGS method with a backtracking line search, used by
-// fedopt for its models (analytic gradients, stopping on the gradient norm)
-// and by factorize to fit banded and BLT coefficients (finite-difference
-// gradients, stopping when the objective stops decreasing).
+// Package optim holds the one quasi-Newton method dpmf's packages share:
+// the limited-memory BFGS recursion ([Memory]) and a driver with a
+// backtracking line search ([LBFGS]), used by package model for its models
+// (analytic gradients, stopping on the gradient norm) and by factorize to
+// fit banded and BLT coefficients (finite-difference gradients, stopping
+// when the objective stops decreasing); factorize's certified banded solver
+// drives the same recursion with its own line search.
 package optim
 
 import (
@@ -87,9 +89,9 @@ type Result struct {
 // LBFGS minimises the smooth function f with gradient grad from the point
 // in x, which it overwrites with the best point found, by the
 // limited-memory BFGS method (Nocedal and Wright, Numerical Optimization,
-// 2nd ed., Algorithms 7.4 and 7.5: two-loop recursion, initial scaling
-// s.y / y.y) with a backtracking Armijo line search (sufficient decrease
-// 1e-4, halving, at most 60 halvings). A pair with s.y <= 0 is skipped,
+// 2nd ed., Algorithms 7.4 and 7.5: the two-loop recursion of [Memory],
+// initial scaling s.y / y.y) with a backtracking Armijo line search (sufficient decrease
+// 1e-4, halving, at most 60 halvings). A pair with s.y <= 1e-300 is skipped,
 // which keeps the implicit inverse Hessian positive definite; a direction
 // that is not a descent direction restarts from steepest descent. The
 // first step has length at most 1. f may return +Inf outside its domain:
@@ -111,9 +113,7 @@ func LBFGS(ctx context.Context, x []float64, f func(x []float64) float64, grad f
 	d := make([]float64, n)
 	xt := make([]float64, n)
 	gt := make([]float64, n)
-	S := make([][]float64, 0, mem)
-	Y := make([][]float64, 0, mem)
-	rho := make([]float64, 0, mem)
+	pairs := NewMemory(mem, false)
 	alpha := make([]float64, mem)
 	fx := f(x)
 	if math.IsNaN(fx) || math.IsInf(fx, 0) {
@@ -144,24 +144,17 @@ func LBFGS(ctx context.Context, x []float64, f func(x []float64) float64, grad f
 			return res(iter), nil
 		}
 		// Two-loop recursion: d = -H g.
-		copy(d, g)
-		for k := len(S) - 1; k >= 0; k-- {
-			alpha[k] = rho[k] * floats.Dot(S[k], d)
-			floats.AddScaled(d, -alpha[k], Y[k])
-		}
-		if k := len(S) - 1; k >= 0 {
-			floats.Scale(floats.Dot(S[k], Y[k])/floats.Dot(Y[k], Y[k]), d)
-		} else {
-			floats.Scale(1/math.Max(gn, 1), d) // first step: length at most 1
-		}
-		for k := range S {
-			beta := rho[k] * floats.Dot(Y[k], d)
-			floats.AddScaled(d, alpha[k]-beta, S[k])
-		}
+		pairs.Direction(g, d, alpha, func(d []float64) {
+			if k := pairs.Len() - 1; k >= 0 {
+				floats.Scale(floats.Dot(pairs.S[k], pairs.Y[k])/floats.Dot(pairs.Y[k], pairs.Y[k]), d)
+			} else {
+				floats.Scale(1/math.Max(gn, 1), d) // first step: length at most 1
+			}
+		})
 		floats.Scale(-1, d)
 		slope := floats.Dot(g, d)
 		if !(slope < 0) { // not a descent direction: restart from -g
-			S, Y, rho = S[:0], Y[:0], rho[:0]
+			pairs.Reset()
 			floats.ScaleTo(d, -1/math.Max(gn, 1), g)
 			slope = floats.Dot(g, d)
 			if !(slope < 0) {
@@ -225,18 +218,10 @@ func LBFGS(ctx context.Context, x []float64, f func(x []float64) float64, grad f
 		if !byGrad {
 			grad(gt, xt)
 		}
-		var sv, yv []float64
-		if len(S) == mem {
-			sv, yv = S[0], Y[0]
-			S, Y, rho = S[1:], Y[1:], rho[1:]
-		} else {
-			sv, yv = make([]float64, n), make([]float64, n)
-		}
+		sv, yv := pairs.Spare(n), pairs.Spare(n)
 		floats.SubTo(sv, xt, x)
 		floats.SubTo(yv, gt, g)
-		if sy := floats.Dot(sv, yv); sy > 0 {
-			S, Y, rho = append(S, sv), append(Y, yv), append(rho, 1/sy)
-		}
+		pairs.Push(sv, yv)
 		if fx-ft <= s.StallTol*math.Abs(fx) {
 			stalls++
 		} else {

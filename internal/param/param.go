@@ -1,7 +1,8 @@
-// Package param formats the argument errors of dpmf's packages, so that
-// every package's ParamError reads the same way: "pkg: name = value, want
-// range", or "pkg: name is missing, want ..." for a nil or zero-value
-// argument.
+// Package param is the one argument error of dpmf's packages: each public
+// package re-exports [Error] as its ParamError (a type alias), so that
+// errors.As finds it whichever package returned it, and every message reads
+// the same way: "dpmf: name = value, want range", or "dpmf: name is missing,
+// want ..." for a nil or zero-value argument.
 package param
 
 import (
@@ -21,3 +22,21 @@ func Text(name string, value any, want string) string {
 	}
 	return fmt.Sprintf("%s = %v, want %s", name, value, want)
 }
+
+// Error reports an argument that a package cannot accept: a nil or
+// zero-value argument, or a value out of range. Every exported function of
+// dpmf checks its arguments on entry and returns an *Error rather than
+// panicking, so that a command can name the flag or file that caused it
+// with errors.As instead of parsing the message.
+type Error struct {
+	// Param names the argument as the package's docs do, for example "R",
+	// "tol", "eps", "delta", "eta", "workload", "r" or "shape".
+	Param string
+	// Value is the value received; nil when the argument is missing.
+	Value any
+	// Want describes what is accepted.
+	Want string
+}
+
+// Error returns "dpmf: " and the one-line [Text] of the argument.
+func (e *Error) Error() string { return "dpmf: " + Text(e.Param, e.Value, e.Want) }

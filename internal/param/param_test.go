@@ -23,3 +23,14 @@ func TestText(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorMessage(t *testing.T) {
+	var err error = &Error{Param: "eps", Value: 0.0, Want: "finite and > 0"}
+	if got, want := err.Error(), "dpmf: eps = 0, want finite and > 0"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	err = &Error{Param: "ctx", Want: "a non-nil context.Context"}
+	if got, want := err.Error(), "dpmf: ctx is missing, want a non-nil context.Context"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,138 @@
+package dataset
+
+import (
+	"fmt"
+	"math"
+)
+
+// Dataset is the stream of client samples of an online federated run with
+// n learners, R rounds and tau local steps: learner i's client at local step
+// t of round r is sample (i, r, t), so each learner serves R tau clients and
+// the data set holds N = n R tau samples.
+//
+// Samples are stored round by round: sample (i, r, t) is row (r n + i) tau + t
+// of Features (row-major, Dim columns), so the n tau samples of a round are
+// contiguous (see [Dataset.Round]).
+type Dataset struct {
+	// Name describes the data (for example "synthetic(0.1,0.1)" or a file).
+	Name string
+	// Learners (n), Rounds (R), Tau and Dim (d) give the shape.
+	Learners, Rounds, Tau, Dim int
+	// Features holds N rows of Dim features.
+	Features []float64
+	// Labels holds N labels.
+	Labels []float64
+}
+
+// NewDataset returns an empty (zero) data set of the given shape, or an
+// error if a size is not positive or the data set would be too large.
+func NewDataset(name string, learners, rounds, tau, dim int) (*Dataset, error) {
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"learners", learners}, {"rounds", rounds}, {"tau", tau}, {"dimension", dim}} {
+		if p.v < 1 {
+			return nil, &ParamError{Param: p.name, Value: p.v, Want: ">= 1"}
+		}
+	}
+	n := float64(learners) * float64(rounds) * float64(tau)
+	if n*float64(dim) > 1<<31 {
+		return nil, fmt.Errorf("dataset: %d x %d x %d samples of dimension %d is too large (more than 2^31 numbers)", learners, rounds, tau, dim)
+	}
+	N := learners * rounds * tau
+	return &Dataset{
+		Name:     name,
+		Learners: learners, Rounds: rounds, Tau: tau, Dim: dim,
+		Features: make([]float64, N*dim),
+		Labels:   make([]float64, N),
+	}, nil
+}
+
+// Len returns N = n R tau.
+func (d *Dataset) Len() int { return d.Learners * d.Rounds * d.Tau }
+
+// Index returns the row of sample (learner i, round r, step t).
+func (d *Dataset) Index(i, r, t int) int { return (r*d.Learners+i)*d.Tau + t }
+
+// Sample returns the features (a view) and label of sample (i, r, t).
+func (d *Dataset) Sample(i, r, t int) ([]float64, float64) {
+	j := d.Index(i, r, t)
+	return d.Features[j*d.Dim : (j+1)*d.Dim : (j+1)*d.Dim], d.Labels[j]
+}
+
+// Round returns the n tau samples of round r.
+func (d *Dataset) Round(r int) Samples {
+	m := d.Learners * d.Tau
+	return Samples{X: d.Features[r*m*d.Dim : (r+1)*m*d.Dim], Y: d.Labels[r*m : (r+1)*m], Dim: d.Dim}
+}
+
+// All returns all N samples.
+func (d *Dataset) All() Samples {
+	return Samples{X: d.Features, Y: d.Labels, Dim: d.Dim}
+}
+
+// Validate returns an error if the shape and the slices disagree or a value
+// is NaN or infinite.
+func (d *Dataset) Validate() error {
+	if d == nil {
+		return &ParamError{Param: "data", Want: "a Dataset from NewDataset, Table.Deal or Synthetic.Dataset"}
+	}
+	if d.Learners < 1 || d.Rounds < 1 || d.Tau < 1 || d.Dim < 1 {
+		return fmt.Errorf("dataset: data set %q has shape n = %d, R = %d, tau = %d, d = %d, want all >= 1", d.Name, d.Learners, d.Rounds, d.Tau, d.Dim)
+	}
+	if len(d.Labels) != d.Len() || len(d.Features) != d.Len()*d.Dim {
+		return fmt.Errorf("dataset: data set %q has %d labels and %d features, want %d and %d", d.Name, len(d.Labels), len(d.Features), d.Len(), d.Len()*d.Dim)
+	}
+	for j, v := range d.Features {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("dataset: data set %q: feature %d of sample %d is %v, want a finite number", d.Name, j%d.Dim, j/d.Dim, v)
+		}
+	}
+	for j, v := range d.Labels {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("dataset: data set %q: label of sample %d is %v, want a finite number", d.Name, j, v)
+		}
+	}
+	return nil
+}
+
+// Epochs returns the data set that replays d's rounds k times: round
+// e R + r (R = d.Rounds, 0 <= e < k) has the samples of d's round r, so
+// each client takes part in k rounds, R apart: k fixed epochs of period R,
+// the participation factorize.FixedEpochs(k) over the k R rounds. The
+// samples are copied; k = 1 returns a copy of d.
+func (d *Dataset) Epochs(k int) (*Dataset, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("dataset: epochs = %d, want >= 1", k)
+	}
+	if float64(k)*float64(len(d.Features)) > 1<<31 {
+		return nil, fmt.Errorf("dataset: %d epochs of %d rounds of dimension %d is too large (more than 2^31 numbers)", k, d.Rounds, d.Dim)
+	}
+	out := &Dataset{
+		Name:     d.Name,
+		Learners: d.Learners, Rounds: k * d.Rounds, Tau: d.Tau, Dim: d.Dim,
+		Features: make([]float64, 0, k*len(d.Features)),
+		Labels:   make([]float64, 0, k*len(d.Labels)),
+	}
+	if k > 1 {
+		out.Name = fmt.Sprintf("%s x %d epochs", d.Name, k)
+	}
+	for range k {
+		out.Features = append(out.Features, d.Features...)
+		out.Labels = append(out.Labels, d.Labels...)
+	}
+	return out, nil
+}
+
+// Stream is learner i's stream of clients of a Dataset; it implements
+// fedopt.Stream.
+type Stream struct {
+	d *Dataset
+	i int
+}
+
+// Sample returns sample (i, r, t).
+func (s Stream) Sample(r, t int) ([]float64, float64) { return s.d.Sample(s.i, r, t) }
+
+// Stream returns learner i's stream of clients: sample (i, r, t).
+func (d *Dataset) Stream(i int) Stream { return Stream{d, i} }

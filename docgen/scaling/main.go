@@ -1,0 +1,134 @@
+// Command scaling measures dpmf's factorizations against the number of rounds
+// R and writes docs/scaling.md: the machine, the speed targets with PASS or
+// FAIL, a side-by-side with the plain dense fixed point, the agreement of the
+// structured and general solvers, a table of time, iterations, certified
+// gap and allocations per strategy, and a log-log plot of time against R
+// (an SVG beside the report).
+//
+// Usage:
+//
+//	go run ./docgen/scaling -out docs/scaling.md [-svg FILE] [-quick] [-reps 5]
+//	go run ./docgen/scaling -out docs/scaling.md -participation-only
+//	go run ./docgen/scaling -out docs/scaling.md -further-only
+//
+// It must run inside the dpmf module: it builds cmd/mfsolve and times the
+// binary as a subprocess for the end-to-end targets (through a copy of
+// itself as launcher, so that each subprocess's peak RSS is its own). Every
+// time quoted is the median of -reps runs, fewer for slow computations (at
+// most 3 above 10 s, one above 60 s); the report gives the number of runs of
+// each. The full run takes about 20 minutes on a 2-core machine, a quarter
+// of it the plain dense fixed point at R = 800, which -quick leaves out.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/dpmf/dpmf/internal/atomicfile"
+)
+
+// config holds the command-line flags.
+type config struct {
+	out, svg string
+	quick    bool
+	reps     int
+	// partOnly measures only the participation section and rewrites it in
+	// the existing report.
+	partOnly bool
+	// furtherOnly measures only the issue-13 section ("an order of
+	// magnitude further") and rewrites it in the existing report.
+	furtherOnly bool
+	// replot redraws the report's figures from its tables, measuring
+	// nothing.
+	replot bool
+	args   []string // as given, for the report
+}
+
+func main() {
+	if report := os.Getenv(spawnEnv); report != "" {
+		os.Exit(spawn(os.Args[1:], report))
+	}
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scaling: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "scaling: %v\n", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// parseFlags parses and checks the command line.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	cfg := config{args: args}
+	fs := flag.NewFlagSet("scaling", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.out, "out", "docs/scaling.md", "write the report to `FILE`")
+	fs.StringVar(&cfg.svg, "svg", "", "write the plot to `FILE` (default: scaling.svg beside -out)")
+	fs.BoolVar(&cfg.quick, "quick", false, "leave out the plain dense fixed point at R = 800 (many minutes)")
+	fs.BoolVar(&cfg.partOnly, "participation-only", false, "measure only the participation section and rewrite it in the existing -out report")
+	fs.BoolVar(&cfg.furtherOnly, "further-only", false, "measure only the section on B and C from the structure, R = 10^6 and streaming with K buffers, and rewrite it in the existing -out report")
+	fs.BoolVar(&cfg.replot, "replot", false, "measure nothing: redraw the figures (-svg, and the streaming figure beside -out) from the tables of the existing -out report")
+	fs.IntVar(&cfg.reps, "reps", 5, "take the median of `N` runs (fewer for slow computations)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: go run ./docgen/scaling [flags]\n\n"+
+			"Measures dpmf's factorizations against R and writes a Markdown report with a\n"+
+			"log-log plot. Run it from inside the dpmf module.\n\n"+
+			"Example:\n  go run ./docgen/scaling -out docs/scaling.md -reps 5\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q; flags only (see -h)", fs.Arg(0))
+	}
+	if cfg.reps < 1 {
+		return cfg, fmt.Errorf("-reps %d: want at least 1", cfg.reps)
+	}
+	if !strings.HasSuffix(cfg.out, ".md") {
+		return cfg, fmt.Errorf("-out %s: want a .md file name", cfg.out)
+	}
+	if cfg.svg == "" {
+		cfg.svg = filepath.Join(filepath.Dir(cfg.out), "scaling.svg")
+	}
+	if !strings.HasSuffix(cfg.svg, ".svg") {
+		return cfg, fmt.Errorf("-svg %s: want a .svg file name", cfg.svg)
+	}
+	return cfg, nil
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory (internal/atomicfile), so that path is either its old content or
+// the new one.
+func writeAtomic(path string, data []byte) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// checkWritable fails early, before a long run, if path's directory does not
+// accept new files.
+func checkWritable(flagName, path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".scaling-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s %s: directory not writable: %v", flagName, path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}

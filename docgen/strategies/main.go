@@ -1,0 +1,288 @@
+// Command strategies computes the RMSE of every factorization strategy of
+// the prefix-sum workload at large R, under single participation and
+// b-min-separation, against a certified reference, and writes the table of
+// docs/strategies.md between the markers "<!-- strategies:begin -->" and
+// "<!-- strategies:end -->" (the rest of the file is left as it is).
+//
+// Usage:
+//
+//	go run ./docgen/strategies -out docs/strategies.md [-sizes 1000,10000] [-seps 16,64] [-dense-max 2000] [-ref-max 10000]
+//
+// The reference of a column is certified: under single participation the
+// optimal factorization (factorize.Optimal, loss-only, relative duality gap
+// 1e-10); under b-min-separation (k = ceil(R/b) participations, as many as
+// fit) the certified optimal banded factor with b bands and unit columns
+// (factorize.OptimalBanded, loss-only, gap 1e-8), the optimum over C with
+// at most b bands, which is not a certified optimum over all C. Every
+// other cell is the strategy's RMSE with the percentage above the
+// reference. The strategies with a structured (O(R) memory) path run at
+// every R: identity (closed form), sqrt (Toeplitz: exact sensitivity by
+// Kalinin and Lampert 2024, Thm. 2), bisr, bandinv and banded-toeplitz
+// (loss-only), semiseparable (single, loss-only). The others form dense
+// R x R factors and run only up to -dense-max rounds; the references run
+// up to -ref-max rounds for min-separation (the banded solver at R = 10^5
+// takes longer than a shared 2-core machine allows).
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/docgen"
+)
+
+const (
+	beginMarker = "<!-- strategies:begin -->"
+	endMarker   = "<!-- strategies:end -->"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "strategies:", err)
+		os.Exit(1)
+	}
+}
+
+// config holds the command line.
+type config struct {
+	out      string
+	sizes    []int
+	seps     []int
+	denseMax int
+	refMax   int
+	args     []string
+}
+
+func parseArgs(args []string) (config, error) {
+	c := config{args: args}
+	fs := flag.NewFlagSet("strategies", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.out, "out", "docs/strategies.md", "the Markdown `FILE` whose strategies section is rewritten")
+	sizes := fs.String("sizes", "1000,10000", "numbers of rounds `R`")
+	seps := fs.String("seps", "16,64", "min-separations `b`")
+	fs.IntVar(&c.denseMax, "dense-max", 2000, "largest R at which strategies with dense factors run")
+	fs.IntVar(&c.refMax, "ref-max", 10000, "largest R at which the certified banded reference runs under min-separation")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if c.sizes, err = docgen.ParseInts("sizes", *sizes); err != nil {
+		return c, err
+	}
+	if c.seps, err = docgen.ParseInts("seps", *seps); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// errSkipped marks a cell not computed at this size.
+var errSkipped = errors.New("not run")
+
+// cell is one table entry.
+type cell struct {
+	rmse  float64
+	bound bool
+	err   error
+}
+
+// sqrtCell returns the RMSE of the sqrt strategy (C = B = A^{1/2}, Toeplitz
+// with c_k = binom(2k, k)/4^k) from its coefficients: ||B||_F^2 =
+// sum_m (R - m) c_m^2, and sens exact by ToeplitzMinSepSensitivity.
+func sqrtCell(r int, p factorize.Participation) cell {
+	c := factorize.SqrtCoefficients(r)
+	frob := 0.0
+	for m, v := range c {
+		frob += float64(r-m) * v * v
+	}
+	k := p.Participations(r)
+	b := r
+	if p.Kind == factorize.KindMinSep {
+		b = p.B
+	}
+	sens, err := factorize.ToeplitzMinSepSensitivity(c, b, k)
+	if err != nil {
+		return cell{err: err}
+	}
+	return cell{rmse: math.Sqrt(sens * sens * frob / float64(r))}
+}
+
+// compute returns the cell of the strategy of spec at R = r under p: a
+// closed form for identity and sqrt, the loss-only path where the strategy
+// has one under p (at every R), else the dense factors (up to
+// -dense-max rounds).
+func compute(ctx context.Context, c config, spec string, w *factorize.Workload, p factorize.Participation) cell {
+	r := w.R()
+	s, err := factorize.ParseStrategy(spec)
+	if err != nil {
+		return cell{err: err}
+	}
+	switch st := s.(type) {
+	case factorize.IdentityStrategy:
+		k := float64(max(1, p.Participations(r)))
+		return cell{rmse: math.Sqrt(k * float64(r+1) / 2)}
+	case factorize.SqrtStrategy:
+		if !st.Normalized {
+			return sqrtCell(r, p)
+		}
+	}
+	info, err := factorize.Lookup(s.Name())
+	if err != nil {
+		return cell{err: err}
+	}
+	lossOnly := info.LossOnlyUnder(p)
+	if !lossOnly && r > c.denseMax {
+		return cell{err: errSkipped}
+	}
+	if s, err = factorize.WithLossOnly(s, lossOnly); err != nil {
+		return cell{err: err}
+	}
+	f, err := s.Factorize(ctx, w, p)
+	if err != nil {
+		return cell{err: err}
+	}
+	return cell{rmse: f.Metrics.RMSE, bound: !f.Metrics.UnitSensitivity.Exact}
+}
+
+// wideBands is the number of coefficients (bisr, bandinv) or bands
+// (banded-toeplitz) of the extra rows: the larger separation of the
+// default table, where the anchors compare against a reference with as
+// many bands.
+const wideBands = 64
+
+// reference returns the certified reference RMSE of a column.
+func reference(ctx context.Context, c config, w *factorize.Workload, p factorize.Participation) cell {
+	r := w.R()
+	if p.Kind == factorize.KindSingle {
+		f, err := factorize.Optimal(ctx, w, factorize.Options{LossOnly: true})
+		if err != nil {
+			return cell{err: err}
+		}
+		return cell{rmse: f.Metrics.RMSE}
+	}
+	if r > c.refMax {
+		return cell{err: errSkipped}
+	}
+	f, err := factorize.OptimalBanded(ctx, w, min(p.B, r), p.Participations(r), factorize.Options{LossOnly: true})
+	if err != nil {
+		return cell{err: err}
+	}
+	return cell{rmse: f.Metrics.RMSE}
+}
+
+func format(e, ref cell) string {
+	switch {
+	case errors.Is(e.err, errSkipped):
+		return "—"
+	case e.err != nil:
+		return "n/a"
+	}
+	s := strconv.FormatFloat(e.rmse, 'f', 3, 64)
+	if e.bound {
+		s += "†"
+	}
+	if ref.err == nil && ref.rmse > 0 {
+		s += fmt.Sprintf(" (%+.1f%%)", 100*(e.rmse/ref.rmse-1))
+	}
+	return s
+}
+
+func run(ctx context.Context, args []string, log io.Writer) error {
+	c, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	section := docgen.Section{Path: c.out, Begin: beginMarker, End: endMarker}
+	if err := section.Open(); err != nil {
+		return err
+	}
+	start := time.Now()
+	type column struct {
+		w   *factorize.Workload
+		p   factorize.Participation
+		ref cell
+	}
+	var cols []column
+	var head strings.Builder
+	var refRow strings.Builder
+	for _, r := range c.sizes {
+		w, err := factorize.Prefix(r)
+		if err != nil {
+			return err
+		}
+		ps := []factorize.Participation{factorize.SingleParticipation()}
+		for _, b := range c.seps {
+			ps = append(ps, factorize.MinSeparation(b, 0))
+		}
+		for _, p := range ps {
+			t0 := time.Now()
+			ref := reference(ctx, c, w, p)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(log, "reference R=%d %v: %v (%.1fs)\n", r, p, ref, time.Since(t0).Seconds())
+			cols = append(cols, column{w: w, p: p, ref: ref})
+			fmt.Fprintf(&head, " R=%d %v |", r, p)
+			fmt.Fprintf(&refRow, " %s |", format(ref, cell{}))
+		}
+	}
+	var table bytes.Buffer
+	fmt.Fprintf(&table, "| strategy | state per coordinate |%s\n|---|---|%s\n", head.String(), strings.Repeat("---:|", len(cols)))
+	fmt.Fprintf(&table, "| certified reference | |%s\n", refRow.String())
+	var notes []string
+	type row struct{ spec, label, mem string }
+	var rows []row
+	for _, info := range factorize.Registry() {
+		rows = append(rows, row{spec: info.Name, label: info.Name, mem: info.Stream})
+	}
+	// The loss-only strategies with wideBands coefficients or bands.
+	for _, info := range factorize.Registry() {
+		if !info.LossOnlyUnder(factorize.MinSeparation(wideBands, 0)) {
+			continue
+		}
+		s, err := factorize.ParseStrategy(info.Name + ":bands=" + strconv.Itoa(wideBands))
+		if err != nil {
+			return err
+		}
+		mem := strconv.FormatInt(factorize.StreamBytes(s, c.sizes[0], 1)/8, 10)
+		rows = append(rows, row{spec: s.Spec(), label: fmt.Sprintf("%s, %d", info.Name, wideBands), mem: mem})
+	}
+	for _, rw := range rows {
+		fmt.Fprintf(&table, "| %s | %s |", rw.label, rw.mem)
+		for _, col := range cols {
+			t0 := time.Now()
+			e := compute(ctx, c, rw.spec, col.w, col.p)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if e.err != nil && !errors.Is(e.err, errSkipped) {
+				notes = append(notes, fmt.Sprintf("%s, R = %d, %v: %v", rw.label, col.w.R(), col.p, e.err))
+			}
+			fmt.Fprintf(log, "%s R=%d %v: %s (%.1fs)\n", rw.label, col.w.R(), col.p, format(e, col.ref), time.Since(t0).Seconds())
+			fmt.Fprintf(&table, " %s |", format(e, col.ref))
+		}
+		fmt.Fprintln(&table)
+	}
+	var sec bytes.Buffer
+	fmt.Fprintf(&sec, "%s\nGenerated by `go run ./docgen/strategies %s` on %s in %s; do not edit by hand, rerun the command. Prefix-sum workload, default options (16 bands or coefficients, blt 4 buffers; the last rows with %d), RMSE per unit noise with the percentage above the certified reference of the column; minsep:B allows ceil(R/B) participations. Reference: single, the certified optimum (gap 1e-10); minsep:B, the certified optimal C with B bands and unit columns (gap 1e-8), an optimum over banded C only. † an upper bound (dynamic-programming sensitivity bound); — not run at this R (dense R x R factors above R = %d; the banded reference above R = %d).\n\n",
+		beginMarker, strings.Join(c.args, " "), time.Now().UTC().Format("2006-01-02 15:04 UTC"), time.Since(start).Round(time.Second), wideBands, c.denseMax, c.refMax)
+	sec.Write(table.Bytes())
+	docgen.Notes(&sec, notes)
+	sec.WriteString("\n")
+	return section.Replace(sec.Bytes())
+}

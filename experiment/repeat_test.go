@@ -1,0 +1,132 @@
+package experiment
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/model"
+)
+
+// Repetitions give the same numbers bit for bit with 1 or 3 workers; the
+// summary's mean and standard deviation match a direct computation.
+func TestRepeat(t *testing.T) {
+	const n, R, tau, d, reps = 3, 20, 2, 4, 5
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-3})
+	cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, EvalEvery: 5}
+	noise := func(rep int) (mechanism.Mechanism, error) {
+		return gaussNoise(R, d, 0.3, RepSeed(17, rep)), nil
+	}
+	var calls atomic.Int64
+	var last atomic.Int64
+	one, err := Repeat(t.Context(), p, cfg, noise, RepeatOptions{Reps: reps, Workers: 1, Progress: func(done, total int) {
+		calls.Add(1)
+		last.Store(int64(done))
+		if total != reps*R {
+			t.Errorf("progress total %d, want %d", total, reps*R)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != reps*R || last.Load() != reps*R {
+		t.Errorf("progress called %d times, last %d; want %d", calls.Load(), last.Load(), reps*R)
+	}
+	three, err := Repeat(t.Context(), p, cfg, noise, RepeatOptions{Reps: reps, Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range one.Traces {
+		if !bitsEqual(one.Traces[k].LossError, three.Traces[k].LossError) || !bitsEqual(one.Traces[k].X, three.Traces[k].X) {
+			t.Errorf("repetition %d differs between 1 and 3 workers", k)
+		}
+	}
+	if !bitsEqual(one.LossErrorMean, three.LossErrorMean) || !bitsEqual(one.RegretStd, three.RegretStd) {
+		t.Error("summaries differ between 1 and 3 workers")
+	}
+	// Repetition k is Run with noise(k).
+	m, _ := noise(2)
+	tr := mustRun(t, p, cfg, m)
+	if !bitsEqual(tr.LossError, one.Traces[2].LossError) {
+		t.Error("repetition 2 differs from a run with its noise")
+	}
+	// Mean and sample standard deviation by hand at the last round.
+	k := len(one.Rounds) - 1
+	mean, ss := 0.0, 0.0
+	for _, tr := range one.Traces {
+		mean += tr.LossError[k] / reps
+	}
+	for _, tr := range one.Traces {
+		ss += (tr.LossError[k] - mean) * (tr.LossError[k] - mean)
+	}
+	std := math.Sqrt(ss / (reps - 1))
+	lm, ls, _, _ := one.Final()
+	if math.Abs(lm-mean) > 1e-15 || math.Abs(ls-std) > 1e-14 {
+		t.Errorf("final loss error %v +- %v, want %v +- %v", lm, ls, mean, std)
+	}
+	if std == 0 {
+		t.Error("repetitions with different noise have the same loss error")
+	}
+}
+
+func TestRepeatErrors(t *testing.T) {
+	ds, _ := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 2}.Dataset(1, 3, 1, 1)
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
+	if _, err := Repeat(t.Context(), p, cfg, nil, RepeatOptions{}); err == nil {
+		t.Error("0 repetitions: no error")
+	}
+	noise := func(int) (mechanism.Mechanism, error) { return zeroNoise(3, 2), nil }
+	if _, err := Repeat(t.Context(), p, cfg, noise, RepeatOptions{Reps: 1}); err == nil {
+		t.Error("noise for nonprivate: no error")
+	}
+	cfg.Algorithm, cfg.Clip = fedopt.Correlated, 1
+	if _, err := Repeat(t.Context(), p, cfg, nil, RepeatOptions{Reps: 1}); err == nil {
+		t.Error("no noise for correlated: no error")
+	}
+	bad := func(rep int) (mechanism.Mechanism, error) { return zeroNoise(2, 2), nil } // wrong rounds
+	if _, err := Repeat(t.Context(), p, cfg, bad, RepeatOptions{Reps: 4, Workers: 2}); err == nil {
+		t.Error("mismatched noise: no error")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Repeat(ctx, p, cfg, noise, RepeatOptions{Reps: 2}); err == nil {
+		t.Error("cancelled context: no error")
+	}
+	// The noise of one repetition does not depend on the order of calls.
+	if RepSeed(1, 0) == RepSeed(1, 1) || RepSeed(1, 0) == RepSeed(2, 0) {
+		t.Error("RepSeed collides")
+	}
+}
+
+// NonPrivate runs once and reports that trace for every repetition.
+func TestRepeatNonPrivateRunsOnce(t *testing.T) {
+	ds, _ := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 10, 2, 1)
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
+	var calls atomic.Int64
+	s, err := Repeat(t.Context(), p, cfg, nil, RepeatOptions{Reps: 4, Progress: func(int, int) { calls.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustRun(t, p, cfg, nil)
+	if len(s.Traces) != 4 || calls.Load() != 10 {
+		t.Fatalf("%d traces, %d progress calls", len(s.Traces), calls.Load())
+	}
+	for _, tr := range s.Traces {
+		if !bitsEqual(tr.LossError, want.LossError) {
+			t.Error("trace differs from a single run")
+		}
+	}
+	if _, std, _, rstd := s.Final(); std != 0 || rstd != 0 {
+		t.Errorf("standard deviations %v, %v, want 0", std, rstd)
+	}
+}

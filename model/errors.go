@@ -1,0 +1,9 @@
+package model
+
+import "github.com/dpmf/dpmf/internal/param"
+
+// ParamError reports an argument that the package cannot accept: a nil
+// model, a non-positive tolerance, nil functions. It is dpmf's one argument
+// error (the same type as fedopt.ParamError and the others), so commands map
+// it to a flag with errors.As instead of parsing the message.
+type ParamError = param.Error

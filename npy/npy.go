@@ -1,0 +1,787 @@
+package npy
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/internal/atomicfile"
+)
+
+// The NumPy .npy format (numpy.lib.format, "NEP 1"): the magic string
+// "\x93NUMPY", a major and a minor version byte, the header length as a
+// little-endian uint16 (version 1.0) or uint32 (2.0 and 3.0), then the header:
+// a Python dict literal such as
+//
+//	{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }
+//
+// padded with spaces and ended by '\n', ASCII for 1.0 and 2.0 (NumPy decodes
+// it as Latin-1) and UTF-8 for 3.0. The raw array data follows the header.
+const (
+	npyMagic = "\x93NUMPY"
+	// npyAlign is the alignment NumPy gives the start of the data: magic,
+	// version, length field and header together are a multiple of 64 bytes.
+	npyAlign = 64
+	// npyGrowthDigits is NumPy's GROWTH_AXIS_MAX_DIGITS: np.save leaves room
+	// after the dict for the first dimension (C order) to grow to 21 digits.
+	npyGrowthDigits = 21
+	// npyDescr is the only dtype read and written: little-endian float64.
+	npyDescr = "<f8"
+	// npyMaxDims is NumPy's NPY_MAXDIMS (64 since NumPy 2.0).
+	npyMaxDims = 64
+	// npyMaxHeaderLen bounds the header accepted on reading. A '<f8' header
+	// with 64 dimensions of 19 digits is under 2 KiB.
+	npyMaxHeaderLen = 1 << 20
+	// npyMaxElements keeps the data size in bytes representable as an int.
+	npyMaxElements = math.MaxInt / 8
+	// npyReadChunk is the number of float64 values allocated up front when
+	// the amount of data available is not known; the buffer then doubles as
+	// data actually arrives, so whatever the header claims, Read
+	// allocates at most about max(1 MiB, twice the bytes the reader holds).
+	npyReadChunk = 1 << 17
+)
+
+// nativeLittleEndian reports whether float64 values are stored in
+// little-endian byte order in memory, so that '<f8' data can be read and
+// written through a byte view of a []float64 without conversion. It is a
+// variable so that tests can exercise the portable path.
+var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// Array is an n-dimensional float64 array stored in C (row-major) order.
+type Array struct {
+	// Shape holds the length of each dimension. An empty Shape is a 0-D
+	// array holding one value.
+	Shape []int
+	// Data holds the product of Shape values, the last index varying
+	// fastest: element (i, j) of a 2-D array is Data[i*Shape[1]+j].
+	Data []float64
+}
+
+// Dense returns a as an r×c matrix. It returns an error unless a is 2-D with
+// no zero dimension (gonum matrices cannot be empty) and len(a.Data) matches
+// the shape. The matrix shares a.Data.
+func (a Array) Dense() (*mat.Dense, error) {
+	if len(a.Shape) != 2 {
+		return nil, fmt.Errorf("npy: Array.Dense: shape %s is %d-D, want 2-D", shapeString(a.Shape), len(a.Shape))
+	}
+	if err := checkShape(a.Shape, len(a.Data)); err != nil {
+		return nil, fmt.Errorf("npy: Array.Dense: %w", err)
+	}
+	r, c := a.Shape[0], a.Shape[1]
+	if r == 0 || c == 0 {
+		return nil, fmt.Errorf("npy: Array.Dense: shape %s is empty; a mat.Dense needs at least one row and column", shapeString(a.Shape))
+	}
+	return mat.NewDense(r, c, a.Data), nil
+}
+
+// Write writes data with the given shape to w as a .npy file: format
+// version 1.0, dtype '<f8', fortran_order False. data is in C order and
+// len(data) must equal the product of shape (1 for an empty shape).
+//
+// The header is laid out as np.save lays it out for a C-contiguous float64
+// array (numpy/lib/format.py, _write_array_header and _wrap_header, in NumPy
+// releases that have GROWTH_AXIS_MAX_DIGITS): the dict keys in sorted order,
+// the shape as Python's repr of a tuple ("()", "(3,)", "(2, 3)"), 21 minus
+// the digits of the first dimension spaces of room for it to grow, then 1 to
+// 64 spaces and '\n' so that the data starts at a multiple of 64 bytes.
+//
+// The header is written with one Write call and the data with a second one;
+// on little-endian hosts the data is passed to w without being copied.
+func Write(w io.Writer, shape []int, data []float64) error {
+	if w == nil {
+		return &ParamError{Param: "w", Want: "a non-nil io.Writer"}
+	}
+	if err := checkShape(shape, len(data)); err != nil {
+		return &ParamError{Param: "shape", Value: shapeString(shape), Want: fmt.Sprintf("a shape of %d values (%v)", len(data), err)}
+	}
+	if _, err := w.Write(npyHeader(shape)); err != nil {
+		return &FileError{Op: "write", Err: err}
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	var b []byte
+	if nativeLittleEndian {
+		b = float64Bytes(data)
+	} else {
+		b = make([]byte, 0, 8*len(data))
+		for _, v := range data {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+	}
+	if _, err := w.Write(b); err != nil {
+		return &FileError{Op: "write", Err: err}
+	}
+	return nil
+}
+
+// Save writes data with the given shape to the file path as Write
+// does. The file is replaced atomically (see internal/atomicfile): on any
+// error an existing file at path is left unchanged and no partial file is
+// left behind. A new file gets permissions 0644 minus the umask; an existing
+// file keeps its permissions. Only a regular file is replaced: a symbolic
+// link, a device, a FIFO or a read-only file at path is an error.
+func Save(path string, shape []int, data []float64) error {
+	if err := checkShape(shape, len(data)); err != nil {
+		return fmt.Errorf("npy: save %s: %w", path, err)
+	}
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		return Write(w, shape, data)
+	})
+}
+
+// SaveDense writes m to the file path as a 2-D .npy array, as Save does.
+// m may be a view with a row stride larger than its number of columns. An
+// empty (zero-value) matrix is written with shape (0, 0).
+func SaveDense(path string, m *mat.Dense) error {
+	if m == nil {
+		return &ParamError{Param: "m", Want: "a non-nil *mat.Dense"}
+	}
+	r, c := m.Dims()
+	raw := m.RawMatrix()
+	var data []float64
+	switch {
+	case r == 0 || c == 0:
+	case raw.Stride == c:
+		data = raw.Data[:r*c]
+	default:
+		data = make([]float64, r*c)
+		for i := range r {
+			copy(data[i*c:(i+1)*c], raw.Data[i*raw.Stride:i*raw.Stride+c])
+		}
+	}
+	return Save(path, []int{r, c}, data)
+}
+
+// Read reads a .npy file holding a float64 array from r, which must hold
+// exactly one file: Read reads to the end of r and reports any bytes left
+// after the data as an error.
+//
+// Format versions 1.0, 2.0 and 3.0 are read. The dtype must be '<f8',
+// little-endian float64, which is what NumPy writes for float64 on every
+// platform; other spellings of it ('=f8', 'f8', '<d') only arise in
+// hand-written files, depend on the writer's byte order or are never
+// produced by NumPy, and are rejected like every other dtype, with an error
+// that names the dtype found. Arrays stored in Fortran order are transposed
+// into C order. The header dict may list its keys in any order, with any
+// whitespace, either quote character and an optional trailing comma, and may
+// use Python 2 long literals such as 3L in versions 1.0 and 2.0; anything
+// else that is not the literal NumPy would evaluate is an error.
+//
+// Read never trusts the shape in the header for memory: at most 64
+// dimensions, at most math.MaxInt/8 elements, and the data buffer grows as
+// bytes arrive, so a short input claiming a huge shape fails with a
+// "truncated data" error after a small allocation.
+func Read(r io.Reader) (Array, error) {
+	if r == nil {
+		return Array{}, &ParamError{Param: "r", Want: "a non-nil io.Reader"}
+	}
+	a, err := readNPY(r, -1)
+	if err != nil {
+		return Array{}, &FileError{Op: "read", Err: err}
+	}
+	return a, nil
+}
+
+// Load reads the .npy file at path as Read does. Every error names
+// path. Because the file size is known, a header that claims more or less
+// data than the file holds is reported before the data is allocated.
+func Load(path string) (Array, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return Array{}, &FileError{Op: "load", Path: path, Err: err}
+	}
+	defer f.Close()
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	a, err := readNPY(f, size)
+	if err != nil {
+		return Array{}, &FileError{Op: "load", Path: path, Err: err}
+	}
+	return a, nil
+}
+
+// checkShape returns an error unless every dimension of shape is
+// non-negative, there are at most npyMaxDims of them and their product is n.
+func checkShape(shape []int, n int) error {
+	want, err := numElements(shape)
+	if err != nil {
+		return err
+	}
+	if want != n {
+		return fmt.Errorf("shape %s holds %d values, data has %d", shapeString(shape), want, n)
+	}
+	return nil
+}
+
+// numElements returns the product of shape, or an error if a dimension is
+// negative, there are more than npyMaxDims dimensions or the product exceeds
+// npyMaxElements.
+func numElements(shape []int) (int, error) {
+	if len(shape) > npyMaxDims {
+		return 0, fmt.Errorf("shape has %d dimensions, at most %d are supported", len(shape), npyMaxDims)
+	}
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative dimension %d in shape %s", d, shapeString(shape))
+		}
+		if d > npyMaxElements || (d > 0 && n > npyMaxElements/d) {
+			return 0, fmt.Errorf("shape %s has too many elements (more than %d)", shapeString(shape), npyMaxElements)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// shapeString formats shape as Python's repr of a tuple: "()", "(3,)",
+// "(2, 3)".
+func shapeString(shape []int) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, d := range shape {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(d))
+	}
+	if len(shape) == 1 {
+		b.WriteByte(',')
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// npyHeader returns magic, version 1.0, header length and the padded header
+// for a C-order '<f8' array of the given shape, laid out as NumPy's
+// _write_array_header and _wrap_header do.
+func npyHeader(shape []int) []byte {
+	dict := "{'descr': '" + npyDescr + "', 'fortran_order': False, 'shape': " + shapeString(shape) + ", }"
+	if len(shape) > 0 {
+		dict += strings.Repeat(" ", npyGrowthDigits-len(strconv.Itoa(shape[0])))
+	}
+	const prefix = len(npyMagic) + 2 + 2
+	// NumPy always pads, by 1 to 64 spaces, before the final newline.
+	pad := npyAlign - (prefix+len(dict)+1)%npyAlign
+	hlen := len(dict) + pad + 1
+	b := make([]byte, 0, prefix+hlen)
+	b = append(b, npyMagic...)
+	b = append(b, 1, 0)
+	b = binary.LittleEndian.AppendUint16(b, uint16(hlen))
+	b = append(b, dict...)
+	for range pad {
+		b = append(b, ' ')
+	}
+	return append(b, '\n')
+}
+
+// float64Bytes returns the memory of s as bytes, without copying.
+func float64Bytes(s []float64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 8*len(s))
+}
+
+// readNPY reads one .npy file from r. size is the total size of the input
+// if known, or -1.
+func readNPY(r io.Reader, size int64) (Array, error) {
+	var pre [8]byte
+	n, err := io.ReadFull(r, pre[:])
+	if err != nil && !isEOF(err) {
+		return Array{}, err
+	}
+	if n < len(npyMagic) || string(pre[:len(npyMagic)]) != npyMagic {
+		return Array{}, fmt.Errorf("not a .npy file: it does not start with %q", npyMagic)
+	}
+	if n < len(pre) {
+		return Array{}, errors.New("truncated header: file ends inside the version number")
+	}
+	major, minor := pre[6], pre[7]
+	var lenSize int
+	switch {
+	case major == 1 && minor == 0:
+		lenSize = 2
+	case (major == 2 || major == 3) && minor == 0:
+		lenSize = 4
+	default:
+		return Array{}, fmt.Errorf("unsupported .npy format version %d.%d (want 1.0, 2.0 or 3.0)", major, minor)
+	}
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(r, lenBuf[:lenSize]); err != nil {
+		if isEOF(err) {
+			return Array{}, errors.New("truncated header: file ends inside the header length")
+		}
+		return Array{}, err
+	}
+	hlen := int64(binary.LittleEndian.Uint32(lenBuf[:]))
+	if hlen > npyMaxHeaderLen {
+		return Array{}, fmt.Errorf("header length %d exceeds the %d-byte limit", hlen, npyMaxHeaderLen)
+	}
+	header, err := io.ReadAll(io.LimitReader(r, hlen))
+	if err != nil {
+		return Array{}, err
+	}
+	if int64(len(header)) < hlen {
+		return Array{}, fmt.Errorf("truncated header: header length is %d bytes, file has %d", hlen, len(header))
+	}
+	if major == 3 && !utf8.Valid(header) {
+		return Array{}, errors.New("malformed header: version 3.0 header is not valid UTF-8")
+	}
+	h, err := parseNPYHeader(string(header), major <= 2)
+	if err != nil {
+		return Array{}, err
+	}
+	remaining := int64(-1)
+	if size >= 0 {
+		remaining = size - int64(len(pre)+lenSize) - hlen
+	}
+	data, err := readNPYData(r, h.shape, h.n, remaining)
+	if err != nil {
+		return Array{}, err
+	}
+	if h.fortran {
+		data = fortranToC(h.shape, data)
+	}
+	return Array{Shape: h.shape, Data: data}, nil
+}
+
+func isEOF(err error) bool {
+	return err == io.EOF || err == io.ErrUnexpectedEOF
+}
+
+// readNPYData reads the n float64 values of an array with the given shape
+// from r and checks that r ends there. remaining is the number of bytes left
+// in r if known, or -1.
+func readNPYData(r io.Reader, shape []int, n int, remaining int64) ([]float64, error) {
+	need := 8 * int64(n)
+	if remaining >= 0 && remaining < need {
+		return nil, fmt.Errorf("truncated data: shape %s needs %d bytes, got %d", shapeString(shape), need, remaining)
+	}
+	if remaining > need {
+		return nil, fmt.Errorf("%d trailing bytes after the %d bytes of data for shape %s", remaining-need, need, shapeString(shape))
+	}
+	var data []float64
+	if remaining >= 0 {
+		data = make([]float64, n)
+	} else {
+		data = make([]float64, min(n, npyReadChunk))
+	}
+	got := 0 // values read so far
+	for got < n {
+		if got == len(data) {
+			grow := min(n, 2*len(data)) - len(data)
+			data = slices.Grow(data, grow)[:len(data)+grow]
+		}
+		k, err := readFloat64s(r, data[got:])
+		if err != nil {
+			if isEOF(err) {
+				return nil, fmt.Errorf("truncated data: shape %s needs %d bytes, got %d", shapeString(shape), need, 8*int64(got)+int64(k))
+			}
+			return nil, err
+		}
+		got += k / 8
+	}
+	var one [1]byte
+	k, err := io.ReadFull(r, one[:])
+	if k > 0 {
+		return nil, fmt.Errorf("trailing bytes after the %d bytes of data for shape %s", need, shapeString(shape))
+	}
+	if err != nil && !isEOF(err) {
+		return nil, err
+	}
+	return data, nil
+}
+
+// readFloat64s fills dst with little-endian float64 values from r as
+// io.ReadFull does, returning the number of bytes read.
+func readFloat64s(r io.Reader, dst []float64) (int, error) {
+	if nativeLittleEndian {
+		return io.ReadFull(r, float64Bytes(dst))
+	}
+	var buf [8192]byte
+	total := 0
+	for len(dst) > 0 {
+		m := min(8*len(dst), len(buf))
+		k, err := io.ReadFull(r, buf[:m])
+		for i := 0; i+8 <= k; i += 8 {
+			dst[i/8] = math.Float64frombits(binary.LittleEndian.Uint64(buf[i:]))
+		}
+		total += k
+		if err != nil {
+			return total, err
+		}
+		dst = dst[m/8:]
+	}
+	return total, nil
+}
+
+// fortranToC returns the elements of f, an array of the given shape stored
+// in Fortran (column-major) order, in C (row-major) order.
+func fortranToC(shape []int, f []float64) []float64 {
+	if len(shape) < 2 || len(f) == 0 {
+		return f
+	}
+	// In Fortran order the stride of dimension k is the product of the
+	// dimensions before it. Walk the C-order multi-index like an odometer,
+	// last index fastest, keeping the Fortran offset of the current index.
+	stride := make([]int, len(shape))
+	s := 1
+	for k, d := range shape {
+		stride[k] = s
+		s *= d
+	}
+	idx := make([]int, len(shape))
+	c := make([]float64, len(f))
+	off := 0
+	for i := range c {
+		c[i] = f[off]
+		for k := len(shape) - 1; k >= 0; k-- {
+			idx[k]++
+			off += stride[k]
+			if idx[k] < shape[k] {
+				break
+			}
+			off -= idx[k] * stride[k]
+			idx[k] = 0
+		}
+	}
+	return c
+}
+
+// npyHeaderInfo is the content of a .npy header dict.
+type npyHeaderInfo struct {
+	shape   []int
+	n       int // product of shape
+	fortran bool
+}
+
+// parseNPYHeader parses and checks the header dict of a .npy file. allowLong
+// accepts Python 2 long literals (3L), which NumPy tolerates in versions 1.0
+// and 2.0.
+func parseNPYHeader(header string, allowLong bool) (npyHeaderInfo, error) {
+	p := &pyParser{s: header, allowLong: allowLong}
+	dict, err := p.dict()
+	if err != nil {
+		return npyHeaderInfo{}, err
+	}
+	for _, key := range []string{"descr", "fortran_order", "shape"} {
+		if _, ok := dict[key]; !ok {
+			return npyHeaderInfo{}, fmt.Errorf("malformed header: missing key '%s': %s", key, quoteHeader(header))
+		}
+	}
+	if len(dict) != 3 {
+		for key := range dict {
+			switch key {
+			case "descr", "fortran_order", "shape":
+			default:
+				return npyHeaderInfo{}, fmt.Errorf("malformed header: unexpected key %q (want only 'descr', 'fortran_order' and 'shape')", key)
+			}
+		}
+	}
+
+	switch descr := dict["descr"].(type) {
+	case string:
+		if descr != npyDescr {
+			return npyHeaderInfo{}, fmt.Errorf("unsupported dtype %q; want '%s' (little-endian float64)", descr, npyDescr)
+		}
+	default:
+		return npyHeaderInfo{}, fmt.Errorf("unsupported dtype: descr is %s (a structured dtype?); want '%s' (little-endian float64)", pyTypeName(descr), npyDescr)
+	}
+
+	fortran, ok := dict["fortran_order"].(bool)
+	if !ok {
+		return npyHeaderInfo{}, fmt.Errorf("malformed header: fortran_order is %s, want True or False", pyTypeName(dict["fortran_order"]))
+	}
+
+	tuple, ok := dict["shape"].(pyTuple)
+	if !ok {
+		return npyHeaderInfo{}, fmt.Errorf("malformed header: shape is %s, want a tuple of integers", pyTypeName(dict["shape"]))
+	}
+	if len(tuple) > npyMaxDims {
+		return npyHeaderInfo{}, fmt.Errorf("shape has %d dimensions, at most %d are supported", len(tuple), npyMaxDims)
+	}
+	shape := make([]int, len(tuple))
+	for i, v := range tuple {
+		lit, ok := v.(pyInt)
+		if !ok {
+			return npyHeaderInfo{}, fmt.Errorf("malformed header: shape element %d is %s, want an integer", i, pyTypeName(v))
+		}
+		d, err := strconv.ParseInt(string(lit), 10, 64)
+		switch {
+		case strings.HasPrefix(string(lit), "-") && (err != nil || d < 0):
+			return npyHeaderInfo{}, fmt.Errorf("negative dimension %s in shape", lit)
+		case err != nil || d > npyMaxElements:
+			return npyHeaderInfo{}, fmt.Errorf("dimension %s in shape is too large (more than %d elements)", lit, npyMaxElements)
+		}
+		shape[i] = int(d)
+	}
+	n, err := numElements(shape)
+	if err != nil {
+		return npyHeaderInfo{}, err
+	}
+	return npyHeaderInfo{shape: shape, n: n, fortran: fortran}, nil
+}
+
+// Values of the Python literal subset a .npy header uses: string, bool,
+// pyInt, pyTuple and pyList.
+type (
+	// pyInt is the text of an integer literal, with its sign and without a
+	// Python 2 'L' suffix.
+	pyInt   string
+	pyTuple []any
+	pyList  []any
+)
+
+// pyTypeName names the type of v with an article, for error messages.
+func pyTypeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a bool"
+	case pyInt:
+		return "an integer"
+	case pyTuple:
+		return "a tuple"
+	case pyList:
+		return "a list"
+	}
+	return "a value"
+}
+
+// quoteHeader quotes a header for an error message, shortened if long.
+func quoteHeader(h string) string {
+	const max = 120
+	if len(h) > max {
+		return strconv.Quote(h[:max]) + "..."
+	}
+	return strconv.Quote(h)
+}
+
+// pyParser parses the subset of Python literal syntax that a .npy header
+// dict is written in: a dict with string keys whose values are strings,
+// True, False, decimal integers, tuples and lists of these.
+type pyParser struct {
+	s         string
+	pos       int
+	depth     int
+	allowLong bool
+}
+
+// pyMaxDepth bounds the nesting of tuples and lists.
+const pyMaxDepth = 16
+
+func (p *pyParser) errorf(format string, args ...any) error {
+	return fmt.Errorf("malformed header at byte %d: %s: %s", p.pos, fmt.Sprintf(format, args...), quoteHeader(p.s))
+}
+
+func (p *pyParser) skipSpace() {
+	for p.pos < len(p.s) {
+		switch p.s[p.pos] {
+		case ' ', '\t', '\n', '\r', '\f':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end (a NUL byte in the
+// header is never valid, so callers need not tell the two apart).
+func (p *pyParser) peek() byte {
+	p.skipSpace()
+	if p.pos == len(p.s) {
+		return 0
+	}
+	return p.s[p.pos]
+}
+
+// dict parses the whole input as a dict followed only by whitespace.
+func (p *pyParser) dict() (map[string]any, error) {
+	if p.peek() != '{' {
+		return nil, p.errorf("want a dict starting with '{'")
+	}
+	p.pos++
+	d := make(map[string]any)
+	for {
+		c := p.peek()
+		if c == '}' {
+			p.pos++
+			break
+		}
+		if c != '\'' && c != '"' {
+			return nil, p.errorf("want a quoted key or '}'")
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := d[key]; dup {
+			return nil, p.errorf("duplicate key %q", key)
+		}
+		if p.peek() != ':' {
+			return nil, p.errorf("want ':' after key %q", key)
+		}
+		p.pos++
+		v, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		d[key] = v
+		if c := p.peek(); c == ',' {
+			p.pos++
+		} else if c != '}' {
+			return nil, p.errorf("want ',' or '}' after the value of %q", key)
+		}
+	}
+	if p.skipSpace(); p.pos != len(p.s) {
+		return nil, p.errorf("unexpected text after the dict")
+	}
+	return d, nil
+}
+
+func (p *pyParser) value() (any, error) {
+	switch c := p.peek(); {
+	case c == '\'' || c == '"':
+		return p.str()
+	case c == '-' || ('0' <= c && c <= '9'):
+		return p.integer()
+	case c == '(' || c == '[':
+		return p.sequence()
+	case c == 'T' || c == 'F':
+		start := p.pos
+		for p.pos < len(p.s) && isIdentByte(p.s[p.pos]) {
+			p.pos++
+		}
+		switch p.s[start:p.pos] {
+		case "True":
+			return true, nil
+		case "False":
+			return false, nil
+		}
+		p.pos = start
+		return nil, p.errorf("unknown name")
+	case c == 0:
+		return nil, p.errorf("unexpected end of header")
+	default:
+		return nil, p.errorf("unexpected %q", c)
+	}
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+// str parses a quoted string without escape sequences.
+func (p *pyParser) str() (string, error) {
+	quote := p.s[p.pos]
+	start := p.pos + 1
+	for i := start; i < len(p.s); i++ {
+		switch p.s[i] {
+		case quote:
+			p.pos = i + 1
+			return p.s[start:i], nil
+		case '\\':
+			p.pos = i
+			return "", p.errorf("escape sequences are not supported")
+		case '\n', '\r':
+			p.pos = i
+			return "", p.errorf("unterminated string")
+		}
+	}
+	p.pos = len(p.s)
+	return "", p.errorf("unterminated string")
+}
+
+// integer parses a decimal integer literal with an optional minus sign.
+func (p *pyParser) integer() (pyInt, error) {
+	start := p.pos
+	if p.s[p.pos] == '-' {
+		p.pos++
+		p.skipSpace()
+	}
+	digits := p.pos
+	for p.pos < len(p.s) && '0' <= p.s[p.pos] && p.s[p.pos] <= '9' {
+		p.pos++
+	}
+	lit := p.s[digits:p.pos]
+	if lit == "" {
+		return "", p.errorf("want digits")
+	}
+	if len(lit) > 1 && lit[0] == '0' {
+		p.pos = digits
+		return "", p.errorf("leading zero in integer %s", lit)
+	}
+	if p.allowLong && p.pos < len(p.s) && p.s[p.pos] == 'L' {
+		p.pos++
+	}
+	if p.pos < len(p.s) && (isIdentByte(p.s[p.pos]) || p.s[p.pos] == '.') {
+		return "", p.errorf("bad integer literal")
+	}
+	if p.s[start] == '-' {
+		return pyInt("-" + lit), nil
+	}
+	return pyInt(lit), nil
+}
+
+// sequence parses a tuple "(...)" or a list "[...]". As in Python, "(x)"
+// without a comma is x itself, not a tuple.
+func (p *pyParser) sequence() (any, error) {
+	open := p.s[p.pos]
+	closer := byte(')')
+	if open == '[' {
+		closer = ']'
+	}
+	if p.depth >= pyMaxDepth {
+		return nil, p.errorf("nested too deeply")
+	}
+	p.depth++
+	defer func() { p.depth-- }()
+	p.pos++
+	var items []any
+	sawComma := false
+	for {
+		if p.peek() == closer {
+			p.pos++
+			break
+		}
+		v, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, v)
+		switch p.peek() {
+		case ',':
+			p.pos++
+			sawComma = true
+			continue
+		case closer:
+			p.pos++
+		default:
+			return nil, p.errorf("want ',' or %q", closer)
+		}
+		break
+	}
+	if open == '[' {
+		return pyList(items), nil
+	}
+	if len(items) == 1 && !sawComma {
+		return items[0], nil
+	}
+	return pyTuple(items), nil
+}
