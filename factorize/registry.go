@@ -276,7 +276,7 @@ func strategies() []StrategyInfo {
 		},
 		{
 			Name: StrategyOptimal, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)",
-			Stream: "K, the order of its quasiseparable factor (R, or regenerated, under epochs:K or path=dense)",
+			Stream: "K (about 11 + 3 log2 R; R, or regenerated, under epochs:K or path=dense)",
 			Settings: []Setting{
 				{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
 				{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
