@@ -251,7 +251,7 @@ func (c *Cache) Path(key string) string {
 // warn may be nil; each warning is one line without a program-name prefix.
 func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.Workload, p factorize.Participation, warn io.Writer) (f *factorize.Factorization, cached bool, err error) {
 	if ctx == nil {
-		return nil, false, &factorize.ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
+		return nil, false, &ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
 	}
 	if warn == nil {
 		warn = io.Discard
@@ -318,7 +318,7 @@ func (c *Cache) Load(s factorize.Strategy, w *factorize.Workload, p factorize.Pa
 // an error if s's name is not f.Strategy.
 func (c *Cache) Store(f *factorize.Factorization, s factorize.Strategy) error {
 	if f == nil {
-		return &factorize.ParamError{Param: "factorization", Want: "a factorization computed by this package"}
+		return &ParamError{Param: "factorization", Want: "a factorization computed by this package"}
 	}
 	if s != nil && s.Name() != f.Strategy {
 		return fmt.Errorf("cache: storing a %s factorization under the %s strategy", f.Strategy, s.Name())
