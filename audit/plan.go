@@ -156,7 +156,15 @@ func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 		return nil, err
 	}
 	if f.C == nil || f.B == nil {
-		return nil, fmt.Errorf("audit: factorization %q has no factors", f.Strategy)
+		// The replay and the whitener read the dense factors: form them
+		// (the noise still streams from f's operator).
+		b, c, err := f.Factors()
+		if err != nil {
+			return nil, fmt.Errorf("audit: factorization %q has no factors", f.Strategy)
+		}
+		g := *f
+		g.B, g.C = b, c
+		f = &g
 	}
 	return &Setup{Plan: p, Factorization: f, Privacy: priv}, nil
 }

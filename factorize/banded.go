@@ -87,7 +87,7 @@ func Banded(ctx context.Context, w *Workload, bands int) (*Factorization, error)
 			best = f
 		}
 	}
-	best.Stream = StreamBanded
+	best.Operator = bandedOpOf(best.C, b)
 	return best, nil
 }
 
@@ -260,7 +260,7 @@ func toeplitzScaled(strategy string, w *Workload, tw toeplitzWorkload, c, u, sca
 	}
 	return &Factorization{
 		Strategy:  strategy,
-		Stream:    StreamToeplitz,
+		Operator:  toeplitzOpOf(cm),
 		Workload:  w,
 		B:         b,
 		C:         cm,

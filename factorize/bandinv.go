@@ -33,7 +33,7 @@ import (
 // non-negative and non-increasing (always for bisr, see
 // [BandedInverseSqrt]) its sensitivity under b-min-separation is exact
 // ([ToeplitzMinSepSensitivity]). The noise C^{-1} Z streams with a buffer
-// of the last p-1 rows of Z ([StreamBandedInverse]).
+// of the last p-1 rows of Z (the banded-inverse operator).
 
 // Strategy names of the banded-inverse and banded Toeplitz strategies.
 const (
@@ -41,57 +41,6 @@ const (
 	StrategyBandInv        = "bandinv"
 	StrategyBandedToeplitz = "banded-toeplitz"
 )
-
-// InverseBandOf returns the coefficients u_0..u_{p-1} of the banded
-// Toeplitz C^{-1} = T_u of a factorization that declares
-// [StreamBandedInverse], recovered from C's first column by the series
-// inverse (C = T_c, u = 1/c(x)); the coefficients from index p on, which
-// are zero in exact arithmetic, must be below 1e-10 of the largest (else
-// it is an error: C^{-1} is not banded). p is the last index whose
-// coefficient is above that threshold, plus one.
-func InverseBandOf(f *Factorization) ([]float64, error) {
-	if f == nil || f.C == nil {
-		return nil, &ParamError{Param: "factorization", Want: "one with a factor C"}
-	}
-	m, r := f.C.Dims()
-	if m != r || r == 0 {
-		return nil, &ParamError{Param: "C", Value: fmt.Sprintf("%d x %d", m, r), Want: "a square matrix"}
-	}
-	c := make([]float64, r)
-	scale := 0.0
-	for i := range c {
-		c[i] = f.C.At(i, 0)
-		for j := 0; j <= i; j++ {
-			scale = math.Max(scale, math.Abs(f.C.At(i, j)))
-		}
-	}
-	if c[0] == 0 {
-		return nil, &ParamError{Param: "C[0][0]", Value: 0.0, Want: "nonzero (C invertible)"}
-	}
-	for i := 0; i < r; i++ {
-		for j := 1; j < r; j++ {
-			want := 0.0
-			if i >= j {
-				want = c[i-j]
-			}
-			if math.Abs(f.C.At(i, j)-want) > 1e-12*scale {
-				return nil, fmt.Errorf("factorize: C is not lower-triangular Toeplitz at (%d, %d)", i, j)
-			}
-		}
-	}
-	u := linalg.SeriesInverse(c, r)
-	top := 0.0
-	for _, v := range u {
-		top = math.Max(top, math.Abs(v))
-	}
-	p := 1
-	for k, v := range u {
-		if math.Abs(v) > 1e-10*top {
-			p = k + 1
-		}
-	}
-	return u[:p], nil
-}
 
 // BandedInverseSqrt returns the BISR factorization of a lower-triangular
 // Toeplitz workload (Kalinin, McKenna, Upadhyay, Lampert 2025, arXiv
@@ -158,8 +107,7 @@ func bandInvFactorization(strategy string, w *Workload, tw toeplitzWorkload, u [
 			brow[j] = beta[i-j]
 		}
 	}
-	f := finish(strategy, StreamBandedInverse, w, bm, cm)
-	return f
+	return finish(strategy, bandInverseOp{u: u, r: r}, w, bm, cm)
 }
 
 // toeplitzSens2 returns the squared sensitivity under p of the R x R
@@ -288,7 +236,8 @@ func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, pa
 // min-separation with more bands than the separation, where the reported
 // sensitivity is the one [SensitivityOf] gives). O(R b) per evaluation,
 // L-BFGS with finite-difference gradients (a local optimum). Its noise
-// streams by forward substitution with the last b-1 rows ([StreamBanded]).
+// streams by forward substitution with the last b-1 rows (the banded
+// operator).
 func BandedToeplitz(ctx context.Context, w *Workload, bands int, part Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
@@ -321,7 +270,7 @@ func BandedToeplitz(ctx context.Context, w *Workload, bands int, part Participat
 			brow[j] = beta[i-j]
 		}
 	}
-	return finish(StrategyBandedToeplitz, StreamBanded, w, bm, cm), nil
+	return finish(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, bm, cm), nil
 }
 
 // bandedToeplitzSens2 returns the squared sensitivity under part of the
@@ -523,7 +472,7 @@ func checkLossOnly(strategy string, w *Workload, bands int, p Participation) (to
 // sensitivity sens2 under p (gamma2 the squared largest column norm of C):
 // ||B||_F^2 = sum_m (R - m) beta_m^2, and the largest row norm is the last
 // row's, sum_m beta_m^2.
-func lossOnlyResult(strategy string, stream Stream, w *Workload, p Participation, gamma2 float64, sens Sensitivity, beta []float64) *Factorization {
+func lossOnlyResult(strategy string, op Operator, w *Workload, p Participation, gamma2 float64, sens Sensitivity, beta []float64) *Factorization {
 	r := w.R()
 	frob, last := 0.0, 0.0
 	for m, v := range beta {
@@ -531,10 +480,11 @@ func lossOnlyResult(strategy string, stream Stream, w *Workload, p Participation
 		last += v * v
 	}
 	return &Factorization{
-		Strategy: strategy,
-		Stream:   stream,
-		Workload: w,
-		Metrics:  metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
+		Strategy:  strategy,
+		Operator:  op,
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
 	}
 }
 
@@ -571,7 +521,7 @@ func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands in
 		}
 		sens = Sensitivity{Value: math.Sqrt(s2), Exact: true, Rule: RuleMinSepToeplitz}
 	}
-	return lossOnlyResult(strategy, StreamBandedInverse, w, p, gamma2, sens, tw.times(padded(u, r))), nil
+	return lossOnlyResult(strategy, bandInverseOp{u: u, r: r}, w, p, gamma2, sens, tw.times(padded(u, r))), nil
 }
 
 // bandedToeplitzLossOnly returns the metrics-only result of
@@ -596,5 +546,5 @@ func bandedToeplitzLossOnly(ctx context.Context, w *Workload, b int, p Participa
 		}
 		sens = Sensitivity{Value: math.Sqrt(bandedToeplitzSens2(c, r, p)), Exact: true, Rule: RuleMinSepBanded}
 	}
-	return lossOnlyResult(StrategyBandedToeplitz, StreamBanded, w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil
+	return lossOnlyResult(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil
 }

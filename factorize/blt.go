@@ -102,7 +102,7 @@ func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) 
 	f, scale := toeplitzFactorization(StrategyBLT, w, tw, c, d)
 	p.Scale = scale
 	f.BLT = p
-	f.Stream = StreamBLT
+	f.Operator = p
 	return f, nil
 }
 
@@ -239,7 +239,7 @@ func bltInverse(p *BLTParams, n int) []float64 {
 // BLTParamsOf returns a copy of the streaming parameters of f (its BLT
 // field) and true, or nil and false if f is not a BLT factorization.
 func BLTParamsOf(f *Factorization) (*BLTParams, bool) {
-	if f == nil || f.Stream != StreamBLT || f.BLT == nil {
+	if f == nil || f.BLT == nil {
 		return nil, false
 	}
 	return f.BLT.clone(), true

@@ -15,5 +15,5 @@ func Identity(w *Workload) (*Factorization, error) {
 	for i := 0; i < r; i++ {
 		c.Set(i, i, 1)
 	}
-	return finish(StrategyIdentity, StreamIndependent, w, b, c), nil
+	return finish(StrategyIdentity, identityOp{w.R()}, w, b, c), nil
 }

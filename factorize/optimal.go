@@ -147,6 +147,9 @@ func balanced(w *Workload, opt Options, solve func(*Workload, Options) (*Factori
 	if f.B != nil {
 		f.B.Scale(1/t, f.B)
 	}
+	if _, ok := f.Operator.(*denseOp); ok {
+		f.Operator = newDenseOp(w, f.B, f.Available)
+	}
 	m := &f.Metrics
 	m.FrobBSq, m.MaxRowBSq = m.FrobBSq/t/t, m.MaxRowBSq/t/t
 	m.Loss, m.MaxSE, m.RMSE = m.Loss/t/t, m.MaxSE/t/t, m.RMSE/t
@@ -212,11 +215,26 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			Gap:         sol.gap,
 		}, nil
 	}
-	b, c, err := optimalFactors(ctx, ev, w, sol.vUpper, sol.normalized)
-	if err != nil {
-		return nil, err
+	var f *Factorization
+	if se, ok := ev.(*structuredEvaluator); ok && se.k == 1 {
+		// The causal factor in quasiseparable form streams with K state
+		// vectors; its metrics are those of the C streamed.
+		cf, err := se.optimalFactor(sol.vUpper, sol.normalized)
+		if err != nil {
+			return nil, err
+		}
+		f = quasiSepResult(StrategyOptimal, w, w, 1, cf)
+	} else {
+		y, err := ev.root(ctx, sol.vUpper)
+		if err != nil {
+			return nil, err
+		}
+		b, c, err := factorsFromRoot(w, y, sol.vUpper, sol.normalized)
+		if err != nil {
+			return nil, err
+		}
+		f = &Factorization{Strategy: StrategyOptimal, Operator: newDenseOp(w, b, squareAvailable(w.R())), Workload: w, B: b, C: c, Available: squareAvailable(w.R()), Metrics: denseMetrics(b, c)}
 	}
-	f := &Factorization{Strategy: StrategyOptimal, Stream: StreamDense, Workload: w, B: b, C: c, Available: squareAvailable(w.R()), Metrics: denseMetrics(b, c)}
 	f.Iterations = sol.iter
 	f.Evaluations = sol.evals
 	f.Gap = sol.gap

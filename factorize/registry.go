@@ -41,10 +41,6 @@ type StrategyInfo struct {
 	// Stream describes the state of the noise stream per coordinate, in
 	// vectors, with the default settings' value ([StreamBytes] counts it).
 	Stream string
-	// KeepsPastRows reports whether the strategy's noise mechanism
-	// combines past noise rows that it keeps or regenerates (the dense and
-	// Toeplitz mechanisms), rather than a bounded state.
-	KeepsPastRows bool
 
 	// lossOnly lists the participation kinds under which the strategy
 	// computes its metrics without forming B and C (none: no loss-only
@@ -55,8 +51,12 @@ type StrategyInfo struct {
 	// fields are the settings' places in the strategy, in Settings' order.
 	fields []field
 	// streamVectors returns the number of d-vectors the noise stream of s
-	// keeps at R = r rounds.
+	// keeps at R = r rounds under single participation.
 	streamVectors func(s Strategy, r int) int
+	// pastRows reports whether the operator of s under p on the prefix
+	// workload reads past noise rows again (OperatorMemory.PastRows > 0);
+	// nil for never.
+	pastRows func(s Strategy, p Participation) bool
 	// solveBytes returns the bytes the strategy's solve needs at R = r
 	// (see [SolveBytes]).
 	solveBytes func(s Strategy, r int, bandedInverse bool) float64
@@ -136,15 +136,17 @@ func strategies() []StrategyInfo {
 			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, treeRows(r)) },
 		},
 		{
-			Name: StrategySqrt, Doc: "the square root of the prefix-sum matrix (Toeplitz)", KeepsPastRows: true,
+			Name: StrategySqrt, Doc: "the square root of the prefix-sum matrix (Toeplitz)",
 			Stream:        "R (or regenerated)",
+			pastRows:      func(Strategy, Participation) bool { return true },
 			fresh:         func() any { return &SqrtStrategy{} },
 			streamVectors: func(_ Strategy, r int) int { return r },
 			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
 		},
 		{
-			Name: StrategySqrtNormalized, Doc: "the square root of the prefix-sum matrix with unit column norms", KeepsPastRows: true,
+			Name: StrategySqrtNormalized, Doc: "the square root of the prefix-sum matrix with unit column norms",
 			Stream:        "R (or regenerated)",
+			pastRows:      func(Strategy, Participation) bool { return true },
 			fresh:         func() any { return &SqrtStrategy{Normalized: true} },
 			streamVectors: func(_ Strategy, r int) int { return r },
 			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
@@ -273,8 +275,8 @@ func strategies() []StrategyInfo {
 			progressPtr: func(p any) *func(Progress) { return &p.(*SemisepStrategy).Progress },
 		},
 		{
-			Name: StrategyOptimal, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)", KeepsPastRows: true,
-			Stream: "R (or regenerated)",
+			Name: StrategyOptimal, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)",
+			Stream: "K (about 11 + 3 log2 R; R, or regenerated, under epochs:K or path=dense)",
 			Settings: []Setting{
 				{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
 				{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
@@ -287,8 +289,20 @@ func strategies() []StrategyInfo {
 				{ptr: func(p any) any { return &p.(*OptimalStrategy).MaxIter }, lo: 1},
 				{ptr: func(p any) any { return &p.(*OptimalStrategy).Method }},
 			},
-			// The dense mechanism keeps (or regenerates) the R past rows.
-			streamVectors: func(_ Strategy, r int) int { return r },
+			// The structured path streams the causal factor in
+			// quasiseparable form; the dense path's operator keeps (or
+			// regenerates) the R past rows.
+			streamVectors: func(s Strategy, r int) int {
+				if s.(OptimalStrategy).Method == Dense {
+					return r
+				}
+				return optimalStates(r)
+			},
+			pastRows: func(s Strategy, p Participation) bool {
+				// The fixed-epoch solver and the dense path form dense
+				// factors, which stream through their dense operator.
+				return s.(OptimalStrategy).Method == Dense || (p.Kind == KindEpochs && p.K > 1)
+			},
 			solveBytes: func(s Strategy, r int, bandedInverse bool) float64 {
 				o := s.(OptimalStrategy)
 				rf := float64(r)
@@ -315,6 +329,15 @@ func strategies() []StrategyInfo {
 		},
 	}
 }
+
+// optimalStates estimates, from above, the number K of state vectors of
+// the optimal factorization's quasiseparable factor at R = r rounds: K is
+// the number of nodes of the solver's rational approximation of x^{-1/2},
+// which grows with the logarithm of the condition number of its matrix.
+// Measured on the prefix workload: K = 11 at R = 2, 25 at R = 40, 29 at
+// R = 100, 38 at R = 1000, 44 at R = 4000, 57 at R = 10^5, about
+// 11 + 3 log2 R; the estimate 16 + 4 log2 R leaves a margin.
+func optimalStates(r int) int { return 16 + 4*bits.Len(uint(max(r, 1))) }
 
 // lossOnlyFloatsPerRound bounds the float64 vectors of length R that the
 // structured loss-only solver keeps: about 25 measured (peak RSS 193 MB for
@@ -558,18 +581,33 @@ func info(s Strategy) (StrategyInfo, bool) {
 }
 
 // StreamBytes estimates the memory of the noise stream of s for R = r
-// rounds of d-dimensional noise: the past noise rows or state vectors its
-// mechanism keeps, 8 d bytes each (R rows for the dense and Toeplitz
-// mechanisms, which may regenerate them instead, see
-// [StrategyInfo.KeepsPastRows]). Defaults that depend on the participation
-// or on the solve are taken at their largest. A strategy that is not
-// registered is counted as dense.
+// rounds of d-dimensional noise under single participation: the past noise
+// rows or state vectors its mechanism keeps, 8 d bytes each (R rows for the
+// dense and Toeplitz operators, which may regenerate them instead, see
+// [KeepsPastRows]). Defaults that depend on the participation or on the
+// solve are taken at their largest (the optimal factorization's K, at
+// most 16 + 4 log2 R state vectors). A strategy that is not registered is
+// counted as dense.
 func StreamBytes(s Strategy, r, d int) int64 {
 	vectors := r
 	if i, ok := info(s); ok {
 		vectors = i.streamVectors(s, r)
 	}
 	return int64(vectors) * int64(max(d, 0)) * 8
+}
+
+// KeepsPastRows reports whether the noise operator of s under p on the
+// prefix workload reads past noise rows again, which the mechanism keeps
+// or regenerates ([OperatorMemory.PastRows] > 0: the Toeplitz operator of
+// the square roots, the dense operator of the optimal factorization under
+// epochs:K with K > 1 or path=dense), rather than holding a bounded state.
+// A strategy that is not registered is counted as dense.
+func KeepsPastRows(s Strategy, p Participation) bool {
+	i, ok := info(s)
+	if !ok {
+		return true
+	}
+	return i.pastRows != nil && i.pastRows(s, p)
 }
 
 // SolveBytes estimates the memory that s.Factorize needs at R = r

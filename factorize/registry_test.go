@@ -237,18 +237,39 @@ func TestStreamBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, est := m.StateBytes(), factorize.StreamBytes(s, r, dim)
-		if spec == "semiseparable" {
+		if spec == "semiseparable" || spec == "optimal" {
+			// K is chosen by the solve; the estimate bounds it.
 			if got > est {
 				t.Errorf("%s: StreamBytes %d below the mechanism's %d", spec, est, got)
 			}
-			continue
-		}
-		if got != est {
+		} else if got != est {
 			t.Errorf("%s: StreamBytes %d, the mechanism holds %d", spec, est, got)
 		}
-		info, _ := factorize.Lookup(s.Name())
-		if info.KeepsPastRows != (est == r*dim*8) {
-			t.Errorf("%s: KeepsPastRows %t with a stream of %d of %d rows", spec, info.KeepsPastRows, est/(dim*8), r)
+		if keeps, past := factorize.KeepsPastRows(s, factorize.SingleParticipation()), f.Operator.Memory().PastRows > 0; keeps != past {
+			t.Errorf("%s: KeepsPastRows %t, its operator %v reads past rows: %t", spec, keeps, f.Operator, past)
+		}
+	}
+	// The optimal factorization's dense operators: under fixed epochs and
+	// on the dense path.
+	for _, c := range []struct {
+		spec string
+		p    factorize.Participation
+	}{
+		{"optimal", factorize.FixedEpochs(2)},
+		{"optimal:path=dense", factorize.SingleParticipation()},
+		{"optimal", factorize.SingleParticipation()},
+		{"optimal", factorize.MinSeparation(10, 4)},
+	} {
+		s, err := factorize.ParseStrategy(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := s.Factorize(ctx, w, c.p)
+		if err != nil {
+			t.Fatalf("%s under %v: %v", c.spec, c.p, err)
+		}
+		if keeps, past := factorize.KeepsPastRows(s, c.p), f.Operator.Memory().PastRows > 0; keeps != past {
+			t.Errorf("%s under %v: KeepsPastRows %t, its operator %v reads past rows: %t", c.spec, c.p, keeps, f.Operator, past)
 		}
 	}
 }

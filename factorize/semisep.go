@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"strconv"
 
 	"github.com/dpmf/dpmf/linalg"
-	"gonum.org/v1/gonum/mat"
 )
 
 // DefaultMaxExcess is the relative excess over the certified optimal loss
@@ -53,7 +51,7 @@ type SemisepParams struct {
 //
 // B and C are formed densely (O(R^2) memory) only when factors is true;
 // otherwise B and C are nil and f.Semisep carries the streaming form
-// (O(R k) memory), which [mechanism.New] streams. The workload must have a
+// (O(R k) memory), which f.Operator streams. The workload must have a
 // bidiagonal inverse (prefix or weighted prefix sums) and R >= 2.
 func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, factors bool, opt Options) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
@@ -106,7 +104,7 @@ func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 	optLower := sol.lower / t / t
 	try := func(k int) (*Factorization, error) {
 		q := linalg.NewInvSqrtRationalN(lo, hi, k)
-		cf, err := ev.semisepX(sol.vUpper, q).ReverseCholesky()
+		cf, err := ev.semisepX(sol.vUpper, q, false).ReverseCholesky()
 		if err != nil {
 			return nil, fmt.Errorf("factorize: semiseparable factor with %d state vectors: %w", k, err)
 		}
@@ -135,14 +133,7 @@ func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 	}
 	f.Iterations, f.Evaluations, f.Gap = sol.iter, sol.evals, sol.gap
 	if factors {
-		n := w.R()
-		cData := make([]float64, n*n)
-		workers := runtime.GOMAXPROCS(0)
-		f.Semisep.C.Dense(cData, workers)
-		bData := make([]float64, n*n)
-		semisepApplyInverse(f.Semisep.C, w, bData, workers)
-		f.B, f.C = mat.NewDense(n, n, bData), mat.NewDense(n, n, cData)
-		f.Available = squareAvailable(n)
+		f.B, f.C = quasiSepFactors(f.Semisep.C, w)
 	}
 	return f, nil
 }
@@ -151,6 +142,16 @@ func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 // factor cf of workload w (cf computed for ws = t w), with its metrics
 // computed from cf's generators.
 func semisepFactorization(w, ws *Workload, t float64, cf linalg.QuasiSep, optLower float64) *Factorization {
+	f := quasiSepResult(StrategySemisep, w, ws, t, cf)
+	f.Semisep = &SemisepParams{C: cf, OptimalLower: optLower, Excess: f.Metrics.Loss/optLower - 1}
+	return f
+}
+
+// quasiSepResult returns the factorization, without dense factors, of the
+// causal factor cf of workload w (cf computed for ws = t w), streamed from
+// cf's generators, with its single-participation metrics computed from
+// them in O(R K^2).
+func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.QuasiSep) *Factorization {
 	n := w.R()
 	colSq := make([]float64, n)
 	cf.ColNormsSq(colSq)
@@ -174,13 +175,12 @@ func semisepFactorization(w, ws *Workload, t float64, cf linalg.QuasiSep, optLow
 		maxRow = math.Max(maxRow, bRow[i])
 	}
 	frob, maxRow = frob/t/t, maxRow/t/t
-	m := singleMetrics(n, math.Sqrt(gamma2), frob, maxRow)
 	return &Factorization{
-		Strategy: StrategySemisep,
-		Stream:   StreamSemisep,
-		Workload: w,
-		Metrics:  m,
-		Semisep:  &SemisepParams{C: cf, OptimalLower: optLower, Excess: m.Loss/optLower - 1},
+		Strategy:  strategy,
+		Operator:  quasiSepOp{cf},
+		Workload:  w,
+		Available: squareAvailable(n),
+		Metrics:   singleMetrics(n, math.Sqrt(gamma2), frob, maxRow),
 	}
 }
 

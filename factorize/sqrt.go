@@ -75,7 +75,7 @@ func Sqrt(w *Workload) (*Factorization, error) {
 	}
 	c := toeplitzLower(SqrtCoefficients(w.R()))
 	b := mat.DenseCopyOf(c)
-	return finish(StrategySqrt, StreamToeplitz, w, b, c), nil
+	return finish(StrategySqrt, toeplitzOpOf(c), w, b, c), nil
 }
 
 // SqrtNormalized returns the square-root factorization with the columns of C
@@ -119,5 +119,5 @@ func SqrtNormalized(w *Workload) (*Factorization, error) {
 			row[j] += norm[i] * inv[i-j]
 		}
 	}
-	return finish(StrategySqrtNormalized, StreamToeplitz, w, b, c), nil
+	return finish(StrategySqrtNormalized, toeplitzOpOf(c), w, b, c), nil
 }

@@ -61,7 +61,7 @@ func Tree(w *Workload) (*Factorization, error) {
 	}
 	return &Factorization{
 		Strategy:  StrategyTree,
-		Stream:    StreamTree,
+		Operator:  newTreeOp(r),
 		Workload:  w,
 		B:         b,
 		C:         c,

@@ -161,14 +161,11 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 // calibrateAmplified is Calibrate's amplified banded accounting.
 func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorization, rel accountant.Relation) error {
 	t, m := p.Target, f.Metrics
-	if f.C == nil {
-		return errors.New("plan: the amplified accounting (sampling) needs the factor C to count its bands")
-	}
 	b := m.Participation.B // the groups of the sampling
-	if bands, ok := factorize.Bands(f.C); !ok || bands > b || m.Participation.Kind != factorize.KindMinSep {
+	if bands, ok := factorize.BandsOf(f.Operator); !ok || bands > b || m.Participation.Kind != factorize.KindMinSep {
 		return fmt.Errorf("plan: the amplified accounting (sampling) needs a lower-triangular C with at most %d bands under minsep:%d", b, b)
 	}
-	r, _ := f.C.Dims()
+	r := f.Workload.R()
 	sens, err := accountant.ReleaseSensitivity(p.Clip, p.Learners, rel, m.Gamma)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)

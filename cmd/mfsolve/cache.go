@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 )
 
@@ -24,12 +25,12 @@ const budgetWant = "want a size such as 500M, 2G or 1.5GiB (K, M, G, T are power
 
 // parseSize parses a cache budget: a number of bytes with an optional unit
 // K, M, G or T (powers of 1024, optionally followed by B or iB, any case),
-// or "unlimited" (factorize.UnlimitedCacheBudget). 0 is returned as 0: the
+// or "unlimited" (dpcache.Unlimited). 0 is returned as 0: the
 // caller turns the cache off.
 func parseSize(s string) (int64, error) {
 	v := strings.ToLower(strings.TrimSpace(s))
 	if v == "unlimited" {
-		return factorize.UnlimitedCacheBudget, nil
+		return dpcache.Unlimited, nil
 	}
 	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	if i < 0 {
@@ -55,7 +56,7 @@ func parseSize(s string) (int64, error) {
 // variable.
 func resolveBudget(cfg *config, getenv func(string) string) error {
 	if !cfg.budgetSet {
-		cfg.budget = factorize.DefaultCacheBudget
+		cfg.budget = dpcache.DefaultBudget
 		if getenv != nil {
 			if v := getenv(budgetEnv); v != "" {
 				b, err := parseSize(v)
@@ -80,7 +81,7 @@ func describeBudget(b int64) string {
 	case b < 0:
 		return "no budget (unlimited)"
 	}
-	return "budget " + factorize.FormatSize(b)
+	return "budget " + dpcache.FormatSize(b)
 }
 
 const cacheUsageText = `Usage: mfsolve cache list [-cache DIR] [-cache-budget SIZE] [-json]
@@ -156,13 +157,13 @@ func runCache(args []string, e env) error {
 		}
 		dir = d
 	}
-	c := &factorize.Cache{Dir: dir, Budget: cfg.budget}
+	c := &dpcache.Cache{Dir: dir, Budget: cfg.budget}
 	if verb == "clear" {
 		n, freed, err := c.Clear()
 		if err != nil {
 			return fmt.Errorf("clearing the cache %s: %v", dir, err)
 		}
-		_, err = fmt.Fprintf(e.stdout, "removed %d %s (%s) from %s\n", n, plural(n, "entry", "entries"), factorize.FormatSize(freed), dir)
+		_, err = fmt.Fprintf(e.stdout, "removed %d %s (%s) from %s\n", n, plural(n, "entry", "entries"), dpcache.FormatSize(freed), dir)
 		return err
 	}
 	entries, err := c.List()
@@ -175,10 +176,10 @@ func runCache(args []string, e env) error {
 	}
 	if cfg.json {
 		js, err := json.Marshal(struct {
-			Dir     string                 `json:"dir"`
-			Budget  int64                  `json:"budget"`
-			Total   int64                  `json:"total"`
-			Entries []factorize.CacheEntry `json:"entries"`
+			Dir     string          `json:"dir"`
+			Budget  int64           `json:"budget"`
+			Total   int64           `json:"total"`
+			Entries []dpcache.Entry `json:"entries"`
 		}{dir, cfg.budget, total, entries})
 		if err != nil {
 			return err
@@ -186,7 +187,7 @@ func runCache(args []string, e env) error {
 		_, err = fmt.Fprintf(e.stdout, "%s\n", js)
 		return err
 	}
-	fmt.Fprintf(e.stdout, "cache %s: %d %s, %s; %s\n", dir, len(entries), plural(len(entries), "entry", "entries"), factorize.FormatSize(total), describeBudget(cfg.budget))
+	fmt.Fprintf(e.stdout, "cache %s: %d %s, %s; %s\n", dir, len(entries), plural(len(entries), "entry", "entries"), dpcache.FormatSize(total), describeBudget(cfg.budget))
 	if len(entries) == 0 {
 		return nil
 	}
@@ -195,7 +196,7 @@ func runCache(args []string, e env) error {
 	for _, en := range entries {
 		used := en.LastUsed.Format(time.DateTime)
 		if en.Problem != "" {
-			fmt.Fprintf(tw, "%s\t%s\tunreadable (%s)\t\t\t\t\t%s\n", used, factorize.FormatSize(en.Size), en.Problem, en.Key[:12])
+			fmt.Fprintf(tw, "%s\t%s\tunreadable (%s)\t\t\t\t\t%s\n", used, dpcache.FormatSize(en.Size), en.Problem, en.Key[:12])
 			continue
 		}
 		stored := "metrics only"
@@ -206,7 +207,7 @@ func runCache(args []string, e env) error {
 		if len(workload) > 24 {
 			workload = workload[:21] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", used, factorize.FormatSize(en.Size), en.Strategy, workload, en.R, en.Participation, stored, en.Key[:12])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", used, dpcache.FormatSize(en.Size), en.Strategy, workload, en.R, en.Participation, stored, en.Key[:12])
 	}
 	return tw.Flush()
 }
@@ -221,7 +222,7 @@ func plural(n int, one, many string) string {
 
 // cacheFor returns the cache of the run, or nil for -no-cache (or a budget
 // of 0) or when no cache directory can be found (reported on warn).
-func cacheFor(cfg config, e env, warn io.Writer) *factorize.Cache {
+func cacheFor(cfg config, e env, warn io.Writer) *dpcache.Cache {
 	if cfg.noCache {
 		return nil
 	}
@@ -236,7 +237,7 @@ func cacheFor(cfg config, e env, warn io.Writer) *factorize.Cache {
 			return nil
 		}
 	}
-	return &factorize.Cache{Dir: dir, Budget: cfg.budget}
+	return &dpcache.Cache{Dir: dir, Budget: cfg.budget}
 }
 
 // compareKeeps is the store policy of -compare: only the results of the

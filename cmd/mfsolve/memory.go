@@ -14,8 +14,12 @@ func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, er
 	noise := 0.0
 	if cfg.outNoise != "" {
 		// The R x D noise matrix, plus the state of the mechanism's
-		// stream (R past rows for the dense and Toeplitz mechanisms).
-		noise = 8*float64(r)*float64(cfg.dim) + float64(factorize.StreamBytes(cfg.strat, r, cfg.dim))
+		// stream (R past rows where the operator reads them again).
+		stream := float64(factorize.StreamBytes(cfg.strat, r, cfg.dim))
+		if factorize.KeepsPastRows(cfg.strat, cfg.participation) {
+			stream = 8 * float64(r) * float64(cfg.dim)
+		}
+		noise = 8*float64(r)*float64(cfg.dim) + stream
 		need += noise
 	}
 	if avail == nil {

@@ -34,8 +34,10 @@ func memoryNeed(c config, workers int) float64 {
 
 // factorizationNeed returns the bytes of the solve of c's strategy, with
 // its factors, and of one noise stream of d-dimensional noise over the
-// rounds (factorize.SolveBytes and StreamBytes; the optimal strategy's
-// when -strategy is not a valid spec, which parseArgs refuses).
+// rounds (factorize.SolveBytes and StreamBytes, or all R past noise rows
+// when its operator under c's epochs reads them again,
+// factorize.KeepsPastRows; the optimal strategy's when -strategy is not a
+// valid spec, which parseArgs refuses).
 func factorizationNeed(c config, d float64) (solve, stream float64) {
 	s, err := factorize.ParseStrategy(c.strategy)
 	if err != nil {
@@ -44,7 +46,11 @@ func factorizationNeed(c config, d float64) (solve, stream float64) {
 	if s, err = factorize.WithLossOnly(s, false); err != nil {
 		s = factorize.OptimalStrategy{}
 	}
-	return factorize.SolveBytes(s, c.rounds, true), float64(factorize.StreamBytes(s, c.rounds, int(d)))
+	stream = float64(factorize.StreamBytes(s, c.rounds, int(d)))
+	if factorize.KeepsPastRows(s, participation(c.epochs)) {
+		stream = 8 * float64(c.rounds) * d
+	}
+	return factorize.SolveBytes(s, c.rounds, true), stream
 }
 
 // serverMemoryNeed estimates the bytes "ofl server" needs for c: no data
