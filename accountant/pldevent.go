@@ -34,12 +34,17 @@ func GaussianPLD(sigma float64, o PLDOptions) (*PLD, error) {
 	if math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil
 	}
-	d, err := discretise(gaussianModel(1/sigma), h, tail)
+	m := gaussianModel(1 / sigma)
+	d, err := discretise(m, h, tail)
+	if err != nil {
+		return nil, err
+	}
+	do, err := discretiseOpt(m, h, tail)
 	if err != nil {
 		return nil, err
 	}
 	d.unbounded = true
-	return &PLD{h: h, tail: tail, remove: d, add: d}, nil
+	return &PLD{h: h, tail: tail, remove: d, add: d, removeOpt: do, addOpt: do}, nil
 }
 
 // SampledGaussianPLD returns the PLD of the Gaussian mechanism applied to
@@ -136,23 +141,37 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		sigma *= math.Sqrt2
 	}
 	sigma = math.Min(sigma, maxSampledSigma)
-	rm, err := discretise(sampledRemoveModel(q, sigma), h, tail)
+	p := &PLD{h: h, tail: tail}
+	rmModel, adModel := sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)
+	err = p.each(false, func(i int) (*lossDist, error) {
+		switch i {
+		case 0:
+			return discretise(rmModel, h, tail)
+		case 1:
+			return discretise(adModel, h, tail)
+		case 2:
+			return discretiseOpt(rmModel, h, tail)
+		}
+		return discretiseOpt(adModel, h, tail)
+	})
 	if err != nil {
 		return nil, err
 	}
-	rm.unbounded = true
-	ad, err := discretise(sampledAddModel(q, sigma), h, tail)
-	if err != nil {
-		return nil, err
-	}
+	p.remove.unbounded = true
 	if r == ReplaceOne {
-		both, err := convolve(rm, ad)
+		rp := &PLD{h: h, tail: tail}
+		err := rp.each(true, func(i int) (*lossDist, error) {
+			if i == 0 {
+				return convolve(p.remove, p.add)
+			}
+			return convolve(p.removeOpt, p.addOpt)
+		})
 		if err != nil {
 			return nil, err
 		}
-		return &PLD{h: h, tail: tail, remove: both, add: both}, nil
+		return rp, nil
 	}
-	return &PLD{h: h, tail: tail, remove: rm, add: ad}, nil
+	return p, nil
 }
 
 // maxSampledSigma is the largest noise multiplier SampledGaussianPLD
@@ -161,8 +180,8 @@ const maxSampledSigma = 1e8
 
 // identityPLD is the PLD of a mechanism that reveals nothing: loss 0.
 func identityPLD(h, tail float64) *PLD {
-	d := &lossDist{mass: []float64{1}}
-	return &PLD{h: h, tail: tail, remove: d, add: d}
+	d := &lossDist{mass: []float64{1}, logErr: math.Inf(-1)}
+	return &PLD{h: h, tail: tail, remove: d, add: d, removeOpt: d, addOpt: d}
 }
 
 // lossModel is one direction of a pair (P, Q) on the real line whose
@@ -304,7 +323,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 			" need more than 2^24 grid points at interval "+ftoa(h), h)
 	}
 	n := hi - lo + 1
-	d := &lossDist{lo: lo, mass: make([]float64, n)}
+	d := &lossDist{lo: lo, mass: make([]float64, n), logErr: math.Inf(-1)}
 	xs := make([]float64, n)
 	for i := range xs {
 		xs[i] = m.inv(float64(lo+i) * h)
@@ -373,4 +392,192 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
 	d.rel = 1e-12 + 64*0x1p-53*(1+lmax)/h
 	return d, nil
+}
+
+// quad returns the integral of f over [a, b] by the rule discretise uses
+// (the 5-point Gauss-Legendre rule on panels no wider than scale/20, the
+// 2-point rule for intervals narrower than scale/1000), and false for an
+// interval too wide for it (an infinite end, or more than 64 panels).
+func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
+	if !(b > a) {
+		return 0, true
+	}
+	k := math.Ceil((b - a) / (scale / 20))
+	if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 64 {
+		return 0, false
+	}
+	nodes, weights := glNodes5, glWeights5
+	if b-a < scale/1000 {
+		nodes, weights = glNodes2, glWeights2
+	}
+	w := (b - a) / k
+	s := 0.0
+	for p := 0.0; p < k; p++ {
+		c := a + (p+0.5)*w
+		for j, t := range nodes {
+			s += weights[j] * f(c+0.5*w*t)
+		}
+	}
+	return 0.5 * w * s, true
+}
+
+// discretiseOpt returns the optimistic discretisation of m on the grid
+// {i h}: a distribution of P-masses at grid losses whose composed delta(eps)
+// is at most the true one for every eps and every number of compositions.
+//
+// Cell i is the set of x with L(x) in (l_i - h/2, l_i + h/2]. Mapping each x
+// to its cell is a post-processing, so the pair of cell masses (P_i, Q_i) is
+// dominated by (P, Q); its loss, log(P_i/Q_i), lies within O(h^2) of l_i.
+// Where it lies below l_i the cell also takes a fraction of the next cells'
+// mass (a randomised post-processing, which keeps domination) until the
+// merged loss reaches l_i; where it lies above, the loss is rounded down to
+// l_i. Rounding losses down lowers delta(eps) = E_P[(1 - e^(eps - L))_+] of
+// every composition (the sum of the losses decreases pointwise), so the
+// result is a lower bound; the error is second order in h, as for the
+// pessimistic connect-the-dots discretisation. D_i = P_i - e^(l_i) Q_i is
+// integrated as the difference of two integrals of non-negative functions
+// (below and above the cell's midpoint), and a cell counts as reaching l_i
+// only if D_i exceeds the bound on their rounding. The mass outside
+// [xlo, xhi] (at most the tail mass on each side) is dropped.
+func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
+	xlo, xhi := m.xlo(tail), m.xhi(tail)
+	llo, lhi := m.loss(xlo), m.loss(xhi)
+	lo := int(math.Floor(llo / h))
+	hi := int(math.Ceil(lhi / h))
+	if hi < lo {
+		hi = lo
+	}
+	if hi-lo+1 > maxGrid || math.IsInf(llo, 0) || math.IsInf(lhi, 0) {
+		return nil, errGrid("the privacy losses from "+ftoa(llo)+" to "+ftoa(lhi)+
+			" need more than 2^24 grid points at interval "+ftoa(h), h)
+	}
+	n := hi - lo + 1
+	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
+	rho := 1e-12 + 64*0x1p-53*(1+lmax)/h
+	clamp := func(x float64) float64 { return math.Min(math.Max(x, xlo), xhi) }
+	edge := func(i int) float64 { return clamp(m.inv((float64(lo+i) - 0.5) * h)) }
+	P := make([]float64, n) // cell P-mass
+	D := make([]float64, n) // P_i - e^(l_i) Q_i
+	S := make([]float64, n) // scale of D's rounding error
+	floorAt := make([]bool, n)
+	a := edge(0)
+	for i := range n {
+		b := edge(i + 1)
+		if i == n-1 {
+			b = xhi
+		}
+		if !(b > a) {
+			a = math.Max(a, b)
+			continue
+		}
+		li := float64(lo+i) * h
+		c := math.Min(math.Max(m.inv(li), a), b)
+		pm, ok1 := quad(m.pdf, a, b, m.scale)
+		neg, ok2 := quad(func(x float64) float64 {
+			return m.pdf(x) * math.Max(0, math.Expm1(li-m.loss(x)))
+		}, a, c, m.scale)
+		pos, ok3 := quad(func(x float64) float64 {
+			return m.pdf(x) * math.Max(0, -math.Expm1(li-m.loss(x)))
+		}, c, b, m.scale)
+		if !ok1 || !ok2 || !ok3 {
+			// A wide cell (far in a tail): its mass at the grid point
+			// at or below its least loss, which its loss exceeds.
+			var mass float64
+			if m.sf(a) < 0.5 {
+				mass = m.sf(a) - m.sf(b)
+			} else {
+				mass = m.cdf(b) - m.cdf(a)
+			}
+			P[i] = math.Max(0, mass)
+			floorAt[i] = true
+			a = b
+			continue
+		}
+		P[i], D[i], S[i] = pm, pos-neg, pm+pos+neg
+		a = b
+	}
+	d := &lossDist{lo: lo, mass: make([]float64, n), rel: rho, logErr: math.Inf(-1)}
+	frac := make([]float64, n) // the fraction of each cell not yet taken
+	for i := range frac {
+		frac[i] = 1
+	}
+	// Cells whose loss exceeds their grid point (below the mode) take
+	// fractions of the cells below, from the top down; then cells whose loss
+	// falls short of it (above the mode) take fractions of the cells above,
+	// from the bottom up. Each taken fraction is accounted at the bound of
+	// its rounding that works against the merge.
+	for i := n - 1; i >= 0; i-- {
+		if floorAt[i] || P[i] == 0 || !(D[i] > 2*rho*S[i]) {
+			continue
+		}
+		f := frac[i]
+		p, dd, need := f*P[i], f*D[i], f*rho*S[i]
+		for j := i - 1; dd > need && j >= 0 && j >= i-8; j-- {
+			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
+				continue
+			}
+			// Cell j's D relative to l_i (negative), at its upper bound
+			// plus the bound of D_j and P_j.
+			e := math.Exp(float64(i-j) * h)
+			dj := frac[j] * (-math.Expm1(float64(i-j)*h)*P[j] + e*D[j] + 2*e*rho*S[j])
+			if !(dj < 0) {
+				continue
+			}
+			alpha := math.Min(1, (dd-need)/-dj*(1-1e-9))
+			p += alpha * frac[j] * P[j]
+			dd += alpha * dj
+			frac[j] *= 1 - alpha
+			if alpha < 1 {
+				break
+			}
+		}
+		d.mass[i] += p // dd >= need: the merged loss is at least l_i
+		frac[i] = 0
+	}
+	for i := range n {
+		f := frac[i]
+		if f == 0 || P[i] == 0 {
+			continue
+		}
+		if floorAt[i] {
+			j := int(math.Floor(m.loss(edgeOrLo(m, lo, i, h, xlo)) / h))
+			if k := j - lo; k >= 0 && k < n {
+				d.mass[k] += f * P[i]
+			}
+			continue
+		}
+		p, dd, need := f*P[i], f*D[i], rho*f*S[i]
+		for j := i + 1; dd < need && j < n; j++ {
+			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
+				continue
+			}
+			// Cell j's D relative to l_i, lowered by the rounding bound
+			// of D_j and P_j.
+			e := math.Exp(-float64(j-i) * h)
+			dj := frac[j] * (-math.Expm1(-float64(j-i)*h)*P[j] + e*D[j] - 2*rho*S[j])
+			if !(dj > 0) {
+				continue
+			}
+			alpha := math.Min(1, (need-dd)/dj*(1+1e-9))
+			p += alpha * frac[j] * P[j]
+			dd += alpha * dj
+			frac[j] *= 1 - alpha
+			if alpha < 1 {
+				break
+			}
+		}
+		if dd >= need {
+			d.mass[i] += p
+		} else if i > 0 {
+			// Nothing above to merge with: the loss of what is left
+			// exceeds l_i - h/2, so round it down to l_{i-1}.
+			d.mass[i-1] += p
+		}
+	}
+	return d, nil
+}
+
+// edgeOrLo returns the lower end of cell i of discretiseOpt.
+func edgeOrLo(m lossModel, lo, i int, h, xlo float64) float64 {
+	return math.Max(m.inv((float64(lo+i)-0.5)*h), xlo)
 }

@@ -106,6 +106,13 @@ func calibrateAmplified(ctx context.Context, cfg config, f *factorize.Factorizat
 		return nil, err
 	}
 	k, _ := accountant.BandedCompositions(r, b)
+	// Both sides of the PLD's eps at the calibrated sigma: the safe one
+	// (at most cfg.eps) is the guarantee, the optimistic one shows the
+	// accountant's own slack.
+	eb, err := accountant.SampledGaussianEpsilonBounds(cfg.sampling, sigma, k, cfg.delta, cfg.relation)
+	if err != nil {
+		return nil, err
+	}
 	bound := ""
 	if cfg.relation == accountant.ReplaceOne && cfg.sampling < 1 {
 		bound = " (an upper bound)"
@@ -114,8 +121,8 @@ func calibrateAmplified(ctx context.Context, cfg config, f *factorize.Factorizat
 		noiseStd:    std,
 		sigma:       sigma,
 		sensitivity: sens,
-		assumptions: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners",
-			cfg.eps, cfg.delta, k, bound, cfg.sampling, b, b, cfg.relation, sens, f.Metrics.Gamma, cfg.clip, cfg.learners),
+		assumptions: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
+			cfg.eps, cfg.delta, k, bound, cfg.sampling, b, b, cfg.relation, sens, f.Metrics.Gamma, cfg.clip, cfg.learners, eb.Safe, eb.Optimistic),
 	}, nil
 }
 
