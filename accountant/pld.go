@@ -281,7 +281,13 @@ func (c *curve) onCell(j int, eps float64) float64 {
 		x := math.Min(eps-lj, 0)
 		s = -math.Expm1(x)*c.S[j] + math.Exp(x)*c.D[j]
 	}
-	err := d.errFrom(d.lo + j)
+	// The error bound counts every grid index above eps, those below the
+	// stored masses too (trim dropped masses there and counted them).
+	J := d.lo + j
+	if g := math.Floor(eps/c.h) + 1; g < float64(J) {
+		J = int(math.Max(g, math.MinInt32))
+	}
+	err := d.errFrom(J)
 	if c.safe {
 		r := (1 + c.rel) * (d.inf + s + err)
 		if r == 0 && d.unbounded {
