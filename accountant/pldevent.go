@@ -344,7 +344,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		}
 		lPrev := float64(lo+i-1) * h
 		k := math.Ceil((b - a) / panel)
-		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 64 {
+		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
 			// A wide cell: round its mass up to l_i, or to +Inf if the
 			// cell reaches x = +Inf while the loss has no bound there.
 			var mass float64
@@ -397,13 +397,13 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 // quad returns the integral of f over [a, b] by the rule discretise uses
 // (the 5-point Gauss-Legendre rule on panels no wider than scale/20, the
 // 2-point rule for intervals narrower than scale/1000), and false for an
-// interval too wide for it (an infinite end, or more than 64 panels).
+// interval too wide for it (an infinite end, or more than 4096 panels).
 func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
 	if !(b > a) {
 		return 0, true
 	}
 	k := math.Ceil((b - a) / (scale / 20))
-	if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 64 {
+	if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
 		return 0, false
 	}
 	nodes, weights := glNodes5, glWeights5
@@ -453,12 +453,17 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 	}
 	n := hi - lo + 1
 	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
-	rho := 1e-12 + 64*0x1p-53*(1+lmax)/h
+	// The quadrature's relative error (as in discretise), and the rounding
+	// of L(x) - l_i: a few ulps of |l_i| and of x L'(x), at most 1 + 2 lmax
+	// for these models, in every node: an absolute error of D of at most
+	// lerr times the cell's mass.
+	rho := 1e-12 + 64*0x1p-53
+	lerr := 64 * 0x1p-53 * (1 + 2*lmax)
 	clamp := func(x float64) float64 { return math.Min(math.Max(x, xlo), xhi) }
 	edge := func(i int) float64 { return clamp(m.inv((float64(lo+i) - 0.5) * h)) }
 	P := make([]float64, n) // cell P-mass
 	D := make([]float64, n) // P_i - e^(l_i) Q_i
-	S := make([]float64, n) // scale of D's rounding error
+	S := make([]float64, n) // bound on D's error
 	floorAt := make([]bool, n)
 	a := edge(0)
 	for i := range n {
@@ -493,7 +498,7 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 			a = b
 			continue
 		}
-		P[i], D[i], S[i] = pm, pos-neg, pm+pos+neg
+		P[i], D[i], S[i] = pm, pos-neg, lerr*pm+1e-12*(pos+neg)
 		a = b
 	}
 	d := &lossDist{lo: lo, mass: make([]float64, n), rel: rho, logErr: math.Inf(-1)}
@@ -501,39 +506,15 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 	for i := range frac {
 		frac[i] = 1
 	}
-	// Cells whose loss exceeds their grid point (below the mode) take
-	// fractions of the cells below, from the top down; then cells whose loss
-	// falls short of it (above the mode) take fractions of the cells above,
-	// from the bottom up. Each taken fraction is accounted at the bound of
-	// its rounding that works against the merge.
-	for i := n - 1; i >= 0; i-- {
-		if floorAt[i] || P[i] == 0 || !(D[i] > 2*rho*S[i]) {
-			continue
-		}
-		f := frac[i]
-		p, dd, need := f*P[i], f*D[i], f*rho*S[i]
-		for j := i - 1; dd > need && j >= 0 && j >= i-8; j-- {
-			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
-				continue
-			}
-			// Cell j's D relative to l_i (negative), at its upper bound
-			// plus the bound of D_j and P_j.
-			e := math.Exp(float64(i-j) * h)
-			dj := frac[j] * (-math.Expm1(float64(i-j)*h)*P[j] + e*D[j] + 2*e*rho*S[j])
-			if !(dj < 0) {
-				continue
-			}
-			alpha := math.Min(1, (dd-need)/-dj*(1-1e-9))
-			p += alpha * frac[j] * P[j]
-			dd += alpha * dj
-			frac[j] *= 1 - alpha
-			if alpha < 1 {
-				break
-			}
-		}
-		d.mass[i] += p // dd >= need: the merged loss is at least l_i
-		frac[i] = 0
-	}
+	// Cells whose loss falls short of their grid point (above the mode)
+	// take fractions of the cells above, from the bottom up; what cannot
+	// reach l_i is rounded down to l_{i-1} (its loss exceeds l_i - h/2).
+	// Then the cells left whose loss exceeds their grid point (below the
+	// mode) take fractions of the cells below, from the top down; what
+	// cannot is rounded down to l_i (by less than h/2, and second order
+	// where the density is smooth). Each taken fraction is accounted at the
+	// bound of its rounding that works against the merge. Short cells go
+	// first: they would otherwise lose a whole cell.
 	for i := range n {
 		f := frac[i]
 		if f == 0 || P[i] == 0 {
@@ -546,7 +527,10 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 			}
 			continue
 		}
-		p, dd, need := f*P[i], f*D[i], rho*f*S[i]
+		if D[i] >= S[i] {
+			continue // at or above l_i: the second sweep
+		}
+		p, dd, need := f*P[i], f*D[i], f*S[i]
 		for j := i + 1; dd < need && j < n; j++ {
 			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
 				continue
@@ -554,7 +538,7 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 			// Cell j's D relative to l_i, lowered by the rounding bound
 			// of D_j and P_j.
 			e := math.Exp(-float64(j-i) * h)
-			dj := frac[j] * (-math.Expm1(-float64(j-i)*h)*P[j] + e*D[j] - 2*rho*S[j])
+			dj := frac[j] * (-math.Expm1(-float64(j-i)*h)*P[j]*(1-rho) + e*(D[j]-S[j]))
 			if !(dj > 0) {
 				continue
 			}
@@ -566,6 +550,7 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 				break
 			}
 		}
+		frac[i] = 0
 		if dd >= need {
 			d.mass[i] += p
 		} else if i > 0 {
@@ -573,6 +558,34 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 			// exceeds l_i - h/2, so round it down to l_{i-1}.
 			d.mass[i-1] += p
 		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		f := frac[i]
+		if f == 0 || floorAt[i] || P[i] == 0 {
+			continue
+		}
+		p, dd, need := f*P[i], f*D[i], f*S[i]
+		for j := i - 1; dd > need && j >= 0 && j >= i-8; j-- {
+			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
+				continue
+			}
+			// Cell j's D relative to l_i (negative), at its upper bound
+			// plus the bound of D_j and P_j.
+			e := math.Exp(float64(i-j) * h)
+			dj := frac[j] * (-math.Expm1(float64(i-j)*h)*P[j]*(1-rho) + e*(D[j]+S[j]))
+			if !(dj < 0) {
+				continue
+			}
+			alpha := math.Min(1, (dd-need)/-dj*(1-1e-9))
+			p += alpha * frac[j] * P[j]
+			dd += alpha * dj
+			frac[j] *= 1 - alpha
+			if alpha < 1 {
+				break
+			}
+		}
+		d.mass[i] += p // the merged loss is at least l_i
+		frac[i] = 0
 	}
 	return d, nil
 }

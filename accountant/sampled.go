@@ -43,6 +43,12 @@ func autoOptions(q, sigma float64, steps int, budget int, rel Relation) PLDOptio
 	// One step's losses reach about (1 + 8.5 sigma)/sigma^2 + log q.
 	rng := math.Max(spread, (1+8.5*sigma)/(sigma*sigma)+logf(q)+1)
 	h := math.Max(spread/float64(budget), rng/float64(2*budget))
+	if budget >= gridBudget {
+		// The relative width of the two-sided result grows like
+		// (h/s1)^2: at most s1/16 keeps it near 1e-3 at 10^6 steps (the
+		// window then holds about 2^18 points).
+		h = math.Min(h, s1/16)
+	}
 	// Each step's cut upper tail counts as infinite loss, steps times over:
 	// cut 1e-20 / steps per step, so that the composition's infinite mass
 	// stays near 1e-20, far below any delta of interest.
