@@ -26,7 +26,10 @@
 //
 // Output is one line of key=value pairs, or with -json one object with the
 // fields method, eps, delta, sigma, sensitivity, noise_std, compositions,
-// and, with -sampling, sampling, steps and relation. The delta command without
+// and, with -sampling, sampling, steps and relation. With -sampling the
+// epsilon and delta commands also print eps_optimistic or delta_optimistic,
+// the accountant's lower bound: the true value lies between it and eps or
+// delta, the safe value to state (docs/privacy.md). The delta command without
 // -sampling also prints log_delta, an upper bound on the natural logarithm
 // of delta with its evaluation error counted: where delta is positive but
 // below the smallest float64 it is printed as delta=5e-324 (an upper bound,
