@@ -193,6 +193,10 @@ type lossModel struct {
 	cdf   func(x float64) float64 // P(X <= x)
 	sf    func(x float64) float64 // P(X > x)
 	scale float64                 // length on which pdf and L vary
+	// lerr bounds the rounding error of L(x) on [a, b], in units of u,
+	// beyond a few ulps of |L| itself: the error its arguments carry into
+	// it (nil: 1, a bound for losses of order 1).
+	lerr func(a, b float64) float64
 	// xlo, xhi have P(X < xlo) and P(X > xhi) at most the tail mass.
 	xlo, xhi func(tail float64) float64
 }
@@ -219,15 +223,19 @@ func gaussianModel(mu float64) lossModel {
 		cdf:   func(x float64) float64 { return stdCDF(x - mu) },
 		sf:    func(x float64) float64 { return stdSF(x - mu) },
 		scale: 1,
-		xlo:   func(t float64) float64 { return mu - normalTailZ(t) },
-		xhi:   func(t float64) float64 { return mu + normalTailZ(t) },
+		// mu x - mu^2/2: a few ulps of mu |x| and mu^2.
+		lerr: func(a, b float64) float64 { return 4 * (mu*math.Max(math.Abs(a), math.Abs(b)) + mu*mu) },
+		xlo:  func(t float64) float64 { return mu - normalTailZ(t) },
+		xhi:  func(t float64) float64 { return mu + normalTailZ(t) },
 	}
 }
 
 // logMix returns log(1 - q + q e^u) without overflow: log1p(q expm1(u))
-// for u <= 0, and u + log(q) + log1p((1-q)/q e^-u) above.
+// for u <= 700 (no cancellation: its error is a few ulps of the result and
+// of u times the derivative, see mixErr), and u + log(q) +
+// log1p((1-q)/q e^-u) above.
 func logMix(q, u float64) float64 {
-	if u <= 0 {
+	if u <= 700 {
 		return math.Log1p(q * math.Expm1(u))
 	}
 	return u + logf(q) + math.Log1p((1-q)/q*math.Exp(-u))
@@ -261,9 +269,39 @@ func sampledRemoveModel(q, s float64) lossModel {
 		sf:  func(x float64) float64 { return (1-q)*stdSF(x/s) + q*stdSF((x-1)/s) },
 		// L changes by about (x - x')/s^2 at most: its scale is s^2.
 		scale: math.Min(s, s2),
-		xlo:   func(t float64) float64 { return -s * normalTailZ(t) },
-		xhi:   func(t float64) float64 { return 1 + s*normalTailZ(t) },
+		lerr: func(a, b float64) float64 {
+			return mixErr(q, (2*a-1)/(2*s2), (2*b-1)/(2*s2))
+		},
+		xlo: func(t float64) float64 { return -s * normalTailZ(t) },
+		xhi: func(t float64) float64 { return 1 + s*normalTailZ(t) },
 	}
+}
+
+// mixErr bounds, in units of u, the error that logMix(q, v) for v in
+// [v0, v1] takes from the rounding of v (a few ulps of |v|) and of its own
+// steps beyond a few ulps of its result: the derivative
+// w = q e^v / (1 - q + q e^v) <= min(1, q e^v1 / (1 - q)) times 4 (|v| + 1),
+// and for v > 700, where it is v + log q + log1p(...), a few ulps of v and
+// log q.
+func mixErr(q, v0, v1 float64) float64 {
+	vmax := math.Max(math.Abs(v0), math.Abs(v1))
+	w := 1.0
+	if v1 < 700 {
+		w = math.Min(1, q*math.Exp(v1)/(1-q))
+	}
+	e := 4 * w * (vmax + 1)
+	if v1 > 700 {
+		e += 4 * (vmax + math.Abs(logf(q)) + 1)
+	}
+	return e
+}
+
+// lossErr returns m.lerr on [a, b], or 1 if the model has none.
+func lossErr(m lossModel, a, b float64) float64 {
+	if m.lerr == nil {
+		return 1
+	}
+	return m.lerr(a, b)
 }
 
 // sampledAddModel is the add direction in the variable y = -x:
@@ -284,8 +322,11 @@ func sampledAddModel(q, s float64) lossModel {
 		cdf:   func(y float64) float64 { return stdCDF(y / s) },
 		sf:    func(y float64) float64 { return stdSF(y / s) },
 		scale: math.Min(s, s2),
-		xlo:   func(t float64) float64 { return -s * normalTailZ(t) },
-		xhi:   func(t float64) float64 { return s * normalTailZ(t) },
+		lerr: func(a, b float64) float64 {
+			return mixErr(q, (-2*b-1)/(2*s2), (-2*a-1)/(2*s2))
+		},
+		xlo: func(t float64) float64 { return -s * normalTailZ(t) },
+		xhi: func(t float64) float64 { return s * normalTailZ(t) },
 	}
 }
 
@@ -388,9 +429,10 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		d.mass[i-1] += B * lower
 	}
 	// Relative error of the masses: the quadrature and the rounding of
-	// L(x) - l, a few ulps of |l| against a cell of width h.
+	// L(x) - l (a few ulps of |l| and the error of L, lossErr) against a
+	// cell of width h.
 	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
-	d.rel = 1e-12 + 64*0x1p-53*(1+lmax)/h
+	d.rel = 1e-12 + 64*0x1p-53*(lmax+lossErr(m, xlo, xhi))/h
 	return d, nil
 }
 
@@ -454,11 +496,11 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 	n := hi - lo + 1
 	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
 	// The quadrature's relative error (as in discretise), and the rounding
-	// of L(x) - l_i: a few ulps of |l_i| and of x L'(x), at most 1 + 2 lmax
-	// for these models, in every node: an absolute error of D of at most
-	// lerr times the cell's mass.
+	// of L(x) - l_i: a few ulps of |l_i| and the error of L (lossErr) in
+	// every node: an absolute error of D of at most lerr times the cell's
+	// mass.
 	rho := 1e-12 + 64*0x1p-53
-	lerr := 64 * 0x1p-53 * (1 + 2*lmax)
+	lerr := 64 * 0x1p-53 * (lmax + lossErr(m, xlo, xhi))
 	clamp := func(x float64) float64 { return math.Min(math.Max(x, xlo), xhi) }
 	edge := func(i int) float64 { return clamp(m.inv((float64(lo+i) - 0.5) * h)) }
 	P := make([]float64, n) // cell P-mass
