@@ -34,7 +34,15 @@ type PLDOptions struct {
 	// TailMass is the mass cut from each tail of a loss distribution;
 	// 0 means DefaultTailMass. Cut upper tails count as infinite loss.
 	TailMass float64
+	// safeOnly skips the optimistic side (for calibrations, which use
+	// only the safe one): its distributions are noOpt, whose delta, 0, is
+	// a valid lower bound.
+	safeOnly bool
 }
+
+// noOpt is the optimistic distribution of a PLD built without that side:
+// no mass, so its delta is 0 at every eps. Compositions keep it.
+var noOpt = &lossDist{mass: []float64{0}, logErr: math.Inf(-1)}
 
 func (o PLDOptions) resolve() (h, tail float64, err error) {
 	h, tail = o.Interval, o.TailMass

@@ -39,9 +39,11 @@ func GaussianPLD(sigma float64, o PLDOptions) (*PLD, error) {
 	if err != nil {
 		return nil, err
 	}
-	do, err := discretiseOpt(m, h, tail)
-	if err != nil {
-		return nil, err
+	do := noOpt
+	if !o.safeOnly {
+		if do, err = discretiseOpt(m, h, tail); err != nil {
+			return nil, err
+		}
 	}
 	d.unbounded = true
 	return &PLD{h: h, tail: tail, remove: d, add: d, removeOpt: do, addOpt: do}, nil
@@ -150,7 +152,13 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		case 1:
 			return discretise(adModel, h, tail)
 		case 2:
+			if o.safeOnly {
+				return noOpt, nil
+			}
 			return discretiseOpt(rmModel, h, tail)
+		}
+		if o.safeOnly {
+			return noOpt, nil
 		}
 		return discretiseOpt(adModel, h, tail)
 	})
@@ -162,7 +170,7 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		rp := &PLD{h: h, tail: tail}
 		err := rp.each(true, func(i int) (*lossDist, error) {
 			if i == 0 {
-				return convolve(p.remove, p.add)
+				return convolveAt(p.remove, p.add, 0)
 			}
 			return convolve(p.removeOpt, p.addOpt)
 		})

@@ -246,6 +246,9 @@ func fftErrors(ca, cb, c []complex128, n int, ma, mb float64) float64 {
 // indices, which is loose when the tilts differ much: compose PLDs of
 // similar tilts, or single events first.
 func convolve(a, b *lossDist) (*lossDist, error) {
+	if a == noOpt || b == noOpt {
+		return noOpt, nil
+	}
 	return convolveAt(a, b, math.Max(a.tau, b.tau))
 }
 
@@ -383,6 +386,9 @@ func sum(x []float64) float64 {
 // weighted l1 norm a (at the tilt t) grows to k a (W + a)^(k-1), W the
 // weighted mass.
 func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, error) {
+	if d == noOpt {
+		return noOpt, nil
+	}
 	n1 := len(d.mass)
 	// The composed grid's first index k lo and its offsets 0 .. k(n1-1) are
 	// ints: a k that would overflow them (huge compositions) is refused, as

@@ -98,10 +98,12 @@ func checkRelation(rel Relation) error {
 //	    sigma <= 0 or NaN, T < 1, or a relation other than AddRemove and
 //	    ReplaceOne
 func SampledGaussian(q, sigma float64, steps int, rel Relation) (*PLD, error) {
-	return sampledGaussian(q, sigma, steps, rel, gridBudget)
+	return sampledGaussian(q, sigma, steps, rel, gridBudget, false)
 }
 
-func sampledGaussian(q, sigma float64, steps int, rel Relation, budget int) (*PLD, error) {
+// sampledGaussian is SampledGaussian on a grid of about budget points,
+// without the optimistic side if safeOnly.
+func sampledGaussian(q, sigma float64, steps int, rel Relation, budget int, safeOnly bool) (*PLD, error) {
 	if err := checkSampled(q, sigma, steps, rel); err != nil {
 		return nil, err
 	}
@@ -109,6 +111,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, budget int) (*PL
 		return identityPLD(DefaultInterval, DefaultTailMass), nil
 	}
 	o := autoOptions(q, sigma, steps, budget, rel)
+	o.safeOnly = safeOnly
 	var p *PLD
 	var err error
 	if rel == ReplaceOne && q < 1 && steps > 1 {
@@ -234,7 +237,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// A sigma too small for the grid limit counts as unsafe (+Inf).
 	logRatio := func(budget int) func(float64) float64 {
 		return func(s float64) float64 {
-			p, err := sampledGaussian(q, s, steps, rel, budget)
+			p, err := sampledGaussian(q, s, steps, rel, budget, true)
 			if err != nil {
 				return math.Inf(1)
 			}
@@ -392,6 +395,9 @@ func replaceOneSteps(q, sigma float64, steps int, o PLDOptions) (*PLD, error) {
 		a, b := ar.remove, ar.add
 		if i != 0 {
 			a, b = ar.removeOpt, ar.addOpt
+		}
+		if a == noOpt || b == noOpt {
+			return noOpt, nil
 		}
 		// The tilt of the composition of steps copies of a composed with b.
 		both, err := convolveAt(a, b, 0)
