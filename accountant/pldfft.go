@@ -134,6 +134,11 @@ func (d *lossDist) support() (first, last int) {
 // 1e-300. It is -Inf for a distribution without finite mass.
 func (d *lossDist) logMGF(s float64) float64 {
 	first, last := d.support()
+	return d.logMGFOn(s, first, last)
+}
+
+// logMGFOn is logMGF on the support [first, last].
+func (d *lossDist) logMGFOn(s float64, first, last int) float64 {
 	if first > last {
 		return math.Inf(-1)
 	}
@@ -332,7 +337,8 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 // bulk). guess is spreadGuess(d, k, e^logTail).
 func kTilt(d *lossDist, k int, guess, logTail float64) float64 {
 	g := guess * math.Sqrt(logf(tiltTarget)/logTail)
-	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGF(s) - logf(tiltTarget)) / s }, g)
+	first, last := d.support()
+	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGFOn(s, first, last) - logf(tiltTarget)) / s }, g)
 	return math.Min(t, 1.5*g)
 }
 
@@ -423,6 +429,7 @@ func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, err
 	}
 	full := k*(n1-1) + 1 // composed offsets 0 .. k(n1-1), relative to k lo
 	logTail := logf(tail)
+	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
 	guess := spreadGuess(d, k, tail)
 	// The tilt: d's own if d was tilted for this composition (see
 	// sampledGaussian), else the Chernoff parameter of the upper tail at
@@ -431,11 +438,11 @@ func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, err
 	if t == 0 {
 		t = kTilt(d, k, guess, logTail)
 	}
-	logMt := func(s float64) float64 { return d.logMGF(t+s) - d.logMGF(t) }
+	logMt := func(s float64) float64 { return mgf(t+s) - mgf(t) }
 	// The window: the lower Chernoff bound of the composition, the upper
 	// ones of the composition and of its tilted version.
-	_, negA := scanMin(func(s float64) float64 { return (kf*d.logMGF(-s) - logTail) / s }, guess)
-	_, b0 := scanMin(func(s float64) float64 { return (kf*d.logMGF(s) - logTail) / s }, guess)
+	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess)
+	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess)
 	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logTail) / s }, guess)
 	sA, sB := 0, full-1
 	if a := math.Floor(-negA); a > 0 && !math.IsNaN(a) {
@@ -453,7 +460,7 @@ func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, err
 	// composition on both sides (to the error).
 	foldErr := 0.0
 	if sB < full-1 {
-		_, up := scanMin(func(s float64) float64 { return kf*d.logMGF(s) - s*float64(sB+1) }, guess)
+		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess)
 		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess)
 		if pes {
 			r.inf = math.Min(1, r.inf+math.Exp(up))
