@@ -179,6 +179,13 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 		return err
 	}
 	k, _ := accountant.BandedCompositions(r, b)
+	// Both sides of the PLD's eps at the calibrated sigma: the safe one
+	// (at most the target) is the guarantee, the optimistic one shows the
+	// accountant's own slack.
+	eb, err := accountant.SampledGaussianEpsilonBounds(t.Sampling, sigma, k, t.Delta, rel)
+	if err != nil {
+		return err
+	}
 	bound := ""
 	if rel == accountant.ReplaceOne && t.Sampling < 1 {
 		bound = " (an upper bound)"
@@ -186,8 +193,8 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	p.Privacy = &Record{
 		Eps: t.Eps, Delta: t.Delta, Method: MethodAmplified,
 		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners",
-			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners),
+		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
+			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, eb.Safe, eb.Optimistic),
 		NoiseStd: std, Sigma: sigma,
 		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
