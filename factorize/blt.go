@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // DefaultBuffers is the number of geometric buffers of [BLT] when
@@ -243,4 +244,49 @@ func BLTParamsOf(f *Factorization) (*BLTParams, bool) {
 		return nil, false
 	}
 	return f.BLT.clone(), true
+}
+
+// StrategyBLT is the name of [BLTStrategy].
+const StrategyBLT = "blt"
+
+func init() {
+	register(StrategyInfo{
+		Name: StrategyBLT, rank: 100, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
+		Stream:   "K (4 by default)",
+		Settings: []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
+		proto:    BLTStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1, def: DefaultBuffers},
+		},
+		streamVectors: func(s Strategy, _ int) int {
+			if k := s.(BLTStrategy).Buffers; k > 0 {
+				return k
+			}
+			return DefaultBuffers
+		},
+	})
+}
+
+// BLTStrategy is a buffered-linear-Toeplitz factorization with Buffers
+// buffers: fitted to the loss under b-min-separation for that
+// participation ([BLTMinSep]), and to the single-participation loss
+// otherwise ([BLT]).
+type BLTStrategy struct {
+	// Buffers is the number of buffers; 0 means [DefaultBuffers].
+	Buffers int
+}
+
+// Name returns "blt".
+func (BLTStrategy) Name() string { return StrategyBLT }
+
+// Spec returns "blt:buffers=K", or "blt" for the default.
+func (s BLTStrategy) Spec() string { return specOf(s) }
+
+// Factorize returns, with metrics under p, [BLTMinSep](ctx, w, s.Buffers,
+// p.B, p.K) for min-separation and [BLT](ctx, w, s.Buffers) otherwise.
+func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if p.Kind == KindMinSep {
+		return under(ctx, w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
+	}
+	return under(ctx, w, p, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
 }
