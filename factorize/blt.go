@@ -34,7 +34,7 @@ type BLTParams struct {
 
 // Coefficients returns d_0, ..., d_{n-1}, the first column of T_d. It
 // panics if n < 0 or if Lambdas is shorter than Weights (programmer
-// errors; a BLTParams from [BLT] or [BLTParamsOf] is consistent).
+// errors; the operator of a [BLT] factorization is consistent).
 func (p *BLTParams) Coefficients(n int) []float64 {
 	checkCount("BLTParams.Coefficients", n)
 	if len(p.Lambdas) < len(p.Weights) {
@@ -55,19 +55,10 @@ func (p *BLTParams) Coefficients(n int) []float64 {
 	return d
 }
 
-// clone returns a deep copy of p.
-func (p *BLTParams) clone() *BLTParams {
-	return &BLTParams{
-		Weights: append([]float64(nil), p.Weights...),
-		Lambdas: append([]float64(nil), p.Lambdas...),
-		Scale:   append([]float64(nil), p.Scale...),
-	}
-}
-
 // BLT returns a buffered-linear-Toeplitz factorization with k =
 // buffers buffers ([DefaultBuffers] if 0, at most R-1): C^{-1} =
 // diag(Scale) T_d with d as in [BLTParams]. Its noise streams with k
-// buffers of dimension d; the parameters are returned by [BLTParamsOf].
+// buffers of dimension d; the parameters are its Operator, a *[BLTParams].
 //
 // The workload must be lower-triangular Toeplitz. The parameters (w,
 // lambda) minimise the exact loss of the Toeplitz factorization C =
@@ -102,7 +93,6 @@ func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) 
 	c := bltInverse(p, r)
 	f, scale := toeplitzFactorization(StrategyBLT, w, tw, c, d)
 	p.Scale = scale
-	f.BLT = p
 	f.Operator = p
 	return f, nil
 }
@@ -235,15 +225,6 @@ func bltInverse(p *BLTParams, n int) []float64 {
 		c[r] = z
 	}
 	return c
-}
-
-// BLTParamsOf returns a copy of the streaming parameters of f (its BLT
-// field) and true, or nil and false if f is not a BLT factorization.
-func BLTParamsOf(f *Factorization) (*BLTParams, bool) {
-	if f == nil || f.BLT == nil {
-		return nil, false
-	}
-	return f.BLT.clone(), true
 }
 
 // StrategyBLT is the name of [BLTStrategy].

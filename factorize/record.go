@@ -108,13 +108,8 @@ func (rec Record) Restore(w *Workload) (*Factorization, error) {
 	case rec.B != nil:
 		f.Operator = newDenseOp(w, rec.B, rec.Available)
 	}
-	switch op := f.Operator.(type) {
-	case *BLTParams:
-		f.BLT = op
-	case quasiSepOp:
-		if rec.SemisepBounds != nil {
-			f.Semisep = &SemisepParams{C: op.c, OptimalLower: rec.SemisepBounds[0], Excess: rec.SemisepBounds[1]}
-		}
+	if op, ok := f.Operator.(quasiSepOp); ok && rec.SemisepBounds != nil {
+		f.Semisep = &SemisepParams{C: op.c, OptimalLower: rec.SemisepBounds[0], Excess: rec.SemisepBounds[1]}
 	}
 	if reason := verifyEntry(f); reason != "" {
 		return nil, fmt.Errorf("%s", reason)
