@@ -146,10 +146,6 @@ func CheckRequest(s Strategy, w *Workload, p Participation) (lossOnly bool, err 
 	return lossOnly, nil
 }
 
-// FiniteMetrics reports whether every metric is finite and >= 0: a
-// factorization whose metrics overflowed cannot be stored.
-func FiniteMetrics(m Metrics) bool { return finiteMetrics(m) }
-
 // verifyEntry checks the privacy-relevant content of a factorization read
 // back from storage, because a checksum only detects accidents: anyone who
 // can write the storage can edit the metadata and recompute its checksum.
@@ -171,12 +167,7 @@ func FiniteMetrics(m Metrics) bool { return finiteMetrics(m) }
 // construction; its loss itself is trusted.
 func verifyEntry(f *Factorization) string {
 	m := f.Metrics
-	for _, v := range []float64{m.Gamma, m.UnitSensitivity.Value, m.FrobBSq, m.MaxRowBSq, m.Loss, m.RMSE, m.MaxSE, f.Gap} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Sprintf("metric %v out of range", v)
-		}
-	}
-	if !finiteMetrics(m) || !(f.Gap >= 0) || math.IsInf(f.Gap, 0) {
+	if !FiniteMetrics(m) || !(f.Gap >= 0) || math.IsInf(f.Gap, 0) {
 		return fmt.Sprintf("metrics out of range (gap %v)", f.Gap)
 	}
 	if f.Iterations < 0 || f.Evaluations < 0 {
@@ -186,9 +177,7 @@ func verifyEntry(f *Factorization) string {
 	if q, ok := f.Operator.(quasiSepOp); ok && f.B == nil {
 		// A structured result: its metrics must be those of the C it
 		// streams, computed from the generators.
-		if inv, banded := f.Workload.InverseBand(); !banded || r < 2 {
-			return "a quasiseparable operator for a workload without a bidiagonal inverse"
-		} else if _, kb, _ := inv.TriBand(); kb != 1 {
+		if !f.Workload.bidiagonalInverse() {
 			return "a quasiseparable operator for a workload without a bidiagonal inverse"
 		}
 		if m.Participation.Kind != KindSingle {
@@ -258,8 +247,9 @@ func sameMetrics(got, m Metrics) bool {
 	return true
 }
 
-// finiteMetrics reports whether every metric is finite and >= 0.
-func finiteMetrics(m Metrics) bool {
+// FiniteMetrics reports whether every metric is finite and >= 0: a
+// factorization whose metrics overflowed cannot be stored.
+func FiniteMetrics(m Metrics) bool {
 	for _, v := range []float64{m.Gamma, m.UnitSensitivity.Value, m.FrobBSq, m.MaxRowBSq, m.Loss, m.RMSE, m.MaxSE} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return false

@@ -112,13 +112,7 @@ func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 	if !(maxExcess > 0) || math.IsInf(maxExcess, 0) {
 		return nil, &ParamError{Param: "max excess", Value: maxExcess, Want: "a finite number > 0"}
 	}
-	// A workload without an inverse band has a nil inv: ask for its
-	// bandwidth only when it has one.
-	kb := -1
-	if inv, banded := w.InverseBand(); banded {
-		_, kb, _ = inv.TriBand()
-	}
-	if kb != 1 {
+	if !w.bidiagonalInverse() {
 		return nil, fmt.Errorf("factorize: strategy %q needs a workload with a bidiagonal inverse (prefix or weighted prefix sums) and R >= 2, not %q with R = %d", StrategySemisep, w.Name(), w.R())
 	}
 	opt.LossOnly = true
