@@ -64,7 +64,8 @@ func init() {
 				// The fixed-epoch solver has one path.
 				return &ParamError{Param: "strategy", Value: strconv.Quote(o.Spec()), Want: fmt.Sprintf("path only under single participation or minsep:B, not %v (its solver has one path)", p)}
 			}
-			return nil
+			_, err := s.(OptimalStrategy).withDefaults()
+			return err
 		},
 		lossOnlyPtr: func(p any) *bool { return &p.(*OptimalStrategy).LossOnly },
 		progressPtr: func(p any) *func(Progress) { return &p.(*OptimalStrategy).Progress },

@@ -129,11 +129,6 @@ func CheckRequest(s Strategy, w *Workload, p Participation) (lossOnly bool, err 
 	if err := checkWorkload(w); err != nil {
 		return false, err
 	}
-	if o, ok := s.(OptimalStrategy); ok {
-		if _, err := o.withDefaults(); err != nil {
-			return false, err
-		}
-	}
 	// The registry's loss-only switch; semiseparable's (its Factors
 	// switch) only leaves out the dense factors: its result keeps its
 	// operator.
@@ -141,6 +136,9 @@ func CheckRequest(s Strategy, w *Workload, p Participation) (lossOnly bool, err 
 		lossOnly = IsLossOnly(s)
 	}
 	if err := p.Validate(w.R()); err != nil {
+		return false, err
+	}
+	if err := CheckUnder(s, p); err != nil {
 		return false, err
 	}
 	return lossOnly, nil

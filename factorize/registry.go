@@ -73,7 +73,7 @@ type StrategyInfo struct {
 	// solver that reports it.
 	progressPtr func(p any) *func(Progress)
 	// checkUnder returns an error if a setting of s would be ignored
-	// under p; nil for a strategy whose settings all apply everywhere.
+	// under p or is out of range; nil for a strategy without such checks.
 	checkUnder func(s Strategy, p Participation) error
 	// cBands returns the number of bands of the C that s forms; nil for a
 	// strategy whose C is not banded with a set number of bands.
@@ -508,9 +508,9 @@ func WithSetting(s Strategy, key, value string) (Strategy, error) {
 
 // CheckUnder returns a *ParamError if a setting of s would be ignored
 // under participation p (banded's tol and max-iter outside min-separation,
-// optimal's path under fixed epochs),
-// so that a command can refuse it before solving; s.Factorize refuses it
-// too.
+// optimal's path under fixed epochs) or is out of range (optimal's tol and
+// max-iter), so that a command can refuse it before solving; s.Factorize
+// refuses it too.
 func CheckUnder(s Strategy, p Participation) error {
 	if i, ok := info(s); ok && i.checkUnder != nil {
 		return i.checkUnder(s, p)
