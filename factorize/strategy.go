@@ -5,11 +5,10 @@ import (
 	"fmt"
 )
 
-// A Strategy is a way to factorize a workload, carrying its own options:
-// [IdentityStrategy], [TreeStrategy], [SqrtStrategy], [BandedStrategy],
-// [BSRStrategy], [BandedToeplitzStrategy], [BISRStrategy],
-// [BandInvStrategy], [BLTStrategy], [SemisepStrategy] and [OptimalStrategy]. Every strategy reports its
-// [Metrics] under the participation it is given.
+// A Strategy is a way to factorize a workload, carrying its own options
+// (for example [OptimalStrategy]; [Registry] lists them all, each defined
+// and registered in its own file). Every strategy reports its [Metrics]
+// under the participation it is given.
 type Strategy interface {
 	// Name returns the strategy's name (one of [Strategies]).
 	Name() string
