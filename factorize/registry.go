@@ -12,9 +12,8 @@ import (
 // The registry knows every strategy by name: its spec syntax and settings,
 // its noise stream's memory, its solver's memory and its loss-only path,
 // which each strategy's file registers ([register]). Commands ask the
-// registry ([Registry], [Lookup],
-// [ParseStrategy], [StreamBytes], [SolveBytes], [WithLossOnly]) instead of
-// comparing names.
+// registry ([Registry], [Lookup], [ParseStrategy], [StreamBytes],
+// [SolveBytes], [WithLossOnly]) instead of comparing names.
 
 // A Setting describes one setting of a strategy spec ("bands" in
 // "banded:bands=64").
@@ -82,14 +81,7 @@ type StrategyInfo struct {
 
 // LossOnlyUnder reports whether the strategy can compute its metrics
 // without forming B and C under participation p (see [WithLossOnly]).
-func (i StrategyInfo) LossOnlyUnder(p Participation) bool {
-	for _, k := range i.lossOnly {
-		if k == p.Kind {
-			return true
-		}
-	}
-	return false
-}
+func (i StrategyInfo) LossOnlyUnder(p Participation) bool { return slices.Contains(i.lossOnly, p.Kind) }
 
 // HasLossOnly reports whether the strategy has a loss-only path under any
 // participation.
@@ -150,11 +142,7 @@ func bandsOrDefault(bands int) int {
 
 // Registry returns the registered strategies, in the order of
 // [Strategies].
-func Registry() []StrategyInfo {
-	out := make([]StrategyInfo, len(registry))
-	copy(out, registry)
-	return out
-}
+func Registry() []StrategyInfo { return slices.Clone(registry) }
 
 // Strategies lists the names of the registered strategies.
 func Strategies() []string {
@@ -201,7 +189,7 @@ func ParseStrategy(spec string) (Strategy, error) {
 			if !ok || key == "" {
 				return nil, bad("comma-separated key=value settings, not " + strconv.Quote(kv))
 			}
-			i := info.setting(key)
+			i := slices.IndexFunc(info.Settings, func(s Setting) bool { return s.Name == key })
 			if i < 0 {
 				return nil, bad(info.takes() + ", not " + key)
 			}
@@ -215,16 +203,6 @@ func ParseStrategy(spec string) (Strategy, error) {
 		}
 	}
 	return value(p), nil
-}
-
-// setting returns the index of the setting named key, or -1.
-func (i StrategyInfo) setting(key string) int {
-	for j, s := range i.Settings {
-		if s.Name == key {
-			return j
-		}
-	}
-	return -1
 }
 
 // takes words the settings the strategy takes.
@@ -261,16 +239,13 @@ func (i StrategyInfo) set(p any, j int, val string) error {
 		}
 		*v = x
 	case *Method:
-		switch val {
-		case "auto":
-			*v = Auto
-		case "structured":
-			*v = Structured
-		case "dense":
-			*v = Dense
-		default:
-			return fmt.Errorf("one of %s", strings.ReplaceAll(i.Settings[j].Type, "|", ", "))
+		for m := Auto; m <= Dense; m++ {
+			if val == m.String() {
+				*v = m
+				return nil
+			}
 		}
+		return fmt.Errorf("one of %s", strings.ReplaceAll(i.Settings[j].Type, "|", ", "))
 	}
 	return nil
 }
