@@ -144,11 +144,7 @@ func Banded(ctx context.Context, w *Workload, bands int) (*Factorization, error)
 		return nil, err
 	}
 	r := w.R()
-	b := bands
-	if b == 0 {
-		b = DefaultBands
-	}
-	b = min(b, r)
+	b := min(bandsOrDefault(bands), r)
 	s := tw.sqrt(b)
 	bsr := make([]float64, r) // the banded square root, C's first column
 	for k := 0; k < b; k++ {

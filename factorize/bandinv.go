@@ -106,11 +106,7 @@ func BandedInverseSqrt(w *Workload, bands int) (*Factorization, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := bands
-	if p == 0 {
-		p = DefaultBands
-	}
-	p = min(p, w.R())
+	p := min(bandsOrDefault(bands), w.R())
 	return bandInvFactorization(StrategyBISR, w, tw, tw.inverseSqrt(p)), nil
 }
 
@@ -231,11 +227,7 @@ func bandInvLoss(tw toeplitzWorkload, u []float64, part Participation) float64 {
 // bandInvCoefficients returns the optimised p coefficients of C^{-1}.
 func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
 	r := len(tw.a)
-	p := bands
-	if p == 0 {
-		p = DefaultBands
-	}
-	p = min(p, r)
+	p := min(bandsOrDefault(bands), r)
 	u0 := tw.inverseSqrt(p)
 	if p == 1 {
 		return u0, nil
@@ -339,11 +331,7 @@ func bandedToeplitzSens2(c []float64, r int, part Participation) float64 {
 // unit norm.
 func bandedToeplitzCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
 	r := len(tw.a)
-	b := bands
-	if b == 0 {
-		b = DefaultBands
-	}
-	b = min(b, r)
+	b := min(bandsOrDefault(bands), r)
 	s := tw.sqrt(b)
 	c0 := make([]float64, b)
 	for k := range c0 {
@@ -529,11 +517,7 @@ func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands in
 			return nil, err
 		}
 	} else {
-		n := bands
-		if n == 0 {
-			n = DefaultBands
-		}
-		u = tw.inverseSqrt(min(n, r))
+		u = tw.inverseSqrt(min(bandsOrDefault(bands), r))
 	}
 	c := linalg.SeriesInverse(u, r)
 	gamma2 := columnNormSq(c)
