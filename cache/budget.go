@@ -243,7 +243,7 @@ type Entry struct {
 	// removes the entries with the oldest LastUsed first.
 	LastUsed time.Time `json:"last_used"`
 	// Strategy, StrategyKey, Workload, R, M and Participation are the
-	// entry's metadata: the strategy's name and [Strategy.Key], the
+	// entry's metadata: the strategy's name and [factorize.CacheKey], the
 	// workload's [Workload.Key], the rounds, the rows of C and the
 	// participation.
 	Strategy      string `json:"strategy,omitempty"`

@@ -33,7 +33,7 @@ import (
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
 
-// Cache entry format, version 4. All integers are little-endian.
+// Cache entry format, version 5. All integers are little-endian.
 //
 //	offset  size  content
 //	0       8     magic "DPMFFACT"
@@ -59,7 +59,7 @@ import (
 // written with [atomicfile.Write]: a reader sees a complete entry or none.
 const (
 	cacheMagic    = "DPMFFACT"
-	cacheVersion  = 4
+	cacheVersion  = 5
 	cacheExt      = ".dpmf"
 	cacheHeader   = 16
 	cacheSumLen   = sha256.Size
@@ -196,7 +196,7 @@ func keyFields(s factorize.Strategy, w *factorize.Workload, p factorize.Particip
 	}
 	return cacheKeyFields{
 		strategy:      s.Name(),
-		strategyKey:   s.Key(),
+		strategyKey:   factorize.CacheKey(s),
 		workload:      w.Key(),
 		r:             w.R(),
 		participation: p,
@@ -224,7 +224,7 @@ func (k cacheKeyFields) hex() string {
 
 // Key returns the hex SHA-256 cache key of the factorization of w by
 // strategy s under participation p. The key covers the cache format
-// version, the strategy's name and [Strategy.Key] (the options that change
+// version, the strategy's name and [factorize.CacheKey] (the settings that change
 // the result, with defaults filled in), the workload ([Workload.Key] and R)
 // and the participation. Invalid options or participation are an error.
 func Key(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (string, error) {

@@ -20,14 +20,14 @@ func TestBandedInverseLossOnlyCache(t *testing.T) {
 		var warn strings.Builder
 		first, cached, err := c.Compute(ctx, s, w, factorize.MinSeparation(10, 0), &warn)
 		if err != nil || cached {
-			t.Fatalf("%s: first compute: cached %v, %v", s.Key(), cached, err)
+			t.Fatalf("%s: first compute: cached %v, %v", factorize.CacheKey(s), cached, err)
 		}
 		again, cached, err := c.Compute(ctx, s, w, factorize.MinSeparation(10, 0), &warn)
 		if err != nil || !cached || warn.Len() != 0 {
-			t.Fatalf("%s: second compute: cached %v, %v, warnings %q", s.Key(), cached, err, warn.String())
+			t.Fatalf("%s: second compute: cached %v, %v, warnings %q", factorize.CacheKey(s), cached, err, warn.String())
 		}
 		if again.Metrics.Loss != first.Metrics.Loss || again.Metrics.UnitSensitivity != first.Metrics.UnitSensitivity {
-			t.Errorf("%s: cached metrics %+v, computed %+v", s.Key(), again.Metrics, first.Metrics)
+			t.Errorf("%s: cached metrics %+v, computed %+v", factorize.CacheKey(s), again.Metrics, first.Metrics)
 		}
 	}
 }

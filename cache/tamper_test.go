@@ -50,7 +50,7 @@ func writeEntry(t *testing.T, path string, e entry) {
 	require.NoError(t, err)
 	var out bytes.Buffer
 	out.WriteString("DPMFFACT")
-	binary.Write(&out, binary.LittleEndian, uint32(4)) // the cache format version
+	binary.Write(&out, binary.LittleEndian, uint32(5)) // the cache format version
 	binary.Write(&out, binary.LittleEndian, uint32(len(js)))
 	out.Write(js)
 	out.Write(e.floats)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/dpmf/dpmf/linalg"
 	"gonum.org/v1/gonum/mat"
@@ -42,6 +41,46 @@ const (
 	StrategyBandedToeplitz = "banded-toeplitz"
 )
 
+func init() {
+	bandsOfInverse := []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}}
+	register(StrategyInfo{
+		Name: StrategyBandedToeplitz, rank: 70, Doc: "a banded Toeplitz C optimised for the participation",
+		Stream:   "b - 1 (15 by default)",
+		Settings: []Setting{bandsSetting("number of bands of C")},
+		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+		proto:    BandedToeplitzStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BandedToeplitzStrategy).Bands }, lo: 1},
+		},
+		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedToeplitzStrategy).Bands), r) - 1 },
+		lossOnlyPtr:   func(p any) *bool { return &p.(*BandedToeplitzStrategy).LossOnly },
+	})
+	register(StrategyInfo{
+		Name: StrategyBISR, rank: 80, Doc: "the banded inverse square root: C^{-1} with p coefficients",
+		Stream:   "p - 1 (15 by default)",
+		Settings: bandsOfInverse,
+		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+		proto:    BISRStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BISRStrategy).Bands }, lo: 1},
+		},
+		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BISRStrategy).Bands), r) - 1 },
+		lossOnlyPtr:   func(p any) *bool { return &p.(*BISRStrategy).LossOnly },
+	})
+	register(StrategyInfo{
+		Name: StrategyBandInv, rank: 90, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
+		Stream:   "p - 1 (15 by default)",
+		Settings: bandsOfInverse,
+		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+		proto:    BandInvStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BandInvStrategy).Bands }, lo: 1},
+		},
+		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandInvStrategy).Bands), r) - 1 },
+		lossOnlyPtr:   func(p any) *bool { return &p.(*BandInvStrategy).LossOnly },
+	})
+}
+
 // BandedInverseSqrt returns the BISR factorization of a lower-triangular
 // Toeplitz workload (Kalinin, McKenna, Upadhyay, Lampert 2025, arXiv
 // 2505.12128): C^{-1} = T_u with u the first p = bands coefficients
@@ -67,11 +106,7 @@ func BandedInverseSqrt(w *Workload, bands int) (*Factorization, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := bands
-	if p == 0 {
-		p = DefaultBands
-	}
-	p = min(p, w.R())
+	p := min(bandsOrDefault(bands), w.R())
 	return bandInvFactorization(StrategyBISR, w, tw, tw.inverseSqrt(p)), nil
 }
 
@@ -192,11 +227,7 @@ func bandInvLoss(tw toeplitzWorkload, u []float64, part Participation) float64 {
 // bandInvCoefficients returns the optimised p coefficients of C^{-1}.
 func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
 	r := len(tw.a)
-	p := bands
-	if p == 0 {
-		p = DefaultBands
-	}
-	p = min(p, r)
+	p := min(bandsOrDefault(bands), r)
 	u0 := tw.inverseSqrt(p)
 	if p == 1 {
 		return u0, nil
@@ -300,11 +331,7 @@ func bandedToeplitzSens2(c []float64, r int, part Participation) float64 {
 // unit norm.
 func bandedToeplitzCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
 	r := len(tw.a)
-	b := bands
-	if b == 0 {
-		b = DefaultBands
-	}
-	b = min(b, r)
+	b := min(bandsOrDefault(bands), r)
 	s := tw.sqrt(b)
 	c0 := make([]float64, b)
 	for k := range c0 {
@@ -354,19 +381,9 @@ type BISRStrategy struct {
 // Name returns "bisr".
 func (BISRStrategy) Name() string { return StrategyBISR }
 
-// Key returns "bisr/bands=P" (0 for the default), followed by
-// "/loss_only=true" when LossOnly is set.
-func (s BISRStrategy) Key() string {
-	return StrategyBISR + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
-}
-
-// lossOnlyKey returns "/loss_only=true" when set, else "".
-func lossOnlyKey(lossOnly bool) string {
-	if lossOnly {
-		return "/loss_only=true"
-	}
-	return ""
-}
+// Spec returns "bisr:bands=P", or "bisr" for the default. LossOnly is not
+// part of it (see [WithLossOnly]).
+func (s BISRStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns [BandedInverseSqrt](w, s.Bands) with metrics under p.
 func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
@@ -376,7 +393,7 @@ func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participatio
 	if s.LossOnly {
 		return bandInvLossOnly(ctx, StrategyBISR, w, s.Bands, p, false)
 	}
-	return under(w, p, func() (*Factorization, error) { return BandedInverseSqrt(w, s.Bands) })
+	return under(ctx, w, p, func() (*Factorization, error) { return BandedInverseSqrt(w, s.Bands) })
 }
 
 // BandInvStrategy is the optimised banded inverse
@@ -394,12 +411,9 @@ type BandInvStrategy struct {
 // Name returns "bandinv".
 func (BandInvStrategy) Name() string { return StrategyBandInv }
 
-// Key returns "bandinv/bands=P" (0 for the default; the participation is
-// part of the cache key), followed by "/loss_only=true" when LossOnly is
-// set.
-func (s BandInvStrategy) Key() string {
-	return StrategyBandInv + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
-}
+// Spec returns "bandinv:bands=P", or "bandinv" for the default. LossOnly
+// is not part of it (see [WithLossOnly]).
+func (s BandInvStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns [BandedInverseOptimized](ctx, w, s.Bands, p) with
 // metrics under p.
@@ -410,7 +424,7 @@ func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 	if s.LossOnly {
 		return bandInvLossOnly(ctx, StrategyBandInv, w, s.Bands, p, true)
 	}
-	return under(w, p, func() (*Factorization, error) { return BandedInverseOptimized(ctx, w, s.Bands, p) })
+	return under(ctx, w, p, func() (*Factorization, error) { return BandedInverseOptimized(ctx, w, s.Bands, p) })
 }
 
 // BandedToeplitzStrategy is the optimised banded Toeplitz C with unit
@@ -427,11 +441,9 @@ type BandedToeplitzStrategy struct {
 // Name returns "banded-toeplitz".
 func (BandedToeplitzStrategy) Name() string { return StrategyBandedToeplitz }
 
-// Key returns "banded-toeplitz/bands=B" (0 for the default), followed by
-// "/loss_only=true" when LossOnly is set.
-func (s BandedToeplitzStrategy) Key() string {
-	return StrategyBandedToeplitz + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
-}
+// Spec returns "banded-toeplitz:bands=B", or "banded-toeplitz" for the
+// default. LossOnly is not part of it (see [WithLossOnly]).
+func (s BandedToeplitzStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns [BandedToeplitz](ctx, w, bands, p) with metrics under
 // p, bands = s.Bands or its default for p.
@@ -445,7 +457,7 @@ func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Pa
 	if s.LossOnly {
 		return bandedToeplitzLossOnly(ctx, w, bandsFor(s.Bands, p), p)
 	}
-	return under(w, p, func() (*Factorization, error) { return BandedToeplitz(ctx, w, bandsFor(s.Bands, p), p) })
+	return under(ctx, w, p, func() (*Factorization, error) { return BandedToeplitz(ctx, w, bandsFor(s.Bands, p), p) })
 }
 
 // checkLossOnly checks the arguments of a loss-only banded Toeplitz
@@ -505,11 +517,7 @@ func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands in
 			return nil, err
 		}
 	} else {
-		n := bands
-		if n == 0 {
-			n = DefaultBands
-		}
-		u = tw.inverseSqrt(min(n, r))
+		u = tw.inverseSqrt(min(bandsOrDefault(bands), r))
 	}
 	c := linalg.SeriesInverse(u, r)
 	gamma2 := columnNormSq(c)

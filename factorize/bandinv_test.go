@@ -275,7 +275,7 @@ func TestBandedInverseLossOnly(t *testing.T) {
 					t.Fatal(err)
 				}
 				if lean.B != nil || lean.C != nil {
-					t.Errorf("%s: loss-only result with factors", pair[1].Key())
+					t.Errorf("%s: loss-only result with factors", CacheKey(pair[1]))
 				}
 				want, err := ComputeMetrics(full.B, full.C, part)
 				if err != nil {
@@ -293,11 +293,11 @@ func TestBandedInverseLossOnly(t *testing.T) {
 					{"loss", got.Loss, want.Loss},
 				} {
 					if math.Abs(m.got-m.want) > 1e-9*math.Abs(m.want) {
-						t.Errorf("%s %s %v: %s loss-only %.12g, dense %.12g", w.Name(), pair[1].Key(), part, m.name, m.got, m.want)
+						t.Errorf("%s %s %v: %s loss-only %.12g, dense %.12g", w.Name(), CacheKey(pair[1]), part, m.name, m.got, m.want)
 					}
 				}
 				if got.UnitSensitivity.Exact != want.UnitSensitivity.Exact {
-					t.Errorf("%s %v: exact %v, dense %v", pair[1].Key(), part, got.UnitSensitivity.Exact, want.UnitSensitivity.Exact)
+					t.Errorf("%s %v: exact %v, dense %v", CacheKey(pair[1]), part, got.UnitSensitivity.Exact, want.UnitSensitivity.Exact)
 				}
 			}
 		}

@@ -47,9 +47,6 @@ type Factorization struct {
 	Evaluations int
 	// Gap is the certified relative duality gap (0 for closed forms).
 	Gap float64
-	// BLT holds the streaming parameters of a BLT factorization (nil for
-	// other strategies).
-	BLT *BLTParams
 	// Semisep holds the causal factor of a [Semiseparable] factorization
 	// in quasiseparable form (nil for other strategies).
 	Semisep *SemisepParams

@@ -1123,7 +1123,6 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	}
 	f := toeplitzScaled(StrategyBLT, w, tw, c, d, ones)
 	p.Scale = ones
-	f.BLT = p
 	f.Operator = p
 	return f.WithParticipation(part)
 }

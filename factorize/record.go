@@ -108,13 +108,8 @@ func (rec Record) Restore(w *Workload) (*Factorization, error) {
 	case rec.B != nil:
 		f.Operator = newDenseOp(w, rec.B, rec.Available)
 	}
-	switch op := f.Operator.(type) {
-	case *BLTParams:
-		f.BLT = op
-	case quasiSepOp:
-		if rec.SemisepBounds != nil {
-			f.Semisep = &SemisepParams{C: op.c, OptimalLower: rec.SemisepBounds[0], Excess: rec.SemisepBounds[1]}
-		}
+	if op, ok := f.Operator.(quasiSepOp); ok && rec.SemisepBounds != nil {
+		f.Semisep = &SemisepParams{C: op.c, OptimalLower: rec.SemisepBounds[0], Excess: rec.SemisepBounds[1]}
 	}
 	if reason := verifyEntry(f); reason != "" {
 		return nil, fmt.Errorf("%s", reason)
@@ -134,11 +129,6 @@ func CheckRequest(s Strategy, w *Workload, p Participation) (lossOnly bool, err 
 	if err := checkWorkload(w); err != nil {
 		return false, err
 	}
-	if o, ok := s.(OptimalStrategy); ok {
-		if _, err := o.withDefaults(); err != nil {
-			return false, err
-		}
-	}
 	// The registry's loss-only switch; semiseparable's (its Factors
 	// switch) only leaves out the dense factors: its result keeps its
 	// operator.
@@ -148,12 +138,11 @@ func CheckRequest(s Strategy, w *Workload, p Participation) (lossOnly bool, err 
 	if err := p.Validate(w.R()); err != nil {
 		return false, err
 	}
+	if err := CheckUnder(s, p); err != nil {
+		return false, err
+	}
 	return lossOnly, nil
 }
-
-// FiniteMetrics reports whether every metric is finite and >= 0: a
-// factorization whose metrics overflowed cannot be stored.
-func FiniteMetrics(m Metrics) bool { return finiteMetrics(m) }
 
 // verifyEntry checks the privacy-relevant content of a factorization read
 // back from storage, because a checksum only detects accidents: anyone who
@@ -176,12 +165,7 @@ func FiniteMetrics(m Metrics) bool { return finiteMetrics(m) }
 // construction; its loss itself is trusted.
 func verifyEntry(f *Factorization) string {
 	m := f.Metrics
-	for _, v := range []float64{m.Gamma, m.UnitSensitivity.Value, m.FrobBSq, m.MaxRowBSq, m.Loss, m.RMSE, m.MaxSE, f.Gap} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Sprintf("metric %v out of range", v)
-		}
-	}
-	if !finiteMetrics(m) || !(f.Gap >= 0) || math.IsInf(f.Gap, 0) {
+	if !FiniteMetrics(m) || !(f.Gap >= 0) || math.IsInf(f.Gap, 0) {
 		return fmt.Sprintf("metrics out of range (gap %v)", f.Gap)
 	}
 	if f.Iterations < 0 || f.Evaluations < 0 {
@@ -191,9 +175,7 @@ func verifyEntry(f *Factorization) string {
 	if q, ok := f.Operator.(quasiSepOp); ok && f.B == nil {
 		// A structured result: its metrics must be those of the C it
 		// streams, computed from the generators.
-		if inv, banded := f.Workload.InverseBand(); !banded || r < 2 {
-			return "a quasiseparable operator for a workload without a bidiagonal inverse"
-		} else if _, kb, _ := inv.TriBand(); kb != 1 {
+		if !f.Workload.bidiagonalInverse() {
 			return "a quasiseparable operator for a workload without a bidiagonal inverse"
 		}
 		if m.Participation.Kind != KindSingle {
@@ -263,8 +245,9 @@ func sameMetrics(got, m Metrics) bool {
 	return true
 }
 
-// finiteMetrics reports whether every metric is finite and >= 0.
-func finiteMetrics(m Metrics) bool {
+// FiniteMetrics reports whether every metric is finite and >= 0: a
+// factorization whose metrics overflowed cannot be stored.
+func FiniteMetrics(m Metrics) bool {
 	for _, v := range []float64{m.Gamma, m.UnitSensitivity.Value, m.FrobBSq, m.MaxRowBSq, m.Loss, m.RMSE, m.MaxSE} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return false

@@ -445,3 +445,38 @@ func ExampleParseStrategy() {
 	// 160 bytes of noise state
 	// [identity tree sqrt sqrt-normalized banded bsr banded-toeplitz bisr bandinv blt semiseparable optimal]
 }
+
+// TestRegistryOrder checks that the strategies, registered from their own
+// files, come in their declared rank order (the order of -compare tables
+// and docs/strategies.md).
+func TestRegistryOrder(t *testing.T) {
+	want := []string{"identity", "tree", "sqrt", "sqrt-normalized", "banded", "bsr", "banded-toeplitz", "bisr", "bandinv", "blt", "semiseparable", "optimal"}
+	if got := factorize.Strategies(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Strategies() = %q, want %q", got, want)
+	}
+}
+
+// TestCacheKey checks the cache key against keys written out by hand:
+// defaults filled in where they do not depend on the participation,
+// max-iter and path left out, loss-only marked.
+func TestCacheKey(t *testing.T) {
+	for _, tc := range []struct {
+		s    factorize.Strategy
+		want string
+	}{
+		{factorize.IdentityStrategy{}, "identity"},
+		{factorize.SqrtStrategy{Normalized: true}, "sqrt-normalized"},
+		{factorize.BandedStrategy{}, "banded/bands=0/tol=1e-08"},
+		{factorize.BandedStrategy{Bands: 3, Tol: 1e-6, MaxIter: 9}, "banded/bands=3/tol=1e-06"},
+		{factorize.BISRStrategy{Bands: 5, LossOnly: true}, "bisr/bands=5/loss-only"},
+		{factorize.BLTStrategy{}, "blt/buffers=4"},
+		{factorize.SemisepStrategy{}, "semiseparable/buffers=0/max-excess=0.001/tol=1e-10/loss-only"},
+		{factorize.SemisepStrategy{Buffers: 3, Factors: true, MaxIter: 5}, "semiseparable/buffers=3/max-excess=0.001/tol=1e-10"},
+		{factorize.OptimalStrategy{Options: factorize.Options{MaxIter: 3, Method: factorize.Dense, LossOnly: true}}, "optimal/tol=1e-10/loss-only"},
+		{nil, ""},
+	} {
+		if got := factorize.CacheKey(tc.s); got != tc.want {
+			t.Errorf("CacheKey(%#v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}

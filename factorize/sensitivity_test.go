@@ -427,7 +427,7 @@ func TestStrategiesForMinSep(t *testing.T) {
 	g, err = BLTMinSep(ctx, w, 2, 12, 3)
 	require.NoError(t, err)
 	assert.Equal(t, g.Metrics, f.Metrics)
-	assert.Equal(t, f.BLT, f.Operator)
+	assert.IsType(t, &BLTParams{}, f.Operator)
 
 	_, err = BandedStrategy{Bands: -1}.Factorize(ctx, w, p)
 	requireParamError(t, err, "bands")

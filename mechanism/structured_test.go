@@ -41,22 +41,22 @@ func TestCachedStreamsAsFresh(t *testing.T) {
 	for _, c := range cases {
 		fresh, err := c.s.Factorize(ctx, w, c.p)
 		if err != nil {
-			t.Fatalf("%s: %v", c.s.Key(), err)
+			t.Fatalf("%s: %v", factorize.CacheKey(c.s), err)
 		}
 		if err := (&cache.Cache{Dir: dir}).Store(fresh, c.s); err != nil {
-			t.Fatalf("%s: %v", c.s.Key(), err)
+			t.Fatalf("%s: %v", factorize.CacheKey(c.s), err)
 		}
 		cached, err := (&cache.Cache{Dir: dir}).Load(c.s, w, c.p)
 		if err != nil {
-			t.Fatalf("%s: %v", c.s.Key(), err)
+			t.Fatalf("%s: %v", factorize.CacheKey(c.s), err)
 		}
 		a := drain(t, fresh, 5, WithSeed(11))
 		b := drain(t, cached, 5, WithSeed(11))
 		if !sameBits(a, b) {
-			t.Errorf("%s %v: cached noise differs from the fresh noise", c.s.Key(), c.p)
+			t.Errorf("%s %v: cached noise differs from the fresh noise", factorize.CacheKey(c.s), c.p)
 		}
 		if fmt.Sprint(fresh.Operator) != fmt.Sprint(cached.Operator) {
-			t.Errorf("%s: cached operator %v, fresh %v", c.s.Key(), cached.Operator, fresh.Operator)
+			t.Errorf("%s: cached operator %v, fresh %v", factorize.CacheKey(c.s), cached.Operator, fresh.Operator)
 		}
 	}
 }
@@ -85,10 +85,10 @@ func TestLossOnlyStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		if lean.B != nil {
-			t.Fatalf("%s: factors formed", pair[0].Key())
+			t.Fatalf("%s: factors formed", factorize.CacheKey(pair[0]))
 		}
 		if d := maxRelDiff(drain(t, lean, dim, WithSeed(2)), explicitNoise(t, full, dim, 1, 2)); d > 1e-12 {
-			t.Errorf("%s: max relative difference %.3g from the explicit noise", pair[0].Key(), d)
+			t.Errorf("%s: max relative difference %.3g from the explicit noise", factorize.CacheKey(pair[0]), d)
 		}
 	}
 	// The optimal banded factorization under min-separation, loss-only:
