@@ -33,7 +33,7 @@ func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) 
 	}
 	w, err := factorize.Prefix(p.Rounds)
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
 	f, err := s.Factorize(ctx, w, part)
 	if err != nil {
@@ -133,7 +133,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	}
 	sens, err := accountant.ReleaseSensitivity(p.Clip, learners, rel, unit)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	std, err := accountant.NoiseStd(t.Eps, t.Delta, sens, method)
 	if err != nil {
@@ -168,7 +168,7 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	r := f.Workload.R()
 	sens, err := accountant.ReleaseSensitivity(p.Clip, p.Learners, rel, m.Gamma)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	sigma, err := accountant.AmplifiedBandedSigma(ctx, t.Sampling, r, b, t.Eps, t.Delta, rel)
 	if err != nil {

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
@@ -313,7 +314,7 @@ func (p *Plan) Validate() error {
 		return err
 	}
 	if err := part.Validate(p.Rounds); err != nil && p.workload() == WorkloadPrefix {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	switch p.Algorithm {
 	case "", AlgoCorrelated, AlgoBaselineCorrelated, AlgoIndependent, AlgoNonPrivate:
@@ -329,7 +330,7 @@ func (p *Plan) Validate() error {
 	}
 	if p.Algorithm == AlgoIndependent && p.Strategy != "" {
 		if s, err := factorize.ParseStrategy(p.Strategy); err != nil {
-			return fmt.Errorf("plan: %w", err)
+			return wrap(err)
 		} else if _, ok := s.(factorize.IdentityStrategy); !ok {
 			return bad("strategy", strconv.Quote(p.Strategy), "identity for the independent algorithm")
 		}
@@ -368,7 +369,7 @@ func (t *Target) validate(p *Plan) error {
 		return bad("calibration", t.Calibration, "exact or paper")
 	}
 	if _, err := t.relation(); err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	if t.Sampling != 0 && !(t.Sampling > 0 && t.Sampling <= 1) {
 		return bad("sampling", t.Sampling, "a probability in (0, 1] (or 0: none)")
@@ -409,7 +410,7 @@ func (p *Plan) participation() (factorize.Participation, error) {
 	}
 	part, err := factorize.ParseParticipation(p.Participation)
 	if err != nil {
-		return part, fmt.Errorf("plan: %w", err)
+		return part, wrap(err)
 	}
 	return part, nil
 }
@@ -443,23 +444,41 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	}
 	s, err := factorize.ParseStrategy(spec)
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
 	part, err := p.participation()
 	if err != nil {
 		return nil, err
 	}
 	if err := factorize.CheckUnder(s, part); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
 	info, err := factorize.Lookup(s.Name())
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
 	if !info.LossOnlyUnder(part) {
 		if s, err = factorize.WithLossOnly(s, false); err != nil {
-			return nil, fmt.Errorf("plan: %w", err)
+			return nil, wrap(err)
 		}
 	}
 	return s, nil
 }
+
+// prefixError is an error of another package returned by the plan: its
+// message is "plan: " and the other's message without that package's prefix,
+// so that it reads with one prefix.
+type prefixError struct{ err error }
+
+// wrap returns err as a plan error; errors.Is and errors.As see err.
+func wrap(err error) error { return &prefixError{err} }
+
+func (e *prefixError) Error() string {
+	msg := e.err.Error()
+	for _, p := range []string{"dpmf: ", "accountant: ", "factorize: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return "plan: " + msg
+}
+
+func (e *prefixError) Unwrap() error { return e.err }
