@@ -37,6 +37,7 @@ import (
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // Format is the version of the plan's JSON encoding.
@@ -194,7 +195,7 @@ func ParseCalibration(s string) (Calibration, error) {
 	case "paper":
 		return Paper, nil
 	}
-	return 0, fmt.Errorf("calibration %q, want exact or paper", s)
+	return 0, &param.Error{Param: "calibration", Value: strconv.Quote(s), Want: "exact or paper"}
 }
 
 // MarshalText writes the name.
@@ -257,7 +258,7 @@ func Parse(data []byte) (*Plan, error) {
 	dec.DisallowUnknownFields()
 	var p Plan
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("plan: %v", err)
+		return nil, wrap(err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("plan: data after the plan's JSON object")

@@ -184,7 +184,7 @@ type job struct {
 	algo  fedopt.Algorithm
 	mech  string // factorization for Correlated and BaselineCorrelated
 	eps   float64
-	cal   fedopt.Calibration
+	cal   plan.Calibration
 	etaT  float64 // eta~, mean-gradient units
 	reps  int
 	seed  uint64 // data seed; noise of repetition k: RepSeed(seed, k)
@@ -282,7 +282,7 @@ type tuneKey struct {
 	algo fedopt.Algorithm
 	mech string
 	eps  float64
-	cal  fedopt.Calibration
+	cal  plan.Calibration
 }
 
 // tune returns the (cached) step of j's algorithm on j's setting: the grid

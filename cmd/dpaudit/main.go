@@ -54,6 +54,7 @@ import (
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // exitViolation is the exit status of an audit that found a violation.
@@ -138,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	if p.Participation, err = factorize.ParseParticipation(o.part); err != nil {
 		return 0, cli.Usagef("invalid -participation: %v", err)
 	}
-	if p.Calibration, err = fedopt.ParseCalibration(o.cal); err != nil {
+	if p.Calibration, err = plan.ParseCalibration(o.cal); err != nil {
 		return 0, cli.Usagef("invalid -calibration: %v", err)
 	}
 	for name, v := range map[string]int{"learners": p.Learners, "rounds": p.Rounds, "tau": p.Tau, "dim": p.Dim} {

@@ -13,6 +13,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // usagef returns a usage error (exit status 2).
@@ -33,7 +34,7 @@ type config struct {
 	clip        float64
 	l2          float64
 	eps, delta  float64
-	calibration fedopt.Calibration
+	calibration plan.Calibration
 	reps        int
 	workers     int
 	evalEvery   int
@@ -165,7 +166,7 @@ func parseArgs(args []string) (config, error) {
 	if c.algo, err = fedopt.ParseAlgorithm(algo); err != nil {
 		return c, usagef("-algo %q: want correlated, independent, baseline-correlated or nonprivate", algo)
 	}
-	if c.calibration, err = fedopt.ParseCalibration(calib); err != nil {
+	if c.calibration, err = plan.ParseCalibration(calib); err != nil {
 		return c, usagef("-calibration %q: want exact or paper", calib)
 	}
 	if _, err := factorize.ParseStrategy(c.strategy); err != nil {
