@@ -42,15 +42,13 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		}
 	})
 	fs.StringVar(&state, "state", "", "the server's state directory (required)")
-	if _, err := cli.ParseFlags(fs, args, e.stdout, evaluateUsage, ""); err != nil {
+	set, err := cli.ParseFlags(fs, args, e.stdout, evaluateUsage, "")
+	switch {
+	case err != nil:
 		return err
-	}
-	if state == "" {
+	case state == "":
 		return usagef("-state is required: the server's state directory")
-	}
-	seedSet := false
-	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
-	if !seedSet {
+	case !set["seed"]:
 		return usagef("-seed is required: the seed the learners dealt the data with")
 	}
 	raw, err := fednet.ReadPlan(state)
