@@ -119,11 +119,3 @@ func (g *gen) fill(row, lo int, dst []float64) {
 		dst[i] = g.rng.NormFloat64()
 	}
 }
-
-// row writes noise row `row` at coordinates [0, len(dst)) into dst, block
-// by block. It is the serial reference of what the mechanisms draw.
-func (g *gen) row(row int, dst []float64) {
-	for lo := 0; lo < len(dst); lo += blockLen {
-		g.fill(row, lo, dst[lo:min(lo+blockLen, len(dst))])
-	}
-}
