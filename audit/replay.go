@@ -146,10 +146,6 @@ func ReplayNetwork(ctx context.Context, s *Setup) (*ReplayReport, error) {
 	return replayWith(ctx, s, nil, true)
 }
 
-func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
-	return replayWith(ctx, s, h, false)
-}
-
 func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayReport, error) {
 	start := time.Now()
 	p := s.Plan
