@@ -23,7 +23,7 @@ func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) 
 	if w := p.workload(); w != WorkloadPrefix {
 		return nil, fmt.Errorf("plan: workload %q, want %s (the only workload a plan factorizes; mfsolve factorizes the others)", w, WorkloadPrefix)
 	}
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	if f == nil {
 		return errors.New("plan: no factorization to calibrate")
 	}
-	part, _ := p.participation()
+	part, _ := p.Pattern()
 	m := f.Metrics
 	if m.Participation != part {
 		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v", m.Participation, part)

@@ -310,7 +310,7 @@ func (p *Plan) Validate() error {
 	if p.Rounds < 1 {
 		return bad("rounds", p.Rounds, ">= 1")
 	}
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil {
 		return err
 	}
@@ -404,8 +404,9 @@ func (p *Plan) workload() string {
 	return p.Workload
 }
 
-// participation returns the participation pattern (single when empty).
-func (p *Plan) participation() (factorize.Participation, error) {
+// Pattern returns the participation pattern of the plan (single when
+// empty).
+func (p *Plan) Pattern() (factorize.Participation, error) {
 	if p.Participation == "" {
 		return factorize.SingleParticipation(), nil
 	}
@@ -416,12 +417,9 @@ func (p *Plan) participation() (factorize.Participation, error) {
 	return part, nil
 }
 
-// Pattern returns the participation pattern of the plan.
-func (p *Plan) Pattern() (factorize.Participation, error) { return p.participation() }
-
 // Epochs returns K for participation epochs:K, and 1 otherwise.
 func (p *Plan) Epochs() int {
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil || part.Kind != factorize.KindEpochs {
 		return 1
 	}
@@ -447,7 +445,7 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil {
 		return nil, err
 	}
