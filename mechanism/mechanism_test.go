@@ -91,7 +91,7 @@ func explicitNoise(t *testing.T, f *factorize.Factorization, dim int, std float6
 		t.Fatal(err)
 	}
 	r, m := b.Dims()
-	g := newGen(&source{key: seedKey(seed)})
+	g := newGen(&source{key: SeedKey(seed)})
 	z := mat.NewDense(m, dim, nil)
 	for j := 0; j < m; j++ {
 		g.row(j, z.RawRowView(j))
