@@ -79,11 +79,6 @@ func checkMemory(c config, avail func() (uint64, error)) error {
 	return checkNeed(fmt.Sprintf("-reps %d, ", c.reps), c, memoryNeed(c, min(workers, c.reps)), avail)
 }
 
-// checkServerMemory is checkMemory for "ofl server".
-func checkServerMemory(c config, avail func() (uint64, error)) error {
-	return checkNeed("", c, serverMemoryNeed(c), avail)
-}
-
 // checkEvaluateMemory is checkMemory for "ofl evaluate": one repetition's
 // data set and trace (no factorization: the privacy record is the plan's).
 func checkEvaluateMemory(c config, avail func() (uint64, error)) error {

@@ -264,7 +264,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 		}
 	}
 	c := s.run
-	if err := checkServerMemory(c, e.memAvailable); err != nil {
+	if err := checkNeed("", c, serverMemoryNeed(c), e.memAvailable); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
