@@ -27,7 +27,7 @@ type Plan struct {
 	// default; fixed epochs or min-separation).
 	Participation factorize.Participation
 	// Calibration is exact (default) or paper.
-	Calibration fedopt.Calibration
+	Calibration plan.Calibration
 	// Learners (n), Rounds (R), Tau and Dim (the model's dimension d).
 	Learners, Rounds, Tau, Dim int
 	// Eta and EtaG are the local and global step sizes; Clip is B_g.

@@ -91,7 +91,7 @@ func explicitNoise(t *testing.T, f *factorize.Factorization, dim int, std float6
 		t.Fatal(err)
 	}
 	r, m := b.Dims()
-	g := newGen(&source{key: seedKey(seed)})
+	g := newGen(&source{key: SeedKey(seed)})
 	z := mat.NewDense(m, dim, nil)
 	for j := 0; j < m; j++ {
 		g.row(j, z.RawRowView(j))
@@ -492,5 +492,13 @@ func TestSemisepWithoutFactors(t *testing.T) {
 	// The dense operator forms B and C from the generators.
 	if d := maxRelDiff(drain(t, lean, dim, WithSeed(4), WithDense()), got); d > 1e-12 {
 		t.Errorf("dense operator of the generators: max relative difference %.3g", d)
+	}
+}
+
+// row writes noise row `row` at coordinates [0, len(dst)) into dst, block
+// by block. It is the serial reference of what the mechanisms draw.
+func (g *gen) row(row int, dst []float64) {
+	for lo := 0; lo < len(dst); lo += blockLen {
+		g.fill(row, lo, dst[lo:min(lo+blockLen, len(dst))])
 	}
 }

@@ -27,9 +27,12 @@ type source struct {
 // the same 256-bit key.
 const keyDomain = "dpmf/mechanism/noise-block/v1"
 
-// seedKey returns the 256-bit key of a 64-bit seed: SHA-256 of a domain
-// string and the seed.
-func seedKey(seed uint64) [32]byte {
+// SeedKey returns the 256-bit key that [WithSeed] makes of seed:
+// WithKey(SeedKey(seed)) gives the same noise as WithSeed(seed). It is for
+// code that passes keys around (a server that records which key a run
+// uses); like a seed, it is for experiments and tests only. The key is
+// SHA-256 of a domain string and the seed.
+func SeedKey(seed uint64) [32]byte {
 	var buf [len("dpmf/mechanism/seed/v1") + 8]byte
 	n := copy(buf[:], "dpmf/mechanism/seed/v1")
 	binary.LittleEndian.PutUint64(buf[n:], seed)
@@ -117,13 +120,5 @@ func (g *gen) fill(row, lo int, dst []float64) {
 	g.cc.Seed(sha256.Sum256(g.in[:]))
 	for i := range dst {
 		dst[i] = g.rng.NormFloat64()
-	}
-}
-
-// row writes noise row `row` at coordinates [0, len(dst)) into dst, block
-// by block. It is the serial reference of what the mechanisms draw.
-func (g *gen) row(row int, dst []float64) {
-	for lo := 0; lo < len(dst); lo += blockLen {
-		g.fill(row, lo, dst[lo:min(lo+blockLen, len(dst))])
 	}
 }

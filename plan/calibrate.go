@@ -23,7 +23,7 @@ func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) 
 	if w := p.workload(); w != WorkloadPrefix {
 		return nil, fmt.Errorf("plan: workload %q, want %s (the only workload a plan factorizes; mfsolve factorizes the others)", w, WorkloadPrefix)
 	}
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) 
 	}
 	w, err := factorize.Prefix(p.Rounds)
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
 	f, err := s.Factorize(ctx, w, part)
 	if err != nil {
@@ -105,7 +105,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	if f == nil {
 		return errors.New("plan: no factorization to calibrate")
 	}
-	part, _ := p.participation()
+	part, _ := p.Pattern()
 	m := f.Metrics
 	if m.Participation != part {
 		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v", m.Participation, part)
@@ -133,7 +133,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	}
 	sens, err := accountant.ReleaseSensitivity(p.Clip, learners, rel, unit)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	std, err := accountant.NoiseStd(t.Eps, t.Delta, sens, method)
 	if err != nil {
@@ -168,7 +168,7 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	r := f.Workload.R()
 	sens, err := accountant.ReleaseSensitivity(p.Clip, p.Learners, rel, m.Gamma)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	sigma, err := accountant.AmplifiedBandedSigma(ctx, t.Sampling, r, b, t.Eps, t.Delta, rel)
 	if err != nil {

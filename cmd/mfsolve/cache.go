@@ -14,6 +14,7 @@ import (
 
 	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // budgetEnv is the environment variable that sets the cache budget when
@@ -107,9 +108,7 @@ func runCache(args []string, e env) error {
 	}
 	verb := args[0]
 	var cfg config
-	fs := flag.NewFlagSet("mfsolve cache", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet("mfsolve cache")
 	fs.StringVar(&cfg.cacheDir, "cache", "", "the cache directory `DIR` (default: the user cache directory + /dpmf)")
 	fs.Func("cache-budget", "the budget `SIZE` to show with list (default: $DPMF_CACHE_BUDGET, else 1G)", func(v string) error {
 		b, err := parseSize(v)
@@ -123,24 +122,15 @@ func runCache(args []string, e env) error {
 		fs.PrintDefaults()
 		return nil
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprint(e.stdout, cacheUsageText)
-			fs.PrintDefaults()
-			return nil
-		}
-		return usagef("cache %s: %v", verb, err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("cache %s: unexpected argument %q", verb, fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["cache"] && cfg.cacheDir == "" {
+	set, err := cli.ParseFlags(fs, args[1:], e.stdout, cacheUsageText, "cache "+verb+": ")
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil
+	case err != nil:
+		return err
+	case set["cache"] && cfg.cacheDir == "":
 		return usagef("-cache is empty: want a directory")
-	}
-	if verb == "clear" && (set["json"] || set["cache-budget"]) {
+	case verb == "clear" && (set["json"] || set["cache-budget"]):
 		return usagef("cache clear takes only -cache")
 	}
 	if err := resolveBudget(&cfg, e.getenv); err != nil {

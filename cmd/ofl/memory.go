@@ -79,11 +79,6 @@ func checkMemory(c config, avail func() (uint64, error)) error {
 	return checkNeed(fmt.Sprintf("-reps %d, ", c.reps), c, memoryNeed(c, min(workers, c.reps)), avail)
 }
 
-// checkServerMemory is checkMemory for "ofl server".
-func checkServerMemory(c config, avail func() (uint64, error)) error {
-	return checkNeed("", c, serverMemoryNeed(c), avail)
-}
-
 // checkEvaluateMemory is checkMemory for "ofl evaluate": one repetition's
 // data set and trace (no factorization: the privacy record is the plan's).
 func checkEvaluateMemory(c config, avail func() (uint64, error)) error {
@@ -96,14 +91,8 @@ func checkEvaluateMemory(c config, avail func() (uint64, error)) error {
 // the message names the flags of c that set it, after reps. If avail is
 // nil or fails, the check is skipped.
 func checkNeed(reps string, c config, need float64, avail func() (uint64, error)) error {
-	if avail == nil {
-		return nil
-	}
-	have, err := avail()
-	if err != nil {
-		return nil
-	}
-	if need <= float64(have) {
+	have, short := cli.Short(need, avail)
+	if !short {
 		return nil
 	}
 	dim := ""
@@ -111,5 +100,5 @@ func checkNeed(reps string, c config, need float64, avail func() (uint64, error)
 		dim = fmt.Sprintf(", -dim %d", c.data.dim)
 	}
 	return fmt.Errorf("%s-rounds %d, -learners %d, -tau %d%s need about %s, this machine has %s available; use smaller values",
-		reps, c.rounds, c.learners, c.tau, dim, cli.FormatBytes(need), cli.FormatBytes(float64(have)))
+		reps, c.rounds, c.learners, c.tau, dim, cli.FormatBytes(need), cli.FormatBytes(have))
 }
