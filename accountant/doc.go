@@ -96,13 +96,28 @@
 // which the sampled Gaussian is accounted by a proven dominating pair that
 // is an upper bound, tight at q = 1 (see [SampledGaussianPLD]).
 //
-// Every reported delta is at least the true one: each event's discrete
-// pair dominates the true pair (Doroshenko et al. 2022's "connect the
-// dots", which keeps each grid cell's P- and Q-mass), cut upper tails count
-// as infinite loss, composition windows are cut by a Chernoff bound with
-// the cut mass accounted, and the rounding of the quadrature and the FFT is
-// bounded and added ([PLD.Floor] reports the total). docs/privacy.md states
-// the argument and the measured accuracy and cost.
+// Every delta and eps of a PLD comes with two sides ([Bounds]):
+// [PLD.DeltaBounds], [PLD.EpsilonBounds], [SampledGaussianDeltaBounds] and
+// [SampledGaussianEpsilonBounds] return an optimistic value, a lower bound
+// on the truth, and a safe (pessimistic) one, an upper bound; [PLD.Delta],
+// [PLD.Epsilon] and every calibration use the safe one. Safe side: each
+// event's discrete pair dominates the true pair (Doroshenko et al. 2022's
+// "connect the dots", which keeps each grid cell's P- and Q-mass), cut upper
+// tails count as infinite loss, and composition windows are cut by a
+// Chernoff bound with the cut mass accounted. Optimistic side: each event is
+// mapped to cells around the grid points and merged with fractions of its
+// neighbours until each cell's loss reaches its grid point (a
+// post-processing, so a dominated pair; the error is second order in the
+// interval, like the safe side's), and cut tails are dropped. Rounding is
+// bounded rigorously, with no fixed allowance: the masses' relative error
+// multiplies the safe side and divides the optimistic one, and the FFT's
+// error is bounded in an exponentially tilted l1 norm (the masses are
+// multiplied by e^(t l) before the transform and divided after it), which
+// makes it small relative to delta near delta = 1e-10; it is added to the
+// safe side and subtracted from the optimistic one at every eps.
+// docs/privacy.md states the argument and the measured width and cost (at
+// delta = 1e-10, q = 0.01, sigma = 4, 1000 steps: eps in [0.468706,
+// 0.468708]).
 //
 // # Errors and panics
 //

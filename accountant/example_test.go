@@ -100,6 +100,9 @@ func ExampleSampledGaussian() {
 		d, _ := p.Delta(e)
 		fmt.Printf("delta(%v) = %.2g\n", e, d)
 	}
+	// Both sides: the true eps at delta = 1e-10 lies between them.
+	b, _ := p.EpsilonBounds(1e-10)
+	fmt.Printf("eps(1e-10) in [%.5f, %.5f]\n", b.Optimistic, b.Safe)
 	// The floor no eps goes below: truncated tails and the floating-point
 	// bound.
 	fmt.Printf("floor %.0e\n", p.Floor())
@@ -109,8 +112,9 @@ func ExampleSampledGaussian() {
 	// eps = 1.8282 at delta = 1e-5
 	// delta(1) = 0.0026
 	// delta(2) = 2.7e-06
-	// delta(4) = 8e-11
-	// floor 8e-11
+	// delta(4) = 5.4e-13
+	// eps(1e-10) in [3.29044, 3.29045]
+	// floor 8e-23
 	// dpmf: q = 1.5, want a sampling probability in [0, 1]
 }
 
@@ -143,6 +147,6 @@ func ExampleSampledGaussian_replaceOne() {
 	fmt.Printf("add/remove eps = %.4f, replace-one eps <= %.4f\n", ar, ro)
 	fmt.Printf("q = 1: replace-one eps = %.4f (exact Gaussian %.4f)\n", full, exact)
 	// Output:
-	// add/remove eps = 1.8282, replace-one eps <= 5.2931
+	// add/remove eps = 1.8282, replace-one eps <= 5.2916
 	// q = 1: replace-one eps = 46.2112 (exact Gaussian 46.2112)
 }

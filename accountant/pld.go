@@ -3,6 +3,7 @@ package accountant
 import (
 	"errors"
 	"math"
+	"sync"
 )
 
 // This file holds the privacy-loss-distribution (PLD) accountant: its types,
@@ -33,7 +34,15 @@ type PLDOptions struct {
 	// TailMass is the mass cut from each tail of a loss distribution;
 	// 0 means DefaultTailMass. Cut upper tails count as infinite loss.
 	TailMass float64
+	// safeOnly skips the optimistic side (for calibrations, which use
+	// only the safe one): its distributions are noOpt, whose delta, 0, is
+	// a valid lower bound.
+	safeOnly bool
 }
+
+// noOpt is the optimistic distribution of a PLD built without that side:
+// no mass, so its delta is 0 at every eps. Compositions keep it.
+var noOpt = &lossDist{mass: []float64{0}, logErr: math.Inf(-1)}
 
 func (o PLDOptions) resolve() (h, tail float64, err error) {
 	h, tail = o.Interval, o.TailMass
@@ -52,43 +61,65 @@ func (o PLDOptions) resolve() (h, tail float64, err error) {
 	return h, tail, nil
 }
 
-// PLD is a pessimistic discretised privacy loss distribution: for each
-// direction of the neighbouring relation, a distribution of privacy losses
-// on the grid {i h} plus a mass at +Inf, whose hockey-stick divergence
-// delta(eps) is at least that of the mechanism it describes, for every eps.
+// PLD is a discretised privacy loss distribution held twice: for each
+// direction of the neighbouring relation, a pessimistic distribution of
+// privacy losses on the grid {i h} plus a mass at +Inf, whose hockey-stick
+// divergence delta(eps) is at least that of the mechanism it describes, and
+// an optimistic one whose delta(eps) is at most it, for every eps.
 //
 // Build one with [GaussianPLD] or [SampledGaussianPLD], combine with
-// [PLD.Compose] and [PLD.SelfCompose], and query with [PLD.Delta] and
-// [PLD.Epsilon]. A PLD is immutable and safe for concurrent use.
+// [PLD.Compose] and [PLD.SelfCompose], and query with [PLD.DeltaBounds] and
+// [PLD.EpsilonBounds] (both sides) or [PLD.Delta] and [PLD.Epsilon] (the
+// safe side). A PLD is immutable and safe for concurrent use.
 //
-// Each event is discretised so that its discrete pair dominates the true
-// pair (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022, "Connect the
-// dots": each grid cell's mass is split between its two ends so that the
-// cell's contributions to P and Q are kept, which makes the discrete
-// delta(eps) the chord of the true, convex, delta as a function of e^eps);
-// the mass below the grid is moved up to its lowest point and the mass above
-// it to +Inf. Composition of dominating pairs dominates the composition
-// (Zhu, Dong & Wang 2022, Theorem 10). Truncation in composition moves the
-// cut upper tail, bounded by a Chernoff bound, to +Inf and the lower tail to
-// the lowest grid point. Floating-point error in the masses and the FFT is
-// bounded and added to every delta; see docs/privacy.md.
+// Pessimistic side: each event is discretised so that its discrete pair
+// dominates the true pair (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi
+// 2022, "Connect the dots": each grid cell's mass is split between its two
+// ends so that the cell's contributions to P and Q are kept, which makes
+// the discrete delta(eps) the chord of the true, convex, delta as a
+// function of e^eps); the mass below the grid is moved up to its lowest
+// point and the mass above it to +Inf. Composition of dominating pairs
+// dominates the composition (Zhu, Dong & Wang 2022, Theorem 10); the upper
+// tail cut in composition, bounded by a Chernoff bound, counts as infinite
+// loss.
+//
+// Optimistic side: each event is mapped to cells of width h around the
+// grid points (a post-processing, so a dominated pair), cells are merged
+// with fractions of their neighbours until each cell's loss reaches its
+// grid point, and the losses are rounded down to it (see discretiseOpt);
+// cut tails are dropped. Its delta is a lower bound for the pair the PLD
+// accounts: the mechanism's own delta for the Gaussian and the add/remove
+// sampled Gaussian, whose pairs are tight; for the replace-one sampled
+// Gaussian, a lower bound for the dominating pair, not for the mechanism.
+//
+// Rounding: floating-point error in the masses is bounded relatively
+// (a factor 1 + rel), and the FFT's error absolutely, in an exponentially
+// tilted norm that makes it small relative to the masses of high loss (see
+// selfConvolve); the bound is added on the pessimistic side and subtracted
+// on the optimistic one. There is no fixed allowance. docs/privacy.md
+// states the argument and the measured accuracy and cost.
 type PLD struct {
-	h           float64
-	tail        float64
-	remove, add *lossDist // add == remove for a symmetric pair
+	h    float64
+	tail float64
+	// remove and add are the pessimistic distributions, removeOpt and
+	// addOpt the optimistic ones; add == remove (and addOpt == removeOpt)
+	// for a symmetric pair.
+	remove, add       *lossDist
+	removeOpt, addOpt *lossDist
 }
 
 // lossDist is one direction's discretised loss distribution: mass[i] at
-// loss (lo+i) h, inf at +Inf. The masses computed in floating point are
-// within a factor 1+rel of the exact masses of the dominating discrete pair,
-// and abs bounds the l1 norm of the error left by the FFT; every delta is
-// reported as (1+rel)(inf + sum + abs).
+// loss (lo+i) h, inf at +Inf. The exact masses of the discrete pair it
+// stands for are within a factor 1+rel of the computed ones after an
+// additive error e_i with sum_{i >= j} |e_i| <= e^(logErr - tau (lo+j)) for
+// every j (the FFT's error, weighted by the tilt tau >= 0 per grid step).
 type lossDist struct {
-	lo   int
-	mass []float64
-	inf  float64
-	rel  float64
-	abs  float64
+	lo     int
+	mass   []float64
+	inf    float64
+	rel    float64
+	tau    float64
+	logErr float64 // -Inf: no additive error
 	// unbounded records that the true losses have no upper bound (a
 	// Gaussian, the remove direction of a sampled one), so the true delta is
 	// positive at every eps even where the discrete one underflows to 0.
@@ -96,25 +127,43 @@ type lossDist struct {
 }
 
 // finite returns the total finite mass.
-func (d *lossDist) finite() float64 {
-	s := 0.0
-	for _, m := range d.mass {
-		s += m
+func (d *lossDist) finite() float64 { return sum(d.mass) }
+
+// Bounds is a two-sided result of the PLD accountant: the true value (the
+// delta or eps of the pair the PLD accounts) lies in [Optimistic, Safe].
+// Safe is the guarantee to state and to calibrate with; Optimistic shows
+// how much the discretisation and rounding cost.
+type Bounds struct {
+	Optimistic float64 // a lower bound on the true value
+	Safe       float64 // an upper bound on the true value (pessimistic)
+}
+
+// Width returns (Safe - Optimistic) / Safe, the relative width; 0 when
+// Safe is 0 or +Inf with Optimistic equal to it, +Inf when only Safe is
+// +Inf.
+func (b Bounds) Width() float64 {
+	if b.Safe == b.Optimistic {
+		return 0
 	}
-	return s
+	if math.IsInf(b.Safe, 1) {
+		return math.Inf(1)
+	}
+	return (b.Safe - b.Optimistic) / b.Safe
 }
 
 // Floor returns the least delta the PLD reports at any eps: the mass at
-// infinite loss (the cut upper tails) plus the floating-point error bound,
-// the larger over the two directions. [PLD.Epsilon] is +Inf for a delta at
-// or below it. Floor of a nil or zero PLD is 1 (no guarantee).
+// infinite loss (the cut upper tails) plus the rounding bound of the
+// masses above the grid, the larger over the two directions.
+// [PLD.Epsilon] is +Inf for a delta at or below it. Floor of a nil or zero
+// PLD is 1 (no guarantee).
 func (p *PLD) Floor() float64 {
 	if !p.valid() {
 		return 1
 	}
 	f := 0.0
 	for _, d := range p.dirs() {
-		f = math.Max(f, (1+d.rel)*(d.inf+d.abs))
+		c := newCurve(d, p.h, true)
+		f = math.Max(f, c.value(math.Inf(1)))
 	}
 	return math.Min(f, 1)
 }
@@ -149,7 +198,9 @@ func errGrid(reason string, h float64) error {
 var errNilPLD = &ParamError{Param: "PLD", Value: 0, Want: "a PLD from GaussianPLD, SampledGaussianPLD or a composition (not nil or a zero PLD)"}
 
 // valid reports whether p was built by this package.
-func (p *PLD) valid() bool { return p != nil && p.remove != nil && p.add != nil && p.h > 0 }
+func (p *PLD) valid() bool {
+	return p != nil && p.remove != nil && p.add != nil && p.removeOpt != nil && p.addOpt != nil && p.h > 0
+}
 
 // Interval returns the spacing of the PLD's loss grid (0 for a nil PLD).
 func (p *PLD) Interval() float64 {
@@ -162,6 +213,7 @@ func (p *PLD) Interval() float64 {
 // symmetric reports whether both directions share one distribution.
 func (p *PLD) symmetric() bool { return p.add == p.remove }
 
+// dirs returns the pessimistic distributions of the directions.
 func (p *PLD) dirs() []*lossDist {
 	if p.symmetric() {
 		return []*lossDist{p.remove}
@@ -169,135 +221,251 @@ func (p *PLD) dirs() []*lossDist {
 	return []*lossDist{p.remove, p.add}
 }
 
+// optDirs returns the optimistic distributions of the directions.
+func (p *PLD) optDirs() []*lossDist {
+	if p.symmetric() {
+		return []*lossDist{p.removeOpt}
+	}
+	return []*lossDist{p.removeOpt, p.addOpt}
+}
+
+// curve is one side's delta(eps) of one direction, ready for queries:
+// with S_j = sum_{i >= j} m_i and D_j = sum_{i > j} m_i (1 - e^(l_j - l_i)),
+// the sum sum_{l_i > eps} m_i (1 - e^(eps - l_i)) is (1 - a) S_j + a D_j
+// on the cell l_{j-1} <= eps < l_j, with a = e^(eps - l_j): both terms sums
+// of non-negative numbers, so nothing cancels. The safe side reports
+// (1+rel)(inf + sum + err_j), the optimistic (sum - err_j)/(1+rel) with
+// err_j the additive error bound of the masses from index j up; rel adds
+// the rounding of the recurrences (a few u per step) and of eps - l_j.
+type curve struct {
+	d    *lossDist
+	h    float64
+	safe bool
+	S, D []float64
+	rel  float64
+}
+
+func newCurve(d *lossDist, h float64, safe bool) *curve {
+	n := len(d.mass)
+	c := &curve{d: d, h: h, safe: safe, S: make([]float64, n+1), D: make([]float64, n+1)}
+	e, em := math.Exp(-h), -math.Expm1(-h)
+	for j := n - 1; j >= 0; j-- {
+		// D_j = (1 - e^-h) S_{j+1} + e^-h D_{j+1}
+		c.D[j] = em*c.S[j+1] + e*c.D[j+1]
+		c.S[j] = c.S[j+1] + d.mass[j]
+	}
+	lmax := math.Max(math.Abs(float64(d.lo)*h), math.Abs(float64(d.lo+n)*h))
+	q := 4*unitRound*float64(n+4) + 8*unitRound*(2+lmax)/h
+	c.rel = (1+d.rel)*(1+q) - 1
+	return c
+}
+
+// cell returns the index j of the first mass above eps (len(mass) if none).
+func (c *curve) cell(eps float64) int {
+	n := len(c.d.mass)
+	l := func(j int) float64 { return float64(c.d.lo+j) * c.h }
+	j := int(math.Max(-1, math.Min(float64(n), math.Floor(eps/c.h)-float64(c.d.lo))))
+	for j > 0 && l(j-1) > eps {
+		j--
+	}
+	for j < n && (j < 0 || l(j) <= eps) {
+		j++
+	}
+	return j
+}
+
+// value returns the reported delta at eps (+Inf: the limit above the grid).
+func (c *curve) value(eps float64) float64 {
+	j := c.cell(eps)
+	return c.onCell(j, eps)
+}
+
+// onCell returns the reported delta at eps on cell j.
+func (c *curve) onCell(j int, eps float64) float64 {
+	d := c.d
+	s := 0.0
+	if j < len(d.mass) {
+		lj := float64(d.lo+j) * c.h
+		x := math.Min(eps-lj, 0)
+		s = -math.Expm1(x)*c.S[j] + math.Exp(x)*c.D[j]
+	}
+	// The error bound counts every grid index above eps, those below the
+	// stored masses too (trim dropped masses there and counted them).
+	J := d.lo + j
+	if g := math.Floor(eps/c.h) + 1; g < float64(J) {
+		J = int(math.Max(g, math.MinInt32))
+	}
+	err := d.errFrom(J)
+	if c.safe {
+		r := (1 + c.rel) * (d.inf + s + err)
+		if r == 0 && d.unbounded {
+			// The truth is positive but below the float64 range: report
+			// the least positive float64 rather than 0.
+			return math.SmallestNonzeroFloat64
+		}
+		return math.Min(r, 1)
+	}
+	return math.Min(math.Max(0, s-err)/(1+c.rel), 1)
+}
+
+// epsilon returns the safe side's least eps >= 0 at which the reported
+// delta is at most delta (non-increasing in eps: the sum decreases and the
+// error bound steps down), or the optimistic side's greatest eps at which
+// it is above delta (every eps at which a lower bound on the true delta
+// exceeds delta is below the true eps), to a relative 1e-13 by bisection
+// and rounded outward: up on the safe side, down on the optimistic one.
+func (c *curve) epsilon(delta float64) float64 {
+	n := len(c.d.mass)
+	top := math.Max(float64(c.d.lo+n)*c.h, 0)
+	if c.safe {
+		if c.onCell(n, top) > delta {
+			return math.Inf(1)
+		}
+		if c.value(0) <= delta {
+			return 0
+		}
+		return bisectEps(func(e float64) bool { return c.value(e) <= delta }, 0, top)
+	}
+	// Optimistic: the highest cell whose left end is above delta holds
+	// the last crossing; the value is decreasing within a cell.
+	for j := n - 1; j >= 0; j-- {
+		left := float64(c.d.lo+j-1) * c.h
+		right := float64(c.d.lo+j) * c.h
+		if right <= 0 {
+			break
+		}
+		left = math.Max(left, 0)
+		if c.onCell(j, left) <= delta {
+			continue
+		}
+		if c.onCell(j, right) > delta {
+			return right // can only happen through rounding; still below the truth
+		}
+		return bisectLow(func(e float64) bool { return c.onCell(j, e) > delta }, left, right)
+	}
+	return 0
+}
+
+// bisectEps returns a point x in (lo, hi] with ok(x), ok monotone (false
+// then true) and ok(hi), to a relative 1e-13 above the switch.
+func bisectEps(ok func(float64) bool, lo, hi float64) float64 {
+	for range 200 {
+		if hi-lo <= 1e-13*hi {
+			break
+		}
+		mid := 0.5 * (lo + hi)
+		if !(mid > lo && mid < hi) {
+			break
+		}
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// bisectLow returns a point x in [lo, hi) with above(x), above true at lo
+// and monotone (true then false), to a relative 1e-13 below the switch.
+func bisectLow(above func(float64) bool, lo, hi float64) float64 {
+	for range 200 {
+		if hi-lo <= 1e-13*hi {
+			break
+		}
+		mid := 0.5 * (lo + hi)
+		if !(mid > lo && mid < hi) {
+			break
+		}
+		if above(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 // Delta returns a delta for which the mechanism the PLD describes is
-// (eps, delta)-DP under its neighbouring relation: the larger, over the two
-// directions, of the discrete hockey-stick divergence
+// (eps, delta)-DP under its neighbouring relation: the Safe side of
+// [PLD.DeltaBounds]. It is never below the mechanism's true delta(eps).
+func (p *PLD) Delta(eps float64) (float64, error) {
+	b, err := p.DeltaBounds(eps)
+	return b.Safe, err
+}
+
+// DeltaBounds returns bounds on the delta at eps of the pair the PLD
+// accounts: Safe, the larger over the two directions of the pessimistic
+// discrete hockey-stick divergence
 //
 //	delta(eps) = inf + sum_i mass_i (1 - e^(eps - l_i))_+
 //
-// plus the floating-point error bound. It is never below the mechanism's
-// true delta(eps); see [PLD] for why.
+// plus the rounding bound, is never below the true delta(eps), and
+// Optimistic, the optimistic distributions' value less the rounding bound,
+// never above it (see [PLD] for why).
 //
 // Special cases are:
 //
-//	Delta(eps) is an error for eps < 0, eps = +Inf or NaN
-//	Delta(eps) = 0 for a PLD of no privacy loss (sigma = +Inf or q = 0), and
-//	    where the losses are bounded below eps (the add direction of a
-//	    sampled Gaussian); a positive delta below the float64 range is
-//	    reported as 5e-324, never 0
-//	Delta(eps) <= 1 always (a bound above 1 is reported as 1)
-func (p *PLD) Delta(eps float64) (float64, error) {
+//	DeltaBounds(eps) is an error for eps < 0, eps = +Inf or NaN
+//	DeltaBounds(eps) = {0, 0} for a PLD of no privacy loss (sigma = +Inf or
+//	    q = 0), and where the losses are bounded below eps (the add
+//	    direction of a sampled Gaussian); a positive Safe below the float64
+//	    range is reported as 5e-324, never 0
+//	DeltaBounds(eps).Safe <= 1 always (a bound above 1 is reported as 1)
+func (p *PLD) DeltaBounds(eps float64) (Bounds, error) {
 	if !p.valid() {
-		return 0, errNilPLD
+		return Bounds{}, errNilPLD
 	}
 	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return 0, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
+		return Bounds{}, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
 	}
-	worst := 0.0
+	var b Bounds
 	for _, d := range p.dirs() {
-		worst = math.Max(worst, d.delta(eps, p.h))
+		b.Safe = math.Max(b.Safe, newCurve(d, p.h, true).value(eps))
 	}
-	return math.Min(worst, 1), nil
+	for _, d := range p.optDirs() {
+		b.Optimistic = math.Max(b.Optimistic, newCurve(d, p.h, false).value(eps))
+	}
+	b.Optimistic = math.Min(b.Optimistic, b.Safe)
+	return b, nil
 }
 
-// delta evaluates one direction's bound at eps.
-func (d *lossDist) delta(eps, h float64) float64 {
-	// Masses at losses <= eps contribute nothing; start above eps.
-	start := int(math.Floor(eps/h)) - d.lo + 1
-	if start < 0 {
-		start = 0
-	}
-	s := 0.0
-	for i := start; i < len(d.mass); i++ {
-		l := float64(d.lo+i) * h
-		if l <= eps {
-			continue
-		}
-		s += d.mass[i] * -math.Expm1(eps-l)
-	}
-	r := (1 + d.rel) * (d.inf + s + d.abs)
-	if r == 0 && d.unbounded {
-		// The truth is positive but below the float64 range: report the
-		// least positive float64 rather than 0, never below the truth.
-		return math.SmallestNonzeroFloat64
-	}
-	return r
+// Epsilon returns an eps >= 0 at which the mechanism the PLD describes is
+// (eps, delta)-DP: the Safe side of [PLD.EpsilonBounds].
+func (p *PLD) Epsilon(delta float64) (float64, error) {
+	b, err := p.EpsilonBounds(delta)
+	return b.Safe, err
 }
 
-// Epsilon returns the least eps >= 0 (to a relative 1e-12, and never below
-// it) at which [PLD.Delta] is at most delta: the mechanism is (eps, delta)-DP.
+// EpsilonBounds returns bounds on the least eps at which the pair the PLD
+// accounts is (eps, delta)-DP: Safe is the least eps >= 0 (to a relative
+// 1e-13, and never below it) at which the Safe side of [PLD.DeltaBounds] is
+// at most delta, never below the true eps; Optimistic is the greatest eps
+// at which the optimistic side is above delta (0 if none), never above the
+// true eps.
 //
 // Special cases are:
 //
-//	Epsilon(delta) is an error unless 0 < delta < 1
-//	Epsilon(delta) = +Inf if delta is at most the mass at infinite loss plus
-//	    the error bound (no finite eps reaches it)
-//	Epsilon(delta) = 0 if Delta(0) <= delta
-func (p *PLD) Epsilon(delta float64) (float64, error) {
+//	EpsilonBounds(delta) is an error unless 0 < delta < 1
+//	EpsilonBounds(delta).Safe = +Inf if delta is at most [PLD.Floor] (no
+//	    finite eps reaches it)
+//	EpsilonBounds(delta).Safe = 0 if the safe delta at 0 is at most delta
+func (p *PLD) EpsilonBounds(delta float64) (Bounds, error) {
 	if !p.valid() {
-		return 0, errNilPLD
+		return Bounds{}, errNilPLD
 	}
 	if err := checkDelta(delta); err != nil {
-		return 0, err
+		return Bounds{}, err
 	}
-	worst := 0.0
+	var b Bounds
 	for _, d := range p.dirs() {
-		worst = math.Max(worst, d.epsilon(delta, p.h))
+		b.Safe = math.Max(b.Safe, newCurve(d, p.h, true).epsilon(delta))
 	}
-	return worst, nil
-}
-
-// epsilon returns one direction's least eps with delta(eps) <= target.
-// delta(eps) = (1+rel)(inf + abs + sum_{l_i > eps} m_i (1 - e^(eps-l_i))) is
-// continuous and decreasing. With S_j = sum_{i >= j} m_i and
-// D_j = sum_{i > j} m_i (1 - e^(l_j - l_i)) (so delta(l_j) is (1+rel)(inf +
-// abs + D_j)), the scan from the top finds the cell (l_{j-1}, l_j] holding
-// the root, where for a = e^(eps - l_j) in [e^-h, 1]
-//
-//	sum = (1 - a) S_j + a D_j,
-//
-// linear in a: both terms are sums of non-negative numbers, so nothing
-// cancels. D_{j-1} = (1 - e^-h) S_j + e^-h D_j.
-func (d *lossDist) epsilon(delta, h float64) float64 {
-	target := delta/(1+d.rel) - d.inf - d.abs
-	if !(target > 0) {
-		return math.Inf(1)
+	for _, d := range p.optDirs() {
+		b.Optimistic = math.Max(b.Optimistic, newCurve(d, p.h, false).epsilon(delta))
 	}
-	if d.delta(0, h) <= delta {
-		return 0
-	}
-	e := math.Exp(-h)
-	em := -math.Expm1(-h)
-	S, D := 0.0, 0.0 // S_{j+1} and D_{j+1}; nothing lies above the top
-	l1 := float64(d.lo) * h
-	for j := len(d.mass) - 1; j >= 0; j-- {
-		Dj := em*S + e*D
-		lj := float64(d.lo+j) * h
-		if Dj > target || lj <= 0 {
-			l1 = lj + h // the root is in (l_j, l_{j+1}]
-			break
-		}
-		S, D = S+d.mass[j], Dj
-	}
-	// On the cell below l1, sum = (1 - a) S + a D with a = e^(eps - l1).
-	eps := l1
-	if S-D > 0 {
-		a := math.Min(1, math.Max((S-target)/(S-D), e))
-		eps = l1 + logf(a)
-	}
-	eps = math.Max(eps, 0)
-	// Make the answer safe against the rounding of the closed form: step up
-	// by relative 1e-12 until the direct evaluation agrees, then, failing
-	// that, by grid points.
-	for range 8 {
-		if d.delta(eps, h) <= delta {
-			return eps
-		}
-		eps = math.Max(eps*(1+1e-12), eps+1e-15)
-	}
-	for eps = math.Max(l1, 0); d.delta(eps, h) > delta; eps += h {
-	}
-	return eps
+	b.Optimistic = math.Min(b.Optimistic, b.Safe)
+	return b, nil
 }
 
 // ErrPLDInterval reports PLDs of different grid spacings composed together.
@@ -316,25 +484,46 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	if p.h != o.h {
 		return nil, ErrPLDInterval
 	}
-	tail := math.Min(p.tail, o.tail)
-	r := &PLD{h: p.h, tail: tail}
-	var err error
-	if r.remove, err = convolve(p.remove, o.remove); err != nil {
-		return nil, err
+	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
+	sym := p.symmetric() && o.symmetric()
+	err := r.each(sym, func(i int) (*lossDist, error) {
+		a := [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
+		b := [4]*lossDist{o.remove, o.add, o.removeOpt, o.addOpt}[i]
+		return convolve(a, b)
+	})
+	return r, err
+}
+
+// each sets r's distributions to f(0..3) (remove, add, removeOpt, addOpt),
+// the add ones shared with the remove ones when sym, computing them
+// concurrently.
+func (r *PLD) each(sym bool, f func(i int) (*lossDist, error)) error {
+	idx := []int{0, 1, 2, 3}
+	if sym {
+		idx = []int{0, 2}
 	}
-	if p.symmetric() && o.symmetric() {
-		r.add = r.remove
-		return r, nil
+	out := make([]*lossDist, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for _, i := range idx {
+		wg.Go(func() { out[i], errs[i] = f(i) })
 	}
-	if r.add, err = convolve(p.add, o.add); err != nil {
-		return nil, err
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
 	}
-	return r, nil
+	if sym {
+		out[1], out[3] = out[0], out[2]
+	}
+	r.remove, r.add, r.removeOpt, r.addOpt = out[0], out[1], out[2], out[3]
+	return nil
 }
 
 // SelfCompose returns the PLD of k adaptive compositions of p, computed by
-// one FFT of each direction raised to the k-th power, on a window that a
-// Chernoff bound shows to hold all but the tail mass of the composition.
+// one FFT of each distribution raised to the k-th power, on a window that
+// a Chernoff bound shows to hold all but the tail mass of the composition.
 //
 // Special cases are:
 //
@@ -353,15 +542,11 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 		return p, nil
 	}
 	r := &PLD{h: p.h, tail: p.tail}
-	var err error
-	if r.remove, err = selfConvolve(p.remove, k, p.h, p.tail); err != nil {
-		return nil, err
-	}
-	if p.symmetric() {
-		r.add = r.remove
-		return r, nil
-	}
-	if r.add, err = selfConvolve(p.add, k, p.h, p.tail); err != nil {
+	err := r.each(p.symmetric(), func(i int) (*lossDist, error) {
+		d := [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
+		return selfConvolve(d, k, p.h, p.tail, i < 2)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return r, nil

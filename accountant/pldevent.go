@@ -34,12 +34,19 @@ func GaussianPLD(sigma float64, o PLDOptions) (*PLD, error) {
 	if math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil
 	}
-	d, err := discretise(gaussianModel(1/sigma), h, tail)
+	m := gaussianModel(1 / sigma)
+	d, err := discretise(m, h, tail)
 	if err != nil {
 		return nil, err
 	}
+	do := noOpt
+	if !o.safeOnly {
+		if do, err = discretiseOpt(m, h, tail); err != nil {
+			return nil, err
+		}
+	}
 	d.unbounded = true
-	return &PLD{h: h, tail: tail, remove: d, add: d}, nil
+	return &PLD{h: h, tail: tail, remove: d, add: d, removeOpt: do, addOpt: do}, nil
 }
 
 // SampledGaussianPLD returns the PLD of the Gaussian mechanism applied to
@@ -136,23 +143,43 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		sigma *= math.Sqrt2
 	}
 	sigma = math.Min(sigma, maxSampledSigma)
-	rm, err := discretise(sampledRemoveModel(q, sigma), h, tail)
+	p := &PLD{h: h, tail: tail}
+	rmModel, adModel := sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)
+	err = p.each(false, func(i int) (*lossDist, error) {
+		switch i {
+		case 0:
+			return discretise(rmModel, h, tail)
+		case 1:
+			return discretise(adModel, h, tail)
+		case 2:
+			if o.safeOnly {
+				return noOpt, nil
+			}
+			return discretiseOpt(rmModel, h, tail)
+		}
+		if o.safeOnly {
+			return noOpt, nil
+		}
+		return discretiseOpt(adModel, h, tail)
+	})
 	if err != nil {
 		return nil, err
 	}
-	rm.unbounded = true
-	ad, err := discretise(sampledAddModel(q, sigma), h, tail)
-	if err != nil {
-		return nil, err
-	}
+	p.remove.unbounded = true
 	if r == ReplaceOne {
-		both, err := convolve(rm, ad)
+		rp := &PLD{h: h, tail: tail}
+		err := rp.each(true, func(i int) (*lossDist, error) {
+			if i == 0 {
+				return convolveAt(p.remove, p.add, 0)
+			}
+			return convolve(p.removeOpt, p.addOpt)
+		})
 		if err != nil {
 			return nil, err
 		}
-		return &PLD{h: h, tail: tail, remove: both, add: both}, nil
+		return rp, nil
 	}
-	return &PLD{h: h, tail: tail, remove: rm, add: ad}, nil
+	return p, nil
 }
 
 // maxSampledSigma is the largest noise multiplier SampledGaussianPLD
@@ -161,8 +188,8 @@ const maxSampledSigma = 1e8
 
 // identityPLD is the PLD of a mechanism that reveals nothing: loss 0.
 func identityPLD(h, tail float64) *PLD {
-	d := &lossDist{mass: []float64{1}}
-	return &PLD{h: h, tail: tail, remove: d, add: d}
+	d := &lossDist{mass: []float64{1}, logErr: math.Inf(-1)}
+	return &PLD{h: h, tail: tail, remove: d, add: d, removeOpt: d, addOpt: d}
 }
 
 // lossModel is one direction of a pair (P, Q) on the real line whose
@@ -174,6 +201,10 @@ type lossModel struct {
 	cdf   func(x float64) float64 // P(X <= x)
 	sf    func(x float64) float64 // P(X > x)
 	scale float64                 // length on which pdf and L vary
+	// lerr bounds the rounding error of L(x) on [a, b], in units of u,
+	// beyond a few ulps of |L| itself: the error its arguments carry into
+	// it (nil: 1, a bound for losses of order 1).
+	lerr func(a, b float64) float64
 	// xlo, xhi have P(X < xlo) and P(X > xhi) at most the tail mass.
 	xlo, xhi func(tail float64) float64
 }
@@ -200,15 +231,19 @@ func gaussianModel(mu float64) lossModel {
 		cdf:   func(x float64) float64 { return stdCDF(x - mu) },
 		sf:    func(x float64) float64 { return stdSF(x - mu) },
 		scale: 1,
-		xlo:   func(t float64) float64 { return mu - normalTailZ(t) },
-		xhi:   func(t float64) float64 { return mu + normalTailZ(t) },
+		// mu x - mu^2/2: a few ulps of mu |x| and mu^2.
+		lerr: func(a, b float64) float64 { return 4 * (mu*math.Max(math.Abs(a), math.Abs(b)) + mu*mu) },
+		xlo:  func(t float64) float64 { return mu - normalTailZ(t) },
+		xhi:  func(t float64) float64 { return mu + normalTailZ(t) },
 	}
 }
 
 // logMix returns log(1 - q + q e^u) without overflow: log1p(q expm1(u))
-// for u <= 0, and u + log(q) + log1p((1-q)/q e^-u) above.
+// for u <= 700 (no cancellation: its error is a few ulps of the result and
+// of u times the derivative, see mixErr), and u + log(q) +
+// log1p((1-q)/q e^-u) above.
 func logMix(q, u float64) float64 {
-	if u <= 0 {
+	if u <= 700 {
 		return math.Log1p(q * math.Expm1(u))
 	}
 	return u + logf(q) + math.Log1p((1-q)/q*math.Exp(-u))
@@ -242,9 +277,39 @@ func sampledRemoveModel(q, s float64) lossModel {
 		sf:  func(x float64) float64 { return (1-q)*stdSF(x/s) + q*stdSF((x-1)/s) },
 		// L changes by about (x - x')/s^2 at most: its scale is s^2.
 		scale: math.Min(s, s2),
-		xlo:   func(t float64) float64 { return -s * normalTailZ(t) },
-		xhi:   func(t float64) float64 { return 1 + s*normalTailZ(t) },
+		lerr: func(a, b float64) float64 {
+			return mixErr(q, (2*a-1)/(2*s2), (2*b-1)/(2*s2))
+		},
+		xlo: func(t float64) float64 { return -s * normalTailZ(t) },
+		xhi: func(t float64) float64 { return 1 + s*normalTailZ(t) },
 	}
+}
+
+// mixErr bounds, in units of u, the error that logMix(q, v) for v in
+// [v0, v1] takes from the rounding of v (a few ulps of |v|) and of its own
+// steps beyond a few ulps of its result: the derivative
+// w = q e^v / (1 - q + q e^v) <= min(1, q e^v1 / (1 - q)) times 4 (|v| + 1),
+// and for v > 700, where it is v + log q + log1p(...), a few ulps of v and
+// log q.
+func mixErr(q, v0, v1 float64) float64 {
+	vmax := math.Max(math.Abs(v0), math.Abs(v1))
+	w := 1.0
+	if v1 < 700 {
+		w = math.Min(1, q*math.Exp(v1)/(1-q))
+	}
+	e := 4 * w * (vmax + 1)
+	if v1 > 700 {
+		e += 4 * (vmax + math.Abs(logf(q)) + 1)
+	}
+	return e
+}
+
+// lossErr returns m.lerr on [a, b], or 1 if the model has none.
+func lossErr(m lossModel, a, b float64) float64 {
+	if m.lerr == nil {
+		return 1
+	}
+	return m.lerr(a, b)
 }
 
 // sampledAddModel is the add direction in the variable y = -x:
@@ -265,8 +330,11 @@ func sampledAddModel(q, s float64) lossModel {
 		cdf:   func(y float64) float64 { return stdCDF(y / s) },
 		sf:    func(y float64) float64 { return stdSF(y / s) },
 		scale: math.Min(s, s2),
-		xlo:   func(t float64) float64 { return -s * normalTailZ(t) },
-		xhi:   func(t float64) float64 { return s * normalTailZ(t) },
+		lerr: func(a, b float64) float64 {
+			return mixErr(q, (-2*b-1)/(2*s2), (-2*a-1)/(2*s2))
+		},
+		xlo: func(t float64) float64 { return -s * normalTailZ(t) },
+		xhi: func(t float64) float64 { return s * normalTailZ(t) },
 	}
 }
 
@@ -304,7 +372,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 			" need more than 2^24 grid points at interval "+ftoa(h), h)
 	}
 	n := hi - lo + 1
-	d := &lossDist{lo: lo, mass: make([]float64, n)}
+	d := &lossDist{lo: lo, mass: make([]float64, n), logErr: math.Inf(-1)}
 	xs := make([]float64, n)
 	for i := range xs {
 		xs[i] = m.inv(float64(lo+i) * h)
@@ -325,7 +393,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		}
 		lPrev := float64(lo+i-1) * h
 		k := math.Ceil((b - a) / panel)
-		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 64 {
+		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
 			// A wide cell: round its mass up to l_i, or to +Inf if the
 			// cell reaches x = +Inf while the loss has no bound there.
 			var mass float64
@@ -369,8 +437,210 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		d.mass[i-1] += B * lower
 	}
 	// Relative error of the masses: the quadrature and the rounding of
-	// L(x) - l, a few ulps of |l| against a cell of width h.
+	// L(x) - l (a few ulps of |l| and the error of L, lossErr) against a
+	// cell of width h.
 	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
-	d.rel = 1e-12 + 64*0x1p-53*(1+lmax)/h
+	d.rel = 1e-12 + 64*0x1p-53*(lmax+lossErr(m, xlo, xhi))/h
 	return d, nil
+}
+
+// quad returns the integral of f over [a, b] by the rule discretise uses
+// (the 5-point Gauss-Legendre rule on panels no wider than scale/20, the
+// 2-point rule for intervals narrower than scale/1000), and false for an
+// interval too wide for it (an infinite end, or more than 4096 panels).
+func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
+	if !(b > a) {
+		return 0, true
+	}
+	k := math.Ceil((b - a) / (scale / 20))
+	if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
+		return 0, false
+	}
+	nodes, weights := glNodes5, glWeights5
+	if b-a < scale/1000 {
+		nodes, weights = glNodes2, glWeights2
+	}
+	w := (b - a) / k
+	s := 0.0
+	for p := 0.0; p < k; p++ {
+		c := a + (p+0.5)*w
+		for j, t := range nodes {
+			s += weights[j] * f(c+0.5*w*t)
+		}
+	}
+	return 0.5 * w * s, true
+}
+
+// discretiseOpt returns the optimistic discretisation of m on the grid
+// {i h}: a distribution of P-masses at grid losses whose composed delta(eps)
+// is at most the true one for every eps and every number of compositions.
+//
+// Cell i is the set of x with L(x) in (l_i - h/2, l_i + h/2]. Mapping each x
+// to its cell is a post-processing, so the pair of cell masses (P_i, Q_i) is
+// dominated by (P, Q); its loss, log(P_i/Q_i), lies within O(h^2) of l_i.
+// Where it lies below l_i the cell also takes a fraction of the next cells'
+// mass (a randomised post-processing, which keeps domination) until the
+// merged loss reaches l_i; where it lies above, the loss is rounded down to
+// l_i. Rounding losses down lowers delta(eps) = E_P[(1 - e^(eps - L))_+] of
+// every composition (the sum of the losses decreases pointwise), so the
+// result is a lower bound; the error is second order in h, as for the
+// pessimistic connect-the-dots discretisation. D_i = P_i - e^(l_i) Q_i is
+// integrated as the difference of two integrals of non-negative functions
+// (below and above the cell's midpoint), and a cell counts as reaching l_i
+// only if D_i exceeds the bound on their rounding. The mass outside
+// [xlo, xhi] (at most the tail mass on each side) is dropped.
+func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
+	xlo, xhi := m.xlo(tail), m.xhi(tail)
+	llo, lhi := m.loss(xlo), m.loss(xhi)
+	lo := int(math.Floor(llo / h))
+	hi := int(math.Ceil(lhi / h))
+	if hi < lo {
+		hi = lo
+	}
+	if hi-lo+1 > maxGrid || math.IsInf(llo, 0) || math.IsInf(lhi, 0) {
+		return nil, errGrid("the privacy losses from "+ftoa(llo)+" to "+ftoa(lhi)+
+			" need more than 2^24 grid points at interval "+ftoa(h), h)
+	}
+	n := hi - lo + 1
+	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
+	// The quadrature's relative error (as in discretise), and the rounding
+	// of L(x) - l_i: a few ulps of |l_i| and the error of L (lossErr) in
+	// every node: an absolute error of D of at most lerr times the cell's
+	// mass.
+	rho := 1e-12 + 64*0x1p-53
+	lerr := 64 * 0x1p-53 * (lmax + lossErr(m, xlo, xhi))
+	clamp := func(x float64) float64 { return math.Min(math.Max(x, xlo), xhi) }
+	edge := func(i int) float64 { return clamp(m.inv((float64(lo+i) - 0.5) * h)) }
+	P := make([]float64, n) // cell P-mass
+	D := make([]float64, n) // P_i - e^(l_i) Q_i
+	S := make([]float64, n) // bound on D's error
+	floorAt := make([]bool, n)
+	a := edge(0)
+	for i := range n {
+		b := edge(i + 1)
+		if i == n-1 {
+			b = xhi
+		}
+		if !(b > a) {
+			a = math.Max(a, b)
+			continue
+		}
+		li := float64(lo+i) * h
+		c := math.Min(math.Max(m.inv(li), a), b)
+		pm, ok1 := quad(m.pdf, a, b, m.scale)
+		neg, ok2 := quad(func(x float64) float64 {
+			return m.pdf(x) * math.Max(0, math.Expm1(li-m.loss(x)))
+		}, a, c, m.scale)
+		pos, ok3 := quad(func(x float64) float64 {
+			return m.pdf(x) * math.Max(0, -math.Expm1(li-m.loss(x)))
+		}, c, b, m.scale)
+		if !ok1 || !ok2 || !ok3 {
+			// A wide cell (far in a tail): its mass at the grid point
+			// at or below its least loss, which its loss exceeds.
+			var mass float64
+			if m.sf(a) < 0.5 {
+				mass = m.sf(a) - m.sf(b)
+			} else {
+				mass = m.cdf(b) - m.cdf(a)
+			}
+			P[i] = math.Max(0, mass)
+			floorAt[i] = true
+			a = b
+			continue
+		}
+		P[i], D[i], S[i] = pm, pos-neg, lerr*pm+1e-12*(pos+neg)
+		a = b
+	}
+	d := &lossDist{lo: lo, mass: make([]float64, n), rel: rho, logErr: math.Inf(-1)}
+	frac := make([]float64, n) // the fraction of each cell not yet taken
+	for i := range frac {
+		frac[i] = 1
+	}
+	// Cells whose loss falls short of their grid point (above the mode)
+	// take fractions of the cells above, from the bottom up; what cannot
+	// reach l_i is rounded down to l_{i-1} (its loss exceeds l_i - h/2).
+	// Then the cells left whose loss exceeds their grid point (below the
+	// mode) take fractions of the cells below, from the top down; what
+	// cannot is rounded down to l_i (by less than h/2, and second order
+	// where the density is smooth). Each taken fraction is accounted at the
+	// bound of its rounding that works against the merge. Short cells go
+	// first: they would otherwise lose a whole cell.
+	for i := range n {
+		f := frac[i]
+		if f == 0 || P[i] == 0 {
+			continue
+		}
+		if floorAt[i] {
+			j := int(math.Floor(m.loss(edgeOrLo(m, lo, i, h, xlo)) / h))
+			if k := j - lo; k >= 0 && k < n {
+				d.mass[k] += f * P[i]
+			}
+			continue
+		}
+		if D[i] >= S[i] {
+			continue // at or above l_i: the second sweep
+		}
+		p, dd, need := f*P[i], f*D[i], f*S[i]
+		for j := i + 1; dd < need && j < n; j++ {
+			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
+				continue
+			}
+			// Cell j's D relative to l_i, lowered by the rounding bound
+			// of D_j and P_j.
+			e := math.Exp(-float64(j-i) * h)
+			dj := frac[j] * (-math.Expm1(-float64(j-i)*h)*P[j]*(1-rho) + e*(D[j]-S[j]))
+			if !(dj > 0) {
+				continue
+			}
+			alpha := math.Min(1, (need-dd)/dj*(1+1e-9))
+			p += alpha * frac[j] * P[j]
+			dd += alpha * dj
+			frac[j] *= 1 - alpha
+			if alpha < 1 {
+				break
+			}
+		}
+		frac[i] = 0
+		if dd >= need {
+			d.mass[i] += p
+		} else if i > 0 {
+			// Nothing above to merge with: the loss of what is left
+			// exceeds l_i - h/2, so round it down to l_{i-1}.
+			d.mass[i-1] += p
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		f := frac[i]
+		if f == 0 || floorAt[i] || P[i] == 0 {
+			continue
+		}
+		p, dd, need := f*P[i], f*D[i], f*S[i]
+		for j := i - 1; dd > need && j >= 0 && j >= i-8; j-- {
+			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
+				continue
+			}
+			// Cell j's D relative to l_i (negative), at its upper bound
+			// plus the bound of D_j and P_j.
+			e := math.Exp(float64(i-j) * h)
+			dj := frac[j] * (-math.Expm1(float64(i-j)*h)*P[j]*(1-rho) + e*(D[j]+S[j]))
+			if !(dj < 0) {
+				continue
+			}
+			alpha := math.Min(1, (dd-need)/-dj*(1-1e-9))
+			p += alpha * frac[j] * P[j]
+			dd += alpha * dj
+			frac[j] *= 1 - alpha
+			if alpha < 1 {
+				break
+			}
+		}
+		d.mass[i] += p // the merged loss is at least l_i
+		frac[i] = 0
+	}
+	return d, nil
+}
+
+// edgeOrLo returns the lower end of cell i of discretiseOpt.
+func edgeOrLo(m lossModel, lo, i int, h, xlo float64) float64 {
+	return math.Max(m.inv((float64(lo+i)-0.5)*h), xlo)
 }

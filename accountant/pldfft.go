@@ -70,10 +70,195 @@ func spectrumNorm(c []complex128, n int, g func(float64) float64) float64 {
 	return math.Sqrt(s)
 }
 
+// tiltTarget is the tail probability the exponential tilt of a composition
+// is tuned for: the tilt makes the rounding error of the masses whose
+// losses lie that far out small relative to those masses, and it stays
+// small relative to delta from about 1e-2 to 1e-15 (at 10^6 compositions;
+// a wider range for fewer), production federated learning's 1e-10
+// included.
+const tiltTarget = 1e-5
+
+// logAdd returns log(e^a + e^b).
+func logAdd(a, b float64) float64 {
+	if math.IsInf(a, -1) {
+		return b
+	}
+	if math.IsInf(b, -1) {
+		return a
+	}
+	if a < b {
+		a, b = b, a
+	}
+	return a + math.Log1p(math.Exp(b-a))
+}
+
+// errFrom returns the bound on the l1 error of d's masses at absolute grid
+// indices j and above: e^(logErr - tau j).
+func (d *lossDist) errFrom(j int) float64 {
+	if math.IsInf(d.logErr, -1) {
+		return 0
+	}
+	return math.Exp(d.logErr - d.tau*float64(j))
+}
+
+// logErrAt returns the log of a bound on sum_i |e_i| e^(t (lo+i)), the
+// error of d's masses weighted at tilt t, from its bound at d.tau: the
+// weights change by at most a factor e^((t - tau) j) over d's indices j.
+func (d *lossDist) logErrAt(t float64) float64 {
+	if math.IsInf(d.logErr, -1) {
+		return d.logErr
+	}
+	dt := t - d.tau
+	return d.logErr + math.Max(dt*float64(d.lo), dt*float64(d.lo+len(d.mass)-1))
+}
+
+// support returns the first and last index with positive mass (0, -1 if none).
+func (d *lossDist) support() (first, last int) {
+	first, last = 0, len(d.mass)-1
+	for first <= last && d.mass[first] == 0 {
+		first++
+	}
+	for last >= first && d.mass[last] == 0 {
+		last--
+	}
+	if first > last {
+		return 0, -1
+	}
+	return first, last
+}
+
+// logMGF returns log sum_i m_i e^(s i) (i the offset in d.mass), stably:
+// summed from the end of the support where the exponent is largest, with
+// the factor e^(-|s|) applied by one multiplication per point (a relative
+// error of at most n u, covered by the 1e-9 added) until it falls below
+// 1e-300. It is -Inf for a distribution without finite mass.
+func (d *lossDist) logMGF(s float64) float64 {
+	first, last := d.support()
+	return d.logMGFOn(s, first, last)
+}
+
+// logMGFOn is logMGF on the support [first, last].
+func (d *lossDist) logMGFOn(s float64, first, last int) float64 {
+	if first > last {
+		return math.Inf(-1)
+	}
+	r := math.Exp(-math.Abs(s))
+	sum, f := 0.0, 1.0
+	if s > 0 {
+		for i := last; i >= first && f > 1e-300; i-- {
+			sum += d.mass[i] * f
+			f *= r
+		}
+		return logf(sum) + 1e-9 + s*float64(last)
+	}
+	for i := first; i <= last && f > 1e-300; i++ {
+		sum += d.mass[i] * f
+		f *= r
+	}
+	return logf(sum) + 1e-9 + s*float64(first)
+}
+
+// scanMin returns the argument and value of the least f(guess 2^j) over a
+// scan by octaves j = -24..8 refined by quarter octaves around the best.
+// The functions scanned (Chernoff exponents) are unimodal in log s, so this
+// finds them near their optimum; any s gives a valid bound.
+func scanMin(f func(float64) float64, guess float64) (arg, val float64) {
+	bj, bv := 0.0, math.Inf(1)
+	for j := -24.0; j <= 8; j++ {
+		if v := f(guess * math.Exp2(j)); v < bv {
+			bj, bv = j, v
+		}
+	}
+	best := bj
+	for j := bj - 0.75; j <= bj+0.75; j += 0.25 {
+		if v := f(guess * math.Exp2(j)); v < bv {
+			best, bv = j, v
+		}
+	}
+	return guess * math.Exp2(best), bv
+}
+
+// spreadGuess returns sqrt(2 log(1/tail) / (k var)), var the variance of
+// d's offsets under its normalised masses: the Chernoff parameter of a
+// Gaussian of the composed variance. It is 0 for a point mass.
+func spreadGuess(d *lossDist, k int, tail float64) float64 {
+	m := d.finite()
+	if !(m > 0) {
+		return 0
+	}
+	var mean, sq float64
+	for i, v := range d.mass {
+		mean += v * float64(i)
+	}
+	mean /= m
+	for i, v := range d.mass {
+		sq += v * (float64(i) - mean) * (float64(i) - mean)
+	}
+	if !(sq > 0) {
+		return 0
+	}
+	return math.Sqrt(-2 * logf(tail) / (float64(k) * sq / m))
+}
+
+// tilted returns d's masses times e^(t (i - last)) / Z (last the top of the
+// support, Z making their sum 1), wrapped into a sequence of length n, with
+// log Z and a bound on their relative rounding error. A mass whose tilted
+// value underflows is lost; the loss is at most n 2^-1074 in the tilted l1
+// norm, which the caller adds to its error.
+func (d *lossDist) tilted(t float64, n int) (seq []float64, logZ, rel float64) {
+	_, last := d.support()
+	seq = make([]float64, n)
+	z := 0.0
+	for i, v := range d.mass {
+		z += v * math.Exp(t*float64(i-last))
+	}
+	inv := 1 / z
+	for i, v := range d.mass {
+		seq[i%n] += v * math.Exp(t*float64(i-last)) * inv
+	}
+	// The exponent t (i - last) is rounded by u |t (i - last)|; exp, the
+	// product, the sum and the division add a few u each.
+	rel = 8 * unitRound * (2 + t*float64(len(d.mass)) + float64(len(d.mass)))
+	return seq, logf(z), rel
+}
+
+// logWeight returns log sum_i m_i e^(t (lo+i)) from tilted's log Z.
+func (d *lossDist) logWeight(t, logZ float64) float64 {
+	_, last := d.support()
+	return logZ + t*float64(d.lo+last)
+}
+
+// fftErrors returns the l1 error bound of a circular convolution computed
+// as the inverse transform of the product of the transforms ca and cb of
+// sequences of l1 norms ma and mb (see convolve).
+func fftErrors(ca, cb, c []complex128, n int, ma, mb float64) float64 {
+	fe := fftErrorConst(n)
+	ea, eb := fe*ma, fe*mb
+	id := func(x float64) float64 { return x }
+	nf := float64(n)
+	e1 := ea*spectrumSum(cb, n, id) + eb*spectrumSum(ca, n, id) + nf*ea*eb + 2*unitRound*spectrumSum(c, n, id)
+	e2 := ea*spectrumNorm(cb, n, id) + eb*spectrumNorm(ca, n, id) + math.Sqrt(nf)*ea*eb + 2*unitRound*spectrumNorm(c, n, id)
+	return math.Min(e1, e2) + fe*(spectrumSum(c, n, id)+e1) + 2*unitRound*ma*mb
+}
+
 // convolve returns a composed with b: the linear convolution of the finite
 // masses, with infinite mass 1 - (1 - a.inf)(1 - b.inf) bounded above by
-// a.inf + b.inf. The FFT's rounding is bounded in l1 and added to abs.
+// a.inf + b.inf. Both are tilted by e^(t l) before the FFT (t the larger of
+// their tilts; 0 for two single events, whose composition's rounding, about
+// u times the largest mass, stays small when a later self-composition
+// tilts it) and untilted after it (see selfConvolve). An input's error
+// bound is carried over to t by the largest change of the weights over its
+// indices, which is loose when the tilts differ much: compose PLDs of
+// similar tilts, or single events first.
 func convolve(a, b *lossDist) (*lossDist, error) {
+	if a == noOpt || b == noOpt {
+		return noOpt, nil
+	}
+	return convolveAt(a, b, math.Max(a.tau, b.tau))
+}
+
+// convolveAt is convolve at the tilt t.
+func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 	na, nb := len(a.mass), len(b.mass)
 	if na+nb-1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs more than 2^24 points", 0)
@@ -81,82 +266,135 @@ func convolve(a, b *lossDist) (*lossDist, error) {
 	r := &lossDist{
 		lo:        a.lo + b.lo,
 		inf:       math.Min(1, a.inf+b.inf),
-		rel:       (1+a.rel)*(1+b.rel) - 1,
+		tau:       t,
+		logErr:    math.Inf(-1),
 		unbounded: a.unbounded || b.unbounded,
 	}
-	ma, mb := a.finite(), b.finite()
-	if na == 1 || nb == 1 { // a point mass: a shift and a scale, exact up to a rounding each
-		small, big := a, b
-		if nb == 1 {
-			small, big = b, a
-		}
-		r.mass = make([]float64, len(big.mass))
-		for i, v := range big.mass {
-			r.mass[i] = v * small.mass[0]
-		}
-		r.rel = (1+r.rel)*(1+unitRound) - 1
-		r.abs = a.abs*(mb+b.abs) + b.abs*ma
+	_, lastA := a.support()
+	_, lastB := b.support()
+	if lastA < 0 || lastB < 0 {
+		r.mass = []float64{0}
+		r.rel = (1+a.rel)*(1+b.rel) - 1
 		return r, nil
 	}
 	n := fastLen(na + nb - 1)
-	t := fourier.NewFFT(n)
-	sa := make([]float64, n)
-	copy(sa, a.mass)
-	sb := make([]float64, n)
-	copy(sb, b.mass)
-	ca := t.Coefficients(nil, sa)
-	cb := t.Coefficients(nil, sb)
-	c := make([]complex128, len(ca))
-	for j := range ca {
-		c[j] = ca[j] * cb[j]
+	sa, logZa, relA := a.tilted(t, n)
+	sb, logZb, relB := b.tilted(t, n)
+	logWa, logWb := a.logWeight(t, logZa), b.logWeight(t, logZb)
+	ma, mb := sum(sa), sum(sb)
+	var w []float64
+	var fftErr float64
+	if na == 1 || nb == 1 { // a point mass: a shift and a scale
+		small, big := sa, sb
+		if nb == 1 {
+			small, big = sb, sa
+		}
+		w = make([]float64, na+nb-1)
+		for i := range w {
+			w[i] = big[i] * small[0]
+		}
+		fftErr = 0
+	} else {
+		tr := fourier.NewFFT(n)
+		ca := tr.Coefficients(nil, sa)
+		cb := tr.Coefficients(nil, sb)
+		c := make([]complex128, len(ca))
+		for j := range ca {
+			c[j] = ca[j] * cb[j]
+		}
+		fftErr = fftErrors(ca, cb, c, n, ma, mb)
+		w = tr.Sequence(nil, c)
+		inv := 1 / float64(n)
+		for i := range w {
+			w[i] *= inv
+		}
+		fftErr += 2 * unitRound * sum(w)
 	}
-	w := t.Sequence(nil, c)
-	inv := 1 / float64(n)
-	r.mass = w[:na+nb-1]
-	for i := range r.mass {
-		r.mass[i] = math.Max(0, r.mass[i]*inv)
+	fftErr += float64(na+nb) * 0x1p-1070 // tilted masses lost to underflow
+	top := lastA + lastB
+	r.mass = make([]float64, na+nb-1)
+	expMax := 0.0
+	for s := range r.mass {
+		if v := w[s]; v > 0 {
+			e := logZa + logZb + t*float64(top-s)
+			expMax = math.Max(expMax, math.Abs(e))
+			r.mass[s] = math.Exp(logf(v) + e)
+		}
 	}
-	// The forward transforms err by at most fe ||a||_1 and fe ||b||_1 in
-	// every coefficient, so the product's error E_j is at most
-	// ea |b_j| + eb |a_j| + ea eb + 2 u |a_j b_j|; the output's l1 error is
-	// at most min(||E||_1, ||E||_2) plus the inverse transform's
-	// fe ||product||_1 and the scaling's u ||w||_1 (see selfConvolve).
-	fe := fftErrorConst(n)
-	ea, eb := fe*ma, fe*mb
-	id := func(x float64) float64 { return x }
-	nf := float64(n)
-	e1 := ea*spectrumSum(cb, n, id) + eb*spectrumSum(ca, n, id) + nf*ea*eb + 2*unitRound*spectrumSum(c, n, id)
-	e2 := ea*spectrumNorm(cb, n, id) + eb*spectrumNorm(ca, n, id) + math.Sqrt(nf)*ea*eb + 2*unitRound*spectrumNorm(c, n, id)
-	fftErr := math.Min(e1, e2) + fe*(spectrumSum(c, n, id)+e1) + 2*unitRound*ma*mb
-	r.abs = a.abs*(mb+b.abs) + b.abs*ma + fftErr
+	relU := 8 * unitRound * (800 + expMax)
+	r.rel = (1+a.rel)*(1+b.rel)*(1+relA)*(1+relB)*(1+relU) - 1
+	la, lb := a.logErrAt(t), b.logErrAt(t)
+	prop := logAdd(la+logAdd(logWb, lb), lb+logWa)
+	r.logErr = logAdd(prop, logf(fftErr)+logZa+logZb+t*float64(a.lo+b.lo+top))
+	r.trim()
 	return r, nil
 }
 
+// kTilt returns the tilt of a k-fold composition of d: the Chernoff
+// parameter of its upper tail at tiltTarget, at most 1.5 times that of a
+// Gaussian of the same variance (a bounded loss, the add direction, may
+// have no tail there, and a larger tilt only loses the accuracy of the
+// bulk). guess is spreadGuess(d, k, e^logTail).
+func kTilt(d *lossDist, k int, guess, logTail float64) float64 {
+	g := guess * math.Sqrt(logf(tiltTarget)/logTail)
+	first, last := d.support()
+	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGFOn(s, first, last) - logf(tiltTarget)) / s }, g)
+	return math.Min(t, 1.5*g)
+}
+
+// sum returns the sum of x.
+func sum(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
 // selfConvolve returns k compositions of d with itself: the finite masses
-// are transformed once, raised to the k-th power and transformed back.
+// are tilted, transformed once, raised to the k-th power, transformed back
+// and untilted. pes says whether d is a pessimistic distribution, whose
+// cut upper tail counts as infinite loss.
 //
-// The composed losses lie in [k l_lo, k l_hi], but most of that range holds
-// no mass worth keeping. A Chernoff bound on the sum S of k independent
-// losses, P(S >= B) <= e^(-t B) M(t)^k with M(t) = sum_i m_i e^(t l_i) for
-// any t > 0 (and likewise below), gives a window [A, B] outside which at
-// most tail mass lies on each side. The transform has the window's length N,
-// so the convolution is circular: the mass outside the window is folded
-// into it (adding mass, which can only raise delta), and, to account for
-// where it truly lies, the bound on the mass above B is added to the
-// infinite mass and the bound on the mass below A to the window's lowest
-// point.
+// Tilting: the masses m_i at offsets i are replaced by m_i e^(t (i - top)) / Z,
+// which sum to 1; the k-fold composition of the tilted masses is that of
+// the masses times e^(t (s - k top)) / Z^k, so the FFT's error, bounded in
+// the tilted l1 norm by E, is an error of at most E Z^k e^(t (k top - s))
+// in the mass at offset s: e^(logErr - t j) bounds the error of all masses
+// at absolute index j and above. t is the Chernoff parameter of the
+// composition's upper tail at probability tiltTarget, so near the losses
+// where delta is about 1e-10 the tilted masses are not small and the error
+// is small relative to them (without the tilt, the error of every mass is
+// about k u times the largest one, 7e-11 at 1000 steps).
+//
+// Window: the composed losses lie in [k l_lo, k l_hi], but most of that
+// range holds no mass worth keeping. A Chernoff bound on the sum S of k
+// independent losses, P(S >= B) <= e^(-s B) M(s)^k with M(s) = sum_i m_i
+// e^(s i) for any s > 0 (and likewise below), gives a window [A, B] that
+// holds all but the tail mass of both the composition and its tilted
+// version. The transform has the window's length N, so the convolution is
+// circular: mass outside the window is folded into it by a multiple of N.
+// Mass folded down from above B is lost from the upper tail, so for a
+// pessimistic distribution its Chernoff bound is added to the infinite
+// mass; mass folded up from below A only raises delta. After untilting, a
+// folded mass is off by the factor e^(+-t N), but its tilted mass is at
+// most the tilted tail's Chernoff bound, which is added to E, so the
+// optimistic side stays a lower bound.
 //
 // Rounding: every coefficient of a length-N FFT of p errs by at most
 // e = c ||p||_1 with c = fftErrorConst(N) (each of the log2 N stages adds at
-// most a few u times the l1 norm of the inputs it combines, and the inputs of
-// one stage partition p). Raising a coefficient z (|z| <= 1) to the k-th
-// power turns that into at most k e (|z| + e)^(k-1), plus the power's own
-// rounding 2 k u |z|^k; call the vector of those bounds E. The inverse
-// transform divided by N maps an error E in the spectrum to at most
-// min(||E||_1, ||E||_2) in l1, and adds its own c ||z^k||_1 and the scaling's
-// rounding. That l1 bound is added to abs; an input abs of a grows to
-// k a (m + a)^(k-1) (m the finite mass).
-func selfConvolve(d *lossDist, k int, h, tail float64) (*lossDist, error) {
+// most a few u times the l1 norm of the inputs it combines). Raising a
+// coefficient z (|z| <= 1) to the k-th power turns that into at most
+// k e (|z| + e)^(k-1), plus the power's own rounding 2 k u |z|^k; call the
+// vector of those bounds F. The inverse transform divided by N maps an error
+// F in the spectrum to at most min(||F||_1, ||F||_2) in l1, and adds its own
+// c ||z^k||_1 and the scaling's rounding: E is their sum. An input error of
+// weighted l1 norm a (at the tilt t) grows to k a (W + a)^(k-1), W the
+// weighted mass.
+func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, error) {
+	if d == noOpt {
+		return noOpt, nil
+	}
 	n1 := len(d.mass)
 	// The composed grid's first index k lo and its offsets 0 .. k(n1-1) are
 	// ints: a k that would overflow them (huge compositions) is refused, as
@@ -165,46 +403,84 @@ func selfConvolve(d *lossDist, k int, h, tail float64) (*lossDist, error) {
 		return nil, &gridError{itoa(k) + " compositions of a loss grid of " + itoa(n1) +
 			" points at interval " + ftoa(h) + " span more than 2^52 grid points; use fewer compositions"}
 	}
-	m := d.finite()
+	kf := float64(k)
 	r := &lossDist{
-		inf:       -math.Expm1(float64(k) * math.Log1p(-math.Min(d.inf, 1))),
-		rel:       math.Expm1(float64(k) * math.Log1p(d.rel)),
+		inf:       -math.Expm1(kf * math.Log1p(-math.Min(d.inf, 1))),
+		rel:       math.Expm1(kf * math.Log1p(d.rel)),
+		logErr:    math.Inf(-1),
 		unbounded: d.unbounded,
 	}
-	r.abs = float64(k) * d.abs * math.Pow(m+d.abs, float64(k-1))
-	if n1 == 1 {
-		r.lo = k * d.lo
-		r.mass = []float64{math.Pow(d.mass[0], float64(k))}
+	first, last := d.support()
+	if first > last {
+		r.lo, r.mass = k*d.lo, []float64{0}
+		return r, nil
+	}
+	if first == last {
+		r.lo = k * (d.lo + first)
+		r.mass = []float64{math.Pow(d.mass[first], kf)}
+		r.rel = (1+r.rel)*(1+4*kf*unitRound) - 1
+		r.tau = d.tau
+		if !math.IsInf(d.logErr, -1) {
+			la, lw := d.logErrAt(0), logf(d.mass[first])
+			r.logErr = logf(kf) + la + (kf-1)*logAdd(lw, la)
+			r.tau = 0
+		}
 		return r, nil
 	}
 	full := k*(n1-1) + 1 // composed offsets 0 .. k(n1-1), relative to k lo
+	logTail := logf(tail)
+	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
+	guess := spreadGuess(d, k, tail)
+	// The tilt: d's own if d was tilted for this composition (see
+	// sampledGaussian), else the Chernoff parameter of the upper tail at
+	// tiltTarget.
+	t := d.tau
+	if t == 0 {
+		t = kTilt(d, k, guess, logTail)
+	}
+	logMt := func(s float64) float64 { return mgf(t+s) - mgf(t) }
+	// The window: the lower Chernoff bound of the composition, the upper
+	// ones of the composition and of its tilted version.
+	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess)
+	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess)
+	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logTail) / s }, guess)
 	sA, sB := 0, full-1
-	truncLow, truncHigh := 0.0, 0.0
-	if a, b, ok := chernoffWindow(d, k, h, tail); ok {
-		if a > sA {
-			sA, truncLow = a, tail
-		}
-		if b < sB {
-			sB, truncHigh = b, tail
-		}
+	if a := math.Floor(-negA); a > 0 && !math.IsNaN(a) {
+		sA = int(math.Min(a, float64(full-1)))
+	}
+	if b := math.Ceil(math.Max(b0, b1)); b < float64(full-1) && !math.IsNaN(b) {
+		sB = max(int(b), sA)
 	}
 	if sB-sA+1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+
 			" > 2^24 points at interval "+ftoa(h), h)
 	}
+	// The tail masses outside the window: of the composition above it (to
+	// the infinite mass of a pessimistic distribution), and of the tilted
+	// composition on both sides (to the error).
+	foldErr := 0.0
+	if sB < full-1 {
+		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess)
+		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess)
+		if pes {
+			r.inf = math.Min(1, r.inf+math.Exp(up))
+		}
+		foldErr += math.Exp(upT)
+	}
+	if sA > 0 {
+		_, dnT := scanMin(func(s float64) float64 { return kf*logMt(-s) + s*float64(sA-1) }, guess)
+		foldErr += math.Exp(dnT)
+	}
 	n := fastLen(sB - sA + 1)
-	if sA == 0 && sB == full-1 && full <= n {
+	if sA == 0 && sB == full-1 {
 		n = fastLen(full) // no wrap at all
 	}
-	seq := make([]float64, n)
-	for i, v := range d.mass {
-		seq[i%n] += v
-	}
-	t := fourier.NewFFT(n)
-	c := t.Coefficients(nil, seq)
+	seq, logZ, relT := d.tilted(t, n)
+	m := sum(seq)
+	tr := fourier.NewFFT(n)
+	c := tr.Coefficients(nil, seq)
 	fe := fftErrorConst(n)
 	einf := fe * m // error bound of every coefficient
-	kf := float64(k)
 	pw := func(x float64) float64 { return math.Pow(x+einf, kf-1) }
 	pow1, pow2 := spectrumSum(c, n, pw), spectrumNorm(c, n, pw)
 	for j, z := range c {
@@ -214,16 +490,31 @@ func selfConvolve(d *lossDist, k int, h, tail float64) (*lossDist, error) {
 	out1, out2 := spectrumSum(c, n, id), spectrumNorm(c, n, id)
 	e1 := kf*einf*pow1 + 2*kf*unitRound*out1
 	e2 := kf*einf*pow2 + 2*kf*unitRound*out2
-	w := t.Sequence(nil, c)
+	w := tr.Sequence(nil, c)
 	inv := 1 / float64(n)
+	E := math.Min(e1, e2) + fe*(out1+e1) + 2*unitRound*math.Pow(m, kf) + foldErr +
+		kf*float64(n1)*0x1p-1070*math.Pow(m+1e-300, kf-1)
+	top := k * last
 	r.lo = k*d.lo + sA
 	r.mass = make([]float64, sB-sA+1)
+	expMax := 0.0
 	for s := sA; s <= sB; s++ {
-		r.mass[s-sA] = math.Max(0, w[s%n]*inv)
+		if v := w[s%n] * inv; v > 0 {
+			e := kf*logZ + t*float64(top-s)
+			expMax = math.Max(expMax, math.Abs(e))
+			r.mass[s-sA] = math.Exp(logf(v) + e)
+		}
 	}
-	r.mass[0] += truncLow
-	r.inf = math.Min(1, r.inf+truncHigh)
-	r.abs += math.Min(e1, e2) + fe*(out1+e1) + 2*unitRound*math.Pow(m, kf)
+	relU := 8 * unitRound * (800 + expMax)
+	r.rel = (1+r.rel)*math.Exp(kf*math.Log1p(relT))*(1+relU) - 1
+	r.tau = t
+	defer r.trim()
+	// Weighted at t with absolute indices j = k lo + s.
+	r.logErr = logf(E) + kf*logZ + t*float64(k*d.lo+top)
+	if la := d.logErrAt(t); !math.IsInf(la, -1) {
+		lw := d.logWeight(t, logZ)
+		r.logErr = logAdd(r.logErr, logf(kf)+la+(kf-1)*logAdd(lw, la))
+	}
 	return r, nil
 }
 
@@ -240,103 +531,30 @@ func cpow(z complex128, k int) complex128 {
 	return p
 }
 
-// chernoffWindow returns the composed offsets [a, b] (relative to k lo)
-// outside which each tail of the k-fold composition of d's finite masses
-// holds at most tail, by the Chernoff bound at the best t found by a scan
-// around the Gaussian guess sqrt(2 log(1/tail) / (k var)). Any t gives a
-// valid bound; the scan only makes it tight. ok is false if no t improves on the
-// full range.
-func chernoffWindow(d *lossDist, k int, h, tail float64) (a, b int, ok bool) {
-	m := d.finite()
-	if !(m > 0) {
-		return 0, 0, false
+// trim zeroes the masses at the bottom of d whose tilted weight is within
+// the error bound, and drops them: their computed values are rounding noise
+// magnified by the untilting. Setting masses m_j to 0 for j < J adds at most
+// sum_{j<J} m_j e^(tau j) to the weighted error, and J is the largest index
+// at which that sum is at most the bound itself, so the bound at most
+// doubles.
+func (d *lossDist) trim() {
+	if d.tau == 0 || math.IsInf(d.logErr, -1) {
+		return
 	}
-	// Moments of the offsets (in grid units) under the normalised masses.
-	var mean, sq float64
+	limit := math.Exp(d.logErr)
+	s, cut := 0.0, 0
 	for i, v := range d.mass {
-		mean += v * float64(i)
-	}
-	mean /= m
-	for i, v := range d.mass {
-		sq += v * (float64(i) - mean) * (float64(i) - mean)
-	}
-	variance := sq / m
-	if !(variance > 0) {
-		return 0, 0, false
-	}
-	kf := float64(k)
-	logTail := logf(tail)
-	guess := math.Sqrt(-2 * logTail / (kf * variance))
-	n1 := len(d.mass)
-	// logM returns log sum_i m_i e^(t i), stably: as
-	// log sum_i m_i e^(t (i - ref)) + t ref with ref the end of the masses'
-	// support where the exponent is largest, summed from ref inward with
-	// the factor e^(-|t|) applied by one multiplication per point (a
-	// relative error of at most n1 u, covered by the 1e-9 added) until it
-	// falls below 1e-300.
-	first, last := 0, n1-1 // the support of the masses
-	for first < last && d.mass[first] == 0 {
-		first++
-	}
-	for last > first && d.mass[last] == 0 {
-		last--
-	}
-	logM := func(t float64) float64 {
-		r := math.Exp(-math.Abs(t))
-		s, f := 0.0, 1.0
-		if t > 0 {
-			for i := last; i >= first && f > 1e-300; i-- {
-				s += d.mass[i] * f
-				f *= r
-			}
-			return logf(s) + 1e-9 + t*float64(last)
+		w := v * math.Exp(d.tau*float64(d.lo+i))
+		if s+w > limit || math.IsNaN(w) || math.IsInf(w, 0) {
+			break
 		}
-		for i := first; i <= last && f > 1e-300; i++ {
-			s += d.mass[i] * f
-			f *= r
-		}
-		return logf(s) + 1e-9 + t*float64(first)
+		s += w
+		cut = i + 1
 	}
-	// The bounds B(t) = (k log M(t) - log tail)/t and A(t) are unimodal in
-	// t (t B'(t) has the sign of t (k log M)' - (k log M - log tail), which
-	// increases), so a scan of log t by octaves over a wide range followed
-	// by quarter octaves around the best finds them near their optimum. The
-	// range reaches far below the Gaussian guess because a heavy upper tail
-	// (subsampled Gaussians) wants a much smaller t than the bulk.
-	upper := func(t float64) float64 { return (kf*logM(t) - logTail) / t }
-	lower := func(t float64) float64 { return -(logTail - kf*logM(-t)) / t } // minimise -A
-	best := func(f func(float64) float64) float64 {
-		bj, bv := 0.0, math.Inf(1)
-		for j := -24.0; j <= 8; j++ {
-			if v := f(guess * math.Exp2(j)); v < bv {
-				bj, bv = j, v
-			}
-		}
-		for j := bj - 0.75; j <= bj+0.75; j += 0.25 {
-			if v := f(guess * math.Exp2(j)); v < bv {
-				bv = v
-			}
-		}
-		return bv
+	if cut == 0 || cut >= len(d.mass) {
+		return
 	}
-	bestB, bestA := best(upper), -best(lower)
-	full := float64(k * (n1 - 1))
-	if math.IsNaN(bestB) || math.IsNaN(bestA) || bestB < bestA {
-		return 0, 0, false // cannot happen for a valid bound; keep the full range
-	}
-	if !(bestB < full) && !(bestA > 0) {
-		return 0, 0, false
-	}
-	b = k * (n1 - 1)
-	if bestB < full {
-		b = int(math.Ceil(bestB))
-	}
-	a = 0
-	if bestA > 0 {
-		a = int(math.Floor(bestA))
-	}
-	if a > b {
-		a = b
-	}
-	return a, b, true
+	d.mass = d.mass[cut:]
+	d.lo += cut
+	d.logErr = logAdd(d.logErr, logf(s))
 }

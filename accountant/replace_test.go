@@ -75,7 +75,7 @@ func TestReplaceOneBrute(t *testing.T) {
 			t.Fatalf("eps=%v: the quadratures disagree: %.12g, %.12g", eps, a, b)
 		}
 		lo := math.Min(a, b) * (1 - 1e-7)
-		hi := math.Max(truth(eps-2*p.h), other(eps-2*p.h))*(1+1e-7) + p.remove.abs + p.remove.inf
+		hi := math.Max(truth(eps-2*p.h), other(eps-2*p.h))*(1+1e-7) + p.remove.errFrom(0) + p.remove.inf
 		if got < lo || got > hi {
 			t.Errorf("eps=%v: delta %.12g, truth %.12g, bound %.12g", eps, got, lo, hi)
 		}

@@ -43,7 +43,16 @@ func autoOptions(q, sigma float64, steps int, budget int, rel Relation) PLDOptio
 	// One step's losses reach about (1 + 8.5 sigma)/sigma^2 + log q.
 	rng := math.Max(spread, (1+8.5*sigma)/(sigma*sigma)+logf(q)+1)
 	h := math.Max(spread/float64(budget), rng/float64(2*budget))
-	return PLDOptions{Interval: math.Min(math.Max(h, 1e-6), 1)}
+	if budget >= gridBudget {
+		// The relative width of the two-sided result grows like
+		// (h/s1)^2: at most s1/16 keeps it near 1e-3 at 10^6 steps (the
+		// window then holds about 2^18 points).
+		h = math.Min(h, s1/16)
+	}
+	// Each step's cut upper tail counts as infinite loss, steps times over:
+	// cut 1e-20 / steps per step, so that the composition's infinite mass
+	// stays near 1e-20, far below any delta of interest.
+	return PLDOptions{Interval: math.Min(math.Max(h, 1e-8), 1), TailMass: math.Max(1e-20/float64(steps), 1e-300)}
 }
 
 // checkSampled checks the parameters of a sampled Gaussian run.
@@ -89,19 +98,29 @@ func checkRelation(rel Relation) error {
 //	    sigma <= 0 or NaN, T < 1, or a relation other than AddRemove and
 //	    ReplaceOne
 func SampledGaussian(q, sigma float64, steps int, rel Relation) (*PLD, error) {
-	return sampledGaussian(q, sigma, steps, rel, gridBudget)
+	return sampledGaussian(q, sigma, steps, rel, gridBudget, false)
 }
 
-func sampledGaussian(q, sigma float64, steps int, rel Relation, budget int) (*PLD, error) {
+// sampledGaussian is SampledGaussian on a grid of about budget points,
+// without the optimistic side if safeOnly.
+func sampledGaussian(q, sigma float64, steps int, rel Relation, budget int, safeOnly bool) (*PLD, error) {
 	if err := checkSampled(q, sigma, steps, rel); err != nil {
 		return nil, err
 	}
 	if q == 0 || math.IsInf(sigma, 1) {
 		return identityPLD(DefaultInterval, DefaultTailMass), nil
 	}
-	p, err := SampledGaussianPLD(q, sigma, rel, autoOptions(q, sigma, steps, budget, rel))
-	if err == nil {
-		p, err = p.SelfCompose(steps)
+	o := autoOptions(q, sigma, steps, budget, rel)
+	o.safeOnly = safeOnly
+	var p *PLD
+	var err error
+	if rel == ReplaceOne && q < 1 && steps > 1 {
+		p, err = replaceOneSteps(q, sigma, steps, o)
+	} else {
+		p, err = SampledGaussianPLD(q, sigma, rel, o)
+		if err == nil {
+			p, err = p.SelfCompose(steps)
+		}
 	}
 	if errors.Is(err, ErrPLDGrid) {
 		// The automatic grid is as coarse as it gets: name what can change.
@@ -109,6 +128,40 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, budget int) (*PL
 			" steps needs a loss grid beyond the accountant's limit (2^24 points) even at its largest interval: use a larger sigma or fewer steps"}
 	}
 	return p, err
+}
+
+// SampledGaussianDeltaBounds returns bounds on the delta at eps of steps
+// compositions of the Poisson-subsampled Gaussian (q, sigma) under rel:
+// [PLD.DeltaBounds] of [SampledGaussian]. Safe is never below the true
+// delta, Optimistic never above it (for ReplaceOne with q < 1: never above
+// the delta of the dominating pair the accountant uses). Its special cases
+// and errors are those of SampledGaussian and PLD.DeltaBounds.
+func SampledGaussianDeltaBounds(q, sigma float64, steps int, eps float64, rel Relation) (Bounds, error) {
+	if !(eps >= 0) || math.IsInf(eps, 1) {
+		return Bounds{}, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
+	}
+	p, err := SampledGaussian(q, sigma, steps, rel)
+	if err != nil {
+		return Bounds{}, err
+	}
+	return p.DeltaBounds(eps)
+}
+
+// SampledGaussianEpsilonBounds returns bounds on the eps at delta of steps
+// compositions of the Poisson-subsampled Gaussian (q, sigma) under rel:
+// [PLD.EpsilonBounds] of [SampledGaussian]. Safe is never below the true
+// eps, Optimistic never above it (for ReplaceOne with q < 1, the eps of the
+// dominating pair). Its special cases and errors are those of
+// SampledGaussian and PLD.EpsilonBounds.
+func SampledGaussianEpsilonBounds(q, sigma float64, steps int, delta float64, rel Relation) (Bounds, error) {
+	if err := checkDelta(delta); err != nil {
+		return Bounds{}, err
+	}
+	p, err := SampledGaussian(q, sigma, steps, rel)
+	if err != nil {
+		return Bounds{}, err
+	}
+	return p.EpsilonBounds(delta)
 }
 
 // SampledGaussianDelta returns a delta for which steps compositions of the
@@ -184,7 +237,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// A sigma too small for the grid limit counts as unsafe (+Inf).
 	logRatio := func(budget int) func(float64) float64 {
 		return func(s float64) float64 {
-			p, err := sampledGaussian(q, s, steps, rel, budget)
+			p, err := sampledGaussian(q, s, steps, rel, budget, true)
 			if err != nil {
 				return math.Inf(1)
 			}
@@ -325,4 +378,38 @@ func checkCompositionsNamed(name string, k int) error {
 		return &ParamError{Param: name, Value: float64(k), Want: "an integer >= 1"}
 	}
 	return nil
+}
+
+// replaceOneSteps returns steps compositions of the replace-one pair of
+// SampledGaussianPLD: the remove and add pairs at noise multiplier
+// sqrt2 sigma are composed with each other at the tilt the steps-fold
+// composition will use (so that the rounding of that first FFT is bounded
+// in the same tilted norm), then self-composed.
+func replaceOneSteps(q, sigma float64, steps int, o PLDOptions) (*PLD, error) {
+	ar, err := SampledGaussianPLD(q, math.Sqrt2*sigma, AddRemove, o)
+	if err != nil {
+		return nil, err
+	}
+	one := &PLD{h: ar.h, tail: ar.tail}
+	err = one.each(true, func(i int) (*lossDist, error) {
+		a, b := ar.remove, ar.add
+		if i != 0 {
+			a, b = ar.removeOpt, ar.addOpt
+		}
+		if a == noOpt || b == noOpt {
+			return noOpt, nil
+		}
+		// The tilt of the composition of steps copies of a composed with b.
+		both, err := convolveAt(a, b, 0)
+		if err != nil {
+			return nil, err
+		}
+		guess := spreadGuess(both, steps, ar.tail)
+		t := kTilt(both, steps, guess, logf(ar.tail))
+		return convolveAt(a, b, t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return one.SelfCompose(steps)
 }

@@ -64,7 +64,7 @@ func TestSampledGaussianBrute(t *testing.T) {
 	for _, eps := range []float64{0.1, 1, 3} {
 		got, _ := p.Delta(eps)
 		truth := math.Max(rm.two(eps), ad.two(eps))
-		upper := math.Max(rm.two(eps-2*p.h), ad.two(eps-2*p.h)) + p.remove.abs + p.remove.inf + 1e-12
+		upper := math.Max(rm.two(eps-2*p.h), ad.two(eps-2*p.h)) + p.remove.errFrom(0) + p.remove.inf + 1e-12
 		if got < truth-1e-12 || got > upper {
 			t.Errorf("eps=%v: delta %.12g, truth %.12g, bound %.12g", eps, got, truth, upper)
 		}

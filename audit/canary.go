@@ -229,8 +229,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 		prev = slices.Clone(x)
 	}
 	if opt.Network {
-		describe := map[string]any{"audit": "canary", "strategy": s.Factorization.Strategy, "participation": p.Participation.String(), "seed": p.Seed}
-		if err := canaryNetwork(ctx, &netRun{cfg: cfg, shape: shape, model: model, noise: noise, key: key, describe: describe}, data, observe); err != nil {
+		if err := canaryNetwork(ctx, &netRun{cfg: cfg, shape: shape, model: model, noise: noise, key: key}, data, observe); err != nil {
 			return nil, err
 		}
 	} else {

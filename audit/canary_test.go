@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // canaryPlan is a reduced Fig. 4 setting: n = 10, R = 100, tau = 3.
@@ -106,7 +106,7 @@ func TestCanaryFig4Long(t *testing.T) {
 // norm gamma), the interval holds it, and nothing is a violation.
 func TestCanaryPaperCalibration(t *testing.T) {
 	p := canaryPlan("optimal", 5, 13)
-	p.Calibration = fedopt.Paper
+	p.Calibration = plan.Paper
 	rep, err := Canary(context.Background(), mustSetup(t, p), CanaryOptions{})
 	if err != nil {
 		t.Fatal(err)

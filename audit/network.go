@@ -36,9 +36,7 @@ type netRun struct {
 	// is that key (fednet.ServerOptions.NoiseKey).
 	noise func(key [32]byte) (mechanism.Mechanism, error)
 	key   [32]byte
-	// describe is added to the run's description in run.json.
-	describe map[string]any
-	dir      string
+	dir   string
 }
 
 // run runs the federation to its last round; the released models are in
@@ -53,7 +51,7 @@ func (nr *netRun) run(ctx context.Context) error {
 			}
 			return nr.noise(key)
 		},
-		NoiseKey: &nr.key, Describe: nr.describe, Dir: nr.dir,
+		NoiseKey: &nr.key, Dir: nr.dir,
 	})
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ type Plan struct {
 	// default; fixed epochs or min-separation).
 	Participation factorize.Participation
 	// Calibration is exact (default) or paper.
-	Calibration fedopt.Calibration
+	Calibration plan.Calibration
 	// Learners (n), Rounds (R), Tau and Dim (the model's dimension d).
 	Learners, Rounds, Tau, Dim int
 	// Eta and EtaG are the local and global step sizes; Clip is B_g.
@@ -156,7 +156,15 @@ func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 		return nil, err
 	}
 	if f.C == nil || f.B == nil {
-		return nil, fmt.Errorf("audit: factorization %q has no factors", f.Strategy)
+		// The replay and the whitener read the dense factors: form them
+		// (the noise still streams from f's operator).
+		b, c, err := f.Factors()
+		if err != nil {
+			return nil, fmt.Errorf("audit: factorization %q has no factors", f.Strategy)
+		}
+		g := *f
+		g.B, g.C = b, c
+		f = &g
 	}
 	return &Setup{Plan: p, Factorization: f, Privacy: priv}, nil
 }

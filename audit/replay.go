@@ -146,10 +146,6 @@ func ReplayNetwork(ctx context.Context, s *Setup) (*ReplayReport, error) {
 	return replayWith(ctx, s, nil, true)
 }
 
-func replay(ctx context.Context, s *Setup, h *hooks) (*ReplayReport, error) {
-	return replayWith(ctx, s, h, false)
-}
-
 func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayReport, error) {
 	start := time.Now()
 	p := s.Plan
@@ -398,7 +394,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		ok, detail, err := replayNetwork(ctx, &netRun{
 			cfg: cfg, shape: shape, model: model,
 			noise: func(key [32]byte) (mechanism.Mechanism, error) { return newMechanism(s, h, decl.NoiseStd, key) },
-			key:   key, describe: map[string]any{"audit": "replay", "strategy": f.Strategy, "participation": p.Participation.String(), "seed": p.Seed},
+			key:   key,
 		}, world, released)
 		if err != nil {
 			return nil, err

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/plan"
 )
 
 func smallPlan(strategy string, seed uint64) Plan {
@@ -61,7 +61,7 @@ func TestReplayCleanIsTight(t *testing.T) {
 // 2 gamma B_g / n: the replay passes with ratio 1/n.
 func TestReplayPaperCalibration(t *testing.T) {
 	p := smallPlan("optimal", 3)
-	p.Calibration = fedopt.Paper
+	p.Calibration = plan.Paper
 	rep, err := Replay(context.Background(), mustSetup(t, p))
 	if err != nil {
 		t.Fatal(err)

@@ -229,7 +229,7 @@ func TestSeededBugsCaught(t *testing.T) {
 				if !clean.OK {
 					t.Fatalf("%s / %s / seed %d: false alarm on the clean plan: %+v", bug.name, name, seed, clean.Violations())
 				}
-				rep, err := replay(ctx, s, bug.hooks)
+				rep, err := replayWith(ctx, s, bug.hooks, false)
 				if err != nil {
 					t.Fatalf("%s / %s: %v", bug.name, name, err)
 				}

@@ -13,6 +13,19 @@
 // BenchmarkPlainDense at R = 800 takes minutes and runs only with
 // DPMF_LONG=1 (and a longer -timeout).
 //
+// # Streaming the optimal factorization
+//
+// The command bench/optstream streams the optimal factorization's noise
+// through the mechanism API (R = 10^5, d = 10^4 by default) and prints the
+// solve time, the operator's state, the peak resident memory and the time
+// per round against drawing d Gaussians in the same run; -dense measures
+// the dense path (dense B, C and M = C^{-1}, past rows kept), which the
+// mechanism took before the optimal factorization kept its quasiseparable
+// form:
+//
+//	go run ./bench/optstream -R 100000 -d 10000 -workers 1
+//	go run ./bench/optstream -R 10000 -d 10000 -workers 1 -dense -rounds 10
+//
 // # Reference
 //
 // PlainDense is the plain dense fixed point of Denisov et al. (2022), one

@@ -113,7 +113,7 @@ func BenchmarkMechanism(b *testing.B) {
 			}
 		}
 	})
-	for _, name := range []string{"identity", "tree", "banded-b4", "banded-b16", "banded-b64", "blt-k2", "blt-k4", "blt-k8", "semisep-k2", "semisep-k4", "semisep-k8", "semisep-k16"} {
+	for _, name := range []string{"identity", "tree", "banded-b4", "banded-b16", "banded-b64", "blt-k2", "blt-k4", "blt-k8", "semisep-k2", "semisep-k4", "semisep-k8", "semisep-k16", "optimal"} {
 		b.Run(name, func(b *testing.B) {
 			f := mechFactorization(b, name)
 			opts := []mechanism.Option{mechanism.WithSeed(2), mechanism.WithWorkers(1)}
@@ -142,8 +142,10 @@ func BenchmarkMechanism(b *testing.B) {
 }
 
 // BenchmarkMechanismDense times the mechanisms whose round r costs O(r d) —
-// the Toeplitz (sqrt) and dense (optimal) mechanisms, keeping or
-// regenerating past noise rows — from round R/2 on, whose cost is the
+// the Toeplitz (sqrt) and dense (the optimal factorization through
+// WithDense, the path it took before it streamed its quasiseparable
+// factor) operators, keeping or regenerating past noise rows — from round
+// R/2 on, whose cost is the
 // average over the R rounds. Keep mode runs at d = mechKeepDim (see
 // above): multiply its ns/op by mechDim / mechKeepDim = 8 for d = 10^6.
 // One regenerating round takes seconds: use -benchtime 2x.
@@ -157,6 +159,9 @@ func BenchmarkMechanismDense(b *testing.B) {
 			b.Run(name+"/"+mode.String()+"/d="+strconv.Itoa(dim), func(b *testing.B) {
 				f := mechFactorization(b, name)
 				opts := []mechanism.Option{mechanism.WithSeed(3), mechanism.WithWorkers(1), mechanism.WithMemory(mode)}
+				if name == "optimal" {
+					opts = append(opts, mechanism.WithDense())
+				}
 				m, err := mechanism.New(f, dim, 1, append([]mechanism.Option{mechanism.WithStartRound(mechRounds / 2)}, opts...)...)
 				if err != nil {
 					b.Fatal(err)

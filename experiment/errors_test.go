@@ -9,6 +9,7 @@ import (
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // requireParam checks that err is a *ParamError about param.
@@ -83,7 +84,7 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 func TestParseErrorsAreParamErrors(t *testing.T) {
 	_, err := fedopt.ParseAlgorithm("sgd")
 	requireParam(t, err, "algorithm")
-	_, err = fedopt.ParseCalibration("rdp")
+	_, err = plan.ParseCalibration("rdp")
 	requireParam(t, err, "calibration")
 	_, err = dataset.ParseSplit("feature:-1")
 	requireParam(t, err, "split")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/dpmf/dpmf/internal/optim"
 	"github.com/dpmf/dpmf/linalg"
@@ -14,6 +15,96 @@ import (
 // DefaultBands is the number of bands of [Banded] when bands is 0.
 // Streaming its noise keeps DefaultBands-1 past noise vectors.
 const DefaultBands = 16
+
+// StrategyBanded is the name of [BandedStrategy].
+const StrategyBanded = "banded"
+
+func init() {
+	register(StrategyInfo{
+		Name: StrategyBanded, rank: 50, Doc: "a lower-triangular C with few bands: certified optimal under minsep, a Toeplitz fit otherwise",
+		Stream: "b - 1 (15 by default)",
+		Settings: []Setting{
+			bandsSetting("number of bands of C"),
+			{Name: "tol", Type: "float", Default: "1e-08", Doc: docTol + " (minsep only)"},
+			{Name: "max-iter", Type: "int", Default: "20000", Doc: docMaxIter + " (minsep only)"},
+		},
+		proto:  BandedStrategy{},
+		cBands: func(s Strategy) int { return bandsOrDefault(s.(BandedStrategy).Bands) },
+		checkUnder: func(s Strategy, p Participation) error {
+			if b := s.(BandedStrategy); (b.Tol != 0 || b.MaxIter != 0) && p.Kind != KindMinSep {
+				// The settings of the certified solver would be ignored.
+				return &ParamError{Param: "strategy", Value: strconv.Quote(b.Spec()), Want: fmt.Sprintf("tol and max-iter only under participation minsep:B, where banded runs its certified solver, not %v", p)}
+			}
+			return nil
+		},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BandedStrategy).Bands }, lo: 1},
+			{ptr: func(p any) any { return &p.(*BandedStrategy).Tol }, def: DefaultBandedTol},
+			{ptr: func(p any) any { return &p.(*BandedStrategy).MaxIter }, lo: 1, keyless: true},
+		},
+		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedStrategy).Bands), r) - 1 },
+	})
+}
+
+// BandedStrategy is a lower-triangular factor with Bands bands. Under
+// b-min-separation it is the certified optimal banded factor with unit
+// column norms for that participation ([OptimalBanded]); under single
+// participation and fixed epochs it is the Toeplitz fit of [Banded].
+type BandedStrategy struct {
+	// Bands is the number of bands; 0 means [DefaultBands], and under
+	// b-min-separation min(DefaultBands, b), so that the factor's
+	// sensitivity is exact.
+	Bands int
+	// Tol is the certified relative gap of [OptimalBanded] under
+	// min-separation; 0 means [DefaultBandedTol]. Under other
+	// participations it must be 0.
+	Tol float64
+	// MaxIter is the iteration limit of [OptimalBanded] under
+	// min-separation; 0 means [DefaultMaxIter]. Under other
+	// participations it must be 0.
+	MaxIter int
+}
+
+// Name returns "banded".
+func (BandedStrategy) Name() string { return StrategyBanded }
+
+// Spec returns the canonical spec, "banded:bands=B,tol=T,max-iter=N"
+// without the settings left at their default.
+func (s BandedStrategy) Spec() string { return specOf(s) }
+
+// bandsFor returns the number of bands of a banded strategy with bands
+// (0: default) under p.
+func bandsFor(bands int, p Participation) int {
+	if bands > 0 {
+		return bands
+	}
+	if p.Kind == KindMinSep {
+		return min(DefaultBands, p.B)
+	}
+	return DefaultBands
+}
+
+// Factorize returns, with metrics under p, [OptimalBanded](ctx, w, bands,
+// p.K, Options{Tol: s.Tol, MaxIter: s.MaxIter}) for min-separation and
+// [Banded](ctx, w, bands) otherwise.
+func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if s.Bands < 0 {
+		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	if err := CheckUnder(s, p); err != nil {
+		return nil, err
+	}
+	opt, err := Options{Tol: s.Tol, MaxIter: s.MaxIter}.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b := bandsFor(s.Bands, p)
+	if p.Kind == KindMinSep {
+		opt.Tol = s.Tol // 0: DefaultBandedTol
+		return under(ctx, w, p, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
+	}
+	return under(ctx, w, p, func() (*Factorization, error) { return Banded(ctx, w, b) })
+}
 
 // Banded returns a factorization whose C is lower triangular with b bands
 // (C[i][j] = 0 for i - j >= b, b = bands, [DefaultBands] if 0, at most
@@ -53,11 +144,7 @@ func Banded(ctx context.Context, w *Workload, bands int) (*Factorization, error)
 		return nil, err
 	}
 	r := w.R()
-	b := bands
-	if b == 0 {
-		b = DefaultBands
-	}
-	b = min(b, r)
+	b := min(bandsOrDefault(bands), r)
 	s := tw.sqrt(b)
 	bsr := make([]float64, r) // the banded square root, C's first column
 	for k := 0; k < b; k++ {
@@ -87,7 +174,7 @@ func Banded(ctx context.Context, w *Workload, bands int) (*Factorization, error)
 			best = f
 		}
 	}
-	best.Stream = StreamBanded
+	best.Operator = bandedOpOf(best.C, b)
 	return best, nil
 }
 
@@ -260,7 +347,7 @@ func toeplitzScaled(strategy string, w *Workload, tw toeplitzWorkload, c, u, sca
 	}
 	return &Factorization{
 		Strategy:  strategy,
-		Stream:    StreamToeplitz,
+		Operator:  toeplitzOpOf(cm),
 		Workload:  w,
 		B:         b,
 		C:         cm,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/dpmf/dpmf/linalg"
 	"gonum.org/v1/gonum/mat"
@@ -33,7 +32,7 @@ import (
 // non-negative and non-increasing (always for bisr, see
 // [BandedInverseSqrt]) its sensitivity under b-min-separation is exact
 // ([ToeplitzMinSepSensitivity]). The noise C^{-1} Z streams with a buffer
-// of the last p-1 rows of Z ([StreamBandedInverse]).
+// of the last p-1 rows of Z (the banded-inverse operator).
 
 // Strategy names of the banded-inverse and banded Toeplitz strategies.
 const (
@@ -42,55 +41,44 @@ const (
 	StrategyBandedToeplitz = "banded-toeplitz"
 )
 
-// InverseBandOf returns the coefficients u_0..u_{p-1} of the banded
-// Toeplitz C^{-1} = T_u of a factorization that declares
-// [StreamBandedInverse], recovered from C's first column by the series
-// inverse (C = T_c, u = 1/c(x)); the coefficients from index p on, which
-// are zero in exact arithmetic, must be below 1e-10 of the largest (else
-// it is an error: C^{-1} is not banded). p is the last index whose
-// coefficient is above that threshold, plus one.
-func InverseBandOf(f *Factorization) ([]float64, error) {
-	if f == nil || f.C == nil {
-		return nil, &ParamError{Param: "factorization", Want: "one with a factor C"}
-	}
-	m, r := f.C.Dims()
-	if m != r || r == 0 {
-		return nil, &ParamError{Param: "C", Value: fmt.Sprintf("%d x %d", m, r), Want: "a square matrix"}
-	}
-	c := make([]float64, r)
-	scale := 0.0
-	for i := range c {
-		c[i] = f.C.At(i, 0)
-		for j := 0; j <= i; j++ {
-			scale = math.Max(scale, math.Abs(f.C.At(i, j)))
-		}
-	}
-	if c[0] == 0 {
-		return nil, &ParamError{Param: "C[0][0]", Value: 0.0, Want: "nonzero (C invertible)"}
-	}
-	for i := 0; i < r; i++ {
-		for j := 1; j < r; j++ {
-			want := 0.0
-			if i >= j {
-				want = c[i-j]
-			}
-			if math.Abs(f.C.At(i, j)-want) > 1e-12*scale {
-				return nil, fmt.Errorf("factorize: C is not lower-triangular Toeplitz at (%d, %d)", i, j)
-			}
-		}
-	}
-	u := linalg.SeriesInverse(c, r)
-	top := 0.0
-	for _, v := range u {
-		top = math.Max(top, math.Abs(v))
-	}
-	p := 1
-	for k, v := range u {
-		if math.Abs(v) > 1e-10*top {
-			p = k + 1
-		}
-	}
-	return u[:p], nil
+func init() {
+	bandsOfInverse := []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}}
+	register(StrategyInfo{
+		Name: StrategyBandedToeplitz, rank: 70, Doc: "a banded Toeplitz C optimised for the participation",
+		Stream:   "b - 1 (15 by default)",
+		Settings: []Setting{bandsSetting("number of bands of C")},
+		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+		proto:    BandedToeplitzStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BandedToeplitzStrategy).Bands }, lo: 1},
+		},
+		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedToeplitzStrategy).Bands), r) - 1 },
+		lossOnlyPtr:   func(p any) *bool { return &p.(*BandedToeplitzStrategy).LossOnly },
+	})
+	register(StrategyInfo{
+		Name: StrategyBISR, rank: 80, Doc: "the banded inverse square root: C^{-1} with p coefficients",
+		Stream:   "p - 1 (15 by default)",
+		Settings: bandsOfInverse,
+		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+		proto:    BISRStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BISRStrategy).Bands }, lo: 1},
+		},
+		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BISRStrategy).Bands), r) - 1 },
+		lossOnlyPtr:   func(p any) *bool { return &p.(*BISRStrategy).LossOnly },
+	})
+	register(StrategyInfo{
+		Name: StrategyBandInv, rank: 90, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
+		Stream:   "p - 1 (15 by default)",
+		Settings: bandsOfInverse,
+		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
+		proto:    BandInvStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BandInvStrategy).Bands }, lo: 1},
+		},
+		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandInvStrategy).Bands), r) - 1 },
+		lossOnlyPtr:   func(p any) *bool { return &p.(*BandInvStrategy).LossOnly },
+	})
 }
 
 // BandedInverseSqrt returns the BISR factorization of a lower-triangular
@@ -118,11 +106,7 @@ func BandedInverseSqrt(w *Workload, bands int) (*Factorization, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := bands
-	if p == 0 {
-		p = DefaultBands
-	}
-	p = min(p, w.R())
+	p := min(bandsOrDefault(bands), w.R())
 	return bandInvFactorization(StrategyBISR, w, tw, tw.inverseSqrt(p)), nil
 }
 
@@ -158,8 +142,7 @@ func bandInvFactorization(strategy string, w *Workload, tw toeplitzWorkload, u [
 			brow[j] = beta[i-j]
 		}
 	}
-	f := finish(strategy, StreamBandedInverse, w, bm, cm)
-	return f
+	return finish(strategy, bandInverseOp{u: u, r: r}, w, bm, cm)
 }
 
 // toeplitzSens2 returns the squared sensitivity under p of the R x R
@@ -244,11 +227,7 @@ func bandInvLoss(tw toeplitzWorkload, u []float64, part Participation) float64 {
 // bandInvCoefficients returns the optimised p coefficients of C^{-1}.
 func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
 	r := len(tw.a)
-	p := bands
-	if p == 0 {
-		p = DefaultBands
-	}
-	p = min(p, r)
+	p := min(bandsOrDefault(bands), r)
 	u0 := tw.inverseSqrt(p)
 	if p == 1 {
 		return u0, nil
@@ -288,7 +267,8 @@ func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, pa
 // min-separation with more bands than the separation, where the reported
 // sensitivity is the one [SensitivityOf] gives). O(R b) per evaluation,
 // L-BFGS with finite-difference gradients (a local optimum). Its noise
-// streams by forward substitution with the last b-1 rows ([StreamBanded]).
+// streams by forward substitution with the last b-1 rows (the banded
+// operator).
 func BandedToeplitz(ctx context.Context, w *Workload, bands int, part Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
@@ -321,7 +301,7 @@ func BandedToeplitz(ctx context.Context, w *Workload, bands int, part Participat
 			brow[j] = beta[i-j]
 		}
 	}
-	return finish(StrategyBandedToeplitz, StreamBanded, w, bm, cm), nil
+	return finish(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, bm, cm), nil
 }
 
 // bandedToeplitzSens2 returns the squared sensitivity under part of the
@@ -351,11 +331,7 @@ func bandedToeplitzSens2(c []float64, r int, part Participation) float64 {
 // unit norm.
 func bandedToeplitzCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
 	r := len(tw.a)
-	b := bands
-	if b == 0 {
-		b = DefaultBands
-	}
-	b = min(b, r)
+	b := min(bandsOrDefault(bands), r)
 	s := tw.sqrt(b)
 	c0 := make([]float64, b)
 	for k := range c0 {
@@ -405,19 +381,9 @@ type BISRStrategy struct {
 // Name returns "bisr".
 func (BISRStrategy) Name() string { return StrategyBISR }
 
-// Key returns "bisr/bands=P" (0 for the default), followed by
-// "/loss_only=true" when LossOnly is set.
-func (s BISRStrategy) Key() string {
-	return StrategyBISR + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
-}
-
-// lossOnlyKey returns "/loss_only=true" when set, else "".
-func lossOnlyKey(lossOnly bool) string {
-	if lossOnly {
-		return "/loss_only=true"
-	}
-	return ""
-}
+// Spec returns "bisr:bands=P", or "bisr" for the default. LossOnly is not
+// part of it (see [WithLossOnly]).
+func (s BISRStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns [BandedInverseSqrt](w, s.Bands) with metrics under p.
 func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
@@ -427,7 +393,7 @@ func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participatio
 	if s.LossOnly {
 		return bandInvLossOnly(ctx, StrategyBISR, w, s.Bands, p, false)
 	}
-	return under(w, p, func() (*Factorization, error) { return BandedInverseSqrt(w, s.Bands) })
+	return under(ctx, w, p, func() (*Factorization, error) { return BandedInverseSqrt(w, s.Bands) })
 }
 
 // BandInvStrategy is the optimised banded inverse
@@ -445,12 +411,9 @@ type BandInvStrategy struct {
 // Name returns "bandinv".
 func (BandInvStrategy) Name() string { return StrategyBandInv }
 
-// Key returns "bandinv/bands=P" (0 for the default; the participation is
-// part of the cache key), followed by "/loss_only=true" when LossOnly is
-// set.
-func (s BandInvStrategy) Key() string {
-	return StrategyBandInv + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
-}
+// Spec returns "bandinv:bands=P", or "bandinv" for the default. LossOnly
+// is not part of it (see [WithLossOnly]).
+func (s BandInvStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns [BandedInverseOptimized](ctx, w, s.Bands, p) with
 // metrics under p.
@@ -461,7 +424,7 @@ func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 	if s.LossOnly {
 		return bandInvLossOnly(ctx, StrategyBandInv, w, s.Bands, p, true)
 	}
-	return under(w, p, func() (*Factorization, error) { return BandedInverseOptimized(ctx, w, s.Bands, p) })
+	return under(ctx, w, p, func() (*Factorization, error) { return BandedInverseOptimized(ctx, w, s.Bands, p) })
 }
 
 // BandedToeplitzStrategy is the optimised banded Toeplitz C with unit
@@ -478,11 +441,9 @@ type BandedToeplitzStrategy struct {
 // Name returns "banded-toeplitz".
 func (BandedToeplitzStrategy) Name() string { return StrategyBandedToeplitz }
 
-// Key returns "banded-toeplitz/bands=B" (0 for the default), followed by
-// "/loss_only=true" when LossOnly is set.
-func (s BandedToeplitzStrategy) Key() string {
-	return StrategyBandedToeplitz + "/bands=" + strconv.Itoa(s.Bands) + lossOnlyKey(s.LossOnly)
-}
+// Spec returns "banded-toeplitz:bands=B", or "banded-toeplitz" for the
+// default. LossOnly is not part of it (see [WithLossOnly]).
+func (s BandedToeplitzStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns [BandedToeplitz](ctx, w, bands, p) with metrics under
 // p, bands = s.Bands or its default for p.
@@ -496,7 +457,7 @@ func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Pa
 	if s.LossOnly {
 		return bandedToeplitzLossOnly(ctx, w, bandsFor(s.Bands, p), p)
 	}
-	return under(w, p, func() (*Factorization, error) { return BandedToeplitz(ctx, w, bandsFor(s.Bands, p), p) })
+	return under(ctx, w, p, func() (*Factorization, error) { return BandedToeplitz(ctx, w, bandsFor(s.Bands, p), p) })
 }
 
 // checkLossOnly checks the arguments of a loss-only banded Toeplitz
@@ -523,7 +484,7 @@ func checkLossOnly(strategy string, w *Workload, bands int, p Participation) (to
 // sensitivity sens2 under p (gamma2 the squared largest column norm of C):
 // ||B||_F^2 = sum_m (R - m) beta_m^2, and the largest row norm is the last
 // row's, sum_m beta_m^2.
-func lossOnlyResult(strategy string, stream Stream, w *Workload, p Participation, gamma2 float64, sens Sensitivity, beta []float64) *Factorization {
+func lossOnlyResult(strategy string, op Operator, w *Workload, p Participation, gamma2 float64, sens Sensitivity, beta []float64) *Factorization {
 	r := w.R()
 	frob, last := 0.0, 0.0
 	for m, v := range beta {
@@ -531,10 +492,11 @@ func lossOnlyResult(strategy string, stream Stream, w *Workload, p Participation
 		last += v * v
 	}
 	return &Factorization{
-		Strategy: strategy,
-		Stream:   stream,
-		Workload: w,
-		Metrics:  metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
+		Strategy:  strategy,
+		Operator:  op,
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
 	}
 }
 
@@ -555,11 +517,7 @@ func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands in
 			return nil, err
 		}
 	} else {
-		n := bands
-		if n == 0 {
-			n = DefaultBands
-		}
-		u = tw.inverseSqrt(min(n, r))
+		u = tw.inverseSqrt(min(bandsOrDefault(bands), r))
 	}
 	c := linalg.SeriesInverse(u, r)
 	gamma2 := columnNormSq(c)
@@ -571,7 +529,7 @@ func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands in
 		}
 		sens = Sensitivity{Value: math.Sqrt(s2), Exact: true, Rule: RuleMinSepToeplitz}
 	}
-	return lossOnlyResult(strategy, StreamBandedInverse, w, p, gamma2, sens, tw.times(padded(u, r))), nil
+	return lossOnlyResult(strategy, bandInverseOp{u: u, r: r}, w, p, gamma2, sens, tw.times(padded(u, r))), nil
 }
 
 // bandedToeplitzLossOnly returns the metrics-only result of
@@ -596,5 +554,5 @@ func bandedToeplitzLossOnly(ctx context.Context, w *Workload, b int, p Participa
 		}
 		sens = Sensitivity{Value: math.Sqrt(bandedToeplitzSens2(c, r, p)), Exact: true, Rule: RuleMinSepBanded}
 	}
-	return lossOnlyResult(StrategyBandedToeplitz, StreamBanded, w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil
+	return lossOnlyResult(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/big"
-	"strings"
 	"testing"
 
 	"github.com/dpmf/dpmf/linalg"
@@ -37,7 +36,7 @@ func denseInverse(t *testing.T, c *mat.Dense) *mat.Dense {
 // TestBISRCoefficients checks that C^{-1} of bisr, inverted densely by LU,
 // is the banded Toeplitz matrix of the closed-form coefficients of
 // (1 - x)^{1/2} truncated at p (math/big), with zeros beyond the band, and
-// that InverseBandOf recovers them.
+// that the operator streams with them.
 func TestBISRCoefficients(t *testing.T) {
 	const r = 14
 	w := prefix(t, r)
@@ -62,12 +61,9 @@ func TestBISRCoefficients(t *testing.T) {
 				}
 			}
 		}
-		u, err := InverseBandOf(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		u := f.Operator.(bandInverseOp).u
 		if len(u) != p {
-			t.Errorf("p=%d: InverseBandOf has %d coefficients", p, len(u))
+			t.Errorf("p=%d: the operator has %d coefficients", p, len(u))
 		}
 		for k, v := range u {
 			if want, _ := exact[k].Float64(); math.Abs(v-want) > 1e-13 {
@@ -131,11 +127,7 @@ func TestBandedInverseDense(t *testing.T) {
 					}
 					structured = bandedToeplitzSens2(c, r, part) * tw.frobB(linalg.SeriesInverse(c, r))
 				default:
-					u, err := InverseBandOf(f)
-					if err != nil {
-						t.Fatal(err)
-					}
-					structured = bandInvLoss(tw, u, part)
+					structured = bandInvLoss(tw, f.Operator.(bandInverseOp).u, part)
 				}
 				if math.Abs(structured-dense.Loss) > 1e-9*dense.Loss {
 					t.Errorf("%s %s %v: structured loss %.12g, dense %.12g", w.Name(), s.Name(), part, structured, dense.Loss)
@@ -253,9 +245,6 @@ func TestBandedInverseErrors(t *testing.T) {
 			t.Errorf("%s on a non-Toeplitz workload: no error", name)
 		}
 	}
-	if _, err := InverseBandOf(nil); err == nil {
-		t.Error("InverseBandOf(nil): no error")
-	}
 }
 
 // TestBandedInverseLossOnly checks the loss-only results (O(R) formulas)
@@ -286,7 +275,7 @@ func TestBandedInverseLossOnly(t *testing.T) {
 					t.Fatal(err)
 				}
 				if lean.B != nil || lean.C != nil {
-					t.Errorf("%s: loss-only result with factors", pair[1].Key())
+					t.Errorf("%s: loss-only result with factors", CacheKey(pair[1]))
 				}
 				want, err := ComputeMetrics(full.B, full.C, part)
 				if err != nil {
@@ -304,37 +293,15 @@ func TestBandedInverseLossOnly(t *testing.T) {
 					{"loss", got.Loss, want.Loss},
 				} {
 					if math.Abs(m.got-m.want) > 1e-9*math.Abs(m.want) {
-						t.Errorf("%s %s %v: %s loss-only %.12g, dense %.12g", w.Name(), pair[1].Key(), part, m.name, m.got, m.want)
+						t.Errorf("%s %s %v: %s loss-only %.12g, dense %.12g", w.Name(), CacheKey(pair[1]), part, m.name, m.got, m.want)
 					}
 				}
 				if got.UnitSensitivity.Exact != want.UnitSensitivity.Exact {
-					t.Errorf("%s %v: exact %v, dense %v", pair[1].Key(), part, got.UnitSensitivity.Exact, want.UnitSensitivity.Exact)
+					t.Errorf("%s %v: exact %v, dense %v", CacheKey(pair[1]), part, got.UnitSensitivity.Exact, want.UnitSensitivity.Exact)
 				}
 			}
 		}
 	}
 	_, err = BISRStrategy{LossOnly: true}.Factorize(ctx, prefix(t, 8), FixedEpochs(2))
 	requireParamError(t, err, "participation")
-}
-
-// A loss-only result is stored in the cache and read back with the same
-// metrics, without a warning; the full result is a different entry.
-func TestBandedInverseLossOnlyCache(t *testing.T) {
-	ctx := context.Background()
-	w := prefix(t, 50)
-	c := &Cache{Dir: t.TempDir()}
-	for _, s := range []Strategy{BISRStrategy{LossOnly: true}, BandInvStrategy{Bands: 4, LossOnly: true}, BandedToeplitzStrategy{LossOnly: true}, BISRStrategy{}} {
-		var warn strings.Builder
-		first, cached, err := c.Compute(ctx, s, w, MinSeparation(10, 0), &warn)
-		if err != nil || cached {
-			t.Fatalf("%s: first compute: cached %v, %v", s.Key(), cached, err)
-		}
-		again, cached, err := c.Compute(ctx, s, w, MinSeparation(10, 0), &warn)
-		if err != nil || !cached || warn.Len() != 0 {
-			t.Fatalf("%s: second compute: cached %v, %v, warnings %q", s.Key(), cached, err, warn.String())
-		}
-		if again.Metrics.Loss != first.Metrics.Loss || again.Metrics.UnitSensitivity != first.Metrics.UnitSensitivity {
-			t.Errorf("%s: cached metrics %+v, computed %+v", s.Key(), again.Metrics, first.Metrics)
-		}
-	}
 }

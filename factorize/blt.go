@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // DefaultBuffers is the number of geometric buffers of [BLT] when
@@ -33,7 +34,7 @@ type BLTParams struct {
 
 // Coefficients returns d_0, ..., d_{n-1}, the first column of T_d. It
 // panics if n < 0 or if Lambdas is shorter than Weights (programmer
-// errors; a BLTParams from [BLT] or [BLTParamsOf] is consistent).
+// errors; the operator of a [BLT] factorization is consistent).
 func (p *BLTParams) Coefficients(n int) []float64 {
 	checkCount("BLTParams.Coefficients", n)
 	if len(p.Lambdas) < len(p.Weights) {
@@ -54,19 +55,10 @@ func (p *BLTParams) Coefficients(n int) []float64 {
 	return d
 }
 
-// clone returns a deep copy of p.
-func (p *BLTParams) clone() *BLTParams {
-	return &BLTParams{
-		Weights: append([]float64(nil), p.Weights...),
-		Lambdas: append([]float64(nil), p.Lambdas...),
-		Scale:   append([]float64(nil), p.Scale...),
-	}
-}
-
 // BLT returns a buffered-linear-Toeplitz factorization with k =
 // buffers buffers ([DefaultBuffers] if 0, at most R-1): C^{-1} =
 // diag(Scale) T_d with d as in [BLTParams]. Its noise streams with k
-// buffers of dimension d; the parameters are returned by [BLTParamsOf].
+// buffers of dimension d; the parameters are its Operator, a *[BLTParams].
 //
 // The workload must be lower-triangular Toeplitz. For prefix sums the
 // parameters (w, lambda) minimise the loss of the factorization returned,
@@ -105,8 +97,7 @@ func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) 
 	c := bltInverse(p, r)
 	f, scale := toeplitzFactorization(StrategyBLT, w, tw, c, d)
 	p.Scale = scale
-	f.BLT = p
-	f.Stream = StreamBLT
+	f.Operator = p
 	return f, nil
 }
 
@@ -174,11 +165,47 @@ func bltInverse(p *BLTParams, n int) []float64 {
 	return c
 }
 
-// BLTParamsOf returns a copy of the streaming parameters of f (its BLT
-// field) and true, or nil and false if f is not a BLT factorization.
-func BLTParamsOf(f *Factorization) (*BLTParams, bool) {
-	if f == nil || f.Stream != StreamBLT || f.BLT == nil {
-		return nil, false
+// StrategyBLT is the name of [BLTStrategy].
+const StrategyBLT = "blt"
+
+func init() {
+	register(StrategyInfo{
+		Name: StrategyBLT, rank: 100, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
+		Stream:   "K (4 by default)",
+		Settings: []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
+		proto:    BLTStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1, def: DefaultBuffers},
+		},
+		streamVectors: func(s Strategy, _ int) int {
+			if k := s.(BLTStrategy).Buffers; k > 0 {
+				return k
+			}
+			return DefaultBuffers
+		},
+	})
+}
+
+// BLTStrategy is a buffered-linear-Toeplitz factorization with Buffers
+// buffers: fitted to the loss under b-min-separation for that
+// participation ([BLTMinSep]), and to the single-participation loss
+// otherwise ([BLT]).
+type BLTStrategy struct {
+	// Buffers is the number of buffers; 0 means [DefaultBuffers].
+	Buffers int
+}
+
+// Name returns "blt".
+func (BLTStrategy) Name() string { return StrategyBLT }
+
+// Spec returns "blt:buffers=K", or "blt" for the default.
+func (s BLTStrategy) Spec() string { return specOf(s) }
+
+// Factorize returns, with metrics under p, [BLTMinSep](ctx, w, s.Buffers,
+// p.B, p.K) for min-separation and [BLT](ctx, w, s.Buffers) otherwise.
+func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if p.Kind == KindMinSep {
+		return under(ctx, w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
 	}
-	return f.BLT.clone(), true
+	return under(ctx, w, p, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
 }

@@ -32,9 +32,9 @@ func TestBLT(t *testing.T) {
 			t.Errorf("strategy %q, want %q", f.Strategy, StrategyBLT)
 		}
 		checkFactorization(t, f)
-		p, ok := BLTParamsOf(f)
+		p, ok := f.Operator.(*BLTParams)
 		if !ok {
-			t.Fatal("BLTParamsOf: no parameters")
+			t.Fatalf("operator %v, want *BLTParams", f.Operator)
 		}
 		if len(p.Weights) != tc.want || len(p.Lambdas) != tc.want {
 			t.Errorf("%d weights and %d lambdas, want %d", len(p.Weights), len(p.Lambdas), tc.want)
@@ -136,34 +136,6 @@ func TestBLTInverse(t *testing.T) {
 		if math.Abs(got[i]-want[i]) > 1e-13*(1+math.Abs(want[i])) {
 			t.Fatalf("c_%d = %.17g, series inversion %.17g", i, got[i], want[i])
 		}
-	}
-}
-
-func TestBLTParamsOf(t *testing.T) {
-	w, _ := Prefix(12)
-	f, err := BLT(context.Background(), w, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := BLTParamsOf(f)
-	p.Weights[0] = 100
-	if q, _ := BLTParamsOf(f); q.Weights[0] == 100 {
-		t.Error("BLTParamsOf returned the stored parameters, not a copy")
-	}
-	g := *f
-	if q, ok := BLTParamsOf(&g); !ok || q.Weights[0] != f.BLT.Weights[0] {
-		t.Error("a copy of the factorization lost its parameters")
-	}
-	g.BLT = nil
-	if _, ok := BLTParamsOf(&g); ok {
-		t.Error("a factorization without BLT parameters reports some")
-	}
-	id, err := Identity(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := BLTParamsOf(id); ok {
-		t.Error("the identity factorization has BLT parameters")
 	}
 }
 

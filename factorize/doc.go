@@ -35,9 +35,11 @@
 //
 // The sensitivity of a release (clip norm, learners averaged, neighbouring
 // relation) is sens times the bound on one round's change:
-// accountant.ReleaseSensitivity. A factorization also declares the
-// structure its noise can be streamed with ([Factorization.Stream]), which
-// package mechanism reads.
+// accountant.ReleaseSensitivity. A factorization also owns the operator
+// its noise streams with ([Factorization.Operator], an [Operator]: the
+// recurrence of its structure and the state it needs), which package
+// mechanism applies; B and C are formed densely only when asked for
+// ([Factorization.Factors]). [Record] is the stored form (package cache).
 //
 // # Strategies
 //
@@ -97,8 +99,7 @@
 // "workload[i][j]", "weights[i]", "factorization", "B", "C"), so that a
 // command can map it to its flag with errors.As instead of reading the
 // message. Numerical
-// failures are typed too (*[NotConvergedError]; the cache's
-// *[CorruptCacheError]).
+// failures are typed too (*[NotConvergedError]).
 //
 // A panic is a bug in the calling program, and is documented where it can
 // happen: a negative count given to [SqrtCoefficients],

@@ -55,10 +55,6 @@ func TestNilContextIsAnError(t *testing.T) {
 		"BLTMinSep":     func() error { _, err := BLTMinSep(ctx, w, 2, 2, 0); return err },
 		"OptimalEpochs": func() error { _, err := OptimalEpochs(ctx, w, 2, Options{}); return err },
 		"Semiseparable": func() error { _, err := Semiseparable(ctx, w, 2, 0.01, true, Options{}); return err },
-		"Cache.Compute": func() error {
-			_, _, err := (&Cache{Dir: t.TempDir()}).Compute(ctx, OptimalStrategy{}, w, Participation{}, nil)
-			return err
-		},
 	}
 	for _, name := range Strategies() {
 		s, err := ParseStrategy(name)

@@ -35,14 +35,7 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 			requireParamError(t, err, "workload")
 			_, err = BLT(ctx, w, 0)
 			requireParamError(t, err, "workload")
-			_, err = CacheKey(OptimalStrategy{}, w, Participation{})
-			requireParamError(t, err, "workload")
-			c := &Cache{Dir: t.TempDir()}
-			_, err = c.Load(OptimalStrategy{}, w, Participation{})
-			requireParamError(t, err, "workload")
-			_, _, err = c.Compute(ctx, OptimalStrategy{}, w, Participation{}, nil)
-			requireParamError(t, err, "workload")
-			err = c.Store(&Factorization{Strategy: StrategyIdentity, Workload: w}, IdentityStrategy{})
+			_, err = CheckRequest(OptimalStrategy{}, w, Participation{})
 			requireParamError(t, err, "workload")
 			var f *Factorization
 			_, err = f.WithParticipation(Participation{})
@@ -62,10 +55,8 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 	requireParamError(t, err, "C")
 	_, err = SensitivityOf(nil, Participation{})
 	requireParamError(t, err, "C")
-	_, err = CacheKey(nil, prefix(t, 3), Participation{})
+	_, err = CheckRequest(nil, prefix(t, 3), Participation{})
 	requireParamError(t, err, "strategy")
-	err = (&Cache{Dir: t.TempDir()}).Store(nil, IdentityStrategy{})
-	requireParamError(t, err, "factorization")
 	var nf *Factorization
 	requireParamError(t, nf.CheckCausal(), "factorization")
 	requireParamError(t, (&Factorization{}).CheckCausal(), "factorization")

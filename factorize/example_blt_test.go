@@ -8,10 +8,10 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 )
 
-// BLT fits a buffered linear Toeplitz factorization; BLTParamsOf returns
+// BLT fits a buffered linear Toeplitz factorization; its operator holds
 // the parameters mechanism.New streams it from (k buffers, decay rates in
 // (0, 1)).
-func ExampleBLTParamsOf() {
+func ExampleBLT() {
 	w, err := factorize.Prefix(100)
 	if err != nil {
 		log.Fatal(err)
@@ -20,19 +20,16 @@ func ExampleBLTParamsOf() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, ok := factorize.BLTParamsOf(f)
+	p, ok := f.Operator.(*factorize.BLTParams)
 	inRange := true
 	for _, l := range p.Lambdas {
 		inRange = inRange && l > 0 && l < 1
 	}
 	fmt.Println(ok, len(p.Weights), inRange, len(p.Scale))
 	fmt.Printf("loss %.1f (identity %d)\n", f.Metrics.Loss, 100*101/2)
-	_, ok = factorize.BLTParamsOf(nil)
-	fmt.Println(ok)
 	// Output:
 	// true 2 true 100
 	// loss 512.7 (identity 5050)
-	// false
 }
 
 // Banded returns a lower-triangular Toeplitz C with b bands: the better of

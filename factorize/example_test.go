@@ -24,10 +24,16 @@ func ExampleOptimal() {
 	id, _ := factorize.Identity(w)
 	fmt.Printf("optimal:  loss %.4f, RMSE %.4f, gap <= 1e-10: %t\n", f.Metrics.Loss, f.Metrics.RMSE, f.Gap <= 1e-10)
 	fmt.Printf("identity: loss %.0f, RMSE %.4f\n", id.Metrics.Loss, id.Metrics.RMSE)
-	fmt.Printf("B is %d x %d, C is lower-triangular: %t\n", f.B.RawMatrix().Rows, f.B.RawMatrix().Cols, f.CheckCausal() == nil)
+	fmt.Printf("noise operator %v\n", f.Operator)
+	b, _, err := f.Factors() // formed densely only when asked for
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("B is %d x %d, C is lower-triangular: %t\n", b.RawMatrix().Rows, b.RawMatrix().Cols, f.CheckCausal() == nil)
 	// Output:
 	// optimal:  loss 499.7443, RMSE 2.2355, gap <= 1e-10: true
 	// identity: loss 5050, RMSE 7.1063
+	// noise operator semiseparable(K=29)
 	// B is 100 x 100, C is lower-triangular: true
 }
 

@@ -15,19 +15,23 @@ import (
 // [Options.LossOnly]); the metrics are then still exact.
 type Factorization struct {
 	// Strategy names the strategy that produced the factorization (for
-	// display; code that needs the structure reads Stream).
+	// display; code that needs the structure uses Operator).
 	Strategy string
-	// Stream is the structure mechanism.New streams the noise with.
-	Stream Stream
+	// Operator streams the noise M Z (M = A^{-1} B, C^{-1} for square
+	// factors) with the structure the strategy computed; mechanism.New
+	// applies it. Nil for a metrics-only result (see [Options.LossOnly]).
+	Operator Operator
 	// Workload is the factorized workload A.
 	Workload *Workload
-	// B is the R x m decoder; nil for loss-only results.
-	B *mat.Dense
-	// C is the m x R encoder; nil for loss-only results.
-	C *mat.Dense
+	// B is the R x m decoder and C the m x R encoder, when the strategy
+	// formed them densely; nil for a structured result that streams
+	// without them (the optimal and semiseparable factorizations of
+	// workloads with a bidiagonal inverse, loss-only results): use
+	// [Factorization.Factors] to get them in every case.
+	B, C *mat.Dense
 	// Available[j] is the first round (0-based) whose release uses row j of
 	// the noise, that is, the round by which noise row j must be drawn.
-	// For square causal factors Available[j] = j. Nil for loss-only results.
+	// For square causal factors Available[j] = j.
 	Available []int
 	// Metrics holds gamma, the sensitivity, loss, RMSE and MaxSE under a
 	// participation (single unless the strategy was given another, or
@@ -43,12 +47,8 @@ type Factorization struct {
 	Evaluations int
 	// Gap is the certified relative duality gap (0 for closed forms).
 	Gap float64
-	// BLT holds the streaming parameters of a BLT factorization (nil for
-	// other strategies).
-	BLT *BLTParams
 	// Semisep holds the causal factor of a [Semiseparable] factorization
-	// in quasiseparable form (nil for other strategies, and for cached
-	// entries, which keep B and C only).
+	// in quasiseparable form (nil for other strategies).
 	Semisep *SemisepParams
 }
 
@@ -155,7 +155,14 @@ func (f *Factorization) WithParticipation(p Participation) (*Factorization, erro
 	if p == f.Metrics.Participation {
 		return &g, nil
 	}
-	if f.C == nil {
+	if f.C == nil && f.Operator != nil && p.Kind != KindSingle {
+		b, c, err := f.Factors()
+		if err != nil {
+			return nil, err
+		}
+		g.B, g.C = b, c
+	}
+	if g.C == nil {
 		if p.Kind != KindSingle {
 			return nil, fmt.Errorf("factorize: %s is a loss-only result: its sensitivity under %v needs C", f.Strategy, p)
 		}
@@ -166,7 +173,7 @@ func (f *Factorization) WithParticipation(p Participation) (*Factorization, erro
 		g.Metrics = singleMetrics(f.Workload.R(), m.Gamma, m.FrobBSq, m.MaxRowBSq)
 		return &g, nil
 	}
-	m, err := ComputeMetrics(f.B, f.C, p)
+	m, err := ComputeMetrics(g.B, g.C, p)
 	if err != nil {
 		return nil, err
 	}
@@ -174,14 +181,16 @@ func (f *Factorization) WithParticipation(p Participation) (*Factorization, erro
 	return &g, nil
 }
 
-// Residual returns max |A - B C| over all entries, a check that the
-// factorization reproduces its workload. It panics for loss-only results.
+// Residual returns max |A - B C| over all entries ([Factorization.Factors]),
+// a check that the factorization reproduces its workload. It panics for
+// loss-only results.
 func (f *Factorization) Residual() float64 {
-	if f.B == nil || f.C == nil {
+	b, c, err := f.Factors()
+	if err != nil {
 		panic("factorize: Residual of a loss-only factorization")
 	}
 	var bc mat.Dense
-	bc.Mul(f.B, f.C)
+	bc.Mul(b, c)
 	a := f.Workload.Matrix()
 	r := f.Workload.R()
 	worst := 0.0
@@ -203,23 +212,24 @@ func (f *Factorization) CheckCausal() error {
 	if f == nil {
 		return &ParamError{Param: "factorization", Want: "a factorization computed by this package"}
 	}
-	if f.B == nil || f.C == nil {
+	b, c, err := f.Factors()
+	if err != nil {
 		return &ParamError{Param: "factorization", Value: "a loss-only result", Want: "one with factors B and C"}
 	}
-	r, m := f.B.Dims()
+	r, m := b.Dims()
 	if len(f.Available) != m {
 		return fmt.Errorf("factorize: %d availability rounds for %d noise rows", len(f.Available), m)
 	}
 	for j := 0; j < m; j++ {
 		av := f.Available[j]
 		for i := 0; i < av && i < r; i++ {
-			if f.B.At(i, j) != 0 {
-				return fmt.Errorf("factorize: B[%d][%d] = %v uses noise row %d before round %d", i, j, f.B.At(i, j), j, av)
+			if b.At(i, j) != 0 {
+				return fmt.Errorf("factorize: B[%d][%d] = %v uses noise row %d before round %d", i, j, b.At(i, j), j, av)
 			}
 		}
 		for t := av + 1; t < r; t++ {
-			if f.C.At(j, t) != 0 {
-				return fmt.Errorf("factorize: C[%d][%d] = %v: noise row %d, used from round %d, depends on round %d", j, t, f.C.At(j, t), j, av, t)
+			if c.At(j, t) != 0 {
+				return fmt.Errorf("factorize: C[%d][%d] = %v: noise row %d, used from round %d, depends on round %d", j, t, c.At(j, t), j, av, t)
 			}
 		}
 	}
@@ -237,10 +247,10 @@ func squareAvailable(r int) []int {
 
 // finish fills in single-participation metrics and availability of
 // square factors.
-func finish(strategy string, stream Stream, w *Workload, b, c *mat.Dense) *Factorization {
+func finish(strategy string, op Operator, w *Workload, b, c *mat.Dense) *Factorization {
 	return &Factorization{
 		Strategy:  strategy,
-		Stream:    stream,
+		Operator:  op,
 		Workload:  w,
 		B:         b,
 		C:         c,
@@ -258,84 +268,21 @@ func mustMetrics(b, c mat.Matrix) Metrics {
 	return m
 }
 
-// Stream describes the structure of a factorization that lets its noise be
-// streamed with little state; mechanism.New chooses its implementation from
-// it, not from the strategy's name.
-type Stream int
-
-const (
-	// StreamDense: no structure beyond causality; the noise operator
-	// M = A^{-1} B is formed densely.
-	StreamDense Stream = iota
-	// StreamIndependent: C is the identity (independent noise).
-	StreamIndependent
-	// StreamTree: C's rows are the dyadic nodes of binary-tree aggregation
-	// and B is the simple estimator ([Tree]).
-	StreamTree
-	// StreamBanded: C is square, lower triangular and banded (a few
-	// nonzero diagonals).
-	StreamBanded
-	// StreamToeplitz: C = T diag(s) with T lower-triangular Toeplitz.
-	StreamToeplitz
-	// StreamBLT: C^{-1} is given by the buffered-linear-Toeplitz
-	// parameters in [Factorization.BLT].
-	StreamBLT
-	// StreamSemisep: C is lower-triangular quasiseparable of order K,
-	// given by [Factorization.Semisep]; C^{-1} Z is streamed by forward
-	// substitution with K state vectors ([Semiseparable]).
-	StreamSemisep
-	// StreamBandedInverse: C is square lower-triangular Toeplitz and
-	// C^{-1} is banded Toeplitz with p coefficients ([InverseBandOf]), so
-	// C^{-1} Z streams with a buffer of the last p-1 rows of Z
-	// ([BandedInverseSqrt], [BandedInverseOptimized]).
-	StreamBandedInverse
-)
-
-var streamNames = [...]string{"dense", "independent", "tree", "banded", "toeplitz", "blt", "semiseparable", "banded-inverse"}
-
-// String returns "dense", "independent", "tree", "banded", "toeplitz",
-// "blt", "semiseparable" or "banded-inverse".
-func (s Stream) String() string {
-	if s >= 0 && int(s) < len(streamNames) {
-		return streamNames[s]
+// Factors returns the dense factors B (R x m) and C (m x R): f.B and f.C
+// when the strategy formed them, otherwise formed now from the structured
+// form (O(R^2) memory; for a quasiseparable C, O(R^2 K) time) without
+// changing f. It is an error for a metrics-only result, whose factors
+// were never computed.
+func (f *Factorization) Factors() (b, c *mat.Dense, err error) {
+	if f == nil || f.Workload == nil {
+		return nil, nil, &ParamError{Param: "factorization", Want: "a factorization computed by this package"}
 	}
-	return fmt.Sprintf("Stream(%d)", int(s))
-}
-
-// parseStream is the inverse of String.
-func parseStream(name string) (Stream, bool) {
-	for i, n := range streamNames {
-		if n == name {
-			return Stream(i), true
-		}
+	if f.B != nil && f.C != nil {
+		return f.B, f.C, nil
 	}
-	return 0, false
-}
-
-// Bands returns the number of bands b of a square C whose entries above
-// the diagonal are zero (C[i][j] = 0 for i - j >= b, b >= 1), and false if
-// C is not square or has a nonzero entry above the diagonal.
-func Bands(c mat.Matrix) (int, bool) {
-	if isNilMatrix(c) {
-		return 0, false
+	if q, ok := f.Operator.(quasiSepOp); ok {
+		b, c := quasiSepFactors(q.c, f.Workload)
+		return b, c, nil
 	}
-	m, n := c.Dims()
-	if m != n {
-		return 0, false
-	}
-	b := 1
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			if c.At(i, j) != 0 {
-				return 0, false
-			}
-		}
-		for j := 0; j < i; j++ {
-			if c.At(i, j) != 0 {
-				b = max(b, i-j+1)
-				break
-			}
-		}
-	}
-	return b, true
+	return nil, nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without factors (a loss-only result)", f.Strategy), Want: "one with B and C"}
 }

@@ -1,6 +1,38 @@
 package factorize
 
-import "gonum.org/v1/gonum/mat"
+import (
+	"context"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// StrategyIdentity is the name of [IdentityStrategy].
+const StrategyIdentity = "identity"
+
+func init() {
+	register(StrategyInfo{
+		Name: StrategyIdentity, rank: 10, Doc: "C = I: independent noise each round",
+		Stream:        "0",
+		proto:         IdentityStrategy{},
+		streamVectors: func(Strategy, int) int { return 0 },
+		// The factors and a copy of A.
+		solveBytes: func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) + 8*float64(r)*float64(r) },
+	})
+}
+
+// IdentityStrategy is C = I, B = A (see [Identity]).
+type IdentityStrategy struct{}
+
+// Name returns "identity".
+func (IdentityStrategy) Name() string { return StrategyIdentity }
+
+// Spec returns "identity".
+func (s IdentityStrategy) Spec() string { return specOf(s) }
+
+// Factorize returns [Identity](w) with metrics under p.
+func (IdentityStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	return under(ctx, w, p, func() (*Factorization, error) { return Identity(w) })
+}
 
 // Identity returns the factorization C = I, B = A: independent noise every
 // round. For the prefix-sum workload its loss is R(R+1)/2.
@@ -15,5 +47,5 @@ func Identity(w *Workload) (*Factorization, error) {
 	for i := 0; i < r; i++ {
 		c.Set(i, i, 1)
 	}
-	return finish(StrategyIdentity, StreamIndependent, w, b, c), nil
+	return finish(StrategyIdentity, identityOp{w.R()}, w, b, c), nil
 }

@@ -5,10 +5,116 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
+	"strconv"
 
 	"gonum.org/v1/gonum/mat"
 )
+
+// StrategyOptimal is the name of [OptimalStrategy].
+const StrategyOptimal = "optimal"
+
+func init() {
+	register(StrategyInfo{
+		Name: StrategyOptimal, rank: 120, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)",
+		Stream: "K (about 11 + 3 log2 R; R, or regenerated, under epochs:K or path=dense)",
+		Settings: []Setting{
+			{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
+			{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
+			{Name: "path", Type: "auto|structured|dense", Default: "auto", Doc: "structured (workloads with a banded inverse: O(R) per iteration) or dense (any workload: O(R^3) per iteration)"},
+		},
+		lossOnly: []ParticipationKind{KindSingle},
+		proto:    OptimalStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*OptimalStrategy).Tol }, def: DefaultTol},
+			{ptr: func(p any) any { return &p.(*OptimalStrategy).MaxIter }, lo: 1, keyless: true},
+			{ptr: func(p any) any { return &p.(*OptimalStrategy).Method }, keyless: true},
+		},
+		// The structured path streams the causal factor in quasiseparable
+		// form; the dense path's operator keeps (or regenerates) the R past
+		// rows.
+		streamVectors: func(s Strategy, r int) int {
+			if s.(OptimalStrategy).Method == Dense {
+				return r
+			}
+			return optimalStates(r)
+		},
+		pastRows: func(s Strategy, p Participation) bool {
+			// The fixed-epoch solver and the dense path form dense
+			// factors, which stream through their dense operator.
+			return s.(OptimalStrategy).Method == Dense || (p.Kind == KindEpochs && p.K > 1)
+		},
+		solveBytes: func(s Strategy, r int, bandedInverse bool) float64 {
+			o := s.(OptimalStrategy)
+			rf := float64(r)
+			bandedInverse = bandedInverse && o.Method != Dense
+			switch {
+			case o.LossOnly && bandedInverse:
+				return 8 * lossOnlyFloatsPerRound * rf
+			case o.LossOnly:
+				// S, M and its reduction, two R x R work matrices and the
+				// workload.
+				return 8 * 6 * rf * rf
+			}
+			return denseSolveBytes(r)
+		},
+		checkUnder: func(s Strategy, p Participation) error {
+			if o := s.(OptimalStrategy); o.Method != Auto && p.Kind == KindEpochs && p.K > 1 {
+				// The fixed-epoch solver has one path.
+				return &ParamError{Param: "strategy", Value: strconv.Quote(o.Spec()), Want: fmt.Sprintf("path only under single participation or minsep:B, not %v (its solver has one path)", p)}
+			}
+			_, err := s.(OptimalStrategy).withDefaults()
+			return err
+		},
+		lossOnlyPtr: func(p any) *bool { return &p.(*OptimalStrategy).LossOnly },
+		progressPtr: func(p any) *func(Progress) { return &p.(*OptimalStrategy).Progress },
+	})
+}
+
+// OptimalStrategy is the certified optimal factorization for single
+// participation (see [Optimal]) with its options.
+type OptimalStrategy struct {
+	Options
+}
+
+// Name returns "optimal".
+func (OptimalStrategy) Name() string { return StrategyOptimal }
+
+// Spec returns the canonical spec, "optimal:tol=T,max-iter=N,path=P"
+// without the settings left at their default. LossOnly and Progress are
+// not part of it (see [WithLossOnly]).
+func (s OptimalStrategy) Spec() string { return specOf(s) }
+
+// Factorize returns the certified optimal factorization for p: for fixed
+// epochs [OptimalEpochs](ctx, w, p.K, s.Options) (sensitivity exactly 1
+// under p), otherwise [Optimal](ctx, w, s.Options), the optimum for single
+// participation, with its metrics under p (for min-separation this is a
+// good factorization, not the optimal one).
+func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if err := CheckUnder(s, p); err != nil {
+		return nil, err
+	}
+	if p.Kind == KindEpochs && p.K > 1 {
+		return under(ctx, w, p, func() (*Factorization, error) { return OptimalEpochs(ctx, w, p.K, s.Options) })
+	}
+	return under(ctx, w, p, func() (*Factorization, error) { return Optimal(ctx, w, s.Options) })
+}
+
+// optimalStates estimates, from above, the number K of state vectors of
+// the optimal factorization's quasiseparable factor at R = r rounds: K is
+// the number of nodes of the solver's rational approximation of x^{-1/2},
+// which grows with the logarithm of the condition number of its matrix.
+// Measured on the prefix workload: K = 11 at R = 2, 25 at R = 40, 29 at
+// R = 100, 38 at R = 1000, 44 at R = 4000, 57 at R = 10^5, about
+// 11 + 3 log2 R; the estimate 16 + 4 log2 R leaves a margin.
+func optimalStates(r int) int { return 16 + 4*bits.Len(uint(max(r, 1))) }
+
+// lossOnlyFloatsPerRound bounds the float64 vectors of length R that the
+// structured loss-only solver keeps: about 25 measured (peak RSS 193 MB for
+// mfsolve -R 1000000 -strategy optimal:max-iter=3 -loss-only), with a
+// margin.
+const lossOnlyFloatsPerRound = 40
 
 // evaluator evaluates the fixed-point map of the optimal factorization for
 // one workload: phi(v) = diag((D S D)^{1/2}) with D = diag(sqrt(v)) and
@@ -147,6 +253,9 @@ func balanced(w *Workload, opt Options, solve func(*Workload, Options) (*Factori
 	if f.B != nil {
 		f.B.Scale(1/t, f.B)
 	}
+	if _, ok := f.Operator.(*denseOp); ok {
+		f.Operator = newDenseOp(w, f.B, f.Available)
+	}
 	m := &f.Metrics
 	m.FrobBSq, m.MaxRowBSq = m.FrobBSq/t/t, m.MaxRowBSq/t/t
 	m.Loss, m.MaxSE, m.RMSE = m.Loss/t/t, m.MaxSE/t/t, m.RMSE/t
@@ -212,11 +321,26 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			Gap:         sol.gap,
 		}, nil
 	}
-	b, c, err := optimalFactors(ctx, ev, w, sol.vUpper, sol.normalized)
-	if err != nil {
-		return nil, err
+	var f *Factorization
+	if se, ok := ev.(*structuredEvaluator); ok && se.k == 1 {
+		// The causal factor in quasiseparable form streams with K state
+		// vectors; its metrics are those of the C streamed.
+		cf, err := se.optimalFactor(sol.vUpper, sol.normalized)
+		if err != nil {
+			return nil, err
+		}
+		f = quasiSepResult(StrategyOptimal, w, w, 1, cf)
+	} else {
+		y, err := ev.root(ctx, sol.vUpper)
+		if err != nil {
+			return nil, err
+		}
+		b, c, err := factorsFromRoot(w, y, sol.vUpper, sol.normalized)
+		if err != nil {
+			return nil, err
+		}
+		f = &Factorization{Strategy: StrategyOptimal, Operator: newDenseOp(w, b, squareAvailable(w.R())), Workload: w, B: b, C: c, Available: squareAvailable(w.R()), Metrics: denseMetrics(b, c)}
 	}
-	f := &Factorization{Strategy: StrategyOptimal, Stream: StreamDense, Workload: w, B: b, C: c, Available: squareAvailable(w.R()), Metrics: denseMetrics(b, c)}
 	f.Iterations = sol.iter
 	f.Evaluations = sol.evals
 	f.Gap = sol.gap

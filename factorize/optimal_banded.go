@@ -113,14 +113,20 @@ func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Fa
 	kk := float64(part.Participations(n))
 	f := &Factorization{
 		Strategy:    StrategyBanded,
-		Stream:      StreamBanded,
 		Workload:    w,
+		Available:   squareAvailable(n),
 		Iterations:  sol.iter,
 		Evaluations: sol.evals,
 		Gap:         sol.gap,
 	}
 	if opt.LossOnly {
-		// gamma = 1 (unit columns); MaxSE is not computed.
+		// gamma = 1 (unit columns); MaxSE is not computed. The noise
+		// streams from the band of C, O(R b).
+		c, ok := bandedCholesky(sol.x)
+		if !ok {
+			return nil, fmt.Errorf("factorize: Cholesky factorization of X failed (R = %d): the matrix is not numerically positive definite", n)
+		}
+		f.Operator = bandedOpOfBand(c, n, sol.x.K+1)
 		f.Metrics = metricsFrom(n, 1, part, Sensitivity{Value: math.Sqrt(kk), Exact: true, Rule: RuleMinSepBanded}, sol.f, 0)
 		return f, nil
 	}
@@ -128,7 +134,7 @@ func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Fa
 	if err != nil {
 		return nil, err
 	}
-	f.B, f.C, f.Available = bm, cm, squareAvailable(n)
+	f.B, f.C, f.Operator = bm, cm, bandedOpOf(cm, b)
 	if f.Metrics, err = ComputeMetrics(bm, cm, part); err != nil {
 		return nil, err
 	}
@@ -1068,7 +1074,7 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 		norm[j] = math.Sqrt(cum[r-1-j])
 	}
 	f := toeplitzScaled(StrategyBanded, w, tw, c, linalg.SeriesInverse(s, r), norm)
-	f.Stream = StreamBanded
+	f.Operator = bandedOpOf(f.C, b)
 	return f.WithParticipation(part)
 }
 
@@ -1118,7 +1124,6 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	}
 	f := toeplitzScaled(StrategyBLT, w, tw, c, d, ones)
 	p.Scale = ones
-	f.BLT = p
-	f.Stream = StreamBLT
+	f.Operator = p
 	return f.WithParticipation(part)
 }

@@ -118,7 +118,6 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	if opt.LossOnly {
 		return &Factorization{
 			Strategy: StrategyOptimal,
-			Stream:   StreamDense,
 			Workload: w,
 			// gamma <= 1 (every X_ii <= its class trace 1) is not
 			// computed: 1 is its bound.
@@ -138,7 +137,7 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	}
 	f := &Factorization{
 		Strategy:    StrategyOptimal,
-		Stream:      StreamDense,
+		Operator:    newDenseOp(w, b, squareAvailable(n)),
 		Workload:    w,
 		B:           b,
 		C:           c,
@@ -177,7 +176,6 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 		loss := t * t * (1 + float64(n+4)*0x1p-53)
 		return &Factorization{
 			Strategy: StrategyOptimal,
-			Stream:   StreamDense,
 			Workload: w,
 			Metrics:  metricsFrom(n, 1, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, loss, 0),
 		}, nil
@@ -192,7 +190,7 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 	b := applyWorkload(w, cInv, n)
 	f := &Factorization{
 		Strategy:  StrategyOptimal,
-		Stream:    StreamDense,
+		Operator:  newDenseOp(w, b, squareAvailable(n)),
 		Workload:  w,
 		B:         b,
 		C:         c,

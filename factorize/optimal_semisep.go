@@ -1,7 +1,6 @@
 package factorize
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"runtime"
@@ -20,28 +19,33 @@ import (
 //	P[i][t] = rho_t[i] / sqrt(v_i),  A[i][t] = rho_t[i],
 //	Q[j][t] = w_t diag_t[j] / (sqrt(v_j) cmax)
 //
-// (see [linalg.BidiagGram.ShiftedInverseGen]). This is the matrix that
-// factorsFromRoot forms densely, without the O(R^2 K) dense sum. It needs a
-// bidiagonal A^{-1} (e.k == 1, so R >= 2).
-func (e *structuredEvaluator) semisepX(v []float64, q linalg.InvSqrtRational) linalg.QuasiSep {
+// (see [linalg.BidiagGram.ShiftedInverseGen]). With normalized (the
+// second-order bound's point, see [secondOrder]) X is r(T) scaled to unit
+// diagonal instead: 1 / sqrt(v_i) becomes 1 / sqrt(r(T)_ii) and cmax = 1.
+// This is the matrix that factorsFromRoot forms densely, without the
+// O(R^2 K) dense sum. It needs a bidiagonal A^{-1} (e.k == 1, so R >= 2).
+func (e *structuredEvaluator) semisepX(v []float64, q linalg.InvSqrtRational, normalized bool) linalg.QuasiSep {
 	n := len(v)
 	k := len(q.Shifts)
 	x := linalg.NewQuasiSep(n, k)
 	diag, rho := make([]float64, n), make([]float64, n)
 	ydiag := make([]float64, n)
-	isq := make([]float64, n)
-	for i, vi := range v {
-		isq[i] = 1 / math.Sqrt(vi)
-	}
 	for t, s := range q.Shifts {
 		e.bi.ShiftedInverseGen(s, diag, rho)
 		wt := q.Weights[t]
 		for i := 0; i < n; i++ {
 			d := wt * diag[i]
 			ydiag[i] += d
-			x.P[i*k+t] = rho[i] * isq[i]
+			x.P[i*k+t] = rho[i]
 			x.A[i*k+t] = rho[i]
 			x.Q[i*k+t] = d
+		}
+	}
+	isq := make([]float64, n)
+	for i, vi := range v {
+		isq[i] = 1 / math.Sqrt(vi)
+		if normalized {
+			isq[i] = 1 / math.Sqrt(ydiag[i])
 		}
 	}
 	// The same scaling as factorsFromRoot: X = D^{-1} Y D^{-1}, divided by
@@ -50,9 +54,13 @@ func (e *structuredEvaluator) semisepX(v []float64, q linalg.InvSqrtRational) li
 	for i, d := range ydiag {
 		cmax = math.Max(cmax, d*isq[i]*isq[i])
 	}
+	if normalized {
+		cmax = 1
+	}
 	for j := 0; j < n; j++ {
 		f := isq[j] / cmax
 		for t := 0; t < k; t++ {
+			x.P[j*k+t] *= isq[j]
 			x.Q[j*k+t] *= f
 		}
 		x.Diag[j] = 1
@@ -60,49 +68,35 @@ func (e *structuredEvaluator) semisepX(v []float64, q linalg.InvSqrtRational) li
 	return x
 }
 
-// semisepFactors returns the causal factors of the optimal factorization
-// for multipliers v on a workload with a bidiagonal inverse, by the
-// structure of X (docs/solver.md): X in quasiseparable form
-// ([structuredEvaluator.semisepX]), its reverse Cholesky factor C in the same
-// form in O(R K^2) ([linalg.QuasiSep.ReverseCholesky]), C written densely and
-// B = A C^{-1} formed row by row by forward substitution, O(R^2 K) in all,
-// split over the available cores. It agrees with factorsFromRoot (the dense
-// Cholesky factorization and triangular inverse, O(R^3)) up to rounding.
-func (e *structuredEvaluator) semisepFactors(ctx context.Context, v []float64) (b, c *mat.Dense, err error) {
+// optimalFactor returns the causal factor of the feasible X of
+// multipliers v on a workload with a bidiagonal inverse, by the structure
+// of X (docs/solver.md): X in quasiseparable form
+// ([structuredEvaluator.semisepX]) and its reverse Cholesky factor C in
+// the same form, in O(R K^2) ([linalg.QuasiSep.ReverseCholesky]).
+func (e *structuredEvaluator) optimalFactor(v []float64, normalized bool) (linalg.QuasiSep, error) {
 	if err := e.setup(v, quadTol); err != nil {
-		return nil, nil, err
+		return linalg.QuasiSep{}, err
 	}
-	cf, err := e.semisepX(v, e.q).ReverseCholesky()
+	cf, err := e.semisepX(v, e.q, normalized).ReverseCholesky()
 	if err != nil {
-		return nil, nil, fmt.Errorf("factorize: optimal X (R = %d): %w", len(v), err)
+		return linalg.QuasiSep{}, fmt.Errorf("factorize: optimal X (R = %d): %w", len(v), err)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	n := len(v)
+	return cf, nil
+}
+
+// quasiSepFactors forms the dense factors of the causal factor cf of a
+// workload w with a bidiagonal inverse: C written densely and
+// B = A C^{-1} row by row by forward substitution, O(R^2 K) in all, split
+// over the available cores. It agrees with factorsFromRoot (the dense
+// Cholesky factorization and triangular inverse, O(R^3)) up to rounding.
+func quasiSepFactors(cf linalg.QuasiSep, w *Workload) (b, c *mat.Dense) {
+	n := cf.N
 	workers := runtime.GOMAXPROCS(0)
 	cData := make([]float64, n*n)
 	cf.Dense(cData, workers)
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
 	bData := make([]float64, n*n)
-	semisepApplyInverse(cf, e.w, bData, workers)
-	return mat.NewDense(n, n, bData), mat.NewDense(n, n, cData), nil
-}
-
-// optimalFactors returns the causal factors B and C of the feasible X of
-// multipliers v: by the structure of X on the structured path with a
-// bidiagonal inverse, and from the dense square root otherwise.
-func optimalFactors(ctx context.Context, ev evaluator, w *Workload, v []float64, normalized bool) (b, c *mat.Dense, err error) {
-	if se, ok := ev.(*structuredEvaluator); ok && se.k == 1 && !normalized {
-		return se.semisepFactors(ctx, v)
-	}
-	y, err := ev.root(ctx, v)
-	if err != nil {
-		return nil, nil, err
-	}
-	return factorsFromRoot(w, y, v, normalized)
+	semisepApplyInverse(cf, w, bData, workers)
+	return mat.NewDense(n, n, bData), mat.NewDense(n, n, cData)
 }
 
 // semisepApplyInverse writes B = A C^{-1} (row-major n x n) into dst for a

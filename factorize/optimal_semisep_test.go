@@ -40,8 +40,12 @@ func TestSemisepFactorsMatchDense(t *testing.T) {
 		ev := newStructuredEvaluator(w)
 		sol, err := fixedPoint(context.Background(), ev, w.R(), opt)
 		require.NoError(t, err)
-		b, c, err := ev.semisepFactors(context.Background(), sol.vUpper)
+		cf, err := ev.optimalFactor(sol.vUpper, false)
 		require.NoError(t, err)
+		b, c := quasiSepFactors(cf, w)
+		// The metrics from the generators are those of the dense factors.
+		gen := quasiSepResult(StrategyOptimal, w, w, 1, cf).Metrics
+		assert.True(t, sameMetrics(mustMetrics(b, c), gen), "%s R=%d: metrics from the generators %+v", w.Name(), w.R(), gen)
 		y, err := ev.root(context.Background(), sol.vUpper)
 		require.NoError(t, err)
 		bd, cd, err := factorsFromRoot(w, y, sol.vUpper, false)
@@ -49,7 +53,7 @@ func TestSemisepFactorsMatchDense(t *testing.T) {
 		t.Logf("%s R=%d: relative differences C %.2g, B %.2g", w.Name(), w.R(), relMaxDiff(c, cd), relMaxDiff(b, bd))
 		assert.LessOrEqual(t, relMaxDiff(c, cd), 1e-10, "%s R=%d: C", w.Name(), w.R())
 		assert.LessOrEqual(t, relMaxDiff(b, bd), 1e-10, "%s R=%d: B", w.Name(), w.R())
-		f := &Factorization{Strategy: StrategyOptimal, Workload: w, B: b, C: c, Available: squareAvailable(w.R()), Metrics: denseMetrics(b, c)}
+		f := &Factorization{Strategy: StrategyOptimal, Operator: quasiSepOp{cf}, Workload: w, B: b, C: c, Available: squareAvailable(w.R()), Metrics: denseMetrics(b, c)}
 		checkFactors(t, f)
 		want := mustMetrics(bd, cd)
 		assert.InEpsilon(t, want.Loss, f.Metrics.Loss, 1e-10)

@@ -3,17 +3,17 @@ package factorize
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// This file is the one place that knows every strategy by name: its spec
-// syntax and settings, its noise stream's memory, its solver's memory and
-// its loss-only path. Commands ask the registry ([Registry], [Lookup],
-// [ParseStrategy], [StreamBytes], [SolveBytes], [WithLossOnly]) instead of
-// comparing names.
+// The registry knows every strategy by name: its spec syntax and settings,
+// its noise stream's memory, its solver's memory and its loss-only path,
+// which each strategy's file registers ([register]). Commands ask the
+// registry ([Registry], [Lookup], [ParseStrategy], [StreamBytes],
+// [SolveBytes], [WithLossOnly]) instead of comparing names.
 
 // A Setting describes one setting of a strategy spec ("bands" in
 // "banded:bands=64").
@@ -41,22 +41,24 @@ type StrategyInfo struct {
 	// Stream describes the state of the noise stream per coordinate, in
 	// vectors, with the default settings' value ([StreamBytes] counts it).
 	Stream string
-	// KeepsPastRows reports whether the strategy's noise mechanism
-	// combines past noise rows that it keeps or regenerates (the dense and
-	// Toeplitz mechanisms), rather than a bounded state.
-	KeepsPastRows bool
 
 	// lossOnly lists the participation kinds under which the strategy
 	// computes its metrics without forming B and C (none: no loss-only
 	// path).
 	lossOnly []ParticipationKind
-	// fresh returns a pointer to the strategy with default settings.
-	fresh func() any
+	// rank orders the registry ([Registry], [Strategies]).
+	rank int
+	// proto is the strategy with default settings.
+	proto Strategy
 	// fields are the settings' places in the strategy, in Settings' order.
 	fields []field
 	// streamVectors returns the number of d-vectors the noise stream of s
-	// keeps at R = r rounds.
+	// keeps at R = r rounds under single participation.
 	streamVectors func(s Strategy, r int) int
+	// pastRows reports whether the operator of s under p on the prefix
+	// workload reads past noise rows again (OperatorMemory.PastRows > 0);
+	// nil for never.
+	pastRows func(s Strategy, p Participation) bool
 	// solveBytes returns the bytes the strategy's solve needs at R = r
 	// (see [SolveBytes]).
 	solveBytes func(s Strategy, r int, bandedInverse bool) float64
@@ -70,7 +72,7 @@ type StrategyInfo struct {
 	// solver that reports it.
 	progressPtr func(p any) *func(Progress)
 	// checkUnder returns an error if a setting of s would be ignored
-	// under p; nil for a strategy whose settings all apply everywhere.
+	// under p or is out of range; nil for a strategy without such checks.
 	checkUnder func(s Strategy, p Participation) error
 	// cBands returns the number of bands of the C that s forms; nil for a
 	// strategy whose C is not banded with a set number of bands.
@@ -79,14 +81,7 @@ type StrategyInfo struct {
 
 // LossOnlyUnder reports whether the strategy can compute its metrics
 // without forming B and C under participation p (see [WithLossOnly]).
-func (i StrategyInfo) LossOnlyUnder(p Participation) bool {
-	for _, k := range i.lossOnly {
-		if k == p.Kind {
-			return true
-		}
-	}
-	return false
-}
+func (i StrategyInfo) LossOnlyUnder(p Participation) bool { return slices.Contains(i.lossOnly, p.Kind) }
 
 // HasLossOnly reports whether the strategy has a loss-only path under any
 // participation.
@@ -99,6 +94,12 @@ type field struct {
 	// lo and hi bound an int (hi 0: no upper bound); a float must be
 	// finite and > 0.
 	lo, hi int
+	// def is the value that 0 stands for in the cache key ([CacheKey]);
+	// 0 where the default depends on the participation or the solve.
+	def float64
+	// keyless leaves the setting out of the cache key: it does not change
+	// a certified result (an iteration limit, the solver's path).
+	keyless bool
 }
 
 const (
@@ -111,216 +112,25 @@ func bandsSetting(doc string) Setting {
 	return Setting{Name: "bands", Type: "int", Default: "16, or B under minsep:B if smaller", Doc: doc}
 }
 
-// registry lists the strategies in the order of [Strategies] (set by init:
-// its entries refer to the functions that read it).
+// registry lists the strategies in rank order. Each strategy's file adds
+// its entry with [register] from an init function (the entries refer to
+// functions that read the registry).
 var registry []StrategyInfo
 
-func init() { registry = strategies() }
-
-// strategies returns the registry's entries.
-func strategies() []StrategyInfo {
-	return []StrategyInfo{
-		{
-			Name: StrategyIdentity, Doc: "C = I: independent noise each round",
-			Stream:        "0",
-			fresh:         func() any { return &IdentityStrategy{} },
-			streamVectors: func(Strategy, int) int { return 0 },
-			// The factors and a copy of A.
-			solveBytes: func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) + 8*float64(r)*float64(r) },
-		},
-		{
-			Name: StrategyTree, Doc: "binary-tree aggregation",
-			Stream:        "log2 R",
-			fresh:         func() any { return &TreeStrategy{} },
-			streamVectors: func(_ Strategy, r int) int { return max(0, bits.Len(uint(r))-1) },
-			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, treeRows(r)) },
-		},
-		{
-			Name: StrategySqrt, Doc: "the square root of the prefix-sum matrix (Toeplitz)", KeepsPastRows: true,
-			Stream:        "R (or regenerated)",
-			fresh:         func() any { return &SqrtStrategy{} },
-			streamVectors: func(_ Strategy, r int) int { return r },
-			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
-		},
-		{
-			Name: StrategySqrtNormalized, Doc: "the square root of the prefix-sum matrix with unit column norms", KeepsPastRows: true,
-			Stream:        "R (or regenerated)",
-			fresh:         func() any { return &SqrtStrategy{Normalized: true} },
-			streamVectors: func(_ Strategy, r int) int { return r },
-			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
-		},
-		{
-			Name: StrategyBanded, Doc: "a lower-triangular C with few bands: certified optimal under minsep, a Toeplitz fit otherwise",
-			Stream: "b - 1 (15 by default)",
-			Settings: []Setting{
-				bandsSetting("number of bands of C"),
-				{Name: "tol", Type: "float", Default: "1e-08", Doc: docTol + " (minsep only)"},
-				{Name: "max-iter", Type: "int", Default: "20000", Doc: docMaxIter + " (minsep only)"},
-			},
-			fresh:  func() any { return &BandedStrategy{} },
-			cBands: func(s Strategy) int { return bandsOrDefault(s.(BandedStrategy).Bands) },
-			checkUnder: func(s Strategy, p Participation) error {
-				if b := s.(BandedStrategy); (b.Tol != 0 || b.MaxIter != 0) && p.Kind != KindMinSep {
-					// The settings of the certified solver would be ignored.
-					return &ParamError{Param: "strategy", Value: strconv.Quote(b.Spec()), Want: fmt.Sprintf("tol and max-iter only under participation minsep:B, where banded runs its certified solver, not %v", p)}
-				}
-				return nil
-			},
-			fields: []field{
-				{ptr: func(p any) any { return &p.(*BandedStrategy).Bands }, lo: 1},
-				{ptr: func(p any) any { return &p.(*BandedStrategy).Tol }},
-				{ptr: func(p any) any { return &p.(*BandedStrategy).MaxIter }, lo: 1},
-			},
-			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedStrategy).Bands), r) - 1 },
-		},
-		{
-			Name: StrategyBSR, Doc: "the banded square root with unit column norms",
-			Stream:   "b - 1 (15 by default)",
-			Settings: []Setting{bandsSetting("number of bands of C")},
-			fresh:    func() any { return &BSRStrategy{} },
-			cBands:   func(s Strategy) int { return bandsOrDefault(s.(BSRStrategy).Bands) },
-			fields: []field{
-				{ptr: func(p any) any { return &p.(*BSRStrategy).Bands }, lo: 1},
-			},
-			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BSRStrategy).Bands), r) - 1 },
-		},
-		{
-			Name: StrategyBandedToeplitz, Doc: "a banded Toeplitz C optimised for the participation",
-			Stream:   "b - 1 (15 by default)",
-			Settings: []Setting{bandsSetting("number of bands of C")},
-			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-			fresh:    func() any { return &BandedToeplitzStrategy{} },
-			fields: []field{
-				{ptr: func(p any) any { return &p.(*BandedToeplitzStrategy).Bands }, lo: 1},
-			},
-			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedToeplitzStrategy).Bands), r) - 1 },
-			lossOnlyPtr:   func(p any) *bool { return &p.(*BandedToeplitzStrategy).LossOnly },
-		},
-		{
-			Name: StrategyBISR, Doc: "the banded inverse square root: C^{-1} with p coefficients",
-			Stream:   "p - 1 (15 by default)",
-			Settings: []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}},
-			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-			fresh:    func() any { return &BISRStrategy{} },
-			fields: []field{
-				{ptr: func(p any) any { return &p.(*BISRStrategy).Bands }, lo: 1},
-			},
-			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BISRStrategy).Bands), r) - 1 },
-			lossOnlyPtr:   func(p any) *bool { return &p.(*BISRStrategy).LossOnly },
-		},
-		{
-			Name: StrategyBandInv, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
-			Stream:   "p - 1 (15 by default)",
-			Settings: []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}},
-			lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-			fresh:    func() any { return &BandInvStrategy{} },
-			fields: []field{
-				{ptr: func(p any) any { return &p.(*BandInvStrategy).Bands }, lo: 1},
-			},
-			streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandInvStrategy).Bands), r) - 1 },
-			lossOnlyPtr:   func(p any) *bool { return &p.(*BandInvStrategy).LossOnly },
-		},
-		{
-			Name: StrategyBLT, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
-			Stream:   "K (4 by default)",
-			Settings: []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
-			fresh:    func() any { return &BLTStrategy{} },
-			fields: []field{
-				{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1},
-			},
-			streamVectors: func(s Strategy, _ int) int {
-				if k := s.(BLTStrategy).Buffers; k > 0 {
-					return k
-				}
-				return DefaultBuffers
-			},
-		},
-		{
-			Name: StrategySemisep, Doc: "the optimum's semiseparable structure with K state vectors",
-			Stream: "K (by default the fewest within 0.1% of the optimum)",
-			Settings: []Setting{
-				{Name: "buffers", Type: "int", Default: "the fewest within max-excess of the optimum", Doc: fmt.Sprintf("number K of state vectors (at most %d)", MaxSemisepBuffers)},
-				{Name: "max-excess", Type: "float", Default: strconv.FormatFloat(DefaultMaxExcess, 'g', -1, 64), Doc: "relative excess over the optimal loss allowed when choosing K"},
-				{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
-				{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
-			},
-			lossOnly: []ParticipationKind{KindSingle},
-			fresh:    func() any { return &SemisepStrategy{} },
-			fields: []field{
-				{ptr: func(p any) any { return &p.(*SemisepStrategy).Buffers }, lo: 1, hi: MaxSemisepBuffers},
-				{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxExcess }},
-				{ptr: func(p any) any { return &p.(*SemisepStrategy).Tol }},
-				{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxIter }, lo: 1},
-			},
-			streamVectors: func(s Strategy, _ int) int {
-				if k := s.(SemisepStrategy).Buffers; k > 0 {
-					return k
-				}
-				return MaxSemisepBuffers
-			},
-			solveBytes: func(s Strategy, r int, _ bool) float64 {
-				// The optimal solver's O(R) vectors, then the generators
-				// (3 R K floats, K <= MaxSemisepBuffers) and the factors if
-				// formed.
-				need := 8 * float64(lossOnlyFloatsPerRound+3*MaxSemisepBuffers) * float64(r)
-				if s.(SemisepStrategy).Factors {
-					need += factorBytes(r, r)
-				}
-				return need
-			},
-			lossOnlyPtr: func(p any) *bool { return &p.(*SemisepStrategy).Factors },
-			factorsPtr:  true,
-			progressPtr: func(p any) *func(Progress) { return &p.(*SemisepStrategy).Progress },
-		},
-		{
-			Name: StrategyOptimal, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)", KeepsPastRows: true,
-			Stream: "R (or regenerated)",
-			Settings: []Setting{
-				{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
-				{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
-				{Name: "path", Type: "auto|structured|dense", Default: "auto", Doc: "structured (workloads with a banded inverse: O(R) per iteration) or dense (any workload: O(R^3) per iteration)"},
-			},
-			lossOnly: []ParticipationKind{KindSingle},
-			fresh:    func() any { return &OptimalStrategy{} },
-			fields: []field{
-				{ptr: func(p any) any { return &p.(*OptimalStrategy).Tol }},
-				{ptr: func(p any) any { return &p.(*OptimalStrategy).MaxIter }, lo: 1},
-				{ptr: func(p any) any { return &p.(*OptimalStrategy).Method }},
-			},
-			// The dense mechanism keeps (or regenerates) the R past rows.
-			streamVectors: func(_ Strategy, r int) int { return r },
-			solveBytes: func(s Strategy, r int, bandedInverse bool) float64 {
-				o := s.(OptimalStrategy)
-				rf := float64(r)
-				bandedInverse = bandedInverse && o.Method != Dense
-				switch {
-				case o.LossOnly && bandedInverse:
-					return 8 * lossOnlyFloatsPerRound * rf
-				case o.LossOnly:
-					// S, M and its reduction, two R x R work matrices and
-					// the workload.
-					return 8 * 6 * rf * rf
-				}
-				return denseSolveBytes(r)
-			},
-			checkUnder: func(s Strategy, p Participation) error {
-				if o := s.(OptimalStrategy); o.Method != Auto && p.Kind == KindEpochs && p.K > 1 {
-					// The fixed-epoch solver has one path.
-					return &ParamError{Param: "strategy", Value: strconv.Quote(o.Spec()), Want: fmt.Sprintf("path only under single participation or minsep:B, not %v (its solver has one path)", p)}
-				}
-				return nil
-			},
-			lossOnlyPtr: func(p any) *bool { return &p.(*OptimalStrategy).LossOnly },
-			progressPtr: func(p any) *func(Progress) { return &p.(*OptimalStrategy).Progress },
-		},
+// register adds a strategy's entry to the registry in rank order. A
+// repeated name or rank is a programming error and panics at init.
+func register(i StrategyInfo) {
+	at := len(registry)
+	for j, e := range registry {
+		if e.Name == i.Name || e.rank == i.rank {
+			panic("factorize: strategy " + i.Name + " registered twice or with the rank of " + e.Name)
+		}
+		if e.rank > i.rank && at == len(registry) {
+			at = j
+		}
 	}
+	registry = slices.Insert(registry, at, i)
 }
-
-// lossOnlyFloatsPerRound bounds the float64 vectors of length R that the
-// structured loss-only solver keeps: about 25 measured (peak RSS 193 MB for
-// mfsolve -R 1000000 -strategy optimal:max-iter=3 -loss-only), with a
-// margin.
-const lossOnlyFloatsPerRound = 40
 
 // bandsOrDefault returns bands, or DefaultBands for 0.
 func bandsOrDefault(bands int) int {
@@ -332,11 +142,7 @@ func bandsOrDefault(bands int) int {
 
 // Registry returns the registered strategies, in the order of
 // [Strategies].
-func Registry() []StrategyInfo {
-	out := make([]StrategyInfo, len(registry))
-	copy(out, registry)
-	return out
-}
+func Registry() []StrategyInfo { return slices.Clone(registry) }
 
 // Strategies lists the names of the registered strategies.
 func Strategies() []string {
@@ -371,7 +177,7 @@ func ParseStrategy(spec string) (Strategy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := info.fresh()
+	p := pointerTo(info.proto)
 	bad := func(want string) error { return &ParamError{Param: "strategy", Value: strconv.Quote(spec), Want: want} }
 	if hasSettings {
 		if rest == "" {
@@ -383,7 +189,7 @@ func ParseStrategy(spec string) (Strategy, error) {
 			if !ok || key == "" {
 				return nil, bad("comma-separated key=value settings, not " + strconv.Quote(kv))
 			}
-			i := info.setting(key)
+			i := slices.IndexFunc(info.Settings, func(s Setting) bool { return s.Name == key })
 			if i < 0 {
 				return nil, bad(info.takes() + ", not " + key)
 			}
@@ -397,16 +203,6 @@ func ParseStrategy(spec string) (Strategy, error) {
 		}
 	}
 	return value(p), nil
-}
-
-// setting returns the index of the setting named key, or -1.
-func (i StrategyInfo) setting(key string) int {
-	for j, s := range i.Settings {
-		if s.Name == key {
-			return j
-		}
-	}
-	return -1
 }
 
 // takes words the settings the strategy takes.
@@ -443,16 +239,13 @@ func (i StrategyInfo) set(p any, j int, val string) error {
 		}
 		*v = x
 	case *Method:
-		switch val {
-		case "auto":
-			*v = Auto
-		case "structured":
-			*v = Structured
-		case "dense":
-			*v = Dense
-		default:
-			return fmt.Errorf("one of %s", strings.ReplaceAll(i.Settings[j].Type, "|", ", "))
+		for m := Auto; m <= Dense; m++ {
+			if val == m.String() {
+				*v = m
+				return nil
+			}
 		}
+		return fmt.Errorf("one of %s", strings.ReplaceAll(i.Settings[j].Type, "|", ", "))
 	}
 	return nil
 }
@@ -467,25 +260,58 @@ func pointerTo(s Strategy) any {
 	return p.Interface()
 }
 
-// specOf returns the canonical spec of the strategy named name that p
-// points to: the name, then the settings that differ from their zero value
-// (the default) in registry order.
-func specOf(name string, p any) string {
-	info, err := Lookup(name)
-	if err != nil {
-		return name
+// specOf returns the canonical spec of s: the name, then the settings that
+// differ from their zero value (the default) in registry order.
+func specOf(s Strategy) string {
+	return settingsOf(s, ":", ",", false)
+}
+
+// CacheKey returns a string that identifies s and every setting that
+// changes its result, the cache key's part for the strategy: the name,
+// then every setting with the default filled in where it does not depend
+// on the participation ("optimal/tol=1e-10"), without those that do not
+// change a certified result (max-iter, path), then "/loss-only" when s
+// forms no B and C ([IsLossOnly]). A progress callback is not part of it.
+func CacheKey(s Strategy) string {
+	key := settingsOf(s, "/", "/", true)
+	if IsLossOnly(s) {
+		key += "/loss-only"
 	}
+	return key
+}
+
+// settingsOf returns the name of s, then sep and its settings joined by
+// join: for a key (cache) every setting that is not keyless, its 0 read as
+// def; otherwise (spec) the settings that are not 0.
+func settingsOf(s Strategy, sep, join string, cache bool) string {
+	if s == nil {
+		return ""
+	}
+	i, ok := info(s)
+	if !ok {
+		return s.Name()
+	}
+	p := pointerTo(s)
 	var parts []string
-	for j, f := range info.fields {
+	for j, f := range i.fields {
+		if cache && f.keyless {
+			continue
+		}
 		var v string
 		switch x := f.ptr(p).(type) {
 		case *int:
-			if *x != 0 {
-				v = strconv.Itoa(*x)
+			if n := *x; n != 0 || cache {
+				if n == 0 {
+					n = int(f.def)
+				}
+				v = strconv.Itoa(n)
 			}
 		case *float64:
-			if *x != 0 {
-				v = strconv.FormatFloat(*x, 'g', -1, 64)
+			if y := *x; y != 0 || cache {
+				if y == 0 {
+					y = f.def
+				}
+				v = strconv.FormatFloat(y, 'g', -1, 64)
 			}
 		case *Method:
 			if *x != Auto {
@@ -493,56 +319,14 @@ func specOf(name string, p any) string {
 			}
 		}
 		if v != "" {
-			parts = append(parts, info.Settings[j].Name+"="+v)
+			parts = append(parts, i.Settings[j].Name+"="+v)
 		}
 	}
 	if len(parts) == 0 {
-		return name
+		return i.Name
 	}
-	return name + ":" + strings.Join(parts, ",")
+	return i.Name + sep + strings.Join(parts, join)
 }
-
-// Spec returns "identity".
-func (s IdentityStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns "tree".
-func (s TreeStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns "sqrt" or "sqrt-normalized".
-func (s SqrtStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns the canonical spec, "banded:bands=B,tol=T,max-iter=N"
-// without the settings left at their default.
-func (s BandedStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns "bsr:bands=B", or "bsr" for the default.
-func (s BSRStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns "banded-toeplitz:bands=B", or "banded-toeplitz" for the
-// default. LossOnly is not part of it (see [WithLossOnly]).
-func (s BandedToeplitzStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns "bisr:bands=P", or "bisr" for the default. LossOnly is not
-// part of it (see [WithLossOnly]).
-func (s BISRStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns "bandinv:bands=P", or "bandinv" for the default. LossOnly
-// is not part of it (see [WithLossOnly]).
-func (s BandInvStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns "blt:buffers=K", or "blt" for the default.
-func (s BLTStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns the canonical spec,
-// "semiseparable:buffers=K,max-excess=E,tol=T,max-iter=N" without the
-// settings left at their default. Factors and Progress are not part of it
-// (see [WithLossOnly]).
-func (s SemisepStrategy) Spec() string { return specOf(s.Name(), &s) }
-
-// Spec returns the canonical spec, "optimal:tol=T,max-iter=N,path=P"
-// without the settings left at their default. LossOnly and Progress are
-// not part of it (see [WithLossOnly]).
-func (s OptimalStrategy) Spec() string { return specOf(s.Name(), &s) }
 
 // info returns the registry entry of s, and false for a strategy that is
 // not registered (or a value of another type under a registered name).
@@ -551,25 +335,40 @@ func info(s Strategy) (StrategyInfo, bool) {
 		return StrategyInfo{}, false
 	}
 	i, err := Lookup(s.Name())
-	if err != nil || reflect.TypeOf(value(i.fresh())) != reflect.TypeOf(s) {
+	if err != nil || reflect.TypeOf(i.proto) != reflect.TypeOf(s) {
 		return i, false
 	}
 	return i, true
 }
 
 // StreamBytes estimates the memory of the noise stream of s for R = r
-// rounds of d-dimensional noise: the past noise rows or state vectors its
-// mechanism keeps, 8 d bytes each (R rows for the dense and Toeplitz
-// mechanisms, which may regenerate them instead, see
-// [StrategyInfo.KeepsPastRows]). Defaults that depend on the participation
-// or on the solve are taken at their largest. A strategy that is not
-// registered is counted as dense.
+// rounds of d-dimensional noise under single participation: the past noise
+// rows or state vectors its mechanism keeps, 8 d bytes each (R rows for the
+// dense and Toeplitz operators, which may regenerate them instead, see
+// [KeepsPastRows]). Defaults that depend on the participation or on the
+// solve are taken at their largest (the optimal factorization's K, at
+// most 16 + 4 log2 R state vectors). A strategy that is not registered is
+// counted as dense.
 func StreamBytes(s Strategy, r, d int) int64 {
 	vectors := r
 	if i, ok := info(s); ok {
 		vectors = i.streamVectors(s, r)
 	}
 	return int64(vectors) * int64(max(d, 0)) * 8
+}
+
+// KeepsPastRows reports whether the noise operator of s under p on the
+// prefix workload reads past noise rows again, which the mechanism keeps
+// or regenerates ([OperatorMemory.PastRows] > 0: the Toeplitz operator of
+// the square roots, the dense operator of the optimal factorization under
+// epochs:K with K > 1 or path=dense), rather than holding a bounded state.
+// A strategy that is not registered is counted as dense.
+func KeepsPastRows(s Strategy, p Participation) bool {
+	i, ok := info(s)
+	if !ok {
+		return true
+	}
+	return i.pastRows != nil && i.pastRows(s, p)
 }
 
 // SolveBytes estimates the memory that s.Factorize needs at R = r
@@ -598,16 +397,6 @@ func factorBytes(r, m int) float64 { return 8 * 2 * float64(r) * float64(m) }
 // denseSolveBytes returns the bytes of a dense solver at R = r: the
 // factors and 4 R^2 float64 of working space.
 func denseSolveBytes(r int) float64 { return factorBytes(r, r) + 8*4*float64(r)*float64(r) }
-
-// treeRows returns the number of rows of the tree's C at R = r: one per
-// dyadic interval.
-func treeRows(r int) int {
-	m := 0
-	for size := 1; size <= r; size *= 2 {
-		m += r / size
-	}
-	return m
-}
 
 // IsLossOnly reports whether s computes only its metrics, forming no B and
 // C.
@@ -694,9 +483,9 @@ func WithSetting(s Strategy, key, value string) (Strategy, error) {
 
 // CheckUnder returns a *ParamError if a setting of s would be ignored
 // under participation p (banded's tol and max-iter outside min-separation,
-// optimal's path under fixed epochs),
-// so that a command can refuse it before solving; s.Factorize refuses it
-// too.
+// optimal's path under fixed epochs) or is out of range (optimal's tol and
+// max-iter), so that a command can refuse it before solving; s.Factorize
+// refuses it too.
 func CheckUnder(s Strategy, p Participation) error {
 	if i, ok := info(s); ok && i.checkUnder != nil {
 		return i.checkUnder(s, p)

@@ -51,7 +51,7 @@ func TestOptimalScaleInvariance(t *testing.T) {
 				require.Same(t, w, f.Workload)
 				// B C reproduces s A.
 				var bc mat.Dense
-				bc.Mul(f.B, f.C)
+				bc.Mul(factorsOf(t, f))
 				worst := 0.0
 				for i := 0; i < r; i++ {
 					for j := 0; j <= i; j++ {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"strconv"
 
 	"github.com/dpmf/dpmf/linalg"
-	"gonum.org/v1/gonum/mat"
 )
 
 // DefaultMaxExcess is the relative excess over the certified optimal loss
@@ -19,6 +17,49 @@ const DefaultMaxExcess = 1e-3
 // MaxSemisepBuffers bounds the number of state vectors [Semiseparable]
 // tries when it chooses it by the target loss.
 const MaxSemisepBuffers = 64
+
+// StrategySemisep is the name of [SemisepStrategy].
+const StrategySemisep = "semiseparable"
+
+func init() {
+	register(StrategyInfo{
+		Name: StrategySemisep, rank: 110, Doc: "the optimum's semiseparable structure with K state vectors",
+		Stream: "K (by default the fewest within 0.1% of the optimum)",
+		Settings: []Setting{
+			{Name: "buffers", Type: "int", Default: "the fewest within max-excess of the optimum", Doc: fmt.Sprintf("number K of state vectors (at most %d)", MaxSemisepBuffers)},
+			{Name: "max-excess", Type: "float", Default: strconv.FormatFloat(DefaultMaxExcess, 'g', -1, 64), Doc: "relative excess over the optimal loss allowed when choosing K"},
+			{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
+			{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
+		},
+		lossOnly: []ParticipationKind{KindSingle},
+		proto:    SemisepStrategy{},
+		fields: []field{
+			{ptr: func(p any) any { return &p.(*SemisepStrategy).Buffers }, lo: 1, hi: MaxSemisepBuffers},
+			{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxExcess }, def: DefaultMaxExcess},
+			{ptr: func(p any) any { return &p.(*SemisepStrategy).Tol }, def: DefaultTol},
+			{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxIter }, lo: 1, keyless: true},
+		},
+		streamVectors: func(s Strategy, _ int) int {
+			if k := s.(SemisepStrategy).Buffers; k > 0 {
+				return k
+			}
+			return MaxSemisepBuffers
+		},
+		solveBytes: func(s Strategy, r int, _ bool) float64 {
+			// The optimal solver's O(R) vectors, then the generators
+			// (3 R K floats, K <= MaxSemisepBuffers) and the factors if
+			// formed.
+			need := 8 * float64(lossOnlyFloatsPerRound+3*MaxSemisepBuffers) * float64(r)
+			if s.(SemisepStrategy).Factors {
+				need += factorBytes(r, r)
+			}
+			return need
+		},
+		lossOnlyPtr: func(p any) *bool { return &p.(*SemisepStrategy).Factors },
+		factorsPtr:  true,
+		progressPtr: func(p any) *func(Progress) { return &p.(*SemisepStrategy).Progress },
+	})
+}
 
 // SemisepParams is the streaming description of a [Semiseparable]
 // factorization: its causal factor C in quasiseparable form of order
@@ -53,7 +94,7 @@ type SemisepParams struct {
 //
 // B and C are formed densely (O(R^2) memory) only when factors is true;
 // otherwise B and C are nil and f.Semisep carries the streaming form
-// (O(R k) memory), which [mechanism.New] streams. The workload must have a
+// (O(R k) memory), which f.Operator streams. The workload must have a
 // bidiagonal inverse (prefix or weighted prefix sums) and R >= 2.
 func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, factors bool, opt Options) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
@@ -71,13 +112,7 @@ func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 	if !(maxExcess > 0) || math.IsInf(maxExcess, 0) {
 		return nil, &ParamError{Param: "max excess", Value: maxExcess, Want: "a finite number > 0"}
 	}
-	// A workload without an inverse band has a nil inv: ask for its
-	// bandwidth only when it has one.
-	kb := -1
-	if inv, banded := w.InverseBand(); banded {
-		_, kb, _ = inv.TriBand()
-	}
-	if kb != 1 {
+	if !w.bidiagonalInverse() {
 		return nil, fmt.Errorf("factorize: strategy %q needs a workload with a bidiagonal inverse (prefix or weighted prefix sums) and R >= 2, not %q with R = %d", StrategySemisep, w.Name(), w.R())
 	}
 	opt.LossOnly = true
@@ -106,7 +141,7 @@ func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 	optLower := sol.lower / t / t
 	try := func(k int) (*Factorization, error) {
 		q := linalg.NewInvSqrtRationalN(lo, hi, k)
-		cf, err := ev.semisepX(sol.vUpper, q).ReverseCholesky()
+		cf, err := ev.semisepX(sol.vUpper, q, false).ReverseCholesky()
 		if err != nil {
 			return nil, fmt.Errorf("factorize: semiseparable factor with %d state vectors: %w", k, err)
 		}
@@ -135,14 +170,7 @@ func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 	}
 	f.Iterations, f.Evaluations, f.Gap = sol.iter, sol.evals, sol.gap
 	if factors {
-		n := w.R()
-		cData := make([]float64, n*n)
-		workers := runtime.GOMAXPROCS(0)
-		f.Semisep.C.Dense(cData, workers)
-		bData := make([]float64, n*n)
-		semisepApplyInverse(f.Semisep.C, w, bData, workers)
-		f.B, f.C = mat.NewDense(n, n, bData), mat.NewDense(n, n, cData)
-		f.Available = squareAvailable(n)
+		f.B, f.C = quasiSepFactors(f.Semisep.C, w)
 	}
 	return f, nil
 }
@@ -151,6 +179,16 @@ func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 // factor cf of workload w (cf computed for ws = t w), with its metrics
 // computed from cf's generators.
 func semisepFactorization(w, ws *Workload, t float64, cf linalg.QuasiSep, optLower float64) *Factorization {
+	f := quasiSepResult(StrategySemisep, w, ws, t, cf)
+	f.Semisep = &SemisepParams{C: cf, OptimalLower: optLower, Excess: f.Metrics.Loss/optLower - 1}
+	return f
+}
+
+// quasiSepResult returns the factorization, without dense factors, of the
+// causal factor cf of workload w (cf computed for ws = t w), streamed from
+// cf's generators, with its single-participation metrics computed from
+// them in O(R K^2).
+func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.QuasiSep) *Factorization {
 	n := w.R()
 	colSq := make([]float64, n)
 	cf.ColNormsSq(colSq)
@@ -174,13 +212,12 @@ func semisepFactorization(w, ws *Workload, t float64, cf linalg.QuasiSep, optLow
 		maxRow = math.Max(maxRow, bRow[i])
 	}
 	frob, maxRow = frob/t/t, maxRow/t/t
-	m := singleMetrics(n, math.Sqrt(gamma2), frob, maxRow)
 	return &Factorization{
-		Strategy: StrategySemisep,
-		Stream:   StreamSemisep,
-		Workload: w,
-		Metrics:  m,
-		Semisep:  &SemisepParams{C: cf, OptimalLower: optLower, Excess: m.Loss/optLower - 1},
+		Strategy:  strategy,
+		Operator:  quasiSepOp{cf},
+		Workload:  w,
+		Available: squareAvailable(n),
+		Metrics:   singleMetrics(n, math.Sqrt(gamma2), frob, maxRow),
 	}
 }
 
@@ -210,17 +247,11 @@ type SemisepStrategy struct {
 // Name returns "semiseparable".
 func (SemisepStrategy) Name() string { return StrategySemisep }
 
-// Key returns "semiseparable/buffers=K/excess=E/factors=F/tol=T".
-func (s SemisepStrategy) Key() string {
-	tol := s.Tol
-	if tol == 0 {
-		tol = DefaultTol
-	}
-	return StrategySemisep + "/buffers=" + strconv.Itoa(s.Buffers) +
-		"/excess=" + strconv.FormatUint(math.Float64bits(s.MaxExcess), 16) +
-		"/factors=" + strconv.FormatBool(s.Factors) +
-		"/tol=" + strconv.FormatUint(math.Float64bits(tol), 16)
-}
+// Spec returns the canonical spec,
+// "semiseparable:buffers=K,max-excess=E,tol=T,max-iter=N" without the
+// settings left at their default. Factors and Progress are not part of it
+// (see [WithLossOnly]).
+func (s SemisepStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns [Semiseparable](ctx, w, s.Buffers, s.MaxExcess,
 // s.Factors, Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress:
@@ -233,7 +264,7 @@ func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 	if !s.Factors && p != SingleParticipation() {
 		return nil, fmt.Errorf("factorize: strategy %q computes metrics under participation %v only with its factors formed (Factors)", StrategySemisep, p)
 	}
-	return under(w, p, func() (*Factorization, error) {
+	return under(ctx, w, p, func() (*Factorization, error) {
 		return Semiseparable(ctx, w, s.Buffers, s.MaxExcess, s.Factors, Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress: s.Progress})
 	})
 }

@@ -1,11 +1,61 @@
 package factorize
 
 import (
+	"context"
 	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
 )
+
+// Strategy names of [SqrtStrategy].
+const (
+	StrategySqrt           = "sqrt"
+	StrategySqrtNormalized = "sqrt-normalized"
+)
+
+func init() {
+	for _, s := range []SqrtStrategy{{}, {Normalized: true}} {
+		doc, rank := "the square root of the prefix-sum matrix (Toeplitz)", 30
+		if s.Normalized {
+			doc, rank = "the square root of the prefix-sum matrix with unit column norms", 40
+		}
+		register(StrategyInfo{
+			Name: s.Name(), rank: rank, Doc: doc,
+			Stream:        "R (or regenerated)",
+			pastRows:      func(Strategy, Participation) bool { return true },
+			proto:         s,
+			streamVectors: func(_ Strategy, r int) int { return r },
+			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
+		})
+	}
+}
+
+// SqrtStrategy is the square root of the prefix-sum matrix (see [Sqrt]),
+// with unit column norms when Normalized (see [SqrtNormalized]).
+type SqrtStrategy struct {
+	// Normalized scales C's columns to unit norm.
+	Normalized bool
+}
+
+// Name returns "sqrt" or "sqrt-normalized".
+func (s SqrtStrategy) Name() string {
+	if s.Normalized {
+		return StrategySqrtNormalized
+	}
+	return StrategySqrt
+}
+
+// Spec returns "sqrt" or "sqrt-normalized".
+func (s SqrtStrategy) Spec() string { return specOf(s) }
+
+// Factorize returns [Sqrt](w) or [SqrtNormalized](w) with metrics under p.
+func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if s.Normalized {
+		return under(ctx, w, p, func() (*Factorization, error) { return SqrtNormalized(w) })
+	}
+	return under(ctx, w, p, func() (*Factorization, error) { return Sqrt(w) })
+}
 
 // SqrtCoefficients returns the first n coefficients of the power series of
 // (1 - x)^{-1/2}: c_k = binom(2k, k) / 4^k, computed by the stable recurrence
@@ -75,7 +125,7 @@ func Sqrt(w *Workload) (*Factorization, error) {
 	}
 	c := toeplitzLower(SqrtCoefficients(w.R()))
 	b := mat.DenseCopyOf(c)
-	return finish(StrategySqrt, StreamToeplitz, w, b, c), nil
+	return finish(StrategySqrt, toeplitzOpOf(c), w, b, c), nil
 }
 
 // SqrtNormalized returns the square-root factorization with the columns of C
@@ -119,5 +169,5 @@ func SqrtNormalized(w *Workload) (*Factorization, error) {
 			row[j] += norm[i] * inv[i-j]
 		}
 	}
-	return finish(StrategySqrtNormalized, StreamToeplitz, w, b, c), nil
+	return finish(StrategySqrtNormalized, toeplitzOpOf(c), w, b, c), nil
 }

@@ -24,6 +24,19 @@ func checkFactors(t *testing.T, f *Factorization) {
 	r := f.Workload.R()
 	assert.LessOrEqual(t, f.Residual(), 1e-10*float64(r), "%s R=%d: A != B C", f.Strategy, r)
 	assert.NoError(t, f.CheckCausal(), "%s R=%d", f.Strategy, r)
+	// The operator streams C^{-1}: M (C x) = x.
+	_, c, err := f.Factors()
+	require.NoError(t, err)
+	require.NotNil(t, f.Operator, "%s R=%d: no operator", f.Strategy, r)
+	assert.LessOrEqual(t, operatorError(f.Operator, c, testVector(r)), 1e-10, "%s R=%d: %v", f.Strategy, r, f.Operator)
+}
+
+// factorsOf returns f's dense factors, failing the test on an error.
+func factorsOf(t *testing.T, f *Factorization) (b, c *mat.Dense) {
+	t.Helper()
+	b, c, err := f.Factors()
+	require.NoError(t, err)
+	return b, c
 }
 
 func TestIdentity(t *testing.T) {

@@ -1,11 +1,49 @@
 package factorize
 
 import (
+	"context"
 	"math/bits"
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
 )
+
+// StrategyTree is the name of [TreeStrategy].
+const StrategyTree = "tree"
+
+func init() {
+	register(StrategyInfo{
+		Name: StrategyTree, rank: 20, Doc: "binary-tree aggregation",
+		Stream:        "log2 R",
+		proto:         TreeStrategy{},
+		streamVectors: func(_ Strategy, r int) int { return max(0, bits.Len(uint(r))-1) },
+		solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, treeRows(r)) },
+	})
+}
+
+// TreeStrategy is binary-tree aggregation (see [Tree]).
+type TreeStrategy struct{}
+
+// Name returns "tree".
+func (TreeStrategy) Name() string { return StrategyTree }
+
+// Spec returns "tree".
+func (s TreeStrategy) Spec() string { return specOf(s) }
+
+// Factorize returns [Tree](w) with metrics under p.
+func (TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	return under(ctx, w, p, func() (*Factorization, error) { return Tree(w) })
+}
+
+// treeRows returns the number of rows of the tree's C at R = r: one per
+// dyadic interval.
+func treeRows(r int) int {
+	m := 0
+	for size := 1; size <= r; size *= 2 {
+		m += r / size
+	}
+	return m
+}
 
 // Tree returns binary-tree aggregation for the prefix-sum workload (Dwork,
 // Naor, Pitassi, Rothblum 2010; Chan, Shi, Song 2011), with the simple
@@ -61,7 +99,7 @@ func Tree(w *Workload) (*Factorization, error) {
 	}
 	return &Factorization{
 		Strategy:  StrategyTree,
-		Stream:    StreamTree,
+		Operator:  newTreeOp(r),
 		Workload:  w,
 		B:         b,
 		C:         c,

@@ -282,6 +282,16 @@ func (w *Workload) InverseBand() (*mat.TriBandDense, bool) {
 	return w.inv, w.inv != nil
 }
 
+// bidiagonalInverse reports whether w has a bidiagonal inverse (prefix or
+// weighted prefix sums) and R >= 2, as [Semiseparable] needs.
+func (w *Workload) bidiagonalInverse() bool {
+	if w.inv == nil || w.R() < 2 {
+		return false
+	}
+	_, kb, _ := w.inv.TriBand()
+	return kb == 1
+}
+
 // balance returns the power of two t that brings the workload's scale
 // (its largest entry, or for a workload kept by its inverse band the
 // largest 1/|A^{-1}[i][i]| = |A[i][i]|) into [2^-64, 2^64], or 1 when it is

@@ -78,13 +78,6 @@ func (l *slots) release(i int, total bool) {
 	}
 }
 
-// inUse returns the slots taken in total.
-func (l *slots) inUse() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.total
-}
-
 // bothDone returns a function to be called once by each of two parties
 // (a handler and the goroutine that receives or sends for it); f runs
 // when both have called it, so that a call's slot is given back only

@@ -238,3 +238,10 @@ func TestJoinLogLimited(t *testing.T) {
 		t.Error("no join logged")
 	}
 }
+
+// inUse returns the slots taken in total.
+func (l *slots) inUse() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
+}

@@ -14,8 +14,7 @@ import (
 // A run described by its plan: run.json records the plan's JSON as it is
 // and ReadPlan gives it back (it parses to the same plan); a plan that is
 // not the run's (another learner count, step, clipping bound or noise
-// std), a plan together with Describe, and a restart with another plan are
-// refused.
+// std) and a restart with another plan are refused.
 func TestServerPlan(t *testing.T) {
 	const d = 3
 	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
@@ -66,7 +65,6 @@ func TestServerPlan(t *testing.T) {
 		{"clip", func(o *ServerOptions) { o.Config.Clip = 1 }, "clip 0, the run 1"},
 		{"l2", func(o *ServerOptions) { o.Model.L2 = 0 }, "l2 0.0001, the run 0"},
 		{"noise std", func(o *ServerOptions) { o.Config.Privacy = &fedopt.Privacy{} }, ""},
-		{"describe too", func(o *ServerOptions) { o.Describe = map[string]any{"k": 1} }, "both a plan and Describe"},
 		{"not JSON", func(o *ServerOptions) { o.Plan = json.RawMessage("{") }, "the run's plan"},
 		{"another plan on restart", func(o *ServerOptions) { o.Plan = otherJS; o.Config.Eta = 0.2 }, "describes another run"},
 	} {

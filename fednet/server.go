@@ -84,12 +84,8 @@ type ServerOptions struct {
 	// of clients K times (0 means 1). The privacy calibration in
 	// Config.Privacy must account for it.
 	Epochs int
-	// Describe is the run's description other than Config, Shape and
-	// Model (for example the factorization and the privacy budget). A
-	// restart with a different description is refused.
-	Describe map[string]any
 	// Plan, if not nil, is the run's description in place of the one made
-	// from Config, Shape, Model and Describe (which must then be empty):
+	// from Config, Shape and Model:
 	// the JSON of the run's plan (plan.Plan.Marshal), which run.json
 	// records as it is and [ReadPlan] gives back. NewServer checks that it
 	// is the plan of this run: its algorithm, shape, step size, clipping
@@ -391,9 +387,6 @@ func describe(opt ServerOptions) ([]byte, error) {
 	if p := c.Privacy; p != nil {
 		d["eps"], d["delta"], d["noise_std"], d["sensitivity"] = p.Eps, p.Delta, p.NoiseStd, p.Sensitivity
 	}
-	for k, v := range opt.Describe {
-		d[k] = v
-	}
 	b, err := json.Marshal(d) // maps marshal with sorted keys
 	if err != nil {
 		return nil, fmt.Errorf("fednet: run description: %w", err)
@@ -404,9 +397,6 @@ func describe(opt ServerOptions) ([]byte, error) {
 // describePlan checks that opt.Plan is the plan of the run opt describes
 // and returns it compacted.
 func describePlan(opt ServerOptions) ([]byte, error) {
-	if len(opt.Describe) > 0 {
-		return nil, errors.New("fednet: a run described by both a plan and Describe")
-	}
 	p, err := plan.Parse(opt.Plan)
 	if err != nil {
 		return nil, fmt.Errorf("fednet: the run's plan: %w", err)

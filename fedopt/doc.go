@@ -7,14 +7,9 @@
 // n learners each serve a stream of clients. In each of R rounds every
 // learner takes tau local gradient steps, one fresh client sample per step,
 // from the released model x^r; the server averages the learners' updates,
-// adds round r's noise vector and releases x^{r+1}. A [dataset.Dataset] holds the
-// stream (sample (i, r, t) is learner i's client at step t of round r); a
-// [model.Model] gives the per-sample loss and gradient; a [experiment.Problem] adds the
-// reference minimisers the metrics need; [experiment.Run] runs one repetition with a
-// noise mechanism (package mechanism) and returns a [experiment.Trace]; [experiment.Repeat] runs
-// many in parallel and summarises them; an [experiment.Experiment] does all of it for
-// one configuration of the paper's experiments, including the factorization
-// and the noise calibration.
+// adds round r's noise vector and releases x^{r+1}. Sample (i, r, t) of the
+// stream is learner i's client at step t of round r (see "Models, data and
+// experiments" for the packages around the optimiser).
 //
 // # Roles
 //
@@ -74,8 +69,10 @@
 // reference minimisers, package dataset the data streams
 // ([dataset.Dataset], [dataset.Synthetic], CSV files), and package
 // experiment the problem with its reference values, the evaluator, the
-// repetitions and the summaries ([experiment.Run], [experiment.Repeat],
-// [experiment.Experiment]).
+// repetitions and the summaries ([experiment.Run] runs one repetition with a
+// noise mechanism, [experiment.Repeat] many in parallel, and an
+// [experiment.Experiment] one configuration of the paper's experiments,
+// with the factorization and noise calibration of its plan).
 //
 // # Reproducibility
 //

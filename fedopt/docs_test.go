@@ -48,7 +48,7 @@ func TestDocFig4NoiseStd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := fedopt.ParseCalibration(cal)
+		c, err := plan.ParseCalibration(cal)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestDocFig4NoiseStd(t *testing.T) {
 		if math.Abs(pr.NoiseStd-want) > 0.5*math.Pow(10, -float64(decimals))+1e-12 {
 			t.Errorf("row %q: the doc says noise std %s, the calibration gives %.4g", label, std, pr.NoiseStd)
 		}
-		if a == fedopt.Correlated && c == fedopt.Exact && eps == 5 {
+		if a == fedopt.Correlated && c == plan.Exact && eps == 5 {
 			if s := fmt.Sprintf("||B||_F^2 = %.0f", f.Metrics.Loss); !strings.Contains(doc, s) {
 				t.Errorf("docs/fedopt.md does not say %s", s)
 			}

@@ -3,34 +3,11 @@ package fedopt
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/plan"
 )
-
-// Calibration selects how the noise standard deviation is set from a
-// privacy budget (eps, delta): [Exact] or [Paper]. The recipe is
-// plan.Plan.Calibrate, the only one in dpmf.
-type Calibration = plan.Calibration
-
-const (
-	// Exact calibrates with the exact (analytic Gaussian) privacy curve
-	// (plan.Exact).
-	Exact = plan.Exact
-	// Paper reproduces the paper's formulas (plan.Paper).
-	Paper = plan.Paper
-)
-
-// ParseCalibration parses "exact" or "paper".
-func ParseCalibration(s string) (Calibration, error) {
-	c, err := plan.ParseCalibration(s)
-	if err != nil {
-		return 0, &ParamError{Param: "calibration", Value: strconv.Quote(s), Want: "exact or paper"}
-	}
-	return c, nil
-}
 
 // Privacy is the privacy calibration of a private run: the guarantee, the
 // accountant's record of how the noise was set (package accountant), and the
@@ -46,7 +23,7 @@ type Privacy struct {
 	// Algorithm is the private algorithm.
 	Algorithm Algorithm
 	// Calibration is exact or paper.
-	Calibration Calibration
+	Calibration plan.Calibration
 	// Gamma is the largest column norm of the factorization's C (1 for
 	// the baseline's identity).
 	Gamma float64

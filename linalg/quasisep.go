@@ -292,13 +292,7 @@ func (m QuasiSep) SolveStep(i int, z, h, x []float64) {
 		copy(xs, z[lo:hi])
 		t := 0
 		for ; t+4 <= k; t += 4 {
-			h0, h1 := h[t*d+lo:t*d+hi], h[(t+1)*d+lo:(t+1)*d+hi]
-			h2, h3 := h[(t+2)*d+lo:(t+2)*d+hi], h[(t+3)*d+lo:(t+3)*d+hi]
-			p0, p1, p2, p3 := p[t], p[t+1], p[t+2], p[t+3]
-			h1, h2, h3 = h1[:len(xs)], h2[:len(xs)], h3[:len(xs)]
-			for j, v := range h0[:len(xs)] {
-				xs[j] -= p0*v + p1*h1[j] + p2*h2[j] + p3*h3[j]
-			}
+			subDot4(xs, h[t*d+lo:t*d+hi], h[(t+1)*d+lo:(t+1)*d+hi], h[(t+2)*d+lo:(t+2)*d+hi], h[(t+3)*d+lo:(t+3)*d+hi], (*[4]float64)(p[t:t+4]))
 		}
 		for ; t < k; t++ {
 			ht := h[t*d+lo : t*d+hi]
@@ -311,13 +305,34 @@ func (m QuasiSep) SolveStep(i int, z, h, x []float64) {
 			xs[j] *= inv
 		}
 		for t := 0; t < k; t++ {
-			ht := h[t*d+lo : t*d+hi]
-			at, qt := a[t], q[t]
-			ht = ht[:len(xs)]
-			for j, v := range xs {
-				ht[j] = at*ht[j] + qt*v
-			}
+			update(h[t*d+lo:t*d+hi], xs, a[t], q[t])
 		}
+	}
+}
+
+// subDot4 and update are SolveStep's two sweeps over the state: in AVX2
+// assembly with fused multiply-adds where the CPU has them
+// (solvestep_amd64.s), else in Go.
+var (
+	subDot4 = subDot4Go
+	update  = updateGo
+)
+
+// subDot4Go sets x[j] -= p0 h0[j] + p1 h1[j] + p2 h2[j] + p3 h3[j]; every h
+// has at least len(x) entries.
+func subDot4Go(x, h0, h1, h2, h3 []float64, p *[4]float64) {
+	p0, p1, p2, p3 := p[0], p[1], p[2], p[3]
+	h0, h1, h2, h3 = h0[:len(x)], h1[:len(x)], h2[:len(x)], h3[:len(x)]
+	for j, v := range h0 {
+		x[j] -= p0*v + p1*h1[j] + p2*h2[j] + p3*h3[j]
+	}
+}
+
+// updateGo sets h[j] = a h[j] + q x[j]; x has at least len(h) entries.
+func updateGo(h, x []float64, a, q float64) {
+	x = x[:len(h)]
+	for j, v := range x {
+		h[j] = a*h[j] + q*v
 	}
 }
 

@@ -237,3 +237,34 @@ func TestNegativeOrdersPanicWithPackageMessage(t *testing.T) {
 		}()
 	}
 }
+
+// The assembly sweeps of SolveStep agree with the Go ones (fused
+// multiply-adds round differently) at every length, tails included.
+func TestSolveStepKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 3, 4, 5, 8, 13, 256} {
+		v := func() []float64 {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = rng.NormFloat64()
+			}
+			return x
+		}
+		x, h0, h1, h2, h3 := v(), v(), v(), v(), v()
+		p := [4]float64{0.3, -1.2, 0.7, 2.1}
+		want := append([]float64(nil), x...)
+		subDot4Go(want, h0, h1, h2, h3, &p)
+		got := append([]float64(nil), x...)
+		subDot4(got, h0, h1, h2, h3, &p)
+		for i := range want {
+			assert.InDelta(t, want[i], got[i], 1e-14, "subDot4 n=%d i=%d", n, i)
+		}
+		want = append([]float64(nil), h0...)
+		updateGo(want, x, 0.9, -0.4)
+		got = append([]float64(nil), h0...)
+		update(got, x, 0.9, -0.4)
+		for i := range want {
+			assert.InDelta(t, want[i], got[i], 1e-14, "update n=%d i=%d", n, i)
+		}
+	}
+}

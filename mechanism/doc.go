@@ -23,27 +23,30 @@
 //
 // # Mechanisms
 //
-// [New] picks the implementation from the structure the factorization
-// declares (factorize.Stream), not from its strategy's name. State is
-// counted in vectors of dimension d; work is per round.
+// [New] applies the operator that the factorization's strategy built
+// (factorize.Operator, the field f.Operator): the mechanism is the Gaussian
+// source and the operator the recurrence, which declares the state it
+// needs. Nothing is derived from the dense factors. State is counted in
+// vectors of dimension d; work is per round.
 //
 //	independent (identity)  no state                 d Gaussians
 //	tree                    floor(log2 R) vectors     d Gaussians, at most log2 R additions
 //	banded (b bands)        b-1 vectors               d Gaussians, b-1 multiply-adds
 //	blt (k buffers)         k vectors                 d Gaussians, 2k multiply-adds
-//	semiseparable (K)       K vectors                 d Gaussians, 3K multiply-adds
+//	banded-inverse (p)      p-1 vectors               d Gaussians, p multiply-adds
+//	semiseparable (K)       K vectors                 d Gaussians, 3K multiply-adds (optimal, semiseparable)
 //	toeplitz (sqrt), keep   r vectors (R at the end)  d Gaussians, r multiply-adds
 //	toeplitz, regenerate    none                      (r+1) d Gaussians
-//	dense (optimal), keep   r vectors (R at the end)  d Gaussians, r multiply-adds
+//	dense, keep             r vectors (R at the end)  d Gaussians, r multiply-adds
 //	dense, regenerate       none                      (r+1) d Gaussians
 //
-// The dense mechanism works for any causal factorization, square or not,
-// from M = A^{-1} B; the structured ones read their coefficients from the
-// factorization's C (banded, Toeplitz), its node structure (tree), or the
-// parameters recorded by factorize.BLT, or the generators recorded by
-// factorize.Semiseparable (which needs no B or C). Each is tested against the dense
-// computation with the same Z. docs/mechanisms.md has measured costs and
-// advice on which to choose.
+// The operators that read past noise rows (Toeplitz, dense) get them from
+// the mechanism, which keeps or regenerates them ([WithMemory]). The dense
+// operator works for any causal factorization, square or not, from
+// M = A^{-1} B; it is what the optimal factorization streams with on
+// workloads without a bidiagonal inverse, and what [WithDense] forces.
+// Each operator is tested against the dense computation with the same Z.
+// docs/mechanisms.md has measured costs and advice on which to choose.
 //
 // # Randomness
 //
@@ -97,9 +100,9 @@
 // Following the policy shared by dpmf's numerical packages (see package
 // factorize): everything a caller's data can cause is an error. [New] and
 // [NoiseMatrix] return a *[ParamError] naming the argument for a nil or
-// zero-value factorization (or one without factors), a nil mechanism, a
-// nil option, a dimension, a standard deviation, a number of workers or a
-// start round out of range, and other errors for a factorization whose
-// structure does not match its strategy. A Mechanism's Next panics only
+// zero-value factorization (or one without an operator), a nil mechanism,
+// a nil option, a dimension, a standard deviation, a number of workers or
+// a start round out of range, and other errors for a factorization that
+// [WithDense] cannot stream (no factors, not causal). A Mechanism's Next panics only
 // for a destination whose length is not Dim(), a programmer error.
 package mechanism

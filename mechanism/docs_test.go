@@ -79,12 +79,12 @@ func TestDocCostTable(t *testing.T) {
 		default:
 			t.Fatalf("row %q: unknown strategy %q", cells[0], m[1])
 		}
-		f := cache[s.Key()]
+		f := cache[factorize.CacheKey(s)]
 		if f == nil {
 			if f, err = s.Factorize(ctx, w, factorize.SingleParticipation()); err != nil {
 				t.Fatalf("row %q: %v", cells[0], err)
 			}
-			cache[s.Key()] = f
+			cache[factorize.CacheKey(s)] = f
 		}
 		check := func(col string, doc string, got float64) {
 			want, err := strconv.ParseFloat(doc, 64)

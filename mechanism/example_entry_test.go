@@ -10,17 +10,16 @@ import (
 	"github.com/dpmf/dpmf/mechanism"
 )
 
-// New picks the streaming implementation from the structure the
-// factorization declares; MemoryOf says whether a dense or Toeplitz
-// mechanism keeps its past noise rows or regenerates them (WithMemory
-// chooses).
+// New applies the operator the factorization's strategy built; MemoryOf
+// says whether an operator that reads past noise rows (Toeplitz, dense)
+// keeps them or regenerates them (WithMemory chooses).
 func ExampleNew() {
 	ctx := context.Background()
 	w, err := factorize.Prefix(100)
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, s := range []factorize.Strategy{factorize.BLTStrategy{}, factorize.OptimalStrategy{}} {
+	for _, s := range []factorize.Strategy{factorize.BLTStrategy{}, factorize.OptimalStrategy{}, factorize.SqrtStrategy{}} {
 		f, err := s.Factorize(ctx, w, factorize.SingleParticipation())
 		if err != nil {
 			log.Fatal(err)
@@ -40,8 +39,9 @@ func ExampleNew() {
 	}
 	// Output:
 	// blt: blt(k=4), no past rows
-	// optimal: keep rows
-	// optimal: regenerate rows
+	// optimal: semiseparable(K=29), no past rows
+	// sqrt: keep rows
+	// sqrt: regenerate rows
 }
 
 // WithStartRound resumes a stream after a checkpoint: with the same key,

@@ -56,8 +56,9 @@ func cases(t *testing.T, r int) []testCase {
 		{"banded3", band3, nil, "banded(b=3)"},
 		{"bandedR", bandR, nil, fmt.Sprintf("banded(b=%d)", r)},
 		{"blt", blt, nil, "blt(k=2)"},
-		{"optimal/keep", opt, []Option{keep}, "dense(keep)"},
-		{"optimal/regenerate", opt, []Option{regen}, "dense(regenerate)"},
+		{"optimal", opt, nil, fmt.Sprintf("semiseparable(K=%d)", opt.Operator.Memory().States)},
+		{"dense/optimal/keep", opt, []Option{WithDense(), keep}, "dense(keep)"},
+		{"dense/optimal/regenerate", opt, []Option{WithDense(), regen}, "dense(regenerate)"},
 		{"dense/identity", id, []Option{WithDense()}, "dense(keep)"},
 		{"dense/tree/keep", tree, []Option{WithDense(), keep}, "dense(keep)"},
 		{"dense/tree/regenerate", tree, []Option{WithDense(), regen}, "dense(regenerate)"},
@@ -85,20 +86,24 @@ func bitsLen(r int) int {
 // from the source with the key of WithSeed(seed).
 func explicitNoise(t *testing.T, f *factorize.Factorization, dim int, std float64, seed uint64) *mat.Dense {
 	t.Helper()
-	r, m := f.B.Dims()
-	g := newGen(&source{key: seedKey(seed)})
+	b, c, err := f.Factors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, m := b.Dims()
+	g := newGen(&source{key: SeedKey(seed)})
 	z := mat.NewDense(m, dim, nil)
 	for j := 0; j < m; j++ {
 		g.row(j, z.RawRowView(j))
 	}
 	var y mat.Dense
 	if m == r {
-		if err := y.Solve(f.C, z); err != nil {
+		if err := y.Solve(c, z); err != nil {
 			t.Fatal(err)
 		}
 	} else {
 		var bz mat.Dense
-		bz.Mul(f.B, z)
+		bz.Mul(b, z)
 		if err := y.Solve(mat.DenseCopyOf(f.Workload.Matrix()), &bz); err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +266,7 @@ func TestStateBytes(t *testing.T) {
 		"sqrt-normalized/auto": r, "banded3": 2, "bandedR": r - 1, "blt": 2,
 		"dense/identity": r, "dense/tree/keep": r, "dense/tree/regenerate": 0,
 		"dense/sqrt-normalized/keep": r, "dense/sqrt-normalized/regenerate": 0,
-		"dense/blt/regenerate": 0, "optimal/keep": r, "optimal/regenerate": 0,
+		"dense/blt/regenerate": 0, "dense/optimal/keep": r, "dense/optimal/regenerate": 0,
 		"semiseparable": 3, "dense/semiseparable": 0,
 		"bisr": 3, "bandinv": 2, "banded-toeplitz": 2,
 	}
@@ -273,7 +278,19 @@ func TestStateBytes(t *testing.T) {
 		if _, err := NoiseMatrix(m); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := m.StateBytes(), int64(per[tc.name]*dim*8); got != want {
+		n, ok := per[tc.name]
+		if tc.name == "optimal" {
+			// K state vectors, the order of the solver's rational
+			// approximation (about 20 to 60).
+			n, ok = tc.f.Operator.Memory().States, true
+			if n < 10 || n > 64 {
+				t.Errorf("optimal: %d state vectors", n)
+			}
+		}
+		if !ok {
+			t.Fatalf("%s: no expected state", tc.name)
+		}
+		if got, want := m.StateBytes(), int64(n*dim*8); got != want {
 			t.Errorf("%s: StateBytes %d, want %d", tc.name, got, want)
 		}
 	}
@@ -283,19 +300,23 @@ func TestStateBytes(t *testing.T) {
 // square factors).
 func explicitOperator(t *testing.T, f *factorize.Factorization) *mat.Dense {
 	t.Helper()
-	r, m := f.B.Dims()
+	b, c, err := f.Factors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, m := b.Dims()
 	var op mat.Dense
 	if m == r {
 		id := mat.NewDense(r, r, nil)
 		for i := 0; i < r; i++ {
 			id.Set(i, i, 1)
 		}
-		if err := op.Solve(f.C, id); err != nil {
+		if err := op.Solve(c, id); err != nil {
 			t.Fatal(err)
 		}
 		return &op
 	}
-	if err := op.Solve(mat.DenseCopyOf(f.Workload.Matrix()), f.B); err != nil {
+	if err := op.Solve(mat.DenseCopyOf(f.Workload.Matrix()), b); err != nil {
 		t.Fatal(err)
 	}
 	return &op
@@ -369,15 +390,12 @@ func TestNewErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	bltCopy := *blt
-	bltCopy.BLT = nil // a BLT factorization whose streaming parameters were dropped
+	bltCopy.Operator = nil // a factorization whose operator was dropped
 	lossOnly := *f
-	lossOnly.B, lossOnly.C = nil, nil
+	lossOnly.B, lossOnly.C, lossOnly.Operator = nil, nil, nil
 	acausal := *f
 	acausal.C = mat.DenseCopyOf(f.C)
 	acausal.C.Set(0, 3, 1)
-	notToeplitz, _ := factorize.Sqrt(w)
-	notToeplitz.C = mat.DenseCopyOf(notToeplitz.C)
-	notToeplitz.C.Set(4, 1, 7)
 	for _, tc := range []struct {
 		name string
 		f    *factorize.Factorization
@@ -387,7 +405,8 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"nil factorization", nil, 3, 1, nil},
 		{"loss-only", &lossOnly, 3, 1, nil},
-		{"not causal", &acausal, 3, 1, nil},
+		{"dense of a non-causal factorization", &acausal, 3, 1, []Option{WithDense()}},
+		{"dense of a loss-only result", &lossOnly, 3, 1, []Option{WithDense()}},
 		{"dim 0", f, 0, 1, nil},
 		{"std 0", f, 3, 0, nil},
 		{"std < 0", f, 3, -1, nil},
@@ -397,14 +416,13 @@ func TestNewErrors(t *testing.T) {
 		{"memory mode", f, 3, 1, []Option{WithMemory(Memory(7))}},
 		{"start < 0", f, 3, 1, []Option{WithStartRound(-1)}},
 		{"start > R", f, 3, 1, []Option{WithStartRound(6)}},
-		{"blt without parameters", &bltCopy, 3, 1, nil},
-		{"sqrt not Toeplitz", notToeplitz, 3, 1, nil},
+		{"no operator", &bltCopy, 3, 1, nil},
 	} {
 		if m, err := New(tc.f, tc.dim, tc.std, tc.opts...); err == nil {
 			t.Errorf("%s: New returned %v and no error", tc.name, m)
 		}
 	}
-	// It still works through the dense mechanism.
+	// It still works through the dense operator.
 	if _, err := New(&bltCopy, 3, 1, WithDense()); err != nil {
 		t.Errorf("dense mechanism of a BLT copy: %v", err)
 	}
@@ -427,8 +445,8 @@ func TestMinSepStrategiesStream(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name(), err)
 		}
-		if f.Stream == factorize.StreamDense {
-			t.Errorf("%s: dense stream", s.Name())
+		if _, _, past := MemoryOf(m); past {
+			t.Errorf("%s: %v reads past noise rows", s.Name(), m)
 		}
 		got, err := NoiseMatrix(m)
 		if err != nil {
@@ -471,7 +489,16 @@ func TestSemisepWithoutFactors(t *testing.T) {
 	if d := maxRelDiff(got, explicitNoise(t, full, dim, 1, 4)); d > 1e-12 {
 		t.Errorf("max relative difference %.3g from the explicit noise", d)
 	}
-	if _, err := New(lean, dim, 1, WithDense()); err == nil {
-		t.Error("WithDense on a factorization without factors: no error")
+	// The dense operator forms B and C from the generators.
+	if d := maxRelDiff(drain(t, lean, dim, WithSeed(4), WithDense()), got); d > 1e-12 {
+		t.Errorf("dense operator of the generators: max relative difference %.3g", d)
+	}
+}
+
+// row writes noise row `row` at coordinates [0, len(dst)) into dst, block
+// by block. It is the serial reference of what the mechanisms draw.
+func (g *gen) row(row int, dst []float64) {
+	for lo := 0; lo < len(dst); lo += blockLen {
+		g.fill(row, lo, dst[lo:min(lo+blockLen, len(dst))])
 	}
 }

@@ -37,7 +37,7 @@ func TestMemoryAutoIsReported(t *testing.T) {
 		{big, []Option{WithMemory(MemoryKeep)}, MemoryKeep, false, "dense(keep)"},
 		{small, []Option{WithMemory(MemoryRegenerate)}, MemoryRegenerate, false, "dense(regenerate)"},
 	} {
-		m, err := New(f, tc.dim, 1, append(tc.opts, WithSeed(1))...)
+		m, err := New(f, tc.dim, 1, append(tc.opts, WithSeed(1), WithDense())...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,14 +59,8 @@ type config struct {
 // tests; a private release should use the default (a key from crypto/rand)
 // or [WithKey] with a secret key.
 func WithSeed(seed uint64) Option {
-	return func(c *config) { c.key, c.seeded = seedKey(seed), true }
+	return func(c *config) { c.key, c.seeded = SeedKey(seed), true }
 }
-
-// SeedKey returns the 256-bit key that [WithSeed] makes of seed:
-// WithKey(SeedKey(seed)) gives the same noise as WithSeed(seed). It is for
-// code that passes keys around (a server that records which key a run
-// uses); like a seed, it is for experiments and tests only.
-func SeedKey(seed uint64) [32]byte { return seedKey(seed) }
 
 // WithKey sets the stream's 256-bit key. With a secret, uniformly random
 // key the noise is as unpredictable as ChaCha8 allows, and the stream can

@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/dpmf/dpmf/factorize"
 )
 
 // blockLen is the number of coordinates of one counter-based block: noise
@@ -24,9 +27,12 @@ type source struct {
 // the same 256-bit key.
 const keyDomain = "dpmf/mechanism/noise-block/v1"
 
-// seedKey returns the 256-bit key of a 64-bit seed: SHA-256 of a domain
-// string and the seed.
-func seedKey(seed uint64) [32]byte {
+// SeedKey returns the 256-bit key that [WithSeed] makes of seed:
+// WithKey(SeedKey(seed)) gives the same noise as WithSeed(seed). It is for
+// code that passes keys around (a server that records which key a run
+// uses); like a seed, it is for experiments and tests only. The key is
+// SHA-256 of a domain string and the seed.
+func SeedKey(seed uint64) [32]byte {
 	var buf [len("dpmf/mechanism/seed/v1") + 8]byte
 	n := copy(buf[:], "dpmf/mechanism/seed/v1")
 	binary.LittleEndian.PutUint64(buf[n:], seed)
@@ -39,9 +45,57 @@ type gen struct {
 	cc  *rand.ChaCha8
 	rng *rand.Rand
 	in  [len(keyDomain) + 32 + 16]byte
-	// scratch is a block of workspace for the kernels, allocated on
-	// first use.
-	scratch []float64
+	// scratch and pastBuf are blocks of workspace (Scratch, and Past when
+	// regenerating), allocated on first use.
+	scratch, pastBuf []float64
+	// past holds the stream's kept past rows (nil if it reads none).
+	past *pastRows
+}
+
+// pastRows are the past noise rows of a stream whose operator reads them
+// (factorize.OperatorMemory.PastRows): kept once drawn, block by block, or
+// regenerated when read. Both give the same bits.
+type pastRows struct {
+	keep, auto bool
+	// rows[j][b] is block b of noise row j, nil until first read (keep
+	// mode). Each block is only ever touched by the goroutine that
+	// computes that block of coordinates.
+	rows [][][]float64
+	held atomic.Int64
+}
+
+var _ factorize.NoiseSource = (*gen)(nil)
+
+// Fill implements factorize.NoiseSource.
+func (g *gen) Fill(j, lo int, dst []float64) { g.fill(j, lo, dst) }
+
+// Scratch implements factorize.NoiseSource.
+func (g *gen) Scratch(n int) []float64 {
+	if g.scratch == nil {
+		g.scratch = make([]float64, blockLen)
+	}
+	return g.scratch[:n]
+}
+
+// Past implements factorize.NoiseSource: the block is kept when first
+// drawn in keep mode, and redrawn otherwise.
+func (g *gen) Past(j, lo, n int) []float64 {
+	p := g.past
+	if p != nil && p.keep {
+		blocks := p.rows[j]
+		b := lo / blockLen
+		if blocks[b] == nil {
+			blocks[b] = make([]float64, n)
+			g.fill(j, lo, blocks[b])
+			p.held.Add(int64(n) * 8)
+		}
+		return blocks[b]
+	}
+	if g.pastBuf == nil {
+		g.pastBuf = make([]float64, blockLen)
+	}
+	g.fill(j, lo, g.pastBuf[:n])
+	return g.pastBuf[:n]
 }
 
 func newGen(src *source) *gen {
@@ -66,13 +120,5 @@ func (g *gen) fill(row, lo int, dst []float64) {
 	g.cc.Seed(sha256.Sum256(g.in[:]))
 	for i := range dst {
 		dst[i] = g.rng.NormFloat64()
-	}
-}
-
-// row writes noise row `row` at coordinates [0, len(dst)) into dst, block
-// by block. It is the serial reference of what the mechanisms draw.
-func (g *gen) row(row int, dst []float64) {
-	for lo := 0; lo < len(dst); lo += blockLen {
-		g.fill(row, lo, dst[lo:min(lo+blockLen, len(dst))])
 	}
 }

@@ -69,7 +69,7 @@ func TestCovariance(t *testing.T) {
 // each. In total below 3e-7.
 func TestSampler(t *testing.T) {
 	const n = 1 << 22
-	g := newGen(&source{key: seedKey(0)}) // a fixed key: the test is deterministic
+	g := newGen(&source{key: SeedKey(0)}) // a fixed key: the test is deterministic
 	z := make([]float64, n)
 	for row := 0; row < n/blockLen; row++ {
 		g.fill(row, 0, z[row*blockLen:(row+1)*blockLen])

@@ -5,55 +5,50 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dpmf/dpmf/factorize"
 )
 
-// kernel is one noise recurrence. Every mechanism is separable in the
-// coordinates: round r's vector at coordinates [lo, hi) depends only on the
-// noise rows' entries at [lo, hi). The stream calls prepare once per round,
-// then block for every block of coordinates, possibly concurrently on
-// disjoint blocks.
-type kernel interface {
-	// prepare does the round's serial work (coefficients, allocation).
-	prepare(r int)
-	// block writes round r's unscaled noise (std 1) at coordinates
-	// [lo, lo+len(dst)) into dst and updates the state at those
-	// coordinates. lo is a multiple of blockLen.
-	block(g *gen, r, lo int, dst []float64)
-	// stateBytes returns the bytes held that grow with the dimension.
-	stateBytes() int64
-	// String names the mechanism.
-	String() string
-}
-
-// seeker is a kernel that can start at round r without replaying the
-// rounds before it.
-type seeker interface {
-	seek(s *stream, r int)
-}
-
-// stream implements Mechanism on top of a kernel: rounds, scaling by std,
-// and the split of each round into blocks of coordinates among goroutines.
+// stream implements Mechanism on top of an operator's state: rounds,
+// scaling by std, the past noise rows (kept or regenerated), and the split
+// of each round into blocks of coordinates among goroutines.
 type stream struct {
-	k      kernel
+	op     factorize.Operator
+	st     factorize.OperatorState
 	rounds int
 	dim    int
 	std    float64
 	round  int
 	gens   []*gen
-	err    error // an overflow ended the stream
+	past   *pastRows // nil for operators that read no past rows
+	err    error     // an overflow ended the stream
 }
 
 var _ Mechanism = (*stream)(nil)
 
-func newStream(k kernel, rounds, dim int, std float64, cfg *config) *stream {
+func newStream(op factorize.Operator, dim int, std float64, cfg *config) *stream {
 	src := &source{key: cfg.key}
 	nb := (dim + blockLen - 1) / blockLen
 	w := max(1, min(cfg.workers, nb))
+	var past *pastRows
+	if mem := op.Memory(); mem.PastRows > 0 {
+		keep, auto := useKeep(cfg, mem.PastRows, dim)
+		past = &pastRows{keep: keep, auto: auto}
+		if keep {
+			m := op.NoiseRows()
+			flat := make([][]float64, m*nb)
+			past.rows = make([][][]float64, m)
+			for j := range past.rows {
+				past.rows[j] = flat[j*nb : (j+1)*nb]
+			}
+		}
+	}
 	gens := make([]*gen, w)
 	for i := range gens {
 		gens[i] = newGen(src)
+		gens[i].past = past
 	}
-	return &stream{k: k, rounds: rounds, dim: dim, std: std, gens: gens}
+	return &stream{op: op, st: op.NewState(dim), rounds: op.Rounds(), dim: dim, std: std, gens: gens, past: past}
 }
 
 // Next implements Mechanism.
@@ -68,11 +63,11 @@ func (s *stream) Next(dst []float64) error {
 		return ErrExhausted
 	}
 	r := s.round
-	s.k.prepare(r)
+	s.st.Prepare(r)
 	var overflow atomic.Bool
 	s.forBlocks(func(g *gen, lo, hi int) {
 		out := dst[lo:hi]
-		s.k.block(g, r, lo, out)
+		s.st.Block(g, r, lo, out)
 		ok := true
 		for i := range out {
 			out[i] *= s.std
@@ -138,14 +133,14 @@ func (s *stream) forBlocks(fn func(g *gen, lo, hi int)) {
 	wg.Wait()
 }
 
-// start moves the stream to round r: by the kernel's seek if it has one,
+// start moves the stream to round r: by the state's Seek if it has one,
 // else by replaying rounds 0..r-1.
 func (s *stream) start(r int) {
 	if r == 0 {
 		return
 	}
-	if sk, ok := s.k.(seeker); ok {
-		sk.seek(s, r)
+	if sk, ok := s.st.(factorize.Seeker); ok {
+		s.forBlocks(func(g *gen, lo, hi int) { sk.Seek(g, r, lo, hi-lo) })
 		s.round = r
 		return
 	}
@@ -167,8 +162,26 @@ func (s *stream) Dim() int { return s.dim }
 // Std implements Mechanism.
 func (s *stream) Std() float64 { return s.std }
 
-// StateBytes implements Mechanism.
-func (s *stream) StateBytes() int64 { return s.k.stateBytes() }
+// StateBytes implements Mechanism: the operator's state vectors and the
+// past noise rows kept so far.
+func (s *stream) StateBytes() int64 {
+	n := int64(s.op.Memory().States) * int64(s.dim) * 8
+	if s.past != nil {
+		n += s.past.held.Load()
+	}
+	return n
+}
 
-// String names the mechanism, for example "blt(k=4)".
-func (s *stream) String() string { return s.k.String() }
+// String names the mechanism, for example "blt(k=4)" or "dense(keep)".
+func (s *stream) String() string {
+	name := s.op.String()
+	switch {
+	case s.past == nil:
+		return name
+	case s.past.keep:
+		return fmt.Sprintf("%s(keep)", name)
+	case s.past.auto:
+		return fmt.Sprintf("%s(regenerate: chosen by MemoryAuto, keeping the past rows would take more than %d GiB)", name, DefaultKeepLimit>>30)
+	}
+	return fmt.Sprintf("%s(regenerate)", name)
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 	"unsafe"
 
@@ -472,96 +473,66 @@ type npyHeaderInfo struct {
 
 // parseNPYHeader parses and checks the header dict of a .npy file. allowLong
 // accepts Python 2 long literals (3L), which NumPy tolerates in versions 1.0
-// and 2.0.
+// and 2.0. Syntax errors are reported before the values are checked.
 func parseNPYHeader(header string, allowLong bool) (npyHeaderInfo, error) {
-	p := &pyParser{s: header, allowLong: allowLong}
-	dict, err := p.dict()
-	if err != nil {
-		return npyHeaderInfo{}, err
+	p := &headerParser{s: header, allowLong: allowLong}
+	var h npyHeaderInfo
+	var descr string
+	var dims []string
+	seen := make(map[string]bool)
+	p.expect('{')
+	for p.err == nil && !p.accept('}') {
+		key := p.str()
+		switch {
+		case p.err != nil:
+		case key != "descr" && key != "fortran_order" && key != "shape":
+			p.fail("unexpected key %q (want only 'descr', 'fortran_order' and 'shape')", key)
+		case seen[key]:
+			p.fail("duplicate key %q", key)
+		}
+		seen[key] = true
+		p.expect(':')
+		switch key {
+		case "descr":
+			descr = p.descr()
+		case "fortran_order":
+			h.fortran = p.boolean()
+		case "shape":
+			dims = p.tuple()
+		}
+		if !p.accept(',') {
+			p.expect('}')
+			break
+		}
+	}
+	if p.peek(); p.pos != len(p.s) {
+		p.fail("unexpected text after the dict")
+	}
+	if p.err != nil {
+		return npyHeaderInfo{}, p.err
 	}
 	for _, key := range []string{"descr", "fortran_order", "shape"} {
-		if _, ok := dict[key]; !ok {
+		if !seen[key] {
 			return npyHeaderInfo{}, fmt.Errorf("malformed header: missing key '%s': %s", key, quoteHeader(header))
 		}
 	}
-	if len(dict) != 3 {
-		for key := range dict {
-			switch key {
-			case "descr", "fortran_order", "shape":
-			default:
-				return npyHeaderInfo{}, fmt.Errorf("malformed header: unexpected key %q (want only 'descr', 'fortran_order' and 'shape')", key)
-			}
-		}
+	if descr != npyDescr {
+		return npyHeaderInfo{}, fmt.Errorf("unsupported dtype %q; want '%s' (little-endian float64)", descr, npyDescr)
 	}
-
-	switch descr := dict["descr"].(type) {
-	case string:
-		if descr != npyDescr {
-			return npyHeaderInfo{}, fmt.Errorf("unsupported dtype %q; want '%s' (little-endian float64)", descr, npyDescr)
-		}
-	default:
-		return npyHeaderInfo{}, fmt.Errorf("unsupported dtype: descr is %s (a structured dtype?); want '%s' (little-endian float64)", pyTypeName(descr), npyDescr)
-	}
-
-	fortran, ok := dict["fortran_order"].(bool)
-	if !ok {
-		return npyHeaderInfo{}, fmt.Errorf("malformed header: fortran_order is %s, want True or False", pyTypeName(dict["fortran_order"]))
-	}
-
-	tuple, ok := dict["shape"].(pyTuple)
-	if !ok {
-		return npyHeaderInfo{}, fmt.Errorf("malformed header: shape is %s, want a tuple of integers", pyTypeName(dict["shape"]))
-	}
-	if len(tuple) > npyMaxDims {
-		return npyHeaderInfo{}, fmt.Errorf("shape has %d dimensions, at most %d are supported", len(tuple), npyMaxDims)
-	}
-	shape := make([]int, len(tuple))
-	for i, v := range tuple {
-		lit, ok := v.(pyInt)
-		if !ok {
-			return npyHeaderInfo{}, fmt.Errorf("malformed header: shape element %d is %s, want an integer", i, pyTypeName(v))
-		}
-		d, err := strconv.ParseInt(string(lit), 10, 64)
+	h.shape = make([]int, len(dims))
+	for i, lit := range dims {
+		d, err := strconv.ParseInt(lit, 10, 64)
 		switch {
-		case strings.HasPrefix(string(lit), "-") && (err != nil || d < 0):
+		case strings.HasPrefix(lit, "-") && (err != nil || d < 0):
 			return npyHeaderInfo{}, fmt.Errorf("negative dimension %s in shape", lit)
 		case err != nil || d > npyMaxElements:
 			return npyHeaderInfo{}, fmt.Errorf("dimension %s in shape is too large (more than %d elements)", lit, npyMaxElements)
 		}
-		shape[i] = int(d)
+		h.shape[i] = int(d)
 	}
-	n, err := numElements(shape)
-	if err != nil {
-		return npyHeaderInfo{}, err
-	}
-	return npyHeaderInfo{shape: shape, n: n, fortran: fortran}, nil
-}
-
-// Values of the Python literal subset a .npy header uses: string, bool,
-// pyInt, pyTuple and pyList.
-type (
-	// pyInt is the text of an integer literal, with its sign and without a
-	// Python 2 'L' suffix.
-	pyInt   string
-	pyTuple []any
-	pyList  []any
-)
-
-// pyTypeName names the type of v with an article, for error messages.
-func pyTypeName(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case bool:
-		return "a bool"
-	case pyInt:
-		return "an integer"
-	case pyTuple:
-		return "a tuple"
-	case pyList:
-		return "a list"
-	}
-	return "a value"
+	var err error
+	h.n, err = numElements(h.shape)
+	return h, err
 }
 
 // quoteHeader quotes a header for an error message, shortened if long.
@@ -573,215 +544,147 @@ func quoteHeader(h string) string {
 	return strconv.Quote(h)
 }
 
-// pyParser parses the subset of Python literal syntax that a .npy header
-// dict is written in: a dict with string keys whose values are strings,
-// True, False, decimal integers, tuples and lists of these.
-type pyParser struct {
+// headerParser reads the header dict that NumPy writes,
+//
+//	{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }
+//
+// as Python's ast.literal_eval (which NumPy uses) reads it: the keys in any
+// order, either quote character, any whitespace and optional trailing
+// commas. Its first error is kept in err; every later call does nothing.
+type headerParser struct {
 	s         string
 	pos       int
-	depth     int
 	allowLong bool
+	err       error
 }
 
-// pyMaxDepth bounds the nesting of tuples and lists.
-const pyMaxDepth = 16
-
-func (p *pyParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("malformed header at byte %d: %s: %s", p.pos, fmt.Sprintf(format, args...), quoteHeader(p.s))
-}
-
-func (p *pyParser) skipSpace() {
-	for p.pos < len(p.s) {
-		switch p.s[p.pos] {
-		case ' ', '\t', '\n', '\r', '\f':
-			p.pos++
-		default:
-			return
-		}
+// fail records a syntax error at the current position, unless one is kept.
+func (p *headerParser) fail(format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("malformed header at byte %d: %s: %s", p.pos, fmt.Sprintf(format, args...), quoteHeader(p.s))
 	}
 }
 
-// peek returns the next non-space byte, or 0 at the end (a NUL byte in the
-// header is never valid, so callers need not tell the two apart).
-func (p *pyParser) peek() byte {
-	p.skipSpace()
+// peek skips whitespace and returns the next byte, or 0 at the end (a NUL
+// byte in the header is never valid, so callers need not tell the two apart).
+func (p *headerParser) peek() byte {
+	for p.pos < len(p.s) && strings.IndexByte(" \t\n\r\f", p.s[p.pos]) >= 0 {
+		p.pos++
+	}
 	if p.pos == len(p.s) {
 		return 0
 	}
 	return p.s[p.pos]
 }
 
-// dict parses the whole input as a dict followed only by whitespace.
-func (p *pyParser) dict() (map[string]any, error) {
-	if p.peek() != '{' {
-		return nil, p.errorf("want a dict starting with '{'")
+// accept consumes c if it is the next non-space byte.
+func (p *headerParser) accept(c byte) bool {
+	if p.err != nil || p.peek() != c {
+		return false
 	}
 	p.pos++
-	d := make(map[string]any)
-	for {
-		c := p.peek()
-		if c == '}' {
-			p.pos++
+	return true
+}
+
+// expect consumes c or fails.
+func (p *headerParser) expect(c byte) {
+	if !p.accept(c) {
+		p.fail("want %q", c)
+	}
+}
+
+// str reads a quoted string without escape sequences.
+func (p *headerParser) str() string {
+	if q := p.peek(); p.err == nil && (q == '\'' || q == '"') {
+		for i := p.pos + 1; i < len(p.s); i++ {
+			switch p.s[i] {
+			case q:
+				s := p.s[p.pos+1 : i]
+				p.pos = i + 1
+				return s
+			case '\\':
+				p.pos = i
+				p.fail("escape sequences are not supported")
+				return ""
+			case '\n', '\r':
+				p.pos = i
+				p.fail("unterminated string")
+				return ""
+			}
+		}
+		p.pos = len(p.s)
+		p.fail("unterminated string")
+	}
+	p.fail("want a quoted string")
+	return ""
+}
+
+// descr reads the dtype: a string; a list (a structured dtype) is refused.
+func (p *headerParser) descr() string {
+	if p.err == nil && p.peek() == '[' {
+		p.err = fmt.Errorf("unsupported dtype: descr is a list (a structured dtype?); want '%s' (little-endian float64)", npyDescr)
+	}
+	return p.str()
+}
+
+// word reads a run of the bytes of a Python name: letters, digits and '_'.
+func (p *headerParser) word() string {
+	start := p.pos
+	for p.pos < len(p.s) && (p.s[p.pos] == '_' || unicode.IsLetter(rune(p.s[p.pos])) || unicode.IsDigit(rune(p.s[p.pos]))) {
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
+// boolean reads True or False.
+func (p *headerParser) boolean() bool {
+	p.peek()
+	start := p.pos
+	w := p.word()
+	if w != "True" && w != "False" {
+		p.pos = start
+		p.fail("want True or False for 'fortran_order'")
+	}
+	return w == "True"
+}
+
+// tuple reads the shape, a tuple of integer literals: "()", "(6,)", "(2, 3)".
+// A Python tuple of one element needs its comma: "(6)" is an integer.
+func (p *headerParser) tuple() []string {
+	var dims []string
+	p.expect('(')
+	for p.err == nil && !p.accept(')') {
+		dims = append(dims, p.integer())
+		if !p.accept(',') {
+			if len(dims) == 1 {
+				p.fail("want ',' after the first dimension (the shape is a tuple)")
+			}
+			p.expect(')')
 			break
 		}
-		if c != '\'' && c != '"' {
-			return nil, p.errorf("want a quoted key or '}'")
-		}
-		key, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := d[key]; dup {
-			return nil, p.errorf("duplicate key %q", key)
-		}
-		if p.peek() != ':' {
-			return nil, p.errorf("want ':' after key %q", key)
-		}
-		p.pos++
-		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		d[key] = v
-		if c := p.peek(); c == ',' {
-			p.pos++
-		} else if c != '}' {
-			return nil, p.errorf("want ',' or '}' after the value of %q", key)
-		}
 	}
-	if p.skipSpace(); p.pos != len(p.s) {
-		return nil, p.errorf("unexpected text after the dict")
-	}
-	return d, nil
+	return dims
 }
 
-func (p *pyParser) value() (any, error) {
-	switch c := p.peek(); {
-	case c == '\'' || c == '"':
-		return p.str()
-	case c == '-' || ('0' <= c && c <= '9'):
-		return p.integer()
-	case c == '(' || c == '[':
-		return p.sequence()
-	case c == 'T' || c == 'F':
-		start := p.pos
-		for p.pos < len(p.s) && isIdentByte(p.s[p.pos]) {
-			p.pos++
-		}
-		switch p.s[start:p.pos] {
-		case "True":
-			return true, nil
-		case "False":
-			return false, nil
-		}
-		p.pos = start
-		return nil, p.errorf("unknown name")
-	case c == 0:
-		return nil, p.errorf("unexpected end of header")
-	default:
-		return nil, p.errorf("unexpected %q", c)
+// integer reads a decimal integer literal with an optional minus sign and
+// returns its text, sign included and without a Python 2 'L' suffix.
+func (p *headerParser) integer() string {
+	sign := ""
+	if p.accept('-') {
+		sign = "-"
 	}
-}
-
-func isIdentByte(c byte) bool {
-	return c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
-}
-
-// str parses a quoted string without escape sequences.
-func (p *pyParser) str() (string, error) {
-	quote := p.s[p.pos]
-	start := p.pos + 1
-	for i := start; i < len(p.s); i++ {
-		switch p.s[i] {
-		case quote:
-			p.pos = i + 1
-			return p.s[start:i], nil
-		case '\\':
-			p.pos = i
-			return "", p.errorf("escape sequences are not supported")
-		case '\n', '\r':
-			p.pos = i
-			return "", p.errorf("unterminated string")
-		}
-	}
-	p.pos = len(p.s)
-	return "", p.errorf("unterminated string")
-}
-
-// integer parses a decimal integer literal with an optional minus sign.
-func (p *pyParser) integer() (pyInt, error) {
+	p.peek()
 	start := p.pos
-	if p.s[p.pos] == '-' {
-		p.pos++
-		p.skipSpace()
-	}
-	digits := p.pos
 	for p.pos < len(p.s) && '0' <= p.s[p.pos] && p.s[p.pos] <= '9' {
 		p.pos++
 	}
-	lit := p.s[digits:p.pos]
-	if lit == "" {
-		return "", p.errorf("want digits")
-	}
-	if len(lit) > 1 && lit[0] == '0' {
-		p.pos = digits
-		return "", p.errorf("leading zero in integer %s", lit)
-	}
-	if p.allowLong && p.pos < len(p.s) && p.s[p.pos] == 'L' {
+	lit := p.s[start:p.pos]
+	if p.allowLong && lit != "" && p.pos < len(p.s) && p.s[p.pos] == 'L' {
 		p.pos++
 	}
-	if p.pos < len(p.s) && (isIdentByte(p.s[p.pos]) || p.s[p.pos] == '.') {
-		return "", p.errorf("bad integer literal")
+	if lit == "" || (len(lit) > 1 && lit[0] == '0') || p.word() != "" || p.peek() == '.' {
+		p.pos = start
+		p.fail("want a decimal integer without leading zeros")
 	}
-	if p.s[start] == '-' {
-		return pyInt("-" + lit), nil
-	}
-	return pyInt(lit), nil
-}
-
-// sequence parses a tuple "(...)" or a list "[...]". As in Python, "(x)"
-// without a comma is x itself, not a tuple.
-func (p *pyParser) sequence() (any, error) {
-	open := p.s[p.pos]
-	closer := byte(')')
-	if open == '[' {
-		closer = ']'
-	}
-	if p.depth >= pyMaxDepth {
-		return nil, p.errorf("nested too deeply")
-	}
-	p.depth++
-	defer func() { p.depth-- }()
-	p.pos++
-	var items []any
-	sawComma := false
-	for {
-		if p.peek() == closer {
-			p.pos++
-			break
-		}
-		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, v)
-		switch p.peek() {
-		case ',':
-			p.pos++
-			sawComma = true
-			continue
-		case closer:
-			p.pos++
-		default:
-			return nil, p.errorf("want ',' or %q", closer)
-		}
-		break
-	}
-	if open == '[' {
-		return pyList(items), nil
-	}
-	if len(items) == 1 && !sawComma {
-		return items[0], nil
-	}
-	return pyTuple(items), nil
+	return sign + lit
 }

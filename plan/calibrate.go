@@ -23,7 +23,7 @@ func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) 
 	if w := p.workload(); w != WorkloadPrefix {
 		return nil, fmt.Errorf("plan: workload %q, want %s (the only workload a plan factorizes; mfsolve factorizes the others)", w, WorkloadPrefix)
 	}
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) 
 	}
 	w, err := factorize.Prefix(p.Rounds)
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
 	f, err := s.Factorize(ctx, w, part)
 	if err != nil {
@@ -105,7 +105,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	if f == nil {
 		return errors.New("plan: no factorization to calibrate")
 	}
-	part, _ := p.participation()
+	part, _ := p.Pattern()
 	m := f.Metrics
 	if m.Participation != part {
 		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v", m.Participation, part)
@@ -133,7 +133,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	}
 	sens, err := accountant.ReleaseSensitivity(p.Clip, learners, rel, unit)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	std, err := accountant.NoiseStd(t.Eps, t.Delta, sens, method)
 	if err != nil {
@@ -161,17 +161,14 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 // calibrateAmplified is Calibrate's amplified banded accounting.
 func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorization, rel accountant.Relation) error {
 	t, m := p.Target, f.Metrics
-	if f.C == nil {
-		return errors.New("plan: the amplified accounting (sampling) needs the factor C to count its bands")
-	}
 	b := m.Participation.B // the groups of the sampling
-	if bands, ok := factorize.Bands(f.C); !ok || bands > b || m.Participation.Kind != factorize.KindMinSep {
+	if bands, ok := factorize.BandsOf(f.Operator); !ok || bands > b || m.Participation.Kind != factorize.KindMinSep {
 		return fmt.Errorf("plan: the amplified accounting (sampling) needs a lower-triangular C with at most %d bands under minsep:%d", b, b)
 	}
-	r, _ := f.C.Dims()
+	r := f.Workload.R()
 	sens, err := accountant.ReleaseSensitivity(p.Clip, p.Learners, rel, m.Gamma)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	sigma, err := accountant.AmplifiedBandedSigma(ctx, t.Sampling, r, b, t.Eps, t.Delta, rel)
 	if err != nil {
@@ -182,6 +179,13 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 		return err
 	}
 	k, _ := accountant.BandedCompositions(r, b)
+	// Both sides of the PLD's eps at the calibrated sigma: the safe one
+	// (at most the target) is the guarantee, the optimistic one shows the
+	// accountant's own slack.
+	eb, err := accountant.SampledGaussianEpsilonBounds(t.Sampling, sigma, k, t.Delta, rel)
+	if err != nil {
+		return err
+	}
 	bound := ""
 	if rel == accountant.ReplaceOne && t.Sampling < 1 {
 		bound = " (an upper bound)"
@@ -189,8 +193,8 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	p.Privacy = &Record{
 		Eps: t.Eps, Delta: t.Delta, Method: MethodAmplified,
 		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners",
-			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners),
+		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
+			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, eb.Safe, eb.Optimistic),
 		NoiseStd: std, Sigma: sigma,
 		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),

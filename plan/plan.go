@@ -33,9 +33,11 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // Format is the version of the plan's JSON encoding.
@@ -193,7 +195,7 @@ func ParseCalibration(s string) (Calibration, error) {
 	case "paper":
 		return Paper, nil
 	}
-	return 0, fmt.Errorf("calibration %q, want exact or paper", s)
+	return 0, &param.Error{Param: "calibration", Value: strconv.Quote(s), Want: "exact or paper"}
 }
 
 // MarshalText writes the name.
@@ -256,7 +258,7 @@ func Parse(data []byte) (*Plan, error) {
 	dec.DisallowUnknownFields()
 	var p Plan
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("plan: %v", err)
+		return nil, wrap(err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("plan: data after the plan's JSON object")
@@ -308,12 +310,12 @@ func (p *Plan) Validate() error {
 	if p.Rounds < 1 {
 		return bad("rounds", p.Rounds, ">= 1")
 	}
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil {
 		return err
 	}
 	if err := part.Validate(p.Rounds); err != nil && p.workload() == WorkloadPrefix {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	switch p.Algorithm {
 	case "", AlgoCorrelated, AlgoBaselineCorrelated, AlgoIndependent, AlgoNonPrivate:
@@ -329,7 +331,7 @@ func (p *Plan) Validate() error {
 	}
 	if p.Algorithm == AlgoIndependent && p.Strategy != "" {
 		if s, err := factorize.ParseStrategy(p.Strategy); err != nil {
-			return fmt.Errorf("plan: %w", err)
+			return wrap(err)
 		} else if _, ok := s.(factorize.IdentityStrategy); !ok {
 			return bad("strategy", strconv.Quote(p.Strategy), "identity for the independent algorithm")
 		}
@@ -368,7 +370,7 @@ func (t *Target) validate(p *Plan) error {
 		return bad("calibration", t.Calibration, "exact or paper")
 	}
 	if _, err := t.relation(); err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return wrap(err)
 	}
 	if t.Sampling != 0 && !(t.Sampling > 0 && t.Sampling <= 1) {
 		return bad("sampling", t.Sampling, "a probability in (0, 1] (or 0: none)")
@@ -402,24 +404,22 @@ func (p *Plan) workload() string {
 	return p.Workload
 }
 
-// participation returns the participation pattern (single when empty).
-func (p *Plan) participation() (factorize.Participation, error) {
+// Pattern returns the participation pattern of the plan (single when
+// empty).
+func (p *Plan) Pattern() (factorize.Participation, error) {
 	if p.Participation == "" {
 		return factorize.SingleParticipation(), nil
 	}
 	part, err := factorize.ParseParticipation(p.Participation)
 	if err != nil {
-		return part, fmt.Errorf("plan: %w", err)
+		return part, wrap(err)
 	}
 	return part, nil
 }
 
-// Pattern returns the participation pattern of the plan.
-func (p *Plan) Pattern() (factorize.Participation, error) { return p.participation() }
-
 // Epochs returns K for participation epochs:K, and 1 otherwise.
 func (p *Plan) Epochs() int {
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil || part.Kind != factorize.KindEpochs {
 		return 1
 	}
@@ -443,23 +443,41 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	}
 	s, err := factorize.ParseStrategy(spec)
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
-	part, err := p.participation()
+	part, err := p.Pattern()
 	if err != nil {
 		return nil, err
 	}
 	if err := factorize.CheckUnder(s, part); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
 	info, err := factorize.Lookup(s.Name())
 	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, wrap(err)
 	}
 	if !info.LossOnlyUnder(part) {
 		if s, err = factorize.WithLossOnly(s, false); err != nil {
-			return nil, fmt.Errorf("plan: %w", err)
+			return nil, wrap(err)
 		}
 	}
 	return s, nil
 }
+
+// prefixError is an error of another package returned by the plan: its
+// message is "plan: " and the other's message without that package's prefix,
+// so that it reads with one prefix.
+type prefixError struct{ err error }
+
+// wrap returns err as a plan error; errors.Is and errors.As see err.
+func wrap(err error) error { return &prefixError{err} }
+
+func (e *prefixError) Error() string {
+	msg := e.err.Error()
+	for _, p := range []string{"dpmf: ", "accountant: ", "factorize: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return "plan: " + msg
+}
+
+func (e *prefixError) Unwrap() error { return e.err }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // singleMetrics returns a factorization whose metrics are those of single
@@ -297,5 +299,29 @@ func TestStrategySpec(t *testing.T) {
 		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s under %s: error %v, want one mentioning %q", c.spec, c.part, err, c.want)
 		}
+	}
+}
+
+// An error of another package reads with the plan's prefix alone, and is
+// still the other package's error.
+func TestErrorPrefix(t *testing.T) {
+	for _, p := range []Plan{
+		{Rounds: 10, Strategy: "bogus"},
+		{Rounds: 10, Participation: "zz"},
+		{Rounds: 10, Participation: "epochs:3"},
+		{Rounds: 10, Learners: 1, Clip: 1, Target: &Target{Eps: 1, Delta: 1e-5, Calibration: Exact, Relation: "foo"}},
+	} {
+		err := p.Validate()
+		if err == nil {
+			t.Fatalf("%+v: no error", p)
+		}
+		msg := err.Error()
+		if rest, ok := strings.CutPrefix(msg, "plan: "); !ok || strings.HasPrefix(rest, "dpmf: ") || strings.HasPrefix(rest, "accountant: ") {
+			t.Errorf("%+v: error %q, want one prefix \"plan: \"", p, msg)
+		}
+	}
+	var pe *param.Error
+	if err := (&Plan{Rounds: 10, Strategy: "bogus"}).Validate(); !errors.As(err, &pe) || pe.Param != "strategy" {
+		t.Errorf("error %v is not the strategy's param.Error", err)
 	}
 }

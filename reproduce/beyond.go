@@ -9,6 +9,7 @@ import (
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/figure"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
 )
 
 func (r *runner) beyond(ctx context.Context) error {
@@ -33,7 +34,7 @@ func (r *runner) tauSweep(ctx context.Context) error {
 		s := synthetic(10, r.sc.fig4R, tau, r.sc.evalEvery)
 		row := []string{fmt.Sprint(tau)}
 		for _, algo := range algos {
-			j := job{s: s, algo: algo, mech: "optimal", eps: 5, cal: fedopt.Exact, final: true}
+			j := job{s: s, algo: algo, mech: "optimal", eps: 5, cal: plan.Exact, final: true}
 			res, t, err := r.evaluate(ctx, j)
 			if err != nil {
 				return err
@@ -123,7 +124,7 @@ func (r *runner) mechanisms(ctx context.Context) error {
 		}
 		row := []string{mech, f3(gamma), f3(loss), f3(perCoord)}
 		for _, eps := range budgets {
-			j := job{s: s, algo: fedopt.Correlated, mech: mech, eps: eps, cal: fedopt.Exact, final: true}
+			j := job{s: s, algo: fedopt.Correlated, mech: mech, eps: eps, cal: plan.Exact, final: true}
 			res, t, err := r.evaluate(ctx, j)
 			if err != nil {
 				return err
@@ -169,7 +170,7 @@ func (r *runner) cancer(ctx context.Context) error {
 		s := setting{data: "cancer", split: split, n: 10, R: 28, tau: 2, clip: 1, l2: 1e-3, evalEvery: 28}
 		for _, eps := range budgets {
 			for _, algo := range privateAlgos {
-				j := job{s: s, algo: algo, mech: "optimal", eps: eps, cal: fedopt.Exact, final: true, reps: r.sc.cancerReps}
+				j := job{s: s, algo: algo, mech: "optimal", eps: eps, cal: plan.Exact, final: true, reps: r.sc.cancerReps}
 				res, t, err := r.evaluate(ctx, j)
 				if err != nil {
 					return err

@@ -93,14 +93,6 @@ type setting struct {
 	evalEvery int
 }
 
-func (s setting) String() string {
-	d := "synthetic(0.1,0.1), d = 60"
-	if s.data == "cancer" {
-		d = "breast cancer, " + s.split.String()
-	}
-	return fmt.Sprintf("%s, n = %d, R = %d, tau = %d, B_g = %g, L2 = %g", d, s.n, s.R, s.tau, s.clip, s.l2)
-}
-
 func synthetic(n, R, tau, evalEvery int) setting {
 	return setting{data: "synthetic", n: n, R: R, tau: tau, clip: 5, l2: 1e-4, evalEvery: evalEvery}
 }
@@ -184,7 +176,7 @@ type job struct {
 	algo  fedopt.Algorithm
 	mech  string // factorization for Correlated and BaselineCorrelated
 	eps   float64
-	cal   fedopt.Calibration
+	cal   plan.Calibration
 	etaT  float64 // eta~, mean-gradient units
 	reps  int
 	seed  uint64 // data seed; noise of repetition k: RepSeed(seed, k)
@@ -282,7 +274,7 @@ type tuneKey struct {
 	algo fedopt.Algorithm
 	mech string
 	eps  float64
-	cal  fedopt.Calibration
+	cal  plan.Calibration
 }
 
 // tune returns the (cached) step of j's algorithm on j's setting: the grid

@@ -8,6 +8,7 @@ import (
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/figure"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // paperEta is the local step of the paper-style runs of Fig. 3: the same
@@ -53,7 +54,7 @@ func (r *runner) fig3(ctx context.Context) error {
 	for _, kind := range kinds {
 		for _, tau := range taus {
 			s := synthetic(10, r.sc.fig3Samples/tau, tau, max(r.sc.evalEvery/tau, 1))
-			j := job{s: s, algo: fedopt.Correlated, mech: "optimal", eps: 5, cal: fedopt.Exact, reps: r.sc.reps, seed: EvalSeed + r.opt.SeedShift}
+			j := job{s: s, algo: fedopt.Correlated, mech: "optimal", eps: 5, cal: plan.Exact, reps: r.sc.reps, seed: EvalSeed + r.opt.SeedShift}
 			if kind == kinds[0] {
 				j.etaT = paperEta * float64(tau)
 			} else {

@@ -9,12 +9,13 @@ import (
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/figure"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // fig4Cell is one algorithm at one budget and calibration in Fig. 4.
 type fig4Cell struct {
 	algo fedopt.Algorithm
-	cal  fedopt.Calibration
+	cal  plan.Calibration
 	eps  float64
 	res  *experiment.Result
 	tune *tuning
@@ -26,7 +27,7 @@ type fig4Result struct {
 }
 
 var (
-	calibrations = []fedopt.Calibration{fedopt.Exact, fedopt.Paper}
+	calibrations = []plan.Calibration{plan.Exact, plan.Paper}
 	budgets      = []float64{5, 1}
 )
 
@@ -82,7 +83,7 @@ func (r *runner) runFig4(ctx context.Context) error {
 	}
 	var panels []figure.Panel
 	var rows, trows [][]string
-	find := func(cal fedopt.Calibration, eps float64, algo fedopt.Algorithm) fig4Cell {
+	find := func(cal plan.Calibration, eps float64, algo fedopt.Algorithm) fig4Cell {
 		for _, c := range f4.cells {
 			if c.cal == cal && c.eps == eps && c.algo == algo {
 				return c
@@ -124,7 +125,7 @@ func (r *runner) runFig4(ctx context.Context) error {
 	// Claims: Algorithm 1 against the baseline at both budgets; the
 	// baseline's step.
 	var wins []string
-	winsPer := map[fedopt.Calibration]int{}
+	winsPer := map[plan.Calibration]int{}
 	var steps []string
 	smaller, smallerRaw := 0, 0
 	for _, cal := range calibrations {
@@ -154,14 +155,14 @@ func (r *runner) runFig4(ctx context.Context) error {
 	}
 	// Orderings with a large effect, asserted by quick mode: the same
 	// algorithm with less noise, and no noise against the most noise.
-	ae, ap := find(fedopt.Exact, 1, fedopt.Correlated), find(fedopt.Paper, 1, fedopt.Correlated)
+	ae, ap := find(plan.Exact, 1, fedopt.Correlated), find(plan.Paper, 1, fedopt.Correlated)
 	r.check("fig4 Algorithm 1 (1, 1e-3)", "exact calibration", mustFinal(ae), sdFinal(ae), r.sc.reps, "paper calibration", mustFinal(ap), sdFinal(ap), r.sc.reps)
 	r.check("fig4 paper (1, 1e-3) non-private", "non-private", npm, 0, 1, "Algorithm 1", mustFinal(ap), sdFinal(ap), r.sc.reps)
 	verdict := "reproduced only under stated conditions"
 	switch {
-	case winsPer[fedopt.Exact] == 2 && winsPer[fedopt.Paper] == 2:
+	case winsPer[plan.Exact] == 2 && winsPer[plan.Paper] == 2:
 		verdict = "reproduced"
-	case winsPer[fedopt.Exact] == 0 && winsPer[fedopt.Paper] == 0:
+	case winsPer[plan.Exact] == 0 && winsPer[plan.Paper] == 0:
 		verdict = "not reproduced"
 	}
 	r.claim(Claim{

@@ -26,7 +26,10 @@
 //
 // Output is one line of key=value pairs, or with -json one object with the
 // fields method, eps, delta, sigma, sensitivity, noise_std, compositions,
-// and, with -sampling, sampling, steps and relation. The delta command without
+// and, with -sampling, sampling, steps and relation. With -sampling the
+// epsilon and delta commands also print eps_optimistic or delta_optimistic,
+// the accountant's lower bound: the true value lies between it and eps or
+// delta, the safe value to state (docs/privacy.md). The delta command without
 // -sampling also prints log_delta, an upper bound on the natural logarithm
 // of delta with its evaluation error counted: where delta is positive but
 // below the smallest float64 it is printed as delta=5e-324 (an upper bound,
@@ -87,7 +90,7 @@ Example:
   $ dpacct epsilon -sigma 1 -delta 1e-5 -compositions 100 -json
   {"method":"exact","eps":91.81728962466741,"delta":0.00001,"sigma":1,"sensitivity":1,"noise_std":1,"compositions":100}
   $ dpacct epsilon -sigma 1 -delta 1e-5 -sampling 0.01 -steps 1000
-  method=pld eps=1.8282395991149305 delta=1e-05 sigma=1 sensitivity=1 noise_std=1 compositions=1000 sampling=0.01 steps=1000 relation=add-remove
+  method=pld eps=1.8282394349132363 delta=1e-05 sigma=1 sensitivity=1 noise_std=1 compositions=1000 sampling=0.01 steps=1000 relation=add-remove eps_optimistic=1.8282356771184525
 `
 
 // Exit statuses, shared by dpmf's commands.
@@ -109,6 +112,12 @@ type result struct {
 	Sampling     *float64 `json:"sampling,omitempty"` // Poisson sampling probability, with -sampling
 	Steps        int      `json:"steps,omitempty"`    // sampled steps, with -sampling
 	Relation     string   `json:"relation,omitempty"` // neighbouring relation, with -sampling
+	// EpsOptimistic and DeltaOptimistic, for epsilon and delta with
+	// -sampling, are the PLD accountant's optimistic bounds: the true eps
+	// (delta) of the accounted pair lies between them and eps (delta),
+	// the safe value to state.
+	EpsOptimistic   *float64 `json:"eps_optimistic,omitempty"`
+	DeltaOptimistic *float64 `json:"delta_optimistic,omitempty"`
 	// LogDelta, for the delta command without -sampling, is an upper bound
 	// on log delta that holds where delta itself is below the smallest
 	// float64 (then delta is printed as that value, 5e-324, an upper bound).
@@ -121,6 +130,12 @@ func (r result) text() string {
 		r.Method, f(r.Eps), f(r.Delta), f(r.Sigma), f(r.Sensitivity), f(r.NoiseStd), r.Compositions)
 	if r.Sampling != nil {
 		s += fmt.Sprintf(" sampling=%s steps=%d relation=%s", f(*r.Sampling), r.Steps, r.Relation)
+	}
+	if r.EpsOptimistic != nil {
+		s += " eps_optimistic=" + f(*r.EpsOptimistic)
+	}
+	if r.DeltaOptimistic != nil {
+		s += " delta_optimistic=" + f(*r.DeltaOptimistic)
 	}
 	if r.LogDelta != nil {
 		s += " log_delta=" + f(*r.LogDelta)
@@ -284,9 +299,13 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		case "sigma":
 			res.Sigma, err = accountant.SampledGaussianSigma(ctx, q, steps.v, eps.v, delta.v, relation)
 		case "epsilon":
-			res.Eps, err = accountant.SampledGaussianEpsilon(q, sigma.v, steps.v, delta.v, relation)
+			var b accountant.Bounds
+			b, err = accountant.SampledGaussianEpsilonBounds(q, sigma.v, steps.v, delta.v, relation)
+			res.Eps, res.EpsOptimistic = b.Safe, &b.Optimistic
 		case "delta":
-			res.Delta, err = accountant.SampledGaussianDelta(q, sigma.v, steps.v, eps.v, relation)
+			var b accountant.Bounds
+			b, err = accountant.SampledGaussianDeltaBounds(q, sigma.v, steps.v, eps.v, relation)
+			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
 		}
 		if err == nil {
 			res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)

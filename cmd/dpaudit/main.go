@@ -54,6 +54,7 @@ import (
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // exitViolation is the exit status of an audit that found a violation.
@@ -89,8 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	}
 	cmd := args[0]
 	o := &options{}
-	fs := flag.NewFlagSet("dpaudit "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("dpaudit " + cmd)
 	p := &o.plan
 	fs.StringVar(&o.algo, "algo", "correlated", "algorithm: correlated, independent or baseline-correlated")
 	fs.StringVar(&o.strategy, "strategy", "optimal", "factorization strategy `SPEC`: NAME[:KEY=VALUE,...], for example blt:buffers=2 (mfsolve -h lists the strategies and their settings)")
@@ -119,16 +119,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	} else {
 		fs.BoolVar(&o.network, "network", false, "also run data set D's federation over gRPC (a fednet server on 127.0.0.1 and its learners) and check it releases the in-process models bit for bit; no -dropout")
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, nil
-		}
-		return 0, cli.Usagef("%v", err)
+	_, err := cli.ParseFlags(fs, args[1:], stderr, "Usage of dpaudit "+cmd+":\n", "")
+	if errors.Is(err, flag.ErrHelp) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
 	}
-	if fs.NArg() > 0 {
-		return 0, cli.Usagef("unexpected argument %q", fs.Arg(0))
-	}
-	var err error
 	if p.Algorithm, err = fedopt.ParseAlgorithm(o.algo); err != nil {
 		return 0, cli.Usagef("invalid -algo: %v", err)
 	}
@@ -138,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	if p.Participation, err = factorize.ParseParticipation(o.part); err != nil {
 		return 0, cli.Usagef("invalid -participation: %v", err)
 	}
-	if p.Calibration, err = fedopt.ParseCalibration(o.cal); err != nil {
+	if p.Calibration, err = plan.ParseCalibration(o.cal); err != nil {
 		return 0, cli.Usagef("invalid -calibration: %v", err)
 	}
 	for name, v := range map[string]int{"learners": p.Learners, "rounds": p.Rounds, "tau": p.Tau, "dim": p.Dim} {

@@ -108,3 +108,17 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// -h lists the flags on stderr and succeeds; a bad flag is one usage error,
+// with nothing on stderr.
+func TestHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	code, err := run(context.Background(), []string{"canary", "-h"}, &out, &errb)
+	if code != 0 || err != nil || !strings.HasPrefix(errb.String(), "Usage of dpaudit canary:\n") || !strings.Contains(errb.String(), "-canaries") {
+		t.Errorf("-h: code %d, err %v, stderr %q", code, err, errb.String())
+	}
+	errb.Reset()
+	if _, err := run(context.Background(), []string{"replay", "-bogus"}, &out, &errb); cli.ExitCode(err) != cli.ExitUsage || errb.Len() != 0 {
+		t.Errorf("-bogus: err %v, stderr %q", err, errb.String())
+	}
+}

@@ -12,7 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // budgetEnv is the environment variable that sets the cache budget when
@@ -24,12 +26,12 @@ const budgetWant = "want a size such as 500M, 2G or 1.5GiB (K, M, G, T are power
 
 // parseSize parses a cache budget: a number of bytes with an optional unit
 // K, M, G or T (powers of 1024, optionally followed by B or iB, any case),
-// or "unlimited" (factorize.UnlimitedCacheBudget). 0 is returned as 0: the
+// or "unlimited" (dpcache.Unlimited). 0 is returned as 0: the
 // caller turns the cache off.
 func parseSize(s string) (int64, error) {
 	v := strings.ToLower(strings.TrimSpace(s))
 	if v == "unlimited" {
-		return factorize.UnlimitedCacheBudget, nil
+		return dpcache.Unlimited, nil
 	}
 	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	if i < 0 {
@@ -55,7 +57,7 @@ func parseSize(s string) (int64, error) {
 // variable.
 func resolveBudget(cfg *config, getenv func(string) string) error {
 	if !cfg.budgetSet {
-		cfg.budget = factorize.DefaultCacheBudget
+		cfg.budget = dpcache.DefaultBudget
 		if getenv != nil {
 			if v := getenv(budgetEnv); v != "" {
 				b, err := parseSize(v)
@@ -80,7 +82,7 @@ func describeBudget(b int64) string {
 	case b < 0:
 		return "no budget (unlimited)"
 	}
-	return "budget " + factorize.FormatSize(b)
+	return "budget " + dpcache.FormatSize(b)
 }
 
 const cacheUsageText = `Usage: mfsolve cache list [-cache DIR] [-cache-budget SIZE] [-json]
@@ -106,9 +108,7 @@ func runCache(args []string, e env) error {
 	}
 	verb := args[0]
 	var cfg config
-	fs := flag.NewFlagSet("mfsolve cache", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cli.NewFlagSet("mfsolve cache")
 	fs.StringVar(&cfg.cacheDir, "cache", "", "the cache directory `DIR` (default: the user cache directory + /dpmf)")
 	fs.Func("cache-budget", "the budget `SIZE` to show with list (default: $DPMF_CACHE_BUDGET, else 1G)", func(v string) error {
 		b, err := parseSize(v)
@@ -122,24 +122,15 @@ func runCache(args []string, e env) error {
 		fs.PrintDefaults()
 		return nil
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprint(e.stdout, cacheUsageText)
-			fs.PrintDefaults()
-			return nil
-		}
-		return usagef("cache %s: %v", verb, err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("cache %s: unexpected argument %q", verb, fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["cache"] && cfg.cacheDir == "" {
+	set, err := cli.ParseFlags(fs, args[1:], e.stdout, cacheUsageText, "cache "+verb+": ")
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil
+	case err != nil:
+		return err
+	case set["cache"] && cfg.cacheDir == "":
 		return usagef("-cache is empty: want a directory")
-	}
-	if verb == "clear" && (set["json"] || set["cache-budget"]) {
+	case verb == "clear" && (set["json"] || set["cache-budget"]):
 		return usagef("cache clear takes only -cache")
 	}
 	if err := resolveBudget(&cfg, e.getenv); err != nil {
@@ -156,13 +147,13 @@ func runCache(args []string, e env) error {
 		}
 		dir = d
 	}
-	c := &factorize.Cache{Dir: dir, Budget: cfg.budget}
+	c := &dpcache.Cache{Dir: dir, Budget: cfg.budget}
 	if verb == "clear" {
 		n, freed, err := c.Clear()
 		if err != nil {
 			return fmt.Errorf("clearing the cache %s: %v", dir, err)
 		}
-		_, err = fmt.Fprintf(e.stdout, "removed %d %s (%s) from %s\n", n, plural(n, "entry", "entries"), factorize.FormatSize(freed), dir)
+		_, err = fmt.Fprintf(e.stdout, "removed %d %s (%s) from %s\n", n, plural(n, "entry", "entries"), dpcache.FormatSize(freed), dir)
 		return err
 	}
 	entries, err := c.List()
@@ -175,10 +166,10 @@ func runCache(args []string, e env) error {
 	}
 	if cfg.json {
 		js, err := json.Marshal(struct {
-			Dir     string                 `json:"dir"`
-			Budget  int64                  `json:"budget"`
-			Total   int64                  `json:"total"`
-			Entries []factorize.CacheEntry `json:"entries"`
+			Dir     string          `json:"dir"`
+			Budget  int64           `json:"budget"`
+			Total   int64           `json:"total"`
+			Entries []dpcache.Entry `json:"entries"`
 		}{dir, cfg.budget, total, entries})
 		if err != nil {
 			return err
@@ -186,7 +177,7 @@ func runCache(args []string, e env) error {
 		_, err = fmt.Fprintf(e.stdout, "%s\n", js)
 		return err
 	}
-	fmt.Fprintf(e.stdout, "cache %s: %d %s, %s; %s\n", dir, len(entries), plural(len(entries), "entry", "entries"), factorize.FormatSize(total), describeBudget(cfg.budget))
+	fmt.Fprintf(e.stdout, "cache %s: %d %s, %s; %s\n", dir, len(entries), plural(len(entries), "entry", "entries"), dpcache.FormatSize(total), describeBudget(cfg.budget))
 	if len(entries) == 0 {
 		return nil
 	}
@@ -195,7 +186,7 @@ func runCache(args []string, e env) error {
 	for _, en := range entries {
 		used := en.LastUsed.Format(time.DateTime)
 		if en.Problem != "" {
-			fmt.Fprintf(tw, "%s\t%s\tunreadable (%s)\t\t\t\t\t%s\n", used, factorize.FormatSize(en.Size), en.Problem, en.Key[:12])
+			fmt.Fprintf(tw, "%s\t%s\tunreadable (%s)\t\t\t\t\t%s\n", used, dpcache.FormatSize(en.Size), en.Problem, en.Key[:12])
 			continue
 		}
 		stored := "metrics only"
@@ -206,7 +197,7 @@ func runCache(args []string, e env) error {
 		if len(workload) > 24 {
 			workload = workload[:21] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", used, factorize.FormatSize(en.Size), en.Strategy, workload, en.R, en.Participation, stored, en.Key[:12])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", used, dpcache.FormatSize(en.Size), en.Strategy, workload, en.R, en.Participation, stored, en.Key[:12])
 	}
 	return tw.Flush()
 }
@@ -221,7 +212,7 @@ func plural(n int, one, many string) string {
 
 // cacheFor returns the cache of the run, or nil for -no-cache (or a budget
 // of 0) or when no cache directory can be found (reported on warn).
-func cacheFor(cfg config, e env, warn io.Writer) *factorize.Cache {
+func cacheFor(cfg config, e env, warn io.Writer) *dpcache.Cache {
 	if cfg.noCache {
 		return nil
 	}
@@ -236,7 +227,7 @@ func cacheFor(cfg config, e env, warn io.Writer) *factorize.Cache {
 			return nil
 		}
 	}
-	return &factorize.Cache{Dir: dir, Budget: cfg.budget}
+	return &dpcache.Cache{Dir: dir, Budget: cfg.budget}
 }
 
 // compareKeeps is the store policy of -compare: only the results of the

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 )
 
@@ -63,7 +64,7 @@ func TestParseSize(t *testing.T) {
 	}{
 		{"0", 0}, {"1", 1}, {"4096", 4096}, {"1k", 1024}, {"1K", 1024}, {"1KB", 1024}, {"1KiB", 1024},
 		{"500M", 500 << 20}, {"2G", 2 << 30}, {"2g", 2 << 30}, {"1.5GiB", 3 << 29}, {"1T", 1 << 40},
-		{" 3M ", 3 << 20}, {"10B", 10}, {"unlimited", factorize.UnlimitedCacheBudget}, {"Unlimited", -1},
+		{" 3M ", 3 << 20}, {"10B", 10}, {"unlimited", dpcache.Unlimited}, {"Unlimited", -1},
 	} {
 		got, err := parseSize(tc.in)
 		require.NoError(t, err, "%q", tc.in)
@@ -81,7 +82,7 @@ func TestParseSize(t *testing.T) {
 func TestCacheBudgetSources(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
-	args := []string{"-strategy", "sqrt", "-R", "40", "-json"} // B and C: 2 * 8 * 40^2 = 25.6 KB
+	args := []string{"-strategy", "sqrt", "-R", "40", "-json"} // B and C: 2 * 8 * 40^2 = 25.6 KB, the operator 2 * 8 * 40
 
 	res := runEnv(cache, map[string]string{budgetEnv: "5x"}, args...)
 	assert.Equal(t, exitUsage, res.code)
@@ -110,7 +111,7 @@ func TestCacheBudgetSources(t *testing.T) {
 	// An entry over the budget is not stored, with one warning.
 	res = runEnv(cache, map[string]string{budgetEnv: "20K"}, args...)
 	require.Equal(t, exitOK, res.code, res.stderr)
-	assert.Regexp(t, `^mfsolve: not cached: the entry \(25\.[0-9] KiB\) is larger than the cache budget \(20\.0 KiB\)\n$`, res.stderr)
+	assert.Regexp(t, `^mfsolve: not cached: the entry \(26\.[0-9] KiB\) is larger than the cache budget \(20\.0 KiB\)\n$`, res.stderr)
 	_, n := cacheBytes(t, cache)
 	assert.Zero(t, n)
 
@@ -131,7 +132,7 @@ func TestCompareStoresOnlySolvers(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	res := runEnv(cache, nil, "-R", "48", "-compare", "-json")
 	require.Equal(t, exitOK, res.code, res.stderr)
-	entries, err := (&factorize.Cache{Dir: cache}).List()
+	entries, err := (&dpcache.Cache{Dir: cache}).List()
 	require.NoError(t, err)
 	var stored []string
 	for _, e := range entries {
@@ -181,11 +182,11 @@ func TestCacheListClearCommand(t *testing.T) {
 	assert.Empty(t, res.stderr)
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
 	require.Len(t, lines, 4, res.stdout)
-	assert.Equal(t, fmt.Sprintf("cache %s: 2 entries, %s; budget 1.0 GiB", cache, factorize.FormatSize(total)), lines[0])
+	assert.Equal(t, fmt.Sprintf("cache %s: 2 entries, %s; budget 1.0 GiB", cache, dpcache.FormatSize(total)), lines[0])
 	assert.Regexp(t, `^LAST USED +SIZE +STRATEGY +WORKLOAD +R +PARTICIPATION +STORED +KEY$`, lines[1])
 	// identity: B and C 30 x 30; tree: C has 30 + 15 + 7 + 3 + 1 = 56 rows.
 	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +14\.[0-9] KiB +identity +prefix +30 +single +B and C +[0-9a-f]{12}$`, lines[2])
-	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +26\.[0-9] KiB +tree +prefix +30 +single +B and C +[0-9a-f]{12}$`, lines[3])
+	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +27\.[0-9] KiB +tree +prefix +30 +single +B and C +[0-9a-f]{12}$`, lines[3])
 
 	res = runEnv(cache, map[string]string{budgetEnv: "unlimited"}, "cache", "list", "-json")
 	require.Equal(t, exitOK, res.code, res.stderr)
@@ -193,7 +194,7 @@ func TestCacheListClearCommand(t *testing.T) {
 		Dir     string
 		Budget  int64
 		Total   int64
-		Entries []factorize.CacheEntry
+		Entries []dpcache.Entry
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &listing))
 	assert.Equal(t, cache, listing.Dir)
@@ -214,7 +215,7 @@ func TestCacheListClearCommand(t *testing.T) {
 
 	res = runEnv(cache, nil, "cache", "clear")
 	require.Equal(t, exitOK, res.code, res.stderr)
-	assert.Equal(t, fmt.Sprintf("removed 2 entries (%s) from %s\n", factorize.FormatSize(total), cache), res.stdout)
+	assert.Equal(t, fmt.Sprintf("removed 2 entries (%s) from %s\n", dpcache.FormatSize(total), cache), res.stdout)
 	_, n = cacheBytes(t, cache)
 	assert.Zero(t, n)
 	res = runEnv(cache, nil, "cache", "list")
@@ -263,14 +264,14 @@ func TestReadmeCommandsWithinBudget(t *testing.T) {
 		res := runEnv(big, nil, args...)
 		require.Equal(t, exitOK, res.code, "%q: %s", args, res.stderr)
 	}
-	entries, err := (&factorize.Cache{Dir: big}).List()
+	entries, err := (&dpcache.Cache{Dir: big}).List()
 	require.NoError(t, err)
 	var total int64
 	for _, e := range entries {
 		assert.Contains(t, []string{"optimal", "semiseparable"}, e.Strategy)
 		total += e.Size
 	}
-	t.Logf("the README's mfsolve commands leave %d bytes (%s) in %d entries", total, factorize.FormatSize(total), len(entries))
+	t.Logf("the README's mfsolve commands leave %d bytes (%s) in %d entries", total, dpcache.FormatSize(total), len(entries))
 }
 
 // docFields returns the fields of docs/cli.md's output table: all of them,

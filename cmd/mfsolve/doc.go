@@ -16,7 +16,7 @@
 // iterations, gap, seconds, cached, each explained by mfsolve -h, then the
 // files written with their shapes: "; wrote B (800 x 800) to B.npy"), or one
 // JSON object with -json. Factorizations are kept in a disk cache (see
-// factorize.Cache), so a second run with the same strategy, workload, R and
+// cache.Cache), so a second run with the same strategy, workload, R and
 // tolerance loads the result instead of solving again. The cache keeps
 // within a budget (-cache-budget, else $DPMF_CACHE_BUDGET, else 1G), evicting
 // the least recently used entries; "mfsolve cache list" shows it and

@@ -13,8 +13,12 @@ import (
 // noiseTol is the relative tolerance of each strategy's noise against the
 // recorded samples: bit for bit, except where the redesign of issue #18
 // changed the streaming arithmetic (optimal: its quasiseparable generators
-// instead of the dense operator).
-var noiseTol = map[string]float64{"optimal": 1e-9}
+// instead of the dense operator; semiseparable: its forward substitution's
+// two sweeps in linalg's AVX2 kernel, whose fused multiply-adds round once
+// where the recorded loop rounded twice; bandinv: its operator carries
+// C^{-1}'s coefficients as solved instead of recovering them from C, a
+// difference in the last bits, held to 1e-12).
+var noiseTol = map[string]float64{"optimal": 1e-9, "semiseparable": 1e-9, "bandinv": 1e-12}
 
 // TestGuardMetrics holds mfsolve's JSON metrics, for every strategy under
 // three participations with a calibration, to 1e-12 relative of the values

@@ -14,11 +14,13 @@ import (
 	"sync"
 	"time"
 
+	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/param"
 	"github.com/dpmf/dpmf/internal/progress"
 	"github.com/dpmf/dpmf/npy"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Exit statuses, shared by dpmf's commands.
@@ -52,7 +54,7 @@ func main() {
 		progress:        cli.IsTerminal(os.Stderr),
 		progressDelay:   500 * time.Millisecond,
 		memAvailable:    cli.MemAvailable,
-		defaultCacheDir: factorize.DefaultCacheDir,
+		defaultCacheDir: dpcache.DefaultDir,
 		getenv:          os.Getenv,
 	})
 	stop()
@@ -215,8 +217,15 @@ func solve(ctx context.Context, cfg config, e env) error {
 		return err
 	}
 
-	if (cfg.outB != "" || cfg.outC != "" || cfg.outNoise != "") && (f.B == nil || f.C == nil) {
-		return fmt.Errorf("strategy %s returned no B and C to write", cfg.strategy)
+	// B and C are formed densely only when written.
+	var fb, fc *mat.Dense
+	if cfg.outB != "" || cfg.outC != "" {
+		if fb, fc, err = f.Factors(); err != nil {
+			return fmt.Errorf("strategy %s returned no B and C to write", cfg.strategy)
+		}
+	}
+	if cfg.outNoise != "" && f.Operator == nil {
+		return fmt.Errorf("strategy %s returned no noise operator to draw -noise with", cfg.strategy)
 	}
 	res := newResult(f, seconds, cached)
 	if err := res.checkFinite(); err != nil {
@@ -232,10 +241,10 @@ func solve(ctx context.Context, cfg config, e env) error {
 	}
 	var outs []output
 	if cfg.outB != "" {
-		outs = append(outs, output{"-o", cfg.outB, f.B, 0o644})
+		outs = append(outs, output{"-o", cfg.outB, fb, 0o644})
 	}
 	if cfg.outC != "" {
-		outs = append(outs, output{"-C", cfg.outC, f.C, 0o644})
+		outs = append(outs, output{"-C", cfg.outC, fc, 0o644})
 	}
 	if cfg.outNoise != "" {
 		z, err := noiseSamples(ctx, cfg, f, res, warn)

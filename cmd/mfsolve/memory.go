@@ -14,18 +14,16 @@ func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, er
 	noise := 0.0
 	if cfg.outNoise != "" {
 		// The R x D noise matrix, plus the state of the mechanism's
-		// stream (R past rows for the dense and Toeplitz mechanisms).
-		noise = 8*float64(r)*float64(cfg.dim) + float64(factorize.StreamBytes(cfg.strat, r, cfg.dim))
+		// stream (R past rows where the operator reads them again).
+		stream := float64(factorize.StreamBytes(cfg.strat, r, cfg.dim))
+		if factorize.KeepsPastRows(cfg.strat, cfg.participation) {
+			stream = 8 * float64(r) * float64(cfg.dim)
+		}
+		noise = 8*float64(r)*float64(cfg.dim) + stream
 		need += noise
 	}
-	if avail == nil {
-		return nil
-	}
-	have, err := avail()
-	if err != nil {
-		return nil
-	}
-	if need <= float64(have) {
+	have, short := cli.Short(need, avail)
+	if !short {
 		return nil
 	}
 	what := "for dense output"
@@ -45,12 +43,12 @@ func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, er
 	case cfg.lossOnly && need < 8*float64(r)*float64(r): // no R x R matrix
 		what = "for the structured loss-only solver"
 	case !cfg.lossOnly && info.LossOnlyUnder(cfg.participation) && !cfg.compare && cfg.outNoise == "" &&
-		factorize.SolveBytes(lossOnly, r, bandedInverse) <= float64(have):
+		factorize.SolveBytes(lossOnly, r, bandedInverse) <= have:
 		hint = "use -loss-only"
 		if cfg.outB != "" || cfg.outC != "" {
 			hint += " without -o and -C"
 		}
 	}
 	return fmt.Errorf("R = %d needs about %s %s, this machine has %s available; %s",
-		r, cli.FormatBytes(need), what, cli.FormatBytes(float64(have)), hint)
+		r, cli.FormatBytes(need), what, cli.FormatBytes(have), hint)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
 )
@@ -33,8 +33,7 @@ Flags:
 // runEvaluate runs "ofl evaluate".
 func runEvaluate(ctx context.Context, args []string, e env) error {
 	start := time.Now()
-	fs := flag.NewFlagSet("ofl evaluate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("ofl evaluate")
 	var state string
 	sim := newFlagSet(new(config))
 	sim.VisitAll(func(f *flag.Flag) {
@@ -43,24 +42,13 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		}
 	})
 	fs.StringVar(&state, "state", "", "the server's state directory (required)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprint(e.stdout, evaluateUsage)
-			fs.PrintDefaults()
-			return err
-		}
-		return usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
-	}
-	if state == "" {
+	set, err := cli.ParseFlags(fs, args, e.stdout, evaluateUsage, "")
+	switch {
+	case err != nil:
+		return err
+	case state == "":
 		return usagef("-state is required: the server's state directory")
-	}
-	seedSet := false
-	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
-	if !seedSet {
+	case !set["seed"]:
 		return usagef("-seed is required: the seed the learners dealt the data with")
 	}
 	raw, err := fednet.ReadPlan(state)

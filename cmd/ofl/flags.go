@@ -13,6 +13,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // usagef returns a usage error (exit status 2).
@@ -33,7 +34,7 @@ type config struct {
 	clip        float64
 	l2          float64
 	eps, delta  float64
-	calibration fedopt.Calibration
+	calibration plan.Calibration
 	reps        int
 	workers     int
 	evalEvery   int
@@ -105,8 +106,7 @@ Flags:
 
 // newFlagSet defines the flags on a fresh FlagSet bound to c.
 func newFlagSet(c *config) *flag.FlagSet {
-	fs := flag.NewFlagSet("ofl", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("ofl")
 	fs.StringVar(&c.raw.algo, "algo", "correlated", "algorithm: correlated (Algorithm 1), independent (the baseline), baseline-correlated (the baseline's update with correlated noise) or nonprivate")
 	fs.StringVar(&c.strategy, "strategy", "optimal", "factorization of the correlated noise, a strategy `SPEC` NAME[:KEY=VALUE,...] (blt:buffers=2, banded:bands=64; mfsolve -h lists the settings) with NAME one of "+strings.Join(factorize.Strategies(), ", "))
 	fs.StringVar(&c.raw.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first, +-1 or 0/1)")
@@ -146,26 +146,17 @@ func printUsage(w io.Writer) {
 // *cli.UsageError, except flag.ErrHelp for -h.
 func parseArgs(args []string) (config, error) {
 	var c config
-	fs := newFlagSet(&c)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, usagef("%v", err)
+	set, err := cli.ParseFlags(newFlagSet(&c), args, nil, "", "")
+	if err != nil {
+		return c, err
 	}
 	algo, calib, split, data, dim := c.raw.algo, c.raw.calibration, c.raw.split, c.raw.data, c.raw.dim
-	if fs.NArg() > 0 {
-		return c, usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.seedSet = set["seed"]
 
-	var err error
 	if c.algo, err = fedopt.ParseAlgorithm(algo); err != nil {
 		return c, usagef("-algo %q: want correlated, independent, baseline-correlated or nonprivate", algo)
 	}
-	if c.calibration, err = fedopt.ParseCalibration(calib); err != nil {
+	if c.calibration, err = plan.ParseCalibration(calib); err != nil {
 		return c, usagef("-calibration %q: want exact or paper", calib)
 	}
 	if _, err := factorize.ParseStrategy(c.strategy); err != nil {

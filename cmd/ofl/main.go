@@ -131,11 +131,7 @@ func execute(ctx context.Context, c config, e env) error {
 	if err != nil {
 		return err
 	}
-	info, err := factorize.Lookup(strat.Name())
-	if err != nil {
-		return err
-	}
-	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && info.KeepsPastRows &&
+	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && factorize.KeepsPastRows(strat, participation(c.epochs)) &&
 		int64(c.rounds)*int64(p.Data.Dim)*8 > mechanism.DefaultKeepLimit {
 		fmt.Fprintf(e.stderr, "ofl: the %s noise mechanism would keep more than %d GiB of past noise rows (R = %d, d = %d), so it regenerates them each round instead (slower)\n",
 			c.strategy, mechanism.DefaultKeepLimit>>30, c.rounds, p.Data.Dim)

@@ -34,8 +34,10 @@ func memoryNeed(c config, workers int) float64 {
 
 // factorizationNeed returns the bytes of the solve of c's strategy, with
 // its factors, and of one noise stream of d-dimensional noise over the
-// rounds (factorize.SolveBytes and StreamBytes; the optimal strategy's
-// when -strategy is not a valid spec, which parseArgs refuses).
+// rounds (factorize.SolveBytes and StreamBytes, or all R past noise rows
+// when its operator under c's epochs reads them again,
+// factorize.KeepsPastRows; the optimal strategy's when -strategy is not a
+// valid spec, which parseArgs refuses).
 func factorizationNeed(c config, d float64) (solve, stream float64) {
 	s, err := factorize.ParseStrategy(c.strategy)
 	if err != nil {
@@ -44,7 +46,11 @@ func factorizationNeed(c config, d float64) (solve, stream float64) {
 	if s, err = factorize.WithLossOnly(s, false); err != nil {
 		s = factorize.OptimalStrategy{}
 	}
-	return factorize.SolveBytes(s, c.rounds, true), float64(factorize.StreamBytes(s, c.rounds, int(d)))
+	stream = float64(factorize.StreamBytes(s, c.rounds, int(d)))
+	if factorize.KeepsPastRows(s, participation(c.epochs)) {
+		stream = 8 * float64(c.rounds) * d
+	}
+	return factorize.SolveBytes(s, c.rounds, true), stream
 }
 
 // serverMemoryNeed estimates the bytes "ofl server" needs for c: no data
@@ -73,11 +79,6 @@ func checkMemory(c config, avail func() (uint64, error)) error {
 	return checkNeed(fmt.Sprintf("-reps %d, ", c.reps), c, memoryNeed(c, min(workers, c.reps)), avail)
 }
 
-// checkServerMemory is checkMemory for "ofl server".
-func checkServerMemory(c config, avail func() (uint64, error)) error {
-	return checkNeed("", c, serverMemoryNeed(c), avail)
-}
-
 // checkEvaluateMemory is checkMemory for "ofl evaluate": one repetition's
 // data set and trace (no factorization: the privacy record is the plan's).
 func checkEvaluateMemory(c config, avail func() (uint64, error)) error {
@@ -90,14 +91,8 @@ func checkEvaluateMemory(c config, avail func() (uint64, error)) error {
 // the message names the flags of c that set it, after reps. If avail is
 // nil or fails, the check is skipped.
 func checkNeed(reps string, c config, need float64, avail func() (uint64, error)) error {
-	if avail == nil {
-		return nil
-	}
-	have, err := avail()
-	if err != nil {
-		return nil
-	}
-	if need <= float64(have) {
+	have, short := cli.Short(need, avail)
+	if !short {
 		return nil
 	}
 	dim := ""
@@ -105,5 +100,5 @@ func checkNeed(reps string, c config, need float64, avail func() (uint64, error)
 		dim = fmt.Sprintf(", -dim %d", c.data.dim)
 	}
 	return fmt.Errorf("%s-rounds %d, -learners %d, -tau %d%s need about %s, this machine has %s available; use smaller values",
-		reps, c.rounds, c.learners, c.tau, dim, cli.FormatBytes(need), cli.FormatBytes(float64(have)))
+		reps, c.rounds, c.learners, c.tau, dim, cli.FormatBytes(need), cli.FormatBytes(have))
 }

@@ -110,8 +110,7 @@ type serverFlags struct {
 
 func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	var s serverFlags
-	fs := flag.NewFlagSet("ofl server", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("ofl server")
 	sim := newFlagSet(new(config))
 	sim.VisitAll(func(f *flag.Flag) {
 		if !slices.Contains(simulationOnly, f.Name) {
@@ -130,17 +129,8 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	fs.IntVar(&s.minLearners, "min-learners", 0, "least updates a round may close with (0: all learners); with fewer after -round-timeout the server stops")
 	fs.DurationVar(&s.quorumGrace, "quorum-grace", 3*time.Second, "with -min-learners below -learners: how long a round waits for the others once -min-learners updates are in")
 	fs.DurationVar(&s.linger, "linger", 10*time.Second, "how long to serve the final model after the last round")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(help)
-			fmt.Fprint(help, serverUsage)
-			fs.PrintDefaults()
-			return s, err
-		}
-		return s, usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return s, usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
+	if _, err := cli.ParseFlags(fs, args, help, serverUsage, ""); err != nil {
+		return s, err
 	}
 	// Validate the run flags with ofl's parser.
 	var simArgs []string
@@ -274,7 +264,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 		}
 	}
 	c := s.run
-	if err := checkServerMemory(c, e.memAvailable); err != nil {
+	if err := checkNeed("", c, serverMemoryNeed(c), e.memAvailable); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
@@ -388,8 +378,7 @@ type learnerFlags struct {
 
 func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	var l learnerFlags
-	fs := flag.NewFlagSet("ofl learner", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("ofl learner")
 	fs.StringVar(&l.server, "server", "127.0.0.1:7070", "the server's address")
 	fs.IntVar(&l.id, "id", -1, "this learner's index I, 0 <= I < n (required)")
 	fs.StringVar(&l.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first)")
@@ -405,20 +394,10 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.DurationVar(&l.tls.callTimeout, "call-timeout", 30*time.Second, "deadline of each call that does not wait for a round")
 	fs.DurationVar(&l.wait, "wait-timeout", 60*time.Second, "deadline of each call that waits for a round")
 	fs.DurationVar(&l.giveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(help)
-			fmt.Fprint(help, learnerUsage)
-			fs.PrintDefaults()
-			return l, err
-		}
-		return l, usagef("%v", err)
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set, err := cli.ParseFlags(fs, args, help, learnerUsage, "")
 	switch {
-	case fs.NArg() > 0:
-		return l, usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
+	case err != nil:
+		return l, err
 	case l.id < 0:
 		return l, usagef("-id is required: this learner's index, >= 0")
 	case l.id > fednet.MaxWire:

@@ -22,16 +22,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/docgen"
 )
 
@@ -40,14 +38,7 @@ const (
 	endMarker   = "<!-- rmse:end -->"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "participation:", err)
-		os.Exit(1)
-	}
-}
+func main() { docgen.Main("participation", run) }
 
 // config holds the command line.
 type config struct {
@@ -59,16 +50,12 @@ type config struct {
 
 func parseArgs(args []string) (config, error) {
 	c := config{args: args}
-	fs := flag.NewFlagSet("participation", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("participation")
 	fs.StringVar(&c.out, "out", "docs/participation.md", "the Markdown `FILE` whose RMSE section is rewritten")
 	sizes := fs.String("sizes", "128,512,2048", "numbers of rounds `n`")
 	ks := fs.String("k", "1,2,4,8", "participations `k`")
-	if err := fs.Parse(args); err != nil {
+	if _, err := cli.ParseFlags(fs, args, nil, "", ""); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
 	if c.sizes, err = docgen.ParseInts("sizes", *sizes); err != nil {

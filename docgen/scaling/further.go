@@ -406,9 +406,3 @@ func (res *furtherResult) plot(base string) error {
 	}
 	return figure.Figure{Panels: []figure.Panel{panel}}.Save(base)
 }
-
-// replaceFurther rewrites the section between the markers of the report at
-// path, or appends it.
-func replaceFurther(path, section string) error {
-	return replaceSection(path, section, furtherBegin, furtherEnd, "-further-only")
-}

@@ -180,13 +180,6 @@ func cpuVector() string {
 	return "no AVX2 and FMA, Go"
 }
 
-// replaceParticipation rewrites the participation section of the report at
-// path (between the markers) with section, or appends it when the report
-// has none.
-func replaceParticipation(path, section string) error {
-	return replaceSection(path, section, partBegin, partEnd, "-participation-only")
-}
-
 // replaceSection rewrites the part of the report at path between the
 // markers begin and end with section (markers included), or appends it when
 // the report has none; flag names the option in errors.

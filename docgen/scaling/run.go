@@ -105,7 +105,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 		}
 		cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, cfg.args...), " ")
 		plot := filepath.Base(base) + ".svg"
-		if err := replaceFurther(cfg.out, fr.markdown(cmdLine, started, plot)); err != nil {
+		if err := replaceSection(cfg.out, fr.markdown(cmdLine, started, plot), furtherBegin, furtherEnd, "-further-only"); err != nil {
 			return err
 		}
 		logf(log, "rewrote the further section of %s in %s", cfg.out, time.Since(started).Round(time.Second))
@@ -115,7 +115,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 		started := time.Now()
 		runs := runParticipation(ctx, cfg.reps, log)
 		cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, cfg.args...), " ")
-		if err := replaceParticipation(cfg.out, participationMarkdown(runs, cmdLine, started)); err != nil {
+		if err := replaceSection(cfg.out, participationMarkdown(runs, cmdLine, started), partBegin, partEnd, "-participation-only"); err != nil {
 			return err
 		}
 		logf(log, "rewrote the participation section of %s in %s", cfg.out, time.Since(started).Round(time.Second))

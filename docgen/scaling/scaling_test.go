@@ -298,7 +298,7 @@ func TestReplaceParticipation(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# report\n\ntext\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := replaceParticipation(path, sec); err != nil {
+	if err := replaceSection(path, sec, partBegin, partEnd, "-participation-only"); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := os.ReadFile(path)
@@ -307,7 +307,7 @@ func TestReplaceParticipation(t *testing.T) {
 	}
 	os.WriteFile(path, []byte(string(first)+"\n## after\n"), 0o644)
 	sec2 := strings.Replace(sec, "epochs:8", "epochs:9", 1)
-	if err := replaceParticipation(path, sec2); err != nil {
+	if err := replaceSection(path, sec2, partBegin, partEnd, "-participation-only"); err != nil {
 		t.Fatal(err)
 	}
 	second, _ := os.ReadFile(path)
@@ -315,7 +315,7 @@ func TestReplaceParticipation(t *testing.T) {
 		t.Fatalf("section not replaced in place:\n%s", second)
 	}
 	os.WriteFile(path, []byte(partEnd+"\n"+partBegin), 0o644)
-	if err := replaceParticipation(path, sec); err == nil {
+	if err := replaceSection(path, sec, partBegin, partEnd, "-participation-only"); err == nil {
 		t.Fatal("unmatched markers accepted")
 	}
 }

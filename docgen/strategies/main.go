@@ -28,17 +28,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/docgen"
 )
 
@@ -47,14 +45,7 @@ const (
 	endMarker   = "<!-- strategies:end -->"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "strategies:", err)
-		os.Exit(1)
-	}
-}
+func main() { docgen.Main("strategies", run) }
 
 // config holds the command line.
 type config struct {
@@ -68,18 +59,14 @@ type config struct {
 
 func parseArgs(args []string) (config, error) {
 	c := config{args: args}
-	fs := flag.NewFlagSet("strategies", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("strategies")
 	fs.StringVar(&c.out, "out", "docs/strategies.md", "the Markdown `FILE` whose strategies section is rewritten")
 	sizes := fs.String("sizes", "1000,10000", "numbers of rounds `R`")
 	seps := fs.String("seps", "16,64", "min-separations `b`")
 	fs.IntVar(&c.denseMax, "dense-max", 2000, "largest R at which strategies with dense factors run")
 	fs.IntVar(&c.refMax, "ref-max", 10000, "largest R at which the certified banded reference runs under min-separation")
-	if err := fs.Parse(args); err != nil {
+	if _, err := cli.ParseFlags(fs, args, nil, "", ""); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
 	if c.sizes, err = docgen.ParseInts("sizes", *sizes); err != nil {

@@ -35,7 +35,7 @@ func TestGenerate(t *testing.T) {
 	if !strings.Contains(got, "| identity | 0 | 2.121 (") || !strings.Contains(got, ") | 3.000 (") {
 		t.Errorf("identity row (2.121, 3.000) not found:\n%s", got)
 	}
-	if !strings.Contains(got, "| optimal | R (or regenerated) | 1.494 (+0.0%) |") {
+	if !strings.Contains(got, "| optimal | K (about 11 + 3 log2 R; R, or regenerated, under epochs:K or path=dense) | 1.494 (+0.0%) |") {
 		t.Errorf("optimal row not at +0.0%%:\n%s", got)
 	}
 	for _, bad := range [][]string{{"-seps", "0"}, {"-sizes", "x"}, {"extra"}} {

@@ -23,6 +23,17 @@ func MemAvailable() (uint64, error) {
 	return parseMeminfo(f)
 }
 
+// Short returns the memory avail reports and whether need bytes are more
+// than that; short is false (the check is skipped) when avail is nil or
+// fails.
+func Short(need float64, avail func() (uint64, error)) (have float64, short bool) {
+	if avail == nil {
+		return 0, false
+	}
+	h, err := avail()
+	return float64(h), err == nil && need > float64(h)
+}
+
 // parseMeminfo reads the MemAvailable (or else MemTotal) line, in kB, of a
 // /proc/meminfo file.
 func parseMeminfo(r io.Reader) (uint64, error) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -35,5 +36,26 @@ func TestParseMeminfo(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
+	}
+}
+
+func TestShort(t *testing.T) {
+	have1000 := func() (uint64, error) { return 1000, nil }
+	failing := func() (uint64, error) { return 0, errors.New("no /proc") }
+	for _, tc := range []struct {
+		need  float64
+		avail func() (uint64, error)
+		have  float64
+		short bool
+	}{
+		{999, have1000, 1000, false},
+		{1000, have1000, 1000, false},
+		{1001, have1000, 1000, true},
+		{1e30, nil, 0, false},
+		{1e30, failing, 0, false},
+	} {
+		if have, short := Short(tc.need, tc.avail); have != tc.have || short != tc.short {
+			t.Errorf("Short(%g) = %g, %v; want %g, %v", tc.need, have, short, tc.have, tc.short)
+		}
 	}
 }

@@ -1,20 +1,33 @@
 // Package docgen holds what the generators of the docs' measured tables
-// share (docgen/participation, docgen/strategies): a comma-separated list
-// flag, and a generated section of a Markdown file between two marker
+// share (docgen/participation, docgen/strategies): their main function, a
+// comma-separated list flag, and a generated section of a Markdown file between two marker
 // comments, replaced atomically so that an interrupted run leaves the file
 // as it was.
 package docgen
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
+
+// Main runs the generator name: run with the command line and stderr for
+// its log, cancelled by Ctrl-C. An error is printed after name and exits 1.
+func Main(name string, run func(ctx context.Context, args []string, log io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
 
 // ParseInts parses the value s of flag -name as a comma-separated list of
 // integers >= 1.

@@ -1,4 +1,4 @@
-package factorize
+package cache
 
 import (
 	"bytes"
@@ -17,18 +17,18 @@ import (
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
 
-// DefaultCacheBudget is the size budget of a [Cache] whose Budget is 0:
+// DefaultBudget is the size budget of a [Cache] whose Budget is 0:
 // 1 GiB, about a hundred entries of R = 800 with B and C.
-const DefaultCacheBudget int64 = 1 << 30
+const DefaultBudget int64 = 1 << 30
 
-// UnlimitedCacheBudget, as [Cache.Budget], turns eviction off: entries are
+// Unlimited, as [Cache.Budget], turns eviction off: entries are
 // kept until they are removed by hand or with [Cache.Clear].
-const UnlimitedCacheBudget int64 = -1
+const Unlimited int64 = -1
 
-// CacheBudgetError is the error of storing an entry larger than the whole
+// BudgetError is the error of storing an entry larger than the whole
 // budget of the cache: it is not stored (storing it would leave the cache
 // over its budget, or evict every other entry for one that does not fit).
-type CacheBudgetError struct {
+type BudgetError struct {
 	// Size is the size of the entry in bytes.
 	Size int64
 	// Budget is the budget of the cache in bytes.
@@ -36,7 +36,7 @@ type CacheBudgetError struct {
 }
 
 // Error implements error.
-func (e *CacheBudgetError) Error() string {
+func (e *BudgetError) Error() string {
 	return fmt.Sprintf("the entry (%s) is larger than the cache budget (%s)", FormatSize(e.Size), FormatSize(e.Budget))
 }
 
@@ -58,7 +58,7 @@ func FormatSize(n int64) string {
 // budget returns the effective budget in bytes; negative means no limit.
 func (c *Cache) budget() int64 {
 	if c.Budget == 0 {
-		return DefaultCacheBudget
+		return DefaultBudget
 	}
 	return c.Budget
 }
@@ -230,10 +230,10 @@ func (c *Cache) Trim() (removed int, freed int64, err error) {
 	return len(names), freed, err
 }
 
-// CacheEntry describes one entry of a cache directory, as [Cache.List]
+// Entry describes one entry of a cache directory, as [Cache.List]
 // reads it from the entry's header and metadata.
-type CacheEntry struct {
-	// Key is the entry's key, the hex SHA-256 of its inputs ([CacheKey]).
+type Entry struct {
+	// Key is the entry's key, the hex SHA-256 of its inputs ([Key]).
 	Key string `json:"key"`
 	// Path is the entry's file.
 	Path string `json:"path"`
@@ -243,7 +243,7 @@ type CacheEntry struct {
 	// removes the entries with the oldest LastUsed first.
 	LastUsed time.Time `json:"last_used"`
 	// Strategy, StrategyKey, Workload, R, M and Participation are the
-	// entry's metadata: the strategy's name and [Strategy.Key], the
+	// entry's metadata: the strategy's name and [factorize.CacheKey], the
 	// workload's [Workload.Key], the rounds, the rows of C and the
 	// participation.
 	Strategy      string `json:"strategy,omitempty"`
@@ -265,15 +265,15 @@ type CacheEntry struct {
 // header and metadata but not its factors, so the checksum and the
 // metadata's agreement with the factors are not verified here: a load
 // verifies them (see [Cache.Compute]) and never uses an entry that fails.
-func (c *Cache) List() ([]CacheEntry, error) {
+func (c *Cache) List() ([]Entry, error) {
 	files, err := c.entryFiles()
 	if err != nil {
 		return nil, err
 	}
-	entries := make([]CacheEntry, 0, len(files))
+	entries := make([]Entry, 0, len(files))
 	for i := len(files) - 1; i >= 0; i-- {
 		f := files[i]
-		e := CacheEntry{
+		e := Entry{
 			Key:      strings.TrimSuffix(f.name, cacheExt),
 			Path:     filepath.Join(c.Dir, f.name),
 			Size:     f.size,

@@ -1,4 +1,13 @@
-package factorize
+// Package cache keeps computed factorizations on disk, so that a
+// factorization is computed once and loaded afterwards: a directory of
+// checksummed entries within a size budget, evicted least recently used
+// first ([Cache]). An entry holds a factorization's record
+// (factorize.Record): its metrics, its dense factors when it has them, and
+// its noise operator in structured form, so that a cached strategy streams
+// its noise exactly as a fresh one. What the entry claims for privacy is
+// checked when it is read (factorize.Record.Restore); `mfsolve cache list`
+// and `mfsolve cache clear` manage the directory.
+package cache
 
 import (
 	"bytes"
@@ -14,17 +23,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
 
-// Cache entry format, version 3. All integers are little-endian.
+// Cache entry format, version 5. All integers are little-endian.
 //
 //	offset  size  content
 //	0       8     magic "DPMFFACT"
@@ -33,11 +42,16 @@ import (
 //	16      L     metadata, a JSON object (cacheMeta): the key fields
 //	              (strategy name and key, workload key, R, participation),
 //	              the dimensions (R and m), whether B and C are present,
-//	              the stream structure, the metrics, iterations, gap,
-//	              Available and the BLT parameters
-//	16+L    8Rm   B, R x m float64, row by row (absent for loss-only results)
-//	        8mR   C, m x R float64, row by row (absent for loss-only results)
+//	              the metrics, iterations, gap, Available (with factors),
+//	              the operator's form (kind and sizes, see factorize.OperatorForm)
+//	16+L    8Rm   B, R x m float64, row by row (absent without factors)
+//	        8mR   C, m x R float64, row by row (absent without factors)
+//	        8n    the operator's n coefficients (absent for the dense
+//	              operator, which is rebuilt from B)
 //	end-32  32    SHA-256 of every byte before it
+//
+// The structured form is kept, so a cached factorization streams its noise
+// exactly as a fresh one.
 //
 // The file size is therefore fixed by the header, which lets a reader detect
 // a truncated entry before reading the floats. Floats are stored bit for bit,
@@ -45,7 +59,7 @@ import (
 // written with [atomicfile.Write]: a reader sees a complete entry or none.
 const (
 	cacheMagic    = "DPMFFACT"
-	cacheVersion  = 3
+	cacheVersion  = 5
 	cacheExt      = ".dpmf"
 	cacheHeader   = 16
 	cacheSumLen   = sha256.Size
@@ -54,7 +68,7 @@ const (
 
 // Cache is a directory of computed factorizations, so that a factorization
 // is computed once and loaded afterwards. An entry is named by the SHA-256
-// key of everything that determines the result (see [CacheKey]) and carries a
+// key of everything that determines the result (see [Key]) and carries a
 // checksum; a corrupt or truncated entry is never used.
 //
 // Several goroutines or processes may use the same directory at once. Two
@@ -71,14 +85,14 @@ type Cache struct {
 	// Dir is the cache directory. It is created on the first store.
 	Dir string
 	// Budget is the most bytes the entries may take together: 0 means
-	// [DefaultCacheBudget] (1 GiB), [UnlimitedCacheBudget] (or any
+	// [DefaultBudget] (1 GiB), [Unlimited] (or any
 	// negative value) no limit. An entry larger than the budget is not
-	// stored (a *[CacheBudgetError]).
+	// stored (a *[BudgetError]).
 	Budget int64
 	// Keep, if not nil, decides which factorizations that Compute computes
 	// are stored; nil stores every one. Entries already stored are read
 	// either way.
-	Keep func(*Factorization) bool
+	Keep func(*factorize.Factorization) bool
 
 	// now is the clock of the recorded access times (nil: time.Now).
 	now func() time.Time
@@ -87,14 +101,14 @@ type Cache struct {
 	opened func(path string)
 }
 
-// ErrCacheMiss is returned by [Cache.Load] when there is no entry for the
+// ErrMiss is returned by [Cache.Load] when there is no entry for the
 // key.
-var ErrCacheMiss = errors.New("factorize: no cache entry")
+var ErrMiss = errors.New("cache: no entry")
 
-// CorruptCacheError is returned by [Cache.Load] for an entry that cannot be
+// CorruptError is returned by [Cache.Load] for an entry that cannot be
 // used: a bad magic number or format version, a wrong length, a checksum
 // mismatch, or metadata that does not match the requested key.
-type CorruptCacheError struct {
+type CorruptError struct {
 	// Path is the entry's file.
 	Path string
 	// Reason says what is wrong, for example "checksum mismatch".
@@ -102,65 +116,67 @@ type CorruptCacheError struct {
 }
 
 // Error implements error.
-func (e *CorruptCacheError) Error() string {
+func (e *CorruptError) Error() string {
 	return fmt.Sprintf("cache entry %s is corrupt (%s)", e.Path, e.Reason)
 }
 
-// DefaultCacheDir returns the per-user cache directory of dpmf,
+// DefaultDir returns the per-user cache directory of dpmf,
 // os.UserCacheDir()/dpmf (for example ~/.cache/dpmf on Linux).
-func DefaultCacheDir() (string, error) {
+func DefaultDir() (string, error) {
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("factorize: no user cache directory: %w", err)
+		return "", fmt.Errorf("cache: no user cache directory: %w", err)
 	}
 	return filepath.Join(d, "dpmf"), nil
 }
 
 // cacheMeta is the JSON metadata of an entry.
 type cacheMeta struct {
-	Key           string      `json:"key"`
-	Strategy      string      `json:"strategy"`
-	StrategyKey   string      `json:"strategy_key"`
-	Workload      string      `json:"workload"`
-	R             int         `json:"R"`
-	M             int         `json:"m"`
-	Participation string      `json:"participation"`
-	Factors       bool        `json:"factors"`
-	Stream        string      `json:"stream"`
-	Metrics       metricsJSON `json:"metrics"`
-	Iterations    int         `json:"iterations"`
-	Evaluations   int         `json:"evaluations"`
-	Gap           float64     `json:"gap"`
-	Available     []int       `json:"available"`
-	BLT           *BLTParams  `json:"blt,omitempty"`
+	Key           string                  `json:"key"`
+	Strategy      string                  `json:"strategy"`
+	StrategyKey   string                  `json:"strategy_key"`
+	Workload      string                  `json:"workload"`
+	R             int                     `json:"R"`
+	M             int                     `json:"m"`
+	Participation string                  `json:"participation"`
+	Factors       bool                    `json:"factors"`
+	Operator      *factorize.OperatorForm `json:"operator,omitempty"`
+	Metrics       metricsJSON             `json:"metrics"`
+	Iterations    int                     `json:"iterations"`
+	Evaluations   int                     `json:"evaluations"`
+	Gap           float64                 `json:"gap"`
+	Available     []int                   `json:"available"`
+	// Semisep holds a semiseparable factorization's certified optimal
+	// lower bound and excess.
+	Semisep *[2]float64 `json:"semisep,omitempty"`
 }
 
-// metricsJSON is Metrics with stable JSON names. encoding/json prints the
+// metricsJSON is factorize.Metrics with stable JSON names. encoding/json prints the
 // shortest decimal that parses back to the same float64, so the round trip
 // is exact.
 type metricsJSON struct {
-	Gamma     float64 `json:"gamma"`
-	Sens      float64 `json:"unit_sensitivity"`
-	SensExact bool    `json:"unit_sensitivity_exact"`
-	SensRule  Rule    `json:"unit_sensitivity_rule"`
-	FrobBSq   float64 `json:"frob_B_sq"`
-	MaxRowBSq float64 `json:"max_row_B_sq"`
-	Loss      float64 `json:"loss"`
-	RMSE      float64 `json:"rmse"`
-	MaxSE     float64 `json:"max_se"`
+	Gamma     float64        `json:"gamma"`
+	Sens      float64        `json:"unit_sensitivity"`
+	SensExact bool           `json:"unit_sensitivity_exact"`
+	SensRule  factorize.Rule `json:"unit_sensitivity_rule"`
+	FrobBSq   float64        `json:"frob_B_sq"`
+	MaxRowBSq float64        `json:"max_row_B_sq"`
+	Loss      float64        `json:"loss"`
+	RMSE      float64        `json:"rmse"`
+	MaxSE     float64        `json:"max_se"`
 }
 
-func toMetricsJSON(m Metrics) metricsJSON {
+func toMetricsJSON(m factorize.Metrics) metricsJSON {
 	return metricsJSON{
 		Gamma: m.Gamma, Sens: m.UnitSensitivity.Value, SensExact: m.UnitSensitivity.Exact, SensRule: m.UnitSensitivity.Rule,
 		FrobBSq: m.FrobBSq, MaxRowBSq: m.MaxRowBSq, Loss: m.Loss, RMSE: m.RMSE, MaxSE: m.MaxSE,
 	}
 }
 
-func (m metricsJSON) metrics(p Participation) Metrics {
-	return Metrics{
+func (m metricsJSON) metrics(p factorize.Participation) factorize.Metrics {
+	return factorize.Metrics{
 		Gamma: m.Gamma, Participation: p,
-		UnitSensitivity: Sensitivity{Value: m.Sens, Exact: m.SensExact, Rule: m.SensRule},
+		UnitSensitivity: factorize.Sensitivity{Value: m.Sens, Exact: m.SensExact, Rule: m.SensRule},
 		FrobBSq:         m.FrobBSq, MaxRowBSq: m.MaxRowBSq, Loss: m.Loss, RMSE: m.RMSE, MaxSE: m.MaxSE,
 	}
 }
@@ -169,37 +185,18 @@ func (m metricsJSON) metrics(p Participation) Metrics {
 type cacheKeyFields struct {
 	strategy, strategyKey, workload string
 	r                               int
-	participation                   Participation
+	participation                   factorize.Participation
 	lossOnly                        bool
 }
 
-func keyFields(s Strategy, w *Workload, p Participation) (cacheKeyFields, error) {
-	if s == nil {
-		return cacheKeyFields{}, &ParamError{Param: "strategy", Want: "a Strategy"}
-	}
-	if err := checkWorkload(w); err != nil {
-		return cacheKeyFields{}, err
-	}
-	lossOnly := false
-	switch o := s.(type) {
-	case OptimalStrategy:
-		if _, err := o.withDefaults(); err != nil {
-			return cacheKeyFields{}, err
-		}
-		lossOnly = o.LossOnly
-	case BISRStrategy:
-		lossOnly = o.LossOnly
-	case BandInvStrategy:
-		lossOnly = o.LossOnly
-	case BandedToeplitzStrategy:
-		lossOnly = o.LossOnly
-	}
-	if err := p.Validate(w.R()); err != nil {
+func keyFields(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (cacheKeyFields, error) {
+	lossOnly, err := factorize.CheckRequest(s, w, p)
+	if err != nil {
 		return cacheKeyFields{}, err
 	}
 	return cacheKeyFields{
 		strategy:      s.Name(),
-		strategyKey:   s.Key(),
+		strategyKey:   factorize.CacheKey(s),
 		workload:      w.Key(),
 		r:             w.R(),
 		participation: p,
@@ -225,12 +222,12 @@ func (k cacheKeyFields) hex() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// CacheKey returns the hex SHA-256 cache key of the factorization of w by
+// Key returns the hex SHA-256 cache key of the factorization of w by
 // strategy s under participation p. The key covers the cache format
-// version, the strategy's name and [Strategy.Key] (the options that change
+// version, the strategy's name and [factorize.CacheKey] (the settings that change
 // the result, with defaults filled in), the workload ([Workload.Key] and R)
 // and the participation. Invalid options or participation are an error.
-func CacheKey(s Strategy, w *Workload, p Participation) (string, error) {
+func Key(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (string, error) {
 	k, err := keyFields(s, w, p)
 	if err != nil {
 		return "", err
@@ -252,9 +249,9 @@ func (c *Cache) Path(key string) string {
 // the computation and the writing of the entry, and Compute then returns
 // ctx's error; an interrupted write leaves no entry and no temporary file.
 // warn may be nil; each warning is one line without a program-name prefix.
-func (c *Cache) Compute(ctx context.Context, s Strategy, w *Workload, p Participation, warn io.Writer) (f *Factorization, cached bool, err error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, false, err
+func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.Workload, p factorize.Participation, warn io.Writer) (f *factorize.Factorization, cached bool, err error) {
+	if ctx == nil {
+		return nil, false, &ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
 	}
 	if warn == nil {
 		warn = io.Discard
@@ -267,9 +264,9 @@ func (c *Cache) Compute(ctx context.Context, s Strategy, w *Workload, p Particip
 	switch {
 	case err == nil:
 		return f, true, nil
-	case errors.Is(err, ErrCacheMiss):
+	case errors.Is(err, ErrMiss):
 	default:
-		var ce *CorruptCacheError
+		var ce *CorruptError
 		if errors.As(err, &ce) {
 			fmt.Fprintf(warn, "%v; recomputing\n", err)
 		} else {
@@ -280,7 +277,7 @@ func (c *Cache) Compute(ctx context.Context, s Strategy, w *Workload, p Particip
 	if err != nil {
 		return nil, false, err
 	}
-	if !finiteMetrics(f.Metrics) {
+	if !factorize.FiniteMetrics(f.Metrics) {
 		// An overflowing workload: load would reject the entry.
 		return f, false, nil
 	}
@@ -288,7 +285,7 @@ func (c *Cache) Compute(ctx context.Context, s Strategy, w *Workload, p Particip
 		return f, false, nil
 	}
 	if err := c.store(ctx, k, f); err != nil {
-		var be *CacheBudgetError
+		var be *BudgetError
 		switch {
 		case ctx.Err() != nil:
 			// Cancelled while writing: no entry, no temporary file.
@@ -304,11 +301,11 @@ func (c *Cache) Compute(ctx context.Context, s Strategy, w *Workload, p Particip
 
 // Load returns the cached factorization of w by strategy s under
 // participation p.
-// It returns [ErrCacheMiss] when there is no entry and a
-// *[CorruptCacheError] when the entry is damaged or does not match the
+// It returns [ErrMiss] when there is no entry and a
+// *[CorruptError] when the entry is damaged or does not match the
 // request; such an entry should be recomputed and replaced with
 // [Cache.Store].
-func (c *Cache) Load(s Strategy, w *Workload, p Participation) (*Factorization, error) {
+func (c *Cache) Load(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (*factorize.Factorization, error) {
 	k, err := keyFields(s, w, p)
 	if err != nil {
 		return nil, err
@@ -319,12 +316,12 @@ func (c *Cache) Load(s Strategy, w *Workload, p Participation) (*Factorization, 
 // Store writes f, computed by strategy s, to the cache under the key of s,
 // f.Workload and f's participation. The entry is written atomically. It is
 // an error if s's name is not f.Strategy.
-func (c *Cache) Store(f *Factorization, s Strategy) error {
+func (c *Cache) Store(f *factorize.Factorization, s factorize.Strategy) error {
 	if f == nil {
 		return &ParamError{Param: "factorization", Want: "a factorization computed by this package"}
 	}
 	if s != nil && s.Name() != f.Strategy {
-		return fmt.Errorf("factorize: storing a %s factorization under the %s strategy", f.Strategy, s.Name())
+		return fmt.Errorf("cache: storing a %s factorization under the %s strategy", f.Strategy, s.Name())
 	}
 	k, err := keyFields(s, f.Workload, f.Metrics.Participation)
 	if err != nil {
@@ -333,8 +330,9 @@ func (c *Cache) Store(f *Factorization, s Strategy) error {
 	return c.store(context.Background(), k, f)
 }
 
-func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) error {
+func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *factorize.Factorization) error {
 	key := k.hex()
+	rec := f.Record()
 	meta := cacheMeta{
 		Key:           key,
 		Strategy:      k.strategy,
@@ -342,31 +340,32 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) e
 		Workload:      k.workload,
 		R:             k.r,
 		Participation: k.participation.String(),
-		Stream:        f.Stream.String(),
-		Metrics:       toMetricsJSON(f.Metrics),
-		Iterations:    f.Iterations,
-		Evaluations:   f.Evaluations,
-		Gap:           f.Gap,
-		Available:     f.Available,
-		BLT:           f.BLT,
+		Metrics:       toMetricsJSON(rec.Metrics),
+		Iterations:    rec.Iterations,
+		Evaluations:   rec.Evaluations,
+		Gap:           rec.Gap,
+		Operator:      rec.Operator,
+		Semisep:       rec.SemisepBounds,
+		Available:     rec.Available,
 	}
-	if (f.B == nil) != (f.C == nil) {
-		panic("factorize: factorization with only one of B and C")
+	var opFloats []float64
+	if rec.Operator != nil {
+		opFloats = rec.Operator.Floats
 	}
-	if f.B != nil {
-		r, m := f.B.Dims()
-		if m2, r2 := f.C.Dims(); r != k.r || r2 != k.r || m2 != m {
-			panic(fmt.Sprintf("factorize: B is %d x %d and C is %d x %d for R = %d", r, m, m2, r2, k.r))
+	if rec.B != nil {
+		r, m := rec.B.Dims()
+		if r != k.r {
+			panic(fmt.Sprintf("cache: B is %d x %d for R = %d", r, m, k.r))
 		}
 		meta.M, meta.Factors = m, true
 	}
 	js, err := json.Marshal(meta)
 	if err != nil {
-		return fmt.Errorf("factorize: cache metadata: %w", err)
+		return fmt.Errorf("cache: metadata: %w", err)
 	}
-	size := cacheHeader + int64(len(js)) + 16*int64(meta.R)*int64(meta.M) + cacheSumLen
+	size := cacheHeader + int64(len(js)) + 16*int64(meta.R)*int64(meta.M) + 8*int64(len(opFloats)) + cacheSumLen
 	if b := c.budget(); b >= 0 && size > b {
-		return &CacheBudgetError{Size: size, Budget: b}
+		return &BudgetError{Size: size, Budget: b}
 	}
 	// The directory is private to the user: its entries hold the factors
 	// of private computations, and its metadata is trusted only after the
@@ -390,10 +389,15 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *Factorization) e
 			return err
 		}
 		if meta.Factors {
-			if err := writeFloats(w, f.B); err != nil {
+			if err := writeFloats(w, rec.B); err != nil {
 				return err
 			}
-			if err := writeFloats(w, f.C); err != nil {
+			if err := writeFloats(w, rec.C); err != nil {
+				return err
+			}
+		}
+		if len(opFloats) > 0 {
+			if err := writeFloats(w, mat.NewDense(1, len(opFloats), opFloats)); err != nil {
 				return err
 			}
 		}
@@ -454,7 +458,7 @@ func readFloats(r io.Reader, dst []float64, buf []byte) error {
 	return nil
 }
 
-func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
+func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factorization, error) {
 	key := k.hex()
 	path := c.Path(key)
 	// A FIFO planted under the entry's name must not block the open; it
@@ -463,9 +467,9 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 	var te *atomicfile.TargetError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, ErrCacheMiss
+		return nil, ErrMiss
 	case errors.As(err, &te):
-		return nil, &CorruptCacheError{Path: path, Reason: "not a regular file"}
+		return nil, &CorruptError{Path: path, Reason: "not a regular file"}
 	case err != nil:
 		return nil, err
 	}
@@ -483,7 +487,7 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 	}
 	size := fi.Size()
 	corrupt := func(format string, args ...any) error {
-		return &CorruptCacheError{Path: path, Reason: fmt.Sprintf(format, args...)}
+		return &CorruptError{Path: path, Reason: fmt.Sprintf(format, args...)}
 	}
 
 	h := sha256.New()
@@ -530,6 +534,16 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 		}
 		floats = 2 * int64(meta.R) * int64(meta.M)
 	}
+	opFloats := 0
+	if meta.Operator != nil {
+		if opFloats, err = meta.Operator.FloatCount(); err != nil {
+			if !checksumOK(file, size) {
+				return nil, corrupt("checksum mismatch")
+			}
+			return nil, corrupt("%v", strings.TrimPrefix(err.Error(), "factorize: "))
+		}
+		floats += int64(opFloats)
+	}
 	if want := cacheHeader + metaLen + 8*floats + cacheSumLen; size != want {
 		if size < want {
 			return nil, corrupt("truncated: %d bytes, want %d", size, want)
@@ -549,6 +563,12 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 			return nil, err
 		}
 	}
+	if opFloats > 0 {
+		meta.Operator.Floats = make([]float64, opFloats)
+		if err := readFloats(in, meta.Operator.Floats, buf); err != nil {
+			return nil, err
+		}
+	}
 	var sum [cacheSumLen]byte
 	if _, err := io.ReadFull(file, sum[:]); err != nil {
 		return nil, err
@@ -563,33 +583,24 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 	case meta.Key != key, meta.Strategy != k.strategy, meta.StrategyKey != k.strategyKey,
 		meta.Workload != k.workload, meta.R != k.r, meta.Participation != k.participation.String():
 		return nil, corrupt("metadata for %s R=%d %s does not match the request", meta.StrategyKey, meta.R, meta.Participation)
-	case !validStream(meta.Stream):
-		return nil, corrupt("unknown stream structure %q", meta.Stream)
-	case !meta.Factors && !k.lossOnly:
-		return nil, corrupt("no factors in an entry for a full factorization")
-	case meta.Factors && len(meta.Available) != meta.M:
-		return nil, corrupt("%d availability rounds for %d noise rows", len(meta.Available), meta.M)
-	case !meta.Factors && meta.Available != nil:
-		return nil, corrupt("availability rounds without factors")
-	case meta.Stream == StreamBLT.String() && meta.Factors && meta.BLT == nil:
-		return nil, corrupt("a BLT entry without its streaming parameters")
+	case !meta.Factors && meta.Operator == nil && !k.lossOnly:
+		return nil, corrupt("neither factors nor an operator in an entry for a full factorization")
 	}
-	stream, _ := parseStream(meta.Stream)
-	f := &Factorization{
-		Strategy:    meta.Strategy,
-		Stream:      stream,
-		Workload:    w,
-		B:           b,
-		C:           cm,
-		Available:   meta.Available,
-		Metrics:     meta.Metrics.metrics(k.participation),
-		Iterations:  meta.Iterations,
-		Evaluations: meta.Evaluations,
-		Gap:         meta.Gap,
-		BLT:         meta.BLT,
+	rec := factorize.Record{
+		Strategy:      meta.Strategy,
+		Metrics:       meta.Metrics.metrics(k.participation),
+		Iterations:    meta.Iterations,
+		Evaluations:   meta.Evaluations,
+		Gap:           meta.Gap,
+		B:             b,
+		C:             cm,
+		Available:     meta.Available,
+		Operator:      meta.Operator,
+		SemisepBounds: meta.Semisep,
 	}
-	if reason := verifyEntry(f); reason != "" {
-		return nil, corrupt("%s", reason)
+	f, err := rec.Restore(w)
+	if err != nil {
+		return nil, corrupt("%v", err)
 	}
 	return f, nil
 }
@@ -598,188 +609,6 @@ func (c *Cache) load(k cacheKeyFields, w *Workload) (*Factorization, error) {
 // directory is taken to belong to a killed writer and removed: entries are
 // written in one go, so a live writer modifies its file far more often.
 const staleTempAge = time.Hour
-
-// verifyEntry checks the privacy-relevant content of an entry whose
-// checksum is good, because a checksum only detects accidents: anyone who
-// can write the cache directory can edit the metadata and recompute it. It
-// returns why f cannot be used, or "".
-//
-// With factors, the metrics (gamma, the sensitivity under the participation,
-// loss, RMSE, MaxSE) must be those that [ComputeMetrics] gives for the
-// stored B and C under the entry's participation (to a relative 1e-12, see
-// sameMetrics), the
-// availability rounds must lie in [0, R) and match the factors' causal
-// structure ([Factorization.CheckCausal]), B C must reproduce the workload
-// (checked on a fixed pseudo-random vector: B (C x) against A x, relative
-// error at most 1e-6), and BLT parameters must describe C. A loss-only
-// entry has no factors to check against: its metrics must be finite and
-// consistent (loss = gamma^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss)
-// and the optimal strategy's sensitivity must be 1, as it is by
-// construction; its loss itself is trusted.
-func verifyEntry(f *Factorization) string {
-	m := f.Metrics
-	for _, v := range []float64{m.Gamma, m.UnitSensitivity.Value, m.FrobBSq, m.MaxRowBSq, m.Loss, m.RMSE, m.MaxSE, f.Gap} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Sprintf("metric %v out of range", v)
-		}
-	}
-	if f.Iterations < 0 || f.Evaluations < 0 {
-		return fmt.Sprintf("%d iterations, %d evaluations", f.Iterations, f.Evaluations)
-	}
-	r := f.Workload.R()
-	if f.B == nil {
-		if f.Strategy == StrategyOptimal && (m.Gamma != 1 || m.UnitSensitivity.Value != 1 || !m.UnitSensitivity.Exact) {
-			return fmt.Sprintf("sensitivity %v of a loss-only optimal entry (gamma %v), want 1", m.UnitSensitivity.Value, m.Gamma)
-		}
-		if m.Participation.Kind == KindSingle && m.UnitSensitivity.Value != m.Gamma {
-			return fmt.Sprintf("sensitivity %v under single participation, want gamma %v", m.UnitSensitivity, m.Gamma)
-		}
-		want := metricsFrom(r, m.Gamma, m.Participation, m.UnitSensitivity, m.FrobBSq, m.MaxRowBSq)
-		if !closeRel(m.Loss, want.Loss) || !closeRel(m.RMSE, want.RMSE) || m.MaxSE > m.Loss*(1+1e-12) {
-			return "metrics of the loss-only entry are inconsistent"
-		}
-		return ""
-	}
-	for j, av := range f.Available {
-		if av < 0 || av >= r {
-			return fmt.Sprintf("availability round %d of noise row %d, want 0 <= round < %d", av, j, r)
-		}
-	}
-	if err := f.CheckCausal(); err != nil {
-		return strings.TrimPrefix(err.Error(), "factorize: ")
-	}
-	if got, err := ComputeMetrics(f.B, f.C, m.Participation); err != nil || !sameMetrics(got, m) {
-		return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the factors (sensitivity %v, loss %v)",
-			m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
-	}
-	if e := reproductionError(f); !(e <= 1e-6) {
-		return fmt.Sprintf("B C does not reproduce the workload (relative error %.3g)", e)
-	}
-	if f.BLT != nil {
-		if reason := checkBLTParams(f); reason != "" {
-			return reason
-		}
-	}
-	return ""
-}
-
-// sameMetrics reports whether the stored metrics m are those computed from
-// the factors, got: the participation, the sensitivity's exactness and rule
-// exactly, the numbers to a relative 1e-12. A strategy may sum in another
-// order than [ComputeMetrics] (the semiseparable one sums its structured
-// factors), which changes the last bits and nothing else; an edit that
-// matters changes far more.
-func sameMetrics(got, m Metrics) bool {
-	if got.Participation != m.Participation || got.UnitSensitivity.Exact != m.UnitSensitivity.Exact ||
-		got.UnitSensitivity.Rule != m.UnitSensitivity.Rule {
-		return false
-	}
-	for _, p := range [][2]float64{
-		{got.Gamma, m.Gamma}, {got.UnitSensitivity.Value, m.UnitSensitivity.Value}, {got.FrobBSq, m.FrobBSq},
-		{got.MaxRowBSq, m.MaxRowBSq}, {got.Loss, m.Loss}, {got.RMSE, m.RMSE}, {got.MaxSE, m.MaxSE},
-	} {
-		if !closeRel(p[0], p[1]) {
-			return false
-		}
-	}
-	return true
-}
-
-// finiteMetrics reports whether every metric is finite and >= 0.
-func finiteMetrics(m Metrics) bool {
-	for _, v := range []float64{m.Gamma, m.UnitSensitivity.Value, m.FrobBSq, m.MaxRowBSq, m.Loss, m.RMSE, m.MaxSE} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// closeRel reports whether a and b agree to a relative 1e-12.
-func closeRel(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b))
-}
-
-// testVector returns a fixed vector of n entries in [-1, 1) from a
-// linear congruential sequence: the same for every run, unrelated to any
-// factorization's structure.
-func testVector(n int) []float64 {
-	x := make([]float64, n)
-	s := uint64(0x9e3779b97f4a7c15)
-	for i := range x {
-		s = s*6364136223846793005 + 1442695040888963407
-		x[i] = float64(s>>11)/(1<<53)*2 - 1
-	}
-	return x
-}
-
-// reproductionError returns ||B (C x) - A x|| / ||A x|| for the test
-// vector x: a Freivalds-style check of B C = A in O(R m) time.
-func reproductionError(f *Factorization) float64 {
-	r := f.Workload.R()
-	x := mat.NewVecDense(r, testVector(r))
-	var cx, bcx, ax mat.VecDense
-	cx.MulVec(f.C, x)
-	bcx.MulVec(f.B, &cx)
-	if inv, ok := f.Workload.InverseBand(); ok {
-		// A x = L^{-1} x by forward substitution in the band of L:
-		// O(R k), without forming A.
-		_, k, _ := inv.TriBand()
-		ax.ReuseAsVec(r)
-		for i := 0; i < r; i++ {
-			v := x.AtVec(i)
-			for p := max(0, i-k); p < i; p++ {
-				v -= inv.At(i, p) * ax.AtVec(p)
-			}
-			ax.SetVec(i, v/inv.At(i, i))
-		}
-	} else {
-		ax.MulVec(f.Workload.Matrix(), x)
-	}
-	norm := mat.Norm(&ax, 2)
-	bcx.SubVec(&bcx, &ax)
-	return mat.Norm(&bcx, 2) / norm
-}
-
-// checkBLTParams checks that f.BLT describes C: C^{-1} = diag(scale) T_d,
-// so diag(scale) T_d (C x) must give back the test vector x.
-func checkBLTParams(f *Factorization) string {
-	p := f.BLT
-	r := f.Workload.R()
-	if len(p.Weights) != len(p.Lambdas) || len(p.Scale) != r {
-		return fmt.Sprintf("BLT parameters with %d weights, %d decay rates and %d scales for R = %d",
-			len(p.Weights), len(p.Lambdas), len(p.Scale), r)
-	}
-	for _, v := range slices.Concat(p.Weights, p.Lambdas, p.Scale) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return "BLT parameters are not finite"
-		}
-	}
-	x := testVector(r)
-	var cx mat.VecDense
-	cx.MulVec(f.C, mat.NewVecDense(r, x))
-	d := p.Coefficients(r)
-	errSq, normSq := 0.0, 0.0
-	for i := 0; i < r; i++ {
-		v := 0.0
-		for k := 0; k <= i; k++ {
-			v += d[k] * cx.AtVec(i-k)
-		}
-		v *= p.Scale[i]
-		errSq += (v - x[i]) * (v - x[i])
-		normSq += x[i] * x[i]
-	}
-	if e := math.Sqrt(errSq / normSq); !(e <= 1e-6) {
-		return fmt.Sprintf("BLT parameters do not describe C (relative error %.3g)", e)
-	}
-	return ""
-}
-
-// validStream reports whether name is the name of a Stream.
-func validStream(name string) bool {
-	_, ok := parseStream(name)
-	return ok
-}
 
 // checksumOK reports whether the entry in file (of the given size) matches
 // its trailing checksum. It is used to name the cause of unreadable

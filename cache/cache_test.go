@@ -1,4 +1,4 @@
-package factorize_test
+package cache_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 )
 
@@ -66,6 +67,21 @@ func requireSameValue(t *testing.T, want, got reflect.Value, name string) {
 		return
 	case reflect.TypeFor[*factorize.Workload]():
 		require.Same(t, want.Interface(), got.Interface(), name)
+		return
+	case reflect.TypeFor[factorize.Operator]():
+		// The structured form, coefficients bit for bit; the dense
+		// operator (no form) is rebuilt from B.
+		require.Equal(t, want.IsNil(), got.IsNil(), "%s: nil", name)
+		if want.IsNil() {
+			return
+		}
+		wf, wok := factorize.FormOf(want.Interface().(factorize.Operator))
+		gf, gok := factorize.FormOf(got.Interface().(factorize.Operator))
+		require.Equal(t, wok, gok, "%s: structured", name)
+		require.Equal(t, fmt.Sprint(want.Interface()), fmt.Sprint(got.Interface()), name)
+		if wok {
+			requireSameValue(t, reflect.ValueOf(wf), reflect.ValueOf(gf), name+" form")
+		}
 		return
 	}
 	switch want.Kind() {
@@ -118,7 +134,7 @@ func TestCacheRoundTrip(t *testing.T) {
 		t.Run(strategy, func(t *testing.T) {
 			// R = 37 is not a power of two: the tree has m = 72 > R rows.
 			w := cacheWorkload(t, 37)
-			c := &factorize.Cache{Dir: t.TempDir()}
+			c := &cache.Cache{Dir: t.TempDir()}
 			var warn bytes.Buffer
 			want, cached, err := c.Compute(ctx, strat(strategy, factorize.Options{}), w, factorize.Participation{}, &warn)
 			require.NoError(t, err)
@@ -132,14 +148,14 @@ func TestCacheRoundTrip(t *testing.T) {
 			}
 
 			// A second Cache on the same directory loads the entry.
-			c2 := &factorize.Cache{Dir: c.Dir}
+			c2 := &cache.Cache{Dir: c.Dir}
 			got, cached, err := c2.Compute(ctx, strat(strategy, factorize.Options{}), w, factorize.Participation{}, &warn)
 			require.NoError(t, err)
 			assert.True(t, cached)
 			requireSameFactorization(t, want, got)
 			assert.Empty(t, warn.String())
 
-			key, err := factorize.CacheKey(strat(strategy, factorize.Options{}), w, factorize.Participation{})
+			key, err := cache.Key(strat(strategy, factorize.Options{}), w, factorize.Participation{})
 			require.NoError(t, err)
 			assert.Equal(t, []string{key + ".dpmf"}, cacheDirNames(t, c.Dir))
 		})
@@ -150,7 +166,7 @@ func TestCacheIdentityLoss(t *testing.T) {
 	// Independent check of a loaded entry: the identity's loss on the
 	// prefix-sum workload is R(R+1)/2 exactly.
 	const r = 50
-	c := &factorize.Cache{Dir: t.TempDir()}
+	c := &cache.Cache{Dir: t.TempDir()}
 	for range 2 {
 		f, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, r), factorize.Participation{}, nil)
 		require.NoError(t, err)
@@ -162,7 +178,7 @@ func TestCacheLossOnlyOptimal(t *testing.T) {
 	// R = 3: optimal loss 4.607861648 (notes section 3), computed and
 	// then loaded without B and C.
 	ctx := context.Background()
-	c := &factorize.Cache{Dir: t.TempDir()}
+	c := &cache.Cache{Dir: t.TempDir()}
 	opt := factorize.Options{LossOnly: true}
 	want, cached, err := c.Compute(ctx, strat(factorize.StrategyOptimal, opt), cacheWorkload(t, 3), factorize.Participation{}, nil)
 	require.NoError(t, err)
@@ -189,7 +205,7 @@ func TestCacheLossOnly(t *testing.T) {
 		Evaluations: 19,
 		Gap:         3e-11,
 	}
-	c := &factorize.Cache{Dir: t.TempDir()}
+	c := &cache.Cache{Dir: t.TempDir()}
 	require.NoError(t, c.Store(f, strat(factorize.StrategyOptimal, opt)))
 	got, err := c.Load(strat(factorize.StrategyOptimal, opt), w, factorize.Participation{})
 	require.NoError(t, err)
@@ -197,7 +213,7 @@ func TestCacheLossOnly(t *testing.T) {
 
 	// The full factorization has another key.
 	_, err = c.Load(strat(factorize.StrategyOptimal, factorize.Options{}), w, factorize.Participation{})
-	assert.ErrorIs(t, err, factorize.ErrCacheMiss)
+	assert.ErrorIs(t, err, cache.ErrMiss)
 }
 
 func TestCacheCorruptEntry(t *testing.T) {
@@ -228,10 +244,10 @@ func TestCacheCorruptEntry(t *testing.T) {
 			strategy := factorize.StrategySqrtNormalized
 			want, err := strat(strategy, factorize.Options{}).Factorize(ctx, w, factorize.Participation{})
 			require.NoError(t, err)
-			c := &factorize.Cache{Dir: t.TempDir()}
+			c := &cache.Cache{Dir: t.TempDir()}
 			_, _, err = c.Compute(ctx, strat(strategy, factorize.Options{}), w, factorize.Participation{}, nil)
 			require.NoError(t, err)
-			key, err := factorize.CacheKey(strat(strategy, factorize.Options{}), w, factorize.Participation{})
+			key, err := cache.Key(strat(strategy, factorize.Options{}), w, factorize.Participation{})
 			require.NoError(t, err)
 			path := c.Path(key)
 			good, err := os.ReadFile(path)
@@ -239,7 +255,7 @@ func TestCacheCorruptEntry(t *testing.T) {
 			require.NoError(t, os.WriteFile(path, tc.damage(bytes.Clone(good)), 0o644))
 
 			_, err = c.Load(strat(strategy, factorize.Options{}), w, factorize.Participation{})
-			var ce *factorize.CorruptCacheError
+			var ce *cache.CorruptError
 			require.ErrorAs(t, err, &ce)
 			assert.Contains(t, ce.Reason, tc.reason)
 
@@ -266,13 +282,13 @@ func TestCacheMisfiledEntry(t *testing.T) {
 	// A complete, checksummed entry under the wrong name (as a hash
 	// collision would produce) must not be used.
 	ctx := context.Background()
-	c := &factorize.Cache{Dir: t.TempDir()}
+	c := &cache.Cache{Dir: t.TempDir()}
 	w5, w6 := cacheWorkload(t, 5), cacheWorkload(t, 6)
 	_, _, err := c.Compute(ctx, strat(factorize.StrategyIdentity, factorize.Options{}), w5, factorize.Participation{}, nil)
 	require.NoError(t, err)
-	k5, err := factorize.CacheKey(strat(factorize.StrategyIdentity, factorize.Options{}), w5, factorize.Participation{})
+	k5, err := cache.Key(strat(factorize.StrategyIdentity, factorize.Options{}), w5, factorize.Participation{})
 	require.NoError(t, err)
-	k6, err := factorize.CacheKey(strat(factorize.StrategyIdentity, factorize.Options{}), w6, factorize.Participation{})
+	k6, err := cache.Key(strat(factorize.StrategyIdentity, factorize.Options{}), w6, factorize.Participation{})
 	require.NoError(t, err)
 	require.NoError(t, os.Rename(c.Path(k5), c.Path(k6)))
 
@@ -287,7 +303,7 @@ func TestCacheMisfiledEntry(t *testing.T) {
 
 func TestCacheKey(t *testing.T) {
 	w := cacheWorkload(t, 20)
-	base, err := factorize.CacheKey(strat(factorize.StrategyOptimal, factorize.Options{}), w, factorize.Participation{})
+	base, err := cache.Key(strat(factorize.StrategyOptimal, factorize.Options{}), w, factorize.Participation{})
 	require.NoError(t, err)
 	assert.Len(t, base, 64)
 
@@ -313,7 +329,7 @@ func TestCacheKey(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			k, err := factorize.CacheKey(tc.strategy, tc.w, tc.p)
+			k, err := cache.Key(tc.strategy, tc.w, tc.p)
 			require.NoError(t, err)
 			if tc.same {
 				assert.Equal(t, base, k)
@@ -323,24 +339,24 @@ func TestCacheKey(t *testing.T) {
 		})
 	}
 	// Banded and BLT keys include their options.
-	kb, _ := factorize.CacheKey(factorize.BandedStrategy{}, w, factorize.Participation{})
-	kb3, _ := factorize.CacheKey(factorize.BandedStrategy{Bands: 3}, w, factorize.Participation{})
-	kbs, _ := factorize.CacheKey(factorize.BSRStrategy{Bands: 3}, w, factorize.Participation{})
+	kb, _ := cache.Key(factorize.BandedStrategy{}, w, factorize.Participation{})
+	kb3, _ := cache.Key(factorize.BandedStrategy{Bands: 3}, w, factorize.Participation{})
+	kbs, _ := cache.Key(factorize.BSRStrategy{Bands: 3}, w, factorize.Participation{})
 	assert.NotEqual(t, kb, kb3)
 	assert.NotEqual(t, kb3, kbs)
-	kt, _ := factorize.CacheKey(factorize.BLTStrategy{}, w, factorize.Participation{})
-	kt2, _ := factorize.CacheKey(factorize.BLTStrategy{Buffers: 2}, w, factorize.Participation{})
+	kt, _ := cache.Key(factorize.BLTStrategy{}, w, factorize.Participation{})
+	kt2, _ := cache.Key(factorize.BLTStrategy{Buffers: 2}, w, factorize.Participation{})
 	assert.NotEqual(t, kt, kt2)
-	_, err = factorize.CacheKey(factorize.IdentityStrategy{}, w, factorize.FixedEpochs(3))
+	_, err = cache.Key(factorize.IdentityStrategy{}, w, factorize.FixedEpochs(3))
 	assert.ErrorContains(t, err, "epochs")
 
-	_, err = factorize.CacheKey(strat(factorize.StrategyOptimal, factorize.Options{Tol: math.NaN()}), w, factorize.Participation{})
+	_, err = cache.Key(strat(factorize.StrategyOptimal, factorize.Options{Tol: math.NaN()}), w, factorize.Participation{})
 	assert.Error(t, err)
 }
 
 func TestCacheDifferentTolIsStoredSeparately(t *testing.T) {
 	ctx := context.Background()
-	c := &factorize.Cache{Dir: t.TempDir()}
+	c := &cache.Cache{Dir: t.TempDir()}
 	w := cacheWorkload(t, 8)
 	for _, tol := range []float64{1e-6, 1e-9} {
 		_, cached, err := c.Compute(ctx, factorize.OptimalStrategy{Options: factorize.Options{Tol: tol}}, w, factorize.Participation{}, nil)
@@ -355,7 +371,7 @@ func TestCacheUnwritableDir(t *testing.T) {
 	// whatever the user's privileges.
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
-	c := &factorize.Cache{Dir: filepath.Join(file, "cache")}
+	c := &cache.Cache{Dir: filepath.Join(file, "cache")}
 	var warn bytes.Buffer
 	f, cached, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, &warn)
 	require.NoError(t, err)
@@ -370,7 +386,7 @@ func TestCacheUnwritableDir(t *testing.T) {
 func TestCacheCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c := &factorize.Cache{Dir: t.TempDir()}
+	c := &cache.Cache{Dir: t.TempDir()}
 	_, _, err := c.Compute(ctx, strat(factorize.StrategyOptimal, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, nil)
 	require.Error(t, err)
 	assert.Empty(t, cacheDirNames(t, c.Dir))
@@ -383,10 +399,10 @@ const concurrentR = 300
 func checkSingleValidEntry(t *testing.T, dir string) {
 	t.Helper()
 	w := cacheWorkload(t, concurrentR)
-	key, err := factorize.CacheKey(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
+	key, err := cache.Key(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{key + ".dpmf"}, cacheDirNames(t, dir), "one entry, no temporary files")
-	c := &factorize.Cache{Dir: dir}
+	c := &cache.Cache{Dir: dir}
 	got, err := c.Load(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
 	require.NoError(t, err)
 	id, err := factorize.Identity(w)
@@ -404,7 +420,7 @@ func TestCacheConcurrentGoroutines(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &factorize.Cache{Dir: dir}
+			c := &cache.Cache{Dir: dir}
 			var warn bytes.Buffer
 			<-start
 			f, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, concurrentR), factorize.Participation{}, &warn)
@@ -435,7 +451,7 @@ func TestCacheHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestCacheConcurrentProcesses")
 	}
-	c := &factorize.Cache{Dir: dir}
+	c := &cache.Cache{Dir: dir}
 	f, cached, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, concurrentR), factorize.Participation{}, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -475,7 +491,7 @@ func BenchmarkCacheLoad(b *testing.B) {
 	for _, r := range []int{100, 800} {
 		b.Run("R="+strconv.Itoa(r), func(b *testing.B) {
 			w := cacheWorkload(b, r)
-			c := &factorize.Cache{Dir: b.TempDir()}
+			c := &cache.Cache{Dir: b.TempDir()}
 			if _, _, err := c.Compute(context.Background(), strat(factorize.StrategySqrt, factorize.Options{}), w, factorize.Participation{}, nil); err != nil {
 				b.Fatal(err)
 			}
@@ -497,7 +513,7 @@ func ExampleCache() {
 	defer os.RemoveAll(dir)
 
 	w, _ := factorize.Prefix(100)
-	c := &factorize.Cache{Dir: dir}
+	c := &cache.Cache{Dir: dir}
 	for range 2 {
 		f, cached, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{}, os.Stderr)
 		if err != nil {

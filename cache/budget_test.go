@@ -1,9 +1,10 @@
-package factorize
+package cache
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dpmf/dpmf/factorize"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,11 +33,11 @@ func (c *fakeClock) now() time.Time {
 
 // identityEntry computes the identity factorization of the prefix sums over
 // r rounds under p: B = A (ones on and below the diagonal), C = I.
-func identityEntry(t testing.TB, r int, p Participation) *Factorization {
+func identityEntry(t testing.TB, r int, p factorize.Participation) *factorize.Factorization {
 	t.Helper()
-	w, err := Prefix(r)
+	w, err := factorize.Prefix(r)
 	require.NoError(t, err)
-	f, err := IdentityStrategy{}.Factorize(context.Background(), w, p)
+	f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, p)
 	require.NoError(t, err)
 	return f
 }
@@ -78,20 +79,20 @@ func dirBytes(t testing.TB, dir string) int64 {
 // a sequence of stores and loads worked out by hand.
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	const r = 16
-	parts := map[string]Participation{
-		"a": SingleParticipation(), "b": FixedEpochs(2), "c": FixedEpochs(4),
-		"d": FixedEpochs(8), "e": MinSeparation(3, 0),
+	parts := map[string]factorize.Participation{
+		"a": factorize.SingleParticipation(), "b": factorize.FixedEpochs(2), "c": factorize.FixedEpochs(4),
+		"d": factorize.FixedEpochs(8), "e": factorize.MinSeparation(3, 0),
 	}
-	fs := map[string]*Factorization{}
+	fs := map[string]*factorize.Factorization{}
 	file := map[string]string{} // entry name -> file name
 	maxSize, minSize := int64(0), int64(1<<62)
-	probe := &Cache{Dir: t.TempDir(), Budget: UnlimitedCacheBudget}
+	probe := &Cache{Dir: t.TempDir(), Budget: Unlimited}
 	for name, p := range parts {
 		fs[name] = identityEntry(t, r, p)
-		key, err := CacheKey(IdentityStrategy{}, fs[name].Workload, p)
+		key, err := Key(factorize.IdentityStrategy{}, fs[name].Workload, p)
 		require.NoError(t, err)
 		file[name] = key + cacheExt
-		require.NoError(t, probe.Store(fs[name], IdentityStrategy{}))
+		require.NoError(t, probe.Store(fs[name], factorize.IdentityStrategy{}))
 		fi, err := os.Stat(probe.Path(key))
 		require.NoError(t, err)
 		maxSize, minSize = max(maxSize, fi.Size()), min(minSize, fi.Size())
@@ -104,11 +105,11 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := &Cache{Dir: t.TempDir(), Budget: budget, now: clock.now}
 	store := func(name string) {
 		t.Helper()
-		require.NoError(t, c.Store(fs[name], IdentityStrategy{}))
+		require.NoError(t, c.Store(fs[name], factorize.IdentityStrategy{}))
 	}
 	load := func(name string) {
 		t.Helper()
-		_, err := c.Load(IdentityStrategy{}, fs[name].Workload, parts[name])
+		_, err := c.Load(factorize.IdentityStrategy{}, fs[name].Workload, parts[name])
 		require.NoError(t, err, "load %s", name)
 	}
 	held := func(names ...string) {
@@ -155,10 +156,10 @@ func TestCacheBudgetHolds(t *testing.T) {
 	const budget = 64 << 10
 	c := &Cache{Dir: dir, Budget: budget}
 	for r := 5; r <= 60; r++ {
-		f := identityEntry(t, r, SingleParticipation())
-		require.NoError(t, c.Store(f, IdentityStrategy{}), "R = %d", r)
+		f := identityEntry(t, r, factorize.SingleParticipation())
+		require.NoError(t, c.Store(f, factorize.IdentityStrategy{}), "R = %d", r)
 		require.LessOrEqual(t, dirBytes(t, dir), int64(budget), "R = %d", r)
-		g, err := c.Load(IdentityStrategy{}, f.Workload, SingleParticipation())
+		g, err := c.Load(factorize.IdentityStrategy{}, f.Workload, factorize.SingleParticipation())
 		require.NoError(t, err, "the entry just stored (R = %d) was evicted", r)
 		// The identity on the prefix sums: loss R(R+1)/2.
 		require.Equal(t, float64(r*(r+1)/2), g.Metrics.Loss)
@@ -166,9 +167,9 @@ func TestCacheBudgetHolds(t *testing.T) {
 	// An entry larger than the whole budget is not stored, and nothing is
 	// evicted for it.
 	before := entryNames(t, dir)
-	big := identityEntry(t, 80, SingleParticipation()) // 16 * 80^2 bytes > 64 KiB
-	err := c.Store(big, IdentityStrategy{})
-	var be *CacheBudgetError
+	big := identityEntry(t, 80, factorize.SingleParticipation()) // 16 * 80^2 bytes > 64 KiB
+	err := c.Store(big, factorize.IdentityStrategy{})
+	var be *BudgetError
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, int64(budget), be.Budget)
 	assert.Greater(t, be.Size, int64(16*80*80))
@@ -176,7 +177,7 @@ func TestCacheBudgetHolds(t *testing.T) {
 
 	// Compute reports it in one line and still returns the result.
 	var warn lockedBuffer
-	f, cached, err := c.Compute(context.Background(), IdentityStrategy{}, big.Workload, SingleParticipation(), &warn)
+	f, cached, err := c.Compute(context.Background(), factorize.IdentityStrategy{}, big.Workload, factorize.SingleParticipation(), &warn)
 	require.NoError(t, err)
 	assert.False(t, cached)
 	assert.Equal(t, float64(80*81/2), f.Metrics.Loss)
@@ -216,8 +217,8 @@ func TestCacheEvictionSparesOpenReader(t *testing.T) {
 	dir := t.TempDir()
 	c := &Cache{Dir: dir}
 	const r = 64
-	want := identityEntry(t, r, SingleParticipation())
-	require.NoError(t, c.Store(want, IdentityStrategy{}))
+	want := identityEntry(t, r, factorize.SingleParticipation())
+	require.NoError(t, c.Store(want, factorize.IdentityStrategy{}))
 	path := c.Path(mustKey(t, want))
 
 	evicted := false
@@ -231,10 +232,10 @@ func TestCacheEvictionSparesOpenReader(t *testing.T) {
 		require.Equal(t, []string{filepath.Base(path)}, removed)
 		_, err = os.Stat(path)
 		require.ErrorIs(t, err, os.ErrNotExist)
-		require.NoError(t, (&Cache{Dir: dir}).Store(identityEntry(t, r, FixedEpochs(2)), IdentityStrategy{}))
+		require.NoError(t, (&Cache{Dir: dir}).Store(identityEntry(t, r, factorize.FixedEpochs(2)), factorize.IdentityStrategy{}))
 		evicted = true
 	}
-	got, err := c.Load(IdentityStrategy{}, want.Workload, SingleParticipation())
+	got, err := c.Load(factorize.IdentityStrategy{}, want.Workload, factorize.SingleParticipation())
 	require.True(t, evicted)
 	require.NoError(t, err)
 	// B = A (ones on and below the diagonal), C = I, read in full.
@@ -253,9 +254,9 @@ func TestCacheEvictionSparesOpenReader(t *testing.T) {
 	assert.Equal(t, float64(r*(r+1)/2), got.Metrics.Loss)
 }
 
-func mustKey(t testing.TB, f *Factorization) string {
+func mustKey(t testing.TB, f *factorize.Factorization) string {
 	t.Helper()
-	k, err := CacheKey(IdentityStrategy{}, f.Workload, f.Metrics.Participation)
+	k, err := Key(factorize.IdentityStrategy{}, f.Workload, f.Metrics.Participation)
 	require.NoError(t, err)
 	return k
 }
@@ -275,12 +276,12 @@ func TestCacheConcurrentEviction(t *testing.T) {
 			c := &Cache{Dir: dir, Budget: budget}
 			for i := range 12 {
 				r := 10 + (g*5+i*7)%25
-				w, err := Prefix(r)
+				w, err := factorize.Prefix(r)
 				if err != nil {
 					errs <- err
 					return
 				}
-				f, _, err := c.Compute(context.Background(), IdentityStrategy{}, w, SingleParticipation(), nil)
+				f, _, err := c.Compute(context.Background(), factorize.IdentityStrategy{}, w, factorize.SingleParticipation(), nil)
 				if err != nil {
 					errs <- err
 					return
@@ -298,15 +299,15 @@ func TestCacheConcurrentEviction(t *testing.T) {
 		t.Error(err)
 	}
 	assert.LessOrEqual(t, dirBytes(t, dir), int64(budget))
-	c := &Cache{Dir: dir, Budget: UnlimitedCacheBudget}
+	c := &Cache{Dir: dir, Budget: Unlimited}
 	list, err := c.List()
 	require.NoError(t, err)
 	require.NotEmpty(t, list)
 	for _, e := range list {
 		require.Empty(t, e.Problem)
-		w, err := Prefix(e.R)
+		w, err := factorize.Prefix(e.R)
 		require.NoError(t, err)
-		_, err = c.Load(IdentityStrategy{}, w, SingleParticipation())
+		_, err = c.Load(factorize.IdentityStrategy{}, w, factorize.SingleParticipation())
 		require.NoError(t, err, "entry %s", e.Path)
 	}
 	for _, name := range entryNames(t, dir) {
@@ -331,16 +332,16 @@ func TestCacheListClear(t *testing.T) {
 	assert.Zero(t, n)
 	assert.Zero(t, freed)
 
-	f8 := identityEntry(t, 8, SingleParticipation())
-	f12 := identityEntry(t, 12, FixedEpochs(3))
-	require.NoError(t, c.Store(f8, IdentityStrategy{}))  // t = 1
-	require.NoError(t, c.Store(f12, IdentityStrategy{})) // t = 2
-	lo := OptimalStrategy{Options: Options{LossOnly: true}}
-	w, err := Prefix(20)
+	f8 := identityEntry(t, 8, factorize.SingleParticipation())
+	f12 := identityEntry(t, 12, factorize.FixedEpochs(3))
+	require.NoError(t, c.Store(f8, factorize.IdentityStrategy{}))  // t = 1
+	require.NoError(t, c.Store(f12, factorize.IdentityStrategy{})) // t = 2
+	lo := factorize.OptimalStrategy{Options: factorize.Options{LossOnly: true}}
+	w, err := factorize.Prefix(20)
 	require.NoError(t, err)
-	_, _, err = c.Compute(context.Background(), lo, w, SingleParticipation(), nil) // t = 3
+	_, _, err = c.Compute(context.Background(), lo, w, factorize.SingleParticipation(), nil) // t = 3
 	require.NoError(t, err)
-	_, err = c.Load(IdentityStrategy{}, f8.Workload, SingleParticipation()) // t = 4
+	_, err = c.Load(factorize.IdentityStrategy{}, f8.Workload, factorize.SingleParticipation()) // t = 4
 	require.NoError(t, err)
 	bad := filepath.Join(dir, fmt.Sprintf("%064x", 7)+cacheExt)
 	require.NoError(t, os.WriteFile(bad, []byte("not an entry at all"), 0o600))
@@ -396,14 +397,14 @@ func TestFormatSize(t *testing.T) {
 // than ComputeMetrics, is loaded back without a warning.
 func TestCacheSemisepRoundTrip(t *testing.T) {
 	c := &Cache{Dir: t.TempDir()}
-	w, err := Prefix(48)
+	w, err := factorize.Prefix(48)
 	require.NoError(t, err)
-	s := SemisepStrategy{Factors: true}
+	s := factorize.SemisepStrategy{Factors: true}
 	var warn lockedBuffer
-	f, cached, err := c.Compute(context.Background(), s, w, SingleParticipation(), &warn)
+	f, cached, err := c.Compute(context.Background(), s, w, factorize.SingleParticipation(), &warn)
 	require.NoError(t, err)
 	require.False(t, cached)
-	g, cached, err := c.Compute(context.Background(), s, w, SingleParticipation(), &warn)
+	g, cached, err := c.Compute(context.Background(), s, w, factorize.SingleParticipation(), &warn)
 	require.NoError(t, err)
 	assert.True(t, cached)
 	assert.Empty(t, warn.String())

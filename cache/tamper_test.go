@@ -1,4 +1,4 @@
-package factorize_test
+package cache_test
 
 import (
 	"bytes"
@@ -17,11 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 )
 
 // entry is a decoded cache file: its metadata as a generic JSON object
-// and the raw float bytes of B and C.
+// and the raw float bytes of B, C and the operator's coefficients.
 type entry struct {
 	meta   map[string]any
 	floats []byte
@@ -49,7 +50,7 @@ func writeEntry(t *testing.T, path string, e entry) {
 	require.NoError(t, err)
 	var out bytes.Buffer
 	out.WriteString("DPMFFACT")
-	binary.Write(&out, binary.LittleEndian, uint32(3)) // the cache format version
+	binary.Write(&out, binary.LittleEndian, uint32(5)) // the cache format version
 	binary.Write(&out, binary.LittleEndian, uint32(len(js)))
 	out.Write(js)
 	out.Write(e.floats)
@@ -80,7 +81,18 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 		reason   string
 	}{
 		{"sensitivity halved", factorize.StrategyOptimal, factorize.Options{},
+			func(e *entry) { metrics(*e)["unit_sensitivity"] = 0.5; metrics(*e)["gamma"] = 0.5 }, "not those of the operator"},
+		{"sensitivity halved with factors", factorize.StrategySqrtNormalized, factorize.Options{},
 			func(e *entry) { metrics(*e)["unit_sensitivity"] = 0.5; metrics(*e)["gamma"] = 0.5 }, "not those of the factors"},
+		{"quasiseparable C scaled, metrics kept", factorize.StrategyOptimal, factorize.Options{},
+			func(e *entry) {
+				// The operator's floats are P, A, Q (R x K each) and
+				// the diagonal (R): doubling C's diagonal doubles gamma.
+				n := len(e.floats) / 8
+				scaleFloats(e.floats, n-r, n, 2)
+			}, "not those of the operator"},
+		{"quasiseparable order changed", factorize.StrategyOptimal, factorize.Options{},
+			func(e *entry) { e.meta["operator"].(map[string]any)["ints"].([]any)[1] = json.Number("3") }, "bytes, want"},
 		{"loss lowered", factorize.StrategySqrt, factorize.Options{},
 			func(e *entry) { metrics(*e)["loss"] = 1.0 }, "not those of the factors"},
 		{"loss lowered by a relative 1e-9", factorize.StrategySqrt, factorize.Options{},
@@ -88,7 +100,7 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 				v, _ := metrics(*e)["loss"].(json.Number).Float64()
 				metrics(*e)["loss"] = v * (1 - 1e-9)
 			}, "not those of the factors"},
-		{"availability shifted", factorize.StrategyOptimal, factorize.Options{},
+		{"availability shifted", factorize.StrategySqrtNormalized, factorize.Options{},
 			func(e *entry) {
 				av := e.meta["available"].([]any)
 				av[3] = json.Number("0")
@@ -114,13 +126,22 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 					}
 				}
 			}, "does not reproduce the workload"},
-		{"BLT weights dropped", factorize.StrategyBLT, factorize.Options{},
-			func(e *entry) { e.meta["blt"].(map[string]any)["weights"] = []any{} }, "BLT parameters with 0 weights"},
+		{"BLT buffers dropped", factorize.StrategyBLT, factorize.Options{},
+			func(e *entry) { e.meta["operator"].(map[string]any)["ints"].([]any)[1] = json.Number("0") }, "operator form \"blt\" with sizes"},
 		{"BLT decay changed", factorize.StrategyBLT, factorize.Options{},
 			func(e *entry) {
-				l := e.meta["blt"].(map[string]any)["lambdas"].([]any)
-				l[0] = 0.5
-			}, "BLT parameters do not describe C"},
+				// After B and C: the DefaultBuffers weights, then the
+				// decay rates.
+				i := 2*r*r + factorize.DefaultBuffers
+				binary.LittleEndian.PutUint64(e.floats[8*i:], math.Float64bits(0.5))
+			}, "the operator does not stream C^{-1}"},
+		{"operator kind changed", factorize.StrategyBandedToeplitz, factorize.Options{},
+			func(e *entry) { e.meta["operator"].(map[string]any)["kind"] = "banded-inverse" }, "bytes, want"},
+		{"operator coefficient changed", factorize.StrategyBandedToeplitz, factorize.Options{},
+			func(e *entry) {
+				i := 2*r*r + r + 1 // the first subdiagonal entry of row 1
+				binary.LittleEndian.PutUint64(e.floats[8*i:], math.Float64bits(0))
+			}, "the operator does not stream C^{-1}"},
 		{"loss-only sensitivity", factorize.StrategyOptimal, factorize.Options{LossOnly: true},
 			func(e *entry) { metrics(*e)["unit_sensitivity"] = 0.25 }, "sensitivity 0.25 of a loss-only optimal entry"},
 		{"loss-only loss inconsistent", factorize.StrategyOptimal, factorize.Options{LossOnly: true},
@@ -135,10 +156,10 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 			w := cacheWorkload(t, r)
 			want, err := strat(tc.strategy, tc.opt).Factorize(ctx, w, factorize.Participation{})
 			require.NoError(t, err)
-			c := &factorize.Cache{Dir: t.TempDir()}
+			c := &cache.Cache{Dir: t.TempDir()}
 			_, _, err = c.Compute(ctx, strat(tc.strategy, tc.opt), w, factorize.Participation{}, nil)
 			require.NoError(t, err)
-			key, err := factorize.CacheKey(strat(tc.strategy, tc.opt), w, factorize.Participation{})
+			key, err := cache.Key(strat(tc.strategy, tc.opt), w, factorize.Participation{})
 			require.NoError(t, err)
 			path := c.Path(key)
 			e := readEntry(t, path)
@@ -146,7 +167,7 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 			writeEntry(t, path, e)
 
 			_, err = c.Load(strat(tc.strategy, tc.opt), w, factorize.Participation{})
-			var ce *factorize.CorruptCacheError
+			var ce *cache.CorruptError
 			require.ErrorAs(t, err, &ce)
 			assert.Contains(t, ce.Reason, tc.reason)
 
@@ -171,7 +192,7 @@ func TestCachePrivateModes(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	dir := filepath.Join(t.TempDir(), "a", "cache")
-	c := &factorize.Cache{Dir: dir}
+	c := &cache.Cache{Dir: dir}
 	_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, nil)
 	require.NoError(t, err)
 	fi, err := os.Stat(dir)
@@ -194,11 +215,11 @@ func TestCacheRemovesStaleTemporaries(t *testing.T) {
 	require.NoError(t, os.WriteFile(fresh, []byte("DPMFFACT partial"), 0o600))
 	long := time.Now().Add(-2 * time.Hour)
 	require.NoError(t, os.Chtimes(stale, long, long))
-	c := &factorize.Cache{Dir: dir}
+	c := &cache.Cache{Dir: dir}
 	w := cacheWorkload(t, 4)
 	_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{}, nil)
 	require.NoError(t, err)
-	key, err := factorize.CacheKey(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
+	key, err := cache.Key(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{key + ".dpmf", filepath.Base(fresh)}, cacheDirNames(t, dir))
 }
@@ -211,9 +232,9 @@ func TestCacheEntryNotARegularFile(t *testing.T) {
 		func(path string) error { return syscall.Mkfifo(path, 0o600) },
 		func(path string) error { return os.Mkdir(path, 0o700) },
 	} {
-		c := &factorize.Cache{Dir: t.TempDir()}
+		c := &cache.Cache{Dir: t.TempDir()}
 		w := cacheWorkload(t, 5)
-		key, err := factorize.CacheKey(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
+		key, err := cache.Key(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
 		require.NoError(t, err)
 		require.NoError(t, plant(c.Path(key)))
 		var warn bytes.Buffer

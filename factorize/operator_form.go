@@ -1,0 +1,192 @@
+package factorize
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/dpmf/dpmf/linalg"
+	"gonum.org/v1/gonum/mat"
+)
+
+// OperatorForm is the structured form of an [Operator], for storage (the
+// cache): a kind, a few integers and the coefficients, stored bit for bit,
+// so that an operator read back streams the same noise as the one
+// written. The dense operator has no form: it is rebuilt from the factors.
+type OperatorForm struct {
+	// Kind is "independent", "tree", "banded", "blt", "banded-inverse",
+	// "semiseparable" or "toeplitz".
+	Kind string `json:"kind"`
+	// Ints are the sizes: R, and the bands, buffers or order where the
+	// kind has one.
+	Ints []int `json:"ints"`
+	// Floats are the coefficients, in an order fixed by the kind.
+	Floats []float64 `json:"-"`
+}
+
+// FormOf returns the structured form of op, and false for the dense
+// operator (and operators of other packages), which have none.
+func FormOf(op Operator) (OperatorForm, bool) {
+	switch o := op.(type) {
+	case identityOp:
+		return OperatorForm{Kind: "independent", Ints: []int{o.r}}, true
+	case treeOp:
+		return OperatorForm{Kind: "tree", Ints: []int{o.r}}, true
+	case bandedOp:
+		fl := slices.Clone(o.diag)
+		for _, s := range o.sub {
+			fl = append(fl, s...)
+		}
+		return OperatorForm{Kind: "banded", Ints: []int{len(o.diag), o.bands}, Floats: fl}, true
+	case *BLTParams:
+		return OperatorForm{Kind: "blt", Ints: []int{len(o.Scale), len(o.Weights)}, Floats: slices.Concat(o.Weights, o.Lambdas, o.Scale)}, true
+	case bandInverseOp:
+		return OperatorForm{Kind: "banded-inverse", Ints: []int{o.r, len(o.u)}, Floats: slices.Clone(o.u)}, true
+	case quasiSepOp:
+		c := o.c
+		return OperatorForm{Kind: "semiseparable", Ints: []int{c.N, c.K}, Floats: slices.Concat(c.P, c.A, c.Q, c.Diag)}, true
+	case toeplitzOp:
+		return OperatorForm{Kind: "toeplitz", Ints: []int{len(o.s)}, Floats: slices.Concat(o.u, o.s)}, true
+	}
+	return OperatorForm{}, false
+}
+
+// FloatCount returns the number of coefficients a form of this kind and
+// these sizes has, and an error for an unknown kind or sizes out of range
+// (R from 1 to 2^30, from 1 to R bands, from 1 to [MaxSemisepBuffers]^2
+// buffers or order): a reader checks it before reading the coefficients.
+func (f OperatorForm) FloatCount() (int, error) {
+	bad := func() (int, error) {
+		return 0, fmt.Errorf("factorize: operator form %q with sizes %v", f.Kind, f.Ints)
+	}
+	want := map[string]int{"independent": 1, "tree": 1, "toeplitz": 1, "banded": 2, "blt": 2, "banded-inverse": 2, "semiseparable": 2}
+	n, ok := want[f.Kind]
+	if !ok || len(f.Ints) != n {
+		return bad()
+	}
+	r := f.Ints[0]
+	if r < 1 || r > 1<<30 {
+		return bad()
+	}
+	var k int
+	if n == 2 {
+		k = f.Ints[1]
+		limit := r // bands
+		if f.Kind == "blt" || f.Kind == "semiseparable" {
+			limit = MaxSemisepBuffers * MaxSemisepBuffers
+		}
+		if k < 1 || k > limit {
+			return bad()
+		}
+	}
+	switch f.Kind {
+	case "banded":
+		// diag plus sum_i min(b-1, i).
+		s := r
+		for i := 0; i < r; i++ {
+			s += min(k-1, i)
+		}
+		return s, nil
+	case "blt":
+		return 2*k + r, nil
+	case "banded-inverse":
+		return k, nil
+	case "semiseparable":
+		return 3*r*k + r, nil
+	case "toeplitz":
+		return 2 * r, nil
+	}
+	return 0, nil
+}
+
+// Operator returns the operator of the form for a workload of R rounds.
+// Coefficients must be finite, and the number of coefficients that of
+// [OperatorForm.FloatCount]; C's diagonal (banded, semiseparable) and the
+// scales must be nonzero.
+func (f OperatorForm) Operator(rounds int) (Operator, error) {
+	n, err := f.FloatCount()
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Floats) != n {
+		return nil, fmt.Errorf("factorize: operator form %q with %d coefficients, want %d", f.Kind, len(f.Floats), n)
+	}
+	if f.Ints[0] != rounds {
+		return nil, fmt.Errorf("factorize: operator form %q for %d rounds, want %d", f.Kind, f.Ints[0], rounds)
+	}
+	for _, v := range f.Floats {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("factorize: operator form %q with a coefficient %v", f.Kind, v)
+		}
+	}
+	nonzero := func(name string, v []float64) error {
+		for i, x := range v {
+			if x == 0 {
+				return fmt.Errorf("factorize: operator form %q with %s[%d] = 0", f.Kind, name, i)
+			}
+		}
+		return nil
+	}
+	r, fl := rounds, f.Floats
+	switch f.Kind {
+	case "independent":
+		return identityOp{r}, nil
+	case "tree":
+		return newTreeOp(r), nil
+	case "banded":
+		b := f.Ints[1]
+		o := bandedOp{bands: b, diag: fl[:r], sub: make([][]float64, r)}
+		off := r
+		for i := range o.sub {
+			o.sub[i] = fl[off : off+min(b-1, i)]
+			off += min(b-1, i)
+		}
+		return o, nonzero("diagonal", o.diag)
+	case "blt":
+		k := f.Ints[1]
+		p := &BLTParams{Weights: fl[:k], Lambdas: fl[k : 2*k], Scale: fl[2*k:]}
+		return p, nonzero("scale", p.Scale)
+	case "banded-inverse":
+		return bandInverseOp{u: fl, r: r}, nil
+	case "semiseparable":
+		k := r * f.Ints[1]
+		c := linalg.QuasiSep{N: r, K: f.Ints[1], P: fl[:k], A: fl[k : 2*k], Q: fl[2*k : 3*k], Diag: fl[3*k:]}
+		return quasiSepOp{c}, nonzero("diagonal", c.Diag)
+	case "toeplitz":
+		return toeplitzOp{u: fl[:r], s: fl[r:]}, nonzero("diagonal", fl[r:])
+	}
+	return nil, fmt.Errorf("factorize: unknown operator form %q", f.Kind)
+}
+
+// operatorError returns the relative error of the operator against the
+// factors b, c: M Z for Z = C x must give back x (A^{-1} B C = I), for a
+// fixed test vector x, streamed with dimension 1.
+func operatorError(op Operator, c *mat.Dense, x []float64) float64 {
+	var cx mat.VecDense
+	cx.MulVec(c, mat.NewVecDense(len(x), x))
+	src := &vectorNoise{z: cx.RawVector().Data}
+	st := op.NewState(1)
+	errSq, normSq := 0.0, 0.0
+	y := make([]float64, 1)
+	for r := range x {
+		st.Prepare(r)
+		st.Block(src, r, 0, y)
+		errSq += (y[0] - x[r]) * (y[0] - x[r])
+		normSq += x[r] * x[r]
+	}
+	return math.Sqrt(errSq / normSq)
+}
+
+// vectorNoise is a NoiseSource of dimension 1 whose noise row j is z[j].
+type vectorNoise struct {
+	z       []float64
+	scratch [1]float64
+	past    [1]float64
+}
+
+func (v *vectorNoise) Fill(j, lo int, dst []float64) { dst[0] = v.z[j] }
+func (v *vectorNoise) Past(j, lo, n int) []float64 {
+	v.past[0] = v.z[j]
+	return v.past[:]
+}
+func (v *vectorNoise) Scratch(n int) []float64 { return v.scratch[:n] }

@@ -1,0 +1,303 @@
+package factorize
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Record is the stored form of a [Factorization] (the cache's entries, see
+// package cache): everything but the workload, with the operator as its
+// structured form ([OperatorForm]), so that a factorization read back
+// streams exactly as the one stored. [Record.Restore] rebuilds the
+// factorization and checks what matters for privacy.
+type Record struct {
+	// Strategy is [Factorization.Strategy].
+	Strategy string
+	// Metrics, Iterations, Evaluations and Gap are the factorization's.
+	Metrics                 Metrics
+	Iterations, Evaluations int
+	Gap                     float64
+	// B, C and Available are the dense factors, when the factorization
+	// holds them; nil otherwise.
+	B, C      *mat.Dense
+	Available []int
+	// Operator is the operator's structured form; nil for the dense
+	// operator (rebuilt from B) and for metrics-only results.
+	Operator *OperatorForm
+	// SemisepBounds are a [Semiseparable] factorization's certified
+	// optimal lower bound and excess; nil for other strategies.
+	SemisepBounds *[2]float64
+}
+
+// Record returns f's stored form. It panics if f has only one of B and C.
+func (f *Factorization) Record() Record {
+	if (f.B == nil) != (f.C == nil) {
+		panic("factorize: factorization with only one of B and C")
+	}
+	rec := Record{Strategy: f.Strategy, Metrics: f.Metrics, Iterations: f.Iterations, Evaluations: f.Evaluations, Gap: f.Gap, B: f.B, C: f.C}
+	if f.B != nil {
+		rec.Available = f.Available
+	}
+	if form, ok := FormOf(f.Operator); ok {
+		rec.Operator = &form
+	}
+	if f.Semisep != nil {
+		rec.SemisepBounds = &[2]float64{f.Semisep.OptimalLower, f.Semisep.Excess}
+	}
+	return rec
+}
+
+// Restore rebuilds the factorization of w that rec stores, and checks it
+// (see [Factorization.Record]): with factors, the metrics must be those of
+// B and C under the participation recorded in the metrics (to a relative
+// 1e-12), the availability rounds must lie in [0, R) and match the
+// factors' causal structure, B C must reproduce the workload (on a fixed
+// pseudo-random vector, relative error at most 1e-6) and a structured
+// operator must stream C^{-1} (M C x against x, the same bound). Without
+// factors, a quasiseparable operator's metrics must be those computed from
+// its generators; a metrics-only result's metrics must be finite and
+// consistent (loss = sens^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss,
+// the optimal strategy's sensitivity 1), its loss itself is trusted. The
+// error says why rec cannot be used, without a package prefix.
+func (rec Record) Restore(w *Workload) (*Factorization, error) {
+	if err := checkWorkload(w); err != nil {
+		return nil, err
+	}
+	r := w.R()
+	if (rec.B == nil) != (rec.C == nil) {
+		return nil, fmt.Errorf("only one of the factors B and C")
+	}
+	if rec.B != nil {
+		rb, m := rec.B.Dims()
+		if mc, rc := rec.C.Dims(); rb != r || rc != r || mc != m {
+			return nil, fmt.Errorf("factors of %d x %d and %d x %d for R = %d", rb, m, mc, rc, r)
+		}
+		if len(rec.Available) != m {
+			return nil, fmt.Errorf("%d availability rounds for %d noise rows", len(rec.Available), m)
+		}
+	} else if rec.Available != nil {
+		return nil, fmt.Errorf("availability rounds without factors")
+	}
+	if (rec.SemisepBounds != nil) != (rec.Strategy == StrategySemisep) {
+		return nil, fmt.Errorf("semiseparable bounds in a %s record", rec.Strategy)
+	}
+	f := &Factorization{
+		Strategy:    rec.Strategy,
+		Workload:    w,
+		B:           rec.B,
+		C:           rec.C,
+		Available:   rec.Available,
+		Metrics:     rec.Metrics,
+		Iterations:  rec.Iterations,
+		Evaluations: rec.Evaluations,
+		Gap:         rec.Gap,
+	}
+	switch {
+	case rec.Operator != nil:
+		op, err := rec.Operator.Operator(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "factorize: "))
+		}
+		f.Operator = op
+		if f.Available == nil {
+			f.Available = squareAvailable(r)
+		}
+	case rec.B != nil:
+		f.Operator = newDenseOp(w, rec.B, rec.Available)
+	}
+	if op, ok := f.Operator.(quasiSepOp); ok && rec.SemisepBounds != nil {
+		f.Semisep = &SemisepParams{C: op.c, OptimalLower: rec.SemisepBounds[0], Excess: rec.SemisepBounds[1]}
+	}
+	if reason := verifyEntry(f); reason != "" {
+		return nil, fmt.Errorf("%s", reason)
+	}
+	return f, nil
+}
+
+// CheckRequest checks a request for the factorization of w by s under p,
+// as [Strategy.Factorize] would before computing (the strategy's options,
+// the workload, the participation), and reports whether s computes a
+// metrics-only (loss-only) result, which a stored entry without factors
+// or operator may hold.
+func CheckRequest(s Strategy, w *Workload, p Participation) (lossOnly bool, err error) {
+	if s == nil {
+		return false, &ParamError{Param: "strategy", Want: "a Strategy"}
+	}
+	if err := checkWorkload(w); err != nil {
+		return false, err
+	}
+	// The registry's loss-only switch; semiseparable's (its Factors
+	// switch) only leaves out the dense factors: its result keeps its
+	// operator.
+	if i, ok := info(s); ok && !i.factorsPtr {
+		lossOnly = IsLossOnly(s)
+	}
+	if err := p.Validate(w.R()); err != nil {
+		return false, err
+	}
+	if err := CheckUnder(s, p); err != nil {
+		return false, err
+	}
+	return lossOnly, nil
+}
+
+// verifyEntry checks the privacy-relevant content of a factorization read
+// back from storage, because a checksum only detects accidents: anyone who
+// can write the storage can edit the metadata and recompute its checksum.
+// It returns why f cannot be used, or "".
+//
+// With factors, the metrics (gamma, the sensitivity under the participation,
+// loss, RMSE, MaxSE) must be those that [ComputeMetrics] gives for the
+// stored B and C under the entry's participation (to a relative 1e-12, see
+// sameMetrics), the
+// availability rounds must lie in [0, R) and match the factors' causal
+// structure ([Factorization.CheckCausal]), B C must reproduce the workload
+// (checked on a fixed pseudo-random vector: B (C x) against A x, relative
+// error at most 1e-6), and a structured operator must stream C^{-1} (M C x
+// against x, the same bound). Without factors, a quasiseparable
+// operator's metrics must be those computed from its generators. A loss-only
+// entry has no factors to check against: its metrics must be finite and
+// consistent (loss = gamma^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss)
+// and the optimal strategy's sensitivity must be 1, as it is by
+// construction; its loss itself is trusted.
+func verifyEntry(f *Factorization) string {
+	m := f.Metrics
+	if !FiniteMetrics(m) || !(f.Gap >= 0) || math.IsInf(f.Gap, 0) {
+		return fmt.Sprintf("metrics out of range (gap %v)", f.Gap)
+	}
+	if f.Iterations < 0 || f.Evaluations < 0 {
+		return fmt.Sprintf("%d iterations, %d evaluations", f.Iterations, f.Evaluations)
+	}
+	r := f.Workload.R()
+	if q, ok := f.Operator.(quasiSepOp); ok && f.B == nil {
+		// A structured result: its metrics must be those of the C it
+		// streams, computed from the generators.
+		if !f.Workload.bidiagonalInverse() {
+			return "a quasiseparable operator for a workload without a bidiagonal inverse"
+		}
+		if m.Participation.Kind != KindSingle {
+			return fmt.Sprintf("a quasiseparable entry without factors under %v", m.Participation)
+		}
+		if got := quasiSepResult(f.Strategy, f.Workload, f.Workload, 1, q.c).Metrics; !sameMetrics(got, m) {
+			return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the operator (sensitivity %v, loss %v)",
+				m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
+		}
+		return ""
+	}
+	if f.B == nil {
+		if f.Strategy == StrategyOptimal && (m.Gamma != 1 || m.UnitSensitivity.Value != 1 || !m.UnitSensitivity.Exact) {
+			return fmt.Sprintf("sensitivity %v of a loss-only optimal entry (gamma %v), want 1", m.UnitSensitivity.Value, m.Gamma)
+		}
+		if m.Participation.Kind == KindSingle && m.UnitSensitivity.Value != m.Gamma {
+			return fmt.Sprintf("sensitivity %v under single participation, want gamma %v", m.UnitSensitivity, m.Gamma)
+		}
+		want := metricsFrom(r, m.Gamma, m.Participation, m.UnitSensitivity, m.FrobBSq, m.MaxRowBSq)
+		if !closeRel(m.Loss, want.Loss) || !closeRel(m.RMSE, want.RMSE) || m.MaxSE > m.Loss*(1+1e-12) {
+			return "metrics of the loss-only entry are inconsistent"
+		}
+		return ""
+	}
+	for j, av := range f.Available {
+		if av < 0 || av >= r {
+			return fmt.Sprintf("availability round %d of noise row %d, want 0 <= round < %d", av, j, r)
+		}
+	}
+	if err := f.CheckCausal(); err != nil {
+		return strings.TrimPrefix(err.Error(), "factorize: ")
+	}
+	if got, err := ComputeMetrics(f.B, f.C, m.Participation); err != nil || !sameMetrics(got, m) {
+		return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the factors (sensitivity %v, loss %v)",
+			m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
+	}
+	if e := reproductionError(f); !(e <= 1e-6) {
+		return fmt.Sprintf("B C does not reproduce the workload (relative error %.3g)", e)
+	}
+	if _, structured := FormOf(f.Operator); structured {
+		if e := operatorError(f.Operator, f.C, testVector(r)); !(e <= 1e-6) {
+			return fmt.Sprintf("the operator does not stream C^{-1} (relative error %.3g)", e)
+		}
+	}
+	return ""
+}
+
+// sameMetrics reports whether the stored metrics m are those computed from
+// the factors, got: the participation, the sensitivity's exactness and rule
+// exactly, the numbers to a relative 1e-12. A strategy may sum in another
+// order than [ComputeMetrics] (the semiseparable one sums its structured
+// factors), which changes the last bits and nothing else; an edit that
+// matters changes far more.
+func sameMetrics(got, m Metrics) bool {
+	if got.Participation != m.Participation || got.UnitSensitivity.Exact != m.UnitSensitivity.Exact ||
+		got.UnitSensitivity.Rule != m.UnitSensitivity.Rule {
+		return false
+	}
+	for _, p := range [][2]float64{
+		{got.Gamma, m.Gamma}, {got.UnitSensitivity.Value, m.UnitSensitivity.Value}, {got.FrobBSq, m.FrobBSq},
+		{got.MaxRowBSq, m.MaxRowBSq}, {got.Loss, m.Loss}, {got.RMSE, m.RMSE}, {got.MaxSE, m.MaxSE},
+	} {
+		if !closeRel(p[0], p[1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// FiniteMetrics reports whether every metric is finite and >= 0: a
+// factorization whose metrics overflowed cannot be stored.
+func FiniteMetrics(m Metrics) bool {
+	for _, v := range []float64{m.Gamma, m.UnitSensitivity.Value, m.FrobBSq, m.MaxRowBSq, m.Loss, m.RMSE, m.MaxSE} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// closeRel reports whether a and b agree to a relative 1e-12.
+func closeRel(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// testVector returns a fixed vector of n entries in [-1, 1) from a
+// linear congruential sequence: the same for every run, unrelated to any
+// factorization's structure.
+func testVector(n int) []float64 {
+	x := make([]float64, n)
+	s := uint64(0x9e3779b97f4a7c15)
+	for i := range x {
+		s = s*6364136223846793005 + 1442695040888963407
+		x[i] = float64(s>>11)/(1<<53)*2 - 1
+	}
+	return x
+}
+
+// reproductionError returns ||B (C x) - A x|| / ||A x|| for the test
+// vector x: a Freivalds-style check of B C = A in O(R m) time.
+func reproductionError(f *Factorization) float64 {
+	r := f.Workload.R()
+	x := mat.NewVecDense(r, testVector(r))
+	var cx, bcx, ax mat.VecDense
+	cx.MulVec(f.C, x)
+	bcx.MulVec(f.B, &cx)
+	if inv, ok := f.Workload.InverseBand(); ok {
+		// A x = L^{-1} x by forward substitution in the band of L:
+		// O(R k), without forming A.
+		_, k, _ := inv.TriBand()
+		ax.ReuseAsVec(r)
+		for i := 0; i < r; i++ {
+			v := x.AtVec(i)
+			for p := max(0, i-k); p < i; p++ {
+				v -= inv.At(i, p) * ax.AtVec(p)
+			}
+			ax.SetVec(i, v/inv.At(i, i))
+		}
+	} else {
+		ax.MulVec(f.Workload.Matrix(), x)
+	}
+	norm := mat.Norm(&ax, 2)
+	bcx.SubVec(&bcx, &ax)
+	return mat.Norm(&bcx, 2) / norm
+}

@@ -1,0 +1,21 @@
+//go:build !purego
+
+package linalg
+
+// subDot4AVX2 is the four-row accumulation of [QuasiSep.SolveStep] in
+// AVX2 assembly; it reads len(x) entries of every h.
+//
+//go:noescape
+func subDot4AVX2(x, h0, h1, h2, h3 []float64, p *[4]float64)
+
+// updateAVX2 is the state update of [QuasiSep.SolveStep] in AVX2
+// assembly; it reads len(h) entries of x.
+//
+//go:noescape
+func updateAVX2(h, x []float64, a, q float64)
+
+func init() {
+	if haveFMA {
+		subDot4, update = subDot4AVX2, updateAVX2
+	}
+}

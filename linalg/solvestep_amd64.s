@@ -1,0 +1,90 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func subDot4AVX2(x, h0, h1, h2, h3 []float64, p *[4]float64)
+//
+// x[j] -= p0 h0[j] + p1 h1[j] + p2 h2[j] + p3 h3[j] over len(x) entries,
+// the sum formed left to right with fused multiply-adds.
+TEXT ·subDot4AVX2(SB), NOSPLIT, $0-128
+	MOVQ         x_base+0(FP), DI
+	MOVQ         x_len+8(FP), CX
+	MOVQ         h0_base+24(FP), R8
+	MOVQ         h1_base+48(FP), R9
+	MOVQ         h2_base+72(FP), R10
+	MOVQ         h3_base+96(FP), R11
+	MOVQ         p+120(FP), AX
+	VBROADCASTSD (AX), Y0
+	VBROADCASTSD 8(AX), Y1
+	VBROADCASTSD 16(AX), Y2
+	VBROADCASTSD 24(AX), Y3
+	XORQ         SI, SI
+	MOVQ         CX, DX
+	ANDQ         $~3, DX
+	JZ           stail
+
+sloop:
+	VMULPD      (R8)(SI*8), Y0, Y4
+	VFMADD231PD (R9)(SI*8), Y1, Y4
+	VFMADD231PD (R10)(SI*8), Y2, Y4
+	VFMADD231PD (R11)(SI*8), Y3, Y4
+	VMOVUPD     (DI)(SI*8), Y5
+	VSUBPD      Y4, Y5, Y5
+	VMOVUPD     Y5, (DI)(SI*8)
+	ADDQ        $4, SI
+	CMPQ        SI, DX
+	JLT         sloop
+
+stail:
+	CMPQ        SI, CX
+	JGE         sdone
+	VMOVSD      (R8)(SI*8), X4
+	VMULSD      X0, X4, X4
+	VFMADD231SD (R9)(SI*8), X1, X4
+	VFMADD231SD (R10)(SI*8), X2, X4
+	VFMADD231SD (R11)(SI*8), X3, X4
+	VMOVSD      (DI)(SI*8), X5
+	VSUBSD      X4, X5, X5
+	VMOVSD      X5, (DI)(SI*8)
+	INCQ        SI
+	JMP         stail
+
+sdone:
+	VZEROUPPER
+	RET
+
+// func updateAVX2(h, x []float64, a, q float64)
+//
+// h[j] = a h[j] + q x[j] over len(h) entries: fma(a, h[j], q x[j]).
+TEXT ·updateAVX2(SB), NOSPLIT, $0-64
+	MOVQ         h_base+0(FP), DI
+	MOVQ         h_len+8(FP), CX
+	MOVQ         x_base+24(FP), R8
+	VBROADCASTSD a+48(FP), Y0
+	VBROADCASTSD q+56(FP), Y1
+	XORQ         SI, SI
+	MOVQ         CX, DX
+	ANDQ         $~3, DX
+	JZ           utail
+
+uloop:
+	VMULPD      (R8)(SI*8), Y1, Y4
+	VFMADD231PD (DI)(SI*8), Y0, Y4
+	VMOVUPD     Y4, (DI)(SI*8)
+	ADDQ        $4, SI
+	CMPQ        SI, DX
+	JLT         uloop
+
+utail:
+	CMPQ        SI, CX
+	JGE         udone
+	VMOVSD      (R8)(SI*8), X4
+	VMULSD      X1, X4, X4
+	VFMADD231SD (DI)(SI*8), X0, X4
+	VMOVSD      X4, (DI)(SI*8)
+	INCQ        SI
+	JMP         utail
+
+udone:
+	VZEROUPPER
+	RET
