@@ -15,9 +15,10 @@ import (
 // moved into package factorize (commit "mechanism: record the noise guard"),
 // one per case of guardCases: a guard that the move did not change the
 // noise. DPMF_WRITE_GUARD=1 rewrites it (only ever with the old code).
-// Exception: the entries prefix33/blt and minsep24/blt were taken from a
-// rewrite with the BLT fit of issue #20 item 4, which changes BLT's
-// parameters on purpose; the other entries are as recorded.
+// Exception: BLT's entries (prefix33/blt, minsep24/blt) are skipped: the
+// fit of issue #20 item 4 changes BLT's parameters on purpose, and the
+// records are never rewritten from the new code (factorize's tests check
+// the new fit against a dense product instead).
 const guardFile = "testdata/noise_guard.json"
 
 type guardCase struct {
@@ -121,6 +122,9 @@ func TestNoiseGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range guardCases() {
+		if c.strategy.Name() == factorize.StrategyBLT {
+			continue // refitted on purpose (issue #20, item 4)
+		}
 		g, w := got[c.name], want[c.name]
 		if len(g) != len(w) || len(w) == 0 {
 			t.Errorf("%s: %d rounds, recorded %d", c.name, len(g), len(w))

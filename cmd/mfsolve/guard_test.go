@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,20 @@ import (
 // difference in the last bits, held to 1e-12).
 var noiseTol = map[string]float64{"optimal": 1e-9, "semiseparable": 1e-9, "bandinv": 1e-12}
 
+// changedOnPurpose names the strategies whose results a later issue changed
+// on purpose, so the recorded values no longer apply: their records are
+// skipped, never rewritten from the new code. BLT's fit (issue #20, item 4)
+// is checked against a dense product and sqrt-normalized in factorize's
+// tests instead.
+var changedOnPurpose = map[string]string{"blt": "BLT's parameters are refitted on purpose (issue #20, item 4)"}
+
+// skipChanged skips a record of a strategy in changedOnPurpose.
+func skipChanged(t *testing.T, args []string) {
+	if i := slices.Index(args, "-strategy"); i >= 0 && changedOnPurpose[args[i+1]] != "" {
+		t.Skip(changedOnPurpose[args[i+1]])
+	}
+}
+
 // TestGuardMetrics holds mfsolve's JSON metrics, for every strategy under
 // three participations with a calibration, to 1e-12 relative of the values
 // recorded before the plan redesign (testdata/guard/gen.sh).
@@ -29,6 +44,7 @@ func TestGuardMetrics(t *testing.T) {
 	require.Len(t, recs, 36)
 	for _, rec := range recs {
 		t.Run(strings.Join(rec.Args[1:6], " "), func(t *testing.T) {
+			skipChanged(t, rec.Args)
 			r := runEnv(t.TempDir(), map[string]string{"DPMF_CACHE_BUDGET": "0"}, rec.Args...)
 			require.Equal(t, 0, r.code, r.stderr)
 			diffs, err := guard.Compare(rec.Out, []byte(r.stdout), 1e-12, "seconds", "cached", "wrote")
@@ -47,6 +63,7 @@ func TestGuardNoise(t *testing.T) {
 	for _, file := range files {
 		s := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "noise-"), ".npy")
 		t.Run(s, func(t *testing.T) {
+			skipChanged(t, []string{"-strategy", s})
 			want, err := guard.ReadNpy(file)
 			require.NoError(t, err)
 			out := filepath.Join(t.TempDir(), "Z.npy")

@@ -31,6 +31,11 @@ func TestGuardRuns(t *testing.T) {
 	require.Len(t, recs, 50)
 	for _, rec := range recs {
 		t.Run(strings.Join(rec.Args[11:], " "), func(t *testing.T) {
+			if i := slices.Index(rec.Args, "-strategy"); i >= 0 && rec.Args[i+1] == "blt" {
+				// Refitted on purpose (issue #20, item 4); the recorded values
+				// no longer apply and are never rewritten from the new code.
+				t.Skip("BLT's parameters are refitted on purpose (issue #20, item 4)")
+			}
 			r := runOfl(t, rec.Args...)
 			require.Equal(t, 0, r.code, r.stderr)
 			tol := 0.0
