@@ -356,6 +356,33 @@ func kTilt(d *lossDist, k int, guess, logTail float64) float64 {
 	return math.Min(t, 1.5*g)
 }
 
+// tiltFor returns the tilt of a k-fold composition of d: kTilt's, halved
+// (at most 4 times) while the tilted composition's upper Chernoff end at
+// tail mass fold lies further above the composition's own window (at
+// e^logTail) than that window's length: a mixture's rare large losses,
+// tilted up, can stretch the window, and the FFT, tenfold. Any tilt is
+// valid; a smaller one bounds the rounding less tightly only far out in the
+// tail (at half the Chernoff tilt of a Gaussian tail delta, the bound there
+// is delta^(3/4) times the rounding of the tilted masses). guess is
+// spreadGuess(d, k, e^logTail).
+func tiltFor(d *lossDist, k int, guess, logTail, fold float64) float64 {
+	first, last := d.support()
+	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
+	kf := float64(k)
+	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess)
+	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess)
+	t := kTilt(d, k, guess, logTail)
+	for range 4 {
+		mt := mgf(t)
+		_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess)
+		if !(b1-b0 > 2*(b0+negA)) {
+			break
+		}
+		t /= 2
+	}
+	return t
+}
+
 // sum returns the sum of x.
 func sum(x []float64) float64 {
 	s := 0.0
@@ -447,11 +474,10 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
 	guess := spreadGuess(d, k, tail)
 	// The tilt: d's own if d was tilted for this composition (see
-	// sampledGaussian), else the Chernoff parameter of the upper tail at
-	// tiltTarget.
+	// sampledGaussian), else tiltFor's.
 	t := d.tau
 	if t == 0 {
-		t = kTilt(d, k, guess, logTail)
+		t = tiltFor(d, k, guess, logTail, fold)
 	}
 	mt := mgf(t)
 	logMt := func(s float64) float64 { return mgf(t+s) - mt }

@@ -138,7 +138,7 @@ func TestReplaceOneAboveAddRemove(t *testing.T) {
 	for _, c := range []struct {
 		q, sigma float64
 		steps    int
-	}{{0.01, 1.5, 50}, {0.2, 3, 10}} {
+	}{{0.1, 2, 20}, {0.2, 3, 10}} {
 		ar, err := SampledGaussianEpsilon(c.q, c.sigma, c.steps, 1e-6, AddRemove)
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +158,7 @@ func TestReplaceOneAboveAddRemove(t *testing.T) {
 // 1e-3, the least.
 func TestReplaceOneSigma(t *testing.T) {
 	t.Parallel()
-	const q, steps, eps, delta = 0.1, 5, 2.0, 1e-5
+	const q, steps, eps, delta = 0.1, 2, 2.0, 1e-5
 	s := 1.0
 	if os.Getenv("DPMF_LONG") != "" { // 4 s of calibration
 		s = checkSampledSigma(t, q, steps, eps, delta, ReplaceOne)

@@ -76,8 +76,8 @@ func TestSampledGaussianBrute(t *testing.T) {
 func TestSampledGaussianMonotone(t *testing.T) {
 	t.Parallel()
 	prev := 0.0
-	for _, q := range []float64{0.01, 1} {
-		e, err := SampledGaussianEpsilon(q, 1.5, 200, 1e-6, AddRemove)
+	for _, q := range []float64{0.1, 1} {
+		e, err := SampledGaussianEpsilon(q, 2, 80, 1e-6, AddRemove)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,10 +86,10 @@ func TestSampledGaussianMonotone(t *testing.T) {
 		}
 		prev = e
 	}
-	a, _ := SampledGaussianEpsilon(0.01, 1.5, 50, 1e-6, AddRemove)
-	b, _ := SampledGaussianEpsilon(0.01, 1.5, 200, 1e-6, AddRemove)
+	a, _ := SampledGaussianEpsilon(0.1, 2, 20, 1e-6, AddRemove)
+	b, _ := SampledGaussianEpsilon(0.1, 2, 80, 1e-6, AddRemove)
 	if !(b > a) {
-		t.Errorf("200 steps: eps %v, 50 steps: %v", b, a)
+		t.Errorf("80 steps: eps %v, 20 steps: %v", b, a)
 	}
 }
 
@@ -126,15 +126,15 @@ func TestAmplifiedBanded(t *testing.T) {
 			t.Errorf("BandedCompositions(%d, %d) = %d, %v; want %d", c.n, c.b, k, err, c.want)
 		}
 	}
-	a, err := AmplifiedBanded(0.05, 1, 100, 7, AddRemove)
+	a, err := AmplifiedBanded(0.05, 1, 20, 7, AddRemove)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := SampledGaussian(0.05, 1, 15, AddRemove)
+	s, _ := SampledGaussian(0.05, 1, 3, AddRemove)
 	da, _ := a.Delta(1)
 	ds, _ := s.Delta(1)
 	if da != ds {
-		t.Errorf("AmplifiedBanded delta %v, 15 sampled steps %v", da, ds)
+		t.Errorf("AmplifiedBanded delta %v, 3 sampled steps %v", da, ds)
 	}
 }
 
