@@ -84,15 +84,20 @@ func TestPLDBoundsPublished(t *testing.T) {
 
 // shortSampled returns SampledGaussian(q, sigma, steps, AddRemove), on a
 // grid of 2^14 points instead of 2^17 under -short: the properties the
-// tests below check (both sides bound the truth, ordered, monotone) hold
-// on every grid.
+// tests check with it (both sides bound the truth, ordered, monotone)
+// hold on every grid.
 func shortSampled(t *testing.T, q, sigma float64, steps int) *PLD {
+	return shortSampledRel(t, q, sigma, steps, AddRemove)
+}
+
+// shortSampledRel is shortSampled under the relation rel.
+func shortSampledRel(t *testing.T, q, sigma float64, steps int, rel Relation) *PLD {
 	t.Helper()
 	o := sampledOpts{budget: gridBudget}
 	if testing.Short() {
 		o.budget = coarseBudget
 	}
-	p, err := sampledGaussian(q, sigma, steps, AddRemove, o)
+	p, err := sampledGaussian(q, sigma, steps, rel, o)
 	if err != nil {
 		t.Fatal(err)
 	}

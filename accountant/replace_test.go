@@ -139,11 +139,14 @@ func TestReplaceOneAboveAddRemove(t *testing.T) {
 		q, sigma float64
 		steps    int
 	}{{0.1, 2, 20}, {0.2, 3, 10}} {
-		ar, err := SampledGaussianEpsilon(c.q, c.sigma, c.steps, 1e-6, AddRemove)
+		// Each safe eps is at least its truth; on the coarser grid of
+		// -short too, where each is further above it, but far less than
+		// the gap between the two.
+		ar, err := shortSampledRel(t, c.q, c.sigma, c.steps, AddRemove).Epsilon(1e-6)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ro, err := SampledGaussianEpsilon(c.q, c.sigma/2, c.steps, 1e-6, ReplaceOne)
+		ro, err := shortSampledRel(t, c.q, c.sigma/2, c.steps, ReplaceOne).Epsilon(1e-6)
 		if err != nil {
 			t.Fatal(err)
 		}
