@@ -98,6 +98,9 @@ func TestSampledGaussianMonotone(t *testing.T) {
 func TestSampledGaussianSigma(t *testing.T) {
 	t.Parallel()
 	checkSampledSigma(t, 0.1, 80, 2.0, 1e-5, AddRemove)
+	if !testing.Short() { // dpacct's example (docs/privacy.md): about 1 s
+		checkSampledSigma(t, 0.01, 1000, 1, 1e-5, AddRemove)
+	}
 }
 
 // checkSampledSigma calibrates sigma and checks that it is safe under
