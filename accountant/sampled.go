@@ -297,7 +297,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// bound, higher than the full one's by about 2 searchTail delta (the
 	// cut mass counts as infinite loss), which moves its root by far less
 	// than 1e-4.
-	search := sampledOpts{budget: coarseBudget, tail: searchTail * delta, fold: searchFold, safeOnly: true}
+	search := sampledOpts{budget: coarseBudget, tail: searchTail * delta, fold: math.Min(searchFold, searchFoldRel*delta), safeOnly: true}
 	coarse, err := calibrateRoot(ctx, root{hi: guess, ghi: math.NaN()}, logRatio(search), 0.25, 1e-2, what)
 	if err != nil || coarse.lo == 0 {
 		return coarse.hi, err
@@ -353,11 +353,18 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 }
 
 // searchTail is the tail mass, relative to delta, that the evaluations of
-// SampledGaussianSigma's search cut, and searchFold the tilted tail mass at
-// which they cut the tilted composition's window (see there).
+// SampledGaussianSigma's search cut, and the smaller of searchFold and
+// searchFoldRel delta the tilted tail mass f at which they cut the tilted
+// composition's window (see there). The folded tilted mass adds about f C
+// to the safe delta, C the Chernoff bound of the tail at eps at the
+// composition's tilt: about delta where the tilt is tuned (delta near
+// 1e-5), up to e^((z - z5)^2 / 2) delta for a Gaussian tail z standard
+// deviations out (z5 that of 1e-5): 140 delta at 1e-10, 6e12 delta at
+// 1e-30, so that f C stays below 1e-6 delta from 1e-2 to 1e-30.
 const (
-	searchTail = 1e-6
-	searchFold = 1e-9
+	searchTail    = 1e-6
+	searchFold    = 1e-9
+	searchFoldRel = 1e-4
 )
 
 // sampledGuess returns the starting point of SampledGaussianSigma: the
