@@ -116,7 +116,7 @@
 // makes it small relative to delta near delta = 1e-10; it is added to the
 // safe side and subtracted from the optimistic one at every eps.
 // docs/privacy.md states the argument and the measured width and cost (at
-// delta = 1e-10, q = 0.01, sigma = 4, 1000 steps: eps in [0.468706,
+// delta = 1e-10, q = 0.01, sigma = 4, 1000 steps: eps in [0.468707,
 // 0.468708]).
 //
 // # Errors and panics

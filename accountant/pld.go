@@ -538,13 +538,19 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 	if err := checkCompositions(k); err != nil {
 		return nil, err
 	}
+	return p.selfCompose(k, p.tail)
+}
+
+// selfCompose is SelfCompose with the tilted composition's window cut at a
+// tilted tail mass of fold (see selfConvolve).
+func (p *PLD) selfCompose(k int, fold float64) (*PLD, error) {
 	if k == 1 {
 		return p, nil
 	}
 	r := &PLD{h: p.h, tail: p.tail}
 	err := r.each(p.symmetric(), func(i int) (*lossDist, error) {
 		d := [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
-		return selfConvolve(d, k, p.h, p.tail, i < 2)
+		return selfConvolve(d, k, p.h, p.tail, fold, i < 2)
 	})
 	if err != nil {
 		return nil, err

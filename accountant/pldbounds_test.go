@@ -82,6 +82,28 @@ func TestPLDBoundsPublished(t *testing.T) {
 	}
 }
 
+// shortSampled returns SampledGaussian(q, sigma, steps, AddRemove), on a
+// grid of 2^14 points instead of 2^17 under -short: the properties the
+// tests check with it (both sides bound the truth, ordered, monotone)
+// hold on every grid.
+func shortSampled(t *testing.T, q, sigma float64, steps int) *PLD {
+	return shortSampledRel(t, q, sigma, steps, AddRemove)
+}
+
+// shortSampledRel is shortSampled under the relation rel.
+func shortSampledRel(t *testing.T, q, sigma float64, steps int, rel Relation) *PLD {
+	t.Helper()
+	o := sampledOpts{budget: gridBudget}
+	if testing.Short() {
+		o.budget = coarseBudget
+	}
+	p, err := sampledGaussian(q, sigma, steps, rel, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestPLDBoundsRandom: for random (q, sigma, steps), the bounds are ordered,
 // monotone in sigma, and the safe eps is at most the RDP upper bound of
 // the same mechanism at q = 1 (the unsampled Gaussian, which dominates the
@@ -89,15 +111,19 @@ func TestPLDBoundsPublished(t *testing.T) {
 func TestPLDBoundsRandom(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(20, 5))
-	for range 4 {
+	draws := 4
+	if testing.Short() {
+		draws = 2 // the first two of the same draws
+	}
+	for range draws {
 		q := math.Pow(10, -3*r.Float64())
 		sigma := 0.5 + 5*r.Float64()
 		k := 1 + r.IntN(300)
-		b1, err := SampledGaussianEpsilonBounds(q, sigma, k, 1e-8, AddRemove)
+		b1, err := shortSampled(t, q, sigma, k).EpsilonBounds(1e-8)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b2, err := SampledGaussianEpsilonBounds(q, sigma*1.1, k, 1e-8, AddRemove)
+		b2, err := shortSampled(t, q, sigma*1.1, k).EpsilonBounds(1e-8)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,8 +147,11 @@ func TestPLDBoundsRandom(t *testing.T) {
 // with probability below 1e-8 (it is seeded, so it is deterministic).
 func TestPLDBoundsMonteCarlo(t *testing.T) {
 	t.Parallel()
-	const n = 100000
-	tol := math.Sqrt(math.Log(2/1e-9) / (2 * n))
+	n := 100000
+	if testing.Short() {
+		n = 25000 // a tolerance twice as wide, the same false-failure rate
+	}
+	tol := math.Sqrt(math.Log(2/1e-9) / (2 * float64(n)))
 	r := rand.New(rand.NewPCG(7, 11))
 	for _, c := range []struct {
 		q, sigma float64
@@ -151,10 +180,10 @@ func TestPLDBoundsMonteCarlo(t *testing.T) {
 					sum += -math.Expm1(c.eps - l)
 				}
 			}
-			return sum / n
+			return sum / float64(n)
 		}
 		truth := math.Max(mc(true), mc(false))
-		b, err := SampledGaussianDeltaBounds(c.q, c.sigma, c.steps, c.eps, AddRemove)
+		b, err := shortSampled(t, c.q, c.sigma, c.steps).DeltaBounds(c.eps)
 		if err != nil {
 			t.Fatal(err)
 		}

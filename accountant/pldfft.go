@@ -41,33 +41,20 @@ func fastLen(n int) int {
 	return best
 }
 
-// spectrumSum returns the sum over all n frequencies of g(|c_j|) from the
-// n/2+1 coefficients of a real sequence of length n.
-func spectrumSum(c []complex128, n int, g func(float64) float64) float64 {
-	s := 0.0
-	for j, z := range c {
-		w := 2.0
-		if j == 0 || (n%2 == 0 && j == n/2) {
-			w = 1
-		}
-		s += w * g(math.Hypot(real(z), imag(z)))
-	}
-	return s
-}
-
-// spectrumNorm returns sqrt(sum over all n frequencies of g(|c_j|)^2) from
-// the n/2+1 coefficients of a real sequence of length n.
-func spectrumNorm(c []complex128, n int, g func(float64) float64) float64 {
-	s := 0.0
+// spectrumSums returns the sum over all n frequencies of g(|c_j|) and
+// sqrt(sum of g(|c_j|)^2) from the n/2+1 coefficients c of a real
+// sequence of length n, evaluating g once per coefficient.
+func spectrumSums(c []complex128, n int, g func(float64) float64) (l1, l2 float64) {
 	for j, z := range c {
 		v := g(math.Hypot(real(z), imag(z)))
 		w := 2.0
 		if j == 0 || (n%2 == 0 && j == n/2) {
 			w = 1
 		}
-		s += w * v * v
+		l1 += w * v
+		l2 += w * v * v
 	}
-	return math.Sqrt(s)
+	return l1, math.Sqrt(l2)
 }
 
 // tiltTarget is the tail probability the exponential tilt of a composition
@@ -158,21 +145,32 @@ func (d *lossDist) logMGFOn(s float64, first, last int) float64 {
 	return logf(sum) + 1e-9 + s*float64(first)
 }
 
-// scanMin returns the argument and value of the least f(guess 2^j) over a
-// scan by octaves j = -24..8 refined by quarter octaves around the best.
-// The functions scanned (Chernoff exponents) are unimodal in log s, so this
-// finds them near their optimum; any s gives a valid bound.
+// scanMin returns the argument and value of the least f(guess 2^j) over
+// the octaves j = -24..8, found from every fourth octave, then the octaves
+// around the best, then quarter octaves around the best of those. The
+// functions scanned (Chernoff exponents) are unimodal in log s, so this
+// finds the least octave of the full scan with 21 evaluations instead of
+// 33, and refines it; any s gives a valid bound.
 func scanMin(f func(float64) float64, guess float64) (arg, val float64) {
-	bj, bv := 0.0, math.Inf(1)
-	for j := -24.0; j <= 8; j++ {
-		if v := f(guess * math.Exp2(j)); v < bv {
-			bj, bv = j, v
-		}
-	}
-	best := bj
-	for j := bj - 0.75; j <= bj+0.75; j += 0.25 {
+	best, bv := 0.0, math.Inf(1)
+	try := func(j float64) {
 		if v := f(guess * math.Exp2(j)); v < bv {
 			best, bv = j, v
+		}
+	}
+	for j := -24.0; j <= 8; j += 4 {
+		try(j)
+	}
+	c := best
+	for j := math.Max(c-3, -24); j <= math.Min(c+3, 8); j++ {
+		if j != c {
+			try(j)
+		}
+	}
+	c = best
+	for j := c - 0.75; j <= c+0.75; j += 0.25 {
+		if j != c {
+			try(j)
 		}
 	}
 	return guess * math.Exp2(best), bv
@@ -207,14 +205,27 @@ func spreadGuess(d *lossDist, k int, tail float64) float64 {
 // norm, which the caller adds to its error.
 func (d *lossDist) tilted(t float64, n int) (seq []float64, logZ, rel float64) {
 	_, last := d.support()
+	// The tilted masses go straight into seq when they fit, else into w
+	// and are wrapped into seq.
 	seq = make([]float64, n)
+	w := seq[:min(len(d.mass), n)]
+	if len(d.mass) > n {
+		w = make([]float64, len(d.mass))
+	}
 	z := 0.0
 	for i, v := range d.mass {
-		z += v * math.Exp(t*float64(i-last))
+		w[i] = v * math.Exp(t*float64(i-last))
+		z += w[i]
 	}
 	inv := 1 / z
-	for i, v := range d.mass {
-		seq[i%n] += v * math.Exp(t*float64(i-last)) * inv
+	if len(d.mass) > n {
+		for i, x := range w {
+			seq[i%n] += x * inv
+		}
+	} else {
+		for i := range w {
+			w[i] *= inv
+		}
 	}
 	// The exponent t (i - last) is rounded by u |t (i - last)|; exp, the
 	// product, the sum and the division add a few u each.
@@ -236,9 +247,12 @@ func fftErrors(ca, cb, c []complex128, n int, ma, mb float64) float64 {
 	ea, eb := fe*ma, fe*mb
 	id := func(x float64) float64 { return x }
 	nf := float64(n)
-	e1 := ea*spectrumSum(cb, n, id) + eb*spectrumSum(ca, n, id) + nf*ea*eb + 2*unitRound*spectrumSum(c, n, id)
-	e2 := ea*spectrumNorm(cb, n, id) + eb*spectrumNorm(ca, n, id) + math.Sqrt(nf)*ea*eb + 2*unitRound*spectrumNorm(c, n, id)
-	return math.Min(e1, e2) + fe*(spectrumSum(c, n, id)+e1) + 2*unitRound*ma*mb
+	sa, na := spectrumSums(ca, n, id)
+	sb, nb := spectrumSums(cb, n, id)
+	sc, nc := spectrumSums(c, n, id)
+	e1 := ea*sb + eb*sa + nf*ea*eb + 2*unitRound*sc
+	e2 := ea*nb + eb*na + math.Sqrt(nf)*ea*eb + 2*unitRound*nc
+	return math.Min(e1, e2) + fe*(sc+e1) + 2*unitRound*ma*mb
 }
 
 // convolve returns a composed with b: the linear convolution of the finite
@@ -318,7 +332,7 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 		if v := w[s]; v > 0 {
 			e := logZa + logZb + t*float64(top-s)
 			expMax = math.Max(expMax, math.Abs(e))
-			r.mass[s] = math.Exp(logf(v) + e)
+			r.mass[s] = untilt(v, e)
 		}
 	}
 	relU := 8 * unitRound * (800 + expMax)
@@ -340,6 +354,33 @@ func kTilt(d *lossDist, k int, guess, logTail float64) float64 {
 	first, last := d.support()
 	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGFOn(s, first, last) - logf(tiltTarget)) / s }, g)
 	return math.Min(t, 1.5*g)
+}
+
+// tiltFor returns the tilt of a k-fold composition of d: kTilt's, halved
+// (at most 4 times) while the tilted composition's upper Chernoff end at
+// tail mass fold lies further above the composition's own window (at
+// e^logTail) than that window's length: a mixture's rare large losses,
+// tilted up, can stretch the window, and the FFT, tenfold. Any tilt is
+// valid; a smaller one bounds the rounding less tightly only far out in the
+// tail (at half the Chernoff tilt of a Gaussian tail delta, the bound there
+// is delta^(3/4) times the rounding of the tilted masses). guess is
+// spreadGuess(d, k, e^logTail).
+func tiltFor(d *lossDist, k int, guess, logTail, fold float64) float64 {
+	first, last := d.support()
+	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
+	kf := float64(k)
+	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess)
+	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess)
+	t := kTilt(d, k, guess, logTail)
+	for range 4 {
+		mt := mgf(t)
+		_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess)
+		if !(b1-b0 > 2*(b0+negA)) {
+			break
+		}
+		t /= 2
+	}
+	return t
 }
 
 // sum returns the sum of x.
@@ -371,8 +412,9 @@ func sum(x []float64) float64 {
 // range holds no mass worth keeping. A Chernoff bound on the sum S of k
 // independent losses, P(S >= B) <= e^(-s B) M(s)^k with M(s) = sum_i m_i
 // e^(s i) for any s > 0 (and likewise below), gives a window [A, B] that
-// holds all but the tail mass of both the composition and its tilted
-// version. The transform has the window's length N, so the convolution is
+// holds all but the tail mass of the composition and all but fold of its
+// tilted version (fold = tail for SelfCompose; a calibration's search takes
+// a larger one, which only adds to E, as below). The transform has the window's length N, so the convolution is
 // circular: mass outside the window is folded into it by a multiple of N.
 // Mass folded down from above B is lost from the upper tail, so for a
 // pessimistic distribution its Chernoff bound is added to the infinite
@@ -391,7 +433,7 @@ func sum(x []float64) float64 {
 // c ||z^k||_1 and the scaling's rounding: E is their sum. An input error of
 // weighted l1 norm a (at the tilt t) grows to k a (W + a)^(k-1), W the
 // weighted mass.
-func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, error) {
+func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDist, error) {
 	if d == noOpt {
 		return noOpt, nil
 	}
@@ -432,18 +474,18 @@ func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, err
 	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
 	guess := spreadGuess(d, k, tail)
 	// The tilt: d's own if d was tilted for this composition (see
-	// sampledGaussian), else the Chernoff parameter of the upper tail at
-	// tiltTarget.
+	// sampledGaussian), else tiltFor's.
 	t := d.tau
 	if t == 0 {
-		t = kTilt(d, k, guess, logTail)
+		t = tiltFor(d, k, guess, logTail, fold)
 	}
-	logMt := func(s float64) float64 { return mgf(t+s) - mgf(t) }
+	mt := mgf(t)
+	logMt := func(s float64) float64 { return mgf(t+s) - mt }
 	// The window: the lower Chernoff bound of the composition, the upper
 	// ones of the composition and of its tilted version.
 	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess)
 	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess)
-	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logTail) / s }, guess)
+	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logf(fold)) / s }, guess)
 	sA, sB := 0, full-1
 	if a := math.Floor(-negA); a > 0 && !math.IsNaN(a) {
 		sA = int(math.Min(a, float64(full-1)))
@@ -481,13 +523,11 @@ func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, err
 	c := tr.Coefficients(nil, seq)
 	fe := fftErrorConst(n)
 	einf := fe * m // error bound of every coefficient
-	pw := func(x float64) float64 { return math.Pow(x+einf, kf-1) }
-	pow1, pow2 := spectrumSum(c, n, pw), spectrumNorm(c, n, pw)
+	pow1, pow2 := spectrumSums(c, n, func(x float64) float64 { return math.Pow(x+einf, kf-1) })
 	for j, z := range c {
 		c[j] = cpow(z, k)
 	}
-	id := func(x float64) float64 { return x }
-	out1, out2 := spectrumSum(c, n, id), spectrumNorm(c, n, id)
+	out1, out2 := spectrumSums(c, n, func(x float64) float64 { return x })
 	e1 := kf*einf*pow1 + 2*kf*unitRound*out1
 	e2 := kf*einf*pow2 + 2*kf*unitRound*out2
 	w := tr.Sequence(nil, c)
@@ -502,7 +542,7 @@ func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, err
 		if v := w[s%n] * inv; v > 0 {
 			e := kf*logZ + t*float64(top-s)
 			expMax = math.Max(expMax, math.Abs(e))
-			r.mass[s-sA] = math.Exp(logf(v) + e)
+			r.mass[s-sA] = untilt(v, e)
 		}
 	}
 	relU := 8 * unitRound * (800 + expMax)
@@ -516,6 +556,17 @@ func selfConvolve(d *lossDist, k int, h, tail float64, pes bool) (*lossDist, err
 		r.logErr = logAdd(r.logErr, logf(kf)+la+(kf-1)*logAdd(lw, la))
 	}
 	return r, nil
+}
+
+// untilt returns v e^e for v > 0: the product where e^e is a normal
+// float64 (its rounding, a few u |e| from the argument's, is what
+// e^(log v + e) has too), else e^(log v + e), which does not overflow or
+// underflow in between.
+func untilt(v, e float64) float64 {
+	if f := math.Exp(e); f >= 0x1p-1022 && f <= math.MaxFloat64 {
+		return v * f
+	}
+	return math.Exp(logf(v) + e)
 }
 
 // cpow returns z^k by repeated squaring.

@@ -138,12 +138,15 @@ func TestReplaceOneAboveAddRemove(t *testing.T) {
 	for _, c := range []struct {
 		q, sigma float64
 		steps    int
-	}{{0.01, 1.5, 50}, {0.2, 3, 10}} {
-		ar, err := SampledGaussianEpsilon(c.q, c.sigma, c.steps, 1e-6, AddRemove)
+	}{{0.1, 2, 20}, {0.2, 3, 10}} {
+		// Each safe eps is at least its truth; on the coarser grid of
+		// -short too, where each is further above it, but far less than
+		// the gap between the two.
+		ar, err := shortSampledRel(t, c.q, c.sigma, c.steps, AddRemove).Epsilon(1e-6)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ro, err := SampledGaussianEpsilon(c.q, c.sigma/2, c.steps, 1e-6, ReplaceOne)
+		ro, err := shortSampledRel(t, c.q, c.sigma/2, c.steps, ReplaceOne).Epsilon(1e-6)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,11 +158,11 @@ func TestReplaceOneAboveAddRemove(t *testing.T) {
 
 // TestReplaceOneSigma: AmplifiedBanded passes the relation through; with
 // DPMF_LONG=1 the replace-one calibration is also checked safe and, to
-// 1e-3, the least.
+// 1.1e-4, the least.
 func TestReplaceOneSigma(t *testing.T) {
 	t.Parallel()
-	const q, steps, eps, delta = 0.1, 5, 2.0, 1e-5
-	s := 1.0
+	const q, steps, eps, delta = 0.2, 10, 2.0, 1e-5
+	s := 1.5
 	if os.Getenv("DPMF_LONG") != "" { // 4 s of calibration
 		s = checkSampledSigma(t, q, steps, eps, delta, ReplaceOne)
 	}

@@ -18,6 +18,10 @@ const (
 	coarseBudget = 1 << 14
 )
 
+// defaultSampledTail is about the total tail mass SampledGaussian cuts
+// from its steps (counted as infinite loss): its Floor.
+const defaultSampledTail = 1e-20
+
 // autoOptions returns PLDOptions for steps compositions of the
 // Poisson-subsampled Gaussian (q, sigma): an interval that puts about
 // budget points in the Chernoff window of the composition (16 standard
@@ -27,7 +31,7 @@ const (
 // like steps h^2) at a bounded cost. Under ReplaceOne (q < 1) a step is the
 // composition of the remove and add pairs at noise multiplier sqrt2 sigma
 // (see SampledGaussianPLD), so the grid is chosen as for 2 steps of those.
-func autoOptions(q, sigma float64, steps int, budget int, rel Relation) PLDOptions {
+func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Relation) PLDOptions {
 	if rel == ReplaceOne && q < 1 {
 		sigma, steps = sigma*math.Sqrt2, 2*steps
 	}
@@ -50,9 +54,13 @@ func autoOptions(q, sigma float64, steps int, budget int, rel Relation) PLDOptio
 		h = math.Min(h, s1/16)
 	}
 	// Each step's cut upper tail counts as infinite loss, steps times over:
-	// cut 1e-20 / steps per step, so that the composition's infinite mass
-	// stays near 1e-20, far below any delta of interest.
-	return PLDOptions{Interval: math.Min(math.Max(h, 1e-8), 1), TailMass: math.Max(1e-20/float64(steps), 1e-300)}
+	// cut tail / steps per step (tail = 1e-20 unless a calibration asks for
+	// more), so that the composition's infinite mass stays near tail, far
+	// below any delta of interest.
+	if tail == 0 {
+		tail = defaultSampledTail
+	}
+	return PLDOptions{Interval: math.Min(math.Max(h, 1e-8), 1), TailMass: math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)}
 }
 
 // checkSampled checks the parameters of a sampled Gaussian run.
@@ -98,28 +106,43 @@ func checkRelation(rel Relation) error {
 //	    sigma <= 0 or NaN, T < 1, or a relation other than AddRemove and
 //	    ReplaceOne
 func SampledGaussian(q, sigma float64, steps int, rel Relation) (*PLD, error) {
-	return sampledGaussian(q, sigma, steps, rel, gridBudget, false)
+	return sampledGaussian(q, sigma, steps, rel, sampledOpts{budget: gridBudget})
 }
 
-// sampledGaussian is SampledGaussian on a grid of about budget points,
-// without the optimistic side if safeOnly.
-func sampledGaussian(q, sigma float64, steps int, rel Relation, budget int, safeOnly bool) (*PLD, error) {
+// sampledOpts sets how sampledGaussian builds a PLD: on a grid of about
+// budget points, cutting a tail mass of about tail in all (0:
+// defaultSampledTail), with the tilted composition's window cut at a
+// tilted tail mass of fold (0: the per-step tail, see selfConvolve), and
+// without the optimistic side if safeOnly. Each only loosens the safe side
+// (the calibration's search uses them to make its evaluations cheaper).
+type sampledOpts struct {
+	budget     int
+	tail, fold float64
+	safeOnly   bool
+}
+
+// sampledGaussian is SampledGaussian as o sets it.
+func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) (*PLD, error) {
 	if err := checkSampled(q, sigma, steps, rel); err != nil {
 		return nil, err
 	}
 	if q == 0 || math.IsInf(sigma, 1) {
 		return identityPLD(DefaultInterval, DefaultTailMass), nil
 	}
-	o := autoOptions(q, sigma, steps, budget, rel)
-	o.safeOnly = safeOnly
+	o := autoOptions(q, sigma, steps, so.budget, so.tail, rel)
+	o.safeOnly = so.safeOnly
+	fold := so.fold
+	if fold == 0 {
+		fold = o.TailMass
+	}
 	var p *PLD
 	var err error
 	if rel == ReplaceOne && q < 1 && steps > 1 {
-		p, err = replaceOneSteps(q, sigma, steps, o)
+		p, err = replaceOneSteps(q, sigma, steps, fold, o)
 	} else {
 		p, err = SampledGaussianPLD(q, sigma, rel, o)
 		if err == nil {
-			p, err = p.SelfCompose(steps)
+			p, err = p.selfCompose(steps, fold)
 		}
 	}
 	if errors.Is(err, ErrPLDGrid) {
@@ -198,17 +221,26 @@ func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Rela
 // SampledGaussianSigma returns a noise multiplier sigma (noise std / L2
 // sensitivity of one record under rel, as for [SampledGaussian]) for which
 // steps compositions of the Poisson-subsampled Gaussian with sampling
-// probability q are (eps, delta)-DP under rel, within a relative 1e-4 of
-// the least such sigma the accountant can certify, and never below it.
+// probability q are (eps, delta)-DP under rel: [SampledGaussianDelta] at
+// the result is at most delta. It is within a relative 1e-4 (plus about
+// 1e-7 for the search's cut tails) above the least sigma the search's
+// accounting certifies, which is never below the least sigma
+// SampledGaussian's accounting certifies by more than about 1e-7 relative.
 //
 // The search keeps a bracket [lo, hi] whose upper end has been checked
-// safe (the PLD's Delta(eps) <= delta) and whose lower end has been found
-// unsafe, narrows it by regula falsi on log delta against log sigma, and
-// returns hi. It starts from the central-limit guess and works first on a
-// coarse grid (2^14 points) to a relative 1e-2, then on the full grid to
-// 1e-4. Each step costs one PLD; a calibration costs about 6 coarse and
-// 5 full ones. It checks ctx before each PLD and returns ctx.Err() once
-// ctx is done.
+// safe (Delta(eps) <= delta) and whose lower end has been found unsafe,
+// narrows it by regula falsi on log delta against log sigma, and returns
+// hi. Its evaluations cut tails of 1e-6 delta (SampledGaussian cuts 1e-20)
+// and take the tilted composition's window smaller: both only raise the
+// safe delta, by about 2e-6 relative. It starts from the central-limit
+// guess and works first on a coarse grid (2^14 points) to a relative 1e-2,
+// then on the full grid, where the coarse bracket's slope predicts the
+// root and two evaluations around it usually end the search; the result
+// is then confirmed with SampledGaussian's own accounting (and the search
+// goes on with it in the rare case it disagrees). A calibration costs
+// about 5 coarse PLDs, 3 search PLDs on the full grid and one full one
+// (docs/privacy.md). It checks ctx before each PLD and returns ctx.Err()
+// once ctx is done.
 //
 // Special cases are:
 //
@@ -235,9 +267,9 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	}
 	// g(sigma) = log(Delta(eps) / delta) of the PLD at sigma: <= 0 is safe.
 	// A sigma too small for the grid limit counts as unsafe (+Inf).
-	logRatio := func(budget int) func(float64) float64 {
+	logRatio := func(o sampledOpts) func(float64) float64 {
 		return func(s float64) float64 {
-			p, err := sampledGaussian(q, s, steps, rel, budget, true)
+			p, err := sampledGaussian(q, s, steps, rel, o)
 			if err != nil {
 				return math.Inf(1)
 			}
@@ -259,14 +291,81 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	what := func() string {
 		return "(eps, delta) = (" + ftoa(eps) + ", " + ftoa(delta) + ") with q = " + ftoa(q) + " over " + itoa(steps) + " steps"
 	}
-	coarse, err := calibrateRoot(ctx, guess, logRatio(coarseBudget), 0.25, 1e-2, what)
-	if err != nil {
-		return 0, err
+	// The search cuts a tail of searchTail delta instead of 1e-20: the
+	// windows of its compositions shrink (most of all those of the tilted
+	// masses, whose upper tails are long), and its delta is still a safe
+	// bound, higher than the full one's by about 2 searchTail delta (the
+	// cut mass counts as infinite loss), which moves its root by far less
+	// than 1e-4.
+	search := sampledOpts{budget: coarseBudget, tail: searchTail * delta, fold: math.Min(searchFold, searchFoldRel*delta), safeOnly: true}
+	coarse, err := calibrateRoot(ctx, root{hi: guess, ghi: math.NaN()}, logRatio(search), 0.25, 1e-2, what)
+	if err != nil || coarse.lo == 0 {
+		return coarse.hi, err
 	}
 	// The coarse grid's answer is safe but up to a few percent high; redo
-	// the last steps on the full grid.
-	return calibrateRoot(ctx, coarse, logRatio(gridBudget), 2e-2, 1e-4, what)
+	// the last steps on the full grid. The full grid's value at the coarse
+	// answer and the coarse bracket's slope predict the root r: try just
+	// below it and, if that is unsafe, just above, which ends the search
+	// when the prediction is within the tolerance (the usual case);
+	// otherwise bracket from the points found by steps of about 1.5 times
+	// the predicted distance.
+	search.budget = gridBudget
+	fineG := logRatio(search)
+	start := root{hi: coarse.hi, ghi: fineG(coarse.hi)}
+	width := 2e-2
+	if sl := coarse.slope(); sl < 0 && start.ghi <= 0 {
+		width = math.Min(math.Max(math.Expm1(1.5*start.ghi/sl), 2e-4), 2e-2)
+		r := start.hi * math.Exp(-start.ghi/sl)
+		if a := r * (1 - 2e-5); a < start.hi {
+			if ga := fineG(a); ga <= 0 {
+				start.hi, start.ghi = a, ga
+			} else {
+				start.lo, start.glo = a, ga
+				if b := r * (1 + 2e-5); b < start.hi {
+					if gb := fineG(b); gb <= 0 {
+						start.hi, start.ghi = b, gb
+					} else {
+						start.lo, start.glo = b, gb
+					}
+				}
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	fine, err := calibrateRoot(ctx, start, fineG, width, 1e-4, what)
+	if err != nil || fine.lo == 0 {
+		return fine.hi, err
+	}
+	// Confirm with the full accounting (SampledGaussian's), which is what
+	// SampledGaussianDelta reports; if it disagrees (its rounding bound is
+	// not the search's), search on from there with it.
+	full := logRatio(sampledOpts{budget: gridBudget, safeOnly: true})
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if full(fine.hi) <= 0 {
+		return fine.hi, nil
+	}
+	r, err := calibrateRoot(ctx, root{hi: fine.hi * (1 + 1e-4), ghi: math.NaN()}, full, 2e-2, 1e-4, what)
+	return r.hi, err
 }
+
+// searchTail is the tail mass, relative to delta, that the evaluations of
+// SampledGaussianSigma's search cut, and the smaller of searchFold and
+// searchFoldRel delta the tilted tail mass f at which they cut the tilted
+// composition's window (see there). The folded tilted mass adds about f C
+// to the safe delta, C the Chernoff bound of the tail at eps at the
+// composition's tilt: about delta where the tilt is tuned (delta near
+// 1e-5), up to e^((z - z5)^2 / 2) delta for a Gaussian tail z standard
+// deviations out (z5 that of 1e-5): 140 delta at 1e-10, 6e12 delta at
+// 1e-30, so that f C stays below 1e-6 delta from 1e-2 to 1e-30.
+const (
+	searchTail    = 1e-6
+	searchFold    = 1e-9
+	searchFoldRel = 1e-4
+)
 
 // sampledGuess returns the starting point of SampledGaussianSigma: the
 // central-limit approximation mu = q sqrt(T (e^(1/sigma^2) - 1)) (Bu, Dong,
@@ -289,20 +388,40 @@ func sampledGuess(q float64, steps int, eps, delta float64, rel Relation) (float
 	return 1 / math.Sqrt(math.Log1p(mu*mu/(q*q*t))) / scale, nil
 }
 
-// calibrateRoot returns a point x with g(x) <= 0 (safe) such that some
-// point below x by at most a factor 1 + tol had g > 0, for g decreasing
-// in x. It brackets the root near guess by steps of a factor 1 + width (up
-// until safe, then down until unsafe), then narrows the bracket by the
-// Illinois variant of regula falsi in log x (bisection where g is infinite),
-// keeping the safe end hi, which it returns.
+// root is the state of calibrateRoot's search: the bracket [lo, hi] with
+// g(lo) > 0 >= g(hi).
+type root struct {
+	lo, hi, glo, ghi float64
+}
+
+// slope returns the secant slope of g against log x across the bracket
+// (negative for a decreasing g; NaN where it is not finite).
+func (r root) slope() float64 {
+	s := (r.ghi - r.glo) / (logf(r.hi) - logf(r.lo))
+	if math.IsInf(s, 0) {
+		return math.NaN()
+	}
+	return s
+}
+
+// calibrateRoot returns a bracket whose end hi has g(hi) <= 0 (safe) and
+// whose end lo < hi has g(lo) > 0, with hi <= lo (1 + tol), for g
+// decreasing in x. It brackets the root near start.hi, the guess, by steps
+// of a factor 1 + width (up until safe, then down until unsafe), then
+// narrows the bracket by the Illinois variant of regula falsi in log x
+// (bisection where g is infinite), keeping the safe end hi. start.ghi is
+// g(guess) if known, NaN if not; start.lo, if positive, is a point below
+// the guess known unsafe, with g(start.lo) = start.glo. The result's lo is
+// 0 where g(x) <= 0 down to x = 2^-1000 or after 10000 steps.
 //
 // A guess that is not finite and positive (eps and delta so small that the
 // central-limit guess overflows) is an error: stepping from +Inf by a
 // factor never ends. what names the target for the error messages. ctx is
 // checked before every evaluation of g.
-func calibrateRoot(ctx context.Context, guess float64, g0 func(float64) float64, width, tol float64, what func() string) (float64, error) {
+func calibrateRoot(ctx context.Context, start root, g0 func(float64) float64, width, tol float64, what func() string) (root, error) {
+	guess, gGuess := start.hi, start.ghi
 	if !(guess > 0) || math.IsInf(guess, 1) {
-		return 0, errPLD(what() + " needs a noise multiplier outside the float64 range (central-limit estimate " + ftoa(guess) + ")")
+		return root{}, errPLD(what() + " needs a noise multiplier outside the float64 range (central-limit estimate " + ftoa(guess) + ")")
 	}
 	var cerr error
 	g := func(x float64) float64 {
@@ -311,38 +430,53 @@ func calibrateRoot(ctx context.Context, guess float64, g0 func(float64) float64,
 		}
 		return g0(x)
 	}
-	hi := guess
-	ghi := g(hi)
+	hi, ghi := guess, gGuess
+	if math.IsNaN(ghi) {
+		ghi = g(hi)
+	}
+	lo, glo := 0.0, math.NaN() // the last unsafe point, if any
+	if ghi <= 0 && start.lo > 0 {
+		lo, glo = start.lo, start.glo
+	}
 	for i := 0; ghi > 0 || cerr != nil; i++ {
 		if cerr != nil {
-			return 0, cerr
+			return root{}, cerr
 		}
 		if i == 60 || math.IsInf(hi, 1) {
-			return 0, errPLD("no noise multiplier up to " + ftoa(hi) + " reaches " + what() +
+			return root{}, errPLD("no noise multiplier up to " + ftoa(hi) + " reaches " + what() +
 				": delta is below the least delta the accountant certifies (the tail mass it cuts plus its rounding bound, PLD.Floor), or eps is too small")
 		}
+		lo, glo = hi, ghi
 		hi *= 1 + width
 		ghi = g(hi)
 	}
-	lo := hi / (1 + width)
-	glo := g(lo)
-	for i := 0; glo <= 0; i++ {
-		if lo < 0x1p-1000 || i == 10000 {
-			return lo, nil // safe (10000 steps span far more than the float64 range)
-		}
-		hi, ghi = lo, glo
-		lo /= 1 + width
-		glo = g(lo)
-	}
 	if cerr != nil {
-		return 0, cerr
+		return root{}, cerr
+	}
+	if lo == 0 {
+		lo = hi / (1 + width)
+		glo = g(lo)
+		for i := 0; glo <= 0; i++ {
+			if lo < 0x1p-1000 || i == 10000 {
+				// Safe (10000 steps span far more than the float64 range).
+				return root{hi: lo, ghi: glo, glo: math.NaN()}, nil
+			}
+			hi, ghi = lo, glo
+			lo /= 1 + width
+			glo = g(lo)
+		}
+		if cerr != nil {
+			return root{}, cerr
+		}
 	}
 	side := 0 // which end the last step replaced: -1 lo, +1 hi
+	// Illinois halves the g kept at an end; the bracket keeps the true ones.
+	fl, fh := glo, ghi
 	for hi > lo*(1+tol) {
 		xl, xh := logf(lo), logf(hi)
 		x := 0.5 * (xl + xh)
-		if !math.IsInf(glo, 0) && !math.IsInf(ghi, 0) && glo > ghi {
-			x = xh - ghi*(xh-xl)/(ghi-glo)
+		if !math.IsInf(fl, 0) && !math.IsInf(fh, 0) && fl > fh {
+			x = xh - fh*(xh-xl)/(fh-fl)
 			// Keep the step away from the ends so the bracket shrinks.
 			m := 0.01 * (xh - xl)
 			x = math.Min(math.Max(x, xl+m), xh-m)
@@ -353,23 +487,23 @@ func calibrateRoot(ctx context.Context, guess float64, g0 func(float64) float64,
 		}
 		gm := g(mid)
 		if cerr != nil {
-			return 0, cerr
+			return root{}, cerr
 		}
 		if gm <= 0 {
-			hi, ghi = mid, gm
+			hi, ghi, fh = mid, gm, gm
 			if side == 1 {
-				glo /= 2 // Illinois: halve the end kept twice
+				fl /= 2 // Illinois: halve the end kept twice
 			}
 			side = 1
 		} else {
-			lo, glo = mid, gm
+			lo, glo, fl = mid, gm, gm
 			if side == -1 {
-				ghi /= 2
+				fh /= 2
 			}
 			side = -1
 		}
 	}
-	return hi, nil
+	return root{lo: lo, hi: hi, glo: glo, ghi: ghi}, nil
 }
 
 // checkCompositionsNamed requires k >= 1, naming the parameter.
@@ -385,7 +519,7 @@ func checkCompositionsNamed(name string, k int) error {
 // sqrt2 sigma are composed with each other at the tilt the steps-fold
 // composition will use (so that the rounding of that first FFT is bounded
 // in the same tilted norm), then self-composed.
-func replaceOneSteps(q, sigma float64, steps int, o PLDOptions) (*PLD, error) {
+func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions) (*PLD, error) {
 	ar, err := SampledGaussianPLD(q, math.Sqrt2*sigma, AddRemove, o)
 	if err != nil {
 		return nil, err
@@ -411,5 +545,5 @@ func replaceOneSteps(q, sigma float64, steps int, o PLDOptions) (*PLD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return one.SelfCompose(steps)
+	return one.selfCompose(steps, fold)
 }
