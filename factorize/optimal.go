@@ -297,9 +297,11 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		for i := range x {
-			v[i] = math.Exp(x[i])
-		}
+		forChunks(n, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				v[i] = math.Exp(x[i])
+			}
+		})
 		coarse := false
 		if acc != nil {
 			want := math.Max(opt.Tol/20, 1e-2*res)
@@ -311,14 +313,30 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			return nil, err
 		}
 		best.evals++
-		tr, sumV, ratio := 0.0, 0.0, 0.0
-		for i, p := range ph {
-			if !(p > 0) || math.IsInf(p, 0) {
-				return nil, fmt.Errorf("factorize: fixed-point map gave phi[%d] = %v at iteration %d: numerical breakdown", i, p, it)
+		// tr, sum(v), max phi_i / v_i and the first bad entry, by chunks.
+		part := chunkParts(n, 4, func(lo, hi int, out []float64) {
+			tr, sumV, ratio := 0.0, 0.0, 0.0
+			out[3] = -1
+			for i := lo; i < hi; i++ {
+				p := ph[i]
+				if !(p > 0) || math.IsInf(p, 0) {
+					out[3] = float64(i)
+					return
+				}
+				tr += p
+				sumV += v[i]
+				ratio = math.Max(ratio, p/v[i])
 			}
-			tr += p
-			sumV += v[i]
-			ratio = math.Max(ratio, p/v[i])
+			out[0], out[1], out[2] = tr, sumV, ratio
+		})
+		tr, sumV, ratio := 0.0, 0.0, 0.0
+		for c := 0; c < len(part); c += 4 {
+			if i := int(part[c+3]); i >= 0 {
+				return nil, fmt.Errorf("factorize: fixed-point map gave phi[%d] = %v at iteration %d: numerical breakdown", i, ph[i], it)
+			}
+			tr += part[c]
+			sumV += part[c+1]
+			ratio = math.Max(ratio, part[c+2])
 		}
 		// gap0 is this iterate's gap without rounding bounds. Where a
 		// bound costs an extra evaluation, it is paid only when the
@@ -351,19 +369,24 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			// Bounds that crossed earlier proved the error larger than
 			// its bound: crossFloor is the relative error they showed.
 			eps = math.Max(eps, crossFloor)
+			var sumErr float64
 			if ee, ok := ev.(entryErrorer); ok && ee.entryErrors() != nil && bounded {
 				copy(errs, ee.entryErrors())
 				for i, p := range ph {
 					errs[i] = math.Max(errs[i], crossFloor*p)
 				}
+				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
+					for _, x := range errs[lo:hi] {
+						out[0] += x
+					}
+				})[0]
 			} else {
-				for i, p := range ph {
-					errs[i] = eps * p
-				}
-			}
-			sumErr := 0.0
-			for _, x := range errs {
-				sumErr += x
+				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
+					for i := lo; i < hi; i++ {
+						errs[i] = eps * ph[i]
+						out[0] += errs[i]
+					}
+				})[0]
 			}
 			effEps = sumErr / tr
 			lastRound = 3 * effEps
@@ -433,11 +456,15 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			return nil, nc
 		}
 		// ph becomes g = log phi, the map's value in the log variables.
-		res = 0
 		g := ph
-		for i, p := range ph {
-			g[i] = math.Log(p)
-			res = math.Max(res, math.Abs(g[i]-x[i]))
+		res = 0
+		for _, r := range chunkParts(n, 1, func(lo, hi int, out []float64) {
+			for i := lo; i < hi; i++ {
+				g[i] = math.Log(ph[i])
+				out[0] = math.Max(out[0], math.Abs(g[i]-x[i]))
+			}
+		}) {
+			res = math.Max(res, r)
 		}
 		and.next(x, g)
 	}

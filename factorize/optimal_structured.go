@@ -153,7 +153,7 @@ func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float6
 		return 0, err
 	}
 	if e.k == 1 {
-		e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0) > 1)
+		e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0))
 	} else {
 		for i := range dst {
 			dst[i] = 0
