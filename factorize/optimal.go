@@ -185,6 +185,11 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			return nil, err
 		}
 	}
+	if method == Structured {
+		if x0, err = structuredWarmStart(ctx, w); err != nil {
+			return nil, err
+		}
+	}
 	if x0 == nil {
 		x0 = make([]float64, w.R()) // v = 1
 	}
@@ -325,7 +330,9 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 				}
 				tr += p
 				sumV += v[i]
-				ratio = math.Max(ratio, p/v[i])
+				if r := p / v[i]; r > ratio {
+					ratio = r
+				}
 			}
 			out[0], out[1], out[2] = tr, sumV, ratio
 		})
@@ -461,7 +468,9 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 		for _, r := range chunkParts(n, 1, func(lo, hi int, out []float64) {
 			for i := lo; i < hi; i++ {
 				g[i] = math.Log(ph[i])
-				out[0] = math.Max(out[0], math.Abs(g[i]-x[i]))
+				if d := math.Abs(g[i] - x[i]); d > out[0] {
+					out[0] = d
+				}
 			}
 		}) {
 			res = math.Max(res, r)
