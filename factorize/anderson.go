@@ -84,14 +84,14 @@ func (a *anderson) next(x, g []float64) {
 				dfs[i] = float32(f[lo+i] - a.fPrev[lo+i])
 				dgs[i] = float32(g[lo+i] - a.gPrev[lo+i])
 			}
-			for t := 0; t < m; t++ {
-				if a.held(t) {
-					out[t] = dot32(dfs, a.df[t][lo:hi])
-				}
-			}
 		}
 		for p := 0; p < k; p++ {
-			out[m+p] = dot64x32(f[lo:hi], a.df[slots[p]][lo:hi])
+			t := slots[p]
+			if insert {
+				out[t], out[m+p] = dot2x32(a.df[s][lo:hi], f[lo:hi], a.df[t][lo:hi])
+			} else {
+				out[m+p] = dot64x32(f[lo:hi], a.df[t][lo:hi])
+			}
 		}
 		copy(a.fPrev[lo:hi], f[lo:hi])
 		copy(a.gPrev[lo:hi], g[lo:hi])
@@ -152,12 +152,17 @@ func (a *anderson) held(t int) bool {
 	return age < a.count
 }
 
-func dot32(x, y []float32) float64 {
-	s := 0.0
-	for i, v := range x {
-		s += float64(v) * float64(y[i])
+// dot2x32 returns a . c and f . c in one pass, each summed in index
+// order (as two separate products would be: the small problems of the
+// epochs and dense solvers are sensitive to the rounding of the step).
+func dot2x32(a []float32, f []float64, c []float32) (ac, fc float64) {
+	a, f = a[:len(c)], f[:len(c)]
+	for i, x := range c {
+		y := float64(x)
+		ac += float64(a[i]) * y
+		fc += f[i] * y
 	}
-	return s
+	return ac, fc
 }
 
 func dot64x32(x []float64, y []float32) float64 {
