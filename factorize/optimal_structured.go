@@ -20,8 +20,10 @@ const quadTol = 1e-14
 type structuredEvaluator struct {
 	w *Workload
 	k int
-	// q is the rational approximation in use: quads[acc] for the accuracy
-	// acc last asked for. All of quads cover the interval [qlo, qhi].
+	// q is the rational approximation in use: quads[key] for the accuracy
+	// acc last asked for (key = acc rounded down to a power of ten, or, in
+	// the bidiagonal case, the number of groups of linalg.InvSqrtLanes
+	// nodes). All of quads cover the interval [qlo, qhi].
 	q        linalg.InvSqrtRational
 	quads    map[float64]linalg.InvSqrtRational
 	qlo, qhi float64
@@ -138,8 +140,26 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 }
 
 // useAccuracy makes e.q the approximation of relative accuracy acc on the
-// interval in use.
+// interval in use. In the bidiagonal case the shifts are evaluated in
+// groups of linalg.InvSqrtLanes, so the cost is the number of groups: the
+// node count is the smallest multiple of InvSqrtLanes whose measured
+// error is at most acc (at most maxNodeGroups groups), and the accuracy
+// that the rest of the group buys comes free.
 func (e *structuredEvaluator) useAccuracy(acc float64) error {
+	if e.k == 1 {
+		for g := 1; ; g++ {
+			q, ok := e.quads[float64(g)]
+			if !ok {
+				q = linalg.NewInvSqrtRationalN(e.qlo, e.qhi, g*linalg.InvSqrtLanes)
+				e.quads[float64(g)] = q
+			}
+			if q.RelErr <= acc || g >= maxNodeGroups {
+				e.q = q
+				return nil
+			}
+		}
+	}
+	acc = math.Pow(10, math.Floor(math.Log10(acc)))
 	q, ok := e.quads[acc]
 	if !ok {
 		q = linalg.NewInvSqrtRational(e.qlo, e.qhi, acc)
@@ -148,6 +168,10 @@ func (e *structuredEvaluator) useAccuracy(acc float64) error {
 	e.q = q
 	return nil
 }
+
+// maxNodeGroups bounds the node groups of useAccuracy: 12 groups, 192
+// nodes (NewInvSqrtRational stops at 200).
+const maxNodeGroups = 12
 
 // coveredByScaling reports whether the interval in use provably covers
 // the spectrum of T(v) (bidiagonal case), by comparison with the reference
@@ -208,10 +232,19 @@ func checkSpectrum(lo, hi float64) error {
 // that phi uses: far from the fixed point the iteration needs far less
 // than full accuracy, and fewer shifts make each evaluation cheaper. The
 // error bound phi returns is that of the approximation actually used, so
-// the certificate stays valid whatever acc is. acc is rounded down to a
-// power of ten and clamped to [quadTol, 1e-2].
+// the certificate stays valid whatever acc is. acc is clamped to
+// [quadTol, 1e-2] (and see useAccuracy).
+// residualFraction is the accuracy asked of phi relative to the last
+// residual: 1e-1 in the bidiagonal case (see fixedPointFrom), 1e-2
+// otherwise.
+func (e *structuredEvaluator) residualFraction() float64 {
+	if e.k == 1 {
+		return 1e-1
+	}
+	return 1e-2
+}
+
 func (e *structuredEvaluator) setAccuracy(acc float64) {
-	acc = math.Pow(10, math.Floor(math.Log10(acc)))
 	e.want = math.Min(1e-2, math.Max(quadTol, acc))
 }
 

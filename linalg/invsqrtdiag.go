@@ -19,6 +19,11 @@ type InvSqrtWorkspace struct {
 	scratch [][]float64
 }
 
+// InvSqrtLanes is the number of shifts [BidiagGram.InvSqrtDiagParallel]
+// evaluates side by side: its cost is that of len(q.Shifts) rounded up to
+// a multiple of InvSqrtLanes.
+const InvSqrtLanes = nLanes
+
 const (
 	// nLanes is the number of shifts one sweep carries side by side (a
 	// group): the recurrences are chains of dependent divisions, so
