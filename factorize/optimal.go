@@ -189,6 +189,9 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		if x0, err = structuredWarmStart(ctx, w); err != nil {
 			return nil, err
 		}
+		if x0 != nil && w.R() > 100000 {
+			runtime.GC() // the coarse levels' buffers, before the fine ones
+		}
 	}
 	if x0 == nil {
 		x0 = make([]float64, w.R()) // v = 1
@@ -269,6 +272,8 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 	memory := andersonMemory
 	if _, ok := ev.(*denseEvaluator); ok {
 		memory = denseAndersonMemory
+	} else if n >= largeAndersonOrder {
+		memory = largeAndersonMemory
 	}
 	and := newAnderson(n, memory)
 	// The gap must halve at least once every stallWindow iterations; when
@@ -300,7 +305,14 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 		delta = make([]float64, n)
 	}
 	res := math.Inf(1)
-	errs := make([]float64, n)
+	// Per-entry error bounds are kept only where something reads them
+	// (the second-order bound, or an evaluator's own bounds); otherwise
+	// only their sum is.
+	_, hasEntryErrors := ev.(entryErrorer)
+	var errs []float64
+	if qe != nil || hasEntryErrors {
+		errs = make([]float64, n)
+	}
 	lastRound := 0.0  // the rounding part of the last certified gap
 	crossFloor := 0.0 // the relative error crossed bounds proved, if any
 	for it := 1; it <= opt.MaxIter; it++ {
@@ -397,8 +409,11 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			} else {
 				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
 					for i := lo; i < hi; i++ {
-						errs[i] = eps * ph[i]
-						out[0] += errs[i]
+						e := eps * ph[i]
+						if errs != nil {
+							errs[i] = e
+						}
+						out[0] += e
 					}
 				})[0]
 			}
