@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
+	"runtime/debug"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -190,7 +190,9 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			return nil, err
 		}
 		if x0 != nil && w.R() > 100000 {
-			runtime.GC() // the coarse levels' buffers, before the fine ones
+			// Return the coarse levels' buffers before the fine ones
+			// are made, so that they do not add to the peak.
+			debug.FreeOSMemory()
 		}
 	}
 	if x0 == nil {
@@ -201,12 +203,16 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		return nil, err
 	}
 	if opt.LossOnly {
+		se, _ := ev.(*structuredEvaluator)
+		if se != nil {
+			se.releaseIteration()
+		}
 		if w.R() > 100000 {
 			// Let the iteration's buffers be reused for rowSq's.
-			runtime.GC()
+			debug.FreeOSMemory()
 		}
 		maxRow := 0.0
-		if se, ok := ev.(*structuredEvaluator); ok {
+		if se != nil {
 			for _, x := range se.rowSq(sol.vUpper) {
 				maxRow = math.Max(maxRow, sol.scale*x)
 			}

@@ -139,6 +139,13 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 	return e.useAccuracy(acc)
 }
 
+// releaseIteration drops the buffers that only phi uses (the kernel's
+// workspace and the reference multipliers of coveredByScaling), before
+// rowSq allocates its own at large R. phi reallocates them if called again.
+func (e *structuredEvaluator) releaseIteration() {
+	e.ws, e.vRef = nil, nil
+}
+
 // useAccuracy makes e.q the approximation of relative accuracy acc on the
 // interval in use. In the bidiagonal case the shifts are evaluated in
 // groups of linalg.InvSqrtLanes, so the cost is the number of groups: the
@@ -253,6 +260,9 @@ func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float6
 		return 0, err
 	}
 	if e.k == 1 {
+		if e.ws == nil {
+			e.ws = linalg.NewInvSqrtWorkspace(len(v))
+		}
 		e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0))
 	} else {
 		for i := range dst {
