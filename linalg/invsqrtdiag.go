@@ -15,8 +15,11 @@ type InvSqrtWorkspace struct {
 	// fwd[g] and bwd[g] are the checkpoints of group g's recurrences:
 	// nLanes values per block.
 	fwd, bwd [][]float64
-	// scratch holds two blocks of nLanes values per worker.
+	// scratch holds two blocks of nLanes values per worker, and state the
+	// recurrences' states (kept here: passed to the kernels through
+	// function values, they would escape to the heap at every block).
 	scratch [][]float64
+	state   []*[2][nLanes]float64
 }
 
 // InvSqrtLanes is the number of shifts [BidiagGram.InvSqrtDiagParallel]
@@ -59,6 +62,7 @@ func (ws *InvSqrtWorkspace) grow(g, w int) {
 	}
 	for len(ws.scratch) < w {
 		ws.scratch = append(ws.scratch, make([]float64, 2*laneBlock*nLanes))
+		ws.state = append(ws.state, new([2][nLanes]float64))
 	}
 }
 
@@ -131,21 +135,21 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 		g := task / 2
 		s := &shifts[g]
 		buf := ws.scratch[wk]
+		t, u := &ws.state[wk][0], &ws.state[wk][1]
 		if task%2 == 0 {
 			cp := ws.fwd[g]
-			t := *s
+			*t = *s
 			for blk := 0; blk < nb; blk++ {
 				lo, hi := blk*laneBlock, min(n, (blk+1)*laneBlock)
 				copy(cp[blk*nLanes:(blk+1)*nLanes], t[:])
 				lo = max(lo, 1)
 				if hi > lo {
-					fwdLanes(g2[lo-1:hi-1], h2[lo:hi], s, &t, buf)
+					fwdLanes(g2[lo-1:hi-1], h2[lo:hi], s, t, buf)
 				}
 			}
 			return
 		}
 		cp := ws.bwd[g]
-		var u [nLanes]float64
 		for l := range u {
 			u[l] = g2[n-1] + s[l]
 		}
@@ -153,7 +157,7 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 			lo, hi := blk*laneBlock, min(n-1, (blk+1)*laneBlock)
 			copy(cp[blk*nLanes:(blk+1)*nLanes], u[:])
 			if hi > lo {
-				bwdLanes(g2[lo:hi], h2[lo+1:hi+1], s, &u, buf)
+				bwdLanes(g2[lo:hi], h2[lo+1:hi+1], s, u, buf)
 			}
 		}
 	})
@@ -164,6 +168,7 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 	parallelFor(workers, tasks, func(wk, task int) {
 		buf := ws.scratch[wk]
 		pb, ub := buf[:laneBlock*nLanes], buf[laneBlock*nLanes:]
+		t, u := &ws.state[wk][0], &ws.state[wk][1]
 		for blk := task * blocksPerTask; blk < min(nb, (task+1)*blocksPerTask); blk++ {
 			lo, hi := blk*laneBlock, min(n, (blk+1)*laneBlock)
 			m := hi - lo
@@ -171,7 +176,6 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 			clear(out)
 			for g := range groups {
 				s := &shifts[g]
-				var t, u [nLanes]float64
 				copy(t[:], ws.fwd[g][blk*nLanes:])
 				copy(u[:], ws.bwd[g][blk*nLanes:])
 				start := lo
@@ -180,7 +184,7 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 					start = 1
 				}
 				if hi > start {
-					fwdLanes(g2[start-1:hi-1], h2[start:hi], s, &t, pb[(start-lo)*nLanes:])
+					fwdLanes(g2[start-1:hi-1], h2[start:hi], s, t, pb[(start-lo)*nLanes:])
 				}
 				end := hi
 				if hi == n {
@@ -188,7 +192,7 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 					copy(ub[(m-1)*nLanes:m*nLanes], u[:])
 				}
 				if end > lo {
-					bwdLanes(g2[lo:end], h2[lo+1:end+1], s, &u, ub)
+					bwdLanes(g2[lo:end], h2[lo+1:end+1], s, u, ub)
 				}
 				combineLanes(pb, ub, &weights[g], out)
 			}
