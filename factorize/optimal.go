@@ -294,7 +294,8 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 	const floorPatience = 5
 	floorHits := 0
 	// An evaluator with an adjustable accuracy is asked for a fraction
-	// (1e-2, or 1e-1 for the bidiagonal structured path) of the last
+	// (1e-2, or 1e-1 for the bidiagonal structured path from R = 65,536
+	// on) of the last
 	// residual (max_i |log(phi_i / v_i)|), and never less than
 	// needed to certify the target: the bounds always carry the error of
 	// the evaluation actually made, so this only saves work (at R = 10^5,

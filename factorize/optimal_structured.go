@@ -21,9 +21,8 @@ type structuredEvaluator struct {
 	w *Workload
 	k int
 	// q is the rational approximation in use: quads[key] for the accuracy
-	// acc last asked for (key = acc rounded down to a power of ten, or, in
-	// the bidiagonal case, the number of groups of linalg.InvSqrtLanes
-	// nodes). All of quads cover the interval [qlo, qhi].
+	// acc last asked for (key = acc rounded down to a power of ten, or,
+	// where grouped, the number of groups of linalg.InvSqrtLanes nodes). All of quads cover the interval [qlo, qhi].
 	q        linalg.InvSqrtRational
 	quads    map[float64]linalg.InvSqrtRational
 	qlo, qhi float64
@@ -147,13 +146,14 @@ func (e *structuredEvaluator) releaseIteration() {
 }
 
 // useAccuracy makes e.q the approximation of relative accuracy acc on the
-// interval in use. In the bidiagonal case the shifts are evaluated in
-// groups of linalg.InvSqrtLanes, so the cost is the number of groups: the
+// interval in use. The bidiagonal kernel evaluates the shifts in groups
+// of linalg.InvSqrtLanes, so its cost is the number of groups: where
+// grouped, the
 // node count is the smallest multiple of InvSqrtLanes whose measured
 // error is at most acc (at most maxNodeGroups groups), and the accuracy
 // that the rest of the group buys comes free.
 func (e *structuredEvaluator) useAccuracy(acc float64) error {
-	if e.k == 1 {
+	if e.grouped() {
 		for g := 1; ; g++ {
 			q, ok := e.quads[float64(g)]
 			if !ok {
@@ -242,13 +242,22 @@ func checkSpectrum(lo, hi float64) error {
 // the certificate stays valid whatever acc is. acc is clamped to
 // [quadTol, 1e-2] (and see useAccuracy).
 // residualFraction is the accuracy asked of phi relative to the last
-// residual: 1e-1 in the bidiagonal case (see fixedPointFrom), 1e-2
+// residual: 1e-1 where the nodes go by groups (see fixedPointFrom), 1e-2
 // otherwise.
 func (e *structuredEvaluator) residualFraction() float64 {
-	if e.k == 1 {
+	if e.grouped() {
 		return 1e-1
 	}
 	return 1e-2
+}
+
+// grouped reports whether the node counts go by whole groups of
+// linalg.InvSqrtLanes (see useAccuracy): in the bidiagonal case from order
+// minParallel on. Below it an evaluation is cheap, and the smaller
+// problems keep the iterates (and the iteration counts the docs quote) of
+// the fewest-node schedule.
+func (e *structuredEvaluator) grouped() bool {
+	return e.k == 1 && len(e.bi.Diag) >= minParallel
 }
 
 func (e *structuredEvaluator) setAccuracy(acc float64) {
