@@ -20,6 +20,10 @@ type InvSqrtWorkspace struct {
 	// function values, they would escape to the heap at every block).
 	scratch [][]float64
 	state   []*[2][nLanes]float64
+	// part and lanes are the buffers of invSqrtDiagSmall, made when
+	// first needed.
+	part  []float64
+	lanes [2][oldLanes][]float64
 }
 
 // InvSqrtLanes is the number of shifts [BidiagGram.InvSqrtDiagParallel]
@@ -93,6 +97,9 @@ var (
 // each block from those checkpoints (in the cache) and adds the terms. The
 // memory is O(n) with a small constant, and no pass holds an n-by-16
 // array: R = 10^7 stays within a few hundred MB.
+//
+// Below order 65,536 it runs the previous kernel on the calling goroutine
+// (see smallInvSqrtOrder), whose result also does not depend on workers.
 func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace, workers int) {
 	n := b.N()
 	b.check(len(dst))
@@ -101,6 +108,10 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 	}
 	dst = dst[:n]
 	if n == 0 {
+		return
+	}
+	if n < smallInvSqrtOrder {
+		b.invSqrtDiagSmall(q, dst, ws)
 		return
 	}
 	workers = max(1, workers)
@@ -291,5 +302,130 @@ func combineLanesGo(p, u []float64, w *[nLanes]float64, out []float64) {
 			a[k] = (r[k] + r[4+k]) + (r[8+k] + r[12+k])
 		}
 		out[j] += (a[0] + a[2]) + (a[1] + a[3])
+	}
+}
+
+// smallInvSqrtOrder is the order below which InvSqrtDiagParallel runs the
+// previous kernel (four shifts side by side, groups of four dealt
+// alternately to two sums added at the end, on the calling goroutine), so
+// that small problems keep their results bit for bit (the recorded guards
+// of cmd/mfsolve and cmd/ofl); a variable so that the tests can move it.
+var smallInvSqrtOrder = 1 << 16
+
+// oldLanes is the number of shifts the previous kernel carries side by
+// side.
+const oldLanes = 4
+
+// invSqrtDiagSmall is the previous kernel; see smallInvSqrtOrder.
+func (b BidiagGram) invSqrtDiagSmall(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace) {
+	n := b.N()
+	for i := 0; i < n; i++ {
+		ws.g2[i] = b.Diag[i] * b.Diag[i]
+		ws.h2[i] = b.Sub[i] * b.Sub[i]
+	}
+	if ws.part == nil {
+		ws.part = make([]float64, n)
+		for c := range ws.lanes {
+			for l := range ws.lanes[c] {
+				ws.lanes[c][l] = make([]float64, n)
+			}
+		}
+	}
+	clear(dst)
+	clear(ws.part)
+	ns := len(q.Shifts)
+	groups := (ns + oldLanes - 1) / oldLanes
+	shifts := make([]float64, groups*oldLanes)
+	weights := make([]float64, groups*oldLanes)
+	copy(shifts, q.Shifts)
+	copy(weights, q.Weights)
+	for j := ns; j < len(shifts); j++ {
+		shifts[j] = q.Shifts[ns-1]
+	}
+	for c, out := range [2][]float64{dst, ws.part} {
+		for gi := c; gi < groups; gi += 2 {
+			j := gi * oldLanes
+			addInvDiagLanes(ws.g2, ws.h2, shifts[j:j+oldLanes], weights[j:j+oldLanes], out, ws.lanes[c][:])
+		}
+	}
+	for i, x := range ws.part {
+		dst[i] += x
+	}
+}
+
+// addInvDiagLanes adds sum_l weights[l] diag((T + shifts[l] I)^{-1}) to out
+// (in the order of l for every entry) for up to four shifts, with the
+// recurrences of [BidiagGram.ShiftedInverseDiag] on g2 = Diag^2 and
+// h2 = Sub^2 carried side by side. p holds one work slice per shift.
+func addInvDiagLanes(g2, h2, shifts, weights, out []float64, p [][]float64) {
+	n := len(g2)
+	if n == 0 {
+		return
+	}
+	if len(shifts) != oldLanes {
+		for l, sigma := range shifts {
+			addInvDiagOne(g2, h2, sigma, weights[l], out, p[l])
+		}
+		return
+	}
+	s0, s1, s2, s3 := shifts[0], shifts[1], shifts[2], shifts[3]
+	w0, w1, w2, w3 := weights[0], weights[1], weights[2], weights[3]
+	p0, p1, p2, p3 := p[0][:n], p[1][:n], p[2][:n], p[3][:n]
+	p0[0], p1[0], p2[0], p3[0] = 0, 0, 0, 0
+	t0, t1, t2, t3 := s0, s1, s2, s3
+	g := g2[0]
+	d0, d1, d2, d3 := g+t0, g+t1, g+t2, g+t3
+	for i := 1; i < n; i++ {
+		h, g := h2[i], g2[i]
+		x0 := h * (t0 / d0)
+		x1 := h * (t1 / d1)
+		x2 := h * (t2 / d2)
+		x3 := h * (t3 / d3)
+		p0[i], p1[i], p2[i], p3[i] = x0, x1, x2, x3
+		t0, t1, t2, t3 = s0+x0, s1+x1, s2+x2, s3+x3
+		d0, d1, d2, d3 = g+t0, g+t1, g+t2, g+t3
+	}
+	g = g2[n-1]
+	u0, u1, u2, u3 := g+s0, g+s1, g+s2, g+s3
+	acc := out[n-1]
+	acc += w0 * (1 / (p0[n-1] + u0))
+	acc += w1 * (1 / (p1[n-1] + u1))
+	acc += w2 * (1 / (p2[n-1] + u2))
+	acc += w3 * (1 / (p3[n-1] + u3))
+	out[n-1] = acc
+	for i := n - 2; i >= 0; i-- {
+		h, g := h2[i+1], g2[i]
+		e0, e1, e2, e3 := h+u0, h+u1, h+u2, h+u3
+		u0 = s0 + g*(u0/e0)
+		u1 = s1 + g*(u1/e1)
+		u2 = s2 + g*(u2/e2)
+		u3 = s3 + g*(u3/e3)
+		acc := out[i]
+		acc += w0 * (1 / (p0[i] + u0))
+		acc += w1 * (1 / (p1[i] + u1))
+		acc += w2 * (1 / (p2[i] + u2))
+		acc += w3 * (1 / (p3[i] + u3))
+		out[i] = acc
+	}
+}
+
+// addInvDiagOne is addInvDiagLanes for one shift.
+func addInvDiagOne(g2, h2 []float64, sigma, w float64, out, p []float64) {
+	n := len(g2)
+	p[0] = 0
+	t := sigma
+	d := g2[0] + t
+	for i := 1; i < n; i++ {
+		x := h2[i] * (t / d)
+		p[i] = x
+		t = sigma + x
+		d = g2[i] + t
+	}
+	u := g2[n-1] + sigma
+	out[n-1] += w * (1 / (p[n-1] + u))
+	for i := n - 2; i >= 0; i-- {
+		e := h2[i+1] + u
+		u = sigma + g2[i]*(u/e)
+		out[i] += w * (1 / (p[i] + u))
 	}
 }

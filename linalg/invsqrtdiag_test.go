@@ -12,6 +12,15 @@ import (
 // rounding of the sum over shifts, and gives the same bits whatever the
 // number of workers and whichever kernels (Go or assembly) run.
 func TestInvSqrtDiagParallel(t *testing.T) {
+	for _, small := range []int{0, smallInvSqrtOrder} {
+		saved := smallInvSqrtOrder
+		smallInvSqrtOrder = small
+		testInvSqrtDiagParallel(t)
+		smallInvSqrtOrder = saved
+	}
+}
+
+func testInvSqrtDiagParallel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{1, 2, 3, 127, 128, 129, 1001, 5000} {
 		b := randomBidiag(rng, n, 1)
@@ -61,6 +70,9 @@ func BenchmarkInvSqrtDiag(b *testing.B) {
 		}
 	})
 	ws := NewInvSqrtWorkspace(n)
+	saved := smallInvSqrtOrder
+	smallInvSqrtOrder = 0 // the grouped kernel at this n
+	defer func() { smallInvSqrtOrder = saved }()
 	for _, w := range []int{1, 2} {
 		b.Run("grouped-workers="+string(rune('0'+w)), func(b *testing.B) {
 			for range b.N {
