@@ -100,6 +100,38 @@ func BenchmarkOptimalLossOnly(b *testing.B) {
 	}
 }
 
+// BenchmarkOptimalLossOnlyLarge times the targets of issue 20 item 2: the
+// optimal loss (loss only, structured path) at R = 10^6 certified to the
+// default 1e-10 and, with DPMF_LONG=1, R = 10^7 certified to 1e-8. Run it
+// with -cpu 1,2 (or 2,16) for the GOMAXPROCS ratio in one run; the result
+// is the same bits for every GOMAXPROCS.
+func BenchmarkOptimalLossOnlyLarge(b *testing.B) {
+	ctx := context.Background()
+	cases := []struct {
+		r   int
+		tol float64
+	}{{1000000, factorize.DefaultTol}, {10000000, 1e-8}}
+	for _, c := range cases {
+		b.Run("R="+strconv.Itoa(c.r), func(b *testing.B) {
+			if c.r > 1000000 && os.Getenv("DPMF_LONG") == "" {
+				b.Skip("set DPMF_LONG=1 for R = 10^7")
+			}
+			w, err := factorize.Prefix(c.r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opt := factorize.Options{LossOnly: true, Tol: c.tol}
+			var f *factorize.Factorization
+			for b.Loop() {
+				if f, err = factorize.Optimal(ctx, w, opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportSolver(b, f.Iterations, f.Gap, opt.Tol)
+		})
+	}
+}
+
 // BenchmarkOptimalGeneral times the general (dense) path of the optimal
 // solver, the one taken by a workload file whose inverse is not banded, on
 // the prefix-sum workload: loss only, gap generalTol. It takes one dense

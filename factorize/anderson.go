@@ -45,42 +45,27 @@ func newAnderson(n, m int) *anderson {
 	return a
 }
 
-// next overwrites x with the next iterate, given g = G(x).
+// next overwrites x with the next iterate, given g = G(x). Its loops run
+// by chunks (see forChunks): the result does not depend on GOMAXPROCS.
 func (a *anderson) next(x, g []float64) {
+	n := len(x)
 	f := a.f
-	norm := 0.0
-	for i := range f {
-		f[i] = g[i] - x[i]
-		norm += f[i] * f[i]
-	}
-	norm = math.Sqrt(norm)
-	if a.have && norm > 2*a.normPrev {
-		a.count = 0
-	} else if a.have {
-		s := a.head
-		dfs, dgs := a.df[s], a.dg[s]
-		for i := range f {
-			dfs[i] = float32(f[i] - a.fPrev[i])
-			dgs[i] = float32(g[i] - a.gPrev[i])
+	norm := math.Sqrt(sumChunks(n, 1, func(lo, hi int, out []float64) {
+		s := 0.0
+		for i := lo; i < hi; i++ {
+			f[i] = g[i] - x[i]
+			s += f[i] * f[i]
 		}
+		out[0] = s
+	})[0])
+	insert := a.have && norm <= 2*a.normPrev
+	if a.have && !insert {
+		a.count = 0
+	}
+	s := a.head
+	if insert {
 		a.head = (a.head + 1) % a.m
 		a.count = min(a.count+1, a.m)
-		// Row s of the Gram matrix against every slot held.
-		for t := 0; t < a.m; t++ {
-			if !a.held(t) {
-				continue
-			}
-			d := dot32(dfs, a.df[t])
-			a.gram[s*a.m+t], a.gram[t*a.m+s] = d, d
-		}
-	}
-	copy(a.fPrev, f)
-	copy(a.gPrev, g)
-	a.normPrev = norm
-	a.have = true
-	copy(x, g)
-	if a.count == 0 {
-		return
 	}
 	// Slots held, oldest first.
 	var slots [64]int
@@ -89,19 +74,54 @@ func (a *anderson) next(x, g []float64) {
 		slots[k] = (a.head - a.count + t + a.m) % a.m
 		k++
 	}
+	// One pass: the new differences, row s of the Gram matrix against
+	// every slot held, dF^T f, and the copies.
+	m := a.m
+	sums := sumChunks(n, m+k, func(lo, hi int, out []float64) {
+		if insert {
+			dfs, dgs := a.df[s][lo:hi], a.dg[s][lo:hi]
+			for i := range dfs {
+				dfs[i] = float32(f[lo+i] - a.fPrev[lo+i])
+				dgs[i] = float32(g[lo+i] - a.gPrev[lo+i])
+			}
+		}
+		for p := 0; p < k; p++ {
+			t := slots[p]
+			if insert {
+				out[t], out[m+p] = dot2x32(a.df[s][lo:hi], f[lo:hi], a.df[t][lo:hi])
+			} else {
+				out[m+p] = dot64x32(f[lo:hi], a.df[t][lo:hi])
+			}
+		}
+		copy(a.fPrev[lo:hi], f[lo:hi])
+		copy(a.gPrev[lo:hi], g[lo:hi])
+		copy(x[lo:hi], g[lo:hi])
+	})
+	if insert {
+		for t := 0; t < m; t++ {
+			if a.held(t) {
+				a.gram[s*m+t], a.gram[t*m+s] = sums[t], sums[t]
+			}
+		}
+	}
+	a.normPrev = norm
+	a.have = true
+	if a.count == 0 {
+		return
+	}
 	// (G + lambda I) gamma = dF^T f by Cholesky.
 	trace := 0.0
 	for p := 0; p < k; p++ {
-		trace += a.gram[slots[p]*a.m+slots[p]]
+		trace += a.gram[slots[p]*m+slots[p]]
 	}
 	lambda := 1e-12 * trace / float64(k)
 	c := a.chol[:k*k]
 	for p := 0; p < k; p++ {
 		for q := 0; q < k; q++ {
-			c[p*k+q] = a.gram[slots[p]*a.m+slots[q]]
+			c[p*k+q] = a.gram[slots[p]*m+slots[q]]
 		}
 		c[p*k+p] += lambda
-		a.rhs[p] = dot64x32(f, a.df[slots[p]])
+		a.rhs[p] = sums[m+p]
 	}
 	gamma := a.rhs[:k]
 	if !choleskySolve(c, gamma, k) {
@@ -109,17 +129,21 @@ func (a *anderson) next(x, g []float64) {
 		return
 	}
 	for p := 0; p < k; p++ {
-		gp := gamma[p]
-		if math.IsNaN(gp) || math.IsInf(gp, 0) {
-			copy(x, g)
+		if gp := gamma[p]; math.IsNaN(gp) || math.IsInf(gp, 0) {
 			a.count = 0
 			return
 		}
-		dgp := a.dg[slots[p]]
-		for i := range x {
-			x[i] -= gp * float64(dgp[i])
-		}
 	}
+	forChunks(n, func(_, lo, hi int) {
+		xs := x[lo:hi]
+		for p := 0; p < k; p++ {
+			gp := gamma[p]
+			dgp := a.dg[slots[p]][lo:hi]
+			for i := range xs {
+				xs[i] -= gp * float64(dgp[i])
+			}
+		}
+	})
 }
 
 // held reports whether ring slot t holds one of the last count differences.
@@ -128,12 +152,17 @@ func (a *anderson) held(t int) bool {
 	return age < a.count
 }
 
-func dot32(x, y []float32) float64 {
-	s := 0.0
-	for i, v := range x {
-		s += float64(v) * float64(y[i])
+// dot2x32 returns a . c and f . c in one pass, each summed in index
+// order (as two separate products would be: the small problems of the
+// epochs and dense solvers are sensitive to the rounding of the step).
+func dot2x32(a []float32, f []float64, c []float32) (ac, fc float64) {
+	a, f = a[:len(c)], f[:len(c)]
+	for i, x := range c {
+		y := float64(x)
+		ac += float64(a[i]) * y
+		fc += f[i] * y
 	}
-	return s
+	return ac, fc
 }
 
 func dot64x32(x []float64, y []float32) float64 {
@@ -189,6 +218,14 @@ func choleskySolve(c, b []float64, k int) bool {
 // andersonMemory is the memory m of the optimal solver's Anderson
 // acceleration.
 const andersonMemory = 10
+
+// largeAndersonMemory is the memory from order largeAndersonOrder on,
+// where the differences dominate the solver's memory (8 m bytes per
+// round): at R = 10^5, memory 5 took as many iterations as 10 (66).
+const (
+	largeAndersonMemory = 5
+	largeAndersonOrder  = 3000000
+)
 
 // denseAndersonMemory is the memory of the dense path, whose evaluations
 // cost O(R^3) and the acceleration O(R m): 20 saves about one iteration in

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 
 	"gonum.org/v1/gonum/mat"
@@ -294,6 +295,16 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			return nil, err
 		}
 	}
+	if method == Structured {
+		if x0, err = structuredWarmStart(ctx, w); err != nil {
+			return nil, err
+		}
+		if x0 != nil && w.R() > 100000 {
+			// Return the coarse levels' buffers before the fine ones
+			// are made, so that they do not add to the peak.
+			debug.FreeOSMemory()
+		}
+	}
 	if x0 == nil {
 		x0 = make([]float64, w.R()) // v = 1
 	}
@@ -302,12 +313,16 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		return nil, err
 	}
 	if opt.LossOnly {
+		se, _ := ev.(*structuredEvaluator)
+		if se != nil {
+			se.releaseIteration()
+		}
 		if w.R() > 100000 {
 			// Let the iteration's buffers be reused for rowSq's.
-			runtime.GC()
+			debug.FreeOSMemory()
 		}
 		maxRow := 0.0
-		if se, ok := ev.(*structuredEvaluator); ok {
+		if se != nil {
 			for _, x := range se.rowSq(sol.vUpper) {
 				maxRow = math.Max(maxRow, sol.scale*x)
 			}
@@ -368,6 +383,9 @@ type solution struct {
 // lowered for iterates far from the fixed point.
 type accuracySetter interface {
 	setAccuracy(relErr float64)
+	// residualFraction is the accuracy to ask, relative to the last
+	// residual.
+	residualFraction() float64
 }
 
 // fixedPoint runs the accelerated fixed-point iteration until the
@@ -385,6 +403,8 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 	memory := andersonMemory
 	if _, ok := ev.(*denseEvaluator); ok {
 		memory = denseAndersonMemory
+	} else if n >= largeAndersonOrder {
+		memory = largeAndersonMemory
 	}
 	and := newAnderson(n, memory)
 	// The gap must halve at least once every stallWindow iterations; when
@@ -398,13 +418,18 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 	// in a row find it above the target.
 	const floorPatience = 5
 	floorHits := 0
-	// An evaluator with an adjustable accuracy is asked for about 1e-2 of
-	// the last residual (max_i |log(phi_i / v_i)|), and never less than
+	// An evaluator with an adjustable accuracy is asked for a fraction
+	// (1e-2, or 1e-1 for the bidiagonal structured path from R = 65,536
+	// on) of the last
+	// residual (max_i |log(phi_i / v_i)|), and never less than
 	// needed to certify the target: the bounds always carry the error of
 	// the evaluation actually made, so this only saves work (at R = 10^5,
-	// gap 1e-8: about 27 shifts per iteration on average instead of 45,
-	// with as many iterations; 1e-3 and 3e-2 of the residual do about as
-	// well).
+	// gap 1e-8, 1e-2: about 27 shifts per iteration on average instead of
+	// 45, with as many iterations). The bidiagonal structured evaluator rounds the node count up to whole groups of 16
+	// shifts, which gives more accuracy than asked; with it, at R = 10^6
+	// and gap 1e-10, 1e-1 of the residual took 251 groups over 65
+	// iterations, 1e-2 took 311 over 74 and 3e-1 245 over 68 (at
+	// R = 10^5: 159, 199 and 164 groups).
 	acc, _ := ev.(accuracySetter)
 	qe, _ := ev.(quadEvaluator)
 	var delta []float64
@@ -412,7 +437,14 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 		delta = make([]float64, n)
 	}
 	res := math.Inf(1)
-	errs := make([]float64, n)
+	// Per-entry error bounds are kept only where something reads them
+	// (the second-order bound, or an evaluator's own bounds); otherwise
+	// only their sum is.
+	_, hasEntryErrors := ev.(entryErrorer)
+	var errs []float64
+	if qe != nil || hasEntryErrors {
+		errs = make([]float64, n)
+	}
 	lastRound := 0.0  // the rounding part of the last certified gap
 	crossFloor := 0.0 // the relative error crossed bounds proved, if any
 	for it := 1; it <= opt.MaxIter; it++ {
@@ -421,12 +453,14 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		for i := range x {
-			v[i] = math.Exp(x[i])
-		}
+		forChunks(n, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				v[i] = math.Exp(x[i])
+			}
+		})
 		coarse := false
 		if acc != nil {
-			want := math.Max(opt.Tol/20, 1e-2*res)
+			want := math.Max(opt.Tol/20, acc.residualFraction()*res)
 			coarse = want > opt.Tol/20
 			acc.setAccuracy(want)
 		}
@@ -435,14 +469,32 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			return nil, err
 		}
 		best.evals++
-		tr, sumV, ratio := 0.0, 0.0, 0.0
-		for i, p := range ph {
-			if !(p > 0) || math.IsInf(p, 0) {
-				return nil, fmt.Errorf("factorize: fixed-point map gave phi[%d] = %v at iteration %d: numerical breakdown", i, p, it)
+		// tr, sum(v), max phi_i / v_i and the first bad entry, by chunks.
+		part := chunkParts(n, 4, func(lo, hi int, out []float64) {
+			tr, sumV, ratio := 0.0, 0.0, 0.0
+			out[3] = -1
+			for i := lo; i < hi; i++ {
+				p := ph[i]
+				if !(p > 0) || math.IsInf(p, 0) {
+					out[3] = float64(i)
+					return
+				}
+				tr += p
+				sumV += v[i]
+				if r := p / v[i]; r > ratio {
+					ratio = r
+				}
 			}
-			tr += p
-			sumV += v[i]
-			ratio = math.Max(ratio, p/v[i])
+			out[0], out[1], out[2] = tr, sumV, ratio
+		})
+		tr, sumV, ratio := 0.0, 0.0, 0.0
+		for c := 0; c < len(part); c += 4 {
+			if i := int(part[c+3]); i >= 0 {
+				return nil, fmt.Errorf("factorize: fixed-point map gave phi[%d] = %v at iteration %d: numerical breakdown", i, ph[i], it)
+			}
+			tr += part[c]
+			sumV += part[c+1]
+			ratio = math.Max(ratio, part[c+2])
 		}
 		// gap0 is this iterate's gap without rounding bounds. Where a
 		// bound costs an extra evaluation, it is paid only when the
@@ -475,19 +527,27 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			// Bounds that crossed earlier proved the error larger than
 			// its bound: crossFloor is the relative error they showed.
 			eps = math.Max(eps, crossFloor)
+			var sumErr float64
 			if ee, ok := ev.(entryErrorer); ok && ee.entryErrors() != nil && bounded {
 				copy(errs, ee.entryErrors())
 				for i, p := range ph {
 					errs[i] = math.Max(errs[i], crossFloor*p)
 				}
+				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
+					for _, x := range errs[lo:hi] {
+						out[0] += x
+					}
+				})[0]
 			} else {
-				for i, p := range ph {
-					errs[i] = eps * p
-				}
-			}
-			sumErr := 0.0
-			for _, x := range errs {
-				sumErr += x
+				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
+					for i := lo; i < hi; i++ {
+						e := eps * ph[i]
+						if errs != nil {
+							errs[i] = e
+						}
+						out[0] += e
+					}
+				})[0]
 			}
 			effEps = sumErr / tr
 			lastRound = 3 * effEps
@@ -557,11 +617,17 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			return nil, nc
 		}
 		// ph becomes g = log phi, the map's value in the log variables.
-		res = 0
 		g := ph
-		for i, p := range ph {
-			g[i] = math.Log(p)
-			res = math.Max(res, math.Abs(g[i]-x[i]))
+		res = 0
+		for _, r := range chunkParts(n, 1, func(lo, hi int, out []float64) {
+			for i := lo; i < hi; i++ {
+				g[i] = math.Log(ph[i])
+				if d := math.Abs(g[i] - x[i]); d > out[0] {
+					out[0] = d
+				}
+			}
+		}) {
+			res = math.Max(res, r)
 		}
 		and.next(x, g)
 	}

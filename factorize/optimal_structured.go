@@ -20,12 +20,18 @@ const quadTol = 1e-14
 type structuredEvaluator struct {
 	w *Workload
 	k int
-	// q is the rational approximation in use: quads[acc] for the accuracy
-	// acc last asked for. All of quads cover the interval [qlo, qhi].
+	// q is the rational approximation in use: quads[key] for the accuracy
+	// acc last asked for (key = acc rounded down to a power of ten, or,
+	// where grouped, the number of groups of linalg.InvSqrtLanes nodes). All of quads cover the interval [qlo, qhi].
 	q        linalg.InvSqrtRational
 	quads    map[float64]linalg.InvSqrtRational
 	qlo, qhi float64
 	lo       float64 // last lower eigenvalue bound, a warm start
+	// vRef, loRef and hiRef: the multipliers at which the interval in
+	// use was built and the eigenvalue bounds proved there (bidiagonal
+	// case; see coveredByScaling).
+	vRef         []float64
+	loRef, hiRef float64
 	// want is the accuracy phi asks of the rational approximation (quadTol
 	// unless the fixed-point iteration asks for less; see setAccuracy).
 	want float64
@@ -68,13 +74,18 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 		// Raw band storage (lower, one subdiagonal): row i holds
 		// L[i][i-1], L[i][i] at i*Stride, i*Stride+1.
 		raw := inv.RawTriBand()
-		for i := 0; i < n; i++ {
-			s := 1 / math.Sqrt(v[i])
-			row := raw.Data[i*raw.Stride : i*raw.Stride+2]
-			e.bi.Diag[i] = row[1] * s
-			if i > 0 {
-				e.bi.Sub[i] = row[0] * s
+		forChunks(n, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s := 1 / math.Sqrt(v[i])
+				row := raw.Data[i*raw.Stride : i*raw.Stride+2]
+				e.bi.Diag[i] = row[1] * s
+				if i > 0 {
+					e.bi.Sub[i] = row[0] * s
+				}
 			}
+		})
+		if e.coveredByScaling(v) {
+			return e.useAccuracy(acc)
 		}
 		hi = e.bi.Gershgorin()
 		count = e.bi.CountBelow
@@ -114,7 +125,48 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 		e.lo = lo
 		e.qlo, e.qhi = lo/2, hi*2
 		e.quads = map[float64]linalg.InvSqrtRational{}
+		if e.k == 1 {
+			// The reference of coveredByScaling: v and the bounds
+			// just proved for T(v).
+			if e.vRef == nil {
+				e.vRef = make([]float64, n)
+			}
+			copy(e.vRef, v)
+			e.loRef, e.hiRef = lo, hi
+		}
 	}
+	return e.useAccuracy(acc)
+}
+
+// releaseIteration drops the buffers that only phi uses (the kernel's
+// workspace and the reference multipliers of coveredByScaling), before
+// rowSq allocates its own at large R. phi reallocates them if called again.
+func (e *structuredEvaluator) releaseIteration() {
+	e.ws, e.vRef = nil, nil
+}
+
+// useAccuracy makes e.q the approximation of relative accuracy acc on the
+// interval in use. The bidiagonal kernel evaluates the shifts in groups
+// of linalg.InvSqrtLanes, so its cost is the number of groups: where
+// grouped, the
+// node count is the smallest multiple of InvSqrtLanes whose measured
+// error is at most acc (at most maxNodeGroups groups), and the accuracy
+// that the rest of the group buys comes free.
+func (e *structuredEvaluator) useAccuracy(acc float64) error {
+	if e.grouped() {
+		for g := 1; ; g++ {
+			q, ok := e.quads[float64(g)]
+			if !ok {
+				q = linalg.NewInvSqrtRationalN(e.qlo, e.qhi, g*linalg.InvSqrtLanes)
+				e.quads[float64(g)] = q
+			}
+			if q.RelErr <= acc || g >= maxNodeGroups {
+				e.q = q
+				return nil
+			}
+		}
+	}
+	acc = math.Pow(10, math.Floor(math.Log10(acc)))
 	q, ok := e.quads[acc]
 	if !ok {
 		q = linalg.NewInvSqrtRational(e.qlo, e.qhi, acc)
@@ -122,6 +174,52 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 	}
 	e.q = q
 	return nil
+}
+
+// maxNodeGroups bounds the node groups of useAccuracy: 12 groups, 192
+// nodes (NewInvSqrtRational stops at 200).
+const maxNodeGroups = 12
+
+// coveredByScaling reports whether the interval in use provably covers
+// the spectrum of T(v) (bidiagonal case), by comparison with the reference
+// multipliers vRef of the last interval built, without an inertia count.
+// T(v) = E T(vRef) E with E = diag(sqrt(vRef_i / v_i)), so by Ostrowski's
+// theorem (Horn and Johnson, Matrix Analysis, Thm. 4.5.9) every eigenvalue
+// of T(v) is that of T(vRef) times a factor in [min_i vRef_i / v_i,
+// max_i vRef_i / v_i]: lambda_min(T(v)) >= loRef min and
+// lambda_max(T(v)) <= hiRef max, where loRef and hiRef are the bounds
+// proved for T(vRef) (with their own rounding margins). The computed G of
+// v and of vRef are row scalings of each other up to a relative rounding
+// of about 2u per entry (u = 2^-53; none for entries +-1, as for prefix
+// sums), which moves the singular values of a bidiagonal matrix by a
+// relative (2n - 1) 2u at most (Demmel and Kahan, "Accurate singular
+// values of bidiagonal matrices", SIAM J. Sci. Stat. Comput. 11(5), 1990),
+// so the ratios are widened by a relative margin 16 n u + 1e-10, which
+// also covers their own rounding. When the check fails, setup falls back
+// to Gershgorin and an inertia count, as without it.
+func (e *structuredEvaluator) coveredByScaling(v []float64) bool {
+	if e.quads == nil || e.vRef == nil {
+		return false
+	}
+	part := chunkParts(len(v), 2, func(lo, hi int, out []float64) {
+		rmin, rmax := math.Inf(1), 0.0
+		for i := lo; i < hi; i++ {
+			r := e.vRef[i] / v[i]
+			if r < rmin {
+				rmin = r
+			}
+			if r > rmax {
+				rmax = r
+			}
+		}
+		out[0], out[1] = rmin, rmax
+	})
+	rmin, rmax := math.Inf(1), 0.0
+	for c := 0; c < len(part); c += 2 {
+		rmin, rmax = math.Min(rmin, part[c]), math.Max(rmax, part[c+1])
+	}
+	margin := 16*float64(len(v))*0x1p-53 + 1e-10
+	return e.loRef*rmin*(1-margin) >= e.qlo && e.hiRef*rmax*(1+margin) <= e.qhi
 }
 
 // checkSpectrum returns an error unless [lo/2, 2 hi], the interval the
@@ -141,10 +239,28 @@ func checkSpectrum(lo, hi float64) error {
 // that phi uses: far from the fixed point the iteration needs far less
 // than full accuracy, and fewer shifts make each evaluation cheaper. The
 // error bound phi returns is that of the approximation actually used, so
-// the certificate stays valid whatever acc is. acc is rounded down to a
-// power of ten and clamped to [quadTol, 1e-2].
+// the certificate stays valid whatever acc is. acc is clamped to
+// [quadTol, 1e-2] (and see useAccuracy).
+// residualFraction is the accuracy asked of phi relative to the last
+// residual: 1e-1 where the nodes go by groups (see fixedPointFrom), 1e-2
+// otherwise.
+func (e *structuredEvaluator) residualFraction() float64 {
+	if e.grouped() {
+		return 1e-1
+	}
+	return 1e-2
+}
+
+// grouped reports whether the node counts go by whole groups of
+// linalg.InvSqrtLanes (see useAccuracy): in the bidiagonal case from order
+// minParallel on. Below it an evaluation is cheap, and the smaller
+// problems keep the iterates (and the iteration counts the docs quote) of
+// the fewest-node schedule.
+func (e *structuredEvaluator) grouped() bool {
+	return e.k == 1 && len(e.bi.Diag) >= minParallel
+}
+
 func (e *structuredEvaluator) setAccuracy(acc float64) {
-	acc = math.Pow(10, math.Floor(math.Log10(acc)))
 	e.want = math.Min(1e-2, math.Max(quadTol, acc))
 }
 
@@ -153,7 +269,10 @@ func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float6
 		return 0, err
 	}
 	if e.k == 1 {
-		e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0) > 1)
+		if e.ws == nil {
+			e.ws = linalg.NewInvSqrtWorkspace(len(v))
+		}
+		e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0))
 	} else {
 		for i := range dst {
 			dst[i] = 0
@@ -222,18 +341,37 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 	for j := range rhs {
 		rhs[j] = math.Sqrt(v[j]) / inv.At(j, j)
 	}
-	out := make([]float64, n)
-	zr, zr1 := make([]float64, n), make([]float64, n)
-	for j, sigma := range e.q.Shifts {
-		e.bi.PrefixSolveEnds(sigma, rhs, zr, zr1, e.bidiagWork())
-		wt := e.q.Weights[j]
-		for r := 0; r < n; r++ {
-			x := inv.At(r, r) / math.Sqrt(v[r]) * zr[r]
-			if r+1 < n {
-				x += inv.At(r+1, r) / math.Sqrt(v[r+1]) * zr1[r]
+	// Row r of L^T D^{-1} is (G[r][r], G[r+1][r]) = (Diag[r], Sub[r+1]).
+	// The shifts go in two fixed halves, concurrently where GOMAXPROCS
+	// allows, each into its own sum; the result does not depend on it.
+	g, h := e.bi.Diag, e.bi.Sub
+	ns := len(e.q.Shifts)
+	half := func(lo, hi int, out []float64) {
+		zr, zr1, work := make([]float64, n), make([]float64, n), make([]float64, 2*n)
+		for j := lo; j < hi; j++ {
+			e.bi.PrefixSolveEnds(e.q.Shifts[j], rhs, zr, zr1, work)
+			wt := e.q.Weights[j]
+			for r := 0; r < n-1; r++ {
+				out[r] += wt * (g[r]*zr[r] + h[r+1]*zr1[r])
 			}
-			out[r] += wt * x
+			out[n-1] += wt * (g[n-1] * zr[n-1])
 		}
+	}
+	out, second := make([]float64, n), make([]float64, n)
+	if runtime.GOMAXPROCS(0) > 1 && ns > 1 {
+		done := make(chan struct{})
+		go func() {
+			half(ns/2, ns, second)
+			close(done)
+		}()
+		half(0, ns/2, out)
+		<-done
+	} else {
+		half(0, ns/2, out)
+		half(ns/2, ns, second)
+	}
+	for r := range out {
+		out[r] += second[r]
 	}
 	return out
 }

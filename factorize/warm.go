@@ -90,3 +90,76 @@ func coarseWorkload(a mat.Matrix, f int) *mat.Dense {
 	}
 	return ac
 }
+
+// structuredCoarse is the ratio of orders between a prefix-sum workload
+// and the coarse one whose optimum starts its structured iteration (see
+// structuredWarmStart), and minStructuredWarm the smallest order that
+// starts that way.
+const (
+	structuredCoarse  = 10
+	minStructuredWarm = 50000
+)
+
+// structuredWarmTol is the certified gap asked of the coarse solve of
+// structuredWarmStart: its interpolation differs from the fine optimum by
+// more than that anyway.
+var structuredWarmTol = 1e-6
+
+// structuredWarmStart returns a starting point (log v) for the structured
+// fixed point of the prefix-sum workload of order n >= minStructuredWarm,
+// or nil: the optimum of the prefix-sum workload of order
+// m = ceil(n / 10) (itself started this way, so the levels are n / 10,
+// n / 100, ... down to minStructuredWarm), interpolated linearly in log v
+// at the fine rounds' positions on the coarse grid. The prefix-sum
+// multipliers are nearly scale-free (v_i of order n is about v_{i/10} of
+// order n / 10, as coarseStart's block sums show), so this is close to the
+// fine optimum away from the two ends. It is a start only: the certificate
+// never depends on it, and a coarse solve that fails gives nil (v = 1).
+func structuredWarmStart(ctx context.Context, w *Workload) ([]float64, error) {
+	n := w.R()
+	if !w.IsPrefix() || n < minStructuredWarm {
+		return nil, nil
+	}
+	f := structuredCoarse
+	m := (n + f - 1) / f
+	wc, err := Prefix(m)
+	if err != nil {
+		return nil, nil
+	}
+	xc, err := structuredWarmStart(ctx, wc)
+	if err != nil {
+		return nil, err
+	}
+	if xc == nil {
+		xc = make([]float64, m)
+	}
+	opt, err := Options{Tol: structuredWarmTol}.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sol, err := fixedPointFrom(ctx, newStructuredEvaluator(wc), xc, opt)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	}
+	for i, v := range sol.vUpper {
+		xc[i] = math.Log(v)
+	}
+	x := make([]float64, n)
+	forChunks(n, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			t := (float64(i)+0.5)/float64(f) - 0.5
+			j := int(math.Floor(t))
+			frac := t - float64(j)
+			if j < 0 {
+				j, frac = 0, 0
+			}
+			j1 := min(j+1, m-1)
+			j = min(j, m-1)
+			x[i] = (1-frac)*xc[j] + frac*xc[j1]
+		}
+	})
+	return x, nil
+}

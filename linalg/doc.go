@@ -17,7 +17,10 @@
 // multiply-adds with several accumulators); elsewhere, and when built with
 // -tags purego, they are loops in Go. The two differ by rounding only, and
 // the tests check the assembly against sums formed in Go for every loop
-// tail.
+// tail. The sixteen-shift recurrences of [BidiagGram.InvSqrtDiagParallel]
+// run in AVX assembly too (invsqrt_lanes_amd64.s), without fused
+// multiply-adds and in the order of operations of their Go fallbacks, so
+// that the two give the same bits (checked by the tests).
 //
 // # Structure
 //

@@ -3,100 +3,241 @@ package linalg
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // InvSqrtWorkspace holds the buffers of [BidiagGram.InvSqrtDiagParallel]
-// for one order n, so that repeated calls do not allocate.
+// for one order n, so that repeated calls do not allocate (beyond the
+// checkpoints of a call with more shifts than any before it).
 type InvSqrtWorkspace struct {
 	n      int
 	g2, h2 []float64
-	part   []float64
-	lanes  [invSqrtChunks][lanes][]float64
+	// fwd[g] and bwd[g] are the checkpoints of group g's recurrences:
+	// nLanes values per block.
+	fwd, bwd [][]float64
+	// scratch holds two blocks of nLanes values per worker, and state the
+	// recurrences' states (kept here: passed to the kernels through
+	// function values, they would escape to the heap at every block).
+	scratch [][]float64
+	state   []*[2][nLanes]float64
+	// part and lanes are the buffers of invSqrtDiagSmall, made when
+	// first needed.
+	part  []float64
+	lanes [2][oldLanes][]float64
 }
 
+// InvSqrtLanes is the number of shifts [BidiagGram.InvSqrtDiagParallel]
+// evaluates side by side: its cost is that of len(q.Shifts) rounded up to
+// a multiple of InvSqrtLanes.
+const InvSqrtLanes = nLanes
+
 const (
-	// lanes is the number of shifts one sweep carries side by side: the
-	// recurrences are chains of dependent divisions, so interleaving
-	// independent chains keeps the divider busy (measured about 2.5 times
-	// faster per shift than one chain at a time).
-	lanes = 4
-	// invSqrtChunks is the number of fixed groups of shifts whose partial
-	// sums are added at the end, one goroutine each. It is a constant,
-	// not the number of cores, so that the result does not depend on
-	// the machine or on scheduling.
-	invSqrtChunks = 2
+	// nLanes is the number of shifts one sweep carries side by side (a
+	// group): the recurrences are chains of dependent divisions, so
+	// interleaving independent chains keeps the divider busy, and on
+	// amd64 the sixteen lanes are four AVX registers.
+	nLanes = 16
+	// laneBlock is the number of entries of one block: the unit of the
+	// checkpoints and of the parallel work of the second phase (two
+	// blocks of nLanes values, 32 KiB, stay in the first-level cache).
+	laneBlock = 128
+	// blocksPerTask is the number of consecutive blocks one task of the
+	// second phase takes.
+	blocksPerTask = 16
 )
 
-// NewInvSqrtWorkspace returns buffers for order n (about 12 n float64). It
+// NewInvSqrtWorkspace returns buffers for order n (about 2 n float64, and
+// 2 n / 8 bytes per group of sixteen shifts for the checkpoints). It
 // panics if n is negative (a programmer error, see the package doc).
 func NewInvSqrtWorkspace(n int) *InvSqrtWorkspace {
 	if n < 0 {
 		panic(fmt.Sprintf("linalg: inverse square root workspace of negative order %d", n))
 	}
-	w := &InvSqrtWorkspace{n: n, g2: make([]float64, n), h2: make([]float64, n), part: make([]float64, n)}
-	for c := range w.lanes {
-		for l := range w.lanes[c] {
-			w.lanes[c][l] = make([]float64, n)
-		}
-	}
-	return w
+	return &InvSqrtWorkspace{n: n, g2: make([]float64, n), h2: make([]float64, n)}
 }
 
+// groups makes room for the checkpoints of g groups and the scratch of w
+// workers.
+func (ws *InvSqrtWorkspace) grow(g, w int) {
+	nb := (ws.n + laneBlock - 1) / laneBlock
+	for len(ws.fwd) < g {
+		ws.fwd = append(ws.fwd, make([]float64, nb*nLanes))
+		ws.bwd = append(ws.bwd, make([]float64, nb*nLanes))
+	}
+	for len(ws.scratch) < w {
+		ws.scratch = append(ws.scratch, make([]float64, 2*laneBlock*nLanes))
+		ws.state = append(ws.state, new([2][nLanes]float64))
+	}
+}
+
+// Kernels on nLanes shifts side by side; AVX assembly where the CPU has
+// it (invsqrt_lanes_amd64.s), with the same bits.
+var (
+	fwdLanes     = fwdLanesGo
+	bwdLanes     = bwdLanesGo
+	combineLanes = combineLanesGo
+)
+
 // InvSqrtDiagParallel writes into dst the diagonal of r(T) as
-// [BidiagGram.InvSqrtDiag] does, with the shifts split into two fixed
-// sets (alternate groups of four) evaluated concurrently (when parallel is true) and added at the
-// end, and four shifts interleaved in each sweep. Its result depends only
-// on b, q and n, not on parallel or on scheduling; it differs from
-// InvSqrtDiag's only by the order of the final sum over shifts (every term
-// is positive, so either order has a relative error of at most
-// len(q.Shifts) units in the last place).
-func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace, parallel bool) {
+// [BidiagGram.InvSqrtDiag] does, on up to workers goroutines. Its result
+// depends only on b and q, not on workers or on scheduling: every entry is
+// computed by the same operations in the same order whichever goroutine
+// computes it. It differs from InvSqrtDiag's by the order of the sum over
+// shifts and by computing each term as w_j / (p_i + s_i) rather than
+// w_j (1 / (p_i + s_i)) (every term is positive, so either has a relative
+// error of at most len(q.Shifts) + 1 units in the last place).
+//
+// The shifts go in groups of sixteen (the last padded with zero weights,
+// which add exact zeros), each group's two recurrences of
+// [BidiagGram.ShiftedInverseDiag] carried side by side. The top-down
+// recurrence (p) and the bottom-up one (s) are independent: a first phase
+// runs each of them once over all n entries, one goroutine per group and
+// direction, keeping only their values at the start of every block of 128
+// entries; a second phase, parallel over blocks, runs both again within
+// each block from those checkpoints (in the cache) and adds the terms. The
+// memory is O(n) with a small constant, and no pass holds an n-by-16
+// array: R = 10^7 stays within a few hundred MB.
+//
+// Below order 65,536 it runs the previous kernel on the calling goroutine
+// (see smallInvSqrtOrder), whose result also does not depend on workers.
+func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace, workers int) {
 	n := b.N()
 	b.check(len(dst))
 	if ws == nil || ws.n != n {
 		panic(fmt.Sprintf("linalg: InvSqrtDiagParallel workspace for order %d, want %d", wsN(ws), n))
 	}
-	for i := 0; i < n; i++ {
-		ws.g2[i] = b.Diag[i] * b.Diag[i]
-		ws.h2[i] = b.Sub[i] * b.Sub[i]
-	}
 	dst = dst[:n]
-	clear(dst)
-	clear(ws.part)
-	// Groups of four consecutive shifts, the last one padded with
-	// zero-weight copies of its shift (which add exact zeros), go to the
-	// two chunks alternately.
-	ns := len(q.Shifts)
-	groups := (ns + lanes - 1) / lanes
-	shifts := make([]float64, groups*lanes)
-	weights := make([]float64, groups*lanes)
-	copy(shifts, q.Shifts)
-	copy(weights, q.Weights)
-	for j := ns; j < len(shifts); j++ {
-		shifts[j] = q.Shifts[ns-1]
+	if n == 0 {
+		return
 	}
-	run := func(c int, out []float64) {
-		for gi := c; gi < groups; gi += invSqrtChunks {
-			j := gi * lanes
-			addInvDiagLanes(ws.g2, ws.h2, shifts[j:j+lanes], weights[j:j+lanes], out, ws.lanes[c][:])
+	if n < smallInvSqrtOrder {
+		b.invSqrtDiagSmall(q, dst, ws)
+		return
+	}
+	workers = max(1, workers)
+	ns := len(q.Shifts)
+	groups := (ns + nLanes - 1) / nLanes
+	shifts := make([][nLanes]float64, groups)
+	weights := make([][nLanes]float64, groups)
+	for j := range groups * nLanes {
+		g, l := j/nLanes, j%nLanes
+		if j < ns {
+			shifts[g][l], weights[g][l] = q.Shifts[j], q.Weights[j]
+		} else {
+			shifts[g][l] = q.Shifts[ns-1]
 		}
 	}
-	if parallel && groups > 1 {
-		var wg sync.WaitGroup
+	ws.grow(groups, workers)
+	nb := (n + laneBlock - 1) / laneBlock
+
+	// g2 and h2: independent entries, in parallel over fixed ranges.
+	parallelFor(workers, (n+4095)/4096, func(_, c int) {
+		lo, hi := c*4096, min(n, (c+1)*4096)
+		for i := lo; i < hi; i++ {
+			ws.g2[i] = b.Diag[i] * b.Diag[i]
+			ws.h2[i] = b.Sub[i] * b.Sub[i]
+		}
+	})
+	g2, h2 := ws.g2, ws.h2
+
+	// Phase 1: the checkpoints. Task 2g runs group g top-down, task 2g+1
+	// bottom-up; both write only their own checkpoints.
+	parallelFor(workers, 2*groups, func(wk, task int) {
+		g := task / 2
+		s := &shifts[g]
+		buf := ws.scratch[wk]
+		t, u := &ws.state[wk][0], &ws.state[wk][1]
+		if task%2 == 0 {
+			cp := ws.fwd[g]
+			*t = *s
+			for blk := 0; blk < nb; blk++ {
+				lo, hi := blk*laneBlock, min(n, (blk+1)*laneBlock)
+				copy(cp[blk*nLanes:(blk+1)*nLanes], t[:])
+				lo = max(lo, 1)
+				if hi > lo {
+					fwdLanes(g2[lo-1:hi-1], h2[lo:hi], s, t, buf)
+				}
+			}
+			return
+		}
+		cp := ws.bwd[g]
+		for l := range u {
+			u[l] = g2[n-1] + s[l]
+		}
+		for blk := nb - 1; blk >= 0; blk-- {
+			lo, hi := blk*laneBlock, min(n-1, (blk+1)*laneBlock)
+			copy(cp[blk*nLanes:(blk+1)*nLanes], u[:])
+			if hi > lo {
+				bwdLanes(g2[lo:hi], h2[lo+1:hi+1], s, u, buf)
+			}
+		}
+	})
+
+	// Phase 2: within each block, both recurrences again from their
+	// checkpoints, and the sum over groups in their order.
+	tasks := (nb + blocksPerTask - 1) / blocksPerTask
+	parallelFor(workers, tasks, func(wk, task int) {
+		buf := ws.scratch[wk]
+		pb, ub := buf[:laneBlock*nLanes], buf[laneBlock*nLanes:]
+		t, u := &ws.state[wk][0], &ws.state[wk][1]
+		for blk := task * blocksPerTask; blk < min(nb, (task+1)*blocksPerTask); blk++ {
+			lo, hi := blk*laneBlock, min(n, (blk+1)*laneBlock)
+			m := hi - lo
+			out := dst[lo:hi]
+			clear(out)
+			for g := range groups {
+				s := &shifts[g]
+				copy(t[:], ws.fwd[g][blk*nLanes:])
+				copy(u[:], ws.bwd[g][blk*nLanes:])
+				start := lo
+				if lo == 0 {
+					clear(pb[:nLanes]) // p_0 = 0
+					start = 1
+				}
+				if hi > start {
+					fwdLanes(g2[start-1:hi-1], h2[start:hi], s, t, pb[(start-lo)*nLanes:])
+				}
+				end := hi
+				if hi == n {
+					end = n - 1 // s_{n-1} = g_{n-1}^2 + sigma
+					copy(ub[(m-1)*nLanes:m*nLanes], u[:])
+				}
+				if end > lo {
+					bwdLanes(g2[lo:end], h2[lo+1:end+1], s, u, ub)
+				}
+				combineLanes(pb, ub, &weights[g], out)
+			}
+		}
+	})
+}
+
+// parallelFor runs f(worker, task) for task = 0, ..., tasks-1 on up to
+// workers goroutines (worker in [0, workers) names the goroutine, for its
+// scratch buffers), taking tasks in order from a shared counter.
+func parallelFor(workers, tasks int, f func(worker, task int)) {
+	workers = min(workers, tasks)
+	if workers <= 1 {
+		for t := range tasks {
+			f(0, t)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run(1, ws.part)
+			for {
+				t := int(next.Add(1) - 1)
+				if t >= tasks {
+					return
+				}
+				f(w, t)
+			}
 		}()
-		run(0, dst)
-		wg.Wait()
-	} else {
-		run(0, dst)
-		run(1, ws.part)
 	}
-	for i, x := range ws.part {
-		dst[i] += x
-	}
+	wg.Wait()
 }
 
 func wsN(ws *InvSqrtWorkspace) int {
@@ -104,6 +245,112 @@ func wsN(ws *InvSqrtWorkspace) int {
 		return -1
 	}
 	return ws.n
+}
+
+// fwdLanesGo runs the top-down recurrence of [BidiagGram.ShiftedInverseDiag]
+// for nLanes shifts s over len(h2) entries, from t (the state t_{i-1}
+// before the first entry i, updated): for entry j,
+// x = h2[j] (t / (g2prev[j] + t)) is written to p[nLanes j + l] and
+// t = s + x. g2prev[j] is the squared diagonal entry before entry j.
+func fwdLanesGo(g2prev, h2 []float64, s, t *[nLanes]float64, p []float64) {
+	p = p[:len(h2)*nLanes]
+	g2prev = g2prev[:len(h2)]
+	for j, h := range h2 {
+		g := g2prev[j]
+		row := p[j*nLanes : (j+1)*nLanes]
+		for l := range nLanes {
+			x := float64(h * (t[l] / (t[l] + g)))
+			row[l] = x
+			t[l] = s[l] + x
+		}
+	}
+}
+
+// bwdLanesGo runs the bottom-up recurrence of
+// [BidiagGram.ShiftedInverseDiag] for nLanes shifts s over len(g2) entries,
+// from the last one down, from u (the state after the entry past the last,
+// updated): for entry j, u = s + g2[j] (u / (h2next[j] + u)) is written to
+// uout[nLanes j + l]. h2next[j] is the squared subdiagonal entry after
+// entry j.
+func bwdLanesGo(g2, h2next []float64, s, u *[nLanes]float64, uout []float64) {
+	uout = uout[:len(g2)*nLanes]
+	h2next = h2next[:len(g2)]
+	for j := len(g2) - 1; j >= 0; j-- {
+		h, g := h2next[j], g2[j]
+		row := uout[j*nLanes : (j+1)*nLanes]
+		for l := range nLanes {
+			x := float64(g * (u[l] / (u[l] + h)))
+			u[l] = s[l] + x
+			row[l] = u[l]
+		}
+	}
+}
+
+// combineLanesGo adds to out[j] the sum over the nLanes lanes of
+// w / (p + u), in the order of the AVX registers: r_l the lane terms,
+// a_k = (r_k + r_{4+k}) + (r_{8+k} + r_{12+k}), and then
+// (a_0 + a_2) + (a_1 + a_3).
+func combineLanesGo(p, u []float64, w *[nLanes]float64, out []float64) {
+	p, u = p[:len(out)*nLanes], u[:len(out)*nLanes]
+	for j := range out {
+		var r [nLanes]float64
+		for l := range nLanes {
+			r[l] = w[l] / (p[j*nLanes+l] + u[j*nLanes+l])
+		}
+		var a [4]float64
+		for k := range a {
+			a[k] = (r[k] + r[4+k]) + (r[8+k] + r[12+k])
+		}
+		out[j] += (a[0] + a[2]) + (a[1] + a[3])
+	}
+}
+
+// smallInvSqrtOrder is the order below which InvSqrtDiagParallel runs the
+// previous kernel (four shifts side by side, groups of four dealt
+// alternately to two sums added at the end, on the calling goroutine), so
+// that small problems keep their results bit for bit (the recorded guards
+// of cmd/mfsolve and cmd/ofl); a variable so that the tests can move it.
+var smallInvSqrtOrder = 1 << 16
+
+// oldLanes is the number of shifts the previous kernel carries side by
+// side.
+const oldLanes = 4
+
+// invSqrtDiagSmall is the previous kernel; see smallInvSqrtOrder.
+func (b BidiagGram) invSqrtDiagSmall(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace) {
+	n := b.N()
+	for i := 0; i < n; i++ {
+		ws.g2[i] = b.Diag[i] * b.Diag[i]
+		ws.h2[i] = b.Sub[i] * b.Sub[i]
+	}
+	if ws.part == nil {
+		ws.part = make([]float64, n)
+		for c := range ws.lanes {
+			for l := range ws.lanes[c] {
+				ws.lanes[c][l] = make([]float64, n)
+			}
+		}
+	}
+	clear(dst)
+	clear(ws.part)
+	ns := len(q.Shifts)
+	groups := (ns + oldLanes - 1) / oldLanes
+	shifts := make([]float64, groups*oldLanes)
+	weights := make([]float64, groups*oldLanes)
+	copy(shifts, q.Shifts)
+	copy(weights, q.Weights)
+	for j := ns; j < len(shifts); j++ {
+		shifts[j] = q.Shifts[ns-1]
+	}
+	for c, out := range [2][]float64{dst, ws.part} {
+		for gi := c; gi < groups; gi += 2 {
+			j := gi * oldLanes
+			addInvDiagLanes(ws.g2, ws.h2, shifts[j:j+oldLanes], weights[j:j+oldLanes], out, ws.lanes[c][:])
+		}
+	}
+	for i, x := range ws.part {
+		dst[i] += x
+	}
 }
 
 // addInvDiagLanes adds sum_l weights[l] diag((T + shifts[l] I)^{-1}) to out
@@ -115,7 +362,7 @@ func addInvDiagLanes(g2, h2, shifts, weights, out []float64, p [][]float64) {
 	if n == 0 {
 		return
 	}
-	if len(shifts) != lanes {
+	if len(shifts) != oldLanes {
 		for l, sigma := range shifts {
 			addInvDiagOne(g2, h2, sigma, weights[l], out, p[l])
 		}

@@ -7,27 +7,48 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// The interleaved, split evaluation agrees with one shift at a time
-// (InvSqrtDiag) to the rounding of the sum over shifts, and gives the
-// same bits with and without concurrency.
+// The grouped, checkpointed evaluation agrees with one shift at a time
+// (InvSqrtDiag, a separate algorithm: one full pass per shift) to the
+// rounding of the sum over shifts, and gives the same bits whatever the
+// number of workers and whichever kernels (Go or assembly) run.
 func TestInvSqrtDiagParallel(t *testing.T) {
+	for _, small := range []int{0, smallInvSqrtOrder} {
+		saved := smallInvSqrtOrder
+		smallInvSqrtOrder = small
+		testInvSqrtDiagParallel(t)
+		smallInvSqrtOrder = saved
+	}
+}
+
+func testInvSqrtDiagParallel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{1, 2, 3, 50, 1001} {
+	for _, n := range []int{1, 2, 3, 127, 128, 129, 1001, 5000} {
 		b := randomBidiag(rng, n, 1)
 		lo, hi := b.Bounds(0)
-		for _, tol := range []float64{1e-4, 1e-14} {
+		for _, tol := range []float64{1e-2, 1e-4, 1e-14} {
 			q := NewInvSqrtRational(lo, hi, tol)
 			want := make([]float64, n)
 			b.InvSqrtDiag(q, want, make([]float64, 2*n))
 			ws := NewInvSqrtWorkspace(n)
 			got := make([]float64, n)
-			b.InvSqrtDiagParallel(q, got, ws, true)
-			seq := make([]float64, n)
-			b.InvSqrtDiagParallel(q, seq, ws, false)
-			assert.Equal(t, got, seq, "n=%d: concurrency changed the result", n)
-			for i := range want {
-				assert.InEpsilon(t, want[i], got[i], float64(len(q.Shifts))*0x1p-52, "n=%d i=%d", n, i)
+			b.InvSqrtDiagParallel(q, got, ws, 1)
+			for _, w := range []int{2, 3, 7} {
+				other := make([]float64, n)
+				b.InvSqrtDiagParallel(q, other, ws, w)
+				assert.Equal(t, got, other, "n=%d: %d workers changed the result", n, w)
 			}
+			for i := range want {
+				assert.InEpsilon(t, want[i], got[i], float64(len(q.Shifts)+2)*0x1p-52, "n=%d i=%d", n, i)
+			}
+			// The Go kernels give the same bits as the ones in use.
+			saved := [3]any{fwdLanes, bwdLanes, combineLanes}
+			fwdLanes, bwdLanes, combineLanes = fwdLanesGo, bwdLanesGo, combineLanesGo
+			goRes := make([]float64, n)
+			b.InvSqrtDiagParallel(q, goRes, ws, 2)
+			fwdLanes = saved[0].(func([]float64, []float64, *[nLanes]float64, *[nLanes]float64, []float64))
+			bwdLanes = saved[1].(func([]float64, []float64, *[nLanes]float64, *[nLanes]float64, []float64))
+			combineLanes = saved[2].(func([]float64, []float64, *[nLanes]float64, []float64))
+			assert.Equal(t, got, goRes, "n=%d: the Go kernels differ from the assembly", n)
 		}
 	}
 }
@@ -49,14 +70,14 @@ func BenchmarkInvSqrtDiag(b *testing.B) {
 		}
 	})
 	ws := NewInvSqrtWorkspace(n)
-	b.Run("interleaved", func(b *testing.B) {
-		for range b.N {
-			m.InvSqrtDiagParallel(q, dst, ws, false)
-		}
-	})
-	b.Run("interleaved-parallel", func(b *testing.B) {
-		for range b.N {
-			m.InvSqrtDiagParallel(q, dst, ws, true)
-		}
-	})
+	saved := smallInvSqrtOrder
+	smallInvSqrtOrder = 0 // the grouped kernel at this n
+	defer func() { smallInvSqrtOrder = saved }()
+	for _, w := range []int{1, 2} {
+		b.Run("grouped-workers="+string(rune('0'+w)), func(b *testing.B) {
+			for range b.N {
+				m.InvSqrtDiagParallel(q, dst, ws, w)
+			}
+		})
+	}
 }
