@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 
