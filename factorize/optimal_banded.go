@@ -1078,6 +1078,43 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 	return f.WithParticipation(part)
 }
 
+// bltMinSepReported returns the loss that [SensitivityOf] gives the
+// Toeplitz C = T_d^{-1} of p under b-min-separation with at most kk
+// participations, sens^2 ||A T_d||_F^2, in O(R^2 kk) rather than the
+// O(R^3) of forming C's Gram matrix from C: the exact rule where C's
+// first column is non-negative and non-increasing, else [MinSepSensitivity]
+// of the Gram matrix, whose entries X_ij = sum_{s <= R-1-max(i,j)} c_s
+// c_{s+|i-j|} are running sums. +Inf where it is not finite.
+func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int) float64 {
+	r := len(tw.a)
+	c := bltInverse(p, r)
+	frob := tw.frobB(p.Coefficients(r))
+	if s, err := ToeplitzMinSepSensitivity(c, b, kk); err == nil {
+		return s * s * frob
+	}
+	x := mat.NewSymDense(r, nil)
+	for lag := 0; lag < r; lag++ {
+		sum := 0.0
+		for s := 0; s+lag < r; s++ {
+			sum += c[s] * c[s+lag]
+			// s = R-1-j: X_{j-lag, j}
+			j := r - 1 - s
+			if j-lag >= 0 {
+				x.SetSym(j-lag, j, sum)
+			}
+		}
+	}
+	sens, err := MinSepSensitivity(x, b, kk)
+	if err != nil {
+		return math.Inf(1)
+	}
+	l := sens.Value * sens.Value * frob
+	if math.IsNaN(l) {
+		return math.Inf(1)
+	}
+	return l
+}
+
 // BLTMinSep returns a buffered-linear-Toeplitz factorization ([BLT]) with
 // the given number of buffers ([DefaultBuffers] if 0) whose parameters
 // minimise the loss under b-min-separation with at most k participations,
@@ -1112,9 +1149,33 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	}
 	r := w.R()
 	kk := part.Participations(r)
-	p, err := fittedBLT(ctx, &bltObjective{tw: tw, minSep: true, b: b, kk: kk}, buffers)
-	if err != nil {
-		return nil, err
+	p := &BLTParams{Weights: []float64{}, Lambdas: []float64{}}
+	if nb := bltBuffers(buffers, r); nb > 0 {
+		o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
+		plain, err := fitBLTPlainLevels(ctx, o, nb)
+		if err != nil {
+			return nil, err
+		}
+		levels, err := fitBLTLevels(ctx, o, nb, plain)
+		if err != nil {
+			return nil, err
+		}
+		// The lowest reported loss over both fits at every level up to
+		// nb: never above either fit with nb buffers, and, as a level
+		// does not depend on the levels above it, never increasing with
+		// the number of buffers.
+		var best []float64
+		bestLoss := math.Inf(1)
+		for j := range nb {
+			for _, x := range [][]float64{levels[j], plain[j]} {
+				if l := bltMinSepReported(tw, bltParamsOf(x), b, kk); l < bestLoss {
+					best, bestLoss = x, l
+				}
+			}
+		}
+		if best != nil {
+			p = bltPadded(best, nb)
+		}
 	}
 	d := p.Coefficients(r)
 	c := bltInverse(p, r)
