@@ -267,8 +267,10 @@ func init() {
 
 // BLTStrategy is a buffered-linear-Toeplitz factorization with Buffers
 // buffers: fitted to the loss under b-min-separation for that
-// participation ([BLTMinSep]), and to the single-participation loss
-// otherwise ([BLT]).
+// participation ([BLTMinSep]), to the single-participation loss for single
+// participation ([BLT]), and otherwise (epochs) the best under the
+// participation of BLT's fit and the unscaled fit, each with unit columns
+// and unscaled (see bltUnder).
 type BLTStrategy struct {
 	// Buffers is the number of buffers; 0 means [DefaultBuffers].
 	Buffers int
@@ -281,7 +283,8 @@ func (BLTStrategy) Name() string { return StrategyBLT }
 func (s BLTStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns, with metrics under p, [BLTMinSep](ctx, w, s.Buffers,
-// p.B, p.K) for min-separation and [BLT](ctx, w, s.Buffers) otherwise.
+// p.B, p.K) for min-separation, [BLT](ctx, w, s.Buffers) for single
+// participation, and the best of the candidates of bltUnder otherwise.
 func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if p.Kind == KindMinSep {
 		return under(ctx, w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })

@@ -26,10 +26,10 @@ import (
 // gradients), and the fit is monotone in the number of buffers in that
 // loss (BLT then reports the better of it and the unit-column loss).
 //
-// Min-separation (minSep true): the exact loss sens^2 ||A T_d||_F^2 of the
-// unscaled Toeplitz C where its first column is non-negative and
-// non-increasing, +Inf elsewhere (see minSepLoss), with a gradient for
-// prefix sums.
+// Min-separation (minSep true): the loss sens^2 ||A T_d||_F^2 of the
+// unscaled Toeplitz C, sens exact where its first column is non-negative
+// and non-increasing and a never-lower bound elsewhere (see minSepLoss),
+// with a gradient for prefix sums.
 type bltObjective struct {
 	tw     toeplitzWorkload
 	minSep bool

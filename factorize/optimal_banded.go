@@ -1116,17 +1116,23 @@ func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int) float64 {
 }
 
 // BLTMinSep returns a buffered-linear-Toeplitz factorization ([BLT]) with
-// the given number of buffers ([DefaultBuffers] if 0) whose parameters
-// minimise the loss under b-min-separation with at most k participations,
-// sens^2 ||A T_d||_F^2 for the Toeplitz C = T_d^{-1} (columns not rescaled:
-// the Toeplitz sensitivity rule needs C Toeplitz), over the parameters for
-// which C's first column c is non-negative and non-increasing. There the
-// participations exactly b apart from round 0 are the worst case (Kalinin
-// and Lampert 2024, Thm. 2), so sens is exact and is the value that
-// [SensitivityOf] reports: the loss minimised is the loss reported, and by
-// continuation in the number of buffers (see fitBLTObjective) it never
-// increases with the number of buffers. The metrics are those of B and C
-// under [MinSeparation](b, k) by [SensitivityOf]. A local optimum, not
+// the given number of buffers ([DefaultBuffers] if 0) fitted to the loss
+// under b-min-separation with at most k participations, sens^2 ||A
+// T_d||_F^2 for the Toeplitz C = T_d^{-1} (columns not rescaled: the
+// Toeplitz sensitivity rule needs C Toeplitz), with sens the rule of
+// Kalinin and Lampert (2024, Thm. 2) applied to the non-increasing
+// majorant of |c| (c C's first column): exact where c is non-negative and
+// non-increasing, a never-lower bound elsewhere (see
+// bltObjective.minSepLoss). Two fits by continuation in the number of
+// buffers: the one BLTMinSep used before (finite differences, see
+// fitBLTPlainLevels) and the analytic-gradient one of fitBLTObjective
+// started from it at every level too. The result is the parameters, over
+// both fits and every level up to the number of buffers (padded with
+// zero-weight buffers), with the lowest loss as [SensitivityOf] reports it
+// (exact for a monotone c, else its dynamic-programming bound; see
+// bltMinSepReported): never above either fit, and never increasing with
+// the number of buffers. The metrics are those of B and C under
+// [MinSeparation](b, k) by [SensitivityOf]. A local optimum, not
 // certified. With the gradient in closed form for prefix sums (finite
 // differences otherwise).
 func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorization, error) {
