@@ -167,7 +167,7 @@ func bltUnder(ctx context.Context, w *Workload, buffers int, part Participation)
 	if err != nil {
 		return nil, err
 	}
-	plain, err := fitBLTPlainLevels(ctx, &bltObjective{tw: tw, plain: true}, k)
+	plain, err := fitBLTPlainLevels(ctx, tw, k, columnNormSq)
 	if err != nil {
 		return nil, err
 	}

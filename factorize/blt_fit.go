@@ -33,11 +33,7 @@ import (
 type bltObjective struct {
 	tw     toeplitzWorkload
 	minSep bool
-	// plain makes the single-participation objective the loss of the
-	// unscaled Toeplitz C, ||c||^2 ||A T_d||_F^2, for prefix sums too (the
-	// fit before unit columns, a candidate under other participations).
-	plain bool
-	b, kk int
+	b, kk  int
 	// scratch holds the work arrays of loss, reused across calls (loss
 	// is not safe for concurrent use).
 	scratch [][]float64
@@ -66,7 +62,7 @@ func (o *bltObjective) dirty(slot, n int) []float64 {
 func (o *bltObjective) r() int { return len(o.tw.a) }
 
 // analytic reports whether loss computes gradients.
-func (o *bltObjective) analytic() bool { return o.tw.prefix && !o.plain }
+func (o *bltObjective) analytic() bool { return o.tw.prefix }
 
 // loss returns the loss at (w, lam) and, if gw and gl are not nil (only
 // when o.analytic()), sets them to its gradient with respect to w and lam.
@@ -76,7 +72,7 @@ func (o *bltObjective) loss(w, lam, gw, gl []float64) float64 {
 	switch {
 	case o.minSep:
 		l = o.minSepLoss(w, lam, gw, gl)
-	case o.tw.prefix && !o.plain:
+	case o.tw.prefix:
 		l = o.normPrefix(w, lam, gw, gl)
 	default:
 		p := &BLTParams{Weights: w, Lambdas: lam}
@@ -629,10 +625,12 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 // number of buffers as in [fitBLTLevels], each level from the one below
 // plus a zero-weight buffer at the time scales R^(1/4), R^(1/2), R^(3/4)
 // and R, in the parameters (w, theta) with finite-difference gradients
-// ([minimizeSmooth]). The levels are returned as x = (v, theta) (see
-// bltSet).
-func fitBLTPlainLevels(ctx context.Context, o *bltObjective, k int) ([][]float64, error) {
-	r := o.r()
+// ([minimizeSmooth]), minimising gamma2(c) ||A T_d||_F^2 with gamma2 the
+// squared sensitivity of the Toeplitz C with first column c (evaluated as
+// that fit did, so that it is reproduced: finite differences amplify
+// rounding). The levels are returned as x = (v, theta) (see bltSet).
+func fitBLTPlainLevels(ctx context.Context, tw toeplitzWorkload, k int, gamma2 func(c []float64) float64) ([][]float64, error) {
+	r := len(tw.a)
 	var best []float64 // (w_1..w_j, theta_1..theta_j)
 	bestLoss := math.Inf(1)
 	levels := make([][]float64, 0, k)
@@ -643,7 +641,11 @@ func fitBLTPlainLevels(ctx context.Context, o *bltObjective, k int) ([][]float64
 			for i := 0; i < j; i++ {
 				q.Lambdas[i] = 1 / (1 + math.Exp(-x[j+i]))
 			}
-			return math.Log(o.loss(q.Weights, q.Lambdas, nil, nil))
+			l := gamma2(bltInverse(q, r)) * tw.frobB(q.Coefficients(r))
+			if !(l > 0) || math.IsInf(l, 0) {
+				return math.Inf(1)
+			}
+			return math.Log(l)
 		}
 		levelBest, levelLoss := []float64(nil), math.Inf(1)
 		for _, frac := range []float64{0.25, 0.5, 0.75, 1} {

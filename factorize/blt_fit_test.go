@@ -94,7 +94,7 @@ func TestBLTNormLoss(t *testing.T) {
 }
 
 // The min-separation objective: its O(R) value against
-// minSepToeplitzBound (O(R k), the same rule on the non-increasing
+// minSepMajorantSq (O(R k), the same rule on the non-increasing
 // majorant of |c|) and its gradient against central differences, for a
 // non-negative non-increasing column (exact sensitivity) and for one of
 // alternating sign (a bound).
@@ -107,7 +107,7 @@ func TestBLTMinSepLoss(t *testing.T) {
 		gw, gl := make([]float64, 2), make([]float64, 2)
 		got := o.loss(w, lam, gw, gl)
 		p := &BLTParams{Weights: w, Lambdas: lam}
-		want := minSepToeplitzBound(bltInverse(p, r), sep.b, sep.k) * tw.frobB(p.Coefficients(r))
+		want := minSepMajorantSq(bltInverse(p, r), sep.b, sep.k) * tw.frobB(p.Coefficients(r))
 		if math.Abs(got-want) > 1e-12*want {
 			t.Errorf("b = %d, k = %d: loss %.15g, want %.15g", sep.b, sep.k, got, want)
 		}
@@ -143,7 +143,7 @@ func TestBLTMinSepLoss(t *testing.T) {
 	}
 	gw, gl := make([]float64, 1), make([]float64, 1)
 	got := o.loss(p.Weights, p.Lambdas, gw, gl)
-	want := minSepToeplitzBound(bltInverse(p, r), 5, 3) * tw.frobB(p.Coefficients(r))
+	want := minSepMajorantSq(bltInverse(p, r), 5, 3) * tw.frobB(p.Coefficients(r))
 	if math.Abs(got-want) > 1e-12*want {
 		t.Errorf("alternating column: loss %.15g, want %.15g", got, want)
 	}
@@ -329,30 +329,6 @@ func TestBLTMinSepMonotone(t *testing.T) {
 		}
 		prev = l
 	}
-}
-
-// minSepToeplitzBound returns, for the tests, the squared sensitivity under b-min-separation
-// with at most k participations of the lower-triangular Toeplitz C with
-// first column c, by the rule of [ToeplitzMinSepSensitivity] applied to the
-// smallest non-increasing majorant of |c| (equal to c when c is
-// non-negative and non-increasing, so then exact; an upper bound
-// otherwise). O(n k).
-func minSepToeplitzBound(c []float64, b, k int) float64 {
-	n := len(c)
-	m := make([]float64, n)
-	run := 0.0
-	for i := n - 1; i >= 0; i-- {
-		run = math.Max(run, math.Abs(c[i]))
-		m[i] = run
-	}
-	if math.IsInf(run, 0) || math.IsNaN(run) {
-		return math.Inf(1)
-	}
-	s, err := ToeplitzMinSepSensitivity(m, b, k)
-	if err != nil {
-		return math.Inf(1)
-	}
-	return s * s
 }
 
 // TestBLTTable prints, for the sizes in DPMF_BLT_SIZES (for example

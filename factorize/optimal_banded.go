@@ -1078,6 +1078,29 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 	return f.WithParticipation(part)
 }
 
+// minSepMajorantSq returns the squared sensitivity bound of the
+// objective of [BLTMinSep] for the Toeplitz C with first column c: the
+// rule of [ToeplitzMinSepSensitivity] applied to the smallest
+// non-increasing majorant of |c| (exact where c is non-negative and
+// non-increasing), +Inf where c is not finite. O(n k).
+func minSepMajorantSq(c []float64, b, k int) float64 {
+	n := len(c)
+	m := make([]float64, n)
+	run := 0.0
+	for i := n - 1; i >= 0; i-- {
+		run = math.Max(run, math.Abs(c[i]))
+		m[i] = run
+	}
+	if math.IsInf(run, 0) || math.IsNaN(run) {
+		return math.Inf(1)
+	}
+	s, err := ToeplitzMinSepSensitivity(m, b, k)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return s * s
+}
+
 // bltMinSepReported returns the loss that [SensitivityOf] gives the
 // Toeplitz C = T_d^{-1} of p under b-min-separation with at most kk
 // participations, sens^2 ||A T_d||_F^2, in O(R^2 kk) rather than the
@@ -1158,7 +1181,7 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	p := &BLTParams{Weights: []float64{}, Lambdas: []float64{}}
 	if nb := bltBuffers(buffers, r); nb > 0 {
 		o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
-		plain, err := fitBLTPlainLevels(ctx, o, nb)
+		plain, err := fitBLTPlainLevels(ctx, tw, nb, func(c []float64) float64 { return minSepMajorantSq(c, b, kk) })
 		if err != nil {
 			return nil, err
 		}
