@@ -188,7 +188,7 @@ func TestBLTMinSepReported(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := s.Value * s.Value * tw.frobB(p.Coefficients(r))
-		if got := bltMinSepReported(tw, p, b, kk); math.Abs(got-want) > 1e-10*want {
+		if got, _ := bltMinSepReported(tw, p, b, kk, nil); math.Abs(got-want) > 1e-10*want {
 			t.Errorf("%v: loss %.15g, SensitivityOf gives %.15g (%v)", p.Weights, got, want, s)
 		}
 	}

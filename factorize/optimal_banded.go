@@ -1108,14 +1108,18 @@ func minSepMajorantSq(c []float64, b, k int) float64 {
 // first column is non-negative and non-increasing, else [MinSepSensitivity]
 // of the Gram matrix, whose entries X_ij = sum_{s <= R-1-max(i,j)} c_s
 // c_{s+|i-j|} are running sums. +Inf where it is not finite.
-func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int) float64 {
+// x, if not nil, is an R x R matrix to hold the Gram matrix (it is
+// overwritten); the one used is returned for the next call.
+func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int, x *mat.SymDense) (float64, *mat.SymDense) {
 	r := len(tw.a)
 	c := bltInverse(p, r)
 	frob := tw.frobB(p.Coefficients(r))
 	if s, err := ToeplitzMinSepSensitivity(c, b, kk); err == nil {
-		return s * s * frob
+		return s * s * frob, x
 	}
-	x := mat.NewSymDense(r, nil)
+	if x == nil {
+		x = mat.NewSymDense(r, nil)
+	}
 	for lag := 0; lag < r; lag++ {
 		sum := 0.0
 		for s := 0; s+lag < r; s++ {
@@ -1128,14 +1132,11 @@ func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int) float64 {
 		}
 	}
 	sens, err := MinSepSensitivity(x, b, kk)
-	if err != nil {
-		return math.Inf(1)
-	}
 	l := sens.Value * sens.Value * frob
-	if math.IsNaN(l) {
-		return math.Inf(1)
+	if err != nil || math.IsNaN(l) {
+		return math.Inf(1), x
 	}
-	return l
+	return l, x
 }
 
 // BLTMinSep returns a buffered-linear-Toeplitz factorization ([BLT]) with
@@ -1195,9 +1196,12 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 		// the number of buffers.
 		var best []float64
 		bestLoss := math.Inf(1)
+		var gram *mat.SymDense // allocated at the first non-monotone column
 		for j := range nb {
 			for _, x := range [][]float64{levels[j], plain[j]} {
-				if l := bltMinSepReported(tw, bltParamsOf(x), b, kk); l < bestLoss {
+				var l float64
+				l, gram = bltMinSepReported(tw, bltParamsOf(x), b, kk, gram)
+				if l < bestLoss {
 					best, bestLoss = x, l
 				}
 			}
