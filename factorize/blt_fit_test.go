@@ -296,16 +296,21 @@ func TestBLTAgainstSqrtNormalizedLarge(t *testing.T) {
 // streaming memory (K + 1 bands: K past rows of the forward substitution),
 // whose sensitivity under the separation is exactly sqrt(k'), and is at
 // most the loss of the fit before issue #20 (oldLoss: BLTMinSep at commit
-// 1b2f0fa, main before the merge of branch blt, at R = 300, b = 16, 19
-// participations, K = 1..8; a regression bound, not a reference).
+// 1b2f0fa, main before the merge of branch blt; a regression bound, not a
+// reference): R = 120, b = 8, 15 participations, K = 1..4 with -short;
+// R = 300, b = 16, 19 participations, K = 1..8 without.
 func TestBLTMinSepMonotone(t *testing.T) {
+	r, b := 300, 16
 	oldLoss := []float64{95522.81618, 94107.45417, 94066.48115, 94066.48115, 94066.48115, 94066.48115, 94066.48115, 94066.48115}
-	const r, b = 300, 16
+	if testing.Short() {
+		r, b = 120, 8
+		oldLoss = []float64{22796.88686, 22595.51053, 22538.24417, 22536.19738}
+	}
 	w := prefix(t, r)
 	kk := (r + b - 1) / b
 	part := MinSeparation(b, kk)
 	prev := math.Inf(1)
-	for k := 1; k <= 8; k++ {
+	for k := 1; k <= len(oldLoss); k++ {
 		f, err := BLTMinSep(context.Background(), w, k, b, kk)
 		if err != nil {
 			t.Fatal(err)
