@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -178,6 +179,9 @@ func bltUnder(ctx context.Context, w *Workload, buffers int, part Participation)
 	for _, p := range []*BLTParams{f.Operator.(*BLTParams), bltPadded(plain[k-1], k)} {
 		c, d := bltInverse(p, r), p.Coefficients(r)
 		for _, scale := range [][]float64{columnNorms(c), ones} {
+			if slices.Equal(scale, p.Scale) {
+				continue // BLT's own, f
+			}
 			g := toeplitzScaled(StrategyBLT, w, tw, c, d, scale)
 			q := &BLTParams{Weights: p.Weights, Lambdas: p.Lambdas, Scale: scale}
 			g.Operator = q

@@ -175,6 +175,16 @@ func TestBLTEpochs(t *testing.T) {
 	if f.Metrics.Loss > 457.803731000*(1+1e-9) {
 		t.Errorf("loss %.12g above the previous fit's 457.803731", f.Metrics.Loss)
 	}
+	// The operator streams this C: C = T_c diag(Scale)^{-1}, c = T_d^{-1} e_0.
+	p := f.Operator.(*BLTParams)
+	c := bltInverse(p, 48)
+	for i := 0; i < 48; i++ {
+		for j := 0; j <= i; j++ {
+			if want := c[i-j] / p.Scale[j]; math.Abs(f.C.At(i, j)-want) > 1e-12*(1+math.Abs(want)) {
+				t.Fatalf("C[%d][%d] = %v, operator gives %v", i, j, f.C.At(i, j), want)
+			}
+		}
+	}
 	m, err := ComputeMetrics(f.B, f.C, part)
 	if err != nil {
 		t.Fatal(err)
