@@ -188,8 +188,13 @@ func TestBLTMinSepReported(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := s.Value * s.Value * tw.frobB(p.Coefficients(r))
-		if got, _ := bltMinSepReported(tw, p, b, kk, nil); math.Abs(got-want) > 1e-10*want {
+		if got, _ := bltMinSepReported(tw, p, b, kk, math.Inf(1), nil); math.Abs(got-want) > 1e-10*want {
 			t.Errorf("%v: loss %.15g, SensitivityOf gives %.15g (%v)", p.Weights, got, want, s)
+		}
+		// Its shortcut (+Inf: certainly not below above) never skips a
+		// loss below above.
+		if got, _ := bltMinSepReported(tw, p, b, kk, want*(1+1e-9), nil); math.Abs(got-want) > 1e-10*want {
+			t.Errorf("%v, above the loss: %.15g, want %.15g", p.Weights, got, want)
 		}
 	}
 }

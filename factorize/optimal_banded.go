@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"gonum.org/v1/gonum/mat"
@@ -1107,15 +1108,34 @@ func minSepMajorantSq(c []float64, b, k int) float64 {
 // O(R^3) of forming C's Gram matrix from C: the exact rule where C's
 // first column is non-negative and non-increasing, else [MinSepSensitivity]
 // of the Gram matrix, whose entries X_ij = sum_{s <= R-1-max(i,j)} c_s
-// c_{s+|i-j|} are running sums. +Inf where it is not finite.
-// x, if not nil, is an R x R matrix to hold the Gram matrix (it is
-// overwritten); the one used is returned for the next call.
-func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int, x *mat.SymDense) (float64, *mat.SymDense) {
+// c_{s+|i-j|} are running sums. It returns +Inf where the loss is not
+// finite, and also, without the O(R^2 kk) bound, where the loss is
+// certainly not below above: the pattern {0, b, ..., (k'-1) b} gives
+// sens^2 >= ||C u||^2 (u its indicator), O(R). x, if not nil, is an R x R
+// matrix to hold the Gram matrix (it is overwritten); the one used is
+// returned for the next call.
+func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int, above float64, x *mat.SymDense) (float64, *mat.SymDense) {
 	r := len(tw.a)
 	c := bltInverse(p, r)
 	frob := tw.frobB(p.Coefficients(r))
 	if s, err := ToeplitzMinSepSensitivity(c, b, kk); err == nil {
 		return s * s * frob, x
+	}
+	kp := min(kk, (r-1)/b+1)
+	v := make([]float64, r)
+	lower := 0.0
+	for t := 0; t < r; t++ {
+		v[t] = c[t]
+		if t >= b {
+			v[t] += v[t-b]
+		}
+		if t >= kp*b {
+			v[t] -= c[t-kp*b]
+		}
+		lower += v[t] * v[t]
+	}
+	if !(lower*frob < above) {
+		return math.Inf(1), x
 	}
 	if x == nil {
 		x = mat.NewSymDense(r, nil)
@@ -1126,9 +1146,7 @@ func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int, x *mat.SymD
 			sum += c[s] * c[s+lag]
 			// s = R-1-j: X_{j-lag, j}
 			j := r - 1 - s
-			if j-lag >= 0 {
-				x.SetSym(j-lag, j, sum)
-			}
+			x.SetSym(j-lag, j, sum)
 		}
 	}
 	sens, err := MinSepSensitivity(x, b, kk)
@@ -1198,9 +1216,13 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 		bestLoss := math.Inf(1)
 		var gram *mat.SymDense // allocated at the first non-monotone column
 		for j := range nb {
-			for _, x := range [][]float64{levels[j], plain[j]} {
+			for _, chain := range [][][]float64{levels, plain} {
+				x := chain[j]
+				if j > 0 && x[j] == 0 && slices.Equal(x[:j], chain[j-1][:j]) && slices.Equal(x[j+1:2*j+1], chain[j-1][j:]) {
+					continue // the level below with a zero-weight buffer: the same C
+				}
 				var l float64
-				l, gram = bltMinSepReported(tw, bltParamsOf(x), b, kk, gram)
+				l, gram = bltMinSepReported(tw, bltParamsOf(x), b, kk, bestLoss, gram)
 				if l < bestLoss {
 					best, bestLoss = x, l
 				}
