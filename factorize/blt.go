@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -115,15 +116,97 @@ func columnNormSq(c []float64) float64 {
 // ([DefaultBuffers] if 0, at most R-1) that minimise o, fitted by
 // [fitBLTObjective].
 func fittedBLT(ctx context.Context, o *bltObjective, buffers int) (*BLTParams, error) {
-	k := buffers
-	if k == 0 {
-		k = DefaultBuffers
-	}
-	k = min(k, o.r()-1)
+	k := bltBuffers(buffers, o.r())
 	if k <= 0 {
 		return &BLTParams{Weights: []float64{}, Lambdas: []float64{}}, nil
 	}
 	return fitBLTObjective(ctx, o, k)
+}
+
+// bltBuffers returns the number of buffers fitted for the setting buffers
+// at R = r rounds: [DefaultBuffers] if 0, at most r-1.
+func bltBuffers(buffers, r int) int {
+	if buffers == 0 {
+		buffers = DefaultBuffers
+	}
+	return min(buffers, r-1)
+}
+
+// bltPadded returns the parameters of x = (v, theta) (see bltSet) with
+// zero-weight buffers appended up to k buffers: the same factorization,
+// streamed with k buffers as the setting asks.
+func bltPadded(x []float64, k int) *BLTParams {
+	p := bltParamsOf(x)
+	for len(p.Weights) < k {
+		p.Weights = append(p.Weights, 0)
+		p.Lambdas = append(p.Lambdas, 0.5)
+	}
+	return p
+}
+
+// bltUnder returns BLT's factorization for the participation part (epochs
+// or any other than single participation and min-separation), with the
+// metrics under part: the lowest loss under part among BLT's own fit
+// ([BLT]) and the fit of the unscaled Toeplitz loss that BLT used before
+// its unit-column objective (see fitBLTPlainLevels), each with unit
+// columns and unscaled. Those fits minimise single-participation losses;
+// under epochs the best of them is kept, not one fitted to that loss.
+func bltUnder(ctx context.Context, w *Workload, buffers int, part Participation) (*Factorization, error) {
+	f, err := BLT(ctx, w, buffers)
+	if err != nil {
+		return nil, err
+	}
+	if f, err = f.WithParticipation(part); err != nil {
+		return nil, err
+	}
+	r := w.R()
+	k := bltBuffers(buffers, r)
+	if k <= 0 {
+		return f, nil
+	}
+	tw, err := toeplitzOf(StrategyBLT, w)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := fitBLTPlainLevels(ctx, tw, k, columnNormSq)
+	if err != nil {
+		return nil, err
+	}
+	ones := make([]float64, r)
+	for i := range ones {
+		ones[i] = 1
+	}
+	for _, p := range []*BLTParams{f.Operator.(*BLTParams), bltPadded(plain[k-1], k)} {
+		c, d := bltInverse(p, r), p.Coefficients(r)
+		for _, scale := range [][]float64{columnNorms(c), ones} {
+			if slices.Equal(scale, p.Scale) {
+				continue // BLT's own, f
+			}
+			g := toeplitzScaled(StrategyBLT, w, tw, c, d, scale)
+			q := &BLTParams{Weights: p.Weights, Lambdas: p.Lambdas, Scale: scale}
+			g.Operator = q
+			if g, err = g.WithParticipation(part); err != nil {
+				return nil, err
+			}
+			if g.Metrics.Loss < f.Metrics.Loss {
+				f = g
+			}
+		}
+	}
+	return f, nil
+}
+
+// columnNorms returns the column norms of the R x R lower-triangular
+// Toeplitz matrix with first column c: column j has norm ||c_{0..R-1-j}||.
+func columnNorms(c []float64) []float64 {
+	r := len(c)
+	norm := make([]float64, r)
+	s := 0.0
+	for t := 0; t < r; t++ {
+		s += c[t] * c[t]
+		norm[r-1-t] = math.Sqrt(s)
+	}
+	return norm
 }
 
 // bltSet sets p's weights and lambdas from x = (v, theta): lambda_i =
@@ -188,8 +271,10 @@ func init() {
 
 // BLTStrategy is a buffered-linear-Toeplitz factorization with Buffers
 // buffers: fitted to the loss under b-min-separation for that
-// participation ([BLTMinSep]), and to the single-participation loss
-// otherwise ([BLT]).
+// participation ([BLTMinSep]), to the single-participation loss for single
+// participation ([BLT]), and otherwise (epochs) the best under the
+// participation of BLT's fit and the unscaled fit, each with unit columns
+// and unscaled (see bltUnder).
 type BLTStrategy struct {
 	// Buffers is the number of buffers; 0 means [DefaultBuffers].
 	Buffers int
@@ -202,10 +287,14 @@ func (BLTStrategy) Name() string { return StrategyBLT }
 func (s BLTStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns, with metrics under p, [BLTMinSep](ctx, w, s.Buffers,
-// p.B, p.K) for min-separation and [BLT](ctx, w, s.Buffers) otherwise.
+// p.B, p.K) for min-separation, [BLT](ctx, w, s.Buffers) for single
+// participation, and the best of the candidates of bltUnder otherwise.
 func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if p.Kind == KindMinSep {
 		return under(ctx, w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
+	if p.Kind == KindSingle {
+		return under(ctx, w, p, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
+	}
+	return under(ctx, w, p, func() (*Factorization, error) { return bltUnder(ctx, w, s.Buffers, p) })
 }

@@ -26,10 +26,10 @@ import (
 // gradients), and the fit is monotone in the number of buffers in that
 // loss (BLT then reports the better of it and the unit-column loss).
 //
-// Min-separation (minSep true): the exact loss sens^2 ||A T_d||_F^2 of the
-// unscaled Toeplitz C where its first column is non-negative and
-// non-increasing, +Inf elsewhere (see minSepLoss), with a gradient for
-// prefix sums.
+// Min-separation (minSep true): the loss sens^2 ||A T_d||_F^2 of the
+// unscaled Toeplitz C, sens exact where its first column is non-negative
+// and non-increasing and a never-lower bound elsewhere (see minSepLoss),
+// with a gradient for prefix sums.
 type bltObjective struct {
 	tw     toeplitzWorkload
 	minSep bool
@@ -304,25 +304,35 @@ func (o *bltObjective) normPrefix(w, lam, gw, gl []float64) float64 {
 	return loss
 }
 
-// minSepLoss returns ||C u||^2 ||A T_d||_F^2 for the Toeplitz C = T_d^{-1}
-// with first column c, u the indicator of {0, b, ..., (k'-1) b} and k' =
-// min(kk, ceil(R/b)), and, for prefix sums, its gradient if gw is not nil.
-// ||C u|| is the exact sensitivity under b-min-separation when c is
-// non-negative and non-increasing (Kalinin and Lampert 2024, Thm. 2; the
-// rule of [ToeplitzMinSepSensitivity], which [SensitivityOf] applies to
-// such a C): the loss is +Inf elsewhere, so the fit stays where the loss
-// it minimises is the one [BLTMinSep] reports. By running sums, v_r =
-// sum_{j < k', jb <= r} c_{r-jb} and ||C u||^2 = sum_r v_r^2, O(R).
+// minSepLoss returns ||C u||^2 ||A T_d||_F^2 with C u computed for the
+// smallest non-increasing majorant m of |c| (m_t = max_{s >= t} |c_s|) in
+// place of C's first column c, u the indicator of {0, b, ..., (k'-1) b}
+// and k' = min(kk, ceil(R/b)), and, for prefix sums, its gradient if gw is
+// not nil. Where c is non-negative and non-increasing, m = c and ||C u|| is
+// the exact sensitivity under b-min-separation (Kalinin and Lampert 2024,
+// Thm. 2; the rule of [ToeplitzMinSepSensitivity], which [SensitivityOf]
+// applies to such a C); elsewhere it is a never-lower bound (|X_ij| <=
+// X^m_ij entrywise for the Gram matrices, and m's worst pattern is the one
+// b apart from round 0), so the fit may leave the monotone columns where
+// that pays. By running sums, v_r = sum_{j < k', jb <= r} m_{r-jb} and
+// ||C u||^2 = sum_r v_r^2, O(R); m's gradient goes to the entry of c at
+// which each maximum is attained.
 func (o *bltObjective) minSepLoss(w, lam, gw, gl []float64) float64 {
 	r := o.r()
 	d := o.coefficients(w, lam, r)
 	c, states := o.bltStates(w, lam, r)
-	for i, v := range c {
-		if v < 0 || (i > 0 && v > c[i-1]) || math.IsNaN(v) {
-			return math.Inf(1)
+	m := o.dirty(11, r)
+	arg := make([]int, r) // arg[t]: where m_t = |c_arg[t]|
+	run, at := 0.0, r-1
+	for t := r - 1; t >= 0; t-- {
+		if a := math.Abs(c[t]); a > run || math.IsNaN(a) {
+			if math.IsNaN(a) || math.IsInf(a, 0) {
+				return math.Inf(1)
+			}
+			run, at = a, t
 		}
+		m[t], arg[t] = run, at
 	}
-	m := c
 	b := o.b
 	kp := min(o.kk, (r-1)/b+1)
 	v := o.buf(3, r)
@@ -379,7 +389,13 @@ func (o *bltObjective) minSepLoss(w, lam, gw, gl []float64) float64 {
 			x -= v[t+kp*b]
 		}
 		vb[t] = x
-		cbar[t] = frob * 2 * x
+	}
+	for t := range vb {
+		if a := arg[t]; c[a] >= 0 {
+			cbar[a] += frob * 2 * vb[t]
+		} else {
+			cbar[a] -= frob * 2 * vb[t]
+		}
 	}
 	bltStatesAdjoint(w, lam, states, cbar, gw, gl)
 	return sens2 * frob
@@ -486,9 +502,31 @@ func sqrtStart(tw toeplitzWorkload, k int) []float64 {
 // is. So the loss never increases with j (by construction, not by luck of
 // the optimiser), and every level costs O(R j) per evaluation.
 func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, error) {
+	levels, err := fitBLTLevels(ctx, o, k, nil)
+	if err != nil {
+		return nil, err
+	}
+	return bltParamsOf(levels[k-1]), nil
+}
+
+// bltParamsOf returns the parameters of x = (v, theta) (see bltSet).
+func bltParamsOf(x []float64) *BLTParams {
+	k := len(x) / 2
+	p := &BLTParams{Weights: make([]float64, k), Lambdas: make([]float64, k)}
+	bltSet(p, x)
+	return p
+}
+
+// fitBLTLevels is [fitBLTObjective] returning the fit x = (v, theta) of
+// every level j = 1..k (levels[j-1], 2j entries); seeds[j-1], where
+// present and not nil, is one more start of level j. A level depends only
+// on the levels below it and its seed, so the fit with j buffers is the
+// same whatever k >= j.
+func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64) ([][]float64, error) {
 	r := o.r()
 	var best []float64 // x = (v_1..v_j, theta_1..theta_j), see bltSet
 	bestF := math.Log(o.loss(nil, nil, nil, nil))
+	levels := make([][]float64, 0, k)
 	for j := 1; j <= k; j++ {
 		f, grad := bltLogObjective(o, j)
 		// A level tries the fit with j-1 buffers plus a buffer of weight 0
@@ -549,6 +587,9 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 				starts = append(starts, x0)
 			}
 		}
+		if j <= len(seeds) && seeds[j-1] != nil {
+			starts = append(starts, seeds[j-1])
+		}
 		levelBest, levelF := []float64(nil), math.Inf(1)
 		for _, x0 := range starts {
 			if math.IsInf(f(x0), 0) {
@@ -573,10 +614,76 @@ func fitBLTObjective(ctx context.Context, o *bltObjective, k int) (*BLTParams, e
 			bestF = levelF
 		}
 		best = levelBest
+		levels = append(levels, best)
 	}
-	p := &BLTParams{Weights: make([]float64, k), Lambdas: make([]float64, k)}
-	bltSet(p, best)
-	return p, nil
+	return levels, nil
+}
+
+// fitBLTPlainLevels returns the levels j = 1..k of the fit that BLT used
+// before its objective had a gradient (kept as a start and a candidate,
+// so that no result is worse than that fit's): by continuation in the
+// number of buffers as in [fitBLTLevels], each level from the one below
+// plus a zero-weight buffer at the time scales R^(1/4), R^(1/2), R^(3/4)
+// and R, in the parameters (w, theta) with finite-difference gradients
+// ([minimizeSmooth]), minimising gamma2(c) ||A T_d||_F^2 with gamma2 the
+// squared sensitivity of the Toeplitz C with first column c (evaluated as
+// that fit did, so that it is reproduced: finite differences amplify
+// rounding). The levels are returned as x = (v, theta) (see bltSet).
+func fitBLTPlainLevels(ctx context.Context, tw toeplitzWorkload, k int, gamma2 func(c []float64) float64) ([][]float64, error) {
+	r := len(tw.a)
+	var best []float64 // (w_1..w_j, theta_1..theta_j)
+	bestLoss := math.Inf(1)
+	levels := make([][]float64, 0, k)
+	for j := 1; j <= k; j++ {
+		q := &BLTParams{Weights: make([]float64, j), Lambdas: make([]float64, j)}
+		obj := func(x []float64) float64 {
+			copy(q.Weights, x[:j])
+			for i := 0; i < j; i++ {
+				q.Lambdas[i] = 1 / (1 + math.Exp(-x[j+i]))
+			}
+			l := gamma2(bltInverse(q, r)) * tw.frobB(q.Coefficients(r))
+			if !(l > 0) || math.IsInf(l, 0) {
+				return math.Inf(1)
+			}
+			return math.Log(l)
+		}
+		levelBest, levelLoss := []float64(nil), math.Inf(1)
+		for _, frac := range []float64{0.25, 0.5, 0.75, 1} {
+			tau := math.Max(math.Pow(float64(r), frac), 1.5)
+			x0 := make([]float64, 2*j)
+			copy(x0[:j-1], best[:j-1])
+			copy(x0[j:2*j-1], best[j-1:])
+			x0[2*j-1] = math.Log(tau - 1)
+			if j == 1 {
+				x0[0] = -0.5 / tau
+			}
+			if math.IsInf(obj(x0), 0) {
+				continue
+			}
+			x, err := minimizeSmooth(ctx, obj, x0)
+			if err != nil {
+				return nil, err
+			}
+			if l := obj(x); l < levelLoss {
+				levelBest, levelLoss = x, l
+			}
+		}
+		if levelBest == nil || !(levelLoss < bestLoss) {
+			x := make([]float64, 2*j)
+			copy(x[:j-1], best[:j-1])
+			copy(x[j:2*j-1], best[j-1:])
+			levelBest = x
+		} else {
+			bestLoss = levelLoss
+		}
+		best = levelBest
+		v := slices.Clone(best)
+		for i := 0; i < j; i++ {
+			v[i] *= 1 + math.Exp(v[j+i]) // w = v (1 - lambda)
+		}
+		levels = append(levels, v)
+	}
+	return levels, nil
 }
 
 // minimizeBLT minimises f from x0: with the analytic gradient by L-BFGS

@@ -158,3 +158,38 @@ func TestBLTErrors(t *testing.T) {
 		t.Error("cancelled context: no error")
 	}
 }
+
+// Under epochs BLT keeps the best of its fits under that participation:
+// at R = 48 with 2 epochs at most the loss of the fit before issue #20
+// (457.803731000, `mfsolve -R 48 -strategy blt -participation epochs:2` at
+// commit 1b2f0fa, main before the merge of branch blt; a regression
+// bound), with A = B C and the metrics of its B and C under epochs.
+func TestBLTEpochs(t *testing.T) {
+	w := prefix(t, 48)
+	part := FixedEpochs(2)
+	f, err := BLTStrategy{}.Factorize(context.Background(), w, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFactors(t, f)
+	if f.Metrics.Loss > 457.803731000*(1+1e-9) {
+		t.Errorf("loss %.12g above the previous fit's 457.803731", f.Metrics.Loss)
+	}
+	// The operator streams this C: C = T_c diag(Scale)^{-1}, c = T_d^{-1} e_0.
+	p := f.Operator.(*BLTParams)
+	c := bltInverse(p, 48)
+	for i := 0; i < 48; i++ {
+		for j := 0; j <= i; j++ {
+			if want := c[i-j] / p.Scale[j]; math.Abs(f.C.At(i, j)-want) > 1e-12*(1+math.Abs(want)) {
+				t.Fatalf("C[%d][%d] = %v, operator gives %v", i, j, f.C.At(i, j), want)
+			}
+		}
+	}
+	m, err := ComputeMetrics(f.B, f.C, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m.Loss-f.Metrics.Loss) > 1e-10*m.Loss {
+		t.Errorf("loss %.12g, ComputeMetrics gives %.12g", f.Metrics.Loss, m.Loss)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"gonum.org/v1/gonum/mat"
@@ -1078,18 +1079,102 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 	return f.WithParticipation(part)
 }
 
+// minSepMajorantSq returns the squared sensitivity bound of the
+// objective of [BLTMinSep] for the Toeplitz C with first column c: the
+// rule of [ToeplitzMinSepSensitivity] applied to the smallest
+// non-increasing majorant of |c| (exact where c is non-negative and
+// non-increasing), +Inf where c is not finite. O(n k).
+func minSepMajorantSq(c []float64, b, k int) float64 {
+	n := len(c)
+	m := make([]float64, n)
+	run := 0.0
+	for i := n - 1; i >= 0; i-- {
+		run = math.Max(run, math.Abs(c[i]))
+		m[i] = run
+	}
+	if math.IsInf(run, 0) || math.IsNaN(run) {
+		return math.Inf(1)
+	}
+	s, err := ToeplitzMinSepSensitivity(m, b, k)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return s * s
+}
+
+// bltMinSepReported returns the loss that [SensitivityOf] gives the
+// Toeplitz C = T_d^{-1} of p under b-min-separation with at most kk
+// participations, sens^2 ||A T_d||_F^2, in O(R^2 kk) rather than the
+// O(R^3) of forming C's Gram matrix from C: the exact rule where C's
+// first column is non-negative and non-increasing, else [MinSepSensitivity]
+// of the Gram matrix, whose entries X_ij = sum_{s <= R-1-max(i,j)} c_s
+// c_{s+|i-j|} are running sums. It returns +Inf where the loss is not
+// finite, and also, without the O(R^2 kk) bound, where the loss is
+// certainly not below above: the pattern {0, b, ..., (k'-1) b} gives
+// sens^2 >= ||C u||^2 (u its indicator), O(R). x, if not nil, is an R x R
+// matrix to hold the Gram matrix (it is overwritten); the one used is
+// returned for the next call.
+func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int, above float64, x *mat.SymDense) (float64, *mat.SymDense) {
+	r := len(tw.a)
+	c := bltInverse(p, r)
+	frob := tw.frobB(p.Coefficients(r))
+	if s, err := ToeplitzMinSepSensitivity(c, b, kk); err == nil {
+		return s * s * frob, x
+	}
+	kp := min(kk, (r-1)/b+1)
+	v := make([]float64, r)
+	lower := 0.0
+	for t := 0; t < r; t++ {
+		v[t] = c[t]
+		if t >= b {
+			v[t] += v[t-b]
+		}
+		if t >= kp*b {
+			v[t] -= c[t-kp*b]
+		}
+		lower += v[t] * v[t]
+	}
+	if !(lower*frob < above) {
+		return math.Inf(1), x
+	}
+	if x == nil {
+		x = mat.NewSymDense(r, nil)
+	}
+	for lag := 0; lag < r; lag++ {
+		sum := 0.0
+		for s := 0; s+lag < r; s++ {
+			sum += c[s] * c[s+lag]
+			// s = R-1-j: X_{j-lag, j}
+			j := r - 1 - s
+			x.SetSym(j-lag, j, sum)
+		}
+	}
+	sens, err := MinSepSensitivity(x, b, kk)
+	l := sens.Value * sens.Value * frob
+	if err != nil || math.IsNaN(l) {
+		return math.Inf(1), x
+	}
+	return l, x
+}
+
 // BLTMinSep returns a buffered-linear-Toeplitz factorization ([BLT]) with
-// the given number of buffers ([DefaultBuffers] if 0) whose parameters
-// minimise the loss under b-min-separation with at most k participations,
-// sens^2 ||A T_d||_F^2 for the Toeplitz C = T_d^{-1} (columns not rescaled:
-// the Toeplitz sensitivity rule needs C Toeplitz), over the parameters for
-// which C's first column c is non-negative and non-increasing. There the
-// participations exactly b apart from round 0 are the worst case (Kalinin
-// and Lampert 2024, Thm. 2), so sens is exact and is the value that
-// [SensitivityOf] reports: the loss minimised is the loss reported, and by
-// continuation in the number of buffers (see fitBLTObjective) it never
-// increases with the number of buffers. The metrics are those of B and C
-// under [MinSeparation](b, k) by [SensitivityOf]. A local optimum, not
+// the given number of buffers ([DefaultBuffers] if 0) fitted to the loss
+// under b-min-separation with at most k participations, sens^2 ||A
+// T_d||_F^2 for the Toeplitz C = T_d^{-1} (columns not rescaled: the
+// Toeplitz sensitivity rule needs C Toeplitz), with sens the rule of
+// Kalinin and Lampert (2024, Thm. 2) applied to the non-increasing
+// majorant of |c| (c C's first column): exact where c is non-negative and
+// non-increasing, a never-lower bound elsewhere (see
+// bltObjective.minSepLoss). Two fits by continuation in the number of
+// buffers: the one BLTMinSep used before (finite differences, see
+// fitBLTPlainLevels) and the analytic-gradient one of fitBLTObjective
+// started from it at every level too. The result is the parameters, over
+// both fits and every level up to the number of buffers (padded with
+// zero-weight buffers), with the lowest loss as [SensitivityOf] reports it
+// (exact for a monotone c, else its dynamic-programming bound; see
+// bltMinSepReported): never above either fit, and never increasing with
+// the number of buffers. The metrics are those of B and C under
+// [MinSeparation](b, k) by [SensitivityOf]. A local optimum, not
 // certified. With the gradient in closed form for prefix sums (finite
 // differences otherwise).
 func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorization, error) {
@@ -1112,9 +1197,40 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	}
 	r := w.R()
 	kk := part.Participations(r)
-	p, err := fittedBLT(ctx, &bltObjective{tw: tw, minSep: true, b: b, kk: kk}, buffers)
-	if err != nil {
-		return nil, err
+	p := &BLTParams{Weights: []float64{}, Lambdas: []float64{}}
+	if nb := bltBuffers(buffers, r); nb > 0 {
+		o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
+		plain, err := fitBLTPlainLevels(ctx, tw, nb, func(c []float64) float64 { return minSepMajorantSq(c, b, kk) })
+		if err != nil {
+			return nil, err
+		}
+		levels, err := fitBLTLevels(ctx, o, nb, plain)
+		if err != nil {
+			return nil, err
+		}
+		// The lowest reported loss over both fits at every level up to
+		// nb: never above either fit with nb buffers, and, as a level
+		// does not depend on the levels above it, never increasing with
+		// the number of buffers.
+		var best []float64
+		bestLoss := math.Inf(1)
+		var gram *mat.SymDense // allocated at the first non-monotone column
+		for j := range nb {
+			for _, chain := range [][][]float64{levels, plain} {
+				x := chain[j]
+				if j > 0 && x[j] == 0 && slices.Equal(x[:j], chain[j-1][:j]) && slices.Equal(x[j+1:2*j+1], chain[j-1][j:]) {
+					continue // the level below with a zero-weight buffer: the same C
+				}
+				var l float64
+				l, gram = bltMinSepReported(tw, bltParamsOf(x), b, kk, bestLoss, gram)
+				if l < bestLoss {
+					best, bestLoss = x, l
+				}
+			}
+		}
+		if best != nil {
+			p = bltPadded(best, nb)
+		}
 	}
 	d := p.Coefficients(r)
 	c := bltInverse(p, r)

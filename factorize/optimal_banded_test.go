@@ -160,7 +160,7 @@ func TestBLTMinSep(t *testing.T) {
 	require.NoError(t, err)
 	for _, lam := range []float64{0.5, 0.99, 1.2, 2} {
 		p := &BLTParams{Weights: []float64{-0.3}, Lambdas: []float64{lam}}
-		l := minSepToeplitzBound(bltInverse(p, 40), 5, 3) * tw.frobB(p.Coefficients(40))
+		l := minSepMajorantSq(bltInverse(p, 40), 5, 3) * tw.frobB(p.Coefficients(40))
 		assert.False(t, l < 0, "lambda %v: loss %v", lam, l)
 	}
 	f, err := BLTMinSep(context.Background(), prefix(t, 12), 2, 3, 2)
