@@ -16,7 +16,7 @@ import (
 // docRow matches the strategy cell of docs/mechanisms.md's cost table:
 // "BLT, k = 2 (`blt`, Buffers 2)", "banded, b = 16 (`banded`, default)",
 // "dense, keep (`optimal`)".
-var docRow = regexp.MustCompile("\\(`([a-z-]+)`(?:, (Buffers|Bands) ([0-9]+)|, default)?\\)")
+var docRow = regexp.MustCompile("\\(`([a-z-]+)`(?:, (Buffers|Bands) ([0-9]+)|, default| with `WithDense`)?\\)")
 
 // TestDocCostTable recomputes the deterministic columns of
 // docs/mechanisms.md's table at R = 800 (loss, RMSE and MaxSE of each
@@ -110,6 +110,9 @@ func TestDocCostTable(t *testing.T) {
 				opts = append(opts, mechanism.WithMemory(mechanism.MemoryKeep))
 			case strings.Contains(cells[0], "regenerate"):
 				opts = append(opts, mechanism.WithMemory(mechanism.MemoryRegenerate))
+			}
+			if strings.Contains(cells[0], "WithDense") {
+				opts = append(opts, mechanism.WithDense())
 			}
 			const d = 4
 			mech, err := mechanism.New(f, d, 1, append(opts, mechanism.WithSeed(1))...)
