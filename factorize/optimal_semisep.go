@@ -77,7 +77,14 @@ func (e *structuredEvaluator) optimalFactor(v []float64, normalized bool) (linal
 	if err := e.setup(v, quadTol); err != nil {
 		return linalg.QuasiSep{}, err
 	}
-	cf, err := e.semisepX(v, e.q, normalized).ReverseCholesky()
+	// The factor's order K is the number of nodes, which is the state its
+	// noise stream keeps: use the fewest nodes of full accuracy, not the
+	// whole groups of nodes the solver's kernel evaluates at large R.
+	q := e.q
+	if e.grouped() {
+		q = linalg.NewInvSqrtRational(e.qlo, e.qhi, quadTol)
+	}
+	cf, err := e.semisepX(v, q, normalized).ReverseCholesky()
 	if err != nil {
 		return linalg.QuasiSep{}, fmt.Errorf("factorize: optimal X (R = %d): %w", len(v), err)
 	}
