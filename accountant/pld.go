@@ -324,7 +324,8 @@ func (c *curve) epsilon(delta float64) float64 {
 		if c.value(0) <= delta {
 			return 0
 		}
-		return bisectEps(func(e float64) bool { return c.value(e) <= delta }, 0, top)
+		_, eps := bisect(func(e float64) bool { return c.value(e) <= delta }, 0, top)
+		return eps
 	}
 	// Optimistic: the highest cell whose left end is above delta holds
 	// the last crossing; the value is decreasing within a cell.
@@ -341,14 +342,18 @@ func (c *curve) epsilon(delta float64) float64 {
 		if c.onCell(j, right) > delta {
 			return right // can only happen through rounding; still below the truth
 		}
-		return bisectLow(func(e float64) bool { return c.onCell(j, e) > delta }, left, right)
+		// The last point still above delta: below the truth.
+		eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right)
+		return eps
 	}
 	return 0
 }
 
-// bisectEps returns a point x in (lo, hi] with ok(x), ok monotone (false
-// then true) and ok(hi), to a relative 1e-13 above the switch.
-func bisectEps(ok func(float64) bool, lo, hi float64) float64 {
+// bisect narrows [lo, hi] around the switch of a monotone predicate,
+// false at lo and true at hi, to a relative 1e-13, and returns the last
+// points on either side: ok(lo) is false (or lo is the start) and ok(hi)
+// is true.
+func bisect(ok func(float64) bool, lo, hi float64) (float64, float64) {
 	for range 200 {
 		if hi-lo <= 1e-13*hi {
 			break
@@ -363,27 +368,7 @@ func bisectEps(ok func(float64) bool, lo, hi float64) float64 {
 			lo = mid
 		}
 	}
-	return hi
-}
-
-// bisectLow returns a point x in [lo, hi) with above(x), above true at lo
-// and monotone (true then false), to a relative 1e-13 below the switch.
-func bisectLow(above func(float64) bool, lo, hi float64) float64 {
-	for range 200 {
-		if hi-lo <= 1e-13*hi {
-			break
-		}
-		mid := 0.5 * (lo + hi)
-		if !(mid > lo && mid < hi) {
-			break
-		}
-		if above(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	return lo, hi
 }
 
 // Delta returns a delta for which the mechanism the PLD describes is

@@ -344,6 +344,25 @@ var (
 	glNodes5, glWeights5 = gaussLegendre(5)
 )
 
+// lossGrid returns the range [xlo, xhi] of m's outcomes that keeps all but
+// tail of the mass on each side, and the grid points lo..hi at interval h
+// that cover its losses; it is an error if they take more than maxGrid
+// points or a loss is infinite.
+func lossGrid(m lossModel, h, tail float64) (xlo, xhi float64, lo, hi int, err error) {
+	xlo, xhi = m.xlo(tail), m.xhi(tail)
+	llo, lhi := m.loss(xlo), m.loss(xhi)
+	lo = int(math.Floor(llo / h))
+	hi = int(math.Ceil(lhi / h))
+	if hi < lo {
+		hi = lo
+	}
+	if hi-lo+1 > maxGrid || math.IsInf(llo, 0) || math.IsInf(lhi, 0) {
+		return 0, 0, 0, 0, errGrid("the privacy losses from "+ftoa(llo)+" to "+ftoa(lhi)+
+			" need more than 2^24 grid points at interval "+ftoa(h), h)
+	}
+	return xlo, xhi, lo, hi, nil
+}
+
 // discretise returns the connect-the-dots discretisation of m on the grid
 // {i h}: with x_i = L^-1(i h), the P-mass of each cell (x_{i-1}, x_i] goes
 // to its ends as
@@ -360,16 +379,9 @@ var (
 // upper end, which dominates too. The mass below the grid goes to its lowest
 // point (a larger loss), the mass above it to +Inf.
 func discretise(m lossModel, h, tail float64) (*lossDist, error) {
-	xlo, xhi := m.xlo(tail), m.xhi(tail)
-	llo, lhi := m.loss(xlo), m.loss(xhi)
-	lo := int(math.Floor(llo / h))
-	hi := int(math.Ceil(lhi / h))
-	if hi < lo {
-		hi = lo
-	}
-	if hi-lo+1 > maxGrid || math.IsInf(llo, 0) || math.IsInf(lhi, 0) {
-		return nil, errGrid("the privacy losses from "+ftoa(llo)+" to "+ftoa(lhi)+
-			" need more than 2^24 grid points at interval "+ftoa(h), h)
+	xlo, xhi, lo, hi, err := lossGrid(m, h, tail)
+	if err != nil {
+		return nil, err
 	}
 	n := hi - lo + 1
 	d := &lossDist{lo: lo, mass: make([]float64, n), logErr: math.Inf(-1)}
@@ -490,16 +502,9 @@ func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
 // only if D_i exceeds the bound on their rounding. The mass outside
 // [xlo, xhi] (at most the tail mass on each side) is dropped.
 func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
-	xlo, xhi := m.xlo(tail), m.xhi(tail)
-	llo, lhi := m.loss(xlo), m.loss(xhi)
-	lo := int(math.Floor(llo / h))
-	hi := int(math.Ceil(lhi / h))
-	if hi < lo {
-		hi = lo
-	}
-	if hi-lo+1 > maxGrid || math.IsInf(llo, 0) || math.IsInf(lhi, 0) {
-		return nil, errGrid("the privacy losses from "+ftoa(llo)+" to "+ftoa(lhi)+
-			" need more than 2^24 grid points at interval "+ftoa(h), h)
+	xlo, xhi, lo, hi, err := lossGrid(m, h, tail)
+	if err != nil {
+		return nil, err
 	}
 	n := hi - lo + 1
 	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
