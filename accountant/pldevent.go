@@ -338,7 +338,7 @@ func sampledAddModel(q, s float64) lossModel {
 	}
 }
 
-// The 3- and 5-point Gauss-Legendre rules on [-1, 1].
+// The 2- and 5-point Gauss-Legendre rules on [-1, 1].
 var (
 	glNodes2, glWeights2 = gaussLegendre(2)
 	glNodes5, glWeights5 = gaussLegendre(5)

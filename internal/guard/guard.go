@@ -43,9 +43,11 @@ func ReadRecords(path string) ([]Record, error) {
 }
 
 // leaves flattens a JSON value into its leaves keyed by their last object
-// key (a leaf name that occurs twice keeps the first, in sorted key
-// order), so that a recorded field is found wherever a new layout nests it.
-func leaves(v any, name string, out map[string]any) {
+// key, so that a recorded field is found wherever a new layout nests it.
+// A name that occurs more than once keeps its shallowest leaf (the first
+// in sorted key order among equally shallow ones): a top-level field is
+// never shadowed by a nested one of the same name.
+func leaves(v any, name string, depth int, out map[string]any, depths map[string]int) {
 	switch x := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -54,11 +56,11 @@ func leaves(v any, name string, out map[string]any) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			leaves(x[k], k, out)
+			leaves(x[k], k, depth+1, out, depths)
 		}
 	default:
-		if _, ok := out[name]; !ok && name != "" {
-			out[name] = v
+		if d, ok := depths[name]; name != "" && (!ok || depth < d) {
+			out[name], depths[name] = v, depth
 		}
 	}
 }
@@ -80,8 +82,8 @@ func Compare(want, got []byte, tol float64, skip ...string) ([]string, error) {
 		return nil, fmt.Errorf("output %q: %v", got, err)
 	}
 	wl, gl := map[string]any{}, map[string]any{}
-	leaves(w, "", wl)
-	leaves(g, "", gl)
+	leaves(w, "", 0, wl, map[string]int{})
+	leaves(g, "", 0, gl, map[string]int{})
 	skipped := map[string]bool{}
 	for _, s := range skip {
 		skipped[s] = true
