@@ -490,9 +490,11 @@ func (x *SecAggRequest) GetMessage() []byte {
 
 // SecAggResponse is the server's answer: its state for this learner, the
 // open (round, attempt, phase), the run's identity (part of the protocol's
-// context) and, with ANSWER, the input of the phase (the secagg package's
-// binary encoding: the roster, the learner's inbox, the survivors or the
-// signatures).
+// context) and, with ANSWER, the input of the phase: for phase 1 the
+// roster U1 (messages: one advertisement each), for phase 2 the learner's
+// inbox (messages: the encrypted shares addressed to it by U2), for phase
+// 3 the survivors U3, for phase 4 U3 and the signatures of U4 (messages),
+// each message in the secagg package's binary encoding.
 type SecAggResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	State         SecAggState            `protobuf:"varint,1,opt,name=state,proto3,enum=dpmf.fl.v1.SecAggState" json:"state,omitempty"`
@@ -500,7 +502,8 @@ type SecAggResponse struct {
 	Attempt       uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	Phase         int32                  `protobuf:"varint,4,opt,name=phase,proto3" json:"phase,omitempty"`
 	Run           []byte                 `protobuf:"bytes,5,opt,name=run,proto3" json:"run,omitempty"`
-	Message       []byte                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Messages      [][]byte               `protobuf:"bytes,6,rep,name=messages,proto3" json:"messages,omitempty"`
+	Survivors     []int32                `protobuf:"varint,7,rep,packed,name=survivors,proto3" json:"survivors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -570,9 +573,16 @@ func (x *SecAggResponse) GetRun() []byte {
 	return nil
 }
 
-func (x *SecAggResponse) GetMessage() []byte {
+func (x *SecAggResponse) GetMessages() [][]byte {
 	if x != nil {
-		return x.Message
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *SecAggResponse) GetSurvivors() []int32 {
+	if x != nil {
+		return x.Survivors
 	}
 	return nil
 }
@@ -1057,14 +1067,15 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"\x05phase\x18\x04 \x01(\x05R\x05phase\x12\x1f\n" +
 	"\vhas_message\x18\x05 \x01(\bR\n" +
 	"hasMessage\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\fR\amessage\"\xb1\x01\n" +
+	"\amessage\x18\x06 \x01(\fR\amessage\"\xd1\x01\n" +
 	"\x0eSecAggResponse\x12-\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x17.dpmf.fl.v1.SecAggStateR\x05state\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x18\n" +
 	"\aattempt\x18\x03 \x01(\rR\aattempt\x12\x14\n" +
 	"\x05phase\x18\x04 \x01(\x05R\x05phase\x12\x10\n" +
-	"\x03run\x18\x05 \x01(\fR\x03run\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\fR\amessage\"\x99\x01\n" +
+	"\x03run\x18\x05 \x01(\fR\x03run\x12\x1a\n" +
+	"\bmessages\x18\x06 \x03(\fR\bmessages\x12\x1c\n" +
+	"\tsurvivors\x18\a \x03(\x05R\tsurvivors\"\x99\x01\n" +
 	"\vMaskedChunk\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\x05R\alearner\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x18\n" +
