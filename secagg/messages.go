@@ -8,7 +8,7 @@ var errNotImplemented = errors.New("secagg: not implemented")
 // encryption (CPub) and masking (SPub) and its Ed25519 public key (SigPub),
 // all fresh for this Context.
 type Advertise struct {
-	From              int
+	From               int
 	CPub, SPub, SigPub []byte
 }
 
