@@ -1,0 +1,133 @@
+package secagg
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// SecretSize is the size of every shared secret (an X25519 private key, a
+// self-mask seed); ShareSize the size of one share of it.
+const (
+	SecretSize = 32
+	ShareSize  = SecretSize
+)
+
+// gfMul multiplies in GF(2^8) with the AES polynomial x^8+x^4+x^3+x+1
+// (FIPS-197 section 4.2), in constant time.
+func gfMul(a, b byte) byte {
+	var p byte
+	for i := 0; i < 8; i++ {
+		p ^= a & -(b & 1)
+		hi := a >> 7
+		a = a<<1 ^ 0x1b&-hi
+		b >>= 1
+	}
+	return p
+}
+
+// gfInv returns the multiplicative inverse of a (0 for 0): a^254.
+func gfInv(a byte) byte {
+	a2 := gfMul(a, a)     // a^2
+	a3 := gfMul(a2, a)    // a^3
+	a6 := gfMul(a3, a3)   // a^6
+	a12 := gfMul(a6, a6)  // a^12
+	a15 := gfMul(a12, a3) // a^15
+	a30 := gfMul(a15, a15)
+	a60 := gfMul(a30, a30)
+	a120 := gfMul(a60, a60)
+	a126 := gfMul(a120, a6)
+	a252 := gfMul(a126, a126)
+	return gfMul(a252, a2) // a^254
+}
+
+// split returns n shares of secret, any t of which determine it: share i
+// (x-coordinate i+1) is f(i+1) byte-wise, f of degree t-1 with f(0) the
+// secret and the other coefficients read from rand.
+func split(secret []byte, t, n int, rand io.Reader) ([][]byte, error) {
+	if t < 1 || t > n || n > MaxLearners {
+		return nil, fmt.Errorf("secagg: shamir threshold %d of %d shares, want 1 <= t <= n <= %d", t, n, MaxLearners)
+	}
+	coef := make([]byte, (t-1)*len(secret))
+	if _, err := io.ReadFull(rand, coef); err != nil {
+		return nil, fmt.Errorf("secagg: reading randomness: %w", err)
+	}
+	shares := make([][]byte, n)
+	for i := range shares {
+		x := byte(i + 1)
+		s := make([]byte, len(secret))
+		for k := range secret {
+			// Horner from the top coefficient down to the secret.
+			var y byte
+			for j := t - 2; j >= 0; j-- {
+				y = gfMul(y, x) ^ coef[j*len(secret)+k]
+			}
+			s[k] = gfMul(y, x) ^ secret[k]
+		}
+		shares[i] = s
+	}
+	clear(coef)
+	return shares, nil
+}
+
+// lagrangeAtZero returns the Lagrange basis values at 0 for the distinct
+// nonzero x-coordinates xs.
+func lagrangeAtZero(xs []byte) []byte {
+	l := make([]byte, len(xs))
+	for i, xi := range xs {
+		num, den := byte(1), byte(1)
+		for j, xj := range xs {
+			if j != i {
+				num = gfMul(num, xj)
+				den = gfMul(den, xi^xj)
+			}
+		}
+		l[i] = gfMul(num, gfInv(den))
+	}
+	return l
+}
+
+// errShares is returned by combine for malformed input.
+var errShares = errors.New("secagg: shares with repeated or zero x-coordinates or unequal lengths")
+
+// combine interpolates the secret f(0) from shares at the x-coordinates xs.
+func combine(xs []byte, shares [][]byte) ([]byte, error) {
+	if len(xs) != len(shares) || len(xs) == 0 {
+		return nil, errShares
+	}
+	var seen [256]bool
+	for i, x := range xs {
+		if x == 0 || seen[x] || len(shares[i]) != len(shares[0]) {
+			return nil, errShares
+		}
+		seen[x] = true
+	}
+	l := lagrangeAtZero(xs)
+	out := make([]byte, len(shares[0]))
+	for i, s := range shares {
+		for k, b := range s {
+			out[k] ^= gfMul(l[i], b)
+		}
+	}
+	return out, nil
+}
+
+// evalAt interpolates the polynomial through (xs, shares) at x (nonzero and
+// not in xs), to check further shares against it.
+func evalAt(xs []byte, shares [][]byte, x byte) []byte {
+	out := make([]byte, len(shares[0]))
+	for i, xi := range xs {
+		num, den := byte(1), byte(1)
+		for j, xj := range xs {
+			if j != i {
+				num = gfMul(num, x^xj)
+				den = gfMul(den, xi^xj)
+			}
+		}
+		li := gfMul(num, gfInv(den))
+		for k, b := range shares[i] {
+			out[k] ^= gfMul(li, b)
+		}
+	}
+	return out
+}
