@@ -47,8 +47,10 @@ func NewQuantizer(n, tau int, clip float64) (Quantizer, error) {
 		return Quantizer{}, fmt.Errorf("secagg: clip = %v, want a finite clip > 0", clip)
 	}
 	// Start from the float estimate and step to the exact answer.
-	_, e := math.Frexp(float64(n) * float64(tau) * clip) // n tau clip in [2^(e-1), 2^e)
-	k := headroomBits - e
+	_, en := math.Frexp(float64(n))
+	_, et := math.Frexp(float64(tau))
+	_, ec := math.Frexp(clip) // n tau clip < 2^(en+et+ec)
+	k := headroomBits - en - et - ec
 	if k > maxScaleBits+2 {
 		k = maxScaleBits + 2
 	}
