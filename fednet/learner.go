@@ -61,7 +61,14 @@ type LearnerOptions struct {
 	MaxParams int
 	// Log receives one line per round; nil discards.
 	Log *slog.Logger
+
+	// stopBefore, test-only: the learner stops (returns errStopped)
+	// before it answers phase p of round r when it reports true.
+	stopBefore func(r int, p secagg.Phase) bool
 }
+
+// errStopped is the error of a learner stopped by stopBefore.
+var errStopped = errors.New("fednet: learner stopped (test)")
 
 // DefaultMaxParams is the default LearnerOptions.MaxParams: 2^27
 // parameters, 1 GiB per model or update.
@@ -423,7 +430,7 @@ type secureLearner struct {
 	n, t    int
 	dim     int
 	quant   secagg.Quantizer
-	bound   float64 // tau B_g: the largest norm of an update
+	bound   float64 // fedopt.UpdateBound: the largest norm of an update
 	round   int
 	clients map[uint32]*secagg.Client
 	unmask  *uint32 // the attempt of round whose phase 4 was answered
@@ -448,11 +455,12 @@ func newSecureLearner(rc *flv1.RunConfig, id int) (*secureLearner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fednet: the server's secure aggregation: %w", err)
 	}
-	if int(sa.GetScaleBits()) != want.ScaleBits {
-		return nil, fmt.Errorf("fednet: the server's quantization has %d scale bits, want %d for n = %d, tau = %d, B_g = %v", sa.GetScaleBits(), want.ScaleBits, n, rc.GetTau(), rc.GetClip())
+	if k := int(sa.GetScaleBits()); k > want.ScaleBits {
+		return nil, fmt.Errorf("fednet: the server's quantization has %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum would wrap)", k, want.ScaleBits, n, rc.GetTau(), rc.GetClip())
 	}
+	want.ScaleBits = int(sa.GetScaleBits())
 	return &secureLearner{id: id, n: n, t: t, dim: int(rc.GetParams()), quant: want,
-		bound: float64(rc.GetTau()) * rc.GetClip(), round: -1, q: make([]uint64, rc.GetParams())}, nil
+		bound: fedopt.UpdateBound(rc.GetClip(), int(rc.GetTau())), round: -1, q: make([]uint64, rc.GetParams())}, nil
 }
 
 // run takes part in round r's protocol with update u until the round is
@@ -509,6 +517,9 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			return fmt.Errorf("fednet: the server answered with state %v", resp.GetState())
 		}
 		a, p := resp.GetAttempt(), secagg.Phase(resp.GetPhase())
+		if opt.stopBefore != nil && opt.stopBefore(r, p) {
+			return errStopped
+		}
 		c := sl.clients[a]
 		if c == nil {
 			if p != secagg.PhaseAdvertise {

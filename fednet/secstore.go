@@ -33,9 +33,12 @@ const (
 
 // encodeSec returns the snapshot of sr in run id.
 func encodeSec(id runID, sr *secRound) ([]byte, error) {
-	agg, err := sr.agg.MarshalBinary()
-	if err != nil {
-		return nil, fmt.Errorf("secure-aggregation snapshot: %w", err)
+	var agg []byte
+	if sr.failed == nil { // a failed attempt is never resumed
+		var err error
+		if agg, err = sr.agg.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("secure-aggregation snapshot: %w", err)
+		}
 	}
 	var b bytes.Buffer
 	b.WriteString(secMagic)

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dpmf/dpmf/plan"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 	"github.com/dpmf/dpmf/secagg"
 )
@@ -24,14 +25,10 @@ import (
 // quantized updates. See docs/distributed.md, "Secure aggregation".
 type SecureAggregation struct {
 	// Threshold is T, the least number of learners every phase must keep:
-	// n/2 < T <= n (0: floor(2n/3) + 1). It takes the place of
+	// n/2 < T <= n (0: plan.DefaultThreshold, floor(2n/3) + 1). It takes the place of
 	// ServerOptions.MinLearners.
 	Threshold int
 }
-
-// DefaultThreshold returns the default threshold floor(2n/3) + 1 for n
-// learners, at most n.
-func DefaultThreshold(n int) int { return min(2*n/3+1, n) }
 
 // checkSecure checks the secure-aggregation options and sets the default
 // threshold; MinLearners becomes the threshold.
@@ -46,7 +43,7 @@ func checkSecure(opt *ServerOptions) error {
 		return fmt.Errorf("fednet: secure aggregation with %d learners, want 2..%d", n, secagg.MaxLearners)
 	}
 	if c.Threshold == 0 {
-		c.Threshold = DefaultThreshold(n)
+		c.Threshold = plan.DefaultThreshold(n)
 	}
 	if 2*c.Threshold <= n || c.Threshold > n {
 		return fmt.Errorf("fednet: secure-aggregation threshold %d for %d learners, want n/2 < T <= n", c.Threshold, n)
@@ -77,12 +74,12 @@ type secRound struct {
 	got      int
 	roster   [][]byte // U1's advertisements (the input of phase 1)
 	u2, u3   []int
-	sigs     [][]byte        // U4's signatures (the input of phase 4)
-	changed  chan struct{}   // closed when the open phase closes
-	full     chan struct{}   // closed when every expected learner answered
-	quorum   chan struct{}   // closed when T answered, fewer than expected
-	failed   error           // the attempt failed (fewer than T)
-	opened   time.Time       // when the open phase opened
+	sigs     [][]byte       // U4's signatures (the input of phase 4)
+	changed  chan struct{}  // closed when the open phase closes
+	full     chan struct{}  // closed when every expected learner answered
+	quorum   chan struct{}  // closed when T answered, fewer than expected
+	failed   error          // the attempt failed (fewer than T)
+	opened   time.Time      // when the open phase opened
 	rec      func(secEvent) // the recording hook, or nil
 }
 
@@ -102,9 +99,11 @@ type secEvent struct {
 type serverHooks struct {
 	// record sees every protocol message the server receives.
 	record func(secEvent)
-	// beforeSnapshot is called when a phase has closed, before its
-	// snapshot is written; afterClose after the close was published.
-	beforeSnapshot, afterClose func(round int, attempt uint32, p secagg.Phase)
+	// beforeSnapshot is called when phase p has closed, before its
+	// snapshot is written; afterClose after the close was published. An
+	// error from either is a simulated crash: Run returns it at once,
+	// writing and publishing nothing more.
+	beforeSnapshot, afterClose func(round int, attempt uint32, p secagg.Phase) error
 	// sum sees the unmasked ring sum of every round.
 	sum func(round int, sum []uint64)
 }
@@ -604,14 +603,15 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 			err = s.releaseSecure(sr)
 			s.mu.Unlock()
 			s.stMu.Unlock()
-			if err != nil {
-				return err
-			}
-			return nil
+			return err
 		}
 		if err = sr.closePhase(); err == nil {
 			if s.hooks.beforeSnapshot != nil {
-				s.hooks.beforeSnapshot(r, a, sr.phase)
+				if err := s.hooks.beforeSnapshot(r, a, p); err != nil {
+					s.mu.Unlock()
+					s.stMu.Unlock()
+					return err
+				}
 			}
 			err = s.writeSecSnapshot(sr)
 		}
@@ -638,7 +638,9 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 		s.mu.Unlock()
 		s.stMu.Unlock()
 		if s.hooks.afterClose != nil {
-			s.hooks.afterClose(r, a, p)
+			if err := s.hooks.afterClose(r, a, p); err != nil {
+				return err
+			}
 		}
 	}
 }
