@@ -51,8 +51,8 @@ func checkSecure(opt *ServerOptions) error {
 	if opt.Shape.Dim > secagg.MaxDim {
 		return fmt.Errorf("fednet: secure aggregation of dimension %d, want at most %d", opt.Shape.Dim, secagg.MaxDim)
 	}
-	if opt.Config.Clip <= 0 {
-		return fmt.Errorf("fednet: secure aggregation needs a clipping bound (Config.Clip %v, want > 0): the ring is sized from it", opt.Config.Clip)
+	if opt.Config.Quantizer == nil {
+		return errors.New("fednet: secure aggregation needs the quantizer of the run's plan (Config.Quantizer)")
 	}
 	if opt.MinLearners != 0 && opt.MinLearners != n && opt.MinLearners != c.Threshold {
 		return fmt.Errorf("fednet: minimum learners %d with secure aggregation of threshold %d: the threshold is the minimum (leave MinLearners 0)", opt.MinLearners, c.Threshold)
@@ -664,7 +664,7 @@ func (s *Server) releaseSecure(sr *secRound) error {
 	if s.hooks.sum != nil {
 		s.hooks.sum(r, slices.Clone(sum))
 	}
-	if err := releaseRingSum(s.core, sum, len(u3)); err != nil {
+	if err := s.core.ReleaseRingSum(sum, len(u3)); err != nil {
 		return err
 	}
 	x := slices.Clone(s.core.Model())

@@ -343,11 +343,8 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		log.Info("resumed", "round", start, "dir", opt.Dir, "run", st.run.String())
 	}
 	var quant secagg.Quantizer
-	if opt.SecureAggregation != nil {
-		var err error
-		if quant, err = secureQuantizer(opt); err != nil {
-			return nil, err
-		}
+	if opt.Config.Quantizer != nil {
+		quant = *opt.Config.Quantizer
 	}
 	s := &Server{
 		opt: opt, log: log, st: st, core: core, quant: quant,
