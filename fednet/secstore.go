@@ -259,7 +259,7 @@ func (s *Server) resumeSecure() error {
 	if agg.Phase() != snap.phase {
 		return fmt.Errorf("fednet: %s: the aggregator is in phase %v, the snapshot says %v", st.path(secFile), agg.Phase(), snap.phase)
 	}
-	sr := &secRound{ctx: s.secContext(snap.attempt), agg: agg, rec: s.hooks.record, expected: snap.expected,
+	sr := &secRound{ctx: s.secContext(snap.attempt), agg: agg, expected: snap.expected,
 		roster: snap.roster, u2: snap.u2, u3: snap.u3, sigs: snap.sigs}
 	sr.open(snap.phase)
 	s.sec = sr

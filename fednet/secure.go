@@ -74,13 +74,12 @@ type secRound struct {
 	got      int
 	roster   [][]byte // U1's advertisements (the input of phase 1)
 	u2, u3   []int
-	sigs     [][]byte       // U4's signatures (the input of phase 4)
-	changed  chan struct{}  // closed when the open phase closes
-	full     chan struct{}  // closed when every expected learner answered
-	quorum   chan struct{}  // closed when T answered, fewer than expected
-	failed   error          // the attempt failed (fewer than T)
-	opened   time.Time      // when the open phase opened
-	rec      func(secEvent) // the recording hook, or nil
+	sigs     [][]byte      // U4's signatures (the input of phase 4)
+	changed  chan struct{} // closed when the open phase closes
+	full     chan struct{} // closed when every expected learner answered
+	quorum   chan struct{} // closed when T answered, fewer than expected
+	failed   error         // the attempt failed (fewer than T)
+	opened   time.Time     // when the open phase opened
 }
 
 // secEvent is what the server received from a learner in a secure round,
@@ -109,12 +108,12 @@ type serverHooks struct {
 }
 
 // newSecRound opens attempt a of round r at phase 0.
-func newSecRound(c secagg.Context, n int, rec func(secEvent)) (*secRound, error) {
+func newSecRound(c secagg.Context, n int) (*secRound, error) {
 	agg, err := secagg.NewAggregator(c)
 	if err != nil {
 		return nil, err
 	}
-	sr := &secRound{ctx: c, agg: agg, rec: rec, expected: make([]bool, n)}
+	sr := &secRound{ctx: c, agg: agg, expected: make([]bool, n)}
 	for i := range sr.expected {
 		sr.expected[i] = true
 	}
@@ -127,8 +126,10 @@ func (sr *secRound) open(p secagg.Phase) {
 	n := len(sr.expected)
 	sr.phase, sr.got = p, 0
 	sr.answered, sr.hashes = make([]bool, n), make([][sha256.Size]byte, n)
-	sr.changed, sr.full, sr.quorum = make(chan struct{}), make(chan struct{}), make(chan struct{})
-	sr.opened = time.Now()
+	sr.full, sr.quorum = make(chan struct{}), make(chan struct{})
+	if sr.changed == nil {
+		sr.changed = make(chan struct{})
+	}
 }
 
 // want is the number of learners expected in the open phase.
@@ -368,8 +369,8 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 				s.mu.Unlock()
 				return nil, s.reject(codes.InvalidArgument, call, i, r, "phase %d (%v) message: %s", int(p), p, trimSecagg(err))
 			}
-			if sr.rec != nil {
-				sr.rec(secEvent{Round: r, Attempt: sr.ctx.Attempt, Phase: p, From: i, Bytes: slices.Clone(req.GetMessage())})
+			if s.hooks.record != nil {
+				s.hooks.record(secEvent{Round: r, Attempt: sr.ctx.Attempt, Phase: p, From: i, Bytes: slices.Clone(req.GetMessage())})
 			}
 			sr.answer(i, h)
 		}
@@ -478,8 +479,8 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 		s.mu.Unlock()
 		return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", trimSecagg(err))
 	}
-	if sr.rec != nil {
-		sr.rec(secEvent{Round: res.r, Attempt: res.a, Phase: secagg.PhaseMasked, From: res.i, Masked: slices.Clone(res.y)})
+	if s.hooks.record != nil {
+		s.hooks.record(secEvent{Round: res.r, Attempt: res.a, Phase: secagg.PhaseMasked, From: res.i, Masked: slices.Clone(res.y)})
 	}
 	sr.answer(res.i, [sha256.Size]byte{})
 	s.mu.Unlock()
@@ -552,12 +553,13 @@ func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChun
 
 // awaitPhase waits until the open phase of sr may close: every expected
 // learner answered, QuorumGrace passed since T did, or RoundTimeout
-// passed since it opened.
+// passed (since the previous phase closed, or, for a server's first
+// phase, since the first learner reached it).
 func (s *Server) awaitPhase(ctx context.Context, sr *secRound) error {
 	s.mu.Lock()
-	full, quorum, opened := sr.full, sr.quorum, sr.opened
+	full, quorum := sr.full, sr.quorum
 	s.mu.Unlock()
-	timer := time.NewTimer(time.Until(opened.Add(s.opt.RoundTimeout)))
+	timer := time.NewTimer(s.opt.RoundTimeout)
 	defer timer.Stop()
 	var grace <-chan time.Time
 	for {
@@ -696,7 +698,7 @@ func (s *Server) secContext(a uint32) secagg.Context {
 // openSecRound opens attempt a of the open round and writes its snapshot,
 // so that the attempt counter is on disk before any learner is served.
 func (s *Server) openSecRound(a uint32) (*secRound, error) {
-	sr, err := newSecRound(s.secContext(a), s.opt.Shape.Learners, s.hooks.record)
+	sr, err := newSecRound(s.secContext(a), s.opt.Shape.Learners)
 	if err != nil {
 		return nil, fmt.Errorf("fednet: secure aggregation: %w", err)
 	}

@@ -1,0 +1,424 @@
+package fednet
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/dpmf/dpmf/fedopt"
+	dpmodel "github.com/dpmf/dpmf/model"
+	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
+	"github.com/dpmf/dpmf/secagg"
+)
+
+// secureRun makes r a run with secure aggregation's quantizer.
+func secureRun(t *testing.T, r *run) {
+	t.Helper()
+	q, err := secagg.NewQuantizer(r.n, r.tau, r.cfg.Clip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cfg.Quantizer = &q
+}
+
+// secureOptions are r's server options with secure aggregation of
+// threshold T and short waits.
+func secureOptions(r *run, dir string, T int) ServerOptions {
+	opt := r.options(dir, nil)
+	opt.SecureAggregation = &SecureAggregation{Threshold: T}
+	opt.QuorumGrace = 150 * time.Millisecond
+	opt.MaxWait = time.Second
+	opt.Linger = 300 * time.Millisecond // a dropped learner never fetches the final model
+	return opt
+}
+
+// learnerResult is what a learner goroutine ended with.
+type learnerResult struct {
+	x   []float64
+	err error
+}
+
+// runSecLearners runs r's n learners against addr; opts may change each.
+func runSecLearners(ctx context.Context, r *run, addr string, opts func(i int, o *LearnerOptions)) []learnerResult {
+	res := make([]learnerResult, r.n)
+	var wg sync.WaitGroup
+	for i := range r.n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := LearnerOptions{Addr: addr, ID: i, Creds: insecure.NewCredentials(),
+				Data:        func(rc *flv1.RunConfig) (fedopt.Stream, error) { return r.learnerData(rc, i) },
+				WaitTimeout: 2 * time.Second, GiveUp: 20 * time.Second}
+			if opts != nil {
+				opts(i, &o)
+			}
+			res[i].x, res[i].err = RunLearner(ctx, o)
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// A networked secure run releases the models of the in-process
+// simulation with the same quantization, bit for bit: the server's
+// unmasked sum is the plain ring sum of the quantized updates.
+func TestSecureSameAsSimulation(t *testing.T) {
+	r := newRun(t, 4, 3, 2, 5)
+	secureRun(t, r)
+	want := r.simulate(t, nil)
+	dir := t.TempDir()
+	s := serve(t, secureOptions(r, dir, 3), nil)
+	for i, l := range runSecLearners(context.Background(), r, s.addr, nil) {
+		if l.err != nil {
+			t.Fatalf("learner %d: %v", i, l.err)
+		}
+	}
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	requireSameModels(t, readRounds(t, dir, r.R), want)
+}
+
+// Dropouts at each phase: a learner that stops before phase k of round
+// 1 is absent from the sum if k <= 2 (it sent no masked input) and
+// present if k >= 3 (its masked input is in and unmasked). With exactly T
+// learners left the run completes; with fewer the round fails.
+func TestSecureDropouts(t *testing.T) {
+	const n, T = 4, 3
+	for k := secagg.PhaseAdvertise; k <= secagg.PhaseUnmask; k++ {
+		t.Run(fmt.Sprintf("phase%d", int(k)), func(t *testing.T) {
+			t.Parallel()
+			r := newRun(t, n, 2, 1, 4)
+			secureRun(t, r)
+			const drop = 2
+			want := r.simulate(t, func(i, round int) bool {
+				return i == drop && (round > 1 || round == 1 && k <= secagg.PhaseMasked)
+			})
+			dir := t.TempDir()
+			s := serve(t, secureOptions(r, dir, T), nil)
+			res := runSecLearners(context.Background(), r, s.addr, func(i int, o *LearnerOptions) {
+				if i == drop {
+					o.stopBefore = func(round int, p secagg.Phase) bool { return round == 1 && p == k }
+				}
+			})
+			for i, l := range res {
+				if (i == drop) != errors.Is(l.err, errStopped) || i != drop && l.err != nil {
+					t.Fatalf("learner %d: %v", i, l.err)
+				}
+			}
+			if err := <-s.errc; err != nil {
+				t.Fatal(err)
+			}
+			requireSameModels(t, readRounds(t, dir, r.R), want)
+		})
+	}
+	t.Run("below", func(t *testing.T) {
+		t.Parallel()
+		r := newRun(t, n, 2, 1, 4)
+		secureRun(t, r)
+		dir := t.TempDir()
+		opt := secureOptions(r, dir, T)
+		opt.RoundTimeout = time.Second
+		s := serve(t, opt, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		go runSecLearners(ctx, r, s.addr, func(i int, o *LearnerOptions) {
+			if i >= T-1 { // two learners stop: T-1 = 2 survive
+				o.stopBefore = func(round int, p secagg.Phase) bool { return round == 1 && p == secagg.PhaseConsistency }
+			}
+			o.GiveUp = time.Second
+		})
+		err := <-s.errc
+		if !errors.Is(err, ErrTooFewLearners) {
+			t.Fatalf("Run: %v, want ErrTooFewLearners", err)
+		}
+		t.Log(err)
+		if got, _ := s.srv.Round(); got != 1 {
+			t.Fatalf("round %d after the failure, want 1", got)
+		}
+	})
+}
+
+// secClient drives one learner's side of the protocol over the wire by
+// hand, for the refusal tests.
+type secClient struct {
+	t  *testing.T
+	cl flv1.FederationClient
+	id int
+}
+
+func (c *secClient) call(req *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req.Learner = int32(c.id)
+	return c.cl.SecAgg(ctx, req)
+}
+
+func (c *secClient) must(req *flv1.SecAggRequest) *flv1.SecAggResponse {
+	c.t.Helper()
+	resp, err := c.call(req)
+	if err != nil {
+		c.t.Fatalf("learner %d: %v", c.id, err)
+	}
+	return resp
+}
+
+func wantCode(t *testing.T, what string, err error, code codes.Code) {
+	t.Helper()
+	if status.Code(err) != code {
+		t.Fatalf("%s: %v, want %v", what, err, code)
+	}
+	t.Logf("%s: %v", what, status.Convert(err).Message())
+}
+
+// Replayed and reordered protocol messages are refused over the wire with
+// one-line reasons: a message for a phase that is not open, for another
+// attempt or round, another message in place of one already taken, a
+// message naming another learner, a masked input outside SubmitMasked or
+// twice; a repeat of the same message is a retry and changes nothing. An
+// old learner (revision 1) is refused by a secure server.
+func TestSecureRefusals(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	opt := secureOptions(r, t.TempDir(), 2)
+	opt.QuorumGrace = time.Hour
+	opt.MaxWait = 100 * time.Millisecond
+	s := serve(t, opt, nil)
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := flv1.NewFederationClient(conn)
+	ctx := context.Background()
+	_, err = cl.Join(ctx, &flv1.JoinRequest{ProtocolVersion: flv1.ProtocolVersion_PROTOCOL_VERSION_1, Learner: 0})
+	wantCode(t, "old learner", err, codes.FailedPrecondition)
+	join, err := cl.Join(ctx, &flv1.JoinRequest{ProtocolVersion: Protocol, Learner: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if join.GetConfig().GetSecureAggregation().GetThreshold() != 2 {
+		t.Fatalf("RunConfig.secure_aggregation %v, want threshold 2", join.GetConfig().GetSecureAggregation())
+	}
+	_, err = cl.SubmitUpdate(ctx)
+	if err == nil {
+		st, _ := cl.SubmitUpdate(ctx)
+		st.Send(&flv1.UpdateChunk{Learner: 0, Round: 0, Dim: 4, Values: make([]float64, 4)})
+		_, err = st.CloseAndRecv()
+	}
+	wantCode(t, "plain update", err, codes.FailedPrecondition)
+
+	cs := make([]*secClient, 3)
+	clients := make([]*secagg.Client, 3)
+	var sctx secagg.Context
+	for i := range cs {
+		cs[i] = &secClient{t: t, cl: cl, id: i}
+		resp := cs[i].must(&flv1.SecAggRequest{Round: 0})
+		if resp.GetState() != flv1.SecAggState_SEC_AGG_STATE_ANSWER || resp.GetPhase() != 0 {
+			t.Fatalf("first poll: %v, want ANSWER phase 0", resp)
+		}
+		sctx = secagg.Context{Round: 0, Attempt: resp.GetAttempt(), N: 3, T: 2, Dim: 4}
+		copy(sctx.Run[:], resp.GetRun())
+		if clients[i], err = secagg.NewClient(sctx, i, rand.Reader); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adv := func(i int) []byte {
+		m, err := clients[i].Advertise()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := m.MarshalBinary()
+		return b
+	}
+	msg := func(p int, b []byte) *flv1.SecAggRequest {
+		return &flv1.SecAggRequest{Round: 0, Attempt: sctx.Attempt, Phase: int32(p), HasMessage: true, Message: b}
+	}
+	a0 := adv(0)
+	_, err = cs[0].call(msg(1, a0))
+	wantCode(t, "message for a phase not open yet", err, codes.FailedPrecondition)
+	_, err = cs[0].call(&flv1.SecAggRequest{Round: 0, Attempt: sctx.Attempt + 1, Phase: 0, HasMessage: true, Message: a0})
+	wantCode(t, "message for another attempt", err, codes.FailedPrecondition)
+	_, err = cs[0].call(&flv1.SecAggRequest{Round: 1, Attempt: sctx.Attempt, Phase: 0, HasMessage: true, Message: a0})
+	wantCode(t, "message for another round", err, codes.FailedPrecondition)
+	_, err = cs[1].call(msg(0, a0))
+	wantCode(t, "learner 0's message sent by learner 1", err, codes.InvalidArgument)
+	_, err = cs[0].call(msg(2, nil))
+	wantCode(t, "masked input through SecAgg", err, codes.InvalidArgument)
+	if resp := cs[0].must(msg(0, a0)); resp.GetState() != flv1.SecAggState_SEC_AGG_STATE_WAIT {
+		t.Fatalf("advertisement: %v, want WAIT", resp)
+	}
+	if resp := cs[0].must(msg(0, a0)); resp.GetState() != flv1.SecAggState_SEC_AGG_STATE_WAIT {
+		t.Fatalf("the same advertisement again (a retry): %v, want WAIT", resp)
+	}
+	other, _ := secagg.NewClient(sctx, 0, rand.Reader)
+	m, _ := other.Advertise()
+	b, _ := m.MarshalBinary()
+	_, err = cs[0].call(msg(0, b))
+	wantCode(t, "another advertisement", err, codes.AlreadyExists)
+	cs[1].must(msg(0, adv(1)))
+	cs[2].must(msg(0, adv(2)))
+	// Phase 0 closed with every learner: each is asked for phase 1.
+	resp := cs[0].must(&flv1.SecAggRequest{Round: 0})
+	if resp.GetState() != flv1.SecAggState_SEC_AGG_STATE_ANSWER || resp.GetPhase() != 1 || len(resp.GetMessages()) != 3 {
+		t.Fatalf("after phase 0: %v, want ANSWER phase 1 with 3 advertisements", resp)
+	}
+	_, err = cs[0].call(msg(0, a0))
+	wantCode(t, "advertisement replayed after its phase closed", err, codes.FailedPrecondition)
+	roster := make([]secagg.Advertise, 3)
+	for k, b := range resp.GetMessages() {
+		if err := roster[k].UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = cs[0].call(msg(1, []byte("not a message")))
+	wantCode(t, "undecodable shares", err, codes.InvalidArgument)
+	for i := range cs {
+		sh, err := clients[i].ShareKeys(roster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := sh.MarshalBinary()
+		cs[i].must(msg(1, b))
+	}
+	resp = cs[0].must(&flv1.SecAggRequest{Round: 0})
+	if resp.GetState() != flv1.SecAggState_SEC_AGG_STATE_ANSWER || resp.GetPhase() != 2 || len(resp.GetMessages()) < 2 {
+		t.Fatalf("after phase 1: state %v, phase %d, %d boxes, want ANSWER phase 2 with a box from each other learner", resp.GetState(), resp.GetPhase(), len(resp.GetMessages()))
+	}
+	inbox := make([]secagg.EncryptedShare, len(resp.GetMessages()))
+	for k, b := range resp.GetMessages() {
+		if err := inbox[k].UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	y, err := clients[0].MaskedInput(inbox, make([]uint64, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx2, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := submitMasked(sctx2, cl, 0, 0, sctx.Attempt+1, y); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("masked input for another attempt: %v, want FailedPrecondition", err)
+	}
+	if err := submitMasked(sctx2, cl, 0, 0, sctx.Attempt, y[:3]); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("short masked input: %v, want InvalidArgument", err)
+	}
+	if err := submitMasked(sctx2, cl, 0, 0, sctx.Attempt, y); err != nil {
+		t.Fatal(err)
+	}
+	err = submitMasked(sctx2, cl, 0, 0, sctx.Attempt, y)
+	wantCode(t, "masked input replayed", err, codes.AlreadyExists)
+}
+
+// pearson returns the correlation of a and b read as signed integers.
+func pearson(a, b []uint64) float64 {
+	n := float64(len(a))
+	var ma, mb float64
+	for k := range a {
+		ma += float64(int64(a[k]))
+		mb += float64(int64(b[k]))
+	}
+	ma, mb = ma/n, mb/n
+	var sab, saa, sbb float64
+	for k := range a {
+		x, y := float64(int64(a[k]))-ma, float64(int64(b[k]))-mb
+		sab += x * y
+		saa += x * x
+		sbb += y * y
+	}
+	return sab / math.Sqrt(saa*sbb)
+}
+
+// Nothing the server receives correlates with a learner's quantized
+// update, while the released sum does. The learners' updates are
+// computed here independently (fedopt.Learner at x^0, quantized); every
+// masked input y_u the server receives is compared with every q_i by
+// Pearson's r over d = 4096 coordinates. A masked input is uniform on
+// Z_{2^64} and independent of q_i, so r is about N(0, 1/d): |r| >=
+// 6/sqrt(d) has probability about 2 Phi(-6) = 2e-9 per comparison (16
+// here), the test's false-failure rate. The other messages (keys, boxes,
+// signatures, shares) do not depend on the updates at all.
+func TestSecureServerSeesNoUpdate(t *testing.T) {
+	if testing.Short() && raceEnabled {
+		t.Skip("slow under -race")
+	}
+	const n, d = 4, 4096
+	r := newRun(t, n, 1, 1, d)
+	r.f, r.std = nil, 0
+	r.cfg.Algorithm = fedopt.NonPrivate
+	secureRun(t, r)
+	q := make([][]uint64, n)
+	for i := range q {
+		l, err := fedopt.NewLearner(dpmodel.Logistic{}, r.data.Stream(i), r.cfg, r.tau, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := make([]float64, d)
+		if err := l.Update(u, 0, make([]float64, d)); err != nil {
+			t.Fatal(err)
+		}
+		q[i] = make([]uint64, d)
+		if err := fedopt.QuantizeUpdate(*r.cfg.Quantizer, q[i], u, r.cfg.Clip, r.tau); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := NewServer(secureOptions(r, t.TempDir(), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var masked [][]uint64
+	var sum []uint64
+	events := 0
+	srv.hooks.record = func(e secEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		events++
+		if e.Masked != nil {
+			masked = append(masked, e.Masked)
+		}
+	}
+	srv.hooks.sum = func(_ int, s []uint64) { sum = s }
+	s := serveServer(t, srv)
+	for i, l := range runSecLearners(context.Background(), r, s.addr, nil) {
+		if l.err != nil {
+			t.Fatalf("learner %d: %v", i, l.err)
+		}
+	}
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	if len(masked) != n || events != 4*n+n {
+		t.Fatalf("%d masked inputs and %d messages recorded, want %d and %d", len(masked), events, n, 5*n)
+	}
+	lim := 6 / math.Sqrt(d)
+	for u, y := range masked {
+		for i := range q {
+			if c := pearson(y, q[i]); math.Abs(c) >= lim {
+				t.Errorf("masked input %d vs learner %d's update: r = %.4f, |r| >= %.4f", u, i, c, lim)
+			}
+		}
+	}
+	var plain []uint64 = make([]uint64, d)
+	for i := range q {
+		secagg.AddRing(plain, q[i])
+		if c := pearson(sum, q[i]); c < 0.2 {
+			t.Errorf("released sum vs learner %d's update: r = %.4f, want a clear correlation", i, c)
+		}
+	}
+	for k := range plain {
+		if plain[k] != sum[k] {
+			t.Fatalf("unmasked sum[%d] = %d, the plain ring sum of the quantized updates %d", k, int64(sum[k]), int64(plain[k]))
+		}
+	}
+}
