@@ -1,11 +1,16 @@
 package fednet
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -420,5 +425,129 @@ func TestSecureServerSeesNoUpdate(t *testing.T) {
 		if plain[k] != sum[k] {
 			t.Fatalf("unmasked sum[%d] = %d, the plain ring sum of the quantized updates %d", k, int64(sum[k]), int64(plain[k]))
 		}
+	}
+}
+
+// errCrash is a simulated crash of the server.
+var errCrash = errors.New("simulated crash")
+
+// A server that dies in the middle of the protocol (a phase closed and
+// its snapshot not yet written, or written and published) and is
+// restarted on its state directory resumes the attempt at that phase:
+// the learners resend their cached, identical messages, and the models
+// are those of an uninterrupted run.
+func TestSecureCrashResume(t *testing.T) {
+	for p := secagg.PhaseAdvertise; p <= secagg.PhaseConsistency; p++ {
+		for _, after := range []bool{false, true} {
+			name := fmt.Sprintf("phase%d/before-snapshot", int(p))
+			if after {
+				name = fmt.Sprintf("phase%d/after-close", int(p))
+			}
+			t.Run(name, func(t *testing.T) {
+				r := newRun(t, 4, 2, 1, 4)
+				secureRun(t, r)
+				want := r.simulate(t, nil)
+				dir := t.TempDir()
+				opt := secureOptions(r, dir, 3)
+				srv, err := NewServer(opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				crash := func(round int, _ uint32, q secagg.Phase) error {
+					if round == 1 && q == p {
+						return errCrash
+					}
+					return nil
+				}
+				if after {
+					srv.hooks.afterClose = crash
+				} else {
+					srv.hooks.beforeSnapshot = crash
+				}
+				s1 := serveServer(t, srv)
+				done := make(chan []learnerResult, 1)
+				go func() { done <- runSecLearners(context.Background(), r, s1.addr, nil) }()
+				if err := <-s1.errc; !errors.Is(err, errCrash) {
+					t.Fatalf("first server: %v, want the simulated crash", err)
+				}
+				s1.stop()
+				s2 := serveAt(t, opt, nil, s1.addr)
+				for i, l := range <-done {
+					if l.err != nil {
+						t.Fatalf("learner %d: %v", i, l.err)
+					}
+				}
+				if err := <-s2.errc; err != nil {
+					t.Fatal(err)
+				}
+				requireSameModels(t, readRounds(t, dir, r.R), want)
+			})
+		}
+	}
+}
+
+// A snapshot of another run, of a round not yet open, or a corrupt one
+// is refused at start like the other state files; after a failed
+// attempt a restart opens the next attempt.
+func TestSecureSnapshotRefused(t *testing.T) {
+	r := newRun(t, 3, 2, 1, 4)
+	secureRun(t, r)
+	dir := t.TempDir()
+	opt := secureOptions(r, dir, 2)
+	srv, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := srv.st.path(secFile)
+	srv.Close()
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := decodeSec(good)
+	if err != nil || snap.round != 0 || snap.attempt != 0 || snap.phase != secagg.PhaseAdvertise {
+		t.Fatalf("fresh snapshot: %+v, %v; want round 0, attempt 0, phase 0", snap, err)
+	}
+	reseal := func(b []byte) []byte {
+		b = bytes.Clone(b[:len(b)-sha256.Size])
+		sum := sha256.Sum256(b)
+		return append(b, sum[:]...)
+	}
+	other := bytes.Clone(good)
+	other[len(secMagic)] ^= 1 // another run's identity
+	later := bytes.Clone(good)
+	later[len(secMagic)+16] = 1 // round 1
+	corrupt := bytes.Clone(good)
+	corrupt[len(corrupt)-1] ^= 1
+	for _, c := range []struct {
+		name, want string
+		data       []byte
+	}{
+		{"another run", "belongs to run", reseal(other)},
+		{"a later round", "rewound", reseal(later)},
+		{"corrupt", "checksum mismatch", corrupt},
+	} {
+		if err := os.WriteFile(path, c.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := NewServer(opt)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+		t.Logf("%s: %v", c.name, err)
+	}
+	// A failed attempt: the restart opens attempt 1.
+	failed := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(failed[len(secMagic)+16+8+4:], uint32(secagg.PhaseFailed))
+	if err := os.WriteFile(path, reseal(failed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err = NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if srv.sec.ctx.Attempt != 1 || srv.sec.phase != secagg.PhaseAdvertise {
+		t.Fatalf("after a failed attempt: attempt %d, phase %v; want attempt 1, phase 0", srv.sec.ctx.Attempt, srv.sec.phase)
 	}
 }
