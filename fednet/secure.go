@@ -30,6 +30,39 @@ type SecureAggregation struct {
 	Threshold int
 }
 
+// secureFromPlan takes the secure aggregation of opt.Plan: it sets
+// opt.SecureAggregation and opt.Config.Quantizer when they are nil, and
+// refuses a plan that disagrees with them.
+func secureFromPlan(opt *ServerOptions) error {
+	if opt.Plan == nil {
+		return nil
+	}
+	p, err := plan.Parse(opt.Plan)
+	if err != nil {
+		return fmt.Errorf("fednet: the run's plan: %w", err)
+	}
+	psa := p.SecureAggregation
+	switch {
+	case psa == nil && opt.SecureAggregation != nil:
+		return errors.New("fednet: secure aggregation for a run whose plan has none (its calibration lacks the quantization term)")
+	case psa == nil:
+		return nil
+	case opt.SecureAggregation == nil:
+		opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold}
+	case opt.SecureAggregation.Threshold != psa.Threshold && opt.SecureAggregation.Threshold != 0:
+		return fmt.Errorf("fednet: secure-aggregation threshold %d, the run's plan has %d", opt.SecureAggregation.Threshold, psa.Threshold)
+	}
+	opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold}
+	q := psa.Quantizer()
+	switch {
+	case opt.Config.Quantizer == nil:
+		opt.Config.Quantizer = &q
+	case *opt.Config.Quantizer != q:
+		return fmt.Errorf("fednet: quantizer of %d scale bits, the run's plan has %d", opt.Config.Quantizer.ScaleBits, q.ScaleBits)
+	}
+	return nil
+}
+
 // checkSecure checks the secure-aggregation options and sets the default
 // threshold; MinLearners becomes the threshold.
 func checkSecure(opt *ServerOptions) error {

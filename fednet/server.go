@@ -161,7 +161,8 @@ type ServerOptions struct {
 	// SecureAggregation, if not nil, runs every round with the
 	// secure-aggregation protocol: the learners send their updates
 	// quantized (Config.Quantizer) and masked, and the server learns only
-	// their sum. It needs 2..secagg.MaxLearners learners, a clipping bound
+	// their sum. A Plan with a secure_aggregation section sets it (and
+	// Config.Quantizer) when nil, and must agree with it otherwise. It needs 2..secagg.MaxLearners learners, a clipping bound
 	// and a quantizer, and replaces MinLearners by its threshold. See
 	// docs/distributed.md, "Secure aggregation".
 	SecureAggregation *SecureAggregation
@@ -252,6 +253,9 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("fednet: %d epochs for %d rounds, want a divisor of the rounds", opt.Epochs, sh.Rounds)
 	}
 	if err := checkWire(opt); err != nil {
+		return nil, err
+	}
+	if err := secureFromPlan(&opt); err != nil {
 		return nil, err
 	}
 	if err := checkSecure(&opt); err != nil {
