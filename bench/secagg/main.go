@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -42,6 +43,8 @@ import (
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 	"github.com/dpmf/dpmf/secagg"
 )
+
+var verbose = flag.Bool("v", false, "log the server's phase closes and releases to stderr")
 
 // counter counts the bytes of the connections a listener accepts.
 type counter struct{ n atomic.Int64 }
@@ -102,6 +105,9 @@ func measure(n, d, R int, secure bool) (result, error) {
 	opt := fednet.ServerOptions{Config: cfg, Shape: shape, Model: fednet.Model{Name: "logistic", Features: d},
 		Dir: dir, RoundTimeout: 10 * time.Minute, MaxWait: 30 * time.Second, Linger: time.Second,
 		CallTimeout: 5 * time.Minute}
+	if *verbose {
+		opt.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	if secure {
 		q, err := secagg.NewQuantizer(n, 1, cfg.Clip)
 		if err != nil {
