@@ -146,7 +146,9 @@ func refused(t *testing.T, what string, err error, want string) {
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
 
 func (s *session) advertise(t *testing.T) {
 	for _, c := range s.clients {
