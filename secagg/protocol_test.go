@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -141,13 +142,9 @@ func refused(t *testing.T, what string, err error, want string) {
 	t.Helper()
 	if err == nil {
 		t.Errorf("%s: accepted, want an error about %q", what, want)
-	} else if !contains(err.Error(), want) {
+	} else if !strings.Contains(err.Error(), want) {
 		t.Errorf("%s: error %q, want one about %q", what, err, want)
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }
 
 func (s *session) advertise(t *testing.T) {
