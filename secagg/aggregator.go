@@ -27,6 +27,9 @@ type Aggregator struct {
 	in [5][]bool
 }
 
+// probeKey is a fixed X25519 key to test advertised keys with.
+var probeKey, _ = ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{7}, 32))
+
 // NewAggregator returns the aggregator of ctx, in PhaseAdvertise.
 func NewAggregator(ctx Context) (*Aggregator, error) {
 	if err := ctx.Validate(); err != nil {
@@ -94,11 +97,15 @@ func (a *Aggregator) Advertised(m Advertise) error {
 			return fmt.Errorf("secagg: Advertise from learner %d has a key of %d bytes, want %d", m.From, len(k), KeySize)
 		}
 	}
-	if _, err := ecdh.X25519().NewPublicKey(m.CPub); err != nil {
-		return fmt.Errorf("secagg: Advertise from learner %d: CPub: %v", m.From, err)
-	}
-	if _, err := ecdh.X25519().NewPublicKey(m.SPub); err != nil {
-		return fmt.Errorf("secagg: Advertise from learner %d: SPub: %v", m.From, err)
+	for _, k := range []struct {
+		name string
+		v    []byte
+	}{{"CPub", m.CPub}, {"SPub", m.SPub}} {
+		// A low-order point makes every key agreement with it fail: one
+		// learner would stop the run for all.
+		if _, err := agree(probeKey, k.v); err != nil {
+			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, k.name, err)
+		}
 	}
 	keys := [][]byte{m.CPub, m.SPub, m.SigPub}
 	for i, k := range keys {

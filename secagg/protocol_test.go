@@ -214,6 +214,10 @@ func TestReplayedAndReordered(t *testing.T) {
 	adv1, _ := s.clients[1].Advertise()
 	adv1.SPub = adv.SPub
 	refused(t, "Advertise repeating another learner's key", s.agg.Advertised(adv1), "repeats a key")
+	adv1, _ = s.clients[1].Advertise()
+	lowOrder := Advertise{From: 1, CPub: make([]byte, KeySize), SPub: adv1.SPub, SigPub: adv1.SigPub}
+	lowOrder.CPub[0] = 1 // the point u = 1 has order 4
+	refused(t, "Advertise with a low-order key", s.agg.Advertised(lowOrder), "not a usable X25519 public key")
 	for _, c := range s.clients[1:] {
 		m, _ := c.Advertise()
 		must(t, s.agg.Advertised(m))
