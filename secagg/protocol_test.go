@@ -435,3 +435,22 @@ func TestContextValidate(t *testing.T) {
 	_, _, err = Run(testContext(3, 2, 4), randomInputs(1, 3, 5), nil, testRand(1), nil)
 	refused(t, "Run with inputs of the wrong length", err, "want Dim = 4")
 }
+
+// TestInconsistentDealer: a dealer whose shares lie on no single polynomial
+// (here one share changed after the commitments, as a cheating dealer would
+// have committed to it) is caught when the aggregator has more than T
+// shares, instead of silently giving a wrong sum.
+func TestInconsistentDealer(t *testing.T) {
+	s := newSession(t, testContext(5, 3, 8), 9)
+	s.advertise(t)
+	s.share(t)
+	s.mask(t)
+	s.sign(t)
+	s.unmask(t)
+	s.agg.shares[4][2*ShareSize+7] ^= 0x40 // holder 4's share of learner 2's b
+	_, _, err := s.agg.Finish()
+	refused(t, "inconsistent shares", err, "the shares of learner 2 are inconsistent")
+	if s.agg.Phase() != PhaseFailed {
+		t.Errorf("phase %s after a failed Finish, want failed", s.agg.Phase())
+	}
+}

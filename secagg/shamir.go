@@ -70,21 +70,43 @@ func split(secret []byte, t, n int, rand io.Reader) ([][]byte, error) {
 	return shares, nil
 }
 
-// lagrangeAtZero returns the Lagrange basis values at 0 for the distinct
-// nonzero x-coordinates xs.
-func lagrangeAtZero(xs []byte) []byte {
-	l := make([]byte, len(xs))
+// interp interpolates at one point x from shares at fixed x-coordinates
+// xs: entry i is the table of multiplication by the Lagrange basis value
+// l_i(x), so that f(x) = XOR_i interp[i][f(xs[i])] byte by byte. Building it
+// costs 256 products per share; applying it is a table look-up per byte,
+// which keeps the aggregator's reconstruction of N secrets from N shares
+// each fast at N = 255.
+type interp [][256]byte
+
+// newInterp returns the interpolator at x for the distinct nonzero
+// x-coordinates xs (x = 0 gives the secret).
+func newInterp(xs []byte, x byte) interp {
+	p := make(interp, len(xs))
 	for i, xi := range xs {
 		num, den := byte(1), byte(1)
 		for j, xj := range xs {
 			if j != i {
-				num = gfMul(num, xj)
+				num = gfMul(num, x^xj)
 				den = gfMul(den, xi^xj)
 			}
 		}
-		l[i] = gfMul(num, gfInv(den))
+		l := gfMul(num, gfInv(den))
+		for b := range 256 {
+			p[i][b] = gfMul(l, byte(b))
+		}
 	}
-	return l
+	return p
+}
+
+// eval writes f(x) to out, from the shares at xs (each len(out) bytes).
+func (p interp) eval(shares [][]byte, out []byte) {
+	clear(out)
+	for i, s := range shares {
+		tab := &p[i]
+		for k, b := range s[:len(out)] {
+			out[k] ^= tab[b]
+		}
+	}
 }
 
 // errShares is returned by combine for malformed input.
@@ -102,32 +124,7 @@ func combine(xs []byte, shares [][]byte) ([]byte, error) {
 		}
 		seen[x] = true
 	}
-	l := lagrangeAtZero(xs)
 	out := make([]byte, len(shares[0]))
-	for i, s := range shares {
-		for k, b := range s {
-			out[k] ^= gfMul(l[i], b)
-		}
-	}
+	newInterp(xs, 0).eval(shares, out)
 	return out, nil
-}
-
-// evalAt interpolates the polynomial through (xs, shares) at x (nonzero and
-// not in xs), to check further shares against it.
-func evalAt(xs []byte, shares [][]byte, x byte) []byte {
-	out := make([]byte, len(shares[0]))
-	for i, xi := range xs {
-		num, den := byte(1), byte(1)
-		for j, xj := range xs {
-			if j != i {
-				num = gfMul(num, x^xj)
-				den = gfMul(den, xi^xj)
-			}
-		}
-		li := gfMul(num, gfInv(den))
-		for k, b := range shares[i] {
-			out[k] ^= gfMul(li, b)
-		}
-	}
-	return out
 }
