@@ -454,3 +454,30 @@ func TestInconsistentDealer(t *testing.T) {
 		t.Errorf("phase %s after a failed Finish, want failed", s.agg.Phase())
 	}
 }
+
+// TestRunMaxLearners runs the largest context, N = 255, with dropouts
+// before the masked input and before unmasking (not with -short: seconds).
+func TestRunMaxLearners(t *testing.T) {
+	if testing.Short() {
+		t.Skip("N = 255 takes seconds")
+	}
+	const n, th, d = MaxLearners, 2*MaxLearners/3 + 1, 64
+	in := randomInputs(12, n, d)
+	drop := DropPlan{}
+	for u := 0; u < 40; u++ {
+		drop[u*6] = PhaseMasked + Phase(u%3) // before phase 2, 3 or 4
+	}
+	sum, surv, err := Run(testContext(n, th, d), in, drop, testRand(12), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for u := 0; u < n; u++ {
+		if p, ok := drop[u]; !ok || p > PhaseMasked {
+			want = append(want, u)
+		}
+	}
+	if !slices.Equal(surv, want) || !slices.Equal(sum, plainSum(in, want)) {
+		t.Fatal("N = 255: survivors or sum differ from the plain sum")
+	}
+}

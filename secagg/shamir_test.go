@@ -43,6 +43,19 @@ func TestGFMulFIPS197(t *testing.T) {
 			}
 		}
 	}
+	// The 8-bytes-at-once product of split against the schoolbook one.
+	rng := testRand(8)
+	for x := 0; x < 256; x++ {
+		for trial := 0; trial < 64; trial++ {
+			w := rng.Uint64()
+			p := mulWord(w, byte(x))
+			for k := 0; k < 8; k++ {
+				if got, want := byte(p>>(8*k)), slowMul(byte(w>>(8*k)), byte(x)); got != want {
+					t.Fatalf("mulWord byte %d: {%02x}*{%02x} = {%02x}, schoolbook {%02x}", k, byte(w>>(8*k)), x, got, want)
+				}
+			}
+		}
+	}
 }
 
 // sbox is FIPS-197's S-box from the inverse: the affine map of section 5.1.1.
