@@ -258,10 +258,21 @@ func TestReplayedAndReordered(t *testing.T) {
 	refused(t, "Finish twice", err, "phase done")
 }
 
+// TestForeignAndForged refuses messages of another run, round or attempt
+// (GCM's associated data, the commitments and the signatures bind the
+// context) and forged ones.
 func TestForeignAndForged(t *testing.T) {
 	ctx := testContext(4, 3, 16)
-	other := ctx
-	other.Attempt++
+	otherRun, otherRound, otherAttempt := ctx, ctx, ctx
+	otherRun.Run[15] = 1
+	otherRound.Round++
+	otherAttempt.Attempt++
+	for name, other := range map[string]Context{"run": otherRun, "round": otherRound, "attempt": otherAttempt} {
+		t.Run("other "+name, func(t *testing.T) { testForeignAndForged(t, ctx, other) })
+	}
+}
+
+func testForeignAndForged(t *testing.T, ctx, other Context) {
 	// Same seed: the foreign clients draw the very same keys and shares, so
 	// only the context tells their messages apart.
 	s, f := newSession(t, ctx, 6), newSession(t, other, 6)
