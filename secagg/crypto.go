@@ -11,14 +11,18 @@ import (
 	"sync"
 )
 
-// Sizes of the protocol's fixed-size fields.
+// Sizes of the protocol's fixed-size fields, in bytes.
 const (
-	KeySize       = 32                         // an X25519 or Ed25519 public key
-	SigSize       = 64                         // an Ed25519 signature
-	CommitSize    = 2 * sha256.Size            // the commitments to a pair of shares
-	plainSize     = 4 + 2*ShareSize            // dealer, holder, share of s, share of b
-	nonceSize     = 12                         // GCM's standard nonce
-	BoxSize       = nonceSize + plainSize + 16 // a sealed pair of shares: nonce, ciphertext, tag
+	KeySize    = 32                             // an X25519 or Ed25519 public key
+	SigSize    = 64                             // an Ed25519 signature
+	CommitSize = 2 * sha256.Size                // the SHA-256 commitments to a pair of shares
+	BoxSize    = nonceSize + plainSize + gcmTag // a sealed pair of shares: nonce, ciphertext, tag
+)
+
+const (
+	plainSize     = 4 + 2*ShareSize // dealer, holder, share of s, share of b
+	nonceSize     = 12              // GCM's standard nonce
+	gcmTag        = 16
 	domain        = "dpmf/secagg/v1"
 	prgBufferSize = 64 << 10
 )
