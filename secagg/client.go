@@ -240,10 +240,15 @@ func (c *Client) MaskedInput(inbox []EncryptedShare, x []uint64) ([]uint64, erro
 		}
 		hsh.Write(b)
 	}
-	var xb [8]byte
-	for _, v := range x {
-		binary.LittleEndian.PutUint64(xb[:], v)
-		hsh.Write(xb[:])
+	buf := make([]byte, 0, 8<<10)
+	for rest := x; len(rest) > 0; {
+		m := min(len(rest), cap(buf)/8)
+		buf = buf[:0]
+		for _, v := range rest[:m] {
+			buf = binary.LittleEndian.AppendUint64(buf, v)
+		}
+		hsh.Write(buf)
+		rest = rest[m:]
 	}
 	var h [32]byte
 	hsh.Sum(h[:0])
