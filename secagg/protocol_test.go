@@ -445,6 +445,10 @@ func TestContextValidate(t *testing.T) {
 	refused(t, "client id out of range", err, "learner id is 3")
 	_, _, err = Run(testContext(3, 2, 4), randomInputs(1, 3, 5), nil, testRand(1), nil)
 	refused(t, "Run with inputs of the wrong length", err, "want Dim = 4")
+	_, _, err = Run(testContext(3, 2, 4), randomInputs(1, 3, 4), DropPlan{3: PhaseMasked}, testRand(1), nil)
+	refused(t, "DropPlan with an id out of range", err, "DropPlan's learner is 3")
+	_, _, err = Run(testContext(3, 2, 4), randomInputs(1, 3, 4), DropPlan{1: PhaseDone}, testRand(1), nil)
+	refused(t, "DropPlan with a phase out of range", err, "before done")
 }
 
 // TestInconsistentDealer: a dealer whose shares lie on no single polynomial
