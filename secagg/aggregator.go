@@ -1,0 +1,405 @@
+package secagg
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"crypto/ed25519"
+	"crypto/subtle"
+	"fmt"
+	"slices"
+)
+
+// Aggregator is the server's side of one run (one Context). Its memory is
+// O(Dim + N^2) whatever peers send: it keeps the roster, the boxes and
+// commitments of phase 1, one running sum of the masked inputs, the
+// signatures and the phase-4 shares. It is not safe for concurrent use.
+type Aggregator struct {
+	ctx    Context
+	ctxEnc []byte
+	phase  Phase
+
+	adv    []Advertise        // indexed by id
+	boxes  [][]EncryptedShare // boxes[u][v]: u's box for v
+	sum    []uint64
+	sigs   []Signature
+	shares [][]byte // shares[holder]: N*ShareSize bytes, the holder's share of each v in U2
+	// in[k][u]: u's message of phase k (0 Advertise .. 4 Unmask) was accepted.
+	in [5][]bool
+}
+
+// probeKey is a fixed X25519 key to test advertised keys with.
+var probeKey, _ = ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{7}, 32))
+
+// NewAggregator returns the aggregator of ctx, in PhaseAdvertise.
+func NewAggregator(ctx Context) (*Aggregator, error) {
+	if err := ctx.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Aggregator{ctx: ctx, ctxEnc: encodeContext(ctx), adv: make([]Advertise, ctx.N),
+		boxes: make([][]EncryptedShare, ctx.N), sigs: make([]Signature, ctx.N), shares: make([][]byte, ctx.N)}
+	for k := range a.in {
+		a.in[k] = make([]bool, ctx.N)
+	}
+	return a, nil
+}
+
+// Phase returns the phase the aggregator is in.
+func (a *Aggregator) Phase() Phase { return a.phase }
+
+// accept checks a phase-p message from learner from: the aggregator's phase,
+// the id's range, membership of the previous phase's set, no duplicate.
+func (a *Aggregator) accept(p Phase, what string, from int) error {
+	if a.phase != p {
+		return fmt.Errorf("secagg: %s from learner %d in phase %s, want phase %s", what, from, a.phase, p)
+	}
+	if err := checkID(what+".From", from, a.ctx.N); err != nil {
+		return err
+	}
+	if p > PhaseAdvertise && !a.in[p-1][from] {
+		return fmt.Errorf("secagg: %s from learner %d, not a survivor of phase %s", what, from, p-1)
+	}
+	if a.in[p][from] {
+		return fmt.Errorf("secagg: %s from learner %d again (replayed or duplicate)", what, from)
+	}
+	return nil
+}
+
+// close ends phase p: at least T learners sent its message, else the run
+// fails.
+func (a *Aggregator) close(p Phase) ([]int, error) {
+	if a.phase != p {
+		return nil, fmt.Errorf("secagg: closing phase %s in phase %s", p, a.phase)
+	}
+	var ids []int
+	for u, ok := range a.in[p] {
+		if ok {
+			ids = append(ids, u)
+		}
+	}
+	if len(ids) < a.ctx.T {
+		a.phase = PhaseFailed
+		return nil, fmt.Errorf("secagg: phase %s closed with %d learners, threshold %d: %w", p, len(ids), a.ctx.T, ErrTooFew)
+	}
+	a.phase = p + 1
+	return ids, nil
+}
+
+// Advertised records a learner's phase-0 message: refused in another
+// phase, twice from one learner, with an id out of range, with keys of the
+// wrong size or not a valid X25519 key, or repeating a key already
+// advertised.
+func (a *Aggregator) Advertised(m Advertise) error {
+	if err := a.accept(PhaseAdvertise, "Advertise", m.From); err != nil {
+		return err
+	}
+	for _, k := range [][]byte{m.CPub, m.SPub, m.SigPub} {
+		if len(k) != KeySize {
+			return fmt.Errorf("secagg: Advertise from learner %d has a key of %d bytes, want %d", m.From, len(k), KeySize)
+		}
+	}
+	for _, k := range []struct {
+		name string
+		v    []byte
+	}{{"CPub", m.CPub}, {"SPub", m.SPub}} {
+		// A low-order point makes every key agreement with it fail: one
+		// learner would stop the run for all.
+		if _, err := agree(probeKey, k.v); err != nil {
+			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, k.name, err)
+		}
+	}
+	keys := [][]byte{m.CPub, m.SPub, m.SigPub}
+	for i, k := range keys {
+		if slices.ContainsFunc(keys[:i], func(o []byte) bool { return bytes.Equal(o, k) }) {
+			return fmt.Errorf("secagg: Advertise from learner %d repeats one of its keys", m.From)
+		}
+		for u, ok := range a.in[PhaseAdvertise] {
+			if ok && (bytes.Equal(a.adv[u].CPub, k) || bytes.Equal(a.adv[u].SPub, k) || bytes.Equal(a.adv[u].SigPub, k)) {
+				return fmt.Errorf("secagg: Advertise from learner %d repeats a key of learner %d", m.From, u)
+			}
+		}
+	}
+	a.adv[m.From] = Advertise{From: m.From, CPub: bytes.Clone(m.CPub), SPub: bytes.Clone(m.SPub), SigPub: bytes.Clone(m.SigPub)}
+	a.in[PhaseAdvertise][m.From] = true
+	return nil
+}
+
+// CloseAdvertise closes phase 0 and returns the roster U1, sorted by id; an
+// error wrapping ErrTooFew if fewer than T learners advertised.
+func (a *Aggregator) CloseAdvertise() ([]Advertise, error) {
+	ids, err := a.close(PhaseAdvertise)
+	if err != nil {
+		return nil, err
+	}
+	return a.roster(ids), nil
+}
+
+func (a *Aggregator) roster(ids []int) []Advertise {
+	out := make([]Advertise, len(ids))
+	for i, u := range ids {
+		out[i] = a.adv[u]
+	}
+	return out
+}
+
+// Shared records a learner's phase-1 upload: refused in another phase,
+// twice, from a learner not in U1, or unless it holds exactly one box of the
+// right size from it for every learner of U1 (itself included), sorted by
+// recipient.
+func (a *Aggregator) Shared(m Shares) error {
+	if err := a.accept(PhaseShares, "Shares", m.From); err != nil {
+		return err
+	}
+	u1 := a.in[PhaseAdvertise]
+	n := 0
+	for _, ok := range u1 {
+		if ok {
+			n++
+		}
+	}
+	if len(m.Boxes) != n {
+		return fmt.Errorf("secagg: Shares from learner %d holds %d boxes, want one for each of the %d learners of U1", m.From, len(m.Boxes), n)
+	}
+	for i, e := range m.Boxes {
+		if e.From != m.From {
+			return fmt.Errorf("secagg: Shares from learner %d holds a box from learner %d", m.From, e.From)
+		}
+		if e.To < 0 || e.To >= a.ctx.N || !u1[e.To] || (i > 0 && e.To <= m.Boxes[i-1].To) {
+			return fmt.Errorf("secagg: Shares from learner %d: box %d is for %d, want the learners of U1 in increasing order", m.From, i, e.To)
+		}
+		if len(e.Box) != BoxSize || len(e.Commit) != CommitSize {
+			return fmt.Errorf("secagg: Shares from learner %d: box for %d is %d+%d bytes, want %d+%d", m.From, e.To, len(e.Box), len(e.Commit), BoxSize, CommitSize)
+		}
+	}
+	row := make([]EncryptedShare, a.ctx.N)
+	for _, e := range m.Boxes {
+		row[e.To] = EncryptedShare{From: e.From, To: e.To, Box: bytes.Clone(e.Box), Commit: bytes.Clone(e.Commit)}
+	}
+	a.boxes[m.From] = row
+	a.in[PhaseShares][m.From] = true
+	return nil
+}
+
+// CloseShares closes phase 1 and returns U2, sorted; an error wrapping
+// ErrTooFew if fewer than T learners shared.
+func (a *Aggregator) CloseShares() ([]int, error) {
+	ids, err := a.close(PhaseShares)
+	if err == nil {
+		a.sum = make([]uint64, a.ctx.Dim)
+	}
+	return ids, err
+}
+
+// Inbox returns what learner to receives after phase 1: the boxes addressed
+// to it by the learners of U2, sorted by sender (nil before phase 1 closes
+// or for an id out of range).
+func (a *Aggregator) Inbox(to int) []EncryptedShare {
+	if a.phase < PhaseMasked || a.phase == PhaseFailed || to < 0 || to >= a.ctx.N {
+		return nil
+	}
+	var out []EncryptedShare
+	for u, ok := range a.in[PhaseShares] {
+		if ok && a.boxes[u][to].Box != nil {
+			out = append(out, a.boxes[u][to])
+		}
+	}
+	return out
+}
+
+// Masked adds learner from's masked input y (Dim entries) into the running
+// sum and keeps no copy of it: refused in another phase, twice, or from a
+// learner not in U2.
+func (a *Aggregator) Masked(from int, y []uint64) error {
+	if err := a.accept(PhaseMasked, "masked input", from); err != nil {
+		return err
+	}
+	if len(y) != a.ctx.Dim {
+		return fmt.Errorf("secagg: masked input from learner %d has %d entries, want Dim = %d", from, len(y), a.ctx.Dim)
+	}
+	s := a.sum[:len(y)]
+	for i, v := range y {
+		s[i] += v
+	}
+	a.in[PhaseMasked][from] = true
+	return nil
+}
+
+// CloseMasked closes phase 2 and returns U3, sorted; an error wrapping
+// ErrTooFew if fewer than T learners sent a masked input.
+func (a *Aggregator) CloseMasked() ([]int, error) { return a.close(PhaseMasked) }
+
+func (a *Aggregator) ids(p Phase) []int {
+	var ids []int
+	for u, ok := range a.in[p] {
+		if ok {
+			ids = append(ids, u)
+		}
+	}
+	return ids
+}
+
+// Signed verifies and records a learner's phase-3 signature on the context
+// and U3: refused in another phase, twice, from a learner not in U3, or if
+// it does not verify under the key the learner advertised.
+func (a *Aggregator) Signed(m Signature) error {
+	if err := a.accept(PhaseConsistency, "Signature", m.From); err != nil {
+		return err
+	}
+	if len(m.Sig) != SigSize || !ed25519.Verify(a.adv[m.From].SigPub, consistencyMessage(a.ctxEnc, a.ids(PhaseMasked)), m.Sig) {
+		return fmt.Errorf("secagg: Signature from learner %d does not verify on this context and U3", m.From)
+	}
+	a.sigs[m.From] = Signature{From: m.From, Sig: bytes.Clone(m.Sig)}
+	a.in[PhaseConsistency][m.From] = true
+	return nil
+}
+
+// CloseConsistency closes phase 3 and returns the signatures of U4, sorted
+// by signer; an error wrapping ErrTooFew if fewer than T learners signed.
+func (a *Aggregator) CloseConsistency() ([]Signature, error) {
+	ids, err := a.close(PhaseConsistency)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Signature, len(ids))
+	for i, u := range ids {
+		out[i] = a.sigs[u]
+	}
+	return out, nil
+}
+
+// Unmasked records a learner's phase-4 shares: refused in another phase,
+// twice, from a learner not in U4, unless Self holds one share for each
+// learner of U3 and Secret one for each learner of U2 not in U3 (both sorted
+// by Of), or if a share does not match the commitment its dealer sent in
+// phase 1 (forged, or of another run).
+func (a *Aggregator) Unmasked(m Unmask) error {
+	if err := a.accept(PhaseUnmask, "Unmask", m.From); err != nil {
+		return err
+	}
+	var self, secret []int
+	for v, ok := range a.in[PhaseShares] {
+		if ok && a.in[PhaseMasked][v] {
+			self = append(self, v)
+		} else if ok {
+			secret = append(secret, v)
+		}
+	}
+	row := make([]byte, a.ctx.N*ShareSize)
+	for _, part := range []struct {
+		name string
+		kind byte
+		want []int
+		got  []KeyShare
+	}{{"Self", 'b', self, m.Self}, {"Secret", 's', secret, m.Secret}} {
+		if len(part.got) != len(part.want) {
+			return fmt.Errorf("secagg: Unmask from learner %d: %s holds %d shares, want %d", m.From, part.name, len(part.got), len(part.want))
+		}
+		for i, k := range part.got {
+			v := part.want[i]
+			if k.Of != v {
+				return fmt.Errorf("secagg: Unmask from learner %d: %s[%d] is a share of %d, want %d", m.From, part.name, i, k.Of, v)
+			}
+			if len(k.Share) != ShareSize {
+				return fmt.Errorf("secagg: Unmask from learner %d: share of %d is %d bytes, want %d", m.From, v, len(k.Share), ShareSize)
+			}
+			c := commit(a.ctxEnc, part.kind, v, m.From, k.Share)
+			off := 0
+			if part.kind == 'b' {
+				off = len(c)
+			}
+			if subtle.ConstantTimeCompare(c[:], a.boxes[v][m.From].Commit[off:off+len(c)]) != 1 {
+				return fmt.Errorf("secagg: Unmask from learner %d: share of %d does not match its dealer's commitment", m.From, v)
+			}
+			copy(row[v*ShareSize:], k.Share)
+		}
+	}
+	a.shares[m.From] = row
+	a.in[PhaseUnmask][m.From] = true
+	return nil
+}
+
+// reconstructor interpolates every learner's secret from the shares of
+// the learners of U5: the first T give the secret, and every share beyond
+// them must lie on the same polynomial (a dealer who sent shares of no
+// single secret is caught).
+type reconstructor struct {
+	a      *Aggregator
+	first  []int    // the first T learners of U5
+	rest   []int    // the others
+	atZero interp   // from the first T to the secret
+	atRest []interp // from the first T to each of the others
+}
+
+func newReconstructor(a *Aggregator, u5 []int) *reconstructor {
+	r := &reconstructor{a: a, first: u5[:a.ctx.T], rest: u5[a.ctx.T:]}
+	xs := make([]byte, len(r.first))
+	for i, h := range r.first {
+		xs[i] = byte(h + 1)
+	}
+	r.atZero = newInterp(xs, 0)
+	for _, h := range r.rest {
+		r.atRest = append(r.atRest, newInterp(xs, byte(h+1)))
+	}
+	return r
+}
+
+func (r *reconstructor) secret(v int) ([]byte, error) {
+	ys := make([][]byte, len(r.first))
+	for i, h := range r.first {
+		ys[i] = r.a.shares[h][v*ShareSize : (v+1)*ShareSize]
+	}
+	var check [ShareSize]byte
+	for i, h := range r.rest {
+		r.atRest[i].eval(ys, check[:])
+		if !bytes.Equal(check[:], r.a.shares[h][v*ShareSize:(v+1)*ShareSize]) {
+			return nil, fmt.Errorf("secagg: the shares of learner %d are inconsistent (its dealer sent shares of no single secret)", v)
+		}
+	}
+	out := make([]byte, ShareSize)
+	r.atZero.eval(ys, out)
+	return out, nil
+}
+
+// Finish closes phase 4 (at least T learners unmasked, else an error
+// wrapping ErrTooFew), reconstructs b_v for v in U3 and s_v^SK for v in U2
+// but not U3, removes their masks and returns the sum over U3 of the inputs
+// in Z_{2^64}, with U3. The sum is a fresh slice.
+func (a *Aggregator) Finish() (sum []uint64, survivors []int, err error) {
+	u5, err := a.close(PhaseUnmask)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) ([]uint64, []int, error) {
+		a.phase = PhaseFailed
+		return nil, nil, err
+	}
+	u3 := a.ids(PhaseMasked)
+	rec := newReconstructor(a, u5)
+	out := slices.Clone(a.sum)
+	for v, ok := range a.in[PhaseShares] {
+		if !ok {
+			continue
+		}
+		secret, err := rec.secret(v)
+		if err != nil {
+			return fail(err)
+		}
+		if a.in[PhaseMasked][v] {
+			addMask(out, selfKey(secret, a.ctxEnc, v), true)
+			continue
+		}
+		sk, err := ecdh.X25519().NewPrivateKey(secret)
+		if err != nil || !bytes.Equal(sk.PublicKey().Bytes(), a.adv[v].SPub) {
+			return fail(fmt.Errorf("secagg: the masking key reconstructed for learner %d does not match its advertised key", v))
+		}
+		for _, u := range u3 {
+			k, err := maskKey(sk, a.adv[u].SPub, a.ctxEnc, u, v)
+			if err != nil {
+				return fail(fmt.Errorf("secagg: key agreement of learners %d and %d: %v", u, v, err))
+			}
+			// y_u holds +PRG(s_uv) if v > u, -PRG(s_uv) if v < u.
+			addMask(out, k, v > u)
+		}
+	}
+	a.phase = PhaseDone
+	return out, u3, nil
+}

@@ -1,0 +1,155 @@
+package secagg
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// MarshalBinary snapshots the aggregator after any call: the context, the
+// phase, every accepted message and the masked sum, in the versioned format
+// of the messages. RestoreAggregator reads it back.
+func (a *Aggregator) MarshalBinary() ([]byte, error) {
+	b := header(kindSnapshot)
+	b = append(b, a.ctx.Run[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(a.ctx.Round))
+	b = binary.BigEndian.AppendUint32(b, a.ctx.Attempt)
+	b = appendIDs(b, a.ctx.N, a.ctx.T)
+	b = binary.BigEndian.AppendUint64(b, uint64(a.ctx.Dim))
+	b = append(b, byte(a.phase))
+	for k := range a.in {
+		for _, ok := range a.in[k] {
+			if ok {
+				b = append(b, 1)
+			} else {
+				b = append(b, 0)
+			}
+		}
+	}
+	var err error
+	for u := range a.ctx.N {
+		if a.in[PhaseAdvertise][u] {
+			if b, err = a.adv[u].appendTo(b); err != nil {
+				return nil, err
+			}
+		}
+		if a.in[PhaseShares][u] {
+			for v := range a.ctx.N {
+				if a.in[PhaseAdvertise][v] {
+					if b, err = a.boxes[u][v].appendTo(b); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+		if a.in[PhaseConsistency][u] {
+			b = append(b, a.sigs[u].Sig...)
+		}
+		if a.in[PhaseUnmask][u] {
+			b = append(b, a.shares[u]...)
+		}
+	}
+	if a.sum != nil {
+		b = append(b, 1)
+		for _, v := range a.sum {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+	} else {
+		b = append(b, 0)
+	}
+	return b, nil
+}
+
+// RestoreAggregator returns the aggregator a snapshot of MarshalBinary
+// describes; a truncated, foreign or inconsistent snapshot is an error.
+func RestoreAggregator(data []byte) (*Aggregator, error) {
+	r := newReader(data, kindSnapshot)
+	var ctx Context
+	copy(ctx.Run[:], r.take(16, "Run"))
+	round := r.u64("Round")
+	if round > math.MaxInt64 {
+		r.fail("Round is %d, out of range", round)
+	}
+	ctx.Round = int(round)
+	if b := r.take(4, "Attempt"); b != nil {
+		ctx.Attempt = binary.BigEndian.Uint32(b)
+	}
+	ctx.N, ctx.T = r.u16("N"), r.u16("T")
+	dim := r.u64("Dim")
+	if dim > MaxDim {
+		r.fail("Dim is %d, want at most %d", dim, MaxDim)
+	}
+	ctx.Dim = int(dim)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := ctx.Validate(); err != nil {
+		return nil, fmt.Errorf("secagg: Aggregator snapshot: %w", err)
+	}
+	a, _ := NewAggregator(ctx)
+	phase := Phase(0)
+	if b := r.take(1, "phase"); b != nil {
+		phase = Phase(b[0])
+	}
+	if phase > PhaseFailed {
+		r.fail("phase %d out of range", phase)
+	}
+	for k := range a.in {
+		for u, f := range r.take(ctx.N, "member sets") {
+			if f > 1 || (f == 1 && k > 0 && !a.in[k-1][u]) {
+				r.fail("member sets inconsistent at learner %d", u)
+			}
+			a.in[k][u] = f == 1
+		}
+	}
+	for u := range ctx.N {
+		if a.in[PhaseAdvertise][u] {
+			a.adv[u].read(r)
+			if r.err == nil && a.adv[u].From != u {
+				r.fail("Advertise of %d stored for %d", a.adv[u].From, u)
+			}
+		}
+		if a.in[PhaseShares][u] {
+			a.boxes[u] = make([]EncryptedShare, ctx.N)
+			for v := range ctx.N {
+				if a.in[PhaseAdvertise][v] {
+					a.boxes[u][v].read(r)
+					if r.err == nil && (a.boxes[u][v].From != u || a.boxes[u][v].To != v) {
+						r.fail("box %d->%d stored for %d->%d", a.boxes[u][v].From, a.boxes[u][v].To, u, v)
+					}
+				}
+			}
+		}
+		if a.in[PhaseConsistency][u] {
+			a.sigs[u] = Signature{From: u, Sig: r.fixed(SigSize, "Sig")}
+		}
+		if a.in[PhaseUnmask][u] {
+			a.shares[u] = r.fixed(ctx.N*ShareSize, "shares")
+		}
+	}
+	if b := r.take(1, "sum flag"); b != nil && b[0] == 1 {
+		if len(r.b) < 8*ctx.Dim {
+			r.fail("truncated in the sum (%d bytes left, want %d)", len(r.b), 8*ctx.Dim)
+		} else {
+			a.sum = make([]uint64, ctx.Dim)
+			for i := range a.sum {
+				a.sum[i] = binary.LittleEndian.Uint64(r.take(8, "sum"))
+			}
+		}
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	// The phase must agree with the sets: a later phase's set is empty
+	// before it opens, and the sum exists from phase 2 on.
+	for k := range a.in {
+		if Phase(k) > phase && phase != PhaseFailed && phase != PhaseDone && len(a.ids(Phase(k))) > 0 {
+			return nil, fmt.Errorf("secagg: Aggregator snapshot: learners in phase %s's set during phase %s", Phase(k), phase)
+		}
+	}
+	if (a.sum != nil) != (phase >= PhaseMasked && phase != PhaseFailed) && !(phase == PhaseFailed && a.sum != nil) {
+		return nil, fmt.Errorf("secagg: Aggregator snapshot: masked sum present = %v in phase %s", a.sum != nil, phase)
+	}
+	a.phase = phase
+	return a, nil
+}
