@@ -3,6 +3,8 @@ package fedopt
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // Config holds the parameters of one run of the online federated optimiser.
@@ -39,6 +41,13 @@ type Config struct {
 	// OnRound, if not nil, is called after every round with the number of
 	// rounds completed. It is called from the goroutine running the run.
 	OnRound func(done int)
+	// Quantizer, if not nil, makes the aggregation that of secure
+	// aggregation: every update is quantized to the ring Z_{2^64}
+	// ([QuantizeUpdate]), the server sums them there and dequantizes the
+	// sum ([Server.Release], [Server.ReleaseRingSum]). nil: plain float64
+	// aggregation. It needs a finite Clip > 0, and a private run's Privacy
+	// must be calibrated with its quantization term.
+	Quantizer *secagg.Quantizer
 }
 
 // ServerStep returns the step the server takes along the noisy direction:
@@ -55,8 +64,8 @@ func (c Config) ServerStep(tau int) float64 {
 }
 
 // Validate returns a *[ParamError] naming the first invalid parameter:
-// "algorithm", "eta", "eta_g", "eta_ind", "clip", "eval-every", "privacy"
-// or "x0[k]".
+// "algorithm", "eta", "eta_g", "eta_ind", "clip", "eval-every", "privacy",
+// "quantizer" or "x0[k]".
 func (c Config) Validate() error {
 	pos := func(name string, v float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
@@ -80,10 +89,12 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	if c.Clip != 0 || c.Algorithm.Private() {
+	if c.Clip != 0 || c.Algorithm.Private() || c.Quantizer != nil {
 		if err := pos("clip", c.Clip); err != nil {
 			if c.Algorithm.Private() {
 				err.(*ParamError).Want += fmt.Sprintf(" (the %v algorithm needs clipping for its privacy guarantee)", c.Algorithm)
+			} else if c.Quantizer != nil {
+				err.(*ParamError).Want += " (secure aggregation quantizes updates of norm at most tau clip)"
 			}
 			return err
 		}
@@ -94,6 +105,12 @@ func (c Config) Validate() error {
 	if p := c.Privacy; p != nil {
 		if !c.Algorithm.Private() || p.Algorithm != c.Algorithm || p.Clip != c.Clip {
 			return &ParamError{Param: "privacy", Value: fmt.Sprintf("a calibration for %v with B_g = %v", p.Algorithm, p.Clip), Want: fmt.Sprintf("one for the run's %v with B_g = %v", c.Algorithm, c.Clip)}
+		}
+		if (p.QuantizationTerm > 0) != (c.Quantizer != nil) {
+			if c.Quantizer != nil {
+				return &ParamError{Param: "privacy", Value: "a calibration without a quantization term", Want: "one of a plan with secure aggregation (the run quantizes its updates)"}
+			}
+			return &ParamError{Param: "quantizer", Value: "nil", Want: fmt.Sprintf("the secure aggregation's quantizer (the privacy record has quantization term %v)", p.QuantizationTerm)}
 		}
 	}
 	for k, v := range c.X0 {

@@ -36,6 +36,10 @@ type Privacy struct {
 	// Learners is n and Clip is B_g.
 	Learners int
 	Clip     float64
+	// QuantizationTerm is the secure aggregation's quantization term and
+	// EffectiveClip the clip B_g' the sensitivity was computed with (both
+	// 0 without secure aggregation; see plan.Plan.EffectiveClip).
+	QuantizationTerm, EffectiveClip float64
 }
 
 // RecordAt returns the accountant's record for the release of round r.
@@ -80,5 +84,6 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 		UnitSensitivity:      factorize.Sensitivity{Value: r.UnitSensitivity, Exact: r.UnitExact, Rule: factorize.Rule(r.UnitRule)},
 		ParticipationPattern: part,
 		Learners:             p.Learners, Clip: p.Clip,
+		QuantizationTerm: r.QuantizationTerm, EffectiveClip: r.EffectiveClip,
 	}, nil
 }

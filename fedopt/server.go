@@ -3,9 +3,11 @@ package fedopt
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // Shape is the shape of a run: n learners, R rounds, tau local steps per
@@ -43,6 +45,8 @@ type Server struct {
 	step  float64
 	scale float64
 	bound float64
+	// With Config.Quantizer: the ring sum and one quantized update.
+	ring, qu []uint64
 }
 
 // NewServer returns a server at round 0 with model cfg.X0 (zero if nil).
@@ -86,6 +90,18 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 			return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
 		}
 	}
+	if q := cfg.Quantizer; q != nil {
+		most, err := secagg.NewQuantizer(n, tau, cfg.Clip)
+		if err != nil {
+			return nil, fmt.Errorf("fedopt: secure aggregation: %w", err)
+		}
+		if q.ScaleBits > most.ScaleBits {
+			return nil, fmt.Errorf("fedopt: quantizer with %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum of the updates would wrap)", q.ScaleBits, most.ScaleBits, n, tau, cfg.Clip)
+		}
+		if pr := cfg.Privacy; pr != nil && pr.QuantizationTerm != q.Term(dim) {
+			return nil, fmt.Errorf("fedopt: privacy calibrated with quantization term %v, the quantizer's is %v for d = %d", pr.QuantizationTerm, q.Term(dim), dim)
+		}
+	}
 	if x != nil && len(x) != dim {
 		return nil, fmt.Errorf("fedopt: initial model of length %d, want %d", len(x), dim)
 	}
@@ -102,6 +118,9 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 	copy(s.x, x)
 	if noise != nil {
 		s.nz = make([]float64, dim)
+	}
+	if cfg.Quantizer != nil {
+		s.ring, s.qu = make([]uint64, dim), make([]uint64, dim)
 	}
 	// Baselines: h^r = (1/n) sum_i sum_t; Algorithm 1: g^r = (1/(n tau)) sum_i sum_t.
 	s.scale = 1 / float64(n*tau)
@@ -165,7 +184,9 @@ func (s *Server) CheckUpdate(u []float64) error {
 // ([Server.CheckUpdate]), and so is the new model (every entry finite); on
 // any error the model and the round do not change (the noise stream has
 // advanced if the error came after the noise was drawn: that noise was
-// never released).
+// never released). With Config.Quantizer the checked updates are quantized
+// ([QuantizeUpdate]), summed in Z_{2^64} and the sum dequantized, exactly as
+// [Server.ReleaseRingSum] does with a sum computed elsewhere.
 func (s *Server) Release(updates [][]float64) error {
 	if s.Done() {
 		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
@@ -181,12 +202,75 @@ func (s *Server) Release(updates [][]float64) error {
 			return fmt.Errorf("learner %d, round %d: %w", i, s.round, err)
 		}
 	}
+	if q := s.cfg.Quantizer; q != nil {
+		clear(s.ring)
+		for i, u := range updates {
+			if u == nil {
+				continue
+			}
+			if err := QuantizeUpdate(*q, s.qu, u, s.cfg.Clip, s.shape.Tau); err != nil {
+				return fmt.Errorf("learner %d, round %d: %w", i, s.round, err)
+			}
+			secagg.AddRing(s.ring, s.qu)
+		}
+		q.Dequantize(s.dir, s.ring)
+		return s.release()
+	}
 	clear(s.dir)
 	for _, u := range updates {
 		for k, v := range u {
 			s.dir[k] += v
 		}
 	}
+	return s.release()
+}
+
+// ReleaseRingSum is [Server.Release] from the ring sum of the present
+// learners' quantized updates ([QuantizeUpdate]) computed elsewhere (the
+// unmasked sum of secure aggregation): it dequantizes sum and releases
+// x^{r+1} exactly as Release would from those updates, bit for bit. It needs
+// Config.Quantizer. present is the number of updates in the sum (0 <=
+// present <= n): an entry beyond what present updates of norm at most
+// tau B_g can give is refused (a wrapped or forged sum), and nothing changes.
+func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
+	q := s.cfg.Quantizer
+	switch {
+	case s.Done():
+		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
+	case q == nil:
+		return fmt.Errorf("fedopt: a ring sum needs Config.Quantizer (secure aggregation)")
+	case len(sum) != s.shape.Dim:
+		return fmt.Errorf("fedopt: ring sum of dimension %d, want %d", len(sum), s.shape.Dim)
+	case present < 0 || present > s.shape.Learners:
+		return fmt.Errorf("fedopt: ring sum of %d updates, want 0 to %d", present, s.shape.Learners)
+	}
+	// One update's entry is at most bound 2^k + 1 in magnitude (Quantize's
+	// range plus the rounding).
+	most := float64(present) * (math.Ldexp(s.bound, q.ScaleBits) + 1)
+	for k, v := range sum {
+		if math.Abs(float64(int64(v))) > most {
+			return fmt.Errorf("fedopt: ring sum entry %d is %d, beyond %d updates of norm at most tau B_g = %v (%.0f)", k, int64(v), present, float64(s.shape.Tau)*s.cfg.Clip, most)
+		}
+	}
+	q.Dequantize(s.dir, sum)
+	return s.release()
+}
+
+// QuantizeUpdate quantizes a learner's update u into dst with q
+// (secagg.Quantizer.Quantize), with the bound [UpdateBound] of clip and
+// tau: what the server does with every update in [Server.Release], and what
+// a learner of secure aggregation does with its own before it masks it.
+// An entry out of range is an error and nothing must be sent.
+func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64, tau int) error {
+	if err := q.Quantize(dst, u, UpdateBound(clip, tau)); err != nil {
+		return fmt.Errorf("fedopt: update: %s", strings.TrimPrefix(err.Error(), "secagg: "))
+	}
+	return nil
+}
+
+// release scales the aggregate in s.dir, adds the round's noise and
+// releases x^{r+1}.
+func (s *Server) release() error {
 	for k := range s.dir {
 		s.dir[k] *= s.scale
 	}

@@ -90,6 +90,11 @@ func (p *Plan) Build(ctx context.Context) (*factorize.Factorization, error) {
 //     (accountant.ReleaseSensitivity with gamma). For replace-one with
 //     q < 1 the accounting is an upper bound.
 //
+// With secure aggregation every sensitivity above is computed with the
+// effective clip B_g' of [Plan.EffectiveClip] in place of B_g: the
+// quantized updates differ from the exact ones by at most the quantization
+// term, and the record holds the term and B_g'.
+//
 // The search of the amplified accounting stops when ctx is done.
 func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error {
 	if err := p.Validate(); err != nil {
@@ -131,7 +136,8 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 			method = accountant.ZCDP
 		}
 	}
-	sens, err := accountant.ReleaseSensitivity(p.Clip, learners, rel, unit)
+	clip := p.EffectiveClip()
+	sens, err := accountant.ReleaseSensitivity(clip, learners, rel, unit)
 	if err != nil {
 		return wrap(err)
 	}
@@ -149,12 +155,13 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	p.Privacy = &Record{
 		Eps: t.Eps, Delta: t.Delta, Method: method.String(),
 		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners",
-			t.Eps, t.Delta, t.Calibration, sens, rel, part, unit, bound, p.Clip, p.Learners),
+		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners%s",
+			t.Eps, t.Delta, t.Calibration, sens, rel, part, unit, bound, p.Clip, p.Learners, p.quantizationRule()),
 		NoiseStd: std, Sigma: std / sens,
 		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: unit, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
 	}
+	p.recordQuantization()
 	return nil
 }
 
@@ -166,7 +173,7 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 		return fmt.Errorf("plan: the amplified accounting (sampling) needs a lower-triangular C with at most %d bands under minsep:%d", b, b)
 	}
 	r := f.Workload.R()
-	sens, err := accountant.ReleaseSensitivity(p.Clip, p.Learners, rel, m.Gamma)
+	sens, err := accountant.ReleaseSensitivity(p.EffectiveClip(), p.Learners, rel, m.Gamma)
 	if err != nil {
 		return wrap(err)
 	}
@@ -193,11 +200,76 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	p.Privacy = &Record{
 		Eps: t.Eps, Delta: t.Delta, Method: MethodAmplified,
 		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
-			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, eb.Safe, eb.Optimistic),
+		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners%s; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
+			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, p.quantizationRule(), eb.Safe, eb.Optimistic),
 		NoiseStd: std, Sigma: sigma,
 		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
 	}
+	p.recordQuantization()
 	return nil
+}
+
+// EffectiveClip returns the clipping bound the calibration puts in the
+// sensitivity: the plan's Clip B_g without secure aggregation, and with it
+//
+//	B_g' = B_g + m term / c,
+//
+// term = sqrt(d) 2^{-k-1} the quantization term, c = tau for the
+// correlated algorithm (its direction is the sum of the updates over
+// n tau) and 1 for the baselines (over n, with one gradient per sample),
+// m = 1 for replace-one and 2 for add-remove; rounded up. Quantization moves
+// every update by at most term in L2, so replacing one client's sample moves
+// a learner's quantized update by at most 2 c B_g + 2 term (replace-one) or
+// c B_g + 2 term (add-remove): the plain sensitivity's bound with B_g' in
+// place of B_g. (For the correlated algorithm under replace-one this is
+// B_g + term / tau: the quantized update's norm is at most
+// tau B_g + term.)
+func (p *Plan) EffectiveClip() float64 {
+	sa := p.SecureAggregation
+	if sa == nil {
+		return p.Clip
+	}
+	m := 1.0
+	if t := p.Target; t != nil && t.Relation != "" {
+		if rel, err := t.relation(); err == nil && rel == accountant.AddRemove {
+			m = 2
+		}
+	}
+	c := 1.0
+	if p.Algorithm == AlgoCorrelated || p.Algorithm == "" {
+		c = float64(p.Tau)
+	}
+	x := m * sa.QuantizationTerm / c // m a power of two: only the division rounds
+	if math.FMA(x, c, -m*sa.QuantizationTerm) < 0 {
+		x = math.Nextafter(x, math.Inf(1))
+	}
+	return addUp(p.Clip, x)
+}
+
+// addUp returns a + b (a, b >= 0) rounded up.
+func addUp(a, b float64) float64 {
+	s := a + b
+	if s-max(a, b) < min(a, b) { // the exact error of the rounded sum (a, b >= 0) is negative
+		s = math.Nextafter(s, math.Inf(1))
+	}
+	return s
+}
+
+// quantizationRule is the record's words for the quantization term.
+func (p *Plan) quantizationRule() string {
+	sa := p.SecureAggregation
+	if sa == nil {
+		return ""
+	}
+	return fmt.Sprintf(", quantization term sqrt(%d) 2^-%d = %.6g for secure aggregation (effective clip %.17g in the sensitivity)",
+		sa.Dim, sa.ScaleBits+1, sa.QuantizationTerm, p.EffectiveClip())
+}
+
+// recordQuantization puts the quantization term and the effective clip in
+// the privacy record.
+func (p *Plan) recordQuantization() {
+	if sa := p.SecureAggregation; sa != nil {
+		p.Privacy.QuantizationTerm, p.Privacy.EffectiveClip = sa.QuantizationTerm, p.EffectiveClip()
+	}
 }

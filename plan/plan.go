@@ -38,6 +38,7 @@ import (
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/param"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // Format is the version of the plan's JSON encoding.
@@ -102,6 +103,91 @@ type Plan struct {
 	Target *Target `json:"target,omitempty"`
 	// Privacy is the record [Plan.Calibrate] made: nil before.
 	Privacy *Record `json:"privacy,omitempty"`
+	// SecureAggregation, if not nil, is the run's secure aggregation: the
+	// learners' updates are quantized to the ring Z_{2^64} and the server
+	// learns only their sum ([NewSecureAggregation] fills it).
+	SecureAggregation *SecureAggregation `json:"secure_aggregation,omitempty"`
+}
+
+// SecureAggregation is the secure aggregation of a run (package secagg):
+// its threshold, its ring and the quantization of the updates. Every field
+// but Threshold follows from the plan's learners, tau, clip and Dim, and
+// [Plan.Validate] recomputes them: a plan is data that travels.
+type SecureAggregation struct {
+	// Threshold is T, the least number of learners that must survive each
+	// phase of the protocol for a round's sum to be unmasked: n/2 < T <= n.
+	Threshold int `json:"threshold"`
+	// RingBits is the width of the ring Z_{2^RingBits}: 64.
+	RingBits int `json:"ring_bits"`
+	// ScaleBits is k: an update's entry u is sent as round(u 2^k), k the
+	// largest integer with n (tau B_g 2^k + 1/2) <= 2^62
+	// (secagg.NewQuantizer), so the sum of n updates never wraps.
+	ScaleBits int `json:"scale_bits"`
+	// Dim is d, the model's parameter count.
+	Dim int `json:"dim"`
+	// QuantizationTerm is sqrt(d) 2^{-k-1} (rounded up), the L2 bound on
+	// how far quantization moves one update (secagg.Quantizer.Term).
+	QuantizationTerm float64 `json:"quantization_term"`
+}
+
+// DefaultThreshold is the threshold T of n learners when none is given:
+// floor(2n/3) + 1.
+func DefaultThreshold(n int) int { return 2*n/3 + 1 }
+
+// NewSecureAggregation returns the secure aggregation of n learners with
+// tau local steps, clipping bound clip and models of dim parameters, with
+// threshold T (0: [DefaultThreshold]).
+func NewSecureAggregation(n, tau int, clip float64, dim, threshold int) (*SecureAggregation, error) {
+	if threshold == 0 {
+		threshold = DefaultThreshold(n)
+	}
+	if dim < 1 {
+		return nil, fmt.Errorf("plan: secure aggregation with dim %d, want the model's parameter count >= 1", dim)
+	}
+	q, err := secagg.NewQuantizer(n, tau, clip)
+	if err != nil {
+		return nil, fmt.Errorf("plan: secure aggregation: %s", strings.TrimPrefix(err.Error(), "secagg: "))
+	}
+	sa := &SecureAggregation{Threshold: threshold, RingBits: secagg.RingBits, ScaleBits: q.ScaleBits, Dim: dim, QuantizationTerm: q.Term(dim)}
+	if err := sa.validate(n, tau, clip); err != nil {
+		return nil, err
+	}
+	return sa, nil
+}
+
+// Quantizer returns the quantizer of the secure aggregation.
+func (sa *SecureAggregation) Quantizer() secagg.Quantizer {
+	return secagg.Quantizer{ScaleBits: sa.ScaleBits}
+}
+
+// validate checks the secure aggregation against the plan's n, tau and clip.
+func (sa *SecureAggregation) validate(n, tau int, clip float64) error {
+	bad := func(name string, v any, want string) error {
+		return fmt.Errorf("plan: secure_aggregation.%s %v, want %s", name, v, want)
+	}
+	if n < 1 || tau < 1 || !(clip > 0) {
+		return fmt.Errorf("plan: secure aggregation needs learners >= 1, tau >= 1 and clip > 0, got %d, %d and %v", n, tau, clip)
+	}
+	if !(2*sa.Threshold > n && sa.Threshold <= n) {
+		return bad("threshold", sa.Threshold, fmt.Sprintf("n/2 < T <= n for n = %d (default %d)", n, DefaultThreshold(n)))
+	}
+	if sa.RingBits != secagg.RingBits {
+		return bad("ring_bits", sa.RingBits, fmt.Sprint(secagg.RingBits))
+	}
+	if sa.Dim < 1 {
+		return bad("dim", sa.Dim, "the model's parameter count >= 1")
+	}
+	q, err := secagg.NewQuantizer(n, tau, clip)
+	if err != nil {
+		return fmt.Errorf("plan: secure aggregation: %s", strings.TrimPrefix(err.Error(), "secagg: "))
+	}
+	if sa.ScaleBits != q.ScaleBits {
+		return bad("scale_bits", sa.ScaleBits, fmt.Sprintf("%d (the largest k with n (tau clip 2^k + 1/2) <= 2^62 for n = %d, tau = %d, clip = %v)", q.ScaleBits, n, tau, clip))
+	}
+	if term := q.Term(sa.Dim); sa.QuantizationTerm != term {
+		return bad("quantization_term", sa.QuantizationTerm, fmt.Sprintf("%v (sqrt(%d) 2^-%d)", term, sa.Dim, q.ScaleBits+1))
+	}
+	return nil
 }
 
 // Model is the learners' per-sample loss.
@@ -154,6 +240,13 @@ type Record struct {
 	UnitSensitivity float64 `json:"unit_sensitivity"`
 	UnitExact       bool    `json:"unit_sensitivity_exact"`
 	UnitRule        string  `json:"unit_sensitivity_rule"`
+	// QuantizationTerm is the secure aggregation's quantization term
+	// sqrt(d) 2^{-k-1} and EffectiveClip the clipping bound B_g' the
+	// sensitivity was computed with ([Plan.EffectiveClip]); both are 0
+	// without secure aggregation (the sensitivity then uses the plan's
+	// Clip).
+	QuantizationTerm float64 `json:"quantization_term,omitempty"`
+	EffectiveClip    float64 `json:"effective_clip,omitempty"`
 }
 
 // MethodAmplified is the Record.Method of the amplified banded accounting.
@@ -288,7 +381,11 @@ func checkFinite(p *Plan) error {
 	if r := p.Privacy; r != nil {
 		vals = append(vals, field{"privacy.eps", r.Eps}, field{"privacy.delta", r.Delta}, field{"privacy.sensitivity", r.Sensitivity},
 			field{"privacy.noise_std", r.NoiseStd}, field{"privacy.sigma", r.Sigma}, field{"privacy.gamma", r.Gamma},
-			field{"privacy.loss", r.Loss}, field{"privacy.unit_sensitivity", r.UnitSensitivity})
+			field{"privacy.loss", r.Loss}, field{"privacy.unit_sensitivity", r.UnitSensitivity},
+			field{"privacy.quantization_term", r.QuantizationTerm}, field{"privacy.effective_clip", r.EffectiveClip})
+	}
+	if sa := p.SecureAggregation; sa != nil {
+		vals = append(vals, field{"secure_aggregation.quantization_term", sa.QuantizationTerm})
 	}
 	for _, f := range vals {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
@@ -352,6 +449,30 @@ func (p *Plan) Validate() error {
 	}
 	if p.Privacy != nil && p.Target == nil {
 		return bad("privacy record", "without a target", "a target (eps, delta) it was calibrated for")
+	}
+	if sa := p.SecureAggregation; sa != nil {
+		if err := sa.validate(p.Learners, p.Tau, p.Clip); err != nil {
+			return err
+		}
+		if m := p.Model; m != nil && m.Name == "logistic" && sa.Dim != m.Features {
+			return bad("secure_aggregation.dim", sa.Dim, fmt.Sprintf("the logistic model's %d parameters", m.Features))
+		}
+	}
+	if r := p.Privacy; r != nil {
+		term := 0.0
+		if p.SecureAggregation != nil {
+			term = p.SecureAggregation.QuantizationTerm
+		}
+		if r.QuantizationTerm != term {
+			return bad("privacy.quantization_term", r.QuantizationTerm, fmt.Sprintf("%v, the secure aggregation's (0 without)", term))
+		}
+		eff := 0.0
+		if p.SecureAggregation != nil {
+			eff = p.EffectiveClip()
+		}
+		if r.EffectiveClip != eff {
+			return bad("privacy.effective_clip", r.EffectiveClip, fmt.Sprintf("%v (B_g plus the quantization term's share; 0 without secure aggregation)", eff))
+		}
 	}
 	return nil
 }

@@ -1,0 +1,251 @@
+package fedopt_test
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
+	"github.com/dpmf/dpmf/secagg"
+)
+
+// secureRun returns the calibrated secure plan of a small correlated run,
+// its config (Quantizer and Privacy set) and a function making a fresh
+// server with the plan's noise.
+func secureRun(t *testing.T, n, rounds, tau, dim int) (fedopt.Config, fedopt.Shape, func() *fedopt.Server) {
+	t.Helper()
+	sa, err := plan.NewSecureAggregation(n, tau, 0.5, dim, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &plan.Plan{Algorithm: plan.AlgoCorrelated, Rounds: rounds, Learners: n, Tau: tau, Clip: 0.5, SecureAggregation: sa,
+		Target: &plan.Target{Eps: 4, Delta: 1e-5}}
+	f, err := p.Build(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := fedopt.PrivacyOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sa.Quantizer()
+	cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.3, EtaG: 1, Clip: p.Clip, Privacy: pr, Quantizer: &q}
+	shape := fedopt.Shape{Learners: n, Rounds: rounds, Tau: tau, Dim: dim}
+	return cfg, shape, func() *fedopt.Server {
+		noise, err := mechanism.New(f, dim, pr.NoiseStd, mechanism.WithSeed(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := fedopt.NewServer(cfg, shape, noise)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+}
+
+// The ring sum computed elsewhere, as secure aggregation computes it (each
+// learner's quantized update plus pairwise masks that cancel, summed in
+// another order), releases the same models bit for bit as Release from the
+// updates, with dropouts.
+func TestReleaseRingSumMatchesRelease(t *testing.T) {
+	const n, rounds, tau, dim = 5, 6, 3, 4
+	cfg, shape, newServer := secureRun(t, n, rounds, tau, dim)
+	data, err := dataset.Synthetic{Alpha: 0.5, Beta: 0.5, Dim: dim}.Dataset(n, rounds, tau, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	learners := make([]*fedopt.Learner, n)
+	for i := range learners {
+		if learners[i], err = fedopt.NewLearner(model.Logistic{}, data.Stream(i), cfg, tau, dim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := newServer(), newServer()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for r := 0; r < rounds; r++ {
+		updates := make([][]float64, n)
+		for i, l := range learners {
+			if (r+i)%4 == 3 { // a dropout
+				continue
+			}
+			updates[i] = make([]float64, dim)
+			if err := l.Update(updates[i], r, a.Model()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Masked inputs: y_i = q_i + sum_{j > i} m_ij - sum_{j < i} m_ji.
+		masks := make([][][]uint64, n)
+		for i := range masks {
+			masks[i] = make([][]uint64, n)
+			for j := range masks[i] {
+				masks[i][j] = make([]uint64, dim)
+				for k := range masks[i][j] {
+					masks[i][j][k] = rng.Uint64()
+				}
+			}
+		}
+		sum, present := make([]uint64, dim), 0
+		for i := n - 1; i >= 0; i-- {
+			if updates[i] == nil {
+				continue
+			}
+			present++
+			y := make([]uint64, dim)
+			if err := fedopt.QuantizeUpdate(*cfg.Quantizer, y, updates[i], cfg.Clip, tau); err != nil {
+				t.Fatal(err)
+			}
+			for j := 0; j < n; j++ {
+				if updates[j] == nil || j == i {
+					continue
+				}
+				if j > i {
+					secagg.AddRing(y, masks[i][j])
+				} else {
+					secagg.SubRing(y, masks[j][i])
+				}
+			}
+			secagg.AddRing(sum, y)
+		}
+		if err := a.Release(updates); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.ReleaseRingSum(sum, present); err != nil {
+			t.Fatal(err)
+		}
+		for k := range a.Model() {
+			if math.Float64bits(a.Model()[k]) != math.Float64bits(b.Model()[k]) {
+				t.Fatalf("round %d, entry %d: Release %v, ReleaseRingSum %v", r, k, a.Model()[k], b.Model()[k])
+			}
+		}
+	}
+	if b.Round() != rounds || shape.Rounds != rounds {
+		t.Errorf("server at round %d, want %d", b.Round(), rounds)
+	}
+}
+
+// One round from the same model: the quantized release differs from the
+// plain one by at most step/(n tau) times the sum over present learners of
+// the quantization term (the noise is the same), measured exactly.
+func TestQuantizedWithinTerm(t *testing.T) {
+	const n, tau, dim = 4, 2, 6
+	for _, k := range []int{2, 5, 20, 0} {
+		q := secagg.Quantizer{ScaleBits: k}
+		base := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.7, EtaG: 1.3, Clip: 1}
+		secure := base
+		secure.Quantizer = &q
+		shape := fedopt.Shape{Learners: n, Rounds: 1, Tau: tau, Dim: dim}
+		rng := rand.New(rand.NewPCG(uint64(k), 1))
+		updates := make([][]float64, n)
+		for i := 1; i < n; i++ { // learner 0 drops out
+			updates[i] = make([]float64, dim)
+			for j := range updates[i] {
+				updates[i][j] = 0.5 * rng.NormFloat64()
+			}
+			fedopt.Clip(updates[i], float64(tau)*base.Clip)
+		}
+		plain, err := fedopt.NewServer(base, shape, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec, err := fedopt.NewServer(secure, shape, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.Release(updates); err != nil {
+			t.Fatal(err)
+		}
+		if err := sec.Release(updates); err != nil {
+			t.Fatal(err)
+		}
+		// ||x_sec - x_plain|| <= step (1/(n tau)) (n - 1) Term, plus float rounding.
+		bound := base.ServerStep(tau) / float64(n*tau) * float64(n-1) * q.Term(dim)
+		d2 := new(big.Float)
+		for j := range dim {
+			d := new(big.Float).SetFloat64(sec.Model()[j])
+			d.Sub(d, new(big.Float).SetFloat64(plain.Model()[j]))
+			d2.Add(d2, d.Mul(d, d))
+		}
+		dist, _ := d2.Float64()
+		if math.Sqrt(dist) > bound*(1+1e-9)+1e-15 {
+			t.Errorf("k = %d: ||x_sec - x_plain|| = %v > %v", k, math.Sqrt(dist), bound)
+		}
+		if k == 2 && !(dist > 0) {
+			t.Errorf("k = 2: quantization changed nothing")
+		}
+	}
+}
+
+func TestSecureErrors(t *testing.T) {
+	const n, rounds, tau, dim = 3, 2, 2, 3
+	cfg, shape, newServer := secureRun(t, n, rounds, tau, dim)
+	srv := newServer()
+	// A forged or wrapped sum, a wrong length or count: refused, nothing changes.
+	huge := []uint64{0, 1 << 62, 0}
+	for _, c := range []struct {
+		sum     []uint64
+		present int
+		want    string
+	}{
+		{huge, 3, "ring sum entry 1"},
+		{[]uint64{1, 0, 0}, 0, "ring sum entry 0"},
+		{make([]uint64, 2), 1, "dimension 2"},
+		{make([]uint64, 3), 4, "ring sum of 4 updates"},
+		{make([]uint64, 3), -1, "ring sum of -1 updates"},
+	} {
+		err := srv.ReleaseRingSum(c.sum, c.present)
+		if err == nil || !strings.Contains(err.Error(), c.want) || srv.Round() != 0 {
+			t.Errorf("ReleaseRingSum(%v, %d) = %v at round %d, want %q", c.sum, c.present, err, srv.Round(), c.want)
+		}
+	}
+	// An update out of range names its learner.
+	bad := [][]float64{nil, {0, 0, math.NaN()}, nil}
+	if err := srv.Release(bad); err == nil || !strings.Contains(err.Error(), "learner 1") {
+		t.Errorf("Release with a NaN update: %v, want an error naming learner 1", err)
+	}
+	// What a learner of secure aggregation calls refuses out of range.
+	if err := fedopt.QuantizeUpdate(*cfg.Quantizer, make([]uint64, 2), []float64{0, 1.01 * tau * cfg.Clip}, cfg.Clip, tau); err == nil || !strings.Contains(err.Error(), "u[1]") {
+		t.Errorf("QuantizeUpdate out of range: %v, want an error naming u[1]", err)
+	}
+	// Without a quantizer: no ring sums.
+	plainCfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: 1}
+	plainSrv, err := fedopt.NewServer(plainCfg, shape, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plainSrv.ReleaseRingSum(make([]uint64, dim), 0); err == nil || !strings.Contains(err.Error(), "Quantizer") {
+		t.Errorf("ReleaseRingSum without a quantizer: %v", err)
+	}
+	// Configurations that do not fit together.
+	q := *cfg.Quantizer
+	noClip := plainCfg
+	noClip.Quantizer = &q
+	if err := noClip.Validate(); err == nil || !strings.Contains(err.Error(), "clip") {
+		t.Errorf("quantizer without clipping: %v", err)
+	}
+	noQ := cfg
+	noQ.Quantizer = nil
+	if err := noQ.Validate(); err == nil || !strings.Contains(err.Error(), "quantizer") {
+		t.Errorf("secure privacy record without a quantizer: %v", err)
+	}
+	noTerm := cfg
+	pr := *cfg.Privacy
+	pr.QuantizationTerm = 0
+	noTerm.Privacy = &pr
+	if err := noTerm.Validate(); err == nil || !strings.Contains(err.Error(), "quantization term") {
+		t.Errorf("quantizer with a plain privacy record: %v", err)
+	}
+	wide := cfg
+	wq := secagg.Quantizer{ScaleBits: q.ScaleBits + 1}
+	wide.Quantizer, wide.Privacy = &wq, nil
+	wide.Algorithm = fedopt.NonPrivate
+	if _, err := fedopt.NewServer(wide, shape, nil); err == nil || !strings.Contains(err.Error(), "wrap") {
+		t.Errorf("quantizer with too many scale bits: %v", err)
+	}
+}

@@ -1,0 +1,278 @@
+package secagg
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestNewQuantizerHand checks the scale bits against cases solved by hand:
+// the largest k with n (tau clip 2^k + 1/2) <= 2^62.
+func TestNewQuantizerHand(t *testing.T) {
+	for _, c := range []struct {
+		n, tau int
+		clip   float64
+		k      int
+	}{
+		// 2^k + 1/2 <= 2^62: k = 61 (k = 62 overshoots by 1/2).
+		{1, 1, 1, 61},
+		// 4 (2^k + 1/2) <= 2^62, 2^k <= 2^60 - 1/2: k = 59.
+		{4, 2, 0.5, 59},
+		// 3 (2^k + 1/2) <= 2^62: 2^60 = 1.15e18 fits, 2^61 = 2.31e18 > 2^62/3 = 1.54e18.
+		{3, 1, 1, 60},
+		// 10 * 5 * 0.1 = 5 = 2^2.32: 5 * 2^k + 5 <= 2^62, k = 59 (5 * 2^59 = 2.88e18 <= 4.61e18 - 5).
+		{10, 5, 0.1, 59},
+		// 2^62 / 1 with clip 2^-100: k = 161.
+		{1, 1, 0x1p-100, 161},
+		// clip 2^62: 2^62 2^k + 1/2 <= 2^62 needs k <= -1 (2^61 + 1/2 fits).
+		{1, 1, 0x1p62, -1},
+	} {
+		q, err := NewQuantizer(c.n, c.tau, c.clip)
+		if err != nil {
+			t.Fatalf("NewQuantizer(%d, %d, %v): %v", c.n, c.tau, c.clip, err)
+		}
+		if q.ScaleBits != c.k {
+			t.Errorf("NewQuantizer(%d, %d, %v).ScaleBits = %d, want %d", c.n, c.tau, c.clip, q.ScaleBits, c.k)
+		}
+	}
+}
+
+// TestNewQuantizerMaximal checks the defining property with big.Int
+// arithmetic on random settings: k fits and k + 1 does not.
+func TestNewQuantizerMaximal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	lim := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), 62))
+	ok := func(n, tau int, clip float64, k int) bool {
+		x := new(big.Rat).SetFloat64(clip)
+		p := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), uint(max(k, -k))))
+		if k >= 0 {
+			x.Mul(x, p)
+		} else {
+			x.Quo(x, p)
+		}
+		x.Mul(x, big.NewRat(int64(tau), 1))
+		x.Add(x, big.NewRat(1, 2))
+		x.Mul(x, big.NewRat(int64(n), 1))
+		return x.Cmp(lim) <= 0
+	}
+	for i := 0; i < 500; i++ {
+		n, tau := 1+rng.IntN(1000), 1+rng.IntN(100)
+		clip := math.Ldexp(rng.Float64()+0.5, rng.IntN(80)-40)
+		if i%50 == 0 { // powers of two, where k and k+1 sit on the boundary
+			clip = math.Ldexp(1, rng.IntN(40)-20)
+		}
+		q, err := NewQuantizer(n, tau, clip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok(n, tau, clip, q.ScaleBits) || ok(n, tau, clip, q.ScaleBits+1) {
+			t.Fatalf("n = %d, tau = %d, clip = %v: k = %d is not the largest fitting k", n, tau, clip, q.ScaleBits)
+		}
+	}
+}
+
+func TestNewQuantizerErrors(t *testing.T) {
+	for _, c := range []struct {
+		n, tau int
+		clip   float64
+		want   string
+	}{
+		{0, 1, 1, "learners n = 0"},
+		{1, 0, 1, "local steps tau = 0"},
+		{1, 1, 0, "clip = 0"},
+		{1, 1, -1, "clip = -1"},
+		{1, 1, math.NaN(), "clip = NaN"},
+		{1, 1, math.Inf(1), "clip = +Inf"},
+		{1, 1, 1e-300, "too small"},
+		{1 << 40, 1 << 20, math.MaxFloat64, "too large"},
+	} {
+		_, err := NewQuantizer(c.n, c.tau, c.clip)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("NewQuantizer(%d, %d, %v) = %v, want a one-line error with %q", c.n, c.tau, c.clip, err, c.want)
+		}
+	}
+}
+
+// TestQuantizeHand checks hand-computed fixed-point values.
+func TestQuantizeHand(t *testing.T) {
+	q := Quantizer{ScaleBits: 2} // units of 1/4
+	u := []float64{0, 0.25, -0.25, 0.3, -0.3, 0.125, -0.375, 1.1}
+	want := []int64{0, 1, -1, 1, -1, 1, -2, 4} // round(4u), halves away from zero
+	dst := make([]uint64, len(u))
+	if err := q.Quantize(dst, u, 1.1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range u {
+		if int64(dst[i]) != want[i] {
+			t.Errorf("Q(%v) = %d, want %d", u[i], int64(dst[i]), want[i])
+		}
+	}
+	if dst[2] != math.MaxUint64 { // -1 in two's complement
+		t.Errorf("Q(-0.25) = %#x, want 0xffffffffffffffff", dst[2])
+	}
+	back := make([]float64, len(u))
+	q.Dequantize(back, dst)
+	for i, w := range []float64{0, 0.25, -0.25, 0.25, -0.25, 0.25, -0.5, 1} {
+		if back[i] != w {
+			t.Errorf("Dequantize(Q(%v)) = %v, want %v", u[i], back[i], w)
+		}
+	}
+	// Term: sqrt(9) 2^-3 = 0.375 exactly; sqrt(2) is rounded up.
+	if got := q.Term(9); got != 0.375 {
+		t.Errorf("Term(9) = %v, want 0.375", got)
+	}
+	if got := q.Term(2); !(got >= math.Sqrt2/8) || got > math.Nextafter(math.Sqrt2, 2)/8 {
+		t.Errorf("Term(2) = %v, want sqrt(2)/8 rounded up", got)
+	}
+	// Ring arithmetic wraps: 1 - 2 = -1, max + 1 = 0.
+	a, b := []uint64{1, math.MaxUint64}, []uint64{2, 1}
+	SubRing(a, b)
+	if int64(a[0]) != -1 || a[1] != math.MaxUint64-1 {
+		t.Errorf("SubRing = %v, want [-1, 2^64-2]", a)
+	}
+	AddRing(a, b)
+	AddRing(a, []uint64{0, 1})
+	if a[0] != 1 || a[1] != 0 {
+		t.Errorf("AddRing = %v, want [1 0]", a)
+	}
+}
+
+// TestQuantizeRefuses checks the range check at its boundary and the
+// refusal of non-finite entries.
+func TestQuantizeRefuses(t *testing.T) {
+	q := Quantizer{ScaleBits: 2}
+	dst := make([]uint64, 1)
+	// bound 1: |u| 4 <= 4 + 1/2, |u| <= 1.125 accepted, the next float above refused.
+	if err := q.Quantize(dst, []float64{-1.125}, 1); err != nil || int64(dst[0]) != -5 {
+		t.Errorf("Quantize(-1.125) = %d, %v, want -5 accepted", int64(dst[0]), err)
+	}
+	for _, v := range []float64{math.Nextafter(1.125, 2), -1.25, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64} {
+		err := q.Quantize(make([]uint64, 3), []float64{0, 0, v}, 1)
+		if err == nil || !strings.Contains(err.Error(), "u[2]") {
+			t.Errorf("Quantize(%v) = %v, want an error naming u[2]", v, err)
+		}
+	}
+	// Boundary at a large scale, where bound 2^k + 1/2 is not a float64:
+	// k = 61, bound 1: the largest accepted |x| is 2^61 (the next float is 2^61 + 512).
+	q = Quantizer{ScaleBits: 61}
+	if err := q.Quantize(dst, []float64{1}, 1); err != nil {
+		t.Errorf("Quantize(1) at k = 61: %v", err)
+	}
+	if err := q.Quantize(dst, []float64{math.Nextafter(1, 2)}, 1); err == nil {
+		t.Error("Quantize(1 + ulp) at k = 61 accepted, want refused")
+	}
+	for _, b := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if err := q.Quantize(dst, []float64{0}, b); err == nil || !strings.Contains(err.Error(), "bound") {
+			t.Errorf("Quantize with bound %v = %v, want an error naming the bound", b, err)
+		}
+	}
+	if err := q.Quantize(make([]uint64, 2), []float64{0}, 1); err == nil {
+		t.Error("Quantize with len(dst) != len(u) accepted")
+	}
+}
+
+// TestNoWrap: n updates at the extreme of the accepted range, all with the
+// same sign on a coordinate (the adversarial pattern) or alternating, sum in
+// the ring to the exact integer sum (big.Int) read as int64: nothing wraps.
+func TestNoWrap(t *testing.T) {
+	for _, c := range []struct {
+		n, tau int
+		clip   float64
+	}{{1, 1, 1}, {3, 1, 1}, {10, 5, 0.1}, {7, 3, 1e-6}, {1000, 1, 1e3}, {2, 1, 0x1p-30}} {
+		q, err := NewQuantizer(c.n, c.tau, c.clip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound := float64(c.tau) * c.clip
+		// The largest accepted |u|: the largest float64 with |u| 2^k <= bound 2^k + 1/2.
+		top := bound
+		for {
+			next := math.Nextafter(top, math.Inf(1))
+			if q.Quantize(make([]uint64, 1), []float64{next}, bound) != nil {
+				break
+			}
+			top = next
+		}
+		for _, pattern := range []string{"+", "-", "alt"} {
+			sum := make([]uint64, 1)
+			exact := new(big.Int)
+			qu := make([]uint64, 1)
+			for i := 0; i < c.n; i++ {
+				v := top
+				if pattern == "-" || (pattern == "alt" && i%2 == 1) {
+					v = -top
+				}
+				if err := q.Quantize(qu, []float64{v}, bound); err != nil {
+					t.Fatal(err)
+				}
+				AddRing(sum, qu)
+				// Independent value: round(v 2^k) from big.Float.
+				x := new(big.Float).SetPrec(2000).SetFloat64(v)
+				x.SetMantExp(x, q.ScaleBits)
+				half := big.NewFloat(0.5)
+				if v < 0 {
+					x.Sub(x, half)
+				} else {
+					x.Add(x, half)
+				}
+				r, _ := x.Int(nil) // truncation toward zero of |x| + 1/2: round half away
+				exact.Add(exact, r)
+			}
+			if !exact.IsInt64() || int64(sum[0]) != exact.Int64() {
+				t.Errorf("n = %d, tau = %d, clip = %v, %s: ring sum reads %d, exact sum %v", c.n, c.tau, c.clip, pattern, int64(sum[0]), exact)
+			}
+			lim := new(big.Int).Lsh(big.NewInt(1), 62)
+			if new(big.Int).Abs(exact).Cmp(lim) > 0 {
+				t.Errorf("n = %d, %s: |sum| = %v > 2^62", c.n, pattern, exact)
+			}
+		}
+	}
+}
+
+// TestTermBound: ||Dequantize(Quantize(u)) - u|| never exceeds Term(d), over
+// random updates of norm at most the bound (a bound check, not a
+// statistical one), measured with big.Float.
+func TestTermBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 300; trial++ {
+		d := 1 + rng.IntN(50)
+		n, tau := 1+rng.IntN(20), 1+rng.IntN(10)
+		clip := math.Ldexp(rng.Float64()+0.5, rng.IntN(20)-10)
+		q, err := NewQuantizer(n, tau, clip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if trial%3 == 0 { // coarse scales, where the rounding error is visible
+			q.ScaleBits = rng.IntN(8)
+		}
+		bound := float64(tau) * clip
+		u := make([]float64, d)
+		ss := 0.0
+		for k := range u {
+			u[k] = rng.NormFloat64()
+			ss += u[k] * u[k]
+		}
+		s := bound * rng.Float64() / math.Sqrt(ss)
+		for k := range u {
+			u[k] *= s
+		}
+		qu := make([]uint64, d)
+		if err := q.Quantize(qu, u, bound); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]float64, d)
+		q.Dequantize(back, qu)
+		e := new(big.Float).SetPrec(300)
+		for k := range u {
+			diff := new(big.Float).SetPrec(300).SetFloat64(back[k])
+			diff.Sub(diff, new(big.Float).SetFloat64(u[k]))
+			e.Add(e, diff.Mul(diff, diff))
+		}
+		term := new(big.Float).SetPrec(300).SetFloat64(q.Term(d))
+		if e.Cmp(term.Mul(term, term)) > 0 {
+			t.Fatalf("d = %d, k = %d: ||deq(Q(u)) - u||^2 = %v > Term^2 = %v", d, q.ScaleBits, e, q.Term(d)*q.Term(d))
+		}
+	}
+}
