@@ -62,6 +62,17 @@
 // B_g and 2 B_g with conservative conversions. plan.Plan.Calibrate states
 // the argument.
 //
+// # Secure aggregation
+//
+// With [Config.Quantizer] (package secagg) the server aggregates as secure
+// aggregation does: every update is quantized to the ring Z_{2^64}
+// ([QuantizeUpdate]; a networked learner calls the same), the quantized
+// updates are summed there and the sum is dequantized exactly.
+// [Server.ReleaseRingSum] releases from a ring sum computed elsewhere (the
+// unmasked sum of the protocol) and gives the same model bit for bit. The
+// plan's calibration then includes the quantization term
+// (plan.Plan.EffectiveClip), which [Config.Validate] and [NewServer] check.
+//
 // # Models, data and experiments
 //
 // The optimiser's inputs and harness live in their own packages: package

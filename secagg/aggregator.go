@@ -27,6 +27,9 @@ type Aggregator struct {
 	in [5][]bool
 }
 
+// probeKey is a fixed X25519 key to test advertised keys with.
+var probeKey, _ = ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{7}, 32))
+
 // NewAggregator returns the aggregator of ctx, in PhaseAdvertise.
 func NewAggregator(ctx Context) (*Aggregator, error) {
 	if err := ctx.Validate(); err != nil {
@@ -94,11 +97,15 @@ func (a *Aggregator) Advertised(m Advertise) error {
 			return fmt.Errorf("secagg: Advertise from learner %d has a key of %d bytes, want %d", m.From, len(k), KeySize)
 		}
 	}
-	if _, err := ecdh.X25519().NewPublicKey(m.CPub); err != nil {
-		return fmt.Errorf("secagg: Advertise from learner %d: CPub: %v", m.From, err)
-	}
-	if _, err := ecdh.X25519().NewPublicKey(m.SPub); err != nil {
-		return fmt.Errorf("secagg: Advertise from learner %d: SPub: %v", m.From, err)
+	for _, k := range []struct {
+		name string
+		v    []byte
+	}{{"CPub", m.CPub}, {"SPub", m.SPub}} {
+		// A low-order point makes every key agreement with it fail: one
+		// learner would stop the run for all.
+		if _, err := agree(probeKey, k.v); err != nil {
+			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, k.name, err)
+		}
 	}
 	keys := [][]byte{m.CPub, m.SPub, m.SigPub}
 	for i, k := range keys {
@@ -310,22 +317,46 @@ func (a *Aggregator) Unmasked(m Unmask) error {
 	return nil
 }
 
-// reconstruct interpolates v's secret from the shares of the learners of
-// U5 and checks that every share beyond the first T lies on the same
-// polynomial (a dealer who sent inconsistent shares is caught).
-func (a *Aggregator) reconstruct(v int, u5 []int) ([]byte, error) {
-	t := a.ctx.T
-	xs := make([]byte, t)
-	ys := make([][]byte, t)
-	for i, h := range u5[:t] {
-		xs[i], ys[i] = byte(h+1), a.shares[h][v*ShareSize:(v+1)*ShareSize]
+// reconstructor interpolates every learner's secret from the shares of
+// the learners of U5: the first T give the secret, and every share beyond
+// them must lie on the same polynomial (a dealer who sent shares of no
+// single secret is caught).
+type reconstructor struct {
+	a      *Aggregator
+	first  []int    // the first T learners of U5
+	rest   []int    // the others
+	atZero interp   // from the first T to the secret
+	atRest []interp // from the first T to each of the others
+}
+
+func newReconstructor(a *Aggregator, u5 []int) *reconstructor {
+	r := &reconstructor{a: a, first: u5[:a.ctx.T], rest: u5[a.ctx.T:]}
+	xs := make([]byte, len(r.first))
+	for i, h := range r.first {
+		xs[i] = byte(h + 1)
 	}
-	for _, h := range u5[t:] {
-		if !bytes.Equal(evalAt(xs, ys, byte(h+1)), a.shares[h][v*ShareSize:(v+1)*ShareSize]) {
+	r.atZero = newInterp(xs, 0)
+	for _, h := range r.rest {
+		r.atRest = append(r.atRest, newInterp(xs, byte(h+1)))
+	}
+	return r
+}
+
+func (r *reconstructor) secret(v int) ([]byte, error) {
+	ys := make([][]byte, len(r.first))
+	for i, h := range r.first {
+		ys[i] = r.a.shares[h][v*ShareSize : (v+1)*ShareSize]
+	}
+	var check [ShareSize]byte
+	for i, h := range r.rest {
+		r.atRest[i].eval(ys, check[:])
+		if !bytes.Equal(check[:], r.a.shares[h][v*ShareSize:(v+1)*ShareSize]) {
 			return nil, fmt.Errorf("secagg: the shares of learner %d are inconsistent (its dealer sent shares of no single secret)", v)
 		}
 	}
-	return combine(xs, ys)
+	out := make([]byte, ShareSize)
+	r.atZero.eval(ys, out)
+	return out, nil
 }
 
 // Finish closes phase 4 (at least T learners unmasked, else an error
@@ -342,12 +373,13 @@ func (a *Aggregator) Finish() (sum []uint64, survivors []int, err error) {
 		return nil, nil, err
 	}
 	u3 := a.ids(PhaseMasked)
+	rec := newReconstructor(a, u5)
 	out := slices.Clone(a.sum)
 	for v, ok := range a.in[PhaseShares] {
 		if !ok {
 			continue
 		}
-		secret, err := a.reconstruct(v, u5)
+		secret, err := rec.secret(v)
 		if err != nil {
 			return fail(err)
 		}

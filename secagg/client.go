@@ -240,10 +240,15 @@ func (c *Client) MaskedInput(inbox []EncryptedShare, x []uint64) ([]uint64, erro
 		}
 		hsh.Write(b)
 	}
-	var xb [8]byte
-	for _, v := range x {
-		binary.LittleEndian.PutUint64(xb[:], v)
-		hsh.Write(xb[:])
+	buf := make([]byte, 0, 8<<10)
+	for rest := x; len(rest) > 0; {
+		m := min(len(rest), cap(buf)/8)
+		buf = buf[:0]
+		for _, v := range rest[:m] {
+			buf = binary.LittleEndian.AppendUint64(buf, v)
+		}
+		hsh.Write(buf)
+		rest = rest[m:]
 	}
 	var h [32]byte
 	hsh.Sum(h[:0])
@@ -251,7 +256,7 @@ func (c *Client) MaskedInput(inbox []EncryptedShare, x []uint64) ([]uint64, erro
 		if h != c.maskedHash {
 			return nil, fmt.Errorf("secagg: learner %d: MaskedInput asked again with a different inbox or input", c.id)
 		}
-		return c.mask(x), nil
+		return c.mask(x)
 	}
 	held := make([][2][]byte, c.ctx.N)
 	inU2 := make([]bool, c.ctx.N)
@@ -273,18 +278,16 @@ func (c *Client) MaskedInput(inbox []EncryptedShare, x []uint64) ([]uint64, erro
 		return nil, fmt.Errorf("secagg: learner %d: inbox from %d learners, threshold %d: %w", c.id, len(inbox), c.ctx.T, ErrTooFew)
 	}
 	c.held, c.inU2, c.maskedHash = held, inU2, h
-	y := c.mask(x)
-	if y == nil {
-		return nil, fmt.Errorf("secagg: learner %d: key agreement failed with a learner of U2", c.id)
+	y, err := c.mask(x)
+	if err != nil {
+		return nil, err
 	}
 	c.step = 3
 	return y, nil
 }
 
-// mask returns x plus this learner's masks over U2 (nil if a key agreement
-// fails, which ShareKeys's own agreement with every peer rules out only for
-// the share keys).
-func (c *Client) mask(x []uint64) []uint64 {
+// mask returns x plus this learner's masks over U2.
+func (c *Client) mask(x []uint64) ([]uint64, error) {
 	y := slices.Clone(x)
 	addMask(y, selfKey(c.selfSeed, c.ctxEnc, c.id), false)
 	for v, ok := range c.inU2 {
@@ -293,11 +296,11 @@ func (c *Client) mask(x []uint64) []uint64 {
 		}
 		k, err := maskKey(c.sKey, c.roster[v].SPub, c.ctxEnc, c.id, v)
 		if err != nil {
-			return nil
+			return nil, fmt.Errorf("secagg: learner %d: key agreement with learner %d: %v", c.id, v, err)
 		}
 		addMask(y, k, v < c.id)
 	}
-	return y
+	return y, nil
 }
 
 // consistencyMessage is what a learner signs in phase 3.

@@ -15,7 +15,7 @@
 //	Phase 0 Advertise   u sends fresh X25519 keys c_u (share encryption), s_u (masking)
 //	                    and a fresh Ed25519 key; the server closes with U1, |U1| >= T.
 //	Phase 1 ShareKeys   u draws a 32-byte self-mask seed b_u, splits s_u^SK and b_u into
-//	                    T-of-|U1| Shamir shares and sends each v in U1\{u} its pair of shares
+//	                    T-of-|U1| Shamir shares and sends each v in U1 (u too) its pair of shares
 //	                    under AES-256-GCM (key HKDF-SHA256(X25519(c_u, c_v)), associated data
 //	                    context || u || v), with a SHA-256 commitment to each share; the
 //	                    server closes with U2, |U2| >= T, and relays the boxes.
@@ -34,8 +34,9 @@
 // phase 4 of a round in at most one attempt (the caller's learner state
 // enforces that across [Client] values; one Client answers once).
 //
-// Departures from the paper, all on the safe side: a learner's own share of
-// b_v or s_v^SK (its own v included) is revealed by the same rule, so that
+// Departures from the paper, all on the safe side: a learner also seals a
+// pair of shares for itself, relayed like the others, and reveals its own
+// share of b_v or s_v^SK (its own v included) by the same rule, so that
 // exactly T responders suffice; the server keeps a SHA-256 commitment to
 // every share (context, dealer, holder and share hashed), so a forged or
 // foreign phase-4 share is refused instead of silently corrupting the sum; a

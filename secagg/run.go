@@ -37,6 +37,14 @@ func Run(ctx Context, inputs [][]uint64, drop DropPlan, rand io.Reader, hook fun
 			return nil, nil, fmt.Errorf("secagg: Run's input %d has %d entries, want Dim = %d", u, len(x), ctx.Dim)
 		}
 	}
+	for u, p := range drop {
+		if err := checkID("DropPlan's learner", u, ctx.N); err != nil {
+			return nil, nil, err
+		}
+		if p < PhaseAdvertise || p > PhaseUnmask {
+			return nil, nil, fmt.Errorf("secagg: DropPlan drops learner %d before %s, want a phase from %s to %s", u, p, PhaseAdvertise, PhaseUnmask)
+		}
+	}
 	if hook == nil {
 		hook = func(Event) {}
 	}

@@ -3,6 +3,7 @@ package secagg
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // MarshalBinary snapshots the aggregator after any call: the context, the
@@ -66,7 +67,7 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 	var ctx Context
 	copy(ctx.Run[:], r.take(16, "Run"))
 	round := r.u64("Round")
-	if round > 1<<62 {
+	if round > math.MaxInt64 {
 		r.fail("Round is %d, out of range", round)
 	}
 	ctx.Round = int(round)

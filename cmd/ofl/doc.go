@@ -37,6 +37,13 @@
 // and seed the released models are the simulation's, bit for bit. See
 // docs/distributed.md.
 //
+// -secure-aggregation quantizes every update to the ring Z_2^64 (secure
+// aggregation, package secagg; -threshold T sets its threshold, by default
+// floor(2n/3)+1): the plan records the scale bits and the quantization term,
+// and the calibration includes the term (the effective clip B_g' in the
+// report). The simulated run sums the quantized updates in the ring, as the
+// secure protocol's server does.
+//
 // Exit status: 0 on success, 2 on a usage error (a bad flag value), 1 on any
 // other error. Every error is one line "ofl: ..." on stderr. See
 // docs/fedopt.md for the flags, the paper's experiments and the library.

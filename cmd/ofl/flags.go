@@ -14,6 +14,7 @@ import (
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/plan"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // usagef returns a usage error (exit status 2).
@@ -43,6 +44,12 @@ type config struct {
 	out         string
 	json        bool
 	quiet       bool
+	// secure is -secure-aggregation, threshold its -threshold T (0: the
+	// default floor(2n/3) + 1) and quantizer its quantization (nil
+	// without).
+	secure    bool
+	threshold int
+	quantizer *secagg.Quantizer
 	// raw holds the flags that are parsed after flag.Parse.
 	raw struct {
 		algo, calibration, split, data string
@@ -131,6 +138,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.out, "out", "", "write DIR/rounds.csv")
 	fs.BoolVar(&c.json, "json", false, "print one JSON object")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no summary and no progress bar")
+	fs.BoolVar(&c.secure, "secure-aggregation", false, "secure aggregation: updates quantized to the ring Z_2^64 (the plan's scale bits and quantization term; the calibration includes the term)")
+	fs.IntVar(&c.threshold, "threshold", 0, "with -secure-aggregation, the threshold `T` of learners that must survive each phase, n/2 < T <= n (0: floor(2n/3)+1)")
 	return fs
 }
 
@@ -229,6 +238,22 @@ func parseArgs(args []string) (config, error) {
 	if set["eta-ind"] && c.algo.LocalSteps() {
 		return c, usagef("-eta-ind applies to -algo independent and baseline-correlated only")
 	}
+	if set["threshold"] && !c.secure {
+		return c, usagef("-threshold applies with -secure-aggregation only")
+	}
+	if c.secure {
+		if !(c.clip > 0) {
+			return c, usagef("-clip %v with -secure-aggregation: want a finite number > 0 (updates of norm at most tau B_g are quantized)", c.clip)
+		}
+		if t := c.threshold; t != 0 && !(2*t > c.learners && t <= c.learners) {
+			return c, usagef("-threshold %d: want n/2 < T <= n for -learners %d (or 0: %d)", t, c.learners, plan.DefaultThreshold(c.learners))
+		}
+		q, err := secagg.NewQuantizer(c.learners, c.tau, c.clip)
+		if err != nil {
+			return c, usagef("-secure-aggregation with -learners %d, -tau %d, -clip %v: %s", c.learners, c.tau, c.clip, strings.TrimPrefix(err.Error(), "secagg: "))
+		}
+		c.quantizer = &q
+	}
 	if err := c.optimiser().Validate(); err != nil {
 		var pe *fedopt.ParamError
 		if errors.As(err, &pe) {
@@ -256,5 +281,6 @@ func (c *config) optimiser() fedopt.Config {
 		EtaInd:    c.etaInd,
 		Clip:      c.clip,
 		EvalEvery: c.evalEvery,
+		Quantizer: c.quantizer,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // roundsHeader is the header of rounds.csv.
@@ -135,6 +136,10 @@ type report struct {
 	L2         float64 `json:"l2"`
 	EvalEvery  int     `json:"eval_every"`
 	FStar      float64 `json:"f_star"`
+	// SecureAggregation is the plan's secure aggregation (-secure-aggregation)
+	// and EffectiveClip the clip B_g' its calibration used.
+	SecureAggregation *plan.SecureAggregation `json:"secure_aggregation,omitempty"`
+	EffectiveClip     float64                 `json:"effective_clip,omitempty"`
 
 	FinalLossErrorMean    float64  `json:"final_loss_error_mean"`
 	FinalLossErrorStd     float64  `json:"final_loss_error_std"`
@@ -199,6 +204,10 @@ func newReport(c config, p *experiment.Problem, res *experiment.Result, seconds 
 		r.Sensitivity = pr.Sensitivity
 		r.NoiseStd = pr.NoiseStd
 		r.FactorizationLoss = res.Plan.Privacy.Loss
+		r.EffectiveClip = pr.EffectiveClip
+	}
+	if c.secure {
+		r.SecureAggregation = c.runPlan(p.Data.Dim).SecureAggregation
 	}
 	return r
 }

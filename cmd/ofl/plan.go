@@ -10,6 +10,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/plan"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // runPlan returns the plan of the run c describes, on data with the given
@@ -35,6 +36,15 @@ func (c *config) runPlan(features int) *plan.Plan {
 	}
 	if c.seedSet {
 		p.SeedSHA256 = plan.SeedDigest(c.seed)
+	}
+	if q := c.quantizer; q != nil {
+		// As plan.NewSecureAggregation makes it (parseArgs checked n, tau,
+		// clip and T; the plan's validation checks it again).
+		t := c.threshold
+		if t == 0 {
+			t = plan.DefaultThreshold(c.learners)
+		}
+		p.SecureAggregation = &plan.SecureAggregation{Threshold: t, RingBits: secagg.RingBits, ScaleBits: q.ScaleBits, Dim: features, QuantizationTerm: q.Term(features)}
 	}
 	return p
 }
@@ -89,6 +99,9 @@ func planArgs(p *plan.Plan) (map[string]string, error) {
 	}
 	if t := p.Target; t != nil {
 		args["eps"], args["delta"], args["calibration"] = g(t.Eps), g(t.Delta), t.Calibration.String()
+	}
+	if sa := p.SecureAggregation; sa != nil {
+		args["secure-aggregation"], args["threshold"] = "true", strconv.Itoa(sa.Threshold)
 	}
 	return args, nil
 }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
+)
+
+func TestSecureAggregationUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-threshold", "2"}, "-threshold applies with -secure-aggregation only"},
+		{[]string{"-secure-aggregation", "-learners", "4", "-threshold", "2"}, "-threshold 2: want n/2 < T <= n for -learners 4 (or 0: 3)"},
+		{[]string{"-secure-aggregation", "-learners", "4", "-threshold", "5"}, "-threshold 5"},
+		{[]string{"-secure-aggregation", "-algo", "nonprivate", "-clip", "0"}, "-clip 0 with -secure-aggregation"},
+	} {
+		r := runOfl(t, c.args...)
+		if r.code != 2 {
+			t.Errorf("%v: exit %d, want 2", c.args, r.code)
+		}
+		requireOneErrorLine(t, r.stderr, c.want)
+	}
+}
+
+// ofl -secure-aggregation: the report shows the plan's secure aggregation,
+// eps is the target, and the sensitivity is the plain one with the clip
+// B_g' = B_g + term / tau, term computed here by hand.
+func TestSecureAggregationReport(t *testing.T) {
+	type rep struct {
+		Eps, Delta, Sensitivity, Gamma float64
+		NoiseStd                       float64                 `json:"noise_std"`
+		EffectiveClip                  float64                 `json:"effective_clip"`
+		SecureAggregation              *plan.SecureAggregation `json:"secure_aggregation"`
+	}
+	get := func(args ...string) rep {
+		r := runOfl(t, append(append([]string{}, small...), append(args, "-json", "-reps", "1")...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		var v rep
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	plain, sec := get(), get("-secure-aggregation", "-threshold", "3")
+	// n = 3, tau = 2, B_g = 5: 3 (10 2^k + 1/2) <= 2^62 holds at k = 57
+	// (30 2^57 = 4.32e18 <= 4.61e18 - 1.5), not at 58; d = 5.
+	const k = 57
+	term := math.Sqrt(5) * math.Ldexp(1, -k-1)
+	sa := sec.SecureAggregation
+	if sa == nil || *sa != (plan.SecureAggregation{Threshold: 3, RingBits: 64, ScaleBits: k, Dim: 5, QuantizationTerm: sa.QuantizationTerm}) ||
+		math.Abs(sa.QuantizationTerm/term-1) > 1e-15 {
+		t.Fatalf("secure aggregation %+v, want threshold 3, ring 64, k %d, d 5, term %v", sa, k, term)
+	}
+	want, err := accountant.ReleaseSensitivity(5+term/2, 3, accountant.ReplaceOne, sec.Gamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sec.Eps != 5 || sec.Delta != 1e-3 || sec.Sensitivity < want || sec.Sensitivity > want*(1+1e-15) || !(sec.Sensitivity > plain.Sensitivity) || sec.NoiseStd < plain.NoiseStd || !(plain.NoiseStd > 0) {
+		t.Errorf("secure record eps %v, delta %v, sensitivity %v, std %v; want (5, 1e-3), sensitivity %v > plain %v, std >= %v", sec.Eps, sec.Delta, sec.Sensitivity, sec.NoiseStd, want, plain.Sensitivity, plain.NoiseStd)
+	}
+	if !(sec.EffectiveClip >= 5+term/2) || sec.EffectiveClip > 5*(1+1e-15) || plain.EffectiveClip != 0 || plain.SecureAggregation != nil {
+		t.Errorf("effective clip %v (plain %v, %+v), want 5 + term/2 rounded up", sec.EffectiveClip, plain.EffectiveClip, plain.SecureAggregation)
+	}
+	// The flags go into the plan and come back from it (ofl evaluate).
+	c, err := parseArgs(append(append([]string{}, small...), "-secure-aggregation", "-threshold", "3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.runPlan(5)
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	args, err := evaluateArgs(map[string]string{"seed": "7"}, p, "run.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := parseArgs(args)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	if q := back.runPlan(5); !reflect.DeepEqual(p, q) {
+		t.Errorf("plan %+v read back as %+v", p.SecureAggregation, q.SecureAggregation)
+	}
+}
+
+// The secure run's models, round by round: from the secure model x^r with
+// the same noise, the plain release differs from the secure one by at most
+// step / (n tau) times n quantization terms (every present update moved by
+// at most the term), plus the float64 rounding of the plain sum (a few ulps
+// of the model). The quantization term of ofl's settings (about 2^-60 of the
+// update's scale) is below that rounding: quantization at these scale bits
+// is invisible in a float64 model.
+func TestSecureModelsWithinTerm(t *testing.T) {
+	c, err := parseArgs(append(append([]string{}, small...), "-secure-aggregation"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := loadData(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := model.Logistic{L2: c.l2}
+	dim := m.NumParams(ds.Dim)
+	pl := c.runPlan(ds.Dim)
+	f, priv, err := buildNoise(t.Context(), pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.optimiser()
+	cfg.Privacy = priv
+	shape := fedopt.Shape{Learners: c.learners, Rounds: c.rounds, Tau: c.tau, Dim: dim}
+	noiseAt := func(r int) mechanism.Mechanism {
+		nz, err := mechanism.New(f, dim, priv.NoiseStd, mechanism.WithSeed(11), mechanism.WithStartRound(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nz
+	}
+	srv, err := fedopt.NewServer(cfg, shape, noiseAt(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	learners := make([]*fedopt.Learner, c.learners)
+	for i := range learners {
+		if learners[i], err = fedopt.NewLearner(m, ds.Stream(i), cfg, c.tau, dim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var xs [][]float64
+	err = fedopt.Simulate(t.Context(), srv, learners, fedopt.SimOptions{Observe: func(r int, x []float64) error {
+		xs = append(xs, append([]float64(nil), x...))
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainCfg := cfg
+	plainCfg.Quantizer, plainCfg.Privacy = nil, nil
+	bound := cfg.ServerStep(c.tau) / float64(c.learners*c.tau) * float64(c.learners) * pl.SecureAggregation.QuantizationTerm
+	for r := 0; r < c.rounds; r++ {
+		ps, err := fedopt.NewServerAt(plainCfg, shape, noiseAt(r), r, xs[r])
+		if err != nil {
+			t.Fatal(err)
+		}
+		updates := make([][]float64, c.learners)
+		for i, l := range learners {
+			updates[i] = make([]float64, dim)
+			if err := l.Update(updates[i], r, xs[r]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ps.Release(updates); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range ps.Model() {
+			slack := 8 * math.Abs(v) * 0x1p-52
+			if d := math.Abs(v - xs[r+1][k]); d > bound+slack {
+				t.Fatalf("round %d, entry %d: |plain - secure| = %v > %v + rounding %v", r, k, d, bound, slack)
+			}
+		}
+	}
+}
