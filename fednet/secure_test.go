@@ -37,11 +37,14 @@ func secureRun(t *testing.T, r *run) {
 }
 
 // secureOptions are r's server options with secure aggregation of
-// threshold T and short waits.
+// threshold T. A phase closes when every learner answered; the quorum
+// grace is long, so that a learner slowed by the machine's load (or in
+// its backoff after a restart) is not dropped: tests with dropouts
+// shorten it.
 func secureOptions(r *run, dir string, T int) ServerOptions {
 	opt := r.options(dir, nil)
 	opt.SecureAggregation = &SecureAggregation{Threshold: T}
-	opt.QuorumGrace = 150 * time.Millisecond
+	opt.QuorumGrace = 20 * time.Second
 	opt.MaxWait = time.Second
 	opt.Linger = 300 * time.Millisecond // a dropped learner never fetches the final model
 	return opt
@@ -110,7 +113,9 @@ func TestSecureDropouts(t *testing.T) {
 				return i == drop && (round > 1 || round == 1 && k <= secagg.PhaseMasked)
 			})
 			dir := t.TempDir()
-			s := serve(t, secureOptions(r, dir, T), nil)
+			opt := secureOptions(r, dir, T)
+			opt.QuorumGrace = time.Second // the stopped learner's phases close after it
+			s := serve(t, opt, nil)
 			res := runSecLearners(context.Background(), r, s.addr, func(i int, o *LearnerOptions) {
 				if i == drop {
 					o.stopBefore = func(round int, p secagg.Phase) bool { return round == 1 && p == k }
@@ -133,7 +138,7 @@ func TestSecureDropouts(t *testing.T) {
 		secureRun(t, r)
 		dir := t.TempDir()
 		opt := secureOptions(r, dir, T)
-		opt.RoundTimeout = time.Second
+		opt.RoundTimeout, opt.QuorumGrace = 3*time.Second, time.Second
 		s := serve(t, opt, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
