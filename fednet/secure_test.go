@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 	"github.com/dpmf/dpmf/secagg"
@@ -476,7 +478,10 @@ func TestSecureCrashResume(t *testing.T) {
 					t.Fatalf("first server: %v, want the simulated crash", err)
 				}
 				s1.stop()
-				s2 := serveAt(t, opt, nil, s1.addr)
+				var log testutil.SyncBuffer
+				opt2 := opt
+				opt2.Log = slog.New(slog.NewTextHandler(&log, nil))
+				s2 := serveAt(t, opt2, nil, s1.addr)
 				for i, l := range <-done {
 					if l.err != nil {
 						t.Fatalf("learner %d: %v", i, l.err)
@@ -486,6 +491,13 @@ func TestSecureCrashResume(t *testing.T) {
 					t.Fatal(err)
 				}
 				requireSameModels(t, readRounds(t, dir, r.R), want)
+				resumed := p // the snapshot of the close before p (or of the attempt's opening)
+				if after {
+					resumed = p + 1
+				}
+				if line := fmt.Sprintf("msg=\"resumed the secure round\" round=1 attempt=0 phase=%s", resumed); !strings.Contains(log.String(), line) {
+					t.Errorf("the restarted server did not resume attempt 0 at phase %v (%q):\n%s", resumed, line, log.String())
+				}
 			})
 		}
 	}
