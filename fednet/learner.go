@@ -45,10 +45,12 @@ type LearnerOptions struct {
 	// that Model.NumParams(features) is the server's parameter count. It
 	// must be safe for concurrent use if several learners share it.
 	Model dpmodel.Model
-	// CallTimeout is the deadline of Join and SubmitUpdate (default 30 s).
+	// CallTimeout is the deadline of Join, SubmitUpdate and SubmitMasked
+	// (default 30 s).
 	CallTimeout time.Duration
 	// WaitTimeout is the deadline of one GetModel call, which waits for the
-	// next release (default 60 s); the learner then asks again.
+	// next release, and of one SecAgg call, which waits for a phase to
+	// close (default 60 s); the learner then asks again.
 	WaitTimeout time.Duration
 	// GiveUp is how long the learner keeps retrying while the server is
 	// unreachable before it stops (default 2 min). A server restart within

@@ -379,6 +379,11 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 	if s.opt.SecureAggregation == nil {
 		return nil, s.reject(codes.FailedPrecondition, call, i, r, "the run does not use secure aggregation")
 	}
+	if rj := s.polls.acquire(i, true); rj != nil {
+		rj.call = call
+		return nil, s.logged(rj)
+	}
+	defer s.polls.release(i, true)
 	if req.GetHasMessage() {
 		p := secagg.Phase(req.GetPhase())
 		if p == secagg.PhaseMasked {

@@ -149,7 +149,9 @@ type ServerOptions struct {
 	MaxUploads, MaxUploadsPerLearner int
 	// MaxModelStreams and MaxModelStreamsPerLearner are the same limits
 	// for GetModel calls (defaults as for uploads). A model stream holds
-	// at most one chunk (256 KiB) that the learner has not taken.
+	// at most one chunk (256 KiB) that the learner has not taken. The
+	// SecAgg calls of secure aggregation, which wait for a phase to
+	// close, have limits of their own of the same sizes.
 	MaxModelStreams, MaxModelStreamsPerLearner int
 	// Linger is how long the server keeps answering after the last round
 	// so that every learner can fetch the final model (default 10 s).
@@ -191,6 +193,7 @@ type Server struct {
 	digests [][sha256.Size]byte // per released round: its digest (the hash that ends its file)
 
 	uploads, streams *slots // calls in progress and their limits
+	polls            *slots // SecAgg calls in progress (the model streams' limits)
 	logLim           logLimiter
 
 	mu        sync.Mutex
@@ -360,6 +363,7 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		fetched: make([]bool, sh.Learners),
 		uploads: newSlots("uploads", sh.Learners, opt.MaxUploads, opt.MaxUploadsPerLearner),
 		streams: newSlots("model streams", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
+		polls:   newSlots("protocol calls", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
 	}
 	for i := range s.submitted {
 		s.submitted[i] = -1
@@ -415,7 +419,7 @@ func describe(opt ServerOptions) ([]byte, error) {
 		"x0": c.X0 != nil, "epochs": max(opt.Epochs, 1),
 	}
 	if sa := opt.SecureAggregation; sa != nil {
-		d["secure_aggregation"] = map[string]any{"threshold": sa.Threshold, "ring_bits": secagg.RingBits}
+		d["secure_aggregation"] = map[string]any{"threshold": sa.Threshold, "ring_bits": secagg.RingBits, "scale_bits": c.Quantizer.ScaleBits}
 	}
 	if p := c.Privacy; p != nil {
 		d["eps"], d["delta"], d["noise_std"], d["sensitivity"] = p.Eps, p.Delta, p.NoiseStd, p.Sensitivity
