@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/fedopt"
@@ -567,4 +569,40 @@ func TestSecureSnapshotRefused(t *testing.T) {
 	if srv.sec.ctx.Attempt != 1 || srv.sec.phase != secagg.PhaseAdvertise {
 		t.Fatalf("after a failed attempt: attempt %d, phase %v; want attempt 1, phase 0", srv.sec.ctx.Attempt, srv.sec.phase)
 	}
+}
+
+// With authentication (ServerOptions.Identify; mutual TLS in a
+// deployment) a protocol message or masked input that names another
+// learner than the caller's identity is refused.
+func TestSecureIdentity(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	opt := secureOptions(r, t.TempDir(), 2)
+	opt.MaxWait = 100 * time.Millisecond
+	opt.Identify = func(ctx context.Context) (int, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if v := md.Get("as"); len(v) == 1 {
+			return strconv.Atoi(v[0])
+		}
+		return -1, errors.New("no identity")
+	}
+	s := serve(t, opt, nil)
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := flv1.NewFederationClient(conn)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "as", "1")
+	if _, err := cl.SecAgg(ctx, &flv1.SecAggRequest{Learner: 1}); err != nil {
+		t.Fatalf("learner 1 as itself: %v", err)
+	}
+	_, err = cl.SecAgg(ctx, &flv1.SecAggRequest{Learner: 0})
+	wantCode(t, "SecAgg as learner 0 by learner 1", err, codes.PermissionDenied)
+	_, err = cl.SecAgg(context.Background(), &flv1.SecAggRequest{Learner: 0})
+	wantCode(t, "SecAgg without identity", err, codes.Unauthenticated)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err = submitMasked(cctx, cl, 0, 0, 0, make([]uint64, 4))
+	wantCode(t, "masked input as learner 0 by learner 1", err, codes.PermissionDenied)
 }
