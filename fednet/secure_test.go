@@ -606,3 +606,70 @@ func TestSecureIdentity(t *testing.T) {
 	err = submitMasked(cctx, cl, 0, 0, 0, make([]uint64, 4))
 	wantCode(t, "masked input as learner 0 by learner 1", err, codes.PermissionDenied)
 }
+
+// A round that fails (fewer than T learners in a phase) is resumed by a
+// restart in a new attempt with fresh keys: here two of three learners
+// stop before phase 1 of round 0, the server fails with
+// ErrTooFewLearners, and a restarted server with the two learners
+// started afresh releases the simulation's models from attempt 1.
+func TestSecureFailedAttemptRestarts(t *testing.T) {
+	r := newRun(t, 3, 2, 1, 4)
+	secureRun(t, r)
+	want := r.simulate(t, nil)
+	dir := t.TempDir()
+	opt := secureOptions(r, dir, 2)
+	opt.RoundTimeout, opt.QuorumGrace = 2*time.Second, time.Second
+	s1 := serve(t, opt, nil)
+	var mu sync.Mutex
+	stopped := map[int]bool{}
+	first := make(chan []learnerResult, 1)
+	go func() {
+		first <- runSecLearners(context.Background(), r, s1.addr, func(i int, o *LearnerOptions) {
+			if i > 0 {
+				o.stopBefore = func(round int, p secagg.Phase) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					if round == 0 && p == secagg.PhaseShares && !stopped[i] {
+						stopped[i] = true
+						return true
+					}
+					return false
+				}
+			}
+		})
+	}()
+	if err := <-s1.errc; !errors.Is(err, ErrTooFewLearners) {
+		t.Fatalf("first server: %v, want ErrTooFewLearners", err)
+	}
+	s1.stop()
+	var log testutil.SyncBuffer
+	opt.Log = slog.New(slog.NewTextHandler(&log, nil))
+	opt.QuorumGrace = 20 * time.Second // learner 0 may be in its backoff
+	s2 := serveAt(t, opt, nil, s1.addr)
+	// Learner 0 is still running; learners 1 and 2 start afresh.
+	var wg sync.WaitGroup
+	for i := 1; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := LearnerOptions{Addr: s2.addr, ID: i, Creds: insecure.NewCredentials(),
+				Data:        func(rc *flv1.RunConfig) (fedopt.Stream, error) { return r.learnerData(rc, i) },
+				WaitTimeout: 2 * time.Second, GiveUp: 20 * time.Second}
+			if _, err := RunLearner(context.Background(), o); err != nil {
+				t.Errorf("restarted learner %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	res := <-first
+	if res[0].err != nil {
+		t.Fatalf("learner 0: %v", res[0].err)
+	}
+	if err := <-s2.errc; err != nil {
+		t.Fatal(err)
+	}
+	requireSameModels(t, readRounds(t, dir, r.R), want)
+	if !strings.Contains(log.String(), "msg=\"new attempt\" round=0 attempt=1") {
+		t.Errorf("the restart did not open attempt 1:\n%s", log.String())
+	}
+}
