@@ -426,6 +426,11 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 			s.mu.Unlock()
 			return nil, s.reject(codes.FailedPrecondition, call, i, r, "round %d is not open, the open round is %d", r, s.round)
 		}
+		if sr := s.sec; sr != nil && sr.failed != nil && r == s.round {
+			a := sr.ctx.Attempt
+			s.mu.Unlock()
+			return nil, s.reject(codes.Unavailable, call, i, r, "attempt %d of round %d failed (fewer learners than the threshold): the server stops; a restart opens the next attempt", a, r)
+		}
 		resp := s.secState(i, r)
 		var changed <-chan struct{}
 		if s.sec != nil {
