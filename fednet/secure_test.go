@@ -363,9 +363,6 @@ func pearson(a, b []uint64) float64 {
 // here), the test's false-failure rate. The other messages (keys, boxes,
 // signatures, shares) do not depend on the updates at all.
 func TestSecureServerSeesNoUpdate(t *testing.T) {
-	if testing.Short() && raceEnabled {
-		t.Skip("slow under -race")
-	}
 	const n, d = 4, 4096
 	r := newRun(t, n, 1, 1, d)
 	r.f, r.std = nil, 0
