@@ -25,8 +25,8 @@ import (
 // quantized updates. See docs/distributed.md, "Secure aggregation".
 type SecureAggregation struct {
 	// Threshold is T, the least number of learners every phase must keep:
-	// n/2 < T <= n (0: plan.DefaultThreshold, floor(2n/3) + 1). It takes the place of
-	// ServerOptions.MinLearners.
+	// n/2 < T <= n (0: plan.DefaultThreshold, floor(2n/3) + 1). It
+	// takes the place of ServerOptions.MinLearners.
 	Threshold int
 }
 
@@ -47,9 +47,7 @@ func secureFromPlan(opt *ServerOptions) error {
 		return errors.New("fednet: secure aggregation for a run whose plan has none (its calibration lacks the quantization term)")
 	case psa == nil:
 		return nil
-	case opt.SecureAggregation == nil:
-		opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold}
-	case opt.SecureAggregation.Threshold != psa.Threshold && opt.SecureAggregation.Threshold != 0:
+	case opt.SecureAggregation != nil && opt.SecureAggregation.Threshold != psa.Threshold && opt.SecureAggregation.Threshold != 0:
 		return fmt.Errorf("fednet: secure-aggregation threshold %d, the run's plan has %d", opt.SecureAggregation.Threshold, psa.Threshold)
 	}
 	opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold}

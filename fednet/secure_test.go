@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -668,5 +669,38 @@ func TestSecureFailedAttemptRestarts(t *testing.T) {
 	requireSameModels(t, readRounds(t, dir, r.R), want)
 	if !strings.Contains(log.String(), "msg=\"new attempt\" round=0 attempt=1") {
 		t.Errorf("the restart did not open attempt 1:\n%s", log.String())
+	}
+}
+
+// Secure-aggregation options out of range are refused by NewServer with
+// one line naming them, before the state directory is touched.
+func TestSecureOptionsRefused(t *testing.T) {
+	r := newRun(t, 4, 2, 1, 4)
+	secureRun(t, r)
+	for _, c := range []struct {
+		name, want string
+		edit       func(o *ServerOptions)
+	}{
+		{"threshold n/2", "threshold 2 for 4 learners, want n/2 < T <= n", func(o *ServerOptions) { o.SecureAggregation.Threshold = 2 }},
+		{"threshold above n", "threshold 5 for 4 learners", func(o *ServerOptions) { o.SecureAggregation.Threshold = 5 }},
+		{"no quantizer", "needs the quantizer", func(o *ServerOptions) { o.Config.Quantizer = nil }},
+		{"min learners", "minimum learners 2 with secure aggregation of threshold 3", func(o *ServerOptions) { o.MinLearners = 2 }},
+		{"one learner", "secure aggregation with 1 learners, want 2..255", func(o *ServerOptions) {
+			o.Shape.Learners = 1
+			o.SecureAggregation.Threshold = 1
+		}},
+	} {
+		dir := filepath.Join(t.TempDir(), "state")
+		opt := secureOptions(r, dir, 3)
+		c.edit(&opt)
+		_, err := NewServer(opt)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", c.name, err, c.want)
+			continue
+		}
+		if _, serr := os.Stat(dir); serr == nil {
+			t.Errorf("%s: the state directory was created", c.name)
+		}
+		t.Logf("%s: %v", c.name, err)
 	}
 }
