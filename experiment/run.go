@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"math"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // Trace is the record of one run. The metrics are evaluated at the rounds
@@ -86,14 +89,33 @@ func Run(ctx context.Context, p *Problem, cfg fedopt.Config, noise mechanism.Mec
 	}
 	ev := NewEvaluator(p, cfg)
 	err = fedopt.Simulate(ctx, srv, learners, fedopt.SimOptions{
-		Parallel: cfg.ParallelLearners,
-		Observe:  ev.Observe,
-		OnRound:  cfg.OnRound,
+		Parallel:  cfg.ParallelLearners,
+		Observe:   ev.Observe,
+		OnRound:   cfg.OnRound,
+		SecureSum: secureSum(cfg, shape),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return ev.Trace(), nil
+}
+
+// secureSum returns, for a run with secure aggregation (cfg.Quantizer)
+// of 2..secagg.MaxLearners learners, the in-process run of the protocol
+// (secagg.Run, fresh keys from crypto/rand in every round, nobody drops,
+// threshold plan.DefaultThreshold) that sums the quantized updates: the
+// roles exercise the protocol, and its sum is exact, so the models are
+// those of the server's own ring sum. nil otherwise.
+func secureSum(cfg fedopt.Config, shape fedopt.Shape) func(int, [][]uint64) ([]uint64, int, error) {
+	n := shape.Learners
+	if cfg.Quantizer == nil || n < 2 || n > secagg.MaxLearners {
+		return nil
+	}
+	return func(r int, q [][]uint64) ([]uint64, int, error) {
+		c := secagg.Context{Round: r, N: n, T: plan.DefaultThreshold(n), Dim: shape.Dim}
+		sum, u3, err := secagg.Run(c, q, nil, rand.Reader, nil)
+		return sum, len(u3), err
+	}
 }
 
 // Evaluator is an observer of released models that computes the metrics of

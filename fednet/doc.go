@@ -51,6 +51,23 @@
 // first learner reaches it (bounded by ServerOptions.JoinTimeout if set),
 // so a server may be started long before its learners.
 //
+// # Secure aggregation
+//
+// With ServerOptions.SecureAggregation (or a plan with a
+// secure_aggregation section) the server learns only the sum of the
+// surviving learners' updates: each round runs the protocol of package
+// secagg (Bonawitz et al., CCS 2017) through the calls SecAgg and
+// SubmitMasked of protocol revision 2. The learners quantize their
+// updates to Z_{2^64} (Config.Quantizer, refusing one out of range) and
+// mask them; a phase closes when every learner of the previous phase
+// answered, QuorumGrace after the threshold T did, or at RoundTimeout
+// with at least T (fewer: ErrTooFewLearners); the unmasked ring sum is
+// released through fedopt.Server.ReleaseRingSum, to the models of
+// fedopt.Simulate with the same quantizer bit for bit. Every phase close
+// is written to the state directory (secagg.state) before its result is
+// served, so a restarted server resumes the attempt at that phase. See
+// docs/distributed.md, "Secure aggregation".
+//
 // Vectors travel in chunks of [ChunkLen] values, so models of any
 // dimension pass gRPC's message limit. The server's memory is bounded
 // whatever its peers send: calls in progress are limited per learner and

@@ -236,9 +236,14 @@ func TestRejectedUpdates(t *testing.T) {
 	if status.Code(err) != codes.AlreadyExists || !logEventually(&log, "duplicate update") {
 		t.Errorf("second update of learner 1: %v, want AlreadyExists and a logged reason", err)
 	}
-	_, err = cl.Join(context.Background(), &flv1.JoinRequest{ProtocolVersion: 2, Learner: 0})
+	_, err = cl.Join(context.Background(), &flv1.JoinRequest{ProtocolVersion: 3, Learner: 0})
 	if status.Code(err) != codes.FailedPrecondition {
-		t.Errorf("join with protocol version 2: %v, want FailedPrecondition", err)
+		t.Errorf("join with protocol version 3: %v, want FailedPrecondition", err)
+	}
+	// A plain run serves learners of revision 1 (before secure
+	// aggregation) and answers in their revision.
+	if join, err := cl.Join(context.Background(), &flv1.JoinRequest{ProtocolVersion: flv1.ProtocolVersion_PROTOCOL_VERSION_1, Learner: 0}); err != nil || join.GetProtocolVersion() != flv1.ProtocolVersion_PROTOCOL_VERSION_1 {
+		t.Errorf("join with protocol version 1: %v, %v; want an answer in version 1", join.GetProtocolVersion(), err)
 	}
 	// Learner 0 runs normally; the round closes with both honest updates.
 	finals, errs := runLearners(t, r, s.addr, []int{0}, nil)

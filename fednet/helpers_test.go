@@ -170,6 +170,18 @@ func serveAt(t *testing.T, opt ServerOptions, creds credentials.TransportCredent
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveServerAt(t, srv, creds, addr)
+}
+
+// serveServer serves srv on a loopback port.
+func serveServer(t *testing.T, srv *Server) *served {
+	t.Helper()
+	return serveServerAt(t, srv, nil, "127.0.0.1:0")
+}
+
+// serveServerAt serves srv on addr.
+func serveServerAt(t *testing.T, srv *Server, creds credentials.TransportCredentials, addr string) *served {
+	t.Helper()
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -3,10 +3,13 @@ package fednet
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/dpmf/dpmf/fedopt"
 	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // LearnerOptions configure [RunLearner].
@@ -41,10 +45,12 @@ type LearnerOptions struct {
 	// that Model.NumParams(features) is the server's parameter count. It
 	// must be safe for concurrent use if several learners share it.
 	Model dpmodel.Model
-	// CallTimeout is the deadline of Join and SubmitUpdate (default 30 s).
+	// CallTimeout is the deadline of Join, SubmitUpdate and SubmitMasked
+	// (default 30 s).
 	CallTimeout time.Duration
 	// WaitTimeout is the deadline of one GetModel call, which waits for the
-	// next release (default 60 s); the learner then asks again.
+	// next release, and of one SecAgg call, which waits for a phase to
+	// close (default 60 s); the learner then asks again.
 	WaitTimeout time.Duration
 	// GiveUp is how long the learner keeps retrying while the server is
 	// unreachable before it stops (default 2 min). A server restart within
@@ -57,7 +63,14 @@ type LearnerOptions struct {
 	MaxParams int
 	// Log receives one line per round; nil discards.
 	Log *slog.Logger
+
+	// stopBefore, test-only: the learner stops (returns errStopped)
+	// before it answers phase p of round r when it reports true.
+	stopBefore func(r int, p secagg.Phase) bool
 }
+
+// errStopped is the error of a learner stopped by stopBefore.
+var errStopped = errors.New("fednet: learner stopped (test)")
 
 // DefaultMaxParams is the default LearnerOptions.MaxParams: 2^27
 // parameters, 1 GiB per model or update.
@@ -69,12 +82,14 @@ const DefaultMaxParams = 1 << 27
 // maxParams. A server's answer never makes the learner panic or allocate
 // without bound.
 func checkJoin(join *flv1.JoinResponse, maxParams int) error {
-	if join.GetProtocolVersion() != Protocol {
-		return fmt.Errorf("fednet: the server speaks protocol %v, this learner %v", join.GetProtocolVersion(), Protocol)
-	}
 	rc := join.GetConfig()
-	if rc == nil {
+	switch v := join.GetProtocolVersion(); {
+	case v != Protocol && v != flv1.ProtocolVersion_PROTOCOL_VERSION_1:
+		return fmt.Errorf("fednet: the server speaks protocol %v, this learner %v", v, Protocol)
+	case rc == nil:
 		return errors.New("fednet: the server's Join answer has no run configuration")
+	case v != Protocol && rc.GetSecureAggregation() != nil:
+		return fmt.Errorf("fednet: the server's run uses secure aggregation under protocol %v, which needs %v", v, Protocol)
 	}
 	for _, p := range []struct {
 		name string
@@ -162,6 +177,12 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sec *secureLearner
+	if rc.GetSecureAggregation() != nil {
+		if sec, err = newSecureLearner(rc, opt.ID); err != nil {
+			return nil, err
+		}
+	}
 	dim, rounds := int(rc.GetParams()), int(rc.GetRounds())
 	u := make([]float64, dim)
 	last := -1 // the round u was computed for
@@ -191,11 +212,18 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			log.Info("finished", "learner", opt.ID, "round", r)
 			return x, nil
 		}
-		if r != last {
+		fresh := r != last
+		if fresh {
 			if err := lrn.Update(u, r, x); err != nil {
 				return nil, err
 			}
 			last = r
+		}
+		if sec != nil {
+			if err := sec.run(ctx, cl, rt, opt, log, r, u, fresh); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		err = rt.do(ctx, "SubmitUpdate", func() error {
 			cctx, cancel := context.WithTimeout(ctx, opt.CallTimeout)
@@ -394,4 +422,219 @@ func (rt retrier) do(ctx context.Context, call string, f func() error) error {
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// secureLearner is a learner's side of the secure rounds: one
+// secagg.Client per attempt of the round it works on, and the attempt
+// whose unmask phase it answered, if any.
+type secureLearner struct {
+	id      int
+	n, t    int
+	dim     int
+	quant   secagg.Quantizer
+	bound   float64 // fedopt.UpdateBound: the largest norm of an update
+	round   int
+	clients map[uint32]*secagg.Client
+	unmask  *uint32 // the attempt of round whose phase 4 was answered
+	q       []uint64
+}
+
+// newSecureLearner checks the server's secure-aggregation settings.
+func newSecureLearner(rc *flv1.RunConfig, id int) (*secureLearner, error) {
+	sa := rc.GetSecureAggregation()
+	n, t := int(rc.GetLearners()), int(sa.GetThreshold())
+	switch {
+	case sa.GetRingBits() != secagg.RingBits:
+		return nil, fmt.Errorf("fednet: the server's ring has %d bits, this learner knows %d", sa.GetRingBits(), secagg.RingBits)
+	case n < 2 || n > secagg.MaxLearners || 2*t <= n || t > n:
+		return nil, fmt.Errorf("fednet: the server's secure aggregation has threshold %d for %d learners, want n/2 < T <= n <= %d", t, n, secagg.MaxLearners)
+	case !(rc.GetClip() > 0) || math.IsInf(rc.GetClip(), 0):
+		return nil, fmt.Errorf("fednet: the server's secure aggregation has clipping bound %v, want a finite bound > 0", rc.GetClip())
+	case int(rc.GetParams()) > secagg.MaxDim:
+		return nil, fmt.Errorf("fednet: the server's model has %d parameters, secure aggregation takes at most %d", rc.GetParams(), secagg.MaxDim)
+	}
+	want, err := secagg.NewQuantizer(n, int(rc.GetTau()), rc.GetClip())
+	if err != nil {
+		return nil, fmt.Errorf("fednet: the server's secure aggregation: %w", err)
+	}
+	if k := int(sa.GetScaleBits()); k > want.ScaleBits {
+		return nil, fmt.Errorf("fednet: the server's quantization has %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum would wrap)", k, want.ScaleBits, n, rc.GetTau(), rc.GetClip())
+	}
+	want.ScaleBits = int(sa.GetScaleBits())
+	return &secureLearner{id: id, n: n, t: t, dim: int(rc.GetParams()), quant: want,
+		bound: fedopt.UpdateBound(rc.GetClip(), int(rc.GetTau())), round: -1, q: make([]uint64, rc.GetParams())}, nil
+}
+
+// run takes part in round r's protocol with update u until the round is
+// released or the learner is left out of it (dropped, or asked for an
+// attempt it cannot answer); it returns nil then, and the caller fetches
+// the next model.
+func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt retrier, opt LearnerOptions, log *slog.Logger, r int, u []float64, fresh bool) error {
+	if fresh || sl.round != r {
+		if err := sl.quant.Quantize(sl.q, u, sl.bound); err != nil {
+			return fmt.Errorf("fednet: learner %d, round %d: %w", sl.id, r, err)
+		}
+		sl.round, sl.clients, sl.unmask = r, map[uint32]*secagg.Client{}, nil
+	}
+	req := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+	var survivors []int
+	for {
+		var resp *flv1.SecAggResponse
+		err := rt.do(ctx, "SecAgg", func() error {
+			cctx, cancel := context.WithTimeout(ctx, opt.WaitTimeout)
+			defer cancel()
+			var err error
+			resp, err = cl.SecAgg(cctx, req)
+			return err
+		})
+		switch status.Code(err) {
+		case codes.OK:
+		case codes.FailedPrecondition, codes.AlreadyExists:
+			// A replay the server no longer wants (its phase moved on,
+			// or it restarted): ask where it stands.
+			log.Warn("protocol message not taken", "learner", sl.id, "round", r, "reason", status.Convert(err).Message())
+			if !req.GetHasMessage() {
+				return err
+			}
+			req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+			continue
+		default:
+			return err
+		}
+		if int(resp.GetRound()) != r {
+			return fmt.Errorf("fednet: the server answered for round %d, this learner is in round %d", resp.GetRound(), r)
+		}
+		poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+		switch resp.GetState() {
+		case flv1.SecAggState_SEC_AGG_STATE_DONE:
+			return nil
+		case flv1.SecAggState_SEC_AGG_STATE_DROPPED:
+			log.Warn("left out of the round", "learner", sl.id, "round", r, "attempt", resp.GetAttempt(), "phase", resp.GetPhase())
+			return nil
+		case flv1.SecAggState_SEC_AGG_STATE_WAIT:
+			req = poll
+			continue
+		case flv1.SecAggState_SEC_AGG_STATE_ANSWER:
+		default:
+			return fmt.Errorf("fednet: the server answered with state %v", resp.GetState())
+		}
+		a, p := resp.GetAttempt(), secagg.Phase(resp.GetPhase())
+		if opt.stopBefore != nil && opt.stopBefore(r, p) {
+			return errStopped
+		}
+		c := sl.clients[a]
+		if c == nil {
+			if p != secagg.PhaseAdvertise {
+				// An attempt this learner did not start (it restarted):
+				// it cannot answer; it waits for the round's end.
+				log.Warn("cannot join the attempt", "learner", sl.id, "round", r, "attempt", a, "phase", int(p))
+				return nil
+			}
+			if len(resp.GetRun()) != 16 {
+				return fmt.Errorf("fednet: the server's run identity has %d bytes, want 16", len(resp.GetRun()))
+			}
+			sc := secagg.Context{Round: r, Attempt: a, N: sl.n, T: sl.t, Dim: sl.dim}
+			copy(sc.Run[:], resp.GetRun())
+			var err error
+			if c, err = secagg.NewClient(sc, sl.id, rand.Reader); err != nil {
+				return fmt.Errorf("fednet: %w", err)
+			}
+			sl.clients[a] = c
+		}
+		var msg encoding.BinaryMarshaler
+		var err2 error
+		switch p {
+		case secagg.PhaseAdvertise:
+			msg, err2 = c.Advertise()
+		case secagg.PhaseShares:
+			roster := make([]secagg.Advertise, len(resp.GetMessages()))
+			for k, b := range resp.GetMessages() {
+				if err := roster[k].UnmarshalBinary(b); err != nil {
+					return fmt.Errorf("fednet: the server's roster: %w", err)
+				}
+			}
+			msg, err2 = c.ShareKeys(roster)
+		case secagg.PhaseMasked:
+			inbox := make([]secagg.EncryptedShare, len(resp.GetMessages()))
+			for k, b := range resp.GetMessages() {
+				if err := inbox[k].UnmarshalBinary(b); err != nil {
+					return fmt.Errorf("fednet: the server's inbox: %w", err)
+				}
+			}
+			y, err := c.MaskedInput(inbox, sl.q)
+			if err != nil {
+				return fmt.Errorf("fednet: learner %d, round %d: %w", sl.id, r, err)
+			}
+			err = rt.do(ctx, "SubmitMasked", func() error {
+				cctx, cancel := context.WithTimeout(ctx, opt.CallTimeout)
+				defer cancel()
+				return submitMasked(cctx, cl, sl.id, r, a, y)
+			})
+			switch status.Code(err) {
+			case codes.OK, codes.AlreadyExists, codes.FailedPrecondition:
+			default:
+				return err
+			}
+			req = poll
+			continue
+		case secagg.PhaseConsistency:
+			survivors = ints(resp.GetSurvivors())
+			msg, err2 = c.Sign(survivors)
+		case secagg.PhaseUnmask:
+			if sl.unmask != nil && *sl.unmask != a {
+				// With T > n/2 at most one attempt of a round can be
+				// unmasked: answering a second could reveal an update.
+				log.Warn("refusing to unmask a second attempt", "learner", sl.id, "round", r, "attempt", a, "unmasked", *sl.unmask)
+				return nil
+			}
+			survivors = ints(resp.GetSurvivors())
+			sigs := make([]secagg.Signature, len(resp.GetMessages()))
+			for k, b := range resp.GetMessages() {
+				if err := sigs[k].UnmarshalBinary(b); err != nil {
+					return fmt.Errorf("fednet: the server's signatures: %w", err)
+				}
+			}
+			sl.unmask = &a
+			msg, err2 = c.Unmask(survivors, sigs)
+		default:
+			return fmt.Errorf("fednet: the server asked for phase %d, want 0..4", int(p))
+		}
+		if err2 != nil {
+			return fmt.Errorf("fednet: learner %d, round %d, attempt %d, phase %d (%v): %w", sl.id, r, a, int(p), p, err2)
+		}
+		b, err := msg.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("fednet: %w", err)
+		}
+		req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r), Attempt: a, Phase: int32(p), HasMessage: true, Message: b}
+	}
+}
+
+// ints converts the wire's indices.
+func ints(v []int32) []int {
+	out := make([]int, len(v))
+	for k, x := range v {
+		out[k] = int(x)
+	}
+	return out
+}
+
+// submitMasked sends a masked input in chunks.
+func submitMasked(ctx context.Context, cl flv1.FederationClient, id, r int, a uint32, y []uint64) error {
+	st, err := cl.SubmitMasked(ctx)
+	if err != nil {
+		return err
+	}
+	for off := 0; off == 0 || off < len(y); off += ChunkLen {
+		end := min(off+ChunkLen, len(y))
+		err := st.Send(&flv1.MaskedChunk{Learner: int32(id), Round: int32(r), Attempt: a, Dim: int32(len(y)), Offset: int32(off), Values: y[off:end]})
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err = st.CloseAndRecv()
+	return err
 }

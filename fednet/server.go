@@ -23,6 +23,7 @@ import (
 	dpmodel "github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // ChunkLen is the number of float64 values per message of a model or an
@@ -36,7 +37,9 @@ const ChunkLen = 1 << 15
 const MaxMsgSize = 1 << 20
 
 // Protocol is the protocol revision this package speaks.
-const Protocol = flv1.ProtocolVersion_PROTOCOL_VERSION_1
+// Revision 2 adds secure aggregation; a server of a plain run also
+// serves learners of revision 1.
+const Protocol = flv1.ProtocolVersion_PROTOCOL_VERSION_2
 
 // Model names the per-sample loss the learners use; the server only
 // passes it on (in RunConfig: the name, L2 and the feature and parameter
@@ -146,7 +149,9 @@ type ServerOptions struct {
 	MaxUploads, MaxUploadsPerLearner int
 	// MaxModelStreams and MaxModelStreamsPerLearner are the same limits
 	// for GetModel calls (defaults as for uploads). A model stream holds
-	// at most one chunk (256 KiB) that the learner has not taken.
+	// at most one chunk (256 KiB) that the learner has not taken. The
+	// SecAgg calls of secure aggregation, which wait for a phase to
+	// close, have limits of their own of the same sizes.
 	MaxModelStreams, MaxModelStreamsPerLearner int
 	// Linger is how long the server keeps answering after the last round
 	// so that every learner can fetch the final model (default 10 s).
@@ -155,6 +160,14 @@ type ServerOptions struct {
 	// authenticated as (from its client certificate with mutual TLS); a
 	// call that names another learner is refused.
 	Identify func(ctx context.Context) (int, error)
+	// SecureAggregation, if not nil, runs every round with the
+	// secure-aggregation protocol: the learners send their updates
+	// quantized (Config.Quantizer) and masked, and the server learns only
+	// their sum. A Plan with a secure_aggregation section sets it (and
+	// Config.Quantizer) when nil, and must agree with it otherwise. It needs 2..secagg.MaxLearners learners, a clipping bound
+	// and a quantizer, and replaces MinLearners by its threshold. See
+	// docs/distributed.md, "Secure aggregation".
+	SecureAggregation *SecureAggregation
 	// Log receives one line per release and per rejected call (those
 	// about rejected calls at most 10 a second after a burst of 50, with
 	// the number suppressed in the next); nil discards.
@@ -180,6 +193,7 @@ type Server struct {
 	digests [][sha256.Size]byte // per released round: its digest (the hash that ends its file)
 
 	uploads, streams *slots // calls in progress and their limits
+	polls            *slots // SecAgg calls in progress (the model streams' limits)
 	logLim           logLimiter
 
 	mu        sync.Mutex
@@ -197,6 +211,10 @@ type Server struct {
 	submitted []int         // per learner: the last round it submitted for, -1
 	fetched   []bool        // per learner: got the final model
 	allDone   chan struct{} // closed when every learner got the final model
+	sec       *secRound     // the open round's secure aggregation (nil: plain, or the run is over)
+
+	quant secagg.Quantizer // secure aggregation's quantizer
+	hooks serverHooks      // test-only
 }
 
 // errNoServer is returned by the methods of a nil or zero-value Server
@@ -238,6 +256,12 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("fednet: %d epochs for %d rounds, want a divisor of the rounds", opt.Epochs, sh.Rounds)
 	}
 	if err := checkWire(opt); err != nil {
+		return nil, err
+	}
+	if err := secureFromPlan(&opt); err != nil {
+		return nil, err
+	}
+	if err := checkSecure(&opt); err != nil {
 		return nil, err
 	}
 	for _, p := range []*int{&opt.MaxUploadsPerLearner, &opt.MaxModelStreamsPerLearner} {
@@ -325,8 +349,12 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 	if st.resumed {
 		log.Info("resumed", "round", start, "dir", opt.Dir, "run", st.run.String())
 	}
+	var quant secagg.Quantizer
+	if opt.Config.Quantizer != nil {
+		quant = *opt.Config.Quantizer
+	}
 	s := &Server{
-		opt: opt, log: log, st: st, core: core,
+		opt: opt, log: log, st: st, core: core, quant: quant,
 		round: start, model: slices.Clone(core.Model()),
 		run: st.run, digests: slices.Clone(st.sums), faulted: make(chan struct{}),
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
@@ -335,9 +363,15 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		fetched: make([]bool, sh.Learners),
 		uploads: newSlots("uploads", sh.Learners, opt.MaxUploads, opt.MaxUploadsPerLearner),
 		streams: newSlots("model streams", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
+		polls:   newSlots("protocol calls", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
 	}
 	for i := range s.submitted {
 		s.submitted[i] = -1
+	}
+	if opt.SecureAggregation != nil {
+		if err := s.resumeSecure(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -383,6 +417,9 @@ func describe(opt ServerOptions) ([]byte, error) {
 		"learners": opt.Shape.Learners, "rounds": opt.Shape.Rounds, "tau": opt.Shape.Tau, "dim": opt.Shape.Dim,
 		"model": opt.Model.Name, "l2": opt.Model.L2, "features": opt.Model.Features,
 		"x0": c.X0 != nil, "epochs": max(opt.Epochs, 1),
+	}
+	if sa := opt.SecureAggregation; sa != nil {
+		d["secure_aggregation"] = map[string]any{"threshold": sa.Threshold, "ring_bits": secagg.RingBits, "scale_bits": c.Quantizer.ScaleBits}
 	}
 	if p := c.Privacy; p != nil {
 		d["eps"], d["delta"], d["noise_std"], d["sensitivity"] = p.Eps, p.Delta, p.NoiseStd, p.Sensitivity
@@ -515,6 +552,12 @@ func (s *Server) Run(ctx context.Context) error {
 			if err := s.awaitContact(ctx); err != nil {
 				return err
 			}
+		}
+		if s.opt.SecureAggregation != nil {
+			if err := s.runSecureRound(ctx); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := s.awaitRound(ctx, full, quorum); err != nil {
 			return err
@@ -685,8 +728,11 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	if !s.ok() {
 		return nil, status.Error(codes.FailedPrecondition, errNoServer.Error())
 	}
-	if req.GetProtocolVersion() != Protocol {
-		return nil, s.reject(codes.FailedPrecondition, "Join", int(req.GetLearner()), -1, "protocol version %v, the server speaks %v", req.GetProtocolVersion(), Protocol)
+	switch v := req.GetProtocolVersion(); {
+	case v == flv1.ProtocolVersion_PROTOCOL_VERSION_1 && s.opt.SecureAggregation != nil:
+		return nil, s.reject(codes.FailedPrecondition, "Join", int(req.GetLearner()), -1, "protocol version %v, the run uses secure aggregation, which needs %v: upgrade the learner", v, Protocol)
+	case v != Protocol && v != flv1.ProtocolVersion_PROTOCOL_VERSION_1:
+		return nil, s.reject(codes.FailedPrecondition, "Join", int(req.GetLearner()), -1, "protocol version %v, the server speaks %v", v, Protocol)
 	}
 	if err := s.checkLearner(ctx, "Join", int(req.GetLearner())); err != nil {
 		return nil, err
@@ -694,15 +740,20 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	c, sh := s.opt.Config, s.opt.Shape
 	r, _ := s.Round()
 	s.limited(slog.LevelInfo, "joined", "learner", req.GetLearner(), "round", r)
+	var sec *flv1.SecureAggregation
+	if sa := s.opt.SecureAggregation; sa != nil {
+		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.quant.ScaleBits)}
+	}
 	return &flv1.JoinResponse{
-		ProtocolVersion: Protocol,
+		ProtocolVersion: req.GetProtocolVersion(),
 		Round:           int32(r),
 		Config: &flv1.RunConfig{
 			Algorithm: c.Algorithm.String(), Eta: c.Eta, Clip: c.Clip,
 			Model: s.opt.Model.Name, L2: s.opt.Model.L2,
 			Learners: int32(sh.Learners), Rounds: int32(sh.Rounds), Tau: int32(sh.Tau),
 			Features: int32(s.opt.Model.Features), Params: int32(sh.Dim),
-			Epochs: int32(max(s.opt.Epochs, 1)),
+			Epochs:            int32(max(s.opt.Epochs, 1)),
+			SecureAggregation: sec,
 		},
 	}, nil
 }
@@ -825,6 +876,9 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	id, rj := s.identify(stream.Context(), call)
 	if rj != nil {
 		return s.logged(rj)
+	}
+	if s.opt.SecureAggregation != nil {
+		return s.reject(codes.FailedPrecondition, call, id, -1, "the run uses secure aggregation: updates go through SecAgg and SubmitMasked")
 	}
 	// With authentication the learner's own limit applies at once;
 	// without, the first chunk names the learner.

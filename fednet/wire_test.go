@@ -99,6 +99,19 @@ func TestLearnerChecksServerAnswers(t *testing.T) {
 		{"round past the run", func(j *flv1.JoinResponse) { j.Round = 5 }, nil, "open round is 5"},
 		{"negative round", func(j *flv1.JoinResponse) { j.Round = -1 }, nil, "open round is -1"},
 		{"learner not in the run", func(j *flv1.JoinResponse) { j.Config.Learners = 1 }, nil, "learner 1"},
+		{"secure run under revision 1", func(j *flv1.JoinResponse) {
+			j.ProtocolVersion = flv1.ProtocolVersion_PROTOCOL_VERSION_1
+			j.Config.SecureAggregation = &flv1.SecureAggregation{Threshold: 2, RingBits: 64, ScaleBits: 10}
+		}, nil, "secure aggregation under protocol PROTOCOL_VERSION_1"},
+		{"secure ring of 32 bits", func(j *flv1.JoinResponse) {
+			j.Config.SecureAggregation = &flv1.SecureAggregation{Threshold: 2, RingBits: 32, ScaleBits: 10}
+		}, nil, "ring has 32 bits"},
+		{"secure threshold n/2", func(j *flv1.JoinResponse) {
+			j.Config.SecureAggregation = &flv1.SecureAggregation{Threshold: 1, RingBits: 64, ScaleBits: 10}
+		}, nil, "threshold 1 for 2 learners"},
+		{"secure scale bits that wrap", func(j *flv1.JoinResponse) {
+			j.Config.SecureAggregation = &flv1.SecureAggregation{Threshold: 2, RingBits: 64, ScaleBits: 62}
+		}, nil, "62 scale bits"},
 		{"model of a round past the run", nil, model(7, false), "round 7"},
 		{"model of a negative round", nil, model(-1, false), "round -1"},
 		{"final model early", nil, model(2, true), "round 2 (final: true)"},

@@ -18,6 +18,14 @@ type SimOptions struct {
 	// OnRound, if not nil, is called after every round with the number of
 	// rounds completed.
 	OnRound func(done int)
+	// SecureSum, if not nil, sums the learners' quantized updates of a
+	// run with Config.Quantizer in the server's place: Simulate quantizes
+	// every update ([QuantizeUpdate]), passes them, and releases the ring
+	// sum it returns with [Server.ReleaseRingSum]. It is where a secure
+	// aggregation protocol runs in process (experiment.Run runs
+	// secagg.Run); a sum that is the ring sum of the present learners'
+	// quantized updates releases the models Release would, bit for bit.
+	SecureSum func(r int, quantized [][]uint64) (sum []uint64, present int, err error)
 }
 
 // Simulate connects a server and its learners in one process (learner i is
@@ -46,6 +54,17 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 		}
 		updates[i] = make([]float64, shape.Dim)
 	}
+	var quantized [][]uint64
+	q := srv.Config().Quantizer
+	if opt.SecureSum != nil {
+		if q == nil {
+			return &ParamError{Param: "SimOptions.SecureSum", Want: "a server with Config.Quantizer (secure aggregation)"}
+		}
+		quantized = make([][]uint64, len(learners))
+		for i := range quantized {
+			quantized[i] = make([]uint64, shape.Dim)
+		}
+	}
 	var wg sync.WaitGroup
 	for !srv.Done() {
 		if err := ctx.Err(); err != nil {
@@ -67,7 +86,21 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 				_ = l.Update(updates[i], r, x)
 			}
 		}
-		if err := srv.Release(updates); err != nil {
+		if opt.SecureSum != nil {
+			cfg := srv.Config()
+			for i, u := range updates {
+				if err := QuantizeUpdate(*q, quantized[i], u, cfg.Clip, shape.Tau); err != nil {
+					return fmt.Errorf("learner %d, round %d: %w", i, r, err)
+				}
+			}
+			sum, present, err := opt.SecureSum(r, quantized)
+			if err != nil {
+				return fmt.Errorf("fedopt: round %d: secure sum: %w", r, err)
+			}
+			if err := srv.ReleaseRingSum(sum, present); err != nil {
+				return err
+			}
+		} else if err := srv.Release(updates); err != nil {
 			return err
 		}
 		if opt.OnRound != nil {

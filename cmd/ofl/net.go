@@ -38,7 +38,10 @@ noise, writes every released model to DIR and serves it. Killed and
 restarted with the same flags, it resumes from the last released round.
 The run flags (-algo, -learners, -rounds, -tau, -dim, -eta, ...) are those
 of ofl; -seed seeds the noise (for experiments: without it the noise key
-comes from crypto/rand and is kept in DIR/noise.key).
+comes from crypto/rand and is kept in DIR/noise.key). With
+-secure-aggregation [-threshold T] every round runs the secure-aggregation
+protocol: the server learns only the sum of the surviving learners'
+quantized updates, and each phase needs T learners (-min-learners is T).
 
 Flags:
 `
@@ -161,6 +164,9 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	}
 	if s.minLearners < 0 || s.minLearners > run.learners {
 		return s, usagef("-min-learners %d: want 0..%d (-learners)", s.minLearners, run.learners)
+	}
+	if run.secure && s.minLearners != 0 {
+		return s, usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", s.minLearners)
 	}
 	return s, nil
 }

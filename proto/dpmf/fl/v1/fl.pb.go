@@ -28,6 +28,10 @@ const (
 	ProtocolVersion_PROTOCOL_VERSION_UNSPECIFIED ProtocolVersion = 0
 	// The first revision of v1.
 	ProtocolVersion_PROTOCOL_VERSION_1 ProtocolVersion = 1
+	// Revision 2 adds secure aggregation (RunConfig.secure_aggregation,
+	// SecAgg, SubmitMasked). A server of a secure run refuses learners of
+	// revision 1; one of a plain run takes both.
+	ProtocolVersion_PROTOCOL_VERSION_2 ProtocolVersion = 2
 )
 
 // Enum value maps for ProtocolVersion.
@@ -35,10 +39,12 @@ var (
 	ProtocolVersion_name = map[int32]string{
 		0: "PROTOCOL_VERSION_UNSPECIFIED",
 		1: "PROTOCOL_VERSION_1",
+		2: "PROTOCOL_VERSION_2",
 	}
 	ProtocolVersion_value = map[string]int32{
 		"PROTOCOL_VERSION_UNSPECIFIED": 0,
 		"PROTOCOL_VERSION_1":           1,
+		"PROTOCOL_VERSION_2":           2,
 	}
 )
 
@@ -67,6 +73,68 @@ func (x ProtocolVersion) Number() protoreflect.EnumNumber {
 // Deprecated: Use ProtocolVersion.Descriptor instead.
 func (ProtocolVersion) EnumDescriptor() ([]byte, []int) {
 	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{0}
+}
+
+// SecAggState says what a SecAggResponse asks of the learner.
+type SecAggState int32
+
+const (
+	SecAggState_SEC_AGG_STATE_UNSPECIFIED SecAggState = 0
+	// ANSWER: send the message of (attempt, phase); message holds its input.
+	SecAggState_SEC_AGG_STATE_ANSWER SecAggState = 1
+	// WAIT: the learner's message of the open phase is in; the phase has
+	// not closed yet. Ask again (a poll).
+	SecAggState_SEC_AGG_STATE_WAIT SecAggState = 2
+	// DROPPED: the learner is not in this attempt's survivors (it answered
+	// late or not at all); it waits for the next model.
+	SecAggState_SEC_AGG_STATE_DROPPED SecAggState = 3
+	// DONE: the round is released; fetch the next model.
+	SecAggState_SEC_AGG_STATE_DONE SecAggState = 4
+)
+
+// Enum value maps for SecAggState.
+var (
+	SecAggState_name = map[int32]string{
+		0: "SEC_AGG_STATE_UNSPECIFIED",
+		1: "SEC_AGG_STATE_ANSWER",
+		2: "SEC_AGG_STATE_WAIT",
+		3: "SEC_AGG_STATE_DROPPED",
+		4: "SEC_AGG_STATE_DONE",
+	}
+	SecAggState_value = map[string]int32{
+		"SEC_AGG_STATE_UNSPECIFIED": 0,
+		"SEC_AGG_STATE_ANSWER":      1,
+		"SEC_AGG_STATE_WAIT":        2,
+		"SEC_AGG_STATE_DROPPED":     3,
+		"SEC_AGG_STATE_DONE":        4,
+	}
+)
+
+func (x SecAggState) Enum() *SecAggState {
+	p := new(SecAggState)
+	*p = x
+	return p
+}
+
+func (x SecAggState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SecAggState) Descriptor() protoreflect.EnumDescriptor {
+	return file_dpmf_fl_v1_fl_proto_enumTypes[1].Descriptor()
+}
+
+func (SecAggState) Type() protoreflect.EnumType {
+	return &file_dpmf_fl_v1_fl_proto_enumTypes[1]
+}
+
+func (x SecAggState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SecAggState.Descriptor instead.
+func (SecAggState) EnumDescriptor() ([]byte, []int) {
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{1}
 }
 
 type JoinRequest struct {
@@ -146,9 +214,12 @@ type RunConfig struct {
 	Params   int32 `protobuf:"varint,10,opt,name=params,proto3" json:"params,omitempty"`
 	// Epochs K: each learner's R/K rounds of clients are replayed K times
 	// (0 or 1: every client once).
-	Epochs        int32 `protobuf:"varint,11,opt,name=epochs,proto3" json:"epochs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Epochs int32 `protobuf:"varint,11,opt,name=epochs,proto3" json:"epochs,omitempty"`
+	// Secure aggregation (revision 2): present when the server learns only
+	// the sum of the learners' quantized updates (see SecAgg).
+	SecureAggregation *SecureAggregation `protobuf:"bytes,12,opt,name=secure_aggregation,json=secureAggregation,proto3" json:"secure_aggregation,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RunConfig) Reset() {
@@ -258,6 +329,351 @@ func (x *RunConfig) GetEpochs() int32 {
 	return 0
 }
 
+func (x *RunConfig) GetSecureAggregation() *SecureAggregation {
+	if x != nil {
+		return x.SecureAggregation
+	}
+	return nil
+}
+
+// SecureAggregation are the settings of a secure run: the protocol's
+// threshold T (n/2 < T <= n), the ring Z_{2^ring_bits} (64) and the
+// quantization's scale bits k (an update u is sent as round(u 2^k)).
+type SecureAggregation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Threshold     int32                  `protobuf:"varint,1,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	RingBits      int32                  `protobuf:"varint,2,opt,name=ring_bits,json=ringBits,proto3" json:"ring_bits,omitempty"`
+	ScaleBits     int32                  `protobuf:"varint,3,opt,name=scale_bits,json=scaleBits,proto3" json:"scale_bits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecureAggregation) Reset() {
+	*x = SecureAggregation{}
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecureAggregation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecureAggregation) ProtoMessage() {}
+
+func (x *SecureAggregation) ProtoReflect() protoreflect.Message {
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecureAggregation.ProtoReflect.Descriptor instead.
+func (*SecureAggregation) Descriptor() ([]byte, []int) {
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SecureAggregation) GetThreshold() int32 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *SecureAggregation) GetRingBits() int32 {
+	if x != nil {
+		return x.RingBits
+	}
+	return 0
+}
+
+func (x *SecureAggregation) GetScaleBits() int32 {
+	if x != nil {
+		return x.ScaleBits
+	}
+	return 0
+}
+
+// SecAggRequest is a learner's message of the secure-aggregation protocol
+// for (round, attempt, phase), phase 0..4 (2, the masked input, goes
+// through SubmitMasked: a SecAgg at phase 2 carries no message), or a
+// poll (has_message false). message is the secagg package's binary
+// encoding of the phase's message.
+type SecAggRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Learner       int32                  `protobuf:"varint,1,opt,name=learner,proto3" json:"learner,omitempty"`
+	Round         int32                  `protobuf:"varint,2,opt,name=round,proto3" json:"round,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Phase         int32                  `protobuf:"varint,4,opt,name=phase,proto3" json:"phase,omitempty"`
+	HasMessage    bool                   `protobuf:"varint,5,opt,name=has_message,json=hasMessage,proto3" json:"has_message,omitempty"`
+	Message       []byte                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecAggRequest) Reset() {
+	*x = SecAggRequest{}
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecAggRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecAggRequest) ProtoMessage() {}
+
+func (x *SecAggRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecAggRequest.ProtoReflect.Descriptor instead.
+func (*SecAggRequest) Descriptor() ([]byte, []int) {
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SecAggRequest) GetLearner() int32 {
+	if x != nil {
+		return x.Learner
+	}
+	return 0
+}
+
+func (x *SecAggRequest) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *SecAggRequest) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *SecAggRequest) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *SecAggRequest) GetHasMessage() bool {
+	if x != nil {
+		return x.HasMessage
+	}
+	return false
+}
+
+func (x *SecAggRequest) GetMessage() []byte {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+// SecAggResponse is the server's answer: its state for this learner, the
+// open (round, attempt, phase), the run's identity (part of the protocol's
+// context) and, with ANSWER, the input of the phase: for phase 1 the
+// roster U1 (messages: one advertisement each), for phase 2 the learner's
+// inbox (messages: the encrypted shares addressed to it by U2), for phase
+// 3 the survivors U3, for phase 4 U3 and the signatures of U4 (messages),
+// each message in the secagg package's binary encoding.
+type SecAggResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         SecAggState            `protobuf:"varint,1,opt,name=state,proto3,enum=dpmf.fl.v1.SecAggState" json:"state,omitempty"`
+	Round         int32                  `protobuf:"varint,2,opt,name=round,proto3" json:"round,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Phase         int32                  `protobuf:"varint,4,opt,name=phase,proto3" json:"phase,omitempty"`
+	Run           []byte                 `protobuf:"bytes,5,opt,name=run,proto3" json:"run,omitempty"`
+	Messages      [][]byte               `protobuf:"bytes,6,rep,name=messages,proto3" json:"messages,omitempty"`
+	Survivors     []int32                `protobuf:"varint,7,rep,packed,name=survivors,proto3" json:"survivors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecAggResponse) Reset() {
+	*x = SecAggResponse{}
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecAggResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecAggResponse) ProtoMessage() {}
+
+func (x *SecAggResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecAggResponse.ProtoReflect.Descriptor instead.
+func (*SecAggResponse) Descriptor() ([]byte, []int) {
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SecAggResponse) GetState() SecAggState {
+	if x != nil {
+		return x.State
+	}
+	return SecAggState_SEC_AGG_STATE_UNSPECIFIED
+}
+
+func (x *SecAggResponse) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *SecAggResponse) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *SecAggResponse) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *SecAggResponse) GetRun() []byte {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *SecAggResponse) GetMessages() [][]byte {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *SecAggResponse) GetSurvivors() []int32 {
+	if x != nil {
+		return x.Survivors
+	}
+	return nil
+}
+
+// MaskedChunk is part of a learner's masked input y_u for (round,
+// attempt): values in Z_{2^64} at offset, offset+1, ...; offsets are
+// contiguous from 0 to dim.
+type MaskedChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Learner       int32                  `protobuf:"varint,1,opt,name=learner,proto3" json:"learner,omitempty"`
+	Round         int32                  `protobuf:"varint,2,opt,name=round,proto3" json:"round,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Dim           int32                  `protobuf:"varint,4,opt,name=dim,proto3" json:"dim,omitempty"`
+	Offset        int32                  `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	Values        []uint64               `protobuf:"fixed64,6,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MaskedChunk) Reset() {
+	*x = MaskedChunk{}
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MaskedChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MaskedChunk) ProtoMessage() {}
+
+func (x *MaskedChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MaskedChunk.ProtoReflect.Descriptor instead.
+func (*MaskedChunk) Descriptor() ([]byte, []int) {
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *MaskedChunk) GetLearner() int32 {
+	if x != nil {
+		return x.Learner
+	}
+	return 0
+}
+
+func (x *MaskedChunk) GetRound() int32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *MaskedChunk) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *MaskedChunk) GetDim() int32 {
+	if x != nil {
+		return x.Dim
+	}
+	return 0
+}
+
+func (x *MaskedChunk) GetOffset() int32 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *MaskedChunk) GetValues() []uint64 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 type JoinResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion ProtocolVersion        `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3,enum=dpmf.fl.v1.ProtocolVersion" json:"protocol_version,omitempty"`
@@ -270,7 +686,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[2]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -282,7 +698,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[2]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -295,7 +711,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{2}
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JoinResponse) GetProtocolVersion() ProtocolVersion {
@@ -337,7 +753,7 @@ type GetModelRequest struct {
 
 func (x *GetModelRequest) Reset() {
 	*x = GetModelRequest{}
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[3]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +765,7 @@ func (x *GetModelRequest) String() string {
 func (*GetModelRequest) ProtoMessage() {}
 
 func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[3]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +778,7 @@ func (x *GetModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelRequest.ProtoReflect.Descriptor instead.
 func (*GetModelRequest) Descriptor() ([]byte, []int) {
-	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{3}
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetModelRequest) GetLearner() int32 {
@@ -415,7 +831,7 @@ type ModelChunk struct {
 
 func (x *ModelChunk) Reset() {
 	*x = ModelChunk{}
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[4]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +843,7 @@ func (x *ModelChunk) String() string {
 func (*ModelChunk) ProtoMessage() {}
 
 func (x *ModelChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[4]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +856,7 @@ func (x *ModelChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelChunk.ProtoReflect.Descriptor instead.
 func (*ModelChunk) Descriptor() ([]byte, []int) {
-	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{4}
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ModelChunk) GetRound() int32 {
@@ -508,7 +924,7 @@ type UpdateChunk struct {
 
 func (x *UpdateChunk) Reset() {
 	*x = UpdateChunk{}
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[5]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +936,7 @@ func (x *UpdateChunk) String() string {
 func (*UpdateChunk) ProtoMessage() {}
 
 func (x *UpdateChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[5]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +949,7 @@ func (x *UpdateChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateChunk.ProtoReflect.Descriptor instead.
 func (*UpdateChunk) Descriptor() ([]byte, []int) {
-	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{5}
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateChunk) GetLearner() int32 {
@@ -581,7 +997,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[6]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +1009,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[6]
+	mi := &file_dpmf_fl_v1_fl_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +1022,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{6}
+	return file_dpmf_fl_v1_fl_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SubmitResponse) GetRound() int32 {
@@ -624,7 +1040,7 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"dpmf.fl.v1\"o\n" +
 	"\vJoinRequest\x12F\n" +
 	"\x10protocol_version\x18\x01 \x01(\x0e2\x1b.dpmf.fl.v1.ProtocolVersionR\x0fprotocolVersion\x12\x18\n" +
-	"\alearner\x18\x02 \x01(\x05R\alearner\"\x87\x02\n" +
+	"\alearner\x18\x02 \x01(\x05R\alearner\"\xd5\x02\n" +
 	"\tRunConfig\x12\x1c\n" +
 	"\talgorithm\x18\x01 \x01(\tR\talgorithm\x12\x10\n" +
 	"\x03eta\x18\x02 \x01(\x01R\x03eta\x12\x12\n" +
@@ -637,7 +1053,36 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"\bfeatures\x18\t \x01(\x05R\bfeatures\x12\x16\n" +
 	"\x06params\x18\n" +
 	" \x01(\x05R\x06params\x12\x16\n" +
-	"\x06epochs\x18\v \x01(\x05R\x06epochs\"\x9b\x01\n" +
+	"\x06epochs\x18\v \x01(\x05R\x06epochs\x12L\n" +
+	"\x12secure_aggregation\x18\f \x01(\v2\x1d.dpmf.fl.v1.SecureAggregationR\x11secureAggregation\"m\n" +
+	"\x11SecureAggregation\x12\x1c\n" +
+	"\tthreshold\x18\x01 \x01(\x05R\tthreshold\x12\x1b\n" +
+	"\tring_bits\x18\x02 \x01(\x05R\bringBits\x12\x1d\n" +
+	"\n" +
+	"scale_bits\x18\x03 \x01(\x05R\tscaleBits\"\xaa\x01\n" +
+	"\rSecAggRequest\x12\x18\n" +
+	"\alearner\x18\x01 \x01(\x05R\alearner\x12\x14\n" +
+	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\x12\x14\n" +
+	"\x05phase\x18\x04 \x01(\x05R\x05phase\x12\x1f\n" +
+	"\vhas_message\x18\x05 \x01(\bR\n" +
+	"hasMessage\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\fR\amessage\"\xd1\x01\n" +
+	"\x0eSecAggResponse\x12-\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x17.dpmf.fl.v1.SecAggStateR\x05state\x12\x14\n" +
+	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\x12\x14\n" +
+	"\x05phase\x18\x04 \x01(\x05R\x05phase\x12\x10\n" +
+	"\x03run\x18\x05 \x01(\fR\x03run\x12\x1a\n" +
+	"\bmessages\x18\x06 \x03(\fR\bmessages\x12\x1c\n" +
+	"\tsurvivors\x18\a \x03(\x05R\tsurvivors\"\x99\x01\n" +
+	"\vMaskedChunk\x12\x18\n" +
+	"\alearner\x18\x01 \x01(\x05R\alearner\x12\x14\n" +
+	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\x12\x10\n" +
+	"\x03dim\x18\x04 \x01(\x05R\x03dim\x12\x16\n" +
+	"\x06offset\x18\x05 \x01(\x05R\x06offset\x12\x16\n" +
+	"\x06values\x18\x06 \x03(\x06R\x06values\"\x9b\x01\n" +
 	"\fJoinResponse\x12F\n" +
 	"\x10protocol_version\x18\x01 \x01(\x0e2\x1b.dpmf.fl.v1.ProtocolVersionR\x0fprotocolVersion\x12-\n" +
 	"\x06config\x18\x02 \x01(\v2\x15.dpmf.fl.v1.RunConfigR\x06config\x12\x14\n" +
@@ -666,15 +1111,24 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"\x06offset\x18\x04 \x01(\x05R\x06offset\x12\x16\n" +
 	"\x06values\x18\x05 \x03(\x01R\x06values\"&\n" +
 	"\x0eSubmitResponse\x12\x14\n" +
-	"\x05round\x18\x01 \x01(\x05R\x05round*K\n" +
+	"\x05round\x18\x01 \x01(\x05R\x05round*c\n" +
 	"\x0fProtocolVersion\x12 \n" +
 	"\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n" +
-	"\x12PROTOCOL_VERSION_1\x10\x012\xd1\x01\n" +
+	"\x12PROTOCOL_VERSION_1\x10\x01\x12\x16\n" +
+	"\x12PROTOCOL_VERSION_2\x10\x02*\x91\x01\n" +
+	"\vSecAggState\x12\x1d\n" +
+	"\x19SEC_AGG_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14SEC_AGG_STATE_ANSWER\x10\x01\x12\x16\n" +
+	"\x12SEC_AGG_STATE_WAIT\x10\x02\x12\x19\n" +
+	"\x15SEC_AGG_STATE_DROPPED\x10\x03\x12\x16\n" +
+	"\x12SEC_AGG_STATE_DONE\x10\x042\xd9\x02\n" +
 	"\n" +
 	"Federation\x129\n" +
 	"\x04Join\x12\x17.dpmf.fl.v1.JoinRequest\x1a\x18.dpmf.fl.v1.JoinResponse\x12A\n" +
 	"\bGetModel\x12\x1b.dpmf.fl.v1.GetModelRequest\x1a\x16.dpmf.fl.v1.ModelChunk0\x01\x12E\n" +
-	"\fSubmitUpdate\x12\x17.dpmf.fl.v1.UpdateChunk\x1a\x1a.dpmf.fl.v1.SubmitResponse(\x01B,Z*github.com/dpmf/dpmf/proto/dpmf/fl/v1;flv1b\x06proto3"
+	"\fSubmitUpdate\x12\x17.dpmf.fl.v1.UpdateChunk\x1a\x1a.dpmf.fl.v1.SubmitResponse(\x01\x12?\n" +
+	"\x06SecAgg\x12\x19.dpmf.fl.v1.SecAggRequest\x1a\x1a.dpmf.fl.v1.SecAggResponse\x12E\n" +
+	"\fSubmitMasked\x12\x17.dpmf.fl.v1.MaskedChunk\x1a\x1a.dpmf.fl.v1.SubmitResponse(\x01B,Z*github.com/dpmf/dpmf/proto/dpmf/fl/v1;flv1b\x06proto3"
 
 var (
 	file_dpmf_fl_v1_fl_proto_rawDescOnce sync.Once
@@ -688,33 +1142,44 @@ func file_dpmf_fl_v1_fl_proto_rawDescGZIP() []byte {
 	return file_dpmf_fl_v1_fl_proto_rawDescData
 }
 
-var file_dpmf_fl_v1_fl_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_dpmf_fl_v1_fl_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_dpmf_fl_v1_fl_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_dpmf_fl_v1_fl_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_dpmf_fl_v1_fl_proto_goTypes = []any{
-	(ProtocolVersion)(0),    // 0: dpmf.fl.v1.ProtocolVersion
-	(*JoinRequest)(nil),     // 1: dpmf.fl.v1.JoinRequest
-	(*RunConfig)(nil),       // 2: dpmf.fl.v1.RunConfig
-	(*JoinResponse)(nil),    // 3: dpmf.fl.v1.JoinResponse
-	(*GetModelRequest)(nil), // 4: dpmf.fl.v1.GetModelRequest
-	(*ModelChunk)(nil),      // 5: dpmf.fl.v1.ModelChunk
-	(*UpdateChunk)(nil),     // 6: dpmf.fl.v1.UpdateChunk
-	(*SubmitResponse)(nil),  // 7: dpmf.fl.v1.SubmitResponse
+	(ProtocolVersion)(0),      // 0: dpmf.fl.v1.ProtocolVersion
+	(SecAggState)(0),          // 1: dpmf.fl.v1.SecAggState
+	(*JoinRequest)(nil),       // 2: dpmf.fl.v1.JoinRequest
+	(*RunConfig)(nil),         // 3: dpmf.fl.v1.RunConfig
+	(*SecureAggregation)(nil), // 4: dpmf.fl.v1.SecureAggregation
+	(*SecAggRequest)(nil),     // 5: dpmf.fl.v1.SecAggRequest
+	(*SecAggResponse)(nil),    // 6: dpmf.fl.v1.SecAggResponse
+	(*MaskedChunk)(nil),       // 7: dpmf.fl.v1.MaskedChunk
+	(*JoinResponse)(nil),      // 8: dpmf.fl.v1.JoinResponse
+	(*GetModelRequest)(nil),   // 9: dpmf.fl.v1.GetModelRequest
+	(*ModelChunk)(nil),        // 10: dpmf.fl.v1.ModelChunk
+	(*UpdateChunk)(nil),       // 11: dpmf.fl.v1.UpdateChunk
+	(*SubmitResponse)(nil),    // 12: dpmf.fl.v1.SubmitResponse
 }
 var file_dpmf_fl_v1_fl_proto_depIdxs = []int32{
-	0, // 0: dpmf.fl.v1.JoinRequest.protocol_version:type_name -> dpmf.fl.v1.ProtocolVersion
-	0, // 1: dpmf.fl.v1.JoinResponse.protocol_version:type_name -> dpmf.fl.v1.ProtocolVersion
-	2, // 2: dpmf.fl.v1.JoinResponse.config:type_name -> dpmf.fl.v1.RunConfig
-	1, // 3: dpmf.fl.v1.Federation.Join:input_type -> dpmf.fl.v1.JoinRequest
-	4, // 4: dpmf.fl.v1.Federation.GetModel:input_type -> dpmf.fl.v1.GetModelRequest
-	6, // 5: dpmf.fl.v1.Federation.SubmitUpdate:input_type -> dpmf.fl.v1.UpdateChunk
-	3, // 6: dpmf.fl.v1.Federation.Join:output_type -> dpmf.fl.v1.JoinResponse
-	5, // 7: dpmf.fl.v1.Federation.GetModel:output_type -> dpmf.fl.v1.ModelChunk
-	7, // 8: dpmf.fl.v1.Federation.SubmitUpdate:output_type -> dpmf.fl.v1.SubmitResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0,  // 0: dpmf.fl.v1.JoinRequest.protocol_version:type_name -> dpmf.fl.v1.ProtocolVersion
+	4,  // 1: dpmf.fl.v1.RunConfig.secure_aggregation:type_name -> dpmf.fl.v1.SecureAggregation
+	1,  // 2: dpmf.fl.v1.SecAggResponse.state:type_name -> dpmf.fl.v1.SecAggState
+	0,  // 3: dpmf.fl.v1.JoinResponse.protocol_version:type_name -> dpmf.fl.v1.ProtocolVersion
+	3,  // 4: dpmf.fl.v1.JoinResponse.config:type_name -> dpmf.fl.v1.RunConfig
+	2,  // 5: dpmf.fl.v1.Federation.Join:input_type -> dpmf.fl.v1.JoinRequest
+	9,  // 6: dpmf.fl.v1.Federation.GetModel:input_type -> dpmf.fl.v1.GetModelRequest
+	11, // 7: dpmf.fl.v1.Federation.SubmitUpdate:input_type -> dpmf.fl.v1.UpdateChunk
+	5,  // 8: dpmf.fl.v1.Federation.SecAgg:input_type -> dpmf.fl.v1.SecAggRequest
+	7,  // 9: dpmf.fl.v1.Federation.SubmitMasked:input_type -> dpmf.fl.v1.MaskedChunk
+	8,  // 10: dpmf.fl.v1.Federation.Join:output_type -> dpmf.fl.v1.JoinResponse
+	10, // 11: dpmf.fl.v1.Federation.GetModel:output_type -> dpmf.fl.v1.ModelChunk
+	12, // 12: dpmf.fl.v1.Federation.SubmitUpdate:output_type -> dpmf.fl.v1.SubmitResponse
+	6,  // 13: dpmf.fl.v1.Federation.SecAgg:output_type -> dpmf.fl.v1.SecAggResponse
+	12, // 14: dpmf.fl.v1.Federation.SubmitMasked:output_type -> dpmf.fl.v1.SubmitResponse
+	10, // [10:15] is the sub-list for method output_type
+	5,  // [5:10] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_dpmf_fl_v1_fl_proto_init() }
@@ -722,14 +1187,14 @@ func file_dpmf_fl_v1_fl_proto_init() {
 	if File_dpmf_fl_v1_fl_proto != nil {
 		return
 	}
-	file_dpmf_fl_v1_fl_proto_msgTypes[3].OneofWrappers = []any{}
+	file_dpmf_fl_v1_fl_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dpmf_fl_v1_fl_proto_rawDesc), len(file_dpmf_fl_v1_fl_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   7,
+			NumEnums:      2,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,8 @@ const (
 	Federation_Join_FullMethodName         = "/dpmf.fl.v1.Federation/Join"
 	Federation_GetModel_FullMethodName     = "/dpmf.fl.v1.Federation/GetModel"
 	Federation_SubmitUpdate_FullMethodName = "/dpmf.fl.v1.Federation/SubmitUpdate"
+	Federation_SecAgg_FullMethodName       = "/dpmf.fl.v1.Federation/SecAgg"
+	Federation_SubmitMasked_FullMethodName = "/dpmf.fl.v1.Federation/SubmitMasked"
 )
 
 // FederationClient is the client API for Federation service.
@@ -48,6 +50,16 @@ type FederationClient interface {
 	// accepts it only for its current round, once per learner, with the
 	// model's dimension, finite entries and norm at most tau B_g.
 	SubmitUpdate(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UpdateChunk, SubmitResponse], error)
+	// SecAgg carries one message of the secure-aggregation protocol (runs
+	// whose RunConfig has secure_aggregation; revision 2). The learner sends
+	// its message for the phase the server last asked for (or none: a poll);
+	// the server records it, waits (up to the call's deadline) for the phase
+	// to close, and answers with the phase it now asks this learner for and
+	// what the learner needs to answer it, or with the round's end.
+	SecAgg(ctx context.Context, in *SecAggRequest, opts ...grpc.CallOption) (*SecAggResponse, error)
+	// SubmitMasked streams a learner's masked input y_u (phase 2 of the
+	// secure-aggregation protocol) in chunks.
+	SubmitMasked(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[MaskedChunk, SubmitResponse], error)
 }
 
 type federationClient struct {
@@ -100,6 +112,29 @@ func (c *federationClient) SubmitUpdate(ctx context.Context, opts ...grpc.CallOp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Federation_SubmitUpdateClient = grpc.ClientStreamingClient[UpdateChunk, SubmitResponse]
 
+func (c *federationClient) SecAgg(ctx context.Context, in *SecAggRequest, opts ...grpc.CallOption) (*SecAggResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SecAggResponse)
+	err := c.cc.Invoke(ctx, Federation_SecAgg_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *federationClient) SubmitMasked(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[MaskedChunk, SubmitResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Federation_ServiceDesc.Streams[2], Federation_SubmitMasked_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[MaskedChunk, SubmitResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Federation_SubmitMaskedClient = grpc.ClientStreamingClient[MaskedChunk, SubmitResponse]
+
 // FederationServer is the server API for Federation service.
 // All implementations must embed UnimplementedFederationServer
 // for forward compatibility.
@@ -124,6 +159,16 @@ type FederationServer interface {
 	// accepts it only for its current round, once per learner, with the
 	// model's dimension, finite entries and norm at most tau B_g.
 	SubmitUpdate(grpc.ClientStreamingServer[UpdateChunk, SubmitResponse]) error
+	// SecAgg carries one message of the secure-aggregation protocol (runs
+	// whose RunConfig has secure_aggregation; revision 2). The learner sends
+	// its message for the phase the server last asked for (or none: a poll);
+	// the server records it, waits (up to the call's deadline) for the phase
+	// to close, and answers with the phase it now asks this learner for and
+	// what the learner needs to answer it, or with the round's end.
+	SecAgg(context.Context, *SecAggRequest) (*SecAggResponse, error)
+	// SubmitMasked streams a learner's masked input y_u (phase 2 of the
+	// secure-aggregation protocol) in chunks.
+	SubmitMasked(grpc.ClientStreamingServer[MaskedChunk, SubmitResponse]) error
 	mustEmbedUnimplementedFederationServer()
 }
 
@@ -142,6 +187,12 @@ func (UnimplementedFederationServer) GetModel(*GetModelRequest, grpc.ServerStrea
 }
 func (UnimplementedFederationServer) SubmitUpdate(grpc.ClientStreamingServer[UpdateChunk, SubmitResponse]) error {
 	return status.Error(codes.Unimplemented, "method SubmitUpdate not implemented")
+}
+func (UnimplementedFederationServer) SecAgg(context.Context, *SecAggRequest) (*SecAggResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SecAgg not implemented")
+}
+func (UnimplementedFederationServer) SubmitMasked(grpc.ClientStreamingServer[MaskedChunk, SubmitResponse]) error {
+	return status.Error(codes.Unimplemented, "method SubmitMasked not implemented")
 }
 func (UnimplementedFederationServer) mustEmbedUnimplementedFederationServer() {}
 func (UnimplementedFederationServer) testEmbeddedByValue()                    {}
@@ -200,6 +251,31 @@ func _Federation_SubmitUpdate_Handler(srv interface{}, stream grpc.ServerStream)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Federation_SubmitUpdateServer = grpc.ClientStreamingServer[UpdateChunk, SubmitResponse]
 
+func _Federation_SecAgg_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SecAggRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FederationServer).SecAgg(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Federation_SecAgg_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FederationServer).SecAgg(ctx, req.(*SecAggRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Federation_SubmitMasked_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(FederationServer).SubmitMasked(&grpc.GenericServerStream[MaskedChunk, SubmitResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Federation_SubmitMaskedServer = grpc.ClientStreamingServer[MaskedChunk, SubmitResponse]
+
 // Federation_ServiceDesc is the grpc.ServiceDesc for Federation service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -211,6 +287,10 @@ var Federation_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Join",
 			Handler:    _Federation_Join_Handler,
 		},
+		{
+			MethodName: "SecAgg",
+			Handler:    _Federation_SecAgg_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -221,6 +301,11 @@ var Federation_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "SubmitUpdate",
 			Handler:       _Federation_SubmitUpdate_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "SubmitMasked",
+			Handler:       _Federation_SubmitMasked_Handler,
 			ClientStreams: true,
 		},
 	},

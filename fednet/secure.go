@@ -1,0 +1,750 @@
+package fednet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/dpmf/dpmf/plan"
+	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
+	"github.com/dpmf/dpmf/secagg"
+)
+
+// SecureAggregation configures a server whose rounds run the
+// secure-aggregation protocol of package secagg (Bonawitz et al., CCS
+// 2017): the server learns only the sum of the surviving learners'
+// quantized updates. See docs/distributed.md, "Secure aggregation".
+type SecureAggregation struct {
+	// Threshold is T, the least number of learners every phase must keep:
+	// n/2 < T <= n (0: plan.DefaultThreshold, floor(2n/3) + 1). It
+	// takes the place of ServerOptions.MinLearners.
+	Threshold int
+}
+
+// secureFromPlan takes the secure aggregation of opt.Plan: it sets
+// opt.SecureAggregation and opt.Config.Quantizer when they are nil, and
+// refuses a plan that disagrees with them.
+func secureFromPlan(opt *ServerOptions) error {
+	if opt.Plan == nil {
+		return nil
+	}
+	p, err := plan.Parse(opt.Plan)
+	if err != nil {
+		return fmt.Errorf("fednet: the run's plan: %w", err)
+	}
+	psa := p.SecureAggregation
+	switch {
+	case psa == nil && opt.SecureAggregation != nil:
+		return errors.New("fednet: secure aggregation for a run whose plan has none (its calibration lacks the quantization term)")
+	case psa == nil:
+		return nil
+	case opt.SecureAggregation != nil && opt.SecureAggregation.Threshold != psa.Threshold && opt.SecureAggregation.Threshold != 0:
+		return fmt.Errorf("fednet: secure-aggregation threshold %d, the run's plan has %d", opt.SecureAggregation.Threshold, psa.Threshold)
+	}
+	opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold}
+	q := psa.Quantizer()
+	switch {
+	case opt.Config.Quantizer == nil:
+		opt.Config.Quantizer = &q
+	case *opt.Config.Quantizer != q:
+		return fmt.Errorf("fednet: quantizer of %d scale bits, the run's plan has %d", opt.Config.Quantizer.ScaleBits, q.ScaleBits)
+	}
+	return nil
+}
+
+// checkSecure checks the secure-aggregation options and sets the default
+// threshold; MinLearners becomes the threshold.
+func checkSecure(opt *ServerOptions) error {
+	sa := opt.SecureAggregation
+	if sa == nil {
+		return nil
+	}
+	c := *sa
+	n := opt.Shape.Learners
+	if n < 2 || n > secagg.MaxLearners {
+		return fmt.Errorf("fednet: secure aggregation with %d learners, want 2..%d", n, secagg.MaxLearners)
+	}
+	if c.Threshold == 0 {
+		c.Threshold = plan.DefaultThreshold(n)
+	}
+	if 2*c.Threshold <= n || c.Threshold > n {
+		return fmt.Errorf("fednet: secure-aggregation threshold %d for %d learners, want n/2 < T <= n", c.Threshold, n)
+	}
+	if opt.Shape.Dim > secagg.MaxDim {
+		return fmt.Errorf("fednet: secure aggregation of dimension %d, want at most %d", opt.Shape.Dim, secagg.MaxDim)
+	}
+	if opt.Config.Quantizer == nil {
+		return errors.New("fednet: secure aggregation needs the quantizer of the run's plan (Config.Quantizer)")
+	}
+	if opt.MinLearners != 0 && opt.MinLearners != n && opt.MinLearners != c.Threshold {
+		return fmt.Errorf("fednet: minimum learners %d with secure aggregation of threshold %d: the threshold is the minimum (leave MinLearners 0)", opt.MinLearners, c.Threshold)
+	}
+	opt.MinLearners = c.Threshold
+	opt.SecureAggregation = &c
+	return nil
+}
+
+// secRound is the open round's run of the protocol: its attempt, the open
+// phase, who may answer it and who did, and what each phase's close gave.
+type secRound struct {
+	ctx      secagg.Context
+	agg      *secagg.Aggregator
+	phase    secagg.Phase
+	expected []bool // may answer the open phase: all, U1, U2, U3, U4
+	answered []bool
+	hashes   [][sha256.Size]byte // per learner: its message of the open phase
+	got      int
+	roster   [][]byte // U1's advertisements (the input of phase 1)
+	u2, u3   []int
+	sigs     [][]byte      // U4's signatures (the input of phase 4)
+	changed  chan struct{} // closed when the open phase closes
+	full     chan struct{} // closed when every expected learner answered
+	quorum   chan struct{} // closed when T answered, fewer than expected
+	failed   error         // the attempt failed (fewer than T)
+	opened   time.Time     // when the open phase opened
+}
+
+// secEvent is what the server received from a learner in a secure round,
+// as the test-only recording hook (serverHooks.record) sees it: the phase
+// and the message's bytes (for phase 2, y_u as uint64s).
+type secEvent struct {
+	Round   int
+	Attempt uint32
+	Phase   secagg.Phase
+	From    int
+	Bytes   []byte
+	Masked  []uint64
+}
+
+// serverHooks are test-only observation points of a Server.
+type serverHooks struct {
+	// record sees every protocol message the server receives.
+	record func(secEvent)
+	// beforeSnapshot is called when phase p has closed, before its
+	// snapshot is written; afterClose after the close was published. An
+	// error from either is a simulated crash: Run returns it at once,
+	// writing and publishing nothing more.
+	beforeSnapshot, afterClose func(round int, attempt uint32, p secagg.Phase) error
+	// sum sees the unmasked ring sum of every round.
+	sum func(round int, sum []uint64)
+}
+
+// newSecRound opens attempt a of round r at phase 0.
+func newSecRound(c secagg.Context, n int) (*secRound, error) {
+	agg, err := secagg.NewAggregator(c)
+	if err != nil {
+		return nil, err
+	}
+	sr := &secRound{ctx: c, agg: agg, expected: make([]bool, n)}
+	for i := range sr.expected {
+		sr.expected[i] = true
+	}
+	sr.open(secagg.PhaseAdvertise)
+	return sr, nil
+}
+
+// open opens phase p for the learners marked expected.
+func (sr *secRound) open(p secagg.Phase) {
+	n := len(sr.expected)
+	sr.phase, sr.got = p, 0
+	sr.answered, sr.hashes = make([]bool, n), make([][sha256.Size]byte, n)
+	sr.full, sr.quorum = make(chan struct{}), make(chan struct{})
+	if sr.changed == nil {
+		sr.changed = make(chan struct{})
+	}
+}
+
+// want is the number of learners expected in the open phase.
+func (sr *secRound) want() int {
+	k := 0
+	for _, e := range sr.expected {
+		if e {
+			k++
+		}
+	}
+	return k
+}
+
+// answer records that learner i answered the open phase with a message of
+// hash h.
+func (sr *secRound) answer(i int, h [sha256.Size]byte) {
+	sr.answered[i], sr.hashes[i] = true, h
+	sr.got++
+	if w := sr.want(); sr.got == w {
+		close(sr.full)
+	} else if sr.got == sr.ctx.T {
+		close(sr.quorum)
+	}
+}
+
+// setExpected marks the learners of ids as the next phase's.
+func (sr *secRound) setExpected(ids []int) {
+	clear(sr.expected)
+	for _, i := range ids {
+		if i >= 0 && i < len(sr.expected) {
+			sr.expected[i] = true
+		}
+	}
+}
+
+// closePhase closes the open phase through the aggregator and opens the
+// next. It returns secagg.ErrTooFew (wrapped) when fewer than T answered.
+func (sr *secRound) closePhase() error {
+	switch sr.phase {
+	case secagg.PhaseAdvertise:
+		roster, err := sr.agg.CloseAdvertise()
+		if err != nil {
+			return err
+		}
+		sr.roster = sr.roster[:0]
+		ids := make([]int, len(roster))
+		for k, a := range roster {
+			b, err := a.MarshalBinary()
+			if err != nil {
+				return err
+			}
+			sr.roster, ids[k] = append(sr.roster, b), a.From
+		}
+		sr.setExpected(ids)
+	case secagg.PhaseShares:
+		u2, err := sr.agg.CloseShares()
+		if err != nil {
+			return err
+		}
+		sr.u2 = u2
+		sr.setExpected(u2)
+	case secagg.PhaseMasked:
+		u3, err := sr.agg.CloseMasked()
+		if err != nil {
+			return err
+		}
+		sr.u3 = u3
+		sr.setExpected(u3)
+	case secagg.PhaseConsistency:
+		sigs, err := sr.agg.CloseConsistency()
+		if err != nil {
+			return err
+		}
+		sr.sigs = sr.sigs[:0]
+		ids := make([]int, len(sigs))
+		for k, s := range sigs {
+			b, err := s.MarshalBinary()
+			if err != nil {
+				return err
+			}
+			sr.sigs, ids[k] = append(sr.sigs, b), s.From
+		}
+		sr.setExpected(ids)
+	default:
+		return fmt.Errorf("fednet: closing phase %v", sr.phase)
+	}
+	sr.open(sr.phase + 1)
+	return nil
+}
+
+// record hands learner i's message of phase p (its encoding b) to the
+// aggregator.
+func (sr *secRound) record(i int, p secagg.Phase, b []byte) error {
+	var err error
+	switch p {
+	case secagg.PhaseAdvertise:
+		var m secagg.Advertise
+		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
+			err = sr.agg.Advertised(m)
+		}
+	case secagg.PhaseShares:
+		var m secagg.Shares
+		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
+			err = sr.agg.Shared(m)
+		}
+	case secagg.PhaseConsistency:
+		var m secagg.Signature
+		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
+			err = sr.agg.Signed(m)
+		}
+	case secagg.PhaseUnmask:
+		var m secagg.Unmask
+		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
+			err = sr.agg.Unmasked(m)
+		}
+	default:
+		return fmt.Errorf("no message for phase %v through SecAgg", p)
+	}
+	return err
+}
+
+// unmarshal decodes b into m and checks that it is learner i's.
+func unmarshal(m encoding.BinaryUnmarshaler, b []byte, i int, from func() int) error {
+	if err := m.UnmarshalBinary(b); err != nil {
+		return err
+	}
+	if f := from(); f != i {
+		return fmt.Errorf("a message from learner %d sent by learner %d", f, i)
+	}
+	return nil
+}
+
+// secState is what the server asks of learner i in round sr (the caller
+// holds s.mu).
+func (s *Server) secState(i, r int) *flv1.SecAggResponse {
+	resp := &flv1.SecAggResponse{Round: int32(r), Run: s.run[:]}
+	sr := s.sec
+	if r < s.round || sr == nil {
+		resp.State = flv1.SecAggState_SEC_AGG_STATE_DONE
+		s.submitted[i] = max(s.submitted[i], r)
+		return resp
+	}
+	resp.Attempt, resp.Phase = sr.ctx.Attempt, int32(sr.phase)
+	switch {
+	case !sr.expected[i]:
+		resp.State = flv1.SecAggState_SEC_AGG_STATE_DROPPED
+		s.submitted[i] = max(s.submitted[i], r)
+	case sr.answered[i]:
+		resp.State = flv1.SecAggState_SEC_AGG_STATE_WAIT
+	default:
+		resp.State = flv1.SecAggState_SEC_AGG_STATE_ANSWER
+		switch sr.phase {
+		case secagg.PhaseShares:
+			resp.Messages = sr.roster
+		case secagg.PhaseMasked:
+			for _, e := range sr.agg.Inbox(i) {
+				b, err := e.MarshalBinary()
+				if err == nil {
+					resp.Messages = append(resp.Messages, b)
+				}
+			}
+		case secagg.PhaseConsistency:
+			resp.Survivors = int32s(sr.u3)
+		case secagg.PhaseUnmask:
+			resp.Survivors, resp.Messages = int32s(sr.u3), sr.sigs
+		}
+	}
+	return resp
+}
+
+func int32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for k, x := range v {
+		out[k] = int32(x)
+	}
+	return out
+}
+
+// secureError returns why a secure-aggregation call of learner i for round
+// r, attempt a and phase p may not proceed, or nil (the caller holds
+// s.mu).
+func (s *Server) secureError(call string, i, r int, a uint32, p secagg.Phase) *rejection {
+	sr := s.sec
+	switch {
+	case s.fault != nil:
+		return refusal(codes.FailedPrecondition, call, i, r, "%v", s.fault)
+	case r != s.round || sr == nil:
+		return refusal(codes.FailedPrecondition, call, i, r, "message for round %d, the open round is %d", r, s.round)
+	case a != sr.ctx.Attempt:
+		return refusal(codes.FailedPrecondition, call, i, r, "message for attempt %d of round %d, the open attempt is %d", a, r, sr.ctx.Attempt)
+	case sr.failed != nil:
+		return refusal(codes.Unavailable, call, i, r, "attempt %d of round %d failed: %v", a, r, sr.failed)
+	case p != sr.phase:
+		return refusal(codes.FailedPrecondition, call, i, r, "message for phase %d (%v), the open phase is %d (%v)", int(p), p, int(sr.phase), sr.phase)
+	case !sr.expected[i]:
+		return refusal(codes.FailedPrecondition, call, i, r, "learner %d is not among the learners of phase %d (%v) of attempt %d", i, int(p), p, a)
+	}
+	return nil
+}
+
+// SecAgg implements the Federation service: one message of the
+// secure-aggregation protocol, or a poll. The answer waits (up to
+// ServerOptions.MaxWait and the call's deadline) while the learner has
+// answered the open phase and it has not closed.
+func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+	const call = "SecAgg"
+	if !s.ok() {
+		return nil, status.Error(codes.FailedPrecondition, errNoServer.Error())
+	}
+	i, r := int(req.GetLearner()), int(req.GetRound())
+	if err := s.checkLearner(ctx, call, i); err != nil {
+		return nil, err
+	}
+	if s.opt.SecureAggregation == nil {
+		return nil, s.reject(codes.FailedPrecondition, call, i, r, "the run does not use secure aggregation")
+	}
+	if rj := s.polls.acquire(i, true); rj != nil {
+		rj.call = call
+		return nil, s.logged(rj)
+	}
+	defer s.polls.release(i, true)
+	if req.GetHasMessage() {
+		p := secagg.Phase(req.GetPhase())
+		if p == secagg.PhaseMasked {
+			return nil, s.reject(codes.InvalidArgument, call, i, r, "the masked input (phase 2) goes through SubmitMasked")
+		}
+		s.mu.Lock()
+		if rj := s.secureError(call, i, r, req.GetAttempt(), p); rj != nil {
+			s.mu.Unlock()
+			return nil, s.logged(rj)
+		}
+		sr := s.sec
+		h := sha256.Sum256(req.GetMessage())
+		switch {
+		case sr.answered[i] && sr.hashes[i] == h:
+			// The same message again (a retry after a lost answer).
+		case sr.answered[i]:
+			s.mu.Unlock()
+			return nil, s.reject(codes.AlreadyExists, call, i, r, "learner %d already answered phase %d (%v) of attempt %d with another message", i, int(p), p, sr.ctx.Attempt)
+		default:
+			if err := sr.record(i, p, req.GetMessage()); err != nil {
+				s.mu.Unlock()
+				return nil, s.reject(codes.InvalidArgument, call, i, r, "phase %d (%v) message: %s", int(p), p, trimSecagg(err))
+			}
+			if s.hooks.record != nil {
+				s.hooks.record(secEvent{Round: r, Attempt: sr.ctx.Attempt, Phase: p, From: i, Bytes: slices.Clone(req.GetMessage())})
+			}
+			sr.answer(i, h)
+		}
+		s.mu.Unlock()
+	}
+	wait := time.NewTimer(s.opt.MaxWait)
+	defer wait.Stop()
+	for {
+		s.mu.Lock()
+		if s.fault != nil {
+			s.mu.Unlock()
+			return nil, status.Error(codes.FailedPrecondition, s.faultErr().Error())
+		}
+		if r > s.round {
+			s.mu.Unlock()
+			return nil, s.reject(codes.FailedPrecondition, call, i, r, "round %d is not open, the open round is %d", r, s.round)
+		}
+		if sr := s.sec; sr != nil && sr.failed != nil && r == s.round {
+			a := sr.ctx.Attempt
+			s.mu.Unlock()
+			return nil, s.reject(codes.Unavailable, call, i, r, "attempt %d of round %d failed (fewer learners than the threshold): the server stops; a restart opens the next attempt", a, r)
+		}
+		resp := s.secState(i, r)
+		var changed <-chan struct{}
+		if s.sec != nil {
+			changed = s.sec.changed
+		}
+		rel := s.released
+		s.mu.Unlock()
+		if resp.State != flv1.SecAggState_SEC_AGG_STATE_WAIT {
+			return resp, nil
+		}
+		select {
+		case <-changed:
+		case <-rel:
+		case <-s.faulted:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-wait.C:
+			return resp, nil
+		}
+	}
+}
+
+// trimSecagg drops the secagg package's prefix from an error message.
+func trimSecagg(err error) string {
+	msg := err.Error()
+	if p := "secagg: "; len(msg) > len(p) && msg[:len(p)] == p {
+		return msg[len(p):]
+	}
+	return msg
+}
+
+// receivedMasked is what the receiving goroutine of SubmitMasked got.
+type receivedMasked struct {
+	i, r int
+	a    uint32
+	y    []uint64
+	err  error
+}
+
+// SubmitMasked implements the Federation service: a learner's masked
+// input y_u (phase 2), under the same limits as SubmitUpdate. It is added
+// to the round's sum at once and not kept.
+func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse]) error {
+	const call = "SubmitMasked"
+	if !s.ok() {
+		return status.Error(codes.FailedPrecondition, errNoServer.Error())
+	}
+	id, rj := s.identify(stream.Context(), call)
+	if rj != nil {
+		return s.logged(rj)
+	}
+	if rj := s.uploads.acquire(id, true); rj != nil {
+		rj.call = call
+		return s.logged(rj)
+	}
+	perLearner := id
+	done := bothDone(func() { s.uploads.release(perLearner, true) })
+	defer done()
+	got := make(chan receivedMasked, 1)
+	go func() {
+		defer done()
+		got <- s.receiveMasked(stream, id, &perLearner)
+	}()
+	t := time.NewTimer(s.opt.CallTimeout)
+	defer t.Stop()
+	var res receivedMasked
+	select {
+	case res = <-got:
+	case <-t.C:
+		return s.logged(refusal(codes.DeadlineExceeded, call, -1, -1, "upload not complete within %v", s.opt.CallTimeout))
+	}
+	if res.err != nil {
+		if rj, ok := res.err.(*rejection); ok {
+			return s.logged(rj)
+		}
+		return s.recvError(call, res.i, res.r, res.err)
+	}
+	s.mu.Lock()
+	if rj := s.secureError(call, res.i, res.r, res.a, secagg.PhaseMasked); rj != nil {
+		s.mu.Unlock()
+		return s.logged(rj)
+	}
+	sr := s.sec
+	if sr.answered[res.i] {
+		s.mu.Unlock()
+		return s.reject(codes.AlreadyExists, call, res.i, res.r, "duplicate masked input: learner %d already sent one for attempt %d", res.i, res.a)
+	}
+	if err := sr.agg.Masked(res.i, res.y); err != nil {
+		s.mu.Unlock()
+		return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", trimSecagg(err))
+	}
+	if s.hooks.record != nil {
+		s.hooks.record(secEvent{Round: res.r, Attempt: res.a, Phase: secagg.PhaseMasked, From: res.i, Masked: slices.Clone(res.y)})
+	}
+	sr.answer(res.i, [sha256.Size]byte{})
+	s.mu.Unlock()
+	return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
+}
+
+// receiveMasked receives one masked input, checking every chunk against
+// the first and the open phase before it grows the vector.
+func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse], id int, perLearner *int) receivedMasked {
+	const call = "SubmitMasked"
+	first, err := stream.Recv()
+	if err != nil {
+		return receivedMasked{i: -1, r: -1, err: err}
+	}
+	i, r, a, dim := int(first.GetLearner()), int(first.GetRound()), first.GetAttempt(), int(first.GetDim())
+	fail := func(code codes.Code, format string, args ...any) receivedMasked {
+		return receivedMasked{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
+	}
+	if rj := s.learnerError(stream.Context(), call, i); rj != nil {
+		return receivedMasked{i: i, r: r, err: rj}
+	}
+	if id < 0 {
+		if rj := s.uploads.acquire(i, false); rj != nil {
+			rj.call, rj.round = call, r
+			return receivedMasked{i: i, r: r, err: rj}
+		}
+		*perLearner = i
+	}
+	if dim != s.opt.Shape.Dim {
+		return fail(codes.InvalidArgument, "masked input of dimension %d, want %d", dim, s.opt.Shape.Dim)
+	}
+	s.mu.Lock()
+	rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
+	if rj == nil && s.sec.answered[i] {
+		rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
+	}
+	s.mu.Unlock()
+	if rj != nil {
+		return receivedMasked{i: i, r: r, err: rj}
+	}
+	var y []uint64
+	for c := first; ; {
+		if int(c.GetLearner()) != i || int(c.GetRound()) != r || c.GetAttempt() != a || int(c.GetDim()) != dim {
+			return fail(codes.InvalidArgument, "chunk for learner %d, round %d, attempt %d, dimension %d inside a masked input of learner %d, round %d, attempt %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetAttempt(), c.GetDim(), i, r, a, dim)
+		}
+		if int(c.GetOffset()) != len(y) {
+			return fail(codes.InvalidArgument, "chunk at offset %d, want %d", c.GetOffset(), len(y))
+		}
+		v := c.GetValues()
+		if len(v) > dim-len(y) {
+			return fail(codes.InvalidArgument, "oversized masked input: more than %d values", dim)
+		}
+		if len(y)+len(v) > cap(y) {
+			y = slices.Grow(y, min(dim, max(2*cap(y), len(y)+len(v)))-len(y))
+		}
+		y = append(y, v...)
+		c, err = stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return receivedMasked{i: i, r: r, err: err}
+		}
+	}
+	if len(y) != dim {
+		return fail(codes.InvalidArgument, "short masked input: %d of %d values", len(y), dim)
+	}
+	return receivedMasked{i: i, r: r, a: a, y: y}
+}
+
+// awaitPhase waits until the open phase of sr may close: every expected
+// learner answered, QuorumGrace passed since T did, or RoundTimeout
+// passed (since the previous phase closed, or, for a server's first
+// phase, since the first learner reached it).
+func (s *Server) awaitPhase(ctx context.Context, sr *secRound) error {
+	s.mu.Lock()
+	full, quorum := sr.full, sr.quorum
+	s.mu.Unlock()
+	timer := time.NewTimer(s.opt.RoundTimeout)
+	defer timer.Stop()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.faulted:
+			return s.faultErr()
+		case <-full:
+			return nil
+		case <-timer.C:
+			return nil
+		case <-quorum:
+			quorum = nil
+			g := time.NewTimer(s.opt.QuorumGrace)
+			defer g.Stop()
+			grace = g.C
+		case <-grace:
+			return nil
+		}
+	}
+}
+
+// runSecureRound runs the protocol of the open round to its end and
+// releases the next model.
+func (s *Server) runSecureRound(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		sr := s.sec
+		s.mu.Unlock()
+		if err := s.awaitPhase(ctx, sr); err != nil {
+			return err
+		}
+		s.stMu.Lock()
+		if s.st == nil {
+			s.stMu.Unlock()
+			return errors.New("fednet: the Server is closed")
+		}
+		s.mu.Lock()
+		r, p, a, got := s.round, sr.phase, sr.ctx.Attempt, sr.got
+		var err error
+		if p == secagg.PhaseUnmask {
+			err = s.releaseSecure(sr)
+			s.mu.Unlock()
+			s.stMu.Unlock()
+			return err
+		}
+		if err = sr.closePhase(); err == nil {
+			if s.hooks.beforeSnapshot != nil {
+				if err := s.hooks.beforeSnapshot(r, a, p); err != nil {
+					s.mu.Unlock()
+					s.stMu.Unlock()
+					return err
+				}
+			}
+			err = s.writeSecSnapshot(sr)
+		}
+		if err != nil {
+			if errors.Is(err, secagg.ErrTooFew) {
+				sr.failed = err
+				werr := s.writeSecSnapshot(sr)
+				close(sr.changed)
+				s.mu.Unlock()
+				s.stMu.Unlock()
+				s.log.Error("round failed", "round", r, "attempt", a, "phase", p.String(), "answers", got, "threshold", sr.ctx.T)
+				err = fmt.Errorf("%w: round %d, attempt %d: phase %d (%v) closed with %d learners, fewer than the threshold %d; released rounds are kept, restart the server to start attempt %d", ErrTooFewLearners, r, a, int(p), p, got, sr.ctx.T, a+1)
+				return errors.Join(err, werr)
+			}
+			s.mu.Unlock()
+			s.stMu.Unlock()
+			return fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
+		}
+		// Only now, with the close on disk, are its results served.
+		prev := sr.changed
+		sr.changed = make(chan struct{})
+		close(prev)
+		s.log.Info("phase closed", "round", r, "attempt", a, "phase", p.String(), "answers", got)
+		s.mu.Unlock()
+		s.stMu.Unlock()
+		if s.hooks.afterClose != nil {
+			if err := s.hooks.afterClose(r, a, p); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// releaseSecure closes phase 4: the aggregator removes the masks, the
+// ring sum is released through fedopt, written and published. The caller
+// holds s.stMu and s.mu.
+func (s *Server) releaseSecure(sr *secRound) error {
+	r, n := s.round, s.opt.Shape.Learners
+	sum, u3, err := sr.agg.Finish()
+	if err != nil {
+		if errors.Is(err, secagg.ErrTooFew) {
+			sr.failed = err
+			werr := s.writeSecSnapshot(sr)
+			close(sr.changed)
+			s.log.Error("round failed", "round", r, "attempt", sr.ctx.Attempt, "phase", "unmask", "answers", sr.got, "threshold", sr.ctx.T)
+			return errors.Join(fmt.Errorf("%w: round %d, attempt %d: unmask closed with %d learners, fewer than the threshold %d; released rounds are kept, restart the server to resume", ErrTooFewLearners, r, sr.ctx.Attempt, sr.got, sr.ctx.T), werr)
+		}
+		return fmt.Errorf("fednet: round %d, attempt %d, unmasking: %w", r, sr.ctx.Attempt, err)
+	}
+	if s.hooks.sum != nil {
+		s.hooks.sum(r, slices.Clone(sum))
+	}
+	if err := s.core.ReleaseRingSum(sum, len(u3)); err != nil {
+		return err
+	}
+	x := slices.Clone(s.core.Model())
+	if err := s.st.release(Released{Round: r + 1, Updates: len(u3), X: x}); err != nil {
+		return fmt.Errorf("fednet: writing x^%d: %w", r+1, err)
+	}
+	s.log.Info("released", "round", r+1, "updates", len(u3), "learners", n, "attempt", sr.ctx.Attempt)
+	s.round, s.model = r+1, x
+	s.digests = append(s.digests, s.st.head)
+	close(sr.changed)
+	s.sec = nil
+	if s.round < s.opt.Shape.Rounds {
+		if s.sec, err = s.openSecRound(0); err != nil {
+			return err
+		}
+	}
+	close(s.released)
+	s.released = make(chan struct{})
+	return nil
+}
+
+// secContext returns the protocol's context of attempt a of the open
+// round.
+func (s *Server) secContext(a uint32) secagg.Context {
+	return secagg.Context{Run: s.run, Round: s.round, Attempt: a, N: s.opt.Shape.Learners,
+		T: s.opt.SecureAggregation.Threshold, Dim: s.opt.Shape.Dim}
+}
+
+// openSecRound opens attempt a of the open round and writes its snapshot,
+// so that the attempt counter is on disk before any learner is served.
+func (s *Server) openSecRound(a uint32) (*secRound, error) {
+	sr, err := newSecRound(s.secContext(a), s.opt.Shape.Learners)
+	if err != nil {
+		return nil, fmt.Errorf("fednet: secure aggregation: %w", err)
+	}
+	if err := s.writeSecSnapshot(sr); err != nil {
+		return nil, err
+	}
+	return sr, nil
+}
