@@ -30,6 +30,7 @@ type Client struct {
 	adv        Advertise
 
 	roster      []Advertise // indexed by id; From < 0 for learners not in U1
+	agreed      [][]byte    // agreed[v]: X25519(c_u, c_v), for v in U1 (ShareKeys computes it, openBox reuses it)
 	inU1        []bool
 	rosterHash  [32]byte
 	shares      Shares
@@ -167,12 +168,15 @@ func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
 		return Shares{}, err
 	}
 	out := Shares{From: c.id, Boxes: make([]EncryptedShare, 0, len(roster))}
+	agreed := make([][]byte, c.ctx.N)
 	for _, a := range roster {
 		v := a.From
-		key, err := boxKey(c.cKey, a.CPub, c.ctxEnc, c.id, v)
+		shared, err := agree(c.cKey, a.CPub)
 		if err != nil {
 			return Shares{}, fmt.Errorf("secagg: learner %d: key agreement with learner %d: %v", c.id, v, err)
 		}
+		agreed[v] = shared
+		key := deriveKey(shared, c.ctxEnc, "share", c.id, v)
 		plain := appendIDs(nil, c.id, v)
 		plain = append(append(plain, sShares[v]...), bShares[v]...)
 		nonce, err := c.read(nonceSize)
@@ -184,7 +188,7 @@ func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
 		out.Boxes = append(out.Boxes, EncryptedShare{From: c.id, To: v, Box: box, Commit: append(cs[:], cb[:]...)})
 		clear(plain)
 	}
-	c.roster, c.inU1, c.rosterHash, c.shares, c.selfSeed = byID, inU1, h, out, secret
+	c.roster, c.agreed, c.inU1, c.rosterHash, c.shares, c.selfSeed = byID, agreed, inU1, h, out, secret
 	c.step = 2
 	return out, nil
 }
@@ -202,10 +206,10 @@ func (c *Client) openBox(e EncryptedShare) (s, b []byte, err error) {
 	if len(e.Box) != BoxSize || len(e.Commit) != CommitSize {
 		return nil, nil, fmt.Errorf("secagg: learner %d: box from %d has the wrong size", c.id, u)
 	}
-	key, err := boxKey(c.cKey, c.roster[u].CPub, c.ctxEnc, u, c.id)
-	if err != nil {
-		return nil, nil, fmt.Errorf("secagg: learner %d: key agreement with learner %d: %v", c.id, u, err)
-	}
+	// The box key of u's shares for this learner: the same X25519 secret
+	// as this learner's box for u (ShareKeys agreed it), derived for the
+	// other direction.
+	key := deriveKey(c.agreed[u], c.ctxEnc, "share", u, c.id)
 	plain, err := gcm(key).Open(nil, e.Box[:nonceSize], e.Box[nonceSize:], appendIDs(bytes.Clone(c.ctxEnc), u, c.id))
 	if err != nil {
 		return nil, nil, fmt.Errorf("secagg: learner %d: box from %d does not decrypt under this run's context", c.id, u)

@@ -67,15 +67,6 @@ func agree(priv *ecdh.PrivateKey, pub []byte) ([]byte, error) {
 	return priv.ECDH(p)
 }
 
-// boxKey is the AES-256-GCM key of dealer u's shares for holder v.
-func boxKey(priv *ecdh.PrivateKey, peer []byte, ctx []byte, u, v int) ([]byte, error) {
-	s, err := agree(priv, peer)
-	if err != nil {
-		return nil, err
-	}
-	return deriveKey(s, ctx, "share", u, v), nil
-}
-
 // maskKey is the pairwise mask seed s_uv of u and v.
 func maskKey(priv *ecdh.PrivateKey, peer []byte, ctx []byte, u, v int) ([]byte, error) {
 	s, err := agree(priv, peer)
