@@ -41,8 +41,9 @@
 // aggregation, package secagg; -threshold T sets its threshold, by default
 // floor(2n/3)+1): the plan records the scale bits and the quantization term,
 // and the calibration includes the term (the effective clip B_g' in the
-// report). The simulated run sums the quantized updates in the ring, as the
-// secure protocol's server does.
+// report). The simulated run runs the protocol in process every round
+// (secagg.Run, nobody drops), whose exact ring sum gives the networked
+// secure run's models bit for bit.
 //
 // Exit status: 0 on success, 2 on a usage error (a bad flag value), 1 on any
 // other error. Every error is one line "ofl: ..." on stderr. See
