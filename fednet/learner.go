@@ -192,11 +192,11 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	}
 	var sec *secureLearner
 	if rc.GetSecureAggregation() != nil {
-		if opt.StateDir == "" {
-			return nil, errors.New("fednet: the server's run uses secure aggregation: the learner needs a state directory (LearnerOptions.StateDir, ofl learner -state DIR) to record durably which attempt of each round it unmasked, so that a restart cannot unmask a second")
-		}
 		if sec, err = newSecureLearner(rc, opt.ID); err != nil {
 			return nil, err
+		}
+		if opt.StateDir == "" {
+			return nil, errors.New("fednet: the server's run uses secure aggregation: the learner needs a state directory (LearnerOptions.StateDir, ofl learner -state DIR) to record durably which attempt of each round it unmasked, so that a restart cannot unmask a second")
 		}
 		if sec.state, err = openLearnerState(opt.StateDir, opt.ID); err != nil {
 			return nil, err
