@@ -206,8 +206,12 @@ func (ls *learnerState) unmasked(r int, a uint32) (msg []byte, ok bool, err erro
 // recordUnmask records durably that the learner answers phase 4 of round
 // r, attempt a, with msg; the caller sends msg only after it returns nil.
 func (ls *learnerState) recordUnmask(r int, a uint32, msg []byte) error {
-	if ls.rec == nil {
+	switch rec := ls.rec; {
+	case rec == nil:
 		return errors.New("fednet: the learner state is bound to no run")
+	case rec.unmasked && r <= rec.round:
+		// Never rewound or doubled (the callers check first).
+		return fmt.Errorf("fednet: recording the unmask answer of round %d, attempt %d over that of round %d, attempt %d", r, a, rec.round, rec.attempt)
 	}
 	rec := *ls.rec
 	rec.unmasked, rec.round, rec.attempt, rec.msg = true, r, a, bytes.Clone(msg)
