@@ -63,6 +63,19 @@ type LearnerOptions struct {
 	MaxParams int
 	// Log receives one line per round; nil discards.
 	Log *slog.Logger
+	// StateDir is the learner's state directory, required when the
+	// server's run uses secure aggregation (a plain run ignores it). The
+	// learner locks it while it runs (one learner per directory) and
+	// records in it, durably and before it sends the answer, the newest
+	// round whose unmask phase it answered and in which attempt, so that a
+	// restarted learner never unmasks a second attempt of a round. The
+	// record is bound to the run; see docs/distributed.md, "Secure
+	// aggregation".
+	StateDir string
+	// NewRun lets the learner replace a record of another run in StateDir
+	// with the server's run. Give it only when that run is over for good:
+	// its record is gone. The normal way is a fresh directory per run.
+	NewRun bool
 
 	// stopBefore, test-only: the learner stops (returns errStopped)
 	// before it answers phase p of round r when it reports true.
@@ -182,6 +195,13 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		if sec, err = newSecureLearner(rc, opt.ID); err != nil {
 			return nil, err
 		}
+		if opt.StateDir == "" {
+			return nil, errors.New("fednet: the server's run uses secure aggregation: the learner needs a state directory (LearnerOptions.StateDir, ofl learner -state DIR) to record durably which attempt of each round it unmasked, so that a restart cannot unmask a second")
+		}
+		if sec.state, err = openLearnerState(opt.StateDir, opt.ID); err != nil {
+			return nil, err
+		}
+		defer sec.state.Close()
 	}
 	dim, rounds := int(rc.GetParams()), int(rc.GetRounds())
 	u := make([]float64, dim)
@@ -206,6 +226,11 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		}
 		if err := m.follows(seen); err != nil {
 			return nil, err
+		}
+		if sec != nil && seen == nil {
+			if err := sec.state.bind(m.run, opt.NewRun); err != nil {
+				return nil, err
+			}
 		}
 		seen = m
 		if done {
@@ -425,8 +450,8 @@ func (rt retrier) do(ctx context.Context, call string, f func() error) error {
 }
 
 // secureLearner is a learner's side of the secure rounds: one
-// secagg.Client per attempt of the round it works on, and the attempt
-// whose unmask phase it answered, if any.
+// secagg.Client per attempt of the round it works on, and its state
+// directory, which records the attempt whose unmask phase it answered.
 type secureLearner struct {
 	id      int
 	n, t    int
@@ -435,9 +460,13 @@ type secureLearner struct {
 	bound   float64 // fedopt.UpdateBound: the largest norm of an update
 	round   int
 	clients map[uint32]*secagg.Client
-	unmask  *uint32 // the attempt of round whose phase 4 was answered
+	state   *learnerState
 	q       []uint64
 }
+
+// sitOutPause is how long a learner that cannot answer the open phase
+// waits before it asks again where the server stands.
+const sitOutPause = 200 * time.Millisecond
 
 // newSecureLearner checks the server's secure-aggregation settings.
 func newSecureLearner(rc *flv1.RunConfig, id int) (*secureLearner, error) {
@@ -466,18 +495,36 @@ func newSecureLearner(rc *flv1.RunConfig, id int) (*secureLearner, error) {
 }
 
 // run takes part in round r's protocol with update u until the round is
-// released or the learner is left out of it (dropped, or asked for an
-// attempt it cannot answer); it returns nil then, and the caller fetches
-// the next model.
+// released or the learner is dropped from it; it returns nil then, and
+// the caller fetches the next model. A phase it cannot answer (of an
+// attempt it did not start, or the unmask phase of a second attempt) it
+// sits out, asking again until the phase closes.
 func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt retrier, opt LearnerOptions, log *slog.Logger, r int, u []float64, fresh bool) error {
+	if err := sl.state.checkRound(r); err != nil {
+		return err
+	}
 	if fresh || sl.round != r {
 		if err := sl.quant.Quantize(sl.q, u, sl.bound); err != nil {
 			return fmt.Errorf("fednet: learner %d, round %d: %w", sl.id, r, err)
 		}
-		sl.round, sl.clients, sl.unmask = r, map[uint32]*secagg.Client{}, nil
+		sl.round, sl.clients = r, map[uint32]*secagg.Client{}
 	}
 	req := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
 	var survivors []int
+	var warned [2]uint64 // the attempt and phase last sat out, plus one
+	sitOut := func(a uint32, p secagg.Phase, msg string, args ...any) error {
+		if k := [2]uint64{uint64(a) + 1, uint64(p) + 1}; k != warned {
+			warned = k
+			log.Warn(msg, append([]any{"learner", sl.id, "round", r, "attempt", a, "phase", int(p)}, args...)...)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(sitOutPause):
+		}
+		req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+		return nil
+	}
 	for {
 		var resp *flv1.SecAggResponse
 		err := rt.do(ctx, "SecAgg", func() error {
@@ -504,6 +551,9 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		if int(resp.GetRound()) != r {
 			return fmt.Errorf("fednet: the server answered for round %d, this learner is in round %d", resp.GetRound(), r)
 		}
+		if run := sl.state.rec.run; !bytes.Equal(resp.GetRun(), run[:]) {
+			return fmt.Errorf("fednet: the server answered for run %x, this learner's state is of run %v; stopping", resp.GetRun(), run)
+		}
 		poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
 		switch resp.GetState() {
 		case flv1.SecAggState_SEC_AGG_STATE_DONE:
@@ -522,13 +572,32 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		if opt.stopBefore != nil && opt.stopBefore(r, p) {
 			return errStopped
 		}
+		if p == secagg.PhaseUnmask {
+			// With T > n/2 at most one attempt of a round can be
+			// unmasked: answering a second could reveal an update. The
+			// record survives restarts; the same attempt again gets
+			// the same answer.
+			b, ok, err := sl.state.unmasked(r, a)
+			if err != nil {
+				if err := sitOut(a, p, "refusing to unmask a second attempt", "reason", err.Error()); err != nil {
+					return err
+				}
+				continue
+			}
+			if ok {
+				req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r), Attempt: a, Phase: int32(p), HasMessage: true, Message: b}
+				continue
+			}
+		}
 		c := sl.clients[a]
 		if c == nil {
 			if p != secagg.PhaseAdvertise {
 				// An attempt this learner did not start (it restarted):
-				// it cannot answer; it waits for the round's end.
-				log.Warn("cannot join the attempt", "learner", sl.id, "round", r, "attempt", a, "phase", int(p))
-				return nil
+				// it cannot answer; it sits the attempt out.
+				if err := sitOut(a, p, "cannot join the attempt"); err != nil {
+					return err
+				}
+				continue
 			}
 			if len(resp.GetRun()) != 16 {
 				return fmt.Errorf("fednet: the server's run identity has %d bytes, want 16", len(resp.GetRun()))
@@ -581,12 +650,6 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			survivors = ints(resp.GetSurvivors())
 			msg, err2 = c.Sign(survivors)
 		case secagg.PhaseUnmask:
-			if sl.unmask != nil && *sl.unmask != a {
-				// With T > n/2 at most one attempt of a round can be
-				// unmasked: answering a second could reveal an update.
-				log.Warn("refusing to unmask a second attempt", "learner", sl.id, "round", r, "attempt", a, "unmasked", *sl.unmask)
-				return nil
-			}
 			survivors = ints(resp.GetSurvivors())
 			sigs := make([]secagg.Signature, len(resp.GetMessages()))
 			for k, b := range resp.GetMessages() {
@@ -594,7 +657,6 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 					return fmt.Errorf("fednet: the server's signatures: %w", err)
 				}
 			}
-			sl.unmask = &a
 			msg, err2 = c.Unmask(survivors, sigs)
 		default:
 			return fmt.Errorf("fednet: the server asked for phase %d, want 0..4", int(p))
@@ -605,6 +667,12 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		b, err := msg.MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("fednet: %w", err)
+		}
+		if p == secagg.PhaseUnmask {
+			// On disk before it is sent.
+			if err := sl.state.recordUnmask(r, a, b); err != nil {
+				return err
+			}
 		}
 		req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r), Attempt: a, Phase: int32(p), HasMessage: true, Message: b}
 	}

@@ -19,13 +19,13 @@ type dirLock struct {
 	path string
 }
 
-// lockDir creates the lock file at path, or returns an error naming the
-// server that holds it.
-func lockDir(path string) (*dirLock, error) {
+// lockDir creates the lock file at path for a role ("server",
+// "learner"), or returns an error naming the process that holds it.
+func lockDir(path, role string) (*dirLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		holder, _ := os.ReadFile(path)
-		return nil, fmt.Errorf("state directory %s is in use by another server (%s): one server per state directory; if that server is gone, remove %s", strings.TrimSuffix(path, string(os.PathSeparator)+lockFile), strings.TrimSpace(string(holder)), path)
+		return nil, fmt.Errorf("state directory %s is in use by another %s (%s): one %s per state directory; if that %s is gone, remove %s", strings.TrimSuffix(path, string(os.PathSeparator)+lockFile), role, strings.TrimSpace(string(holder)), role, role, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state directory lock: %w", err)

@@ -19,9 +19,9 @@ type dirLock struct {
 	f *os.File
 }
 
-// lockDir takes the lock file at path, or returns an error naming the
-// server that holds it.
-func lockDir(path string) (*dirLock, error) {
+// lockDir takes the lock file at path for a role ("server", "learner"),
+// or returns an error naming the process that holds it.
+func lockDir(path, role string) (*dirLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("state directory lock: %w", err)
@@ -37,9 +37,9 @@ func lockDir(path string) (*dirLock, error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			who := strings.TrimSpace(string(holder[:n]))
 			if who == "" {
-				who = "a server that is starting"
+				who = "a " + role + " that is starting"
 			}
-			return nil, fmt.Errorf("state directory %s is in use by another server (%s): one server per state directory", strings.TrimSuffix(path, "/"+lockFile), who)
+			return nil, fmt.Errorf("state directory %s is in use by another %s (%s): one %s per state directory", strings.TrimSuffix(path, "/"+lockFile), role, who, role)
 		}
 		return nil, fmt.Errorf("state directory lock %s: %w", path, err)
 	}

@@ -61,17 +61,25 @@ type learnerResult struct {
 	err error
 }
 
-// runSecLearners runs r's n learners against addr; opts may change each.
-func runSecLearners(ctx context.Context, r *run, addr string, opts func(i int, o *LearnerOptions)) []learnerResult {
+// secLearner is learner i's options against addr, with state directory
+// dir.
+func secLearner(r *run, addr string, i int, dir string) LearnerOptions {
+	return LearnerOptions{Addr: addr, ID: i, Creds: insecure.NewCredentials(),
+		Data:        func(rc *flv1.RunConfig) (fedopt.Stream, error) { return r.learnerData(rc, i) },
+		WaitTimeout: 2 * time.Second, GiveUp: 20 * time.Second, StateDir: dir}
+}
+
+// runSecLearners runs r's n learners against addr, each with its own
+// state directory; opts may change each.
+func runSecLearners(t *testing.T, ctx context.Context, r *run, addr string, opts func(i int, o *LearnerOptions)) []learnerResult {
 	res := make([]learnerResult, r.n)
+	base := t.TempDir()
 	var wg sync.WaitGroup
 	for i := range r.n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o := LearnerOptions{Addr: addr, ID: i, Creds: insecure.NewCredentials(),
-				Data:        func(rc *flv1.RunConfig) (fedopt.Stream, error) { return r.learnerData(rc, i) },
-				WaitTimeout: 2 * time.Second, GiveUp: 20 * time.Second}
+			o := secLearner(r, addr, i, filepath.Join(base, strconv.Itoa(i)))
 			if opts != nil {
 				opts(i, &o)
 			}
@@ -91,7 +99,7 @@ func TestSecureSameAsSimulation(t *testing.T) {
 	want := r.simulate(t, nil)
 	dir := t.TempDir()
 	s := serve(t, secureOptions(r, dir, 3), nil)
-	for i, l := range runSecLearners(context.Background(), r, s.addr, nil) {
+	for i, l := range runSecLearners(t, context.Background(), r, s.addr, nil) {
 		if l.err != nil {
 			t.Fatalf("learner %d: %v", i, l.err)
 		}
@@ -121,7 +129,7 @@ func TestSecureDropouts(t *testing.T) {
 			opt := secureOptions(r, dir, T)
 			opt.QuorumGrace = time.Second // the stopped learner's phases close after it
 			s := serve(t, opt, nil)
-			res := runSecLearners(context.Background(), r, s.addr, func(i int, o *LearnerOptions) {
+			res := runSecLearners(t, context.Background(), r, s.addr, func(i int, o *LearnerOptions) {
 				if i == drop {
 					o.stopBefore = func(round int, p secagg.Phase) bool { return round == 1 && p == k }
 				}
@@ -147,7 +155,7 @@ func TestSecureDropouts(t *testing.T) {
 		s := serve(t, opt, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		go runSecLearners(ctx, r, s.addr, func(i int, o *LearnerOptions) {
+		go runSecLearners(t, ctx, r, s.addr, func(i int, o *LearnerOptions) {
 			if i >= T-1 { // two learners stop: T-1 = 2 survive
 				o.stopBefore = func(round int, p secagg.Phase) bool { return round == 1 && p == secagg.PhaseConsistency }
 			}
@@ -402,7 +410,7 @@ func TestSecureServerSeesNoUpdate(t *testing.T) {
 	}
 	srv.hooks.sum = func(_ int, s []uint64) { sum = s }
 	s := serveServer(t, srv)
-	for i, l := range runSecLearners(context.Background(), r, s.addr, nil) {
+	for i, l := range runSecLearners(t, context.Background(), r, s.addr, nil) {
 		if l.err != nil {
 			t.Fatalf("learner %d: %v", i, l.err)
 		}
@@ -473,7 +481,7 @@ func TestSecureCrashResume(t *testing.T) {
 				}
 				s1 := serveServer(t, srv)
 				done := make(chan []learnerResult, 1)
-				go func() { done <- runSecLearners(context.Background(), r, s1.addr, nil) }()
+				go func() { done <- runSecLearners(t, context.Background(), r, s1.addr, nil) }()
 				if err := <-s1.errc; !errors.Is(err, errCrash) {
 					t.Fatalf("first server: %v, want the simulated crash", err)
 				}
@@ -609,7 +617,8 @@ func TestSecureIdentity(t *testing.T) {
 // restart in a new attempt with fresh keys: here two of three learners
 // stop before phase 1 of round 0, the server fails with
 // ErrTooFewLearners, and a restarted server with the two learners
-// started afresh releases the simulation's models from attempt 1.
+// restarted (on their state directories) releases the simulation's
+// models from attempt 1.
 func TestSecureFailedAttemptRestarts(t *testing.T) {
 	r := newRun(t, 3, 2, 1, 4)
 	secureRun(t, r)
@@ -621,8 +630,10 @@ func TestSecureFailedAttemptRestarts(t *testing.T) {
 	var mu sync.Mutex
 	stopped := map[int]bool{}
 	first := make(chan []learnerResult, 1)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	go func() {
-		first <- runSecLearners(context.Background(), r, s1.addr, func(i int, o *LearnerOptions) {
+		first <- runSecLearners(t, context.Background(), r, s1.addr, func(i int, o *LearnerOptions) {
+			o.StateDir = dirs[i]
 			if i > 0 {
 				o.stopBefore = func(round int, p secagg.Phase) bool {
 					mu.Lock()
@@ -650,10 +661,7 @@ func TestSecureFailedAttemptRestarts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o := LearnerOptions{Addr: s2.addr, ID: i, Creds: insecure.NewCredentials(),
-				Data:        func(rc *flv1.RunConfig) (fedopt.Stream, error) { return r.learnerData(rc, i) },
-				WaitTimeout: 2 * time.Second, GiveUp: 20 * time.Second}
-			if _, err := RunLearner(context.Background(), o); err != nil {
+			if _, err := RunLearner(context.Background(), secLearner(r, s2.addr, i, dirs[i])); err != nil {
 				t.Errorf("restarted learner %d: %v", i, err)
 			}
 		}()

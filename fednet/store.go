@@ -483,7 +483,7 @@ func openState(dir string, o stateOptions) (st *state, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	lock, err := lockDir(filepath.Join(dir, lockFile))
+	lock, err := lockDir(filepath.Join(dir, lockFile), "server")
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,11 @@ func measure(n, d, R int, secure bool) (result, error) {
 		return result{}, err
 	}
 	defer os.RemoveAll(dir)
+	ldir, err := os.MkdirTemp("", "secagg-learners-") // the learners' state directories
+	if err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(ldir)
 	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.05, EtaG: 1, Clip: 1}
 	shape := fedopt.Shape{Learners: n, Rounds: R, Tau: 1, Dim: d}
 	opt := fednet.ServerOptions{Config: cfg, Shape: shape, Model: fednet.Model{Name: "logistic", Features: d},
@@ -169,7 +175,7 @@ func measure(n, d, R int, secure bool) (result, error) {
 			_, errs[i] = fednet.RunLearner(ctx, fednet.LearnerOptions{Addr: lis.Addr().String(), ID: i,
 				Creds:       insecure.NewCredentials(),
 				Data:        func(*flv1.RunConfig) (fedopt.Stream, error) { return s, nil },
-				CallTimeout: 5 * time.Minute, WaitTimeout: time.Minute})
+				CallTimeout: 5 * time.Minute, WaitTimeout: time.Minute, StateDir: filepath.Join(ldir, fmt.Sprint(i))})
 		}()
 	}
 	wg.Wait()

@@ -8,7 +8,7 @@
 //	ofl [flags]
 //	ofl reproduce PART... -out DIR [-quick] [-workers N] [-quiet]
 //	ofl server -state DIR [-listen ADDR] [TLS flags] [run flags]
-//	ofl learner -server ADDR -id I -seed S [TLS flags] [data flags]
+//	ofl learner -server ADDR -id I -seed S [-state DIR] [TLS flags] [data flags]
 //	ofl evaluate -state DIR -seed S [run and data flags]
 //
 // Without flags it runs the paper's Fig. 4 setting for Algorithm 1 with
@@ -43,7 +43,9 @@
 // and the calibration includes the term (the effective clip B_g' in the
 // report). The simulated run runs the protocol in process every round
 // (secagg.Run, nobody drops), whose exact ring sum gives the networked
-// secure run's models bit for bit.
+// secure run's models bit for bit. Over the network each learner of a
+// secure run needs -state DIR, a directory of its own per run, where it
+// records durably which attempt of each round it unmasked.
 //
 // Exit status: 0 on success, 2 on a usage error (a bad flag value), 1 on any
 // other error. Every error is one line "ofl: ..." on stderr. See

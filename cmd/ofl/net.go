@@ -46,7 +46,7 @@ quantized updates, and each phase needs T learners (-min-learners is T).
 Flags:
 `
 
-const learnerUsage = `Usage: ofl learner -server ADDR -id I [TLS flags] [data flags]
+const learnerUsage = `Usage: ofl learner -server ADDR -id I [-state DIR] [TLS flags] [data flags]
 
 Runs learner I of a networked run: it joins the server, takes the run's
 configuration from it, and computes its updates from its own data. With
@@ -380,6 +380,8 @@ type learnerFlags struct {
 	tls    tlsFlags
 	wait   time.Duration
 	giveUp time.Duration
+	state  string
+	newRun bool
 }
 
 func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
@@ -400,6 +402,8 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.DurationVar(&l.tls.callTimeout, "call-timeout", 30*time.Second, "deadline of each call that does not wait for a round")
 	fs.DurationVar(&l.wait, "wait-timeout", 60*time.Second, "deadline of each call that waits for a round")
 	fs.DurationVar(&l.giveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
+	fs.StringVar(&l.state, "state", "", "the learner's state directory, required with secure aggregation: it records which attempt of each round this learner unmasked (one directory per learner and run)")
+	fs.BoolVar(&l.newRun, "new-run", false, "replace a record of another run in -state with this run's (only when that run is over for good; a fresh directory is the normal way)")
 	set, err := cli.ParseFlags(fs, args, help, learnerUsage, "")
 	switch {
 	case err != nil:
@@ -424,6 +428,12 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	}
 	if set["out"] && l.out == "" {
 		return l, usagef("-out is empty: want a file name")
+	}
+	if set["state"] && l.state == "" {
+		return l, usagef("-state is empty: want a directory")
+	}
+	if l.newRun && l.state == "" {
+		return l, usagef("-new-run without -state: want the state directory whose record it replaces")
 	}
 	return l, nil
 }
@@ -478,6 +488,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	x, err := fednet.RunLearner(ctx, fednet.LearnerOptions{
 		Addr: l.server, ID: l.id, Creds: creds, Data: data,
 		CallTimeout: l.tls.callTimeout, WaitTimeout: l.wait, GiveUp: l.giveUp, Log: log,
+		StateDir: l.state, NewRun: l.newRun,
 	})
 	if ctx.Err() != nil {
 		return errors.New("interrupted; run the same command to rejoin")

@@ -394,6 +394,8 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"learner", "-id", "0", "-seed", "1"}, "the learner needs -ca"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-data", ""}, "-data is empty"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-give-up", "0s"}, "want > 0"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", ""}, "-state is empty"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-new-run"}, "-new-run without -state"},
 		{[]string{"evaluate", "-seed", "1"}, "ofl evaluate: -state is required"},
 		{[]string{"evaluate", "-state", "d"}, "-seed is required"},
 	} {

@@ -29,7 +29,7 @@ func TestSecureProcessesSIGKILLResume(t *testing.T) {
 	learners := make([]*proc, 3)
 	for i := range learners {
 		learners[i] = start(t, bin, []string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i), "-seed", "7",
-			"-give-up", "30s", "-call-timeout", "5s", "-wait-timeout", "5s"}, nil)
+			"-state", t.TempDir(), "-give-up", "30s", "-call-timeout", "5s", "-wait-timeout", "5s"}, nil)
 	}
 	// Kill the server once round 5 is out and a phase of the open round
 	// has closed (secagg.state: the open phase after magic, run, round and

@@ -1,0 +1,389 @@
+package fednet
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dpmf/dpmf/secagg"
+)
+
+// handRecord builds a learner record byte by byte from the layout that
+// learnerstate.go documents (msg nil: bound to the run, nothing unmasked).
+func handRecord(run []byte, learner uint32, round uint64, attempt uint32, msg []byte) []byte {
+	b := []byte("DPMFLS01")
+	b = append(b, run...)
+	b = binary.LittleEndian.AppendUint32(b, learner)
+	if msg != nil {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.LittleEndian.AppendUint64(b, round)
+	b = binary.LittleEndian.AppendUint32(b, attempt)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(msg)))
+	b = append(b, msg...)
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+// The record's bytes are the documented layout, and read back.
+func TestLearnerRecordFormat(t *testing.T) {
+	run := bytes.Repeat([]byte{7}, 16)
+	rec := learnerRecord{learner: 5, unmasked: true, round: 9, attempt: 3, msg: []byte("unmask")}
+	copy(rec.run[:], run)
+	want := handRecord(run, 5, 9, 3, []byte("unmask"))
+	if got := rec.encode(); !bytes.Equal(got, want) {
+		t.Fatalf("encode = %x, want %x", got, want)
+	}
+	back, err := decodeLearnerRecord(want)
+	if err != nil || back.run != rec.run || back.learner != 5 || !back.unmasked || back.round != 9 || back.attempt != 3 || string(back.msg) != "unmask" {
+		t.Fatalf("decode = %+v, %v", back, err)
+	}
+	bound := learnerRecord{learner: 2}
+	copy(bound.run[:], run)
+	if got := bound.encode(); !bytes.Equal(got, handRecord(run, 2, 0, 0, nil)) {
+		t.Fatalf("a bound record encodes as %x", got)
+	}
+}
+
+// A learner's state directory is refused, with one line naming the
+// problem and without the file being replaced: no directory in a secure
+// run, a directory another learner process holds, a record that is
+// corrupt, of another format, of another learner, of another run
+// (accepted with NewRun), or of a later round than the server's (the
+// server was rewound).
+func TestLearnerStateRefused(t *testing.T) {
+	r := newRun(t, 2, 1, 1, 4)
+	secureRun(t, r)
+	srvDir := t.TempDir()
+	s := serve(t, secureOptions(r, srvDir, 2), nil)
+	run := s.srv.run[:]
+	other := bytes.Repeat([]byte{0xab}, 16)
+	snapshot, err := os.ReadFile(filepath.Join(srvDir, secFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := handRecord(run, 0, 0, 0, nil)
+	corrupt := bytes.Clone(good)
+	corrupt[20] ^= 1
+	start := func(dir string, newRun bool) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		o := secLearner(r, s.addr, 0, dir)
+		o.GiveUp = 5 * time.Second
+		o.NewRun = newRun
+		_, err := RunLearner(ctx, o)
+		return err
+	}
+	for _, c := range []struct {
+		name, want string
+		file       []byte // nil: no file
+		dir        string // "": a fresh directory
+	}{
+		{"no state directory", "needs a state directory (LearnerOptions.StateDir, ofl learner -state DIR)", nil, "none"},
+		{"corrupt", "checksum mismatch", corrupt, ""},
+		{"another format", "not a learner state file", snapshot, ""},
+		{"another learner", "is learner 1's, this is learner 0", handRecord(run, 1, 0, 0, nil), ""},
+		{"another run", "give a new run a fresh state directory", handRecord(other, 0, 2, 0, []byte{1}), ""},
+		{"a later round", "answered the unmask phase of round 1", handRecord(run, 0, 1, 0, []byte{1}), ""},
+	} {
+		dir := t.TempDir()
+		if c.dir == "none" {
+			dir = ""
+		}
+		path := filepath.Join(dir, learnerFile)
+		if c.file != nil {
+			if err := os.WriteFile(path, c.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := start(dir, false)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", c.name, err, c.want)
+			continue
+		}
+		t.Logf("%s: %v", c.name, err)
+		if c.file != nil {
+			if b, _ := os.ReadFile(path); !bytes.Equal(b, c.file) {
+				t.Errorf("%s: the record was replaced", c.name)
+			}
+		}
+	}
+
+	// A directory another learner holds.
+	dir := t.TempDir()
+	ls, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := start(dir, false); err == nil || !strings.Contains(err.Error(), "in use by another learner") {
+		t.Errorf("two learners on one directory: %v, want it refused", err)
+	} else {
+		t.Logf("two learners on one directory: %v", err)
+	}
+	ls.Close()
+
+	// NewRun replaces another run's record with this run's (on a new
+	// server: the first one's phase 0 has been open since the first
+	// learner's call); the run then completes, and the record holds
+	// learner 0's unmask answer of the last round as the server received
+	// it. A corrupt record stays refused with NewRun.
+	s.stop()
+	s = serve(t, secureOptions(r, t.TempDir(), 2), nil)
+	run = s.srv.run[:]
+	if err := os.WriteFile(filepath.Join(dir, learnerFile), corrupt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := start(dir, true); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
+		t.Fatalf("a corrupt record with NewRun: %v, want it refused", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, learnerFile), handRecord(other, 0, 2, 0, []byte{1}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var sent []byte
+	s.srv.hooks.record = func(e secEvent) {
+		if e.From == 0 && e.Phase == secagg.PhaseUnmask {
+			mu.Lock()
+			sent = e.Bytes
+			mu.Unlock()
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := RunLearner(context.Background(), secLearner(r, s.addr, 1, t.TempDir()))
+		errc <- err
+	}()
+	if err := start(dir, true); err != nil {
+		t.Fatalf("learner 0 with NewRun: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("learner 1: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, learnerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := handRecord(run, 0, 0, 0, sent); sent == nil || !bytes.Equal(b, want) {
+		t.Fatalf("the record after the run is %x, want %x (round 0, attempt 0, the answer the server got)", b, want)
+	}
+}
+
+// unmaskLog collects the unmask answers a server receives, by learner.
+type unmaskLog struct {
+	mu   sync.Mutex
+	got  map[int][]secEvent
+	both chan struct{} // closed once learners 0 and 1 answered
+}
+
+func newUnmaskLog() *unmaskLog {
+	return &unmaskLog{got: map[int][]secEvent{}, both: make(chan struct{})}
+}
+
+func (l *unmaskLog) record(e secEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.Phase != secagg.PhaseUnmask {
+		return
+	}
+	l.got[e.From] = append(l.got[e.From], e)
+	if len(l.got[0]) > 0 && len(l.got[1]) > 0 && len(l.got[0])+len(l.got[1]) == 2 {
+		close(l.both)
+	}
+}
+
+func (l *unmaskLog) of(i int) []secEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.got[i]
+}
+
+// A learner that answered the unmask phase of attempt 0 of a round and is
+// restarted (its process ends, its state directory stays) refuses the
+// unmask phase of attempt 1 of that round: the first server's attempt
+// fails in phase 4 (learners 1 and 2 stop before it), a restarted server
+// opens attempt 1, and all three learners restarted on their directories
+// complete it without learner 0's unmask answer (its masked input is in
+// the sum, its self-mask rebuilt from the others' shares), to the
+// simulation's models.
+func TestSecureLearnerRestartRefusesSecondAttempt(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	want := r.simulate(t, nil)
+	dir := t.TempDir()
+	opt := secureOptions(r, dir, 2)
+	opt.RoundTimeout = 3 * time.Second // phase 4 fails with one answer
+	srv1, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log1 := newUnmaskLog()
+	srv1.hooks.record = log1.record
+	s1 := serveServer(t, srv1)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	ctx, kill := context.WithCancel(context.Background())
+	first := make(chan []learnerResult, 1)
+	go func() {
+		first <- runSecLearners(t, ctx, r, s1.addr, func(i int, o *LearnerOptions) {
+			o.StateDir = dirs[i]
+			if i > 0 {
+				o.stopBefore = func(round int, p secagg.Phase) bool { return p == secagg.PhaseUnmask }
+			}
+		})
+	}()
+	if err := <-s1.errc; !errors.Is(err, ErrTooFewLearners) {
+		t.Fatalf("first server: %v, want ErrTooFewLearners", err)
+	}
+	kill() // learner 0 is retrying: it ends as if killed
+	for i, l := range <-first {
+		if i == 0 && !errors.Is(l.err, context.Canceled) || i > 0 && !errors.Is(l.err, errStopped) {
+			t.Fatalf("first learner %d: %v", i, l.err)
+		}
+	}
+	if u := log1.of(0); len(u) != 1 || u[0].Attempt != 0 {
+		t.Fatalf("learner 0's unmask answers to the first server: %+v, want one of attempt 0", u)
+	}
+	s1.stop()
+
+	opt.RoundTimeout, opt.QuorumGrace = 20*time.Second, 3*time.Second
+	srv2, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	phases := map[int][]secagg.Phase{}
+	srv2.hooks.record = func(e secEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Attempt != 1 {
+			t.Errorf("learner %d answered attempt %d, want 1", e.From, e.Attempt)
+		}
+		phases[e.From] = append(phases[e.From], e.Phase)
+	}
+	s2 := serveServerAt(t, srv2, nil, s1.addr)
+	for i, l := range runSecLearners(t, context.Background(), r, s2.addr, func(i int, o *LearnerOptions) { o.StateDir = dirs[i] }) {
+		if l.err != nil {
+			t.Fatalf("restarted learner %d: %v", i, l.err)
+		}
+	}
+	if err := <-s2.errc; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := []secagg.Phase{secagg.PhaseAdvertise, secagg.PhaseShares, secagg.PhaseMasked, secagg.PhaseConsistency, secagg.PhaseUnmask}
+	for i, want := range [][]secagg.Phase{all[:4], all, all} {
+		if got := phases[i]; !slicesEqual(got, want) {
+			t.Errorf("learner %d answered phases %v of attempt 1, want %v", i, got, want)
+		}
+	}
+	requireSameModels(t, readRounds(t, dir, r.R), want)
+}
+
+// slicesEqual reports whether a and b hold the same phases in order.
+func slicesEqual(a, b []secagg.Phase) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if a[k] != b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// A learner restarted after it answered the unmask phase of an attempt
+// answers that phase of the same attempt again with the same bytes (a
+// resend after a server restart), and the round completes: learners 0
+// and 1 answer phase 4 of attempt 0, learner 2 stops before it; the
+// server is stopped before the phase closes and learner 0 is restarted
+// on its directory; the restarted server, resumed at phase 4, gets
+// learner 0's answer again, byte for byte, and releases the simulation's
+// models.
+func TestSecureLearnerRestartResendsUnmask(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	want := r.simulate(t, nil)
+	dir := t.TempDir()
+	opt := secureOptions(r, dir, 2) // the quorum grace (20 s) holds phase 4 open
+	srv1, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log1 := newUnmaskLog()
+	srv1.hooks.record = log1.record
+	s1 := serveServer(t, srv1)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	ctx0, kill0 := context.WithCancel(context.Background())
+	defer kill0()
+	errs := make([]chan error, 3)
+	for i := range errs {
+		errs[i] = make(chan error, 1)
+		ctx := context.Background()
+		if i == 0 {
+			ctx = ctx0
+		}
+		o := secLearner(r, s1.addr, i, dirs[i])
+		if i == 2 {
+			o.stopBefore = func(round int, p secagg.Phase) bool { return p == secagg.PhaseUnmask }
+		}
+		go func() {
+			_, err := RunLearner(ctx, o)
+			errs[i] <- err
+		}()
+	}
+	select {
+	case <-log1.both:
+	case <-time.After(30 * time.Second):
+		t.Fatal("learners 0 and 1 did not answer phase 4 within 30 s")
+	}
+	kill0()
+	if err := <-errs[0]; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first learner 0: %v", err)
+	}
+	s1.stop()
+	if err := <-s1.errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first server: %v, want it stopped", err)
+	}
+	if err := <-errs[2]; !errors.Is(err, errStopped) {
+		t.Fatalf("learner 2: %v", err)
+	}
+
+	opt.QuorumGrace = time.Second // learner 2 is gone
+	srv2, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log2 := newUnmaskLog()
+	srv2.hooks.record = log2.record
+	s2 := serveServerAt(t, srv2, nil, s1.addr)
+	go func() {
+		_, err := RunLearner(context.Background(), secLearner(r, s2.addr, 0, dirs[0]))
+		errs[0] <- err
+	}()
+	for i := range 2 {
+		if err := <-errs[i]; err != nil {
+			t.Fatalf("learner %d: %v", i, err)
+		}
+	}
+	if err := <-s2.errc; err != nil {
+		t.Fatal(err)
+	}
+	a, b := log1.of(0), log2.of(0)
+	if len(a) != 1 || len(b) != 1 || a[0].Attempt != 0 || b[0].Attempt != 0 || !bytes.Equal(a[0].Bytes, b[0].Bytes) {
+		t.Fatalf("learner 0's unmask answers: %d to the first server, %d to the second, want one each of attempt 0 with the same bytes", len(a), len(b))
+	}
+	requireSameModels(t, readRounds(t, dir, r.R), want)
+}
