@@ -6,7 +6,6 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -562,32 +561,17 @@ func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChun
 	if rj != nil {
 		return receivedMasked{i: i, r: r, err: rj}
 	}
-	var y []uint64
-	for c := first; ; {
+	y, bad, err := collect(first, stream.Recv, dim, "masked input", func(c *flv1.MaskedChunk) string {
 		if int(c.GetLearner()) != i || int(c.GetRound()) != r || c.GetAttempt() != a || int(c.GetDim()) != dim {
-			return fail(codes.InvalidArgument, "chunk for learner %d, round %d, attempt %d, dimension %d inside a masked input of learner %d, round %d, attempt %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetAttempt(), c.GetDim(), i, r, a, dim)
+			return fmt.Sprintf("chunk for learner %d, round %d, attempt %d, dimension %d inside a masked input of learner %d, round %d, attempt %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetAttempt(), c.GetDim(), i, r, a, dim)
 		}
-		if int(c.GetOffset()) != len(y) {
-			return fail(codes.InvalidArgument, "chunk at offset %d, want %d", c.GetOffset(), len(y))
-		}
-		v := c.GetValues()
-		if len(v) > dim-len(y) {
-			return fail(codes.InvalidArgument, "oversized masked input: more than %d values", dim)
-		}
-		if len(y)+len(v) > cap(y) {
-			y = slices.Grow(y, min(dim, max(2*cap(y), len(y)+len(v)))-len(y))
-		}
-		y = append(y, v...)
-		c, err = stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return receivedMasked{i: i, r: r, err: err}
-		}
+		return ""
+	})
+	if err != nil {
+		return receivedMasked{i: i, r: r, err: err}
 	}
-	if len(y) != dim {
-		return fail(codes.InvalidArgument, "short masked input: %d of %d values", len(y), dim)
+	if bad != "" {
+		return fail(codes.InvalidArgument, "%s", bad)
 	}
 	return receivedMasked{i: i, r: r, a: a, y: y}
 }

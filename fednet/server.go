@@ -962,32 +962,17 @@ func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv
 	if rj != nil {
 		return received{i: i, r: r, err: rj}
 	}
-	var u []float64
-	for c := first; ; {
+	u, bad, err := collect(first, stream.Recv, dim, "update", func(c *flv1.UpdateChunk) string {
 		if int(c.GetLearner()) != i || int(c.GetRound()) != r || int(c.GetDim()) != dim {
-			return fail(codes.InvalidArgument, "chunk for learner %d, round %d, dimension %d inside an update of learner %d, round %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetDim(), i, r, dim)
+			return fmt.Sprintf("chunk for learner %d, round %d, dimension %d inside an update of learner %d, round %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetDim(), i, r, dim)
 		}
-		if int(c.GetOffset()) != len(u) {
-			return fail(codes.InvalidArgument, "chunk at offset %d, want %d", c.GetOffset(), len(u))
-		}
-		v := c.GetValues()
-		if len(v) > dim-len(u) {
-			return fail(codes.InvalidArgument, "oversized update: more than %d values", dim)
-		}
-		if len(u)+len(v) > cap(u) {
-			u = slices.Grow(u, min(dim, max(2*cap(u), len(u)+len(v)))-len(u))
-		}
-		u = append(u, v...)
-		c, err = stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return received{i: i, r: r, err: err}
-		}
+		return ""
+	})
+	if err != nil {
+		return received{i: i, r: r, err: err}
 	}
-	if len(u) != dim {
-		return fail(codes.InvalidArgument, "short update: %d of %d values", len(u), dim)
+	if bad != "" {
+		return fail(codes.InvalidArgument, "%s", bad)
 	}
 	if err := s.core.CheckUpdate(u); err != nil {
 		return fail(codes.InvalidArgument, "%s", trimPrefix(err))
@@ -1086,4 +1071,47 @@ func finite(x []float64) bool {
 		}
 	}
 	return true
+}
+
+// vectorChunk is a chunk of an uploaded vector (UpdateChunk, MaskedChunk).
+type vectorChunk[T any] interface {
+	GetOffset() int32
+	GetValues() []T
+}
+
+// collect receives the chunks of one upload of a vector of dim values
+// (what: "update", "masked input"), first and then those recv returns
+// until io.EOF. header says why a chunk does not belong to the upload
+// first opened ("" if it does); offsets must be contiguous from 0. The
+// vector grows only as chunks arrive, so a stalled upload holds only what
+// it was sent. It returns the vector, or the reason it is refused
+// (InvalidArgument), or the stream's error.
+func collect[T any, C vectorChunk[T]](first C, recv func() (C, error), dim int, what string, header func(C) string) (x []T, bad string, err error) {
+	for c := first; ; {
+		if why := header(c); why != "" {
+			return nil, why, nil
+		}
+		if int(c.GetOffset()) != len(x) {
+			return nil, fmt.Sprintf("chunk at offset %d, want %d", c.GetOffset(), len(x)), nil
+		}
+		v := c.GetValues()
+		if len(v) > dim-len(x) {
+			return nil, fmt.Sprintf("oversized %s: more than %d values", what, dim), nil
+		}
+		if len(x)+len(v) > cap(x) {
+			x = slices.Grow(x, min(dim, max(2*cap(x), len(x)+len(v)))-len(x))
+		}
+		x = append(x, v...)
+		c, err = recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	if len(x) != dim {
+		return nil, fmt.Sprintf("short %s: %d of %d values", what, len(x), dim), nil
+	}
+	return x, "", nil
 }
