@@ -343,25 +343,6 @@ func TestSecureRefusals(t *testing.T) {
 	wantCode(t, "masked input replayed", err, codes.AlreadyExists)
 }
 
-// pearson returns the correlation of a and b read as signed integers.
-func pearson(a, b []uint64) float64 {
-	n := float64(len(a))
-	var ma, mb float64
-	for k := range a {
-		ma += float64(int64(a[k]))
-		mb += float64(int64(b[k]))
-	}
-	ma, mb = ma/n, mb/n
-	var sab, saa, sbb float64
-	for k := range a {
-		x, y := float64(int64(a[k]))-ma, float64(int64(b[k]))-mb
-		sab += x * y
-		saa += x * x
-		sbb += y * y
-	}
-	return sab / math.Sqrt(saa*sbb)
-}
-
 // Nothing the server receives correlates with a learner's quantized
 // update, while the released sum does. The learners' updates are
 // computed here independently (fedopt.Learner at x^0, quantized); every
@@ -424,7 +405,7 @@ func TestSecureServerSeesNoUpdate(t *testing.T) {
 	lim := 6 / math.Sqrt(d)
 	for u, y := range masked {
 		for i := range q {
-			if c := pearson(y, q[i]); math.Abs(c) >= lim {
+			if c := testutil.RingPearson(y, q[i]); math.Abs(c) >= lim {
 				t.Errorf("masked input %d vs learner %d's update: r = %.4f, |r| >= %.4f", u, i, c, lim)
 			}
 		}
@@ -432,7 +413,7 @@ func TestSecureServerSeesNoUpdate(t *testing.T) {
 	var plain []uint64 = make([]uint64, d)
 	for i := range q {
 		secagg.AddRing(plain, q[i])
-		if c := pearson(sum, q[i]); c < 0.2 {
+		if c := testutil.RingPearson(sum, q[i]); c < 0.2 {
 			t.Errorf("released sum vs learner %d's update: r = %.4f, want a clear correlation", i, c)
 		}
 	}

@@ -5,27 +5,9 @@ import (
 	"math"
 	"slices"
 	"testing"
-)
 
-// pearson is the sample correlation of a and b, ring values read as
-// centred (two's complement) floats.
-func pearson(a, b []uint64) float64 {
-	n := float64(len(a))
-	var ma, mb float64
-	for i := range a {
-		ma += float64(int64(a[i]))
-		mb += float64(int64(b[i]))
-	}
-	ma, mb = ma/n, mb/n
-	var sab, saa, sbb float64
-	for i := range a {
-		x, y := float64(int64(a[i]))-ma, float64(int64(b[i]))-mb
-		sab += x * y
-		saa += x * x
-		sbb += y * y
-	}
-	return sab / math.Sqrt(saa*sbb)
-}
+	"github.com/dpmf/dpmf/internal/testutil"
+)
 
 // TestServerViewUncorrelated records everything the aggregator receives,
 // reconstructs what it can (b_u of the survivors, s_v^SK of the learner that
@@ -128,7 +110,7 @@ func TestServerViewUncorrelated(t *testing.T) {
 	bound := 6 / math.Sqrt(d)
 	for name, v := range views {
 		for x := range in {
-			if r := pearson(v, in[x]); math.Abs(r) >= bound {
+			if r := testutil.RingPearson(v, in[x]); math.Abs(r) >= bound {
 				t.Errorf("the server's %s correlates with x_%d: r = %.4f, bound %.4f", name, x, r, bound)
 			}
 		}
@@ -137,7 +119,7 @@ func TestServerViewUncorrelated(t *testing.T) {
 		t.Fatal("the sum differs from the plain sum")
 	}
 	for _, u := range u3 {
-		if r := pearson(sum, in[u]); r < bound {
+		if r := testutil.RingPearson(sum, in[u]); r < bound {
 			t.Errorf("power: the sum correlates with x_%d at only r = %.4f, want >= %.4f", u, r, bound)
 		}
 	}

@@ -3,6 +3,7 @@ package testutil
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"sync"
 	"testing"
@@ -44,4 +45,26 @@ func DirNames(t testing.TB, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// RingPearson is the sample correlation of a and b, two vectors of the ring
+// Z_{2^64} read as centred (two's complement) integers: the statistic of
+// secure aggregation's tests that nothing a server sees correlates with one
+// learner's update.
+func RingPearson(a, b []uint64) float64 {
+	n := float64(len(a))
+	var ma, mb float64
+	for i := range a {
+		ma += float64(int64(a[i]))
+		mb += float64(int64(b[i]))
+	}
+	ma, mb = ma/n, mb/n
+	var sab, saa, sbb float64
+	for i := range a {
+		x, y := float64(int64(a[i]))-ma, float64(int64(b[i]))-mb
+		sab += x * y
+		saa += x * x
+		sbb += y * y
+	}
+	return sab / math.Sqrt(saa*sbb)
 }
