@@ -584,28 +584,7 @@ func (s *Server) awaitPhase(ctx context.Context, sr *secRound) error {
 	s.mu.Lock()
 	full, quorum := sr.full, sr.quorum
 	s.mu.Unlock()
-	timer := time.NewTimer(s.opt.RoundTimeout)
-	defer timer.Stop()
-	var grace <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.faulted:
-			return s.faultErr()
-		case <-full:
-			return nil
-		case <-timer.C:
-			return nil
-		case <-quorum:
-			quorum = nil
-			g := time.NewTimer(s.opt.QuorumGrace)
-			defer g.Stop()
-			grace = g.C
-		case <-grace:
-			return nil
-		}
-	}
+	return s.awaitRound(ctx, full, quorum)
 }
 
 // runSecureRound runs the protocol of the open round to its end and

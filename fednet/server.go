@@ -599,9 +599,10 @@ func (s *Server) awaitContact(ctx context.Context) error {
 	}
 }
 
-// awaitRound waits until the open round may close: every learner
-// submitted (full), QuorumGrace passed since MinLearners < n did
-// (quorum), or RoundTimeout passed.
+// awaitRound waits until the open round (or, with secure aggregation,
+// the open phase) may close: every learner submitted (full), QuorumGrace
+// passed since MinLearners < n (or the threshold) did (quorum), or
+// RoundTimeout passed.
 func (s *Server) awaitRound(ctx context.Context, full, quorum <-chan struct{}) error {
 	timer := time.NewTimer(s.opt.RoundTimeout)
 	defer timer.Stop()
