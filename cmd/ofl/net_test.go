@@ -285,6 +285,14 @@ func TestProcessesMatchSimulation(t *testing.T) {
 	}
 	// The observer of the released models reports what ofl reports for
 	// the simulation (all but the run time).
+	sameReports(t, state, "3", run)
+}
+
+// sameReports checks that ofl evaluate on the released models in state
+// reports what ofl -reps 1 reports for the simulated run (all but the run
+// time), both evaluated every `every` rounds.
+func sameReports(t *testing.T, state, every string, run []string) {
+	t.Helper()
 	report := func(args ...string) map[string]any {
 		r := runOfl(t, args...)
 		if r.code != exitOK {
@@ -297,8 +305,8 @@ func TestProcessesMatchSimulation(t *testing.T) {
 		delete(m, "seconds")
 		return m
 	}
-	ev := report(append([]string{"evaluate", "-state", state, "-json", "-eval-every", "3"}, run...)...)
-	sim := report(append([]string{"-reps", "1", "-json", "-eval-every", "3"}, run...)...)
+	ev := report(append([]string{"evaluate", "-state", state, "-json", "-eval-every", every}, run...)...)
+	sim := report(append([]string{"-reps", "1", "-json", "-eval-every", every}, run...)...)
 	if !reflect.DeepEqual(ev, sim) {
 		t.Errorf("ofl evaluate reports\n%v\nofl -reps 1 reports\n%v", ev, sim)
 	}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,21 +71,5 @@ func TestSecureProcessesSIGKILLResume(t *testing.T) {
 	for r := range want {
 		requireSame(t, "x^"+strconv.Itoa(r), got[r], want[r])
 	}
-	report := func(args ...string) map[string]any {
-		r := runOfl(t, args...)
-		if r.code != exitOK {
-			t.Fatalf("ofl %v: exit %d: %s", args, r.code, r.stderr)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
-			t.Fatal(err)
-		}
-		delete(m, "seconds")
-		return m
-	}
-	ev := report(append([]string{"evaluate", "-state", state, "-json", "-eval-every", "10"}, run...)...)
-	sim := report(append([]string{"-reps", "1", "-json", "-eval-every", "10"}, run...)...)
-	if !reflect.DeepEqual(ev, sim) {
-		t.Errorf("ofl evaluate reports\n%v\nofl -reps 1 reports\n%v", ev, sim)
-	}
+	sameReports(t, state, "10", run)
 }
