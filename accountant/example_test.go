@@ -147,6 +147,6 @@ func ExampleSampledGaussian_replaceOne() {
 	fmt.Printf("add/remove eps = %.4f, replace-one eps <= %.4f\n", ar, ro)
 	fmt.Printf("q = 1: replace-one eps = %.4f (exact Gaussian %.4f)\n", full, exact)
 	// Output:
-	// add/remove eps = 1.8282, replace-one eps <= 5.2916
+	// add/remove eps = 1.8282, replace-one eps <= 5.2907
 	// q = 1: replace-one eps = 46.2112 (exact Gaussian 46.2112)
 }

@@ -404,6 +404,26 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 			continue
 		}
 		lPrev := float64(lo+i-1) * h
+		// A cell reaching x = -Inf or +Inf with a bounded loss there
+		// (the mass piled up at the infimum log(1-q) of the sampled
+		// Gaussian's remove loss, or the supremum of the add loss): the
+		// part beyond [xlo, xhi], at most the tail mass, is rounded up
+		// to l_i, and the rest is split as any other cell, so the
+		// rounding error stays second order in h there too.
+		if (math.IsInf(a, -1) && b > xlo) || (math.IsInf(b, 1) && supLoss <= lPrev+h && a < xhi) {
+			a2, b2 := math.Max(a, xlo), math.Min(b, xhi)
+			var out float64
+			if math.IsInf(a, -1) {
+				out += m.cdf(a2)
+			}
+			if math.IsInf(b, 1) {
+				out += m.sf(b2)
+			}
+			if math.Ceil((b2-a2)/panel) <= 1<<12 {
+				d.mass[i] += out
+				a, b = a2, b2
+			}
+		}
 		k := math.Ceil((b - a) / panel)
 		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
 			// A wide cell: round its mass up to l_i, or to +Inf if the
@@ -562,14 +582,74 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 		frac[i] = 1
 	}
 	// Cells whose loss falls short of their grid point (above the mode)
-	// take fractions of the cells above, from the bottom up; what cannot
-	// reach l_i is rounded down to l_{i-1} (its loss exceeds l_i - h/2).
-	// Then the cells left whose loss exceeds their grid point (below the
-	// mode) take fractions of the cells below, from the top down; what
-	// cannot is rounded down to l_i (by less than h/2, and second order
-	// where the density is smooth). Each taken fraction is accounted at the
-	// bound of its rounding that works against the merge. Short cells go
-	// first: they would otherwise lose a whole cell.
+	// take fractions of the cells above, from the bottom up (up). Then
+	// the cells left whose loss exceeds their grid point (below the mode)
+	// take fractions of the cells below, from the top down, at most 8
+	// cells (down); what cannot is rounded down to l_i (by less than h/2,
+	// and second order where the density is smooth). Each taken fraction is
+	// accounted at the bound of its rounding that works against the merge.
+	// Short cells go first: they would otherwise lose a whole cell.
+	//
+	// A group is (p, dd, need): its P-mass, its D relative to the target
+	// grid point and the bound on that D's error; it reaches the target
+	// when dd >= need.
+	//
+	// The ends: a sampled Gaussian piles most of a step's mass up just
+	// above its least loss log(1-q) (the remove direction) or just below
+	// its greatest, -log(1-q) (add), where a cell has no neighbour on the
+	// side it would merge with. Rounding it down instead costs up to h
+	// times most of the mass, a first-order error in every step. So the
+	// lowest cell, if above its grid point, is retargeted to the next grid
+	// point up and merges with the cells above it, and a short cell that
+	// finds too little above to reach l_i is retargeted to l_{i-1} (its
+	// loss exceeds l_i - h/2 > l_{i-1}) and merges with the cells below it
+	// in the second sweep: merging is a post-processing, and costs only a
+	// second-order error.
+	up := func(t, from int, p, dd, need float64) (float64, float64) {
+		for j := from; dd < need && j < n; j++ {
+			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
+				continue
+			}
+			// Cell j's D relative to l_t, lowered by the rounding bound
+			// of D_j and P_j.
+			e := math.Exp(-float64(j-t) * h)
+			dj := frac[j] * (-math.Expm1(-float64(j-t)*h)*P[j]*(1-rho) + e*(D[j]-S[j]))
+			if !(dj > 0) {
+				continue
+			}
+			alpha := math.Min(1, (need-dd)/dj*(1+1e-9))
+			p += alpha * frac[j] * P[j]
+			dd += alpha * dj
+			frac[j] *= 1 - alpha
+			if alpha < 1 {
+				break
+			}
+		}
+		return p, dd
+	}
+	eh := math.Exp(h)
+	// The lowest cell.
+	for i := range n {
+		if P[i] == 0 || floorAt[i] {
+			continue
+		}
+		if D[i] >= S[i] && i+1 < n {
+			// D relative to l_{i+1}: P - e^h (P - D), at its lower bound.
+			p, dd := up(i+1, i+1, P[i], -(eh-1)*P[i]+eh*D[i], eh*S[i]+(eh-1)*P[i]*rho)
+			if dd >= eh*S[i]+(eh-1)*P[i]*rho {
+				d.mass[i+1] += p
+			} else {
+				d.mass[i] += p // every loss in the group is above l_i
+			}
+			frac[i] = 0
+		}
+		break
+	}
+	// Groups retargeted to l_{i-1} by the first sweep, for the second.
+	pendP := make([]float64, n)
+	pendD := make([]float64, n)
+	pendS := make([]float64, n)
+	em := -math.Expm1(-h) // 1 - e^-h
 	for i := range n {
 		f := frac[i]
 		if f == 0 || P[i] == 0 {
@@ -585,41 +665,29 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 		if D[i] >= S[i] {
 			continue // at or above l_i: the second sweep
 		}
-		p, dd, need := f*P[i], f*D[i], f*S[i]
-		for j := i + 1; dd < need && j < n; j++ {
-			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
-				continue
-			}
-			// Cell j's D relative to l_i, lowered by the rounding bound
-			// of D_j and P_j.
-			e := math.Exp(-float64(j-i) * h)
-			dj := frac[j] * (-math.Expm1(-float64(j-i)*h)*P[j]*(1-rho) + e*(D[j]-S[j]))
-			if !(dj > 0) {
-				continue
-			}
-			alpha := math.Min(1, (need-dd)/dj*(1+1e-9))
-			p += alpha * frac[j] * P[j]
-			dd += alpha * dj
-			frac[j] *= 1 - alpha
-			if alpha < 1 {
-				break
-			}
-		}
+		need := f * S[i]
+		p, dd := up(i, i+1, f*P[i], f*D[i], need)
 		frac[i] = 0
 		if dd >= need {
 			d.mass[i] += p
 		} else if i > 0 {
-			// Nothing above to merge with: the loss of what is left
-			// exceeds l_i - h/2, so round it down to l_{i-1}.
-			d.mass[i-1] += p
+			// Too little above to merge with: the group's loss exceeds
+			// l_i - h/2; relative to l_{i-1} its D is (1 - e^-h) p +
+			// e^-h dd, at its lower bound.
+			pendP[i-1] += p
+			pendD[i-1] += em*p + math.Exp(-h)*dd
+			pendS[i-1] += math.Exp(-h)*need + em*p*rho
 		}
 	}
 	for i := n - 1; i >= 0; i-- {
 		f := frac[i]
-		if f == 0 || floorAt[i] || P[i] == 0 {
+		if floorAt[i] {
+			f = 0
+		}
+		if (f == 0 || P[i] == 0) && pendP[i] == 0 {
 			continue
 		}
-		p, dd, need := f*P[i], f*D[i], f*S[i]
+		p, dd, need := f*P[i]+pendP[i], f*D[i]+pendD[i], f*S[i]+pendS[i]
 		for j := i - 1; dd > need && j >= 0 && j >= i-8; j-- {
 			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
 				continue
@@ -639,7 +707,9 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 				break
 			}
 		}
-		d.mass[i] += p // the merged loss is at least l_i
+		// The merged loss is at least l_i (a retargeted group's exceeds
+		// l_{i+1} - h/2 even where rounding hides it).
+		d.mass[i] += p
 		frac[i] = 0
 	}
 	return d, nil
