@@ -60,7 +60,8 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 	if tail == 0 {
 		tail = defaultSampledTail
 	}
-	return PLDOptions{Interval: math.Min(math.Max(h, 1e-8), 1), TailMass: math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)}
+	h = math.Min(math.Max(h, 1e-8), 1)
+	return PLDOptions{Interval: h, TailMass: math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)}
 }
 
 // checkSampled checks the parameters of a sampled Gaussian run.
@@ -137,12 +138,19 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 	}
 	var p *PLD
 	var err error
-	if rel == ReplaceOne && q < 1 && steps > 1 {
-		p, err = replaceOneSteps(q, sigma, steps, fold, o)
-	} else {
-		p, err = SampledGaussianPLD(q, sigma, rel, o)
-		if err == nil {
-			p, err = p.selfCompose(steps, fold)
+	if !so.safeOnly && so.budget >= gridBudget && q < 1 && steps > 1 {
+		o, p, err = refineInterval(q, sigma, steps, rel, o)
+	}
+	if err == nil {
+		if rel == ReplaceOne && q < 1 && steps > 1 {
+			p, err = replaceOneSteps(q, sigma, steps, fold, o)
+		} else {
+			if p == nil || rel == ReplaceOne {
+				p, err = SampledGaussianPLD(q, sigma, rel, o)
+			}
+			if err == nil {
+				p, err = p.selfCompose(steps, fold)
+			}
 		}
 	}
 	if errors.Is(err, ErrPLDGrid) {
@@ -546,4 +554,69 @@ func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions) (*
 		return nil, err
 	}
 	return one.selfCompose(steps, fold)
+}
+
+// Refinement of the automatic grid of a two-sided PLD: widthTarget is the
+// predicted relative width at widthDelta the refinement aims for, and
+// maxRefine bounds how much finer than autoOptions's it makes the interval.
+const (
+	widthTarget = 1e-3
+	widthDelta  = 1e-10
+	maxRefine   = 8
+)
+
+// refineInterval returns o with its interval refined until the predicted
+// relative width of the two-sided eps at delta = 1e-10 of steps
+// compositions is at most widthTarget (or the interval is maxRefine times
+// finer), and the one-step PLD at that interval (nil for ReplaceOne, which
+// composes its own). The prediction is a Chernoff estimate: with K(l) =
+// log E_P[e^(l L)] of one step's pessimistic and optimistic distributions,
+// eps is about min over l of (steps K_pes(l) + log(1/delta)) / l, and the
+// sides drift apart by steps (K_pes(l) - K_opt(l)) / l at the minimiser.
+// The optimistic side's error is first order in h where most of a step's
+// mass lies within a few intervals (q sigma-dependent: the mass piled up
+// near log(1-q) at small sigma and q), which no fixed rule of thumb for h
+// catches. Any interval is safe on both sides: this only trades time for
+// width.
+func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PLDOptions, *PLD, error) {
+	h0 := o.Interval
+	for {
+		one, err := SampledGaussianPLD(q, sigma, rel, o)
+		if err != nil {
+			return o, nil, err
+		}
+		w := predictWidth(one, steps)
+		if !(w > widthTarget) || o.Interval <= h0/maxRefine || o.Interval <= 1e-8 {
+			if rel == ReplaceOne {
+				one = nil
+			}
+			return o, one, nil
+		}
+		f := math.Max(0.3, math.Min(0.8, math.Pow(widthTarget/w, 0.6)))
+		o.Interval = math.Max(math.Max(o.Interval*f, h0/maxRefine), 1e-8)
+	}
+}
+
+// predictWidth returns refineInterval's prediction of the relative width
+// of eps at widthDelta over steps compositions of one (0 if it has no
+// optimistic side or the prediction fails).
+func predictWidth(one *PLD, steps int) float64 {
+	kf, h := float64(steps), one.h
+	cgf := func(d *lossDist, s float64) float64 { return s*float64(d.lo) + d.logMGF(s) }
+	w := 0.0
+	for i, d := range one.dirs() {
+		do := one.optDirs()[i]
+		if do == noOpt {
+			return 0
+		}
+		s, e := scanMin(func(s float64) float64 { return h * (kf*cgf(d, s) - logf(widthDelta)) / s }, h)
+		if !(e > 0) || math.IsInf(e, 0) {
+			continue
+		}
+		drift := h * kf * (cgf(d, s) - cgf(do, s)) / s
+		if drift > 0 {
+			w = math.Max(w, drift/e)
+		}
+	}
+	return w
 }
