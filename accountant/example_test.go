@@ -113,7 +113,7 @@ func ExampleSampledGaussian() {
 	// delta(1) = 0.0026
 	// delta(2) = 2.7e-06
 	// delta(4) = 5.4e-13
-	// eps(1e-10) in [3.29043, 3.29046]
+	// eps(1e-10) in [3.29044, 3.29045]
 	// floor 8e-23
 	// dpmf: q = 1.5, want a sampling probability in [0, 1]
 }

@@ -114,10 +114,14 @@ type PLD struct {
 // additive error e_i with sum_{i >= j} |e_i| <= e^(logErr - tau (lo+j)) for
 // every j (the FFT's error, weighted by the tilt tau >= 0 per grid step).
 type lossDist struct {
-	lo     int
-	mass   []float64
-	inf    float64
-	rel    float64
+	lo   int
+	mass []float64
+	inf  float64
+	rel  float64
+	// infl bounds how far the masses were raised above the exact ones
+	// (each by its own error bound, see discretise): the computed masses
+	// are at most a factor 1+infl above the exact ones, before rel.
+	infl   float64
 	tau    float64
 	logErr float64 // -Inf: no additive error
 	// unbounded records that the true losses have no upper bound (a

@@ -560,7 +560,7 @@ func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions) (*
 // predicted relative width at widthDelta the refinement aims for, and
 // maxRefine bounds how much finer than autoOptions's it makes the interval.
 const (
-	widthTarget = 1e-3
+	widthTarget = 5e-4
 	widthDelta  = 1e-10
 	maxRefine   = 8
 )
@@ -592,18 +592,21 @@ func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PL
 			}
 			return o, one, nil
 		}
-		f := math.Max(0.3, math.Min(0.8, math.Pow(widthTarget/w, 0.6)))
+		f := math.Max(0.5, math.Min(0.8, math.Pow(widthTarget/w, 0.6)))
 		o.Interval = math.Max(math.Max(o.Interval*f, h0/maxRefine), 1e-8)
 	}
 }
 
 // predictWidth returns refineInterval's prediction of the relative width
-// of eps at widthDelta over steps compositions of one (0 if it has no
-// optimistic side or the prediction fails).
+// of eps at widthDelta over steps compositions of one: per direction, the
+// Chernoff estimate e of the pessimistic side's eps and the drift of the
+// optimistic side below it, and then (max e - max (e - drift)) / max e, as
+// EpsilonBounds takes the larger over the directions on each side (0 if
+// one has no optimistic side).
 func predictWidth(one *PLD, steps int) float64 {
 	kf, h := float64(steps), one.h
 	cgf := func(d *lossDist, s float64) float64 { return s*float64(d.lo) + d.logMGF(s) }
-	w := 0.0
+	safe, opt := 0.0, 0.0
 	for i, d := range one.dirs() {
 		do := one.optDirs()[i]
 		if do == noOpt {
@@ -613,10 +616,11 @@ func predictWidth(one *PLD, steps int) float64 {
 		if !(e > 0) || math.IsInf(e, 0) {
 			continue
 		}
-		drift := h * kf * (cgf(d, s) - cgf(do, s)) / s
-		if drift > 0 {
-			w = math.Max(w, drift/e)
-		}
+		drift := math.Max(0, h*kf*(cgf(d, s)-cgf(do, s))/s)
+		safe, opt = math.Max(safe, e), math.Max(opt, e-drift)
 	}
-	return w
+	if !(safe > 0) {
+		return 0
+	}
+	return (safe - opt) / safe
 }
