@@ -50,7 +50,8 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 	if budget >= gridBudget {
 		// The relative width of the two-sided result grows like
 		// (h/s1)^2: at most s1/16 keeps it near 1e-3 at 10^6 steps (the
-		// window then holds about 2^18 points).
+		// window then holds about 2^18 points) where one step's loss
+		// is spread evenly; refineInterval refines it where not.
 		h = math.Min(h, s1/16)
 	}
 	// Each step's cut upper tail counts as infinite loss, steps times over:
@@ -94,7 +95,9 @@ func checkRelation(rel Relation) error {
 // multiplier sigma = noise std / L2 sensitivity of one record under rel:
 // the clipping norm C for AddRemove, 2 C for ReplaceOne) under the
 // relation rel, on a grid chosen for steps (about 2^17 points in the
-// composed window). Under AddRemove the accounting is tight up to the
+// composed window, refined where a Chernoff prediction of the relative
+// width of eps at delta = 1e-10 exceeds 7e-4: see refineInterval). Under
+// AddRemove the accounting is tight up to the
 // discretisation; under ReplaceOne with q < 1 it is an upper bound (see
 // [SampledGaussianPLD] for the dominating pair and its proof).
 //
@@ -138,7 +141,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 	}
 	var p *PLD
 	var err error
-	if !so.safeOnly && so.budget >= gridBudget && q < 1 && steps > 1 {
+	if !so.safeOnly && so.budget >= gridBudget && steps > 1 {
 		o, p, err = refineInterval(q, sigma, steps, rel, o)
 	}
 	if err == nil {
@@ -560,7 +563,7 @@ func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions) (*
 // predicted relative width at widthDelta the refinement aims for, and
 // maxRefine bounds how much finer than autoOptions's it makes the interval.
 const (
-	widthTarget = 5e-4
+	widthTarget = 7e-4
 	widthDelta  = 1e-10
 	maxRefine   = 8
 )

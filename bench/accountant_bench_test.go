@@ -14,7 +14,8 @@ import (
 // 1}, sigma in {0.5, 1, 2, 5, 20}, steps in {10^3, ..., 10^6}. The targets
 // are at most 5 s per call on a quiet 2-core machine and a relative width
 // (safe - optimistic)/safe of at most 1e-3, reported as the metric "width"
-// (with "eps", the safe side). docs/privacy.md lists the table:
+// (with "eps", the safe side); at q = 1 the exact eps of T Gaussian steps
+// (mu-GDP) must lie between the sides. docs/privacy.md lists the table:
 //
 //	go test -run '^$' -bench PLDBounds -benchtime 1x ./bench/
 //
@@ -42,6 +43,17 @@ func BenchmarkPLDBounds(b *testing.B) {
 				bd, err = accountant.SampledGaussianEpsilonBounds(c.q, c.sigma, c.steps, 1e-10, accountant.AddRemove)
 				if err != nil {
 					b.Fatal(err)
+				}
+			}
+			if c.q == 1 {
+				// T Gaussian steps are exactly mu-GDP (an independent
+				// closed form): it must lie between the sides.
+				exact, err := accountant.Epsilon(c.sigma, 1e-10, c.steps, accountant.Exact)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !(bd.Optimistic <= exact && exact <= bd.Safe) {
+					b.Fatalf("exact eps %.12g outside the bounds %+v", exact, bd)
 				}
 			}
 			b.ReportMetric(bd.Width(), "width")
