@@ -429,16 +429,25 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
 			// A wide cell: round its mass up to l_i, or to +Inf if the
 			// cell reaches x = +Inf while the loss has no bound there.
-			var mass float64
+			var mass, sum float64
 			if m.sf(a) < 0.5 {
-				mass = m.sf(a) - m.sf(b)
+				mass, sum = m.sf(a)-m.sf(b), m.sf(a)+m.sf(b)
 			} else {
-				mass = m.cdf(b) - m.cdf(a)
+				mass, sum = m.cdf(b)-m.cdf(a), m.cdf(b)+m.cdf(a)
 			}
 			if math.IsInf(b, 1) && supLoss > lPrev+h {
 				d.inf += math.Max(mass, 0)
-			} else {
-				d.mass[i] += math.Max(mass, 0)
+			} else if mass > 0 {
+				// A difference of two distribution functions (each a
+				// few u off): its relative error, which cancellation
+				// can make large when they are close; then their sum,
+				// an upper bound, stands for it.
+				r := 1e-12 + 16*unitRound*sum/mass
+				if r > 0.25 {
+					mass, r = sum, 1e-12+16*unitRound
+				}
+				d.mass[i] += mass
+				cellRel[i] = math.Max(cellRel[i], r)
 			}
 			continue
 		}
