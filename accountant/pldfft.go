@@ -540,7 +540,18 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	e2 := kf*einf*pow2 + 2*kf*unitRound*out2
 	w := tr.Sequence(nil, c)
 	inv := 1 / float64(n)
-	E := math.Min(e1, e2) + fe*(out1+e1) + 2*unitRound*math.Pow(m, kf) + foldErr +
+	// The spectrum's error F and the inverse transform's own rounding
+	// err by the same bound at every output index: |IDFT(F)_s| / n is at
+	// most ||F||_1 / n and ||F||_2 / sqrt(n), and each coefficient of the
+	// inverse transform errs by at most fe times its input's l1 norm. Over
+	// the indices s >= j the untilting weights e^(t (top - s)) then sum to
+	// at most e^(t (top - j)) / (1 - e^-t) (and there are at most the
+	// window's length of them), which the bound at j counts in place of
+	// the whole l1 error: about n t times less.
+	nf := float64(n)
+	perIndex := math.Min(e1/nf, e2/math.Sqrt(nf)) + fe*(out1+e1)/nf
+	terms := math.Min(1/-math.Expm1(-t), float64(sB-sA+1))
+	E := perIndex*terms + 2*unitRound*math.Pow(m, kf) + foldErr +
 		kf*float64(n1)*0x1p-1070*math.Pow(m+1e-300, kf-1)
 	top := k * last
 	r.lo = k*d.lo + sA
