@@ -595,7 +595,7 @@ func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PL
 			}
 			return o, one, nil
 		}
-		f := math.Max(0.5, math.Min(0.8, math.Pow(widthTarget/w, 0.6)))
+		f := math.Max(0.5, math.Min(0.8, math.Pow(widthTarget/w, 0.3)))
 		o.Interval = math.Max(math.Max(o.Interval*f, h0/maxRefine), 1e-8)
 	}
 }
