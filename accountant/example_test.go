@@ -113,7 +113,7 @@ func ExampleSampledGaussian() {
 	// delta(1) = 0.0026
 	// delta(2) = 2.7e-06
 	// delta(4) = 5.4e-13
-	// eps(1e-10) in [3.29043, 3.29046]
+	// eps(1e-10) in [3.29044, 3.29045]
 	// floor 8e-23
 	// dpmf: q = 1.5, want a sampling probability in [0, 1]
 }
@@ -147,6 +147,6 @@ func ExampleSampledGaussian_replaceOne() {
 	fmt.Printf("add/remove eps = %.4f, replace-one eps <= %.4f\n", ar, ro)
 	fmt.Printf("q = 1: replace-one eps = %.4f (exact Gaussian %.4f)\n", full, exact)
 	// Output:
-	// add/remove eps = 1.8282, replace-one eps <= 5.2916
+	// add/remove eps = 1.8282, replace-one eps <= 5.2907
 	// q = 1: replace-one eps = 46.2112 (exact Gaussian 46.2112)
 }

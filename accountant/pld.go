@@ -86,17 +86,19 @@ func (o PLDOptions) resolve() (h, tail float64, err error) {
 // Optimistic side: each event is mapped to cells of width h around the
 // grid points (a post-processing, so a dominated pair), cells are merged
 // with fractions of their neighbours until each cell's loss reaches its
-// grid point, and the losses are rounded down to it (see discretiseOpt);
+// grid point (or, at the ends of a bounded loss, the next one), and the
+// losses are rounded down to it (see discretiseOpt);
 // cut tails are dropped. Its delta is a lower bound for the pair the PLD
 // accounts: the mechanism's own delta for the Gaussian and the add/remove
 // sampled Gaussian, whose pairs are tight; for the replace-one sampled
 // Gaussian, a lower bound for the dominating pair, not for the mechanism.
 //
 // Rounding: floating-point error in the masses is bounded relatively
-// (a factor 1 + rel), and the FFT's error absolutely, in an exponentially
-// tilted norm that makes it small relative to the masses of high loss (see
-// selfConvolve); the bound is added on the pessimistic side and subtracted
-// on the optimistic one. There is no fixed allowance. docs/privacy.md
+// (each pessimistic mass raised by its own bound when discretised, the rest
+// a factor 1 + rel), and the FFT's error absolutely, per output index, in an
+// exponentially tilted norm that makes it small relative to the masses of
+// high loss (see selfConvolve); the bound is added on the pessimistic side
+// and subtracted on the optimistic one. There is no fixed allowance. docs/privacy.md
 // states the argument and the measured accuracy and cost.
 type PLD struct {
 	h    float64
@@ -114,10 +116,14 @@ type PLD struct {
 // additive error e_i with sum_{i >= j} |e_i| <= e^(logErr - tau (lo+j)) for
 // every j (the FFT's error, weighted by the tilt tau >= 0 per grid step).
 type lossDist struct {
-	lo     int
-	mass   []float64
-	inf    float64
-	rel    float64
+	lo   int
+	mass []float64
+	inf  float64
+	rel  float64
+	// infl bounds how far the masses were raised above the exact ones
+	// (each by its own error bound, see discretise): the computed masses
+	// are at most a factor 1+infl above the exact ones, before rel.
+	infl   float64
 	tau    float64
 	logErr float64 // -Inf: no additive error
 	// unbounded records that the true losses have no upper bound (a

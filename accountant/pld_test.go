@@ -214,7 +214,11 @@ func TestPLDPoissonBruteForce(t *testing.T) {
 				// points, so it is below the truth at eps - h per step, up
 				// to the floating-point bound the PLD adds.
 				// The PLD multiplies by 1 + rel and adds abs and inf.
-				bound := func(truth float64, d *lossDist) float64 { return (1+d.rel)*(truth+d.errFrom(0)+d.inf) + 1e-12 }
+				// The masses may also have been raised by their error
+				// bounds, a factor up to 1 + infl.
+				bound := func(truth float64, d *lossDist) float64 {
+					return (1+d.rel)*(1+d.infl)*(truth+d.errFrom(0)+d.inf) + 1e-12
+				}
 				if g1 > bound(dir.b.hs(eps-p.h), dir.one) || g2 > bound(dir.b.two(eps-2*p.h), dir.two) {
 					t.Errorf("q=%v sigma=%v %s eps=%v: PLD (%.12g, %.12g) above truth at eps - h, eps - 2h (%.12g, %.12g)",
 						c.q, c.sigma, dir.name, eps, g1, g2, dir.b.hs(eps-p.h), dir.b.two(eps-2*p.h))

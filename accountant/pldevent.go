@@ -398,26 +398,56 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	upper := 1 / -math.Expm1(-h) // e^h / (e^h - 1)
 	lower := 1 / math.Expm1(h)
 	panel := m.scale / 20
+	cellRel := make([]float64, n)
 	for i := 1; i < n; i++ {
 		a, b := xs[i-1], xs[i]
 		if !(b > a) {
 			continue
 		}
 		lPrev := float64(lo+i-1) * h
+		// A cell reaching x = -Inf or +Inf with a bounded loss there
+		// (the mass piled up at the infimum log(1-q) of the sampled
+		// Gaussian's remove loss, or the supremum of the add loss): the
+		// part beyond [xlo, xhi], at most the tail mass, is rounded up
+		// to l_i, and the rest is split as any other cell, so the
+		// rounding error stays second order in h there too.
+		if (math.IsInf(a, -1) && b > xlo) || (math.IsInf(b, 1) && supLoss <= lPrev+h && a < xhi) {
+			a2, b2 := math.Max(a, xlo), math.Min(b, xhi)
+			var out float64
+			if math.IsInf(a, -1) {
+				out += m.cdf(a2)
+			}
+			if math.IsInf(b, 1) {
+				out += m.sf(b2)
+			}
+			if math.Ceil((b2-a2)/panel) <= 1<<12 {
+				d.mass[i] += out
+				a, b = a2, b2
+			}
+		}
 		k := math.Ceil((b - a) / panel)
 		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
 			// A wide cell: round its mass up to l_i, or to +Inf if the
 			// cell reaches x = +Inf while the loss has no bound there.
-			var mass float64
+			var mass, sum float64
 			if m.sf(a) < 0.5 {
-				mass = m.sf(a) - m.sf(b)
+				mass, sum = m.sf(a)-m.sf(b), m.sf(a)+m.sf(b)
 			} else {
-				mass = m.cdf(b) - m.cdf(a)
+				mass, sum = m.cdf(b)-m.cdf(a), m.cdf(b)+m.cdf(a)
 			}
 			if math.IsInf(b, 1) && supLoss > lPrev+h {
 				d.inf += math.Max(mass, 0)
-			} else {
-				d.mass[i] += math.Max(mass, 0)
+			} else if mass > 0 {
+				// A difference of two distribution functions (each a
+				// few u off): its relative error, which cancellation
+				// can make large when they are close; then their sum,
+				// an upper bound, stands for it.
+				r := 1e-12 + 16*unitRound*sum/mass
+				if r > 0.25 {
+					mass, r = sum, 1e-12+16*unitRound
+				}
+				d.mass[i] += mass
+				cellRel[i] = math.Max(cellRel[i], r)
 			}
 			continue
 		}
@@ -447,12 +477,27 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		B *= 0.5 * w
 		d.mass[i] += A * upper
 		d.mass[i-1] += B * lower
+		// The relative error of the split: the quadrature and the
+		// rounding of L(x) - l (a few ulps of |l| and the error of L on
+		// the cell, lossErr) against a cell of width h.
+		r := 1e-12 + 64*0x1p-53*(math.Max(math.Abs(lPrev), math.Abs(lPrev+h))+lossErr(m, a, b))/h
+		cellRel[i] = math.Max(cellRel[i], r)
+		cellRel[i-1] = math.Max(cellRel[i-1], r)
 	}
-	// Relative error of the masses: the quadrature and the rounding of
-	// L(x) - l (a few ulps of |l| and the error of L, lossErr) against a
-	// cell of width h.
-	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
-	d.rel = 1e-12 + 64*0x1p-53*(lmax+lossErr(m, xlo, xhi))/h
+	// Each mass is raised by the bound on its own relative error (of the
+	// cells it takes from, 1e-12 for the rest: the tail masses and the
+	// wide cells, differences of distribution functions), which makes
+	// every computed mass at least the exact one: the bound then enters
+	// delta in proportion to the masses that make it, where a global one
+	// compounded over k compositions would weigh the worst cell of the
+	// range k times.
+	for i, v := range d.mass {
+		r := math.Max(cellRel[i], 1e-12)
+		d.mass[i] = v * (1 + 4*unitRound) / (1 - r)
+		d.infl = math.Max(d.infl, (1+r)*(1+4*unitRound)/(1-r)-1)
+	}
+	d.inf *= (1 + 4*unitRound) / (1 - 1e-12)
+	d.rel = 0
 	return d, nil
 }
 
@@ -562,14 +607,92 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 		frac[i] = 1
 	}
 	// Cells whose loss falls short of their grid point (above the mode)
-	// take fractions of the cells above, from the bottom up; what cannot
-	// reach l_i is rounded down to l_{i-1} (its loss exceeds l_i - h/2).
-	// Then the cells left whose loss exceeds their grid point (below the
-	// mode) take fractions of the cells below, from the top down; what
-	// cannot is rounded down to l_i (by less than h/2, and second order
-	// where the density is smooth). Each taken fraction is accounted at the
-	// bound of its rounding that works against the merge. Short cells go
-	// first: they would otherwise lose a whole cell.
+	// take fractions of the cells above, from the bottom up (up). Then
+	// the cells left whose loss exceeds their grid point (below the mode)
+	// take fractions of the cells below, from the top down, at most 8
+	// cells (down); what cannot is rounded down to l_i (by less than h/2,
+	// and second order where the density is smooth). Each taken fraction is
+	// accounted at the bound of its rounding that works against the merge.
+	// Short cells go first: they would otherwise lose a whole cell.
+	//
+	// A group is (p, dd, need): its P-mass, its D relative to the target
+	// grid point and the bound on that D's error; it reaches the target
+	// when dd >= need.
+	//
+	// The ends: a sampled Gaussian piles most of a step's mass up just
+	// above its least loss log(1-q) (the remove direction) or just below
+	// its greatest, -log(1-q) (add), where a cell has no neighbour on the
+	// side it would merge with. Rounding it down instead costs up to h
+	// times most of the mass, a first-order error in every step. So the
+	// lowest cell, if above its grid point, is retargeted to the next grid
+	// point up and merges with the cells above it, and a short cell that
+	// finds too little above to reach l_i is retargeted to l_{i-1} (its
+	// loss exceeds l_i - h/2 > l_{i-1}) and merges with the cells below it
+	// in the second sweep: merging is a post-processing, and costs only a
+	// second-order error.
+	//
+	// up returns the group's P-mass, D and slack: the true D is at most
+	// D + need + 2 slack (each merged fraction was counted at its lower
+	// bound, slack sums the bounds).
+	up := func(t, from int, p, dd, need float64) (float64, float64, float64) {
+		slack := 0.0
+		for j := from; dd < need && j < n; j++ {
+			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
+				continue
+			}
+			// Cell j's D relative to l_t, lowered by the rounding bound
+			// of D_j and P_j.
+			e := math.Exp(-float64(j-t) * h)
+			dj := frac[j] * (-math.Expm1(-float64(j-t)*h)*P[j]*(1-rho) + e*(D[j]-S[j]))
+			if !(dj > 0) {
+				continue
+			}
+			alpha := math.Min(1, (need-dd)/dj*(1+1e-9))
+			p += alpha * frac[j] * P[j]
+			dd += alpha * dj
+			slack += alpha * frac[j] * (-math.Expm1(-float64(j-t)*h)*P[j]*rho + e*S[j])
+			frac[j] *= 1 - alpha
+			if alpha < 1 {
+				break
+			}
+		}
+		return p, dd, slack
+	}
+	eh := math.Exp(h)
+	// Groups merged to reach their grid point exactly (true D between 0
+	// and gD + gS), placed at the end: the second sweep may take
+	// fractions of them too.
+	gP := make([]float64, n)
+	gD := make([]float64, n)
+	gS := make([]float64, n)
+	defer func() {
+		for i, v := range gP {
+			d.mass[i] += v
+		}
+	}()
+	// The lowest cell.
+	for i := range n {
+		if P[i] == 0 || floorAt[i] {
+			continue
+		}
+		if D[i] >= S[i] && i+1 < n {
+			// D relative to l_{i+1}: P - e^h (P - D), at its lower bound.
+			need := eh*S[i] + (eh-1)*P[i]*rho
+			p, dd, slack := up(i+1, i+1, P[i], -(eh-1)*P[i]+eh*D[i], need)
+			if dd >= need {
+				gP[i+1], gD[i+1], gS[i+1] = gP[i+1]+p, gD[i+1]+dd, gS[i+1]+need+2*slack
+			} else {
+				d.mass[i] += p // every loss in the group is above l_i
+			}
+			frac[i] = 0
+		}
+		break
+	}
+	// Groups retargeted to l_{i-1} by the first sweep, for the second.
+	pendP := make([]float64, n)
+	pendD := make([]float64, n)
+	pendS := make([]float64, n)
+	em := -math.Expm1(-h) // 1 - e^-h
 	for i := range n {
 		f := frac[i]
 		if f == 0 || P[i] == 0 {
@@ -585,41 +708,30 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 		if D[i] >= S[i] {
 			continue // at or above l_i: the second sweep
 		}
-		p, dd, need := f*P[i], f*D[i], f*S[i]
-		for j := i + 1; dd < need && j < n; j++ {
-			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
-				continue
-			}
-			// Cell j's D relative to l_i, lowered by the rounding bound
-			// of D_j and P_j.
-			e := math.Exp(-float64(j-i) * h)
-			dj := frac[j] * (-math.Expm1(-float64(j-i)*h)*P[j]*(1-rho) + e*(D[j]-S[j]))
-			if !(dj > 0) {
-				continue
-			}
-			alpha := math.Min(1, (need-dd)/dj*(1+1e-9))
-			p += alpha * frac[j] * P[j]
-			dd += alpha * dj
-			frac[j] *= 1 - alpha
-			if alpha < 1 {
-				break
-			}
-		}
+		need := f * S[i]
+		p, dd, slack := up(i, i+1, f*P[i], f*D[i], need)
 		frac[i] = 0
 		if dd >= need {
-			d.mass[i] += p
+			gP[i], gD[i], gS[i] = gP[i]+p, gD[i]+dd, gS[i]+need+2*slack
 		} else if i > 0 {
-			// Nothing above to merge with: the loss of what is left
-			// exceeds l_i - h/2, so round it down to l_{i-1}.
-			d.mass[i-1] += p
+			// Too little above to merge with: the group's loss exceeds
+			// l_i - h/2; relative to l_{i-1} its D is (1 - e^-h) p +
+			// e^-h dd, at its lower bound.
+			pendP[i-1] += p
+			pendD[i-1] += em*p + math.Exp(-h)*dd
+			pendS[i-1] += math.Exp(-h)*need + em*p*rho
 		}
 	}
+	var unmet []group
 	for i := n - 1; i >= 0; i-- {
 		f := frac[i]
-		if f == 0 || floorAt[i] || P[i] == 0 {
+		if floorAt[i] {
+			f = 0
+		}
+		if (f == 0 || P[i] == 0) && pendP[i] == 0 {
 			continue
 		}
-		p, dd, need := f*P[i], f*D[i], f*S[i]
+		p, dd, need := f*P[i]+pendP[i], f*D[i]+pendD[i], f*S[i]+pendS[i]
 		for j := i - 1; dd > need && j >= 0 && j >= i-8; j-- {
 			if frac[j] == 0 || floorAt[j] || P[j] == 0 {
 				continue
@@ -639,10 +751,74 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 				break
 			}
 		}
-		d.mass[i] += p // the merged loss is at least l_i
+		// Then fractions of the exact groups below, likewise.
+		for j := i - 1; dd > need && j >= 0 && j >= i-8; j-- {
+			if gP[j] == 0 {
+				continue
+			}
+			e := math.Exp(float64(i-j) * h)
+			dj := -math.Expm1(float64(i-j)*h)*gP[j]*(1-rho) + e*(gD[j]+gS[j])
+			if !(dj < 0) {
+				continue
+			}
+			alpha := math.Min(1, (dd-need)/-dj*(1-1e-9))
+			p += alpha * gP[j]
+			dd += alpha * dj
+			gP[j] *= 1 - alpha
+			gD[j] *= 1 - alpha
+			gS[j] *= 1 - alpha
+			if alpha < 1 {
+				break
+			}
+		}
 		frac[i] = 0
+		// A group still closer to l_{i+1} than to l_i (D above
+		// (1 - e^(-h/2)) p: it found too little below, as near the
+		// remove direction's pile-up at log(1-q)) waits for the third
+		// pass; the rest is rounded down to l_i: the merged loss is at
+		// least l_i (a retargeted group's exceeds l_{i+1} - h/2 even
+		// where rounding hides it).
+		if dd-need > -math.Expm1(-h/2)*p {
+			unmet = append(unmet, group{i, p, dd, need})
+			continue
+		}
+		d.mass[i] += p
+	}
+	// Third pass, from the bottom up: each waiting group is retargeted to
+	// l_{i+1} and takes fractions of the groups already placed above it
+	// (each at a loss at least its grid point, so a fraction of it adds at
+	// least (1 - e^(-(j-i-1) h)) times its mass to D relative to l_{i+1});
+	// if the 16 grid points above do not hold enough, it is rounded down
+	// to l_i after all (taking more only raised its loss).
+	for g := len(unmet) - 1; g >= 0; g-- {
+		u := unmet[g]
+		i, p := u.i, u.p
+		dd := -(eh-1)*p + eh*u.dd
+		need := eh*u.need + (eh-1)*p*rho
+		for j := i + 2; dd < need && j < n && j <= i+17; j++ {
+			if d.mass[j] == 0 {
+				continue
+			}
+			dj := -math.Expm1(-float64(j-i-1)*h) * d.mass[j] * (1 - rho)
+			alpha := math.Min(1, (need-dd)/dj*(1+1e-9))
+			p += alpha * d.mass[j]
+			dd += alpha * dj
+			d.mass[j] *= 1 - alpha
+		}
+		if dd >= need && i+1 < n {
+			d.mass[i+1] += p
+		} else {
+			d.mass[i] += p
+		}
 	}
 	return d, nil
+}
+
+// group is a merged group of discretiseOpt: its grid index, P-mass, D
+// relative to its grid point, and the bound on D's error.
+type group struct {
+	i           int
+	p, dd, need float64
 }
 
 // edgeOrLo returns the lower end of cell i of discretiseOpt.

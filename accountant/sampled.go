@@ -50,7 +50,8 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 	if budget >= gridBudget {
 		// The relative width of the two-sided result grows like
 		// (h/s1)^2: at most s1/16 keeps it near 1e-3 at 10^6 steps (the
-		// window then holds about 2^18 points).
+		// window then holds about 2^18 points) where one step's loss
+		// is spread evenly; refineInterval refines it where not.
 		h = math.Min(h, s1/16)
 	}
 	// Each step's cut upper tail counts as infinite loss, steps times over:
@@ -60,7 +61,8 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 	if tail == 0 {
 		tail = defaultSampledTail
 	}
-	return PLDOptions{Interval: math.Min(math.Max(h, 1e-8), 1), TailMass: math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)}
+	h = math.Min(math.Max(h, 1e-8), 1)
+	return PLDOptions{Interval: h, TailMass: math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)}
 }
 
 // checkSampled checks the parameters of a sampled Gaussian run.
@@ -93,7 +95,9 @@ func checkRelation(rel Relation) error {
 // multiplier sigma = noise std / L2 sensitivity of one record under rel:
 // the clipping norm C for AddRemove, 2 C for ReplaceOne) under the
 // relation rel, on a grid chosen for steps (about 2^17 points in the
-// composed window). Under AddRemove the accounting is tight up to the
+// composed window, refined where a Chernoff prediction of the relative
+// width of eps at delta = 1e-10 exceeds 7e-4: see refineInterval). Under
+// AddRemove the accounting is tight up to the
 // discretisation; under ReplaceOne with q < 1 it is an upper bound (see
 // [SampledGaussianPLD] for the dominating pair and its proof).
 //
@@ -133,16 +137,23 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 	o.safeOnly = so.safeOnly
 	fold := so.fold
 	if fold == 0 {
-		fold = o.TailMass
+		fold = math.Max(o.TailMass, foldFloor)
 	}
 	var p *PLD
 	var err error
-	if rel == ReplaceOne && q < 1 && steps > 1 {
-		p, err = replaceOneSteps(q, sigma, steps, fold, o)
-	} else {
-		p, err = SampledGaussianPLD(q, sigma, rel, o)
-		if err == nil {
-			p, err = p.selfCompose(steps, fold)
+	if !so.safeOnly && so.budget >= gridBudget && steps > 1 {
+		o, p, err = refineInterval(q, sigma, steps, rel, o)
+	}
+	if err == nil {
+		if rel == ReplaceOne && q < 1 && steps > 1 {
+			p, err = replaceOneSteps(q, sigma, steps, fold, o)
+		} else {
+			if p == nil || rel == ReplaceOne {
+				p, err = SampledGaussianPLD(q, sigma, rel, o)
+			}
+			if err == nil {
+				p, err = p.selfCompose(steps, fold)
+			}
 		}
 	}
 	if errors.Is(err, ErrPLDGrid) {
@@ -547,3 +558,82 @@ func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions) (*
 	}
 	return one.selfCompose(steps, fold)
 }
+
+// Refinement of the automatic grid of a two-sided PLD: widthTarget is the
+// predicted relative width at widthDelta the refinement aims for, and
+// maxRefine bounds how much finer than autoOptions's it makes the interval.
+const (
+	widthTarget = 7e-4
+	widthDelta  = 1e-10
+	maxRefine   = 8
+)
+
+// refineInterval returns o with its interval refined until the predicted
+// relative width of the two-sided eps at delta = 1e-10 of steps
+// compositions is at most widthTarget (or the interval is maxRefine times
+// finer), and the one-step PLD at that interval (nil for ReplaceOne, which
+// composes its own). The prediction is a Chernoff estimate: with K(l) =
+// log E_P[e^(l L)] of one step's pessimistic and optimistic distributions,
+// eps is about min over l of (steps K_pes(l) + log(1/delta)) / l, and the
+// sides drift apart by steps (K_pes(l) - K_opt(l)) / l at the minimiser.
+// The optimistic side's error is first order in h where most of a step's
+// mass lies within a few intervals (q sigma-dependent: the mass piled up
+// near log(1-q) at small sigma and q), which no fixed rule of thumb for h
+// catches. Any interval is safe on both sides: this only trades time for
+// width.
+func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PLDOptions, *PLD, error) {
+	h0 := o.Interval
+	for {
+		one, err := SampledGaussianPLD(q, sigma, rel, o)
+		if err != nil {
+			return o, nil, err
+		}
+		w := predictWidth(one, steps)
+		if !(w > widthTarget) || o.Interval <= h0/maxRefine || o.Interval <= 1e-8 {
+			if rel == ReplaceOne {
+				one = nil
+			}
+			return o, one, nil
+		}
+		f := math.Max(0.5, math.Min(0.8, math.Pow(widthTarget/w, 0.3)))
+		o.Interval = math.Max(math.Max(o.Interval*f, h0/maxRefine), 1e-8)
+	}
+}
+
+// predictWidth returns refineInterval's prediction of the relative width
+// of eps at widthDelta over steps compositions of one: per direction, the
+// Chernoff estimate e of the pessimistic side's eps and the drift of the
+// optimistic side below it, and then (max e - max (e - drift)) / max e, as
+// EpsilonBounds takes the larger over the directions on each side (0 if
+// one has no optimistic side).
+func predictWidth(one *PLD, steps int) float64 {
+	kf, h := float64(steps), one.h
+	cgf := func(d *lossDist, s float64) float64 { return s*float64(d.lo) + d.logMGF(s) }
+	safe, opt := 0.0, 0.0
+	for i, d := range one.dirs() {
+		do := one.optDirs()[i]
+		if do == noOpt {
+			return 0
+		}
+		s, e := scanMin(func(s float64) float64 { return h * (kf*cgf(d, s) - logf(widthDelta)) / s }, h)
+		if !(e > 0) || math.IsInf(e, 0) {
+			continue
+		}
+		drift := math.Max(0, h*kf*(cgf(d, s)-cgf(do, s))/s)
+		safe, opt = math.Max(safe, e), math.Max(opt, e-drift)
+	}
+	if !(safe > 0) {
+		return 0
+	}
+	return (safe - opt) / safe
+}
+
+// foldFloor is the least tilted tail mass at which SampledGaussian cuts the
+// tilted composition's window (see selfConvolve): the folded mass adds to
+// the FFT's error bound, which is about u or more in the same tilted norm
+// anyway, and cutting there rather than at the per-step tail (1e-20 / T)
+// keeps the window short enough for the full tilt where a step's rare
+// large losses, tilted up, would stretch it (q = 1e-3, sigma = 1,
+// T = 1000: width 1.2e-3 -> 2.8e-4, and a window a quarter shorter at
+// q = 1e-4, sigma = 0.5, T = 10^6).
+const foldFloor = 1e-16
