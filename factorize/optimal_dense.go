@@ -36,6 +36,7 @@ type denseEvaluator struct {
 	w    *Workload
 	n    int
 	s    []float64 // S = A^T A, row-major upper triangle; nil until ready
+	sabs []float64 // |A|^T |A| likewise, or nil when A >= 0 (then it is S)
 	m    []float64 // D S D, then Q
 	d, e []float64
 	td   *linalg.Tridiagonalizer
@@ -60,8 +61,7 @@ func newDenseEvaluator(w *Workload) *denseEvaluator {
 }
 
 // ready forms S = A^T A on first use (O(R^3), checking ctx between blocks
-// of rows): its upper triangle by blocks of rows, S[i0:i1, i0:] =
-// A[i0:, i0:i1]^T A[i0:, i0:], A being lower triangular.
+// of rows), and |A|^T |A| where A has entries of both signs.
 func (e *denseEvaluator) ready(ctx context.Context) error {
 	if e.s != nil {
 		return nil
@@ -69,14 +69,41 @@ func (e *denseEvaluator) ready(ctx context.Context) error {
 	n := e.n
 	a := make([]float64, n*n)
 	tri := e.w.Matrix().RawTriangular()
+	signs := false
 	for i := 0; i < n; i++ {
-		copy(a[i*n:i*n+i+1], tri.Data[i*tri.Stride:i*tri.Stride+i+1])
+		row := tri.Data[i*tri.Stride : i*tri.Stride+i+1]
+		copy(a[i*n:i*n+i+1], row)
+		for _, x := range row {
+			signs = signs || x < 0
+		}
 	}
+	s, err := upperGram(ctx, a, n)
+	if err != nil {
+		return err
+	}
+	// The rounding model of errorBound scales with |A|^T |A|, which is S
+	// itself unless A has entries of both signs.
+	if signs {
+		for i, x := range a {
+			a[i] = math.Abs(x)
+		}
+		if e.sabs, err = upperGram(ctx, a, n); err != nil {
+			return err
+		}
+	}
+	e.s = s
+	return nil
+}
+
+// upperGram returns the upper triangle of A^T A for the lower-triangular
+// n x n row-major a, by blocks of rows, S[i0:i1, i0:] =
+// A[i0:, i0:i1]^T A[i0:, i0:], checking ctx between blocks.
+func upperGram(ctx context.Context, a []float64, n int) ([]float64, error) {
 	s := make([]float64, n*n)
 	const bs = 128
 	for i0 := 0; i0 < n; i0 += bs {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		i1 := min(n, i0+bs)
 		blas64.Gemm(blas.Trans, blas.NoTrans, 1,
@@ -84,15 +111,40 @@ func (e *denseEvaluator) ready(ctx context.Context) error {
 			blas64.General{Rows: n - i0, Cols: n - i0, Stride: n, Data: a[i0*n+i0:]},
 			0, blas64.General{Rows: i1 - i0, Cols: n - i0, Stride: n, Data: s[i0*n+i0:]})
 	}
-	e.s = s
-	return nil
+	return s, nil
+}
+
+// formingRounding returns a model of the rounding error of entry (a, b),
+// a <= b, of M = D S D as the dense evaluator forms it: S_ab is a sum of
+// n - b products A_ka A_kb (k >= b) rounded by blocked products, whose
+// error is of order sqrt(n - b) u (|A|^T |A|)_ab, and M_ab adds three
+// roundings (two products and sqrt(v)). The model is that scale times a
+// fixed pseudo-random number in [-1, 1) for each entry, symmetric in (a, b),
+// so that its effect on phi is a sample of the effect of the actual
+// rounding, which both orderings of [orderings] share and their difference
+// cannot see.
+func (e *denseEvaluator) formingRounding(a, b int) float64 {
+	n := e.n
+	x := uint64(a)*uint64(n) + uint64(b) + 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	r := float64(x>>11)*0x1p-52 - 1
+	abs := math.Abs(e.s[a*n+b])
+	if e.sabs != nil {
+		abs = e.sabs[a*n+b]
+	}
+	return r * 0x1p-53 * math.Sqrt(float64(n-b)+3) * abs
 }
 
 // roundingFactor multiplies the difference between two evaluations of
-// phi that differ only in rounding (two symmetric orderings of M) to give
-// the error bound of the dense path. It is a measured safety factor: see
-// TestDenseRoundingEstimate, which checks the bound against the accurate
-// structured path.
+// phi that differ only in rounding (two symmetric orderings of M, the
+// second with M's forming rounding modelled; see errorBound) to give the
+// error bound of the dense path. It is a measured safety factor: against a
+// double-double reference (TestDenseRoundingEstimate: prefix sums,
+// weighted prefix sums and momentum up to 0.99, R <= 300, cond(M) up to
+// 1.5e13) the bound is at least 4 times the largest relative error and the
+// summed per-entry bounds at least 12 times the summed error.
 const roundingFactor = 8
 
 // sqrtT tridiagonalizes M = D S D = Q T Q^T for multipliers v, leaving Q in
@@ -101,8 +153,9 @@ const roundingFactor = 8
 // eigenvalue bound of T.
 //
 // The matrix reduced is M permuted symmetrically by perm: row i of the
-// reduced matrix is row perm[i] of M.
-func (e *denseEvaluator) sqrtT(ctx context.Context, v []float64, perm []int) (float64, error) {
+// reduced matrix is row perm[i] of M. With perturbed set, S's entries are
+// perturbed by [denseEvaluator.formingRounding] first.
+func (e *denseEvaluator) sqrtT(ctx context.Context, v []float64, perm []int, perturbed bool) (float64, error) {
 	n := e.n
 	sq := make([]float64, n)
 	for i := range sq {
@@ -115,7 +168,11 @@ func (e *denseEvaluator) sqrtT(ctx context.Context, v []float64, perm []int) (fl
 			if a > b {
 				a, b = b, a // S is kept in its upper triangle
 			}
-			e.m[i*n+j] = sq[a] * e.s[a*n+b] * sq[b]
+			s := e.s[a*n+b]
+			if perturbed {
+				s += e.formingRounding(a, b)
+			}
+			e.m[i*n+j] = sq[a] * s * sq[b]
 		}
 	}
 	if err := e.td.Reduce(ctx, e.m, e.d, e.e); err != nil {
@@ -204,7 +261,7 @@ func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, er
 		e.tmp = make([]float64, n)
 	}
 	first, _ := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, first); err != nil {
+	if _, err := e.sqrtT(ctx, v, first, false); err != nil {
 		return 0, err
 	}
 	e.diagRoot(e.tmp)
@@ -215,12 +272,18 @@ func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, er
 }
 
 // errorBound evaluates diag(M^{1/2}) again in the second ordering of
-// [orderings] and bounds the relative error of ph, the first, by
-// roundingFactor times the largest relative difference between the two (and
-// never less than the rounding of the sums). In exact arithmetic the two
-// agree; their difference measures the rounding of the tridiagonal reduction
-// on this workload, which the worst-case bound (u ||M|| times the Frechet
-// derivative of the square root) overstates by orders of magnitude.
+// [orderings], from S perturbed by [denseEvaluator.formingRounding], and
+// bounds the relative error of ph, the first, by roundingFactor times the
+// largest relative difference between the two (and never less than the
+// rounding of the sums). In exact arithmetic the two orderings agree; their
+// difference measures the rounding of the tridiagonal reduction on this
+// workload, which the worst-case bound (u ||M|| times the Frechet
+// derivative of the square root) overstates by orders of magnitude. The
+// rounding of S = A^T A and of M = D S D is the same in both orderings and
+// invisible in their difference; the perturbation, of the size of that
+// rounding, adds a sample of its effect (on weighted prefix sums at
+// R = 300 it is most of the error: 4.7e-13 against 0.9e-13 from the
+// reduction alone).
 //
 // It also leaves per-entry bounds for [denseEvaluator.entryErrors]:
 // roundingFactor times each entry's own difference, plus, times the entry,
@@ -230,12 +293,7 @@ func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, er
 // per-entry estimates average out; the largest relative error sits on a
 // few entries, so these sums are several times below the largest relative
 // error bound times the whole (at R = 2000, prefix sums, about 8 times),
-// which is what lets the dense path certify 1e-10 there. Part of the
-// rounding is common to both orderings and invisible in their difference
-// (momentum 0.9 at R = 40 has a mean error twenty times its mean
-// difference); the largest difference taken everywhere covers it on the
-// workloads of TestDenseRoundingEstimate, with the sums checked there
-// against the structured path.
+// which is what lets the dense path certify 1e-10 there.
 func (e *denseEvaluator) errorBound(ctx context.Context, v, ph []float64) (float64, error) {
 	if err := e.ready(ctx); err != nil {
 		return 0, err
@@ -245,7 +303,7 @@ func (e *denseEvaluator) errorBound(ctx context.Context, v, ph []float64) (float
 		e.tmp = make([]float64, n)
 	}
 	_, second := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, second); err != nil {
+	if _, err := e.sqrtT(ctx, v, second, true); err != nil {
 		return 0, err
 	}
 	e.diagRoot(e.tmp)
@@ -278,7 +336,7 @@ func (e *denseEvaluator) root(ctx context.Context, v []float64) ([]float64, erro
 		return nil, err
 	}
 	first, _ := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, first); err != nil {
+	if _, err := e.sqrtT(ctx, v, first, false); err != nil {
 		return nil, err
 	}
 	n := e.n
