@@ -6,6 +6,8 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -36,7 +38,6 @@ type denseEvaluator struct {
 	w    *Workload
 	n    int
 	s    []float64 // S = A^T A, row-major upper triangle; nil until ready
-	sabs []float64 // |A|^T |A| likewise, or nil when A >= 0 (then it is S)
 	m    []float64 // D S D, then Q
 	d, e []float64
 	td   *linalg.Tridiagonalizer
@@ -60,81 +61,84 @@ func newDenseEvaluator(w *Workload) *denseEvaluator {
 	}
 }
 
-// ready forms S = A^T A on first use (O(R^3), checking ctx between blocks
-// of rows), and |A|^T |A| where A has entries of both signs.
+// ready forms S = A^T A on first use (O(R^3), checking ctx between rows),
+// each entry a compensated dot product ([compensatedDot]): S is then
+// rounded once per entry (for a workload without cancellation in A^T A,
+// such as prefix sums and momentum), where a float64 product rounds it
+// about sqrt(R) times, an error the second ordering of errorBound cannot
+// see. It costs about 5 times a blocked float64 product, once per solve.
 func (e *denseEvaluator) ready(ctx context.Context) error {
 	if e.s != nil {
 		return nil
 	}
 	n := e.n
-	a := make([]float64, n*n)
+	// Column j of A, rows j..n-1, at at[j*n+j:j*n+n].
+	at := make([]float64, n*n)
 	tri := e.w.Matrix().RawTriangular()
-	signs := false
 	for i := 0; i < n; i++ {
-		row := tri.Data[i*tri.Stride : i*tri.Stride+i+1]
-		copy(a[i*n:i*n+i+1], row)
-		for _, x := range row {
-			signs = signs || x < 0
+		for j, x := range tri.Data[i*tri.Stride : i*tri.Stride+i+1] {
+			at[j*n+i] = x
 		}
 	}
-	s, err := upperGram(ctx, a, n)
-	if err != nil {
+	s := make([]float64, n*n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				// S[i][j] = sum_{k >= j} A[k][i] A[k][j], j >= i.
+				for j := i; j < n; j++ {
+					s[i*n+j] = compensatedDot(at[i*n+j:i*n+n], at[j*n+j:j*n+n])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
 		return err
-	}
-	// The rounding model of errorBound scales with |A|^T |A|, which is S
-	// itself unless A has entries of both signs.
-	if signs {
-		for i, x := range a {
-			a[i] = math.Abs(x)
-		}
-		if e.sabs, err = upperGram(ctx, a, n); err != nil {
-			return err
-		}
 	}
 	e.s = s
 	return nil
 }
 
-// upperGram returns the upper triangle of A^T A for the lower-triangular
-// n x n row-major a, by blocks of rows, S[i0:i1, i0:] =
-// A[i0:, i0:i1]^T A[i0:, i0:], checking ctx between blocks.
-func upperGram(ctx context.Context, a []float64, n int) ([]float64, error) {
-	s := make([]float64, n*n)
-	const bs = 128
-	for i0 := 0; i0 < n; i0 += bs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		i1 := min(n, i0+bs)
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1,
-			blas64.General{Rows: n - i0, Cols: i1 - i0, Stride: n, Data: a[i0*n+i0:]},
-			blas64.General{Rows: n - i0, Cols: n - i0, Stride: n, Data: a[i0*n+i0:]},
-			0, blas64.General{Rows: i1 - i0, Cols: n - i0, Stride: n, Data: s[i0*n+i0:]})
+// compensatedDot returns x . y as if computed in twice the working
+// precision and then rounded (Ogita, Rump and Oishi, "Accurate sum and dot
+// product", SIAM J. Sci. Comput. 26(6), 2005, Dot2): within u |x . y| +
+// (n u)^2 sum_k |x_k y_k|, u = 2^-53.
+func compensatedDot(x, y []float64) float64 {
+	var hi, lo float64
+	for k, a := range x {
+		p := a * y[k]
+		pe := math.FMA(a, y[k], -p)
+		s := hi + p
+		bb := s - hi
+		lo += pe + ((hi - (s - bb)) + (p - bb))
+		hi = s
 	}
-	return s, nil
+	return hi + lo
 }
 
 // formingRounding returns a model of the rounding error of entry (a, b),
-// a <= b, of M = D S D as the dense evaluator forms it: S_ab is a sum of
-// n - b products A_ka A_kb (k >= b) rounded by blocked products, whose
-// error is of order sqrt(n - b) u (|A|^T |A|)_ab, and M_ab adds three
-// roundings (two products and sqrt(v)). The model is that scale times a
-// fixed pseudo-random number in [-1, 1) for each entry, symmetric in (a, b),
-// so that its effect on phi is a sample of the effect of the actual
-// rounding, which both orderings of [orderings] share and their difference
-// cannot see.
+// a <= b, of S as it enters M = D S D: S_ab rounded once by ready, and
+// M_ab = sqrt(v_a) S_ab sqrt(v_b) by two products and two square roots,
+// at most about 3 u |S_ab| in all (u = 2^-53). The model is that scale
+// times a fixed pseudo-random number in [-1, 1) for each entry, symmetric
+// in (a, b), so that its effect on phi is a sample of the effect of the
+// actual rounding, which both orderings of [orderings] share and their
+// difference cannot see.
 func (e *denseEvaluator) formingRounding(a, b int) float64 {
-	n := e.n
-	x := uint64(a)*uint64(n) + uint64(b) + 0x9e3779b97f4a7c15
+	x := uint64(a)*uint64(e.n) + uint64(b) + 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	x ^= x >> 31
 	r := float64(x>>11)*0x1p-52 - 1
-	abs := math.Abs(e.s[a*n+b])
-	if e.sabs != nil {
-		abs = e.sabs[a*n+b]
-	}
-	return r * 0x1p-53 * math.Sqrt(float64(n-b)+3) * abs
+	return r * 3 * 0x1p-53 * math.Abs(e.s[a*e.n+b])
 }
 
 // roundingFactor multiplies the difference between two evaluations of
@@ -143,9 +147,9 @@ func (e *denseEvaluator) formingRounding(a, b int) float64 {
 // error bound of the dense path. It is a measured safety factor: against a
 // double-double reference (TestDenseRoundingEstimate: prefix sums,
 // weighted prefix sums and momentum up to 0.99, R <= 300, cond(M) up to
-// 1.5e13) the bound is at least 3 times the largest relative error and the
-// summed per-entry bounds at least 9 times the summed error, for each of
-// four seeds of formingRounding's pseudo-random numbers.
+// 1.5e13) the bound is at least 3.5 times the largest relative error and
+// the summed per-entry bounds at least 13 times the summed error, for each
+// of four seeds of formingRounding's pseudo-random numbers.
 const roundingFactor = 8
 
 // sqrtT tridiagonalizes M = D S D = Q T Q^T for multipliers v, leaving Q in
@@ -282,16 +286,17 @@ func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, er
 // derivative of the square root) overstates by orders of magnitude. The
 // rounding of S = A^T A and of M = D S D is the same in both orderings and
 // invisible in their difference; the perturbation, of the size of that
-// rounding, adds a sample of its effect (on weighted prefix sums at
-// R = 300 it is most of the error: 4.7e-13 against 0.9e-13 from the
-// reduction alone).
+// rounding, adds a sample of its effect. (With S from a float64 product,
+// rounded about sqrt(R) times per entry, that rounding was most of the
+// error on weighted prefix sums at R = 300: 4.7e-13, 0.45e-13 with S from
+// [compensatedDot].)
 //
 // It also leaves per-entry bounds for [denseEvaluator.entryErrors]:
 // roundingFactor times each entry's own difference, plus, times the entry,
 // roundingFactor times the mean relative difference and the sums' rounding
 // (the largest relative difference times every entry, which this added to
 // cover the forming rounding before it was modelled, is not needed: the
-// summed bounds are still at least 9 times the summed errors). The
+// summed bounds are still at least 13 times the summed errors). The
 // certificate uses them only in weighted sums over all entries, where the
 // per-entry estimates average out; the largest relative error sits on a
 // few entries, so these sums are several times below the largest relative
