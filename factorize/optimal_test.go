@@ -233,8 +233,8 @@ func TestDenseRoundingEstimate(t *testing.T) {
 		require.NoError(t, err)
 		return w
 	}
-	// A general workload with entries of both signs (so that the
-	// rounding model uses |A|^T |A|, not S).
+	// A general workload with entries of both signs (cancellation in
+	// A^T A) and no banded inverse.
 	general := func(r int) *Workload {
 		a := mat.NewTriDense(r, mat.Lower, nil)
 		for i := 0; i < r; i++ {
