@@ -6,6 +6,8 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -59,40 +61,95 @@ func newDenseEvaluator(w *Workload) *denseEvaluator {
 	}
 }
 
-// ready forms S = A^T A on first use (O(R^3), checking ctx between blocks
-// of rows): its upper triangle by blocks of rows, S[i0:i1, i0:] =
-// A[i0:, i0:i1]^T A[i0:, i0:], A being lower triangular.
+// ready forms S = A^T A on first use (O(R^3), checking ctx between rows),
+// each entry a compensated dot product ([compensatedDot]): S is then
+// rounded once per entry (for a workload without cancellation in A^T A,
+// such as prefix sums and momentum), where a float64 product rounds it
+// about sqrt(R) times, an error the second ordering of errorBound cannot
+// see. It costs about 5 times a blocked float64 product, once per solve.
 func (e *denseEvaluator) ready(ctx context.Context) error {
 	if e.s != nil {
 		return nil
 	}
 	n := e.n
-	a := make([]float64, n*n)
+	// Column j of A, rows j..n-1, at at[j*n+j:j*n+n].
+	at := make([]float64, n*n)
 	tri := e.w.Matrix().RawTriangular()
 	for i := 0; i < n; i++ {
-		copy(a[i*n:i*n+i+1], tri.Data[i*tri.Stride:i*tri.Stride+i+1])
+		for j, x := range tri.Data[i*tri.Stride : i*tri.Stride+i+1] {
+			at[j*n+i] = x
+		}
 	}
 	s := make([]float64, n*n)
-	const bs = 128
-	for i0 := 0; i0 < n; i0 += bs {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		i1 := min(n, i0+bs)
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1,
-			blas64.General{Rows: n - i0, Cols: i1 - i0, Stride: n, Data: a[i0*n+i0:]},
-			blas64.General{Rows: n - i0, Cols: n - i0, Stride: n, Data: a[i0*n+i0:]},
-			0, blas64.General{Rows: i1 - i0, Cols: n - i0, Stride: n, Data: s[i0*n+i0:]})
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				// S[i][j] = sum_{k >= j} A[k][i] A[k][j], j >= i.
+				for j := i; j < n; j++ {
+					s[i*n+j] = compensatedDot(at[i*n+j:i*n+n], at[j*n+j:j*n+n])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	e.s = s
 	return nil
 }
 
+// compensatedDot returns x . y as if computed in twice the working
+// precision and then rounded (Ogita, Rump and Oishi, "Accurate sum and dot
+// product", SIAM J. Sci. Comput. 26(6), 2005, Dot2): within u |x . y| +
+// (n u)^2 sum_k |x_k y_k|, u = 2^-53.
+func compensatedDot(x, y []float64) float64 {
+	var hi, lo float64
+	for k, a := range x {
+		p := a * y[k]
+		pe := math.FMA(a, y[k], -p)
+		s := hi + p
+		bb := s - hi
+		lo += pe + ((hi - (s - bb)) + (p - bb))
+		hi = s
+	}
+	return hi + lo
+}
+
+// formingRounding returns a model of the rounding error of entry (a, b),
+// a <= b, of S as it enters M = D S D: S_ab rounded once by ready, and
+// M_ab = sqrt(v_a) S_ab sqrt(v_b) by two products and two square roots,
+// at most about 3 u |S_ab| in all (u = 2^-53). The model is that scale
+// times a fixed pseudo-random number in [-1, 1) for each entry, symmetric
+// in (a, b), so that its effect on phi is a sample of the effect of the
+// actual rounding, which both orderings of [orderings] share and their
+// difference cannot see.
+func (e *denseEvaluator) formingRounding(a, b int) float64 {
+	x := uint64(a)*uint64(e.n) + uint64(b) + 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	r := float64(x>>11)*0x1p-52 - 1
+	return r * 3 * 0x1p-53 * math.Abs(e.s[a*e.n+b])
+}
+
 // roundingFactor multiplies the difference between two evaluations of
-// phi that differ only in rounding (two symmetric orderings of M) to give
-// the error bound of the dense path. It is a measured safety factor: see
-// TestDenseRoundingEstimate, which checks the bound against the accurate
-// structured path.
+// phi that differ only in rounding (two symmetric orderings of M, the
+// second with M's forming rounding modelled; see errorBound) to give the
+// error bound of the dense path. It is a measured safety factor: against a
+// double-double reference (TestDenseRoundingEstimate: prefix sums,
+// weighted prefix sums and momentum up to 0.99, R <= 300, cond(M) up to
+// 1.5e13) the bound is at least 3.5 times the largest relative error and
+// the summed per-entry bounds at least 13 times the summed error, for each
+// of four seeds of formingRounding's pseudo-random numbers.
 const roundingFactor = 8
 
 // sqrtT tridiagonalizes M = D S D = Q T Q^T for multipliers v, leaving Q in
@@ -101,8 +158,9 @@ const roundingFactor = 8
 // eigenvalue bound of T.
 //
 // The matrix reduced is M permuted symmetrically by perm: row i of the
-// reduced matrix is row perm[i] of M.
-func (e *denseEvaluator) sqrtT(ctx context.Context, v []float64, perm []int) (float64, error) {
+// reduced matrix is row perm[i] of M. With perturbed set, S's entries are
+// perturbed by [denseEvaluator.formingRounding] first.
+func (e *denseEvaluator) sqrtT(ctx context.Context, v []float64, perm []int, perturbed bool) (float64, error) {
 	n := e.n
 	sq := make([]float64, n)
 	for i := range sq {
@@ -115,7 +173,11 @@ func (e *denseEvaluator) sqrtT(ctx context.Context, v []float64, perm []int) (fl
 			if a > b {
 				a, b = b, a // S is kept in its upper triangle
 			}
-			e.m[i*n+j] = sq[a] * e.s[a*n+b] * sq[b]
+			s := e.s[a*n+b]
+			if perturbed {
+				s += e.formingRounding(a, b)
+			}
+			e.m[i*n+j] = sq[a] * s * sq[b]
 		}
 	}
 	if err := e.td.Reduce(ctx, e.m, e.d, e.e); err != nil {
@@ -204,7 +266,7 @@ func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, er
 		e.tmp = make([]float64, n)
 	}
 	first, _ := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, first); err != nil {
+	if _, err := e.sqrtT(ctx, v, first, false); err != nil {
 		return 0, err
 	}
 	e.diagRoot(e.tmp)
@@ -215,27 +277,31 @@ func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, er
 }
 
 // errorBound evaluates diag(M^{1/2}) again in the second ordering of
-// [orderings] and bounds the relative error of ph, the first, by
-// roundingFactor times the largest relative difference between the two (and
-// never less than the rounding of the sums). In exact arithmetic the two
-// agree; their difference measures the rounding of the tridiagonal reduction
-// on this workload, which the worst-case bound (u ||M|| times the Frechet
-// derivative of the square root) overstates by orders of magnitude.
+// [orderings], from S perturbed by [denseEvaluator.formingRounding], and
+// bounds the relative error of ph, the first, by roundingFactor times the
+// largest relative difference between the two (and never less than the
+// rounding of the sums). In exact arithmetic the two orderings agree; their
+// difference measures the rounding of the tridiagonal reduction on this
+// workload, which the worst-case bound (u ||M|| times the Frechet
+// derivative of the square root) overstates by orders of magnitude. The
+// rounding of S = A^T A and of M = D S D is the same in both orderings and
+// invisible in their difference; the perturbation, of the size of that
+// rounding, adds a sample of its effect. (With S from a float64 product,
+// rounded about sqrt(R) times per entry, that rounding was most of the
+// error on weighted prefix sums at R = 300: 4.7e-13, 0.45e-13 with S from
+// [compensatedDot].)
 //
 // It also leaves per-entry bounds for [denseEvaluator.entryErrors]:
 // roundingFactor times each entry's own difference, plus, times the entry,
-// the largest relative difference (without the factor), roundingFactor
-// times the mean relative difference and the sums' rounding. The
+// roundingFactor times the mean relative difference and the sums' rounding
+// (the largest relative difference times every entry, which this added to
+// cover the forming rounding before it was modelled, is not needed: the
+// summed bounds are still at least 13 times the summed errors). The
 // certificate uses them only in weighted sums over all entries, where the
 // per-entry estimates average out; the largest relative error sits on a
 // few entries, so these sums are several times below the largest relative
 // error bound times the whole (at R = 2000, prefix sums, about 8 times),
-// which is what lets the dense path certify 1e-10 there. Part of the
-// rounding is common to both orderings and invisible in their difference
-// (momentum 0.9 at R = 40 has a mean error twenty times its mean
-// difference); the largest difference taken everywhere covers it on the
-// workloads of TestDenseRoundingEstimate, with the sums checked there
-// against the structured path.
+// which is what lets the dense path certify 1e-10 there.
 func (e *denseEvaluator) errorBound(ctx context.Context, v, ph []float64) (float64, error) {
 	if err := e.ready(ctx); err != nil {
 		return 0, err
@@ -245,7 +311,7 @@ func (e *denseEvaluator) errorBound(ctx context.Context, v, ph []float64) (float
 		e.tmp = make([]float64, n)
 	}
 	_, second := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, second); err != nil {
+	if _, err := e.sqrtT(ctx, v, second, true); err != nil {
 		return 0, err
 	}
 	e.diagRoot(e.tmp)
@@ -262,7 +328,7 @@ func (e *denseEvaluator) errorBound(ctx context.Context, v, ph []float64) (float
 	}
 	// Both orderings use the same rational approximation, whose own error
 	// (RelErr, about 1e-14) their difference does not see: it is added.
-	floor := worst + roundingFactor*sumDiff/sum + 4*float64(n)*0x1p-53 + e.q.RelErr
+	floor := roundingFactor*sumDiff/sum + 4*float64(n)*0x1p-53 + e.q.RelErr
 	for i, d := range e.errs {
 		e.errs[i] = roundingFactor*d + floor*ph[i]
 	}
@@ -278,7 +344,7 @@ func (e *denseEvaluator) root(ctx context.Context, v []float64) ([]float64, erro
 		return nil, err
 	}
 	first, _ := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, first); err != nil {
+	if _, err := e.sqrtT(ctx, v, first, false); err != nil {
 		return nil, err
 	}
 	n := e.n
