@@ -374,7 +374,7 @@ func (a *Aggregator) Finish() (sum []uint64, survivors []int, err error) {
 	}
 	u3 := a.ids(PhaseMasked)
 	rec := newReconstructor(a, u5)
-	out := slices.Clone(a.sum)
+	var ms []mask
 	for v, ok := range a.in[PhaseShares] {
 		if !ok {
 			continue
@@ -384,7 +384,7 @@ func (a *Aggregator) Finish() (sum []uint64, survivors []int, err error) {
 			return fail(err)
 		}
 		if a.in[PhaseMasked][v] {
-			addMask(out, selfKey(secret, a.ctxEnc, v), true)
+			ms = append(ms, mask{key: selfKey(secret, a.ctxEnc, v), neg: true})
 			continue
 		}
 		sk, err := ecdh.X25519().NewPrivateKey(secret)
@@ -397,9 +397,11 @@ func (a *Aggregator) Finish() (sum []uint64, survivors []int, err error) {
 				return fail(fmt.Errorf("secagg: key agreement of learners %d and %d: %v", u, v, err))
 			}
 			// y_u holds +PRG(s_uv) if v > u, -PRG(s_uv) if v < u.
-			addMask(out, k, v > u)
+			ms = append(ms, mask{key: k, neg: v > u})
 		}
 	}
+	out := slices.Clone(a.sum)
+	applyMasks(out, ms)
 	a.phase = PhaseDone
 	return out, u3, nil
 }

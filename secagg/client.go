@@ -292,8 +292,7 @@ func (c *Client) MaskedInput(inbox []EncryptedShare, x []uint64) ([]uint64, erro
 
 // mask returns x plus this learner's masks over U2.
 func (c *Client) mask(x []uint64) ([]uint64, error) {
-	y := slices.Clone(x)
-	addMask(y, selfKey(c.selfSeed, c.ctxEnc, c.id), false)
+	ms := []mask{{key: selfKey(c.selfSeed, c.ctxEnc, c.id)}}
 	for v, ok := range c.inU2 {
 		if !ok || v == c.id {
 			continue
@@ -302,8 +301,10 @@ func (c *Client) mask(x []uint64) ([]uint64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secagg: learner %d: key agreement with learner %d: %v", c.id, v, err)
 		}
-		addMask(y, k, v < c.id)
+		ms = append(ms, mask{key: k, neg: v < c.id})
 	}
+	y := slices.Clone(x)
+	applyMasks(y, ms)
 	return y, nil
 }
 

@@ -8,7 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Sizes of the protocol's fixed-size fields, in bytes.
@@ -109,27 +111,76 @@ var zeros [prgBufferSize]byte
 
 var prgBuffers = sync.Pool{New: func() any { return new([prgBufferSize]byte) }}
 
-// addMask adds (neg false) or subtracts (neg true) the AES-256-CTR keystream
-// of key, zero IV, read as little-endian uint64, to dst in Z_{2^64}.
-func addMask(dst []uint64, key []byte, neg bool) {
-	blk, err := aes.NewCipher(key)
-	if err != nil {
-		panic(err) // keys are always 32 bytes
+// mask is one term of a masked vector: the AES-256-CTR keystream of key
+// (zero IV), read as little-endian uint64, added (neg false) or
+// subtracted (neg true) in Z_{2^64}.
+type mask struct {
+	key []byte
+	neg bool
+}
+
+// maskChunk is the number of entries one goroutine of applyMasks takes at
+// a time: even (whole AES blocks), large enough that starting a stream is
+// negligible.
+const maskChunk = 1 << 16
+
+// applyMasks adds every mask of ms to dst. It splits dst into chunks of
+// maskChunk entries spread over up to GOMAXPROCS goroutines, each
+// applying every mask to its chunk from the keystream's block at the
+// chunk's offset (the CTR counter is the block index). Addition in
+// Z_{2^64} is exact, so the result does not depend on the split.
+func applyMasks(dst []uint64, ms []mask) {
+	if len(ms) == 0 || len(dst) == 0 {
+		return
 	}
-	stream := cipher.NewCTR(blk, make([]byte, aes.BlockSize))
-	buf := prgBuffers.Get().(*[prgBufferSize]byte)
-	defer prgBuffers.Put(buf)
-	for len(dst) > 0 {
-		m := min(len(dst), prgBufferSize/8)
-		b := buf[:8*m]
-		stream.XORKeyStream(b, zeros[:8*m])
-		if neg {
-			subLE(dst[:m], b)
-		} else {
-			addLE(dst[:m], b)
+	blocks := make([]cipher.Block, len(ms))
+	for i, m := range ms {
+		b, err := aes.NewCipher(m.key)
+		if err != nil {
+			panic(err) // keys are always 32 bytes
 		}
-		dst = dst[m:]
+		blocks[i] = b
 	}
+	chunks := (len(dst) + maskChunk - 1) / maskChunk
+	workers := min(runtime.GOMAXPROCS(0), chunks)
+	var next atomic.Int64
+	work := func() {
+		buf := prgBuffers.Get().(*[prgBufferSize]byte)
+		defer prgBuffers.Put(buf)
+		var iv [aes.BlockSize]byte
+		for {
+			c := int(next.Add(1)) - 1
+			if c >= chunks {
+				return
+			}
+			lo := c * maskChunk
+			part := dst[lo:min(lo+maskChunk, len(dst))]
+			binary.BigEndian.PutUint64(iv[8:], uint64(lo/2))
+			for i, m := range ms {
+				stream := cipher.NewCTR(blocks[i], iv[:])
+				for d := part; len(d) > 0; {
+					n := min(len(d), prgBufferSize/8)
+					b := buf[:8*n]
+					stream.XORKeyStream(b, zeros[:8*n])
+					if m.neg {
+						subLE(d[:n], b)
+					} else {
+						addLE(d[:n], b)
+					}
+					d = d[n:]
+				}
+			}
+		}
+	}
+	if workers == 1 {
+		work()
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(work)
+	}
+	wg.Wait()
 }
 
 func checkID(what string, id, n int) error {
