@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // MarshalBinary snapshots the aggregator after any call: the context, the
@@ -49,13 +50,20 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 			b = append(b, a.shares[u]...)
 		}
 	}
-	if a.sum != nil {
+	switch {
+	case a.sum == nil:
+		b = append(b, 0)
+	case !slices.ContainsFunc(a.sum, func(v uint64) bool { return v != 0 }):
+		// The sum before any masked input: all zero, written as a flag
+		// (a d-word snapshot at the close of phase 1 costs a server
+		// 8 d bytes of durable writes in every round).
+		b = append(b, 2)
+	default:
 		b = append(b, 1)
+		b = slices.Grow(b, 8*len(a.sum))
 		for _, v := range a.sum {
 			b = binary.LittleEndian.AppendUint64(b, v)
 		}
-	} else {
-		b = append(b, 0)
 	}
 	return b, nil
 }
@@ -127,14 +135,18 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 			a.shares[u] = r.fixed(ctx.N*ShareSize, "shares")
 		}
 	}
-	if b := r.take(1, "sum flag"); b != nil && b[0] == 1 {
-		if len(r.b) < 8*ctx.Dim {
-			r.fail("truncated in the sum (%d bytes left, want %d)", len(r.b), 8*ctx.Dim)
-		} else {
-			a.sum = make([]uint64, ctx.Dim)
-			for i := range a.sum {
-				a.sum[i] = binary.LittleEndian.Uint64(r.take(8, "sum"))
-			}
+	switch b := r.take(1, "sum flag"); {
+	case b == nil, b[0] == 0:
+	case b[0] == 2:
+		a.sum = make([]uint64, ctx.Dim)
+	case b[0] != 1:
+		r.fail("sum flag %d, want 0, 1 or 2", b[0])
+	case len(r.b) < 8*ctx.Dim:
+		r.fail("truncated in the sum (%d bytes left, want %d)", len(r.b), 8*ctx.Dim)
+	default:
+		a.sum = make([]uint64, ctx.Dim)
+		for i := range a.sum {
+			a.sum[i] = binary.LittleEndian.Uint64(r.take(8, "sum"))
 		}
 	}
 	if err := r.end(); err != nil {
