@@ -52,7 +52,7 @@
 //     recomputed.
 //   - banded: a lower-triangular C with b bands; under b-min-separation the
 //     certified optimal banded factor with unit columns ([OptimalBanded]),
-//     otherwise a banded Toeplitz fit ([Banded]).
+//     otherwise a banded Toeplitz fit ([BandedStrategy]).
 //   - bsr: the banded square root with unit columns ([BandedSqrt]; Kalinin
 //     and Lampert 2024).
 //   - banded-toeplitz: C lower-triangular banded Toeplitz with b

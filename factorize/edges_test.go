@@ -48,7 +48,6 @@ func TestNilContextIsAnError(t *testing.T) {
 	var ctx context.Context // nil
 	w := prefix(t, 8)
 	calls := map[string]func() error{
-		"Banded":        func() error { _, err := Banded(ctx, w, 2); return err },
 		"BLT":           func() error { _, err := BLT(ctx, w, 2); return err },
 		"Optimal":       func() error { _, err := Optimal(ctx, w, Options{}); return err },
 		"OptimalBanded": func() error { _, err := OptimalBanded(ctx, w, 2, 0, Options{}); return err },

@@ -31,7 +31,7 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 			requireParamError(t, err, "workload")
 			_, err = OptimalEpochs(ctx, w, 2, Options{})
 			requireParamError(t, err, "workload")
-			_, err = Banded(ctx, w, 0)
+			_, err = BandedStrategy{}.Factorize(ctx, w, SingleParticipation())
 			requireParamError(t, err, "workload")
 			_, err = BLT(ctx, w, 0)
 			requireParamError(t, err, "workload")
