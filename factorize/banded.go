@@ -288,16 +288,7 @@ func (tw toeplitzWorkload) frobB(u []float64) float64 {
 // dense B and C. It also returns the scaling N used.
 func toeplitzFactorization(strategy string, w *Workload, tw toeplitzWorkload, c, u []float64) (*Factorization, []float64) {
 	r := w.R()
-	norm := make([]float64, r)
-	s := 0.0
-	cum := make([]float64, r)
-	for k := 0; k < r; k++ {
-		s += c[k] * c[k]
-		cum[k] = s
-	}
-	for j := 0; j < r; j++ {
-		norm[j] = math.Sqrt(cum[r-1-j])
-	}
+	norm := columnNorms(c[:r])
 	scaled := toeplitzScaled(strategy, w, tw, c, u, norm)
 	if plain := tw.loss(c, u); plain < scaled.Metrics.Loss {
 		ones := make([]float64, r)

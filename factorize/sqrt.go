@@ -3,7 +3,6 @@ package factorize
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -63,30 +62,24 @@ func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participatio
 // these coefficients is the square root of the prefix-sum matrix.
 // n = 0 gives an empty slice; a negative n is a programmer error and panics,
 // as make does (see the package doc's Errors and panics).
-func SqrtCoefficients(n int) []float64 {
-	checkCount("SqrtCoefficients", n)
-	c := make([]float64, n)
-	if n > 0 {
-		c[0] = 1
-	}
-	for k := 1; k < n; k++ {
-		c[k] = c[k-1] * float64(2*k-1) / float64(2*k)
-	}
-	return c
-}
+func SqrtCoefficients(n int) []float64 { return halfSeries("SqrtCoefficients", n, 1) }
 
 // InverseSqrtCoefficients returns the first n coefficients of the power
 // series of (1 - x)^{1/2}: 1, -1/2, -1/8, -1/16, -5/128, ..., by the
 // recurrence d_k = d_{k-1} (2k - 3) / (2k). They are the coefficients of the
 // inverse of the Toeplitz square root. A negative n panics.
-func InverseSqrtCoefficients(n int) []float64 {
-	checkCount("InverseSqrtCoefficients", n)
+func InverseSqrtCoefficients(n int) []float64 { return halfSeries("InverseSqrtCoefficients", n, 3) }
+
+// halfSeries returns d_0 = 1, d_k = d_{k-1} (2k - a) / (2k) for k < n: the
+// series of (1 - x)^{-1/2} for a = 1 and of (1 - x)^{1/2} for a = 3.
+func halfSeries(fn string, n, a int) []float64 {
+	checkCount(fn, n)
 	d := make([]float64, n)
 	if n > 0 {
 		d[0] = 1
 	}
 	for k := 1; k < n; k++ {
-		d[k] = d[k-1] * float64(2*k-3) / float64(2*k)
+		d[k] = d[k-1] * float64(2*k-a) / float64(2*k)
 	}
 	return d
 }
@@ -138,18 +131,7 @@ func SqrtNormalized(w *Workload) (*Factorization, error) {
 	}
 	r := w.R()
 	coef := SqrtCoefficients(r)
-	// Column j of the Toeplitz C has entries coef[0..r-1-j]: its squared
-	// norm is a prefix sum of coef^2.
-	norm := make([]float64, r)
-	s := 0.0
-	cum := make([]float64, r)
-	for k := 0; k < r; k++ {
-		s += coef[k] * coef[k]
-		cum[k] = s
-	}
-	for j := 0; j < r; j++ {
-		norm[j] = math.Sqrt(cum[r-1-j])
-	}
+	norm := columnNorms(coef)
 	c := toeplitzLower(coef)
 	for i := 0; i < r; i++ {
 		row := c.RawRowView(i)
