@@ -70,12 +70,12 @@ func init() {
 // longer Toeplitz, and B = A C^{-1} is recomputed) unless that raises its
 // loss. The metrics are those of the returned B and C, computed by
 // [ComputeMetrics]. With b = 1, C = I (the identity strategy); with b = R
-// the first candidate is [SqrtNormalized], so the loss is at most its loss.
+// the first candidate is sqrt-normalized, so the loss is at most its loss.
 //
 // Banded factorizations are meant for multiple participations, where the
 // bands bound how far apart two participations must be; for the single
 // participation measured by [Metrics], few bands cost accuracy: for prefix
-// sums with R = 800, 16 bands give about 3.5 times the loss of [Sqrt] (see
+// sums with R = 800, 16 bands give about 3.5 times the loss of sqrt (see
 // docs/mechanisms.md).
 type BandedStrategy struct {
 	// Bands is the number of bands; 0 means [DefaultBands], and under

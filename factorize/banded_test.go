@@ -131,7 +131,7 @@ func TestBandedValues(t *testing.T) {
 			t.Errorf("bands 1: loss %v, want R(R+1)/2 = %d", f.Metrics.Loss, r*(r+1)/2)
 		}
 	}
-	sqn, _ := SqrtNormalized(w)
+	sqn, _ := newSqrtNormalized(w)
 	if prev > sqn.Metrics.Loss*(1+1e-12) {
 		t.Errorf("bands R: loss %.10g, above sqrt-normalized %.10g", prev, sqn.Metrics.Loss)
 	}

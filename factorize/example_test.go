@@ -21,7 +21,7 @@ func ExampleOptimal() {
 	if err != nil {
 		panic(err)
 	}
-	id, _ := factorize.Identity(w)
+	id, _ := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	fmt.Printf("optimal:  loss %.4f, RMSE %.4f, gap <= 1e-10: %t\n", f.Metrics.Loss, f.Metrics.RMSE, f.Gap <= 1e-10)
 	fmt.Printf("identity: loss %.0f, RMSE %.4f\n", id.Metrics.Loss, id.Metrics.RMSE)
 	fmt.Printf("noise operator %v\n", f.Operator)

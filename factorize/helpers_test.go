@@ -29,10 +29,10 @@ func compute(ctx context.Context, name string, w *Workload) (*Factorization, err
 	return s.Factorize(ctx, w, Participation{})
 }
 
-// identityOf returns Identity(w), failing the test on an error.
+// identityOf returns newIdentity(w), failing the test on an error.
 func identityOf(t *testing.T, w *Workload) *Factorization {
 	t.Helper()
-	f, err := Identity(w)
+	f, err := newIdentity(w)
 	require.NoError(t, err)
 	return f
 }

@@ -182,7 +182,7 @@ func TestSensitivityBruteForceSigned(t *testing.T) {
 
 func TestSensitivityBruteForceTall(t *testing.T) {
 	// The tree's C has more rows than rounds.
-	tr, err := Tree(prefix(t, 13))
+	tr, err := newTree(prefix(t, 13))
 	require.NoError(t, err)
 	checkAgainstBrute(t, "tree", tr.C, false)
 }
@@ -190,7 +190,7 @@ func TestSensitivityBruteForceTall(t *testing.T) {
 func TestToeplitzMinSep(t *testing.T) {
 	// Non-negative non-increasing Toeplitz C: the closed form is exact.
 	for _, n := range []int{5, 11, 16} {
-		sq, err := Sqrt(prefix(t, n))
+		sq, err := newSqrt(prefix(t, n))
 		require.NoError(t, err)
 		col, ok := monotoneToeplitz(sq.C)
 		require.True(t, ok)

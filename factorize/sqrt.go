@@ -30,8 +30,16 @@ func init() {
 	}
 }
 
-// SqrtStrategy is the square root of the prefix-sum matrix (see [Sqrt]),
-// with unit column norms when Normalized (see [SqrtNormalized]).
+// SqrtStrategy is the square-root factorization of the prefix-sum workload:
+// B = C = A^{1/2}, the lower-triangular Toeplitz matrix of [SqrtCoefficients]
+// (Henzinger, Upadhyay, Upadhyay 2023; Fichtenberger, Henzinger, Upadhyay
+// 2023). Its sensitivity is the norm of the first column,
+// sqrt(sum_k c_k^2) ~ sqrt(log(R) / pi).
+//
+// When Normalized, the columns of C are
+// scaled to unit norm, C' = C N^{-1} with N = diag(||C[:, j]||), and the
+// decoder recomputed as B' = A C'^{-1} = A N C^{-1}. The scaling changes the
+// loss (it is not a rescaling of B), and is never worse than without.
 type SqrtStrategy struct {
 	// Normalized scales C's columns to unit norm.
 	Normalized bool
@@ -48,12 +56,12 @@ func (s SqrtStrategy) Name() string {
 // Spec returns "sqrt" or "sqrt-normalized".
 func (s SqrtStrategy) Spec() string { return specOf(s) }
 
-// Factorize returns [Sqrt](w) or [SqrtNormalized](w) with metrics under p.
+// Factorize returns the factorization with metrics under p.
 func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if s.Normalized {
-		return under(ctx, w, p, func() (*Factorization, error) { return SqrtNormalized(w) })
+		return under(ctx, w, p, func() (*Factorization, error) { return newSqrtNormalized(w) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return Sqrt(w) })
+	return under(ctx, w, p, func() (*Factorization, error) { return newSqrt(w) })
 }
 
 // SqrtCoefficients returns the first n coefficients of the power series of
@@ -107,12 +115,8 @@ func toeplitzLower(coef []float64) *mat.Dense {
 	return t
 }
 
-// Sqrt returns the square-root factorization of the prefix-sum workload:
-// B = C = A^{1/2}, the lower-triangular Toeplitz matrix of [SqrtCoefficients]
-// (Henzinger, Upadhyay, Upadhyay 2023; Fichtenberger, Henzinger, Upadhyay
-// 2023). Its sensitivity is the norm of the first column,
-// sqrt(sum_k c_k^2) ~ sqrt(log(R) / pi).
-func Sqrt(w *Workload) (*Factorization, error) {
+// newSqrt returns the sqrt factorization of w (see [SqrtStrategy]).
+func newSqrt(w *Workload) (*Factorization, error) {
 	if err := requirePrefix(StrategySqrt, w); err != nil {
 		return nil, err
 	}
@@ -121,11 +125,9 @@ func Sqrt(w *Workload) (*Factorization, error) {
 	return finish(StrategySqrt, toeplitzOpOf(c), w, b, c), nil
 }
 
-// SqrtNormalized returns the square-root factorization with the columns of C
-// scaled to unit norm, C' = C N^{-1} with N = diag(||C[:, j]||), and the
-// decoder recomputed as B' = A C'^{-1} = A N C^{-1}. The scaling changes the
-// loss (it is not a rescaling of B), and is never worse than [Sqrt].
-func SqrtNormalized(w *Workload) (*Factorization, error) {
+// newSqrtNormalized returns the sqrt-normalized factorization of w (see
+// [SqrtStrategy]).
+func newSqrtNormalized(w *Workload) (*Factorization, error) {
 	if err := requirePrefix(StrategySqrtNormalized, w); err != nil {
 		return nil, err
 	}

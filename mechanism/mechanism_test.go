@@ -355,7 +355,7 @@ func TestOtherWorkloads(t *testing.T) {
 		fs = append(fs, f)
 	}
 	for _, w := range []*factorize.Workload{gen, mom} {
-		f, err := factorize.Identity(w)
+		f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +381,7 @@ func TestOtherWorkloads(t *testing.T) {
 // TestNewErrors checks that bad parameters are errors, not panics.
 func TestNewErrors(t *testing.T) {
 	w, _ := factorize.Prefix(5)
-	f, err := factorize.Identity(w)
+	f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	if err != nil {
 		return nil, err
 	}
-	id, err := factorize.Identity(w)
+	id, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		return nil, err
 	}
