@@ -43,42 +43,29 @@ const (
 
 func init() {
 	bandsOfInverse := []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}}
-	register(StrategyInfo{
-		Name: StrategyBandedToeplitz, rank: 70, Doc: "a banded Toeplitz C optimised for the participation",
-		Stream:   "b - 1 (15 by default)",
-		Settings: []Setting{bandsSetting("number of bands of C")},
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		proto:    BandedToeplitzStrategy{},
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BandedToeplitzStrategy).Bands }, lo: 1},
-		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedToeplitzStrategy).Bands), r) - 1 },
-		lossOnlyPtr:   func(p any) *bool { return &p.(*BandedToeplitzStrategy).LossOnly },
-	})
-	register(StrategyInfo{
-		Name: StrategyBISR, rank: 80, Doc: "the banded inverse square root: C^{-1} with p coefficients",
-		Stream:   "p - 1 (15 by default)",
-		Settings: bandsOfInverse,
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		proto:    BISRStrategy{},
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BISRStrategy).Bands }, lo: 1},
-		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BISRStrategy).Bands), r) - 1 },
-		lossOnlyPtr:   func(p any) *bool { return &p.(*BISRStrategy).LossOnly },
-	})
-	register(StrategyInfo{
-		Name: StrategyBandInv, rank: 90, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
-		Stream:   "p - 1 (15 by default)",
-		Settings: bandsOfInverse,
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		proto:    BandInvStrategy{},
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BandInvStrategy).Bands }, lo: 1},
-		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandInvStrategy).Bands), r) - 1 },
-		lossOnlyPtr:   func(p any) *bool { return &p.(*BandInvStrategy).LossOnly },
-	})
+	// The three strategies' settings: a pointer to Bands and to LossOnly.
+	type at func(p any) (*int, *bool)
+	for _, e := range []struct {
+		info StrategyInfo
+		at   at
+	}{
+		{StrategyInfo{Name: StrategyBandedToeplitz, rank: 70, Doc: "a banded Toeplitz C optimised for the participation",
+			Stream: "b - 1 (15 by default)", Settings: []Setting{bandsSetting("number of bands of C")}, proto: BandedToeplitzStrategy{}},
+			func(p any) (*int, *bool) { s := p.(*BandedToeplitzStrategy); return &s.Bands, &s.LossOnly }},
+		{StrategyInfo{Name: StrategyBISR, rank: 80, Doc: "the banded inverse square root: C^{-1} with p coefficients",
+			Stream: "p - 1 (15 by default)", Settings: bandsOfInverse, proto: BISRStrategy{}},
+			func(p any) (*int, *bool) { s := p.(*BISRStrategy); return &s.Bands, &s.LossOnly }},
+		{StrategyInfo{Name: StrategyBandInv, rank: 90, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
+			Stream: "p - 1 (15 by default)", Settings: bandsOfInverse, proto: BandInvStrategy{}},
+			func(p any) (*int, *bool) { s := p.(*BandInvStrategy); return &s.Bands, &s.LossOnly }},
+	} {
+		i, at := e.info, e.at
+		i.lossOnly = []ParticipationKind{KindSingle, KindMinSep}
+		i.fields = []field{{ptr: func(p any) any { b, _ := at(p); return b }, lo: 1}}
+		i.lossOnlyPtr = func(p any) *bool { _, l := at(p); return l }
+		i.streamVectors = func(s Strategy, r int) int { b, _ := at(pointerTo(s)); return min(bandsOrDefault(*b), r) - 1 }
+		register(i)
+	}
 }
 
 // inverseSqrt returns the first p coefficients of the inverse square root
