@@ -43,7 +43,7 @@ func bruteMetrics(t *testing.T, f *Factorization) Metrics {
 // a brute-force recomputation.
 func checkFactorization(t *testing.T, f *Factorization) {
 	t.Helper()
-	if res := f.Residual(); res > 1e-10 {
+	if res := residual(f); res > 1e-10 {
 		t.Errorf("%s: max |A - B C| = %.3g, want <= 1e-10", f.Strategy, res)
 	}
 	if err := f.CheckCausal(); err != nil {

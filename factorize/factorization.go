@@ -181,27 +181,6 @@ func (f *Factorization) WithParticipation(p Participation) (*Factorization, erro
 	return &g, nil
 }
 
-// Residual returns max |A - B C| over all entries ([Factorization.Factors]),
-// a check that the factorization reproduces its workload. It panics for
-// loss-only results.
-func (f *Factorization) Residual() float64 {
-	b, c, err := f.Factors()
-	if err != nil {
-		panic("factorize: Residual of a loss-only factorization")
-	}
-	var bc mat.Dense
-	bc.Mul(b, c)
-	a := f.Workload.Matrix()
-	r := f.Workload.R()
-	worst := 0.0
-	for i := 0; i < r; i++ {
-		for j := 0; j < r; j++ {
-			worst = math.Max(worst, math.Abs(bc.At(i, j)-a.At(i, j)))
-		}
-	}
-	return worst
-}
-
 // CheckCausal returns an error if the factorization cannot be used online:
 // if a release at round r would use noise row j with Available[j] > r (a
 // nonzero B[r][j]), or if noise row j would depend on data of a round after

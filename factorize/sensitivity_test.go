@@ -297,7 +297,6 @@ func TestParseParticipation(t *testing.T) {
 	}
 	assert.Equal(t, 4, MinSeparation(3, 0).Participations(10))
 	assert.Equal(t, 2, MinSeparation(3, 2).Participations(10))
-	assert.Equal(t, 5, FixedEpochs(2).Period(10))
 }
 
 // Every strategy reports loss, RMSE and MaxSE under the participation it
