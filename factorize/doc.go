@@ -70,7 +70,7 @@
 //   - semiseparable: the optimal X with T^{-1/2} replaced by a k-term
 //     rational approximation, so that C^{-1} streams with k state vectors
 //     and the loss is within a chosen excess of the certified optimum, see
-//     [Semiseparable].
+//     [SemisepStrategy].
 //   - optimal: the minimiser of ||A C^{-1}||_F^2 subject to unit column norms
 //     of C (Denisov, McMahan, Rush, Smith, Thakurta 2022, Theorem 3.2), found
 //     by an accelerated fixed-point iteration with a certified stopping rule

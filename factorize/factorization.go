@@ -47,7 +47,7 @@ type Factorization struct {
 	Evaluations int
 	// Gap is the certified relative duality gap (0 for closed forms).
 	Gap float64
-	// Semisep holds the causal factor of a [Semiseparable] factorization
+	// Semisep holds the causal factor of a [SemisepStrategy] factorization
 	// in quasiseparable form (nil for other strategies).
 	Semisep *SemisepParams
 }

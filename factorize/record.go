@@ -27,7 +27,7 @@ type Record struct {
 	// Operator is the operator's structured form; nil for the dense
 	// operator (rebuilt from B) and for metrics-only results.
 	Operator *OperatorForm
-	// SemisepBounds are a [Semiseparable] factorization's certified
+	// SemisepBounds are a [SemisepStrategy] factorization's certified
 	// optimal lower bound and excess; nil for other strategies.
 	SemisepBounds *[2]float64
 }

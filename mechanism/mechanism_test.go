@@ -466,11 +466,11 @@ func TestSemisepWithoutFactors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	full, err := factorize.Semiseparable(ctx, w, 4, 0, true, factorize.Options{})
+	full, err := factorize.SemisepStrategy{Buffers: 4, Factors: true}.Factorize(ctx, w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}
-	lean, err := factorize.Semiseparable(ctx, w, 4, 0, false, factorize.Options{})
+	lean, err := factorize.SemisepStrategy{Buffers: 4}.Factorize(ctx, w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}

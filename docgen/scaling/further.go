@@ -187,7 +187,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 			var secs []float64
 			for i := 0; i < min(reps, 3); i++ {
 				start := time.Now()
-				f, err := factorize.Semiseparable(ctx, w, k, 0, false, factorize.Options{})
+				f, err := factorize.SemisepStrategy{Buffers: k}.Factorize(ctx, w, factorize.SingleParticipation())
 				if err != nil {
 					row.Err = oneLine(err)
 					break
@@ -225,7 +225,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	if err != nil {
 		return nil, err
 	}
-	semi, err := factorize.Semiseparable(ctx, w, res.MechK, 0, false, factorize.Options{})
+	semi, err := factorize.SemisepStrategy{Buffers: res.MechK}.Factorize(ctx, w, factorize.SingleParticipation())
 	if err != nil {
 		return nil, err
 	}
