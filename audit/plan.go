@@ -71,18 +71,6 @@ func (p Plan) WithDefaults() Plan {
 	return p
 }
 
-// StrategyName returns the name of the plan's factorization strategy
-// ("identity" for the independent baseline).
-func (p Plan) StrategyName() string {
-	if p.Algorithm == fedopt.Independent {
-		return factorize.StrategyIdentity
-	}
-	if p.Strategy == nil {
-		return factorize.StrategyOptimal
-	}
-	return p.Strategy.Name()
-}
-
 // Config returns the optimiser configuration of the plan, with privacy
 // record priv.
 func (p Plan) Config(priv *fedopt.Privacy) fedopt.Config {

@@ -405,7 +405,7 @@ func checkSingleValidEntry(t *testing.T, dir string) {
 	c := &cache.Cache{Dir: dir}
 	got, err := c.Load(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})
 	require.NoError(t, err)
-	id, err := factorize.Identity(w)
+	id, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	require.NoError(t, err)
 	requireSameFactorization(t, id, got)
 }

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestExperimentPrivacy(t *testing.T) {
 		w, _ := factorize.Prefix(R)
 		gamma, strategy := 1.0, factorize.StrategyIdentity
 		if algo != fedopt.Independent {
-			f, _ := factorize.Sqrt(w)
+			f, _ := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 			gamma, strategy = f.Metrics.Gamma, factorize.StrategySqrt
 		}
 		sens := 2 * gamma * 1.5 / n
@@ -69,7 +70,7 @@ func TestExperimentPrivacy(t *testing.T) {
 	}
 	// A factorization for another number of rounds is refused.
 	w, _ := factorize.Prefix(R + 1)
-	id, _ := factorize.Identity(w)
+	id, _ := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	e := Experiment{Problem: p, Config: fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1}, Factorization: id, Plan: &plan.Plan{Target: &plan.Target{Eps: 1, Delta: 1e-5}}, Repeat: RepeatOptions{Reps: 1}}
 	if _, err := e.Run(t.Context()); err == nil {
 		t.Error("factorization for R+1 rounds accepted")

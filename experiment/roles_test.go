@@ -154,7 +154,7 @@ func TestRunMatchesReferenceLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ident, err := factorize.Identity(w)
+	ident, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// DefaultBands is the number of bands of [Banded] when bands is 0.
+// DefaultBands is the number of bands of the banded strategies when Bands
+// is 0.
 // Streaming its noise keeps DefaultBands-1 past noise vectors.
 const DefaultBands = 16
 
@@ -49,7 +50,33 @@ func init() {
 // BandedStrategy is a lower-triangular factor with Bands bands. Under
 // b-min-separation it is the certified optimal banded factor with unit
 // column norms for that participation ([OptimalBanded]); under single
-// participation and fixed epochs it is the Toeplitz fit of [Banded].
+// participation and fixed epochs it is a Toeplitz fit.
+//
+// Outside min-separation, C is lower triangular with b bands
+// (C[i][j] = 0 for i - j >= b, b = Bands, at most R), so that the noise C^{-1} Z can be streamed with b-1 buffers.
+//
+// The workload must be lower-triangular Toeplitz (prefix sums, momentum).
+// Two candidates are formed and the one with the lower loss is returned:
+//
+//   - the banded square root of Kalinin and Lampert 2024 ("Banded Square
+//     Root Matrix Factorization for Differentially Private Model
+//     Training"): the Toeplitz matrix of the first b power-series
+//     coefficients of A^{1/2};
+//   - the banded Toeplitz C whose b coefficients minimise the exact loss
+//     ||c||^2 ||A T_c^{-1}||_F^2 (BFGS from the banded square root; O(R b)
+//     per evaluation for prefix sums). It is a local optimum.
+//
+// Each candidate's columns are scaled to unit norm (C stays banded, no
+// longer Toeplitz, and B = A C^{-1} is recomputed) unless that raises its
+// loss. The metrics are those of the returned B and C, computed by
+// [ComputeMetrics]. With b = 1, C = I (the identity strategy); with b = R
+// the first candidate is sqrt-normalized, so the loss is at most its loss.
+//
+// Banded factorizations are meant for multiple participations, where the
+// bands bound how far apart two participations must be; for the single
+// participation measured by [Metrics], few bands cost accuracy: for prefix
+// sums with R = 800, 16 bands give about 3.5 times the loss of sqrt (see
+// docs/mechanisms.md).
 type BandedStrategy struct {
 	// Bands is the number of bands; 0 means [DefaultBands], and under
 	// b-min-separation min(DefaultBands, b), so that the factor's
@@ -86,10 +113,10 @@ func bandsFor(bands int, p Participation) int {
 
 // Factorize returns, with metrics under p, [OptimalBanded](ctx, w, bands,
 // p.K, Options{Tol: s.Tol, MaxIter: s.MaxIter}) for min-separation and
-// [Banded](ctx, w, bands) otherwise.
+// the Toeplitz fit otherwise.
 func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
-	if s.Bands < 0 {
-		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	if err := checkBands(s.Bands); err != nil {
+		return nil, err
 	}
 	if err := CheckUnder(s, p); err != nil {
 		return nil, err
@@ -103,48 +130,18 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 		opt.Tol = s.Tol // 0: DefaultBandedTol
 		return under(ctx, w, p, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return Banded(ctx, w, b) })
+	return under(ctx, w, p, func() (*Factorization, error) { return bandedFit(ctx, w, b) })
 }
 
-// Banded returns a factorization whose C is lower triangular with b bands
-// (C[i][j] = 0 for i - j >= b, b = bands, [DefaultBands] if 0, at most
-// R), so that the noise C^{-1} Z can be streamed with b-1 buffers.
-//
-// The workload must be lower-triangular Toeplitz (prefix sums, momentum).
-// Two candidates are formed and the one with the lower loss is returned:
-//
-//   - the banded square root of Kalinin and Lampert 2024 ("Banded Square
-//     Root Matrix Factorization for Differentially Private Model
-//     Training"): the Toeplitz matrix of the first b power-series
-//     coefficients of A^{1/2};
-//   - the banded Toeplitz C whose b coefficients minimise the exact loss
-//     ||c||^2 ||A T_c^{-1}||_F^2 (BFGS from the banded square root; O(R b)
-//     per evaluation for prefix sums). It is a local optimum.
-//
-// Each candidate's columns are scaled to unit norm (C stays banded, no
-// longer Toeplitz, and B = A C^{-1} is recomputed) unless that raises its
-// loss. The metrics are those of the returned B and C, computed by
-// [ComputeMetrics]. With b = 1, C = I (the identity strategy); with b = R
-// the first candidate is [SqrtNormalized], so the loss is at most its loss.
-//
-// Banded factorizations are meant for multiple participations, where the
-// bands bound how far apart two participations must be; for the single
-// participation measured by [Metrics], few bands cost accuracy: for prefix
-// sums with R = 800, 16 bands give about 3.5 times the loss of [Sqrt] (see
-// docs/mechanisms.md).
-func Banded(ctx context.Context, w *Workload, bands int) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if bands < 0 {
-		return nil, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
-	}
+// bandedFit returns the banded strategy's factorization outside
+// min-separation, with b bands (at most R): see [BandedStrategy].
+func bandedFit(ctx context.Context, w *Workload, bands int) (*Factorization, error) {
 	tw, err := toeplitzOf(StrategyBanded, w)
 	if err != nil {
 		return nil, err
 	}
 	r := w.R()
-	b := min(bandsOrDefault(bands), r)
+	b := min(bands, r)
 	s := tw.sqrt(b)
 	bsr := make([]float64, r) // the banded square root, C's first column
 	for k := 0; k < b; k++ {
@@ -179,7 +176,7 @@ func Banded(ctx context.Context, w *Workload, bands int) (*Factorization, error)
 }
 
 // toeplitzWorkload is a lower-triangular Toeplitz workload: A[i][j] =
-// a[i-j]. It carries the helpers that [Banded] and [BLT] share.
+// a[i-j]. It carries the helpers that the banded strategies and [BLT] share.
 type toeplitzWorkload struct {
 	a []float64
 	// prefix is set for the prefix-sum workload (a all ones), whose
@@ -291,16 +288,7 @@ func (tw toeplitzWorkload) frobB(u []float64) float64 {
 // dense B and C. It also returns the scaling N used.
 func toeplitzFactorization(strategy string, w *Workload, tw toeplitzWorkload, c, u []float64) (*Factorization, []float64) {
 	r := w.R()
-	norm := make([]float64, r)
-	s := 0.0
-	cum := make([]float64, r)
-	for k := 0; k < r; k++ {
-		s += c[k] * c[k]
-		cum[k] = s
-	}
-	for j := 0; j < r; j++ {
-		norm[j] = math.Sqrt(cum[r-1-j])
-	}
+	norm := columnNorms(c[:r])
 	scaled := toeplitzScaled(strategy, w, tw, c, u, norm)
 	if plain := tw.loss(c, u); plain < scaled.Metrics.Loss {
 		ones := make([]float64, r)

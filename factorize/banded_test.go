@@ -43,7 +43,7 @@ func bruteMetrics(t *testing.T, f *Factorization) Metrics {
 // a brute-force recomputation.
 func checkFactorization(t *testing.T, f *Factorization) {
 	t.Helper()
-	if res := f.Residual(); res > 1e-10 {
+	if res := residual(f); res > 1e-10 {
 		t.Errorf("%s: max |A - B C| = %.3g, want <= 1e-10", f.Strategy, res)
 	}
 	if err := f.CheckCausal(); err != nil {
@@ -87,7 +87,7 @@ func TestBanded(t *testing.T) {
 		{prefix(20), 0, DefaultBands}, {prefix(20), 20, 20}, {prefix(9), 50, 9},
 		{mom, 4, 4}, {momDense, 4, 4},
 	} {
-		f, err := Banded(ctx, tc.w, tc.bands)
+		f, err := BandedStrategy{Bands: tc.bands}.Factorize(ctx, tc.w, SingleParticipation())
 		if err != nil {
 			t.Fatalf("%s R = %d, bands %d: %v", tc.w.Name(), tc.w.R(), tc.bands, err)
 		}
@@ -119,7 +119,7 @@ func TestBandedValues(t *testing.T) {
 	w, _ := Prefix(r)
 	prev := math.Inf(1)
 	for _, b := range []int{1, 2, 3, 4, 8, 16, 32, 64} {
-		f, err := Banded(ctx, w, b)
+		f, err := BandedStrategy{Bands: b}.Factorize(ctx, w, SingleParticipation())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestBandedValues(t *testing.T) {
 			t.Errorf("bands 1: loss %v, want R(R+1)/2 = %d", f.Metrics.Loss, r*(r+1)/2)
 		}
 	}
-	sqn, _ := SqrtNormalized(w)
+	sqn, _ := newSqrtNormalized(w)
 	if prev > sqn.Metrics.Loss*(1+1e-12) {
 		t.Errorf("bands R: loss %.10g, above sqrt-normalized %.10g", prev, sqn.Metrics.Loss)
 	}
@@ -177,7 +177,7 @@ func TestBandedTwoBands(t *testing.T) {
 		}
 	}
 	best = loss((lo + hi) / 2)
-	f, err := Banded(context.Background(), w, 2)
+	f, err := BandedStrategy{Bands: 2}.Factorize(context.Background(), w, SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestBandedTwoBands(t *testing.T) {
 
 func TestBandedErrors(t *testing.T) {
 	w, _ := Prefix(5)
-	if _, err := Banded(context.Background(), w, -1); err == nil {
+	if _, err := (BandedStrategy{Bands: -1}).Factorize(context.Background(), w, SingleParticipation()); err == nil {
 		t.Error("bands -1: no error")
 	}
 	a := mat.NewDense(3, 3, []float64{1, 0, 0, 2, 1, 0, 1, 1, 1}) // lower triangular, not Toeplitz
@@ -196,13 +196,13 @@ func TestBandedErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Banded(context.Background(), gen, 0); err == nil {
+	if _, err := (BandedStrategy{}).Factorize(context.Background(), gen, SingleParticipation()); err == nil {
 		t.Error("non-Toeplitz workload: no error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	w, _ = Prefix(50)
-	if _, err := Banded(ctx, w, 8); err == nil {
+	if _, err := (BandedStrategy{Bands: 8}).Factorize(ctx, w, SingleParticipation()); err == nil {
 		t.Error("cancelled context: no error")
 	}
 }

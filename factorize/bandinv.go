@@ -30,7 +30,7 @@ import (
 // matrix and B = A T_u; C's columns are not normalised, so that C stays
 // Toeplitz: its first column is the longest, gamma = ||c||, and when c is
 // non-negative and non-increasing (always for bisr, see
-// [BandedInverseSqrt]) its sensitivity under b-min-separation is exact
+// [BISRStrategy]) its sensitivity under b-min-separation is exact
 // ([ToeplitzMinSepSensitivity]). The noise C^{-1} Z streams with a buffer
 // of the last p-1 rows of Z (the banded-inverse operator).
 
@@ -43,71 +43,29 @@ const (
 
 func init() {
 	bandsOfInverse := []Setting{{Name: "bands", Type: "int", Default: "16", Doc: "number p of coefficients of C^{-1}"}}
-	register(StrategyInfo{
-		Name: StrategyBandedToeplitz, rank: 70, Doc: "a banded Toeplitz C optimised for the participation",
-		Stream:   "b - 1 (15 by default)",
-		Settings: []Setting{bandsSetting("number of bands of C")},
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		proto:    BandedToeplitzStrategy{},
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BandedToeplitzStrategy).Bands }, lo: 1},
-		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedToeplitzStrategy).Bands), r) - 1 },
-		lossOnlyPtr:   func(p any) *bool { return &p.(*BandedToeplitzStrategy).LossOnly },
-	})
-	register(StrategyInfo{
-		Name: StrategyBISR, rank: 80, Doc: "the banded inverse square root: C^{-1} with p coefficients",
-		Stream:   "p - 1 (15 by default)",
-		Settings: bandsOfInverse,
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		proto:    BISRStrategy{},
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BISRStrategy).Bands }, lo: 1},
-		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BISRStrategy).Bands), r) - 1 },
-		lossOnlyPtr:   func(p any) *bool { return &p.(*BISRStrategy).LossOnly },
-	})
-	register(StrategyInfo{
-		Name: StrategyBandInv, rank: 90, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
-		Stream:   "p - 1 (15 by default)",
-		Settings: bandsOfInverse,
-		lossOnly: []ParticipationKind{KindSingle, KindMinSep},
-		proto:    BandInvStrategy{},
-		fields: []field{
-			{ptr: func(p any) any { return &p.(*BandInvStrategy).Bands }, lo: 1},
-		},
-		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandInvStrategy).Bands), r) - 1 },
-		lossOnlyPtr:   func(p any) *bool { return &p.(*BandInvStrategy).LossOnly },
-	})
-}
-
-// BandedInverseSqrt returns the BISR factorization of a lower-triangular
-// Toeplitz workload (Kalinin, McKenna, Upadhyay, Lampert 2025, arXiv
-// 2505.12128): C^{-1} = T_u with u the first p = bands coefficients
-// ([DefaultBands] if 0, at most R) of the inverse square root of the
-// workload's series (for prefix sums, [InverseSqrtCoefficients](p), the
-// coefficients of (1 - x)^{1/2}), C = T_u^{-1} (full lower-triangular
-// Toeplitz) and B = A T_u (for prefix sums, Toeplitz with the prefix sums
-// of u). With p = R it is [Sqrt].
-//
-// For prefix sums u_0 = 1 and u_k < 0 for k >= 1 with log-convex
-// magnitudes, so C's coefficients (the renewal sequence of -u) are
-// positive and non-increasing (Kaluza's theorem), and the sensitivity
-// under b-min-separation is exact (Kalinin and Lampert 2024, Thm. 2;
-// [ToeplitzMinSepSensitivity]). The columns of C are deliberately not
-// normalised: that would break the Toeplitz structure and leave only the
-// dynamic-programming bound under min-separation. Metrics are computed from
-// the dense factors by [ComputeMetrics], under single participation.
-func BandedInverseSqrt(w *Workload, bands int) (*Factorization, error) {
-	if bands < 0 {
-		return nil, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	// The three strategies' settings: a pointer to Bands and to LossOnly.
+	type at func(p any) (*int, *bool)
+	for _, e := range []struct {
+		info StrategyInfo
+		at   at
+	}{
+		{StrategyInfo{Name: StrategyBandedToeplitz, rank: 70, Doc: "a banded Toeplitz C optimised for the participation",
+			Stream: "b - 1 (15 by default)", Settings: []Setting{bandsSetting("number of bands of C")}, proto: BandedToeplitzStrategy{}},
+			func(p any) (*int, *bool) { s := p.(*BandedToeplitzStrategy); return &s.Bands, &s.LossOnly }},
+		{StrategyInfo{Name: StrategyBISR, rank: 80, Doc: "the banded inverse square root: C^{-1} with p coefficients",
+			Stream: "p - 1 (15 by default)", Settings: bandsOfInverse, proto: BISRStrategy{}},
+			func(p any) (*int, *bool) { s := p.(*BISRStrategy); return &s.Bands, &s.LossOnly }},
+		{StrategyInfo{Name: StrategyBandInv, rank: 90, Doc: "a banded Toeplitz C^{-1} with p coefficients optimised for the participation",
+			Stream: "p - 1 (15 by default)", Settings: bandsOfInverse, proto: BandInvStrategy{}},
+			func(p any) (*int, *bool) { s := p.(*BandInvStrategy); return &s.Bands, &s.LossOnly }},
+	} {
+		i, at := e.info, e.at
+		i.lossOnly = []ParticipationKind{KindSingle, KindMinSep}
+		i.fields = []field{{ptr: func(p any) any { b, _ := at(p); return b }, lo: 1}}
+		i.lossOnlyPtr = func(p any) *bool { _, l := at(p); return l }
+		i.streamVectors = func(s Strategy, r int) int { b, _ := at(pointerTo(s)); return min(bandsOrDefault(*b), r) - 1 }
+		register(i)
 	}
-	tw, err := toeplitzOf(StrategyBISR, w)
-	if err != nil {
-		return nil, err
-	}
-	p := min(bandsOrDefault(bands), w.R())
-	return bandInvFactorization(StrategyBISR, w, tw, tw.inverseSqrt(p)), nil
 }
 
 // inverseSqrt returns the first p coefficients of the inverse square root
@@ -180,43 +138,6 @@ func toeplitzSens2(c []float64, p Participation) float64 {
 	return s
 }
 
-// BandedInverseOptimized returns the BandInvMF factorization (Kalinin et
-// al. 2025, arXiv 2505.12128): C^{-1} = T_u banded Toeplitz with p = bands
-// coefficients ([DefaultBands] if 0, at most R), u_0 = 1 and u_1..u_{p-1}
-// minimising the loss sens^2 ||A T_u||_F^2 of C = T_u^{-1} under the
-// participation part, started from [BandedInverseSqrt]'s coefficients. The
-// sensitivity in the objective is sum c_k^2 (single participation; also
-// the objective under fixed epochs) or, under b-min-separation, the exact
-// value of Kalinin and Lampert 2024, Thm. 2, for which C's coefficients
-// are kept non-negative and non-increasing (points outside that set have
-// infinite loss), so that the reported sensitivity is exact. The loss
-// costs O(R p) per evaluation (C's coefficients by the series inverse; B's
-// by a cumulative sum for prefix sums); the minimisation is L-BFGS with
-// finite-difference gradients (a local method: the result is never worse
-// than bisr, not certified). The metrics are computed from the dense
-// factors under single participation.
-func BandedInverseOptimized(ctx context.Context, w *Workload, bands int, part Participation) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if bands < 0 {
-		return nil, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
-	}
-	tw, err := toeplitzOf(StrategyBandInv, w)
-	if err != nil {
-		return nil, err
-	}
-	r := w.R()
-	if err := part.Validate(r); err != nil {
-		return nil, err
-	}
-	u, err := bandInvCoefficients(ctx, tw, bands, part)
-	if err != nil {
-		return nil, err
-	}
-	return bandInvFactorization(StrategyBandInv, w, tw, u), nil
-}
-
 // bandInvLoss returns sens^2 ||A T_u||_F^2 for C = T_u^{-1} under part.
 func bandInvLoss(tw toeplitzWorkload, u []float64, part Participation) float64 {
 	r := len(tw.a)
@@ -252,61 +173,9 @@ func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, pa
 	return best, nil
 }
 
-// BandedToeplitz returns the banded Toeplitz factorization of McKenna 2024
-// ("Scaling up the Banded Matrix Factorization Mechanism for
-// Differentially Private ML", arXiv 2405.15913): C = T_c lower-triangular
-// Toeplitz with b = bands coefficients ([DefaultBands] if 0, at most R),
-// scaled to ||c|| = 1 (unit norm of every column but the last b-1, which
-// are shorter), and B = A T_c^{-1}. The coefficients minimise the loss
-// sens^2 ||A T_c^{-1}||_F^2 under part, from the banded square root
-// (Kalinin and Lampert 2024): under b'-min-separation with b <= b' the
-// squared sensitivity is the sum of the k' = min(k, ceil(R/b')) squared
-// column norms at rounds 0, b', ..., (k'-1) b' (X = C^T C is banded within
-// b' and its diagonal non-increasing; exact, [MinSepBanded]), otherwise
-// ||c||^2 (single participation; the objective under epochs and under
-// min-separation with more bands than the separation, where the reported
-// sensitivity is the one [SensitivityOf] gives). O(R b) per evaluation,
-// L-BFGS with finite-difference gradients (a local optimum). Its noise
-// streams by forward substitution with the last b-1 rows (the banded
-// operator).
-func BandedToeplitz(ctx context.Context, w *Workload, bands int, part Participation) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if bands < 0 {
-		return nil, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
-	}
-	tw, err := toeplitzOf(StrategyBandedToeplitz, w)
-	if err != nil {
-		return nil, err
-	}
-	r := w.R()
-	if err := part.Validate(r); err != nil {
-		return nil, err
-	}
-	c, err := bandedToeplitzCoefficients(ctx, tw, bands, part)
-	if err != nil {
-		return nil, err
-	}
-	u := linalg.SeriesInverse(c, r)
-	beta := tw.times(u)
-	cm := mat.NewDense(r, r, nil)
-	bm := mat.NewDense(r, r, nil)
-	for i := 0; i < r; i++ {
-		crow, brow := cm.RawRowView(i), bm.RawRowView(i)
-		for j := 0; j <= i; j++ {
-			if i-j < len(c) {
-				crow[j] = c[i-j]
-			}
-			brow[j] = beta[i-j]
-		}
-	}
-	return finish(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, bm, cm), nil
-}
-
 // bandedToeplitzSens2 returns the squared sensitivity under part of the
 // R x R banded Toeplitz C with coefficients c (b = len(c)), as in
-// [BandedToeplitz]'s objective.
+// [BandedToeplitzStrategy]'s objective.
 func bandedToeplitzSens2(c []float64, r int, part Participation) float64 {
 	b := len(c)
 	cum := make([]float64, b) // cum[m] = sum_{k <= m} c_k^2
@@ -367,7 +236,21 @@ func bandedToeplitzCoefficients(ctx context.Context, tw toeplitzWorkload, bands 
 	return out, nil
 }
 
-// BISRStrategy is the banded inverse square root ([BandedInverseSqrt]).
+// BISRStrategy is the banded inverse square root of a lower-triangular
+// Toeplitz workload (Kalinin, McKenna, Upadhyay, Lampert 2025, arXiv
+// 2505.12128): C^{-1} = T_u with u the first p = Bands coefficients (at
+// most R) of the inverse square root of the workload's series (for prefix
+// sums, [InverseSqrtCoefficients](p), the coefficients of (1 - x)^{1/2}),
+// C = T_u^{-1} (full lower-triangular Toeplitz) and B = A T_u (for prefix
+// sums, Toeplitz with the prefix sums of u). With p = R it is sqrt.
+//
+// For prefix sums u_0 = 1 and u_k < 0 for k >= 1 with log-convex
+// magnitudes, so C's coefficients (the renewal sequence of -u) are
+// positive and non-increasing (Kaluza's theorem), and the sensitivity
+// under b-min-separation is exact (Kalinin and Lampert 2024, Thm. 2;
+// [ToeplitzMinSepSensitivity]). The columns of C are deliberately not
+// normalised: that would break the Toeplitz structure and leave only the
+// dynamic-programming bound under min-separation.
 type BISRStrategy struct {
 	// Bands is the number p of coefficients of C^{-1}; 0 means
 	// [DefaultBands].
@@ -385,19 +268,23 @@ func (BISRStrategy) Name() string { return StrategyBISR }
 // part of it (see [WithLossOnly]).
 func (s BISRStrategy) Spec() string { return specOf(s) }
 
-// Factorize returns [BandedInverseSqrt](w, s.Bands) with metrics under p.
+// Factorize returns the factorization with metrics under p.
 func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if s.LossOnly {
-		return bandInvLossOnly(ctx, StrategyBISR, w, s.Bands, p, false)
-	}
-	return under(ctx, w, p, func() (*Factorization, error) { return BandedInverseSqrt(w, s.Bands) })
+	return bandInvFactorize(ctx, StrategyBISR, w, s.Bands, p, s.LossOnly, false)
 }
 
-// BandInvStrategy is the optimised banded inverse
-// ([BandedInverseOptimized]), optimised for the participation it is given.
+// BandInvStrategy is the optimised banded inverse, BandInvMF (Kalinin et
+// al. 2025, arXiv 2505.12128): C^{-1} = T_u banded Toeplitz with p = Bands
+// coefficients (at most R), u_0 = 1 and u_1..u_{p-1} minimising the loss
+// sens^2 ||A T_u||_F^2 of C = T_u^{-1} under the participation it is
+// given, started from bisr's coefficients. The sensitivity in the
+// objective is sum c_k^2 (single participation; also the objective under
+// fixed epochs) or, under b-min-separation, the exact value of Kalinin and
+// Lampert 2024, Thm. 2, for which C's coefficients are kept non-negative
+// and non-increasing (points outside that set have infinite loss), so that
+// the reported sensitivity is exact. The loss costs O(R p) per evaluation;
+// the minimisation is L-BFGS with finite-difference gradients (a local
+// method: the result is never worse than bisr, not certified).
 type BandInvStrategy struct {
 	// Bands is the number p of coefficients of C^{-1}; 0 means
 	// [DefaultBands].
@@ -415,20 +302,71 @@ func (BandInvStrategy) Name() string { return StrategyBandInv }
 // is not part of it (see [WithLossOnly]).
 func (s BandInvStrategy) Spec() string { return specOf(s) }
 
-// Factorize returns [BandedInverseOptimized](ctx, w, s.Bands, p) with
-// metrics under p.
+// Factorize returns the factorization optimised for p, with metrics
+// under p.
 func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	return bandInvFactorize(ctx, StrategyBandInv, w, s.Bands, p, s.LossOnly, true)
+}
+
+// bandInvFactorize returns bisr (optimise false) or bandinv with metrics
+// under p: with its factors, or only its metrics when lossOnly.
+func bandInvFactorize(ctx context.Context, strategy string, w *Workload, bands int, p Participation, lossOnly, optimise bool) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
-	if s.LossOnly {
-		return bandInvLossOnly(ctx, StrategyBandInv, w, s.Bands, p, true)
+	if lossOnly {
+		return bandInvLossOnly(ctx, strategy, w, bands, p, optimise)
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return BandedInverseOptimized(ctx, w, s.Bands, p) })
+	return under(ctx, w, p, func() (*Factorization, error) {
+		if err := checkBands(bands); err != nil {
+			return nil, err
+		}
+		tw, err := toeplitzOf(strategy, w)
+		if err != nil {
+			return nil, err
+		}
+		u, err := bandInvU(ctx, tw, bands, p, optimise)
+		if err != nil {
+			return nil, err
+		}
+		return bandInvFactorization(strategy, w, tw, u), nil
+	})
+}
+
+// bandInvU returns the p coefficients of C^{-1}: bisr's, or (optimise)
+// bandinv's for part.
+func bandInvU(ctx context.Context, tw toeplitzWorkload, bands int, part Participation, optimise bool) ([]float64, error) {
+	if optimise {
+		return bandInvCoefficients(ctx, tw, bands, part)
+	}
+	return tw.inverseSqrt(min(bandsOrDefault(bands), len(tw.a))), nil
+}
+
+// checkBands returns a *ParamError for a negative number of bands.
+func checkBands(bands int) error {
+	if bands < 0 {
+		return &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	}
+	return nil
 }
 
 // BandedToeplitzStrategy is the optimised banded Toeplitz C with unit
-// column norm ([BandedToeplitz]).
+// column norm of McKenna 2024 ("Scaling up the Banded Matrix
+// Factorization Mechanism for Differentially Private ML", arXiv
+// 2405.15913): C = T_c lower-triangular Toeplitz with b coefficients (at
+// most R), scaled to ||c|| = 1 (unit norm of every column but the last
+// b-1, which are shorter), and B = A T_c^{-1}. The coefficients minimise
+// the loss sens^2 ||A T_c^{-1}||_F^2 under the participation it is given,
+// from the banded square root (Kalinin and Lampert 2024): under
+// b'-min-separation with b <= b' the squared sensitivity is the sum of the
+// k' = min(k, ceil(R/b')) squared column norms at rounds 0, b', ...,
+// (k'-1) b' (X = C^T C is banded within b' and its diagonal
+// non-increasing; exact, [MinSepBanded]), otherwise ||c||^2 (single
+// participation; the objective under epochs and under min-separation with
+// more bands than the separation, where the reported sensitivity is the
+// one [SensitivityOf] gives). O(R b) per evaluation, L-BFGS with
+// finite-difference gradients (a local optimum). Its noise streams by
+// forward substitution with the last b-1 rows (the banded operator).
 type BandedToeplitzStrategy struct {
 	// Bands is the number of bands of C; 0 means [DefaultBands], and
 	// under b-min-separation min(DefaultBands, b).
@@ -445,26 +383,51 @@ func (BandedToeplitzStrategy) Name() string { return StrategyBandedToeplitz }
 // default. LossOnly is not part of it (see [WithLossOnly]).
 func (s BandedToeplitzStrategy) Spec() string { return specOf(s) }
 
-// Factorize returns [BandedToeplitz](ctx, w, bands, p) with metrics under
-// p, bands = s.Bands or its default for p.
+// Factorize returns the factorization optimised for p, with metrics under
+// p.
 func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
-	if s.Bands < 0 {
-		return nil, &ParamError{Param: "bands", Value: s.Bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	if err := checkBands(s.Bands); err != nil {
+		return nil, err
 	}
+	bands := bandsFor(s.Bands, p)
 	if s.LossOnly {
-		return bandedToeplitzLossOnly(ctx, w, bandsFor(s.Bands, p), p)
+		return bandedToeplitzLossOnly(ctx, w, bands, p)
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return BandedToeplitz(ctx, w, bandsFor(s.Bands, p), p) })
+	return under(ctx, w, p, func() (*Factorization, error) {
+		tw, err := toeplitzOf(StrategyBandedToeplitz, w)
+		if err != nil {
+			return nil, err
+		}
+		c, err := bandedToeplitzCoefficients(ctx, tw, bands, p)
+		if err != nil {
+			return nil, err
+		}
+		r := w.R()
+		u := linalg.SeriesInverse(c, r)
+		beta := tw.times(u)
+		cm := mat.NewDense(r, r, nil)
+		bm := mat.NewDense(r, r, nil)
+		for i := 0; i < r; i++ {
+			crow, brow := cm.RawRowView(i), bm.RawRowView(i)
+			for j := 0; j <= i; j++ {
+				if i-j < len(c) {
+					crow[j] = c[i-j]
+				}
+				brow[j] = beta[i-j]
+			}
+		}
+		return finish(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, bm, cm), nil
+	})
 }
 
 // checkLossOnly checks the arguments of a loss-only banded Toeplitz
 // strategy and returns w as a Toeplitz workload.
 func checkLossOnly(strategy string, w *Workload, bands int, p Participation) (toeplitzWorkload, error) {
-	if bands < 0 {
-		return toeplitzWorkload{}, &ParamError{Param: "bands", Value: bands, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBands)}
+	if err := checkBands(bands); err != nil {
+		return toeplitzWorkload{}, err
 	}
 	tw, err := toeplitzOf(strategy, w)
 	if err != nil {
@@ -511,13 +474,9 @@ func bandInvLossOnly(ctx context.Context, strategy string, w *Workload, bands in
 		return nil, err
 	}
 	r := w.R()
-	var u []float64
-	if optimise {
-		if u, err = bandInvCoefficients(ctx, tw, bands, p); err != nil {
-			return nil, err
-		}
-	} else {
-		u = tw.inverseSqrt(min(bandsOrDefault(bands), r))
+	u, err := bandInvU(ctx, tw, bands, p, optimise)
+	if err != nil {
+		return nil, err
 	}
 	c := linalg.SeriesInverse(u, r)
 	gamma2 := columnNormSq(c)

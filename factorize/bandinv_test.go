@@ -45,7 +45,7 @@ func TestBISRCoefficients(t *testing.T) {
 		t.Fatalf("closed form: coefficient 4 = %v, want -5/128", f)
 	}
 	for _, p := range []int{1, 2, 3, 5, 8} {
-		f, err := BandedInverseSqrt(w, p)
+		f, err := BISRStrategy{Bands: p}.Factorize(context.Background(), w, SingleParticipation())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestBISRCoefficients(t *testing.T) {
 		}
 	}
 	// p = R: C = A^{1/2}, the sqrt strategy (binomial coefficients).
-	f, err := BandedInverseSqrt(w, r)
+	f, err := BISRStrategy{Bands: r}.Factorize(context.Background(), w, SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -546,9 +546,7 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 		}
 		for _, frac := range fracs {
 			tau := math.Max(math.Pow(float64(r), frac), 1.5)
-			x0 := make([]float64, 2*j)
-			copy(x0[:j-1], best[:j-1])
-			copy(x0[j:2*j-1], best[j-1:])
+			x0 := grownBLT(best, j)
 			x0[2*j-1] = math.Log(tau - 1) // lambda = 1 - 1/tau
 			if j == 1 {
 				// d_1 = w_1 near -1/2 as for (1 - x)^{1/2}, but with
@@ -576,9 +574,7 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 				}
 			}
 			tau := math.Max(math.Exp((lo+hi)/2), 1.5)
-			x0 := make([]float64, 2*j)
-			copy(x0[:j-1], best[:j-1])
-			copy(x0[j:2*j-1], best[j-1:])
+			x0 := grownBLT(best, j)
 			x0[2*j-1] = math.Log(tau - 1)
 			starts = append(starts, x0)
 		}
@@ -606,10 +602,7 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 		if levelBest == nil || !(levelF < bestF) {
 			// No candidate improved: keep the smaller fit with a zero
 			// weight for the new buffer.
-			x := make([]float64, 2*j)
-			copy(x[:j-1], best[:j-1])
-			copy(x[j:2*j-1], best[j-1:])
-			levelBest = x
+			levelBest = grownBLT(best, j)
 		} else {
 			bestF = levelF
 		}
@@ -650,9 +643,7 @@ func fitBLTPlainLevels(ctx context.Context, tw toeplitzWorkload, k int, gamma2 f
 		levelBest, levelLoss := []float64(nil), math.Inf(1)
 		for _, frac := range []float64{0.25, 0.5, 0.75, 1} {
 			tau := math.Max(math.Pow(float64(r), frac), 1.5)
-			x0 := make([]float64, 2*j)
-			copy(x0[:j-1], best[:j-1])
-			copy(x0[j:2*j-1], best[j-1:])
+			x0 := grownBLT(best, j)
 			x0[2*j-1] = math.Log(tau - 1)
 			if j == 1 {
 				x0[0] = -0.5 / tau
@@ -669,10 +660,7 @@ func fitBLTPlainLevels(ctx context.Context, tw toeplitzWorkload, k int, gamma2 f
 			}
 		}
 		if levelBest == nil || !(levelLoss < bestLoss) {
-			x := make([]float64, 2*j)
-			copy(x[:j-1], best[:j-1])
-			copy(x[j:2*j-1], best[j-1:])
-			levelBest = x
+			levelBest = grownBLT(best, j)
 		} else {
 			bestLoss = levelLoss
 		}
@@ -703,4 +691,13 @@ func minimizeBLT(ctx context.Context, f func([]float64) float64, grad func(g, x 
 		return nil, ctx.Err()
 	}
 	return nil, fmt.Errorf("factorize: optimisation of the BLT parameters: %w", err)
+}
+
+// grownBLT returns the parameters x = (v, theta) of j-1 buffers, best,
+// with a j-th buffer of zero weight and theta 0 (see bltSet).
+func grownBLT(best []float64, j int) []float64 {
+	x := make([]float64, 2*j)
+	copy(x[:j-1], best[:j-1])
+	copy(x[j:2*j-1], best[j-1:])
+	return x
 }

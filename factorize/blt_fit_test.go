@@ -231,7 +231,7 @@ func sqrtNormalizedLoss(r int) float64 {
 func TestBLTMonotoneInBuffers(t *testing.T) {
 	const r = 1000
 	w := prefix(t, r)
-	sqn, err := SqrtNormalized(w)
+	sqn, err := newSqrtNormalized(w)
 	if err != nil {
 		t.Fatal(err)
 	}

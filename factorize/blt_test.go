@@ -74,8 +74,8 @@ func TestBLTAgainstSqrt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sq, _ := Sqrt(w)
-	sqn, _ := SqrtNormalized(w)
+	sq, _ := newSqrt(w)
+	sqn, _ := newSqrtNormalized(w)
 	if f.Metrics.Loss >= sq.Metrics.Loss || f.Metrics.Loss > 1.02*sqn.Metrics.Loss {
 		t.Errorf("BLT(4) loss %.6g; sqrt %.6g, sqrt-normalized %.6g", f.Metrics.Loss, sq.Metrics.Loss, sqn.Metrics.Loss)
 	}

@@ -52,25 +52,25 @@
 //     recomputed.
 //   - banded: a lower-triangular C with b bands; under b-min-separation the
 //     certified optimal banded factor with unit columns ([OptimalBanded]),
-//     otherwise a banded Toeplitz fit ([Banded]).
+//     otherwise a banded Toeplitz fit ([BandedStrategy]).
 //   - bsr: the banded square root with unit columns ([BandedSqrt]; Kalinin
 //     and Lampert 2024).
 //   - banded-toeplitz: C lower-triangular banded Toeplitz with b
 //     coefficients and unit norm, optimised for the loss under the
-//     participation (McKenna 2024), see [BandedToeplitz].
+//     participation (McKenna 2024), see [BandedToeplitzStrategy].
 //   - bisr: the banded inverse square root: C^{-1} banded Toeplitz with the
 //     first p coefficients of (1 - x)^{1/2}, C = its Toeplitz inverse
-//     (Kalinin, McKenna, Upadhyay, Lampert 2025), see [BandedInverseSqrt];
+//     (Kalinin, McKenna, Upadhyay, Lampert 2025), see [BISRStrategy];
 //     the noise streams with p-1 past noise rows.
 //   - bandinv: the same structure with the p coefficients of C^{-1}
 //     optimised for the loss under the participation (BandInvMF), see
-//     [BandedInverseOptimized].
+//     [BandInvStrategy].
 //   - blt: buffered linear Toeplitz ([BLT]; under min-separation fitted to
 //     that loss, [BLTMinSep]).
 //   - semiseparable: the optimal X with T^{-1/2} replaced by a k-term
 //     rational approximation, so that C^{-1} streams with k state vectors
 //     and the loss is within a chosen excess of the certified optimum, see
-//     [Semiseparable].
+//     [SemisepStrategy].
 //   - optimal: the minimiser of ||A C^{-1}||_F^2 subject to unit column norms
 //     of C (Denisov, McMahan, Rush, Smith, Thakurta 2022, Theorem 3.2), found
 //     by an accelerated fixed-point iteration with a certified stopping rule

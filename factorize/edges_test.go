@@ -48,13 +48,12 @@ func TestNilContextIsAnError(t *testing.T) {
 	var ctx context.Context // nil
 	w := prefix(t, 8)
 	calls := map[string]func() error{
-		"Banded":        func() error { _, err := Banded(ctx, w, 2); return err },
 		"BLT":           func() error { _, err := BLT(ctx, w, 2); return err },
 		"Optimal":       func() error { _, err := Optimal(ctx, w, Options{}); return err },
 		"OptimalBanded": func() error { _, err := OptimalBanded(ctx, w, 2, 0, Options{}); return err },
 		"BLTMinSep":     func() error { _, err := BLTMinSep(ctx, w, 2, 2, 0); return err },
 		"OptimalEpochs": func() error { _, err := OptimalEpochs(ctx, w, 2, Options{}); return err },
-		"Semiseparable": func() error { _, err := Semiseparable(ctx, w, 2, 0.01, true, Options{}); return err },
+		"Semiseparable": func() error { _, err := semiseparable(ctx, w, 2, 0.01, true, Options{}); return err },
 	}
 	for _, name := range Strategies() {
 		s, err := ParseStrategy(name)

@@ -32,14 +32,15 @@ func ExampleBLT() {
 	// loss 512.7 (identity 5050)
 }
 
-// Banded returns a lower-triangular Toeplitz C with b bands: the better of
-// the banded square root and an optimised banded C.
-func ExampleBanded() {
+// The banded strategy under single participation returns a
+// lower-triangular Toeplitz C with b bands: the better of the banded
+// square root and an optimised banded C.
+func ExampleBandedStrategy() {
 	w, err := factorize.Prefix(100)
 	if err != nil {
 		log.Fatal(err)
 	}
-	f, err := factorize.Banded(context.Background(), w, 16)
+	f, err := factorize.BandedStrategy{Bands: 16}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func ExampleOptimal() {
 	if err != nil {
 		panic(err)
 	}
-	id, _ := factorize.Identity(w)
+	id, _ := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	fmt.Printf("optimal:  loss %.4f, RMSE %.4f, gap <= 1e-10: %t\n", f.Metrics.Loss, f.Metrics.RMSE, f.Gap <= 1e-10)
 	fmt.Printf("identity: loss %.0f, RMSE %.4f\n", id.Metrics.Loss, id.Metrics.RMSE)
 	fmt.Printf("noise operator %v\n", f.Operator)
@@ -122,9 +122,9 @@ func ExampleStrategy() {
 // Streaming the optimum with K = 8 state vectors per coordinate for
 // 2000 rounds: no dense matrix is formed, and the loss and sensitivity
 // are those of the factor actually used.
-func ExampleSemiseparable() {
+func ExampleSemisepStrategy() {
 	w, _ := factorize.Prefix(2000)
-	f, err := factorize.Semiseparable(context.Background(), w, 8, 0, false, factorize.Options{})
+	f, err := factorize.SemisepStrategy{Buffers: 8}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		panic(err)
 	}

@@ -47,7 +47,7 @@ type Factorization struct {
 	Evaluations int
 	// Gap is the certified relative duality gap (0 for closed forms).
 	Gap float64
-	// Semisep holds the causal factor of a [Semiseparable] factorization
+	// Semisep holds the causal factor of a [SemisepStrategy] factorization
 	// in quasiseparable form (nil for other strategies).
 	Semisep *SemisepParams
 }
@@ -179,27 +179,6 @@ func (f *Factorization) WithParticipation(p Participation) (*Factorization, erro
 	}
 	g.Metrics = m
 	return &g, nil
-}
-
-// Residual returns max |A - B C| over all entries ([Factorization.Factors]),
-// a check that the factorization reproduces its workload. It panics for
-// loss-only results.
-func (f *Factorization) Residual() float64 {
-	b, c, err := f.Factors()
-	if err != nil {
-		panic("factorize: Residual of a loss-only factorization")
-	}
-	var bc mat.Dense
-	bc.Mul(b, c)
-	a := f.Workload.Matrix()
-	r := f.Workload.R()
-	worst := 0.0
-	for i := 0; i < r; i++ {
-		for j := 0; j < r; j++ {
-			worst = math.Max(worst, math.Abs(bc.At(i, j)-a.At(i, j)))
-		}
-	}
-	return worst
 }
 
 // CheckCausal returns an error if the factorization cannot be used online:

@@ -2,10 +2,12 @@ package factorize
 
 import (
 	"context"
+	"math"
 	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 )
 
 // longTests reports whether the slow tests are enabled (DPMF_LONG=1).
@@ -29,10 +31,30 @@ func compute(ctx context.Context, name string, w *Workload) (*Factorization, err
 	return s.Factorize(ctx, w, Participation{})
 }
 
-// identityOf returns Identity(w), failing the test on an error.
+// identityOf returns newIdentity(w), failing the test on an error.
 func identityOf(t *testing.T, w *Workload) *Factorization {
 	t.Helper()
-	f, err := Identity(w)
+	f, err := newIdentity(w)
 	require.NoError(t, err)
 	return f
+}
+
+// residual returns max |A - B C| over all entries ([Factorization.Factors]),
+// a check that f reproduces its workload. It panics for loss-only results.
+func residual(f *Factorization) float64 {
+	b, c, err := f.Factors()
+	if err != nil {
+		panic("factorize: Residual of a loss-only factorization")
+	}
+	var bc mat.Dense
+	bc.Mul(b, c)
+	a := f.Workload.Matrix()
+	r := f.Workload.R()
+	worst := 0.0
+	for i := 0; i < r; i++ {
+		for j := 0; j < r; j++ {
+			worst = math.Max(worst, math.Abs(bc.At(i, j)-a.At(i, j)))
+		}
+	}
+	return worst
 }

@@ -20,7 +20,8 @@ func init() {
 	})
 }
 
-// IdentityStrategy is C = I, B = A (see [Identity]).
+// IdentityStrategy is C = I, B = A: independent noise every round. For
+// the prefix-sum workload its loss is R(R+1)/2.
 type IdentityStrategy struct{}
 
 // Name returns "identity".
@@ -29,14 +30,13 @@ func (IdentityStrategy) Name() string { return StrategyIdentity }
 // Spec returns "identity".
 func (s IdentityStrategy) Spec() string { return specOf(s) }
 
-// Factorize returns [Identity](w) with metrics under p.
+// Factorize returns the factorization with metrics under p.
 func (IdentityStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
-	return under(ctx, w, p, func() (*Factorization, error) { return Identity(w) })
+	return under(ctx, w, p, func() (*Factorization, error) { return newIdentity(w) })
 }
 
-// Identity returns the factorization C = I, B = A: independent noise every
-// round. For the prefix-sum workload its loss is R(R+1)/2.
-func Identity(w *Workload) (*Factorization, error) {
+// newIdentity returns the factorization C = I, B = A of w.
+func newIdentity(w *Workload) (*Factorization, error) {
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}

@@ -126,7 +126,7 @@ type identityState struct{}
 func (identityState) Block(z NoiseSource, r, lo int, dst []float64) { z.Fill(r, lo, dst) }
 
 // treeOp streams binary-tree aggregation with the simple estimator
-// ([Tree]) in floor(log2 R) buffers.
+// ([TreeStrategy]) in floor(log2 R) buffers.
 //
 // Round r releases the sum of the dyadic nodes in the binary digits of
 // n = r+1, so its noise is row r of A^{-1} B Z: the noise of the node
@@ -139,7 +139,7 @@ func (identityState) Block(z NoiseSource, r, lo int, dst []float64) { z.Fill(r, 
 type treeOp struct {
 	r int
 	// row[l][q] is the noise row of the left node [2q 2^l, (2q+1) 2^l),
-	// numbered as [Tree] numbers C's rows: by end, then by level.
+	// numbered as [TreeStrategy] numbers C's rows: by end, then by level.
 	row [][]int
 	m   int
 }

@@ -72,7 +72,7 @@ func TestOperatorFormRoundTrip(t *testing.T) {
 // The tree operator numbers the noise rows as Tree numbers C's rows.
 func TestTreeOperatorRows(t *testing.T) {
 	for _, r := range []int{1, 2, 5, 8, 37} {
-		f, err := Tree(prefix(t, r))
+		f, err := newTree(prefix(t, r))
 		require.NoError(t, err)
 		op := f.Operator.(treeOp)
 		_, m := f.B.Dims()

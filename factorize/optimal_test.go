@@ -108,7 +108,7 @@ func TestOptimalGeneralWorkload(t *testing.T) {
 	f, err := Optimal(context.Background(), w, Options{})
 	require.NoError(t, err)
 	checkFactors(t, f)
-	id, err := Identity(w)
+	id, err := newIdentity(w)
 	require.NoError(t, err)
 	assert.Less(t, f.Metrics.Loss, id.Metrics.Loss)
 	_, err = Optimal(context.Background(), w, Options{Method: Structured})

@@ -36,7 +36,7 @@ type Participation struct {
 	// participations (KindMinSep; 0 means as many as fit, ceil(n / B)).
 	K int
 	// B is the minimum separation (KindMinSep). For KindEpochs the period
-	// is n / K and B is ignored (see [Participation.Period]).
+	// is n / K and B is ignored.
 	B int
 }
 
@@ -132,21 +132,6 @@ func (p Participation) Validate(n int) error {
 		return nil
 	}
 	return bad("single, epochs or minsep")
-}
-
-// Period returns the period b of fixed epochs over n rounds (n / K), the
-// separation B for min-separation, and n for single participation.
-func (p Participation) Period(n int) int {
-	switch p.Kind {
-	case KindEpochs:
-		if p.K < 1 {
-			return n
-		}
-		return n / p.K
-	case KindMinSep:
-		return p.B
-	}
-	return n
 }
 
 // Participations returns the largest number of rounds one sample can take

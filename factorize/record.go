@@ -27,7 +27,7 @@ type Record struct {
 	// Operator is the operator's structured form; nil for the dense
 	// operator (rebuilt from B) and for metrics-only results.
 	Operator *OperatorForm
-	// SemisepBounds are a [Semiseparable] factorization's certified
+	// SemisepBounds are a [SemisepStrategy] factorization's certified
 	// optimal lower bound and excess; nil for other strategies.
 	SemisepBounds *[2]float64
 }
@@ -145,24 +145,9 @@ func CheckRequest(s Strategy, w *Workload, p Participation) (lossOnly bool, err 
 }
 
 // verifyEntry checks the privacy-relevant content of a factorization read
-// back from storage, because a checksum only detects accidents: anyone who
-// can write the storage can edit the metadata and recompute its checksum.
-// It returns why f cannot be used, or "".
-//
-// With factors, the metrics (gamma, the sensitivity under the participation,
-// loss, RMSE, MaxSE) must be those that [ComputeMetrics] gives for the
-// stored B and C under the entry's participation (to a relative 1e-12, see
-// sameMetrics), the
-// availability rounds must lie in [0, R) and match the factors' causal
-// structure ([Factorization.CheckCausal]), B C must reproduce the workload
-// (checked on a fixed pseudo-random vector: B (C x) against A x, relative
-// error at most 1e-6), and a structured operator must stream C^{-1} (M C x
-// against x, the same bound). Without factors, a quasiseparable
-// operator's metrics must be those computed from its generators. A loss-only
-// entry has no factors to check against: its metrics must be finite and
-// consistent (loss = gamma^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss)
-// and the optimal strategy's sensitivity must be 1, as it is by
-// construction; its loss itself is trusted.
+// back from storage, as [Record.Restore] describes, because a checksum only
+// detects accidents: anyone who can write the storage can edit the metadata
+// and recompute its checksum. It returns why f cannot be used, or "".
 func verifyEntry(f *Factorization) string {
 	m := f.Metrics
 	if !FiniteMetrics(m) || !(f.Gap >= 0) || math.IsInf(f.Gap, 0) {

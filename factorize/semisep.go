@@ -10,11 +10,11 @@ import (
 )
 
 // DefaultMaxExcess is the relative excess over the certified optimal loss
-// that [Semiseparable] aims for when the number of state vectors is not
+// that [SemisepStrategy] aims for when the number of state vectors is not
 // given.
 const DefaultMaxExcess = 1e-3
 
-// MaxSemisepBuffers bounds the number of state vectors [Semiseparable]
+// MaxSemisepBuffers bounds the number of state vectors [SemisepStrategy]
 // tries when it chooses it by the target loss.
 const MaxSemisepBuffers = 64
 
@@ -61,7 +61,7 @@ func init() {
 	})
 }
 
-// SemisepParams is the streaming description of a [Semiseparable]
+// SemisepParams is the streaming description of a [SemisepStrategy]
 // factorization: its causal factor C in quasiseparable form of order
 // C.K (see [linalg.QuasiSep]). C^{-1} Z is applied round by round by
 // forward substitution ([linalg.QuasiSep.SolveStep]) with K state vectors
@@ -74,29 +74,9 @@ type SemisepParams struct {
 	OptimalLower, Excess float64
 }
 
-// Semiseparable returns a factorization whose C^{-1} can be streamed with
-// k state vectors per coordinate, built from the structure of the optimum
-// (docs/solver.md): with the certified optimal multipliers v (gap
-// opt.Tol) and T = D^{-1} A^{-1} A^{-T} D^{-1}, the optimal X is
-// D^{-1} T^{-1/2} D^{-1}; replacing T^{-1/2} by the k-term rational
-// approximation r_k(T) = sum_t w_t (T + s_t I)^{-1} on T's spectrum gives a
-// positive definite X_k that is quasiseparable of order k. It is scaled to
-// unit largest diagonal with its diagonal raised to 1, and C is its causal
-// (reverse Cholesky) factor, in O(R k^2).
-//
-// The metrics are those of the operator actually used, never assumed: the
-// sensitivity is the largest column norm of C and the loss
-// gamma^2 ||A C^{-1}||_F^2, both computed from C's generators in
-// O(R k^2) ([linalg.QuasiSep.ColNormsSq],
-// [linalg.QuasiSep.BidiagSolveNormsSq]). With k = 0 the smallest k whose
-// loss is within a relative maxExcess (0: [DefaultMaxExcess]) of the
-// certified optimal lower bound is used (at most [MaxSemisepBuffers]).
-//
-// B and C are formed densely (O(R^2) memory) only when factors is true;
-// otherwise B and C are nil and f.Semisep carries the streaming form
-// (O(R k) memory), which f.Operator streams. The workload must have a
-// bidiagonal inverse (prefix or weighted prefix sums) and R >= 2.
-func Semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, factors bool, opt Options) (*Factorization, error) {
+// semiseparable returns the semiseparable factorization with k state
+// vectors (see [SemisepStrategy]).
+func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, factors bool, opt Options) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
@@ -221,8 +201,28 @@ func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.Quasi
 	}
 }
 
-// SemisepStrategy is [Semiseparable] with its options, under single
-// participation.
+// SemisepStrategy is a factorization whose C^{-1} can be streamed with
+// k = Buffers state vectors per coordinate, built from the structure of the optimum
+// (docs/solver.md): with the certified optimal multipliers v (gap
+// Tol) and T = D^{-1} A^{-1} A^{-T} D^{-1}, the optimal X is
+// D^{-1} T^{-1/2} D^{-1}; replacing T^{-1/2} by the k-term rational
+// approximation r_k(T) = sum_t w_t (T + s_t I)^{-1} on T's spectrum gives a
+// positive definite X_k that is quasiseparable of order k. It is scaled to
+// unit largest diagonal with its diagonal raised to 1, and C is its causal
+// (reverse Cholesky) factor, in O(R k^2).
+//
+// The metrics are those of the operator actually used, never assumed: the
+// sensitivity is the largest column norm of C and the loss
+// gamma^2 ||A C^{-1}||_F^2, both computed from C's generators in
+// O(R k^2) ([linalg.QuasiSep.ColNormsSq],
+// [linalg.QuasiSep.BidiagSolveNormsSq]). With k = 0 the smallest k whose
+// loss is within a relative MaxExcess of the
+// certified optimal lower bound is used (at most [MaxSemisepBuffers]).
+//
+// B and C are formed densely (O(R^2) memory) only with Factors;
+// otherwise B and C are nil and f.Semisep carries the streaming form
+// (O(R k) memory), which f.Operator streams. The workload must have a
+// bidiagonal inverse (prefix or weighted prefix sums) and R >= 2.
 type SemisepStrategy struct {
 	// Buffers is the number K of state vectors; 0 chooses the smallest
 	// within MaxExcess of the optimum.
@@ -253,10 +253,9 @@ func (SemisepStrategy) Name() string { return StrategySemisep }
 // (see [WithLossOnly]).
 func (s SemisepStrategy) Spec() string { return specOf(s) }
 
-// Factorize returns [Semiseparable](ctx, w, s.Buffers, s.MaxExcess,
-// s.Factors, Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress:
-// s.Progress}). Other participations than single need the
-// factors (s.Factors) to compute their sensitivity.
+// Factorize returns the factorization with metrics under p. Other
+// participations than single need the factors (s.Factors) to compute
+// their sensitivity.
 func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
@@ -265,6 +264,6 @@ func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 		return nil, fmt.Errorf("factorize: strategy %q computes metrics under participation %v only with its factors formed (Factors)", StrategySemisep, p)
 	}
 	return under(ctx, w, p, func() (*Factorization, error) {
-		return Semiseparable(ctx, w, s.Buffers, s.MaxExcess, s.Factors, Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress: s.Progress})
+		return semiseparable(ctx, w, s.Buffers, s.MaxExcess, s.Factors, Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress: s.Progress})
 	})
 }

@@ -25,7 +25,7 @@ func TestSemiseparable(t *testing.T) {
 	for _, w := range []*Workload{prefix(t, 2), prefix(t, 150), wt} {
 		prev := math.Inf(1)
 		for _, k := range []int{1, 2, 4, 8, 16} {
-			f, err := Semiseparable(context.Background(), w, k, 0, true, Options{})
+			f, err := semiseparable(context.Background(), w, k, 0, true, Options{})
 			require.NoError(t, err)
 			checkFactors(t, f)
 			m, err := ComputeMetrics(f.B, f.C, SingleParticipation())
@@ -42,14 +42,14 @@ func TestSemiseparable(t *testing.T) {
 		assert.Less(t, math.Abs(prev/mustOptimalLoss(t, w)-1), 1e-6)
 	}
 	// Choosing K by the target excess.
-	f, err := Semiseparable(context.Background(), prefix(t, 800), 0, 0.01, false, Options{})
+	f, err := semiseparable(context.Background(), prefix(t, 800), 0, 0.01, false, Options{})
 	require.NoError(t, err)
 	assert.LessOrEqual(t, f.Semisep.Excess, 0.01)
 	assert.LessOrEqual(t, f.Semisep.C.K, 8)
 	assert.Nil(t, f.B)
-	_, err = Semiseparable(context.Background(), prefix(t, 1), 2, 0, false, Options{})
+	_, err = semiseparable(context.Background(), prefix(t, 1), 2, 0, false, Options{})
 	assert.ErrorContains(t, err, "bidiagonal inverse")
-	_, err = Semiseparable(context.Background(), prefix(t, 10), -1, 0, false, Options{})
+	_, err = semiseparable(context.Background(), prefix(t, 10), -1, 0, false, Options{})
 	assert.Error(t, err)
 }
 
@@ -72,7 +72,7 @@ func TestSemiseparableDenseWorkloadIsAnError(t *testing.T) {
 	if _, banded := w.InverseBand(); banded {
 		t.Skip("this workload keeps an inverse band")
 	}
-	if _, err := Semiseparable(context.Background(), w, 0, 0, false, Options{}); err == nil {
+	if _, err := semiseparable(context.Background(), w, 0, 0, false, Options{}); err == nil {
 		t.Error("Semiseparable of a workload without a bidiagonal inverse: no error")
 	}
 }

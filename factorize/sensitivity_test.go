@@ -182,7 +182,7 @@ func TestSensitivityBruteForceSigned(t *testing.T) {
 
 func TestSensitivityBruteForceTall(t *testing.T) {
 	// The tree's C has more rows than rounds.
-	tr, err := Tree(prefix(t, 13))
+	tr, err := newTree(prefix(t, 13))
 	require.NoError(t, err)
 	checkAgainstBrute(t, "tree", tr.C, false)
 }
@@ -190,7 +190,7 @@ func TestSensitivityBruteForceTall(t *testing.T) {
 func TestToeplitzMinSep(t *testing.T) {
 	// Non-negative non-increasing Toeplitz C: the closed form is exact.
 	for _, n := range []int{5, 11, 16} {
-		sq, err := Sqrt(prefix(t, n))
+		sq, err := newSqrt(prefix(t, n))
 		require.NoError(t, err)
 		col, ok := monotoneToeplitz(sq.C)
 		require.True(t, ok)
@@ -297,7 +297,6 @@ func TestParseParticipation(t *testing.T) {
 	}
 	assert.Equal(t, 4, MinSeparation(3, 0).Participations(10))
 	assert.Equal(t, 2, MinSeparation(3, 2).Participations(10))
-	assert.Equal(t, 5, FixedEpochs(2).Period(10))
 }
 
 // Every strategy reports loss, RMSE and MaxSE under the participation it

@@ -3,7 +3,6 @@ package factorize
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -31,8 +30,16 @@ func init() {
 	}
 }
 
-// SqrtStrategy is the square root of the prefix-sum matrix (see [Sqrt]),
-// with unit column norms when Normalized (see [SqrtNormalized]).
+// SqrtStrategy is the square-root factorization of the prefix-sum workload:
+// B = C = A^{1/2}, the lower-triangular Toeplitz matrix of [SqrtCoefficients]
+// (Henzinger, Upadhyay, Upadhyay 2023; Fichtenberger, Henzinger, Upadhyay
+// 2023). Its sensitivity is the norm of the first column,
+// sqrt(sum_k c_k^2) ~ sqrt(log(R) / pi).
+//
+// When Normalized, the columns of C are
+// scaled to unit norm, C' = C N^{-1} with N = diag(||C[:, j]||), and the
+// decoder recomputed as B' = A C'^{-1} = A N C^{-1}. The scaling changes the
+// loss (it is not a rescaling of B), and is never worse than without.
 type SqrtStrategy struct {
 	// Normalized scales C's columns to unit norm.
 	Normalized bool
@@ -49,12 +56,12 @@ func (s SqrtStrategy) Name() string {
 // Spec returns "sqrt" or "sqrt-normalized".
 func (s SqrtStrategy) Spec() string { return specOf(s) }
 
-// Factorize returns [Sqrt](w) or [SqrtNormalized](w) with metrics under p.
+// Factorize returns the factorization with metrics under p.
 func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if s.Normalized {
-		return under(ctx, w, p, func() (*Factorization, error) { return SqrtNormalized(w) })
+		return under(ctx, w, p, func() (*Factorization, error) { return newSqrtNormalized(w) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return Sqrt(w) })
+	return under(ctx, w, p, func() (*Factorization, error) { return newSqrt(w) })
 }
 
 // SqrtCoefficients returns the first n coefficients of the power series of
@@ -63,30 +70,24 @@ func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participatio
 // these coefficients is the square root of the prefix-sum matrix.
 // n = 0 gives an empty slice; a negative n is a programmer error and panics,
 // as make does (see the package doc's Errors and panics).
-func SqrtCoefficients(n int) []float64 {
-	checkCount("SqrtCoefficients", n)
-	c := make([]float64, n)
-	if n > 0 {
-		c[0] = 1
-	}
-	for k := 1; k < n; k++ {
-		c[k] = c[k-1] * float64(2*k-1) / float64(2*k)
-	}
-	return c
-}
+func SqrtCoefficients(n int) []float64 { return halfSeries("SqrtCoefficients", n, 1) }
 
 // InverseSqrtCoefficients returns the first n coefficients of the power
 // series of (1 - x)^{1/2}: 1, -1/2, -1/8, -1/16, -5/128, ..., by the
 // recurrence d_k = d_{k-1} (2k - 3) / (2k). They are the coefficients of the
 // inverse of the Toeplitz square root. A negative n panics.
-func InverseSqrtCoefficients(n int) []float64 {
-	checkCount("InverseSqrtCoefficients", n)
+func InverseSqrtCoefficients(n int) []float64 { return halfSeries("InverseSqrtCoefficients", n, 3) }
+
+// halfSeries returns d_0 = 1, d_k = d_{k-1} (2k - a) / (2k) for k < n: the
+// series of (1 - x)^{-1/2} for a = 1 and of (1 - x)^{1/2} for a = 3.
+func halfSeries(fn string, n, a int) []float64 {
+	checkCount(fn, n)
 	d := make([]float64, n)
 	if n > 0 {
 		d[0] = 1
 	}
 	for k := 1; k < n; k++ {
-		d[k] = d[k-1] * float64(2*k-3) / float64(2*k)
+		d[k] = d[k-1] * float64(2*k-a) / float64(2*k)
 	}
 	return d
 }
@@ -114,12 +115,8 @@ func toeplitzLower(coef []float64) *mat.Dense {
 	return t
 }
 
-// Sqrt returns the square-root factorization of the prefix-sum workload:
-// B = C = A^{1/2}, the lower-triangular Toeplitz matrix of [SqrtCoefficients]
-// (Henzinger, Upadhyay, Upadhyay 2023; Fichtenberger, Henzinger, Upadhyay
-// 2023). Its sensitivity is the norm of the first column,
-// sqrt(sum_k c_k^2) ~ sqrt(log(R) / pi).
-func Sqrt(w *Workload) (*Factorization, error) {
+// newSqrt returns the sqrt factorization of w (see [SqrtStrategy]).
+func newSqrt(w *Workload) (*Factorization, error) {
 	if err := requirePrefix(StrategySqrt, w); err != nil {
 		return nil, err
 	}
@@ -128,28 +125,15 @@ func Sqrt(w *Workload) (*Factorization, error) {
 	return finish(StrategySqrt, toeplitzOpOf(c), w, b, c), nil
 }
 
-// SqrtNormalized returns the square-root factorization with the columns of C
-// scaled to unit norm, C' = C N^{-1} with N = diag(||C[:, j]||), and the
-// decoder recomputed as B' = A C'^{-1} = A N C^{-1}. The scaling changes the
-// loss (it is not a rescaling of B), and is never worse than [Sqrt].
-func SqrtNormalized(w *Workload) (*Factorization, error) {
+// newSqrtNormalized returns the sqrt-normalized factorization of w (see
+// [SqrtStrategy]).
+func newSqrtNormalized(w *Workload) (*Factorization, error) {
 	if err := requirePrefix(StrategySqrtNormalized, w); err != nil {
 		return nil, err
 	}
 	r := w.R()
 	coef := SqrtCoefficients(r)
-	// Column j of the Toeplitz C has entries coef[0..r-1-j]: its squared
-	// norm is a prefix sum of coef^2.
-	norm := make([]float64, r)
-	s := 0.0
-	cum := make([]float64, r)
-	for k := 0; k < r; k++ {
-		s += coef[k] * coef[k]
-		cum[k] = s
-	}
-	for j := 0; j < r; j++ {
-		norm[j] = math.Sqrt(cum[r-1-j])
-	}
+	norm := columnNorms(coef)
 	c := toeplitzLower(coef)
 	for i := 0; i < r; i++ {
 		row := c.RawRowView(i)

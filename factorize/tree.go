@@ -21,7 +21,17 @@ func init() {
 	})
 }
 
-// TreeStrategy is binary-tree aggregation (see [Tree]).
+// TreeStrategy is binary-tree aggregation for the prefix-sum workload (Dwork,
+// Naor, Pitassi, Rothblum 2010; Chan, Shi, Song 2011), with the simple
+// (not Honaker-weighted) estimator.
+//
+// C has one row per dyadic interval [k 2^l, (k+1) 2^l) that lies inside
+// [0, R): the node's sum of the stream. Round r's prefix sum [0, r] is the
+// sum of the nodes given by the binary digits of r+1, all of which end by
+// round r, so B is causal. Every round lies in at most one node per level,
+// and round 0 lies in one node of each of the L = floor(log2 R) + 1 levels, so
+// the sensitivity is sqrt(L). Rows of C are ordered by the round at which the
+// node completes, then by level.
 type TreeStrategy struct{}
 
 // Name returns "tree".
@@ -30,9 +40,9 @@ func (TreeStrategy) Name() string { return StrategyTree }
 // Spec returns "tree".
 func (s TreeStrategy) Spec() string { return specOf(s) }
 
-// Factorize returns [Tree](w) with metrics under p.
+// Factorize returns the factorization with metrics under p.
 func (TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
-	return under(ctx, w, p, func() (*Factorization, error) { return Tree(w) })
+	return under(ctx, w, p, func() (*Factorization, error) { return newTree(w) })
 }
 
 // treeRows returns the number of rows of the tree's C at R = r: one per
@@ -45,18 +55,8 @@ func treeRows(r int) int {
 	return m
 }
 
-// Tree returns binary-tree aggregation for the prefix-sum workload (Dwork,
-// Naor, Pitassi, Rothblum 2010; Chan, Shi, Song 2011), with the simple
-// (not Honaker-weighted) estimator.
-//
-// C has one row per dyadic interval [k 2^l, (k+1) 2^l) that lies inside
-// [0, R): the node's sum of the stream. Round r's prefix sum [0, r] is the
-// sum of the nodes given by the binary digits of r+1, all of which end by
-// round r, so B is causal. Every round lies in at most one node per level,
-// and round 0 lies in one node of each of the L = floor(log2 R) + 1 levels, so
-// the sensitivity is sqrt(L). Rows of C are ordered by the round at which the
-// node completes, then by level.
-func Tree(w *Workload) (*Factorization, error) {
+// newTree returns the tree factorization of w (see [TreeStrategy]).
+func newTree(w *Workload) (*Factorization, error) {
 	if err := requirePrefix(StrategyTree, w); err != nil {
 		return nil, err
 	}

@@ -283,7 +283,7 @@ func (w *Workload) InverseBand() (*mat.TriBandDense, bool) {
 }
 
 // bidiagonalInverse reports whether w has a bidiagonal inverse (prefix or
-// weighted prefix sums) and R >= 2, as [Semiseparable] needs.
+// weighted prefix sums) and R >= 2, as [SemisepStrategy] needs.
 func (w *Workload) bidiagonalInverse() bool {
 	if w.inv == nil || w.R() < 2 {
 		return false

@@ -1,6 +1,7 @@
 package mechanism
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := factorize.Sqrt(w)
+	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestOverflowIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := factorize.Identity(w)
+	f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func ExampleWithDense() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	f, err := factorize.Tree(w)
+	f, err := factorize.TreeStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		log.Fatal(err)
 	}

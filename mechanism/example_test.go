@@ -78,7 +78,7 @@ func Example() {
 // inspection or for tools that add noise offline.
 func ExampleNoiseMatrix() {
 	w, _ := factorize.Prefix(4)
-	f, _ := factorize.Tree(w)
+	f, _ := factorize.TreeStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	m, err := mechanism.New(f, 3, 1.0, mechanism.WithSeed(7))
 	if err != nil {
 		log.Fatal(err)

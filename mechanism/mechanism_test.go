@@ -355,7 +355,7 @@ func TestOtherWorkloads(t *testing.T) {
 		fs = append(fs, f)
 	}
 	for _, w := range []*factorize.Workload{gen, mom} {
-		f, err := factorize.Identity(w)
+		f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +381,7 @@ func TestOtherWorkloads(t *testing.T) {
 // TestNewErrors checks that bad parameters are errors, not panics.
 func TestNewErrors(t *testing.T) {
 	w, _ := factorize.Prefix(5)
-	f, err := factorize.Identity(w)
+	f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,11 +466,11 @@ func TestSemisepWithoutFactors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	full, err := factorize.Semiseparable(ctx, w, 4, 0, true, factorize.Options{})
+	full, err := factorize.SemisepStrategy{Buffers: 4, Factors: true}.Factorize(ctx, w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}
-	lean, err := factorize.Semiseparable(ctx, w, 4, 0, false, factorize.Options{})
+	lean, err := factorize.SemisepStrategy{Buffers: 4}.Factorize(ctx, w, factorize.SingleParticipation())
 	if err != nil {
 		t.Fatal(err)
 	}

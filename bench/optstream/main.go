@@ -156,7 +156,7 @@ func independent(d, workers int) (mechanism.Mechanism, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := factorize.Identity(w)
+	id, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func TestRunJSONAndRounds(t *testing.T) {
 		}
 	}
 	w, _ := factorize.Prefix(30)
-	f, _ := factorize.SqrtNormalized(w)
+	f, _ := factorize.SqrtStrategy{Normalized: true}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	sens := 2 * f.Metrics.Gamma * 5 / 3 // gamma B_g = 5 (default clip), n = 3
 	want, err := accountant.NoiseStd(5, 1e-3, sens, accountant.Exact)
 	if err != nil {
@@ -177,7 +177,7 @@ func TestBaselineCorrelated(t *testing.T) {
 		t.Fatalf("stdout %q: %v", r.stdout, err)
 	}
 	w, _ := factorize.Prefix(30)
-	f, _ := factorize.Sqrt(w)
+	f, _ := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	sens := 2 * f.Metrics.Gamma * 5 / 3 // gamma B_g = 5 (default clip), n = 3
 	if got, _ := js["sensitivity"].(float64); js["algo"] != "baseline-correlated" || js["strategy"] != "sqrt" || math.Abs(got-sens) > 1e-14*sens {
 		t.Errorf("JSON %s, want sensitivity %v", r.stdout, sens)

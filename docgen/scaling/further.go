@@ -187,7 +187,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 			var secs []float64
 			for i := 0; i < min(reps, 3); i++ {
 				start := time.Now()
-				f, err := factorize.Semiseparable(ctx, w, k, 0, false, factorize.Options{})
+				f, err := factorize.SemisepStrategy{Buffers: k}.Factorize(ctx, w, factorize.SingleParticipation())
 				if err != nil {
 					row.Err = oneLine(err)
 					break
@@ -225,11 +225,11 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	if err != nil {
 		return nil, err
 	}
-	semi, err := factorize.Semiseparable(ctx, w, res.MechK, 0, false, factorize.Options{})
+	semi, err := factorize.SemisepStrategy{Buffers: res.MechK}.Factorize(ctx, w, factorize.SingleParticipation())
 	if err != nil {
 		return nil, err
 	}
-	id, err := factorize.Identity(w)
+	id, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +325,7 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 	p("")
 	p("### Streaming the optimum with K state vectors")
 	p("")
-	p("`factorize.Semiseparable` (`mfsolve -strategy semiseparable:buffers=K`) against BLT with the same number of buffers (`factorize.BLT`, whose C^{-1} is a sum of K geometric sequences). Excess is loss / (certified optimal lower bound) - 1; the semiseparable loss and sensitivity are computed from the generators of the C actually used (O(R K^2)). Time is the median of the whole computation: for the semiseparable factorization the certified optimal solve (gap 1e-10) plus the factor; for BLT its fit and dense factors (not run at R = 100,000, where it would form 80 GB matrices). Targets: K <= 8 within 1%% of the optimum and K <= 16 within 0.1%% at every R.")
+	p("`factorize.SemisepStrategy` (`mfsolve -strategy semiseparable:buffers=K`) against BLT with the same number of buffers (`factorize.BLT`, whose C^{-1} is a sum of K geometric sequences). Excess is loss / (certified optimal lower bound) - 1; the semiseparable loss and sensitivity are computed from the generators of the C actually used (O(R K^2)). Time is the median of the whole computation: for the semiseparable factorization the certified optimal solve (gap 1e-10) plus the factor; for BLT its fit and dense factors (not run at R = 100,000, where it would form 80 GB matrices). Targets: K <= 8 within 1%% of the optimum and K <= 16 within 0.1%% at every R.")
 	p("")
 	p("| strategy | R | K (buffers) | loss | excess over the optimum | time (median) |")
 	p("|---|---:|---:|---:|---:|---:|")
