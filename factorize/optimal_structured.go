@@ -35,6 +35,11 @@ type structuredEvaluator struct {
 	// want is the accuracy phi asks of the rational approximation (quadTol
 	// unless the fixed-point iteration asks for less; see setAccuracy).
 	want float64
+	// absHi and lamLo (band case, k >= 2): at the multipliers of the last
+	// setup, an upper bound on || |G| |G|^T ||_2 (its largest row sum)
+	// and a lower bound on lambda_min of the formed T; bandRelErr uses
+	// them.
+	absHi, lamLo float64
 	// work buffers
 	bi   linalg.BidiagGram
 	band linalg.SymBand
@@ -103,6 +108,7 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 		}
 		hi = e.band.Gershgorin()
 		count = func(x float64) int { return e.band.CountBelow(x, e.work) }
+		e.absHi = absGramRowSum(inv, v, k)
 	}
 	// The interval in use still covers the spectrum when hi is below its
 	// top and no eigenvalue lies below its bottom (one inertia count, with
@@ -135,7 +141,37 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 			e.loRef, e.hiRef = lo, hi
 		}
 	}
+	if e.k > 1 {
+		// The tighter of the interval's bottom and the last bisection's
+		// bound where one inertia count confirms it (O(n k^2), a small
+		// part of an evaluation's cost).
+		e.lamLo = e.qlo
+		if e.lo > e.qlo && count(e.lo) == 0 {
+			e.lamLo = e.lo
+		}
+	}
 	return e.useAccuracy(acc)
+}
+
+// absGramRowSum returns the largest row sum of |G| |G|^T for
+// G = D^{-1} L, L = inv (k subdiagonals), D = diag(sqrt(v)), raised by a
+// relative 1e-12 for its own rounding: an upper bound on || |G| |G|^T ||_2
+// (and on ||T||_2, as |T| <= |G| |G|^T entrywise).
+func absGramRowSum(inv interface{ At(i, j int) float64 }, v []float64, k int) float64 {
+	n := len(v)
+	hi := 0.0
+	for i := 0; i < n; i++ {
+		r := 0.0
+		for j := max(0, i-k); j <= min(n-1, i+k); j++ {
+			s := 0.0
+			for p := max(0, max(i, j)-k); p <= min(i, j); p++ {
+				s += math.Abs(inv.At(i, p) * inv.At(j, p))
+			}
+			r += s / math.Sqrt(v[i]*v[j])
+		}
+		hi = math.Max(hi, r)
+	}
+	return hi * (1 + 1e-12)
 }
 
 // releaseIteration drops the buffers that only phi uses (the kernel's
@@ -291,7 +327,39 @@ func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float6
 // form of linalg's tests, where 2 sqrt(n) u = 7e-14), and a few units per
 // shift in the sum over shifts.
 func (e *structuredEvaluator) relErr(n int) float64 {
-	return e.q.RelErr + (2*math.Sqrt(float64(n))+4*float64(len(e.q.Shifts)))*0x1p-53
+	r := e.q.RelErr + (2*math.Sqrt(float64(n))+4*float64(len(e.q.Shifts)))*0x1p-53
+	if e.k > 1 {
+		r += e.bandRelErr()
+	}
+	return r
+}
+
+// bandRelErr bounds the relative error that forming T and factorizing
+// T + s I (k >= 2) add to phi. Forming T's entries (sums of at most k + 1
+// products, then the scaling by 1/sqrt(v_i v_j)) perturbs T by dT with
+// |dT| <= (k + 5) u |G| |G|^T entrywise, so ||dT||_2 <= (k + 5) u absHi;
+// the band LDL^T factorization and the selected inversion add a backward
+// error of the same order, (k + 2) u |L| |D| |L|^T, modelled as another
+// (k + 5) u absHi. For a symmetric perturbation E of T + s I with
+// ||E|| = eta, every diagonal entry of the inverse moves by a relative
+// eta / (lambda_min + s) / (1 - eta / (lambda_min + s)) at most
+// (e_i^T Z E Z e_i <= eta ||Z e_i||^2 <= eta ||Z|| Z_ii, Z the inverse), and
+// phi is a positive combination of such entries, so its relative error is
+// at most that at s = 0: delta / (1 - delta), delta = eta / lambda_min,
+// with lambda_min >= lamLo - (k + 5) u absHi (the inertia count that proved
+// lamLo ran on the formed T). This is of order u cond(T), the price of
+// forming T; it is +Inf where the bound is vacuous.
+func (e *structuredEvaluator) bandRelErr() float64 {
+	u := 0x1p-53
+	k := float64(e.k)
+	form := (k + 5) * u * e.absHi
+	eta := 2 * form
+	lam := e.lamLo - form
+	if !(lam > 0) || !(eta < lam) {
+		return math.Inf(1)
+	}
+	d := eta / lam
+	return d / (1 - d)
 }
 
 func (e *structuredEvaluator) errorBound(ctx context.Context, v, ph []float64) (float64, error) {

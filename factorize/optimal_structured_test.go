@@ -1,0 +1,47 @@
+package factorize
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The structured path's claimed relative error for momentum workloads
+// (A^{-1} with two subdiagonals, T formed explicitly) must cover its true
+// error against the double-double reference of refsqrt_test.go, at
+// multipliers near the optimum (from the dense path, whose v does not
+// depend on the structured evaluator's own accuracy).
+func TestStructuredBoundMomentum(t *testing.T) {
+	betas := []float64{0.5, 0.9, 0.95, 0.99}
+	rs := []int{20, 40, 100, 200}
+	if testing.Short() {
+		rs = []int{20, 100}
+	}
+	ctx := context.Background()
+	t.Log("beta    R   cond(M) | max rel err  claimed  ratio")
+	for _, beta := range betas {
+		for _, n := range rs {
+			w, err := Momentum(n, beta)
+			require.NoError(t, err)
+			opt, _ := Options{}.withDefaults()
+			opt.Tol = 1e-6
+			sol, err := fixedPoint(ctx, newDenseEvaluator(w), n, opt)
+			require.NoError(t, err, "beta=%g R=%d", beta, n)
+			v := sol.vUpper
+			ref, err := newRefSqrt(w.Matrix(), v)
+			require.NoError(t, err, "beta=%g R=%d", beta, n)
+			st := make([]float64, n)
+			claim, err := newStructuredEvaluator(w).phi(ctx, v, st)
+			require.NoError(t, err)
+			worst := 0.0
+			for i := range st {
+				worst = math.Max(worst, (ref.absDiff(i, st[i])+ref.absErr)/(ref.phi[i]-ref.absErr))
+			}
+			assert.LessOrEqual(t, worst, claim, "beta=%g R=%d: the claimed relative error", beta, n)
+			t.Logf("%.2f %4d %8.1e | %9.2e %9.2e %6.1f", beta, n, ref.cond, worst, claim, claim/worst)
+		}
+	}
+}
