@@ -34,11 +34,18 @@ func TestStructuredBoundMomentum(t *testing.T) {
 			ref, err := newRefSqrt(w.Matrix(), v)
 			require.NoError(t, err, "beta=%g R=%d", beta, n)
 			st := make([]float64, n)
-			claim, err := newStructuredEvaluator(w).phi(ctx, v, st)
+			se := newStructuredEvaluator(w)
+			eps, err := se.phi(ctx, v, st)
 			require.NoError(t, err)
+			require.True(t, math.IsNaN(eps), "the band case's bound needs errorBound")
+			claim, err := se.errorBound(ctx, v, st)
+			require.NoError(t, err)
+			errs := se.entryErrors()
 			worst := 0.0
 			for i := range st {
-				worst = math.Max(worst, (ref.absDiff(i, st[i])+ref.absErr)/(ref.phi[i]-ref.absErr))
+				d := ref.absDiff(i, st[i]) + ref.absErr
+				worst = math.Max(worst, d/(ref.phi[i]-ref.absErr))
+				require.LessOrEqual(t, d, errs[i], "beta=%g R=%d entry %d: its own bound", beta, n, i)
 			}
 			assert.LessOrEqual(t, worst, claim, "beta=%g R=%d: the claimed relative error", beta, n)
 			t.Logf("%.2f %4d %8.1e | %9.2e %9.2e %6.1f", beta, n, ref.cond, worst, claim, claim/worst)
