@@ -600,6 +600,8 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 				nc := &NotConvergedError{Iter: it, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower, Stalled: true, Floor: floor}
 				if crossFloor > 0 {
 					nc.Cause = "the evaluation's rounding, which the certified bounds showed larger than its a-priori bound when they crossed,"
+				} else if rc, ok := ev.(interface{ roundingCause() string }); ok {
+					nc.Cause = rc.roundingCause()
 				}
 				return nil, nc
 			}

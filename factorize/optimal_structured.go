@@ -311,6 +311,15 @@ func (e *structuredEvaluator) errorBound(ctx context.Context, v, ph []float64) (
 	return e.bandErrorBound(ctx, v, ph)
 }
 
+// roundingCause names what limits the certificate when the rounding
+// floor stops the solver: "" (the generic text) in the bidiagonal case.
+func (e *structuredEvaluator) roundingCause() string {
+	if e.k == 1 {
+		return ""
+	}
+	return "rounding in the structured evaluation's formed band matrix T (the band case, k >= 2)"
+}
+
 // entryErrors returns the per-entry absolute error bounds of the last
 // errorBound (band case; nil in the bidiagonal case).
 func (e *structuredEvaluator) entryErrors() []float64 { return e.errs }
