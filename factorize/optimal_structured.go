@@ -41,6 +41,10 @@ type structuredEvaluator struct {
 	llt        linalg.SymBand
 	absL, llLo float64
 	errs       []float64
+	// dense is the second evaluation of bandErrorBound at R <= denseMax
+	// (nil until needed); denseMax is bandDenseCheck (tests set 0).
+	dense    *denseEvaluator
+	denseMax int
 	// work buffers
 	bi   linalg.BidiagGram
 	band linalg.SymBand
@@ -52,7 +56,7 @@ type structuredEvaluator struct {
 func newStructuredEvaluator(w *Workload) *structuredEvaluator {
 	inv, _ := w.InverseBand()
 	n, k, _ := inv.TriBand()
-	e := &structuredEvaluator{w: w, k: k, want: quadTol}
+	e := &structuredEvaluator{w: w, k: k, want: quadTol, denseMax: bandDenseCheck}
 	if k == 1 {
 		// work is allocated when first needed (root, rowSq): the
 		// iteration itself needs only ws, which keeps R = 10^6 within a
@@ -400,13 +404,40 @@ func (e *structuredEvaluator) bandErrorBound(ctx context.Context, v, ph []float6
 	if len(e.errs) != n {
 		e.errs = make([]float64, n)
 	}
-	eps := 0.0
 	for i, p := range ph {
 		e.errs[i] = base*p + c*v[i]*sq[i]/(1-delta)
+	}
+	if n <= e.denseMax {
+		// A second, independent evaluation: |ph - dense| plus the dense
+		// path's own per-entry bounds (and the difference's rounding),
+		// where smaller.
+		if e.dense == nil {
+			e.dense = newDenseEvaluator(e.w)
+		}
+		dph := make([]float64, n)
+		if _, err := e.dense.phi(ctx, v, dph); err != nil {
+			return 0, err
+		}
+		if _, err := e.dense.errorBound(ctx, v, dph); err != nil {
+			return 0, err
+		}
+		for i, de := range e.dense.entryErrors() {
+			if alt := math.Abs(ph[i]-dph[i])*(1+u) + de; alt < e.errs[i] {
+				e.errs[i] = alt
+			}
+		}
+	}
+	eps := 0.0
+	for i, p := range ph {
 		eps = math.Max(eps, e.errs[i]/p)
 	}
 	return eps, nil
 }
+
+// bandDenseCheck is the largest R at which bandErrorBound also compares
+// with the dense path's evaluation (O(R^3), on the iterations that may
+// certify).
+const bandDenseCheck = 2000
 
 func (e *structuredEvaluator) root(ctx context.Context, v []float64) ([]float64, error) {
 	if err := e.setup(v, quadTol); err != nil {
