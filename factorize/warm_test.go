@@ -44,10 +44,7 @@ func TestDenseWarmStartCertifies(t *testing.T) {
 	w, err := Momentum(160, 0.5)
 	require.NoError(t, err)
 	ctx := context.Background()
-	// The structured path certifies momentum to about 3e-10 (its bound
-	// on the rounding of the formed T; docs/solver.md, "Rounding").
-	const rt = 1e-9
-	ref, err := Optimal(ctx, w, Options{LossOnly: true, Tol: rt})
+	ref, err := Optimal(ctx, w, Options{LossOnly: true, Tol: 1e-11})
 	require.NoError(t, err)
 	x0, err := coarseStart(ctx, w)
 	require.NoError(t, err)
@@ -58,9 +55,9 @@ func TestDenseWarmStartCertifies(t *testing.T) {
 	cold, err := fixedPointFrom(ctx, newDenseEvaluator(w), make([]float64, w.R()), opt)
 	require.NoError(t, err)
 	for name, sol := range map[string]*solution{"warm": warm, "cold": cold} {
-		assert.LessOrEqual(t, sol.lower, ref.Metrics.Loss*(1+rt), name)
-		assert.GreaterOrEqual(t, sol.upper, ref.Metrics.Loss/(1+rt)/(1+rt), name)
-		assert.InDelta(t, 1, sol.upper/ref.Metrics.Loss, 3e-9, name)
+		assert.LessOrEqual(t, sol.lower, ref.Metrics.Loss*(1+1e-11), name)
+		assert.GreaterOrEqual(t, sol.upper, ref.Metrics.Loss/(1+1e-11)/(1+1e-11), name)
+		assert.InDelta(t, 1, sol.upper/ref.Metrics.Loss, 2e-9, name)
 	}
 	assert.Less(t, warm.iter, cold.iter)
 	t.Logf("momentum 0.5, R = %d: %d iterations from the coarse start, %d from v = 1", w.R(), warm.iter, cold.iter)
