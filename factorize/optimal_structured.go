@@ -351,9 +351,12 @@ func (e *structuredEvaluator) entryErrors() []float64 { return e.errs }
 // identity shift of L L^T + s D^2 ([linalg.SymBand.InverseBandSquared]).
 // The higher orders add a factor 1/(1 - delta), delta = c u absL / llLo
 // >= ||Y F||. Unlike the normwise u cond(T), this follows the scaling D:
-// measured, it is 10 to 200 times the actual error (TestStructuredBoundMomentum)
-// where u cond(T) was up to 10^6 times. Per-entry bounds go to entryErrors;
-// the largest relative one is returned.
+// measured, it is 37 to 690 times the actual error
+// (TestStructuredBoundMomentum) where u cond(T) was up to 10^6 times. At
+// R <= denseMax each entry's bound is also compared with |ph_i - dense_i|
+// plus the dense path's own bound (the triangle inequality; 1.0 to 55
+// times the actual error), and the smaller is kept. Per-entry bounds go to
+// entryErrors; the largest relative one is returned.
 func (e *structuredEvaluator) bandErrorBound(ctx context.Context, v, ph []float64) (float64, error) {
 	n, k := len(v), e.k
 	u := 0x1p-53
