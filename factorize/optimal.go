@@ -308,6 +308,26 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		x0 = make([]float64, w.R()) // v = 1
 	}
 	sol, err := fixedPointFrom(ctx, ev, x0, opt)
+	var nc *NotConvergedError
+	if se, ok := ev.(*structuredEvaluator); ok && se.k > 1 && opt.Method == Auto && w.R() <= bandDenseCheck &&
+		errors.As(err, &nc) && nc.Floor > opt.Tol {
+		// The band case's phi carries rounding of order u cond(T) that
+		// its bound (bandErrorBound) does not let certify the target;
+		// where R allows, the dense path, whose evaluation is more
+		// accurate on these workloads, tries, and the lower floor is
+		// reported if both fail.
+		ev = newDenseEvaluator(w)
+		if x0, err = denseWarmStart(ctx, w); err != nil {
+			return nil, err
+		}
+		if x0 == nil {
+			x0 = make([]float64, w.R())
+		}
+		var dnc *NotConvergedError
+		if sol, err = fixedPointFrom(ctx, ev, x0, opt); errors.As(err, &dnc) && !(dnc.Floor > 0 && dnc.Floor < nc.Floor) {
+			err = nc
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -600,6 +620,8 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 				nc := &NotConvergedError{Iter: it, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower, Stalled: true, Floor: floor}
 				if crossFloor > 0 {
 					nc.Cause = "the evaluation's rounding, which the certified bounds showed larger than its a-priori bound when they crossed,"
+				} else if rc, ok := ev.(interface{ roundingCause() string }); ok {
+					nc.Cause = rc.roundingCause()
 				}
 				return nil, nc
 			}

@@ -302,8 +302,13 @@ func TestDenseRoundingEstimate(t *testing.T) {
 		errs := de.entryErrors()
 		st, stEps := make([]float64, n), math.NaN()
 		if _, ok := w.InverseBand(); ok {
-			stEps, err = newStructuredEvaluator(w).phi(ctx, v, st)
+			se := newStructuredEvaluator(w)
+			stEps, err = se.phi(ctx, v, st)
 			require.NoError(t, err)
+			if math.IsNaN(stEps) { // the band case (k >= 2)
+				stEps, err = se.errorBound(ctx, v, st)
+				require.NoError(t, err)
+			}
 		}
 
 		worst, sumErr, sumBound, stWorst := 0.0, 0.0, 0.0, math.NaN()
@@ -317,6 +322,9 @@ func TestDenseRoundingEstimate(t *testing.T) {
 			sumErr += d
 			sumBound += errs[i]
 			stWorst = math.Max(stWorst, (ref.absDiff(i, st[i])+ref.absErr)/(ref.phi[i]-ref.absErr))
+		}
+		if !math.IsNaN(stEps) {
+			assert.LessOrEqual(t, stWorst, stEps, "%s R=%d: the structured path's bound", name, n)
 		}
 		assert.LessOrEqual(t, worst, bound, "%s R=%d: largest relative error", name, n)
 		assert.LessOrEqual(t, sumErr, sumBound, "%s R=%d: summed error", name, n)
@@ -351,16 +359,32 @@ func TestCrossedBoundsRaiseTheError(t *testing.T) {
 // Momentum 0.99 at R = 100: the structured path forms T explicitly and its
 // a-priori rounding bound was too small there (the best bounds crossed, and
 // a negative gap was reported as certified). The solver must now either
-// certify a non-negative gap or say what it can certify.
+// certify a non-negative gap or say what it can certify. The structured
+// path alone now stops at the floor of its band bound (bandErrorBound);
+// Auto then tries the dense path, which certifies the default tolerance,
+// and the structured path's certificate at the tolerance it advises holds
+// the dense path's value.
 func TestMomentumNoCrossedCertificate(t *testing.T) {
 	w, err := Momentum(100, 0.99)
 	require.NoError(t, err)
-	f, err := Optimal(context.Background(), w, Options{LossOnly: true})
-	if err != nil {
-		var nc *NotConvergedError
-		require.True(t, errors.As(err, &nc), "%v", err)
-		assert.Greater(t, nc.Floor, 0.0)
-		return
-	}
+	ctx := context.Background()
+	f, err := Optimal(ctx, w, Options{LossOnly: true})
+	require.NoError(t, err)
 	assert.GreaterOrEqual(t, f.Gap, 0.0)
+	assert.LessOrEqual(t, f.Gap, DefaultTol)
+	d, err := Optimal(ctx, w, Options{LossOnly: true, Method: Dense})
+	require.NoError(t, err)
+	assert.Equal(t, d.Metrics.Loss, f.Metrics.Loss, "Auto's fallback is the dense path")
+
+	_, err = Optimal(ctx, w, Options{LossOnly: true, Method: Structured})
+	var nc *NotConvergedError
+	require.True(t, errors.As(err, &nc), "%v", err)
+	assert.Greater(t, nc.Floor, DefaultTol)
+	assert.ErrorContains(t, err, "formed band matrix T")
+	tol, _ := nc.Advice()
+	s, err := Optimal(ctx, w, Options{LossOnly: true, Method: Structured, Tol: tol})
+	require.NoError(t, err)
+	// Both certified intervals [loss / (1 + gap), loss] hold the optimum.
+	assert.LessOrEqual(t, s.Metrics.Loss/(1+s.Gap), d.Metrics.Loss)
+	assert.LessOrEqual(t, d.Metrics.Loss/(1+d.Gap), s.Metrics.Loss)
 }
