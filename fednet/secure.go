@@ -459,14 +459,6 @@ func trimSecagg(err error) string {
 	return msg
 }
 
-// receivedMasked is what the receiving goroutine of SubmitMasked got.
-type receivedMasked struct {
-	i, r int
-	a    uint32
-	y    []uint64
-	err  error
-}
-
 // SubmitMasked implements the Federation service: a learner's masked
 // input y_u (phase 2), under the same limits as SubmitUpdate. It is added
 // to the round's sum at once and not kept.
@@ -479,73 +471,49 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 	if rj != nil {
 		return s.logged(rj)
 	}
-	if rj := s.uploads.acquire(id, true); rj != nil {
-		rj.call = call
-		return s.logged(rj)
-	}
-	perLearner := id
-	done := bothDone(func() { s.uploads.release(perLearner, true) })
-	defer done()
-	got := make(chan receivedMasked, 1)
-	go func() {
-		defer done()
-		got <- s.receiveMasked(stream, id, &perLearner)
-	}()
-	t := time.NewTimer(s.opt.CallTimeout)
-	defer t.Stop()
-	var res receivedMasked
-	select {
-	case res = <-got:
-	case <-t.C:
-		return s.logged(refusal(codes.DeadlineExceeded, call, -1, -1, "upload not complete within %v", s.opt.CallTimeout))
-	}
-	if res.err != nil {
-		if rj, ok := res.err.(*rejection); ok {
+	return upload(s, call, id, func(perLearner *int) received[uint64] { return s.receiveMasked(stream, id, perLearner) }, func(res received[uint64]) error {
+		s.mu.Lock()
+		if rj := s.secureError(call, res.i, res.r, res.a, secagg.PhaseMasked); rj != nil {
+			s.mu.Unlock()
 			return s.logged(rj)
 		}
-		return s.recvError(call, res.i, res.r, res.err)
-	}
-	s.mu.Lock()
-	if rj := s.secureError(call, res.i, res.r, res.a, secagg.PhaseMasked); rj != nil {
+		sr := s.sec
+		if sr.answered[res.i] {
+			s.mu.Unlock()
+			return s.reject(codes.AlreadyExists, call, res.i, res.r, "duplicate masked input: learner %d already sent one for attempt %d", res.i, res.a)
+		}
+		if err := sr.agg.Masked(res.i, res.x); err != nil {
+			s.mu.Unlock()
+			return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", trimSecagg(err))
+		}
+		if s.hooks.record != nil {
+			s.hooks.record(secEvent{Round: res.r, Attempt: res.a, Phase: secagg.PhaseMasked, From: res.i, Masked: slices.Clone(res.x)})
+		}
+		sr.answer(res.i, [sha256.Size]byte{})
 		s.mu.Unlock()
-		return s.logged(rj)
-	}
-	sr := s.sec
-	if sr.answered[res.i] {
-		s.mu.Unlock()
-		return s.reject(codes.AlreadyExists, call, res.i, res.r, "duplicate masked input: learner %d already sent one for attempt %d", res.i, res.a)
-	}
-	if err := sr.agg.Masked(res.i, res.y); err != nil {
-		s.mu.Unlock()
-		return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", trimSecagg(err))
-	}
-	if s.hooks.record != nil {
-		s.hooks.record(secEvent{Round: res.r, Attempt: res.a, Phase: secagg.PhaseMasked, From: res.i, Masked: slices.Clone(res.y)})
-	}
-	sr.answer(res.i, [sha256.Size]byte{})
-	s.mu.Unlock()
-	return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
+		return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
+	})
 }
 
 // receiveMasked receives one masked input, checking every chunk against
 // the first and the open phase before it grows the vector.
-func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse], id int, perLearner *int) receivedMasked {
+func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse], id int, perLearner *int) received[uint64] {
 	const call = "SubmitMasked"
 	first, err := stream.Recv()
 	if err != nil {
-		return receivedMasked{i: -1, r: -1, err: err}
+		return received[uint64]{i: -1, r: -1, err: err}
 	}
 	i, r, a, dim := int(first.GetLearner()), int(first.GetRound()), first.GetAttempt(), int(first.GetDim())
-	fail := func(code codes.Code, format string, args ...any) receivedMasked {
-		return receivedMasked{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
+	fail := func(code codes.Code, format string, args ...any) received[uint64] {
+		return received[uint64]{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
 	}
 	if rj := s.learnerError(stream.Context(), call, i); rj != nil {
-		return receivedMasked{i: i, r: r, err: rj}
+		return received[uint64]{i: i, r: r, err: rj}
 	}
 	if id < 0 {
 		if rj := s.uploads.acquire(i, false); rj != nil {
 			rj.call, rj.round = call, r
-			return receivedMasked{i: i, r: r, err: rj}
+			return received[uint64]{i: i, r: r, err: rj}
 		}
 		*perLearner = i
 	}
@@ -559,7 +527,7 @@ func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChun
 	}
 	s.mu.Unlock()
 	if rj != nil {
-		return receivedMasked{i: i, r: r, err: rj}
+		return received[uint64]{i: i, r: r, err: rj}
 	}
 	y, bad, err := collect(first, stream.Recv, dim, "masked input", func(c *flv1.MaskedChunk) string {
 		if int(c.GetLearner()) != i || int(c.GetRound()) != r || c.GetAttempt() != a || int(c.GetDim()) != dim {
@@ -568,12 +536,12 @@ func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChun
 		return ""
 	})
 	if err != nil {
-		return receivedMasked{i: i, r: r, err: err}
+		return received[uint64]{i: i, r: r, err: err}
 	}
 	if bad != "" {
 		return fail(codes.InvalidArgument, "%s", bad)
 	}
-	return receivedMasked{i: i, r: r, a: a, y: y}
+	return received[uint64]{i: i, r: r, a: a, x: y}
 }
 
 // awaitPhase waits until the open phase of sr may close: every expected

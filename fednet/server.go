@@ -853,12 +853,53 @@ func sendModel(stream grpc.ServerStreamingServer[flv1.ModelChunk], run runID, di
 	return nil
 }
 
-// received is what the receiving goroutine of SubmitUpdate got: an
-// update of learner i for round r, or why not (err, not yet logged).
-type received struct {
+// received is what the receiving goroutine of an upload got: a vector x
+// (an update, or a masked input of attempt a) of learner i for round r,
+// or why not (err, not yet logged).
+type received[T any] struct {
 	i, r int
-	u    []float64
+	a    uint32
+	x    []T
 	err  error // a *rejection, or the error of a failed receive
+}
+
+// upload runs receive, one upload's receiving goroutine, under the upload
+// limits (ServerOptions.MaxUploads, MaxUploadsPerLearner) and
+// CallTimeout, and hands what it delivered before the deadline to use,
+// while the upload's slot is still held; otherwise it returns the error
+// the handler is to return (logged): a refusal, a failed receive, or
+// DeadlineExceeded, after which the upload is dropped whatever the
+// goroutine does with it. id is the authenticated learner (-1 without
+// authentication: the first chunk names the learner, whose slot receive
+// takes and records in *perLearner).
+func upload[T any](s *Server, call string, id int, receive func(perLearner *int) received[T], use func(received[T]) error) error {
+	if rj := s.uploads.acquire(id, true); rj != nil {
+		rj.call = call
+		return s.logged(rj)
+	}
+	perLearner := id // the learner whose slot is taken, -1 for none
+	done := bothDone(func() { s.uploads.release(perLearner, true) })
+	defer done()
+	got := make(chan received[T], 1)
+	go func() {
+		defer done()
+		got <- receive(&perLearner)
+	}()
+	t := time.NewTimer(s.opt.CallTimeout)
+	defer t.Stop()
+	var res received[T]
+	select {
+	case res = <-got:
+	case <-t.C:
+		return s.logged(refusal(codes.DeadlineExceeded, call, -1, -1, "upload not complete within %v", s.opt.CallTimeout))
+	}
+	if res.err != nil {
+		if rj, ok := res.err.(*rejection); ok {
+			return s.logged(rj)
+		}
+		return s.recvError(call, res.i, res.r, res.err)
+	}
+	return use(res)
 }
 
 // SubmitUpdate implements the Federation service. Uploads in progress are
@@ -883,49 +924,24 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	}
 	// With authentication the learner's own limit applies at once;
 	// without, the first chunk names the learner.
-	if rj := s.uploads.acquire(id, true); rj != nil {
-		rj.call = call
-		return s.logged(rj)
-	}
-	perLearner := id // the learner whose slot is taken, -1 for none
-	done := bothDone(func() { s.uploads.release(perLearner, true) })
-	defer done()
-	got := make(chan received, 1)
-	go func() {
-		defer done()
-		res := s.receive(stream, id, &perLearner)
-		got <- res
-	}()
-	t := time.NewTimer(s.opt.CallTimeout)
-	defer t.Stop()
-	var res received
-	select {
-	case res = <-got:
-	case <-t.C:
-		return s.logged(refusal(codes.DeadlineExceeded, call, -1, -1, "upload not complete within %v", s.opt.CallTimeout))
-	}
-	if res.err != nil {
-		if rj, ok := res.err.(*rejection); ok {
+	return upload(s, call, id, func(perLearner *int) received[float64] { return s.receive(stream, id, perLearner) }, func(res received[float64]) error {
+		s.mu.Lock()
+		if rj := s.openError(call, res.i, res.r); rj != nil {
+			s.mu.Unlock()
 			return s.logged(rj)
 		}
-		return s.recvError(call, res.i, res.r, res.err)
-	}
-	s.mu.Lock()
-	if rj := s.openError(call, res.i, res.r); rj != nil {
+		s.updates[res.i] = res.x
+		s.submitted[res.i] = res.r
+		s.got++
+		if s.got == s.opt.Shape.Learners {
+			close(s.full)
+		}
+		if s.got == s.opt.MinLearners && s.got < s.opt.Shape.Learners {
+			close(s.quorum)
+		}
 		s.mu.Unlock()
-		return s.logged(rj)
-	}
-	s.updates[res.i] = res.u
-	s.submitted[res.i] = res.r
-	s.got++
-	if s.got == s.opt.Shape.Learners {
-		close(s.full)
-	}
-	if s.got == s.opt.MinLearners && s.got < s.opt.Shape.Learners {
-		close(s.quorum)
-	}
-	s.mu.Unlock()
-	return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
+		return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
+	})
 }
 
 // receive receives and checks one update. id is the authenticated learner
@@ -933,24 +949,24 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 // upload slot of the learner the first chunk names and records it in
 // *perLearner. The update grows as its chunks arrive, so a stalled upload
 // holds only what it was sent.
-func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse], id int, perLearner *int) received {
+func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse], id int, perLearner *int) received[float64] {
 	const call = "SubmitUpdate"
 	ctx := stream.Context()
 	first, err := stream.Recv()
 	if err != nil {
-		return received{i: -1, r: -1, err: err}
+		return received[float64]{i: -1, r: -1, err: err}
 	}
 	i, r, dim := int(first.GetLearner()), int(first.GetRound()), int(first.GetDim())
-	fail := func(code codes.Code, format string, args ...any) received {
-		return received{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
+	fail := func(code codes.Code, format string, args ...any) received[float64] {
+		return received[float64]{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
 	}
 	if rj := s.learnerError(ctx, call, i); rj != nil {
-		return received{i: i, r: r, err: rj}
+		return received[float64]{i: i, r: r, err: rj}
 	}
 	if id < 0 {
 		if rj := s.uploads.acquire(i, false); rj != nil {
 			rj.call, rj.round = call, r
-			return received{i: i, r: r, err: rj}
+			return received[float64]{i: i, r: r, err: rj}
 		}
 		*perLearner = i
 	}
@@ -961,7 +977,7 @@ func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv
 	rj := s.openError(call, i, r)
 	s.mu.Unlock()
 	if rj != nil {
-		return received{i: i, r: r, err: rj}
+		return received[float64]{i: i, r: r, err: rj}
 	}
 	u, bad, err := collect(first, stream.Recv, dim, "update", func(c *flv1.UpdateChunk) string {
 		if int(c.GetLearner()) != i || int(c.GetRound()) != r || int(c.GetDim()) != dim {
@@ -970,7 +986,7 @@ func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv
 		return ""
 	})
 	if err != nil {
-		return received{i: i, r: r, err: err}
+		return received[float64]{i: i, r: r, err: err}
 	}
 	if bad != "" {
 		return fail(codes.InvalidArgument, "%s", bad)
@@ -978,7 +994,7 @@ func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv
 	if err := s.core.CheckUpdate(u); err != nil {
 		return fail(codes.InvalidArgument, "%s", trimPrefix(err))
 	}
-	return received{i: i, r: r, u: u}
+	return received[float64]{i: i, r: r, x: u}
 }
 
 // checkWitness compares what learner i has received (its witness in req)
