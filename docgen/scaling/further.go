@@ -87,12 +87,17 @@ func buildAt(ctx context.Context, root, rev, dir string) (string, error) {
 		return "", fmt.Errorf("git archive %s: %v: %s", rev, err, strings.TrimSpace(string(out)))
 	}
 	bin := filepath.Join(dir, "mfsolve-"+rev)
+	return bin, goBuild(ctx, src, bin)
+}
+
+// goBuild builds cmd/mfsolve of the module at dir into bin.
+func goBuild(ctx context.Context, dir, bin string) error {
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mfsolve")
-	build.Dir = src
+	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build at %s: %v: %s", rev, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("go build ./cmd/mfsolve in %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
 	}
-	return bin, nil
+	return nil
 }
 
 // runFurther measures the section.
@@ -109,10 +114,8 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "mfsolve")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mfsolve")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build ./cmd/mfsolve: %v: %s", err, strings.TrimSpace(string(out)))
+	if err := goBuild(ctx, root, bin); err != nil {
+		return nil, err
 	}
 	logf(log, "further: building the reference mfsolve at %s", furtherRef)
 	ref, err := buildAt(ctx, root, furtherRef, tmp)
@@ -294,10 +297,6 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 		if t.RSS > 0 {
 			limit += fmt.Sprintf(", %s", mb(float64(t.RSS)))
 		}
-		result := "**FAIL**"
-		if t.pass() {
-			result = "**PASS**"
-		}
 		meas := secs(t.M.Seconds)
 		if t.Err != "" {
 			meas = "error: " + t.Err
@@ -311,7 +310,7 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 				ratio = fmt.Sprintf("%.1f", t.Ref.Seconds/t.M.Seconds)
 			}
 		}
-		p("| %s | `mfsolve %s` | %s | %s | %d | %s | %d | %.1e | %s | %d | %s | %s |", t.Name, strings.Join(t.Args, " "), limit, meas, t.M.Runs, mb(float64(t.M.MaxRSS)), t.M.Last.Iterations, t.M.Last.Gap, refS, t.Ref.Runs, ratio, result)
+		p("| %s | `mfsolve %s` | %s | %s | %d | %s | %d | %.1e | %s | %d | %s | %s |", t.Name, strings.Join(t.Args, " "), limit, meas, t.M.Runs, mb(float64(t.M.MaxRSS)), t.M.Last.Iterations, t.M.Last.Gap, refS, t.Ref.Runs, ratio, passFail(t.pass()))
 	}
 	p("")
 	p("Not run: the reference B and C at R = 10,000 (minutes, O(R^3)); the reference of `-strategy optimal:path=dense`, which commit %s does not have; the references of the general workloads at R = %d (minutes: the ratio of the dense path is measured at R = 1000). The general workloads are those of the general-path target above (`window*.npy`, `noisy*.npy`, written by the benchmark; their inverses are not banded, so mfsolve takes the dense path); the prefix-sum row forces the dense path on the workload the structured path also solves. The limit of 60 s is the target at R = %d; at R = 1000 it is only a bound.", furtherRef, furtherGeneralR, furtherGeneralR)
@@ -319,7 +318,7 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 		if slices.ContainsFunc(t.Args, func(a string) bool { return strings.Contains(a, "path=dense") }) && t.Err == "" && res.StructuredLoss > 0 {
 			d := math.Abs(t.M.Last.Loss/res.StructuredLoss - 1)
 			p("")
-			p("Agreement at R = %d (prefix sums): the dense path's certified loss %.12g (gap %.1e) against the structured path's %.12g (gap %.1e, `factorize.Optimal` in this process): relative difference %.1e, within the sum of the two gaps: **%s**.", furtherGeneralR, t.M.Last.Loss, t.M.Last.Gap, res.StructuredLoss, res.StructuredGap, d, pf(d <= t.M.Last.Gap+res.StructuredGap+1e-15))
+			p("Agreement at R = %d (prefix sums): the dense path's certified loss %.12g (gap %.1e) against the structured path's %.12g (gap %.1e, `factorize.Optimal` in this process): relative difference %.1e, within the sum of the two gaps: %s.", furtherGeneralR, t.M.Last.Loss, t.M.Last.Gap, res.StructuredLoss, res.StructuredGap, d, passFail(d <= t.M.Last.Gap+res.StructuredGap+1e-15))
 		}
 	}
 	p("")
@@ -354,23 +353,16 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 		}
 	}
 	p("")
-	p("K = 8 within 1%%: **%s**; K = 16 within 0.1%%: **%s**.", pf(ok8), pf(ok16))
+	p("K = 8 within 1%%: %s; K = 16 within 0.1%%: %s.", passFail(ok8), passFail(ok16))
 	p("")
 	p("![Excess loss over the certified optimum against the number of buffers](%s)", plot)
 	p("")
 	ratio := res.MechSecs / res.IndepSecs
-	p("Mechanism throughput at d = %d (`mechanism.New` on the semiseparable factorization with K = %d, R = %d, against independent noise, which only draws d Gaussians per round; default workers, one per core; median seconds per round over %d rounds, median of 3 interleaved passes; the independent mechanism is itself the counter-based draw of d Gaussians and a scaling, and `BenchmarkMechanism` in bench/ compares single-worker rounds with a bare ChaCha8 draw, see docs/mechanisms.md): %s per round against %s, ratio %.2f (target at most 2): **%s**. State: K d float64 = %s.", res.MechDim, res.MechK, res.MechRounds, res.MechRounds, secs(res.MechSecs), secs(res.IndepSecs), ratio, pf(ratio <= 2), mb(float64(res.MechK*res.MechDim*8)))
+	p("Mechanism throughput at d = %d (`mechanism.New` on the semiseparable factorization with K = %d, R = %d, against independent noise, which only draws d Gaussians per round; default workers, one per core; median seconds per round over %d rounds, median of 3 interleaved passes; the independent mechanism is itself the counter-based draw of d Gaussians and a scaling, and `BenchmarkMechanism` in bench/ compares single-worker rounds with a bare ChaCha8 draw, see docs/mechanisms.md): %s per round against %s, ratio %.2f (target at most 2): %s. State: K d float64 = %s.", res.MechDim, res.MechK, res.MechRounds, res.MechRounds, secs(res.MechSecs), secs(res.IndepSecs), ratio, passFail(ratio <= 2), mb(float64(res.MechK*res.MechDim*8)))
 	p("")
 	p("Reproduce on a quiet machine: `go run ./docgen/scaling -out docs/scaling.md -further-only` (this section), or the commands in the table one by one (`go build -o mfsolve ./cmd/mfsolve`; for the reference, `git archive %s | tar -x -C /tmp/ref && (cd /tmp/ref && go build -o mfsolve-ref ./cmd/mfsolve)`).", furtherRef)
 	p(furtherEnd)
 	return b.String()
-}
-
-func pf(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "FAIL"
 }
 
 // plot draws excess against K, one line per strategy and R.

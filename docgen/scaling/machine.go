@@ -10,18 +10,17 @@ import (
 
 // machine describes where the measurements ran.
 type machine struct {
-	CPU         string // model name from /proc/cpuinfo
-	NumCPU      int
-	GOMAXPROCS  int
-	GoVersion   string // of the toolchain that built this command
-	GoOnPath    string // `go version` of the toolchain that builds mfsolve
-	OS, Arch    string
-	MemTotal    string // from /proc/meminfo
-	CoreType    string // OPENBLAS_CORETYPE, if set
-	LoadBefore  string // /proc/loadavg at the start
-	LoadAfter   string // /proc/loadavg at the end
-	Kernel      string
-	MeasuredUTC string
+	CPU        string // model name from /proc/cpuinfo
+	NumCPU     int
+	GOMAXPROCS int
+	GoVersion  string // of the toolchain that built this command
+	GoOnPath   string // `go version` of the toolchain that builds mfsolve
+	OS, Arch   string
+	MemTotal   string // from /proc/meminfo
+	CoreType   string // OPENBLAS_CORETYPE, if set
+	LoadBefore string // /proc/loadavg at the start
+	LoadAfter  string // /proc/loadavg at the end
+	Kernel     string
 }
 
 // describeMachine collects what can be found about the machine; missing

@@ -151,11 +151,7 @@ func participationMarkdown(runs []partRun, cmdLine string, when time.Time) strin
 	for _, r := range runs {
 		limit, result := "", ""
 		if r.Target {
-			limit = fmt.Sprintf("%.0f s", partLimit)
-			result = "**FAIL**"
-			if r.pass() {
-				result = "**PASS**"
-			}
+			limit, result = fmt.Sprintf("%.0f s", partLimit), passFail(r.pass())
 		}
 		switch {
 		case r.Err != "":

@@ -6,33 +6,21 @@ import (
 	"github.com/dpmf/dpmf/internal/figure"
 )
 
-// series is one line of the plot: times (seconds) against R.
-type series struct {
-	Name   string
-	Dashed bool
-	X, Y   []float64
-}
-
-// logLogSVG draws the series on log-log axes (package figure, on
-// gonum.org/v1/plot) and returns the SVG document. Points with a
-// non-positive coordinate are left out. Solid series past the palette's
+// logLogSVG draws the series (times in seconds against R; Dashes 0 for
+// solid, 1 for dashed) on log-log axes (package figure, on
+// gonum.org/v1/plot) with markers and returns the SVG document. Points with
+// a non-positive coordinate are left out. Solid series past the palette's
 // length are dash-dotted, so that no two series look the same.
-func logLogSVG(title, xLabel, yLabel string, ss []series) ([]byte, error) {
+func logLogSVG(title, xLabel, yLabel string, ss []figure.Series) ([]byte, error) {
 	p := figure.Panel{Title: title, XLabel: xLabel, YLabel: yLabel, LogX: true, LogY: true}
 	for i, s := range ss {
-		fs := figure.Series{Name: s.Name, X: s.X, Y: s.Y, Color: i, Points: true}
-		if s.Dashed {
-			fs.Dashes = 1
-		} else if i >= len(figure.Palette) {
-			// The palette comes round again: tell the line from the
-			// first one of its colour.
-			fs.Dashes = 3
+		s.Color, s.Points = i, true
+		if s.Dashes == 0 && i >= len(figure.Palette) {
+			s.Dashes = 3 // the palette comes round again
 		}
-		p.Series = append(p.Series, fs)
+		p.Series = append(p.Series, s)
 	}
 	var b bytes.Buffer
-	if err := (figure.Figure{Panels: []figure.Panel{p}, Width: 8 * 72, Height: 5 * 72}).SVG(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	err := figure.Figure{Panels: []figure.Panel{p}, Width: 8 * 72, Height: 5 * 72}.SVG(&b)
+	return b.Bytes(), err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,45 +71,7 @@ func parseReport(md string) (*parsedReport, error) {
 			continue // header
 		}
 		bad := func(err error) error { return fmt.Errorf("report line %d: %v", n+1, err) }
-		switch section {
-		case headDense:
-			if len(cells) < 3 {
-				return nil, bad(fmt.Errorf("want strategy, R and time"))
-			}
-			r, err := strconv.Atoi(cells[1])
-			if err != nil {
-				return nil, bad(err)
-			}
-			t, err := parseSecs(cells[2])
-			if err != nil {
-				return nil, bad(err)
-			}
-			if _, ok := rep.dense[cells[0]]; !ok {
-				rep.strategies = append(rep.strategies, cells[0])
-			}
-			rep.dense[cells[0]] = append(rep.dense[cells[0]], measurement{R: r, Seconds: t})
-		case headLossOnly, headGeneral, headPlain:
-			if len(cells) < 2 {
-				return nil, bad(fmt.Errorf("want R and time"))
-			}
-			r, err := strconv.Atoi(cells[0])
-			if err != nil {
-				return nil, bad(err)
-			}
-			t, err := parseSecs(cells[1])
-			if err != nil {
-				return nil, bad(err)
-			}
-			m := measurement{R: r, Seconds: t}
-			switch section {
-			case headLossOnly:
-				rep.lossOnly = append(rep.lossOnly, m)
-			case headGeneral:
-				rep.general = append(rep.general, m)
-			default:
-				rep.plain = append(rep.plain, m)
-			}
-		case headStream:
+		if section == headStream {
 			if len(cells) < 5 {
 				return nil, bad(fmt.Errorf("want strategy, R, K, loss and excess"))
 			}
@@ -116,12 +79,38 @@ func parseReport(md string) (*parsedReport, error) {
 			k, err2 := strconv.Atoi(cells[2])
 			loss, err3 := strconv.ParseFloat(cells[3], 64)
 			excess, err4 := strconv.ParseFloat(cells[4], 64)
-			for _, err := range []error{err1, err2, err3, err4} {
-				if err != nil {
-					return nil, bad(err)
-				}
+			if err := errors.Join(err1, err2, err3, err4); err != nil {
+				return nil, bad(err)
 			}
 			rep.stream = append(rep.stream, semisepRow{Strategy: cells[0], R: r, K: k, Loss: loss, Excess: excess})
+			continue
+		}
+		// R and time, after the strategy in the dense table.
+		rc := 0
+		if section == headDense {
+			rc = 1
+		}
+		if len(cells) < rc+2 {
+			return nil, bad(fmt.Errorf("want %d cells with R and time, got %d", rc+2, len(cells)))
+		}
+		r, err1 := strconv.Atoi(cells[rc])
+		t, err2 := parseSecs(cells[rc+1])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, bad(err)
+		}
+		m := measurement{R: r, Seconds: t}
+		switch section {
+		case headDense:
+			if _, ok := rep.dense[cells[0]]; !ok {
+				rep.strategies = append(rep.strategies, cells[0])
+			}
+			rep.dense[cells[0]] = append(rep.dense[cells[0]], m)
+		case headLossOnly:
+			rep.lossOnly = append(rep.lossOnly, m)
+		case headGeneral:
+			rep.general = append(rep.general, m)
+		default:
+			rep.plain = append(rep.plain, m)
 		}
 	}
 	if len(rep.strategies) == 0 {

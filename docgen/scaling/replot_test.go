@@ -57,7 +57,7 @@ func TestParseReportRoundTrip(t *testing.T) {
 		t.Fatalf("%d series, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if got[i].Name != want[i].Name || got[i].Dashed != want[i].Dashed || len(got[i].X) != len(want[i].X) {
+		if got[i].Name != want[i].Name || got[i].Dashes != want[i].Dashes || len(got[i].X) != len(want[i].X) {
 			t.Errorf("series %d: %s (%d points), want %s (%d points)", i, got[i].Name, len(got[i].X), want[i].Name, len(want[i].X))
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpmf/dpmf/bench"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/figure"
 )
 
 // Sizes of the measurements.
@@ -341,11 +342,11 @@ func find(ms []measurement, r int) (measurement, bool) {
 	return measurement{}, false
 }
 
-// plotSeries returns the lines of the plot.
-func (res *results) plotSeries() []series {
-	var ss []series
-	add := func(name string, dashed bool, ms []measurement) {
-		s := series{Name: name, Dashed: dashed}
+// plotSeries returns the lines of the plot (see logLogSVG).
+func (res *results) plotSeries() []figure.Series {
+	var ss []figure.Series
+	add := func(name string, dashes int, ms []measurement) {
+		s := figure.Series{Name: name, Dashes: dashes}
 		for _, m := range ms {
 			s.X = append(s.X, float64(m.R))
 			s.Y = append(s.Y, m.Seconds)
@@ -357,11 +358,11 @@ func (res *results) plotSeries() []series {
 		if s == factorize.StrategyOptimal {
 			name = "optimal (B and C)"
 		}
-		add(name, false, res.dense[s])
+		add(name, 0, res.dense[s])
 	}
-	add("optimal, loss only", true, res.lossOnly)
-	add("optimal, general path", true, res.general)
-	add("plain dense fixed point", true, res.plain)
+	add("optimal, loss only", 1, res.lossOnly)
+	add("optimal, general path", 1, res.general)
+	add("plain dense fixed point", 1, res.plain)
 	return ss
 }
 

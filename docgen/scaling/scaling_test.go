@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/figure"
 )
 
 func TestMedian(t *testing.T) {
@@ -80,9 +81,9 @@ func TestMeasureTakesMedian(t *testing.T) {
 }
 
 func TestLogLogSVG(t *testing.T) {
-	ss := []series{
+	ss := []figure.Series{
 		{Name: "a <&> b", X: []float64{100, 1000, 10000}, Y: []float64{0.001, 0.01, 0.1}},
-		{Name: "single", Dashed: true, X: []float64{100}, Y: []float64{1}},
+		{Name: "single", Dashes: 1, X: []float64{100}, Y: []float64{1}},
 		{Name: "with zero", X: []float64{100, 200}, Y: []float64{0, 0.5}},
 	}
 	svg, err := logLogSVG("title", "R", "time (s)", ss)

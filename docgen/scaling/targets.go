@@ -87,10 +87,8 @@ func (res *results) runTargets(ctx context.Context, tmp string, log io.Writer) e
 	bin := filepath.Join(tmp, "mfsolve")
 	logf(log, "go build -o %s ./cmd/mfsolve", bin)
 	start := time.Now()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mfsolve")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/mfsolve: %v: %s", err, strings.TrimSpace(string(out)))
+	if err := goBuild(ctx, root, bin); err != nil {
+		return err
 	}
 	res.buildSecs = time.Since(start).Seconds()
 
