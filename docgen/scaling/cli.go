@@ -125,26 +125,23 @@ type cliMeasurement struct {
 // failed run and returns its error, with that run's time.
 func measureCLI(ctx context.Context, dir, bin string, args []string, reps int, before func() error) (cliMeasurement, error) {
 	var m cliMeasurement
-	var secs []float64
-	runs := reps
-	for i := 0; i < runs; i++ {
+	secs, err := repeat(reps, func() (float64, error) {
 		if before != nil {
 			if err := before(); err != nil {
-				return m, err
+				return 0, err
 			}
 		}
 		r, err := runCLI(ctx, dir, bin, args)
 		if err != nil {
-			return cliMeasurement{Runs: 1, Seconds: r.Seconds, MaxRSS: r.MaxRSS}, err
+			m = cliMeasurement{Runs: 1, Seconds: r.Seconds, MaxRSS: r.MaxRSS}
+			return 0, err
 		}
-		secs = append(secs, r.Seconds)
-		m.MaxRSS = max(m.MaxRSS, r.MaxRSS)
-		m.Last = r.Out
-		if i == 0 {
-			runs = runsAfter(reps, r.Seconds)
-		}
+		m.MaxRSS, m.Last = max(m.MaxRSS, r.MaxRSS), r.Out
+		return r.Seconds, nil
+	})
+	if err != nil {
+		return m, err
 	}
-	m.Runs = len(secs)
-	m.Seconds = median(secs)
+	m.Runs, m.Seconds = len(secs), median(secs)
 	return m, nil
 }

@@ -121,14 +121,3 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	})
 }
-
-// checkWritable fails early, before a long run, if path's directory does not
-// accept new files.
-func checkWritable(flagName, path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".scaling-probe-*")
-	if err != nil {
-		return fmt.Errorf("%s %s: directory not writable: %v", flagName, path, err)
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}

@@ -70,21 +70,34 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// measure runs fn up to reps times (see runsAfter) and returns the medians.
-func measure(r, reps int, fn func() (outcome, error)) (measurement, error) {
-	var secs, allocs, peaks []float64
-	var out outcome
-	runs := reps
-	for i := 0; i < runs; i++ {
-		s, a, p, o, err := timeOnce(fn)
+// repeat calls once, which returns the seconds a run took, up to reps
+// times (see runsAfter), and returns the seconds of each run. It stops at
+// the first error.
+func repeat(reps int, once func() (float64, error)) ([]float64, error) {
+	var secs []float64
+	for runs := reps; len(secs) < runs; {
+		s, err := once()
 		if err != nil {
-			return measurement{}, err
+			return secs, err
 		}
-		secs, allocs, peaks = append(secs, s), append(allocs, float64(a)), append(peaks, float64(p))
-		out = o
-		if i == 0 {
+		if secs = append(secs, s); len(secs) == 1 {
 			runs = runsAfter(reps, s)
 		}
+	}
+	return secs, nil
+}
+
+// measure runs fn up to reps times (see runsAfter) and returns the medians.
+func measure(r, reps int, fn func() (outcome, error)) (measurement, error) {
+	var allocs, peaks []float64
+	var out outcome
+	secs, err := repeat(reps, func() (float64, error) {
+		s, a, p, o, err := timeOnce(fn)
+		allocs, peaks, out = append(allocs, float64(a)), append(peaks, float64(p)), o
+		return s, err
+	})
+	if err != nil {
+		return measurement{}, err
 	}
 	return measurement{
 		R: r, Runs: len(secs), Out: out,

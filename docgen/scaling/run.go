@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpmf/dpmf/bench"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/figure"
 )
 
@@ -88,10 +89,8 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	if cfg.replot {
 		return replot(cfg, log)
 	}
-	if err := checkWritable("-out", cfg.out); err != nil {
-		return err
-	}
-	if err := checkWritable("-svg", cfg.svg); err != nil {
+	// Fail before a long run on an output that cannot be written.
+	if err := cli.CheckOutputs([]cli.File{{Flag: "-out", Path: cfg.out}, {Flag: "-svg", Path: cfg.svg}}, nil); err != nil {
 		return err
 	}
 	if cfg.furtherOnly {
