@@ -1,17 +1,16 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
 	"gonum.org/v1/gonum/mat"
@@ -129,26 +128,18 @@ func Canary(ctx context.Context, s *Setup, opt CanaryOptions) (*CanaryReport, er
 // participation: every round (single), or every residue class c < b with
 // its rounds c, c + b, ... (at most k of them for min-separation).
 func canarySlots(p factorize.Participation, R int) [][]int {
-	switch p.Kind {
-	case factorize.KindEpochs:
-		return patterns(p, R)
-	case factorize.KindMinSep:
-		all := patterns(p, R)
+	all := patterns(p, R)
+	if p.Kind == factorize.KindMinSep {
 		return all[:min(p.B, len(all))]
 	}
-	return patterns(p, R)
+	return all
 }
 
 func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*CanaryReport, error) {
 	start := time.Now()
 	p := s.Plan
 	priv := s.Privacy
-	if opt.Level == 0 {
-		opt.Level = 0.99
-	}
-	if opt.Confidence == 0 {
-		opt.Confidence = 0.95
-	}
+	opt.Level, opt.Confidence = cmp.Or(opt.Level, 0.99), cmp.Or(opt.Confidence, 0.95)
 	if !(opt.Level > 0 && opt.Level < 1) || !(opt.Confidence > 0 && opt.Confidence < 1) {
 		return nil, fmt.Errorf("audit: level %v and confidence %v, want both in (0, 1)", opt.Level, opt.Confidence)
 	}
@@ -345,30 +336,18 @@ type canaryData struct {
 // models read back from it, and hands the released models x^0..x^R, read
 // back from it too, to observe in order.
 func canaryNetwork(ctx context.Context, nr *netRun, data *canaryData, observe func(r int, x []float64)) error {
-	dir, err := os.MkdirTemp("", "dpaudit-canary-")
+	xs, err := nr.released(ctx, "dpaudit-canary-", func(release func(int) []float64) func(int) fedopt.Stream {
+		data.release = release
+		return func(i int) fedopt.Stream { return canaryStream{data, i} }
+	})
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	rel := &releases{dir: dir, dim: nr.shape.Dim, r: -1}
-	data.release = rel.model
-	nr.dir = dir
-	nr.stream = func(i int) fedopt.Stream { return canaryStream{data, i} }
-	if err := nr.run(ctx); err != nil {
 		return err
 	}
-	if err := rel.failed(); err != nil {
-		return err
-	}
-	for r := 0; r <= nr.shape.Rounds; r++ {
-		x, err := fednet.ReadRound(dir, r)
-		if err != nil {
-			return err
+	for r, x := range xs {
+		if len(x) != nr.shape.Dim {
+			return fmt.Errorf("audit: the networked run released round %d of dimension %d, want %d", r, len(x), nr.shape.Dim)
 		}
-		if len(x.X) != nr.shape.Dim {
-			return fmt.Errorf("audit: %s holds round %d of dimension %d, want %d", dir, r, len(x.X), nr.shape.Dim)
-		}
-		observe(r, x.X)
+		observe(r, x)
 	}
 	return nil
 }

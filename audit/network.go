@@ -102,6 +102,35 @@ func (nr *netRun) run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// released runs nr in a fresh temporary state directory (named after
+// prefix, removed afterwards) and returns the released models x^0..x^R read
+// back from it. streams returns the learners' streams given the function
+// that reads the model released for round r, which anchors the followers.
+func (nr *netRun) released(ctx context.Context, prefix string, streams func(release func(r int) []float64) func(i int) fedopt.Stream) ([][]float64, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	rel := &releases{dir: dir, dim: nr.shape.Dim, r: -1}
+	nr.dir, nr.stream = dir, streams(rel.model)
+	if err := nr.run(ctx); err != nil {
+		return nil, err
+	}
+	if err := rel.failed(); err != nil {
+		return nil, err
+	}
+	xs := make([][]float64, nr.shape.Rounds+1)
+	for r := range xs {
+		x, err := fednet.ReadRound(dir, r)
+		if err != nil {
+			return nil, err
+		}
+		xs[r] = x.X
+	}
+	return xs, nil
+}
+
 // releases reads the released models of a networked run from its state
 // directory, as any observer of the release would, one round at a time,
 // for the followers' anchors: the model released for round r. Safe for
@@ -152,32 +181,20 @@ func (rs *releases) failed() error {
 // it with want, those of the in-process run. It reports whether they are
 // equal bit for bit and a detail; an error is a run that did not finish.
 func replayNetwork(ctx context.Context, nr *netRun, world *replayData, want [][]float64) (bool, string, error) {
-	dir, err := os.MkdirTemp("", "dpaudit-replay-")
+	xs, err := nr.released(ctx, "dpaudit-replay-", func(release func(int) []float64) func(int) fedopt.Stream {
+		world.release = release
+		return func(i int) fedopt.Stream { return replayStream{world, i} }
+	})
 	if err != nil {
-		return false, "", fmt.Errorf("audit: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	rel := &releases{dir: dir, dim: nr.shape.Dim, r: -1}
-	world.release = rel.model
-	nr.dir = dir
-	nr.stream = func(i int) fedopt.Stream { return replayStream{world, i} }
-	if err := nr.run(ctx); err != nil {
-		return false, "", err
-	}
-	if err := rel.failed(); err != nil {
 		return false, "", err
 	}
 	for r, w := range want {
-		x, err := fednet.ReadRound(dir, r)
-		if err != nil {
-			return false, "", err
-		}
-		if len(x.X) != len(w) {
-			return false, fmt.Sprintf("x^%d of dimension %d over gRPC, %d in process", r, len(x.X), len(w)), nil
+		if len(xs[r]) != len(w) {
+			return false, fmt.Sprintf("x^%d of dimension %d over gRPC, %d in process", r, len(xs[r]), len(w)), nil
 		}
 		for k := range w {
-			if math.Float64bits(x.X[k]) != math.Float64bits(w[k]) {
-				return false, fmt.Sprintf("x^%d_%d = %v over gRPC, %v in process", r, k, x.X[k], w[k]), nil
+			if math.Float64bits(xs[r][k]) != math.Float64bits(w[k]) {
+				return false, fmt.Sprintf("x^%d_%d = %v over gRPC, %v in process", r, k, xs[r][k], w[k]), nil
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -46,25 +47,10 @@ type Plan struct {
 // setting: n = 10, R = 800, tau = 10, d = 60, eta = 0.003, eta_g = 1,
 // B_g = 5, (eps, delta) = (5, 1e-3).
 func (p Plan) WithDefaults() Plan {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	deff := func(v *float64, d float64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&p.Learners, 10)
-	def(&p.Rounds, 800)
-	def(&p.Tau, 10)
-	def(&p.Dim, 60)
-	deff(&p.Eta, 0.003)
-	deff(&p.EtaG, 1)
-	deff(&p.Clip, 5)
-	deff(&p.Eps, 5)
-	deff(&p.Delta, 1e-3)
+	p.Learners, p.Rounds = cmp.Or(p.Learners, 10), cmp.Or(p.Rounds, 800)
+	p.Tau, p.Dim = cmp.Or(p.Tau, 10), cmp.Or(p.Dim, 60)
+	p.Eta, p.EtaG, p.Clip = cmp.Or(p.Eta, 0.003), cmp.Or(p.EtaG, 1.0), cmp.Or(p.Clip, 5.0)
+	p.Eps, p.Delta = cmp.Or(p.Eps, 5.0), cmp.Or(p.Delta, 1e-3)
 	if p.Strategy == nil {
 		p.Strategy = factorize.OptimalStrategy{}
 	}

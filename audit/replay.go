@@ -402,10 +402,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		add("networked release", ok, "%s", detail)
 		rep.Network = true
 	}
-	rep.OK = true
-	for _, c := range rep.Checks {
-		rep.OK = rep.OK && c.OK
-	}
+	rep.OK = !slices.ContainsFunc(rep.Checks, func(c Check) bool { return !c.OK })
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }

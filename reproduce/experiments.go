@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -313,10 +314,7 @@ func (r *runner) evaluate(ctx context.Context, j job) (*experiment.Result, *tuni
 	if err != nil {
 		return nil, nil, err
 	}
-	j.etaT, j.seed = t.step(), EvalSeed+r.opt.SeedShift
-	if j.reps == 0 {
-		j.reps = r.sc.reps
-	}
+	j.etaT, j.seed, j.reps = t.step(), EvalSeed+r.opt.SeedShift, cmp.Or(j.reps, r.sc.reps)
 	res, err := r.exp(ctx, j)
 	return res, t, err
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // rerunTol matches the strategy spec with a tol that a failed run
@@ -67,7 +69,7 @@ func TestAdvisedFlagsWork(t *testing.T) {
 				tol = 1e-10
 			}
 			res := runT(t, args...)
-			if res.code == exitOK {
+			if res.code == cli.ExitOK {
 				gap := parseJSON(t, res.stdout)["gap"].(float64)
 				assert.LessOrEqual(t, gap, tol, "%v", args)
 				continue
@@ -81,7 +83,7 @@ func TestAdvisedFlagsWork(t *testing.T) {
 			require.NoError(t, err)
 			again := withFlag(args, "-strategy", m[1])
 			res = runT(t, again...)
-			require.Equal(t, exitOK, res.code, "%v: %s", again, res.stderr)
+			require.Equal(t, cli.ExitOK, res.code, "%v: %s", again, res.stderr)
 			assert.LessOrEqual(t, parseJSON(t, res.stdout)["gap"].(float64), advised, "%v", again)
 		}
 	}
@@ -92,14 +94,14 @@ func TestAdvisedFlagsWork(t *testing.T) {
 // them; the removed flags say which spec to write.
 func TestBandedTolSettings(t *testing.T) {
 	res := runT(t, "-R", "60", "-strategy", "banded:bands=2,tol=1e-3", "-participation", "minsep:2", "-json", "-no-cache")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	loose := parseJSON(t, res.stdout)
 	assert.LessOrEqual(t, loose["gap"].(float64), 1e-3)
 	assert.Greater(t, loose["gap"].(float64), 1e-8, "the default target 1e-8 was used")
 	res = runT(t, "-R", "60", "-strategy", "banded:bands=2,tol=1e-3")
-	require.Equal(t, exitUsage, res.code)
+	require.Equal(t, cli.ExitUsage, res.code)
 	requireOneErrorLine(t, res.stderr, "-strategy banded:bands=2,tol=1e-3: want tol and max-iter only under participation minsep:B")
 	res = runT(t, "-R", "60", "-strategy", "bsr:max-iter=9")
-	require.Equal(t, exitUsage, res.code)
+	require.Equal(t, cli.ExitUsage, res.code)
 	requireOneErrorLine(t, res.stderr, "-strategy bsr:max-iter=9: want a setting that bsr takes (bands), not max-iter")
 }

@@ -18,6 +18,7 @@ import (
 
 	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // runEnv runs mfsolve in-process with the given default cache directory
@@ -85,23 +86,23 @@ func TestCacheBudgetSources(t *testing.T) {
 	args := []string{"-strategy", "sqrt", "-R", "40", "-json"} // B and C: 2 * 8 * 40^2 = 25.6 KB, the operator 2 * 8 * 40
 
 	res := runEnv(cache, map[string]string{budgetEnv: "5x"}, args...)
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, cli.ExitUsage, res.code)
 	requireOneErrorLine(t, res.stderr, "")
 	assert.Equal(t, "mfsolve: DPMF_CACHE_BUDGET=\"5x\": "+budgetWant+"\n", res.stderr)
 
 	res = runEnv(cache, nil, append(args, "-cache-budget", "lots")...)
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, cli.ExitUsage, res.code)
 	requireOneErrorLine(t, res.stderr, "")
 	assert.Contains(t, res.stderr, `invalid value "lots" for flag -cache-budget: want a size such as 500M`)
 
 	res = runEnv(cache, nil, append(args, "-cache-budget", "1M", "-no-cache")...)
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, cli.ExitUsage, res.code)
 	assert.Equal(t, "mfsolve: -cache-budget and -no-cache contradict each other\n", res.stderr)
 
 	// 0: neither read nor written.
 	for range 2 {
 		res = runEnv(cache, map[string]string{budgetEnv: "0"}, args...)
-		require.Equal(t, exitOK, res.code, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
 		assert.Empty(t, res.stderr)
 		assert.Equal(t, false, parseJSON(t, res.stdout)["cached"])
 	}
@@ -110,19 +111,19 @@ func TestCacheBudgetSources(t *testing.T) {
 
 	// An entry over the budget is not stored, with one warning.
 	res = runEnv(cache, map[string]string{budgetEnv: "20K"}, args...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Regexp(t, `^mfsolve: not cached: the entry \(26\.[0-9] KiB\) is larger than the cache budget \(20\.0 KiB\)\n$`, res.stderr)
 	_, n := cacheBytes(t, cache)
 	assert.Zero(t, n)
 
 	// The flag overrides the environment.
 	res = runEnv(cache, map[string]string{budgetEnv: "20K"}, append(args, "-cache-budget", "1M")...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
 	_, n = cacheBytes(t, cache)
 	assert.Equal(t, 1, n)
 	res = runEnv(cache, map[string]string{budgetEnv: "unlimited"}, args...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, true, parseJSON(t, res.stdout)["cached"])
 }
 
@@ -131,7 +132,7 @@ func TestCacheBudgetSources(t *testing.T) {
 func TestCompareStoresOnlySolvers(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	res := runEnv(cache, nil, "-R", "48", "-compare", "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	entries, err := (&dpcache.Cache{Dir: cache}).List()
 	require.NoError(t, err)
 	var stored []string
@@ -143,9 +144,9 @@ func TestCompareStoresOnlySolvers(t *testing.T) {
 
 	// A tree entry stored by a plain run is read by -compare.
 	res = runEnv(cache, nil, "-R", "48", "-strategy", "tree", "-quiet")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	res = runEnv(cache, nil, "-R", "48", "-compare", "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Empty(t, res.stderr, "every cached entry loads")
 	cachedRows := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(res.stdout))
@@ -168,17 +169,17 @@ func TestCacheListClearCommand(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	for _, s := range []string{"identity", "tree"} {
 		res := runEnv(cache, nil, "-R", "30", "-strategy", s, "-quiet")
-		require.Equal(t, exitOK, res.code, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	}
 	// The identity is loaded last: the most recently used.
 	res := runEnv(cache, nil, "-R", "30", "-strategy", "identity", "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	require.Equal(t, true, parseJSON(t, res.stdout)["cached"])
 	total, n := cacheBytes(t, cache)
 	require.Equal(t, 2, n)
 
 	res = runEnv(cache, nil, "cache", "list")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
 	require.Len(t, lines, 4, res.stdout)
@@ -189,7 +190,7 @@ func TestCacheListClearCommand(t *testing.T) {
 	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +27\.[0-9] KiB +tree +prefix +30 +single +B and C +[0-9a-f]{12}$`, lines[3])
 
 	res = runEnv(cache, map[string]string{budgetEnv: "unlimited"}, "cache", "list", "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	var listing struct {
 		Dir     string
 		Budget  int64
@@ -206,20 +207,20 @@ func TestCacheListClearCommand(t *testing.T) {
 	// Usage errors.
 	for _, args := range [][]string{{"cache"}, {"cache", "show"}, {"cache", "list", "extra"}, {"cache", "list", "-cache", ""}, {"cache", "clear", "-json"}, {"cache", "list", "-cache-budget", "x"}} {
 		res = runEnv(cache, nil, args...)
-		assert.Equal(t, exitUsage, res.code, "%q", args)
+		assert.Equal(t, cli.ExitUsage, res.code, "%q", args)
 		requireOneErrorLine(t, res.stderr, "")
 	}
 	res = runEnv(cache, nil, "cache", "-h")
-	assert.Equal(t, exitOK, res.code)
+	assert.Equal(t, cli.ExitOK, res.code)
 	assert.Contains(t, res.stdout, "mfsolve cache clear")
 
 	res = runEnv(cache, nil, "cache", "clear")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, fmt.Sprintf("removed 2 entries (%s) from %s\n", dpcache.FormatSize(total), cache), res.stdout)
 	_, n = cacheBytes(t, cache)
 	assert.Zero(t, n)
 	res = runEnv(cache, nil, "cache", "list")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, fmt.Sprintf("cache %s: 0 entries, 0 B; budget 1.0 GiB\n", cache), res.stdout)
 }
 
@@ -254,7 +255,7 @@ func TestReadmeCommandsWithinBudget(t *testing.T) {
 	small, big := filepath.Join(dir, "small"), filepath.Join(dir, "big")
 	for _, args := range cmds {
 		res := runEnv(small, map[string]string{budgetEnv: "20M"}, args...)
-		require.Equal(t, exitOK, res.code, "%q: %s", args, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, "%q: %s", args, res.stderr)
 		total, _ := cacheBytes(t, small)
 		require.LessOrEqual(t, total, int64(budget), "after %q", args)
 	}
@@ -263,7 +264,7 @@ func TestReadmeCommandsWithinBudget(t *testing.T) {
 	}
 	for _, args := range cmds {
 		res := runEnv(big, nil, args...)
-		require.Equal(t, exitOK, res.code, "%q: %s", args, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, "%q: %s", args, res.stderr)
 	}
 	entries, err := (&dpcache.Cache{Dir: big}).List()
 	require.NoError(t, err)
@@ -305,7 +306,7 @@ func TestOutputFieldsDocumented(t *testing.T) {
 	docAll, docLine := docFields(t)
 
 	res := runT(t, args...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	head, _, ok := strings.Cut(res.stdout, "; wrote B (6 x 6) to ")
 	require.True(t, ok, res.stdout)
 	var keys []string
@@ -319,7 +320,7 @@ func TestOutputFieldsDocumented(t *testing.T) {
 	assert.ElementsMatch(t, docLine, keys, "docs/cli.md's line fields against the summary line")
 
 	res = runT(t, append(args, "-json")...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &m))
 	var jsonKeys []string
@@ -329,7 +330,7 @@ func TestOutputFieldsDocumented(t *testing.T) {
 	assert.ElementsMatch(t, docAll, jsonKeys, "docs/cli.md's fields against -json")
 
 	res = runT(t, "-h")
-	require.Equal(t, exitOK, res.code)
+	require.Equal(t, cli.ExitOK, res.code)
 	for _, k := range keys {
 		assert.Regexp(t, "\n  "+k+" +[a-z]", res.stdout, "mfsolve -h explains %s", k)
 	}
@@ -348,7 +349,7 @@ func TestSummaryNamesFilesWritten(t *testing.T) {
 	// Tree aggregation over 13 rounds: m = 13 + 6 + 3 + 1 = 23 noise rows.
 	args := []string{"-R", "13", "-strategy", "tree", "-o", b, "-C", c, "-noise", z, "-dim", "2", "-std", "1", "-seed", "1"}
 	res := runT(t, args...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.True(t, strings.HasSuffix(res.stdout, fmt.Sprintf(" cached=false; wrote B (13 x 23) to %s, C (23 x 13) to %s, noise (13 x 2) to %s\n", b, c, z)), res.stdout)
 	for path, shape := range map[string][2]int{b: {13, 23}, c: {23, 13}, z: {13, 2}} {
 		r, cols := loadDense(t, path).Dims()
@@ -356,7 +357,7 @@ func TestSummaryNamesFilesWritten(t *testing.T) {
 	}
 
 	res = runT(t, append(args, "-json")...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	var out struct {
 		Wrote []written `json:"wrote"`
 	}
@@ -364,6 +365,6 @@ func TestSummaryNamesFilesWritten(t *testing.T) {
 	assert.Equal(t, []written{{"B", b, 13, 23}, {"C", c, 23, 13}, {"noise", z, 13, 2}}, out.Wrote)
 
 	res = runT(t, "-R", "13", "-loss-only", "-no-cache")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.True(t, strings.HasSuffix(res.stdout, " cached=false; wrote no files\n"), res.stdout)
 }

@@ -77,7 +77,7 @@ func runBinary(t *testing.T, dir string, args ...string) runResult {
 func TestBinaryWritesB(t *testing.T) {
 	dir := t.TempDir()
 	res := runBinary(t, dir, "-strategy", "sqrt-normalized", "-R", "100", "-o", "B.npy")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	// stderr is not a terminal: no progress line, no warnings.
 	assert.Empty(t, res.stderr)
 	assert.True(t, strings.HasPrefix(res.stdout, "strategy=sqrt-normalized R=100 "), res.stdout)
@@ -89,22 +89,22 @@ func TestBinaryWritesB(t *testing.T) {
 	assert.Len(t, testutil.DirNames(t, filepath.Join(dir, "xdg", "dpmf")), 1)
 
 	res = runBinary(t, dir, "-strategy", "sqrt-normalized", "-R", "100", "-o", "B.npy")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.True(t, strings.HasSuffix(res.stdout, " cached=true; wrote B (100 x 100) to B.npy\n"), res.stdout)
 }
 
 func TestBinaryExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	res := runBinary(t, dir, "-R", "0")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, cli.ExitUsage, res.code)
 	requireOneErrorLine(t, res.stderr, "-R 0")
 
 	res = runBinary(t, dir, "-o", filepath.Join(dir, "missing", "B.npy"))
-	assert.Equal(t, exitFailure, res.code)
+	assert.Equal(t, cli.ExitFailure, res.code)
 	requireOneErrorLine(t, res.stderr, "does not exist")
 
 	res = runBinary(t, dir, "-h")
-	assert.Equal(t, exitOK, res.code)
+	assert.Equal(t, cli.ExitOK, res.code)
 	assert.Contains(t, res.stdout, "Examples:")
 }
 
@@ -119,7 +119,7 @@ func TestBinaryMemoryCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	res := runBinary(t, dir, "-R", "200000", "-o", "B.npy")
-	assert.Equal(t, exitFailure, res.code)
+	assert.Equal(t, cli.ExitFailure, res.code)
 	requireOneErrorLine(t, res.stderr, "mfsolve: R = 200000 needs about 1.9 TB for dense output, this machine has ")
 	assert.Regexp(t, `has [0-9.]+ [kMGT]B available; use -loss-only without -o and -C\n$`, res.stderr)
 	assert.Empty(t, testutil.DirNames(t, dir), "nothing written")
@@ -152,7 +152,7 @@ func TestBinaryInterrupt(t *testing.T) {
 		if ee.ExitCode() == -1 && errb.Len() == 0 {
 			continue // the signal came before the handler
 		}
-		assert.Equal(t, exitFailure, ee.ExitCode())
+		assert.Equal(t, cli.ExitFailure, ee.ExitCode())
 		requireOneErrorLine(t, errb.String(), "mfsolve: interrupted; nothing written")
 		return
 	}

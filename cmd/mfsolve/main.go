@@ -23,13 +23,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Exit statuses, shared by dpmf's commands.
-const (
-	exitOK      = cli.ExitOK
-	exitFailure = cli.ExitFailure
-	exitUsage   = cli.ExitUsage
-)
-
 // env is what run takes from its surroundings, so tests can replace it.
 type env struct {
 	stdout, stderr io.Writer
@@ -74,7 +67,7 @@ func run(ctx context.Context, args []string, e env) int {
 		cfg, err = parseArgs(args)
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(e.stdout)
-			return exitOK
+			return cli.ExitOK
 		}
 		if err == nil {
 			err = resolveBudget(&cfg, e.getenv)
@@ -84,7 +77,7 @@ func run(ctx context.Context, args []string, e env) int {
 		}
 	}
 	if err == nil {
-		return exitOK
+		return cli.ExitOK
 	}
 	if ctx.Err() != nil {
 		// Whatever failed, the run was cancelled: no output was
@@ -155,20 +148,14 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if err := checkMemory(cfg, r, banded, e.memAvailable); err != nil {
 		return err
 	}
-	if cfg.compare {
-		if w == nil {
-			var err error
-			if w, err = factorize.Prefix(r); err != nil {
-				return err
-			}
-		}
-		return compare(ctx, cfg, w, e)
-	}
 	if w == nil {
 		var err error
 		if w, err = factorize.Prefix(r); err != nil {
 			return err
 		}
+	}
+	if cfg.compare {
+		return compare(ctx, cfg, w, e)
 	}
 	if err := cli.CheckOutputs(cfg.outputs(), cfg.inputs()); err != nil {
 		return err
@@ -284,7 +271,7 @@ func loadWorkload(path string) (*factorize.Workload, error) {
 	if err != nil {
 		var fe *npy.FileError
 		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("-workload %s: %v", path, fe.Err)
+			err = fe.Err
 		}
 		return nil, fmt.Errorf("-workload %s: %v", path, err)
 	}

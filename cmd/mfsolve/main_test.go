@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/npy"
 )
@@ -107,7 +108,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			res := runT(t, tc.args...)
-			assert.Equal(t, exitUsage, res.code)
+			assert.Equal(t, cli.ExitUsage, res.code)
 			assert.Empty(t, res.stdout)
 			requireOneErrorLine(t, res.stderr, tc.want)
 		})
@@ -116,7 +117,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	res := runT(t, "-h")
-	assert.Equal(t, exitOK, res.code)
+	assert.Equal(t, cli.ExitOK, res.code)
 	assert.Empty(t, res.stderr)
 	assert.Contains(t, res.stdout, "mfsolve -R 800 -o B.npy")
 	for _, s := range factorize.Strategies() {
@@ -177,72 +178,72 @@ func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
 	}{
 		{"output directory missing", func(t *testing.T, dir string) []string {
 			return []string{"-strategy", "identity", "-R", "5", "-o", filepath.Join(dir, "missing", "B.npy")}
-		}, exitFailure, "directory " + "DIR/missing does not exist"},
+		}, cli.ExitFailure, "directory " + "DIR/missing does not exist"},
 		{"output directory is a file", func(t *testing.T, dir string) []string {
 			return []string{"-strategy", "identity", "-R", "5", "-o", filepath.Join(dir, "B.npy", "B.npy")}
-		}, exitFailure, "DIR/B.npy is not a directory"},
+		}, cli.ExitFailure, "DIR/B.npy is not a directory"},
 		{"output is a directory", func(t *testing.T, dir string) []string {
 			return []string{"-strategy", "identity", "-R", "5", "-o", dir}
-		}, exitFailure, "is a directory, want a file name"},
+		}, cli.ExitFailure, "is a directory, want a file name"},
 		{"C directory missing", func(t *testing.T, dir string) []string {
 			return []string{"-strategy", "identity", "-R", "5", "-o", filepath.Join(dir, "B.npy"), "-C", filepath.Join(dir, "no", "C.npy")}
-		}, exitFailure, "-C DIR/no/C.npy: directory DIR/no does not exist"},
+		}, cli.ExitFailure, "-C DIR/no/C.npy: directory DIR/no does not exist"},
 		{"too much memory", func(t *testing.T, dir string) []string {
 			return []string{"-R", "200000", "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use -loss-only without -o and -C"},
+		}, cli.ExitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use -loss-only without -o and -C"},
 		{"too much memory under epochs", func(t *testing.T, dir string) []string {
 			// -loss-only gives no C for the sensitivity under epochs:
 			// parseArgs refuses it, so it is not the advice.
 			return []string{"-R", "200000", "-participation", "epochs:4"}
-		}, exitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use a smaller -R"},
+		}, cli.ExitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use a smaller -R"},
 		{"too much memory for the loss-only solver", func(t *testing.T, dir string) []string {
 			return []string{"-R", "1000000000000", "-loss-only"}
-		}, exitFailure, "R = 1000000000000 needs about 320.0 TB for the structured loss-only solver, this machine has 16.0 GB available; use a smaller -R"},
+		}, cli.ExitFailure, "R = 1000000000000 needs about 320.0 TB for the structured loss-only solver, this machine has 16.0 GB available; use a smaller -R"},
 		{"largest R for the loss-only solver", func(t *testing.T, dir string) []string {
 			return []string{"-R", "9223372036854775807", "-loss-only"}
-		}, exitFailure, "R = 9223372036854775807 needs about 2951.5 EB"},
+		}, cli.ExitFailure, "R = 9223372036854775807 needs about 2951.5 EB"},
 		{"too much memory for the tree", func(t *testing.T, dir string) []string {
 			return []string{"-R", "100000", "-strategy", "tree", "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "R = 100000 needs about 320.0 GB for dense output, this machine has 16.0 GB available; use a smaller -R"},
+		}, cli.ExitFailure, "R = 100000 needs about 320.0 GB for dense output, this machine has 16.0 GB available; use a smaller -R"},
 		{"workload missing", func(t *testing.T, dir string) []string {
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "-workload DIR/A.npy: no such file or directory"},
+		}, cli.ExitFailure, "-workload DIR/A.npy: no such file or directory"},
 		{"workload not npy", func(t *testing.T, dir string) []string {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "A.npy"), []byte("1,0\n1,1\n"), 0o644))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "not a .npy file"},
+		}, cli.ExitFailure, "not a .npy file"},
 		{"workload not square", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 3)", f8(1, 0, 0, 1, 1, 0))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "workload = 2 x 3, want a square matrix"},
+		}, cli.ExitFailure, "workload = 2 x 3, want a square matrix"},
 		{"workload not 2-D", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(4,)", f8(1, 0, 1, 1))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "is 1-D, want 2-D"},
+		}, cli.ExitFailure, "is 1-D, want 2-D"},
 		{"workload not lower-triangular", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(1, 0.5, 1, 1))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "want 0 above the diagonal (a lower-triangular matrix)"},
+		}, cli.ExitFailure, "want 0 above the diagonal (a lower-triangular matrix)"},
 		{"workload singular", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(1, 0, 1, 0))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "(a nonsingular matrix)"},
+		}, cli.ExitFailure, "(a nonsingular matrix)"},
 		{"workload float32", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f4", "(2, 2)", make([]byte, 16))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, `unsupported dtype "<f4"`},
+		}, cli.ExitFailure, `unsupported dtype "<f4"`},
 		{"workload big-endian", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), ">f8", "(1, 1)", make([]byte, 8))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, `unsupported dtype ">f8"`},
+		}, cli.ExitFailure, `unsupported dtype ">f8"`},
 		{"workload and R disagree", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(1, 0, 1, 1))
 			return []string{"-R", "3", "-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitUsage, "-R 3, but the workload in DIR/A.npy is 2 x 2"},
+		}, cli.ExitUsage, "-R 3, but the workload in DIR/A.npy is 2 x 2"},
 		{"strategy needs the prefix workload", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(2, 0, 1, 1))
 			return []string{"-strategy", "sqrt", "-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, `strategy "sqrt" supports only the prefix-sum workload`},
+		}, cli.ExitFailure, `strategy "sqrt" supports only the prefix-sum workload`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -307,7 +308,7 @@ func parseJSON(t *testing.T, out string) map[string]any {
 func TestJSONIdentity(t *testing.T) {
 	const r = 20
 	res := runT(t, "-strategy", "identity", "-R", "20", "-json", "-no-cache")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
 	m := parseJSON(t, res.stdout)
 	// The identity on the prefix-sum workload: B = A, gamma = 1,
@@ -331,15 +332,15 @@ func TestLossOnlyClosedForm(t *testing.T) {
 	// -loss-only needs a loss-only path: other strategies refuse it
 	// rather than ignore it.
 	res := runT(t, "-strategy", "tree", "-R", "16", "-loss-only", "-json")
-	require.Equal(t, exitUsage, res.code, res.stderr)
+	require.Equal(t, cli.ExitUsage, res.code, res.stderr)
 	assert.Contains(t, res.stderr, "-loss-only applies only to -strategy banded-toeplitz, bisr, bandinv, semiseparable, optimal, not tree")
 	// The structured banded strategies take it, also under min-separation,
 	// with the metrics of their dense factors.
 	for _, s := range []string{"bisr", "bandinv", "banded-toeplitz"} {
 		lean := runT(t, "-strategy", s, "-R", "64", "-participation", "minsep:8", "-loss-only", "-json", "-no-cache")
 		full := runT(t, "-strategy", s, "-R", "64", "-participation", "minsep:8", "-json", "-no-cache")
-		require.Equal(t, exitOK, lean.code, lean.stderr)
-		require.Equal(t, exitOK, full.code, full.stderr)
+		require.Equal(t, cli.ExitOK, lean.code, lean.stderr)
+		require.Equal(t, cli.ExitOK, full.code, full.stderr)
 		var ml, mf map[string]any
 		require.NoError(t, json.Unmarshal([]byte(lean.stdout), &ml))
 		require.NoError(t, json.Unmarshal([]byte(full.stdout), &mf))
@@ -348,7 +349,7 @@ func TestLossOnlyClosedForm(t *testing.T) {
 	}
 	// The tree's sensitivity^2 is its number of levels, floor(log2 R) + 1.
 	res = runT(t, "-strategy", "tree", "-R", "16", "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	m := parseJSON(t, res.stdout)
 	assert.InDelta(t, math.Sqrt(5), m["unit_sensitivity"], 1e-15)
 	assert.InDelta(t, 5*m["frob_B_sq"].(float64), m["loss"], 1e-9)
@@ -361,7 +362,7 @@ func TestWorkloadFile(t *testing.T) {
 	a := filepath.Join(dir, "A.npy")
 	writeNPY(t, a, "<f8", "(2, 2)", f8(2, 0, 1, 3))
 	res := runT(t, "-strategy", "identity", "-workload", a, "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	m := parseJSON(t, res.stdout)
 	assert.Equal(t, 14.0, m["loss"])
 	assert.Equal(t, 10.0, m["max_se"])
@@ -373,7 +374,7 @@ func TestWorkloadFile(t *testing.T) {
 	p := filepath.Join(dir, "P.npy")
 	writeNPY(t, p, "<f8", "(3, 3)", f8(1, 0, 0, 1, 1, 0, 1, 1, 1))
 	res = runT(t, "-strategy", "tree", "-workload", p, "-R", "3", "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	m = parseJSON(t, res.stdout)
 	assert.InDelta(t, math.Sqrt(2), m["unit_sensitivity"], 1e-15)
 }
@@ -407,7 +408,7 @@ func TestWritesBAndC(t *testing.T) {
 			bPath, cPath := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy")
 			require.NoError(t, os.WriteFile(bPath, []byte(oldContents), 0o644))
 			res := runT(t, "-strategy", tc.strategy, "-R", itoa(tc.r), "-o", bPath, "-C", cPath)
-			require.Equal(t, exitOK, res.code, res.stderr)
+			require.Equal(t, cli.ExitOK, res.code, res.stderr)
 			assert.Empty(t, res.stderr)
 			assert.ElementsMatch(t, []string{"B.npy", "C.npy"}, testutil.DirNames(t, dir))
 
@@ -437,7 +438,7 @@ func itoa(n int) string {
 
 func TestSummaryLine(t *testing.T) {
 	res := runT(t, "-strategy", "identity", "-R", "4", "-no-cache")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
 	line, wrote, ok := strings.Cut(strings.TrimSuffix(res.stdout, "\n"), "; ")
 	require.True(t, ok, res.stdout)
@@ -456,12 +457,12 @@ func TestSummaryLine(t *testing.T) {
 
 func TestQuiet(t *testing.T) {
 	res := runT(t, "-strategy", "identity", "-R", "4", "-quiet")
-	assert.Equal(t, exitOK, res.code)
+	assert.Equal(t, cli.ExitOK, res.code)
 	assert.Empty(t, res.stdout)
 	assert.Empty(t, res.stderr)
 
 	res = runT(t, "-strategy", "identity", "-R", "4", "-quiet", "-json")
-	assert.Equal(t, exitOK, res.code)
+	assert.Equal(t, cli.ExitOK, res.code)
 	parseJSON(t, res.stdout)
 }
 
@@ -473,12 +474,12 @@ func TestCacheReuse(t *testing.T) {
 	args := []string{"-strategy", "sqrt-normalized", "-R", "50", "-json"}
 
 	first := runIn(ctx, cache, append(args, "-o", b1)...)
-	require.Equal(t, exitOK, first.code, first.stderr)
+	require.Equal(t, cli.ExitOK, first.code, first.stderr)
 	assert.Equal(t, false, parseJSON(t, first.stdout)["cached"])
 	require.Len(t, testutil.DirNames(t, cache), 1)
 
 	second := runIn(ctx, cache, append(args, "-o", b2)...)
-	require.Equal(t, exitOK, second.code, second.stderr)
+	require.Equal(t, cli.ExitOK, second.code, second.stderr)
 	assert.Equal(t, true, parseJSON(t, second.stdout)["cached"])
 
 	// -no-cache neither reads nor writes the cache.
@@ -486,7 +487,7 @@ func TestCacheReuse(t *testing.T) {
 	stamp := time.Unix(1_000_000_000, 0)
 	require.NoError(t, os.Chtimes(entry, stamp, stamp))
 	third := runIn(ctx, cache, append(args, "-o", b3, "-no-cache")...)
-	require.Equal(t, exitOK, third.code, third.stderr)
+	require.Equal(t, cli.ExitOK, third.code, third.stderr)
 	assert.Equal(t, false, parseJSON(t, third.stdout)["cached"])
 	fi, err := os.Stat(entry)
 	require.NoError(t, err)
@@ -505,7 +506,7 @@ func TestCacheReuse(t *testing.T) {
 	// -cache DIR overrides the default directory.
 	other := filepath.Join(dir, "other")
 	res := runIn(ctx, cache, append(args, "-cache", other)...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, false, parseJSON(t, res.stdout)["cached"])
 	assert.Len(t, testutil.DirNames(t, other), 1)
 }
@@ -515,7 +516,7 @@ func TestCorruptCacheEntry(t *testing.T) {
 	ctx := context.Background()
 	args := []string{"-strategy", "sqrt", "-R", "64", "-json"}
 	res := runIn(ctx, cache, args...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 
 	names := testutil.DirNames(t, cache)
 	require.Len(t, names, 1)
@@ -526,12 +527,12 @@ func TestCorruptCacheEntry(t *testing.T) {
 	require.NoError(t, os.WriteFile(entry, data, 0o644))
 
 	res = runIn(ctx, cache, args...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	requireOneErrorLine(t, res.stderr, "mfsolve: cache entry "+entry+" is corrupt (checksum mismatch); recomputing")
 	assert.Equal(t, false, parseJSON(t, res.stdout)["cached"])
 
 	res = runIn(ctx, cache, args...)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
 	assert.Equal(t, true, parseJSON(t, res.stdout)["cached"])
 }
@@ -540,7 +541,7 @@ func TestUnusableCacheDir(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	res := runT(t, "-strategy", "identity", "-R", "3", "-json", "-cache", filepath.Join(file, "cache"))
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, 6.0, parseJSON(t, res.stdout)["loss"])
 	assert.Contains(t, res.stderr, "mfsolve: cannot write the cache")
 	for _, line := range strings.SplitAfter(res.stderr, "\n") {
@@ -555,7 +556,7 @@ func TestInterrupted(t *testing.T) {
 	cancel()
 	dir := t.TempDir()
 	res := runIn(ctx, filepath.Join(dir, "cache"), "-R", "50", "-o", filepath.Join(dir, "B.npy"))
-	assert.Equal(t, exitFailure, res.code)
+	assert.Equal(t, cli.ExitFailure, res.code)
 	requireOneErrorLine(t, res.stderr, "mfsolve: interrupted; nothing written")
 	assert.Empty(t, testutil.DirNames(t, dir), "no B.npy, no cache entry")
 }
@@ -580,7 +581,7 @@ func TestOptimalSmallExact(t *testing.T) {
 			}
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
 				res := runT(t, args...)
-				require.Equal(t, exitOK, res.code, res.stderr)
+				require.Equal(t, cli.ExitOK, res.code, res.stderr)
 				m := parseJSON(t, res.stdout)
 				loss := m["loss"].(float64)
 				assert.InDelta(t, tc.want, loss, tc.tol*tc.want)
@@ -599,7 +600,7 @@ func TestOptimalWritesBAndC(t *testing.T) {
 	dir := t.TempDir()
 	bPath, cPath := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy")
 	res := runT(t, "-R", "40", "-o", bPath, "-C", cPath, "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	m := parseJSON(t, res.stdout)
 	b, c := loadDense(t, bPath), loadDense(t, cPath)
 	var bcm mat.Dense
@@ -634,7 +635,7 @@ func TestOptimalCacheByTolerance(t *testing.T) {
 		cached bool
 	}{{"1e-10", false}, {"1e-10", true}, {"1e-6", false}, {"1e-6", true}} {
 		res := runIn(ctx, cache, "-R", "30", "-strategy", "optimal:tol="+step.tol, "-json")
-		require.Equal(t, exitOK, res.code, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
 		m := parseJSON(t, res.stdout)
 		assert.Equal(t, step.cached, m["cached"], "tol %s", step.tol)
 		tol, _ := strconv.ParseFloat(step.tol, 64)
@@ -648,7 +649,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	code := run(context.Background(), []string{"-R", "300", "-no-cache"}, env{
 		stdout: &out, stderr: &errb, progress: true, progressDelay: 0,
 	})
-	require.Equal(t, exitOK, code, errb.String())
+	require.Equal(t, cli.ExitOK, code, errb.String())
 	s := errb.String()
 	assert.True(t, strings.HasPrefix(s, "\rmfsolve: optimal R=300  "), "%q", s)
 	assert.True(t, strings.HasSuffix(s, "\r\x1b[K"), "line erased: %q", s)
@@ -659,7 +660,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	code = run(context.Background(), []string{"-R", "300", "-no-cache", "-quiet"}, env{
 		stdout: &out2, stderr: &errb2, progress: true, progressDelay: 0,
 	})
-	require.Equal(t, exitOK, code, errb2.String())
+	require.Equal(t, cli.ExitOK, code, errb2.String())
 	assert.Empty(t, errb2.String())
 	assert.Empty(t, out2.String())
 }
@@ -670,7 +671,7 @@ func TestMethodDenseAgrees(t *testing.T) {
 	var losses []float64
 	for _, m := range []string{"auto", "dense"} {
 		res := runT(t, "-R", "120", "-loss-only", "-no-cache", "-json", "-strategy", "optimal:path="+m)
-		require.Equal(t, exitOK, res.code, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
 		var out struct {
 			Loss float64 `json:"loss"`
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/testutil"
 )
 
@@ -26,36 +27,36 @@ func TestOutputPolicy(t *testing.T) {
 	}{
 		{"device", func(t *testing.T, dir string) []string {
 			return []string{"-o", "/dev/null"}
-		}, exitFailure, "-o /dev/null is a device, not a regular file"},
+		}, cli.ExitFailure, "-o /dev/null is a device, not a regular file"},
 		{"symlink", func(t *testing.T, dir string) []string {
 			require.NoError(t, os.Symlink(filepath.Join(dir, "old"), filepath.Join(dir, "link.npy")))
 			return []string{"-o", filepath.Join(dir, "link.npy")}
-		}, exitFailure, "link.npy is a symbolic link"},
+		}, cli.ExitFailure, "link.npy is a symbolic link"},
 		{"FIFO", func(t *testing.T, dir string) []string {
 			require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
 			return []string{"-C", filepath.Join(dir, "fifo"), "-o", filepath.Join(dir, "B.npy")}
-		}, exitFailure, "-C DIR/fifo is a FIFO"},
+		}, cli.ExitFailure, "-C DIR/fifo is a FIFO"},
 		{"read-only file", func(t *testing.T, dir string) []string {
 			require.NoError(t, os.Chmod(filepath.Join(dir, "old"), 0o444))
 			return []string{"-o", filepath.Join(dir, "old")}
-		}, exitFailure, "-o DIR/old is read-only"},
+		}, cli.ExitFailure, "-o DIR/old is read-only"},
 		{"noise over the workload", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(1, 0, 1, 1))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-noise", filepath.Join(dir, "A.npy"), "-std", "1"}
-		}, exitUsage, "-noise DIR/A.npy is the -workload input file"},
+		}, cli.ExitUsage, "-noise DIR/A.npy is the -workload input file"},
 		{"B over the workload by another name", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(1, 0, 1, 1))
 			require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "sub", "..", "A.npy")}
-		}, exitUsage, "is the -workload input file"},
+		}, cli.ExitUsage, "is the -workload input file"},
 		{"B and C hard links of one file", func(t *testing.T, dir string) []string {
 			require.NoError(t, os.Link(filepath.Join(dir, "old"), filepath.Join(dir, "hard")))
 			return []string{"-o", filepath.Join(dir, "old"), "-C", filepath.Join(dir, "hard")}
-		}, exitUsage, "are the same file"},
+		}, cli.ExitUsage, "are the same file"},
 		{"B and C through a symlinked directory", func(t *testing.T, dir string) []string {
 			require.NoError(t, os.Symlink(dir, filepath.Join(dir, "alias")))
 			return []string{"-o", filepath.Join(dir, "B.npy"), "-C", filepath.Join(dir, "alias", "B.npy")}
-		}, exitUsage, "are the same file"},
+		}, cli.ExitUsage, "are the same file"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,7 +96,7 @@ func TestOutputModes(t *testing.T) {
 	old := syscall.Umask(0o077)
 	res := runT(t, args...)
 	syscall.Umask(old)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, os.FileMode(0o600), mode(b))
 	assert.Equal(t, os.FileMode(0o600), mode(c))
 	assert.Equal(t, os.FileMode(0o600), mode(z))
@@ -106,7 +107,7 @@ func TestOutputModes(t *testing.T) {
 	require.NoError(t, os.Chmod(c, 0o640))
 	res = runT(t, args...)
 	syscall.Umask(old)
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, os.FileMode(0o644), mode(b), "new B: 0644 minus the umask 0")
 	assert.Equal(t, os.FileMode(0o640), mode(c), "existing C keeps its mode")
 	assert.Equal(t, os.FileMode(0o600), mode(z), "noise samples are secret")
@@ -117,7 +118,7 @@ func TestHugeStdIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	z := filepath.Join(dir, "Z.npy")
 	res := runT(t, "-R", "4", "-strategy", "sqrt", "-noise", z, "-dim", "50", "-std", "1e308", "-seed", "3")
-	assert.Equal(t, exitFailure, res.code)
+	assert.Equal(t, cli.ExitFailure, res.code)
 	requireOneErrorLine(t, res.stderr, "overflows; use a smaller -std")
 	assert.Empty(t, testutil.DirNames(t, dir))
 }
@@ -130,7 +131,7 @@ func TestInfLossWritesNothing(t *testing.T) {
 	writeNPY(t, a, "<f8", "(2, 2)", f8(1e200, 0, 1e200, 1e200))
 	for _, extra := range [][]string{{"-json"}, nil} {
 		res := runT(t, append([]string{"-workload", a, "-strategy", "identity", "-o", filepath.Join(dir, "B.npy"), "-C", filepath.Join(dir, "C.npy")}, extra...)...)
-		assert.Equal(t, exitFailure, res.code)
+		assert.Equal(t, cli.ExitFailure, res.code)
 		assert.Empty(t, res.stdout)
 		requireOneErrorLine(t, res.stderr, "the identity factorization's loss is +Inf")
 		assert.Equal(t, []string{"A.npy"}, testutil.DirNames(t, dir))
@@ -139,7 +140,7 @@ func TestInfLossWritesNothing(t *testing.T) {
 
 func TestSensitivityOverflow(t *testing.T) {
 	res := runT(t, "-R", "4", "-clip", "1e308", "-eps", "1", "-delta", "1e-5", "-o", filepath.Join(t.TempDir(), "B.npy"))
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, cli.ExitUsage, res.code)
 	requireOneErrorLine(t, res.stderr, "-clip 1e+308 with -learners 1 and C's sensitivity 1: the release sensitivity is +Inf, want a finite number > 0")
 }
 
@@ -152,7 +153,7 @@ func TestTinyLossUnderflowIsAnError(t *testing.T) {
 	a := filepath.Join(dir, "A.npy")
 	writeNPY(t, a, "<f8", "(2, 2)", f8(1e-300, 0, 1e-300, 1e-300))
 	res := runT(t, "-workload", a, "-strategy", "optimal", "-no-cache", "-o", filepath.Join(dir, "B.npy"))
-	assert.Equal(t, exitFailure, res.code)
+	assert.Equal(t, cli.ExitFailure, res.code)
 	assert.Empty(t, res.stdout)
 	requireOneErrorLine(t, res.stderr, "underflows to 0")
 	assert.Equal(t, []string{"A.npy"}, testutil.DirNames(t, dir))

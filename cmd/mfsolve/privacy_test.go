@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/npy"
 	"github.com/dpmf/dpmf/plan"
@@ -47,7 +48,7 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-workload", "momentum:1.5"}, "beta"},
 	} {
 		res := runT(t, append([]string{"-R", "8", "-no-cache"}, tc.args...)...)
-		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		assert.Equal(t, cli.ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
 		requireOneErrorLine(t, res.stderr, tc.want)
 	}
 }
@@ -58,14 +59,14 @@ func TestCalibrationUsageErrors(t *testing.T) {
 // sensitivity 2.
 func TestCalibrationJSON(t *testing.T) {
 	res := runT(t, "-R", "50", "-eps", "5", "-delta", "1e-3", "-clip", "1", "-learners", "10", "-json", "-no-cache")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
 	assert.InEpsilon(t, 0.68984233, got["sigma"], 1e-7)
 	assert.InEpsilon(t, 0.2*0.68984233, got["noise_std"], 1e-7)
 
 	res = runT(t, "-R", "50", "-eps", "5", "-delta", "1e-3", "-clip", "0.5", "-learners", "10", "-calibration", "paper", "-json", "-no-cache")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
 	sigma := math.Sqrt(2*math.Log(1e3)+5) / 5
 	assert.InEpsilon(t, sigma, got["sigma"], 1e-9)
@@ -84,7 +85,7 @@ func TestCalibrationJSON(t *testing.T) {
 // factorization and calibration) gives the same record bit for bit.
 func TestPlanJSON(t *testing.T) {
 	res := runT(t, "-R", "24", "-strategy", "sqrt", "-participation", "epochs:3", "-eps", "2", "-delta", "1e-5", "-clip", "0.5", "-learners", "4", "-json", "-no-cache")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	var out struct {
 		NoiseStd float64         `json:"noise_std"`
 		Sigma    float64         `json:"sigma"`
@@ -127,7 +128,7 @@ func TestNoiseMatchesC(t *testing.T) {
 	for _, s := range []string{"optimal", "blt", "sqrt"} {
 		zPath, cPath := filepath.Join(dir, s+"Z.npy"), filepath.Join(dir, s+"C.npy")
 		res := runT(t, "-R", "6", "-strategy", s, "-noise", zPath, "-dim", "40000", "-std", "0.7", "-seed", "3", "-C", cPath, "-no-cache")
-		require.Equal(t, exitOK, res.code, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
 		za, err := npy.Load(zPath)
 		require.NoError(t, err)
 		require.Equal(t, []int{r, d}, za.Shape)
@@ -153,7 +154,7 @@ func TestNoiseMatchesC(t *testing.T) {
 	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
 	for _, p := range []string{a, b} {
 		res := runT(t, "-R", "5", "-noise", p, "-dim", "4", "-seed", "9", "-eps", "1", "-delta", "1e-5", "-no-cache")
-		require.Equal(t, exitOK, res.code, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	}
 	x, _ := npy.Load(a)
 	y, _ := npy.Load(b)
@@ -162,7 +163,7 @@ func TestNoiseMatchesC(t *testing.T) {
 
 func TestCompareTable(t *testing.T) {
 	res := runT(t, "-R", "20", "-compare", "-no-cache")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	for _, s := range factorize.Strategies() {
 		assert.Contains(t, res.stdout, "| "+s+" |")
 	}
@@ -170,7 +171,7 @@ func TestCompareTable(t *testing.T) {
 	assert.Contains(t, res.stdout, "| identity | 1.0000 | 1.0000 | 210 |")
 	// Momentum: the prefix-only strategies say why they do not apply.
 	res = runT(t, "-R", "20", "-compare", "-workload", "momentum:0.5", "-no-cache", "-json")
-	require.Equal(t, exitOK, res.code, res.stderr)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
 	require.Len(t, lines, len(factorize.Strategies()))
 	assert.Contains(t, res.stdout, `{"error":"factorize: strategy \"tree\" supports only the prefix-sum workload, not \"momentum\"","strategy":"tree"}`)
@@ -204,10 +205,10 @@ func TestMemoryWarning(t *testing.T) {
 		}
 	}
 	res := runT(t, "-R", "4", "-memory", "keep")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, cli.ExitUsage, res.code)
 	requireOneErrorLine(t, res.stderr, "-memory applies only with -noise FILE")
 	res = runT(t, "-R", "4", "-noise", "Z.npy", "-std", "1", "-memory", "lots")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, cli.ExitUsage, res.code)
 	requireOneErrorLine(t, res.stderr, `-memory "lots": want auto, keep or regenerate`)
 }
 
@@ -223,7 +224,7 @@ func TestSamplingCalibration(t *testing.T) {
 	std := func(args ...string) (float64, map[string]any) {
 		t.Helper()
 		res := runT(t, append(append([]string{}, base...), args...)...)
-		require.Equal(t, exitOK, res.code, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(res.stdout), &m))
 		return m["noise_std"].(float64), m
@@ -262,7 +263,7 @@ func TestSamplingCalibration(t *testing.T) {
 		{[]string{"-R", "64", "-strategy", "banded:tol=1e-8"}, "tol and max-iter only under participation minsep:B"},
 	} {
 		res := runT(t, tc.args...)
-		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		assert.Equal(t, cli.ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
 		assert.Contains(t, res.stderr, tc.want, "%v", tc.args)
 	}
 }

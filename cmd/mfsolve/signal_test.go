@@ -86,7 +86,7 @@ func TestSignalDuringWrite(t *testing.T) {
 
 			require.NoError(t, cmd.Process.Signal(sig))
 			rest, _ := io.ReadAll(stderr)
-			assert.Equal(t, exitFailure, exitCode(t, cmd))
+			assert.Equal(t, cli.ExitFailure, exitCode(t, cmd))
 			assert.Equal(t, "mfsolve: interrupted; nothing written\n", string(rest))
 			assert.Empty(t, stdout.String())
 			for _, n := range []string{"B.npy", "C.npy"} {
@@ -107,7 +107,7 @@ func TestSignalDuringSolveSIGTERM(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	rest, _ := io.ReadAll(stderr)
-	assert.Equal(t, exitFailure, exitCode(t, cmd))
+	assert.Equal(t, cli.ExitFailure, exitCode(t, cmd))
 	assert.Equal(t, "mfsolve: interrupted; nothing written\n", string(rest))
 	assert.Empty(t, stdout.String())
 	if cache := filepath.Join(dir, "xdg", "dpmf"); dirExists(cache) {
@@ -136,14 +136,14 @@ func TestSignalAnyTime(t *testing.T) {
 			got, err := os.ReadFile(filepath.Join(dir, n))
 			require.NoError(t, err)
 			switch code {
-			case exitOK:
+			case cli.ExitOK:
 				a, err := npy.Load(filepath.Join(dir, n))
 				require.NoError(t, err, "delay %v: %s", delay, n)
 				assert.Equal(t, []int{1200, 1200}, a.Shape)
-			case exitFailure, -1:
+			case cli.ExitFailure, -1:
 				// -1: the signal came before the handler was installed
 				// (a very loaded machine); nothing was written then.
-				if code == exitFailure {
+				if code == cli.ExitFailure {
 					assert.Equal(t, "mfsolve: interrupted; nothing written\n", string(rest))
 				}
 				assert.Equal(t, oldContents, string(got), "delay %v: %s", delay, n)
@@ -158,7 +158,7 @@ func TestSignalAnyTime(t *testing.T) {
 				assert.True(t, strings.HasSuffix(n, ".dpmf"), n)
 			}
 			res := runBinary(t, dir, "-R", "1200", "-json")
-			require.Equal(t, exitOK, res.code, res.stderr)
+			require.Equal(t, cli.ExitOK, res.code, res.stderr)
 			assert.NotContains(t, res.stderr, "corrupt")
 		}
 	}

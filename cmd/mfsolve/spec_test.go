@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // Every setting of every strategy reaches its solver: mfsolve with a spec
@@ -38,7 +39,7 @@ func TestSpecSettingsReachTheSolver(t *testing.T) {
 		{"optimal:path=dense,max-iter=50000", "single", factorize.OptimalStrategy{Options: factorize.Options{Method: factorize.Dense, MaxIter: 50000}}, single, false},
 	} {
 		res := runT(t, "-R", "32", "-strategy", tc.spec, "-participation", tc.participation, "-no-cache", "-json")
-		require.Equal(t, exitOK, res.code, "%s: %s", tc.spec, res.stderr)
+		require.Equal(t, cli.ExitOK, res.code, "%s: %s", tc.spec, res.stderr)
 		got := parseJSON(t, res.stdout)["loss"].(float64)
 		f, err := tc.s.Factorize(context.Background(), w, tc.p)
 		require.NoError(t, err, tc.spec)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"os"
 	"os/exec"
 	"runtime"
@@ -34,7 +35,7 @@ func describeMachine() machine {
 		OS:         runtime.GOOS,
 		Arch:       runtime.GOARCH,
 		MemTotal:   procField("/proc/meminfo", "MemTotal"),
-		CoreType:   os.Getenv("OPENBLAS_CORETYPE"),
+		CoreType:   cmp.Or(os.Getenv("OPENBLAS_CORETYPE"), "(not set)"),
 		LoadBefore: loadAvg(),
 		Kernel:     readTrim("/proc/sys/kernel/osrelease"),
 	}
@@ -42,9 +43,6 @@ func describeMachine() machine {
 		m.GoOnPath = strings.TrimSpace(string(out))
 	} else {
 		m.GoOnPath = "unknown"
-	}
-	if m.CoreType == "" {
-		m.CoreType = "(not set)"
 	}
 	return m
 }

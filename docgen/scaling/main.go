@@ -21,6 +21,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -103,9 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if !strings.HasSuffix(cfg.out, ".md") {
 		return cfg, fmt.Errorf("-out %s: want a .md file name", cfg.out)
 	}
-	if cfg.svg == "" {
-		cfg.svg = filepath.Join(filepath.Dir(cfg.out), "scaling.svg")
-	}
+	cfg.svg = cmp.Or(cfg.svg, filepath.Join(filepath.Dir(cfg.out), "scaling.svg"))
 	if !strings.HasSuffix(cfg.svg, ".svg") {
 		return cfg, fmt.Errorf("-svg %s: want a .svg file name", cfg.svg)
 	}

@@ -15,6 +15,7 @@ package figure
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image/color"
 	"image/png"
@@ -95,16 +96,8 @@ func (f Figure) grid() (rows, cols int, w, h vg.Length) {
 		cols = max(len(f.Panels), 1)
 	}
 	rows = (len(f.Panels) + cols - 1) / cols
-	w, h = f.Width, f.Height
-	if w == 0 {
-		w = 6.5 * vg.Inch
-		if cols > 2 {
-			w = vg.Length(cols) * 3.25 * vg.Inch
-		}
-	}
-	if h == 0 {
-		h = vg.Length(rows) * 4 * vg.Inch
-	}
+	w = cmp.Or(f.Width, vg.Length(max(6.5, 3.25*float64(cols)))*vg.Inch)
+	h = cmp.Or(f.Height, vg.Length(rows)*4*vg.Inch)
 	return rows, cols, w, h
 }
 
