@@ -200,7 +200,9 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	// One run of the real roles, in process or over gRPC.
 	key := mechanism.SeedKey(experiment.RepSeed(p.Seed, 1<<21))
 	noise := func(key [32]byte) (mechanism.Mechanism, error) {
-		return newMechanism(&Setup{Plan: withDim(p, d), Factorization: s.Factorization, Privacy: priv}, h, priv.NoiseStd, key)
+		pd := p
+		pd.Dim = d
+		return newMechanism(&Setup{Plan: pd, Factorization: s.Factorization, Privacy: priv}, h, priv.NoiseStd, key)
 	}
 	model := adversary{mag: 2 * p.Clip}
 	y := mat.NewDense(R, d, nil)
@@ -314,8 +316,6 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
-
-func withDim(p Plan, d int) Plan { p.Dim = d; return p }
 
 // canaryData is the canary run's data: slot[r n + i] is the canary that
 // owns learner i's round r (-1: none), with its coordinate and the sign

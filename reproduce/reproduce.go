@@ -98,21 +98,20 @@ func (c Check) Holds() bool { return c.LessMean < c.MoreMean }
 // Run runs the named parts ("all" for every part) and writes their files
 // and summary.md into dir, which is created if needed.
 func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report, error) {
-	var want []string
+	var want []string // in the order given, each once
 	for _, p := range parts {
-		if p == "all" {
-			want = append(want, Parts()...)
-			continue
-		}
-		if !slices.Contains(Parts(), p) {
+		if p != "all" && !slices.Contains(Parts(), p) {
 			return nil, fmt.Errorf("reproduce: unknown part %q, want one of %s or all", p, strings.Join(Parts(), ", "))
 		}
-		want = append(want, p)
+		for _, q := range Parts() {
+			if (p == "all" || q == p) && !slices.Contains(want, q) {
+				want = append(want, q)
+			}
+		}
 	}
 	if len(want) == 0 {
 		return nil, fmt.Errorf("reproduce: no part to run")
 	}
-	want = dedupe(want)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("reproduce: %w", err)
 	}
@@ -165,16 +164,6 @@ func outputFiles(parts []string) []string {
 	var out []string
 	for _, p := range parts {
 		out = append(out, partFiles[p]...)
-	}
-	return out
-}
-
-func dedupe(xs []string) []string {
-	var out []string
-	for _, x := range xs {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
 	}
 	return out
 }

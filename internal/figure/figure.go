@@ -252,7 +252,7 @@ func (p *Panel) plot() (*plot.Plot, *legend, error) {
 	pl.X.Tick.Marker = ticker{log: p.LogX}
 	pl.Y.Tick.Marker = ticker{log: p.LogY}
 	pl.Add(plotter.NewGrid())
-	leg := newLegend()
+	leg := &legend{}
 
 	// The smallest positive y, for bands on a logarithmic axis.
 	floor := math.Inf(1)

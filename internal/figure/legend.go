@@ -51,8 +51,6 @@ type legend struct {
 	outside bool
 }
 
-func newLegend() *legend { return &legend{} }
-
 // style returns a gonum legend with the given entries, in the figures'
 // style.
 func style(entries []entry) plot.Legend {

@@ -2,6 +2,7 @@ package figure
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,7 +153,8 @@ func linearTicks(min, max float64) []plot.Tick {
 			}
 			minor, _ := multiples(sub, subK)
 			for _, v := range minor {
-				if !contains(vals, v) {
+				labelledAt := func(w float64) bool { return math.Abs(w-v) <= 1e-9*math.Abs(v) }
+				if !slices.ContainsFunc(vals, labelledAt) {
 					ticks = append(ticks, plot.Tick{Value: v})
 				}
 			}
@@ -174,15 +176,6 @@ func labelled(vals []float64) []plot.Tick {
 		ticks[i] = plot.Tick{Value: v, Label: label(v)}
 	}
 	return ticks
-}
-
-func contains(vals []float64, v float64) bool {
-	for _, w := range vals {
-		if math.Abs(w-v) <= 1e-9*math.Abs(v) {
-			return true
-		}
-	}
-	return false
 }
 
 // logTicks returns the ticks of a logarithmic axis over [min, max]
