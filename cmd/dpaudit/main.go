@@ -80,8 +80,6 @@ type options struct {
 	canaries             int
 	level, confidence    float64
 	network              bool
-	fs                   *flag.FlagSet
-	setFlags             map[string]bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -113,8 +111,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		fs.Float64Var(&o.level, "level", 0.99, "confidence level of the mu-hat interval")
 		fs.Float64Var(&o.confidence, "confidence", 0.95, "confidence of the one-run epsilon lower bound")
 		fs.StringVar(&o.out, "out", "", "directory for canary.json, canary.png and canary.svg")
-	}
-	if cmd == "canary" {
 		fs.BoolVar(&o.network, "network", false, "run the federation over gRPC: a fednet server on 127.0.0.1 and its learners")
 	} else {
 		fs.BoolVar(&o.network, "network", false, "also run data set D's federation over gRPC (a fednet server on 127.0.0.1 and its learners) and check it releases the in-process models bit for bit; no -dropout")
