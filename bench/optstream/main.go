@@ -28,6 +28,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/mechanism"
 )
@@ -135,7 +137,7 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 		}
 		draws = append(draws, time.Since(t).Seconds())
 	}
-	res.RoundMean, res.RoundMedian = mean(times), median(times)
+	res.RoundMean, res.RoundMedian = floats.Sum(times)/float64(max(1, len(times))), median(times)
 	res.StateMB = float64(m.StateBytes()) / 1e6
 	res.DrawMedian, res.BareMedian = median(draws), bare(d, min(len(times), 200))
 	res.RatioToDraw = res.RoundMedian / res.DrawMedian
@@ -177,14 +179,6 @@ func bare(d, n int) float64 {
 		b = append(b, time.Since(t).Seconds())
 	}
 	return median(b)
-}
-
-func mean(x []float64) float64 {
-	s := 0.0
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(max(1, len(x)))
 }
 
 func median(x []float64) float64 {
