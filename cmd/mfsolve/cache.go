@@ -62,7 +62,7 @@ func resolveBudget(cfg *config, getenv func(string) string) error {
 			if v := getenv(budgetEnv); v != "" {
 				b, err := parseSize(v)
 				if err != nil {
-					return usagef("%s=%q: %v", budgetEnv, v, err)
+					return cli.Usagef("%s=%q: %v", budgetEnv, v, err)
 				}
 				cfg.budget = b
 			}
@@ -104,7 +104,7 @@ func runCache(args []string, e env) error {
 		if len(args) > 0 {
 			got = fmt.Sprintf("%q", args[0])
 		}
-		return usagef("cache: got %s, want list or clear (mfsolve cache -h for help)", got)
+		return cli.Usagef("cache: got %s, want list or clear (mfsolve cache -h for help)", got)
 	}
 	verb := args[0]
 	var cfg config
@@ -129,9 +129,9 @@ func runCache(args []string, e env) error {
 	case err != nil:
 		return err
 	case set["cache"] && cfg.cacheDir == "":
-		return usagef("-cache is empty: want a directory")
+		return cli.Usagef("-cache is empty: want a directory")
 	case verb == "clear" && (set["json"] || set["cache-budget"]):
-		return usagef("cache clear takes only -cache")
+		return cli.Usagef("cache clear takes only -cache")
 	}
 	if err := resolveBudget(&cfg, e.getenv); err != nil {
 		return err

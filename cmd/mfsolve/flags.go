@@ -15,9 +15,6 @@ import (
 	"github.com/dpmf/dpmf/mechanism"
 )
 
-// usagef returns a usage error (exit status 2).
-var usagef = cli.Usagef
-
 // prefixWorkload is the -workload value of the prefix-sum workload.
 const prefixWorkload = "prefix"
 
@@ -182,7 +179,7 @@ func parseArgs(args []string) (config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
 		}
-		return cfg, usagef("%v (mfsolve -h for help)", err)
+		return cfg, cli.Usagef("%v (mfsolve -h for help)", err)
 	}
 	if len(used) > 0 {
 		return cfg, removedError(cfg.strategy, used[0][0], used[0][1])
@@ -192,32 +189,32 @@ func parseArgs(args []string) (config, error) {
 	cfg.rSet = set["R"]
 
 	if fs.NArg() > 0 {
-		return cfg, usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
+		return cfg, cli.Usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
 	}
 	if cfg.r < 1 {
-		return cfg, usagef("-R %d: the number of rounds must be at least 1", cfg.r)
+		return cfg, cli.Usagef("-R %d: the number of rounds must be at least 1", cfg.r)
 	}
 	strat, err := factorize.ParseStrategy(cfg.strategy)
 	if err != nil {
-		return cfg, usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
+		return cfg, cli.Usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
 	}
 	info, _ := factorize.Lookup(strat.Name())
 	if cfg.workload == "" {
-		return cfg, usagef("-workload is empty: want prefix or a .npy file")
+		return cfg, cli.Usagef("-workload is empty: want prefix or a .npy file")
 	}
 	if cfg.lossOnly && !info.HasLossOnly() {
-		return cfg, usagef("-loss-only applies only to -strategy %s, not %s", lossOnlyStrategies(), strat.Name())
+		return cfg, cli.Usagef("-loss-only applies only to -strategy %s, not %s", lossOnlyStrategies(), strat.Name())
 	}
 	// -loss-only chooses whether B and C are formed (semiseparable forms
 	// them only when asked to).
 	if cfg.strat, err = factorize.WithLossOnly(strat, cfg.lossOnly); err != nil {
-		return cfg, usagef("-loss-only: %s", paramWant(err))
+		return cfg, cli.Usagef("-loss-only: %s", paramWant(err))
 	}
 	if err := cfg.participation.Validate(cfg.r); err != nil && !strings.HasSuffix(cfg.workload, ".npy") {
-		return cfg, usagef("-participation %v: %s", cfg.participation, paramWant(err))
+		return cfg, cli.Usagef("-participation %v: %s", cfg.participation, paramWant(err))
 	}
 	if cfg.lossOnly && !info.LossOnlyUnder(cfg.participation) {
-		return cfg, usagef("-loss-only gives no C to compute the sensitivity under -participation %v: drop -loss-only", cfg.participation)
+		return cfg, cli.Usagef("-loss-only gives no C to compute the sensitivity under -participation %v: drop -loss-only", cfg.participation)
 	}
 	for _, f := range []string{"o", "C", "noise", "cache"} {
 		if set[f] && fs.Lookup(f).Value.String() == "" {
@@ -225,20 +222,20 @@ func parseArgs(args []string) (config, error) {
 			if f == "cache" {
 				want = "a directory"
 			}
-			return cfg, usagef("-%s is empty: want %s", f, want)
+			return cfg, cli.Usagef("-%s is empty: want %s", f, want)
 		}
 	}
 	if cfg.lossOnly && (cfg.outB != "" || cfg.outC != "") {
-		return cfg, usagef("-loss-only computes no B or C to write: drop -o and -C, or -loss-only")
+		return cfg, cli.Usagef("-loss-only computes no B or C to write: drop -o and -C, or -loss-only")
 	}
 	if cfg.outB != "" && cfg.outC != "" && filepath.Clean(cfg.outB) == filepath.Clean(cfg.outC) {
-		return cfg, usagef("-o and -C are the same file %s", cfg.outB)
+		return cfg, cli.Usagef("-o and -C are the same file %s", cfg.outB)
 	}
 	if cfg.noCache && set["cache"] {
-		return cfg, usagef("-cache and -no-cache contradict each other")
+		return cfg, cli.Usagef("-cache and -no-cache contradict each other")
 	}
 	if cfg.noCache && set["cache-budget"] {
-		return cfg, usagef("-cache-budget and -no-cache contradict each other")
+		return cfg, cli.Usagef("-cache-budget and -no-cache contradict each other")
 	}
 	if err := checkPrivacyFlags(&cfg, set); err != nil {
 		return cfg, err
@@ -249,7 +246,7 @@ func parseArgs(args []string) (config, error) {
 	if cfg.compare {
 		for _, f := range []string{"strategy", "o", "C", "noise", "loss-only"} {
 			if set[f] {
-				return cfg, usagef("-compare computes every strategy and writes no files: drop -%s", f)
+				return cfg, cli.Usagef("-compare computes every strategy and writes no files: drop -%s", f)
 			}
 		}
 	}
@@ -262,41 +259,41 @@ func checkPrivacyFlags(cfg *config, set map[string]bool) error {
 	if !cfg.calibrate {
 		for _, f := range []string{"clip", "learners", "calibration", "relation", "sampling"} {
 			if set[f] {
-				return usagef("-%s is a calibration flag: give -eps and -delta too", f)
+				return cli.Usagef("-%s is a calibration flag: give -eps and -delta too", f)
 			}
 		}
 		return nil
 	}
 	if !set["eps"] || !set["delta"] {
-		return usagef("the calibration needs both -eps and -delta")
+		return cli.Usagef("the calibration needs both -eps and -delta")
 	}
 	if math.IsNaN(cfg.eps) || math.IsInf(cfg.eps, 0) || cfg.eps <= 0 {
-		return usagef("-eps %v: want a finite number > 0", cfg.eps)
+		return cli.Usagef("-eps %v: want a finite number > 0", cfg.eps)
 	}
 	if math.IsNaN(cfg.delta) || cfg.delta <= 0 || cfg.delta >= 1 {
-		return usagef("-delta %v: want a number in (0, 1)", cfg.delta)
+		return cli.Usagef("-delta %v: want a number in (0, 1)", cfg.delta)
 	}
 	if math.IsNaN(cfg.clip) || math.IsInf(cfg.clip, 0) || cfg.clip <= 0 {
-		return usagef("-clip %v: want a finite clipping norm > 0", cfg.clip)
+		return cli.Usagef("-clip %v: want a finite clipping norm > 0", cfg.clip)
 	}
 	if cfg.learners < 1 {
-		return usagef("-learners %d: want at least 1", cfg.learners)
+		return cli.Usagef("-learners %d: want at least 1", cfg.learners)
 	}
 	if cfg.calibration != "exact" && cfg.calibration != "paper" {
-		return usagef("-calibration %q: want exact or paper", cfg.calibration)
+		return cli.Usagef("-calibration %q: want exact or paper", cfg.calibration)
 	}
 	if set["sampling"] {
 		if !(cfg.sampling > 0 && cfg.sampling <= 1) {
-			return usagef("-sampling %v: want a sampling probability in (0, 1]", cfg.sampling)
+			return cli.Usagef("-sampling %v: want a sampling probability in (0, 1]", cfg.sampling)
 		}
 		if _, banded := factorize.CBands(cfg.strat); !banded || cfg.compare {
-			return usagef("-sampling accounts a banded factorization: use -strategy banded or bsr (without -compare)")
+			return cli.Usagef("-sampling accounts a banded factorization: use -strategy banded or bsr (without -compare)")
 		}
 		if cfg.calibration != "exact" {
-			return usagef("-sampling uses the PLD accountant: drop -calibration %s", cfg.calibration)
+			return cli.Usagef("-sampling uses the PLD accountant: drop -calibration %s", cfg.calibration)
 		}
 		if cfg.participation.Kind != factorize.KindSingle {
-			return usagef("-sampling fixes the participation (each sample in the rounds of its group, b apart): drop -participation")
+			return cli.Usagef("-sampling fixes the participation (each sample in the rounds of its group, b apart): drop -participation")
 		}
 		if !set["relation"] {
 			// Amplification by Poisson sampling is stated for add/remove
@@ -313,35 +310,35 @@ func checkNoiseFlags(cfg *config, set map[string]bool) error {
 	if cfg.outNoise == "" {
 		for _, f := range []string{"dim", "std", "seed", "memory"} {
 			if set[f] {
-				return usagef("-%s applies only with -noise FILE", f)
+				return cli.Usagef("-%s applies only with -noise FILE", f)
 			}
 		}
 		return nil
 	}
 	if cfg.lossOnly {
-		return usagef("-noise needs the factors: drop -loss-only")
+		return cli.Usagef("-noise needs the factors: drop -loss-only")
 	}
 	if cfg.dim < 1 {
-		return usagef("-dim %d: want at least 1", cfg.dim)
+		return cli.Usagef("-dim %d: want at least 1", cfg.dim)
 	}
 	if _, ok := memoryModes[cfg.memory]; !ok {
-		return usagef("-memory %q: want auto, keep or regenerate", cfg.memory)
+		return cli.Usagef("-memory %q: want auto, keep or regenerate", cfg.memory)
 	}
 	if set["std"] {
 		if math.IsNaN(cfg.std) || math.IsInf(cfg.std, 0) || cfg.std <= 0 {
-			return usagef("-std %v: want a finite number > 0", cfg.std)
+			return cli.Usagef("-std %v: want a finite number > 0", cfg.std)
 		}
 		if cfg.calibrate {
 			// The reported (eps, delta) guarantee would describe the
 			// calibrated std, not the -std noise written.
-			return usagef("-std and -eps/-delta both set the noise level: give -std (no privacy claim) or -eps and -delta (the calibrated std), not both")
+			return cli.Usagef("-std and -eps/-delta both set the noise level: give -std (no privacy claim) or -eps and -delta (the calibrated std), not both")
 		}
 	} else if !cfg.calibrate {
-		return usagef("-noise needs a noise level: give -std, or -eps and -delta to calibrate it")
+		return cli.Usagef("-noise needs a noise level: give -std, or -eps and -delta to calibrate it")
 	}
 	for _, other := range []string{cfg.outB, cfg.outC} {
 		if other != "" && filepath.Clean(other) == filepath.Clean(cfg.outNoise) {
-			return usagef("-noise and -o or -C are the same file %s", cfg.outNoise)
+			return cli.Usagef("-noise and -o or -C are the same file %s", cfg.outNoise)
 		}
 	}
 	return nil
@@ -413,10 +410,10 @@ func removedError(spec string, f, v string) error {
 	s, err := factorize.ParseStrategy(spec)
 	if err == nil {
 		if s, err = factorize.WithSetting(s, key, v); err == nil {
-			return usagef("-%s was removed: write -strategy %s", f, s.Spec())
+			return cli.Usagef("-%s was removed: write -strategy %s", f, s.Spec())
 		}
 	}
-	return usagef("-%s was removed: give %s=%s in the -strategy spec, but -strategy %s: %s (mfsolve -h lists each strategy's settings)", f, key, v, spec, paramWant(err))
+	return cli.Usagef("-%s was removed: give %s=%s in the -strategy spec, but -strategy %s: %s (mfsolve -h lists each strategy's settings)", f, key, v, spec, paramWant(err))
 }
 
 // strategyHelp lists the strategies and their settings for the usage

@@ -124,10 +124,10 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if beta, ok := strings.CutPrefix(cfg.workload, "momentum:"); ok {
 		b, err := strconv.ParseFloat(beta, 64)
 		if err != nil {
-			return usagef("-workload %s: momentum %q is not a number", cfg.workload, beta)
+			return cli.Usagef("-workload %s: momentum %q is not a number", cfg.workload, beta)
 		}
 		if w, err = factorize.Momentum(r, b); err != nil {
-			return usagef("-workload %s: %s", cfg.workload, paramText(err))
+			return cli.Usagef("-workload %s: %s", cfg.workload, paramText(err))
 		}
 	} else if cfg.workload != prefixWorkload {
 		var err error
@@ -135,7 +135,7 @@ func solve(ctx context.Context, cfg config, e env) error {
 			return err
 		}
 		if cfg.rSet && cfg.r != w.R() {
-			return usagef("-R %d, but the workload in %s is %d x %d", cfg.r, cfg.workload, w.R(), w.R())
+			return cli.Usagef("-R %d, but the workload in %s is %d x %d", cfg.r, cfg.workload, w.R(), w.R())
 		}
 		r = w.R()
 	}
@@ -180,10 +180,10 @@ func solve(ctx context.Context, cfg config, e env) error {
 	}
 	strat := factorize.WithProgress(cfg.strat, onProgress)
 	if err := cfg.participation.Validate(r); err != nil {
-		return usagef("-participation %v: %v", cfg.participation, paramWant(err))
+		return cli.Usagef("-participation %v: %v", cfg.participation, paramWant(err))
 	}
 	if err := factorize.CheckUnder(strat, cfg.participation); err != nil {
-		return usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
+		return cli.Usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
 	}
 	start := time.Now()
 	var (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/plan"
 )
@@ -35,7 +36,7 @@ func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Facto
 	err := p.Calibrate(ctx, f)
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity is %v, want a finite number > 0",
+		return cli.Usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity is %v, want a finite number > 0",
 			cfg.clip, cfg.learners, f.Metrics.UnitSensitivity.Value, pe.Value)
 	}
 	return err
