@@ -12,6 +12,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -228,7 +229,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		for k := range v {
 			v[k] = rng.NormFloat64()
 		}
-		scale := p.Clip * rng.Float64() / math.Sqrt(dot(v, v))
+		scale := p.Clip * rng.Float64() / math.Sqrt(floats.Dot(v, v))
 		a := sample(kindBackground, 0, 0, 0)
 		for _, x := range v {
 			a = append(a, x*scale)
@@ -511,7 +512,7 @@ func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64, present
 					v[a] += w[r][i] * c.At(a, r)
 				}
 			}
-			nv := math.Sqrt(dot(v, v))
+			nv := math.Sqrt(floats.Dot(v, v))
 			if nv > best*(1+1e-12) || (nv >= best*(1-1e-12) && drops > bestDrops) {
 				bestI, bestS, best, bestDrops = i, s, nv, drops
 			}
@@ -531,13 +532,13 @@ func duplicateRows(z *mat.Dense) (bool, int, int) {
 	norms := make([]float64, r)
 	for i := range norms {
 		row := z.RawRowView(i)
-		norms[i] = math.Sqrt(dot(row, row))
+		norms[i] = math.Sqrt(floats.Dot(row, row))
 	}
 	for i := 0; i < r; i++ {
 		a := z.RawRowView(i)
 		for j := i + 1; j < r; j++ {
 			b := z.RawRowView(j)
-			c := dot(a, b)
+			c := floats.Dot(a, b)
 			collinear := math.Abs(math.Abs(c)-norms[i]*norms[j]) <= 1e-12*norms[i]*norms[j]
 			if collinear && (d >= 3 || math.Abs(norms[i]-norms[j]) <= 1e-6*norms[i]) {
 				return true, i, j

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dpmf/dpmf/factorize"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -27,7 +28,7 @@ func newWhitener(f *factorize.Factorization) (*whitener, error) {
 	m, r := f.C.Dims()
 	w := &whitener{}
 	last := f.B.RawRowView(r - 1)
-	w.lastB = math.Sqrt(dot(last, last))
+	w.lastB = math.Sqrt(floats.Dot(last, last))
 	if m == r {
 		w.c = f.C
 		w.prec = mat.NewDense(r, r, nil)
@@ -79,14 +80,6 @@ func (wh *whitener) whiten(w *mat.Dense) *mat.Dense {
 		out.SetCol(j, col.RawVector().Data)
 	}
 	return &out
-}
-
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i, v := range a {
-		s += v * b[i]
-	}
-	return s
 }
 
 // rowsOf returns the rows as a matrix.

@@ -111,6 +111,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return cfg, nil
 }
 
+// cmdLine is the command line as the report quotes it.
+func (c config) cmdLine() string {
+	return strings.Join(append([]string{"go run ./docgen/scaling"}, c.args...), " ")
+}
+
 // writeAtomic writes data to path through a temporary file in the same
 // directory (internal/atomicfile), so that path is either its old content or
 // the new one.

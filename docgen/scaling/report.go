@@ -70,7 +70,7 @@ func (res *results) markdown(svg string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	m := res.machine
-	cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, res.cfg.args...), " ")
+	cmdLine := res.cfg.cmdLine()
 
 	p("# Scaling of dpmf's factorizations")
 	p("")
@@ -148,7 +148,6 @@ func (res *results) markdown(svg string) string {
 	p("Allocated is the total of `runtime.MemStats.TotalAlloc` during one run; peak heap is the largest growth of the heap's objects (`/memory/classes/heap/objects:bytes`) sampled every 5 ms, so it can miss short peaks.")
 	p("")
 	if len(res.part) > 0 {
-		cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, res.cfg.args...), " ")
 		b.WriteString(participationMarkdown(res.part, cmdLine, res.started))
 		p("")
 	}

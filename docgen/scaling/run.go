@@ -103,9 +103,8 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 		if err := fr.plot(base); err != nil {
 			return err
 		}
-		cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, cfg.args...), " ")
 		plot := filepath.Base(base) + ".svg"
-		if err := replaceSection(cfg.out, fr.markdown(cmdLine, started, plot), furtherBegin, furtherEnd, "-further-only"); err != nil {
+		if err := replaceSection(cfg.out, fr.markdown(cfg.cmdLine(), started, plot), furtherBegin, furtherEnd, "-further-only"); err != nil {
 			return err
 		}
 		logf(log, "rewrote the further section of %s in %s", cfg.out, time.Since(started).Round(time.Second))
@@ -114,8 +113,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	if cfg.partOnly {
 		started := time.Now()
 		runs := runParticipation(ctx, cfg.reps, log)
-		cmdLine := strings.Join(append([]string{"go run ./docgen/scaling"}, cfg.args...), " ")
-		if err := replaceSection(cfg.out, participationMarkdown(runs, cmdLine, started), partBegin, partEnd, "-participation-only"); err != nil {
+		if err := replaceSection(cfg.out, participationMarkdown(runs, cfg.cmdLine(), started), partBegin, partEnd, "-participation-only"); err != nil {
 			return err
 		}
 		logf(log, "rewrote the participation section of %s in %s", cfg.out, time.Since(started).Round(time.Second))
