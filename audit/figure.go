@@ -13,15 +13,10 @@ import (
 // claim predicts (dashed): the mixtures over canaries of
 // N(+-w_j mu / 2, 1), mu the observer's analytic mu.
 func (r *CanaryReport) Figure() figure.Figure {
-	var f figure.Figure
-	for _, o := range []struct {
-		name string
-		obs  *Observer
-	}{{"all iterates", &r.AllIterates}, {"final model only", &r.FinalModel}} {
-		f.Panels = append(f.Panels, histogramPanel(o.name, o.obs))
-	}
-	f.Cols = 1
-	return f
+	return figure.Figure{Cols: 1, Panels: []figure.Panel{
+		histogramPanel("all iterates", &r.AllIterates),
+		histogramPanel("final model only", &r.FinalModel),
+	}}
 }
 
 func histogramPanel(name string, o *Observer) figure.Panel {

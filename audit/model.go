@@ -3,6 +3,8 @@ package audit
 import (
 	"math"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpmf/dpmf/model"
 )
 
@@ -47,11 +49,7 @@ func (m adversary) Loss(x, a []float64, _ float64) float64 {
 	case kindFollow:
 		return -m.mag * math.Abs(a[3]-x[k])
 	case kindBackground:
-		s := 0.0
-		for j, b := range a[4:] {
-			s += b * x[j]
-		}
-		return s
+		return floats.Dot(a[4:], x[:len(a)-4])
 	}
 	return 0
 }
