@@ -95,7 +95,7 @@ func (f Figure) grid() (rows, cols int, w, h vg.Length) {
 	if cols <= 0 {
 		cols = max(len(f.Panels), 1)
 	}
-	rows = (len(f.Panels) + cols - 1) / cols
+	rows = max((len(f.Panels)+cols-1)/cols, 1)
 	w = cmp.Or(f.Width, vg.Length(max(6.5, 3.25*float64(cols)))*vg.Inch)
 	h = cmp.Or(f.Height, vg.Length(rows)*4*vg.Inch)
 	return rows, cols, w, h
@@ -170,10 +170,7 @@ type drawn struct {
 
 // PNG writes the figure as a PNG image at [DPI].
 func (f Figure) PNG(w io.Writer) error {
-	if len(f.Panels) == 0 {
-		return fmt.Errorf("figure: no panels")
-	}
-	_, _, wd, ht := f.grid()
+	_, _, wd, ht := f.grid() // at least one row: draw reports an empty figure
 	c := vgimg.NewWith(vgimg.UseWH(wd, ht), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
 	if _, err := f.draw(draw.New(c)); err != nil {
 		return err
@@ -184,10 +181,7 @@ func (f Figure) PNG(w io.Writer) error {
 
 // SVG writes the figure as an SVG document.
 func (f Figure) SVG(w io.Writer) error {
-	if len(f.Panels) == 0 {
-		return fmt.Errorf("figure: no panels")
-	}
-	_, _, wd, ht := f.grid()
+	_, _, wd, ht := f.grid() // at least one row: draw reports an empty figure
 	c := vgsvg.New(wd, ht)
 	if _, err := f.draw(draw.New(c)); err != nil {
 		return err
