@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -328,13 +328,8 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 	p("")
 	p("| strategy | R | K (buffers) | loss | excess over the optimum | time (median) |")
 	p("|---|---:|---:|---:|---:|---:|")
-	rows := append([]semisepRow(nil), res.Rows...)
-	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].R != rows[j].R {
-			return rows[i].R < rows[j].R
-		}
-		return rows[i].K < rows[j].K
-	})
+	rows := slices.Clone(res.Rows)
+	slices.SortStableFunc(rows, func(a, b semisepRow) int { return cmp.Or(cmp.Compare(a.R, b.R), cmp.Compare(a.K, b.K)) })
 	ok8, ok16 := true, true
 	for _, r := range rows {
 		if r.Err != "" {

@@ -54,9 +54,6 @@ func passFail(ok bool) string {
 	return "**FAIL**"
 }
 
-// relDiff returns |a - b| / |b|.
-func relDiff(a, b float64) float64 { return math.Abs(a-b) / math.Abs(b) }
-
 // overlap reports whether the certified intervals of two solvers overlap, as
 // they must when both certificates are valid (both contain the optimum). A
 // relative slack of 1e-12 allows for rounding in the bounds.
@@ -300,7 +297,8 @@ func (res *results) agreementRows() []agreementRow {
 		if !target {
 			limit = math.Max(limit, x.Tol+y.Tol)
 		}
-		rows = append(rows, agreementRow{workload, what, x.R, x.Tol, y.Tol, x.Out.Loss, y.Out.Loss, relDiff(x.Out.Loss, y.Out.Loss), limit, target})
+		diff := math.Abs(x.Out.Loss-y.Out.Loss) / math.Abs(y.Out.Loss)
+		rows = append(rows, agreementRow{workload, what, x.R, x.Tol, y.Tol, x.Out.Loss, y.Out.Loss, diff, limit, target})
 	}
 	for _, g := range res.general {
 		if s, ok := find(res.lossOnly, g.R); ok {
