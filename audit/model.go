@@ -3,8 +3,6 @@ package audit
 import (
 	"math"
 
-	"gonum.org/v1/gonum/floats"
-
 	"github.com/dpmf/dpmf/model"
 )
 
@@ -49,7 +47,7 @@ func (m adversary) Loss(x, a []float64, _ float64) float64 {
 	case kindFollow:
 		return -m.mag * math.Abs(a[3]-x[k])
 	case kindBackground:
-		return floats.Dot(a[4:], x[:len(a)-4])
+		return dot(a[4:], x[:len(a)-4])
 	}
 	return 0
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -12,7 +13,6 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -229,7 +229,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		for k := range v {
 			v[k] = rng.NormFloat64()
 		}
-		scale := p.Clip * rng.Float64() / math.Sqrt(floats.Dot(v, v))
+		scale := p.Clip * rng.Float64() / math.Sqrt(dot(v, v))
 		a := sample(kindBackground, 0, 0, 0)
 		for _, x := range v {
 			a = append(a, x*scale)
@@ -452,32 +452,18 @@ func (s replayStream) Sample(r, t int) ([]float64, float64) {
 // (min-separation, the worst patterns for Toeplitz C by Kalinin and
 // Lampert 2024).
 func patterns(p factorize.Participation, R int) [][]int {
-	var out [][]int
+	// Pattern c holds the rounds c, c + step, ..., at most k of them.
+	starts, step, k := R, 1, 1
 	switch p.Kind {
 	case factorize.KindEpochs:
-		b := R / p.K
-		for c := 0; c < b; c++ {
-			var s []int
-			for r := c; r < R; r += b {
-				s = append(s, r)
-			}
-			out = append(out, s)
-		}
+		starts, step, k = R/p.K, R/p.K, R
 	case factorize.KindMinSep:
-		k := p.K
-		if k == 0 {
-			k = (R + p.B - 1) / p.B
-		}
-		for c := 0; c < R; c++ {
-			var s []int
-			for r := c; r < R && len(s) < k; r += p.B {
-				s = append(s, r)
-			}
-			out = append(out, s)
-		}
-	default:
-		for r := 0; r < R; r++ {
-			out = append(out, []int{r})
+		step, k = p.B, cmp.Or(p.K, (R+p.B-1)/p.B)
+	}
+	out := make([][]int, starts)
+	for c := range out {
+		for r := c; r < R && len(out[c]) < k; r += step {
+			out[c] = append(out[c], r)
 		}
 	}
 	return out
@@ -512,7 +498,7 @@ func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64, present
 					v[a] += w[r][i] * c.At(a, r)
 				}
 			}
-			nv := math.Sqrt(floats.Dot(v, v))
+			nv := math.Sqrt(dot(v, v))
 			if nv > best*(1+1e-12) || (nv >= best*(1-1e-12) && drops > bestDrops) {
 				bestI, bestS, best, bestDrops = i, s, nv, drops
 			}
@@ -532,13 +518,13 @@ func duplicateRows(z *mat.Dense) (bool, int, int) {
 	norms := make([]float64, r)
 	for i := range norms {
 		row := z.RawRowView(i)
-		norms[i] = math.Sqrt(floats.Dot(row, row))
+		norms[i] = math.Sqrt(dot(row, row))
 	}
 	for i := 0; i < r; i++ {
 		a := z.RawRowView(i)
 		for j := i + 1; j < r; j++ {
 			b := z.RawRowView(j)
-			c := floats.Dot(a, b)
+			c := dot(a, b)
 			collinear := math.Abs(math.Abs(c)-norms[i]*norms[j]) <= 1e-12*norms[i]*norms[j]
 			if collinear && (d >= 3 || math.Abs(norms[i]-norms[j]) <= 1e-6*norms[i]) {
 				return true, i, j

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/dpmf/dpmf/factorize"
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -28,7 +27,7 @@ func newWhitener(f *factorize.Factorization) (*whitener, error) {
 	m, r := f.C.Dims()
 	w := &whitener{}
 	last := f.B.RawRowView(r - 1)
-	w.lastB = math.Sqrt(floats.Dot(last, last))
+	w.lastB = math.Sqrt(dot(last, last))
 	if m == r {
 		w.c = f.C
 		w.prec = mat.NewDense(r, r, nil)
@@ -80,6 +79,16 @@ func (wh *whitener) whiten(w *mat.Dense) *mat.Dense {
 		out.SetCol(j, col.RawVector().Data)
 	}
 	return &out
+}
+
+// dot returns the inner product of a and b, summed in order (the audit's
+// reports are reproducible to the last bit).
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
 }
 
 // rowsOf returns the rows as a matrix.
