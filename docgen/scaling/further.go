@@ -366,30 +366,24 @@ func (res *furtherResult) plot(base string) error {
 		s string
 		r int
 	}
-	lines := map[key]*figure.Series{}
-	var order []key
+	panel := figure.Panel{Title: "Streaming with K buffers: excess loss over the certified optimum", XLabel: "K (state vectors per coordinate)", YLabel: "loss / optimum - 1", LogX: true, LogY: true}
+	index := map[key]int{} // of the line in panel.Series
 	for _, r := range res.Rows {
 		if r.Err != "" || !(r.Excess > 0) {
 			continue
 		}
 		k := key{r.Strategy, r.R}
-		s, ok := lines[k]
+		i, ok := index[k]
 		if !ok {
-			s = &figure.Series{Name: fmt.Sprintf("%s, R = %d", r.Strategy, r.R), Points: true, Color: -1}
+			i, index[k] = len(panel.Series), len(panel.Series)
+			s := figure.Series{Name: fmt.Sprintf("%s, R = %d", r.Strategy, r.R), Points: true, Color: i}
 			if r.Strategy == "blt" {
 				s.Dashes = 1
 			}
-			lines[k] = s
-			order = append(order, k)
+			panel.Series = append(panel.Series, s)
 		}
-		s.X = append(s.X, float64(r.K))
-		s.Y = append(s.Y, r.Excess)
-	}
-	panel := figure.Panel{Title: "Streaming with K buffers: excess loss over the certified optimum", XLabel: "K (state vectors per coordinate)", YLabel: "loss / optimum - 1", LogX: true, LogY: true}
-	for i, k := range order {
-		s := *lines[k]
-		s.Color = i
-		panel.Series = append(panel.Series, s)
+		panel.Series[i].X = append(panel.Series[i].X, float64(r.K))
+		panel.Series[i].Y = append(panel.Series[i].Y, r.Excess)
 	}
 	return figure.Figure{Panels: []figure.Panel{panel}}.Save(base)
 }
