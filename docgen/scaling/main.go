@@ -22,17 +22,16 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // config holds the command-line flags.
@@ -56,28 +55,22 @@ func main() {
 	if report := os.Getenv(spawnEnv); report != "" {
 		os.Exit(spawn(os.Args[1:], report))
 	}
+	ctx, stop := cli.SignalContext()
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
+	if err == nil {
+		err = run(ctx, cfg, os.Stderr)
 	}
-	if err != nil {
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "scaling: %v\n", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, cfg, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "scaling: %v\n", err)
-		stop()
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err)) // 2 for a bad command line
 	}
 }
 
 // parseFlags parses and checks the command line.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	cfg := config{args: args}
-	fs := flag.NewFlagSet("scaling", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("scaling")
 	fs.StringVar(&cfg.out, "out", "docs/scaling.md", "write the report to `FILE`")
 	fs.StringVar(&cfg.svg, "svg", "", "write the plot to `FILE` (default: scaling.svg beside -out)")
 	fs.BoolVar(&cfg.quick, "quick", false, "leave out the plain dense fixed point at R = 800 (many minutes)")
@@ -85,28 +78,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.furtherOnly, "further-only", false, "measure only the section on B and C from the structure, R = 10^6 and streaming with K buffers, and rewrite it in the existing -out report")
 	fs.BoolVar(&cfg.replot, "replot", false, "measure nothing: redraw the figures (-svg, and the streaming figure beside -out) from the tables of the existing -out report")
 	fs.IntVar(&cfg.reps, "reps", 5, "take the median of `N` runs (fewer for slow computations)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: go run ./docgen/scaling [flags]\n\n"+
-			"Measures dpmf's factorizations against R and writes a Markdown report with a\n"+
-			"log-log plot. Run it from inside the dpmf module.\n\n"+
-			"Example:\n  go run ./docgen/scaling -out docs/scaling.md -reps 5\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	usage := "Usage: go run ./docgen/scaling [flags]\n\n" +
+		"Measures dpmf's factorizations against R and writes a Markdown report with a\n" +
+		"log-log plot. Run it from inside the dpmf module.\n\n" +
+		"Example:\n  go run ./docgen/scaling -out docs/scaling.md -reps 5\n\nFlags:\n"
+	if _, err := cli.ParseFlags(fs, args, stderr, usage, ""); err != nil {
 		return cfg, err
 	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q; flags only (see -h)", fs.Arg(0))
-	}
 	if cfg.reps < 1 {
-		return cfg, fmt.Errorf("-reps %d: want at least 1", cfg.reps)
+		return cfg, cli.Usagef("-reps %d: want at least 1", cfg.reps)
 	}
 	if !strings.HasSuffix(cfg.out, ".md") {
-		return cfg, fmt.Errorf("-out %s: want a .md file name", cfg.out)
+		return cfg, cli.Usagef("-out %s: want a .md file name", cfg.out)
 	}
 	cfg.svg = cmp.Or(cfg.svg, filepath.Join(filepath.Dir(cfg.out), "scaling.svg"))
 	if !strings.HasSuffix(cfg.svg, ".svg") {
-		return cfg, fmt.Errorf("-svg %s: want a .svg file name", cfg.svg)
+		return cfg, cli.Usagef("-svg %s: want a .svg file name", cfg.svg)
 	}
 	return cfg, nil
 }
