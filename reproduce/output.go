@@ -41,17 +41,6 @@ func (r *runner) saveFigure(name string, f figure.Figure) error {
 	return f.Save(filepath.Join(r.dir, name))
 }
 
-// writeFile writes dir/name atomically (nothing in the dry pass).
-func (r *runner) writeFile(name, text string) error {
-	if r.dry {
-		return nil
-	}
-	return atomicfile.Write(filepath.Join(r.dir, name), 0o644, func(w io.Writer) error {
-		_, err := io.WriteString(w, text)
-		return err
-	})
-}
-
 // g formats a number for CSV files: shortest exact representation.
 func g(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
@@ -85,7 +74,8 @@ func table(header []string, rows [][]string) string {
 	return b.String()
 }
 
-// writeSummary writes dir/summary.md: protocol, sections, claims, checks.
+// writeSummary writes dir/summary.md atomically: protocol, sections,
+// claims, checks.
 func (r *runner) writeSummary(rep *Report) error {
 	var b strings.Builder
 	mode := "full"
@@ -127,7 +117,10 @@ func (r *runner) writeSummary(rep *Report) error {
 		}
 		b.WriteString(table([]string{"check", "lower", "mean", "higher", "mean", "z", "holds"}, rows))
 	}
-	return r.writeFile("summary.md", b.String())
+	return atomicfile.Write(filepath.Join(r.dir, "summary.md"), 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
 }
 
 // check records an ordering from two (mean, std, reps) triples.
