@@ -23,7 +23,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/mechanism"
 )
 
@@ -137,9 +137,9 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 		}
 		draws = append(draws, time.Since(t).Seconds())
 	}
-	res.RoundMean, res.RoundMedian = floats.Sum(times)/float64(max(1, len(times))), median(times)
+	res.RoundMean, res.RoundMedian = floats.Sum(times)/float64(max(1, len(times))), docgen.Median(times)
 	res.StateMB = float64(m.StateBytes()) / 1e6
-	res.DrawMedian, res.BareMedian = median(draws), bare(d, min(len(times), 200))
+	res.DrawMedian, res.BareMedian = docgen.Median(draws), bare(d, min(len(times), 200))
 	res.RatioToDraw = res.RoundMedian / res.DrawMedian
 	res.PeakMB = peakMB()
 	res.TotalSeconds = time.Since(t0).Seconds()
@@ -178,16 +178,7 @@ func bare(d, n int) float64 {
 		}
 		b = append(b, time.Since(t).Seconds())
 	}
-	return median(b)
-}
-
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	y := slices.Clone(x)
-	slices.Sort(y)
-	return y[len(y)/2]
+	return docgen.Median(b)
 }
 
 // peakMB returns the process's peak resident set (VmHWM) in MB, or 0

@@ -29,7 +29,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +40,7 @@ import (
 
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/docgen"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 	"github.com/dpmf/dpmf/secagg"
 )
@@ -202,15 +202,6 @@ func measure(n, d, R int, secure bool) (result, error) {
 	return res, nil
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func ints(flagName, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -253,8 +244,8 @@ func main() {
 			if err != nil {
 				log.Fatalf("n = %d, d = %d, secure: %v", n, d, err)
 			}
-			pt, st := median(plain.seconds), median(sec.seconds)
-			pb, sb := median(plain.bytes), median(sec.bytes)
+			pt, st := docgen.Median(plain.seconds), docgen.Median(sec.seconds)
+			pb, sb := docgen.Median(plain.bytes), docgen.Median(sec.bytes)
 			fmt.Printf("| %d | %d | %.3f | %.3f | %.2f | %.2f | %.2f | %.3f |\n", n, d, pt, st, st/pt, pb/1e6, sb/1e6, sb/pb)
 		}
 	}

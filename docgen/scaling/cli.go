@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/docgen"
 )
 
 // cliResult is the JSON object that `mfsolve -json` prints (docs/cli.md).
@@ -142,6 +144,6 @@ func measureCLI(ctx context.Context, dir, bin string, args []string, reps int, b
 	if err != nil {
 		return m, err
 	}
-	m.Runs, m.Seconds = len(secs), median(secs)
+	m.Runs, m.Seconds = len(secs), docgen.Median(secs)
 	return m, nil
 }

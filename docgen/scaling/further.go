@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/internal/figure"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/npy"
@@ -199,7 +200,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 				row.Loss, row.Excess = f.Metrics.Loss, f.Semisep.Excess
 				res.Optimal[r] = f.Semisep.OptimalLower
 			}
-			row.Seconds = median(secs)
+			row.Seconds = docgen.Median(secs)
 			res.Rows = append(res.Rows, row)
 		}
 		if r > 10000 {
@@ -250,7 +251,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 			}
 			secs = append(secs, time.Since(start).Seconds())
 		}
-		return median(secs), nil
+		return docgen.Median(secs), nil
 	}
 	// Interleave the two so that both see the same load.
 	var ms, is []float64
@@ -265,7 +266,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 		}
 		ms, is = append(ms, s), append(is, ind)
 	}
-	res.MechSecs, res.IndepSecs = median(ms), median(is)
+	res.MechSecs, res.IndepSecs = docgen.Median(ms), docgen.Median(is)
 	return res, nil
 }
 

@@ -3,9 +3,10 @@ package main
 import (
 	"runtime"
 	"runtime/metrics"
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/docgen"
 )
 
 // outcome is what a measured computation reports about its result.
@@ -58,18 +59,6 @@ func runsAfter(reps int, first float64) int {
 	return reps
 }
 
-// median returns the median of xs (the mean of the two middle values for
-// an even count). xs must not be empty; it is not modified.
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
 // repeat calls once, which returns the seconds a run took, up to reps
 // times (see runsAfter), and returns the seconds of each run. It stops at
 // the first error.
@@ -101,7 +90,7 @@ func measure(r, reps int, fn func() (outcome, error)) (measurement, error) {
 	}
 	return measurement{
 		R: r, Runs: len(secs), Out: out,
-		Seconds: median(secs), Alloc: uint64(median(allocs)), Peak: uint64(median(peaks)),
+		Seconds: docgen.Median(secs), Alloc: uint64(docgen.Median(allocs)), Peak: uint64(docgen.Median(peaks)),
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/docgen"
 )
 
 // The participation section of the report: the certified fixed-epoch and
@@ -110,7 +111,7 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 		}
 		return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
 	})
-	p.CPU = median(cpu)
+	p.CPU = docgen.Median(cpu)
 	if errors.Is(err, context.DeadlineExceeded) {
 		p.Stopped, p.StoppedGap, p.StoppedIter, p.StoppedSecs = true, last.Gap, last.Iter, time.Since(start).Seconds()
 	} else if err != nil {
@@ -127,7 +128,7 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 		cpu = append(cpu, cpuSeconds()-c0)
 		return o, err
 	})
-	p.RefCPU = median(cpu)
+	p.RefCPU = docgen.Median(cpu)
 	if err != nil {
 		p.Err = "reference: " + oneLine(err)
 	}

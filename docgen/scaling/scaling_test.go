@@ -18,28 +18,6 @@ import (
 	"github.com/dpmf/dpmf/internal/figure"
 )
 
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		xs   []float64
-		want float64
-	}{
-		{[]float64{7}, 7},
-		{[]float64{3, 1, 2}, 2},
-		{[]float64{4, 1, 3, 2}, 2.5},
-		{[]float64{10, 1, 1, 1, 10}, 1},
-	} {
-		orig := append([]float64(nil), tc.xs...)
-		if got := median(tc.xs); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.xs, got, tc.want)
-		}
-		for i := range orig {
-			if tc.xs[i] != orig[i] {
-				t.Fatalf("median modified its input: %v, was %v", tc.xs, orig)
-			}
-		}
-	}
-}
-
 func TestRunsAfter(t *testing.T) {
 	for _, tc := range []struct {
 		reps  int

@@ -1,6 +1,7 @@
 // Package docgen holds what the generators of the docs' measured tables
-// share (docgen/participation, docgen/strategies): their main function, a
-// comma-separated list flag, and a generated section of a Markdown file between two marker
+// share (docgen/participation, docgen/strategies, docgen/scaling and the
+// bench commands): their main function, a comma-separated list flag, the
+// median of timings, and a generated section of a Markdown file between two marker
 // comments, replaced atomically so that an interrupted run leaves the file
 // as it was.
 package docgen
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,6 +43,16 @@ func ParseInts(name, s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// Median returns the median of xs, the mean of the two middle values for
+// an even count (0 for none), leaving xs as it is.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
 // Section is the generated part of a Markdown file: from the line Begin

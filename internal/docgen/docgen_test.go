@@ -51,3 +51,26 @@ func TestSection(t *testing.T) {
 	Notes(&b, []string{"a: why"})
 	assert.Equal(t, "\nn/a:\n\n- a: why\n", b.String())
 }
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{7}, 7},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{10, 1, 1, 1, 10}, 1},
+	} {
+		orig := append([]float64(nil), tc.xs...)
+		if got := Median(tc.xs); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+		for i := range orig {
+			if tc.xs[i] != orig[i] {
+				t.Fatalf("Median modified its input: %v, was %v", tc.xs, orig)
+			}
+		}
+	}
+}
