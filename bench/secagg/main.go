@@ -29,8 +29,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,29 +200,17 @@ func measure(n, d, R int, secure bool) (result, error) {
 	return res, nil
 }
 
-func ints(flagName, s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v < 1 || v != float64(int(v)) {
-			return nil, fmt.Errorf("-%s %q: want a comma-separated list of positive integers (1e6 allowed)", flagName, s)
-		}
-		out = append(out, int(v))
-	}
-	return out, nil
-}
-
 func main() {
 	ns := flag.String("n", "10,50", "learners (comma-separated)")
 	ds := flag.String("d", "10000,1000000", "model dimensions (comma-separated)")
 	rounds := flag.Int("rounds", 4, "rounds per run (the first is not timed)")
 	flag.Parse()
 	log.SetFlags(0)
-	nv, err := ints("n", *ns)
+	nv, err := docgen.ParseInts("n", *ns)
 	if err != nil {
 		log.Fatal(err)
 	}
-	dv, err := ints("d", *ds)
+	dv, err := docgen.ParseInts("d", *ds)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -32,15 +33,15 @@ func Main(name string, run func(ctx context.Context, args []string, log io.Write
 }
 
 // ParseInts parses the value s of flag -name as a comma-separated list of
-// integers >= 1.
+// integers >= 1, in decimal or exponent notation (1e6).
 func ParseInts(name, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("-%s %q: want a comma-separated list of integers >= 1", name, s)
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v >= 1 && v <= 1<<53) || v != math.Trunc(v) {
+			return nil, fmt.Errorf("-%s %q: want a comma-separated list of integers >= 1 (1e6 allowed)", name, s)
 		}
-		out = append(out, v)
+		out = append(out, int(v))
 	}
 	return out, nil
 }

@@ -14,7 +14,10 @@ func TestParseInts(t *testing.T) {
 	got, err := ParseInts("sizes", "1000, 20,3")
 	require.NoError(t, err)
 	assert.Equal(t, []int{1000, 20, 3}, got)
-	for _, bad := range []string{"", "0", "1,-2", "x", "1,,2"} {
+	got, err = ParseInts("d", "1e6,2.5e1")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1000000, 25}, got)
+	for _, bad := range []string{"", "0", "1,-2", "x", "1,,2", "1.5", "1e300", "NaN", "Inf"} {
 		_, err := ParseInts("sizes", bad)
 		assert.ErrorContains(t, err, "-sizes", bad)
 	}
