@@ -111,25 +111,24 @@ func linearTicks(min, max float64) []plot.Tick {
 		// Below float64's resolution: the two ends, rounded.
 		return []plot.Tick{{Value: min, Label: label(round4(min))}, {Value: max, Label: label(round4(max))}}
 	}
-	multiples := func(m int64, k int) (vals []float64, idx []int64) {
+	multiples := func(m int64, k int) (vals []float64) {
 		step := exact(m, k)
 		lo, hi := math.Ceil(min/step-1e-9), math.Floor(max/step+1e-9)
 		if !(step > 0) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(hi-lo <= 1000) {
-			return nil, nil
+			return nil
 		}
 		for i := int64(lo); i <= int64(hi); i++ {
 			if v := exact(i*m, k); inRange(v, min, max) {
 				vals = append(vals, v)
-				idx = append(idx, i)
 			}
 		}
-		return vals, idx
+		return vals
 	}
 	var prev []plot.Tick
 	k0 := int(math.Floor(math.Log10(span)))
 	for k := k0 - 2; k <= k0+1; k++ {
 		for _, m := range []int64{1, 2, 5} {
-			vals, _ := multiples(m, k)
+			vals := multiples(m, k)
 			if vals == nil && prev == nil {
 				continue // too many
 			}
@@ -151,8 +150,7 @@ func linearTicks(min, max float64) []plot.Tick {
 			} else if m == 5 {
 				sub, subK = 1, k
 			}
-			minor, _ := multiples(sub, subK)
-			for _, v := range minor {
+			for _, v := range multiples(sub, subK) {
 				labelledAt := func(w float64) bool { return math.Abs(w-v) <= 1e-9*math.Abs(v) }
 				if !slices.ContainsFunc(vals, labelledAt) {
 					ticks = append(ticks, plot.Tick{Value: v})
