@@ -231,20 +231,18 @@ func (l *legend) yRange(p *plot.Plot, x0, x1 float64) (lo, hi float64, any bool)
 
 // below is the layout of a legend drawn below the plot: entries in rows of
 // cols columns, each colW wide.
-func (l *legend) below(width vg.Length) (cols, rows int, colW vg.Length) {
+func (l *legend) below(width vg.Length) (cols int, colW vg.Length) {
 	for _, e := range l.entries {
 		w, _ := entrySize([]entry{e})
 		colW = max(colW, w+vg.Points(12))
 	}
-	cols = max(1, min(len(l.entries), int(float64(width)/float64(colW))))
-	rows = (len(l.entries) + cols - 1) / cols
-	return cols, rows, colW
+	return max(1, min(len(l.entries), int(float64(width)/float64(colW)))), colW
 }
 
 // stripHeight returns the height of the strip below the plot that the
 // legend takes, at the given width.
 func (l *legend) stripHeight(width vg.Length) vg.Length {
-	cols, _, _ := l.below(width)
+	cols, _ := l.below(width)
 	var col []entry
 	for i := 0; i < len(l.entries); i += cols {
 		col = append(col, l.entries[i])
@@ -255,7 +253,7 @@ func (l *legend) stripHeight(width vg.Length) vg.Length {
 
 // drawBelow draws the legend in the strip c, entries row by row, centred.
 func (l *legend) drawBelow(c draw.Canvas) {
-	cols, _, colW := l.below(c.Size().X)
+	cols, colW := l.below(c.Size().X)
 	left := c.Min.X + (c.Size().X-vg.Length(cols)*colW)/2
 	for j := 0; j < cols; j++ {
 		var col []entry
