@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/npy"
 )
 
@@ -73,8 +74,7 @@ func moduleRoot() (string, error) {
 
 // oneLine shortens an error to one line for a table cell.
 func oneLine(err error) string {
-	s := strings.Join(strings.Fields(err.Error()), " ")
-	return strings.ReplaceAll(s, "|", "/")
+	return strings.ReplaceAll(cli.OneLine(err.Error()), "|", "/")
 }
 
 // runTargets builds mfsolve and times the end-to-end targets. A failing
