@@ -47,9 +47,6 @@ func (r *runner) tauSweep(ctx context.Context) error {
 		}
 		trows = append(trows, row)
 	}
-	if err := r.writeCSV("beyond_tau.csv", []string{"tau", "algorithm", "eta_tilde", "eta_at_grid_end", "final_loss_error_mean", "final_loss_error_std", "tail_loss_error_mean", "tail_loss_error_std"}, rows); err != nil {
-		return err
-	}
 	xs := make([]float64, len(r.sc.taus))
 	for k, tau := range r.sc.taus {
 		xs[k] = float64(tau)
@@ -79,7 +76,7 @@ func (r *runner) tauSweep(ctx context.Context) error {
 		}
 		panels = append(panels, p)
 	}
-	if err := r.saveFigure("beyond_tau", figure.Figure{Panels: panels, Cols: 1}); err != nil {
+	if err := r.writeFigure("beyond_tau", []string{"tau", "algorithm", "eta_tilde", "eta_at_grid_end", "final_loss_error_mean", "final_loss_error_std", "tail_loss_error_mean", "tail_loss_error_std"}, rows, figure.Figure{Panels: panels, Cols: 1}); err != nil {
 		return err
 	}
 	// The break-even: the first tau at which the baseline is at least as

@@ -61,9 +61,6 @@ func (r *runner) fig2(ctx context.Context) error {
 		maxRel = math.Max(maxRel, math.Abs(ft[k]-ys[k])/ys[k])
 		rows = append(rows, []string{fmt.Sprint(R), g(ys[k]), g(sq[k]), g(ind[k]), g(ref[k]), g(ft[k])})
 	}
-	if err := r.writeCSV("fig2.csv", []string{"R", "frob_b_sq_optimal", "R_squared", "independent_R(R+1)/2", "R_ln2R_over_pi2", "fit"}, rows); err != nil {
-		return err
-	}
 	fitText := fmt.Sprintf("fit: (R/π²) ln²R %+.4f R ln R %+.4f R (max rel. error %.1g)", a, b, maxRel)
 	fig := figure.Figure{Panels: []figure.Panel{{
 		Title:  "Fig. 2: ||B||²_F of the optimal factorization (γ = 1)\n" + fitText,
@@ -76,7 +73,7 @@ func (r *runner) fig2(ctx context.Context) error {
 			{Name: "fit", X: xs, Y: ft, Color: 7, Dashes: 1},
 		},
 	}}}
-	if err := r.saveFigure("fig2", fig); err != nil {
+	if err := r.writeFigure("fig2", []string{"R", "frob_b_sq_optimal", "R_squared", "independent_R(R+1)/2", "R_ln2R_over_pi2", "fit"}, rows, fig); err != nil {
 		return err
 	}
 	// The claim at the paper's R = 800 (or the nearest R computed) and at

@@ -101,10 +101,7 @@ func (r *runner) fig3(ctx context.Context) error {
 		spread[kind] = hi / lo
 		panels = append(panels, p)
 	}
-	if err := r.writeCSV("fig3.csv", []string{"step", "tau", "R", "eta_tilde", "curve", "round", "loss_error_mean", "loss_error_std"}, rows); err != nil {
-		return err
-	}
-	if err := r.saveFigure("fig3", figure.Figure{Panels: panels, Cols: 1}); err != nil {
+	if err := r.writeFigure("fig3", []string{"step", "tau", "R", "eta_tilde", "curve", "round", "loss_error_mean", "loss_error_std"}, rows, figure.Figure{Panels: panels, Cols: 1}); err != nil {
 		return err
 	}
 	ok := 0

@@ -113,10 +113,7 @@ func (r *runner) runFig4(ctx context.Context) error {
 	}
 	rows = append(rows, curveRows([]string{"none", "", "nonprivate", g(f4.np.tune.step()), "0"}, f4.np.res.Summary)...)
 	trows = append(trows, []string{"", "", "non-private", g(f4.np.tune.step()), "0", f3(npm)})
-	if err := r.writeCSV("fig4.csv", []string{"calibration", "eps", "algorithm", "eta_tilde", "noise_std", "round", "loss_error_mean", "loss_error_std"}, rows); err != nil {
-		return err
-	}
-	if err := r.saveFigure("fig4", figure.Figure{Panels: panels, Cols: 2, Width: 10 * 72, Height: 8 * 72}); err != nil {
+	if err := r.writeFigure("fig4", []string{"calibration", "eps", "algorithm", "eta_tilde", "noise_std", "round", "loss_error_mean", "loss_error_std"}, rows, figure.Figure{Panels: panels, Cols: 2, Width: 10 * 72, Height: 8 * 72}); err != nil {
 		return err
 	}
 	r.section(fmt.Sprintf("## Fig. 4\n\nn = 10, tau = 10, R = %d, optimal factorization for the correlated noise; each algorithm at its own tuned step; final loss error at round R, %d repetitions.\n\n", r.sc.fig4R, r.sc.reps) +
@@ -234,8 +231,5 @@ func (r *runner) tuningFigure(ctx context.Context) error {
 		}
 	}
 	addRows([]string{"none", "", "nonprivate"}, npt)
-	if err := r.writeCSV("tuning.csv", []string{"calibration", "eps", "algorithm", "eta_tilde", "tune_tail_loss_error_mean", "tune_tail_loss_error_std", "chosen"}, rows); err != nil {
-		return err
-	}
-	return r.saveFigure("tuning", figure.Figure{Panels: panels, Cols: 2, Width: 10 * 72, Height: 8 * 72})
+	return r.writeFigure("tuning", []string{"calibration", "eps", "algorithm", "eta_tilde", "tune_tail_loss_error_mean", "tune_tail_loss_error_std", "chosen"}, rows, figure.Figure{Panels: panels, Cols: 2, Width: 10 * 72, Height: 8 * 72})
 }

@@ -33,10 +33,12 @@ func (r *runner) writeCSV(name string, header []string, rows [][]string) error {
 	})
 }
 
-// saveFigure writes dir/name.png and dir/name.svg (nothing in the dry pass).
-func (r *runner) saveFigure(name string, f figure.Figure) error {
-	if r.dry {
-		return nil
+// writeFigure writes the data of a figure, header and rows, to
+// dir/name.csv and the figure to dir/name.png and dir/name.svg (nothing in
+// the dry pass).
+func (r *runner) writeFigure(name string, header []string, rows [][]string, f figure.Figure) error {
+	if err := r.writeCSV(name+".csv", header, rows); err != nil || r.dry {
+		return err
 	}
 	return f.Save(filepath.Join(r.dir, name))
 }
