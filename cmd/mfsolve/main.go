@@ -99,22 +99,17 @@ func run(ctx context.Context, args []string, e env) int {
 // can return nc takes both); "" when none would help.
 func rerunAdvice(nc *factorize.NotConvergedError, s factorize.Strategy) string {
 	tol, more := nc.Advice()
-	var withTol, withIter string
+	var ways []string
 	if t, err := factorize.WithSetting(s, "tol", fmt.Sprintf("%.0e", tol)); err == nil && tol > 0 {
-		withTol = "-strategy " + t.Spec()
+		ways = append(ways, "-strategy "+t.Spec())
 	}
 	if t, err := factorize.WithSetting(s, "max-iter", strconv.Itoa(10*max(nc.Iter, 1))); err == nil && more {
-		withIter = fmt.Sprintf("a max-iter above %d (-strategy %s)", nc.Iter, t.Spec())
+		ways = append(ways, fmt.Sprintf("a max-iter above %d (-strategy %s)", nc.Iter, t.Spec()))
 	}
-	switch {
-	case withTol != "" && withIter != "":
-		return "; rerun with " + withTol + ", or with " + withIter
-	case withTol != "":
-		return "; rerun with " + withTol
-	case withIter != "":
-		return "; rerun with " + withIter
+	if len(ways) == 0 {
+		return ""
 	}
-	return ""
+	return "; rerun with " + strings.Join(ways, ", or with ")
 }
 
 // solve does the work of a parsed command line.
