@@ -149,21 +149,24 @@ func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report,
 	return rep, nil
 }
 
-// partFiles are the files each part writes into the output directory
-// (TestQuick checks them against a run).
-var partFiles = map[string][]string{
-	"fig2":   {"fig2.csv", "fig2.png", "fig2.svg"},
-	"fig3":   {"fig3.csv", "fig3.png", "fig3.svg"},
-	"fig4":   {"fig4.csv", "fig4.png", "fig4.svg"},
-	"tuning": {"tuning.csv", "tuning.png", "tuning.svg"},
-	"beyond": {"beyond_tau.csv", "beyond_tau.png", "beyond_tau.svg", "beyond_mechanisms.csv", "beyond_cancer.csv"},
+// partsByName are the parts' methods and the files each writes into the
+// output directory (TestQuick checks them against a run).
+var partsByName = map[string]struct {
+	run   func(*runner, context.Context) error
+	files []string
+}{
+	"fig2":   {(*runner).fig2, []string{"fig2.csv", "fig2.png", "fig2.svg"}},
+	"fig3":   {(*runner).fig3, []string{"fig3.csv", "fig3.png", "fig3.svg"}},
+	"fig4":   {(*runner).runFig4, []string{"fig4.csv", "fig4.png", "fig4.svg"}},
+	"tuning": {(*runner).tuningFigure, []string{"tuning.csv", "tuning.png", "tuning.svg"}},
+	"beyond": {(*runner).beyond, []string{"beyond_tau.csv", "beyond_tau.png", "beyond_tau.svg", "beyond_mechanisms.csv", "beyond_cancer.csv"}},
 }
 
 // outputFiles returns the files the parts write, besides summary.md.
 func outputFiles(parts []string) []string {
 	var out []string
 	for _, p := range parts {
-		out = append(out, partFiles[p]...)
+		out = append(out, partsByName[p].files...)
 	}
 	return out
 }
@@ -202,20 +205,7 @@ func newRunner(opt Options, dir, root string, dry bool) *runner {
 func (r *runner) run(ctx context.Context, parts []string) error {
 	for _, p := range parts {
 		t0 := time.Now()
-		var err error
-		switch p {
-		case "fig2":
-			err = r.fig2(ctx)
-		case "fig3":
-			err = r.fig3(ctx)
-		case "fig4":
-			err = r.runFig4(ctx)
-		case "tuning":
-			err = r.tuningFigure(ctx)
-		case "beyond":
-			err = r.beyond(ctx)
-		}
-		if err != nil {
+		if err := partsByName[p].run(r, ctx); err != nil {
 			return fmt.Errorf("reproduce: %s: %w", p, err)
 		}
 		if !r.dry && r.opt.Log != nil {

@@ -73,7 +73,7 @@ func TestQuick(t *testing.T) {
 			t.Errorf("%s.csv: %d rows, %v", name, len(rows), err)
 		}
 	}
-	// partFiles (checked before a run) names exactly the files written.
+	// partsByName (checked before a run) names exactly the files written.
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestQuick(t *testing.T) {
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("files written %v, partFiles says %v", got, want)
+		t.Errorf("files written %v, partsByName says %v", got, want)
 	}
 	sum, err := os.ReadFile(filepath.Join(dir, "summary.md"))
 	if err != nil {
