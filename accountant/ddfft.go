@@ -42,7 +42,7 @@ func ddAdd(xh, xl, yh, yl float64) (float64, float64) {
 // ddMul returns the double-word product of x and y (JMP's Algorithm 12,
 // with fused multiply-adds).
 func ddMul(xh, xl, yh, yl float64) (float64, float64) {
-	ch := xh * yh
+	ch := float64(xh * yh) // the conversions keep the products out of fused operations
 	cl1 := math.FMA(xh, yh, -ch)
 	cl2 := math.FMA(xl, yh, math.FMA(xh, yl, xl*yl))
 	return fastTwoSum(ch, cl1+cl2)
@@ -52,7 +52,7 @@ func ddMul(xh, xl, yh, yl float64) (float64, float64) {
 // Algorithm 15).
 func ddDivF(xh, xl, y float64) (float64, float64) {
 	th := xh / y
-	ph := th * y
+	ph := float64(th * y)
 	pl := math.FMA(th, y, -ph)
 	dh := xh - ph
 	tl := ((dh - pl) + xl) / y
@@ -75,8 +75,7 @@ func ddcMul(x, y ddc) ddc {
 }
 
 // ddcPow returns z^k by repeated squaring: a relative error of at most
-// 12 k u^2 (each of the at most 2 log2 k products adds 11.5 u^2, and
-// squaring doubles the error it inherits).
+// powRound(k, 11.5 u^2).
 func ddcPow(z ddc, k int) ddc {
 	p := ddc{rh: 1}
 	for k > 0 {

@@ -256,8 +256,9 @@ func fftErrors(ca, cb, c []complex128, n int, ma, mb float64) float64 {
 	sa, na := spectrumSums(ca, n, id)
 	sb, nb := spectrumSums(cb, n, id)
 	sc, nc := spectrumSums(c, n, id)
-	e1 := ea*sb + eb*sa + nf*ea*eb + 2*unitRound*sc
-	e2 := ea*nb + eb*na + math.Sqrt(nf)*ea*eb + 2*unitRound*nc
+	// A complex float64 product errs by at most sqrt5 u relatively.
+	e1 := ea*sb + eb*sa + nf*ea*eb + math.Sqrt(5)*unitRound*sc
+	e2 := ea*nb + eb*na + math.Sqrt(nf)*ea*eb + math.Sqrt(5)*unitRound*nc
 	return math.Min(e1, e2) + fe*(sc+e1) + 2*unitRound*ma*mb
 }
 
@@ -432,16 +433,12 @@ func sum(x []float64) float64 {
 // most the tilted tail's Chernoff bound, which is added to E, so the
 // optimistic side stays a lower bound.
 //
-// Rounding: every coefficient of a length-N FFT of p errs by at most
-// e = c ||p||_1 with c = fftErrorConst(N) (each of the log2 N stages adds at
-// most a few u times the l1 norm of the inputs it combines). Raising a
-// coefficient z (|z| <= 1) to the k-th power turns that into at most
-// k e (|z| + e)^(k-1), plus the power's own rounding 2 k u |z|^k; call the
-// vector of those bounds F. The inverse transform divided by N maps an error
-// F in the spectrum to at most min(||F||_1, ||F||_2) in l1, and adds its own
-// c ||z^k||_1 and the scaling's rounding: E is their sum. An input error of
-// weighted l1 norm a (at the tilt t) grows to k a (W + a)^(k-1), W the
-// weighted mass.
+// Rounding: kthPower bounds the error of each entry of the tilted
+// composition (the forward FFT's error amplified by the power, the power's
+// and the inverse FFT's own rounding), and recomputes the coefficients
+// that dominate that bound in double-words where the bound matters at
+// delta = widthDelta (roundingMatters). An input error of weighted l1 norm
+// a (at the tilt t) grows to k a (W + a)^(k-1), W the weighted mass.
 func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDist, error) {
 	if d == noOpt {
 		return noOpt, nil
@@ -597,9 +594,10 @@ func roundingMatters(d *lossDist, h float64, pes bool) bool {
 // Every coefficient of a length-n FFT of seq errs by at most
 // e = c ||seq||_1 with c = fftErrorConst(n). Raising a coefficient z
 // (|z| <= 1) to the k-th power turns that into at most
-// k e (|z| + e)^(k-1), plus the power's own rounding 2 k u |z|^k; call the
-// vector of those bounds F. The inverse transform divided by n maps an
-// error F in the spectrum to at most min(||F||_1 / n, ||F||_2 / sqrt(n)) at
+// k e (|z| + e)^(k-1), plus the power's own rounding powRound(k, sqrt5 u)
+// |z|^k (a complex float64 product errs by at most sqrt5 u relatively;
+// Brent, Percival & Zimmermann 2007); call the vector of those bounds F.
+// The inverse transform divided by n maps an error F in the spectrum to at most min(||F||_1 / n, ||F||_2 / sqrt(n)) at
 // each index, and adds its own c (||z^k||_1 + ||F||_1) / n.
 //
 // With refine, the coefficients whose term k e (|z| + e)^(k-1) dominates F
@@ -610,7 +608,7 @@ func roundingMatters(d *lossDist, h float64, pes bool) bool {
 // mass, whose terms hornerDFT sums directly, and the rest, whose float64
 // FFT errs by at most c times its (small) mass. Such a coefficient errs by
 // c times the rest's mass plus hornerDFT's bound, and its power by at most
-// 12 k u^2 |z|^k plus 2 u |z^k| for its rounding to float64. The float64
+// powRound(k, 11.5 u^2) |z|^k plus 2 u |z^k| for its rounding to float64. The float64
 // forward FFT's bound, amplified k-fold by the power, is what limits the
 // rounding bound otherwise (see docs/privacy.md).
 func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine bool) (w []float64, perIndex float64) {
@@ -647,7 +645,7 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 			p, rnd = v, round[j]
 		} else {
 			p = cpow(z, k)
-			rnd = 2 * kf * unitRound * math.Pow(a, kf)
+			rnd = powRound(k, math.Sqrt(5)*unitRound) * math.Pow(a, kf)
 		}
 		f := kf*e*math.Pow(a+e, kf-1) + rnd
 		wt := weight(j)
@@ -701,21 +699,27 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 		j int
 		g float64
 	}
-	var cands []cand
+	g := make([]float64, len(c))
 	total, out := 0.0, 0.0
 	for j, z := range c {
 		a := math.Hypot(real(z), imag(z)) * (1 + 4*unitRound)
-		g := kf * in[j] * math.Pow(a+in[j], kf-1)
+		g[j] = kf * in[j] * math.Pow(a+in[j], kf-1)
 		out += math.Pow(a, kf)
-		total += g
-		cands = append(cands, cand{j, g})
+		total += g[j]
 	}
 	// Aim for a remainder of F below 1e-2 of the inverse transform's own
-	// rounding, fe ||z^k||_1.
+	// rounding, fe ||z^k||_1: the terms below target / len(c) sum to at
+	// most target, and only the others are candidates.
 	target := 1e-2 * fe * out
+	var cands []cand
+	for j, v := range g {
+		if v > target/float64(len(c)) {
+			cands = append(cands, cand{j, v})
+		}
+	}
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(b.g, a.g) })
 	count := 0
-	for count < len(cands) && total > target {
+	for count < len(cands) && total > 2*target {
 		total -= cands[count].g
 		count++
 	}
@@ -745,7 +749,7 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 		p := ddcPow(z, k)
 		v := complex(p.rh, p.ih)
 		a := math.Hypot(z.rh, z.ih) * (1 + 4*unitRound)
-		round[j] = 12*kf*unitRound*unitRound*math.Pow(a, kf) + 2*unitRound*math.Hypot(p.rh, p.ih)
+		round[j] = powRound(k, 11.5*unitRound*unitRound)*math.Pow(a, kf) + 2*unitRound*math.Hypot(p.rh, p.ih)
 		exact[j] = v
 		c[j] = complex(z.rh, z.ih)
 	}
@@ -761,6 +765,14 @@ func untilt(v, e float64) float64 {
 		return v * f
 	}
 	return math.Exp(logf(v) + e)
+}
+
+// powRound returns a bound on the relative error of z^k computed by
+// repeated squaring (cpow, ddcPow) with products of relative error at most
+// eps: the rounding of a product whose result enters the power m times
+// counts m times, and those counts sum to at most 2k + log2(k) + 1.
+func powRound(k int, eps float64) float64 {
+	return math.Expm1((2*float64(k) + math.Log2(float64(k)) + 1) * math.Log1p(eps))
 }
 
 // cpow returns z^k by repeated squaring.
