@@ -639,6 +639,7 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 		exact = refineSpectrum(tr, seq, c, in, k, m, fe, round)
 	}
 	var F1, F2, out1 float64
+	pr := powRound(k, math.Sqrt(5)*unitRound)
 	for j, z := range c {
 		a, e := abs(z), in[j]
 		var p complex128
@@ -647,7 +648,7 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 			p, rnd = v, round[j]
 		} else {
 			p = cpow(z, k)
-			rnd = powRound(k, math.Sqrt(5)*unitRound) * math.Pow(a, kf)
+			rnd = pr * math.Pow(a, kf)
 		}
 		f := kf*e*math.Pow(a+e, kf-1) + rnd
 		wt := weight(j)
@@ -739,6 +740,7 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 	mt := sum(tail) * (1 + float64(n)*unitRound)
 	ct := tr.Coefficients(nil, tail)
 	eRefined := fe*mt + hornerErrorConst(bulk)*mb
+	pr := powRound(k, 11.5*unitRound*unitRound)
 	exact := make(map[int]complex128, count)
 	for _, cd := range cands[:count] {
 		j := cd.j
@@ -751,7 +753,7 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 		p := ddcPow(z, k)
 		v := complex(p.rh, p.ih)
 		a := math.Hypot(z.rh, z.ih) * (1 + 4*unitRound)
-		round[j] = powRound(k, 11.5*unitRound*unitRound)*math.Pow(a, kf) + 2*unitRound*math.Hypot(p.rh, p.ih)
+		round[j] = pr*math.Pow(a, kf) + 2*unitRound*math.Hypot(p.rh, p.ih)
 		exact[j] = v
 		c[j] = complex(z.rh, z.ih)
 	}
