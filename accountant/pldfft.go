@@ -710,9 +710,10 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 		out += math.Pow(a, kf)
 		total += g[j]
 	}
-	// Aim for a remainder of F below 1e-2 of the inverse transform's own
+	// Aim for a remainder of F below 2e-2 of the inverse transform's own
 	// rounding, fe ||z^k||_1: the terms below target / len(c) sum to at
-	// most target, and only the others are candidates.
+	// most target (1e-2 of it), and only the others are candidates, taken
+	// largest first until the rest sum to at most 2 target.
 	target := 1e-2 * fe * out
 	var cands []cand
 	for j, v := range g {
