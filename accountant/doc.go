@@ -113,8 +113,11 @@
 // multiplies the safe side and divides the optimistic one, and the FFT's
 // error is bounded in an exponentially tilted l1 norm (the masses are
 // multiplied by e^(t l) before the transform and divided after it), which
-// makes it small relative to delta near delta = 1e-10; it is added to the
-// safe side and subtracted from the optimistic one at every eps.
+// makes it small relative to delta near delta = 1e-10; where it is not
+// (rare steps of large loss, as at q = 1e-4, sigma = 1), the few spectral
+// coefficients whose float64 error the k-th power amplifies are recomputed
+// in double-word arithmetic. The bound is added to the safe side and
+// subtracted from the optimistic one at every eps.
 // docs/privacy.md states the argument and the measured width and cost (at
 // delta = 1e-10, q = 0.01, sigma = 4, 1000 steps: eps in [0.468707,
 // 0.468708]).

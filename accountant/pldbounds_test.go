@@ -3,7 +3,10 @@ package accountant
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"gonum.org/v1/gonum/dsp/fourier"
 )
 
 // TestPLDBoundsIssueExample: q = 0.01, sigma = 4, 1000 steps at
@@ -294,5 +297,128 @@ func TestPLDBoundsWidth(t *testing.T) {
 		if !(bc.Optimistic <= b.Safe && b.Optimistic <= bc.Safe) {
 			t.Errorf("q=%v sigma=%v T=%d: bounds %+v and, on the coarse grid, %+v do not overlap", c.q, c.sigma, c.steps, b, bc)
 		}
+	}
+}
+
+// ddConvolve returns the linear convolution of a and b in double-words
+// (direct sums of non-negative products: each entry within a relative
+// few 1e-30 of the exact one), as hi and lo parts.
+func ddConvolve(ah, al, bh, bl []float64) (ch, cl []float64) {
+	ch = make([]float64, len(ah)+len(bh)-1)
+	cl = make([]float64, len(ch))
+	for i := range ah {
+		for j := range bh {
+			ph, pl := ddMul(ah[i], al[i], bh[j], bl[j])
+			ch[i+j], cl[i+j] = ddAdd(ch[i+j], cl[i+j], ph, pl)
+		}
+	}
+	return ch, cl
+}
+
+// TestKthPowerBound: kthPower's per-entry error bound, with and without
+// the double-word refinement, holds against the k-fold convolution
+// computed by direct sums in double-words (a second algorithm), for a step
+// with a bulk and a thin tail spanning 12 orders of magnitude (the shape
+// of a sampled Gaussian's loss at small q); and the refinement lowers the
+// bound by more than tenfold.
+func TestKthPowerBound(t *testing.T) {
+	t.Parallel()
+	const k, L = 64, 24
+	seq0 := make([]float64, L)
+	for i := range 8 { // bulk: binomial(7, 1/2) masses
+		c := 1.0
+		for j := range i {
+			c = c * float64(7-j) / float64(j+1)
+		}
+		seq0[i] = c / 128 * (1 - 1e-6)
+	}
+	for i := 8; i < L; i++ { // tail: 1e-6 in all, decaying geometrically
+		seq0[i] = 1e-6 * math.Pow(0.2, float64(i-8)) * 0.8
+	}
+	full := k*(L-1) + 1
+	n := fastLen(full)
+	seq := make([]float64, n)
+	copy(seq, seq0)
+	// Reference: repeated squaring by direct double-word convolution.
+	rh, rl := []float64{1}, []float64{0}
+	ph, pl := slices.Clone(seq0), make([]float64, L)
+	for e := k; e > 0; e >>= 1 {
+		if e&1 == 1 {
+			rh, rl = ddConvolve(rh, rl, ph, pl)
+		}
+		if e > 1 {
+			ph, pl = ddConvolve(ph, pl, ph, pl)
+		}
+	}
+	tr := fourier.NewFFT(n)
+	spec := tr.Coefficients(nil, seq)
+	var bounds [2]float64
+	for i, refine := range []bool{false, true} {
+		w, per := kthPower(tr, seq, spec, k, refine)
+		worst := 0.0
+		for s := range n {
+			ref := 0.0
+			if s < len(rh) {
+				ref = rh[s] + rl[s]
+			}
+			worst = math.Max(worst, math.Abs(w[s]-ref))
+		}
+		t.Logf("refine=%v: worst error %.3g, bound %.3g", refine, worst, per)
+		if !(worst <= per) {
+			t.Errorf("refine=%v: error %.3g above the bound %.3g", refine, worst, per)
+		}
+		bounds[i] = per
+	}
+	if !(bounds[1] < bounds[0]/10) {
+		t.Errorf("refined bound %.3g not below a tenth of the float64 one %.3g", bounds[1], bounds[0])
+	}
+}
+
+// sampledRDPEpsilon returns an upper bound on the eps at delta of steps
+// compositions of the Poisson-subsampled Gaussian (add/remove): the RDP of
+// integer orders alpha in closed form (Mironov, Talwar & Zhang 2019,
+// section 3.3: A_alpha = sum_j C(alpha, j) (1-q)^(alpha-j) q^j
+// e^((j^2 - j) / (2 sigma^2))) converted by eps = steps RDP + log(1/delta)
+// / (alpha - 1), minimised over alpha: a loose bound independent of the
+// PLD.
+func sampledRDPEpsilon(q, sigma float64, steps int, delta float64) float64 {
+	best := math.Inf(1)
+	for alpha := 2; alpha <= 256; alpha++ {
+		logA := math.Inf(-1)
+		for j := 0; j <= alpha; j++ {
+			lc, _ := math.Lgamma(float64(alpha + 1))
+			l1, _ := math.Lgamma(float64(j + 1))
+			l2, _ := math.Lgamma(float64(alpha - j + 1))
+			term := lc - l1 - l2 + float64(alpha-j)*math.Log1p(-q) + float64(j)*math.Log(q) +
+				float64(j*j-j)/(2*sigma*sigma)
+			logA = logAdd(logA, term)
+		}
+		a := float64(alpha)
+		best = math.Min(best, float64(steps)*logA/(a-1)+math.Log(1/delta)/(a-1))
+	}
+	return best
+}
+
+// TestPLDBoundsRareLosses: q = 1e-4, sigma = 1, 1000 steps, where most of
+// delta(1e-10) comes from rare steps of large loss and the float64 FFT's
+// rounding bound was about half of delta (width 0.17): the width is at
+// most 1e-3, the sides are ordered, and the safe eps is at most the RDP
+// bound (with about 1% slack for RDP's own rounding).
+func TestPLDBoundsRareLosses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 2.5 s of CPU")
+	}
+	t.Parallel()
+	b, err := SampledGaussianEpsilonBounds(1e-4, 1, 1000, 1e-10, AddRemove)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdp := sampledRDPEpsilon(1e-4, 1, 1000, 1e-10)
+	t.Logf("bounds %+v, width %.3g, RDP %.6g", b, b.Width(), rdp)
+	if !(b.Optimistic <= b.Safe) || !(b.Safe <= rdp*1.01) {
+		t.Errorf("bounds %+v not ordered or above the RDP bound %.6g", b, rdp)
+	}
+	if w := b.Width(); !(w <= 1e-3) {
+		t.Errorf("width %.3g > 1e-3 (%+v)", w, b)
 	}
 }

@@ -1,7 +1,9 @@
 package accountant
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/dsp/fourier"
 )
@@ -254,8 +256,9 @@ func fftErrors(ca, cb, c []complex128, n int, ma, mb float64) float64 {
 	sa, na := spectrumSums(ca, n, id)
 	sb, nb := spectrumSums(cb, n, id)
 	sc, nc := spectrumSums(c, n, id)
-	e1 := ea*sb + eb*sa + nf*ea*eb + 2*unitRound*sc
-	e2 := ea*nb + eb*na + math.Sqrt(nf)*ea*eb + 2*unitRound*nc
+	// A complex float64 product errs by at most sqrt5 u relatively.
+	e1 := ea*sb + eb*sa + nf*ea*eb + math.Sqrt(5)*unitRound*sc
+	e2 := ea*nb + eb*na + math.Sqrt(nf)*ea*eb + math.Sqrt(5)*unitRound*nc
 	return math.Min(e1, e2) + fe*(sc+e1) + 2*unitRound*ma*mb
 }
 
@@ -430,16 +433,12 @@ func sum(x []float64) float64 {
 // most the tilted tail's Chernoff bound, which is added to E, so the
 // optimistic side stays a lower bound.
 //
-// Rounding: every coefficient of a length-N FFT of p errs by at most
-// e = c ||p||_1 with c = fftErrorConst(N) (each of the log2 N stages adds at
-// most a few u times the l1 norm of the inputs it combines). Raising a
-// coefficient z (|z| <= 1) to the k-th power turns that into at most
-// k e (|z| + e)^(k-1), plus the power's own rounding 2 k u |z|^k; call the
-// vector of those bounds F. The inverse transform divided by N maps an error
-// F in the spectrum to at most min(||F||_1, ||F||_2) in l1, and adds its own
-// c ||z^k||_1 and the scaling's rounding: E is their sum. An input error of
-// weighted l1 norm a (at the tilt t) grows to k a (W + a)^(k-1), W the
-// weighted mass.
+// Rounding: kthPower bounds the error of each entry of the tilted
+// composition (the forward FFT's error amplified by the power, the power's
+// and the inverse FFT's own rounding), and recomputes the coefficients
+// that dominate that bound in double-words where the bound matters at
+// delta = widthDelta (roundingMatters). An input error of weighted l1 norm
+// a (at the tilt t) grows to k a (W + a)^(k-1), W the weighted mass.
 func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDist, error) {
 	if d == noOpt {
 		return noOpt, nil
@@ -527,54 +526,239 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	}
 	seq, logZ, relT := d.tilted(t, n)
 	m := sum(seq)
-	tr := fourier.NewFFT(n)
-	c := tr.Coefficients(nil, seq)
-	fe := fftErrorConst(n)
-	einf := fe * m // error bound of every coefficient
-	pow1, pow2 := spectrumSums(c, n, func(x float64) float64 { return math.Pow(x+einf, kf-1) })
-	for j, z := range c {
-		c[j] = cpow(z, k)
-	}
-	out1, out2 := spectrumSums(c, n, func(x float64) float64 { return x })
-	e1 := kf*einf*pow1 + 2*kf*unitRound*out1
-	e2 := kf*einf*pow2 + 2*kf*unitRound*out2
-	w := tr.Sequence(nil, c)
-	inv := 1 / float64(n)
-	// The spectrum's error F and the inverse transform's own rounding
-	// err by the same bound at every output index: |IDFT(F)_s| / n is at
-	// most ||F||_1 / n and ||F||_2 / sqrt(n), and each coefficient of the
-	// inverse transform errs by at most fe times its input's l1 norm. Over
-	// the indices s >= j the untilting weights e^(t (top - s)) then sum to
+	terms := math.Min(1/-math.Expm1(-t), float64(sB-sA+1))
+	top := k * last
+	base := *r
+	// build returns the composition from the inverse transform w (times
+	// 1/n) and the bound perIndex on the error of each of its entries:
+	// over the indices s >= j the untilting weights e^(t (top - s)) sum to
 	// at most e^(t (top - j)) / (1 - e^-t) (and there are at most the
 	// window's length of them), which the bound at j counts in place of
 	// the whole l1 error: about n t times less.
-	nf := float64(n)
-	perIndex := math.Min(e1/nf, e2/math.Sqrt(nf)) + fe*(out1+e1)/nf
-	terms := math.Min(1/-math.Expm1(-t), float64(sB-sA+1))
-	E := perIndex*terms + 2*unitRound*math.Pow(m, kf) + foldErr +
-		kf*float64(n1)*0x1p-1070*math.Pow(m+1e-300, kf-1)
-	top := k * last
-	r.lo = k*d.lo + sA
-	r.mass = make([]float64, sB-sA+1)
-	expMax := 0.0
-	for s := sA; s <= sB; s++ {
-		if v := w[s%n] * inv; v > 0 {
-			e := kf*logZ + t*float64(top-s)
-			expMax = math.Max(expMax, math.Abs(e))
-			r.mass[s-sA] = untilt(v, e)
+	build := func(w []float64, perIndex float64) *lossDist {
+		r := base
+		E := perIndex*terms + 2*unitRound*math.Pow(m, kf) + foldErr +
+			kf*float64(n1)*0x1p-1070*math.Pow(m+1e-300, kf-1)
+		r.lo = k*d.lo + sA
+		r.mass = make([]float64, sB-sA+1)
+		expMax := 0.0
+		for s := sA; s <= sB; s++ {
+			if v := w[s%n]; v > 0 {
+				e := kf*logZ + t*float64(top-s)
+				expMax = math.Max(expMax, math.Abs(e))
+				r.mass[s-sA] = untilt(v, e)
+			}
 		}
+		relU := 8 * unitRound * (800 + expMax)
+		r.rel = (1+r.rel)*math.Exp(kf*math.Log1p(relT))*(1+relU) - 1
+		r.tau = t
+		// Weighted at t with absolute indices j = k lo + s.
+		r.logErr = logf(E) + kf*logZ + t*float64(k*d.lo+top)
+		if la := d.logErrAt(t); !math.IsInf(la, -1) {
+			lw := d.logWeight(t, logZ)
+			r.logErr = logAdd(r.logErr, logf(kf)+la+(kf-1)*logAdd(lw, la))
+		}
+		r.trim()
+		return &r
 	}
-	relU := 8 * unitRound * (800 + expMax)
-	r.rel = (1+r.rel)*math.Exp(kf*math.Log1p(relT))*(1+relU) - 1
-	r.tau = t
-	defer r.trim()
-	// Weighted at t with absolute indices j = k lo + s.
-	r.logErr = logf(E) + kf*logZ + t*float64(k*d.lo+top)
-	if la := d.logErrAt(t); !math.IsInf(la, -1) {
-		lw := d.logWeight(t, logZ)
-		r.logErr = logAdd(r.logErr, logf(kf)+la+(kf-1)*logAdd(lw, la))
+	tr := fourier.NewFFT(n)
+	spec := tr.Coefficients(nil, seq)
+	r = build(kthPower(tr, seq, spec, k, false))
+	if roundingMatters(r, h, pes) {
+		r = build(kthPower(tr, seq, spec, k, true))
 	}
 	return r, nil
+}
+
+// roundingMatters reports whether the rounding bound of d is above 1e-4
+// of delta at the eps where d's delta (without it) is widthDelta: there
+// it moves each side's log delta by 1e-4, and eps by 1e-4 / (eps |d log
+// delta / d eps|) relatively, a few 1e-5 where rare large losses make delta
+// (q = 1e-4, sigma = 1, T = 1000: eps 0.048, slope about 74).
+func roundingMatters(d *lossDist, h float64, pes bool) bool {
+	if math.IsInf(d.logErr, -1) {
+		return false
+	}
+	d0 := *d
+	d0.logErr = math.Inf(-1)
+	eps := newCurve(&d0, h, pes).epsilon(widthDelta)
+	if !(eps > 0) || math.IsInf(eps, 1) {
+		return false
+	}
+	return d.errFrom(int(math.Floor(eps/h))+1) > 1e-4*widthDelta
+}
+
+// kthPower returns the inverse transform (times 1/n) of the k-th power of
+// the spectrum of seq (non-negative, length n; spec its transform by tr,
+// not modified): the circular k-fold convolution of seq with itself, and a
+// bound on the error of each entry.
+//
+// Every coefficient of a length-n FFT of seq errs by at most
+// e = c ||seq||_1 with c = fftErrorConst(n). Raising a coefficient z
+// (|z| <= 1) to the k-th power turns that into at most
+// k e (|z| + e)^(k-1), plus the power's own rounding powRound(k, sqrt5 u)
+// |z|^k (a complex float64 product errs by at most sqrt5 u relatively;
+// Brent, Percival & Zimmermann 2007); call the vector of those bounds F.
+// The inverse transform divided by n maps an error F in the spectrum to at most min(||F||_1 / n, ||F||_2 / sqrt(n)) at
+// each index, and adds its own c (||z^k||_1 + ||F||_1) / n.
+//
+// With refine, the coefficients whose term k e (|z| + e)^(k-1) dominates F
+// (those with |z| within about 20/k of 1: a band of low frequencies, about
+// n / (sqrt(k) s) of them for a step of standard deviation s grid points)
+// are recomputed in double-word arithmetic, and so are their powers: seq
+// is split into a bulk, the shortest run holding all but 1e-2 / k of its
+// mass, whose terms hornerDFT sums directly, and the rest, whose float64
+// FFT errs by at most c times its (small) mass. Such a coefficient errs by
+// c times the rest's mass plus hornerDFT's bound, and its power by at most
+// powRound(k, 11.5 u^2) |z|^k plus 2 u |z^k| for its rounding to float64. The float64
+// forward FFT's bound, amplified k-fold by the power, is what limits the
+// rounding bound otherwise (see docs/privacy.md).
+func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine bool) (w []float64, perIndex float64) {
+	n := len(seq)
+	kf, nf := float64(k), float64(n)
+	m := sum(seq) * (1 + nf*unitRound)
+	c := slices.Clone(spec)
+	fe := fftErrorConst(n)
+	einf := fe * m // error bound of every coefficient
+	weight := func(j int) float64 {
+		if j == 0 || (n%2 == 0 && j == n/2) {
+			return 1
+		}
+		return 2
+	}
+	abs := func(z complex128) float64 { return math.Hypot(real(z), imag(z)) * (1 + 4*unitRound) }
+	// in[j] is coefficient j's error bound; exact[j] its power, computed in
+	// double-words, with the power's rounding bound in round[j].
+	in := make([]float64, len(c))
+	for j := range in {
+		in[j] = einf
+	}
+	var exact map[int]complex128
+	round := map[int]float64{}
+	if refine {
+		exact = refineSpectrum(tr, seq, c, in, k, m, fe, round)
+	}
+	var F1, F2, out1 float64
+	pr := powRound(k, math.Sqrt(5)*unitRound)
+	for j, z := range c {
+		a, e := abs(z), in[j]
+		var p complex128
+		var rnd float64
+		if v, ok := exact[j]; ok {
+			p, rnd = v, round[j]
+		} else {
+			p = cpow(z, k)
+			rnd = pr * math.Pow(a, kf)
+		}
+		f := kf*e*math.Pow(a+e, kf-1) + rnd
+		wt := weight(j)
+		F1 += wt * f
+		F2 += wt * f * f
+		out1 += wt * abs(p)
+		c[j] = p
+	}
+	w = tr.Sequence(nil, c)
+	inv := 1 / nf
+	for i := range w {
+		w[i] *= inv
+	}
+	perIndex = math.Min(F1/nf, math.Sqrt(F2)/math.Sqrt(nf)) + fe*(out1+F1)/nf
+	return w, perIndex
+}
+
+// refineBudget bounds the terms refineSpectrum sums in double-words (about
+// 70 ns each): about 0.7 s.
+const refineBudget = 1e7
+
+// refineSpectrum recomputes in double-words the coefficients c[j] of seq's
+// spectrum whose float64 error, raised to the k-th power, dominates
+// kthPower's bound (see there), lowers their error bounds in in[j], and
+// returns their k-th powers (rounded to complex128) with the powers'
+// rounding bounds in round. It recomputes none if that takes more than
+// refineBudget terms of double-word sums (a spectrum not concentrated in a
+// narrow band: few compositions, where the bound is not amplified much)
+// or the bulk of seq is longer than 2^15 points.
+func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64, k int, m, fe float64, round map[int]float64) map[int]complex128 {
+	n := len(seq)
+	kf := float64(k)
+	// The bulk: all but rho/2 of the mass on either side.
+	rho := m * 1e-2 / kf
+	s0, acc := 0, 0.0
+	for s0 < n && acc+seq[s0] <= rho/2 {
+		acc += seq[s0]
+		s0++
+	}
+	s1, acc := n-1, 0.0
+	for s1 > s0 && acc+seq[s1] <= rho/2 {
+		acc += seq[s1]
+		s1--
+	}
+	bulk := s1 - s0 + 1
+	if bulk > 1<<15 || bulk < 1 {
+		return nil
+	}
+	// The candidates, by their share of F: k e (|z| + e)^(k-1).
+	type cand struct {
+		j int
+		g float64
+	}
+	g := make([]float64, len(c))
+	total, out := 0.0, 0.0
+	for j, z := range c {
+		a := math.Hypot(real(z), imag(z)) * (1 + 4*unitRound)
+		g[j] = kf * in[j] * math.Pow(a+in[j], kf-1)
+		out += math.Pow(a, kf)
+		total += g[j]
+	}
+	// Aim for a remainder of F below 2e-2 of the inverse transform's own
+	// rounding, fe ||z^k||_1: the terms below target / len(c) sum to at
+	// most target (1e-2 of it), and only the others are candidates, taken
+	// largest first until the rest sum to at most 2 target.
+	target := 1e-2 * fe * out
+	var cands []cand
+	for j, v := range g {
+		if v > target/float64(len(c)) {
+			cands = append(cands, cand{j, v})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(b.g, a.g) })
+	count := 0
+	for count < len(cands) && total > 2*target {
+		total -= cands[count].g
+		count++
+	}
+	if count == 0 || float64(count)*float64(bulk) > refineBudget {
+		return nil
+	}
+	tail := make([]float64, n)
+	copy(tail, seq)
+	mb := 0.0
+	for s := s0; s <= s1; s++ {
+		mb += seq[s]
+		tail[s] = 0
+	}
+	mb *= 1 + float64(n)*unitRound
+	mt := sum(tail) * (1 + float64(n)*unitRound)
+	ct := tr.Coefficients(nil, tail)
+	eRefined := fe*mt + hornerErrorConst(bulk)*mb
+	pr := powRound(k, 11.5*unitRound*unitRound)
+	exact := make(map[int]complex128, count)
+	for _, cd := range cands[:count] {
+		j := cd.j
+		z := hornerDFT(seq[s0:s1+1], s0, j, n)
+		z.rh, z.rl = ddAdd(z.rh, z.rl, real(ct[j]), 0)
+		z.ih, z.il = ddAdd(z.ih, z.il, imag(ct[j]), 0)
+		// The sums above err by 3.01 u^2 of the result each: within
+		// 5 u^2 |z|, at most 5 u^2 m.
+		in[j] = eRefined + 5*unitRound*unitRound*m
+		p := ddcPow(z, k)
+		v := complex(p.rh, p.ih)
+		a := math.Hypot(z.rh, z.ih) * (1 + 4*unitRound)
+		round[j] = pr*math.Pow(a, kf) + 2*unitRound*math.Hypot(p.rh, p.ih)
+		exact[j] = v
+		c[j] = complex(z.rh, z.ih)
+	}
+	return exact
 }
 
 // untilt returns v e^e for v > 0: the product where e^e is a normal
@@ -586,6 +770,14 @@ func untilt(v, e float64) float64 {
 		return v * f
 	}
 	return math.Exp(logf(v) + e)
+}
+
+// powRound returns a bound on the relative error of z^k computed by
+// repeated squaring (cpow, ddcPow) with products of relative error at most
+// eps: the rounding of a product whose result enters the power m times
+// counts m times, and those counts sum to at most 2k + log2(k) + 1.
+func powRound(k int, eps float64) float64 {
+	return math.Expm1((2*float64(k) + math.Log2(float64(k)) + 1) * math.Log1p(eps))
 }
 
 // cpow returns z^k by repeated squaring.

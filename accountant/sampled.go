@@ -602,14 +602,23 @@ func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PL
 
 // predictWidth returns refineInterval's prediction of the relative width
 // of eps at widthDelta over steps compositions of one: per direction, the
-// Chernoff estimate e of the pessimistic side's eps and the drift of the
-// optimistic side below it, and then (max e - max (e - drift)) / max e, as
-// EpsilonBounds takes the larger over the directions on each side (0 if
-// one has no optimistic side).
+// drift of the optimistic side's eps below the pessimistic one's at the
+// Chernoff parameter of the pessimistic side, relative to an estimate e of
+// eps; then the largest relative drift over the directions whose e is
+// within predictSpread of the largest (EpsilonBounds reports the larger
+// eps over the directions on each side; 0 if one has no optimistic side).
+// e is the Chernoff estimate unless that is more than twice the larger of
+// two estimates from below, mu-GDP at the composed variance (the bulk) and
+// one step's eps at widthDelta / steps (a single rare step of large loss),
+// which it then is: where rare large losses dominate the moment generating
+// function the Chernoff estimate is several times the true eps (q = 1e-4,
+// sigma = 1, 10^5 steps: 0.88 against 0.2355), and dividing by it
+// predicted a quarter of the width. Elsewhere it is within about 25% above
+// the true eps, and the estimates from below up to 20% under it.
 func predictWidth(one *PLD, steps int) float64 {
 	kf, h := float64(steps), one.h
 	cgf := func(d *lossDist, s float64) float64 { return s*float64(d.lo) + d.logMGF(s) }
-	safe, opt := 0.0, 0.0
+	var es, drifts []float64
 	for i, d := range one.dirs() {
 		do := one.optDirs()[i]
 		if do == noOpt {
@@ -620,13 +629,41 @@ func predictWidth(one *PLD, steps int) float64 {
 			continue
 		}
 		drift := math.Max(0, h*kf*(cgf(d, s)-cgf(do, s))/s)
-		safe, opt = math.Max(safe, e), math.Max(opt, e-drift)
+		var m0, m1, m2 float64
+		for j, v := range d.mass {
+			l := float64(d.lo+j) * h
+			m0 += v
+			m1 += v * l
+			m2 += v * l * l
+		}
+		low := newCurve(d, h, true).epsilon(widthDelta / kf)
+		if m0 > 0 {
+			if v := m2/m0 - (m1/m0)*(m1/m0); v > 0 {
+				low = math.Max(low, exactEpsilon(math.Sqrt(kf*v), widthDelta))
+			}
+		}
+		if low > 0 && 2*low < e {
+			e = low
+		}
+		es, drifts = append(es, e), append(drifts, drift)
 	}
-	if !(safe > 0) {
-		return 0
+	top := 0.0
+	for _, e := range es {
+		top = math.Max(top, e)
 	}
-	return (safe - opt) / safe
+	w := 0.0
+	for i, e := range es {
+		if e >= (1-predictSpread)*top {
+			w = math.Max(w, drifts[i]/e)
+		}
+	}
+	return w
 }
+
+// predictSpread is the relative uncertainty of predictWidth's estimates of
+// eps: a direction whose estimate is within it of the largest may be the
+// one whose eps the safe side reports, so its drift counts.
+const predictSpread = 0.2
 
 // foldFloor is the least tilted tail mass at which SampledGaussian cuts the
 // tilted composition's window (see selfConvolve): the folded mass adds to

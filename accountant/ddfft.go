@@ -1,0 +1,177 @@
+package accountant
+
+import "math"
+
+// This file holds double-word arithmetic (each number an unevaluated sum
+// hi + lo of two float64s, about 106 bits) for the few spectral
+// coefficients of a self-composition whose float64 rounding bound, raised
+// to the k-th power, is not small against delta (see kthPower). Error bounds are those of Joldes,
+// Muller & Popescu, "Tight and rigorous error bounds for basic building
+// blocks of double-word arithmetic" (ACM TOMS 44, 2017), with Muller &
+// Rideau's correction of the product's (ACM TOMS 48, 2022): a sum of two
+// double-words is within 3u^2 / (1 - 4u) of the exact sum relatively, a
+// product within 5u^2, a quotient by a float64 within 3u^2 (u = 2^-53).
+
+// ddc is a complex number whose parts are double-words: rh + rl and
+// ih + il.
+type ddc struct{ rh, rl, ih, il float64 }
+
+// twoSum returns s = fl(a + b) and the exact error a + b - s.
+func twoSum(a, b float64) (s, e float64) {
+	s = a + b
+	bb := s - a
+	e = (a - (s - bb)) + (b - bb)
+	return s, e
+}
+
+// fastTwoSum is twoSum for |a| >= |b| (or a = 0).
+func fastTwoSum(a, b float64) (s, e float64) {
+	s = a + b
+	e = b - (s - a)
+	return s, e
+}
+
+// ddAdd returns the double-word sum of x and y (JMP's Algorithm 6).
+func ddAdd(xh, xl, yh, yl float64) (float64, float64) {
+	sh, sl := twoSum(xh, yh)
+	th, tl := twoSum(xl, yl)
+	vh, vl := fastTwoSum(sh, sl+th)
+	return fastTwoSum(vh, tl+vl)
+}
+
+// ddMul returns the double-word product of x and y (JMP's Algorithm 12,
+// with fused multiply-adds).
+func ddMul(xh, xl, yh, yl float64) (float64, float64) {
+	ch := float64(xh * yh) // the conversions keep the products out of fused operations
+	cl1 := math.FMA(xh, yh, -ch)
+	cl2 := math.FMA(xl, yh, math.FMA(xh, yl, xl*yl))
+	return fastTwoSum(ch, cl1+cl2)
+}
+
+// ddDivF returns the double-word quotient of x by the float64 y (JMP's
+// Algorithm 15).
+func ddDivF(xh, xl, y float64) (float64, float64) {
+	th := xh / y
+	ph := float64(th * y)
+	pl := math.FMA(th, y, -ph)
+	dh := xh - ph
+	tl := ((dh - pl) + xl) / y
+	return fastTwoSum(th, tl)
+}
+
+// ddcMul returns the complex product x y. Each part errs by at most
+// 5u^2 (|ac| + |bd|) from the products and 3u^2 (1 + 4u) of the result
+// from the sum, so the product errs by at most 11.5 u^2 |x| |y| (the
+// parts' errors 8.01 u^2 (|ac| + |bd|) <= 8.01 u^2 |x| |y| each).
+func ddcMul(x, y ddc) ddc {
+	ah, al := ddMul(x.rh, x.rl, y.rh, y.rl)
+	bh, bl := ddMul(x.ih, x.il, y.ih, y.il)
+	ch, cl := ddMul(x.rh, x.rl, y.ih, y.il)
+	dh, dl := ddMul(x.ih, x.il, y.rh, y.rl)
+	var z ddc
+	z.rh, z.rl = ddAdd(ah, al, -bh, -bl)
+	z.ih, z.il = ddAdd(ch, cl, dh, dl)
+	return z
+}
+
+// ddcPow returns z^k by repeated squaring: a relative error of at most
+// powRound(k, 11.5 u^2).
+func ddcPow(z ddc, k int) ddc {
+	p := ddc{rh: 1}
+	for k > 0 {
+		if k&1 == 1 {
+			p = ddcMul(p, z)
+		}
+		z = ddcMul(z, z)
+		k >>= 1
+	}
+	return p
+}
+
+// ddTwoPi is 2 pi as a double-word (error below 1e-32).
+var ddTwoPi = [2]float64{6.283185307179586, 2.4492935982947064e-16}
+
+// ddSinCosSmall returns sin x and cos x for the double-word x = xh + xl,
+// |x| <= pi/4, by their Taylor series to the term x^31 / 31! (the
+// remainder below 2e-36) evaluated by Horner's rule: each of the 15 steps
+// errs by at most about 10 u^2 of terms at most 1, so both err by at most
+// 16 u^2 (TestDDTwiddles checks them against a 200-bit evaluation).
+func ddSinCosSmall(xh, xl float64) (sh, sl, ch, cl float64) {
+	x2h, x2l := ddMul(xh, xl, xh, xl)
+	// cos: 1 - x^2/(1*2) (1 - x^2/(3*4) (1 - ... (1 - x^2/(29*30))))
+	ch, cl = 1, 0
+	for i := 15; i >= 1; i-- {
+		th, tl := ddMul(x2h, x2l, ch, cl)
+		th, tl = ddDivF(th, tl, float64((2*i-1)*(2*i)))
+		ch, cl = ddAdd(1, 0, -th, -tl)
+	}
+	// sin: x (1 - x^2/(2*3) (1 - ... (1 - x^2/(30*31))))
+	sh, sl = 1, 0
+	for i := 15; i >= 1; i-- {
+		th, tl := ddMul(x2h, x2l, sh, sl)
+		th, tl = ddDivF(th, tl, float64((2*i)*(2*i+1)))
+		sh, sl = ddAdd(1, 0, -th, -tl)
+	}
+	sh, sl = ddMul(sh, sl, xh, xl)
+	return sh, sl, ch, cl
+}
+
+// ddRoot returns e^(-2 pi i m / n) for any integer m and n >= 1, each
+// part within 24 u^2 (the modulus of the error within 34 u^2): the angle is
+// reduced exactly, in integers, to an octant, 8 m' = o n + r with
+// 0 <= r < n; the remaining angle 2 pi r / (8 n) (or 2 pi (n - r) / (8 n)
+// in odd octants), at most pi/4, is formed in double-words (within 8.2 u^2
+// relatively) and ddSinCosSmall's Taylor series takes its sine and cosine;
+// the octant maps them by exact swaps and sign changes. TestDDRoot checks
+// the bound against a 240-bit evaluation.
+func ddRoot(m, n int) ddc {
+	m %= n
+	if m < 0 {
+		m += n
+	}
+	o := int((int64(m) * 8) / int64(n))
+	r := int64(m)*8 - int64(o)*int64(n)
+	num, base, sgn := r, o/2, 1.0
+	if o%2 == 1 {
+		num, base, sgn = int64(n)-r, (o+1)/2, -1
+	}
+	xh, xl := ddMul(ddTwoPi[0], ddTwoPi[1], float64(num), 0)
+	xh, xl = ddDivF(xh, xl, 8*float64(n))
+	sh, sl, ch, cl := ddSinCosSmall(xh, xl)
+	sh, sl = sgn*sh, sgn*sl
+	// cos and sin of base pi/2 + (sgn x).
+	var c, s [2]float64
+	switch base % 4 {
+	case 0:
+		c, s = [2]float64{ch, cl}, [2]float64{sh, sl}
+	case 1:
+		c, s = [2]float64{-sh, -sl}, [2]float64{ch, cl}
+	case 2:
+		c, s = [2]float64{-ch, -cl}, [2]float64{-sh, -sl}
+	default:
+		c, s = [2]float64{sh, sl}, [2]float64{-ch, -cl}
+	}
+	return ddc{rh: c[0], rl: c[1], ih: -s[0], il: -s[1]}
+}
+
+// hornerDFT returns sum_i x_i e^(-2 pi i j (s0 + i) / n) in double-words,
+// by Horner's rule in w = e^(-2 pi i j / n) and a final factor
+// e^(-2 pi i j s0 / n). With mu = 34 u^2 the error of a root, each step
+// p <- p w + x_i adds at most (mu + 11.5 u^2 + 3.01 u^2) (1 + mu) times the
+// l1 norm M of x to the error (|p| <= M), and the last product mu + 11.5
+// u^2: the result errs by at most 64 u^2 (len(x) + 1) M.
+func hornerDFT(x []float64, s0, j, n int) ddc {
+	w := ddRoot(j, n)
+	var p ddc
+	for i := len(x) - 1; i >= 0; i-- {
+		p = ddcMul(p, w)
+		p.rh, p.rl = ddAdd(p.rh, p.rl, x[i], 0)
+	}
+	return ddcMul(p, ddRoot(int((int64(j)*int64(s0))%int64(n)), n))
+}
+
+// hornerErrorConst returns c with hornerDFT's result within c M of the
+// exact sum (M the l1 norm of its len terms).
+func hornerErrorConst(len int) float64 {
+	return 64 * float64(len+1) * unitRound * unitRound
+}
