@@ -102,14 +102,14 @@ type secRound struct {
 	answered []bool
 	hashes   [][sha256.Size]byte // per learner: its message of the open phase
 	got      int
-	roster   [][]byte // U1's advertisements (the input of phase 1)
-	u2, u3   []int
-	sigs     [][]byte      // U4's signatures (the input of phase 4)
-	changed  chan struct{} // closed when the open phase closes
-	full     chan struct{} // closed when every expected learner answered
-	quorum   chan struct{} // closed when T answered, fewer than expected
-	failed   error         // the attempt failed (fewer than T)
-	opened   time.Time     // when the open phase opened
+	// msgs is what the open phase serves every learner: U1's
+	// advertisements (phase 1) or U4's signatures (phase 4).
+	msgs    [][]byte
+	changed chan struct{} // closed when the open phase closes
+	full    chan struct{} // closed when every expected learner answered
+	quorum  chan struct{} // closed when T answered, fewer than expected
+	failed  error         // the attempt failed (fewer than T)
+	opened  time.Time     // when the open phase opened
 }
 
 // secEvent is what the server received from a learner in a secure round,
@@ -137,29 +137,52 @@ type serverHooks struct {
 	sum func(round int, sum []uint64)
 }
 
-// newSecRound opens attempt a of round r at phase 0.
-func newSecRound(c secagg.Context, n int) (*secRound, error) {
+// newSecRound opens the attempt of context c at phase 0.
+func newSecRound(c secagg.Context) (*secRound, error) {
 	agg, err := secagg.NewAggregator(c)
 	if err != nil {
 		return nil, err
 	}
-	sr := &secRound{ctx: c, agg: agg, expected: make([]bool, n)}
-	for i := range sr.expected {
-		sr.expected[i] = true
-	}
-	sr.open(secagg.PhaseAdvertise)
-	return sr, nil
+	sr := &secRound{ctx: c, agg: agg}
+	return sr, sr.open(secagg.PhaseAdvertise)
 }
 
-// open opens phase p for the learners marked expected.
-func (sr *secRound) open(p secagg.Phase) {
-	n := len(sr.expected)
+// open opens phase p of the aggregator for all learners (phase 0) or the
+// survivors of phase p-1.
+func (sr *secRound) open(p secagg.Phase) error {
+	n := sr.ctx.N
 	sr.phase, sr.got = p, 0
-	sr.answered, sr.hashes = make([]bool, n), make([][sha256.Size]byte, n)
+	sr.expected, sr.answered, sr.hashes = make([]bool, n), make([]bool, n), make([][sha256.Size]byte, n)
+	for i := range sr.expected {
+		sr.expected[i] = p == secagg.PhaseAdvertise
+	}
+	for _, i := range sr.agg.Accepted(p - 1) {
+		sr.expected[i] = true
+	}
 	sr.full, sr.quorum = make(chan struct{}), make(chan struct{})
 	if sr.changed == nil {
 		sr.changed = make(chan struct{})
 	}
+	var err error
+	switch p {
+	case secagg.PhaseShares:
+		sr.msgs, err = marshalAll(sr.agg.Roster())
+	case secagg.PhaseUnmask:
+		sr.msgs, err = marshalAll(sr.agg.Signatures())
+	}
+	return err
+}
+
+// marshalAll returns the encodings of ms.
+func marshalAll[M encoding.BinaryMarshaler](ms []M) ([][]byte, error) {
+	out := make([][]byte, len(ms))
+	for k, m := range ms {
+		var err error
+		if out[k], err = m.MarshalBinary(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // want is the number of learners expected in the open phase.
@@ -185,69 +208,26 @@ func (sr *secRound) answer(i int, h [sha256.Size]byte) {
 	}
 }
 
-// setExpected marks the learners of ids as the next phase's.
-func (sr *secRound) setExpected(ids []int) {
-	clear(sr.expected)
-	for _, i := range ids {
-		if i >= 0 && i < len(sr.expected) {
-			sr.expected[i] = true
-		}
-	}
-}
-
 // closePhase closes the open phase through the aggregator and opens the
 // next. It returns secagg.ErrTooFew (wrapped) when fewer than T answered.
 func (sr *secRound) closePhase() error {
+	var err error
 	switch sr.phase {
 	case secagg.PhaseAdvertise:
-		roster, err := sr.agg.CloseAdvertise()
-		if err != nil {
-			return err
-		}
-		sr.roster = sr.roster[:0]
-		ids := make([]int, len(roster))
-		for k, a := range roster {
-			b, err := a.MarshalBinary()
-			if err != nil {
-				return err
-			}
-			sr.roster, ids[k] = append(sr.roster, b), a.From
-		}
-		sr.setExpected(ids)
+		_, err = sr.agg.CloseAdvertise()
 	case secagg.PhaseShares:
-		u2, err := sr.agg.CloseShares()
-		if err != nil {
-			return err
-		}
-		sr.u2 = u2
-		sr.setExpected(u2)
+		_, err = sr.agg.CloseShares()
 	case secagg.PhaseMasked:
-		u3, err := sr.agg.CloseMasked()
-		if err != nil {
-			return err
-		}
-		sr.u3 = u3
-		sr.setExpected(u3)
+		_, err = sr.agg.CloseMasked()
 	case secagg.PhaseConsistency:
-		sigs, err := sr.agg.CloseConsistency()
-		if err != nil {
-			return err
-		}
-		sr.sigs = sr.sigs[:0]
-		ids := make([]int, len(sigs))
-		for k, s := range sigs {
-			b, err := s.MarshalBinary()
-			if err != nil {
-				return err
-			}
-			sr.sigs, ids[k] = append(sr.sigs, b), s.From
-		}
-		sr.setExpected(ids)
+		_, err = sr.agg.CloseConsistency()
 	default:
 		return fmt.Errorf("fednet: closing phase %v", sr.phase)
 	}
-	sr.open(sr.phase + 1)
-	return nil
+	if err != nil {
+		return err
+	}
+	return sr.open(sr.phase + 1)
 }
 
 // record hands learner i's message of phase p (its encoding b) to the
@@ -313,7 +293,7 @@ func (s *Server) secState(i, r int) *flv1.SecAggResponse {
 		resp.State = flv1.SecAggState_SEC_AGG_STATE_ANSWER
 		switch sr.phase {
 		case secagg.PhaseShares:
-			resp.Messages = sr.roster
+			resp.Messages = sr.msgs
 		case secagg.PhaseMasked:
 			for _, e := range sr.agg.Inbox(i) {
 				b, err := e.MarshalBinary()
@@ -322,9 +302,9 @@ func (s *Server) secState(i, r int) *flv1.SecAggResponse {
 				}
 			}
 		case secagg.PhaseConsistency:
-			resp.Survivors = int32s(sr.u3)
+			resp.Survivors = int32s(sr.agg.Accepted(secagg.PhaseMasked))
 		case secagg.PhaseUnmask:
-			resp.Survivors, resp.Messages = int32s(sr.u3), sr.sigs
+			resp.Survivors, resp.Messages = int32s(sr.agg.Accepted(secagg.PhaseMasked)), sr.msgs
 		}
 	}
 	return resp
@@ -670,7 +650,7 @@ func (s *Server) secContext(a uint32) secagg.Context {
 // openSecRound opens attempt a of the open round and writes its snapshot,
 // so that the attempt counter is on disk before any learner is served.
 func (s *Server) openSecRound(a uint32) (*secRound, error) {
-	sr, err := newSecRound(s.secContext(a), s.opt.Shape.Learners)
+	sr, err := newSecRound(s.secContext(a))
 	if err != nil {
 		return nil, fmt.Errorf("fednet: secure aggregation: %w", err)
 	}
