@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -145,14 +146,10 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 				switch v {
 				case 1:
 				case 0:
-					if zeroLine == 0 {
-						zeroLine = line
-					}
+					zeroLine = cmp.Or(zeroLine, line)
 					v = -1
 				case -1:
-					if minusLine == 0 {
-						minusLine = line
-					}
+					minusLine = cmp.Or(minusLine, line)
 				default:
 					return nil, fmt.Errorf("dataset: %s:%d: label is %q, want +1 or -1 (or 1 or 0)", name, line, f)
 				}
@@ -347,9 +344,7 @@ type rowLimiter struct {
 }
 
 func (l *rowLimiter) Read(p []byte) (int, error) {
-	if l.line == 0 {
-		l.line = 1
-	}
+	l.line = cmp.Or(l.line, 1)
 	if l.row > l.max {
 		return 0, errLongRow
 	}

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,12 +75,8 @@ func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model,
 	if p := model.NumParams(data.Dim); p < 1 {
 		return nil, fmt.Errorf("experiment: model has %d parameters for dimension %d", p, data.Dim)
 	}
-	if opt.Tol == 0 {
-		opt.Tol = DefaultTol
-	}
-	if opt.RoundTol == 0 {
-		opt.RoundTol = DefaultRoundTol
-	}
+	opt.Tol = cmp.Or(opt.Tol, DefaultTol)
+	opt.RoundTol = cmp.Or(opt.RoundTol, DefaultRoundTol)
 	if !(opt.Tol > 0) || !(opt.RoundTol > 0) {
 		return nil, fmt.Errorf("experiment: tolerances %v and %v, want > 0", opt.Tol, opt.RoundTol)
 	}

@@ -1,6 +1,7 @@
 package fednet
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -37,9 +38,7 @@ const HandshakeLogLimit = 10
 // opens with a TLS handshake, which the server then refuses as gRPC does.
 // A nil log discards.
 func LogHandshakes(creds credentials.TransportCredentials, log *slog.Logger) credentials.TransportCredentials {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	return &loggedCreds{TransportCredentials: creds, lim: newHandshakeLog(log)}
 }
 

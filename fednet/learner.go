@@ -2,6 +2,7 @@ package fednet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding"
@@ -135,28 +136,17 @@ func checkJoin(join *flv1.JoinResponse, maxParams int) error {
 // A learner and a server that disagree on TLS fail at once with
 // [ErrTLSMismatch].
 func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
-	if opt.CallTimeout == 0 {
-		opt.CallTimeout = 30 * time.Second
-	}
-	if opt.WaitTimeout == 0 {
-		opt.WaitTimeout = 60 * time.Second
-	}
-	if opt.GiveUp == 0 {
-		opt.GiveUp = 2 * time.Minute
-	}
-	if opt.MaxParams == 0 {
-		opt.MaxParams = DefaultMaxParams
-	}
+	opt.CallTimeout = cmp.Or(opt.CallTimeout, 30*time.Second)
+	opt.WaitTimeout = cmp.Or(opt.WaitTimeout, 60*time.Second)
+	opt.GiveUp = cmp.Or(opt.GiveUp, 2*time.Minute)
+	opt.MaxParams = cmp.Or(opt.MaxParams, DefaultMaxParams)
 	if opt.ID < 0 || opt.ID > MaxWire {
 		return nil, fmt.Errorf("fednet: learner %d, want 0..%d", opt.ID, MaxWire)
 	}
 	if opt.MaxParams < 0 {
 		return nil, fmt.Errorf("fednet: at most %d parameters (LearnerOptions.MaxParams), want >= 0 (0: the default)", opt.MaxParams)
 	}
-	log := opt.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
 	if opt.Creds == nil || opt.Data == nil {
 		return nil, errors.New("fednet: a learner needs credentials and data")
 	}

@@ -1,6 +1,7 @@
 package fednet
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding"
@@ -72,9 +73,7 @@ func checkSecure(opt *ServerOptions) error {
 	if n < 2 || n > secagg.MaxLearners {
 		return fmt.Errorf("fednet: secure aggregation with %d learners, want 2..%d", n, secagg.MaxLearners)
 	}
-	if c.Threshold == 0 {
-		c.Threshold = plan.DefaultThreshold(n)
-	}
+	c.Threshold = cmp.Or(c.Threshold, plan.DefaultThreshold(n))
 	if 2*c.Threshold <= n || c.Threshold > n {
 		return fmt.Errorf("fednet: secure-aggregation threshold %d for %d learners, want n/2 < T <= n", c.Threshold, n)
 	}

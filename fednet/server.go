@@ -2,6 +2,7 @@ package fednet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -231,24 +232,12 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.Dir == "" {
 		return nil, errors.New("fednet: the server needs a state directory")
 	}
-	if opt.RoundTimeout == 0 {
-		opt.RoundTimeout = 60 * time.Second
-	}
-	if opt.MaxWait == 0 {
-		opt.MaxWait = 30 * time.Second
-	}
-	if opt.Linger == 0 {
-		opt.Linger = 10 * time.Second
-	}
-	if opt.CallTimeout == 0 {
-		opt.CallTimeout = 30 * time.Second
-	}
-	if opt.QuorumGrace == 0 {
-		opt.QuorumGrace = 3 * time.Second
-	}
-	if opt.MinLearners == 0 {
-		opt.MinLearners = sh.Learners
-	}
+	opt.RoundTimeout = cmp.Or(opt.RoundTimeout, 60*time.Second)
+	opt.MaxWait = cmp.Or(opt.MaxWait, 30*time.Second)
+	opt.Linger = cmp.Or(opt.Linger, 10*time.Second)
+	opt.CallTimeout = cmp.Or(opt.CallTimeout, 30*time.Second)
+	opt.QuorumGrace = cmp.Or(opt.QuorumGrace, 3*time.Second)
+	opt.MinLearners = cmp.Or(opt.MinLearners, sh.Learners)
 	if opt.MinLearners < 1 || opt.MinLearners > sh.Learners {
 		return nil, fmt.Errorf("fednet: minimum learners per round %d, want 1..%d", opt.MinLearners, sh.Learners)
 	}
@@ -265,16 +254,10 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	for _, p := range []*int{&opt.MaxUploadsPerLearner, &opt.MaxModelStreamsPerLearner} {
-		if *p == 0 {
-			*p = DefaultCallsPerLearner
-		}
+		*p = cmp.Or(*p, DefaultCallsPerLearner)
 	}
-	if opt.MaxUploads == 0 {
-		opt.MaxUploads = sat(sh.Learners, opt.MaxUploadsPerLearner)
-	}
-	if opt.MaxModelStreams == 0 {
-		opt.MaxModelStreams = sat(sh.Learners, opt.MaxModelStreamsPerLearner)
-	}
+	opt.MaxUploads = cmp.Or(opt.MaxUploads, sat(sh.Learners, opt.MaxUploadsPerLearner))
+	opt.MaxModelStreams = cmp.Or(opt.MaxModelStreams, sat(sh.Learners, opt.MaxModelStreamsPerLearner))
 	if opt.MaxUploads < 0 || opt.MaxUploadsPerLearner < 0 || opt.MaxModelStreams < 0 || opt.MaxModelStreamsPerLearner < 0 {
 		return nil, fmt.Errorf("fednet: call limits %d uploads (%d per learner) and %d model streams (%d per learner), want >= 0 (0: the default)",
 			opt.MaxUploads, opt.MaxUploadsPerLearner, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner)
@@ -291,10 +274,7 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.NoiseKey != nil && opt.Noise == nil {
 		return nil, errors.New("fednet: a noise key without a noise mechanism")
 	}
-	log := opt.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
 	desc, err := describe(opt)
 	if err != nil {
 		return nil, err
@@ -451,9 +431,7 @@ func describePlan(opt ServerOptions) ([]byte, error) {
 		planStd = p.Privacy.NoiseStd
 	}
 	m := p.Model
-	if m == nil {
-		m = &plan.Model{}
-	}
+	m = cmp.Or(m, &plan.Model{})
 	for _, f := range []struct {
 		name      string
 		plan, run any

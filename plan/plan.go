@@ -26,6 +26,7 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -138,9 +139,7 @@ func DefaultThreshold(n int) int { return 2*n/3 + 1 }
 // tau local steps, clipping bound clip and models of dim parameters, with
 // threshold T (0: [DefaultThreshold]).
 func NewSecureAggregation(n, tau int, clip float64, dim, threshold int) (*SecureAggregation, error) {
-	if threshold == 0 {
-		threshold = DefaultThreshold(n)
-	}
+	threshold = cmp.Or(threshold, DefaultThreshold(n))
 	if dim < 1 {
 		return nil, fmt.Errorf("plan: secure aggregation with dim %d, want the model's parameter count >= 1", dim)
 	}
@@ -335,9 +334,7 @@ func SeedDigest(seed uint64) string {
 func (p *Plan) Marshal() ([]byte, error) {
 	q := *p
 	q.Format, q.Workload = Format, q.workload()
-	if q.Participation == "" {
-		q.Participation = "single"
-	}
+	q.Participation = cmp.Or(q.Participation, "single")
 	if err := checkFinite(&q); err != nil {
 		return nil, err
 	}

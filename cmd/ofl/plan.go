@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -41,9 +42,7 @@ func (c *config) runPlan(features int) *plan.Plan {
 		// As plan.NewSecureAggregation makes it (parseArgs checked n, tau,
 		// clip and T; the plan's validation checks it again).
 		t := c.threshold
-		if t == 0 {
-			t = plan.DefaultThreshold(c.learners)
-		}
+		t = cmp.Or(t, plan.DefaultThreshold(c.learners))
 		p.SecureAggregation = &plan.SecureAggregation{Threshold: t, RingBits: secagg.RingBits, ScaleBits: q.ScaleBits, Dim: features, QuantizationTerm: q.Term(features)}
 	}
 	return p
