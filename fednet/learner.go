@@ -162,9 +162,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		fatal: func(err error) error { return creds.mismatch(ctx, opt.Addr, err) }}
 
 	var join *flv1.JoinResponse
-	err = rt.do(ctx, "Join", func() error {
-		cctx, cancel := context.WithTimeout(ctx, opt.CallTimeout)
-		defer cancel()
+	err = rt.do(ctx, "Join", opt.CallTimeout, func(cctx context.Context) error {
 		var err error
 		join, err = cl.Join(cctx, &flv1.JoinRequest{ProtocolVersion: Protocol, Learner: int32(opt.ID)})
 		return err
@@ -200,9 +198,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	var seen *model
 	for {
 		var m *model
-		err := rt.do(ctx, "GetModel", func() error {
-			cctx, cancel := context.WithTimeout(ctx, opt.WaitTimeout)
-			defer cancel()
+		err := rt.do(ctx, "GetModel", opt.WaitTimeout, func(cctx context.Context) error {
 			var err error
 			m, err = getModel(cctx, cl, opt.ID, dim, seen)
 			return err
@@ -240,9 +236,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			}
 			continue
 		}
-		err = rt.do(ctx, "SubmitUpdate", func() error {
-			cctx, cancel := context.WithTimeout(ctx, opt.CallTimeout)
-			defer cancel()
+		err = rt.do(ctx, "SubmitUpdate", opt.CallTimeout, func(cctx context.Context) error {
 			return submit(cctx, cl, opt.ID, r, u)
 		})
 		switch status.Code(err) {
@@ -358,9 +352,16 @@ func submit(ctx context.Context, cl flv1.FederationClient, id, r int, u []float6
 	if err != nil {
 		return err
 	}
-	for off := 0; off == 0 || off < len(u); off += ChunkLen {
-		end := min(off+ChunkLen, len(u))
-		err := st.Send(&flv1.UpdateChunk{Learner: int32(id), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]})
+	return sendChunks(st, len(u), func(off, end int) *flv1.UpdateChunk {
+		return &flv1.UpdateChunk{Learner: int32(id), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]}
+	})
+}
+
+// sendChunks sends the chunks chunk(off, end) of a vector of length n
+// through st and returns the server's answer.
+func sendChunks[C any](st grpc.ClientStreamingClient[C, flv1.SubmitResponse], n int, chunk func(off, end int) *C) error {
+	for off := 0; off == 0 || off < n; off += ChunkLen {
+		err := st.Send(chunk(off, min(off+ChunkLen, n)))
 		if err == io.EOF {
 			break // the server answered early; CloseAndRecv has its status
 		}
@@ -368,7 +369,7 @@ func submit(ctx context.Context, cl flv1.FederationClient, id, r int, u []float6
 			return err
 		}
 	}
-	_, err = st.CloseAndRecv()
+	_, err := st.CloseAndRecv()
 	return err
 }
 
@@ -397,15 +398,18 @@ func transient(err error) bool {
 	return false
 }
 
-// do calls f until it succeeds, fails for a reason that is not transient,
-// ctx is done, or the server has been unreachable for longer than giveUp.
-// Waiting for a round (DeadlineExceeded) does not count as unreachable.
-func (rt retrier) do(ctx context.Context, call string, f func() error) error {
+// do calls f, each try under its own timeout, until it succeeds, fails
+// for a reason that is not transient, ctx is done, or the server has been
+// unreachable for longer than giveUp. Waiting for a round
+// (DeadlineExceeded) does not count as unreachable.
+func (rt retrier) do(ctx context.Context, call string, timeout time.Duration, f func(ctx context.Context) error) error {
 	backoff := 50 * time.Millisecond
 	var down time.Time
 	tries := 0
 	for {
-		err := f()
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err := f(cctx)
+		cancel()
 		if err != nil && rt.fatal != nil && ctx.Err() == nil {
 			if ferr := rt.fatal(err); ferr != nil {
 				return ferr
@@ -499,7 +503,8 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		}
 		sl.round, sl.clients = r, map[uint32]*secagg.Client{}
 	}
-	req := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+	poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+	req := poll
 	var survivors []int
 	var warned [2]uint64 // the attempt and phase last sat out, plus one
 	sitOut := func(a uint32, p secagg.Phase, msg string, args ...any) error {
@@ -512,14 +517,12 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			return ctx.Err()
 		case <-time.After(sitOutPause):
 		}
-		req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+		req = poll
 		return nil
 	}
 	for {
 		var resp *flv1.SecAggResponse
-		err := rt.do(ctx, "SecAgg", func() error {
-			cctx, cancel := context.WithTimeout(ctx, opt.WaitTimeout)
-			defer cancel()
+		err := rt.do(ctx, "SecAgg", opt.WaitTimeout, func(cctx context.Context) error {
 			var err error
 			resp, err = cl.SecAgg(cctx, req)
 			return err
@@ -533,7 +536,7 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			if !req.GetHasMessage() {
 				return err
 			}
-			req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+			req = poll
 			continue
 		default:
 			return err
@@ -544,7 +547,6 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		if run := sl.state.rec.run; !bytes.Equal(resp.GetRun(), run[:]) {
 			return fmt.Errorf("fednet: the server answered for run %x, this learner's state is of run %v; stopping", resp.GetRun(), run)
 		}
-		poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
 		switch resp.GetState() {
 		case flv1.SecAggState_SEC_AGG_STATE_DONE:
 			return nil
@@ -606,27 +608,21 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		case secagg.PhaseAdvertise:
 			msg, err2 = c.Advertise()
 		case secagg.PhaseShares:
-			roster := make([]secagg.Advertise, len(resp.GetMessages()))
-			for k, b := range resp.GetMessages() {
-				if err := roster[k].UnmarshalBinary(b); err != nil {
-					return fmt.Errorf("fednet: the server's roster: %w", err)
-				}
+			roster, err := unmarshalAll[secagg.Advertise]("roster", resp.GetMessages())
+			if err != nil {
+				return err
 			}
 			msg, err2 = c.ShareKeys(roster)
 		case secagg.PhaseMasked:
-			inbox := make([]secagg.EncryptedShare, len(resp.GetMessages()))
-			for k, b := range resp.GetMessages() {
-				if err := inbox[k].UnmarshalBinary(b); err != nil {
-					return fmt.Errorf("fednet: the server's inbox: %w", err)
-				}
+			inbox, err := unmarshalAll[secagg.EncryptedShare]("inbox", resp.GetMessages())
+			if err != nil {
+				return err
 			}
 			y, err := c.MaskedInput(inbox, sl.q)
 			if err != nil {
 				return fmt.Errorf("fednet: learner %d, round %d: %w", sl.id, r, err)
 			}
-			err = rt.do(ctx, "SubmitMasked", func() error {
-				cctx, cancel := context.WithTimeout(ctx, opt.CallTimeout)
-				defer cancel()
+			err = rt.do(ctx, "SubmitMasked", opt.CallTimeout, func(cctx context.Context) error {
 				return submitMasked(cctx, cl, sl.id, r, a, y)
 			})
 			switch status.Code(err) {
@@ -637,15 +633,13 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			req = poll
 			continue
 		case secagg.PhaseConsistency:
-			survivors = ints(resp.GetSurvivors())
+			survivors = convert[int](resp.GetSurvivors())
 			msg, err2 = c.Sign(survivors)
 		case secagg.PhaseUnmask:
-			survivors = ints(resp.GetSurvivors())
-			sigs := make([]secagg.Signature, len(resp.GetMessages()))
-			for k, b := range resp.GetMessages() {
-				if err := sigs[k].UnmarshalBinary(b); err != nil {
-					return fmt.Errorf("fednet: the server's signatures: %w", err)
-				}
+			survivors = convert[int](resp.GetSurvivors())
+			sigs, err := unmarshalAll[secagg.Signature]("signatures", resp.GetMessages())
+			if err != nil {
+				return err
 			}
 			msg, err2 = c.Unmask(survivors, sigs)
 		default:
@@ -668,13 +662,27 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 	}
 }
 
-// ints converts the wire's indices.
-func ints(v []int32) []int {
-	out := make([]int, len(v))
+// convert converts indices to and from the wire's int32.
+func convert[To, From int | int32](v []From) []To {
+	out := make([]To, len(v))
 	for k, x := range v {
-		out[k] = int(x)
+		out[k] = To(x)
 	}
 	return out
+}
+
+// unmarshalAll decodes the server's list of messages (what names it).
+func unmarshalAll[M any, PM interface {
+	*M
+	encoding.BinaryUnmarshaler
+}](what string, bs [][]byte) ([]M, error) {
+	out := make([]M, len(bs))
+	for k, b := range bs {
+		if err := PM(&out[k]).UnmarshalBinary(b); err != nil {
+			return nil, fmt.Errorf("fednet: the server's %s: %w", what, err)
+		}
+	}
+	return out, nil
 }
 
 // submitMasked sends a masked input in chunks.
@@ -683,16 +691,7 @@ func submitMasked(ctx context.Context, cl flv1.FederationClient, id, r int, a ui
 	if err != nil {
 		return err
 	}
-	for off := 0; off == 0 || off < len(y); off += ChunkLen {
-		end := min(off+ChunkLen, len(y))
-		err := st.Send(&flv1.MaskedChunk{Learner: int32(id), Round: int32(r), Attempt: a, Dim: int32(len(y)), Offset: int32(off), Values: y[off:end]})
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-	}
-	_, err = st.CloseAndRecv()
-	return err
+	return sendChunks(st, len(y), func(off, end int) *flv1.MaskedChunk {
+		return &flv1.MaskedChunk{Learner: int32(id), Round: int32(r), Attempt: a, Dim: int32(len(y)), Offset: int32(off), Values: y[off:end]}
+	})
 }

@@ -301,20 +301,12 @@ func (s *Server) secState(i, r int) *flv1.SecAggResponse {
 				}
 			}
 		case secagg.PhaseConsistency:
-			resp.Survivors = int32s(sr.agg.Accepted(secagg.PhaseMasked))
+			resp.Survivors = convert[int32](sr.agg.Accepted(secagg.PhaseMasked))
 		case secagg.PhaseUnmask:
-			resp.Survivors, resp.Messages = int32s(sr.agg.Accepted(secagg.PhaseMasked)), sr.msgs
+			resp.Survivors, resp.Messages = convert[int32](sr.agg.Accepted(secagg.PhaseMasked)), sr.msgs
 		}
 	}
 	return resp
-}
-
-func int32s(v []int) []int32 {
-	out := make([]int32, len(v))
-	for k, x := range v {
-		out[k] = int32(x)
-	}
-	return out
 }
 
 // secureError returns why a secure-aggregation call of learner i for round
