@@ -23,13 +23,6 @@ import (
 	"github.com/dpmf/dpmf/model"
 )
 
-// Exit statuses, shared by dpmf's commands.
-const (
-	exitOK      = cli.ExitOK
-	exitFailure = cli.ExitFailure
-	exitUsage   = cli.ExitUsage
-)
-
 // env is what run takes from its surroundings, so tests can replace it.
 type env struct {
 	stdout, stderr io.Writer
@@ -77,14 +70,14 @@ func run(ctx context.Context, args []string, e env) int {
 		c, err = parseArgs(args)
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(e.stdout)
-			return exitOK
+			return cli.ExitOK
 		}
 		if err == nil {
 			err = execute(ctx, c, e)
 		}
 	}
 	if err == nil {
-		return exitOK
+		return cli.ExitOK
 	}
 	if ctx.Err() != nil {
 		err = errors.New("interrupted; nothing written")
@@ -156,7 +149,7 @@ func execute(ctx context.Context, c config, e env) error {
 	}
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", c.clip, c.learners, pe.Value)
+		return cli.Usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", c.clip, c.learners, pe.Value)
 	}
 	if err != nil {
 		return err

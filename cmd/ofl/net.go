@@ -73,9 +73,9 @@ func runNet(ctx context.Context, cmd string, args []string, e env) int {
 	}
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		return exitOK
+		return cli.ExitOK
 	case err == nil:
-		return exitOK
+		return cli.ExitOK
 	}
 	if cmd == "evaluate" && ctx.Err() != nil {
 		// Its only output, rounds.csv, is renamed only if not cancelled.
@@ -83,7 +83,7 @@ func runNet(ctx context.Context, cmd string, args []string, e env) int {
 	}
 	fmt.Fprintf(e.stderr, "ofl %s: %s\n", cmd, cli.OneLine(strings.ReplaceAll(err.Error(), "fednet: ", "")))
 	if ctx.Err() != nil {
-		return exitFailure
+		return cli.ExitFailure
 	}
 	return cli.ExitCode(err)
 }
@@ -151,22 +151,22 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 		return s, err
 	}
 	if s.state == "" {
-		return s, usagef("-state is required: the directory where released models are written")
+		return s, cli.Usagef("-state is required: the directory where released models are written")
 	}
 	if err := s.tls.check(true); err != nil {
 		return s, err
 	}
 	if s.roundTimeout <= 0 || s.linger < 0 {
-		return s, usagef("-round-timeout %v and -linger %v: want > 0 and >= 0", s.roundTimeout, s.linger)
+		return s, cli.Usagef("-round-timeout %v and -linger %v: want > 0 and >= 0", s.roundTimeout, s.linger)
 	}
 	if s.joinTimeout < 0 || s.quorumGrace <= 0 {
-		return s, usagef("-join-timeout %v and -quorum-grace %v: want >= 0 and > 0", s.joinTimeout, s.quorumGrace)
+		return s, cli.Usagef("-join-timeout %v and -quorum-grace %v: want >= 0 and > 0", s.joinTimeout, s.quorumGrace)
 	}
 	if s.minLearners < 0 || s.minLearners > run.learners {
-		return s, usagef("-min-learners %d: want 0..%d (-learners)", s.minLearners, run.learners)
+		return s, cli.Usagef("-min-learners %d: want 0..%d (-learners)", s.minLearners, run.learners)
 	}
 	if run.secure && s.minLearners != 0 {
-		return s, usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", s.minLearners)
+		return s, cli.Usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", s.minLearners)
 	}
 	return s, nil
 }
@@ -179,7 +179,7 @@ func checkWire(c config) error {
 		v    int
 	}{{"learners", c.learners}, {"rounds", c.rounds}, {"tau", c.tau}, {"epochs", c.epochs}, {"dim", c.data.dim}} {
 		if p.v > fednet.MaxWire {
-			return usagef("-%s %d: want at most %d (the protocol carries it as int32)", p.name, p.v, fednet.MaxWire)
+			return cli.Usagef("-%s %d: want at most %d (the protocol carries it as int32)", p.name, p.v, fednet.MaxWire)
 		}
 	}
 	return nil
@@ -196,14 +196,14 @@ const insecureNonLoopback = "insecure-nonloopback"
 // local sockets and pass.
 func checkLoopback(ctx context.Context, flag, addr string, lookup func(ctx context.Context, host string) ([]netip.Addr, error)) error {
 	refuse := func(why string) error {
-		return usagef("-insecure with %s %s: %s; plaintext is for loopback tests only (add -%s to accept it)", flag, addr, why, insecureNonLoopback)
+		return cli.Usagef("-insecure with %s %s: %s; plaintext is for loopback tests only (add -%s to accept it)", flag, addr, why, insecureNonLoopback)
 	}
 	if strings.HasPrefix(addr, "unix:") || strings.HasPrefix(addr, "unix-abstract:") {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("%s %q: want host:port", flag, addr)
+		return cli.Usagef("%s %q: want host:port", flag, addr)
 	}
 	if host == "" {
 		return refuse("the host is empty, which means every interface")
@@ -239,22 +239,22 @@ func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 // check checks the TLS flags of the server (or a learner).
 func (t tlsFlags) check(server bool) error {
 	if t.nonLoopback && !t.insecure {
-		return usagef("-%s goes with -insecure only", insecureNonLoopback)
+		return cli.Usagef("-%s goes with -insecure only", insecureNonLoopback)
 	}
 	if t.insecure {
 		if t.cert != "" || t.key != "" || t.ca != "" {
-			return usagef("-insecure excludes the TLS flags")
+			return cli.Usagef("-insecure excludes the TLS flags")
 		}
 		return nil
 	}
 	if server && (t.cert == "" || t.key == "") {
-		return usagef("the server needs -tls-cert and -tls-key (or -insecure, for loopback tests)")
+		return cli.Usagef("the server needs -tls-cert and -tls-key (or -insecure, for loopback tests)")
 	}
 	if !server && t.ca == "" {
-		return usagef("the learner needs -ca, the CA of the server's certificate (or -insecure, for loopback tests)")
+		return cli.Usagef("the learner needs -ca, the CA of the server's certificate (or -insecure, for loopback tests)")
 	}
 	if (t.cert == "") != (t.key == "") {
-		return usagef("-tls-cert and -tls-key go together")
+		return cli.Usagef("-tls-cert and -tls-key go together")
 	}
 	return nil
 }
@@ -409,31 +409,31 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	case err != nil:
 		return l, err
 	case l.id < 0:
-		return l, usagef("-id is required: this learner's index, >= 0")
+		return l, cli.Usagef("-id is required: this learner's index, >= 0")
 	case l.id > fednet.MaxWire:
-		return l, usagef("-id %d: want at most %d (the protocol carries it as int32)", l.id, fednet.MaxWire)
+		return l, cli.Usagef("-id %d: want at most %d (the protocol carries it as int32)", l.id, fednet.MaxWire)
 	case !set["seed"]:
-		return l, usagef("-seed is required: every learner deals the data with the same seed")
+		return l, cli.Usagef("-seed is required: every learner deals the data with the same seed")
 	case l.tls.callTimeout <= 0 || l.wait <= 0 || l.giveUp <= 0:
-		return l, usagef("-call-timeout, -wait-timeout and -give-up: want > 0")
+		return l, cli.Usagef("-call-timeout, -wait-timeout and -give-up: want > 0")
 	}
 	if _, err := parseData(l.data, 1); err != nil {
 		return l, err
 	}
 	if _, err := dataset.ParseSplit(l.split); err != nil {
-		return l, usagef("-split %q: want iid, label or feature:K", l.split)
+		return l, cli.Usagef("-split %q: want iid, label or feature:K", l.split)
 	}
 	if err := l.tls.check(false); err != nil {
 		return l, err
 	}
 	if set["out"] && l.out == "" {
-		return l, usagef("-out is empty: want a file name")
+		return l, cli.Usagef("-out is empty: want a file name")
 	}
 	if set["state"] && l.state == "" {
-		return l, usagef("-state is empty: want a directory")
+		return l, cli.Usagef("-state is empty: want a directory")
 	}
 	if l.newRun && l.state == "" {
-		return l, usagef("-new-run without -state: want the state directory whose record it replaces")
+		return l, cli.Usagef("-new-run without -state: want the state directory whose record it replaces")
 	}
 	return l, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/plan"
 	"github.com/dpmf/dpmf/secagg"
 )
@@ -124,12 +125,12 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 				same = specOf(v) // as the plan writes it
 			}
 			if same != want {
-				return nil, usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
+				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
 			}
 			continue
 		}
 		if seed, err := strconv.ParseUint(v, 10, 64); k == "seed" && err == nil && pl.SeedSHA256 != "" && plan.SeedDigest(seed) != pl.SeedSHA256 {
-			return nil, usagef("-seed %s contradicts the run's plan in %s: its seed has SHA-256 %s", v, where, pl.SeedSHA256)
+			return nil, cli.Usagef("-seed %s contradicts the run's plan in %s: its seed has SHA-256 %s", v, where, pl.SeedSHA256)
 		}
 		args = append(args, "-"+k+"="+v)
 	}
