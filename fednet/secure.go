@@ -466,53 +466,16 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 	})
 }
 
-// receiveMasked receives one masked input, checking every chunk against
-// the first and the open phase before it grows the vector.
+// receiveMasked receives one masked input (see receiveVector).
 func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse], id int, perLearner *int) received[uint64] {
 	const call = "SubmitMasked"
-	first, err := stream.Recv()
-	if err != nil {
-		return received[uint64]{i: -1, r: -1, err: err}
-	}
-	i, r, a, dim := int(first.GetLearner()), int(first.GetRound()), first.GetAttempt(), int(first.GetDim())
-	fail := func(code codes.Code, format string, args ...any) received[uint64] {
-		return received[uint64]{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
-	}
-	if rj := s.learnerError(stream.Context(), call, i); rj != nil {
-		return received[uint64]{i: i, r: r, err: rj}
-	}
-	if id < 0 {
-		if rj := s.uploads.acquire(i, false); rj != nil {
-			rj.call, rj.round = call, r
-			return received[uint64]{i: i, r: r, err: rj}
+	return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, func(i, r int, a uint32) *rejection {
+		rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
+		if rj == nil && s.sec.answered[i] {
+			rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
 		}
-		*perLearner = i
-	}
-	if dim != s.opt.Shape.Dim {
-		return fail(codes.InvalidArgument, "masked input of dimension %d, want %d", dim, s.opt.Shape.Dim)
-	}
-	s.mu.Lock()
-	rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
-	if rj == nil && s.sec.answered[i] {
-		rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
-	}
-	s.mu.Unlock()
-	if rj != nil {
-		return received[uint64]{i: i, r: r, err: rj}
-	}
-	y, bad, err := collect(first, stream.Recv, dim, "masked input", func(c *flv1.MaskedChunk) string {
-		if int(c.GetLearner()) != i || int(c.GetRound()) != r || c.GetAttempt() != a || int(c.GetDim()) != dim {
-			return fmt.Sprintf("chunk for learner %d, round %d, attempt %d, dimension %d inside a masked input of learner %d, round %d, attempt %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetAttempt(), c.GetDim(), i, r, a, dim)
-		}
-		return ""
+		return rj
 	})
-	if err != nil {
-		return received[uint64]{i: i, r: r, err: err}
-	}
-	if bad != "" {
-		return fail(codes.InvalidArgument, "%s", bad)
-	}
-	return received[uint64]{i: i, r: r, a: a, x: y}
 }
 
 // awaitPhase waits until the open phase of sr may close: every expected

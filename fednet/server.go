@@ -922,57 +922,82 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	})
 }
 
-// receive receives and checks one update. id is the authenticated learner
-// (-1 without authentication); without it, receive takes the per-learner
-// upload slot of the learner the first chunk names and records it in
-// *perLearner. The update grows as its chunks arrive, so a stalled upload
-// holds only what it was sent.
+// receive receives and checks one update (see receiveVector).
 func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse], id int, perLearner *int) received[float64] {
 	const call = "SubmitUpdate"
-	ctx := stream.Context()
-	first, err := stream.Recv()
+	res := receiveVector(s, stream.Context(), stream.Recv, call, "update", id, perLearner, nil, func(i, r int, _ uint32) *rejection {
+		return s.openError(call, i, r)
+	})
+	if res.err == nil {
+		if err := s.core.CheckUpdate(res.x); err != nil {
+			return received[float64]{i: res.i, r: res.r, err: refusal(codes.InvalidArgument, call, res.i, res.r, "%s", trimPrefix(err))}
+		}
+	}
+	return res
+}
+
+// receiveVector receives one upload of call (what: "update", "masked
+// input"), checking the first chunk's learner, dimension and, under s.mu,
+// open (the round, or the attempt with attempt not nil), then every chunk
+// against the first. id is the authenticated learner (-1 without
+// authentication); without it, receiveVector takes the per-learner upload
+// slot of the learner the first chunk names and records it in
+// *perLearner. The vector grows as its chunks arrive, so a stalled upload
+// holds only what it was sent.
+func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv func() (C, error), call, what string, id int, perLearner *int,
+	attempt func(C) uint32, open func(i, r int, a uint32) *rejection) received[T] {
+	first, err := recv()
 	if err != nil {
-		return received[float64]{i: -1, r: -1, err: err}
+		return received[T]{i: -1, r: -1, err: err}
+	}
+	// head names a chunk's upload: every chunk must name the first's.
+	head := func(c C) string {
+		if attempt == nil {
+			return fmt.Sprintf("learner %d, round %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetDim())
+		}
+		return fmt.Sprintf("learner %d, round %d, attempt %d, dimension %d", c.GetLearner(), c.GetRound(), attempt(c), c.GetDim())
 	}
 	i, r, dim := int(first.GetLearner()), int(first.GetRound()), int(first.GetDim())
-	fail := func(code codes.Code, format string, args ...any) received[float64] {
-		return received[float64]{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
+	var a uint32
+	if attempt != nil {
+		a = attempt(first)
+	}
+	fail := func(code codes.Code, format string, args ...any) received[T] {
+		return received[T]{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
 	}
 	if rj := s.learnerError(ctx, call, i); rj != nil {
-		return received[float64]{i: i, r: r, err: rj}
+		return received[T]{i: i, r: r, err: rj}
 	}
 	if id < 0 {
 		if rj := s.uploads.acquire(i, false); rj != nil {
 			rj.call, rj.round = call, r
-			return received[float64]{i: i, r: r, err: rj}
+			return received[T]{i: i, r: r, err: rj}
 		}
 		*perLearner = i
 	}
 	if dim != s.opt.Shape.Dim {
-		return fail(codes.InvalidArgument, "update of dimension %d, want %d", dim, s.opt.Shape.Dim)
+		return fail(codes.InvalidArgument, "%s of dimension %d, want %d", what, dim, s.opt.Shape.Dim)
 	}
 	s.mu.Lock()
-	rj := s.openError(call, i, r)
+	rj := open(i, r, a)
 	s.mu.Unlock()
 	if rj != nil {
-		return received[float64]{i: i, r: r, err: rj}
+		return received[T]{i: i, r: r, err: rj}
 	}
-	u, bad, err := collect(first, stream.Recv, dim, "update", func(c *flv1.UpdateChunk) string {
-		if int(c.GetLearner()) != i || int(c.GetRound()) != r || int(c.GetDim()) != dim {
-			return fmt.Sprintf("chunk for learner %d, round %d, dimension %d inside an update of learner %d, round %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetDim(), i, r, dim)
+	want := head(first)
+	x, bad, err := collect(first, recv, dim, what, func(c C) string {
+		if h := head(c); h != want {
+			return fmt.Sprintf("chunk for %s inside the %s of %s", h, what, want)
 		}
 		return ""
 	})
 	if err != nil {
-		return received[float64]{i: i, r: r, err: err}
+		return received[T]{i: i, r: r, err: err}
 	}
 	if bad != "" {
 		return fail(codes.InvalidArgument, "%s", bad)
 	}
-	if err := s.core.CheckUpdate(u); err != nil {
-		return fail(codes.InvalidArgument, "%s", trimPrefix(err))
-	}
-	return received[float64]{i: i, r: r, x: u}
+	return received[T]{i: i, r: r, a: a, x: x}
 }
 
 // checkWitness compares what learner i has received (its witness in req)
@@ -1070,6 +1095,9 @@ func finite(x []float64) bool {
 
 // vectorChunk is a chunk of an uploaded vector (UpdateChunk, MaskedChunk).
 type vectorChunk[T any] interface {
+	GetLearner() int32
+	GetRound() int32
+	GetDim() int32
 	GetOffset() int32
 	GetValues() []T
 }
