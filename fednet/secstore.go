@@ -1,8 +1,6 @@
 package fednet
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -45,8 +43,7 @@ func encodeSec(id runID, sr *secRound) ([]byte, error) {
 		}
 		b = append(b, agg...)
 	}
-	sum := sha256.Sum256(b)
-	return append(b, sum[:]...), nil
+	return seal(b), nil
 }
 
 // secSnapshot is a decoded snapshot.
@@ -61,14 +58,10 @@ type secSnapshot struct {
 // decodeSec parses a snapshot, checking its magic, checksum and header.
 func decodeSec(data []byte) (secSnapshot, error) {
 	var s secSnapshot
-	if len(data) < secHead+sha256.Size || string(data[:len(secMagic)]) != secMagic {
-		return s, errors.New("not a secure-aggregation snapshot of this format (bad magic or too short)")
+	p, err := unseal(data, secMagic, secHead, "secure-aggregation snapshot")
+	if err != nil {
+		return s, err
 	}
-	body := data[:len(data)-sha256.Size]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[len(body):]) {
-		return s, errors.New("checksum mismatch")
-	}
-	p := body[len(secMagic):]
 	copy(s.run[:], p)
 	round := binary.LittleEndian.Uint64(p[16:])
 	s.attempt = binary.LittleEndian.Uint32(p[24:])
@@ -76,7 +69,7 @@ func decodeSec(data []byte) (secSnapshot, error) {
 	if round > math.MaxInt32 || ph > uint32(secagg.PhaseFailed) {
 		return s, errors.New("inconsistent snapshot")
 	}
-	s.round, s.phase, s.agg = int(round), secagg.Phase(ph), body[secHead:]
+	s.round, s.phase, s.agg = int(round), secagg.Phase(ph), p[secHead-len(secMagic):]
 	return s, nil
 }
 

@@ -166,6 +166,26 @@ func decodeRound(data []byte) (roundHeader, []float64, error) {
 	return h, x, nil
 }
 
+// seal returns b followed by its SHA-256, as every state file ends.
+func seal(b []byte) []byte {
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+// unseal checks the magic and the final SHA-256 of a state file (what)
+// whose part before the hash is at least head bytes long, and returns that
+// part after the magic.
+func unseal(data []byte, magic string, head int, what string) ([]byte, error) {
+	if len(data) < head+sha256.Size || string(data[:len(magic)]) != magic {
+		return nil, fmt.Errorf("not a %s of format %s (bad magic or too short)", what, magic)
+	}
+	body := data[:len(data)-sha256.Size]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[len(body):]) {
+		return nil, errors.New("checksum mismatch")
+	}
+	return body[len(magic):], nil
+}
+
 // store is the server's state directory.
 type store struct {
 	dir string
@@ -338,9 +358,7 @@ func encodeMark(m mark) []byte {
 	b = append(b, markMagic...)
 	b = append(b, m.run[:]...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(m.round))
-	b = append(b, m.sum[:]...)
-	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
+	return seal(append(b, m.sum[:]...))
 }
 
 // readMark reads and checks the high-water mark.
@@ -350,20 +368,20 @@ func (s store) readMark() (mark, error) {
 	if err != nil {
 		return m, err
 	}
-	body := data[:max(len(data)-sha256.Size, 0)]
-	if len(data) != markLen || string(data[:len(markMagic)]) != markMagic {
-		return m, fmt.Errorf("%s: not a high-water mark file", s.path(markFile))
+	p, err := unseal(data, markMagic, markLen-sha256.Size, "high-water mark file")
+	if err == nil && len(data) != markLen {
+		err = errors.New("not a high-water mark file (bad length)")
 	}
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[len(body):]) {
-		return m, fmt.Errorf("%s: checksum mismatch", s.path(markFile))
+	if err != nil {
+		return m, fmt.Errorf("%s: %v", s.path(markFile), err)
 	}
-	copy(m.run[:], data[len(markMagic):])
-	r := binary.LittleEndian.Uint64(data[len(markMagic)+16:])
+	copy(m.run[:], p)
+	r := binary.LittleEndian.Uint64(p[16:])
 	if r > math.MaxInt32 {
 		return m, fmt.Errorf("%s: round %d out of range", s.path(markFile), r)
 	}
 	m.round = int(r)
-	copy(m.sum[:], data[len(markMagic)+24:])
+	copy(m.sum[:], p[24:])
 	return m, nil
 }
 
