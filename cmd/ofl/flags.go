@@ -165,12 +165,9 @@ func parseArgs(args []string) (config, error) {
 	if c.calibration, err = plan.ParseCalibration(calib); err != nil {
 		return c, cli.Usagef("-calibration %q: want exact or paper", calib)
 	}
-	if _, err := factorize.ParseStrategy(c.strategy); err != nil {
-		var pe *factorize.ParamError
-		if errors.As(err, &pe) {
-			return c, cli.Usagef("-strategy %s: want %s", c.strategy, pe.Want)
-		}
-		return c, cli.Usagef("-strategy %s: %v", c.strategy, err)
+	strat, err := factorize.ParseStrategy(c.strategy)
+	if err != nil {
+		return c, strategyError(c.strategy, err)
 	}
 	if set["strategy"] && c.algo != fedopt.Correlated && c.algo != fedopt.BaselineCorrelated {
 		return c, cli.Usagef("-strategy applies to -algo correlated and baseline-correlated only (the baseline uses independent noise, nonprivate none)")
@@ -201,14 +198,8 @@ func parseArgs(args []string) (config, error) {
 	if c.rounds%c.epochs != 0 {
 		return c, cli.Usagef("-epochs %d: -rounds %d is not a whole number of epochs", c.epochs, c.rounds)
 	}
-	if strat, err := factorize.ParseStrategy(c.strategy); err == nil {
-		if err := factorize.CheckUnder(strat, participation(c.epochs)); err != nil {
-			var pe *factorize.ParamError
-			if errors.As(err, &pe) {
-				return c, cli.Usagef("-strategy %s: want %s", c.strategy, pe.Want)
-			}
-			return c, cli.Usagef("-strategy %s: %v", c.strategy, err)
-		}
+	if err := factorize.CheckUnder(strat, participation(c.epochs)); err != nil {
+		return c, strategyError(c.strategy, err)
 	}
 	if set["out"] && c.out == "" {
 		return c, cli.Usagef("-out is empty: want a directory")
@@ -261,6 +252,15 @@ func parseArgs(args []string) (config, error) {
 		return c, cli.Usagef("%v", err)
 	}
 	return c, nil
+}
+
+// strategyError is the usage error of -strategy spec that err refuses.
+func strategyError(spec string, err error) error {
+	var pe *factorize.ParamError
+	if errors.As(err, &pe) {
+		return cli.Usagef("-strategy %s: want %s", spec, pe.Want)
+	}
+	return cli.Usagef("-strategy %s: %v", spec, err)
 }
 
 // configFlags maps the parameters of fedopt.Config, as a *fedopt.ParamError
