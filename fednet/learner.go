@@ -57,11 +57,6 @@ type LearnerOptions struct {
 	// unreachable before it stops (default 2 min). A server restart within
 	// it is invisible to the run.
 	GiveUp time.Duration
-	// MaxParams is the largest model the learner accepts from a server,
-	// in parameters (default DefaultMaxParams): each model and update
-	// takes 8 bytes a parameter, so a server that announces more is
-	// refused before anything is allocated.
-	MaxParams int
 	// Log receives one line per round; nil discards.
 	Log *slog.Logger
 	// StateDir is the learner's state directory, required when the
@@ -86,16 +81,17 @@ type LearnerOptions struct {
 // errStopped is the error of a learner stopped by stopBefore.
 var errStopped = errors.New("fednet: learner stopped (test)")
 
-// DefaultMaxParams is the default LearnerOptions.MaxParams: 2^27
-// parameters, 1 GiB per model or update.
-const DefaultMaxParams = 1 << 27
+// MaxParams is the largest model a learner accepts from a server: 2^27
+// parameters, 1 GiB per model or update. A server that announces more is
+// refused before anything is allocated.
+const MaxParams = 1 << 27
 
 // checkJoin checks a server's answer to Join before the learner acts on
 // it: the protocol, every count positive (epochs 0 means 1), the open
 // round within the run, the parameters those of the features and at most
-// maxParams. A server's answer never makes the learner panic or allocate
+// MaxParams. A server's answer never makes the learner panic or allocate
 // without bound.
-func checkJoin(join *flv1.JoinResponse, maxParams int) error {
+func checkJoin(join *flv1.JoinResponse) error {
 	rc := join.GetConfig()
 	switch v := join.GetProtocolVersion(); {
 	case v != Protocol && v != flv1.ProtocolVersion_PROTOCOL_VERSION_1:
@@ -121,8 +117,8 @@ func checkJoin(join *flv1.JoinResponse, maxParams int) error {
 	if r := join.GetRound(); r < 0 || r > R {
 		return fmt.Errorf("fednet: the server's open round is %d, want 0..%d", r, R)
 	}
-	if p := int(rc.GetParams()); p > maxParams {
-		return fmt.Errorf("fednet: the server's model has %d parameters, this learner accepts at most %d (LearnerOptions.MaxParams)", p, maxParams)
+	if p := int(rc.GetParams()); p > MaxParams {
+		return fmt.Errorf("fednet: the server's model has %d parameters, this learner accepts at most %d", p, MaxParams)
 	}
 	return nil
 }
@@ -139,12 +135,8 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	opt.CallTimeout = cmp.Or(opt.CallTimeout, 30*time.Second)
 	opt.WaitTimeout = cmp.Or(opt.WaitTimeout, 60*time.Second)
 	opt.GiveUp = cmp.Or(opt.GiveUp, 2*time.Minute)
-	opt.MaxParams = cmp.Or(opt.MaxParams, DefaultMaxParams)
 	if opt.ID < 0 || opt.ID > MaxWire {
 		return nil, fmt.Errorf("fednet: learner %d, want 0..%d", opt.ID, MaxWire)
-	}
-	if opt.MaxParams < 0 {
-		return nil, fmt.Errorf("fednet: at most %d parameters (LearnerOptions.MaxParams), want >= 0 (0: the default)", opt.MaxParams)
 	}
 	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
 	if opt.Creds == nil || opt.Data == nil {
@@ -170,7 +162,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkJoin(join, opt.MaxParams); err != nil {
+	if err := checkJoin(join); err != nil {
 		return nil, err
 	}
 	rc := join.GetConfig()
