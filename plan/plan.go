@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -268,24 +269,21 @@ const (
 	Paper
 )
 
+// calibrationNames are the calibrations' names, by value.
+var calibrationNames = []string{Exact: "exact", Paper: "paper"}
+
 // String returns "exact" or "paper".
 func (c Calibration) String() string {
-	switch c {
-	case Exact:
-		return "exact"
-	case Paper:
-		return "paper"
+	if c >= 0 && int(c) < len(calibrationNames) {
+		return calibrationNames[c]
 	}
 	return fmt.Sprintf("Calibration(%d)", int(c))
 }
 
 // ParseCalibration parses "exact" or "paper".
 func ParseCalibration(s string) (Calibration, error) {
-	switch s {
-	case "exact":
-		return Exact, nil
-	case "paper":
-		return Paper, nil
+	if c := slices.Index(calibrationNames, s); c >= 0 {
+		return Calibration(c), nil
 	}
 	return 0, &param.Error{Param: "calibration", Value: strconv.Quote(s), Want: "exact or paper"}
 }
