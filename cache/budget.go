@@ -279,7 +279,7 @@ func (c *Cache) List() ([]Entry, error) {
 			Size:     f.size,
 			LastUsed: f.mtime,
 		}
-		meta, err := readMeta(e.Path)
+		meta, err := readMeta(e.Path, e.Size)
 		if err != nil {
 			e.Problem = err.Error()
 		} else {
@@ -291,39 +291,48 @@ func (c *Cache) List() ([]Entry, error) {
 	return entries, nil
 }
 
-// readMeta reads the header and the metadata of the entry at path without
-// touching it.
-func readMeta(path string) (*cacheMeta, error) {
+// readMeta reads the header and the metadata of the entry at path, a file
+// of size bytes, without touching it.
+func readMeta(path string, size int64) (*cacheMeta, error) {
 	f, err := atomicfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	meta, _, _, err := decodeMeta(f, size)
+	return meta, err
+}
+
+// decodeMeta reads an entry's header and metadata from r, the entry's
+// file of size bytes, and returns the metadata and its length; an error
+// says what is wrong, and badMeta that the header was good but the
+// metadata was not.
+func decodeMeta(r io.Reader, size int64) (meta *cacheMeta, metaLen int64, badMeta bool, err error) {
 	var hdr [cacheHeader]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return nil, errors.New("truncated header")
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, 0, false, fmt.Errorf("truncated: %d bytes", size)
 	}
 	if string(hdr[:8]) != cacheMagic {
-		return nil, fmt.Errorf("bad magic %q", hdr[:8])
+		return nil, 0, false, fmt.Errorf("bad magic %q", hdr[:8])
 	}
 	if v := binary.LittleEndian.Uint32(hdr[8:]); v != cacheVersion {
-		return nil, fmt.Errorf("format version %d, want %d", v, cacheVersion)
+		return nil, 0, false, fmt.Errorf("format version %d, want %d", v, cacheVersion)
 	}
-	n := int64(binary.LittleEndian.Uint32(hdr[12:]))
-	if n > maxMetaLength {
-		return nil, fmt.Errorf("metadata length %d", n)
+	metaLen = int64(binary.LittleEndian.Uint32(hdr[12:]))
+	if metaLen > maxMetaLength || cacheHeader+metaLen+cacheSumLen > size {
+		return nil, 0, false, fmt.Errorf("metadata length %d in a file of %d bytes", metaLen, size)
 	}
-	js := make([]byte, n)
-	if _, err := io.ReadFull(f, js); err != nil {
-		return nil, errors.New("truncated metadata")
+	js := make([]byte, metaLen)
+	if _, err := io.ReadFull(r, js); err != nil {
+		return nil, 0, false, fmt.Errorf("truncated metadata: %v", err)
 	}
-	var meta cacheMeta
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&meta); err != nil {
-		return nil, fmt.Errorf("bad metadata: %v", err)
+	meta = new(cacheMeta)
+	if err := dec.Decode(meta); err != nil {
+		return nil, 0, true, fmt.Errorf("bad metadata: %v", err)
 	}
-	return &meta, nil
+	return meta, metaLen, false, nil
 }
 
 // Clear removes every entry of the cache directory, and the temporary files
