@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -373,7 +374,7 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		default:
 			if err := sr.record(i, p, req.GetMessage()); err != nil {
 				s.mu.Unlock()
-				return nil, s.reject(codes.InvalidArgument, call, i, r, "phase %d (%v) message: %s", int(p), p, trimSecagg(err))
+				return nil, s.reject(codes.InvalidArgument, call, i, r, "phase %d (%v) message: %s", int(p), p, strings.TrimPrefix(err.Error(), "secagg: "))
 			}
 			if s.hooks.record != nil {
 				s.hooks.record(secEvent{Round: r, Attempt: sr.ctx.Attempt, Phase: p, From: i, Bytes: slices.Clone(req.GetMessage())})
@@ -421,15 +422,6 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 	}
 }
 
-// trimSecagg drops the secagg package's prefix from an error message.
-func trimSecagg(err error) string {
-	msg := err.Error()
-	if p := "secagg: "; len(msg) > len(p) && msg[:len(p)] == p {
-		return msg[len(p):]
-	}
-	return msg
-}
-
 // SubmitMasked implements the Federation service: a learner's masked
 // input y_u (phase 2), under the same limits as SubmitUpdate. It is added
 // to the round's sum at once and not kept.
@@ -455,7 +447,7 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 		}
 		if err := sr.agg.Masked(res.i, res.x); err != nil {
 			s.mu.Unlock()
-			return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", trimSecagg(err))
+			return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", strings.TrimPrefix(err.Error(), "secagg: "))
 		}
 		if s.hooks.record != nil {
 			s.hooks.record(secEvent{Round: res.r, Attempt: res.a, Phase: secagg.PhaseMasked, From: res.i, Masked: slices.Clone(res.x)})

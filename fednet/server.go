@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -1076,8 +1077,8 @@ func (s *Server) openError(call string, i, r int) *rejection {
 func trimPrefix(err error) string {
 	msg := err.Error()
 	for _, p := range []string{"fedopt: ", "fednet: ", "dpmf: "} {
-		if len(msg) > len(p) && msg[:len(p)] == p {
-			return msg[len(p):]
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			return rest
 		}
 	}
 	return msg

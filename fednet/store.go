@@ -701,10 +701,7 @@ func (st *state) release(rel Released) error {
 // insignificant white space.
 func jsonEqual(a, b []byte) bool {
 	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return false
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // compact returns JSON text without insignificant white space (or as it
