@@ -517,18 +517,13 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 		}
 		if err != nil {
 			if errors.Is(err, secagg.ErrTooFew) {
-				sr.failed = err
-				werr := s.writeSecSnapshot(sr)
-				close(sr.changed)
-				s.mu.Unlock()
-				s.stMu.Unlock()
-				s.log.Error("round failed", "round", r, "attempt", a, "phase", p.String(), "answers", got, "threshold", sr.ctx.T)
-				err = fmt.Errorf("%w: round %d, attempt %d: phase %d (%v) closed with %d learners, fewer than the threshold %d; released rounds are kept, restart the server to start attempt %d", ErrTooFewLearners, r, a, int(p), p, got, sr.ctx.T, a+1)
-				return errors.Join(err, werr)
+				err = s.failAttempt(sr, err)
+			} else {
+				err = fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
 			}
 			s.mu.Unlock()
 			s.stMu.Unlock()
-			return fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
+			return err
 		}
 		// Only now, with the close on disk, are its results served.
 		prev := sr.changed
@@ -545,20 +540,29 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 	}
 }
 
+// failAttempt records that the open phase of sr closed with fewer than T
+// learners (err): the attempt failed, and a restart opens the next. The
+// caller holds s.stMu and s.mu.
+func (s *Server) failAttempt(sr *secRound, err error) error {
+	sr.failed = err
+	werr := s.writeSecSnapshot(sr)
+	close(sr.changed)
+	r, a, p := s.round, sr.ctx.Attempt, sr.phase
+	s.log.Error("round failed", "round", r, "attempt", a, "phase", p.String(), "answers", sr.got, "threshold", sr.ctx.T)
+	err = fmt.Errorf("%w: round %d, attempt %d: phase %d (%v) closed with %d learners, fewer than the threshold %d; released rounds are kept, restart the server to start attempt %d", ErrTooFewLearners, r, a, int(p), p, sr.got, sr.ctx.T, a+1)
+	return errors.Join(err, werr)
+}
+
 // releaseSecure closes phase 4: the aggregator removes the masks, the
 // ring sum is released through fedopt, written and published. The caller
 // holds s.stMu and s.mu.
 func (s *Server) releaseSecure(sr *secRound) error {
 	r, n := s.round, s.opt.Shape.Learners
 	sum, u3, err := sr.agg.Finish()
+	if errors.Is(err, secagg.ErrTooFew) {
+		return s.failAttempt(sr, err)
+	}
 	if err != nil {
-		if errors.Is(err, secagg.ErrTooFew) {
-			sr.failed = err
-			werr := s.writeSecSnapshot(sr)
-			close(sr.changed)
-			s.log.Error("round failed", "round", r, "attempt", sr.ctx.Attempt, "phase", "unmask", "answers", sr.got, "threshold", sr.ctx.T)
-			return errors.Join(fmt.Errorf("%w: round %d, attempt %d: unmask closed with %d learners, fewer than the threshold %d; released rounds are kept, restart the server to resume", ErrTooFewLearners, r, sr.ctx.Attempt, sr.got, sr.ctx.T), werr)
-		}
 		return fmt.Errorf("fednet: round %d, attempt %d, unmasking: %w", r, sr.ctx.Attempt, err)
 	}
 	if s.hooks.sum != nil {
