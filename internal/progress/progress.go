@@ -106,11 +106,16 @@ func (b *Bar) draw() {
 func (b *Bar) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.erase()
+	return b.w.Write(p)
+}
+
+// erase erases the line if it is shown; the caller holds b.mu.
+func (b *Bar) erase() {
 	if b.shown {
 		fmt.Fprint(b.w, "\r\x1b[K")
 		b.shown = false
 	}
-	return b.w.Write(p)
 }
 
 // Finish stops the display and erases the line. Calling it again does
@@ -121,10 +126,7 @@ func (b *Bar) Finish() {
 		<-b.finished
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.shown {
-			fmt.Fprint(b.w, "\r\x1b[K")
-			b.shown = false
-		}
+		b.erase()
 	})
 }
 
