@@ -74,22 +74,17 @@ func checkFinite(p *experiment.Problem, s *experiment.Summary, dynamic bool) err
 			}
 		}
 	}
-	series := []struct {
+	type metric struct {
 		name string
 		v    []float64
-	}{
+	}
+	series := []metric{
 		{"mean loss error", s.LossErrorMean}, {"loss error spread", s.LossErrorStd},
 		{"mean static regret", s.StaticRegretMean}, {"static regret spread", s.StaticRegretStd},
 		{"mean accuracy", s.AccuracyMean},
 	}
 	if dynamic {
-		series = append(series, struct {
-			name string
-			v    []float64
-		}{"mean regret", s.RegretMean}, struct {
-			name string
-			v    []float64
-		}{"regret spread", s.RegretStd})
+		series = append(series, metric{"mean regret", s.RegretMean}, metric{"regret spread", s.RegretStd})
 	}
 	for _, x := range series {
 		for k, v := range x.v {

@@ -42,8 +42,7 @@ func (c *config) runPlan(features int) *plan.Plan {
 	if q := c.quantizer; q != nil {
 		// As plan.NewSecureAggregation makes it (parseArgs checked n, tau,
 		// clip and T; the plan's validation checks it again).
-		t := c.threshold
-		t = cmp.Or(t, plan.DefaultThreshold(c.learners))
+		t := cmp.Or(c.threshold, plan.DefaultThreshold(c.learners))
 		p.SecureAggregation = &plan.SecureAggregation{Threshold: t, RingBits: secagg.RingBits, ScaleBits: q.ScaleBits, Dim: features, QuantizationTerm: q.Term(features)}
 	}
 	return p
