@@ -1086,12 +1086,7 @@ func trimPrefix(err error) string {
 
 // finite reports whether every entry of x is finite.
 func finite(x []float64) bool {
-	for _, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(x, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
 }
 
 // vectorChunk is a chunk of an uploaded vector (UpdateChunk, MaskedChunk).
