@@ -497,7 +497,6 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 	}
 	poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
 	req := poll
-	var survivors []int
 	var warned [2]uint64 // the attempt and phase last sat out, plus one
 	sitOut := func(a uint32, p secagg.Phase, msg string, args ...any) error {
 		if k := [2]uint64{uint64(a) + 1, uint64(p) + 1}; k != warned {
@@ -625,15 +624,13 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			req = poll
 			continue
 		case secagg.PhaseConsistency:
-			survivors = convert[int](resp.GetSurvivors())
-			msg, err2 = c.Sign(survivors)
+			msg, err2 = c.Sign(convert[int](resp.GetSurvivors()))
 		case secagg.PhaseUnmask:
-			survivors = convert[int](resp.GetSurvivors())
 			sigs, err := unmarshalAll[secagg.Signature]("signatures", resp.GetMessages())
 			if err != nil {
 				return err
 			}
-			msg, err2 = c.Unmask(survivors, sigs)
+			msg, err2 = c.Unmask(convert[int](resp.GetSurvivors()), sigs)
 		default:
 			return fmt.Errorf("fednet: the server asked for phase %d, want 0..4", int(p))
 		}
