@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -142,7 +143,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if opt.Creds == nil || opt.Data == nil {
 		return nil, errors.New("fednet: a learner needs credentials and data")
 	}
-	creds := newLearnerCreds(opt.Creds)
+	creds := &learnerCreds{TransportCredentials: opt.Creds, plainServer: new(atomic.Bool)}
 	conn, err := grpc.NewClient(opt.Addr, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)))
 	if err != nil {
