@@ -393,9 +393,6 @@ func checkFinite(p *Plan) error {
 // Validate checks the plan's fields: a one-line error names the first that
 // is wrong and what it should be.
 func (p *Plan) Validate() error {
-	bad := func(name string, v any, want string) error {
-		return fmt.Errorf("plan: %s %v, want %s", name, v, want)
-	}
 	if err := checkFinite(p); err != nil {
 		return err
 	}
@@ -473,9 +470,6 @@ func (p *Plan) Validate() error {
 }
 
 func (t *Target) validate(p *Plan) error {
-	bad := func(name string, v any, want string) error {
-		return fmt.Errorf("plan: %s %v, want %s", name, v, want)
-	}
 	if !(t.Eps > 0) {
 		return bad("eps", t.Eps, "a finite number > 0")
 	}
@@ -513,12 +507,7 @@ func (t *Target) relation() (accountant.Relation, error) {
 }
 
 // workload returns the workload's name ([WorkloadPrefix] when empty).
-func (p *Plan) workload() string {
-	if p.Workload == "" {
-		return WorkloadPrefix
-	}
-	return p.Workload
-}
+func (p *Plan) workload() string { return cmp.Or(p.Workload, WorkloadPrefix) }
 
 // Pattern returns the participation pattern of the plan (single when
 // empty).
@@ -578,6 +567,11 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 		}
 	}
 	return s, nil
+}
+
+// bad returns the error of field name with value v, which should be want.
+func bad(name string, v any, want string) error {
+	return fmt.Errorf("plan: %s %v, want %s", name, v, want)
 }
 
 // prefixError is an error of another package returned by the plan: its
