@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -57,10 +58,7 @@ func FormatSize(n int64) string {
 
 // budget returns the effective budget in bytes; negative means no limit.
 func (c *Cache) budget() int64 {
-	if c.Budget == 0 {
-		return DefaultBudget
-	}
-	return c.Budget
+	return cmp.Or(c.Budget, DefaultBudget)
 }
 
 // clock returns the time the cache records as an entry's last use.
