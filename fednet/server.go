@@ -423,16 +423,14 @@ func describePlan(opt ServerOptions) ([]byte, error) {
 	if c.X0 != nil {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
 	}
-	var std float64
+	var std, planStd float64
 	if c.Privacy != nil {
 		std = c.Privacy.NoiseStd
 	}
-	var planStd float64
 	if p.Privacy != nil {
 		planStd = p.Privacy.NoiseStd
 	}
-	m := p.Model
-	m = cmp.Or(m, &plan.Model{})
+	m := cmp.Or(p.Model, &plan.Model{})
 	for _, f := range []struct {
 		name      string
 		plan, run any
