@@ -209,16 +209,10 @@ func keyFields(s factorize.Strategy, w *factorize.Workload, p factorize.Particip
 // same byte string.
 func (k cacheKeyFields) hex() string {
 	h := sha256.New()
-	str := func(s string) {
+	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), k.strategy, k.strategyKey,
+		k.workload, strconv.Itoa(k.r), k.participation.String()} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
-	str("dpmf factorization cache")
-	str(strconv.Itoa(cacheVersion))
-	str(k.strategy)
-	str(k.strategyKey)
-	str(k.workload)
-	str(strconv.Itoa(k.r))
-	str(k.participation.String())
 	return hex.EncodeToString(h.Sum(nil))
 }
 
