@@ -134,7 +134,7 @@ func (c *Cache) entryFiles() ([]entryFile, error) {
 
 // trim removes the least recently used entries until the entries take at
 // most limit bytes together, but never the entry named keep (the one just
-// written). It returns the names of the removed entries.
+// written). It returns the removed entries.
 //
 // A reader that has opened an entry keeps reading it after it is removed
 // (a POSIX file lives on until its last descriptor is closed), so removing
@@ -146,7 +146,7 @@ func (c *Cache) entryFiles() ([]entryFile, error) {
 // meanwhile count as removed. trim is safe to run in several goroutines and
 // processes at once: each removes what it sees over the budget, and when
 // all have finished the entries fit the budget.
-func (c *Cache) trim(limit int64, keep string) ([]string, error) {
+func (c *Cache) trim(limit int64, keep string) ([]entryFile, error) {
 	if limit < 0 {
 		return nil, nil
 	}
@@ -158,7 +158,7 @@ func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 	for _, f := range files {
 		total += f.size
 	}
-	var removed []string
+	var removed []entryFile
 	var first error
 	var inUse []entryFile
 	remove := func(f entryFile) {
@@ -171,7 +171,7 @@ func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 		}
 		total -= f.size
 		if err == nil {
-			removed = append(removed, f.name)
+			removed = append(removed, f)
 		}
 	}
 	for _, f := range files {
@@ -213,19 +213,11 @@ func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 // bytes they took. Compute and Store trim the cache after each store, so
 // Trim is needed only after lowering the budget.
 func (c *Cache) Trim() (removed int, freed int64, err error) {
-	before, err := c.entryFiles()
-	if err != nil {
-		return 0, 0, err
+	files, err := c.trim(c.budget(), "")
+	for _, f := range files {
+		freed += f.size
 	}
-	names, err := c.trim(c.budget(), "")
-	sizes := map[string]int64{}
-	for _, f := range before {
-		sizes[f.name] = f.size
-	}
-	for _, n := range names {
-		freed += sizes[n]
-	}
-	return len(names), freed, err
+	return len(files), freed, err
 }
 
 // Entry describes one entry of a cache directory, as [Cache.List]
