@@ -70,15 +70,15 @@ func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model,
 	if model == nil {
 		return nil, &ParamError{Param: "model", Want: "a Model such as Logistic"}
 	}
-	if p := model.NumParams(data.Dim); p < 1 {
-		return nil, fmt.Errorf("experiment: model has %d parameters for dimension %d", p, data.Dim)
+	dim := model.NumParams(data.Dim)
+	if dim < 1 {
+		return nil, fmt.Errorf("experiment: model has %d parameters for dimension %d", dim, data.Dim)
 	}
 	opt.Tol = cmp.Or(opt.Tol, DefaultTol)
 	opt.RoundTol = cmp.Or(opt.RoundTol, DefaultRoundTol)
 	if !(opt.Tol > 0) || !(opt.RoundTol > 0) {
 		return nil, fmt.Errorf("experiment: tolerances %v and %v, want > 0", opt.Tol, opt.RoundTol)
 	}
-	dim := model.NumParams(data.Dim)
 	p := &Problem{Data: data, Model: model, XStar: make([]float64, dim)}
 	if err := dpmodel.Minimize(ctx, model, p.XStar, make([]float64, dim), data.All(), opt.Tol); err != nil {
 		return nil, fmt.Errorf("experiment: minimising the loss over all of %s: %w", data.Name, err)

@@ -284,9 +284,6 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if err := opt.Config.Validate(); err != nil {
 		return nil, err
 	}
-	if sh.Learners < 1 || sh.Rounds < 1 || sh.Tau < 1 {
-		return nil, fmt.Errorf("fednet: run of shape n = %d, R = %d, tau = %d, want all >= 1", sh.Learners, sh.Rounds, sh.Tau)
-	}
 	x0 := make([]float64, sh.Dim) // the optimiser's x^0: X0, or zeros
 	if opt.Config.X0 != nil {
 		if len(opt.Config.X0) != sh.Dim {
