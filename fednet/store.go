@@ -214,33 +214,34 @@ func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha2
 // is never one: a link could make another run's file, or any file, pass
 // for this run's) and anything but a regular file.
 func (s store) readRegular(name string, max int64) ([]byte, error) {
-	if err := s.checkRegular(name); err != nil {
+	if _, err := s.checkRegular(name); err != nil {
 		return nil, err
 	}
 	return atomicfile.ReadRegular(s.path(name), max)
 }
 
-// checkRegular returns an error if name is a symbolic link or not a
-// regular file, and the error of Lstat (fs.ErrNotExist) if it is missing.
-func (s store) checkRegular(name string) error {
+// checkRegular returns name's Lstat, or an error if it is a symbolic link
+// or not a regular file, and the error of Lstat (fs.ErrNotExist) if it is
+// missing.
+func (s store) checkRegular(name string) (fs.FileInfo, error) {
 	fi, err := os.Lstat(s.path(name))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link: a state file must be a regular file", s.path(name))
+		return nil, fmt.Errorf("%s is a symbolic link: a state file must be a regular file", s.path(name))
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", s.path(name))
+		return nil, fmt.Errorf("%s is not a regular file", s.path(name))
 	}
-	return nil
+	return fi, nil
 }
 
 // readHeader reads the header and the final hash of round r's file
 // without reading the model.
 func (s store) readHeader(r int) (roundHeader, error) {
 	name := roundName(r)
-	if err := s.checkRegular(name); err != nil {
+	if _, err := s.checkRegular(name); err != nil {
 		return roundHeader{}, err
 	}
 	f, err := atomicfile.OpenRegular(s.path(name))
@@ -447,10 +448,7 @@ func keyFingerprint(key [32]byte) string {
 func (s store) readKey() ([32]byte, error) {
 	var key [32]byte
 	path := s.path(keyFile)
-	if err := s.checkRegular(keyFile); err != nil {
-		return key, err
-	}
-	fi, err := os.Stat(path)
+	fi, err := s.checkRegular(keyFile)
 	if err != nil {
 		return key, err
 	}
