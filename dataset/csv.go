@@ -301,16 +301,7 @@ func (t *Table) Deal(learners, rounds, tau int, split Split, seed uint64) (*Data
 		return nil, fmt.Errorf("dataset: unknown split %v", split)
 	}
 	if key != nil {
-		slices.SortStableFunc(idx, func(a, b int) int {
-			ka, kb := key(a), key(b)
-			switch {
-			case ka < kb:
-				return -1
-			case ka > kb:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(key(a), key(b)) })
 	}
 	per := rounds * tau
 	for i := 0; i < learners; i++ {
