@@ -124,10 +124,7 @@ func (c *Cache) entryFiles() ([]entryFile, error) {
 		files = append(files, entryFile{de.Name(), fi.Size(), fi.ModTime()})
 	}
 	slices.SortFunc(files, func(a, b entryFile) int {
-		if c := a.mtime.Compare(b.mtime); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
+		return cmp.Or(a.mtime.Compare(b.mtime), strings.Compare(a.name, b.name))
 	})
 	return files, nil
 }
