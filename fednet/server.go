@@ -672,7 +672,8 @@ func (s *Server) learnerError(ctx context.Context, call string, learner int) *re
 			return refusal(codes.PermissionDenied, call, learner, -1, "authenticated as learner %d, not %d", id, learner)
 		}
 	}
-	s.firstContact()
+	// A learner reached the server: the first round's timeout starts.
+	s.contacted.Do(func() { close(s.contact) })
 	return nil
 }
 
@@ -690,12 +691,6 @@ func (s *Server) identify(ctx context.Context, call string) (int, *rejection) {
 		return -1, refusal(codes.PermissionDenied, call, id, -1, "authenticated as learner %d, want 0..%d", id, s.opt.Shape.Learners-1)
 	}
 	return id, nil
-}
-
-// firstContact records that a learner reached the server: the first round's
-// timeout starts.
-func (s *Server) firstContact() {
-	s.contacted.Do(func() { close(s.contact) })
 }
 
 // Join implements the Federation service.

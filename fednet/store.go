@@ -580,7 +580,7 @@ func (st *state) create(o stateOptions) error {
 func (st *state) resume(rec runRecord, o stateOptions) error {
 	st.run, st.resumed = rec.id, true
 	runPath := st.path(runFile)
-	if !jsonEqual(rec.Plan, o.plan) {
+	if !bytes.Equal(compact(rec.Plan), compact(o.plan)) { // both JSON: run.json parsed, the plan marshalled
 		return fmt.Errorf("%s describes another run (%s); this one is %s: use a fresh state directory", runPath, compact(rec.Plan), compact(o.plan))
 	}
 	if ino, ok := dirInode(st.dir); ok && rec.DirInode != 0 && ino != rec.DirInode {
@@ -693,13 +693,6 @@ func (st *state) release(rel Released) error {
 	st.head, st.last = sum, rel
 	st.sums = append(st.sums, sum)
 	return nil
-}
-
-// jsonEqual reports whether a and b are the same JSON text up to
-// insignificant white space.
-func jsonEqual(a, b []byte) bool {
-	var ca, cb bytes.Buffer
-	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // compact returns JSON text without insignificant white space (or as it
