@@ -137,16 +137,6 @@ type serverHooks struct {
 	sum func(round int, sum []uint64)
 }
 
-// newSecRound opens the attempt of context c at phase 0.
-func newSecRound(c secagg.Context) (*secRound, error) {
-	agg, err := secagg.NewAggregator(c)
-	if err != nil {
-		return nil, err
-	}
-	sr := &secRound{ctx: c, agg: agg}
-	return sr, sr.open(secagg.PhaseAdvertise)
-}
-
 // open opens phase p of the aggregator for all learners (phase 0) or the
 // survivors of phase p-1.
 func (sr *secRound) open(p secagg.Phase) error {
@@ -470,25 +460,17 @@ func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChun
 	})
 }
 
-// awaitPhase waits until the open phase of sr may close: every expected
-// learner answered, QuorumGrace passed since T did, or RoundTimeout
-// passed (since the previous phase closed, or, for a server's first
-// phase, since the first learner reached it).
-func (s *Server) awaitPhase(ctx context.Context, sr *secRound) error {
-	s.mu.Lock()
-	full, quorum := sr.full, sr.quorum
-	s.mu.Unlock()
-	return s.awaitRound(ctx, full, quorum)
-}
-
 // runSecureRound runs the protocol of the open round to its end and
 // releases the next model.
 func (s *Server) runSecureRound(ctx context.Context) error {
 	for {
+		// The open phase may close when every expected learner answered,
+		// QuorumGrace passed since T did, or RoundTimeout passed.
 		s.mu.Lock()
 		sr := s.sec
+		full, quorum := sr.full, sr.quorum
 		s.mu.Unlock()
-		if err := s.awaitPhase(ctx, sr); err != nil {
+		if err := s.awaitRound(ctx, full, quorum); err != nil {
 			return err
 		}
 		s.stMu.Lock()
@@ -600,9 +582,14 @@ func (s *Server) secContext(a uint32) secagg.Context {
 // openSecRound opens attempt a of the open round and writes its snapshot,
 // so that the attempt counter is on disk before any learner is served.
 func (s *Server) openSecRound(a uint32) (*secRound, error) {
-	sr, err := newSecRound(s.secContext(a))
+	c := s.secContext(a)
+	agg, err := secagg.NewAggregator(c)
 	if err != nil {
 		return nil, fmt.Errorf("fednet: secure aggregation: %w", err)
+	}
+	sr := &secRound{ctx: c, agg: agg}
+	if err := sr.open(secagg.PhaseAdvertise); err != nil {
+		return nil, err
 	}
 	if err := s.writeSecSnapshot(sr); err != nil {
 		return nil, err

@@ -354,14 +354,6 @@ type mark struct {
 	sum   [sha256.Size]byte
 }
 
-func encodeMark(m mark) []byte {
-	b := make([]byte, 0, markLen)
-	b = append(b, markMagic...)
-	b = append(b, m.run[:]...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(m.round))
-	return seal(append(b, m.sum[:]...))
-}
-
 // readMark reads and checks the high-water mark.
 func (s store) readMark() (mark, error) {
 	var m mark
@@ -388,7 +380,9 @@ func (s store) readMark() (mark, error) {
 
 // writeMark writes the high-water mark durably.
 func (s store) writeMark(m mark) error {
-	return s.write(markFile, 0o644, encodeMark(m))
+	b := append([]byte(markMagic), m.run[:]...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.round))
+	return s.write(markFile, 0o644, seal(append(b, m.sum[:]...)))
 }
 
 // runRecord is the content of run.json.

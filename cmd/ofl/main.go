@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -189,10 +190,11 @@ func finish(ctx context.Context, c config, e env, p *experiment.Problem, res *ex
 	var out []byte
 	switch {
 	case c.json:
-		var err error
-		if out, err = rep.marshal(); err != nil {
-			return err
+		js, err := json.Marshal(rep)
+		if err != nil {
+			return fmt.Errorf("encoding the report: %w", err)
 		}
+		out = append(js, '\n')
 	case !c.quiet:
 		out = []byte(rep.summary() + "\n")
 	}

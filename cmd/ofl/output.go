@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -205,15 +204,6 @@ func newReport(c config, p *experiment.Problem, res *experiment.Result, seconds 
 		r.SecureAggregation = c.runPlan(p.Data.Dim).SecureAggregation
 	}
 	return r
-}
-
-// marshal returns the JSON object and a newline.
-func (r *report) marshal() ([]byte, error) {
-	js, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the report: %w", err)
-	}
-	return append(js, '\n'), nil
 }
 
 // summary is the one-line report without -json.
