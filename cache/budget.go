@@ -266,7 +266,12 @@ func (c *Cache) List() ([]Entry, error) {
 			Size:     f.size,
 			LastUsed: f.mtime,
 		}
-		meta, err := readMeta(e.Path, e.Size)
+		file, err := atomicfile.OpenRegular(e.Path)
+		var meta *cacheMeta
+		if err == nil {
+			meta, _, _, err = decodeMeta(file, e.Size)
+			file.Close()
+		}
 		if err != nil {
 			e.Problem = err.Error()
 		} else {
@@ -276,18 +281,6 @@ func (c *Cache) List() ([]Entry, error) {
 		entries = append(entries, e)
 	}
 	return entries, nil
-}
-
-// readMeta reads the header and the metadata of the entry at path, a file
-// of size bytes, without touching it.
-func readMeta(path string, size int64) (*cacheMeta, error) {
-	f, err := atomicfile.OpenRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	meta, _, _, err := decodeMeta(f, size)
-	return meta, err
 }
 
 // decodeMeta reads an entry's header and metadata from r, the entry's

@@ -424,7 +424,16 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 	if rj != nil {
 		return s.logged(rj)
 	}
-	return upload(s, call, id, func(perLearner *int) received[uint64] { return s.receiveMasked(stream, id, perLearner) }, func(res received[uint64]) error {
+	receive := func(perLearner *int) received[uint64] {
+		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, func(i, r int, a uint32) *rejection {
+			rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
+			if rj == nil && s.sec.answered[i] {
+				rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
+			}
+			return rj
+		})
+	}
+	return upload(s, call, id, receive, func(res received[uint64]) error {
 		s.mu.Lock()
 		if rj := s.secureError(call, res.i, res.r, res.a, secagg.PhaseMasked); rj != nil {
 			s.mu.Unlock()
@@ -445,18 +454,6 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 		sr.answer(res.i, [sha256.Size]byte{})
 		s.mu.Unlock()
 		return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
-	})
-}
-
-// receiveMasked receives one masked input (see receiveVector).
-func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse], id int, perLearner *int) received[uint64] {
-	const call = "SubmitMasked"
-	return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, func(i, r int, a uint32) *rejection {
-		rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
-		if rj == nil && s.sec.answered[i] {
-			rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
-		}
-		return rj
 	})
 }
 

@@ -866,7 +866,11 @@ func upload[T any](s *Server, call string, id int, receive func(perLearner *int)
 		if rj, ok := res.err.(*rejection); ok {
 			return s.logged(rj)
 		}
-		return s.recvError(call, res.i, res.r, res.err)
+		// Not received (oversized, undecodable, or the peer went away).
+		if st := status.Convert(res.err); st.Code() != codes.Canceled && st.Code() != codes.DeadlineExceeded {
+			s.warn("rejected", "call", call, "learner", res.i, "round", res.r, "reason", st.Message())
+		}
+		return res.err
 	}
 	return use(res)
 }
@@ -1034,16 +1038,6 @@ func (s *Server) faultErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return fmt.Errorf("fednet: %w", s.fault)
-}
-
-// recvError logs a message that could not be received (oversized,
-// undecodable, or the peer went away) and returns its status.
-func (s *Server) recvError(call string, learner, round int, err error) error {
-	st := status.Convert(err)
-	if st.Code() != codes.Canceled && st.Code() != codes.DeadlineExceeded {
-		s.warn("rejected", "call", call, "learner", learner, "round", round, "reason", st.Message())
-	}
-	return err
 }
 
 // openError returns why learner i may not submit for round r, or nil: the

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -138,14 +136,6 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.secure, "secure-aggregation", false, "secure aggregation: updates quantized to the ring Z_2^64 (the plan's scale bits and quantization term; the calibration includes the term)")
 	fs.IntVar(&c.threshold, "threshold", 0, "with -secure-aggregation, the threshold `T` of learners that must survive each phase, n/2 < T <= n (0: floor(2n/3)+1)")
 	return fs
-}
-
-// printUsage writes the usage text with the flag defaults to w.
-func printUsage(w io.Writer) {
-	fs := newFlagSet(new(config))
-	fs.SetOutput(w)
-	fmt.Fprint(w, usageText)
-	fs.PrintDefaults()
 }
 
 // parseArgs parses and checks the command line. Every error is a

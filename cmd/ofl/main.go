@@ -70,7 +70,10 @@ func run(ctx context.Context, args []string, e env) int {
 		var c config
 		c, err = parseArgs(args)
 		if errors.Is(err, flag.ErrHelp) {
-			printUsage(e.stdout)
+			fs := newFlagSet(new(config))
+			fs.SetOutput(e.stdout)
+			fmt.Fprint(e.stdout, usageText)
+			fs.PrintDefaults()
 			return cli.ExitOK
 		}
 		if err == nil {

@@ -84,21 +84,16 @@ func (b *Bar) loop() {
 	tick := time.NewTicker(b.opt.Interval)
 	defer tick.Stop()
 	for {
-		b.draw()
+		b.mu.Lock()
+		fmt.Fprintf(b.w, "\r%s\x1b[K", Text(b.opt, b.done, b.status, time.Since(b.start)))
+		b.shown = true
+		b.mu.Unlock()
 		select {
 		case <-b.stop:
 			return
 		case <-tick.C:
 		}
 	}
-}
-
-// draw rewrites the line.
-func (b *Bar) draw() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	fmt.Fprintf(b.w, "\r%s\x1b[K", Text(b.opt, b.done, b.status, time.Since(b.start)))
-	b.shown = true
 }
 
 // Write writes p, other output for the terminal such as a warning, after
