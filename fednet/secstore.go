@@ -28,24 +28,6 @@ const (
 	maxSecFile = 8*secagg.MaxDim + 64<<20
 )
 
-// encodeSec returns the snapshot of sr in run id.
-func encodeSec(id runID, sr *secRound) ([]byte, error) {
-	b := append([]byte(secMagic), id[:]...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(sr.ctx.Round))
-	b = binary.LittleEndian.AppendUint32(b, sr.ctx.Attempt)
-	if sr.failed != nil { // a failed attempt is never resumed
-		b = binary.LittleEndian.AppendUint32(b, uint32(secagg.PhaseFailed))
-	} else {
-		b = binary.LittleEndian.AppendUint32(b, uint32(sr.phase))
-		agg, err := sr.agg.MarshalBinary()
-		if err != nil {
-			return nil, fmt.Errorf("secure-aggregation snapshot: %w", err)
-		}
-		b = append(b, agg...)
-	}
-	return seal(b), nil
-}
-
 // secSnapshot is a decoded snapshot.
 type secSnapshot struct {
 	run     runID
@@ -76,11 +58,20 @@ func decodeSec(data []byte) (secSnapshot, error) {
 // writeSecSnapshot writes sr's snapshot durably. The caller holds s.mu
 // and s.stMu with s.st open.
 func (s *Server) writeSecSnapshot(sr *secRound) error {
-	data, err := encodeSec(s.run, sr)
-	if err != nil {
-		return err
+	b := append([]byte(secMagic), s.run[:]...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(sr.ctx.Round))
+	b = binary.LittleEndian.AppendUint32(b, sr.ctx.Attempt)
+	if sr.failed != nil { // a failed attempt is never resumed
+		b = binary.LittleEndian.AppendUint32(b, uint32(secagg.PhaseFailed))
+	} else {
+		b = binary.LittleEndian.AppendUint32(b, uint32(sr.phase))
+		agg, err := sr.agg.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("fednet: secure-aggregation snapshot: %w", err)
+		}
+		b = append(b, agg...)
 	}
-	if err := s.st.write(secFile, 0o600, data); err != nil {
+	if err := s.st.write(secFile, 0o600, seal(b)); err != nil {
 		return fmt.Errorf("fednet: writing the secure-aggregation snapshot: %w", err)
 	}
 	return nil

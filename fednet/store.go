@@ -84,29 +84,6 @@ type Released struct {
 	X       []float64
 }
 
-// encodeRound returns the bytes of round rel's file in run id, chained to
-// prev (the hash that ends the previous round's file), and the hash that
-// ends it.
-func encodeRound(id runID, prev [sha256.Size]byte, rel Released) ([]byte, [sha256.Size]byte) {
-	var b bytes.Buffer
-	b.Grow(roundHead + 8*len(rel.X) + sha256.Size)
-	b.WriteString(roundMagic)
-	b.Write(id[:])
-	var u [8]byte
-	for _, v := range []uint64{uint64(rel.Round), uint64(len(rel.X)), uint64(rel.Updates)} {
-		binary.LittleEndian.PutUint64(u[:], v)
-		b.Write(u[:])
-	}
-	b.Write(prev[:])
-	for _, v := range rel.X {
-		binary.LittleEndian.PutUint64(u[:], math.Float64bits(v))
-		b.Write(u[:])
-	}
-	sum := sha256.Sum256(b.Bytes())
-	b.Write(sum[:])
-	return b.Bytes(), sum
-}
-
 // roundHeader is what a round file says of itself besides the model.
 type roundHeader struct {
 	run       runID
@@ -202,12 +179,21 @@ func (s store) write(name string, perm os.FileMode, data []byte) error {
 	})
 }
 
-// writeRound writes x^r of run id, chained to prev, durably, and returns
-// the hash that ends its file. It is called before x^r is sent to anyone,
+// writeRound writes x^r of run id, chained to prev (the hash that ends the
+// previous round's file), durably, and returns the hash that ends its file. It is called before x^r is sent to anyone,
 // so a model that left the server is on disk.
 func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha256.Size]byte, error) {
-	data, sum := encodeRound(id, prev, rel)
-	return sum, s.write(roundName(rel.Round), 0o644, data)
+	b := make([]byte, 0, roundHead+8*len(rel.X)+sha256.Size)
+	b = append(append(b, roundMagic...), id[:]...)
+	for _, v := range []uint64{uint64(rel.Round), uint64(len(rel.X)), uint64(rel.Updates)} {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	b = append(b, prev[:]...)
+	for _, v := range rel.X {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	b = seal(b)
+	return [sha256.Size]byte(b[len(b)-sha256.Size:]), s.write(roundName(rel.Round), 0o644, b)
 }
 
 // readRegular reads a state file, refusing a symbolic link (a state file
