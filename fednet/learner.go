@@ -230,7 +230,13 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			continue
 		}
 		err = rt.do(ctx, "SubmitUpdate", opt.CallTimeout, func(cctx context.Context) error {
-			return submit(cctx, cl, opt.ID, r, u)
+			st, err := cl.SubmitUpdate(cctx)
+			if err != nil {
+				return err
+			}
+			return sendChunks(st, len(u), func(off, end int) *flv1.UpdateChunk {
+				return &flv1.UpdateChunk{Learner: int32(opt.ID), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]}
+			})
 		})
 		switch status.Code(err) {
 		case codes.OK:
@@ -337,17 +343,6 @@ func getModel(ctx context.Context, cl flv1.FederationClient, id, dim int, seen *
 		return nil, status.Errorf(codes.Internal, "model of round %d has a value that is not finite", m.round)
 	}
 	return m, nil
-}
-
-// submit sends an update in chunks.
-func submit(ctx context.Context, cl flv1.FederationClient, id, r int, u []float64) error {
-	st, err := cl.SubmitUpdate(ctx)
-	if err != nil {
-		return err
-	}
-	return sendChunks(st, len(u), func(off, end int) *flv1.UpdateChunk {
-		return &flv1.UpdateChunk{Learner: int32(id), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]}
-	})
 }
 
 // sendChunks sends the chunks chunk(off, end) of a vector of length n

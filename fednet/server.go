@@ -925,7 +925,7 @@ func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv
 	})
 	if res.err == nil {
 		if err := s.core.CheckUpdate(res.x); err != nil {
-			return received[float64]{i: res.i, r: res.r, err: refusal(codes.InvalidArgument, call, res.i, res.r, "%s", trimPrefix(err))}
+			return received[float64]{i: res.i, r: res.r, err: refusal(codes.InvalidArgument, call, res.i, res.r, "%s", strings.TrimPrefix(err.Error(), "fedopt: "))}
 		}
 	}
 	return res
@@ -1055,17 +1055,6 @@ func (s *Server) openError(call string, i, r int) *rejection {
 		return refusal(codes.AlreadyExists, call, i, r, "duplicate update: learner %d already submitted for round %d", i, r)
 	}
 	return nil
-}
-
-// trimPrefix drops a library's package prefix from an error message.
-func trimPrefix(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"fedopt: ", "fednet: ", "dpmf: "} {
-		if rest, ok := strings.CutPrefix(msg, p); ok {
-			return rest
-		}
-	}
-	return msg
 }
 
 // finite reports whether every entry of x is finite.

@@ -507,16 +507,11 @@ func runLearner(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("the optimiser diverged: the final model has entry %d = %v; nothing written", i, v)
 		}
 	}
-	if l.out != "" {
-		return writeModel(ctx, l.out, x)
+	if l.out == "" {
+		return nil
 	}
-	return nil
-}
-
-// writeModel writes x to path atomically, one number per line in the
-// shortest form that reads back exactly.
-func writeModel(ctx context.Context, path string, x []float64) error {
-	return atomicfile.WriteContext(ctx, path, 0o644, func(w io.Writer) error {
+	// One number per line, in the shortest form that reads back exactly.
+	return atomicfile.WriteContext(ctx, l.out, 0o644, func(w io.Writer) error {
 		var b []byte
 		for _, v := range x {
 			b = strconv.AppendFloat(b, v, 'g', -1, 64)
