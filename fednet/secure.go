@@ -223,43 +223,33 @@ func (sr *secRound) closePhase() error {
 // record hands learner i's message of phase p (its encoding b) to the
 // aggregator.
 func (sr *secRound) record(i int, p secagg.Phase, b []byte) error {
-	var err error
 	switch p {
 	case secagg.PhaseAdvertise:
-		var m secagg.Advertise
-		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
-			err = sr.agg.Advertised(m)
-		}
+		return accept(b, i, func(m secagg.Advertise) int { return m.From }, sr.agg.Advertised)
 	case secagg.PhaseShares:
-		var m secagg.Shares
-		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
-			err = sr.agg.Shared(m)
-		}
+		return accept(b, i, func(m secagg.Shares) int { return m.From }, sr.agg.Shared)
 	case secagg.PhaseConsistency:
-		var m secagg.Signature
-		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
-			err = sr.agg.Signed(m)
-		}
+		return accept(b, i, func(m secagg.Signature) int { return m.From }, sr.agg.Signed)
 	case secagg.PhaseUnmask:
-		var m secagg.Unmask
-		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
-			err = sr.agg.Unmasked(m)
-		}
-	default:
-		return fmt.Errorf("no message for phase %v through SecAgg", p)
+		return accept(b, i, func(m secagg.Unmask) int { return m.From }, sr.agg.Unmasked)
 	}
-	return err
+	return fmt.Errorf("no message for phase %v through SecAgg", p)
 }
 
-// unmarshal decodes b into m and checks that it is learner i's.
-func unmarshal(m encoding.BinaryUnmarshaler, b []byte, i int, from func() int) error {
-	if err := m.UnmarshalBinary(b); err != nil {
+// accept decodes b, checks that it is learner i's message (from names its
+// sender) and hands it to the aggregator's record.
+func accept[M any, PM interface {
+	*M
+	encoding.BinaryUnmarshaler
+}](b []byte, i int, from func(M) int, record func(M) error) error {
+	var m M
+	if err := PM(&m).UnmarshalBinary(b); err != nil {
 		return err
 	}
-	if f := from(); f != i {
+	if f := from(m); f != i {
 		return fmt.Errorf("a message from learner %d sent by learner %d", f, i)
 	}
-	return nil
+	return record(m)
 }
 
 // secState is what the server asks of learner i in round sr (the caller
