@@ -446,12 +446,6 @@ func (s store) readKey() ([32]byte, error) {
 	return key, nil
 }
 
-// exists reports whether name exists in the directory (as anything).
-func (s store) exists(name string) bool {
-	_, err := os.Lstat(s.path(name))
-	return err == nil
-}
-
 // stateOptions say what a run needs of its state directory.
 type stateOptions struct {
 	plan  []byte    // the run's description (JSON)
@@ -518,7 +512,7 @@ func (st *state) create(o stateOptions) error {
 	if m, err := st.readMark(); err == nil && m.round > 0 {
 		return fmt.Errorf("%s records round %d as released but %s is missing: use a fresh state directory", st.path(markFile), m.round, runFile)
 	}
-	if o.noise && o.key == nil && st.exists(keyFile) {
+	if _, err := os.Lstat(st.path(keyFile)); err == nil && o.noise && o.key == nil {
 		return fmt.Errorf("%s exists but %s does not: it is left from an interrupted start or another run and is never reused for a new run; remove it if no model was released with it, or use a fresh state directory", st.path(keyFile), runFile)
 	}
 	if _, err := rand.Read(st.run[:]); err != nil {
