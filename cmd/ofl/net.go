@@ -98,17 +98,13 @@ type tlsFlags struct {
 }
 
 // serverFlags parses the server's command line into the run configuration
-// (validated by ofl's own parser) and the network options.
+// (validated by ofl's own parser) and the network options (opt: the state
+// directory, timeouts and minimum learners).
 type serverFlags struct {
-	run          config
-	state        string
-	listen       string
-	tls          tlsFlags
-	roundTimeout time.Duration
-	joinTimeout  time.Duration
-	minLearners  int
-	quorumGrace  time.Duration
-	linger       time.Duration
+	run    config
+	listen string
+	tls    tlsFlags
+	opt    fednet.ServerOptions
 }
 
 func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
@@ -120,18 +116,18 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 			fs.Var(f.Value, f.Name, f.Usage)
 		}
 	})
-	fs.StringVar(&s.state, "state", "", "state directory: released models, the run's description and the noise key (required)")
+	fs.StringVar(&s.opt.Dir, "state", "", "state directory: released models, the run's description and the noise key (required)")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:7070", "address to listen on")
 	fs.BoolVar(&s.tls.insecure, "insecure", false, "serve without TLS (loopback tests only: refused on a -listen address that is not loopback)")
 	fs.BoolVar(&s.tls.nonLoopback, insecureNonLoopback, false, "with -insecure, listen on an address that is not loopback all the same (plaintext: anyone on the network reads and alters the models and updates)")
 	fs.StringVar(&s.tls.cert, "tls-cert", "", "PEM certificate chain of the server")
 	fs.StringVar(&s.tls.key, "tls-key", "", "PEM private key of the server")
 	fs.StringVar(&s.tls.ca, "client-ca", "", "PEM CA of the learners' certificates: require mutual TLS, learner I's certificate for CommonName learner-I")
-	fs.DurationVar(&s.roundTimeout, "round-timeout", 60*time.Second, "how long a round waits for updates (the first round: from the first learner's call)")
-	fs.DurationVar(&s.joinTimeout, "join-timeout", 0, "how long to wait for the first learner before stopping (0: without limit)")
-	fs.IntVar(&s.minLearners, "min-learners", 0, "least updates a round may close with (0: all learners); with fewer after -round-timeout the server stops")
-	fs.DurationVar(&s.quorumGrace, "quorum-grace", 3*time.Second, "with -min-learners below -learners: how long a round waits for the others once -min-learners updates are in")
-	fs.DurationVar(&s.linger, "linger", 10*time.Second, "how long to serve the final model after the last round")
+	fs.DurationVar(&s.opt.RoundTimeout, "round-timeout", 60*time.Second, "how long a round waits for updates (the first round: from the first learner's call)")
+	fs.DurationVar(&s.opt.JoinTimeout, "join-timeout", 0, "how long to wait for the first learner before stopping (0: without limit)")
+	fs.IntVar(&s.opt.MinLearners, "min-learners", 0, "least updates a round may close with (0: all learners); with fewer after -round-timeout the server stops")
+	fs.DurationVar(&s.opt.QuorumGrace, "quorum-grace", 3*time.Second, "with -min-learners below -learners: how long a round waits for the others once -min-learners updates are in")
+	fs.DurationVar(&s.opt.Linger, "linger", 10*time.Second, "how long to serve the final model after the last round")
 	if _, err := cli.ParseFlags(fs, args, help, serverUsage, ""); err != nil {
 		return s, err
 	}
@@ -150,23 +146,24 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	if err := checkWire(run); err != nil {
 		return s, err
 	}
-	if s.state == "" {
+	o := &s.opt
+	if o.Dir == "" {
 		return s, cli.Usagef("-state is required: the directory where released models are written")
 	}
 	if err := s.tls.check(true); err != nil {
 		return s, err
 	}
-	if s.roundTimeout <= 0 || s.linger < 0 {
-		return s, cli.Usagef("-round-timeout %v and -linger %v: want > 0 and >= 0", s.roundTimeout, s.linger)
+	if o.RoundTimeout <= 0 || o.Linger < 0 {
+		return s, cli.Usagef("-round-timeout %v and -linger %v: want > 0 and >= 0", o.RoundTimeout, o.Linger)
 	}
-	if s.joinTimeout < 0 || s.quorumGrace <= 0 {
-		return s, cli.Usagef("-join-timeout %v and -quorum-grace %v: want >= 0 and > 0", s.joinTimeout, s.quorumGrace)
+	if o.JoinTimeout < 0 || o.QuorumGrace <= 0 {
+		return s, cli.Usagef("-join-timeout %v and -quorum-grace %v: want >= 0 and > 0", o.JoinTimeout, o.QuorumGrace)
 	}
-	if s.minLearners < 0 || s.minLearners > run.learners {
-		return s, cli.Usagef("-min-learners %d: want 0..%d (-learners)", s.minLearners, run.learners)
+	if o.MinLearners < 0 || o.MinLearners > run.learners {
+		return s, cli.Usagef("-min-learners %d: want 0..%d (-learners)", o.MinLearners, run.learners)
 	}
-	if run.secure && s.minLearners != 0 {
-		return s, cli.Usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", s.minLearners)
+	if run.secure && o.MinLearners != 0 {
+		return s, cli.Usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", o.MinLearners)
 	}
 	return s, nil
 }
@@ -306,17 +303,11 @@ func runServer(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	opts := fednet.ServerOptions{
-		Config: cfg, Shape: shape,
-		Model: fednet.Model{Name: "logistic", L2: c.l2, Features: features},
-		Noise: noise, NoiseKey: noiseKey,
-		Epochs:       c.epochs,
-		Plan:         planJSON,
-		Dir:          s.state,
-		RoundTimeout: s.roundTimeout, MinLearners: s.minLearners, Linger: s.linger,
-		JoinTimeout: s.joinTimeout, QuorumGrace: s.quorumGrace,
-		Log: log,
-	}
+	opts := s.opt
+	opts.Config, opts.Shape = cfg, shape
+	opts.Model = fednet.Model{Name: "logistic", L2: c.l2, Features: features}
+	opts.Noise, opts.NoiseKey = noise, noiseKey
+	opts.Epochs, opts.Plan, opts.Log = c.epochs, planJSON, log
 	var creds credentials.TransportCredentials
 	if s.tls.insecure {
 		creds = insecure.NewCredentials()
@@ -364,7 +355,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 	err = srv.Run(ctx)
 	if ctx.Err() != nil {
 		r, _ := srv.Round()
-		return fmt.Errorf("interrupted at round %d; the released models x^0..x^%d are in %s: run the same command to resume", r, r, s.state)
+		return fmt.Errorf("interrupted at round %d; the released models x^0..x^%d are in %s: run the same command to resume", r, r, opts.Dir)
 	}
 	return err
 }
