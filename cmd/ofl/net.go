@@ -94,7 +94,6 @@ type tlsFlags struct {
 	nonLoopback   bool // -insecure-nonloopback
 	cert, key, ca string
 	serverName    string
-	callTimeout   time.Duration
 }
 
 // serverFlags parses the server's command line into the run configuration
@@ -360,26 +359,20 @@ func runServer(ctx context.Context, args []string, e env) error {
 	return err
 }
 
-// learnerFlags is the learner's command line.
+// learnerFlags is the learner's command line: opt holds the server's
+// address, the learner's index, timeouts and state directory.
 type learnerFlags struct {
-	server string
-	id     int
-	data   string
-	split  string
-	seed   uint64
-	out    string
-	tls    tlsFlags
-	wait   time.Duration
-	giveUp time.Duration
-	state  string
-	newRun bool
+	data, split, out string
+	seed             uint64
+	tls              tlsFlags
+	opt              fednet.LearnerOptions
 }
 
 func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	var l learnerFlags
 	fs := cli.NewFlagSet("ofl learner")
-	fs.StringVar(&l.server, "server", "127.0.0.1:7070", "the server's address")
-	fs.IntVar(&l.id, "id", -1, "this learner's index I, 0 <= I < n (required)")
+	fs.StringVar(&l.opt.Addr, "server", "127.0.0.1:7070", "the server's address")
+	fs.IntVar(&l.opt.ID, "id", -1, "this learner's index I, 0 <= I < n (required)")
 	fs.StringVar(&l.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first)")
 	fs.StringVar(&l.split, "split", "iid", "how CSV rows are dealt to learners: iid, label or feature:K")
 	fs.Uint64Var(&l.seed, "seed", 0, "seed of the data (the same on every learner: it deals the data)")
@@ -390,22 +383,22 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.StringVar(&l.tls.serverName, "server-name", "", "name to verify the server's certificate for (default: the host of -server)")
 	fs.StringVar(&l.tls.cert, "tls-cert", "", "PEM client certificate, for mutual TLS")
 	fs.StringVar(&l.tls.key, "tls-key", "", "PEM client key, for mutual TLS")
-	fs.DurationVar(&l.tls.callTimeout, "call-timeout", 30*time.Second, "deadline of each call that does not wait for a round")
-	fs.DurationVar(&l.wait, "wait-timeout", 60*time.Second, "deadline of each call that waits for a round")
-	fs.DurationVar(&l.giveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
-	fs.StringVar(&l.state, "state", "", "the learner's state directory, required with secure aggregation: it records which attempt of each round this learner unmasked (one directory per learner and run)")
-	fs.BoolVar(&l.newRun, "new-run", false, "replace a record of another run in -state with this run's (only when that run is over for good; a fresh directory is the normal way)")
+	fs.DurationVar(&l.opt.CallTimeout, "call-timeout", 30*time.Second, "deadline of each call that does not wait for a round")
+	fs.DurationVar(&l.opt.WaitTimeout, "wait-timeout", 60*time.Second, "deadline of each call that waits for a round")
+	fs.DurationVar(&l.opt.GiveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
+	fs.StringVar(&l.opt.StateDir, "state", "", "the learner's state directory, required with secure aggregation: it records which attempt of each round this learner unmasked (one directory per learner and run)")
+	fs.BoolVar(&l.opt.NewRun, "new-run", false, "replace a record of another run in -state with this run's (only when that run is over for good; a fresh directory is the normal way)")
 	set, err := cli.ParseFlags(fs, args, help, learnerUsage, "")
 	switch {
 	case err != nil:
 		return l, err
-	case l.id < 0:
+	case l.opt.ID < 0:
 		return l, cli.Usagef("-id is required: this learner's index, >= 0")
-	case l.id > fednet.MaxWire:
-		return l, cli.Usagef("-id %d: want at most %d (the protocol carries it as int32)", l.id, fednet.MaxWire)
+	case l.opt.ID > fednet.MaxWire:
+		return l, cli.Usagef("-id %d: want at most %d (the protocol carries it as int32)", l.opt.ID, fednet.MaxWire)
 	case !set["seed"]:
 		return l, cli.Usagef("-seed is required: every learner deals the data with the same seed")
-	case l.tls.callTimeout <= 0 || l.wait <= 0 || l.giveUp <= 0:
+	case l.opt.CallTimeout <= 0 || l.opt.WaitTimeout <= 0 || l.opt.GiveUp <= 0:
 		return l, cli.Usagef("-call-timeout, -wait-timeout and -give-up: want > 0")
 	}
 	if _, err := parseData(l.data, 1); err != nil {
@@ -420,10 +413,10 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	if set["out"] && l.out == "" {
 		return l, cli.Usagef("-out is empty: want a file name")
 	}
-	if set["state"] && l.state == "" {
+	if set["state"] && l.opt.StateDir == "" {
 		return l, cli.Usagef("-state is empty: want a directory")
 	}
-	if l.newRun && l.state == "" {
+	if l.opt.NewRun && l.opt.StateDir == "" {
 		return l, cli.Usagef("-new-run without -state: want the state directory whose record it replaces")
 	}
 	return l, nil
@@ -445,7 +438,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		}
 	}
 	if l.tls.insecure && !l.tls.nonLoopback {
-		if err := checkLoopback(ctx, "-server", l.server, lookupHost); err != nil {
+		if err := checkLoopback(ctx, "-server", l.opt.Addr, lookupHost); err != nil {
 			return err
 		}
 	}
@@ -474,13 +467,10 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		if ds.Dim != d {
 			return nil, fmt.Errorf("-data %s has %d features, the server's model %d", l.data, ds.Dim, d)
 		}
-		return ds.Stream(l.id), nil
+		return ds.Stream(l.opt.ID), nil
 	}
-	x, err := fednet.RunLearner(ctx, fednet.LearnerOptions{
-		Addr: l.server, ID: l.id, Creds: creds, Data: data,
-		CallTimeout: l.tls.callTimeout, WaitTimeout: l.wait, GiveUp: l.giveUp, Log: log,
-		StateDir: l.state, NewRun: l.newRun,
-	})
+	l.opt.Creds, l.opt.Data, l.opt.Log = creds, data, log
+	x, err := fednet.RunLearner(ctx, l.opt)
 	if ctx.Err() != nil {
 		return errors.New("interrupted; run the same command to rejoin")
 	}
