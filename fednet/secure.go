@@ -109,7 +109,6 @@ type secRound struct {
 	full    chan struct{} // closed when every expected learner answered
 	quorum  chan struct{} // closed when T answered, fewer than expected
 	failed  error         // the attempt failed (fewer than T)
-	opened  time.Time     // when the open phase opened
 }
 
 // secEvent is what the server received from a learner in a secure round,
