@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -57,10 +58,7 @@ func FormatSize(n int64) string {
 
 // budget returns the effective budget in bytes; negative means no limit.
 func (c *Cache) budget() int64 {
-	if c.Budget == 0 {
-		return DefaultBudget
-	}
-	return c.Budget
+	return cmp.Or(c.Budget, DefaultBudget)
 }
 
 // clock returns the time the cache records as an entry's last use.
@@ -126,17 +124,14 @@ func (c *Cache) entryFiles() ([]entryFile, error) {
 		files = append(files, entryFile{de.Name(), fi.Size(), fi.ModTime()})
 	}
 	slices.SortFunc(files, func(a, b entryFile) int {
-		if c := a.mtime.Compare(b.mtime); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
+		return cmp.Or(a.mtime.Compare(b.mtime), strings.Compare(a.name, b.name))
 	})
 	return files, nil
 }
 
 // trim removes the least recently used entries until the entries take at
 // most limit bytes together, but never the entry named keep (the one just
-// written). It returns the names of the removed entries.
+// written). It returns the removed entries.
 //
 // A reader that has opened an entry keeps reading it after it is removed
 // (a POSIX file lives on until its last descriptor is closed), so removing
@@ -148,7 +143,7 @@ func (c *Cache) entryFiles() ([]entryFile, error) {
 // meanwhile count as removed. trim is safe to run in several goroutines and
 // processes at once: each removes what it sees over the budget, and when
 // all have finished the entries fit the budget.
-func (c *Cache) trim(limit int64, keep string) ([]string, error) {
+func (c *Cache) trim(limit int64, keep string) ([]entryFile, error) {
 	if limit < 0 {
 		return nil, nil
 	}
@@ -160,7 +155,7 @@ func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 	for _, f := range files {
 		total += f.size
 	}
-	var removed []string
+	var removed []entryFile
 	var first error
 	var inUse []entryFile
 	remove := func(f entryFile) {
@@ -173,7 +168,7 @@ func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 		}
 		total -= f.size
 		if err == nil {
-			removed = append(removed, f.name)
+			removed = append(removed, f)
 		}
 	}
 	for _, f := range files {
@@ -215,19 +210,11 @@ func (c *Cache) trim(limit int64, keep string) ([]string, error) {
 // bytes they took. Compute and Store trim the cache after each store, so
 // Trim is needed only after lowering the budget.
 func (c *Cache) Trim() (removed int, freed int64, err error) {
-	before, err := c.entryFiles()
-	if err != nil {
-		return 0, 0, err
+	files, err := c.trim(c.budget(), "")
+	for _, f := range files {
+		freed += f.size
 	}
-	names, err := c.trim(c.budget(), "")
-	sizes := map[string]int64{}
-	for _, f := range before {
-		sizes[f.name] = f.size
-	}
-	for _, n := range names {
-		freed += sizes[n]
-	}
-	return len(names), freed, err
+	return len(files), freed, err
 }
 
 // Entry describes one entry of a cache directory, as [Cache.List]
@@ -279,7 +266,12 @@ func (c *Cache) List() ([]Entry, error) {
 			Size:     f.size,
 			LastUsed: f.mtime,
 		}
-		meta, err := readMeta(e.Path)
+		file, err := atomicfile.OpenRegular(e.Path)
+		var meta *cacheMeta
+		if err == nil {
+			meta, _, _, err = decodeMeta(file, e.Size)
+			file.Close()
+		}
 		if err != nil {
 			e.Problem = err.Error()
 		} else {
@@ -291,39 +283,36 @@ func (c *Cache) List() ([]Entry, error) {
 	return entries, nil
 }
 
-// readMeta reads the header and the metadata of the entry at path without
-// touching it.
-func readMeta(path string) (*cacheMeta, error) {
-	f, err := atomicfile.OpenRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// decodeMeta reads an entry's header and metadata from r, the entry's
+// file of size bytes, and returns the metadata and its length; an error
+// says what is wrong, and badMeta that the header was good but the
+// metadata was not.
+func decodeMeta(r io.Reader, size int64) (meta *cacheMeta, metaLen int64, badMeta bool, err error) {
 	var hdr [cacheHeader]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return nil, errors.New("truncated header")
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, 0, false, fmt.Errorf("truncated: %d bytes", size)
 	}
 	if string(hdr[:8]) != cacheMagic {
-		return nil, fmt.Errorf("bad magic %q", hdr[:8])
+		return nil, 0, false, fmt.Errorf("bad magic %q", hdr[:8])
 	}
 	if v := binary.LittleEndian.Uint32(hdr[8:]); v != cacheVersion {
-		return nil, fmt.Errorf("format version %d, want %d", v, cacheVersion)
+		return nil, 0, false, fmt.Errorf("format version %d, want %d", v, cacheVersion)
 	}
-	n := int64(binary.LittleEndian.Uint32(hdr[12:]))
-	if n > maxMetaLength {
-		return nil, fmt.Errorf("metadata length %d", n)
+	metaLen = int64(binary.LittleEndian.Uint32(hdr[12:]))
+	if metaLen > maxMetaLength || cacheHeader+metaLen+cacheSumLen > size {
+		return nil, 0, false, fmt.Errorf("metadata length %d in a file of %d bytes", metaLen, size)
 	}
-	js := make([]byte, n)
-	if _, err := io.ReadFull(f, js); err != nil {
-		return nil, errors.New("truncated metadata")
+	js := make([]byte, metaLen)
+	if _, err := io.ReadFull(r, js); err != nil {
+		return nil, 0, false, fmt.Errorf("truncated metadata: %v", err)
 	}
-	var meta cacheMeta
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&meta); err != nil {
-		return nil, fmt.Errorf("bad metadata: %v", err)
+	meta = new(cacheMeta)
+	if err := dec.Decode(meta); err != nil {
+		return nil, 0, true, fmt.Errorf("bad metadata: %v", err)
 	}
-	return &meta, nil
+	return meta, metaLen, false, nil
 }
 
 // Clear removes every entry of the cache directory, and the temporary files

@@ -209,16 +209,10 @@ func keyFields(s factorize.Strategy, w *factorize.Workload, p factorize.Particip
 // same byte string.
 func (k cacheKeyFields) hex() string {
 	h := sha256.New()
-	str := func(s string) {
+	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), k.strategy, k.strategyKey,
+		k.workload, strconv.Itoa(k.r), k.participation.String()} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
-	str("dpmf factorization cache")
-	str(strconv.Itoa(cacheVersion))
-	str(k.strategy)
-	str(k.strategyKey)
-	str(k.workload)
-	str(strconv.Itoa(k.r))
-	str(k.participation.String())
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -492,34 +486,14 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 
 	h := sha256.New()
 	in := io.TeeReader(file, h)
-	var hdr [cacheHeader]byte
-	if _, err := io.ReadFull(in, hdr[:]); err != nil {
-		return nil, corrupt("truncated: %d bytes", size)
-	}
-	if string(hdr[:8]) != cacheMagic {
-		return nil, corrupt("bad magic %q", hdr[:8])
-	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != cacheVersion {
-		return nil, corrupt("format version %d, want %d", v, cacheVersion)
-	}
-	metaLen := int64(binary.LittleEndian.Uint32(hdr[12:]))
-	if metaLen > maxMetaLength || cacheHeader+metaLen+cacheSumLen > size {
-		return nil, corrupt("metadata length %d in a file of %d bytes", metaLen, size)
-	}
-	js := make([]byte, metaLen)
-	if _, err := io.ReadFull(in, js); err != nil {
-		return nil, err
-	}
-	var meta cacheMeta
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&meta); err != nil {
+	meta, metaLen, badMeta, err := decodeMeta(in, size)
+	if err != nil {
 		// A damaged byte in the metadata: say so precisely when the
 		// checksum confirms it.
-		if !checksumOK(file, size) {
+		if badMeta && !checksumOK(file, size) {
 			return nil, corrupt("checksum mismatch")
 		}
-		return nil, corrupt("bad metadata: %v", err)
+		return nil, corrupt("%v", err)
 	}
 	var floats int64
 	if meta.Factors {

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -145,14 +146,10 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 				switch v {
 				case 1:
 				case 0:
-					if zeroLine == 0 {
-						zeroLine = line
-					}
+					zeroLine = cmp.Or(zeroLine, line)
 					v = -1
 				case -1:
-					if minusLine == 0 {
-						minusLine = line
-					}
+					minusLine = cmp.Or(minusLine, line)
 				default:
 					return nil, fmt.Errorf("dataset: %s:%d: label is %q, want +1 or -1 (or 1 or 0)", name, line, f)
 				}
@@ -304,16 +301,7 @@ func (t *Table) Deal(learners, rounds, tau int, split Split, seed uint64) (*Data
 		return nil, fmt.Errorf("dataset: unknown split %v", split)
 	}
 	if key != nil {
-		slices.SortStableFunc(idx, func(a, b int) int {
-			ka, kb := key(a), key(b)
-			switch {
-			case ka < kb:
-				return -1
-			case ka > kb:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(key(a), key(b)) })
 	}
 	per := rounds * tau
 	for i := 0; i < learners; i++ {
@@ -347,9 +335,7 @@ type rowLimiter struct {
 }
 
 func (l *rowLimiter) Read(p []byte) (int, error) {
-	if l.line == 0 {
-		l.line = 1
-	}
+	l.line = cmp.Or(l.line, 1)
 	if l.row > l.max {
 		return 0, errLongRow
 	}

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -35,10 +36,7 @@ func (s Synthetic) String() string {
 }
 
 func (s Synthetic) dim() int {
-	if s.Dim == 0 {
-		return 60
-	}
-	return s.Dim
+	return cmp.Or(s.Dim, 60)
 }
 
 func (s Synthetic) validate() error {

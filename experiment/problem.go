@@ -1,11 +1,10 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"github.com/dpmf/dpmf/dataset"
 	dpmodel "github.com/dpmf/dpmf/model"
@@ -71,19 +70,15 @@ func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model,
 	if model == nil {
 		return nil, &ParamError{Param: "model", Want: "a Model such as Logistic"}
 	}
-	if p := model.NumParams(data.Dim); p < 1 {
-		return nil, fmt.Errorf("experiment: model has %d parameters for dimension %d", p, data.Dim)
+	dim := model.NumParams(data.Dim)
+	if dim < 1 {
+		return nil, fmt.Errorf("experiment: model has %d parameters for dimension %d", dim, data.Dim)
 	}
-	if opt.Tol == 0 {
-		opt.Tol = DefaultTol
-	}
-	if opt.RoundTol == 0 {
-		opt.RoundTol = DefaultRoundTol
-	}
+	opt.Tol = cmp.Or(opt.Tol, DefaultTol)
+	opt.RoundTol = cmp.Or(opt.RoundTol, DefaultRoundTol)
 	if !(opt.Tol > 0) || !(opt.RoundTol > 0) {
 		return nil, fmt.Errorf("experiment: tolerances %v and %v, want > 0", opt.Tol, opt.RoundTol)
 	}
-	dim := model.NumParams(data.Dim)
 	p := &Problem{Data: data, Model: model, XStar: make([]float64, dim)}
 	if err := dpmodel.Minimize(ctx, model, p.XStar, make([]float64, dim), data.All(), opt.Tol); err != nil {
 		return nil, fmt.Errorf("experiment: minimising the loss over all of %s: %w", data.Name, err)
@@ -98,39 +93,16 @@ func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model,
 		return p, nil
 	}
 	p.RoundStar = make([]float64, R)
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, R)
-	errs := make([]error, R)
-	var wg sync.WaitGroup
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for w := range workers {
-		wg.Go(func() {
-			x := make([]float64, dim)
-			for r := w; r < R; r += workers {
-				s := data.Round(r)
-				if err := dpmodel.Minimize(wctx, model, x, p.XStar, s, opt.RoundTol); err != nil {
-					errs[r] = fmt.Errorf("experiment: minimising round %d's loss: %w%s", r, err, noDynamicHint(err))
-					cancel()
-					return
-				}
-				p.RoundStar[r] = dpmodel.AverageLoss(model, x, s)
-			}
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// The first failure in round order that is not a consequence of
-	// cancelling the other workers.
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
+	err := forEach(ctx, R, opt.Workers, func(ctx context.Context, r int) error {
+		x, s := make([]float64, dim), data.Round(r)
+		if err := dpmodel.Minimize(ctx, model, x, p.XStar, s, opt.RoundTol); err != nil {
+			return fmt.Errorf("experiment: minimising round %d's loss: %w%s", r, err, noDynamicHint(err))
 		}
+		p.RoundStar[r] = dpmodel.AverageLoss(model, x, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -88,62 +88,65 @@ func Repeat(ctx context.Context, p *Problem, cfg fedopt.Config, noise NoiseSourc
 	if noise == nil {
 		runs = 1
 	}
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, runs)
 	total := runs * p.Data.Rounds
 	var done atomic.Int64
 	traces := make([]*Trace, runs)
-	errs := make([]error, runs)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				rep := int(next.Add(1) - 1)
-				if rep >= runs {
-					return
-				}
-				c := cfg
-				if opt.Progress != nil {
-					c.OnRound = func(int) { opt.Progress(int(done.Add(1)), total) }
-				}
-				var m mechanism.Mechanism
-				if noise != nil {
-					var err error
-					if m, err = noise(rep); err != nil {
-						errs[rep] = fmt.Errorf("experiment: noise of repetition %d: %w", rep, err)
-						cancel()
-						return
-					}
-				}
-				tr, err := Run(ctx, p, c, m)
-				if err != nil {
-					errs[rep] = err
-					cancel()
-					return
-				}
-				traces[rep] = tr
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
+	err := forEach(ctx, runs, opt.Workers, func(ctx context.Context, rep int) error {
+		c := cfg
+		if opt.Progress != nil {
+			c.OnRound = func(int) { opt.Progress(int(done.Add(1)), total) }
 		}
-	}
-	if err := ctx.Err(); err != nil {
+		var m mechanism.Mechanism
+		if noise != nil {
+			var err error
+			if m, err = noise(rep); err != nil {
+				return fmt.Errorf("experiment: noise of repetition %d: %w", rep, err)
+			}
+		}
+		var err error
+		traces[rep], err = Run(ctx, p, c, m)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	for len(traces) < opt.Reps {
 		traces = append(traces, traces[0])
 	}
 	return summarize(traces), nil
+}
+
+// forEach calls f(ctx, i) for i = 0..n-1 on up to workers goroutines (0:
+// GOMAXPROCS); each f writes only its own results, so they do not depend
+// on the workers. An error cancels the calls not yet done; the first one
+// in index order that is not a consequence of that is returned, else the
+// error of ctx.
+func forEach(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	errs := make([]error, n)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if errs[i] = f(wctx, i); errs[i] != nil {
+					cancel()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // Summarize returns the summary of traces of one configuration (for

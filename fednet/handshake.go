@@ -1,6 +1,7 @@
 package fednet
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -37,9 +38,7 @@ const HandshakeLogLimit = 10
 // opens with a TLS handshake, which the server then refuses as gRPC does.
 // A nil log discards.
 func LogHandshakes(creds credentials.TransportCredentials, log *slog.Logger) credentials.TransportCredentials {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	return &loggedCreds{TransportCredentials: creds, lim: newHandshakeLog(log)}
 }
 
@@ -119,11 +118,11 @@ func (l *handshakeLog) failed(now time.Time, peer net.Addr, reason string) {
 	if peer != nil {
 		addr = peer.String()
 	}
+	args := []any{"peer", addr, "reason", reason}
 	if suppressed > 0 {
-		l.log.Warn("handshake failed", "peer", addr, "reason", reason, "not_logged_before", suppressed)
-		return
+		args = append(args, "not_logged_before", suppressed)
 	}
-	l.log.Warn("handshake failed", "peer", addr, "reason", reason)
+	l.log.Warn("handshake failed", args...)
 }
 
 // learnerCreds are a learner's credentials that notice a server without
@@ -131,10 +130,6 @@ func (l *handshakeLog) failed(now time.Time, peer net.Addr, reason string) {
 type learnerCreds struct {
 	credentials.TransportCredentials
 	plainServer *atomic.Bool // shared by the clones
-}
-
-func newLearnerCreds(creds credentials.TransportCredentials) *learnerCreds {
-	return &learnerCreds{TransportCredentials: creds, plainServer: new(atomic.Bool)}
 }
 
 // ClientHandshake implements credentials.TransportCredentials.

@@ -2,6 +2,7 @@ package fednet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -56,11 +58,6 @@ type LearnerOptions struct {
 	// unreachable before it stops (default 2 min). A server restart within
 	// it is invisible to the run.
 	GiveUp time.Duration
-	// MaxParams is the largest model the learner accepts from a server,
-	// in parameters (default DefaultMaxParams): each model and update
-	// takes 8 bytes a parameter, so a server that announces more is
-	// refused before anything is allocated.
-	MaxParams int
 	// Log receives one line per round; nil discards.
 	Log *slog.Logger
 	// StateDir is the learner's state directory, required when the
@@ -85,16 +82,17 @@ type LearnerOptions struct {
 // errStopped is the error of a learner stopped by stopBefore.
 var errStopped = errors.New("fednet: learner stopped (test)")
 
-// DefaultMaxParams is the default LearnerOptions.MaxParams: 2^27
-// parameters, 1 GiB per model or update.
-const DefaultMaxParams = 1 << 27
+// MaxParams is the largest model a learner accepts from a server: 2^27
+// parameters, 1 GiB per model or update. A server that announces more is
+// refused before anything is allocated.
+const MaxParams = 1 << 27
 
 // checkJoin checks a server's answer to Join before the learner acts on
 // it: the protocol, every count positive (epochs 0 means 1), the open
 // round within the run, the parameters those of the features and at most
-// maxParams. A server's answer never makes the learner panic or allocate
+// MaxParams. A server's answer never makes the learner panic or allocate
 // without bound.
-func checkJoin(join *flv1.JoinResponse, maxParams int) error {
+func checkJoin(join *flv1.JoinResponse) error {
 	rc := join.GetConfig()
 	switch v := join.GetProtocolVersion(); {
 	case v != Protocol && v != flv1.ProtocolVersion_PROTOCOL_VERSION_1:
@@ -120,8 +118,8 @@ func checkJoin(join *flv1.JoinResponse, maxParams int) error {
 	if r := join.GetRound(); r < 0 || r > R {
 		return fmt.Errorf("fednet: the server's open round is %d, want 0..%d", r, R)
 	}
-	if p := int(rc.GetParams()); p > maxParams {
-		return fmt.Errorf("fednet: the server's model has %d parameters, this learner accepts at most %d (LearnerOptions.MaxParams)", p, maxParams)
+	if p := int(rc.GetParams()); p > MaxParams {
+		return fmt.Errorf("fednet: the server's model has %d parameters, this learner accepts at most %d", p, MaxParams)
 	}
 	return nil
 }
@@ -135,32 +133,17 @@ func checkJoin(join *flv1.JoinResponse, maxParams int) error {
 // A learner and a server that disagree on TLS fail at once with
 // [ErrTLSMismatch].
 func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
-	if opt.CallTimeout == 0 {
-		opt.CallTimeout = 30 * time.Second
-	}
-	if opt.WaitTimeout == 0 {
-		opt.WaitTimeout = 60 * time.Second
-	}
-	if opt.GiveUp == 0 {
-		opt.GiveUp = 2 * time.Minute
-	}
-	if opt.MaxParams == 0 {
-		opt.MaxParams = DefaultMaxParams
-	}
+	opt.CallTimeout = cmp.Or(opt.CallTimeout, 30*time.Second)
+	opt.WaitTimeout = cmp.Or(opt.WaitTimeout, 60*time.Second)
+	opt.GiveUp = cmp.Or(opt.GiveUp, 2*time.Minute)
 	if opt.ID < 0 || opt.ID > MaxWire {
 		return nil, fmt.Errorf("fednet: learner %d, want 0..%d", opt.ID, MaxWire)
 	}
-	if opt.MaxParams < 0 {
-		return nil, fmt.Errorf("fednet: at most %d parameters (LearnerOptions.MaxParams), want >= 0 (0: the default)", opt.MaxParams)
-	}
-	log := opt.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
 	if opt.Creds == nil || opt.Data == nil {
 		return nil, errors.New("fednet: a learner needs credentials and data")
 	}
-	creds := newLearnerCreds(opt.Creds)
+	creds := &learnerCreds{TransportCredentials: opt.Creds, plainServer: new(atomic.Bool)}
 	conn, err := grpc.NewClient(opt.Addr, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)))
 	if err != nil {
@@ -172,9 +155,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		fatal: func(err error) error { return creds.mismatch(ctx, opt.Addr, err) }}
 
 	var join *flv1.JoinResponse
-	err = rt.do(ctx, "Join", func() error {
-		cctx, cancel := context.WithTimeout(ctx, opt.CallTimeout)
-		defer cancel()
+	err = rt.do(ctx, "Join", opt.CallTimeout, func(cctx context.Context) error {
 		var err error
 		join, err = cl.Join(cctx, &flv1.JoinRequest{ProtocolVersion: Protocol, Learner: int32(opt.ID)})
 		return err
@@ -182,7 +163,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkJoin(join, opt.MaxParams); err != nil {
+	if err := checkJoin(join); err != nil {
 		return nil, err
 	}
 	rc := join.GetConfig()
@@ -210,9 +191,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	var seen *model
 	for {
 		var m *model
-		err := rt.do(ctx, "GetModel", func() error {
-			cctx, cancel := context.WithTimeout(ctx, opt.WaitTimeout)
-			defer cancel()
+		err := rt.do(ctx, "GetModel", opt.WaitTimeout, func(cctx context.Context) error {
 			var err error
 			m, err = getModel(cctx, cl, opt.ID, dim, seen)
 			return err
@@ -250,10 +229,14 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			}
 			continue
 		}
-		err = rt.do(ctx, "SubmitUpdate", func() error {
-			cctx, cancel := context.WithTimeout(ctx, opt.CallTimeout)
-			defer cancel()
-			return submit(cctx, cl, opt.ID, r, u)
+		err = rt.do(ctx, "SubmitUpdate", opt.CallTimeout, func(cctx context.Context) error {
+			st, err := cl.SubmitUpdate(cctx)
+			if err != nil {
+				return err
+			}
+			return sendChunks(st, len(u), func(off, end int) *flv1.UpdateChunk {
+				return &flv1.UpdateChunk{Learner: int32(opt.ID), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]}
+			})
 		})
 		switch status.Code(err) {
 		case codes.OK:
@@ -362,15 +345,11 @@ func getModel(ctx context.Context, cl flv1.FederationClient, id, dim int, seen *
 	return m, nil
 }
 
-// submit sends an update in chunks.
-func submit(ctx context.Context, cl flv1.FederationClient, id, r int, u []float64) error {
-	st, err := cl.SubmitUpdate(ctx)
-	if err != nil {
-		return err
-	}
-	for off := 0; off == 0 || off < len(u); off += ChunkLen {
-		end := min(off+ChunkLen, len(u))
-		err := st.Send(&flv1.UpdateChunk{Learner: int32(id), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]})
+// sendChunks sends the chunks chunk(off, end) of a vector of length n
+// through st and returns the server's answer.
+func sendChunks[C any](st grpc.ClientStreamingClient[C, flv1.SubmitResponse], n int, chunk func(off, end int) *C) error {
+	for off := 0; off == 0 || off < n; off += ChunkLen {
+		err := st.Send(chunk(off, min(off+ChunkLen, n)))
 		if err == io.EOF {
 			break // the server answered early; CloseAndRecv has its status
 		}
@@ -378,7 +357,7 @@ func submit(ctx context.Context, cl flv1.FederationClient, id, r int, u []float6
 			return err
 		}
 	}
-	_, err = st.CloseAndRecv()
+	_, err := st.CloseAndRecv()
 	return err
 }
 
@@ -407,15 +386,18 @@ func transient(err error) bool {
 	return false
 }
 
-// do calls f until it succeeds, fails for a reason that is not transient,
-// ctx is done, or the server has been unreachable for longer than giveUp.
-// Waiting for a round (DeadlineExceeded) does not count as unreachable.
-func (rt retrier) do(ctx context.Context, call string, f func() error) error {
+// do calls f, each try under its own timeout, until it succeeds, fails
+// for a reason that is not transient, ctx is done, or the server has been
+// unreachable for longer than giveUp. Waiting for a round
+// (DeadlineExceeded) does not count as unreachable.
+func (rt retrier) do(ctx context.Context, call string, timeout time.Duration, f func(ctx context.Context) error) error {
 	backoff := 50 * time.Millisecond
 	var down time.Time
 	tries := 0
 	for {
-		err := f()
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err := f(cctx)
+		cancel()
 		if err != nil && rt.fatal != nil && ctx.Err() == nil {
 			if ferr := rt.fatal(err); ferr != nil {
 				return ferr
@@ -509,8 +491,8 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		}
 		sl.round, sl.clients = r, map[uint32]*secagg.Client{}
 	}
-	req := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
-	var survivors []int
+	poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+	req := poll
 	var warned [2]uint64 // the attempt and phase last sat out, plus one
 	sitOut := func(a uint32, p secagg.Phase, msg string, args ...any) error {
 		if k := [2]uint64{uint64(a) + 1, uint64(p) + 1}; k != warned {
@@ -522,14 +504,12 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			return ctx.Err()
 		case <-time.After(sitOutPause):
 		}
-		req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+		req = poll
 		return nil
 	}
 	for {
 		var resp *flv1.SecAggResponse
-		err := rt.do(ctx, "SecAgg", func() error {
-			cctx, cancel := context.WithTimeout(ctx, opt.WaitTimeout)
-			defer cancel()
+		err := rt.do(ctx, "SecAgg", opt.WaitTimeout, func(cctx context.Context) error {
 			var err error
 			resp, err = cl.SecAgg(cctx, req)
 			return err
@@ -543,7 +523,7 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			if !req.GetHasMessage() {
 				return err
 			}
-			req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
+			req = poll
 			continue
 		default:
 			return err
@@ -554,7 +534,6 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		if run := sl.state.rec.run; !bytes.Equal(resp.GetRun(), run[:]) {
 			return fmt.Errorf("fednet: the server answered for run %x, this learner's state is of run %v; stopping", resp.GetRun(), run)
 		}
-		poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
 		switch resp.GetState() {
 		case flv1.SecAggState_SEC_AGG_STATE_DONE:
 			return nil
@@ -616,27 +595,21 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		case secagg.PhaseAdvertise:
 			msg, err2 = c.Advertise()
 		case secagg.PhaseShares:
-			roster := make([]secagg.Advertise, len(resp.GetMessages()))
-			for k, b := range resp.GetMessages() {
-				if err := roster[k].UnmarshalBinary(b); err != nil {
-					return fmt.Errorf("fednet: the server's roster: %w", err)
-				}
+			roster, err := unmarshalAll[secagg.Advertise]("roster", resp.GetMessages())
+			if err != nil {
+				return err
 			}
 			msg, err2 = c.ShareKeys(roster)
 		case secagg.PhaseMasked:
-			inbox := make([]secagg.EncryptedShare, len(resp.GetMessages()))
-			for k, b := range resp.GetMessages() {
-				if err := inbox[k].UnmarshalBinary(b); err != nil {
-					return fmt.Errorf("fednet: the server's inbox: %w", err)
-				}
+			inbox, err := unmarshalAll[secagg.EncryptedShare]("inbox", resp.GetMessages())
+			if err != nil {
+				return err
 			}
 			y, err := c.MaskedInput(inbox, sl.q)
 			if err != nil {
 				return fmt.Errorf("fednet: learner %d, round %d: %w", sl.id, r, err)
 			}
-			err = rt.do(ctx, "SubmitMasked", func() error {
-				cctx, cancel := context.WithTimeout(ctx, opt.CallTimeout)
-				defer cancel()
+			err = rt.do(ctx, "SubmitMasked", opt.CallTimeout, func(cctx context.Context) error {
 				return submitMasked(cctx, cl, sl.id, r, a, y)
 			})
 			switch status.Code(err) {
@@ -647,17 +620,13 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			req = poll
 			continue
 		case secagg.PhaseConsistency:
-			survivors = ints(resp.GetSurvivors())
-			msg, err2 = c.Sign(survivors)
+			msg, err2 = c.Sign(convert[int](resp.GetSurvivors()))
 		case secagg.PhaseUnmask:
-			survivors = ints(resp.GetSurvivors())
-			sigs := make([]secagg.Signature, len(resp.GetMessages()))
-			for k, b := range resp.GetMessages() {
-				if err := sigs[k].UnmarshalBinary(b); err != nil {
-					return fmt.Errorf("fednet: the server's signatures: %w", err)
-				}
+			sigs, err := unmarshalAll[secagg.Signature]("signatures", resp.GetMessages())
+			if err != nil {
+				return err
 			}
-			msg, err2 = c.Unmask(survivors, sigs)
+			msg, err2 = c.Unmask(convert[int](resp.GetSurvivors()), sigs)
 		default:
 			return fmt.Errorf("fednet: the server asked for phase %d, want 0..4", int(p))
 		}
@@ -678,13 +647,27 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 	}
 }
 
-// ints converts the wire's indices.
-func ints(v []int32) []int {
-	out := make([]int, len(v))
+// convert converts indices to and from the wire's int32.
+func convert[To, From int | int32](v []From) []To {
+	out := make([]To, len(v))
 	for k, x := range v {
-		out[k] = int(x)
+		out[k] = To(x)
 	}
 	return out
+}
+
+// unmarshalAll decodes the server's list of messages (what names it).
+func unmarshalAll[M any, PM interface {
+	*M
+	encoding.BinaryUnmarshaler
+}](what string, bs [][]byte) ([]M, error) {
+	out := make([]M, len(bs))
+	for k, b := range bs {
+		if err := PM(&out[k]).UnmarshalBinary(b); err != nil {
+			return nil, fmt.Errorf("fednet: the server's %s: %w", what, err)
+		}
+	}
+	return out, nil
 }
 
 // submitMasked sends a masked input in chunks.
@@ -693,16 +676,7 @@ func submitMasked(ctx context.Context, cl flv1.FederationClient, id, r int, a ui
 	if err != nil {
 		return err
 	}
-	for off := 0; off == 0 || off < len(y); off += ChunkLen {
-		end := min(off+ChunkLen, len(y))
-		err := st.Send(&flv1.MaskedChunk{Learner: int32(id), Round: int32(r), Attempt: a, Dim: int32(len(y)), Offset: int32(off), Values: y[off:end]})
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-	}
-	_, err = st.CloseAndRecv()
-	return err
+	return sendChunks(st, len(y), func(off, end int) *flv1.MaskedChunk {
+		return &flv1.MaskedChunk{Learner: int32(id), Round: int32(r), Attempt: a, Dim: int32(len(y)), Offset: int32(off), Values: y[off:end]}
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -61,23 +60,17 @@ func (rec *learnerRecord) encode() []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(rec.round))
 	b = binary.LittleEndian.AppendUint32(b, rec.attempt)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec.msg)))
-	b = append(b, rec.msg...)
-	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
+	return seal(append(b, rec.msg...))
 }
 
 // decodeLearnerRecord parses a record, checking its magic, checksum and
 // lengths.
 func decodeLearnerRecord(data []byte) (learnerRecord, error) {
 	var rec learnerRecord
-	if len(data) < learnerHead+sha256.Size || string(data[:len(learnerMagic)]) != learnerMagic {
-		return rec, fmt.Errorf("not a learner state file of format %s (bad magic or too short)", learnerMagic)
+	p, err := unseal(data, learnerMagic, learnerHead, "learner state file")
+	if err != nil {
+		return rec, err
 	}
-	body := data[:len(data)-sha256.Size]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[len(body):]) {
-		return rec, errors.New("checksum mismatch")
-	}
-	p := body[len(learnerMagic):]
 	copy(rec.run[:], p[:16])
 	p = p[16:]
 	learner := binary.LittleEndian.Uint32(p)
@@ -150,12 +143,7 @@ func (ls *learnerState) Close() error { return ls.lock.Close() }
 
 // write replaces the record with rec durably, then keeps it.
 func (ls *learnerState) write(rec learnerRecord) error {
-	data := rec.encode()
-	err := atomicfile.WriteDurable(ls.path(), 0o600, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-	if err != nil {
+	if err := (store{ls.dir}).write(learnerFile, 0o600, rec.encode()); err != nil {
 		return fmt.Errorf("fednet: writing the learner state: %w", err)
 	}
 	ls.rec = &rec

@@ -3,6 +3,7 @@
 package fednet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -35,10 +36,7 @@ func lockDir(path, role string) (*dirLock, error) {
 		n, _ := f.ReadAt(holder, 0)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			who := strings.TrimSpace(string(holder[:n]))
-			if who == "" {
-				who = "a " + role + " that is starting"
-			}
+			who := cmp.Or(strings.TrimSpace(string(holder[:n])), "a "+role+" that is starting")
 			return nil, fmt.Errorf("state directory %s is in use by another %s (%s): one %s per state directory", strings.TrimSuffix(path, "/"+lockFile), role, who, role)
 		}
 		return nil, fmt.Errorf("state directory lock %s: %w", path, err)

@@ -1,12 +1,14 @@
 package fednet
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -72,9 +74,7 @@ func checkSecure(opt *ServerOptions) error {
 	if n < 2 || n > secagg.MaxLearners {
 		return fmt.Errorf("fednet: secure aggregation with %d learners, want 2..%d", n, secagg.MaxLearners)
 	}
-	if c.Threshold == 0 {
-		c.Threshold = plan.DefaultThreshold(n)
-	}
+	c.Threshold = cmp.Or(c.Threshold, plan.DefaultThreshold(n))
 	if 2*c.Threshold <= n || c.Threshold > n {
 		return fmt.Errorf("fednet: secure-aggregation threshold %d for %d learners, want n/2 < T <= n", c.Threshold, n)
 	}
@@ -102,14 +102,13 @@ type secRound struct {
 	answered []bool
 	hashes   [][sha256.Size]byte // per learner: its message of the open phase
 	got      int
-	roster   [][]byte // U1's advertisements (the input of phase 1)
-	u2, u3   []int
-	sigs     [][]byte      // U4's signatures (the input of phase 4)
-	changed  chan struct{} // closed when the open phase closes
-	full     chan struct{} // closed when every expected learner answered
-	quorum   chan struct{} // closed when T answered, fewer than expected
-	failed   error         // the attempt failed (fewer than T)
-	opened   time.Time     // when the open phase opened
+	// msgs is what the open phase serves every learner: U1's
+	// advertisements (phase 1) or U4's signatures (phase 4).
+	msgs    [][]byte
+	changed chan struct{} // closed when the open phase closes
+	full    chan struct{} // closed when every expected learner answered
+	quorum  chan struct{} // closed when T answered, fewer than expected
+	failed  error         // the attempt failed (fewer than T)
 }
 
 // secEvent is what the server received from a learner in a secure round,
@@ -137,29 +136,42 @@ type serverHooks struct {
 	sum func(round int, sum []uint64)
 }
 
-// newSecRound opens attempt a of round r at phase 0.
-func newSecRound(c secagg.Context, n int) (*secRound, error) {
-	agg, err := secagg.NewAggregator(c)
-	if err != nil {
-		return nil, err
-	}
-	sr := &secRound{ctx: c, agg: agg, expected: make([]bool, n)}
+// open opens phase p of the aggregator for all learners (phase 0) or the
+// survivors of phase p-1.
+func (sr *secRound) open(p secagg.Phase) error {
+	n := sr.ctx.N
+	sr.phase, sr.got = p, 0
+	sr.expected, sr.answered, sr.hashes = make([]bool, n), make([]bool, n), make([][sha256.Size]byte, n)
 	for i := range sr.expected {
+		sr.expected[i] = p == secagg.PhaseAdvertise
+	}
+	for _, i := range sr.agg.Accepted(p - 1) {
 		sr.expected[i] = true
 	}
-	sr.open(secagg.PhaseAdvertise)
-	return sr, nil
-}
-
-// open opens phase p for the learners marked expected.
-func (sr *secRound) open(p secagg.Phase) {
-	n := len(sr.expected)
-	sr.phase, sr.got = p, 0
-	sr.answered, sr.hashes = make([]bool, n), make([][sha256.Size]byte, n)
 	sr.full, sr.quorum = make(chan struct{}), make(chan struct{})
 	if sr.changed == nil {
 		sr.changed = make(chan struct{})
 	}
+	var err error
+	switch p {
+	case secagg.PhaseShares:
+		sr.msgs, err = marshalAll(sr.agg.Roster())
+	case secagg.PhaseUnmask:
+		sr.msgs, err = marshalAll(sr.agg.Signatures())
+	}
+	return err
+}
+
+// marshalAll returns the encodings of ms.
+func marshalAll[M encoding.BinaryMarshaler](ms []M) ([][]byte, error) {
+	out := make([][]byte, len(ms))
+	for k, m := range ms {
+		var err error
+		if out[k], err = m.MarshalBinary(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // want is the number of learners expected in the open phase.
@@ -185,111 +197,58 @@ func (sr *secRound) answer(i int, h [sha256.Size]byte) {
 	}
 }
 
-// setExpected marks the learners of ids as the next phase's.
-func (sr *secRound) setExpected(ids []int) {
-	clear(sr.expected)
-	for _, i := range ids {
-		if i >= 0 && i < len(sr.expected) {
-			sr.expected[i] = true
-		}
-	}
-}
-
 // closePhase closes the open phase through the aggregator and opens the
 // next. It returns secagg.ErrTooFew (wrapped) when fewer than T answered.
 func (sr *secRound) closePhase() error {
+	var err error
 	switch sr.phase {
 	case secagg.PhaseAdvertise:
-		roster, err := sr.agg.CloseAdvertise()
-		if err != nil {
-			return err
-		}
-		sr.roster = sr.roster[:0]
-		ids := make([]int, len(roster))
-		for k, a := range roster {
-			b, err := a.MarshalBinary()
-			if err != nil {
-				return err
-			}
-			sr.roster, ids[k] = append(sr.roster, b), a.From
-		}
-		sr.setExpected(ids)
+		_, err = sr.agg.CloseAdvertise()
 	case secagg.PhaseShares:
-		u2, err := sr.agg.CloseShares()
-		if err != nil {
-			return err
-		}
-		sr.u2 = u2
-		sr.setExpected(u2)
+		_, err = sr.agg.CloseShares()
 	case secagg.PhaseMasked:
-		u3, err := sr.agg.CloseMasked()
-		if err != nil {
-			return err
-		}
-		sr.u3 = u3
-		sr.setExpected(u3)
+		_, err = sr.agg.CloseMasked()
 	case secagg.PhaseConsistency:
-		sigs, err := sr.agg.CloseConsistency()
-		if err != nil {
-			return err
-		}
-		sr.sigs = sr.sigs[:0]
-		ids := make([]int, len(sigs))
-		for k, s := range sigs {
-			b, err := s.MarshalBinary()
-			if err != nil {
-				return err
-			}
-			sr.sigs, ids[k] = append(sr.sigs, b), s.From
-		}
-		sr.setExpected(ids)
+		_, err = sr.agg.CloseConsistency()
 	default:
 		return fmt.Errorf("fednet: closing phase %v", sr.phase)
 	}
-	sr.open(sr.phase + 1)
-	return nil
+	if err != nil {
+		return err
+	}
+	return sr.open(sr.phase + 1)
 }
 
 // record hands learner i's message of phase p (its encoding b) to the
 // aggregator.
 func (sr *secRound) record(i int, p secagg.Phase, b []byte) error {
-	var err error
 	switch p {
 	case secagg.PhaseAdvertise:
-		var m secagg.Advertise
-		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
-			err = sr.agg.Advertised(m)
-		}
+		return accept(b, i, func(m secagg.Advertise) int { return m.From }, sr.agg.Advertised)
 	case secagg.PhaseShares:
-		var m secagg.Shares
-		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
-			err = sr.agg.Shared(m)
-		}
+		return accept(b, i, func(m secagg.Shares) int { return m.From }, sr.agg.Shared)
 	case secagg.PhaseConsistency:
-		var m secagg.Signature
-		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
-			err = sr.agg.Signed(m)
-		}
+		return accept(b, i, func(m secagg.Signature) int { return m.From }, sr.agg.Signed)
 	case secagg.PhaseUnmask:
-		var m secagg.Unmask
-		if err = unmarshal(&m, b, i, func() int { return m.From }); err == nil {
-			err = sr.agg.Unmasked(m)
-		}
-	default:
-		return fmt.Errorf("no message for phase %v through SecAgg", p)
+		return accept(b, i, func(m secagg.Unmask) int { return m.From }, sr.agg.Unmasked)
 	}
-	return err
+	return fmt.Errorf("no message for phase %v through SecAgg", p)
 }
 
-// unmarshal decodes b into m and checks that it is learner i's.
-func unmarshal(m encoding.BinaryUnmarshaler, b []byte, i int, from func() int) error {
-	if err := m.UnmarshalBinary(b); err != nil {
+// accept decodes b, checks that it is learner i's message (from names its
+// sender) and hands it to the aggregator's record.
+func accept[M any, PM interface {
+	*M
+	encoding.BinaryUnmarshaler
+}](b []byte, i int, from func(M) int, record func(M) error) error {
+	var m M
+	if err := PM(&m).UnmarshalBinary(b); err != nil {
 		return err
 	}
-	if f := from(); f != i {
+	if f := from(m); f != i {
 		return fmt.Errorf("a message from learner %d sent by learner %d", f, i)
 	}
-	return nil
+	return record(m)
 }
 
 // secState is what the server asks of learner i in round sr (the caller
@@ -313,7 +272,7 @@ func (s *Server) secState(i, r int) *flv1.SecAggResponse {
 		resp.State = flv1.SecAggState_SEC_AGG_STATE_ANSWER
 		switch sr.phase {
 		case secagg.PhaseShares:
-			resp.Messages = sr.roster
+			resp.Messages = sr.msgs
 		case secagg.PhaseMasked:
 			for _, e := range sr.agg.Inbox(i) {
 				b, err := e.MarshalBinary()
@@ -322,20 +281,12 @@ func (s *Server) secState(i, r int) *flv1.SecAggResponse {
 				}
 			}
 		case secagg.PhaseConsistency:
-			resp.Survivors = int32s(sr.u3)
+			resp.Survivors = convert[int32](sr.agg.Accepted(secagg.PhaseMasked))
 		case secagg.PhaseUnmask:
-			resp.Survivors, resp.Messages = int32s(sr.u3), sr.sigs
+			resp.Survivors, resp.Messages = convert[int32](sr.agg.Accepted(secagg.PhaseMasked)), sr.msgs
 		}
 	}
 	return resp
-}
-
-func int32s(v []int) []int32 {
-	out := make([]int32, len(v))
-	for k, x := range v {
-		out[k] = int32(x)
-	}
-	return out
 }
 
 // secureError returns why a secure-aggregation call of learner i for round
@@ -402,7 +353,7 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		default:
 			if err := sr.record(i, p, req.GetMessage()); err != nil {
 				s.mu.Unlock()
-				return nil, s.reject(codes.InvalidArgument, call, i, r, "phase %d (%v) message: %s", int(p), p, trimSecagg(err))
+				return nil, s.reject(codes.InvalidArgument, call, i, r, "phase %d (%v) message: %s", int(p), p, strings.TrimPrefix(err.Error(), "secagg: "))
 			}
 			if s.hooks.record != nil {
 				s.hooks.record(secEvent{Round: r, Attempt: sr.ctx.Attempt, Phase: p, From: i, Bytes: slices.Clone(req.GetMessage())})
@@ -450,15 +401,6 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 	}
 }
 
-// trimSecagg drops the secagg package's prefix from an error message.
-func trimSecagg(err error) string {
-	msg := err.Error()
-	if p := "secagg: "; len(msg) > len(p) && msg[:len(p)] == p {
-		return msg[len(p):]
-	}
-	return msg
-}
-
 // SubmitMasked implements the Federation service: a learner's masked
 // input y_u (phase 2), under the same limits as SubmitUpdate. It is added
 // to the round's sum at once and not kept.
@@ -471,7 +413,16 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 	if rj != nil {
 		return s.logged(rj)
 	}
-	return upload(s, call, id, func(perLearner *int) received[uint64] { return s.receiveMasked(stream, id, perLearner) }, func(res received[uint64]) error {
+	receive := func(perLearner *int) received[uint64] {
+		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, func(i, r int, a uint32) *rejection {
+			rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
+			if rj == nil && s.sec.answered[i] {
+				rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
+			}
+			return rj
+		})
+	}
+	return upload(s, call, id, receive, func(res received[uint64]) error {
 		s.mu.Lock()
 		if rj := s.secureError(call, res.i, res.r, res.a, secagg.PhaseMasked); rj != nil {
 			s.mu.Unlock()
@@ -484,7 +435,7 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 		}
 		if err := sr.agg.Masked(res.i, res.x); err != nil {
 			s.mu.Unlock()
-			return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", trimSecagg(err))
+			return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", strings.TrimPrefix(err.Error(), "secagg: "))
 		}
 		if s.hooks.record != nil {
 			s.hooks.record(secEvent{Round: res.r, Attempt: res.a, Phase: secagg.PhaseMasked, From: res.i, Masked: slices.Clone(res.x)})
@@ -495,74 +446,17 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 	})
 }
 
-// receiveMasked receives one masked input, checking every chunk against
-// the first and the open phase before it grows the vector.
-func (s *Server) receiveMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse], id int, perLearner *int) received[uint64] {
-	const call = "SubmitMasked"
-	first, err := stream.Recv()
-	if err != nil {
-		return received[uint64]{i: -1, r: -1, err: err}
-	}
-	i, r, a, dim := int(first.GetLearner()), int(first.GetRound()), first.GetAttempt(), int(first.GetDim())
-	fail := func(code codes.Code, format string, args ...any) received[uint64] {
-		return received[uint64]{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
-	}
-	if rj := s.learnerError(stream.Context(), call, i); rj != nil {
-		return received[uint64]{i: i, r: r, err: rj}
-	}
-	if id < 0 {
-		if rj := s.uploads.acquire(i, false); rj != nil {
-			rj.call, rj.round = call, r
-			return received[uint64]{i: i, r: r, err: rj}
-		}
-		*perLearner = i
-	}
-	if dim != s.opt.Shape.Dim {
-		return fail(codes.InvalidArgument, "masked input of dimension %d, want %d", dim, s.opt.Shape.Dim)
-	}
-	s.mu.Lock()
-	rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
-	if rj == nil && s.sec.answered[i] {
-		rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
-	}
-	s.mu.Unlock()
-	if rj != nil {
-		return received[uint64]{i: i, r: r, err: rj}
-	}
-	y, bad, err := collect(first, stream.Recv, dim, "masked input", func(c *flv1.MaskedChunk) string {
-		if int(c.GetLearner()) != i || int(c.GetRound()) != r || c.GetAttempt() != a || int(c.GetDim()) != dim {
-			return fmt.Sprintf("chunk for learner %d, round %d, attempt %d, dimension %d inside a masked input of learner %d, round %d, attempt %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetAttempt(), c.GetDim(), i, r, a, dim)
-		}
-		return ""
-	})
-	if err != nil {
-		return received[uint64]{i: i, r: r, err: err}
-	}
-	if bad != "" {
-		return fail(codes.InvalidArgument, "%s", bad)
-	}
-	return received[uint64]{i: i, r: r, a: a, x: y}
-}
-
-// awaitPhase waits until the open phase of sr may close: every expected
-// learner answered, QuorumGrace passed since T did, or RoundTimeout
-// passed (since the previous phase closed, or, for a server's first
-// phase, since the first learner reached it).
-func (s *Server) awaitPhase(ctx context.Context, sr *secRound) error {
-	s.mu.Lock()
-	full, quorum := sr.full, sr.quorum
-	s.mu.Unlock()
-	return s.awaitRound(ctx, full, quorum)
-}
-
 // runSecureRound runs the protocol of the open round to its end and
 // releases the next model.
 func (s *Server) runSecureRound(ctx context.Context) error {
 	for {
+		// The open phase may close when every expected learner answered,
+		// QuorumGrace passed since T did, or RoundTimeout passed.
 		s.mu.Lock()
 		sr := s.sec
+		full, quorum := sr.full, sr.quorum
 		s.mu.Unlock()
-		if err := s.awaitPhase(ctx, sr); err != nil {
+		if err := s.awaitRound(ctx, full, quorum); err != nil {
 			return err
 		}
 		s.stMu.Lock()
@@ -591,18 +485,13 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 		}
 		if err != nil {
 			if errors.Is(err, secagg.ErrTooFew) {
-				sr.failed = err
-				werr := s.writeSecSnapshot(sr)
-				close(sr.changed)
-				s.mu.Unlock()
-				s.stMu.Unlock()
-				s.log.Error("round failed", "round", r, "attempt", a, "phase", p.String(), "answers", got, "threshold", sr.ctx.T)
-				err = fmt.Errorf("%w: round %d, attempt %d: phase %d (%v) closed with %d learners, fewer than the threshold %d; released rounds are kept, restart the server to start attempt %d", ErrTooFewLearners, r, a, int(p), p, got, sr.ctx.T, a+1)
-				return errors.Join(err, werr)
+				err = s.failAttempt(sr, err)
+			} else {
+				err = fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
 			}
 			s.mu.Unlock()
 			s.stMu.Unlock()
-			return fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
+			return err
 		}
 		// Only now, with the close on disk, are its results served.
 		prev := sr.changed
@@ -619,20 +508,29 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 	}
 }
 
+// failAttempt records that the open phase of sr closed with fewer than T
+// learners (err): the attempt failed, and a restart opens the next. The
+// caller holds s.stMu and s.mu.
+func (s *Server) failAttempt(sr *secRound, err error) error {
+	sr.failed = err
+	werr := s.writeSecSnapshot(sr)
+	close(sr.changed)
+	r, a, p := s.round, sr.ctx.Attempt, sr.phase
+	s.log.Error("round failed", "round", r, "attempt", a, "phase", p.String(), "answers", sr.got, "threshold", sr.ctx.T)
+	err = fmt.Errorf("%w: round %d, attempt %d: phase %d (%v) closed with %d learners, fewer than the threshold %d; released rounds are kept, restart the server to start attempt %d", ErrTooFewLearners, r, a, int(p), p, sr.got, sr.ctx.T, a+1)
+	return errors.Join(err, werr)
+}
+
 // releaseSecure closes phase 4: the aggregator removes the masks, the
 // ring sum is released through fedopt, written and published. The caller
 // holds s.stMu and s.mu.
 func (s *Server) releaseSecure(sr *secRound) error {
 	r, n := s.round, s.opt.Shape.Learners
 	sum, u3, err := sr.agg.Finish()
+	if errors.Is(err, secagg.ErrTooFew) {
+		return s.failAttempt(sr, err)
+	}
 	if err != nil {
-		if errors.Is(err, secagg.ErrTooFew) {
-			sr.failed = err
-			werr := s.writeSecSnapshot(sr)
-			close(sr.changed)
-			s.log.Error("round failed", "round", r, "attempt", sr.ctx.Attempt, "phase", "unmask", "answers", sr.got, "threshold", sr.ctx.T)
-			return errors.Join(fmt.Errorf("%w: round %d, attempt %d: unmask closed with %d learners, fewer than the threshold %d; released rounds are kept, restart the server to resume", ErrTooFewLearners, r, sr.ctx.Attempt, sr.got, sr.ctx.T), werr)
-		}
 		return fmt.Errorf("fednet: round %d, attempt %d, unmasking: %w", r, sr.ctx.Attempt, err)
 	}
 	if s.hooks.sum != nil {
@@ -670,9 +568,14 @@ func (s *Server) secContext(a uint32) secagg.Context {
 // openSecRound opens attempt a of the open round and writes its snapshot,
 // so that the attempt counter is on disk before any learner is served.
 func (s *Server) openSecRound(a uint32) (*secRound, error) {
-	sr, err := newSecRound(s.secContext(a), s.opt.Shape.Learners)
+	c := s.secContext(a)
+	agg, err := secagg.NewAggregator(c)
 	if err != nil {
 		return nil, fmt.Errorf("fednet: secure aggregation: %w", err)
+	}
+	sr := &secRound{ctx: c, agg: agg}
+	if err := sr.open(secagg.PhaseAdvertise); err != nil {
+		return nil, err
 	}
 	if err := s.writeSecSnapshot(sr); err != nil {
 		return nil, err

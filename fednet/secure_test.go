@@ -525,6 +525,8 @@ func TestSecureSnapshotRefused(t *testing.T) {
 	later[len(secMagic)+16] = 1 // round 1
 	corrupt := bytes.Clone(good)
 	corrupt[len(corrupt)-1] ^= 1
+	older := bytes.Clone(good)
+	copy(older, "DPMFSA01") // the format that also held the roster, U2, U3 and the signatures
 	for _, c := range []struct {
 		name, want string
 		data       []byte
@@ -532,6 +534,7 @@ func TestSecureSnapshotRefused(t *testing.T) {
 		{"another run", "belongs to run", reseal(other)},
 		{"a later round", "rewound", reseal(later)},
 		{"corrupt", "checksum mismatch", corrupt},
+		{"an older format", "not a secure-aggregation snapshot of format DPMFSA02", reseal(older)},
 	} {
 		if err := os.WriteFile(path, c.data, 0o600); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package fednet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -231,24 +233,12 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.Dir == "" {
 		return nil, errors.New("fednet: the server needs a state directory")
 	}
-	if opt.RoundTimeout == 0 {
-		opt.RoundTimeout = 60 * time.Second
-	}
-	if opt.MaxWait == 0 {
-		opt.MaxWait = 30 * time.Second
-	}
-	if opt.Linger == 0 {
-		opt.Linger = 10 * time.Second
-	}
-	if opt.CallTimeout == 0 {
-		opt.CallTimeout = 30 * time.Second
-	}
-	if opt.QuorumGrace == 0 {
-		opt.QuorumGrace = 3 * time.Second
-	}
-	if opt.MinLearners == 0 {
-		opt.MinLearners = sh.Learners
-	}
+	opt.RoundTimeout = cmp.Or(opt.RoundTimeout, 60*time.Second)
+	opt.MaxWait = cmp.Or(opt.MaxWait, 30*time.Second)
+	opt.Linger = cmp.Or(opt.Linger, 10*time.Second)
+	opt.CallTimeout = cmp.Or(opt.CallTimeout, 30*time.Second)
+	opt.QuorumGrace = cmp.Or(opt.QuorumGrace, 3*time.Second)
+	opt.MinLearners = cmp.Or(opt.MinLearners, sh.Learners)
 	if opt.MinLearners < 1 || opt.MinLearners > sh.Learners {
 		return nil, fmt.Errorf("fednet: minimum learners per round %d, want 1..%d", opt.MinLearners, sh.Learners)
 	}
@@ -265,16 +255,10 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	for _, p := range []*int{&opt.MaxUploadsPerLearner, &opt.MaxModelStreamsPerLearner} {
-		if *p == 0 {
-			*p = DefaultCallsPerLearner
-		}
+		*p = cmp.Or(*p, DefaultCallsPerLearner)
 	}
-	if opt.MaxUploads == 0 {
-		opt.MaxUploads = sat(sh.Learners, opt.MaxUploadsPerLearner)
-	}
-	if opt.MaxModelStreams == 0 {
-		opt.MaxModelStreams = sat(sh.Learners, opt.MaxModelStreamsPerLearner)
-	}
+	opt.MaxUploads = cmp.Or(opt.MaxUploads, sat(sh.Learners, opt.MaxUploadsPerLearner))
+	opt.MaxModelStreams = cmp.Or(opt.MaxModelStreams, sat(sh.Learners, opt.MaxModelStreamsPerLearner))
 	if opt.MaxUploads < 0 || opt.MaxUploadsPerLearner < 0 || opt.MaxModelStreams < 0 || opt.MaxModelStreamsPerLearner < 0 {
 		return nil, fmt.Errorf("fednet: call limits %d uploads (%d per learner) and %d model streams (%d per learner), want >= 0 (0: the default)",
 			opt.MaxUploads, opt.MaxUploadsPerLearner, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner)
@@ -291,10 +275,7 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if opt.NoiseKey != nil && opt.Noise == nil {
 		return nil, errors.New("fednet: a noise key without a noise mechanism")
 	}
-	log := opt.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
 	desc, err := describe(opt)
 	if err != nil {
 		return nil, err
@@ -302,9 +283,6 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	// Check what can be checked before the state directory is touched.
 	if err := opt.Config.Validate(); err != nil {
 		return nil, err
-	}
-	if sh.Learners < 1 || sh.Rounds < 1 || sh.Tau < 1 {
-		return nil, fmt.Errorf("fednet: run of shape n = %d, R = %d, tau = %d, want all >= 1", sh.Learners, sh.Rounds, sh.Tau)
 	}
 	x0 := make([]float64, sh.Dim) // the optimiser's x^0: X0, or zeros
 	if opt.Config.X0 != nil {
@@ -442,18 +420,14 @@ func describePlan(opt ServerOptions) ([]byte, error) {
 	if c.X0 != nil {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
 	}
-	var std float64
+	var std, planStd float64
 	if c.Privacy != nil {
 		std = c.Privacy.NoiseStd
 	}
-	var planStd float64
 	if p.Privacy != nil {
 		planStd = p.Privacy.NoiseStd
 	}
-	m := p.Model
-	if m == nil {
-		m = &plan.Model{}
-	}
+	m := cmp.Or(p.Model, &plan.Model{})
 	for _, f := range []struct {
 		name      string
 		plan, run any
@@ -698,7 +672,8 @@ func (s *Server) learnerError(ctx context.Context, call string, learner int) *re
 			return refusal(codes.PermissionDenied, call, learner, -1, "authenticated as learner %d, not %d", id, learner)
 		}
 	}
-	s.firstContact()
+	// A learner reached the server: the first round's timeout starts.
+	s.contacted.Do(func() { close(s.contact) })
 	return nil
 }
 
@@ -716,12 +691,6 @@ func (s *Server) identify(ctx context.Context, call string) (int, *rejection) {
 		return -1, refusal(codes.PermissionDenied, call, id, -1, "authenticated as learner %d, want 0..%d", id, s.opt.Shape.Learners-1)
 	}
 	return id, nil
-}
-
-// firstContact records that a learner reached the server: the first round's
-// timeout starts.
-func (s *Server) firstContact() {
-	s.contacted.Do(func() { close(s.contact) })
 }
 
 // Join implements the Federation service.
@@ -897,7 +866,11 @@ func upload[T any](s *Server, call string, id int, receive func(perLearner *int)
 		if rj, ok := res.err.(*rejection); ok {
 			return s.logged(rj)
 		}
-		return s.recvError(call, res.i, res.r, res.err)
+		// Not received (oversized, undecodable, or the peer went away).
+		if st := status.Convert(res.err); st.Code() != codes.Canceled && st.Code() != codes.DeadlineExceeded {
+			s.warn("rejected", "call", call, "learner", res.i, "round", res.r, "reason", st.Message())
+		}
+		return res.err
 	}
 	return use(res)
 }
@@ -944,57 +917,82 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	})
 }
 
-// receive receives and checks one update. id is the authenticated learner
-// (-1 without authentication); without it, receive takes the per-learner
-// upload slot of the learner the first chunk names and records it in
-// *perLearner. The update grows as its chunks arrive, so a stalled upload
-// holds only what it was sent.
+// receive receives and checks one update (see receiveVector).
 func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse], id int, perLearner *int) received[float64] {
 	const call = "SubmitUpdate"
-	ctx := stream.Context()
-	first, err := stream.Recv()
+	res := receiveVector(s, stream.Context(), stream.Recv, call, "update", id, perLearner, nil, func(i, r int, _ uint32) *rejection {
+		return s.openError(call, i, r)
+	})
+	if res.err == nil {
+		if err := s.core.CheckUpdate(res.x); err != nil {
+			return received[float64]{i: res.i, r: res.r, err: refusal(codes.InvalidArgument, call, res.i, res.r, "%s", strings.TrimPrefix(err.Error(), "fedopt: "))}
+		}
+	}
+	return res
+}
+
+// receiveVector receives one upload of call (what: "update", "masked
+// input"), checking the first chunk's learner, dimension and, under s.mu,
+// open (the round, or the attempt with attempt not nil), then every chunk
+// against the first. id is the authenticated learner (-1 without
+// authentication); without it, receiveVector takes the per-learner upload
+// slot of the learner the first chunk names and records it in
+// *perLearner. The vector grows as its chunks arrive, so a stalled upload
+// holds only what it was sent.
+func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv func() (C, error), call, what string, id int, perLearner *int,
+	attempt func(C) uint32, open func(i, r int, a uint32) *rejection) received[T] {
+	first, err := recv()
 	if err != nil {
-		return received[float64]{i: -1, r: -1, err: err}
+		return received[T]{i: -1, r: -1, err: err}
+	}
+	// head names a chunk's upload: every chunk must name the first's.
+	head := func(c C) string {
+		if attempt == nil {
+			return fmt.Sprintf("learner %d, round %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetDim())
+		}
+		return fmt.Sprintf("learner %d, round %d, attempt %d, dimension %d", c.GetLearner(), c.GetRound(), attempt(c), c.GetDim())
 	}
 	i, r, dim := int(first.GetLearner()), int(first.GetRound()), int(first.GetDim())
-	fail := func(code codes.Code, format string, args ...any) received[float64] {
-		return received[float64]{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
+	var a uint32
+	if attempt != nil {
+		a = attempt(first)
+	}
+	fail := func(code codes.Code, format string, args ...any) received[T] {
+		return received[T]{i: i, r: r, err: refusal(code, call, i, r, format, args...)}
 	}
 	if rj := s.learnerError(ctx, call, i); rj != nil {
-		return received[float64]{i: i, r: r, err: rj}
+		return received[T]{i: i, r: r, err: rj}
 	}
 	if id < 0 {
 		if rj := s.uploads.acquire(i, false); rj != nil {
 			rj.call, rj.round = call, r
-			return received[float64]{i: i, r: r, err: rj}
+			return received[T]{i: i, r: r, err: rj}
 		}
 		*perLearner = i
 	}
 	if dim != s.opt.Shape.Dim {
-		return fail(codes.InvalidArgument, "update of dimension %d, want %d", dim, s.opt.Shape.Dim)
+		return fail(codes.InvalidArgument, "%s of dimension %d, want %d", what, dim, s.opt.Shape.Dim)
 	}
 	s.mu.Lock()
-	rj := s.openError(call, i, r)
+	rj := open(i, r, a)
 	s.mu.Unlock()
 	if rj != nil {
-		return received[float64]{i: i, r: r, err: rj}
+		return received[T]{i: i, r: r, err: rj}
 	}
-	u, bad, err := collect(first, stream.Recv, dim, "update", func(c *flv1.UpdateChunk) string {
-		if int(c.GetLearner()) != i || int(c.GetRound()) != r || int(c.GetDim()) != dim {
-			return fmt.Sprintf("chunk for learner %d, round %d, dimension %d inside an update of learner %d, round %d, dimension %d", c.GetLearner(), c.GetRound(), c.GetDim(), i, r, dim)
+	want := head(first)
+	x, bad, err := collect(first, recv, dim, what, func(c C) string {
+		if h := head(c); h != want {
+			return fmt.Sprintf("chunk for %s inside the %s of %s", h, what, want)
 		}
 		return ""
 	})
 	if err != nil {
-		return received[float64]{i: i, r: r, err: err}
+		return received[T]{i: i, r: r, err: err}
 	}
 	if bad != "" {
 		return fail(codes.InvalidArgument, "%s", bad)
 	}
-	if err := s.core.CheckUpdate(u); err != nil {
-		return fail(codes.InvalidArgument, "%s", trimPrefix(err))
-	}
-	return received[float64]{i: i, r: r, x: u}
+	return received[T]{i: i, r: r, a: a, x: x}
 }
 
 // checkWitness compares what learner i has received (its witness in req)
@@ -1042,16 +1040,6 @@ func (s *Server) faultErr() error {
 	return fmt.Errorf("fednet: %w", s.fault)
 }
 
-// recvError logs a message that could not be received (oversized,
-// undecodable, or the peer went away) and returns its status.
-func (s *Server) recvError(call string, learner, round int, err error) error {
-	st := status.Convert(err)
-	if st.Code() != codes.Canceled && st.Code() != codes.DeadlineExceeded {
-		s.warn("rejected", "call", call, "learner", learner, "round", round, "reason", st.Message())
-	}
-	return err
-}
-
 // openError returns why learner i may not submit for round r, or nil: the
 // round is not the open one, the run is over, or i already submitted for
 // it. The caller holds s.mu.
@@ -1069,29 +1057,16 @@ func (s *Server) openError(call string, i, r int) *rejection {
 	return nil
 }
 
-// trimPrefix drops a library's package prefix from an error message.
-func trimPrefix(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"fedopt: ", "fednet: ", "dpmf: "} {
-		if len(msg) > len(p) && msg[:len(p)] == p {
-			return msg[len(p):]
-		}
-	}
-	return msg
-}
-
 // finite reports whether every entry of x is finite.
 func finite(x []float64) bool {
-	for _, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(x, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
 }
 
 // vectorChunk is a chunk of an uploaded vector (UpdateChunk, MaskedChunk).
 type vectorChunk[T any] interface {
+	GetLearner() int32
+	GetRound() int32
+	GetDim() int32
 	GetOffset() int32
 	GetValues() []T
 }

@@ -84,29 +84,6 @@ type Released struct {
 	X       []float64
 }
 
-// encodeRound returns the bytes of round rel's file in run id, chained to
-// prev (the hash that ends the previous round's file), and the hash that
-// ends it.
-func encodeRound(id runID, prev [sha256.Size]byte, rel Released) ([]byte, [sha256.Size]byte) {
-	var b bytes.Buffer
-	b.Grow(roundHead + 8*len(rel.X) + sha256.Size)
-	b.WriteString(roundMagic)
-	b.Write(id[:])
-	var u [8]byte
-	for _, v := range []uint64{uint64(rel.Round), uint64(len(rel.X)), uint64(rel.Updates)} {
-		binary.LittleEndian.PutUint64(u[:], v)
-		b.Write(u[:])
-	}
-	b.Write(prev[:])
-	for _, v := range rel.X {
-		binary.LittleEndian.PutUint64(u[:], math.Float64bits(v))
-		b.Write(u[:])
-	}
-	sum := sha256.Sum256(b.Bytes())
-	b.Write(sum[:])
-	return b.Bytes(), sum
-}
-
 // roundHeader is what a round file says of itself besides the model.
 type roundHeader struct {
 	run       runID
@@ -166,6 +143,26 @@ func decodeRound(data []byte) (roundHeader, []float64, error) {
 	return h, x, nil
 }
 
+// seal returns b followed by its SHA-256, as every state file ends.
+func seal(b []byte) []byte {
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+// unseal checks the magic and the final SHA-256 of a state file (what)
+// whose part before the hash is at least head bytes long, and returns that
+// part after the magic.
+func unseal(data []byte, magic string, head int, what string) ([]byte, error) {
+	if len(data) < head+sha256.Size || string(data[:len(magic)]) != magic {
+		return nil, fmt.Errorf("not a %s of format %s (bad magic or too short)", what, magic)
+	}
+	body := data[:len(data)-sha256.Size]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[len(body):]) {
+		return nil, errors.New("checksum mismatch")
+	}
+	return body[len(magic):], nil
+}
+
 // store is the server's state directory.
 type store struct {
 	dir string
@@ -182,45 +179,55 @@ func (s store) write(name string, perm os.FileMode, data []byte) error {
 	})
 }
 
-// writeRound writes x^r of run id, chained to prev, durably, and returns
-// the hash that ends its file. It is called before x^r is sent to anyone,
+// writeRound writes x^r of run id, chained to prev (the hash that ends the
+// previous round's file), durably, and returns the hash that ends its file. It is called before x^r is sent to anyone,
 // so a model that left the server is on disk.
 func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha256.Size]byte, error) {
-	data, sum := encodeRound(id, prev, rel)
-	return sum, s.write(roundName(rel.Round), 0o644, data)
+	b := make([]byte, 0, roundHead+8*len(rel.X)+sha256.Size)
+	b = append(append(b, roundMagic...), id[:]...)
+	for _, v := range []uint64{uint64(rel.Round), uint64(len(rel.X)), uint64(rel.Updates)} {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	b = append(b, prev[:]...)
+	for _, v := range rel.X {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	b = seal(b)
+	return [sha256.Size]byte(b[len(b)-sha256.Size:]), s.write(roundName(rel.Round), 0o644, b)
 }
 
 // readRegular reads a state file, refusing a symbolic link (a state file
 // is never one: a link could make another run's file, or any file, pass
 // for this run's) and anything but a regular file.
 func (s store) readRegular(name string, max int64) ([]byte, error) {
-	if err := s.checkRegular(name); err != nil {
+	if _, err := s.checkRegular(name); err != nil {
 		return nil, err
 	}
 	return atomicfile.ReadRegular(s.path(name), max)
 }
 
-// checkRegular returns an error if name is a symbolic link or not a
-// regular file, and the error of Lstat (fs.ErrNotExist) if it is missing.
-func (s store) checkRegular(name string) error {
+// checkRegular returns name's Lstat, or an error if it is a symbolic link
+// or not a regular file, and the error of Lstat (fs.ErrNotExist) if it is
+// missing.
+func (s store) checkRegular(name string) (fs.FileInfo, error) {
 	fi, err := os.Lstat(s.path(name))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link: a state file must be a regular file", s.path(name))
+		return nil, fmt.Errorf("%s is a symbolic link: a state file must be a regular file", s.path(name))
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", s.path(name))
+		return nil, fmt.Errorf("%s is not a regular file", s.path(name))
 	}
-	return nil
+	return fi, nil
 }
 
 // readHeader reads the header and the final hash of round r's file
 // without reading the model.
 func (s store) readHeader(r int) (roundHeader, error) {
 	name := roundName(r)
-	if err := s.checkRegular(name); err != nil {
+	if _, err := s.checkRegular(name); err != nil {
 		return roundHeader{}, err
 	}
 	f, err := atomicfile.OpenRegular(s.path(name))
@@ -333,16 +340,6 @@ type mark struct {
 	sum   [sha256.Size]byte
 }
 
-func encodeMark(m mark) []byte {
-	b := make([]byte, 0, markLen)
-	b = append(b, markMagic...)
-	b = append(b, m.run[:]...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(m.round))
-	b = append(b, m.sum[:]...)
-	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
-}
-
 // readMark reads and checks the high-water mark.
 func (s store) readMark() (mark, error) {
 	var m mark
@@ -350,26 +347,28 @@ func (s store) readMark() (mark, error) {
 	if err != nil {
 		return m, err
 	}
-	body := data[:max(len(data)-sha256.Size, 0)]
-	if len(data) != markLen || string(data[:len(markMagic)]) != markMagic {
-		return m, fmt.Errorf("%s: not a high-water mark file", s.path(markFile))
+	p, err := unseal(data, markMagic, markLen-sha256.Size, "high-water mark file")
+	if err == nil && len(data) != markLen {
+		err = errors.New("not a high-water mark file (bad length)")
 	}
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], data[len(body):]) {
-		return m, fmt.Errorf("%s: checksum mismatch", s.path(markFile))
+	if err != nil {
+		return m, fmt.Errorf("%s: %v", s.path(markFile), err)
 	}
-	copy(m.run[:], data[len(markMagic):])
-	r := binary.LittleEndian.Uint64(data[len(markMagic)+16:])
+	copy(m.run[:], p)
+	r := binary.LittleEndian.Uint64(p[16:])
 	if r > math.MaxInt32 {
 		return m, fmt.Errorf("%s: round %d out of range", s.path(markFile), r)
 	}
 	m.round = int(r)
-	copy(m.sum[:], data[len(markMagic)+24:])
+	copy(m.sum[:], p[24:])
 	return m, nil
 }
 
 // writeMark writes the high-water mark durably.
 func (s store) writeMark(m mark) error {
-	return s.write(markFile, 0o644, encodeMark(m))
+	b := append([]byte(markMagic), m.run[:]...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.round))
+	return s.write(markFile, 0o644, seal(append(b, m.sum[:]...)))
 }
 
 // runRecord is the content of run.json.
@@ -429,10 +428,7 @@ func keyFingerprint(key [32]byte) string {
 func (s store) readKey() ([32]byte, error) {
 	var key [32]byte
 	path := s.path(keyFile)
-	if err := s.checkRegular(keyFile); err != nil {
-		return key, err
-	}
-	fi, err := os.Stat(path)
+	fi, err := s.checkRegular(keyFile)
 	if err != nil {
 		return key, err
 	}
@@ -448,12 +444,6 @@ func (s store) readKey() ([32]byte, error) {
 	}
 	copy(key[:], data)
 	return key, nil
-}
-
-// exists reports whether name exists in the directory (as anything).
-func (s store) exists(name string) bool {
-	_, err := os.Lstat(s.path(name))
-	return err == nil
 }
 
 // stateOptions say what a run needs of its state directory.
@@ -522,7 +512,7 @@ func (st *state) create(o stateOptions) error {
 	if m, err := st.readMark(); err == nil && m.round > 0 {
 		return fmt.Errorf("%s records round %d as released but %s is missing: use a fresh state directory", st.path(markFile), m.round, runFile)
 	}
-	if o.noise && o.key == nil && st.exists(keyFile) {
+	if _, err := os.Lstat(st.path(keyFile)); err == nil && o.noise && o.key == nil {
 		return fmt.Errorf("%s exists but %s does not: it is left from an interrupted start or another run and is never reused for a new run; remove it if no model was released with it, or use a fresh state directory", st.path(keyFile), runFile)
 	}
 	if _, err := rand.Read(st.run[:]); err != nil {
@@ -564,7 +554,7 @@ func (st *state) create(o stateOptions) error {
 func (st *state) resume(rec runRecord, o stateOptions) error {
 	st.run, st.resumed = rec.id, true
 	runPath := st.path(runFile)
-	if !jsonEqual(rec.Plan, o.plan) {
+	if !bytes.Equal(compact(rec.Plan), compact(o.plan)) { // both JSON: run.json parsed, the plan marshalled
 		return fmt.Errorf("%s describes another run (%s); this one is %s: use a fresh state directory", runPath, compact(rec.Plan), compact(o.plan))
 	}
 	if ino, ok := dirInode(st.dir); ok && rec.DirInode != 0 && ino != rec.DirInode {
@@ -677,16 +667,6 @@ func (st *state) release(rel Released) error {
 	st.head, st.last = sum, rel
 	st.sums = append(st.sums, sum)
 	return nil
-}
-
-// jsonEqual reports whether a and b are the same JSON text up to
-// insignificant white space.
-func jsonEqual(a, b []byte) bool {
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
-		return false
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // compact returns JSON text without insignificant white space (or as it

@@ -29,18 +29,14 @@ const (
 	BaselineCorrelated
 )
 
+// algorithmNames are the algorithms' names, by value.
+var algorithmNames = []string{Correlated: "correlated", Independent: "independent", NonPrivate: "nonprivate", BaselineCorrelated: "baseline-correlated"}
+
 // String returns "correlated", "independent", "nonprivate" or
 // "baseline-correlated".
 func (a Algorithm) String() string {
-	switch a {
-	case Correlated:
-		return "correlated"
-	case Independent:
-		return "independent"
-	case NonPrivate:
-		return "nonprivate"
-	case BaselineCorrelated:
-		return "baseline-correlated"
+	if a >= 0 && int(a) < len(algorithmNames) {
+		return algorithmNames[a]
 	}
 	return fmt.Sprintf("Algorithm(%d)", int(a))
 }

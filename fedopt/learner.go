@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
+
 	dpmodel "github.com/dpmf/dpmf/model"
 )
 
@@ -74,9 +76,7 @@ func (l *Learner) Update(u []float64, r int, x []float64) error {
 		if l.clip > 0 {
 			Clip(l.g, l.clip)
 		}
-		for k, v := range l.g {
-			u[k] += v
-		}
+		floats.Add(u, l.g)
 		if l.algo.LocalSteps() {
 			for k, v := range l.g {
 				l.z[k] -= l.eta * v

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/secagg"
@@ -271,16 +273,12 @@ func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64,
 // release scales the aggregate in s.dir, adds the round's noise and
 // releases x^{r+1}.
 func (s *Server) release() error {
-	for k := range s.dir {
-		s.dir[k] *= s.scale
-	}
+	floats.Scale(s.scale, s.dir)
 	if s.noise != nil {
 		if err := s.noise.Next(s.nz); err != nil {
 			return fmt.Errorf("fedopt: noise for round %d: %w", s.round, err)
 		}
-		for k := range s.dir {
-			s.dir[k] += s.nz[k]
-		}
+		floats.Add(s.dir, s.nz)
 	}
 	for k, v := range s.x {
 		if y := v - s.step*s.dir[k]; math.IsNaN(y) || math.IsInf(y, 0) {

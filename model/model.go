@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpmf/dpmf/dataset"
 )
 
@@ -60,14 +62,9 @@ func AverageGrad(m Model, dst, buf, x []float64, s dataset.Samples) {
 	clear(dst)
 	for j := 0; j < s.Len(); j++ {
 		m.Grad(buf, x, s.Row(j), s.Y[j])
-		for k, v := range buf {
-			dst[k] += v
-		}
+		floats.Add(dst, buf)
 	}
-	inv := 1 / float64(s.Len())
-	for k := range dst {
-		dst[k] *= inv
-	}
+	floats.Scale(1/float64(s.Len()), dst)
 }
 
 // Accuracy returns the fraction of samples m classifies correctly at x, and

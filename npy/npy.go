@@ -157,10 +157,7 @@ func SaveDense(path string, m *mat.Dense) error {
 	case raw.Stride == c:
 		data = raw.Data[:r*c]
 	default:
-		data = make([]float64, r*c)
-		for i := range r {
-			copy(data[i*c:(i+1)*c], raw.Data[i*raw.Stride:i*raw.Stride+c])
-		}
+		data = mat.DenseCopyOf(m).RawMatrix().Data
 	}
 	return Save(path, []int{r, c}, data)
 }

@@ -26,12 +26,14 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -138,9 +140,7 @@ func DefaultThreshold(n int) int { return 2*n/3 + 1 }
 // tau local steps, clipping bound clip and models of dim parameters, with
 // threshold T (0: [DefaultThreshold]).
 func NewSecureAggregation(n, tau int, clip float64, dim, threshold int) (*SecureAggregation, error) {
-	if threshold == 0 {
-		threshold = DefaultThreshold(n)
-	}
+	threshold = cmp.Or(threshold, DefaultThreshold(n))
 	if dim < 1 {
 		return nil, fmt.Errorf("plan: secure aggregation with dim %d, want the model's parameter count >= 1", dim)
 	}
@@ -269,24 +269,21 @@ const (
 	Paper
 )
 
+// calibrationNames are the calibrations' names, by value.
+var calibrationNames = []string{Exact: "exact", Paper: "paper"}
+
 // String returns "exact" or "paper".
 func (c Calibration) String() string {
-	switch c {
-	case Exact:
-		return "exact"
-	case Paper:
-		return "paper"
+	if c >= 0 && int(c) < len(calibrationNames) {
+		return calibrationNames[c]
 	}
 	return fmt.Sprintf("Calibration(%d)", int(c))
 }
 
 // ParseCalibration parses "exact" or "paper".
 func ParseCalibration(s string) (Calibration, error) {
-	switch s {
-	case "exact":
-		return Exact, nil
-	case "paper":
-		return Paper, nil
+	if c := slices.Index(calibrationNames, s); c >= 0 {
+		return Calibration(c), nil
 	}
 	return 0, &param.Error{Param: "calibration", Value: strconv.Quote(s), Want: "exact or paper"}
 }
@@ -335,9 +332,7 @@ func SeedDigest(seed uint64) string {
 func (p *Plan) Marshal() ([]byte, error) {
 	q := *p
 	q.Format, q.Workload = Format, q.workload()
-	if q.Participation == "" {
-		q.Participation = "single"
-	}
+	q.Participation = cmp.Or(q.Participation, "single")
 	if err := checkFinite(&q); err != nil {
 		return nil, err
 	}
@@ -398,9 +393,6 @@ func checkFinite(p *Plan) error {
 // Validate checks the plan's fields: a one-line error names the first that
 // is wrong and what it should be.
 func (p *Plan) Validate() error {
-	bad := func(name string, v any, want string) error {
-		return fmt.Errorf("plan: %s %v, want %s", name, v, want)
-	}
 	if err := checkFinite(p); err != nil {
 		return err
 	}
@@ -478,9 +470,6 @@ func (p *Plan) Validate() error {
 }
 
 func (t *Target) validate(p *Plan) error {
-	bad := func(name string, v any, want string) error {
-		return fmt.Errorf("plan: %s %v, want %s", name, v, want)
-	}
 	if !(t.Eps > 0) {
 		return bad("eps", t.Eps, "a finite number > 0")
 	}
@@ -518,12 +507,7 @@ func (t *Target) relation() (accountant.Relation, error) {
 }
 
 // workload returns the workload's name ([WorkloadPrefix] when empty).
-func (p *Plan) workload() string {
-	if p.Workload == "" {
-		return WorkloadPrefix
-	}
-	return p.Workload
-}
+func (p *Plan) workload() string { return cmp.Or(p.Workload, WorkloadPrefix) }
 
 // Pattern returns the participation pattern of the plan (single when
 // empty).
@@ -583,6 +567,11 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 		}
 	}
 	return s, nil
+}
+
+// bad returns the error of field name with value v, which should be want.
+func bad(name string, v any, want string) error {
+	return fmt.Errorf("plan: %s %v, want %s", name, v, want)
 }
 
 // prefixError is an error of another package returned by the plan: its

@@ -46,6 +46,33 @@ func NewAggregator(ctx Context) (*Aggregator, error) {
 // Phase returns the phase the aggregator is in.
 func (a *Aggregator) Phase() Phase { return a.phase }
 
+// Context returns the aggregator's context.
+func (a *Aggregator) Context() Context { return a.ctx }
+
+// Accepted returns, sorted, the learners whose message of phase p
+// (PhaseAdvertise to PhaseUnmask) was accepted: once p has closed, the
+// set it closed with (U1 to U5).
+func (a *Aggregator) Accepted(p Phase) []int {
+	if p < PhaseAdvertise || p > PhaseUnmask {
+		return nil
+	}
+	return a.ids(p)
+}
+
+// Roster returns U1's advertisements sorted by id, as CloseAdvertise did.
+func (a *Aggregator) Roster() []Advertise { return a.roster(a.ids(PhaseAdvertise)) }
+
+// Signatures returns U4's signatures sorted by signer, as
+// CloseConsistency did.
+func (a *Aggregator) Signatures() []Signature {
+	ids := a.ids(PhaseConsistency)
+	out := make([]Signature, len(ids))
+	for i, u := range ids {
+		out[i] = a.sigs[u]
+	}
+	return out
+}
+
 // accept checks a phase-p message from learner from: the aggregator's phase,
 // the id's range, membership of the previous phase's set, no duplicate.
 func (a *Aggregator) accept(p Phase, what string, from int) error {
@@ -70,12 +97,7 @@ func (a *Aggregator) close(p Phase) ([]int, error) {
 	if a.phase != p {
 		return nil, fmt.Errorf("secagg: closing phase %s in phase %s", p, a.phase)
 	}
-	var ids []int
-	for u, ok := range a.in[p] {
-		if ok {
-			ids = append(ids, u)
-		}
-	}
+	ids := a.ids(p)
 	if len(ids) < a.ctx.T {
 		a.phase = PhaseFailed
 		return nil, fmt.Errorf("secagg: phase %s closed with %d learners, threshold %d: %w", p, len(ids), a.ctx.T, ErrTooFew)
@@ -255,15 +277,10 @@ func (a *Aggregator) Signed(m Signature) error {
 // CloseConsistency closes phase 3 and returns the signatures of U4, sorted
 // by signer; an error wrapping ErrTooFew if fewer than T learners signed.
 func (a *Aggregator) CloseConsistency() ([]Signature, error) {
-	ids, err := a.close(PhaseConsistency)
-	if err != nil {
+	if _, err := a.close(PhaseConsistency); err != nil {
 		return nil, err
 	}
-	out := make([]Signature, len(ids))
-	for i, u := range ids {
-		out[i] = a.sigs[u]
-	}
-	return out, nil
+	return a.Signatures(), nil
 }
 
 // Unmasked records a learner's phase-4 shares: refused in another phase,

@@ -1,6 +1,7 @@
 package secagg
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -494,5 +495,64 @@ func TestRunMaxLearners(t *testing.T) {
 	}
 	if !slices.Equal(surv, want) || !slices.Equal(sum, plainSum(in, want)) {
 		t.Fatal("N = 255: survivors or sum differ from the plain sum")
+	}
+}
+
+// The accessors give the sets and messages the closes gave: here learner
+// 3 advertises and then drops, so U1 = {0, 1, 2, 3} and U2 = U3 = U4 =
+// {0, 1, 2}.
+func TestAccessors(t *testing.T) {
+	ctx := testContext(4, 3, 8)
+	s := newSession(t, ctx, 11)
+	s.advertise(t)
+	if got := s.agg.Context(); got != ctx {
+		t.Errorf("Context() = %+v, want %+v", got, ctx)
+	}
+	for u, c := range s.clients[:3] {
+		m, err := c.ShareKeys(s.roster)
+		must(t, err)
+		must(t, s.agg.Shared(m))
+		if u == 0 && !slices.Equal(s.agg.Accepted(PhaseShares), []int{0}) {
+			t.Errorf("Accepted(PhaseShares) in the open phase = %v, want [0]", s.agg.Accepted(PhaseShares))
+		}
+	}
+	_, err := s.agg.CloseShares()
+	must(t, err)
+	for u, c := range s.clients[:3] {
+		y, err := c.MaskedInput(s.agg.Inbox(u), s.in[u])
+		must(t, err)
+		must(t, s.agg.Masked(u, y))
+	}
+	u3, err := s.agg.CloseMasked()
+	must(t, err)
+	for _, c := range s.clients[:3] {
+		m, err := c.Sign(u3)
+		must(t, err)
+		must(t, s.agg.Signed(m))
+	}
+	sigs, err := s.agg.CloseConsistency()
+	must(t, err)
+	for p, want := range map[Phase][]int{PhaseAdvertise: {0, 1, 2, 3}, PhaseShares: {0, 1, 2}, PhaseMasked: {0, 1, 2}, PhaseConsistency: {0, 1, 2}, PhaseUnmask: nil, PhaseDone: nil, -1: nil} {
+		if got := s.agg.Accepted(p); !slices.Equal(got, want) {
+			t.Errorf("Accepted(%v) = %v, want %v", p, got, want)
+		}
+	}
+	roster := s.agg.Roster()
+	if len(roster) != 4 {
+		t.Fatalf("Roster() has %d advertisements, want 4", len(roster))
+	}
+	for k, a := range roster {
+		if a.From != k || !bytes.Equal(a.CPub, s.roster[k].CPub) || !bytes.Equal(a.SPub, s.roster[k].SPub) || !bytes.Equal(a.SigPub, s.roster[k].SigPub) {
+			t.Errorf("Roster()[%d] = %+v, want learner %d's advertisement %+v", k, a, k, s.roster[k])
+		}
+	}
+	got := s.agg.Signatures()
+	if len(got) != 3 || len(sigs) != 3 {
+		t.Fatalf("Signatures() has %d, CloseConsistency %d signatures, want 3", len(got), len(sigs))
+	}
+	for k := range got {
+		if got[k].From != k || !bytes.Equal(got[k].Sig, sigs[k].Sig) {
+			t.Errorf("Signatures()[%d] from learner %d, want learner %d's signature", k, got[k].From, k)
+		}
 	}
 }

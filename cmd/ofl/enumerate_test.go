@@ -16,6 +16,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/plan"
 )
@@ -85,11 +86,11 @@ func TestEveryCombinationRunsNetworked(t *testing.T) {
 				run = slices.Delete(run, len(run)-2, len(run)) // no -eps
 			}
 			sim := runOfl(t, append([]string{"-reps", "1", "-json", "-eval-every", "1"}, run...)...)
-			if sim.code != exitOK {
+			if sim.code != cli.ExitOK {
 				// Not a combination ofl runs: the server must refuse it too.
 				t.Logf("ofl refuses %v: %s", c, sim.stderr)
 				r := runOfl(t, append([]string{"server", "-insecure", "-state", t.TempDir(), "-listen", "127.0.0.1:0"}, run...)...)
-				if r.code == exitOK {
+				if r.code == cli.ExitOK {
 					t.Errorf("ofl refuses %v but ofl server runs it", c)
 				}
 				return
@@ -102,12 +103,12 @@ func TestEveryCombinationRunsNetworked(t *testing.T) {
 				requireSame(t, "x^"+strconv.Itoa(r), got[r], want[r])
 			}
 			ev := runOfl(t, append([]string{"evaluate", "-state", state, "-json", "-eval-every", "1"}, run...)...)
-			if ev.code != exitOK {
+			if ev.code != cli.ExitOK {
 				t.Fatalf("ofl evaluate: exit %d: %s", ev.code, ev.stderr)
 			}
 			// Without the run flags, from the plan alone: the same report.
 			bare := runOfl(t, "evaluate", "-state", state, "-json", "-eval-every", "1", "-seed", "5")
-			if bare.code != exitOK {
+			if bare.code != cli.ExitOK {
 				t.Fatalf("ofl evaluate without run flags: exit %d: %s", bare.code, bare.stderr)
 			}
 			s, e, b := reportOf(t, sim.stdout), reportOf(t, ev.stdout), reportOf(t, bare.stdout)
@@ -154,13 +155,13 @@ func serveLoopback(t *testing.T, runFlags []string, n int, seed string) string {
 		wg.Go(func() {
 			var lerr testutil.SyncBuffer
 			if code := run(ctx, []string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i), "-seed", seed,
-				"-call-timeout", "10s", "-wait-timeout", "10s", "-give-up", "20s"}, env{stdout: io.Discard, stderr: &lerr}); code != exitOK {
+				"-call-timeout", "10s", "-wait-timeout", "10s", "-give-up", "20s"}, env{stdout: io.Discard, stderr: &lerr}); code != cli.ExitOK {
 				t.Errorf("learner %d: exit %d: %s", i, code, lerr.String())
 			}
 		})
 	}
 	wg.Wait()
-	if code := <-done; code != exitOK {
+	if code := <-done; code != cli.ExitOK {
 		t.Fatalf("server: exit %d: %s", code, srvLog.String())
 	}
 	return state
@@ -190,13 +191,13 @@ func TestEvaluateFollowsThePlan(t *testing.T) {
 			args = append(args, "-seed", "5")
 		}
 		r := runOfl(t, args...)
-		if r.code != exitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("%v: exit %d, %q; want exit %d and one line with %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		if r.code != cli.ExitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d and one line with %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
 		}
 	}
 	// The reported privacy is the plan's record, as the server logged it.
 	r := runOfl(t, "evaluate", "-state", state, "-json", "-seed", "5", "-eps", "5.0")
-	if r.code != exitOK {
+	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var rep struct {

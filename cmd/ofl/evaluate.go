@@ -47,9 +47,9 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	case err != nil:
 		return err
 	case state == "":
-		return usagef("-state is required: the server's state directory")
+		return cli.Usagef("-state is required: the server's state directory")
 	case !set["seed"]:
-		return usagef("-seed is required: the seed the learners dealt the data with")
+		return cli.Usagef("-seed is required: the seed the learners dealt the data with")
 	}
 	raw, err := fednet.ReadPlan(state)
 	if err != nil {

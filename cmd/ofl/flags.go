@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -16,9 +14,6 @@ import (
 	"github.com/dpmf/dpmf/plan"
 	"github.com/dpmf/dpmf/secagg"
 )
-
-// usagef returns a usage error (exit status 2).
-var usagef = cli.Usagef
 
 // config is a parsed command line.
 type config struct {
@@ -77,7 +72,7 @@ func parseData(s string, dim int) (dataSpec, error) {
 			k, v, ok := strings.Cut(kv, "=")
 			x, err := strconv.ParseFloat(v, 64)
 			if !ok || err != nil || (k != "alpha" && k != "beta") || seen[k] || !(x >= 0) || math.IsInf(x, 1) {
-				return d, usagef("-data %q: want synthetic:alpha=A,beta=B with A, B finite and >= 0", s)
+				return d, cli.Usagef("-data %q: want synthetic:alpha=A,beta=B with A, B finite and >= 0", s)
 			}
 			seen[k] = true
 			if k == "alpha" {
@@ -88,7 +83,7 @@ func parseData(s string, dim int) (dataSpec, error) {
 		}
 		return d, nil
 	case s == "":
-		return d, usagef("-data is empty: want synthetic, synthetic:alpha=A,beta=B or a CSV file")
+		return d, cli.Usagef("-data is empty: want synthetic, synthetic:alpha=A,beta=B or a CSV file")
 	}
 	d.file = s
 	return d, nil
@@ -143,14 +138,6 @@ func newFlagSet(c *config) *flag.FlagSet {
 	return fs
 }
 
-// printUsage writes the usage text with the flag defaults to w.
-func printUsage(w io.Writer) {
-	fs := newFlagSet(new(config))
-	fs.SetOutput(w)
-	fmt.Fprint(w, usageText)
-	fs.PrintDefaults()
-}
-
 // parseArgs parses and checks the command line. Every error is a
 // *cli.UsageError, except flag.ErrHelp for -h.
 func parseArgs(args []string) (config, error) {
@@ -163,94 +150,85 @@ func parseArgs(args []string) (config, error) {
 	c.seedSet = set["seed"]
 
 	if c.algo, err = fedopt.ParseAlgorithm(algo); err != nil {
-		return c, usagef("-algo %q: want correlated, independent, baseline-correlated or nonprivate", algo)
+		return c, cli.Usagef("-algo %q: want correlated, independent, baseline-correlated or nonprivate", algo)
 	}
 	if c.calibration, err = plan.ParseCalibration(calib); err != nil {
-		return c, usagef("-calibration %q: want exact or paper", calib)
+		return c, cli.Usagef("-calibration %q: want exact or paper", calib)
 	}
-	if _, err := factorize.ParseStrategy(c.strategy); err != nil {
-		var pe *factorize.ParamError
-		if errors.As(err, &pe) {
-			return c, usagef("-strategy %s: want %s", c.strategy, pe.Want)
-		}
-		return c, usagef("-strategy %s: %v", c.strategy, err)
+	strat, err := factorize.ParseStrategy(c.strategy)
+	if err != nil {
+		return c, strategyError(c.strategy, err)
 	}
 	if set["strategy"] && c.algo != fedopt.Correlated && c.algo != fedopt.BaselineCorrelated {
-		return c, usagef("-strategy applies to -algo correlated and baseline-correlated only (the baseline uses independent noise, nonprivate none)")
+		return c, cli.Usagef("-strategy applies to -algo correlated and baseline-correlated only (the baseline uses independent noise, nonprivate none)")
 	}
 	if dim < 1 {
-		return c, usagef("-dim %d: want >= 1", dim)
+		return c, cli.Usagef("-dim %d: want >= 1", dim)
 	}
 	if c.data, err = parseData(data, dim); err != nil {
 		return c, err
 	}
 	if c.data.file != "" && set["dim"] {
-		return c, usagef("-dim applies to synthetic data only (a CSV file sets d)")
+		return c, cli.Usagef("-dim applies to synthetic data only (a CSV file sets d)")
 	}
 	if c.split, err = dataset.ParseSplit(split); err != nil {
-		return c, usagef("-split %q: want iid, label or feature:K", split)
+		return c, cli.Usagef("-split %q: want iid, label or feature:K", split)
 	}
 	if c.data.file == "" && set["split"] {
-		return c, usagef("-split applies to CSV data only (synthetic data is split by learner)")
+		return c, cli.Usagef("-split applies to CSV data only (synthetic data is split by learner)")
 	}
 	for _, p := range []struct {
 		name string
 		v    int
 	}{{"learners", c.learners}, {"tau", c.tau}, {"rounds", c.rounds}, {"reps", c.reps}, {"epochs", c.epochs}} {
 		if p.v < 1 {
-			return c, usagef("-%s %d: want >= 1", p.name, p.v)
+			return c, cli.Usagef("-%s %d: want >= 1", p.name, p.v)
 		}
 	}
 	if c.rounds%c.epochs != 0 {
-		return c, usagef("-epochs %d: -rounds %d is not a whole number of epochs", c.epochs, c.rounds)
+		return c, cli.Usagef("-epochs %d: -rounds %d is not a whole number of epochs", c.epochs, c.rounds)
 	}
-	if strat, err := factorize.ParseStrategy(c.strategy); err == nil {
-		if err := factorize.CheckUnder(strat, participation(c.epochs)); err != nil {
-			var pe *factorize.ParamError
-			if errors.As(err, &pe) {
-				return c, usagef("-strategy %s: want %s", c.strategy, pe.Want)
-			}
-			return c, usagef("-strategy %s: %v", c.strategy, err)
-		}
+	if err := factorize.CheckUnder(strat, participation(c.epochs)); err != nil {
+		return c, strategyError(c.strategy, err)
 	}
 	if set["out"] && c.out == "" {
-		return c, usagef("-out is empty: want a directory")
+		return c, cli.Usagef("-out is empty: want a directory")
 	}
 	if c.workers < 0 {
-		return c, usagef("-workers %d: want >= 0", c.workers)
+		return c, cli.Usagef("-workers %d: want >= 0", c.workers)
 	}
 	if c.evalEvery < 1 {
-		return c, usagef("-eval-every %d: want >= 1", c.evalEvery)
+		return c, cli.Usagef("-eval-every %d: want >= 1", c.evalEvery)
 	}
 	if !(c.l2 >= 0) || math.IsInf(c.l2, 1) {
-		return c, usagef("-l2 %v: want a finite number >= 0", c.l2)
+		return c, cli.Usagef("-l2 %v: want a finite number >= 0", c.l2)
 	}
 	if c.algo.Private() {
 		if !(c.eps > 0) || math.IsInf(c.eps, 1) {
-			return c, usagef("-eps %v: want a finite number > 0", c.eps)
+			return c, cli.Usagef("-eps %v: want a finite number > 0", c.eps)
 		}
 		if !(c.delta > 0 && c.delta < 1) {
-			return c, usagef("-delta %v: want 0 < delta < 1", c.delta)
+			return c, cli.Usagef("-delta %v: want 0 < delta < 1", c.delta)
 		}
 	} else if set["eps"] || set["delta"] || set["calibration"] {
-		return c, usagef("-eps, -delta and -calibration apply to the private algorithms only")
+		return c, cli.Usagef("-eps, -delta and -calibration apply to the private algorithms only")
 	}
 	if set["eta-ind"] && c.algo.LocalSteps() {
-		return c, usagef("-eta-ind applies to -algo independent and baseline-correlated only")
+		return c, cli.Usagef("-eta-ind applies to -algo independent and baseline-correlated only")
 	}
 	if set["threshold"] && !c.secure {
-		return c, usagef("-threshold applies with -secure-aggregation only")
+		return c, cli.Usagef("-threshold applies with -secure-aggregation only")
 	}
 	if c.secure {
 		if !(c.clip > 0) {
-			return c, usagef("-clip %v with -secure-aggregation: want a finite number > 0 (updates of norm at most tau B_g are quantized)", c.clip)
+			return c, cli.Usagef("-clip %v with -secure-aggregation: want a finite number > 0 (updates of norm at most tau B_g are quantized)", c.clip)
 		}
 		if t := c.threshold; t != 0 && !(2*t > c.learners && t <= c.learners) {
-			return c, usagef("-threshold %d: want n/2 < T <= n for -learners %d (or 0: %d)", t, c.learners, plan.DefaultThreshold(c.learners))
+			return c, cli.Usagef("-threshold %d: want n/2 < T <= n for -learners %d (or 0: %d)", t, c.learners, plan.DefaultThreshold(c.learners))
 		}
 		q, err := secagg.NewQuantizer(c.learners, c.tau, c.clip)
 		if err != nil {
-			return c, usagef("-secure-aggregation with -learners %d, -tau %d, -clip %v: %s", c.learners, c.tau, c.clip, strings.TrimPrefix(err.Error(), "secagg: "))
+			return c, cli.Usagef("-secure-aggregation with -learners %d, -tau %d, -clip %v: %s", c.learners, c.tau, c.clip, strings.TrimPrefix(err.Error(), "secagg: "))
 		}
 		c.quantizer = &q
 	}
@@ -258,12 +236,21 @@ func parseArgs(args []string) (config, error) {
 		var pe *fedopt.ParamError
 		if errors.As(err, &pe) {
 			if name, ok := configFlags[pe.Param]; ok {
-				return c, usagef("-%s %v, want %s", name, pe.Value, pe.Want)
+				return c, cli.Usagef("-%s %v, want %s", name, pe.Value, pe.Want)
 			}
 		}
-		return c, usagef("%v", err)
+		return c, cli.Usagef("%v", err)
 	}
 	return c, nil
+}
+
+// strategyError is the usage error of -strategy spec that err refuses.
+func strategyError(spec string, err error) error {
+	var pe *factorize.ParamError
+	if errors.As(err, &pe) {
+		return cli.Usagef("-strategy %s: want %s", spec, pe.Want)
+	}
+	return cli.Usagef("-strategy %s: %v", spec, err)
 }
 
 // configFlags maps the parameters of fedopt.Config, as a *fedopt.ParamError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,13 +22,6 @@ import (
 	"github.com/dpmf/dpmf/internal/progress"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/model"
-)
-
-// Exit statuses, shared by dpmf's commands.
-const (
-	exitOK      = cli.ExitOK
-	exitFailure = cli.ExitFailure
-	exitUsage   = cli.ExitUsage
 )
 
 // env is what run takes from its surroundings, so tests can replace it.
@@ -76,15 +70,18 @@ func run(ctx context.Context, args []string, e env) int {
 		var c config
 		c, err = parseArgs(args)
 		if errors.Is(err, flag.ErrHelp) {
-			printUsage(e.stdout)
-			return exitOK
+			fs := newFlagSet(new(config))
+			fs.SetOutput(e.stdout)
+			fmt.Fprint(e.stdout, usageText)
+			fs.PrintDefaults()
+			return cli.ExitOK
 		}
 		if err == nil {
 			err = execute(ctx, c, e)
 		}
 	}
 	if err == nil {
-		return exitOK
+		return cli.ExitOK
 	}
 	if ctx.Err() != nil {
 		err = errors.New("interrupted; nothing written")
@@ -156,7 +153,7 @@ func execute(ctx context.Context, c config, e env) error {
 	}
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", c.clip, c.learners, pe.Value)
+		return cli.Usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", c.clip, c.learners, pe.Value)
 	}
 	if err != nil {
 		return err
@@ -196,10 +193,11 @@ func finish(ctx context.Context, c config, e env, p *experiment.Problem, res *ex
 	var out []byte
 	switch {
 	case c.json:
-		var err error
-		if out, err = rep.marshal(); err != nil {
-			return err
+		js, err := json.Marshal(rep)
+		if err != nil {
+			return fmt.Errorf("encoding the report: %w", err)
 		}
+		out = append(js, '\n')
 	case !c.quiet:
 		out = []byte(rep.summary() + "\n")
 	}

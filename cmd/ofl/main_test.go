@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 type result struct {
@@ -80,8 +81,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"out"}, `unexpected argument "out"`},
 	} {
 		r := runOfl(t, c.args...)
-		if r.code != exitUsage {
-			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, r.code, exitUsage, r.stderr)
+		if r.code != cli.ExitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, r.code, cli.ExitUsage, r.stderr)
 		}
 		requireOneErrorLine(t, r.stderr, c.want)
 	}
@@ -89,7 +90,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	r := runOfl(t, "-h")
-	if r.code != exitOK || !strings.Contains(r.stdout, "Example") || !strings.Contains(r.stdout, "-calibration") {
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "Example") || !strings.Contains(r.stdout, "-calibration") {
 		t.Errorf("-h: exit %d, stdout %q", r.code, r.stdout)
 	}
 }
@@ -111,8 +112,8 @@ func TestRuntimeErrors(t *testing.T) {
 		{append([]string{"-out", filepath.Join(bad, "sub")}, small...), "-out"},
 	} {
 		r := runOfl(t, c.args...)
-		if r.code != exitFailure {
-			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, r.code, exitFailure, r.stderr)
+		if r.code != cli.ExitFailure {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, r.code, cli.ExitFailure, r.stderr)
 		}
 		requireOneErrorLine(t, r.stderr, c.want)
 	}
@@ -123,7 +124,7 @@ func TestRuntimeErrors(t *testing.T) {
 func TestRunJSONAndRounds(t *testing.T) {
 	dir := t.TempDir()
 	r := runOfl(t, append([]string{"-out", dir, "-json", "-strategy", "sqrt-normalized"}, small...)...)
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != cli.ExitOK || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	var js map[string]any
@@ -169,7 +170,7 @@ func TestRunJSONAndRounds(t *testing.T) {
 // the baseline's sensitivity times gamma.
 func TestBaselineCorrelated(t *testing.T) {
 	r := runOfl(t, append([]string{"-json", "-algo", "baseline-correlated", "-strategy", "sqrt", "-eta-ind", "0.01"}, small...)...)
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != cli.ExitOK || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	var js map[string]any
@@ -190,7 +191,7 @@ func TestReproducible(t *testing.T) {
 	read := func(extra ...string) string {
 		dir := t.TempDir()
 		r := runOfl(t, append(append([]string{"-out", dir, "-quiet", "-algo", "independent"}, small...), extra...)...)
-		if r.code != exitOK {
+		if r.code != cli.ExitOK {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
 		b, err := os.ReadFile(filepath.Join(dir, "rounds.csv"))
@@ -211,7 +212,7 @@ func TestReproducible(t *testing.T) {
 func TestNonPrivateAndCSV(t *testing.T) {
 	cancer := filepath.Join("..", "..", "testdata", "breast_cancer.csv")
 	r := runOfl(t, "-algo", "nonprivate", "-data", cancer, "-split", "label", "-learners", "2", "-tau", "2", "-rounds", "100", "-reps", "1", "-eta", "0.05", "-json", "-seed", "1")
-	if r.code != exitOK {
+	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var js map[string]any
@@ -223,7 +224,7 @@ func TestNonPrivateAndCSV(t *testing.T) {
 	}
 	// Without -json, one summary line.
 	r = runOfl(t, append([]string{"-algo", "nonprivate"}, small...)...)
-	if r.code != exitOK || !strings.HasPrefix(r.stdout, "algo=nonprivate strategy=none n=3") || strings.Count(r.stdout, "\n") != 1 {
+	if r.code != cli.ExitOK || !strings.HasPrefix(r.stdout, "algo=nonprivate strategy=none n=3") || strings.Count(r.stdout, "\n") != 1 {
 		t.Errorf("summary %q", r.stdout)
 	}
 }
@@ -234,7 +235,7 @@ func TestDefaults(t *testing.T) {
 		t.Skip("set DPMF_LONG=1")
 	}
 	r := runOfl(t, "-json")
-	if r.code != exitOK {
+	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var js map[string]any
@@ -252,7 +253,7 @@ func TestDefaults(t *testing.T) {
 // by hand.
 func TestEpochs(t *testing.T) {
 	r := runOfl(t, append([]string{"-json", "-algo", "independent", "-epochs", "3"}, small...)...)
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != cli.ExitOK || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	var js map[string]any
@@ -264,7 +265,7 @@ func TestEpochs(t *testing.T) {
 		t.Errorf("JSON %s, want sensitivity %v under epochs:3", r.stdout, want)
 	}
 	r = runOfl(t, append([]string{"-epochs", "4"}, small...)...)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "-rounds 30 is not a whole number of epochs") {
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "-rounds 30 is not a whole number of epochs") {
 		t.Errorf("-epochs 4 with 30 rounds: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
@@ -283,7 +284,7 @@ func TestBandedInverseStrategies(t *testing.T) {
 	} {
 		name := s.Name()
 		r := runOfl(t, append([]string{"-json", "-strategy", spec}, small...)...)
-		if r.code != exitOK || r.stderr != "" {
+		if r.code != cli.ExitOK || r.stderr != "" {
 			t.Fatalf("%s: exit %d, stderr %q", name, r.code, r.stderr)
 		}
 		var js map[string]any

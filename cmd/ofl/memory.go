@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 
@@ -72,10 +73,7 @@ func serverMemoryNeed(c config) float64 {
 // checkMemory returns an error if the run needs more memory than avail
 // reports. If avail is nil or fails, the check is skipped.
 func checkMemory(c config, avail func() (uint64, error)) error {
-	workers := c.workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := cmp.Or(c.workers, runtime.GOMAXPROCS(0))
 	return checkNeed(fmt.Sprintf("-reps %d, ", c.reps), c, memoryNeed(c, min(workers, c.reps)), avail)
 }
 

@@ -73,9 +73,9 @@ func runNet(ctx context.Context, cmd string, args []string, e env) int {
 	}
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		return exitOK
+		return cli.ExitOK
 	case err == nil:
-		return exitOK
+		return cli.ExitOK
 	}
 	if cmd == "evaluate" && ctx.Err() != nil {
 		// Its only output, rounds.csv, is renamed only if not cancelled.
@@ -83,7 +83,7 @@ func runNet(ctx context.Context, cmd string, args []string, e env) int {
 	}
 	fmt.Fprintf(e.stderr, "ofl %s: %s\n", cmd, cli.OneLine(strings.ReplaceAll(err.Error(), "fednet: ", "")))
 	if ctx.Err() != nil {
-		return exitFailure
+		return cli.ExitFailure
 	}
 	return cli.ExitCode(err)
 }
@@ -94,21 +94,16 @@ type tlsFlags struct {
 	nonLoopback   bool // -insecure-nonloopback
 	cert, key, ca string
 	serverName    string
-	callTimeout   time.Duration
 }
 
 // serverFlags parses the server's command line into the run configuration
-// (validated by ofl's own parser) and the network options.
+// (validated by ofl's own parser) and the network options (opt: the state
+// directory, timeouts and minimum learners).
 type serverFlags struct {
-	run          config
-	state        string
-	listen       string
-	tls          tlsFlags
-	roundTimeout time.Duration
-	joinTimeout  time.Duration
-	minLearners  int
-	quorumGrace  time.Duration
-	linger       time.Duration
+	run    config
+	listen string
+	tls    tlsFlags
+	opt    fednet.ServerOptions
 }
 
 func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
@@ -120,18 +115,18 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 			fs.Var(f.Value, f.Name, f.Usage)
 		}
 	})
-	fs.StringVar(&s.state, "state", "", "state directory: released models, the run's description and the noise key (required)")
+	fs.StringVar(&s.opt.Dir, "state", "", "state directory: released models, the run's description and the noise key (required)")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:7070", "address to listen on")
 	fs.BoolVar(&s.tls.insecure, "insecure", false, "serve without TLS (loopback tests only: refused on a -listen address that is not loopback)")
 	fs.BoolVar(&s.tls.nonLoopback, insecureNonLoopback, false, "with -insecure, listen on an address that is not loopback all the same (plaintext: anyone on the network reads and alters the models and updates)")
 	fs.StringVar(&s.tls.cert, "tls-cert", "", "PEM certificate chain of the server")
 	fs.StringVar(&s.tls.key, "tls-key", "", "PEM private key of the server")
 	fs.StringVar(&s.tls.ca, "client-ca", "", "PEM CA of the learners' certificates: require mutual TLS, learner I's certificate for CommonName learner-I")
-	fs.DurationVar(&s.roundTimeout, "round-timeout", 60*time.Second, "how long a round waits for updates (the first round: from the first learner's call)")
-	fs.DurationVar(&s.joinTimeout, "join-timeout", 0, "how long to wait for the first learner before stopping (0: without limit)")
-	fs.IntVar(&s.minLearners, "min-learners", 0, "least updates a round may close with (0: all learners); with fewer after -round-timeout the server stops")
-	fs.DurationVar(&s.quorumGrace, "quorum-grace", 3*time.Second, "with -min-learners below -learners: how long a round waits for the others once -min-learners updates are in")
-	fs.DurationVar(&s.linger, "linger", 10*time.Second, "how long to serve the final model after the last round")
+	fs.DurationVar(&s.opt.RoundTimeout, "round-timeout", 60*time.Second, "how long a round waits for updates (the first round: from the first learner's call)")
+	fs.DurationVar(&s.opt.JoinTimeout, "join-timeout", 0, "how long to wait for the first learner before stopping (0: without limit)")
+	fs.IntVar(&s.opt.MinLearners, "min-learners", 0, "least updates a round may close with (0: all learners); with fewer after -round-timeout the server stops")
+	fs.DurationVar(&s.opt.QuorumGrace, "quorum-grace", 3*time.Second, "with -min-learners below -learners: how long a round waits for the others once -min-learners updates are in")
+	fs.DurationVar(&s.opt.Linger, "linger", 10*time.Second, "how long to serve the final model after the last round")
 	if _, err := cli.ParseFlags(fs, args, help, serverUsage, ""); err != nil {
 		return s, err
 	}
@@ -150,23 +145,24 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	if err := checkWire(run); err != nil {
 		return s, err
 	}
-	if s.state == "" {
-		return s, usagef("-state is required: the directory where released models are written")
+	o := &s.opt
+	if o.Dir == "" {
+		return s, cli.Usagef("-state is required: the directory where released models are written")
 	}
 	if err := s.tls.check(true); err != nil {
 		return s, err
 	}
-	if s.roundTimeout <= 0 || s.linger < 0 {
-		return s, usagef("-round-timeout %v and -linger %v: want > 0 and >= 0", s.roundTimeout, s.linger)
+	if o.RoundTimeout <= 0 || o.Linger < 0 {
+		return s, cli.Usagef("-round-timeout %v and -linger %v: want > 0 and >= 0", o.RoundTimeout, o.Linger)
 	}
-	if s.joinTimeout < 0 || s.quorumGrace <= 0 {
-		return s, usagef("-join-timeout %v and -quorum-grace %v: want >= 0 and > 0", s.joinTimeout, s.quorumGrace)
+	if o.JoinTimeout < 0 || o.QuorumGrace <= 0 {
+		return s, cli.Usagef("-join-timeout %v and -quorum-grace %v: want >= 0 and > 0", o.JoinTimeout, o.QuorumGrace)
 	}
-	if s.minLearners < 0 || s.minLearners > run.learners {
-		return s, usagef("-min-learners %d: want 0..%d (-learners)", s.minLearners, run.learners)
+	if o.MinLearners < 0 || o.MinLearners > run.learners {
+		return s, cli.Usagef("-min-learners %d: want 0..%d (-learners)", o.MinLearners, run.learners)
 	}
-	if run.secure && s.minLearners != 0 {
-		return s, usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", s.minLearners)
+	if run.secure && o.MinLearners != 0 {
+		return s, cli.Usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", o.MinLearners)
 	}
 	return s, nil
 }
@@ -179,7 +175,7 @@ func checkWire(c config) error {
 		v    int
 	}{{"learners", c.learners}, {"rounds", c.rounds}, {"tau", c.tau}, {"epochs", c.epochs}, {"dim", c.data.dim}} {
 		if p.v > fednet.MaxWire {
-			return usagef("-%s %d: want at most %d (the protocol carries it as int32)", p.name, p.v, fednet.MaxWire)
+			return cli.Usagef("-%s %d: want at most %d (the protocol carries it as int32)", p.name, p.v, fednet.MaxWire)
 		}
 	}
 	return nil
@@ -196,14 +192,14 @@ const insecureNonLoopback = "insecure-nonloopback"
 // local sockets and pass.
 func checkLoopback(ctx context.Context, flag, addr string, lookup func(ctx context.Context, host string) ([]netip.Addr, error)) error {
 	refuse := func(why string) error {
-		return usagef("-insecure with %s %s: %s; plaintext is for loopback tests only (add -%s to accept it)", flag, addr, why, insecureNonLoopback)
+		return cli.Usagef("-insecure with %s %s: %s; plaintext is for loopback tests only (add -%s to accept it)", flag, addr, why, insecureNonLoopback)
 	}
 	if strings.HasPrefix(addr, "unix:") || strings.HasPrefix(addr, "unix-abstract:") {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("%s %q: want host:port", flag, addr)
+		return cli.Usagef("%s %q: want host:port", flag, addr)
 	}
 	if host == "" {
 		return refuse("the host is empty, which means every interface")
@@ -239,22 +235,22 @@ func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 // check checks the TLS flags of the server (or a learner).
 func (t tlsFlags) check(server bool) error {
 	if t.nonLoopback && !t.insecure {
-		return usagef("-%s goes with -insecure only", insecureNonLoopback)
+		return cli.Usagef("-%s goes with -insecure only", insecureNonLoopback)
 	}
 	if t.insecure {
 		if t.cert != "" || t.key != "" || t.ca != "" {
-			return usagef("-insecure excludes the TLS flags")
+			return cli.Usagef("-insecure excludes the TLS flags")
 		}
 		return nil
 	}
 	if server && (t.cert == "" || t.key == "") {
-		return usagef("the server needs -tls-cert and -tls-key (or -insecure, for loopback tests)")
+		return cli.Usagef("the server needs -tls-cert and -tls-key (or -insecure, for loopback tests)")
 	}
 	if !server && t.ca == "" {
-		return usagef("the learner needs -ca, the CA of the server's certificate (or -insecure, for loopback tests)")
+		return cli.Usagef("the learner needs -ca, the CA of the server's certificate (or -insecure, for loopback tests)")
 	}
 	if (t.cert == "") != (t.key == "") {
-		return usagef("-tls-cert and -tls-key go together")
+		return cli.Usagef("-tls-cert and -tls-key go together")
 	}
 	return nil
 }
@@ -306,17 +302,11 @@ func runServer(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	opts := fednet.ServerOptions{
-		Config: cfg, Shape: shape,
-		Model: fednet.Model{Name: "logistic", L2: c.l2, Features: features},
-		Noise: noise, NoiseKey: noiseKey,
-		Epochs:       c.epochs,
-		Plan:         planJSON,
-		Dir:          s.state,
-		RoundTimeout: s.roundTimeout, MinLearners: s.minLearners, Linger: s.linger,
-		JoinTimeout: s.joinTimeout, QuorumGrace: s.quorumGrace,
-		Log: log,
-	}
+	opts := s.opt
+	opts.Config, opts.Shape = cfg, shape
+	opts.Model = fednet.Model{Name: "logistic", L2: c.l2, Features: features}
+	opts.Noise, opts.NoiseKey = noise, noiseKey
+	opts.Epochs, opts.Plan, opts.Log = c.epochs, planJSON, log
 	var creds credentials.TransportCredentials
 	if s.tls.insecure {
 		creds = insecure.NewCredentials()
@@ -364,31 +354,25 @@ func runServer(ctx context.Context, args []string, e env) error {
 	err = srv.Run(ctx)
 	if ctx.Err() != nil {
 		r, _ := srv.Round()
-		return fmt.Errorf("interrupted at round %d; the released models x^0..x^%d are in %s: run the same command to resume", r, r, s.state)
+		return fmt.Errorf("interrupted at round %d; the released models x^0..x^%d are in %s: run the same command to resume", r, r, opts.Dir)
 	}
 	return err
 }
 
-// learnerFlags is the learner's command line.
+// learnerFlags is the learner's command line: opt holds the server's
+// address, the learner's index, timeouts and state directory.
 type learnerFlags struct {
-	server string
-	id     int
-	data   string
-	split  string
-	seed   uint64
-	out    string
-	tls    tlsFlags
-	wait   time.Duration
-	giveUp time.Duration
-	state  string
-	newRun bool
+	data, split, out string
+	seed             uint64
+	tls              tlsFlags
+	opt              fednet.LearnerOptions
 }
 
 func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	var l learnerFlags
 	fs := cli.NewFlagSet("ofl learner")
-	fs.StringVar(&l.server, "server", "127.0.0.1:7070", "the server's address")
-	fs.IntVar(&l.id, "id", -1, "this learner's index I, 0 <= I < n (required)")
+	fs.StringVar(&l.opt.Addr, "server", "127.0.0.1:7070", "the server's address")
+	fs.IntVar(&l.opt.ID, "id", -1, "this learner's index I, 0 <= I < n (required)")
 	fs.StringVar(&l.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first)")
 	fs.StringVar(&l.split, "split", "iid", "how CSV rows are dealt to learners: iid, label or feature:K")
 	fs.Uint64Var(&l.seed, "seed", 0, "seed of the data (the same on every learner: it deals the data)")
@@ -399,41 +383,41 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.StringVar(&l.tls.serverName, "server-name", "", "name to verify the server's certificate for (default: the host of -server)")
 	fs.StringVar(&l.tls.cert, "tls-cert", "", "PEM client certificate, for mutual TLS")
 	fs.StringVar(&l.tls.key, "tls-key", "", "PEM client key, for mutual TLS")
-	fs.DurationVar(&l.tls.callTimeout, "call-timeout", 30*time.Second, "deadline of each call that does not wait for a round")
-	fs.DurationVar(&l.wait, "wait-timeout", 60*time.Second, "deadline of each call that waits for a round")
-	fs.DurationVar(&l.giveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
-	fs.StringVar(&l.state, "state", "", "the learner's state directory, required with secure aggregation: it records which attempt of each round this learner unmasked (one directory per learner and run)")
-	fs.BoolVar(&l.newRun, "new-run", false, "replace a record of another run in -state with this run's (only when that run is over for good; a fresh directory is the normal way)")
+	fs.DurationVar(&l.opt.CallTimeout, "call-timeout", 30*time.Second, "deadline of each call that does not wait for a round")
+	fs.DurationVar(&l.opt.WaitTimeout, "wait-timeout", 60*time.Second, "deadline of each call that waits for a round")
+	fs.DurationVar(&l.opt.GiveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
+	fs.StringVar(&l.opt.StateDir, "state", "", "the learner's state directory, required with secure aggregation: it records which attempt of each round this learner unmasked (one directory per learner and run)")
+	fs.BoolVar(&l.opt.NewRun, "new-run", false, "replace a record of another run in -state with this run's (only when that run is over for good; a fresh directory is the normal way)")
 	set, err := cli.ParseFlags(fs, args, help, learnerUsage, "")
 	switch {
 	case err != nil:
 		return l, err
-	case l.id < 0:
-		return l, usagef("-id is required: this learner's index, >= 0")
-	case l.id > fednet.MaxWire:
-		return l, usagef("-id %d: want at most %d (the protocol carries it as int32)", l.id, fednet.MaxWire)
+	case l.opt.ID < 0:
+		return l, cli.Usagef("-id is required: this learner's index, >= 0")
+	case l.opt.ID > fednet.MaxWire:
+		return l, cli.Usagef("-id %d: want at most %d (the protocol carries it as int32)", l.opt.ID, fednet.MaxWire)
 	case !set["seed"]:
-		return l, usagef("-seed is required: every learner deals the data with the same seed")
-	case l.tls.callTimeout <= 0 || l.wait <= 0 || l.giveUp <= 0:
-		return l, usagef("-call-timeout, -wait-timeout and -give-up: want > 0")
+		return l, cli.Usagef("-seed is required: every learner deals the data with the same seed")
+	case l.opt.CallTimeout <= 0 || l.opt.WaitTimeout <= 0 || l.opt.GiveUp <= 0:
+		return l, cli.Usagef("-call-timeout, -wait-timeout and -give-up: want > 0")
 	}
 	if _, err := parseData(l.data, 1); err != nil {
 		return l, err
 	}
 	if _, err := dataset.ParseSplit(l.split); err != nil {
-		return l, usagef("-split %q: want iid, label or feature:K", l.split)
+		return l, cli.Usagef("-split %q: want iid, label or feature:K", l.split)
 	}
 	if err := l.tls.check(false); err != nil {
 		return l, err
 	}
 	if set["out"] && l.out == "" {
-		return l, usagef("-out is empty: want a file name")
+		return l, cli.Usagef("-out is empty: want a file name")
 	}
-	if set["state"] && l.state == "" {
-		return l, usagef("-state is empty: want a directory")
+	if set["state"] && l.opt.StateDir == "" {
+		return l, cli.Usagef("-state is empty: want a directory")
 	}
-	if l.newRun && l.state == "" {
-		return l, usagef("-new-run without -state: want the state directory whose record it replaces")
+	if l.opt.NewRun && l.opt.StateDir == "" {
+		return l, cli.Usagef("-new-run without -state: want the state directory whose record it replaces")
 	}
 	return l, nil
 }
@@ -454,7 +438,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		}
 	}
 	if l.tls.insecure && !l.tls.nonLoopback {
-		if err := checkLoopback(ctx, "-server", l.server, lookupHost); err != nil {
+		if err := checkLoopback(ctx, "-server", l.opt.Addr, lookupHost); err != nil {
 			return err
 		}
 	}
@@ -483,13 +467,10 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		if ds.Dim != d {
 			return nil, fmt.Errorf("-data %s has %d features, the server's model %d", l.data, ds.Dim, d)
 		}
-		return ds.Stream(l.id), nil
+		return ds.Stream(l.opt.ID), nil
 	}
-	x, err := fednet.RunLearner(ctx, fednet.LearnerOptions{
-		Addr: l.server, ID: l.id, Creds: creds, Data: data,
-		CallTimeout: l.tls.callTimeout, WaitTimeout: l.wait, GiveUp: l.giveUp, Log: log,
-		StateDir: l.state, NewRun: l.newRun,
-	})
+	l.opt.Creds, l.opt.Data, l.opt.Log = creds, data, log
+	x, err := fednet.RunLearner(ctx, l.opt)
 	if ctx.Err() != nil {
 		return errors.New("interrupted; run the same command to rejoin")
 	}
@@ -507,16 +488,11 @@ func runLearner(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("the optimiser diverged: the final model has entry %d = %v; nothing written", i, v)
 		}
 	}
-	if l.out != "" {
-		return writeModel(ctx, l.out, x)
+	if l.out == "" {
+		return nil
 	}
-	return nil
-}
-
-// writeModel writes x to path atomically, one number per line in the
-// shortest form that reads back exactly.
-func writeModel(ctx context.Context, path string, x []float64) error {
-	return atomicfile.WriteContext(ctx, path, 0o644, func(w io.Writer) error {
+	// One number per line, in the shortest form that reads back exactly.
+	return atomicfile.WriteContext(ctx, l.out, 0o644, func(w io.Writer) error {
 		var b []byte
 		for _, v := range x {
 			b = strconv.AppendFloat(b, v, 'g', -1, 64)

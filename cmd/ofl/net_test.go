@@ -21,6 +21,7 @@ import (
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/testpki"
 	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/mechanism"
@@ -295,7 +296,7 @@ func sameReports(t *testing.T, state, every string, run []string) {
 	t.Helper()
 	report := func(args ...string) map[string]any {
 		r := runOfl(t, args...)
-		if r.code != exitOK {
+		if r.code != cli.ExitOK {
 			t.Fatalf("ofl %v: exit %d: %s", args, r.code, r.stderr)
 		}
 		var m map[string]any
@@ -341,7 +342,7 @@ func TestServerSIGKILLResumes(t *testing.T) {
 	// A second server on the same state directory is refused: it would
 	// release the same rounds with the same noise from other updates.
 	second := runOfl(t, append([]string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0"}, run...)...)
-	if second.code != exitFailure || !strings.Contains(second.stderr, "in use by another server (pid ") {
+	if second.code != cli.ExitFailure || !strings.Contains(second.stderr, "in use by another server (pid ") {
 		t.Errorf("second server on one state directory: exit %d, %q", second.code, second.stderr)
 	}
 	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -408,8 +409,8 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"evaluate", "-state", "d"}, "-seed is required"},
 	} {
 		r := runOfl(t, c.args...)
-		if r.code != exitUsage || !strings.HasPrefix(r.stderr, "ofl ") || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		if r.code != cli.ExitUsage || !strings.HasPrefix(r.stderr, "ofl ") || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
 		}
 	}
 	// A state directory of another run is refused.
@@ -421,7 +422,7 @@ func TestNetUsageErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runOfl(t, "server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-algo", "nonprivate", "-rounds", "6")
-	if r.code != exitFailure || !strings.Contains(r.stderr, "describes another run") {
+	if r.code != cli.ExitFailure || !strings.Contains(r.stderr, "describes another run") {
 		t.Errorf("server on another run's state: exit %d, %q", r.code, r.stderr)
 	}
 }
@@ -446,7 +447,7 @@ func TestMutualTLSFlags(t *testing.T) {
 	}()
 	addr := servingAddr(t, &srvLog, done)
 	var stranger testutil.SyncBuffer
-	if code := run(ctx, []string{"learner", "-server", addr, "-id", "0", "-seed", "2", "-ca", ca.File}, env{stdout: io.Discard, stderr: &stranger}); code != exitFailure || !strings.Contains(stranger.String(), "certificate required") {
+	if code := run(ctx, []string{"learner", "-server", addr, "-id", "0", "-seed", "2", "-ca", ca.File}, env{stdout: io.Discard, stderr: &stranger}); code != cli.ExitFailure || !strings.Contains(stranger.String(), "certificate required") {
 		t.Errorf("learner without a certificate: exit %d, %q", code, stranger.String())
 	}
 	var wg sync.WaitGroup
@@ -454,13 +455,13 @@ func TestMutualTLSFlags(t *testing.T) {
 		wg.Go(func() {
 			c, k := ca.Issue(t, fednet.LearnerName(i), false)
 			var lerr testutil.SyncBuffer
-			if code := run(ctx, []string{"learner", "-server", addr, "-id", strconv.Itoa(i), "-seed", "2", "-ca", ca.File, "-tls-cert", c, "-tls-key", k}, env{stdout: io.Discard, stderr: &lerr}); code != exitOK {
+			if code := run(ctx, []string{"learner", "-server", addr, "-id", strconv.Itoa(i), "-seed", "2", "-ca", ca.File, "-tls-cert", c, "-tls-key", k}, env{stdout: io.Discard, stderr: &lerr}); code != cli.ExitOK {
 				t.Errorf("learner %d: exit %d: %s", i, code, lerr.String())
 			}
 		})
 	}
 	wg.Wait()
-	if code := <-done; code != exitOK {
+	if code := <-done; code != cli.ExitOK {
 		t.Fatalf("server: exit %d: %s", code, srvLog.String())
 	}
 	got := readModels(t, state, 6)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // "ofl server" and "ofl evaluate" make ofl's memory check: a run too large
@@ -33,8 +35,8 @@ func TestNetMemoryCheck(t *testing.T) {
 	} {
 		start := time.Now()
 		r := runOflMem(t, 16e9, append([]string{c.cmd}, c.args...)...)
-		if r.code != exitFailure {
-			t.Errorf("ofl %s %v: exit %d, want %d", c.cmd, c.args, r.code, exitFailure)
+		if r.code != cli.ExitFailure {
+			t.Errorf("ofl %s %v: exit %d, want %d", c.cmd, c.args, r.code, cli.ExitFailure)
 		}
 		requireNetError(t, c.cmd, r.stderr, c.want)
 		if !strings.HasSuffix(r.stderr, "this machine has 16.0 GB available; use smaller values\n") {

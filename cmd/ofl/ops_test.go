@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/testpki"
 	"github.com/dpmf/dpmf/internal/testutil"
 )
@@ -24,8 +25,8 @@ func requireNetError(t *testing.T, cmd, stderr, want string) {
 func TestServerTimingFlags(t *testing.T) {
 	for _, args := range [][]string{{"-join-timeout", "-1s"}, {"-quorum-grace", "0s"}} {
 		r := runOfl(t, append([]string{"server", "-insecure", "-state", t.TempDir()}, args...)...)
-		if r.code != exitUsage {
-			t.Errorf("%v: exit %d, want %d", args, r.code, exitUsage)
+		if r.code != cli.ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, r.code, cli.ExitUsage)
 		}
 		requireNetError(t, "server", r.stderr, "-join-timeout")
 	}
@@ -64,8 +65,8 @@ func TestTLSMismatchFlags(t *testing.T) {
 			if d := time.Since(start); d > 20*time.Second {
 				t.Errorf("the learner stopped after %v, want within seconds (-give-up is 2 min)", d)
 			}
-			if code != exitFailure {
-				t.Errorf("learner: exit %d, want %d", code, exitFailure)
+			if code != cli.ExitFailure {
+				t.Errorf("learner: exit %d, want %d", code, cli.ExitFailure)
 			}
 			requireNetError(t, "learner", lerr.String(), "TLS mismatch: the server at "+addr+" ")
 			requireNetError(t, "learner", lerr.String(), c.learnerSays)

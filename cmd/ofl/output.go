@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -74,22 +73,17 @@ func checkFinite(p *experiment.Problem, s *experiment.Summary, dynamic bool) err
 			}
 		}
 	}
-	series := []struct {
+	type metric struct {
 		name string
 		v    []float64
-	}{
+	}
+	series := []metric{
 		{"mean loss error", s.LossErrorMean}, {"loss error spread", s.LossErrorStd},
 		{"mean static regret", s.StaticRegretMean}, {"static regret spread", s.StaticRegretStd},
 		{"mean accuracy", s.AccuracyMean},
 	}
 	if dynamic {
-		series = append(series, struct {
-			name string
-			v    []float64
-		}{"mean regret", s.RegretMean}, struct {
-			name string
-			v    []float64
-		}{"regret spread", s.RegretStd})
+		series = append(series, metric{"mean regret", s.RegretMean}, metric{"regret spread", s.RegretStd})
 	}
 	for _, x := range series {
 		for k, v := range x.v {
@@ -210,15 +204,6 @@ func newReport(c config, p *experiment.Problem, res *experiment.Result, seconds 
 		r.SecureAggregation = c.runPlan(p.Data.Dim).SecureAggregation
 	}
 	return r
-}
-
-// marshal returns the JSON object and a newline.
-func (r *report) marshal() ([]byte, error) {
-	js, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the report: %w", err)
-	}
-	return append(js, '\n'), nil
 }
 
 // summary is the one-line report without -json.

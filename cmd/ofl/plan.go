@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/plan"
 	"github.com/dpmf/dpmf/secagg"
 )
@@ -40,10 +42,7 @@ func (c *config) runPlan(features int) *plan.Plan {
 	if q := c.quantizer; q != nil {
 		// As plan.NewSecureAggregation makes it (parseArgs checked n, tau,
 		// clip and T; the plan's validation checks it again).
-		t := c.threshold
-		if t == 0 {
-			t = plan.DefaultThreshold(c.learners)
-		}
+		t := cmp.Or(c.threshold, plan.DefaultThreshold(c.learners))
 		p.SecureAggregation = &plan.SecureAggregation{Threshold: t, RingBits: secagg.RingBits, ScaleBits: q.ScaleBits, Dim: features, QuantizationTerm: q.Term(features)}
 	}
 	return p
@@ -125,12 +124,12 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 				same = specOf(v) // as the plan writes it
 			}
 			if same != want {
-				return nil, usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
+				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
 			}
 			continue
 		}
 		if seed, err := strconv.ParseUint(v, 10, 64); k == "seed" && err == nil && pl.SeedSHA256 != "" && plan.SeedDigest(seed) != pl.SeedSHA256 {
-			return nil, usagef("-seed %s contradicts the run's plan in %s: its seed has SHA-256 %s", v, where, pl.SeedSHA256)
+			return nil, cli.Usagef("-seed %s contradicts the run's plan in %s: its seed has SHA-256 %s", v, where, pl.SeedSHA256)
 		}
 		args = append(args, "-"+k+"="+v)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/testutil"
 )
 
@@ -41,7 +42,7 @@ func TestDivergedRunWritesNothing(t *testing.T) {
 			out := filepath.Join(dir, "run")
 			args := append([]string{"-eta", eta, "-out", out}, small...)
 			r := runOfl(t, append(args, extra...)...)
-			assert.Equal(t, exitFailure, r.code, "%v %s: %s", extra, eta, r.stderr)
+			assert.Equal(t, cli.ExitFailure, r.code, "%v %s: %s", extra, eta, r.stderr)
 			assert.Empty(t, r.stdout)
 			requireOneErrorLine(t, r.stderr, "the optimiser diverged: ")
 			assert.Contains(t, r.stderr, "use a smaller -eta or -eta-g")
@@ -66,10 +67,10 @@ func TestOutPolicy(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-out", ""}, exitUsage, "-out is empty"},
-		{[]string{"-out", filepath.Join(file, "sub")}, exitFailure, "-out " + filepath.Join(file, "sub") + ": " + file + " is not a directory"},
-		{[]string{"-out", linkDir}, exitFailure, "rounds.csv is a symbolic link"},
-		{[]string{"-out", dataDir, "-data", csv}, exitUsage, "is the -data input file"},
+		{[]string{"-out", ""}, cli.ExitUsage, "-out is empty"},
+		{[]string{"-out", filepath.Join(file, "sub")}, cli.ExitFailure, "-out " + filepath.Join(file, "sub") + ": " + file + " is not a directory"},
+		{[]string{"-out", linkDir}, cli.ExitFailure, "rounds.csv is a symbolic link"},
+		{[]string{"-out", dataDir, "-data", csv}, cli.ExitUsage, "is the -data input file"},
 	} {
 		before := testutil.DirNames(t, dir)
 		args := c.args
@@ -94,7 +95,7 @@ func TestOutUnwritableFailsAtOnce(t *testing.T) {
 	}
 	start := time.Now()
 	r := runOfl(t, "-out", "/proc/self", "-seed", "1")
-	assert.Equal(t, exitFailure, r.code)
+	assert.Equal(t, cli.ExitFailure, r.code)
 	requireOneErrorLine(t, r.stderr, "-out /proc/self: cannot create files in directory /proc/self")
 	assert.Less(t, time.Since(start), time.Second)
 }
@@ -103,12 +104,12 @@ func TestHugeRepsRefused(t *testing.T) {
 	// 10^12 repetitions need terabytes for their traces alone: refused
 	// before any work, not a runtime crash.
 	r := runOflMem(t, 16e9, append(small, "-reps", "1000000000000")...)
-	assert.Equal(t, exitFailure, r.code)
+	assert.Equal(t, cli.ExitFailure, r.code)
 	requireOneErrorLine(t, r.stderr, "-reps 1000000000000, -rounds 30, -learners 3, -tau 2, -dim 5 need about ")
 	assert.True(t, strings.HasSuffix(r.stderr, "this machine has 16.0 GB available; use smaller values\n"), r.stderr)
 
 	r = runOflMem(t, 16e9, "-rounds", "100000000", "-reps", "1")
-	assert.Equal(t, exitFailure, r.code)
+	assert.Equal(t, cli.ExitFailure, r.code)
 	requireOneErrorLine(t, r.stderr, "need about ")
 
 	// The default configuration fits.
@@ -133,7 +134,7 @@ func TestHugeRepsRefused(t *testing.T) {
 
 func TestClipOverflow(t *testing.T) {
 	r := runOfl(t, append([]string{"-clip", "1e308"}, small...)...)
-	assert.Equal(t, exitUsage, r.code)
+	assert.Equal(t, cli.ExitUsage, r.code)
 	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e+308 with -learners 3: the release sensitivity is +Inf, want a finite number > 0")
 }
 
@@ -142,11 +143,11 @@ func TestLearnerOutCheckedFirst(t *testing.T) {
 	// absent server for -give-up), not after the whole run.
 	start := time.Now()
 	r := runOfl(t, "learner", "-id", "0", "-seed", "1", "-server", "127.0.0.1:1", "-insecure", "-out", "/dev/null")
-	assert.Equal(t, exitFailure, r.code, r.stderr)
+	assert.Equal(t, cli.ExitFailure, r.code, r.stderr)
 	assert.Equal(t, "ofl learner: -out /dev/null is a device, not a regular file\n", r.stderr)
 	assert.Less(t, time.Since(start), 5*time.Second)
 
 	r = runOfl(t, "learner", "-id", "0", "-seed", "1", "-insecure", "-out", "")
-	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Equal(t, cli.ExitUsage, r.code, r.stderr)
 	assert.Equal(t, "ofl learner: -out is empty: want a file name\n", r.stderr)
 }

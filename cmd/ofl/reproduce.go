@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,8 +29,7 @@ Flags:
 
 // runReproduce is "ofl reproduce".
 func runReproduce(ctx context.Context, args []string, e env) error {
-	fs := flag.NewFlagSet("ofl reproduce", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("ofl reproduce")
 	out := fs.String("out", "", "output `DIR` (required)")
 	quick := fs.Bool("quick", false, "reduced sizes: a pipeline check in seconds, not results")
 	workers := fs.Int("workers", 0, "repetitions run at once (0: one per CPU); results do not depend on it")
@@ -58,7 +57,7 @@ func runReproduce(ctx context.Context, args []string, e env) error {
 		return cli.Usagef("reproduce: no part given, want %s or all", strings.Join(reproduce.Parts(), ", "))
 	}
 	for _, p := range parts {
-		if p != "all" && !contains(reproduce.Parts(), p) {
+		if p != "all" && !slices.Contains(reproduce.Parts(), p) {
 			return cli.Usagef("reproduce: part %q, want %s or all", p, strings.Join(reproduce.Parts(), ", "))
 		}
 	}
@@ -110,12 +109,3 @@ func runReproduce(ctx context.Context, args []string, e env) error {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
-}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 func TestReproduceUsage(t *testing.T) {
@@ -19,13 +21,13 @@ func TestReproduceUsage(t *testing.T) {
 		{[]string{"reproduce", "fig2", "-bogus"}, "flag provided but not defined"},
 	} {
 		r := runOfl(t, c.args...)
-		if r.code != exitUsage {
-			t.Errorf("%v: exit %d, want %d", c.args, r.code, exitUsage)
+		if r.code != cli.ExitUsage {
+			t.Errorf("%v: exit %d, want %d", c.args, r.code, cli.ExitUsage)
 		}
 		requireOneErrorLine(t, r.stderr, c.want)
 	}
 	r := runOfl(t, "reproduce", "-h")
-	if r.code != exitOK || !strings.Contains(r.stdout, "ofl reproduce PART") {
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "ofl reproduce PART") {
 		t.Errorf("-h: exit %d, stdout %q", r.code, r.stdout)
 	}
 }
@@ -34,7 +36,7 @@ func TestReproduceUsage(t *testing.T) {
 func TestReproduceFig2(t *testing.T) {
 	dir := t.TempDir()
 	r := runOfl(t, "reproduce", "-quick", "fig2", "-out", dir)
-	if r.code != exitOK {
+	if r.code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	for _, name := range []string{"fig2.png", "fig2.svg", "fig2.csv", "summary.md"} {

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // runOflCrypto runs ofl in-process with the seeds of a real run: drawn from
@@ -16,7 +18,7 @@ func runOflCrypto(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), args, env{stdout: &out, stderr: &errb, randomSeed: cryptoSeed})
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("ofl %q: exit %d: %s", args, code, errb.String())
 	}
 	return result{code, out.String(), errb.String()}

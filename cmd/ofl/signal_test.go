@@ -53,7 +53,7 @@ func TestSignalDuringWrite(t *testing.T) {
 		kill.Stop()
 		var ee *exec.ExitError
 		require.True(t, errors.As(err, &ee), "%v", err)
-		assert.Equal(t, exitFailure, ee.ExitCode(), sig)
+		assert.Equal(t, cli.ExitFailure, ee.ExitCode(), sig)
 		assert.Equal(t, "ofl: interrupted; nothing written\n", string(rest))
 		got, err := os.ReadFile(rounds)
 		require.NoError(t, err)

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // Run flags that the protocol's int32 fields cannot carry are usage
@@ -25,8 +27,8 @@ func TestServerFlagsFitTheWire(t *testing.T) {
 		{[]string{"learner", "-insecure", "-id", "4294967296", "-seed", "1"}, "-id 4294967296: want at most 2147483647"},
 	} {
 		r := runOfl(t, c.args...)
-		if r.code != exitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) || !strings.Contains(r.stderr, "int32") {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		if r.code != cli.ExitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) || !strings.Contains(r.stderr, "int32") {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
 		}
 	}
 }
@@ -81,8 +83,8 @@ func TestInsecureStaysOnLoopback(t *testing.T) {
 		{[]string{"server", "-state", "d", "-tls-cert", "c", "-tls-key", "k", "-insecure-nonloopback"}, "-insecure-nonloopback goes with -insecure only"},
 	} {
 		r := runOfl(t, c.args...)
-		if r.code != exitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		if r.code != cli.ExitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
 		}
 	}
 	// With the explicit flag the server listens on every interface, and

@@ -10,9 +10,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
-	"sort"
+	"slices"
 )
 
 // Record is one recorded invocation: the command's arguments and the JSON
@@ -50,12 +51,7 @@ func ReadRecords(path string) ([]Record, error) {
 func leaves(v any, name string, depth int, out map[string]any, depths map[string]int) {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			leaves(x[k], k, depth+1, out, depths)
 		}
 	default:
@@ -84,18 +80,9 @@ func Compare(want, got []byte, tol float64, skip ...string) ([]string, error) {
 	wl, gl := map[string]any{}, map[string]any{}
 	leaves(w, "", 0, wl, map[string]int{})
 	leaves(g, "", 0, gl, map[string]int{})
-	skipped := map[string]bool{}
-	for _, s := range skip {
-		skipped[s] = true
-	}
 	var diffs []string
-	names := make([]string, 0, len(wl))
-	for k := range wl {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if skipped[k] {
+	for _, k := range slices.Sorted(maps.Keys(wl)) {
+		if slices.Contains(skip, k) {
 			continue
 		}
 		wv := wl[k]

@@ -84,7 +84,10 @@ func (b *Bar) loop() {
 	tick := time.NewTicker(b.opt.Interval)
 	defer tick.Stop()
 	for {
-		b.draw()
+		b.mu.Lock()
+		fmt.Fprintf(b.w, "\r%s\x1b[K", Text(b.opt, b.done, b.status, time.Since(b.start)))
+		b.shown = true
+		b.mu.Unlock()
 		select {
 		case <-b.stop:
 			return
@@ -93,24 +96,21 @@ func (b *Bar) loop() {
 	}
 }
 
-// draw rewrites the line.
-func (b *Bar) draw() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	fmt.Fprintf(b.w, "\r%s\x1b[K", Text(b.opt, b.done, b.status, time.Since(b.start)))
-	b.shown = true
-}
-
 // Write writes p, other output for the terminal such as a warning, after
 // erasing the line.
 func (b *Bar) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.erase()
+	return b.w.Write(p)
+}
+
+// erase erases the line if it is shown; the caller holds b.mu.
+func (b *Bar) erase() {
 	if b.shown {
 		fmt.Fprint(b.w, "\r\x1b[K")
 		b.shown = false
 	}
-	return b.w.Write(p)
 }
 
 // Finish stops the display and erases the line. Calling it again does
@@ -121,10 +121,7 @@ func (b *Bar) Finish() {
 		<-b.finished
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.shown {
-			fmt.Fprint(b.w, "\r\x1b[K")
-			b.shown = false
-		}
+		b.erase()
 	})
 }
 
