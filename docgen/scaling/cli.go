@@ -30,6 +30,7 @@ type cliResult struct {
 // cliRun is one run of mfsolve as a subprocess.
 type cliRun struct {
 	Seconds float64 // wall time of the process, start to exit (as the launcher saw it)
+	CPU     float64 // its CPU time, user + system
 	MaxRSS  int64   // peak resident set size in bytes
 	Out     cliResult
 }
@@ -41,7 +42,8 @@ const spawnEnv = "DPMF_SCALING_SPAWN_REPORT"
 // spawnReport is what the launcher measures of the command it runs.
 type spawnReport struct {
 	Seconds float64 `json:"seconds"`
-	MaxRSS  int64   `json:"max_rss"` // bytes
+	CPU     float64 `json:"cpu_seconds"` // user + system
+	MaxRSS  int64   `json:"max_rss"`     // bytes
 }
 
 // spawn runs args as a command with this process's standard streams, writes
@@ -69,6 +71,7 @@ func spawn(args []string, reportPath string) int {
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rep.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+		rep.CPU = float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 	}
 	b, _ := json.Marshal(rep)
 	if werr := os.WriteFile(reportPath, b, 0o644); werr != nil {
@@ -83,15 +86,31 @@ func spawn(args []string, reportPath string) int {
 // stderr and the result still holds its time and peak RSS if the launcher
 // reported them.
 func runCLI(ctx context.Context, dir, bin string, args []string) (cliRun, error) {
+	r, stdout, err := launch(ctx, dir, nil, append([]string{bin}, args...))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(stdout, &r.Out); err != nil {
+		return r, fmt.Errorf("output %q is not the JSON summary: %v", stdout, err)
+	}
+	return r, nil
+}
+
+// launch runs argv in dir with env added to this process's environment,
+// through a launcher (see spawn), and returns its time, CPU time and peak
+// RSS (Out is left empty) and its standard output. When the command fails,
+// the error carries its stderr and the result still holds what the
+// launcher reported.
+func launch(ctx context.Context, dir string, env, argv []string) (cliRun, []byte, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return cliRun{}, err
+		return cliRun{}, nil, err
 	}
 	reportPath := filepath.Join(dir, "spawn-report.json")
 	os.Remove(reportPath)
-	cmd := exec.CommandContext(ctx, self, append([]string{bin}, args...)...)
+	cmd := exec.CommandContext(ctx, self, argv...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), spawnEnv+"="+reportPath)
+	cmd.Env = append(append(os.Environ(), env...), spawnEnv+"="+reportPath)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
@@ -99,19 +118,16 @@ func runCLI(ctx context.Context, dir, bin string, args []string) (cliRun, error)
 	if b, err := os.ReadFile(reportPath); err == nil {
 		var rep spawnReport
 		if err := json.Unmarshal(b, &rep); err != nil {
-			return r, fmt.Errorf("launcher report %s: %v", reportPath, err)
+			return r, nil, fmt.Errorf("launcher report %s: %v", reportPath, err)
 		}
-		r.Seconds, r.MaxRSS = rep.Seconds, rep.MaxRSS
+		r.Seconds, r.CPU, r.MaxRSS = rep.Seconds, rep.CPU, rep.MaxRSS
 	} else if runErr == nil {
-		return r, fmt.Errorf("mfsolve %s: no launcher report: %v", strings.Join(args, " "), err)
+		return r, nil, fmt.Errorf("%s: no launcher report: %v", strings.Join(argv, " "), err)
 	}
 	if runErr != nil {
-		return r, fmt.Errorf("%v: %s", runErr, strings.TrimSpace(stderr.String()))
+		return r, nil, fmt.Errorf("%v: %s", runErr, strings.TrimSpace(stderr.String()))
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &r.Out); err != nil {
-		return r, fmt.Errorf("output %q is not the JSON summary: %v", stdout.String(), err)
-	}
-	return r, nil
+	return r, stdout.Bytes(), nil
 }
 
 // cliMeasurement is the median of several runs of one mfsolve command.

@@ -93,10 +93,15 @@ func buildAt(ctx context.Context, root, rev, dir string) (string, error) {
 
 // goBuild builds cmd/mfsolve of the module at dir into bin.
 func goBuild(ctx context.Context, dir, bin string) error {
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mfsolve")
+	return goBuildPkg(ctx, dir, "./cmd/mfsolve", bin)
+}
+
+// goBuildPkg builds the command pkg of the module at dir into bin.
+func goBuildPkg(ctx context.Context, dir, pkg, bin string) error {
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/mfsolve in %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("go build %s in %s: %v: %s", pkg, dir, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@
 //	go run ./docgen/scaling -out docs/scaling.md [-svg FILE] [-quick] [-reps 5]
 //	go run ./docgen/scaling -out docs/scaling.md -participation-only
 //	go run ./docgen/scaling -out docs/scaling.md -further-only
+//	go run ./docgen/scaling -out docs/scaling.md -issue20-only [-long] [-issue20-sizes small]
 //
 // It must run inside the dpmf module: it builds cmd/mfsolve and times the
 // binary as a subprocess for the end-to-end targets (through a copy of
@@ -45,6 +46,13 @@ type config struct {
 	// furtherOnly measures only the issue-13 section ("an order of
 	// magnitude further") and rewrites it in the existing report.
 	furtherOnly bool
+	// issue20Only measures only the issue-20 section (GOMAXPROCS 1
+	// against 2, R = 10^7, banded, the accountant, BLT) and rewrites it in
+	// the existing report; issue20Sizes picks its sizes (full or small),
+	// long adds banded at the largest R.
+	issue20Only  bool
+	issue20Sizes string
+	long         bool
 	// replot redraws the report's figures from its tables, measuring
 	// nothing.
 	replot bool
@@ -76,6 +84,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "leave out the plain dense fixed point at R = 800 (many minutes)")
 	fs.BoolVar(&cfg.partOnly, "participation-only", false, "measure only the participation section and rewrite it in the existing -out report")
 	fs.BoolVar(&cfg.furtherOnly, "further-only", false, "measure only the section on B and C from the structure, R = 10^6 and streaming with K buffers, and rewrite it in the existing -out report")
+	fs.BoolVar(&cfg.issue20Only, "issue20-only", false, "measure only the issue-20 section (GOMAXPROCS=1 against 2 on each heavy path, R = 10^7, banded under min-separation, the two-sided accountant, BLT against the number of buffers) and rewrite it in the existing -out report")
+	fs.StringVar(&cfg.issue20Sizes, "issue20-sizes", "full", "sizes `SET` of the issue-20 section: full (the issue's) or small (a quick test of the generator)")
+	fs.BoolVar(&cfg.long, "long", false, "with -issue20-only: also banded under min-separation at R = 10^5 (up to 10 minutes)")
 	fs.BoolVar(&cfg.replot, "replot", false, "measure nothing: redraw the figures (-svg, and the streaming figure beside -out) from the tables of the existing -out report")
 	fs.IntVar(&cfg.reps, "reps", 5, "take the median of `N` runs (fewer for slow computations)")
 	usage := "Usage: go run ./docgen/scaling [flags]\n\n" +
@@ -87,6 +98,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.reps < 1 {
 		return cfg, cli.Usagef("-reps %d: want at least 1", cfg.reps)
+	}
+	if _, ok := i20SizeSets[cfg.issue20Sizes]; !ok {
+		return cfg, cli.Usagef("-issue20-sizes %s: want full or small", cfg.issue20Sizes)
 	}
 	if !strings.HasSuffix(cfg.out, ".md") {
 		return cfg, cli.Usagef("-out %s: want a .md file name", cfg.out)

@@ -1,0 +1,905 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/mechanism"
+)
+
+// The issue-20 section ("every core, R = 10^7, banded at 10^5, BLT that
+// improves with buffers, and a two-sided accountant at production delta"):
+// each target of the issue with its command, limit, median, runs, peak RSS,
+// GOMAXPROCS and NumCPU. Every speed-up is GOMAXPROCS=1 against 2 in the
+// same run, the two runs alternated (1, 2, 2, 1, ...) so that load affects
+// both alike. Subprocesses get GOMAXPROCS through their environment;
+// in-process rows set runtime.GOMAXPROCS and restore it.
+
+const (
+	issue20Begin = "<!-- issue20: begin -->"
+	issue20End   = "<!-- issue20: end -->"
+	// The hand-added accountant section, which the issue-20 section
+	// replaces where it has not been written yet.
+	accountantBegin = "<!-- accountant: begin -->"
+	accountantEnd   = "<!-- accountant: end -->"
+	// speedupTarget is the issue's least ratio of the time on one core to
+	// the time on two, on each heavy path.
+	speedupTarget = 1.7
+	// pldDelta is the delta of the accountant's rows (production federated
+	// learning).
+	pldDelta = 1e-10
+	// bltDenseMax is the largest R at which a strategy without a loss-only
+	// path is run with dense B and C.
+	bltDenseMax = 10000
+	// bltSlack is the relative rounding allowed in "non-increasing in K":
+	// the reported losses are recomputed from the factors, not the fit's.
+	bltSlack = 1e-12
+)
+
+// pldPoint is one point of the accountant's grid.
+type pldPoint struct {
+	Q, Sigma float64
+	Steps    int
+}
+
+// i20Sizes are the sizes of the section's rows.
+type i20Sizes struct {
+	Name string
+	// Structured and Large: the structured optimum, loss only, at
+	// GOMAXPROCS 1 and 2, and at 2 alone.
+	Structured, Large int
+	Dense             int // the dense path, loss only
+	Forms             int // B and C written
+	// Banded and BandedLong: banded under Bands-min-separation with Bands
+	// bands; BandedLong only with -long.
+	Banded, BandedLong, Bands int
+	PLD                       []pldPoint
+	MechDim, MechRounds       int
+	MechBuffers               int
+	BLTRs                     []int // single participation, K = 1..8
+	MinSepR, MinSepB          int   // BLT against bsr under minsep
+	// EstScale multiplies the estimated times (taken at the full sizes).
+	EstScale float64
+}
+
+// i20SizeSets are the size sets of -issue20-sizes.
+var i20SizeSets = map[string]i20Sizes{
+	"full": {
+		Name: "full", Structured: 1000000, Large: 10000000, Dense: 2000, Forms: 10000,
+		Banded: 10000, BandedLong: 100000, Bands: 64,
+		PLD:     []pldPoint{{1e-4, 1, 100000}, {1e-4, 0.5, 1000000}},
+		MechDim: 1000000, MechRounds: 20, MechBuffers: 8,
+		BLTRs: []int{1000, 10000, 100000}, MinSepR: 1000, MinSepB: 16, EstScale: 1,
+	},
+	"small": {
+		Name: "small", Structured: 10000, Large: 100000, Dense: 200, Forms: 500,
+		Banded: 1000, BandedLong: 2000, Bands: 16,
+		PLD:     []pldPoint{{1e-2, 1, 100}, {1e-2, 0.5, 1000}},
+		MechDim: 10000, MechRounds: 20, MechBuffers: 4,
+		BLTRs: []int{100, 300, 1000}, MinSepR: 200, MinSepB: 16, EstScale: 0.03,
+	},
+}
+
+// i20Sample is one run's outcome.
+type i20Sample struct {
+	Seconds, CPU float64
+	RSS          int64
+	// Value is the result (loss, or the safe eps), Gap its certified
+	// relative gap (or the accountant's width), Other a second value shown
+	// (the optimistic eps), Digest a hash of the files or vectors written.
+	Value, Gap, Other float64
+	Iters             int
+	Digest            string
+}
+
+// i20Meas is the median of the runs at one GOMAXPROCS.
+type i20Meas struct {
+	Procs        int
+	Runs         int
+	Seconds, CPU float64 // medians
+	RSS          int64   // largest peak RSS of the runs
+	Last         i20Sample
+	Err          string
+}
+
+// i20Row is one target: a pair (GOMAXPROCS 1 and 2) or a single run at 2.
+type i20Row struct {
+	Item, Name string
+	Command    string // as shown
+	Limit      string // as shown
+	// InProcess rows run in this process (RSS is the process's peak).
+	InProcess bool
+	Procs     []int
+	M         []i20Meas // one per Procs
+	// Ratio is M[0].Seconds / M[1].Seconds for a pair.
+	Ratio float64
+	// Same says whether the results at 1 and 2 agree.
+	Same   string
+	NotRun string
+	Checks []string // failed checks
+	// est is the estimated seconds of one run at each GOMAXPROCS on a quiet
+	// 2-core machine at the full sizes.
+	est []float64
+	// run takes one run at the given GOMAXPROCS.
+	run func(procs int) (i20Sample, error)
+	// check adds the failed checks of a measured row.
+	check func(r *i20Row)
+}
+
+// pass reports whether the target is met.
+func (r i20Row) pass() bool {
+	if r.NotRun != "" || len(r.Checks) > 0 || len(r.M) == 0 {
+		return false
+	}
+	for _, m := range r.M {
+		if m.Err != "" || m.Runs == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// at returns the measurement at procs.
+func (r i20Row) at(procs int) (i20Meas, bool) {
+	for _, m := range r.M {
+		if m.Procs == procs {
+			return m, true
+		}
+	}
+	return i20Meas{}, false
+}
+
+// bltRow is one BLT (or bsr) loss.
+type bltRow struct {
+	Spec    string
+	R, K    int
+	Loss    float64
+	Seconds float64
+	Runs    int
+	How     string // "loss-only" or "dense"
+	Err     string
+}
+
+// i20Result holds the section's measurements.
+type i20Result struct {
+	Sizes                 string
+	Reps                  int
+	Long                  bool
+	NumCPU, GOMAXPROCS    int
+	CPUModel              string
+	LoadBefore, LoadAfter string
+	Estimate, Elapsed     time.Duration
+	Rows                  []i20Row
+	// BLT: single participation at each R (K = 1..8), sqrt-normalized at
+	// each R (or the reason it was not run), and under min-separation BLT
+	// with K buffers against bsr with K + 1 bands.
+	BLT          []bltRow
+	SqrtNorm     map[int]float64
+	SqrtNormNote map[int]string
+	MinSep, BSR  []bltRow
+	MinSepR      int
+	MinSepB      int
+	BLTProcs     int
+}
+
+// interleave runs once at each GOMAXPROCS of procs in turn, alternating the
+// order (1, 2, 2, 1, ...), as many passes as repeat would take for the
+// slowest first run (see runsAfter). It stops at the first error, which
+// the measurement at that GOMAXPROCS records.
+func interleave(reps int, procs []int, once func(int) (i20Sample, error)) []i20Meas {
+	ms := make([]i20Meas, len(procs))
+	secs := make([][]float64, len(procs))
+	cpus := make([][]float64, len(procs))
+	finish := func() []i20Meas {
+		for i := range ms {
+			ms[i].Runs = len(secs[i])
+			if ms[i].Runs > 0 {
+				ms[i].Seconds, ms[i].CPU = docgen.Median(secs[i]), docgen.Median(cpus[i])
+			}
+		}
+		return ms
+	}
+	for i, p := range procs {
+		ms[i].Procs = p
+	}
+	for pass, runs := 0, reps; pass < runs; pass++ {
+		slowest := 0.0
+		for j := range procs {
+			i := j
+			if pass%2 == 1 {
+				i = len(procs) - 1 - j
+			}
+			s, err := once(procs[i])
+			if err != nil {
+				ms[i].Err = oneLine(err)
+				if ms[i].Runs == 0 && s.Seconds > 0 {
+					ms[i].Seconds = s.Seconds // the time of the failed run
+				}
+				return finish()
+			}
+			secs[i], cpus[i] = append(secs[i], s.Seconds), append(cpus[i], s.CPU)
+			ms[i].RSS, ms[i].Last = max(ms[i].RSS, s.RSS), s
+			slowest = max(slowest, s.Seconds)
+		}
+		if pass == 0 {
+			runs = runsAfter(reps, slowest)
+		}
+	}
+	return finish()
+}
+
+// sameResult compares the results at GOMAXPROCS 1 and 2: identical bits,
+// or within the sum of their certified gaps (widths).
+func sameResult(a, b i20Sample) (string, bool) {
+	if a.Digest != b.Digest {
+		return fmt.Sprintf("outputs differ (digests %s, %s)", a.Digest, b.Digest), false
+	}
+	if math.Float64bits(a.Value) == math.Float64bits(b.Value) {
+		if a.Digest != "" {
+			return "identical (bits of the values and outputs)", true
+		}
+		return "identical bits", true
+	}
+	d := math.Abs(a.Value-b.Value) / math.Abs(b.Value)
+	ok := d <= a.Gap+b.Gap
+	verdict := "within the gaps"
+	if !ok {
+		verdict = "NOT within the gaps"
+	}
+	return fmt.Sprintf("relative difference %.1e, %s (%.1e + %.1e)", d, verdict, a.Gap, b.Gap), ok
+}
+
+// estimate returns the estimated seconds of the rows at reps runs.
+func estimate(rows []i20Row, reps int, scale float64) float64 {
+	total := 0.0
+	for _, r := range rows {
+		if r.NotRun != "" {
+			continue
+		}
+		slowest, sum := 0.0, 0.0
+		for _, e := range r.est {
+			slowest, sum = max(slowest, e), sum+e
+		}
+		total += float64(runsAfter(reps, slowest)) * sum
+	}
+	return total * scale
+}
+
+// i20Env is what the rows' runs need.
+type i20Env struct {
+	ctx            context.Context
+	tmp            string
+	mfsolve, acct  string
+	reps           int
+	sizes          i20Sizes
+	long           bool
+	log            io.Writer
+	lossOnlyBanded bool
+}
+
+// procsEnv is the environment that sets a subprocess's GOMAXPROCS.
+func procsEnv(procs int) []string { return []string{fmt.Sprintf("GOMAXPROCS=%d", procs)} }
+
+// mfsolveRun returns a run of mfsolve with args; digest, if not nil,
+// hashes what it wrote.
+func (e *i20Env) mfsolveRun(args []string, digest func() (string, error)) func(int) (i20Sample, error) {
+	return func(procs int) (i20Sample, error) {
+		r, out, err := launch(e.ctx, e.tmp, procsEnv(procs), append([]string{e.mfsolve}, args...))
+		s := i20Sample{Seconds: r.Seconds, CPU: r.CPU, RSS: r.MaxRSS}
+		if err != nil {
+			return s, err
+		}
+		var c cliResult
+		if err := json.Unmarshal(out, &c); err != nil {
+			return s, fmt.Errorf("output %q is not the JSON summary: %v", out, err)
+		}
+		s.Value, s.Gap, s.Iters = c.Loss, c.Gap, c.Iterations
+		if digest != nil {
+			s.Digest, err = digest()
+		}
+		return s, err
+	}
+}
+
+// dpacctResult is the part of `dpacct epsilon -json` read here.
+type dpacctResult struct {
+	Eps           float64 `json:"eps"`
+	EpsOptimistic float64 `json:"eps_optimistic"`
+}
+
+// dpacctRun returns a run of dpacct epsilon at the point pt.
+func (e *i20Env) dpacctRun(args []string) func(int) (i20Sample, error) {
+	return func(procs int) (i20Sample, error) {
+		r, out, err := launch(e.ctx, e.tmp, procsEnv(procs), append([]string{e.acct}, args...))
+		s := i20Sample{Seconds: r.Seconds, CPU: r.CPU, RSS: r.MaxRSS}
+		if err != nil {
+			return s, err
+		}
+		var d dpacctResult
+		if err := json.Unmarshal(out, &d); err != nil {
+			return s, fmt.Errorf("output %q is not dpacct's JSON: %v", out, err)
+		}
+		if !(d.Eps > 0) || !(d.EpsOptimistic <= d.Eps) {
+			return s, fmt.Errorf("eps %v, eps_optimistic %v: want 0 < optimistic <= safe", d.Eps, d.EpsOptimistic)
+		}
+		s.Value, s.Other, s.Gap = d.Eps, d.EpsOptimistic, (d.Eps-d.EpsOptimistic)/d.Eps
+		return s, nil
+	}
+}
+
+// fileDigest returns the first 12 hex digits of the SHA-256 of the files.
+func fileDigest(paths ...string) (string, error) {
+	h := sha256.New()
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return "", err
+		}
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// withProcs runs fn with runtime.GOMAXPROCS(procs) and restores it.
+func withProcs(procs int, fn func() error) error {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	return fn()
+}
+
+// selfRSS returns this process's peak RSS so far.
+func selfRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // kilobytes on Linux
+}
+
+// mechRun returns one pass of the mechanism at d = MechDim on f: the
+// median seconds per round over MechRounds rounds, and a digest of the
+// noise it drew.
+func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error) {
+	return func(procs int) (i20Sample, error) {
+		var s i20Sample
+		err := withProcs(procs, func() error {
+			m, err := mechanism.New(f, e.sizes.MechDim, 1, mechanism.WithSeed(1))
+			if err != nil {
+				return err
+			}
+			dst := make([]float64, e.sizes.MechDim)
+			h := sha256.New()
+			var secs []float64
+			c0 := cpuSeconds()
+			for range e.sizes.MechRounds {
+				start := time.Now()
+				if err := m.Next(dst); err != nil {
+					return err
+				}
+				secs = append(secs, time.Since(start).Seconds())
+				for _, v := range dst {
+					h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+				}
+			}
+			s.CPU = (cpuSeconds() - c0) / float64(e.sizes.MechRounds) // hashing included
+			s.Seconds, s.Digest = docgen.Median(secs), hex.EncodeToString(h.Sum(nil))[:12]
+			s.RSS = selfRSS()
+			return nil
+		})
+		return s, err
+	}
+}
+
+// lossOnlyFlag returns ["-loss-only"] when the strategy spec has a
+// loss-only path in this build.
+func lossOnlyFlag(spec string) []string {
+	if hasLossOnly(spec) {
+		return []string{"-loss-only"}
+	}
+	return nil
+}
+
+// hasLossOnly reports whether the strategy spec has a loss-only path.
+func hasLossOnly(spec string) bool {
+	s, err := factorize.ParseStrategy(spec)
+	if err != nil {
+		return false
+	}
+	_, err = factorize.WithLossOnly(s, true)
+	return err == nil
+}
+
+// i20Rows returns the section's subprocess and mechanism rows, not yet run.
+func (e *i20Env) i20Rows() ([]i20Row, error) {
+	z := e.sizes
+	both, two := []int{1, 2}, []int{2}
+	show := func(bin string, args []string) string {
+		return strings.Join(append([]string{bin}, args...), " ")
+	}
+	gapCheck := func(tol float64) func(r *i20Row) {
+		return func(r *i20Row) {
+			for _, m := range r.M {
+				if m.Runs > 0 && !(m.Last.Gap <= tol) {
+					r.Checks = append(r.Checks, fmt.Sprintf("gap %.1e at GOMAXPROCS=%d, want <= %g", m.Last.Gap, m.Procs, tol))
+				}
+			}
+		}
+	}
+	limitAt2 := func(limit float64, rss int64) func(r *i20Row) {
+		return func(r *i20Row) {
+			if m, ok := r.at(2); ok && m.Runs > 0 {
+				if m.Seconds > limit {
+					r.Checks = append(r.Checks, fmt.Sprintf("%s at GOMAXPROCS=2 > %s", secs(m.Seconds), secs(limit)))
+				}
+				if rss > 0 && m.RSS > rss {
+					r.Checks = append(r.Checks, fmt.Sprintf("peak RSS %s > %s", mb(float64(m.RSS)), mb(float64(rss))))
+				}
+			}
+		}
+	}
+	all := func(fs ...func(r *i20Row)) func(r *i20Row) {
+		return func(r *i20Row) {
+			for _, f := range fs {
+				f(r)
+			}
+		}
+	}
+	var rows []i20Row
+	add := func(r i20Row) { rows = append(rows, r) }
+
+	structArgs := func(r int) []string {
+		return []string{"-R", fmt.Sprint(r), "-loss-only", "-no-cache", "-json", "-strategy", "optimal:tol=1e-8"}
+	}
+	a := structArgs(z.Structured)
+	add(i20Row{Item: "1, 2", Name: fmt.Sprintf("structured optimum, R = %d, loss only, gap 1e-8", z.Structured),
+		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 8 s at 2", speedupTarget), Procs: both,
+		est: []float64{11, 6.5}, run: e.mfsolveRun(a, nil), check: all(gapCheck(1e-8), limitAt2(8, 0))})
+	a = structArgs(z.Large)
+	add(i20Row{Item: "2", Name: fmt.Sprintf("structured optimum, R = %d, loss only, gap 1e-8", z.Large),
+		Command: show("mfsolve", a), Limit: "<= 120 s and 3 GB at 2", Procs: two,
+		est: []float64{110}, run: e.mfsolveRun(a, nil), check: all(gapCheck(1e-8), limitAt2(120, 3e9))})
+	a = []string{"-R", fmt.Sprint(z.Dense), "-strategy", "optimal:path=dense", "-loss-only", "-no-cache", "-json"}
+	add(i20Row{Item: "1", Name: fmt.Sprintf("dense path, prefix sums, R = %d, loss only, gap 1e-10", z.Dense),
+		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
+		est: []float64{47, 28}, run: e.mfsolveRun(a, nil), check: gapCheck(1e-10)})
+	bPath, cPath := filepath.Join(e.tmp, "B.npy"), filepath.Join(e.tmp, "C.npy")
+	a = []string{"-R", fmt.Sprint(z.Forms), "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}
+	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d, written", z.Forms),
+		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
+		est: []float64{6, 4}, run: e.mfsolveRun(a, func() (string, error) { return fileDigest(bPath, cPath) }), check: gapCheck(1e-10)})
+
+	bandSpec := fmt.Sprintf("banded:bands=%d", z.Bands)
+	part := fmt.Sprintf("minsep:%d", z.Bands)
+	a = append([]string{"-R", fmt.Sprint(z.Banded), "-strategy", bandSpec, "-participation", part}, append(lossOnlyFlag(bandSpec), "-no-cache", "-json")...)
+	add(i20Row{Item: "1, 3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-8 (banded's default)", z.Banded, z.Bands),
+		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 20 s at 2", speedupTarget), Procs: both,
+		est: []float64{65, 40}, run: e.mfsolveRun(a, nil), check: all(gapCheck(1e-8), limitAt2(20, 0))})
+	longSpec := bandSpec + ",tol=1e-6"
+	a = append([]string{"-R", fmt.Sprint(z.BandedLong), "-strategy", longSpec, "-participation", part}, append(lossOnlyFlag(longSpec), "-no-cache", "-json")...)
+	long := i20Row{Item: "3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-6", z.BandedLong, z.Bands),
+		Command: show("mfsolve", a), Limit: "<= 10 min at 2", Procs: two,
+		est: []float64{600}, run: e.mfsolveRun(a, nil), check: all(gapCheck(1e-6), limitAt2(600, 0))}
+	switch {
+	case !e.long:
+		long.NotRun = "not run (-long)"
+	case !hasLossOnly(longSpec) && z.BandedLong > bltDenseMax:
+		long.NotRun = "not run: banded has no loss-only path in this build (B and C would not fit)"
+	}
+	add(long)
+
+	for _, pt := range z.PLD {
+		a := []string{"epsilon", "-sigma", fmt.Sprint(pt.Sigma), "-delta", fmt.Sprint(pldDelta), "-sampling", fmt.Sprint(pt.Q), "-steps", fmt.Sprint(pt.Steps), "-json"}
+		add(i20Row{Item: "1, 5", Name: fmt.Sprintf("PLD accountant, q = %g, sigma = %g, T = %d, delta = %g, both sides", pt.Q, pt.Sigma, pt.Steps, pldDelta),
+			Command: show("dpacct", a), Limit: fmt.Sprintf("ratio >= %.1f; width <= 1e-3; <= 5 s at 2", speedupTarget), Procs: both,
+			est: []float64{5, 3.5}, run: e.dpacctRun(a), check: func(r *i20Row) {
+				for _, m := range r.M {
+					if m.Runs > 0 && !(m.Last.Gap <= 1e-3) {
+						r.Checks = append(r.Checks, fmt.Sprintf("width %.1e at GOMAXPROCS=%d > 1e-3", m.Last.Gap, m.Procs))
+					}
+				}
+				limitAt2(5, 0)(r)
+			}})
+	}
+
+	w, err := factorize.Prefix(z.MechRounds)
+	if err != nil {
+		return nil, err
+	}
+	f, err := factorize.BLT(e.ctx, w, z.MechBuffers)
+	if err != nil {
+		return nil, err
+	}
+	add(i20Row{Item: "1", Name: fmt.Sprintf("mechanism, d = %d, BLT with %d buffers (R = %d), seconds per round", z.MechDim, z.MechBuffers, z.MechRounds),
+		Command: fmt.Sprintf("in process: `mechanism.New(factorize.BLT(Prefix(%d), %d), %d, 1, WithSeed(1))`, %d rounds of Next, the median round", z.MechRounds, z.MechBuffers, z.MechDim, z.MechRounds),
+		Limit:   fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both, InProcess: true,
+		est: []float64{0.5, 0.4}, run: e.mechRun(f)})
+	return rows, nil
+}
+
+// runIssue20 measures the section.
+func runIssue20(ctx context.Context, cfg config, log io.Writer) (*i20Result, error) {
+	z, ok := i20SizeSets[cfg.issue20Sizes]
+	if !ok {
+		return nil, fmt.Errorf("-issue20-sizes %s: want full or small", cfg.issue20Sizes)
+	}
+	started := time.Now()
+	res := &i20Result{Sizes: z.Name, Reps: cfg.reps, Long: cfg.long, NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		CPUModel: procField("/proc/cpuinfo", "model name"), LoadBefore: loadAvg(),
+		SqrtNorm: map[int]float64{}, SqrtNormNote: map[int]string{}, MinSepR: z.MinSepR, MinSepB: z.MinSepB}
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "dpmf-issue20-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	e := &i20Env{ctx: ctx, tmp: tmp, mfsolve: filepath.Join(tmp, "mfsolve"), acct: filepath.Join(tmp, "dpacct"), reps: cfg.reps, sizes: z, long: cfg.long, log: log}
+	if err := goBuildPkg(ctx, root, "./cmd/mfsolve", e.mfsolve); err != nil {
+		return nil, err
+	}
+	if err := goBuildPkg(ctx, root, "./cmd/dpacct", e.acct); err != nil {
+		return nil, err
+	}
+	rows, err := e.i20Rows()
+	if err != nil {
+		return nil, err
+	}
+	// BLT: K = 1..8 at each R (the largest K at the largest R timed), and
+	// under min-separation 8 fits and 8 bsr.
+	bltEst := 0.0
+	if z.Name == "full" {
+		bltEst = 5 + 30 + 60 + float64(runsAfter(cfg.reps, 19)-1)*19 + 30
+	}
+	est := estimate(rows, cfg.reps, z.EstScale) + bltEst*z.EstScale
+	res.Estimate = time.Duration(est * float64(time.Second))
+	logf(log, "issue20: %d rows and the BLT tables at sizes %s, -reps %d: estimated %s on a quiet 2-core machine", len(rows), z.Name, cfg.reps, res.Estimate.Round(time.Second))
+	for i := range rows {
+		r := &rows[i]
+		if r.NotRun != "" {
+			logf(log, "issue20: %s: %s", r.Name, r.NotRun)
+			continue
+		}
+		logf(log, "issue20: %s (GOMAXPROCS %v)", r.Name, r.Procs)
+		r.M = interleave(cfg.reps, r.Procs, r.run)
+		if len(r.M) == 2 && r.M[0].Runs > 0 && r.M[1].Runs > 0 {
+			r.Ratio = r.M[0].Seconds / r.M[1].Seconds
+			same, ok := sameResult(r.M[0].Last, r.M[1].Last)
+			r.Same = same
+			if !ok {
+				r.Checks = append(r.Checks, "results at 1 and 2 differ: "+same)
+			}
+			if r.Ratio < speedupTarget {
+				r.Checks = append(r.Checks, fmt.Sprintf("ratio %.2f < %.1f", r.Ratio, speedupTarget))
+			}
+		}
+		if r.check != nil {
+			r.check(r)
+		}
+	}
+	res.Rows = rows
+	os.Remove(filepath.Join(tmp, "B.npy"))
+	os.Remove(filepath.Join(tmp, "C.npy"))
+	if err := res.runBLT(ctx, cfg.reps, z, log); err != nil {
+		return nil, err
+	}
+	res.LoadAfter, res.Elapsed = loadAvg(), time.Since(started)
+	return res, nil
+}
+
+// factorizeSpec computes the strategy spec on w under part, loss only
+// where the strategy has that path, else with dense B and C up to R =
+// bltDenseMax.
+func factorizeSpec(ctx context.Context, spec string, w *factorize.Workload, part factorize.Participation) (*factorize.Factorization, string, error) {
+	s, err := factorize.ParseStrategy(spec)
+	if err != nil {
+		return nil, "", err
+	}
+	how := "dense"
+	if ls, err := factorize.WithLossOnly(s, true); err == nil {
+		s, how = ls, "loss-only"
+	} else if w.R() > bltDenseMax {
+		return nil, "", fmt.Errorf("%s has no loss-only path in this build, and its dense B and C at R = %d would not fit", spec, w.R())
+	}
+	f, err := s.Factorize(ctx, w, part)
+	return f, how, err
+}
+
+// runBLT measures item 4: BLT with 1 to 8 buffers at each R of z.BLTRs
+// against sqrt-normalized (single participation), and under
+// z.MinSepB-min-separation against bsr with one band more than buffers.
+func (res *i20Result) runBLT(ctx context.Context, reps int, z i20Sizes, log io.Writer) error {
+	res.BLTProcs = runtime.GOMAXPROCS(0)
+	one := func(spec string, r, k int, part factorize.Participation, timedReps int) bltRow {
+		row := bltRow{Spec: spec, R: r, K: k}
+		w, err := factorize.Prefix(r)
+		if err != nil {
+			row.Err = oneLine(err)
+			return row
+		}
+		logf(log, "issue20: %s, R = %d, %s", spec, r, part)
+		var loss float64
+		secs, err := repeat(timedReps, func() (float64, error) {
+			start := time.Now()
+			f, how, err := factorizeSpec(ctx, spec, w, part)
+			if err != nil {
+				return 0, err
+			}
+			loss, row.How = f.Metrics.Loss, how
+			return time.Since(start).Seconds(), nil
+		})
+		if err != nil {
+			row.Err = oneLine(err)
+			return row
+		}
+		row.Loss, row.Runs, row.Seconds = loss, len(secs), docgen.Median(secs)
+		return row
+	}
+	single := factorize.SingleParticipation()
+	for i, r := range z.BLTRs {
+		sq := one("sqrt-normalized", r, 0, single, 1)
+		if sq.Err != "" {
+			res.SqrtNormNote[r] = sq.Err
+		} else {
+			res.SqrtNorm[r] = sq.Loss
+		}
+		for k := 1; k <= 8; k++ {
+			timed := 1
+			if k == 8 && i == len(z.BLTRs)-1 {
+				timed = reps
+			}
+			res.BLT = append(res.BLT, one(fmt.Sprintf("blt:buffers=%d", k), r, k, single, timed))
+		}
+	}
+	ms := factorize.MinSeparation(z.MinSepB, 0)
+	for k := 1; k <= 8; k++ {
+		res.MinSep = append(res.MinSep, one(fmt.Sprintf("blt:buffers=%d", k), z.MinSepR, k, ms, 1))
+		res.BSR = append(res.BSR, one(fmt.Sprintf("bsr:bands=%d", k+1), z.MinSepR, k, ms, 1))
+	}
+	return nil
+}
+
+// bltChecks returns the verdicts of item 4: BLT non-increasing in K at
+// each R; for K >= 6 at most 0.1% above sqrt-normalized; the time at the
+// largest R under a minute; under min-separation non-increasing and never
+// above bsr with the same memory.
+func (res *i20Result) bltChecks() (mono, nearSqrt, fast, minSepMono, minSepBSR []string) {
+	byR := map[int][]bltRow{}
+	var rs []int
+	for _, b := range res.BLT {
+		if _, ok := byR[b.R]; !ok {
+			rs = append(rs, b.R)
+		}
+		byR[b.R] = append(byR[b.R], b)
+	}
+	nonIncreasing := func(rows []bltRow) []string {
+		var bad []string
+		for i, b := range rows {
+			if b.Err != "" {
+				bad = append(bad, fmt.Sprintf("K = %d: %s", b.K, b.Err))
+			} else if i > 0 && rows[i-1].Err == "" && b.Loss > rows[i-1].Loss*(1+bltSlack) {
+				bad = append(bad, fmt.Sprintf("R = %d: K = %d (%.10g) above K = %d (%.10g)", b.R, b.K, b.Loss, rows[i-1].K, rows[i-1].Loss))
+			}
+		}
+		return bad
+	}
+	for _, r := range rs {
+		mono = append(mono, nonIncreasing(byR[r])...)
+		sq, ok := res.SqrtNorm[r]
+		for _, b := range byR[r] {
+			if b.K < 6 || b.Err != "" {
+				continue
+			}
+			if !ok {
+				nearSqrt = append(nearSqrt, fmt.Sprintf("R = %d: sqrt-normalized not computed (%s)", r, res.SqrtNormNote[r]))
+				break
+			}
+			if b.Loss > sq*1.001 {
+				nearSqrt = append(nearSqrt, fmt.Sprintf("R = %d, K = %d: %+.3f%% over sqrt-normalized", r, b.K, 100*(b.Loss/sq-1)))
+			}
+		}
+	}
+	if len(rs) > 0 {
+		last := byR[rs[len(rs)-1]]
+		if b := last[len(last)-1]; b.Err == "" && b.Seconds >= 60 {
+			fast = append(fast, fmt.Sprintf("R = %d, K = %d: %s", b.R, b.K, secs(b.Seconds)))
+		}
+	}
+	minSepMono = nonIncreasing(res.MinSep)
+	for i, b := range res.MinSep {
+		if i < len(res.BSR) && b.Err == "" && res.BSR[i].Err == "" && b.Loss > res.BSR[i].Loss*(1+bltSlack) {
+			minSepBSR = append(minSepBSR, fmt.Sprintf("K = %d: %.10g above bsr (%.10g)", b.K, b.Loss, res.BSR[i].Loss))
+		} else if i < len(res.BSR) && res.BSR[i].Err != "" {
+			minSepBSR = append(minSepBSR, fmt.Sprintf("bsr:bands=%d: %s", b.K+1, res.BSR[i].Err))
+		}
+	}
+	return
+}
+
+// verdict renders a check: PASS, or FAIL with what failed.
+func verdict(bad []string) string {
+	if len(bad) == 0 {
+		return passFail(true)
+	}
+	return passFail(false) + " (" + strings.Join(bad, "; ") + ")"
+}
+
+// markdown renders the section with its markers.
+func (res *i20Result) markdown(cmdLine string, when time.Time) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p(issue20Begin)
+	p("## Every core, R = 10^7, banded at 10^5, BLT and the two-sided accountant (issue 20)")
+	p("")
+	sizes := ""
+	if res.Sizes != "full" {
+		sizes = fmt.Sprintf(" **Sizes %q: a test of the generator, not the issue's sizes; the limits are the issue's.**", res.Sizes)
+	}
+	long := "without `-long` (banded at the largest R not run)"
+	if res.Long {
+		long = "with `-long`"
+	}
+	p("Measured by `%s` on %s UTC in %s (estimated beforehand: %s), %s; this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -issue20-only` (add `-long` for banded at R = 10^5).%s Machine: %s, runtime.NumCPU() = %d, this process's GOMAXPROCS %d; load average (1, 5, 15 min) %s at the start, %s at the end.",
+		cmdLine, when.UTC().Format("2006-01-02 15:04"), res.Elapsed.Round(time.Second), res.Estimate.Round(time.Second), long, sizes, res.CPUModel, res.NumCPU, res.GOMAXPROCS, res.LoadBefore, res.LoadAfter)
+	p("")
+	p("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the mechanism runs in this process with `runtime.GOMAXPROCS(n)`, and its peak RSS is this process's. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
+	p("")
+	p("| item | target | command | limit | GOMAXPROCS / NumCPU | wall, GOMAXPROCS=1 | wall, GOMAXPROCS=2 | runs (1, 2) | CPU (1, 2) | peak RSS (1, 2) | result at 2 | same result | ratio 1 / 2 | result |")
+	p("|---|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|")
+	for _, r := range res.Rows {
+		cmd := "`" + r.Command + "`"
+		if r.InProcess {
+			cmd = r.Command
+		}
+		procs := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.Procs)), ", "), "[]")
+		if r.NotRun != "" {
+			p("| %s | %s | %s | %s | %s / %d | | | | | | %s | | | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU, r.NotRun, r.NotRun)
+			continue
+		}
+		cell := func(procs int, f func(m i20Meas) string) string {
+			m, ok := r.at(procs)
+			switch {
+			case !ok:
+				return "—"
+			case m.Err != "" && m.Runs == 0:
+				return "error"
+			}
+			return f(m)
+		}
+		wall := func(m i20Meas) string { return secs(m.Seconds) }
+		runs := func(m i20Meas) string { return fmt.Sprint(m.Runs) }
+		cpu := func(m i20Meas) string { return secs(m.CPU) }
+		rss := func(m i20Meas) string { return mb(float64(m.RSS)) }
+		out := "—"
+		if m, ok := r.at(2); ok && m.Runs > 0 {
+			switch {
+			case strings.HasPrefix(r.Command, "dpacct"):
+				out = fmt.Sprintf("eps in [%.10g, %.10g], width %.1e", m.Last.Other, m.Last.Value, m.Last.Gap)
+			case r.InProcess:
+				out = "noise digest " + m.Last.Digest
+			default:
+				out = fmt.Sprintf("loss %.12g, gap %.1e, %d iterations", m.Last.Value, m.Last.Gap, m.Last.Iters)
+			}
+		}
+		var errs []string
+		for _, m := range r.M {
+			if m.Err != "" {
+				errs = append(errs, fmt.Sprintf("error at GOMAXPROCS=%d: %s", m.Procs, m.Err))
+			}
+		}
+		if len(errs) > 0 {
+			out = strings.Join(errs, "; ")
+		}
+		ratio := ""
+		if r.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f", r.Ratio)
+		}
+		if m, ok := r.at(2); ok && len(r.M) == 1 && m.Runs == 1 && m.Seconds > 60 {
+			out += " (1 run: above 60 s)"
+		}
+		p("| %s | %s | %s | %s | %s / %d | %s | %s | %s, %s | %s, %s | %s, %s | %s | %s | %s | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU,
+			cell(1, wall), cell(2, wall), cell(1, runs), cell(2, runs), cell(1, cpu), cell(2, cpu), cell(1, rss), cell(2, rss),
+			out, r.Same, ratio, verdict(r.Checks))
+	}
+	p("")
+	p("The accountant's rows are its slowest points of the issue's box (q in [1e-4, 1], sigma in [0.5, 20], T up to 10^6); `dpacct epsilon -sampling` prints the safe eps and the optimistic one (`eps_optimistic`), and the width is (safe - optimistic) / safe. The whole grid of 100 points with its widths and times is in [docs/privacy.md](privacy.md), \"Grid and cost\" (`go test -run '^$' -bench PLDBounds -benchtime 1x ./bench/`), which also says how the rounding is bounded rigorously (no fixed allowance).")
+	p("")
+
+	mono, nearSqrt, fast, minSepMono, minSepBSR := res.bltChecks()
+	p("### BLT and the number of buffers (item 4)")
+	p("")
+	p("In this process (GOMAXPROCS %d): `factorize.ParseStrategy(\"blt:buffers=K\")` (the same as `mfsolve -R R -strategy blt:buffers=K -json`), loss only where the strategy has that path in this build (`factorize.WithLossOnly`), else with dense B and C up to R = %d; single participation. Sqrt-normalized (`-strategy sqrt-normalized`) the same way; where it has neither, the check against it is skipped and says why. Non-increasing allows a relative %g for rounding of the reported losses. Time: the whole computation (the fit is by continuation, so K buffers fit every level up to K); the last K at the largest R is the median of its runs.", res.BLTProcs, bltDenseMax, bltSlack)
+	p("")
+	p("| R | K | loss | loss / sqrt-normalized - 1 | time | runs | path |")
+	p("|---:|---:|---:|---:|---:|---:|---|")
+	for _, bl := range res.BLT {
+		if bl.Err != "" {
+			p("| %d | %d | error: %s | | | | |", bl.R, bl.K, bl.Err)
+			continue
+		}
+		rel := "—"
+		if sq, ok := res.SqrtNorm[bl.R]; ok {
+			rel = fmt.Sprintf("%+.3f%%", 100*(bl.Loss/sq-1))
+		}
+		p("| %d | %d | %.10g | %s | %s | %d | %s |", bl.R, bl.K, bl.Loss, rel, secs(bl.Seconds), bl.Runs, bl.How)
+	}
+	p("")
+	var sq []string
+	var rs []int
+	for r := range res.SqrtNorm {
+		rs = append(rs, r)
+	}
+	for r := range res.SqrtNormNote {
+		rs = append(rs, r)
+	}
+	slices.Sort(rs)
+	for _, r := range slices.Compact(rs) {
+		if v, ok := res.SqrtNorm[r]; ok {
+			sq = append(sq, fmt.Sprintf("R = %d: %.10g", r, v))
+		} else {
+			sq = append(sq, fmt.Sprintf("R = %d: not computed (%s)", r, res.SqrtNormNote[r]))
+		}
+	}
+	p("Sqrt-normalized: %s.", strings.Join(sq, "; "))
+	p("")
+	p("- Non-increasing in K at each R: %s.", verdict(mono))
+	p("- K >= 6 at most 0.1%% above sqrt-normalized: %s.", verdict(nearSqrt))
+	p("- Time at the largest R under a minute: %s.", verdict(fast))
+	p("")
+	p("Under %d-min-separation at R = %d (`-participation minsep:%d`): BLT with K buffers against the banded square root with the same memory, `bsr:bands=K+1` (K rows of the forward substitution, as BLT keeps K buffers).", res.MinSepB, res.MinSepR, res.MinSepB)
+	p("")
+	p("| K | blt loss | time | bsr (K + 1 bands) loss |")
+	p("|---:|---:|---:|---:|")
+	for i, bl := range res.MinSep {
+		loss := fmt.Sprintf("%.10g", bl.Loss)
+		if bl.Err != "" {
+			loss = "error: " + bl.Err
+		}
+		bsr := ""
+		if i < len(res.BSR) {
+			bsr = fmt.Sprintf("%.10g", res.BSR[i].Loss)
+			if res.BSR[i].Err != "" {
+				bsr = "error: " + res.BSR[i].Err
+			}
+		}
+		p("| %d | %s | %s | %s |", bl.K, loss, secs(bl.Seconds), bsr)
+	}
+	p("")
+	p("- Non-increasing in K: %s.", verdict(minSepMono))
+	p("- Never above bsr with the same memory: %s.", verdict(minSepBSR))
+	p(issue20End)
+	return b.String()
+}
+
+// replaceIssue20 writes the section into the report at path: in place of
+// its previous version, else in place of the hand-added accountant
+// section, else at the end.
+func replaceIssue20(path, section string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("-issue20-only: %v (generate the full report first)", err)
+	}
+	if !strings.Contains(string(old), issue20Begin) && strings.Contains(string(old), accountantBegin) {
+		return replaceSection(path, section, accountantBegin, accountantEnd, "-issue20-only")
+	}
+	return replaceSection(path, section, issue20Begin, issue20End, "-issue20-only")
+}
