@@ -154,6 +154,42 @@ func (r i20Row) pass() bool {
 	return true
 }
 
+// evaluate sets the ratio and the agreement of a measured pair and the
+// row's failed checks.
+func (r *i20Row) evaluate() {
+	if len(r.M) == 2 && r.M[0].Runs > 0 && r.M[1].Runs > 0 {
+		r.Ratio = r.M[0].Seconds / r.M[1].Seconds
+		same, ok := sameResult(r.M[0].Last, r.M[1].Last)
+		r.Same = same
+		if !ok {
+			r.Checks = append(r.Checks, "results at 1 and 2 differ: "+same)
+		}
+		if r.Ratio < speedupTarget {
+			r.Checks = append(r.Checks, fmt.Sprintf("ratio %.2f < %.1f", r.Ratio, speedupTarget))
+		}
+	}
+	if r.check != nil {
+		r.check(r)
+	}
+}
+
+// verdict renders the row's result: PASS, or FAIL with the failed checks
+// and errors.
+func (r i20Row) verdict() string {
+	if r.pass() {
+		return passFail(true)
+	}
+	bad := slices.Clone(r.Checks)
+	for _, m := range r.M {
+		if m.Err != "" {
+			bad = append(bad, fmt.Sprintf("error at GOMAXPROCS=%d", m.Procs))
+		} else if m.Runs == 0 {
+			bad = append(bad, fmt.Sprintf("not run at GOMAXPROCS=%d", m.Procs))
+		}
+	}
+	return verdict(bad)
+}
+
 // at returns the measurement at procs.
 func (r i20Row) at(procs int) (i20Meas, bool) {
 	for _, m := range r.M {
@@ -581,20 +617,7 @@ func runIssue20(ctx context.Context, cfg config, log io.Writer) (*i20Result, err
 		}
 		logf(log, "issue20: %s (GOMAXPROCS %v)", r.Name, r.Procs)
 		r.M = interleave(cfg.reps, r.Procs, r.run)
-		if len(r.M) == 2 && r.M[0].Runs > 0 && r.M[1].Runs > 0 {
-			r.Ratio = r.M[0].Seconds / r.M[1].Seconds
-			same, ok := sameResult(r.M[0].Last, r.M[1].Last)
-			r.Same = same
-			if !ok {
-				r.Checks = append(r.Checks, "results at 1 and 2 differ: "+same)
-			}
-			if r.Ratio < speedupTarget {
-				r.Checks = append(r.Checks, fmt.Sprintf("ratio %.2f < %.1f", r.Ratio, speedupTarget))
-			}
-		}
-		if r.check != nil {
-			r.check(r)
-		}
+		r.evaluate()
 	}
 	res.Rows = rows
 	os.Remove(filepath.Join(tmp, "B.npy"))
@@ -818,7 +841,7 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		}
 		p("| %s | %s | %s | %s | %s / %d | %s | %s | %s, %s | %s, %s | %s, %s | %s | %s | %s | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU,
 			cell(1, wall), cell(2, wall), cell(1, runs), cell(2, runs), cell(1, cpu), cell(2, cpu), cell(1, rss), cell(2, rss),
-			out, r.Same, ratio, verdict(r.Checks))
+			out, r.Same, ratio, r.verdict())
 	}
 	p("")
 	p("The accountant's rows are its slowest points of the issue's box (q in [1e-4, 1], sigma in [0.5, 20], T up to 10^6); `dpacct epsilon -sampling` prints the safe eps and the optimistic one (`eps_optimistic`), and the width is (safe - optimistic) / safe. The whole grid of 100 points with its widths and times is in [docs/privacy.md](privacy.md), \"Grid and cost\" (`go test -run '^$' -bench PLDBounds -benchtime 1x ./bench/`), which also says how the rounding is bounded rigorously (no fixed allowance).")
