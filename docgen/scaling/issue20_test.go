@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -297,5 +298,15 @@ func TestParseFlagsIssue20(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-issue20-sizes", "huge"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-issue20-sizes huge: want full or small") {
 		t.Errorf("bad sizes: %v", err)
+	}
+}
+
+// withProcs sets GOMAXPROCS for the call only.
+func TestWithProcs(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	var inside int
+	err := withProcs(before+1, func() error { inside = runtime.GOMAXPROCS(0); return errors.New("kept") })
+	if inside != before+1 || runtime.GOMAXPROCS(0) != before || err == nil || err.Error() != "kept" {
+		t.Errorf("inside %d (want %d), after %d (want %d), error %v", inside, before+1, runtime.GOMAXPROCS(0), before, err)
 	}
 }
