@@ -196,23 +196,30 @@ func bltTestResult() *i20Result {
 
 func TestBLTChecks(t *testing.T) {
 	res := bltTestResult()
-	mono, near, fast, msMono, msBSR := res.bltChecks()
-	if len(mono) != 1 || !strings.Contains(mono[0], "R = 100: K = 3") {
-		t.Errorf("monotone: %q, want R = 100, K = 3", mono)
+	v := res.bltChecks()
+	if len(v.Mono) != 1 || !strings.Contains(v.Mono[0], "R = 100: K = 3") {
+		t.Errorf("monotone: %q, want R = 100, K = 3", v.Mono)
 	}
-	if len(near) != 4 || !strings.Contains(near[0], "R = 200, K = 6: +0.200%") || !strings.Contains(near[3], "R = 300: sqrt-normalized not computed (no path)") {
-		t.Errorf("near sqrt-normalized: %q", near)
+	if len(v.NearSqrt) != 3 || !strings.Contains(v.NearSqrt[0], "R = 200, K = 6: +0.200%") {
+		t.Errorf("near sqrt-normalized: %q, want K = 6, 7, 8 at R = 200", v.NearSqrt)
+	}
+	if !slices.Equal(v.Skipped, []string{"R = 300: sqrt-normalized not computed (no path)"}) {
+		t.Errorf("skipped: %q", v.Skipped)
 	}
 	// R = 200 is not the largest R: its 70 s is not the time target.
-	if len(fast) != 0 {
-		t.Errorf("time: %q, want none (the largest R took 1 s)", fast)
+	if len(v.Fast) != 0 {
+		t.Errorf("time: %q, want none (the largest R took 1 s)", v.Fast)
 	}
-	if len(msMono) != 0 || len(msBSR) != 1 || !strings.Contains(msBSR[0], "K = 2") {
-		t.Errorf("min-separation: %q, %q; want none, K = 2 above bsr", msMono, msBSR)
+	if len(v.MinSepMono) != 0 || len(v.MinSepBSR) != 1 || !strings.Contains(v.MinSepBSR[0], "K = 2") {
+		t.Errorf("min-separation: %q, %q; want none, K = 2 above bsr", v.MinSepMono, v.MinSepBSR)
 	}
 	res.BLT = res.BLT[:16] // R = 100 and 200: 200 is the largest
-	if _, _, fast, _, _ := res.bltChecks(); len(fast) != 1 || !strings.Contains(fast[0], "70.00 s") {
-		t.Errorf("time at the largest R: %q, want 70 s", fast)
+	if v := res.bltChecks(); len(v.Fast) != 1 || !strings.Contains(v.Fast[0], "70.00 s") {
+		t.Errorf("time at the largest R: %q, want 70.00 s", v.Fast)
+	}
+	res.BLT[20-8].Err = "no path"
+	if v := res.bltChecks(); !slices.Contains(v.Mono, "R = 200, K = 5: no path") {
+		t.Errorf("an error is a failed check: %q", v.Mono)
 	}
 }
 
@@ -246,6 +253,7 @@ func TestIssue20Markdown(t *testing.T) {
 		"| 100 | 3 | 101 | +1.000% | 1.00 s | 1 | dense |",
 		"| 300 | 1 | 99.9 | — |",
 		"R = 300: not computed (no path)",
+		"skipped at R = 300: sqrt-normalized not computed (no path).",
 		"- Non-increasing in K at each R: **FAIL** (R = 100: K = 3 (101) above K = 2 (99.8))",
 		"- Never above bsr with the same memory: **FAIL** (K = 2: 9.8 above bsr (9))",
 		"| 2 | 9.8 | 0 µs | 9 |",
