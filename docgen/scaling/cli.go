@@ -111,6 +111,10 @@ func launch(ctx context.Context, dir string, env, argv []string) (cliRun, []byte
 	cmd := exec.CommandContext(ctx, self, argv...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), env...), spawnEnv+"="+reportPath)
+	// The launcher and its command in a process group of their own, so
+	// that a cancelled context stops both, not the launcher alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
