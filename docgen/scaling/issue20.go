@@ -321,14 +321,13 @@ func estimate(rows []i20Row, reps int, scale float64) float64 {
 
 // i20Env is what the rows' runs need.
 type i20Env struct {
-	ctx            context.Context
-	tmp            string
-	mfsolve, acct  string
-	reps           int
-	sizes          i20Sizes
-	long           bool
-	log            io.Writer
-	lossOnlyBanded bool
+	ctx           context.Context
+	tmp           string
+	mfsolve, acct string
+	reps          int
+	sizes         i20Sizes
+	long          bool
+	log           io.Writer
 }
 
 // procsEnv is the environment that sets a subprocess's GOMAXPROCS.
@@ -376,7 +375,9 @@ type dpacctResult struct {
 	EpsOptimistic float64 `json:"eps_optimistic"`
 }
 
-// dpacctRun returns a run of dpacct epsilon at the point pt.
+// dpacctRun returns a run of dpacct with args (epsilon ... -json), which
+// reads both sides: Value the safe eps, Other the optimistic one, Gap the
+// width (safe - optimistic) / safe.
 func (e *i20Env) dpacctRun(args []string) func(int) (i20Sample, error) {
 	return func(procs int) (i20Sample, error) {
 		r, out, err := e.capped(0, procs, append([]string{e.acct}, args...))
@@ -440,21 +441,23 @@ func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error
 				return err
 			}
 			dst := make([]float64, e.sizes.MechDim)
+			buf := make([]byte, 0, 8*len(dst))
 			h := sha256.New()
-			var secs []float64
-			c0 := cpuSeconds()
+			var secs, cpus []float64
 			for range e.sizes.MechRounds {
-				start := time.Now()
+				start, c0 := time.Now(), cpuSeconds()
 				if err := m.Next(dst); err != nil {
 					return err
 				}
-				secs = append(secs, time.Since(start).Seconds())
+				secs, cpus = append(secs, time.Since(start).Seconds()), append(cpus, cpuSeconds()-c0)
+				buf = buf[:0]
 				for _, v := range dst {
-					h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+					buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
 				}
+				h.Write(buf)
 			}
-			s.CPU = (cpuSeconds() - c0) / float64(e.sizes.MechRounds) // hashing included
-			s.Seconds, s.Digest = docgen.Median(secs), hex.EncodeToString(h.Sum(nil))[:12]
+			s.Seconds, s.CPU = docgen.Median(secs), docgen.Median(cpus)
+			s.Digest = hex.EncodeToString(h.Sum(nil))[:12]
 			s.RSS = selfRSS()
 			return nil
 		})
