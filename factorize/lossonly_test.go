@@ -1,0 +1,74 @@
+package factorize
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// lossOnlyAgrees checks the loss-only path of spec against its dense
+// factors (a second algorithm: the metrics of the formed B and C, by
+// [ComputeMetrics]) on w under p: loss, sensitivity, MaxSE and gamma to
+// 1e-12 relative, and the same exactness of the sensitivity.
+func lossOnlyAgrees(t *testing.T, spec string, w *Workload, p Participation) {
+	t.Helper()
+	s, err := ParseStrategy(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dense, err := s.Factorize(ctx, w, p)
+	if err != nil {
+		t.Fatalf("%s R=%d %v dense: %v", spec, w.R(), p, err)
+	}
+	lo, err := WithLossOnly(s, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := lo.Factorize(ctx, w, p)
+	if err != nil {
+		t.Fatalf("%s R=%d %v loss-only: %v", spec, w.R(), p, err)
+	}
+	if got.B != nil || got.C != nil {
+		t.Errorf("%s R=%d %v: loss-only result has factors", spec, w.R(), p)
+	}
+	d, g := dense.Metrics, got.Metrics
+	for _, c := range []struct {
+		name      string
+		want, got float64
+	}{
+		{"loss", d.Loss, g.Loss},
+		{"sensitivity", d.UnitSensitivity.Value, g.UnitSensitivity.Value},
+		{"MaxSE", d.MaxSE, g.MaxSE},
+		{"gamma", d.Gamma, g.Gamma},
+		{"||B||_F^2", d.FrobBSq, g.FrobBSq},
+	} {
+		if math.Abs(c.got-c.want) > 1e-12*math.Abs(c.want) {
+			t.Errorf("%s R=%d %v: loss-only %s %.17g, dense %.17g", spec, w.R(), p, c.name, c.got, c.want)
+		}
+	}
+	if d.UnitSensitivity.Exact != g.UnitSensitivity.Exact || d.Participation != g.Participation {
+		t.Errorf("%s R=%d %v: loss-only sensitivity %v under %v, dense %v under %v", spec, w.R(), p,
+			g.UnitSensitivity, g.Participation, d.UnitSensitivity, d.Participation)
+	}
+	if len(got.Available) != len(dense.Available) {
+		t.Errorf("%s R=%d %v: %d noise rows, dense %d", spec, w.R(), p, len(got.Available), len(dense.Available))
+	}
+}
+
+// The tree's loss-only metrics match its dense factors' at small R, under
+// single participation and min-separation (where the dense path runs the
+// O(R^2 k) dynamic program of MinSepBound over X = C^T C, exact when X is
+// banded within b: R = 8, b = 8).
+func TestTreeLossOnly(t *testing.T) {
+	for _, r := range []int{1, 2, 3, 8, 13, 64, 100, 257} {
+		w, _ := Prefix(r)
+		for _, p := range []Participation{SingleParticipation(), MinSeparation(1, 0), MinSeparation(3, 0), MinSeparation(4, 2), MinSeparation(8, 0), MinSeparation(16, 3), MinSeparation(64, 0)} {
+			lossOnlyAgrees(t, "tree", w, p)
+		}
+	}
+	w, _ := Prefix(1000)
+	for _, p := range []Participation{SingleParticipation(), MinSeparation(16, 0), MinSeparation(64, 0)} {
+		lossOnlyAgrees(t, "tree", w, p)
+	}
+}
