@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/dpmf/dpmf/internal/optim"
@@ -379,4 +380,193 @@ func fdGradient(f func([]float64) float64, x []float64) []float64 {
 		g[i] = (fp - fm) / (2 * hi)
 	}
 	return g
+}
+
+// scaledToeplitz is the factorization C = T_c diag(scale)^{-1},
+// B = A diag(scale) T_u of a Toeplitz workload A, with T_c and
+// T_u = T_c^{-1} lower-triangular Toeplitz (c and u of length R): the
+// form of sqrt-normalized, bsr, banded's fit and blt. Its metrics come
+// without forming B and C (see metrics).
+type scaledToeplitz struct {
+	tw          toeplitzWorkload
+	c, u, scale []float64
+	// frob and maxRow cache ||B||_F^2 and max_i ||B[i, :]||^2 (set once
+	// normsB has run).
+	frob, maxRow float64
+	normed       bool
+}
+
+// plain reports whether C is not scaled (scale all ones).
+func (s *scaledToeplitz) plain() bool {
+	for _, v := range s.scale {
+		if v != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// colSq returns the squared column norms of C, O(R).
+func (s *scaledToeplitz) colSq() []float64 {
+	r := len(s.c)
+	out := make([]float64, r)
+	t := 0.0
+	for k := 0; k < r; k++ {
+		t += s.c[k] * s.c[k]
+		j := r - 1 - k // column j holds c_0..c_{R-1-j}
+		out[j] = t / (s.scale[j] * s.scale[j])
+	}
+	return out
+}
+
+// normsB returns ||B||_F^2 and the largest squared row norm of B: for the
+// plain Toeplitz B = A T_u from its first column beta = a * u (rows grow
+// with i, so the last is the largest), O(R) for prefix sums; otherwise
+// column by column, B[i][j] = B[i-1][j] + scale[i] u[i-j] (the dense
+// path's recurrence), O(R^2) time and O(R) memory, for the prefix-sum
+// workload only.
+func (s *scaledToeplitz) normsB() (frob, maxRow float64, err error) {
+	if s.normed {
+		return s.frob, s.maxRow, nil
+	}
+	r := len(s.c)
+	if s.plain() {
+		beta := s.tw.times(s.u[:r])
+		for m, v := range beta {
+			frob += float64(r-m) * v * v
+			maxRow += v * v
+		}
+	} else {
+		if !s.tw.prefix {
+			return 0, 0, fmt.Errorf("factorize: loss-only metrics of a column-scaled Toeplitz C need the prefix-sum workload")
+		}
+		row := make([]float64, r)
+		for j := 0; j < r; j++ {
+			b := 0.0
+			u := s.u[:r-j]
+			sc := s.scale[j:]
+			rw := row[j:]
+			for m, v := range u {
+				b += sc[m] * v
+				rw[m] += b * b
+			}
+		}
+		for _, v := range row {
+			frob += v
+			maxRow = math.Max(maxRow, v)
+		}
+	}
+	s.frob, s.maxRow, s.normed = frob, maxRow, true
+	return frob, maxRow, nil
+}
+
+// gramRows produces the rows of X = C^T C from the last to the first in
+// O(R^2) time and O(R) memory: with G = T_c^T T_c, G(i, j) =
+// G(i+1, j+1) + c_{R-1-i} c_{R-1-j} (the sums over t >= max(i, j) of
+// c_{t-i} c_{t-j} lose their last term), and X_ij = G(i, j) /
+// (scale_i scale_j).
+func (s *scaledToeplitz) gramRows(visit func(i int, row []float64)) {
+	r := len(s.c)
+	g := make([]float64, r)
+	x := make([]float64, r)
+	for i := r - 1; i >= 0; i-- {
+		a := s.c[r-1-i]
+		for j := 0; j < r-1; j++ {
+			g[j] = g[j+1] + a*s.c[r-1-j]
+		}
+		g[r-1] = a * s.c[0]
+		for j := range x {
+			x[j] = g[j] / (s.scale[i] * s.scale[j])
+		}
+		visit(i, x)
+	}
+}
+
+// minSep returns the sensitivity of C under b-min-separation with k >= 2
+// participations (b <= R, k at most ceil(R/b)), by the rule
+// [SensitivityOf] takes for the dense C: the Toeplitz rule for a plain C
+// with non-negative non-increasing coefficients, the banded rule when C
+// has at most b bands (columns b apart have disjoint supports), else the
+// dynamic-programming bound over X's rows ([minSepBoundRows], O(R^2)).
+func (s *scaledToeplitz) minSep(b, k int, colSq []float64) (Sensitivity, error) {
+	r := len(s.c)
+	if s.plain() {
+		mono := true
+		for i, v := range s.c {
+			if v < 0 || (i > 0 && v > s.c[i-1]) {
+				mono = false
+				break
+			}
+		}
+		if mono {
+			v, err := ToeplitzMinSepSensitivity(s.c, b, k)
+			return Sensitivity{Value: v, Exact: true, Rule: RuleMinSepToeplitz}, err
+		}
+	}
+	bands := 0
+	for i, v := range s.c {
+		if v != 0 {
+			bands = i + 1
+		}
+	}
+	if bands <= b {
+		return Sensitivity{Value: math.Sqrt(bestSeparated(colSq, b, k)), Exact: true, Rule: RuleMinSepBanded}, nil
+	}
+	return Sensitivity{Value: minSepBoundRows(r, b, k, s.gramRows), Rule: RuleMinSepBound}, nil
+}
+
+// metrics returns the metrics of the factorization under p (single
+// participation or min-separation).
+func (s *scaledToeplitz) metrics(p Participation) (Metrics, error) {
+	r := len(s.c)
+	colSq := s.colSq()
+	gamma := math.Sqrt(slices.Max(colSq))
+	frob, maxRow, err := s.normsB()
+	if err != nil {
+		return Metrics{}, err
+	}
+	sens := Sensitivity{Value: gamma, Exact: true, Rule: RuleColumnNorm}
+	if k := p.Participations(r); p.Kind == KindMinSep && k > 1 {
+		if sens, err = s.minSep(min(p.B, r), k, colSq); err != nil {
+			return Metrics{}, err
+		}
+	}
+	return metricsFrom(r, gamma, p, sens, frob, maxRow), nil
+}
+
+// toeplitzLossOnly returns the scaling that [toeplitzFactorization] picks
+// for c and u (column norms unless they do not lower the loss, else ones)
+// and the metrics under p of the factorization it picks, without forming
+// it.
+func toeplitzLossOnly(tw toeplitzWorkload, c, u []float64, p Participation) (Metrics, []float64, error) {
+	r := len(tw.a)
+	scaled := &scaledToeplitz{tw: tw, c: c[:r], u: u, scale: columnNorms(c[:r])}
+	ms, err := scaled.metrics(SingleParticipation())
+	if err != nil {
+		return Metrics{}, nil, err
+	}
+	if plain := tw.loss(c, u); plain < ms.Loss {
+		ones := make([]float64, r)
+		for i := range ones {
+			ones[i] = 1
+		}
+		scaled = &scaledToeplitz{tw: tw, c: c[:r], u: u, scale: ones}
+	}
+	m, err := scaled.metrics(p)
+	return m, scaled.scale, err
+}
+
+// scaledBandedOp returns the banded operator of C = T_c diag(scale)^{-1}
+// with b bands (c's first b coefficients), O(R b) memory.
+func scaledBandedOp(c, scale []float64, b int) bandedOp {
+	r := len(scale)
+	o := bandedOp{bands: b, diag: make([]float64, r), sub: make([][]float64, r)}
+	for i := 0; i < r; i++ {
+		o.diag[i] = c[0] / scale[i]
+		o.sub[i] = make([]float64, min(b-1, i))
+		for d := range o.sub[i] {
+			o.sub[i][d] = c[d+1] / scale[i-d-1]
+		}
+	}
+	return o
 }

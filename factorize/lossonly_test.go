@@ -3,7 +3,10 @@ package factorize
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // lossOnlyAgrees checks the loss-only path of spec against its dense
@@ -70,5 +73,71 @@ func TestTreeLossOnly(t *testing.T) {
 	w, _ := Prefix(1000)
 	for _, p := range []Participation{SingleParticipation(), MinSeparation(16, 0), MinSeparation(64, 0)} {
 		lossOnlyAgrees(t, "tree", w, p)
+	}
+}
+
+// sqrt and sqrt-normalized: the loss-only metrics match the dense
+// factors'; sqrt-normalized under min-separation goes through the lattice
+// shortcut of minSepBoundRows, the dense path through MinSepBound's
+// dynamic program on every row.
+func TestSqrtLossOnly(t *testing.T) {
+	ps := []Participation{SingleParticipation(), MinSeparation(1, 0), MinSeparation(3, 0), MinSeparation(4, 2), MinSeparation(16, 0), MinSeparation(64, 0)}
+	for _, r := range []int{1, 2, 7, 64, 300} {
+		w, _ := Prefix(r)
+		for _, p := range ps {
+			lossOnlyAgrees(t, "sqrt", w, p)
+			lossOnlyAgrees(t, "sqrt-normalized", w, p)
+		}
+	}
+	for _, r := range []int{1000, 2000} {
+		w, _ := Prefix(r)
+		for _, p := range []Participation{SingleParticipation(), MinSeparation(64, 0)} {
+			lossOnlyAgrees(t, "sqrt", w, p)
+			lossOnlyAgrees(t, "sqrt-normalized", w, p)
+		}
+	}
+}
+
+// minSepBoundRows equals MinSepBound's dynamic program on Gram matrices of
+// random C (rows with and without the lattice property, signed entries)
+// and of a C whose rows decrease away from the diagonal.
+func TestMinSepBoundRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 40; trial++ {
+		n := 1 + rng.IntN(40)
+		c := mat.NewDense(n, n, nil)
+		for i := 0; i < n; i++ {
+			for j := 0; j <= i; j++ {
+				v := rng.NormFloat64()
+				if trial%2 == 1 { // decaying, non-negative: lattice rows
+					v = math.Exp(-float64(i-j) / 4)
+				}
+				c.Set(i, j, v)
+			}
+		}
+		x := mat.NewSymDense(n, nil)
+		x.SymOuterK(1, c.T())
+		for _, b := range []int{1, 2, 3, 5, 50} {
+			for _, k := range []int{1, 2, 4, 100} {
+				bb := min(b, n)
+				kk := min(k, (n-1)/bb+1)
+				want, err := MinSepBound(x, bb, kk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := minSepBoundRows(n, bb, kk, func(visit func(int, []float64)) {
+					row := make([]float64, n)
+					for i := 0; i < n; i++ {
+						for j := range row {
+							row[j] = x.At(i, j)
+						}
+						visit(i, row)
+					}
+				})
+				if math.Abs(got-want) > 1e-12*want {
+					t.Errorf("trial %d n=%d b=%d k=%d: %v, MinSepBound %v", trial, n, bb, kk, got, want)
+				}
+			}
+		}
 	}
 }

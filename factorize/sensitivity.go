@@ -561,3 +561,91 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 	}
 	return math.Sqrt(s), nil
 }
+
+// gramRows produces the rows of an n x n Gram matrix X = C^T C, in any
+// order: it calls visit(i, row) once for each i with row i (row may be
+// reused after visit returns).
+type gramRows func(visit func(i int, row []float64))
+
+// minSepBoundRows returns [MinSepBound] (the value, not squared) of the
+// n x n Gram matrix that rows produces, for 1 <= b <= n and
+// 1 <= k <= ceil(n/b), without forming X: O(n) memory and, for each row
+// whose picks are dominated by the lattice (below), O(n) time instead of
+// the O(n k) dynamic program. The k-1 picks of row i (besides i) lie at
+// least b from i and from each other; on the left of i the q-th nearest is
+// at most i - q b, so when |X_{i,i-qb}| is the largest |X_ij| over
+// j <= i - q b for every q (as for rows that decrease away from the
+// diagonal) the picks i - b, i - 2b, ... are the best on that side for
+// every count, likewise on the right, and the best k-1 picks of both
+// sides are the largest k-1 of the two non-increasing lattice sequences.
+// A row without that property takes [MinSepBound]'s dynamic program.
+func minSepBoundRows(n, b, k int, rows gramRows) float64 {
+	v := make([]float64, n)
+	abs := make([]float64, n)
+	run := make([]float64, n)
+	var bufL, bufR []float64
+	rows(func(i int, row []float64) {
+		for j, x := range row {
+			abs[j] = math.Abs(x)
+		}
+		v[i] = abs[i]
+		if k == 1 {
+			return
+		}
+		left, okL := latticePicks(abs, run, bufL[:0], i, -b, k-1)
+		right, okR := latticePicks(abs, run, bufR[:0], i, b, k-1)
+		bufL, bufR = left, right
+		if !okL || !okR {
+			l := atMostPicks(abs[:max(0, i-b+1)], b, k-1)
+			r := atMostPicks(reversed(abs[min(n, i+b):]), b, k-1)
+			extra := 0.0
+			for c1 := 0; c1 <= k-1; c1++ {
+				extra = math.Max(extra, l[c1]+r[k-1-c1])
+			}
+			v[i] += extra
+			return
+		}
+		// Merge the two non-increasing sequences: the largest k-1.
+		extra := 0.0
+		a, c := 0, 0
+		for t := 0; t < k-1 && (a < len(left) || c < len(right)); t++ {
+			if c >= len(right) || (a < len(left) && left[a] >= right[c]) {
+				extra += left[a]
+				a++
+			} else {
+				extra += right[c]
+				c++
+			}
+		}
+		v[i] += extra
+	})
+	return math.Sqrt(bestSeparated(v, b, k))
+}
+
+// latticePicks returns abs at i + q step, q = 1, 2, ... (at most m, inside
+// [0, n)), appended to out, and whether each is the largest of abs over
+// the positions at or beyond it (away from i); run is scratch of length n.
+func latticePicks(abs, run, out []float64, i, step, m int) ([]float64, bool) {
+	n := len(abs)
+	// run[j]: the largest abs from j away from i to the end.
+	if step < 0 {
+		mx := 0.0
+		for j := 0; j <= i+step && j < n; j++ {
+			mx = math.Max(mx, abs[j])
+			run[j] = mx
+		}
+	} else {
+		mx := 0.0
+		for j := n - 1; j >= i+step && j >= 0; j-- {
+			mx = math.Max(mx, abs[j])
+			run[j] = mx
+		}
+	}
+	for q, j := 1, i+step; q <= m && j >= 0 && j < n; q, j = q+1, j+step {
+		if abs[j] < run[j] {
+			return out, false
+		}
+		out = append(out, abs[j])
+	}
+	return out, true
+}
