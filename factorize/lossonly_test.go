@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -139,5 +140,62 @@ func TestMinSepBoundRows(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// bsr: the loss-only metrics match the dense factors' (BandedSqrt), with
+// bands at most the separation (the banded rule) and more (the bound).
+func TestBSRLossOnly(t *testing.T) {
+	ps := []Participation{SingleParticipation(), MinSeparation(1, 0), MinSeparation(3, 0), MinSeparation(4, 2), MinSeparation(16, 0), MinSeparation(64, 0)}
+	for _, r := range []int{1, 2, 7, 64, 300} {
+		w, _ := Prefix(r)
+		for _, p := range ps {
+			for _, spec := range []string{"bsr", "bsr:bands=1", "bsr:bands=4", "bsr:bands=20"} {
+				lossOnlyAgrees(t, spec, w, p)
+			}
+		}
+	}
+	w, _ := Prefix(2000)
+	for _, p := range []Participation{SingleParticipation(), MinSeparation(64, 0)} {
+		lossOnlyAgrees(t, "bsr", w, p)
+	}
+}
+
+// banded (its single-participation fit) and bsr on prefix sums and on a
+// momentum workload: the loss-only metrics match the dense factors'.
+func TestBandedLossOnly(t *testing.T) {
+	for _, r := range []int{1, 2, 7, 64, 300, 2000} {
+		w, _ := Prefix(r)
+		lossOnlyAgrees(t, "banded", w, SingleParticipation())
+		lossOnlyAgrees(t, "banded:bands=3", w, SingleParticipation())
+	}
+	m, _ := Momentum(200, 0.9)
+	lossOnlyAgrees(t, "banded", m, SingleParticipation())
+	for _, p := range []Participation{SingleParticipation(), MinSeparation(16, 0), MinSeparation(5, 0)} {
+		lossOnlyAgrees(t, "bsr", m, p)
+	}
+}
+
+// banded under min-separation: the loss-only path (OptimalBanded's) under
+// a separation wider than its bands reports sqrt(k) for the k
+// participations that fit (unit columns, X banded within the bands), as
+// the dense factors do; more bands than the separation is an error.
+func TestBandedLossOnlyMinSep(t *testing.T) {
+	w, _ := Prefix(200)
+	s, _ := ParseStrategy("banded:bands=4")
+	s, _ = WithLossOnly(s, true)
+	for _, p := range []Participation{MinSeparation(4, 0), MinSeparation(16, 0), MinSeparation(16, 3)} {
+		f, err := s.Factorize(context.Background(), w, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := float64(p.Participations(200))
+		if m := f.Metrics; m.Participation != p || math.Abs(m.UnitSensitivity.Value-math.Sqrt(k)) > 1e-15*k || !m.UnitSensitivity.Exact ||
+			math.Abs(m.Loss-k*m.FrobBSq) > 1e-12*m.Loss {
+			t.Errorf("%v: %+v, want sensitivity sqrt(%v) and loss k ||B||_F^2", p, m, k)
+		}
+	}
+	if _, err := s.Factorize(context.Background(), w, MinSeparation(2, 0)); err == nil || !strings.Contains(err.Error(), "at most 2 bands") {
+		t.Errorf("4 bands under minsep:2: %v, want an error naming at most 2 bands", err)
 	}
 }
