@@ -254,9 +254,11 @@ const StrategyBLT = "blt"
 func init() {
 	register(StrategyInfo{
 		Name: StrategyBLT, rank: 100, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
-		Stream:   "K (4 by default)",
-		Settings: []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
-		proto:    BLTStrategy{},
+		Stream:      "K (4 by default)",
+		Settings:    []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
+		proto:       BLTStrategy{},
+		lossOnly:    []ParticipationKind{KindSingle},
+		lossOnlyPtr: func(p any) *bool { return &p.(*BLTStrategy).LossOnly },
 		fields: []field{
 			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1, def: DefaultBuffers},
 		},
@@ -275,9 +277,17 @@ func init() {
 // participation ([BLT]), and otherwise (epochs) the best under the
 // participation of BLT's fit and the unscaled fit, each with unit columns
 // and unscaled (see bltUnder).
+//
+// With LossOnly (single participation only), the fit is the same and its
+// metrics come from the coefficients without B and C: O(R) for the plain
+// Toeplitz C, O(R^2) time and O(R) memory for unit columns (prefix sums
+// only; see [scaledToeplitz]).
 type BLTStrategy struct {
 	// Buffers is the number of buffers; 0 means [DefaultBuffers].
 	Buffers int
+	// LossOnly skips forming B and C: the result has only its metrics
+	// (single participation only).
+	LossOnly bool
 }
 
 // Name returns "blt".
@@ -290,6 +300,9 @@ func (s BLTStrategy) Spec() string { return specOf(s) }
 // p.B, p.K) for min-separation, [BLT](ctx, w, s.Buffers) for single
 // participation, and the best of the candidates of bltUnder otherwise.
 func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if s.LossOnly {
+		return bltLossOnly(ctx, w, s.Buffers, p)
+	}
 	if p.Kind == KindMinSep {
 		return under(ctx, w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
 	}
@@ -297,4 +310,42 @@ func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 		return under(ctx, w, p, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
 	}
 	return under(ctx, w, p, func() (*Factorization, error) { return bltUnder(ctx, w, s.Buffers, p) })
+}
+
+// bltLossOnly returns the metrics-only result of [BLT] under single
+// participation p.
+func bltLossOnly(ctx context.Context, w *Workload, buffers int, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkWorkload(w); err != nil {
+		return nil, err
+	}
+	if p.Kind != KindSingle {
+		return nil, &ParamError{Param: "participation", Value: p.String(), Want: "single participation for a loss-only " + StrategyBLT}
+	}
+	if buffers < 0 {
+		return nil, &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBuffers)}
+	}
+	tw, err := toeplitzOf(StrategyBLT, w)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	params, err := fittedBLT(ctx, &bltObjective{tw: tw}, buffers)
+	if err != nil {
+		return nil, err
+	}
+	m, scale, err := toeplitzLossOnly(tw, bltInverse(params, r), params.Coefficients(r), p)
+	if err != nil {
+		return nil, err
+	}
+	params.Scale = scale
+	return &Factorization{
+		Strategy:  StrategyBLT,
+		Operator:  params,
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   m,
+	}, nil
 }

@@ -199,3 +199,18 @@ func TestBandedLossOnlyMinSep(t *testing.T) {
 		t.Errorf("4 bands under minsep:2: %v, want an error naming at most 2 bands", err)
 	}
 }
+
+// blt under single participation: the loss-only metrics match the dense
+// factors'; other participations are refused.
+func TestBLTLossOnly(t *testing.T) {
+	for _, r := range []int{1, 2, 7, 64, 500, 2000} {
+		w, _ := Prefix(r)
+		lossOnlyAgrees(t, "blt", w, SingleParticipation())
+	}
+	w, _ := Prefix(64)
+	s, _ := ParseStrategy("blt")
+	s, _ = WithLossOnly(s, true)
+	if _, err := s.Factorize(context.Background(), w, MinSeparation(4, 0)); err == nil {
+		t.Error("loss-only blt under minsep:4: no error")
+	}
+}
