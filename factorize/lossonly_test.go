@@ -214,3 +214,46 @@ func TestBLTLossOnly(t *testing.T) {
 		t.Error("loss-only blt under minsep:4: no error")
 	}
 }
+
+// The sensitivity under min-separation of a quasiseparable C (the
+// structured optimal and semiseparable factorizations), from its
+// generators, matches the dense C's (MinSepBound on X formed densely).
+func TestQuasiSepMinSep(t *testing.T) {
+	ctx := context.Background()
+	for _, r := range []int{5, 64, 400} {
+		w, _ := Prefix(r)
+		for _, spec := range []string{"optimal", "semiseparable"} {
+			s, _ := ParseStrategy(spec)
+			f, err := s.Factorize(ctx, w, SingleParticipation())
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, ok := f.Operator.(quasiSepOp)
+			if !ok {
+				t.Fatalf("%s R=%d: operator %T, want quasiseparable", spec, r, f.Operator)
+			}
+			structured := &Factorization{Strategy: f.Strategy, Operator: q, Workload: w, Available: f.Available, Metrics: f.Metrics}
+			_, c, err := f.Factors()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []Participation{MinSeparation(1, 0), MinSeparation(4, 3), MinSeparation(16, 0), MinSeparation(r, 0)} {
+				want, err := SensitivityOf(c, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := structured.WithParticipation(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := g.Metrics.UnitSensitivity
+				if math.Abs(got.Value-want.Value) > 1e-12*want.Value || got.Exact != want.Exact {
+					t.Errorf("%s R=%d %v: structured %v, dense %v", spec, r, p, got, want)
+				}
+				if g.Metrics.Participation != p || math.Abs(g.Metrics.Loss-got.Value*got.Value*f.Metrics.FrobBSq) > 1e-12*g.Metrics.Loss {
+					t.Errorf("%s R=%d %v: metrics %+v", spec, r, p, g.Metrics)
+				}
+			}
+		}
+	}
+}

@@ -3,8 +3,10 @@ package factorize
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
+	"github.com/dpmf/dpmf/linalg"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -648,4 +650,65 @@ func latticePicks(abs, run, out []float64, i, step, m int) ([]float64, bool) {
 		out = append(out, abs[j])
 	}
 	return out, true
+}
+
+// quasiSepGramRows produces the rows of X = C^T C for the lower-triangular
+// quasiseparable C (see [linalg.QuasiSep]) in O(n K) time per row and
+// O(n K) memory, without forming C: row i is C^T v for v = C e_i, the
+// column i of C (v_t = sum_k P_tk g_k(t) with g_k(i+1) = Q_ik and
+// g_k(t+1) = A_tk g_k(t)), and (C^T v)_j = Diag_j v_j + sum_k Q_jk s_k(j)
+// with s_k(n-1) = 0 and s_k(j) = P_{j+1,k} v_{j+1} + A_{j+1,k} s_k(j+1).
+func quasiSepGramRows(c linalg.QuasiSep) gramRows {
+	n, kk := c.N, c.K
+	return func(visit func(i int, row []float64)) {
+		v := make([]float64, n)
+		x := make([]float64, n)
+		g := make([]float64, kk)
+		s := make([]float64, kk)
+		for i := 0; i < n; i++ {
+			clear(v[:i])
+			v[i] = c.Diag[i]
+			copy(g, c.Q[i*kk:i*kk+kk])
+			for t := i + 1; t < n; t++ {
+				p, a := c.P[t*kk:t*kk+kk], c.A[t*kk:t*kk+kk]
+				sum := 0.0
+				for k, gk := range g {
+					sum += p[k] * gk
+					g[k] = a[k] * gk
+				}
+				v[t] = sum
+			}
+			clear(s)
+			x[n-1] = c.Diag[n-1] * v[n-1]
+			for j := n - 2; j >= 0; j-- {
+				p, a := c.P[(j+1)*kk:(j+1)*kk+kk], c.A[(j+1)*kk:(j+1)*kk+kk]
+				q := c.Q[j*kk : j*kk+kk]
+				vj := v[j+1]
+				sum := c.Diag[j] * v[j]
+				for k := range s {
+					s[k] = p[k]*vj + a[k]*s[k]
+					sum += q[k] * s[k]
+				}
+				x[j] = sum
+			}
+			visit(i, x)
+		}
+	}
+}
+
+// quasiSepMinSep returns the sensitivity under the min-separation p of the
+// quasiseparable C, as [SensitivityOf] gives it for the dense C (a
+// quasiseparable C of rank K >= 1 is not banded): the largest column norm
+// for one participation, else the dynamic-programming bound of
+// [MinSepBound] over the rows of X ([minSepBoundRows]), O(n^2 K) time and
+// O(n K) memory.
+func quasiSepMinSep(c linalg.QuasiSep, p Participation) Sensitivity {
+	n := c.N
+	k := p.Participations(n)
+	if k <= 1 {
+		col := make([]float64, n)
+		c.ColNormsSq(col)
+		return Sensitivity{Value: math.Sqrt(slices.Max(col)), Exact: true, Rule: RuleColumnNorm}
+	}
+	return Sensitivity{Value: minSepBoundRows(n, min(p.B, n), k, quasiSepGramRows(c)), Rule: RuleMinSepBound}
 }
