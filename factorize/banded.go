@@ -596,15 +596,20 @@ func (s *scaledToeplitz) gramRows(visit func(i int, row []float64)) {
 	r := len(s.c)
 	g := make([]float64, r)
 	x := make([]float64, r)
+	inv := make([]float64, r)
+	for j, v := range s.scale {
+		inv[j] = 1 / v
+	}
 	for i := r - 1; i >= 0; i-- {
 		a := s.c[r-1-i]
+		si := inv[i]
 		for j := 0; j < r-1; j++ {
-			g[j] = g[j+1] + a*s.c[r-1-j]
+			v := g[j+1] + a*s.c[r-1-j]
+			g[j] = v
+			x[j] = v * si * inv[j]
 		}
 		g[r-1] = a * s.c[0]
-		for j := range x {
-			x[j] = g[j] / (s.scale[i] * s.scale[j])
-		}
+		x[r-1] = g[r-1] * si * inv[r-1]
 		visit(i, x)
 	}
 }

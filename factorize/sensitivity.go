@@ -583,21 +583,22 @@ type gramRows func(visit func(i int, row []float64))
 // A row without that property takes [MinSepBound]'s dynamic program.
 func minSepBoundRows(n, b, k int, rows gramRows) float64 {
 	v := make([]float64, n)
-	abs := make([]float64, n)
-	run := make([]float64, n)
-	var bufL, bufR []float64
+	var abs, bufL, bufR []float64
 	rows(func(i int, row []float64) {
-		for j, x := range row {
-			abs[j] = math.Abs(x)
-		}
-		v[i] = abs[i]
+		v[i] = math.Abs(row[i])
 		if k == 1 {
 			return
 		}
-		left, okL := latticePicks(abs, run, bufL[:0], i, -b, k-1)
-		right, okR := latticePicks(abs, run, bufR[:0], i, b, k-1)
+		left, okL := latticePicks(row, bufL[:0], i, -b, k-1)
+		right, okR := latticePicks(row, bufR[:0], i, b, k-1)
 		bufL, bufR = left, right
 		if !okL || !okR {
+			if abs == nil {
+				abs = make([]float64, n)
+			}
+			for j, x := range row {
+				abs[j] = math.Abs(x)
+			}
 			l := atMostPicks(abs[:max(0, i-b+1)], b, k-1)
 			r := atMostPicks(reversed(abs[min(n, i+b):]), b, k-1)
 			extra := 0.0
@@ -624,31 +625,55 @@ func minSepBoundRows(n, b, k int, rows gramRows) float64 {
 	return math.Sqrt(bestSeparated(v, b, k))
 }
 
-// latticePicks returns abs at i + q step, q = 1, 2, ... (at most m, inside
-// [0, n)), appended to out, and whether each is the largest of abs over
-// the positions at or beyond it (away from i); run is scratch of length n.
-func latticePicks(abs, run, out []float64, i, step, m int) ([]float64, bool) {
-	n := len(abs)
-	// run[j]: the largest abs from j away from i to the end.
+// latticePicks returns |row| at i + q step, q = 1, 2, ... (at most m,
+// inside [0, n)), nearest first, appended to out, and whether each is the
+// largest of |row| over the positions at or beyond it (away from i). One
+// pass from the far end towards i: O(n).
+func latticePicks(row, out []float64, i, step, m int) ([]float64, bool) {
+	n := len(row)
+	b, dir := step, -1 // dir: from the far end towards i
 	if step < 0 {
-		mx := 0.0
-		for j := 0; j <= i+step && j < n; j++ {
-			mx = math.Max(mx, abs[j])
-			run[j] = mx
+		b, dir = -step, 1
+	}
+	q := min(m, (n-1-i)/b)
+	if step < 0 {
+		q = min(m, i/b)
+	}
+	if q == 0 {
+		return out, true
+	}
+	last := i + q*step // the farthest lattice point used
+	mx := 0.0
+	// Beyond the farthest lattice point only the maximum counts.
+	if step < 0 {
+		for j := 0; j < last; j++ {
+			if a := math.Abs(row[j]); a > mx {
+				mx = a
+			}
 		}
 	} else {
-		mx := 0.0
-		for j := n - 1; j >= i+step && j >= 0; j-- {
-			mx = math.Max(mx, abs[j])
-			run[j] = mx
+		for j := n - 1; j > last; j-- {
+			if a := math.Abs(row[j]); a > mx {
+				mx = a
+			}
 		}
 	}
-	for q, j := 1, i+step; q <= m && j >= 0 && j < n; q, j = q+1, j+step {
-		if abs[j] < run[j] {
-			return out, false
+	// From the farthest lattice point towards i, each lattice point
+	// must be the largest so far.
+	start := len(out)
+	for j := last; j != i; j += dir {
+		a := math.Abs(row[j])
+		if (j-i)%b == 0 {
+			if a < mx {
+				return out, false
+			}
+			out = append(out, a)
 		}
-		out = append(out, abs[j])
+		if a > mx {
+			mx = a
+		}
 	}
+	slices.Reverse(out[start:])
 	return out, true
 }
 
