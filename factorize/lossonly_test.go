@@ -200,18 +200,28 @@ func TestBandedLossOnlyMinSep(t *testing.T) {
 	}
 }
 
-// blt under single participation: the loss-only metrics match the dense
-// factors'; other participations are refused.
+// blt under single participation and min-separation (BLTMinSep's fits
+// and choice): the loss-only metrics match the dense factors'; fixed
+// epochs are refused.
 func TestBLTLossOnly(t *testing.T) {
 	for _, r := range []int{1, 2, 7, 64, 500, 2000} {
 		w, _ := Prefix(r)
 		lossOnlyAgrees(t, "blt", w, SingleParticipation())
 	}
+	for _, r := range []int{7, 64, 300} {
+		w, _ := Prefix(r)
+		// Not minsep:1, where every candidate's C is the identity up to
+		// rounding and which one is chosen (with an exact or a bound
+		// sensitivity of the same value) is a tie broken by rounding.
+		for _, p := range []Participation{MinSeparation(2, 0), MinSeparation(4, 3), MinSeparation(16, 0), MinSeparation(64, 0)} {
+			lossOnlyAgrees(t, "blt", w, p)
+		}
+	}
 	w, _ := Prefix(64)
 	s, _ := ParseStrategy("blt")
 	s, _ = WithLossOnly(s, true)
-	if _, err := s.Factorize(context.Background(), w, MinSeparation(4, 0)); err == nil {
-		t.Error("loss-only blt under minsep:4: no error")
+	if _, err := s.Factorize(context.Background(), w, FixedEpochs(4)); err == nil {
+		t.Error("loss-only blt under epochs:4: no error")
 	}
 }
 
