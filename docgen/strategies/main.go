@@ -18,12 +18,13 @@
 // reference. Identity is a closed form; every strategy with a loss-only
 // path under the column's participation (O(R) or O(R b) memory; see the
 // registry's LossOnlyUnder) runs at every R: tree, sqrt, sqrt-normalized,
-// bsr, banded, banded-toeplitz, bisr and bandinv, and blt, semiseparable
-// and optimal under single participation.
-// The others form dense R x R factors and run only up to -dense-max
-// rounds; the certified banded solver (the references, and banded, under
-// min-separation) runs up to -ref-max rounds (at R = 10^5 it takes longer
-// than a shared 2-core machine allows).
+// bsr, banded, banded-toeplitz, bisr, bandinv and blt, and semiseparable
+// and optimal under single participation; under min-separation these two
+// have a quasiseparable C whose bound comes from its generators in
+// O(R^2 K) (up to -ref-max rounds). The others form dense R x R factors
+// and run only up to -dense-max rounds; the certified banded solver (the
+// references, and banded, under min-separation) runs up to -ref-max rounds
+// (at R = 10^5 it takes longer than a shared 2-core machine allows).
 package main
 
 import (
