@@ -532,7 +532,7 @@ func monotoneToeplitz(c mat.Matrix) ([]float64, bool) {
 // apart from round 0 are the worst case (Kalinin and Lampert 2024,
 // "Banded square root matrix factorization for differentially private
 // model training", Thm. 2), so sens = ||C u|| with u the indicator of
-// {0, b, ..., (k'-1) b}, k' = min(k, ceil(n / b)). O(n k). It is an error
+// {0, b, ..., (k'-1) b}, k' = min(k, ceil(n / b)). O(n). It is an error
 // if col is negative or increasing somewhere.
 func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 	n := len(col)
@@ -553,13 +553,20 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 	// ceil(n / b) without the overflow of n + b - 1 (which gave 0
 	// participations, a sensitivity of 0, for b near MaxInt).
 	k = min(k, (n-1)/b+1)
+	// v_r = sum_{j < k, j b <= r} col[r - j b] by the running sums
+	// v_r = col[r] + v_{r-b} - col[r - k b]: O(n).
+	v := make([]float64, n)
 	s := 0.0
 	for r := 0; r < n; r++ {
-		v := 0.0
-		for j := 0; j < k && j*b <= r; j++ {
-			v += col[r-j*b]
+		x := col[r]
+		if r >= b {
+			x += v[r-b]
 		}
-		s += v * v
+		if r/b >= k { // r >= k b, without overflow
+			x -= col[r-k*b]
+		}
+		v[r] = x
+		s += x * x
 	}
 	return math.Sqrt(s), nil
 }
