@@ -686,40 +686,67 @@ func latticePicks(row, out []float64, i, step, m int) ([]float64, bool) {
 
 // quasiSepGramRows produces the rows of X = C^T C for the lower-triangular
 // quasiseparable C (see [linalg.QuasiSep]) in O(n K) time per row and
-// O(n K) memory, without forming C: row i is C^T v for v = C e_i, the
-// column i of C (v_t = sum_k P_tk g_k(t) with g_k(i+1) = Q_ik and
-// g_k(t+1) = A_tk g_k(t)), and (C^T v)_j = Diag_j v_j + sum_k Q_jk s_k(j)
-// with s_k(n-1) = 0 and s_k(j) = P_{j+1,k} v_{j+1} + A_{j+1,k} s_k(j+1).
+// O(n K + K^2) memory, without forming C. X's lower triangle is
+// quasiseparable with C's transitions A and column generators Q and the
+// row generators
+//
+//	P'_il = Diag_i P_il + A_il (Q_i^T W_i)_l,  W_i = sum_{t>i} (products) P_t P_t^T,
+//
+// by the backward recursion W_{i-1} = P_i P_i^T + A_i W_i A_i (that of
+// [linalg.QuasiSep.ColNormsSq]; O(n K^2) once), since for i > j
+// X_ij = Diag_i C_ij + sum_{t>i} C_ti C_tj and
+// C_tj = sum_l P_tl (prod_{m=j+1}^{t-1} A_ml) Q_jl; the diagonal is
+// Diag_i^2 + Q_i^T W_i Q_i. Row i is then two running products: left of
+// i, X_ij = sum_l g_l Q_jl with g = P'_i, g_l <- g_l A_jl; right of i,
+// X_ij = sum_l P'_jl f_l with f = Q_i, f_l <- f_l A_jl.
 func quasiSepGramRows(c linalg.QuasiSep) gramRows {
 	n, kk := c.N, c.K
+	pp := make([]float64, n*kk) // P'
+	diag := make([]float64, n)
+	w := make([]float64, kk*kk) // W_i
+	wq := make([]float64, kk)
+	for i := n - 1; i >= 0; i-- {
+		q, p, a := c.Q[i*kk:i*kk+kk], c.P[i*kk:i*kk+kk], c.A[i*kk:i*kk+kk]
+		d := c.Diag[i] * c.Diag[i]
+		for l := range wq {
+			x := 0.0
+			for k, qk := range q {
+				x += qk * w[k*kk+l]
+			}
+			wq[l] = x
+			d += x * q[l]
+			pp[i*kk+l] = c.Diag[i]*p[l] + a[l]*x
+		}
+		diag[i] = d
+		// W_{i-1} = P_i P_i^T + A_i W_i A_i.
+		for k := range kk {
+			for l := range kk {
+				w[k*kk+l] = p[k]*p[l] + a[k]*a[l]*w[k*kk+l]
+			}
+		}
+	}
 	return func(visit func(i int, row []float64)) {
-		v := make([]float64, n)
 		x := make([]float64, n)
 		g := make([]float64, kk)
-		s := make([]float64, kk)
 		for i := 0; i < n; i++ {
-			clear(v[:i])
-			v[i] = c.Diag[i]
-			copy(g, c.Q[i*kk:i*kk+kk])
-			for t := i + 1; t < n; t++ {
-				p, a := c.P[t*kk:t*kk+kk], c.A[t*kk:t*kk+kk]
+			x[i] = diag[i]
+			copy(g, pp[i*kk:i*kk+kk])
+			for j := i - 1; j >= 0; j-- {
+				q, a := c.Q[j*kk:j*kk+kk], c.A[j*kk:j*kk+kk]
 				sum := 0.0
-				for k, gk := range g {
-					sum += p[k] * gk
-					g[k] = a[k] * gk
+				for l, gl := range g {
+					sum += gl * q[l]
+					g[l] = gl * a[l]
 				}
-				v[t] = sum
+				x[j] = sum
 			}
-			clear(s)
-			x[n-1] = c.Diag[n-1] * v[n-1]
-			for j := n - 2; j >= 0; j-- {
-				p, a := c.P[(j+1)*kk:(j+1)*kk+kk], c.A[(j+1)*kk:(j+1)*kk+kk]
-				q := c.Q[j*kk : j*kk+kk]
-				vj := v[j+1]
-				sum := c.Diag[j] * v[j]
-				for k := range s {
-					s[k] = p[k]*vj + a[k]*s[k]
-					sum += q[k] * s[k]
+			copy(g, c.Q[i*kk:i*kk+kk])
+			for j := i + 1; j < n; j++ {
+				pj, a := pp[j*kk:j*kk+kk], c.A[j*kk:j*kk+kk]
+				sum := 0.0
+				for l, fl := range g {
+					sum += pj[l] * fl
+					g[l] = fl * a[l]
 				}
 				x[j] = sum
 			}
