@@ -485,7 +485,9 @@ func atMostPicks(w []float64, b, k int) []float64 {
 			if t-b >= 0 {
 				base = prev[t-b]
 			}
-			run = math.Max(run, base+w[t])
+			if v := base + w[t]; v > run { // w is finite: no NaN to keep
+				run = v
+			}
 			cur[t] = run
 		}
 		if n > 0 {
@@ -600,14 +602,21 @@ func minSepBoundRows(n, b, k int, rows gramRows) float64 {
 		right, okR := latticePicks(row, bufR[:0], i, b, k-1)
 		bufL, bufR = left, right
 		if !okL || !okR {
+			// best[c] for c = 0..k-1 picks on each side: the lattice's
+			// prefix sums where it is the best, else the dynamic program.
 			if abs == nil {
 				abs = make([]float64, n)
 			}
 			for j, x := range row {
 				abs[j] = math.Abs(x)
 			}
-			l := atMostPicks(abs[:max(0, i-b+1)], b, k-1)
-			r := atMostPicks(reversed(abs[min(n, i+b):]), b, k-1)
+			l, r := prefixBest(left, k-1), prefixBest(right, k-1)
+			if !okL {
+				l = atMostPicks(abs[:max(0, i-b+1)], b, k-1)
+			}
+			if !okR {
+				r = atMostPicks(reversed(abs[min(n, i+b):]), b, k-1)
+			}
 			extra := 0.0
 			for c1 := 0; c1 <= k-1; c1++ {
 				extra = math.Max(extra, l[c1]+r[k-1-c1])
@@ -630,6 +639,20 @@ func minSepBoundRows(n, b, k int, rows gramRows) float64 {
 		v[i] += extra
 	})
 	return math.Sqrt(bestSeparated(v, b, k))
+}
+
+// prefixBest returns best[c], c = 0..m: the sum of the first min(c,
+// len(vals)) of the non-increasing vals, the best c picks on a side whose
+// lattice is the best.
+func prefixBest(vals []float64, m int) []float64 {
+	best := make([]float64, m+1)
+	for c := 1; c <= m; c++ {
+		best[c] = best[c-1]
+		if c <= len(vals) {
+			best[c] += vals[c-1]
+		}
+	}
+	return best
 }
 
 // latticePicks returns |row| at i + q step, q = 1, 2, ... (at most m,
