@@ -384,10 +384,13 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 			return math.Inf(1), nil
 		}
 		m, err := st.metrics(part)
-		if err != nil || math.IsNaN(m.Loss) {
+		// sens^2 ||A T_d||_F^2 summed as bltMinSepReported sums it, so
+		// that near ties between the fits break as there.
+		l := m.UnitSensitivity.Value * m.UnitSensitivity.Value * tw.frobB(st.u)
+		if err != nil || math.IsNaN(l) {
 			return math.Inf(1), err
 		}
-		return m.Loss, nil
+		return l, nil
 	}
 	p := &BLTParams{Weights: []float64{}, Lambdas: []float64{}}
 	if nb := bltBuffers(buffers, r); nb > 0 {
