@@ -33,7 +33,15 @@ func init() {
 		proto:       BandedStrategy{},
 		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},
 		lossOnlyPtr: func(p any) *bool { return &p.(*BandedStrategy).LossOnly },
-		cBands:      func(s Strategy) int { return bandsOrDefault(s.(BandedStrategy).Bands) },
+		solveBytes: func(s Strategy, r int, _ bool) float64 {
+			if b := s.(BandedStrategy); b.LossOnly {
+				// The banded solver's band arrays (about 10 b floats
+				// per round) or the fit's operator, with a margin.
+				return 8 * 16 * float64(bandsOrDefault(b.Bands)) * float64(r)
+			}
+			return denseSolveBytes(r)
+		},
+		cBands: func(s Strategy) int { return bandsOrDefault(s.(BandedStrategy).Bands) },
 		checkUnder: func(s Strategy, p Participation) error {
 			if b := s.(BandedStrategy); (b.Tol != 0 || b.MaxIter != 0) && p.Kind != KindMinSep {
 				// The settings of the certified solver would be ignored.

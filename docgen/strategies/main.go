@@ -169,7 +169,7 @@ func structuredCell(ctx context.Context, c config, s factorize.Strategy, w *fact
 	}
 	g, err := f.WithParticipation(p)
 	if err != nil {
-		return cell{err: errSkipped}
+		return cell{err: err}
 	}
 	return cell{rmse: g.Metrics.RMSE, bound: !g.Metrics.UnitSensitivity.Exact}
 }
