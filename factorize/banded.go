@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/dpmf/dpmf/internal/optim"
@@ -29,7 +30,17 @@ func init() {
 			{Name: "tol", Type: "float", Default: "1e-08", Doc: docTol + " (minsep only)"},
 			{Name: "max-iter", Type: "int", Default: "20000", Doc: docMaxIter + " (minsep only)"},
 		},
-		proto:  BandedStrategy{},
+		proto:       BandedStrategy{},
+		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},
+		lossOnlyPtr: func(p any) *bool { return &p.(*BandedStrategy).LossOnly },
+		solveBytes: func(s Strategy, r int, _ bool) float64 {
+			if b := s.(BandedStrategy); b.LossOnly {
+				// The banded solver's band arrays (about 10 b floats
+				// per round) or the fit's operator, with a margin.
+				return 8 * 16 * float64(bandsOrDefault(b.Bands)) * float64(r)
+			}
+			return denseSolveBytes(r)
+		},
 		cBands: func(s Strategy) int { return bandsOrDefault(s.(BandedStrategy).Bands) },
 		checkUnder: func(s Strategy, p Participation) error {
 			if b := s.(BandedStrategy); (b.Tol != 0 || b.MaxIter != 0) && p.Kind != KindMinSep {
@@ -90,6 +101,11 @@ type BandedStrategy struct {
 	// min-separation; 0 means [DefaultMaxIter]. Under other
 	// participations it must be 0.
 	MaxIter int
+	// LossOnly skips forming B and C: the result has only its metrics
+	// (single participation, by the fit's coefficients in O(R^2) time and
+	// O(R b) memory, prefix sums only; min-separation, by
+	// [OptimalBanded]'s loss-only path).
+	LossOnly bool
 }
 
 // Name returns "banded".
@@ -128,9 +144,50 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 	b := bandsFor(s.Bands, p)
 	if p.Kind == KindMinSep {
 		opt.Tol = s.Tol // 0: DefaultBandedTol
+		opt.LossOnly = s.LossOnly
+		if s.LossOnly {
+			if err := checkContext(ctx); err != nil {
+				return nil, err
+			}
+			if err := p.Validate(w.R()); err != nil {
+				return nil, err
+			}
+			f, err := OptimalBanded(ctx, w, b, p.K, opt)
+			if err != nil || f.Metrics.Participation == p {
+				return f, err
+			}
+			return bandedUnder(f, min(b, w.R()), p)
+		}
 		return under(ctx, w, p, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
 	}
+	if s.LossOnly {
+		if err := checkContext(ctx); err != nil {
+			return nil, err
+		}
+		return bandedFitLossOnly(ctx, w, b, p)
+	}
 	return under(ctx, w, p, func() (*Factorization, error) { return bandedFit(ctx, w, b) })
+}
+
+// bandedUnder returns the loss-only result f of [OptimalBanded] with b
+// bands (unit columns) under the min-separation p instead: X is banded
+// within b, so for b <= p.B the sensitivity is exact, sqrt(k) for the k
+// participations that fit; b > p.B (the dense path's bound needs C) is an
+// error.
+func bandedUnder(f *Factorization, b int, p Participation) (*Factorization, error) {
+	r := f.Workload.R()
+	k := p.Participations(r)
+	sens := Sensitivity{Value: math.Sqrt(float64(k)), Exact: true, Rule: RuleMinSepBanded}
+	switch {
+	case k == 1:
+		sens.Rule = RuleColumnNorm
+	case b > p.B:
+		return nil, fmt.Errorf("factorize: loss-only %s under %v needs at most %d bands, not %d", StrategyBanded, p, p.B, b)
+	}
+	g := *f
+	m := f.Metrics
+	g.Metrics = metricsFrom(r, m.Gamma, p, sens, m.FrobBSq, m.MaxRowBSq)
+	return &g, nil
 }
 
 // bandedFit returns the banded strategy's factorization outside
@@ -140,14 +197,69 @@ func bandedFit(ctx context.Context, w *Workload, bands int) (*Factorization, err
 	if err != nil {
 		return nil, err
 	}
+	cands, b, err := bandedFitCandidates(ctx, tw, bands)
+	if err != nil {
+		return nil, err
+	}
+	var best *Factorization
+	for _, c := range cands {
+		if f, _ := toeplitzFactorization(StrategyBanded, w, tw, c, linalg.SeriesInverse(c[:b], w.R())); best == nil || f.Metrics.Loss < best.Metrics.Loss {
+			best = f
+		}
+	}
+	best.Operator = bandedOpOf(best.C, b)
+	return best, nil
+}
+
+// bandedFitLossOnly returns the metrics-only result of [bandedFit] under
+// single participation: the same candidates, their metrics by
+// [toeplitzLossOnly] (O(R^2) time, O(R b) memory, prefix sums only when a
+// candidate's columns are scaled).
+func bandedFitLossOnly(ctx context.Context, w *Workload, bands int, p Participation) (*Factorization, error) {
+	tw, err := checkLossOnly(StrategyBanded, w, bands, p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Kind != KindSingle {
+		return nil, &ParamError{Param: "participation", Value: p.String(), Want: "single or min-separation for a loss-only " + StrategyBanded}
+	}
+	cands, b, err := bandedFitCandidates(ctx, tw, bands)
+	if err != nil {
+		return nil, err
+	}
 	r := w.R()
+	var best Metrics
+	var bestC, bestScale []float64
+	for _, c := range cands {
+		m, scale, err := toeplitzLossOnly(tw, c, linalg.SeriesInverse(c[:b], r), p)
+		if err != nil {
+			return nil, err
+		}
+		if bestC == nil || m.Loss < best.Loss {
+			best, bestC, bestScale = m, c, scale
+		}
+	}
+	return &Factorization{
+		Strategy:  StrategyBanded,
+		Operator:  scaledBandedOp(bestC, bestScale, b),
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   best,
+	}, nil
+}
+
+// bandedFitCandidates returns the first columns (length R, t_0 = 1) of
+// the Toeplitz candidates of [bandedFit], the banded square root and the
+// fit from it, and the number of bands, min(bands, R).
+func bandedFitCandidates(ctx context.Context, tw toeplitzWorkload, bands int) ([][]float64, int, error) {
+	r := len(tw.a)
 	b := min(bands, r)
 	s := tw.sqrt(b)
 	bsr := make([]float64, r) // the banded square root, C's first column
 	for k := 0; k < b; k++ {
 		bsr[k] = s[k] / s[0]
 	}
-	best, _ := toeplitzFactorization(StrategyBanded, w, tw, bsr, linalg.SeriesInverse(bsr[:b], r))
+	cands := [][]float64{bsr}
 	if b > 1 {
 		// Optimise t_1..t_{b-1} with t_0 = 1 fixed (the loss is invariant
 		// to scaling C).
@@ -162,17 +274,14 @@ func bandedFit(ctx context.Context, w *Workload, bands int) (*Factorization, err
 		}
 		x, err := minimizeSmooth(ctx, obj, append([]float64(nil), bsr[1:b]...))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		c := make([]float64, r)
 		c[0] = 1
 		copy(c[1:], x)
-		if f, _ := toeplitzFactorization(StrategyBanded, w, tw, c, linalg.SeriesInverse(c[:b], r)); f.Metrics.Loss < best.Metrics.Loss {
-			best = f
-		}
+		cands = append(cands, c)
 	}
-	best.Operator = bandedOpOf(best.C, b)
-	return best, nil
+	return cands, b, nil
 }
 
 // toeplitzWorkload is a lower-triangular Toeplitz workload: A[i][j] =
@@ -379,4 +488,225 @@ func fdGradient(f func([]float64) float64, x []float64) []float64 {
 		g[i] = (fp - fm) / (2 * hi)
 	}
 	return g
+}
+
+// scaledToeplitz is the factorization C = T_c diag(scale)^{-1},
+// B = A diag(scale) T_u of a Toeplitz workload A, with T_c and
+// T_u = T_c^{-1} lower-triangular Toeplitz (c and u of length R): the
+// form of sqrt-normalized, bsr, banded's fit and blt. Its metrics come
+// without forming B and C (see metrics).
+type scaledToeplitz struct {
+	tw          toeplitzWorkload
+	c, u, scale []float64
+	// frob and maxRow cache ||B||_F^2 and max_i ||B[i, :]||^2 (set once
+	// normsB has run).
+	frob, maxRow float64
+	normed       bool
+}
+
+// plain reports whether C is not scaled (scale all ones).
+func (s *scaledToeplitz) plain() bool {
+	for _, v := range s.scale {
+		if v != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// colSq returns the squared column norms of C, O(R).
+func (s *scaledToeplitz) colSq() []float64 {
+	r := len(s.c)
+	out := make([]float64, r)
+	t := 0.0
+	for k := 0; k < r; k++ {
+		t += s.c[k] * s.c[k]
+		j := r - 1 - k // column j holds c_0..c_{R-1-j}
+		out[j] = t / (s.scale[j] * s.scale[j])
+	}
+	return out
+}
+
+// maxScaledTail is the longest tail of unequal column scales that
+// normsB takes for a workload other than prefix sums (O(R L^2) time).
+const maxScaledTail = 256
+
+// normsB returns ||B||_F^2 and the largest squared row norm of B. With
+// scale_t = s_0 for t < t0, the rows i < t0 are those of the Toeplitz
+// s_0 A T_u, whose first column is s_0 beta, beta = a * u: row i has
+// norm^2 s_0^2 sum_{m <= i} beta_m^2 (O(R) in all). The other L = R - t0
+// rows (the last b - 1 for a banded C with unit columns, all but the
+// first for sqrt-normalized) come column by column: for prefix sums by
+// the dense path's recurrence B[i][j] = B[i-1][j] + scale_i u_{i-j} from
+// row t0 - 1 (O(R L) time, O(R) memory); otherwise as s_0 beta_{i-j} plus
+// sum_{t0 <= t <= i} a_{i-t} (scale_t - s_0) u_{t-j} (O(R L^2), for
+// L <= maxScaledTail).
+func (s *scaledToeplitz) normsB() (frob, maxRow float64, err error) {
+	if s.normed {
+		return s.frob, s.maxRow, nil
+	}
+	r := len(s.c)
+	s0 := s.scale[0]
+	t0 := 1
+	for t0 < r && s.scale[t0] == s0 {
+		t0++
+	}
+	if t0 < r && !s.tw.prefix && r-t0 > maxScaledTail {
+		return 0, 0, fmt.Errorf("factorize: loss-only metrics of a Toeplitz C with %d columns of other norms need the prefix-sum workload (or at most %d)", r-t0, maxScaledTail)
+	}
+	beta := s.tw.times(s.u[:r])
+	run := 0.0
+	for i := 0; i < t0; i++ {
+		run += beta[i] * beta[i]
+		v := s0 * s0 * run
+		frob += v
+		maxRow = math.Max(maxRow, v)
+	}
+	if t0 < r {
+		row := make([]float64, r) // row[i]: ||B[i, :]||^2 for i >= t0
+		if s.tw.prefix {
+			for j := 0; j < r; j++ {
+				b := 0.0
+				if j < t0 {
+					b = s0 * beta[t0-1-j]
+				}
+				for i := max(j, t0); i < r; i++ {
+					b += s.scale[i] * s.u[i-j]
+					row[i] += b * b
+				}
+			}
+		} else {
+			for i := t0; i < r; i++ {
+				for j := 0; j <= i; j++ {
+					v := s0 * beta[i-j]
+					for t := max(j, t0); t <= i; t++ {
+						v += s.tw.a[i-t] * (s.scale[t] - s0) * s.u[t-j]
+					}
+					row[i] += v * v
+				}
+			}
+		}
+		for _, v := range row[t0:] {
+			frob += v
+			maxRow = math.Max(maxRow, v)
+		}
+	}
+	s.frob, s.maxRow, s.normed = frob, maxRow, true
+	return frob, maxRow, nil
+}
+
+// gramRows produces the rows of X = C^T C from the last to the first in
+// O(R^2) time and O(R) memory: with G = T_c^T T_c, G(i, j) =
+// G(i+1, j+1) + c_{R-1-i} c_{R-1-j} (the sums over t >= max(i, j) of
+// c_{t-i} c_{t-j} lose their last term), and X_ij = G(i, j) /
+// (scale_i scale_j).
+func (s *scaledToeplitz) gramRows(visit func(i int, row []float64)) {
+	r := len(s.c)
+	g := make([]float64, r)
+	x := make([]float64, r)
+	inv := make([]float64, r)
+	for j, v := range s.scale {
+		inv[j] = 1 / v
+	}
+	for i := r - 1; i >= 0; i-- {
+		a := s.c[r-1-i]
+		si := inv[i]
+		for j := 0; j < r-1; j++ {
+			v := g[j+1] + a*s.c[r-1-j]
+			g[j] = v
+			x[j] = v * si * inv[j]
+		}
+		g[r-1] = a * s.c[0]
+		x[r-1] = g[r-1] * si * inv[r-1]
+		visit(i, x)
+	}
+}
+
+// minSep returns the sensitivity of C under b-min-separation with k >= 2
+// participations (b <= R, k at most ceil(R/b)), by the rule
+// [SensitivityOf] takes for the dense C: the Toeplitz rule for a plain C
+// with non-negative non-increasing coefficients, the banded rule when C
+// has at most b bands (columns b apart have disjoint supports), else the
+// dynamic-programming bound over X's rows ([minSepBoundRows], O(R^2)).
+func (s *scaledToeplitz) minSep(b, k int, colSq []float64) (Sensitivity, error) {
+	r := len(s.c)
+	if s.plain() {
+		mono := true
+		for i, v := range s.c {
+			if v < 0 || (i > 0 && v > s.c[i-1]) {
+				mono = false
+				break
+			}
+		}
+		if mono {
+			v, err := ToeplitzMinSepSensitivity(s.c, b, k)
+			return Sensitivity{Value: v, Exact: true, Rule: RuleMinSepToeplitz}, err
+		}
+	}
+	bands := 0
+	for i, v := range s.c {
+		if v != 0 {
+			bands = i + 1
+		}
+	}
+	if bands <= b {
+		return Sensitivity{Value: math.Sqrt(bestSeparated(colSq, b, k)), Exact: true, Rule: RuleMinSepBanded}, nil
+	}
+	return Sensitivity{Value: minSepBoundRows(r, b, k, s.gramRows), Rule: RuleMinSepBound}, nil
+}
+
+// metrics returns the metrics of the factorization under p (single
+// participation or min-separation).
+func (s *scaledToeplitz) metrics(p Participation) (Metrics, error) {
+	r := len(s.c)
+	colSq := s.colSq()
+	gamma := math.Sqrt(slices.Max(colSq))
+	frob, maxRow, err := s.normsB()
+	if err != nil {
+		return Metrics{}, err
+	}
+	sens := Sensitivity{Value: gamma, Exact: true, Rule: RuleColumnNorm}
+	if k := p.Participations(r); p.Kind == KindMinSep && k > 1 {
+		if sens, err = s.minSep(min(p.B, r), k, colSq); err != nil {
+			return Metrics{}, err
+		}
+	}
+	return metricsFrom(r, gamma, p, sens, frob, maxRow), nil
+}
+
+// toeplitzLossOnly returns the scaling that [toeplitzFactorization] picks
+// for c and u (column norms unless they do not lower the loss, else ones)
+// and the metrics under p of the factorization it picks, without forming
+// it.
+func toeplitzLossOnly(tw toeplitzWorkload, c, u []float64, p Participation) (Metrics, []float64, error) {
+	r := len(tw.a)
+	scaled := &scaledToeplitz{tw: tw, c: c[:r], u: u, scale: columnNorms(c[:r])}
+	ms, err := scaled.metrics(SingleParticipation())
+	if err != nil {
+		return Metrics{}, nil, err
+	}
+	if plain := tw.loss(c, u); plain < ms.Loss {
+		ones := make([]float64, r)
+		for i := range ones {
+			ones[i] = 1
+		}
+		scaled = &scaledToeplitz{tw: tw, c: c[:r], u: u, scale: ones}
+	}
+	m, err := scaled.metrics(p)
+	return m, scaled.scale, err
+}
+
+// scaledBandedOp returns the banded operator of C = T_c diag(scale)^{-1}
+// with b bands (c's first b coefficients), O(R b) memory.
+func scaledBandedOp(c, scale []float64, b int) bandedOp {
+	r := len(scale)
+	o := bandedOp{bands: b, diag: make([]float64, r), sub: make([][]float64, r)}
+	for i := 0; i < r; i++ {
+		o.diag[i] = c[0] / scale[i]
+		o.sub[i] = make([]float64, min(b-1, i))
+		for d := range o.sub[i] {
+			o.sub[i][d] = c[d+1] / scale[i-d-1]
+		}
+	}
+	return o
 }

@@ -501,16 +501,18 @@ func bandedToeplitzLossOnly(ctx context.Context, w *Workload, b int, p Participa
 		return nil, err
 	}
 	r := w.R()
+	minSep := p.Kind == KindMinSep && p.Participations(r) > 1
+	if bands := min(b, r); minSep && p.B < bands {
+		// Refused before the fit, which the sensitivity could not use.
+		return nil, fmt.Errorf("factorize: loss-only %s under %v needs at most %d bands, not %d", StrategyBandedToeplitz, p, p.B, bands)
+	}
 	c, err := bandedToeplitzCoefficients(ctx, tw, b, p)
 	if err != nil {
 		return nil, err
 	}
 	gamma2 := columnNormSq(c)
 	sens := Sensitivity{Value: math.Sqrt(gamma2), Exact: true, Rule: RuleColumnNorm}
-	if p.Kind == KindMinSep && p.Participations(r) > 1 {
-		if p.B < len(c) {
-			return nil, fmt.Errorf("factorize: loss-only %s under %v needs at most %d bands, not %d", StrategyBandedToeplitz, p, p.B, len(c))
-		}
+	if minSep {
 		sens = Sensitivity{Value: math.Sqrt(bandedToeplitzSens2(c, r, p)), Exact: true, Rule: RuleMinSepBanded}
 	}
 	return lossOnlyResult(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, p, gamma2, sens, tw.times(linalg.SeriesInverse(c, r))), nil

@@ -254,9 +254,11 @@ const StrategyBLT = "blt"
 func init() {
 	register(StrategyInfo{
 		Name: StrategyBLT, rank: 100, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
-		Stream:   "K (4 by default)",
-		Settings: []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
-		proto:    BLTStrategy{},
+		Stream:      "K (4 by default)",
+		Settings:    []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
+		proto:       BLTStrategy{},
+		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},
+		lossOnlyPtr: func(p any) *bool { return &p.(*BLTStrategy).LossOnly },
 		fields: []field{
 			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1, def: DefaultBuffers},
 		},
@@ -275,9 +277,21 @@ func init() {
 // participation ([BLT]), and otherwise (epochs) the best under the
 // participation of BLT's fit and the unscaled fit, each with unit columns
 // and unscaled (see bltUnder).
+//
+// With LossOnly (single participation and min-separation), the fit is the
+// same and its metrics come from the coefficients without B and C: O(R)
+// for the plain Toeplitz C, O(R^2) time and O(R) memory for unit columns
+// (prefix sums only; see [scaledToeplitz]); under min-separation the
+// candidates of [BLTMinSep] are compared by the same reported loss, whose
+// dynamic-programming bound (for a C with coefficients of both signs or
+// increasing somewhere) comes from X's rows one at a time (O(R^2) time,
+// O(R) memory) rather than from X formed densely.
 type BLTStrategy struct {
 	// Buffers is the number of buffers; 0 means [DefaultBuffers].
 	Buffers int
+	// LossOnly skips forming B and C: the result has only its metrics
+	// (single participation and min-separation).
+	LossOnly bool
 }
 
 // Name returns "blt".
@@ -290,6 +304,9 @@ func (s BLTStrategy) Spec() string { return specOf(s) }
 // p.B, p.K) for min-separation, [BLT](ctx, w, s.Buffers) for single
 // participation, and the best of the candidates of bltUnder otherwise.
 func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if s.LossOnly {
+		return bltLossOnly(ctx, w, s.Buffers, p)
+	}
 	if p.Kind == KindMinSep {
 		return under(ctx, w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
 	}
@@ -297,4 +314,151 @@ func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 		return under(ctx, w, p, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
 	}
 	return under(ctx, w, p, func() (*Factorization, error) { return bltUnder(ctx, w, s.Buffers, p) })
+}
+
+// bltLossOnly returns the metrics-only result of [BLT] under single
+// participation p, or of [BLTMinSep] under min-separation.
+func bltLossOnly(ctx context.Context, w *Workload, buffers int, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkWorkload(w); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(w.R()); err != nil {
+		return nil, err
+	}
+	if p.Kind == KindMinSep {
+		return bltMinSepLossOnly(ctx, w, buffers, p)
+	}
+	if p.Kind != KindSingle {
+		return nil, &ParamError{Param: "participation", Value: p.String(), Want: "single or min-separation for a loss-only " + StrategyBLT}
+	}
+	if buffers < 0 {
+		return nil, &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBuffers)}
+	}
+	tw, err := toeplitzOf(StrategyBLT, w)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	params, err := fittedBLT(ctx, &bltObjective{tw: tw}, buffers)
+	if err != nil {
+		return nil, err
+	}
+	m, scale, err := toeplitzLossOnly(tw, bltInverse(params, r), params.Coefficients(r), p)
+	if err != nil {
+		return nil, err
+	}
+	params.Scale = scale
+	return &Factorization{
+		Strategy:  StrategyBLT,
+		Operator:  params,
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   m,
+	}, nil
+}
+
+// bltMinSepLossOnly returns the metrics-only result of [BLTMinSep](ctx, w,
+// buffers, p.B, p.K): the same fits and the same choice among them, by
+// the loss that [SensitivityOf] reports for each candidate's C, here from
+// [scaledToeplitz] (the Toeplitz rule, or the bound over X's rows, skipped
+// where a lower bound shows it is not below the best so far).
+func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Participation) (*Factorization, error) {
+	tw, err := toeplitzOf(StrategyBLT, w)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	b, kk := part.B, part.Participations(r)
+	ones := make([]float64, r)
+	for i := range ones {
+		ones[i] = 1
+	}
+	// reported returns the reported loss of p, or +Inf where it is
+	// certainly not below above (as bltMinSepReported).
+	reported := func(p *BLTParams, above float64) (float64, error) {
+		st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: ones}
+		if _, err := ToeplitzMinSepSensitivity(st.c, b, kk); err != nil && !(bltMinSepLower(tw, p, b, kk) < above) {
+			return math.Inf(1), nil
+		}
+		m, err := st.metrics(part)
+		// sens^2 ||A T_d||_F^2 summed as bltMinSepReported sums it, so
+		// that near ties between the fits break as there.
+		l := m.UnitSensitivity.Value * m.UnitSensitivity.Value * tw.frobB(st.u)
+		if err != nil || math.IsNaN(l) {
+			return math.Inf(1), err
+		}
+		return l, nil
+	}
+	p := &BLTParams{Weights: []float64{}, Lambdas: []float64{}}
+	if nb := bltBuffers(buffers, r); nb > 0 {
+		o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
+		plain, err := fitBLTPlainLevels(ctx, tw, nb, func(c []float64) float64 { return minSepMajorantSq(c, b, kk) })
+		if err != nil {
+			return nil, err
+		}
+		levels, err := fitBLTLevels(ctx, o, nb, plain)
+		if err != nil {
+			return nil, err
+		}
+		var best []float64
+		bestLoss := math.Inf(1)
+		for j := range nb {
+			for _, chain := range [][][]float64{levels, plain} {
+				x := chain[j]
+				if j > 0 && x[j] == 0 && slices.Equal(x[:j], chain[j-1][:j]) && slices.Equal(x[j+1:2*j+1], chain[j-1][j:]) {
+					continue // the level below with a zero-weight buffer: the same C
+				}
+				l, err := reported(bltParamsOf(x), bestLoss)
+				if err != nil {
+					return nil, err
+				}
+				if l < bestLoss {
+					best, bestLoss = x, l
+				}
+			}
+		}
+		if best != nil {
+			p = bltPadded(best, nb)
+		}
+	}
+	st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: ones}
+	m, err := st.metrics(part)
+	if err != nil {
+		return nil, err
+	}
+	p.Scale = ones
+	return &Factorization{
+		Strategy:  StrategyBLT,
+		Operator:  p,
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   m,
+	}, nil
+}
+
+// bltMinSepLower returns a lower bound on the loss that [SensitivityOf]
+// reports for the Toeplitz C = T_d^{-1} of p under b-min-separation with
+// kk participations: the pattern {0, b, ..., (k'-1) b} gives
+// sens^2 >= ||C u||^2 (u its indicator), times ||A T_d||_F^2; O(R). (The
+// reported value is exact or an upper bound, so never below it.)
+func bltMinSepLower(tw toeplitzWorkload, p *BLTParams, b, kk int) float64 {
+	r := len(tw.a)
+	c := bltInverse(p, r)
+	kp := min(kk, (r-1)/b+1)
+	v := make([]float64, r)
+	lower := 0.0
+	for t := 0; t < r; t++ {
+		v[t] = c[t]
+		if t >= b {
+			v[t] += v[t-b]
+		}
+		if t >= kp*b {
+			v[t] -= c[t-kp*b]
+		}
+		lower += v[t] * v[t]
+	}
+	return lower * tw.frobB(p.Coefficients(r))
 }

@@ -3,6 +3,8 @@ package factorize
 import (
 	"context"
 	"fmt"
+
+	"github.com/dpmf/dpmf/linalg"
 )
 
 // StrategyBSR is the name of [BSRStrategy].
@@ -11,10 +13,12 @@ const StrategyBSR = "bsr"
 func init() {
 	register(StrategyInfo{
 		Name: StrategyBSR, rank: 60, Doc: "the banded square root with unit column norms",
-		Stream:   "b - 1 (15 by default)",
-		Settings: []Setting{bandsSetting("number of bands of C")},
-		proto:    BSRStrategy{},
-		cBands:   func(s Strategy) int { return bandsOrDefault(s.(BSRStrategy).Bands) },
+		Stream:      "b - 1 (15 by default)",
+		Settings:    []Setting{bandsSetting("number of bands of C")},
+		proto:       BSRStrategy{},
+		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},
+		lossOnlyPtr: func(p any) *bool { return &p.(*BSRStrategy).LossOnly },
+		cBands:      func(s Strategy) int { return bandsOrDefault(s.(BSRStrategy).Bands) },
 		fields: []field{
 			{ptr: func(p any) any { return &p.(*BSRStrategy).Bands }, lo: 1},
 		},
@@ -25,10 +29,21 @@ func init() {
 // BSRStrategy is the banded square root with unit column norms (see
 // [BandedSqrt]; Kalinin and Lampert 2024), a closed form for
 // min-separation.
+//
+// With LossOnly, the metrics come from the coefficients without B and C,
+// in O(R^2) time and O(R b) memory (see [scaledToeplitz]): C = T_c N^{-1}
+// with c the first b coefficients of the workload's square root and N
+// its column norms, B = A N T_c^{-1}; under b'-min-separation the
+// sensitivity is exact for b <= b' (the banded rule on the unit
+// diagonal), else the dynamic-programming bound over X's rows. The
+// prefix-sum workload only.
 type BSRStrategy struct {
 	// Bands is the number of bands; 0 means [DefaultBands], and under
 	// b-min-separation min(DefaultBands, b).
 	Bands int
+	// LossOnly skips forming B and C: the result has only its metrics
+	// (single participation and min-separation only).
+	LossOnly bool
 }
 
 // Name returns "bsr".
@@ -43,6 +58,9 @@ func (s BSRStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 		return nil, fmt.Errorf("factorize: bands %d, want >= 1 (or 0 for the default %d)", s.Bands, DefaultBands)
 	}
 	b := bandsFor(s.Bands, p)
+	if s.LossOnly {
+		return bsrLossOnly(ctx, w, b, p)
+	}
 	return under(ctx, w, p, func() (*Factorization, error) {
 		f, err := BandedSqrt(w, b, 0)
 		if err != nil {
@@ -51,4 +69,31 @@ func (s BSRStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 		f.Strategy = StrategyBSR
 		return f, nil
 	})
+}
+
+// bsrLossOnly returns the metrics-only bsr result with b bands under p.
+func bsrLossOnly(ctx context.Context, w *Workload, b int, p Participation) (*Factorization, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	tw, err := checkLossOnly(StrategyBSR, w, b, p)
+	if err != nil {
+		return nil, err
+	}
+	r := w.R()
+	b = min(b, r)
+	sq := tw.sqrt(b)
+	c := padded(sq, r)
+	st := &scaledToeplitz{tw: tw, c: c, u: linalg.SeriesInverse(sq, r), scale: columnNorms(c)}
+	m, err := st.metrics(p)
+	if err != nil {
+		return nil, err
+	}
+	return &Factorization{
+		Strategy:  StrategyBSR,
+		Operator:  scaledBandedOp(c, st.scale, b),
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   m,
+	}, nil
 }

@@ -146,13 +146,26 @@ func singleMetrics(r int, gamma, frobB, maxRowB float64) Metrics {
 // WithParticipation returns a copy of f (sharing its factors) whose metrics
 // are computed under p. It is an error if p is invalid for f's rounds, or
 // if f is a loss-only result and p is not single participation (the
-// sensitivity needs C).
+// sensitivity needs C). A C in quasiseparable form (the semiseparable and
+// structured optimal factorizations) is not formed under min-separation:
+// the sensitivity comes from its generators in O(R^2 K) time and O(R K)
+// memory.
 func (f *Factorization) WithParticipation(p Participation) (*Factorization, error) {
 	if f == nil || f.Workload == nil {
 		return nil, &ParamError{Param: "factorization", Want: "a factorization computed by this package"}
 	}
 	g := *f
 	if p == f.Metrics.Participation {
+		return &g, nil
+	}
+	if q, ok := f.Operator.(quasiSepOp); ok && f.C == nil && p.Kind == KindMinSep {
+		// The quasiseparable C gives the rows of C^T C one at a time:
+		// the sensitivity without forming C (quasiSepMinSep).
+		if err := p.Validate(f.Workload.R()); err != nil {
+			return nil, err
+		}
+		m := f.Metrics
+		g.Metrics = metricsFrom(f.Workload.R(), m.Gamma, p, quasiSepMinSep(q.c, p), m.FrobBSq, m.MaxRowBSq)
 		return &g, nil
 	}
 	if f.C == nil && f.Operator != nil && p.Kind != KindSingle {

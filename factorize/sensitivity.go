@@ -3,8 +3,10 @@ package factorize
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
+	"github.com/dpmf/dpmf/linalg"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -483,7 +485,9 @@ func atMostPicks(w []float64, b, k int) []float64 {
 			if t-b >= 0 {
 				base = prev[t-b]
 			}
-			run = math.Max(run, base+w[t])
+			if v := base + w[t]; v > run { // w is finite: no NaN to keep
+				run = v
+			}
 			cur[t] = run
 		}
 		if n > 0 {
@@ -530,7 +534,7 @@ func monotoneToeplitz(c mat.Matrix) ([]float64, bool) {
 // apart from round 0 are the worst case (Kalinin and Lampert 2024,
 // "Banded square root matrix factorization for differentially private
 // model training", Thm. 2), so sens = ||C u|| with u the indicator of
-// {0, b, ..., (k'-1) b}, k' = min(k, ceil(n / b)). O(n k). It is an error
+// {0, b, ..., (k'-1) b}, k' = min(k, ceil(n / b)). O(n). It is an error
 // if col is negative or increasing somewhere.
 func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 	n := len(col)
@@ -551,13 +555,242 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 	// ceil(n / b) without the overflow of n + b - 1 (which gave 0
 	// participations, a sensitivity of 0, for b near MaxInt).
 	k = min(k, (n-1)/b+1)
+	// v_r = sum_{j < k, j b <= r} col[r - j b] by the running sums
+	// v_r = col[r] + v_{r-b} - col[r - k b]: O(n).
+	v := make([]float64, n)
 	s := 0.0
 	for r := 0; r < n; r++ {
-		v := 0.0
-		for j := 0; j < k && j*b <= r; j++ {
-			v += col[r-j*b]
+		x := col[r]
+		if r >= b {
+			x += v[r-b]
 		}
-		s += v * v
+		if r/b >= k { // r >= k b, without overflow
+			x -= col[r-k*b]
+		}
+		v[r] = x
+		s += x * x
 	}
 	return math.Sqrt(s), nil
+}
+
+// gramRows produces the rows of an n x n Gram matrix X = C^T C, in any
+// order: it calls visit(i, row) once for each i with row i (row may be
+// reused after visit returns).
+type gramRows func(visit func(i int, row []float64))
+
+// minSepBoundRows returns [MinSepBound] (the value, not squared) of the
+// n x n Gram matrix that rows produces, for 1 <= b <= n and
+// 1 <= k <= ceil(n/b), without forming X: O(n) memory and, for each row
+// whose picks are dominated by the lattice (below), O(n) time instead of
+// the O(n k) dynamic program. The k-1 picks of row i (besides i) lie at
+// least b from i and from each other; on the left of i the q-th nearest is
+// at most i - q b, so when |X_{i,i-qb}| is the largest |X_ij| over
+// j <= i - q b for every q (as for rows that decrease away from the
+// diagonal) the picks i - b, i - 2b, ... are the best on that side for
+// every count, likewise on the right, and the best k-1 picks of both
+// sides are the largest k-1 of the two non-increasing lattice sequences.
+// A row without that property takes [MinSepBound]'s dynamic program.
+func minSepBoundRows(n, b, k int, rows gramRows) float64 {
+	v := make([]float64, n)
+	var abs, bufL, bufR []float64
+	rows(func(i int, row []float64) {
+		v[i] = math.Abs(row[i])
+		if k == 1 {
+			return
+		}
+		left, okL := latticePicks(row, bufL[:0], i, -b, k-1)
+		right, okR := latticePicks(row, bufR[:0], i, b, k-1)
+		bufL, bufR = left, right
+		if !okL || !okR {
+			// best[c] for c = 0..k-1 picks on each side: the lattice's
+			// prefix sums where it is the best, else the dynamic program.
+			if abs == nil {
+				abs = make([]float64, n)
+			}
+			for j, x := range row {
+				abs[j] = math.Abs(x)
+			}
+			l, r := prefixBest(left, k-1), prefixBest(right, k-1)
+			if !okL {
+				l = atMostPicks(abs[:max(0, i-b+1)], b, k-1)
+			}
+			if !okR {
+				r = atMostPicks(reversed(abs[min(n, i+b):]), b, k-1)
+			}
+			extra := 0.0
+			for c1 := 0; c1 <= k-1; c1++ {
+				extra = math.Max(extra, l[c1]+r[k-1-c1])
+			}
+			v[i] += extra
+			return
+		}
+		// Merge the two non-increasing sequences: the largest k-1.
+		extra := 0.0
+		a, c := 0, 0
+		for t := 0; t < k-1 && (a < len(left) || c < len(right)); t++ {
+			if c >= len(right) || (a < len(left) && left[a] >= right[c]) {
+				extra += left[a]
+				a++
+			} else {
+				extra += right[c]
+				c++
+			}
+		}
+		v[i] += extra
+	})
+	return math.Sqrt(bestSeparated(v, b, k))
+}
+
+// prefixBest returns best[c], c = 0..m: the sum of the first min(c,
+// len(vals)) of the non-increasing vals, the best c picks on a side whose
+// lattice is the best.
+func prefixBest(vals []float64, m int) []float64 {
+	best := make([]float64, m+1)
+	for c := 1; c <= m; c++ {
+		best[c] = best[c-1]
+		if c <= len(vals) {
+			best[c] += vals[c-1]
+		}
+	}
+	return best
+}
+
+// latticePicks returns |row| at i + q step, q = 1, 2, ... (at most m,
+// inside [0, n)), nearest first, appended to out, and whether each is the
+// largest of |row| over the positions at or beyond it (away from i). One
+// pass from the far end towards i: O(n).
+func latticePicks(row, out []float64, i, step, m int) ([]float64, bool) {
+	n := len(row)
+	b, dir := step, -1 // dir: from the far end towards i
+	if step < 0 {
+		b, dir = -step, 1
+	}
+	q := min(m, (n-1-i)/b)
+	if step < 0 {
+		q = min(m, i/b)
+	}
+	if q == 0 {
+		return out, true
+	}
+	last := i + q*step // the farthest lattice point used
+	mx := 0.0
+	// Beyond the farthest lattice point only the maximum counts.
+	if step < 0 {
+		for j := 0; j < last; j++ {
+			if a := math.Abs(row[j]); a > mx {
+				mx = a
+			}
+		}
+	} else {
+		for j := n - 1; j > last; j-- {
+			if a := math.Abs(row[j]); a > mx {
+				mx = a
+			}
+		}
+	}
+	// From the farthest lattice point towards i, each lattice point
+	// must be the largest so far.
+	start := len(out)
+	for j := last; j != i; j += dir {
+		a := math.Abs(row[j])
+		if (j-i)%b == 0 {
+			if a < mx {
+				return out, false
+			}
+			out = append(out, a)
+		}
+		if a > mx {
+			mx = a
+		}
+	}
+	slices.Reverse(out[start:])
+	return out, true
+}
+
+// quasiSepGramRows produces the rows of X = C^T C for the lower-triangular
+// quasiseparable C (see [linalg.QuasiSep]) in O(n K) time per row and
+// O(n K + K^2) memory, without forming C. X's lower triangle is
+// quasiseparable with C's transitions A and column generators Q and the
+// row generators
+//
+//	P'_il = Diag_i P_il + A_il (Q_i^T W_i)_l,  W_i = sum_{t>i} (products) P_t P_t^T,
+//
+// by the backward recursion W_{i-1} = P_i P_i^T + A_i W_i A_i (that of
+// [linalg.QuasiSep.ColNormsSq]; O(n K^2) once), since for i > j
+// X_ij = Diag_i C_ij + sum_{t>i} C_ti C_tj and
+// C_tj = sum_l P_tl (prod_{m=j+1}^{t-1} A_ml) Q_jl; the diagonal is
+// Diag_i^2 + Q_i^T W_i Q_i. Row i is then two running products: left of
+// i, X_ij = sum_l g_l Q_jl with g = P'_i, g_l <- g_l A_jl; right of i,
+// X_ij = sum_l P'_jl f_l with f = Q_i, f_l <- f_l A_jl.
+func quasiSepGramRows(c linalg.QuasiSep) gramRows {
+	n, kk := c.N, c.K
+	pp := make([]float64, n*kk) // P'
+	diag := make([]float64, n)
+	w := make([]float64, kk*kk) // W_i
+	wq := make([]float64, kk)
+	for i := n - 1; i >= 0; i-- {
+		q, p, a := c.Q[i*kk:i*kk+kk], c.P[i*kk:i*kk+kk], c.A[i*kk:i*kk+kk]
+		d := c.Diag[i] * c.Diag[i]
+		for l := range wq {
+			x := 0.0
+			for k, qk := range q {
+				x += qk * w[k*kk+l]
+			}
+			wq[l] = x
+			d += x * q[l]
+			pp[i*kk+l] = c.Diag[i]*p[l] + a[l]*x
+		}
+		diag[i] = d
+		// W_{i-1} = P_i P_i^T + A_i W_i A_i.
+		for k := range kk {
+			for l := range kk {
+				w[k*kk+l] = p[k]*p[l] + a[k]*a[l]*w[k*kk+l]
+			}
+		}
+	}
+	return func(visit func(i int, row []float64)) {
+		x := make([]float64, n)
+		g := make([]float64, kk)
+		for i := 0; i < n; i++ {
+			x[i] = diag[i]
+			copy(g, pp[i*kk:i*kk+kk])
+			for j := i - 1; j >= 0; j-- {
+				q, a := c.Q[j*kk:j*kk+kk], c.A[j*kk:j*kk+kk]
+				sum := 0.0
+				for l, gl := range g {
+					sum += gl * q[l]
+					g[l] = gl * a[l]
+				}
+				x[j] = sum
+			}
+			copy(g, c.Q[i*kk:i*kk+kk])
+			for j := i + 1; j < n; j++ {
+				pj, a := pp[j*kk:j*kk+kk], c.A[j*kk:j*kk+kk]
+				sum := 0.0
+				for l, fl := range g {
+					sum += pj[l] * fl
+					g[l] = fl * a[l]
+				}
+				x[j] = sum
+			}
+			visit(i, x)
+		}
+	}
+}
+
+// quasiSepMinSep returns the sensitivity under the min-separation p of the
+// quasiseparable C, as [SensitivityOf] gives it for the dense C (a
+// quasiseparable C of rank K >= 1 is not banded): the largest column norm
+// for one participation, else the dynamic-programming bound of
+// [MinSepBound] over the rows of X ([minSepBoundRows]), O(n^2 K) time and
+// O(n K) memory.
+func quasiSepMinSep(c linalg.QuasiSep, p Participation) Sensitivity {
+	n := c.N
+	k := p.Participations(n)
+	if k <= 1 {
+		col := make([]float64, n)
+		c.ColNormsSq(col)
+		return Sensitivity{Value: math.Sqrt(slices.Max(col)), Exact: true, Rule: RuleColumnNorm}
+	}
+	return Sensitivity{Value: minSepBoundRows(n, min(p.B, n), k, quasiSepGramRows(c)), Rule: RuleMinSepBound}
 }

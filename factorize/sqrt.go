@@ -24,8 +24,15 @@ func init() {
 			Stream:        "R (or regenerated)",
 			pastRows:      func(Strategy, Participation) bool { return true },
 			proto:         s,
+			lossOnly:      []ParticipationKind{KindSingle, KindMinSep},
+			lossOnlyPtr:   func(p any) *bool { return &p.(*SqrtStrategy).LossOnly },
 			streamVectors: func(_ Strategy, r int) int { return r },
-			solveBytes:    func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) },
+			solveBytes: func(s Strategy, r int, _ bool) float64 {
+				if s.(SqrtStrategy).LossOnly {
+					return 8 * 8 * float64(r) // coefficient vectors of length R
+				}
+				return factorBytes(r, r)
+			},
 		})
 	}
 }
@@ -40,9 +47,20 @@ func init() {
 // scaled to unit norm, C' = C N^{-1} with N = diag(||C[:, j]||), and the
 // decoder recomputed as B' = A C'^{-1} = A N C^{-1}. The scaling changes the
 // loss (it is not a rescaling of B), and is never worse than without.
+//
+// With LossOnly, the metrics come from the coefficients without B and C:
+// for sqrt in O(R) (||B||_F^2 = sum_m (R - m) c_m^2; under min-separation
+// the exact Toeplitz rule, [ToeplitzMinSepSensitivity]), for
+// sqrt-normalized in O(R^2) time and O(R) memory (B's columns by the
+// recurrence of its prefix sums; under min-separation the
+// dynamic-programming bound of [MinSepBound] over the rows of X = C^T C,
+// which a recurrence gives one at a time), equal to the dense path's.
 type SqrtStrategy struct {
 	// Normalized scales C's columns to unit norm.
 	Normalized bool
+	// LossOnly skips forming B and C: the result has only its metrics
+	// (single participation and min-separation only).
+	LossOnly bool
 }
 
 // Name returns "sqrt" or "sqrt-normalized".
@@ -58,6 +76,9 @@ func (s SqrtStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
 func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+	if s.LossOnly {
+		return sqrtLossOnly(ctx, s.Name(), w, p)
+	}
 	if s.Normalized {
 		return under(ctx, w, p, func() (*Factorization, error) { return newSqrtNormalized(w) })
 	}
@@ -154,4 +175,49 @@ func newSqrtNormalized(w *Workload) (*Factorization, error) {
 		}
 	}
 	return finish(StrategySqrtNormalized, toeplitzOpOf(c), w, b, c), nil
+}
+
+// sqrtLossOnly returns the metrics-only result of sqrt or sqrt-normalized
+// (strategy) under p (see [SqrtStrategy]).
+func sqrtLossOnly(ctx context.Context, strategy string, w *Workload, p Participation) (*Factorization, error) {
+	if err := checkLossOnlyPrefix(ctx, strategy, w, p); err != nil {
+		return nil, err
+	}
+	r := w.R()
+	tw, err := toeplitzOf(strategy, w)
+	if err != nil {
+		return nil, err
+	}
+	c, u := SqrtCoefficients(r), InverseSqrtCoefficients(r)
+	scale := make([]float64, r)
+	for i := range scale {
+		scale[i] = 1
+	}
+	if strategy == StrategySqrtNormalized {
+		scale = columnNorms(c)
+	}
+	st := &scaledToeplitz{tw: tw, c: c, u: u, scale: scale}
+	if strategy == StrategySqrt {
+		// B = C: its norms from c itself, as the dense path has them.
+		for m, v := range c {
+			st.frob += float64(r-m) * v * v
+			st.maxRow += v * v
+		}
+		st.normed = true
+	}
+	m, err := st.metrics(p)
+	if err != nil {
+		return nil, err
+	}
+	diag := make([]float64, r) // C[i][i] = c_0 / scale_i
+	for i, v := range scale {
+		diag[i] = 1 / v
+	}
+	return &Factorization{
+		Strategy:  strategy,
+		Operator:  toeplitzOp{u: u, s: diag},
+		Workload:  w,
+		Available: squareAvailable(r),
+		Metrics:   m,
+	}, nil
 }

@@ -92,7 +92,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-strategy", "blt", "-buffers", "3"}, "-buffers was removed: write -strategy blt:buffers=3"},
 		{[]string{"-method", "dense"}, "-method was removed: write -strategy optimal:path=dense"},
 		{[]string{"-method", "fast"}, `-method was removed: give path=fast in the -strategy spec, but -strategy optimal: want path = one of auto, structured, dense, not "fast"`},
-		{[]string{"-loss-only", "-strategy", "blt"}, "-loss-only applies only to -strategy banded-toeplitz, bisr, bandinv, semiseparable, optimal, not blt"},
+		{[]string{"-loss-only", "-strategy", "identity"}, "-loss-only applies only to -strategy tree, sqrt, sqrt-normalized, banded, bsr, banded-toeplitz, bisr, bandinv, blt, semiseparable, optimal, not identity"},
 		{[]string{"-loss-only", "-o", "B.npy"}, "-loss-only computes no B or C to write"},
 		{[]string{"-loss-only", "-C", "C.npy"}, "-loss-only computes no B or C to write"},
 		{[]string{"-o", "x.npy", "-C", "./x.npy"}, "-o and -C are the same file"},
@@ -204,7 +204,7 @@ func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
 		}, cli.ExitFailure, "R = 9223372036854775807 needs about 2951.5 EB"},
 		{"too much memory for the tree", func(t *testing.T, dir string) []string {
 			return []string{"-R", "100000", "-strategy", "tree", "-o", filepath.Join(dir, "B.npy")}
-		}, cli.ExitFailure, "R = 100000 needs about 320.0 GB for dense output, this machine has 16.0 GB available; use a smaller -R"},
+		}, cli.ExitFailure, "R = 100000 needs about 320.0 GB for dense output, this machine has 16.0 GB available; use -loss-only without -o and -C"},
 		{"workload missing", func(t *testing.T, dir string) []string {
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
 		}, cli.ExitFailure, "-workload DIR/A.npy: no such file or directory"},
@@ -331,12 +331,12 @@ func TestJSONIdentity(t *testing.T) {
 func TestLossOnlyClosedForm(t *testing.T) {
 	// -loss-only needs a loss-only path: other strategies refuse it
 	// rather than ignore it.
-	res := runT(t, "-strategy", "tree", "-R", "16", "-loss-only", "-json")
+	res := runT(t, "-strategy", "identity", "-R", "16", "-loss-only", "-json")
 	require.Equal(t, cli.ExitUsage, res.code, res.stderr)
-	assert.Contains(t, res.stderr, "-loss-only applies only to -strategy banded-toeplitz, bisr, bandinv, semiseparable, optimal, not tree")
-	// The structured banded strategies take it, also under min-separation,
-	// with the metrics of their dense factors.
-	for _, s := range []string{"bisr", "bandinv", "banded-toeplitz"} {
+	assert.Contains(t, res.stderr, "-loss-only applies only to -strategy tree, sqrt, sqrt-normalized, banded, bsr, banded-toeplitz, bisr, bandinv, blt, semiseparable, optimal, not identity")
+	// The structured strategies take it, also under min-separation, with
+	// the metrics of their dense factors.
+	for _, s := range []string{"bisr", "bandinv", "banded-toeplitz", "tree", "sqrt-normalized", "bsr", "banded"} {
 		lean := runT(t, "-strategy", s, "-R", "64", "-participation", "minsep:8", "-loss-only", "-json", "-no-cache")
 		full := runT(t, "-strategy", s, "-R", "64", "-participation", "minsep:8", "-json", "-no-cache")
 		require.Equal(t, cli.ExitOK, lean.code, lean.stderr)
@@ -345,7 +345,7 @@ func TestLossOnlyClosedForm(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(lean.stdout), &ml))
 		require.NoError(t, json.Unmarshal([]byte(full.stdout), &mf))
 		assert.InEpsilon(t, mf["loss"], ml["loss"], 1e-9, s)
-		assert.Equal(t, true, ml["unit_sensitivity_exact"], s)
+		assert.Equal(t, mf["unit_sensitivity_exact"], ml["unit_sensitivity_exact"], s)
 	}
 	// The tree's sensitivity^2 is its number of levels, floor(log2 R) + 1.
 	res = runT(t, "-strategy", "tree", "-R", "16", "-json")

@@ -15,13 +15,16 @@
 // (factorize.OptimalBanded, loss-only, gap 1e-8), the optimum over C with
 // at most b bands, which is not a certified optimum over all C. Every
 // other cell is the strategy's RMSE with the percentage above the
-// reference. The strategies with a structured (O(R) memory) path run at
-// every R: identity (closed form), sqrt (Toeplitz: exact sensitivity by
-// Kalinin and Lampert 2024, Thm. 2), bisr, bandinv and banded-toeplitz
-// (loss-only), semiseparable (single, loss-only). The others form dense
-// R x R factors and run only up to -dense-max rounds; the references run
-// up to -ref-max rounds for min-separation (the banded solver at R = 10^5
-// takes longer than a shared 2-core machine allows).
+// reference. Identity is a closed form; every strategy with a loss-only
+// path under the column's participation (O(R) or O(R b) memory; see the
+// registry's LossOnlyUnder) runs at every R: tree, sqrt, sqrt-normalized,
+// bsr, banded, banded-toeplitz, bisr, bandinv and blt, and semiseparable
+// and optimal under single participation; under min-separation these two
+// have a quasiseparable C whose bound comes from its generators in
+// O(R^2 K) (up to -ref-max rounds). The others form dense R x R factors
+// and run only up to -dense-max rounds; the certified banded solver (the
+// references, and banded, under min-separation) runs up to -ref-max rounds
+// (at R = 10^5 it takes longer than a shared 2-core machine allows).
 package main
 
 import (
@@ -55,10 +58,13 @@ type config struct {
 	denseMax int
 	refMax   int
 	args     []string
+	// structured holds the single-participation results that
+	// structuredCell reuses across the min-separation columns of an R.
+	structured map[string]*factorize.Factorization
 }
 
 func parseArgs(args []string) (config, error) {
-	c := config{args: args}
+	c := config{args: args, structured: map[string]*factorize.Factorization{}}
 	fs := cli.NewFlagSet("strategies")
 	fs.StringVar(&c.out, "out", "docs/strategies.md", "the Markdown `FILE` whose strategies section is rewritten")
 	sizes := fs.String("sizes", "1000,10000", "numbers of rounds `R`")
@@ -88,45 +94,28 @@ type cell struct {
 	err   error
 }
 
-// sqrtCell returns the RMSE of the sqrt strategy (C = B = A^{1/2}, Toeplitz
-// with c_k = binom(2k, k)/4^k) from its coefficients: ||B||_F^2 =
-// sum_m (R - m) c_m^2, and sens exact by ToeplitzMinSepSensitivity.
-func sqrtCell(r int, p factorize.Participation) cell {
-	c := factorize.SqrtCoefficients(r)
-	frob := 0.0
-	for m, v := range c {
-		frob += float64(r-m) * v * v
-	}
-	k := p.Participations(r)
-	b := r
-	if p.Kind == factorize.KindMinSep {
-		b = p.B
-	}
-	sens, err := factorize.ToeplitzMinSepSensitivity(c, b, k)
-	if err != nil {
-		return cell{err: err}
-	}
-	return cell{rmse: math.Sqrt(sens * sens * frob / float64(r))}
-}
-
 // compute returns the cell of the strategy of spec at R = r under p: a
-// closed form for identity and sqrt, the loss-only path where the strategy
-// has one under p (at every R), else the dense factors (up to
-// -dense-max rounds).
+// closed form for identity, the loss-only path where the strategy has one
+// under p (at every R; banded's under min-separation, the certified banded
+// solver, up to -ref-max rounds as the reference), else the dense factors
+// (up to -dense-max rounds).
 func compute(ctx context.Context, c config, spec string, w *factorize.Workload, p factorize.Participation) cell {
 	r := w.R()
 	s, err := factorize.ParseStrategy(spec)
 	if err != nil {
 		return cell{err: err}
 	}
-	switch st := s.(type) {
-	case factorize.IdentityStrategy:
+	if _, ok := s.(factorize.IdentityStrategy); ok {
 		k := float64(max(1, p.Participations(r)))
 		return cell{rmse: math.Sqrt(k * float64(r+1) / 2)}
-	case factorize.SqrtStrategy:
-		if !st.Normalized {
-			return sqrtCell(r, p)
-		}
+	}
+	if s.Name() == factorize.StrategyBanded && p.Kind == factorize.KindMinSep && r > c.refMax {
+		return cell{err: errSkipped}
+	}
+	if s.Name() == factorize.StrategyBLT && p.Kind == factorize.KindMinSep && r > c.denseMax {
+		// Its C's coefficients change sign: the reported sensitivity is
+		// the O(R^2 k) bound of every candidate of its fit.
+		return cell{err: errSkipped}
 	}
 	info, err := factorize.Lookup(s.Name())
 	if err != nil {
@@ -134,6 +123,9 @@ func compute(ctx context.Context, c config, spec string, w *factorize.Workload, 
 	}
 	lossOnly := info.LossOnlyUnder(p)
 	if !lossOnly && r > c.denseMax {
+		if p.Kind == factorize.KindMinSep && r <= c.refMax && info.LossOnlyUnder(factorize.SingleParticipation()) {
+			return structuredCell(ctx, c, s, w, p)
+		}
 		return cell{err: errSkipped}
 	}
 	if s, err = factorize.WithLossOnly(s, lossOnly); err != nil {
@@ -146,11 +138,51 @@ func compute(ctx context.Context, c config, spec string, w *factorize.Workload, 
 	return cell{rmse: f.Metrics.RMSE, bound: !f.Metrics.UnitSensitivity.Exact}
 }
 
+// structuredCell returns the cell of s under the min-separation p at an R
+// above -dense-max for a strategy whose single-participation result keeps
+// C in structured form (the quasiseparable C of semiseparable and of the
+// structured optimal factorization): the loss-only result, or the
+// factorization if that has no operator, computed once per R, with its
+// sensitivity under p from that form (Factorization.WithParticipation,
+// O(R^2 K)), up to -ref-max rounds. A result with dense factors is not
+// run.
+func structuredCell(ctx context.Context, c config, s factorize.Strategy, w *factorize.Workload, p factorize.Participation) cell {
+	key := fmt.Sprintf("%s/%d", s.Spec(), w.R())
+	f, ok := c.structured[key]
+	if !ok {
+		for _, lossOnly := range []bool{true, false} {
+			t, err := factorize.WithLossOnly(s, lossOnly)
+			if err != nil {
+				return cell{err: err}
+			}
+			if f, err = t.Factorize(ctx, w, factorize.SingleParticipation()); err != nil {
+				return cell{err: err}
+			}
+			if f.Operator != nil {
+				break
+			}
+		}
+		c.structured[key] = f
+	}
+	if f.C != nil || f.Operator == nil {
+		return cell{err: errSkipped}
+	}
+	g, err := f.WithParticipation(p)
+	if err != nil {
+		return cell{err: err}
+	}
+	return cell{rmse: g.Metrics.RMSE, bound: !g.Metrics.UnitSensitivity.Exact}
+}
+
 // wideBands is the number of coefficients (bisr, bandinv) or bands
 // (banded-toeplitz) of the extra rows: the larger separation of the
 // default table, where the anchors compare against a reference with as
 // many bands.
 const wideBands = 64
+
+// wideRows are the strategies of the extra rows with wideBands: the
+// anchors' (jax_privacy's) banded strategies.
+var wideRows = []string{factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv}
 
 // reference returns the certified reference RMSE of a column.
 func reference(ctx context.Context, c config, w *factorize.Workload, p factorize.Participation) cell {
@@ -237,17 +269,14 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	for _, info := range factorize.Registry() {
 		rows = append(rows, row{spec: info.Name, label: info.Name, mem: info.Stream})
 	}
-	// The loss-only strategies with wideBands coefficients or bands.
-	for _, info := range factorize.Registry() {
-		if !info.LossOnlyUnder(factorize.MinSeparation(wideBands, 0)) {
-			continue
-		}
-		s, err := factorize.ParseStrategy(info.Name + ":bands=" + strconv.Itoa(wideBands))
+	// The anchors' strategies with wideBands coefficients or bands.
+	for _, name := range wideRows {
+		s, err := factorize.ParseStrategy(name + ":bands=" + strconv.Itoa(wideBands))
 		if err != nil {
 			return err
 		}
 		mem := strconv.FormatInt(factorize.StreamBytes(s, c.sizes[0], 1)/8, 10)
-		rows = append(rows, row{spec: s.Spec(), label: fmt.Sprintf("%s, %d", info.Name, wideBands), mem: mem})
+		rows = append(rows, row{spec: s.Spec(), label: fmt.Sprintf("%s, %d", name, wideBands), mem: mem})
 	}
 	for _, rw := range rows {
 		fmt.Fprintf(&table, "| %s | %s |", rw.label, rw.mem)
@@ -266,7 +295,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		fmt.Fprintln(&table)
 	}
 	var sec bytes.Buffer
-	fmt.Fprintf(&sec, "%s\nGenerated by `go run ./docgen/strategies %s` on %s in %s; do not edit by hand, rerun the command. Prefix-sum workload, default options (16 bands or coefficients, blt 4 buffers; the last rows with %d), RMSE per unit noise with the percentage above the certified reference of the column; minsep:B allows ceil(R/B) participations. Reference: single, the certified optimum (gap 1e-10); minsep:B, the certified optimal C with B bands and unit columns (gap 1e-8), an optimum over banded C only. † an upper bound (dynamic-programming sensitivity bound); — not run at this R (dense R x R factors above R = %d; the banded reference above R = %d).\n\n",
+	fmt.Fprintf(&sec, "%s\nGenerated by `go run ./docgen/strategies %s` on %s in %s; do not edit by hand, rerun the command. Prefix-sum workload, default options (16 bands or coefficients, blt 4 buffers; the last rows with %d), RMSE per unit noise with the percentage above the certified reference of the column; minsep:B allows ceil(R/B) participations. Reference: single, the certified optimum (gap 1e-10); minsep:B, the certified optimal C with B bands and unit columns (gap 1e-8), an optimum over banded C only. † an upper bound (dynamic-programming sensitivity bound); — not run at this R: a strategy without a loss-only path under the column's participation forms dense R x R factors, up to R = %d (blt under min-separation too: its loss-only path is O(R) in memory but O(R^2 k) in time, the dynamic-programming bound for each candidate of its fit); the certified banded solver (the reference, and banded, under min-separation) and the min-separation bound of the quasiseparable C of optimal and semiseparable (O(R^2 K)) run up to R = %d.\n\n",
 		beginMarker, strings.Join(c.args, " "), time.Now().UTC().Format("2006-01-02 15:04 UTC"), time.Since(start).Round(time.Second), wideBands, c.denseMax, c.refMax)
 	sec.Write(table.Bytes())
 	docgen.Notes(&sec, notes)
