@@ -19,9 +19,11 @@ import (
 //	go test -run '^$' -bench Par -cpu 1,2 -count 3 ./bench/
 //
 // Besides ns/op each reports cpu-s/op, the process's user+sys CPU seconds
-// per operation (getrusage): on a shared machine the wall time of the
-// GOMAXPROCS=2 run is distorted by other load, and the ratio of CPU time to
-// wall time shows how much of the second core the path actually got.
+// per operation (getrusage), and cores, CPU over wall time: on a shared
+// machine other load stretches the wall time, most of all that of
+// GOMAXPROCS=2 (a single thread still finds a free core under light load),
+// and cores shows how much CPU the run actually got; compare runs whose
+// cores are near 1 and 2, or the best of several.
 
 // cpuSeconds returns the user+sys CPU time the process has used so far.
 func cpuSeconds() float64 {
@@ -105,8 +107,9 @@ func BenchmarkParDense(b *testing.B) {
 
 // BenchmarkParFormBC times the optimal factorization with B and C formed
 // (the default path, as `mfsolve -R 10000 -o B.npy -C C.npy` computes it,
-// without the writing) at R = 10,000: the fixed point, then B and C from
-// the quasiseparable factor in O(R^2 K).
+// without the writing) at R = 10,000: the fixed point, the quasiseparable
+// factor and its metrics, then B and C formed from it in O(R^2 K)
+// (Factorization.Factors).
 func BenchmarkParFormBC(b *testing.B) {
 	ctx := context.Background()
 	const r = 10000
@@ -120,8 +123,8 @@ func BenchmarkParFormBC(b *testing.B) {
 			if f, err = factorize.Optimal(ctx, w, factorize.Options{}); err != nil {
 				b.Fatal(err)
 			}
-			if f.B == nil || f.C == nil {
-				b.Fatal("B and C not formed")
+			if _, _, err = f.Factors(); err != nil {
+				b.Fatal(err)
 			}
 		})
 		reportSolver(b, f.Iterations, f.Gap, factorize.DefaultTol)
