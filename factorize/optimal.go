@@ -637,20 +637,29 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			}
 			return nil, nc
 		}
-		// ph becomes g = log phi, the map's value in the log variables.
-		g := ph
-		res = 0
-		for _, r := range chunkParts(n, 1, func(lo, hi int, out []float64) {
+		// ph becomes g = log phi, the map's value in the log variables;
+		// the same pass writes the acceleration's residual f = g - x and
+		// its squared norm (as anderson.next would, one pass fewer).
+		g, f := ph, and.residual()
+		part = chunkParts(n, 2, func(lo, hi int, out []float64) {
+			s := 0.0
 			for i := lo; i < hi; i++ {
 				g[i] = math.Log(ph[i])
-				if d := math.Abs(g[i] - x[i]); d > out[0] {
+				f[i] = g[i] - x[i]
+				s += f[i] * f[i]
+				if d := math.Abs(f[i]); d > out[0] {
 					out[0] = d
 				}
 			}
-		}) {
-			res = math.Max(res, r)
+			out[1] = s
+		})
+		res = 0
+		sq := 0.0
+		for c := 0; c < len(part); c += 2 {
+			res = math.Max(res, part[c])
+			sq += part[c+1]
 		}
-		and.next(x, g)
+		and.step(x, g, math.Sqrt(sq))
 	}
 	return nil, &NotConvergedError{Iter: opt.MaxIter, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower}
 }
