@@ -101,17 +101,43 @@ var (
 // Below order 65,536 it runs the previous kernel on the calling goroutine
 // (see smallInvSqrtOrder), whose result also does not depend on workers.
 func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace, workers int) {
-	n := b.N()
 	b.check(len(dst))
-	if ws == nil || ws.n != n {
-		panic(fmt.Sprintf("linalg: InvSqrtDiagParallel workspace for order %d, want %d", wsN(ws), n))
+	if ws == nil || ws.n != b.N() {
+		panic(fmt.Sprintf("linalg: InvSqrtDiagParallel workspace for order %d, want %d", wsN(ws), b.N()))
+	}
+	n := b.N()
+	// g2 and h2: independent entries, in parallel over fixed ranges.
+	parallelFor(max(1, workers), (n+4095)/4096, func(_, c int) {
+		lo, hi := c*4096, min(n, (c+1)*4096)
+		for i := lo; i < hi; i++ {
+			ws.g2[i] = b.Diag[i] * b.Diag[i]
+			ws.h2[i] = b.Sub[i] * b.Sub[i]
+		}
+	})
+	ws.InvSqrtDiagSquares(q, dst, workers)
+}
+
+// Squares returns the workspace's buffers for the squared entries of the
+// bidiagonal G, g2[i] = Diag[i]^2 and h2[i] = Sub[i]^2, which
+// [InvSqrtWorkspace.InvSqrtDiagSquares] reads: a caller that forms G can
+// write them in the same pass.
+func (ws *InvSqrtWorkspace) Squares() (g2, h2 []float64) { return ws.g2, ws.h2 }
+
+// InvSqrtDiagSquares is [BidiagGram.InvSqrtDiagParallel] for the
+// BidiagGram whose squared entries the workspace holds (see
+// [InvSqrtWorkspace.Squares]): the same bits, without the pass that forms
+// the squares. dst must have length at least the workspace's order.
+func (ws *InvSqrtWorkspace) InvSqrtDiagSquares(q InvSqrtRational, dst []float64, workers int) {
+	n := ws.n
+	if len(dst) < n {
+		panic(fmt.Sprintf("linalg: InvSqrtDiagSquares into %d entries, want %d", len(dst), n))
 	}
 	dst = dst[:n]
 	if n == 0 {
 		return
 	}
 	if n < smallInvSqrtOrder {
-		b.invSqrtDiagSmall(q, dst, ws)
+		ws.invSqrtDiagSmall(q, dst)
 		return
 	}
 	workers = max(1, workers)
@@ -129,15 +155,6 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 	}
 	ws.grow(groups, workers)
 	nb := (n + laneBlock - 1) / laneBlock
-
-	// g2 and h2: independent entries, in parallel over fixed ranges.
-	parallelFor(workers, (n+4095)/4096, func(_, c int) {
-		lo, hi := c*4096, min(n, (c+1)*4096)
-		for i := lo; i < hi; i++ {
-			ws.g2[i] = b.Diag[i] * b.Diag[i]
-			ws.h2[i] = b.Sub[i] * b.Sub[i]
-		}
-	})
 	g2, h2 := ws.g2, ws.h2
 
 	// Phase 1: the checkpoints. Task 2g runs group g top-down, task 2g+1
@@ -317,12 +334,8 @@ var smallInvSqrtOrder = 1 << 16
 const oldLanes = 4
 
 // invSqrtDiagSmall is the previous kernel; see smallInvSqrtOrder.
-func (b BidiagGram) invSqrtDiagSmall(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace) {
-	n := b.N()
-	for i := 0; i < n; i++ {
-		ws.g2[i] = b.Diag[i] * b.Diag[i]
-		ws.h2[i] = b.Sub[i] * b.Sub[i]
-	}
+func (ws *InvSqrtWorkspace) invSqrtDiagSmall(q InvSqrtRational, dst []float64) {
+	n := ws.n
 	if ws.part == nil {
 		ws.part = make([]float64, n)
 		for c := range ws.lanes {
