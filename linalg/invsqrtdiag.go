@@ -98,8 +98,8 @@ var (
 // memory is O(n) with a small constant, and no pass holds an n-by-16
 // array: R = 10^7 stays within a few hundred MB.
 //
-// Below order 65,536 it runs the previous kernel on the calling goroutine
-// (see smallInvSqrtOrder), whose result also does not depend on workers.
+// Below order 65,536 it runs the previous kernel (see smallInvSqrtOrder),
+// whose result also does not depend on workers.
 func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace, workers int) {
 	b.check(len(dst))
 	if ws == nil || ws.n != b.N() {
@@ -324,10 +324,16 @@ func combineLanesGo(p, u []float64, w *[nLanes]float64, out []float64) {
 
 // smallInvSqrtOrder is the order below which InvSqrtDiagParallel runs the
 // previous kernel (four shifts side by side, groups of four dealt
-// alternately to two sums added at the end, on the calling goroutine), so
+// alternately to two sums added at the end, from order 2048 on on two
+// goroutines where GOMAXPROCS allows), so
 // that small problems keep their results bit for bit (the recorded guards
 // of cmd/mfsolve and cmd/ofl); a variable so that the tests can move it.
 var smallInvSqrtOrder = 1 << 16
+
+// smallParallelOrder is the order from which the previous kernel runs its
+// two sums concurrently (below it a goroutine costs more than it saves);
+// the result does not depend on it.
+const smallParallelOrder = 2048
 
 // oldLanes is the number of shifts the previous kernel carries side by
 // side.
@@ -355,11 +361,19 @@ func (ws *InvSqrtWorkspace) invSqrtDiagSmall(q InvSqrtRational, dst []float64) {
 	for j := ns; j < len(shifts); j++ {
 		shifts[j] = q.Shifts[ns-1]
 	}
-	for c, out := range [2][]float64{dst, ws.part} {
+	// The two sums are independent (each its own output and lanes): on
+	// two goroutines where GOMAXPROCS allows and n is large enough to pay.
+	sum := func(c int, out []float64) {
 		for gi := c; gi < groups; gi += 2 {
 			j := gi * oldLanes
 			addInvDiagLanes(ws.g2, ws.h2, shifts[j:j+oldLanes], weights[j:j+oldLanes], out, ws.lanes[c][:])
 		}
+	}
+	if n >= smallParallelOrder {
+		both(func() { sum(0, dst) }, func() { sum(1, ws.part) })
+	} else {
+		sum(0, dst)
+		sum(1, ws.part)
 	}
 	for i, x := range ws.part {
 		dst[i] += x
