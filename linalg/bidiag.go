@@ -159,8 +159,8 @@ func (b BidiagGram) ShiftedInverseGen(sigma float64, diag, rho []float64) {
 // T - x I computed by the differential stationary qd transform (Dhillon and
 // Parlett 2004), which is stable in the mixed relative sense.
 //
-// From order parallelOrder on it counts instead the inertia of the twisted
-// factorization of T - x I at k = n / 2 (see [BidiagGram.ShiftedInverseDiag]
+// From order bidiagParallelOrder on it counts instead the inertia of the
+// twisted factorization of T - x I at k = n / 2 (see [BidiagGram.ShiftedInverseDiag]
 // with sigma = -x): the top-down pivots D_0, ..., D_{k-1}, the bottom-up
 // pivots E_{k+1}, ..., E_{n-1} and the twist gamma_k = p_k + s_k, whose
 // signs together are those of T - x I's eigenvalues (the twisted
@@ -170,14 +170,14 @@ func (b BidiagGram) ShiftedInverseGen(sigma float64, diag, rho []float64) {
 func (b BidiagGram) CountBelow(x float64) int {
 	n := b.N()
 	b.check(n)
-	if n < parallelOrder {
+	if n < bidiagParallelOrder {
 		c, _ := b.countDown(x, n)
 		return c
 	}
 	k := n / 2
 	var top, bottom int
 	var p, s float64
-	both(func() { top, p = b.countDown(x, k) }, func() { bottom, s = b.countUp(x, k) })
+	runPair(func() { top, p = b.countDown(x, k) }, func() { bottom, s = b.countUp(x, k) })
 	if p+s < 0 {
 		bottom++
 	}
@@ -233,14 +233,14 @@ func (b BidiagGram) countUp(x float64, m int) (int, float64) {
 	return count, s
 }
 
-// parallelOrder is the order from which [BidiagGram.CountBelow] and
+// bidiagParallelOrder is the order from which [BidiagGram.CountBelow] and
 // [BidiagGram.Gershgorin] split their work over two goroutines (below it
 // they keep the sequential loops of old, bit for bit); a variable so that
 // the tests can move it.
-var parallelOrder = 1 << 16
+var bidiagParallelOrder = 1 << 16
 
-// both runs f and g, concurrently where GOMAXPROCS > 1.
-func both(f, g func()) {
+// runPair runs f and g, concurrently where GOMAXPROCS > 1.
+func runPair(f, g func()) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		f()
 		g()
@@ -257,17 +257,17 @@ func both(f, g func()) {
 
 // Gershgorin returns Gershgorin's upper bound on lambda_max(T), raised by a
 // relative 1e-12 to cover rounding. The cost is O(n); from order
-// parallelOrder on, the two halves of the rows run on two goroutines where
-// GOMAXPROCS allows (a maximum: the result does not depend on it).
+// bidiagParallelOrder on, the two halves of the rows run on two goroutines
+// where GOMAXPROCS allows (a maximum: the result does not depend on it).
 func (b BidiagGram) Gershgorin() float64 {
 	n := b.N()
 	b.check(n)
 	hi := 0.0
-	if n < parallelOrder {
+	if n < bidiagParallelOrder {
 		hi = b.gershgorinRows(0, n)
 	} else {
 		var h2 float64
-		both(func() { hi = b.gershgorinRows(0, n/2) }, func() { h2 = b.gershgorinRows(n/2, n) })
+		runPair(func() { hi = b.gershgorinRows(0, n/2) }, func() { h2 = b.gershgorinRows(n/2, n) })
 		hi = math.Max(hi, h2)
 	}
 	return hi * (1 + 1e-12)

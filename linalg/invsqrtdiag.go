@@ -370,7 +370,7 @@ func (ws *InvSqrtWorkspace) invSqrtDiagSmall(q InvSqrtRational, dst []float64) {
 		}
 	}
 	if n >= smallParallelOrder {
-		both(func() { sum(0, dst) }, func() { sum(1, ws.part) })
+		runPair(func() { sum(0, dst) }, func() { sum(1, ws.part) })
 	} else {
 		sum(0, dst)
 		sum(1, ws.part)

@@ -169,22 +169,22 @@ func TestBidiagCountAndBounds(t *testing.T) {
 	assert.GreaterOrEqual(t, hi, vals[len(vals)-1])
 }
 
-// The twisted count of CountBelow (used from parallelOrder on, here moved
+// The twisted count of CountBelow (used from bidiagParallelOrder on, here moved
 // down to every order) against the eigenvalues of the formed T
 // (gonum's EigenSym), at the geometric means of neighbouring eigenvalues,
 // below the smallest and above the largest, for GOMAXPROCS 1 and 2; and
 // Gershgorin's bound by halves against the one-pass bound.
 func TestBidiagTwistedCount(t *testing.T) {
-	defer func(o int) { parallelOrder = o }(parallelOrder)
+	defer func(o int) { bidiagParallelOrder = o }(bidiagParallelOrder)
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, n := range []int{2, 3, 40, 41} {
 		b := randomBidiag(rng, n, 1)
 		var eig mat.EigenSym
 		require.True(t, eig.Factorize(b.dense(), false))
 		vals := eig.Values(nil) // ascending
-		parallelOrder = 1 << 62
+		bidiagParallelOrder = 1 << 62
 		oneHi := b.Gershgorin()
-		parallelOrder = 1
+		bidiagParallelOrder = 1
 		for _, procs := range []int{1, 2} {
 			old := runtime.GOMAXPROCS(procs)
 			assert.Equal(t, 0, b.CountBelow(vals[0]/1.001), "n = %d", n)

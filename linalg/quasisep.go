@@ -545,5 +545,5 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 			}
 		}
 	}
-	both(cols, rows)
+	runPair(cols, rows)
 }
