@@ -159,9 +159,9 @@ func (b BidiagGram) ShiftedInverseGen(sigma float64, diag, rho []float64) {
 // T - x I computed by the differential stationary qd transform (Dhillon and
 // Parlett 2004), which is stable in the mixed relative sense.
 //
-// From order bidiagParallelOrder on it counts instead the inertia of the
-// twisted factorization of T - x I at k = n / 2 (see [BidiagGram.ShiftedInverseDiag]
-// with sigma = -x): the top-down pivots D_0, ..., D_{k-1}, the bottom-up
+// From order 65,536 on it counts instead the inertia of the twisted
+// factorization of T - x I at k = n / 2 (see
+// [BidiagGram.ShiftedInverseDiag] with sigma = -x): the top-down pivots D_0, ..., D_{k-1}, the bottom-up
 // pivots E_{k+1}, ..., E_{n-1} and the twist gamma_k = p_k + s_k, whose
 // signs together are those of T - x I's eigenvalues (the twisted
 // factorization is N Delta N^T with Delta = diag(D_0, ..., gamma_k, ...,
@@ -256,8 +256,8 @@ func runPair(f, g func()) {
 }
 
 // Gershgorin returns Gershgorin's upper bound on lambda_max(T), raised by a
-// relative 1e-12 to cover rounding. The cost is O(n); from order
-// bidiagParallelOrder on, the two halves of the rows run on two goroutines
+// relative 1e-12 to cover rounding. The cost is O(n); from order 65,536
+// on, the two halves of the rows run on two goroutines
 // where GOMAXPROCS allows (a maximum: the result does not depend on it).
 func (b BidiagGram) Gershgorin() float64 {
 	n := b.N()
