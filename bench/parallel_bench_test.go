@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,18 +23,6 @@ import (
 // GOMAXPROCS=2 (a single thread still finds a free core under light load),
 // and cores shows how much CPU the run actually got; compare runs whose
 // cores are near 1 and 2, or the best of several.
-
-// cpuSeconds returns the user+sys CPU time the process has used so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 {
-		return float64(t.Sec) + float64(t.Usec)*1e-6
-	}
-	return tv(ru.Utime) + tv(ru.Stime)
-}
 
 // loopCPU runs body under b.Loop and reports the CPU seconds per operation
 // (cpu-s/op) and the cores used on average (CPU over wall time, cores).
