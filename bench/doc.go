@@ -13,6 +13,17 @@
 // BenchmarkPlainDense at R = 800 takes minutes and runs only with
 // DPMF_LONG=1 (and a longer -timeout).
 //
+// # Two cores on every heavy path
+//
+// The Par benchmarks (parallel_bench_test.go) time one heavy path each —
+// the structured fixed point (R = 10^6, loss only, gap 1e-8), the dense
+// path with B and C (R = 800; 2000 with DPMF_LONG=1), forming B and C at
+// R = 10,000 and one round of the optimal mechanism at d = 10^6 — with the
+// CPU seconds per operation and the cores used beside the wall time, for
+// the ratio of GOMAXPROCS 1 to 2 on a shared machine:
+//
+//	go test -run '^$' -bench Par -cpu 1,2 -count 3 ./bench/
+//
 // # Streaming the optimal factorization
 //
 // The command bench/optstream streams the optimal factorization's noise

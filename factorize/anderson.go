@@ -48,9 +48,8 @@ func newAnderson(n, m int) *anderson {
 // next overwrites x with the next iterate, given g = G(x). Its loops run
 // by chunks (see forChunks): the result does not depend on GOMAXPROCS.
 func (a *anderson) next(x, g []float64) {
-	n := len(x)
 	f := a.f
-	norm := math.Sqrt(sumChunks(n, 1, func(lo, hi int, out []float64) {
+	norm := math.Sqrt(sumChunks(len(x), 1, func(lo, hi int, out []float64) {
 		s := 0.0
 		for i := lo; i < hi; i++ {
 			f[i] = g[i] - x[i]
@@ -58,6 +57,19 @@ func (a *anderson) next(x, g []float64) {
 		}
 		out[0] = s
 	})[0])
+	a.step(x, g, norm)
+}
+
+// residual returns the buffer of the residual f = g - x that step reads,
+// for a caller that fills it in a pass of its own (with norm its
+// Euclidean norm, summed as next sums it: by chunks, in order, each chunk
+// in entry order from 0), saving next's pass over x and g.
+func (a *anderson) residual() []float64 { return a.f }
+
+// step is next with the residual already in a.f and its norm computed.
+func (a *anderson) step(x, g []float64, norm float64) {
+	n := len(x)
+	f := a.f
 	insert := a.have && norm <= 2*a.normPrev
 	if a.have && !insert {
 		a.count = 0

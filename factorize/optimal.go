@@ -457,11 +457,12 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 	}
 	res := math.Inf(1)
 	// Per-entry error bounds are kept only where something reads them
-	// (the second-order bound, or an evaluator's own bounds); otherwise
-	// only their sum is.
-	_, hasEntryErrors := ev.(entryErrorer)
+	// (the second-order bound, or an evaluator's own bounds, made when
+	// first reported); otherwise only their sum is (the bidiagonal
+	// structured path: no n-vector written every iteration, and 8 R bytes
+	// less).
 	var errs []float64
-	if qe != nil || hasEntryErrors {
+	if qe != nil {
 		errs = make([]float64, n)
 	}
 	lastRound := 0.0  // the rounding part of the last certified gap
@@ -548,6 +549,9 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			eps = math.Max(eps, crossFloor)
 			var sumErr float64
 			if ee, ok := ev.(entryErrorer); ok && ee.entryErrors() != nil && bounded {
+				if errs == nil {
+					errs = make([]float64, n)
+				}
 				copy(errs, ee.entryErrors())
 				for i, p := range ph {
 					errs[i] = math.Max(errs[i], crossFloor*p)
@@ -561,7 +565,7 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
 					for i := lo; i < hi; i++ {
 						e := eps * ph[i]
-						if errs != nil {
+						if qe != nil {
 							errs[i] = e
 						}
 						out[0] += e
@@ -637,20 +641,29 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			}
 			return nil, nc
 		}
-		// ph becomes g = log phi, the map's value in the log variables.
-		g := ph
-		res = 0
-		for _, r := range chunkParts(n, 1, func(lo, hi int, out []float64) {
+		// ph becomes g = log phi, the map's value in the log variables;
+		// the same pass writes the acceleration's residual f = g - x and
+		// its squared norm (as anderson.next would, one pass fewer).
+		g, f := ph, and.residual()
+		part = chunkParts(n, 2, func(lo, hi int, out []float64) {
+			s := 0.0
 			for i := lo; i < hi; i++ {
 				g[i] = math.Log(ph[i])
-				if d := math.Abs(g[i] - x[i]); d > out[0] {
+				f[i] = g[i] - x[i]
+				s += f[i] * f[i]
+				if d := math.Abs(f[i]); d > out[0] {
 					out[0] = d
 				}
 			}
-		}) {
-			res = math.Max(res, r)
+			out[1] = s
+		})
+		res = 0
+		sq := 0.0
+		for c := 0; c < len(part); c += 2 {
+			res = math.Max(res, part[c])
+			sq += part[c+1]
 		}
-		and.next(x, g)
+		and.step(x, g, math.Sqrt(sq))
 	}
 	return nil, &NotConvergedError{Iter: opt.MaxIter, Gap: best.gap, Tol: opt.Tol, LastLower: best.lower}
 }

@@ -51,6 +51,9 @@ type structuredEvaluator struct {
 	work []float64
 	tmp  []float64
 	ws   *linalg.InvSqrtWorkspace
+	// squares says that the last setup also wrote the squares of G's
+	// entries into ws (see linalg.InvSqrtWorkspace.Squares).
+	squares bool
 }
 
 func newStructuredEvaluator(w *Workload) *structuredEvaluator {
@@ -83,18 +86,38 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 	if e.k == 1 {
 		// Raw band storage (lower, one subdiagonal): row i holds
 		// L[i][i-1], L[i][i] at i*Stride, i*Stride+1.
+		// One pass forms G, the squares of its entries that the kernel
+		// reads (where phi will run it) and the extreme ratios of
+		// coveredBy.
 		raw := inv.RawTriBand()
-		forChunks(n, func(_, lo, hi int) {
+		var g2, h2 []float64
+		if e.ws != nil {
+			g2, h2 = e.ws.Squares()
+		}
+		e.squares = g2 != nil
+		ref := e.vRef
+		if e.quads == nil {
+			ref = nil
+		}
+		part := chunkParts(n, 2, func(lo, hi int, out []float64) {
 			for i := lo; i < hi; i++ {
 				s := 1 / math.Sqrt(v[i])
 				row := raw.Data[i*raw.Stride : i*raw.Stride+2]
-				e.bi.Diag[i] = row[1] * s
+				d := row[1] * s
+				e.bi.Diag[i] = d
 				if i > 0 {
 					e.bi.Sub[i] = row[0] * s
 				}
+				if g2 != nil {
+					g2[i] = d * d
+					h2[i] = e.bi.Sub[i] * e.bi.Sub[i]
+				}
+			}
+			if ref != nil {
+				out[0], out[1] = ratioRange(ref[lo:hi], v[lo:hi])
 			}
 		})
-		if e.coveredByScaling(v) {
+		if ref != nil && e.coveredBy(len(v), part) {
 			return e.useAccuracy(acc)
 		}
 		hi = e.bi.Gershgorin()
@@ -152,7 +175,7 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 // workspace and the reference multipliers of coveredByScaling), before
 // rowSq allocates its own at large R. phi reallocates them if called again.
 func (e *structuredEvaluator) releaseIteration() {
-	e.ws, e.vRef = nil, nil
+	e.ws, e.vRef, e.squares = nil, nil, false
 }
 
 // useAccuracy makes e.q the approximation of relative accuracy acc on the
@@ -211,25 +234,35 @@ func (e *structuredEvaluator) coveredByScaling(v []float64) bool {
 	if e.quads == nil || e.vRef == nil {
 		return false
 	}
-	part := chunkParts(len(v), 2, func(lo, hi int, out []float64) {
-		rmin, rmax := math.Inf(1), 0.0
-		for i := lo; i < hi; i++ {
-			r := e.vRef[i] / v[i]
-			if r < rmin {
-				rmin = r
-			}
-			if r > rmax {
-				rmax = r
-			}
-		}
-		out[0], out[1] = rmin, rmax
-	})
+	return e.coveredBy(len(v), chunkParts(len(v), 2, func(lo, hi int, out []float64) {
+		out[0], out[1] = ratioRange(e.vRef[lo:hi], v[lo:hi])
+	}))
+}
+
+// coveredBy is coveredByScaling given, for each chunk c of the n entries,
+// the least and largest vRef_i / v_i at part[2c] and part[2c+1].
+func (e *structuredEvaluator) coveredBy(n int, part []float64) bool {
 	rmin, rmax := math.Inf(1), 0.0
 	for c := 0; c < len(part); c += 2 {
 		rmin, rmax = math.Min(rmin, part[c]), math.Max(rmax, part[c+1])
 	}
-	margin := 16*float64(len(v))*0x1p-53 + 1e-10
+	margin := 16*float64(n)*0x1p-53 + 1e-10
 	return e.loRef*rmin*(1-margin) >= e.qlo && e.hiRef*rmax*(1+margin) <= e.qhi
+}
+
+// ratioRange returns the least and the largest ref_i / v_i.
+func ratioRange(ref, v []float64) (rmin, rmax float64) {
+	rmin = math.Inf(1)
+	for i, x := range v {
+		r := ref[i] / x
+		if r < rmin {
+			rmin = r
+		}
+		if r > rmax {
+			rmax = r
+		}
+	}
+	return rmin, rmax
 }
 
 // checkSpectrum returns an error unless [lo/2, 2 hi], the interval the
@@ -286,10 +319,14 @@ func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float6
 		return 0, err
 	}
 	if e.k == 1 {
-		if e.ws == nil {
-			e.ws = linalg.NewInvSqrtWorkspace(len(v))
+		if e.squares {
+			e.ws.InvSqrtDiagSquares(e.q, dst, runtime.GOMAXPROCS(0))
+		} else {
+			if e.ws == nil {
+				e.ws = linalg.NewInvSqrtWorkspace(len(v))
+			}
+			e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0))
 		}
-		e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0))
 	} else {
 		for i := range dst {
 			dst[i] = 0

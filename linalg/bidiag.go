@@ -3,6 +3,7 @@ package linalg
 import (
 	"fmt"
 	"math"
+	"runtime"
 )
 
 // BidiagGram is the symmetric positive definite tridiagonal matrix
@@ -157,14 +158,41 @@ func (b BidiagGram) ShiftedInverseGen(sigma float64, diag, rho []float64) {
 // by Sylvester's law of inertia applied to the LDL^T factorization of
 // T - x I computed by the differential stationary qd transform (Dhillon and
 // Parlett 2004), which is stable in the mixed relative sense.
+//
+// From order 65,536 on it counts instead the inertia of the twisted
+// factorization of T - x I at k = n / 2 (see
+// [BidiagGram.ShiftedInverseDiag] with sigma = -x): the top-down pivots D_0, ..., D_{k-1}, the bottom-up
+// pivots E_{k+1}, ..., E_{n-1} and the twist gamma_k = p_k + s_k, whose
+// signs together are those of T - x I's eigenvalues (the twisted
+// factorization is N Delta N^T with Delta = diag(D_0, ..., gamma_k, ...,
+// E_{n-1})). The two recurrences are independent and run on two goroutines
+// where GOMAXPROCS allows; the count does not depend on it.
 func (b BidiagGram) CountBelow(x float64) int {
 	n := b.N()
 	b.check(n)
+	if n < bidiagParallelOrder {
+		c, _ := b.countDown(x, n)
+		return c
+	}
+	k := n / 2
+	var top, bottom int
+	var p, s float64
+	runPair(func() { top, p = b.countDown(x, k) }, func() { bottom, s = b.countUp(x, k) })
+	if p+s < 0 {
+		bottom++
+	}
+	return top + bottom
+}
+
+// countDown returns the number of negative pivots D_0, ..., D_{m-1} of the
+// top-down factorization of T - x I (see CountBelow) and, for m < n,
+// p_m = h_m^2 t_{m-1} / D_{m-1}.
+func (b BidiagGram) countDown(x float64, m int) (int, float64) {
 	g, h := b.Diag, b.Sub
 	count := 0
 	t := -x
 	tiny := math.SmallestNonzeroFloat64 * 4
-	for i := 0; i < n; i++ {
+	for i := 0; i < m; i++ {
 		if i > 0 {
 			t = -x + h[i]*h[i]*t
 		}
@@ -177,17 +205,80 @@ func (b BidiagGram) CountBelow(x float64) int {
 		}
 		t /= d
 	}
-	return count
+	if m == 0 || m >= len(g) {
+		return count, 0
+	}
+	return count, h[m] * h[m] * t
+}
+
+// countUp returns the number of negative pivots E_{m+1}, ..., E_{n-1} of
+// the bottom-up factorization of T - x I (see CountBelow), for m < n, and
+// s_m = -x + g_m^2 s_{m+1} / E_{m+1} (s_{n-1} = g_{n-1}^2 - x).
+func (b BidiagGram) countUp(x float64, m int) (int, float64) {
+	g, h := b.Diag, b.Sub
+	n := len(g)
+	tiny := math.SmallestNonzeroFloat64 * 4
+	count := 0
+	s := g[n-1]*g[n-1] - x
+	for i := n - 1; i > m; i-- {
+		e := h[i]*h[i] + s
+		if e < 0 {
+			count++
+		}
+		if math.Abs(e) < tiny {
+			e = tiny
+		}
+		s = -x + g[i-1]*g[i-1]*(s/e)
+	}
+	return count, s
+}
+
+// bidiagParallelOrder is the order from which [BidiagGram.CountBelow] and
+// [BidiagGram.Gershgorin] split their work over two goroutines (below it
+// they keep the sequential loops of old, bit for bit); a variable so that
+// the tests can move it.
+var bidiagParallelOrder = 1 << 16
+
+// runPair runs f and g, concurrently where GOMAXPROCS > 1.
+func runPair(f, g func()) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		f()
+		g()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g()
+	}()
+	f()
+	<-done
 }
 
 // Gershgorin returns Gershgorin's upper bound on lambda_max(T), raised by a
-// relative 1e-12 to cover rounding. The cost is O(n).
+// relative 1e-12 to cover rounding. The cost is O(n); from order 65,536
+// on, the two halves of the rows run on two goroutines
+// where GOMAXPROCS allows (a maximum: the result does not depend on it).
 func (b BidiagGram) Gershgorin() float64 {
 	n := b.N()
 	b.check(n)
-	g, h := b.Diag, b.Sub
 	hi := 0.0
-	for i := 0; i < n; i++ {
+	if n < bidiagParallelOrder {
+		hi = b.gershgorinRows(0, n)
+	} else {
+		var h2 float64
+		runPair(func() { hi = b.gershgorinRows(0, n/2) }, func() { h2 = b.gershgorinRows(n/2, n) })
+		hi = math.Max(hi, h2)
+	}
+	return hi * (1 + 1e-12)
+}
+
+// gershgorinRows returns the largest Gershgorin row bound of rows [lo, hi).
+func (b BidiagGram) gershgorinRows(lo, hi int) float64 {
+	g, h := b.Diag, b.Sub
+	n := len(g)
+	m := 0.0
+	for i := lo; i < hi; i++ {
 		r := g[i]*g[i] + h[i]*h[i]
 		if i > 0 {
 			r += math.Abs(h[i] * g[i-1])
@@ -195,9 +286,9 @@ func (b BidiagGram) Gershgorin() float64 {
 		if i+1 < n {
 			r += math.Abs(h[i+1] * g[i])
 		}
-		hi = math.Max(hi, r)
+		m = math.Max(m, r)
 	}
-	return hi * (1 + 1e-12)
+	return m
 }
 
 // Bounds returns lo and hi with lo <= lambda_min(T) and

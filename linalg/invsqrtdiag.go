@@ -98,20 +98,46 @@ var (
 // memory is O(n) with a small constant, and no pass holds an n-by-16
 // array: R = 10^7 stays within a few hundred MB.
 //
-// Below order 65,536 it runs the previous kernel on the calling goroutine
-// (see smallInvSqrtOrder), whose result also does not depend on workers.
+// Below order 65,536 it runs the previous kernel (see smallInvSqrtOrder),
+// whose result also does not depend on workers.
 func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace, workers int) {
-	n := b.N()
 	b.check(len(dst))
-	if ws == nil || ws.n != n {
-		panic(fmt.Sprintf("linalg: InvSqrtDiagParallel workspace for order %d, want %d", wsN(ws), n))
+	if ws == nil || ws.n != b.N() {
+		panic(fmt.Sprintf("linalg: InvSqrtDiagParallel workspace for order %d, want %d", wsN(ws), b.N()))
+	}
+	n := b.N()
+	// g2 and h2: independent entries, in parallel over fixed ranges.
+	parallelFor(max(1, workers), (n+4095)/4096, func(_, c int) {
+		lo, hi := c*4096, min(n, (c+1)*4096)
+		for i := lo; i < hi; i++ {
+			ws.g2[i] = b.Diag[i] * b.Diag[i]
+			ws.h2[i] = b.Sub[i] * b.Sub[i]
+		}
+	})
+	ws.InvSqrtDiagSquares(q, dst, workers)
+}
+
+// Squares returns the workspace's buffers for the squared entries of the
+// bidiagonal G, g2[i] = Diag[i]^2 and h2[i] = Sub[i]^2, which
+// [InvSqrtWorkspace.InvSqrtDiagSquares] reads: a caller that forms G can
+// write them in the same pass.
+func (ws *InvSqrtWorkspace) Squares() (g2, h2 []float64) { return ws.g2, ws.h2 }
+
+// InvSqrtDiagSquares is [BidiagGram.InvSqrtDiagParallel] for the
+// BidiagGram whose squared entries the workspace holds (see
+// [InvSqrtWorkspace.Squares]): the same bits, without the pass that forms
+// the squares. dst must have length at least the workspace's order.
+func (ws *InvSqrtWorkspace) InvSqrtDiagSquares(q InvSqrtRational, dst []float64, workers int) {
+	n := ws.n
+	if len(dst) < n {
+		panic(fmt.Sprintf("linalg: InvSqrtDiagSquares into %d entries, want %d", len(dst), n))
 	}
 	dst = dst[:n]
 	if n == 0 {
 		return
 	}
 	if n < smallInvSqrtOrder {
-		b.invSqrtDiagSmall(q, dst, ws)
+		ws.invSqrtDiagSmall(q, dst)
 		return
 	}
 	workers = max(1, workers)
@@ -129,15 +155,6 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 	}
 	ws.grow(groups, workers)
 	nb := (n + laneBlock - 1) / laneBlock
-
-	// g2 and h2: independent entries, in parallel over fixed ranges.
-	parallelFor(workers, (n+4095)/4096, func(_, c int) {
-		lo, hi := c*4096, min(n, (c+1)*4096)
-		for i := lo; i < hi; i++ {
-			ws.g2[i] = b.Diag[i] * b.Diag[i]
-			ws.h2[i] = b.Sub[i] * b.Sub[i]
-		}
-	})
 	g2, h2 := ws.g2, ws.h2
 
 	// Phase 1: the checkpoints. Task 2g runs group g top-down, task 2g+1
@@ -307,22 +324,24 @@ func combineLanesGo(p, u []float64, w *[nLanes]float64, out []float64) {
 
 // smallInvSqrtOrder is the order below which InvSqrtDiagParallel runs the
 // previous kernel (four shifts side by side, groups of four dealt
-// alternately to two sums added at the end, on the calling goroutine), so
+// alternately to two sums added at the end, from order 2048 on on two
+// goroutines where GOMAXPROCS allows), so
 // that small problems keep their results bit for bit (the recorded guards
 // of cmd/mfsolve and cmd/ofl); a variable so that the tests can move it.
 var smallInvSqrtOrder = 1 << 16
+
+// smallParallelOrder is the order from which the previous kernel runs its
+// two sums concurrently (below it a goroutine costs more than it saves);
+// the result does not depend on it.
+const smallParallelOrder = 2048
 
 // oldLanes is the number of shifts the previous kernel carries side by
 // side.
 const oldLanes = 4
 
 // invSqrtDiagSmall is the previous kernel; see smallInvSqrtOrder.
-func (b BidiagGram) invSqrtDiagSmall(q InvSqrtRational, dst []float64, ws *InvSqrtWorkspace) {
-	n := b.N()
-	for i := 0; i < n; i++ {
-		ws.g2[i] = b.Diag[i] * b.Diag[i]
-		ws.h2[i] = b.Sub[i] * b.Sub[i]
-	}
+func (ws *InvSqrtWorkspace) invSqrtDiagSmall(q InvSqrtRational, dst []float64) {
+	n := ws.n
 	if ws.part == nil {
 		ws.part = make([]float64, n)
 		for c := range ws.lanes {
@@ -342,11 +361,19 @@ func (b BidiagGram) invSqrtDiagSmall(q InvSqrtRational, dst []float64, ws *InvSq
 	for j := ns; j < len(shifts); j++ {
 		shifts[j] = q.Shifts[ns-1]
 	}
-	for c, out := range [2][]float64{dst, ws.part} {
+	// The two sums are independent (each its own output and lanes): on
+	// two goroutines where GOMAXPROCS allows and n is large enough to pay.
+	sum := func(c int, out []float64) {
 		for gi := c; gi < groups; gi += 2 {
 			j := gi * oldLanes
 			addInvDiagLanes(ws.g2, ws.h2, shifts[j:j+oldLanes], weights[j:j+oldLanes], out, ws.lanes[c][:])
 		}
+	}
+	if n >= smallParallelOrder {
+		runPair(func() { sum(0, dst) }, func() { sum(1, ws.part) })
+	} else {
+		sum(0, dst)
+		sum(1, ws.part)
 	}
 	for i, x := range ws.part {
 		dst[i] += x

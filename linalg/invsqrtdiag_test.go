@@ -2,9 +2,11 @@ package linalg
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The grouped, checkpointed evaluation agrees with one shift at a time
@@ -80,4 +82,46 @@ func BenchmarkInvSqrtDiag(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The kernels that split their work over two goroutines give the same
+// bits with GOMAXPROCS 1 and 2: the small kernel's two sums (from order
+// smallParallelOrder on), the kernel on squares formed by the caller
+// (InvSqrtDiagSquares) against InvSqrtDiagParallel, and the two
+// recursions of QuasiSep.BidiagSolveNormsSq.
+func TestTwoGoroutineKernelsSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	n := smallParallelOrder + 1001
+	b := randomBidiag(rng, n, 1)
+	lo, hi := b.Bounds(0)
+	q := NewInvSqrtRational(lo, hi, 1e-14)
+	x, _ := randomQuasiSepSPD(t, rng, 300, 3)
+	cf, err := x.ReverseCholesky()
+	require.NoError(t, err)
+	ldiag, lsub := make([]float64, cf.N), make([]float64, cf.N)
+	for i := range ldiag {
+		ldiag[i], lsub[i] = 0.5+rng.Float64(), rng.NormFloat64()
+	}
+	run := func(procs int) (diag, sq, col, row []float64) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		ws := NewInvSqrtWorkspace(n)
+		diag = make([]float64, n)
+		b.InvSqrtDiagParallel(q, diag, ws, procs)
+		g2, h2 := ws.Squares()
+		for i := range g2 {
+			g2[i], h2[i] = b.Diag[i]*b.Diag[i], b.Sub[i]*b.Sub[i]
+		}
+		sq = make([]float64, n)
+		ws.InvSqrtDiagSquares(q, sq, procs)
+		col, row = make([]float64, cf.N), make([]float64, cf.N)
+		cf.BidiagSolveNormsSq(ldiag, lsub, col, row)
+		return diag, sq, col, row
+	}
+	d1, s1, c1, r1 := run(1)
+	d2, s2, c2, r2 := run(2)
+	assert.Equal(t, d1, d2, "small kernel")
+	assert.Equal(t, d1, s1, "InvSqrtDiagSquares")
+	assert.Equal(t, s1, s2, "InvSqrtDiagSquares")
+	assert.Equal(t, c1, c2, "column norms")
+	assert.Equal(t, r1, r2, "row norms")
 }

@@ -3,6 +3,7 @@ package linalg
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -166,6 +167,37 @@ func TestBidiagCountAndBounds(t *testing.T) {
 	assert.LessOrEqual(t, lo, vals[0])
 	assert.GreaterOrEqual(t, lo, vals[0]/1.02)
 	assert.GreaterOrEqual(t, hi, vals[len(vals)-1])
+}
+
+// The twisted count of CountBelow (used from bidiagParallelOrder on, here moved
+// down to every order) against the eigenvalues of the formed T
+// (gonum's EigenSym), at the geometric means of neighbouring eigenvalues,
+// below the smallest and above the largest, for GOMAXPROCS 1 and 2; and
+// Gershgorin's bound by halves against the one-pass bound.
+func TestBidiagTwistedCount(t *testing.T) {
+	defer func(o int) { bidiagParallelOrder = o }(bidiagParallelOrder)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{2, 3, 40, 41} {
+		b := randomBidiag(rng, n, 1)
+		var eig mat.EigenSym
+		require.True(t, eig.Factorize(b.dense(), false))
+		vals := eig.Values(nil) // ascending
+		bidiagParallelOrder = 1 << 62
+		oneHi := b.Gershgorin()
+		bidiagParallelOrder = 1
+		for _, procs := range []int{1, 2} {
+			old := runtime.GOMAXPROCS(procs)
+			assert.Equal(t, 0, b.CountBelow(vals[0]/1.001), "n = %d", n)
+			assert.Equal(t, n, b.CountBelow(vals[n-1]*1.001), "n = %d", n)
+			for k := 0; k < n-1; k++ {
+				if vals[k+1] > 1.001*vals[k] {
+					assert.Equal(t, k+1, b.CountBelow(math.Sqrt(vals[k]*vals[k+1])), "n = %d, k = %d", n, k)
+				}
+			}
+			assert.Equal(t, oneHi, b.Gershgorin(), "n = %d", n)
+			runtime.GOMAXPROCS(old)
+		}
+	}
 }
 
 // The prefix-sum Gram matrix L L^T (L = A^{-1}) has eigenvalues

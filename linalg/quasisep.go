@@ -396,134 +396,154 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		panic(fmt.Sprintf("linalg: BidiagSolveNormsSq with slices shorter than %d", n))
 	}
 	s := k + 1 // state size
-	// step returns, for row i > 0, the pieces of N_i and u_i:
-	// N_i = diag(delta) + y1 z1^T + y2 z2^T with y1 = (-q_i, 0),
-	// z1 = (G_i / c_i, 0), y2 = e_K, z2 = u_i.
-	delta := make([]float64, s)
-	y1, z1, u := make([]float64, s), make([]float64, s), make([]float64, s)
-	step := func(i int) {
-		c := m.Diag[i]
-		for t := 0; t < k; t++ {
-			delta[t] = m.A[i*k+t]
-			y1[t] = -m.Q[i*k+t]
-			z1[t] = m.P[i*k+t] / c
-			u[t] = -m.P[i*k+t] / (c * ldiag[i])
-		}
-		delta[k], y1[k], z1[k] = 0, 0, 0
-		u[k] = -lsub[i] / ldiag[i]
+	// scratch makes the work space and the steps of one recursion: the
+	// columns' and the rows' run on two goroutines where GOMAXPROCS allows,
+	// each with its own (the same bits either way).
+	type recursion struct {
+		step      func(i int)
+		start     func(j int) float64
+		transform func(w []float64, transpose bool)
+		u, z0, v  []float64
 	}
-	// start writes z^{(j)} = (q_j / c_j, 1 / (c_j ldiag_j)), the state in
-	// which column j enters row j+1, and returns b_jj.
-	z0 := make([]float64, s)
-	start := func(j int) float64 {
-		c := m.Diag[j]
-		for t := 0; t < k; t++ {
-			z0[t] = m.Q[j*k+t] / c
-		}
-		bjj := 1 / (c * ldiag[j])
-		z0[k] = bjj
-		return bjj
-	}
-	v := make([]float64, s*s)
-	vy := make([]float64, 2*s) // V y1, V y2
-	eK := make([]float64, s)
-	eK[k] = 1
-	quad := quadForm
-	// transform sets w <- F^T w F (transpose false) or F w F^T (true) for
-	// F = diag(delta) + y1 z1^T + e_K u^T; with the roles of (y, z) swapped
-	// for the transpose. The cost is O(s^2).
-	transform := func(w []float64, transpose bool) {
-		// F^T W F = D W D + D W Y Z^T + Z Y^T W D + Z (Y^T W Y) Z^T with
-		// Y = [y1 e_K], Z = [z1 u]; for F W F^T swap Y and Z.
-		ya, yb, za, zb := y1, []float64(nil), z1, u
-		if transpose {
-			ya, za = z1, y1
-		}
-		// W y for y = ya and y = yb (yb = e_K, or u when transposed).
-		wy1, wy2 := vy[:s], vy[s:]
-		for a := 0; a < s; a++ {
-			wa := w[a*s : a*s+s]
-			r := 0.0
-			for b, x := range ya {
-				r += wa[b] * x
+	scratch := func() recursion {
+		// step returns, for row i > 0, the pieces of N_i and u_i:
+		// N_i = diag(delta) + y1 z1^T + y2 z2^T with y1 = (-q_i, 0),
+		// z1 = (G_i / c_i, 0), y2 = e_K, z2 = u_i.
+		delta := make([]float64, s)
+		y1, z1, u := make([]float64, s), make([]float64, s), make([]float64, s)
+		step := func(i int) {
+			c := m.Diag[i]
+			for t := 0; t < k; t++ {
+				delta[t] = m.A[i*k+t]
+				y1[t] = -m.Q[i*k+t]
+				z1[t] = m.P[i*k+t] / c
+				u[t] = -m.P[i*k+t] / (c * ldiag[i])
 			}
-			wy1[a] = r
+			delta[k], y1[k], z1[k] = 0, 0, 0
+			u[k] = -lsub[i] / ldiag[i]
+		}
+		// start writes z^{(j)} = (q_j / c_j, 1 / (c_j ldiag_j)), the state in
+		// which column j enters row j+1, and returns b_jj.
+		z0 := make([]float64, s)
+		start := func(j int) float64 {
+			c := m.Diag[j]
+			for t := 0; t < k; t++ {
+				z0[t] = m.Q[j*k+t] / c
+			}
+			bjj := 1 / (c * ldiag[j])
+			z0[k] = bjj
+			return bjj
+		}
+		v := make([]float64, s*s)
+		vy := make([]float64, 2*s) // V y1, V y2
+		eK := make([]float64, s)
+		eK[k] = 1
+		// transform sets w <- F^T w F (transpose false) or F w F^T (true) for
+		// F = diag(delta) + y1 z1^T + e_K u^T; with the roles of (y, z) swapped
+		// for the transpose. The cost is O(s^2).
+		transform := func(w []float64, transpose bool) {
+			// F^T W F = D W D + D W Y Z^T + Z Y^T W D + Z (Y^T W Y) Z^T with
+			// Y = [y1 e_K], Z = [z1 u]; for F W F^T swap Y and Z.
+			ya, yb, za, zb := y1, []float64(nil), z1, u
 			if transpose {
-				r = 0
-				for b, x := range u {
+				ya, za = z1, y1
+			}
+			// W y for y = ya and y = yb (yb = e_K, or u when transposed).
+			wy1, wy2 := vy[:s], vy[s:]
+			for a := 0; a < s; a++ {
+				wa := w[a*s : a*s+s]
+				r := 0.0
+				for b, x := range ya {
 					r += wa[b] * x
 				}
-				wy2[a] = r
+				wy1[a] = r
+				if transpose {
+					r = 0
+					for b, x := range u {
+						r += wa[b] * x
+					}
+					wy2[a] = r
+				} else {
+					wy2[a] = wa[k]
+				}
+			}
+			if transpose {
+				zb, yb = eK, u
 			} else {
-				wy2[a] = wa[k]
+				yb = nil // e_K
 			}
-		}
-		if transpose {
-			zb, yb = eK, u
-		} else {
-			yb = nil // e_K
-		}
-		// Y^T W Y (2 x 2).
-		var g11, g12, g22 float64
-		for a := 0; a < s; a++ {
-			g11 += ya[a] * wy1[a]
-			g12 += ya[a] * wy2[a]
-		}
-		if transpose {
+			// Y^T W Y (2 x 2).
+			var g11, g12, g22 float64
 			for a := 0; a < s; a++ {
-				g22 += yb[a] * wy2[a]
+				g11 += ya[a] * wy1[a]
+				g12 += ya[a] * wy2[a]
 			}
-		} else {
-			g22 = wy2[k]
-		}
-		for a := 0; a < s; a++ {
-			wa := w[a*s : a*s+s]
-			da := delta[a]
-			// (D W Y Z^T)_ab = d_a (wy1_a za_b + wy2_a zb_b)
-			p1, p2 := da*wy1[a], da*wy2[a]
-			// (Z Y^T W D)_ab = (za_a wy1_b + zb_a wy2_b) d_b
-			// (Z G Z^T)_ab = za_a (g11 za_b + g12 zb_b) + zb_a (g12 za_b + g22 zb_b)
-			q1 := g11*za[a] + g12*zb[a]
-			q2 := g12*za[a] + g22*zb[a]
-			for b := 0; b < s; b++ {
-				db := delta[b]
-				wa[b] = da*wa[b]*db + p1*za[b] + p2*zb[b] + (za[a]*wy1[b]+zb[a]*wy2[b])*db + q1*za[b] + q2*zb[b]
+			if transpose {
+				for a := 0; a < s; a++ {
+					g22 += yb[a] * wy2[a]
+				}
+			} else {
+				g22 = wy2[k]
+			}
+			for a := 0; a < s; a++ {
+				wa := w[a*s : a*s+s]
+				da := delta[a]
+				// (D W Y Z^T)_ab = d_a (wy1_a za_b + wy2_a zb_b)
+				p1, p2 := da*wy1[a], da*wy2[a]
+				// (Z Y^T W D)_ab = (za_a wy1_b + zb_a wy2_b) d_b
+				// (Z G Z^T)_ab = za_a (g11 za_b + g12 zb_b) + zb_a (g12 za_b + g22 zb_b)
+				q1 := g11*za[a] + g12*zb[a]
+				q2 := g12*za[a] + g22*zb[a]
+				for b := 0; b < s; b++ {
+					db := delta[b]
+					wa[b] = da*wa[b]*db + p1*za[b] + p2*zb[b] + (za[a]*wy1[b]+zb[a]*wy2[b])*db + q1*za[b] + q2*zb[b]
+				}
 			}
 		}
+		return recursion{step, start, transform, u, z0, v}
 	}
+	quad := quadForm
 	// Columns: backward.
-	for j := n - 1; j >= 0; j-- {
-		bjj := start(j)
-		colSq[j] = bjj*bjj + quad(v, z0)
-		if j == 0 {
-			break
-		}
-		// V_j = u_j u_j^T + N_j^T V_{j+1} N_j.
-		step(j)
-		transform(v, false)
-		for a := 0; a < s; a++ {
-			for b := 0; b < s; b++ {
-				v[a*s+b] += u[a] * u[b]
+	cols := func() {
+		r := scratch()
+		u, z0, v := r.u, r.z0, r.v
+		for j := n - 1; j >= 0; j-- {
+			bjj := r.start(j)
+			colSq[j] = bjj*bjj + quad(v, z0)
+			if j == 0 {
+				break
+			}
+			// V_j = u_j u_j^T + N_j^T V_{j+1} N_j.
+			r.step(j)
+			r.transform(v, false)
+			for a := 0; a < s; a++ {
+				for b := 0; b < s; b++ {
+					v[a*s+b] += u[a] * u[b]
+				}
 			}
 		}
 	}
 	// Rows: forward. P_1 = z^{(0)} z^{(0)T}.
-	clear(v)
-	for i := 0; i < n; i++ {
-		bii := 1 / (m.Diag[i] * ldiag[i])
-		if i == 0 {
-			rowSq[0] = bii * bii
-		} else {
-			step(i)
-			rowSq[i] = bii*bii + quad(v, u)
-			// P_{i+1} = N_i P_i N_i^T + z^{(i)} z^{(i)T}.
-			transform(v, true)
-		}
-		start(i)
-		for a := 0; a < s; a++ {
-			for b := 0; b < s; b++ {
-				v[a*s+b] += z0[a] * z0[b]
+	rows := func() {
+		r := scratch()
+		u, z0, v := r.u, r.z0, r.v
+		for i := 0; i < n; i++ {
+			bii := 1 / (m.Diag[i] * ldiag[i])
+			if i == 0 {
+				rowSq[0] = bii * bii
+			} else {
+				r.step(i)
+				rowSq[i] = bii*bii + quad(v, u)
+				// P_{i+1} = N_i P_i N_i^T + z^{(i)} z^{(i)T}.
+				r.transform(v, true)
+			}
+			r.start(i)
+			for a := 0; a < s; a++ {
+				for b := 0; b < s; b++ {
+					v[a*s+b] += z0[a] * z0[b]
+				}
 			}
 		}
 	}
+	runPair(cols, rows)
 }

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/lapack"
 	lapackgonum "gonum.org/v1/gonum/lapack/gonum"
 )
 
@@ -94,13 +95,91 @@ func (t *Tridiagonalizer) Reduce(ctx context.Context, a, d, e []float64) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t.impl.Dorgtr(blas.Lower, n, a, n, t.tau, t.work, len(t.work))
+		t.orgtr(a)
 	}()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// orgtr overwrites a, holding the reflectors in its columns below the
+// subdiagonal, with Q, as gonum's DORGTR (lower) does and with its bits:
+// DORGQR's steps, with each block reflector's application to the trailing
+// columns (DLARFB, whose triangular products are serial in gonum) split
+// into two halves of columns that run concurrently where GOMAXPROCS allows.
+// Every column is computed by the same operations either way.
+func (t *Tridiagonalizer) orgtr(a []float64) {
+	n := t.n
+	// DORGTR: the reflectors shifted one column right, and the first row
+	// and column of the identity.
+	for j := n - 1; j > 0; j-- {
+		a[j] = 0
+		for i := j + 1; i < n; i++ {
+			a[i*n+j] = a[i*n+j-1]
+		}
+	}
+	a[0] = 1
+	for i := 1; i < n; i++ {
+		a[i*n] = 0
+	}
+	if n > 1 {
+		t.orgqr(n-1, a[n+1:], n, t.tau[:n-1])
+	}
+}
+
+// orgqr is gonum's DORGQR for the m x m matrix a (m reflectors), with the
+// block reflectors applied by halves of columns (see orgtr).
+func (t *Tridiagonalizer) orgqr(m int, a []float64, lda int, tau []float64) {
+	impl := t.impl
+	nb := impl.Ilaenv(1, "DORGQR", " ", m, m, m, -1)
+	nx := max(0, impl.Ilaenv(3, "DORGQR", " ", m, m, m, -1))
+	if len(t.work) < max(m*nb, 1) {
+		t.work = make([]float64, m*nb)
+	}
+	work := t.work
+	var ki, kk int
+	if 2 <= nb && nb < m && nx < m {
+		// The first kk columns are handled by the blocked method.
+		ki = ((m - nx - 1) / nb) * nb
+		kk = min(m, ki+nb)
+		for i := 0; i < kk; i++ {
+			for j := kk; j < m; j++ {
+				a[i*lda+j] = 0
+			}
+		}
+	}
+	if kk < m {
+		impl.Dorg2r(m-kk, m-kk, m-kk, a[kk*lda+kk:], lda, tau[kk:], work)
+	}
+	if kk == 0 {
+		return
+	}
+	tf := make([]float64, nb*nb)
+	half := make([]float64, m*nb)
+	for i := ki; i >= 0; i -= nb {
+		ib := min(nb, m-i)
+		if nc := m - i - ib; nc > 0 {
+			impl.Dlarft(lapack.Forward, lapack.ColumnWise, m-i, ib, a[i*lda+i:], lda, tau[i:], tf, nb)
+			apply := func(c0, c1 int, w []float64) {
+				impl.Dlarfb(blas.Left, blas.NoTrans, lapack.Forward, lapack.ColumnWise,
+					m-i, c1-c0, ib, a[i*lda+i:], lda, tf, nb, a[i*lda+i+ib+c0:], lda, w, nb)
+			}
+			if nc < 2*nb {
+				apply(0, nc, work)
+			} else {
+				runPair(func() { apply(0, nc/2, work) }, func() { apply(nc/2, nc, half) })
+			}
+		}
+		impl.Dorg2r(m-i, ib, ib, a[i*lda+i:], lda, tau[i:i+ib], work)
+		// Rows 0 .. i-1 of the block are zero.
+		for j := i; j < i+ib; j++ {
+			for l := 0; l < i; l++ {
+				a[l*lda+j] = 0
+			}
+		}
 	}
 }
 
