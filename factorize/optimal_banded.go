@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -270,51 +271,55 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// index without branches.
 	wx := 2*b - 1
 	xf := bp.xf
-	for a := 0; a < n; a++ {
-		row := x.Data[a*b : a*b+b]
-		for d := 0; d < b && d <= a; d++ {
-			xf[a*wx+b-1-d] = row[d]
-			xf[(a-d)*wx+b-1+d] = row[d]
-		}
-	}
 	// Y = X L by full rows, yf[a*wy + j-(a-b+1-p)] = Y[a][j] =
 	// sum_t X[a][j+t] L[j+t][j], then Q = L^T Y:
 	// Q[i][j] = sum_t L[i+t][i] Y[i+t][j]. ld[t*(n+2*pad) + pad + c] =
 	// L[c][c-t], zero outside the matrix, so that every loop is over
-	// contiguous slices without branches.
+	// contiguous slices without branches. Every row is computed on its
+	// own, by the same operations whatever the split into chunks.
 	wy := wx + p
 	yf, ld, pad := bp.yf, bp.ld, bp.pad
 	nl := n + 2*pad
-	for a := 0; a < n; a++ {
-		yrow := yf[a*wy : a*wy+wy]
-		clear(yrow)
-		xrow := xf[a*wx : a*wx+wx]
-		j0 := a - b + 1 - p
-		for t := 0; t <= p; t++ {
-			// u in [p-t, p-t+wx): j = j0 + u, c = j + t, X[a][c] = xrow[u-p+t].
-			lt := ld[t*nl+pad+j0+t : t*nl+pad+j0+t+wy]
-			ys := yrow[p-t : p-t+wx]
-			lts := lt[p-t : p-t+wx]
-			for u, xv := range xrow {
-				ys[u] += xv * lts[u]
+	forBandRows(n, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			xrow := xf[a*wx : a*wx+wx]
+			for d := 0; d < b && d <= a; d++ {
+				xrow[b-1-d] = x.Data[a*b+d]
+			}
+			for d := 1; d < b && a+d < n; d++ {
+				xrow[b-1+d] = x.Data[(a+d)*b+d]
+			}
+			yrow := yf[a*wy : a*wy+wy]
+			clear(yrow)
+			j0 := a - b + 1 - p
+			for t := 0; t <= p; t++ {
+				// u in [p-t, p-t+wx): j = j0 + u, c = j + t, X[a][c] = xrow[u-p+t].
+				lt := ld[t*nl+pad+j0+t : t*nl+pad+j0+t+wy]
+				ys := yrow[p-t : p-t+wx]
+				lts := lt[p-t : p-t+wx]
+				for u, xv := range xrow {
+					ys[u] += xv * lts[u]
+				}
 			}
 		}
-	}
-	for i := 0; i < n; i++ {
-		qrow := bp.q.Data[i*wq : i*wq+wq]
-		clear(qrow)
-		for t := 0; t <= p && i+t < n; t++ {
-			lit := ld[t*nl+pad+i+t]
-			r := i + t
-			// j in [max(i-kq, r-b+1-p, 0), i]; Y[r][j] = yf[r*wy + j-(r-b+1-p)],
-			// Q[i][j] = qrow[i-j].
-			jlo := max(i-kq, r-b+1-p, 0)
-			yr := yf[r*wy+jlo-(r-b+1-p) : r*wy+i-(r-b+1-p)+1]
-			for u, yv := range yr {
-				qrow[i-jlo-u] += lit * yv
+	})
+	forBandRows(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			qrow := bp.q.Data[i*wq : i*wq+wq]
+			clear(qrow)
+			for t := 0; t <= p && i+t < n; t++ {
+				lit := ld[t*nl+pad+i+t]
+				r := i + t
+				// j in [max(i-kq, r-b+1-p, 0), i]; Y[r][j] = yf[r*wy + j-(r-b+1-p)],
+				// Q[i][j] = qrow[i-j].
+				jlo := max(i-kq, r-b+1-p, 0)
+				yr := yf[r*wy+jlo-(r-b+1-p) : r*wy+i-(r-b+1-p)+1]
+				for u, yv := range yr {
+					qrow[i-jlo-u] += lit * yv
+				}
 			}
 		}
-	}
+	})
 	// Full rows of Z = Q^{-1} and Z^2 within kq.
 	wz := 2*kq + 1
 	zf, z2f := bp.zf, bp.z2f
@@ -333,45 +338,104 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// V[a][j] = sum_t Z^2[a][j-t] L[j][j-t], G[i][j] = sum_t L[i][i-t] V[i-t][j].
 	wv := b + p
 	vf, hf := bp.vf, bp.hf
-	for a := 0; a < n; a++ {
-		vrow, hrow := vf[a*wv:a*wv+wv], hf[a*wv:a*wv+wv]
-		clear(vrow)
-		clear(hrow)
-		j0 := a - b + 1
-		for t := 0; t <= p; t++ {
-			// Z[a][j-t] = zf[a*wz + kq + j-t-a], j - t - a = u - b + 1 - t.
-			off := a*wz + kq - b + 1 - t
-			z2s, zs := z2f[off:off+wv], zf[off:off+wv]
-			lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
-			for u, lv := range lt {
-				vrow[u] += z2s[u] * lv
-				hrow[u] += zs[u] * lv
+	forBandRows(n, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			vrow, hrow := vf[a*wv:a*wv+wv], hf[a*wv:a*wv+wv]
+			clear(vrow)
+			clear(hrow)
+			j0 := a - b + 1
+			for t := 0; t <= p; t++ {
+				// Z[a][j-t] = zf[a*wz + kq + j-t-a], j - t - a = u - b + 1 - t.
+				off := a*wz + kq - b + 1 - t
+				z2s, zs := z2f[off:off+wv], zf[off:off+wv]
+				lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
+				for u, lv := range lt {
+					vrow[u] += z2s[u] * lv
+					hrow[u] += zs[u] * lv
+				}
 			}
 		}
-	}
-	for i := 0; i < n; i++ {
-		grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
-		clear(grow)
-		clear(hxrow)
-		for t := 0; t <= p && t <= i; t++ {
-			lit := ld[t*nl+pad+i]
-			r := i - t
-			// j in [max(0, i-b+1), i]; V[r][j] = vf[r*wv + j-(r-b+1)], G[i][j] = grow[i-j].
-			jlo := max(0, i-b+1)
-			vr := vf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
-			hr := hf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
-			for u := range vr {
-				grow[i-jlo-u] += lit * vr[u]
-				hxrow[i-jlo-u] += lit * hr[u]
+	})
+	forBandRows(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
+			clear(grow)
+			clear(hxrow)
+			for t := 0; t <= p && t <= i; t++ {
+				lit := ld[t*nl+pad+i]
+				r := i - t
+				// j in [max(0, i-b+1), i]; V[r][j] = vf[r*wv + j-(r-b+1)], G[i][j] = grow[i-j].
+				jlo := max(0, i-b+1)
+				vr := vf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
+				hr := hf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
+				for u := range vr {
+					grow[i-jlo-u] += lit * vr[u]
+					hxrow[i-jlo-u] += lit * hr[u]
+				}
+			}
+			gr := grad[i*b : i*b+b]
+			gr[0] = 0
+			for d := 1; d < b; d++ {
+				gr[d] = -2 * grow[d]
 			}
 		}
-		gr := grad[i*b : i*b+b]
-		gr[0] = 0
-		for d := 1; d < b; d++ {
-			gr[d] = -2 * grow[d]
-		}
-	}
+	})
 	return f, true
+}
+
+// bandRowChunk is the number of rows in one chunk of the banded solver's
+// row loops ([forBandRows]).
+const bandRowChunk = 256
+
+// forBandRows calls f(lo, hi) for the chunks [lo, hi) of bandRowChunk rows
+// of [0, n), on up to GOMAXPROCS goroutines. Every loop that uses it
+// computes each row by the same operations whatever the chunk, and sums
+// over rows go through [sumBandRows], so that the results are the same
+// bits on any number of cores.
+func forBandRows(n int, f func(lo, hi int)) {
+	chunks := (n + bandRowChunk - 1) / bandRowChunk
+	workers := min(runtime.GOMAXPROCS(0), chunks)
+	if workers <= 1 {
+		f(0, n)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					return
+				}
+				f(c*bandRowChunk, min(n, (c+1)*bandRowChunk))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// sumBandRows returns the k sums over the rows of [0, n) of the values
+// that f adds into out for the rows [lo, hi): f runs once per chunk of
+// [forBandRows] with out zeroed, and the chunks' sums are added in chunk
+// order, so the result does not depend on the number of cores.
+func sumBandRows(n, k int, f func(lo, hi int, out []float64)) []float64 {
+	chunks := (n + bandRowChunk - 1) / bandRowChunk
+	part := make([]float64, chunks*k)
+	forBandRows(n, func(lo, hi int) {
+		for c := lo / bandRowChunk; c*bandRowChunk < hi; c++ {
+			f(c*bandRowChunk, min(hi, (c+1)*bandRowChunk), part[c*k:(c+1)*k])
+		}
+	})
+	sum := make([]float64, k)
+	for c := 0; c < chunks; c++ {
+		for t := range sum {
+			sum[t] += part[c*k+t]
+		}
+	}
+	return sum
 }
 
 // gapOf returns the certified relative gap of X, the smaller of the
@@ -384,15 +448,18 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 // [bandedProblem.refineLambda].
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
-	p, r2, cnt := 0.0, 0.0, 0
-	for i := 0; i < n; i++ {
-		for j := max(0, i-b+1); j < i; j++ {
-			gij := g[i*b+i-j]
-			p += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
-			r2 += 2 * gij * gij
-			cnt += 2
+	sums := sumBandRows(n, 2, func(lo, hi int, out []float64) {
+		for i := lo; i < hi; i++ {
+			for j := max(0, i-b+1); j < i; j++ {
+				gij := g[i*b+i-j]
+				out[0] += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
+				out[1] += 2 * gij * gij
+			}
 		}
-	}
+	})
+	p, r2 := sums[0], sums[1]
+	// The off-diagonal band entries, both triangles.
+	cnt := 2 * (n*(b-1) - b*(b-1)/2)
 	lin := (p + 2*math.Sqrt(float64(cnt))*gErr) / f
 	if b == 1 {
 		return lin
@@ -439,15 +506,18 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 func (bp *bandedProblem) gershgorin(x linalg.SymBand) float64 {
 	n, b := bp.n, bp.b
 	sums := bp.pu[:n]
-	clear(sums)
-	for i := 0; i < n; i++ {
-		sums[i] += 1
-		for d := 1; d < b && d <= i; d++ {
-			v := math.Abs(x.Data[i*b+d])
-			sums[i] += v
-			sums[i-d] += v
+	forBandRows(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := 1.0
+			for d := 1; d < b && d <= i; d++ {
+				s += math.Abs(x.Data[i*b+d])
+			}
+			for d := 1; d < b && i+d < n; d++ {
+				s += math.Abs(x.Data[(i+d)*b+d])
+			}
+			sums[i] = s
 		}
-	}
+	})
 	top := 0.0
 	for _, v := range sums {
 		top = math.Max(top, v)
@@ -462,37 +532,59 @@ func (bp *bandedProblem) gershgorin(x linalg.SymBand) float64 {
 func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wl, wm := p+1, 2*b+p-1
-	cols := bp.colSums
-	clear(cols)
+	cols, rows := bp.colSums, bp.pw
 	xd := x.Data
-	for i := 0; i < n; i++ {
-		row := bp.m[i*wm : i*wm+wm]
-		clear(row)
-		for a := i; a <= min(n-1, i+p); a++ {
-			lai := bp.lb[a*wl+a-i]
-			// X[a][j] for j in [a-b+1, a+b-1]; column j is row[j-(i-b+1)].
-			for j := max(0, a-b+1); j <= a; j++ {
-				row[j-i+b-1] += lai * xd[a*b+a-j]
+	forBandRows(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := bp.m[i*wm : i*wm+wm]
+			clear(row)
+			for a := i; a <= min(n-1, i+p); a++ {
+				lai := bp.lb[a*wl+a-i]
+				// X[a][j] for j in [a-b+1, a+b-1]; column j is row[j-(i-b+1)].
+				for j := max(0, a-b+1); j <= a; j++ {
+					row[j-i+b-1] += lai * xd[a*b+a-j]
+				}
+				for j := a + 1; j <= min(n-1, a+b-1); j++ {
+					row[j-i+b-1] += lai * xd[j*b+j-a]
+				}
 			}
-			for j := a + 1; j <= min(n-1, a+b-1); j++ {
-				row[j-i+b-1] += lai * xd[j*b+j-a]
+			rs := 0.0
+			for t, v := range row {
+				v = math.Abs(v)
+				row[t] = v
+				rs += v
 			}
+			rows[i] = rs
 		}
-		rs := 0.0
-		for t, v := range row {
-			v = math.Abs(v)
-			row[t] = v
-			rs += v
-			if j := i - b + 1 + t; j >= 0 && j < n {
-				cols[j] += v
-			}
-		}
-		mi = math.Max(mi, rs)
-	}
-	for _, c := range cols {
-		m1 = math.Max(m1, c)
+	})
+	bp.mColumns(cols, nil)
+	for i := range n {
+		mi = math.Max(mi, rows[i])
+		m1 = math.Max(m1, cols[i])
 	}
 	return m1, mi
+}
+
+// mColumns writes into dst the sums of the columns of the |M| in bp.m
+// (see [bandedProblem.formM]), each weighted by u (1 where u is nil):
+// dst[j] = sum_i |M|[i][j] u[i], the rows in increasing order.
+func (bp *bandedProblem) mColumns(dst, u []float64) {
+	n, b, p := bp.n, bp.b, bp.p
+	wm := 2*b + p - 1
+	forBandRows(n, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			// Row i holds column j at t = j - i + b - 1 in [0, wm).
+			s := 0.0
+			for i := max(0, j-b-p+1); i <= min(n-1, j+b-1); i++ {
+				mv := bp.m[i*wm+j-i+b-1]
+				if u != nil {
+					mv *= u[i]
+				}
+				s += mv
+			}
+			dst[j] = s
+		}
+	})
 }
 
 // refineLambda returns a sharper lower bound on lambda_min(G) from the |M|
@@ -516,27 +608,20 @@ func (bp *bandedProblem) refineLambda() float64 {
 	}
 	apply := func(v, w []float64) {
 		// w = |M|^T (|M| v), through u = |M| v.
-		clear(w)
-		for i := 0; i < n; i++ {
-			row := bp.m[i*wm : i*wm+wm]
-			lo := i - b + 1
-			s := 0.0
-			for t, mv := range row {
-				if j := lo + t; j >= 0 && j < n {
-					s += mv * v[j]
+		forBandRows(n, func(r0, r1 int) {
+			for i := r0; i < r1; i++ {
+				row := bp.m[i*wm : i*wm+wm]
+				lo := i - b + 1
+				s := 0.0
+				for t, mv := range row {
+					if j := lo + t; j >= 0 && j < n {
+						s += mv * v[j]
+					}
 				}
+				u[i] = s
 			}
-			u[i] = s
-		}
-		for i := 0; i < n; i++ {
-			row := bp.m[i*wm : i*wm+wm]
-			lo := i - b + 1
-			for t, mv := range row {
-				if j := lo + t; j >= 0 && j < n {
-					w[j] += mv * u[i]
-				}
-			}
-		}
+		})
+		bp.mColumns(w, u)
 	}
 	for it := 0; it < steps; it++ {
 		apply(v, w)
@@ -565,17 +650,19 @@ func (bp *bandedProblem) refineLambda() float64 {
 // left in bp.hx.
 func (bp *bandedProblem) precondition(x linalg.SymBand, g, h []float64) {
 	n, b := bp.n, bp.b
-	for i := 0; i < n; i++ {
-		h[i*b] = 0
-		for j := max(0, i-b+1); j < i; j++ {
-			d := 2 * (bp.hx[j*b]*g[i*b] + bp.hx[i*b]*g[j*b] + 2*bp.hx[i*b+i-j]*g[i*b+i-j])
-			if d > 0 {
-				h[i*b+i-j] = 1 / d
-			} else {
-				h[i*b+i-j] = 0
+	forBandRows(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			h[i*b] = 0
+			for j := max(0, i-b+1); j < i; j++ {
+				d := 2 * (bp.hx[j*b]*g[i*b] + bp.hx[i*b]*g[j*b] + 2*bp.hx[i*b+i-j]*g[i*b+i-j])
+				if d > 0 {
+					h[i*b+i-j] = 1 / d
+				} else {
+					h[i*b+i-j] = 0
+				}
 			}
 		}
-	}
+	})
 }
 
 // bandedSolution is the result of [bandedProblem.solve].
@@ -684,22 +771,28 @@ func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory, dir []float64) {
 // lower-triangular C stored by columns, c[j*b+d] = C[j+d][j], and the
 // column norms into nrm. It reports false for a zero column.
 func bandedXFromC(n, b int, c []float64, x linalg.SymBand, nrm []float64) bool {
+	forBandRows(n, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			col := c[j*b : j*b+min(b, n-j)]
+			nrm[j] = math.Sqrt(dot(col, col))
+		}
+	})
 	for j := 0; j < n; j++ {
-		col := c[j*b : j*b+min(b, n-j)]
-		nrm[j] = math.Sqrt(dot(col, col))
 		if !(nrm[j] > 0) || math.IsInf(nrm[j], 0) {
 			return false
 		}
 	}
 	// X[i][i-e] = sum_{r >= i} C[r][i] C[r][i-e] = sum_d C[i+d][i] C[i+d][i-e].
-	for i := 0; i < n; i++ {
-		ci := c[i*b : i*b+min(b, n-i)]
-		for e := 0; e < b && e <= i; e++ {
-			j := i - e
-			cj := c[j*b+e : j*b+min(b, n-j)]
-			x.Data[i*b+e] = dot(ci[:len(cj)], cj) / (nrm[i] * nrm[j])
+	forBandRows(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ci := c[i*b : i*b+min(b, n-i)]
+			for e := 0; e < b && e <= i; e++ {
+				j := i - e
+				cj := c[j*b+e : j*b+min(b, n-j)]
+				x.Data[i*b+e] = dot(ci[:len(cj)], cj) / (nrm[i] * nrm[j])
+			}
 		}
-	}
+	})
 	return true
 }
 
@@ -717,14 +810,24 @@ func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []f
 	// gt[j*b + i-j] = G[i][j], so that the inner products below run
 	// forwards over contiguous slices.
 	ctn := ct[n*b : 2*n*b]
-	for i := 0; i < n; i++ {
-		for r := i; r < min(n, i+b); r++ {
-			v := c[i*b+r-i] / nrm[i]
-			ct[r*b+r-i], ctn[r*b+b-1-(r-i)] = v, v
-			gt[i*b+r-i] = g[r*b+r-i]
+	forBandRows(n, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			for i := max(0, r-b+1); i <= r; i++ {
+				v := c[i*b+r-i] / nrm[i]
+				ct[r*b+r-i], ctn[r*b+b-1-(r-i)] = v, v
+			}
+			for i := r; i < min(n, r+b); i++ {
+				gt[r*b+i-r] = g[i*b+i-r]
+			}
 		}
-	}
-	for j := 0; j < n; j++ {
+	})
+	forBandRows(n, func(lo, hi int) { bandedGradCCols(n, b, c, x, g, nrm, ct, gt, gc, lo, hi) })
+}
+
+// bandedGradCCols writes the columns [lo, hi) of [bandedGradC]'s gradient.
+func bandedGradCCols(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []float64, lo, hi int) {
+	ctn := ct[n*b : 2*n*b]
+	for j := lo; j < hi; j++ {
 		// (G X)_jj over the band, both sides of the diagonal.
 		gxj := 0.0
 		for i := max(0, j-b+1); i <= j; i++ {
