@@ -449,13 +449,15 @@ func sumBandRows(n, k int, f func(lo, hi int, out []float64)) []float64 {
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
 	sums := sumBandRows(n, 2, func(lo, hi int, out []float64) {
+		p, r2 := 0.0, 0.0
 		for i := lo; i < hi; i++ {
 			for j := max(0, i-b+1); j < i; j++ {
 				gij := g[i*b+i-j]
-				out[0] += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
-				out[1] += 2 * gij * gij
+				p += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
+				r2 += 2 * gij * gij
 			}
 		}
+		out[0], out[1] = p, r2
 	})
 	p, r2 := sums[0], sums[1]
 	// The off-diagonal band entries, both triangles.
@@ -572,17 +574,28 @@ func (bp *bandedProblem) mColumns(dst, u []float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wm := 2*b + p - 1
 	forBandRows(n, func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			// Row i holds column j at t = j - i + b - 1 in [0, wm).
-			s := 0.0
-			for i := max(0, j-b-p+1); i <= min(n-1, j+b-1); i++ {
-				mv := bp.m[i*wm+j-i+b-1]
-				if u != nil {
-					mv *= u[i]
-				}
-				s += mv
+		// Row i holds the columns [i-b+1, i+b+p-1] at t = j - i + b - 1;
+		// the rows that reach [lo, hi) are added in increasing order, each
+		// over a contiguous run of its entries.
+		out := dst[lo:hi]
+		clear(out)
+		for i := max(0, lo-b-p+1); i <= min(n-1, hi+b-2); i++ {
+			j0, j1 := max(lo, i-b+1), min(hi, i+b+p)
+			if j0 >= j1 {
+				continue
 			}
-			dst[j] = s
+			row := bp.m[i*wm+j0-i+b-1 : i*wm+j1-i+b-1]
+			o := out[j0-lo : j1-lo]
+			if u == nil {
+				for t, mv := range row {
+					o[t] += mv
+				}
+				continue
+			}
+			ui := u[i]
+			for t, mv := range row {
+				o[t] += mv * ui
+			}
 		}
 	})
 }
@@ -1049,7 +1062,7 @@ func (bp *bandedProblem) scatter(x linalg.SymBand) (bandedRounding, bool) {
 // search fails.
 func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial *bandedPoint, stop float64, rnd bandedRounding, opt Options, st *bandedSolution) (*bandedPoint, error) {
 	roundErr := rnd.f
-	const memSize = 12
+	memSize := bandedMemSize
 	m := len(cur.v)
 	if !ph.eval(cur) {
 		return nil, fmt.Errorf("factorize: the starting banded X is not positive definite")
@@ -1134,6 +1147,8 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
 }
+
+var bandedMemSize = 12
 
 // dot returns a . b (b at least as long as a).
 func dot(a, b []float64) float64 { return linalg.Dot(a, b) }
