@@ -1062,7 +1062,7 @@ func (bp *bandedProblem) scatter(x linalg.SymBand) (bandedRounding, bool) {
 // search fails.
 func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial *bandedPoint, stop float64, rnd bandedRounding, opt Options, st *bandedSolution) (*bandedPoint, error) {
 	roundErr := rnd.f
-	memSize := bandedMemSize
+	const memSize = 12
 	m := len(cur.v)
 	if !ph.eval(cur) {
 		return nil, fmt.Errorf("factorize: the starting banded X is not positive definite")
@@ -1147,8 +1147,6 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
 }
-
-var bandedMemSize = 12
 
 // dot returns a . b (b at least as long as a).
 func dot(a, b []float64) float64 { return linalg.Dot(a, b) }
