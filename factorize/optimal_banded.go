@@ -56,8 +56,12 @@ const DefaultBandedTol = 1e-8
 // diagonal, and stops when the gap, plus rounding terms for f and G
 // (a-priori estimates, raised to the scatter measured near the iterate), is
 // at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap stops
-// shrinking ends with a [*NotConvergedError] that reports the stall. See
-// docs/solver.md.
+// shrinking ends with a [*NotConvergedError] that reports the stall. For
+// a Toeplitz workload (prefix sums, momentum) with R >= 128 b the first
+// phase is replaced by a multilevel start: the same problem at order R/2
+// is solved to a gap of 1e-2 (recursively), its factor stretched to order
+// R ([stretchBands]), and the second phase runs from there; Iterations and
+// Evaluations count every level. See docs/solver.md.
 //
 // # Structure
 //
@@ -66,7 +70,11 @@ const DefaultBandedTol = 1e-8
 // L Q^{-2} L^T, with the band of Q^{-2} the shift derivative of the band
 // selected inversion ([linalg.SymBand.InverseBandSquaredRows]): every
 // evaluation costs O(R (b + p)^2) time and O(R (b + p)) memory. Workloads
-// without a banded inverse are an error.
+// without a banded inverse are an error. The band kernel runs its two
+// halves (split at a separator of b + p rows) on two cores, and the row
+// loops of the evaluation, the certificate and the L-BFGS recursion run
+// in fixed chunks on all cores; every sum has a fixed order, so the result
+// is the same bits whatever GOMAXPROCS is.
 //
 // # Output
 //
