@@ -57,7 +57,7 @@ const DefaultBandedTol = 1e-8
 // (a-priori estimates, raised to the scatter measured near the iterate), is
 // at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap stops
 // shrinking ends with a [*NotConvergedError] that reports the stall. For
-// a Toeplitz workload (prefix sums, momentum) with R >= 128 b the first
+// a Toeplitz workload (prefix sums, momentum) with R >= 256 b the first
 // phase is replaced by a multilevel start: the same problem at order R/2
 // is solved to a gap of 1e-2 (recursively), its factor stretched to order
 // R ([stretchBands]), and the second phase runs from there; Iterations and
@@ -1042,7 +1042,7 @@ func (bp *bandedProblem) aPriori() bandedRounding {
 // solution stretched to the full order ([stretchBands]), in the entries
 // of X only.
 const (
-	bandedLevelBands = 128
+	bandedLevelBands = 256
 	bandedCoarseGap  = 1e-2
 )
 

@@ -477,7 +477,7 @@ func TestBandedFactorsDense(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-// From 128 b rows on, a Toeplitz workload (prefix sums; momentum, whose
+// From 256 b rows on, a Toeplitz workload (prefix sums; momentum, whose
 // inverse has two subdiagonals) starts from the solution at half the
 // order: the result agrees with the two-phase solver from the banded
 // square root within the two certified gaps, and a workload that is not
@@ -489,21 +489,22 @@ func TestOptimalBandedMultilevel(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range []struct {
 		w      *Workload
+		b      int
 		tol    float64
 		levels int
-	}{{prefix(t, 1100), 1e-9, 2}, {momentum, 1e-4, 2}, {prefix(t, 600), 1e-9, 1}} {
+	}{{prefix(t, 1100), 4, 1e-9, 1}, {prefix(t, 1100), 2, 1e-9, 2}, {momentum, 2, 1e-4, 2}} {
 		if testing.Short() && c.levels == 2 {
 			continue
 		}
 		opt, err := Options{Tol: c.tol}.withDefaults()
 		require.NoError(t, err)
-		bp := testBandedProblem(t, c.w, 4)
+		bp := testBandedProblem(t, c.w, c.b)
 		multi, err := bp.run(context.Background(), opt)
 		require.NoError(t, err)
 		assert.Equal(t, c.levels, multi.levels, "%s R=%d", c.w.Name(), c.w.R())
 		x0, err := bp.start()
 		require.NoError(t, err)
-		two, err := testBandedProblem(t, c.w, 4).solve(context.Background(), x0, opt)
+		two, err := testBandedProblem(t, c.w, c.b).solve(context.Background(), x0, opt)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, multi.gap, c.tol)
 		assert.GreaterOrEqual(t, multi.f*(1+1e-15), two.f/(1+two.gap))
