@@ -202,7 +202,7 @@ func TestParticipationSolversLong(t *testing.T) {
 // differences of f in the entries of C.
 func TestBandedCParametrisation(t *testing.T) {
 	const n, b = 9, 3
-	bp := newBandedProblem(prefix(t, n), b)
+	bp := testBandedProblem(t, prefix(t, n), b)
 	x, err := bp.start()
 	require.NoError(t, err)
 	c, ok := bandedCholesky(x)
@@ -264,7 +264,7 @@ func TestOptimalBandedPhases(t *testing.T) {
 	opt := Options{Tol: tol}
 	opt, err := opt.withDefaults()
 	require.NoError(t, err)
-	bp := newBandedProblem(prefix(t, n), b)
+	bp := testBandedProblem(t, prefix(t, n), b)
 	x0, err := bp.start()
 	require.NoError(t, err)
 	two, err := bp.solve(context.Background(), x0, opt)
@@ -319,7 +319,7 @@ func BenchmarkOptimalBandedPhases(b *testing.B) {
 		b.Run(fmt.Sprintf("R=%d/two-phase", n), func(b *testing.B) {
 			var st *bandedSolution
 			for b.Loop() {
-				bp := newBandedProblem(w, bands)
+				bp := testBandedProblem(b, w, bands)
 				x0, err := bp.start()
 				if err != nil {
 					b.Fatal(err)
@@ -334,7 +334,7 @@ func BenchmarkOptimalBandedPhases(b *testing.B) {
 		b.Run(fmt.Sprintf("R=%d/x-only", n), func(b *testing.B) {
 			var st *bandedSolution
 			for b.Loop() {
-				bp := newBandedProblem(w, bands)
+				bp := testBandedProblem(b, w, bands)
 				x0, err := bp.start()
 				if err != nil {
 					b.Fatal(err)
@@ -372,7 +372,7 @@ func TestBandedCertificateBounds(t *testing.T) {
 	}{{prefix(t, 10), 3}, {prefix(t, 12), 4}, {weighted, 3}, {momentum, 4}} {
 		n := c.w.R()
 		fStar := bandedNewton(t, c.w, c.b)
-		bp := newBandedProblem(c.w, c.b)
+		bp := testBandedProblem(t, c.w, c.b)
 		x0, err := bp.start()
 		require.NoError(t, err)
 		points := []linalg.SymBand{x0}
@@ -443,7 +443,7 @@ func TestBandedFactorsDense(t *testing.T) {
 	require.NoError(t, err)
 	for _, w := range []*Workload{prefix(t, 300), momentum} {
 		const b = 7
-		bp := newBandedProblem(w, b)
+		bp := testBandedProblem(t, w, b)
 		x, err := bp.start()
 		require.NoError(t, err)
 		n := w.R()
@@ -470,9 +470,63 @@ func TestBandedFactorsDense(t *testing.T) {
 	// A cancelled context stops the solve.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	bp := newBandedProblem(prefix(t, 300), 7)
+	bp := testBandedProblem(t, prefix(t, 300), 7)
 	x, err := bp.start()
 	require.NoError(t, err)
 	_, _, err = bandedFactors(ctx, prefix(t, 300), x)
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// From 256 b rows on, a Toeplitz workload (prefix sums; momentum, whose
+// inverse has two subdiagonals) starts from the solution at half the
+// order: the result agrees with the two-phase solver from the banded
+// square root within the two certified gaps, and a workload that is not
+// Toeplitz takes the two-phase path.
+func TestOptimalBandedMultilevel(t *testing.T) {
+	// Momentum's f is rounded more coarsely: the two-phase solver too
+	// stalls near 1e-5 at R = 1100 with 4 bands.
+	momentum, err := Momentum(1100, 0.6)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		w      *Workload
+		b      int
+		tol    float64
+		levels int
+	}{{prefix(t, 1100), 4, 1e-9, 1}, {prefix(t, 1100), 2, 1e-9, 2}, {momentum, 2, 1e-4, 2}} {
+		if testing.Short() && c.levels == 2 {
+			continue
+		}
+		opt, err := Options{Tol: c.tol}.withDefaults()
+		require.NoError(t, err)
+		bp := testBandedProblem(t, c.w, c.b)
+		multi, err := bp.run(context.Background(), opt)
+		require.NoError(t, err)
+		assert.Equal(t, c.levels, multi.levels, "%s R=%d", c.w.Name(), c.w.R())
+		x0, err := bp.start()
+		require.NoError(t, err)
+		two, err := testBandedProblem(t, c.w, c.b).solve(context.Background(), x0, opt)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, multi.gap, c.tol)
+		assert.GreaterOrEqual(t, multi.f*(1+1e-15), two.f/(1+two.gap))
+		assert.GreaterOrEqual(t, two.f*(1+1e-15), multi.f/(1+multi.gap))
+	}
+	w := make([]float64, 600)
+	for i := range w {
+		w[i] = 1 + 0.5*math.Sin(float64(i))
+	}
+	weighted, err := WeightedPrefix(w)
+	require.NoError(t, err)
+	opt, err := Options{Tol: 1e-9}.withDefaults()
+	require.NoError(t, err)
+	sol, err := testBandedProblem(t, weighted, 4).run(context.Background(), opt)
+	require.NoError(t, err)
+	assert.Zero(t, sol.levels)
+	assert.LessOrEqual(t, sol.gap, 1e-9)
+}
+
+// testBandedProblem returns the banded problem of w with b bands.
+func testBandedProblem(t testing.TB, w *Workload, b int) *bandedProblem {
+	inv, ok := w.InverseBand()
+	require.True(t, ok)
+	return newBandedProblem(inv, b)
 }
