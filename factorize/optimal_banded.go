@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/internal/optim"
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -294,7 +292,7 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	wy := wx + p
 	yf, ld, pad := bp.yf, bp.ld, bp.pad
 	nl := n + 2*pad
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64((p+2)*wx), func(lo, hi int) {
 		for a := lo; a < hi; a++ {
 			xrow := xf[a*wx : a*wx+wx]
 			for d := 0; d < b && d <= a; d++ {
@@ -317,7 +315,7 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 			}
 		}
 	})
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64((p+1)*wq), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			qrow := bp.q.Data[i*wq : i*wq+wq]
 			clear(qrow)
@@ -352,7 +350,7 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// V[a][j] = sum_t Z^2[a][j-t] L[j][j-t], G[i][j] = sum_t L[i][i-t] V[i-t][j].
 	wv := b + p
 	vf, hf := bp.vf, bp.hf
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64(2*(p+1)*wv), func(lo, hi int) {
 		for a := lo; a < hi; a++ {
 			vrow, hrow := vf[a*wv:a*wv+wv], hf[a*wv:a*wv+wv]
 			clear(vrow)
@@ -370,7 +368,7 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 			}
 		}
 	})
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64(2*(p+1)*b), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
 			clear(grow)
@@ -402,46 +400,25 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 const bandRowChunk = 256
 
 // forBandRows calls f(lo, hi) for the chunks [lo, hi) of bandRowChunk rows
-// of [0, n), on up to GOMAXPROCS goroutines. Every loop that uses it
-// computes each row by the same operations whatever the chunk, and sums
-// over rows go through [sumBandRows], so that the results are the same
-// bits on any number of cores.
-func forBandRows(n int, f func(lo, hi int)) {
-	chunks := (n + bandRowChunk - 1) / bandRowChunk
-	workers := min(runtime.GOMAXPROCS(0), chunks)
-	if workers <= 1 {
-		f(0, n)
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks {
-					return
-				}
-				f(c*bandRowChunk, min(n, (c+1)*bandRowChunk))
-			}
-		}()
-	}
-	wg.Wait()
+// of [0, n), perRow the estimated cost of one row in the units of
+// [par.Grain]: on as many goroutines as that pays for ([par.Range]), at
+// most GOMAXPROCS. Every loop that uses it computes each row by the same
+// operations whatever the chunk, and sums over rows go through
+// [sumBandRows], so that the results are the same bits on any number of
+// cores.
+func forBandRows(n int, perRow float64, f func(lo, hi int)) {
+	par.Range(n, bandRowChunk, perRow, f)
 }
 
 // sumBandRows returns the k sums over the rows of [0, n) of the values
 // that f adds into out for the rows [lo, hi): f runs once per chunk of
 // [forBandRows] with out zeroed, and the chunks' sums are added in chunk
 // order, so the result does not depend on the number of cores.
-func sumBandRows(n, k int, f func(lo, hi int, out []float64)) []float64 {
+func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []float64 {
 	chunks := (n + bandRowChunk - 1) / bandRowChunk
 	part := make([]float64, chunks*k)
-	forBandRows(n, func(lo, hi int) {
-		for c := lo / bandRowChunk; c*bandRowChunk < hi; c++ {
-			f(c*bandRowChunk, min(hi, (c+1)*bandRowChunk), part[c*k:(c+1)*k])
-		}
+	par.For(chunks, float64(n)*perRow, func(c int) {
+		f(c*bandRowChunk, min(n, (c+1)*bandRowChunk), part[c*k:(c+1)*k])
 	})
 	sum := make([]float64, k)
 	for c := 0; c < chunks; c++ {
@@ -462,7 +439,7 @@ func sumBandRows(n, k int, f func(lo, hi int, out []float64)) []float64 {
 // [bandedProblem.refineLambda].
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
-	sums := sumBandRows(n, 2, func(lo, hi int, out []float64) {
+	sums := sumBandRows(n, 2, float64(2*b), func(lo, hi int, out []float64) {
 		p, r2 := 0.0, 0.0
 		for i := lo; i < hi; i++ {
 			for j := max(0, i-b+1); j < i; j++ {
@@ -522,7 +499,7 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 func (bp *bandedProblem) gershgorin(x linalg.SymBand) float64 {
 	n, b := bp.n, bp.b
 	sums := bp.pu[:n]
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64(2*b), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s := 1.0
 			for d := 1; d < b && d <= i; d++ {
@@ -550,7 +527,7 @@ func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
 	wl, wm := p+1, 2*b+p-1
 	cols, rows := bp.colSums, bp.pw
 	xd := x.Data
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64((p+2)*wm), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := bp.m[i*wm : i*wm+wm]
 			clear(row)
@@ -587,7 +564,7 @@ func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
 func (bp *bandedProblem) mColumns(dst, u []float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wm := 2*b + p - 1
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64(2*wm), func(lo, hi int) {
 		// Row i holds the columns [i-b+1, i+b+p-1] at t = j - i + b - 1;
 		// the rows that reach [lo, hi) are added in increasing order, each
 		// over a contiguous run of its entries.
@@ -635,7 +612,7 @@ func (bp *bandedProblem) refineLambda() float64 {
 	}
 	apply := func(v, w []float64) {
 		// w = |M|^T (|M| v), through u = |M| v.
-		forBandRows(n, func(r0, r1 int) {
+		forBandRows(n, float64(wm), func(r0, r1 int) {
 			for i := r0; i < r1; i++ {
 				row := bp.m[i*wm : i*wm+wm]
 				lo := i - b + 1
@@ -677,7 +654,7 @@ func (bp *bandedProblem) refineLambda() float64 {
 // left in bp.hx.
 func (bp *bandedProblem) precondition(x linalg.SymBand, g, h []float64) {
 	n, b := bp.n, bp.b
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64(2*b), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			h[i*b] = 0
 			for j := max(0, i-b+1); j < i; j++ {
@@ -801,7 +778,7 @@ func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory, dir []float64) {
 // lower-triangular C stored by columns, c[j*b+d] = C[j+d][j], and the
 // column norms into nrm. It reports false for a zero column.
 func bandedXFromC(n, b int, c []float64, x linalg.SymBand, nrm []float64) bool {
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64(b), func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			col := c[j*b : j*b+min(b, n-j)]
 			nrm[j] = math.Sqrt(dot(col, col))
@@ -813,7 +790,7 @@ func bandedXFromC(n, b int, c []float64, x linalg.SymBand, nrm []float64) bool {
 		}
 	}
 	// X[i][i-e] = sum_{r >= i} C[r][i] C[r][i-e] = sum_d C[i+d][i] C[i+d][i-e].
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64(b*b/2+b), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			ci := c[i*b : i*b+min(b, n-i)]
 			for e := 0; e < b && e <= i; e++ {
@@ -840,7 +817,7 @@ func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []f
 	// gt[j*b + i-j] = G[i][j], so that the inner products below run
 	// forwards over contiguous slices.
 	ctn := ct[n*b : 2*n*b]
-	forBandRows(n, func(lo, hi int) {
+	forBandRows(n, float64(2*b), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			for i := max(0, r-b+1); i <= r; i++ {
 				v := c[i*b+r-i] / nrm[i]
@@ -851,7 +828,7 @@ func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []f
 			}
 		}
 	})
-	forBandRows(n, func(lo, hi int) { bandedGradCCols(n, b, c, x, g, nrm, ct, gt, gc, lo, hi) })
+	forBandRows(n, float64(b*b+b), func(lo, hi int) { bandedGradCCols(n, b, c, x, g, nrm, ct, gt, gc, lo, hi) })
 }
 
 // bandedGradCCols writes the columns [lo, hi) of [bandedGradC]'s gradient.
@@ -912,20 +889,8 @@ func bandedFactors(ctx context.Context, w *Workload, x linalg.SymBand) (*mat.Den
 		}
 	}
 	// Row i costs about i b: split the rows at n / sqrt(2) for equal work.
-	workers := min(runtime.GOMAXPROCS(0), 2)
-	if workers > 1 && n >= 256 {
-		split := int(float64(n) / math.Sqrt2)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rows(split, n)
-		}()
-		rows(0, split)
-		wg.Wait()
-	} else {
-		rows(0, n)
-	}
+	split := int(float64(n) / math.Sqrt2)
+	par.Both(float64(n)*float64(n)*float64(b)/2, func() { rows(0, split) }, func() { rows(split, n) })
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}

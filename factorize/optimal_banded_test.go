@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/internal/optim"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -529,4 +530,50 @@ func testBandedProblem(t testing.TB, w *Workload, b int) *bandedProblem {
 	inv, ok := w.InverseBand()
 	require.True(t, ok)
 	return newBandedProblem(inv, b)
+}
+
+// BenchmarkBandedIterations times the work of one iteration of the X
+// phase at R = 10^4 with 64 bands, at the banded square root: an
+// evaluation, the certificate's sums, the preconditioner and the L-BFGS
+// recursion with a full memory (12 pairs). It is the per-iteration cost
+// of BenchmarkBandedMinSep in a few seconds, for comparing core counts.
+// go test -run '^$' -bench BandedIterations -cpu 1,2,8,16 ./factorize/
+func BenchmarkBandedIterations(b *testing.B) {
+	const n, bands = 10000, 64
+	w, err := Prefix(n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bp := testBandedProblem(b, w, bands)
+	x, err := bp.start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := n * bands
+	grad, g, h, dir := make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m)
+	mem := optim.NewMemory(12, true)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 12 {
+		s, y := mem.Spare(m), mem.Spare(m)
+		for i := range s {
+			s[i] = rng.NormFloat64()
+			y[i] = s[i] * (1 + rng.Float64())
+		}
+		mem.Push(s, y)
+	}
+	alpha := make([]float64, 12)
+	for b.Loop() {
+		f, ok := bp.eval(x, grad, g)
+		if !ok {
+			b.Fatal("not positive definite")
+		}
+		bp.lastLambda = 0
+		bp.gapOf(x, g, f, 0, 1e-8)
+		bp.precondition(x, g, h)
+		mem.Direction(grad, dir, alpha, func(d []float64) {
+			for i := range d {
+				d[i] *= h[i]
+			}
+		})
+	}
 }

@@ -3,8 +3,8 @@ package linalg
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // SymBand is a symmetric band matrix of order N with K off-diagonals, kept
@@ -326,7 +326,10 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	sch, dsch := work[:k*k], work[k*k:2*k*k]
 	zs, dzs, tmp := work[2*k*k:3*k*k], work[3*k*k:4*k*k], work[4*k*k:5*k*k]
 	var negT, negB int
-	both(func() { negT = ft.factor(up, m) }, func() {
+	// Both halves cost about n k^2 / 2 multiply-adds each, and their
+	// selected inversions twice that.
+	cost := float64(n) * float64(k) * float64(k)
+	par.Both(cost, func() { negT = ft.factor(up, m) }, func() {
 		// low[a][a-d] = M[i][i+d] with i = n-1-a.
 		for a := 0; a < nb; a++ {
 			i := n - 1 - a
@@ -387,7 +390,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			zb[ai*wr+k+aj-ai], z2b[ai*wr+k+aj-ai] = zs[a*k+c], dzs[a*k+c]
 		}
 	}
-	both(func() {
+	par.Both(2*cost, func() {
 		ft.selinv(zr, z2r, m-1)
 		negateRows(z2r, n, k, 0, nt, 0, nt)
 	}, func() {
@@ -407,23 +410,6 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 		}
 	})
 	return 0
-}
-
-// both runs f and g, on two goroutines where GOMAXPROCS allows.
-func both(f, g func()) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		f()
-		g()
-		return
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		g()
-	}()
-	f()
-	wg.Wait()
 }
 
 // negateRows negates the entries (i, j) of the full rows of z2r (order n,
