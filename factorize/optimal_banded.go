@@ -732,9 +732,11 @@ func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory, dir []float64) {
 		ph.bp.precondition(cur.x, cur.g, ph.h)
 	}
 	ph.calls++
-	for i := range dir {
-		dir[i] *= ph.h[i]
-	}
+	forEntries(len(dir), 3, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dir[i] *= ph.h[i]
+		}
+	})
 }
 
 // cPhase has the entries of a banded lower-triangular C as variables
@@ -769,9 +771,11 @@ func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory, dir []float64) {
 	if k := mem.Len(); k > 0 {
 		gamma = 1 / (mem.Rho[k-1] * dot(mem.Y[k-1], mem.Y[k-1]))
 	}
-	for i := range dir {
-		dir[i] *= gamma
-	}
+	forEntries(len(dir), 2, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dir[i] *= gamma
+		}
+	})
 }
 
 // bandedXFromC writes X = N^{-1} C^T C N^{-1} into x for the banded
@@ -1218,9 +1222,11 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		step := 1.0
 		accepted := false
 		for ls := 0; ls < 50; ls++ {
-			for i, v := range cur.v {
-				trial.v[i] = v - step*dir[i]
-			}
+			forEntries(m, 3, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					trial.v[i] = cur.v[i] - step*dir[i]
+				}
+			})
 			ok := ph.eval(trial)
 			st.evals++
 			if ok && trial.f <= cur.f+1e-4*step*slope {
@@ -1243,14 +1249,24 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 			return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
 		}
 		s, y := mem.Spare(m), mem.Spare(m)
-		for i := range s {
-			s[i] = trial.v[i] - cur.v[i]
-			y[i] = trial.grad[i] - cur.grad[i]
-		}
+		forEntries(m, 6, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s[i] = trial.v[i] - cur.v[i]
+				y[i] = trial.grad[i] - cur.grad[i]
+			}
+		})
 		mem.Push(s, y)
 		cur, trial = trial, cur
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
+}
+
+// forEntries calls f(lo, hi) for the chunks of [linalg.VectorChunk]
+// entries of [0, m) through [par.Range], perEntry the slices each entry
+// streams: for the element-wise updates of the L-BFGS iteration, whose
+// results do not depend on the split.
+func forEntries(m int, perEntry float64, f func(lo, hi int)) {
+	par.Range(m, linalg.VectorChunk, perEntry, f)
 }
 
 // dot returns a . b (b at least as long as a).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/internal/optim"
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -575,5 +577,30 @@ func BenchmarkBandedIterations(b *testing.B) {
 				d[i] *= h[i]
 			}
 		})
+	}
+}
+
+// The banded solver gives the same bits for GOMAXPROCS 1, 2 and 16 at a
+// size where its row loops and band kernel run on several goroutines
+// (R = 1400, 32 bands: the heavier row loops have two grains of work):
+// the chunks, not the goroutines, fix every sum.
+func TestOptimalBandedSameBitsAnyGOMAXPROCS(t *testing.T) {
+	const n, bands = 1400, 32
+	// The product X L costs 3 (2b - 1) per row (p = 1): two grains at least.
+	require.GreaterOrEqual(t, float64(3*n*(2*bands-1)), float64(2*par.Grain))
+	w := prefix(t, n)
+	run := func(procs int) *Factorization {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		f, err := OptimalBanded(context.Background(), w, bands, 0, Options{LossOnly: true, Tol: 1e-3})
+		require.NoError(t, err)
+		return f
+	}
+	one := run(1)
+	assert.LessOrEqual(t, one.Gap, 1e-3)
+	for _, procs := range []int{2, 16} {
+		f := run(procs)
+		assert.Equal(t, one.Metrics.Loss, f.Metrics.Loss, "GOMAXPROCS %d", procs)
+		assert.Equal(t, one.Gap, f.Gap, "GOMAXPROCS %d", procs)
+		assert.Equal(t, one.Iterations, f.Iterations, "GOMAXPROCS %d", procs)
 	}
 }
