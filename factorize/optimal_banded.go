@@ -70,9 +70,10 @@ const DefaultBandedTol = 1e-8
 // evaluation costs O(R (b + p)^2) time and O(R (b + p)) memory. Workloads
 // without a banded inverse are an error. The band kernel runs its two
 // halves (split at a separator of b + p rows) on two cores, and the row
-// loops of the evaluation, the certificate and the L-BFGS recursion run
-// in fixed chunks on all cores; every sum has a fixed order, so the result
-// is the same bits whatever GOMAXPROCS is.
+// loops of the evaluation, the certificate and the L-BFGS iteration run
+// in fixed chunks on as many cores as their work pays for (at most
+// GOMAXPROCS; see internal/par); every sum has a fixed order, so the
+// result is the same bits whatever GOMAXPROCS is.
 //
 // # Output
 //
