@@ -156,12 +156,12 @@ type bandedProblem struct {
 	q    linalg.SymBand // Q = L^T X L
 	work []float64
 	hx   []float64 // band of X^{-1}
-	// xf, zf, z2f, yf, vf and hf hold full rows of X, Z, Z^2, X L,
-	// Z^2 L^T and Z L^T for [bandedProblem.eval]; ld the subdiagonals of L
-	// with pad zeros on each side.
-	xf, zf, z2f, yf, vf, hf []float64
-	ld                      []float64
-	pad                     int
+	// zf, z2f, yf, vf and hf hold full rows of Z, Z^2, X L, Z^2 L^T and
+	// Z L^T for [bandedProblem.eval]; ld the subdiagonals of L with pad
+	// zeros on each side.
+	zf, z2f, yf, vf, hf []float64
+	ld                  []float64
+	pad                 int
 	// m holds |L^T X| by rows ([bandedProblem.formM]); colSums, pv, pu
 	// and pw are scratch for it and [bandedProblem.refineLambda].
 	m                   []float64
@@ -195,7 +195,6 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 		q:    linalg.NewSymBand(n, kq),
 		work: make([]float64, linalg.InverseBandSquaredRowsWork(n, kq)),
 		hx:   make([]float64, n*b),
-		xf:   make([]float64, n*(2*b-1)),
 		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
 		yf: make([]float64, n*(2*b-1+p)),
 		vf: make([]float64, n*(b+p)), hf: make([]float64, n*(b+p)),
@@ -279,11 +278,10 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	n, b, p := bp.n, bp.b, bp.p
 	kq := bp.q.K
 	wq := kq + 1
-	// Full rows of X, xf[a*wx + b-1 + c-a] = X[a][c] for |a - c| < b
-	// (entries outside the matrix stay 0), so that the products below
-	// index without branches.
+	// Full rows of X, one at a time in a scratch row of the chunk,
+	// xrow[b-1 + c-a] = X[a][c] for |a - c| < b (entries outside the
+	// matrix 0), so that the products below index without branches.
 	wx := 2*b - 1
-	xf := bp.xf
 	// Y = X L by full rows, yf[a*wy + j-(a-b+1-p)] = Y[a][j] =
 	// sum_t X[a][j+t] L[j+t][j], then Q = L^T Y:
 	// Q[i][j] = sum_t L[i+t][i] Y[i+t][j]. ld[t*(n+2*pad) + pad + c] =
@@ -294,8 +292,9 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	yf, ld, pad := bp.yf, bp.ld, bp.pad
 	nl := n + 2*pad
 	forBandRows(n, float64((p+2)*wx), func(lo, hi int) {
+		xrow := make([]float64, wx)
 		for a := lo; a < hi; a++ {
-			xrow := xf[a*wx : a*wx+wx]
+			clear(xrow)
 			for d := 0; d < b && d <= a; d++ {
 				xrow[b-1-d] = x.Data[a*b+d]
 			}
