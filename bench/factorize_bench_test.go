@@ -279,8 +279,9 @@ func BenchmarkOptimalBanded(b *testing.B) {
 // banded factor under 64-min-separation (factorize.OptimalBanded, b = 64,
 // loss only) at R = 10^4 certified to the default 1e-8 and, with
 // DPMF_LONG=1, R = 10^5 certified to 1e-6 (use -timeout 60m). Run it with
-// -cpu 1,2 for the GOMAXPROCS ratio in one run; the result is the same
-// bits for every GOMAXPROCS. Besides wall time it reports the process's
+// -cpu 1,2 for the GOMAXPROCS ratio in one run, and 8,16 on a 2-core
+// machine for oversubscription (the proxy for many cores: it must not be
+// slower than 2); the result is the same bits for every GOMAXPROCS. Besides wall time it reports the process's
 // CPU time per run (user + system, getrusage: on a shared machine the
 // wall time overstates the cost), the iterations and evaluations, the
 // certified gap relative to the target and the loss.
