@@ -592,27 +592,80 @@ func cpuTime(b *testing.B) float64 {
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)*1e-6
 }
 
-// The banded solver gives the same bits for GOMAXPROCS 1, 2 and 16 at a
+// The banded solver gives the same bits for GOMAXPROCS 1 and 16 at a
 // size where its row loops and band kernel run on several goroutines
-// (R = 1400, 32 bands: the heavier row loops have two grains of work):
+// (R = 2800, 32 bands: the heavier row loops have two grains of work):
 // the chunks, not the goroutines, fix every sum.
 func TestOptimalBandedSameBitsAnyGOMAXPROCS(t *testing.T) {
-	const n, bands = 1400, 32
+	if testing.Short() {
+		t.Skip("a whole solve at R = 2800 three times (TestBandedStepsSameBitsAnyGOMAXPROCS checks one step in -short)")
+	}
+	const n, bands = 2800, 32
 	// The product X L costs 3 (2b - 1) per row (p = 1): two grains at least.
 	require.GreaterOrEqual(t, float64(3*n*(2*bands-1)), float64(2*par.Grain))
 	w := prefix(t, n)
 	run := func(procs int) *Factorization {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		f, err := OptimalBanded(context.Background(), w, bands, 0, Options{LossOnly: true, Tol: 1e-3})
+		f, err := OptimalBanded(context.Background(), w, bands, 0, Options{LossOnly: true, Tol: 1e-2})
 		require.NoError(t, err)
 		return f
 	}
 	one := run(1)
-	assert.LessOrEqual(t, one.Gap, 1e-3)
-	for _, procs := range []int{2, 16} {
+	assert.LessOrEqual(t, one.Gap, 1e-2)
+	for _, procs := range []int{16} {
 		f := run(procs)
 		assert.Equal(t, one.Metrics.Loss, f.Metrics.Loss, "GOMAXPROCS %d", procs)
 		assert.Equal(t, one.Gap, f.Gap, "GOMAXPROCS %d", procs)
 		assert.Equal(t, one.Iterations, f.Iterations, "GOMAXPROCS %d", procs)
+	}
+}
+
+// One step of each phase of the banded solver (X from C, the evaluation,
+// the gradient in C, the certificate's sums with |M| and the power steps,
+// the preconditioner, the L-BFGS direction) gives the same bits for
+// GOMAXPROCS 1, 2 and 16, at R = 2800 with 32 bands, where the heavier
+// loops run on several goroutines.
+func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
+	const n, bands = 2800, 32
+	require.GreaterOrEqual(t, float64(3*n*(2*bands-1)), float64(2*par.Grain))
+	w := prefix(t, n)
+	x0, err := testBandedProblem(t, w, bands).start()
+	require.NoError(t, err)
+	c, ok := bandedCholesky(x0)
+	require.True(t, ok)
+	m := n * bands
+	step := func(procs int) [][]float64 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		bp := testBandedProblem(t, w, bands)
+		ph := &cPhase{bp: bp, nrm: make([]float64, n), ct: make([]float64, 2*m), gt: make([]float64, m), gradX: make([]float64, m), firstLen: 1e-2}
+		pt := &bandedPoint{v: append([]float64(nil), c...), grad: make([]float64, m), g: make([]float64, m), x: linalg.NewSymBand(n, bands-1)}
+		require.True(t, ph.eval(pt))
+		gap := bp.gapOf(pt.x, pt.g, pt.f, 0, 1e-8)
+		m1, mi := bp.formM(pt.x)
+		lambda := bp.refineLambda()
+		h := make([]float64, m)
+		bp.precondition(pt.x, pt.g, h)
+		mem := optim.NewMemory(3, true)
+		rng := rand.New(rand.NewPCG(7, 8))
+		for range 3 {
+			s, y := mem.Spare(m), mem.Spare(m)
+			for i := range s {
+				s[i] = rng.NormFloat64()
+				y[i] = s[i] * (1 + rng.Float64())
+			}
+			mem.Push(s, y)
+		}
+		dir := make([]float64, m)
+		mem.Direction(pt.grad, dir, make([]float64, 3), func(d []float64) {
+			for i := range d {
+				d[i] *= h[i]
+			}
+		})
+		return [][]float64{{pt.f, gap, m1, mi, lambda, bp.gershgorin(pt.x)}, pt.x.Data, pt.grad, pt.g, bp.hx, h, dir}
+	}
+	one := step(1)
+	assert.Positive(t, one[0][4], "lambda_min(G) bound")
+	for _, procs := range []int{2, 16} {
+		assert.Equal(t, one, step(procs), "GOMAXPROCS %d", procs)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // GOMAXPROCS 1, 2 and 16, and the diagonal of Z M, which needs only the
 // band of Z, is 1 to rounding.
 func TestSymBandInverseSquaredCores(t *testing.T) {
-	const n, k = 3000, 10
+	const n, k = 3000, 14
 	require.GreaterOrEqual(t, float64(n*k*k), float64(2*par.Grain), "the halves must be worth two goroutines")
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := NewSymBand(n, k)

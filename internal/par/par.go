@@ -17,10 +17,13 @@ import (
 
 // Grain is the least work, in units of about one multiply-add over data
 // in cache (or one entry streamed from memory), that justifies one more
-// goroutine: about 100 us on the machines dpmf is measured on (the banded
-// solver's row loops run at about 1.5 units per ns on one core; waking a
-// parked thread costs 5 to 50 us).
-const Grain = 1 << 17
+// goroutine. Measured on the 2-core development machine (CPU profiles of
+// the banded solver at R = 10^4 with 64 bands), its row loops take 1 to
+// 3 ns per unit and the assembly inner products of long vectors 0.3 to
+// 0.8 ns (they are bound by memory), so a grain is 250 to 800 us of a
+// row loop and 80 to 200 us of a vector loop; waking a parked thread
+// costs 5 to 50 us.
+const Grain = 1 << 18
 
 // Workers returns the number of goroutines, the caller's included, that
 // [For] uses for chunks tasks of work units in all: min(GOMAXPROCS,
