@@ -293,8 +293,9 @@ func splitBand(n, k int) bool { return k > 0 && n >= 8*(k+1) }
 // lower rows B next (from the bottom; T and B do not couple) and S last,
 // the LDL^T factorizations of T and of B and, after the K x K Schur
 // complement of S is inverted densely, the selected inversions of T and of
-// B are independent, and run on two cores where two are available. The
-// arithmetic depends only on N and K, not on the number of cores.
+// B are independent, and run on two cores where two are available and the
+// work (N K^2) is at least two grains of internal/par. The arithmetic
+// depends only on N and K, not on the number of cores.
 func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	n, k := s.N, s.K
 	w, wr := k+1, 2*k+1
