@@ -27,11 +27,15 @@ const Grain = 1 << 18
 
 // Workers returns the number of goroutines, the caller's included, that
 // [For] uses for chunks tasks of work units in all: min(GOMAXPROCS,
-// chunks, work / Grain), and at least 1.
+// chunks, work / Grain), and at least 1 (1 for work that is NaN).
 func Workers(chunks int, work float64) int {
 	w := min(runtime.GOMAXPROCS(0), chunks)
-	if g := work / Grain; g < float64(w) {
-		w = int(g)
+	if !(work >= float64(w)*Grain) {
+		// Less work than w grains (or NaN): one goroutine per grain.
+		w = 0
+		if work > 0 {
+			w = int(work / Grain)
+		}
 	}
 	return max(w, 1)
 }

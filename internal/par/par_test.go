@@ -1,6 +1,7 @@
 package par
 
 import (
+	"math"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,9 @@ func TestWorkers(t *testing.T) {
 			{40, 5.5 * Grain, min(procs, 5)},
 			{40, 1e12, min(procs, 40)},
 			{3, 1e12, min(procs, 3)},
+			{40, -1, 1},
+			{40, math.NaN(), 1},
+			{40, math.Inf(1), min(procs, 40)},
 		}
 		for _, c := range cases {
 			assert.Equal(t, c.want, Workers(c.chunks, c.work), "GOMAXPROCS %d, %d chunks, work %g", procs, c.chunks, c.work)
