@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/internal/optim"
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -55,8 +54,12 @@ const DefaultBandedTol = 1e-8
 // diagonal, and stops when the gap, plus rounding terms for f and G
 // (a-priori estimates, raised to the scatter measured near the iterate), is
 // at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap stops
-// shrinking ends with a [*NotConvergedError] that reports the stall. See
-// docs/solver.md.
+// shrinking ends with a [*NotConvergedError] that reports the stall. For
+// a Toeplitz workload (prefix sums, momentum) with R >= 256 b the first
+// phase is replaced by a multilevel start: the same problem at order R/2
+// is solved to a gap of 1e-2 (recursively), its factor stretched to order
+// R ([stretchBands]), and the second phase runs from there; Iterations and
+// Evaluations count every level. See docs/solver.md.
 //
 // # Structure
 //
@@ -65,7 +68,12 @@ const DefaultBandedTol = 1e-8
 // L Q^{-2} L^T, with the band of Q^{-2} the shift derivative of the band
 // selected inversion ([linalg.SymBand.InverseBandSquaredRows]): every
 // evaluation costs O(R (b + p)^2) time and O(R (b + p)) memory. Workloads
-// without a banded inverse are an error.
+// without a banded inverse are an error. The band kernel runs its two
+// halves (split at a separator of b + p rows) on two cores, and the row
+// loops of the evaluation, the certificate and the L-BFGS iteration run
+// in fixed chunks on as many cores as their work pays for (at most
+// GOMAXPROCS; see internal/par); every sum has a fixed order, so the
+// result is the same bits whatever GOMAXPROCS is.
 //
 // # Output
 //
@@ -102,12 +110,8 @@ func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Fa
 		return nil, fmt.Errorf("factorize: optimal banded factorization needs a workload with a banded inverse (prefix, weighted, momentum), not %q", w.Name())
 	}
 	b = min(b, n)
-	bp := newBandedProblem(w, b)
-	x0, err := bp.start()
-	if err != nil {
-		return nil, err
-	}
-	sol, err := bp.solve(ctx, x0, opt)
+	inv, _ := w.InverseBand()
+	sol, err := newBandedProblem(inv, b).run(ctx, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +156,12 @@ type bandedProblem struct {
 	q    linalg.SymBand // Q = L^T X L
 	work []float64
 	hx   []float64 // band of X^{-1}
-	// xf, zf, z2f, yf, vf and hf hold full rows of X, Z, Z^2, X L,
-	// Z^2 L^T and Z L^T for [bandedProblem.eval]; ld the subdiagonals of L
-	// with pad zeros on each side.
-	xf, zf, z2f, yf, vf, hf []float64
-	ld                      []float64
-	pad                     int
+	// zf, z2f, yf, vf and hf hold full rows of Z, Z^2, X L, Z^2 L^T and
+	// Z L^T for [bandedProblem.eval]; ld the subdiagonals of L with pad
+	// zeros on each side.
+	zf, z2f, yf, vf, hf []float64
+	ld                  []float64
+	pad                 int
 	// m holds |L^T X| by rows ([bandedProblem.formM]); colSums, pv, pu
 	// and pw are scratch for it and [bandedProblem.refineLambda].
 	m                   []float64
@@ -168,8 +172,7 @@ type bandedProblem struct {
 	lastLambda float64
 }
 
-func newBandedProblem(w *Workload, b int) *bandedProblem {
-	inv, _ := w.InverseBand()
+func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 	n, p, _ := inv.TriBand()
 	kq := b - 1 + p
 	lb := make([]float64, n*(p+1))
@@ -192,7 +195,6 @@ func newBandedProblem(w *Workload, b int) *bandedProblem {
 		q:    linalg.NewSymBand(n, kq),
 		work: make([]float64, linalg.InverseBandSquaredRowsWork(n, kq)),
 		hx:   make([]float64, n*b),
-		xf:   make([]float64, n*(2*b-1)),
 		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
 		yf: make([]float64, n*(2*b-1+p)),
 		vf: make([]float64, n*(b+p)), hf: make([]float64, n*(b+p)),
@@ -200,6 +202,24 @@ func newBandedProblem(w *Workload, b int) *bandedProblem {
 		m:       make([]float64, n*(2*b+p-1)),
 		colSums: make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
 	}
+}
+
+// toeplitzColumn returns the first column of A^{-1} (its first p+1
+// entries, the rest zero) and whether A^{-1}, and so A, is Toeplitz.
+func (bp *bandedProblem) toeplitzColumn() ([]float64, bool) {
+	n := bp.n
+	col := make([]float64, n)
+	for i := 0; i <= bp.p && i < n; i++ {
+		col[i] = bp.inv.At(i, 0)
+	}
+	for i := 1; i < n; i++ {
+		for j := 1; j <= i && j <= bp.p; j++ {
+			if bp.inv.At(i, i-j) != col[j] || bp.inv.At(i, i) != col[0] {
+				return nil, false
+			}
+		}
+	}
+	return col, true
 }
 
 // start returns the banded square root of the workload's Toeplitz part
@@ -216,16 +236,9 @@ func (bp *bandedProblem) start() (linalg.SymBand, error) {
 	}
 	// Toeplitz: A^{-1}'s first column defines the series; take the square
 	// root coefficients of A from the inverse series.
-	col := make([]float64, n)
-	for i := 0; i <= bp.p && i < n; i++ {
-		col[i] = bp.inv.At(i, 0)
-	}
-	for i := 1; i < n; i++ {
-		for j := 1; j <= i && j <= bp.p; j++ {
-			if bp.inv.At(i, i-j) != col[j] || bp.inv.At(i, i) != col[0] {
-				return x, nil
-			}
-		}
+	col, ok := bp.toeplitzColumn()
+	if !ok {
+		return x, nil
 	}
 	a := linalg.SeriesInverse(col[:bp.p+1], n)
 	tw := toeplitzWorkload{a: a}
@@ -265,56 +278,60 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	n, b, p := bp.n, bp.b, bp.p
 	kq := bp.q.K
 	wq := kq + 1
-	// Full rows of X, xf[a*wx + b-1 + c-a] = X[a][c] for |a - c| < b
-	// (entries outside the matrix stay 0), so that the products below
-	// index without branches.
+	// Full rows of X, one at a time in a scratch row of the chunk,
+	// xrow[b-1 + c-a] = X[a][c] for |a - c| < b (entries outside the
+	// matrix 0), so that the products below index without branches.
 	wx := 2*b - 1
-	xf := bp.xf
-	for a := 0; a < n; a++ {
-		row := x.Data[a*b : a*b+b]
-		for d := 0; d < b && d <= a; d++ {
-			xf[a*wx+b-1-d] = row[d]
-			xf[(a-d)*wx+b-1+d] = row[d]
-		}
-	}
 	// Y = X L by full rows, yf[a*wy + j-(a-b+1-p)] = Y[a][j] =
 	// sum_t X[a][j+t] L[j+t][j], then Q = L^T Y:
 	// Q[i][j] = sum_t L[i+t][i] Y[i+t][j]. ld[t*(n+2*pad) + pad + c] =
 	// L[c][c-t], zero outside the matrix, so that every loop is over
-	// contiguous slices without branches.
+	// contiguous slices without branches. Every row is computed on its
+	// own, by the same operations whatever the split into chunks.
 	wy := wx + p
 	yf, ld, pad := bp.yf, bp.ld, bp.pad
 	nl := n + 2*pad
-	for a := 0; a < n; a++ {
-		yrow := yf[a*wy : a*wy+wy]
-		clear(yrow)
-		xrow := xf[a*wx : a*wx+wx]
-		j0 := a - b + 1 - p
-		for t := 0; t <= p; t++ {
-			// u in [p-t, p-t+wx): j = j0 + u, c = j + t, X[a][c] = xrow[u-p+t].
-			lt := ld[t*nl+pad+j0+t : t*nl+pad+j0+t+wy]
-			ys := yrow[p-t : p-t+wx]
-			lts := lt[p-t : p-t+wx]
-			for u, xv := range xrow {
-				ys[u] += xv * lts[u]
+	forBandRows(n, float64((p+2)*wx), func(lo, hi int) {
+		xrow := make([]float64, wx)
+		for a := lo; a < hi; a++ {
+			clear(xrow)
+			for d := 0; d < b && d <= a; d++ {
+				xrow[b-1-d] = x.Data[a*b+d]
+			}
+			for d := 1; d < b && a+d < n; d++ {
+				xrow[b-1+d] = x.Data[(a+d)*b+d]
+			}
+			yrow := yf[a*wy : a*wy+wy]
+			clear(yrow)
+			j0 := a - b + 1 - p
+			for t := 0; t <= p; t++ {
+				// u in [p-t, p-t+wx): j = j0 + u, c = j + t, X[a][c] = xrow[u-p+t].
+				lt := ld[t*nl+pad+j0+t : t*nl+pad+j0+t+wy]
+				ys := yrow[p-t : p-t+wx]
+				lts := lt[p-t : p-t+wx]
+				for u, xv := range xrow {
+					ys[u] += xv * lts[u]
+				}
 			}
 		}
-	}
-	for i := 0; i < n; i++ {
-		qrow := bp.q.Data[i*wq : i*wq+wq]
-		clear(qrow)
-		for t := 0; t <= p && i+t < n; t++ {
-			lit := ld[t*nl+pad+i+t]
-			r := i + t
-			// j in [max(i-kq, r-b+1-p, 0), i]; Y[r][j] = yf[r*wy + j-(r-b+1-p)],
-			// Q[i][j] = qrow[i-j].
-			jlo := max(i-kq, r-b+1-p, 0)
-			yr := yf[r*wy+jlo-(r-b+1-p) : r*wy+i-(r-b+1-p)+1]
-			for u, yv := range yr {
-				qrow[i-jlo-u] += lit * yv
+	})
+	forBandRows(n, float64((p+1)*wq), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			qrow := bp.q.Data[i*wq : i*wq+wq]
+			clear(qrow)
+			for t := 0; t <= p && i+t < n; t++ {
+				lit := ld[t*nl+pad+i+t]
+				r := i + t
+				// j in [max(i-kq, r-b+1-p, 0), i]; Y[r][j] = yf[r*wy + j-(r-b+1-p)],
+				// Q[i][j] = qrow[i-j].
+				jlo := max(i-kq, r-b+1-p, 0)
+				yr := yf[r*wy+jlo-(r-b+1-p) : r*wy+i-(r-b+1-p)+1]
+				for u, yv := range yr {
+					qrow[i-jlo-u] += lit * yv
+				}
 			}
 		}
-	}
+	})
 	// Full rows of Z = Q^{-1} and Z^2 within kq.
 	wz := 2*kq + 1
 	zf, z2f := bp.zf, bp.z2f
@@ -333,45 +350,83 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// V[a][j] = sum_t Z^2[a][j-t] L[j][j-t], G[i][j] = sum_t L[i][i-t] V[i-t][j].
 	wv := b + p
 	vf, hf := bp.vf, bp.hf
-	for a := 0; a < n; a++ {
-		vrow, hrow := vf[a*wv:a*wv+wv], hf[a*wv:a*wv+wv]
-		clear(vrow)
-		clear(hrow)
-		j0 := a - b + 1
-		for t := 0; t <= p; t++ {
-			// Z[a][j-t] = zf[a*wz + kq + j-t-a], j - t - a = u - b + 1 - t.
-			off := a*wz + kq - b + 1 - t
-			z2s, zs := z2f[off:off+wv], zf[off:off+wv]
-			lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
-			for u, lv := range lt {
-				vrow[u] += z2s[u] * lv
-				hrow[u] += zs[u] * lv
+	forBandRows(n, float64(2*(p+1)*wv), func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			vrow, hrow := vf[a*wv:a*wv+wv], hf[a*wv:a*wv+wv]
+			clear(vrow)
+			clear(hrow)
+			j0 := a - b + 1
+			for t := 0; t <= p; t++ {
+				// Z[a][j-t] = zf[a*wz + kq + j-t-a], j - t - a = u - b + 1 - t.
+				off := a*wz + kq - b + 1 - t
+				z2s, zs := z2f[off:off+wv], zf[off:off+wv]
+				lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
+				for u, lv := range lt {
+					vrow[u] += z2s[u] * lv
+					hrow[u] += zs[u] * lv
+				}
 			}
 		}
-	}
-	for i := 0; i < n; i++ {
-		grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
-		clear(grow)
-		clear(hxrow)
-		for t := 0; t <= p && t <= i; t++ {
-			lit := ld[t*nl+pad+i]
-			r := i - t
-			// j in [max(0, i-b+1), i]; V[r][j] = vf[r*wv + j-(r-b+1)], G[i][j] = grow[i-j].
-			jlo := max(0, i-b+1)
-			vr := vf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
-			hr := hf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
-			for u := range vr {
-				grow[i-jlo-u] += lit * vr[u]
-				hxrow[i-jlo-u] += lit * hr[u]
+	})
+	forBandRows(n, float64(2*(p+1)*b), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
+			clear(grow)
+			clear(hxrow)
+			for t := 0; t <= p && t <= i; t++ {
+				lit := ld[t*nl+pad+i]
+				r := i - t
+				// j in [max(0, i-b+1), i]; V[r][j] = vf[r*wv + j-(r-b+1)], G[i][j] = grow[i-j].
+				jlo := max(0, i-b+1)
+				vr := vf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
+				hr := hf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
+				for u := range vr {
+					grow[i-jlo-u] += lit * vr[u]
+					hxrow[i-jlo-u] += lit * hr[u]
+				}
+			}
+			gr := grad[i*b : i*b+b]
+			gr[0] = 0
+			for d := 1; d < b; d++ {
+				gr[d] = -2 * grow[d]
 			}
 		}
-		gr := grad[i*b : i*b+b]
-		gr[0] = 0
-		for d := 1; d < b; d++ {
-			gr[d] = -2 * grow[d]
-		}
-	}
+	})
 	return f, true
+}
+
+// bandRowChunk is the number of rows in one chunk of the banded solver's
+// row loops ([forBandRows]).
+const bandRowChunk = 256
+
+// forBandRows calls f(lo, hi) for the chunks [lo, hi) of bandRowChunk rows
+// of [0, n), perRow the estimated cost of one row in the units of
+// [par.Grain]: on as many goroutines as that pays for ([par.Range]), at
+// most GOMAXPROCS. Every loop that uses it computes each row by the same
+// operations whatever the chunk, and sums over rows go through
+// [sumBandRows], so that the results are the same bits on any number of
+// cores.
+func forBandRows(n int, perRow float64, f func(lo, hi int)) {
+	par.Range(n, bandRowChunk, perRow, f)
+}
+
+// sumBandRows returns the k sums over the rows of [0, n) of the values
+// that f adds into out for the rows [lo, hi): f runs once per chunk of
+// [forBandRows] with out zeroed, and the chunks' sums are added in chunk
+// order, so the result does not depend on the number of cores.
+func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []float64 {
+	chunks := (n + bandRowChunk - 1) / bandRowChunk
+	part := make([]float64, chunks*k)
+	par.For(chunks, float64(n)*perRow, func(c int) {
+		f(c*bandRowChunk, min(n, (c+1)*bandRowChunk), part[c*k:(c+1)*k])
+	})
+	sum := make([]float64, k)
+	for c := 0; c < chunks; c++ {
+		for t := range sum {
+			sum[t] += part[c*k+t]
+		}
+	}
+	return sum
 }
 
 // gapOf returns the certified relative gap of X, the smaller of the
@@ -384,15 +439,20 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 // [bandedProblem.refineLambda].
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
-	p, r2, cnt := 0.0, 0.0, 0
-	for i := 0; i < n; i++ {
-		for j := max(0, i-b+1); j < i; j++ {
-			gij := g[i*b+i-j]
-			p += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
-			r2 += 2 * gij * gij
-			cnt += 2
+	sums := sumBandRows(n, 2, float64(2*b), func(lo, hi int, out []float64) {
+		p, r2 := 0.0, 0.0
+		for i := lo; i < hi; i++ {
+			for j := max(0, i-b+1); j < i; j++ {
+				gij := g[i*b+i-j]
+				p += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
+				r2 += 2 * gij * gij
+			}
 		}
-	}
+		out[0], out[1] = p, r2
+	})
+	p, r2 := sums[0], sums[1]
+	// The off-diagonal band entries, both triangles.
+	cnt := 2 * (n*(b-1) - b*(b-1)/2)
 	lin := (p + 2*math.Sqrt(float64(cnt))*gErr) / f
 	if b == 1 {
 		return lin
@@ -439,15 +499,18 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 func (bp *bandedProblem) gershgorin(x linalg.SymBand) float64 {
 	n, b := bp.n, bp.b
 	sums := bp.pu[:n]
-	clear(sums)
-	for i := 0; i < n; i++ {
-		sums[i] += 1
-		for d := 1; d < b && d <= i; d++ {
-			v := math.Abs(x.Data[i*b+d])
-			sums[i] += v
-			sums[i-d] += v
+	forBandRows(n, float64(2*b), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := 1.0
+			for d := 1; d < b && d <= i; d++ {
+				s += math.Abs(x.Data[i*b+d])
+			}
+			for d := 1; d < b && i+d < n; d++ {
+				s += math.Abs(x.Data[(i+d)*b+d])
+			}
+			sums[i] = s
 		}
-	}
+	})
 	top := 0.0
 	for _, v := range sums {
 		top = math.Max(top, v)
@@ -462,37 +525,70 @@ func (bp *bandedProblem) gershgorin(x linalg.SymBand) float64 {
 func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wl, wm := p+1, 2*b+p-1
-	cols := bp.colSums
-	clear(cols)
+	cols, rows := bp.colSums, bp.pw
 	xd := x.Data
-	for i := 0; i < n; i++ {
-		row := bp.m[i*wm : i*wm+wm]
-		clear(row)
-		for a := i; a <= min(n-1, i+p); a++ {
-			lai := bp.lb[a*wl+a-i]
-			// X[a][j] for j in [a-b+1, a+b-1]; column j is row[j-(i-b+1)].
-			for j := max(0, a-b+1); j <= a; j++ {
-				row[j-i+b-1] += lai * xd[a*b+a-j]
+	forBandRows(n, float64((p+2)*wm), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := bp.m[i*wm : i*wm+wm]
+			clear(row)
+			for a := i; a <= min(n-1, i+p); a++ {
+				lai := bp.lb[a*wl+a-i]
+				// X[a][j] for j in [a-b+1, a+b-1]; column j is row[j-(i-b+1)].
+				for j := max(0, a-b+1); j <= a; j++ {
+					row[j-i+b-1] += lai * xd[a*b+a-j]
+				}
+				for j := a + 1; j <= min(n-1, a+b-1); j++ {
+					row[j-i+b-1] += lai * xd[j*b+j-a]
+				}
 			}
-			for j := a + 1; j <= min(n-1, a+b-1); j++ {
-				row[j-i+b-1] += lai * xd[j*b+j-a]
+			rs := 0.0
+			for t, v := range row {
+				v = math.Abs(v)
+				row[t] = v
+				rs += v
 			}
+			rows[i] = rs
 		}
-		rs := 0.0
-		for t, v := range row {
-			v = math.Abs(v)
-			row[t] = v
-			rs += v
-			if j := i - b + 1 + t; j >= 0 && j < n {
-				cols[j] += v
-			}
-		}
-		mi = math.Max(mi, rs)
-	}
-	for _, c := range cols {
-		m1 = math.Max(m1, c)
+	})
+	bp.mColumns(cols, nil)
+	for i := range n {
+		mi = math.Max(mi, rows[i])
+		m1 = math.Max(m1, cols[i])
 	}
 	return m1, mi
+}
+
+// mColumns writes into dst the sums of the columns of the |M| in bp.m
+// (see [bandedProblem.formM]), each weighted by u (1 where u is nil):
+// dst[j] = sum_i |M|[i][j] u[i], the rows in increasing order.
+func (bp *bandedProblem) mColumns(dst, u []float64) {
+	n, b, p := bp.n, bp.b, bp.p
+	wm := 2*b + p - 1
+	forBandRows(n, float64(2*wm), func(lo, hi int) {
+		// Row i holds the columns [i-b+1, i+b+p-1] at t = j - i + b - 1;
+		// the rows that reach [lo, hi) are added in increasing order, each
+		// over a contiguous run of its entries.
+		out := dst[lo:hi]
+		clear(out)
+		for i := max(0, lo-b-p+1); i <= min(n-1, hi+b-2); i++ {
+			j0, j1 := max(lo, i-b+1), min(hi, i+b+p)
+			if j0 >= j1 {
+				continue
+			}
+			row := bp.m[i*wm+j0-i+b-1 : i*wm+j1-i+b-1]
+			o := out[j0-lo : j1-lo]
+			if u == nil {
+				for t, mv := range row {
+					o[t] += mv
+				}
+				continue
+			}
+			ui := u[i]
+			for t, mv := range row {
+				o[t] += mv * ui
+			}
+		}
+	})
 }
 
 // refineLambda returns a sharper lower bound on lambda_min(G) from the |M|
@@ -516,27 +612,20 @@ func (bp *bandedProblem) refineLambda() float64 {
 	}
 	apply := func(v, w []float64) {
 		// w = |M|^T (|M| v), through u = |M| v.
-		clear(w)
-		for i := 0; i < n; i++ {
-			row := bp.m[i*wm : i*wm+wm]
-			lo := i - b + 1
-			s := 0.0
-			for t, mv := range row {
-				if j := lo + t; j >= 0 && j < n {
-					s += mv * v[j]
+		forBandRows(n, float64(wm), func(r0, r1 int) {
+			for i := r0; i < r1; i++ {
+				row := bp.m[i*wm : i*wm+wm]
+				lo := i - b + 1
+				s := 0.0
+				for t, mv := range row {
+					if j := lo + t; j >= 0 && j < n {
+						s += mv * v[j]
+					}
 				}
+				u[i] = s
 			}
-			u[i] = s
-		}
-		for i := 0; i < n; i++ {
-			row := bp.m[i*wm : i*wm+wm]
-			lo := i - b + 1
-			for t, mv := range row {
-				if j := lo + t; j >= 0 && j < n {
-					w[j] += mv * u[i]
-				}
-			}
-		}
+		})
+		bp.mColumns(w, u)
 	}
 	for it := 0; it < steps; it++ {
 		apply(v, w)
@@ -565,17 +654,19 @@ func (bp *bandedProblem) refineLambda() float64 {
 // left in bp.hx.
 func (bp *bandedProblem) precondition(x linalg.SymBand, g, h []float64) {
 	n, b := bp.n, bp.b
-	for i := 0; i < n; i++ {
-		h[i*b] = 0
-		for j := max(0, i-b+1); j < i; j++ {
-			d := 2 * (bp.hx[j*b]*g[i*b] + bp.hx[i*b]*g[j*b] + 2*bp.hx[i*b+i-j]*g[i*b+i-j])
-			if d > 0 {
-				h[i*b+i-j] = 1 / d
-			} else {
-				h[i*b+i-j] = 0
+	forBandRows(n, float64(2*b), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			h[i*b] = 0
+			for j := max(0, i-b+1); j < i; j++ {
+				d := 2 * (bp.hx[j*b]*g[i*b] + bp.hx[i*b]*g[j*b] + 2*bp.hx[i*b+i-j]*g[i*b+i-j])
+				if d > 0 {
+					h[i*b+i-j] = 1 / d
+				} else {
+					h[i*b+i-j] = 0
+				}
 			}
 		}
-	}
+	})
 }
 
 // bandedSolution is the result of [bandedProblem.solve].
@@ -583,6 +674,9 @@ type bandedSolution struct {
 	x           linalg.SymBand
 	f, gap      float64
 	iter, evals int
+	// levels is the number of coarse levels that [bandedProblem.run]
+	// solved first.
+	levels int
 }
 
 // bandedSwitchGap is the certified gap at which [bandedProblem.solve]
@@ -638,9 +732,11 @@ func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory, dir []float64) {
 		ph.bp.precondition(cur.x, cur.g, ph.h)
 	}
 	ph.calls++
-	for i := range dir {
-		dir[i] *= ph.h[i]
-	}
+	forEntries(len(dir), 3, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dir[i] *= ph.h[i]
+		}
+	})
 }
 
 // cPhase has the entries of a banded lower-triangular C as variables
@@ -675,31 +771,39 @@ func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory, dir []float64) {
 	if k := mem.Len(); k > 0 {
 		gamma = 1 / (mem.Rho[k-1] * dot(mem.Y[k-1], mem.Y[k-1]))
 	}
-	for i := range dir {
-		dir[i] *= gamma
-	}
+	forEntries(len(dir), 2, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dir[i] *= gamma
+		}
+	})
 }
 
 // bandedXFromC writes X = N^{-1} C^T C N^{-1} into x for the banded
 // lower-triangular C stored by columns, c[j*b+d] = C[j+d][j], and the
 // column norms into nrm. It reports false for a zero column.
 func bandedXFromC(n, b int, c []float64, x linalg.SymBand, nrm []float64) bool {
+	forBandRows(n, float64(b), func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			col := c[j*b : j*b+min(b, n-j)]
+			nrm[j] = math.Sqrt(dot(col, col))
+		}
+	})
 	for j := 0; j < n; j++ {
-		col := c[j*b : j*b+min(b, n-j)]
-		nrm[j] = math.Sqrt(dot(col, col))
 		if !(nrm[j] > 0) || math.IsInf(nrm[j], 0) {
 			return false
 		}
 	}
 	// X[i][i-e] = sum_{r >= i} C[r][i] C[r][i-e] = sum_d C[i+d][i] C[i+d][i-e].
-	for i := 0; i < n; i++ {
-		ci := c[i*b : i*b+min(b, n-i)]
-		for e := 0; e < b && e <= i; e++ {
-			j := i - e
-			cj := c[j*b+e : j*b+min(b, n-j)]
-			x.Data[i*b+e] = dot(ci[:len(cj)], cj) / (nrm[i] * nrm[j])
+	forBandRows(n, float64(b*b/2+b), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ci := c[i*b : i*b+min(b, n-i)]
+			for e := 0; e < b && e <= i; e++ {
+				j := i - e
+				cj := c[j*b+e : j*b+min(b, n-j)]
+				x.Data[i*b+e] = dot(ci[:len(cj)], cj) / (nrm[i] * nrm[j])
+			}
 		}
-	}
+	})
 	return true
 }
 
@@ -717,14 +821,24 @@ func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []f
 	// gt[j*b + i-j] = G[i][j], so that the inner products below run
 	// forwards over contiguous slices.
 	ctn := ct[n*b : 2*n*b]
-	for i := 0; i < n; i++ {
-		for r := i; r < min(n, i+b); r++ {
-			v := c[i*b+r-i] / nrm[i]
-			ct[r*b+r-i], ctn[r*b+b-1-(r-i)] = v, v
-			gt[i*b+r-i] = g[r*b+r-i]
+	forBandRows(n, float64(2*b), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			for i := max(0, r-b+1); i <= r; i++ {
+				v := c[i*b+r-i] / nrm[i]
+				ct[r*b+r-i], ctn[r*b+b-1-(r-i)] = v, v
+			}
+			for i := r; i < min(n, r+b); i++ {
+				gt[r*b+i-r] = g[i*b+i-r]
+			}
 		}
-	}
-	for j := 0; j < n; j++ {
+	})
+	forBandRows(n, float64(b*b+b), func(lo, hi int) { bandedGradCCols(n, b, c, x, g, nrm, ct, gt, gc, lo, hi) })
+}
+
+// bandedGradCCols writes the columns [lo, hi) of [bandedGradC]'s gradient.
+func bandedGradCCols(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []float64, lo, hi int) {
+	ctn := ct[n*b : 2*n*b]
+	for j := lo; j < hi; j++ {
 		// (G X)_jj over the band, both sides of the diagonal.
 		gxj := 0.0
 		for i := max(0, j-b+1); i <= j; i++ {
@@ -779,20 +893,8 @@ func bandedFactors(ctx context.Context, w *Workload, x linalg.SymBand) (*mat.Den
 		}
 	}
 	// Row i costs about i b: split the rows at n / sqrt(2) for equal work.
-	workers := min(runtime.GOMAXPROCS(0), 2)
-	if workers > 1 && n >= 256 {
-		split := int(float64(n) / math.Sqrt2)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rows(split, n)
-		}()
-		rows(0, split)
-		wg.Wait()
-	} else {
-		rows(0, n)
-	}
+	split := int(float64(n) / math.Sqrt2)
+	par.Both(float64(n)*float64(n)*float64(b)/2, func() { rows(0, split) }, func() { rows(split, n) })
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -848,7 +950,7 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	// Rounding in f: the band kernels work on formed entries (as the
 	// momentum path of Optimal does); from the second phase on, at least
 	// the measured scatter of f (see [bandedProblem.scatter]).
-	rnd := bandedRounding{f: (2*math.Sqrt(float64(n))*float64(bp.q.K+1) + 16) * 0x1p-53}
+	rnd := bp.aPriori()
 	st := &bandedSolution{}
 	x := x0
 	if b > 1 && opt.Tol < bandedSwitchGap {
@@ -865,6 +967,17 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 			}
 			x = res.x
 		}
+	}
+	return bp.finish(ctx, x, opt, st, rnd)
+}
+
+// finish runs the second phase of [bandedProblem.solve], L-BFGS in the
+// entries of X from x, after measuring the scatter of f and G at x.
+func (bp *bandedProblem) finish(ctx context.Context, x linalg.SymBand, opt Options, st *bandedSolution, rnd bandedRounding) (*bandedSolution, error) {
+	n, b := bp.n, bp.b
+	m := n * b
+	newPoint := func() *bandedPoint {
+		return &bandedPoint{v: make([]float64, m), grad: make([]float64, m), g: make([]float64, m), x: linalg.NewSymBand(n, b-1)}
 	}
 	if b > 1 {
 		sc, ok := bp.scatter(x)
@@ -884,6 +997,118 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	}
 	st.x, st.f = res.x, res.f
 	return st, nil
+}
+
+// aPriori returns the a-priori rounding allowance of f, (2 sqrt(R) (b +
+// p) + 16) 2^-53, before the scatter is measured.
+func (bp *bandedProblem) aPriori() bandedRounding {
+	return bandedRounding{f: (2*math.Sqrt(float64(bp.n))*float64(bp.q.K+1) + 16) * 0x1p-53}
+}
+
+// Multilevel start: from bandedLevelBands bands' worth of rows on, a
+// Toeplitz workload is solved first at half the order to the gap
+// bandedCoarseGap (recursively), and the fine problem starts from that
+// solution stretched to the full order ([stretchBands]), in the entries
+// of X only.
+const (
+	bandedLevelBands = 256
+	bandedCoarseGap  = 1e-2
+)
+
+// run solves the problem to opt.Tol: from the banded square root by
+// [bandedProblem.solve], or, for a Toeplitz workload of order at least
+// bandedLevelBands b and a tolerance below bandedCoarseGap, from the
+// solution of the same problem at half the order, stretched to the full
+// order ([stretchBands]), by the second phase of solve alone. The coarse
+// level does the work of the first phase (its C-parametrised gradient
+// costs twice an evaluation and its iterations grow with R: at R = 10^5 its
+// start has a gap above 10^3) at a fraction of the cost. The iterations
+// and evaluations of every level are counted. A coarse level that fails
+// (not certified, or a start that is not positive definite) falls back to
+// solve from the banded square root.
+func (bp *bandedProblem) run(ctx context.Context, opt Options) (*bandedSolution, error) {
+	n, b := bp.n, bp.b
+	if b > 1 && n >= bandedLevelBands*b && opt.Tol <= bandedCoarseGap {
+		if _, ok := bp.toeplitzColumn(); ok {
+			nc := n / 2
+			inv := mat.NewTriBandDense(nc, bp.p, mat.Lower, nil)
+			for i := 0; i < nc; i++ {
+				for j := max(0, i-bp.p); j <= i; j++ {
+					inv.SetTriBand(i, j, bp.inv.At(i, j))
+				}
+			}
+			copt := opt
+			copt.Tol, copt.Progress = bandedCoarseGap, nil
+			coarse, err := newBandedProblem(inv, b).run(ctx, copt)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err == nil {
+				if c, ok := bandedCholesky(coarse.x); ok {
+					cf := stretchBands(c, nc, n, b)
+					x := linalg.NewSymBand(n, b-1)
+					if positiveDiagonal(cf, n, b) && bandedXFromC(n, b, cf, x, make([]float64, n)) {
+						st := &bandedSolution{iter: coarse.iter, evals: coarse.evals, levels: coarse.levels + 1}
+						return bp.finish(ctx, x, opt, st, bp.aPriori())
+					}
+				}
+			}
+		}
+	}
+	x0, err := bp.start()
+	if err != nil {
+		return nil, err
+	}
+	return bp.solve(ctx, x0, opt)
+}
+
+// stretchBands returns a banded C of order n (layout of [bandedXFromC])
+// from the one of order nc < n of the same Toeplitz workload. The optimal
+// factor's columns depend on their distance e to the last row, and little
+// on the order (at R = 1000 and 2000 with 64 bands, the last 300 columns
+// agree to 1e-5), and away from both ends they grow about linearly in
+// log(e): so the last nc/2 columns are copied by distance to the end, the
+// columns further from the end follow the line in log(e) through the
+// coarse columns at distances nc/4 and nc/2, and the first W = 4b columns
+// (the layer at the start) are the coarse ones shifted to meet that line.
+// Any C with a positive diagonal gives a feasible X; this one is only a
+// start.
+func stretchBands(cc []float64, nc, n, b int) []float64 {
+	w := 4 * b
+	c := make([]float64, n*b)
+	ea, eb := nc/2, nc/4
+	ja, jb := nc-1-ea, nc-1-eb
+	la, lab := math.Log(float64(ea)), math.Log(float64(ea))-math.Log(float64(eb))
+	line := func(e, d int) float64 {
+		va, vb := cc[ja*b+d], cc[jb*b+d]
+		return va + (va-vb)*(math.Log(float64(e))-la)/lab
+	}
+	for j := 0; j < n; j++ {
+		e := n - 1 - j
+		for d := 0; d < b && d <= e; d++ {
+			switch {
+			case e <= ea:
+				c[j*b+d] = cc[(nc-1-e)*b+d]
+			case j < w:
+				c[j*b+d] = cc[j*b+d] + line(n-1-w, d) - cc[w*b+d]
+			default:
+				c[j*b+d] = line(e, d)
+			}
+		}
+	}
+	return c
+}
+
+// positiveDiagonal reports whether the banded C (layout of
+// [bandedXFromC]) has a positive diagonal, so that X = N^{-1} C^T C N^{-1}
+// is positive definite.
+func positiveDiagonal(c []float64, n, b int) bool {
+	for j := 0; j < n; j++ {
+		if !(c[j*b] > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // bandedRounding is the rounding allowance of a phase of the banded
@@ -997,9 +1222,11 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		step := 1.0
 		accepted := false
 		for ls := 0; ls < 50; ls++ {
-			for i, v := range cur.v {
-				trial.v[i] = v - step*dir[i]
-			}
+			forEntries(m, 3, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					trial.v[i] = cur.v[i] - step*dir[i]
+				}
+			})
 			ok := ph.eval(trial)
 			st.evals++
 			if ok && trial.f <= cur.f+1e-4*step*slope {
@@ -1022,14 +1249,24 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 			return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
 		}
 		s, y := mem.Spare(m), mem.Spare(m)
-		for i := range s {
-			s[i] = trial.v[i] - cur.v[i]
-			y[i] = trial.grad[i] - cur.grad[i]
-		}
+		forEntries(m, 6, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s[i] = trial.v[i] - cur.v[i]
+				y[i] = trial.grad[i] - cur.grad[i]
+			}
+		})
 		mem.Push(s, y)
 		cur, trial = trial, cur
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
+}
+
+// forEntries calls f(lo, hi) for the chunks of [linalg.VectorChunk]
+// entries of [0, m) through [par.Range], perEntry the slices each entry
+// streams: for the element-wise updates of the L-BFGS iteration, whose
+// results do not depend on the split.
+func forEntries(m int, perEntry float64, f func(lo, hi int)) {
+	par.Range(m, linalg.VectorChunk, perEntry, f)
 }
 
 // dot returns a . b (b at least as long as a).

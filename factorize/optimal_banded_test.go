@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/internal/optim"
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -202,7 +206,7 @@ func TestParticipationSolversLong(t *testing.T) {
 // differences of f in the entries of C.
 func TestBandedCParametrisation(t *testing.T) {
 	const n, b = 9, 3
-	bp := newBandedProblem(prefix(t, n), b)
+	bp := testBandedProblem(t, prefix(t, n), b)
 	x, err := bp.start()
 	require.NoError(t, err)
 	c, ok := bandedCholesky(x)
@@ -264,7 +268,7 @@ func TestOptimalBandedPhases(t *testing.T) {
 	opt := Options{Tol: tol}
 	opt, err := opt.withDefaults()
 	require.NoError(t, err)
-	bp := newBandedProblem(prefix(t, n), b)
+	bp := testBandedProblem(t, prefix(t, n), b)
 	x0, err := bp.start()
 	require.NoError(t, err)
 	two, err := bp.solve(context.Background(), x0, opt)
@@ -319,7 +323,7 @@ func BenchmarkOptimalBandedPhases(b *testing.B) {
 		b.Run(fmt.Sprintf("R=%d/two-phase", n), func(b *testing.B) {
 			var st *bandedSolution
 			for b.Loop() {
-				bp := newBandedProblem(w, bands)
+				bp := testBandedProblem(b, w, bands)
 				x0, err := bp.start()
 				if err != nil {
 					b.Fatal(err)
@@ -334,7 +338,7 @@ func BenchmarkOptimalBandedPhases(b *testing.B) {
 		b.Run(fmt.Sprintf("R=%d/x-only", n), func(b *testing.B) {
 			var st *bandedSolution
 			for b.Loop() {
-				bp := newBandedProblem(w, bands)
+				bp := testBandedProblem(b, w, bands)
 				x0, err := bp.start()
 				if err != nil {
 					b.Fatal(err)
@@ -372,7 +376,7 @@ func TestBandedCertificateBounds(t *testing.T) {
 	}{{prefix(t, 10), 3}, {prefix(t, 12), 4}, {weighted, 3}, {momentum, 4}} {
 		n := c.w.R()
 		fStar := bandedNewton(t, c.w, c.b)
-		bp := newBandedProblem(c.w, c.b)
+		bp := testBandedProblem(t, c.w, c.b)
 		x0, err := bp.start()
 		require.NoError(t, err)
 		points := []linalg.SymBand{x0}
@@ -443,7 +447,7 @@ func TestBandedFactorsDense(t *testing.T) {
 	require.NoError(t, err)
 	for _, w := range []*Workload{prefix(t, 300), momentum} {
 		const b = 7
-		bp := newBandedProblem(w, b)
+		bp := testBandedProblem(t, w, b)
 		x, err := bp.start()
 		require.NoError(t, err)
 		n := w.R()
@@ -470,9 +474,198 @@ func TestBandedFactorsDense(t *testing.T) {
 	// A cancelled context stops the solve.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	bp := newBandedProblem(prefix(t, 300), 7)
+	bp := testBandedProblem(t, prefix(t, 300), 7)
 	x, err := bp.start()
 	require.NoError(t, err)
 	_, _, err = bandedFactors(ctx, prefix(t, 300), x)
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// From 256 b rows on, a Toeplitz workload (prefix sums; momentum, whose
+// inverse has two subdiagonals) starts from the solution at half the
+// order: the result agrees with the two-phase solver from the banded
+// square root within the two certified gaps, and a workload that is not
+// Toeplitz takes the two-phase path.
+func TestOptimalBandedMultilevel(t *testing.T) {
+	// Momentum's f is rounded more coarsely: the two-phase solver too
+	// stalls near 1e-5 at R = 1100 with 4 bands.
+	momentum, err := Momentum(1100, 0.6)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		w      *Workload
+		b      int
+		tol    float64
+		levels int
+	}{{prefix(t, 1100), 4, 1e-9, 1}, {prefix(t, 1100), 2, 1e-9, 2}, {momentum, 2, 1e-4, 2}} {
+		if testing.Short() && c.levels == 2 {
+			continue
+		}
+		opt, err := Options{Tol: c.tol}.withDefaults()
+		require.NoError(t, err)
+		bp := testBandedProblem(t, c.w, c.b)
+		multi, err := bp.run(context.Background(), opt)
+		require.NoError(t, err)
+		assert.Equal(t, c.levels, multi.levels, "%s R=%d", c.w.Name(), c.w.R())
+		x0, err := bp.start()
+		require.NoError(t, err)
+		two, err := testBandedProblem(t, c.w, c.b).solve(context.Background(), x0, opt)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, multi.gap, c.tol)
+		assert.GreaterOrEqual(t, multi.f*(1+1e-15), two.f/(1+two.gap))
+		assert.GreaterOrEqual(t, two.f*(1+1e-15), multi.f/(1+multi.gap))
+	}
+	w := make([]float64, 600)
+	for i := range w {
+		w[i] = 1 + 0.5*math.Sin(float64(i))
+	}
+	weighted, err := WeightedPrefix(w)
+	require.NoError(t, err)
+	opt, err := Options{Tol: 1e-9}.withDefaults()
+	require.NoError(t, err)
+	sol, err := testBandedProblem(t, weighted, 4).run(context.Background(), opt)
+	require.NoError(t, err)
+	assert.Zero(t, sol.levels)
+	assert.LessOrEqual(t, sol.gap, 1e-9)
+}
+
+// testBandedProblem returns the banded problem of w with b bands.
+func testBandedProblem(t testing.TB, w *Workload, b int) *bandedProblem {
+	inv, ok := w.InverseBand()
+	require.True(t, ok)
+	return newBandedProblem(inv, b)
+}
+
+// BenchmarkBandedIterations times the work of one iteration of the X
+// phase at R = 10^4 with 64 bands, at the banded square root: an
+// evaluation, the certificate's sums, the preconditioner and the L-BFGS
+// recursion with a full memory (12 pairs). It is the per-iteration cost
+// of BenchmarkBandedMinSep in a few seconds, for comparing core counts.
+// go test -run '^$' -bench BandedIterations -cpu 1,2,8,16 ./factorize/
+func BenchmarkBandedIterations(b *testing.B) {
+	const n, bands = 10000, 64
+	w, err := Prefix(n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bp := testBandedProblem(b, w, bands)
+	x, err := bp.start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := n * bands
+	grad, g, h, dir := make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m)
+	mem := optim.NewMemory(12, true)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 12 {
+		s, y := mem.Spare(m), mem.Spare(m)
+		for i := range s {
+			s[i] = rng.NormFloat64()
+			y[i] = s[i] * (1 + rng.Float64())
+		}
+		mem.Push(s, y)
+	}
+	alpha := make([]float64, 12)
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		f, ok := bp.eval(x, grad, g)
+		if !ok {
+			b.Fatal("not positive definite")
+		}
+		bp.lastLambda = 0
+		bp.gapOf(x, g, f, 0, 1e-8)
+		bp.precondition(x, g, h)
+		mem.Direction(grad, dir, alpha, func(d []float64) {
+			for i := range d {
+				d[i] *= h[i]
+			}
+		})
+	}
+	b.ReportMetric((cpuTime(b)-cpu0)*1e3/float64(b.N), "cpu-ms/op")
+}
+
+// cpuTime returns the user and system CPU seconds of this process.
+func cpuTime(b *testing.B) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)*1e-6
+}
+
+// The banded solver gives the same bits for GOMAXPROCS 1 and 16 at a
+// size where its row loops and band kernel run on several goroutines
+// (R = 2800, 32 bands: the heavier row loops have two grains of work):
+// the chunks, not the goroutines, fix every sum.
+func TestOptimalBandedSameBitsAnyGOMAXPROCS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole solve at R = 2800 three times (TestBandedStepsSameBitsAnyGOMAXPROCS checks one step in -short)")
+	}
+	const n, bands = 2800, 32
+	// The product X L costs 3 (2b - 1) per row (p = 1): two grains at least.
+	require.GreaterOrEqual(t, float64(3*n*(2*bands-1)), float64(2*par.Grain))
+	w := prefix(t, n)
+	run := func(procs int) *Factorization {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		f, err := OptimalBanded(context.Background(), w, bands, 0, Options{LossOnly: true, Tol: 1e-2})
+		require.NoError(t, err)
+		return f
+	}
+	one := run(1)
+	assert.LessOrEqual(t, one.Gap, 1e-2)
+	for _, procs := range []int{16} {
+		f := run(procs)
+		assert.Equal(t, one.Metrics.Loss, f.Metrics.Loss, "GOMAXPROCS %d", procs)
+		assert.Equal(t, one.Gap, f.Gap, "GOMAXPROCS %d", procs)
+		assert.Equal(t, one.Iterations, f.Iterations, "GOMAXPROCS %d", procs)
+	}
+}
+
+// One step of each phase of the banded solver (X from C, the evaluation,
+// the gradient in C, the certificate's sums with |M| and the power steps,
+// the preconditioner, the L-BFGS direction) gives the same bits for
+// GOMAXPROCS 1, 2 and 16, at R = 2800 with 32 bands, where the heavier
+// loops run on several goroutines.
+func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
+	const n, bands = 2800, 32
+	require.GreaterOrEqual(t, float64(3*n*(2*bands-1)), float64(2*par.Grain))
+	w := prefix(t, n)
+	x0, err := testBandedProblem(t, w, bands).start()
+	require.NoError(t, err)
+	c, ok := bandedCholesky(x0)
+	require.True(t, ok)
+	m := n * bands
+	step := func(procs int) [][]float64 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		bp := testBandedProblem(t, w, bands)
+		ph := &cPhase{bp: bp, nrm: make([]float64, n), ct: make([]float64, 2*m), gt: make([]float64, m), gradX: make([]float64, m), firstLen: 1e-2}
+		pt := &bandedPoint{v: append([]float64(nil), c...), grad: make([]float64, m), g: make([]float64, m), x: linalg.NewSymBand(n, bands-1)}
+		require.True(t, ph.eval(pt))
+		gap := bp.gapOf(pt.x, pt.g, pt.f, 0, 1e-8)
+		m1, mi := bp.formM(pt.x)
+		lambda := bp.refineLambda()
+		h := make([]float64, m)
+		bp.precondition(pt.x, pt.g, h)
+		mem := optim.NewMemory(3, true)
+		rng := rand.New(rand.NewPCG(7, 8))
+		for range 3 {
+			s, y := mem.Spare(m), mem.Spare(m)
+			for i := range s {
+				s[i] = rng.NormFloat64()
+				y[i] = s[i] * (1 + rng.Float64())
+			}
+			mem.Push(s, y)
+		}
+		dir := make([]float64, m)
+		mem.Direction(pt.grad, dir, make([]float64, 3), func(d []float64) {
+			for i := range d {
+				d[i] *= h[i]
+			}
+		})
+		return [][]float64{{pt.f, gap, m1, mi, lambda, bp.gershgorin(pt.x)}, pt.x.Data, pt.grad, pt.g, bp.hx, h, dir}
+	}
+	one := step(1)
+	assert.Positive(t, one[0][4], "lambda_min(G) bound")
+	for _, procs := range []int{2, 16} {
+		assert.Equal(t, one, step(procs), "GOMAXPROCS %d", procs)
+	}
 }

@@ -3,6 +3,8 @@ package linalg
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // SymBand is a symmetric band matrix of order N with K off-diagonals, kept
@@ -264,38 +266,273 @@ func InverseBandSquaredWork(n, k int) int {
 // InverseBandSquaredRowsWork returns the length of the work slice that
 // [SymBand.InverseBandSquaredRows] needs for a matrix of order n with k
 // off-diagonals.
-func InverseBandSquaredRowsWork(n, k int) int { return 4*n*(k+1) + 2*n }
+func InverseBandSquaredRowsWork(n, k int) int {
+	w, wr := k+1, 2*k+1
+	if !splitBand(n, k) {
+		return 4*n*w + 2*n
+	}
+	// Both halves' factors (n + k rows in all), the reversed lower half
+	// and its rows of Z and Z^2, and five k x k blocks for the separator.
+	return 4*(n+k)*w + 2*(n+k) + n*w + 2*n*wr + 5*k*k
+}
+
+// splitBand reports whether [SymBand.InverseBandSquaredRows] splits a
+// matrix of order n with k off-diagonals at a separator (see there): a
+// function of the shape only, so that the result does not depend on the
+// number of cores.
+func splitBand(n, k int) bool { return k > 0 && n >= 8*(k+1) }
 
 // InverseBandSquaredRows is [SymBand.InverseBandSquared] with the entries
 // of Z and Z^2 within the band written as full rows: zr[i*(2K+1) + K + j-i]
 // = Z[i][j] for |i - j| <= K (entries with j outside [0, N) are not
 // written), and z2r the same for Z^2. work must have length at least
 // [InverseBandSquaredRowsWork](N, K).
+//
+// From N >= 8 (K+1) on, the matrix is split at a separator S of K rows in
+// the middle: with the upper rows T eliminated first (from the top), the
+// lower rows B next (from the bottom; T and B do not couple) and S last,
+// the LDL^T factorizations of T and of B and, after the K x K Schur
+// complement of S is inverted densely, the selected inversions of T and of
+// B are independent, and run on two cores where two are available and the
+// work (N K^2) is at least two grains of internal/par. The arithmetic
+// depends only on N and K, not on the number of cores.
 func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	n, k := s.N, s.K
 	w, wr := k+1, 2*k+1
 	if len(zr) < n*wr || len(z2r) < n*wr || len(work) < InverseBandSquaredRowsWork(n, k) {
 		panic("linalg: SymBand.InverseBandSquaredRows: short slice")
 	}
-	// Each inner product runs over contiguous, equally ordered slices and
-	// carries its derivative along ([dualDot]): rows of L in natural
-	// order, ln[i*w + k-(i-p)] = L[i][p], and of U = L D,
-	// un[i*w + k-(i-p)] = L[i][p] d_p, with their derivatives; the full rows
-	// of Z; and column i of L. Whole columns go to the assembly in one call
-	// ([dualBatch]). (Values and derivatives in two goroutines,
-	// the values ahead, was measured no faster on two cores: the loops are
-	// bound by their loads, which the fused form shares.)
-	ln, dln := work[:n*w], work[n*w:2*n*w]
-	un, dun := work[2*n*w:3*n*w], work[3*n*w:4*n*w]
-	d, dd := work[4*n*w:4*n*w+n], work[4*n*w+n:4*n*w+2*n]
+	if !splitBand(n, k) {
+		f := newDualLDL(n, k, work)
+		neg := f.factor(s, n)
+		f.selinv(zr, z2r, n-1)
+		negateRows(z2r, n, k, 0, n, 0, n)
+		return neg
+	}
+	// T = [0, m), S = [m, m+k), B = [m+k, n). The upper part is the
+	// leading block of order m+k of M (T then S); the lower part is the
+	// trailing block of order n-m with its order reversed (B from the
+	// bottom, then S from its last row), a band matrix too.
+	m := (n - k) / 2
+	nt, nb := m+k, n-m
+	up := SymBand{N: nt, K: k, Data: s.Data[:nt*w]}
+	ft := newDualLDL(nt, k, work)
+	work = work[4*nt*w+2*nt:]
+	fb := newDualLDL(nb, k, work)
+	work = work[4*nb*w+2*nb:]
+	low := SymBand{N: nb, K: k, Data: work[:nb*w]}
+	work = work[nb*w:]
+	zb, z2b := work[:nb*wr], work[nb*wr:2*nb*wr]
+	work = work[2*nb*wr:]
+	sch, dsch := work[:k*k], work[k*k:2*k*k]
+	zs, dzs, tmp := work[2*k*k:3*k*k], work[3*k*k:4*k*k], work[4*k*k:5*k*k]
+	var negT, negB int
+	// Both halves cost about n k^2 / 2 multiply-adds each, and their
+	// selected inversions twice that.
+	cost := float64(n) * float64(k) * float64(k)
+	par.Both(cost, func() { negT = ft.factor(up, m) }, func() {
+		// low[a][a-d] = M[i][i+d] with i = n-1-a.
+		for a := 0; a < nb; a++ {
+			i := n - 1 - a
+			row := low.Data[a*w : a*w+w]
+			for d := 0; d <= k && d <= a; d++ {
+				row[d] = s.Data[(i+d)*w+d]
+			}
+		}
+		negB = fb.factor(low, nb-k)
+	})
+	// The Schur complement of S, sch[a*k + c] for rows m+a, m+c: M_SS
+	// less the contributions of T and of B, with its derivative in the
+	// shift (the identity less theirs).
+	for a := 0; a < k; a++ {
+		for c := 0; c <= a; c++ {
+			i, j := m+a, m+c
+			st, dst := ft.schur(i, j, m)
+			sb, dsb := fb.schur(n-1-j, n-1-i, nb-k)
+			v := s.Data[i*w+i-j] - st - sb
+			dv := -dst - dsb
+			if a == c {
+				dv++
+			}
+			sch[a*k+c], sch[c*k+a] = v, v
+			dsch[a*k+c], dsch[c*k+a] = dv, dv
+		}
+	}
+	negS := denseSPDInverse(sch, zs, tmp, k)
+	if negT+negB+negS > 0 {
+		return negT + negB + negS
+	}
+	// dZ_SS/dsigma = -Z_SS dSch Z_SS.
+	for a := 0; a < k; a++ {
+		for c := 0; c < k; c++ {
+			v := 0.0
+			for e := 0; e < k; e++ {
+				v += dsch[a*k+e] * zs[e*k+c]
+			}
+			tmp[a*k+c] = v
+		}
+	}
+	for a := 0; a < k; a++ {
+		for c := 0; c < k; c++ {
+			v := 0.0
+			for e := 0; e < k; e++ {
+				v += zs[a*k+e] * tmp[e*k+c]
+			}
+			dzs[a*k+c] = -v
+		}
+	}
+	// Seed the rows of S in both parts, then run the two selected
+	// inversions from their last eliminated row.
+	for a := 0; a < k; a++ {
+		for c := 0; c < k; c++ {
+			i, j := m+a, m+c
+			zr[i*wr+k+j-i], z2r[i*wr+k+j-i] = zs[a*k+c], dzs[a*k+c]
+			ai, aj := n-1-i, n-1-j
+			zb[ai*wr+k+aj-ai], z2b[ai*wr+k+aj-ai] = zs[a*k+c], dzs[a*k+c]
+		}
+	}
+	par.Both(2*cost, func() {
+		ft.selinv(zr, z2r, m-1)
+		negateRows(z2r, n, k, 0, nt, 0, nt)
+	}, func() {
+		fb.selinv(zb, z2b, nb-k-1)
+		// Row i >= m of Z is row n-1-i of the lower part's, reversed;
+		// the rows of S take from it only the columns in B.
+		for i := m; i < n; i++ {
+			a := n - 1 - i
+			lo := i - k
+			if i < m+k {
+				lo = m + k
+			}
+			for j := lo; j <= min(n-1, i+k); j++ {
+				zr[i*wr+k+j-i] = zb[a*wr+k+i-j]
+				z2r[i*wr+k+j-i] = -z2b[a*wr+k+i-j]
+			}
+		}
+	})
+	return 0
+}
+
+// negateRows negates the entries (i, j) of the full rows of z2r (order n,
+// k off-diagonals) with i in [i0, i1), j in [j0, j1) and |i - j| <= k:
+// M^{-2} = -dZ/dsigma.
+func negateRows(z2r []float64, n, k, i0, i1, j0, j1 int) {
+	wr := 2*k + 1
+	for i := i0; i < i1; i++ {
+		lo, hi := max(i-k, j0, 0), min(i+k, j1-1, n-1)
+		row := z2r[i*wr+k+lo-i : i*wr+k+hi-i+1]
+		for t := range row {
+			row[t] = -row[t]
+		}
+	}
+}
+
+// denseSPDInverse writes the inverse of the symmetric positive definite
+// k x k matrix a (row major) into inv, by the Cholesky factorization
+// (into tmp) and the inverse of the factor, and returns 1 if a is not
+// numerically positive definite (0 otherwise).
+func denseSPDInverse(a, inv, tmp []float64, k int) int {
+	// a = R^T R with R upper triangular, tmp[i*k + j] = R[i][j] (j >= i).
+	r := tmp
+	for i := 0; i < k; i++ {
+		for j := i; j < k; j++ {
+			v := a[i*k+j]
+			for p := 0; p < i; p++ {
+				v -= r[p*k+i] * r[p*k+j]
+			}
+			if j == i {
+				if !(v > 0) {
+					return 1
+				}
+				r[i*k+i] = math.Sqrt(v)
+			} else {
+				r[i*k+j] = v / r[i*k+i]
+			}
+		}
+	}
+	// U = R^{-1} (upper triangular) into the lower triangle of inv by
+	// columns, inv[j*k + i] = U[i][j], then inv = U U^T.
+	for j := 0; j < k; j++ {
+		inv[j*k+j] = 1 / r[j*k+j]
+		for i := j - 1; i >= 0; i-- {
+			v := 0.0
+			for p := i + 1; p <= j; p++ {
+				v += r[i*k+p] * inv[j*k+p]
+			}
+			inv[j*k+i] = -v / r[i*k+i]
+		}
+	}
+	// (U U^T)[i][c] = sum_{p >= max(i, c)} U[i][p] U[c][p]; U[i][p] = inv[p*k+i].
+	u := make([]float64, k*k)
+	copy(u, inv)
+	for i := 0; i < k; i++ {
+		for c := 0; c <= i; c++ {
+			v := 0.0
+			for p := i; p < k; p++ {
+				v += u[p*k+i] * u[p*k+c]
+			}
+			inv[i*k+c], inv[c*k+i] = v, v
+		}
+	}
+	return 0
+}
+
+// dualLDL holds the band LDL^T factors of M + sigma I at sigma = 0 and
+// their derivatives in sigma, in the layouts of
+// [SymBand.InverseBandSquaredRows]: rows of L in natural order,
+// ln[i*w + k-(i-p)] = L[i][p], and of U = L D, un[i*w + k-(i-p)] =
+// L[i][p] d_p, each with its derivative.
+type dualLDL struct {
+	n, k                 int
+	ln, dln, un, dun     []float64
+	d, dd                []float64
+	lc, dlc, sums, dsums []float64
+}
+
+// newDualLDL returns the factors of a matrix of order n with k
+// off-diagonals in work (length 4 n (k+1) + 2 n).
+func newDualLDL(n, k int, work []float64) *dualLDL {
+	w := k + 1
+	return &dualLDL{n: n, k: k,
+		ln: work[:n*w], dln: work[n*w : 2*n*w],
+		un: work[2*n*w : 3*n*w], dun: work[3*n*w : 4*n*w],
+		d: work[4*n*w : 4*n*w+n], dd: work[4*n*w+n : 4*n*w+2*n],
+		lc: make([]float64, w), dlc: make([]float64, w), sums: make([]float64, w), dsums: make([]float64, w),
+	}
+}
+
+// schur returns sum_{p < jEnd} L[i][p] d_p L[j][p] for j <= i and its
+// derivative, the contribution of the first jEnd eliminated columns to
+// the Schur complement of the rows after them.
+func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
+	k, w := f.k, f.k+1
+	lo := max(0, i-k)
+	if lo >= jEnd {
+		return 0, 0
+	}
+	oi, oj := i*w+k-i+lo, j*w+k-j+lo
+	c := jEnd - lo
+	return dualDot(f.ln[oi:oi+c], f.dln[oi:oi+c], f.un[oj:oj+c], f.dun[oj:oj+c])
+}
+
+// factor computes the columns [0, jEnd) of the band LDL^T factorization
+// of s (order f.n) and their derivatives in the shift, and returns the
+// number of negative pivots among them. Each inner product runs over
+// contiguous, equally ordered slices and carries its derivative along
+// ([dualDot]); whole columns go to the assembly in one call
+// ([dualBatch]). (Values and derivatives in two goroutines, the values
+// ahead, was measured no faster on two cores: the loops are bound by their
+// loads, which the fused form shares.)
+func (f *dualLDL) factor(s SymBand, jEnd int) int {
+	n, k := f.n, f.k
+	w := k + 1
+	ln, dln, un, dun, d, dd := f.ln, f.dln, f.un, f.dun, f.d, f.dd
+	sums, dsums := f.sums, f.dsums
 	tiny := math.SmallestNonzeroFloat64 * 4
 	negatives := 0
-	lc, dlc := make([]float64, w), make([]float64, w)
-	sums, dsums := make([]float64, w), make([]float64, w)
-	// LDL^T of M + sigma I and its derivative in sigma at sigma = 0, by
-	// columns: d_j = M[j][j] - sum_{p<j} L[j][p] u_jp, and for i in
-	// (j, j+k], L[i][j] = (M[i][j] - sum_{p<j} L[i][p] u_jp) / d_j.
-	for j := 0; j < n; j++ {
+	// d_j = M[j][j] - sum_{p<j} L[j][p] u_jp, and for i in (j, j+k],
+	// L[i][j] = (M[i][j] - sum_{p<j} L[i][p] u_jp) / d_j.
+	for j := 0; j < jEnd; j++ {
 		off := j*w + k - j + max(0, j-k)
 		sj, dsj := dualDot(ln[off:j*w+k], dln[off:j*w+k], un[off:j*w+k], dun[off:j*w+k])
 		dj, ddj := s.Data[j*w]-sj, 1-dsj
@@ -328,11 +565,21 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			un[t], dun[t] = lij*dj, dlij*dj+lij*ddj
 		}
 	}
-	// Selected inversion and its derivative, from the last column: for j
-	// in (i, top], Z[j][i] = -sum_{p in (i, top]} Z[j][p] L[p][i], an
-	// inner product of row j of Z (zr[j*wr + k + p-j]) with column i of L
-	// (lc[p-i-1]).
-	for i := n - 1; i >= 0; i-- {
+	return negatives
+}
+
+// selinv runs the selected inversion and its derivative in the shift for
+// the rows iStart, iStart-1, ..., 0, writing the full rows of Z and of
+// dZ/dsigma into zr and z2r; the rows after iStart must be there already
+// (none when iStart = n-1). For j in (i, top], Z[j][i] = -sum_{p in (i,
+// top]} Z[j][p] L[p][i], an inner product of row j of Z (zr[j*wr + k +
+// p-j]) with column i of L (lc[p-i-1]), and Z[i][i] = 1/d_i - sum_{p in
+// (i, top]} L[p][i] Z[i][p].
+func (f *dualLDL) selinv(zr, z2r []float64, iStart int) {
+	n, k := f.n, f.k
+	w, wr := k+1, 2*k+1
+	ln, dln, d, dd, lc, dlc := f.ln, f.dln, f.d, f.dd, f.lc, f.dlc
+	for i := iStart; i >= 0; i-- {
 		top := min(n-1, i+k)
 		m := top - i
 		for q := 0; q < m; q++ {
@@ -352,20 +599,11 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 				zr[j*wr+k+i-j], z2r[j*wr+k+i-j] = zri[q], z2ri[q]
 			}
 		}
-		// Z[i][i] = 1/d_i - sum_{p in (i, top]} L[p][i] Z[i][p].
 		o := i*wr + k + 1
 		s0, ds0 := dualDot(zr[o:o+m], z2r[o:o+m], lc[:m], dlc[:m])
 		zr[i*wr+k] = 1/d[i] - s0
 		z2r[i*wr+k] = -dd[i]/(d[i]*d[i]) - ds0
 	}
-	// M^{-2} = -dZ/dsigma.
-	for i := 0; i < n; i++ {
-		row := z2r[i*wr+k-min(i, k) : i*wr+k+min(n-1-i, k)+1]
-		for t := range row {
-			row[t] = -row[t]
-		}
-	}
-	return negatives
 }
 
 // dualDotGo is [dualDot] in Go, with two accumulators for each sum.

@@ -6,8 +6,9 @@
 // tridiagonal form on all cores ([Tridiagonalizer]) with the rational
 // function of the tridiagonal matrix applied to many rows
 // ([SymTridiag.ApplyRationalRows]), the band of M^{-1} and M^{-2} for a
-// band matrix M ([SymBand.InverseBandSquaredRows]) and inner products
-// ([Dot], [AxpyDot]). NumPy .npy input and output is package npy.
+// band matrix M ([SymBand.InverseBandSquaredRows], split at a separator
+// onto two cores) and inner products ([Dot], [AxpyDot], by chunks on as
+// many cores as their length pays for). NumPy .npy input and output is package npy.
 //
 // # Assembly
 //

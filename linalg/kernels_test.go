@@ -1,6 +1,7 @@
 package linalg
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -318,10 +319,18 @@ func TestPrefixSolveEnds(t *testing.T) {
 	}
 }
 
-// The band of M^{-1} and M^{-2} against dense inverses.
+// The band of M^{-1} and M^{-2} against dense inverses, below and above
+// the order at which InverseBandSquaredRows splits the matrix at a
+// separator (8 (K+1)), and the split's result the same bits on one core
+// as on two.
 func TestSymBandInverseSquared(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	n, k := 30, 4
+	for _, c := range []struct{ n, k int }{{30, 4}, {40, 4}, {41, 4}, {200, 4}, {97, 9}, {30, 1}} {
+		t.Run(fmt.Sprintf("n=%d/k=%d", c.n, c.k), func(t *testing.T) { testSymBandInverseSquared(t, c.n, c.k) })
+	}
+}
+
+func testSymBandInverseSquared(t *testing.T, n, k int) {
+	rng := rand.New(rand.NewPCG(3, uint64(n*100+k)))
 	s := NewSymBand(n, k)
 	for i := 0; i < n; i++ {
 		for j := max(0, i-k); j < i; j++ {
@@ -355,16 +364,25 @@ func TestSymBandInverseSquared(t *testing.T) {
 	require.Equal(t, 0, s.InverseBandSquaredRows(zr, z2r, make([]float64, InverseBandSquaredRowsWork(n, k))))
 	for i := 0; i < n; i++ {
 		for j := max(0, i-k); j <= min(n-1, i+k); j++ {
-			assert.InDelta(t, inv.At(i, j), zr[i*wr+k+j-i], 1e-13)
-			assert.InDelta(t, inv2.At(i, j), z2r[i*wr+k+j-i], 1e-13)
+			assert.InDelta(t, inv.At(i, j), zr[i*wr+k+j-i], 1e-13, "Z[%d][%d]", i, j)
+			assert.InDelta(t, inv2.At(i, j), z2r[i*wr+k+j-i], 1e-13, "Z^2[%d][%d]", i, j)
 		}
 	}
-	// A matrix that is not positive definite reports its negative pivots.
-	neg := NewSymBand(n, k)
-	copy(neg.Data, s.Data)
-	neg.Set(7, 7, -1)
-	z, z2 := make([]float64, n*w), make([]float64, n*w)
-	assert.Positive(t, neg.InverseBandSquared(z, z2, make([]float64, InverseBandSquaredWork(n, k))))
+	prev := runtime.GOMAXPROCS(1)
+	zr1, z2r1 := make([]float64, n*wr), make([]float64, n*wr)
+	s.InverseBandSquaredRows(zr1, z2r1, make([]float64, InverseBandSquaredRowsWork(n, k)))
+	runtime.GOMAXPROCS(prev)
+	assert.Equal(t, zr, zr1)
+	assert.Equal(t, z2r, z2r1)
+	// A matrix that is not positive definite reports its negative pivots,
+	// wherever the negative entry lies (above, in or below the separator).
+	for _, bad := range []int{1, n / 2, n - 2} {
+		neg := NewSymBand(n, k)
+		copy(neg.Data, s.Data)
+		neg.Set(bad, bad, -1)
+		z, z2 := make([]float64, n*w), make([]float64, n*w)
+		assert.Positive(t, neg.InverseBandSquared(z, z2, make([]float64, InverseBandSquaredWork(n, k))), "M[%d][%d] < 0", bad, bad)
+	}
 }
 
 // dualDot (AVX2 assembly where the CPU has it) against the two sums
@@ -390,4 +408,27 @@ func TestDualDot(t *testing.T) {
 	s, ds := dualDot([]float64{1, 2, 3, 4, 5}, []float64{0, 0, 0, 0, 0, 9}, []float64{1, 1, 1, 1, 1, 9}, []float64{1, 0, 0, 0, 0, 9})
 	assert.Equal(t, 15.0, s)
 	assert.Equal(t, 1.0, ds)
+}
+
+// BenchmarkInverseBandSquaredRows times the band of M^{-1} and M^{-2} at
+// the banded solver's size (order 10,000, 64 off-diagonals), split at a
+// separator: compare -cpu 1,2.
+func BenchmarkInverseBandSquaredRows(b *testing.B) {
+	n, k := 10000, 64
+	rng := rand.New(rand.NewPCG(5, 6))
+	s := NewSymBand(n, k)
+	for i := 0; i < n; i++ {
+		for j := max(0, i-k); j < i; j++ {
+			s.Set(i, j, (rng.Float64()-0.5)/float64(k))
+		}
+		s.Set(i, i, 2)
+	}
+	wr := 2*k + 1
+	zr, z2r := make([]float64, n*wr), make([]float64, n*wr)
+	work := make([]float64, InverseBandSquaredRowsWork(n, k))
+	for b.Loop() {
+		if s.InverseBandSquaredRows(zr, z2r, work) != 0 {
+			b.Fatal("not positive definite")
+		}
+	}
 }

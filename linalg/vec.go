@@ -1,21 +1,64 @@
 package linalg
 
+import "github.com/dpmf/dpmf/internal/par"
+
 // Dot returns the inner product of a and b over the len(a) entries of a;
 // b must have at least as many (Dot panics otherwise). On amd64 CPUs with
 // AVX2 and FMA it runs in assembly (four-lane fused multiply-adds), so the
-// result can differ from a loop in Go by rounding.
+// result can differ from a loop in Go by rounding. From [LongVector]
+// entries on, the sum is that of fixed chunks of [VectorChunk] entries,
+// added in order, and the chunks run on as many cores as the length pays
+// for ([par.For]): the same bits whatever GOMAXPROCS is.
 func Dot(a, b []float64) float64 {
-	return dot(a, b[:len(a)])
+	b = b[:len(a)]
+	if len(a) < LongVector {
+		return dot(a, b)
+	}
+	return chunkSum(len(a), 2, func(lo, hi int) float64 { return dot(a[lo:hi], b[lo:hi]) })
 }
 
 // AxpyDot sets y[i] += alpha x[i] for i < len(x) and returns the inner
 // product of z and the updated y over those entries, in one pass over
 // memory (the step of the L-BFGS two-loop recursion). y and z must have
-// at least len(x) entries (AxpyDot panics otherwise). Assembly as for
-// [Dot].
+// at least len(x) entries (AxpyDot panics otherwise). Assembly, and the
+// chunks from [LongVector] entries on, as for [Dot].
 func AxpyDot(alpha float64, x, y, z []float64) float64 {
 	n := len(x)
-	return axpyDot(alpha, x, y[:n], z[:n])
+	y, z = y[:n], z[:n]
+	if n < LongVector {
+		return axpyDot(alpha, x, y, z)
+	}
+	return chunkSum(n, 3, func(lo, hi int) float64 { return axpyDot(alpha, x[lo:hi], y[lo:hi], z[lo:hi]) })
+}
+
+// LongVector is the length from which [Dot] and [AxpyDot] sum by chunks
+// of VectorChunk entries, on up to GOMAXPROCS cores ([par.For]).
+const (
+	LongVector  = 1 << 17
+	VectorChunk = 1 << 14
+)
+
+// chunkSum returns the sum, in chunk order, of f over the chunks [lo, hi)
+// of VectorChunk entries of [0, n), run through [par.For] with work
+// estimated as perEntry units per entry (the entries each vector streams
+// from memory).
+func chunkSum(n int, perEntry float64, f func(lo, hi int) float64) float64 {
+	chunks := (n + VectorChunk - 1) / VectorChunk
+	var buf [64]float64
+	part := buf[:0]
+	if chunks <= len(buf) {
+		part = buf[:chunks]
+	} else {
+		part = make([]float64, chunks)
+	}
+	par.For(chunks, perEntry*float64(n), func(c int) {
+		part[c] = f(c*VectorChunk, min(n, (c+1)*VectorChunk))
+	})
+	s := 0.0
+	for _, v := range part {
+		s += v
+	}
+	return s
 }
 
 // dotGo is [Dot] in Go, with four accumulators.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,10 +13,11 @@ import (
 
 // Dot and AxpyDot (assembly where the CPU has it) against sums formed in
 // Go in another order, for every length up to 70 (all the loop tails) and
-// a long one; they differ by rounding only. Short second arguments panic.
+// long ones, below and above LongVector (summed by chunks on all cores);
+// they differ by rounding only. Short second arguments panic.
 func TestDotAndAxpyDot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	for _, n := range append(seq(71), 1000, 4099) {
+	for _, n := range append(seq(71), 1000, 4099, LongVector-1, LongVector+3*VectorChunk+17) {
 		a, b, z := make([]float64, n), make([]float64, n+3), make([]float64, n+1)
 		for i := range b {
 			b[i] = rng.NormFloat64()
@@ -49,6 +51,27 @@ func TestDotAndAxpyDot(t *testing.T) {
 	assert.Panics(t, func() { Dot([]float64{1, 2, 3}, []float64{1, 2}) })
 	assert.Panics(t, func() { AxpyDot(1, []float64{1, 2, 3}, []float64{1, 2, 3}, []float64{1, 2}) })
 	assert.Panics(t, func() { AxpyDot(1, []float64{1, 2, 3}, []float64{1, 2}, []float64{1, 2, 3}) })
+}
+
+// From LongVector entries on, Dot and AxpyDot give the same bits on one
+// core as on two.
+func TestDotCores(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	n := LongVector + 5*VectorChunk + 3
+	a, b, z := make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range a {
+		a[i], b[i], z[i] = rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()
+	}
+	run := func(procs int) (float64, float64, []float64) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		y := append([]float64(nil), b...)
+		return Dot(a, b), AxpyDot(0.25, a, y, z), y
+	}
+	d1, ad1, y1 := run(1)
+	d2, ad2, y2 := run(2)
+	assert.Equal(t, d1, d2)
+	assert.Equal(t, ad1, ad2)
+	assert.Equal(t, y1, y2)
 }
 
 func seq(n int) []int {

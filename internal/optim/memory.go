@@ -3,6 +3,7 @@ package optim
 import (
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -51,9 +52,12 @@ func (m *Memory) axpyDot(a float64, x, y, z []float64) float64 {
 // axpy sets y += a x in the memory's kernels.
 func (m *Memory) axpy(a float64, x, y []float64) {
 	if m.fused {
-		for i, v := range x {
-			y[i] += a * v
-		}
+		// Element-wise, so the split into chunks changes no bits.
+		par.Range(len(x), linalg.VectorChunk, 3, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				y[i] += a * x[i]
+			}
+		})
 		return
 	}
 	floats.AddScaled(y, a, x)

@@ -1,0 +1,49 @@
+package linalg
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpmf/dpmf/internal/par"
+)
+
+// Above the size at which the two halves of InverseBandSquaredRows run on
+// two goroutines (two grains of work), the result is the same bits for
+// GOMAXPROCS 1, 2 and 16, and the diagonal of Z M, which needs only the
+// band of Z, is 1 to rounding.
+func TestSymBandInverseSquaredCores(t *testing.T) {
+	const n, k = 3000, 14
+	require.GreaterOrEqual(t, float64(n*k*k), float64(2*par.Grain), "the halves must be worth two goroutines")
+	rng := rand.New(rand.NewPCG(5, 6))
+	s := NewSymBand(n, k)
+	for i := 0; i < n; i++ {
+		for j := max(0, i-k); j < i; j++ {
+			s.Set(i, j, rng.Float64()-0.5)
+		}
+		s.Set(i, i, 6+rng.Float64())
+	}
+	wr := 2*k + 1
+	run := func(procs int) ([]float64, []float64) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		zr, z2r := make([]float64, n*wr), make([]float64, n*wr)
+		require.Equal(t, 0, s.InverseBandSquaredRows(zr, z2r, make([]float64, InverseBandSquaredRowsWork(n, k))))
+		return zr, z2r
+	}
+	z1, w1 := run(1)
+	for _, procs := range []int{2, 16} {
+		z, w := run(procs)
+		assert.Equal(t, z1, z, "Z, GOMAXPROCS %d", procs)
+		assert.Equal(t, w1, w, "Z^2, GOMAXPROCS %d", procs)
+	}
+	for i := 0; i < n; i++ {
+		v := 0.0
+		for l := max(0, i-k); l <= min(n-1, i+k); l++ {
+			v += z1[i*wr+k+l-i] * s.At(l, i)
+		}
+		assert.InDelta(t, 1, v, 1e-12, "(Z M)[%d][%d]", i, i)
+	}
+}
