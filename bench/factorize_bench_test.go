@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/dpmf/dpmf/bench"
@@ -302,13 +301,13 @@ func BenchmarkBandedMinSep(b *testing.B) {
 			}
 			opt := factorize.Options{LossOnly: true, Tol: c.tol}
 			var f *factorize.Factorization
-			cpu0 := cpuSeconds(b)
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				if f, err = factorize.OptimalBanded(ctx, w, 64, 0, opt); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric((cpuSeconds(b)-cpu0)/float64(b.N), "cpu-s/op")
+			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 			reportSolver(b, f.Iterations, f.Gap, opt.Tol)
 			b.ReportMetric(float64(f.Evaluations), "evals")
 			b.ReportMetric(f.Metrics.Loss, "loss")
@@ -316,11 +315,3 @@ func BenchmarkBandedMinSep(b *testing.B) {
 	}
 }
 
-// cpuSeconds returns the user and system CPU time of this process.
-func cpuSeconds(b *testing.B) float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)*1e-6
-}
