@@ -314,4 +314,3 @@ func BenchmarkBandedMinSep(b *testing.B) {
 		})
 	}
 }
-
