@@ -90,7 +90,7 @@ Example:
   $ dpacct epsilon -sigma 1 -delta 1e-5 -compositions 100 -json
   {"method":"exact","eps":91.81728962466741,"delta":0.00001,"sigma":1,"sensitivity":1,"noise_std":1,"compositions":100}
   $ dpacct epsilon -sigma 1 -delta 1e-5 -sampling 0.01 -steps 1000
-  method=pld eps=1.8282384559580318 delta=1e-05 sigma=1 sensitivity=1 noise_std=1 compositions=1000 sampling=0.01 steps=1000 relation=add-remove eps_optimistic=1.8282356960688082
+  method=pld eps=1.8282384559595577 delta=1e-05 sigma=1 sensitivity=1 noise_std=1 compositions=1000 sampling=0.01 steps=1000 relation=add-remove eps_optimistic=1.8282356960673947
 `
 
 // Exit statuses, shared by dpmf's commands.
