@@ -483,6 +483,14 @@ func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error
 	}
 }
 
+// bytesText renders a size in bytes: GB from 10^9, else MB.
+func bytesText(n float64) string {
+	if n >= 1e9 {
+		return fmt.Sprintf("%.1f GB", n/1e9)
+	}
+	return mb(n)
+}
+
 // ceilUnits is the number of independent pieces of work of each ceiling
 // kernel: at GOMAXPROCS p, goroutine g takes the pieces i with i % p == g.
 const ceilUnits = 2
@@ -703,7 +711,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		Limit:   "none (reference)", Procs: both, InProcess: true,
 		est: []float64{1.2, 0.6}, run: e.ceilingRun("compute"), show: ceilShow("%d steps per piece")})
 	add(i20Row{Item: "ref", Name: "this machine's two-core ceiling: memory-streaming", Ceiling: "memory",
-		Command: fmt.Sprintf("in process: %d pieces over GOMAXPROCS goroutines, each streaming (summing) its own %s array, no shared data, about %s at 1", ceilUnits, mb(float64(z.CeilBytes)), secs(z.CeilSeconds)),
+		Command: fmt.Sprintf("in process: %d pieces over GOMAXPROCS goroutines, each streaming (summing) its own %d MiB array, no shared data, about %s at 1", ceilUnits, z.CeilBytes>>20, secs(z.CeilSeconds)),
 		Limit:   "none (reference)", Procs: both, InProcess: true,
 		est: []float64{1.5, 1}, run: e.ceilingRun("memory"), show: ceilShow("%d passes per array")})
 
@@ -724,7 +732,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		est: []float64{47, 28}, run: e.mfsolveRun(a, 0, nil), check: gapCheck(1e-10)})
 	bPath, cPath := filepath.Join(e.tmp, "B.npy"), filepath.Join(e.tmp, "C.npy")
 	a = []string{"-R", fmt.Sprint(z.Forms), "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}
-	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, mb(float64(16*z.Forms*z.Forms))),
+	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, bytesText(16*float64(z.Forms)*float64(z.Forms))),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
 		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), check: gapCheck(1e-10)})
 

@@ -471,6 +471,16 @@ func TestFormRun(t *testing.T) {
 // The ceiling rows have no target: a ratio below 1.7 is no FAIL, and the
 // paths' results give their share of the compute ceiling.
 func TestCeilingRows(t *testing.T) {
+	full := &i20Env{ctx: context.Background(), sizes: i20SizeSets["full"]}
+	fullRows, err := full.i20Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"its own 128 MiB array", "forming B and C, R = 10000 (solve, form and write 1.6 GB)"} {
+		if !slices.ContainsFunc(fullRows, func(r i20Row) bool { return strings.Contains(r.Name+" "+r.Command, want) }) {
+			t.Errorf("no full-size row says %q", want)
+		}
+	}
 	rows := smallRows(t, false)
 	if rows[0].Ceiling != "compute" || rows[1].Ceiling != "memory" {
 		t.Fatalf("first rows %q, %q: want the two ceilings", rows[0].Name, rows[1].Name)
