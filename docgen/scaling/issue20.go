@@ -15,12 +15,14 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/mechanism"
+	"gonum.org/v1/gonum/mat"
 )
 
 // The issue-20 section ("every core, R = 10^7, banded at 10^5, BLT that
@@ -76,6 +78,11 @@ type i20Sizes struct {
 	MechBuffers               int
 	BLTRs                     []int // single participation, K = 1..8
 	MinSepR, MinSepB          int   // BLT against bsr under minsep
+	// CeilBytes is the size of each goroutine's array in the memory
+	// ceiling, CeilSeconds the time each ceiling kernel is sized to take
+	// at GOMAXPROCS=1.
+	CeilBytes   int
+	CeilSeconds float64
 	// EstScale multiplies the estimated times (taken at the full sizes).
 	EstScale float64
 }
@@ -87,14 +94,16 @@ var i20SizeSets = map[string]i20Sizes{
 		Banded: 10000, BandedLong: 100000, Bands: 64,
 		PLD:     []pldPoint{{1e-4, 1, 100000}, {1e-4, 0.5, 1000000}},
 		MechDim: 1000000, MechRounds: 20, MechBuffers: 8,
-		BLTRs: []int{1000, 10000, 100000}, MinSepR: 1000, MinSepB: 16, EstScale: 1,
+		BLTRs: []int{1000, 10000, 100000}, MinSepR: 1000, MinSepB: 16,
+		CeilBytes: 128 << 20, CeilSeconds: 1, EstScale: 1,
 	},
 	"small": {
 		Name: "small", Structured: 10000, Large: 100000, Dense: 200, Forms: 500,
 		Banded: 1000, BandedLong: 2000, Bands: 16,
 		PLD:     []pldPoint{{1e-2, 1, 100}, {1e-2, 0.5, 1000}},
 		MechDim: 10000, MechRounds: 20, MechBuffers: 4,
-		BLTRs: []int{100, 300, 1000}, MinSepR: 200, MinSepB: 16, EstScale: 0.03,
+		BLTRs: []int{100, 300, 1000}, MinSepR: 200, MinSepB: 16,
+		CeilBytes: 8 << 20, CeilSeconds: 0.05, EstScale: 0.03,
 	},
 }
 
@@ -127,8 +136,14 @@ type i20Row struct {
 	Limit      string // as shown
 	// InProcess rows run in this process (RSS is the process's peak).
 	InProcess bool
-	Procs     []int
-	M         []i20Meas // one per Procs
+	// Ceiling marks the reference rows (this machine's two-core ceiling,
+	// "compute" or "memory"): no target; the paths' ratios are read
+	// against them.
+	Ceiling string
+	// show, if not nil, renders the result at 2 of an in-process row.
+	show  func(m i20Meas) string
+	Procs []int
+	M     []i20Meas // one per Procs
 	// Ratio is M[0].Seconds / M[1].Seconds for a pair.
 	Ratio float64
 	// Same says whether the results at 1 and 2 agree.
@@ -167,7 +182,7 @@ func (r *i20Row) evaluate() {
 		if !ok {
 			r.Checks = append(r.Checks, "results at 1 and 2 differ: "+same)
 		}
-		if r.Ratio < speedupTarget {
+		if r.Ratio < speedupTarget && r.Ceiling == "" {
 			r.Checks = append(r.Checks, fmt.Sprintf("ratio %.2f < %.1f", r.Ratio, speedupTarget))
 		}
 	}
@@ -177,8 +192,11 @@ func (r *i20Row) evaluate() {
 }
 
 // verdict renders the row's result: PASS, or FAIL with the failed checks
-// and errors.
+// and errors; a reference row's is "reference".
 func (r i20Row) verdict() string {
+	if r.Ceiling != "" && r.pass() {
+		return "reference"
+	}
 	if r.pass() {
 		return passFail(true)
 	}
@@ -465,6 +483,169 @@ func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error
 	}
 }
 
+// bytesText renders a size in bytes: GB from 10^9, else MB.
+func bytesText(n float64) string {
+	if n >= 1e9 {
+		return fmt.Sprintf("%.1f GB", n/1e9)
+	}
+	return mb(n)
+}
+
+// ceilUnits is the number of independent pieces of work of each ceiling
+// kernel: at GOMAXPROCS p, goroutine g takes the pieces i with i % p == g.
+const ceilUnits = 2
+
+// splitUnits runs unit(i) for each i < units over GOMAXPROCS goroutines,
+// goroutine g taking the i with i % GOMAXPROCS == g, and returns the
+// results in the order of i (so the same bits at any GOMAXPROCS).
+func splitUnits(units int, unit func(i int) float64) []float64 {
+	p := runtime.GOMAXPROCS(0)
+	out := make([]float64, units)
+	var wg sync.WaitGroup
+	for g := range min(p, units) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < units; i += p {
+				out[i] = unit(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// computeKernel runs n steps of four independent recurrences x = x*a + b
+// from seed (register-resident floating point, no memory traffic) and
+// returns the sum of their ends, which the caller uses.
+func computeKernel(n int, seed float64) float64 {
+	const a, b = 0.999999, 1e-6
+	x0, x1, x2, x3 := seed, seed+1, seed+2, seed+3
+	for range n {
+		x0 = x0*a + b
+		x1 = x1*a + b
+		x2 = x2*a + b
+		x3 = x3*a + b
+	}
+	return x0 + x1 + x2 + x3
+}
+
+// streamKernel reads all of a passes times and returns the sum.
+func streamKernel(a []float64, passes int) float64 {
+	var s0, s1, s2, s3 float64
+	for range passes {
+		i := 0
+		for ; i+3 < len(a); i += 4 {
+			s0 += a[i]
+			s1 += a[i+1]
+			s2 += a[i+2]
+			s3 += a[i+3]
+		}
+		for ; i < len(a); i++ {
+			s0 += a[i]
+		}
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// ceilingRun returns one run of a ceiling kernel ("compute" or "memory")
+// at the given GOMAXPROCS: ceilUnits pieces of work over GOMAXPROCS
+// goroutines with no shared data, sized on the first call to take about
+// CeilSeconds at GOMAXPROCS=1. Value is the sum of the pieces' results,
+// Iters the steps (compute) or passes (memory) of each piece.
+func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
+	size := 0 // steps or passes of each piece, set by the first call
+	return func(procs int) (i20Sample, error) {
+		var s i20Sample
+		err := withProcs(procs, func() error {
+			var unit func(i int) float64
+			switch kind {
+			case "compute":
+				if size == 0 {
+					const probe = 1 << 22
+					start := time.Now()
+					computeKernel(probe, 0)
+					size = max(probe, int(e.sizes.CeilSeconds/ceilUnits/time.Since(start).Seconds()*probe))
+				}
+				unit = func(i int) float64 { return computeKernel(size, float64(i)) }
+			case "memory":
+				runtime.GC() // the previous run's arrays
+				arrays := make([][]float64, ceilUnits)
+				for i := range arrays {
+					arrays[i] = make([]float64, e.sizes.CeilBytes/8)
+					for j := range arrays[i] {
+						arrays[i][j] = float64(j%1000) / 1000
+					}
+				}
+				if size == 0 {
+					start := time.Now()
+					streamKernel(arrays[0], 1)
+					size = max(1, int(math.Round(e.sizes.CeilSeconds/ceilUnits/time.Since(start).Seconds())))
+				}
+				unit = func(i int) float64 { return streamKernel(arrays[i], size) }
+			default:
+				return fmt.Errorf("ceiling kernel %q: want compute or memory", kind)
+			}
+			runtime.GC()
+			start, c0 := time.Now(), cpuSeconds()
+			parts := splitUnits(ceilUnits, unit)
+			s.Seconds, s.CPU = time.Since(start).Seconds(), cpuSeconds()-c0
+			for _, v := range parts {
+				s.Value += v
+			}
+			s.Iters, s.RSS = size, selfRSS()
+			return nil
+		})
+		return s, err
+	}
+}
+
+// formRun returns one in-process run of what `mfsolve -R R -o B.npy -C
+// C.npy` computes, without the writing: factorize.ParseStrategy("optimal")
+// on w (the structured path at R = 10^4), then B and C formed
+// (Factorization.Factors), after a GC. Digest hashes the bits of B and C.
+func (e *i20Env) formRun(w *factorize.Workload) func(int) (i20Sample, error) {
+	return func(procs int) (i20Sample, error) {
+		var s i20Sample
+		err := withProcs(procs, func() error {
+			strat, err := factorize.ParseStrategy("optimal")
+			if err != nil {
+				return err
+			}
+			runtime.GC()
+			start, c0 := time.Now(), cpuSeconds()
+			f, err := strat.Factorize(e.ctx, w, factorize.SingleParticipation())
+			if err != nil {
+				return err
+			}
+			b, c, err := f.Factors()
+			if err != nil {
+				return err
+			}
+			s.Seconds, s.CPU = time.Since(start).Seconds(), cpuSeconds()-c0
+			s.Value, s.Gap, s.Iters, s.RSS = f.Metrics.Loss, f.Gap, f.Iterations, selfRSS()
+			s.Digest = denseDigest(b, c)
+			return nil
+		})
+		return s, err
+	}
+}
+
+// denseDigest returns 12 hex digits of a 64-bit FNV-1a-style hash of the
+// bits of the matrices' entries, row by row (fast enough for 1.6 GB).
+func denseDigest(ms ...*mat.Dense) string {
+	h := uint64(14695981039346656037)
+	for _, m := range ms {
+		r, c := m.Dims()
+		for i := range r {
+			for _, v := range m.RawRowView(i)[:c] {
+				h = (h ^ math.Float64bits(v)) * 1099511628211
+			}
+		}
+	}
+	return fmt.Sprintf("%016x", h)[:12]
+}
+
 // lossOnlyFlag returns ["-loss-only"] when the strategy spec has a
 // loss-only path in this build.
 func lossOnlyFlag(spec string) []string {
@@ -522,6 +703,18 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	var rows []i20Row
 	add := func(r i20Row) { rows = append(rows, r) }
 
+	ceilShow := func(what string) func(m i20Meas) string {
+		return func(m i20Meas) string { return fmt.Sprintf(what+", sum %.10g", m.Last.Iters, m.Last.Value) }
+	}
+	add(i20Row{Item: "ref", Name: "this machine's two-core ceiling: compute-bound", Ceiling: "compute",
+		Command: fmt.Sprintf("in process: %d pieces, each 4 register-resident recurrences x = x*a + b, over GOMAXPROCS goroutines, no shared data, about %s at 1", ceilUnits, secs(z.CeilSeconds)),
+		Limit:   "none (reference)", Procs: both, InProcess: true,
+		est: []float64{1.2, 0.6}, run: e.ceilingRun("compute"), show: ceilShow("%d steps per piece")})
+	add(i20Row{Item: "ref", Name: "this machine's two-core ceiling: memory-streaming", Ceiling: "memory",
+		Command: fmt.Sprintf("in process: %d pieces over GOMAXPROCS goroutines, each streaming (summing) its own %d MiB array, no shared data, about %s at 1", ceilUnits, z.CeilBytes>>20, secs(z.CeilSeconds)),
+		Limit:   "none (reference)", Procs: both, InProcess: true,
+		est: []float64{1.5, 1}, run: e.ceilingRun("memory"), show: ceilShow("%d passes per array")})
+
 	structArgs := func(r int) []string {
 		return []string{"-R", fmt.Sprint(r), "-loss-only", "-no-cache", "-json", "-strategy", "optimal:tol=1e-8"}
 	}
@@ -539,7 +732,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		est: []float64{47, 28}, run: e.mfsolveRun(a, 0, nil), check: gapCheck(1e-10)})
 	bPath, cPath := filepath.Join(e.tmp, "B.npy"), filepath.Join(e.tmp, "C.npy")
 	a = []string{"-R", fmt.Sprint(z.Forms), "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}
-	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d, written", z.Forms),
+	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, bytesText(16*float64(z.Forms)*float64(z.Forms))),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
 		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), check: gapCheck(1e-10)})
 
@@ -588,6 +781,17 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		Command: fmt.Sprintf("in process: `mechanism.New(factorize.BLT(Prefix(%d), %d), %d, 1, WithSeed(1))`, %d rounds of Next, the median round", z.MechRounds, z.MechBuffers, z.MechDim, z.MechRounds),
 		Limit:   fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both, InProcess: true,
 		est: []float64{0.5, 0.4}, run: e.mechRun(f)})
+	wf, err := factorize.Prefix(z.Forms)
+	if err != nil {
+		return nil, err
+	}
+	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d, in process (solve and form, not written)", z.Forms),
+		Command: fmt.Sprintf("in process: `factorize.ParseStrategy(\"optimal\")` on Prefix(%d), then `Factors()` (as `mfsolve -o B.npy -C C.npy` computes them), GC before each run", z.Forms),
+		Limit:   fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both, InProcess: true,
+		est: []float64{5, 3}, run: e.formRun(wf), check: gapCheck(1e-10),
+		show: func(m i20Meas) string {
+			return fmt.Sprintf("loss %.12g, gap %.1e, %d iterations, B and C digest %s", m.Last.Value, m.Last.Gap, m.Last.Iters, m.Last.Digest)
+		}})
 	return rows, nil
 }
 
@@ -797,6 +1001,17 @@ func verdict(bad []string) string {
 	return passFail(false) + " (" + strings.Join(bad, "; ") + ")"
 }
 
+// ceiling returns the ratio of the measured ceiling row of that kind
+// ("compute" or "memory"), 0 if none was measured.
+func (res *i20Result) ceiling(kind string) float64 {
+	for _, r := range res.Rows {
+		if r.Ceiling == kind && r.pass() {
+			return r.Ratio
+		}
+	}
+	return 0
+}
+
 // markdown renders the section with its markers.
 func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 	var b strings.Builder
@@ -815,7 +1030,13 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 	p("Measured by `%s` on %s UTC in %s (estimated beforehand: %s), %s; this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -issue20-only` (add `-long` for banded at R = 10^5).%s Machine: %s, runtime.NumCPU() = %d, this process's GOMAXPROCS %d; load average (1, 5, 15 min) %s at the start, %s at the end.",
 		cmdLine, when.UTC().Format("2006-01-02 15:04"), res.Elapsed.Round(time.Second), res.Estimate.Round(time.Second), long, sizes, res.CPUModel, res.NumCPU, res.GOMAXPROCS, res.LoadBefore, res.LoadAfter)
 	p("")
-	p("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the mechanism runs in this process with `runtime.GOMAXPROCS(n)`, and its peak RSS is this process's. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
+	p("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the ceiling, the mechanism and forming B and C in process run in this process with `runtime.GOMAXPROCS(n)` (restored after), and their peak RSS is this process's so far. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
+	p("")
+	ceil := "not measured"
+	if c, m := res.ceiling("compute"), res.ceiling("memory"); c > 0 && m > 0 {
+		ceil = fmt.Sprintf("%.2f compute-bound, %.2f memory-streaming", c, m)
+	}
+	p("The first two rows (item \"ref\") are this machine's two-core ceiling (%s), measured in the same run with the same alternation and runs: a perfectly parallel kernel split over GOMAXPROCS goroutines with no shared data, register-resident floating point or each goroutine streaming its own array. The paths' ratios should be read against them (a path that streams memory cannot beat the memory ceiling); each path's result gives its ratio as a percentage of the compute-bound ceiling, and PASS or FAIL stays against the issue's %.1f.", ceil, speedupTarget)
 	p("")
 	p("| item | target | command | limit | GOMAXPROCS / NumCPU | wall, GOMAXPROCS=1 | wall, GOMAXPROCS=2 | runs (1, 2) | CPU (1, 2) | peak RSS (1, 2) | result at 2 | same result | ratio 1 / 2 | result |")
 	p("|---|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|")
@@ -848,6 +1069,8 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 			switch {
 			case strings.HasPrefix(r.Command, "dpacct"):
 				out = fmt.Sprintf("eps in [%.10g, %.10g], width %.1e", m.Last.Other, m.Last.Value, m.Last.Gap)
+			case r.show != nil:
+				out = r.show(m)
 			case r.InProcess:
 				out = "noise digest " + m.Last.Digest
 			default:
@@ -870,9 +1093,13 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		if m, ok := r.at(2); ok && len(r.M) == 1 && m.Runs == 1 && m.Seconds > 60 {
 			out += " (1 run: above 60 s)"
 		}
+		result := r.verdict()
+		if ceil := res.ceiling("compute"); r.Ceiling == "" && r.Ratio > 0 && ceil > 0 {
+			result += fmt.Sprintf(", %.0f%% of the ceiling", 100*r.Ratio/ceil)
+		}
 		p("| %s | %s | %s | %s | %s / %d | %s | %s | %s, %s | %s, %s | %s, %s | %s | %s | %s | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU,
 			cell(1, wall), cell(2, wall), cell(1, runs), cell(2, runs), cell(1, cpu), cell(2, cpu), cell(1, rss), cell(2, rss),
-			out, r.Same, ratio, r.verdict())
+			out, r.Same, ratio, result)
 	}
 	p("")
 	p("The accountant's rows are its slowest points of the issue's box (q in [1e-4, 1], sigma in [0.5, 20], T up to 10^6); `dpacct epsilon -sampling` prints the safe eps and the optimistic one (`eps_optimistic`), and the width is (safe - optimistic) / safe. The whole grid of 100 points with its widths and times is in [docs/privacy.md](privacy.md), \"Grid and cost\" (`go test -run '^$' -bench PLDBounds -benchtime 1x ./bench/`), which also says how the rounding is bounded rigorously (no fixed allowance).")

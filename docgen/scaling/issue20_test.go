@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dpmf/dpmf/factorize"
+	"gonum.org/v1/gonum/mat"
 )
 
 // interleave alternates the GOMAXPROCS values (1, 2, 2, 1, 1, 2), takes the
@@ -348,5 +351,165 @@ func TestCappedStopsTheCommand(t *testing.T) {
 			t.Fatalf("the command (pid %d) outlived its launcher", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The ceiling kernels against closed forms: x = x*a + b from x0 is
+// 1 + (x0 - 1) a^n (its fixed point b / (1 - a) is 1), and a stream's sum
+// is passes times the array's sum; the pieces come back in order at any
+// GOMAXPROCS.
+func TestCeilingKernels(t *testing.T) {
+	const n, a = 100000, 0.999999
+	want := 0.0
+	for k := range 4 {
+		want += 1 + (float64(k)-1)*math.Pow(a, n)
+	}
+	if got := computeKernel(n, 0); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("computeKernel(%d, 0) = %.15g, want %.15g", n, got, want)
+	}
+	if got := streamKernel([]float64{1, 2, 3, 4, 5, 6, 7}, 3); got != 84 {
+		t.Errorf("streamKernel(1..7, 3 passes) = %v, want 84", got)
+	}
+	for _, p := range []int{1, 2, 3} {
+		var got []float64
+		withProcs(p, func() error {
+			got = splitUnits(5, func(i int) float64 { return float64(i * i) })
+			return nil
+		})
+		if !slices.Equal(got, []float64{0, 1, 4, 9, 16}) {
+			t.Errorf("splitUnits at GOMAXPROCS=%d: %v, want squares in order", p, got)
+		}
+	}
+}
+
+// Each ceiling run gives the same bits at GOMAXPROCS 1 and 2, keeps the
+// size of its first call, and sums what the kernels give alone.
+func TestCeilingRun(t *testing.T) {
+	z := i20SizeSets["small"]
+	z.CeilBytes, z.CeilSeconds = 1<<20, 0.005
+	e := &i20Env{ctx: context.Background(), sizes: z}
+	for _, kind := range []string{"compute", "memory"} {
+		run := e.ceilingRun(kind)
+		s1, err := run(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := run(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s1.Iters != s2.Iters || math.Float64bits(s1.Value) != math.Float64bits(s2.Value) || !(s2.Seconds > 0) {
+			t.Errorf("%s: %+v at 1, %+v at 2: want the same size and bits", kind, s1, s2)
+		}
+		want := 0.0
+		switch kind {
+		case "compute":
+			want = computeKernel(s1.Iters, 0) + computeKernel(s1.Iters, 1)
+		case "memory":
+			// Each 1 MB array holds 131072 values j % 1000 / 1000.
+			one := 0.0
+			for j := range z.CeilBytes / 8 {
+				one += float64(j%1000) / 1000
+			}
+			want = 2 * float64(s1.Iters) * one
+		}
+		if math.Abs(s1.Value-want) > 1e-9*want {
+			t.Errorf("%s: sum %.15g, want %.15g", kind, s1.Value, want)
+		}
+	}
+	if _, err := e.ceilingRun("disk")(1); err == nil || !strings.Contains(err.Error(), "want compute or memory") {
+		t.Errorf("unknown kernel: %v", err)
+	}
+}
+
+// Forming B and C in process: B C is the prefix-sum workload (ones on and
+// below the diagonal), and the bits agree at GOMAXPROCS 1 and 2.
+func TestFormRun(t *testing.T) {
+	const r = 64
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &i20Env{ctx: context.Background()}
+	s1, err := e.formRun(w)(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := e.formRun(w)(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same, ok := sameResult(s1, s2); !ok || s1.Digest == "" {
+		t.Errorf("at 1 and 2: %s (digest %q)", same, s1.Digest)
+	}
+	f, err := factorize.Optimal(context.Background(), w, factorize.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, c, err := f.Factors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := denseDigest(b, c); got != s1.Digest {
+		t.Errorf("digest %s, want %s (factorize.Optimal's B and C)", s1.Digest, got)
+	}
+	var bc mat.Dense
+	bc.Mul(b, c)
+	for i := range r {
+		for j := range r {
+			want := 0.0
+			if j <= i {
+				want = 1
+			}
+			if d := math.Abs(bc.At(i, j) - want); d > 1e-8 {
+				t.Fatalf("(B C)[%d][%d] = %v, want %v", i, j, bc.At(i, j), want)
+			}
+		}
+	}
+}
+
+// The ceiling rows have no target: a ratio below 1.7 is no FAIL, and the
+// paths' results give their share of the compute ceiling.
+func TestCeilingRows(t *testing.T) {
+	full := &i20Env{ctx: context.Background(), sizes: i20SizeSets["full"]}
+	fullRows, err := full.i20Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"its own 128 MiB array", "forming B and C, R = 10000 (solve, form and write 1.6 GB)"} {
+		if !slices.ContainsFunc(fullRows, func(r i20Row) bool { return strings.Contains(r.Name+" "+r.Command, want) }) {
+			t.Errorf("no full-size row says %q", want)
+		}
+	}
+	rows := smallRows(t, false)
+	if rows[0].Ceiling != "compute" || rows[1].Ceiling != "memory" {
+		t.Fatalf("first rows %q, %q: want the two ceilings", rows[0].Name, rows[1].Name)
+	}
+	meas := func(procs int, secs float64) i20Meas {
+		return i20Meas{Procs: procs, Runs: 3, Seconds: secs, Last: i20Sample{Value: 1, Iters: 9}}
+	}
+	c, m := rows[0], rows[1]
+	c.M, m.M = []i20Meas{meas(1, 2), meas(2, 1.25)}, []i20Meas{meas(1, 1.3), meas(2, 1)}
+	c.evaluate()
+	m.evaluate()
+	if !c.pass() || c.verdict() != "reference" || len(m.Checks) > 0 {
+		t.Errorf("ceilings at 1.6 and 1.3: %q %v, %v", c.verdict(), c.Checks, m.Checks)
+	}
+	path := rowNamed(t, rows, "forming B and C, R = 500, in process")
+	path.M = []i20Meas{meas(1, 3.2), meas(2, 2)}
+	path.evaluate()
+	res := &i20Result{Sizes: "small", Reps: 3, NumCPU: 2, GOMAXPROCS: 2, Rows: []i20Row{c, m, path}}
+	md := res.markdown("test", time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC))
+	for _, want := range []string{
+		"two-core ceiling (1.60 compute-bound, 1.30 memory-streaming)",
+		"| 1.60 | reference |",
+		"| 1.30 | reference |",
+		"9 steps per piece, sum 1",
+		"| 1.60 | **FAIL** (ratio 1.60 < 1.7), 100% of the ceiling |",
+		"B and C digest",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
 	}
 }
