@@ -392,37 +392,9 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 		}
 		return l, nil
 	}
-	p := &BLTParams{Weights: []float64{}, Lambdas: []float64{}}
-	if nb := bltBuffers(buffers, r); nb > 0 {
-		o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
-		plain, err := fitBLTPlainLevels(ctx, tw, nb, func(c []float64) float64 { return minSepMajorantSq(c, b, kk) })
-		if err != nil {
-			return nil, err
-		}
-		levels, err := fitBLTLevels(ctx, o, nb, plain)
-		if err != nil {
-			return nil, err
-		}
-		var best []float64
-		bestLoss := math.Inf(1)
-		for j := range nb {
-			for _, chain := range [][][]float64{levels, plain} {
-				x := chain[j]
-				if j > 0 && x[j] == 0 && slices.Equal(x[:j], chain[j-1][:j]) && slices.Equal(x[j+1:2*j+1], chain[j-1][j:]) {
-					continue // the level below with a zero-weight buffer: the same C
-				}
-				l, err := reported(bltParamsOf(x), bestLoss)
-				if err != nil {
-					return nil, err
-				}
-				if l < bestLoss {
-					best, bestLoss = x, l
-				}
-			}
-		}
-		if best != nil {
-			p = bltPadded(best, nb)
-		}
+	p, err := bltMinSepChoose(ctx, tw, r, buffers, b, kk, reported)
+	if err != nil {
+		return nil, err
 	}
 	st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: ones}
 	m, err := st.metrics(part)

@@ -1434,40 +1434,14 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	}
 	r := w.R()
 	kk := part.Participations(r)
-	p := &BLTParams{Weights: []float64{}, Lambdas: []float64{}}
-	if nb := bltBuffers(buffers, r); nb > 0 {
-		o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
-		plain, err := fitBLTPlainLevels(ctx, tw, nb, func(c []float64) float64 { return minSepMajorantSq(c, b, kk) })
-		if err != nil {
-			return nil, err
-		}
-		levels, err := fitBLTLevels(ctx, o, nb, plain)
-		if err != nil {
-			return nil, err
-		}
-		// The lowest reported loss over both fits at every level up to
-		// nb: never above either fit with nb buffers, and, as a level
-		// does not depend on the levels above it, never increasing with
-		// the number of buffers.
-		var best []float64
-		bestLoss := math.Inf(1)
-		var gram *mat.SymDense // allocated at the first non-monotone column
-		for j := range nb {
-			for _, chain := range [][][]float64{levels, plain} {
-				x := chain[j]
-				if j > 0 && x[j] == 0 && slices.Equal(x[:j], chain[j-1][:j]) && slices.Equal(x[j+1:2*j+1], chain[j-1][j:]) {
-					continue // the level below with a zero-weight buffer: the same C
-				}
-				var l float64
-				l, gram = bltMinSepReported(tw, bltParamsOf(x), b, kk, bestLoss, gram)
-				if l < bestLoss {
-					best, bestLoss = x, l
-				}
-			}
-		}
-		if best != nil {
-			p = bltPadded(best, nb)
-		}
+	var gram *mat.SymDense // allocated at the first non-monotone column
+	p, err := bltMinSepChoose(ctx, tw, r, buffers, b, kk, func(q *BLTParams, above float64) (float64, error) {
+		var l float64
+		l, gram = bltMinSepReported(tw, q, b, kk, above, gram)
+		return l, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	d := p.Coefficients(r)
 	c := bltInverse(p, r)
@@ -1479,4 +1453,50 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	p.Scale = ones
 	f.Operator = p
 	return f.WithParticipation(part)
+}
+
+// bltMinSepChoose fits BLT under b-min-separation with kk participations at
+// every level up to the number of buffers (both fits: the levels of the
+// exact objective and the plain ones of the majorant) and returns the one
+// with the lowest reported loss, reported(p, above) (+Inf where it is
+// certainly not below above): never above either fit with the full number of
+// buffers and, as a level does not depend on the levels above it, never
+// increasing with the number of buffers. [BLTMinSep] and the loss-only path
+// share it, so they choose alike.
+func bltMinSepChoose(ctx context.Context, tw toeplitzWorkload, r, buffers, b, kk int, reported func(p *BLTParams, above float64) (float64, error)) (*BLTParams, error) {
+	p := &BLTParams{Weights: []float64{}, Lambdas: []float64{}}
+	nb := bltBuffers(buffers, r)
+	if nb <= 0 {
+		return p, nil
+	}
+	o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
+	plain, err := fitBLTPlainLevels(ctx, tw, nb, func(c []float64) float64 { return minSepMajorantSq(c, b, kk) })
+	if err != nil {
+		return nil, err
+	}
+	levels, err := fitBLTLevels(ctx, o, nb, plain)
+	if err != nil {
+		return nil, err
+	}
+	var best []float64
+	bestLoss := math.Inf(1)
+	for j := range nb {
+		for _, chain := range [][][]float64{levels, plain} {
+			x := chain[j]
+			if j > 0 && x[j] == 0 && slices.Equal(x[:j], chain[j-1][:j]) && slices.Equal(x[j+1:2*j+1], chain[j-1][j:]) {
+				continue // the level below with a zero-weight buffer: the same C
+			}
+			l, err := reported(bltParamsOf(x), bestLoss)
+			if err != nil {
+				return nil, err
+			}
+			if l < bestLoss {
+				best, bestLoss = x, l
+			}
+		}
+	}
+	if best != nil {
+		p = bltPadded(best, nb)
+	}
+	return p, nil
 }
