@@ -1358,20 +1358,7 @@ func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int, above float
 	if s, err := ToeplitzMinSepSensitivity(c, b, kk); err == nil {
 		return s * s * frob, x
 	}
-	kp := min(kk, (r-1)/b+1)
-	v := make([]float64, r)
-	lower := 0.0
-	for t := 0; t < r; t++ {
-		v[t] = c[t]
-		if t >= b {
-			v[t] += v[t-b]
-		}
-		if t >= kp*b {
-			v[t] -= c[t-kp*b]
-		}
-		lower += v[t] * v[t]
-	}
-	if !(lower*frob < above) {
+	if !(minSepPatternSq(c, b, kk)*frob < above) {
 		return math.Inf(1), x
 	}
 	if x == nil {
