@@ -82,18 +82,11 @@ func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) 
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
-	if buffers < 0 {
-		return nil, &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBuffers)}
-	}
-	tw, err := toeplitzOf(StrategyBLT, w)
+	tw, p, err := bltSingleFit(ctx, w, buffers)
 	if err != nil {
 		return nil, err
 	}
 	r := w.R()
-	p, err := fittedBLT(ctx, &bltObjective{tw: tw}, buffers)
-	if err != nil {
-		return nil, err
-	}
 	d := p.Coefficients(r)
 	c := bltInverse(p, r)
 	f, scale := toeplitzFactorization(StrategyBLT, w, tw, c, d)
@@ -328,24 +321,20 @@ func bltLossOnly(ctx context.Context, w *Workload, buffers int, p Participation)
 	if err := p.Validate(w.R()); err != nil {
 		return nil, err
 	}
+	if err := checkBuffers(buffers); err != nil {
+		return nil, err
+	}
 	if p.Kind == KindMinSep {
 		return bltMinSepLossOnly(ctx, w, buffers, p)
 	}
 	if p.Kind != KindSingle {
 		return nil, &ParamError{Param: "participation", Value: p.String(), Want: "single or min-separation for a loss-only " + StrategyBLT}
 	}
-	if buffers < 0 {
-		return nil, &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBuffers)}
-	}
-	tw, err := toeplitzOf(StrategyBLT, w)
+	tw, params, err := bltSingleFit(ctx, w, buffers)
 	if err != nil {
 		return nil, err
 	}
 	r := w.R()
-	params, err := fittedBLT(ctx, &bltObjective{tw: tw}, buffers)
-	if err != nil {
-		return nil, err
-	}
 	m, scale, err := toeplitzLossOnly(tw, bltInverse(params, r), params.Coefficients(r), p)
 	if err != nil {
 		return nil, err
@@ -441,4 +430,27 @@ func minSepPatternSq(c []float64, b, kk int) float64 {
 		sq += v[t] * v[t]
 	}
 	return sq
+}
+
+// checkBuffers refuses a negative number of BLT buffers (0 is the default).
+func checkBuffers(buffers int) error {
+	if buffers < 0 {
+		return &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBuffers)}
+	}
+	return nil
+}
+
+// bltSingleFit checks buffers and w (a Toeplitz workload) and returns w's
+// Toeplitz form with the BLT fitted to the single-participation loss: what
+// [BLT] and its loss-only path share.
+func bltSingleFit(ctx context.Context, w *Workload, buffers int) (toeplitzWorkload, *BLTParams, error) {
+	if err := checkBuffers(buffers); err != nil {
+		return toeplitzWorkload{}, nil, err
+	}
+	tw, err := toeplitzOf(StrategyBLT, w)
+	if err != nil {
+		return toeplitzWorkload{}, nil, err
+	}
+	p, err := fittedBLT(ctx, &bltObjective{tw: tw}, buffers)
+	return tw, p, err
 }

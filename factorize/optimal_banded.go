@@ -1408,8 +1408,8 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}
-	if buffers < 0 {
-		return nil, &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBuffers)}
+	if err := checkBuffers(buffers); err != nil {
+		return nil, err
 	}
 	part := MinSeparation(b, k)
 	if err := part.Validate(w.R()); err != nil {
