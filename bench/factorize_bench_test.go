@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpmf/dpmf/bench"
 	"github.com/dpmf/dpmf/factorize"
@@ -283,7 +284,9 @@ func BenchmarkOptimalBanded(b *testing.B) {
 // slower than 2); the result is the same bits for every GOMAXPROCS. Besides wall time it reports the process's
 // CPU time per run (user + system, getrusage: on a shared machine the
 // wall time overstates the cost), the iterations and evaluations, the
-// certified gap relative to the target and the loss.
+// certified gap relative to the target and the loss. With DPMF_TRACE=1 it
+// logs the gap and the elapsed time every 100 iterations (the fine level's
+// only: the coarse levels of the multilevel start report no progress).
 func BenchmarkBandedMinSep(b *testing.B) {
 	ctx := context.Background()
 	cases := []struct {
@@ -300,6 +303,14 @@ func BenchmarkBandedMinSep(b *testing.B) {
 				b.Fatal(err)
 			}
 			opt := factorize.Options{LossOnly: true, Tol: c.tol}
+			if os.Getenv("DPMF_TRACE") != "" {
+				start := time.Now()
+				opt.Progress = func(p factorize.Progress) {
+					if p.Iter%100 == 0 {
+						b.Logf("iteration %d: gap %.3g after %.1f s", p.Iter, p.Gap, time.Since(start).Seconds())
+					}
+				}
+			}
 			var f *factorize.Factorization
 			cpu0 := cpuSeconds()
 			for b.Loop() {
