@@ -1,0 +1,118 @@
+package plan
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/accountant"
+)
+
+// builtPlans returns the JSON of calibrated plans, one per method a record
+// can carry: exact, paper, zcdp (the independent baseline under the paper's
+// calibration), the amplified accounting, and exact with secure
+// aggregation.
+func builtPlans(t testing.TB) map[string]string {
+	t.Helper()
+	sa, err := NewSecureAggregation(3, 2, 1, 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]*Plan{
+		"exact": {Rounds: 8, Algorithm: AlgoCorrelated, Learners: 3, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+			Target: &Target{Eps: 1, Delta: 1e-5}},
+		"paper": {Rounds: 8, Algorithm: AlgoBaselineCorrelated, Learners: 3, Clip: 0.5, Strategy: "tree",
+			Target: &Target{Eps: 2, Delta: 1e-3, Calibration: Paper, Relation: "add-remove"}},
+		"zcdp": {Rounds: 8, Algorithm: AlgoIndependent, Learners: 2, Clip: 1,
+			Target: &Target{Eps: 1, Delta: 1e-6, Calibration: Paper}},
+		"amplified": {Rounds: 8, Algorithm: AlgoCorrelated, Learners: 3, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+			Target: &Target{Eps: 4, Delta: 1e-5, Sampling: 0.5}},
+		"secagg": {Rounds: 8, Algorithm: AlgoCorrelated, Learners: 3, Tau: 2, Clip: 1, Strategy: "bsr:bands=2",
+			Model: &Model{Name: "logistic", Features: 4}, SecureAggregation: sa, Target: &Target{Eps: 1, Delta: 1e-5}},
+	}
+	out := map[string]string{}
+	for name, p := range plans {
+		if _, err := p.Build(t.Context()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		data, err := p.Marshal()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out[name] = string(data)
+	}
+	return out
+}
+
+// A privacy record read back from JSON is data: Parse refuses one that
+// Calibrate cannot have written for the plan (before, a negative noise
+// std, a record for another (eps, delta), an unknown method or a noise
+// that falls short of the target were all accepted), and a plan without
+// "format" is read as the current format, as Plan.Format documents
+// (before, it was an error).
+func TestParseRefusesInconsistentRecord(t *testing.T) {
+	plans := builtPlans(t)
+	for name, data := range plans {
+		if _, err := Parse([]byte(data)); err != nil {
+			t.Errorf("%s: the calibrated plan does not parse: %v", name, err)
+		}
+	}
+	exact := plans["exact"]
+	rec := func(s string) string { return s[strings.Index(s, `"privacy"`):] }
+	// field returns the JSON text of a record field's value.
+	field := func(s, key string) string {
+		r := rec(s)
+		i := strings.Index(r, `"`+key+`":`) + len(key) + 3
+		j := i + strings.IndexAny(r[i:], ",}")
+		return r[i:j]
+	}
+	// setField replaces a record field's value.
+	setField := func(s, key, v string) string {
+		old := `"` + key + `":` + field(s, key)
+		return strings.Replace(s, old, `"`+key+`":`+v, 1)
+	}
+	std := field(exact, "noise_std")
+	for _, c := range []struct {
+		name, data, want string
+	}{
+		{"negative noise std", setField(exact, "noise_std", "-"+std), "privacy.noise_std"},
+		{"zero noise std", setField(setField(exact, "noise_std", "0"), "sigma", "0"), "privacy.noise_std"},
+		{"another eps", strings.Replace(exact, `"privacy":{"eps":1`, `"privacy":{"eps":100`, 1), "privacy (eps, delta)"},
+		{"negative eps", strings.Replace(exact, `"privacy":{"eps":1`, `"privacy":{"eps":-1`, 1), "privacy (eps, delta)"},
+		{"another delta", setField(exact, "delta", "0.5"), "privacy (eps, delta)"},
+		{"unknown method", setField(exact, "method", `"bogus"`), "privacy.method"},
+		{"method of another calibration", setField(exact, "method", `"paper"`), "privacy.method"},
+		{"amplified method without sampling", setField(exact, "method", `"amplified-banded-pld"`), "privacy.method"},
+		{"negative gamma", setField(exact, "gamma", "-1"), "privacy.gamma"},
+		{"negative loss", setField(exact, "loss", "-1"), "privacy.loss"},
+		{"smaller sensitivity", setField(exact, "sensitivity", "0.1"), "privacy.sensitivity"},
+		{"halved noise", setField(setField(exact, "noise_std", "2"), "sigma", strconv.FormatFloat(2/1.3333333333333335, 'g', -1, 64)), "privacy.noise_std"},
+		{"sigma not std / sensitivity", setField(exact, "sigma", "1"), "privacy.sigma"},
+		{"smaller unit sensitivity", setField(exact, "unit_sensitivity", "1"), "privacy.sensitivity"},
+		{"amplified noise not sigma times sensitivity", setField(plans["amplified"], "noise_std", "1e-3"), "privacy.noise_std"},
+		{"amplified zero sigma", setField(plans["amplified"], "sigma", "0"), "privacy.sigma"},
+		{"rounds past MaxRounds", strings.Replace(exact, `"rounds":8`, `"rounds":1099511627776`, 1), "rounds"},
+	} {
+		if c.data == exact {
+			t.Fatalf("%s: the edit did not apply", c.name)
+		}
+		_, err := Parse([]byte(c.data))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", c.name, err, c.want)
+		}
+	}
+	// The halved noise is indeed short of the target (an independent check
+	// by the exact curve of the Gaussian mechanism, Balle and Wang 2018).
+	if d, err := accountant.Delta(1, 4.0/3/2); err != nil || !(d > 1e-5) {
+		t.Errorf("delta of the halved noise %v (%v), want > 1e-5", d, err)
+	}
+
+	noFormat := strings.Replace(exact, `"format":1,`, ``, 1)
+	p, err := Parse([]byte(noFormat))
+	if err != nil || p.Format != Format {
+		t.Errorf("a plan without format: %v, format %v, want it read as %d", err, p, Format)
+	}
+	if _, err := Parse([]byte(strings.Replace(exact, `"format":1`, `"format":2`, 1))); err == nil {
+		t.Error("format 2 accepted")
+	}
+}
