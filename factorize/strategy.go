@@ -19,13 +19,18 @@ type Strategy interface {
 	// [WithLossOnly]) are not part of it.
 	Spec() string
 	// Factorize factorizes w, with metrics under participation p. It is
-	// an error if ctx is nil, the strategy does not support w or p is
-	// invalid for w's rounds.
+	// an error if ctx is nil, the strategy does not support w, p is
+	// invalid for w's rounds, the dense factors (unless the strategy is
+	// loss-only) cannot fit in the machine's memory, or the metrics
+	// overflow (a workload with entries near the top of the float64 range).
 	Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error)
 }
 
-// under checks ctx, and p against w, runs compute and returns its result
-// with metrics under p.
+// under checks ctx, p against w, and that w's dense factors can fit in
+// memory (checkDenseFits), runs compute and returns its result
+// with metrics under p; metrics that overflow (a workload with entries
+// near the top of the float64 range) are a *ParamError naming the
+// workload, never a result with an infinite loss.
 func under(ctx context.Context, w *Workload, p Participation, compute func() (*Factorization, error)) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
@@ -36,14 +41,20 @@ func under(ctx context.Context, w *Workload, p Participation, compute func() (*F
 	if err := p.Validate(w.R()); err != nil {
 		return nil, err
 	}
+	if err := checkDenseFits(w.R()); err != nil {
+		return nil, err
+	}
 	f, err := compute()
+	if err == nil && p != f.Metrics.Participation {
+		f, err = f.WithParticipation(p)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if p == f.Metrics.Participation {
-		return f, nil
+	if !FiniteMetrics(f.Metrics) {
+		return nil, &ParamError{Param: "workload", Value: w.Name(), Want: fmt.Sprintf("entries small enough that the metrics are finite (%s gives loss %v, RMSE %v)", f.Strategy, f.Metrics.Loss, f.Metrics.RMSE)}
 	}
-	return f.WithParticipation(p)
+	return f, nil
 }
 
 // requirePrefix returns an error if w is not the prefix-sum workload.
