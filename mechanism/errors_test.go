@@ -3,6 +3,7 @@ package mechanism
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -88,3 +89,36 @@ func TestOverflowIsAnError(t *testing.T) {
 		t.Fatalf("std 1e300: %v", err)
 	}
 }
+
+// Sizes past what an int can count are *ParamErrors, not allocation
+// panics: a dimension above 2^40 (before, accepted and then a makeslice
+// panic or an out-of-memory crash where state vectors are allocated), and a
+// noise matrix of more than MaxInt bytes (before, gonum's NewDense panicked
+// on the overflowing length).
+func TestHugeSizesAreParamErrors(t *testing.T) {
+	w, err := factorize.Prefix(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dim := range []int{1<<40 + 1, math.MaxInt} {
+		_, err := New(f, dim, 1)
+		requireParam(t, err, "dim")
+	}
+	_, err = NoiseMatrix(hugeMechanism{})
+	requireParam(t, err, "mechanism")
+}
+
+// hugeMechanism claims 2^36 rounds of dimension 2^40 (2^79 bytes in all);
+// it draws nothing.
+type hugeMechanism struct{}
+
+func (hugeMechanism) Next([]float64) error { return errors.New("not drawn") }
+func (hugeMechanism) Round() int           { return 0 }
+func (hugeMechanism) Rounds() int          { return 1 << 36 }
+func (hugeMechanism) Dim() int             { return 1 << 40 }
+func (hugeMechanism) Std() float64         { return 1 }
+func (hugeMechanism) StateBytes() int64    { return 0 }
