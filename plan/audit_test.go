@@ -49,7 +49,8 @@ func builtPlans(t testing.TB) map[string]string {
 // std, a record for another (eps, delta), an unknown method or a noise
 // that falls short of the target were all accepted), and a plan without
 // "format" is read as the current format, as Plan.Format documents
-// (before, it was an error).
+// (before, it was an error). A key repeated in one object is an error
+// (before, the last one silently won).
 func TestParseRefusesInconsistentRecord(t *testing.T) {
 	plans := builtPlans(t)
 	for name, data := range plans {
@@ -105,6 +106,22 @@ func TestParseRefusesInconsistentRecord(t *testing.T) {
 	// by the exact curve of the Gaussian mechanism, Balle and Wang 2018).
 	if d, err := accountant.Delta(1, 4.0/3/2); err != nil || !(d > 1e-5) {
 		t.Errorf("delta of the halved noise %v (%v), want > 1e-5", d, err)
+	}
+
+	// A key twice in one object is an error (encoding/json keeps the
+	// last); the same key in different objects is not.
+	for _, dup := range []string{
+		strings.Replace(exact, `"rounds":8`, `"rounds":8,"rounds":9`, 1),
+		strings.Replace(exact, `"target":{"eps":1`, `"target":{"eps":1,"eps":2`, 1),
+		strings.Replace(exact, `"privacy":{"eps":1`, `"privacy":{"eps":1,"eps":1`, 1),
+		strings.Replace(exact, `"format":1`, `"format":1,"target":null`, 1),
+	} {
+		if _, err := Parse([]byte(dup)); err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("a repeated key: %v, want an error naming it", err)
+		}
+	}
+	if !strings.Contains(exact, `"target":{"eps":1,"delta"`) || !strings.Contains(exact, `"privacy":{"eps":1,"delta"`) {
+		t.Error("eps and delta are not in both the target and the record")
 	}
 
 	noFormat := strings.Replace(exact, `"format":1,`, ``, 1)

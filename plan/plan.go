@@ -339,9 +339,14 @@ func (p *Plan) Marshal() ([]byte, error) {
 	return json.Marshal(&q)
 }
 
-// Parse reads a plan's JSON (as [Plan.Marshal] writes it): unknown fields
-// and trailing data are errors, and the plan must validate.
+// Parse reads a plan's JSON (as [Plan.Marshal] writes it): unknown fields,
+// a key repeated in one object and trailing data are errors, a missing
+// format is read as [Format], and the plan must validate (including its
+// privacy record against the plan and its target).
 func Parse(data []byte) (*Plan, error) {
+	if err := checkDuplicateKeys(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var p Plan
@@ -361,6 +366,57 @@ func Parse(data []byte) (*Plan, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// checkDuplicateKeys returns an error naming the first key that appears
+// twice in one JSON object of data: encoding/json keeps the last of them,
+// so a plan with "rounds":8 and "rounds":9 would otherwise read as 9
+// whatever a reader of the file takes it to say. Malformed JSON is left to
+// the decoder's error.
+func checkDuplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type level struct {
+		keys   map[string]bool
+		object bool
+		key    bool // the next string token of an object is a key
+	}
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		top := len(stack) - 1
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top >= 0 && stack[top].object {
+					stack[top].key = true
+				}
+				stack = append(stack, level{keys: map[string]bool{}, object: t == '{', key: t == '{'})
+				continue
+			default:
+				stack = stack[:top]
+				if len(stack) == 0 {
+					return nil
+				}
+				continue
+			}
+		case string:
+			if top >= 0 && stack[top].object && stack[top].key {
+				if stack[top].keys[t] {
+					return fmt.Errorf("plan: key %q twice in one object, want each key at most once", t)
+				}
+				stack[top].keys[t] = true
+				stack[top].key = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].object {
+			stack[top].key = true
+		}
+	}
 }
 
 // checkFinite refuses what JSON cannot hold, naming the first such field.
