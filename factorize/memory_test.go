@@ -3,6 +3,7 @@ package factorize
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -82,5 +83,22 @@ func TestOverflowingMetricsAreRefused(t *testing.T) {
 		if errors.As(err, &pe) && pe.Param != "workload" {
 			t.Errorf("%s: %v, want an error about the workload", name, err)
 		}
+	}
+}
+
+// ToeplitzMinSepSensitivity of large coefficients: the columns 0 and 1 of
+// the 2 x 2 Toeplitz C with first column (x, x) sum to (x, 2x), of norm
+// sqrt(5) x under minsep:1 with 2 participations (closed form). At
+// x = 1e200 that is finite although x^2 overflows (before, +Inf with no
+// error); at x = 1e308 it overflows, an error naming col[0].
+func TestToeplitzMinSepLargeCoefficients(t *testing.T) {
+	got, err := ToeplitzMinSepSensitivity([]float64{1e200, 1e200}, 1, 2)
+	if want := math.Sqrt(5) * 1e200; err != nil || math.Abs(got-want) > 1e-15*want {
+		t.Errorf("x = 1e200: %v (%v), want %v", got, err, want)
+	}
+	_, err = ToeplitzMinSepSensitivity([]float64{1e308, 1e308}, 1, 2)
+	var pe *ParamError
+	if !errors.As(err, &pe) || pe.Param != "col[0]" {
+		t.Errorf("x = 1e308: %v, want a *ParamError about col[0]", err)
 	}
 }
