@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,5 +132,46 @@ func TestParseRefusesInconsistentRecord(t *testing.T) {
 	}
 	if _, err := Parse([]byte(strings.Replace(exact, `"format":1`, `"format":2`, 1))); err == nil {
 		t.Error("format 2 accepted")
+	}
+}
+
+// Calibrate refuses metrics it cannot record and a nil plan is an error:
+// before, gamma = +Inf went into the record (which then could not be
+// written), the amplified accounting dereferenced a factorization without
+// a workload, and Validate and Marshal of a nil *Plan panicked.
+func TestCalibrateBadFactorization(t *testing.T) {
+	amplified := func() *Plan {
+		return &Plan{Rounds: 8, Algorithm: AlgoCorrelated, Learners: 3, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+			Target: &Target{Eps: 4, Delta: 1e-5, Sampling: 0.5}}
+	}
+	f, err := amplified().Factorize(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	noWorkload := *f
+	noWorkload.Workload = nil
+	if err := amplified().Calibrate(t.Context(), &noWorkload); err != nil {
+		t.Errorf("amplified calibration of a factorization without its workload: %v", err)
+	}
+	for _, gamma := range []float64{math.Inf(1), math.NaN(), 0} {
+		g := *f
+		g.Metrics.Gamma = gamma
+		for _, sampling := range []float64{0, 0.5} {
+			p := amplified()
+			p.Target.Sampling = sampling
+			if err := p.Calibrate(t.Context(), &g); err == nil || p.Privacy != nil {
+				t.Errorf("gamma %v, sampling %v: calibrated to %+v", gamma, sampling, p.Privacy)
+			}
+		}
+	}
+	var nilPlan *Plan
+	if err := nilPlan.Validate(); err == nil {
+		t.Error("Validate of a nil plan succeeded")
+	}
+	if _, err := nilPlan.Marshal(); err == nil {
+		t.Error("Marshal of a nil plan succeeded")
+	}
+	if _, err := nilPlan.Build(t.Context()); err == nil {
+		t.Error("Build of a nil plan succeeded")
 	}
 }

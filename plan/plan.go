@@ -31,6 +31,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -330,6 +331,9 @@ func SeedDigest(seed uint64) string {
 // Marshal returns the plan's JSON, with Format, and the workload and
 // participation written out where they are empty (their defaults).
 func (p *Plan) Marshal() ([]byte, error) {
+	if p == nil {
+		return nil, errNilPlan
+	}
 	q := *p
 	q.Format, q.Workload = Format, q.workload()
 	q.Participation = cmp.Or(q.Participation, "single")
@@ -452,6 +456,9 @@ func checkFinite(p *Plan) error {
 // Validate checks the plan's fields: a one-line error names the first that
 // is wrong and what it should be.
 func (p *Plan) Validate() error {
+	if p == nil {
+		return errNilPlan
+	}
 	if err := checkFinite(p); err != nil {
 		return err
 	}
@@ -701,6 +708,9 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	}
 	return s, nil
 }
+
+// errNilPlan is the error of a method called on a nil *Plan.
+var errNilPlan = errors.New("plan: no plan (a nil *Plan)")
 
 // bad returns the error of field name with value v, which should be want.
 func bad(name string, v any, want string) error {
