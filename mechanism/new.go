@@ -32,7 +32,9 @@ const maxDim = 1 << 40
 // the participation the metrics were computed for.
 //
 // It is an error if f has no operator (a metrics-only result), if dim < 1
-// or dim > 2^40 (one vector of 8 TiB), if std is not finite and positive, or if an option is invalid; with
+// or dim > 2^40 (one vector of 8 TiB), if the stream's state (its state
+// vectors, and its past noise rows under MemoryKeep) needs more memory
+// than the machine has, if std is not finite and positive, or if an option is invalid; with
 // WithDense, if f has no factors or is not causal.
 func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mechanism, error) {
 	cfg, err := newConfig(opts)
@@ -56,6 +58,14 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	if math.IsNaN(std) || math.IsInf(std, 0) || std <= 0 {
 		return nil, &ParamError{Param: "std", Value: std, Want: "a finite number > 0"}
+	}
+	mem := op.Memory()
+	need := 8 * float64(mem.States) * float64(dim)
+	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
+		need += 8 * float64(mem.PastRows) * float64(dim) // kept as they are drawn
+	}
+	if err := checkFits("dim", dim, "state (the operator's state vectors, and its past noise rows under MemoryKeep)", need); err != nil {
+		return nil, err
 	}
 	rounds := op.Rounds()
 	if cfg.start > rounds {
@@ -102,7 +112,8 @@ func MemoryOf(m Mechanism) (mode Memory, auto, ok bool) {
 // NoiseMatrix draws every remaining round of m and returns them as the
 // rows of a matrix, (Rounds() - Round()) x Dim(): the stream's noise
 // matrix. It returns ErrExhausted if no round is left, and a *ParamError
-// for a matrix whose size in bytes does not fit in an int.
+// for a matrix whose size in bytes does not fit in an int or in the
+// machine's memory.
 func NoiseMatrix(m Mechanism) (*mat.Dense, error) {
 	if m == nil {
 		return nil, &ParamError{Param: "mechanism", Want: "a Mechanism from New"}
@@ -113,6 +124,9 @@ func NoiseMatrix(m Mechanism) (*mat.Dense, error) {
 	}
 	if d := m.Dim(); d < 1 || n > math.MaxInt/8/d {
 		return nil, &ParamError{Param: "mechanism", Value: fmt.Sprintf("%d rounds of dimension %d", n, d), Want: "a noise matrix whose size in bytes fits in an int"}
+	}
+	if err := checkFits("mechanism", fmt.Sprintf("%d rounds of dimension %d", n, m.Dim()), "noise matrix", 8*float64(n)*float64(m.Dim())); err != nil {
+		return nil, err
 	}
 	out := mat.NewDense(n, m.Dim(), nil)
 	for i := 0; i < n; i++ {
