@@ -311,12 +311,12 @@ func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 		return bltLossOnly(ctx, w, s.Buffers, p)
 	}
 	if p.Kind == KindMinSep {
-		return under(ctx, w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
+		return under(ctx, w, p, true, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
 	}
 	if p.Kind == KindSingle {
-		return under(ctx, w, p, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
+		return under(ctx, w, p, true, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return bltUnder(ctx, w, s.Buffers, p) })
+	return under(ctx, w, p, true, func() (*Factorization, error) { return bltUnder(ctx, w, s.Buffers, p) })
 }
 
 // bltLossOnly returns the metrics-only result of [BLT] under single

@@ -34,6 +34,9 @@ func TestDenseFactorsBeyondMemoryAreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if name == StrategySemisep {
+			s = SemisepStrategy{Factors: true} // by default it forms no dense factors
+		}
 		_, err = s.Factorize(ctx, w, SingleParticipation())
 		refused(t, name, err)
 	}
@@ -56,6 +59,11 @@ func TestDenseFactorsBeyondMemoryAreRefused(t *testing.T) {
 	// A loss-only solve forms no dense factors and is not refused.
 	if f, err := Optimal(ctx, big, Options{LossOnly: true}); err != nil || !(f.Metrics.Loss > 0) {
 		t.Errorf("loss-only R = 257 in 1 MiB: %v", err)
+	}
+	for _, s := range []Strategy{OptimalStrategy{Options: Options{LossOnly: true}}, SemisepStrategy{}} {
+		if f, err := s.Factorize(ctx, big, SingleParticipation()); err != nil || !(f.Metrics.Loss > 0) {
+			t.Errorf("%s without dense factors, R = 257 in 1 MiB: %v", s.Name(), err)
+		}
 	}
 }
 

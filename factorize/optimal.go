@@ -96,9 +96,9 @@ func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 		return nil, err
 	}
 	if p.Kind == KindEpochs && p.K > 1 {
-		return under(ctx, w, p, func() (*Factorization, error) { return OptimalEpochs(ctx, w, p.K, s.Options) })
+		return under(ctx, w, p, !s.Options.LossOnly, func() (*Factorization, error) { return OptimalEpochs(ctx, w, p.K, s.Options) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return Optimal(ctx, w, s.Options) })
+	return under(ctx, w, p, !s.Options.LossOnly, func() (*Factorization, error) { return Optimal(ctx, w, s.Options) })
 }
 
 // optimalStates estimates, from above, the number K of state vectors of

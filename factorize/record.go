@@ -33,7 +33,11 @@ type Record struct {
 }
 
 // Record returns f's stored form. It panics if f has only one of B and C.
+// A nil f gives the zero Record, which [Record.Restore] refuses.
 func (f *Factorization) Record() Record {
+	if f == nil {
+		return Record{}
+	}
 	if (f.B == nil) != (f.C == nil) {
 		panic("factorize: factorization with only one of B and C")
 	}
@@ -53,7 +57,8 @@ func (f *Factorization) Record() Record {
 // Restore rebuilds the factorization of w that rec stores, and checks it
 // (see [Factorization.Record]): with factors, the metrics must be those of
 // B and C under the participation recorded in the metrics (to a relative
-// 1e-12), the availability rounds must lie in [0, R) and match the
+// 1e-12), gamma must be positive and the sensitivity at least gamma (in
+// every case), the availability rounds must lie in [0, R) and match the
 // factors' causal structure, B C must reproduce the workload (on a fixed
 // pseudo-random vector, relative error at most 1e-6) and a structured
 // operator must stream C^{-1} (M C x against x, the same bound). Without
@@ -152,6 +157,13 @@ func verifyEntry(f *Factorization) string {
 	m := f.Metrics
 	if !FiniteMetrics(m) || !(f.Gap >= 0) || math.IsInf(f.Gap, 0) {
 		return fmt.Sprintf("metrics out of range (gap %v)", f.Gap)
+	}
+	// Every participation lets a sample take part in any one round, so the
+	// sensitivity is at least gamma, the largest column norm, which is
+	// positive for a C that reproduces a nonsingular workload: a zero or
+	// smaller sensitivity is an edit (it would calibrate too little noise).
+	if !(m.Gamma > 0) || m.UnitSensitivity.Value < m.Gamma*(1-1e-12) {
+		return fmt.Sprintf("sensitivity %v with gamma %v, want gamma > 0 and a sensitivity of at least gamma", m.UnitSensitivity.Value, m.Gamma)
 	}
 	if f.Iterations < 0 || f.Evaluations < 0 {
 		return fmt.Sprintf("%d iterations, %d evaluations", f.Iterations, f.Evaluations)

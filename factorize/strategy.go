@@ -3,6 +3,7 @@ package factorize
 import (
 	"context"
 	"fmt"
+	"math"
 )
 
 // A Strategy is a way to factorize a workload, carrying its own options
@@ -26,12 +27,12 @@ type Strategy interface {
 	Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error)
 }
 
-// under checks ctx, p against w, and that w's dense factors can fit in
-// memory (checkDenseFits), runs compute and returns its result
+// under checks ctx, p against w, and, for a computation that forms the
+// dense factors, that they can fit in memory (checkDenseFits), runs compute and returns its result
 // with metrics under p; metrics that overflow (a workload with entries
 // near the top of the float64 range) are a *ParamError naming the
 // workload, never a result with an infinite loss.
-func under(ctx context.Context, w *Workload, p Participation, compute func() (*Factorization, error)) (*Factorization, error) {
+func under(ctx context.Context, w *Workload, p Participation, dense bool, compute func() (*Factorization, error)) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
@@ -41,8 +42,10 @@ func under(ctx context.Context, w *Workload, p Participation, compute func() (*F
 	if err := p.Validate(w.R()); err != nil {
 		return nil, err
 	}
-	if err := checkDenseFits(w.R()); err != nil {
-		return nil, err
+	if dense {
+		if err := checkDenseFits(w.R()); err != nil {
+			return nil, err
+		}
 	}
 	f, err := compute()
 	if err == nil && p != f.Metrics.Participation {
@@ -51,10 +54,28 @@ func under(ctx context.Context, w *Workload, p Participation, compute func() (*F
 	if err != nil {
 		return nil, err
 	}
-	if !FiniteMetrics(f.Metrics) {
-		return nil, &ParamError{Param: "workload", Value: w.Name(), Want: fmt.Sprintf("entries small enough that the metrics are finite (%s gives loss %v, RMSE %v)", f.Strategy, f.Metrics.Loss, f.Metrics.RMSE)}
+	if err := checkMetrics(f, w); err != nil {
+		return nil, err
 	}
 	return f, nil
+}
+
+// checkMetrics returns a *ParamError naming the workload when a metric of
+// f is not finite (the first of them, by name): the workload's entries are
+// too large for float64.
+func checkMetrics(f *Factorization, w *Workload) error {
+	m := f.Metrics
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"unit sensitivity", m.UnitSensitivity.Value}, {"gamma", m.Gamma}, {"loss", m.Loss}, {"||B||_F^2", m.FrobBSq},
+		{"RMSE", m.RMSE}, {"MaxSE", m.MaxSE}, {"max_i ||B[i, :]||^2", m.MaxRowBSq}} {
+		if !(x.v >= 0) || math.IsInf(x.v, 0) {
+			return &ParamError{Param: "workload", Value: fmt.Sprintf("%s (the %s factorization's %s is %v)", w.Name(), f.Strategy, x.name, x.v),
+				Want: "entries whose metrics fit in float64 (rescale it)"}
+		}
+	}
+	return nil
 }
 
 // requirePrefix returns an error if w is not the prefix-sum workload.
