@@ -175,3 +175,39 @@ func TestCalibrateBadFactorization(t *testing.T) {
 		t.Error("Build of a nil plan succeeded")
 	}
 }
+
+// Every record Calibrate writes passes Parse's record checks (including
+// the exact-curve verification of its noise), over a grid of budgets,
+// algorithms, calibrations, relations and learners: the checks refuse
+// edits, never a calibration.
+func TestCalibratedRecordsParse(t *testing.T) {
+	for _, eps := range []float64{1e-3, 0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 100, 1000} {
+		for _, delta := range []float64{1e-12, 1e-8, 1e-5, 1e-3, 0.1, 0.5, 0.9} {
+			for _, algo := range []string{AlgoCorrelated, AlgoIndependent, AlgoBaselineCorrelated} {
+				for _, cal := range []Calibration{Exact, Paper} {
+					for _, rel := range []string{"", "add-remove"} {
+						for _, n := range []int{1, 7} {
+							g := 1.7
+							if algo == AlgoIndependent {
+								g = 1
+							}
+							p := &Plan{Algorithm: algo, Rounds: 8, Learners: n, Clip: 0.3, Target: &Target{Eps: eps, Delta: delta, Calibration: cal, Relation: rel}}
+							if err := p.Calibrate(t.Context(), singleMetrics(g)); err != nil {
+								t.Fatalf("calibrate %v %v %s %v %q %d: %v", eps, delta, algo, cal, rel, n, err)
+							}
+							p.Privacy.Loss = 1
+							data, err := p.Marshal()
+							if err != nil {
+								t.Errorf("marshal: %v", err)
+								continue
+							}
+							if _, err := Parse(data); err != nil {
+								t.Errorf("%v %v %s %v %q %d: %v", eps, delta, algo, cal, rel, n, err)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
