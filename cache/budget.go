@@ -210,6 +210,9 @@ func (c *Cache) trim(limit int64, keep string) ([]entryFile, error) {
 // bytes they took. Compute and Store trim the cache after each store, so
 // Trim is needed only after lowering the budget.
 func (c *Cache) Trim() (removed int, freed int64, err error) {
+	if c == nil {
+		return 0, 0, errNilCache
+	}
 	files, err := c.trim(c.budget(), "")
 	for _, f := range files {
 		freed += f.size
@@ -253,6 +256,9 @@ type Entry struct {
 // metadata's agreement with the factors are not verified here: a load
 // verifies them (see [Cache.Compute]) and never uses an entry that fails.
 func (c *Cache) List() ([]Entry, error) {
+	if c == nil {
+		return nil, errNilCache
+	}
 	files, err := c.entryFiles()
 	if err != nil {
 		return nil, err
@@ -322,6 +328,9 @@ func decodeMeta(r io.Reader, size int64) (meta *cacheMeta, metaLen int64, badMet
 // the file open and reads it to the end. The directory itself and files
 // that are not entries are left. A directory that does not exist is empty.
 func (c *Cache) Clear() (removed int, freed int64, err error) {
+	if c == nil {
+		return 0, 0, errNilCache
+	}
 	files, err := c.entryFiles()
 	if err != nil {
 		return 0, 0, err

@@ -244,6 +244,9 @@ func (c *Cache) Path(key string) string {
 // ctx's error; an interrupted write leaves no entry and no temporary file.
 // warn may be nil; each warning is one line without a program-name prefix.
 func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.Workload, p factorize.Participation, warn io.Writer) (f *factorize.Factorization, cached bool, err error) {
+	if c == nil {
+		return nil, false, errNilCache
+	}
 	if ctx == nil {
 		return nil, false, &ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
 	}
@@ -300,6 +303,9 @@ func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.
 // request; such an entry should be recomputed and replaced with
 // [Cache.Store].
 func (c *Cache) Load(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (*factorize.Factorization, error) {
+	if c == nil {
+		return nil, errNilCache
+	}
 	k, err := keyFields(s, w, p)
 	if err != nil {
 		return nil, err
@@ -311,11 +317,14 @@ func (c *Cache) Load(s factorize.Strategy, w *factorize.Workload, p factorize.Pa
 // f.Workload and f's participation. The entry is written atomically. It is
 // an error if s's name is not f.Strategy.
 func (c *Cache) Store(f *factorize.Factorization, s factorize.Strategy) error {
+	if c == nil {
+		return errNilCache
+	}
 	if f == nil {
 		return &ParamError{Param: "factorization", Want: "a factorization computed by this package"}
 	}
 	if s != nil && s.Name() != f.Strategy {
-		return fmt.Errorf("cache: storing a %s factorization under the %s strategy", f.Strategy, s.Name())
+		return &ParamError{Param: "factorization", Value: fmt.Sprintf("of strategy %q", f.Strategy), Want: fmt.Sprintf("one computed by the %s strategy it is stored under", s.Name())}
 	}
 	k, err := keyFields(s, f.Workload, f.Metrics.Participation)
 	if err != nil {

@@ -58,4 +58,24 @@ func TestCacheParamErrors(t *testing.T) {
 	err = c.Store(&factorize.Factorization{Strategy: factorize.StrategyIdentity, Workload: zero}, factorize.IdentityStrategy{})
 	check(err, "workload")
 	check(c.Store(nil, factorize.IdentityStrategy{}), "factorization")
+	// A factorization stored under another strategy (before, an error
+	// without a Param, reading "storing a  factorization" for an empty
+	// name).
+	check(c.Store(&factorize.Factorization{Workload: w}, factorize.IdentityStrategy{}), "factorization")
+
+	// Every method that can return an error refuses a nil *Cache (before,
+	// a nil pointer dereference).
+	var nilCache *cache.Cache
+	s := factorize.IdentityStrategy{}
+	_, err = nilCache.Load(s, w, factorize.SingleParticipation())
+	check(err, "cache")
+	_, _, err = nilCache.Compute(context.Background(), s, w, factorize.SingleParticipation(), nil)
+	check(err, "cache")
+	check(nilCache.Store(&factorize.Factorization{Strategy: factorize.StrategyIdentity, Workload: w}, s), "cache")
+	_, err = nilCache.List()
+	check(err, "cache")
+	_, _, err = nilCache.Clear()
+	check(err, "cache")
+	_, _, err = nilCache.Trim()
+	check(err, "cache")
 }

@@ -158,7 +158,7 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 			}
 			return bandedUnder(f, min(b, w.R()), p)
 		}
-		return under(ctx, w, p, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
+		return under(ctx, w, p, true, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
 	}
 	if s.LossOnly {
 		if err := checkContext(ctx); err != nil {
@@ -166,7 +166,7 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 		}
 		return bandedFitLossOnly(ctx, w, b, p)
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return bandedFit(ctx, w, b) })
+	return under(ctx, w, p, true, func() (*Factorization, error) { return bandedFit(ctx, w, b) })
 }
 
 // bandedUnder returns the loss-only result f of [OptimalBanded] with b

@@ -317,7 +317,7 @@ func bandInvFactorize(ctx context.Context, strategy string, w *Workload, bands i
 	if lossOnly {
 		return bandInvLossOnly(ctx, strategy, w, bands, p, optimise)
 	}
-	return under(ctx, w, p, func() (*Factorization, error) {
+	return under(ctx, w, p, true, func() (*Factorization, error) {
 		if err := checkBands(bands); err != nil {
 			return nil, err
 		}
@@ -396,7 +396,7 @@ func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Pa
 	if s.LossOnly {
 		return bandedToeplitzLossOnly(ctx, w, bands, p)
 	}
-	return under(ctx, w, p, func() (*Factorization, error) {
+	return under(ctx, w, p, true, func() (*Factorization, error) {
 		tw, err := toeplitzOf(StrategyBandedToeplitz, w)
 		if err != nil {
 			return nil, err

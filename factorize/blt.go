@@ -78,8 +78,18 @@ func (p *BLTParams) Coefficients(n int) []float64 {
 // which keeps the streaming recurrence) unless that raises the loss. B = A
 // C^{-1} and C are formed exactly (C from the inverse recurrence) and the
 // metrics are those of these B and C, computed by [ComputeMetrics].
+//
+// Dense factors that cannot fit in the machine's memory (B and C of at
+// least R x R float64 each, more than its physical memory and swap) are a
+// *[ParamError] naming R, not an out-of-memory crash.
 func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkWorkload(w); err != nil {
+		return nil, err
+	}
+	if err := checkDenseFits(w.R()); err != nil {
 		return nil, err
 	}
 	tw, p, err := bltSingleFit(ctx, w, buffers)
@@ -301,12 +311,12 @@ func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 		return bltLossOnly(ctx, w, s.Buffers, p)
 	}
 	if p.Kind == KindMinSep {
-		return under(ctx, w, p, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
+		return under(ctx, w, p, true, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })
 	}
 	if p.Kind == KindSingle {
-		return under(ctx, w, p, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
+		return under(ctx, w, p, true, func() (*Factorization, error) { return BLT(ctx, w, s.Buffers) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return bltUnder(ctx, w, s.Buffers, p) })
+	return under(ctx, w, p, true, func() (*Factorization, error) { return bltUnder(ctx, w, s.Buffers, p) })
 }
 
 // bltLossOnly returns the metrics-only result of [BLT] under single

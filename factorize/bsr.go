@@ -61,7 +61,7 @@ func (s BSRStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 	if s.LossOnly {
 		return bsrLossOnly(ctx, w, b, p)
 	}
-	return under(ctx, w, p, func() (*Factorization, error) {
+	return under(ctx, w, p, true, func() (*Factorization, error) {
 		f, err := BandedSqrt(w, b, 0)
 		if err != nil {
 			return nil, err

@@ -83,7 +83,9 @@ type Metrics struct {
 // ComputeMetrics returns the metrics of the factors b (R x m) and c (m x R)
 // under participation p. A nil factor, factors whose shapes do not fit, a
 // NaN or infinite entry ("B[i][j]", "C[i][j]") and a participation invalid
-// for R rounds are errors (a *[ParamError] for the factors).
+// for R rounds are errors (a *[ParamError] for the factors). Metrics that
+// overflow (factors with entries near the top of the float64 range) are
+// +Inf, which [FiniteMetrics] reports; a strategy's Factorize refuses them.
 func ComputeMetrics(b, c mat.Matrix, p Participation) (Metrics, error) {
 	if isNilMatrix(b) {
 		return Metrics{}, &ParamError{Param: "B", Want: "an R x m matrix"}

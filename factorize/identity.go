@@ -32,7 +32,7 @@ func (s IdentityStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
 func (IdentityStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
-	return under(ctx, w, p, func() (*Factorization, error) { return newIdentity(w) })
+	return under(ctx, w, p, true, func() (*Factorization, error) { return newIdentity(w) })
 }
 
 // newIdentity returns the factorization C = I, B = A of w.

@@ -96,9 +96,9 @@ func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 		return nil, err
 	}
 	if p.Kind == KindEpochs && p.K > 1 {
-		return under(ctx, w, p, func() (*Factorization, error) { return OptimalEpochs(ctx, w, p.K, s.Options) })
+		return under(ctx, w, p, !s.Options.LossOnly, func() (*Factorization, error) { return OptimalEpochs(ctx, w, p.K, s.Options) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return Optimal(ctx, w, s.Options) })
+	return under(ctx, w, p, !s.Options.LossOnly, func() (*Factorization, error) { return Optimal(ctx, w, s.Options) })
 }
 
 // optimalStates estimates, from above, the number K of state vectors of
@@ -213,12 +213,21 @@ type evaluator interface {
 //
 // Cancelling ctx stops the solver with ctx's error. Reaching Options.MaxIter
 // before the gap is certified returns a *NotConvergedError.
+//
+// Dense factors that cannot fit in the machine's memory (B and C of at
+// least R x R float64 each, more than its physical memory and swap) are a
+// *[ParamError] naming R, not an out-of-memory crash.
 func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
+	}
+	if !opt.LossOnly {
+		if err := checkDenseFits(w.R()); err != nil {
+			return nil, err
+		}
 	}
 	return balanced(w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
 }

@@ -77,12 +77,21 @@ import (
 // the pattern). With LossOnly, Metrics.Loss and FrobBSq are the certified
 // upper bound, the sensitivity is 1, Gamma is its bound 1 and MaxSE is 0
 // (not computed).
+//
+// Dense factors that cannot fit in the machine's memory (B and C of at
+// least R x R float64 each, more than its physical memory and swap) are a
+// *[ParamError] naming R, not an out-of-memory crash.
 func OptimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
+	}
+	if !opt.LossOnly {
+		if err := checkDenseFits(w.R()); err != nil {
+			return nil, err
+		}
 	}
 	return balanced(w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
 }

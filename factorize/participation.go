@@ -106,8 +106,13 @@ func (p Participation) String() string {
 
 // Validate returns a *[ParamError] (Param "participation") if p is not a
 // valid pattern over n rounds: epochs must divide n, the separation and
-// counts must be positive.
+// counts must be positive. A number of rounds n < 1 is a *[ParamError]
+// (Param "rounds") whatever the pattern: there are no rounds to take part
+// in.
 func (p Participation) Validate(n int) error {
+	if n < 1 {
+		return &ParamError{Param: "rounds", Value: n, Want: ">= 1 for a participation pattern"}
+	}
 	bad := func(want string) error {
 		return &ParamError{Param: "participation", Value: p.String(), Want: want}
 	}

@@ -33,7 +33,11 @@ type Record struct {
 }
 
 // Record returns f's stored form. It panics if f has only one of B and C.
+// A nil f gives the zero Record, which [Record.Restore] refuses.
 func (f *Factorization) Record() Record {
+	if f == nil {
+		return Record{}
+	}
 	if (f.B == nil) != (f.C == nil) {
 		panic("factorize: factorization with only one of B and C")
 	}
@@ -58,8 +62,8 @@ func (f *Factorization) Record() Record {
 // pseudo-random vector, relative error at most 1e-6) and a structured
 // operator must stream C^{-1} (M C x against x, the same bound). Without
 // factors, a quasiseparable operator's metrics must be those computed from
-// its generators; a metrics-only result's metrics must be finite and
-// consistent (loss = sens^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss,
+// its generators; a metrics-only result's metrics must be finite, with
+// gamma > 0 and a sensitivity of at least gamma, and consistent (loss = sens^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss,
 // the optimal strategy's sensitivity 1), its loss itself is trusted. The
 // error says why rec cannot be used, without a package prefix.
 func (rec Record) Restore(w *Workload) (*Factorization, error) {
@@ -175,6 +179,13 @@ func verifyEntry(f *Factorization) string {
 	if f.B == nil {
 		if f.Strategy == StrategyOptimal && (m.Gamma != 1 || m.UnitSensitivity.Value != 1 || !m.UnitSensitivity.Exact) {
 			return fmt.Sprintf("sensitivity %v of a loss-only optimal entry (gamma %v), want 1", m.UnitSensitivity.Value, m.Gamma)
+		}
+		// Every participation lets a sample take part in any one round, so the
+		// sensitivity is at least gamma, the largest column norm, which is
+		// positive for a C that reproduces a nonsingular workload: a zero or
+		// smaller sensitivity is an edit (it would calibrate too little noise).
+		if !(m.Gamma > 0) || m.UnitSensitivity.Value < m.Gamma*(1-1e-12) {
+			return fmt.Sprintf("sensitivity %v with gamma %v, want gamma > 0 and a sensitivity of at least gamma", m.UnitSensitivity.Value, m.Gamma)
 		}
 		if m.Participation.Kind == KindSingle && m.UnitSensitivity.Value != m.Gamma {
 			return fmt.Sprintf("sensitivity %v under single participation, want gamma %v", m.UnitSensitivity, m.Gamma)

@@ -263,7 +263,7 @@ func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 	if !s.Factors && p != SingleParticipation() {
 		return nil, fmt.Errorf("factorize: strategy %q computes metrics under participation %v only with its factors formed (Factors)", StrategySemisep, p)
 	}
-	return under(ctx, w, p, func() (*Factorization, error) {
+	return under(ctx, w, p, s.Factors, func() (*Factorization, error) {
 		return semiseparable(ctx, w, s.Buffers, s.MaxExcess, s.Factors, Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress: s.Progress})
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/dpmf/dpmf/linalg"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -535,7 +536,8 @@ func monotoneToeplitz(c mat.Matrix) ([]float64, bool) {
 // "Banded square root matrix factorization for differentially private
 // model training", Thm. 2), so sens = ||C u|| with u the indicator of
 // {0, b, ..., (k'-1) b}, k' = min(k, ceil(n / b)). O(n). It is an error
-// if col is negative or increasing somewhere.
+// if col is negative or increasing somewhere, or if the sensitivity
+// overflows a float64.
 func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 	n := len(col)
 	if n < 1 {
@@ -558,7 +560,6 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 	// v_r = sum_{j < k, j b <= r} col[r - j b] by the running sums
 	// v_r = col[r] + v_{r-b} - col[r - k b]: O(n).
 	v := make([]float64, n)
-	s := 0.0
 	for r := 0; r < n; r++ {
 		x := col[r]
 		if r >= b {
@@ -568,9 +569,15 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 			x -= col[r-k*b]
 		}
 		v[r] = x
-		s += x * x
 	}
-	return math.Sqrt(s), nil
+	// The norm scaled against overflow: the squares of entries above
+	// 1e154 overflow where the norm does not (before, +Inf for a finite
+	// sensitivity).
+	sens := floats.Norm(v, 2)
+	if math.IsInf(sens, 0) || math.IsNaN(sens) {
+		return 0, &ParamError{Param: "col[0]", Value: col[0], Want: "coefficients small enough that the sensitivity is a finite float64"}
+	}
+	return sens, nil
 }
 
 // gramRows produces the rows of an n x n Gram matrix X = C^T C, in any

@@ -80,9 +80,9 @@ func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participatio
 		return sqrtLossOnly(ctx, s.Name(), w, p)
 	}
 	if s.Normalized {
-		return under(ctx, w, p, func() (*Factorization, error) { return newSqrtNormalized(w) })
+		return under(ctx, w, p, true, func() (*Factorization, error) { return newSqrtNormalized(w) })
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return newSqrt(w) })
+	return under(ctx, w, p, true, func() (*Factorization, error) { return newSqrt(w) })
 }
 
 // SqrtCoefficients returns the first n coefficients of the power series of

@@ -3,6 +3,7 @@ package factorize
 import (
 	"context"
 	"fmt"
+	"math"
 )
 
 // A Strategy is a way to factorize a workload, carrying its own options
@@ -19,14 +20,19 @@ type Strategy interface {
 	// [WithLossOnly]) are not part of it.
 	Spec() string
 	// Factorize factorizes w, with metrics under participation p. It is
-	// an error if ctx is nil, the strategy does not support w or p is
-	// invalid for w's rounds.
+	// an error if ctx is nil, the strategy does not support w, p is
+	// invalid for w's rounds, the dense factors (unless the strategy is
+	// loss-only) cannot fit in the machine's memory, or the metrics
+	// overflow (a workload with entries near the top of the float64 range).
 	Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error)
 }
 
-// under checks ctx, and p against w, runs compute and returns its result
-// with metrics under p.
-func under(ctx context.Context, w *Workload, p Participation, compute func() (*Factorization, error)) (*Factorization, error) {
+// under checks ctx, p against w, and, for a computation that forms the
+// dense factors, that they can fit in memory (checkDenseFits), runs compute and returns its result
+// with metrics under p; metrics that overflow (a workload with entries
+// near the top of the float64 range) are a *ParamError naming the
+// workload, never a result with an infinite loss.
+func under(ctx context.Context, w *Workload, p Participation, dense bool, compute func() (*Factorization, error)) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
@@ -36,14 +42,40 @@ func under(ctx context.Context, w *Workload, p Participation, compute func() (*F
 	if err := p.Validate(w.R()); err != nil {
 		return nil, err
 	}
+	if dense {
+		if err := checkDenseFits(w.R()); err != nil {
+			return nil, err
+		}
+	}
 	f, err := compute()
+	if err == nil && p != f.Metrics.Participation {
+		f, err = f.WithParticipation(p)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if p == f.Metrics.Participation {
-		return f, nil
+	if err := checkMetrics(f, w); err != nil {
+		return nil, err
 	}
-	return f.WithParticipation(p)
+	return f, nil
+}
+
+// checkMetrics returns a *ParamError naming the workload when a metric of
+// f is not finite (the first of them, by name): the workload's entries are
+// too large for float64.
+func checkMetrics(f *Factorization, w *Workload) error {
+	m := f.Metrics
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"unit sensitivity", m.UnitSensitivity.Value}, {"gamma", m.Gamma}, {"loss", m.Loss}, {"||B||_F^2", m.FrobBSq},
+		{"RMSE", m.RMSE}, {"MaxSE", m.MaxSE}, {"max_i ||B[i, :]||^2", m.MaxRowBSq}} {
+		if !(x.v >= 0) || math.IsInf(x.v, 0) {
+			return &ParamError{Param: "workload", Value: fmt.Sprintf("%s (the %s factorization's %s is %v)", w.Name(), f.Strategy, x.name, x.v),
+				Want: "entries whose metrics fit in float64 (rescale it)"}
+		}
+	}
+	return nil
 }
 
 // requirePrefix returns an error if w is not the prefix-sum workload.

@@ -65,7 +65,7 @@ func (s TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participatio
 	if s.LossOnly {
 		return treeLossOnly(ctx, w, p)
 	}
-	return under(ctx, w, p, func() (*Factorization, error) { return newTree(w) })
+	return under(ctx, w, p, true, func() (*Factorization, error) { return newTree(w) })
 }
 
 // checkLossOnlyPrefix checks the arguments of a loss-only strategy for

@@ -3,6 +3,7 @@ package mechanism
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -86,5 +87,88 @@ func TestOverflowIsAnError(t *testing.T) {
 	m, _ = New(f, 1000, 1e300, WithSeed(1))
 	if err := m.Next(dst); err != nil {
 		t.Fatalf("std 1e300: %v", err)
+	}
+}
+
+// Sizes past what an int can count are *ParamErrors, not allocation
+// panics: a dimension above 2^40 (before, accepted and then a makeslice
+// panic or an out-of-memory crash where state vectors are allocated), and a
+// noise matrix of more than MaxInt bytes (before, gonum's NewDense panicked
+// on the overflowing length).
+func TestHugeSizesAreParamErrors(t *testing.T) {
+	w, err := factorize.Prefix(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dim := range []int{1<<40 + 1, math.MaxInt} {
+		_, err := New(f, dim, 1)
+		requireParam(t, err, "dim")
+	}
+	_, err = NoiseMatrix(hugeMechanism{})
+	requireParam(t, err, "mechanism")
+}
+
+// hugeMechanism claims 2^36 rounds of dimension 2^40 (2^79 bytes in all);
+// it draws nothing.
+type hugeMechanism struct{}
+
+func (hugeMechanism) Next([]float64) error { return errors.New("not drawn") }
+func (hugeMechanism) Round() int           { return 0 }
+func (hugeMechanism) Rounds() int          { return 1 << 36 }
+func (hugeMechanism) Dim() int             { return 1 << 40 }
+func (hugeMechanism) Std() float64         { return 1 }
+func (hugeMechanism) StateBytes() int64    { return 0 }
+
+// Allocations beyond the machine's memory are *ParamErrors up front, not
+// the runtime's fatal out-of-memory error (which no recover catches):
+// before, NoiseMatrix of 64 rounds of dimension 2^40 (512 TiB) ended the
+// process. With the machine's memory set to 1 MiB, the tree's state of
+// ceil(log2 64) + 1 vectors of dimension 2^15 (256 KiB each) and a 64 x
+// 4096 noise matrix (2 MiB) are refused, and a 64 x 1024 one (512 KiB) is
+// drawn.
+func TestBeyondMemoryIsAParamError(t *testing.T) {
+	w, err := factorize.Prefix(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := factorize.IdentityStrategy{}.Factorize(ctx, w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(id, 1<<40, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NoiseMatrix(m)
+	requireParam(t, err, "mechanism")
+
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 1 << 20 }
+	tree, err := factorize.TreeStrategy{}.Factorize(ctx, w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if states := tree.Operator.Memory().States; states*(1<<15)*8 <= 1<<20 {
+		t.Fatalf("the tree's %d states fit", states)
+	}
+	_, err = New(tree, 1<<15, 1)
+	requireParam(t, err, "dim")
+	m, err = New(id, 4096, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NoiseMatrix(m)
+	requireParam(t, err, "mechanism")
+	m, err = New(id, 1024, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NoiseMatrix(m); err != nil {
+		t.Errorf("64 x 1024 in 1 MiB: %v", err)
 	}
 }

@@ -8,6 +8,11 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
+// maxDim is the largest dimension New accepts: 2^40 float64 (8 TiB) per
+// vector, far beyond any machine, and small enough that the byte counts of
+// a vector and of a few of them fit in an int.
+const maxDim = 1 << 40
+
 // New returns the noise stream of the factorization f for vectors of
 // dimension dim: round r's vector is row r of std * M Z, with Z the noise
 // rows of the counter-based source (see the package documentation) and
@@ -26,8 +31,10 @@ import (
 // for replace-one, clip / n for add/remove) x the sensitivity of C under
 // the participation the metrics were computed for.
 //
-// It is an error if f has no operator (a metrics-only result), if dim < 1,
-// if std is not finite and positive, or if an option is invalid; with
+// It is an error if f has no operator (a metrics-only result), if dim < 1
+// or dim > 2^40 (one vector of 8 TiB), if the stream's state (its state
+// vectors, and its past noise rows under MemoryKeep) needs more memory
+// than the machine has, if std is not finite and positive, or if an option is invalid; with
 // WithDense, if f has no factors or is not causal.
 func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mechanism, error) {
 	cfg, err := newConfig(opts)
@@ -46,11 +53,19 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	if op == nil {
 		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without a noise operator (a loss-only result)", f.Strategy), Want: "one computed with its operator"}
 	}
-	if dim < 1 {
-		return nil, &ParamError{Param: "dim", Value: dim, Want: ">= 1"}
+	if dim < 1 || dim > maxDim {
+		return nil, &ParamError{Param: "dim", Value: dim, Want: ">= 1 and <= 2^40 (a vector of 8 TiB)"}
 	}
 	if math.IsNaN(std) || math.IsInf(std, 0) || std <= 0 {
 		return nil, &ParamError{Param: "std", Value: std, Want: "a finite number > 0"}
+	}
+	mem := op.Memory()
+	need := 8 * float64(mem.States) * float64(dim)
+	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
+		need += 8 * float64(mem.PastRows) * float64(dim) // kept as they are drawn
+	}
+	if err := checkFits("dim", dim, "state (the operator's state vectors, and its past noise rows under MemoryKeep)", need); err != nil {
+		return nil, err
 	}
 	rounds := op.Rounds()
 	if cfg.start > rounds {
@@ -96,7 +111,9 @@ func MemoryOf(m Mechanism) (mode Memory, auto, ok bool) {
 
 // NoiseMatrix draws every remaining round of m and returns them as the
 // rows of a matrix, (Rounds() - Round()) x Dim(): the stream's noise
-// matrix. It returns ErrExhausted if no round is left.
+// matrix. It returns ErrExhausted if no round is left, and a *ParamError
+// for a matrix whose size in bytes does not fit in an int or in the
+// machine's memory.
 func NoiseMatrix(m Mechanism) (*mat.Dense, error) {
 	if m == nil {
 		return nil, &ParamError{Param: "mechanism", Want: "a Mechanism from New"}
@@ -104,6 +121,12 @@ func NoiseMatrix(m Mechanism) (*mat.Dense, error) {
 	n := m.Rounds() - m.Round()
 	if n <= 0 {
 		return nil, ErrExhausted
+	}
+	if d := m.Dim(); d < 1 || n > math.MaxInt/8/d {
+		return nil, &ParamError{Param: "mechanism", Value: fmt.Sprintf("%d rounds of dimension %d", n, d), Want: "a noise matrix whose size in bytes fits in an int"}
+	}
+	if err := checkFits("mechanism", fmt.Sprintf("%d rounds of dimension %d", n, m.Dim()), "noise matrix", 8*float64(n)*float64(m.Dim())); err != nil {
+		return nil, err
 	}
 	out := mat.NewDense(n, m.Dim(), nil)
 	for i := 0; i < n; i++ {

@@ -122,6 +122,9 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	if !(unit > 0) || math.IsInf(unit, 1) {
 		return fmt.Errorf("plan: factorization sensitivity %v under %v, want a finite number > 0", unit, part)
 	}
+	if !factorize.FiniteMetrics(m) || !(m.Gamma > 0) {
+		return fmt.Errorf("plan: factorization metrics gamma %v, loss %v, want finite numbers (gamma > 0) for the record", m.Gamma, m.Loss)
+	}
 	if p.Algorithm == AlgoIndependent && m.Gamma != 1 {
 		return fmt.Errorf("plan: the independent baseline adds noise with C = I, got metrics with gamma = %v", m.Gamma)
 	}
@@ -172,7 +175,7 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	if bands, ok := factorize.BandsOf(f.Operator); !ok || bands > b || m.Participation.Kind != factorize.KindMinSep {
 		return fmt.Errorf("plan: the amplified accounting (sampling) needs a lower-triangular C with at most %d bands under minsep:%d", b, b)
 	}
-	r := f.Workload.R()
+	r := p.Rounds // f's, where f has a workload (Calibrate checks)
 	sens, err := accountant.ReleaseSensitivity(p.EffectiveClip(), p.Learners, rel, m.Gamma)
 	if err != nil {
 		return wrap(err)

@@ -31,6 +31,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -330,6 +331,9 @@ func SeedDigest(seed uint64) string {
 // Marshal returns the plan's JSON, with Format, and the workload and
 // participation written out where they are empty (their defaults).
 func (p *Plan) Marshal() ([]byte, error) {
+	if p == nil {
+		return nil, errNilPlan
+	}
 	q := *p
 	q.Format, q.Workload = Format, q.workload()
 	q.Participation = cmp.Or(q.Participation, "single")
@@ -339,9 +343,14 @@ func (p *Plan) Marshal() ([]byte, error) {
 	return json.Marshal(&q)
 }
 
-// Parse reads a plan's JSON (as [Plan.Marshal] writes it): unknown fields
-// and trailing data are errors, and the plan must validate.
+// Parse reads a plan's JSON (as [Plan.Marshal] writes it): unknown fields,
+// a key repeated in one object and trailing data are errors, a missing
+// format is read as [Format], and the plan must validate (including its
+// privacy record against the plan and its target).
 func Parse(data []byte) (*Plan, error) {
+	if err := checkDuplicateKeys(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var p Plan
@@ -351,6 +360,9 @@ func Parse(data []byte) (*Plan, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("plan: data after the plan's JSON object")
 	}
+	if p.Format == 0 { // absent: the current format, as documented
+		p.Format = Format
+	}
 	if p.Format != Format {
 		return nil, fmt.Errorf("plan: format %d, want %d", p.Format, Format)
 	}
@@ -358,6 +370,57 @@ func Parse(data []byte) (*Plan, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// checkDuplicateKeys returns an error naming the first key that appears
+// twice in one JSON object of data: encoding/json keeps the last of them,
+// so a plan with "rounds":8 and "rounds":9 would otherwise read as 9
+// whatever a reader of the file takes it to say. Malformed JSON is left to
+// the decoder's error.
+func checkDuplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type level struct {
+		keys   map[string]bool
+		object bool
+		key    bool // the next string token of an object is a key
+	}
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		top := len(stack) - 1
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top >= 0 && stack[top].object {
+					stack[top].key = true
+				}
+				stack = append(stack, level{keys: map[string]bool{}, object: t == '{', key: t == '{'})
+				continue
+			default:
+				stack = stack[:top]
+				if len(stack) == 0 {
+					return nil
+				}
+				continue
+			}
+		case string:
+			if top >= 0 && stack[top].object && stack[top].key {
+				if stack[top].keys[t] {
+					return fmt.Errorf("plan: key %q twice in one object, want each key at most once", t)
+				}
+				stack[top].keys[t] = true
+				stack[top].key = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].object {
+			stack[top].key = true
+		}
+	}
 }
 
 // checkFinite refuses what JSON cannot hold, naming the first such field.
@@ -393,11 +456,14 @@ func checkFinite(p *Plan) error {
 // Validate checks the plan's fields: a one-line error names the first that
 // is wrong and what it should be.
 func (p *Plan) Validate() error {
+	if p == nil {
+		return errNilPlan
+	}
 	if err := checkFinite(p); err != nil {
 		return err
 	}
-	if p.Rounds < 1 {
-		return bad("rounds", p.Rounds, ">= 1")
+	if p.Rounds < 1 || p.Rounds > factorize.MaxRounds {
+		return bad("rounds", p.Rounds, ">= 1 and <= 2^36 (factorize.MaxRounds)")
 	}
 	part, err := p.Pattern()
 	if err != nil {
@@ -465,6 +531,80 @@ func (p *Plan) Validate() error {
 		if r.EffectiveClip != eff {
 			return bad("privacy.effective_clip", r.EffectiveClip, fmt.Sprintf("%v (B_g plus the quantization term's share; 0 without secure aggregation)", eff))
 		}
+		if err := p.checkRecord(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRecord checks that the plan's privacy record is one [Plan.Calibrate]
+// can have written for the plan: the target's (eps, delta), the method the
+// target and algorithm select, positive sensitivities and noise, the
+// release sensitivity of the plan's clip, learners and relation at the
+// record's unit sensitivity (gamma for the amplified accounting), and a
+// noise std that is the record's sigma times its sensitivity. Outside the
+// amplified accounting the noise must also give (eps, delta)-DP at the
+// record's sensitivity by the exact curve (accountant.Record.Verify): a
+// record read back from a file is data, and the privacy claim of a run
+// must not rest on its having been written by Calibrate.
+func (p *Plan) checkRecord() error {
+	r, t := p.Privacy, p.Target
+	if r.Eps != t.Eps || r.Delta != t.Delta {
+		return bad("privacy (eps, delta)", fmt.Sprintf("(%v, %v)", r.Eps, r.Delta), fmt.Sprintf("the target's (%v, %v)", t.Eps, t.Delta))
+	}
+	method := accountant.Exact.String()
+	switch {
+	case t.Sampling > 0:
+		method = MethodAmplified
+	case t.Calibration == Paper && p.Algorithm == AlgoIndependent:
+		method = accountant.ZCDP.String()
+	case t.Calibration == Paper:
+		method = accountant.Paper.String()
+	}
+	if r.Method != method {
+		return bad("privacy.method", strconv.Quote(r.Method), fmt.Sprintf("%q for the %s calibration of this plan", method, t.Calibration))
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"privacy.sensitivity", r.Sensitivity}, {"privacy.noise_std", r.NoiseStd}, {"privacy.sigma", r.Sigma},
+		{"privacy.gamma", r.Gamma}, {"privacy.unit_sensitivity", r.UnitSensitivity}} {
+		if !(f.v > 0) {
+			return bad(f.name, f.v, "a finite number > 0")
+		}
+	}
+	if !(r.Loss >= 0) {
+		return bad("privacy.loss", r.Loss, "a finite number >= 0")
+	}
+	rel, _ := t.relation() // checked by Target.validate
+	learners, unit := p.Learners, r.UnitSensitivity
+	switch {
+	case method == MethodAmplified:
+		unit = r.Gamma
+	case t.Calibration == Paper:
+		learners = 1
+	}
+	sens, err := accountant.ReleaseSensitivity(p.EffectiveClip(), learners, rel, unit)
+	if err != nil {
+		return wrap(err)
+	}
+	if r.Sensitivity != sens {
+		return bad("privacy.sensitivity", r.Sensitivity, fmt.Sprintf("%v, the release sensitivity of the plan's clip, learners and relation at the record's %s", sens,
+			map[bool]string{true: "gamma", false: "unit sensitivity"}[method == MethodAmplified]))
+	}
+	if method == MethodAmplified {
+		if std, err := accountant.Scale(r.Sigma, r.Sensitivity); err != nil || r.NoiseStd != std {
+			return bad("privacy.noise_std", r.NoiseStd, fmt.Sprintf("%v, the record's sigma times its sensitivity (rounded up)", std))
+		}
+		return nil
+	}
+	if r.Sigma != r.NoiseStd/r.Sensitivity {
+		return bad("privacy.sigma", r.Sigma, fmt.Sprintf("%v, the record's noise std over its sensitivity", r.NoiseStd/r.Sensitivity))
+	}
+	ar := accountant.Record{Eps: r.Eps, Delta: r.Delta, Method: accountant.Exact, Sensitivity: r.Sensitivity, NoiseStd: r.NoiseStd, Participation: accountant.Participation(p.Participation)}
+	if err := ar.Verify(); err != nil {
+		return bad("privacy.noise_std", r.NoiseStd, fmt.Sprintf("noise that gives the target (%v, %v)-DP at sensitivity %v (%v)", t.Eps, t.Delta, r.Sensitivity, err))
 	}
 	return nil
 }
@@ -568,6 +708,9 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	}
 	return s, nil
 }
+
+// errNilPlan is the error of a method called on a nil *Plan.
+var errNilPlan = errors.New("plan: no plan (a nil *Plan)")
 
 // bad returns the error of field name with value v, which should be want.
 func bad(name string, v any, want string) error {

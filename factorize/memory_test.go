@@ -1,0 +1,112 @@
+package factorize
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// A dense factorization too large for the machine is a *ParamError
+// naming R, never an allocation: before, IdentityStrategy at R = 2^20 (B
+// and C of 8 TiB each) ended the process with the runtime's fatal
+// out-of-memory error, which no recover catches. The first cases need more
+// memory than any machine this runs on has; the second set lowers the
+// machine's memory to 1 MiB, where R = 256 (two 512 KiB factors) still fits
+// and R = 257 does not (2 x 8 x 257^2 bytes > 2^20).
+func TestDenseFactorsBeyondMemoryAreRefused(t *testing.T) {
+	ctx := context.Background()
+	refused := func(t *testing.T, name string, err error) {
+		t.Helper()
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Param != "R" {
+			t.Errorf("%s: %v, want a *ParamError about R", name, err)
+		}
+	}
+	w, err := Prefix(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Strategies() {
+		s, err := ParseStrategy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == StrategySemisep {
+			s = SemisepStrategy{Factors: true} // by default it forms no dense factors
+		}
+		_, err = s.Factorize(ctx, w, SingleParticipation())
+		refused(t, name, err)
+	}
+	_, err = Optimal(ctx, w, Options{})
+	refused(t, "Optimal", err)
+	_, err = OptimalEpochs(ctx, w, 2, Options{})
+	refused(t, "OptimalEpochs", err)
+	_, err = BLT(ctx, w, 2)
+	refused(t, "BLT", err)
+
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 1 << 20 }
+	small, _ := Prefix(256)
+	if _, err := (IdentityStrategy{}).Factorize(ctx, small, SingleParticipation()); err != nil {
+		t.Errorf("R = 256 in 1 MiB: %v", err)
+	}
+	big, _ := Prefix(257)
+	_, err = IdentityStrategy{}.Factorize(ctx, big, SingleParticipation())
+	refused(t, "R = 257 in 1 MiB", err)
+	// A loss-only solve forms no dense factors and is not refused.
+	if f, err := Optimal(ctx, big, Options{LossOnly: true}); err != nil || !(f.Metrics.Loss > 0) {
+		t.Errorf("loss-only R = 257 in 1 MiB: %v", err)
+	}
+	for _, s := range []Strategy{OptimalStrategy{Options: Options{LossOnly: true}}, SemisepStrategy{}} {
+		if f, err := s.Factorize(ctx, big, SingleParticipation()); err != nil || !(f.Metrics.Loss > 0) {
+			t.Errorf("%s without dense factors, R = 257 in 1 MiB: %v", s.Name(), err)
+		}
+	}
+}
+
+// A workload whose metrics overflow (entries near the top of the float64
+// range: the identity's loss is ||A||_F^2 = 3 x 1e616 here) is a
+// *ParamError naming the workload from every strategy that accepts the
+// workload; before, identity, bsr, bisr, blt and optimal returned a
+// factorization with loss +Inf and no error.
+func TestOverflowingMetricsAreRefused(t *testing.T) {
+	w, err := NewWorkload(mat.NewDense(2, 2, []float64{1e308, 0, 1e308, 1e308}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Strategies() {
+		s, err := ParseStrategy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := s.Factorize(context.Background(), w, SingleParticipation())
+		if err == nil {
+			t.Errorf("%s: metrics %+v, want an error", name, f.Metrics)
+			continue
+		}
+		var pe *ParamError
+		if errors.As(err, &pe) && pe.Param != "workload" {
+			t.Errorf("%s: %v, want an error about the workload", name, err)
+		}
+	}
+}
+
+// ToeplitzMinSepSensitivity of large coefficients: the columns 0 and 1 of
+// the 2 x 2 Toeplitz C with first column (x, x) sum to (x, 2x), of norm
+// sqrt(5) x under minsep:1 with 2 participations (closed form). At
+// x = 1e200 that is finite although x^2 overflows (before, +Inf with no
+// error); at x = 1e308 it overflows, an error naming col[0].
+func TestToeplitzMinSepLargeCoefficients(t *testing.T) {
+	got, err := ToeplitzMinSepSensitivity([]float64{1e200, 1e200}, 1, 2)
+	if want := math.Sqrt(5) * 1e200; err != nil || math.Abs(got-want) > 1e-15*want {
+		t.Errorf("x = 1e200: %v (%v), want %v", got, err, want)
+	}
+	_, err = ToeplitzMinSepSensitivity([]float64{1e308, 1e308}, 1, 2)
+	var pe *ParamError
+	if !errors.As(err, &pe) || pe.Param != "col[0]" {
+		t.Errorf("x = 1e308: %v, want a *ParamError about col[0]", err)
+	}
+}

@@ -1,0 +1,46 @@
+package plan
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// FuzzParse checks Parse on any input: an error is one line, never a
+// panic; an accepted plan validates, writes (Marshal) to JSON that parses
+// back to a plan that writes the same bytes, and a privacy record it holds
+// passes the record's checks.
+func FuzzParse(f *testing.F) {
+	for _, data := range builtPlans(f) {
+		f.Add([]byte(data))
+	}
+	for _, s := range []string{`{}`, `{"rounds":8}`, `{"format":1,"rounds":8,"algorithm":"nonprivate"}`,
+		`{"rounds":8,"participation":"epochs:2","strategy":"optimal:tol=1e-10"}`, `{"rounds":8,"clip":NaN}`,
+		`{"rounds":8,"rounds":9}`, `{"rounds":1e3}`, `null`, `{"rounds":8}{}`, `{"rounds":8,"target":{"eps":1,"delta":1e-5}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse(data)
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("accepted a plan that does not validate: %v", err)
+		}
+		out, err := p.Marshal()
+		if err != nil {
+			t.Fatalf("cannot write an accepted plan: %v", err)
+		}
+		q, err := Parse(out)
+		if err != nil {
+			t.Fatalf("cannot read back %s: %v", out, err)
+		}
+		again, err := q.Marshal()
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("read back as\n%s\nwant\n%s (%v)", again, out, err)
+		}
+	})
+}
