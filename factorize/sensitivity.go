@@ -560,6 +560,7 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 	// v_r = sum_{j < k, j b <= r} col[r - j b] by the running sums
 	// v_r = col[r] + v_{r-b} - col[r - k b]: O(n).
 	v := make([]float64, n)
+	s := 0.0
 	for r := 0; r < n; r++ {
 		x := col[r]
 		if r >= b {
@@ -569,10 +570,13 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 			x -= col[r-k*b]
 		}
 		v[r] = x
+		s += x * x
 	}
-	// The norm scaled against overflow: the squares of entries above
-	// 1e154 overflow where the norm does not (before, +Inf for a finite
-	// sensitivity).
+	if !math.IsInf(s, 0) && !math.IsNaN(s) {
+		return math.Sqrt(s), nil // the sum as before, to the bit
+	}
+	// The squares of entries above 1e154 overflow where the norm need not:
+	// the norm scaled against overflow.
 	sens := floats.Norm(v, 2)
 	if math.IsInf(sens, 0) || math.IsNaN(sens) {
 		return 0, &ParamError{Param: "col[0]", Value: col[0], Want: "coefficients small enough that the sensitivity is a finite float64"}
