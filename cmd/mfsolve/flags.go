@@ -249,6 +249,11 @@ func parseArgs(args []string) (config, error) {
 				return cfg, cli.Usagef("-compare computes every strategy and writes no files: drop -%s", f)
 			}
 		}
+		if cfg.calibrate {
+			// The table has no noise column: the calibration would be
+			// dropped without a word.
+			return cfg, cli.Usagef("-compare prints the strategies' metrics, not a calibration: drop -eps and -delta (and the calibration flags), or -compare")
+		}
 	}
 	return cfg, nil
 }

@@ -39,6 +39,10 @@ func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Facto
 		return cli.Usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity is %v, want a finite number > 0",
 			cfg.clip, cfg.learners, f.Metrics.UnitSensitivity.Value, pe.Value)
 	}
+	if errors.As(err, &pe) && pe.Param == "q" {
+		// The sampling probability of the PLD accountant is -sampling.
+		return cli.Usagef("-sampling %v: want %s", cfg.sampling, pe.Want)
+	}
 	return err
 }
 
