@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
@@ -32,7 +33,8 @@ type File struct {
 //     or a hard link): a *[UsageError];
 //   - no two outputs are the same file: a *[UsageError].
 //
-// An empty output path is a *[UsageError]. Inputs that do not exist are
+// An empty output path, or one that starts with "-" (a flag taken for the
+// file name, as in -o -C), is a *[UsageError]. Inputs that do not exist are
 // skipped; reading them fails later with its own error.
 func CheckOutputs(outs, ins []File) error {
 	type seen struct {
@@ -44,6 +46,9 @@ func CheckOutputs(outs, ins []File) error {
 	for _, o := range outs {
 		if o.Path == "" {
 			return Usagef("%s is empty: want a file name", o.Flag)
+		}
+		if strings.HasPrefix(o.Path, "-") {
+			return Usagef("%s %s: want a file name, not a flag (write ./%s for a file of that name)", o.Flag, o.Path, o.Path)
 		}
 		dir := filepath.Dir(o.Path)
 		di, err := os.Stat(dir)
@@ -92,10 +97,14 @@ func CheckOutputs(outs, ins []File) error {
 // CheckOutputDir checks, before any work, that the directory dir can be
 // created if it does not exist (its nearest existing ancestor is a directory
 // that accepts new files) and accepts new files if it does. It creates
-// nothing. An empty dir is a *[UsageError].
+// nothing. An empty dir, or one that starts with "-" (a flag taken for
+// the directory), is a *[UsageError].
 func CheckOutputDir(flag, dir string) error {
 	if dir == "" {
 		return Usagef("%s is empty: want a directory", flag)
+	}
+	if strings.HasPrefix(dir, "-") {
+		return Usagef("%s %s: want a directory, not a flag (write ./%s for a directory of that name)", flag, dir, dir)
 	}
 	d := filepath.Clean(dir)
 	for {
