@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dpmf/dpmf/accountant"
@@ -225,13 +226,30 @@ func loadData(c config) (*dataset.Dataset, error) {
 	}
 	t, err := dataset.LoadCSV(c.data.file)
 	if err != nil {
-		return nil, err
+		return nil, dataError(c.data.file, err)
 	}
 	d, err := t.Deal(c.learners, c.rounds/c.epochs, c.tau, c.split, c.seed)
-	if err != nil || c.epochs == 1 {
-		return d, err
+	if err != nil {
+		return nil, dataError(c.data.file, err)
+	}
+	if c.epochs == 1 {
+		return d, nil
 	}
 	return d.Epochs(c.epochs)
+}
+
+// dataError words an error of package dataset about the -data file so
+// that it names the flag: "-data FILE:LINE: ..." where the message starts
+// with the file, "-data FILE: ..." otherwise.
+func dataError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "dataset: ")
+	if rest, ok := strings.CutPrefix(msg, file+":"); ok {
+		return fmt.Errorf("-data %s:%s", file, rest)
+	}
+	if rest, ok := strings.CutPrefix(msg, "open "+file+": "); ok {
+		msg = rest // the file is named already
+	}
+	return fmt.Errorf("-data %s: %s", file, msg)
 }
 
 // participation returns single participation for one epoch and K fixed

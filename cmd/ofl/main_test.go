@@ -106,9 +106,10 @@ func TestRuntimeErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "missing.csv"},
-		{[]string{"-data", bad}, bad + ":3: feature 2 (b)"},
-		{[]string{"-data", cancer}, cancer + ": 569 samples, need learners x rounds x tau = 10 x 800 x 10 = 80000"},
+		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "ofl: -data " + filepath.Join(dir, "missing.csv") + ": no such file or directory"},
+		{[]string{"-data", bad}, "ofl: -data " + bad + ":3: feature 2 (b)"},
+		{[]string{"-data", dir}, "ofl: -data " + dir + ": "},
+		{[]string{"-data", cancer}, "ofl: -data " + cancer + ": 569 samples, need learners x rounds x tau = 10 x 800 x 10 = 80000"},
 		{append([]string{"-out", filepath.Join(bad, "sub")}, small...), "-out"},
 	} {
 		r := runOfl(t, c.args...)
