@@ -264,7 +264,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
 			return output{}, err
 		}
-		return output{}, &cli.UsageError{Msg: err.Error()}
+		return output{}, &cli.UsageError{Msg: name + ": " + err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: unexpected argument %q", name, fs.Arg(0))}
