@@ -67,6 +67,8 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	if len(args) > 0 && args[0] == "reproduce" {
 		err = runReproduce(ctx, args[1:], e)
+	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		err = cli.Usagef("unknown command %q: want reproduce, server, learner or evaluate, or flags only (ofl -h)", args[0])
 	} else {
 		var c config
 		c, err = parseArgs(args)
@@ -227,6 +229,9 @@ func loadData(c config) (*dataset.Dataset, error) {
 	t, err := dataset.LoadCSV(c.data.file)
 	if err != nil {
 		return nil, dataError(c.data.file, err)
+	}
+	if c.split.Kind == dataset.ByFeature && c.split.Feature >= t.Dim {
+		return nil, cli.Usagef("-split %v: want a feature index in [0, %d): -data %s has %d features", c.split, t.Dim, c.data.file, t.Dim)
 	}
 	d, err := t.Deal(c.learners, c.rounds/c.epochs, c.tau, c.split, c.seed)
 	if err != nil {

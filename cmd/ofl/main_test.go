@@ -78,7 +78,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-split", "label"}, "-split applies to CSV data only"},
 		{[]string{"-data", "x.csv", "-split", "random"}, `-split "random"`},
 		{[]string{"-dim", "0"}, "-dim 0"},
-		{[]string{"out"}, `unexpected argument "out"`},
+		{[]string{"out"}, `unknown command "out": want reproduce, server, learner or evaluate, or flags only`},
+		{[]string{"serve", "-insecure"}, `unknown command "serve"`},
+		{[]string{"-rounds", "5", "out"}, `unexpected argument "out" (flags start with -)`},
 	} {
 		r := runOfl(t, c.args...)
 		if r.code != cli.ExitUsage {
@@ -300,5 +302,20 @@ func TestBandedInverseStrategies(t *testing.T) {
 		if got, _ := js["sensitivity"].(float64); js["strategy"] != name || math.Abs(got-sens) > 1e-14*sens {
 			t.Errorf("%s: JSON %s, want sensitivity %v", name, r.stdout, sens)
 		}
+	}
+}
+
+// A -split feature past the -data file's features is a usage error naming
+// -split, and nothing is written.
+func TestSplitFeatureOutOfRange(t *testing.T) {
+	cancer := filepath.Join("..", "..", "testdata", "breast_cancer.csv")
+	out := filepath.Join(t.TempDir(), "out")
+	r := runOfl(t, "-algo", "nonprivate", "-data", cancer, "-split", "feature:30", "-learners", "2", "-tau", "2", "-rounds", "10", "-reps", "1", "-seed", "1", "-out", out)
+	if r.code != cli.ExitUsage || r.stdout != "" {
+		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	requireOneErrorLine(t, r.stderr, "ofl: -split feature:30: want a feature index in [0, 30): -data "+cancer+" has 30 features")
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("-out created: %v", err)
 	}
 }
