@@ -54,7 +54,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"os"
 	"strconv"
 
@@ -356,37 +355,20 @@ var examples = map[string]string{
 	"delta":   "dpacct delta -sigma 3.73 -eps 1",
 }
 
-// floatFlag is a float64 flag parsed by strconv.ParseFloat, which refuses
-// values out of the float64 range, and refuses too a nonzero value that
-// would silently underflow to 0 (such as 1e-400).
+// floatFlag is a float64 flag parsed by cli.ParseFloat, which refuses
+// values out of the float64 range and a nonzero value that would silently
+// underflow to 0 (such as 1e-400).
 type floatFlag struct{ v float64 }
 
 func (f *floatFlag) String() string { return strconv.FormatFloat(f.v, 'g', -1, 64) }
 
 func (f *floatFlag) Set(s string) error {
-	v, err := parseFloat(s)
+	v, err := cli.ParseFloat(s)
 	if err != nil {
 		return err
 	}
 	f.v = v
 	return nil
-}
-
-func parseFloat(s string) (float64, error) {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, errors.New("out of the float64 range")
-		}
-		return 0, errors.New("not a number")
-	}
-	if v == 0 {
-		if b, _, err := big.ParseFloat(s, 0, 64, big.ToNearestEven); err == nil && b.Sign() != 0 {
-			return 0, errors.New("nonzero but below the float64 range")
-		}
-	}
-	return v, nil
 }
 
 // intFlag is a decimal integer flag (no octal or hex, unlike flag.Int).

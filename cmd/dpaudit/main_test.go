@@ -134,6 +134,7 @@ func TestBadFlags(t *testing.T) {
 		flag string
 	}{
 		{[]string{"replay", "-eps", "0"}, "-eps 0:"},
+		{[]string{"replay", "-eps", "1e-400"}, `invalid value "1e-400" for flag -eps: nonzero but below the float64 range`},
 		{[]string{"replay", "-eps", "NaN"}, "-eps NaN:"},
 		{[]string{"replay", "-eps", "Inf"}, "-eps +Inf:"},
 		{[]string{"replay", "-delta", "0"}, "-delta 0:"},

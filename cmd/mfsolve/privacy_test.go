@@ -32,6 +32,7 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-eps", "+Inf", "-delta", "1e-5"}, "-eps +Inf"},
 		{[]string{"-eps", "1", "-delta", "1"}, "-delta 1"},
 		{[]string{"-eps", "1", "-delta", "0"}, "-delta 0"},
+		{[]string{"-eps", "1", "-delta", "1e-400"}, `invalid value "1e-400" for flag -delta: nonzero but below the float64 range`},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "0"}, "-clip 0"},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-learners", "0"}, "-learners 0"},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-calibration", "zcdp"}, `-calibration "zcdp"`},

@@ -69,6 +69,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-eta", "-1"}, "-eta -1, want"},
 		{[]string{"-eta-g", "0"}, "-eta-g 0, want"},
 		{[]string{"-clip", "0"}, "-clip 0, want"},
+		{[]string{"-algo", "nonprivate", "-clip", "1e-400"}, `invalid value "1e-400" for flag -clip: nonzero but below the float64 range`},
+		{[]string{"-algo", "independent", "-eta-ind", "1e-400"}, `invalid value "1e-400" for flag -eta-ind: nonzero`},
 		{[]string{"-l2", "-1"}, "-l2 -1"},
 		{[]string{"-eta-ind", "0.1"}, "-eta-ind applies to -algo independent and baseline-correlated only"},
 		{[]string{"-data", "synthetic:alpha=x"}, "synthetic:alpha=A,beta=B"},
