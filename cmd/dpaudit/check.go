@@ -83,8 +83,10 @@ func (o *options) check(cmd string, set map[string]bool) error {
 		if p.Dropout != 0 {
 			return cli.Usagef("-dropout applies to replay only: the canary audit runs without dropouts")
 		}
-		if o.canaries < 0 {
-			return cli.Usagef("-canaries %d: want >= 0 (0: as many as a mu-hat interval within 10%% needs)", o.canaries)
+		if slots := p.Learners * p.Rounds; o.canaries != 0 && (o.canaries < 3 || o.canaries > slots) {
+			// The participation may leave fewer slots: audit.Canary
+			// checks the exact number.
+			return cli.Usagef("-canaries %d: want 3 to %d (at most one canary per learner and round), or 0 (as many as a mu-hat interval within 10%% needs)", o.canaries, slots)
 		}
 		for _, f := range []struct {
 			name string
@@ -126,8 +128,9 @@ func setupError(o *options, err error) error {
 // with its dense factors (factorize.SolveBytes; the identity for the
 // independent baseline), the R x R whitener, the R x d gradient and model
 // series of both worlds (d the canary audit's dimension, at least the
-// canaries), the dropout schedule and weights (R x n) and the learners'
-// updates. Deliberately coarse: it turns an out-of-memory crash into an
+// canaries: -canaries, or 1000 for the default, which can be more when
+// the claimed mu is small), the dropout schedule and weights (R x n) and
+// the learners' updates. Deliberately coarse: it turns an out-of-memory crash into an
 // immediate, clear error.
 func memoryNeed(cmd string, o *options) float64 {
 	p := o.plan

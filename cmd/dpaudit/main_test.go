@@ -153,6 +153,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"replay", "-strategy", "banded:tol=1e-3"}, "-strategy banded:tol=1e-3: want"},
 		{[]string{"replay", "-calibration", "nope"}, `-calibration "nope":`},
 		{[]string{"canary", "-canaries", "-1"}, "-canaries -1:"},
+		{[]string{"canary", "-canaries", "2"}, "-canaries 2: want 3 to 20"},
+		{[]string{"canary", "-canaries", "21"}, "-canaries 21: want 3 to 20"},
 		{[]string{"canary", "-level", "0"}, "-level 0:"},
 		{[]string{"canary", "-confidence", "1"}, "-confidence 1:"},
 		{[]string{"canary", "-out", ""}, "-out is empty"},
