@@ -83,7 +83,9 @@ func (o *options) check(cmd string, set map[string]bool) error {
 		if p.Dropout != 0 {
 			return cli.Usagef("-dropout applies to replay only: the canary audit runs without dropouts")
 		}
-		if slots := p.Learners * p.Rounds; o.canaries != 0 && (o.canaries < 3 || o.canaries > slots) {
+		if slots := p.Learners * p.Rounds; slots < 3 {
+			return cli.Usagef("-learners %d and -rounds %d: the canary audit needs at least 3 learner-round slots", p.Learners, p.Rounds)
+		} else if o.canaries != 0 && (o.canaries < 3 || o.canaries > slots) {
 			// The participation may leave fewer slots: audit.Canary
 			// checks the exact number.
 			return cli.Usagef("-canaries %d: want 3 to %d (at most one canary per learner and round), or 0 (as many as a mu-hat interval within 10%% needs)", o.canaries, slots)

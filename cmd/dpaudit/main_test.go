@@ -155,12 +155,13 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"canary", "-canaries", "-1"}, "-canaries -1:"},
 		{[]string{"canary", "-canaries", "2"}, "-canaries 2: want 3 to 20"},
 		{[]string{"canary", "-canaries", "21"}, "-canaries 21: want 3 to 20"},
+		{[]string{"canary", "-rounds", "1"}, "-learners 2 and -rounds 1: the canary audit needs at least 3 learner-round slots"},
 		{[]string{"canary", "-level", "0"}, "-level 0:"},
 		{[]string{"canary", "-confidence", "1"}, "-confidence 1:"},
 		{[]string{"canary", "-out", ""}, "-out is empty"},
 	} {
 		dir := t.TempDir()
-		args := append(tc.args, small...)
+		args := append(append([]string{tc.args[0]}, small...), tc.args[1:]...) // the case's flags win
 		if tc.args[0] == "canary" && tc.args[1] != "-out" {
 			args = append(args, "-out", filepath.Join(dir, "out"))
 		}
