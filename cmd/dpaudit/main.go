@@ -77,7 +77,19 @@ type options struct {
 	network              bool
 }
 
+// run is dpaudit with its arguments; it returns the exit status and the
+// error to print. A run cancelled by SIGINT or SIGTERM says so, whatever
+// failed (it writes its -out files only after the audit).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	code, err := runAudit(ctx, args, stdout, stderr)
+	if err != nil && ctx.Err() != nil {
+		return 0, errors.New("interrupted; nothing written")
+	}
+	return code, err
+}
+
+// runAudit parses the command line and runs one audit.
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 || (args[0] != "replay" && args[0] != "canary") {
 		return 0, cli.Usagef("usage: dpaudit replay|canary [flags] (dpaudit replay -h for the flags)")
 	}

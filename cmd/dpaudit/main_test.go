@@ -226,3 +226,19 @@ func TestCanaryOutRefused(t *testing.T) {
 		t.Errorf("canary.svg replaced: %q", b)
 	}
 }
+
+// A cancelled audit (SIGINT, SIGTERM) says so in one line and writes
+// nothing.
+func TestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := filepath.Join(t.TempDir(), "out")
+	var out, errb bytes.Buffer
+	code, err := run(ctx, []string{"canary", "-rounds", "10", "-learners", "2", "-tau", "2", "-dim", "3", "-out", dir}, &out, &errb)
+	if code != 0 || cli.ExitCode(err) != cli.ExitFailure || errText(err) != "interrupted; nothing written" || out.Len() != 0 {
+		t.Errorf("code %d, err %v, stdout %q", code, err, out.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("-out created: %v", err)
+	}
+}
