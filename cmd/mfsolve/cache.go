@@ -130,6 +130,8 @@ func runCache(args []string, e env) error {
 		return err
 	case set["cache"] && cfg.cacheDir == "":
 		return cli.Usagef("-cache is empty: want a directory")
+	case cli.NotFlag("-cache", cfg.cacheDir, "a directory") != nil:
+		return cli.NotFlag("-cache", cfg.cacheDir, "a directory")
 	case verb == "clear" && set["json"]:
 		return cli.Usagef("cache clear: -json applies only to cache list (clear takes only -cache)")
 	case verb == "clear" && set["cache-budget"]:

@@ -231,6 +231,9 @@ func parseArgs(args []string) (config, error) {
 	if cfg.outB != "" && cfg.outC != "" && filepath.Clean(cfg.outB) == filepath.Clean(cfg.outC) {
 		return cfg, cli.Usagef("-o and -C are the same file %s", cfg.outB)
 	}
+	if err := cli.NotFlag("-cache", cfg.cacheDir, "a directory"); err != nil {
+		return cfg, err
+	}
 	if cfg.noCache && set["cache"] {
 		return cfg, cli.Usagef("-cache and -no-cache contradict each other")
 	}

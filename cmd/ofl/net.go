@@ -150,6 +150,9 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	if o.Dir == "" {
 		return s, cli.Usagef("-state is required: the directory where released models are written")
 	}
+	if err := cli.NotFlag("-state", o.Dir, "a directory"); err != nil {
+		return s, err
+	}
 	if err := s.tls.check(true); err != nil {
 		return s, err
 	}
@@ -501,6 +504,9 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	}
 	if set["state"] && l.opt.StateDir == "" {
 		return l, cli.Usagef("-state is empty: want a directory")
+	}
+	if err := cli.NotFlag("-state", l.opt.StateDir, "a directory"); err != nil {
+		return l, err
 	}
 	if l.opt.NewRun && l.opt.StateDir == "" {
 		return l, cli.Usagef("-new-run without -state: want the state directory whose record it replaces")

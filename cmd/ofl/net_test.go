@@ -407,6 +407,8 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"learner", "-insecure", "-id", "-1", "-seed", "1"}, "ofl learner: -id -1: want a learner's index >= 0"},
 		{[]string{"server", "-state", "d", "-insecure", "-listen", "127.0.0.1:99999"}, `-listen "127.0.0.1:99999": want host:port with a port number 0..65535`},
 		{[]string{"server", "-state", "d", "-insecure", "-listen", "127.0.0.1"}, `-listen "127.0.0.1": want host:port`},
+		{[]string{"server", "-state", "-insecure"}, "ofl server: -state -insecure: want a directory, not a flag"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", "-new-run"}, "ofl learner: -state -new-run: want a directory, not a flag"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", ""}, "-state is empty"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-new-run"}, "-new-run without -state"},
 		{[]string{"evaluate", "-seed", "1"}, "ofl evaluate: -state is required"},

@@ -47,8 +47,8 @@ func CheckOutputs(outs, ins []File) error {
 		if o.Path == "" {
 			return Usagef("%s is empty: want a file name", o.Flag)
 		}
-		if strings.HasPrefix(o.Path, "-") {
-			return Usagef("%s %s: want a file name, not a flag (write ./%s for a file of that name)", o.Flag, o.Path, o.Path)
+		if err := NotFlag(o.Flag, o.Path, "a file name"); err != nil {
+			return err
 		}
 		dir := filepath.Dir(o.Path)
 		di, err := os.Stat(dir)
@@ -103,8 +103,8 @@ func CheckOutputDir(flag, dir string) error {
 	if dir == "" {
 		return Usagef("%s is empty: want a directory", flag)
 	}
-	if strings.HasPrefix(dir, "-") {
-		return Usagef("%s %s: want a directory, not a flag (write ./%s for a directory of that name)", flag, dir, dir)
+	if err := NotFlag(flag, dir, "a directory"); err != nil {
+		return err
 	}
 	d := filepath.Clean(dir)
 	for {
@@ -151,4 +151,15 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// NotFlag returns a *[UsageError] if the path that flag names starts with
+// "-": the flag parser took the next flag for the path (mfsolve -o -json
+// would write a file called -json instead of printing JSON). want says
+// what the flag takes, "a file name" or "a directory".
+func NotFlag(flag, path, want string) error {
+	if !strings.HasPrefix(path, "-") {
+		return nil
+	}
+	return Usagef("%s %s: want %s, not a flag (write ./%s for one of that name)", flag, path, want, path)
 }

@@ -24,7 +24,7 @@ func TestCheckOutputs(t *testing.T) {
 		want  string
 	}{
 		{[]File{{"-o", ""}}, true, "-o is empty: want a file name"},
-		{[]File{{"-o", "-C"}}, true, "-o -C: want a file name, not a flag (write ./-C for a file of that name)"},
+		{[]File{{"-o", "-C"}}, true, "-o -C: want a file name, not a flag (write ./-C for one of that name)"},
 		{[]File{{"-o", "B.npy"}, {"-noise", "-json"}}, true, "-noise -json: want a file name, not a flag"},
 		{[]File{{"-o", "B.npy"}, {"-C", "sub/../B.npy"}}, true, "-o B.npy and -C sub/../B.npy are the same file"},
 		{[]File{{"-o", "alias.npy"}}, true, "-o alias.npy is the -workload input file: refusing to overwrite an input"},
@@ -57,7 +57,7 @@ func TestCheckOutputDir(t *testing.T) {
 	assert.Equal(t, ExitUsage, ExitCode(err))
 	err = CheckOutputDir("-out", "-quick")
 	assert.Equal(t, ExitUsage, ExitCode(err))
-	assert.EqualError(t, err, "-out -quick: want a directory, not a flag (write ./-quick for a directory of that name)")
+	assert.EqualError(t, err, "-out -quick: want a directory, not a flag (write ./-quick for one of that name)")
 	err = CheckOutputDir("-out", filepath.Join(file, "x", "y"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), file+" is not a directory")
