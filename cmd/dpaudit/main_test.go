@@ -142,6 +142,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"replay", "-clip", "0"}, "-clip 0:"},
 		{[]string{"replay", "-clip", "-1"}, "-clip -1:"},
 		{[]string{"replay", "-clip", "1e308"}, "-clip 1e+308 with -learners 2:"},
+		{[]string{"replay", "-clip", "1e-310"}, "-clip 1e-310 with -learners 2: the release sensitivity 1e-310"},
 		{[]string{"replay", "-eta", "0"}, "-eta 0:"},
 		{[]string{"replay", "-eta-g", "NaN"}, "-eta-g NaN:"},
 		{[]string{"replay", "-dropout", "1"}, "-dropout 1:"},
