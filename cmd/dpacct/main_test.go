@@ -178,6 +178,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"sigma", "-eps", "1", "-delta", "0"}, 2, "invalid -delta 0: want 0 < delta < 1"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1"}, 2, "invalid -delta 1: want 0 < delta < 1"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sensitivity", "0"}, 2, "invalid -sensitivity 0"},
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sensitivity", "5e-324"}, 2, "dpacct: -sensitivity 5e-324: noise_std = sigma * sensitivity = 3.730631634816098 * 5e-324 is below the normal float64 range"},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sensitivity", "1e-310", "-sampling", "0.5"}, 2, "-sensitivity 1e-310: noise_std"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-method", "gauss"}, 2, `unknown method "gauss"`},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-nope"}, 2, "flag provided but not defined: -nope"},
 		{[]string{"epsilon", "-sigma", "0", "-delta", "1e-5"}, 2, "invalid -sigma 0"},
