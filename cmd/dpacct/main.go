@@ -54,7 +54,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"os"
 	"strconv"
 
@@ -264,7 +263,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
 			return output{}, err
 		}
-		return output{}, &cli.UsageError{Msg: err.Error()}
+		return output{}, &cli.UsageError{Msg: name + ": " + err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: unexpected argument %q", name, fs.Arg(0))}
@@ -308,7 +307,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
 		}
 		if err == nil {
-			res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
+			res.NoiseStd, err = scale(res.Sigma, sensitivity.v)
 		}
 		if err != nil {
 			return output{}, err
@@ -339,7 +338,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		}
 	}
 	if err == nil {
-		res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
+		res.NoiseStd, err = scale(res.Sigma, sensitivity.v)
 	}
 	if err != nil {
 		return output{}, err
@@ -350,43 +349,39 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	return output{result: res, json: asJSON}, nil
 }
 
+// scale returns noise_std = sigma * sensitivity (accountant.Scale, which
+// refuses an overflow), refusing a product below the normal float64 range
+// too: a subnormal keeps too few bits (sigma 3.73 times -sensitivity
+// 5e-324 gives 2e-323, 7% off, and it may round down, below the
+// calibrated noise).
+func scale(sigma, sensitivity float64) (float64, error) {
+	std, err := accountant.Scale(sigma, sensitivity)
+	if err == nil && std < 0x1p-1022 {
+		return 0, cli.Usagef("-sensitivity %g: noise_std = sigma * sensitivity = %g * %g is below the normal float64 range (2.2e-308), where it loses its precision; want a larger -sensitivity", sensitivity, sigma, sensitivity)
+	}
+	return std, err
+}
+
 var examples = map[string]string{
 	"sigma":   "dpacct sigma -eps 1 -delta 1e-5 -sensitivity 0.2 -method exact",
 	"epsilon": "dpacct epsilon -sigma 1 -delta 1e-5 -compositions 100",
 	"delta":   "dpacct delta -sigma 3.73 -eps 1",
 }
 
-// floatFlag is a float64 flag parsed by strconv.ParseFloat, which refuses
-// values out of the float64 range, and refuses too a nonzero value that
-// would silently underflow to 0 (such as 1e-400).
+// floatFlag is a float64 flag parsed by cli.ParseFloat, which refuses
+// values out of the float64 range and a nonzero value that would silently
+// underflow to 0 (such as 1e-400).
 type floatFlag struct{ v float64 }
 
 func (f *floatFlag) String() string { return strconv.FormatFloat(f.v, 'g', -1, 64) }
 
 func (f *floatFlag) Set(s string) error {
-	v, err := parseFloat(s)
+	v, err := cli.ParseFloat(s)
 	if err != nil {
 		return err
 	}
 	f.v = v
 	return nil
-}
-
-func parseFloat(s string) (float64, error) {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, errors.New("out of the float64 range")
-		}
-		return 0, errors.New("not a number")
-	}
-	if v == 0 {
-		if b, _, err := big.ParseFloat(s, 0, 64, big.ToNearestEven); err == nil && b.Sign() != 0 {
-			return 0, errors.New("nonzero but below the float64 range")
-		}
-	}
-	return v, nil
 }
 
 // intFlag is a decimal integer flag (no octal or hex, unlike flag.Int).

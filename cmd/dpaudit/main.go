@@ -47,14 +47,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/dpmf/dpmf/audit"
-	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/fedopt"
-	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
-	"github.com/dpmf/dpmf/plan"
 )
 
 // exitViolation is the exit status of an audit that found a violation.
@@ -82,7 +77,19 @@ type options struct {
 	network              bool
 }
 
+// run is dpaudit with its arguments; it returns the exit status and the
+// error to print. A run cancelled by SIGINT or SIGTERM says so, whatever
+// failed (it writes its -out files only after the audit).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	code, err := runAudit(ctx, args, stdout, stderr)
+	if err != nil && ctx.Err() != nil {
+		return 0, errors.New("interrupted; nothing written")
+	}
+	return code, err
+}
+
+// runAudit parses the command line and runs one audit.
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 || (args[0] != "replay" && args[0] != "canary") {
 		return 0, cli.Usagef("usage: dpaudit replay|canary [flags] (dpaudit replay -h for the flags)")
 	}
@@ -115,44 +122,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	} else {
 		fs.BoolVar(&o.network, "network", false, "also run data set D's federation over gRPC (a fednet server on 127.0.0.1 and its learners) and check it releases the in-process models bit for bit; no -dropout")
 	}
-	_, err := cli.ParseFlags(fs, args[1:], stderr, "Usage of dpaudit "+cmd+":\n", "")
+	set, err := cli.ParseFlags(fs, args[1:], stderr, "Usage of dpaudit "+cmd+":\n", "")
 	if errors.Is(err, flag.ErrHelp) {
 		return 0, nil
 	} else if err != nil {
 		return 0, err
 	}
-	if p.Algorithm, err = fedopt.ParseAlgorithm(o.algo); err != nil {
-		return 0, cli.Usagef("invalid -algo: %v", err)
+	if err := o.check(cmd, set); err != nil {
+		return 0, err
 	}
-	if p.Strategy, err = factorize.ParseStrategy(o.strategy); err != nil {
-		return 0, cli.Usagef("invalid -strategy: %v", err)
-	}
-	if p.Participation, err = factorize.ParseParticipation(o.part); err != nil {
-		return 0, cli.Usagef("invalid -participation: %v", err)
-	}
-	if p.Calibration, err = plan.ParseCalibration(o.cal); err != nil {
-		return 0, cli.Usagef("invalid -calibration: %v", err)
-	}
-	for name, v := range map[string]int{"learners": p.Learners, "rounds": p.Rounds, "tau": p.Tau, "dim": p.Dim} {
-		if v < 1 {
-			return 0, cli.Usagef("invalid -%s %d: want >= 1", name, v)
-		}
+	if err := checkMemory(cmd, o, memAvailable); err != nil {
+		return 0, err
 	}
 	if o.out != "" {
-		if err := cli.CheckOutputDir("-out", o.out); err != nil {
+		if err := checkOut(o.out); err != nil {
 			return 0, err
 		}
 	}
 	s, err := audit.NewSetup(ctx, *p)
 	if err != nil {
+		return 0, setupError(o, err)
+	}
+	if err := cli.CheckNormal(fmt.Sprintf("-clip %g with -learners %d", p.Clip, p.Learners), s.Privacy.Sensitivity, s.Privacy.NoiseStd); err != nil {
 		return 0, err
 	}
 	if cmd == "replay" {
 		replay := audit.Replay
 		if o.network {
-			if p.Dropout != 0 {
-				return 0, cli.Usagef("-network runs without dropouts: fednet's learners submit in every round (-dropout exercises its dropout policy in process)")
-			}
 			replay = audit.ReplayNetwork
 		}
 		rep, err := replay(ctx, s)
@@ -183,21 +179,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		}
 		return 0, nil
 	}
-	if p.Dropout != 0 {
-		return 0, cli.Usagef("-dropout applies to replay only: the canary audit runs without dropouts")
-	}
 	rep, err := audit.Canary(ctx, s, audit.CanaryOptions{Canaries: o.canaries, Level: o.level, Confidence: o.confidence, Network: o.network})
 	if err != nil {
 		return 0, err
 	}
 	if o.out != "" {
-		if err := os.MkdirAll(o.out, 0o755); err != nil {
-			return 0, err
-		}
-		if err := atomicfile.Write(filepath.Join(o.out, "canary.json"), 0o644, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
-			return 0, err
-		}
-		if err := rep.Figure().Save(filepath.Join(o.out, "canary")); err != nil {
+		if err := writeOut(ctx, o.out, rep); err != nil {
 			return 0, err
 		}
 	}

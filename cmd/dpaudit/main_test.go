@@ -122,3 +122,124 @@ func TestHelp(t *testing.T) {
 		t.Errorf("-bogus: err %v, stderr %q", err, errb.String())
 	}
 }
+
+// Every bad flag value is refused before any work with one usage error
+// (exit status 2) that names the flag: a zero budget, clip or step is not
+// replaced by the audit's default, and a nonprivate or ill-fitting plan is
+// refused where it enters. No -out directory is created.
+func TestBadFlags(t *testing.T) {
+	small := []string{"-rounds", "10", "-learners", "2", "-tau", "2", "-dim", "3"}
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"replay", "-eps", "0"}, "-eps 0:"},
+		{[]string{"replay", "-eps", "1e-400"}, `invalid value "1e-400" for flag -eps: nonzero but below the float64 range`},
+		{[]string{"replay", "-eps", "NaN"}, "-eps NaN:"},
+		{[]string{"replay", "-eps", "Inf"}, "-eps +Inf:"},
+		{[]string{"replay", "-delta", "0"}, "-delta 0:"},
+		{[]string{"replay", "-delta", "1"}, "-delta 1:"},
+		{[]string{"replay", "-clip", "0"}, "-clip 0:"},
+		{[]string{"replay", "-clip", "-1"}, "-clip -1:"},
+		{[]string{"replay", "-clip", "1e308"}, "-clip 1e+308 with -learners 2:"},
+		{[]string{"replay", "-clip", "1e-310"}, "-clip 1e-310 with -learners 2: the release sensitivity 1e-310"},
+		{[]string{"replay", "-eta", "0"}, "-eta 0:"},
+		{[]string{"replay", "-eta-g", "NaN"}, "-eta-g NaN:"},
+		{[]string{"replay", "-dropout", "1"}, "-dropout 1:"},
+		{[]string{"replay", "-dropout", "-0.1"}, "-dropout -0.1:"},
+		{[]string{"replay", "-algo", "nonprivate"}, `-algo "nonprivate":`},
+		{[]string{"replay", "-strategy", "banded:bands="}, "-strategy banded:bands=: want bands"},
+		{[]string{"replay", "-participation", "epochs:3"}, "-participation epochs:3: want a number of epochs"},
+		{[]string{"replay", "-participation", "minsep:0"}, "-participation minsep:0: want"},
+		{[]string{"replay", "-strategy", "banded:tol=1e-3"}, "-strategy banded:tol=1e-3: want"},
+		{[]string{"replay", "-calibration", "nope"}, `-calibration "nope":`},
+		{[]string{"canary", "-canaries", "-1"}, "-canaries -1:"},
+		{[]string{"canary", "-canaries", "2"}, "-canaries 2: want 3 to 20"},
+		{[]string{"canary", "-canaries", "21"}, "-canaries 21: want 3 to 20"},
+		{[]string{"canary", "-rounds", "1"}, "-learners 2 and -rounds 1: the canary audit needs at least 3 learner-round slots"},
+		{[]string{"canary", "-level", "0"}, "-level 0:"},
+		{[]string{"canary", "-confidence", "1"}, "-confidence 1:"},
+		{[]string{"canary", "-out", ""}, "-out is empty"},
+	} {
+		dir := t.TempDir()
+		args := append(append([]string{tc.args[0]}, small...), tc.args[1:]...) // the case's flags win
+		if tc.args[0] == "canary" && tc.args[1] != "-out" {
+			args = append(args, "-out", filepath.Join(dir, "out"))
+		}
+		code, out, err := runCmd(t, args...)
+		if code != 0 || cli.ExitCode(err) != cli.ExitUsage || !strings.HasPrefix(errText(err), tc.flag) || strings.Contains(errText(err), "\n") || out != "" {
+			t.Errorf("%q: code %d, err %q, out %q; want a one-line usage error starting %q", tc.args, code, errText(err), out, tc.flag)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+			t.Errorf("%q: -out created (%v)", tc.args, err)
+		}
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// An audit too large for the machine's memory is refused before any
+// allocation, with one line naming the flags that set its size.
+func TestMemoryCheck(t *testing.T) {
+	old := memAvailable
+	t.Cleanup(func() { memAvailable = old })
+	memAvailable = func() (uint64, error) { return 1 << 30, nil } // 1 GiB
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// SolveBytes at R = 2e9 alone is about 1e20 bytes.
+		{[]string{"replay", "-rounds", "2000000000", "-learners", "2", "-tau", "2", "-dim", "3"}, "-rounds 2000000000, -learners 2, -dim 3 need about "},
+		// 2 R n float64 of dropout schedule and weights: 16 GB.
+		{[]string{"replay", "-rounds", "10", "-learners", "100000000", "-tau", "2", "-dim", "3"}, "-rounds 10, -learners 100000000, -dim 3 need about "},
+		// 4 R d float64 of gradient series: 32 GB.
+		{[]string{"canary", "-rounds", "10", "-learners", "2", "-tau", "2", "-dim", "100000000", "-canaries", "5"}, "-rounds 10, -learners 2, -dim 100000000, -canaries 5 need about "},
+	} {
+		code, _, err := runCmd(t, tc.args...)
+		if code != 0 || cli.ExitCode(err) != cli.ExitFailure || !strings.HasPrefix(errText(err), tc.want) || !strings.HasSuffix(errText(err), "this machine has 1.1 GB available; use smaller values") {
+			t.Errorf("%q: code %d, err %q", tc.args, code, errText(err))
+		}
+	}
+}
+
+// canary -out refuses, before the audit, a directory where one of its
+// three files may not be replaced, and then writes none of them.
+func TestCanaryOutRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "canary.svg"), []byte("old"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	code, out, err := runCmd(t, "canary", "-rounds", "10", "-learners", "2", "-tau", "2", "-dim", "3", "-out", dir)
+	if code != 0 || cli.ExitCode(err) != cli.ExitFailure || !strings.HasPrefix(errText(err), "-out "+filepath.Join(dir, "canary.svg")) || out != "" {
+		t.Errorf("code %d, err %q, out %q", code, errText(err), out)
+	}
+	for _, name := range []string{"canary.json", "canary.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s written (%v)", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "canary.svg")); string(b) != "old" {
+		t.Errorf("canary.svg replaced: %q", b)
+	}
+}
+
+// A cancelled audit (SIGINT, SIGTERM) says so in one line and writes
+// nothing.
+func TestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := filepath.Join(t.TempDir(), "out")
+	var out, errb bytes.Buffer
+	code, err := run(ctx, []string{"canary", "-rounds", "10", "-learners", "2", "-tau", "2", "-dim", "3", "-out", dir}, &out, &errb)
+	if code != 0 || cli.ExitCode(err) != cli.ExitFailure || errText(err) != "interrupted; nothing written" || out.Len() != 0 {
+		t.Errorf("code %d, err %v, stdout %q", code, err, out.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("-out created: %v", err)
+	}
+}

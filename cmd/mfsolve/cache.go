@@ -130,11 +130,19 @@ func runCache(args []string, e env) error {
 		return err
 	case set["cache"] && cfg.cacheDir == "":
 		return cli.Usagef("-cache is empty: want a directory")
-	case verb == "clear" && (set["json"] || set["cache-budget"]):
-		return cli.Usagef("cache clear takes only -cache")
+	case cli.NotFlag("-cache", cfg.cacheDir, "a directory") != nil:
+		return cli.NotFlag("-cache", cfg.cacheDir, "a directory")
+	case verb == "clear" && set["json"]:
+		return cli.Usagef("cache clear: -json applies only to cache list (clear takes only -cache)")
+	case verb == "clear" && set["cache-budget"]:
+		return cli.Usagef("cache clear: -cache-budget applies only to cache list (clear takes only -cache)")
 	}
-	if err := resolveBudget(&cfg, e.getenv); err != nil {
-		return err
+	if verb == "list" {
+		// The budget is only shown by list: a bad DPMF_CACHE_BUDGET
+		// does not stop a clear.
+		if err := resolveBudget(&cfg, e.getenv); err != nil {
+			return err
+		}
 	}
 	dir := cfg.cacheDir
 	if dir == "" {

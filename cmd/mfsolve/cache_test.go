@@ -214,7 +214,12 @@ func TestCacheListClearCommand(t *testing.T) {
 	assert.Equal(t, cli.ExitOK, res.code)
 	assert.Contains(t, res.stdout, "mfsolve cache clear")
 
-	res = runEnv(cache, nil, "cache", "clear")
+	res = runEnv(cache, nil, "cache", "clear", "-cache-budget", "1G")
+	assert.Equal(t, cli.ExitUsage, res.code)
+	requireOneErrorLine(t, res.stderr, "mfsolve: cache clear: -cache-budget applies only to cache list")
+
+	// The budget is list's: a bad DPMF_CACHE_BUDGET does not stop a clear.
+	res = runEnv(cache, map[string]string{budgetEnv: "5x"}, "cache", "clear")
 	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, fmt.Sprintf("removed 2 entries (%s) from %s\n", dpcache.FormatSize(total), cache), res.stdout)
 	_, n = cacheBytes(t, cache)

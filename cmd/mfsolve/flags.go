@@ -175,7 +175,7 @@ func parseArgs(args []string) (config, error) {
 	removedFlags(fs, &used)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
 		}
@@ -231,6 +231,9 @@ func parseArgs(args []string) (config, error) {
 	if cfg.outB != "" && cfg.outC != "" && filepath.Clean(cfg.outB) == filepath.Clean(cfg.outC) {
 		return cfg, cli.Usagef("-o and -C are the same file %s", cfg.outB)
 	}
+	if err := cli.NotFlag("-cache", cfg.cacheDir, "a directory"); err != nil {
+		return cfg, err
+	}
 	if cfg.noCache && set["cache"] {
 		return cfg, cli.Usagef("-cache and -no-cache contradict each other")
 	}
@@ -248,6 +251,11 @@ func parseArgs(args []string) (config, error) {
 			if set[f] {
 				return cfg, cli.Usagef("-compare computes every strategy and writes no files: drop -%s", f)
 			}
+		}
+		if cfg.calibrate {
+			// The table has no noise column: the calibration would be
+			// dropped without a word.
+			return cfg, cli.Usagef("-compare prints the strategies' metrics, not a calibration: drop -eps and -delta (and the calibration flags), or -compare")
 		}
 	}
 	return cfg, nil

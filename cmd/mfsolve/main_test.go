@@ -104,6 +104,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-o", "B.npy", "-C", ""}, "-C is empty: want a file name"},
 		{[]string{"-noise", "", "-std", "1"}, "-noise is empty: want a file name"},
 		{[]string{"-cache", ""}, "-cache is empty: want a directory"},
+		{[]string{"-R", "8", "-o", "-json"}, "-o -json: want a file name, not a flag (write ./-json for one of that name)"},
+		{[]string{"-R", "8", "-C", "-"}, "-C -: want a file name, not a flag"},
+		{[]string{"-R", "8", "-cache", "-json"}, "-cache -json: want a directory, not a flag (write ./-json for one of that name)"},
+		{[]string{"cache", "clear", "-cache", "-json"}, "-cache -json: want a directory, not a flag"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

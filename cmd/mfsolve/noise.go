@@ -39,7 +39,14 @@ func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Facto
 		return cli.Usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity is %v, want a finite number > 0",
 			cfg.clip, cfg.learners, f.Metrics.UnitSensitivity.Value, pe.Value)
 	}
-	return err
+	if errors.As(err, &pe) && pe.Param == "q" {
+		// The sampling probability of the PLD accountant is -sampling.
+		return cli.Usagef("-sampling %v: want %s", cfg.sampling, pe.Want)
+	}
+	if err != nil {
+		return err
+	}
+	return cli.CheckNormal(fmt.Sprintf("-clip %g with -learners %d", cfg.clip, cfg.learners), p.Privacy.Sensitivity, p.Privacy.NoiseStd)
 }
 
 // noiseSamples draws the R x D noise matrix of f's streaming mechanism:

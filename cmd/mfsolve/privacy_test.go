@@ -32,8 +32,12 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-eps", "+Inf", "-delta", "1e-5"}, "-eps +Inf"},
 		{[]string{"-eps", "1", "-delta", "1"}, "-delta 1"},
 		{[]string{"-eps", "1", "-delta", "0"}, "-delta 0"},
+		{[]string{"-eps", "1", "-delta", "1e-400"}, `invalid value "1e-400" for flag -delta: nonzero but below the float64 range`},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "0"}, "-clip 0"},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-learners", "0"}, "-learners 0"},
+		// 2 B_g / n = 2e-328 rounds to the subnormal 5e-324: the sigma
+		// reported would be 4, not the calibrated 3.73.
+		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "1e-310", "-learners", "1000000000000000000"}, "-clip 1e-310 with -learners 1000000000000000000: the release sensitivity 5e-324 and noise std 2e-323 must be at least 2.2e-308"},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-calibration", "zcdp"}, `-calibration "zcdp"`},
 		{[]string{"-clip", "2"}, "give -eps and -delta"},
 		{[]string{"-dim", "3"}, "only with -noise"},
@@ -44,6 +48,7 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-noise", "Z.npy", "-std", "1", "-o", "Z.npy"}, "same file"},
 		{[]string{"-noise", "Z.npy", "-std", "1", "-eps", "1", "-delta", "1e-5"}, "-std and -eps/-delta both set the noise level"},
 		{[]string{"-compare", "-o", "B.npy"}, "drop -o"},
+		{[]string{"-compare", "-eps", "1", "-delta", "1e-5"}, "-compare prints the strategies' metrics, not a calibration: drop -eps and -delta"},
 		{[]string{"-workload", "momentum:x"}, "not a number"},
 		{[]string{"-workload", "momentum:1.5"}, "beta"},
 	} {
@@ -51,6 +56,19 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		assert.Equal(t, cli.ExitUsage, res.code, "%v: %s", tc.args, res.stderr)
 		requireOneErrorLine(t, res.stderr, tc.want)
 	}
+}
+
+// A -sampling too small for the PLD noise search is a usage error naming
+// -sampling (the accountant calls it q), and the run writes nothing.
+func TestSamplingTooSmall(t *testing.T) {
+	dir := t.TempDir()
+	b := filepath.Join(dir, "B.npy")
+	res := runT(t, "-R", "8", "-no-cache", "-strategy", "banded", "-eps", "1", "-delta", "1e-5", "-sampling", "1e-300", "-o", b)
+	assert.Equal(t, cli.ExitUsage, res.code)
+	assert.Empty(t, res.stdout)
+	requireOneErrorLine(t, res.stderr, "mfsolve: -sampling 1e-300: want q^2 x steps >= 1e-300")
+	_, err := os.Stat(b)
+	assert.True(t, os.IsNotExist(err), "-o written: %v", err)
 }
 
 // The published analytic-Gaussian multiplier for (5, 1e-3) is 0.68984233

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dpmf/dpmf/accountant"
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	if len(args) > 0 && args[0] == "reproduce" {
 		err = runReproduce(ctx, args[1:], e)
+	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		err = cli.Usagef("unknown command %q: want reproduce, server, learner or evaluate, or flags only (ofl -h)", args[0])
 	} else {
 		var c config
 		c, err = parseArgs(args)
@@ -158,6 +161,11 @@ func execute(ctx context.Context, c config, e env) error {
 	if err != nil {
 		return err
 	}
+	if res.Privacy != nil {
+		if err := cli.CheckNormal(fmt.Sprintf("-clip %g with -learners %d", c.clip, c.learners), res.Privacy.Sensitivity, res.Privacy.NoiseStd); err != nil {
+			return err
+		}
+	}
 	return finish(ctx, c, e, p, res, start)
 }
 
@@ -225,13 +233,33 @@ func loadData(c config) (*dataset.Dataset, error) {
 	}
 	t, err := dataset.LoadCSV(c.data.file)
 	if err != nil {
-		return nil, err
+		return nil, dataError(c.data.file, err)
+	}
+	if c.split.Kind == dataset.ByFeature && c.split.Feature >= t.Dim {
+		return nil, cli.Usagef("-split %v: want a feature index in [0, %d): -data %s has %d features", c.split, t.Dim, c.data.file, t.Dim)
 	}
 	d, err := t.Deal(c.learners, c.rounds/c.epochs, c.tau, c.split, c.seed)
-	if err != nil || c.epochs == 1 {
-		return d, err
+	if err != nil {
+		return nil, dataError(c.data.file, err)
+	}
+	if c.epochs == 1 {
+		return d, nil
 	}
 	return d.Epochs(c.epochs)
+}
+
+// dataError words an error of package dataset about the -data file so
+// that it names the flag: "-data FILE:LINE: ..." where the message starts
+// with the file, "-data FILE: ..." otherwise.
+func dataError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "dataset: ")
+	if rest, ok := strings.CutPrefix(msg, file+":"); ok {
+		return fmt.Errorf("-data %s:%s", file, rest)
+	}
+	if rest, ok := strings.CutPrefix(msg, "open "+file+": "); ok {
+		msg = rest // the file is named already
+	}
+	return fmt.Errorf("-data %s: %s", file, msg)
 }
 
 // participation returns single participation for one epoch and K fixed

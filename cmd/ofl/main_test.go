@@ -69,6 +69,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-eta", "-1"}, "-eta -1, want"},
 		{[]string{"-eta-g", "0"}, "-eta-g 0, want"},
 		{[]string{"-clip", "0"}, "-clip 0, want"},
+		{[]string{"-algo", "nonprivate", "-clip", "1e-400"}, `invalid value "1e-400" for flag -clip: nonzero but below the float64 range`},
+		{[]string{"-algo", "independent", "-eta-ind", "1e-400"}, `invalid value "1e-400" for flag -eta-ind: nonzero`},
 		{[]string{"-l2", "-1"}, "-l2 -1"},
 		{[]string{"-eta-ind", "0.1"}, "-eta-ind applies to -algo independent and baseline-correlated only"},
 		{[]string{"-data", "synthetic:alpha=x"}, "synthetic:alpha=A,beta=B"},
@@ -78,7 +80,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-split", "label"}, "-split applies to CSV data only"},
 		{[]string{"-data", "x.csv", "-split", "random"}, `-split "random"`},
 		{[]string{"-dim", "0"}, "-dim 0"},
-		{[]string{"out"}, `unexpected argument "out"`},
+		{[]string{"out"}, `unknown command "out": want reproduce, server, learner or evaluate, or flags only`},
+		{[]string{"serve", "-insecure"}, `unknown command "serve"`},
+		{[]string{"-rounds", "5", "out"}, `unexpected argument "out" (flags start with -)`},
 	} {
 		r := runOfl(t, c.args...)
 		if r.code != cli.ExitUsage {
@@ -106,9 +110,10 @@ func TestRuntimeErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "missing.csv"},
-		{[]string{"-data", bad}, bad + ":3: feature 2 (b)"},
-		{[]string{"-data", cancer}, cancer + ": 569 samples, need learners x rounds x tau = 10 x 800 x 10 = 80000"},
+		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "ofl: -data " + filepath.Join(dir, "missing.csv") + ": no such file or directory"},
+		{[]string{"-data", bad}, "ofl: -data " + bad + ":3: feature 2 (b)"},
+		{[]string{"-data", dir}, "ofl: -data " + dir + ": "},
+		{[]string{"-data", cancer}, "ofl: -data " + cancer + ": 569 samples, need learners x rounds x tau = 10 x 800 x 10 = 80000"},
 		{append([]string{"-out", filepath.Join(bad, "sub")}, small...), "-out"},
 	} {
 		r := runOfl(t, c.args...)
@@ -299,5 +304,20 @@ func TestBandedInverseStrategies(t *testing.T) {
 		if got, _ := js["sensitivity"].(float64); js["strategy"] != name || math.Abs(got-sens) > 1e-14*sens {
 			t.Errorf("%s: JSON %s, want sensitivity %v", name, r.stdout, sens)
 		}
+	}
+}
+
+// A -split feature past the -data file's features is a usage error naming
+// -split, and nothing is written.
+func TestSplitFeatureOutOfRange(t *testing.T) {
+	cancer := filepath.Join("..", "..", "testdata", "breast_cancer.csv")
+	out := filepath.Join(t.TempDir(), "out")
+	r := runOfl(t, "-algo", "nonprivate", "-data", cancer, "-split", "feature:30", "-learners", "2", "-tau", "2", "-rounds", "10", "-reps", "1", "-seed", "1", "-out", out)
+	if r.code != cli.ExitUsage || r.stdout != "" {
+		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	requireOneErrorLine(t, r.stderr, "ofl: -split feature:30: want a feature index in [0, 30): -data "+cancer+" has 30 features")
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("-out created: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,14 +150,22 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	if o.Dir == "" {
 		return s, cli.Usagef("-state is required: the directory where released models are written")
 	}
+	if err := cli.NotFlag("-state", o.Dir, "a directory"); err != nil {
+		return s, err
+	}
 	if err := s.tls.check(true); err != nil {
 		return s, err
 	}
-	if o.RoundTimeout <= 0 || o.Linger < 0 {
-		return s, cli.Usagef("-round-timeout %v and -linger %v: want > 0 and >= 0", o.RoundTimeout, o.Linger)
+	if err := checkDurations(
+		duration{"round-timeout", o.RoundTimeout, false},
+		duration{"quorum-grace", o.QuorumGrace, false},
+		duration{"join-timeout", o.JoinTimeout, true},
+		duration{"linger", o.Linger, true},
+	); err != nil {
+		return s, err
 	}
-	if o.JoinTimeout < 0 || o.QuorumGrace <= 0 {
-		return s, cli.Usagef("-join-timeout %v and -quorum-grace %v: want >= 0 and > 0", o.JoinTimeout, o.QuorumGrace)
+	if err := checkListen(s.listen); err != nil {
+		return s, err
 	}
 	if o.MinLearners < 0 || o.MinLearners > run.learners {
 		return s, cli.Usagef("-min-learners %d: want 0..%d (-learners)", o.MinLearners, run.learners)
@@ -165,6 +174,73 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 		return s, cli.Usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", o.MinLearners)
 	}
 	return s, nil
+}
+
+// duration is a duration flag with its value, and whether 0 is allowed.
+type duration struct {
+	name      string
+	v         time.Duration
+	zeroValid bool
+}
+
+// checkDurations returns a usage error naming the first duration flag
+// whose value is negative, or 0 where 0 is not allowed.
+func checkDurations(ds ...duration) error {
+	for _, d := range ds {
+		switch {
+		case d.zeroValid && d.v < 0:
+			return cli.Usagef("-%s %v: want a duration >= 0", d.name, d.v)
+		case !d.zeroValid && d.v <= 0:
+			return cli.Usagef("-%s %v: want a duration > 0", d.name, d.v)
+		}
+	}
+	return nil
+}
+
+// checkListen refuses, before any work, a -listen address that is not
+// host:port with a port number 0..65535 or a service name: net.Listen
+// would refuse it only after the factorization is built.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return cli.Usagef("-listen %q: want host:port", addr)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return cli.Usagef("-listen %q: want host:port with a port number 0..65535", addr)
+	}
+	return nil
+}
+
+// checkFiles returns an error naming the flag of the first of files (flag
+// and path; an empty path is skipped) that cannot be read as a regular
+// file, before any work.
+func checkFiles(files ...cli.File) error {
+	for _, f := range files {
+		if f.Path == "" {
+			continue
+		}
+		fi, err := os.Stat(f.Path)
+		switch {
+		case err != nil:
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("%s %s: %v", f.Flag, f.Path, err)
+		case fi.IsDir():
+			return fmt.Errorf("%s %s is a directory, want a PEM file", f.Flag, f.Path)
+		}
+	}
+	return nil
+}
+
+// checkStateDir returns an error if dir (a -state flag) exists and is not
+// a directory, before any work; a missing one is created later.
+func checkStateDir(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("-state %s is not a directory", dir)
+	}
+	return nil
 }
 
 // checkWire refuses run flags that the protocol, which carries counts as
@@ -267,6 +343,12 @@ func runServer(ctx context.Context, args []string, e env) error {
 	}
 	c := s.run
 	if err := checkNeed("", c, serverMemoryNeed(c), e.memAvailable); err != nil {
+		return err
+	}
+	if err := checkStateDir(s.opt.Dir); err != nil {
+		return err
+	}
+	if err := checkFiles(cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
@@ -392,14 +474,21 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	switch {
 	case err != nil:
 		return l, err
-	case l.opt.ID < 0:
+	case !set["id"]:
 		return l, cli.Usagef("-id is required: this learner's index, >= 0")
+	case l.opt.ID < 0:
+		return l, cli.Usagef("-id %d: want a learner's index >= 0", l.opt.ID)
 	case l.opt.ID > fednet.MaxWire:
 		return l, cli.Usagef("-id %d: want at most %d (the protocol carries it as int32)", l.opt.ID, fednet.MaxWire)
 	case !set["seed"]:
 		return l, cli.Usagef("-seed is required: every learner deals the data with the same seed")
-	case l.opt.CallTimeout <= 0 || l.opt.WaitTimeout <= 0 || l.opt.GiveUp <= 0:
-		return l, cli.Usagef("-call-timeout, -wait-timeout and -give-up: want > 0")
+	}
+	if err := checkDurations(
+		duration{"call-timeout", l.opt.CallTimeout, false},
+		duration{"wait-timeout", l.opt.WaitTimeout, false},
+		duration{"give-up", l.opt.GiveUp, false},
+	); err != nil {
+		return l, err
 	}
 	if _, err := parseData(l.data, 1); err != nil {
 		return l, err
@@ -415,6 +504,9 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	}
 	if set["state"] && l.opt.StateDir == "" {
 		return l, cli.Usagef("-state is empty: want a directory")
+	}
+	if err := cli.NotFlag("-state", l.opt.StateDir, "a directory"); err != nil {
+		return l, err
 	}
 	if l.opt.NewRun && l.opt.StateDir == "" {
 		return l, cli.Usagef("-new-run without -state: want the state directory whose record it replaces")
@@ -441,6 +533,14 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		if err := checkLoopback(ctx, "-server", l.opt.Addr, lookupHost); err != nil {
 			return err
 		}
+	}
+	if l.opt.StateDir != "" {
+		if err := checkStateDir(l.opt.StateDir); err != nil {
+			return err
+		}
+	}
+	if err := checkFiles(cli.File{Flag: "-ca", Path: l.tls.ca}, cli.File{Flag: "-tls-cert", Path: l.tls.cert}, cli.File{Flag: "-tls-key", Path: l.tls.key}); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	var creds credentials.TransportCredentials

@@ -402,7 +402,13 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"learner", "-insecure", "-id", "0"}, "-seed is required"},
 		{[]string{"learner", "-id", "0", "-seed", "1"}, "the learner needs -ca"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-data", ""}, "-data is empty"},
-		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-give-up", "0s"}, "want > 0"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-give-up", "0s"}, "-give-up 0s: want a duration > 0"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-call-timeout", "-1s"}, "-call-timeout -1s: want a duration > 0"},
+		{[]string{"learner", "-insecure", "-id", "-1", "-seed", "1"}, "ofl learner: -id -1: want a learner's index >= 0"},
+		{[]string{"server", "-state", "d", "-insecure", "-listen", "127.0.0.1:99999"}, `-listen "127.0.0.1:99999": want host:port with a port number 0..65535`},
+		{[]string{"server", "-state", "d", "-insecure", "-listen", "127.0.0.1"}, `-listen "127.0.0.1": want host:port`},
+		{[]string{"server", "-state", "-insecure"}, "ofl server: -state -insecure: want a directory, not a flag"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", "-new-run"}, "ofl learner: -state -new-run: want a directory, not a flag"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", ""}, "-state is empty"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-new-run"}, "-new-run without -state"},
 		{[]string{"evaluate", "-seed", "1"}, "ofl evaluate: -state is required"},
@@ -413,6 +419,33 @@ func TestNetUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
 		}
 	}
+	// Files that the flags name are checked before any work: exit status
+	// 1, one line naming the flag, nothing created.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "-insecure", "-state", file}, "ofl server: -state " + file + " is not a directory"},
+		{[]string{"server", "-state", filepath.Join(dir, "s"), "-tls-cert", missing, "-tls-key", missing}, "ofl server: -tls-cert " + missing + ": no such file or directory"},
+		{[]string{"server", "-state", filepath.Join(dir, "s"), "-tls-cert", file, "-tls-key", dir}, "ofl server: -tls-key " + dir + " is a directory, want a PEM file"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", missing}, "ofl learner: -ca " + missing + ": no such file or directory"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-state", file}, "ofl learner: -state " + file + " is not a directory"},
+	} {
+		r := runOfl(t, c.args...)
+		if r.code != cli.ExitFailure || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line starting %q", c.args, r.code, r.stderr, cli.ExitFailure, c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the checks created files: %v", entries)
+	}
+
 	// A state directory of another run is refused.
 	state := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -23,12 +23,20 @@ func requireNetError(t *testing.T, cmd, stderr, want string) {
 }
 
 func TestServerTimingFlags(t *testing.T) {
-	for _, args := range [][]string{{"-join-timeout", "-1s"}, {"-quorum-grace", "0s"}} {
-		r := runOfl(t, append([]string{"server", "-insecure", "-state", t.TempDir()}, args...)...)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-join-timeout", "-1s"}, "-join-timeout -1s: want a duration >= 0"},
+		{[]string{"-quorum-grace", "0s"}, "-quorum-grace 0s: want a duration > 0"},
+		{[]string{"-round-timeout", "-2s"}, "-round-timeout -2s: want a duration > 0"},
+		{[]string{"-linger", "-1ms"}, "-linger -1ms: want a duration >= 0"},
+	} {
+		r := runOfl(t, append([]string{"server", "-insecure", "-state", t.TempDir()}, c.args...)...)
 		if r.code != cli.ExitUsage {
-			t.Errorf("%v: exit %d, want %d", args, r.code, cli.ExitUsage)
+			t.Errorf("%v: exit %d, want %d", c.args, r.code, cli.ExitUsage)
 		}
-		requireNetError(t, "server", r.stderr, "-join-timeout")
+		requireNetError(t, "server", r.stderr, c.want)
 	}
 }
 

@@ -136,6 +136,15 @@ func TestClipOverflow(t *testing.T) {
 	r := runOfl(t, append([]string{"-clip", "1e308"}, small...)...)
 	assert.Equal(t, cli.ExitUsage, r.code)
 	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e+308 with -learners 3: the release sensitivity is +Inf, want a finite number > 0")
+
+	// A subnormal sensitivity keeps too few bits for the reported sigma;
+	// the run writes nothing.
+	out := filepath.Join(t.TempDir(), "out")
+	r = runOfl(t, append([]string{"-clip", "1e-320", "-out", out}, small...)...)
+	assert.Equal(t, cli.ExitUsage, r.code)
+	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e-320 with -learners 3: the release sensitivity 6.67e-321 and noise std ")
+	_, err := os.Stat(out)
+	assert.True(t, os.IsNotExist(err), "-out created: %v", err)
 }
 
 func TestLearnerOutCheckedFirst(t *testing.T) {

@@ -62,6 +62,11 @@ func runReproduce(ctx context.Context, args []string, e env) error {
 		}
 	}
 	if *out == "" {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "out" })
+		if given {
+			return cli.Usagef("reproduce: -out is empty: want a directory")
+		}
 		return cli.Usagef("reproduce: -out DIR is required")
 	}
 	if *workers < 0 {

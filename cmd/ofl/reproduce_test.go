@@ -17,6 +17,8 @@ func TestReproduceUsage(t *testing.T) {
 		{[]string{"reproduce", "-out", "x"}, "no part given"},
 		{[]string{"reproduce", "fig9", "-out", "x"}, `part "fig9"`},
 		{[]string{"reproduce", "fig2"}, "-out DIR is required"},
+		{[]string{"reproduce", "fig2", "-out", ""}, "reproduce: -out is empty: want a directory"},
+		{[]string{"reproduce", "fig2", "-out", "-quick"}, "-out -quick: want a directory, not a flag"},
 		{[]string{"reproduce", "fig2", "-out", "x", "-workers", "-2"}, "-workers -2"},
 		{[]string{"reproduce", "fig2", "-bogus"}, "flag provided but not defined"},
 	} {

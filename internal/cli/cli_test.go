@@ -79,3 +79,86 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+// A float64 flag refuses a nonzero value that would underflow to 0, with
+// the flag package's one-line error; the flag set keeps its own values,
+// so -h still prints "float" and the default.
+func TestParseRefusesUnderflow(t *testing.T) {
+	newFS := func() (*flag.FlagSet, *float64) {
+		fs := NewFlagSet("cmd")
+		return fs, fs.Float64("clip", 5, "clipping bound")
+	}
+	for _, tc := range []struct {
+		arg  string
+		want float64
+		err  string
+	}{
+		{"0", 0, ""},
+		{"-0", 0, ""},
+		{"0e-400", 0, ""},
+		{"4e-324", 5e-324, ""}, // the smallest subnormal: no underflow
+		{"2.5", 2.5, ""},
+		{"1e-400", 0, `invalid value "1e-400" for flag -clip: nonzero but below the float64 range`},
+		{"-1e-400", 0, `invalid value "-1e-400" for flag -clip: nonzero but below the float64 range`},
+		{"0x1p-2000", 0, `invalid value "0x1p-2000" for flag -clip: nonzero but below the float64 range`},
+		{"abc", 0, `invalid value "abc" for flag -clip: parse error`},
+	} {
+		fs, clip := newFS()
+		err := Parse(fs, []string{"-clip", tc.arg})
+		if tc.err == "" {
+			if err != nil || *clip != tc.want {
+				t.Errorf("-clip %s: %v, clip %v; want %v", tc.arg, err, *clip, tc.want)
+			}
+			continue
+		}
+		if err == nil || err.Error() != tc.err {
+			t.Errorf("-clip %s: err %v, want %q", tc.arg, err, tc.err)
+		}
+	}
+	fs, _ := newFS()
+	var help strings.Builder
+	if _, err := ParseFlags(fs, []string{"-h"}, &help, "", ""); !errors.Is(err, flag.ErrHelp) {
+		t.Fatal(err)
+	}
+	if want := "  -clip float\n    \tclipping bound (default 5)\n"; help.String() != want {
+		t.Errorf("-h wrote %q, want %q", help.String(), want)
+	}
+}
+
+func TestParseFloat(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  string
+	}{
+		{"1.5", 1.5, ""},
+		{"0", 0, ""},
+		{"1e-400", 0, "nonzero but below the float64 range"},
+		{"1e400", 0, "out of the float64 range"},
+		{"", 0, "not a number"},
+		{"x", 0, "not a number"},
+	} {
+		v, err := ParseFloat(tc.in)
+		if (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) || v != tc.want {
+			t.Errorf("ParseFloat(%q) = %v, %v; want %v, %q", tc.in, v, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestCheckNormal(t *testing.T) {
+	for _, tc := range []struct {
+		sens, std float64
+		ok        bool
+	}{
+		{1, 3.73, true},
+		{0x1p-1022, 0x1p-1022, true}, // the smallest normal float64
+		{0x1p-1023, 1, false},        // subnormal sensitivity
+		{1, 5e-324, false},           // subnormal noise std
+		{0, 0, false},
+	} {
+		err := CheckNormal("-clip 1 with -learners 1", tc.sens, tc.std)
+		if (err == nil) != tc.ok || (err != nil && ExitCode(err) != ExitUsage) {
+			t.Errorf("CheckNormal(%g, %g) = %v, want ok %v", tc.sens, tc.std, err, tc.ok)
+		}
+	}
+}

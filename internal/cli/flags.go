@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/big"
+	"strconv"
 )
 
 // NewFlagSet returns a flag set named name that returns its errors rather
@@ -15,12 +17,13 @@ func NewFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// ParseFlags parses args with fs and returns the names of the flags given.
+// ParseFlags parses args with fs (see [Parse]) and returns the names of the
+// flags given.
 // On -h it writes usage and fs's flags to help (unless help is nil) and
 // returns flag.ErrHelp. A bad flag, or an argument left over (every
 // argument is a flag), is a *UsageError whose message starts with prefix.
 func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix string) (map[string]bool, error) {
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+	if err := Parse(fs, args); errors.Is(err, flag.ErrHelp) {
 		if help != nil {
 			fs.SetOutput(help)
 			fmt.Fprint(help, usage)
@@ -36,4 +39,67 @@ func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix s
 	set := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set, nil
+}
+
+// Parse parses args with fs as fs.Parse does, except that a float64 flag
+// (defined with fs.Float64Var) refuses a value that is nonzero but below
+// the float64 range, such as 1e-400: strconv.ParseFloat rounds it to 0
+// without an error, and 0 often means "none" or "the default" (-clip 0,
+// -eta-ind 0), so the flag would silently change meaning. The error is
+// the flag package's: invalid value "1e-400" for flag -clip: nonzero but
+// below the float64 range.
+func Parse(fs *flag.FlagSet, args []string) error {
+	var wrapped []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(float64); ok {
+				f.Value = strictFloat{f.Value}
+				wrapped = append(wrapped, f)
+			}
+		}
+	})
+	defer func() {
+		// The flag package prints the defaults and type names of its own
+		// values only.
+		for _, f := range wrapped {
+			f.Value = f.Value.(strictFloat).Value
+		}
+	}()
+	return fs.Parse(args)
+}
+
+// strictFloat is a float64 flag value that refuses an underflow to 0.
+type strictFloat struct{ flag.Value }
+
+// Set implements flag.Value.
+func (f strictFloat) Set(s string) error {
+	if v, err := strconv.ParseFloat(s, 64); err == nil && v == 0 && nonzero(s) {
+		return errors.New("nonzero but below the float64 range")
+	}
+	return f.Value.Set(s)
+}
+
+// nonzero reports whether s is the text of a nonzero number.
+func nonzero(s string) bool {
+	b, _, err := big.ParseFloat(s, 0, 64, big.ToNearestEven)
+	return err == nil && b.Sign() != 0
+}
+
+// ParseFloat parses s as a command-line float64: ParseFloat's syntax,
+// with errors that say what is wrong in words ("not a number", "out of
+// the float64 range"), and a value that is nonzero but below the float64
+// range refused rather than rounded to 0.
+func ParseFloat(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return 0, errors.New("out of the float64 range")
+		}
+		return 0, errors.New("not a number")
+	}
+	if v == 0 && nonzero(s) {
+		return 0, errors.New("nonzero but below the float64 range")
+	}
+	return v, nil
 }

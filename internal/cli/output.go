@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
@@ -32,7 +33,8 @@ type File struct {
 //     or a hard link): a *[UsageError];
 //   - no two outputs are the same file: a *[UsageError].
 //
-// An empty output path is a *[UsageError]. Inputs that do not exist are
+// An empty output path, or one that starts with "-" (a flag taken for the
+// file name, as in -o -C), is a *[UsageError]. Inputs that do not exist are
 // skipped; reading them fails later with its own error.
 func CheckOutputs(outs, ins []File) error {
 	type seen struct {
@@ -44,6 +46,9 @@ func CheckOutputs(outs, ins []File) error {
 	for _, o := range outs {
 		if o.Path == "" {
 			return Usagef("%s is empty: want a file name", o.Flag)
+		}
+		if err := NotFlag(o.Flag, o.Path, "a file name"); err != nil {
+			return err
 		}
 		dir := filepath.Dir(o.Path)
 		di, err := os.Stat(dir)
@@ -92,10 +97,14 @@ func CheckOutputs(outs, ins []File) error {
 // CheckOutputDir checks, before any work, that the directory dir can be
 // created if it does not exist (its nearest existing ancestor is a directory
 // that accepts new files) and accepts new files if it does. It creates
-// nothing. An empty dir is a *[UsageError].
+// nothing. An empty dir, or one that starts with "-" (a flag taken for
+// the directory), is a *[UsageError].
 func CheckOutputDir(flag, dir string) error {
 	if dir == "" {
 		return Usagef("%s is empty: want a directory", flag)
+	}
+	if err := NotFlag(flag, dir, "a directory"); err != nil {
+		return err
 	}
 	d := filepath.Clean(dir)
 	for {
@@ -142,4 +151,15 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// NotFlag returns a *[UsageError] if the path that flag names starts with
+// "-": the flag parser took the next flag for the path (mfsolve -o -json
+// would write a file called -json instead of printing JSON). want says
+// what the flag takes, "a file name" or "a directory".
+func NotFlag(flag, path, want string) error {
+	if !strings.HasPrefix(path, "-") {
+		return nil
+	}
+	return Usagef("%s %s: want %s, not a flag (write ./%s for one of that name)", flag, path, want, path)
 }

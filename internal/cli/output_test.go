@@ -24,6 +24,8 @@ func TestCheckOutputs(t *testing.T) {
 		want  string
 	}{
 		{[]File{{"-o", ""}}, true, "-o is empty: want a file name"},
+		{[]File{{"-o", "-C"}}, true, "-o -C: want a file name, not a flag (write ./-C for one of that name)"},
+		{[]File{{"-o", "B.npy"}, {"-noise", "-json"}}, true, "-noise -json: want a file name, not a flag"},
 		{[]File{{"-o", "B.npy"}, {"-C", "sub/../B.npy"}}, true, "-o B.npy and -C sub/../B.npy are the same file"},
 		{[]File{{"-o", "alias.npy"}}, true, "-o alias.npy is the -workload input file: refusing to overwrite an input"},
 		{[]File{{"-o", "in.npy"}}, true, "-o in.npy is the -workload input file"},
@@ -53,6 +55,9 @@ func TestCheckOutputDir(t *testing.T) {
 
 	err = CheckOutputDir("-out", "")
 	assert.Equal(t, ExitUsage, ExitCode(err))
+	err = CheckOutputDir("-out", "-quick")
+	assert.Equal(t, ExitUsage, ExitCode(err))
+	assert.EqualError(t, err, "-out -quick: want a directory, not a flag (write ./-quick for one of that name)")
 	err = CheckOutputDir("-out", filepath.Join(file, "x", "y"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), file+" is not a directory")

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dpmf/dpmf/audit"
+	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/internal/param"
+	"github.com/dpmf/dpmf/plan"
+)
+
+// memAvailable reports the memory available to the audit; tests replace
+// it. Where it fails (no /proc/meminfo) the memory check is skipped.
+var memAvailable = cli.MemAvailable
+
+// outFiles are the files that canary -out DIR writes into DIR.
+var outFiles = []string{"canary.json", "canary.png", "canary.svg"}
+
+// check parses the plan flags into o.plan and checks every flag where it
+// enters: a bad value is a *cli.UsageError naming the flag. The audit
+// package reads a zero budget, clip or step as "the default", so a zero
+// given on the command line is refused here rather than replaced.
+func (o *options) check(cmd string, set map[string]bool) error {
+	p := &o.plan
+	var err error
+	if p.Algorithm, err = fedopt.ParseAlgorithm(o.algo); err != nil || !p.Algorithm.Private() {
+		return cli.Usagef("-algo %q: want correlated, independent or baseline-correlated (the private algorithms, whose claim is audited)", o.algo)
+	}
+	if p.Strategy, err = factorize.ParseStrategy(o.strategy); err != nil {
+		return cli.Usagef("-strategy %s: %s", o.strategy, want(err))
+	}
+	if p.Participation, err = factorize.ParseParticipation(o.part); err != nil {
+		return cli.Usagef("-participation %s: %s", o.part, want(err))
+	}
+	if p.Calibration, err = plan.ParseCalibration(o.cal); err != nil {
+		return cli.Usagef("-calibration %q: want exact or paper", o.cal)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"learners", p.Learners}, {"rounds", p.Rounds}, {"tau", p.Tau}, {"dim", p.Dim}} {
+		if f.v < 1 {
+			return cli.Usagef("-%s %d: want >= 1", f.name, f.v)
+		}
+	}
+	if err := p.Participation.Validate(p.Rounds); err != nil {
+		return cli.Usagef("-participation %s: %s", o.part, want(err))
+	}
+	if p.Algorithm != fedopt.Independent {
+		if err := factorize.CheckUnder(p.Strategy, p.Participation); err != nil {
+			return cli.Usagef("-strategy %s: %s", o.strategy, want(err))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"eps", p.Eps}, {"clip", p.Clip}, {"eta", p.Eta}, {"eta-g", p.EtaG}} {
+		if !(f.v > 0) || math.IsInf(f.v, 1) {
+			return cli.Usagef("-%s %v: want a finite number > 0", f.name, f.v)
+		}
+	}
+	if !(p.Delta > 0 && p.Delta < 1) {
+		return cli.Usagef("-delta %v: want 0 < delta < 1", p.Delta)
+	}
+	if !(p.Dropout >= 0 && p.Dropout < 1) {
+		return cli.Usagef("-dropout %v: want a probability 0 <= p < 1", p.Dropout)
+	}
+	if cmd == "replay" && o.network && p.Dropout != 0 {
+		return cli.Usagef("-network runs without dropouts: fednet's learners submit in every round (-dropout exercises its dropout policy in process)")
+	}
+	if cmd == "canary" {
+		if p.Dropout != 0 {
+			return cli.Usagef("-dropout applies to replay only: the canary audit runs without dropouts")
+		}
+		if slots := p.Learners * p.Rounds; slots < 3 {
+			return cli.Usagef("-learners %d and -rounds %d: the canary audit needs at least 3 learner-round slots", p.Learners, p.Rounds)
+		} else if o.canaries != 0 && (o.canaries < 3 || o.canaries > slots) {
+			// The participation may leave fewer slots: audit.Canary
+			// checks the exact number.
+			return cli.Usagef("-canaries %d: want 3 to %d (at most one canary per learner and round), or 0 (as many as a mu-hat interval within 10%% needs)", o.canaries, slots)
+		}
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"level", o.level}, {"confidence", o.confidence}} {
+			if !(f.v > 0 && f.v < 1) {
+				return cli.Usagef("-%s %v: want a number in (0, 1)", f.name, f.v)
+			}
+		}
+		if set["out"] && o.out == "" {
+			return cli.Usagef("-out is empty: want a directory")
+		}
+	}
+	return nil
+}
+
+// want words a parameter error for a message that already names the flag
+// and its value: "want ..."; other errors are returned whole.
+func want(err error) string {
+	var pe *param.Error
+	if errors.As(err, &pe) {
+		return "want " + pe.Want
+	}
+	return err.Error()
+}
+
+// setupError words an error of audit.NewSetup: a release sensitivity that
+// overflows (-clip 1e308) is a usage error naming -clip, as in mfsolve and
+// ofl; other errors are returned as they are.
+func setupError(o *options, err error) error {
+	var pe *param.Error
+	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
+		return cli.Usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", o.plan.Clip, o.plan.Learners, pe.Value)
+	}
+	return err
+}
+
+// memoryNeed estimates the bytes an audit of o needs: the factorization
+// with its dense factors (factorize.SolveBytes; the identity for the
+// independent baseline), the R x R whitener, the R x d gradient and model
+// series of both worlds (d the canary audit's dimension, at least the
+// canaries: -canaries, or 1000 for the default, which can be more when
+// the claimed mu is small), the dropout schedule and weights (R x n) and
+// the learners' updates. Deliberately coarse: it turns an out-of-memory crash into an
+// immediate, clear error.
+func memoryNeed(cmd string, o *options) float64 {
+	p := o.plan
+	r, n, d := float64(p.Rounds), float64(p.Learners), float64(p.Dim)
+	if cmd == "canary" {
+		m := o.canaries
+		if m == 0 {
+			m = 1000
+		}
+		d = max(d, float64(min(m, p.Learners*p.Rounds)))
+	}
+	s := p.Strategy
+	if p.Algorithm == fedopt.Independent {
+		s = factorize.IdentityStrategy{}
+	}
+	if t, err := factorize.WithLossOnly(s, false); err == nil {
+		s = t
+	}
+	return factorize.SolveBytes(s, p.Rounds, true) + 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
+}
+
+// checkMemory refuses an audit that needs more memory than avail reports,
+// before any work. If avail is nil or fails, the check is skipped.
+func checkMemory(cmd string, o *options, avail func() (uint64, error)) error {
+	need := memoryNeed(cmd, o)
+	have, short := cli.Short(need, avail)
+	if !short {
+		return nil
+	}
+	p := o.plan
+	flags := fmt.Sprintf("-rounds %d, -learners %d, -dim %d", p.Rounds, p.Learners, p.Dim)
+	if cmd == "canary" && o.canaries > 0 {
+		flags += fmt.Sprintf(", -canaries %d", o.canaries)
+	}
+	return fmt.Errorf("%s need about %s, this machine has %s available; use smaller values",
+		flags, cli.FormatBytes(need), cli.FormatBytes(have))
+}
+
+// checkOut applies the output policy (docs/cli.md, "Output files") to
+// canary -out DIR before the audit: DIR, or its nearest existing ancestor,
+// accepts new files, and each file the audit will write there may be
+// replaced. Nothing is created.
+func checkOut(dir string) error {
+	if err := cli.CheckOutputDir("-out", dir); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil // created after the audit; CheckOutputDir vetted its ancestor
+	}
+	outs := make([]cli.File, len(outFiles))
+	for i, name := range outFiles {
+		outs[i] = cli.File{Flag: "-out", Path: filepath.Join(dir, name)}
+	}
+	return cli.CheckOutputs(outs, nil)
+}
+
+// writeOut writes the canary report into dir, all or nothing: the JSON
+// report and both renderings of its figure are encoded first, then
+// written to temporary files, and renamed into place only when all three
+// are complete. A failure leaves the existing files unchanged and no
+// partial file behind.
+func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport) error {
+	fig := rep.Figure()
+	writers := []func(io.Writer) error{
+		func(w io.Writer) error { return writeJSON(w, rep) },
+		fig.PNG,
+		fig.SVG,
+	}
+	bufs := make([]bytes.Buffer, len(writers))
+	for i, write := range writers {
+		if err := write(&bufs[i]); err != nil {
+			return fmt.Errorf("-out %s: %s: %v", dir, outFiles[i], err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("-out %s: %v", dir, err)
+	}
+	var pending []*atomicfile.Pending
+	defer func() {
+		for _, p := range pending {
+			p.Discard() // a no-op after Commit
+		}
+	}()
+	for i, name := range outFiles {
+		p, err := atomicfile.Prepare(ctx, filepath.Join(dir, name), 0o644, func(w io.Writer) error {
+			_, err := bufs[i].WriteTo(w)
+			return err
+		})
+		if err != nil {
+			return outError(dir, name, err)
+		}
+		pending = append(pending, p)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, p := range pending {
+		if err := p.Commit(ctx); err != nil {
+			return outError(dir, outFiles[i], err)
+		}
+	}
+	return nil
+}
+
+// outError names the flag and file of a failed write.
+func outError(dir, name string, err error) error {
+	var te *atomicfile.TargetError
+	if errors.As(err, &te) {
+		return fmt.Errorf("-out %s %s", filepath.Join(dir, name), te.Reason)
+	}
+	return fmt.Errorf("-out %s: %s", filepath.Join(dir, name), strings.ReplaceAll(err.Error(), "atomicfile: ", ""))
+}
