@@ -258,12 +258,12 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyBLT, rank: 100, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
 		Stream:      "K (4 by default)",
-		Settings:    []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: "number K of buffers"}},
+		Settings:    []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: fmt.Sprintf("number K of buffers (at most %d)", MaxBLTBuffers)}},
 		proto:       BLTStrategy{},
 		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},
 		lossOnlyPtr: func(p any) *bool { return &p.(*BLTStrategy).LossOnly },
 		fields: []field{
-			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1, def: DefaultBuffers},
+			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1, hi: MaxBLTBuffers, def: DefaultBuffers},
 		},
 		streamVectors: func(s Strategy, _ int) int {
 			if k := s.(BLTStrategy).Buffers; k > 0 {
@@ -442,10 +442,17 @@ func minSepPatternSq(c []float64, b, kk int) float64 {
 	return sq
 }
 
-// checkBuffers refuses a negative number of BLT buffers (0 is the default).
+// MaxBLTBuffers is the largest number of BLT buffers: the fit runs by
+// continuation through every count up to it, so its cost grows quickly
+// with the count (64 buffers at R = 300 take about 2 s, 300 over 30 s),
+// while 6 to 8 already reach the square root's loss (docs/scaling.md).
+const MaxBLTBuffers = 64
+
+// checkBuffers refuses a number of BLT buffers outside [0, MaxBLTBuffers]
+// (0 is the default).
 func checkBuffers(buffers int) error {
-	if buffers < 0 {
-		return &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf(">= 1 (or 0 for the default %d)", DefaultBuffers)}
+	if buffers < 0 || buffers > MaxBLTBuffers {
+		return &ParamError{Param: "buffers", Value: buffers, Want: fmt.Sprintf("between 1 and %d (or 0 for the default %d)", MaxBLTBuffers, DefaultBuffers)}
 	}
 	return nil
 }

@@ -154,6 +154,11 @@ func TestBandedSqrt(t *testing.T) {
 	assert.ErrorContains(t, err, "workload")
 	_, err = BLTMinSep(context.Background(), prefix(t, 5), -1, 2, 1)
 	assert.ErrorContains(t, err, "buffers")
+	// Above MaxBLTBuffers: refused before any fit, by every entry point.
+	_, err = BLTMinSep(context.Background(), prefix(t, 5), MaxBLTBuffers+1, 2, 1)
+	assert.ErrorContains(t, err, "between 1 and 64")
+	_, err = BLT(context.Background(), prefix(t, 300), MaxBLTBuffers+1)
+	assert.ErrorContains(t, err, "between 1 and 64")
 }
 
 // The min-separation BLT: its loss never negative, even for decay rates

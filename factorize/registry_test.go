@@ -141,9 +141,10 @@ func TestParseStrategyErrors(t *testing.T) {
 		"identity:bands=3":                  {"bare name identity", "no settings", "not bands"},
 		"sqrt-normalized:x=1":               {"bare name sqrt-normalized"},
 		"blt:buffers=2,buffers=3":           {"at most once", "buffers twice"},
-		"blt:buffers=":                      {"buffers = an integer >= 1", `not ""`},
-		"blt:buffers=x":                     {"buffers = an integer >= 1", `not "x"`},
-		"blt:buffers=0":                     {"buffers = an integer >= 1"},
+		"blt:buffers=":                      {"buffers = an integer in [1, 64]", `not ""`},
+		"blt:buffers=x":                     {"buffers = an integer in [1, 64]", `not "x"`},
+		"blt:buffers=0":                     {"buffers = an integer in [1, 64]"},
+		"blt:buffers=65":                    {"buffers = an integer in [1, 64]"},
 		"blt:buffers=1.5":                   {"an integer"},
 		"blt:":                              {"key=value"},
 		"blt:buffers":                       {"key=value", `"buffers"`},
@@ -441,7 +442,7 @@ func ExampleParseStrategy() {
 	// Output:
 	// optimal:tol=1e-08,path=dense
 	// dpmf: strategy = "blt:bands=4", want a setting that blt takes (buffers), not bands
-	// buffers int (default 4): number K of buffers
+	// buffers int (default 4): number K of buffers (at most 64)
 	// 160 bytes of noise state
 	// [identity tree sqrt sqrt-normalized banded bsr banded-toeplitz bisr bandinv blt semiseparable optimal]
 }
