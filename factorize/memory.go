@@ -1,39 +1,15 @@
 package factorize
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
+
+	"github.com/dpmf/dpmf/internal/sysmem"
 )
 
 // machineBytes returns the memory the machine can give a process in all,
-// physical memory and swap (MemTotal + SwapTotal of /proc/meminfo), read
-// once; 0 where it is unknown (no /proc/meminfo), which turns the check of
-// [checkDenseFits] off. Tests replace it.
-var machineBytes = sync.OnceValue(func() float64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	total := 0.0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, _ := strings.Cut(sc.Text(), ":")
-		if name != "MemTotal" && name != "SwapTotal" {
-			continue
-		}
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-		if err != nil {
-			return 0
-		}
-		total += 1024 * kb
-	}
-	return total
-})
+// physical memory and swap ([sysmem.Limit]); 0 where it is unknown, which
+// turns the check off. Tests replace it.
+var machineBytes = sysmem.Limit
 
 // checkDenseFits returns a *ParamError (Param "R") when the dense factors
 // of an R-round factorization, B and C of at least R x R float64 each,
