@@ -46,6 +46,12 @@ func TestDenseFactorsBeyondMemoryAreRefused(t *testing.T) {
 	refused(t, "OptimalEpochs", err)
 	_, err = BLT(ctx, w, 2)
 	refused(t, "BLT", err)
+	_, err = OptimalBanded(ctx, w, 4, 0, Options{})
+	refused(t, "OptimalBanded", err)
+	_, err = BandedSqrt(w, 4, 0)
+	refused(t, "BandedSqrt", err)
+	_, err = BLTMinSep(ctx, w, 2, 4, 0)
+	refused(t, "BLTMinSep", err)
 
 	defer func(f func() float64) { machineBytes = f }(machineBytes)
 	machineBytes = func() float64 { return 1 << 20 }

@@ -106,6 +106,11 @@ func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Fa
 	if err := part.Validate(n); err != nil {
 		return nil, err
 	}
+	if !opt.LossOnly {
+		if err := checkDenseFits(n); err != nil {
+			return nil, err
+		}
+	}
 	if _, ok := w.InverseBand(); !ok {
 		return nil, fmt.Errorf("factorize: optimal banded factorization needs a workload with a banded inverse (prefix, weighted, momentum), not %q", w.Name())
 	}
@@ -1292,6 +1297,9 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 	if err := part.Validate(w.R()); err != nil {
 		return nil, err
 	}
+	if err := checkDenseFits(w.R()); err != nil {
+		return nil, err
+	}
 	tw, err := toeplitzOf(StrategyBanded, w)
 	if err != nil {
 		return nil, err
@@ -1413,6 +1421,9 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	}
 	part := MinSeparation(b, k)
 	if err := part.Validate(w.R()); err != nil {
+		return nil, err
+	}
+	if err := checkDenseFits(w.R()); err != nil {
 		return nil, err
 	}
 	tw, err := toeplitzOf(StrategyBLT, w)
