@@ -38,3 +38,29 @@ func TestRunChecksTargetsFirst(t *testing.T) {
 		}
 	}
 }
+
+// A run that fails its checks creates nothing: without the test data of
+// "beyond" (a DataRoot that lacks it) Run fails before it makes the output
+// directory or any of its missing parents. A run cancelled before its
+// first file removes the directories it made.
+func TestRunFailsWithoutCreating(t *testing.T) {
+	base := t.TempDir()
+	out := filepath.Join(base, "x", "y")
+	_, err := Run(context.Background(), []string{"all"}, out, Options{Quick: true, DataRoot: base})
+	if err == nil || !strings.Contains(err.Error(), "breast_cancer.csv") {
+		t.Errorf("no test data: err = %v, want one naming breast_cancer.csv", err)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "x")); err == nil {
+		t.Errorf("no test data: %s/x was created, want nothing", base)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Run(ctx, []string{"fig2"}, out, Options{Quick: true})
+	if err == nil {
+		t.Fatalf("cancelled run: no error")
+	}
+	if _, err := os.Lstat(filepath.Join(base, "x")); err == nil {
+		t.Errorf("cancelled run: %s/x was left behind, want it removed", base)
+	}
+}
