@@ -121,7 +121,7 @@ func want(err error) string {
 func setupError(o *options, err error) error {
 	var pe *param.Error
 	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", o.plan.Clip, o.plan.Learners, pe.Value)
+		return cli.Usagef("-clip %g with -learners %d: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners", o.plan.Clip, o.plan.Learners, pe.Value)
 	}
 	return err
 }

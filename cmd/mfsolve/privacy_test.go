@@ -37,7 +37,7 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-eps", "1", "-delta", "1e-5", "-learners", "0"}, "-learners 0"},
 		// 2 B_g / n = 2e-328 rounds to the subnormal 5e-324: the sigma
 		// reported would be 4, not the calibrated 3.73.
-		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "1e-310", "-learners", "1000000000000000000"}, "-clip 1e-310 with -learners 1000000000000000000: the release sensitivity 5e-324 and noise std 2e-323 must be at least 2.2e-308"},
+		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "1e-310", "-learners", "1000000000000000000"}, "-clip 1e-310 with -learners 1000000000000000000 and C's sensitivity 1: the release sensitivity 5e-324 must be finite and at least 2.2e-308"},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-calibration", "zcdp"}, `-calibration "zcdp"`},
 		{[]string{"-clip", "2"}, "give -eps and -delta"},
 		{[]string{"-dim", "3"}, "only with -noise"},

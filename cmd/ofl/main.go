@@ -156,7 +156,7 @@ func execute(ctx context.Context, c config, e env) error {
 	}
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", c.clip, c.learners, pe.Value)
+		return cli.Usagef("-clip %g with -learners %d: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners", c.clip, c.learners, pe.Value)
 	}
 	if err != nil {
 		return err
