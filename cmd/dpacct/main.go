@@ -22,7 +22,9 @@
 // below the true ones (for replace-one an upper bound, not a tight value);
 // see docs/privacy.md. -method and -compositions do not apply to it, and
 // -relation applies only to it (without sampling the relation enters only
-// through the sensitivity). SIGINT or SIGTERM stops a calibration at once.
+// through the sensitivity). -eps is at most 1000 with -sampling (the
+// search's cost grows like eps; docs/privacy.md). SIGINT or SIGTERM stops
+// a calibration at once (within milliseconds).
 //
 // Output is one line of key=value pairs, or with -json one object with the
 // fields method, eps, delta, sigma, sensitivity, noise_std, compositions,
