@@ -145,6 +145,14 @@ func TestClipOverflow(t *testing.T) {
 	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e-320 with -learners 3: the release sensitivity 6.67e-321 must be finite and at least 2.2e-308")
 	_, err := os.Stat(out)
 	assert.True(t, os.IsNotExist(err), "-out created: %v", err)
+
+	// A normal release sensitivity whose noise std is subnormal (sigma
+	// 0.024 at eps 1000), refused by accountant.Scale.
+	r = runOfl(t, append([]string{"-clip", "1e-307", "-eps", "1000", "-out", out}, small...)...)
+	assert.Equal(t, cli.ExitUsage, r.code)
+	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e-307 with -learners 3 and -eps 1000: the noise std sigma x release sensitivity is below 2.2e-308")
+	_, err = os.Stat(out)
+	assert.True(t, os.IsNotExist(err), "-out created: %v", err)
 }
 
 func TestLearnerOutCheckedFirst(t *testing.T) {
