@@ -106,7 +106,9 @@ func Sigma(eps, delta float64, m Method) (float64, error) {
 //	NoiseStd(eps, delta, s, m) is an error for s <= 0, s = +Inf or NaN
 //	    (a zero sensitivity needs no noise, but it more often means an
 //	    unset clipping norm, so it is refused)
-//	NoiseStd(eps, delta, s, m) is an error if the product overflows (see [Scale])
+//	NoiseStd(eps, delta, s, m) is an error if the product overflows, and a
+//	    *ParamError naming the sensitivity if it is below the normal
+//	    float64 range (see [Scale])
 func NoiseStd(eps, delta, sensitivity float64, m Method) (float64, error) {
 	if err := checkPositive("sensitivity", sensitivity); err != nil {
 		return 0, err
