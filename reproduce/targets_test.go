@@ -2,6 +2,7 @@ package reproduce
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,11 +55,20 @@ func TestRunFailsWithoutCreating(t *testing.T) {
 		t.Errorf("no test data: %s/x was created, want nothing", base)
 	}
 
+	// Cancelled at the real pass's first progress report: after the
+	// checks and the dry pass, once the directories exist, before any
+	// file is written.
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = Run(ctx, []string{"fig2"}, out, Options{Quick: true})
-	if err == nil {
-		t.Fatalf("cancelled run: no error")
+	defer cancel()
+	made := false
+	_, err = Run(ctx, []string{"fig4"}, out, Options{Quick: true, Workers: 1, Progress: func(done, total int64) {
+		if _, err := os.Stat(out); err == nil {
+			made = true
+		}
+		cancel()
+	}})
+	if !errors.Is(err, context.Canceled) || !made {
+		t.Fatalf("cancelled run: err = %v, directory made %v; want context.Canceled after the directory was made", err, made)
 	}
 	if _, err := os.Lstat(filepath.Join(base, "x")); err == nil {
 		t.Errorf("cancelled run: %s/x was left behind, want it removed", base)
