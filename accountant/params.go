@@ -96,5 +96,10 @@ func (e *MethodError) Error() string {
 	return "accountant: method " + e.Method.String() + ": " + e.Reason
 }
 
-func itoa(i int) string     { return strconv.Itoa(i) }
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// smallestNormal is the smallest normal float64, 2^-1022 (about 2.2e-308):
+// below it a float64 keeps fewer than 53 significant bits.
+const smallestNormal = 0x1p-1022
+
 func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }

@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"context"
 	"errors"
 	"math"
 	"sync"
@@ -38,6 +39,10 @@ type PLDOptions struct {
 	// only the safe one): its distributions are noOpt, whose delta, 0, is
 	// a valid lower bound.
 	safeOnly bool
+	// ctx, if not nil, is checked while the loss distributions are
+	// discretised (every cancelEvery cells): a calibration's PLD at a
+	// large eps takes seconds.
+	ctx context.Context
 }
 
 // noOpt is the optimistic distribution of a PLD built without that side:

@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"context"
+	"math"
+)
 
 // This file discretises single events: the Gaussian mechanism and the
 // Poisson-subsampled Gaussian mechanism.
@@ -35,6 +38,7 @@ func GaussianPLD(sigma float64, o PLDOptions) (*PLD, error) {
 		return identityPLD(h, tail), nil
 	}
 	m := gaussianModel(1 / sigma)
+	m.ctx = o.ctx
 	d, err := discretise(m, h, tail)
 	if err != nil {
 		return nil, err
@@ -145,6 +149,7 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	sigma = math.Min(sigma, maxSampledSigma)
 	p := &PLD{h: h, tail: tail}
 	rmModel, adModel := sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)
+	rmModel.ctx, adModel.ctx = o.ctx, o.ctx
 	err = p.each(false, func(i int) (*lossDist, error) {
 		switch i {
 		case 0:
@@ -207,6 +212,21 @@ type lossModel struct {
 	lerr func(a, b float64) float64
 	// xlo, xhi have P(X < xlo) and P(X > xhi) at most the tail mass.
 	xlo, xhi func(tail float64) float64
+	// ctx, if not nil, is checked every cancelEvery cells of a
+	// discretisation, which returns ctx.Err() once it is done.
+	ctx context.Context
+}
+
+// cancelEvery is the stride, in grid cells, at which a discretisation
+// checks its model's context: a few milliseconds of work.
+const cancelEvery = 1 << 10
+
+// cancelled returns m.ctx.Err() at every cancelEvery-th cell i, else nil.
+func (m *lossModel) cancelled(i int) error {
+	if m.ctx == nil || i%cancelEvery != 0 {
+		return nil
+	}
+	return m.ctx.Err()
 }
 
 // normalTailZ returns z with Phi(-z) <= tail.
@@ -387,6 +407,9 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	d := &lossDist{lo: lo, mass: make([]float64, n), logErr: math.Inf(-1)}
 	xs := make([]float64, n)
 	for i := range xs {
+		if err := m.cancelled(i); err != nil {
+			return nil, err
+		}
 		xs[i] = m.inv(float64(lo+i) * h)
 	}
 	d.mass[0] = m.cdf(xs[0])
@@ -400,6 +423,9 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	panel := m.scale / 20
 	cellRel := make([]float64, n)
 	for i := 1; i < n; i++ {
+		if err := m.cancelled(i); err != nil {
+			return nil, err
+		}
 		a, b := xs[i-1], xs[i]
 		if !(b > a) {
 			continue
@@ -567,6 +593,9 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 	floorAt := make([]bool, n)
 	a := edge(0)
 	for i := range n {
+		if err := m.cancelled(i); err != nil {
+			return nil, err
+		}
 		b := edge(i + 1)
 		if i == n-1 {
 			b = xhi

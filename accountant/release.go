@@ -62,7 +62,10 @@ func ParseRelation(s string) (Relation, error) {
 //	(2 for replace-one, 1 for add/remove) x clip / n x unitSens.
 //
 // For a sum rather than an average use n = 1. Parameters are checked here:
-// clip and unitSens finite and > 0, n >= 1, a known relation.
+// clip and unitSens finite and > 0, n >= 1, a known relation. A result
+// that overflows, or that is below the normal float64 range (2.2e-308,
+// where a float64 loses relative precision), is a *ParamError with Param
+// "release sensitivity" that gives clip, n and unitSens.
 func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (float64, error) {
 	if err := checkPositive("clip", clip); err != nil {
 		return 0, err
@@ -90,8 +93,9 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 		nf = math.Nextafter(nf, 0)
 	}
 	s := mulUp(divUp(factor*clip, nf), unitSens)
-	if math.IsInf(s, 0) || !(s > 0) {
-		return 0, &ParamError{Param: "release sensitivity", Value: s, Want: "finite and > 0 (clip x unit sensitivity overflows or underflows)"}
+	if math.IsInf(s, 0) || !(s >= smallestNormal) {
+		return 0, &ParamError{Param: "release sensitivity", Value: s,
+			Want: "finite and at least 2.2e-308, the normal float64 range (clip = " + ftoa(clip) + " / learners = " + itoa(n) + " x unit sensitivity = " + ftoa(unitSens) + " overflows or falls below it)"}
 	}
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -50,29 +51,50 @@ func products() [][2]float64 {
 	return pairs
 }
 
+// maxSubnormal is the largest float64 below the normal range: an exact
+// value at most this rounds up to a subnormal (or to 5e-324).
+var maxSubnormal = exactRat(math.Nextafter(0x1p-1022, 0))
+
 // The noise std sigma * sensitivity is the smallest float64 at least the
-// exact product, against exact rational arithmetic, also where the product
-// is subnormal or below 5e-324. Scale used to round a subnormal product
-// down (1.25 * 5e-324 gave 5e-324) and one below 5e-324 to 0, a noise std
-// of 0.
-func TestScaleRoundsUpSubnormal(t *testing.T) {
+// exact product, against exact rational arithmetic, where that is a normal
+// float64; a product that would round up to a subnormal (or to 5e-324) is
+// refused with a *ParamError naming the sensitivity: there it keeps few
+// significant bits (3.73 * 5e-324 gave 2e-323, 7% off).
+func TestScaleRoundsUpOrRefusesSubnormal(t *testing.T) {
+	refused := 0
 	for _, p := range products() {
 		got, err := Scale(p[0], p[1])
+		exact := new(big.Rat).Mul(exactRat(p[0]), exactRat(p[1]))
+		if exact.Cmp(maxSubnormal) <= 0 {
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Param != "sensitivity" {
+				t.Errorf("Scale(%v, %v) = %v, %v; want a *ParamError naming the sensitivity (exact product %s)", p[0], p[1], got, err, ratText(exact))
+			}
+			refused++
+			continue
+		}
 		if err != nil {
 			t.Fatalf("Scale(%v, %v): %v", p[0], p[1], err)
 		}
-		checkSmallestAbove(t, "Scale("+ftoa(p[0])+", "+ftoa(p[1])+")", got, new(big.Rat).Mul(exactRat(p[0]), exactRat(p[1])))
+		checkSmallestAbove(t, "Scale("+ftoa(p[0])+", "+ftoa(p[1])+")", got, exact)
+	}
+	if refused == 0 {
+		t.Fatal("no subnormal product tried")
 	}
 	// NoiseStd is Scale of the calibrated sigma.
 	s, err := Sigma(1, 1e-5, Exact)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := NoiseStd(1, 1e-5, 1e-320, Exact)
+	got, err := NoiseStd(1, 1e-5, 1e-300, Exact)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSmallestAbove(t, "NoiseStd(1, 1e-5, 1e-320)", got, new(big.Rat).Mul(exactRat(s), exactRat(1e-320)))
+	checkSmallestAbove(t, "NoiseStd(1, 1e-5, 1e-300)", got, new(big.Rat).Mul(exactRat(s), exactRat(1e-300)))
+	var pe *ParamError
+	if _, err := NoiseStd(1, 1e-5, 1e-320, Exact); !errors.As(err, &pe) || pe.Param != "sensitivity" || pe.Value != 1e-320 {
+		t.Errorf("NoiseStd(1, 1e-5, 1e-320): %v, want a *ParamError naming sensitivity = 1e-320", err)
+	}
 }
 
 // The release sensitivity factor clip / n unitSens, which scales the noise
@@ -83,15 +105,23 @@ func TestReleaseSensitivityAndRhoRoundUp(t *testing.T) {
 		for _, n := range []int{1, 3, 7, 1000003, 1<<53 + 1, math.MaxInt} {
 			for _, rel := range []Relation{AddRemove, ReplaceOne} {
 				got, err := ReleaseSensitivity(p[0], n, rel, p[1])
-				if err != nil {
-					t.Fatalf("ReleaseSensitivity(%v, %d, %v, %v): %v", p[0], n, rel, p[1], err)
-				}
 				f := int64(1)
 				if rel == ReplaceOne {
 					f = 2
 				}
 				want := new(big.Rat).Mul(exactRat(p[0]), exactRat(p[1]))
 				want.Mul(want, big.NewRat(f, int64(n)))
+				if want.Cmp(maxSubnormal) <= 0 {
+					// Below the normal range: refused, naming the inputs.
+					var pe *ParamError
+					if !errors.As(err, &pe) || pe.Param != "release sensitivity" || !strings.Contains(pe.Want, "clip = "+ftoa(p[0])) {
+						t.Errorf("ReleaseSensitivity(%v, %d, %v, %v) = %v, %v; want a *ParamError naming the release sensitivity and clip (exact %s)", p[0], n, rel, p[1], got, err, ratText(want))
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("ReleaseSensitivity(%v, %d, %v, %v): %v", p[0], n, rel, p[1], err)
+				}
 				if exactRat(got).Cmp(want) < 0 {
 					t.Errorf("ReleaseSensitivity(%v, %d, %v, %v) = %v, below the exact %s", p[0], n, rel, p[1], got, ratText(want))
 				}

@@ -123,6 +123,7 @@ type sampledOpts struct {
 	budget     int
 	tail, fold float64
 	safeOnly   bool
+	ctx        context.Context // checked while discretising (nil: never)
 }
 
 // sampledGaussian is SampledGaussian as o sets it.
@@ -134,7 +135,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 		return identityPLD(DefaultInterval, DefaultTailMass), nil
 	}
 	o := autoOptions(q, sigma, steps, so.budget, so.tail, rel)
-	o.safeOnly = so.safeOnly
+	o.safeOnly, o.ctx = so.safeOnly, so.ctx
 	fold := so.fold
 	if fold == 0 {
 		fold = math.Max(o.TailMass, foldFloor)
@@ -250,16 +251,22 @@ func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Rela
 // is then confirmed with SampledGaussian's own accounting (and the search
 // goes on with it in the rare case it disagrees). A calibration costs
 // about 5 coarse PLDs, 3 search PLDs on the full grid and one full one
-// (docs/privacy.md). It checks ctx before each PLD and returns ctx.Err()
-// once ctx is done.
+// (docs/privacy.md). It checks ctx before each PLD and every 1024 grid
+// cells while one is built, and returns ctx.Err() within milliseconds once
+// ctx is done.
+//
+// eps is at most [MaxSampledEps]: a PLD's losses reach about 2 eps at the
+// sigma sought, and its cost grows in proportion (eps = 1e4 took about
+// 2 s, 1e5 15 s, 1e6 over a minute), while a guarantee with eps beyond
+// e^709 (the float64 range) bounds nothing a release could need.
 //
 // Special cases are:
 //
 //	SampledGaussianSigma(nil, q, T, eps, delta, r) is an error
 //	SampledGaussianSigma(ctx, 0, T, eps, delta, r) is an error (no noise is needed)
 //	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error for q outside
-//	    (0, 1], T < 1, eps <= 0 or +Inf, delta outside (0, 1), or a relation
-//	    other than AddRemove and ReplaceOne
+//	    (0, 1], T < 1, eps <= 0 or above MaxSampledEps, delta outside (0, 1),
+//	    or a relation other than AddRemove and ReplaceOne
 func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta float64, rel Relation) (float64, error) {
 	if err := checkContext(ctx); err != nil {
 		return 0, err
@@ -273,6 +280,10 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if err := checkEpsDelta(eps, delta); err != nil {
 		return 0, err
 	}
+	if eps > MaxSampledEps {
+		return 0, &ParamError{Param: "eps", Value: eps, Want: "at most " + ftoa(MaxSampledEps) +
+			" for the sampled noise search (its cost grows like eps, a PLD's losses reaching about 2 eps; and e^eps overflows float64 beyond 709, where the guarantee bounds nothing)"}
+	}
 	if err := checkRelation(rel); err != nil {
 		return 0, err
 	}
@@ -280,6 +291,9 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// A sigma too small for the grid limit counts as unsafe (+Inf).
 	logRatio := func(o sampledOpts) func(float64) float64 {
 		return func(s float64) float64 {
+			if ctx.Err() != nil {
+				return math.Inf(1) // calibrateRoot returns ctx.Err()
+			}
 			p, err := sampledGaussian(q, s, steps, rel, o)
 			if err != nil {
 				return math.Inf(1)
@@ -308,7 +322,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// bound, higher than the full one's by about 2 searchTail delta (the
 	// cut mass counts as infinite loss), which moves its root by far less
 	// than 1e-4.
-	search := sampledOpts{budget: coarseBudget, tail: searchTail * delta, fold: math.Min(searchFold, searchFoldRel*delta), safeOnly: true}
+	search := sampledOpts{budget: coarseBudget, tail: searchTail * delta, fold: math.Min(searchFold, searchFoldRel*delta), safeOnly: true, ctx: ctx}
 	coarse, err := calibrateRoot(ctx, root{hi: guess, ghi: math.NaN()}, logRatio(search), 0.25, 1e-2, what)
 	if err != nil || coarse.lo == 0 {
 		return coarse.hi, err
@@ -352,7 +366,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// Confirm with the full accounting (SampledGaussian's), which is what
 	// SampledGaussianDelta reports; if it disagrees (its rounding bound is
 	// not the search's), search on from there with it.
-	full := logRatio(sampledOpts{budget: gridBudget, safeOnly: true})
+	full := logRatio(sampledOpts{budget: gridBudget, safeOnly: true, ctx: ctx})
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -362,6 +376,11 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	r, err := calibrateRoot(ctx, root{hi: fine.hi * (1 + 1e-4), ghi: math.NaN()}, full, 2e-2, 1e-4, what)
 	return r.hi, err
 }
+
+// MaxSampledEps is the largest eps [SampledGaussianSigma] (and
+// [AmplifiedBandedSigma]) calibrates for; a larger one is a *ParamError
+// naming eps.
+const MaxSampledEps = 1000
 
 // searchTail is the tail mass, relative to delta, that the evaluations of
 // SampledGaussianSigma's search cut, and the smaller of searchFold and

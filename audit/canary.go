@@ -120,6 +120,10 @@ type CanaryReport struct {
 // correct run, mu_j = 2 B_g sqrt(1_S^T P 1_S) / (n V). The final-model
 // observer scores y = (x^0 - x^R) / eta~ = sum_r Y_r, whose noise has std
 // V ||B[R-1, :]|| per coordinate.
+//
+// Canary checks ctx every round, every 1024 local steps of a learner and
+// between its dense products; once ctx is done it returns ctx.Err() and no
+// report.
 func Canary(ctx context.Context, s *Setup, opt CanaryOptions) (*CanaryReport, error) {
 	return canary(ctx, s, opt, nil)
 }
@@ -251,8 +255,14 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	}
 
 	// The observers.
-	wh, err := newWhitener(s.Factorization)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	wh, err := newWhitener(s.Factorization, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var py mat.Dense
@@ -311,6 +321,9 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 		}
 		o.Bound = oneRunBound(ranked, o.In, priv.Delta, opt.Confidence)
 		rep.Violation = rep.Violation || o.Mu.Lo > muClaimed || o.Bound.Epsilon > priv.Eps
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // a report finished after a cancellation is not given
 	}
 	rep.AllIterates, rep.FinalModel = all, fin
 	rep.Seconds = time.Since(start).Seconds()

@@ -9,6 +9,7 @@ import (
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/param"
 	"github.com/dpmf/dpmf/plan"
 )
 
@@ -16,7 +17,8 @@ import (
 // factorization of its noise, the participation of one sample, the privacy
 // budget and its calibration, and the data-independent dropout schedule.
 // The zero value of a field takes the default of the paper's Fig. 4
-// setting (see [Plan.WithDefaults]).
+// setting where it has one (see [Plan.WithDefaults], which lists them, and
+// [Plan.Validate], which refuses those zeros in a plan from user input).
 type Plan struct {
 	// Algorithm is the private algorithm (Correlated, the zero value,
 	// Independent or BaselineCorrelated).
@@ -43,9 +45,22 @@ type Plan struct {
 	Seed uint64
 }
 
-// WithDefaults returns p with every zero field set to the paper's Fig. 4
-// setting: n = 10, R = 800, tau = 10, d = 60, eta = 0.003, eta_g = 1,
-// B_g = 5, (eps, delta) = (5, 1e-3).
+// WithDefaults returns p with its unset fields set to the paper's Fig. 4
+// setting. A field is unset when it is zero, and only these fields have a
+// default:
+//
+//	Learners 10, Rounds 800, Tau 10, Dim 60,
+//	Eta 0.003, EtaG 1, Clip 5, Eps 5, Delta 1e-3,
+//	Strategy (nil) factorize.OptimalStrategy{}.
+//
+// None of these fields accepts 0 as a value, so WithDefaults cannot tell
+// an unset field from a zero that is a mistake (a user's -rounds 0): it
+// substitutes the default for both, silently. A caller that fills a Plan
+// from user input must call [Plan.Validate] on it before WithDefaults,
+// which refuses those zeros. The fields whose zero is a meaningful value
+// are kept: Algorithm (Correlated), Participation (single), Calibration
+// (exact), Dropout (no dropouts) and Seed. Negative, NaN and infinite
+// values are kept too; [NewSetup] refuses them.
 func (p Plan) WithDefaults() Plan {
 	p.Learners, p.Rounds = cmp.Or(p.Learners, 10), cmp.Or(p.Rounds, 800)
 	p.Tau, p.Dim = cmp.Or(p.Tau, 10), cmp.Or(p.Dim, 60)
@@ -68,21 +83,48 @@ func (p Plan) Shape() fedopt.Shape {
 	return fedopt.Shape{Learners: p.Learners, Rounds: p.Rounds, Tau: p.Tau, Dim: p.Dim}
 }
 
-// validate checks what the roles do not check themselves.
-func (p Plan) validate() error {
+// ParamError is dpmf's argument error (the same type as
+// fedopt.ParamError and factorize.ParamError): [Plan.Validate] returns it
+// naming the field.
+type ParamError = param.Error
+
+// Validate checks p as it is, without defaults: every field must hold a
+// value the audit can run, so a zero in a field that [Plan.WithDefaults]
+// would fill in is refused as the mistake it is when p comes from user
+// input. It returns a *[ParamError] naming the first bad field:
+// Algorithm must be private; Learners, Rounds, Tau and Dim >= 1; Eta,
+// EtaG, Clip and Eps finite and > 0; 0 < Delta < 1; 0 <= Dropout < 1; and
+// Participation a pattern over Rounds rounds. [NewSetup] calls it on the
+// plan with defaults.
+func (p Plan) Validate() error {
 	if !p.Algorithm.Private() {
-		return fmt.Errorf("audit: the %v algorithm makes no privacy claim to audit", p.Algorithm)
+		return &ParamError{Param: "Algorithm", Value: p.Algorithm, Want: "Correlated, Independent or BaselineCorrelated (the private algorithms, whose claim is audited)"}
 	}
-	if p.Learners < 1 || p.Rounds < 1 || p.Tau < 1 || p.Dim < 1 {
-		return fmt.Errorf("audit: plan of shape n = %d, R = %d, tau = %d, d = %d, want all >= 1", p.Learners, p.Rounds, p.Tau, p.Dim)
+	for _, f := range []struct {
+		name string
+		v    int
+		def  int
+	}{{"Learners", p.Learners, 10}, {"Rounds", p.Rounds, 800}, {"Tau", p.Tau, 10}, {"Dim", p.Dim, 60}} {
+		if f.v < 1 {
+			return &ParamError{Param: f.name, Value: f.v, Want: fmt.Sprintf(">= 1 (WithDefaults reads 0 as unset: %d)", f.def)}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+		def  float64
+	}{{"Eta", p.Eta, 0.003}, {"EtaG", p.EtaG, 1}, {"Clip", p.Clip, 5}, {"Eps", p.Eps, 5}} {
+		if !(f.v > 0) || math.IsInf(f.v, 1) {
+			return &ParamError{Param: f.name, Value: f.v, Want: fmt.Sprintf("a finite number > 0 (WithDefaults reads 0 as unset: %v)", f.def)}
+		}
+	}
+	if !(p.Delta > 0 && p.Delta < 1) {
+		return &ParamError{Param: "Delta", Value: p.Delta, Want: "0 < Delta < 1 (WithDefaults reads 0 as unset: 0.001)"}
 	}
 	if !(p.Dropout >= 0 && p.Dropout < 1) {
-		return fmt.Errorf("audit: dropout probability %v, want 0 <= p < 1", p.Dropout)
+		return &ParamError{Param: "Dropout", Value: p.Dropout, Want: "a probability 0 <= p < 1"}
 	}
-	if math.IsInf(p.Clip, 0) || !(p.Clip > 0) {
-		return fmt.Errorf("audit: clip %v, want a finite number > 0", p.Clip)
-	}
-	return nil
+	return p.Participation.Validate(p.Rounds)
 }
 
 // Setup is a plan with its factorization and privacy calibration, computed
@@ -103,7 +145,7 @@ type Setup struct {
 // (plan.Plan.Calibrate).
 func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 	p = p.WithDefaults()
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	// The audits need C: a strategy with a loss-only path forms it here.

@@ -127,6 +127,10 @@ func (r *ReplayReport) Violations() []Check {
 // allowed by the participation that maximise ||sum_{r in S} w_{r,i} C[:, r]||.
 // For single participation and exact rules a correct run gives a ratio of 1
 // to rounding.
+//
+// Replay checks ctx every round, every 1024 local steps of a learner and
+// between its dense products; once ctx is done it returns ctx.Err() and no
+// report.
 func Replay(ctx context.Context, s *Setup) (*ReplayReport, error) {
 	return replayWith(ctx, s, nil, false)
 }
@@ -209,12 +213,18 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	}
 	wts := make([][]float64, R)
 	for r := range wts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		var err error
 		if wts[r], err = weights(r); err != nil {
 			return nil, err
 		}
 	}
-	learner, rounds, best := worstSample(cm, p.Participation, wts, present)
+	learner, rounds, best, err := worstSample(ctx, cm, p.Participation, wts, present)
+	if err != nil {
+		return nil, err
+	}
 	perStep := 1.0
 	if p.Algorithm.LocalSteps() {
 		perStep = float64(tau)
@@ -283,7 +293,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 					continue
 				}
 				ups[i] = make([]float64, d)
-				if err := l.Update(ups[i], r, x); err != nil {
+				if err := l.UpdateContext(ctx, ups[i], r, x); err != nil {
 					return nil, err
 				}
 			}
@@ -324,6 +334,11 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		released = append(released, x)
 	}
 
+	// The checks below are dense products, O(R^2 d) to O(R^3): ctx is
+	// checked between them.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	// The distance through the factorization.
 	diff := mat.NewDense(mRows, d, nil)
 	for r := 0; r < R; r++ {
@@ -372,15 +387,24 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	}
 	add("noise schedule", sched, "%d and %d noise vectors drawn, bit-identical in both runs: %v", len(recs[0].rows), len(recs[1].rows), sched)
 	if len(recs[0].rows) == R {
-		wh, err := newWhitener(f)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		wh, err := newWhitener(f, false)
 		if err != nil {
 			return nil, err
 		}
 		z := wh.whiten(rowsOf(recs[0].rows, d))
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		dup, i, j := duplicateRows(z)
 		add("noise rows independent", !dup, "whitened noise rows pairwise distinct: %v (first coincidence: rounds %d and %d)", !dup, i, j)
 		stat, ok := chiSquare(z, decl.NoiseStd)
 		add("noise scale", ok, "whitened noise at the declared std %.6g: Wilson-Hilferty z = %.3f (|z| <= %.2f, false alarm 1e-6)", decl.NoiseStd, stat, zChi)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if rule := decl.UnitSensitivity.Rule; rule == factorize.RuleMinSepBanded {
 		b := p.Participation.B
@@ -402,6 +426,9 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		}
 		add("networked release", ok, "%s", detail)
 		rep.Network = true
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // a report finished after a cancellation is not given
 	}
 	rep.OK = !slices.ContainsFunc(rep.Checks, func(c Check) bool { return !c.OK })
 	rep.Seconds = time.Since(start).Seconds()
@@ -473,13 +500,17 @@ func patterns(p factorize.Participation, R int) [][]int {
 // ||sum_{r in S} w[r][i] C[:, r]|| over the participation's patterns, and
 // that maximum. Among values equal to a relative 1e-12 it prefers the
 // pattern whose rounds miss the most learners, so that a dropout policy is
-// exercised where the weights do not tell the rounds apart.
-func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64, present [][]bool) (int, []int, float64) {
+// exercised where the weights do not tell the rounds apart. It checks ctx
+// at every pattern.
+func worstSample(ctx context.Context, c *mat.Dense, p factorize.Participation, w [][]float64, present [][]bool) (int, []int, float64, error) {
 	m, R := c.Dims()
 	n := len(w[0])
 	v := make([]float64, m)
 	bestI, bestS, best, bestDrops := 0, []int{0}, -1.0, -1
 	for _, s := range patterns(p, R) {
+		if err := ctx.Err(); err != nil {
+			return 0, nil, 0, err
+		}
 		drops := 0
 		for _, r := range s {
 			for _, ok := range present[r] {
@@ -504,7 +535,7 @@ func worstSample(c *mat.Dense, p factorize.Participation, w [][]float64, present
 			}
 		}
 	}
-	return bestI, bestS, best
+	return bestI, bestS, best, nil
 }
 
 // duplicateRows reports whether two rows of z are collinear to a relative

@@ -16,11 +16,13 @@ import (
 type whitener struct {
 	c     *mat.Dense    // square C, or nil
 	chol  *mat.Cholesky // Sigma = L L^T for a tall C
-	prec  *mat.Dense    // P = Sigma^{-1} (C^T C for a square C)
+	prec  *mat.Dense    // P = Sigma^{-1} (C^T C for a square C), if asked for
 	lastB float64       // ||M^T 1|| = ||B[R-1, :]||: the final model's noise scale
 }
 
-func newWhitener(f *factorize.Factorization) (*whitener, error) {
+// newWhitener returns the whitener of f's noise; withPrec also forms the
+// precision matrix P (an O(R^3) product the replay does not need).
+func newWhitener(f *factorize.Factorization, withPrec bool) (*whitener, error) {
 	if f.B == nil || f.C == nil || !f.Workload.IsPrefix() {
 		return nil, fmt.Errorf("audit: whitening needs the factors of a prefix-sum factorization")
 	}
@@ -30,8 +32,10 @@ func newWhitener(f *factorize.Factorization) (*whitener, error) {
 	w.lastB = math.Sqrt(dot(last, last))
 	if m == r {
 		w.c = f.C
-		w.prec = mat.NewDense(r, r, nil)
-		w.prec.Mul(f.C.T(), f.C)
+		if withPrec {
+			w.prec = mat.NewDense(r, r, nil)
+			w.prec.Mul(f.C.T(), f.C)
+		}
 		return w, nil
 	}
 	// M = A^{-1} B: row r of M is B_r - B_{r-1} for prefix sums.
@@ -51,6 +55,9 @@ func newWhitener(f *factorize.Factorization) (*whitener, error) {
 	w.chol = &mat.Cholesky{}
 	if !w.chol.Factorize(&sig) {
 		return nil, fmt.Errorf("audit: the noise covariance of %q is not positive definite", f.Strategy)
+	}
+	if !withPrec {
+		return w, nil
 	}
 	var inv mat.SymDense
 	if err := w.chol.InverseTo(&inv); err != nil {

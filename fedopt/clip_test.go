@@ -2,6 +2,7 @@ package fedopt
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -77,5 +78,25 @@ func TestClipEdges(t *testing.T) {
 		if g[0] != 3 || g[1] != 4 {
 			t.Errorf("Clip with bound %v changed g to %v", b, g)
 		}
+	}
+}
+
+// An update whose finite entries have squares that overflow is judged by
+// its true norm (math.Hypot, an independent computation), not by +Inf: with
+// B_g = 1e300 and tau = 2, (1e300, 1e300) has norm sqrt(2) 1e300 <= 2e300
+// and is accepted, (3e300, 4e300) has norm 5e300 and is refused with that
+// finite norm in the message.
+func TestCheckUpdateHugeClip(t *testing.T) {
+	cfg := Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1, Clip: 1e300}
+	srv, err := NewServer(cfg, Shape{Learners: 2, Rounds: 1, Tau: 2, Dim: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.CheckUpdate([]float64{1e300, 1e300}); err != nil {
+		t.Errorf("update of norm %v: %v, want accepted (bound 2e300)", math.Hypot(1e300, 1e300), err)
+	}
+	err = srv.CheckUpdate([]float64{3e300, 4e300})
+	if want := "norm 5e+300"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("update (3e300, 4e300): %v, want an error with %q", err, want)
 	}
 }

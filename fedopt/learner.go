@@ -1,6 +1,7 @@
 package fedopt
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -61,6 +62,18 @@ func (l *Learner) Dim() int { return len(l.z) }
 // With clipping bound B_g the update has norm at most tau B_g. The result
 // depends only on r and x.
 func (l *Learner) Update(u []float64, r int, x []float64) error {
+	return l.UpdateContext(context.Background(), u, r, x)
+}
+
+// checkEvery is the stride, in local steps, at which
+// [Learner.UpdateContext] checks its context.
+const checkEvery = 1024
+
+// UpdateContext is [Learner.Update] that checks ctx every 1024 local
+// steps (a round of tau = 2e9 steps takes minutes) and returns ctx.Err()
+// if it is done; u is then incomplete and must not be sent. The update it
+// completes is Update's, bit for bit.
+func (l *Learner) UpdateContext(ctx context.Context, u []float64, r int, x []float64) error {
 	if len(u) != len(l.z) || len(x) != len(l.z) {
 		return fmt.Errorf("fedopt: learner update of length %d from a model of length %d, want %d", len(u), len(x), len(l.z))
 	}
@@ -71,6 +84,11 @@ func (l *Learner) Update(u []float64, r int, x []float64) error {
 		at = x // gradients at x^r, no local steps
 	}
 	for t := 0; t < l.tau; t++ {
+		if t%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		a, y := l.data.Sample(r, t)
 		l.model.Grad(l.g, at, a, y)
 		if l.clip > 0 {

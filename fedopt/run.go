@@ -33,7 +33,10 @@ type SimOptions struct {
 // computes its update from the released model and the server aggregates
 // them and releases the next model. It is one way of connecting the roles;
 // package fednet's networked server and learners are another, and give
-// the same models bit for bit.
+// the same models bit for bit. It checks ctx every round and, within a
+// learner's update, every 1024 local steps ([Learner.UpdateContext]), and
+// returns ctx.Err() once it is done, with the server at the last round it
+// released.
 func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOptions) error {
 	if srv == nil {
 		return &ParamError{Param: "server", Want: "a Server from NewServer"}
@@ -76,15 +79,21 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 				return err
 			}
 		}
+		// The lengths are checked above: the only error is ctx's.
 		if opt.Parallel {
 			for i, l := range learners {
-				wg.Go(func() { _ = l.Update(updates[i], r, x) }) // lengths checked above
+				wg.Go(func() { _ = l.UpdateContext(ctx, updates[i], r, x) })
 			}
 			wg.Wait()
 		} else {
 			for i, l := range learners {
-				_ = l.Update(updates[i], r, x)
+				if err := l.UpdateContext(ctx, updates[i], r, x); err != nil {
+					return err
+				}
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err // some updates are incomplete
 		}
 		if opt.SecureSum != nil {
 			cfg := srv.Config()

@@ -173,7 +173,13 @@ func (s *Server) CheckUpdate(u []float64) error {
 		}
 		ss += v * v
 	}
-	if norm := math.Sqrt(ss); norm > s.bound {
+	norm := math.Sqrt(ss)
+	if math.IsInf(ss, 1) {
+		// Finite entries whose squares overflow (a clipping bound near
+		// 1e300): the scaled norm is finite and is what the bound is for.
+		norm = floats.Norm(u, 2)
+	}
+	if norm > s.bound {
 		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", norm, float64(s.shape.Tau)*s.cfg.Clip)
 	}
 	return nil
@@ -282,8 +288,9 @@ func (s *Server) release() error {
 	}
 	for k, v := range s.x {
 		if y := v - s.step*s.dir[k]; math.IsNaN(y) || math.IsInf(y, 0) {
-			// Only possible without clipping (NonPrivate, Clip 0): the
-			// updates are finite but their sum overflows.
+			// The updates are finite but their sum, or the step along it,
+			// overflows: no clipping (NonPrivate, Clip 0) or a clipping
+			// bound near the top of the float64 range.
 			return fmt.Errorf("fedopt: round %d would release a model whose entry %d is %v; nothing released", s.round, k, y)
 		}
 	}

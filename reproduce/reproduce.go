@@ -2,8 +2,10 @@ package reproduce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -96,7 +98,12 @@ func (c Check) Z() float64 {
 func (c Check) Holds() bool { return c.LessMean < c.MoreMean }
 
 // Run runs the named parts ("all" for every part) and writes their files
-// and summary.md into dir, which is created if needed.
+// and summary.md into dir, which is created if needed. Everything that can
+// be checked before the work is checked before anything is created: the
+// parts, the test data of "beyond" ([Options.DataRoot]) and every output
+// file's name under dir. A run that fails leaves no directory it created
+// behind unless a part's files were written into it (each file is written
+// atomically when its figure is complete).
 func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report, error) {
 	var want []string // in the order given, each once
 	for _, p := range parts {
@@ -111,9 +118,6 @@ func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report,
 	}
 	if len(want) == 0 {
 		return nil, fmt.Errorf("reproduce: no part to run")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("reproduce: %w", err)
 	}
 	var root string
 	if slices.Contains(want, "beyond") {
@@ -137,8 +141,31 @@ func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report,
 	if err := dry.run(ctx, want); err != nil {
 		return nil, err
 	}
+	// Everything is checked: only now is anything created. A run that
+	// fails removes the directories it created if nothing was written
+	// into them (the parts' files written before a failure are complete
+	// and stay, as docs/cli.md says).
+	created, err := mkdirAll(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reproduce: %w", err)
+	}
+	rep, err := runParts(ctx, opt, dir, root, want, dry.units.Load(), start)
+	if err != nil {
+		for i := len(created) - 1; i >= 0; i-- {
+			if os.Remove(created[i]) != nil {
+				break // not empty: a part's files are there
+			}
+		}
+		return nil, err
+	}
+	return rep, nil
+}
+
+// runParts is the real pass of [Run]: it runs the parts into dir and
+// writes summary.md.
+func runParts(ctx context.Context, opt Options, dir, root string, want []string, total int64, start time.Time) (*Report, error) {
 	r := newRunner(opt, dir, root, false)
-	r.total = dry.units.Load()
+	r.total = total
 	if err := r.run(ctx, want); err != nil {
 		return nil, err
 	}
@@ -147,6 +174,30 @@ func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report,
 		return nil, err
 	}
 	return rep, nil
+}
+
+// mkdirAll is os.MkdirAll(dir, 0o755) that also returns the directories
+// it created, outermost first, so that a failed run can remove them. On
+// error it removes what it created.
+func mkdirAll(dir string) ([]string, error) {
+	var missing []string // innermost first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	slices.Reverse(missing)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		for i := len(missing) - 1; i >= 0; i-- {
+			os.Remove(missing[i]) // only the empty ones it made go
+		}
+		return nil, err
+	}
+	return missing, nil
 }
 
 // partsByName are the parts' methods and the files each writes into the

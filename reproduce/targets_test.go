@@ -2,6 +2,7 @@ package reproduce
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,5 +37,40 @@ func TestRunChecksTargetsFirst(t *testing.T) {
 			}
 			t.Errorf("%s planted: the directory holds %v, want only it", name, names)
 		}
+	}
+}
+
+// A run that fails its checks creates nothing: without the test data of
+// "beyond" (a DataRoot that lacks it) Run fails before it makes the output
+// directory or any of its missing parents. A run cancelled before its
+// first file removes the directories it made.
+func TestRunFailsWithoutCreating(t *testing.T) {
+	base := t.TempDir()
+	out := filepath.Join(base, "x", "y")
+	_, err := Run(context.Background(), []string{"all"}, out, Options{Quick: true, DataRoot: base})
+	if err == nil || !strings.Contains(err.Error(), "breast_cancer.csv") {
+		t.Errorf("no test data: err = %v, want one naming breast_cancer.csv", err)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "x")); err == nil {
+		t.Errorf("no test data: %s/x was created, want nothing", base)
+	}
+
+	// Cancelled at the real pass's first progress report: after the
+	// checks and the dry pass, once the directories exist, before any
+	// file is written.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	made := false
+	_, err = Run(ctx, []string{"fig4"}, out, Options{Quick: true, Workers: 1, Progress: func(done, total int64) {
+		if _, err := os.Stat(out); err == nil {
+			made = true
+		}
+		cancel()
+	}})
+	if !errors.Is(err, context.Canceled) || !made {
+		t.Fatalf("cancelled run: err = %v, directory made %v; want context.Canceled after the directory was made", err, made)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "x")); err == nil {
+		t.Errorf("cancelled run: %s/x was left behind, want it removed", base)
 	}
 }

@@ -22,7 +22,9 @@
 // below the true ones (for replace-one an upper bound, not a tight value);
 // see docs/privacy.md. -method and -compositions do not apply to it, and
 // -relation applies only to it (without sampling the relation enters only
-// through the sensitivity). SIGINT or SIGTERM stops a calibration at once.
+// through the sensitivity). -eps is at most 1000 with -sampling (the
+// search's cost grows like eps; docs/privacy.md). SIGINT or SIGTERM stops
+// a calibration at once (within milliseconds).
 //
 // Output is one line of key=value pairs, or with -json one object with the
 // fields method, eps, delta, sigma, sensitivity, noise_std, compositions,
@@ -307,7 +309,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
 		}
 		if err == nil {
-			res.NoiseStd, err = scale(res.Sigma, sensitivity.v)
+			res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
 		}
 		if err != nil {
 			return output{}, err
@@ -338,7 +340,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		}
 	}
 	if err == nil {
-		res.NoiseStd, err = scale(res.Sigma, sensitivity.v)
+		res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
 	}
 	if err != nil {
 		return output{}, err
@@ -347,19 +349,6 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		return output{}, errors.New("eps is +Inf: sigma is too small for any finite guarantee")
 	}
 	return output{result: res, json: asJSON}, nil
-}
-
-// scale returns noise_std = sigma * sensitivity (accountant.Scale, which
-// refuses an overflow), refusing a product below the normal float64 range
-// too: a subnormal keeps too few bits (sigma 3.73 times -sensitivity
-// 5e-324 gives 2e-323, 7% off, and it may round down, below the
-// calibrated noise).
-func scale(sigma, sensitivity float64) (float64, error) {
-	std, err := accountant.Scale(sigma, sensitivity)
-	if err == nil && std < 0x1p-1022 {
-		return 0, cli.Usagef("-sensitivity %g: noise_std = sigma * sensitivity = %g * %g is below the normal float64 range (2.2e-308), where it loses its precision; want a larger -sensitivity", sensitivity, sigma, sensitivity)
-	}
-	return std, err
 }
 
 var examples = map[string]string{

@@ -121,7 +121,11 @@ func want(err error) string {
 func setupError(o *options, err error) error {
 	var pe *param.Error
 	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", o.plan.Clip, o.plan.Learners, pe.Value)
+		return cli.Usagef("-clip %g with -learners %d: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners", o.plan.Clip, o.plan.Learners, pe.Value)
+	}
+	if errors.As(err, &pe) && pe.Param == "sensitivity" {
+		// accountant.Scale: the release sensitivity is normal, the noise std not.
+		return cli.Usagef("-clip %g with -learners %d and -eps %g: the noise std sigma x release sensitivity is below 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps", o.plan.Clip, o.plan.Learners, o.plan.Eps)
 	}
 	return err
 }

@@ -143,6 +143,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"replay", "-clip", "-1"}, "-clip -1:"},
 		{[]string{"replay", "-clip", "1e308"}, "-clip 1e+308 with -learners 2:"},
 		{[]string{"replay", "-clip", "1e-310"}, "-clip 1e-310 with -learners 2: the release sensitivity 1e-310"},
+		// A normal release sensitivity whose noise std is subnormal
+		// (sigma 0.024 at eps 1000), refused by accountant.Scale.
+		{[]string{"replay", "-clip", "1e-307", "-learners", "1", "-eps", "1000"}, "-clip 1e-307 with -learners 1 and -eps 1000: the noise std sigma x release sensitivity is below 2.2e-308"},
 		{[]string{"replay", "-eta", "0"}, "-eta 0:"},
 		{[]string{"replay", "-eta-g", "NaN"}, "-eta-g NaN:"},
 		{[]string{"replay", "-dropout", "1"}, "-dropout 1:"},

@@ -36,8 +36,17 @@ func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Facto
 	err := p.Calibrate(ctx, f)
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity is %v, want a finite number > 0",
+		return cli.Usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners",
 			cfg.clip, cfg.learners, f.Metrics.UnitSensitivity.Value, pe.Value)
+	}
+	if errors.As(err, &pe) && pe.Param == "sensitivity" {
+		// accountant.Scale: the release sensitivity is normal, the noise std not.
+		return cli.Usagef("-clip %g with -learners %d and -eps %g: the noise std sigma x release sensitivity is below 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps",
+			cfg.clip, cfg.learners, cfg.eps)
+	}
+	if errors.As(err, &pe) && pe.Param == "eps" {
+		// The sampled noise search's range (accountant.MaxSampledEps).
+		return cli.Usagef("-eps %g: want %s", cfg.eps, pe.Want)
 	}
 	if errors.As(err, &pe) && pe.Param == "q" {
 		// The sampling probability of the PLD accountant is -sampling.

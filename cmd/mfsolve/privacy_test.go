@@ -37,7 +37,12 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-eps", "1", "-delta", "1e-5", "-learners", "0"}, "-learners 0"},
 		// 2 B_g / n = 2e-328 rounds to the subnormal 5e-324: the sigma
 		// reported would be 4, not the calibrated 3.73.
-		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "1e-310", "-learners", "1000000000000000000"}, "-clip 1e-310 with -learners 1000000000000000000: the release sensitivity 5e-324 and noise std 2e-323 must be at least 2.2e-308"},
+		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "1e-310", "-learners", "1000000000000000000"}, "-clip 1e-310 with -learners 1000000000000000000 and C's sensitivity 1: the release sensitivity 5e-324 must be finite and at least 2.2e-308"},
+		// A normal release sensitivity whose noise std is subnormal
+		// (sigma 0.024 at eps 1000), refused by accountant.Scale.
+		{[]string{"-eps", "1000", "-delta", "1e-5", "-clip", "1e-307"}, "-clip 1e-307 with -learners 1 and -eps 1000: the noise std sigma x release sensitivity is below 2.2e-308"},
+		// The sampled noise search's range (accountant.MaxSampledEps).
+		{[]string{"-strategy", "banded:bands=4", "-sampling", "0.5", "-eps", "1e5", "-delta", "1e-5"}, "-eps 100000: want at most 1000"},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-calibration", "zcdp"}, `-calibration "zcdp"`},
 		{[]string{"-clip", "2"}, "give -eps and -delta"},
 		{[]string{"-dim", "3"}, "only with -noise"},

@@ -156,7 +156,11 @@ func execute(ctx context.Context, c config, e env) error {
 	}
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d: the release sensitivity is %v, want a finite number > 0", c.clip, c.learners, pe.Value)
+		return cli.Usagef("-clip %g with -learners %d: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners", c.clip, c.learners, pe.Value)
+	}
+	if errors.As(err, &pe) && pe.Param == "sensitivity" {
+		// accountant.Scale: the release sensitivity is normal, the noise std not.
+		return cli.Usagef("-clip %g with -learners %d and -eps %g: the noise std sigma x release sensitivity is below 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps", c.clip, c.learners, c.eps)
 	}
 	if err != nil {
 		return err

@@ -135,15 +135,23 @@ func TestHugeRepsRefused(t *testing.T) {
 func TestClipOverflow(t *testing.T) {
 	r := runOfl(t, append([]string{"-clip", "1e308"}, small...)...)
 	assert.Equal(t, cli.ExitUsage, r.code)
-	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e+308 with -learners 3: the release sensitivity is +Inf, want a finite number > 0")
+	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e+308 with -learners 3: the release sensitivity +Inf must be finite")
 
 	// A subnormal sensitivity keeps too few bits for the reported sigma;
 	// the run writes nothing.
 	out := filepath.Join(t.TempDir(), "out")
 	r = runOfl(t, append([]string{"-clip", "1e-320", "-out", out}, small...)...)
 	assert.Equal(t, cli.ExitUsage, r.code)
-	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e-320 with -learners 3: the release sensitivity 6.67e-321 and noise std ")
+	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e-320 with -learners 3: the release sensitivity 6.67e-321 must be finite and at least 2.2e-308")
 	_, err := os.Stat(out)
+	assert.True(t, os.IsNotExist(err), "-out created: %v", err)
+
+	// A normal release sensitivity whose noise std is subnormal (sigma
+	// 0.024 at eps 1000), refused by accountant.Scale.
+	r = runOfl(t, append([]string{"-clip", "1e-307", "-eps", "1000", "-out", out}, small...)...)
+	assert.Equal(t, cli.ExitUsage, r.code)
+	requireOneErrorLine(t, r.stderr, "ofl: -clip 1e-307 with -learners 3 and -eps 1000: the noise std sigma x release sensitivity is below 2.2e-308")
+	_, err = os.Stat(out)
 	assert.True(t, os.IsNotExist(err), "-out created: %v", err)
 }
 
