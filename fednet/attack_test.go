@@ -3,6 +3,7 @@ package fednet
 import (
 	"context"
 	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
+
+// discard is a logger that writes nothing.
+var discard = slog.New(slog.DiscardHandler)
 
 // rawClient connects a protocol-speaking test client to addr.
 func rawClient(t *testing.T, addr string) flv1.FederationClient {
@@ -88,4 +92,99 @@ func TestForgedWitnessDoesNotStopServer(t *testing.T) {
 		t.Fatalf("server: %v", err)
 	}
 	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
+}
+
+// hostileSecAgg is a FederationClient whose SecAgg answers are scripted:
+// a hostile or broken server, without the network in between.
+type hostileSecAgg struct {
+	flv1.FederationClient // nil: any other call panics
+	run                   []byte
+	calls                 int
+	answer                func(k int, req *flv1.SecAggRequest) (*flv1.SecAggResponse, error)
+}
+
+func (h *hostileSecAgg) SecAgg(ctx context.Context, req *flv1.SecAggRequest, _ ...grpc.CallOption) (*flv1.SecAggResponse, error) {
+	if err := ctx.Err(); err != nil { // as a gRPC call does
+		return nil, status.FromContextError(err).Err()
+	}
+	h.calls++
+	resp, err := h.answer(h.calls, req)
+	if resp != nil {
+		resp.Run = h.run
+	}
+	return resp, err
+}
+
+// hostileLearner is learner 0's secure side of a run of 3 learners, bound
+// to run, as RunLearner makes it.
+func hostileLearner(t *testing.T, run []byte) *secureLearner {
+	t.Helper()
+	rc := &flv1.RunConfig{Learners: 3, Tau: 1, Clip: 1, Params: 4,
+		SecureAggregation: &flv1.SecureAggregation{Threshold: 2, RingBits: 64, ScaleBits: 8}}
+	sl, err := newSecureLearner(rc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sl.state, err = openLearnerState(t.TempDir(), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sl.state.Close() })
+	if err := sl.state.bind(run, false); err != nil {
+		t.Fatal(err)
+	}
+	return sl
+}
+
+// A hostile server cannot make a secure learner keep a secagg.Client for
+// every attempt it names, nor spin: each attempt it opens replaces the
+// previous one's client, and answers that make no progress (WAIT at once,
+// the same phase again, a refusal of what it asked for, DeadlineExceeded
+// at once) are followed by a pause.
+func TestLearnerSurvivesHostileSecAgg(t *testing.T) {
+	run := make([]byte, 16)
+	run[0] = 1
+	answer := func(a uint32, p int32) *flv1.SecAggResponse {
+		return &flv1.SecAggResponse{State: flv1.SecAggState_SEC_AGG_STATE_ANSWER, Attempt: a, Phase: p}
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func(k int, req *flv1.SecAggRequest) (*flv1.SecAggResponse, error)
+		// maxCalls bounds the calls within the test's 400 ms.
+		maxCalls int
+	}{
+		{"a new attempt in every answer", func(k int, _ *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+			return answer(uint32(k), 0), nil
+		}, 20},
+		{"WAIT at once", func(int, *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+			return &flv1.SecAggResponse{State: flv1.SecAggState_SEC_AGG_STATE_WAIT}, nil
+		}, 20},
+		{"the same phase again", func(int, *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+			return answer(0, 0), nil
+		}, 20},
+		{"refusing what it asked for", func(_ int, req *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+			if req.GetHasMessage() {
+				return nil, status.Error(codes.FailedPrecondition, "no")
+			}
+			return answer(0, 0), nil
+		}, 20},
+		{"DeadlineExceeded at once", func(int, *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+			return nil, status.Error(codes.DeadlineExceeded, "not yet")
+		}, 20},
+	} {
+		sl := hostileLearner(t, run)
+		h := &hostileSecAgg{run: run, answer: tc.answer}
+		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+		opt := LearnerOptions{ID: 0, CallTimeout: time.Second, WaitTimeout: time.Second}
+		err := sl.run(ctx, h, retrier{giveUp: time.Second, log: discard}, opt, discard, 0, make([]float64, 4), true)
+		cancel()
+		if err == nil || ctx.Err() == nil {
+			t.Errorf("%s: %v, want the context's end", tc.name, err)
+		}
+		if h.calls > tc.maxCalls {
+			t.Errorf("%s: %d calls in 400 ms, want at most %d", tc.name, h.calls, tc.maxCalls)
+		}
+		if len(sl.clients) > 1 {
+			t.Errorf("%s: the learner keeps %d clients, want at most 1", tc.name, len(sl.clients))
+		}
+	}
 }
