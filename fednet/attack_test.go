@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -186,5 +190,56 @@ func TestLearnerSurvivesHostileSecAgg(t *testing.T) {
 		if len(sl.clients) > 1 {
 			t.Errorf("%s: the learner keeps %d clients, want at most 1", tc.name, len(sl.clients))
 		}
+	}
+}
+
+// spinServer serves the model of round 0 again and again and takes every
+// update: a hostile server that tries to make a plain learner spin.
+type spinServer struct {
+	fakeServer
+	submits atomic.Int64
+}
+
+func (f *spinServer) SubmitUpdate(st grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse]) error {
+	for {
+		if _, err := st.Recv(); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+	}
+	f.submits.Add(1)
+	return st.SendAndClose(&flv1.SubmitResponse{})
+}
+
+// A plain learner served the same round again and again pauses before it
+// works on it again: a server's answers alone never make it spin.
+func TestLearnerDoesNotSpinOnRepeatedRound(t *testing.T) {
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &spinServer{fakeServer: fakeServer{
+		join: &flv1.JoinResponse{ProtocolVersion: Protocol, Config: &flv1.RunConfig{Algorithm: "correlated", Eta: 0.05, Clip: 1,
+			Model: "logistic", Learners: 2, Rounds: 4, Tau: 2, Features: 3, Params: 3, Epochs: 1}},
+		model: []*flv1.ModelChunk{{Round: 0, Dim: 3, Values: []float64{0, 0, 0}, Run: make([]byte, 16)}},
+	}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	flv1.RegisterFederationServer(g, f)
+	go g.Serve(lis)
+	defer g.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = RunLearner(ctx, LearnerOptions{Addr: lis.Addr().String(), ID: 1, Creds: insecure.NewCredentials(),
+		Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(1), nil }, GiveUp: time.Second})
+	if ctx.Err() == nil {
+		t.Fatalf("the learner stopped with %v, want it to run until its context ends", err)
+	}
+	if n := f.submits.Load(); n > 15 {
+		t.Errorf("%d updates for round 0 in 500 ms, want at most 15", n)
 	}
 }

@@ -217,6 +217,17 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			return x, nil
 		}
 		fresh := r != last
+		if !fresh {
+			// The round this learner already worked on, again: an
+			// honest server serves it again only after it restarted
+			// or the learner's update was lost, a hostile one to make
+			// the learner spin.
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(minTry):
+			}
+		}
 		if fresh {
 			if err := lrn.Update(u, r, x); err != nil {
 				return nil, err
