@@ -5,6 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -241,5 +244,52 @@ func TestLearnerDoesNotSpinOnRepeatedRound(t *testing.T) {
 	}
 	if n := f.submits.Load(); n > 15 {
 		t.Errorf("%d updates for round 0 in 500 ms, want at most 15", n)
+	}
+}
+
+// An operator who removes the lock file of a running server (a "stale"
+// lock) lets a second server start on the directory; the first then
+// stops at its next release before serving it, so only one of them ever
+// serves a round. Likewise a learner whose lock file was removed stops
+// before it sends an unmask answer it recorded.
+func TestRemovedLockFileStopsTheHolder(t *testing.T) {
+	dir := t.TempDir()
+	first, err := openState(dir, testOptions(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.lock.Close()
+	if err := first.release(Released{Round: 1, Updates: 2, X: testModel(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, lockFile)); err != nil {
+		t.Fatal(err)
+	}
+	second, err := openState(dir, testOptions(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.lock.Close()
+	if err := first.release(Released{Round: 2, Updates: 2, X: testModel(2)}); err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+		t.Fatalf("the first server released round 2 after its lock file was replaced: %v", err)
+	}
+	if err := second.release(Released{Round: 2, Updates: 1, X: testModel(-2)}); err != nil {
+		t.Fatalf("the second server: %v", err)
+	}
+
+	ldir := t.TempDir()
+	ls, err := openLearnerState(ldir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	if err := ls.bind(make([]byte, 16), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(ldir, lockFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.recordUnmask(0, 0, []byte("answer")); err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+		t.Fatalf("the learner recorded an unmask answer to send after its lock file was removed: %v", err)
 	}
 }
