@@ -293,3 +293,35 @@ func TestRemovedLockFileStopsTheHolder(t *testing.T) {
 		t.Fatalf("the learner recorded an unmask answer to send after its lock file was removed: %v", err)
 	}
 }
+
+// Uploads that carry no chunk, and masked inputs sent to a server of a
+// plain run, are refused with a reason that names them.
+func TestEmptyAndMisdirectedUploads(t *testing.T) {
+	r := newRun(t, 2, 1, 1, 3)
+	opt := r.options(t.TempDir(), nil)
+	opt.Linger = 100 * time.Millisecond
+	s := serve(t, opt, nil)
+	cl := rawClient(t, s.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	up, err := cl.SubmitUpdate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = up.CloseAndRecv()
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "no chunk") {
+		t.Errorf("an empty update: %v, want InvalidArgument naming the missing chunk", err)
+	}
+	mk, err := cl.SubmitMasked(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mk.Send(&flv1.MaskedChunk{Learner: 0, Round: 0, Dim: 3, Values: []uint64{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mk.CloseAndRecv()
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "does not use secure aggregation") {
+		t.Errorf("a masked input to a plain run: %v, want FailedPrecondition saying the run does not use secure aggregation", err)
+	}
+}

@@ -945,6 +945,9 @@ func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv
 func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv func() (C, error), call, what string, id int, perLearner *int,
 	attempt func(C) uint32, open func(i, r int, a uint32) *rejection) received[T] {
 	first, err := recv()
+	if err == io.EOF {
+		return received[T]{i: -1, r: -1, err: refusal(codes.InvalidArgument, call, -1, -1, "an empty %s: no chunk before the end of the stream", what)}
+	}
 	if err != nil {
 		return received[T]{i: -1, r: -1, err: err}
 	}
