@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -34,6 +35,9 @@ func lockDir(path, role string) (*dirLock, error) {
 	host, _ := os.Hostname()
 	fmt.Fprintf(f, "pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
 	f.Close()
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	return &dirLock{path: path, role: role}, nil
 }
 

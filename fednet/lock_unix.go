@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 // holder, for the error a second server gets.
 type dirLock struct {
 	f    *os.File
+	path string // absolute, for held: the working directory may change
 	role string
 }
 
@@ -45,7 +47,12 @@ func lockDir(path, role string) (*dirLock, error) {
 	host, _ := os.Hostname()
 	f.Truncate(0)
 	f.WriteAt([]byte(fmt.Sprintf("pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))), 0)
-	return &dirLock{f: f, role: role}, nil
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("state directory lock: %w", err)
+	}
+	return &dirLock{f: f, path: abs, role: role}, nil
 }
 
 // held checks that the lock file at its path is still the one locked. One
@@ -61,8 +68,8 @@ func (l *dirLock) held() error {
 	if err != nil {
 		return fmt.Errorf("state directory lock: %w", err)
 	}
-	if now, err := os.Lstat(l.f.Name()); err != nil || !os.SameFile(mine, now) {
-		return fmt.Errorf("the lock file %s was removed or replaced while this %s held it: another %s may be using the directory; stopping", l.f.Name(), l.role, l.role)
+	if now, err := os.Lstat(l.path); err != nil || !os.SameFile(mine, now) {
+		return fmt.Errorf("the lock file %s was removed or replaced while this %s held it: another %s may be using the directory; stopping", l.path, l.role, l.role)
 	}
 	return nil
 }
