@@ -325,3 +325,46 @@ func TestEmptyAndMisdirectedUploads(t *testing.T) {
 		t.Errorf("a masked input to a plain run: %v, want FailedPrecondition saying the run does not use secure aggregation", err)
 	}
 }
+
+// A running server's directory moved away and a copy put in its place (a
+// backup taken with mv and cp): the server, which writes by path, would
+// write into the copy, whose lock it does not hold, and a restart on the
+// moved original (its inode matches run.json) would resume behind what
+// was served. The server stops at its next release instead, before
+// serving it, so the original resumes where the served rounds end.
+func TestMovedDirectoryStopsTheServer(t *testing.T) {
+	base := t.TempDir()
+	dir, moved := filepath.Join(base, "state"), filepath.Join(base, "moved")
+	st, err := openState(dir, testOptions(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.lock.Close()
+	if err := st.release(Released{Round: 1, Updates: 2, X: testModel(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name := range snapshot(t, moved) {
+		cp(t, moved, dir, name)
+	}
+	if err := st.release(Released{Round: 2, Updates: 2, X: testModel(2)}); err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+		t.Fatalf("the server released round 2 into a copy of its directory: %v", err)
+	}
+	st.lock.Close()
+	again, err := openState(moved, testOptions(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.lock.Close()
+	if again.last.Round != 1 {
+		t.Fatalf("the original resumes at round %d, want 1 (round 2 was never served)", again.last.Round)
+	}
+	if err := reopen(dir, true); err == nil || !strings.Contains(err.Error(), "copy") {
+		t.Fatalf("the copy: %v, want it refused as a copy", err)
+	}
+}
