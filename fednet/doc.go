@@ -20,7 +20,9 @@
 // that released round r twice from different updates would reveal their
 // difference without noise. The state directory is built so that this
 // cannot happen, whatever is lost, restored, copied or started twice: one
-// server holds it at a time (an exclusive lock); run.json binds it to a
+// server holds it at a time (an exclusive lock, whose file the server
+// checks is still its own before it serves a release: a removed lock
+// file stops it); run.json binds it to a
 // run identity, the run's plan and the noise key's fingerprint; every
 // round file carries the run identity and the hash of the round before
 // (a hash chain); and a high-water mark, synced to disk before a model is
@@ -29,8 +31,11 @@
 // directory or a missing, foreign or exposed key refuses to run. A
 // complete older copy put back in place cannot be told from the files
 // alone: the learners can, because each tells the server the newest
-// round it has received, and a server that is behind stops. See
-// docs/distributed.md, "Faults".
+// round it has received, and a server that is behind stops. The digest a
+// learner receives with each model carries an HMAC tag under a key
+// derived from the noise key, so only a genuine witness stops the server;
+// a forged one (a round never released, a digest never sent) is refused
+// and the run goes on. See docs/distributed.md, "Faults".
 //
 // A learner ([RunLearner]) holds its own data and computes its update
 // with a fedopt.Learner from the model it fetched. Its per-sample loss is

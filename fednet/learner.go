@@ -217,6 +217,17 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			return x, nil
 		}
 		fresh := r != last
+		if !fresh {
+			// The round this learner already worked on, again: an
+			// honest server serves it again only after it restarted
+			// or the learner's update was lost, a hostile one to make
+			// the learner spin.
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(minTry):
+			}
+		}
 		if fresh {
 			if err := lrn.Update(u, r, x); err != nil {
 				return nil, err
@@ -361,6 +372,11 @@ func sendChunks[C any](st grpc.ClientStreamingClient[C, flv1.SubmitResponse], n 
 	return err
 }
 
+// minTry is the least time between two tries of a call in a retrier, and
+// the pause of a secure learner before it answers again what it already
+// answered: a server's answers alone never make a learner spin.
+const minTry = 50 * time.Millisecond
+
 // retrier retries calls that fail for transient reasons.
 type retrier struct {
 	giveUp time.Duration
@@ -395,6 +411,7 @@ func (rt retrier) do(ctx context.Context, call string, timeout time.Duration, f 
 	var down time.Time
 	tries := 0
 	for {
+		start := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		err := f(cctx)
 		cancel()
@@ -410,7 +427,17 @@ func (rt retrier) do(ctx context.Context, call string, timeout time.Duration, f 
 			return err
 		}
 		if status.Code(err) == codes.DeadlineExceeded {
+			// Waiting for a round is not being unreachable, but a
+			// DeadlineExceeded that comes back at once (a broken or
+			// hostile server) must not make the learner spin.
 			down, backoff, tries = time.Time{}, 50*time.Millisecond, 0
+			if rest := minTry - time.Since(start); rest > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(rest):
+				}
+			}
 			continue
 		}
 		tries++
@@ -494,6 +521,23 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 	poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
 	req := poll
 	var warned [2]uint64 // the attempt and phase last sat out, plus one
+	pause := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(minTry):
+			return nil
+		}
+	}
+	// The attempt and the highest phase the server asked for: a request
+	// for that phase or an earlier one again, or for another attempt, is
+	// answered after a pause (an honest server asks again only after it
+	// restarted).
+	var top struct {
+		ok bool
+		a  uint32
+		p  secagg.Phase
+	}
 	sitOut := func(a uint32, p secagg.Phase, msg string, args ...any) error {
 		if k := [2]uint64{uint64(a) + 1, uint64(p) + 1}; k != warned {
 			warned = k
@@ -523,6 +567,9 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			if !req.GetHasMessage() {
 				return err
 			}
+			if err := pause(); err != nil {
+				return err
+			}
 			req = poll
 			continue
 		default:
@@ -541,6 +588,10 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			log.Warn("left out of the round", "learner", sl.id, "round", r, "attempt", resp.GetAttempt(), "phase", resp.GetPhase())
 			return nil
 		case flv1.SecAggState_SEC_AGG_STATE_WAIT:
+			// An honest server answers WAIT only after its MaxWait.
+			if err := pause(); err != nil {
+				return err
+			}
 			req = poll
 			continue
 		case flv1.SecAggState_SEC_AGG_STATE_ANSWER:
@@ -550,6 +601,14 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		a, p := resp.GetAttempt(), secagg.Phase(resp.GetPhase())
 		if opt.stopBefore != nil && opt.stopBefore(r, p) {
 			return errStopped
+		}
+		if top.ok && (a != top.a || p <= top.p) {
+			if err := pause(); err != nil {
+				return err
+			}
+		}
+		if !top.ok || a != top.a || p > top.p {
+			top.ok, top.a, top.p = true, a, p
 		}
 		if p == secagg.PhaseUnmask {
 			// With T > n/2 at most one attempt of a round can be
@@ -587,6 +646,11 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			if c, err = secagg.NewClient(sc, sl.id, rand.Reader); err != nil {
 				return fmt.Errorf("fednet: %w", err)
 			}
+			// Only the newest attempt's client is kept: an honest
+			// server never goes back to an earlier attempt (this
+			// learner would sit it out), and a hostile one cannot make
+			// the learner keep a client per attempt it names.
+			clear(sl.clients)
 			sl.clients[a] = c
 		}
 		var msg encoding.BinaryMarshaler

@@ -203,5 +203,14 @@ func (ls *learnerState) recordUnmask(r int, a uint32, msg []byte) error {
 	}
 	rec := *ls.rec
 	rec.unmasked, rec.round, rec.attempt, rec.msg = true, r, a, bytes.Clone(msg)
-	return ls.write(rec)
+	if err := ls.write(rec); err != nil {
+		return err
+	}
+	// A second learner process that took the directory after its lock
+	// file was removed has read this record unless this check fails, and
+	// then the answer is never sent.
+	if err := ls.lock.held(); err != nil {
+		return fmt.Errorf("fednet: %w", err)
+	}
+	return nil
 }

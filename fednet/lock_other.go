@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -17,6 +18,7 @@ import (
 // operator who knows the server is gone can remove it.
 type dirLock struct {
 	path string
+	role string
 }
 
 // lockDir creates the lock file at path for a role ("server",
@@ -33,7 +35,22 @@ func lockDir(path, role string) (*dirLock, error) {
 	host, _ := os.Hostname()
 	fmt.Fprintf(f, "pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
 	f.Close()
-	return &dirLock{path: path}, nil
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return &dirLock{path: path, role: role}, nil
+}
+
+// held checks that the lock file is still there: one that was removed no
+// longer keeps a second process out, and the caller stops.
+func (l *dirLock) held() error {
+	if l == nil || l.path == "" {
+		return errors.New("the state directory's lock is not held")
+	}
+	if _, err := os.Lstat(l.path); err != nil {
+		return fmt.Errorf("the lock file %s was removed while this %s held it: another %s may be using the directory; stopping", l.path, l.role, l.role)
+	}
+	return nil
 }
 
 // Close releases the lock. Close of a nil or closed lock does nothing.

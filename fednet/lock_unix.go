@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +18,9 @@ import (
 // kernel when the process exits, however it exits. The file names the
 // holder, for the error a second server gets.
 type dirLock struct {
-	f *os.File
+	f    *os.File
+	path string // absolute, for held: the working directory may change
+	role string
 }
 
 // lockDir takes the lock file at path for a role ("server", "learner"),
@@ -44,7 +47,31 @@ func lockDir(path, role string) (*dirLock, error) {
 	host, _ := os.Hostname()
 	f.Truncate(0)
 	f.WriteAt([]byte(fmt.Sprintf("pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))), 0)
-	return &dirLock{f: f}, nil
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("state directory lock: %w", err)
+	}
+	return &dirLock{f: f, path: abs, role: role}, nil
+}
+
+// held checks that the lock file at its path is still the one locked. One
+// that was removed or replaced (an operator's cleanup of a "stale" lock)
+// no longer keeps a second process out: the caller stops before it acts
+// on what it wrote. A process that starts after held passed reads what
+// was written before it.
+func (l *dirLock) held() error {
+	if l == nil || l.f == nil {
+		return errors.New("the state directory's lock is not held")
+	}
+	mine, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("state directory lock: %w", err)
+	}
+	if now, err := os.Lstat(l.path); err != nil || !os.SameFile(mine, now) {
+		return fmt.Errorf("the lock file %s was removed or replaced while this %s held it: another %s may be using the directory; stopping", l.path, l.role, l.role)
+	}
+	return nil
 }
 
 // Close releases the lock. Close of a nil or closed lock does nothing.

@@ -74,6 +74,11 @@ func (s *Server) writeSecSnapshot(sr *secRound) error {
 	if err := s.st.write(secFile, 0o600, seal(b)); err != nil {
 		return fmt.Errorf("fednet: writing the secure-aggregation snapshot: %w", err)
 	}
+	// As for a release: the close is served only from the locked
+	// directory.
+	if err := s.st.lock.held(); err != nil {
+		return fmt.Errorf("fednet: %w", err)
+	}
 	return nil
 }
 

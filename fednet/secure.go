@@ -413,6 +413,9 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 	if rj != nil {
 		return s.logged(rj)
 	}
+	if s.opt.SecureAggregation == nil {
+		return s.reject(codes.FailedPrecondition, call, id, -1, "the run does not use secure aggregation: updates go through SubmitUpdate")
+	}
 	receive := func(perLearner *int) received[uint64] {
 		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, func(i, r int, a uint32) *rejection {
 			rj := s.secureError(call, i, r, a, secagg.PhaseMasked)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,7 +194,8 @@ type Server struct {
 	ran  bool       // Run was called
 
 	run     runID               // the run's identity, from the state directory
-	digests [][sha256.Size]byte // per released round: its digest (the hash that ends its file)
+	digests [][sha256.Size]byte // per released round: the hash that ends its file
+	witKey  [sha256.Size]byte   // the key of the releases' witness tags (witnessKey)
 
 	uploads, streams *slots // calls in progress and their limits
 	polls            *slots // SecAgg calls in progress (the model streams' limits)
@@ -334,7 +337,7 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 	s := &Server{
 		opt: opt, log: log, st: st, core: core, quant: quant,
 		round: start, model: slices.Clone(core.Model()),
-		run: st.run, digests: slices.Clone(st.sums), faulted: make(chan struct{}),
+		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}),
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
 		quorum: make(chan struct{}), contact: make(chan struct{}),
 		updates: make([][]float64, sh.Learners), submitted: make([]int, sh.Learners),
@@ -765,7 +768,7 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 			sent := make(chan error, 1)
 			go func() {
 				defer done()
-				sent <- sendModel(stream, s.run, digest, r, final, x)
+				sent <- sendModel(stream, s.run, s.witness(r, digest), r, final, x)
 			}()
 			t := time.NewTimer(s.opt.CallTimeout)
 			defer t.Stop()
@@ -806,13 +809,13 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 }
 
 // sendModel streams x^r in chunks, the first with the run's identity and
-// the release's digest.
-func sendModel(stream grpc.ServerStreamingServer[flv1.ModelChunk], run runID, digest [sha256.Size]byte, r int, done bool, x []float64) error {
+// the release's digest (see Server.witness).
+func sendModel(stream grpc.ServerStreamingServer[flv1.ModelChunk], run runID, digest []byte, r int, done bool, x []float64) error {
 	for off := 0; off == 0 || off < len(x); off += ChunkLen {
 		end := min(off+ChunkLen, len(x))
 		c := &flv1.ModelChunk{Round: int32(r), Done: done, Dim: int32(len(x)), Offset: int32(off), Values: x[off:end]}
 		if off == 0 {
-			c.Run, c.Digest = run[:], digest[:]
+			c.Run, c.Digest = run[:], digest
 		}
 		err := stream.Send(c)
 		if err != nil {
@@ -942,6 +945,9 @@ func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv
 func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv func() (C, error), call, what string, id int, perLearner *int,
 	attempt func(C) uint32, open func(i, r int, a uint32) *rejection) received[T] {
 	first, err := recv()
+	if err == io.EOF {
+		return received[T]{i: -1, r: -1, err: refusal(codes.InvalidArgument, call, -1, -1, "an empty %s: no chunk before the end of the stream", what)}
+	}
 	if err != nil {
 		return received[T]{i: -1, r: -1, err: err}
 	}
@@ -995,13 +1001,39 @@ func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv
 	return received[T]{i: i, r: r, a: a, x: x}
 }
 
+// witnessKey derives the key of the witness tags from the run's noise key
+// (zero without noise): learners never hold it, so none can forge a tag.
+func witnessKey(noiseKey [32]byte) [sha256.Size]byte {
+	return sha256.Sum256(append([]byte("dpmf/fednet/witness/v1"), noiseKey[:]...))
+}
+
+// witness returns the digest of round r's release as the learners receive
+// it: the hash that ends its file, then an HMAC-SHA256 tag on the run, r
+// and that hash under the witness key. The tag lets the server tell a
+// learner's genuine witness from a forged one.
+func (s *Server) witness(r int, sum [sha256.Size]byte) []byte {
+	return append(sum[:len(sum):len(sum)], s.witnessTag(r, sum[:])...)
+}
+
+// witnessTag is the tag of witness.
+func (s *Server) witnessTag(r int, sum []byte) []byte {
+	m := hmac.New(sha256.New, s.witKey[:])
+	m.Write(s.run[:])
+	m.Write(binary.LittleEndian.AppendUint64(nil, uint64(r)))
+	m.Write(sum)
+	return m.Sum(nil)
+}
+
 // checkWitness compares what learner i has received (its witness in req)
 // with the released rounds. A learner of this run that has received a
 // round the server has not released, or another model of a round it has,
 // proves the state directory was rewound or swapped: the server stops and
 // releases nothing more, so no round is ever released twice with the same
 // noise. Local checks at start (see openState) cannot see a complete
-// older copy put back in place; the learners can.
+// older copy put back in place; the learners can. Only a witness whose
+// tag verifies proves anything (a release under this run's noise key);
+// any other is refused (InvalidArgument) and the server goes on, so that
+// a lying peer cannot stop the run.
 func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 	const call = "GetModel"
 	if req.SeenRound == nil {
@@ -1011,6 +1043,13 @@ func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 	if !bytes.Equal(req.GetSeenRun(), s.run[:]) {
 		return s.reject(codes.FailedPrecondition, call, i, seen, "the learner followed run %x, this server serves run %v: start the learner afresh for this run", req.GetSeenRun(), s.run)
 	}
+	if seen < 0 {
+		return s.reject(codes.InvalidArgument, call, i, seen, "seen round %d, want >= 0", seen)
+	}
+	d := req.GetSeenDigest()
+	if len(d) != 2*sha256.Size || !hmac.Equal(d[sha256.Size:], s.witnessTag(seen, d[:sha256.Size])) {
+		return s.reject(codes.InvalidArgument, call, i, seen, "the witness of round %d does not verify: not a digest this run's server sent", seen)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fault != nil {
@@ -1018,11 +1057,9 @@ func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 	}
 	var err error
 	switch {
-	case seen < 0:
-		return s.reject(codes.InvalidArgument, call, i, seen, "seen round %d, want >= 0", seen)
 	case seen > s.round:
 		err = fmt.Errorf("learner %d has received round %d of run %v, but the newest round in %s is %d: the state directory was rewound (lost files, or an older copy put back); the server stops rather than release rounds %d..%d again with the same noise", i, seen, s.run, s.opt.Dir, s.round, s.round+1, seen)
-	case !bytes.Equal(req.GetSeenDigest(), s.digests[seen][:]):
+	case !bytes.Equal(d[:sha256.Size], s.digests[seen][:]):
 		err = fmt.Errorf("learner %d holds another model of round %d of run %v than %s: the state directory was swapped or rewound; the server stops and releases nothing more", i, seen, s.run, s.opt.Dir)
 	default:
 		return nil

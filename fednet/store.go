@@ -654,14 +654,20 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 	return nil
 }
 
-// release writes x^r after the current head and then the high-water mark:
-// once release returns, x^r may be served.
+// release writes x^r after the current head and then the high-water mark,
+// and checks that the directory's lock is still this server's: once
+// release returns, x^r may be served. (A server that started on the
+// directory after its lock file was removed has read the mark unless
+// this check fails, and then x^r is never served.)
 func (st *state) release(rel Released) error {
 	sum, err := st.writeRound(st.run, st.head, rel)
 	if err != nil {
 		return err
 	}
 	if err := st.writeMark(mark{run: st.run, round: rel.Round, sum: sum}); err != nil {
+		return err
+	}
+	if err := st.lock.held(); err != nil {
 		return err
 	}
 	st.head, st.last = sum, rel
