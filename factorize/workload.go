@@ -34,13 +34,23 @@ type Workload struct {
 // accept: their inverse band alone takes 16 R bytes, so a larger R (2^40
 // takes 16 TiB) could only end in a crash of the allocation. Solving for
 // such an R needs far more memory still; commands check what they need
-// against the memory available before they call this package.
-const MaxRounds = 1 << 36
+// against the memory available before they call this package. On a 32-bit
+// platform it is math.MaxInt (2^31 - 1), the most an int holds.
+const MaxRounds = min(1<<36, math.MaxInt)
+
+// maxRoundsText is [MaxRounds] as error messages write it: "2^36", or
+// "2^31-1" on a 32-bit platform.
+func maxRoundsText() string {
+	if MaxRounds == 1<<36 {
+		return "2^36"
+	}
+	return "2^31-1"
+}
 
 // checkRounds checks a number of rounds R.
 func checkRounds(R int) error {
 	if R < 1 || R > MaxRounds {
-		return &ParamError{Param: "R", Value: R, Want: "R >= 1 and R <= 2^36"}
+		return &ParamError{Param: "R", Value: R, Want: "R >= 1 and R <= " + maxRoundsText()}
 	}
 	return nil
 }
