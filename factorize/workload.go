@@ -35,16 +35,17 @@ type Workload struct {
 // takes 16 TiB) could only end in a crash of the allocation. Solving for
 // such an R needs far more memory still; commands check what they need
 // against the memory available before they call this package. On a 32-bit
-// platform it is math.MaxInt (2^31 - 1), the most an int holds.
-const MaxRounds = min(1<<36, math.MaxInt)
+// platform it is 2^27 - 1, so that the band's 16 R bytes still fit in an
+// int (a larger R would overflow the slice lengths, not just the memory).
+const MaxRounds = min(1<<36, math.MaxInt>>4)
 
 // maxRoundsText is [MaxRounds] as error messages write it: "2^36", or
-// "2^31-1" on a 32-bit platform.
+// "2^27-1" on a 32-bit platform.
 func maxRoundsText() string {
 	if MaxRounds == 1<<36 {
 		return "2^36"
 	}
-	return "2^31-1"
+	return "2^27-1"
 }
 
 // checkRounds checks a number of rounds R.
