@@ -27,7 +27,7 @@ func TestExtremeInputs(t *testing.T) {
 				} else if _, ok := err.(*MethodError); !ok {
 					t.Errorf("Sigma(%v, %v, %v): %v", x, delta, m, err)
 				}
-				for _, k := range []int{1, 1 << 40} {
+				for _, k := range fitInts(1, 1<<40) {
 					e, err := Epsilon(x, delta, k, m)
 					if err == nil && (!(e >= 0) || math.IsNaN(e)) {
 						t.Errorf("Epsilon(%v, %v, %d, %v) = %v", x, delta, k, m, e)
@@ -117,7 +117,7 @@ func TestSampledHugeSigmaAndSteps(t *testing.T) {
 			t.Errorf("SampledGaussianEpsilon(0.01, %g, 10, 1e-6, AddRemove) = %v, %v; want in [0, 1e-3)", s, e, err)
 		}
 	}
-	for _, steps := range []int{math.MaxInt, math.MaxInt / 3, 1 << 50} {
+	for _, steps := range fitInts(math.MaxInt, math.MaxInt/3, 1<<50) {
 		if d, err := SampledGaussianDelta(0.01, 1, steps, 1, AddRemove); err == nil {
 			t.Errorf("SampledGaussianDelta(0.01, 1, %d, 1, AddRemove) = %v, want an error", steps, d)
 		}
@@ -148,4 +148,16 @@ func TestSampledSigmaTinyBudgetReturns(t *testing.T) {
 			t.Fatalf("SampledGaussianSigma(context.Background(), 0.01, 16, %g, %g, AddRemove) still running after 20 s", c[0], c[1])
 		}
 	}
+}
+
+// fitInts returns the values of vs that an int holds, in order: the cases
+// beyond math.MaxInt run only on a 64-bit platform.
+func fitInts(vs ...int64) []int {
+	out := make([]int, 0, len(vs))
+	for _, v := range vs {
+		if v <= math.MaxInt {
+			out = append(out, int(v))
+		}
+	}
+	return out
 }

@@ -306,7 +306,7 @@ func (c *curve) onCell(j int, eps float64) float64 {
 	if g := math.Floor(eps/c.h) + 1; g < float64(J) {
 		J = int(math.Max(g, math.MinInt32))
 	}
-	err := d.errFrom(J)
+	err := d.errFrom(float64(J))
 	if c.safe {
 		r := (1 + c.rel) * (d.inf + s + err)
 		if r == 0 && d.unbounded {

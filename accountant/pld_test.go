@@ -244,7 +244,7 @@ func TestPLDGaussianExact(t *testing.T) {
 				// The PLD adds its floating-point bound abs and the
 				// truncated mass inf; the discretisation itself costs a
 				// relative 1e-4 at most at interval 1e-3.
-				slack := (gk.remove.errFrom(int(eps/gk.h)) + gk.remove.inf) * (1 + 1e-6)
+				slack := (gk.remove.errFrom(math.Trunc(eps/gk.h)) + gk.remove.inf) * (1 + 1e-6)
 				if got < exact || got > exact*(1+1e-4)+slack {
 					t.Errorf("sigma=%v k=%d eps=%v: PLD delta %.12g, exact %.12g (slack %.3g)", sigma, k, eps, got, exact, slack)
 				}

@@ -371,16 +371,15 @@ var (
 func lossGrid(m lossModel, h, tail float64) (xlo, xhi float64, lo, hi int, err error) {
 	xlo, xhi = m.xlo(tail), m.xhi(tail)
 	llo, lhi := m.loss(xlo), m.loss(xhi)
-	lo = int(math.Floor(llo / h))
-	hi = int(math.Ceil(lhi / h))
-	if hi < lo {
-		hi = lo
-	}
-	if hi-lo+1 > maxGrid || math.IsInf(llo, 0) || math.IsInf(lhi, 0) {
+	// Checked as floats: a float64 beyond an int's range (soon reached on
+	// a 32-bit platform) has no int conversion.
+	flo, fhi := math.Floor(llo/h), math.Ceil(lhi/h)
+	fhi = math.Max(fhi, flo)
+	if !(fhi-flo+1 <= maxGrid) || !(math.Max(-flo, fhi) <= math.MaxInt>>1) || math.IsInf(llo, 0) || math.IsInf(lhi, 0) {
 		return 0, 0, 0, 0, errGrid("the privacy losses from "+ftoa(llo)+" to "+ftoa(lhi)+
 			" need more than 2^24 grid points at interval "+ftoa(h), h)
 	}
-	return xlo, xhi, lo, hi, nil
+	return xlo, xhi, int(flo), int(fhi), nil
 }
 
 // discretise returns the connect-the-dots discretisation of m on the grid

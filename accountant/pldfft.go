@@ -82,12 +82,13 @@ func logAdd(a, b float64) float64 {
 }
 
 // errFrom returns the bound on the l1 error of d's masses at absolute grid
-// indices j and above: e^(logErr - tau j).
-func (d *lossDist) errFrom(j int) float64 {
+// indices j and above: e^(logErr - tau j). j is a float64: an index of an
+// epsilon far beyond the grid may exceed an int (on a 32-bit platform).
+func (d *lossDist) errFrom(j float64) float64 {
 	if math.IsInf(d.logErr, -1) {
 		return 0
 	}
-	return math.Exp(d.logErr - d.tau*float64(j))
+	return math.Exp(d.logErr - d.tau*j)
 }
 
 // logErrAt returns the log of a bound on sum_i |e_i| e^(t (lo+i)), the
@@ -278,11 +279,29 @@ func convolve(a, b *lossDist) (*lossDist, error) {
 	return convolveAt(a, b, math.Max(a.tau, b.tau))
 }
 
+// maxSpan bounds the grid indices of a composition, k (|lo| + n - 1) for k
+// compositions of a grid of n points from index lo, so that they and their
+// sums stay ints: 2^52, or 2^30 - 1 on a 32-bit platform.
+const maxSpan = min(1<<52, math.MaxInt>>1)
+
+// maxSpanText is maxSpan as error messages write it.
+func maxSpanText() string {
+	if maxSpan == 1<<52 {
+		return "2^52"
+	}
+	return "2^30-1"
+}
+
 // convolveAt is convolve at the tilt t.
 func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 	na, nb := len(a.mass), len(b.mass)
 	if na+nb-1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs more than 2^24 points", 0)
+	}
+	// Its indices a.lo + b.lo .. + na + nb - 2 are ints (a bound reached
+	// only on a 32-bit platform, after many compositions).
+	if math.Abs(float64(a.lo)+float64(b.lo))+float64(na+nb) > math.MaxInt>>1 {
+		return nil, &gridError{"the composed loss grid's indices exceed " + itoa(math.MaxInt>>1) + "; compose fewer PLDs"}
 	}
 	r := &lossDist{
 		lo:        a.lo + b.lo,
@@ -447,9 +466,9 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	// The composed grid's first index k lo and its offsets 0 .. k(n1-1) are
 	// ints: a k that would overflow them (huge compositions) is refused, as
 	// is every window above 2^24 points.
-	if float64(k)*(float64(n1-1)+math.Abs(float64(d.lo))) > 1<<52 {
+	if float64(k)*(float64(n1-1)+math.Abs(float64(d.lo))) > maxSpan {
 		return nil, &gridError{itoa(k) + " compositions of a loss grid of " + itoa(n1) +
-			" points at interval " + ftoa(h) + " span more than 2^52 grid points; use fewer compositions"}
+			" points at interval " + ftoa(h) + " span more than " + maxSpanText() + " grid points; use fewer compositions"}
 	}
 	kf := float64(k)
 	r := &lossDist{
@@ -585,7 +604,7 @@ func roundingMatters(d *lossDist, h float64, pes bool) bool {
 	if !(eps > 0) || math.IsInf(eps, 1) {
 		return false
 	}
-	return d.errFrom(int(math.Floor(eps/h))+1) > 1e-4*widthDelta
+	return d.errFrom(math.Floor(eps/h)+1) > 1e-4*widthDelta
 }
 
 // kthPower returns the inverse transform (times 1/n) of the k-th power of

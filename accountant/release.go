@@ -89,7 +89,7 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 	// little noise): a float64 n above 2^53 may exceed the integer, so
 	// the divisor is taken one step below it.
 	nf := float64(n)
-	if n > 1<<53 {
+	if int64(n) > 1<<53 {
 		nf = math.Nextafter(nf, 0)
 	}
 	s := mulUp(divUp(factor*clip, nf), unitSens)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -102,7 +103,7 @@ func TestScaleRoundsUpOrRefusesSubnormal(t *testing.T) {
 // (rho never 0 for a positive sensitivity), against exact rationals.
 func TestReleaseSensitivityAndRhoRoundUp(t *testing.T) {
 	for _, p := range products() {
-		for _, n := range []int{1, 3, 7, 1000003, 1<<53 + 1, math.MaxInt} {
+		for _, n := range fitInts(1, 3, 7, 1000003, 1<<53+1, math.MaxInt) {
 			for _, rel := range []Relation{AddRemove, ReplaceOne} {
 				got, err := ReleaseSensitivity(p[0], n, rel, p[1])
 				f := int64(1)
@@ -228,8 +229,9 @@ func TestAccountantExtremeCountsAreErrors(t *testing.T) {
 		}()
 	}
 	// MaxInt compositions of a Gaussian are a finite, huge eps (mu =
-	// sqrt(k) / sigma), never below the value for 2^62 compositions.
-	a, err := Epsilon(1, 1e-5, 1<<62, Exact)
+	// sqrt(k) / sigma), never below the value for 2^62 compositions (2^30
+	// on a 32-bit platform).
+	a, err := Epsilon(1, 1e-5, 1<<(strconv.IntSize-2), Exact)
 	if err != nil {
 		t.Fatal(err)
 	}

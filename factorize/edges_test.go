@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,10 +83,11 @@ func TestNilContextIsAnError(t *testing.T) {
 // overflowed to 0 (an "exact" sensitivity of 0 for b near MaxInt) and
 // the min-separation rules indexed out of range or sized slices by k.
 func TestExtremeCounts(t *testing.T) {
+	const quarterInt = 1 << (strconv.IntSize - 2) // 2^62, or 2^30 on a 32-bit platform
 	x := eyeSym(8)
 	for _, c := range []struct{ b, k, fit int }{
-		{math.MaxInt, 2, 1}, {math.MaxInt, math.MaxInt, 1}, {1 << 62, 0, 1}, {8, 5, 1}, {7, 3, 2},
-		{2, math.MaxInt, 4}, {3, 1 << 62, 3}, {1, math.MaxInt, 8},
+		{math.MaxInt, 2, 1}, {math.MaxInt, math.MaxInt, 1}, {quarterInt, 0, 1}, {8, 5, 1}, {7, 3, 2},
+		{2, math.MaxInt, 4}, {3, quarterInt, 3}, {1, math.MaxInt, 8},
 	} {
 		k := c.k
 		if k == 0 {

@@ -34,13 +34,24 @@ type Workload struct {
 // accept: their inverse band alone takes 16 R bytes, so a larger R (2^40
 // takes 16 TiB) could only end in a crash of the allocation. Solving for
 // such an R needs far more memory still; commands check what they need
-// against the memory available before they call this package.
-const MaxRounds = 1 << 36
+// against the memory available before they call this package. On a 32-bit
+// platform it is 2^27 - 1, so that the band's 16 R bytes still fit in an
+// int (a larger R would overflow the slice lengths, not just the memory).
+const MaxRounds = min(1<<36, math.MaxInt>>4)
+
+// maxRoundsText is [MaxRounds] as error messages write it: "2^36", or
+// "2^27-1" on a 32-bit platform.
+func maxRoundsText() string {
+	if MaxRounds == 1<<36 {
+		return "2^36"
+	}
+	return "2^27-1"
+}
 
 // checkRounds checks a number of rounds R.
 func checkRounds(R int) error {
 	if R < 1 || R > MaxRounds {
-		return &ParamError{Param: "R", Value: R, Want: "R >= 1 and R <= 2^36"}
+		return &ParamError{Param: "R", Value: R, Want: "R >= 1 and R <= " + maxRoundsText()}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -104,7 +105,7 @@ func TestHugeSizesAreParamErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dim := range []int{1<<40 + 1, math.MaxInt} {
+	for _, dim := range []int{maxDim + 1, math.MaxInt} {
 		_, err := New(f, dim, 1)
 		requireParam(t, err, "dim")
 	}
@@ -112,14 +113,14 @@ func TestHugeSizesAreParamErrors(t *testing.T) {
 	requireParam(t, err, "mechanism")
 }
 
-// hugeMechanism claims 2^36 rounds of dimension 2^40 (2^79 bytes in all);
-// it draws nothing.
+// hugeMechanism claims 2^36 rounds of dimension 2^40 (2^79 bytes in all;
+// 2^20 rounds of dimension 2^24 on a 32-bit platform); it draws nothing.
 type hugeMechanism struct{}
 
 func (hugeMechanism) Next([]float64) error { return errors.New("not drawn") }
 func (hugeMechanism) Round() int           { return 0 }
-func (hugeMechanism) Rounds() int          { return 1 << 36 }
-func (hugeMechanism) Dim() int             { return 1 << 40 }
+func (hugeMechanism) Rounds() int          { return 1 << (strconv.IntSize/2 + 4) }
+func (hugeMechanism) Dim() int             { return 1 << (strconv.IntSize/2 + 8) }
 func (hugeMechanism) Std() float64         { return 1 }
 func (hugeMechanism) StateBytes() int64    { return 0 }
 
@@ -140,7 +141,7 @@ func TestBeyondMemoryIsAParamError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(id, 1<<40, 1)
+	m, err := New(id, maxDim, 1) // 2^40, or 2^27-1 on a 32-bit platform
 	if err != nil {
 		t.Fatal(err)
 	}

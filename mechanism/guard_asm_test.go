@@ -1,7 +1,9 @@
-//go:build amd64 && !purego
+//go:build amd64 && !purego && !noasm
 
 package mechanism
 
-// asmKernels reports whether linalg's AVX2 kernels are built in: the guard
-// was recorded with them.
+// asmKernels reports whether the guard's noise is computed with the
+// arithmetic it was recorded with: amd64, with linalg's AVX2 kernels
+// (not -tags purego), gonum's assembly kernels (not -tags noasm) and Go's
+// amd64 math.Exp.
 const asmKernels = true

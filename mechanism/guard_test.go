@@ -33,6 +33,13 @@ type guardCase struct {
 }
 
 func guardCases() []guardCase {
+	epochsTol := 0.0
+	if !asmKernels {
+		// Go's math.Exp is assembly on amd64 and differs in the last bit
+		// from the pure-Go Exp elsewhere (386); with gonum's pure-Go BLAS
+		// the fit differs by 3.5e-14 on 386 (1e-15 on amd64 -tags noasm).
+		epochsTol = 1e-12
+	}
 	prefix := func(r int) func() (*factorize.Workload, error) {
 		return func() (*factorize.Workload, error) { return factorize.Prefix(r) }
 	}
@@ -50,6 +57,13 @@ func guardCases() []guardCase {
 			tol = 1e-9 // fused multiply-adds in the forward substitution (AVX2)
 		case factorize.StrategyBandInv:
 			tol = 1e-9 // C^{-1}'s coefficients as solved, not recovered from C
+		}
+		if !asmKernels && (name == factorize.StrategyBandedToeplitz || name == factorize.StrategyBandInv) {
+			// Gonum's pure-Go BLAS sums in another order than its amd64
+			// assembly the guard was recorded with, and these iterative
+			// fits stop at other last bits: measured 8.4e-9 relative on
+			// 386 and on amd64 with -tags noasm alike.
+			tol = 1e-7
 		}
 		cs = append(cs, guardCase{"prefix33/" + name, prefix(33), s, factorize.SingleParticipation(), 5, tol})
 	}
@@ -69,7 +83,7 @@ func guardCases() []guardCase {
 	}
 	cs = append(cs,
 		guardCase{"momentum20/optimal", func() (*factorize.Workload, error) { return factorize.Momentum(20, 0.9) }, factorize.OptimalStrategy{}, factorize.SingleParticipation(), 4, 1e-9},
-		guardCase{"epochs24/optimal", prefix(24), factorize.OptimalStrategy{}, factorize.FixedEpochs(3), 4, 0},
+		guardCase{"epochs24/optimal", prefix(24), factorize.OptimalStrategy{}, factorize.FixedEpochs(3), 4, epochsTol},
 	)
 	return cs
 }

@@ -10,8 +10,17 @@ import (
 
 // maxDim is the largest dimension New accepts: 2^40 float64 (8 TiB) per
 // vector, far beyond any machine, and small enough that the byte counts of
-// a vector and of a few of them fit in an int.
-const maxDim = 1 << 40
+// a vector and of a few of them fit in an int. On a 32-bit platform it is
+// 2^27 - 1 (a vector of 1 GiB), so that the same holds there.
+const maxDim = min(1<<40, math.MaxInt>>4)
+
+// maxDimText is maxDim as the error message writes it.
+func maxDimText() string {
+	if maxDim == 1<<40 {
+		return "2^40 (a vector of 8 TiB)"
+	}
+	return "2^27-1 (a vector of 1 GiB)"
+}
 
 // New returns the noise stream of the factorization f for vectors of
 // dimension dim: round r's vector is row r of std * M Z, with Z the noise
@@ -54,7 +63,7 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without a noise operator (a loss-only result)", f.Strategy), Want: "one computed with its operator"}
 	}
 	if dim < 1 || dim > maxDim {
-		return nil, &ParamError{Param: "dim", Value: dim, Want: ">= 1 and <= 2^40 (a vector of 8 TiB)"}
+		return nil, &ParamError{Param: "dim", Value: dim, Want: ">= 1 and <= " + maxDimText()}
 	}
 	if math.IsNaN(std) || math.IsInf(std, 0) || std <= 0 {
 		return nil, &ParamError{Param: "std", Value: std, Want: "a finite number > 0"}

@@ -184,7 +184,8 @@ func TestWriteNPYErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "65 dimensions")
 
-	err = Write(&buf, []int{1 << 40, 1 << 40}, nil)
+	const big = 1 << (strconv.IntSize/2 + 8) // 2^40, or 2^24 on a 32-bit platform: big^2 overflows an int
+	err = Write(&buf, []int{big, big}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "too many elements")
 	assert.Zero(t, buf.Len(), "nothing may be written for an invalid shape")
@@ -387,6 +388,7 @@ func dictWith(descr, fortran, shape string) string {
 
 func TestReadNPYErrors(t *testing.T) {
 	good := npyBytes(1, header2x3, le64(1, 2, 3, 4, 5, 6))
+	half := strconv.Itoa(1 << (strconv.IntSize / 2)) // 2^32, or 2^16 on a 32-bit platform: half^2 elements overflow
 	tests := []struct {
 		name  string
 		input []byte
@@ -415,7 +417,7 @@ func TestReadNPYErrors(t *testing.T) {
 		{"negative dim", npyBytes(1, dictWith("'<f8'", "False", "(-1, 3)"), nil), []string{"negative dimension -1"}},
 		{"huge negative dim", npyBytes(1, dictWith("'<f8'", "False", "(-99999999999999999999,)"), nil), []string{"negative dimension -99999999999999999999"}},
 		{"dim beyond int64", npyBytes(1, dictWith("'<f8'", "False", "(99999999999999999999,)"), nil), []string{"dimension 99999999999999999999", "too large"}},
-		{"product overflows", npyBytes(1, dictWith("'<f8'", "False", "(4294967296, 4294967296)"), nil), []string{"too many elements"}},
+		{"product overflows", npyBytes(1, dictWith("'<f8'", "False", "("+half+", "+half+")"), nil), []string{"too many elements"}},
 		{"more bytes than int", npyBytes(1, dictWith("'<f8'", "False", "(1152921504606846976,)"), nil), []string{"too large"}},
 		{"65 dims", npyBytes(1, dictWith("'<f8'", "False", "("+strings.Repeat("1, ", 65)+")"), le64(1)), []string{"65 dimensions"}},
 
@@ -544,11 +546,17 @@ func allocatedBytes(f func()) uint64 {
 
 func TestReadNPYHugeShapeDoesNotAllocate(t *testing.T) {
 	// 10^12 float64 values would be 8 TB; the input holds 8 bytes of data.
-	raw := npyBytes(1, dictWith("'<f8'", "False", "(1000000000000,)"), le64(1))
+	// On a 32-bit platform, where an int counts at most 2^28 - 1 of them,
+	// 10^8 (800 MB).
+	n, need := "1000000000000", "needs 8000000000000 bytes, got 8"
+	if strconv.IntSize == 32 {
+		n, need = "100000000", "needs 800000000 bytes, got 8"
+	}
+	raw := npyBytes(1, dictWith("'<f8'", "False", "("+n+",)"), le64(1))
 	var err error
 	alloc := allocatedBytes(func() { _, err = Read(bytes.NewReader(raw)) })
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "needs 8000000000000 bytes, got 8")
+	assert.Contains(t, err.Error(), need)
 	// The first chunk is npyReadChunk values (1 MiB); allow 4 MiB.
 	assert.Less(t, alloc, uint64(4<<20))
 
@@ -556,7 +564,7 @@ func TestReadNPYHugeShapeDoesNotAllocate(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, raw, 0o600))
 	alloc = allocatedBytes(func() { _, err = Load(path) })
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "needs 8000000000000 bytes, got 8")
+	assert.Contains(t, err.Error(), need)
 	assert.Less(t, alloc, uint64(1<<20))
 }
 

@@ -463,7 +463,7 @@ func (p *Plan) Validate() error {
 		return err
 	}
 	if p.Rounds < 1 || p.Rounds > factorize.MaxRounds {
-		return bad("rounds", p.Rounds, ">= 1 and <= 2^36 (factorize.MaxRounds)")
+		return bad("rounds", p.Rounds, fmt.Sprintf(">= 1 and <= %d (factorize.MaxRounds)", factorize.MaxRounds))
 	}
 	part, err := p.Pattern()
 	if err != nil {

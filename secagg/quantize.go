@@ -39,7 +39,7 @@ func NewQuantizer(n, tau int, clip float64) (Quantizer, error) {
 	switch {
 	case n < 1:
 		return Quantizer{}, fmt.Errorf("secagg: learners n = %d, want n >= 1", n)
-	case n >= 1<<headroomBits:
+	case int64(n) >= 1<<headroomBits:
 		return Quantizer{}, fmt.Errorf("secagg: learners n = %d, want n < 2^%d", n, headroomBits)
 	case tau < 1:
 		return Quantizer{}, fmt.Errorf("secagg: local steps tau = %d, want tau >= 1", tau)

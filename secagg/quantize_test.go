@@ -75,9 +75,10 @@ func TestNewQuantizerMaximal(t *testing.T) {
 
 func TestNewQuantizerErrors(t *testing.T) {
 	for _, c := range []struct {
-		n, tau int
-		clip   float64
-		want   string
+		n    int64 // beyond math.MaxInt only on a 64-bit platform
+		tau  int
+		clip float64
+		want string
 	}{
 		{0, 1, 1, "learners n = 0"},
 		{1, 0, 1, "local steps tau = 0"},
@@ -87,8 +88,12 @@ func TestNewQuantizerErrors(t *testing.T) {
 		{1, 1, math.Inf(1), "clip = +Inf"},
 		{1, 1, 1e-300, "too small"},
 		{1 << 40, 1 << 20, math.MaxFloat64, "too large"},
+		{1 << 30, 1 << 30, math.MaxFloat64, "too large"},
 	} {
-		_, err := NewQuantizer(c.n, c.tau, c.clip)
+		if c.n > math.MaxInt {
+			continue
+		}
+		_, err := NewQuantizer(int(c.n), c.tau, c.clip)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("NewQuantizer(%d, %d, %v) = %v, want a one-line error with %q", c.n, c.tau, c.clip, err, c.want)
 		}
