@@ -6,11 +6,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
@@ -20,13 +20,13 @@ import (
 const haveFIFO = true
 
 // mkfifo makes a named pipe (FIFO) at path with permission bits perm.
-func mkfifo(path string, perm uint32) error { return syscall.Mkfifo(path, perm) }
+func mkfifo(path string, perm uint32) error { return unix.Mkfifo(path, perm) }
 
 func TestCachePrivateModes(t *testing.T) {
 	// Under a permissive umask the cache directory is still 0700 and the
 	// entries 0600: they hold factors of private computations.
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
+	old := unix.Umask(0)
+	defer unix.Umask(old)
 	dir := filepath.Join(t.TempDir(), "a", "cache")
 	c := &cache.Cache{Dir: dir}
 	_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, nil)

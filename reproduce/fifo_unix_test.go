@@ -2,10 +2,10 @@
 
 package reproduce
 
-import "syscall"
+import "golang.org/x/sys/unix"
 
 // haveFIFO says whether mkfifo can make named pipes on this platform.
 const haveFIFO = true
 
 // mkfifo makes a named pipe (FIFO) at path with permission bits perm.
-func mkfifo(path string, perm uint32) error { return syscall.Mkfifo(path, perm) }
+func mkfifo(path string, perm uint32) error { return unix.Mkfifo(path, perm) }

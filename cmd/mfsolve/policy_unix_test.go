@@ -5,11 +5,11 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dpmf/dpmf/internal/cli"
 )
@@ -18,7 +18,7 @@ import (
 const haveFIFO = true
 
 // mkfifo makes a named pipe (FIFO) at path with permission bits perm.
-func mkfifo(path string, perm uint32) error { return syscall.Mkfifo(path, perm) }
+func mkfifo(path string, perm uint32) error { return unix.Mkfifo(path, perm) }
 
 // TestOutputModes checks the file modes under a restrictive umask: B and C
 // are created 0644 minus the umask, the noise samples 0600 whatever the
@@ -33,20 +33,20 @@ func TestOutputModes(t *testing.T) {
 	}
 	args := []string{"-R", "4", "-strategy", "sqrt", "-no-cache", "-o", b, "-C", c, "-noise", z, "-std", "1", "-seed", "1"}
 
-	old := syscall.Umask(0o077)
+	old := unix.Umask(0o077)
 	res := runT(t, args...)
-	syscall.Umask(old)
+	unix.Umask(old)
 	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, os.FileMode(0o600), mode(b))
 	assert.Equal(t, os.FileMode(0o600), mode(c))
 	assert.Equal(t, os.FileMode(0o600), mode(z))
 
-	old = syscall.Umask(0)
+	old = unix.Umask(0)
 	require.NoError(t, os.Remove(b))
 	require.NoError(t, os.Remove(z))
 	require.NoError(t, os.Chmod(c, 0o640))
 	res = runT(t, args...)
-	syscall.Umask(old)
+	unix.Umask(old)
 	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.Equal(t, os.FileMode(0o644), mode(b), "new B: 0644 minus the umask 0")
 	assert.Equal(t, os.FileMode(0o640), mode(c), "existing C keeps its mode")

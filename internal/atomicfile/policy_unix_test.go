@@ -6,11 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dpmf/dpmf/internal/testutil"
 )
@@ -20,8 +20,8 @@ import (
 // meanwhile.
 func withUmask(t *testing.T, mask int, f func()) {
 	t.Helper()
-	old := syscall.Umask(mask)
-	defer syscall.Umask(old)
+	old := unix.Umask(mask)
+	defer unix.Umask(old)
 	f()
 }
 
@@ -92,4 +92,4 @@ func TestWriteTempHasFinalModeWhileWriting(t *testing.T) {
 const haveFIFO = true
 
 // mkfifo makes a named pipe (FIFO) at path with permission bits perm.
-func mkfifo(path string, perm uint32) error { return syscall.Mkfifo(path, perm) }
+func mkfifo(path string, perm uint32) error { return unix.Mkfifo(path, perm) }
