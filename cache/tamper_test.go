@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -186,25 +185,6 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 	}
 }
 
-func TestCachePrivateModes(t *testing.T) {
-	// Under a permissive umask the cache directory is still 0700 and the
-	// entries 0600: they hold factors of private computations.
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
-	dir := filepath.Join(t.TempDir(), "a", "cache")
-	c := &cache.Cache{Dir: dir}
-	_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, nil)
-	require.NoError(t, err)
-	fi, err := os.Stat(dir)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
-	names := cacheDirNames(t, dir)
-	require.Len(t, names, 1)
-	fi, err = os.Stat(filepath.Join(dir, names[0]))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-}
-
 func TestCacheRemovesStaleTemporaries(t *testing.T) {
 	// A writer killed outright leaves its temporary file; it is never
 	// read, and the next store removes it once it is an hour old.
@@ -228,10 +208,14 @@ func TestCacheEntryNotARegularFile(t *testing.T) {
 	// A FIFO or a directory planted under an entry's name is neither
 	// opened in a blocking way nor replaced: one warning, the result is
 	// computed, the run goes on.
-	for _, plant := range []func(path string) error{
-		func(path string) error { return syscall.Mkfifo(path, 0o600) },
+	plants := []func(path string) error{
+		func(path string) error { return mkfifo(path, 0o600) },
 		func(path string) error { return os.Mkdir(path, 0o700) },
-	} {
+	}
+	if !haveFIFO {
+		plants = plants[1:]
+	}
+	for _, plant := range plants {
 		c := &cache.Cache{Dir: t.TempDir()}
 		w := cacheWorkload(t, 5)
 		key, err := cache.Key(strat(factorize.StrategyIdentity, factorize.Options{}), w, factorize.Participation{})

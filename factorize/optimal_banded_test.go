@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -570,7 +569,7 @@ func BenchmarkBandedIterations(b *testing.B) {
 		mem.Push(s, y)
 	}
 	alpha := make([]float64, 12)
-	cpu0 := cpuTime(b)
+	cpu0, cpuKnown := cpuTime(b)
 	for b.Loop() {
 		f, ok := bp.eval(x, grad, g)
 		if !ok {
@@ -585,16 +584,9 @@ func BenchmarkBandedIterations(b *testing.B) {
 			}
 		})
 	}
-	b.ReportMetric((cpuTime(b)-cpu0)*1e3/float64(b.N), "cpu-ms/op")
-}
-
-// cpuTime returns the user and system CPU seconds of this process.
-func cpuTime(b *testing.B) float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
+	if cpu1, _ := cpuTime(b); cpuKnown {
+		b.ReportMetric((cpu1-cpu0)*1e3/float64(b.N), "cpu-ms/op")
 	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)*1e-6
 }
 
 // The banded solver gives the same bits for GOMAXPROCS 1 and 16 at a

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -16,9 +15,12 @@ import (
 // only at summary.md, at the end of what may be an hour's run.
 func TestRunChecksTargetsFirst(t *testing.T) {
 	plant := map[string]func(path string) error{
-		"summary.md": func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"summary.md": func(p string) error { return mkfifo(p, 0o644) },
 		"fig2.svg":   func(p string) error { return os.WriteFile(p, nil, 0o444) },
 		"fig2.csv":   func(p string) error { return os.Symlink("elsewhere.csv", p) },
+	}
+	if !haveFIFO {
+		delete(plant, "summary.md")
 	}
 	for name, mk := range plant {
 		dir := t.TempDir()

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/dpmf/dpmf/internal/docgen"
@@ -69,10 +68,7 @@ func spawn(args []string, reportPath string) int {
 		fmt.Fprintf(os.Stderr, "scaling: launcher: %v\n", err)
 		return 1
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rep.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
-		rep.CPU = float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-	}
+	rep.CPU, rep.MaxRSS = childUsage(cmd.ProcessState)
 	b, _ := json.Marshal(rep)
 	if werr := os.WriteFile(reportPath, b, 0o644); werr != nil {
 		fmt.Fprintf(os.Stderr, "scaling: launcher: %v\n", werr)
@@ -111,10 +107,10 @@ func launch(ctx context.Context, dir string, env, argv []string) (cliRun, []byte
 	cmd := exec.CommandContext(ctx, self, argv...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), env...), spawnEnv+"="+reportPath)
-	// The launcher and its command in a process group of their own, so
-	// that a cancelled context stops both, not the launcher alone.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The launcher and its command in a process group of their own (where
+	// the platform has them), so that a cancelled context stops both, not
+	// the launcher alone.
+	ownProcessGroup(cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -438,15 +437,6 @@ func withProcs(procs int, fn func() error) error {
 	return fn()
 }
 
-// selfRSS returns this process's peak RSS so far.
-func selfRSS() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Maxrss * 1024 // kilobytes on Linux
-}
-
 // mechRun returns one pass of the mechanism at d = MechDim on f: the
 // median seconds per round over MechRounds rounds, and a digest of the
 // noise it drew.
@@ -687,8 +677,10 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 				if m.Seconds > limit {
 					r.Checks = append(r.Checks, fmt.Sprintf("%s at GOMAXPROCS=2 > %s", secs(m.Seconds), secs(limit)))
 				}
-				if rss > 0 && m.RSS > rss {
-					r.Checks = append(r.Checks, fmt.Sprintf("peak RSS %s > %s", mb(float64(m.RSS)), mb(float64(rss))))
+				if rss > 0 {
+					if c := rssCheck(m.RSS, rss); c != "" {
+						r.Checks = append(r.Checks, c)
+					}
 				}
 			}
 		}
@@ -1062,8 +1054,8 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		}
 		wall := func(m i20Meas) string { return secs(m.Seconds) }
 		runs := func(m i20Meas) string { return fmt.Sprint(m.Runs) }
-		cpu := func(m i20Meas) string { return secs(m.CPU) }
-		rss := func(m i20Meas) string { return mb(float64(m.RSS)) }
+		cpu := func(m i20Meas) string { return cpuCell(m.CPU) }
+		rss := func(m i20Meas) string { return rssCell(m.RSS) }
 		out := "—"
 		if m, ok := r.at(2); ok && m.Runs > 0 {
 			switch {

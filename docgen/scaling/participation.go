@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/cpu"
@@ -158,9 +157,13 @@ func participationMarkdown(runs []partRun, cmdLine string, when time.Time) strin
 		case r.Err != "":
 			p("| %s | %s | %d | %.0e | %s | error: %s | | | | | | | | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, r.Err, result)
 		case r.Stopped:
-			p("| %s | %s | %d | %.0e | %s | stopped at %s | %s | 1 | %d | | %.1e (not certified) | | %s, %s | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.StoppedSecs), secs(r.CPU), r.StoppedIter, r.StoppedGap, secs(r.Ref.Seconds), secs(r.RefCPU), result)
+			p("| %s | %s | %d | %.0e | %s | stopped at %s | %s | 1 | %d | | %.1e (not certified) | | %s, %s | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.StoppedSecs), cpuCell(r.CPU), r.StoppedIter, r.StoppedGap, secs(r.Ref.Seconds), cpuCell(r.RefCPU), result)
 		default:
-			p("| %s | %s | %d | %.0e | %s | %s | %s | %d | %d | %d | %.1e | %.10g | %s, %s | %.1f, %.1f | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.M.Seconds), secs(r.CPU), r.M.Runs, r.M.Out.Iters, r.M.Out.Roots, r.M.Out.Gap, r.M.Out.Loss, secs(r.Ref.Seconds), secs(r.RefCPU), r.M.Seconds/r.Ref.Seconds, r.CPU/r.RefCPU, result)
+			cpuRatio := unknownUsage
+			if usageKnown {
+				cpuRatio = fmt.Sprintf("%.1f", r.CPU/r.RefCPU)
+			}
+			p("| %s | %s | %d | %.0e | %s | %s | %s | %d | %d | %d | %.1e | %.10g | %s, %s | %.1f, %s | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.M.Seconds), cpuCell(r.CPU), r.M.Runs, r.M.Out.Iters, r.M.Out.Roots, r.M.Out.Gap, r.M.Out.Loss, secs(r.Ref.Seconds), cpuCell(r.RefCPU), r.M.Seconds/r.Ref.Seconds, cpuRatio, result)
 		}
 	}
 	p("")
@@ -196,13 +199,4 @@ func replaceSection(path, section, begin, end, flag string) error {
 		return fmt.Errorf("%s: %s has unmatched markers %s, %s", flag, path, begin, end)
 	}
 	return writeAtomic(path, []byte(s))
-}
-
-// cpuSeconds returns the CPU time (user + system) this process has used.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }

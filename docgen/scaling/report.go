@@ -38,6 +38,39 @@ func mb(b float64) string {
 	return fmt.Sprintf("%.1f MB", b/1e6)
 }
 
+// unknownUsage is what the tables print for a CPU time or peak RSS on a
+// platform that does not measure them (see usageKnown).
+const unknownUsage = "unknown (no getrusage)"
+
+// rssCell formats a peak RSS in bytes for a table, or says it is unknown.
+func rssCell(b int64) string {
+	if !usageKnown {
+		return unknownUsage
+	}
+	return mb(float64(b))
+}
+
+// cpuCell formats a CPU time in seconds for a table, or says it is unknown.
+func cpuCell(s float64) string {
+	if !usageKnown {
+		return unknownUsage
+	}
+	return secs(s)
+}
+
+// rssCheck returns the failed check of peak RSS b (bytes) against limit, or
+// "" when b is within it. Where peak RSS is not measured, the limit cannot
+// be checked, and that is a failed check too.
+func rssCheck(b, limit int64) string {
+	switch {
+	case !usageKnown:
+		return fmt.Sprintf("peak RSS unknown, limit %s not checked", mb(float64(limit)))
+	case b > limit:
+		return fmt.Sprintf("peak RSS %s > %s", mb(float64(b)), mb(float64(limit)))
+	}
+	return ""
+}
+
 // gapStr formats a certified gap; closed forms have none.
 func gapStr(g float64, iters int) string {
 	if iters == 0 {
@@ -191,7 +224,7 @@ func (res *results) writeTargets(p func(string, ...any)) {
 		if t.M.Last.R > 0 {
 			iters, gap = fmt.Sprint(t.M.Last.Iterations), fmt.Sprintf("%.1e", t.M.Last.Gap)
 		}
-		p("| %s | `%s` | %s | %s | %d | %s | %s | %s | %s |", t.Name, t.Command, secs(t.Limit), secs(t.M.Seconds), t.M.Runs, mb(float64(t.M.MaxRSS)), iters, gap, verdict)
+		p("| %s | `%s` | %s | %s | %d | %s | %s | %s | %s |", t.Name, t.Command, secs(t.Limit), secs(t.M.Seconds), t.M.Runs, rssCell(t.M.MaxRSS), iters, gap, verdict)
 	}
 	p("")
 	p("Peak RSS is the subprocess's maximum resident set size (`getrusage`). For the loss-only runs the check is at most 1000 float64 per round; a single dense R x R matrix would take %s at R = 100,000.", mb(8*1e10))

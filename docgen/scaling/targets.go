@@ -160,8 +160,8 @@ func (res *results) runTargets(ctx context.Context, tmp string, log io.Writer) e
 				// O(R) memory, with a stated constant: at most 1000
 				// float64 per round. One dense R x R matrix would be
 				// 8 R^2 bytes.
-				if limit := int64(8 * 1000 * r); m.MaxRSS > limit {
-					checks = append(checks, fmt.Sprintf("peak RSS %s > %s (1000 float64 per round)", mb(float64(m.MaxRSS)), mb(float64(limit))))
+				if c := rssCheck(m.MaxRSS, int64(8*1000*r)); c != "" {
+					checks = append(checks, c+" (1000 float64 per round)")
 				}
 				return checks
 			})

@@ -1,0 +1,42 @@
+//go:build unix
+
+package cache_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/dpmf/dpmf/cache"
+	"github.com/dpmf/dpmf/factorize"
+)
+
+// haveFIFO says whether mkfifo can make named pipes on this platform.
+const haveFIFO = true
+
+// mkfifo makes a named pipe (FIFO) at path with permission bits perm.
+func mkfifo(path string, perm uint32) error { return unix.Mkfifo(path, perm) }
+
+func TestCachePrivateModes(t *testing.T) {
+	// Under a permissive umask the cache directory is still 0700 and the
+	// entries 0600: they hold factors of private computations.
+	old := unix.Umask(0)
+	defer unix.Umask(old)
+	dir := filepath.Join(t.TempDir(), "a", "cache")
+	c := &cache.Cache{Dir: dir}
+	_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, nil)
+	require.NoError(t, err)
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	names := cacheDirNames(t, dir)
+	require.Len(t, names, 1)
+	fi, err = os.Stat(filepath.Join(dir, names[0]))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}

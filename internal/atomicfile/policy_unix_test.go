@@ -1,0 +1,95 @@
+//go:build unix
+
+package atomicfile
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/dpmf/dpmf/internal/testutil"
+)
+
+// withUmask runs f with the process umask set to mask. The tests of this
+// package do not run in parallel, so no other goroutine creates files
+// meanwhile.
+func withUmask(t *testing.T, mask int, f func()) {
+	t.Helper()
+	old := unix.Umask(mask)
+	defer unix.Umask(old)
+	f()
+}
+
+func perm(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	return fi.Mode().Perm()
+}
+
+func TestWriteRespectsUmask(t *testing.T) {
+	dir := t.TempDir()
+	// perm minus the umask, as open(2) would create the file.
+	for _, tc := range []struct {
+		mask int
+		perm os.FileMode
+		want os.FileMode
+	}{
+		{0o077, 0o644, 0o600},
+		{0o022, 0o666, 0o644},
+		{0o027, 0o644, 0o640},
+		{0o000, 0o600, 0o600},
+		{0o077, 0o600, 0o600},
+	} {
+		path := filepath.Join(dir, "f")
+		os.Remove(path)
+		withUmask(t, tc.mask, func() {
+			require.NoError(t, Write(path, tc.perm, writeString("x")))
+		})
+		assert.Equal(t, tc.want, perm(t, path), "umask %o perm %o", tc.mask, tc.perm)
+	}
+}
+
+func TestWriteKeepsExistingMode(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "secret")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
+	require.NoError(t, os.Chmod(path, 0o600))
+	withUmask(t, 0, func() {
+		require.NoError(t, Write(path, 0o644, writeString("new")))
+	})
+	assert.Equal(t, os.FileMode(0o600), perm(t, path), "an existing 0600 file is not widened")
+
+	require.NoError(t, os.Chmod(path, 0o664))
+	withUmask(t, 0o077, func() {
+		require.NoError(t, Write(path, 0o600, writeString("newer")))
+	})
+	assert.Equal(t, os.FileMode(0o664), perm(t, path), "an existing file keeps its mode")
+}
+
+func TestWriteTempHasFinalModeWhileWriting(t *testing.T) {
+	// The secret is never readable by others, not even half-written.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "noise.npy")
+	withUmask(t, 0, func() {
+		require.NoError(t, Write(path, 0o600, func(w io.Writer) error {
+			tmps := testutil.DirNames(t, dir)
+			require.Len(t, tmps, 1)
+			assert.True(t, IsTemp(tmps[0]), tmps[0])
+			assert.Equal(t, os.FileMode(0o600), perm(t, filepath.Join(dir, tmps[0])))
+			_, err := io.WriteString(w, "z")
+			return err
+		}))
+	})
+}
+
+// haveFIFO says whether mkfifo can make named pipes on this platform.
+const haveFIFO = true
+
+// mkfifo makes a named pipe (FIFO) at path with permission bits perm.
+func mkfifo(path string, perm uint32) error { return unix.Mkfifo(path, perm) }
