@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // entry is a decoded cache file: its metadata as a generic JSON object
@@ -209,10 +210,10 @@ func TestCacheEntryNotARegularFile(t *testing.T) {
 	// opened in a blocking way nor replaced: one warning, the result is
 	// computed, the run goes on.
 	plants := []func(path string) error{
-		func(path string) error { return mkfifo(path, 0o600) },
+		func(path string) error { return testutil.Mkfifo(path, 0o600) },
 		func(path string) error { return os.Mkdir(path, 0o700) },
 	}
-	if !haveFIFO {
+	if !testutil.HaveFIFO {
 		plants = plants[1:]
 	}
 	for _, plant := range plants {

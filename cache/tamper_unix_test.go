@@ -16,12 +16,6 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 )
 
-// haveFIFO says whether mkfifo can make named pipes on this platform.
-const haveFIFO = true
-
-// mkfifo makes a named pipe (FIFO) at path with permission bits perm.
-func mkfifo(path string, perm uint32) error { return unix.Mkfifo(path, perm) }
-
 func TestCachePrivateModes(t *testing.T) {
 	// Under a permissive umask the cache directory is still 0700 and the
 	// entries 0600: they hold factors of private computations.

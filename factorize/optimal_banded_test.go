@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpmf/dpmf/internal/optim"
 	"github.com/dpmf/dpmf/internal/par"
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -569,7 +570,7 @@ func BenchmarkBandedIterations(b *testing.B) {
 		mem.Push(s, y)
 	}
 	alpha := make([]float64, 12)
-	cpu0, cpuKnown := cpuTime(b)
+	cpu0, cpuKnown := testutil.CPUSeconds()
 	for b.Loop() {
 		f, ok := bp.eval(x, grad, g)
 		if !ok {
@@ -584,7 +585,7 @@ func BenchmarkBandedIterations(b *testing.B) {
 			}
 		})
 	}
-	if cpu1, _ := cpuTime(b); cpuKnown {
+	if cpu1, _ := testutil.CPUSeconds(); cpuKnown {
 		b.ReportMetric((cpu1-cpu0)*1e3/float64(b.N), "cpu-ms/op")
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // A FIFO, a device or a directory planted under a state file's name
@@ -17,11 +19,11 @@ import (
 // to /dev/zero read without bound.
 func TestStoreRefusesNonRegularStateFiles(t *testing.T) {
 	plant := map[string]func(path string) error{
-		"fifo":      func(p string) error { return mkfifo(p, 0o600) },
+		"fifo":      func(p string) error { return testutil.Mkfifo(p, 0o600) },
 		"/dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
 		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
 	}
-	if !haveFIFO {
+	if !testutil.HaveFIFO {
 		delete(plant, "fifo")
 	}
 	// Each name is planted in a directory that holds a run at round 1

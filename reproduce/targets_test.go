@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // A file that Run would write but may not replace (a FIFO, a read-only
@@ -15,11 +17,11 @@ import (
 // only at summary.md, at the end of what may be an hour's run.
 func TestRunChecksTargetsFirst(t *testing.T) {
 	plant := map[string]func(path string) error{
-		"summary.md": func(p string) error { return mkfifo(p, 0o644) },
+		"summary.md": func(p string) error { return testutil.Mkfifo(p, 0o644) },
 		"fig2.svg":   func(p string) error { return os.WriteFile(p, nil, 0o444) },
 		"fig2.csv":   func(p string) error { return os.Symlink("elsewhere.csv", p) },
 	}
-	if !haveFIFO {
+	if !testutil.HaveFIFO {
 		delete(plant, "summary.md")
 	}
 	for name, mk := range plant {

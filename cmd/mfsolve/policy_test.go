@@ -32,10 +32,10 @@ func TestOutputPolicy(t *testing.T) {
 			return []string{"-o", filepath.Join(dir, "link.npy")}
 		}, cli.ExitFailure, "link.npy is a symbolic link"},
 		{"FIFO", func(t *testing.T, dir string) []string {
-			if !haveFIFO {
+			if !testutil.HaveFIFO {
 				t.Skip("no named pipes on this platform")
 			}
-			require.NoError(t, mkfifo(filepath.Join(dir, "fifo"), 0o644))
+			require.NoError(t, testutil.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
 			return []string{"-C", filepath.Join(dir, "fifo"), "-o", filepath.Join(dir, "B.npy")}
 		}, cli.ExitFailure, "-C DIR/fifo is a FIFO"},
 		{"read-only file", func(t *testing.T, dir string) []string {

@@ -14,12 +14,6 @@ import (
 	"github.com/dpmf/dpmf/internal/cli"
 )
 
-// haveFIFO says whether mkfifo can make named pipes on this platform.
-const haveFIFO = true
-
-// mkfifo makes a named pipe (FIFO) at path with permission bits perm.
-func mkfifo(path string, perm uint32) error { return unix.Mkfifo(path, perm) }
-
 // TestOutputModes checks the file modes under a restrictive umask: B and C
 // are created 0644 minus the umask, the noise samples 0600 whatever the
 // umask, and an existing file keeps its mode.

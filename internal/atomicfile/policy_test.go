@@ -40,9 +40,9 @@ func TestCheckTargetRefusals(t *testing.T) {
 		dir:         "is a directory",
 		"/dev/null": "is a device",
 	}
-	if haveFIFO {
+	if testutil.HaveFIFO {
 		fifo := filepath.Join(dir, "fifo")
-		require.NoError(t, mkfifo(fifo, 0o644))
+		require.NoError(t, testutil.Mkfifo(fifo, 0o644))
 		refused[fifo] = "is a FIFO"
 	}
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // ReadRegular reads regular files (also through a symbolic link), refuses
@@ -34,9 +36,9 @@ func TestReadRegular(t *testing.T) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
 	}
 	refused := []string{"/dev/zero", dir}
-	if haveFIFO {
+	if testutil.HaveFIFO {
 		fifo := filepath.Join(dir, "fifo")
-		if err := mkfifo(fifo, 0o600); err != nil {
+		if err := testutil.Mkfifo(fifo, 0o600); err != nil {
 			t.Skip(err)
 		}
 		refused = append([]string{fifo}, refused...)
