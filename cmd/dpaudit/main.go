@@ -143,9 +143,6 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return 0, setupError(o, err)
 	}
-	if err := cli.CheckNormal(fmt.Sprintf("-clip %g with -learners %d", p.Clip, p.Learners), s.Privacy.Sensitivity, s.Privacy.NoiseStd); err != nil {
-		return 0, err
-	}
 	if cmd == "replay" {
 		replay := audit.Replay
 		if o.network {

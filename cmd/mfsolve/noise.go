@@ -52,10 +52,7 @@ func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Facto
 		// The sampling probability of the PLD accountant is -sampling.
 		return cli.Usagef("-sampling %v: want %s", cfg.sampling, pe.Want)
 	}
-	if err != nil {
-		return err
-	}
-	return cli.CheckNormal(fmt.Sprintf("-clip %g with -learners %d", cfg.clip, cfg.learners), p.Privacy.Sensitivity, p.Privacy.NoiseStd)
+	return err
 }
 
 // noiseSamples draws the R x D noise matrix of f's streaming mechanism:

@@ -165,11 +165,6 @@ func execute(ctx context.Context, c config, e env) error {
 	if err != nil {
 		return err
 	}
-	if res.Privacy != nil {
-		if err := cli.CheckNormal(fmt.Sprintf("-clip %g with -learners %d", c.clip, c.learners), res.Privacy.Sensitivity, res.Privacy.NoiseStd); err != nil {
-			return err
-		}
-	}
 	return finish(ctx, c, e, p, res, start)
 }
 

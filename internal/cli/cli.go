@@ -43,21 +43,6 @@ func ExitCode(err error) int {
 	return ExitFailure
 }
 
-// CheckNormal returns a *[UsageError] if the release sensitivity or the
-// noise std of a calibration is below the normal float64 range (2.2e-308):
-// there the floats keep few significant bits, so the reported sigma (noise
-// std / sensitivity) is not the calibrated one (-clip 1e-310 -learners
-// 1e18 reported sigma = 4 for a calibrated 3.73). flags names the flags
-// that set the sensitivity, for the message.
-func CheckNormal(flags string, sensitivity, noiseStd float64) error {
-	const smallestNormal = 0x1p-1022
-	if sensitivity < smallestNormal || noiseStd < smallestNormal {
-		return Usagef("%s: the release sensitivity %g and noise std %g must be at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps",
-			flags, sensitivity, noiseStd)
-	}
-	return nil
-}
-
 // OneLine joins the lines and runs of white space of a message, so that
 // every error a command prints is one line.
 func OneLine(s string) string {

@@ -144,21 +144,3 @@ func TestParseFloat(t *testing.T) {
 		}
 	}
 }
-
-func TestCheckNormal(t *testing.T) {
-	for _, tc := range []struct {
-		sens, std float64
-		ok        bool
-	}{
-		{1, 3.73, true},
-		{0x1p-1022, 0x1p-1022, true}, // the smallest normal float64
-		{0x1p-1023, 1, false},        // subnormal sensitivity
-		{1, 5e-324, false},           // subnormal noise std
-		{0, 0, false},
-	} {
-		err := CheckNormal("-clip 1 with -learners 1", tc.sens, tc.std)
-		if (err == nil) != tc.ok || (err != nil && ExitCode(err) != ExitUsage) {
-			t.Errorf("CheckNormal(%g, %g) = %v, want ok %v", tc.sens, tc.std, err, tc.ok)
-		}
-	}
-}
