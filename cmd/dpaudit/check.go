@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,35 +45,28 @@ func (o *options) check(cmd string, set map[string]bool) error {
 	if p.Calibration, err = plan.ParseCalibration(o.cal); err != nil {
 		return cli.Usagef("-calibration %q: want exact or paper", o.cal)
 	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"learners", p.Learners}, {"rounds", p.Rounds}, {"tau", p.Tau}, {"dim", p.Dim}} {
-		if f.v < 1 {
-			return cli.Usagef("-%s %d: want >= 1", f.name, f.v)
+	// The plan's own checks (audit.Plan.Validate), worded for the flag
+	// that set each field; the plan is checked before WithDefaults, so a
+	// zero is refused rather than read as "the default".
+	if err := p.Validate(); err != nil {
+		var pe *param.Error
+		if !errors.As(err, &pe) {
+			return err
 		}
-	}
-	if err := p.Participation.Validate(p.Rounds); err != nil {
-		return cli.Usagef("-participation %s: %s", o.part, want(err))
+		if pe.Param == "participation" {
+			return cli.Usagef("-participation %s: %s", o.part, want(err))
+		}
+		flag := map[string]string{"Learners": "learners", "Rounds": "rounds", "Tau": "tau", "Dim": "dim",
+			"Eta": "eta", "EtaG": "eta-g", "Clip": "clip", "Eps": "eps", "Delta": "delta", "Dropout": "dropout"}[pe.Param]
+		if flag == "" {
+			return err
+		}
+		return cli.Usagef("-%s %v: want %s", flag, pe.Value, strings.SplitN(pe.Want, " (WithDefaults", 2)[0])
 	}
 	if p.Algorithm != fedopt.Independent {
 		if err := factorize.CheckUnder(p.Strategy, p.Participation); err != nil {
 			return cli.Usagef("-strategy %s: %s", o.strategy, want(err))
 		}
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"eps", p.Eps}, {"clip", p.Clip}, {"eta", p.Eta}, {"eta-g", p.EtaG}} {
-		if !(f.v > 0) || math.IsInf(f.v, 1) {
-			return cli.Usagef("-%s %v: want a finite number > 0", f.name, f.v)
-		}
-	}
-	if !(p.Delta > 0 && p.Delta < 1) {
-		return cli.Usagef("-delta %v: want 0 < delta < 1", p.Delta)
-	}
-	if !(p.Dropout >= 0 && p.Dropout < 1) {
-		return cli.Usagef("-dropout %v: want a probability 0 <= p < 1", p.Dropout)
 	}
 	if cmd == "replay" && o.network && p.Dropout != 0 {
 		return cli.Usagef("-network runs without dropouts: fednet's learners submit in every round (-dropout exercises its dropout policy in process)")
