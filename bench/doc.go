@@ -20,9 +20,16 @@
 // path with B and C (R = 800; 2000 with DPMF_LONG=1), forming B and C at
 // R = 10,000 and one round of the optimal mechanism at d = 10^6 — with the
 // CPU seconds per operation and the cores used beside the wall time, for
-// the ratio of GOMAXPROCS 1 to 2 on a shared machine:
+// the ratio of GOMAXPROCS 1 to 2 on a shared machine (a -cpu list that
+// starts and ends with the same value: the testing package runs a list's
+// first value at its last, Go issue 49980; the metric procs shows the
+// GOMAXPROCS each result ran at):
 //
-//	go test -run '^$' -bench Par -cpu 1,2 -count 3 ./bench/
+//	go test -run '^$' -bench Par -cpu 1,2,1 -count 3 ./bench/
+//
+// BenchmarkCeiling is the machine's own limit on the same ratio, a
+// perfectly parallel kernel (compute-bound and memory-bound), to run in
+// the same command.
 //
 // # Streaming the optimal factorization
 //

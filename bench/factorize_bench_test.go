@@ -112,7 +112,7 @@ func BenchmarkOptimalLossOnly(b *testing.B) {
 // BenchmarkOptimalLossOnlyLarge times the targets of issue 20 item 2: the
 // optimal loss (loss only, structured path) at R = 10^6 certified to the
 // default 1e-10 and, with DPMF_LONG=1, R = 10^7 certified to 1e-8. Run it
-// with -cpu 1,2 (or 2,16) for the GOMAXPROCS ratio in one run; the result
+// with -cpu 1,2,1 (or 2,16,2: see reportProcs) for the GOMAXPROCS ratio in one run; the result
 // is the same bits for every GOMAXPROCS.
 func BenchmarkOptimalLossOnlyLarge(b *testing.B) {
 	ctx := context.Background()
@@ -287,7 +287,7 @@ func BenchmarkOptimalBanded(b *testing.B) {
 // banded factor under 64-min-separation (factorize.OptimalBanded, b = 64,
 // loss only) at R = 10^4 certified to the default 1e-8 and, with
 // DPMF_LONG=1, R = 10^5 certified to 1e-6 (use -timeout 60m). Run it with
-// -cpu 1,2 for the GOMAXPROCS ratio in one run, and 8,16 on a 2-core
+// -cpu 1,2,1 for the GOMAXPROCS ratio in one run (see reportProcs), and 2,8,16,2 on a 2-core
 // machine for oversubscription (the proxy for many cores: it must not be
 // slower than 2); the result is the same bits for every GOMAXPROCS. Besides wall time it reports the process's
 // CPU time per run (user + system, getrusage: on a shared machine the
@@ -327,6 +327,7 @@ func BenchmarkBandedMinSep(b *testing.B) {
 				}
 			}
 			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
+			reportProcs(b)
 			reportSolver(b, f.Iterations, f.Gap, opt.Tol)
 			b.ReportMetric(float64(f.Evaluations), "evals")
 			b.ReportMetric(f.Metrics.Loss, "loss")

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -13,9 +14,9 @@ import (
 
 // The benchmarks of this file time the heavy paths of issue 20 item 1, one
 // benchmark per path; run them with -cpu 1,2 for the GOMAXPROCS ratio in
-// one run:
+// one run (the list starts and ends with the same value: see reportProcs):
 //
-//	go test -run '^$' -bench Par -cpu 1,2 -count 3 ./bench/
+//	go test -run '^$' -bench Par -cpu 1,2,1 -count 3 ./bench/
 //
 // Besides ns/op each reports cpu-s/op, the process's user+sys CPU seconds
 // per operation (getrusage), and cores, CPU over wall time: on a shared
@@ -37,6 +38,18 @@ func loopCPU(b *testing.B, body func()) {
 	cpu, wall := cpuSeconds()-cpu0, time.Since(t0).Seconds()
 	b.ReportMetric(cpu/float64(n), "cpu-s/op")
 	b.ReportMetric(cpu/wall, "cores")
+	reportProcs(b)
+}
+
+// reportProcs reports the GOMAXPROCS that the benchmark actually ran at
+// (procs). The testing package runs the first value of a -cpu list at the
+// GOMAXPROCS left by the previous benchmark, the list's last value, not
+// at its own (Go issue 49980; with b.Loop the whole measurement is that
+// first run): a list that starts and ends with the same value, such as
+// -cpu 1,2,1 or 2,16,2, measures every entry at its own value, and this
+// metric shows which it was.
+func reportProcs(b *testing.B) {
+	b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "procs")
 }
 
 // BenchmarkParStructured times the structured fixed point (loss only, the

@@ -21,7 +21,7 @@ func TestStructuredSameBitsAnyGOMAXPROCS(t *testing.T) {
 	opt := Options{LossOnly: true, Tol: 1e-6}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var ref *Factorization
-	for _, procs := range []int{1, 2, 3} {
+	for _, procs := range []int{1, 2, 3, 8} {
 		runtime.GOMAXPROCS(procs)
 		f, err := Optimal(context.Background(), w, opt)
 		require.NoError(t, err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/floats"
 
@@ -530,38 +532,70 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 		rhs[j] = math.Sqrt(v[j]) / inv.At(j, j)
 	}
 	// Row r of L^T D^{-1} is (G[r][r], G[r+1][r]) = (Diag[r], Sub[r+1]).
-	// The shifts go in two fixed halves, concurrently where GOMAXPROCS
-	// allows, each into its own sum; the result does not depend on it.
+	// The shifts go in two fixed halves, each summed into its own vector
+	// in the order of the shifts, and the halves are added at the end.
+	// The solves run on up to rowSqWorkers goroutines; each adds its
+	// shift's terms only after the shift before it in its half, so the
+	// result does not depend on the number of goroutines.
 	g, h := e.bi.Diag, e.bi.Sub
 	ns := len(e.q.Shifts)
-	half := func(lo, hi int, out []float64) {
+	out, second := make([]float64, n), make([]float64, n)
+	// added[j] is closed once shift j's terms are in its half's sum.
+	added := make([]chan struct{}, ns)
+	for j := range added {
+		added[j] = make(chan struct{})
+	}
+	var next atomic.Int64
+	solve := func() {
 		zr, zr1, work := make([]float64, n), make([]float64, n), make([]float64, 2*n)
-		for j := lo; j < hi; j++ {
+		for {
+			j := int(next.Add(1) - 1)
+			if j >= ns {
+				return
+			}
 			e.bi.PrefixSolveEnds(e.q.Shifts[j], rhs, zr, zr1, work)
+			sum := second
+			if j < ns/2 {
+				sum = out
+			}
+			if j != 0 && j != ns/2 {
+				<-added[j-1]
+			}
 			wt := e.q.Weights[j]
 			for r := 0; r < n-1; r++ {
-				out[r] += wt * (g[r]*zr[r] + h[r+1]*zr1[r])
+				sum[r] += wt * (g[r]*zr[r] + h[r+1]*zr1[r])
 			}
-			out[n-1] += wt * (g[n-1] * zr[n-1])
+			sum[n-1] += wt * (g[n-1] * zr[n-1])
+			close(added[j])
 		}
 	}
-	out, second := make([]float64, n), make([]float64, n)
-	if runtime.GOMAXPROCS(0) > 1 && ns > 1 {
-		done := make(chan struct{})
+	workers := rowSqWorkers(n, ns)
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Add(1)
 		go func() {
-			half(ns/2, ns, second)
-			close(done)
+			defer wg.Done()
+			solve()
 		}()
-		half(0, ns/2, out)
-		<-done
-	} else {
-		half(0, ns/2, out)
-		half(ns/2, ns, second)
 	}
+	solve()
+	wg.Wait()
 	for r := range out {
 		out[r] += second[r]
 	}
 	return out
+}
+
+// rowSqWorkers returns the number of goroutines of [structuredEvaluator.rowSq]
+// at order n with ns shifts: up to GOMAXPROCS and ns, and at most as many as
+// keep their buffers (32 n bytes each) within 512 MiB, but always two where
+// GOMAXPROCS and ns allow (as before this limit).
+func rowSqWorkers(n, ns int) int {
+	w := min(runtime.GOMAXPROCS(0), ns)
+	if limit := max(2, (512<<20)/(32*max(n, 1))); w > limit {
+		w = limit
+	}
+	return max(w, 1)
 }
 
 // bidiagWork returns the work slice of the bidiagonal kernels (2 R).

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // BidiagGram is the symmetric positive definite tridiagonal matrix
@@ -257,21 +259,32 @@ func runPair(f, g func()) {
 
 // Gershgorin returns Gershgorin's upper bound on lambda_max(T), raised by a
 // relative 1e-12 to cover rounding. The cost is O(n); from order 65,536
-// on, the two halves of the rows run on two goroutines
-// where GOMAXPROCS allows (a maximum: the result does not depend on it).
+// on, chunks of gershgorinChunk rows run on as many goroutines as
+// GOMAXPROCS and the length allow ([par.For]). The result is a maximum of
+// exactly computed row bounds, so it does not depend on the split.
 func (b BidiagGram) Gershgorin() float64 {
 	n := b.N()
 	b.check(n)
-	hi := 0.0
 	if n < bidiagParallelOrder {
-		hi = b.gershgorinRows(0, n)
-	} else {
-		var h2 float64
-		runPair(func() { hi = b.gershgorinRows(0, n/2) }, func() { h2 = b.gershgorinRows(n/2, n) })
-		hi = math.Max(hi, h2)
+		return b.gershgorinRows(0, n) * (1 + 1e-12)
+	}
+	chunks := (n + gershgorinChunk - 1) / gershgorinChunk
+	part := make([]float64, chunks)
+	// About 8 units of par.Grain per row: two squares, two products and
+	// three loads of the rows' entries.
+	par.For(chunks, 8*float64(n), func(c int) {
+		part[c] = b.gershgorinRows(c*gershgorinChunk, min(n, (c+1)*gershgorinChunk))
+	})
+	hi := 0.0
+	for _, v := range part {
+		hi = math.Max(hi, v)
 	}
 	return hi * (1 + 1e-12)
 }
+
+// gershgorinChunk is the number of rows of one chunk of
+// [BidiagGram.Gershgorin].
+const gershgorinChunk = 1 << 15
 
 // gershgorinRows returns the largest Gershgorin row bound of rows [lo, hi).
 func (b BidiagGram) gershgorinRows(lo, hi int) float64 {
