@@ -5,13 +5,15 @@
 #
 # Usage, from the repository root:
 #
-#	sh bench/manycores.sh [P [REGEXP]]
+#	sh bench/manycores.sh [P [REGEXP [BENCHTIME]]]
 #
 # P defaults to the number of CPUs (nproc). REGEXP picks benchmarks of
 # ./bench/ (default: the ceiling, the structured fixed point at R = 10^6,
 # forming B and C at R = 10^4, the mechanism at d = 10^6, the accountant's
 # slowest point, the dense path at R = 800 and the banded solver at
-# R = 10^4; about 6 minutes on 16 cores, 10 on 2). Each benchmark runs at
+# R = 10^4; about 6 minutes on the 16-core machine of docs/scaling.md),
+# each result one
+# iteration (BENCHTIME, default 1x, with REGEXP). Each benchmark runs at
 # -cpu 2,P,2,P,2,P,2: the testing package runs the first value of a -cpu
 # list at the list's last value (Go issue 49980), so the list starts and
 # ends with 2, and every result reports the GOMAXPROCS it ran at. The table
@@ -23,6 +25,7 @@
 set -eu
 p=${1:-$(nproc)}
 re=${2:-}
+bt=${3:-1x}
 case $p in
 '' | *[!0-9]*)
 	echo "manycores.sh: P must be a whole number of cores, got \"$p\"" >&2
@@ -48,7 +51,7 @@ run() {
 # One iteration per result; the mechanism 20 rounds, the ceiling 3 runs.
 {
 	if [ -n "$re" ]; then
-		run "$re" 1x
+		run "$re" "$bt"
 	else
 		run 'Ceiling' 3x
 		run 'ParStructured/R=1000000$|ParFormBC|PLDBounds/q=0.0001,sigma=1,T=100000$|ParDense/R=800$' 1x
