@@ -12,8 +12,8 @@
 # forming B and C at R = 10^4, the mechanism at d = 10^6, the accountant's
 # slowest point, the dense path at R = 800 and the banded solver at
 # R = 10^4; about 6 minutes on the 16-core machine of docs/scaling.md),
-# each result one
-# iteration (BENCHTIME, default 1x, with REGEXP). Each benchmark runs at
+# each result one iteration (BENCHTIME, default 1x, with REGEXP). Each
+# benchmark runs at
 # -cpu 2,P,2,P,2,P,2: the testing package runs the first value of a -cpu
 # list at the list's last value (Go issue 49980), so the list starts and
 # ends with 2, and every result reports the GOMAXPROCS it ran at. The table
