@@ -21,7 +21,9 @@ const chunk = 1 << 11
 // multiply-add): an exp or log; a hypot; a math.Pow; a double-word
 // complex multiply-add (hornerDFT's step); a discretisation cell's
 // inverse loss; its quadrature (2 nodes, each a density, a loss and an
-// expm1); an optimistic cell's three quadratures.
+// expm1); an optimistic cell's three quadratures; a point of a curve of
+// the queries (its recurrence and, for an optimistic epsilon, a scan of
+// the cells).
 const (
 	costExp   = 20
 	costHypot = 10
@@ -30,6 +32,7 @@ const (
 	costInv   = 40
 	costCell  = 150
 	costOpt   = 400
+	costCurve = 40
 )
 
 // powCost returns the work of cpow(z, k) and the math.Pow calls that go
