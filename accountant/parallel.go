@@ -93,3 +93,32 @@ func cells(from, n int, cost float64, body func(lo, hi int) error) error {
 	}
 	return nil
 }
+
+// lastWhere returns the largest j in [0, n) with ok(j), or -1 if there is
+// none. It tries blocks of 16 chunks from the top down, each block's
+// chunks on all cores (ok must be safe for concurrent use), so that it
+// evaluates ok at most a block below the answer.
+func lastWhere(n int, cost float64, ok func(j int) bool) int {
+	const block = 16 * chunk
+	found := make([]int, block/chunk)
+	for top := n; top > 0; top -= block {
+		bot := max(0, top-block)
+		chunks := (top - bot + chunk - 1) / chunk
+		par.For(chunks, float64(top-bot)*cost, func(c int) {
+			// Chunk c holds [max(bot, top-(c+1) chunk), top-c chunk).
+			found[c] = -1
+			for j := top - c*chunk - 1; j >= max(bot, top-(c+1)*chunk); j-- {
+				if ok(j) {
+					found[c] = j
+					return
+				}
+			}
+		})
+		for _, j := range found[:chunks] {
+			if j >= 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}

@@ -340,26 +340,25 @@ func (c *curve) epsilon(delta float64) float64 {
 		_, eps := bisect(func(e float64) bool { return c.value(e) <= delta }, 0, top)
 		return eps
 	}
-	// Optimistic: the highest cell whose left end is above delta holds
-	// the last crossing; the value is decreasing within a cell.
-	for j := n - 1; j >= 0; j-- {
-		left := float64(c.d.lo+j-1) * c.h
+	// Optimistic: the highest cell of positive losses whose left end
+	// (at least 0) is above delta holds the last crossing; the value is
+	// decreasing within a cell. The right ends grow with j, so the cells
+	// of positive losses are those from the first such one up.
+	j := lastWhere(n, costCurve, func(j int) bool {
 		right := float64(c.d.lo+j) * c.h
-		if right <= 0 {
-			break
-		}
-		left = math.Max(left, 0)
-		if c.onCell(j, left) <= delta {
-			continue
-		}
-		if c.onCell(j, right) > delta {
-			return right // can only happen through rounding; still below the truth
-		}
-		// The last point still above delta: below the truth.
-		eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right)
-		return eps
+		return right > 0 && c.onCell(j, math.Max(float64(c.d.lo+j-1)*c.h, 0)) > delta
+	})
+	if j < 0 {
+		return 0
 	}
-	return 0
+	left := math.Max(float64(c.d.lo+j-1)*c.h, 0)
+	right := float64(c.d.lo+j) * c.h
+	if c.onCell(j, right) > delta {
+		return right // can only happen through rounding; still below the truth
+	}
+	// The last point still above delta: below the truth.
+	eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right)
+	return eps
 }
 
 // bisect narrows [lo, hi] around the switch of a monotone predicate,

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dpmf/dpmf/internal/par"
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
@@ -161,6 +162,32 @@ func TestKthPowerRefineSameBitsAnyCores(t *testing.T) {
 		for i := range w {
 			if math.Float64bits(w[i]) != math.Float64bits(w1[i]) {
 				t.Fatalf("GOMAXPROCS=%d: entry %d = %x, at GOMAXPROCS=1 %x", procs, i, w[i], w1[i])
+			}
+		}
+	}
+}
+
+// TestLastWhere checks lastWhere against a scan from the top, for sets
+// of matching indices placed across and at the ends of its blocks.
+func TestLastWhere(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	block := 16 * chunk
+	for _, n := range []int{0, 1, chunk - 1, chunk + 1, block, 3*block + 7} {
+		for _, hit := range []int{-1, 0, 1, chunk - 1, chunk, block - 1, block, block + 1, 2*block + 5, n - 1} {
+			if hit >= n {
+				continue
+			}
+			// Matches at hit and at every 97th index below it.
+			ok := func(j int) bool { return j == hit || (j < hit && (hit-j)%97 == 0) }
+			want := -1
+			for j := n - 1; j >= 0; j-- {
+				if ok(j) {
+					want = j
+					break
+				}
+			}
+			if got := lastWhere(n, par.Grain, ok); got != want { // every chunk on its own core
+				t.Errorf("n = %d, last match %d: lastWhere = %d, want %d", n, hit, got, want)
 			}
 		}
 	}
