@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"sync"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // This file holds the privacy-loss-distribution (PLD) accountant: its types,
@@ -338,26 +340,25 @@ func (c *curve) epsilon(delta float64) float64 {
 		_, eps := bisect(func(e float64) bool { return c.value(e) <= delta }, 0, top)
 		return eps
 	}
-	// Optimistic: the highest cell whose left end is above delta holds
-	// the last crossing; the value is decreasing within a cell.
-	for j := n - 1; j >= 0; j-- {
-		left := float64(c.d.lo+j-1) * c.h
+	// Optimistic: the highest cell of positive losses whose left end
+	// (at least 0) is above delta holds the last crossing; the value is
+	// decreasing within a cell. The right ends grow with j, so the cells
+	// of positive losses are those from the first such one up.
+	j := lastWhere(n, costCurve, func(j int) bool {
 		right := float64(c.d.lo+j) * c.h
-		if right <= 0 {
-			break
-		}
-		left = math.Max(left, 0)
-		if c.onCell(j, left) <= delta {
-			continue
-		}
-		if c.onCell(j, right) > delta {
-			return right // can only happen through rounding; still below the truth
-		}
-		// The last point still above delta: below the truth.
-		eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right)
-		return eps
+		return right > 0 && c.onCell(j, math.Max(float64(c.d.lo+j-1)*c.h, 0)) > delta
+	})
+	if j < 0 {
+		return 0
 	}
-	return 0
+	left := math.Max(float64(c.d.lo+j-1)*c.h, 0)
+	right := float64(c.d.lo+j) * c.h
+	if c.onCell(j, right) > delta {
+		return right // can only happen through rounding; still below the truth
+	}
+	// The last point still above delta: below the truth.
+	eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right)
+	return eps
 }
 
 // bisect narrows [lo, hi] around the switch of a monotone predicate,
@@ -415,15 +416,32 @@ func (p *PLD) DeltaBounds(eps float64) (Bounds, error) {
 	if !(eps >= 0) || math.IsInf(eps, 1) {
 		return Bounds{}, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
 	}
-	var b Bounds
-	for _, d := range p.dirs() {
-		b.Safe = math.Max(b.Safe, newCurve(d, p.h, true).value(eps))
+	return p.bounds(func(c *curve) float64 { return c.value(eps) }), nil
+}
+
+// bounds returns the larger of f over the safe curves of the directions
+// as Safe, and over the optimistic ones (at most Safe) as Optimistic. The
+// curves are built and f evaluated on up to four cores, one curve each;
+// the maxima are taken in the order of the directions.
+func (p *PLD) bounds(f func(c *curve) float64) Bounds {
+	safe := p.dirs()
+	ds := append(safe, p.optDirs()...)
+	v := make([]float64, len(ds))
+	work := 0.0
+	for _, d := range ds {
+		work += costCurve * float64(len(d.mass))
 	}
-	for _, d := range p.optDirs() {
-		b.Optimistic = math.Max(b.Optimistic, newCurve(d, p.h, false).value(eps))
+	par.For(len(ds), work, func(i int) { v[i] = f(newCurve(ds[i], p.h, i < len(safe))) })
+	var b Bounds
+	for i, x := range v {
+		if i < len(safe) {
+			b.Safe = math.Max(b.Safe, x)
+		} else {
+			b.Optimistic = math.Max(b.Optimistic, x)
+		}
 	}
 	b.Optimistic = math.Min(b.Optimistic, b.Safe)
-	return b, nil
+	return b
 }
 
 // Epsilon returns an eps >= 0 at which the mechanism the PLD describes is
@@ -453,15 +471,7 @@ func (p *PLD) EpsilonBounds(delta float64) (Bounds, error) {
 	if err := checkDelta(delta); err != nil {
 		return Bounds{}, err
 	}
-	var b Bounds
-	for _, d := range p.dirs() {
-		b.Safe = math.Max(b.Safe, newCurve(d, p.h, true).epsilon(delta))
-	}
-	for _, d := range p.optDirs() {
-		b.Optimistic = math.Max(b.Optimistic, newCurve(d, p.h, false).epsilon(delta))
-	}
-	b.Optimistic = math.Min(b.Optimistic, b.Safe)
-	return b, nil
+	return p.bounds(func(c *curve) float64 { return c.epsilon(delta) }), nil
 }
 
 // ErrPLDInterval reports PLDs of different grid spacings composed together.

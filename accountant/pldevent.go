@@ -3,6 +3,8 @@ package accountant
 import (
 	"context"
 	"math"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // This file discretises single events: the Gaussian mechanism and the
@@ -405,11 +407,17 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	n := hi - lo + 1
 	d := &lossDist{lo: lo, mass: make([]float64, n), logErr: math.Inf(-1)}
 	xs := make([]float64, n)
-	for i := range xs {
-		if err := m.cancelled(i); err != nil {
-			return nil, err
+	err = cells(0, n, costInv, func(from, to int) error {
+		for i := from; i < to; i++ {
+			if err := m.cancelled(i); err != nil {
+				return err
+			}
+			xs[i] = m.inv(float64(lo+i) * h)
 		}
-		xs[i] = m.inv(float64(lo+i) * h)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	d.mass[0] = m.cdf(xs[0])
 	if !math.IsInf(xs[n-1], 1) {
@@ -421,13 +429,16 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	lower := 1 / math.Expm1(h)
 	panel := m.scale / 20
 	cellRel := make([]float64, n)
-	for i := 1; i < n; i++ {
-		if err := m.cancelled(i); err != nil {
-			return nil, err
-		}
+	// The cells run on all cores. Cell i adds to mass[i] and cellRel[i],
+	// which no cell before it touched, and keeps what it adds to
+	// mass[i-1] and cellRel[i-1] (or to d.inf) in low[i], for the pass
+	// after the cells to add in the order of i, as one cell after the
+	// other would.
+	low := make([]cellLow, n)
+	cell := func(i int) {
 		a, b := xs[i-1], xs[i]
 		if !(b > a) {
-			continue
+			return
 		}
 		lPrev := float64(lo+i-1) * h
 		// A cell reaching x = -Inf or +Inf with a bounded loss there
@@ -461,7 +472,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 				mass, sum = m.cdf(b)-m.cdf(a), m.cdf(b)+m.cdf(a)
 			}
 			if math.IsInf(b, 1) && supLoss > lPrev+h {
-				d.inf += math.Max(mass, 0)
+				low[i] = cellLow{kind: lowInf, mass: math.Max(mass, 0)}
 			} else if mass > 0 {
 				// A difference of two distribution functions (each a
 				// few u off): its relative error, which cancellation
@@ -474,7 +485,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 				d.mass[i] += mass
 				cellRel[i] = math.Max(cellRel[i], r)
 			}
-			continue
+			return
 		}
 		// Cells narrower than scale/1000 (the usual case) need only the
 		// 2-point rule: its error is below (w/scale)^4 / 4000 relative.
@@ -501,13 +512,33 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		A *= 0.5 * w
 		B *= 0.5 * w
 		d.mass[i] += A * upper
-		d.mass[i-1] += B * lower
 		// The relative error of the split: the quadrature and the
 		// rounding of L(x) - l (a few ulps of |l| and the error of L on
 		// the cell, lossErr) against a cell of width h.
 		r := 1e-12 + 64*0x1p-53*(math.Max(math.Abs(lPrev), math.Abs(lPrev+h))+lossErr(m, a, b))/h
 		cellRel[i] = math.Max(cellRel[i], r)
-		cellRel[i-1] = math.Max(cellRel[i-1], r)
+		low[i] = cellLow{kind: lowSplit, mass: B * lower, rel: r}
+	}
+	err = cells(1, n, costCell, func(from, to int) error {
+		for i := from; i < to; i++ {
+			if err := m.cancelled(i); err != nil {
+				return err
+			}
+			cell(i)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < n; i++ {
+		switch l := low[i]; l.kind {
+		case lowSplit:
+			d.mass[i-1] += l.mass
+			cellRel[i-1] = math.Max(cellRel[i-1], l.rel)
+		case lowInf:
+			d.inf += l.mass
+		}
 	}
 	// Each mass is raised by the bound on its own relative error (of the
 	// cells it takes from, 1e-12 for the rest: the tail masses and the
@@ -525,6 +556,21 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	d.rel = 0
 	return d, nil
 }
+
+// cellLow is what a cell i of discretise adds below itself: with kind
+// lowSplit, mass to mass[i-1] and its relative error bound rel to
+// cellRel[i-1]; with kind lowInf, mass to the infinite loss.
+type cellLow struct {
+	kind      uint8
+	mass, rel float64
+}
+
+// The kinds of cellLow: none, a split cell, a wide cell at +Inf.
+const (
+	lowNone = iota
+	lowSplit
+	lowInf
+)
 
 // quad returns the integral of f over [a, b] by the rule discretise uses
 // (the 5-point Gauss-Legendre rule on panels no wider than scale/20, the
@@ -590,44 +636,69 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 	D := make([]float64, n) // P_i - e^(l_i) Q_i
 	S := make([]float64, n) // bound on D's error
 	floorAt := make([]bool, n)
-	a := edge(0)
-	for i := range n {
-		if err := m.cancelled(i); err != nil {
-			return nil, err
-		}
-		b := edge(i + 1)
-		if i == n-1 {
-			b = xhi
-		}
-		if !(b > a) {
-			a = math.Max(a, b)
-			continue
-		}
-		li := float64(lo+i) * h
-		c := math.Min(math.Max(m.inv(li), a), b)
-		pm, ok1 := quad(m.pdf, a, b, m.scale)
-		neg, ok2 := quad(func(x float64) float64 {
-			return m.pdf(x) * math.Max(0, math.Expm1(li-m.loss(x)))
-		}, a, c, m.scale)
-		pos, ok3 := quad(func(x float64) float64 {
-			return m.pdf(x) * math.Max(0, -math.Expm1(li-m.loss(x)))
-		}, c, b, m.scale)
-		if !ok1 || !ok2 || !ok3 {
-			// A wide cell (far in a tail): its mass at the grid point
-			// at or below its least loss, which its loss exceeds.
-			var mass float64
-			if m.sf(a) < 0.5 {
-				mass = m.sf(a) - m.sf(b)
-			} else {
-				mass = m.cdf(b) - m.cdf(a)
+	// The cells run on all cores. Cell i is (a_i, b_i] with b_i = edge(i+1)
+	// (xhi for the last) and a_i the largest of edge(0) and the b_j before
+	// it; the b_i are computed first, on all cores, then the a_i at the
+	// start of each chunk, in order.
+	ends := make([]float64, n)
+	par.Range(n, chunk, costInv, func(from, to int) {
+		for i := from; i < to; i++ {
+			ends[i] = xhi
+			if i < n-1 {
+				ends[i] = edge(i + 1)
 			}
-			P[i] = math.Max(0, mass)
-			floorAt[i] = true
-			a = b
-			continue
 		}
-		P[i], D[i], S[i] = pm, pos-neg, lerr*pm+1e-12*(pos+neg)
-		a = b
+	})
+	starts := make([]float64, (n+chunk-1)/chunk)
+	a := edge(0)
+	for i, b := range ends {
+		if i%chunk == 0 {
+			starts[i/chunk] = a
+		}
+		a = math.Max(a, b)
+	}
+	err = cells(0, n, costOpt, func(from, to int) error {
+		a := starts[from/chunk]
+		for i := from; i < to; i++ {
+			if err := m.cancelled(i); err != nil {
+				return err
+			}
+			b := ends[i]
+			if !(b > a) {
+				a = math.Max(a, b)
+				continue
+			}
+			li := float64(lo+i) * h
+			c := math.Min(math.Max(m.inv(li), a), b)
+			pm, ok1 := quad(m.pdf, a, b, m.scale)
+			neg, ok2 := quad(func(x float64) float64 {
+				return m.pdf(x) * math.Max(0, math.Expm1(li-m.loss(x)))
+			}, a, c, m.scale)
+			pos, ok3 := quad(func(x float64) float64 {
+				return m.pdf(x) * math.Max(0, -math.Expm1(li-m.loss(x)))
+			}, c, b, m.scale)
+			if !ok1 || !ok2 || !ok3 {
+				// A wide cell (far in a tail): its mass at the grid
+				// point at or below its least loss, which its loss
+				// exceeds.
+				var mass float64
+				if m.sf(a) < 0.5 {
+					mass = m.sf(a) - m.sf(b)
+				} else {
+					mass = m.cdf(b) - m.cdf(a)
+				}
+				P[i] = math.Max(0, mass)
+				floorAt[i] = true
+				a = b
+				continue
+			}
+			P[i], D[i], S[i] = pm, pos-neg, lerr*pm+1e-12*(pos+neg)
+			a = b
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	d := &lossDist{lo: lo, mass: make([]float64, n), rel: rho, logErr: math.Inf(-1)}
 	frac := make([]float64, n) // the fraction of each cell not yet taken

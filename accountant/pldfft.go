@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dpmf/dpmf/internal/par"
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
@@ -47,8 +48,13 @@ func fastLen(n int) int {
 // sqrt(sum of g(|c_j|)^2) from the n/2+1 coefficients c of a real
 // sequence of length n, evaluating g once per coefficient.
 func spectrumSums(c []complex128, n int, g func(float64) float64) (l1, l2 float64) {
-	for j, z := range c {
-		v := g(math.Hypot(real(z), imag(z)))
+	vs := make([]float64, len(c))
+	par.Range(len(c), chunk, costHypot, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			vs[j] = g(math.Hypot(real(c[j]), imag(c[j])))
+		}
+	})
+	for j, v := range vs {
 		w := 2.0
 		if j == 0 || (n%2 == 0 && j == n/2) {
 			w = 1
@@ -154,30 +160,48 @@ func (d *lossDist) logMGFOn(s float64, first, last int) float64 {
 // functions scanned (Chernoff exponents) are unimodal in log s, so this
 // finds the least octave of the full scan with 21 evaluations instead of
 // 33, and refines it; any s gives a valid bound.
-func scanMin(f func(float64) float64, guess float64) (arg, val float64) {
+//
+// The evaluations of each of the three rounds run on all cores (f must be
+// safe for concurrent use; cost is the work of one evaluation in units of
+// par.Grain's), and are compared in the order of j, the first of equal
+// values kept, as one at a time would.
+func scanMin(f func(float64) float64, guess, cost float64) (arg, val float64) {
 	best, bv := 0.0, math.Inf(1)
-	try := func(j float64) {
-		if v := f(guess * math.Exp2(j)); v < bv {
-			best, bv = j, v
+	var js, vs []float64
+	round := func() {
+		vs = slices.Grow(vs[:0], len(js))[:len(js)]
+		par.For(len(js), cost*float64(len(js)), func(i int) { vs[i] = f(guess * math.Exp2(js[i])) })
+		for i, v := range vs {
+			if v < bv {
+				best, bv = js[i], v
+			}
 		}
+		js = js[:0]
 	}
 	for j := -24.0; j <= 8; j += 4 {
-		try(j)
+		js = append(js, j)
 	}
+	round()
 	c := best
 	for j := math.Max(c-3, -24); j <= math.Min(c+3, 8); j++ {
 		if j != c {
-			try(j)
+			js = append(js, j)
 		}
 	}
+	round()
 	c = best
 	for j := c - 0.75; j <= c+0.75; j += 0.25 {
 		if j != c {
-			try(j)
+			js = append(js, j)
 		}
 	}
+	round()
 	return guess * math.Exp2(best), bv
 }
+
+// mgfCost is the work of one logMGFOn over a support of n points (and of
+// a scanMin evaluation that calls it once), in units of par.Grain's.
+func mgfCost(n int) float64 { return 2 * float64(n) }
 
 // spreadGuess returns sqrt(2 log(1/tail) / (k var)), var the variance of
 // d's offsets under its normalised masses: the Chernoff parameter of a
@@ -215,20 +239,20 @@ func (d *lossDist) tilted(t float64, n int) (seq []float64, logZ, rel float64) {
 	if len(d.mass) > n {
 		w = make([]float64, len(d.mass))
 	}
-	z := 0.0
-	for i, v := range d.mass {
-		w[i] = v * math.Exp(t*float64(i-last))
-		z += w[i]
-	}
+	par.Range(len(d.mass), chunk, costExp, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			w[i] = d.mass[i] * math.Exp(t*float64(i-last))
+		}
+	})
+	z := sum(w)
 	inv := 1 / z
 	if len(d.mass) > n {
+		// Wrapped: the sums into seq stay in order.
 		for i, x := range w {
 			seq[i%n] += x * inv
 		}
 	} else {
-		for i := range w {
-			w[i] *= inv
-		}
+		scale(w, inv)
 	}
 	// The exponent t (i - last) is rounded by u |t (i - last)|; exp, the
 	// product, the division and the wrapping add a few u each. The
@@ -340,28 +364,21 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 		ca := tr.Coefficients(nil, sa)
 		cb := tr.Coefficients(nil, sb)
 		c := make([]complex128, len(ca))
-		for j := range ca {
-			c[j] = ca[j] * cb[j]
-		}
+		par.Range(len(c), chunk, 8, func(lo, hi int) {
+			for j := lo; j < hi; j++ {
+				c[j] = ca[j] * cb[j]
+			}
+		})
 		fftErr = fftErrors(ca, cb, c, n, ma, mb)
 		w = tr.Sequence(nil, c)
-		inv := 1 / float64(n)
-		for i := range w {
-			w[i] *= inv
-		}
+		scale(w, 1/float64(n))
 		fftErr += 2 * unitRound * sum(w)
 	}
 	fftErr += float64(na+nb) * 0x1p-1070 // tilted masses lost to underflow
 	top := lastA + lastB
 	r.mass = make([]float64, na+nb-1)
-	expMax := 0.0
-	for s := range r.mass {
-		if v := w[s]; v > 0 {
-			e := logZa + logZb + t*float64(top-s)
-			expMax = math.Max(expMax, math.Abs(e))
-			r.mass[s] = untilt(v, e)
-		}
-	}
+	expMax := untiltAll(r.mass, func(s int) float64 { return w[s] },
+		func(s int) float64 { return logZa + logZb + t*float64(top-s) })
 	relU := 8 * unitRound * (800 + expMax)
 	r.rel = (1+a.rel)*(1+b.rel)*(1+relA)*(1+relB)*(1+relU) - 1
 	la, lb := a.logErrAt(t), b.logErrAt(t)
@@ -379,7 +396,7 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 func kTilt(d *lossDist, k int, guess, logTail float64) float64 {
 	g := guess * math.Sqrt(logf(tiltTarget)/logTail)
 	first, last := d.support()
-	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGFOn(s, first, last) - logf(tiltTarget)) / s }, g)
+	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGFOn(s, first, last) - logf(tiltTarget)) / s }, g, mgfCost(last-first+1))
 	return math.Min(t, 1.5*g)
 }
 
@@ -397,13 +414,13 @@ func kTilt(d *lossDist, k int, guess, logTail float64) float64 {
 func tiltFor(d *lossDist, k int, guess, logTail, fold float64) float64 {
 	first, last := d.support()
 	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
-	kf := float64(k)
-	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess)
-	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess)
+	kf, cost := float64(k), mgfCost(last-first+1)
+	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess, cost)
+	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess, cost)
 	t := kTilt(d, k, guess, logTail)
 	for range 12 {
 		mt := mgf(t)
-		_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess)
+		_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess, cost)
 		if !(b1-b0 > 2*(b0+negA)) {
 			break
 		}
@@ -509,9 +526,10 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	logMt := func(s float64) float64 { return mgf(t+s) - mt }
 	// The window: the lower Chernoff bound of the composition, the upper
 	// ones of the composition and of its tilted version.
-	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess)
-	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess)
-	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logf(fold)) / s }, guess)
+	cost := mgfCost(last - first + 1)
+	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess, cost)
+	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess, cost)
+	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logf(fold)) / s }, guess, cost)
 	sA, sB := 0, full-1
 	if a := math.Floor(-negA); a > 0 && !math.IsNaN(a) {
 		sA = int(math.Min(a, float64(full-1)))
@@ -528,15 +546,15 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	// composition on both sides (to the error).
 	foldErr := 0.0
 	if sB < full-1 {
-		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess)
-		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess)
+		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess, cost)
+		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess, cost)
 		if pes {
 			r.inf = math.Min(1, r.inf+math.Exp(up))
 		}
 		foldErr += math.Exp(upT)
 	}
 	if sA > 0 {
-		_, dnT := scanMin(func(s float64) float64 { return kf*logMt(-s) + s*float64(sA-1) }, guess)
+		_, dnT := scanMin(func(s float64) float64 { return kf*logMt(-s) + s*float64(sA-1) }, guess, cost)
 		foldErr += math.Exp(dnT)
 	}
 	n := fastLen(sB - sA + 1)
@@ -560,14 +578,8 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 			kf*float64(n1)*0x1p-1070*math.Pow(m+1e-300, kf-1)
 		r.lo = k*d.lo + sA
 		r.mass = make([]float64, sB-sA+1)
-		expMax := 0.0
-		for s := sA; s <= sB; s++ {
-			if v := w[s%n]; v > 0 {
-				e := kf*logZ + t*float64(top-s)
-				expMax = math.Max(expMax, math.Abs(e))
-				r.mass[s-sA] = untilt(v, e)
-			}
-		}
+		expMax := untiltAll(r.mass, func(i int) float64 { return w[(i+sA)%n] },
+			func(i int) float64 { s := i + sA; return kf*logZ + t*float64(top-s) })
 		relU := 8 * unitRound * (800 + expMax)
 		r.rel = (1+r.rel)*math.Exp(kf*math.Log1p(relT))*(1+relU) - 1
 		r.tau = t
@@ -657,30 +669,36 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 	if refine {
 		exact = refineSpectrum(tr, seq, c, in, k, m, fe, round)
 	}
-	var F1, F2, out1 float64
 	pr := powRound(k, math.Sqrt(5)*unitRound)
-	for j, z := range c {
-		a, e := abs(z), in[j]
-		var p complex128
-		var rnd float64
-		if v, ok := exact[j]; ok {
-			p, rnd = v, round[j]
-		} else {
-			p = cpow(z, k)
-			rnd = pr * math.Pow(a, kf)
+	// The powers on all cores: c[j] becomes z^k, in[j] its error bound f
+	// and outAbs[j] |z^k|; the sums of those below stay in the order of j.
+	outAbs := make([]float64, len(c))
+	par.Range(len(c), chunk, powCost(k), func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			z := c[j]
+			a, e := abs(z), in[j]
+			var p complex128
+			var rnd float64
+			if v, ok := exact[j]; ok {
+				p, rnd = v, round[j]
+			} else {
+				p = cpow(z, k)
+				rnd = pr * math.Pow(a, kf)
+			}
+			in[j] = kf*e*math.Pow(a+e, kf-1) + rnd
+			outAbs[j] = abs(p)
+			c[j] = p
 		}
-		f := kf*e*math.Pow(a+e, kf-1) + rnd
+	})
+	var F1, F2, out1 float64
+	for j, f := range in {
 		wt := weight(j)
 		F1 += wt * f
 		F2 += wt * f * f
-		out1 += wt * abs(p)
-		c[j] = p
+		out1 += wt * outAbs[j]
 	}
 	w = tr.Sequence(nil, c)
-	inv := 1 / nf
-	for i := range w {
-		w[i] *= inv
-	}
+	scale(w, 1/nf)
 	perIndex = math.Min(F1/nf, math.Sqrt(F2)/math.Sqrt(nf)) + fe*(out1+F1)/nf
 	return w, perIndex
 }
@@ -722,12 +740,19 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 		g float64
 	}
 	g := make([]float64, len(c))
+	pw := make([]float64, len(c)) // |z|^k, summed in order below
+	par.Range(len(c), chunk, 2*costPow, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			z := c[j]
+			a := math.Hypot(real(z), imag(z)) * (1 + 4*unitRound)
+			g[j] = kf * in[j] * math.Pow(a+in[j], kf-1)
+			pw[j] = math.Pow(a, kf)
+		}
+	})
 	total, out := 0.0, 0.0
-	for j, z := range c {
-		a := math.Hypot(real(z), imag(z)) * (1 + 4*unitRound)
-		g[j] = kf * in[j] * math.Pow(a+in[j], kf-1)
-		out += math.Pow(a, kf)
-		total += g[j]
+	for j, v := range g {
+		out += pw[j]
+		total += v
 	}
 	// Aim for a remainder of F below 2e-2 of the inverse transform's own
 	// rounding, fe ||z^k||_1: the terms below target / len(c) sum to at
@@ -761,21 +786,31 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 	ct := tr.Coefficients(nil, tail)
 	eRefined := fe*mt + hornerErrorConst(bulk)*mb
 	pr := powRound(k, 11.5*unitRound*unitRound)
+	// The candidates on all cores (each writes only its own in[j] and
+	// c[j]), their powers and bounds into the maps after.
+	chosen := cands[:count]
+	pows := make([]complex128, count)
+	rounds := make([]float64, count)
+	par.Range(count, 1, float64(bulk)*costDD+powCost(k), func(lo, hi int) {
+		for ci := lo; ci < hi; ci++ {
+			j := chosen[ci].j
+			z := hornerDFT(seq[s0:s1+1], s0, j, n)
+			z.rh, z.rl = ddAdd(z.rh, z.rl, real(ct[j]), 0)
+			z.ih, z.il = ddAdd(z.ih, z.il, imag(ct[j]), 0)
+			// The sums above err by 3.01 u^2 of the result each: within
+			// 5 u^2 |z|, at most 5 u^2 m.
+			in[j] = eRefined + 5*unitRound*unitRound*m
+			p := ddcPow(z, k)
+			pows[ci] = complex(p.rh, p.ih)
+			a := math.Hypot(z.rh, z.ih) * (1 + 4*unitRound)
+			rounds[ci] = pr*math.Pow(a, kf) + 2*unitRound*math.Hypot(p.rh, p.ih)
+			c[j] = complex(z.rh, z.ih)
+		}
+	})
 	exact := make(map[int]complex128, count)
-	for _, cd := range cands[:count] {
-		j := cd.j
-		z := hornerDFT(seq[s0:s1+1], s0, j, n)
-		z.rh, z.rl = ddAdd(z.rh, z.rl, real(ct[j]), 0)
-		z.ih, z.il = ddAdd(z.ih, z.il, imag(ct[j]), 0)
-		// The sums above err by 3.01 u^2 of the result each: within
-		// 5 u^2 |z|, at most 5 u^2 m.
-		in[j] = eRefined + 5*unitRound*unitRound*m
-		p := ddcPow(z, k)
-		v := complex(p.rh, p.ih)
-		a := math.Hypot(z.rh, z.ih) * (1 + 4*unitRound)
-		round[j] = pr*math.Pow(a, kf) + 2*unitRound*math.Hypot(p.rh, p.ih)
-		exact[j] = v
-		c[j] = complex(z.rh, z.ih)
+	for ci, cd := range chosen {
+		exact[cd.j] = pows[ci]
+		round[cd.j] = rounds[ci]
 	}
 	return exact
 }

@@ -643,7 +643,7 @@ func predictWidth(one *PLD, steps int) float64 {
 		if do == noOpt {
 			return 0
 		}
-		s, e := scanMin(func(s float64) float64 { return h * (kf*cgf(d, s) - logf(widthDelta)) / s }, h)
+		s, e := scanMin(func(s float64) float64 { return h * (kf*cgf(d, s) - logf(widthDelta)) / s }, h, mgfCost(len(d.mass)))
 		if !(e > 0) || math.IsInf(e, 0) {
 			continue
 		}
