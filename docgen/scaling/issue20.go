@@ -15,10 +15,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/ceiling"
 	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/mechanism"
 	"gonum.org/v1/gonum/mat"
@@ -485,59 +485,6 @@ func bytesText(n float64) string {
 // kernel: at GOMAXPROCS p, goroutine g takes the pieces i with i % p == g.
 const ceilUnits = 2
 
-// splitUnits runs unit(i) for each i < units over GOMAXPROCS goroutines,
-// goroutine g taking the i with i % GOMAXPROCS == g, and returns the
-// results in the order of i (so the same bits at any GOMAXPROCS).
-func splitUnits(units int, unit func(i int) float64) []float64 {
-	p := runtime.GOMAXPROCS(0)
-	out := make([]float64, units)
-	var wg sync.WaitGroup
-	for g := range min(p, units) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; i < units; i += p {
-				out[i] = unit(i)
-			}
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-// computeKernel runs n steps of four independent recurrences x = x*a + b
-// from seed (register-resident floating point, no memory traffic) and
-// returns the sum of their ends, which the caller uses.
-func computeKernel(n int, seed float64) float64 {
-	const a, b = 0.999999, 1e-6
-	x0, x1, x2, x3 := seed, seed+1, seed+2, seed+3
-	for range n {
-		x0 = x0*a + b
-		x1 = x1*a + b
-		x2 = x2*a + b
-		x3 = x3*a + b
-	}
-	return x0 + x1 + x2 + x3
-}
-
-// streamKernel reads all of a passes times and returns the sum.
-func streamKernel(a []float64, passes int) float64 {
-	var s0, s1, s2, s3 float64
-	for range passes {
-		i := 0
-		for ; i+3 < len(a); i += 4 {
-			s0 += a[i]
-			s1 += a[i+1]
-			s2 += a[i+2]
-			s3 += a[i+3]
-		}
-		for ; i < len(a); i++ {
-			s0 += a[i]
-		}
-	}
-	return s0 + s1 + s2 + s3
-}
-
 // ceilingRun returns one run of a ceiling kernel ("compute" or "memory")
 // at the given GOMAXPROCS: ceilUnits pieces of work over GOMAXPROCS
 // goroutines with no shared data, sized on the first call to take about
@@ -554,10 +501,10 @@ func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
 				if size == 0 {
 					const probe = 1 << 22
 					start := time.Now()
-					computeKernel(probe, 0)
+					ceiling.Compute(probe, 0)
 					size = max(probe, int(e.sizes.CeilSeconds/ceilUnits/time.Since(start).Seconds()*probe))
 				}
-				unit = func(i int) float64 { return computeKernel(size, float64(i)) }
+				unit = func(i int) float64 { return ceiling.Compute(size, float64(i)) }
 			case "memory":
 				runtime.GC() // the previous run's arrays
 				arrays := make([][]float64, ceilUnits)
@@ -569,16 +516,16 @@ func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
 				}
 				if size == 0 {
 					start := time.Now()
-					streamKernel(arrays[0], 1)
+					ceiling.Stream(arrays[0], 1)
 					size = max(1, int(math.Round(e.sizes.CeilSeconds/ceilUnits/time.Since(start).Seconds())))
 				}
-				unit = func(i int) float64 { return streamKernel(arrays[i], size) }
+				unit = func(i int) float64 { return ceiling.Stream(arrays[i], size) }
 			default:
 				return fmt.Errorf("ceiling kernel %q: want compute or memory", kind)
 			}
 			runtime.GC()
 			start, c0 := time.Now(), cpuSeconds()
-			parts := splitUnits(ceilUnits, unit)
+			parts := ceiling.Split(ceilUnits, unit)
 			s.Seconds, s.CPU = time.Since(start).Seconds(), cpuSeconds()-c0
 			for _, v := range parts {
 				s.Value += v

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/ceiling"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -322,34 +323,6 @@ func TestWithProcs(t *testing.T) {
 	}
 }
 
-// The ceiling kernels against closed forms: x = x*a + b from x0 is
-// 1 + (x0 - 1) a^n (its fixed point b / (1 - a) is 1), and a stream's sum
-// is passes times the array's sum; the pieces come back in order at any
-// GOMAXPROCS.
-func TestCeilingKernels(t *testing.T) {
-	const n, a = 100000, 0.999999
-	want := 0.0
-	for k := range 4 {
-		want += 1 + (float64(k)-1)*math.Pow(a, n)
-	}
-	if got := computeKernel(n, 0); math.Abs(got-want) > 1e-9*want {
-		t.Errorf("computeKernel(%d, 0) = %.15g, want %.15g", n, got, want)
-	}
-	if got := streamKernel([]float64{1, 2, 3, 4, 5, 6, 7}, 3); got != 84 {
-		t.Errorf("streamKernel(1..7, 3 passes) = %v, want 84", got)
-	}
-	for _, p := range []int{1, 2, 3} {
-		var got []float64
-		withProcs(p, func() error {
-			got = splitUnits(5, func(i int) float64 { return float64(i * i) })
-			return nil
-		})
-		if !slices.Equal(got, []float64{0, 1, 4, 9, 16}) {
-			t.Errorf("splitUnits at GOMAXPROCS=%d: %v, want squares in order", p, got)
-		}
-	}
-}
-
 // Each ceiling run gives the same bits at GOMAXPROCS 1 and 2, keeps the
 // size of its first call, and sums what the kernels give alone.
 func TestCeilingRun(t *testing.T) {
@@ -372,7 +345,7 @@ func TestCeilingRun(t *testing.T) {
 		want := 0.0
 		switch kind {
 		case "compute":
-			want = computeKernel(s1.Iters, 0) + computeKernel(s1.Iters, 1)
+			want = ceiling.Compute(s1.Iters, 0) + ceiling.Compute(s1.Iters, 1)
 		case "memory":
 			// Each 1 MB array holds 131072 values j % 1000 / 1000.
 			one := 0.0
