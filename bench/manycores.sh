@@ -15,8 +15,8 @@
 # each result one iteration (BENCHTIME, default 1x, with REGEXP). Each
 # benchmark runs at -cpu 2,P,2,P,2,P,2: the testing package runs the first
 # value of a -cpu list at the list's last value (Go issue 49980), so the
-# list starts and ends with 2, and every result reports the GOMAXPROCS it
-# ran at. The table
+# list starts and ends with 2 (the solvers' and the mechanism's results also
+# report the GOMAXPROCS they ran at, procs). The table
 # gives the median wall time at 2 and at P (4 and 3 runs) and their ratio.
 # The raw output is kept in $TMPDIR/manycores.txt (or /tmp). With
 # BENCH_TEST set to a test binary of ./bench/ (go test -c ./bench/), it runs
