@@ -588,9 +588,9 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 
 // rowSqWorkers returns the number of goroutines of [structuredEvaluator.rowSq]
 // at order n with ns shifts: up to GOMAXPROCS, ns and 8, and at most as many
-// as keep their buffers (32 n bytes each) within 512 MiB, but two where
-// GOMAXPROCS and ns allow (as before there were more). At R = 10^6 that is
-// 8 goroutines and 256 MB, at R = 10^7 two and 640 MB.
+// as keep their buffers (32 n bytes each) within 512 MiB, though never fewer
+// than two where GOMAXPROCS and ns allow (the two fixed halves of before).
+// At R = 10^6 that is 8 goroutines and 256 MB, at R = 10^7 two and 640 MB.
 func rowSqWorkers(n, ns int) int {
 	w := min(runtime.GOMAXPROCS(0), ns, 8)
 	if limit := max(2, (512<<20)/(32*max(n, 1))); w > limit {
