@@ -167,14 +167,16 @@ type bandedProblem struct {
 	zf, z2f, yf, vf, hf []float64
 	ld                  []float64
 	pad                 int
-	// m holds |L^T X| by rows ([bandedProblem.formM]); colSums, pv, pu
+	// m holds L^T X by rows ([bandedProblem.formM]); colSums, pv, pu
 	// and pw are scratch for it and [bandedProblem.refineLambda].
 	m                   []float64
 	colSums, pv, pu, pw []float64
 	pvSet               bool
-	// lastLambda is the last lower bound on lambda_min(G) that gapOf
-	// computed (0: none yet); it only decides whether to compute another.
-	lastLambda float64
+	// mScale is the last quadratic bound that gapOf computed over r^2
+	// (0: none yet), and sinceM the calls since; they only decide when to
+	// compute the next.
+	mScale float64
+	sinceM int
 }
 
 func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
@@ -438,10 +440,9 @@ func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []
 // linear and the quadratic bounds of [OptimalBanded]'s certificate, from
 // the band of G. gErr bounds the Frobenius norm of the error of the
 // computed G over the off-diagonal band (both triangles); it is added to
-// the norm of R in the quadratic bound and, through |delta| <= the norm,
-// to P. The quadratic bound takes lambda_min(G) >= 1 / (||M||_1 ||M||_inf)
-// and, when that is within a factor 100 of stop, the sharper
-// [bandedProblem.refineLambda].
+// the norm of R and, through |delta| <= the norm, to P. The quadratic
+// bound, beta ||M R||_F^2 / 4 ([bandedProblem.mr]), costs about one
+// iteration; it is computed where it may certify.
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
 	sums := sumBandRows(n, 2, float64(2*b), func(lo, hi int, out []float64) {
@@ -463,40 +464,124 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 		return lin
 	}
 	r := math.Sqrt(r2) + gErr
-	// beta bounds lambda_max(X*): 2b - 1 for every feasible matrix, and
-	// lambda_max(X) + ||X* - X||_F <= gersh + beta r / lambda by the same
-	// expansion (f(X*) <= f(X) gives lambda ||Delta||^2 / beta <= r ||Delta||),
-	// which a few rounds tighten once r is small.
-	gersh := -1.0
-	quad := func(lambda float64) float64 {
-		beta := float64(2*b - 1)
-		if gersh < 0 {
-			gersh = bp.gershgorin(x)
-		}
-		for range 4 {
-			beta = math.Min(beta, gersh+beta*r/lambda)
-		}
-		q := beta * r * r / (4 * lambda)
+	rel := func(q float64) float64 {
 		if q < f {
 			return q / (f - q)
 		}
 		return math.Inf(1)
 	}
-	// Far from the optimum the quadratic bound is the weaker one: skip
-	// forming M while it would be, judged by the last bound on
-	// lambda_min(G) (which changes slowly), by a factor 10.
-	if bp.lastLambda > 0 && float64(2*b-1)*r*r/(4*bp.lastLambda) > 10*lin*f {
+	// Where the quadratic bound may certify is predicted by its ratio to
+	// r^2 at its last computation (which changes slowly): it is computed
+	// where the prediction is at most stop, at least every 20 iterations
+	// where it is within a factor 10 of stop, and, before the first
+	// prediction, once the linear bound is within a factor 10^5 of stop.
+	// A stop of 0 computes it always.
+	bp.sinceM++
+	switch pred := rel(bp.mScale * r * r); {
+	case stop <= 0:
+	case bp.mScale > 0 && pred > stop && (pred > 10*stop || bp.sinceM < 20):
+		return lin
+	case bp.mScale == 0 && lin > 1e5*stop:
 		return lin
 	}
 	m1, mi := bp.formM(x)
-	bp.lastLambda = 1 / (m1 * mi * (1 + 1e-12))
-	gap := math.Min(lin, quad(bp.lastLambda))
-	if gap > stop && gap < 100*stop {
-		lam := bp.refineLambda()
-		gap = math.Min(gap, quad(lam))
-		bp.lastLambda = math.Max(bp.lastLambda, lam)
+	lam := math.Max(1/(m1*mi*(1+1e-12)), bp.refineLambda())
+	gersh := bp.gershgorin(x)
+	mr := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
+	// beta bounds lambda_max(X*): 2b - 1 for every feasible matrix, and
+	// lambda_max(X) + ||X* - X||_2 <= gersh + ||Delta||_F, where
+	// f(X*) <= f(X) bounds ||Delta||_F in two ways (see docs/solver.md):
+	// by beta r / lambda and by beta ||M R||_F / sqrt(lambda). A few
+	// rounds tighten it once r is small.
+	beta := float64(2*b - 1)
+	for range 4 {
+		beta = math.Min(beta, gersh+beta*math.Min(r/lam, mr/math.Sqrt(lam)))
 	}
-	return gap
+	q := beta * mr * mr / 4
+	bp.mScale, bp.sinceM = q/(r*r), 0
+	return math.Min(lin, rel(q))
+}
+
+// mr returns an upper bound on ||M R||_F, M = L^T X and R the
+// off-diagonal band of G (both triangles) from g, at the X of the last
+// [bandedProblem.formM], which returned m1 and mi; rn is the computed
+// ||R||_F, gErr bounds its error, and gersh is X's Gershgorin bound.
+//
+// It is the quadratic bound's weight: every column of Delta = X* - X is
+// supported on the 2b - 2 rows U around the diagonal, so the supremum of
+// <R, Delta> - tr(Delta G Delta) / beta is at most beta/4 sum_j r_j^T
+// (G_UU)^{-1} r_j (Delta's symmetry relaxed), and (G_UU)^{-1} <=
+// (G^{-1})_UU (the inverse of a principal block is at most that block of
+// the inverse), while G^{-1} = X S^{-1} X = M^T M is banded: sum_j r_j^T
+// (G^{-1})_UU r_j = ||M R||_F^2. It is never above ||R||_F^2 ||M||_2^2 =
+// ||R||_F^2 / lambda_min(G), and near the optimum it is 15 to 40 times
+// below it (docs/solver.md).
+//
+// Rounding (Higham 2002, section 3.5): the computed M is within
+// gamma_{p+1} |L|^T |X| of L^T X entry-wise, whose 2-norm is at most
+// ||L||_2 gersh; the product with the computed R is within gamma_{2w}
+// |fl(M)| |R| (w = 2b + p - 1 terms per entry in two passes), whose
+// 2-norm is at most sqrt(m1 mi) ||R||_F; R's own error adds
+// (sqrt(m1 mi) + the first) gErr; and the sum of squares is raised by
+// gamma_{n + 4b + p}.
+func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) float64 {
+	n, b, p := bp.n, bp.b, bp.p
+	wm, wa := 2*b+p-1, 4*b+p-3
+	sq := sumBandRows(n, 1, float64(2*wm*(b-1)), func(lo, hi int, out []float64) {
+		acc := make([]float64, wa)
+		s := 0.0
+		for i := lo; i < hi; i++ {
+			clear(acc)
+			// Row i of M holds the columns k = i-b+1+t; (M R)[i][l] is
+			// acc[l-i+2b-2]. R's strictly lower part: R[k][k-d] = g[k*b+d].
+			mrow := bp.m[i*wm : i*wm+wm]
+			for t, mv := range mrow {
+				k := i - b + 1 + t
+				if mv == 0 || k < 0 || k >= n {
+					continue
+				}
+				for d := 1; d < b && d <= k; d++ {
+					acc[k-d-i+2*b-2] += mv * g[k*b+d]
+				}
+			}
+			// Its strictly upper part: R[k][l] = g[l*b+l-k] for k < l.
+			for l := max(0, i-b+2); l <= min(n-1, i+2*b+p-2); l++ {
+				k0, k1 := max(0, l-b+1, i-b+1), min(l-1, i+b+p-1)
+				s := 0.0
+				for k := k0; k <= k1; k++ {
+					s += mrow[k-i+b-1] * g[l*b+l-k]
+				}
+				acc[l-i+2*b-2] += s
+			}
+			for _, v := range acc {
+				s += v * v
+			}
+		}
+		out[0] = s
+	})
+	gamma := func(k int) float64 { u := 0x1p-53; return float64(k) * u / (1 - float64(k)*u) }
+	mNorm := math.Sqrt(m1 * mi)
+	formErr := gamma(p+1) * bp.lNorm() * gersh
+	return math.Sqrt(sq[0]*(1+gamma(n+wa))) + (gamma(2*wm)*mNorm+formErr)*rn + (mNorm+formErr)*gErr
+}
+
+// lNorm returns sqrt(||L||_1 ||L||_inf) >= ||L||_2, L = A^{-1}, raised by
+// a relative 1e-12 for rounding.
+func (bp *bandedProblem) lNorm() float64 {
+	n, wl := bp.n, bp.p+1
+	rows, cols := make([]float64, n), make([]float64, n)
+	for a := 0; a < n; a++ {
+		for t := 0; t < wl && t <= a; t++ {
+			v := math.Abs(bp.lb[a*wl+t])
+			rows[a] += v
+			cols[a-t] += v
+		}
+	}
+	r1, ri := 0.0, 0.0
+	for a := range n {
+		ri, r1 = math.Max(ri, rows[a]), math.Max(r1, cols[a])
+	}
+	return math.Sqrt(r1*ri) * (1 + 1e-12)
 }
 
 // gershgorin returns Gershgorin's bound on lambda_max(X), the largest row
@@ -523,8 +608,8 @@ func (bp *bandedProblem) gershgorin(x linalg.SymBand) float64 {
 	return top * (1 + 1e-12)
 }
 
-// formM writes the nonzero entries of |M|, M = L^T X, into bp.m (row i
-// holds columns i-b+1 .. i+p+b-1) and returns ||M||_1 and ||M||_inf.
+// formM writes the nonzero entries of M = L^T X into bp.m (row i holds
+// columns i-b+1 .. i+p+b-1) and returns ||M||_1 and ||M||_inf.
 // M^T M = X L L^T X = X S^{-1} X = G^{-1}, so 1 / (||M||_1 ||M||_inf) <=
 // 1 / ||M||_2^2 = lambda_min(G).
 func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
@@ -547,10 +632,8 @@ func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
 				}
 			}
 			rs := 0.0
-			for t, v := range row {
-				v = math.Abs(v)
-				row[t] = v
-				rs += v
+			for _, v := range row {
+				rs += math.Abs(v)
 			}
 			rows[i] = rs
 		}
@@ -563,7 +646,7 @@ func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
 	return m1, mi
 }
 
-// mColumns writes into dst the sums of the columns of the |M| in bp.m
+// mColumns writes into dst the sums of the columns of |M|, M in bp.m
 // (see [bandedProblem.formM]), each weighted by u (1 where u is nil):
 // dst[j] = sum_i |M|[i][j] u[i], the rows in increasing order.
 func (bp *bandedProblem) mColumns(dst, u []float64) {
@@ -584,19 +667,19 @@ func (bp *bandedProblem) mColumns(dst, u []float64) {
 			o := out[j0-lo : j1-lo]
 			if u == nil {
 				for t, mv := range row {
-					o[t] += mv
+					o[t] += math.Abs(mv)
 				}
 				continue
 			}
 			ui := u[i]
 			for t, mv := range row {
-				o[t] += mv * ui
+				o[t] += math.Abs(mv) * ui
 			}
 		}
 	})
 }
 
-// refineLambda returns a sharper lower bound on lambda_min(G) from the |M|
+// refineLambda returns a sharper lower bound on lambda_min(G) from the M
 // that the last [bandedProblem.formM] left in bp.m: ||M||_2^2 <=
 // rho(|M|^T |M|) <= max_j (|M|^T |M| v)_j / v_j for every positive v (the
 // Collatz-Wielandt bound for a nonnegative matrix), with v from 30 steps
@@ -624,7 +707,7 @@ func (bp *bandedProblem) refineLambda() float64 {
 				s := 0.0
 				for t, mv := range row {
 					if j := lo + t; j >= 0 && j < n {
-						s += mv * v[j]
+						s += math.Abs(mv) * v[j]
 					}
 				}
 				u[i] = s

@@ -428,6 +428,56 @@ func TestBandedCertificateBounds(t *testing.T) {
 			assert.LessOrEqual(t, 1/(m1*mi), lmin)
 			assert.LessOrEqual(t, bp.refineLambda(), lmin)
 			assert.GreaterOrEqual(t, bp.refineLambda()*(1+1e-9), 1/(m1*mi))
+			// The weight of the quadratic bound: mr is ||M R||_F from the
+			// dense L^T X times the dense R (within rounding), that is at
+			// least the exact supremum's sum_j r_j^T (G_UU)^{-1} r_j over
+			// each column's window U, and at most ||R||_F^2 / lambda_min.
+			r2, exact := 0.0, 0.0
+			rd := mat.NewDense(n, n, nil)
+			for j := 0; j < n; j++ {
+				var u []int
+				for i := max(0, j-c.b+1); i <= min(n-1, j+c.b-1); i++ {
+					if i != j {
+						u = append(u, i)
+						rd.Set(i, j, gd.At(i, j))
+						r2 += gd.At(i, j) * gd.At(i, j)
+					}
+				}
+				if len(u) == 0 {
+					continue
+				}
+				guu := mat.NewSymDense(len(u), nil)
+				rj := mat.NewVecDense(len(u), nil)
+				for a, ia := range u {
+					rj.SetVec(a, gd.At(ia, j))
+					for e, ie := range u {
+						guu.SetSym(a, e, (gd.At(ia, ie)+gd.At(ie, ia))/2)
+					}
+				}
+				var ch mat.Cholesky
+				require.True(t, ch.Factorize(guu))
+				var y mat.VecDense
+				require.NoError(t, ch.SolveVecTo(&y, rj))
+				exact += mat.Dot(rj, &y)
+			}
+			var ad, md, mrd mat.Dense
+			require.NoError(t, ad.Inverse(c.w.Matrix()))
+			md.Mul(ad.T(), xd)
+			mrd.Mul(&md, rd)
+			dense := mat.Norm(&mrd, 2)
+			// The band of G from eval, not the dense one, enters mr: their
+			// difference bounds gErr here.
+			gErr := 0.0
+			for i := 0; i < n; i++ {
+				for j := max(0, i-c.b+1); j < i; j++ {
+					gErr += 2 * math.Pow(g[i*c.b+i-j]-gd.At(i, j), 2)
+				}
+			}
+			mr := bp.mr(x, g, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
+			assert.GreaterOrEqual(t, mr, dense, "%s b=%d point %d", c.w.Name(), c.b, k)
+			assert.InDelta(t, dense, mr, 1e-6*dense+1e-12, "%s b=%d point %d", c.w.Name(), c.b, k)
+			assert.GreaterOrEqual(t, dense*dense*(1+1e-9), exact, "%s b=%d point %d", c.w.Name(), c.b, k)
+			assert.LessOrEqual(t, dense*dense, r2/lmin*(1+1e-9), "%s b=%d point %d", c.w.Name(), c.b, k)
 		}
 		// Near the optimum the quadratic bound is far below the linear
 		// one: certify the 1e-6 point with both and with the linear alone.
@@ -576,7 +626,6 @@ func BenchmarkBandedIterations(b *testing.B) {
 		if !ok {
 			b.Fatal("not positive definite")
 		}
-		bp.lastLambda = 0
 		bp.gapOf(x, g, f, 0, 1e-8)
 		bp.precondition(x, g, h)
 		mem.Direction(grad, dir, alpha, func(d []float64) {

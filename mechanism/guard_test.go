@@ -15,10 +15,12 @@ import (
 // moved into package factorize (commit "mechanism: record the noise guard"),
 // one per case of guardCases: a guard that the move did not change the
 // noise. DPMF_WRITE_GUARD=1 rewrites it (only ever with the old code).
-// Exception: BLT's entries (prefix33/blt, minsep24/blt) are skipped: the
+// Exceptions: BLT's entries (prefix33/blt, minsep24/blt) are skipped: the
 // fit of issue #20 item 4 changes BLT's parameters on purpose, and the
 // records are never rewritten from the new code (factorize's tests check
-// the new fit against a dense product instead).
+// the new fit against a dense product instead). minsep24/banded is held to
+// 1e-4: its sharper certificate (issue #20 item 3) stops the solver
+// earlier.
 const guardFile = "testdata/noise_guard.json"
 
 type guardCase struct {
@@ -73,11 +75,13 @@ func guardCases() []guardCase {
 		switch {
 		case s.Name() == factorize.StrategyBandInv:
 			tol = 1e-9
-		case s.Name() == factorize.StrategyBanded && !asmKernels:
-			// The certified banded solver's inner products run in
-			// linalg's pure-Go loops, not the AVX2 kernels the guard was
-			// recorded with: C differs in the last bits.
-			tol = 1e-9
+		case s.Name() == factorize.StrategyBanded:
+			// The certified banded solver stops at another iterate since
+			// its certificate was sharpened (issue #20, item 3; both of
+			// its phases end earlier): a gap of 1e-8 in the loss, second
+			// order in C, holds C only to about its square root.
+			// Measured: 2.7e-5.
+			tol = 1e-4
 		}
 		cs = append(cs, guardCase{"minsep24/" + s.Name(), prefix(24), s, factorize.MinSeparation(6, 2), 3, tol})
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,6 +29,16 @@ var noiseTol = map[string]float64{"optimal": 1e-9, "semiseparable": 1e-9, "bandi
 // tests instead.
 var changedOnPurpose = map[string]string{"blt": "BLT's parameters are refitted on purpose (issue #20, item 4)"}
 
+// stopsElsewhere reports whether args solve the banded optimum under
+// min-separation, whose certificate issue #20 (item 3) sharpened: the
+// solver stops at another iterate (both of its phases end earlier), so its
+// loss is held to the certified gaps and the iterate's other metrics are
+// not compared.
+func stopsElsewhere(args []string) bool {
+	i, j := slices.Index(args, "-strategy"), slices.Index(args, "-participation")
+	return i >= 0 && j >= 0 && args[i+1] == "banded" && strings.HasPrefix(args[j+1], "minsep:")
+}
+
 // skipChanged skips a record of a strategy in changedOnPurpose.
 func skipChanged(t *testing.T, args []string) {
 	if i := slices.Index(args, "-strategy"); i >= 0 && changedOnPurpose[args[i+1]] != "" {
@@ -47,7 +58,17 @@ func TestGuardMetrics(t *testing.T) {
 			skipChanged(t, rec.Args)
 			r := runEnv(t.TempDir(), map[string]string{"DPMF_CACHE_BUDGET": "0"}, rec.Args...)
 			require.Equal(t, 0, r.code, r.stderr)
-			diffs, err := guard.Compare(rec.Out, []byte(r.stdout), 1e-12, "seconds", "cached", "wrote")
+			skip := []string{"seconds", "cached", "wrote"}
+			if stopsElsewhere(rec.Args) {
+				// The optimum is the same: the losses agree within the
+				// sum of their certified gaps.
+				var want, got struct{ Loss, Gap float64 }
+				require.NoError(t, json.Unmarshal(rec.Out, &want))
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+				require.InDelta(t, want.Loss, got.Loss, (want.Gap+got.Gap)*max(want.Loss, got.Loss))
+				skip = append(skip, "loss", "gap", "iterations", "frob_B_sq", "rmse", "max_se")
+			}
+			diffs, err := guard.Compare(rec.Out, []byte(r.stdout), 1e-12, skip...)
 			require.NoError(t, err)
 			require.Empty(t, diffs)
 		})
