@@ -171,12 +171,13 @@ type bandedProblem struct {
 	// and pw are scratch for it and [bandedProblem.refineLambda].
 	m                   []float64
 	colSums, pv, pu, pw []float64
-	pvSet               bool
-	// mScale is the last quadratic bound that gapOf computed over r^2
-	// (0: none yet), and sinceM the calls since; they only decide when to
-	// compute the next.
-	mScale float64
-	sinceM int
+	// rf holds R by rows for [bandedProblem.mr].
+	rf    []float64
+	pvSet bool
+	// lastQuad is what gapOf kept of its last quadratic bound, and
+	// sinceM the calls since; they only decide when to compute the next.
+	lastQuad lastQuad
+	sinceM   int
 }
 
 func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
@@ -470,99 +471,139 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 		}
 		return math.Inf(1)
 	}
-	// Where the quadratic bound may certify is predicted by its ratio to
-	// r^2 at its last computation (which changes slowly): it is computed
-	// where the prediction is at most stop, at least every 20 iterations
-	// where it is within a factor 10 of stop, and, before the first
-	// prediction, once the linear bound is within a factor 10^5 of stop.
-	// A stop of 0 computes it always.
+	// The quadratic bound, from ||M R||_F^2 = m2 and tr(M R X (M R)^T) =
+	// tx: delta bounds ||X* - X||_2, 2b - 1 for any two feasible matrices
+	// (-X <= X* - X <= X*), and, from f(X*) <= f(X), the bounds below by
+	// the same expansion (docs/solver.md), which a few rounds tighten.
+	quad := func(tx, m2, gersh, lam float64) float64 {
+		delta := float64(2*b - 1)
+		for range 8 {
+			delta = math.Min(delta, math.Min((gersh+delta)*r/lam, math.Sqrt((gersh+delta)*(tx+delta*m2)/lam)))
+		}
+		return (tx + delta*m2) / 4
+	}
+	// Where it may certify is predicted from its last computation, with
+	// tx and m2 scaled by r^2 (their ratios to it change slowly): it is
+	// computed where the prediction is at most stop, at least every 20
+	// iterations where it is within a factor 10 of stop, and once the
+	// linear bound is within a factor 10^5 of stop, then at every tenth
+	// of it. A stop of 0 computes it always.
 	bp.sinceM++
-	switch pred := rel(bp.mScale * r * r); {
+	last := &bp.lastQuad
+	switch pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam)); {
 	case stop <= 0:
-	case bp.mScale > 0 && pred > stop && (pred > 10*stop || bp.sinceM < 20):
-		return lin
-	case bp.mScale == 0 && lin > 1e5*stop:
+	case lin <= 1e5*stop && (last.lam == 0 || lin <= last.lin/10):
+	case last.lam > 0 && (pred <= stop || pred <= 10*stop && bp.sinceM >= 20):
+	default:
 		return lin
 	}
 	m1, mi := bp.formM(x)
 	lam := math.Max(1/(m1*mi*(1+1e-12)), bp.refineLambda())
 	gersh := bp.gershgorin(x)
-	mr := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
-	// beta bounds lambda_max(X*): 2b - 1 for every feasible matrix, and
-	// lambda_max(X) + ||X* - X||_2 <= gersh + ||Delta||_F, where
-	// f(X*) <= f(X) bounds ||Delta||_F in two ways (see docs/solver.md):
-	// by beta r / lambda and by beta ||M R||_F / sqrt(lambda). A few
-	// rounds tighten it once r is small.
-	beta := float64(2*b - 1)
-	for range 4 {
-		beta = math.Min(beta, gersh+beta*math.Min(r/lam, mr/math.Sqrt(lam)))
-	}
-	q := beta * mr * mr / 4
-	bp.mScale, bp.sinceM = q/(r*r), 0
+	m, tx := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
+	q := quad(tx, m*m, gersh, lam)
+	*last = lastQuad{tx: tx / (r * r), m2: m * m / (r * r), gersh: gersh, lam: lam, lin: lin}
+	bp.sinceM = 0
 	return math.Min(lin, rel(q))
 }
 
-// mr returns an upper bound on ||M R||_F, M = L^T X and R the
-// off-diagonal band of G (both triangles) from g, at the X of the last
-// [bandedProblem.formM], which returned m1 and mi; rn is the computed
-// ||R||_F, gErr bounds its error, and gersh is X's Gershgorin bound.
+// lastQuad is what [bandedProblem.gapOf] keeps of its last quadratic
+// bound to predict the next: tx and m2 over r^2, gersh, lambda, and the
+// linear bound then (all 0 before the first).
+type lastQuad struct{ tx, m2, gersh, lam, lin float64 }
+
+// mr returns upper bounds on ||P||_F and on tr(P X P^T), P = M R with M
+// = L^T X and R the off-diagonal band of G (both triangles) from g, at
+// the X of the last [bandedProblem.formM], which returned m1 and mi; rn
+// is the computed ||R||_F, gErr bounds its error, and gersh is X's
+// Gershgorin bound.
 //
-// It is the quadratic bound's weight: every column of Delta = X* - X is
-// supported on the 2b - 2 rows U around the diagonal, so the supremum of
-// <R, Delta> - tr(Delta G Delta) / beta is at most beta/4 sum_j r_j^T
-// (G_UU)^{-1} r_j (Delta's symmetry relaxed), and (G_UU)^{-1} <=
-// (G^{-1})_UU (the inverse of a principal block is at most that block of
-// the inverse), while G^{-1} = X S^{-1} X = M^T M is banded: sum_j r_j^T
-// (G^{-1})_UU r_j = ||M R||_F^2. It is never above ||R||_F^2 ||M||_2^2 =
-// ||R||_F^2 / lambda_min(G), and near the optimum it is 15 to 40 times
-// below it (docs/solver.md).
+// They are the quadratic bound's weights (docs/solver.md): with delta >=
+// ||X* - X||_2, f(X) - f(X*) <= sup over Delta on the band of <R, Delta>
+// - vec(Delta)^T K vec(Delta), K = (X + delta I)^{-1} (x) G, which is at
+// most 1/4 vec(R)^T (K^{-1}) vec(R) (the inverse of a principal block is
+// at most that block of the inverse), and K^{-1} = (X + delta I) (x)
+// G^{-1} with G^{-1} = X S^{-1} X = M^T M banded: 1/4 (tr(P X P^T) +
+// delta ||P||_F^2).
 //
 // Rounding (Higham 2002, section 3.5): the computed M is within
 // gamma_{p+1} |L|^T |X| of L^T X entry-wise, whose 2-norm is at most
 // ||L||_2 gersh; the product with the computed R is within gamma_{2w}
 // |fl(M)| |R| (w = 2b + p - 1 terms per entry in two passes), whose
 // 2-norm is at most sqrt(m1 mi) ||R||_F; R's own error adds
-// (sqrt(m1 mi) + the first) gErr; and the sum of squares is raised by
-// gamma_{n + 4b + p}.
-func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) float64 {
+// (sqrt(m1 mi) + the first) gErr: together e >= ||P - fl(P)||_F. The sums
+// of squares and of the quadratic forms are raised by gamma of their
+// longest chain of additions (|X| <= gersh in the forms), and tr(P X
+// P^T)^(1/2) = ||P X^{1/2}||_F by e sqrt(gersh).
+func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx float64) {
 	n, b, p := bp.n, bp.b, bp.p
-	wm, wa := 2*b+p-1, 4*b+p-3
-	sq := sumBandRows(n, 1, float64(2*wm*(b-1)), func(lo, hi int, out []float64) {
-		acc := make([]float64, wa)
-		s := 0.0
-		for i := lo; i < hi; i++ {
-			clear(acc)
-			// Row i of M holds the columns k = i-b+1+t; (M R)[i][l] is
-			// acc[l-i+2b-2]. R's strictly lower part: R[k][k-d] = g[k*b+d].
-			mrow := bp.m[i*wm : i*wm+wm]
-			for t, mv := range mrow {
-				k := i - b + 1 + t
-				if mv == 0 || k < 0 || k >= n {
-					continue
-				}
-				for d := 1; d < b && d <= k; d++ {
-					acc[k-d-i+2*b-2] += mv * g[k*b+d]
-				}
+	wm, wr, wa := 2*b+p-1, 2*b-1, 4*b+p-3
+	if len(bp.rf) < n*wr {
+		bp.rf = make([]float64, n*wr)
+	}
+	// rf row k: R[k][l] for l in [k-b+1, k+b-1] at l-k+b-1 (R is
+	// symmetric, so row l is also column l).
+	rf := bp.rf[:n*wr]
+	forBandRows(n, float64(wr), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			row := rf[k*wr : k*wr+wr]
+			clear(row)
+			for l := max(0, k-b+1); l < k; l++ {
+				row[l-k+b-1] = g[k*b+k-l]
 			}
-			// Its strictly upper part: R[k][l] = g[l*b+l-k] for k < l.
-			for l := max(0, i-b+2); l <= min(n-1, i+2*b+p-2); l++ {
-				k0, k1 := max(0, l-b+1, i-b+1), min(l-1, i+b+p-1)
-				s := 0.0
-				for k := k0; k <= k1; k++ {
-					s += mrow[k-i+b-1] * g[l*b+l-k]
-				}
-				acc[l-i+2*b-2] += s
-			}
-			for _, v := range acc {
-				s += v * v
+			for l := k + 1; l <= min(n-1, k+b-1); l++ {
+				row[l-k+b-1] = g[l*b+l-k]
 			}
 		}
-		out[0] = s
+	})
+	xd := x.Data
+	sums := sumBandRows(n, 2, float64(4*wm*b), func(lo, hi int, out []float64) {
+		acc, rev := make([]float64, wa), make([]float64, wa)
+		s, t := 0.0, 0.0
+		for i := lo; i < hi; i++ {
+			// P[i][l] = sum_k M[i][k] R[l][k] at acc[a], l = i-2b+2+a,
+			// over the columns k of both rows; M's row i holds the
+			// columns i-b+1 .. i+b+p-1 and R's row l l-b+1 .. l+b-1.
+			mrow := bp.m[i*wm : i*wm+wm]
+			l0 := i - 2*b + 2
+			for a := range acc {
+				l := l0 + a
+				acc[a] = 0
+				if l < 0 || l >= n {
+					continue
+				}
+				k0, k1 := max(0, i-b+1, l-b+1), min(n-1, i+b+p-1, l+b-1)
+				if k0 <= k1 {
+					acc[a] = linalg.Dot(mrow[k0-i+b-1:k1-i+b], rf[l*wr+k0-l+b-1:])
+				}
+			}
+			s += linalg.Dot(acc, acc)
+			// P[i] X P[i]^T = 2 sum_l P[i][l] sum_{c <= l} X[l][c] P[i][c]
+			// - sum_l X[l][l] P[i][l]^2, X[l][l-d] = xd[l*b+d]: with rev
+			// the reversed acc, the inner sum is a dot product of xd's
+			// row l and rev from rev[wa-1-a] on.
+			for a, v := range acc {
+				rev[wa-1-a] = v
+			}
+			for a, v := range acc {
+				l := l0 + a
+				if v == 0 || l < 0 || l >= n {
+					continue
+				}
+				d := min(b, a+1, l+1)
+				t += v * (2*linalg.Dot(xd[l*b:l*b+d], rev[wa-1-a:]) - v*xd[l*b])
+			}
+		}
+		out[0], out[1] = s, t
 	})
 	gamma := func(k int) float64 { u := 0x1p-53; return float64(k) * u / (1 - float64(k)*u) }
 	mNorm := math.Sqrt(m1 * mi)
 	formErr := gamma(p+1) * bp.lNorm() * gersh
-	return math.Sqrt(sq[0]*(1+gamma(n+wa))) + (gamma(2*wm)*mNorm+formErr)*rn + (mNorm+formErr)*gErr
+	e := (gamma(2*wm)*mNorm+formErr)*rn + (mNorm+formErr)*gErr
+	s := sums[0] * (1 + gamma(n+wa))
+	m = math.Sqrt(s) + e
+	tx = math.Sqrt(math.Max(0, sums[1])+gamma(n+2*b*wa)*gersh*s) + e*math.Sqrt(gersh)
+	return m, tx * tx
 }
 
 // lNorm returns sqrt(||L||_1 ||L||_inf) >= ||L||_2, L = A^{-1}, raised by

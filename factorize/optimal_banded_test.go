@@ -428,10 +428,11 @@ func TestBandedCertificateBounds(t *testing.T) {
 			assert.LessOrEqual(t, 1/(m1*mi), lmin)
 			assert.LessOrEqual(t, bp.refineLambda(), lmin)
 			assert.GreaterOrEqual(t, bp.refineLambda()*(1+1e-9), 1/(m1*mi))
-			// The weight of the quadratic bound: mr is ||M R||_F from the
-			// dense L^T X times the dense R (within rounding), that is at
-			// least the exact supremum's sum_j r_j^T (G_UU)^{-1} r_j over
-			// each column's window U, and at most ||R||_F^2 / lambda_min.
+			// The weights of the quadratic bound: mr is ||M R||_F from the
+			// dense L^T X times the dense R (within rounding), tx is
+			// tr(M R X (M R)^T) from the same product; ||M R||_F^2 is at
+			// least sum_j r_j^T (G_UU)^{-1} r_j over each column's window U
+			// (the supremum without X*), and at most ||R||_F^2 / lambda_min.
 			r2, exact := 0.0, 0.0
 			rd := mat.NewDense(n, n, nil)
 			for j := 0; j < n; j++ {
@@ -473,9 +474,13 @@ func TestBandedCertificateBounds(t *testing.T) {
 					gErr += 2 * math.Pow(g[i*c.b+i-j]-gd.At(i, j), 2)
 				}
 			}
-			mr := bp.mr(x, g, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
+			mr, tx := bp.mr(x, g, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
 			assert.GreaterOrEqual(t, mr, dense, "%s b=%d point %d", c.w.Name(), c.b, k)
 			assert.InDelta(t, dense, mr, 1e-6*dense+1e-12, "%s b=%d point %d", c.w.Name(), c.b, k)
+			var pxp mat.Dense
+			pxp.Product(&mrd, xd, mrd.T())
+			assert.GreaterOrEqual(t, tx, mat.Trace(&pxp), "%s b=%d point %d", c.w.Name(), c.b, k)
+			assert.InDelta(t, mat.Trace(&pxp), tx, 1e-6*mat.Trace(&pxp)+1e-12, "%s b=%d point %d", c.w.Name(), c.b, k)
 			assert.GreaterOrEqual(t, dense*dense*(1+1e-9), exact, "%s b=%d point %d", c.w.Name(), c.b, k)
 			assert.LessOrEqual(t, dense*dense, r2/lmin*(1+1e-9), "%s b=%d point %d", c.w.Name(), c.b, k)
 		}

@@ -19,7 +19,7 @@ import (
 // fit of issue #20 item 4 changes BLT's parameters on purpose, and the
 // records are never rewritten from the new code (factorize's tests check
 // the new fit against a dense product instead). minsep24/banded is held to
-// 1e-4: its sharper certificate (issue #20 item 3) stops the solver
+// 2e-4: its sharper certificate (issue #20 item 3) stops the solver
 // earlier.
 const guardFile = "testdata/noise_guard.json"
 
@@ -79,9 +79,9 @@ func guardCases() []guardCase {
 			// The certified banded solver stops at another iterate since
 			// its certificate was sharpened (issue #20, item 3; both of
 			// its phases end earlier): a gap of 1e-8 in the loss, second
-			// order in C, holds C only to about its square root.
-			// Measured: 2.7e-5.
-			tol = 1e-4
+			// order in C, holds each C only to about its square root, and
+			// the two differ by up to twice that. Measured: 6.2e-5.
+			tol = 2e-4
 		}
 		cs = append(cs, guardCase{"minsep24/" + s.Name(), prefix(24), s, factorize.MinSeparation(6, 2), 3, tol})
 	}
