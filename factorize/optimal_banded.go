@@ -442,8 +442,9 @@ func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []
 // the band of G. gErr bounds the Frobenius norm of the error of the
 // computed G over the off-diagonal band (both triangles); it is added to
 // the norm of R and, through |delta| <= the norm, to P. The quadratic
-// bound, beta ||M R||_F^2 / 4 ([bandedProblem.mr]), costs about one
-// iteration; it is computed where it may certify.
+// bound, (tr(P X P^T) + delta ||P||_F^2) / 4 with P = M R
+// ([bandedProblem.mr]), costs about an iteration; it is computed where it
+// may certify. A stop of 0 computes it always.
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
 	sums := sumBandRows(n, 2, float64(2*b), func(lo, hi int, out []float64) {
@@ -529,7 +530,7 @@ type lastQuad struct{ tx, m2, gersh, lam, lin float64 }
 // Rounding (Higham 2002, section 3.5): the computed M is within
 // gamma_{p+1} |L|^T |X| of L^T X entry-wise, whose 2-norm is at most
 // ||L||_2 gersh; the product with the computed R is within gamma_{2w}
-// |fl(M)| |R| (w = 2b + p - 1 terms per entry in two passes), whose
+// |fl(M)| |R| (at most w = 2b + p - 1 terms per entry), whose
 // 2-norm is at most sqrt(m1 mi) ||R||_F; R's own error adds
 // (sqrt(m1 mi) + the first) gErr: together e >= ||P - fl(P)||_F. The sums
 // of squares and of the quadratic forms are raised by gamma of their
