@@ -801,9 +801,12 @@ func (bp *bandedProblem) precondition(x linalg.SymBand, g, h []float64) {
 
 // bandedSolution is the result of [bandedProblem.solve].
 type bandedSolution struct {
-	x           linalg.SymBand
-	f, gap      float64
-	iter, evals int
+	x      linalg.SymBand
+	f, gap float64
+	// lower is the best certified lower bound on the optimum so far, with
+	// lowerErr the rounding allowance for f it was certified with.
+	lower, lowerErr float64
+	iter, evals     int
 	// levels is the number of coarse levels that [bandedProblem.run]
 	// solved first.
 	levels int
@@ -1301,6 +1304,12 @@ func (bp *bandedProblem) scatter(x linalg.SymBand) (bandedRounding, bool) {
 // search fails.
 func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial *bandedPoint, stop float64, rnd bandedRounding, opt Options, st *bandedSolution) (*bandedPoint, error) {
 	roundErr := rnd.f
+	// A lower bound from an earlier phase, certified with a smaller
+	// rounding allowance for f, is lowered by the difference.
+	if roundErr > st.lowerErr {
+		st.lower *= 1 - 2*(roundErr-st.lowerErr)
+		st.lowerErr = roundErr
+	}
 	const memSize = 12
 	m := len(cur.v)
 	if !ph.eval(cur) {
@@ -1321,6 +1330,14 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		}
 		st.iter++
 		st.gap = bp.gapOf(cur.x, cur.g, cur.f, rnd.g, stop-2*roundErr) + 2*roundErr
+		// Every certified gap gives a lower bound on f* that holds for
+		// every later iterate: keep the best, so that the gap never rises
+		// between computations of the quadratic bound.
+		if lb := cur.f / (1 + st.gap); lb > st.lower {
+			st.lower = lb
+		} else if st.lower > 0 {
+			st.gap = math.Min(st.gap, cur.f*(1+2*roundErr)/st.lower-1)
+		}
 		if opt.Progress != nil {
 			opt.Progress(Progress{Iter: st.iter, Lower: cur.f / (1 + st.gap), Upper: cur.f, Gap: st.gap, Tol: opt.Tol})
 		}

@@ -100,6 +100,28 @@ func TestBandedCertificateValidAtScale(t *testing.T) {
 	}
 }
 
+// The reported gap never rises within a level, across both phases, but
+// for the larger rounding allowance of the second phase (1e-9 here): each
+// iteration's certified lower bound on the optimum holds for the later
+// ones. Checked on the progress reports of a whole solve, whose lower
+// bounds also stay below the final loss (an upper bound on the optimum).
+func TestBandedGapNeverRises(t *testing.T) {
+	var gaps, lowers []float64
+	opt := Options{Tol: 1e-8, Progress: func(p Progress) {
+		gaps = append(gaps, p.Gap)
+		lowers = append(lowers, p.Lower)
+	}}
+	f, err := OptimalBanded(context.Background(), prefix(t, 300), 8, 0, opt)
+	require.NoError(t, err)
+	require.Greater(t, len(gaps), 50)
+	for i := 1; i < len(gaps); i++ {
+		require.LessOrEqual(t, gaps[i], gaps[i-1]+1e-9, "iteration %d", i+1)
+	}
+	for _, l := range lowers {
+		assert.LessOrEqual(t, l, f.Metrics.Loss)
+	}
+}
+
 // bandedNewton returns the optimal loss over X banded within b with unit
 // diagonal by the dense Newton method of newtonOver, from the identity.
 func bandedNewton(t *testing.T, w *Workload, b int) float64 {
