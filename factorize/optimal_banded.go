@@ -487,13 +487,13 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	// tx and m2 scaled by r^2 (their ratios to it change slowly): it is
 	// computed where the prediction is at most stop, at least every 20
 	// iterations where it is within a factor 10 of stop, and once the
-	// linear bound is within a factor 10^5 of stop, then at every tenth
-	// of it. A stop of 0 computes it always.
+	// linear bound is within a factor 10^5 of stop and below 1, then at
+	// every tenth of it. A stop of 0 computes it always.
 	bp.sinceM++
 	last := &bp.lastQuad
 	switch pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam)); {
 	case stop <= 0:
-	case lin <= 1e5*stop && (last.lam == 0 || lin <= last.lin/10):
+	case lin <= min(1e5*stop, 1) && (last.lam == 0 || lin <= last.lin/10):
 	case last.lam > 0 && (pred <= stop || pred <= 10*stop && bp.sinceM >= 20):
 	default:
 		return lin
