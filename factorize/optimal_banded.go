@@ -41,10 +41,13 @@ const DefaultBandedTol = 1e-8
 //	f* >= f(X)^2 / (f(X) + P),   P = sum_{0 < |i-j| < b} (|G_ij| - G_ij X_ij),
 //
 // first order in R, and a second-order bound from the exact expansion of f
-// about X, lambda_max <= 2b - 1 for every feasible matrix and a lower bound
-// on lambda_min(G) through M = L^T X (G^{-1} = M^T M):
+// about X: with delta >= ||X* - X||_2 (2b - 1, tightened by f(X*) <= f(X))
+// and P = M R, M = L^T X banded (G^{-1} = M^T M),
 //
-//	f* >= f(X) - (2b - 1) ||R||_F^2 / (4 lambda_min(G)).
+//	f* >= f(X) - (tr(P X P^T) + delta ||P||_F^2) / 4
+//
+// (docs/solver.md derives it: the inverse of the band block of
+// (X + delta I)^{-1} (x) G is at most the band block of its inverse).
 //
 // The relative gap is the smaller of the two. The solver minimises f by
 // L-BFGS (Nocedal and Wright, Numerical Optimization, Algorithm 7.5) from
