@@ -42,9 +42,9 @@ const DefaultBandedTol = 1e-8
 //
 // first order in R, and a second-order bound from the exact expansion of f
 // about X: with delta >= ||X* - X||_2 (2b - 1, tightened by f(X*) <= f(X))
-// and P = M R, M = L^T X banded (G^{-1} = M^T M),
+// and W = M R, M = L^T X banded (G^{-1} = M^T M),
 //
-//	f* >= f(X) - (tr(P X P^T) + delta ||P||_F^2) / 4
+//	f* >= f(X) - (tr(W X W^T) + delta ||W||_F^2) / 4
 //
 // (docs/solver.md derives it: the inverse of the band block of
 // (X + delta I)^{-1} (x) G is at most the band block of its inverse).
@@ -445,7 +445,7 @@ func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []
 // the band of G. gErr bounds the Frobenius norm of the error of the
 // computed G over the off-diagonal band (both triangles); it is added to
 // the norm of R and, through |delta| <= the norm, to P. The quadratic
-// bound, (tr(P X P^T) + delta ||P||_F^2) / 4 with P = M R
+// bound, (tr(W X W^T) + delta ||W||_F^2) / 4 with W = M R
 // ([bandedProblem.mr]), costs about an iteration; it is computed where it
 // may certify. A stop of 0 computes it always.
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
@@ -516,7 +516,7 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 // linear bound then (all 0 before the first).
 type lastQuad struct{ tx, m2, gersh, lam, lin float64 }
 
-// mr returns upper bounds on ||P||_F and on tr(P X P^T), P = M R with M
+// mr returns upper bounds on ||W||_F and on tr(W X W^T), W = M R with M
 // = L^T X and R the off-diagonal band of G (both triangles) from g, at
 // the X of the last [bandedProblem.formM], which returned m1 and mi; rn
 // is the computed ||R||_F, gErr bounds its error, and gersh is X's
@@ -527,18 +527,18 @@ type lastQuad struct{ tx, m2, gersh, lam, lin float64 }
 // - vec(Delta)^T K vec(Delta), K = (X + delta I)^{-1} (x) G, which is at
 // most 1/4 vec(R)^T (K^{-1}) vec(R) (the inverse of a principal block is
 // at most that block of the inverse), and K^{-1} = (X + delta I) (x)
-// G^{-1} with G^{-1} = X S^{-1} X = M^T M banded: 1/4 (tr(P X P^T) +
-// delta ||P||_F^2).
+// G^{-1} with G^{-1} = X S^{-1} X = M^T M banded: 1/4 (tr(W X W^T) +
+// delta ||W||_F^2).
 //
 // Rounding (Higham 2002, section 3.5): the computed M is within
 // gamma_{p+1} |L|^T |X| of L^T X entry-wise, whose 2-norm is at most
 // ||L||_2 gersh; the product with the computed R is within gamma_{2w}
 // |fl(M)| |R| (at most w = 2b + p - 1 terms per entry), whose
 // 2-norm is at most sqrt(m1 mi) ||R||_F; R's own error adds
-// (sqrt(m1 mi) + the first) gErr: together e >= ||P - fl(P)||_F. The sums
+// (sqrt(m1 mi) + the first) gErr: together e >= ||W - fl(W)||_F. The sums
 // of squares and of the quadratic forms are raised by gamma of their
-// longest chain of additions (|X| <= gersh in the forms), and tr(P X
-// P^T)^(1/2) = ||P X^{1/2}||_F by e sqrt(gersh).
+// longest chain of additions (|X| <= gersh in the forms), and tr(W X
+// W^T)^(1/2) = ||W X^{1/2}||_F by e sqrt(gersh).
 func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wm, wr, wa := 2*b+p-1, 2*b-1, 4*b+p-3
@@ -565,7 +565,7 @@ func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, ger
 		acc, rev := make([]float64, wa), make([]float64, wa)
 		s, t := 0.0, 0.0
 		for i := lo; i < hi; i++ {
-			// P[i][l] = sum_k M[i][k] R[l][k] at acc[a], l = i-2b+2+a,
+			// W[i][l] = sum_k M[i][k] R[l][k] at acc[a], l = i-2b+2+a,
 			// over the columns k of both rows; M's row i holds the
 			// columns i-b+1 .. i+b+p-1 and R's row l l-b+1 .. l+b-1.
 			mrow := bp.m[i*wm : i*wm+wm]
@@ -582,8 +582,8 @@ func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, ger
 				}
 			}
 			s += linalg.Dot(acc, acc)
-			// P[i] X P[i]^T = 2 sum_l P[i][l] sum_{c <= l} X[l][c] P[i][c]
-			// - sum_l X[l][l] P[i][l]^2, X[l][l-d] = xd[l*b+d]: with rev
+			// W[i] X W[i]^T = 2 sum_l W[i][l] sum_{c <= l} X[l][c] W[i][c]
+			// - sum_l X[l][l] W[i][l]^2, X[l][l-d] = xd[l*b+d]: with rev
 			// the reversed acc, the inner sum is a dot product of xd's
 			// row l and rev from rev[wa-1-a] on.
 			for a, v := range acc {

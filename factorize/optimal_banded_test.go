@@ -737,7 +737,7 @@ func TestOptimalBandedSameBitsAnyGOMAXPROCS(t *testing.T) {
 
 // One step of each phase of the banded solver (X from C, the evaluation,
 // the gradient in C, the certificate's sums with M, the power steps and
-// the quadratic bound's P = M R, the preconditioner, the L-BFGS
+// the quadratic bound's W = M R, the preconditioner, the L-BFGS
 // direction) gives the same bits for GOMAXPROCS 1, 2 and 16, at R = 2800
 // with 32 bands, where the heavier loops run on several goroutines.
 func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
