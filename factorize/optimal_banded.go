@@ -177,10 +177,9 @@ type bandedProblem struct {
 	// rf holds R by rows for [bandedProblem.mr].
 	rf    []float64
 	pvSet bool
-	// lastQuad is what gapOf kept of its last quadratic bound, and
-	// sinceM the calls since; they only decide when to compute the next.
+	// lastQuad is what gapOf kept of its last quadratic bound; it only
+	// decides when to compute the next.
 	lastQuad lastQuad
-	sinceM   int
 }
 
 func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
@@ -492,12 +491,16 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	// iterations where it is within a factor 10 of stop, and once the
 	// linear bound is within a factor 10^5 of stop and below 1, then at
 	// every tenth of it. A stop of 0 computes it always.
-	bp.sinceM++
 	last := &bp.lastQuad
-	switch pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam)); {
+	last.since++
+	switch {
 	case stop <= 0:
 	case lin <= min(1e5*stop, 1) && (last.lam == 0 || lin <= last.lin/10):
-	case last.lam > 0 && (pred <= stop || pred <= 10*stop && bp.sinceM >= 20):
+	case last.lam > 0:
+		pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam))
+		if pred > stop && (pred > 10*stop || last.since < 20) {
+			return lin
+		}
 	default:
 		return lin
 	}
@@ -507,14 +510,16 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	m, tx := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
 	q := quad(tx, m*m, gersh, lam)
 	*last = lastQuad{tx: tx / (r * r), m2: m * m / (r * r), gersh: gersh, lam: lam, lin: lin}
-	bp.sinceM = 0
 	return math.Min(lin, rel(q))
 }
 
 // lastQuad is what [bandedProblem.gapOf] keeps of its last quadratic
-// bound to predict the next: tx and m2 over r^2, gersh, lambda, and the
-// linear bound then (all 0 before the first).
-type lastQuad struct{ tx, m2, gersh, lam, lin float64 }
+// bound to predict the next: tx and m2 over r^2, gersh, lambda, the
+// linear bound then (all 0 before the first), and the calls since.
+type lastQuad struct {
+	tx, m2, gersh, lam, lin float64
+	since                   int
+}
 
 // mr returns upper bounds on ||W||_F and on tr(W X W^T), W = M R with M
 // = L^T X and R the off-diagonal band of G (both triangles) from g, at
