@@ -1478,7 +1478,11 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 // objective of [BLTMinSep] for the Toeplitz C with first column c: the
 // rule of [ToeplitzMinSepSensitivity] applied to the smallest
 // non-increasing majorant of |c| (exact where c is non-negative and
-// non-increasing), +Inf where c is not finite. O(n k).
+// non-increasing), +Inf where c is not finite or b or k is below 1. O(n k):
+// each row's sum over the pattern is added up from its first term, as the
+// rule was evaluated when the fit of [fitBLTPlainLevels] was made (the
+// O(n) running sums of ToeplitzMinSepSensitivity round differently, and
+// finite differences amplify that into another fit).
 func minSepMajorantSq(c []float64, b, k int) float64 {
 	n := len(c)
 	m := make([]float64, n)
@@ -1487,14 +1491,20 @@ func minSepMajorantSq(c []float64, b, k int) float64 {
 		run = math.Max(run, math.Abs(c[i]))
 		m[i] = run
 	}
-	if math.IsInf(run, 0) || math.IsNaN(run) {
+	if math.IsInf(run, 0) || math.IsNaN(run) || b < 1 || k < 1 {
 		return math.Inf(1)
 	}
-	s, err := ToeplitzMinSepSensitivity(m, b, k)
-	if err != nil {
-		return math.Inf(1)
+	k = min(k, (n-1)/b+1)
+	s := 0.0
+	for r := 0; r < n; r++ {
+		v := 0.0
+		for j := 0; j < k && j*b <= r; j++ {
+			v += m[r-j*b]
+		}
+		s += v * v
 	}
-	return s * s
+	sens := math.Sqrt(s)
+	return sens * sens
 }
 
 // bltMinSepReported returns the loss that [SensitivityOf] gives the

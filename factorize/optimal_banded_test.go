@@ -245,6 +245,27 @@ func TestBLTMinSep(t *testing.T) {
 	assert.Less(t, f.Metrics.Loss, 2*78.0)
 }
 
+// BLTMinSep keeps a promise of docs/strategies.md: its result is never
+// above the fit BLT used before issue #20, which it reproduces as one of
+// its candidates. The reference losses are that fit's, as mfsolve printed
+// them at commit 1b2f0fa (`mfsolve -R 500 -strategy blt:buffers=K
+// -participation minsep:16 -json`): a guard of the promise, beside the
+// independent checks above. With the O(n) running sums of
+// ToeplitzMinSepSensitivity in the old fit's objective, which round
+// differently, the finite differences led it elsewhere and the result
+// was 385354.1 and 385323.6.
+func TestBLTMinSepNotAboveEarlierFit(t *testing.T) {
+	w := prefix(t, 500)
+	for _, c := range []struct {
+		buffers int
+		before  float64
+	}{{3, 385314.4585313864}, {4, 385312.1849669383}} {
+		f, err := BLTMinSep(context.Background(), w, c.buffers, 16, 0)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, f.Metrics.Loss, c.before*(1+1e-12), "%d buffers", c.buffers)
+	}
+}
+
 // Larger cases (DPMF_LONG=1): the two participation solvers reduce to the
 // single-participation optimum (k = 1 epoch; b = R bands) at sizes where
 // their iterations and error bounds are exercised at scale.
