@@ -53,7 +53,9 @@ func down(x float64) float64 {
 //	    Gaussian noise), delta >= 1 (no guarantee) or NaN
 //	Sigma(eps, delta, DworkRoth) is an error for eps >= 1
 //	Sigma(eps, delta, RDP or RDPMironov) is an error if no order of the grid
-//	    reaches eps (eps below about log(1/delta)/1e9)
+//	    reaches eps: for RDPMironov an eps below about log(1/delta)/1e9; for
+//	    RDP only where delta is below about 1e-9 as well (above it, the
+//	    conversion reaches every eps > 0 at the largest orders)
 //	Sigma(eps, delta, m) is an error if sigma overflows float64 (for Paper,
 //	    ZCDP and DworkRoth, whose sigma grows like 1/eps, at eps below about
 //	    1e-308; Exact's sigma has a finite limit as eps -> 0)

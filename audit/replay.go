@@ -398,8 +398,11 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		dup, i, j := duplicateRows(z)
-		add("noise rows independent", !dup, "whitened noise rows pairwise distinct: %v (first coincidence: rounds %d and %d)", !dup, i, j)
+		if dup, i, j := duplicateRows(z); dup {
+			add("noise rows independent", false, "whitened noise rows pairwise distinct: false (first coincidence: rounds %d and %d)", i, j)
+		} else {
+			add("noise rows independent", true, "whitened noise rows pairwise distinct: true")
+		}
 		stat, ok := chiSquare(z, decl.NoiseStd)
 		add("noise scale", ok, "whitened noise at the declared std %.6g: Wilson-Hilferty z = %.3f (|z| <= %.2f, false alarm 1e-6)", decl.NoiseStd, stat, zChi)
 	}

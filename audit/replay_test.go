@@ -39,6 +39,11 @@ func TestReplayCleanIsTight(t *testing.T) {
 		if !rep.OK {
 			t.Fatalf("%s: false alarm: %+v", name, rep.Violations())
 		}
+		for _, c := range rep.Checks {
+			if c.Name == "noise rows independent" && c.Detail != "whitened noise rows pairwise distinct: true" {
+				t.Errorf("%s: %s: %q, want no coincidence named (there is none)", name, c.Name, c.Detail)
+			}
+		}
 		s := mustSetup(t, p)
 		gamma := 0.0 // the largest column norm of C, from its entries
 		m, R := s.Factorization.C.Dims()

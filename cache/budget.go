@@ -245,6 +245,12 @@ type Entry struct {
 	// Factors reports whether the entry holds B and C (false for a
 	// loss-only result).
 	Factors bool `json:"factors"`
+	// Operator is the kind of the structured noise operator the entry
+	// keeps ([factorize.OperatorForm] Kind: "semiseparable", "blt", ...),
+	// or "" when it keeps none (a dense operator is rebuilt from B). An
+	// entry without factors but with an operator streams its noise and
+	// forms B and C from it on request.
+	Operator string `json:"operator,omitempty"`
 	// Problem is why the header or metadata cannot be read, or "". Such
 	// an entry is never used: a load reports it corrupt and replaces it.
 	Problem string `json:"problem,omitempty"`
@@ -283,6 +289,9 @@ func (c *Cache) List() ([]Entry, error) {
 		} else {
 			e.Strategy, e.StrategyKey, e.Workload = meta.Strategy, meta.StrategyKey, meta.Workload
 			e.R, e.M, e.Participation, e.Factors = meta.R, meta.M, meta.Participation, meta.Factors
+			if meta.Operator != nil {
+				e.Operator = meta.Operator.Kind
+			}
 		}
 		entries = append(entries, e)
 	}

@@ -225,7 +225,11 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	)
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fs.Var(sensitivity, "sensitivity", "L2 `sensitivity` of the release; noise_std = sigma * sensitivity")
-	fs.Var(sampling, "sampling", "Poisson sampling probability `Q` in [0, 1] of each step (PLD accountant)")
+	qRange := "[0, 1]"
+	if name == "sigma" {
+		qRange = "(0, 1]" // q = 0 needs no noise: sigma refuses it
+	}
+	fs.Var(sampling, "sampling", "Poisson sampling probability `Q` in "+qRange+" of each step (PLD accountant)")
 	fs.Func("relation", "neighbouring `RELATION` of -sampling: add-remove (default; -sensitivity is the clipping norm C) or replace-one (-sensitivity 2C; an upper bound)", func(v string) error {
 		r, err := accountant.ParseRelation(v)
 		if err != nil {

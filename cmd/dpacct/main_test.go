@@ -157,6 +157,23 @@ func TestUsageExamples(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Example:\n  dpacct "+c) {
 			t.Errorf("dpacct %s -h: exit %d, output %q", c, code, out)
 		}
+		// -h states the range of -sampling that the command accepts:
+		// sigma refuses q = 0 (no noise needed), epsilon and delta take it.
+		want, zero := "Q in [0, 1]", []string{c, "-sigma", "1", "-eps", "1", "-delta", "1e-5", "-sampling", "0"}
+		switch c {
+		case "sigma":
+			want, zero = "Q in (0, 1]", []string{c, "-eps", "1", "-delta", "1e-5", "-sampling", "0"}
+		case "epsilon":
+			zero = []string{c, "-sigma", "1", "-delta", "1e-5", "-sampling", "0"}
+		case "delta":
+			zero = []string{c, "-sigma", "1", "-eps", "1", "-sampling", "0"}
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("dpacct %s -h: no %q in %q", c, want, out)
+		}
+		if code, _, errs := runCmd(zero...); (code == 0) != (c != "sigma") {
+			t.Errorf("dpacct %v: exit %d (%s), but -h says %s", zero, code, errs, want)
+		}
 	}
 }
 

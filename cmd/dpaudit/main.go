@@ -2,7 +2,7 @@
 //
 // Usage:
 //
-//	dpaudit replay [plan flags] [-network] [-json]
+//	dpaudit replay [plan flags] [-dropout P] [-network] [-json]
 //	dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-out DIR] [-json]
 //
 // Plan flags (defaults: the paper's Fig. 4 setting, as in ofl): -algo
@@ -11,7 +11,8 @@
 // example blt:buffers=2), -participation (single, epochs:K, minsep:B[,K]),
 // -learners, -rounds, -tau, -dim, -clip, -eta, -eta-g, -eps, -delta,
 // -calibration (exact, paper), -dropout (probability that a learner misses
-// a round; replay only) and -seed.
+// a round; replay only) and -seed. dpaudit -h prints the usage and exits
+// with status 0.
 //
 // replay runs the federation twice on neighbouring data sets with
 // identical randomness and the same released models, measures
@@ -52,6 +53,20 @@ import (
 	"github.com/dpmf/dpmf/internal/cli"
 )
 
+// helpText is what dpaudit -h prints on standard output.
+const helpText = `Usage: dpaudit replay [plan flags] [-dropout P] [-network] [-json]
+       dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-out DIR] [-json]
+
+Audits a whole run's privacy claim on the real roles: replay measures the
+sensitivity on neighbouring data sets and checks the data-independent
+decisions and the noise; canary estimates mu with an interval and a
+rigorous one-run lower bound on eps. Run "dpaudit replay -h" or
+"dpaudit canary -h" for the flags; see docs/audit.md.
+
+Exit status: 0 when the audit passes, 3 when it finds a violation, 2 on a
+usage error, 1 on any other error.
+`
+
 // exitViolation is the exit status of an audit that found a violation.
 const exitViolation = 3
 
@@ -90,6 +105,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 
 // runAudit parses the command line and runs one audit.
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		_, err := io.WriteString(stdout, helpText)
+		return 0, err
+	}
 	if len(args) == 0 || (args[0] != "replay" && args[0] != "canary") {
 		return 0, cli.Usagef("usage: dpaudit replay|canary [flags] (dpaudit replay -h for the flags)")
 	}

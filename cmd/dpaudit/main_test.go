@@ -109,13 +109,21 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// -h lists the flags on stderr and succeeds; a bad flag is one usage error,
+// -h lists the flags on stderr and succeeds (dpaudit -h alone: the usage on
+// stdout); a bad flag is one usage error,
 // with nothing on stderr.
 func TestHelp(t *testing.T) {
 	var out, errb bytes.Buffer
 	code, err := run(context.Background(), []string{"canary", "-h"}, &out, &errb)
 	if code != 0 || err != nil || !strings.HasPrefix(errb.String(), "Usage of dpaudit canary:\n") || !strings.Contains(errb.String(), "-canaries") {
 		t.Errorf("-h: code %d, err %v, stderr %q", code, err, errb.String())
+	}
+	for _, h := range []string{"-h", "-help", "--help", "help"} {
+		out.Reset()
+		code, err := run(context.Background(), []string{h}, &out, &errb)
+		if code != 0 || err != nil || !strings.HasPrefix(out.String(), "Usage: dpaudit replay ") || !strings.Contains(out.String(), "dpaudit canary -h") {
+			t.Errorf("dpaudit %s: code %d, err %v, stdout %q; want the usage on stdout and status 0", h, code, err, out.String())
+		}
 	}
 	errb.Reset()
 	if _, err := run(context.Background(), []string{"replay", "-bogus"}, &out, &errb); cli.ExitCode(err) != cli.ExitUsage || errb.Len() != 0 {

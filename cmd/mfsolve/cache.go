@@ -89,8 +89,9 @@ const cacheUsageText = `Usage: mfsolve cache list [-cache DIR] [-cache-budget SI
        mfsolve cache clear [-cache DIR]
 
 list prints the entries of the factorization cache, most recently used first
-(last use, size, strategy, R, participation, whether B and C are stored,
-key), and their total against the budget. clear removes every entry.
+(last use, size, strategy, workload, R, participation, what is stored: B and
+C, the noise operator in structured form, or the metrics only; key), and
+their total against the budget. clear removes every entry.
 Entries are evicted least recently used first when a store would take the
 cache over its budget (-cache-budget, else $DPMF_CACHE_BUDGET, else 1G).
 
@@ -200,6 +201,8 @@ func runCache(args []string, e env) error {
 		stored := "metrics only"
 		if en.Factors {
 			stored = "B and C"
+		} else if en.Operator != "" {
+			stored = "operator (" + en.Operator + ")"
 		}
 		workload := en.Workload
 		if len(workload) > 24 {

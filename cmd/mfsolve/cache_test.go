@@ -229,6 +229,34 @@ func TestCacheListClearCommand(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("cache %s: 0 entries, 0 B; budget 1.0 GiB\n", cache), res.stdout)
 }
 
+// cache list says what each entry stores: the optimal strategy keeps its
+// semiseparable operator and no dense factors (B and C are formed from it
+// when asked for), a loss-only result its metrics only.
+func TestCacheListStored(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	for _, args := range [][]string{{"-R", "30", "-quiet"}, {"-R", "30", "-loss-only", "-quiet"}} {
+		res := runEnv(cache, nil, args...)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	}
+	res := runEnv(cache, nil, "cache", "list")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
+	require.Len(t, lines, 4, res.stdout)
+	assert.Regexp(t, ` +optimal +prefix +30 +single +metrics only +[0-9a-f]{12}$`, lines[2])
+	assert.Regexp(t, ` +optimal +prefix +30 +single +operator \(semiseparable\) +[0-9a-f]{12}$`, lines[3])
+	entries, err := (&dpcache.Cache{Dir: cache}).List()
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	assert.Equal(t, []string{"", "semiseparable"}, []string{entries[0].Operator, entries[1].Operator})
+	assert.Equal(t, []bool{false, false}, []bool{entries[0].Factors, entries[1].Factors})
+
+	// The operator entry gives B as a fresh solve does: 30 x 30.
+	out := filepath.Join(t.TempDir(), "B.npy")
+	res = runEnv(cache, nil, "-R", "30", "-o", out, "-json")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	assert.Equal(t, true, parseJSON(t, res.stdout)["cached"])
+}
+
 // readmeCommands returns the arguments of the README's mfsolve commands.
 func readmeCommands(t *testing.T) [][]string {
 	t.Helper()
@@ -254,8 +282,9 @@ func TestReadmeCommandsWithinBudget(t *testing.T) {
 	cmds := readmeCommands(t)
 	dir := t.TempDir()
 	t.Chdir(dir)
-	// Entries of 9.8 MiB (R = 800) and 15.3 MiB (R = 1000): the budget
-	// holds one or two, so the commands evict.
+	// Entries of up to 15.4 MiB (semiseparable at R = 1000; optimal keeps
+	// its structured operator, 700.6 KiB at R = 800): the budget holds one
+	// or two large ones, so the commands evict.
 	const budget = 20 << 20
 	small, big := filepath.Join(dir, "small"), filepath.Join(dir, "big")
 	for _, args := range cmds {
