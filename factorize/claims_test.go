@@ -1,0 +1,39 @@
+package factorize
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Participation's doc promises that a min-separation sensitivity is never
+// below the fixed-epoch one with the same k and b = R/k (fixed epochs are
+// one of min-separation's patterns). The two come from different rules
+// (the epoch rule, exact, against the min-separation rules: Toeplitz,
+// banded, or the dynamic-programming bound), so this checks each against
+// the other on the C of every strategy at R = 96, k = 2, 3, 4, 8, to
+// rounding: where both are tight they compute the same value by different
+// sums, and differ in the last bits (banded-toeplitz's Toeplitz rule gives
+// sqrt(2) - 1 ulp at k = 2, the epoch rule sqrt(2)).
+func TestMinSepNotBelowEpochs(t *testing.T) {
+	const r = 96
+	w := prefix(t, r)
+	for _, name := range Strategies() {
+		s, err := ParseStrategy(name)
+		require.NoError(t, err)
+		f, err := s.Factorize(context.Background(), w, SingleParticipation())
+		require.NoError(t, err, name)
+		_, c, err := f.Factors()
+		require.NoError(t, err, name)
+		for _, k := range []int{2, 3, 4, 8} {
+			ep, err := SensitivityOf(c, FixedEpochs(k))
+			require.NoError(t, err)
+			ms, err := SensitivityOf(c, MinSeparation(r/k, k))
+			require.NoError(t, err)
+			if ms.Value < ep.Value*(1-1e-14) {
+				t.Errorf("%s, k = %d: min-separation sensitivity %.17g (%v) below the fixed-epoch one %.17g (%v)", name, k, ms.Value, ms.Rule, ep.Value, ep.Rule)
+			}
+		}
+	}
+}
