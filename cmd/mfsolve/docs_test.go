@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -183,6 +184,66 @@ func TestStrategySettingsDocumented(t *testing.T) {
 	for f := range removed {
 		if strings.Contains(doc, "| `-"+f+" ") {
 			t.Errorf("docs/cli.md documents the removed flag -%s as a flag", f)
+		}
+	}
+}
+
+// TestParticipationTables keeps docs/participation.md's generated RMSE
+// tables (go run ./docgen/participation) true at n = 128, the columns
+// that take seconds: every strategy with its default options under k = 1,
+// 2, 4, 8 fixed epochs and (128/k)-min-separation, as the generator
+// computes them, to the three decimals and the bound mark (†) printed. A
+// change to a strategy's result fails here until the tables are
+// regenerated (the blt row went stale that way after BLT's fit changed).
+func TestParticipationTables(t *testing.T) {
+	doc := docFile(t, "participation.md")
+	const n = 128
+	w, err := factorize.Prefix(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []struct {
+		marker string
+		under  func(k int) factorize.Participation
+	}{
+		{"Fixed epochs:", factorize.FixedEpochs},
+		{"Min-separation:", func(k int) factorize.Participation { return factorize.MinSeparation(n/k, k) }},
+	} {
+		_, rest, ok := strings.Cut(doc, "\n"+kind.marker)
+		if !ok {
+			t.Fatalf("docs/participation.md has no table %q", kind.marker)
+		}
+		_, rest, _ = strings.Cut(rest, "\n\n")
+		rows := tableAfter(t, "\nout:\n"+rest, "out:")
+		for _, row := range rows[1:] {
+			s, err := factorize.ParseStrategy(row[0])
+			if err != nil {
+				t.Fatalf("%s row %q: %v", kind.marker, row[0], err)
+			}
+			if s, err = factorize.WithLossOnly(s, false); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range []int{1, 2, 4, 8} {
+				if h := rows[0][i+1]; h != fmt.Sprintf("n=%d k=%d", n, k) {
+					t.Fatalf("%s column %d is %q, want n=%d k=%d", kind.marker, i+1, h, n, k)
+				}
+				p := factorize.SingleParticipation()
+				if k > 1 {
+					p = kind.under(k)
+				}
+				f, err := s.Factorize(context.Background(), w, p)
+				if err != nil {
+					t.Errorf("%s under %v: %v", row[0], p, err)
+					continue
+				}
+				got := strconv.FormatFloat(f.Metrics.RMSE, 'f', 3, 64)
+				if !f.Metrics.UnitSensitivity.Exact {
+					got += "†"
+				}
+				if got != row[i+1] {
+					t.Errorf("docs/participation.md: %s under %v has %s, the code gives %s (rerun go run ./docgen/participation -out docs/participation.md)", row[0], p, row[i+1], got)
+				}
+			}
 		}
 	}
 }
