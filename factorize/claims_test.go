@@ -37,3 +37,33 @@ func TestMinSepNotBelowEpochs(t *testing.T) {
 		}
 	}
 }
+
+// semiseparable's default K is, as the registry and docs/strategies.md
+// promise, the fewest state vectors within 0.1% of the optimum: checked
+// against the certified optimal loss of Optimal's dense path (a second
+// solver, not the lower bound the choice used) at R = 120, and of the
+// structured path at R = 1000.
+func TestSemiseparableDefaultFewestWithinTenthPercent(t *testing.T) {
+	for _, r := range []int{120, 1000} {
+		w := prefix(t, r)
+		o := Options{Method: Dense}
+		if r > 120 {
+			o = Options{LossOnly: true}
+		}
+		opt, err := Optimal(context.Background(), w, o)
+		require.NoError(t, err)
+		f, err := SemisepStrategy{}.Factorize(context.Background(), w, SingleParticipation())
+		require.NoError(t, err)
+		k := f.Semisep.C.K
+		if ex := f.Metrics.Loss/opt.Metrics.Loss - 1; ex > DefaultMaxExcess {
+			t.Errorf("R = %d: default K = %d is %.3g above the optimum, want at most %g", r, k, ex, DefaultMaxExcess)
+		}
+		if k > 1 {
+			g, err := SemisepStrategy{Buffers: k - 1}.Factorize(context.Background(), w, SingleParticipation())
+			require.NoError(t, err)
+			if ex := g.Metrics.Loss/opt.Metrics.Loss - 1; ex <= DefaultMaxExcess {
+				t.Errorf("R = %d: K = %d is already within %g (%.3g), the default chose %d", r, k-1, DefaultMaxExcess, ex, k)
+			}
+		}
+	}
+}
