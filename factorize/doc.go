@@ -57,14 +57,15 @@
 //     and Lampert 2024).
 //   - banded-toeplitz: C lower-triangular banded Toeplitz with b
 //     coefficients and unit norm, optimised for the loss under the
-//     participation (McKenna 2024), see [BandedToeplitzStrategy].
+//     participation (under fixed epochs, the single-participation loss;
+//     McKenna 2024), see [BandedToeplitzStrategy].
 //   - bisr: the banded inverse square root: C^{-1} banded Toeplitz with the
 //     first p coefficients of (1 - x)^{1/2}, C = its Toeplitz inverse
 //     (Kalinin, McKenna, Upadhyay, Lampert 2025), see [BISRStrategy];
 //     the noise streams with p-1 past noise rows.
 //   - bandinv: the same structure with the p coefficients of C^{-1}
-//     optimised for the loss under the participation (BandInvMF), see
-//     [BandInvStrategy].
+//     optimised for the loss under the participation (under fixed epochs,
+//     the single-participation loss; BandInvMF), see [BandInvStrategy].
 //   - blt: buffered linear Toeplitz ([BLT]; under min-separation fitted to
 //     that loss, [BLTMinSep]).
 //   - semiseparable: the optimal X with T^{-1/2} replaced by a k-term

@@ -28,7 +28,8 @@ const (
 //
 // Fixed epochs are a special case of min-separation (k participations
 // exactly b apart), so a min-separation sensitivity is never below the
-// fixed-epoch one with the same k and b.
+// fixed-epoch one with the same k and b, up to the rounding of the sums
+// that compute them (TestMinSepNotBelowEpochs).
 type Participation struct {
 	// Kind is single, epochs or min-separation.
 	Kind ParticipationKind

@@ -46,7 +46,11 @@ func init() {
 // When Normalized, the columns of C are
 // scaled to unit norm, C' = C N^{-1} with N = diag(||C[:, j]||), and the
 // decoder recomputed as B' = A C'^{-1} = A N C^{-1}. The scaling changes the
-// loss (it is not a rescaling of B), and is never worse than without.
+// loss (it is not a rescaling of B). Under single participation it is never
+// worse than without (checked for every R up to 400; TestLossOrdering pins
+// it); under other participation it can be: under 8 fixed epochs the RMSE
+// at R = 64 is 10.249 against sqrt's 10.217, at R = 128 10.938 against
+// 10.932, both exact.
 //
 // With LossOnly, the metrics come from the coefficients without B and C:
 // for sqrt in O(R) (||B||_F^2 = sum_m (R - m) c_m^2; under min-separation

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -183,6 +185,147 @@ func TestStrategySettingsDocumented(t *testing.T) {
 	for f := range removed {
 		if strings.Contains(doc, "| `-"+f+" ") {
 			t.Errorf("docs/cli.md documents the removed flag -%s as a flag", f)
+		}
+	}
+}
+
+// TestParticipationTables keeps docs/participation.md's generated RMSE
+// tables (go run ./docgen/participation) true at n = 128, the columns
+// that take seconds: every strategy with its default options under k = 1,
+// 2, 4, 8 fixed epochs and (128/k)-min-separation, as the generator
+// computes them, to the three decimals and the bound mark (†) printed. A
+// change to a strategy's result fails here until the tables are
+// regenerated (the blt row went stale that way after BLT's fit changed).
+func TestParticipationTables(t *testing.T) {
+	doc := docFile(t, "participation.md")
+	const n = 128
+	w, err := factorize.Prefix(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []struct {
+		marker string
+		under  func(k int) factorize.Participation
+	}{
+		{"Fixed epochs:", factorize.FixedEpochs},
+		{"Min-separation:", func(k int) factorize.Participation { return factorize.MinSeparation(n/k, k) }},
+	} {
+		_, rest, ok := strings.Cut(doc, "\n"+kind.marker)
+		if !ok {
+			t.Fatalf("docs/participation.md has no table %q", kind.marker)
+		}
+		_, rest, _ = strings.Cut(rest, "\n\n")
+		rows := tableAfter(t, "\nout:\n"+rest, "out:")
+		for _, row := range rows[1:] {
+			s, err := factorize.ParseStrategy(row[0])
+			if err != nil {
+				t.Fatalf("%s row %q: %v", kind.marker, row[0], err)
+			}
+			if s, err = factorize.WithLossOnly(s, false); err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range []int{1, 2, 4, 8} {
+				if h := rows[0][i+1]; h != fmt.Sprintf("n=%d k=%d", n, k) {
+					t.Fatalf("%s column %d is %q, want n=%d k=%d", kind.marker, i+1, h, n, k)
+				}
+				p := factorize.SingleParticipation()
+				if k > 1 {
+					p = kind.under(k)
+				}
+				f, err := s.Factorize(context.Background(), w, p)
+				if err != nil {
+					t.Errorf("%s under %v: %v", row[0], p, err)
+					continue
+				}
+				got := strconv.FormatFloat(f.Metrics.RMSE, 'f', 3, 64)
+				if !f.Metrics.UnitSensitivity.Exact {
+					got += "†"
+				}
+				if got != row[i+1] {
+					t.Errorf("docs/participation.md: %s under %v has %s, the code gives %s (rerun go run ./docgen/participation -out docs/participation.md)", row[0], p, row[i+1], got)
+				}
+			}
+		}
+	}
+}
+
+// TestStrategiesLargeTableR1000 keeps the R = 1000 columns of
+// docs/strategies.md's generated table (go run ./docgen/strategies) true:
+// each strategy's RMSE under single participation, minsep:16 and
+// minsep:64, to the three decimals and the bound mark printed, computed as
+// the generator does (the loss-only path where the strategy has one under
+// the participation, else the dense factors; the identity in closed form).
+// The percentages against the certified reference are not checked. With
+// -short only the blt row, whose min-separation fit has moved twice
+// (67552b1, 31c6711) without the table following.
+func TestStrategiesLargeTableR1000(t *testing.T) {
+	doc := docFile(t, "strategies.md")
+	_, rest, ok := strings.Cut(doc, "<!-- strategies:begin -->")
+	if !ok {
+		t.Fatal("docs/strategies.md has no generated table")
+	}
+	_, rest, _ = strings.Cut(rest, "\n\n")
+	rows := tableAfter(t, "\nout:\n"+rest, "out:")
+	const r = 1000
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := map[int]factorize.Participation{}
+	for i, h := range rows[0] {
+		switch h {
+		case "R=1000 single":
+			cols[i] = factorize.SingleParticipation()
+		case "R=1000 minsep:16":
+			cols[i] = factorize.MinSeparation(16, 0)
+		case "R=1000 minsep:64":
+			cols[i] = factorize.MinSeparation(64, 0)
+		}
+	}
+	if len(cols) != 3 {
+		t.Fatalf("docs/strategies.md's table has %d of the 3 columns at R = 1000: %q", len(cols), rows[0])
+	}
+	for _, row := range rows[1:] {
+		name, bands, wide := strings.Cut(row[0], ", ")
+		if name == "certified reference" || (testing.Short() && name != factorize.StrategyBLT) {
+			continue
+		}
+		spec := name
+		if wide {
+			spec += ":bands=" + bands
+		}
+		s, err := factorize.ParseStrategy(spec)
+		if err != nil {
+			t.Fatalf("row %q: %v", row[0], err)
+		}
+		info, err := factorize.Lookup(s.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range cols {
+			want, _, _ := strings.Cut(row[i], " (")
+			var got string
+			if _, ok := s.(factorize.IdentityStrategy); ok {
+				got = strconv.FormatFloat(math.Sqrt(float64(max(1, p.Participations(r))*(r+1))/2), 'f', 3, 64)
+			} else {
+				lo, err := factorize.WithLossOnly(s, info.LossOnlyUnder(p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := lo.Factorize(context.Background(), w, p)
+				switch {
+				case err != nil:
+					got = "n/a"
+				default:
+					got = strconv.FormatFloat(f.Metrics.RMSE, 'f', 3, 64)
+					if !f.Metrics.UnitSensitivity.Exact {
+						got += "†"
+					}
+				}
+			}
+			if got != want {
+				t.Errorf("docs/strategies.md: %s under %v has %s, the code gives %s (rerun go run ./docgen/strategies)", row[0], p, want, got)
+			}
 		}
 	}
 }

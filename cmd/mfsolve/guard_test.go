@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -101,4 +102,33 @@ func TestGuardNoise(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGuardSmallKernelBits keeps a promise of linalg (smallInvSqrtOrder)
+// and docs/solver.md: below order 65,536 the structured solver runs the
+// previous InvSqrtDiagParallel kernel, so that small problems keep their
+// results bit for bit. TestGuardMetrics holds the metrics only to 1e-12;
+// here the loss of the structured fixed point (optimal and semiseparable,
+// single participation, R = 48), which its kernel's output alone
+// determines, must equal the recorded loss bit for bit.
+func TestGuardSmallKernelBits(t *testing.T) {
+	recs, err := guard.ReadRecords(filepath.Join("testdata", "guard", "metrics.jsonl"))
+	require.NoError(t, err)
+	n := 0
+	for _, rec := range recs {
+		i, j := slices.Index(rec.Args, "-strategy"), slices.Index(rec.Args, "-participation")
+		if i < 0 || j < 0 || rec.Args[j+1] != "single" || (rec.Args[i+1] != "optimal" && rec.Args[i+1] != "semiseparable") {
+			continue
+		}
+		n++
+		r := runEnv(t.TempDir(), map[string]string{"DPMF_CACHE_BUDGET": "0"}, rec.Args...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var want, got struct{ Loss float64 }
+		require.NoError(t, json.Unmarshal(rec.Out, &want))
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+		if math.Float64bits(got.Loss) != math.Float64bits(want.Loss) {
+			t.Errorf("%s: loss %.17g, recorded %.17g: not the same bits", rec.Args[i+1], got.Loss, want.Loss)
+		}
+	}
+	require.Equal(t, 2, n, "records of optimal and semiseparable under single participation")
 }
