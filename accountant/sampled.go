@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 )
 
 // This file holds the PLD accounting of repeated Poisson-subsampled
@@ -294,13 +293,14 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// window grows like sqrt(steps) at every sigma), which lastErr keeps
 	// so that the search's failure can say so.
 	var lastErr error
+	var lastSigma float64
 	logRatio := func(o sampledOpts) func(float64) float64 {
 		return func(s float64) float64 {
 			if ctx.Err() != nil {
 				return math.Inf(1) // calibrateRoot returns ctx.Err()
 			}
 			p, err := sampledGaussian(q, s, steps, rel, o)
-			lastErr = err
+			lastErr, lastSigma = err, s
 			if err != nil {
 				return math.Inf(1)
 			}
@@ -334,8 +334,8 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// help, so delta and eps are not to blame.
 	gridFailure := func(err error) error {
 		if err != nil && ctx.Err() == nil && errors.Is(lastErr, ErrPLDGrid) {
-			return &gridError{"no noise multiplier reaches " + what() + ": at the largest tried, " +
-				strings.TrimPrefix(lastErr.Error(), "accountant: PLD: ") + " (the steps are too many for the grid at any sigma)"}
+			return &gridError{"no noise multiplier reaches " + what() + ": up to the largest tried, " + ftoa(lastSigma) +
+				", the steps need a loss grid beyond the accountant's limit (2^24 points); use fewer steps"}
 		}
 		return err
 	}
