@@ -248,6 +248,24 @@ func TestSampledReplaceOne(t *testing.T) {
 	}
 }
 
+// TestSampledBoundsInterrupted: a done context (SIGINT or SIGTERM) stops
+// the epsilon and delta commands with -sampling too, which build a PLD
+// without a context (minutes and gigabytes at 10^9 steps): before, they
+// ran on and printed their answer.
+func TestSampledBoundsInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{
+		{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.01", "-steps", "1000"},
+		{"delta", "-sigma", "1", "-eps", "1", "-sampling", "0.01", "-steps", "1000"},
+	} {
+		var o, e bytes.Buffer
+		if code := run(ctx, args, &o, &e); code != 1 || e.String() != "dpacct: interrupted\n" || o.Len() != 0 {
+			t.Errorf("%s cancelled: exit %d, stdout %q, stderr %q", args[0], code, o.String(), e.String())
+		}
+	}
+}
+
 // FuzzParseFlags feeds arbitrary strings to the numeric and method flags of
 // the three commands. Whatever the input, dpacct must not panic, must exit
 // 0, 1 or 2, and either print one JSON line whose numbers are exactly the
