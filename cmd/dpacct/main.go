@@ -302,9 +302,24 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			res.Sigma, err = accountant.SampledGaussianSigma(ctx, q, steps.v, eps.v, delta.v, relation)
 		case "epsilon":
 			var b accountant.Bounds
+			floor := 0.0
 			b, err = interruptible(ctx, func() (accountant.Bounds, error) {
-				return accountant.SampledGaussianEpsilonBounds(q, sigma.v, steps.v, delta.v, relation)
+				// SampledGaussianEpsilonBounds, keeping the PLD's Floor for
+				// the error below.
+				p, err := accountant.SampledGaussian(q, sigma.v, steps.v, relation)
+				if err != nil {
+					return accountant.Bounds{}, err
+				}
+				floor = p.Floor()
+				return p.EpsilonBounds(delta.v)
 			})
+			if err == nil && math.IsInf(b.Safe, 1) && delta.v <= floor {
+				// No finite eps because delta is at or below the mass the
+				// accountant counts as infinite loss, not because sigma is
+				// small: name -delta and the least it certifies.
+				err = &accountant.ParamError{Param: "delta", Value: delta.v, Want: "above " + strconv.FormatFloat(floor, 'g', -1, 64) +
+					", the least delta the PLD accountant certifies for this release (the tail mass it cuts plus its rounding bound)"}
+			}
 			res.Eps, res.EpsOptimistic = b.Safe, &b.Optimistic
 		case "delta":
 			var b accountant.Bounds
