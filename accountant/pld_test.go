@@ -363,8 +363,8 @@ func TestPLDSpecialCases(t *testing.T) {
 		t.Errorf("Floor %v, Delta(1000) %v", f, d)
 	}
 	coarse := mustPLD(t)(GaussianPLD(2, PLDOptions{Interval: 1e-3}))
-	if _, err := g.Compose(coarse); !errors.Is(err, ErrPLDInterval) {
-		t.Errorf("composing different intervals: %v", err)
+	if _, err := g.Compose(coarse); !errors.Is(err, ErrPLDInterval) || !strings.Contains(err.Error(), "0.001") || !strings.Contains(err.Error(), "same PLDOptions.Interval") {
+		t.Errorf("composing different intervals: %v, want ErrPLDInterval naming 0.001 and the remedy", err)
 	}
 	if _, err := ParseRelation("substitute"); err == nil {
 		t.Error("ParseRelation accepted an unknown name")
