@@ -267,6 +267,13 @@ func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Rela
 //	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error for q outside
 //	    (0, 1], T < 1, eps <= 0 or above MaxSampledEps, delta outside (0, 1),
 //	    or a relation other than AddRemove and ReplaceOne
+//	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error matching
+//	    ErrPLDGrid when T steps need more than 2^24 grid points at every
+//	    sigma tried (beyond about 4e9 steps)
+//
+// Its accounting resolves eps to the grid's interval: at a tiny eps it is
+// loose or fails (at q = 1, T = 10, delta = 1e-5: 5% above the exact sigma
+// at eps = 1e-4, no answer at 1e-6; docs/privacy.md).
 func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta float64, rel Relation) (float64, error) {
 	if err := checkContext(ctx); err != nil {
 		return 0, err
