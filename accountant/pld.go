@@ -477,10 +477,24 @@ func (p *PLD) EpsilonBounds(delta float64) (Bounds, error) {
 // ErrPLDInterval reports PLDs of different grid spacings composed together.
 var ErrPLDInterval = errors.New("accountant: PLDs with different intervals cannot be composed")
 
+// intervalError is an ErrPLDInterval naming the two intervals and what to
+// do about them.
+type intervalError struct{ a, b float64 }
+
+func (e *intervalError) Error() string {
+	return ErrPLDInterval.Error() + " (" + ftoa(e.a) + " and " + ftoa(e.b) +
+		"): build both with the same PLDOptions.Interval (GaussianPLD or SampledGaussianPLD, then SelfCompose; SampledGaussian and AmplifiedBanded choose their own)"
+}
+
+func (e *intervalError) Is(target error) bool { return target == ErrPLDInterval }
+
 // Compose returns the PLD of the adaptive composition of the mechanisms p
 // and o (each direction composed with the same direction: a fixed pair of
 // neighbouring data sets is in the same direction for every mechanism).
-// Both must have the same interval, and both must be stated for the same
+// Both must have the same interval (else an error matching
+// ErrPLDInterval: two SampledGaussian results usually differ in it, so
+// build runs to be composed with SampledGaussianPLD on one interval and
+// SelfCompose), and both must be stated for the same
 // neighbouring relation, which the caller guarantees: a PLD does not record
 // it (a GaussianPLD fits either, its relation entering through sigma).
 func (p *PLD) Compose(o *PLD) (*PLD, error) {
@@ -488,7 +502,7 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 		return nil, errNilPLD
 	}
 	if p.h != o.h {
-		return nil, ErrPLDInterval
+		return nil, &intervalError{p.h, o.h}
 	}
 	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
 	sym := p.symmetric() && o.symmetric()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/dsp/fourier"
@@ -362,8 +363,8 @@ func TestPLDSpecialCases(t *testing.T) {
 		t.Errorf("Floor %v, Delta(1000) %v", f, d)
 	}
 	coarse := mustPLD(t)(GaussianPLD(2, PLDOptions{Interval: 1e-3}))
-	if _, err := g.Compose(coarse); !errors.Is(err, ErrPLDInterval) {
-		t.Errorf("composing different intervals: %v", err)
+	if _, err := g.Compose(coarse); !errors.Is(err, ErrPLDInterval) || !strings.Contains(err.Error(), "0.001") || !strings.Contains(err.Error(), "same PLDOptions.Interval") {
+		t.Errorf("composing different intervals: %v, want ErrPLDInterval naming 0.001 and the remedy", err)
 	}
 	if _, err := ParseRelation("substitute"); err == nil {
 		t.Error("ParseRelation accepted an unknown name")
@@ -403,4 +404,19 @@ func TestFastLen(t *testing.T) {
 	}
 	fourier.NewFFT(fastLen(1594323)) // 3^13 has 13 factors
 
+}
+
+// TestPLDTinySigmaError: a sigma so small that 1/sigma^2 overflows is a
+// grid error that says so (it read "losses from NaN to NaN").
+func TestPLDTinySigmaError(t *testing.T) {
+	for _, sigma := range []float64{1e-160, 1e-300, 5e-324} {
+		for name, err := range map[string]error{
+			"GaussianPLD":        second(GaussianPLD(sigma, PLDOptions{})),
+			"SampledGaussianPLD": second(SampledGaussianPLD(0.5, sigma, AddRemove, PLDOptions{})),
+		} {
+			if !errors.Is(err, ErrPLDGrid) || strings.Contains(err.Error(), "NaN") || strings.Contains(err.Error(), "Inf") {
+				t.Errorf("%s(%g): err = %v, want ErrPLDGrid without NaN or Inf", name, sigma, err)
+			}
+		}
+	}
 }

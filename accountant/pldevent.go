@@ -375,6 +375,10 @@ func lossGrid(m lossModel, h, tail float64) (xlo, xhi float64, lo, hi int, err e
 	llo, lhi := m.loss(xlo), m.loss(xhi)
 	// Checked as floats: a float64 beyond an int's range (soon reached on
 	// a 32-bit platform) has no int conversion.
+	if math.IsNaN(llo) || math.IsNaN(lhi) || math.IsInf(lhi, 1) {
+		// 1/sigma^2 overflows: no grid of any interval holds the losses.
+		return 0, 0, 0, 0, &gridError{"the privacy losses reach beyond the float64 range: the noise is far too small for any grid"}
+	}
 	flo, fhi := math.Floor(llo/h), math.Ceil(lhi/h)
 	fhi = math.Max(fhi, flo)
 	if !(fhi-flo+1 <= maxGrid) || !(math.Max(-flo, fhi) <= math.MaxInt>>1) || math.IsInf(llo, 0) || math.IsInf(lhi, 0) {

@@ -267,6 +267,13 @@ func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Rela
 //	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error for q outside
 //	    (0, 1], T < 1, eps <= 0 or above MaxSampledEps, delta outside (0, 1),
 //	    or a relation other than AddRemove and ReplaceOne
+//	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error matching
+//	    ErrPLDGrid when T steps need more than 2^24 grid points at every
+//	    sigma tried (beyond about 4e9 steps)
+//
+// Its accounting resolves eps to the grid's interval: at a tiny eps it is
+// loose or fails (at q = 1, T = 10, delta = 1e-5: 5% above the exact sigma
+// at eps = 1e-4, no answer at 1e-6; docs/privacy.md).
 func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta float64, rel Relation) (float64, error) {
 	if err := checkContext(ctx); err != nil {
 		return 0, err
@@ -288,13 +295,19 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 		return 0, err
 	}
 	// g(sigma) = log(Delta(eps) / delta) of the PLD at sigma: <= 0 is safe.
-	// A sigma too small for the grid limit counts as unsafe (+Inf).
+	// A sigma too small for the grid limit counts as unsafe (+Inf); so
+	// does any sigma where the steps alone are too many for it (the
+	// window grows like sqrt(steps) at every sigma), which lastErr keeps
+	// so that the search's failure can say so.
+	var lastErr error
+	var lastSigma float64
 	logRatio := func(o sampledOpts) func(float64) float64 {
 		return func(s float64) float64 {
 			if ctx.Err() != nil {
 				return math.Inf(1) // calibrateRoot returns ctx.Err()
 			}
 			p, err := sampledGaussian(q, s, steps, rel, o)
+			lastErr, lastSigma = err, s
 			if err != nil {
 				return math.Inf(1)
 			}
@@ -323,9 +336,19 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	// cut mass counts as infinite loss), which moves its root by far less
 	// than 1e-4.
 	search := sampledOpts{budget: coarseBudget, tail: searchTail * delta, fold: math.Min(searchFold, searchFoldRel*delta), safeOnly: true, ctx: ctx}
+	// gridFailure replaces a failed search's error by the grid error of
+	// its last evaluation, if that is why it failed: more noise did not
+	// help, so delta and eps are not to blame.
+	gridFailure := func(err error) error {
+		if err != nil && ctx.Err() == nil && errors.Is(lastErr, ErrPLDGrid) {
+			return &gridError{"no noise multiplier reaches " + what() + ": up to the largest tried, " + ftoa(lastSigma) +
+				", the steps need a loss grid beyond the accountant's limit (2^24 points); use fewer steps"}
+		}
+		return err
+	}
 	coarse, err := calibrateRoot(ctx, root{hi: guess, ghi: math.NaN()}, logRatio(search), 0.25, 1e-2, what)
 	if err != nil || coarse.lo == 0 {
-		return coarse.hi, err
+		return coarse.hi, gridFailure(err)
 	}
 	// The coarse grid's answer is safe but up to a few percent high; redo
 	// the last steps on the full grid. The full grid's value at the coarse
@@ -361,7 +384,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	}
 	fine, err := calibrateRoot(ctx, start, fineG, width, 1e-4, what)
 	if err != nil || fine.lo == 0 {
-		return fine.hi, err
+		return fine.hi, gridFailure(err)
 	}
 	// Confirm with the full accounting (SampledGaussian's), which is what
 	// SampledGaussianDelta reports; if it disagrees (its rounding bound is
@@ -374,7 +397,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 		return fine.hi, nil
 	}
 	r, err := calibrateRoot(ctx, root{hi: fine.hi * (1 + 1e-4), ghi: math.NaN()}, full, 2e-2, 1e-4, what)
-	return r.hi, err
+	return r.hi, gridFailure(err)
 }
 
 // MaxSampledEps is the largest eps [SampledGaussianSigma] (and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -173,5 +174,16 @@ func TestSampledErrors(t *testing.T) {
 		if d, _ := p.Delta(0); d != 0 {
 			t.Errorf("no-loss: Delta(0) = %v", d)
 		}
+	}
+}
+
+// TestSampledSigmaTooManySteps: 10^10 steps need a loss grid of more than
+// 2^24 points at every sigma (the grid's window grows like sqrt(steps));
+// the calibration's error says so (ErrPLDGrid) instead of blaming delta or
+// eps, which are ordinary.
+func TestSampledSigmaTooManySteps(t *testing.T) {
+	_, err := SampledGaussianSigma(context.Background(), 0.1, 10_000_000_000, 1, 1e-10, AddRemove)
+	if !errors.Is(err, ErrPLDGrid) || !strings.Contains(err.Error(), "steps") {
+		t.Errorf("err = %v, want an ErrPLDGrid naming the steps", err)
 	}
 }

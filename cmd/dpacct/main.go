@@ -24,7 +24,8 @@
 // -relation applies only to it (without sampling the relation enters only
 // through the sensitivity). -eps is at most 1000 with -sampling (the
 // search's cost grows like eps; docs/privacy.md). SIGINT or SIGTERM stops
-// a calibration at once (within milliseconds).
+// a calibration, and the epsilon and delta commands, at once (within
+// milliseconds).
 //
 // Output is one line of key=value pairs, or with -json one object with the
 // fields method, eps, delta, sigma, sensitivity, noise_std, compositions,
@@ -305,11 +306,30 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			res.Sigma, err = accountant.SampledGaussianSigma(ctx, q, steps.v, eps.v, delta.v, relation)
 		case "epsilon":
 			var b accountant.Bounds
-			b, err = accountant.SampledGaussianEpsilonBounds(q, sigma.v, steps.v, delta.v, relation)
+			floor := 0.0
+			b, err = interruptible(ctx, func() (accountant.Bounds, error) {
+				// SampledGaussianEpsilonBounds, keeping the PLD's Floor for
+				// the error below.
+				p, err := accountant.SampledGaussian(q, sigma.v, steps.v, relation)
+				if err != nil {
+					return accountant.Bounds{}, err
+				}
+				floor = p.Floor()
+				return p.EpsilonBounds(delta.v)
+			})
+			if err == nil && math.IsInf(b.Safe, 1) && delta.v <= floor {
+				// No finite eps because delta is at or below the mass the
+				// accountant counts as infinite loss, not because sigma is
+				// small: name -delta and the least it certifies.
+				err = &accountant.ParamError{Param: "delta", Value: delta.v, Want: "above " + strconv.FormatFloat(floor, 'g', -1, 64) +
+					", the least delta the PLD accountant certifies for this release (the tail mass it cuts plus its rounding bound)"}
+			}
 			res.Eps, res.EpsOptimistic = b.Safe, &b.Optimistic
 		case "delta":
 			var b accountant.Bounds
-			b, err = accountant.SampledGaussianDeltaBounds(q, sigma.v, steps.v, eps.v, relation)
+			b, err = interruptible(ctx, func() (accountant.Bounds, error) {
+				return accountant.SampledGaussianDeltaBounds(q, sigma.v, steps.v, eps.v, relation)
+			})
 			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
 		}
 		if err == nil {
@@ -353,6 +373,32 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		return output{}, errors.New("eps is +Inf: sigma is too small for any finite guarantee")
 	}
 	return output{result: res, json: asJSON}, nil
+}
+
+// interruptible runs f, which does not take a context (a PLD's bounds at
+// a given sigma: seconds, minutes at 10^9 steps), and returns ctx.Err() as
+// soon as ctx is done, so that SIGINT or SIGTERM ends the command at once
+// (run then exits; f's goroutine goes with the process). A ctx already
+// done returns before f starts.
+func interruptible(ctx context.Context, f func() (accountant.Bounds, error)) (accountant.Bounds, error) {
+	if err := ctx.Err(); err != nil {
+		return accountant.Bounds{}, err
+	}
+	type answer struct {
+		b   accountant.Bounds
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		b, err := f()
+		done <- answer{b, err}
+	}()
+	select {
+	case a := <-done:
+		return a.b, a.err
+	case <-ctx.Done():
+		return accountant.Bounds{}, ctx.Err()
+	}
 }
 
 var examples = map[string]string{

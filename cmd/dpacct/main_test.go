@@ -217,6 +217,9 @@ func TestErrors(t *testing.T) {
 		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-relation", "replace-one"}, 2, "-relation applies only with -sampling"},
 		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.1", "-relation", "swap"}, 2, `invalid value "swap" for flag -relation: want add-remove or replace-one`},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sampling", "1e-300", "-steps", "10"}, 2, "invalid -sampling 1e-300: want q^2 x steps >= 1e-300"},
+		// A delta at or below the PLD's floor (its cut tails, about 1e-20)
+		// has no finite eps; sigma is not to blame.
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-300", "-sampling", "0.1", "-steps", "10"}, 2, "invalid -delta 1e-300: want above "},
 		// Runtime errors: the method cannot answer.
 		{[]string{"epsilon", "-sigma", "1e-5", "-delta", "1e-5", "-sampling", "0.5", "-steps", "10"}, 1, "use a larger sigma or fewer steps"},
 		{[]string{"sigma", "-eps", "5", "-delta", "1e-5", "-method", "dwork-roth"}, 1, "proven only for eps < 1"},
@@ -262,6 +265,24 @@ func TestSampledReplaceOne(t *testing.T) {
 	var o, e bytes.Buffer
 	if code := run(ctx, []string{"sigma", "-eps", "1", "-delta", "1e-5", "-sampling", "0.01", "-steps", "1000"}, &o, &e); code != 1 || e.String() != "dpacct: interrupted\n" {
 		t.Errorf("cancelled: exit %d, stderr %q", code, e.String())
+	}
+}
+
+// TestSampledBoundsInterrupted: a done context (SIGINT or SIGTERM) stops
+// the epsilon and delta commands with -sampling too, which build a PLD
+// without a context (minutes and gigabytes at 10^9 steps): before, they
+// ran on and printed their answer.
+func TestSampledBoundsInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{
+		{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.01", "-steps", "1000"},
+		{"delta", "-sigma", "1", "-eps", "1", "-sampling", "0.01", "-steps", "1000"},
+	} {
+		var o, e bytes.Buffer
+		if code := run(ctx, args, &o, &e); code != 1 || e.String() != "dpacct: interrupted\n" || o.Len() != 0 {
+			t.Errorf("%s cancelled: exit %d, stdout %q, stderr %q", args[0], code, o.String(), e.String())
+		}
 	}
 }
 
