@@ -1,0 +1,454 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/dpmf/dpmf/fednet"
+	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
+)
+
+// The attacks of this file run "ofl server" as a real process and kill,
+// race, copy and restore it and its state directory, while learners of a
+// ledger record every model they receive. The promise they attack
+// (docs/distributed.md, "Faults"): no round is ever released twice. The
+// learners of the ledger submit random updates, so that two releases of a
+// round from other updates differ; a deterministic learner would
+// recompute the same update and hide a second release.
+
+// ledger records every model the learners received: per run and round,
+// the SHA-256 of the model's bits and the release's digest. Two records
+// of one round that differ are a round released twice.
+type ledger struct {
+	mu        sync.Mutex
+	seen      map[string]string // run/round -> model hash and digest
+	received  int
+	conflicts []string
+}
+
+func newLedger() *ledger { return &ledger{seen: map[string]string{}} }
+
+func (l *ledger) record(who string, run []byte, r int, digest []byte, x []float64) {
+	h := sha256.New()
+	for _, v := range x {
+		h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+	}
+	rec := hex.EncodeToString(h.Sum(nil)) + "/" + hex.EncodeToString(digest)
+	key := hex.EncodeToString(run) + "/" + strconv.Itoa(r)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.received++
+	if old, ok := l.seen[key]; ok && old != rec {
+		l.conflicts = append(l.conflicts, fmt.Sprintf("%s received round %d of run %x as %s, an earlier learner as %s", who, r, run, rec[:16], old[:16]))
+		return
+	}
+	l.seen[key] = rec
+}
+
+// check fails t if a round was received with two values, and checks the
+// round files in dir, if given, against what the learners received.
+func (l *ledger) check(t *testing.T, dir string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conflicts {
+		t.Errorf("a round released twice: %s", c)
+	}
+	if dir == "" {
+		return
+	}
+	for key, rec := range l.seen {
+		run, round, _ := strings.Cut(key, "/")
+		r, _ := strconv.Atoi(round)
+		rel, err := fednet.ReadRound(dir, r)
+		if err != nil {
+			continue // a directory the attack replaced
+		}
+		h := sha256.New()
+		for _, v := range rel.X {
+			h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); !strings.HasPrefix(rec, got) {
+			plan, _ := fednet.ReadPlan(dir)
+			t.Errorf("round %d of run %s: learners received %s, %s holds %s (plan %s)", r, run, rec[:16], dir, got[:16], plan)
+		}
+	}
+}
+
+// seenModel is a learner's witness: the newest model it received.
+type seenModel struct {
+	round       int
+	run, digest []byte
+}
+
+// ledgerLearner is learner id of a plain run at addr: it follows the
+// protocol as fednet's learner does (Join, GetModel with its witness,
+// SubmitUpdate; retrying while the server is away) but submits a random
+// update within the norm bound, and records every model in l. It returns
+// nil when it received the final model, or the error that stopped it (a
+// refusal of the server, or ctx's).
+func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *rand.Rand) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cl := flv1.NewFederationClient(conn)
+	pause := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+			return nil
+		}
+	}
+	retry := func(err error) bool {
+		switch status.Code(err) {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
+			return ctx.Err() == nil
+		}
+		return false
+	}
+	var join *flv1.JoinResponse
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		join, err = cl.Join(cctx, &flv1.JoinRequest{ProtocolVersion: fednet.Protocol, Learner: int32(id)})
+		cancel()
+		if err == nil {
+			break
+		}
+		if !retry(err) {
+			return err
+		}
+		if err := pause(); err != nil {
+			return err
+		}
+	}
+	rc := join.GetConfig()
+	dim, bound := int(rc.GetParams()), float64(rc.GetTau())*rc.GetClip()
+	if bound == 0 {
+		bound = 1
+	}
+	var seen *seenModel
+	u, last := make([]float64, dim), -1
+	for {
+		req := &flv1.GetModelRequest{Learner: int32(id)}
+		if seen != nil {
+			r := int32(seen.round)
+			req.SeenRound, req.SeenRun, req.SeenDigest = &r, seen.run, seen.digest
+		}
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		m, x, err := receiveModel(cctx, cl, req, dim)
+		cancel()
+		if err != nil {
+			if !retry(err) {
+				return err
+			}
+			if err := pause(); err != nil {
+				return err
+			}
+			continue
+		}
+		r := int(m.GetRound())
+		if seen != nil && m.GetRound() < int32(seen.round) {
+			return fmt.Errorf("learner %d: the server went back from round %d to %d", id, seen.round, r)
+		}
+		l.record("learner "+strconv.Itoa(id), m.GetRun(), r, m.GetDigest(), x)
+		seen = &seenModel{round: r, run: m.GetRun(), digest: m.GetDigest()}
+		if m.GetDone() {
+			return nil
+		}
+		if r == last {
+			if err := pause(); err != nil {
+				return err
+			}
+		} else {
+			ss := 0.0
+			for k := range u {
+				u[k] = rng.NormFloat64()
+				ss += u[k] * u[k]
+			}
+			scale := bound * rng.Float64() / math.Sqrt(ss)
+			for k := range u {
+				u[k] *= scale
+			}
+			last = r
+		}
+		cctx, cancel = context.WithTimeout(ctx, 3*time.Second)
+		err = submit(cctx, cl, id, r, u)
+		cancel()
+		switch status.Code(err) {
+		case codes.OK, codes.AlreadyExists:
+		case codes.FailedPrecondition:
+			if strings.Contains(status.Convert(err).Message(), "rewound") || strings.Contains(status.Convert(err).Message(), "swapped") {
+				return err
+			}
+		default:
+			if !retry(err) {
+				return err
+			}
+		}
+	}
+}
+
+// receiveModel receives one model.
+func receiveModel(ctx context.Context, cl flv1.FederationClient, req *flv1.GetModelRequest, dim int) (*flv1.ModelChunk, []float64, error) {
+	st, err := cl.GetModel(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var first *flv1.ModelChunk
+	x := make([]float64, 0, dim)
+	for {
+		c, err := st.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if first == nil {
+			first = c
+		}
+		x = append(x, c.GetValues()...)
+	}
+	if first == nil || len(x) != dim {
+		return nil, nil, status.Errorf(codes.Internal, "short model")
+	}
+	return first, x, nil
+}
+
+// submit sends learner id's update u for round r.
+func submit(ctx context.Context, cl flv1.FederationClient, id, r int, u []float64) error {
+	st, err := cl.SubmitUpdate(ctx)
+	if err != nil {
+		return err
+	}
+	for off := 0; off == 0 || off < len(u); off += fednet.ChunkLen {
+		end := min(off+fednet.ChunkLen, len(u))
+		if err := st.Send(&flv1.UpdateChunk{Learner: int32(id), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]}); err != nil {
+			break
+		}
+	}
+	_, err = st.CloseAndRecv()
+	return err
+}
+
+// crew is a set of ledger learners running in the background.
+type crew struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   map[int]error
+}
+
+// startCrew starts ledger learners ids at addr.
+func startCrew(addr string, ids []int, l *ledger, seed uint64) *crew {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &crew{cancel: cancel, errs: map[int]error{}}
+	for _, i := range ids {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			err := ledgerLearner(ctx, addr, i, l, rand.New(rand.NewPCG(seed, uint64(i))))
+			c.mu.Lock()
+			c.errs[i] = err
+			c.mu.Unlock()
+		}()
+	}
+	return c
+}
+
+// stop stops the learners and returns the error of each.
+func (c *crew) stop() map[int]error {
+	c.cancel()
+	c.wg.Wait()
+	return c.errs
+}
+
+// wait waits up to d for the learners to end by themselves.
+func (c *crew) wait(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// faultRun is the run of the attacks: 3 learners, small model, noise.
+func faultRun(rounds int) []string {
+	return []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(rounds), "-dim", "4", "-eps", "2"}
+}
+
+// serverArgs are ofl server's arguments on state at listen.
+func serverArgs(state, listen string, run []string, extra ...string) []string {
+	return append(append([]string{"server", "-insecure", "-state", state, "-listen", listen, "-linger", "1s", "-round-timeout", "20s"}, extra...), run...)
+}
+
+// kill SIGKILLs p and waits for it.
+func kill(t *testing.T, p *proc) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a killed server did not exit")
+	}
+}
+
+// logOf returns p's log so far.
+func logOf(p *proc) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// exited waits up to d for p to exit and returns its log, or fails t.
+func exited(t *testing.T, p *proc, d time.Duration) (error, string) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		return err, logOf(p)
+	case <-time.After(d):
+		p.cmd.Process.Kill()
+		t.Fatalf("ofl did not exit within %v: %s", d, logOf(p))
+		return nil, ""
+	}
+}
+
+// trials returns how many trials a stress test runs: DPMF_FAULT_TRIALS,
+// or def.
+func trials(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("DPMF_FAULT_TRIALS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// stateOf describes where in a release a kill left dir: the highest round
+// file, the mark's round (from the server's view: a round file past the
+// mark is one written but not marked) and temporary files.
+func stateOf(dir string) (files int, temps int) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		switch {
+		case strings.HasPrefix(e.Name(), "round-"):
+			files++
+		case strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-"):
+			temps++
+		}
+	}
+	return files, temps
+}
+
+// Attack 1: the server is SIGKILLed at random moments (0-2 s apart, so
+// also while it writes a round file or its mark) and restarted on the
+// same state directory and port, trials times, while three ledger
+// learners with random updates ride through. No round is ever received
+// with two values, and the files on disk are what the learners received.
+func TestStressServerSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(30)
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := newLedger()
+	kills, temps, unmarked := 0, 0, 0
+	for run := 0; kills < n; run++ {
+		state := filepath.Join(t.TempDir(), "state")
+		args := faultRun(3000)
+		extra := []string{}
+		if run%2 == 1 { // rounds that close without a learner, too
+			extra = []string{"-min-learners", "2", "-quorum-grace", "5ms"}
+		}
+		srv, addr := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args, extra...))
+		c := startCrew(addr, []int{0, 1, 2}, l, uint64(run))
+		for kills < n {
+			time.Sleep(time.Duration(rng.Float64() * float64(2*time.Second)))
+			select {
+			case <-srv.done:
+				goto finished
+			default:
+			}
+			kill(t, srv)
+			kills++
+			files, tmp := stateOf(state)
+			temps += tmp
+			if m, err := os.ReadFile(filepath.Join(state, "released")); err == nil && len(m) >= 32 {
+				if r := int(binary.LittleEndian.Uint64(m[24:])); files-1 > r {
+					unmarked++
+				}
+			}
+			srv, _ = startServerArgs(t, bin, serverArgs(state, addr, args, extra...))
+			if !strings.Contains(logOf(srv), "msg=resumed") && !waitLog(srv, "msg=resumed", 5*time.Second) {
+				t.Fatalf("the restarted server did not resume: %s", logOf(srv))
+			}
+		}
+		// Let the run finish.
+		if err, log := exited(t, srv, 120*time.Second); err != nil {
+			t.Fatalf("server: %v\n%s", err, log)
+		}
+	finished:
+		if !c.wait(30 * time.Second) {
+			t.Fatal("the learners did not finish")
+		}
+		for i, err := range c.stop() {
+			if err != nil {
+				t.Errorf("learner %d: %v", i, err)
+			}
+		}
+		l.check(t, state)
+	}
+	t.Logf("%d kills: %d left temporary files, %d a round file written but not marked; %d models received", kills, temps, unmarked, l.received)
+	l.check(t, "")
+}
+
+// startServerArgs starts ofl with args and returns it with the address it
+// serves at.
+func startServerArgs(t *testing.T, bin string, args []string) (*proc, string) {
+	t.Helper()
+	addr := make(chan string, 1)
+	p := start(t, bin, args, addr)
+	select {
+	case a := <-addr:
+		return p, a
+	case err := <-p.done:
+		t.Fatalf("server exited: %v\n%s", err, logOf(p))
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not start within 30 s")
+	}
+	return nil, ""
+}
+
+// waitLog waits up to d for p's log to contain s.
+func waitLog(p *proc, s string, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if strings.Contains(logOf(p), s) {
+			return true
+		}
+	}
+	return false
+}
