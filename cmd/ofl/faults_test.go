@@ -452,3 +452,143 @@ func waitLog(p *proc, s string, d time.Duration) bool {
 	}
 	return false
 }
+
+// inUse is the refusal of a second server on a state directory.
+const inUse = "is in use by another server ("
+
+// Attack 2a: two servers started on one state directory at the same
+// instant, on a fresh directory and on one that holds a run: exactly one
+// serves, the other exits 1 naming the holder.
+func TestStressTwoServersAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(40)
+	rng := rand.New(rand.NewPCG(3, 4))
+	holders := map[string]int{}
+	for trial := range n {
+		state := filepath.Join(t.TempDir(), "state")
+		args := faultRun(50)
+		if trial%2 == 1 { // a directory that holds a run
+			srv, _ := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+			kill(t, srv)
+		}
+		addrs := make(chan string, 2)
+		a := start(t, bin, serverArgs(state, "127.0.0.1:0", args), addrs)
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		b := start(t, bin, serverArgs(state, "127.0.0.1:0", args), addrs)
+		var refused []string
+		serving := 0
+		for _, p := range []*proc{a, b} {
+			select {
+			case err := <-p.done:
+				log := logOf(p)
+				if err == nil || !strings.Contains(log, inUse) {
+					t.Fatalf("trial %d: a server exited with %v, not the in-use refusal: %s", trial, err, log)
+				}
+				refused = append(refused, log)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("trial %d: a server neither served nor was refused: %s", trial, logOf(p))
+			case <-waitFor(p, "msg=serving"):
+				serving++
+			}
+		}
+		if serving != 1 || len(refused) != 1 {
+			t.Fatalf("trial %d: %d servers serve, %d refused, want one each", trial, serving, len(refused))
+		}
+		holder := "a server that is starting"
+		if strings.Contains(refused[0], inUse+"pid ") {
+			holder = "pid"
+		}
+		holders[holder]++
+		for _, p := range []*proc{a, b} {
+			p.cmd.Process.Kill()
+		}
+	}
+	t.Logf("%d trials; the refusal named the holder as: %v", n, holders)
+}
+
+// waitFor returns a channel closed once p's log contains s.
+func waitFor(p *proc, s string) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		if waitLog(p, s, 10*time.Second) {
+			close(c)
+		}
+	}()
+	return c
+}
+
+// Attack 2b and 2c: a server whose lock file is removed while it runs, or
+// which is stopping (SIGTERM), and a second server started on the same
+// state directory at another port, each with its own learners. The first
+// stops without releasing a round the second releases; no round is
+// received with two values.
+func TestStressSecondServerTakesOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(20)
+	rng := rand.New(rand.NewPCG(5, 6))
+	outcomes := map[string]int{}
+	for trial := range n {
+		l := newLedger()
+		state := filepath.Join(t.TempDir(), "state")
+		args := faultRun(400)
+		a, addrA := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+		ca := startCrew(addrA, []int{0, 1, 2}, l, uint64(trial))
+		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+		stopping := trial%2 == 1
+		if stopping {
+			a.cmd.Process.Signal(syscall.SIGTERM)
+			time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+		} else if err := os.Remove(filepath.Join(state, "lock")); err != nil {
+			t.Fatal(err)
+		}
+		var b *proc
+		var addrB string
+		for try := 0; ; try++ {
+			addrs := make(chan string, 1)
+			b = start(t, bin, serverArgs(state, "127.0.0.1:0", args), addrs)
+			select {
+			case addrB = <-addrs:
+			case err := <-b.done:
+				if log := logOf(b); !strings.Contains(log, inUse) || try > 200 {
+					t.Fatalf("trial %d: the second server: %v %s", trial, err, log)
+				}
+				outcomes["second refused while the first stopped"]++
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			break
+		}
+		cb := startCrew(addrB, []int{0, 1, 2}, l, uint64(1000+trial))
+		errA, logA := exited(t, a, 30*time.Second)
+		switch {
+		case stopping && strings.Contains(logA, "interrupted at round"):
+			outcomes["first interrupted by SIGTERM"]++
+		case !stopping && errA != nil && strings.Contains(logA, "removed or replaced"):
+			outcomes["first stopped: lock removed"]++
+		case !stopping && errA != nil && strings.Contains(logA, "already exists"):
+			outcomes["first stopped: round file exists"]++
+		default:
+			t.Fatalf("trial %d: the first server exited with %v: %s", trial, errA, logA)
+		}
+		ca.stop()
+		if !cb.wait(60 * time.Second) {
+			t.Fatalf("trial %d: the second server's learners did not finish: %s", trial, logOf(b))
+		}
+		for i, err := range cb.stop() {
+			if err != nil {
+				t.Errorf("trial %d: learner %d of the second server: %v", trial, i, err)
+			}
+		}
+		if err, log := exited(t, b, 30*time.Second); err != nil {
+			t.Fatalf("trial %d: the second server: %v\n%s", trial, err, log)
+		}
+		l.check(t, state)
+	}
+	t.Logf("%d trials: %v", n, outcomes)
+}
