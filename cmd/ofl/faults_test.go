@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -591,4 +592,168 @@ func TestStressSecondServerTakesOver(t *testing.T) {
 		l.check(t, state)
 	}
 	t.Logf("%d trials: %v", n, outcomes)
+}
+
+// copyTree copies the regular files of dir from to a new directory to
+// (a new inode, as cp -a, tar and rsync make), keeping modes.
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			continue // removed meanwhile (a temporary file)
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, fi.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// restoreInPlace empties dir, keeping the directory itself (its inode),
+// and copies the files of from into it.
+func restoreInPlace(t *testing.T, from, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTree(t, from, dir)
+}
+
+// Attack 3: restores. A copy of the state directory taken while the server
+// runs (cp -a, or a tar round trip: a new inode) is refused wherever it is
+// started; the copy put back in place (the directory's inode kept) after
+// the server was killed is refused or, consistent, stopped by the
+// learners before it releases anything; single files put back (an older
+// released, the newest round file lost, another run's run.json) are
+// refused or resume without a second release. No learner ever receives a
+// round with two values.
+func TestStressRestores(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(6)
+	rng := rand.New(rand.NewPCG(7, 8))
+	outcomes := map[string]int{}
+	args := faultRun(3000)
+	// Another run of the same flags, for its run.json.
+	other := filepath.Join(t.TempDir(), "other")
+	o, _ := startServerArgs(t, bin, serverArgs(other, "127.0.0.1:0", args))
+	kill(t, o)
+	for trial := range n {
+		for _, fault := range []string{"copy", "tar", "in place", "released", "newest round", "run.json"} {
+			l := newLedger()
+			base := t.TempDir()
+			state := filepath.Join(base, "state")
+			srv, addr := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+			c := startCrew(addr, []int{0, 1, 2}, l, uint64(trial))
+			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+			old := filepath.Join(base, "old")
+			switch fault {
+			case "tar":
+				if out, err := execCmd("sh", "-c", "mkdir -p "+old+" && tar -C "+state+" -cf - . | tar -C "+old+" -xpf -"); err != nil {
+					t.Fatalf("tar: %v %s", err, out)
+				}
+			case "copy":
+				if out, err := execCmd("cp", "-a", state, old); err != nil {
+					t.Fatalf("cp -a: %v %s", err, out)
+				}
+			default:
+				copyTree(t, state, old)
+			}
+			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+			kill(t, srv)
+			target := state
+			switch fault {
+			case "copy", "tar":
+				target = old
+			case "in place":
+				restoreInPlace(t, old, state)
+			case "released":
+				data, err := os.ReadFile(filepath.Join(old, "released"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(state, "released"), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			case "newest round":
+				files, _ := stateOf(state)
+				os.Remove(filepath.Join(state, fmt.Sprintf("round-%08d.x", files-1)))
+			case "run.json":
+				data, err := os.ReadFile(filepath.Join(other, "run.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(state, "run.json"), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			addrs := make(chan string, 1)
+			s2 := start(t, bin, serverArgs(target, addr, args), addrs)
+			var outcome string
+			select {
+			case err := <-s2.done:
+				log := logOf(s2)
+				if err == nil {
+					t.Fatalf("%s: the server on the restored directory exited 0: %s", fault, log)
+				}
+				outcome = "refused: " + refusalKind(log)
+			case <-addrs:
+				// It serves: the learners ride on. Either they stop it
+				// (a rewound directory) or the run finishes.
+				err, log := exited(t, s2, 120*time.Second)
+				switch {
+				case err == nil:
+					outcome = "resumed and finished"
+				case strings.Contains(log, "state rewound"):
+					outcome = "stopped by a learner's witness"
+				default:
+					t.Fatalf("%s: the restored server: %v\n%s", fault, err, log)
+				}
+			}
+			c.stop()
+			l.check(t, "")
+			outcomes[fault+": "+outcome]++
+		}
+	}
+	for k, v := range outcomes {
+		t.Logf("%3d  %s", v, k)
+	}
+}
+
+// refusalKind names a refusal by the phrase of the docs' table.
+func refusalKind(log string) string {
+	for _, k := range []string{"is a copy or a restore", "holds rounds up to", "belongs to run", "broken hash chain", "describes another run", "is not run", "is missing", "state rewound", "records another hash"} {
+		if strings.Contains(log, k) {
+			return k
+		}
+	}
+	return "other: " + log
+}
+
+// execCmd runs a command and returns its combined output.
+func execCmd(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	return string(out), err
 }
