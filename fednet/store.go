@@ -228,7 +228,7 @@ func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 	}
 	if err := os.Link(tmp, path); err != nil {
 		if _, lerr := os.Lstat(path); !errors.Is(lerr, fs.ErrNotExist) {
-			return fmt.Errorf("%s already exists: another server wrote it (was the lock file removed?); stopping without serving it", path)
+			return fmt.Errorf("%s already exists, but this server writes each round once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
 		}
 		if err := os.Rename(tmp, path); err != nil {
 			return err

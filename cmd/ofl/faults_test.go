@@ -671,13 +671,11 @@ func TestStressRestores(t *testing.T) {
 			old := filepath.Join(base, "old")
 			switch fault {
 			case "tar":
-				if out, err := execCmd("sh", "-c", "mkdir -p "+old+" && tar -C "+state+" -cf - . | tar -C "+old+" -xpf -"); err != nil {
-					t.Fatalf("tar: %v %s", err, out)
-				}
+				// tar and cp complain of temporary files that vanish
+				// under them, as they would on a live directory.
+				execCmd("sh", "-c", "mkdir -p "+old+" && tar -C "+state+" -cf - . | tar -C "+old+" -xpf -")
 			case "copy":
-				if out, err := execCmd("cp", "-a", state, old); err != nil {
-					t.Fatalf("cp -a: %v %s", err, out)
-				}
+				execCmd("cp", "-a", state, old)
 			default:
 				copyTree(t, state, old)
 			}
@@ -756,4 +754,220 @@ func refusalKind(log string) string {
 func execCmd(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
+}
+
+// openBase returns a new directory that any user may traverse (t.TempDir's
+// parent is private), removed at the end of the test.
+func openBase(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", "ofl-faults-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// nobody is the user a root test runs the server as, so that a directory
+// without write permission stops it.
+const nobody = 65534
+
+// serverAs starts ofl server with args, as nobody when the test runs as
+// root, and returns it with its address.
+func serverAs(t *testing.T, bin string, args []string) (*proc, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	if os.Geteuid() == 0 {
+		if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	}
+	addr := make(chan string, 1)
+	p := startCmd(t, cmd, addr)
+	select {
+	case a := <-addr:
+		return p, a
+	case err := <-p.done:
+		t.Fatalf("server exited: %v\n%s", err, logOf(p))
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not start within 30 s")
+	}
+	return nil, ""
+}
+
+// finishRun waits for a server and its learners to finish the run.
+func finishRun(t *testing.T, what string, srv *proc, c *crew) {
+	t.Helper()
+	if err, log := exited(t, srv, 120*time.Second); err != nil {
+		t.Fatalf("%s: the server: %v\n%s", what, err, log)
+	}
+	if !c.wait(30 * time.Second) {
+		t.Fatalf("%s: the learners did not finish", what)
+	}
+	for i, err := range c.stop() {
+		if err != nil {
+			t.Errorf("%s: learner %d: %v", what, i, err)
+		}
+	}
+}
+
+// Attack 4: disk trouble. The state directory becomes read-only mid-run,
+// the disk fills up (a small tmpfs, when the test may mount one), a state
+// file is replaced by a directory, and the state directory is a symbolic
+// link that is later pointed at a copy. The server stops with the write's
+// error, without serving the round it could not write, and resumes once
+// the trouble is gone; a replaced file is refused; no round is received
+// with two values.
+func TestStressDiskTrouble(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(3)
+	rng := rand.New(rand.NewPCG(9, 10))
+	outcomes := map[string]int{}
+	args := faultRun(3000)
+	for trial := range n {
+		pause := func() { time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond) }
+
+		// Read-only mid-run.
+		l := newLedger()
+		state := filepath.Join(openBase(t), "state")
+		if err := os.Mkdir(state, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if os.Geteuid() == 0 {
+			os.Chown(state, nobody, nobody)
+		}
+		srv, addr := serverAs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+		c := startCrew(addr, []int{0, 1, 2}, l, uint64(trial))
+		pause()
+		os.Chmod(state, 0o555)
+		err, log := exited(t, srv, 30*time.Second)
+		if err == nil || !strings.Contains(log, "permission denied") {
+			t.Fatalf("read-only: the server exited with %v: %s", err, log)
+		}
+		outcomes["read-only: stopped, permission denied"]++
+		os.Chmod(state, 0o755)
+		srv, _ = serverAs(t, bin, serverArgs(state, addr, args))
+		finishRun(t, "read-only", srv, c)
+		l.check(t, state)
+		outcomes["read-only: resumed and finished"]++
+
+		// A full disk.
+		if os.Geteuid() == 0 {
+			l := newLedger()
+			mnt := filepath.Join(openBase(t), "fs")
+			os.Mkdir(mnt, 0o755)
+			if out, err := execCmd("mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", mnt); err == nil {
+				t.Cleanup(func() { execCmd("umount", mnt) })
+				state := filepath.Join(mnt, "state")
+				srv, addr := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+				c := startCrew(addr, []int{0, 1, 2}, l, uint64(100+trial))
+				err, log := exited(t, srv, 60*time.Second)
+				if err == nil || !strings.Contains(log, "no space left on device") {
+					t.Fatalf("full disk: the server exited with %v: %s", err, log)
+				}
+				outcomes["full disk: stopped, no space left"]++
+				if out, err := execCmd("mount", "-o", "remount,size=64m", mnt); err != nil {
+					t.Fatalf("remount: %v %s", err, out)
+				}
+				srv, _ = startServerArgs(t, bin, serverArgs(state, addr, args))
+				finishRun(t, "full disk", srv, c)
+				l.check(t, state)
+				outcomes["full disk: resumed and finished"]++
+			} else {
+				t.Logf("no tmpfs (%v %s): the full disk is not tried", err, out)
+			}
+		}
+
+		// A state file replaced by a directory: the mark, or a round
+		// file not yet written.
+		for _, name := range []string{"released", "next round"} {
+			l := newLedger()
+			state := filepath.Join(t.TempDir(), "state")
+			srv, addr := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+			c := startCrew(addr, []int{0, 1, 2}, l, uint64(200+trial))
+			pause()
+			if name == "released" {
+				for os.Remove(filepath.Join(state, name)) != nil || os.Mkdir(filepath.Join(state, name), 0o755) != nil {
+				}
+			} else {
+				files, _ := stateOf(state)
+				os.Mkdir(filepath.Join(state, fmt.Sprintf("round-%08d.x", files+2)), 0o755)
+			}
+			err, log := exited(t, srv, 30*time.Second)
+			if err == nil {
+				t.Fatalf("%s replaced by a directory: the server finished: %s", name, log)
+			}
+			outcomes[name+" a directory: stopped: "+lastLine(log)]++
+			s2 := start(t, bin, serverArgs(state, addr, args), nil)
+			err, log = exited(t, s2, 30*time.Second)
+			if err == nil {
+				t.Fatalf("%s replaced by a directory: the restarted server finished: %s", name, log)
+			}
+			outcomes[name+" a directory: restart refused: "+lastLine(log)]++
+			c.stop()
+			l.check(t, "")
+		}
+
+		// A symbolic link to the state directory: the server resumes
+		// through the link or the directory's own path, a second server
+		// through the other name is refused, and pointing the link at a
+		// copy stops the server before it writes.
+		{
+			l := newLedger()
+			base := t.TempDir()
+			real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
+			os.Mkdir(real, 0o755)
+			os.Symlink(real, link)
+			srv, addr := startServerArgs(t, bin, serverArgs(link, "127.0.0.1:0", args))
+			c := startCrew(addr, []int{0, 1, 2}, l, uint64(300+trial))
+			pause()
+			second := runOfl(t, serverArgs(real, "127.0.0.1:0", args)...)
+			if !strings.Contains(second.stderr, inUse) {
+				t.Fatalf("a second server through the directory's own path: %s", second.stderr)
+			}
+			kill(t, srv)
+			srv, _ = startServerArgs(t, bin, serverArgs(real, addr, args))
+			if !waitLog(srv, "msg=resumed", 5*time.Second) {
+				t.Fatalf("the server did not resume through the directory's own path: %s", logOf(srv))
+			}
+			kill(t, srv)
+			srv, _ = startServerArgs(t, bin, serverArgs(link, addr, args))
+			pause()
+			copyTree(t, real, filepath.Join(base, "copy"))
+			os.Remove(link)
+			os.Symlink(filepath.Join(base, "copy"), link)
+			err, log := exited(t, srv, 30*time.Second)
+			if err == nil || !strings.Contains(log, "removed or replaced") {
+				t.Fatalf("the link pointed at a copy: the server exited with %v: %s", err, log)
+			}
+			outcomes["symlink: resumed through both names; repointed at a copy: stopped"]++
+			s2 := start(t, bin, serverArgs(link, addr, args), nil)
+			err, log = exited(t, s2, 30*time.Second)
+			if err == nil || !strings.Contains(log, "is a copy or a restore") {
+				t.Fatalf("a server on the copy: %v %s", err, log)
+			}
+			c.stop()
+			l.check(t, real)
+		}
+	}
+	for k, v := range outcomes {
+		t.Logf("%3d  %s", v, k)
+	}
+}
+
+// lastLine returns the last line of log, without the time.
+func lastLine(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	s := lines[len(lines)-1]
+	if i := strings.Index(s, "msg="); i >= 0 {
+		s = s[i:]
+	}
+	return s
 }
