@@ -971,3 +971,81 @@ func lastLine(log string) string {
 	}
 	return s
 }
+
+// Attack 1b: learner processes (ofl learner) are SIGKILLed at random
+// moments and restarted, trials times; the server waits for them (every
+// round needs all three) and releases exactly the models of the
+// uninterrupted simulation: a restarted learner recomputes its update and
+// a second submission of a round is refused, never counted twice.
+func TestStressLearnerSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(30)
+	rng := rand.New(rand.NewPCG(11, 12))
+	const R = 3000
+	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "5"}
+	want, _ := simulated(t, run)
+	state := t.TempDir()
+	srv, addr := startServer(t, bin, state, run)
+	learner := func(i int) *proc {
+		return start(t, bin, []string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i), "-seed", "5",
+			"-give-up", "30s", "-call-timeout", "5s", "-wait-timeout", "5s"}, nil)
+	}
+	learners := []*proc{learner(0), learner(1), learner(2)}
+	kills := 0
+	for ; kills < n; kills++ {
+		time.Sleep(time.Duration(rng.Float64() * float64(time.Second)))
+		i := rng.IntN(3)
+		select {
+		case <-srv.done:
+			t.Fatalf("the run ended after %d of %d kills: make it longer", kills, n)
+		default:
+		}
+		learners[i].cmd.Process.Signal(syscall.SIGKILL)
+		<-learners[i].done
+		learners[i] = learner(i)
+	}
+	for i, l := range learners {
+		l.wait(t, "learner "+strconv.Itoa(i), 120*time.Second)
+	}
+	srv.wait(t, "server", 30*time.Second)
+	got := readModels(t, state, R)
+	for r := range want {
+		requireSame(t, "x^"+strconv.Itoa(r), got[r], want[r])
+	}
+	t.Logf("%d learner kills; all %d models equal the simulation's", kills, R+1)
+}
+
+// Attack 5: the learners of one run pointed at the server of another (a
+// fresh state directory under the same flags and address): each is told
+// it followed another run and stops, and the new run goes on with its own
+// learners.
+func TestStressLearnersOfAnotherRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(5)
+	args := faultRun(300)
+	for trial := range n {
+		l := newLedger()
+		srv, addr := startServerArgs(t, bin, serverArgs(filepath.Join(t.TempDir(), "x"), "127.0.0.1:0", args))
+		cx := startCrew(addr, []int{0, 1, 2}, l, uint64(trial))
+		time.Sleep(300 * time.Millisecond)
+		kill(t, srv)
+		srv, _ = startServerArgs(t, bin, serverArgs(filepath.Join(t.TempDir(), "y"), addr, args))
+		if !cx.wait(30 * time.Second) {
+			t.Fatal("the old run's learners did not stop")
+		}
+		for i, err := range cx.stop() {
+			if err == nil || !strings.Contains(err.Error(), "the learner followed run") {
+				t.Errorf("learner %d of the old run: %v, want the other-run refusal", i, err)
+			}
+		}
+		cy := startCrew(addr, []int{0, 1, 2}, l, uint64(100+trial))
+		finishRun(t, "the new run", srv, cy)
+		l.check(t, "")
+	}
+}
