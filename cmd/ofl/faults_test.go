@@ -1049,3 +1049,72 @@ func TestStressLearnersOfAnotherRun(t *testing.T) {
 		l.check(t, "")
 	}
 }
+
+// Attack 2d: the operator's "stale lock". The server is frozen (SIGSTOP)
+// at a random moment, perhaps inside a release; its lock file is removed
+// and a second server takes the directory over at another port with its
+// own learners; the first is thawed (SIGCONT) a moment later and must stop
+// without serving or replacing anything the second released. The second
+// is then SIGKILLed and restarted, and fresh learners (no witness) join
+// it: whatever the first wrote, they receive the models the second
+// released.
+func TestStressFrozenServerOvertaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(20)
+	rng := rand.New(rand.NewPCG(13, 14))
+	outcomes := map[string]int{}
+	for trial := range n {
+		l := newLedger()
+		state := filepath.Join(t.TempDir(), "state")
+		args := faultRun(3000)
+		a, addrA := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+		ca := startCrew(addrA, []int{0, 1, 2}, l, uint64(trial))
+		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+		a.cmd.Process.Signal(syscall.SIGSTOP)
+		if err := os.Remove(filepath.Join(state, "lock")); err != nil {
+			t.Fatal(err)
+		}
+		b, addrB := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+		cb := startCrew(addrB, []int{0, 1, 2}, l, uint64(1000+trial))
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		a.cmd.Process.Signal(syscall.SIGCONT)
+		errA, logA := exited(t, a, 30*time.Second)
+		if errA == nil {
+			t.Fatalf("trial %d: the thawed server finished: %s", trial, logA)
+		}
+		outcomes["the thawed server stopped: "+refusalOf(logA)]++
+		ca.stop()
+		time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
+		kill(t, b)
+		cb.stop()
+		b2 := start(t, bin, serverArgs(state, addrB, args), nil)
+		fresh := startCrew(addrB, []int{0, 1, 2}, l, uint64(2000+trial))
+		errB, logB := exited(t, b2, 120*time.Second)
+		switch {
+		case errB == nil:
+			outcomes["the second server, restarted: finished"]++
+		case strings.Contains(logB, "ofl server: "):
+			outcomes["the second server, restarted: refused: "+refusalKind(logB)]++
+		default:
+			t.Fatalf("trial %d: the restarted second server: %v %s", trial, errB, logB)
+		}
+		fresh.stop()
+		l.check(t, "")
+	}
+	for k, v := range outcomes {
+		t.Logf("%3d  %s", v, k)
+	}
+}
+
+// refusalOf returns the reason of a server's final error line.
+func refusalOf(log string) string {
+	for _, k := range []string{"removed or replaced", "already exists", "no such file"} {
+		if strings.Contains(log, k) {
+			return k
+		}
+	}
+	return lastLine(log)
+}
