@@ -1069,7 +1069,7 @@ func TestStressFrozenServerOvertaken(t *testing.T) {
 	for trial := range n {
 		l := newLedger()
 		state := filepath.Join(t.TempDir(), "state")
-		args := faultRun(3000)
+		args := faultRun(800)
 		a, addrA := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
 		ca := startCrew(addrA, []int{0, 1, 2}, l, uint64(trial))
 		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
