@@ -1118,3 +1118,78 @@ func refusalOf(log string) string {
 	}
 	return lastLine(log)
 }
+
+// Attack 1c: a secure run (-secure-aggregation, learner processes with
+// their own state directories) whose server is SIGKILLed at random
+// moments, inside any phase, and restarted, trials times; then its
+// learners are SIGKILLed and restarted on their state directories. Every
+// model of the run with server kills equals the simulation's, bit for bit;
+// with learner kills (a round may close without one) the learners, which
+// stop at a second model of a round, finish.
+func TestStressSecureSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	bin := buildOfl(t)
+	n := trials(20)
+	rng := rand.New(rand.NewPCG(15, 16))
+	const R = 1500
+	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "7", "-eps", "2",
+		"-secure-aggregation", "-threshold", "2"}
+	want, _ := simulated(t, run)
+	for _, victim := range []string{"server", "learners"} {
+		state := t.TempDir()
+		srv, addr := startServer(t, bin, state, run)
+		lstate := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+		learner := func(i int) *proc {
+			return start(t, bin, []string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i), "-seed", "7",
+				"-state", lstate[i], "-give-up", "30s", "-call-timeout", "5s", "-wait-timeout", "5s"}, nil)
+		}
+		learners := []*proc{learner(0), learner(1), learner(2)}
+		for kill := 0; kill < n; kill++ {
+			time.Sleep(time.Duration(rng.Float64() * float64(time.Second)))
+			select {
+			case <-srv.done:
+				t.Fatalf("%s: the run ended after %d of %d kills: make it longer", victim, kill, n)
+			default:
+			}
+			if victim == "server" {
+				srv.cmd.Process.Signal(syscall.SIGKILL)
+				<-srv.done
+				srv = start(t, bin, append([]string{"server", "-insecure", "-state", state, "-listen", addr, "-linger", "3s", "-round-timeout", "20s"}, run...), nil)
+				continue
+			}
+			i := rng.IntN(3)
+			learners[i].cmd.Process.Signal(syscall.SIGKILL)
+			<-learners[i].done
+			learners[i] = learner(i)
+		}
+		for i, l := range learners {
+			l.wait(t, victim+": learner "+strconv.Itoa(i), 300*time.Second)
+		}
+		srv.wait(t, victim+": server", 30*time.Second)
+		got := readModels(t, state, R)
+		differ := 0
+		for r := range want {
+			if victim == "server" {
+				requireSame(t, "x^"+strconv.Itoa(r), got[r], want[r])
+			} else if !sameBits(got[r], want[r]) {
+				differ++
+			}
+		}
+		t.Logf("%s: %d kills; %d of %d models differ from the simulation's", victim, n, differ, R+1)
+	}
+}
+
+// sameBits reports whether a and b are equal bit for bit.
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if math.Float64bits(a[k]) != math.Float64bits(b[k]) {
+			return false
+		}
+	}
+	return true
+}
