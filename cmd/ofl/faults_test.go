@@ -340,7 +340,11 @@ func exited(t *testing.T, p *proc, d time.Duration) (error, string) {
 }
 
 // trials returns how many trials a stress test runs: DPMF_FAULT_TRIALS,
-// or def.
+// or def, a few, so that the whole suite (without -short) stays within
+// minutes. The report of these attacks ran them with
+// DPMF_FAULT_TRIALS=30 (20 for the slower ones):
+//
+//	DPMF_FAULT_TRIALS=30 go test -run TestStressServerSIGKILL -v ./cmd/ofl/
 func trials(def int) int {
 	if n, err := strconv.Atoi(os.Getenv("DPMF_FAULT_TRIALS")); err == nil && n > 0 {
 		return n
@@ -374,7 +378,7 @@ func TestStressServerSIGKILL(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(30)
+	n := trials(4)
 	rng := rand.New(rand.NewPCG(1, 2))
 	l := newLedger()
 	kills, temps, unmarked := 0, 0, 0
@@ -465,7 +469,7 @@ func TestStressTwoServersAtOnce(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(40)
+	n := trials(10)
 	rng := rand.New(rand.NewPCG(3, 4))
 	holders := map[string]int{}
 	for trial := range n {
@@ -531,7 +535,7 @@ func TestStressSecondServerTakesOver(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(20)
+	n := trials(4)
 	rng := rand.New(rand.NewPCG(5, 6))
 	outcomes := map[string]int{}
 	for trial := range n {
@@ -652,7 +656,7 @@ func TestStressRestores(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(6)
+	n := trials(1)
 	rng := rand.New(rand.NewPCG(7, 8))
 	outcomes := map[string]int{}
 	args := faultRun(3000)
@@ -827,7 +831,7 @@ func TestStressDiskTrouble(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(3)
+	n := trials(1)
 	rng := rand.New(rand.NewPCG(9, 10))
 	outcomes := map[string]int{}
 	args := faultRun(3000)
@@ -982,7 +986,7 @@ func TestStressLearnerSIGKILL(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(30)
+	n := trials(5)
 	rng := rand.New(rand.NewPCG(11, 12))
 	const R = 3000
 	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "5"}
@@ -1027,7 +1031,7 @@ func TestStressLearnersOfAnotherRun(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(5)
+	n := trials(1)
 	args := faultRun(300)
 	for trial := range n {
 		l := newLedger()
@@ -1063,7 +1067,7 @@ func TestStressFrozenServerOvertaken(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(20)
+	n := trials(2)
 	rng := rand.New(rand.NewPCG(13, 14))
 	outcomes := map[string]int{}
 	for trial := range n {
@@ -1131,7 +1135,7 @@ func TestStressSecureSIGKILL(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(20)
+	n := trials(2)
 	rng := rand.New(rand.NewPCG(15, 16))
 	const R = 1500
 	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "7", "-eps", "2",
