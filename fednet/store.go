@@ -227,13 +227,19 @@ func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.Link(tmp, path); err != nil {
-		if _, lerr := os.Lstat(path); !errors.Is(lerr, fs.ErrNotExist) {
+		_, lerr := os.Lstat(path)
+		switch {
+		case lerr == nil:
 			return fmt.Errorf("%s already exists, but this server writes each round once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
+		case !errors.Is(lerr, fs.ErrNotExist):
+			return err
 		}
+		// No hard links on this file system: name was checked just now.
 		if err := os.Rename(tmp, path); err != nil {
 			return err
 		}
 	}
+	os.Remove(tmp) // before the directory's sync, which makes it durable too
 	return atomicfile.SyncDir(s.dir)
 }
 
