@@ -104,10 +104,11 @@ type seenModel struct {
 // ledgerLearner is learner id of a plain run at addr: it follows the
 // protocol as fednet's learner does (Join, GetModel with its witness,
 // SubmitUpdate; retrying while the server is away) but submits a random
-// update within the norm bound, and records every model in l. It returns
-// nil when it received the final model, or the error that stopped it (a
+// update within the norm bound, and records every model in l; with
+// submits > 0, after that many updates it only receives. It returns nil
+// when it received the final model, or the error that stopped it (a
 // refusal of the server, or ctx's).
-func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *rand.Rand) error {
+func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *rand.Rand, submits int) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
@@ -150,7 +151,7 @@ func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *ran
 		bound = 1
 	}
 	var seen *seenModel
-	u, last := make([]float64, dim), -1
+	u, last, sent := make([]float64, dim), -1, 0
 	for {
 		req := &flv1.GetModelRequest{Learner: int32(id)}
 		if seen != nil {
@@ -178,6 +179,12 @@ func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *ran
 		if m.GetDone() {
 			return nil
 		}
+		if submits > 0 && sent >= submits {
+			if err := pause(); err != nil {
+				return err
+			}
+			continue
+		}
 		if r == last {
 			if err := pause(); err != nil {
 				return err
@@ -198,7 +205,9 @@ func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *ran
 		err = submit(cctx, cl, id, r, u)
 		cancel()
 		switch status.Code(err) {
-		case codes.OK, codes.AlreadyExists:
+		case codes.OK:
+			sent++
+		case codes.AlreadyExists:
 		case codes.FailedPrecondition:
 			if strings.Contains(status.Convert(err).Message(), "rewound") || strings.Contains(status.Convert(err).Message(), "swapped") {
 				return err
@@ -264,13 +273,19 @@ type crew struct {
 
 // startCrew starts ledger learners ids at addr.
 func startCrew(addr string, ids []int, l *ledger, seed uint64) *crew {
+	return startCrewN(addr, ids, l, seed, 0)
+}
+
+// startCrewN starts ledger learners ids at addr that submit at most
+// submits updates each (0: no limit).
+func startCrewN(addr string, ids []int, l *ledger, seed uint64, submits int) *crew {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &crew{cancel: cancel, errs: map[int]error{}}
 	for _, i := range ids {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			err := ledgerLearner(ctx, addr, i, l, rand.New(rand.NewPCG(seed, uint64(i))))
+			err := ledgerLearner(ctx, addr, i, l, rand.New(rand.NewPCG(seed, uint64(i))), submits)
 			c.mu.Lock()
 			c.errs[i] = err
 			c.mu.Unlock()
@@ -1061,7 +1076,9 @@ func TestStressLearnersOfAnotherRun(t *testing.T) {
 // without serving or replacing anything the second released. The second
 // is then SIGKILLed and restarted, and fresh learners (no witness) join
 // it: whatever the first wrote, they receive the models the second
-// released.
+// released. (Before round files were linked into place, the thawed server
+// renamed its model of the round over the second one's, and the fresh
+// learners received that round a second time, with other updates.)
 func TestStressFrozenServerOvertaken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test")
@@ -1082,8 +1099,13 @@ func TestStressFrozenServerOvertaken(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, addrB := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
-		cb := startCrew(addrB, []int{0, 1, 2}, l, uint64(1000+trial))
-		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		// The second server's learners submit once: it releases one
+		// round, the one the first was closing, and waits.
+		cb := startCrewN(addrB, []int{0, 1, 2}, l, uint64(1000+trial), 1)
+		if !waitLog(b, "msg=released", 10*time.Second) {
+			t.Fatalf("trial %d: the second server released nothing: %s", trial, logOf(b))
+		}
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 		a.cmd.Process.Signal(syscall.SIGCONT)
 		errA, logA := exited(t, a, 30*time.Second)
 		if errA == nil {
