@@ -3,6 +3,7 @@ package fednet
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -62,4 +63,15 @@ func TestReleaseNeverReplacesARoundFile(t *testing.T) {
 	err = first.release(Released{Round: 2, Updates: 1, X: testModel(-2)})
 	require.ErrorContains(t, err, roundName(2)+" already exists")
 	require.Equal(t, before, snapshot(t, dir), "the state directory changed")
+}
+
+// A lock file that is a symbolic link is refused, named as one.
+func TestLockFileSymlinkRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the lock file is flock(2)'s on Unix")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), filepath.Join(dir, lockFile)))
+	_, err := openState(dir, testOptions(true))
+	require.ErrorContains(t, err, lockFile+" is a symbolic link, want a regular file")
 }
