@@ -22,7 +22,8 @@ import (
 )
 
 // The server's state directory holds, each file written to a temporary file,
-// synced, renamed into place and the directory synced:
+// synced, renamed into place (a released round's file: linked, never
+// replacing one) and the directory synced:
 //
 //	lock               locked by the one server that uses the directory
 //	run.json           the run's record: its identity, plan and noise-key fingerprint
