@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -987,14 +988,18 @@ func TestStressDiskTrouble(t *testing.T) {
 	}
 }
 
-// lastLine returns the last line of log, without the time.
+// tempPath matches the test's directories in a log line.
+var tempPath = regexp.MustCompile(`/\S*/(state|link)\b`)
+
+// lastLine returns the last line of log, without the time, the state
+// directory named DIR.
 func lastLine(log string) string {
 	lines := strings.Split(strings.TrimSpace(log), "\n")
 	s := lines[len(lines)-1]
 	if i := strings.Index(s, "msg="); i >= 0 {
 		s = s[i:]
 	}
-	return s
+	return tempPath.ReplaceAllString(s, "DIR")
 }
 
 // Attack 1b: learner processes (ofl learner) are SIGKILLed at random
