@@ -393,13 +393,13 @@ func TestStressServerSIGKILL(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(4)
+	n := trials(3)
 	rng := rand.New(rand.NewPCG(1, 2))
 	l := newLedger()
 	kills, temps, unmarked := 0, 0, 0
 	for run := 0; kills < n; run++ {
 		state := filepath.Join(t.TempDir(), "state")
-		args := faultRun(3000)
+		args := faultRun(1000)
 		extra := []string{}
 		if run%2 == 1 { // rounds that close without a learner, too
 			extra = []string{"-min-learners", "2", "-quorum-grace", "5ms"}
@@ -550,7 +550,7 @@ func TestStressSecondServerTakesOver(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(4)
+	n := trials(2)
 	rng := rand.New(rand.NewPCG(5, 6))
 	outcomes := map[string]int{}
 	for trial := range n {
@@ -853,7 +853,7 @@ func TestStressDiskTrouble(t *testing.T) {
 	n := trials(1)
 	rng := rand.New(rand.NewPCG(9, 10))
 	outcomes := map[string]int{}
-	args := faultRun(3000)
+	args := faultRun(800)
 	for trial := range n {
 		pause := func() { time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond) }
 
@@ -1014,7 +1014,7 @@ func TestStressLearnerSIGKILL(t *testing.T) {
 	bin := buildOfl(t)
 	n := trials(5)
 	rng := rand.New(rand.NewPCG(11, 12))
-	const R = 3000
+	R := 400 + 120*n // a round takes about 5 ms, a kill comes every 0.5 s
 	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "5"}
 	want, _ := simulated(t, run)
 	state := t.TempDir()
@@ -1095,7 +1095,7 @@ func TestStressFrozenServerOvertaken(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(2)
+	n := trials(1)
 	rng := rand.New(rand.NewPCG(13, 14))
 	outcomes := map[string]int{}
 	for trial := range n {
@@ -1171,9 +1171,9 @@ func TestStressSecureSIGKILL(t *testing.T) {
 		t.Skip("stress test")
 	}
 	bin := buildOfl(t)
-	n := trials(2)
+	n := trials(1)
 	rng := rand.New(rand.NewPCG(15, 16))
-	const R = 1500
+	R := 200 + 65*n // a secure round takes about 25 ms, a kill comes every 0.5 s
 	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "7", "-eps", "2",
 		"-secure-aggregation", "-threshold", "2"}
 	want, _ := simulated(t, run)
