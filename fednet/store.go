@@ -236,7 +236,9 @@ func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 			return err
 		}
 		// No hard links on this file system: name was checked just now.
-		if err := os.Rename(tmp, path); err != nil {
+		if err := os.Rename(tmp, path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("writing %s: its temporary file is gone (another server started on the directory, or the directory was moved or replaced); stopping without serving it", path)
+		} else if err != nil {
 			return err
 		}
 	}

@@ -593,7 +593,7 @@ func TestStressSecondServerTakesOver(t *testing.T) {
 			outcomes["first stopped: lock removed"]++
 		case !stopping && errA != nil && strings.Contains(logA, "already exists"):
 			outcomes["first stopped: round file exists"]++
-		case !stopping && errA != nil && strings.Contains(logA, "no such file or directory"):
+		case !stopping && errA != nil && (strings.Contains(logA, "temporary file is gone") || strings.Contains(logA, "no such file or directory")):
 			// The second server's start removed the first one's
 			// temporary file, under the first one's feet.
 			outcomes["first stopped: its temporary file removed"]++
@@ -970,7 +970,7 @@ func TestStressDiskTrouble(t *testing.T) {
 			// inside a write, when its temporary file is not where the
 			// link now leads.
 			err, log := exited(t, srv, 30*time.Second)
-			if err == nil || !strings.Contains(log, "removed or replaced") && !strings.Contains(log, "no such file or directory") {
+			if err == nil || !strings.Contains(log, "removed or replaced") && !strings.Contains(log, "temporary file is gone") && !strings.Contains(log, "no such file or directory") {
 				t.Fatalf("the link pointed at a copy: the server exited with %v: %s", err, log)
 			}
 			outcomes["symlink: resumed through both names; repointed at a copy: stopped"]++
@@ -1148,7 +1148,7 @@ func TestStressFrozenServerOvertaken(t *testing.T) {
 
 // refusalOf returns the reason of a server's final error line.
 func refusalOf(log string) string {
-	for _, k := range []string{"removed or replaced", "already exists", "no such file"} {
+	for _, k := range []string{"removed or replaced", "already exists", "temporary file is gone", "no such file"} {
 		if strings.Contains(log, k) {
 			return k
 		}
