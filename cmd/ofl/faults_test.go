@@ -1014,7 +1014,7 @@ func TestStressLearnerSIGKILL(t *testing.T) {
 	bin := buildOfl(t)
 	n := trials(5)
 	rng := rand.New(rand.NewPCG(11, 12))
-	R := 400 + 120*n // a round takes about 5 ms, a kill comes every 0.5 s
+	R := 400 + 300*n // a round takes 2 to 5 ms, a kill comes every 0.5 s
 	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "5"}
 	want, _ := simulated(t, run)
 	state := t.TempDir()
