@@ -27,6 +27,9 @@ type dirLock struct {
 // or returns an error naming the process that holds it.
 func lockDir(path, role string) (*dirLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK) { // O_NOFOLLOW on a link (EMLINK: FreeBSD)
+		return nil, fmt.Errorf("state directory lock: %s is a symbolic link, want a regular file (remove it)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state directory lock: %w", err)
 	}

@@ -22,7 +22,8 @@ import (
 )
 
 // The server's state directory holds, each file written to a temporary file,
-// synced, renamed into place and the directory synced:
+// synced, renamed into place (a released round's file: linked, never
+// replacing one) and the directory synced:
 //
 //	lock               locked by the one server that uses the directory
 //	run.json           the run's record: its identity, plan and noise-key fingerprint
@@ -179,10 +180,9 @@ func (s store) write(name string, perm os.FileMode, data []byte) error {
 	})
 }
 
-// writeRound writes x^r of run id, chained to prev (the hash that ends the
-// previous round's file), durably, and returns the hash that ends its file. It is called before x^r is sent to anyone,
-// so a model that left the server is on disk.
-func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha256.Size]byte, error) {
+// encodeRound returns the file of x^r of run id, chained to prev (the hash
+// that ends the previous round's file), and the hash that ends it.
+func encodeRound(id runID, prev [sha256.Size]byte, rel Released) ([]byte, [sha256.Size]byte) {
 	b := make([]byte, 0, roundHead+8*len(rel.X)+sha256.Size)
 	b = append(append(b, roundMagic...), id[:]...)
 	for _, v := range []uint64{uint64(rel.Round), uint64(len(rel.X)), uint64(rel.Updates)} {
@@ -193,7 +193,57 @@ func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha2
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 	}
 	b = seal(b)
-	return [sha256.Size]byte(b[len(b)-sha256.Size:]), s.write(roundName(rel.Round), 0o644, b)
+	return b, [sha256.Size]byte(b[len(b)-sha256.Size:])
+}
+
+// writeRound writes x^r of run id, chained to prev, durably, replacing
+// any file of round r, and returns the hash that ends its file.
+func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha256.Size]byte, error) {
+	b, sum := encodeRound(id, prev, rel)
+	return sum, s.write(roundName(rel.Round), 0o644, b)
+}
+
+// writeNew writes name durably, as write does, but never replaces a file
+// of that name: the synced temporary file is hard-linked to name, which
+// fails if name exists, and then removed. (Where the file system has no
+// hard links, name is checked and the file renamed into place.)
+func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
+	path := s.path(name)
+	f, err := os.CreateTemp(s.dir, "."+name+".tmp-*") // a temporary file RemoveStale knows
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(data)
+	for _, step := range []func() error{func() error { return f.Chmod(perm) }, f.Sync} {
+		if err == nil {
+			err = step()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		_, lerr := os.Lstat(path)
+		switch {
+		case lerr == nil:
+			return fmt.Errorf("%s already exists, but this server writes each round once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
+		case !errors.Is(lerr, fs.ErrNotExist):
+			return err
+		}
+		// No hard links on this file system: name was checked just now.
+		if err := os.Rename(tmp, path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("writing %s: its temporary file is gone (another server started on the directory, or the directory was moved or replaced); stopping without serving it", path)
+		} else if err != nil {
+			return err
+		}
+	}
+	os.Remove(tmp) // before the directory's sync, which makes it durable too
+	return atomicfile.SyncDir(s.dir)
 }
 
 // readRegular reads a state file, refusing a symbolic link (a state file
@@ -660,8 +710,15 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 // directory after its lock file was removed has read the mark unless
 // this check fails, and then x^r is never served.)
 func (st *state) release(rel Released) error {
-	sum, err := st.writeRound(st.run, st.head, rel)
-	if err != nil {
+	// A round file is written once: checked before, a lock file replaced
+	// by another server's stops this one before it writes, and a file of
+	// the round that exists (another server got there between the check
+	// and the write) is never replaced.
+	if err := st.lock.held(); err != nil {
+		return err
+	}
+	b, sum := encodeRound(st.run, st.head, rel)
+	if err := st.writeNew(roundName(rel.Round), 0o644, b); err != nil {
 		return err
 	}
 	if err := st.writeMark(mark{run: st.run, round: rel.Round, sum: sum}); err != nil {

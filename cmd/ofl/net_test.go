@@ -149,7 +149,13 @@ type proc struct {
 // the server's "serving" log line.
 func start(t *testing.T, bin string, args []string, addr chan<- string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return startCmd(t, exec.Command(bin, args...), addr)
+}
+
+// startCmd starts cmd, an ofl command, as start does.
+func startCmd(t *testing.T, cmd *exec.Cmd, addr chan<- string) *proc {
+	t.Helper()
+	args := cmd.Args[1:]
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
