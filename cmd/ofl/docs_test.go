@@ -1,0 +1,112 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpmf/dpmf/internal/cli"
+)
+
+// helpFlags returns the flags that "ofl cmd -h" lists, with their
+// defaults as -h prints them ("" where it prints none).
+func helpFlags(t *testing.T, cmd string) map[string]string {
+	t.Helper()
+	r := runOfl(t, cmd, "-h")
+	if r.code != cli.ExitOK {
+		t.Fatalf("ofl %s -h: exit %d: %s", cmd, r.code, r.stderr)
+	}
+	flags := map[string]string{}
+	name := ""
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if m := regexp.MustCompile(`^  -([a-z0-9-]+)`).FindStringSubmatch(line); m != nil {
+			name = m[1]
+			flags[name] = ""
+			continue
+		}
+		if m := regexp.MustCompile(`\(default "?([^")]*)"?\)$`).FindStringSubmatch(line); m != nil && name != "" {
+			flags[name] = m[1]
+		}
+	}
+	if len(flags) == 0 {
+		t.Fatalf("ofl %s -h lists no flags:\n%s", cmd, r.stdout)
+	}
+	return flags
+}
+
+// TestDistributedFlags keeps the "Flags" section of docs/distributed.md
+// true to the commands: `ofl server` and `ofl learner` have exactly the
+// flags it names, a duration default it states in parentheses ("(60s;
+// ...") is the flag's, and every flag it names for `ofl evaluate` exists
+// (the run flags it leaves to "ofl's run flags" are those it names for
+// the server).
+func TestDistributedFlags(t *testing.T) {
+	b, err := os.ReadFile("../../docs/distributed.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Flags\n")
+	if !ok {
+		t.Fatal("docs/distributed.md has no Flags section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	paragraphs := map[string]string{}
+	for _, p := range strings.Split(section, "\n\n") {
+		if m := regexp.MustCompile("^`ofl ([a-z]+)`:").FindStringSubmatch(strings.TrimSpace(p)); m != nil {
+			paragraphs[m[1]] = p
+		}
+	}
+	named := regexp.MustCompile("`-([a-z0-9-]+)(?: [A-Z]+)?`(\\s\\(([0-9a-z]+)[;:)])?")
+	for _, cmd := range []string{"server", "learner", "evaluate"} {
+		p, ok := paragraphs[cmd]
+		if !ok {
+			t.Errorf("docs/distributed.md's Flags section has no paragraph for ofl %s", cmd)
+			continue
+		}
+		help := helpFlags(t, cmd)
+		var doc []string
+		for _, m := range named.FindAllStringSubmatch(p, -1) {
+			doc = append(doc, m[1])
+			def, ok := help[m[1]]
+			if !ok {
+				t.Errorf("docs/distributed.md: ofl %s has no flag -%s", cmd, m[1])
+				continue
+			}
+			if want, err := time.ParseDuration(m[3]); err == nil {
+				if got, err := time.ParseDuration(orZero(def)); err != nil || got != want {
+					t.Errorf("docs/distributed.md: ofl %s -%s defaults to %s, -h says %q", cmd, m[1], m[3], def)
+				}
+			}
+		}
+		for f := range help {
+			switch {
+			case slices.Contains(doc, f):
+			case cmd == "evaluate" && strings.Contains(p, "ofl's run flags") && slices.Contains(docFlags(paragraphs["server"]), f):
+			default:
+				t.Errorf("docs/distributed.md's Flags section does not name -%s of ofl %s", f, cmd)
+			}
+		}
+	}
+}
+
+// orZero turns a default as -h prints it into a duration ParseDuration
+// reads; "0s" for none.
+func orZero(def string) string {
+	if def == "" {
+		return "0s"
+	}
+	return def
+}
+
+// docFlags returns the flags a paragraph names.
+func docFlags(p string) []string {
+	rest := p
+	var fs []string
+	for _, m := range regexp.MustCompile("`-([a-z0-9-]+)(?: [A-Z]+)?`").FindAllStringSubmatch(rest, -1) {
+		fs = append(fs, m[1])
+	}
+	return fs
+}
