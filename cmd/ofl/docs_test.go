@@ -110,3 +110,38 @@ func docFlags(p string) []string {
 	}
 	return fs
 }
+
+// TestDistributedWalkThroughNumbers keeps the numbers that
+// docs/distributed.md's "Run a server and three learners" quotes true: the
+// calibration the server logs and the line that ofl evaluate and the
+// simulation both print (TestProcessesMatchSimulation checks that the
+// two agree; this checks that they are the quoted ones).
+func TestDistributedWalkThroughNumbers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 rounds of 3 learners (about a second)")
+	}
+	b, err := os.ReadFile("../../docs/distributed.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	r := runOfl(t, "-learners", "3", "-tau", "10", "-rounds", "200", "-seed", "1", "-reps", "1")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	fields := map[string]string{}
+	for _, f := range strings.Fields(r.stdout) {
+		k, v, _ := strings.Cut(f, "=")
+		fields[k] = v
+	}
+	want := "Both print `final_loss_error=" + fields["final_loss_error"] + " final_regret=" + fields["final_regret"] +
+		" accuracy=" + fields["accuracy"] + "`"
+	if !strings.Contains(doc, want) {
+		t.Errorf("docs/distributed.md does not say %q (ofl prints %q)", want, strings.TrimSpace(r.stdout))
+	}
+	// The server's log: sensitivity=3.33... noise_std=2.299...
+	std := fields["noise_std"] // 5 significant digits
+	if len(std) < 5 || !strings.Contains(doc, "sensitivity=3.33... noise_std="+std[:5]+"...") {
+		t.Errorf("docs/distributed.md's server log line does not give noise_std=%s... (sensitivity 2 B_g / n = 10/3)", std)
+	}
+}
