@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +12,13 @@ import (
 	"github.com/dpmf/dpmf/internal/cli"
 )
 
-// helpFlags returns the flags that "ofl cmd -h" lists, with their
+// helpFlags returns the flags that "ofl [cmd] -h" lists, with their
 // defaults as -h prints them ("" where it prints none).
-func helpFlags(t *testing.T, cmd string) map[string]string {
+func helpFlags(t *testing.T, cmd ...string) map[string]string {
 	t.Helper()
-	r := runOfl(t, cmd, "-h")
+	r := runOfl(t, append(cmd, "-h")...)
 	if r.code != cli.ExitOK {
-		t.Fatalf("ofl %s -h: exit %d: %s", cmd, r.code, r.stderr)
+		t.Fatalf("ofl %v -h: exit %d: %s", cmd, r.code, r.stderr)
 	}
 	flags := map[string]string{}
 	name := ""
@@ -32,7 +33,7 @@ func helpFlags(t *testing.T, cmd string) map[string]string {
 		}
 	}
 	if len(flags) == 0 {
-		t.Fatalf("ofl %s -h lists no flags:\n%s", cmd, r.stdout)
+		t.Fatalf("ofl %v -h lists no flags:\n%s", cmd, r.stdout)
 	}
 	return flags
 }
@@ -143,5 +144,58 @@ func TestDistributedWalkThroughNumbers(t *testing.T) {
 	std := fields["noise_std"] // 5 significant digits
 	if len(std) < 5 || !strings.Contains(doc, "sensitivity=3.33... noise_std="+std[:5]+"...") {
 		t.Errorf("docs/distributed.md's server log line does not give noise_std=%s... (sensitivity 2 B_g / n = 10/3)", std)
+	}
+}
+
+// TestFedoptFlagsTable keeps docs/fedopt.md's table of ofl's flags true to
+// ofl -h: a row for every flag and a flag for every row, and each default
+// the table states that -h states too (numbers compared as numbers:
+// 1e-4 is 0.0001).
+func TestFedoptFlagsTable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/fedopt.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Flags\n")
+	if !ok {
+		t.Fatal("docs/fedopt.md has no Flags section")
+	}
+	help := helpFlags(t)
+	documented := map[string]bool{}
+	flagRE := regexp.MustCompile("`-([a-z0-9-]+)(?: [A-Z]+)?`")
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.Contains(cells[1], "`-") {
+			continue
+		}
+		var names []string
+		for _, m := range flagRE.FindAllStringSubmatch(cells[1], -1) {
+			names = append(names, m[1])
+			documented[m[1]] = true
+			if _, ok := help[m[1]]; !ok {
+				t.Errorf("docs/fedopt.md has a row for -%s, which ofl -h does not list", m[1])
+			}
+		}
+		defs := strings.Split(strings.TrimSpace(cells[2]), ", ")
+		if len(defs) != len(names) {
+			continue
+		}
+		for i, name := range names {
+			got, want := help[name], defs[i]
+			if got == "" {
+				continue // -h states no default (false, 0, "")
+			}
+			g, errG := strconv.ParseFloat(got, 64)
+			w, errW := strconv.ParseFloat(want, 64)
+			if errG == nil && errW == nil && g == w || got == want {
+				continue
+			}
+			t.Errorf("docs/fedopt.md: -%s defaults to %s, ofl -h says %s", name, want, got)
+		}
+	}
+	for name := range help {
+		if !documented[name] {
+			t.Errorf("docs/fedopt.md's Flags table has no row for -%s", name)
+		}
 	}
 }
