@@ -2,9 +2,12 @@ package reproduce
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,5 +79,58 @@ func TestBeyondTablesCopySummary(t *testing.T) {
 	}
 	if rows < 20 {
 		t.Errorf("docs/beyond.md has %d table rows, want its three tables", rows)
+	}
+}
+
+// TestReproductionFig4Table keeps docs/reproduction.md's Fig. 4 table true
+// to docs/reproduction/summary.md's, row by row: every number the page
+// prints is the summary's, rounded to the digits the page shows.
+func TestReproductionFig4Table(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "docs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	const head = "| calibration | budget | algorithm | tuned eta~ | noise std V | final loss error |\n"
+	table := func(doc, name string) [][]string {
+		_, rest, ok := strings.Cut(doc, head)
+		if !ok {
+			t.Fatalf("%s has no Fig. 4 table", name)
+		}
+		var rows [][]string
+		for _, line := range strings.Split(rest, "\n")[1:] {
+			if !strings.HasPrefix(line, "|") {
+				break
+			}
+			rows = append(rows, strings.Split(strings.Trim(line, "|"), "|"))
+		}
+		return rows
+	}
+	page, summary := table(read("reproduction.md"), "docs/reproduction.md"), table(read(filepath.Join("reproduction", "summary.md")), "summary.md")
+	if len(page) != len(summary) || len(page) == 0 {
+		t.Fatalf("docs/reproduction.md's Fig. 4 table has %d rows, summary.md's %d", len(page), len(summary))
+	}
+	num := regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?`)
+	for i := range page {
+		for j := range page[i] {
+			p, s := num.FindAllString(page[i][j], -1), num.FindAllString(summary[i][j], -1)
+			if len(p) != len(s) {
+				t.Errorf("row %d, column %d: the page has %q, summary.md %q", i+1, j+1, page[i][j], summary[i][j])
+				continue
+			}
+			for k := range p {
+				pv, _ := strconv.ParseFloat(p[k], 64)
+				sv, _ := strconv.ParseFloat(s[k], 64)
+				decimals := 0
+				if _, frac, ok := strings.Cut(p[k], "."); ok && !strings.Contains(p[k], "e") {
+					decimals = len(frac)
+				}
+				if math.Abs(pv-sv) > 0.5*math.Pow(10, -float64(decimals))+1e-12 {
+					t.Errorf("row %d (%s): the page has %s, summary.md %s", i+1, strings.TrimSpace(page[i][2]), p[k], s[k])
+				}
+			}
+		}
 	}
 }
