@@ -256,3 +256,44 @@ func TestExperimentPlanAgrees(t *testing.T) {
 		t.Error("noise of the nonprivate algorithm")
 	}
 }
+
+// At tau = 1 fedopt.BaselineCorrelated's update is Algorithm 1's: one
+// clipped gradient at x^r per learner, the same sensitivity 2 gamma B_g / n
+// and the same noise, so with the same server step (eta eta_g = eta_ind)
+// and seed the two release the same models bit for bit, as
+// docs/beyond.md says of its tau = 1 row. At tau = 2 they differ (local
+// steps).
+func TestBaselineCorrelatedIsAlgorithm1AtTau1(t *testing.T) {
+	const n, R, d = 3, 20, 4
+	run := func(algo fedopt.Algorithm, tau int) *Result {
+		ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: d}.Dataset(n, R, tau, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := Experiment{
+			Problem: mustProblem(t, ds, model.Logistic{L2: 1e-3}),
+			Config:  fedopt.Config{Algorithm: algo, Eta: 0.05, EtaG: 2, EtaInd: 0.1, Clip: 1, EvalEvery: 5},
+			Plan:    &plan.Plan{Target: &plan.Target{Eps: 1, Delta: 1e-5}},
+			Repeat:  RepeatOptions{Reps: 2},
+			Seed:    7,
+		}
+		res, err := e.Run(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a1, bc := run(fedopt.Correlated, 1), run(fedopt.BaselineCorrelated, 1)
+	if a1.Privacy.NoiseStd != bc.Privacy.NoiseStd || a1.Privacy.Sensitivity != bc.Privacy.Sensitivity {
+		t.Errorf("std %v, sensitivity %v; Algorithm 1 %v, %v", bc.Privacy.NoiseStd, bc.Privacy.Sensitivity, a1.Privacy.NoiseStd, a1.Privacy.Sensitivity)
+	}
+	for k := range a1.Summary.Traces {
+		a, b := a1.Summary.Traces[k], bc.Summary.Traces[k]
+		if !bitsEqual(a.X, b.X) || !bitsEqual(a.LossError, b.LossError) || !bitsEqual(a.Regret, b.Regret) {
+			t.Errorf("repetition %d: at tau = 1 baseline-correlated differs from Algorithm 1", k)
+		}
+	}
+	if bitsEqual(run(fedopt.Correlated, 2).Summary.Traces[0].X, run(fedopt.BaselineCorrelated, 2).Summary.Traces[0].X) {
+		t.Error("at tau = 2 baseline-correlated gave Algorithm 1's numbers")
+	}
+}

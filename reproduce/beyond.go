@@ -135,7 +135,7 @@ func (r *runner) mechanisms(ctx context.Context) error {
 	if err := r.writeCSV("beyond_mechanisms.csv", []string{"mechanism", "eps", "gamma", "loss_gamma2_frob_b_sq", "noise_state_floats_per_coordinate", "eta_tilde", "eta_at_grid_end", "noise_std", "final_loss_error_mean", "final_loss_error_std"}, rows); err != nil {
 		return err
 	}
-	r.section(fmt.Sprintf("## Beyond: Algorithm 1 with every mechanism\n\nn = 10, tau = 10, R = %d, exact calibration, each mechanism's step tuned at each budget; loss = gamma^2 ||B||_F^2 (the total squared error of the prefix sums per unit noise); noise state = the largest number of float64 per model coordinate the mechanism holds while streaming R rounds (banded: its bands; BLT: its buffers; tree: its levels; sqrt and optimal: every past noise vector).\n\n", s.R) +
+	r.section(fmt.Sprintf("## Beyond: Algorithm 1 with every mechanism\n\nn = 10, tau = 10, R = %d, exact calibration, each mechanism's step tuned at each budget; loss = gamma^2 ||B||_F^2 (the total squared error of the prefix sums per unit noise); noise state = the largest number of float64 per model coordinate the mechanism holds while streaming R rounds (banded: its bands; BLT: its buffers; tree: its levels; sqrt: every past noise vector; optimal: the state vectors of its quasiseparable factor).\n\n", s.R) +
 		table([]string{"mechanism", "gamma", "loss", "noise state per coordinate", "eta~ (5, 1e-3)", "(5, 1e-3)", "eta~ (1, 1e-3)", "(1, 1e-3)"}, trows))
 	return nil
 }

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpmf/dpmf/internal/cli"
+)
+
+// helpFlags returns the flags that "ofl [cmd] -h" lists, with their
+// defaults as -h prints them ("" where it prints none).
+func helpFlags(t *testing.T, cmd ...string) map[string]string {
+	t.Helper()
+	r := runOfl(t, append(cmd, "-h")...)
+	if r.code != cli.ExitOK {
+		t.Fatalf("ofl %v -h: exit %d: %s", cmd, r.code, r.stderr)
+	}
+	flags := map[string]string{}
+	name := ""
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if m := regexp.MustCompile(`^  -([a-z0-9-]+)`).FindStringSubmatch(line); m != nil {
+			name = m[1]
+			flags[name] = ""
+			continue
+		}
+		if m := regexp.MustCompile(`\(default "?([^")]*)"?\)$`).FindStringSubmatch(line); m != nil && name != "" {
+			flags[name] = m[1]
+		}
+	}
+	if len(flags) == 0 {
+		t.Fatalf("ofl %v -h lists no flags:\n%s", cmd, r.stdout)
+	}
+	return flags
+}
+
+// TestDistributedFlags keeps the "Flags" section of docs/distributed.md
+// true to the commands: `ofl server` and `ofl learner` have exactly the
+// flags it names, a duration default it states in parentheses ("(60s;
+// ...") is the flag's, and every flag it names for `ofl evaluate` exists
+// (the run flags it leaves to "ofl's run flags" are those it names for
+// the server).
+func TestDistributedFlags(t *testing.T) {
+	b, err := os.ReadFile("../../docs/distributed.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Flags\n")
+	if !ok {
+		t.Fatal("docs/distributed.md has no Flags section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	paragraphs := map[string]string{}
+	for _, p := range strings.Split(section, "\n\n") {
+		if m := regexp.MustCompile("^`ofl ([a-z]+)`:").FindStringSubmatch(strings.TrimSpace(p)); m != nil {
+			paragraphs[m[1]] = p
+		}
+	}
+	named := regexp.MustCompile("`-([a-z0-9-]+)(?: [A-Z]+)?`(\\s\\(([0-9a-z]+)[;:)])?")
+	for _, cmd := range []string{"server", "learner", "evaluate"} {
+		p, ok := paragraphs[cmd]
+		if !ok {
+			t.Errorf("docs/distributed.md's Flags section has no paragraph for ofl %s", cmd)
+			continue
+		}
+		help := helpFlags(t, cmd)
+		var doc []string
+		for _, m := range named.FindAllStringSubmatch(p, -1) {
+			doc = append(doc, m[1])
+			def, ok := help[m[1]]
+			if !ok {
+				t.Errorf("docs/distributed.md: ofl %s has no flag -%s", cmd, m[1])
+				continue
+			}
+			if want, err := time.ParseDuration(m[3]); err == nil {
+				if got, err := time.ParseDuration(orZero(def)); err != nil || got != want {
+					t.Errorf("docs/distributed.md: ofl %s -%s defaults to %s, -h says %q", cmd, m[1], m[3], def)
+				}
+			}
+		}
+		for f := range help {
+			switch {
+			case slices.Contains(doc, f):
+			case cmd == "evaluate" && strings.Contains(p, "ofl's run flags") && slices.Contains(docFlags(paragraphs["server"]), f):
+			default:
+				t.Errorf("docs/distributed.md's Flags section does not name -%s of ofl %s", f, cmd)
+			}
+		}
+	}
+}
+
+// orZero turns a default as -h prints it into a duration ParseDuration
+// reads; "0s" for none.
+func orZero(def string) string {
+	if def == "" {
+		return "0s"
+	}
+	return def
+}
+
+// docFlags returns the flags a paragraph names.
+func docFlags(p string) []string {
+	rest := p
+	var fs []string
+	for _, m := range regexp.MustCompile("`-([a-z0-9-]+)(?: [A-Z]+)?`").FindAllStringSubmatch(rest, -1) {
+		fs = append(fs, m[1])
+	}
+	return fs
+}
+
+// TestDistributedWalkThroughNumbers keeps the numbers that
+// docs/distributed.md's "Run a server and three learners" quotes true: the
+// calibration the server logs and the line that ofl evaluate and the
+// simulation both print (TestProcessesMatchSimulation checks that the
+// two agree; this checks that they are the quoted ones).
+func TestDistributedWalkThroughNumbers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 rounds of 3 learners (about a second)")
+	}
+	b, err := os.ReadFile("../../docs/distributed.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	r := runOfl(t, "-learners", "3", "-tau", "10", "-rounds", "200", "-seed", "1", "-reps", "1")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	fields := map[string]string{}
+	for _, f := range strings.Fields(r.stdout) {
+		k, v, _ := strings.Cut(f, "=")
+		fields[k] = v
+	}
+	want := "Both print `final_loss_error=" + fields["final_loss_error"] + " final_regret=" + fields["final_regret"] +
+		" accuracy=" + fields["accuracy"] + "`"
+	if !strings.Contains(doc, want) {
+		t.Errorf("docs/distributed.md does not say %q (ofl prints %q)", want, strings.TrimSpace(r.stdout))
+	}
+	// The server's log: sensitivity=3.33... noise_std=2.299...
+	std := fields["noise_std"] // 5 significant digits
+	if len(std) < 5 || !strings.Contains(doc, "sensitivity=3.33... noise_std="+std[:5]+"...") {
+		t.Errorf("docs/distributed.md's server log line does not give noise_std=%s... (sensitivity 2 B_g / n = 10/3)", std)
+	}
+}
+
+// TestFedoptFlagsTable keeps docs/fedopt.md's table of ofl's flags true to
+// ofl -h: a row for every flag and a flag for every row, and each default
+// the table states that -h states too (numbers compared as numbers:
+// 1e-4 is 0.0001).
+func TestFedoptFlagsTable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/fedopt.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Flags\n")
+	if !ok {
+		t.Fatal("docs/fedopt.md has no Flags section")
+	}
+	help := helpFlags(t)
+	documented := map[string]bool{}
+	flagRE := regexp.MustCompile("`-([a-z0-9-]+)(?: [A-Z]+)?`")
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.Contains(cells[1], "`-") {
+			continue
+		}
+		var names []string
+		for _, m := range flagRE.FindAllStringSubmatch(cells[1], -1) {
+			names = append(names, m[1])
+			documented[m[1]] = true
+			if _, ok := help[m[1]]; !ok {
+				t.Errorf("docs/fedopt.md has a row for -%s, which ofl -h does not list", m[1])
+			}
+		}
+		defs := strings.Split(strings.TrimSpace(cells[2]), ", ")
+		if len(defs) != len(names) {
+			continue
+		}
+		for i, name := range names {
+			got, want := help[name], defs[i]
+			if got == "" {
+				continue // -h states no default (false, 0, "")
+			}
+			g, errG := strconv.ParseFloat(got, 64)
+			w, errW := strconv.ParseFloat(want, 64)
+			if errG == nil && errW == nil && g == w || got == want {
+				continue
+			}
+			t.Errorf("docs/fedopt.md: -%s defaults to %s, ofl -h says %s", name, want, got)
+		}
+	}
+	for name := range help {
+		if !documented[name] {
+			t.Errorf("docs/fedopt.md's Flags table has no row for -%s", name)
+		}
+	}
+}
