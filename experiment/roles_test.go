@@ -11,6 +11,7 @@ import (
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
@@ -123,19 +124,6 @@ func referenceRun(p *Problem, cfg fedopt.Config, noise mechanism.Mechanism) *Tra
 	return tr
 }
 
-// sameBits reports whether a and b are equal bit for bit (NaN included).
-func sameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if math.Float64bits(a[k]) != math.Float64bits(b[k]) {
-			return false
-		}
-	}
-	return true
-}
-
 // Run, now the simulation of a Server, Learners and an Evaluator, gives the
 // traces of the single loop bit for bit, for every algorithm, with real
 // mechanisms, clipping on and off, an initial model and parallel learners.
@@ -214,7 +202,7 @@ func TestRunMatchesReferenceLoop(t *testing.T) {
 				{"Accuracy", got.Accuracy, want.Accuracy}, {"Regret", got.Regret, want.Regret},
 				{"StaticRegret", got.StaticRegret, want.StaticRegret},
 			} {
-				if !sameBits(fld.got, fld.want) {
+				if !testutil.SameBits(fld.got, fld.want) {
 					t.Errorf("%s = %v, want %v bit for bit", fld.name, fld.got, fld.want)
 				}
 			}
@@ -321,7 +309,7 @@ func TestServerResume(t *testing.T) {
 	for _, start := range []int{1, 4, R} {
 		part := run(start, full[start])
 		for k, x := range part {
-			if !sameBits(x, full[start+k]) {
+			if !testutil.SameBits(x, full[start+k]) {
 				t.Errorf("resumed at %d: x^%d = %v, want %v", start, start+k, x, full[start+k])
 			}
 		}

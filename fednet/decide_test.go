@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -128,7 +129,7 @@ func TestUploadDecidedOnce(t *testing.T) {
 		want = append(want, slices.Clone(core.Model()))
 	}
 	for r, x := range readRounds(t, dir, R) {
-		if !sameBits(x, want[r]) {
+		if !testutil.SameBits(x, want[r]) {
 			t.Fatalf("x^%d is not the model of the updates the answers said were taken", r)
 		}
 	}

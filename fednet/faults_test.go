@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -48,7 +49,7 @@ type releases map[int][][]float64
 // add records x as released in round r, once per distinct value.
 func (rs releases) add(r int, x []float64) {
 	for _, y := range rs[r] {
-		if sameBits(x, y) {
+		if testutil.SameBits(x, y) {
 			return
 		}
 	}
@@ -242,6 +243,6 @@ func TestFaultsNeverReleaseTwice(t *testing.T) {
 	r.fileKey = &key
 	want := r.simulate(t, nil)
 	for k := 0; k <= r.R; k++ {
-		require.True(t, sameBits(seen[k][0], want[k]), "x^%d differs from the simulation", k)
+		require.True(t, testutil.SameBits(seen[k][0], want[k]), "x^%d differs from the simulation", k)
 	}
 }

@@ -65,7 +65,7 @@ func TestTwentyLearnersMatchSimulation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("learner %d: %v", i, err)
 		}
-		if !sameBits(finals[i], want[r.R]) {
+		if !testutil.SameBits(finals[i], want[r.R]) {
 			t.Fatalf("learner %d ends with %v, want x^R = %v", i, finals[i], want[r.R])
 		}
 	}
@@ -104,7 +104,7 @@ func TestMillionDimensions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameBits(finals[i], want[r.R]) {
+		if !testutil.SameBits(finals[i], want[r.R]) {
 			t.Fatalf("learner %d: final model differs from the simulation", i)
 		}
 	}
@@ -254,7 +254,7 @@ func TestRejectedUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameModels(t, readRounds(t, dir, r.R), want)
-	if !sameBits(finals[0], want[1]) {
+	if !testutil.SameBits(finals[0], want[1]) {
 		t.Errorf("final model %v, want %v", finals[0], want[1])
 	}
 }
@@ -292,7 +292,7 @@ func TestLearnerReconnects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !sameBits(finals[0], want[r.R]) {
+	if !testutil.SameBits(finals[0], want[r.R]) {
 		t.Errorf("learner 0 ends with %v, want %v", finals[0], want[r.R])
 	}
 	if err := <-s.errc; err != nil {
@@ -429,7 +429,7 @@ func TestTLS(t *testing.T) {
 			if err != nil {
 				t.Fatalf("mutual %v: learner %d: %v", mutual, i, err)
 			}
-			if !sameBits(finals[i], want[r.R]) {
+			if !testutil.SameBits(finals[i], want[r.R]) {
 				t.Fatalf("mutual %v: learner %d: wrong final model", mutual, i)
 			}
 		}

@@ -215,7 +215,7 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 			l := log.String()
 			t.Fatalf("honest learner %d: %v; log ends %s", i, err, l[max(0, len(l)-3000):])
 		}
-		if !sameBits(finals[i], want[R]) {
+		if !testutil.SameBits(finals[i], want[R]) {
 			t.Fatalf("honest learner %d: final model differs from the un-flooded run", i)
 		}
 	}
@@ -228,7 +228,7 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	for k, x := range readRounds(t, opt.Dir, R) {
-		if !sameBits(x, want[k]) {
+		if !testutil.SameBits(x, want[k]) {
 			t.Fatalf("x^%d differs from the un-flooded run", k)
 		}
 	}

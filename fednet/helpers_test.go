@@ -3,7 +3,6 @@ package fednet
 import (
 	"context"
 	"log/slog"
-	"math"
 	"net"
 	"slices"
 	"testing"
@@ -215,25 +214,13 @@ func readRounds(t *testing.T, dir string, R int) [][]float64 {
 	return xs
 }
 
-func sameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if math.Float64bits(a[k]) != math.Float64bits(b[k]) {
-			return false
-		}
-	}
-	return true
-}
-
 func requireSameModels(t *testing.T, got, want [][]float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d models, want %d", len(got), len(want))
 	}
 	for r := range want {
-		if !sameBits(got[r], want[r]) {
+		if !testutil.SameBits(got[r], want[r]) {
 			t.Fatalf("x^%d = %v, want %v bit for bit", r, got[r], want[r])
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/fednet"
+	"github.com/dpmf/dpmf/internal/testutil"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -1269,23 +1270,10 @@ func TestStressSecureSIGKILL(t *testing.T) {
 		for r := range want {
 			if victim == "server" {
 				requireSame(t, "x^"+strconv.Itoa(r), got[r], want[r])
-			} else if !sameBits(got[r], want[r]) {
+			} else if !testutil.SameBits(got[r], want[r]) {
 				differ++
 			}
 		}
 		t.Logf("%s: %d kills; the server stopped for too few learners %d times; %d of %d models differ from the simulation's", victim, n, stopped, differ, R+1)
 	}
-}
-
-// sameBits reports whether a and b are equal bit for bit.
-func sameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if math.Float64bits(a[k]) != math.Float64bits(b[k]) {
-			return false
-		}
-	}
-	return true
 }

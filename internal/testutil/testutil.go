@@ -68,3 +68,17 @@ func RingPearson(a, b []uint64) float64 {
 	}
 	return sab / math.Sqrt(saa*sbb)
 }
+
+// SameBits reports whether a and b have the same length and are equal bit
+// for bit (so NaNs of one payload compare equal, and 0 and -0 differ).
+func SameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if math.Float64bits(a[k]) != math.Float64bits(b[k]) {
+			return false
+		}
+	}
+	return true
+}
