@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -182,7 +183,11 @@ func TestSampledErrors(t *testing.T) {
 // the calibration's error says so (ErrPLDGrid) instead of blaming delta or
 // eps, which are ordinary.
 func TestSampledSigmaTooManySteps(t *testing.T) {
-	_, err := SampledGaussianSigma(context.Background(), 0.1, 10_000_000_000, 1, 1e-10, AddRemove)
+	if strconv.IntSize < 64 {
+		t.Skip("10^10 steps do not fit a 32-bit int")
+	}
+	var steps int64 = 10_000_000_000 // a variable: the constant overflows a 32-bit int
+	_, err := SampledGaussianSigma(context.Background(), 0.1, int(steps), 1, 1e-10, AddRemove)
 	if !errors.Is(err, ErrPLDGrid) || !strings.Contains(err.Error(), "steps") {
 		t.Errorf("err = %v, want an ErrPLDGrid naming the steps", err)
 	}
