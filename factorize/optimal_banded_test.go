@@ -255,6 +255,7 @@ func TestBLTMinSep(t *testing.T) {
 // differently, the finite differences led it elsewhere and the result
 // was 385354.1 and 385323.6.
 func TestBLTMinSepNotAboveEarlierFit(t *testing.T) {
+	skipUnlessRecordedArith(t)
 	w := prefix(t, 500)
 	for _, c := range []struct {
 		buffers int
