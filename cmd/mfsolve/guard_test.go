@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -112,6 +113,11 @@ func TestGuardNoise(t *testing.T) {
 // single participation, R = 48), which its kernel's output alone
 // determines, must equal the recorded loss bit for bit.
 func TestGuardSmallKernelBits(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		// Go's math.Exp and Log are assembly on amd64, where the record
+		// was made, and differ in the last bit elsewhere.
+		t.Skip("the record was made on amd64")
+	}
 	recs, err := guard.ReadRecords(filepath.Join("testdata", "guard", "metrics.jsonl"))
 	require.NoError(t, err)
 	n := 0
