@@ -9,6 +9,7 @@ import (
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
 )
@@ -105,7 +106,7 @@ func TestExperimentParallelLearners(t *testing.T) {
 	seq, par := run(false), run(true)
 	for k := range seq.Traces {
 		a, b := seq.Traces[k], par.Traces[k]
-		if !bitsEqual(a.X, b.X) || !bitsEqual(a.LossError, b.LossError) || !bitsEqual(a.Regret, b.Regret) || !bitsEqual(a.Accuracy, b.Accuracy) {
+		if !testutil.SameBits(a.X, b.X) || !testutil.SameBits(a.LossError, b.LossError) || !testutil.SameBits(a.Regret, b.Regret) || !testutil.SameBits(a.Accuracy, b.Accuracy) {
 			t.Errorf("repetition %d differs between sequential and parallel learners", k)
 		}
 	}
@@ -173,13 +174,13 @@ func TestBaselineCorrelatedIdentityIsIndependent(t *testing.T) {
 	}
 	for k := range ind.Summary.Traces {
 		a, b := ind.Summary.Traces[k], bc.Summary.Traces[k]
-		if !bitsEqual(a.X, b.X) || !bitsEqual(a.LossError, b.LossError) || !bitsEqual(a.Regret, b.Regret) {
+		if !testutil.SameBits(a.X, b.X) || !testutil.SameBits(a.LossError, b.LossError) || !testutil.SameBits(a.Regret, b.Regret) {
 			t.Errorf("repetition %d: baseline-correlated with identity differs from independent", k)
 		}
 	}
 	// A non-trivial factorization changes the noise.
 	sq := run(fedopt.BaselineCorrelated, factorize.StrategySqrt)
-	if bitsEqual(sq.Summary.Traces[0].X, ind.Summary.Traces[0].X) {
+	if testutil.SameBits(sq.Summary.Traces[0].X, ind.Summary.Traces[0].X) {
 		t.Error("sqrt factorization gave the independent baseline's numbers")
 	}
 }
@@ -289,11 +290,11 @@ func TestBaselineCorrelatedIsAlgorithm1AtTau1(t *testing.T) {
 	}
 	for k := range a1.Summary.Traces {
 		a, b := a1.Summary.Traces[k], bc.Summary.Traces[k]
-		if !bitsEqual(a.X, b.X) || !bitsEqual(a.LossError, b.LossError) || !bitsEqual(a.Regret, b.Regret) {
+		if !testutil.SameBits(a.X, b.X) || !testutil.SameBits(a.LossError, b.LossError) || !testutil.SameBits(a.Regret, b.Regret) {
 			t.Errorf("repetition %d: at tau = 1 baseline-correlated differs from Algorithm 1", k)
 		}
 	}
-	if bitsEqual(run(fedopt.Correlated, 2).Summary.Traces[0].X, run(fedopt.BaselineCorrelated, 2).Summary.Traces[0].X) {
+	if testutil.SameBits(run(fedopt.Correlated, 2).Summary.Traces[0].X, run(fedopt.BaselineCorrelated, 2).Summary.Traces[0].X) {
 		t.Error("at tau = 2 baseline-correlated gave Algorithm 1's numbers")
 	}
 }

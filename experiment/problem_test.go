@@ -7,6 +7,7 @@ import (
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/model"
 )
 
@@ -56,7 +57,7 @@ func TestNewProblemReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bitsEqual(p.RoundStar, q.RoundStar) || !bitsEqual(p.XStar, q.XStar) {
+	if !testutil.SameBits(p.RoundStar, q.RoundStar) || !testutil.SameBits(p.XStar, q.XStar) {
 		t.Error("per-round minima depend on the number of workers")
 	}
 	// NoDynamic: the dynamic regret is NaN, the static one is computed.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/model"
 )
@@ -45,17 +46,17 @@ func TestRepeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := range one.Traces {
-		if !bitsEqual(one.Traces[k].LossError, three.Traces[k].LossError) || !bitsEqual(one.Traces[k].X, three.Traces[k].X) {
+		if !testutil.SameBits(one.Traces[k].LossError, three.Traces[k].LossError) || !testutil.SameBits(one.Traces[k].X, three.Traces[k].X) {
 			t.Errorf("repetition %d differs between 1 and 3 workers", k)
 		}
 	}
-	if !bitsEqual(one.LossErrorMean, three.LossErrorMean) || !bitsEqual(one.RegretStd, three.RegretStd) {
+	if !testutil.SameBits(one.LossErrorMean, three.LossErrorMean) || !testutil.SameBits(one.RegretStd, three.RegretStd) {
 		t.Error("summaries differ between 1 and 3 workers")
 	}
 	// Repetition k is Run with noise(k).
 	m, _ := noise(2)
 	tr := mustRun(t, p, cfg, m)
-	if !bitsEqual(tr.LossError, one.Traces[2].LossError) {
+	if !testutil.SameBits(tr.LossError, one.Traces[2].LossError) {
 		t.Error("repetition 2 differs from a run with its noise")
 	}
 	// Mean and sample standard deviation by hand at the last round.
@@ -122,7 +123,7 @@ func TestRepeatNonPrivateRunsOnce(t *testing.T) {
 		t.Fatalf("%d traces, %d progress calls", len(s.Traces), calls.Load())
 	}
 	for _, tr := range s.Traces {
-		if !bitsEqual(tr.LossError, want.LossError) {
+		if !testutil.SameBits(tr.LossError, want.LossError) {
 			t.Error("trace differs from a single run")
 		}
 	}

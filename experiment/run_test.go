@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/model"
 )
 
@@ -176,7 +177,7 @@ func TestRunBaselineCorrelated(t *testing.T) {
 	zero := mustRun(t, p, cfg, zeroNoise(R, d))
 	cfg.Algorithm = fedopt.Independent
 	ind := mustRun(t, p, cfg, zeroNoise(R, d))
-	if !bitsEqual(zero.X, ind.X) || !bitsEqual(zero.LossError, ind.LossError) {
+	if !testutil.SameBits(zero.X, ind.X) || !testutil.SameBits(zero.LossError, ind.LossError) {
 		t.Errorf("zero noise: baseline-correlated %v, independent %v", zero.X, ind.X)
 	}
 }
@@ -292,23 +293,11 @@ func TestRunParallelLearnersBitForBit(t *testing.T) {
 			"static regret": {seq.StaticRegret, par.StaticRegret},
 			"accuracy":      {seq.Accuracy, par.Accuracy},
 		} {
-			if !bitsEqual(pair[0], pair[1]) {
+			if !testutil.SameBits(pair[0], pair[1]) {
 				t.Errorf("%v: %s differs between sequential and parallel learners", algo, name)
 			}
 		}
 	}
-}
-
-func bitsEqual(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if math.Float64bits(a[k]) != math.Float64bits(b[k]) {
-			return false
-		}
-	}
-	return true
 }
 
 // The regret of the first rounds, computed by hand: with one sample per

@@ -69,27 +69,6 @@ func TestSemiseparableDefaultFewestWithinTenthPercent(t *testing.T) {
 	}
 }
 
-// The loss-only path of blt under min-separation keeps BLTMinSep's promise
-// too (docs/strategies.md: never above the fit before #20): it shares the
-// choice among the fits but reports the bound from Gram rows, so it is
-// checked on its own against the same reference losses as
-// TestBLTMinSepNotAboveEarlierFit (mfsolve -R 500 -strategy blt:buffers=K
-// -participation minsep:16 -json at commit 1b2f0fa).
-func TestBLTMinSepLossOnlyNotAboveEarlierFit(t *testing.T) {
-	skipUnlessRecordedArith(t)
-	w := prefix(t, 500)
-	for _, c := range []struct {
-		buffers int
-		before  float64
-	}{{3, 385314.4585313864}, {4, 385312.1849669383}} {
-		f, err := BLTStrategy{Buffers: c.buffers, LossOnly: true}.Factorize(context.Background(), w, MinSeparation(16, 0))
-		require.NoError(t, err)
-		if f.Metrics.Loss > c.before*(1+1e-12) {
-			t.Errorf("%d buffers, loss-only: loss %.10g above the fit before #20, %.10g", c.buffers, f.Metrics.Loss, c.before)
-		}
-	}
-}
-
 // skipUnlessRecordedArith skips a test whose reference was recorded with
 // amd64's arithmetic (AVX2 and FMA kernels, amd64 math.Exp): a fit by
 // finite differences amplifies any other rounding into another local

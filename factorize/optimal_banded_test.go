@@ -245,8 +245,9 @@ func TestBLTMinSep(t *testing.T) {
 	assert.Less(t, f.Metrics.Loss, 2*78.0)
 }
 
-// BLTMinSep keeps a promise of docs/strategies.md: its result is never
-// above the fit BLT used before issue #20, which it reproduces as one of
+// BLTMinSep, and blt's loss-only path under min-separation, keep a promise
+// of docs/strategies.md: the result is never above the fit BLT used before
+// issue #20, which it reproduces as one of
 // its candidates. The reference losses are that fit's, as mfsolve printed
 // them at commit 1b2f0fa (`mfsolve -R 500 -strategy blt:buffers=K
 // -participation minsep:16 -json`): a guard of the promise, beside the
@@ -264,6 +265,11 @@ func TestBLTMinSepNotAboveEarlierFit(t *testing.T) {
 		f, err := BLTMinSep(context.Background(), w, c.buffers, 16, 0)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, f.Metrics.Loss, c.before*(1+1e-12), "%d buffers", c.buffers)
+		// The loss-only path shares the choice among the fits but
+		// reports the bound from Gram rows: checked on its own.
+		f, err = BLTStrategy{Buffers: c.buffers, LossOnly: true}.Factorize(context.Background(), w, MinSeparation(16, 0))
+		require.NoError(t, err)
+		assert.LessOrEqual(t, f.Metrics.Loss, c.before*(1+1e-12), "%d buffers, loss-only", c.buffers)
 	}
 }
 
