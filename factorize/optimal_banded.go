@@ -847,7 +847,7 @@ type bandedPhase interface {
 	// then used as the current one (bp.hx refers to it).
 	eval(p *bandedPoint) bool
 	// scale applies the initial inverse Hessian of L-BFGS at cur to dir.
-	scale(cur *bandedPoint, mem *optim.Memory, dir []float64)
+	scale(cur *bandedPoint, mem *optim.Memory32, dir []float64)
 }
 
 // xPhase has the off-diagonal band entries of X as variables (v is
@@ -866,7 +866,7 @@ func (ph *xPhase) eval(p *bandedPoint) bool {
 	return ok
 }
 
-func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory, dir []float64) {
+func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory32, dir []float64) {
 	// Any positive diagonal is a valid initial matrix; the Hessian's
 	// changes slowly, so it is refreshed every fourth step.
 	if ph.calls%4 == 0 {
@@ -907,10 +907,10 @@ func (ph *cPhase) eval(p *bandedPoint) bool {
 	return true
 }
 
-func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory, dir []float64) {
+func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory32, dir []float64) {
 	gamma := ph.firstLen / math.Sqrt(dot(cur.grad, cur.grad))
-	if k := mem.Len(); k > 0 {
-		gamma = 1 / (mem.Rho[k-1] * dot(mem.Y[k-1], mem.Y[k-1]))
+	if mem.Len() > 0 {
+		gamma = mem.Gamma()
 	}
 	forEntries(len(dir), 2, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -1324,7 +1324,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		return nil, fmt.Errorf("factorize: the starting banded X is not positive definite")
 	}
 	st.evals++
-	mem := optim.NewMemory(memSize, true)
+	mem := optim.NewMemory32(memSize)
 	dir := make([]float64, m)
 	alpha := make([]float64, memSize)
 	scale := func(d []float64) { ph.scale(cur, mem, d) }
@@ -1403,14 +1403,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		if !accepted {
 			return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
 		}
-		s, y := mem.Spare(m), mem.Spare(m)
-		forEntries(m, 6, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				s[i] = trial.v[i] - cur.v[i]
-				y[i] = trial.grad[i] - cur.grad[i]
-			}
-		})
-		mem.Push(s, y)
+		mem.Push(trial.v, cur.v, trial.grad, cur.grad)
 		cur, trial = trial, cur
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}

@@ -705,15 +705,15 @@ func BenchmarkBandedIterations(b *testing.B) {
 	}
 	m := n * bands
 	grad, g, h, dir := make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m)
-	mem := optim.NewMemory(12, true)
+	mem := optim.NewMemory32(12)
 	rng := rand.New(rand.NewPCG(1, 2))
+	zero, s, y := make([]float64, m), make([]float64, m), make([]float64, m)
 	for range 12 {
-		s, y := mem.Spare(m), mem.Spare(m)
 		for i := range s {
 			s[i] = rng.NormFloat64()
 			y[i] = s[i] * (1 + rng.Float64())
 		}
-		mem.Push(s, y)
+		mem.Push(s, zero, y, zero)
 	}
 	alpha := make([]float64, 12)
 	cpu0, cpuKnown := testutil.CPUSeconds()
@@ -789,15 +789,15 @@ func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
 		mr, tx := bp.mr(pt.x, pt.g, 1, 1e-12, m1, mi, bp.gershgorin(pt.x))
 		h := make([]float64, m)
 		bp.precondition(pt.x, pt.g, h)
-		mem := optim.NewMemory(3, true)
+		mem := optim.NewMemory32(3)
 		rng := rand.New(rand.NewPCG(7, 8))
+		zero, s, y := make([]float64, m), make([]float64, m), make([]float64, m)
 		for range 3 {
-			s, y := mem.Spare(m), mem.Spare(m)
 			for i := range s {
 				s[i] = rng.NormFloat64()
 				y[i] = s[i] * (1 + rng.Float64())
 			}
-			mem.Push(s, y)
+			mem.Push(s, zero, y, zero)
 		}
 		dir := make([]float64, m)
 		mem.Direction(pt.grad, dir, make([]float64, 3), func(d []float64) {

@@ -26,20 +26,11 @@ var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func dotAVX2(a, b []float64) float64
 
-// axpyDotAVX2 is [axpyDotGo] in AVX2 assembly; it reads and writes len(x)
-// entries of y and reads len(x) of z.
-//
-//go:noescape
-func axpyDotAVX2(alpha float64, x, y, z []float64) float64
-
-var (
-	dot     = dotGo
-	axpyDot = axpyDotGo
-)
+var dot = dotGo
 
 func init() {
 	if haveFMA {
-		dot, axpyDot = dotAVX2, axpyDotAVX2
+		dot = dotAVX2
 	}
 }
 

@@ -63,68 +63,6 @@ ddone:
 	MOVSD X0, ret+48(FP)
 	RET
 
-// func axpyDotAVX2(alpha float64, x, y, z []float64) float64
-//
-// y_t += alpha x_t and then sum z_t y_t over len(x) entries.
-TEXT ·axpyDotAVX2(SB), NOSPLIT, $0-88
-	VBROADCASTSD alpha+0(FP), Y8
-	MOVQ         x_base+8(FP), SI
-	MOVQ         x_len+16(FP), CX
-	MOVQ         y_base+32(FP), DI
-	MOVQ         z_base+56(FP), R8
-	VXORPD       Y0, Y0, Y0
-	VXORPD       Y1, Y1, Y1
-	XORQ         AX, AX
-	MOVQ         CX, DX
-	ANDQ         $~7, DX
-	JZ           atail4
-
-aloop8:
-	VMOVUPD     (DI)(AX*8), Y4
-	VMOVUPD     32(DI)(AX*8), Y5
-	VFMADD231PD (SI)(AX*8), Y8, Y4
-	VFMADD231PD 32(SI)(AX*8), Y8, Y5
-	VMOVUPD     Y4, (DI)(AX*8)
-	VMOVUPD     Y5, 32(DI)(AX*8)
-	VFMADD231PD (R8)(AX*8), Y4, Y0
-	VFMADD231PD 32(R8)(AX*8), Y5, Y1
-	ADDQ        $8, AX
-	CMPQ        AX, DX
-	JLT         aloop8
-
-atail4:
-	MOVQ        CX, DX
-	SUBQ        AX, DX
-	CMPQ        DX, $4
-	JLT         areduce
-	VMOVUPD     (DI)(AX*8), Y4
-	VFMADD231PD (SI)(AX*8), Y8, Y4
-	VMOVUPD     Y4, (DI)(AX*8)
-	VFMADD231PD (R8)(AX*8), Y4, Y0
-	ADDQ        $4, AX
-
-areduce:
-	VADDPD       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPD       X1, X0, X0
-	VHADDPD      X0, X0, X0
-	CMPQ         AX, CX
-	JGE          adone
-
-aloop1:
-	VMOVSD      (DI)(AX*8), X4
-	VFMADD231SD (SI)(AX*8), X8, X4
-	VMOVSD      X4, (DI)(AX*8)
-	VFMADD231SD (R8)(AX*8), X4, X0
-	INCQ        AX
-	CMPQ        AX, CX
-	JLT         aloop1
-
-adone:
-	VZEROUPPER
-	MOVSD X0, ret+80(FP)
-	RET
-
 // func dualBatchAVX2(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64)
 //
 // For r in [0, len(out)): with A_r = a[r aStride:], B_r = b[r bStride:] and

@@ -6,7 +6,4 @@ package linalg
 // equal length (the value and the derivative of an inner product).
 func dualDot(a, da, b, db []float64) (s, ds float64) { return dualDotGo(a, da, b, db) }
 
-var (
-	dot     = dotGo
-	axpyDot = axpyDotGo
-)
+var dot = dotGo

@@ -17,21 +17,7 @@ func Dot(a, b []float64) float64 {
 	return chunkSum(len(a), 2, func(lo, hi int) float64 { return dot(a[lo:hi], b[lo:hi]) })
 }
 
-// AxpyDot sets y[i] += alpha x[i] for i < len(x) and returns the inner
-// product of z and the updated y over those entries, in one pass over
-// memory (the step of the L-BFGS two-loop recursion). y and z must have
-// at least len(x) entries (AxpyDot panics otherwise). Assembly, and the
-// chunks from [LongVector] entries on, as for [Dot].
-func AxpyDot(alpha float64, x, y, z []float64) float64 {
-	n := len(x)
-	y, z = y[:n], z[:n]
-	if n < LongVector {
-		return axpyDot(alpha, x, y, z)
-	}
-	return chunkSum(n, 3, func(lo, hi int) float64 { return axpyDot(alpha, x[lo:hi], y[lo:hi], z[lo:hi]) })
-}
-
-// LongVector is the length from which [Dot] and [AxpyDot] sum by chunks
+// LongVector is the length from which [Dot], [Dot32] and [AxpyDot32] sum by chunks
 // of VectorChunk entries, on up to GOMAXPROCS cores ([par.For]).
 const (
 	LongVector  = 1 << 17
@@ -76,25 +62,6 @@ func dotGo(a, b []float64) float64 {
 		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
-}
-
-// axpyDotGo is [AxpyDot] in Go, with two accumulators.
-func axpyDotGo(alpha float64, x, y, z []float64) float64 {
-	n := len(x)
-	y, z = y[:n], z[:n]
-	var s0, s1 float64
-	i := 0
-	for ; i+1 < n; i += 2 {
-		y0, y1 := y[i]+alpha*x[i], y[i+1]+alpha*x[i+1]
-		y[i], y[i+1] = y0, y1
-		s0 += z[i] * y0
-		s1 += z[i+1] * y1
-	}
-	if i < n {
-		y[i] += alpha * x[i]
-		s0 += z[i] * y[i]
-	}
-	return s0 + s1
 }
 
 // dualBatchImpl is dualBatchGo or its assembly.
