@@ -164,12 +164,12 @@ type bandedProblem struct {
 	q    linalg.SymBand // Q = L^T X L
 	work []float64
 	hx   []float64 // band of X^{-1}
-	// zf, z2f, yf, vf and hf hold full rows of Z, Z^2, X L, Z^2 L^T and
-	// Z L^T for [bandedProblem.eval]; ld the subdiagonals of L with pad
-	// zeros on each side.
-	zf, z2f, yf, vf, hf []float64
-	ld                  []float64
-	pad                 int
+	// zf, z2f, vf and hf hold full rows of Z, Z^2, Z^2 L^T and Z L^T
+	// for [bandedProblem.eval]; ld the subdiagonals of L with pad zeros on
+	// each side.
+	zf, z2f, vf, hf []float64
+	ld              []float64
+	pad             int
 	// m holds L^T X by rows ([bandedProblem.formM]); colSums, pv, pu
 	// and pw are scratch for it and [bandedProblem.refineLambda].
 	m                   []float64
@@ -206,7 +206,6 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 		work: make([]float64, linalg.InverseBandSquaredRowsWork(n, kq)),
 		hx:   make([]float64, n*b),
 		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
-		yf: make([]float64, n*(2*b-1+p)),
 		vf: make([]float64, n*(b+p)), hf: make([]float64, n*(b+p)),
 		ld: ld, pad: pad,
 		m:       make([]float64, n*(2*b+p-1)),
@@ -288,56 +287,42 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	n, b, p := bp.n, bp.b, bp.p
 	kq := bp.q.K
 	wq := kq + 1
-	// Full rows of X, one at a time in a scratch row of the chunk,
-	// xrow[b-1 + c-a] = X[a][c] for |a - c| < b (entries outside the
-	// matrix 0), so that the products below index without branches.
-	wx := 2*b - 1
-	// Y = X L by full rows, yf[a*wy + j-(a-b+1-p)] = Y[a][j] =
-	// sum_t X[a][j+t] L[j+t][j], then Q = L^T Y:
-	// Q[i][j] = sum_t L[i+t][i] Y[i+t][j]. ld[t*(n+2*pad) + pad + c] =
-	// L[c][c-t], zero outside the matrix, so that every loop is over
-	// contiguous slices without branches. Every row is computed on its
-	// own, by the same operations whatever the split into chunks.
-	wy := wx + p
-	yf, ld, pad := bp.yf, bp.ld, bp.pad
+	// Q = L^T X L by rows, Q[i][i-d] = qrow[d] for d <= kq:
+	//   Q[i][i-d] = sum_{s,t <= p} L[i+s][i] X[i+s][i-d+t] L[i-d+t][i-d],
+	// where X[i+s][i-d+t] is in row i+s of X's lower band at offset
+	// o = d+s-t when 0 <= o < b, and is X[i+s+e][i+s] at offset e =
+	// t-s-d (above the diagonal, zero unless e < b) when o < 0. ld[t*(n+2*pad) + pad + c] =
+	// L[c][c-t], zero outside the matrix. Each pass runs over contiguous
+	// rows of X and L (no gather of X's columns), and every row is computed
+	// on its own, by the same operations whatever the split into chunks.
+	ld, pad := bp.ld, bp.pad
 	nl := n + 2*pad
-	forBandRows(n, float64((p+2)*wx), func(lo, hi int) {
-		xrow := make([]float64, wx)
-		for a := lo; a < hi; a++ {
-			clear(xrow)
-			for d := 0; d < b && d <= a; d++ {
-				xrow[b-1-d] = x.Data[a*b+d]
-			}
-			for d := 1; d < b && a+d < n; d++ {
-				xrow[b-1+d] = x.Data[(a+d)*b+d]
-			}
-			yrow := yf[a*wy : a*wy+wy]
-			clear(yrow)
-			j0 := a - b + 1 - p
-			for t := 0; t <= p; t++ {
-				// u in [p-t, p-t+wx): j = j0 + u, c = j + t, X[a][c] = xrow[u-p+t].
-				lt := ld[t*nl+pad+j0+t : t*nl+pad+j0+t+wy]
-				ys := yrow[p-t : p-t+wx]
-				lts := lt[p-t : p-t+wx]
-				for u, xv := range xrow {
-					ys[u] += xv * lts[u]
-				}
-			}
-		}
-	})
-	forBandRows(n, float64((p+1)*wq), func(lo, hi int) {
+	forBandRows(n, float64((p+1)*(p+1)*wq), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			qrow := bp.q.Data[i*wq : i*wq+wq]
 			clear(qrow)
-			for t := 0; t <= p && i+t < n; t++ {
-				lit := ld[t*nl+pad+i+t]
-				r := i + t
-				// j in [max(i-kq, r-b+1-p, 0), i]; Y[r][j] = yf[r*wy + j-(r-b+1-p)],
-				// Q[i][j] = qrow[i-j].
-				jlo := max(i-kq, r-b+1-p, 0)
-				yr := yf[r*wy+jlo-(r-b+1-p) : r*wy+i-(r-b+1-p)+1]
-				for u, yv := range yr {
-					qrow[i-jlo-u] += lit * yv
+			for s := 0; s <= p && i+s < n; s++ {
+				ls := ld[s*nl+pad+i+s]
+				xr := x.Data[(i+s)*b : (i+s)*b+b]
+				for t := 0; t <= p; t++ {
+					// L[i-d+t][i-d] = ld[l0-d].
+					l0 := t*nl + pad + i + t
+					for d := 0; d < t-s && d <= i; d++ {
+						if e := t - s - d; e < b && i+s+e < n {
+							qrow[d] += ls * ld[l0-d] * x.Data[(i+s+e)*b+e]
+						}
+					}
+					dlo, dhi := max(0, t-s), min(kq, i, b-1+t-s)
+					if dlo > dhi {
+						continue
+					}
+					// d in [dlo, dhi]: qrow[d], ld[l0-d] and xr[d+s-t].
+					qs, xs := qrow[dlo:dhi+1], xr[dlo+s-t:dhi+s-t+1]
+					lr := ld[l0-dhi : l0-dlo+1]
+					top := len(lr) - 1
+					for u, xv := range xs {
+						qs[u] += ls * lr[top-u] * xv
+					}
 				}
 			}
 		}
