@@ -166,9 +166,9 @@ type bandedProblem struct {
 	hx   []float64 // band of X^{-1}
 	// zf, z2f, vf and hf hold full rows of Z, Z^2, Z^2 L^T and Z L^T
 	// for [bandedProblem.eval]; ld the subdiagonals of L with pad zeros on
-	// each side.
+	// each side, ldr the same reversed within each diagonal.
 	zf, z2f, vf, hf []float64
-	ld              []float64
+	ld, ldr         []float64
 	pad             int
 	// m holds L^T X by rows ([bandedProblem.formM]); colSums, pv, pu
 	// and pw are scratch for it and [bandedProblem.refineLambda].
@@ -194,10 +194,11 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 	// The subdiagonals of L, padded with zeros on both sides for eval.
 	pad := 2*b + 2*p
 	nl := n + 2*pad
-	ld := make([]float64, (p+1)*nl)
+	ld, ldr := make([]float64, (p+1)*nl), make([]float64, (p+1)*nl)
 	for t := 0; t <= p; t++ {
 		for c := t; c < n; c++ {
 			ld[t*nl+pad+c] = lb[c*(p+1)+t]
+			ldr[t*nl+pad+n-1-c] = lb[c*(p+1)+t]
 		}
 	}
 	return &bandedProblem{
@@ -207,7 +208,7 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 		hx:   make([]float64, n*b),
 		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
 		vf: make([]float64, n*(b+p)), hf: make([]float64, n*(b+p)),
-		ld: ld, pad: pad,
+		ld: ld, ldr: ldr, pad: pad,
 		m:       make([]float64, n*(2*b+p-1)),
 		colSums: make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
 	}
@@ -292,10 +293,11 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// where X[i+s][i-d+t] is in row i+s of X's lower band at offset
 	// o = d+s-t when 0 <= o < b, and is X[i+s+e][i+s] at offset e =
 	// t-s-d (above the diagonal, zero unless e < b) when o < 0. ld[t*(n+2*pad) + pad + c] =
-	// L[c][c-t], zero outside the matrix. Each pass runs over contiguous
+	// L[c][c-t], zero outside the matrix, and ldr is ld reversed within
+	// each diagonal (ldr[t*(n+2*pad) + pad + n-1-c] = L[c][c-t]). Each pass runs over contiguous
 	// rows of X and L (no gather of X's columns), and every row is computed
 	// on its own, by the same operations whatever the split into chunks.
-	ld, pad := bp.ld, bp.pad
+	ld, ldr, pad := bp.ld, bp.ldr, bp.pad
 	nl := n + 2*pad
 	forBandRows(n, float64((p+1)*(p+1)*wq), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -316,12 +318,13 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 					if dlo > dhi {
 						continue
 					}
-					// d in [dlo, dhi]: qrow[d], ld[l0-d] and xr[d+s-t].
-					qs, xs := qrow[dlo:dhi+1], xr[dlo+s-t:dhi+s-t+1]
-					lr := ld[l0-dhi : l0-dlo+1]
-					top := len(lr) - 1
+					// d in [dlo, dhi]: qrow[d], xr[d+s-t] and L[i-d+t][i-d] =
+					// ldr[r0+d], all forwards.
+					r0 := t*nl + pad + n - 1 - i - t
+					xs := xr[dlo+s-t : dhi+s-t+1]
+					qs, lr := qrow[dlo:dlo+len(xs)], ldr[r0+dlo:r0+dlo+len(xs)]
 					for u, xv := range xs {
-						qs[u] += ls * lr[top-u] * xv
+						qs[u] += ls * lr[u] * xv
 					}
 				}
 			}
@@ -435,15 +438,28 @@ func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
 	sums := sumBandRows(n, 2, float64(2*b), func(lo, hi int, out []float64) {
-		p, r2 := 0.0, 0.0
+		// Row i's off-diagonal entries are g[i*b+1 : i*b+b] (fewer in the
+		// first rows), summed in two interleaved halves to shorten the
+		// chain of dependent additions.
+		var p0, p1, r0, r1 float64
 		for i := lo; i < hi; i++ {
-			for j := max(0, i-b+1); j < i; j++ {
-				gij := g[i*b+i-j]
-				p += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
-				r2 += 2 * gij * gij
+			gr, xr := g[i*b+1:i*b+min(b, i+1)], x.Data[i*b+1:i*b+min(b, i+1)]
+			xr = xr[:len(gr)]
+			u := 0
+			for ; u+1 < len(gr); u += 2 {
+				g0, g1 := gr[u], gr[u+1]
+				p0 += math.Abs(g0) - g0*xr[u]
+				p1 += math.Abs(g1) - g1*xr[u+1]
+				r0 += g0 * g0
+				r1 += g1 * g1
+			}
+			if u < len(gr) {
+				g0 := gr[u]
+				p0 += math.Abs(g0) - g0*xr[u]
+				r0 += g0 * g0
 			}
 		}
-		out[0], out[1] = p, r2
+		out[0], out[1] = 2*(p0+p1), 2*(r0+r1)
 	})
 	p, r2 := sums[0], sums[1]
 	// The off-diagonal band entries, both triangles.
@@ -872,8 +888,7 @@ func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory32, dir []float64) {
 // Hessian is the usual scalar s^T y / y^T y.
 type cPhase struct {
 	bp       *bandedProblem
-	nrm      []float64
-	ct, gt   []float64
+	nrm, gx  []float64
 	gradX    []float64
 	firstLen float64
 }
@@ -888,7 +903,7 @@ func (ph *cPhase) eval(p *bandedPoint) bool {
 		return false
 	}
 	p.f = f
-	bandedGradC(bp.n, bp.b, p.v, p.x, p.g, ph.nrm, ph.ct, ph.gt, p.grad)
+	bandedGradC(bp.n, bp.b, p.v, p.x, p.g, ph.nrm, ph.gx, p.grad)
 	return true
 }
 
@@ -939,51 +954,53 @@ func bandedXFromC(n, b int, c []float64, x linalg.SymBand, nrm []float64) bool {
 //
 //	df/dC[r][j] = (2 / N_j) ((G X)_jj C~[r][j] - (C~ G)[r][j]),
 //
-// which needs G only within the band. ct and gt are scratch of length
-// 2 len(c) and len(c).
-func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []float64) {
-	// Rows of C~, ct[r*b + r-i] = C[r][i] / N_i and in natural order
-	// ctn[r*b + b-1-(r-i)], and the columns of G's lower band,
-	// gt[j*b + i-j] = G[i][j], so that the inner products below run
-	// forwards over contiguous slices.
-	ctn := ct[n*b : 2*n*b]
-	forBandRows(n, float64(2*b), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			for i := max(0, r-b+1); i <= r; i++ {
-				v := c[i*b+r-i] / nrm[i]
-				ct[r*b+r-i], ctn[r*b+b-1-(r-i)] = v, v
+// which needs G only within the band. gx is scratch of length n.
+func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, gx, gc []float64) {
+	// (G X)_jj, both sides of the diagonal, in one pass over the band in
+	// row order: G[i][i-e] X[i][i-e] belongs to row i and, for e > 0, to
+	// column i-e (O(n b), in a fixed order).
+	clear(gx)
+	for i := 0; i < n; i++ {
+		gr, xr := g[i*b:i*b+min(b, i+1)], x.Data[i*b:i*b+min(b, i+1)]
+		xr = xr[:len(gr)]
+		gx[i] += gr[0] * xr[0]
+		for e := 1; e < len(gr); e++ {
+			v := gr[e] * xr[e]
+			gx[i] += v
+			gx[i-e] += v
+		}
+	}
+	// Column j of C~ G within C's band, (C~ G)[j+d][j] for d < b, as a sum
+	// over i of G[i][j] times column i of C~ (contiguous in c):
+	// C~[j+d][i] = c[i*b + j+d-i] / N_i for 0 <= j+d-i < b.
+	forBandRows(n, float64(2*b*b), func(lo, hi int) {
+		s := make([]float64, b)
+		for j := lo; j < hi; j++ {
+			dn := min(b, n-j)
+			clear(s)
+			for i := max(0, j-b+1); i < min(n, j+b); i++ {
+				var gij float64 // G[i][j], stored in row max(i, j)
+				if i <= j {
+					gij = g[j*b+j-i]
+				} else {
+					gij = g[i*b+i-j]
+				}
+				dlo, dhi := max(i-j, 0), min(i-j+b-1, dn-1)
+				if dlo > dhi {
+					continue
+				}
+				a := gij / nrm[i]
+				cs := c[i*b+j-i+dlo : i*b+j-i+dhi+1]
+				ss := s[dlo : dlo+len(cs)]
+				for u, cv := range cs {
+					ss[u] += a * cv
+				}
 			}
-			for i := r; i < min(n, r+b); i++ {
-				gt[r*b+i-r] = g[i*b+i-r]
+			for d := 0; d < dn; d++ {
+				gc[j*b+d] = 2 / nrm[j] * (gx[j]*c[j*b+d]/nrm[j] - s[d])
 			}
 		}
 	})
-	forBandRows(n, float64(b*b+b), func(lo, hi int) { bandedGradCCols(n, b, c, x, g, nrm, ct, gt, gc, lo, hi) })
-}
-
-// bandedGradCCols writes the columns [lo, hi) of [bandedGradC]'s gradient.
-func bandedGradCCols(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []float64, lo, hi int) {
-	ctn := ct[n*b : 2*n*b]
-	for j := lo; j < hi; j++ {
-		// (G X)_jj over the band, both sides of the diagonal.
-		gxj := 0.0
-		for i := max(0, j-b+1); i <= j; i++ {
-			gxj += g[j*b+j-i] * x.Data[j*b+j-i]
-		}
-		for i := j + 1; i <= min(n-1, j+b-1); i++ {
-			gxj += g[i*b+i-j] * x.Data[i*b+i-j]
-		}
-		gj := g[j*b : j*b+b]
-		for d := 0; d < b && j+d < n; d++ {
-			r := j + d
-			// (C~ G)[r][j] = sum_{i in [r-b+1, r]} C~[r][i] G[i][j].
-			// i < j: u = j - i in [1, U], C~[r][i] = ct[r*b + d+u], G[i][j] = gj[u];
-			// i = j + e, e in [0, d]: C~[r][i] = ctn[r*b + b-1-d+e].
-			u := j - max(0, r-b+1)
-			s := dot(ct[r*b+d+1:r*b+d+1+u], gj[1:1+u]) + dot(gt[j*b:j*b+d+1], ctn[r*b+b-1-d:r*b+b])
-			gc[j*b+d] = 2 / nrm[j] * (gxj*c[j*b+d]/nrm[j] - s)
-		}
-	}
 }
 
 // bandedFactors returns B = A C^{-1} and C for X banded within b: C = P
@@ -1081,7 +1098,7 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	x := x0
 	if b > 1 && opt.Tol < bandedSwitchGap {
 		if c, ok := bandedCholesky(x0); ok {
-			ph := &cPhase{bp: bp, nrm: make([]float64, n), ct: make([]float64, 2*m), gt: make([]float64, m), gradX: make([]float64, m), firstLen: 1e-2}
+			ph := &cPhase{bp: bp, nrm: make([]float64, n), gx: make([]float64, n), gradX: make([]float64, m), firstLen: 1e-2}
 			cur := newPoint()
 			copy(cur.v, c)
 			res, err := bp.descend(ctx, ph, cur, newPoint(), math.Max(opt.Tol, bandedSwitchGap), rnd, opt, st)

@@ -338,7 +338,7 @@ func TestBandedCParametrisation(t *testing.T) {
 	require.True(t, bandedXFromC(n, b, c, back, nrm))
 	_, ok = bp.eval(back, make([]float64, m), g)
 	require.True(t, ok)
-	bandedGradC(n, b, c, back, g, nrm, make([]float64, 2*m), make([]float64, m), gx)
+	bandedGradC(n, b, c, back, g, nrm, make([]float64, n), gx)
 	for j := 0; j < n; j++ {
 		for d := 0; d < b && j+d < n; d++ {
 			k := j*b + d
@@ -780,7 +780,7 @@ func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
 	step := func(procs int) [][]float64 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		bp := testBandedProblem(t, w, bands)
-		ph := &cPhase{bp: bp, nrm: make([]float64, n), ct: make([]float64, 2*m), gt: make([]float64, m), gradX: make([]float64, m), firstLen: 1e-2}
+		ph := &cPhase{bp: bp, nrm: make([]float64, n), gx: make([]float64, n), gradX: make([]float64, m), firstLen: 1e-2}
 		pt := &bandedPoint{v: append([]float64(nil), c...), grad: make([]float64, m), g: make([]float64, m), x: linalg.NewSymBand(n, bands-1)}
 		require.True(t, ph.eval(pt))
 		gap := bp.gapOf(pt.x, pt.g, pt.f, 0, 0)
