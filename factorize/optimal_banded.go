@@ -323,6 +323,7 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 					r0 := t*nl + pad + n - 1 - i - t
 					xs := xr[dlo+s-t : dhi+s-t+1]
 					qs, lr := qrow[dlo:dlo+len(xs)], ldr[r0+dlo:r0+dlo+len(xs)]
+					qs, lr = qs[:len(xs)], lr[:len(xs)]
 					for u, xv := range xs {
 						qs[u] += ls * lr[u] * xv
 					}
@@ -359,6 +360,7 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 				off := a*wz + kq - b + 1 - t
 				z2s, zs := z2f[off:off+wv], zf[off:off+wv]
 				lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
+				z2s, zs, vrow, hrow := z2s[:len(lt)], zs[:len(lt)], vrow[:len(lt)], hrow[:len(lt)]
 				for u, lv := range lt {
 					vrow[u] += z2s[u] * lv
 					hrow[u] += zs[u] * lv
