@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/internal/optim"
@@ -991,12 +992,7 @@ func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, gx, gc []float
 				if dlo > dhi {
 					continue
 				}
-				a := gij / nrm[i]
-				cs := c[i*b+j-i+dlo : i*b+j-i+dhi+1]
-				ss := s[dlo : dlo+len(cs)]
-				for u, cv := range cs {
-					ss[u] += a * cv
-				}
+				floats.AddScaled(s[dlo:dhi+1], gij/nrm[i], c[i*b+j-i+dlo:i*b+j-i+dhi+1])
 			}
 			for d := 0; d < dn; d++ {
 				gc[j*b+d] = 2 / nrm[j] * (gx[j]*c[j*b+d]/nrm[j] - s[d])
