@@ -1079,7 +1079,8 @@ func bandedCholesky(x linalg.SymBand) ([]float64, bool) {
 // with unit columns), which keeps every trial X positive definite and so
 // makes long steps where X is nearly singular (from R of a few thousand on
 // with many bands, steps in X's entries are cut a hundredfold to stay in
-// the cone), until the gap is [bandedSwitchGap]; then in the entries of X
+// the cone), until the gap is [bandedSwitchGap] (or opt.Tol, if that is
+// looser: the second phase then only confirms it); then in the entries of X
 // with the Hessian's diagonal as preconditioner, whose convergence near
 // the optimum is faster. The certificate is the same in both.
 func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Options) (*bandedSolution, error) {
@@ -1094,7 +1095,7 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	rnd := bp.aPriori()
 	st := &bandedSolution{}
 	x := x0
-	if b > 1 && opt.Tol < bandedSwitchGap {
+	if b > 1 {
 		if c, ok := bandedCholesky(x0); ok {
 			ph := &cPhase{bp: bp, nrm: make([]float64, n), gx: make([]float64, n), gradX: make([]float64, m), firstLen: 1e-2}
 			cur := newPoint()
