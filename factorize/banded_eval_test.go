@@ -1,0 +1,242 @@
+package factorize
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/linalg"
+)
+
+// randomInverseBand returns a random n x n lower-triangular band matrix
+// with p subdiagonals, as L = A^{-1}: diagonally dominant by rows (the
+// subdiagonal entries of a row sum to at most 0.6 in magnitude, the
+// diagonal at least 1), so that A stays well conditioned at any order and
+// the dense reference is accurate.
+func randomInverseBand(rng *rand.Rand, n, p int) *mat.TriBandDense {
+	inv := mat.NewTriBandDense(n, p, mat.Lower, nil)
+	for i := 0; i < n; i++ {
+		inv.SetTriBand(i, i, 1+rng.Float64())
+		for j := max(0, i-p); j < i; j++ {
+			inv.SetTriBand(i, j, 0.6*(2*rng.Float64()-1)/float64(p))
+		}
+	}
+	return inv
+}
+
+// randomBandedX returns a random X = N^{-1} C^T C N^{-1} banded within b
+// with unit diagonal (C lower triangular with b bands, a positive diagonal,
+// N its column norms), formed densely, and the same as a SymBand.
+func randomBandedX(rng *rand.Rand, n, b int) (*mat.SymDense, linalg.SymBand) {
+	c := mat.NewDense(n, n, nil)
+	for j := 0; j < n; j++ {
+		c.Set(j, j, 1+rng.Float64())
+		for i := j + 1; i < min(n, j+b); i++ {
+			c.Set(i, j, 0.4*rng.NormFloat64())
+		}
+	}
+	xd := normalizedGram(c)
+	x := linalg.NewSymBand(n, b-1)
+	for i := 0; i < n; i++ {
+		for j := max(0, i-b+1); j <= i; j++ {
+			x.Data[i*b+i-j] = xd.At(i, j)
+		}
+	}
+	return xd, x
+}
+
+// normalizedGram returns N^{-1} C^T C N^{-1}, N the diagonal of C's column
+// norms, formed densely.
+func normalizedGram(c *mat.Dense) *mat.SymDense {
+	_, n := c.Dims()
+	var g mat.SymDense
+	g.SymOuterK(1, c.T())
+	x := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			x.SetSym(i, j, g.At(i, j)/math.Sqrt(g.At(i, i)*g.At(j, j)))
+		}
+	}
+	return x
+}
+
+// denseBandedObjective returns f = tr(S X^{-1}), G = X^{-1} S X^{-1} and
+// H = X^{-1} for S = A^T A, A = inv^{-1}, by gonum's dense inverses.
+func denseBandedObjective(t *testing.T, inv *mat.TriBandDense, xd *mat.SymDense) (float64, *mat.Dense, *mat.Dense) {
+	n, _, _ := inv.TriBand()
+	l := mat.NewTriDense(n, mat.Lower, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			l.SetTri(i, j, inv.At(i, j))
+		}
+	}
+	var a mat.TriDense
+	require.NoError(t, a.InverseTri(l))
+	ad := mat.DenseCopyOf(&a)
+	var s, h, sh, g mat.Dense
+	s.Mul(ad.T(), ad)
+	require.NoError(t, h.Inverse(xd))
+	sh.Mul(&s, &h)
+	g.Mul(&h, &sh)
+	f := 0.0
+	for i := 0; i < n; i++ {
+		f += sh.At(i, i)
+	}
+	return f, &g, &h
+}
+
+// bandedEvalCase is a workload's inverse band with a name.
+type bandedEvalCase struct {
+	name string
+	inv  *mat.TriBandDense
+}
+
+// bandedEvalCases returns inverse bands with p = 0 to 3 subdiagonals (at
+// most R - 1) for the order n: random ones, and those of prefix sums,
+// momentum and a weighted prefix where they exist at that order.
+func bandedEvalCases(t *testing.T, rng *rand.Rand, n int) []bandedEvalCase {
+	var cs []bandedEvalCase
+	for p := 0; p <= min(3, n-1); p++ {
+		cs = append(cs, bandedEvalCase{fmt.Sprintf("random p=%d", p), randomInverseBand(rng, n, p)})
+	}
+	mom, err := Momentum(n, 0.7)
+	require.NoError(t, err)
+	wts := make([]float64, n)
+	for i := range wts {
+		wts[i] = 0.5 + rng.Float64()
+	}
+	wp, err := WeightedPrefix(wts)
+	require.NoError(t, err)
+	for _, w := range []*Workload{prefix(t, n), mom, wp} {
+		inv, ok := w.InverseBand()
+		require.True(t, ok)
+		_, p, _ := inv.TriBand()
+		cs = append(cs, bandedEvalCase{fmt.Sprintf("%s p=%d", w.Name(), p), inv})
+	}
+	return cs
+}
+
+// The banded evaluation (Q = L^T X L formed from X's band, f = tr(Q^{-1}),
+// the bands of G and H = X^{-1}, the gradient -2 G off the diagonal)
+// against dense gonum inverses, at random feasible X, for inverse bands
+// with p = 0, 1, 2, 3 subdiagonals (random ones and the workloads'), every
+// b from 1 to R, at R = 1, 2, 3, 4, 7 (R < b + p, R = p + 1) and at R =
+// 260 (two row chunks, p from 0 to 3). Every output entry is
+// overwritten (they start as NaN).
+func TestBandedEvalDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	check := func(c bandedEvalCase, n, b int, tol float64) {
+		t.Helper()
+		bp := newBandedProblem(c.inv, b)
+		xd, x := randomBandedX(rng, n, b)
+		m := n * b
+		grad, g := make([]float64, m), make([]float64, m)
+		// Garbage in the outputs: eval must overwrite every entry.
+		for i := range grad {
+			grad[i], g[i], bp.hx[i] = math.NaN(), math.NaN(), math.NaN()
+		}
+		f, ok := bp.eval(x, grad, g)
+		require.True(t, ok, "%s R=%d b=%d", c.name, n, b)
+		wantF, gd, hd := denseBandedObjective(t, c.inv, xd)
+		require.InEpsilon(t, wantF, f, tol, "%s R=%d b=%d: f", c.name, n, b)
+		gScale, hScale := mat.Norm(gd, math.Inf(1)), mat.Norm(hd, math.Inf(1))
+		for i := 0; i < n; i++ {
+			for d := 0; d < b; d++ {
+				k := i*b + d
+				if d > i {
+					// Outside the matrix: zero (or at least finite).
+					require.False(t, math.IsNaN(g[k]) || math.IsNaN(grad[k]) || math.IsNaN(bp.hx[k]), "%s R=%d b=%d: entry %d", c.name, n, b, k)
+					continue
+				}
+				require.InDelta(t, gd.At(i, i-d), g[k], tol*gScale, "%s R=%d b=%d: G[%d][%d]", c.name, n, b, i, i-d)
+				require.InDelta(t, hd.At(i, i-d), bp.hx[k], tol*hScale, "%s R=%d b=%d: H[%d][%d]", c.name, n, b, i, i-d)
+				wantGrad := -2 * gd.At(i, i-d)
+				if d == 0 {
+					wantGrad = 0
+				}
+				require.InDelta(t, wantGrad, grad[k], 2*tol*gScale, "%s R=%d b=%d: grad[%d][%d]", c.name, n, b, i, i-d)
+			}
+		}
+	}
+	for _, n := range []int{1, 2, 3, 4, 7} {
+		for _, c := range bandedEvalCases(t, rng, n) {
+			for b := 1; b <= n; b++ {
+				check(c, n, b, 1e-11)
+			}
+		}
+	}
+	for k, c := range bandedEvalCases(t, rng, 260) {
+		bs := []int{5}
+		if k >= 4 { // the workloads' inverses, after the four random ones
+			bs = []int{2, 5}
+		}
+		for _, b := range bs {
+			// Q = L^T X L squares the conditioning of L: at R = 260 momentum's
+			// f is rounded to about 1e-10 (as before Q was formed from X's
+			// band directly), the random, diagonally dominant L to 1e-15.
+			check(c, 260, b, 5e-10)
+		}
+	}
+}
+
+// bandedGradC against central differences of f(X(C)) formed densely
+// (X = N^{-1} C^T C N^{-1}, f = tr(S X^{-1}) by gonum), for b = 1, 2, b =
+// R and R = 1, 2, 3, 6, with p = 0, 1, 2.
+func TestBandedGradCDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, n := range []int{1, 2, 3, 6} {
+		for p := 0; p <= min(2, n-1); p++ {
+			inv := randomInverseBand(rng, n, p)
+			for _, b := range []int{1, 2, n} {
+				if b > n {
+					continue
+				}
+				bp := newBandedProblem(inv, b)
+				m := n * b
+				c := make([]float64, m)
+				for j := 0; j < n; j++ {
+					c[j*b] = 1 + rng.Float64()
+					for d := 1; d < b && j+d < n; d++ {
+						c[j*b+d] = 0.4 * rng.NormFloat64()
+					}
+				}
+				fOf := func(v []float64) float64 {
+					cd := mat.NewDense(n, n, nil)
+					for j := 0; j < n; j++ {
+						for d := 0; d < b && j+d < n; d++ {
+							cd.Set(j+d, j, v[j*b+d])
+						}
+					}
+					f, _, _ := denseBandedObjective(t, inv, normalizedGram(cd))
+					return f
+				}
+				x := linalg.NewSymBand(n, b-1)
+				nrm := make([]float64, n)
+				require.True(t, bandedXFromC(n, b, c, x, nrm))
+				g := make([]float64, m)
+				_, ok := bp.eval(x, make([]float64, m), g)
+				require.True(t, ok)
+				gc := make([]float64, m)
+				for i := range gc {
+					gc[i] = math.NaN()
+				}
+				bandedGradC(n, b, c, x, g, nrm, make([]float64, n), gc)
+				for j := 0; j < n; j++ {
+					for d := 0; d < b && j+d < n; d++ {
+						k := j*b + d
+						const h = 1e-5
+						cp, cm := append([]float64(nil), c...), append([]float64(nil), c...)
+						cp[k] += h
+						cm[k] -= h
+						fd := (fOf(cp) - fOf(cm)) / (2 * h)
+						require.InDelta(t, fd, gc[k], 1e-6*(1+math.Abs(fd)), "R=%d p=%d b=%d: C[%d][%d]", n, p, b, j+d, j)
+					}
+				}
+			}
+		}
+	}
+}
