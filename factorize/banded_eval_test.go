@@ -1,6 +1,7 @@
 package factorize
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -235,6 +236,40 @@ func TestBandedGradCDense(t *testing.T) {
 						fd := (fOf(cp) - fOf(cm)) / (2 * h)
 						require.InDelta(t, fd, gc[k], 1e-6*(1+math.Abs(fd)), "R=%d p=%d b=%d: C[%d][%d]", n, p, b, j+d, j)
 					}
+				}
+			}
+		}
+	}
+}
+
+// The optimal banded factorization does not depend on the workload's
+// scale: weighted prefix sums with every weight times 2^e (e = ±70, ±100:
+// gradients of 1e42 or 1e-42, outside float32's range, where the L-BFGS
+// pairs are kept) take as many iterations as at e = 0, to the same loss
+// times 4^e, and B scales by 2^e.
+func TestOptimalBandedScale(t *testing.T) {
+	const n, b = 40, 6
+	solve := func(e int, lossOnly bool) *Factorization {
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = math.Ldexp(1+0.4*math.Cos(float64(i)), e)
+		}
+		wl, err := WeightedPrefix(w)
+		require.NoError(t, err)
+		f, err := OptimalBanded(context.Background(), wl, b, 2, Options{LossOnly: lossOnly})
+		require.NoError(t, err, "e = %d", e)
+		return f
+	}
+	ref := solve(0, false)
+	for _, e := range []int{70, -70, 100, -100} {
+		f := solve(e, e == 70)
+		require.Equal(t, ref.Iterations, f.Iterations, "e = %d", e)
+		require.InEpsilon(t, ref.Metrics.Loss, math.Ldexp(f.Metrics.Loss, -2*e), 1e-12, "e = %d", e)
+		if f.B != nil {
+			for i := 0; i < n; i++ {
+				for j := 0; j <= i; j++ {
+					require.InDelta(t, ref.B.At(i, j), math.Ldexp(f.B.At(i, j), -e), 1e-12*(1+math.Abs(ref.B.At(i, j))))
+					require.InDelta(t, ref.C.At(i, j), f.C.At(i, j), 1e-12)
 				}
 			}
 		}
