@@ -127,7 +127,8 @@ func bandedEvalCases(t *testing.T, rng *rand.Rand, n int) []bandedEvalCase {
 // with p = 0, 1, 2, 3 subdiagonals (random ones and the workloads'), every
 // b from 1 to R, at R = 1, 2, 3, 4, 7 (R < b + p, R = p + 1) and at R =
 // 260 (two row chunks, p from 0 to 3). Every output entry is
-// overwritten (they start as NaN).
+// overwritten (they start as NaN). The certificate's linear bound from
+// that G (gapOf's sums) against the same sum over the dense G.
 func TestBandedEvalDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	check := func(c bandedEvalCase, n, b int, tol float64) {
@@ -162,6 +163,19 @@ func TestBandedEvalDense(t *testing.T) {
 				require.InDelta(t, wantGrad, grad[k], 2*tol*gScale, "%s R=%d b=%d: grad[%d][%d]", c.name, n, b, i, i-d)
 			}
 		}
+		// The certificate's linear bound P / f, P = sum over the
+		// off-diagonal band (both triangles) of |G_ij| - G_ij X_ij: what
+		// gapOf returns on a fresh problem with a stop it cannot reach.
+		pd, abs := 0.0, 0.0
+		for i := 0; i < n; i++ {
+			for j := max(0, i-b+1); j <= min(n-1, i+b-1); j++ {
+				if i != j {
+					pd += math.Abs(gd.At(i, j)) - gd.At(i, j)*xd.At(i, j)
+					abs += 2 * math.Abs(gd.At(i, j))
+				}
+			}
+		}
+		require.InDelta(t, pd/wantF, bp.gapOf(x, g, f, 0, 1e-300), tol*(abs/wantF+1), "%s R=%d b=%d: linear gap", c.name, n, b)
 	}
 	for _, n := range []int{1, 2, 3, 4, 7} {
 		for _, c := range bandedEvalCases(t, rng, n) {
