@@ -289,3 +289,71 @@ func TestOptimalBandedScale(t *testing.T) {
 		}
 	}
 }
+
+// Whole solves at small R, where the band of Q = L^T X L covers the
+// matrix (R <= b - 1 + p), against the dense Newton method over the band
+// or a closed form: p = 0 (a diagonal workload, whose optimum is X = I
+// with loss sum A_ii^2; R = 1, loss A_00^2), p = 1 and 2 at R = 2, 3, 4
+// with every b, and p = 3 (a workload whose detected inverse has three
+// subdiagonals) at R = 8.
+func TestOptimalBandedSmallIndependent(t *testing.T) {
+	ctx := context.Background()
+	diag, err := NewWorkload(mat.NewDiagDense(5, []float64{1, 2, 3, 0.5, 1.5}))
+	require.NoError(t, err)
+	inv, ok := diag.InverseBand()
+	require.True(t, ok)
+	_, p, _ := inv.TriBand()
+	require.Equal(t, 0, p)
+	for b := 1; b <= 5; b++ {
+		f, err := OptimalBanded(ctx, diag, b, 1, Options{Tol: 1e-10})
+		require.NoError(t, err)
+		require.InEpsilon(t, 16.5, f.Metrics.Loss, 1e-12, "diagonal b=%d", b)
+	}
+	for _, b := range []int{1, 3} {
+		f, err := OptimalBanded(ctx, prefix(t, 1), b, 1, Options{Tol: 1e-10})
+		require.NoError(t, err)
+		require.InEpsilon(t, 1, f.Metrics.Loss, 1e-14, "R=1 b=%d", b)
+	}
+	rng := rand.New(rand.NewPCG(35, 36))
+	l := randomInverseBand(rng, 8, 3)
+	ld := mat.NewTriDense(8, mat.Lower, nil)
+	for i := 0; i < 8; i++ {
+		for j := 0; j <= i; j++ {
+			ld.SetTri(i, j, l.At(i, j))
+		}
+	}
+	var a mat.TriDense
+	require.NoError(t, a.InverseTri(ld))
+	band3, err := NewWorkload(&a)
+	require.NoError(t, err)
+	inv, ok = band3.InverseBand()
+	require.True(t, ok)
+	_, p, _ = inv.TriBand()
+	require.Equal(t, 3, p)
+	cases := []struct {
+		w *Workload
+		b int
+	}{{band3, 2}, {band3, 3}, {band3, 6}}
+	for _, r := range []int{2, 3, 4} {
+		mom, err := Momentum(r, 0.6)
+		require.NoError(t, err)
+		for b := 2; b <= r; b++ {
+			cases = append(cases, struct {
+				w *Workload
+				b int
+			}{prefix(t, r), b}, struct {
+				w *Workload
+				b int
+			}{mom, b})
+		}
+	}
+	for _, c := range cases {
+		inv, _ := c.w.InverseBand()
+		_, p, _ := inv.TriBand()
+		want := bandedNewton(t, c.w, c.b)
+		f, err := OptimalBanded(ctx, c.w, c.b, 1, Options{Tol: 1e-10})
+		require.NoError(t, err)
+		require.InEpsilon(t, want, f.Metrics.Loss, 1e-9, "%s p=%d R=%d b=%d", c.w.Name(), p, c.w.R(), c.b)
+		require.LessOrEqual(t, f.Gap, 1e-10)
+	}
+}
