@@ -357,3 +357,59 @@ func TestOptimalBandedSmallIndependent(t *testing.T) {
 		require.LessOrEqual(t, f.Gap, 1e-10)
 	}
 }
+
+// At R = 260 (two row chunks of bandedGradC's column loop) the gradient in
+// C against its formula evaluated densely with gonum's G = X^{-1} S X^{-1}:
+// df/dC[r][j] = (2 / N_j) ((G X)_jj C~[r][j] - (C~ G)[r][j]), C~ = C N^{-1}
+// (the formula itself is checked against differences at small R above).
+func TestBandedGradCDenseFormula(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 38))
+	const n = 260
+	for _, c := range []struct{ p, b int }{{2, 5}, {1, 2}, {0, 4}} {
+		inv := randomInverseBand(rng, n, c.p)
+		b := c.b
+		bp := newBandedProblem(inv, b)
+		m := n * b
+		cv := make([]float64, m)
+		cd := mat.NewDense(n, n, nil)
+		for j := 0; j < n; j++ {
+			for d := 0; d < b && j+d < n; d++ {
+				v := 0.4 * rng.NormFloat64()
+				if d == 0 {
+					v = 1 + rng.Float64()
+				}
+				cv[j*b+d] = v
+				cd.Set(j+d, j, v)
+			}
+		}
+		nrm := make([]float64, n)
+		x := linalg.NewSymBand(n, b-1)
+		require.True(t, bandedXFromC(n, b, cv, x, nrm))
+		g := make([]float64, m)
+		_, ok := bp.eval(x, make([]float64, m), g)
+		require.True(t, ok)
+		gc := make([]float64, m)
+		bandedGradC(n, b, cv, x, g, nrm, make([]float64, n), gc)
+
+		xd := normalizedGram(cd)
+		_, gd, _ := denseBandedObjective(t, inv, xd)
+		ct := mat.NewDense(n, n, nil)
+		for j := 0; j < n; j++ {
+			norm := math.Sqrt(mat.Dot(cd.ColView(j), cd.ColView(j)))
+			for r := j; r < min(n, j+b); r++ {
+				ct.Set(r, j, cd.At(r, j)/norm)
+			}
+		}
+		var ctg, gx mat.Dense
+		ctg.Mul(ct, gd)
+		gx.Mul(gd, xd)
+		scale := 2 * mat.Norm(gd, math.Inf(1))
+		for j := 0; j < n; j++ {
+			norm := math.Sqrt(mat.Dot(cd.ColView(j), cd.ColView(j)))
+			for d := 0; d < b && j+d < n; d++ {
+				want := 2 / norm * (gx.At(j, j)*ct.At(j+d, j) - ctg.At(j+d, j))
+				require.InDelta(t, want, gc[j*b+d], 1e-11*scale, "p=%d b=%d: C[%d][%d]", c.p, b, j+d, j)
+			}
+		}
+	}
+}
