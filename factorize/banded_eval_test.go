@@ -413,3 +413,43 @@ func TestBandedGradCDenseFormula(t *testing.T) {
 		}
 	}
 }
+
+// eval reports X not positive definite exactly when it is not (random
+// symmetric band matrices with unit diagonal, many of them indefinite, at
+// p = 0, 1, 2), by the sign of the smallest eigenvalue of the dense X
+// where it is clearly away from zero.
+func TestBandedEvalIndefinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 40))
+	const n, b = 12, 3
+	seen := [2]int{}
+	for trial := 0; trial < 60; trial++ {
+		inv := randomInverseBand(rng, n, trial%3)
+		bp := newBandedProblem(inv, b)
+		x := linalg.NewSymBand(n, b-1)
+		xd := mat.NewSymDense(n, nil)
+		for i := 0; i < n; i++ {
+			x.Data[i*b] = 1
+			xd.SetSym(i, i, 1)
+			for d := 1; d < b && d <= i; d++ {
+				v := 0.8 * (2*rng.Float64() - 1)
+				x.Data[i*b+d] = v
+				xd.SetSym(i, i-d, v)
+			}
+		}
+		var eig mat.EigenSym
+		require.True(t, eig.Factorize(xd, false))
+		lmin := eig.Values(nil)[0]
+		if math.Abs(lmin) < 1e-6 {
+			continue
+		}
+		_, ok := bp.eval(x, make([]float64, n*b), make([]float64, n*b))
+		require.Equal(t, lmin > 0, ok, "trial %d: smallest eigenvalue %g", trial, lmin)
+		if ok {
+			seen[1]++
+		} else {
+			seen[0]++
+		}
+	}
+	require.Positive(t, seen[0], "no indefinite X drawn")
+	require.Positive(t, seen[1], "no positive definite X drawn")
+}
