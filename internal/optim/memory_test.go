@@ -176,7 +176,7 @@ func denseBFGS(s, y [][]float64, h0, g []float64) []float64 {
 // Memory32.Direction against the dense BFGS product of its pairs rounded
 // to float32, for lengths around the assembly's 8-entry blocks, with 1
 // pair, 2, a full memory (3), and more pushes than it holds (the oldest
-// dropped), pairs refused (s.y <= 0, NaN) in between, and after Reset
+// dropped), pairs refused (s.y <= 0, NaN, an entry beyond float32) in between, and after Reset
 // (whose slices the next pairs reuse). The working vector is float32, so
 // the agreement is to about 1e-7 times the recursion's amplification.
 func TestMemory32DirectionDense(t *testing.T) {
@@ -234,7 +234,10 @@ func TestMemory32DirectionDense(t *testing.T) {
 			floats.Scale(-1, neg)
 			nan := append([]float64(nil), y...)
 			nan[0] = math.NaN()
-			for _, bad := range [][]float64{neg, zero, nan} {
+			// Beyond float32 (s.y = +Inf once rounded).
+			big := append([]float64(nil), y...)
+			big[0] = math.Copysign(1e39, s[0])
+			for _, bad := range [][]float64{neg, zero, nan, big} {
 				m.Push(s, zero, bad, zero)
 			}
 			check(fmt.Sprintf("%d pushes and refusals", k))
