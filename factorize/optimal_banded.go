@@ -63,7 +63,10 @@ const DefaultBandedTol = 1e-8
 // phase is replaced by a multilevel start: the same problem at order R/2
 // is solved to a gap of 1e-2 (recursively), its factor stretched to order
 // R ([stretchBands]), and the second phase runs from there; Iterations and
-// Evaluations count every level. See docs/solver.md.
+// Evaluations count every level. A workload whose scale (as for
+// [Optimal]) is outside [2^-16, 2^16] is solved as t A, t a power of two,
+// and the result scaled back: the L-BFGS pairs are float32. See
+// docs/solver.md.
 //
 // # Structure
 //
@@ -118,7 +121,24 @@ func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Fa
 	if _, ok := w.InverseBand(); !ok {
 		return nil, fmt.Errorf("factorize: optimal banded factorization needs a workload with a banded inverse (prefix, weighted, momentum), not %q", w.Name())
 	}
-	b = min(b, n)
+	// The L-BFGS pairs are float32 ([optim.Memory32]) and the gradient
+	// scales with A^2: a workload far from unit scale (weights of 1e20 or
+	// 1e-20) is solved as t A, t a power of two, so that they stay well
+	// inside float32's range (the solution does not depend on the scale).
+	return balancedBy(w, w.balanceWithin(bandedBalanceExp), opt, func(w *Workload, opt Options) (*Factorization, error) {
+		return optimalBanded(ctx, w, min(b, n), part, opt)
+	})
+}
+
+// bandedBalanceExp bounds the exponent of the workload's scale that
+// [OptimalBanded] solves at as given: 2^16 squared times R^2 (the size of
+// the gradient) is far inside float32's range up to 2^127.
+const bandedBalanceExp = 16
+
+// optimalBanded is [OptimalBanded] for a checked workload of moderate
+// scale and b <= R.
+func optimalBanded(ctx context.Context, w *Workload, b int, part Participation, opt Options) (*Factorization, error) {
+	n := w.R()
 	inv, _ := w.InverseBand()
 	sol, err := newBandedProblem(inv, b).run(ctx, opt)
 	if err != nil {

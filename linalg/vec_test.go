@@ -115,3 +115,84 @@ func ExampleAxpyDot32() {
 	fmt.Println(AxpyDot32(2, x, y, z), y, Dot32(x, z))
 	// Output: 10 [3 5 7] 4
 }
+
+// NaN and infinities in any position (first, inside an 8-entry block of the
+// assembly, in the Go tail) propagate through Dot32 and AxpyDot32 as IEEE
+// arithmetic says, without a panic, and an update beyond float32's range
+// gives an infinite entry of y; the result agrees with the Go loops.
+func TestDot32NonFinite(t *testing.T) {
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	for _, n := range []int{1, 7, 8, 9, 17, 23} {
+		for _, pos := range []int{0, n / 2, n - 1} {
+			ones := func() []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = 1
+				}
+				return v
+			}
+			a, b := ones(), ones()
+			a[pos] = nan
+			assert.True(t, math.IsNaN(Dot32(a, b)), "n = %d, NaN at %d", n, pos)
+			a[pos] = inf
+			assert.Equal(t, math.Inf(1), Dot32(a, b), "n = %d, +Inf at %d", n, pos)
+			b[pos] = 0
+			assert.True(t, math.IsNaN(Dot32(a, b)), "n = %d, Inf * 0 at %d", n, pos)
+
+			x, y, z := ones(), ones(), ones()
+			x[pos] = nan
+			assert.True(t, math.IsNaN(AxpyDot32(1, x, y, z)), "n = %d, NaN at %d", n, pos)
+			assert.True(t, math.IsNaN(float64(y[pos])), "n = %d, NaN at %d", n, pos)
+			x, y = ones(), ones()
+			x[pos] = inf
+			assert.Equal(t, math.Inf(-1), AxpyDot32(-2, x, y, z), "n = %d, -Inf at %d", n, pos)
+			assert.Equal(t, float32(math.Inf(-1)), y[pos])
+			// 1 + 2^100 * 2^100 is beyond float32: y becomes +Inf.
+			x, y = ones(), ones()
+			x[pos] = 0x1p100
+			assert.Equal(t, math.Inf(1), AxpyDot32(0x1p100, x, y, z), "n = %d, overflow at %d", n, pos)
+			assert.Equal(t, inf, y[pos])
+			y2 := ones()
+			assert.Equal(t, axpyDot32Go(0x1p100, x, y2, z), math.Inf(1))
+			assert.Equal(t, y, y2)
+		}
+	}
+}
+
+// dualBatch (assembly where the CPU has it) against dualDotGo row by row,
+// for the shapes of the band kernels (constant length with a row stride,
+// lengths falling by one with the second vector sliding) and others; bad
+// shapes panic.
+func TestDualBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	fill := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		return v
+	}
+	for _, c := range []struct{ rows, aStride, bStride, length, dlen int }{
+		{0, 3, 0, 5, 0}, {1, 0, 0, 0, 0}, {7, 10, 0, 9, 0}, {64, 128, 0, 64, 0},
+		{63, 65, 1, 63, -1}, {12, 5, 2, 3, 1}, {5, 0, 0, 17, 0},
+	} {
+		na := c.length + c.rows*(c.aStride+max(c.dlen, 0)) + 1
+		nb := c.length + c.rows*(c.bStride+max(c.dlen, 0)) + 1
+		a, da, b, db := fill(na), fill(na), fill(nb), fill(nb)
+		out, dout := make([]float64, c.rows), make([]float64, c.rows)
+		dualBatch(a, da, b, db, c.aStride, c.bStride, c.length, c.dlen, out, dout)
+		for r := 0; r < c.rows; r++ {
+			n := c.length + r*c.dlen
+			ao, bo := r*c.aStride, r*c.bStride
+			s, ds := dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
+			assert.InDelta(t, s, out[r], 1e-13*(1+math.Abs(s)), "%+v row %d", c, r)
+			assert.InDelta(t, ds, dout[r], 1e-13*(1+math.Abs(ds)), "%+v row %d", c, r)
+		}
+	}
+	v := make([]float64, 10)
+	o := make([]float64, 3)
+	assert.Panics(t, func() { dualBatch(v, v, v, v, 4, 0, 3, 0, o, o) })  // a's last row ends at 11
+	assert.Panics(t, func() { dualBatch(v, v, v, v, 0, 0, 1, -1, o, o) }) // last length -1
+	assert.Panics(t, func() { dualBatch(v, v, v, v, 0, 0, 2, 0, o, o[:2]) })
+}

@@ -1,6 +1,8 @@
 package optim
 
 import (
+	"math"
+
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/dpmf/dpmf/internal/par"
@@ -154,7 +156,9 @@ func axpyTo(dst []float64, q []float32, a float64, x []float32) {
 }
 
 // Push adds the pair s = x1 - x0, y = g1 - g0, rounded to float32, if its
-// s^T y > 0, dropping the oldest when full.
+// s^T y > 0 and its entries are within float32's range, dropping the
+// oldest when full. (A caller whose gradients may be near 1e38 or 1e-38
+// scales its problem, as factorize.OptimalBanded balances the workload.)
 func (m *Memory32) Push(x1, x0, g1, g0 []float64) {
 	n := len(x1)
 	var s, y []float32
@@ -170,8 +174,11 @@ func (m *Memory32) Push(x1, x0, g1, g0 []float64) {
 			y[i] = float32(g1[i] - g0[i])
 		}
 	})
+	// A pair whose rounding overflowed float32 (an infinite entry, so
+	// that s.y is infinite or NaN) would turn the recursion into NaN:
+	// refused.
 	sy := linalg.Dot32(s, y)
-	if !(sy > 1e-300) {
+	if !(sy > 1e-300) || math.IsInf(sy, 1) {
 		m.free = append(m.free, s, y)
 		return
 	}

@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -141,4 +142,120 @@ func TestMemory32AgainstMemory(t *testing.T) {
 	m32.Direction(grad, got, make([]float64, k), scale)
 	floats.Sub(got, want)
 	assert.Less(t, floats.Norm(got, 2), 1e-6*floats.Norm(want, 2))
+}
+
+// denseBFGS returns H g for the BFGS inverse Hessian of the pairs (s_j,
+// y_j), oldest first, from the diagonal H_0 = diag(h0): H_{j+1} = V_j^T
+// H_j V_j + rho_j s_j s_j^T, V_j = I - rho_j y_j s_j^T, formed densely.
+func denseBFGS(s, y [][]float64, h0, g []float64) []float64 {
+	n := len(g)
+	h := mat.NewDense(n, n, nil)
+	for i, v := range h0 {
+		h.Set(i, i, v)
+	}
+	for j := range s {
+		sv, yv := mat.NewVecDense(n, s[j]), mat.NewVecDense(n, y[j])
+		rho := 1 / mat.Dot(sv, yv)
+		v := mat.NewDense(n, n, nil)
+		v.Outer(-rho, yv, sv)
+		for i := 0; i < n; i++ {
+			v.Set(i, i, v.At(i, i)+1)
+		}
+		var vh, next, ss mat.Dense
+		vh.Mul(v.T(), h)
+		next.Mul(&vh, v)
+		ss.Outer(rho, sv, sv)
+		next.Add(&next, &ss)
+		h = &next
+	}
+	var out mat.VecDense
+	out.MulVec(h, mat.NewVecDense(n, g))
+	return out.RawVector().Data
+}
+
+// Memory32.Direction against the dense BFGS product of its pairs rounded
+// to float32, for lengths around the assembly's 8-entry blocks, with 1
+// pair, 2, a full memory (3), and more pushes than it holds (the oldest
+// dropped), pairs refused (s.y <= 0, NaN, an entry beyond float32) in between, and after Reset
+// (whose slices the next pairs reuse). The working vector is float32, so
+// the agreement is to about 1e-7 times the recursion's amplification.
+func TestMemory32DirectionDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{1, 7, 8, 9, 17} {
+		h0 := make([]float64, n)
+		for i := range h0 {
+			h0[i] = 0.5 + rng.Float64()
+		}
+		scale := func(d []float64) { floats.Mul(d, h0) }
+		m := NewMemory32(3)
+		var ss, ys [][]float64 // the pairs held, rounded to float32
+		zero := make([]float64, n)
+		push := func(s, y []float64) {
+			m.Push(s, zero, y, zero)
+			sr, yr := make([]float64, n), make([]float64, n)
+			for i := range s {
+				sr[i], yr[i] = float64(float32(s[i])), float64(float32(y[i]))
+			}
+			ss, ys = append(ss, sr), append(ys, yr)
+			if len(ss) > 3 {
+				ss, ys = ss[1:], ys[1:]
+			}
+		}
+		check := func(what string) {
+			t.Helper()
+			if m.Len() != len(ss) {
+				t.Fatalf("n = %d, %s: Len() = %d, want %d", n, what, m.Len(), len(ss))
+			}
+			g := make([]float64, n)
+			for i := range g {
+				g[i] = rng.NormFloat64()
+			}
+			dir := make([]float64, n)
+			m.Direction(g, dir, make([]float64, 3), scale)
+			want := denseBFGS(ss, ys, h0, g)
+			if d := floats.Distance(dir, want, 2); !(d <= 1e-5*floats.Norm(want, 2)) {
+				t.Fatalf("n = %d, %s: H g = %v, want %v", n, what, dir, want)
+			}
+		}
+		check("no pairs")
+		for k := 1; k <= 5; k++ {
+			s, y := make([]float64, n), make([]float64, n)
+			for i := range s {
+				s[i] = rng.NormFloat64()
+				y[i] = s[i]*(1+float64(i%5)) + 0.2*rng.NormFloat64()
+			}
+			if floats.Dot(s, y) <= 0 {
+				floats.Scale(-1, y)
+			}
+			push(s, y)
+			check(fmt.Sprintf("%d pushes", k))
+			// Refused: s.y < 0, s.y = 0, NaN.
+			neg := append([]float64(nil), y...)
+			floats.Scale(-1, neg)
+			nan := append([]float64(nil), y...)
+			nan[0] = math.NaN()
+			// Beyond float32 (s.y = +Inf once rounded).
+			big := append([]float64(nil), y...)
+			big[0] = math.Copysign(1e39, s[0])
+			for _, bad := range [][]float64{neg, zero, nan, big} {
+				m.Push(s, zero, bad, zero)
+			}
+			check(fmt.Sprintf("%d pushes and refusals", k))
+		}
+		m.Reset()
+		ss, ys = nil, nil
+		check("Reset")
+		for range 2 {
+			s, y := make([]float64, n), make([]float64, n)
+			for i := range s {
+				s[i] = rng.NormFloat64()
+				y[i] = 2*s[i] + 0.1*rng.NormFloat64()
+			}
+			push(s, y)
+		}
+		check("Reset and two pushes")
+		if got, want := m.Gamma(), floats.Dot(ss[1], ys[1])/floats.Dot(ys[1], ys[1]); math.Abs(got-want) > 1e-12*want {
+			t.Errorf("n = %d: Gamma() = %v, want %v", n, got, want)
+		}
+	}
 }
