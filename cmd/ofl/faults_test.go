@@ -405,6 +405,7 @@ func (f *fixture) learners(addr string, flags func(i int) []string) ([]*proc, fu
 
 // logOutcomes logs the tally of outcomes.
 func (f *fixture) logOutcomes() {
+	f.t.Helper()
 	for k, v := range f.outcomes {
 		f.t.Logf("%3d  %s", v, k)
 	}
