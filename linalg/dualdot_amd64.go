@@ -53,3 +53,27 @@ func init() {
 		dualBatchImpl = dualBatchAVX2
 	}
 }
+
+// dualBlocksAVX2 is [dualBlocksGo] in AVX2 assembly for the len(out)/4
+// whole blocks of four rows, without its checks.
+//
+//go:noescape
+func dualBlocksAVX2(a, da, b, db []float64, aStride, step, length int, out, dout []float64)
+
+// dualBlocksAsm is [dualBlocks] without its checks: the assembly for the
+// whole blocks, then [dualDot] row by row.
+func dualBlocksAsm(a, da, b, db []float64, aStride, step, length int, out, dout []float64) {
+	whole := len(out) &^ 3
+	dualBlocksAVX2(a, da, b, db, aStride, step, length, out[:whole], dout[:whole])
+	for r := whole; r < len(out); r++ {
+		o := r / 4 * step
+		n, ao := length-o, r*aStride+o
+		out[r], dout[r] = dualDot(a[ao:ao+n], da[ao:ao+n], b[o:o+n], db[o:o+n])
+	}
+}
+
+func init() {
+	if haveFMA {
+		dualBlocksImpl = dualBlocksAsm
+	}
+}

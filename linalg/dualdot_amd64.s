@@ -222,3 +222,175 @@ bstore:
 bdone:
 	VZEROUPPER
 	RET
+
+// dualLaneIndex holds the lane numbers 0, 1, 2, 3, for the mask of the
+// last, partial chunk of dualBlocksAVX2.
+DATA dualLaneIndex<>+0(SB)/8, $0
+DATA dualLaneIndex<>+8(SB)/8, $1
+DATA dualLaneIndex<>+16(SB)/8, $2
+DATA dualLaneIndex<>+24(SB)/8, $3
+GLOBL dualLaneIndex<>(SB), RODATA|NOPTR, $32
+
+// func dualBlocksAVX2(a, da, b, db []float64, aStride, step, length int, out, dout []float64)
+//
+// [dualBlocksGo] for the rows of len(out)/4 whole blocks of four rows
+// (the caller checks every extent and does the rows after them). The
+// rows r = 4c+q (q = 0..3) of block c share their second vector: with
+// o = c step, A_r = a[r aStride + o:], B = b[o:], n = length - o,
+// out[r] = sum_t A_r[t] B[t] and dout[r] = sum_t dA_r[t] B[t] + A_r[t] dB[t].
+//
+// Register blocking: each chunk of four entries of B and dB is loaded once
+// for the four rows, so a chunk costs 10 loads for 12 fused multiply-adds
+// (4 loads for 3 with one row at a time), and each of the twelve sums has
+// its own accumulator, so that no chain waits on an FMA's latency:
+//
+//	Y0-Y3   sum A_q B          (row q of the block)
+//	Y4-Y7   sum dA_q B
+//	Y8-Y11  sum A_q dB
+//	Y12     B chunk    Y13  dB chunk    Y14  A_q chunk, then dA_q (tail)
+//	Y15     lane mask of the tail chunk
+//
+//	SI, DI  A_0, dA_0 at the chunk (rows q at +q BX; R11 = 3 BX)
+//	R8, R9  B, dB at the chunk
+//	DX      n of the block    CX  chunks left, then n mod 4
+//	AX      bytes the chunk loop advanced the four pointers
+//	R10     blocks left       R12, R13  out, dout at the block
+//
+// The last n mod 4 entries are one masked chunk (the masked lanes read as
+// zero and are not touched in memory). Each block's sums are reduced
+// lane-wise in a fixed order: the result depends on the shape only.
+TEXT ·dualBlocksAVX2(SB), NOSPLIT, $0-168
+	MOVQ a_base+0(FP), SI
+	MOVQ da_base+24(FP), DI
+	MOVQ b_base+48(FP), R8
+	MOVQ db_base+72(FP), R9
+	MOVQ aStride+96(FP), BX
+	SHLQ $3, BX
+	LEAQ (BX)(BX*2), R11
+	MOVQ length+112(FP), DX
+	MOVQ out_base+120(FP), R12
+	MOVQ out_len+128(FP), R10
+	MOVQ dout_base+144(FP), R13
+	SHRQ $2, R10
+	JZ   kdone
+
+kblock:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	MOVQ   DX, CX
+	SHRQ   $2, CX
+	MOVQ   CX, AX
+	SHLQ   $5, AX
+	TESTQ  CX, CX
+	JZ     ktail
+
+kloop:
+	VMOVUPD     (R8), Y12
+	VMOVUPD     (R9), Y13
+	VMOVUPD     (SI), Y14
+	VFMADD231PD Y14, Y12, Y0
+	VFMADD231PD Y14, Y13, Y8
+	VFMADD231PD (DI), Y12, Y4
+	VMOVUPD     (SI)(BX*1), Y14
+	VFMADD231PD Y14, Y12, Y1
+	VFMADD231PD Y14, Y13, Y9
+	VFMADD231PD (DI)(BX*1), Y12, Y5
+	VMOVUPD     (SI)(BX*2), Y14
+	VFMADD231PD Y14, Y12, Y2
+	VFMADD231PD Y14, Y13, Y10
+	VFMADD231PD (DI)(BX*2), Y12, Y6
+	VMOVUPD     (SI)(R11*1), Y14
+	VFMADD231PD Y14, Y12, Y3
+	VFMADD231PD Y14, Y13, Y11
+	VFMADD231PD (DI)(R11*1), Y12, Y7
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, R8
+	ADDQ        $32, R9
+	DECQ        CX
+	JNZ         kloop
+
+ktail:
+	MOVQ         DX, CX
+	ANDQ         $3, CX
+	JZ           kreduce
+	VMOVQ        CX, X15
+	VPBROADCASTQ X15, Y15
+	VMOVDQU      dualLaneIndex<>(SB), Y14
+	VPCMPGTQ     Y14, Y15, Y15
+	VMASKMOVPD   (R8), Y15, Y12
+	VMASKMOVPD   (R9), Y15, Y13
+	VMASKMOVPD   (SI), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y0
+	VFMADD231PD  Y14, Y13, Y8
+	VMASKMOVPD   (DI), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y4
+	VMASKMOVPD   (SI)(BX*1), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y1
+	VFMADD231PD  Y14, Y13, Y9
+	VMASKMOVPD   (DI)(BX*1), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y5
+	VMASKMOVPD   (SI)(BX*2), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y2
+	VFMADD231PD  Y14, Y13, Y10
+	VMASKMOVPD   (DI)(BX*2), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y6
+	VMASKMOVPD   (SI)(R11*1), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y3
+	VFMADD231PD  Y14, Y13, Y11
+	VMASKMOVPD   (DI)(R11*1), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y7
+
+kreduce:
+	// Derivatives: Y4+q += Y8+q. Then the four rows' sums, each across
+	// its lanes, into one vector: hadd pairs lanes (01, 23) of two rows,
+	// and the 128-bit halves are crossed and added.
+	VADDPD     Y8, Y4, Y4
+	VADDPD     Y9, Y5, Y5
+	VADDPD     Y10, Y6, Y6
+	VADDPD     Y11, Y7, Y7
+	VHADDPD    Y1, Y0, Y0
+	VHADDPD    Y3, Y2, Y2
+	VPERM2F128 $0x21, Y2, Y0, Y1
+	VBLENDPD   $0xC, Y2, Y0, Y3
+	VADDPD     Y3, Y1, Y0
+	VMOVUPD    Y0, (R12)
+	VHADDPD    Y5, Y4, Y4
+	VHADDPD    Y7, Y6, Y6
+	VPERM2F128 $0x21, Y6, Y4, Y5
+	VBLENDPD   $0xC, Y6, Y4, Y7
+	VADDPD     Y7, Y5, Y4
+	VMOVUPD    Y4, (R13)
+	ADDQ       $32, R12
+	ADDQ       $32, R13
+
+	// Next block: back over the chunk loop's advance, then rows + 4 and
+	// o + step.
+	SUBQ AX, SI
+	SUBQ AX, DI
+	SUBQ AX, R8
+	SUBQ AX, R9
+	MOVQ step+104(FP), CX
+	SUBQ CX, DX
+	SHLQ $3, CX
+	ADDQ CX, R8
+	ADDQ CX, R9
+	LEAQ (CX)(BX*4), CX
+	ADDQ CX, SI
+	ADDQ CX, DI
+	DECQ R10
+	JNZ  kblock
+
+kdone:
+	VZEROUPPER
+	RET

@@ -132,3 +132,41 @@ func dualBatchGo(a, da, b, db []float64, aStride, bStride, length, dlen int, out
 		out[r], dout[r] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
 	}
 }
+
+// dualBlocksImpl is dualBlocksGo, or the assembly for whole blocks of
+// four rows and dualDot for the rows after them.
+var dualBlocksImpl = dualBlocksGo
+
+// dualBlocks sets, for r in [0, len(out)), out[r] and dout[r] to the value
+// and derivative ([dualDot]) of the inner product of a[r aStride + o:] and
+// b[o:] over length - o entries (da and db alike), where o = (r/4) step:
+// the rows go in blocks of four that share the same entries of b, so that
+// the assembly loads them once for four rows. The band kernels pass
+// constant lengths (step 0) or, in the LDL^T factorization, blocks whose
+// rows start at the block's first column, with zeros stored before each
+// row of a. It panics if an extent leaves a slice or a length is negative
+// (the assembly does not check).
+func dualBlocks(a, da, b, db []float64, aStride, step, length int, out, dout []float64) {
+	rows := len(out)
+	if rows == 0 {
+		return
+	}
+	if length < 0 || step < 0 || aStride < 0 || length-(rows-1)/4*step < 0 || len(dout) < rows {
+		panic("linalg: dualBlocks: bad shape")
+	}
+	// Row r ends at r aStride + length in a, every block at length in b.
+	aEnd := (rows-1)*aStride + length
+	if aEnd > len(a) || aEnd > len(da) || length > len(b) || length > len(db) {
+		panic("linalg: dualBlocks: extent out of range")
+	}
+	dualBlocksImpl(a, da, b, db, aStride, step, length, out, dout[:rows])
+}
+
+// dualBlocksGo is [dualBlocks] in Go, without its checks.
+func dualBlocksGo(a, da, b, db []float64, aStride, step, length int, out, dout []float64) {
+	for r := range out {
+		o := r / 4 * step
+		n, ao := length-o, r*aStride+o
+		out[r], dout[r] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[o:o+n], db[o:o+n])
+	}
+}

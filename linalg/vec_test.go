@@ -127,3 +127,55 @@ func TestDualBatch(t *testing.T) {
 	assert.Panics(t, func() { dualBatch(v, v, v, v, 0, 0, 1, -1, o, o) }) // last length -1
 	assert.Panics(t, func() { dualBatch(v, v, v, v, 0, 0, 2, 0, o, o[:2]) })
 }
+
+// dualBlocks (assembly for whole blocks of four rows where the CPU has
+// it) against the two sums formed in Go for each row, for every length
+// up to 13 (all the chunk tails), row counts that leave 0 to 3 rows after
+// the blocks, and the steps of the band kernels; the entries past every
+// extent are NaN, so a read beyond one shows. Bad shapes panic.
+func TestDualBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, rows := range []int{0, 1, 3, 4, 5, 8, 11, 16} {
+		for _, step := range []int{0, 1, 4} {
+			for length := (rows - 1) / 4 * step; length <= 13+(rows-1)/4*step; length++ {
+				if length < 0 {
+					continue
+				}
+				aStride := length + 2
+				na := max(0, (rows-1)*aStride+length)
+				a, da := make([]float64, na+4), make([]float64, na+4)
+				b, db := make([]float64, length+4), make([]float64, length+4)
+				for _, v := range [][]float64{a, da, b, db} {
+					for i := range v {
+						v[i] = rng.NormFloat64()
+					}
+					for i := len(v) - 4; i < len(v); i++ {
+						v[i] = math.NaN()
+					}
+				}
+				a, da, b, db = a[:na], da[:na], b[:length], db[:length]
+				out, dout := make([]float64, rows), make([]float64, rows)
+				dualBlocks(a, da, b, db, aStride, step, length, out, dout)
+				for r := 0; r < rows; r++ {
+					o := r / 4 * step
+					var s, ds, abs, dabs float64
+					for t := o; t < length; t++ {
+						x, dx := a[r*aStride+t], da[r*aStride+t]
+						s += x * b[t]
+						ds += dx*b[t] + x*db[t]
+						abs += math.Abs(x * b[t])
+						dabs += math.Abs(dx*b[t]) + math.Abs(x*db[t])
+					}
+					assert.InDelta(t, s, out[r], 1e-14*(1+abs), "rows %d step %d length %d row %d", rows, step, length, r)
+					assert.InDelta(t, ds, dout[r], 1e-14*(1+dabs), "rows %d step %d length %d row %d", rows, step, length, r)
+				}
+			}
+		}
+	}
+	v := make([]float64, 10)
+	o := make([]float64, 5)
+	assert.Panics(t, func() { dualBlocks(v, v, v, v, 4, 0, 3, o[:3], o) }) // a's last row ends at 11
+	assert.Panics(t, func() { dualBlocks(v, v, v, v, 1, 2, 1, o, o) })     // the second block's length is -1
+	assert.Panics(t, func() { dualBlocks(v, v, v, v, 0, 0, 2, o, o[:2]) })
+	assert.Panics(t, func() { dualBlocks(v, v, v[:1], v, 0, 0, 2, o, o) })
+}
