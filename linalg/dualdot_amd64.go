@@ -77,3 +77,14 @@ func init() {
 		dualBlocksImpl = dualBlocksAsm
 	}
 }
+
+// dualRows4AVX2 is [dualRows4Go] in AVX2 assembly, without its checks.
+//
+//go:noescape
+func dualRows4AVX2(a, da, b, db []float64, aStride, bStride, bStep, length, dlen int, out, dout []float64)
+
+func init() {
+	if haveFMA {
+		dualRows4Impl = dualRows4AVX2
+	}
+}

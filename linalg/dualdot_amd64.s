@@ -394,3 +394,163 @@ kreduce:
 kdone:
 	VZEROUPPER
 	RET
+
+// func dualRows4AVX2(a, da, b, db []float64, aStride, bStride, bStep, length, dlen int, out, dout []float64)
+//
+// [dualRows4Go] without its checks: for r in [0, len(out)/4), with
+// A = a[r aStride:], B_s = b[r bStep + s bStride:] (s = 0..3) and
+// n = length + r dlen entries, out[4r+s] = sum_t A[t] B_s[t] and
+// dout[4r+s] = sum_t dA[t] B_s[t] + A[t] dB_s[t].
+//
+// Register blocking: each chunk of four entries of A and dA (the long
+// rows, streamed from the caches below L1) is loaded once for the four
+// vectors B_s (short, in L1): 10 loads for 12 fused multiply-adds, and
+// each of the twelve sums has its own accumulator:
+//
+//	Y0-Y3   sum A B_s       Y4-Y7  sum dA B_s      Y8-Y11  sum A dB_s
+//	Y12     A chunk         Y13    dA chunk        Y14     B_s chunk
+//	Y15     lane mask of the tail chunk, else unused
+//
+//	SI, DI  A, dA at the chunk
+//	R8, R9  B_0, dB_0 at the chunk (B_s at + s BX; R11 = 3 BX)
+//	DX      n of the row    CX  chunks left, then n mod 4, then scratch
+//	AX      bytes the chunk loop advanced the four pointers
+//	R10     rows left       R12, R13  out, dout at the row
+//
+// The last n mod 4 entries are one masked chunk (the masked lanes read as
+// zero and are not touched in memory). The sums are reduced lane-wise in
+// a fixed order: the result depends on the shape only.
+TEXT ·dualRows4AVX2(SB), NOSPLIT, $0-184
+	MOVQ a_base+0(FP), SI
+	MOVQ da_base+24(FP), DI
+	MOVQ b_base+48(FP), R8
+	MOVQ db_base+72(FP), R9
+	MOVQ bStride+104(FP), BX
+	SHLQ $3, BX
+	LEAQ (BX)(BX*2), R11
+	MOVQ length+120(FP), DX
+	MOVQ out_base+136(FP), R12
+	MOVQ out_len+144(FP), R10
+	MOVQ dout_base+160(FP), R13
+	SHRQ $2, R10
+	JZ   rdone
+
+rrow:
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	MOVQ   DX, CX
+	SHRQ   $2, CX
+	MOVQ   CX, AX
+	SHLQ   $5, AX
+	TESTQ  CX, CX
+	JZ     rtail
+
+rloop:
+	VMOVUPD     (SI), Y12
+	VMOVUPD     (DI), Y13
+	VMOVUPD     (R8), Y14
+	VFMADD231PD Y14, Y12, Y0
+	VFMADD231PD Y14, Y13, Y4
+	VFMADD231PD (R9), Y12, Y8
+	VMOVUPD     (R8)(BX*1), Y14
+	VFMADD231PD Y14, Y12, Y1
+	VFMADD231PD Y14, Y13, Y5
+	VFMADD231PD (R9)(BX*1), Y12, Y9
+	VMOVUPD     (R8)(BX*2), Y14
+	VFMADD231PD Y14, Y12, Y2
+	VFMADD231PD Y14, Y13, Y6
+	VFMADD231PD (R9)(BX*2), Y12, Y10
+	VMOVUPD     (R8)(R11*1), Y14
+	VFMADD231PD Y14, Y12, Y3
+	VFMADD231PD Y14, Y13, Y7
+	VFMADD231PD (R9)(R11*1), Y12, Y11
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, R8
+	ADDQ        $32, R9
+	DECQ        CX
+	JNZ         rloop
+
+rtail:
+	MOVQ         DX, CX
+	ANDQ         $3, CX
+	JZ           rreduce
+	VMOVQ        CX, X15
+	VPBROADCASTQ X15, Y15
+	VMOVDQU      dualLaneIndex<>(SB), Y14
+	VPCMPGTQ     Y14, Y15, Y15
+	VMASKMOVPD   (SI), Y15, Y12
+	VMASKMOVPD   (DI), Y15, Y13
+	VMASKMOVPD   (R8), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y0
+	VFMADD231PD  Y14, Y13, Y4
+	VMASKMOVPD   (R9), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y8
+	VMASKMOVPD   (R8)(BX*1), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y1
+	VFMADD231PD  Y14, Y13, Y5
+	VMASKMOVPD   (R9)(BX*1), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y9
+	VMASKMOVPD   (R8)(BX*2), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y2
+	VFMADD231PD  Y14, Y13, Y6
+	VMASKMOVPD   (R9)(BX*2), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y10
+	VMASKMOVPD   (R8)(R11*1), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y3
+	VFMADD231PD  Y14, Y13, Y7
+	VMASKMOVPD   (R9)(R11*1), Y15, Y14
+	VFMADD231PD  Y14, Y12, Y11
+
+rreduce:
+	// Derivatives: Y4+s += Y8+s. Then the four sums of the row, each
+	// across its lanes, into one vector: hadd pairs lanes (01, 23) of two
+	// sums, and the 128-bit halves are crossed and added.
+	VADDPD     Y8, Y4, Y4
+	VADDPD     Y9, Y5, Y5
+	VADDPD     Y10, Y6, Y6
+	VADDPD     Y11, Y7, Y7
+	VHADDPD    Y1, Y0, Y0
+	VHADDPD    Y3, Y2, Y2
+	VPERM2F128 $0x21, Y2, Y0, Y1
+	VBLENDPD   $0xC, Y2, Y0, Y3
+	VADDPD     Y3, Y1, Y0
+	VMOVUPD    Y0, (R12)
+	VHADDPD    Y5, Y4, Y4
+	VHADDPD    Y7, Y6, Y6
+	VPERM2F128 $0x21, Y6, Y4, Y5
+	VBLENDPD   $0xC, Y6, Y4, Y7
+	VADDPD     Y7, Y5, Y4
+	VMOVUPD    Y4, (R13)
+	ADDQ       $32, R12
+	ADDQ       $32, R13
+
+	// Next row: back over the chunk loop's advance, then A + aStride,
+	// B_s + bStep and n + dlen.
+	MOVQ aStride+96(FP), CX
+	SHLQ $3, CX
+	SUBQ AX, CX
+	ADDQ CX, SI
+	ADDQ CX, DI
+	MOVQ bStep+112(FP), CX
+	SHLQ $3, CX
+	SUBQ AX, CX
+	ADDQ CX, R8
+	ADDQ CX, R9
+	ADDQ dlen+128(FP), DX
+	DECQ R10
+	JNZ  rrow
+
+rdone:
+	VZEROUPPER
+	RET

@@ -170,3 +170,46 @@ func dualBlocksGo(a, da, b, db []float64, aStride, step, length int, out, dout [
 		out[r], dout[r] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[o:o+n], db[o:o+n])
 	}
 }
+
+// dualRows4Impl is dualRows4Go or its assembly.
+var dualRows4Impl = dualRows4Go
+
+// dualRows4 sets, for r in [0, len(out)/4) and s in [0, 4),
+// out[4r+s] and dout[4r+s] to the value and derivative ([dualDot]) of the
+// inner product of a[r aStride:] and b[r bStep + s bStride:] over
+// length + r dlen entries (da and db alike): four inner products for each
+// row of a, which the assembly loads once for the four (the band kernels
+// run four columns of their recurrences at a time this way). It panics if
+// len(out) is not a multiple of four, an extent leaves a slice or a
+// length is negative (the assembly does not check).
+func dualRows4(a, da, b, db []float64, aStride, bStride, bStep, length, dlen int, out, dout []float64) {
+	rows := len(out) / 4
+	if len(out)%4 != 0 || len(dout) != len(out) {
+		panic("linalg: dualRows4: out and dout must have the same length, a multiple of 4")
+	}
+	if rows == 0 {
+		return
+	}
+	last := rows - 1
+	lastLen := length + last*dlen
+	if length < 0 || lastLen < 0 || aStride < 0 || bStride < 0 || bStep < 0 {
+		panic("linalg: dualRows4: bad shape")
+	}
+	aEnd := max(length, last*aStride+lastLen)
+	bEnd := 3*bStride + max(length, last*bStep+lastLen)
+	if aEnd > len(a) || aEnd > len(da) || bEnd > len(b) || bEnd > len(db) {
+		panic("linalg: dualRows4: extent out of range")
+	}
+	dualRows4Impl(a, da, b, db, aStride, bStride, bStep, length, dlen, out, dout)
+}
+
+// dualRows4Go is [dualRows4] in Go, without its checks.
+func dualRows4Go(a, da, b, db []float64, aStride, bStride, bStep, length, dlen int, out, dout []float64) {
+	for r := 0; r < len(out)/4; r++ {
+		n, ao := length+r*dlen, r*aStride
+		for s := 0; s < 4; s++ {
+			bo := r*bStep + s*bStride
+			out[4*r+s], dout[4*r+s] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
+		}
+	}
+}

@@ -179,3 +179,57 @@ func TestDualBlocks(t *testing.T) {
 	assert.Panics(t, func() { dualBlocks(v, v, v, v, 0, 0, 2, o, o[:2]) })
 	assert.Panics(t, func() { dualBlocks(v, v, v[:1], v, 0, 0, 2, o, o) })
 }
+
+// dualRows4 (assembly where the CPU has it) against the two sums formed
+// in Go for each row and vector, for every length up to 13 (all the chunk
+// tails), lengths falling and rising from row to row, the shapes of the
+// band kernels (vectors fixed or sliding with the row); the entries past
+// every extent are NaN, so a read beyond one shows. Bad shapes panic.
+func TestDualRows4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, rows := range []int{0, 1, 2, 5} {
+		for _, c := range []struct{ bStep, dlen int }{{0, 0}, {1, -1}, {3, 1}} {
+			for length := max(0, -(rows-1)*c.dlen); length <= 13+max(0, -(rows-1)*c.dlen); length++ {
+				maxLen := max(length, length+(rows-1)*c.dlen)
+				aStride, bStride := maxLen+1, maxLen+3
+				na := max(0, (rows-1)*aStride+maxLen)
+				nb := 3*bStride + max(0, (rows-1)*c.bStep) + maxLen
+				a, da := make([]float64, na+4), make([]float64, na+4)
+				b, db := make([]float64, nb+4), make([]float64, nb+4)
+				for _, v := range [][]float64{a, da, b, db} {
+					for i := range v {
+						v[i] = rng.NormFloat64()
+					}
+					for i := len(v) - 4; i < len(v); i++ {
+						v[i] = math.NaN()
+					}
+				}
+				a, da, b, db = a[:na], da[:na], b[:nb], db[:nb]
+				out, dout := make([]float64, 4*rows), make([]float64, 4*rows)
+				dualRows4(a, da, b, db, aStride, bStride, c.bStep, length, c.dlen, out, dout)
+				for r := 0; r < rows; r++ {
+					for s := 0; s < 4; s++ {
+						var v, dv, abs, dabs float64
+						for t := 0; t < length+r*c.dlen; t++ {
+							x, dx := a[r*aStride+t], da[r*aStride+t]
+							y, dy := b[r*c.bStep+s*bStride+t], db[r*c.bStep+s*bStride+t]
+							v += x * y
+							dv += dx*y + x*dy
+							abs += math.Abs(x * y)
+							dabs += math.Abs(dx*y) + math.Abs(x*dy)
+						}
+						msg := fmt.Sprintf("rows %d %+v length %d row %d vector %d", rows, c, length, r, s)
+						assert.InDelta(t, v, out[4*r+s], 1e-14*(1+abs), msg)
+						assert.InDelta(t, dv, dout[4*r+s], 1e-14*(1+dabs), msg)
+					}
+				}
+			}
+		}
+	}
+	v := make([]float64, 10)
+	o := make([]float64, 8)
+	assert.Panics(t, func() { dualRows4(v, v, v, v, 8, 0, 0, 3, 0, o, o) })         // a's second row ends at 11
+	assert.Panics(t, func() { dualRows4(v, v, v, v, 0, 0, 0, 0, -1, o, o) })        // the second row's length is -1
+	assert.Panics(t, func() { dualRows4(v, v, v, v, 0, 0, 0, 2, 0, o[:6], o[:6]) }) // not a multiple of 4
+	assert.Panics(t, func() { dualRows4(v, v, v, v, 0, 3, 0, 2, 0, o[:4], o[:4]) }) // b's fourth vector ends at 11
+}
