@@ -481,14 +481,15 @@ func denseSPDInverse(a, inv, tmp []float64, k int) int {
 // their derivatives in sigma, in the layouts of
 // [SymBand.InverseBandSquaredRows]: rows of L in natural order, each after
 // bandPad zeros, ln[f.at(i, p)] = L[i][p] with at(i, p) = i ws + bandPad +
-// k-(i-p) and ws = k+1+bandPad, and of U = L D, un[f.at(i, p)] =
-// L[i][p] d_p, each with its derivative; and minus the columns of L,
-// nlc[j*cw + i-j-1] = -L[i][j] for i in (j, j+k], followed by zeros up to
-// cw = k+3 entries a column (for [dualLDL.selinv]).
+// k-(i-p) and ws = k+1+bandPad, with its derivative; and minus the
+// columns of L, nlc[j*cw + i-j-1] = -L[i][j] for i in (j, j+k], followed
+// by zeros up to cw = k+3 entries a column (for [dualLDL.selinv]). A row
+// of U = L D is formed in ub when needed (u_jp = L[j][p] d_p).
 type dualLDL struct {
 	n, k, ws, cw         int
-	ln, dln, un, dun     []float64
+	ln, dln              []float64
 	nlc, dnlc            []float64
+	ub, dub              []float64
 	d, dd                []float64
 	lc, dlc, sums, dsums []float64
 	part, dpart          []float64
@@ -502,7 +503,7 @@ type dualLDL struct {
 const bandPad = 3
 
 // dualLDLWork returns the length of the work slice of [newDualLDL].
-func dualLDLWork(n, k int) int { return 4*n*(k+1+bandPad) + 2*n*(k+3) + 2*n }
+func dualLDLWork(n, k int) int { return 2*n*(k+1+bandPad) + 2*n*(k+3) + 2*n }
 
 // newDualLDL returns the factors of a matrix of order n with k
 // off-diagonals in work (length [dualLDLWork](n, k)), with the zeros
@@ -511,9 +512,10 @@ func newDualLDL(n, k int, work []float64) *dualLDL {
 	w, ws, cw := k+1, k+1+bandPad, k+3
 	m, mc := n*ws, n*cw
 	f := &dualLDL{n: n, k: k, ws: ws, cw: cw,
-		ln: work[:m], dln: work[m : 2*m], un: work[2*m : 3*m], dun: work[3*m : 4*m],
-		nlc: work[4*m : 4*m+mc], dnlc: work[4*m+mc : 4*m+2*mc],
-		d: work[4*m+2*mc : 4*m+2*mc+n], dd: work[4*m+2*mc+n : 4*m+2*mc+2*n],
+		ln: work[:m], dln: work[m : 2*m],
+		nlc: work[2*m : 2*m+mc], dnlc: work[2*m+mc : 2*m+2*mc],
+		d: work[2*m+2*mc : 2*m+2*mc+n], dd: work[2*m+2*mc+n : 2*m+2*mc+2*n],
+		ub: make([]float64, w), dub: make([]float64, w),
 		lc: make([]float64, 4*cw+3), dlc: make([]float64, 4*cw+3), sums: make([]float64, w), dsums: make([]float64, w),
 		part: make([]float64, 4*k), dpart: make([]float64, 4*k),
 		col: make([]float64, 4*k), dcol: make([]float64, 4*k),
@@ -525,9 +527,21 @@ func newDualLDL(n, k int, work []float64) *dualLDL {
 	return f
 }
 
-// at returns the offset of L[i][p] (and U[i][p]) in f.ln (f.un), for
-// p in [i-k, i).
+// at returns the offset of L[i][p] in f.ln, for p in [i-k, i).
 func (f *dualLDL) at(i, p int) int { return i*f.ws + bandPad + f.k - i + p }
+
+// urow returns u_jp = L[j][p] d_p for p in [lo, hi) (lo >= j-k, hi <= j)
+// and its derivative, in f.ub and f.dub.
+func (f *dualLDL) urow(j, lo, hi int) (u, du []float64) {
+	o := f.at(j, lo)
+	l, dl := f.ln[o:o+hi-lo], f.dln[o:o+hi-lo]
+	d, dd := f.d[lo:hi], f.dd[lo:hi]
+	u, du = f.ub[:hi-lo], f.dub[:hi-lo]
+	for q := range u {
+		u[q], du[q] = l[q]*d[q], dl[q]*d[q]+l[q]*dd[q]
+	}
+	return u, du
+}
 
 // schur returns sum_{p < jEnd} L[i][p] d_p L[j][p] for j <= i and its
 // derivative, the contribution of the first jEnd eliminated columns to
@@ -537,9 +551,10 @@ func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
 	if lo >= jEnd {
 		return 0, 0
 	}
-	oi, oj := f.at(i, lo), f.at(j, lo)
+	oi := f.at(i, lo)
 	c := jEnd - lo
-	return dualDot(f.ln[oi:oi+c], f.dln[oi:oi+c], f.un[oj:oj+c], f.dun[oj:oj+c])
+	u, du := f.urow(j, lo, jEnd)
+	return dualDot(f.ln[oi:oi+c], f.dln[oi:oi+c], u, du)
 }
 
 // factor computes the columns [0, jEnd) of the band LDL^T factorization
@@ -552,17 +567,19 @@ func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
 // on two cores: the loops are bound by their loads, which the fused form
 // shares.)
 func (f *dualLDL) factor(s SymBand, jEnd int) int {
-	n, k, ws := f.n, f.k, f.ws
+	n, k, ws, cw := f.n, f.k, f.ws, f.cw
 	w := k + 1
-	ln, dln, un, dun, d, dd := f.ln, f.dln, f.un, f.dun, f.d, f.dd
+	ln, dln, d, dd := f.ln, f.dln, f.d, f.dd
 	sums, dsums := f.sums, f.dsums
 	tiny := math.SmallestNonzeroFloat64 * 4
 	negatives := 0
 	// d_j = M[j][j] - sum_{p<j} L[j][p] u_jp, and for i in (j, j+k],
 	// L[i][j] = (M[i][j] - sum_{p<j} L[i][p] u_jp) / d_j.
 	for j := 0; j < jEnd; j++ {
-		off, end := f.at(j, max(0, j-k)), f.at(j, j)
-		sj, dsj := dualDot(ln[off:end], dln[off:end], un[off:end], dun[off:end])
+		lo := max(0, j-k)
+		u, du := f.urow(j, lo, j) // u[p-lo] = u_jp
+		off, end := f.at(j, lo), f.at(j, j)
+		sj, dsj := dualDot(ln[off:end], dln[off:end], u, du)
 		dj, ddj := s.Data[j*w]-sj, 1-dsj
 		if dj < 0 {
 			negatives++
@@ -578,29 +595,29 @@ func (f *dualLDL) factor(s SymBand, jEnd int) int {
 			// r = 4c..4c+3 runs from p = j+1+4c-k, its first row's first
 			// column, where the others read the zeros before their rows:
 			// at that column, row r is at f.at(j+1, j+1-k) + r (ws-1) + 4c
-			// in ln, and row j of U at f.at(j, j+1-k) + 4c.
-			a0, b0 := f.at(j+1, j+1-k), f.at(j, j+1-k)
-			dualBlocks(ln[a0:], dln[a0:], un[b0:], dun[b0:], ws-1, 4, k-1, sums[:top-j], dsums[:top-j])
+			// in ln, and row j of U at u[1 + 4c].
+			a0 := f.at(j+1, j+1-k)
+			dualBlocks(ln[a0:], dln[a0:], u[1:], du[1:], ws-1, 4, k-1, sums[:top-j], dsums[:top-j])
 		} else {
 			for i := j + 1; i <= top; i++ {
 				loi := max(0, i-k)
 				c := j - loi
-				oi, oj := f.at(i, loi), f.at(j, loi)
-				sums[i-j-1], dsums[i-j-1] = dualDot(ln[oi:oi+c], dln[oi:oi+c], un[oj:oj+c], dun[oj:oj+c])
+				oi := f.at(i, loi)
+				sums[i-j-1], dsums[i-j-1] = dualDot(ln[oi:oi+c], dln[oi:oi+c], u[loi-lo:], du[loi-lo:])
 			}
 		}
 		// One division for the column, not two for each row.
 		rj := 1 / dj
+		nlc, dnlc := f.nlc[j*cw:(j+1)*cw], f.dnlc[j*cw:(j+1)*cw]
 		for i := j + 1; i <= top; i++ {
 			lij := (s.Data[i*w+i-j] - sums[i-j-1]) * rj
 			dlij := (-dsums[i-j-1] - lij*ddj) * rj
 			t := f.at(i, j)
 			ln[t], dln[t] = lij, dlij
-			un[t], dun[t] = lij*dj, dlij*dj+lij*ddj
-			f.nlc[j*f.cw+i-j-1], f.dnlc[j*f.cw+i-j-1] = -lij, -dlij
+			nlc[i-j-1], dnlc[i-j-1] = -lij, -dlij
 		}
-		clear(f.nlc[j*f.cw+top-j : (j+1)*f.cw])
-		clear(f.dnlc[j*f.cw+top-j : (j+1)*f.cw])
+		clear(nlc[top-j:])
+		clear(dnlc[top-j:])
 	}
 	return negatives
 }
