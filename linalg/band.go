@@ -486,14 +486,19 @@ func denseSPDInverse(a, inv, tmp []float64, k int) int {
 // by zeros up to cw = k+3 entries a column (for [dualLDL.selinv]). A row
 // of U = L D is formed in ub when needed (u_jp = L[j][p] d_p).
 type dualLDL struct {
-	n, k, ws, cw         int
-	ln, dln              []float64
-	nlc, dnlc            []float64
-	ub, dub              []float64
-	d, dd                []float64
-	lc, dlc, sums, dsums []float64
-	part, dpart          []float64
-	col, dcol            []float64
+	n, k, ws, cw int
+	ln, dln      []float64
+	nlc, dnlc    []float64
+	d, dd        []float64
+	// Scratch: a row of U (k entries); the inner products of a column of
+	// the factorization (k); the first columns of nlc with zero columns
+	// before them (4 cw + 3, selinv's first group); selinv's inner
+	// products of a group (4 k) and its results by row i (4 k).
+	ub, dub     []float64
+	sums, dsums []float64
+	head, dhead []float64
+	part, dpart []float64
+	col, dcol   []float64
 }
 
 // bandPad is the number of zeros stored before each row of the factors of
@@ -516,7 +521,8 @@ func newDualLDL(n, k int, work []float64) *dualLDL {
 		nlc: work[2*m : 2*m+mc], dnlc: work[2*m+mc : 2*m+2*mc],
 		d: work[2*m+2*mc : 2*m+2*mc+n], dd: work[2*m+2*mc+n : 2*m+2*mc+2*n],
 		ub: make([]float64, w), dub: make([]float64, w),
-		lc: make([]float64, 4*cw+3), dlc: make([]float64, 4*cw+3), sums: make([]float64, w), dsums: make([]float64, w),
+		sums: make([]float64, w), dsums: make([]float64, w),
+		head: make([]float64, 4*cw+3), dhead: make([]float64, 4*cw+3),
 		part: make([]float64, 4*k), dpart: make([]float64, 4*k),
 		col: make([]float64, 4*k), dcol: make([]float64, 4*k),
 	}
@@ -622,6 +628,10 @@ func (f *dualLDL) factor(s SymBand, jEnd int) int {
 	return negatives
 }
 
+// selinvRows is the number of rows of Z that [dualLDL.selinv] passes to
+// the assembly at a time.
+const selinvRows = 16
+
 // selinv runs the selected inversion and its derivative in the shift for
 // the rows iStart, iStart-1, ..., 0, writing the full rows of Z and of
 // dZ/dsigma into zr and z2r; the rows after iStart must be there already
@@ -631,16 +641,15 @@ func (f *dualLDL) factor(s SymBand, jEnd int) int {
 // top]} L[p][i] Z[i][p].
 //
 // The rows go in groups of four, i0, i0-1, i0-2, i0-3 (fewer at the end),
-// so that the long rows of Z, which do not fit in the first-level cache,
-// are read once for four rows i instead of once for each: the rows j > i0
-// are complete from column i0+1 on, and their inner products over the
-// columns p > i0 with the four columns of L are one pass of [dualRows4].
-// The columns p in (i, i0] (at most three) are then added row i by row i,
-// as are the rows j in (i, i0], which the group itself computes.
-// selinvRows is the number of rows of Z that [dualLDL.selinv] passes to
-// the assembly at a time.
-const selinvRows = 16
-
+// so that the rows of Z, which do not fit in the first-level cache (the
+// loop is bound by their loads from the second level), are read once for
+// four rows i instead of once for each: the rows j > i0 are complete from
+// column i0+1 on, and their inner products over the columns p > i0 with
+// the four columns of L (copied by [dualLDL.factor]) are one pass of
+// [dualRows4]. Then, for each row j, the columns p in (i, i0] (at most
+// three) are added for the four rows i in turn, and the four results
+// written into row j together; last come the rows j in (i, i0] of the
+// group itself, as whole inner products.
 func (f *dualLDL) selinv(zr, z2r []float64, iStart int) {
 	n, k, cw := f.n, f.k, f.cw
 	wr := 2*k + 1
@@ -652,8 +661,9 @@ func (f *dualLDL) selinv(zr, z2r []float64, iStart int) {
 	for i0 := iStart; i0 >= 0; i0 -= 4 {
 		rows := min(4, i0+1)
 		m0 := min(n-1, i0+k) - i0
-		// part[4(j-i0-1) + 3-s] = sum_{p in (i0, top]} Z[j][p] (-L[p][i])
-		// for i = i0-s and the rows j in (i0, top]: row j of Z at column
+		// For i = i0-s and the rows j = i0+1+r in (i0, top], the inner
+		// products sum_{p in (i0, top]} Z[j][p] (-L[p][i]) go to
+		// part[4(r-r0) + 3-s] (r0 the chunk's first row): row j of Z at column
 		// i0+1 is at zr[(i0+1)*wr + k + (j-i0-1)(wr-1)], and minus column
 		// i of L from p = i0+1 at nlc[i*cw + s] = nlc[(i0-3)*cw + 3 +
 		// (3-s)(cw-1)]; the zeros after each column of nlc end the sums
@@ -677,7 +687,7 @@ func (f *dualLDL) selinv(zr, z2r []float64, iStart int) {
 		b, db := f.nlc, f.dnlc
 		o := (i0-3)*cw + 3
 		if i0 < 3 {
-			b, db = f.lc, f.dlc
+			b, db = f.head, f.dhead
 			clear(b)
 			clear(db)
 			for x := 3 - i0; x < 4; x++ {

@@ -4,20 +4,6 @@ package linalg
 
 import "golang.org/x/sys/cpu"
 
-// dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over slices of
-// equal length (the value and the derivative of an inner product): one row
-// of dualBatchAVX2 where the CPU has AVX2 and FMA, else in Go. The
-// assembly reads len(a) entries of every slice, unchecked: the callers
-// (the band kernels of this package) pass slices of equal length.
-func dualDot(a, da, b, db []float64) (s, ds float64) {
-	if !haveFMA {
-		return dualDotGo(a, da, b, db)
-	}
-	var out, dout [1]float64
-	dualBatchAVX2(a, da, b, db, 0, 0, len(a), 0, out[:], dout[:])
-	return out[0], dout[0]
-}
-
 // haveFMA reports whether the CPU has AVX2 and FMA.
 var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
@@ -43,14 +29,15 @@ func init() {
 	}
 }
 
-// dualBatchAVX2 is [dualBatchGo] in AVX2 assembly, without its checks.
+// dualDotAVX2 is [dualDotGo] in AVX2 assembly; it reads len(a) entries
+// of every slice.
 //
 //go:noescape
-func dualBatchAVX2(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64)
+func dualDotAVX2(a, da, b, db []float64) (s, ds float64)
 
 func init() {
 	if haveFMA {
-		dualBatchImpl = dualBatchAVX2
+		dualDotImpl = dualDotAVX2
 	}
 }
 

@@ -125,28 +125,18 @@ adone:
 	MOVSD X0, ret+80(FP)
 	RET
 
-// func dualBatchAVX2(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64)
+// func dualDotAVX2(a, da, b, db []float64) (s, ds float64)
 //
-// For r in [0, len(out)): with A_r = a[r aStride:], B_r = b[r bStride:] and
-// n_r = length + r dlen entries, out[r] = sum A_r B_r and dout[r] =
-// sum (dA_r B_r + A_r dB_r), with fused multiply-adds on two pairs of
-// four-lane accumulators (the caller checks every extent).
-TEXT ·dualBatchAVX2(SB), NOSPLIT, $0-176
-	MOVQ a_base+0(FP), SI
-	MOVQ da_base+24(FP), DI
-	MOVQ b_base+48(FP), R8
-	MOVQ db_base+72(FP), R9
-	MOVQ aStride+96(FP), BX
-	SHLQ $3, BX
-	MOVQ length+112(FP), CX
-	MOVQ out_base+128(FP), R12
-	MOVQ out_len+136(FP), R11
-	MOVQ dout_base+152(FP), R13
-	XORQ R10, R10
-	CMPQ R11, $0
-	JLE  bdone
-
-brow:
+// s = sum a_t b_t and ds = sum (da_t b_t + a_t db_t) over len(a) entries,
+// with fused multiply-adds on two pairs of four-lane accumulators (Y0, Y1
+// for s, Y2, Y3 for ds), then one four-lane chunk and the last entries one
+// by one.
+TEXT ·dualDotAVX2(SB), NOSPLIT, $0-112
+	MOVQ   a_base+0(FP), SI
+	MOVQ   a_len+8(FP), CX
+	MOVQ   da_base+24(FP), DI
+	MOVQ   b_base+48(FP), R8
+	MOVQ   db_base+72(FP), R9
 	VXORPD Y0, Y0, Y0
 	VXORPD Y1, Y1, Y1
 	VXORPD Y2, Y2, Y2
@@ -193,7 +183,7 @@ breduce:
 	VHADDPD      X0, X0, X0
 	VHADDPD      X2, X2, X2
 	CMPQ         AX, CX
-	JGE          bstore
+	JGE          bdone
 
 bloop1:
 	VMOVSD      (SI)(AX*8), X4
@@ -205,22 +195,10 @@ bloop1:
 	CMPQ        AX, CX
 	JLT         bloop1
 
-bstore:
-	MOVSD X0, (R12)(R10*8)
-	MOVSD X2, (R13)(R10*8)
-	ADDQ  BX, SI
-	ADDQ  BX, DI
-	MOVQ  bStride+104(FP), DX
-	SHLQ  $3, DX
-	ADDQ  DX, R8
-	ADDQ  DX, R9
-	ADDQ  dlen+120(FP), CX
-	INCQ  R10
-	CMPQ  R10, R11
-	JLT   brow
-
 bdone:
 	VZEROUPPER
+	MOVSD X0, s+96(FP)
+	MOVSD X2, ds+104(FP)
 	RET
 
 // dualLaneIndex holds the lane numbers 0, 1, 2, 3, for the mask of the

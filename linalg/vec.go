@@ -97,40 +97,16 @@ func axpyDotGo(alpha float64, x, y, z []float64) float64 {
 	return s0 + s1
 }
 
-// dualBatchImpl is dualBatchGo or its assembly.
-var dualBatchImpl = dualBatchGo
+// dualDotImpl is dualDotGo or its assembly.
+var dualDotImpl = dualDotGo
 
-// dualBatch sets, for r in [0, len(out)), out[r] and dout[r] to the value
-// and derivative ([dualDot]) of the inner product of a[r aStride:] and
-// b[r bStride:] over length + r dlen entries (da and db alike): a batch of
-// inner products in one call, for the band kernels' columns. It panics if
-// an extent leaves a slice or a length is negative (the assembly does not
-// check).
-func dualBatch(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64) {
-	rows := len(out)
-	if rows == 0 {
-		return
-	}
-	last := rows - 1
-	lastLen := length + last*dlen
-	if length < 0 || lastLen < 0 || len(dout) < rows || aStride < 0 || bStride < 0 {
-		panic("linalg: dualBatch: bad shape")
-	}
-	aEnd := max(length, lastLen+last*aStride)
-	bEnd := max(length, lastLen+last*bStride)
-	if aEnd > len(a) || aEnd > len(da) || bEnd > len(b) || bEnd > len(db) {
-		panic("linalg: dualBatch: extent out of range")
-	}
-	dualBatchImpl(a, da, b, db, aStride, bStride, length, dlen, out, dout)
-}
-
-// dualBatchGo is [dualBatch] in Go, without its checks.
-func dualBatchGo(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64) {
-	for r := range out {
-		n := length + r*dlen
-		ao, bo := r*aStride, r*bStride
-		out[r], dout[r] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
-	}
+// dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over the
+// len(a) entries of a (the value and the derivative of an inner product):
+// in assembly where the CPU has AVX2 and FMA, else in Go. The other slices
+// must have at least as many entries (dualDot panics otherwise).
+func dualDot(a, da, b, db []float64) (s, ds float64) {
+	n := len(a)
+	return dualDotImpl(a, da[:n], b[:n], db[:n])
 }
 
 // dualBlocksImpl is dualBlocksGo, or the assembly for whole blocks of

@@ -91,43 +91,6 @@ func ExampleAxpyDot() {
 	// Output: 10 [3 5 7] 4
 }
 
-// dualBatch (assembly where the CPU has it) against dualDotGo row by row,
-// for the shapes of the band kernels (constant length with a row stride,
-// lengths falling by one with the second vector sliding) and others; bad
-// shapes panic.
-func TestDualBatch(t *testing.T) {
-	rng := rand.New(rand.NewPCG(15, 16))
-	fill := func(n int) []float64 {
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = rng.NormFloat64()
-		}
-		return v
-	}
-	for _, c := range []struct{ rows, aStride, bStride, length, dlen int }{
-		{0, 3, 0, 5, 0}, {1, 0, 0, 0, 0}, {7, 10, 0, 9, 0}, {64, 128, 0, 64, 0},
-		{63, 65, 1, 63, -1}, {12, 5, 2, 3, 1}, {5, 0, 0, 17, 0},
-	} {
-		na := c.length + c.rows*(c.aStride+max(c.dlen, 0)) + 1
-		nb := c.length + c.rows*(c.bStride+max(c.dlen, 0)) + 1
-		a, da, b, db := fill(na), fill(na), fill(nb), fill(nb)
-		out, dout := make([]float64, c.rows), make([]float64, c.rows)
-		dualBatch(a, da, b, db, c.aStride, c.bStride, c.length, c.dlen, out, dout)
-		for r := 0; r < c.rows; r++ {
-			n := c.length + r*c.dlen
-			ao, bo := r*c.aStride, r*c.bStride
-			s, ds := dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
-			assert.InDelta(t, s, out[r], 1e-13*(1+math.Abs(s)), "%+v row %d", c, r)
-			assert.InDelta(t, ds, dout[r], 1e-13*(1+math.Abs(ds)), "%+v row %d", c, r)
-		}
-	}
-	v := make([]float64, 10)
-	o := make([]float64, 3)
-	assert.Panics(t, func() { dualBatch(v, v, v, v, 4, 0, 3, 0, o, o) })  // a's last row ends at 11
-	assert.Panics(t, func() { dualBatch(v, v, v, v, 0, 0, 1, -1, o, o) }) // last length -1
-	assert.Panics(t, func() { dualBatch(v, v, v, v, 0, 0, 2, 0, o, o[:2]) })
-}
-
 // dualBlocks (assembly for whole blocks of four rows where the CPU has
 // it) against the two sums formed in Go for each row, for every length
 // up to 13 (all the chunk tails), row counts that leave 0 to 3 rows after
