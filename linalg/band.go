@@ -267,13 +267,13 @@ func InverseBandSquaredWork(n, k int) int {
 // [SymBand.InverseBandSquaredRows] needs for a matrix of order n with k
 // off-diagonals.
 func InverseBandSquaredRowsWork(n, k int) int {
-	w, wr := k+1, 2*k+1
+	wr := 2*k + 1
 	if !splitBand(n, k) {
 		return dualLDLWork(n, k)
 	}
-	// Both halves' factors (n + k rows in all), the reversed lower half
-	// and its rows of Z and Z^2, and five k x k blocks for the separator.
-	return dualLDLWork(n+k, k) + n*w + 2*n*wr + 5*k*k
+	// Both halves' factors (n + k rows in all), the rows of Z and Z^2 of
+	// the reversed lower half, and five k x k blocks for the separator.
+	return dualLDLWork(n+k, k) + 2*n*wr + 5*k*k
 }
 
 // splitBand reports whether [SymBand.InverseBandSquaredRows] splits a
@@ -304,7 +304,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	}
 	if !splitBand(n, k) {
 		f := newDualLDL(n, k, work)
-		neg := f.factor(s, n)
+		neg := f.factor(s, false, n)
 		f.selinv(zr, z2r, n-1)
 		negateRows(z2r, n, k, 0, n, 0, n)
 		return neg
@@ -312,7 +312,8 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	// T = [0, m), S = [m, m+k), B = [m+k, n). The upper part is the
 	// leading block of order m+k of M (T then S); the lower part is the
 	// trailing block of order n-m with its order reversed (B from the
-	// bottom, then S from its last row), a band matrix too.
+	// bottom, then S from its last row), a band matrix too, which
+	// [dualLDL.factor] reads from M.
 	m := (n - k) / 2
 	nt, nb := m+k, n-m
 	up := SymBand{N: nt, K: k, Data: s.Data[:nt*w]}
@@ -320,8 +321,6 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	work = work[dualLDLWork(nt, k):]
 	fb := newDualLDL(nb, k, work)
 	work = work[dualLDLWork(nb, k):]
-	low := SymBand{N: nb, K: k, Data: work[:nb*w]}
-	work = work[nb*w:]
 	zb, z2b := work[:nb*wr], work[nb*wr:2*nb*wr]
 	work = work[2*nb*wr:]
 	sch, dsch := work[:k*k], work[k*k:2*k*k]
@@ -330,17 +329,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	// Both halves cost about n k^2 / 2 multiply-adds each, and their
 	// selected inversions twice that.
 	cost := float64(n) * float64(k) * float64(k)
-	par.Both(cost, func() { negT = ft.factor(up, m) }, func() {
-		// low[a][a-d] = M[i][i+d] with i = n-1-a.
-		for a := 0; a < nb; a++ {
-			i := n - 1 - a
-			row := low.Data[a*w : a*w+w]
-			for d := 0; d <= k && d <= a; d++ {
-				row[d] = s.Data[(i+d)*w+d]
-			}
-		}
-		negB = fb.factor(low, nb-k)
-	})
+	par.Both(cost, func() { negT = ft.factor(up, false, m) }, func() { negB = fb.factor(s, true, nb-k) })
 	// The Schur complement of S, sch[a*k + c] for rows m+a, m+c: M_SS
 	// less the contributions of T and of B, with its derivative in the
 	// shift (the identity less theirs).
@@ -490,11 +479,12 @@ type dualLDL struct {
 	ln, dln      []float64
 	nlc, dnlc    []float64
 	d, dd        []float64
-	// Scratch: a row of U (k entries); the inner products of a column of
+	// Scratch: a row of U (k entries); a column of M (k); the inner products of a column of
 	// the factorization (k); the first columns of nlc with zero columns
 	// before them (4 cw + 3, selinv's first group); selinv's inner
 	// products of a group (4 k) and its results by row i (4 k).
 	ub, dub     []float64
+	mcol        []float64
 	sums, dsums []float64
 	head, dhead []float64
 	part, dpart []float64
@@ -520,7 +510,7 @@ func newDualLDL(n, k int, work []float64) *dualLDL {
 		ln: work[:m], dln: work[m : 2*m],
 		nlc: work[2*m : 2*m+mc], dnlc: work[2*m+mc : 2*m+2*mc],
 		d: work[2*m+2*mc : 2*m+2*mc+n], dd: work[2*m+2*mc+n : 2*m+2*mc+2*n],
-		ub: make([]float64, w), dub: make([]float64, w),
+		ub: make([]float64, w), dub: make([]float64, w), mcol: make([]float64, k),
 		sums: make([]float64, w), dsums: make([]float64, w),
 		head: make([]float64, 4*cw+3), dhead: make([]float64, 4*cw+3),
 		part: make([]float64, 4*k), dpart: make([]float64, 4*k),
@@ -564,16 +554,19 @@ func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
 }
 
 // factor computes the columns [0, jEnd) of the band LDL^T factorization
-// of s (order f.n) and their derivatives in the shift, and returns the
-// number of negative pivots among them. Each inner product runs over
+// of s (order f.n; with rev, of the trailing block of order f.n of s in
+// reversed order, whose column j below the diagonal is row s.N-1-j of s)
+// and their derivatives in the shift, and returns the number of negative
+// pivots among them. Each inner product runs over
 // contiguous, equally ordered slices and carries its derivative along
 // ([dualDot]); whole columns go to the assembly in one call, in blocks of
 // four rows that share the loads of U ([dualBlocks]). (Values and
 // derivatives in two goroutines, the values ahead, was measured no faster
 // on two cores: the loops are bound by their loads, which the fused form
 // shares.)
-func (f *dualLDL) factor(s SymBand, jEnd int) int {
+func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 	n, k, ws, cw := f.n, f.k, f.ws, f.cw
+	n0 := s.N - 1
 	w := k + 1
 	ln, dln, d, dd := f.ln, f.dln, f.d, f.dd
 	sums, dsums := f.sums, f.dsums
@@ -586,7 +579,19 @@ func (f *dualLDL) factor(s SymBand, jEnd int) int {
 		u, du := f.urow(j, lo, j) // u[p-lo] = u_jp
 		off, end := f.at(j, lo), f.at(j, j)
 		sj, dsj := dualDot(ln[off:end], dln[off:end], u, du)
-		dj, ddj := s.Data[j*w]-sj, 1-dsj
+		// M[j][j], and M's column j below it, mc[q] = M[j+1+q][j]: a
+		// row of s, reversed.
+		top := min(n-1, j+k)
+		mjj, mc := s.Data[j*w], f.mcol[:top-j]
+		if rev {
+			o := (n0 - j) * w
+			mjj, mc = s.Data[o], s.Data[o+1:o+1+top-j]
+		} else {
+			for q := range mc {
+				mc[q] = s.Data[(j+1+q)*w+q+1]
+			}
+		}
+		dj, ddj := mjj-sj, 1-dsj
 		if dj < 0 {
 			negatives++
 		}
@@ -594,7 +599,6 @@ func (f *dualLDL) factor(s SymBand, jEnd int) int {
 			dj = tiny
 		}
 		d[j], dd[j] = dj, ddj
-		top := min(n-1, j+k)
 		if j >= k && top > j {
 			// Away from the first rows, row i = j+1+r of L pairs its
 			// entries from p = i-k to j-1 with row j of U. A block of rows
@@ -616,7 +620,7 @@ func (f *dualLDL) factor(s SymBand, jEnd int) int {
 		rj := 1 / dj
 		nlc, dnlc := f.nlc[j*cw:(j+1)*cw], f.dnlc[j*cw:(j+1)*cw]
 		for i := j + 1; i <= top; i++ {
-			lij := (s.Data[i*w+i-j] - sums[i-j-1]) * rj
+			lij := (mc[i-j-1] - sums[i-j-1]) * rj
 			dlij := (-dsums[i-j-1] - lij*ddj) * rj
 			t := f.at(i, j)
 			ln[t], dln[t] = lij, dlij
