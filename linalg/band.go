@@ -306,7 +306,6 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 		f := newDualLDL(n, k, work)
 		neg := f.factor(s, false, n)
 		f.selinv(zr, z2r, n-1)
-		negateRows(z2r, n, k, 0, n, 0, n)
 		return neg
 	}
 	// T = [0, m), S = [m, m+k), B = [m+k, n). The upper part is the
@@ -351,7 +350,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	if negT+negB+negS > 0 {
 		return negT + negB + negS
 	}
-	// dZ_SS/dsigma = -Z_SS dSch Z_SS.
+	// The block S x S of M^{-2} = -dZ/dsigma: Z_SS dSch Z_SS.
 	for a := 0; a < k; a++ {
 		for c := 0; c < k; c++ {
 			v := 0.0
@@ -367,7 +366,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			for e := 0; e < k; e++ {
 				v += zs[a*k+e] * tmp[e*k+c]
 			}
-			dzs[a*k+c] = -v
+			dzs[a*k+c] = v
 		}
 	}
 	// Seed the rows of S in both parts, then run the two selected
@@ -380,10 +379,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			zb[ai*wr+k+aj-ai], z2b[ai*wr+k+aj-ai] = zs[a*k+c], dzs[a*k+c]
 		}
 	}
-	par.Both(2*cost, func() {
-		ft.selinv(zr, z2r, m-1)
-		negateRows(z2r, n, k, 0, nt, 0, nt)
-	}, func() {
+	par.Both(2*cost, func() { ft.selinv(zr, z2r, m-1) }, func() {
 		fb.selinv(zb, z2b, nb-k-1)
 		// Row i >= m of Z is row n-1-i of the lower part's, reversed;
 		// the rows of S take from it only the columns in B.
@@ -395,25 +391,11 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			}
 			for j := lo; j <= min(n-1, i+k); j++ {
 				zr[i*wr+k+j-i] = zb[a*wr+k+i-j]
-				z2r[i*wr+k+j-i] = -z2b[a*wr+k+i-j]
+				z2r[i*wr+k+j-i] = z2b[a*wr+k+i-j]
 			}
 		}
 	})
 	return 0
-}
-
-// negateRows negates the entries (i, j) of the full rows of z2r (order n,
-// k off-diagonals) with i in [i0, i1), j in [j0, j1) and |i - j| <= k:
-// M^{-2} = -dZ/dsigma.
-func negateRows(z2r []float64, n, k, i0, i1, j0, j1 int) {
-	wr := 2*k + 1
-	for i := i0; i < i1; i++ {
-		lo, hi := max(i-k, j0, 0), min(i+k, j1-1, n-1)
-		row := z2r[i*wr+k+lo-i : i*wr+k+hi-i+1]
-		for t := range row {
-			row[t] = -row[t]
-		}
-	}
 }
 
 // denseSPDInverse writes the inverse of the symmetric positive definite
@@ -472,8 +454,9 @@ func denseSPDInverse(a, inv, tmp []float64, k int) int {
 // bandPad zeros, ln[f.at(i, p)] = L[i][p] with at(i, p) = i ws + bandPad +
 // k-(i-p) and ws = k+1+bandPad, with its derivative; and minus the
 // columns of L, nlc[j*cw + i-j-1] = -L[i][j] for i in (j, j+k], followed
-// by zeros up to cw = k+3 entries a column (for [dualLDL.selinv]). A row
-// of U = L D is formed in ub when needed (u_jp = L[j][p] d_p).
+// by zeros up to cw = k+3 entries a column, with dnlc = +dL[i][j]/dsigma
+// (the sign that gives -dZ/dsigma in [dualLDL.selinv]). A row of U = L D
+// is formed in ub when needed (u_jp = L[j][p] d_p).
 type dualLDL struct {
 	n, k, ws, cw int
 	ln, dln      []float64
@@ -624,7 +607,7 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 			dlij := (-dsums[i-j-1] - lij*ddj) * rj
 			t := f.at(i, j)
 			ln[t], dln[t] = lij, dlij
-			nlc[i-j-1], dnlc[i-j-1] = -lij, -dlij
+			nlc[i-j-1], dnlc[i-j-1] = -lij, dlij
 		}
 		clear(nlc[top-j:])
 		clear(dnlc[top-j:])
@@ -636,13 +619,15 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 // the assembly at a time.
 const selinvRows = 16
 
-// selinv runs the selected inversion and its derivative in the shift for
-// the rows iStart, iStart-1, ..., 0, writing the full rows of Z and of
-// dZ/dsigma into zr and z2r; the rows after iStart must be there already
-// (none when iStart = n-1). For j in (i, top], Z[j][i] = -sum_{p in (i,
-// top]} Z[j][p] L[p][i], an inner product of row j of Z (zr[j*wr + k +
-// p-j]) with minus column i of L, and Z[i][i] = 1/d_i - sum_{p in (i,
-// top]} L[p][i] Z[i][p].
+// selinv runs the selected inversion and minus its derivative in the
+// shift for the rows iStart, iStart-1, ..., 0, writing the full rows of Z
+// and of E = -dZ/dsigma (= Z^2 at sigma = 0) into zr and z2r; the rows
+// after iStart must be there already (none when iStart = n-1). For j in
+// (i, top], Z[j][i] = -sum_{p in (i, top]} Z[j][p] L[p][i], an inner
+// product of row j of Z (zr[j*wr + k + p-j]) with minus column i of L,
+// and Z[i][i] = 1/d_i - sum_{p in (i, top]} L[p][i] Z[i][p]; E follows
+// the same recurrences with dL in place of -dL (nlc, dnlc) and dd_i/d_i^2
+// in place of -dd_i/d_i^2.
 //
 // The rows go in groups of four, i0, i0-1, i0-2, i0-3 (fewer at the end),
 // so that the rows of Z, which do not fit in the first-level cache (the
@@ -678,7 +663,7 @@ func (f *dualLDL) selinv(zr, z2r []float64, iStart int) {
 		var tops [4]int
 		for s := 0; s < rows; s++ {
 			i := i0 - s
-			zii[s], dzii[s] = 1/d[i], -dd[i]/(d[i]*d[i])
+			zii[s], dzii[s] = 1/d[i], dd[i]/(d[i]*d[i])
 			tops[s] = min(n-1, i+k)
 		}
 		// c[s][q] = -L[i0-s+1+q][i0-s] for q < s.
