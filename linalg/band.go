@@ -381,17 +381,20 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	}
 	par.Both(2*cost, func() { ft.selinv(zr, z2r, m-1) }, func() {
 		fb.selinv(zb, z2b, nb-k-1)
-		// Row i >= m of Z is row n-1-i of the lower part's, reversed;
-		// the rows of S take from it only the columns in B.
+		// Row i >= m of Z is row n-1-i of the lower part's, reversed.
 		for i := m; i < n; i++ {
 			a := n - 1 - i
-			lo := i - k
+			// The rows of S take only the columns in B.
+			lo, hi := i-k, min(n-1, i+k)
 			if i < m+k {
 				lo = m + k
 			}
-			for j := lo; j <= min(n-1, i+k); j++ {
-				zr[i*wr+k+j-i] = zb[a*wr+k+i-j]
-				z2r[i*wr+k+j-i] = z2b[a*wr+k+i-j]
+			// zr[i*wr+k+j-i] = zb[a*wr+k+i-j] for j in [lo, hi].
+			o, ob := i*wr+k-i, a*wr+k+i
+			dst, dst2 := zr[o+lo:o+hi+1], z2r[o+lo:o+hi+1]
+			src, src2 := zb[ob-hi:ob-lo+1], z2b[ob-hi:ob-lo+1]
+			for t, e := 0, len(src)-1; t < len(dst); t, e = t+1, e-1 {
+				dst[t], dst2[t] = src[e], src2[e]
 			}
 		}
 	})
