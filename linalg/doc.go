@@ -16,13 +16,16 @@
 // On amd64 CPUs with AVX2 and FMA (checked at start through
 // golang.org/x/sys/cpu) the inner products of [Dot], [Dot32], [AxpyDot32] and of the
 // band kernels run in assembly (dualdot_amd64.s, vec32_amd64.s: four-lane fused
-// multiply-adds with several accumulators); elsewhere, and when built with
-// -tags purego, they are loops in Go. The two differ by rounding only, and
-// the tests check the assembly against sums formed in Go for every loop
-// tail. The sixteen-shift recurrences of [BidiagGram.InvSqrtDiagParallel]
-// run in AVX assembly too (invsqrt_lanes_amd64.s), without fused
-// multiply-adds and in the order of operations of their Go fallbacks, so
-// that the two give the same bits (checked by the tests).
+// multiply-adds with several accumulators; the band kernels' inner products
+// four at a time, four rows against one vector or one row against four
+// vectors, so that each load of the shared operand serves four); elsewhere,
+// and when built with -tags purego, they are loops in Go. The two differ by
+// rounding only, and the tests check the assembly against sums formed in Go
+// for every loop tail. The sixteen-shift recurrences of
+// [BidiagGram.InvSqrtDiagParallel] run in AVX assembly too
+// (invsqrt_lanes_amd64.s), without fused multiply-adds and in the order of
+// operations of their Go fallbacks, so that the two give the same bits
+// (checked by the tests).
 //
 // # Structure
 //

@@ -116,83 +116,108 @@ func ExampleAxpyDot32() {
 	// Output: 10 [3 5 7] 4
 }
 
-// NaN and infinities in any position (first, inside an 8-entry block of the
-// assembly, in the Go tail) propagate through Dot32 and AxpyDot32 as IEEE
-// arithmetic says, without a panic, and an update beyond float32's range
-// gives an infinite entry of y; the result agrees with the Go loops.
-func TestDot32NonFinite(t *testing.T) {
-	inf := float32(math.Inf(1))
-	nan := float32(math.NaN())
-	for _, n := range []int{1, 7, 8, 9, 17, 23} {
-		for _, pos := range []int{0, n / 2, n - 1} {
-			ones := func() []float32 {
-				v := make([]float32, n)
-				for i := range v {
-					v[i] = 1
+// dualBlocks (assembly for whole blocks of four rows where the CPU has
+// it) against the two sums formed in Go for each row, for every length
+// up to 13 (all the chunk tails), row counts that leave 0 to 3 rows after
+// the blocks, and the steps of the band kernels; the entries past every
+// extent are NaN, so a read beyond one shows. Bad shapes panic.
+func TestDualBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, rows := range []int{0, 1, 3, 4, 5, 8, 11, 16} {
+		for _, step := range []int{0, 1, 4} {
+			for length := (rows - 1) / 4 * step; length <= 13+(rows-1)/4*step; length++ {
+				if length < 0 {
+					continue
 				}
-				return v
+				aStride := length + 2
+				na := max(0, (rows-1)*aStride+length)
+				a, da := make([]float64, na+4), make([]float64, na+4)
+				b, db := make([]float64, length+4), make([]float64, length+4)
+				for _, v := range [][]float64{a, da, b, db} {
+					for i := range v {
+						v[i] = rng.NormFloat64()
+					}
+					for i := len(v) - 4; i < len(v); i++ {
+						v[i] = math.NaN()
+					}
+				}
+				a, da, b, db = a[:na], da[:na], b[:length], db[:length]
+				out, dout := make([]float64, rows), make([]float64, rows)
+				dualBlocks(a, da, b, db, aStride, step, length, out, dout)
+				for r := 0; r < rows; r++ {
+					o := r / 4 * step
+					var s, ds, abs, dabs float64
+					for t := o; t < length; t++ {
+						x, dx := a[r*aStride+t], da[r*aStride+t]
+						s += x * b[t]
+						ds += dx*b[t] + x*db[t]
+						abs += math.Abs(x * b[t])
+						dabs += math.Abs(dx*b[t]) + math.Abs(x*db[t])
+					}
+					assert.InDelta(t, s, out[r], 1e-14*(1+abs), "rows %d step %d length %d row %d", rows, step, length, r)
+					assert.InDelta(t, ds, dout[r], 1e-14*(1+dabs), "rows %d step %d length %d row %d", rows, step, length, r)
+				}
 			}
-			a, b := ones(), ones()
-			a[pos] = nan
-			assert.True(t, math.IsNaN(Dot32(a, b)), "n = %d, NaN at %d", n, pos)
-			a[pos] = inf
-			assert.Equal(t, math.Inf(1), Dot32(a, b), "n = %d, +Inf at %d", n, pos)
-			b[pos] = 0
-			assert.True(t, math.IsNaN(Dot32(a, b)), "n = %d, Inf * 0 at %d", n, pos)
-
-			x, y, z := ones(), ones(), ones()
-			x[pos] = nan
-			assert.True(t, math.IsNaN(AxpyDot32(1, x, y, z)), "n = %d, NaN at %d", n, pos)
-			assert.True(t, math.IsNaN(float64(y[pos])), "n = %d, NaN at %d", n, pos)
-			x, y = ones(), ones()
-			x[pos] = inf
-			assert.Equal(t, math.Inf(-1), AxpyDot32(-2, x, y, z), "n = %d, -Inf at %d", n, pos)
-			assert.Equal(t, float32(math.Inf(-1)), y[pos])
-			// 1 + 2^100 * 2^100 is beyond float32: y becomes +Inf.
-			x, y = ones(), ones()
-			x[pos] = 0x1p100
-			assert.Equal(t, math.Inf(1), AxpyDot32(0x1p100, x, y, z), "n = %d, overflow at %d", n, pos)
-			assert.Equal(t, inf, y[pos])
-			y2 := ones()
-			assert.Equal(t, axpyDot32Go(0x1p100, x, y2, z), math.Inf(1))
-			assert.Equal(t, y, y2)
-		}
-	}
-}
-
-// dualBatch (assembly where the CPU has it) against dualDotGo row by row,
-// for the shapes of the band kernels (constant length with a row stride,
-// lengths falling by one with the second vector sliding) and others; bad
-// shapes panic.
-func TestDualBatch(t *testing.T) {
-	rng := rand.New(rand.NewPCG(15, 16))
-	fill := func(n int) []float64 {
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = rng.NormFloat64()
-		}
-		return v
-	}
-	for _, c := range []struct{ rows, aStride, bStride, length, dlen int }{
-		{0, 3, 0, 5, 0}, {1, 0, 0, 0, 0}, {7, 10, 0, 9, 0}, {64, 128, 0, 64, 0},
-		{63, 65, 1, 63, -1}, {12, 5, 2, 3, 1}, {5, 0, 0, 17, 0},
-	} {
-		na := c.length + c.rows*(c.aStride+max(c.dlen, 0)) + 1
-		nb := c.length + c.rows*(c.bStride+max(c.dlen, 0)) + 1
-		a, da, b, db := fill(na), fill(na), fill(nb), fill(nb)
-		out, dout := make([]float64, c.rows), make([]float64, c.rows)
-		dualBatch(a, da, b, db, c.aStride, c.bStride, c.length, c.dlen, out, dout)
-		for r := 0; r < c.rows; r++ {
-			n := c.length + r*c.dlen
-			ao, bo := r*c.aStride, r*c.bStride
-			s, ds := dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
-			assert.InDelta(t, s, out[r], 1e-13*(1+math.Abs(s)), "%+v row %d", c, r)
-			assert.InDelta(t, ds, dout[r], 1e-13*(1+math.Abs(ds)), "%+v row %d", c, r)
 		}
 	}
 	v := make([]float64, 10)
-	o := make([]float64, 3)
-	assert.Panics(t, func() { dualBatch(v, v, v, v, 4, 0, 3, 0, o, o) })  // a's last row ends at 11
-	assert.Panics(t, func() { dualBatch(v, v, v, v, 0, 0, 1, -1, o, o) }) // last length -1
-	assert.Panics(t, func() { dualBatch(v, v, v, v, 0, 0, 2, 0, o, o[:2]) })
+	o := make([]float64, 5)
+	assert.Panics(t, func() { dualBlocks(v, v, v, v, 4, 0, 3, o[:3], o) }) // a's last row ends at 11
+	assert.Panics(t, func() { dualBlocks(v, v, v, v, 1, 2, 1, o, o) })     // the second block's length is -1
+	assert.Panics(t, func() { dualBlocks(v, v, v, v, 0, 0, 2, o, o[:2]) })
+	assert.Panics(t, func() { dualBlocks(v, v, v[:1], v, 0, 0, 2, o, o) })
+}
+
+// dualRows4 (assembly where the CPU has it) against the two sums formed
+// in Go for each row and vector, for every length up to 13 (all the chunk
+// tails), lengths falling and rising from row to row, the shapes of the
+// band kernels (vectors fixed or sliding with the row); the entries past
+// every extent are NaN, so a read beyond one shows. Bad shapes panic.
+func TestDualRows4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, rows := range []int{0, 1, 2, 5} {
+		for _, c := range []struct{ bStep, dlen int }{{0, 0}, {1, -1}, {3, 1}} {
+			for length := max(0, -(rows-1)*c.dlen); length <= 13+max(0, -(rows-1)*c.dlen); length++ {
+				maxLen := max(length, length+(rows-1)*c.dlen)
+				aStride, bStride := maxLen+1, maxLen+3
+				na := max(0, (rows-1)*aStride+maxLen)
+				nb := 3*bStride + max(0, (rows-1)*c.bStep) + maxLen
+				a, da := make([]float64, na+4), make([]float64, na+4)
+				b, db := make([]float64, nb+4), make([]float64, nb+4)
+				for _, v := range [][]float64{a, da, b, db} {
+					for i := range v {
+						v[i] = rng.NormFloat64()
+					}
+					for i := len(v) - 4; i < len(v); i++ {
+						v[i] = math.NaN()
+					}
+				}
+				a, da, b, db = a[:na], da[:na], b[:nb], db[:nb]
+				out, dout := make([]float64, 4*rows), make([]float64, 4*rows)
+				dualRows4(a, da, b, db, aStride, bStride, c.bStep, length, c.dlen, out, dout)
+				for r := 0; r < rows; r++ {
+					for s := 0; s < 4; s++ {
+						var v, dv, abs, dabs float64
+						for t := 0; t < length+r*c.dlen; t++ {
+							x, dx := a[r*aStride+t], da[r*aStride+t]
+							y, dy := b[r*c.bStep+s*bStride+t], db[r*c.bStep+s*bStride+t]
+							v += x * y
+							dv += dx*y + x*dy
+							abs += math.Abs(x * y)
+							dabs += math.Abs(dx*y) + math.Abs(x*dy)
+						}
+						msg := fmt.Sprintf("rows %d %+v length %d row %d vector %d", rows, c, length, r, s)
+						assert.InDelta(t, v, out[4*r+s], 1e-14*(1+abs), msg)
+						assert.InDelta(t, dv, dout[4*r+s], 1e-14*(1+dabs), msg)
+					}
+				}
+			}
+		}
+	}
+	v := make([]float64, 10)
+	o := make([]float64, 8)
+	assert.Panics(t, func() { dualRows4(v, v, v, v, 8, 0, 0, 3, 0, o, o) })         // a's second row ends at 11
+	assert.Panics(t, func() { dualRows4(v, v, v, v, 0, 0, 0, 0, -1, o, o) })        // the second row's length is -1
+	assert.Panics(t, func() { dualRows4(v, v, v, v, 0, 0, 0, 2, 0, o[:6], o[:6]) }) // not a multiple of 4
+	assert.Panics(t, func() { dualRows4(v, v, v, v, 0, 3, 0, 2, 0, o[:4], o[:4]) }) // b's fourth vector ends at 11
 }

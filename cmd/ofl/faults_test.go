@@ -53,11 +53,7 @@ type ledger struct {
 func newLedger() *ledger { return &ledger{seen: map[string]string{}} }
 
 func (l *ledger) record(who string, run []byte, r int, digest []byte, x []float64) {
-	h := sha256.New()
-	for _, v := range x {
-		h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
-	}
-	rec := hex.EncodeToString(h.Sum(nil)) + "/" + hex.EncodeToString(digest)
+	rec := modelHash(x) + "/" + hex.EncodeToString(digest)
 	key := hex.EncodeToString(run) + "/" + strconv.Itoa(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -88,15 +84,20 @@ func (l *ledger) check(t *testing.T, dir string) {
 		if err != nil {
 			continue // a directory the attack replaced
 		}
-		h := sha256.New()
-		for _, v := range rel.X {
-			h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
-		}
-		if got := hex.EncodeToString(h.Sum(nil)); !strings.HasPrefix(rec, got) {
+		if got := modelHash(rel.X); !strings.HasPrefix(rec, got) {
 			plan, _ := fednet.ReadPlan(dir)
 			t.Errorf("round %d of run %s: learners received %s, %s holds %s (plan %s)", r, run, rec[:16], dir, got[:16], plan)
 		}
 	}
+}
+
+// modelHash returns the SHA-256 of x's bits, in hex.
+func modelHash(x []float64) string {
+	h := sha256.New()
+	for _, v := range x {
+		h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // seenModel is a learner's witness: the newest model it received.
@@ -119,20 +120,25 @@ func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *ran
 	}
 	defer conn.Close()
 	cl := flv1.NewFederationClient(conn)
-	pause := func() error {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-			return nil
-		}
-	}
 	retry := func(err error) bool {
 		switch status.Code(err) {
 		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
 			return ctx.Err() == nil
 		}
 		return false
+	}
+	// pause returns err if it is not one to retry; otherwise it waits a
+	// moment and returns nil, or ctx's error.
+	pause := func(err error) error {
+		if err != nil && !retry(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+			return nil
+		}
 	}
 	var join *flv1.JoinResponse
 	for {
@@ -142,10 +148,7 @@ func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *ran
 		if err == nil {
 			break
 		}
-		if !retry(err) {
-			return err
-		}
-		if err := pause(); err != nil {
+		if err := pause(err); err != nil {
 			return err
 		}
 	}
@@ -166,10 +169,7 @@ func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *ran
 		m, x, err := receiveModel(cctx, cl, req, dim)
 		cancel()
 		if err != nil {
-			if !retry(err) {
-				return err
-			}
-			if err := pause(); err != nil {
+			if err := pause(err); err != nil {
 				return err
 			}
 			continue
@@ -184,13 +184,13 @@ func ledgerLearner(ctx context.Context, addr string, id int, l *ledger, rng *ran
 			return nil
 		}
 		if submits > 0 && sent >= submits {
-			if err := pause(); err != nil {
+			if err := pause(nil); err != nil {
 				return err
 			}
 			continue
 		}
 		if r == last {
-			if err := pause(); err != nil {
+			if err := pause(nil); err != nil {
 				return err
 			}
 		} else {
@@ -317,6 +317,9 @@ func (c *crew) wait(d time.Duration) bool {
 	}
 }
 
+// learnerIDs are the learners of faultRun.
+var learnerIDs = []int{0, 1, 2}
+
 // faultRun is the run of the attacks: 3 learners, small model, noise.
 func faultRun(rounds int) []string {
 	return []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(rounds), "-dim", "4", "-eps", "2"}
@@ -327,22 +330,108 @@ func serverArgs(state, listen string, run []string, extra ...string) []string {
 	return append(append([]string{"server", "-insecure", "-state", state, "-listen", listen, "-linger", "1s", "-round-timeout", "20s"}, extra...), run...)
 }
 
+// fixture is what an attack is set up with: the ofl binary (built once
+// per test binary), the number of trials, the attack's random source, the
+// run's flags, and a tally of the outcomes it saw.
+type fixture struct {
+	t        *testing.T
+	bin      string
+	n        int
+	rng      *rand.Rand
+	args     []string
+	outcomes map[string]int
+}
+
+// newFixture skips t under -short; otherwise it builds ofl and returns the
+// fixture of an attack of trials(def) trials, with random source
+// PCG(seed1, seed2), on the run of flags args.
+func newFixture(t *testing.T, def int, seed1, seed2 uint64, args []string) *fixture {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	return &fixture{t: t, bin: buildOfl(t), n: trials(def), rng: rand.New(rand.NewPCG(seed1, seed2)), args: args, outcomes: map[string]int{}}
+}
+
+// stateDir returns a new state directory's path (not yet made).
+func (f *fixture) stateDir() string { return filepath.Join(f.t.TempDir(), "state") }
+
+// server starts ofl server on state at listen, with extra flags, and
+// returns it with the address it serves at.
+func (f *fixture) server(state, listen string, extra ...string) (*proc, string) {
+	f.t.Helper()
+	return startServerArgs(f.t, f.bin, serverArgs(state, listen, f.args, extra...))
+}
+
+// launch starts ofl server on state at listen without waiting for it;
+// addr, if not nil, receives the address it serves at.
+func (f *fixture) launch(state, listen string, addr chan<- string) *proc {
+	f.t.Helper()
+	return start(f.t, f.bin, serverArgs(state, listen, f.args), addr)
+}
+
+// start starts a server on state at a free port, with extra flags, and
+// ledger learners 0, 1, 2 that record in l (random updates from seed).
+func (f *fixture) start(state string, l *ledger, seed uint64, extra ...string) (*proc, string, *crew) {
+	f.t.Helper()
+	srv, addr := f.server(state, "127.0.0.1:0", extra...)
+	return srv, addr, startCrew(addr, learnerIDs, l, seed)
+}
+
+// resume restarts the server on state at addr, with extra flags, and fails
+// the attack if it does not log that it resumed; what names it.
+func (f *fixture) resume(what, state, addr string, extra ...string) *proc {
+	f.t.Helper()
+	srv, _ := f.server(state, addr, extra...)
+	if !waitLog(srv, "msg=resumed", 5*time.Second) {
+		f.t.Fatalf("%s did not resume: %s", what, logOf(srv))
+	}
+	return srv
+}
+
+// learners starts ofl learner processes 0, 1, 2 at addr, learner i with
+// the flags flags(i), and returns them with a function that SIGKILLs
+// learner i and starts it again in its place.
+func (f *fixture) learners(addr string, flags func(i int) []string) ([]*proc, func(i int)) {
+	learner := func(i int) *proc {
+		return start(f.t, f.bin, append([]string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i)}, flags(i)...), nil)
+	}
+	ls := []*proc{learner(0), learner(1), learner(2)}
+	return ls, func(i int) {
+		kill(f.t, ls[i])
+		ls[i] = learner(i)
+	}
+}
+
+// logOutcomes logs the tally of outcomes.
+func (f *fixture) logOutcomes() {
+	f.t.Helper()
+	for k, v := range f.outcomes {
+		f.t.Logf("%3d  %s", v, k)
+	}
+}
+
 // kill SIGKILLs p and waits for it.
 func kill(t *testing.T, p *proc) {
 	t.Helper()
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		p.done <- err
 	case <-time.After(10 * time.Second):
-		t.Fatal("a killed server did not exit")
+		t.Fatalf("a SIGKILLed ofl %s did not exit", p.cmd.Args[1])
 	}
 }
 
-// logOf returns p's log so far.
-func logOf(p *proc) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
+// ended reports whether p has exited, leaving its exit status for exited.
+func ended(p *proc) bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
 }
 
 // exited waits up to d for p to exit and returns its log, or fails t.
@@ -356,6 +445,59 @@ func exited(t *testing.T, p *proc, d time.Duration) (error, string) {
 		t.Fatalf("ofl did not exit within %v: %s", d, logOf(p))
 		return nil, ""
 	}
+}
+
+// requireStop waits up to d for p to exit with an error whose log holds
+// one of phrases (any error where none is given), fails t otherwise, and
+// returns the log; what names p.
+func requireStop(t *testing.T, p *proc, d time.Duration, what string, phrases ...string) string {
+	t.Helper()
+	err, log := exited(t, p, d)
+	ok := err != nil && len(phrases) == 0
+	for _, s := range phrases {
+		ok = ok || err != nil && strings.Contains(log, s)
+	}
+	if !ok {
+		t.Fatalf("%s exited with %v, want an error naming one of %q: %s", what, err, phrases, log)
+	}
+	return log
+}
+
+// finishRun waits for a server and its learners to finish the run.
+func finishRun(t *testing.T, what string, srv *proc, c *crew) {
+	t.Helper()
+	if err, log := exited(t, srv, 120*time.Second); err != nil {
+		t.Fatalf("%s: the server: %v\n%s", what, err, log)
+	}
+	if !c.wait(30 * time.Second) {
+		t.Fatalf("%s: the learners did not finish", what)
+	}
+	for i, err := range c.stop() {
+		if err != nil {
+			t.Errorf("%s: learner %d: %v", what, i, err)
+		}
+	}
+}
+
+// waitLog waits up to d for p's log to contain s.
+func waitLog(p *proc, s string, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if strings.Contains(logOf(p), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFor returns a channel closed once p's log contains s.
+func waitFor(p *proc, s string) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		if waitLog(p, s, 10*time.Second) {
+			close(c)
+		}
+	}()
+	return c
 }
 
 // trials returns how many trials a stress test runs: DPMF_FAULT_TRIALS,
@@ -392,29 +534,20 @@ func stateOf(dir string) (files int, temps int) {
 // learners with random updates ride through. No round is ever received
 // with two values, and the files on disk are what the learners received.
 func TestStressServerSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(3)
-	rng := rand.New(rand.NewPCG(1, 2))
+	f := newFixture(t, 3, 1, 2, faultRun(1000))
 	l := newLedger()
 	kills, temps, unmarked := 0, 0, 0
-	for run := 0; kills < n; run++ {
-		state := filepath.Join(t.TempDir(), "state")
-		args := faultRun(1000)
-		extra := []string{}
+	for run := 0; kills < f.n; run++ {
+		state := f.stateDir()
+		var extra []string
 		if run%2 == 1 { // rounds that close without a learner, too
 			extra = []string{"-min-learners", "2", "-quorum-grace", "5ms"}
 		}
-		srv, addr := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args, extra...))
-		c := startCrew(addr, []int{0, 1, 2}, l, uint64(run))
-		for kills < n {
-			time.Sleep(time.Duration(rng.Float64() * float64(2*time.Second)))
-			select {
-			case <-srv.done:
-				goto finished
-			default:
+		srv, addr, c := f.start(state, l, uint64(run), extra...)
+		for kills < f.n {
+			time.Sleep(time.Duration(f.rng.Float64() * float64(2*time.Second)))
+			if ended(srv) {
+				break
 			}
 			kill(t, srv)
 			kills++
@@ -425,55 +558,13 @@ func TestStressServerSIGKILL(t *testing.T) {
 					unmarked++
 				}
 			}
-			srv, _ = startServerArgs(t, bin, serverArgs(state, addr, args, extra...))
-			if !strings.Contains(logOf(srv), "msg=resumed") && !waitLog(srv, "msg=resumed", 5*time.Second) {
-				t.Fatalf("the restarted server did not resume: %s", logOf(srv))
-			}
+			srv = f.resume("the restarted server", state, addr, extra...)
 		}
-		// Let the run finish.
-		if err, log := exited(t, srv, 120*time.Second); err != nil {
-			t.Fatalf("server: %v\n%s", err, log)
-		}
-	finished:
-		if !c.wait(30 * time.Second) {
-			t.Fatal("the learners did not finish")
-		}
-		for i, err := range c.stop() {
-			if err != nil {
-				t.Errorf("learner %d: %v", i, err)
-			}
-		}
+		finishRun(t, fmt.Sprintf("run %d", run), srv, c)
 		l.check(t, state)
 	}
 	t.Logf("%d kills: %d left temporary files, %d a round file written but not marked; %d models received", kills, temps, unmarked, l.received)
 	l.check(t, "")
-}
-
-// startServerArgs starts ofl with args and returns it with the address it
-// serves at.
-func startServerArgs(t *testing.T, bin string, args []string) (*proc, string) {
-	t.Helper()
-	addr := make(chan string, 1)
-	p := start(t, bin, args, addr)
-	select {
-	case a := <-addr:
-		return p, a
-	case err := <-p.done:
-		t.Fatalf("server exited: %v\n%s", err, logOf(p))
-	case <-time.After(30 * time.Second):
-		t.Fatal("server did not start within 30 s")
-	}
-	return nil, ""
-}
-
-// waitLog waits up to d for p's log to contain s.
-func waitLog(p *proc, s string, d time.Duration) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if strings.Contains(logOf(p), s) {
-			return true
-		}
-	}
-	return false
 }
 
 // inUse is the refusal of a second server on a state directory.
@@ -483,24 +574,18 @@ const inUse = "is in use by another server ("
 // instant, on a fresh directory and on one that holds a run: exactly one
 // serves, the other exits 1 naming the holder.
 func TestStressTwoServersAtOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(10)
-	rng := rand.New(rand.NewPCG(3, 4))
+	f := newFixture(t, 10, 3, 4, faultRun(50))
 	holders := map[string]int{}
-	for trial := range n {
-		state := filepath.Join(t.TempDir(), "state")
-		args := faultRun(50)
+	for trial := range f.n {
+		state := f.stateDir()
 		if trial%2 == 1 { // a directory that holds a run
-			srv, _ := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+			srv, _ := f.server(state, "127.0.0.1:0")
 			kill(t, srv)
 		}
 		addrs := make(chan string, 2)
-		a := start(t, bin, serverArgs(state, "127.0.0.1:0", args), addrs)
-		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-		b := start(t, bin, serverArgs(state, "127.0.0.1:0", args), addrs)
+		a := f.launch(state, "127.0.0.1:0", addrs)
+		time.Sleep(time.Duration(f.rng.IntN(3000)) * time.Microsecond)
+		b := f.launch(state, "127.0.0.1:0", addrs)
 		var refused []string
 		serving := 0
 		for _, p := range []*proc{a, b} {
@@ -529,18 +614,7 @@ func TestStressTwoServersAtOnce(t *testing.T) {
 			p.cmd.Process.Kill()
 		}
 	}
-	t.Logf("%d trials; the refusal named the holder as: %v", n, holders)
-}
-
-// waitFor returns a channel closed once p's log contains s.
-func waitFor(p *proc, s string) <-chan struct{} {
-	c := make(chan struct{})
-	go func() {
-		if waitLog(p, s, 10*time.Second) {
-			close(c)
-		}
-	}()
-	return c
+	t.Logf("%d trials; the refusal named the holder as: %v", f.n, holders)
 }
 
 // Attack 2b and 2c: a server whose lock file is removed while it runs, or
@@ -549,24 +623,16 @@ func waitFor(p *proc, s string) <-chan struct{} {
 // stops without releasing a round the second releases; no round is
 // received with two values.
 func TestStressSecondServerTakesOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(2)
-	rng := rand.New(rand.NewPCG(5, 6))
-	outcomes := map[string]int{}
-	for trial := range n {
+	f := newFixture(t, 2, 5, 6, faultRun(400))
+	for trial := range f.n {
 		l := newLedger()
-		state := filepath.Join(t.TempDir(), "state")
-		args := faultRun(400)
-		a, addrA := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
-		ca := startCrew(addrA, []int{0, 1, 2}, l, uint64(trial))
-		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+		state := f.stateDir()
+		a, _, ca := f.start(state, l, uint64(trial))
+		time.Sleep(time.Duration(200+f.rng.IntN(800)) * time.Millisecond)
 		stopping := trial%2 == 1
 		if stopping {
 			a.cmd.Process.Signal(syscall.SIGTERM)
-			time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+			time.Sleep(time.Duration(f.rng.IntN(20)) * time.Millisecond)
 		} else if err := os.Remove(filepath.Join(state, "lock")); err != nil {
 			t.Fatal(err)
 		}
@@ -574,50 +640,40 @@ func TestStressSecondServerTakesOver(t *testing.T) {
 		var addrB string
 		for try := 0; ; try++ {
 			addrs := make(chan string, 1)
-			b = start(t, bin, serverArgs(state, "127.0.0.1:0", args), addrs)
+			b = f.launch(state, "127.0.0.1:0", addrs)
 			select {
 			case addrB = <-addrs:
 			case err := <-b.done:
 				if log := logOf(b); !strings.Contains(log, inUse) || try > 200 {
 					t.Fatalf("trial %d: the second server: %v %s", trial, err, log)
 				}
-				outcomes["second refused while the first stopped"]++
+				f.outcomes["second refused while the first stopped"]++
 				time.Sleep(10 * time.Millisecond)
 				continue
 			}
 			break
 		}
-		cb := startCrew(addrB, []int{0, 1, 2}, l, uint64(1000+trial))
+		cb := startCrew(addrB, learnerIDs, l, uint64(1000+trial))
 		errA, logA := exited(t, a, 30*time.Second)
 		switch {
 		case stopping && strings.Contains(logA, "interrupted at round"):
-			outcomes["first interrupted by SIGTERM"]++
+			f.outcomes["first interrupted by SIGTERM"]++
 		case !stopping && errA != nil && strings.Contains(logA, "removed or replaced"):
-			outcomes["first stopped: lock removed"]++
+			f.outcomes["first stopped: lock removed"]++
 		case !stopping && errA != nil && strings.Contains(logA, "already exists"):
-			outcomes["first stopped: round file exists"]++
+			f.outcomes["first stopped: round file exists"]++
 		case !stopping && errA != nil && (strings.Contains(logA, "temporary file is gone") || strings.Contains(logA, "no such file or directory")):
 			// The second server's start removed the first one's
 			// temporary file, under the first one's feet.
-			outcomes["first stopped: its temporary file removed"]++
+			f.outcomes["first stopped: its temporary file removed"]++
 		default:
 			t.Fatalf("trial %d: the first server exited with %v: %s", trial, errA, logA)
 		}
 		ca.stop()
-		if !cb.wait(60 * time.Second) {
-			t.Fatalf("trial %d: the second server's learners did not finish: %s", trial, logOf(b))
-		}
-		for i, err := range cb.stop() {
-			if err != nil {
-				t.Errorf("trial %d: learner %d of the second server: %v", trial, i, err)
-			}
-		}
-		if err, log := exited(t, b, 30*time.Second); err != nil {
-			t.Fatalf("trial %d: the second server: %v\n%s", trial, err, log)
-		}
+		finishRun(t, fmt.Sprintf("trial %d: the second server", trial), b, cb)
 		l.check(t, state)
 	}
-	t.Logf("%d trials: %v", n, outcomes)
+	t.Logf("%d trials: %v", f.n, f.outcomes)
 }
 
 // copyTree copies the regular files of dir from to a new directory to
@@ -649,6 +705,18 @@ func copyTree(t *testing.T, from, to string) {
 	}
 }
 
+// copyFile puts file from in place of file to.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // restoreInPlace empties dir, keeping the directory itself (its inode),
 // and copies the files of from into it.
 func restoreInPlace(t *testing.T, from, dir string) {
@@ -674,26 +742,18 @@ func restoreInPlace(t *testing.T, from, dir string) {
 // refused or resume without a second release. No learner ever receives a
 // round with two values.
 func TestStressRestores(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(1)
-	rng := rand.New(rand.NewPCG(7, 8))
-	outcomes := map[string]int{}
-	args := faultRun(3000)
+	f := newFixture(t, 1, 7, 8, faultRun(3000))
 	// Another run of the same flags, for its run.json.
 	other := filepath.Join(t.TempDir(), "other")
-	o, _ := startServerArgs(t, bin, serverArgs(other, "127.0.0.1:0", args))
+	o, _ := f.server(other, "127.0.0.1:0")
 	kill(t, o)
-	for trial := range n {
+	for trial := range f.n {
 		for _, fault := range []string{"copy", "tar", "in place", "released", "newest round", "run.json"} {
 			l := newLedger()
 			base := t.TempDir()
 			state := filepath.Join(base, "state")
-			srv, addr := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
-			c := startCrew(addr, []int{0, 1, 2}, l, uint64(trial))
-			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+			srv, addr, c := f.start(state, l, uint64(trial))
+			time.Sleep(time.Duration(100+f.rng.IntN(700)) * time.Millisecond)
 			old := filepath.Join(base, "old")
 			switch fault {
 			case "tar":
@@ -705,7 +765,7 @@ func TestStressRestores(t *testing.T) {
 			default:
 				copyTree(t, state, old)
 			}
-			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+			time.Sleep(time.Duration(100+f.rng.IntN(700)) * time.Millisecond)
 			kill(t, srv)
 			target := state
 			switch fault {
@@ -714,27 +774,15 @@ func TestStressRestores(t *testing.T) {
 			case "in place":
 				restoreInPlace(t, old, state)
 			case "released":
-				data, err := os.ReadFile(filepath.Join(old, "released"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(state, "released"), data, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				copyFile(t, filepath.Join(old, "released"), filepath.Join(state, "released"))
 			case "newest round":
 				files, _ := stateOf(state)
 				os.Remove(filepath.Join(state, fmt.Sprintf("round-%08d.x", files-1)))
 			case "run.json":
-				data, err := os.ReadFile(filepath.Join(other, "run.json"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(state, "run.json"), data, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				copyFile(t, filepath.Join(other, "run.json"), filepath.Join(state, "run.json"))
 			}
 			addrs := make(chan string, 1)
-			s2 := start(t, bin, serverArgs(target, addr, args), addrs)
+			s2 := f.launch(target, addr, addrs)
 			var outcome string
 			select {
 			case err := <-s2.done:
@@ -758,12 +806,10 @@ func TestStressRestores(t *testing.T) {
 			}
 			c.stop()
 			l.check(t, "")
-			outcomes[fault+": "+outcome]++
+			f.outcomes[fault+": "+outcome]++
 		}
 	}
-	for k, v := range outcomes {
-		t.Logf("%3d  %s", v, k)
-	}
+	f.logOutcomes()
 }
 
 // refusalKind names a refusal by the phrase of the docs' table.
@@ -774,6 +820,30 @@ func refusalKind(log string) string {
 		}
 	}
 	return "other: " + log
+}
+
+// refusalOf returns the reason of a server's final error line.
+func refusalOf(log string) string {
+	for _, k := range []string{"removed or replaced", "already exists", "temporary file is gone", "no such file"} {
+		if strings.Contains(log, k) {
+			return k
+		}
+	}
+	return lastLine(log)
+}
+
+// tempPath matches the test's directories in a log line.
+var tempPath = regexp.MustCompile(`/\S*/(state|link)\b`)
+
+// lastLine returns the last line of log, without the time, the state
+// directory named DIR.
+func lastLine(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	s := lines[len(lines)-1]
+	if i := strings.Index(s, "msg="); i >= 0 {
+		s = s[i:]
+	}
+	return tempPath.ReplaceAllString(s, "DIR")
 }
 
 // execCmd runs a command and returns its combined output.
@@ -801,44 +871,25 @@ func openBase(t *testing.T) string {
 // without write permission stops it.
 const nobody = 65534
 
+// asNobody makes cmd, an ofl command, run as nobody, and ofl's directory
+// one that nobody may enter.
+func asNobody(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := os.Chmod(filepath.Dir(cmd.Path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+}
+
 // serverAs starts ofl server with args, as nobody when the test runs as
 // root, and returns it with its address.
 func serverAs(t *testing.T, bin string, args []string) (*proc, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	if os.Geteuid() == 0 {
-		if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		asNobody(t, cmd)
 	}
-	addr := make(chan string, 1)
-	p := startCmd(t, cmd, addr)
-	select {
-	case a := <-addr:
-		return p, a
-	case err := <-p.done:
-		t.Fatalf("server exited: %v\n%s", err, logOf(p))
-	case <-time.After(30 * time.Second):
-		t.Fatal("server did not start within 30 s")
-	}
-	return nil, ""
-}
-
-// finishRun waits for a server and its learners to finish the run.
-func finishRun(t *testing.T, what string, srv *proc, c *crew) {
-	t.Helper()
-	if err, log := exited(t, srv, 120*time.Second); err != nil {
-		t.Fatalf("%s: the server: %v\n%s", what, err, log)
-	}
-	if !c.wait(30 * time.Second) {
-		t.Fatalf("%s: the learners did not finish", what)
-	}
-	for i, err := range c.stop() {
-		if err != nil {
-			t.Errorf("%s: learner %d: %v", what, i, err)
-		}
-	}
+	return startServerCmd(t, cmd)
 }
 
 // Attack 4: disk trouble. The state directory becomes read-only mid-run,
@@ -849,31 +900,21 @@ func finishRun(t *testing.T, what string, srv *proc, c *crew) {
 // the trouble is gone; a replaced file is refused; no round is received
 // with two values.
 func TestStressDiskTrouble(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(1)
-	rng := rand.New(rand.NewPCG(9, 10))
-	outcomes := map[string]int{}
-	args := faultRun(800)
+	f := newFixture(t, 1, 9, 10, faultRun(800))
 	// As root the read-only attack runs the server as nobody; where that
 	// is not allowed (a container that maps no other user, a TMPDIR that
 	// nobody cannot enter) it is not tried.
 	readOnly := true
 	if os.Geteuid() == 0 {
-		if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		probe := exec.Command(bin, "-h")
-		probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		probe := exec.Command(f.bin, "-h")
+		asNobody(t, probe)
 		if out, err := probe.CombinedOutput(); err != nil {
 			t.Logf("cannot run ofl as uid %d (%v %.200s): the read-only directory is not tried", nobody, err, out)
 			readOnly = false
 		}
 	}
-	for trial := range n {
-		pause := func() { time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond) }
+	for trial := range f.n {
+		pause := func() { time.Sleep(time.Duration(200+f.rng.IntN(600)) * time.Millisecond) }
 
 		// Read-only mid-run.
 		if readOnly {
@@ -885,20 +926,17 @@ func TestStressDiskTrouble(t *testing.T) {
 			if os.Geteuid() == 0 {
 				os.Chown(state, nobody, nobody)
 			}
-			srv, addr := serverAs(t, bin, serverArgs(state, "127.0.0.1:0", args))
-			c := startCrew(addr, []int{0, 1, 2}, l, uint64(trial))
+			srv, addr := serverAs(t, f.bin, serverArgs(state, "127.0.0.1:0", f.args))
+			c := startCrew(addr, learnerIDs, l, uint64(trial))
 			pause()
 			os.Chmod(state, 0o555)
-			err, log := exited(t, srv, 30*time.Second)
-			if err == nil || !strings.Contains(log, "permission denied") {
-				t.Fatalf("read-only: the server exited with %v: %s", err, log)
-			}
-			outcomes["read-only: stopped, permission denied"]++
+			requireStop(t, srv, 30*time.Second, "read-only: the server", "permission denied")
+			f.outcomes["read-only: stopped, permission denied"]++
 			os.Chmod(state, 0o755)
-			srv, _ = serverAs(t, bin, serverArgs(state, addr, args))
+			srv, _ = serverAs(t, f.bin, serverArgs(state, addr, f.args))
 			finishRun(t, "read-only", srv, c)
 			l.check(t, state)
-			outcomes["read-only: resumed and finished"]++
+			f.outcomes["read-only: resumed and finished"]++
 		}
 
 		// A full disk.
@@ -909,20 +947,16 @@ func TestStressDiskTrouble(t *testing.T) {
 			if out, err := execCmd("mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", mnt); err == nil {
 				t.Cleanup(func() { execCmd("umount", mnt) })
 				state := filepath.Join(mnt, "state")
-				srv, addr := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
-				c := startCrew(addr, []int{0, 1, 2}, l, uint64(100+trial))
-				err, log := exited(t, srv, 60*time.Second)
-				if err == nil || !strings.Contains(log, "no space left on device") {
-					t.Fatalf("full disk: the server exited with %v: %s", err, log)
-				}
-				outcomes["full disk: stopped, no space left"]++
+				srv, addr, c := f.start(state, l, uint64(100+trial))
+				requireStop(t, srv, 60*time.Second, "full disk: the server", "no space left on device")
+				f.outcomes["full disk: stopped, no space left"]++
 				if out, err := execCmd("mount", "-o", "remount,size=64m", mnt); err != nil {
 					t.Fatalf("remount: %v %s", err, out)
 				}
-				srv, _ = startServerArgs(t, bin, serverArgs(state, addr, args))
+				srv, _ = f.server(state, addr)
 				finishRun(t, "full disk", srv, c)
 				l.check(t, state)
-				outcomes["full disk: resumed and finished"]++
+				f.outcomes["full disk: resumed and finished"]++
 			} else {
 				t.Logf("no tmpfs (%v %s): the full disk is not tried", err, out)
 			}
@@ -932,9 +966,8 @@ func TestStressDiskTrouble(t *testing.T) {
 		// file not yet written.
 		for _, name := range []string{"released", "next round"} {
 			l := newLedger()
-			state := filepath.Join(t.TempDir(), "state")
-			srv, addr := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
-			c := startCrew(addr, []int{0, 1, 2}, l, uint64(200+trial))
+			state := f.stateDir()
+			srv, addr, c := f.start(state, l, uint64(200+trial))
 			pause()
 			if name == "released" {
 				for os.Remove(filepath.Join(state, name)) != nil || os.Mkdir(filepath.Join(state, name), 0o755) != nil {
@@ -943,17 +976,10 @@ func TestStressDiskTrouble(t *testing.T) {
 				files, _ := stateOf(state)
 				os.Mkdir(filepath.Join(state, fmt.Sprintf("round-%08d.x", files+2)), 0o755)
 			}
-			err, log := exited(t, srv, 30*time.Second)
-			if err == nil {
-				t.Fatalf("%s replaced by a directory: the server finished: %s", name, log)
-			}
-			outcomes[name+" a directory: stopped: "+lastLine(log)]++
-			s2 := start(t, bin, serverArgs(state, addr, args), nil)
-			err, log = exited(t, s2, 30*time.Second)
-			if err == nil {
-				t.Fatalf("%s replaced by a directory: the restarted server finished: %s", name, log)
-			}
-			outcomes[name+" a directory: restart refused: "+lastLine(log)]++
+			log := requireStop(t, srv, 30*time.Second, name+" replaced by a directory: the server")
+			f.outcomes[name+" a directory: stopped: "+lastLine(log)]++
+			log = requireStop(t, f.launch(state, addr, nil), 30*time.Second, name+" replaced by a directory: the restarted server")
+			f.outcomes[name+" a directory: restart refused: "+lastLine(log)]++
 			c.stop()
 			l.check(t, "")
 		}
@@ -968,20 +994,16 @@ func TestStressDiskTrouble(t *testing.T) {
 			real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
 			os.Mkdir(real, 0o755)
 			os.Symlink(real, link)
-			srv, addr := startServerArgs(t, bin, serverArgs(link, "127.0.0.1:0", args))
-			c := startCrew(addr, []int{0, 1, 2}, l, uint64(300+trial))
+			srv, addr, c := f.start(link, l, uint64(300+trial))
 			pause()
-			second := runOfl(t, serverArgs(real, "127.0.0.1:0", args)...)
+			second := runOfl(t, serverArgs(real, "127.0.0.1:0", f.args)...)
 			if !strings.Contains(second.stderr, inUse) {
 				t.Fatalf("a second server through the directory's own path: %s", second.stderr)
 			}
 			kill(t, srv)
-			srv, _ = startServerArgs(t, bin, serverArgs(real, addr, args))
-			if !waitLog(srv, "msg=resumed", 5*time.Second) {
-				t.Fatalf("the server did not resume through the directory's own path: %s", logOf(srv))
-			}
+			srv = f.resume("the server through the directory's own path", real, addr)
 			kill(t, srv)
-			srv, _ = startServerArgs(t, bin, serverArgs(link, addr, args))
+			srv, _ = f.server(link, addr)
 			pause()
 			copyTree(t, real, filepath.Join(base, "copy"))
 			os.Remove(link)
@@ -989,37 +1011,14 @@ func TestStressDiskTrouble(t *testing.T) {
 			// The server stops at its check of the lock, or, repointed
 			// inside a write, when its temporary file is not where the
 			// link now leads.
-			err, log := exited(t, srv, 30*time.Second)
-			if err == nil || !strings.Contains(log, "removed or replaced") && !strings.Contains(log, "temporary file is gone") && !strings.Contains(log, "no such file or directory") {
-				t.Fatalf("the link pointed at a copy: the server exited with %v: %s", err, log)
-			}
-			outcomes["symlink: resumed through both names; repointed at a copy: stopped"]++
-			s2 := start(t, bin, serverArgs(link, addr, args), nil)
-			err, log = exited(t, s2, 30*time.Second)
-			if err == nil || !strings.Contains(log, "is a copy or a restore") {
-				t.Fatalf("a server on the copy: %v %s", err, log)
-			}
+			requireStop(t, srv, 30*time.Second, "the link pointed at a copy: the server", "removed or replaced", "temporary file is gone", "no such file or directory")
+			f.outcomes["symlink: resumed through both names; repointed at a copy: stopped"]++
+			requireStop(t, f.launch(link, addr, nil), 30*time.Second, "a server on the copy", "is a copy or a restore")
 			c.stop()
 			l.check(t, real)
 		}
 	}
-	for k, v := range outcomes {
-		t.Logf("%3d  %s", v, k)
-	}
-}
-
-// tempPath matches the test's directories in a log line.
-var tempPath = regexp.MustCompile(`/\S*/(state|link)\b`)
-
-// lastLine returns the last line of log, without the time, the state
-// directory named DIR.
-func lastLine(log string) string {
-	lines := strings.Split(strings.TrimSpace(log), "\n")
-	s := lines[len(lines)-1]
-	if i := strings.Index(s, "msg="); i >= 0 {
-		s = s[i:]
-	}
-	return tempPath.ReplaceAllString(s, "DIR")
+	f.logOutcomes()
 }
 
 // Attack 1b: learner processes (ofl learner) are SIGKILLed at random
@@ -1028,34 +1027,23 @@ func lastLine(log string) string {
 // uninterrupted simulation: a restarted learner recomputes its update and
 // a second submission of a round is refused, never counted twice.
 func TestStressLearnerSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(5)
-	rng := rand.New(rand.NewPCG(11, 12))
-	R := 400 + 300*n // a round takes 2 to 5 ms, a kill comes every 0.5 s
+	f := newFixture(t, 5, 11, 12, nil)
+	R := 400 + 300*f.n // a round takes 2 to 5 ms, a kill comes every 0.5 s
 	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "5"}
 	want, _ := simulated(t, run)
 	state := t.TempDir()
-	srv, addr := startServer(t, bin, state, run)
-	learner := func(i int) *proc {
-		return start(t, bin, []string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i), "-seed", "5",
-			"-give-up", "30s", "-call-timeout", "5s", "-wait-timeout", "5s"}, nil)
-	}
-	learners := []*proc{learner(0), learner(1), learner(2)}
+	srv, addr := startServer(t, f.bin, state, run)
+	learners, killLearner := f.learners(addr, func(int) []string {
+		return []string{"-seed", "5", "-give-up", "30s", "-call-timeout", "5s", "-wait-timeout", "5s"}
+	})
 	kills := 0
-	for ; kills < n; kills++ {
-		time.Sleep(time.Duration(rng.Float64() * float64(time.Second)))
-		i := rng.IntN(3)
-		select {
-		case <-srv.done:
-			t.Fatalf("the run ended after %d of %d kills: make it longer", kills, n)
-		default:
+	for ; kills < f.n; kills++ {
+		time.Sleep(time.Duration(f.rng.Float64() * float64(time.Second)))
+		i := f.rng.IntN(3)
+		if ended(srv) {
+			t.Fatalf("the run ended after %d of %d kills: make it longer", kills, f.n)
 		}
-		learners[i].cmd.Process.Signal(syscall.SIGKILL)
-		<-learners[i].done
-		learners[i] = learner(i)
+		killLearner(i)
 	}
 	for i, l := range learners {
 		l.wait(t, "learner "+strconv.Itoa(i), 120*time.Second)
@@ -1073,19 +1061,13 @@ func TestStressLearnerSIGKILL(t *testing.T) {
 // it followed another run and stops, and the new run goes on with its own
 // learners.
 func TestStressLearnersOfAnotherRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(1)
-	args := faultRun(300)
-	for trial := range n {
+	f := newFixture(t, 1, 0, 0, faultRun(300))
+	for trial := range f.n {
 		l := newLedger()
-		srv, addr := startServerArgs(t, bin, serverArgs(filepath.Join(t.TempDir(), "x"), "127.0.0.1:0", args))
-		cx := startCrew(addr, []int{0, 1, 2}, l, uint64(trial))
+		srv, addr, cx := f.start(filepath.Join(t.TempDir(), "x"), l, uint64(trial))
 		time.Sleep(300 * time.Millisecond)
 		kill(t, srv)
-		srv, _ = startServerArgs(t, bin, serverArgs(filepath.Join(t.TempDir(), "y"), addr, args))
+		srv, _ = f.server(filepath.Join(t.TempDir(), "y"), addr)
 		if !cx.wait(30 * time.Second) {
 			t.Fatal("the old run's learners did not stop")
 		}
@@ -1094,7 +1076,7 @@ func TestStressLearnersOfAnotherRun(t *testing.T) {
 				t.Errorf("learner %d of the old run: %v, want the other-run refusal", i, err)
 			}
 		}
-		cy := startCrew(addr, []int{0, 1, 2}, l, uint64(100+trial))
+		cy := startCrew(addr, learnerIDs, l, uint64(100+trial))
 		finishRun(t, "the new run", srv, cy)
 		l.check(t, "")
 	}
@@ -1111,69 +1093,46 @@ func TestStressLearnersOfAnotherRun(t *testing.T) {
 // renamed its model of the round over the second one's, and the fresh
 // learners received that round a second time, with other updates.)
 func TestStressFrozenServerOvertaken(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(1)
-	rng := rand.New(rand.NewPCG(13, 14))
-	outcomes := map[string]int{}
-	for trial := range n {
+	f := newFixture(t, 1, 13, 14, faultRun(800))
+	for trial := range f.n {
 		l := newLedger()
-		state := filepath.Join(t.TempDir(), "state")
-		args := faultRun(800)
-		a, addrA := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
-		ca := startCrew(addrA, []int{0, 1, 2}, l, uint64(trial))
-		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+		state := f.stateDir()
+		a, _, ca := f.start(state, l, uint64(trial))
+		time.Sleep(time.Duration(200+f.rng.IntN(800)) * time.Millisecond)
 		a.cmd.Process.Signal(syscall.SIGSTOP)
 		if err := os.Remove(filepath.Join(state, "lock")); err != nil {
 			t.Fatal(err)
 		}
-		b, addrB := startServerArgs(t, bin, serverArgs(state, "127.0.0.1:0", args))
+		b, addrB := f.server(state, "127.0.0.1:0")
 		// The second server's learners submit once: it releases one
 		// round, the one the first was closing, and waits.
-		cb := startCrewN(addrB, []int{0, 1, 2}, l, uint64(1000+trial), 1)
+		cb := startCrewN(addrB, learnerIDs, l, uint64(1000+trial), 1)
 		if !waitLog(b, "msg=released", 10*time.Second) {
 			t.Fatalf("trial %d: the second server released nothing: %s", trial, logOf(b))
 		}
-		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		time.Sleep(time.Duration(f.rng.IntN(100)) * time.Millisecond)
 		a.cmd.Process.Signal(syscall.SIGCONT)
-		errA, logA := exited(t, a, 30*time.Second)
-		if errA == nil {
-			t.Fatalf("trial %d: the thawed server finished: %s", trial, logA)
-		}
-		outcomes["the thawed server stopped: "+refusalOf(logA)]++
+		logA := requireStop(t, a, 30*time.Second, fmt.Sprintf("trial %d: the thawed server", trial))
+		f.outcomes["the thawed server stopped: "+refusalOf(logA)]++
 		ca.stop()
-		time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
+		time.Sleep(time.Duration(f.rng.IntN(50)) * time.Millisecond)
 		kill(t, b)
 		cb.stop()
-		b2 := start(t, bin, serverArgs(state, addrB, args), nil)
-		fresh := startCrew(addrB, []int{0, 1, 2}, l, uint64(2000+trial))
+		b2 := f.launch(state, addrB, nil)
+		fresh := startCrew(addrB, learnerIDs, l, uint64(2000+trial))
 		errB, logB := exited(t, b2, 120*time.Second)
 		switch {
 		case errB == nil:
-			outcomes["the second server, restarted: finished"]++
+			f.outcomes["the second server, restarted: finished"]++
 		case strings.Contains(logB, "ofl server: "):
-			outcomes["the second server, restarted: refused: "+refusalKind(logB)]++
+			f.outcomes["the second server, restarted: refused: "+refusalKind(logB)]++
 		default:
 			t.Fatalf("trial %d: the restarted second server: %v %s", trial, errB, logB)
 		}
 		fresh.stop()
 		l.check(t, "")
 	}
-	for k, v := range outcomes {
-		t.Logf("%3d  %s", v, k)
-	}
-}
-
-// refusalOf returns the reason of a server's final error line.
-func refusalOf(log string) string {
-	for _, k := range []string{"removed or replaced", "already exists", "temporary file is gone", "no such file"} {
-		if strings.Contains(log, k) {
-			return k
-		}
-	}
-	return lastLine(log)
+	f.logOutcomes()
 }
 
 // Attack 1c: a secure run (-secure-aggregation, learner processes with
@@ -1187,21 +1146,16 @@ func refusalOf(log string) string {
 // restarts it, as an operator would, and the learners, which stop at a
 // second model of a round, finish.
 func TestStressSecureSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("stress test")
-	}
-	bin := buildOfl(t)
-	n := trials(1)
-	rng := rand.New(rand.NewPCG(15, 16))
+	f := newFixture(t, 1, 15, 16, nil)
+	n := f.n
 	R := 200 + 65*n // a secure round takes about 25 ms, a kill comes every 0.5 s
-	run := []string{"-learners", "3", "-tau", "2", "-rounds", strconv.Itoa(R), "-dim", "4", "-seed", "7", "-eps", "2",
-		"-secure-aggregation", "-threshold", "2"}
+	run := append(faultRun(R), "-seed", "7", "-secure-aggregation", "-threshold", "2")
 	want, _ := simulated(t, run)
 	for _, victim := range []string{"server", "learners"} {
 		state := t.TempDir()
-		srv, addr := startServer(t, bin, state, run)
+		srv, addr := startServer(t, f.bin, state, run)
 		restart := func() *proc {
-			return start(t, bin, append([]string{"server", "-insecure", "-state", state, "-listen", addr, "-linger", "3s", "-round-timeout", "5s"}, run...), nil)
+			return start(t, f.bin, append([]string{"server", "-insecure", "-state", state, "-listen", addr, "-linger", "3s", "-round-timeout", "5s"}, run...), nil)
 		}
 		// alive restarts a server that stopped for too few learners and
 		// reports whether the run is still on.
@@ -1226,26 +1180,20 @@ func TestStressSecureSIGKILL(t *testing.T) {
 			return true
 		}
 		lstate := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-		learner := func(i int) *proc {
-			return start(t, bin, []string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i), "-seed", "7",
-				"-state", lstate[i], "-give-up", "60s", "-call-timeout", "5s", "-wait-timeout", "5s"}, nil)
-		}
-		learners := []*proc{learner(0), learner(1), learner(2)}
-		for kill := 0; kill < n; kill++ {
-			time.Sleep(time.Duration(rng.Float64() * float64(time.Second)))
+		learners, killLearner := f.learners(addr, func(i int) []string {
+			return []string{"-seed", "7", "-state", lstate[i], "-give-up", "60s", "-call-timeout", "5s", "-wait-timeout", "5s"}
+		})
+		for k := 0; k < n; k++ {
+			time.Sleep(time.Duration(f.rng.Float64() * float64(time.Second)))
 			if !alive() {
-				t.Fatalf("%s: the run ended after %d of %d kills: make it longer", victim, kill, n)
+				t.Fatalf("%s: the run ended after %d of %d kills: make it longer", victim, k, n)
 			}
 			if victim == "server" {
-				srv.cmd.Process.Signal(syscall.SIGKILL)
-				<-srv.done
+				kill(t, srv)
 				srv = restart()
 				continue
 			}
-			i := rng.IntN(3)
-			learners[i].cmd.Process.Signal(syscall.SIGKILL)
-			<-learners[i].done
-			learners[i] = learner(i)
+			killLearner(f.rng.IntN(3))
 		}
 		finished := 0
 		for end := time.Now().Add(300 * time.Second); finished < len(learners); time.Sleep(50 * time.Millisecond) {

@@ -204,18 +204,39 @@ func (p *proc) wait(t *testing.T, name string, timeout time.Duration) {
 	}
 }
 
+// logOf returns p's log so far.
+func logOf(p *proc) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
 // startServer starts "ofl server" on a free loopback port and returns it
 // with its address.
 func startServer(t *testing.T, bin, state string, run []string) (*proc, string) {
 	t.Helper()
+	return startServerArgs(t, bin, append([]string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-linger", "3s", "-round-timeout", "20s"}, run...))
+}
+
+// startServerArgs starts ofl with args and returns it with the address it
+// serves at.
+func startServerArgs(t *testing.T, bin string, args []string) (*proc, string) {
+	t.Helper()
+	return startServerCmd(t, exec.Command(bin, args...))
+}
+
+// startServerCmd starts cmd, an ofl server command, and returns it with
+// the address it serves at; it fails t if the server exits first or does
+// not serve within 30 s.
+func startServerCmd(t *testing.T, cmd *exec.Cmd) (*proc, string) {
+	t.Helper()
 	addr := make(chan string, 1)
-	args := append([]string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-linger", "3s", "-round-timeout", "20s"}, run...)
-	p := start(t, bin, args, addr)
+	p := startCmd(t, cmd, addr)
 	select {
 	case a := <-addr:
 		return p, a
 	case err := <-p.done:
-		t.Fatalf("server exited: %v\n%s", err, p.log.String())
+		t.Fatalf("server exited: %v\n%s", err, logOf(p))
 	case <-time.After(30 * time.Second):
 		t.Fatal("server did not start within 30 s")
 	}
