@@ -141,3 +141,34 @@ func TestStaleSecureServerNeverReplacesASnapshot(t *testing.T) {
 		})
 	}
 }
+
+// Two servers that took the same generation (both listed the state
+// directory before either claimed it: its lock file was removed while
+// the first was starting) never both write its file: the second claim,
+// here the stale server's, finds the file, fails, and changes nothing.
+func TestSecureGenerationClaimedOnce(t *testing.T) {
+	r := newRun(t, 3, 2, 1, 4)
+	secureRun(t, r)
+	dir := t.TempDir()
+	opt := secureOptions(r, dir, 2)
+	stale, err := NewServer(opt)
+	require.NoError(t, err)
+	defer stale.Close()
+	lock, saved := filepath.Join(dir, lockFile), filepath.Join(dir, "lock.saved")
+	require.NoError(t, os.Link(lock, saved))
+	require.NoError(t, os.Remove(lock))
+	second, err := NewServer(opt)
+	require.NoError(t, err)
+	defer second.Close()
+	require.Equal(t, uint64(2), second.secGen)
+	require.NoError(t, os.Rename(saved, lock))
+	stale.secGen, stale.secClaimed = second.secGen, false
+	before := snapshot(t, dir)
+	stale.stMu.Lock()
+	stale.mu.Lock()
+	err = stale.writeSecSnapshot(stale.sec)
+	stale.mu.Unlock()
+	stale.stMu.Unlock()
+	require.ErrorContains(t, err, secName(2)+" already exists")
+	require.Equal(t, before, snapshot(t, dir), "the state directory changed")
+}

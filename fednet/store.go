@@ -231,7 +231,7 @@ func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 		_, lerr := os.Lstat(path)
 		switch {
 		case lerr == nil:
-			return fmt.Errorf("%s already exists, but this server writes each round once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
+			return fmt.Errorf("%s already exists, but this server writes each such file once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
 		case !errors.Is(lerr, fs.ErrNotExist):
 			return err
 		}
