@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 	"github.com/dpmf/dpmf/secagg"
 )
 
@@ -205,3 +206,72 @@ func TestStaleSecureServerOvertaken(t *testing.T) {
 // removeLock removes the state directory's lock file, as an operator
 // cleaning up a "stale" lock would.
 func removeLock(dir string) error { return os.Remove(filepath.Join(dir, lockFile)) }
+
+// A learner that recorded its answer to the unmask phase of a (round,
+// attempt) answers every later request for that phase of it, from a
+// restarted or a stale server, whatever survivors it names, with the
+// recorded bytes: in a new process too (a fresh secureLearner on the same
+// state directory, no secagg.Client), so it never answers that phase for
+// two survivor sets (its one message, made by one secagg.Client for the
+// set it signed, holds a share of b_v or of s_v^SK for each v, never
+// both). It sits out the phase in another attempt of the round, sending
+// nothing.
+func TestLearnerUnmaskAnswerIsFixed(t *testing.T) {
+	run := make([]byte, 16)
+	run[0] = 2
+	dir := t.TempDir()
+	recorded := []byte("the recorded Unmask message")
+	ls, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.bind(run, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.recordUnmask(0, 0, recorded); err != nil {
+		t.Fatal(err)
+	}
+	ls.Close()
+	rc := &flv1.RunConfig{Learners: 3, Tau: 1, Clip: 1, Params: 4,
+		SecureAggregation: &flv1.SecureAggregation{Threshold: 2, RingBits: 64, ScaleBits: 8}}
+	for _, c := range []struct {
+		attempt   uint32
+		survivors []int32
+		want      [][]byte
+	}{
+		{0, []int32{0, 1, 2}, [][]byte{recorded}},
+		{0, []int32{0, 1}, [][]byte{recorded}},
+		{0, []int32{0, 2}, [][]byte{recorded}},
+		{1, []int32{0, 1}, nil},
+	} {
+		sl, err := newSecureLearner(rc, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sl.state, err = openLearnerState(dir, 0); err != nil {
+			t.Fatal(err)
+		}
+		var sent [][]byte
+		h := &hostileSecAgg{run: run, answer: func(k int, req *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+			if req.GetHasMessage() {
+				sent = append(sent, bytes.Clone(req.GetMessage()))
+			}
+			if k > 3 || req.GetHasMessage() {
+				return &flv1.SecAggResponse{State: flv1.SecAggState_SEC_AGG_STATE_DONE}, nil
+			}
+			return &flv1.SecAggResponse{State: flv1.SecAggState_SEC_AGG_STATE_ANSWER, Attempt: c.attempt,
+				Phase: int32(secagg.PhaseUnmask), Survivors: c.survivors}, nil
+		}}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		opt := LearnerOptions{ID: 0, CallTimeout: time.Second, WaitTimeout: time.Second}
+		err = sl.run(ctx, h, retrier{giveUp: time.Second, log: discard}, opt, discard, 0, make([]float64, 4), true)
+		cancel()
+		sl.state.Close()
+		if err != nil {
+			t.Fatalf("attempt %d, survivors %v: %v", c.attempt, c.survivors, err)
+		}
+		if len(sent) != len(c.want) || len(sent) == 1 && !bytes.Equal(sent[0], c.want[0]) {
+			t.Errorf("attempt %d, survivors %v: the learner sent %q, want %q", c.attempt, c.survivors, sent, c.want)
+		}
+	}
+}
