@@ -30,7 +30,7 @@ import (
 //	noise.key          the 256-bit noise key (mode 0600), unless the caller gives the key
 //	released           the high-water mark: the last released round and its file's hash
 //	round-NNNNNNNN.x   the released model x^r, one file per round r = 0..R
-//	secagg.state       with secure aggregation: the open round's attempt at its last phase close (secstore.go)
+//	secagg-GGGGGGGG.state  with secure aggregation: the open round's attempt at its last phase close, one file per server generation G (secstore.go)
 //
 // A round file is: the 8 bytes "DPMFXR02", the run's 16-byte identity,
 // little-endian uint64 round, dimension and number of aggregated updates,
