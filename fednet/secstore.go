@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/secagg"
 )
 
@@ -39,9 +41,10 @@ import (
 // server listed the directory; N lists it after taking its lock, and the
 // largest generation there never decreases (only a server that claimed a
 // larger one removes files). So N's generation is at least the stale
-// server's, and the two are never equal: the second claim of one
-// generation finds the file and fails (the server stops before serving
-// anything). A single file replaced by rename could not give this: the
+// server's, and the two are never equal: of two claims of one
+// generation the second finds the file and fails, and its server stops
+// before serving anything (unless a server of a larger generation, newer
+// than both, removed the file in between). A single file replaced by rename could not give this: the
 // stale server's rename may come at any time after its last lock check.
 const (
 	secPrefix = "secagg-"
@@ -120,12 +123,13 @@ func (s *Server) writeSecSnapshot(sr *secRound) error {
 	b := append([]byte(secMagic), s.run[:]...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(sr.ctx.Round))
 	b = binary.LittleEndian.AppendUint32(b, sr.ctx.Attempt)
+	ph := sr.phase
 	if sr.failed != nil { // a failed attempt is never resumed
-		b = binary.LittleEndian.AppendUint32(b, uint32(secagg.PhaseFailed))
-		b = binary.LittleEndian.AppendUint64(b, s.secGen)
-	} else {
-		b = binary.LittleEndian.AppendUint32(b, uint32(sr.phase))
-		b = binary.LittleEndian.AppendUint64(b, s.secGen)
+		ph = secagg.PhaseFailed
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(ph))
+	b = binary.LittleEndian.AppendUint64(b, s.secGen)
+	if sr.failed == nil {
 		agg, err := sr.agg.MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("fednet: secure-aggregation snapshot: %w", err)
@@ -173,10 +177,13 @@ func (s *Server) resumeSecure() error {
 		return nil
 	}
 	st := s.st
-	if data, err := st.readRegular(secOldFile, maxSecFile); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(st.path(secOldFile)); !errors.Is(err, fs.ErrNotExist) {
 		format := "unreadable"
-		if err == nil {
-			format = fmt.Sprintf("%q", data[:min(len(data), len(secMagic))])
+		if f, err := atomicfile.OpenRegular(st.path(secOldFile)); err == nil {
+			magic := make([]byte, len(secMagic))
+			n, _ := io.ReadFull(f, magic)
+			f.Close()
+			format = fmt.Sprintf("%q", magic[:n])
 		}
 		return fmt.Errorf("fednet: %s is a secure-aggregation snapshot of an older dpmf (format %s; this one keeps %sGGGGGGGG%s files of format %s): finish the run with that dpmf, or start a fresh state directory", st.path(secOldFile), format, secPrefix, secSuffix, secMagic)
 	}
