@@ -82,7 +82,6 @@ func TestStaleSecureServerOvertaken(t *testing.T) {
 	want := r.simulate(t, nil)
 	dir := t.TempDir()
 	opt := secureOptions(r, dir, 2)
-	opt.RoundTimeout = 2 * time.Second
 	seen := &unmasks{seen: map[[3]int][][]byte{}}
 
 	a, err := NewServer(opt)
@@ -91,7 +90,10 @@ func TestStaleSecureServerOvertaken(t *testing.T) {
 	}
 	defer a.Close()
 	a.hooks.record = seen.record
+	a.opt.RoundTimeout = 2 * time.Second // once thawed, A closes its phase soon
 	frozen, thaw := make(chan struct{}), make(chan struct{})
+	var thawOnce sync.Once
+	defer thawOnce.Do(func() { close(thaw) })
 	a.hooks.afterClose = func(round int, _ uint32, p secagg.Phase) error {
 		if round == 0 && p == secagg.PhaseAdvertise {
 			close(frozen)
@@ -145,7 +147,7 @@ func TestStaleSecureServerOvertaken(t *testing.T) {
 		if round != 1 || p != secagg.PhaseMasked {
 			return nil
 		}
-		close(thaw) // A thaws, closes its phase (or fails it) and stops
+		thawOnce.Do(func() { close(thaw) }) // A thaws, closes its phase (or fails it) and stops
 		select {
 		case err := <-aErr:
 			if err == nil {
