@@ -69,11 +69,12 @@
 // with at least T (fewer: ErrTooFewLearners); the unmasked ring sum is
 // released through fedopt.Server.ReleaseRingSum, to the models of
 // fedopt.Simulate with the same quantizer bit for bit. Every phase close
-// is written to the state directory (secagg.state) before its result is
-// served, so a restarted server resumes the attempt at that phase. A
-// learner of such a run needs LearnerOptions.StateDir, where it records
-// durably, before it answers, the attempt of each round it unmasked: even
-// restarted, it never unmasks two attempts of a round. See
+// is written to the state directory (secagg-G.state, G the server's
+// generation) before its result is served, so a restarted server resumes
+// the attempt at that phase. A learner of such a run needs
+// LearnerOptions.StateDir, where it records durably, before it answers,
+// the attempt of each round it unmasked: even restarted, it never unmasks
+// two attempts of a round. See
 // docs/distributed.md, "Secure aggregation".
 //
 // Vectors travel in chunks of [ChunkLen] values, so models of any

@@ -68,7 +68,7 @@ func TestLearnerStateRefused(t *testing.T) {
 	s := serve(t, secureOptions(r, srvDir, 2), nil)
 	run := s.srv.run[:]
 	other := bytes.Repeat([]byte{0xab}, 16)
-	snapshot, err := os.ReadFile(filepath.Join(srvDir, secFile))
+	snapshot, err := os.ReadFile(filepath.Join(srvDir, secName(1)))
 	if err != nil {
 		t.Fatal(err)
 	}

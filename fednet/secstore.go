@@ -4,29 +4,65 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/secagg"
 )
 
-// The secure-aggregation snapshot, secagg.state in the state directory,
-// holds the open round's attempt as of its last phase close (or its
-// opening): the 8 bytes "DPMFSA02", the run's identity, little-endian
-// uint64 round, uint32 attempt, uint32 open phase (secagg.PhaseFailed for
-// an attempt that failed), the aggregator's snapshot (which holds the sets
-// and messages the next phases need; empty for a failed attempt), and the
-// SHA-256 of everything before it. It is written durably at every phase
-// close before the close's result is served.
+// The secure-aggregation snapshot holds the open round's attempt as of its
+// last phase close (or its opening): the 8 bytes "DPMFSA03", the run's
+// identity, little-endian uint64 round, uint32 attempt, uint32 open phase
+// (secagg.PhaseFailed for an attempt that failed), uint64 generation, the
+// aggregator's snapshot (which holds the sets and messages the next phases
+// need; empty for a failed attempt), and the SHA-256 of everything before
+// it. It is written durably at every phase close before the close's
+// result is served.
+//
+// Each server that starts on the state directory writes its snapshots to
+// a file of its own, secagg-GGGGGGGG.state, named by its generation G: one
+// more than the largest generation in the directory, taken under the lock
+// after the previous snapshot was read. The server claims G by linking its
+// first snapshot into place (store.writeNew: never over an existing file),
+// after checking that the lock is still its own, and from then on replaces
+// only its own file; a start reads the file of the largest generation and,
+// once its own is claimed, removes the older ones. Why a stale server
+// (frozen, its lock file removed, overtaken by server N, then thawed) can
+// never make a restart resume its snapshot in place of N's: it writes only
+// its own generation's file, and its generation is smaller than N's. N
+// took its lock after the lock file was removed, hence after the stale
+// server's lock check before its claim passed, hence after the stale
+// server listed the directory; N lists it after taking its lock, and the
+// largest generation there never decreases (only a server that claimed a
+// larger one removes files). So N's generation is at least the stale
+// server's, and the two are never equal: of two claims of one
+// generation the second finds the file and fails, and its server stops
+// before serving anything (unless a server of a larger generation, newer
+// than both, removed the file in between). A single file replaced by rename could not give this: the
+// stale server's rename may come at any time after its last lock check.
 const (
-	secFile  = "secagg.state"
-	secMagic = "DPMFSA02"
-	// secHead is the length of the header: magic, run, round, attempt, phase.
-	secHead = len(secMagic) + 16 + 8 + 4 + 4
+	secPrefix = "secagg-"
+	secSuffix = ".state"
+	// secOldFile is the single snapshot file of older formats (DPMFSA01,
+	// DPMFSA02), refused.
+	secOldFile = "secagg.state"
+	secMagic   = "DPMFSA03"
+	// secHead is the length of the header: magic, run, round, attempt,
+	// phase, generation.
+	secHead = len(secMagic) + 16 + 8 + 4 + 4 + 8
 	// maxSecFile bounds the snapshot read back: the aggregator's sum (8
 	// bytes an entry, up to secagg.MaxDim) and its O(N^2) shares.
 	maxSecFile = 8*secagg.MaxDim + 64<<20
 )
+
+// secName returns the name of generation g's snapshot file.
+func secName(g uint64) string { return fmt.Sprintf("%s%08d%s", secPrefix, g, secSuffix) }
 
 // secSnapshot is a decoded snapshot.
 type secSnapshot struct {
@@ -34,6 +70,7 @@ type secSnapshot struct {
 	round   int
 	attempt uint32
 	phase   secagg.Phase
+	gen     uint64
 	agg     []byte
 }
 
@@ -48,6 +85,7 @@ func decodeSec(data []byte) (secSnapshot, error) {
 	round := binary.LittleEndian.Uint64(p[16:])
 	s.attempt = binary.LittleEndian.Uint32(p[24:])
 	ph := binary.LittleEndian.Uint32(p[28:])
+	s.gen = binary.LittleEndian.Uint64(p[32:])
 	if round > math.MaxInt32 || ph > uint32(secagg.PhaseFailed) {
 		return s, errors.New("inconsistent snapshot")
 	}
@@ -55,27 +93,74 @@ func decodeSec(data []byte) (secSnapshot, error) {
 	return s, nil
 }
 
-// writeSecSnapshot writes sr's snapshot durably. The caller holds s.mu
+// secGens returns the generations that have a snapshot file in the
+// directory, increasing.
+func (s store) secGens() ([]uint64, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	var gs []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, secPrefix) || !strings.HasSuffix(name, secSuffix) {
+			continue
+		}
+		g, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, secPrefix), secSuffix), 10, 63)
+		if err != nil || secName(g) != name {
+			return nil, fmt.Errorf("%s: unexpected file in the state directory", s.path(name))
+		}
+		gs = append(gs, g)
+	}
+	slices.Sort(gs)
+	return gs, nil
+}
+
+// writeSecSnapshot writes sr's snapshot durably to this server's file,
+// claiming its generation with the first write. The caller holds s.mu
 // and s.stMu with s.st open.
 func (s *Server) writeSecSnapshot(sr *secRound) error {
 	b := append([]byte(secMagic), s.run[:]...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(sr.ctx.Round))
 	b = binary.LittleEndian.AppendUint32(b, sr.ctx.Attempt)
+	ph := sr.phase
 	if sr.failed != nil { // a failed attempt is never resumed
-		b = binary.LittleEndian.AppendUint32(b, uint32(secagg.PhaseFailed))
-	} else {
-		b = binary.LittleEndian.AppendUint32(b, uint32(sr.phase))
+		ph = secagg.PhaseFailed
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(ph))
+	b = binary.LittleEndian.AppendUint64(b, s.secGen)
+	if sr.failed == nil {
 		agg, err := sr.agg.MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("fednet: secure-aggregation snapshot: %w", err)
 		}
 		b = append(b, agg...)
 	}
-	if err := s.st.write(secFile, 0o600, seal(b)); err != nil {
+	// As for a release: never written into a directory another server
+	// may have taken (the generation's claim relies on this check), and
+	// the close is served only from the locked directory.
+	if err := s.st.lock.held(); err != nil {
+		return fmt.Errorf("fednet: %w", err)
+	}
+	write := s.st.write
+	if !s.secClaimed {
+		write = s.st.writeNew
+	}
+	if err := write(secName(s.secGen), 0o600, seal(b)); err != nil {
 		return fmt.Errorf("fednet: writing the secure-aggregation snapshot: %w", err)
 	}
-	// As for a release: the close is served only from the locked
-	// directory.
+	if !s.secClaimed {
+		s.secClaimed = true
+		// The older generations' files are never read again (their
+		// removal need not be durable).
+		if gs, err := s.st.secGens(); err == nil {
+			for _, g := range gs {
+				if g < s.secGen {
+					os.Remove(s.st.path(secName(g)))
+				}
+			}
+		}
+	}
 	if err := s.st.lock.held(); err != nil {
 		return fmt.Errorf("fednet: %w", err)
 	}
@@ -92,47 +177,72 @@ func (s *Server) resumeSecure() error {
 		return nil
 	}
 	st := s.st
-	data, err := st.readRegular(secFile, maxSecFile)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(st.path(secOldFile)); !errors.Is(err, fs.ErrNotExist) {
+		format := "unreadable"
+		if f, err := atomicfile.OpenRegular(st.path(secOldFile)); err == nil {
+			magic := make([]byte, len(secMagic))
+			n, _ := io.ReadFull(f, magic)
+			f.Close()
+			format = fmt.Sprintf("%q", magic[:n])
+		}
+		return fmt.Errorf("fednet: %s is a secure-aggregation snapshot of an older dpmf (format %s; this one keeps %sGGGGGGGG%s files of format %s): finish the run with that dpmf, or start a fresh state directory", st.path(secOldFile), format, secPrefix, secSuffix, secMagic)
+	}
+	gs, err := st.secGens()
+	if err != nil {
+		return fmt.Errorf("fednet: %w", err)
+	}
+	if len(gs) == 0 {
+		s.secGen = 1
 		s.sec, err = s.openSecRound(0)
 		return err
 	}
+	g := gs[len(gs)-1]
+	s.secGen = g + 1
+	path := st.path(secName(g))
+	data, err := st.readRegular(secName(g), maxSecFile)
 	if err != nil {
-		return fmt.Errorf("fednet: %s: %w", st.path(secFile), err)
+		return fmt.Errorf("fednet: %s: %w", path, err)
 	}
 	snap, err := decodeSec(data)
 	switch {
 	case err != nil:
-		return fmt.Errorf("fednet: %s: %v; refusing to resume (the attempt's state is lost: remove the file only if no learner answered its unmask phase)", st.path(secFile), err)
+		return fmt.Errorf("fednet: %s: %v; refusing to resume (the attempt's state is lost: remove the file only if no learner answered its unmask phase)", path, err)
+	case snap.gen != g:
+		return fmt.Errorf("fednet: %s holds generation %d's snapshot: a file was renamed or copied; refusing to resume", path, snap.gen)
 	case snap.run != s.run:
-		return fmt.Errorf("fednet: %s belongs to run %v, not %v", st.path(secFile), snap.run, s.run)
+		return fmt.Errorf("fednet: %s belongs to run %v, not %v", path, snap.run, s.run)
 	case snap.round > s.round:
-		return fmt.Errorf("fednet: %s is of round %d, but the newest released round is %d: the state directory was rewound; refusing to resume", st.path(secFile), snap.round, s.round)
+		return fmt.Errorf("fednet: %s is of round %d, but the newest released round is %d: the state directory was rewound; refusing to resume", path, snap.round, s.round)
 	case snap.round < s.round:
 		// Left by a round that was released: start the next afresh.
 		s.sec, err = s.openSecRound(0)
 		return err
 	case snap.phase == secagg.PhaseFailed:
 		if snap.attempt == math.MaxUint32 {
-			return fmt.Errorf("fednet: %s: round %d has used every attempt", st.path(secFile), s.round)
+			return fmt.Errorf("fednet: %s: round %d has used every attempt", path, s.round)
 		}
 		s.log.Info("new attempt", "round", s.round, "attempt", snap.attempt+1, "failed", snap.attempt)
 		s.sec, err = s.openSecRound(snap.attempt + 1)
 		return err
 	case snap.phase >= secagg.PhaseDone:
-		return fmt.Errorf("fednet: %s: phase %d, want an open phase", st.path(secFile), int(snap.phase))
+		return fmt.Errorf("fednet: %s: phase %d, want an open phase", path, int(snap.phase))
 	}
 	agg, err := secagg.RestoreAggregator(snap.agg)
 	if err != nil {
-		return fmt.Errorf("fednet: %s: %w", st.path(secFile), err)
+		return fmt.Errorf("fednet: %s: %w", path, err)
 	}
 	ctx := s.secContext(snap.attempt)
 	if agg.Phase() != snap.phase || agg.Context() != ctx {
-		return fmt.Errorf("fednet: %s: the aggregator is in phase %v of context %+v, the snapshot says phase %v of %+v", st.path(secFile), agg.Phase(), agg.Context(), snap.phase, ctx)
+		return fmt.Errorf("fednet: %s: the aggregator is in phase %v of context %+v, the snapshot says phase %v of %+v", path, agg.Phase(), agg.Context(), snap.phase, ctx)
 	}
 	sr := &secRound{ctx: ctx, agg: agg}
 	if err := sr.open(snap.phase); err != nil {
-		return fmt.Errorf("fednet: %s: %w", st.path(secFile), err)
+		return fmt.Errorf("fednet: %s: %w", path, err)
+	}
+	// The same state, in this server's generation: from now on only this
+	// server's file counts.
+	if err := s.writeSecSnapshot(sr); err != nil {
+		return err
 	}
 	s.sec = sr
 	s.log.Info("resumed the secure round", "round", s.round, "attempt", snap.attempt, "phase", snap.phase.String())

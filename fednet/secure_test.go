@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -492,9 +493,10 @@ func TestSecureCrashResume(t *testing.T) {
 	}
 }
 
-// A snapshot of another run, of a round not yet open, or a corrupt one
-// is refused at start like the other state files; after a failed
-// attempt a restart opens the next attempt.
+// A snapshot of another run, of a round not yet open, of another
+// generation than its name's, or a corrupt one is refused at start like
+// the other state files, and so is the single snapshot file of an older
+// dpmf; after a failed attempt a restart opens the next attempt.
 func TestSecureSnapshotRefused(t *testing.T) {
 	r := newRun(t, 3, 2, 1, 4)
 	secureRun(t, r)
@@ -504,15 +506,18 @@ func TestSecureSnapshotRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := srv.st.path(secFile)
+	if srv.secGen != 1 {
+		t.Fatalf("the first server's generation is %d, want 1", srv.secGen)
+	}
+	path := srv.st.path(secName(1))
 	srv.Close()
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	snap, err := decodeSec(good)
-	if err != nil || snap.round != 0 || snap.attempt != 0 || snap.phase != secagg.PhaseAdvertise {
-		t.Fatalf("fresh snapshot: %+v, %v; want round 0, attempt 0, phase 0", snap, err)
+	if err != nil || snap.round != 0 || snap.attempt != 0 || snap.phase != secagg.PhaseAdvertise || snap.gen != 1 {
+		t.Fatalf("fresh snapshot: %+v, %v; want round 0, attempt 0, phase 0, generation 1", snap, err)
 	}
 	reseal := func(b []byte) []byte {
 		b = bytes.Clone(b[:len(b)-sha256.Size])
@@ -526,17 +531,24 @@ func TestSecureSnapshotRefused(t *testing.T) {
 	corrupt := bytes.Clone(good)
 	corrupt[len(corrupt)-1] ^= 1
 	older := bytes.Clone(good)
-	copy(older, "DPMFSA01") // the format that also held the roster, U2, U3 and the signatures
+	copy(older, "DPMFSA02") // the format of the single file secagg.state
+	renamed := bytes.Clone(good)
+	renamed[len(secMagic)+16+8+4+4] = 2 // generation 2's
 	for _, c := range []struct {
 		name, want string
 		data       []byte
+		file       string
 	}{
-		{"another run", "belongs to run", reseal(other)},
-		{"a later round", "rewound", reseal(later)},
-		{"corrupt", "checksum mismatch", corrupt},
-		{"an older format", "not a secure-aggregation snapshot of format DPMFSA02", reseal(older)},
+		{"another run", "belongs to run", reseal(other), secName(1)},
+		{"a later round", "rewound", reseal(later), secName(1)},
+		{"corrupt", "checksum mismatch", corrupt, secName(1)},
+		{"another generation", "holds generation 2's snapshot", reseal(renamed), secName(1)},
+		{"an older format", "not a secure-aggregation snapshot of format DPMFSA03", reseal(older), secName(1)},
+		{"an older dpmf's file", secOldFile + " is a secure-aggregation snapshot of an older dpmf (format \"DPMFSA02\"", reseal(older), secOldFile},
+		{"an unexpected name", "unexpected file in the state directory", good, secPrefix + "1" + secSuffix},
 	} {
-		if err := os.WriteFile(path, c.data, 0o600); err != nil {
+		p := filepath.Join(dir, c.file)
+		if err := os.WriteFile(p, c.data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		_, err := NewServer(opt)
@@ -544,8 +556,14 @@ func TestSecureSnapshotRefused(t *testing.T) {
 			t.Fatalf("%s: %v, want an error with %q", c.name, err, c.want)
 		}
 		t.Logf("%s: %v", c.name, err)
+		if c.file != secName(1) {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	// A failed attempt: the restart opens attempt 1.
+	// A failed attempt: the restart opens attempt 1, in generation 2,
+	// and removes generation 1's file.
 	failed := bytes.Clone(good)
 	binary.LittleEndian.PutUint32(failed[len(secMagic)+16+8+4:], uint32(secagg.PhaseFailed))
 	if err := os.WriteFile(path, reseal(failed), 0o600); err != nil {
@@ -558,6 +576,9 @@ func TestSecureSnapshotRefused(t *testing.T) {
 	defer srv.Close()
 	if srv.sec.ctx.Attempt != 1 || srv.sec.phase != secagg.PhaseAdvertise {
 		t.Fatalf("after a failed attempt: attempt %d, phase %v; want attempt 1, phase 0", srv.sec.ctx.Attempt, srv.sec.phase)
+	}
+	if gs, err := srv.st.secGens(); err != nil || !slices.Equal(gs, []uint64{2}) {
+		t.Fatalf("snapshot files of generations %v (%v), want only 2", gs, err)
 	}
 }
 

@@ -217,6 +217,10 @@ type Server struct {
 	fetched   []bool        // per learner: got the final model
 	allDone   chan struct{} // closed when every learner got the final model
 	sec       *secRound     // the open round's secure aggregation (nil: plain, or the run is over)
+	// secGen is the generation of this server's snapshot file, claimed
+	// (secClaimed) with its first write (secstore.go).
+	secGen     uint64
+	secClaimed bool
 
 	quant secagg.Quantizer // secure aggregation's quantizer
 	hooks serverHooks      // test-only

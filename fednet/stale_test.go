@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // A server whose lock file was removed, and which a second server has
@@ -74,4 +76,99 @@ func TestLockFileSymlinkRefused(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), filepath.Join(dir, lockFile)))
 	_, err := openState(dir, testOptions(true))
 	require.ErrorContains(t, err, lockFile+" is a symbolic link, want a regular file")
+}
+
+// A secure server whose lock file was removed, and which later servers
+// overtook, never puts its snapshot of the open attempt in place of the
+// newest server's: were it to, a restart would silently resume the stale
+// server's attempt (here attempt 0, which a later server failed and
+// replaced by attempt 1; learners that unmasked attempt 1 would then be
+// asked for an attempt they moved past, and the attempt's number would be
+// reused for new keys). With the lock file gone the stale server stops
+// before it writes; with its lock file put back (its check passed just
+// before the second server started) it writes only its own generation's
+// file, which no restart reads.
+func TestStaleSecureServerNeverReplacesASnapshot(t *testing.T) {
+	for _, checked := range []bool{false, true} {
+		name := "lock removed"
+		if checked {
+			name = "lock check passed"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := newRun(t, 3, 2, 1, 4)
+			secureRun(t, r)
+			dir := t.TempDir()
+			opt := secureOptions(r, dir, 2)
+			stale, err := NewServer(opt)
+			require.NoError(t, err)
+			defer stale.Close()
+			lock, saved := filepath.Join(dir, lockFile), filepath.Join(dir, "lock.saved")
+			require.NoError(t, os.Link(lock, saved))
+			require.NoError(t, os.Remove(lock))
+			second, err := NewServer(opt)
+			require.NoError(t, err)
+			require.Equal(t, uint32(0), second.sec.ctx.Attempt)
+			second.stMu.Lock()
+			second.mu.Lock()
+			err = second.failAttempt(second.sec, secagg.ErrTooFew)
+			second.mu.Unlock()
+			second.stMu.Unlock()
+			require.ErrorIs(t, err, ErrTooFewLearners)
+			require.NoError(t, second.Close())
+			third, err := NewServer(opt)
+			require.NoError(t, err)
+			require.Equal(t, uint32(1), third.sec.ctx.Attempt, "the restart after a failed attempt")
+			if checked {
+				require.NoError(t, os.Rename(saved, lock))
+				require.NoError(t, stale.st.lock.held())
+			}
+			// The stale server thaws and closes a phase of attempt 0.
+			stale.stMu.Lock()
+			stale.mu.Lock()
+			err = stale.writeSecSnapshot(stale.sec)
+			stale.mu.Unlock()
+			stale.stMu.Unlock()
+			if !checked {
+				require.ErrorContains(t, err, "removed or replaced")
+			}
+			require.NoError(t, stale.Close())
+			require.NoError(t, third.Close()) // killed
+			again, err := NewServer(opt)
+			require.NoError(t, err)
+			defer again.Close()
+			require.Equal(t, uint32(1), again.sec.ctx.Attempt, "the restarted server resumed the stale server's attempt, not the newest server's")
+			require.Equal(t, secagg.PhaseAdvertise, again.sec.phase)
+		})
+	}
+}
+
+// Two servers that took the same generation (both listed the state
+// directory before either claimed it: its lock file was removed while
+// the first was starting) never both write its file: the second claim,
+// here the stale server's, finds the file, fails, and changes nothing.
+func TestSecureGenerationClaimedOnce(t *testing.T) {
+	r := newRun(t, 3, 2, 1, 4)
+	secureRun(t, r)
+	dir := t.TempDir()
+	opt := secureOptions(r, dir, 2)
+	stale, err := NewServer(opt)
+	require.NoError(t, err)
+	defer stale.Close()
+	lock, saved := filepath.Join(dir, lockFile), filepath.Join(dir, "lock.saved")
+	require.NoError(t, os.Link(lock, saved))
+	require.NoError(t, os.Remove(lock))
+	second, err := NewServer(opt)
+	require.NoError(t, err)
+	defer second.Close()
+	require.Equal(t, uint64(2), second.secGen)
+	require.NoError(t, os.Rename(saved, lock))
+	stale.secGen, stale.secClaimed = second.secGen, false
+	before := snapshot(t, dir)
+	stale.stMu.Lock()
+	stale.mu.Lock()
+	err = stale.writeSecSnapshot(stale.sec)
+	stale.mu.Unlock()
+	stale.stMu.Unlock()
+	require.ErrorContains(t, err, secName(2)+" already exists")
+	require.Equal(t, before, snapshot(t, dir), "the state directory changed")
 }

@@ -30,7 +30,7 @@ import (
 //	noise.key          the 256-bit noise key (mode 0600), unless the caller gives the key
 //	released           the high-water mark: the last released round and its file's hash
 //	round-NNNNNNNN.x   the released model x^r, one file per round r = 0..R
-//	secagg.state       with secure aggregation: the open round's attempt at its last phase close (secstore.go)
+//	secagg-GGGGGGGG.state  with secure aggregation: the open round's attempt at its last phase close, one file per server generation G (secstore.go)
 //
 // A round file is: the 8 bytes "DPMFXR02", the run's 16-byte identity,
 // little-endian uint64 round, dimension and number of aggregated updates,
@@ -231,7 +231,7 @@ func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 		_, lerr := os.Lstat(path)
 		switch {
 		case lerr == nil:
-			return fmt.Errorf("%s already exists, but this server writes each round once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
+			return fmt.Errorf("%s already exists, but this server writes each such file once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
 		case !errors.Is(lerr, fs.ErrNotExist):
 			return err
 		}

@@ -30,8 +30,8 @@ func TestSecureProcessesSIGKILLResume(t *testing.T) {
 			"-state", t.TempDir(), "-give-up", "30s", "-call-timeout", "5s", "-wait-timeout", "5s"}, nil)
 	}
 	// Kill the server once round 5 is out and a phase of the open round
-	// has closed (secagg.state: the open phase after magic, run, round and
-	// attempt).
+	// has closed (the newest secagg-G.state: the open phase after magic,
+	// run, round and attempt).
 	deadline := time.Now().Add(30 * time.Second)
 	phase := -1
 	for phase < 1 {
@@ -42,7 +42,11 @@ func TestSecureProcessesSIGKILLResume(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(state, "round-00000005.x")); err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(state, "secagg.state"))
+		snaps, _ := filepath.Glob(filepath.Join(state, "secagg-*.state"))
+		if len(snaps) == 0 {
+			continue
+		}
+		b, err := os.ReadFile(snaps[len(snaps)-1]) // sorted: the largest generation
 		if err != nil || len(b) < 40 {
 			continue
 		}
