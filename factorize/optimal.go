@@ -240,7 +240,11 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 // by 1/t: B, the bounds reported to Progress, a NotConvergedError's lower
 // bound and the metrics are scaled back exactly.
 func balanced(w *Workload, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
-	t := w.balance()
+	return balancedBy(w, w.balance(), opt, solve)
+}
+
+// balancedBy is [balanced] with the power of two t given.
+func balancedBy(w *Workload, t float64, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
 	if t == 1 {
 		return solve(w, opt)
 	}

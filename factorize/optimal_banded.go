@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/internal/optim"
@@ -62,7 +63,10 @@ const DefaultBandedTol = 1e-8
 // phase is replaced by a multilevel start: the same problem at order R/2
 // is solved to a gap of 1e-2 (recursively), its factor stretched to order
 // R ([stretchBands]), and the second phase runs from there; Iterations and
-// Evaluations count every level. See docs/solver.md.
+// Evaluations count every level. A workload whose scale (as for
+// [Optimal]) is outside [2^-16, 2^16] is solved as t A, t a power of two,
+// and the result scaled back: the L-BFGS pairs are float32. See
+// docs/solver.md.
 //
 // # Structure
 //
@@ -117,7 +121,24 @@ func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Fa
 	if _, ok := w.InverseBand(); !ok {
 		return nil, fmt.Errorf("factorize: optimal banded factorization needs a workload with a banded inverse (prefix, weighted, momentum), not %q", w.Name())
 	}
-	b = min(b, n)
+	// The L-BFGS pairs are float32 ([optim.Memory32]) and the gradient
+	// scales with A^2: a workload far from unit scale (weights of 1e20 or
+	// 1e-20) is solved as t A, t a power of two, so that they stay well
+	// inside float32's range (the solution does not depend on the scale).
+	return balancedBy(w, w.balanceWithin(bandedBalanceExp), opt, func(w *Workload, opt Options) (*Factorization, error) {
+		return optimalBanded(ctx, w, min(b, n), part, opt)
+	})
+}
+
+// bandedBalanceExp bounds the exponent of the workload's scale that
+// [OptimalBanded] solves at as given: 2^16 squared times R^2 (the size of
+// the gradient) is far inside float32's range up to 2^127.
+const bandedBalanceExp = 16
+
+// optimalBanded is [OptimalBanded] for a checked workload of moderate
+// scale and b <= R.
+func optimalBanded(ctx context.Context, w *Workload, b int, part Participation, opt Options) (*Factorization, error) {
+	n := w.R()
 	inv, _ := w.InverseBand()
 	sol, err := newBandedProblem(inv, b).run(ctx, opt)
 	if err != nil {
@@ -164,12 +185,12 @@ type bandedProblem struct {
 	q    linalg.SymBand // Q = L^T X L
 	work []float64
 	hx   []float64 // band of X^{-1}
-	// zf, z2f, yf, vf and hf hold full rows of Z, Z^2, X L, Z^2 L^T and
-	// Z L^T for [bandedProblem.eval]; ld the subdiagonals of L with pad
-	// zeros on each side.
-	zf, z2f, yf, vf, hf []float64
-	ld                  []float64
-	pad                 int
+	// zf, z2f, vf and hf hold full rows of Z, Z^2, Z^2 L^T and Z L^T
+	// for [bandedProblem.eval]; ld the subdiagonals of L with pad zeros on
+	// each side, ldr the same reversed within each diagonal.
+	zf, z2f, vf, hf []float64
+	ld, ldr         []float64
+	pad             int
 	// m holds L^T X by rows ([bandedProblem.formM]); colSums, pv, pu
 	// and pw are scratch for it and [bandedProblem.refineLambda].
 	m                   []float64
@@ -194,10 +215,11 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 	// The subdiagonals of L, padded with zeros on both sides for eval.
 	pad := 2*b + 2*p
 	nl := n + 2*pad
-	ld := make([]float64, (p+1)*nl)
+	ld, ldr := make([]float64, (p+1)*nl), make([]float64, (p+1)*nl)
 	for t := 0; t <= p; t++ {
 		for c := t; c < n; c++ {
 			ld[t*nl+pad+c] = lb[c*(p+1)+t]
+			ldr[t*nl+pad+n-1-c] = lb[c*(p+1)+t]
 		}
 	}
 	return &bandedProblem{
@@ -206,9 +228,8 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 		work: make([]float64, linalg.InverseBandSquaredRowsWork(n, kq)),
 		hx:   make([]float64, n*b),
 		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
-		yf: make([]float64, n*(2*b-1+p)),
 		vf: make([]float64, n*(b+p)), hf: make([]float64, n*(b+p)),
-		ld: ld, pad: pad,
+		ld: ld, ldr: ldr, pad: pad,
 		m:       make([]float64, n*(2*b+p-1)),
 		colSums: make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
 	}
@@ -288,56 +309,45 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	n, b, p := bp.n, bp.b, bp.p
 	kq := bp.q.K
 	wq := kq + 1
-	// Full rows of X, one at a time in a scratch row of the chunk,
-	// xrow[b-1 + c-a] = X[a][c] for |a - c| < b (entries outside the
-	// matrix 0), so that the products below index without branches.
-	wx := 2*b - 1
-	// Y = X L by full rows, yf[a*wy + j-(a-b+1-p)] = Y[a][j] =
-	// sum_t X[a][j+t] L[j+t][j], then Q = L^T Y:
-	// Q[i][j] = sum_t L[i+t][i] Y[i+t][j]. ld[t*(n+2*pad) + pad + c] =
-	// L[c][c-t], zero outside the matrix, so that every loop is over
-	// contiguous slices without branches. Every row is computed on its
-	// own, by the same operations whatever the split into chunks.
-	wy := wx + p
-	yf, ld, pad := bp.yf, bp.ld, bp.pad
+	// Q = L^T X L by rows, Q[i][i-d] = qrow[d] for d <= kq:
+	//   Q[i][i-d] = sum_{s,t <= p} L[i+s][i] X[i+s][i-d+t] L[i-d+t][i-d],
+	// where X[i+s][i-d+t] is in row i+s of X's lower band at offset
+	// o = d+s-t when 0 <= o < b, and is X[i+s+e][i+s] at offset e =
+	// t-s-d (above the diagonal, zero unless e < b) when o < 0. ld[t*(n+2*pad) + pad + c] =
+	// L[c][c-t], zero outside the matrix, and ldr is ld reversed within
+	// each diagonal (ldr[t*(n+2*pad) + pad + n-1-c] = L[c][c-t]). Each pass runs over contiguous
+	// rows of X and L (no gather of X's columns), and every row is computed
+	// on its own, by the same operations whatever the split into chunks.
+	ld, ldr, pad := bp.ld, bp.ldr, bp.pad
 	nl := n + 2*pad
-	forBandRows(n, float64((p+2)*wx), func(lo, hi int) {
-		xrow := make([]float64, wx)
-		for a := lo; a < hi; a++ {
-			clear(xrow)
-			for d := 0; d < b && d <= a; d++ {
-				xrow[b-1-d] = x.Data[a*b+d]
-			}
-			for d := 1; d < b && a+d < n; d++ {
-				xrow[b-1+d] = x.Data[(a+d)*b+d]
-			}
-			yrow := yf[a*wy : a*wy+wy]
-			clear(yrow)
-			j0 := a - b + 1 - p
-			for t := 0; t <= p; t++ {
-				// u in [p-t, p-t+wx): j = j0 + u, c = j + t, X[a][c] = xrow[u-p+t].
-				lt := ld[t*nl+pad+j0+t : t*nl+pad+j0+t+wy]
-				ys := yrow[p-t : p-t+wx]
-				lts := lt[p-t : p-t+wx]
-				for u, xv := range xrow {
-					ys[u] += xv * lts[u]
-				}
-			}
-		}
-	})
-	forBandRows(n, float64((p+1)*wq), func(lo, hi int) {
+	forBandRows(n, float64((p+1)*(p+1)*wq), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			qrow := bp.q.Data[i*wq : i*wq+wq]
 			clear(qrow)
-			for t := 0; t <= p && i+t < n; t++ {
-				lit := ld[t*nl+pad+i+t]
-				r := i + t
-				// j in [max(i-kq, r-b+1-p, 0), i]; Y[r][j] = yf[r*wy + j-(r-b+1-p)],
-				// Q[i][j] = qrow[i-j].
-				jlo := max(i-kq, r-b+1-p, 0)
-				yr := yf[r*wy+jlo-(r-b+1-p) : r*wy+i-(r-b+1-p)+1]
-				for u, yv := range yr {
-					qrow[i-jlo-u] += lit * yv
+			for s := 0; s <= p && i+s < n; s++ {
+				ls := ld[s*nl+pad+i+s]
+				xr := x.Data[(i+s)*b : (i+s)*b+b]
+				for t := 0; t <= p; t++ {
+					// L[i-d+t][i-d] = ld[l0-d].
+					l0 := t*nl + pad + i + t
+					for d := 0; d < t-s && d <= i; d++ {
+						if e := t - s - d; e < b && i+s+e < n {
+							qrow[d] += ls * ld[l0-d] * x.Data[(i+s+e)*b+e]
+						}
+					}
+					dlo, dhi := max(0, t-s), min(kq, i, b-1+t-s)
+					if dlo > dhi {
+						continue
+					}
+					// d in [dlo, dhi]: qrow[d], xr[d+s-t] and L[i-d+t][i-d] =
+					// ldr[r0+d], all forwards.
+					r0 := t*nl + pad + n - 1 - i - t
+					xs := xr[dlo+s-t : dhi+s-t+1]
+					qs, lr := qrow[dlo:dlo+len(xs)], ldr[r0+dlo:r0+dlo+len(xs)]
+					qs, lr = qs[:len(xs)], lr[:len(xs)]
+					for u, xv := range xs {
+						qs[u] += ls * lr[u] * xv
+					}
 				}
 			}
 		}
@@ -371,6 +381,7 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 				off := a*wz + kq - b + 1 - t
 				z2s, zs := z2f[off:off+wv], zf[off:off+wv]
 				lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
+				z2s, zs, vrow, hrow := z2s[:len(lt)], zs[:len(lt)], vrow[:len(lt)], hrow[:len(lt)]
 				for u, lv := range lt {
 					vrow[u] += z2s[u] * lv
 					hrow[u] += zs[u] * lv
@@ -450,15 +461,28 @@ func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
 	sums := sumBandRows(n, 2, float64(2*b), func(lo, hi int, out []float64) {
-		p, r2 := 0.0, 0.0
+		// Row i's off-diagonal entries are g[i*b+1 : i*b+b] (fewer in the
+		// first rows), summed in two interleaved halves to shorten the
+		// chain of dependent additions.
+		var p0, p1, r0, r1 float64
 		for i := lo; i < hi; i++ {
-			for j := max(0, i-b+1); j < i; j++ {
-				gij := g[i*b+i-j]
-				p += 2 * (math.Abs(gij) - gij*x.Data[i*b+i-j])
-				r2 += 2 * gij * gij
+			gr, xr := g[i*b+1:i*b+min(b, i+1)], x.Data[i*b+1:i*b+min(b, i+1)]
+			xr = xr[:len(gr)]
+			u := 0
+			for ; u+1 < len(gr); u += 2 {
+				g0, g1 := gr[u], gr[u+1]
+				p0 += math.Abs(g0) - g0*xr[u]
+				p1 += math.Abs(g1) - g1*xr[u+1]
+				r0 += g0 * g0
+				r1 += g1 * g1
+			}
+			if u < len(gr) {
+				g0 := gr[u]
+				p0 += math.Abs(g0) - g0*xr[u]
+				r0 += g0 * g0
 			}
 		}
-		out[0], out[1] = p, r2
+		out[0], out[1] = 2*(p0+p1), 2*(r0+r1)
 	})
 	p, r2 := sums[0], sums[1]
 	// The off-diagonal band entries, both triangles.
@@ -847,7 +871,7 @@ type bandedPhase interface {
 	// then used as the current one (bp.hx refers to it).
 	eval(p *bandedPoint) bool
 	// scale applies the initial inverse Hessian of L-BFGS at cur to dir.
-	scale(cur *bandedPoint, mem *optim.Memory, dir []float64)
+	scale(cur *bandedPoint, mem *optim.Memory32, dir []float64)
 }
 
 // xPhase has the off-diagonal band entries of X as variables (v is
@@ -866,7 +890,7 @@ func (ph *xPhase) eval(p *bandedPoint) bool {
 	return ok
 }
 
-func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory, dir []float64) {
+func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory32, dir []float64) {
 	// Any positive diagonal is a valid initial matrix; the Hessian's
 	// changes slowly, so it is refreshed every fourth step.
 	if ph.calls%4 == 0 {
@@ -887,8 +911,7 @@ func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory, dir []float64) {
 // Hessian is the usual scalar s^T y / y^T y.
 type cPhase struct {
 	bp       *bandedProblem
-	nrm      []float64
-	ct, gt   []float64
+	nrm, gx  []float64
 	gradX    []float64
 	firstLen float64
 }
@@ -903,14 +926,14 @@ func (ph *cPhase) eval(p *bandedPoint) bool {
 		return false
 	}
 	p.f = f
-	bandedGradC(bp.n, bp.b, p.v, p.x, p.g, ph.nrm, ph.ct, ph.gt, p.grad)
+	bandedGradC(bp.n, bp.b, p.v, p.x, p.g, ph.nrm, ph.gx, p.grad)
 	return true
 }
 
-func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory, dir []float64) {
+func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory32, dir []float64) {
 	gamma := ph.firstLen / math.Sqrt(dot(cur.grad, cur.grad))
-	if k := mem.Len(); k > 0 {
-		gamma = 1 / (mem.Rho[k-1] * dot(mem.Y[k-1], mem.Y[k-1]))
+	if mem.Len() > 0 {
+		gamma = mem.Gamma()
 	}
 	forEntries(len(dir), 2, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -954,51 +977,48 @@ func bandedXFromC(n, b int, c []float64, x linalg.SymBand, nrm []float64) bool {
 //
 //	df/dC[r][j] = (2 / N_j) ((G X)_jj C~[r][j] - (C~ G)[r][j]),
 //
-// which needs G only within the band. ct and gt are scratch of length
-// 2 len(c) and len(c).
-func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []float64) {
-	// Rows of C~, ct[r*b + r-i] = C[r][i] / N_i and in natural order
-	// ctn[r*b + b-1-(r-i)], and the columns of G's lower band,
-	// gt[j*b + i-j] = G[i][j], so that the inner products below run
-	// forwards over contiguous slices.
-	ctn := ct[n*b : 2*n*b]
-	forBandRows(n, float64(2*b), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			for i := max(0, r-b+1); i <= r; i++ {
-				v := c[i*b+r-i] / nrm[i]
-				ct[r*b+r-i], ctn[r*b+b-1-(r-i)] = v, v
+// which needs G only within the band. gx is scratch of length n.
+func bandedGradC(n, b int, c []float64, x linalg.SymBand, g, nrm, gx, gc []float64) {
+	// (G X)_jj, both sides of the diagonal, in one pass over the band in
+	// row order: G[i][i-e] X[i][i-e] belongs to row i and, for e > 0, to
+	// column i-e (O(n b), in a fixed order).
+	clear(gx)
+	for i := 0; i < n; i++ {
+		gr, xr := g[i*b:i*b+min(b, i+1)], x.Data[i*b:i*b+min(b, i+1)]
+		xr = xr[:len(gr)]
+		gx[i] += gr[0] * xr[0]
+		for e := 1; e < len(gr); e++ {
+			v := gr[e] * xr[e]
+			gx[i] += v
+			gx[i-e] += v
+		}
+	}
+	// Column j of C~ G within C's band, (C~ G)[j+d][j] for d < b, as a sum
+	// over i of G[i][j] times column i of C~ (contiguous in c):
+	// C~[j+d][i] = c[i*b + j+d-i] / N_i for 0 <= j+d-i < b.
+	forBandRows(n, float64(2*b*b), func(lo, hi int) {
+		s := make([]float64, b)
+		for j := lo; j < hi; j++ {
+			dn := min(b, n-j)
+			clear(s)
+			for i := max(0, j-b+1); i < min(n, j+b); i++ {
+				var gij float64 // G[i][j], stored in row max(i, j)
+				if i <= j {
+					gij = g[j*b+j-i]
+				} else {
+					gij = g[i*b+i-j]
+				}
+				dlo, dhi := max(i-j, 0), min(i-j+b-1, dn-1)
+				if dlo > dhi {
+					continue
+				}
+				floats.AddScaled(s[dlo:dhi+1], gij/nrm[i], c[i*b+j-i+dlo:i*b+j-i+dhi+1])
 			}
-			for i := r; i < min(n, r+b); i++ {
-				gt[r*b+i-r] = g[i*b+i-r]
+			for d := 0; d < dn; d++ {
+				gc[j*b+d] = 2 / nrm[j] * (gx[j]*c[j*b+d]/nrm[j] - s[d])
 			}
 		}
 	})
-	forBandRows(n, float64(b*b+b), func(lo, hi int) { bandedGradCCols(n, b, c, x, g, nrm, ct, gt, gc, lo, hi) })
-}
-
-// bandedGradCCols writes the columns [lo, hi) of [bandedGradC]'s gradient.
-func bandedGradCCols(n, b int, c []float64, x linalg.SymBand, g, nrm, ct, gt, gc []float64, lo, hi int) {
-	ctn := ct[n*b : 2*n*b]
-	for j := lo; j < hi; j++ {
-		// (G X)_jj over the band, both sides of the diagonal.
-		gxj := 0.0
-		for i := max(0, j-b+1); i <= j; i++ {
-			gxj += g[j*b+j-i] * x.Data[j*b+j-i]
-		}
-		for i := j + 1; i <= min(n-1, j+b-1); i++ {
-			gxj += g[i*b+i-j] * x.Data[i*b+i-j]
-		}
-		gj := g[j*b : j*b+b]
-		for d := 0; d < b && j+d < n; d++ {
-			r := j + d
-			// (C~ G)[r][j] = sum_{i in [r-b+1, r]} C~[r][i] G[i][j].
-			// i < j: u = j - i in [1, U], C~[r][i] = ct[r*b + d+u], G[i][j] = gj[u];
-			// i = j + e, e in [0, d]: C~[r][i] = ctn[r*b + b-1-d+e].
-			u := j - max(0, r-b+1)
-			s := dot(ct[r*b+d+1:r*b+d+1+u], gj[1:1+u]) + dot(gt[j*b:j*b+d+1], ctn[r*b+b-1-d:r*b+b])
-			gc[j*b+d] = 2 / nrm[j] * (gxj*c[j*b+d]/nrm[j] - s)
-		}
-	}
 }
 
 // bandedFactors returns B = A C^{-1} and C for X banded within b: C = P
@@ -1079,7 +1099,8 @@ func bandedCholesky(x linalg.SymBand) ([]float64, bool) {
 // with unit columns), which keeps every trial X positive definite and so
 // makes long steps where X is nearly singular (from R of a few thousand on
 // with many bands, steps in X's entries are cut a hundredfold to stay in
-// the cone), until the gap is [bandedSwitchGap]; then in the entries of X
+// the cone), until the gap is [bandedSwitchGap] (or opt.Tol, if that is
+// looser: the second phase then only confirms it); then in the entries of X
 // with the Hessian's diagonal as preconditioner, whose convergence near
 // the optimum is faster. The certificate is the same in both.
 func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Options) (*bandedSolution, error) {
@@ -1094,9 +1115,9 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	rnd := bp.aPriori()
 	st := &bandedSolution{}
 	x := x0
-	if b > 1 && opt.Tol < bandedSwitchGap {
+	if b > 1 {
 		if c, ok := bandedCholesky(x0); ok {
-			ph := &cPhase{bp: bp, nrm: make([]float64, n), ct: make([]float64, 2*m), gt: make([]float64, m), gradX: make([]float64, m), firstLen: 1e-2}
+			ph := &cPhase{bp: bp, nrm: make([]float64, n), gx: make([]float64, n), gradX: make([]float64, m), firstLen: 1e-2}
 			cur := newPoint()
 			copy(cur.v, c)
 			res, err := bp.descend(ctx, ph, cur, newPoint(), math.Max(opt.Tol, bandedSwitchGap), rnd, opt, st)
@@ -1324,7 +1345,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		return nil, fmt.Errorf("factorize: the starting banded X is not positive definite")
 	}
 	st.evals++
-	mem := optim.NewMemory(memSize, true)
+	mem := optim.NewMemory32(memSize)
 	dir := make([]float64, m)
 	alpha := make([]float64, memSize)
 	scale := func(d []float64) { ph.scale(cur, mem, d) }
@@ -1403,14 +1424,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		if !accepted {
 			return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
 		}
-		s, y := mem.Spare(m), mem.Spare(m)
-		forEntries(m, 6, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				s[i] = trial.v[i] - cur.v[i]
-				y[i] = trial.grad[i] - cur.grad[i]
-			}
-		})
-		mem.Push(s, y)
+		mem.Push(trial.v, cur.v, trial.grad, cur.grad)
 		cur, trial = trial, cur
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}

@@ -309,7 +309,12 @@ func (w *Workload) bidiagonalInverse() bool {
 // already there. [Optimal] solves for t A instead of A, whose solution is
 // the same up to the scale: without it the fixed-point map of a workload
 // near 1e40 or 1e-40 squares its scale beyond the floating-point range.
-func (w *Workload) balance() float64 {
+func (w *Workload) balance() float64 { return w.balanceWithin(64) }
+
+// balanceWithin is [Workload.balance] for the range [2^-e, 2^e]: the power
+// of two t that brings the scale to about 1 (its exponent to 0) when it is
+// outside that range, else 1.
+func (w *Workload) balanceWithin(e int) float64 {
 	m := 0.0
 	if w.a != nil {
 		raw := w.a.RawTriangular()
@@ -326,11 +331,11 @@ func (w *Workload) balance() float64 {
 	if !(m > 0) || math.IsInf(m, 0) {
 		return 1
 	}
-	_, e := math.Frexp(m)
-	if e >= -64 && e <= 64 {
+	_, me := math.Frexp(m)
+	if me >= -e && me <= e {
 		return 1
 	}
-	return math.Ldexp(1, -e)
+	return math.Ldexp(1, -me)
 }
 
 // scaledBy returns the workload t A, for t a power of two (so that the

@@ -267,13 +267,13 @@ func InverseBandSquaredWork(n, k int) int {
 // [SymBand.InverseBandSquaredRows] needs for a matrix of order n with k
 // off-diagonals.
 func InverseBandSquaredRowsWork(n, k int) int {
-	w, wr := k+1, 2*k+1
+	wr := 2*k + 1
 	if !splitBand(n, k) {
-		return 4*n*w + 2*n
+		return dualLDLWork(n, k)
 	}
-	// Both halves' factors (n + k rows in all), the reversed lower half
-	// and its rows of Z and Z^2, and five k x k blocks for the separator.
-	return 4*(n+k)*w + 2*(n+k) + n*w + 2*n*wr + 5*k*k
+	// Both halves' factors (n + k rows in all), the rows of Z and Z^2 of
+	// the reversed lower half, and five k x k blocks for the separator.
+	return dualLDLWork(n+k, k) + 2*n*wr + 5*k*k
 }
 
 // splitBand reports whether [SymBand.InverseBandSquaredRows] splits a
@@ -304,24 +304,22 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	}
 	if !splitBand(n, k) {
 		f := newDualLDL(n, k, work)
-		neg := f.factor(s, n)
+		neg := f.factor(s, false, n)
 		f.selinv(zr, z2r, n-1)
-		negateRows(z2r, n, k, 0, n, 0, n)
 		return neg
 	}
 	// T = [0, m), S = [m, m+k), B = [m+k, n). The upper part is the
 	// leading block of order m+k of M (T then S); the lower part is the
 	// trailing block of order n-m with its order reversed (B from the
-	// bottom, then S from its last row), a band matrix too.
+	// bottom, then S from its last row), a band matrix too, which
+	// [dualLDL.factor] reads from M.
 	m := (n - k) / 2
 	nt, nb := m+k, n-m
 	up := SymBand{N: nt, K: k, Data: s.Data[:nt*w]}
 	ft := newDualLDL(nt, k, work)
-	work = work[4*nt*w+2*nt:]
+	work = work[dualLDLWork(nt, k):]
 	fb := newDualLDL(nb, k, work)
-	work = work[4*nb*w+2*nb:]
-	low := SymBand{N: nb, K: k, Data: work[:nb*w]}
-	work = work[nb*w:]
+	work = work[dualLDLWork(nb, k):]
 	zb, z2b := work[:nb*wr], work[nb*wr:2*nb*wr]
 	work = work[2*nb*wr:]
 	sch, dsch := work[:k*k], work[k*k:2*k*k]
@@ -330,17 +328,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	// Both halves cost about n k^2 / 2 multiply-adds each, and their
 	// selected inversions twice that.
 	cost := float64(n) * float64(k) * float64(k)
-	par.Both(cost, func() { negT = ft.factor(up, m) }, func() {
-		// low[a][a-d] = M[i][i+d] with i = n-1-a.
-		for a := 0; a < nb; a++ {
-			i := n - 1 - a
-			row := low.Data[a*w : a*w+w]
-			for d := 0; d <= k && d <= a; d++ {
-				row[d] = s.Data[(i+d)*w+d]
-			}
-		}
-		negB = fb.factor(low, nb-k)
-	})
+	par.Both(cost, func() { negT = ft.factor(up, false, m) }, func() { negB = fb.factor(s, true, nb-k) })
 	// The Schur complement of S, sch[a*k + c] for rows m+a, m+c: M_SS
 	// less the contributions of T and of B, with its derivative in the
 	// shift (the identity less theirs).
@@ -362,7 +350,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	if negT+negB+negS > 0 {
 		return negT + negB + negS
 	}
-	// dZ_SS/dsigma = -Z_SS dSch Z_SS.
+	// The block S x S of M^{-2} = -dZ/dsigma: Z_SS dSch Z_SS.
 	for a := 0; a < k; a++ {
 		for c := 0; c < k; c++ {
 			v := 0.0
@@ -378,7 +366,7 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			for e := 0; e < k; e++ {
 				v += zs[a*k+e] * tmp[e*k+c]
 			}
-			dzs[a*k+c] = -v
+			dzs[a*k+c] = v
 		}
 	}
 	// Seed the rows of S in both parts, then run the two selected
@@ -391,40 +379,26 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			zb[ai*wr+k+aj-ai], z2b[ai*wr+k+aj-ai] = zs[a*k+c], dzs[a*k+c]
 		}
 	}
-	par.Both(2*cost, func() {
-		ft.selinv(zr, z2r, m-1)
-		negateRows(z2r, n, k, 0, nt, 0, nt)
-	}, func() {
+	par.Both(2*cost, func() { ft.selinv(zr, z2r, m-1) }, func() {
 		fb.selinv(zb, z2b, nb-k-1)
-		// Row i >= m of Z is row n-1-i of the lower part's, reversed;
-		// the rows of S take from it only the columns in B.
+		// Row i >= m of Z is row n-1-i of the lower part's, reversed.
 		for i := m; i < n; i++ {
 			a := n - 1 - i
-			lo := i - k
+			// The rows of S take only the columns in B.
+			lo, hi := i-k, min(n-1, i+k)
 			if i < m+k {
 				lo = m + k
 			}
-			for j := lo; j <= min(n-1, i+k); j++ {
-				zr[i*wr+k+j-i] = zb[a*wr+k+i-j]
-				z2r[i*wr+k+j-i] = -z2b[a*wr+k+i-j]
+			// zr[i*wr+k+j-i] = zb[a*wr+k+i-j] for j in [lo, hi].
+			o, ob := i*wr+k-i, a*wr+k+i
+			dst, dst2 := zr[o+lo:o+hi+1], z2r[o+lo:o+hi+1]
+			src, src2 := zb[ob-hi:ob-lo+1], z2b[ob-hi:ob-lo+1]
+			for t, e := 0, len(src)-1; t < len(dst); t, e = t+1, e-1 {
+				dst[t], dst2[t] = src[e], src2[e]
 			}
 		}
 	})
 	return 0
-}
-
-// negateRows negates the entries (i, j) of the full rows of z2r (order n,
-// k off-diagonals) with i in [i0, i1), j in [j0, j1) and |i - j| <= k:
-// M^{-2} = -dZ/dsigma.
-func negateRows(z2r []float64, n, k, i0, i1, j0, j1 int) {
-	wr := 2*k + 1
-	for i := i0; i < i1; i++ {
-		lo, hi := max(i-k, j0, 0), min(i+k, j1-1, n-1)
-		row := z2r[i*wr+k+lo-i : i*wr+k+hi-i+1]
-		for t := range row {
-			row[t] = -row[t]
-		}
-	}
 }
 
 // denseSPDInverse writes the inverse of the symmetric positive definite
@@ -479,63 +453,131 @@ func denseSPDInverse(a, inv, tmp []float64, k int) int {
 
 // dualLDL holds the band LDL^T factors of M + sigma I at sigma = 0 and
 // their derivatives in sigma, in the layouts of
-// [SymBand.InverseBandSquaredRows]: rows of L in natural order,
-// ln[i*w + k-(i-p)] = L[i][p], and of U = L D, un[i*w + k-(i-p)] =
-// L[i][p] d_p, each with its derivative.
+// [SymBand.InverseBandSquaredRows]: rows of L in natural order, each after
+// bandPad zeros, ln[f.at(i, p)] = L[i][p] with at(i, p) = i ws + bandPad +
+// k-(i-p) and ws = k+1+bandPad, with its derivative; and minus the
+// columns of L, nlc[j*cw + i-j-1] = -L[i][j] for i in (j, j+k], followed
+// by zeros up to cw = k+3 entries a column, with dnlc = +dL[i][j]/dsigma
+// (the sign that gives -dZ/dsigma in [dualLDL.selinv]). A row of U = L D
+// is formed in ub when needed (u_jp = L[j][p] d_p).
 type dualLDL struct {
-	n, k                 int
-	ln, dln, un, dun     []float64
-	d, dd                []float64
-	lc, dlc, sums, dsums []float64
+	n, k, ws, cw int
+	ln, dln      []float64
+	nlc, dnlc    []float64
+	d, dd        []float64
+	// Scratch: a row of U (k entries); a column of M (k); the inner products of a column of
+	// the factorization (k); the first columns of nlc with zero columns
+	// before them (4 cw + 3, selinv's first group); selinv's inner
+	// products of a group (4 k) and its results by row i (4 k).
+	ub, dub     []float64
+	mcol        []float64
+	sums, dsums []float64
+	head, dhead []float64
+	part, dpart []float64
+	col, dcol   []float64
 }
 
+// bandPad is the number of zeros stored before each row of the factors of
+// [dualLDL]: a block of four rows of L in the factorization starts at its
+// first row's first column, up to three columns before the others' first
+// ([dualBlocks]).
+const bandPad = 3
+
+// dualLDLWork returns the length of the work slice of [newDualLDL].
+func dualLDLWork(n, k int) int { return 2*n*(k+1+bandPad) + 2*n*(k+3) + 2*n }
+
 // newDualLDL returns the factors of a matrix of order n with k
-// off-diagonals in work (length 4 n (k+1) + 2 n).
+// off-diagonals in work (length [dualLDLWork](n, k)), with the zeros
+// before the rows of L set.
 func newDualLDL(n, k int, work []float64) *dualLDL {
-	w := k + 1
-	return &dualLDL{n: n, k: k,
-		ln: work[:n*w], dln: work[n*w : 2*n*w],
-		un: work[2*n*w : 3*n*w], dun: work[3*n*w : 4*n*w],
-		d: work[4*n*w : 4*n*w+n], dd: work[4*n*w+n : 4*n*w+2*n],
-		lc: make([]float64, w), dlc: make([]float64, w), sums: make([]float64, w), dsums: make([]float64, w),
+	w, ws, cw := k+1, k+1+bandPad, k+3
+	m, mc := n*ws, n*cw
+	f := &dualLDL{n: n, k: k, ws: ws, cw: cw,
+		ln: work[:m], dln: work[m : 2*m],
+		nlc: work[2*m : 2*m+mc], dnlc: work[2*m+mc : 2*m+2*mc],
+		d: work[2*m+2*mc : 2*m+2*mc+n], dd: work[2*m+2*mc+n : 2*m+2*mc+2*n],
+		ub: make([]float64, w), dub: make([]float64, w), mcol: make([]float64, k),
+		sums: make([]float64, w), dsums: make([]float64, w),
+		head: make([]float64, 4*cw+3), dhead: make([]float64, 4*cw+3),
+		part: make([]float64, 4*k), dpart: make([]float64, 4*k),
+		col: make([]float64, 4*k), dcol: make([]float64, 4*k),
 	}
+	for i := 0; i < n; i++ {
+		clear(f.ln[i*ws : i*ws+bandPad])
+		clear(f.dln[i*ws : i*ws+bandPad])
+	}
+	return f
+}
+
+// at returns the offset of L[i][p] in f.ln, for p in [i-k, i).
+func (f *dualLDL) at(i, p int) int { return i*f.ws + bandPad + f.k - i + p }
+
+// urow returns u_jp = L[j][p] d_p for p in [lo, hi) (lo >= j-k, hi <= j)
+// and its derivative, in f.ub and f.dub.
+func (f *dualLDL) urow(j, lo, hi int) (u, du []float64) {
+	o := f.at(j, lo)
+	l, dl := f.ln[o:o+hi-lo], f.dln[o:o+hi-lo]
+	d, dd := f.d[lo:hi], f.dd[lo:hi]
+	u, du = f.ub[:hi-lo], f.dub[:hi-lo]
+	for q := range u {
+		u[q], du[q] = l[q]*d[q], dl[q]*d[q]+l[q]*dd[q]
+	}
+	return u, du
 }
 
 // schur returns sum_{p < jEnd} L[i][p] d_p L[j][p] for j <= i and its
 // derivative, the contribution of the first jEnd eliminated columns to
 // the Schur complement of the rows after them.
 func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
-	k, w := f.k, f.k+1
-	lo := max(0, i-k)
+	lo := max(0, i-f.k)
 	if lo >= jEnd {
 		return 0, 0
 	}
-	oi, oj := i*w+k-i+lo, j*w+k-j+lo
+	oi := f.at(i, lo)
 	c := jEnd - lo
-	return dualDot(f.ln[oi:oi+c], f.dln[oi:oi+c], f.un[oj:oj+c], f.dun[oj:oj+c])
+	u, du := f.urow(j, lo, jEnd)
+	return dualDot(f.ln[oi:oi+c], f.dln[oi:oi+c], u, du)
 }
 
 // factor computes the columns [0, jEnd) of the band LDL^T factorization
-// of s (order f.n) and their derivatives in the shift, and returns the
-// number of negative pivots among them. Each inner product runs over
+// of s (order f.n; with rev, of the trailing block of order f.n of s in
+// reversed order, whose column j below the diagonal is row s.N-1-j of s)
+// and their derivatives in the shift, and returns the number of negative
+// pivots among them. Each inner product runs over
 // contiguous, equally ordered slices and carries its derivative along
-// ([dualDot]); whole columns go to the assembly in one call
-// ([dualBatch]). (Values and derivatives in two goroutines, the values
-// ahead, was measured no faster on two cores: the loops are bound by their
-// loads, which the fused form shares.)
-func (f *dualLDL) factor(s SymBand, jEnd int) int {
-	n, k := f.n, f.k
+// ([dualDot]); whole columns go to the assembly in one call, in blocks of
+// four rows that share the loads of U ([dualBlocks]). (Values and
+// derivatives in two goroutines, the values ahead, was measured no faster
+// on two cores: the loops are bound by their loads, which the fused form
+// shares.)
+func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
+	n, k, ws, cw := f.n, f.k, f.ws, f.cw
+	n0 := s.N - 1
 	w := k + 1
-	ln, dln, un, dun, d, dd := f.ln, f.dln, f.un, f.dun, f.d, f.dd
+	ln, dln, d, dd := f.ln, f.dln, f.d, f.dd
 	sums, dsums := f.sums, f.dsums
 	tiny := math.SmallestNonzeroFloat64 * 4
 	negatives := 0
 	// d_j = M[j][j] - sum_{p<j} L[j][p] u_jp, and for i in (j, j+k],
 	// L[i][j] = (M[i][j] - sum_{p<j} L[i][p] u_jp) / d_j.
 	for j := 0; j < jEnd; j++ {
-		off := j*w + k - j + max(0, j-k)
-		sj, dsj := dualDot(ln[off:j*w+k], dln[off:j*w+k], un[off:j*w+k], dun[off:j*w+k])
-		dj, ddj := s.Data[j*w]-sj, 1-dsj
+		lo := max(0, j-k)
+		u, du := f.urow(j, lo, j) // u[p-lo] = u_jp
+		off, end := f.at(j, lo), f.at(j, j)
+		sj, dsj := dualDot(ln[off:end], dln[off:end], u, du)
+		// M[j][j], and M's column j below it, mc[q] = M[j+1+q][j]: a
+		// row of s, reversed.
+		top := min(n-1, j+k)
+		mjj, mc := s.Data[j*w], f.mcol[:top-j]
+		if rev {
+			o := (n0 - j) * w
+			mjj, mc = s.Data[o], s.Data[o+1:o+1+top-j]
+		} else {
+			for q := range mc {
+				mc[q] = s.Data[(j+1+q)*w+q+1]
+			}
+		}
+		dj, ddj := mjj-sj, 1-dsj
 		if dj < 0 {
 			negatives++
 		}
@@ -543,66 +585,192 @@ func (f *dualLDL) factor(s SymBand, jEnd int) int {
 			dj = tiny
 		}
 		d[j], dd[j] = dj, ddj
-		top := min(n-1, j+k)
 		if j >= k && top > j {
-			// Away from the first rows, row i = j+1+r of L starts at
-			// ln[i*w] and pairs its first k-1-r entries with row j of U
-			// from p = i-k: one batch for the column.
-			dualBatch(ln[(j+1)*w:], dln[(j+1)*w:], un[j*w+1:], dun[j*w+1:], w, 1, k-1, -1, sums[:top-j], dsums[:top-j])
+			// Away from the first rows, row i = j+1+r of L pairs its
+			// entries from p = i-k to j-1 with row j of U. A block of rows
+			// r = 4c..4c+3 runs from p = j+1+4c-k, its first row's first
+			// column, where the others read the zeros before their rows:
+			// at that column, row r is at f.at(j+1, j+1-k) + r (ws-1) + 4c
+			// in ln, and row j of U at u[1 + 4c].
+			a0 := f.at(j+1, j+1-k)
+			dualBlocks(ln[a0:], dln[a0:], u[1:], du[1:], ws-1, 4, k-1, sums[:top-j], dsums[:top-j])
 		} else {
 			for i := j + 1; i <= top; i++ {
 				loi := max(0, i-k)
 				c := j - loi
-				oi, oj := i*w+k-i+loi, j*w+k-j+loi
-				sums[i-j-1], dsums[i-j-1] = dualDot(ln[oi:oi+c], dln[oi:oi+c], un[oj:oj+c], dun[oj:oj+c])
+				oi := f.at(i, loi)
+				sums[i-j-1], dsums[i-j-1] = dualDot(ln[oi:oi+c], dln[oi:oi+c], u[loi-lo:], du[loi-lo:])
 			}
 		}
+		// One division for the column, not two for each row.
+		rj := 1 / dj
+		nlc, dnlc := f.nlc[j*cw:(j+1)*cw], f.dnlc[j*cw:(j+1)*cw]
 		for i := j + 1; i <= top; i++ {
-			lij := (s.Data[i*w+i-j] - sums[i-j-1]) / dj
-			dlij := (-dsums[i-j-1] - lij*ddj) / dj
-			t := i*w + k - i + j
+			lij := (mc[i-j-1] - sums[i-j-1]) * rj
+			dlij := (-dsums[i-j-1] - lij*ddj) * rj
+			t := f.at(i, j)
 			ln[t], dln[t] = lij, dlij
-			un[t], dun[t] = lij*dj, dlij*dj+lij*ddj
+			nlc[i-j-1], dnlc[i-j-1] = -lij, dlij
 		}
+		clear(nlc[top-j:])
+		clear(dnlc[top-j:])
 	}
 	return negatives
 }
 
-// selinv runs the selected inversion and its derivative in the shift for
-// the rows iStart, iStart-1, ..., 0, writing the full rows of Z and of
-// dZ/dsigma into zr and z2r; the rows after iStart must be there already
-// (none when iStart = n-1). For j in (i, top], Z[j][i] = -sum_{p in (i,
-// top]} Z[j][p] L[p][i], an inner product of row j of Z (zr[j*wr + k +
-// p-j]) with column i of L (lc[p-i-1]), and Z[i][i] = 1/d_i - sum_{p in
-// (i, top]} L[p][i] Z[i][p].
+// selinvRows is the number of rows of Z that [dualLDL.selinv] passes to
+// the assembly at a time.
+const selinvRows = 16
+
+// selinv runs the selected inversion and minus its derivative in the
+// shift for the rows iStart, iStart-1, ..., 0, writing the full rows of Z
+// and of E = -dZ/dsigma (= Z^2 at sigma = 0) into zr and z2r; the rows
+// after iStart must be there already (none when iStart = n-1). For j in
+// (i, top], Z[j][i] = -sum_{p in (i, top]} Z[j][p] L[p][i], an inner
+// product of row j of Z (zr[j*wr + k + p-j]) with minus column i of L,
+// and Z[i][i] = 1/d_i - sum_{p in (i, top]} L[p][i] Z[i][p]; E follows
+// the same recurrences with dL in place of -dL (nlc, dnlc) and dd_i/d_i^2
+// in place of -dd_i/d_i^2.
+//
+// The rows go in groups of four, i0, i0-1, i0-2, i0-3 (fewer at the end),
+// so that the rows of Z, which do not fit in the first-level cache (the
+// loop is bound by their loads from the second level), are read once for
+// four rows i instead of once for each: the rows j > i0 are complete from
+// column i0+1 on, and their inner products over the columns p > i0 with
+// the four columns of L (copied by [dualLDL.factor]) are one pass of
+// [dualRows4]. Then, for each row j, the columns p in (i, i0] (at most
+// three) are added for the four rows i in turn, and the four results
+// written into row j together; last come the rows j in (i, i0] of the
+// group itself, as whole inner products.
 func (f *dualLDL) selinv(zr, z2r []float64, iStart int) {
-	n, k := f.n, f.k
-	w, wr := k+1, 2*k+1
-	ln, dln, d, dd, lc, dlc := f.ln, f.dln, f.d, f.dd, f.lc, f.dlc
-	for i := iStart; i >= 0; i-- {
-		top := min(n-1, i+k)
-		m := top - i
-		for q := 0; q < m; q++ {
-			p := i + 1 + q
-			lc[q], dlc[q] = ln[p*w+k-p+i], dln[p*w+k-p+i]
+	n, k, cw := f.n, f.k, f.cw
+	wr := 2*k + 1
+	d, dd, part, dpart := f.d, f.dd, f.part, f.dpart
+	var col, dcol [4][]float64
+	for s := range col {
+		col[s], dcol[s] = f.col[s*k:(s+1)*k], f.dcol[s*k:(s+1)*k]
+	}
+	for i0 := iStart; i0 >= 0; i0 -= 4 {
+		rows := min(4, i0+1)
+		m0 := min(n-1, i0+k) - i0
+		// For i = i0-s and the rows j = i0+1+r in (i0, top], the inner
+		// products sum_{p in (i0, top]} Z[j][p] (-L[p][i]) go to
+		// part[4(r-r0) + 3-s] (r0 the chunk's first row): row j of Z at column
+		// i0+1 is at zr[(i0+1)*wr + k + (j-i0-1)(wr-1)], and minus column
+		// i of L from p = i0+1 at nlc[i*cw + s] = nlc[(i0-3)*cw + 3 +
+		// (3-s)(cw-1)]; the zeros after each column of nlc end the sums
+		// of the rows i < i0 at their last column. (Where j > i+k the sum
+		// is not needed.) For i0 < 3 the columns i < 0 are zeros, in a
+		// copy.
+		var zii, dzii [4]float64
+		var tops [4]int
+		for s := 0; s < rows; s++ {
+			i := i0 - s
+			zii[s], dzii[s] = 1/d[i], dd[i]/(d[i]*d[i])
+			tops[s] = min(n-1, i+k)
 		}
-		if m > 0 {
-			// Rows j = i+1 .. top of Z from p = i+1 start at zr[(i+1)*wr + k]
-			// and follow each other at a stride of wr - 1; the results go
-			// to row i (zr[i*wr + k + j-i]), which none of them reads.
-			o := i*wr + k + 1
-			zri, z2ri := zr[o:o+m], z2r[o:o+m]
-			dualBatch(zr[(i+1)*wr+k:], z2r[(i+1)*wr+k:], lc, dlc, wr-1, 0, m, 0, zri, z2ri)
-			for q := range zri {
-				j := i + 1 + q
-				zri[q], z2ri[q] = -zri[q], -z2ri[q]
-				zr[j*wr+k+i-j], z2r[j*wr+k+i-j] = zri[q], z2ri[q]
+		// c[s][q] = -L[i0-s+1+q][i0-s] for q < s.
+		var c, dc [4][3]float64
+		for s := 1; s < rows; s++ {
+			for q := 0; q < s; q++ {
+				c[s][q], dc[s][q] = f.nlc[(i0-s)*cw+q], f.dnlc[(i0-s)*cw+q]
 			}
 		}
-		o := i*wr + k + 1
-		s0, ds0 := dualDot(zr[o:o+m], z2r[o:o+m], lc[:m], dlc[:m])
-		zr[i*wr+k] = 1/d[i] - s0
-		z2r[i*wr+k] = -dd[i]/(d[i]*d[i]) - ds0
+		b, db := f.nlc, f.dnlc
+		o := (i0-3)*cw + 3
+		if i0 < 3 {
+			b, db = f.head, f.dhead
+			clear(b)
+			clear(db)
+			for x := 3 - i0; x < 4; x++ {
+				i := i0 - 3 + x
+				copy(b[x*cw:(x+1)*cw], f.nlc[i*cw:(i+1)*cw])
+				copy(db[x*cw:(x+1)*cw], f.dnlc[i*cw:(i+1)*cw])
+			}
+			o = 3
+		}
+		// Sixteen rows j at a time, so that they are still in the
+		// first-level cache when the results are written into them.
+		for r0 := 0; r0 < m0; r0 += selinvRows {
+			r1 := min(m0, r0+selinvRows)
+			a := (i0+1)*wr + k + r0*(wr-1)
+			dualRows4(zr[a:], z2r[a:], b[o:], db[o:], wr-1, cw-1, 0, m0, 0, part[:4*(r1-r0)], dpart[:4*(r1-r0)])
+			// The rows j in (i0, top] for the four rows i = i0-s at once:
+			// Z[j][i] = part + sum_{p in (i, i0]} Z[j][p] (-L[p][i]), with
+			// Z[j][p] the values just computed for the rows i before,
+			// written into row j (four adjacent entries) and kept in
+			// col[s] for row i.
+			r := r0
+			if rows == 4 {
+				// All four rows i need row j up to j = tops[3].
+				c10, c20, c21, c30, c31, c32 := c[1][0], c[2][0], c[2][1], c[3][0], c[3][1], c[3][2]
+				d10, d20, d21, d30, d31, d32 := dc[1][0], dc[2][0], dc[2][1], dc[3][0], dc[3][1], dc[3][2]
+				for ; r < min(r1, tops[3]-i0); r++ {
+					pr, dpr := part[4*(r-r0):4*(r-r0)+4], dpart[4*(r-r0):4*(r-r0)+4]
+					v0, dv0 := pr[3], dpr[3]
+					v1 := pr[2] + v0*c10
+					dv1 := dpr[2] + dv0*c10 + v0*d10
+					v2 := pr[1] + v1*c20 + v0*c21
+					dv2 := dpr[1] + dv1*c20 + v1*d20 + dv0*c21 + v0*d21
+					v3 := pr[0] + v2*c30 + v1*c31 + v0*c32
+					dv3 := dpr[0] + dv2*c30 + v2*d30 + dv1*c31 + v1*d31 + dv0*c32 + v0*d32
+					j := i0 + 1 + r
+					o := j*wr + k + i0 - 3 - j
+					zj, z2j := zr[o:o+4], z2r[o:o+4]
+					zj[0], zj[1], zj[2], zj[3] = v3, v2, v1, v0
+					z2j[0], z2j[1], z2j[2], z2j[3] = dv3, dv2, dv1, dv0
+					col[0][r], col[1][r], col[2][r], col[3][r] = v0, v1, v2, v3
+					dcol[0][r], dcol[1][r], dcol[2][r], dcol[3][r] = dv0, dv1, dv2, dv3
+				}
+			}
+			for ; r < r1; r++ {
+				j := i0 + 1 + r
+				pr, dpr := part[4*(r-r0):4*(r-r0)+4], dpart[4*(r-r0):4*(r-r0)+4]
+				var v, dv [4]float64
+				for s := 0; s < rows && j <= tops[s]; s++ {
+					x, dx := pr[3-s], dpr[3-s]
+					for q := 0; q < s; q++ {
+						x += v[s-1-q] * c[s][q]
+						dx += dv[s-1-q]*c[s][q] + v[s-1-q]*dc[s][q]
+					}
+					v[s], dv[s] = x, dx
+					i := i0 - s
+					zr[j*wr+k+i-j], z2r[j*wr+k+i-j] = x, dx
+					col[s][r], dcol[s][r] = x, dx
+				}
+			}
+		}
+		// Row i from column i0+1 on, and its share of Z[i][i].
+		for s := 0; s < rows; s++ {
+			i := i0 - s
+			cnt := tops[s] - i0
+			if cnt <= 0 {
+				continue
+			}
+			o := i*wr + k + i0 + 1 - i
+			copy(zr[o:o+cnt], col[s][:cnt])
+			copy(z2r[o:o+cnt], dcol[s][:cnt])
+			v, dv := dualDot(col[s][:cnt], dcol[s][:cnt], f.nlc[i*cw+s:i*cw+s+cnt], f.dnlc[i*cw+s:i*cw+s+cnt])
+			zii[s] += v
+			dzii[s] += dv
+		}
+		// Then the rows i in order, with the rows j in (i, i0] of the
+		// group, whose entries are now all there: their whole inner
+		// products.
+		for s := 0; s < rows; s++ {
+			i := i0 - s
+			top := tops[s]
+			cs, dcs := f.nlc[i*cw:i*cw+top-i], f.dnlc[i*cw:i*cw+top-i]
+			for j := i + 1; j <= min(i0, top); j++ {
+				o := j*wr + k + i + 1 - j
+				v, dv := dualDot(zr[o:o+top-i], z2r[o:o+top-i], cs, dcs)
+				zr[j*wr+k+i-j], z2r[j*wr+k+i-j] = v, dv
+				zr[i*wr+k+j-i], z2r[i*wr+k+j-i] = v, dv
+				zii[s] += v * cs[j-i-1]
+				dzii[s] += dv*cs[j-i-1] + v*dcs[j-i-1]
+			}
+			zr[i*wr+k], z2r[i*wr+k] = zii[s], dzii[s]
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package linalg
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -45,5 +46,43 @@ func TestSymBandInverseSquaredCores(t *testing.T) {
 			v += z1[i*wr+k+l-i] * s.At(l, i)
 		}
 		assert.InDelta(t, 1, v, 1e-12, "(Z M)[%d][%d]", i, i)
+	}
+}
+
+// The band kernel with its inner products in Go (as on CPUs without AVX2
+// and FMA, or with -tags purego) against the default (the assembly where
+// the CPU has them), split at a separator or not, with K not a multiple of
+// four (rows after the blocks of four, partial chunks): the same entries
+// of Z and Z^2 to rounding, relative to sqrt(Z_ii Z_jj).
+func TestSymBandInverseSquaredGoKernels(t *testing.T) {
+	for _, c := range []struct{ n, k int }{{50, 7}, {300, 9}, {400, 16}} {
+		rng := rand.New(rand.NewPCG(7, uint64(c.n)))
+		s := NewSymBand(c.n, c.k)
+		for i := 0; i < c.n; i++ {
+			for j := max(0, i-c.k); j < i; j++ {
+				s.Set(i, j, rng.Float64()-0.5)
+			}
+			s.Set(i, i, float64(c.k)/2+rng.Float64())
+		}
+		wr := 2*c.k + 1
+		run := func() ([]float64, []float64) {
+			zr, z2r := make([]float64, c.n*wr), make([]float64, c.n*wr)
+			require.Equal(t, 0, s.InverseBandSquaredRows(zr, z2r, make([]float64, InverseBandSquaredRowsWork(c.n, c.k))))
+			return zr, z2r
+		}
+		z, z2 := run()
+		d, b, r := dualDotImpl, dualBlocksImpl, dualRows4Impl
+		dualDotImpl, dualBlocksImpl, dualRows4Impl = dualDotGo, dualBlocksGo, dualRows4Go
+		gz, gz2 := run()
+		dualDotImpl, dualBlocksImpl, dualRows4Impl = d, b, r
+		for i := 0; i < c.n; i++ {
+			for j := max(0, i-c.k); j <= min(c.n-1, i+c.k); j++ {
+				o := i*wr + c.k + j - i
+				sc := math.Sqrt(z[i*wr+c.k] * z[j*wr+c.k])
+				sc2 := math.Sqrt(z2[i*wr+c.k] * z2[j*wr+c.k])
+				assert.InDelta(t, z[o], gz[o], 1e-13*sc, "n %d k %d Z[%d][%d]", c.n, c.k, i, j)
+				assert.InDelta(t, z2[o], gz2[o], 1e-13*sc2, "n %d k %d Z^2[%d][%d]", c.n, c.k, i, j)
+			}
+		}
 	}
 }

@@ -7,21 +7,25 @@
 // function of the tridiagonal matrix applied to many rows
 // ([SymTridiag.ApplyRationalRows]), the band of M^{-1} and M^{-2} for a
 // band matrix M ([SymBand.InverseBandSquaredRows], split at a separator
-// onto two cores) and inner products ([Dot], [AxpyDot], by chunks on as
-// many cores as their length pays for). NumPy .npy input and output is package npy.
+// onto two cores) and inner products ([Dot], and [Dot32] and [AxpyDot32] for the
+// float32 vectors of the banded solver's L-BFGS memory, by chunks on as many
+// cores as their length pays for). NumPy .npy input and output is package npy.
 //
 // # Assembly
 //
 // On amd64 CPUs with AVX2 and FMA (checked at start through
-// golang.org/x/sys/cpu) the inner products of [Dot], [AxpyDot] and of the
-// band kernels run in assembly (dualdot_amd64.s: four-lane fused
-// multiply-adds with several accumulators); elsewhere, and when built with
-// -tags purego, they are loops in Go. The two differ by rounding only, and
-// the tests check the assembly against sums formed in Go for every loop
-// tail. The sixteen-shift recurrences of [BidiagGram.InvSqrtDiagParallel]
-// run in AVX assembly too (invsqrt_lanes_amd64.s), without fused
-// multiply-adds and in the order of operations of their Go fallbacks, so
-// that the two give the same bits (checked by the tests).
+// golang.org/x/sys/cpu) the inner products of [Dot], [Dot32], [AxpyDot32] and of the
+// band kernels run in assembly (dualdot_amd64.s, vec32_amd64.s: four-lane fused
+// multiply-adds with several accumulators; the band kernels' inner products
+// four at a time, four rows against one vector or one row against four
+// vectors, so that each load of the shared operand serves four); elsewhere,
+// and when built with -tags purego, they are loops in Go. The two differ by
+// rounding only, and the tests check the assembly against sums formed in Go
+// for every loop tail. The sixteen-shift recurrences of
+// [BidiagGram.InvSqrtDiagParallel] run in AVX assembly too
+// (invsqrt_lanes_amd64.s), without fused multiply-adds and in the order of
+// operations of their Go fallbacks, so that the two give the same bits
+// (checked by the tests).
 //
 // # Structure
 //
@@ -47,7 +51,7 @@
 // # Errors and panics
 //
 // The kernels (BidiagGram, SymTridiag, SymBand, InvSqrtRational,
-// Tridiagonalizer, Dot, AxpyDot) are
+// Tridiagonalizer, Dot, Dot32, AxpyDot32) are
 // LAPACK-style: their callers are numerical code that sizes dst and work as
 // documented, and a slice shorter than documented, a band matrix of
 // negative order or width ([NewSymBand]), an entry outside the band

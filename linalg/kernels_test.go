@@ -324,10 +324,11 @@ func TestPrefixSolveEnds(t *testing.T) {
 
 // The band of M^{-1} and M^{-2} against dense inverses, below and above
 // the order at which InverseBandSquaredRows splits the matrix at a
-// separator (8 (K+1)), and the split's result the same bits on one core
-// as on two.
+// separator (8 (K+1)), for K a multiple of four or not (the blocks of four
+// of the kernels), K = 0 and N <= K, and the split's result the same bits
+// on one core as on two.
 func TestSymBandInverseSquared(t *testing.T) {
-	for _, c := range []struct{ n, k int }{{30, 4}, {40, 4}, {41, 4}, {200, 4}, {97, 9}, {30, 1}} {
+	for _, c := range []struct{ n, k int }{{30, 4}, {40, 4}, {41, 4}, {200, 4}, {97, 9}, {30, 1}, {10, 0}, {2, 1}, {3, 2}, {5, 3}, {8, 7}, {7, 9}, {90, 5}} {
 		t.Run(fmt.Sprintf("n=%d/k=%d", c.n, c.k), func(t *testing.T) { testSymBandInverseSquared(t, c.n, c.k) })
 	}
 }

@@ -17,21 +17,7 @@ func Dot(a, b []float64) float64 {
 	return chunkSum(len(a), 2, func(lo, hi int) float64 { return dot(a[lo:hi], b[lo:hi]) })
 }
 
-// AxpyDot sets y[i] += alpha x[i] for i < len(x) and returns the inner
-// product of z and the updated y over those entries, in one pass over
-// memory (the step of the L-BFGS two-loop recursion). y and z must have
-// at least len(x) entries (AxpyDot panics otherwise). Assembly, and the
-// chunks from [LongVector] entries on, as for [Dot].
-func AxpyDot(alpha float64, x, y, z []float64) float64 {
-	n := len(x)
-	y, z = y[:n], z[:n]
-	if n < LongVector {
-		return axpyDot(alpha, x, y, z)
-	}
-	return chunkSum(n, 3, func(lo, hi int) float64 { return axpyDot(alpha, x[lo:hi], y[lo:hi], z[lo:hi]) })
-}
-
-// LongVector is the length from which [Dot] and [AxpyDot] sum by chunks
+// LongVector is the length from which [Dot], [Dot32] and [AxpyDot32] sum by chunks
 // of VectorChunk entries, on up to GOMAXPROCS cores ([par.For]).
 const (
 	LongVector  = 1 << 17
@@ -78,57 +64,95 @@ func dotGo(a, b []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// axpyDotGo is [AxpyDot] in Go, with two accumulators.
-func axpyDotGo(alpha float64, x, y, z []float64) float64 {
-	n := len(x)
-	y, z = y[:n], z[:n]
-	var s0, s1 float64
-	i := 0
-	for ; i+1 < n; i += 2 {
-		y0, y1 := y[i]+alpha*x[i], y[i+1]+alpha*x[i+1]
-		y[i], y[i+1] = y0, y1
-		s0 += z[i] * y0
-		s1 += z[i+1] * y1
-	}
-	if i < n {
-		y[i] += alpha * x[i]
-		s0 += z[i] * y[i]
-	}
-	return s0 + s1
+// dualDotImpl is dualDotGo or its assembly.
+var dualDotImpl = dualDotGo
+
+// dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over the
+// len(a) entries of a (the value and the derivative of an inner product):
+// in assembly where the CPU has AVX2 and FMA, else in Go. The other slices
+// must have at least as many entries (dualDot panics otherwise).
+func dualDot(a, da, b, db []float64) (s, ds float64) {
+	n := len(a)
+	return dualDotImpl(a, da[:n], b[:n], db[:n])
 }
 
-// dualBatchImpl is dualBatchGo or its assembly.
-var dualBatchImpl = dualBatchGo
+// dualBlocksImpl is dualBlocksGo, or the assembly for whole blocks of
+// four rows and dualDot for the rows after them.
+var dualBlocksImpl = dualBlocksGo
 
-// dualBatch sets, for r in [0, len(out)), out[r] and dout[r] to the value
-// and derivative ([dualDot]) of the inner product of a[r aStride:] and
-// b[r bStride:] over length + r dlen entries (da and db alike): a batch of
-// inner products in one call, for the band kernels' columns. It panics if
-// an extent leaves a slice or a length is negative (the assembly does not
-// check).
-func dualBatch(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64) {
+// dualBlocks sets, for r in [0, len(out)), out[r] and dout[r] to the value
+// and derivative ([dualDot]) of the inner product of a[r aStride + o:] and
+// b[o:] over length - o entries (da and db alike), where o = (r/4) step:
+// the rows go in blocks of four that share the same entries of b, so that
+// the assembly loads them once for four rows. The band kernels pass
+// constant lengths (step 0) or, in the LDL^T factorization, blocks whose
+// rows start at the block's first column, with zeros stored before each
+// row of a. It panics if an extent leaves a slice or a length is negative
+// (the assembly does not check).
+func dualBlocks(a, da, b, db []float64, aStride, step, length int, out, dout []float64) {
 	rows := len(out)
+	if rows == 0 {
+		return
+	}
+	if length < 0 || step < 0 || aStride < 0 || length-(rows-1)/4*step < 0 || len(dout) < rows {
+		panic("linalg: dualBlocks: bad shape")
+	}
+	// Row r ends at r aStride + length in a, every block at length in b.
+	aEnd := (rows-1)*aStride + length
+	if aEnd > len(a) || aEnd > len(da) || length > len(b) || length > len(db) {
+		panic("linalg: dualBlocks: extent out of range")
+	}
+	dualBlocksImpl(a, da, b, db, aStride, step, length, out, dout[:rows])
+}
+
+// dualBlocksGo is [dualBlocks] in Go, without its checks.
+func dualBlocksGo(a, da, b, db []float64, aStride, step, length int, out, dout []float64) {
+	for r := range out {
+		o := r / 4 * step
+		n, ao := length-o, r*aStride+o
+		out[r], dout[r] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[o:o+n], db[o:o+n])
+	}
+}
+
+// dualRows4Impl is dualRows4Go or its assembly.
+var dualRows4Impl = dualRows4Go
+
+// dualRows4 sets, for r in [0, len(out)/4) and s in [0, 4),
+// out[4r+s] and dout[4r+s] to the value and derivative ([dualDot]) of the
+// inner product of a[r aStride:] and b[r bStep + s bStride:] over
+// length + r dlen entries (da and db alike): four inner products for each
+// row of a, which the assembly loads once for the four (the band kernels
+// run four columns of their recurrences at a time this way). It panics if
+// len(out) is not a multiple of four, an extent leaves a slice or a
+// length is negative (the assembly does not check).
+func dualRows4(a, da, b, db []float64, aStride, bStride, bStep, length, dlen int, out, dout []float64) {
+	rows := len(out) / 4
+	if len(out)%4 != 0 || len(dout) != len(out) {
+		panic("linalg: dualRows4: out and dout must have the same length, a multiple of 4")
+	}
 	if rows == 0 {
 		return
 	}
 	last := rows - 1
 	lastLen := length + last*dlen
-	if length < 0 || lastLen < 0 || len(dout) < rows || aStride < 0 || bStride < 0 {
-		panic("linalg: dualBatch: bad shape")
+	if length < 0 || lastLen < 0 || aStride < 0 || bStride < 0 || bStep < 0 {
+		panic("linalg: dualRows4: bad shape")
 	}
-	aEnd := max(length, lastLen+last*aStride)
-	bEnd := max(length, lastLen+last*bStride)
+	aEnd := max(length, last*aStride+lastLen)
+	bEnd := 3*bStride + max(length, last*bStep+lastLen)
 	if aEnd > len(a) || aEnd > len(da) || bEnd > len(b) || bEnd > len(db) {
-		panic("linalg: dualBatch: extent out of range")
+		panic("linalg: dualRows4: extent out of range")
 	}
-	dualBatchImpl(a, da, b, db, aStride, bStride, length, dlen, out, dout)
+	dualRows4Impl(a, da, b, db, aStride, bStride, bStep, length, dlen, out, dout)
 }
 
-// dualBatchGo is [dualBatch] in Go, without its checks.
-func dualBatchGo(a, da, b, db []float64, aStride, bStride, length, dlen int, out, dout []float64) {
-	for r := range out {
-		n := length + r*dlen
-		ao, bo := r*aStride, r*bStride
-		out[r], dout[r] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
+// dualRows4Go is [dualRows4] in Go, without its checks.
+func dualRows4Go(a, da, b, db []float64, aStride, bStride, bStep, length, dlen int, out, dout []float64) {
+	for r := 0; r < len(out)/4; r++ {
+		n, ao := length+r*dlen, r*aStride
+		for s := 0; s < 4; s++ {
+			bo := r*bStep + s*bStride
+			out[4*r+s], dout[4*r+s] = dualDotGo(a[ao:ao+n], da[ao:ao+n], b[bo:bo+n], db[bo:bo+n])
+		}
 	}
 }

@@ -113,7 +113,7 @@ func LBFGS(ctx context.Context, x []float64, f func(x []float64) float64, grad f
 	d := make([]float64, n)
 	xt := make([]float64, n)
 	gt := make([]float64, n)
-	pairs := NewMemory(mem, false)
+	pairs := NewMemory(mem)
 	alpha := make([]float64, mem)
 	fx := f(x)
 	if math.IsNaN(fx) || math.IsInf(fx, 0) {

@@ -1,10 +1,12 @@
 package optim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -21,7 +23,7 @@ func TestMemoryDirectionOnePairDense(t *testing.T) {
 	if floats.Dot(s, y) < 0 {
 		floats.Scale(-1, y)
 	}
-	m := NewMemory(3, false)
+	m := NewMemory(3)
 	m.Push(append([]float64(nil), s...), append([]float64(nil), y...))
 	dir := make([]float64, n)
 	m.Direction(g, dir, make([]float64, 3), func(d []float64) { floats.Scale(gamma, d) })
@@ -51,11 +53,15 @@ func TestMemoryDirectionOnePairDense(t *testing.T) {
 }
 
 // Every BFGS inverse Hessian satisfies the secant equation of its newest
-// pair, H y = s, whatever the older pairs and the initial scaling.
+// pair, H y = s, whatever the older pairs and the initial scaling: for
+// Memory, and for Memory32 with its pair rounded to float32 (the
+// recursion's float32 working vector leaves a relative error of about
+// 1e-7 times the recursion's amplification).
 func TestMemorySecant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := 9
-	m := NewMemory(4, true)
+	m, m32 := NewMemory(4), NewMemory32(4)
+	zero := make([]float64, n)
 	var s, y []float64
 	for k := 0; k < 7; k++ { // more pairs than the memory holds
 		s, y = m.Spare(n), m.Spare(n)
@@ -64,9 +70,10 @@ func TestMemorySecant(t *testing.T) {
 			y[i] = s[i]*(1+float64(i)) + 0.1*rng.NormFloat64() // s.y > 0
 		}
 		m.Push(s, y)
+		m32.Push(s, zero, y, zero)
 	}
-	if m.Len() != 4 {
-		t.Fatalf("Len() = %d, want 4", m.Len())
+	if m.Len() != 4 || m32.Len() != 4 {
+		t.Fatalf("Len() = %d and %d, want 4", m.Len(), m32.Len())
 	}
 	dir := make([]float64, n)
 	m.Direction(y, dir, make([]float64, 4), func(d []float64) { floats.Scale(0.3, d) })
@@ -75,13 +82,180 @@ func TestMemorySecant(t *testing.T) {
 			t.Fatalf("H y = %v, want s = %v", dir, s)
 		}
 	}
+	y32, s32 := make([]float64, n), make([]float64, n)
+	for i := range y {
+		y32[i], s32[i] = float64(float32(y[i])), float64(float32(s[i]))
+	}
+	m32.Direction(y32, dir, make([]float64, 4), func(d []float64) { floats.Scale(0.3, d) })
+	for i := range dir {
+		if math.Abs(dir[i]-s32[i]) > 1e-5*(1+math.Abs(s32[i])) {
+			t.Fatalf("Memory32: H y = %v, want s = %v", dir, s32)
+		}
+	}
 	// A pair with s.y <= 0 is refused; Reset empties the memory.
 	m.Push([]float64{1, 0}, []float64{-1, 0})
-	if m.Len() != 4 {
-		t.Errorf("a pair with s.y < 0 was kept: Len() = %d", m.Len())
+	m32.Push([]float64{1, 0}, []float64{0, 0}, []float64{-1, 0}, []float64{0, 0})
+	if m.Len() != 4 || m32.Len() != 4 {
+		t.Errorf("a pair with s.y < 0 was kept: Len() = %d and %d", m.Len(), m32.Len())
 	}
 	m.Reset()
-	if m.Len() != 0 {
-		t.Errorf("Len() after Reset = %d", m.Len())
+	m32.Reset()
+	if m.Len() != 0 || m32.Len() != 0 {
+		t.Errorf("Len() after Reset = %d and %d", m.Len(), m32.Len())
+	}
+}
+
+// Memory32 against Memory holding the same pairs rounded to float32, with
+// a diagonal initial matrix, at a length where the kernels run by chunks:
+// the directions agree to the float32 working vector's rounding, and
+// Gamma is s.y / y.y of the newest rounded pair.
+func TestMemory32AgainstMemory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	n, k := 1<<17+1000, 5
+	m, m32 := NewMemory(k), NewMemory32(k)
+	x0, g0 := make([]float64, n), make([]float64, n)
+	h := make([]float64, n)
+	for i := range h {
+		h[i] = 0.5 + rng.Float64()
+	}
+	var sr, yr []float64
+	for range k + 2 {
+		x1, g1 := make([]float64, n), make([]float64, n)
+		sr, yr = m.Spare(n), m.Spare(n)
+		for i := range x1 {
+			x1[i] = x0[i] + rng.NormFloat64()
+			g1[i] = g0[i] + (x1[i]-x0[i])*(1+float64(i%7)) + 0.1*rng.NormFloat64()
+			sr[i], yr[i] = float64(float32(x1[i]-x0[i])), float64(float32(g1[i]-g0[i]))
+		}
+		m.Push(sr, yr)
+		m32.Push(x1, x0, g1, g0)
+		x0, g0 = x1, g1
+	}
+	assert.InDelta(t, floats.Dot(sr, yr)/floats.Dot(yr, yr), m32.Gamma(), 1e-12)
+	grad := make([]float64, n)
+	for i := range grad {
+		grad[i] = rng.NormFloat64()
+	}
+	scale := func(d []float64) { floats.Mul(d, h) }
+	want, got := make([]float64, n), make([]float64, n)
+	m.Direction(grad, want, make([]float64, k), scale)
+	m32.Direction(grad, got, make([]float64, k), scale)
+	floats.Sub(got, want)
+	assert.Less(t, floats.Norm(got, 2), 1e-6*floats.Norm(want, 2))
+}
+
+// denseBFGS returns H g for the BFGS inverse Hessian of the pairs (s_j,
+// y_j), oldest first, from the diagonal H_0 = diag(h0): H_{j+1} = V_j^T
+// H_j V_j + rho_j s_j s_j^T, V_j = I - rho_j y_j s_j^T, formed densely.
+func denseBFGS(s, y [][]float64, h0, g []float64) []float64 {
+	n := len(g)
+	h := mat.NewDense(n, n, nil)
+	for i, v := range h0 {
+		h.Set(i, i, v)
+	}
+	for j := range s {
+		sv, yv := mat.NewVecDense(n, s[j]), mat.NewVecDense(n, y[j])
+		rho := 1 / mat.Dot(sv, yv)
+		v := mat.NewDense(n, n, nil)
+		v.Outer(-rho, yv, sv)
+		for i := 0; i < n; i++ {
+			v.Set(i, i, v.At(i, i)+1)
+		}
+		var vh, next, ss mat.Dense
+		vh.Mul(v.T(), h)
+		next.Mul(&vh, v)
+		ss.Outer(rho, sv, sv)
+		next.Add(&next, &ss)
+		h = &next
+	}
+	var out mat.VecDense
+	out.MulVec(h, mat.NewVecDense(n, g))
+	return out.RawVector().Data
+}
+
+// Memory32.Direction against the dense BFGS product of its pairs rounded
+// to float32, for lengths around the assembly's 8-entry blocks, with 1
+// pair, 2, a full memory (3), and more pushes than it holds (the oldest
+// dropped), pairs refused (s.y <= 0, NaN, an entry beyond float32) in between, and after Reset
+// (whose slices the next pairs reuse). The working vector is float32, so
+// the agreement is to about 1e-7 times the recursion's amplification.
+func TestMemory32DirectionDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{1, 7, 8, 9, 17} {
+		h0 := make([]float64, n)
+		for i := range h0 {
+			h0[i] = 0.5 + rng.Float64()
+		}
+		scale := func(d []float64) { floats.Mul(d, h0) }
+		m := NewMemory32(3)
+		var ss, ys [][]float64 // the pairs held, rounded to float32
+		zero := make([]float64, n)
+		push := func(s, y []float64) {
+			m.Push(s, zero, y, zero)
+			sr, yr := make([]float64, n), make([]float64, n)
+			for i := range s {
+				sr[i], yr[i] = float64(float32(s[i])), float64(float32(y[i]))
+			}
+			ss, ys = append(ss, sr), append(ys, yr)
+			if len(ss) > 3 {
+				ss, ys = ss[1:], ys[1:]
+			}
+		}
+		check := func(what string) {
+			t.Helper()
+			if m.Len() != len(ss) {
+				t.Fatalf("n = %d, %s: Len() = %d, want %d", n, what, m.Len(), len(ss))
+			}
+			g := make([]float64, n)
+			for i := range g {
+				g[i] = rng.NormFloat64()
+			}
+			dir := make([]float64, n)
+			m.Direction(g, dir, make([]float64, 3), scale)
+			want := denseBFGS(ss, ys, h0, g)
+			if d := floats.Distance(dir, want, 2); !(d <= 1e-5*floats.Norm(want, 2)) {
+				t.Fatalf("n = %d, %s: H g = %v, want %v", n, what, dir, want)
+			}
+		}
+		check("no pairs")
+		for k := 1; k <= 5; k++ {
+			s, y := make([]float64, n), make([]float64, n)
+			for i := range s {
+				s[i] = rng.NormFloat64()
+				y[i] = s[i]*(1+float64(i%5)) + 0.2*rng.NormFloat64()
+			}
+			if floats.Dot(s, y) <= 0 {
+				floats.Scale(-1, y)
+			}
+			push(s, y)
+			check(fmt.Sprintf("%d pushes", k))
+			// Refused: s.y < 0, s.y = 0, NaN.
+			neg := append([]float64(nil), y...)
+			floats.Scale(-1, neg)
+			nan := append([]float64(nil), y...)
+			nan[0] = math.NaN()
+			// Beyond float32 (s.y = +Inf once rounded).
+			big := append([]float64(nil), y...)
+			big[0] = math.Copysign(1e39, s[0])
+			for _, bad := range [][]float64{neg, zero, nan, big} {
+				m.Push(s, zero, bad, zero)
+			}
+			check(fmt.Sprintf("%d pushes and refusals", k))
+		}
+		m.Reset()
+		ss, ys = nil, nil
+		check("Reset")
+		for range 2 {
+			s, y := make([]float64, n), make([]float64, n)
+			for i := range s {
+				s[i] = rng.NormFloat64()
+				y[i] = 2*s[i] + 0.1*rng.NormFloat64()
+			}
+			push(s, y)
+		}
+		check("Reset and two pushes")
+		if got, want := m.Gamma(), floats.Dot(ss[1], ys[1])/floats.Dot(ys[1], ys[1]); math.Abs(got-want) > 1e-12*want {
+			t.Errorf("n = %d: Gamma() = %v, want %v", n, got, want)
+		}
 	}
 }
