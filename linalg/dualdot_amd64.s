@@ -147,6 +147,39 @@ DATA dualLaneIndex<>+16(SB)/8, $2
 DATA dualLaneIndex<>+24(SB)/8, $3
 GLOBL dualLaneIndex<>(SB), RODATA|NOPTR, $32
 
+// The macros below are shared by dualBlocksAVX2 and dualRows4AVX2, whose
+// twelve accumulators are Y0-Y3 (values), Y4-Y7 and Y8-Y11 (the two halves
+// of the derivatives) of four sums.
+
+// ZERO_SUMS clears the twelve accumulators.
+#define ZERO_SUMS \
+	VXORPD Y0, Y0, Y0; VXORPD Y1, Y1, Y1; VXORPD Y2, Y2, Y2; VXORPD Y3, Y3, Y3; \
+	VXORPD Y4, Y4, Y4; VXORPD Y5, Y5, Y5; VXORPD Y6, Y6, Y6; VXORPD Y7, Y7, Y7; \
+	VXORPD Y8, Y8, Y8; VXORPD Y9, Y9, Y9; VXORPD Y10, Y10, Y10; VXORPD Y11, Y11, Y11
+
+// CHUNKS sets CX to the number of whole chunks of four entries of DX, AX
+// to the bytes a pointer advances over them, and the flags to CX's.
+#define CHUNKS \
+	MOVQ DX, CX; SHRQ $2, CX; MOVQ CX, AX; SHLQ $5, AX; TESTQ CX, CX
+
+// TAIL_MASK sets Y15 to the mask of the first CX lanes (CX in 1..3),
+// using Y14.
+#define TAIL_MASK \
+	VMOVQ CX, X15; VPBROADCASTQ X15, Y15; VMOVDQU dualLaneIndex<>(SB), Y14; VPCMPGTQ Y14, Y15, Y15
+
+// REDUCE_STORE adds the derivative halves (Y4+i += Y8+i), reduces each
+// of the four value sums and the four derivative sums across its lanes
+// into one vector (hadd pairs lanes 01 and 23 of two sums; the 128-bit
+// halves are crossed and added), stores them at R12 and R13 and advances
+// both by four entries.
+#define REDUCE_STORE \
+	VADDPD Y8, Y4, Y4; VADDPD Y9, Y5, Y5; VADDPD Y10, Y6, Y6; VADDPD Y11, Y7, Y7; \
+	VHADDPD Y1, Y0, Y0; VHADDPD Y3, Y2, Y2; VPERM2F128 $0x21, Y2, Y0, Y1; VBLENDPD $0xC, Y2, Y0, Y3; \
+	VADDPD Y3, Y1, Y0; VMOVUPD Y0, (R12); \
+	VHADDPD Y5, Y4, Y4; VHADDPD Y7, Y6, Y6; VPERM2F128 $0x21, Y6, Y4, Y5; VBLENDPD $0xC, Y6, Y4, Y7; \
+	VADDPD Y7, Y5, Y4; VMOVUPD Y4, (R13); \
+	ADDQ $32, R12; ADDQ $32, R13
+
 // func dualBlocksAVX2(a, da, b, db []float64, aStride, step, length int, out, dout []float64)
 //
 // [dualBlocksGo] for the rows of len(out)/4 whole blocks of four rows
@@ -191,23 +224,8 @@ TEXT ·dualBlocksAVX2(SB), NOSPLIT, $0-168
 	JZ   kdone
 
 kblock:
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
-	VXORPD Y4, Y4, Y4
-	VXORPD Y5, Y5, Y5
-	VXORPD Y6, Y6, Y6
-	VXORPD Y7, Y7, Y7
-	VXORPD Y8, Y8, Y8
-	VXORPD Y9, Y9, Y9
-	VXORPD Y10, Y10, Y10
-	VXORPD Y11, Y11, Y11
-	MOVQ   DX, CX
-	SHRQ   $2, CX
-	MOVQ   CX, AX
-	SHLQ   $5, AX
-	TESTQ  CX, CX
+	ZERO_SUMS
+	CHUNKS
 	JZ     ktail
 
 kloop:
@@ -240,10 +258,7 @@ ktail:
 	MOVQ         DX, CX
 	ANDQ         $3, CX
 	JZ           kreduce
-	VMOVQ        CX, X15
-	VPBROADCASTQ X15, Y15
-	VMOVDQU      dualLaneIndex<>(SB), Y14
-	VPCMPGTQ     Y14, Y15, Y15
+	TAIL_MASK
 	VMASKMOVPD   (R8), Y15, Y12
 	VMASKMOVPD   (R9), Y15, Y13
 	VMASKMOVPD   (SI), Y15, Y14
@@ -268,27 +283,7 @@ ktail:
 	VFMADD231PD  Y14, Y12, Y7
 
 kreduce:
-	// Derivatives: Y4+q += Y8+q. Then the four rows' sums, each across
-	// its lanes, into one vector: hadd pairs lanes (01, 23) of two rows,
-	// and the 128-bit halves are crossed and added.
-	VADDPD     Y8, Y4, Y4
-	VADDPD     Y9, Y5, Y5
-	VADDPD     Y10, Y6, Y6
-	VADDPD     Y11, Y7, Y7
-	VHADDPD    Y1, Y0, Y0
-	VHADDPD    Y3, Y2, Y2
-	VPERM2F128 $0x21, Y2, Y0, Y1
-	VBLENDPD   $0xC, Y2, Y0, Y3
-	VADDPD     Y3, Y1, Y0
-	VMOVUPD    Y0, (R12)
-	VHADDPD    Y5, Y4, Y4
-	VHADDPD    Y7, Y6, Y6
-	VPERM2F128 $0x21, Y6, Y4, Y5
-	VBLENDPD   $0xC, Y6, Y4, Y7
-	VADDPD     Y7, Y5, Y4
-	VMOVUPD    Y4, (R13)
-	ADDQ       $32, R12
-	ADDQ       $32, R13
+	REDUCE_STORE
 
 	// Next block: back over the chunk loop's advance, then rows + 4 and
 	// o + step.
@@ -352,23 +347,8 @@ TEXT ·dualRows4AVX2(SB), NOSPLIT, $0-184
 	JZ   rdone
 
 rrow:
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
-	VXORPD Y4, Y4, Y4
-	VXORPD Y5, Y5, Y5
-	VXORPD Y6, Y6, Y6
-	VXORPD Y7, Y7, Y7
-	VXORPD Y8, Y8, Y8
-	VXORPD Y9, Y9, Y9
-	VXORPD Y10, Y10, Y10
-	VXORPD Y11, Y11, Y11
-	MOVQ   DX, CX
-	SHRQ   $2, CX
-	MOVQ   CX, AX
-	SHLQ   $5, AX
-	TESTQ  CX, CX
+	ZERO_SUMS
+	CHUNKS
 	JZ     rtail
 
 rloop:
@@ -401,10 +381,7 @@ rtail:
 	MOVQ         DX, CX
 	ANDQ         $3, CX
 	JZ           rreduce
-	VMOVQ        CX, X15
-	VPBROADCASTQ X15, Y15
-	VMOVDQU      dualLaneIndex<>(SB), Y14
-	VPCMPGTQ     Y14, Y15, Y15
+	TAIL_MASK
 	VMASKMOVPD   (SI), Y15, Y12
 	VMASKMOVPD   (DI), Y15, Y13
 	VMASKMOVPD   (R8), Y15, Y14
@@ -429,27 +406,7 @@ rtail:
 	VFMADD231PD  Y14, Y12, Y11
 
 rreduce:
-	// Derivatives: Y4+s += Y8+s. Then the four sums of the row, each
-	// across its lanes, into one vector: hadd pairs lanes (01, 23) of two
-	// sums, and the 128-bit halves are crossed and added.
-	VADDPD     Y8, Y4, Y4
-	VADDPD     Y9, Y5, Y5
-	VADDPD     Y10, Y6, Y6
-	VADDPD     Y11, Y7, Y7
-	VHADDPD    Y1, Y0, Y0
-	VHADDPD    Y3, Y2, Y2
-	VPERM2F128 $0x21, Y2, Y0, Y1
-	VBLENDPD   $0xC, Y2, Y0, Y3
-	VADDPD     Y3, Y1, Y0
-	VMOVUPD    Y0, (R12)
-	VHADDPD    Y5, Y4, Y4
-	VHADDPD    Y7, Y6, Y6
-	VPERM2F128 $0x21, Y6, Y4, Y5
-	VBLENDPD   $0xC, Y6, Y4, Y7
-	VADDPD     Y7, Y5, Y4
-	VMOVUPD    Y4, (R13)
-	ADDQ       $32, R12
-	ADDQ       $32, R13
+	REDUCE_STORE
 
 	// Next row: back over the chunk loop's advance, then A + aStride,
 	// B_s + bStep and n + dlen.
