@@ -95,22 +95,12 @@ func TestStaleSecureServerNeverReplacesASnapshot(t *testing.T) {
 			name = "lock check passed"
 		}
 		t.Run(name, func(t *testing.T) {
-			r := newRun(t, 3, 2, 1, 4)
-			secureRun(t, r)
-			dir := t.TempDir()
-			opt := secureOptions(r, dir, 2)
-			stale, err := NewServer(opt)
-			require.NoError(t, err)
+			opt, stale, second, lock, saved := secureOvertaken(t)
 			defer stale.Close()
-			lock, saved := filepath.Join(dir, lockFile), filepath.Join(dir, "lock.saved")
-			require.NoError(t, os.Link(lock, saved))
-			require.NoError(t, os.Remove(lock))
-			second, err := NewServer(opt)
-			require.NoError(t, err)
 			require.Equal(t, uint32(0), second.sec.ctx.Attempt)
 			second.stMu.Lock()
 			second.mu.Lock()
-			err = second.failAttempt(second.sec, secagg.ErrTooFew)
+			err := second.failAttempt(second.sec, secagg.ErrTooFew)
 			second.mu.Unlock()
 			second.stMu.Unlock()
 			require.ErrorIs(t, err, ErrTooFewLearners)
@@ -147,28 +137,38 @@ func TestStaleSecureServerNeverReplacesASnapshot(t *testing.T) {
 // the first was starting) never both write its file: the second claim,
 // here the stale server's, finds the file, fails, and changes nothing.
 func TestSecureGenerationClaimedOnce(t *testing.T) {
-	r := newRun(t, 3, 2, 1, 4)
-	secureRun(t, r)
-	dir := t.TempDir()
-	opt := secureOptions(r, dir, 2)
-	stale, err := NewServer(opt)
-	require.NoError(t, err)
+	opt, stale, second, lock, saved := secureOvertaken(t)
 	defer stale.Close()
-	lock, saved := filepath.Join(dir, lockFile), filepath.Join(dir, "lock.saved")
-	require.NoError(t, os.Link(lock, saved))
-	require.NoError(t, os.Remove(lock))
-	second, err := NewServer(opt)
-	require.NoError(t, err)
 	defer second.Close()
+	dir := opt.Dir
 	require.Equal(t, uint64(2), second.secGen)
 	require.NoError(t, os.Rename(saved, lock))
 	stale.secGen, stale.secClaimed = second.secGen, false
 	before := snapshot(t, dir)
 	stale.stMu.Lock()
 	stale.mu.Lock()
-	err = stale.writeSecSnapshot(stale.sec)
+	err := stale.writeSecSnapshot(stale.sec)
 	stale.mu.Unlock()
 	stale.stMu.Unlock()
 	require.ErrorContains(t, err, secName(2)+" already exists")
 	require.Equal(t, before, snapshot(t, dir), "the state directory changed")
+}
+
+// secureOvertaken starts a secure server on a fresh state directory (the
+// stale one), saves its lock file under the name saved (a hard link) and
+// removes it, and starts a second server that takes the directory over.
+func secureOvertaken(t *testing.T) (opt ServerOptions, stale, second *Server, lock, saved string) {
+	t.Helper()
+	r := newRun(t, 3, 2, 1, 4)
+	secureRun(t, r)
+	dir := t.TempDir()
+	opt = secureOptions(r, dir, 2)
+	stale, err := NewServer(opt)
+	require.NoError(t, err)
+	lock, saved = filepath.Join(dir, lockFile), filepath.Join(dir, "lock.saved")
+	require.NoError(t, os.Link(lock, saved))
+	require.NoError(t, os.Remove(lock))
+	second, err = NewServer(opt)
+	require.NoError(t, err)
+	return opt, stale, second, lock, saved
 }
