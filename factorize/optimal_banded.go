@@ -310,14 +310,17 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	kq := bp.q.K
 	wq := kq + 1
 	// Q = L^T X L by rows, Q[i][i-d] = qrow[d] for d <= kq:
-	//   Q[i][i-d] = sum_{s,t <= p} L[i+s][i] X[i+s][i-d+t] L[i-d+t][i-d],
+	//
+	//	Q[i][i-d] = sum_{s,t <= p} L[i+s][i] X[i+s][i-d+t] L[i-d+t][i-d],
+	//
 	// where X[i+s][i-d+t] is in row i+s of X's lower band at offset
-	// o = d+s-t when 0 <= o < b, and is X[i+s+e][i+s] at offset e =
-	// t-s-d (above the diagonal, zero unless e < b) when o < 0. ld[t*(n+2*pad) + pad + c] =
-	// L[c][c-t], zero outside the matrix, and ldr is ld reversed within
-	// each diagonal (ldr[t*(n+2*pad) + pad + n-1-c] = L[c][c-t]). Each pass runs over contiguous
-	// rows of X and L (no gather of X's columns), and every row is computed
-	// on its own, by the same operations whatever the split into chunks.
+	// o = d+s-t when 0 <= o < b, and is X[i+s+e][i+s] at offset
+	// e = t-s-d (above the diagonal, zero unless e < b) when o < 0.
+	// ld[t*(n+2*pad) + pad + c] = L[c][c-t], zero outside the matrix, and
+	// ldr is ld reversed within each diagonal (ldr[t*(n+2*pad) + pad +
+	// n-1-c] = L[c][c-t]). Each pass runs over contiguous rows of X and L
+	// (no gather of X's columns), and every row is computed on its own, by
+	// the same operations whatever the split into chunks.
 	ld, ldr, pad := bp.ld, bp.ldr, bp.pad
 	nl := n + 2*pad
 	forBandRows(n, float64((p+1)*(p+1)*wq), func(lo, hi int) {
