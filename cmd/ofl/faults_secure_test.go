@@ -178,16 +178,7 @@ func TestStressSecureFrozenServerOvertaken(t *testing.T) {
 			if time.Now().After(end) {
 				t.Fatalf("trial %d: the learners did not finish: %s", trial, logOf(b))
 			}
-			for i, l := range learners {
-				select {
-				case err := <-l.done:
-					if err != nil {
-						t.Fatalf("trial %d: learner %d: %v\n%s", trial, i, err, logOf(l))
-					}
-					finished++
-				default:
-				}
-			}
+			finished += learnersEnded(t, "trial "+strconv.Itoa(trial), learners)
 			if over {
 				continue
 			}

@@ -479,6 +479,25 @@ func finishRun(t *testing.T, what string, srv *proc, c *crew) {
 	}
 }
 
+// learnersEnded returns how many of the learners exited since the last call (each
+// exit is received once), failing the test with the learner's log if one
+// exited with an error.
+func learnersEnded(t *testing.T, what string, learners []*proc) int {
+	t.Helper()
+	n := 0
+	for i, l := range learners {
+		select {
+		case err := <-l.done:
+			if err != nil {
+				t.Fatalf("%s: learner %d: %v\n%s", what, i, err, logOf(l))
+			}
+			n++
+		default:
+		}
+	}
+	return n
+}
+
 // waitLog waits up to d for p's log to contain s.
 func waitLog(p *proc, s string, d time.Duration) bool {
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
@@ -1200,16 +1219,7 @@ func TestStressSecureSIGKILL(t *testing.T) {
 			if time.Now().After(end) {
 				t.Fatalf("%s: the learners did not finish", victim)
 			}
-			for i, l := range learners {
-				select {
-				case err := <-l.done:
-					if err != nil {
-						t.Fatalf("%s: learner %d: %v\n%s", victim, i, err, logOf(l))
-					}
-					finished++
-				default:
-				}
-			}
+			finished += learnersEnded(t, victim, learners)
 			alive()
 		}
 		if alive() {
