@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -132,5 +133,90 @@ func TestSecureCrashAtRelease(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A secure state directory that released a round but holds no snapshot,
+// or only a snapshot of a round older than the one before the newest
+// released (one kept from earlier in the run and put back), is refused
+// at start: the open round's attempts are unknown, and opening its
+// attempt 0 again would rest the rule "one unmasking per round" on every
+// learner's record alone. The intact directory resumes at the next
+// round's attempt 0.
+func TestSecureSnapshotLostRefused(t *testing.T) {
+	r := newRun(t, 3, 3, 1, 4)
+	secureRun(t, r)
+	dir := t.TempDir()
+	opt := secureOptions(r, dir, 2)
+	srv, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := srv.st.path(secName(1))
+	var old []byte // round 0's snapshot
+	srv.hooks.release = func(round int, step string) error {
+		switch {
+		case step != "released":
+		case round == 0:
+			var err error
+			old, err = os.ReadFile(path)
+			return err
+		case round == 1:
+			return errCrash
+		}
+		return nil
+	}
+	s := serveServer(t, srv)
+	done := make(chan []learnerResult, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { done <- runSecLearners(t, ctx, r, s.addr, nil) }()
+	if err := <-s.errc; !errors.Is(err, errCrash) {
+		t.Fatalf("server: %v, want the simulated crash", err)
+	}
+	s.stop()
+	cancel()
+	<-done
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := decodeSec(good); err != nil || snap.round != 1 {
+		t.Fatalf("the snapshot after round 2's release: %+v, %v; want one of round 1", snap, err)
+	}
+	if snap, err := decodeSec(old); err != nil || snap.round != 0 {
+		t.Fatalf("the snapshot kept at round 1's release: %+v, %v; want one of round 0", snap, err)
+	}
+	for _, c := range []struct {
+		name, want string
+		data       []byte
+	}{
+		{"lost", "holds no secure-aggregation snapshot (secagg-GGGGGGGG.state), but round 2 was released", nil},
+		{"an older round's", "is of round 0, but round 2 was released", old},
+	} {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if c.data != nil {
+			if err := os.WriteFile(path, c.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := NewServer(opt)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("snapshot %s: %v, want one line with %q", c.name, err, c.want)
+		}
+		t.Logf("snapshot %s: %v", c.name, err)
+		if err := os.WriteFile(path, good, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err = NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if srv.round != 2 || srv.sec.ctx.Round != 2 || srv.sec.ctx.Attempt != 0 || srv.sec.phase != secagg.PhaseAdvertise {
+		t.Fatalf("the intact directory resumed at round %d, attempt %d of round %d, phase %v; want attempt 0 of round 2, phase 0", srv.round, srv.sec.ctx.Attempt, srv.sec.ctx.Round, srv.sec.phase)
 	}
 }
