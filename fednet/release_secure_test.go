@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/secagg"
@@ -218,5 +220,115 @@ func TestSecureSnapshotLostRefused(t *testing.T) {
 	defer srv.Close()
 	if srv.round != 2 || srv.sec.ctx.Round != 2 || srv.sec.ctx.Attempt != 0 || srv.sec.phase != secagg.PhaseAdvertise {
 		t.Fatalf("the intact directory resumed at round %d, attempt %d of round %d, phase %v; want attempt 0 of round 2, phase 0", srv.round, srv.sec.ctx.Attempt, srv.sec.ctx.Round, srv.sec.phase)
+	}
+}
+
+// A learner restarted between ShareKeys and Unmask with its state
+// directory lost (a fresh one) cannot rejoin the attempt in progress: it
+// has neither its keys nor a record, so it sends nothing more in that
+// attempt (it sits out), the others complete the round without it, and
+// it takes part again from the next round. Restarted before its masked
+// input, it is absent from the round's sum and the others reveal shares
+// of its masking key only; restarted after it (before phase 4), its
+// input is in the sum and they reveal shares of its self-mask only: the
+// server never holds both for it. The models are the simulation's with
+// that learner absent, or present, in round 0.
+func TestSecureLearnerRestartLosesState(t *testing.T) {
+	for _, p := range []secagg.Phase{secagg.PhaseMasked, secagg.PhaseUnmask} {
+		t.Run(p.String(), func(t *testing.T) {
+			const restarted = 0
+			r := newRun(t, 3, 2, 1, 4)
+			secureRun(t, r)
+			want := r.simulate(t, func(i, round int) bool {
+				return i == restarted && round == 0 && p == secagg.PhaseMasked
+			})
+			dir := t.TempDir()
+			opt := secureOptions(r, dir, 2)
+			opt.QuorumGrace = 2 * time.Second // the restarted learner's phases close after the others
+			srv, err := NewServer(opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var events []secEvent
+			srv.hooks.record = func(e secEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, e)
+			}
+			s := serveServer(t, srv)
+			first := secLearner(r, s.addr, restarted, t.TempDir())
+			first.stopBefore = func(round int, q secagg.Phase) bool { return round == 0 && q == p }
+			lost := make(chan error, 1)
+			go func() {
+				if _, err := RunLearner(context.Background(), first); !errors.Is(err, errStopped) {
+					lost <- fmt.Errorf("the first process: %v, want it stopped before phase %v", err, p)
+					return
+				}
+				// Restarted at once, on a fresh directory.
+				_, err := RunLearner(context.Background(), secLearner(r, s.addr, restarted, t.TempDir()))
+				lost <- err
+			}()
+			others := make(chan error, r.n-1)
+			for i := range r.n {
+				if i != restarted {
+					go func() {
+						_, err := RunLearner(context.Background(), secLearner(r, s.addr, i, t.TempDir()))
+						others <- err
+					}()
+				}
+			}
+			if err := <-lost; err != nil {
+				t.Fatalf("learner %d: %v", restarted, err)
+			}
+			for range r.n - 1 {
+				if err := <-others; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-s.errc; err != nil {
+				t.Fatal(err)
+			}
+			requireSameModels(t, readRounds(t, dir, r.R), want)
+			mu.Lock()
+			defer mu.Unlock()
+			var sent []secagg.Phase
+			self, secret := 0, 0
+			for _, e := range events {
+				if e.Round != 0 {
+					continue
+				}
+				if e.From == restarted {
+					sent = append(sent, e.Phase)
+				}
+				if e.Phase != secagg.PhaseUnmask {
+					continue
+				}
+				var m secagg.Unmask
+				if err := m.UnmarshalBinary(e.Bytes); err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range m.Self {
+					if k.Of == restarted {
+						self++
+					}
+				}
+				for _, k := range m.Secret {
+					if k.Of == restarted {
+						secret++
+					}
+				}
+			}
+			wantSent := []secagg.Phase{secagg.PhaseAdvertise, secagg.PhaseShares}
+			if p == secagg.PhaseUnmask {
+				wantSent = append(wantSent, secagg.PhaseMasked, secagg.PhaseConsistency)
+			}
+			if !slicesEqual(sent, wantSent) {
+				t.Errorf("learner %d sent phases %v of round 0, want %v (none after its restart)", restarted, sent, wantSent)
+			}
+			if p == secagg.PhaseMasked && (self != 0 || secret < 2) || p == secagg.PhaseUnmask && (secret != 0 || self < 2) {
+				t.Errorf("the server received %d shares of learner %d's self-mask and %d of its masking key, want only one kind, at least T = 2", self, restarted, secret)
+			}
+		})
 	}
 }
