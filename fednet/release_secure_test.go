@@ -141,7 +141,8 @@ func TestSecureCrashAtRelease(t *testing.T) {
 // A secure state directory that released a round but holds no snapshot,
 // or only a snapshot of a round older than the one before the newest
 // released (one kept from earlier in the run and put back), is refused
-// at start: the open round's attempts are unknown, and opening its
+// at start, and a corrupt snapshot's refusal then does not advise
+// removing it: the open round's attempts are unknown, and opening its
 // attempt 0 again would rest the rule "one unmasking per round" on every
 // learner's record alone. The intact directory resumes at the next
 // round's attempt 0.
@@ -195,6 +196,8 @@ func TestSecureSnapshotLostRefused(t *testing.T) {
 	}{
 		{"lost", "holds no secure-aggregation snapshot (secagg-GGGGGGGG.state), but round 2 was released", nil},
 		{"an older round's", "is of round 0, but round 2 was released", old},
+		// Removing it is no way out once a round was released.
+		{"truncated", "checksum mismatch; refusing to resume (the attempt's state is lost: start a new run in a fresh state directory)", good[:len(good)-1]},
 	} {
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
