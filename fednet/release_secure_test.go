@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,5 +334,85 @@ func TestSecureLearnerRestartLosesState(t *testing.T) {
 				t.Errorf("the server received %d shares of learner %d's self-mask and %d of its masking key, want only one kind, at least T = 2", self, restarted, secret)
 			}
 		})
+	}
+}
+
+// A snapshot of an earlier point of the open round put back in place of
+// the newest (here the one of phase 1's close, after phase 3 closed with
+// U3 = {0, 1, 2}) cannot be told from the newest, and the server resumes
+// it; the learners keep the round from being unmasked for another
+// survivor set: learner 2 sends the restarted server no masked input, so
+// phase 2 closes with U3 = {0, 1}, and learners 0 and 1, whose clients
+// signed {0, 1, 2}, refuse to sign it and stop. Neither server unmasks
+// anything.
+func TestSecureEarlierSnapshotOfTheRound(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	dir := t.TempDir()
+	opt := secureOptions(r, dir, 2)
+	opt.QuorumGrace, opt.RoundTimeout = time.Second, 3*time.Second
+	srv1, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := srv1.st.path(secName(1))
+	var earlier []byte
+	srv1.hooks.afterClose = func(_ int, _ uint32, p secagg.Phase) error {
+		switch p {
+		case secagg.PhaseShares:
+			var err error
+			earlier, err = os.ReadFile(path)
+			return err
+		case secagg.PhaseConsistency:
+			return errCrash
+		}
+		return nil
+	}
+	var sums atomic.Int32
+	srv1.hooks.sum = func(int, []uint64) { sums.Add(1) }
+	s1 := serveServer(t, srv1)
+	var restarted atomic.Bool
+	done := make(chan []learnerResult, 1)
+	go func() {
+		done <- runSecLearners(t, context.Background(), r, s1.addr, func(i int, o *LearnerOptions) {
+			o.GiveUp = 10 * time.Second
+			if i == 2 {
+				o.stopBefore = func(_ int, p secagg.Phase) bool { return restarted.Load() && p == secagg.PhaseMasked }
+			}
+		})
+	}()
+	if err := <-s1.errc; !errors.Is(err, errCrash) {
+		t.Fatalf("first server: %v, want the simulated crash", err)
+	}
+	s1.stop()
+	if err := os.WriteFile(path, earlier, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log testutil.SyncBuffer
+	opt.Log = slog.New(slog.NewTextHandler(&log, nil))
+	srv2, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2.hooks.sum = func(int, []uint64) { sums.Add(1) }
+	restarted.Store(true)
+	s2 := serveServerAt(t, srv2, nil, s1.addr)
+	res := <-done
+	for i, l := range res {
+		switch {
+		case i == 2 && !errors.Is(l.err, errStopped):
+			t.Errorf("learner 2: %v, want it stopped before its masked input", l.err)
+		case i < 2 && (l.err == nil || !strings.Contains(l.err.Error(), "Sign asked again with different survivors")):
+			t.Errorf("learner %d: %v, want it to refuse signing another survivor set", i, l.err)
+		}
+	}
+	if err := <-s2.errc; !errors.Is(err, ErrTooFewLearners) {
+		t.Errorf("restarted server: %v, want ErrTooFewLearners", err)
+	}
+	if !strings.Contains(log.String(), `msg="resumed the secure round" round=0 attempt=0 phase=masked-input`) {
+		t.Errorf("the restarted server did not resume phase 2:\n%s", log.String())
+	}
+	if n := sums.Load(); n != 0 {
+		t.Fatalf("the servers unmasked %d sums of round 0, want none", n)
 	}
 }
