@@ -63,3 +63,67 @@ func TestUnmaskRevealsOnlyTheAgreedSecrets(t *testing.T) {
 		t.Fatalf("after the refusals: survivors %v and a sum other than the plain sum over U3", u3)
 	}
 }
+
+// The aggregator takes from a learner of U1 only one box of the right
+// size from it for each learner of U1, sorted by recipient: a Shares
+// message with a box for a learner outside U1 (in place of one or
+// besides), out of range, a recipient twice, a box from another learner,
+// a short box or a box missing is refused, and the learner's honest
+// message is taken afterwards; the run then sums its inputs exactly.
+func TestSharesRefused(t *testing.T) {
+	ctx := testContext(5, 3, 16)
+	s := newSession(t, ctx, 11)
+	// Learner 4 does not advertise: U1 = {0..3}.
+	for _, c := range s.clients[:4] {
+		m, err := c.Advertise()
+		must(t, err)
+		must(t, s.agg.Advertised(m))
+	}
+	var err error
+	s.roster, err = s.agg.CloseAdvertise()
+	must(t, err)
+	s.clients, s.in = s.clients[:4], s.in[:4]
+	honest, err := s.clients[0].ShareKeys(s.roster)
+	must(t, err)
+	edit := func(f func(b []EncryptedShare) []EncryptedShare) Shares {
+		b := make([]EncryptedShare, len(honest.Boxes))
+		for i, e := range honest.Boxes {
+			b[i] = EncryptedShare{From: e.From, To: e.To, Box: slices.Clone(e.Box), Commit: slices.Clone(e.Commit)}
+		}
+		return Shares{From: 0, Boxes: f(b)}
+	}
+	for _, c := range []struct {
+		name, want string
+		m          Shares
+	}{
+		{"a box for a learner outside U1 in place of one", "box 3 is for 4, want the learners of U1", edit(func(b []EncryptedShare) []EncryptedShare { b[3].To = 4; return b })},
+		{"a box for a learner outside U1 besides", "holds 5 boxes, want one for each of the 4 learners of U1", edit(func(b []EncryptedShare) []EncryptedShare {
+			return append(b, EncryptedShare{From: 0, To: 4, Box: b[3].Box, Commit: b[3].Commit})
+		})},
+		{"a box for a learner out of range", "box 3 is for 9", edit(func(b []EncryptedShare) []EncryptedShare { b[3].To = 9; return b })},
+		{"a box for a learner out of range below", "box 0 is for -1", edit(func(b []EncryptedShare) []EncryptedShare { b[0].To = -1; return b })},
+		{"a recipient twice", "box 2 is for 1", edit(func(b []EncryptedShare) []EncryptedShare { b[2].To = 1; return b })},
+		{"a box from another learner", "holds a box from learner 2", edit(func(b []EncryptedShare) []EncryptedShare { b[1].From = 2; return b })},
+		{"a short box", "box for 1 is", edit(func(b []EncryptedShare) []EncryptedShare { b[1].Box = b[1].Box[:10]; return b })},
+		{"a box missing", "holds 3 boxes", edit(func(b []EncryptedShare) []EncryptedShare { return b[:3] })},
+	} {
+		refused(t, c.name, s.agg.Shared(c.m), c.want)
+	}
+	must(t, s.agg.Shared(honest))
+	s.shares = []Shares{honest}
+	for _, c := range s.clients[1:] {
+		m, err := c.ShareKeys(s.roster)
+		must(t, err)
+		must(t, s.agg.Shared(m))
+	}
+	s.u2, err = s.agg.CloseShares()
+	must(t, err)
+	s.mask(t)
+	s.sign(t)
+	s.unmask(t)
+	sum, u3, err := s.agg.Finish()
+	must(t, err)
+	if !slices.Equal(u3, []int{0, 1, 2, 3}) || !slices.Equal(sum, plainSum(s.in, u3)) {
+		t.Fatalf("after the refusals: survivors %v and a sum other than the plain sum over U1", u3)
+	}
+}
