@@ -194,10 +194,10 @@ func (s *Server) resumeSecure() error {
 		return fmt.Errorf("fednet: %w", err)
 	}
 	if len(gs) == 0 {
-		// A server writes its snapshot before it serves anything, and
-		// replaces it, never removes it: a run that released a round has
-		// one. (Without a round released it may have been killed before
-		// its first write.)
+		// A server writes its snapshot before it serves anything and
+		// removes older generations' files only once its own is written:
+		// a run that released a round has one. (Without a round released
+		// it may have been killed before its first write.)
 		if s.round > 0 {
 			return fmt.Errorf("fednet: %s holds no secure-aggregation snapshot (%sGGGGGGGG%s), but round %d was released: it was lost or removed, and the attempts of round %d are unknown; refusing to resume (start a new run in a fresh state directory)", st.dir, secPrefix, secSuffix, s.round, s.round)
 		}
