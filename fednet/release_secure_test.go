@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -414,5 +415,63 @@ func TestSecureEarlierSnapshotOfTheRound(t *testing.T) {
 	}
 	if n := sums.Load(); n != 0 {
 		t.Fatalf("the servers unmasked %d sums of round 0, want none", n)
+	}
+}
+
+// A learner killed between the durable record of its unmask answer and
+// its send (the learner's last write point of a round) and restarted on
+// its state directory sends the recorded bytes, which the server takes
+// as the learner's first answer, and nothing else: it has no keys to
+// compute another. The round completes to the simulation's models.
+// (TestSecureLearnerRestartResendsUnmask kills a learner after the send.)
+func TestSecureLearnerKilledBeforeUnmaskSent(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	want := r.simulate(t, nil)
+	dir := t.TempDir()
+	srv, err := NewServer(secureOptions(r, dir, 2)) // the quorum grace (20 s) waits for learner 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newSecLog(srv)
+	s := serveServer(t, srv)
+	dir0 := t.TempDir()
+	first := secLearner(r, s.addr, 0, dir0)
+	first.stopRecorded = func(int) bool { return true }
+	restarted := make(chan error, 1)
+	go func() {
+		if _, err := RunLearner(context.Background(), first); !errors.Is(err, errStopped) {
+			restarted <- fmt.Errorf("the first process: %v, want it stopped after its record", err)
+			return
+		}
+		_, err := RunLearner(context.Background(), secLearner(r, s.addr, 0, dir0))
+		restarted <- err
+	}()
+	others := make(chan error, 2)
+	for i := 1; i < 3; i++ {
+		go func() {
+			_, err := RunLearner(context.Background(), secLearner(r, s.addr, i, t.TempDir()))
+			others <- err
+		}()
+	}
+	for _, c := range []chan error{restarted, others, others} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	requireSameModels(t, readRounds(t, dir, r.R), want)
+	data, err := os.ReadFile(filepath.Join(dir0, learnerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := decodeLearnerRecord(data)
+	if err != nil || !rec.unmasked || rec.round != 0 || rec.attempt != 0 {
+		t.Fatalf("learner 0's record: %+v, %v; want its unmask answer of round 0, attempt 0", rec, err)
+	}
+	if got := log.answers[0][0]; len(got) != 1 || !bytes.Equal(got[0], rec.msg) {
+		t.Fatalf("the server received %d unmask answers from learner 0, want one, the recorded bytes", len(got))
 	}
 }
