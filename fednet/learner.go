@@ -77,6 +77,10 @@ type LearnerOptions struct {
 	// stopBefore, test-only: the learner stops (returns errStopped)
 	// before it answers phase p of round r when it reports true.
 	stopBefore func(r int, p secagg.Phase) bool
+	// stopRecorded, test-only: the learner stops (returns errStopped)
+	// when it has recorded its unmask answer of round r and not sent it,
+	// if it reports true.
+	stopRecorded func(r int) bool
 }
 
 // errStopped is the error of a learner stopped by stopBefore.
@@ -705,6 +709,9 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			// On disk before it is sent.
 			if err := sl.state.recordUnmask(r, a, b); err != nil {
 				return err
+			}
+			if opt.stopRecorded != nil && opt.stopRecorded(r) {
+				return errStopped
 			}
 		}
 		req = &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r), Attempt: a, Phase: int32(p), HasMessage: true, Message: b}

@@ -169,9 +169,11 @@ func (s *Server) writeSecSnapshot(sr *secRound) error {
 
 // resumeSecure positions a new secure server at the open round's attempt:
 // the snapshot's, at its open phase, if it is of this round; a new
-// attempt after one that failed; attempt 0 without a snapshot of this
-// round. A snapshot of another run, of a round not yet open, or one that
-// is unreadable is refused like the other state files.
+// attempt after one that failed; attempt 0 after a snapshot of the
+// round released last, or without any before a round is released. A
+// snapshot of another run, of a round not yet open or older than the one
+// released last, one that is unreadable, and a missing one once a round
+// was released are refused like the other state files.
 func (s *Server) resumeSecure() error {
 	if s.round == s.opt.Shape.Rounds {
 		return nil
@@ -192,6 +194,13 @@ func (s *Server) resumeSecure() error {
 		return fmt.Errorf("fednet: %w", err)
 	}
 	if len(gs) == 0 {
+		// A server writes its snapshot before it serves anything and
+		// removes older generations' files only once its own is written:
+		// a run that released a round has one. (Without a round released
+		// it may have been killed before its first write.)
+		if s.round > 0 {
+			return fmt.Errorf("fednet: %s holds no secure-aggregation snapshot (%sGGGGGGGG%s), but round %d was released: it was lost or removed, and the attempts of round %d are unknown; refusing to resume (start a new run in a fresh state directory)", st.dir, secPrefix, secSuffix, s.round, s.round)
+		}
 		s.secGen = 1
 		s.sec, err = s.openSecRound(0)
 		return err
@@ -206,15 +215,24 @@ func (s *Server) resumeSecure() error {
 	snap, err := decodeSec(data)
 	switch {
 	case err != nil:
-		return fmt.Errorf("fednet: %s: %v; refusing to resume (the attempt's state is lost: remove the file only if no learner answered its unmask phase)", path, err)
+		advice := "remove the file only if no learner answered its unmask phase"
+		if s.round > 0 {
+			advice = "start a new run in a fresh state directory"
+		}
+		return fmt.Errorf("fednet: %s: %v; refusing to resume (the attempt's state is lost: %s)", path, err, advice)
 	case snap.gen != g:
 		return fmt.Errorf("fednet: %s holds generation %d's snapshot: a file was renamed or copied; refusing to resume", path, snap.gen)
 	case snap.run != s.run:
 		return fmt.Errorf("fednet: %s belongs to run %v, not %v", path, snap.run, s.run)
 	case snap.round > s.round:
 		return fmt.Errorf("fednet: %s is of round %d, but the newest released round is %d: the state directory was rewound; refusing to resume", path, snap.round, s.round)
+	case snap.round < s.round-1:
+		// A release is followed by the next round's snapshot, written
+		// before that round is served: the newest is never two behind.
+		return fmt.Errorf("fednet: %s is of round %d, but round %d was released: a snapshot of an earlier point of the run was put back, and the attempts of round %d are unknown; refusing to resume", path, snap.round, s.round, s.round)
 	case snap.round < s.round:
-		// Left by a round that was released: start the next afresh.
+		// Left by the round that was released last: start the next
+		// afresh.
 		s.sec, err = s.openSecRound(0)
 		return err
 	case snap.phase == secagg.PhaseFailed:

@@ -134,6 +134,11 @@ type serverHooks struct {
 	beforeSnapshot, afterClose func(round int, attempt uint32, p secagg.Phase) error
 	// sum sees the unmasked ring sum of every round.
 	sum func(round int, sum []uint64)
+	// release is called in a secure round's release with step
+	// "unmasked" when the sum is known and nothing is written, and
+	// "released" when x^{round+1} and its mark are written, before the
+	// next round's attempt is opened. An error is a simulated crash there.
+	release func(round int, step string) error
 }
 
 // open opens phase p of the aggregator for all learners (phase 0) or the
@@ -539,6 +544,11 @@ func (s *Server) releaseSecure(sr *secRound) error {
 	if s.hooks.sum != nil {
 		s.hooks.sum(r, slices.Clone(sum))
 	}
+	if s.hooks.release != nil {
+		if err := s.hooks.release(r, "unmasked"); err != nil {
+			return err
+		}
+	}
 	if err := s.core.ReleaseRingSum(sum, len(u3)); err != nil {
 		return err
 	}
@@ -547,6 +557,11 @@ func (s *Server) releaseSecure(sr *secRound) error {
 		return fmt.Errorf("fednet: writing x^%d: %w", r+1, err)
 	}
 	s.log.Info("released", "round", r+1, "updates", len(u3), "learners", n, "attempt", sr.ctx.Attempt)
+	if s.hooks.release != nil {
+		if err := s.hooks.release(r, "released"); err != nil {
+			return err
+		}
+	}
 	s.round, s.model = r+1, x
 	s.digests = append(s.digests, s.st.head)
 	close(sr.changed)

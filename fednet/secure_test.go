@@ -494,7 +494,7 @@ func TestSecureCrashResume(t *testing.T) {
 }
 
 // A snapshot of another run, of a round not yet open, of another
-// generation than its name's, or a corrupt one is refused at start like
+// generation than its name's, or a corrupt or truncated one is refused at start like
 // the other state files, and so is the single snapshot file of an older
 // dpmf; after a failed attempt a restart opens the next attempt.
 func TestSecureSnapshotRefused(t *testing.T) {
@@ -542,6 +542,8 @@ func TestSecureSnapshotRefused(t *testing.T) {
 		{"another run", "belongs to run", reseal(other), secName(1)},
 		{"a later round", "rewound", reseal(later), secName(1)},
 		{"corrupt", "checksum mismatch", corrupt, secName(1)},
+		{"truncated in its header", "(bad magic or too short)", good[:secHead], secName(1)},
+		{"truncated in its body", "checksum mismatch", good[:len(good)-1], secName(1)},
 		{"another generation", "holds generation 2's snapshot", reseal(renamed), secName(1)},
 		{"an older format", "not a secure-aggregation snapshot of format DPMFSA03", reseal(older), secName(1)},
 		{"an older dpmf's file", secOldFile + " is a secure-aggregation snapshot of an older dpmf (format \"DPMFSA02\"", reseal(older), secOldFile},

@@ -515,6 +515,9 @@ type state struct {
 	sums    [][sha256.Size]byte // the hashes that end rounds 0..last
 	resumed bool
 	stale   int // temporary files removed at start
+	// beforeMark, test-only, is called by release between the round
+	// file and the mark; an error is a simulated crash there.
+	beforeMark func(round int) error
 }
 
 // openState locks dir and resumes the run it holds, or starts one in it.
@@ -720,6 +723,11 @@ func (st *state) release(rel Released) error {
 	b, sum := encodeRound(st.run, st.head, rel)
 	if err := st.writeNew(roundName(rel.Round), 0o644, b); err != nil {
 		return err
+	}
+	if st.beforeMark != nil {
+		if err := st.beforeMark(rel.Round); err != nil {
+			return err
+		}
 	}
 	if err := st.writeMark(mark{run: st.run, round: rel.Round, sum: sum}); err != nil {
 		return err
