@@ -1107,6 +1107,11 @@ func bandedCholesky(x linalg.SymBand) ([]float64, bool) {
 // with the Hessian's diagonal as preconditioner, whose convergence near
 // the optimum is faster. The certificate is the same in both.
 func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Options) (*bandedSolution, error) {
+	return bp.solveFrom(ctx, x0, opt, &bandedSolution{})
+}
+
+// solveFrom is [bandedProblem.solve] counting into st.
+func (bp *bandedProblem) solveFrom(ctx context.Context, x0 linalg.SymBand, opt Options, st *bandedSolution) (*bandedSolution, error) {
 	n, b := bp.n, bp.b
 	m := n * b
 	newPoint := func() *bandedPoint {
@@ -1116,7 +1121,6 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	// momentum path of Optimal does); from the second phase on, at least
 	// the measured scatter of f (see [bandedProblem.scatter]).
 	rnd := bp.aPriori()
-	st := &bandedSolution{}
 	x := x0
 	if b > 1 {
 		if c, ok := bandedCholesky(x0); ok {
@@ -1214,7 +1218,7 @@ func (bp *bandedProblem) run(ctx context.Context, opt Options) (*bandedSolution,
 					x := linalg.NewSymBand(n, b-1)
 					if positiveDiagonal(cf, n, b) && bandedXFromC(n, b, cf, x, make([]float64, n)) {
 						st := &bandedSolution{iter: coarse.iter, evals: coarse.evals, levels: coarse.levels + 1}
-						return bp.finish(ctx, x, opt, st, bp.aPriori())
+						return bp.solveFrom(ctx, x, opt, st)
 					}
 				}
 			}
