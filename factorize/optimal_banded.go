@@ -59,11 +59,11 @@ const DefaultBandedTol = 1e-8
 // (a-priori estimates, raised to the scatter measured near the iterate), is
 // at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap stops
 // shrinking ends with a [*NotConvergedError] that reports the stall. For
-// a Toeplitz workload (prefix sums, momentum) with R >= 256 b the first
-// phase is replaced by a multilevel start: the same problem at order R/2
-// is solved to a gap of 1e-2 (recursively), its factor stretched to order
-// R ([stretchBands]), and the second phase runs from there; Iterations and
-// Evaluations count every level. A workload whose scale (as for
+// a Toeplitz workload (prefix sums, momentum) with R >= 128 b the start
+// is multilevel: the same problem at order R/2 is solved to a gap of 1e-1
+// (recursively), its factor stretched to order R ([stretchBands]), and
+// both phases run from there; Iterations and Evaluations count every
+// level. A workload whose scale (as for
 // [Optimal]) is outside [2^-16, 2^16] is solved as t A, t a power of two,
 // and the result scaled back: the L-BFGS pairs are float32. See
 // docs/solver.md.
@@ -1107,6 +1107,11 @@ func bandedCholesky(x linalg.SymBand) ([]float64, bool) {
 // with the Hessian's diagonal as preconditioner, whose convergence near
 // the optimum is faster. The certificate is the same in both.
 func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Options) (*bandedSolution, error) {
+	return bp.solveFrom(ctx, x0, opt, &bandedSolution{})
+}
+
+// solveFrom is [bandedProblem.solve] counting into st.
+func (bp *bandedProblem) solveFrom(ctx context.Context, x0 linalg.SymBand, opt Options, st *bandedSolution) (*bandedSolution, error) {
 	n, b := bp.n, bp.b
 	m := n * b
 	newPoint := func() *bandedPoint {
@@ -1116,7 +1121,6 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 	// momentum path of Optimal does); from the second phase on, at least
 	// the measured scatter of f (see [bandedProblem.scatter]).
 	rnd := bp.aPriori()
-	st := &bandedSolution{}
 	x := x0
 	if b > 1 {
 		if c, ok := bandedCholesky(x0); ok {
@@ -1173,22 +1177,29 @@ func (bp *bandedProblem) aPriori() bandedRounding {
 // Multilevel start: from bandedLevelBands bands' worth of rows on, a
 // Toeplitz workload is solved first at half the order to the gap
 // bandedCoarseGap (recursively), and the fine problem starts from that
-// solution stretched to the full order ([stretchBands]), in the entries
-// of X only.
+// solution stretched to the full order ([stretchBands]). The coarse gap is
+// the one at which the first phase ends: a closer coarse solution does not
+// shorten the fine level (at R = 20,000 with 64 bands, 647 to 667 fine
+// iterations to 1e-6 for coarse gaps 1e-3 to 1e-1), and below about
+// 128 b rows the coarse level costs what it saves (docs/solver.md,
+// "Multilevel start").
 const (
-	bandedLevelBands = 256
-	bandedCoarseGap  = 1e-2
+	bandedLevelBands = 128
+	bandedCoarseGap  = bandedSwitchGap
 )
 
 // run solves the problem to opt.Tol: from the banded square root by
 // [bandedProblem.solve], or, for a Toeplitz workload of order at least
-// bandedLevelBands b and a tolerance below bandedCoarseGap, from the
+// bandedLevelBands b and a tolerance of at most bandedCoarseGap, from the
 // solution of the same problem at half the order, stretched to the full
-// order ([stretchBands]), by the second phase of solve alone. The coarse
-// level does the work of the first phase (its C-parametrised gradient
-// costs twice an evaluation and its iterations grow with R: at R = 10^5 its
-// start has a gap above 10^3) at a fraction of the cost. The iterations
-// and evaluations of every level are counted. A coarse level that fails
+// order ([stretchBands]), by both phases of solve. The coarse level does
+// most of the work of the first phase (its C-parametrised gradient costs
+// about 1.5 evaluations and its iterations grow with R: at R = 10^5 the
+// banded square root has a gap above 10^3) at a fraction of the cost; the
+// first phase then takes the stretched start (at R = 10^5 a gap near 1)
+// to 1e-1 in a few dozen iterations, where the second phase alone had most
+// of its trial points leave the cone. The iterations and evaluations of
+// every level are counted. A coarse level that fails
 // (not certified, or a start that is not positive definite) falls back to
 // solve from the banded square root.
 func (bp *bandedProblem) run(ctx context.Context, opt Options) (*bandedSolution, error) {
@@ -1214,7 +1225,7 @@ func (bp *bandedProblem) run(ctx context.Context, opt Options) (*bandedSolution,
 					x := linalg.NewSymBand(n, b-1)
 					if positiveDiagonal(cf, n, b) && bandedXFromC(n, b, cf, x, make([]float64, n)) {
 						st := &bandedSolution{iter: coarse.iter, evals: coarse.evals, levels: coarse.levels + 1}
-						return bp.finish(ctx, x, opt, st, bp.aPriori())
+						return bp.solveFrom(ctx, x, opt, st)
 					}
 				}
 			}

@@ -632,7 +632,7 @@ func TestBandedFactorsDense(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-// From 256 b rows on, a Toeplitz workload (prefix sums; momentum, whose
+// From 128 b rows on, a Toeplitz workload (prefix sums; momentum, whose
 // inverse has two subdiagonals) starts from the solution at half the
 // order: the result agrees with the two-phase solver from the banded
 // square root within the two certified gaps, and a workload that is not
@@ -647,8 +647,8 @@ func TestOptimalBandedMultilevel(t *testing.T) {
 		b      int
 		tol    float64
 		levels int
-	}{{prefix(t, 1100), 4, 1e-9, 1}, {prefix(t, 1100), 2, 1e-9, 2}, {momentum, 2, 1e-4, 2}} {
-		if testing.Short() && c.levels == 2 {
+	}{{prefix(t, 1100), 8, 1e-9, 1}, {prefix(t, 1100), 4, 1e-9, 2}, {momentum, 2, 1e-4, 3}} {
+		if testing.Short() && c.levels > 1 {
 			continue
 		}
 		opt, err := Options{Tol: c.tol}.withDefaults()
