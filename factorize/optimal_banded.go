@@ -185,12 +185,12 @@ type bandedProblem struct {
 	q    linalg.SymBand // Q = L^T X L
 	work []float64
 	hx   []float64 // band of X^{-1}
-	// zf, z2f, vf and hf hold full rows of Z, Z^2, Z^2 L^T and Z L^T
-	// for [bandedProblem.eval]; ld the subdiagonals of L with pad zeros on
-	// each side, ldr the same reversed within each diagonal.
-	zf, z2f, vf, hf []float64
-	ld, ldr         []float64
-	pad             int
+	// zf and z2f hold full rows of Z and Z^2 for [bandedProblem.eval];
+	// ld the subdiagonals of L with pad zeros on each side, ldr the same
+	// reversed within each diagonal.
+	zf, z2f []float64
+	ld, ldr []float64
+	pad     int
 	// m holds L^T X by rows ([bandedProblem.formM]); colSums, pv, pu
 	// and pw are scratch for it and [bandedProblem.refineLambda].
 	m                   []float64
@@ -228,7 +228,6 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 		work: make([]float64, linalg.InverseBandSquaredRowsWork(n, kq)),
 		hx:   make([]float64, n*b),
 		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
-		vf: make([]float64, n*(b+p)), hf: make([]float64, n*(b+p)),
 		ld: ld, ldr: ldr, pad: pad,
 		m:       make([]float64, n*(2*b+p-1)),
 		colSums: make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
@@ -371,42 +370,69 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// G = L Z^2 L^T and H = X^{-1} = L Z L^T within the band b - 1, through
 	// V = Z^2 L^T and W = Z L^T by rows over j in [a-b+1, a+p]:
 	// V[a][j] = sum_t Z^2[a][j-t] L[j][j-t], G[i][j] = sum_t L[i][i-t] V[i-t][j].
+	// Row i of G and H needs rows i-p .. i of V and W, so each chunk forms
+	// them as it goes into a ring of p+1 rows (slot a mod (p+1)), which
+	// stays in the first-level cache, rather than writing V and W whole
+	// and reading them back; a chunk first forms the p rows before its
+	// own (as the chunk before does, by the same operations). In both
+	// products the first term (t = 0, which every entry has) assigns and
+	// the others add, so nothing is cleared.
 	wv := b + p
-	vf, hf := bp.vf, bp.hf
-	forBandRows(n, float64(2*(p+1)*wv), func(lo, hi int) {
-		for a := lo; a < hi; a++ {
-			vrow, hrow := vf[a*wv:a*wv+wv], hf[a*wv:a*wv+wv]
-			clear(vrow)
-			clear(hrow)
+	forBandRows(n, float64(2*(p+1)*(wv+b)), func(lo, hi int) {
+		ring := make([]float64, 2*(p+1)*wv)
+		vring, wring := ring[:(p+1)*wv], ring[(p+1)*wv:]
+		for a := max(0, lo-p); a < hi; a++ {
+			// Row a of V and W.
+			slot := (a % (p + 1)) * wv
+			vrow, wrow := vring[slot:slot+wv], wring[slot:slot+wv]
 			j0 := a - b + 1
 			for t := 0; t <= p; t++ {
 				// Z[a][j-t] = zf[a*wz + kq + j-t-a], j - t - a = u - b + 1 - t.
 				off := a*wz + kq - b + 1 - t
 				z2s, zs := z2f[off:off+wv], zf[off:off+wv]
 				lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
-				z2s, zs, vrow, hrow := z2s[:len(lt)], zs[:len(lt)], vrow[:len(lt)], hrow[:len(lt)]
+				z2s, zs, vrow, wrow := z2s[:len(lt)], zs[:len(lt)], vrow[:len(lt)], wrow[:len(lt)]
+				if t == 0 {
+					for u, lv := range lt {
+						vrow[u] = z2s[u] * lv
+						wrow[u] = zs[u] * lv
+					}
+					continue
+				}
 				for u, lv := range lt {
 					vrow[u] += z2s[u] * lv
-					hrow[u] += zs[u] * lv
+					wrow[u] += zs[u] * lv
 				}
 			}
-		}
-	})
-	forBandRows(n, float64(2*(p+1)*b), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+			if a < lo {
+				continue
+			}
+			// Row i = a of G and H: j in [jlo, i], G[i][j] = grow[i-j]
+			// (the band's layout, backwards in j); V[r][j] is in r's
+			// slot at j-(r-b+1). Entries beyond the matrix's first
+			// column (rows i < b-1) are zero.
+			i := a
 			grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
-			clear(grow)
-			clear(hxrow)
+			jlo := max(0, i-b+1)
+			m := i - jlo + 1
+			clear(grow[m:])
+			clear(hxrow[m:])
+			gs, hs := grow[:m], hxrow[:m]
 			for t := 0; t <= p && t <= i; t++ {
 				lit := ld[t*nl+pad+i]
 				r := i - t
-				// j in [max(0, i-b+1), i]; V[r][j] = vf[r*wv + j-(r-b+1)], G[i][j] = grow[i-j].
-				jlo := max(0, i-b+1)
-				vr := vf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
-				hr := hf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
-				for u := range vr {
-					grow[i-jlo-u] += lit * vr[u]
-					hxrow[i-jlo-u] += lit * hr[u]
+				k := (r%(p+1))*wv + jlo - (r - b + 1)
+				vr, wr := vring[k:k+m], wring[k:k+m]
+				if t == 0 {
+					for u, v := range vr {
+						gs[m-1-u] = lit * v
+						hs[m-1-u] = lit * wr[u]
+					}
+					continue
+				}
+				for u, v := range vr {
+					gs[m-1-u] += lit * v
+					hs[m-1-u] += lit * wr[u]
 				}
 			}
 			gr := grad[i*b : i*b+b]
