@@ -196,8 +196,11 @@ type bandedProblem struct {
 	m                   []float64
 	colSums, pv, pu, pw []float64
 	// rf holds R by rows for [bandedProblem.mr].
-	rf    []float64
-	pvSet bool
+	rf []float64
+	// diagH and diagG hold the diagonals of H and G for
+	// [bandedProblem.precondition].
+	diagH, diagG []float64
+	pvSet        bool
 	// lastQuad is what gapOf kept of its last quadratic bound; it only
 	// decides when to compute the next.
 	lastQuad lastQuad
@@ -231,6 +234,7 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 		ld: ld, ldr: ldr, pad: pad,
 		m:       make([]float64, n*(2*b+p-1)),
 		colSums: make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
+		diagH: make([]float64, n), diagG: make([]float64, n),
 	}
 }
 
@@ -845,15 +849,28 @@ func (bp *bandedProblem) refineLambda() float64 {
 // left in bp.hx.
 func (bp *bandedProblem) precondition(x linalg.SymBand, g, h []float64) {
 	n, b := bp.n, bp.b
+	// The diagonals of H and G, backwards (hdr[n-1-j] = H_jj), so that
+	// the row loop reads them forwards in i - j, as it reads row i,
+	// rather than one entry from each of the b rows above.
+	hdr, gdr := bp.diagH, bp.diagG
+	for j := 0; j < n; j++ {
+		hdr[n-1-j], gdr[n-1-j] = bp.hx[j*b], g[j*b]
+	}
 	forBandRows(n, float64(2*b), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
+			// Row i, j = i-1-u for u < m: H_ij = hrow[u], H_jj = hj[u].
+			m := min(b-1, i)
+			hii, gii := bp.hx[i*b], g[i*b]
+			hrow, grow := bp.hx[i*b+1:i*b+1+m], g[i*b+1:i*b+1+m]
+			hj, gj := hdr[n-i:n-i+m], gdr[n-i:n-i+m]
+			out := h[i*b+1 : i*b+1+m]
 			h[i*b] = 0
-			for j := max(0, i-b+1); j < i; j++ {
-				d := 2 * (bp.hx[j*b]*g[i*b] + bp.hx[i*b]*g[j*b] + 2*bp.hx[i*b+i-j]*g[i*b+i-j])
+			for u := range out {
+				d := 2 * (hj[u]*gii + hii*gj[u] + 2*hrow[u]*grow[u])
 				if d > 0 {
-					h[i*b+i-j] = 1 / d
+					out[u] = 1 / d
 				} else {
-					h[i*b+i-j] = 0
+					out[u] = 0
 				}
 			}
 		}
