@@ -329,6 +329,14 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	forBandRows(n, float64((p+1)*(p+1)*wq), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			qrow := bp.q.Data[i*wq : i*wq+wq]
+			if p == 1 && b >= 2 && i >= kq && i+1 < n {
+				// L bidiagonal (prefix sums), a row away from the
+				// edges: every entry in one pass ([qRowBidiagonal]).
+				r0 := pad + n - 1 - i
+				qRowBidiagonal(qrow, x.Data[i*b:i*b+b], x.Data[(i+1)*b:(i+1)*b+b],
+					ldr[r0:r0+wq], ldr[nl+r0-1:nl+r0-1+wq], ld[pad+i], ld[nl+pad+i+1])
+				continue
+			}
 			clear(qrow)
 			for s := 0; s <= p && i+s < n; s++ {
 				ls := ld[s*nl+pad+i+s]
@@ -379,30 +387,42 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// stays in the first-level cache, rather than writing V and W whole
 	// and reading them back; a chunk first forms the p rows before its
 	// own (as the chunk before does, by the same operations). In both
-	// products the first term (t = 0, which every entry has) assigns and
-	// the others add, so nothing is cleared.
+	// products the first two terms (t = 0 and 1) are added in the pass
+	// that assigns the row and the others (p > 1) added in a pass each,
+	// so nothing is cleared and, for p = 1 (prefix sums), each row is
+	// written once; the sums are in increasing t as they were.
 	wv := b + p
 	forBandRows(n, float64(2*(p+1)*(wv+b)), func(lo, hi int) {
 		ring := make([]float64, 2*(p+1)*wv)
 		vring, wring := ring[:(p+1)*wv], ring[(p+1)*wv:]
 		for a := max(0, lo-p); a < hi; a++ {
-			// Row a of V and W.
+			// Row a of V and W: Z[a][j-t] = zf[a*wz + kq + j-t-a], j-t-a
+			// = u - b + 1 - t, and L[j][j-t] = ld[t*nl + pad + j].
 			slot := (a % (p + 1)) * wv
 			vrow, wrow := vring[slot:slot+wv], wring[slot:slot+wv]
 			j0 := a - b + 1
-			for t := 0; t <= p; t++ {
-				// Z[a][j-t] = zf[a*wz + kq + j-t-a], j - t - a = u - b + 1 - t.
+			zrow := func(t int) (z2s, zs, lt []float64) {
 				off := a*wz + kq - b + 1 - t
-				z2s, zs := z2f[off:off+wv], zf[off:off+wv]
-				lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
-				z2s, zs, vrow, wrow := z2s[:len(lt)], zs[:len(lt)], vrow[:len(lt)], wrow[:len(lt)]
-				if t == 0 {
-					for u, lv := range lt {
-						vrow[u] = z2s[u] * lv
-						wrow[u] = zs[u] * lv
-					}
-					continue
+				return z2f[off : off+wv], zf[off : off+wv], ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
+			}
+			z2s, zs, lt := zrow(0)
+			z2s, zs, vrow, wrow = z2s[:len(lt)], zs[:len(lt)], vrow[:len(lt)], wrow[:len(lt)]
+			if p == 0 {
+				for u, lv := range lt {
+					vrow[u] = z2s[u] * lv
+					wrow[u] = zs[u] * lv
 				}
+			} else {
+				z2n, zn, ln := zrow(1)
+				z2n, zn, ln = z2n[:len(lt)], zn[:len(lt)], ln[:len(lt)]
+				for u, lv := range lt {
+					vrow[u] = z2s[u]*lv + z2n[u]*ln[u]
+					wrow[u] = zs[u]*lv + zn[u]*ln[u]
+				}
+			}
+			for t := 2; t <= p; t++ {
+				z2s, zs, lt := zrow(t)
+				z2s, zs = z2s[:len(lt)], zs[:len(lt)]
 				for u, lv := range lt {
 					vrow[u] += z2s[u] * lv
 					wrow[u] += zs[u] * lv
@@ -422,18 +442,28 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 			clear(grow[m:])
 			clear(hxrow[m:])
 			gs, hs := grow[:m], hxrow[:m]
-			for t := 0; t <= p && t <= i; t++ {
-				lit := ld[t*nl+pad+i]
+			// L[i][i-t] and rows i-t of V and W over [jlo, i].
+			vwrow := func(t int) (lit float64, vr, wr []float64) {
 				r := i - t
 				k := (r%(p+1))*wv + jlo - (r - b + 1)
-				vr, wr := vring[k:k+m], wring[k:k+m]
-				if t == 0 {
-					for u, v := range vr {
-						gs[m-1-u] = lit * v
-						hs[m-1-u] = lit * wr[u]
-					}
-					continue
+				return ld[t*nl+pad+i], vring[k : k+m], wring[k : k+m]
+			}
+			l0, v0, w0 := vwrow(0)
+			if p == 0 || i == 0 {
+				for u, v := range v0 {
+					gs[m-1-u] = l0 * v
+					hs[m-1-u] = l0 * w0[u]
 				}
+			} else {
+				l1, v1, w1 := vwrow(1)
+				v1, w1, w0 = v1[:len(v0)], w1[:len(v0)], w0[:len(v0)]
+				for u, v := range v0 {
+					gs[m-1-u] = l0*v + l1*v1[u]
+					hs[m-1-u] = l0*w0[u] + l1*w1[u]
+				}
+			}
+			for t := 2; t <= p && t <= i; t++ {
+				lit, vr, wr := vwrow(t)
 				for u, v := range vr {
 					gs[m-1-u] += lit * v
 					hs[m-1-u] += lit * wr[u]
@@ -447,6 +477,31 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 		}
 	})
 	return f, true
+}
+
+// qRowBidiagonal writes row i of Q = L^T X L, qrow[d] = Q[i][i-d] for
+// d <= b, for L bidiagonal (p = 1) and a row with b <= i < n-1, from rows
+// xi and xj of X's band (rows i and i+1), l0[d] = L[i-d][i-d], l1[d] =
+// L[i-d+1][i-d], ls0 = L[i][i] and ls1 = L[i+1][i]. It is the general
+// loop of [bandedProblem.eval] with the four (s, t) passes folded into
+// one: each entry is the same terms, (ls l) x, added in the same order
+// (s, then t, increasing), written once instead of cleared and updated
+// four times. The terms with s = 0, t = 1 and d = 0 (X[i+1][i] above the
+// diagonal), s = 1, t = 0 (X[i+1][i-d+1], absent for d = b-1) and d = b
+// (only s = 0, t = 1) are the edges of the loop.
+func qRowBidiagonal(qrow, xi, xj, l0, l1 []float64, ls0, ls1 float64) {
+	b := len(xi)
+	qrow, xj, l0, l1 = qrow[:b+1], xj[:b], l0[:b+1], l1[:b+1]
+	qrow[0] = ls0*l0[0]*xi[0] + ls0*l1[0]*xj[1] + ls1*l0[0]*xj[1] + ls1*l1[0]*xj[0]
+	// d in [1, b-2]: xi[d], xi[d-1], xj[d+1], xj[d], as slices from d = 1.
+	q, m0, m1 := qrow[1:b-1], l0[1:b-1], l1[1:b-1]
+	xd, xdm, xjp, xjd := xi[1:b-1], xi[:b-2], xj[2:b], xj[1:b-1]
+	m0, m1, xd, xdm, xjp, xjd = m0[:len(q)], m1[:len(q)], xd[:len(q)], xdm[:len(q)], xjp[:len(q)], xjd[:len(q)]
+	for u := range q {
+		q[u] = ls0*m0[u]*xd[u] + ls0*m1[u]*xdm[u] + ls1*m0[u]*xjp[u] + ls1*m1[u]*xjd[u]
+	}
+	qrow[b-1] = ls0*l0[b-1]*xi[b-1] + ls0*l1[b-1]*xi[b-2] + ls1*l1[b-1]*xj[b-1]
+	qrow[b] = ls0 * l1[b] * xi[b-1]
 }
 
 // bandRowChunk is the number of rows in one chunk of the banded solver's
