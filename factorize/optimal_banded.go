@@ -448,32 +448,41 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 				k := (r%(p+1))*wv + jlo - (r - b + 1)
 				return ld[t*nl+pad+i], vring[k : k+m], wring[k : k+m]
 			}
+			// The gradient, -2 G off the diagonal, is written with G in
+			// the pass that completes G (the first, for p <= 1), and by a
+			// pass of its own after the others (p > 1).
+			gr := grad[i*b : i*b+b]
+			clear(gr[m:])
+			gd := gr[:m]
 			l0, v0, w0 := vwrow(0)
 			if p == 0 || i == 0 {
 				for u, v := range v0 {
-					gs[m-1-u] = l0 * v
+					gv := l0 * v
+					gs[m-1-u], gd[m-1-u] = gv, -2*gv
 					hs[m-1-u] = l0 * w0[u]
 				}
 			} else {
 				l1, v1, w1 := vwrow(1)
 				v1, w1, w0 = v1[:len(v0)], w1[:len(v0)], w0[:len(v0)]
 				for u, v := range v0 {
-					gs[m-1-u] = l0*v + l1*v1[u]
+					gv := l0*v + l1*v1[u]
+					gs[m-1-u], gd[m-1-u] = gv, -2*gv
 					hs[m-1-u] = l0*w0[u] + l1*w1[u]
 				}
 			}
-			for t := 2; t <= p && t <= i; t++ {
-				lit, vr, wr := vwrow(t)
-				for u, v := range vr {
-					gs[m-1-u] += lit * v
-					hs[m-1-u] += lit * wr[u]
+			if p > 1 && i > 1 {
+				for t := 2; t <= min(p, i); t++ {
+					lit, vr, wr := vwrow(t)
+					for u, v := range vr {
+						gs[m-1-u] += lit * v
+						hs[m-1-u] += lit * wr[u]
+					}
+				}
+				for d, gv := range gs {
+					gd[d] = -2 * gv
 				}
 			}
-			gr := grad[i*b : i*b+b]
 			gr[0] = 0
-			for d := 1; d < b; d++ {
-				gr[d] = -2 * grow[d]
-			}
 		}
 	})
 	return f, true
