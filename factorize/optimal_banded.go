@@ -386,7 +386,10 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// them as it goes into a ring of p+1 rows (slot a mod (p+1)), which
 	// stays in the first-level cache, rather than writing V and W whole
 	// and reading them back; a chunk first forms the p rows before its
-	// own (as the chunk before does, by the same operations). In both
+	// own (as the chunk before does, by the same operations). The ring
+	// holds the rows backwards (V[a][j] at a+p-j), as the band's layout
+	// holds G and H (G[i][j] at i-j), so that the rows of G, H and the
+	// gradient, which go to memory, are written forwards. In both
 	// products the first two terms (t = 0 and 1) are added in the pass
 	// that assigns the row and the others (p > 1) added in a pass each,
 	// so nothing is cleared and, for p = 1 (prefix sums), each row is
@@ -396,8 +399,9 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 		ring := make([]float64, 2*(p+1)*wv)
 		vring, wring := ring[:(p+1)*wv], ring[(p+1)*wv:]
 		for a := max(0, lo-p); a < hi; a++ {
-			// Row a of V and W: Z[a][j-t] = zf[a*wz + kq + j-t-a], j-t-a
-			// = u - b + 1 - t, and L[j][j-t] = ld[t*nl + pad + j].
+			// Row a of V and W, entry j = a-b+1+u at wv-1-u: Z[a][j-t] =
+			// zf[a*wz + kq + j-t-a], j-t-a = u - b + 1 - t, and L[j][j-t]
+			// = ld[t*nl + pad + j].
 			slot := (a % (p + 1)) * wv
 			vrow, wrow := vring[slot:slot+wv], wring[slot:slot+wv]
 			j0 := a - b + 1
@@ -406,76 +410,73 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 				return z2f[off : off+wv], zf[off : off+wv], ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
 			}
 			z2s, zs, lt := zrow(0)
-			z2s, zs, vrow, wrow = z2s[:len(lt)], zs[:len(lt)], vrow[:len(lt)], wrow[:len(lt)]
+			z2s, zs = z2s[:len(lt)], zs[:len(lt)]
 			if p == 0 {
 				for u, lv := range lt {
-					vrow[u] = z2s[u] * lv
-					wrow[u] = zs[u] * lv
+					vrow[wv-1-u] = z2s[u] * lv
+					wrow[wv-1-u] = zs[u] * lv
 				}
 			} else {
 				z2n, zn, ln := zrow(1)
 				z2n, zn, ln = z2n[:len(lt)], zn[:len(lt)], ln[:len(lt)]
 				for u, lv := range lt {
-					vrow[u] = z2s[u]*lv + z2n[u]*ln[u]
-					wrow[u] = zs[u]*lv + zn[u]*ln[u]
+					vrow[wv-1-u] = z2s[u]*lv + z2n[u]*ln[u]
+					wrow[wv-1-u] = zs[u]*lv + zn[u]*ln[u]
 				}
 			}
 			for t := 2; t <= p; t++ {
 				z2s, zs, lt := zrow(t)
 				z2s, zs = z2s[:len(lt)], zs[:len(lt)]
 				for u, lv := range lt {
-					vrow[u] += z2s[u] * lv
-					wrow[u] += zs[u] * lv
+					vrow[wv-1-u] += z2s[u] * lv
+					wrow[wv-1-u] += zs[u] * lv
 				}
 			}
 			if a < lo {
 				continue
 			}
-			// Row i = a of G and H: j in [jlo, i], G[i][j] = grow[i-j]
-			// (the band's layout, backwards in j); V[r][j] is in r's
-			// slot at j-(r-b+1). Entries beyond the matrix's first
-			// column (rows i < b-1) are zero.
+			// Row i = a of G and H, G[i][i-d] = grow[d] for d < m (j =
+			// i-d >= 0); V[i-t][i-d] is in row i-t's slot at p-t+d.
+			// Entries beyond the matrix's first column (rows i < b-1)
+			// are zero. The gradient, -2 G off the diagonal, is written
+			// with G in the pass that completes G (the first, for p <=
+			// 1), and by a pass of its own after the others (p > 1).
 			i := a
-			grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
-			jlo := max(0, i-b+1)
-			m := i - jlo + 1
+			m := min(b, i+1)
+			grow, hxrow, gr := g[i*b:i*b+b], bp.hx[i*b:i*b+b], grad[i*b:i*b+b]
 			clear(grow[m:])
 			clear(hxrow[m:])
-			gs, hs := grow[:m], hxrow[:m]
-			// L[i][i-t] and rows i-t of V and W over [jlo, i].
+			clear(gr[m:])
+			gs, hs, gd := grow[:m], hxrow[:m], gr[:m]
+			// L[i][i-t] and rows i-t of V and W over d < m.
 			vwrow := func(t int) (lit float64, vr, wr []float64) {
-				r := i - t
-				k := (r%(p+1))*wv + jlo - (r - b + 1)
+				k := ((i-t)%(p+1))*wv + p - t
 				return ld[t*nl+pad+i], vring[k : k+m], wring[k : k+m]
 			}
-			// The gradient, -2 G off the diagonal, is written with G in
-			// the pass that completes G (the first, for p <= 1), and by a
-			// pass of its own after the others (p > 1).
-			gr := grad[i*b : i*b+b]
-			clear(gr[m:])
-			gd := gr[:m]
 			l0, v0, w0 := vwrow(0)
+			hs, gd, v0, w0 = hs[:len(gs)], gd[:len(gs)], v0[:len(gs)], w0[:len(gs)]
 			if p == 0 || i == 0 {
-				for u, v := range v0 {
+				for d, v := range v0 {
 					gv := l0 * v
-					gs[m-1-u], gd[m-1-u] = gv, -2*gv
-					hs[m-1-u] = l0 * w0[u]
+					gs[d], gd[d] = gv, -2*gv
+					hs[d] = l0 * w0[d]
 				}
 			} else {
 				l1, v1, w1 := vwrow(1)
-				v1, w1, w0 = v1[:len(v0)], w1[:len(v0)], w0[:len(v0)]
-				for u, v := range v0 {
-					gv := l0*v + l1*v1[u]
-					gs[m-1-u], gd[m-1-u] = gv, -2*gv
-					hs[m-1-u] = l0*w0[u] + l1*w1[u]
+				v1, w1 = v1[:len(gs)], w1[:len(gs)]
+				for d, v := range v0 {
+					gv := l0*v + l1*v1[d]
+					gs[d], gd[d] = gv, -2*gv
+					hs[d] = l0*w0[d] + l1*w1[d]
 				}
 			}
 			if p > 1 && i > 1 {
 				for t := 2; t <= min(p, i); t++ {
 					lit, vr, wr := vwrow(t)
-					for u, v := range vr {
-						gs[m-1-u] += lit * v
-						hs[m-1-u] += lit * wr[u]
+					vr, wr = vr[:len(gs)], wr[:len(gs)]
+					for d, v := range vr {
+						gs[d] += lit * v
+						hs[d] += lit * wr[d]
 					}
 				}
 				for d, gv := range gs {
