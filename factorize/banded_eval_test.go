@@ -453,3 +453,61 @@ func TestBandedEvalIndefinite(t *testing.T) {
 	require.Positive(t, seen[0], "no indefinite X drawn")
 	require.Positive(t, seen[1], "no positive definite X drawn")
 }
+
+// The preconditioner (the inverse of the diagonal of f's Hessian in the
+// entries X_ij, i > j) against central second differences of the dense f
+// in X_ij = X_ji at R = 7 (every b, every case), and against the closed
+// form 2 (H_jj G_ii + H_ii G_jj + 2 H_ij G_ij) from the dense H and G at
+// R = 260 (two row chunks). Entries beyond the matrix (j < 0) are left
+// as they were; the diagonal entries are 0.
+func TestBandedPreconditionDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	check := func(c bandedEvalCase, n, b int, byDiff bool) {
+		t.Helper()
+		bp := newBandedProblem(c.inv, b)
+		xd, x := randomBandedX(rng, n, b)
+		m := n * b
+		grad, g, h := make([]float64, m), make([]float64, m), make([]float64, m)
+		_, ok := bp.eval(x, grad, g)
+		require.True(t, ok)
+		for i := range h {
+			h[i] = math.NaN()
+		}
+		bp.precondition(x, g, h)
+		_, gd, hd := denseBandedObjective(t, c.inv, xd)
+		for i := 0; i < n; i++ {
+			require.Zero(t, h[i*b], "%s R=%d b=%d: diagonal %d", c.name, n, b, i)
+			for d := 1; d < b; d++ {
+				if d > i {
+					require.True(t, math.IsNaN(h[i*b+d]), "%s R=%d b=%d: entry %d beyond the matrix written", c.name, n, b, i*b+d)
+					continue
+				}
+				j := i - d
+				var want float64
+				if byDiff {
+					const step = 2e-4
+					fAt := func(delta float64) float64 {
+						y := mat.NewSymDense(n, nil)
+						y.CopySym(xd)
+						y.SetSym(i, j, xd.At(i, j)+delta)
+						f, _, _ := denseBandedObjective(t, c.inv, y)
+						return f
+					}
+					f0 := fAt(0)
+					want = step * step / (fAt(step) - 2*f0 + fAt(-step))
+				} else {
+					want = 1 / (2 * (hd.At(j, j)*gd.At(i, i) + hd.At(i, i)*gd.At(j, j) + 2*hd.At(i, j)*gd.At(i, j)))
+				}
+				require.InEpsilon(t, want, h[i*b+d], 1e-5, "%s R=%d b=%d: entry [%d][%d]", c.name, n, b, i, j)
+			}
+		}
+	}
+	for _, c := range bandedEvalCases(t, rng, 7) {
+		for b := 1; b <= 7; b++ {
+			check(c, 7, b, true)
+		}
+	}
+	for _, c := range bandedEvalCases(t, rng, 260) {
+		check(c, 260, 5, false)
+	}
+}

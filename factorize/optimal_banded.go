@@ -185,19 +185,22 @@ type bandedProblem struct {
 	q    linalg.SymBand // Q = L^T X L
 	work []float64
 	hx   []float64 // band of X^{-1}
-	// zf, z2f, vf and hf hold full rows of Z, Z^2, Z^2 L^T and Z L^T
-	// for [bandedProblem.eval]; ld the subdiagonals of L with pad zeros on
-	// each side, ldr the same reversed within each diagonal.
-	zf, z2f, vf, hf []float64
-	ld, ldr         []float64
-	pad             int
+	// zf and z2f hold full rows of Z and Z^2 for [bandedProblem.eval];
+	// ld the subdiagonals of L with pad zeros on each side, ldr the same
+	// reversed within each diagonal.
+	zf, z2f []float64
+	ld, ldr []float64
+	pad     int
 	// m holds L^T X by rows ([bandedProblem.formM]); colSums, pv, pu
 	// and pw are scratch for it and [bandedProblem.refineLambda].
 	m                   []float64
 	colSums, pv, pu, pw []float64
 	// rf holds R by rows for [bandedProblem.mr].
-	rf    []float64
-	pvSet bool
+	rf []float64
+	// diagH and diagG hold the diagonals of H and G for
+	// [bandedProblem.precondition].
+	diagH, diagG []float64
+	pvSet        bool
 	// lastQuad is what gapOf kept of its last quadratic bound; it only
 	// decides when to compute the next.
 	lastQuad lastQuad
@@ -228,10 +231,10 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 		work: make([]float64, linalg.InverseBandSquaredRowsWork(n, kq)),
 		hx:   make([]float64, n*b),
 		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
-		vf: make([]float64, n*(b+p)), hf: make([]float64, n*(b+p)),
 		ld: ld, ldr: ldr, pad: pad,
 		m:       make([]float64, n*(2*b+p-1)),
 		colSums: make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
+		diagH: make([]float64, n), diagG: make([]float64, n),
 	}
 }
 
@@ -326,6 +329,14 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	forBandRows(n, float64((p+1)*(p+1)*wq), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			qrow := bp.q.Data[i*wq : i*wq+wq]
+			if p == 1 && b >= 2 && i >= kq && i+1 < n {
+				// L bidiagonal (prefix sums), a row away from the
+				// edges: every entry in one pass ([qRowBidiagonal]).
+				r0 := pad + n - 1 - i
+				qRowBidiagonal(qrow, x.Data[i*b:i*b+b], x.Data[(i+1)*b:(i+1)*b+b],
+					ldr[r0:r0+wq], ldr[nl+r0-1:nl+r0-1+wq], ld[pad+i], ld[nl+pad+i+1])
+				continue
+			}
 			clear(qrow)
 			for s := 0; s <= p && i+s < n; s++ {
 				ls := ld[s*nl+pad+i+s]
@@ -371,52 +382,136 @@ func (bp *bandedProblem) eval(x linalg.SymBand, grad, g []float64) (f float64, o
 	// G = L Z^2 L^T and H = X^{-1} = L Z L^T within the band b - 1, through
 	// V = Z^2 L^T and W = Z L^T by rows over j in [a-b+1, a+p]:
 	// V[a][j] = sum_t Z^2[a][j-t] L[j][j-t], G[i][j] = sum_t L[i][i-t] V[i-t][j].
+	// Row i of G and H needs rows i-p .. i of V and W, so each chunk forms
+	// them as it goes into a ring of p+1 rows (slot a mod (p+1)), which
+	// stays in the first-level cache, rather than writing V and W whole
+	// and reading them back; a chunk first forms the p rows before its
+	// own (as the chunk before does, by the same operations). The ring
+	// holds the rows backwards (V[a][j] at a+p-j), as the band's layout
+	// holds G and H (G[i][j] at i-j), so that the rows of G, H and the
+	// gradient, which go to memory, are written forwards. In both
+	// products the first two terms (t = 0 and 1) are added in the pass
+	// that assigns the row and the others (p > 1) added in a pass each,
+	// so nothing is cleared and, for p = 1 (prefix sums), each row is
+	// written once; the sums are in increasing t as they were.
 	wv := b + p
-	vf, hf := bp.vf, bp.hf
-	forBandRows(n, float64(2*(p+1)*wv), func(lo, hi int) {
-		for a := lo; a < hi; a++ {
-			vrow, hrow := vf[a*wv:a*wv+wv], hf[a*wv:a*wv+wv]
-			clear(vrow)
-			clear(hrow)
+	forBandRows(n, float64(2*(p+1)*(wv+b)), func(lo, hi int) {
+		ring := make([]float64, 2*(p+1)*wv)
+		vring, wring := ring[:(p+1)*wv], ring[(p+1)*wv:]
+		for a := max(0, lo-p); a < hi; a++ {
+			// Row a of V and W, entry j = a-b+1+u at wv-1-u: Z[a][j-t] =
+			// zf[a*wz + kq + j-t-a], j-t-a = u - b + 1 - t, and L[j][j-t]
+			// = ld[t*nl + pad + j].
+			slot := (a % (p + 1)) * wv
+			vrow, wrow := vring[slot:slot+wv], wring[slot:slot+wv]
 			j0 := a - b + 1
-			for t := 0; t <= p; t++ {
-				// Z[a][j-t] = zf[a*wz + kq + j-t-a], j - t - a = u - b + 1 - t.
+			zrow := func(t int) (z2s, zs, lt []float64) {
 				off := a*wz + kq - b + 1 - t
-				z2s, zs := z2f[off:off+wv], zf[off:off+wv]
-				lt := ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
-				z2s, zs, vrow, hrow := z2s[:len(lt)], zs[:len(lt)], vrow[:len(lt)], hrow[:len(lt)]
+				return z2f[off : off+wv], zf[off : off+wv], ld[t*nl+pad+j0 : t*nl+pad+j0+wv]
+			}
+			z2s, zs, lt := zrow(0)
+			z2s, zs = z2s[:len(lt)], zs[:len(lt)]
+			if p == 0 {
 				for u, lv := range lt {
-					vrow[u] += z2s[u] * lv
-					hrow[u] += zs[u] * lv
+					vrow[wv-1-u] = z2s[u] * lv
+					wrow[wv-1-u] = zs[u] * lv
+				}
+			} else {
+				z2n, zn, ln := zrow(1)
+				z2n, zn, ln = z2n[:len(lt)], zn[:len(lt)], ln[:len(lt)]
+				for u, lv := range lt {
+					vrow[wv-1-u] = z2s[u]*lv + z2n[u]*ln[u]
+					wrow[wv-1-u] = zs[u]*lv + zn[u]*ln[u]
 				}
 			}
-		}
-	})
-	forBandRows(n, float64(2*(p+1)*b), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			grow, hxrow := g[i*b:i*b+b], bp.hx[i*b:i*b+b]
-			clear(grow)
-			clear(hxrow)
-			for t := 0; t <= p && t <= i; t++ {
-				lit := ld[t*nl+pad+i]
-				r := i - t
-				// j in [max(0, i-b+1), i]; V[r][j] = vf[r*wv + j-(r-b+1)], G[i][j] = grow[i-j].
-				jlo := max(0, i-b+1)
-				vr := vf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
-				hr := hf[r*wv+jlo-(r-b+1) : r*wv+i-(r-b+1)+1]
-				for u := range vr {
-					grow[i-jlo-u] += lit * vr[u]
-					hxrow[i-jlo-u] += lit * hr[u]
+			for t := 2; t <= p; t++ {
+				z2s, zs, lt := zrow(t)
+				z2s, zs = z2s[:len(lt)], zs[:len(lt)]
+				for u, lv := range lt {
+					vrow[wv-1-u] += z2s[u] * lv
+					wrow[wv-1-u] += zs[u] * lv
 				}
 			}
-			gr := grad[i*b : i*b+b]
+			if a < lo {
+				continue
+			}
+			// Row i = a of G and H, G[i][i-d] = grow[d] for d < m (j =
+			// i-d >= 0); V[i-t][i-d] is in row i-t's slot at p-t+d.
+			// Entries beyond the matrix's first column (rows i < b-1)
+			// are zero. The gradient, -2 G off the diagonal, is written
+			// with G in the pass that completes G (the first, for p <=
+			// 1), and by a pass of its own after the others (p > 1).
+			i := a
+			m := min(b, i+1)
+			grow, hxrow, gr := g[i*b:i*b+b], bp.hx[i*b:i*b+b], grad[i*b:i*b+b]
+			clear(grow[m:])
+			clear(hxrow[m:])
+			clear(gr[m:])
+			gs, hs, gd := grow[:m], hxrow[:m], gr[:m]
+			// L[i][i-t] and rows i-t of V and W over d < m.
+			vwrow := func(t int) (lit float64, vr, wr []float64) {
+				k := ((i-t)%(p+1))*wv + p - t
+				return ld[t*nl+pad+i], vring[k : k+m], wring[k : k+m]
+			}
+			l0, v0, w0 := vwrow(0)
+			hs, gd, v0, w0 = hs[:len(gs)], gd[:len(gs)], v0[:len(gs)], w0[:len(gs)]
+			if p == 0 || i == 0 {
+				for d, v := range v0 {
+					gv := l0 * v
+					gs[d], gd[d] = gv, -2*gv
+					hs[d] = l0 * w0[d]
+				}
+			} else {
+				l1, v1, w1 := vwrow(1)
+				v1, w1 = v1[:len(gs)], w1[:len(gs)]
+				for d, v := range v0 {
+					gv := l0*v + l1*v1[d]
+					gs[d], gd[d] = gv, -2*gv
+					hs[d] = l0*w0[d] + l1*w1[d]
+				}
+			}
+			if p > 1 && i > 1 {
+				for t := 2; t <= min(p, i); t++ {
+					lit, vr, wr := vwrow(t)
+					vr, wr = vr[:len(gs)], wr[:len(gs)]
+					for d, v := range vr {
+						gs[d] += lit * v
+						hs[d] += lit * wr[d]
+					}
+				}
+				for d, gv := range gs {
+					gd[d] = -2 * gv
+				}
+			}
 			gr[0] = 0
-			for d := 1; d < b; d++ {
-				gr[d] = -2 * grow[d]
-			}
 		}
 	})
 	return f, true
+}
+
+// qRowBidiagonal writes row i of Q = L^T X L, qrow[d] = Q[i][i-d] for
+// d <= b, for L bidiagonal (p = 1) and a row with b <= i < n-1, from rows
+// xi and xj of X's band (rows i and i+1), l0[d] = L[i-d][i-d], l1[d] =
+// L[i-d+1][i-d], ls0 = L[i][i] and ls1 = L[i+1][i]. It is the general
+// loop of [bandedProblem.eval] with the four (s, t) passes folded into
+// one: each entry is the same terms, (ls l) x, added in the same order
+// (s, then t, increasing), written once instead of cleared and updated
+// four times. The terms with s = 0, t = 1 and d = 0 (X[i+1][i] above the
+// diagonal), s = 1, t = 0 (X[i+1][i-d+1], absent for d = b-1) and d = b
+// (only s = 0, t = 1) are the edges of the loop.
+func qRowBidiagonal(qrow, xi, xj, l0, l1 []float64, ls0, ls1 float64) {
+	b := len(xi)
+	qrow, xj, l0, l1 = qrow[:b+1], xj[:b], l0[:b+1], l1[:b+1]
+	qrow[0] = ls0*l0[0]*xi[0] + ls0*l1[0]*xj[1] + ls1*l0[0]*xj[1] + ls1*l1[0]*xj[0]
+	// d in [1, b-2]: xi[d], xi[d-1], xj[d+1], xj[d], as slices from d = 1.
+	q, m0, m1 := qrow[1:b-1], l0[1:b-1], l1[1:b-1]
+	xd, xdm, xjp, xjd := xi[1:b-1], xi[:b-2], xj[2:b], xj[1:b-1]
+	m0, m1, xd, xdm, xjp, xjd = m0[:len(q)], m1[:len(q)], xd[:len(q)], xdm[:len(q)], xjp[:len(q)], xjd[:len(q)]
+	for u := range q {
+		q[u] = ls0*m0[u]*xd[u] + ls0*m1[u]*xdm[u] + ls1*m0[u]*xjp[u] + ls1*m1[u]*xjd[u]
+	}
+	qrow[b-1] = ls0*l0[b-1]*xi[b-1] + ls0*l1[b-1]*xi[b-2] + ls1*l1[b-1]*xj[b-1]
+	qrow[b] = ls0 * l1[b] * xi[b-1]
 }
 
 // bandRowChunk is the number of rows in one chunk of the banded solver's
@@ -819,15 +914,28 @@ func (bp *bandedProblem) refineLambda() float64 {
 // left in bp.hx.
 func (bp *bandedProblem) precondition(x linalg.SymBand, g, h []float64) {
 	n, b := bp.n, bp.b
+	// The diagonals of H and G, backwards (hdr[n-1-j] = H_jj), so that
+	// the row loop reads them forwards in i - j, as it reads row i,
+	// rather than one entry from each of the b rows above.
+	hdr, gdr := bp.diagH, bp.diagG
+	for j := 0; j < n; j++ {
+		hdr[n-1-j], gdr[n-1-j] = bp.hx[j*b], g[j*b]
+	}
 	forBandRows(n, float64(2*b), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
+			// Row i, j = i-1-u for u < m: H_ij = hrow[u], H_jj = hj[u].
+			m := min(b-1, i)
+			hii, gii := bp.hx[i*b], g[i*b]
+			hrow, grow := bp.hx[i*b+1:i*b+1+m], g[i*b+1:i*b+1+m]
+			hj, gj := hdr[n-i:n-i+m], gdr[n-i:n-i+m]
+			out := h[i*b+1 : i*b+1+m]
 			h[i*b] = 0
-			for j := max(0, i-b+1); j < i; j++ {
-				d := 2 * (bp.hx[j*b]*g[i*b] + bp.hx[i*b]*g[j*b] + 2*bp.hx[i*b+i-j]*g[i*b+i-j])
+			for u := range out {
+				d := 2 * (hj[u]*gii + hii*gj[u] + 2*hrow[u]*grow[u])
 				if d > 0 {
-					h[i*b+i-j] = 1 / d
+					out[u] = 1 / d
 				} else {
-					h[i*b+i-j] = 0
+					out[u] = 0
 				}
 			}
 		}

@@ -96,6 +96,8 @@ type Memory32 struct {
 	size    int
 	free    [][]float32
 	q       []float32
+	// part holds Push's sums by chunk.
+	part []float64
 }
 
 // NewMemory32 returns an empty memory of at most size pairs.
@@ -168,16 +170,37 @@ func (m *Memory32) Push(x1, x0, g1, g0 []float64) {
 	} else {
 		s, y = make([]float32, n), make([]float32, n)
 	}
-	par.Range(n, linalg.VectorChunk, 3, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			s[i] = float32(x1[i] - x0[i])
-			y[i] = float32(g1[i] - g0[i])
+	// The differences and the two inner products of the rounded pair
+	// that Push keeps (s.y, y.y, in float64) in one pass over memory:
+	// the sums of fixed chunks of linalg.VectorChunk entries, added in
+	// chunk order, so the same bits on any number of cores.
+	chunks := (n + linalg.VectorChunk - 1) / linalg.VectorChunk
+	if cap(m.part) < 2*chunks {
+		m.part = make([]float64, 2*chunks)
+	}
+	part := m.part[:2*chunks]
+	par.For(chunks, 3*float64(n), func(c int) {
+		lo, hi := c*linalg.VectorChunk, min(n, (c+1)*linalg.VectorChunk)
+		a, a0, d, d0 := x1[lo:hi], x0[lo:hi], g1[lo:hi], g0[lo:hi]
+		sc, yc := s[lo:hi], y[lo:hi]
+		a0, d, d0, sc, yc = a0[:len(a)], d[:len(a)], d0[:len(a)], sc[:len(a)], yc[:len(a)]
+		var sy, yy float64
+		for i, v := range a {
+			si, yi := float32(v-a0[i]), float32(d[i]-d0[i])
+			sc[i], yc[i] = si, yi
+			sy += float64(si) * float64(yi)
+			yy += float64(yi) * float64(yi)
 		}
+		part[2*c], part[2*c+1] = sy, yy
 	})
+	var sy, yy float64
+	for c := 0; c < chunks; c++ {
+		sy += part[2*c]
+		yy += part[2*c+1]
+	}
 	// A pair whose rounding overflowed float32 (an infinite entry, so
 	// that s.y is infinite or NaN) would turn the recursion into NaN:
 	// refused.
-	sy := linalg.Dot32(s, y)
 	if !(sy > 1e-300) || math.IsInf(sy, 1) {
 		m.free = append(m.free, s, y)
 		return
@@ -187,7 +210,7 @@ func (m *Memory32) Push(x1, x0, g1, g0 []float64) {
 		m.S, m.Y, m.Rho, m.YY = m.S[1:], m.Y[1:], m.Rho[1:], m.YY[1:]
 	}
 	m.S, m.Y = append(m.S, s), append(m.Y, y)
-	m.Rho, m.YY = append(m.Rho, 1/sy), append(m.YY, linalg.Dot32(y, y))
+	m.Rho, m.YY = append(m.Rho, 1/sy), append(m.YY, yy)
 }
 
 // Gamma returns s^T y / y^T y of the newest pair, the usual scalar initial

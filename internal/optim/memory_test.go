@@ -259,3 +259,24 @@ func TestMemory32DirectionDense(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMemory32Push times Push at the banded solver's length at R =
+// 10^4 with 64 bands (640,000 entries) with a full memory, so that each
+// push reuses a dropped pair's slices.
+// go test -run '^$' -bench Memory32Push ./internal/optim/
+func BenchmarkMemory32Push(b *testing.B) {
+	const n = 640000
+	rng := rand.New(rand.NewPCG(7, 8))
+	x0, x1, g0, g1 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range x1 {
+		x1[i] = rng.NormFloat64()
+		g1[i] = x1[i] * (1 + rng.Float64())
+	}
+	m := NewMemory32(12)
+	for range 13 {
+		m.Push(x1, x0, g1, g0)
+	}
+	for b.Loop() {
+		m.Push(x1, x0, g1, g0)
+	}
+}
