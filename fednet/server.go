@@ -204,7 +204,7 @@ type Server struct {
 	mu        sync.Mutex
 	round     int
 	model     []float64     // x^round, never modified once published
-	fault     error         // set when a learner's witness shows the state was rewound
+	fault     error         // set when a learner's witness shows the state was rewound, or the secure round can no longer complete
 	faulted   chan struct{} // closed when fault is set
 	released  chan struct{} // closed when round advances
 	updates   [][]float64   // the current round's updates by learner
@@ -1078,6 +1078,9 @@ func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 func (s *Server) faultErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if errors.Is(s.fault, ErrRoundStuck) {
+		return s.fault // already names the package
+	}
 	return fmt.Errorf("fednet: %w", s.fault)
 }
 
