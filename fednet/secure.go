@@ -255,18 +255,21 @@ func (sr *secRound) drop(i int) {
 //
 // The word is not checked, and need not be: a learner that claims it
 // falsely only withholds its own unmask answer, which it could do anyway
-// by staying away. Counting it as unable to take part never makes the
-// server unmask or release anything; it can stop the run only when the
-// claimants are more than n - T, who could keep any attempt from
-// completing by staying away as well. The first word of a learner stands
-// for the server's life (a claim withdrawn changes nothing), so a learner
-// cannot make the server log more than once per learner.
+// by staying away. Counting it as unable to take part is safe for privacy:
+// it never makes the server unmask or release anything. Nor can claims
+// stop a run that could complete without the claimants: the run stops
+// only when they are more than n - T, so that the others are fewer than
+// T, and the word of a learner whose phase-4 answer of the open attempt
+// is in is ignored. The first word of a learner stands for the server's
+// life (a claim withdrawn changes nothing), so the server logs at most
+// one refusal per learner.
 func (s *Server) noteUnmasked(i, r int, a uint32) {
 	sr := s.sec
 	if s.fault != nil || sr == nil || r != s.round || a == sr.ctx.Attempt {
 		return
 	}
-	if _, ok := sr.refused[i]; ok {
+	if _, ok := sr.refused[i]; ok || sr.phase == secagg.PhaseUnmask && sr.answered[i] {
+		// Counted already; or its answer is in, whatever it says now.
 		return
 	}
 	if sr.refused == nil {

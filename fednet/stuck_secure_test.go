@@ -293,3 +293,37 @@ func TestSecureRefusalCounted(t *testing.T) {
 		t.Errorf("a poll after the stop: %v, want the server's line", err)
 	}
 }
+
+// A learner whose unmask answer of the open attempt is in cannot count as
+// refusing it, whatever it says afterwards: two learners of three that
+// answered phase 4 (T = 2) and then claim another attempt would otherwise
+// stop a round that can complete. (White-box: the answers are set by
+// hand.)
+func TestSecureRefusalAfterAnswerIgnored(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	srv, err := NewServer(secureOptions(r, t.TempDir(), 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	sr := srv.sec
+	sr.phase = secagg.PhaseUnmask
+	sr.answered[1], sr.answered[2], sr.got = true, true, 2
+	srv.noteUnmasked(1, 0, 5)
+	srv.noteUnmasked(2, 0, 5)
+	if srv.fault != nil || len(sr.refused) != 0 {
+		t.Fatalf("learners that answered phase 4 counted as refusing: %v, fault %v", sr.refused, srv.fault)
+	}
+	srv.noteUnmasked(0, 0, 5)
+	if srv.fault != nil || len(sr.refused) != 1 || sr.expected[0] {
+		t.Fatalf("learner 0's refusal: refused %v, waited for %v, fault %v; want it counted and not waited for, the run going on", sr.refused, sr.expected[0], srv.fault)
+	}
+	select {
+	case <-sr.full:
+	default:
+		t.Fatal("phase 4 still waits with every learner but the refusing one answered")
+	}
+}
