@@ -496,6 +496,8 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		case <-changed:
 		case <-rel:
 		case <-s.faulted:
+		case <-s.closed:
+			return nil, status.Errorf(codes.Unavailable, "the server stopped; round %d's phase will not close", r)
 		case <-ctx.Done():
 			return nil, status.FromContextError(ctx.Err()).Err()
 		case <-wait.C:

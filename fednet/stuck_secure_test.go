@@ -327,3 +327,35 @@ func TestSecureRefusalAfterAnswerIgnored(t *testing.T) {
 		t.Fatal("phase 4 still waits with every learner but the refusing one answered")
 	}
 }
+
+// A learner waiting in GetModel for a release when the server closes (its
+// Run returned: it releases nothing more) is answered UNAVAILABLE at once,
+// which it retries as a server that is down, up to its GiveUp, instead of
+// waiting for ever on a server that still answers calls.
+func TestClosedServerEndsWaits(t *testing.T) {
+	r := newRun(t, 2, 1, 1, 4)
+	opt := r.options(t.TempDir(), nil)
+	opt.MaxWait = time.Minute
+	srv, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serveServer(t, srv)
+	srv.mu.Lock()
+	srv.submitted[0] = 0 // learner 0 submitted for round 0: GetModel waits for x^1
+	srv.mu.Unlock()
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := flv1.NewFederationClient(conn).GetModel(ctx, &flv1.GetModelRequest{Learner: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(200*time.Millisecond, func() { srv.Close() })
+	_, err = st.Recv()
+	wantCode(t, "GetModel waiting when the server closes", err, codes.Unavailable)
+}
