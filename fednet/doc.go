@@ -74,8 +74,10 @@
 // the attempt at that phase. A learner of such a run needs
 // LearnerOptions.StateDir, where it records durably, before it answers,
 // the attempt of each round it unmasked: even restarted, it never unmasks
-// two attempts of a round. See
-// docs/distributed.md, "Secure aggregation".
+// two attempts of a round. It tells the server that attempt on every call
+// of the round; when more than n - T learners unmasked another attempt
+// than the open one, no attempt can collect T answers, and the server
+// stops with ErrRoundStuck. See docs/distributed.md, "Secure aggregation".
 //
 // Vectors travel in chunks of [ChunkLen] values, so models of any
 // dimension pass gRPC's message limit. The server's memory is bounded

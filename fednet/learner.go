@@ -555,7 +555,16 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		req = poll
 		return nil
 	}
+	refusing := false // logged that this learner refuses the server's attempt
 	for {
+		// Every call of the round tells the server the attempt whose
+		// unmask phase this learner answered, if any: from another
+		// attempt than the open one, the server learns that this learner
+		// will not answer phase 4 of any attempt it may still open, and
+		// stops the run if fewer than T learners remain that can.
+		if ua, ok := sl.state.unmaskedAttempt(r); ok {
+			req.UnmaskedAttempt = &ua
+		}
 		var resp *flv1.SecAggResponse
 		err := rt.do(ctx, "SecAgg", opt.WaitTimeout, func(cctx context.Context) error {
 			var err error
@@ -584,6 +593,10 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		}
 		if run := sl.state.rec.run; !bytes.Equal(resp.GetRun(), run[:]) {
 			return fmt.Errorf("fednet: the server answered for run %x, this learner's state is of run %v; stopping", resp.GetRun(), run)
+		}
+		if ua, ok := sl.state.unmaskedAttempt(r); ok && ua != resp.GetAttempt() && !refusing && resp.GetState() != flv1.SecAggState_SEC_AGG_STATE_DONE {
+			refusing = true
+			log.Warn("this learner answered the round's unmask phase in another attempt: it will not unmask this one (the server is told)", "learner", sl.id, "round", r, "attempt", resp.GetAttempt(), "unmasked_attempt", ua)
 		}
 		switch resp.GetState() {
 		case flv1.SecAggState_SEC_AGG_STATE_DONE:

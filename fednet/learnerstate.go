@@ -191,6 +191,15 @@ func (ls *learnerState) unmasked(r int, a uint32) (msg []byte, ok bool, err erro
 	return rec.msg, true, nil
 }
 
+// unmaskedAttempt returns the attempt in which the learner answered phase
+// 4 of round r, if it did (ok).
+func (ls *learnerState) unmaskedAttempt(r int) (a uint32, ok bool) {
+	if rec := ls.rec; rec != nil && rec.unmasked && rec.round == r {
+		return rec.attempt, true
+	}
+	return 0, false
+}
+
 // recordUnmask records durably that the learner answers phase 4 of round
 // r, attempt a, with msg; the caller sends msg only after it returns nil.
 func (ls *learnerState) recordUnmask(r int, a uint32, msg []byte) error {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/secagg"
 )
 
@@ -216,7 +218,10 @@ func (l *unmaskLog) of(i int) []secEvent {
 // opens attempt 1, and all three learners restarted on their directories
 // complete it without learner 0's unmask answer (its masked input is in
 // the sum, its self-mask rebuilt from the others' shares), to the
-// simulation's models.
+// simulation's models. Learner 0 tells the server that it unmasked
+// attempt 0; 2 learners remain, T = 2, so the server goes on, and closes
+// phase 4 once learners 1 and 2 answered, without waiting for learner 0
+// (the quorum grace is 20 s).
 func TestSecureLearnerRestartRefusesSecondAttempt(t *testing.T) {
 	r := newRun(t, 3, 1, 1, 4)
 	secureRun(t, r)
@@ -256,13 +261,16 @@ func TestSecureLearnerRestartRefusesSecondAttempt(t *testing.T) {
 	}
 	s1.stop()
 
-	opt.RoundTimeout, opt.QuorumGrace = 20*time.Second, 3*time.Second
+	opt.RoundTimeout, opt.QuorumGrace = 20*time.Second, 20*time.Second
+	var log2 testutil.SyncBuffer
+	opt.Log = slog.New(slog.NewTextHandler(&log2, nil))
 	srv2, err := NewServer(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	phases := map[int][]secagg.Phase{}
+	var lastUnmask, unmasked time.Time
 	srv2.hooks.record = func(e secEvent) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -270,6 +278,17 @@ func TestSecureLearnerRestartRefusesSecondAttempt(t *testing.T) {
 			t.Errorf("learner %d answered attempt %d, want 1", e.From, e.Attempt)
 		}
 		phases[e.From] = append(phases[e.From], e.Phase)
+		if e.Phase == secagg.PhaseUnmask {
+			lastUnmask = time.Now()
+		}
+	}
+	srv2.hooks.release = func(_ int, step string) error {
+		if step == "unmasked" {
+			mu.Lock()
+			unmasked = time.Now()
+			mu.Unlock()
+		}
+		return nil
 	}
 	s2 := serveServerAt(t, srv2, nil, s1.addr)
 	for i, l := range runSecLearners(t, context.Background(), r, s2.addr, func(i int, o *LearnerOptions) { o.StateDir = dirs[i] }) {
@@ -289,6 +308,12 @@ func TestSecureLearnerRestartRefusesSecondAttempt(t *testing.T) {
 		}
 	}
 	requireSameModels(t, readRounds(t, dir, r.R), want)
+	if !strings.Contains(log2.String(), `msg="learner refuses the open attempt" learner=0 round=0 attempt=1 unmasked_attempt=0 refused=1 threshold=2`) {
+		t.Errorf("the server did not count learner 0's refusal:\n%s", log2.String())
+	}
+	if wait := unmasked.Sub(lastUnmask); wait > 10*time.Second {
+		t.Errorf("phase 4 closed %v after the last answer, want at once (learner 0 is not waited for)", wait)
+	}
 }
 
 // slicesEqual reports whether a and b hold the same phases in order.

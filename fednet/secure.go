@@ -7,6 +7,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -109,7 +110,23 @@ type secRound struct {
 	full    chan struct{} // closed when every expected learner answered
 	quorum  chan struct{} // closed when T answered, fewer than expected
 	failed  error         // the attempt failed (fewer than T)
+	// refused holds, for each learner that said it answered phase 4 of
+	// this round in another attempt (SecAggRequest.unmasked_attempt),
+	// that attempt: it takes part in phases 0-3 and never in phase 4
+	// (noteUnmasked). A server opens one attempt per process, so these
+	// are the refusals this server learnt; a restart learns them again.
+	refused map[int]uint32
 }
+
+// ErrRoundStuck is returned by [Server.Run] when the open secure round can
+// no longer complete: more than n - T learners answered its unmask phase
+// in another attempt than the open one, and a learner answers phase 4 of a
+// round in one attempt only, so no attempt can collect T answers. The run
+// cannot release the round; the rounds it released stand. A restart over
+// the same state directory stops again once the learners tell it (the
+// server releases nothing meanwhile): start a new run in a fresh state
+// directory.
+var ErrRoundStuck = errors.New("fednet: the secure round can no longer complete")
 
 // secEvent is what the server received from a learner in a secure round,
 // as the test-only recording hook (serverHooks.record) sees it: the phase
@@ -153,7 +170,16 @@ func (sr *secRound) open(p secagg.Phase) error {
 	for _, i := range sr.agg.Accepted(p - 1) {
 		sr.expected[i] = true
 	}
+	if p == secagg.PhaseUnmask {
+		// A learner that unmasked another attempt will not answer.
+		for i := range sr.refused {
+			sr.expected[i] = false
+		}
+	}
 	sr.full, sr.quorum = make(chan struct{}), make(chan struct{})
+	if sr.want() == 0 {
+		close(sr.full) // nobody can answer: the phase closes at once
+	}
 	if sr.changed == nil {
 		sr.changed = make(chan struct{})
 	}
@@ -200,6 +226,73 @@ func (sr *secRound) answer(i int, h [sha256.Size]byte) {
 	} else if sr.got == sr.ctx.T {
 		close(sr.quorum)
 	}
+}
+
+// drop removes learner i, if it has not answered, from the learners the
+// open phase waits for: the phase closes as soon as the others answered.
+func (sr *secRound) drop(i int) {
+	if !sr.expected[i] || sr.answered[i] {
+		return
+	}
+	// Until now got < want, so full is open.
+	sr.expected[i] = false
+	if sr.got == sr.want() {
+		close(sr.full)
+	}
+}
+
+// noteUnmasked takes learner i's word (SecAggRequest.unmasked_attempt)
+// that it answered the unmask phase of round r in attempt a. A learner
+// answers phase 4 of a round in one attempt only (learnerState.unmasked):
+// with a other than the open attempt it answers phase 4 of no attempt this
+// server has or may still open for r (the attempts only grow, each with
+// fresh keys, so even its recorded answer, resent in a later attempt
+// numbered a, would be refused: its shares are checked against the
+// dealers' commitments). Such a learner is counted, and no longer waited
+// for in phase 4; once more than n - T learners refused, no attempt can
+// collect T unmask answers, and the server stops with ErrRoundStuck (the
+// caller holds s.mu).
+//
+// The word is not checked, and need not be: a learner that claims it
+// falsely only withholds its own unmask answer, which it could do anyway
+// by staying away. Counting it as unable to take part is safe for privacy:
+// it never makes the server unmask or release anything. Nor can claims
+// stop a run that could complete without the claimants: the run stops
+// only when they are more than n - T, so that the others are fewer than
+// T, and the word of a learner whose phase-4 answer of the open attempt
+// is in is ignored. The first word of a learner stands for the server's
+// life (a claim withdrawn changes nothing), so the server logs at most
+// one refusal per learner.
+func (s *Server) noteUnmasked(i, r int, a uint32) {
+	sr := s.sec
+	if s.fault != nil || sr == nil || r != s.round || a == sr.ctx.Attempt {
+		return
+	}
+	if _, ok := sr.refused[i]; ok || sr.phase == secagg.PhaseUnmask && sr.answered[i] {
+		// Counted already; or its answer is in, whatever it says now.
+		return
+	}
+	if sr.refused == nil {
+		sr.refused = map[int]uint32{}
+	}
+	sr.refused[i] = a
+	if sr.phase == secagg.PhaseUnmask {
+		sr.drop(i)
+	}
+	n, T, open := sr.ctx.N, sr.ctx.T, sr.ctx.Attempt
+	s.log.Warn("learner refuses the open attempt", "learner", i, "round", r, "attempt", open, "unmasked_attempt", a, "refused", len(sr.refused), "threshold", T)
+	if n-len(sr.refused) >= T {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(sr.refused))
+	who := make([]string, len(ids))
+	for k, j := range ids {
+		who[k] = fmt.Sprintf("learner %d in attempt %d", j, sr.refused[j])
+	}
+	s.fault = fmt.Errorf("%w: round %d, attempt %d: %d of %d learners answered its unmask phase in another attempt (%s) and refuse every other, leaving %d, fewer than the threshold %d; this run cannot release round %d (the models released up to x^%d stand): start a new run in a fresh state directory",
+		ErrRoundStuck, r, open, len(ids), n, strings.Join(who, ", "), n-len(ids), T, r, r)
+	close(s.faulted)
+	s.log.Error("round cannot complete", "round", r, "attempt", open, "refused", len(ids), "learners", n, "threshold", T, "reason", s.fault.Error())
 }
 
 // closePhase closes the open phase through the aggregator and opens the
@@ -337,6 +430,11 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		return nil, s.logged(rj)
 	}
 	defer s.polls.release(i, true)
+	if req.UnmaskedAttempt != nil {
+		s.mu.Lock()
+		s.noteUnmasked(i, r, req.GetUnmaskedAttempt())
+		s.mu.Unlock()
+	}
 	if req.GetHasMessage() {
 		p := secagg.Phase(req.GetPhase())
 		if p == secagg.PhaseMasked {
@@ -398,6 +496,8 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		case <-changed:
 		case <-rel:
 		case <-s.faulted:
+		case <-s.closed:
+			return nil, status.Errorf(codes.Unavailable, "the server stopped; round %d's phase will not close", r)
 		case <-ctx.Done():
 			return nil, status.FromContextError(ctx.Err()).Err()
 		case <-wait.C:
@@ -473,6 +573,14 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 			return errors.New("fednet: the Server is closed")
 		}
 		s.mu.Lock()
+		if s.fault != nil {
+			// Stopped while the phase's wait ended (a rewound state or a
+			// round that can no longer complete): nothing more is closed
+			// or released.
+			s.mu.Unlock()
+			s.stMu.Unlock()
+			return s.faultErr()
+		}
 		r, p, a, got := s.round, sr.phase, sr.ctx.Attempt, sr.got
 		var err error
 		if p == secagg.PhaseUnmask {

@@ -189,9 +189,10 @@ type Server struct {
 	log  *slog.Logger
 	core *fedopt.Server
 
-	stMu sync.Mutex // guards st and ran; taken before mu
-	st   *state     // nil once closed
-	ran  bool       // Run was called
+	stMu   sync.Mutex    // guards st and ran; taken before mu
+	st     *state        // nil once closed
+	ran    bool          // Run was called
+	closed chan struct{} // closed with st: nothing more is released
 
 	run     runID               // the run's identity, from the state directory
 	digests [][sha256.Size]byte // per released round: the hash that ends its file
@@ -204,7 +205,7 @@ type Server struct {
 	mu        sync.Mutex
 	round     int
 	model     []float64     // x^round, never modified once published
-	fault     error         // set when a learner's witness shows the state was rewound
+	fault     error         // set when a learner's witness shows the state was rewound, or the secure round can no longer complete
 	faulted   chan struct{} // closed when fault is set
 	released  chan struct{} // closed when round advances
 	updates   [][]float64   // the current round's updates by learner
@@ -341,7 +342,7 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 	s := &Server{
 		opt: opt, log: log, st: st, core: core, quant: quant,
 		round: start, model: slices.Clone(core.Model()),
-		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}),
+		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}), closed: make(chan struct{}),
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
 		quorum: make(chan struct{}), contact: make(chan struct{}),
 		updates: make([][]float64, sh.Learners), submitted: make([]int, sh.Learners),
@@ -472,6 +473,7 @@ func (s *Server) Close() error {
 	}
 	err := s.st.lock.Close()
 	s.st = nil
+	close(s.closed)
 	return err
 }
 
@@ -802,6 +804,12 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 		case <-s.faulted:
 			done() // no sender
 			return status.Error(codes.FailedPrecondition, s.faultErr().Error())
+		case <-s.closed:
+			// Run returned: this server releases nothing more. The
+			// learner retries as if it were down (a restart within its
+			// GiveUp is invisible), rather than wait here for ever.
+			done() // no sender
+			return status.Errorf(codes.Unavailable, "the server stopped; it will not release round %d", r+1)
 		case <-ctx.Done():
 			done() // no sender
 			return status.FromContextError(ctx.Err()).Err()
@@ -1078,6 +1086,9 @@ func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 func (s *Server) faultErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if errors.Is(s.fault, ErrRoundStuck) {
+		return s.fault // already names the package
+	}
 	return fmt.Errorf("fednet: %w", s.fault)
 }
 

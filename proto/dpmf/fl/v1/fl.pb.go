@@ -405,15 +405,23 @@ func (x *SecureAggregation) GetScaleBits() int32 {
 // poll (has_message false). message is the secagg package's binary
 // encoding of the phase's message.
 type SecAggRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Learner       int32                  `protobuf:"varint,1,opt,name=learner,proto3" json:"learner,omitempty"`
-	Round         int32                  `protobuf:"varint,2,opt,name=round,proto3" json:"round,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Phase         int32                  `protobuf:"varint,4,opt,name=phase,proto3" json:"phase,omitempty"`
-	HasMessage    bool                   `protobuf:"varint,5,opt,name=has_message,json=hasMessage,proto3" json:"has_message,omitempty"`
-	Message       []byte                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Learner    int32                  `protobuf:"varint,1,opt,name=learner,proto3" json:"learner,omitempty"`
+	Round      int32                  `protobuf:"varint,2,opt,name=round,proto3" json:"round,omitempty"`
+	Attempt    uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Phase      int32                  `protobuf:"varint,4,opt,name=phase,proto3" json:"phase,omitempty"`
+	HasMessage bool                   `protobuf:"varint,5,opt,name=has_message,json=hasMessage,proto3" json:"has_message,omitempty"`
+	Message    []byte                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// The attempt of this round whose unmask phase (4) the learner answered,
+	// from its record (absent if it answered none). A learner answers phase 4
+	// of a round in one attempt only, so a value other than the open attempt
+	// says that it will answer phase 4 of no attempt the server may still
+	// open for this round: the server counts it, and stops the run when fewer
+	// than T learners remain that can (a server that does not know the field
+	// ignores it; a learner sends it on every SecAgg call of the round).
+	UnmaskedAttempt *uint32 `protobuf:"varint,7,opt,name=unmasked_attempt,json=unmaskedAttempt,proto3,oneof" json:"unmasked_attempt,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SecAggRequest) Reset() {
@@ -486,6 +494,13 @@ func (x *SecAggRequest) GetMessage() []byte {
 		return x.Message
 	}
 	return nil
+}
+
+func (x *SecAggRequest) GetUnmaskedAttempt() uint32 {
+	if x != nil && x.UnmaskedAttempt != nil {
+		return *x.UnmaskedAttempt
+	}
+	return 0
 }
 
 // SecAggResponse is the server's answer: its state for this learner, the
@@ -1059,7 +1074,7 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"\tthreshold\x18\x01 \x01(\x05R\tthreshold\x12\x1b\n" +
 	"\tring_bits\x18\x02 \x01(\x05R\bringBits\x12\x1d\n" +
 	"\n" +
-	"scale_bits\x18\x03 \x01(\x05R\tscaleBits\"\xaa\x01\n" +
+	"scale_bits\x18\x03 \x01(\x05R\tscaleBits\"\xef\x01\n" +
 	"\rSecAggRequest\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\x05R\alearner\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x18\n" +
@@ -1067,7 +1082,9 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"\x05phase\x18\x04 \x01(\x05R\x05phase\x12\x1f\n" +
 	"\vhas_message\x18\x05 \x01(\bR\n" +
 	"hasMessage\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\fR\amessage\"\xd1\x01\n" +
+	"\amessage\x18\x06 \x01(\fR\amessage\x12.\n" +
+	"\x10unmasked_attempt\x18\a \x01(\rH\x00R\x0funmaskedAttempt\x88\x01\x01B\x13\n" +
+	"\x11_unmasked_attempt\"\xd1\x01\n" +
 	"\x0eSecAggResponse\x12-\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x17.dpmf.fl.v1.SecAggStateR\x05state\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x18\n" +
@@ -1187,6 +1204,7 @@ func file_dpmf_fl_v1_fl_proto_init() {
 	if File_dpmf_fl_v1_fl_proto != nil {
 		return
 	}
+	file_dpmf_fl_v1_fl_proto_msgTypes[3].OneofWrappers = []any{}
 	file_dpmf_fl_v1_fl_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
