@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -830,5 +831,60 @@ func TestBandedLooserTargetNeverCostsMore(t *testing.T) {
 		assert.LessOrEqual(t, f.Gap, tol)
 		assert.LessOrEqual(t, f.Evaluations, last, "target %g", tol)
 		last = f.Evaluations
+	}
+}
+
+// iterCountCtx counts the calls of Err: the banded solver's descent
+// checks the context once per iteration (and run once after each coarse
+// level), so the count bounds the iterations done from above, whatever the
+// solver reports.
+type iterCountCtx struct {
+	context.Context
+	calls atomic.Int64
+}
+
+func (c *iterCountCtx) Err() error {
+	c.calls.Add(1)
+	return c.Context.Err()
+}
+
+// opt.MaxIter bounds the iterations of all levels of the multilevel
+// start together, and Iterations (or NotConvergedError.Iter) counts them
+// all, also those of a coarse level that ran out of iterations (which
+// used to be dropped, with a fresh MaxIter for the fallback at each level:
+// at R = 1024 with 4 bands and MaxIter 10, 32 iterations done and 10
+// reported). Where the coarse levels spend the whole budget, the error
+// reports no gap (the fine problem has none yet), not a gap of 0.
+func TestOptimalBandedMultilevelMaxIter(t *testing.T) {
+	const n, b, tol = 1024, 4, 1e-6
+	w := prefix(t, n)
+	// The coarse level alone (order R/2, to its gap): its iterations.
+	copt, err := Options{Tol: bandedCoarseGap}.withDefaults()
+	require.NoError(t, err)
+	coarse, err := testBandedProblem(t, prefix(t, n/2), b).run(context.Background(), copt)
+	require.NoError(t, err)
+	require.Equal(t, 1, coarse.levels)
+	const levels = 2
+	for _, maxIter := range []int{1, 10, coarse.iter - 1, coarse.iter, coarse.iter + 1, 10000} {
+		opt, err := Options{Tol: tol, MaxIter: maxIter}.withDefaults()
+		require.NoError(t, err)
+		ctx := &iterCountCtx{Context: context.Background()}
+		sol, err := testBandedProblem(t, w, b).run(ctx, opt)
+		calls := int(ctx.calls.Load())
+		if maxIter == 10000 {
+			require.NoError(t, err)
+			assert.Equal(t, levels, sol.levels)
+			assert.LessOrEqual(t, sol.gap, tol)
+			assert.GreaterOrEqual(t, sol.iter, calls-levels, "Iterations count every level")
+			assert.LessOrEqual(t, sol.iter, calls)
+			continue
+		}
+		var nc *NotConvergedError
+		require.ErrorAs(t, err, &nc, "MaxIter %d", maxIter)
+		assert.False(t, nc.Stalled, "MaxIter %d", maxIter)
+		assert.Equal(t, maxIter, nc.Iter, "MaxIter %d: the iterations of every level", maxIter)
+		assert.LessOrEqual(t, calls, maxIter+levels, "MaxIter %d: iterations done in all", maxIter)
+		assert.Greater(t, nc.Gap, tol, "MaxIter %d: %v", maxIter, err)
+		assert.Equal(t, tol, nc.Tol)
 	}
 }
