@@ -838,13 +838,18 @@ func TestBandedLooserTargetNeverCostsMore(t *testing.T) {
 // checks the context once per iteration (and run once after each coarse
 // level), so the count bounds the iterations done from above, whatever the
 // solver reports.
+// With cancel set, the cancelAt-th call cancels the context.
 type iterCountCtx struct {
 	context.Context
-	calls atomic.Int64
+	calls    atomic.Int64
+	cancelAt int64
+	cancel   context.CancelFunc
 }
 
 func (c *iterCountCtx) Err() error {
-	c.calls.Add(1)
+	if c.calls.Add(1) == c.cancelAt && c.cancel != nil {
+		c.cancel()
+	}
 	return c.Context.Err()
 }
 
@@ -887,4 +892,60 @@ func TestOptimalBandedMultilevelMaxIter(t *testing.T) {
 		assert.Greater(t, nc.Gap, tol, "MaxIter %d: %v", maxIter, err)
 		assert.Equal(t, tol, nc.Tol)
 	}
+}
+
+// The multilevel start's edges: it is taken from exactly 128 b rows of a
+// Toeplitz workload (prefix sums, p = 1; momentum, p = 2) and for a target
+// of at most 0.1 (the coarse gap), not for 128 b - 1 rows or a target
+// just above 0.1; where taken, the result agrees with the two-phase solve
+// from the banded square root within both certified gaps. A context
+// cancelled during the coarse level stops the run there (no fallback to
+// the fine level).
+func TestOptimalBandedMultilevelEdges(t *testing.T) {
+	check := func(w *Workload, b int, tol float64, levels int) {
+		t.Helper()
+		opt, err := Options{Tol: tol}.withDefaults()
+		require.NoError(t, err)
+		bp := testBandedProblem(t, w, b)
+		multi, err := bp.run(context.Background(), opt)
+		require.NoError(t, err)
+		name := fmt.Sprintf("%s R=%d b=%d tol=%.17g", w.Name(), w.R(), b, tol)
+		assert.Equal(t, levels, multi.levels, name)
+		x0, err := bp.start()
+		require.NoError(t, err)
+		two, err := testBandedProblem(t, w, b).solve(context.Background(), x0, opt)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, multi.gap, tol, name)
+		assert.GreaterOrEqual(t, multi.f*(1+1e-15), two.f/(1+two.gap), name)
+		assert.GreaterOrEqual(t, two.f*(1+1e-15), multi.f/(1+multi.gap), name)
+	}
+	for _, b := range []int{2, 3} {
+		for _, n := range []int{128*b - 1, 128 * b} {
+			mom, err := Momentum(n, 0.6)
+			require.NoError(t, err)
+			levels := 0
+			if n >= 128*b {
+				levels = 1
+			}
+			check(prefix(t, n), b, 1e-8, levels)
+			check(mom, b, 1e-4, levels)
+		}
+	}
+	check(prefix(t, 256), 2, bandedCoarseGap, 1)
+	check(prefix(t, 256), 2, math.Nextafter(bandedCoarseGap, 1), 0)
+	// Cancelled in the coarse level's third iteration: Err is called
+	// once per iteration, and twice by run after the coarse level.
+	copt, err := Options{Tol: bandedCoarseGap}.withDefaults()
+	require.NoError(t, err)
+	coarse, err := testBandedProblem(t, prefix(t, 128), 2).run(context.Background(), copt)
+	require.NoError(t, err)
+	require.Greater(t, coarse.iter, 3)
+	opt, err := Options{Tol: 1e-8}.withDefaults()
+	require.NoError(t, err)
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &iterCountCtx{Context: cctx, cancelAt: 3, cancel: cancel}
+	_, err = testBandedProblem(t, prefix(t, 256), 2).run(ctx, opt)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.LessOrEqual(t, ctx.calls.Load(), int64(5))
 }
