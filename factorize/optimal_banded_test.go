@@ -949,3 +949,29 @@ func TestOptimalBandedMultilevelEdges(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.LessOrEqual(t, ctx.calls.Load(), int64(5))
 }
+
+// The multilevel start (a coarse level at R = 1500, then both phases at
+// R = 3000, 23 bands: 128 b = 2944 rows) gives the same bits for
+// GOMAXPROCS 1 and 8, with the evaluation's row loops on several
+// goroutines at the fine level (TestOptimalBandedSameBitsAnyGOMAXPROCS
+// solves below 128 b rows).
+func TestOptimalBandedMultilevelSameBitsAnyGOMAXPROCS(t *testing.T) {
+	const n, bands = 3000, 23
+	// The V, W, G and H rows cost 2 (p+1) (2b + p) per row (p = 1).
+	require.GreaterOrEqual(t, float64(n*2*2*(2*bands+1)), float64(2*par.Grain))
+	w := prefix(t, n)
+	run := func(procs int) *bandedSolution {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		opt, err := Options{Tol: 1e-2}.withDefaults()
+		require.NoError(t, err)
+		sol, err := testBandedProblem(t, w, bands).run(context.Background(), opt)
+		require.NoError(t, err)
+		return sol
+	}
+	one := run(1)
+	require.Equal(t, 1, one.levels)
+	eight := run(8)
+	assert.Equal(t, one.x.Data, eight.x.Data)
+	assert.Equal(t, []float64{one.f, one.gap}, []float64{eight.f, eight.gap})
+	assert.Equal(t, []int{one.iter, one.evals}, []int{eight.iter, eight.evals})
+}
