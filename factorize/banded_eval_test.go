@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -126,7 +129,8 @@ func bandedEvalCases(t *testing.T, rng *rand.Rand, n int) []bandedEvalCase {
 // against dense gonum inverses, at random feasible X, for inverse bands
 // with p = 0, 1, 2, 3 subdiagonals (random ones and the workloads'), every
 // b from 1 to R, at R = 1, 2, 3, 4, 7 (R < b + p, R = p + 1) and at R =
-// 260 (two row chunks, p from 0 to 3). Every output entry is
+// 260 (two row chunks, p from 0 to 3) and 257 (a last chunk of one row,
+// b = 1 and 2). Every output entry is
 // overwritten (they start as NaN). The certificate's linear bound from
 // that G (gapOf's sums) against the same sum over the dense G.
 func TestBandedEvalDense(t *testing.T) {
@@ -194,6 +198,13 @@ func TestBandedEvalDense(t *testing.T) {
 			// f is rounded to about 1e-10 (as before Q was formed from X's
 			// band directly), the random, diagonally dominant L to 1e-15.
 			check(c, 260, b, 5e-10)
+		}
+	}
+	// R = 257: a last chunk of one row, fewer than the p + 1 rows of its
+	// V and W ring, with b = 1 and 2.
+	for _, c := range bandedEvalCases(t, rng, 257) {
+		for _, b := range []int{1, 2} {
+			check(c, 257, b, 5e-10)
 		}
 	}
 }
@@ -509,5 +520,36 @@ func TestBandedPreconditionDense(t *testing.T) {
 	}
 	for _, c := range bandedEvalCases(t, rng, 260) {
 		check(c, 260, 5, false)
+	}
+}
+
+// The evaluation (Q, f, G, H, the gradient) and the preconditioner give
+// the same bits for GOMAXPROCS 1, 2 and 8 at R = 2800 (not a multiple of
+// the 256-row chunks, whose V and W rings redo the p rows before them)
+// with 32 bands, where the row loops run on several goroutines, for
+// inverse bands with p = 0 to 3 (TestBandedStepsSameBitsAnyGOMAXPROCS
+// covers prefix sums, p = 1), at the banded square root.
+func TestBandedEvalSameBitsAnyGOMAXPROCS(t *testing.T) {
+	const n, b = 2800, 32
+	// The V, W, G and H rows cost 2 (p+1) (2b + p) per row: two grains
+	// at least from p = 1 on.
+	require.GreaterOrEqual(t, float64(n*2*2*(2*b+1)), float64(2*par.Grain))
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, c := range bandedEvalCases(t, rng, n) {
+		x, err := newBandedProblem(c.inv, b).start()
+		require.NoError(t, err, c.name)
+		run := func(procs int) [][]float64 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			bp := newBandedProblem(c.inv, b)
+			grad, g, h := make([]float64, n*b), make([]float64, n*b), make([]float64, n*b)
+			f, ok := bp.eval(x, grad, g)
+			require.True(t, ok, c.name)
+			bp.precondition(x, g, h)
+			return [][]float64{{f}, bp.q.Data, grad, g, bp.hx, h}
+		}
+		one := run(1)
+		for _, procs := range []int{2, 8} {
+			assert.Equal(t, one, run(procs), "%s GOMAXPROCS %d", c.name, procs)
+		}
 	}
 }

@@ -63,7 +63,8 @@ const DefaultBandedTol = 1e-8
 // is multilevel: the same problem at order R/2 is solved to a gap of 1e-1
 // (recursively), its factor stretched to order R ([stretchBands]), and
 // both phases run from there; Iterations and Evaluations count every
-// level. A workload whose scale (as for
+// level (a coarse level that fails too) and opt.MaxIter bounds them
+// together. A workload whose scale (as for
 // [Optimal]) is outside [2^-16, 2^16] is solved as t A, t a power of two,
 // and the result scaled back: the L-BFGS pairs are float32. See
 // docs/solver.md.
@@ -1307,11 +1308,31 @@ const (
 // first phase then takes the stretched start (at R = 10^5 a gap near 1)
 // to 1e-1 in a few dozen iterations, where the second phase alone had most
 // of its trial points leave the cone. The iterations and evaluations of
-// every level are counted. A coarse level that fails
-// (not certified, or a start that is not positive definite) falls back to
-// solve from the banded square root.
+// every level are counted, those of a coarse level that fails too, and
+// opt.MaxIter bounds them all together. A coarse level that fails (not
+// certified, or a start that is not positive definite) falls back to solve
+// from the banded square root with the iterations left; a run whose coarse
+// levels spent them all ends with a *NotConvergedError without a gap (the
+// problem has none yet).
 func (bp *bandedProblem) run(ctx context.Context, opt Options) (*bandedSolution, error) {
+	return bp.runAfter(ctx, opt, &bandedSolution{})
+}
+
+// runAfter is [bandedProblem.run] after the iterations and evaluations in
+// done (those of the levels before), counting this problem's into done
+// whether it is solved or not.
+func (bp *bandedProblem) runAfter(ctx context.Context, opt Options, done *bandedSolution) (*bandedSolution, error) {
 	n, b := bp.n, bp.b
+	// from solves from x0 in the iterations left.
+	from := func(x0 linalg.SymBand, levels int) (*bandedSolution, error) {
+		if done.iter >= opt.MaxIter {
+			return nil, &NotConvergedError{Iter: done.iter, Gap: math.Inf(1), Tol: opt.Tol}
+		}
+		st := &bandedSolution{iter: done.iter, evals: done.evals, levels: levels}
+		sol, err := bp.solveFrom(ctx, x0, opt, st)
+		done.iter, done.evals = st.iter, st.evals
+		return sol, err
+	}
 	if b > 1 && n >= bandedLevelBands*b && opt.Tol <= bandedCoarseGap {
 		if _, ok := bp.toeplitzColumn(); ok {
 			nc := n / 2
@@ -1323,7 +1344,7 @@ func (bp *bandedProblem) run(ctx context.Context, opt Options) (*bandedSolution,
 			}
 			copt := opt
 			copt.Tol, copt.Progress = bandedCoarseGap, nil
-			coarse, err := newBandedProblem(inv, b).run(ctx, copt)
+			coarse, err := newBandedProblem(inv, b).runAfter(ctx, copt, done)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -1332,8 +1353,7 @@ func (bp *bandedProblem) run(ctx context.Context, opt Options) (*bandedSolution,
 					cf := stretchBands(c, nc, n, b)
 					x := linalg.NewSymBand(n, b-1)
 					if positiveDiagonal(cf, n, b) && bandedXFromC(n, b, cf, x, make([]float64, n)) {
-						st := &bandedSolution{iter: coarse.iter, evals: coarse.evals, levels: coarse.levels + 1}
-						return bp.solveFrom(ctx, x, opt, st)
+						return from(x, coarse.levels+1)
 					}
 				}
 			}
@@ -1343,7 +1363,7 @@ func (bp *bandedProblem) run(ctx context.Context, opt Options) (*bandedSolution,
 	if err != nil {
 		return nil, err
 	}
-	return bp.solve(ctx, x0, opt)
+	return from(x0, 0)
 }
 
 // stretchBands returns a banded C of order n (layout of [bandedXFromC])

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -831,4 +832,146 @@ func TestBandedLooserTargetNeverCostsMore(t *testing.T) {
 		assert.LessOrEqual(t, f.Evaluations, last, "target %g", tol)
 		last = f.Evaluations
 	}
+}
+
+// iterCountCtx counts the calls of Err: the banded solver's descent
+// checks the context once per iteration (and run once after each coarse
+// level), so the count bounds the iterations done from above, whatever the
+// solver reports.
+// With cancel set, the cancelAt-th call cancels the context.
+type iterCountCtx struct {
+	context.Context
+	calls    atomic.Int64
+	cancelAt int64
+	cancel   context.CancelFunc
+}
+
+func (c *iterCountCtx) Err() error {
+	if c.calls.Add(1) == c.cancelAt && c.cancel != nil {
+		c.cancel()
+	}
+	return c.Context.Err()
+}
+
+// opt.MaxIter bounds the iterations of all levels of the multilevel
+// start together, and Iterations (or NotConvergedError.Iter) counts them
+// all, also those of a coarse level that ran out of iterations (which
+// used to be dropped, with a fresh MaxIter for the fallback at each level:
+// at R = 1024 with 4 bands and MaxIter 10, 32 iterations done and 10
+// reported). Where the coarse levels spend the whole budget, the error
+// reports no gap (the fine problem has none yet), not a gap of 0.
+func TestOptimalBandedMultilevelMaxIter(t *testing.T) {
+	const n, b, tol = 1024, 4, 1e-6
+	w := prefix(t, n)
+	// The coarse level alone (order R/2, to its gap): its iterations.
+	copt, err := Options{Tol: bandedCoarseGap}.withDefaults()
+	require.NoError(t, err)
+	coarse, err := testBandedProblem(t, prefix(t, n/2), b).run(context.Background(), copt)
+	require.NoError(t, err)
+	require.Equal(t, 1, coarse.levels)
+	const levels = 2
+	for _, maxIter := range []int{1, 10, coarse.iter - 1, coarse.iter, coarse.iter + 1, 10000} {
+		opt, err := Options{Tol: tol, MaxIter: maxIter}.withDefaults()
+		require.NoError(t, err)
+		ctx := &iterCountCtx{Context: context.Background()}
+		sol, err := testBandedProblem(t, w, b).run(ctx, opt)
+		calls := int(ctx.calls.Load())
+		if maxIter == 10000 {
+			require.NoError(t, err)
+			assert.Equal(t, levels, sol.levels)
+			assert.LessOrEqual(t, sol.gap, tol)
+			assert.GreaterOrEqual(t, sol.iter, calls-levels, "Iterations count every level")
+			assert.LessOrEqual(t, sol.iter, calls)
+			continue
+		}
+		var nc *NotConvergedError
+		require.ErrorAs(t, err, &nc, "MaxIter %d", maxIter)
+		assert.False(t, nc.Stalled, "MaxIter %d", maxIter)
+		assert.Equal(t, maxIter, nc.Iter, "MaxIter %d: the iterations of every level", maxIter)
+		assert.LessOrEqual(t, calls, maxIter+levels, "MaxIter %d: iterations done in all", maxIter)
+		assert.Greater(t, nc.Gap, tol, "MaxIter %d: %v", maxIter, err)
+		assert.Equal(t, tol, nc.Tol)
+	}
+}
+
+// The multilevel start's edges: it is taken from exactly 128 b rows of a
+// Toeplitz workload (prefix sums, p = 1; momentum, p = 2) and for a target
+// of at most 0.1 (the coarse gap), not for 128 b - 1 rows or a target
+// just above 0.1; where taken, the result agrees with the two-phase solve
+// from the banded square root within both certified gaps. A context
+// cancelled during the coarse level stops the run there (no fallback to
+// the fine level).
+func TestOptimalBandedMultilevelEdges(t *testing.T) {
+	check := func(w *Workload, b int, tol float64, levels int) {
+		t.Helper()
+		opt, err := Options{Tol: tol}.withDefaults()
+		require.NoError(t, err)
+		bp := testBandedProblem(t, w, b)
+		multi, err := bp.run(context.Background(), opt)
+		require.NoError(t, err)
+		name := fmt.Sprintf("%s R=%d b=%d tol=%.17g", w.Name(), w.R(), b, tol)
+		assert.Equal(t, levels, multi.levels, name)
+		x0, err := bp.start()
+		require.NoError(t, err)
+		two, err := testBandedProblem(t, w, b).solve(context.Background(), x0, opt)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, multi.gap, tol, name)
+		assert.GreaterOrEqual(t, multi.f*(1+1e-15), two.f/(1+two.gap), name)
+		assert.GreaterOrEqual(t, two.f*(1+1e-15), multi.f/(1+multi.gap), name)
+	}
+	for _, b := range []int{2, 3} {
+		for _, n := range []int{128*b - 1, 128 * b} {
+			mom, err := Momentum(n, 0.6)
+			require.NoError(t, err)
+			levels := 0
+			if n >= 128*b {
+				levels = 1
+			}
+			check(prefix(t, n), b, 1e-8, levels)
+			check(mom, b, 1e-4, levels)
+		}
+	}
+	check(prefix(t, 256), 2, bandedCoarseGap, 1)
+	check(prefix(t, 256), 2, math.Nextafter(bandedCoarseGap, 1), 0)
+	// Cancelled in the coarse level's third iteration: Err is called
+	// once per iteration, and twice by run after the coarse level.
+	copt, err := Options{Tol: bandedCoarseGap}.withDefaults()
+	require.NoError(t, err)
+	coarse, err := testBandedProblem(t, prefix(t, 128), 2).run(context.Background(), copt)
+	require.NoError(t, err)
+	require.Greater(t, coarse.iter, 3)
+	opt, err := Options{Tol: 1e-8}.withDefaults()
+	require.NoError(t, err)
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &iterCountCtx{Context: cctx, cancelAt: 3, cancel: cancel}
+	_, err = testBandedProblem(t, prefix(t, 256), 2).run(ctx, opt)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.LessOrEqual(t, ctx.calls.Load(), int64(5))
+}
+
+// The multilevel start (a coarse level at R = 1500, then both phases at
+// R = 3000, 23 bands: 128 b = 2944 rows) gives the same bits for
+// GOMAXPROCS 1 and 8, with the evaluation's row loops on several
+// goroutines at the fine level (TestOptimalBandedSameBitsAnyGOMAXPROCS
+// solves below 128 b rows).
+func TestOptimalBandedMultilevelSameBitsAnyGOMAXPROCS(t *testing.T) {
+	const n, bands = 3000, 23
+	// The V, W, G and H rows cost 2 (p+1) (2b + p) per row (p = 1).
+	require.GreaterOrEqual(t, float64(n*2*2*(2*bands+1)), float64(2*par.Grain))
+	w := prefix(t, n)
+	run := func(procs int) *bandedSolution {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		opt, err := Options{Tol: 1e-2}.withDefaults()
+		require.NoError(t, err)
+		sol, err := testBandedProblem(t, w, bands).run(context.Background(), opt)
+		require.NoError(t, err)
+		return sol
+	}
+	one := run(1)
+	require.Equal(t, 1, one.levels)
+	eight := run(8)
+	assert.Equal(t, one.x.Data, eight.x.Data)
+	assert.Equal(t, []float64{one.f, one.gap}, []float64{eight.f, eight.gap})
+	assert.Equal(t, []int{one.iter, one.evals}, []int{eight.iter, eight.evals})
 }
