@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -358,4 +359,47 @@ func TestClosedServerEndsWaits(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, func() { srv.Close() })
 	_, err = st.Recv()
 	wantCode(t, "GetModel waiting when the server closes", err, codes.Unavailable)
+}
+
+// A closed secure server (its Run returned: it closes no phase) answers a
+// call of its open round with UNAVAILABLE before it takes anything, not
+// only a call that waits: a learner that can only sit the open phase out
+// (restarted without its keys, or refusing a second unmask) is otherwise
+// answered ANSWER for ever and never reaches its GiveUp; and a claim of
+// another attempt is not counted (the run already ended with its own
+// error; a restarted server learns the claims again).
+func TestClosedSecureServerAnswersUnavailable(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	srv, err := NewServer(secureOptions(r, t.TempDir(), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(ServerOptionsGRPC()...)
+	srv.Register(g)
+	go g.Serve(lis)
+	defer g.Stop()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := flv1.NewFederationClient(conn)
+	_, err = (&secClient{t: t, cl: cl, id: 0}).call(&flv1.SecAggRequest{Round: 0})
+	wantCode(t, "a poll of the open round on a closed server", err, codes.Unavailable)
+	a := uint32(5)
+	_, err = (&secClient{t: t, cl: cl, id: 1}).call(&flv1.SecAggRequest{Round: 0, UnmaskedAttempt: &a})
+	wantCode(t, "a claim on a closed server", err, codes.Unavailable)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.fault != nil || len(srv.sec.refused) != 0 {
+		t.Errorf("a closed server counted a claim: refused %v, fault %v", srv.sec.refused, srv.fault)
+	}
 }
