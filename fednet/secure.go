@@ -438,7 +438,7 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		// that is down. The fault's line and a released round's DONE
 		// are still served; nothing more is taken, claims included.
 		s.mu.Lock()
-		open := s.fault == nil && r == s.round
+		open := s.fault == nil && r == s.round && s.sec != nil
 		s.mu.Unlock()
 		if open {
 			return nil, status.Errorf(codes.Unavailable, "the server stopped; round %d's phase will not close", r)
