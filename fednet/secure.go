@@ -430,6 +430,21 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		return nil, s.logged(rj)
 	}
 	defer s.polls.release(i, true)
+	select {
+	case <-s.closed:
+		// Run returned: no phase of the open round closes any more. A
+		// learner that could only sit it out would otherwise be answered
+		// ANSWER for ever; it retries up to its GiveUp, as with a server
+		// that is down. The fault's line and a released round's DONE
+		// are still served; nothing more is taken, claims included.
+		s.mu.Lock()
+		open := s.fault == nil && r == s.round && s.sec != nil
+		s.mu.Unlock()
+		if open {
+			return nil, status.Errorf(codes.Unavailable, "the server stopped; round %d's phase will not close", r)
+		}
+	default:
+	}
 	if req.UnmaskedAttempt != nil {
 		s.mu.Lock()
 		s.noteUnmasked(i, r, req.GetUnmaskedAttempt())

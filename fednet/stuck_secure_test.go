@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -358,4 +360,141 @@ func TestClosedServerEndsWaits(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, func() { srv.Close() })
 	_, err = st.Recv()
 	wantCode(t, "GetModel waiting when the server closes", err, codes.Unavailable)
+}
+
+// A closed secure server (its Run returned: it closes no phase) answers a
+// call of its open round with UNAVAILABLE before it takes anything, not
+// only a call that waits: a learner that can only sit the open phase out
+// (restarted without its keys, or refusing a second unmask) is otherwise
+// answered ANSWER for ever and never reaches its GiveUp; and a claim of
+// another attempt is not counted (the run already ended with its own
+// error; a restarted server learns the claims again).
+func TestClosedSecureServerAnswersUnavailable(t *testing.T) {
+	r := newRun(t, 3, 1, 1, 4)
+	secureRun(t, r)
+	srv, err := NewServer(secureOptions(r, t.TempDir(), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(ServerOptionsGRPC()...)
+	srv.Register(g)
+	go g.Serve(lis)
+	defer g.Stop()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := flv1.NewFederationClient(conn)
+	_, err = (&secClient{t: t, cl: cl, id: 0}).call(&flv1.SecAggRequest{Round: 0})
+	wantCode(t, "a poll of the open round on a closed server", err, codes.Unavailable)
+	a := uint32(5)
+	_, err = (&secClient{t: t, cl: cl, id: 1}).call(&flv1.SecAggRequest{Round: 0, UnmaskedAttempt: &a})
+	wantCode(t, "a claim on a closed server", err, codes.Unavailable)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.fault != nil || len(srv.sec.refused) != 0 {
+		t.Errorf("a closed server counted a claim: refused %v, fault %v", srv.sec.refused, srv.fault)
+	}
+}
+
+// n - T learners that claim, over and over while the run goes on, to have
+// answered another attempt's unmask phase (the open attempt, others, the
+// largest, in past, open and future rounds) cannot stop it, and their
+// claims, racing with the phase closes and the releases, change nothing
+// but their own phase 4: n = 5, T = 3, learners 3 and 4 are claimed for
+// by a flood besides their own honest calls; they take part in phases
+// 0-3, are never waited for in phase 4 (no unmask answer of theirs
+// reaches the server, also one sent after the claim), and both rounds are released once, to the
+// simulation's models (their inputs in each sum).
+func TestSecureClaimFloodCannotStopARun(t *testing.T) {
+	r := newRun(t, 5, 2, 1, 4)
+	secureRun(t, r)
+	want := r.simulate(t, nil)
+	dir := t.TempDir()
+	srv, err := NewServer(secureOptions(r, dir, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	sums := map[int]int{}
+	srv.hooks.sum = func(round int, _ []uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		sums[round]++
+	}
+	srv.hooks.record = func(e secEvent) {
+		if e.Phase == secagg.PhaseUnmask && e.From >= 3 {
+			t.Errorf("learner %d's unmask answer of round %d reached the server", e.From, e.Round)
+		}
+	}
+	s := serveServer(t, srv)
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := flv1.NewFederationClient(conn)
+	ctx, stop := context.WithCancel(context.Background())
+	var flood sync.WaitGroup
+	for i := 3; i < 5; i++ {
+		flood.Add(1)
+		go func() {
+			defer flood.Done()
+			c := &secClient{t: t, cl: cl, id: i}
+			for k := 0; ctx.Err() == nil; k++ {
+				a := []uint32{0, 1, 7, math.MaxUint32}[k%4]
+				round, _ := srv.Round()
+				if k%2 == 1 {
+					round = []int{0, 1, 2, 9}[k/2%4]
+				}
+				c.call(&flv1.SecAggRequest{Round: int32(round), UnmaskedAttempt: &a})
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+	res := runSecLearners(t, context.Background(), r, s.addr, func(i int, o *LearnerOptions) {
+		if i < 3 {
+			return
+		}
+		// Asked for phase 4 before a claim was counted: the answer goes
+		// once one is, and is refused.
+		o.stopBefore = func(round int, p secagg.Phase) bool {
+			for end := time.Now().Add(10 * time.Second); p == secagg.PhaseUnmask && time.Now().Before(end); time.Sleep(time.Millisecond) {
+				srv.mu.Lock()
+				counted := srv.sec != nil && srv.round == round
+				if counted {
+					_, counted = srv.sec.refused[i]
+				}
+				srv.mu.Unlock()
+				if counted {
+					break
+				}
+			}
+			return false
+		}
+	})
+	stop()
+	flood.Wait()
+	if err := <-s.errc; err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	for i, l := range res {
+		if l.err != nil {
+			t.Fatalf("learner %d: %v", i, l.err)
+		}
+	}
+	requireSameModels(t, readRounds(t, dir, 2), want)
+	mu.Lock()
+	defer mu.Unlock()
+	if sums[0] != 1 || sums[1] != 1 {
+		t.Errorf("rounds unmasked %v, want each once", sums)
+	}
 }
