@@ -59,8 +59,8 @@ const DefaultBandedTol = 1e-8
 // (a-priori estimates, raised to the scatter measured near the iterate), is
 // at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap stops
 // shrinking ends with a [*NotConvergedError] that reports the stall. For
-// a Toeplitz workload (prefix sums, momentum) with R >= 128 b the start
-// is multilevel: the same problem at order R/2 is solved to a gap of 1e-1
+// a Toeplitz workload (prefix sums, momentum) with at least 32 bands and
+// R >= 128 b the start is multilevel: the same problem at order R/2 is solved to a gap of 1e-1
 // (recursively), its factor stretched to order R ([stretchBands]), and
 // both phases run from there; Iterations and Evaluations count every
 // level (a coarse level that fails too) and opt.MaxIter bounds them
@@ -205,6 +205,10 @@ type bandedProblem struct {
 	// lastQuad is what gapOf kept of its last quadratic bound; it only
 	// decides when to compute the next.
 	lastQuad lastQuad
+	// levelMinBands is the fewest bands for which [bandedProblem.run]
+	// starts from a coarse level (bandedLevelMinBands; tests lower it to
+	// reach the multilevel path at small sizes).
+	levelMinBands int
 }
 
 func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
@@ -233,8 +237,9 @@ func newBandedProblem(inv *mat.TriBandDense, b int) *bandedProblem {
 		hx:   make([]float64, n*b),
 		zf:   make([]float64, n*(2*kq+1)), z2f: make([]float64, n*(2*kq+1)),
 		ld: ld, ldr: ldr, pad: pad,
-		m:       make([]float64, n*(2*b+p-1)),
-		colSums: make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
+		levelMinBands: bandedLevelMinBands,
+		m:             make([]float64, n*(2*b+p-1)),
+		colSums:       make([]float64, n), pv: make([]float64, n), pu: make([]float64, n), pw: make([]float64, n),
 		diagH: make([]float64, n), diagG: make([]float64, n),
 	}
 }
@@ -1291,15 +1296,20 @@ func (bp *bandedProblem) aPriori() bandedRounding {
 // shorten the fine level (at R = 20,000 with 64 bands, 647 to 667 fine
 // iterations to 1e-6 for coarse gaps 1e-3 to 1e-1), and below about
 // 128 b rows the coarse level costs what it saves (docs/solver.md,
-// "Multilevel start").
+// "Multilevel start"). With fewer than bandedLevelMinBands bands it costs
+// more than it saves at every order measured (at R = 10,000 with 8 and 16
+// bands, 3273 and 1370 evaluations over every level against 3028 and 1324
+// from the banded square root), so those start from the square root.
 const (
-	bandedLevelBands = 128
-	bandedCoarseGap  = bandedSwitchGap
+	bandedLevelBands    = 128
+	bandedLevelMinBands = 32
+	bandedCoarseGap     = bandedSwitchGap
 )
 
 // run solves the problem to opt.Tol: from the banded square root by
 // [bandedProblem.solve], or, for a Toeplitz workload of order at least
-// bandedLevelBands b and a tolerance of at most bandedCoarseGap, from the
+// bandedLevelBands b with at least bandedLevelMinBands bands (and more
+// than one) and a tolerance of at most bandedCoarseGap, from the
 // solution of the same problem at half the order, stretched to the full
 // order ([stretchBands]), by both phases of solve. The coarse level does
 // most of the work of the first phase (its C-parametrised gradient costs
@@ -1333,7 +1343,7 @@ func (bp *bandedProblem) runAfter(ctx context.Context, opt Options, done *banded
 		done.iter, done.evals = st.iter, st.evals
 		return sol, err
 	}
-	if b > 1 && n >= bandedLevelBands*b && opt.Tol <= bandedCoarseGap {
+	if b > 1 && b >= bp.levelMinBands && n >= bandedLevelBands*b && opt.Tol <= bandedCoarseGap {
 		if _, ok := bp.toeplitzColumn(); ok {
 			nc := n / 2
 			inv := mat.NewTriBandDense(nc, bp.p, mat.Lower, nil)
@@ -1344,7 +1354,9 @@ func (bp *bandedProblem) runAfter(ctx context.Context, opt Options, done *banded
 			}
 			copt := opt
 			copt.Tol, copt.Progress = bandedCoarseGap, nil
-			coarse, err := newBandedProblem(inv, b).runAfter(ctx, copt, done)
+			cp := newBandedProblem(inv, b)
+			cp.levelMinBands = bp.levelMinBands
+			coarse, err := cp.runAfter(ctx, copt, done)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

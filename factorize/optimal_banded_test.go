@@ -680,11 +680,34 @@ func TestOptimalBandedMultilevel(t *testing.T) {
 	assert.LessOrEqual(t, sol.gap, 1e-9)
 }
 
-// testBandedProblem returns the banded problem of w with b bands.
+// testBandedProblem returns the banded problem of w with b bands, which
+// takes the multilevel start with any number of bands (from 128 b rows),
+// so that tests reach it at small sizes.
 func testBandedProblem(t testing.TB, w *Workload, b int) *bandedProblem {
 	inv, ok := w.InverseBand()
 	require.True(t, ok)
-	return newBandedProblem(inv, b)
+	bp := newBandedProblem(inv, b)
+	bp.levelMinBands = 2
+	return bp
+}
+
+// With fewer than 32 bands, OptimalBanded starts from the banded square
+// root at any order (the multilevel start costs more there), and from 32
+// bands and 128 b rows on it starts from a coarse level.
+func TestOptimalBandedMultilevelMinBands(t *testing.T) {
+	for _, c := range []struct{ n, b, levels int }{{1100, 8, 0}, {4096, 32, 1}} {
+		if testing.Short() && c.levels > 0 {
+			continue
+		}
+		inv, ok := prefix(t, c.n).InverseBand()
+		require.True(t, ok)
+		opt, err := Options{Tol: 1e-2}.withDefaults()
+		require.NoError(t, err)
+		sol, err := newBandedProblem(inv, c.b).run(context.Background(), opt)
+		require.NoError(t, err)
+		assert.Equal(t, c.levels, sol.levels, "R=%d b=%d", c.n, c.b)
+		assert.LessOrEqual(t, sol.gap, 1e-2)
+	}
 }
 
 // BenchmarkBandedIterations times the work of one iteration of the X
