@@ -60,11 +60,11 @@ const DefaultBandedTol = 1e-8
 // at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap stops
 // shrinking ends with a [*NotConvergedError] that reports the stall. For
 // a Toeplitz workload (prefix sums, momentum) with at least 32 bands and
-// R >= 128 b the start is multilevel: the same problem at order R/2 is solved to a gap of 1e-1
-// (recursively), its factor stretched to order R ([stretchBands]), and
-// both phases run from there; Iterations and Evaluations count every
-// level (a coarse level that fails too) and opt.MaxIter bounds them
-// together. A workload whose scale (as for
+// R >= 128 b the start is multilevel: the same problem at order R/2 is
+// solved to a gap of 1e-1 (recursively), its factor stretched to order R
+// ([stretchBands]), and both phases run from there; Iterations and
+// Evaluations count every level (a coarse level that fails too) and
+// opt.MaxIter bounds them together. A workload whose scale (as for
 // [Optimal]) is outside [2^-16, 2^16] is solved as t A, t a power of two,
 // and the result scaled back: the L-BFGS pairs are float32. See
 // docs/solver.md.

@@ -291,11 +291,7 @@ func TestSecureLearnerRestartRefusesSecondAttempt(t *testing.T) {
 		return nil
 	}
 	s2 := serveServerAt(t, srv2, nil, s1.addr)
-	for i, l := range runSecLearners(t, context.Background(), r, s2.addr, func(i int, o *LearnerOptions) { o.StateDir = dirs[i] }) {
-		if l.err != nil {
-			t.Fatalf("restarted learner %d: %v", i, l.err)
-		}
-	}
+	requireLearnersOK(t, "restarted learner", runSecLearners(t, context.Background(), r, s2.addr, func(i int, o *LearnerOptions) { o.StateDir = dirs[i] }))
 	if err := <-s2.errc; err != nil {
 		t.Fatal(err)
 	}

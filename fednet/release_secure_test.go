@@ -102,11 +102,7 @@ func TestSecureCrashAtRelease(t *testing.T) {
 			}
 			log2 := newSecLog(srv2)
 			s2 := serveServerAt(t, srv2, nil, s1.addr)
-			for i, l := range <-done {
-				if l.err != nil {
-					t.Fatalf("learner %d: %v", i, l.err)
-				}
-			}
+			requireLearnersOK(t, "learner", <-done)
 			if err := <-s2.errc; err != nil {
 				t.Fatal(err)
 			}

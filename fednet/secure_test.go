@@ -70,6 +70,17 @@ func secLearner(r *run, addr string, i int, dir string) LearnerOptions {
 		WaitTimeout: 2 * time.Second, GiveUp: 20 * time.Second, StateDir: dir}
 }
 
+// requireLearnersOK fails the test at the first learner (named what and
+// its index) whose run ended with an error.
+func requireLearnersOK(t *testing.T, what string, res []learnerResult) {
+	t.Helper()
+	for i, l := range res {
+		if l.err != nil {
+			t.Fatalf("%s %d: %v", what, i, l.err)
+		}
+	}
+}
+
 // runSecLearners runs r's n learners against addr, each with its own
 // state directory; opts may change each.
 func runSecLearners(t *testing.T, ctx context.Context, r *run, addr string, opts func(i int, o *LearnerOptions)) []learnerResult {
@@ -100,11 +111,7 @@ func TestSecureSameAsSimulation(t *testing.T) {
 	want := r.simulate(t, nil)
 	dir := t.TempDir()
 	s := serve(t, secureOptions(r, dir, 3), nil)
-	for i, l := range runSecLearners(t, context.Background(), r, s.addr, nil) {
-		if l.err != nil {
-			t.Fatalf("learner %d: %v", i, l.err)
-		}
-	}
+	requireLearnersOK(t, "learner", runSecLearners(t, context.Background(), r, s.addr, nil))
 	if err := <-s.errc; err != nil {
 		t.Fatal(err)
 	}
@@ -392,11 +399,7 @@ func TestSecureServerSeesNoUpdate(t *testing.T) {
 	}
 	srv.hooks.sum = func(_ int, s []uint64) { sum = s }
 	s := serveServer(t, srv)
-	for i, l := range runSecLearners(t, context.Background(), r, s.addr, nil) {
-		if l.err != nil {
-			t.Fatalf("learner %d: %v", i, l.err)
-		}
-	}
+	requireLearnersOK(t, "learner", runSecLearners(t, context.Background(), r, s.addr, nil))
 	if err := <-s.errc; err != nil {
 		t.Fatal(err)
 	}
@@ -472,11 +475,7 @@ func TestSecureCrashResume(t *testing.T) {
 				opt2 := opt
 				opt2.Log = slog.New(slog.NewTextHandler(&log, nil))
 				s2 := serveAt(t, opt2, nil, s1.addr)
-				for i, l := range <-done {
-					if l.err != nil {
-						t.Fatalf("learner %d: %v", i, l.err)
-					}
-				}
+				requireLearnersOK(t, "learner", <-done)
 				if err := <-s2.errc; err != nil {
 					t.Fatal(err)
 				}

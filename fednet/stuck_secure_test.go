@@ -486,11 +486,7 @@ func TestSecureClaimFloodCannotStopARun(t *testing.T) {
 	if err := <-s.errc; err != nil {
 		t.Fatalf("server: %v", err)
 	}
-	for i, l := range res {
-		if l.err != nil {
-			t.Fatalf("learner %d: %v", i, l.err)
-		}
-	}
+	requireLearnersOK(t, "learner", res)
 	requireSameModels(t, readRounds(t, dir, 2), want)
 	mu.Lock()
 	defer mu.Unlock()
