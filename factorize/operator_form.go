@@ -54,7 +54,8 @@ func FormOf(op Operator) (OperatorForm, bool) {
 // FloatCount returns the number of coefficients a form of this kind and
 // these sizes has, and an error for an unknown kind or sizes out of range
 // (R from 1 to 2^30, from 1 to R bands, from 1 to [MaxSemisepBuffers]^2
-// buffers or order): a reader checks it before reading the coefficients.
+// buffers or order, no buffers for a one-round BLT): a reader checks it
+// before reading the coefficients.
 func (f OperatorForm) FloatCount() (int, error) {
 	bad := func() (int, error) {
 		return 0, fmt.Errorf("factorize: operator form %q with sizes %v", f.Kind, f.Ints)
@@ -75,7 +76,11 @@ func (f OperatorForm) FloatCount() (int, error) {
 		if f.Kind == "blt" || f.Kind == "semiseparable" {
 			limit = MaxSemisepBuffers * MaxSemisepBuffers
 		}
-		if k < 1 || k > limit {
+		least := 1
+		if f.Kind == "blt" && r == 1 {
+			least = 0 // BLT fits at most R-1 buffers
+		}
+		if k < least || k > limit {
 			return bad()
 		}
 	}

@@ -62,7 +62,7 @@ func (f *Factorization) Record() Record {
 // pseudo-random vector, relative error at most 1e-6) and a structured
 // operator must stream C^{-1} (M C x against x, the same bound). Without
 // factors, a quasiseparable operator's metrics must be those computed from
-// its generators; a metrics-only result's metrics must be finite, with
+// its generators (under single participation or min-separation); a metrics-only result's metrics must be finite, with
 // gamma > 0 and a sensitivity of at least gamma, and consistent (loss = sens^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss,
 // the optimal strategy's sensitivity 1), its loss itself is trusted. The
 // error says why rec cannot be used, without a package prefix.
@@ -167,10 +167,14 @@ func verifyEntry(f *Factorization) string {
 		if !f.Workload.bidiagonalInverse() {
 			return "a quasiseparable operator for a workload without a bidiagonal inverse"
 		}
-		if m.Participation.Kind != KindSingle {
+		if m.Participation.Kind == KindEpochs {
 			return fmt.Sprintf("a quasiseparable entry without factors under %v", m.Participation)
 		}
-		if got := quasiSepResult(f.Strategy, f.Workload, f.Workload, 1, q.c).Metrics; !sameMetrics(got, m) {
+		g, err := quasiSepResult(f.Strategy, f.Workload, f.Workload, 1, q.c).WithParticipation(m.Participation)
+		if err != nil {
+			return strings.TrimPrefix(err.Error(), "factorize: ")
+		}
+		if got := g.Metrics; !sameMetrics(got, m) {
 			return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the operator (sensitivity %v, loss %v)",
 				m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
 		}
