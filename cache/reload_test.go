@@ -3,6 +3,8 @@ package cache_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,4 +82,61 @@ func TestCacheMinSepQuasiSepEditRefused(t *testing.T) {
 	assert.False(t, cached)
 	assert.Equal(t, want.Metrics, got.Metrics)
 	assert.Contains(t, warn.String(), "recomputing")
+}
+
+// publicVector is the fixed vector factorize's entry checks used before
+// they drew a random one (a linear congruential sequence in its source):
+// what an attacker who reads the code can aim a forgery at.
+func publicVector(n int) []float64 {
+	x := make([]float64, n)
+	s := uint64(0x9e3779b97f4a7c15)
+	for i := range x {
+		s = s*6364136223846793005 + 1442695040888963407
+		x[i] = float64(s>>11)/(1<<53)*2 - 1
+	}
+	return x
+}
+
+// A resealed entry whose structured operator streams another C' than the
+// entry's factors, with C' x = C x for the public vector x, is refused.
+// The forgery: C' = C + t D with D lower bidiagonal, D[r][r] = x[r-1],
+// D[r][r-1] = -x[r] (so D x = 0), t = 1e6. Its noise C'^{-1} Z is about
+// (Z_0 / C_00 x_0) x plus O(1/t): one Gaussian shared by every round, the
+// rest of the noise gone, while the metrics (of the honest B and C) claim
+// full privacy. A check of the operator on a fixed, public vector accepts
+// it; a check on a vector drawn at load time does not.
+func TestCacheForgedOperatorRefused(t *testing.T) {
+	ctx := context.Background()
+	const r, bands = 30, 16
+	w := cacheWorkload(t, r)
+	s := factorize.BandedToeplitzStrategy{}
+	p := factorize.SingleParticipation()
+	c := &cache.Cache{Dir: t.TempDir()}
+	want, _, err := c.Compute(ctx, s, w, p, nil)
+	require.NoError(t, err)
+	form, ok := factorize.FormOf(want.Operator)
+	require.True(t, ok)
+	require.Equal(t, []int{r, bands}, form.Ints)
+	key, err := cache.Key(s, w, p)
+	require.NoError(t, err)
+	e := readEntry(t, c.Path(key))
+	x := publicVector(r)
+	const tt = 1e6
+	op := 2 * r * r // the operator's floats follow B and C: the diagonal, then row i's min(bands-1, i) subdiagonal entries
+	set := func(i int, v float64) {
+		old := math.Float64frombits(binary.LittleEndian.Uint64(e.floats[8*(op+i):]))
+		binary.LittleEndian.PutUint64(e.floats[8*(op+i):], math.Float64bits(old+v))
+	}
+	sub := r
+	for i := 1; i < r; i++ {
+		set(i, tt*x[i-1])  // C'[i][i]
+		set(sub, -tt*x[i]) // C'[i][i-1]
+		sub += min(bands-1, i)
+	}
+	writeEntry(t, c.Path(key), e)
+
+	_, err = c.Load(s, w, p)
+	var ce *cache.CorruptError
+	require.ErrorAs(t, err, &ce, "a forged operator was loaded")
+	assert.Contains(t, ce.Reason, "the operator does not stream C^{-1}")
 }

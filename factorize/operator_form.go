@@ -165,7 +165,7 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 
 // operatorError returns the relative error of the operator against the
 // factors b, c: M Z for Z = C x must give back x (A^{-1} B C = I), for a
-// fixed test vector x, streamed with dimension 1.
+// test vector x, streamed with dimension 1.
 func operatorError(op Operator, c *mat.Dense, x []float64) float64 {
 	var cx mat.VecDense
 	cx.MulVec(c, mat.NewVecDense(len(x), x))
