@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -139,4 +140,78 @@ func TestCacheForgedOperatorRefused(t *testing.T) {
 	var ce *cache.CorruptError
 	require.ErrorAs(t, err, &ce, "a forged operator was loaded")
 	assert.Contains(t, ce.Reason, "the operator does not stream C^{-1}")
+}
+
+// A loss-only entry that streams (its structured operator, without B and
+// C) is checked against that operator: an edit of the coefficients that
+// lowers the noise, or of the metadata that lowers the sensitivity with
+// consistent metrics, is refused (with a valid checksum), not streamed.
+func TestCacheLeanOperatorEditsRefused(t *testing.T) {
+	ctx := context.Background()
+	const r = 30
+	scale := func(lo, hi int, s float64) func(e *entry, k int) {
+		return func(e *entry, _ int) { scaleFloats(e.floats, lo, hi, s) }
+	}
+	for _, tc := range []struct {
+		spec   string
+		edit   func(e *entry, k int) // k: the operator's second size
+		reason string
+	}{
+		// banded form: C's diagonal first.
+		{"banded-toeplitz", scale(0, r, 1e3), ""},
+		{"bsr", scale(0, r, 1e3), ""},
+		// banded-inverse form: the coefficients of C^{-1}.
+		{"bisr", scale(0, 1, 1e-3), ""},
+		{"bandinv", func(e *entry, k int) { scaleFloats(e.floats, 0, k, 1e-3) }, ""},
+		// blt form: weights, decays, then the scales of C^{-1}.
+		{"blt", func(e *entry, k int) { scaleFloats(e.floats, 2*k, 2*k+r, 1e-3) }, ""},
+		// toeplitz form: the coefficients of T^{-1}, then C's diagonal
+		// (coefficients that are not the square root's are not checked:
+		// refused).
+		{"sqrt", scale(r, 2*r, 1e3), ""},
+		{"sqrt-normalized", scale(0, r, 1e-3), "cannot be checked"},
+		// tree: no coefficients; the sensitivity lowered to 1 with the
+		// metrics made consistent (loss = sens^2 ||B||_F^2).
+		{"tree", func(e *entry, _ int) {
+			m := e.meta["metrics"].(map[string]any)
+			g, _ := m["gamma"].(json.Number).Float64()
+			for _, key := range []string{"loss", "max_se"} {
+				v, _ := m[key].(json.Number).Float64()
+				m[key] = v / (g * g)
+			}
+			v, _ := m["rmse"].(json.Number).Float64()
+			m["rmse"] = v / g
+			m["gamma"], m["unit_sensitivity"] = 1.0, 1.0
+		}, ""},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			s, err := factorize.ParseStrategy(tc.spec)
+			require.NoError(t, err)
+			s, err = factorize.WithLossOnly(s, true)
+			require.NoError(t, err)
+			w := cacheWorkload(t, r)
+			c := &cache.Cache{Dir: t.TempDir()}
+			f, _, err := c.Compute(ctx, s, w, factorize.SingleParticipation(), nil)
+			require.NoError(t, err)
+			require.Nil(t, f.B)
+			form, ok := factorize.FormOf(f.Operator)
+			require.True(t, ok, "a loss-only %s result with a structured operator", tc.spec)
+			k := 0
+			if len(form.Ints) > 1 {
+				k = form.Ints[1]
+			}
+			key, err := cache.Key(s, w, factorize.SingleParticipation())
+			require.NoError(t, err)
+			e := readEntry(t, c.Path(key))
+			tc.edit(&e, k)
+			writeEntry(t, c.Path(key), e)
+			_, err = c.Load(s, w, factorize.SingleParticipation())
+			var ce *cache.CorruptError
+			require.ErrorAs(t, err, &ce, "an edited loss-only %s entry was loaded", tc.spec)
+			if tc.reason == "" {
+				tc.reason = "not that of the operator"
+			}
+			assert.Contains(t, ce.Reason, tc.reason)
+		})
+	}
 }

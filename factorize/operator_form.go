@@ -3,6 +3,7 @@ package factorize
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/dpmf/dpmf/linalg"
@@ -152,7 +153,7 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 		p := &BLTParams{Weights: fl[:k], Lambdas: fl[k : 2*k], Scale: fl[2*k:]}
 		return p, nonzero("scale", p.Scale)
 	case "banded-inverse":
-		return bandInverseOp{u: fl, r: r}, nil
+		return bandInverseOp{u: fl, r: r}, nonzero("coefficient", fl[:1]) // C^{-1} = T_u
 	case "semiseparable":
 		k := r * f.Ints[1]
 		c := linalg.QuasiSep{N: r, K: f.Ints[1], P: fl[:k], A: fl[k : 2*k], Q: fl[2*k : 3*k], Diag: fl[3*k:]}
@@ -161,6 +162,93 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 		return toeplitzOp{u: fl[:r], s: fl[r:]}, nonzero("diagonal", fl[r:])
 	}
 	return nil, fmt.Errorf("factorize: unknown operator form %q", f.Kind)
+}
+
+// gammaSqOf returns the largest squared column norm of the C that the
+// structured operator op streams (gamma^2, the sensitivity under single
+// participation), computed from op's coefficients alone, so that a stored
+// result without factors can be checked against its operator; false for
+// an operator without a form, and for a Toeplitz operator whose
+// coefficients are not those of the square root's inverse (the only
+// Toeplitz operator stored without factors; for another, T_u^{-1} costs
+// O(R^2)). A quasiseparable operator is checked by its own metrics.
+func gammaSqOf(op Operator) (float64, bool) {
+	// cumSq returns the sums cum[m] = sum_{k < m} c_k^2: the squared
+	// norms of the columns of the Toeplitz T_c, of length m.
+	cumSq := func(c []float64) []float64 {
+		cum := make([]float64, len(c)+1)
+		for k, v := range c {
+			cum[k+1] = cum[k] + v*v
+		}
+		return cum
+	}
+	switch o := op.(type) {
+	case identityOp:
+		return 1, true
+	case treeOp:
+		// Column 0 lies in [0, 2^l) for every 2^l <= R, and every other
+		// column in at most as many nodes.
+		return float64(bits.Len(uint(o.r))), true
+	case bandedOp:
+		g := 0.0
+		for j := range o.diag {
+			s := o.diag[j] * o.diag[j]
+			for d := 0; j+d+1 < len(o.diag) && d < len(o.sub[j+d+1]); d++ {
+				v := o.sub[j+d+1][d]
+				s += v * v
+			}
+			g = math.Max(g, s)
+		}
+		return g, true
+	case bandInverseOp:
+		if o.u[0] == 0 {
+			return math.Inf(1), true
+		}
+		// C = T_c with c the series of 1/u(x): column 0 is the longest.
+		cum := cumSq(linalg.SeriesInverse(o.u, o.r))
+		return cum[o.r], true
+	case *BLTParams:
+		// C = T_g diag(1/Scale) with g the first column of T_d^{-1}:
+		// g_0 = 1, g_n = -sum_i w_i h_i(n), h_i(n+1) = lambda_i h_i(n) + g_n.
+		r := len(o.Scale)
+		g := make([]float64, r)
+		h := make([]float64, len(o.Weights))
+		for n := range g {
+			v := 1.0
+			if n > 0 {
+				v = 0
+				for i, w := range o.Weights {
+					v -= w * h[i]
+				}
+			}
+			g[n] = v
+			for i, l := range o.Lambdas {
+				h[i] = l*h[i] + v
+			}
+		}
+		cum := cumSq(g)
+		m := 0.0
+		for j, s := range o.Scale {
+			m = math.Max(m, cum[r-j]/(s*s))
+		}
+		return m, true
+	case toeplitzOp:
+		// C = T_c diag(s), c the square root's coefficients when u is
+		// their inverse series.
+		r := len(o.s)
+		for k, v := range InverseSqrtCoefficients(r) {
+			if !(math.Abs(o.u[k]-v) <= 1e-12*math.Abs(v)) {
+				return 0, false
+			}
+		}
+		cum := cumSq(SqrtCoefficients(r))
+		m := 0.0
+		for j, s := range o.s {
+			m = math.Max(m, s*s*cum[r-j])
+		}
+		return m, true
+	}
+	return 0, false
 }
 
 // operatorError returns the relative error of the operator against the

@@ -66,7 +66,8 @@ func (f *Factorization) Record() Record {
 // those computed from its generators (under single participation or
 // min-separation); a metrics-only result's metrics must be finite, with
 // gamma > 0 and a sensitivity of at least gamma, and consistent (loss = sens^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss,
-// the optimal strategy's sensitivity 1), its loss itself is trusted. The
+// the optimal strategy's sensitivity 1), with the gamma of the C its
+// structured operator streams if it has one; its loss itself is trusted. The
 // error says why rec cannot be used, without a package prefix.
 func (rec Record) Restore(w *Workload) (*Factorization, error) {
 	if err := checkWorkload(w); err != nil {
@@ -199,6 +200,17 @@ func verifyEntry(f *Factorization) string {
 		want := metricsFrom(r, m.Gamma, m.Participation, m.UnitSensitivity, m.FrobBSq, m.MaxRowBSq)
 		if !closeRel(m.Loss, want.Loss) || !closeRel(m.RMSE, want.RMSE) || m.MaxSE > m.Loss*(1+1e-12) {
 			return "metrics of the loss-only entry are inconsistent"
+		}
+		if f.Operator != nil {
+			// It streams: its gamma must be that of the C it streams
+			// (the strategies sum in other orders: 1e-9).
+			g2, ok := gammaSqOf(f.Operator)
+			if !ok {
+				return fmt.Sprintf("a loss-only entry with an operator (%v) that cannot be checked", f.Operator)
+			}
+			if g := math.Sqrt(g2); !(math.Abs(g-m.Gamma) <= 1e-9*m.Gamma) {
+				return fmt.Sprintf("gamma %v in the metadata is not that of the operator (%v)", m.Gamma, g)
+			}
 		}
 		return ""
 	}
