@@ -238,7 +238,8 @@ func worstRel(got, want *mat.Dense) float64 {
 // path), under every participation it accepts, at R = 1, 2, 3 and 7 (not a
 // power of two for the tree), and compares each round with std * M Z formed
 // densely: Z reconstructed from the documented derivation
-// (referenceZ), M Z by triangular solves against the dense factors. For
+// (referenceZ), M Z by triangular solves against the dense factors; and
+// so does the dense operator (WithDense, regenerating its past rows). For
 // each it also checks that
 //   - the stream ends with ErrExhausted after R rounds;
 //   - a stream resumed at any round (WithStartRound) gives the bits of the
@@ -291,6 +292,9 @@ func TestRegistrySweepMatchesDense(t *testing.T) {
 			t.Errorf("%s (%v): relative error %.3g from the dense C^{-1} Z, want <= 1e-9", tc.name, mech, e)
 		} else if e > worst {
 			worst, worstName = e, tc.name
+		}
+		if dm, dy := stream(tc.name+"/dense", tc.f, mechanism.WithDense(), mechanism.WithMemory(mechanism.MemoryRegenerate)); !(worstRel(dy, want) <= 1e-9) {
+			t.Errorf("%s (%v): relative error %.3g from the dense C^{-1} Z, want <= 1e-9", tc.name, dm, worstRel(dy, want))
 		}
 		if err := mech.Next(make([]float64, d)); !errors.Is(err, mechanism.ErrExhausted) {
 			t.Errorf("%s: Next after R rounds: %v, want ErrExhausted", tc.name, err)
