@@ -215,3 +215,51 @@ func TestCacheLeanOperatorEditsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A loss-only entry that streams under min-separation cannot claim less
+// than the sensitivity of the C its operator streams: its sensitivity
+// lowered to gamma (the single-participation value), the metrics made
+// consistent and the checksum resealed, is refused. Before, only
+// "sensitivity >= gamma" was checked, so the stream would have been
+// calibrated for sqrt(k) times less sensitivity than it has.
+func TestCacheLeanMinSepSensitivityEditRefused(t *testing.T) {
+	ctx := context.Background()
+	const r = 24
+	p := factorize.MinSeparation(4, 0)
+	for _, spec := range []string{"tree", "sqrt", "sqrt-normalized", "banded:bands=4", "bsr:bands=4", "banded-toeplitz:bands=4", "bisr:bands=4", "bandinv:bands=3", "blt:buffers=2"} {
+		t.Run(spec, func(t *testing.T) {
+			s, err := factorize.ParseStrategy(spec)
+			require.NoError(t, err)
+			s, err = factorize.WithLossOnly(s, true)
+			require.NoError(t, err)
+			w := cacheWorkload(t, r)
+			c := &cache.Cache{Dir: t.TempDir()}
+			f, _, err := c.Compute(ctx, s, w, p, nil)
+			require.NoError(t, err)
+			require.NotNil(t, f.Operator)
+			// The honest entry loads.
+			_, err = c.Load(s, w, p)
+			require.NoError(t, err)
+			key, err := cache.Key(s, w, p)
+			require.NoError(t, err)
+			e := readEntry(t, c.Path(key))
+			m := e.meta["metrics"].(map[string]any)
+			sens, _ := m["unit_sensitivity"].(json.Number).Float64()
+			g, _ := m["gamma"].(json.Number).Float64()
+			require.Greater(t, sens, 1.5*g, "a minsep sensitivity well above gamma")
+			q := g / sens
+			for _, key := range []string{"loss", "max_se"} {
+				v, _ := m[key].(json.Number).Float64()
+				m[key] = v * q * q
+			}
+			v, _ := m["rmse"].(json.Number).Float64()
+			m["rmse"] = v * q
+			m["unit_sensitivity"] = g
+			writeEntry(t, c.Path(key), e)
+			_, err = c.Load(s, w, p)
+			var ce *cache.CorruptError
+			require.ErrorAs(t, err, &ce, "a loss-only %s entry with its minsep sensitivity lowered was loaded", spec)
+			assert.Contains(t, ce.Reason, "not that of the operator")
+		})
+	}
+}

@@ -251,6 +251,98 @@ func gammaSqOf(op Operator) (float64, bool) {
 	return 0, false
 }
 
+// minSepOf returns the sensitivity under the min-separation p of the C
+// that the structured operator op streams, computed from op's
+// coefficients by the rules the loss-only strategies report (exact for a
+// tree, a C banded within the separation and a non-negative non-increasing
+// Toeplitz C, else the bound over X's rows), and false where it cannot
+// (a banded C wider than the separation that is not a scaled Toeplitz
+// matrix; a Toeplitz operator that is not the square root's, as in
+// gammaSqOf). k <= 1 participations give gamma.
+func minSepOf(op Operator, r int, p Participation) (Sensitivity, bool) {
+	b, k := min(p.B, r), p.Participations(r)
+	if k <= 1 {
+		g2, ok := gammaSqOf(op)
+		return Sensitivity{Value: math.Sqrt(g2), Exact: true, Rule: RuleColumnNorm}, ok
+	}
+	ones := func() []float64 {
+		v := make([]float64, r)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	var st *scaledToeplitz // C = T_c diag(1/scale)
+	switch o := op.(type) {
+	case treeOp:
+		return treeMinSep(r, b, k), true
+	case bandedOp:
+		if o.bands > b {
+			// Wider than the separation: by the Toeplitz rules when C is
+			// a scaled Toeplitz matrix (bsr), C[i][j] = c_{i-j} / scale_j.
+			st = scaledToeplitzOf(o)
+			if st == nil {
+				return Sensitivity{}, false
+			}
+			break
+		}
+		// Columns b apart are orthogonal: the best k of them.
+		colSq := make([]float64, r)
+		for j := range colSq {
+			colSq[j] = o.diag[j] * o.diag[j]
+			for d := 0; j+d+1 < r && d < len(o.sub[j+d+1]); d++ {
+				colSq[j] += o.sub[j+d+1][d] * o.sub[j+d+1][d]
+			}
+		}
+		return Sensitivity{Value: math.Sqrt(bestSeparated(colSq, b, k)), Exact: true, Rule: RuleMinSepBanded}, true
+	case bandInverseOp:
+		if o.u[0] == 0 {
+			return Sensitivity{}, false
+		}
+		st = &scaledToeplitz{c: linalg.SeriesInverse(o.u, r), scale: ones()}
+	case *BLTParams:
+		st = &scaledToeplitz{c: bltInverse(o, r), scale: o.Scale}
+	case toeplitzOp:
+		if _, ok := gammaSqOf(o); !ok {
+			return Sensitivity{}, false
+		}
+		scale := make([]float64, r)
+		for i, v := range o.s {
+			scale[i] = 1 / v
+		}
+		st = &scaledToeplitz{c: SqrtCoefficients(r), scale: scale}
+	default:
+		return Sensitivity{}, false
+	}
+	sens, err := st.minSep(b, k, st.colSq())
+	return sens, err == nil
+}
+
+// scaledToeplitzOf returns C = T_c diag(1/scale) of the banded operator o
+// (c from C's first column, scale_j = C[0][0] / C[j][j]) if C has that
+// form to a relative 1e-12, else nil.
+func scaledToeplitzOf(o bandedOp) *scaledToeplitz {
+	r := len(o.diag)
+	c := make([]float64, r)
+	c[0] = o.diag[0]
+	for k := 1; k < min(o.bands, r); k++ {
+		c[k] = o.sub[k][k-1]
+	}
+	scale := make([]float64, r)
+	for j, v := range o.diag {
+		scale[j] = o.diag[0] / v
+	}
+	for i, row := range o.sub {
+		for d, v := range row {
+			j := i - d - 1
+			if want := c[d+1] / scale[j]; !(math.Abs(v-want) <= 1e-12*math.Abs(o.diag[j])) {
+				return nil
+			}
+		}
+	}
+	return &scaledToeplitz{c: c, scale: scale}
+}
+
 // operatorError returns the relative error of the operator against the
 // factors b, c: M Z for Z = C x must give back x (A^{-1} B C = I), for a
 // test vector x, streamed with dimension 1.

@@ -67,7 +67,8 @@ func (f *Factorization) Record() Record {
 // min-separation); a metrics-only result's metrics must be finite, with
 // gamma > 0 and a sensitivity of at least gamma, and consistent (loss = sens^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss,
 // the optimal strategy's sensitivity 1), with the gamma of the C its
-// structured operator streams if it has one; its loss itself is trusted. The
+// structured operator streams if it has one (and under min-separation a
+// sensitivity no lower than that C's); its loss itself is trusted. The
 // error says why rec cannot be used, without a package prefix.
 func (rec Record) Restore(w *Workload) (*Factorization, error) {
 	if err := checkWorkload(w); err != nil {
@@ -210,6 +211,17 @@ func verifyEntry(f *Factorization) string {
 			}
 			if g := math.Sqrt(g2); !(math.Abs(g-m.Gamma) <= 1e-9*m.Gamma) {
 				return fmt.Sprintf("gamma %v in the metadata is not that of the operator (%v)", m.Gamma, g)
+			}
+			// Under min-separation, the sensitivity must not be below
+			// that of the operator's C (a bound may be claimed).
+			if m.Participation.Kind == KindMinSep {
+				sens, ok := minSepOf(f.Operator, r, m.Participation)
+				if !ok {
+					return fmt.Sprintf("a loss-only entry with an operator (%v) whose sensitivity under %v cannot be checked", f.Operator, m.Participation)
+				}
+				if !(m.UnitSensitivity.Value >= sens.Value*(1-1e-9)) {
+					return fmt.Sprintf("sensitivity %v in the metadata is not that of the operator (%v under %v)", m.UnitSensitivity.Value, sens.Value, m.Participation)
+				}
 			}
 		}
 		return ""
