@@ -263,3 +263,30 @@ func TestCacheLeanMinSepSensitivityEditRefused(t *testing.T) {
 		})
 	}
 }
+
+// No strategy computes a loss-only result under fixed epochs, so an entry
+// that claims one with an operator (a single-participation entry refiled
+// under epochs:2, its metadata edited to match and its checksum resealed)
+// is refused rather than streamed with a sensitivity nothing checked.
+func TestCacheLeanEpochsEntryRefused(t *testing.T) {
+	ctx := context.Background()
+	const r = 16
+	s, err := factorize.WithLossOnly(factorize.TreeStrategy{}, true)
+	require.NoError(t, err)
+	w := cacheWorkload(t, r)
+	c := &cache.Cache{Dir: t.TempDir()}
+	_, _, err = c.Compute(ctx, s, w, factorize.SingleParticipation(), nil)
+	require.NoError(t, err)
+	k1, err := cache.Key(s, w, factorize.SingleParticipation())
+	require.NoError(t, err)
+	epochs := factorize.FixedEpochs(2)
+	k2, err := cache.Key(s, w, epochs)
+	require.NoError(t, err)
+	e := readEntry(t, c.Path(k1))
+	e.meta["key"], e.meta["participation"] = k2, epochs.String()
+	writeEntry(t, c.Path(k2), e)
+	_, err = c.Load(s, w, epochs)
+	var ce *cache.CorruptError
+	require.ErrorAs(t, err, &ce, "a loss-only entry with an operator under epochs was loaded")
+	assert.Contains(t, ce.Reason, "with an operator under epochs:2")
+}

@@ -213,7 +213,11 @@ func verifyEntry(f *Factorization) string {
 				return fmt.Sprintf("gamma %v in the metadata is not that of the operator (%v)", m.Gamma, g)
 			}
 			// Under min-separation, the sensitivity must not be below
-			// that of the operator's C (a bound may be claimed).
+			// that of the operator's C (a bound may be claimed); no
+			// strategy computes a loss-only result under fixed epochs.
+			if m.Participation.Kind == KindEpochs {
+				return fmt.Sprintf("a loss-only entry with an operator under %v", m.Participation)
+			}
 			if m.Participation.Kind == KindMinSep {
 				sens, ok := minSepOf(f.Operator, r, m.Participation)
 				if !ok {
