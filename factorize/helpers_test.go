@@ -58,3 +58,16 @@ func residual(f *Factorization) float64 {
 	}
 	return worst
 }
+
+// testVector returns a fixed vector of n entries in [-1, 1) from a
+// linear congruential sequence: the same for every run, unrelated to any
+// factorization's structure.
+func testVector(n int) []float64 {
+	x := make([]float64, n)
+	s := uint64(0x9e3779b97f4a7c15)
+	for i := range x {
+		s = s*6364136223846793005 + 1442695040888963407
+		x[i] = float64(s>>11)/(1<<53)*2 - 1
+	}
+	return x
+}

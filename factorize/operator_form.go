@@ -3,6 +3,7 @@ package factorize
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/dpmf/dpmf/linalg"
@@ -54,7 +55,8 @@ func FormOf(op Operator) (OperatorForm, bool) {
 // FloatCount returns the number of coefficients a form of this kind and
 // these sizes has, and an error for an unknown kind or sizes out of range
 // (R from 1 to 2^30, from 1 to R bands, from 1 to [MaxSemisepBuffers]^2
-// buffers or order): a reader checks it before reading the coefficients.
+// buffers or order, no buffers for a one-round BLT): a reader checks it
+// before reading the coefficients.
 func (f OperatorForm) FloatCount() (int, error) {
 	bad := func() (int, error) {
 		return 0, fmt.Errorf("factorize: operator form %q with sizes %v", f.Kind, f.Ints)
@@ -75,7 +77,11 @@ func (f OperatorForm) FloatCount() (int, error) {
 		if f.Kind == "blt" || f.Kind == "semiseparable" {
 			limit = MaxSemisepBuffers * MaxSemisepBuffers
 		}
-		if k < 1 || k > limit {
+		least := 1
+		if f.Kind == "blt" && r == 1 {
+			least = 0 // BLT fits at most R-1 buffers
+		}
+		if k < least || k > limit {
 			return bad()
 		}
 	}
@@ -147,7 +153,7 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 		p := &BLTParams{Weights: fl[:k], Lambdas: fl[k : 2*k], Scale: fl[2*k:]}
 		return p, nonzero("scale", p.Scale)
 	case "banded-inverse":
-		return bandInverseOp{u: fl, r: r}, nil
+		return bandInverseOp{u: fl, r: r}, nonzero("coefficient", fl[:1]) // C^{-1} = T_u
 	case "semiseparable":
 		k := r * f.Ints[1]
 		c := linalg.QuasiSep{N: r, K: f.Ints[1], P: fl[:k], A: fl[k : 2*k], Q: fl[2*k : 3*k], Diag: fl[3*k:]}
@@ -158,9 +164,188 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 	return nil, fmt.Errorf("factorize: unknown operator form %q", f.Kind)
 }
 
+// gammaSqOf returns the largest squared column norm of the C that the
+// structured operator op streams (gamma^2, the sensitivity under single
+// participation), computed from op's coefficients alone, so that a stored
+// result without factors can be checked against its operator; false for
+// an operator without a form, and for a Toeplitz operator whose
+// coefficients are not those of the square root's inverse (the only
+// Toeplitz operator stored without factors; for another, T_u^{-1} costs
+// O(R^2)). A quasiseparable operator is checked by its own metrics.
+func gammaSqOf(op Operator) (float64, bool) {
+	// cumSq returns the sums cum[m] = sum_{k < m} c_k^2: the squared
+	// norms of the columns of the Toeplitz T_c, of length m.
+	cumSq := func(c []float64) []float64 {
+		cum := make([]float64, len(c)+1)
+		for k, v := range c {
+			cum[k+1] = cum[k] + v*v
+		}
+		return cum
+	}
+	switch o := op.(type) {
+	case identityOp:
+		return 1, true
+	case treeOp:
+		// Column 0 lies in [0, 2^l) for every 2^l <= R, and every other
+		// column in at most as many nodes.
+		return float64(bits.Len(uint(o.r))), true
+	case bandedOp:
+		g := 0.0
+		for j := range o.diag {
+			s := o.diag[j] * o.diag[j]
+			for d := 0; j+d+1 < len(o.diag) && d < len(o.sub[j+d+1]); d++ {
+				v := o.sub[j+d+1][d]
+				s += v * v
+			}
+			g = math.Max(g, s)
+		}
+		return g, true
+	case bandInverseOp:
+		if o.u[0] == 0 {
+			return math.Inf(1), true
+		}
+		// C = T_c with c the series of 1/u(x): column 0 is the longest.
+		cum := cumSq(linalg.SeriesInverse(o.u, o.r))
+		return cum[o.r], true
+	case *BLTParams:
+		// C = T_g diag(1/Scale) with g the first column of T_d^{-1}:
+		// g_0 = 1, g_n = -sum_i w_i h_i(n), h_i(n+1) = lambda_i h_i(n) + g_n.
+		r := len(o.Scale)
+		g := make([]float64, r)
+		h := make([]float64, len(o.Weights))
+		for n := range g {
+			v := 1.0
+			if n > 0 {
+				v = 0
+				for i, w := range o.Weights {
+					v -= w * h[i]
+				}
+			}
+			g[n] = v
+			for i, l := range o.Lambdas {
+				h[i] = l*h[i] + v
+			}
+		}
+		cum := cumSq(g)
+		m := 0.0
+		for j, s := range o.Scale {
+			m = math.Max(m, cum[r-j]/(s*s))
+		}
+		return m, true
+	case toeplitzOp:
+		// C = T_c diag(s), c the square root's coefficients when u is
+		// their inverse series.
+		r := len(o.s)
+		for k, v := range InverseSqrtCoefficients(r) {
+			if !(math.Abs(o.u[k]-v) <= 1e-12*math.Abs(v)) {
+				return 0, false
+			}
+		}
+		cum := cumSq(SqrtCoefficients(r))
+		m := 0.0
+		for j, s := range o.s {
+			m = math.Max(m, s*s*cum[r-j])
+		}
+		return m, true
+	}
+	return 0, false
+}
+
+// minSepOf returns the sensitivity under the min-separation p of the C
+// that the structured operator op streams, computed from op's
+// coefficients by the rules the loss-only strategies report (exact for a
+// tree, a C banded within the separation and a non-negative non-increasing
+// Toeplitz C, else the bound over X's rows), and false where it cannot
+// (a banded C wider than the separation that is not a scaled Toeplitz
+// matrix; a Toeplitz operator that is not the square root's, as in
+// gammaSqOf). k <= 1 participations give gamma.
+func minSepOf(op Operator, r int, p Participation) (Sensitivity, bool) {
+	b, k := min(p.B, r), p.Participations(r)
+	if k <= 1 {
+		g2, ok := gammaSqOf(op)
+		return Sensitivity{Value: math.Sqrt(g2), Exact: true, Rule: RuleColumnNorm}, ok
+	}
+	ones := func() []float64 {
+		v := make([]float64, r)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	var st *scaledToeplitz // C = T_c diag(1/scale)
+	switch o := op.(type) {
+	case treeOp:
+		return treeMinSep(r, b, k), true
+	case bandedOp:
+		if o.bands > b {
+			// Wider than the separation: by the Toeplitz rules when C is
+			// a scaled Toeplitz matrix (bsr), C[i][j] = c_{i-j} / scale_j.
+			st = scaledToeplitzOf(o)
+			if st == nil {
+				return Sensitivity{}, false
+			}
+			break
+		}
+		// Columns b apart are orthogonal: the best k of them.
+		colSq := make([]float64, r)
+		for j := range colSq {
+			colSq[j] = o.diag[j] * o.diag[j]
+			for d := 0; j+d+1 < r && d < len(o.sub[j+d+1]); d++ {
+				colSq[j] += o.sub[j+d+1][d] * o.sub[j+d+1][d]
+			}
+		}
+		return Sensitivity{Value: math.Sqrt(bestSeparated(colSq, b, k)), Exact: true, Rule: RuleMinSepBanded}, true
+	case bandInverseOp:
+		if o.u[0] == 0 {
+			return Sensitivity{}, false
+		}
+		st = &scaledToeplitz{c: linalg.SeriesInverse(o.u, r), scale: ones()}
+	case *BLTParams:
+		st = &scaledToeplitz{c: bltInverse(o, r), scale: o.Scale}
+	case toeplitzOp:
+		if _, ok := gammaSqOf(o); !ok {
+			return Sensitivity{}, false
+		}
+		scale := make([]float64, r)
+		for i, v := range o.s {
+			scale[i] = 1 / v
+		}
+		st = &scaledToeplitz{c: SqrtCoefficients(r), scale: scale}
+	default:
+		return Sensitivity{}, false
+	}
+	sens, err := st.minSep(b, k, st.colSq())
+	return sens, err == nil
+}
+
+// scaledToeplitzOf returns C = T_c diag(1/scale) of the banded operator o
+// (c from C's first column, scale_j = C[0][0] / C[j][j]) if C has that
+// form to a relative 1e-12, else nil.
+func scaledToeplitzOf(o bandedOp) *scaledToeplitz {
+	r := len(o.diag)
+	c := make([]float64, r)
+	c[0] = o.diag[0]
+	for k := 1; k < min(o.bands, r); k++ {
+		c[k] = o.sub[k][k-1]
+	}
+	scale := make([]float64, r)
+	for j, v := range o.diag {
+		scale[j] = o.diag[0] / v
+	}
+	for i, row := range o.sub {
+		for d, v := range row {
+			j := i - d - 1
+			if want := c[d+1] / scale[j]; !(math.Abs(v-want) <= 1e-12*math.Abs(o.diag[j])) {
+				return nil
+			}
+		}
+	}
+	return &scaledToeplitz{c: c, scale: scale}
+}
+
 // operatorError returns the relative error of the operator against the
 // factors b, c: M Z for Z = C x must give back x (A^{-1} B C = I), for a
-// fixed test vector x, streamed with dimension 1.
+// test vector x, streamed with dimension 1.
 func operatorError(op Operator, c *mat.Dense, x []float64) float64 {
 	var cx mat.VecDense
 	cx.MulVec(c, mat.NewVecDense(len(x), x))

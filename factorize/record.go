@@ -3,6 +3,7 @@ package factorize
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -58,13 +59,16 @@ func (f *Factorization) Record() Record {
 // (see [Factorization.Record]): with factors, the metrics must be those of
 // B and C under the participation recorded in the metrics (to a relative
 // 1e-12), the availability rounds must lie in [0, R) and match the
-// factors' causal structure, B C must reproduce the workload (on a fixed
-// pseudo-random vector, relative error at most 1e-6) and a structured
-// operator must stream C^{-1} (M C x against x, the same bound). Without
-// factors, a quasiseparable operator's metrics must be those computed from
-// its generators; a metrics-only result's metrics must be finite, with
+// factors' causal structure, B C must reproduce the workload (on a
+// vector drawn at random for each check, relative error at most 1e-6) and
+// a structured operator must stream C^{-1} (M C x against x, the same
+// bound). Without factors, a quasiseparable operator's metrics must be
+// those computed from its generators (under single participation or
+// min-separation); a metrics-only result's metrics must be finite, with
 // gamma > 0 and a sensitivity of at least gamma, and consistent (loss = sens^2 ||B||_F^2, RMSE = sqrt(loss/R), MaxSE <= loss,
-// the optimal strategy's sensitivity 1), its loss itself is trusted. The
+// the optimal strategy's sensitivity 1), with the gamma of the C its
+// structured operator streams if it has one (and under min-separation a
+// sensitivity no lower than that C's); its loss itself is trusted. The
 // error says why rec cannot be used, without a package prefix.
 func (rec Record) Restore(w *Workload) (*Factorization, error) {
 	if err := checkWorkload(w); err != nil {
@@ -167,10 +171,14 @@ func verifyEntry(f *Factorization) string {
 		if !f.Workload.bidiagonalInverse() {
 			return "a quasiseparable operator for a workload without a bidiagonal inverse"
 		}
-		if m.Participation.Kind != KindSingle {
+		if m.Participation.Kind == KindEpochs {
 			return fmt.Sprintf("a quasiseparable entry without factors under %v", m.Participation)
 		}
-		if got := quasiSepResult(f.Strategy, f.Workload, f.Workload, 1, q.c).Metrics; !sameMetrics(got, m) {
+		g, err := quasiSepResult(f.Strategy, f.Workload, f.Workload, 1, q.c).WithParticipation(m.Participation)
+		if err != nil {
+			return strings.TrimPrefix(err.Error(), "factorize: ")
+		}
+		if got := g.Metrics; !sameMetrics(got, m) {
 			return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the operator (sensitivity %v, loss %v)",
 				m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
 		}
@@ -194,6 +202,32 @@ func verifyEntry(f *Factorization) string {
 		if !closeRel(m.Loss, want.Loss) || !closeRel(m.RMSE, want.RMSE) || m.MaxSE > m.Loss*(1+1e-12) {
 			return "metrics of the loss-only entry are inconsistent"
 		}
+		if f.Operator != nil {
+			// It streams: its gamma must be that of the C it streams
+			// (the strategies sum in other orders: 1e-9).
+			g2, ok := gammaSqOf(f.Operator)
+			if !ok {
+				return fmt.Sprintf("a loss-only entry with an operator (%v) that cannot be checked", f.Operator)
+			}
+			if g := math.Sqrt(g2); !(math.Abs(g-m.Gamma) <= 1e-9*m.Gamma) {
+				return fmt.Sprintf("gamma %v in the metadata is not that of the operator (%v)", m.Gamma, g)
+			}
+			// Under min-separation, the sensitivity must not be below
+			// that of the operator's C (a bound may be claimed); no
+			// strategy computes a loss-only result under fixed epochs.
+			if m.Participation.Kind == KindEpochs {
+				return fmt.Sprintf("a loss-only entry with an operator under %v", m.Participation)
+			}
+			if m.Participation.Kind == KindMinSep {
+				sens, ok := minSepOf(f.Operator, r, m.Participation)
+				if !ok {
+					return fmt.Sprintf("a loss-only entry with an operator (%v) whose sensitivity under %v cannot be checked", f.Operator, m.Participation)
+				}
+				if !(m.UnitSensitivity.Value >= sens.Value*(1-1e-9)) {
+					return fmt.Sprintf("sensitivity %v in the metadata is not that of the operator (%v under %v)", m.UnitSensitivity.Value, sens.Value, m.Participation)
+				}
+			}
+		}
 		return ""
 	}
 	for j, av := range f.Available {
@@ -212,7 +246,7 @@ func verifyEntry(f *Factorization) string {
 		return fmt.Sprintf("B C does not reproduce the workload (relative error %.3g)", e)
 	}
 	if _, structured := FormOf(f.Operator); structured {
-		if e := operatorError(f.Operator, f.C, testVector(r)); !(e <= 1e-6) {
+		if e := operatorError(f.Operator, f.C, checkVector(r)); !(e <= 1e-6) {
 			return fmt.Sprintf("the operator does not stream C^{-1} (relative error %.3g)", e)
 		}
 	}
@@ -257,24 +291,25 @@ func closeRel(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-12*math.Max(math.Abs(a), math.Abs(b))
 }
 
-// testVector returns a fixed vector of n entries in [-1, 1) from a
-// linear congruential sequence: the same for every run, unrelated to any
-// factorization's structure.
-func testVector(n int) []float64 {
+// checkVector returns n entries drawn uniformly from [-1, 1) by
+// math/rand/v2's generator, seeded anew in every process: the vector of
+// the checks of a stored entry (reproductionError, operatorError) is not
+// known to whoever wrote the entry, so an edit cannot be aimed at it (with
+// a fixed vector x, a banded C' = C + D with D x = 0 passes M' C x = x while
+// streaming a noise of rank one).
+func checkVector(n int) []float64 {
 	x := make([]float64, n)
-	s := uint64(0x9e3779b97f4a7c15)
 	for i := range x {
-		s = s*6364136223846793005 + 1442695040888963407
-		x[i] = float64(s>>11)/(1<<53)*2 - 1
+		x[i] = rand.Float64()*2 - 1
 	}
 	return x
 }
 
-// reproductionError returns ||B (C x) - A x|| / ||A x|| for the test
-// vector x: a Freivalds-style check of B C = A in O(R m) time.
+// reproductionError returns ||B (C x) - A x|| / ||A x|| for a random
+// vector x (checkVector): a Freivalds check of B C = A in O(R m) time.
 func reproductionError(f *Factorization) float64 {
 	r := f.Workload.R()
-	x := mat.NewVecDense(r, testVector(r))
+	x := mat.NewVecDense(r, checkVector(r))
 	var cx, bcx, ax mat.VecDense
 	cx.MulVec(f.C, x)
 	bcx.MulVec(f.B, &cx)
