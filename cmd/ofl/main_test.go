@@ -75,6 +75,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-eta-ind", "0.1"}, "-eta-ind applies to -algo independent and baseline-correlated only"},
 		{[]string{"-data", "synthetic:alpha=x"}, "synthetic:alpha=A,beta=B"},
 		{[]string{"-data", "synthetic:gamma=1"}, "synthetic:alpha=A,beta=B"},
+		// Before, 1e-400 was read as alpha = 0, silently other data.
+		{[]string{"-data", "synthetic:alpha=1e-400"}, `-data "synthetic:alpha=1e-400": want synthetic:alpha=A,beta=B`},
 		{[]string{"-data", ""}, "-data is empty"},
 		{[]string{"-data", "x.csv", "-dim", "3"}, "-dim applies to synthetic data only"},
 		{[]string{"-split", "label"}, "-split applies to CSV data only"},
