@@ -121,6 +121,26 @@ func TestParseRefusesInconsistentRecord(t *testing.T) {
 			t.Errorf("a repeated key: %v, want an error naming it", err)
 		}
 	}
+	// encoding/json matches keys to fields without regard to case
+	// (Unicode simple folding, so also the long s and the Kelvin sign): a
+	// key spelled otherwise than Marshal writes it is an error, alone or
+	// beside the field's own key (before, "ROUNDS":9 after "rounds":8 read
+	// as 9, and "Eps":100 raised the target's eps past the duplicate check).
+	for _, other := range []string{
+		strings.Replace(exact, `"rounds":8`, `"rounds":8,"ROUNDS":9`, 1),
+		strings.Replace(exact, `"rounds":8`, `"Rounds":8`, 1),
+		strings.Replace(exact, `"target":{"eps":1`, `"target":{"eps":1,"Eps":100`, 1),
+		strings.Replace(exact, `"noise_std":`+std, `"noise_std":`+std+`,"NOISE_STD":1e9`, 1),
+		strings.Replace(exact, `"sigma":`, `"ſigma":1e9,"sigma":`, 1),
+		strings.Replace(exact, `"rounds":8`, `"rounds":8,"K":1`, 1),
+	} {
+		if other == exact {
+			t.Fatal("the edit did not apply")
+		}
+		if _, err := Parse([]byte(other)); err == nil || !strings.Contains(err.Error(), "want a field name as the plan writes it") {
+			t.Errorf("a key in another case: %v, want an error naming it", err)
+		}
+	}
 	if !strings.Contains(exact, `"target":{"eps":1,"delta"`) || !strings.Contains(exact, `"privacy":{"eps":1,"delta"`) {
 		t.Error("eps and delta are not in both the target and the record")
 	}

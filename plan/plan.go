@@ -344,11 +344,12 @@ func (p *Plan) Marshal() ([]byte, error) {
 }
 
 // Parse reads a plan's JSON (as [Plan.Marshal] writes it): unknown fields,
-// a key repeated in one object and trailing data are errors, a missing
+// a key not spelled exactly as Marshal writes it ("Rounds", "ROUNDS"), a
+// key repeated in one object and trailing data are errors, a missing
 // format is read as [Format], and the plan must validate (including its
 // privacy record against the plan and its target).
 func Parse(data []byte) (*Plan, error) {
-	if err := checkDuplicateKeys(data); err != nil {
+	if err := checkKeys(data); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -372,12 +373,15 @@ func Parse(data []byte) (*Plan, error) {
 	return &p, nil
 }
 
-// checkDuplicateKeys returns an error naming the first key that appears
-// twice in one JSON object of data: encoding/json keeps the last of them,
-// so a plan with "rounds":8 and "rounds":9 would otherwise read as 9
-// whatever a reader of the file takes it to say. Malformed JSON is left to
-// the decoder's error.
-func checkDuplicateKeys(data []byte) error {
+// checkKeys returns an error naming the first key of data that appears
+// twice in one JSON object, or that is not spelled as a plan's field names
+// are (lower-case ASCII letters, digits and '_'): encoding/json keeps the
+// last of two keys, and matches a key to a field without regard to case
+// (Unicode's simple folding), so a plan with "rounds":8 and "rounds":9, or
+// "rounds":8 and "ROUNDS":9, would otherwise read as 9 whatever another
+// reader of the file takes it to say. Malformed JSON is left to the
+// decoder's error.
+func checkKeys(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type level struct {
 		keys   map[string]bool
@@ -409,6 +413,9 @@ func checkDuplicateKeys(data []byte) error {
 			}
 		case string:
 			if top >= 0 && stack[top].object && stack[top].key {
+				if strings.TrimFunc(t, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' }) != "" {
+					return fmt.Errorf("plan: key %q, want a field name as the plan writes it (lower case)", t)
+				}
 				if stack[top].keys[t] {
 					return fmt.Errorf("plan: key %q twice in one object, want each key at most once", t)
 				}
