@@ -231,3 +231,42 @@ func TestCalibratedRecordsParse(t *testing.T) {
 		}
 	}
 }
+
+// An amplified record whose sigma falls short of its target is refused,
+// even when its noise std is that sigma times the sensitivity: Parse
+// bounds the eps of the record's sigma with the PLD accountant (before, an
+// amplified record was checked only for sigma x sensitivity = noise std,
+// so a sigma of any size passed). At q = 1 the accounting is two
+// compositions of the Gaussian mechanism, whose exact curve (Balle and
+// Wang 2018) tells the two sigmas apart independently.
+func TestParseRefusesAmplifiedSigmaShortOfTarget(t *testing.T) {
+	for _, c := range []struct {
+		sigma float64
+		ok    bool
+	}{{20, true}, {0.5, false}} {
+		// Two compositions of sensitivity 1 at noise sigma: mu = sqrt(2) / sigma.
+		d, err := accountant.Delta(1, math.Sqrt2/c.sigma)
+		if err != nil || (d <= 1e-5) != c.ok {
+			t.Fatalf("sigma %v: delta at eps 1 is %v (%v)", c.sigma, d, err)
+		}
+		p := &Plan{Rounds: 4, Algorithm: AlgoCorrelated, Learners: 3, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+			Target: &Target{Eps: 1, Delta: 1e-5, Sampling: 1}}
+		sens, err := accountant.ReleaseSensitivity(1, 3, accountant.ReplaceOne, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Privacy = &Record{Eps: 1, Delta: 1e-5, Method: MethodAmplified, Sensitivity: sens, Rule: "by hand",
+			NoiseStd: c.sigma * sens, Sigma: c.sigma, Gamma: 1, Loss: 1, UnitSensitivity: 2}
+		data, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Parse(data)
+		if c.ok && err != nil {
+			t.Errorf("sigma %v: %v", c.sigma, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "privacy.sigma") || !strings.Contains(err.Error(), "PLD accountant's eps at this sigma")) {
+			t.Errorf("sigma %v: %v, want an error naming privacy.sigma", c.sigma, err)
+		}
+	}
+}

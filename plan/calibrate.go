@@ -191,10 +191,13 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	k, _ := accountant.BandedCompositions(r, b)
 	// Both sides of the PLD's eps at the calibrated sigma: the safe one
 	// (at most the target) is the guarantee, the optimistic one shows the
-	// accountant's own slack.
-	eb, err := accountant.SampledGaussianEpsilonBounds(t.Sampling, sigma, k, t.Delta, rel)
+	// accountant's own slack. Parse checks a record with the same bound.
+	eb, err := amplifiedEps(t.Sampling, sigma, r, b, t.Delta, rel)
 	if err != nil {
 		return err
+	}
+	if eb.Safe > t.Eps {
+		return fmt.Errorf("plan: the amplified accounting's sigma %v gives eps %v by the PLD accountant's bound, above the target's %v", sigma, eb.Safe, t.Eps)
 	}
 	bound := ""
 	if rel == accountant.ReplaceOne && t.Sampling < 1 {

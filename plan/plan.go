@@ -550,11 +550,14 @@ func (p *Plan) Validate() error {
 // target and algorithm select, positive sensitivities and noise, the
 // release sensitivity of the plan's clip, learners and relation at the
 // record's unit sensitivity (gamma for the amplified accounting), and a
-// noise std that is the record's sigma times its sensitivity. Outside the
-// amplified accounting the noise must also give (eps, delta)-DP at the
-// record's sensitivity by the exact curve (accountant.Record.Verify): a
-// record read back from a file is data, and the privacy claim of a run
-// must not rest on its having been written by Calibrate.
+// noise std that is the record's sigma times its sensitivity. The noise
+// must also give (eps, delta)-DP: at the record's sensitivity by the exact
+// curve (accountant.Record.Verify), or for the amplified accounting at the
+// record's sigma by the PLD accountant's safe bound (checkAmplifiedSigma):
+// a record read back from a file is data, and the privacy claim of a run
+// must not rest on its having been written by Calibrate. The record's unit
+// sensitivity and gamma are taken as recorded (checking them would mean
+// computing the factorization again).
 func (p *Plan) checkRecord() error {
 	r, t := p.Privacy, p.Target
 	if r.Eps != t.Eps || r.Delta != t.Delta {
@@ -604,7 +607,7 @@ func (p *Plan) checkRecord() error {
 		if std, err := accountant.Scale(r.Sigma, r.Sensitivity); err != nil || r.NoiseStd != std {
 			return bad("privacy.noise_std", r.NoiseStd, fmt.Sprintf("%v, the record's sigma times its sensitivity (rounded up)", std))
 		}
-		return nil
+		return p.checkAmplifiedSigma()
 	}
 	if r.Sigma != r.NoiseStd/r.Sensitivity {
 		return bad("privacy.sigma", r.Sigma, fmt.Sprintf("%v, the record's noise std over its sensitivity", r.NoiseStd/r.Sensitivity))
@@ -614,6 +617,40 @@ func (p *Plan) checkRecord() error {
 		return bad("privacy.noise_std", r.NoiseStd, fmt.Sprintf("noise that gives the target (%v, %v)-DP at sensitivity %v (%v)", t.Eps, t.Delta, r.Sensitivity, err))
 	}
 	return nil
+}
+
+// checkAmplifiedSigma checks that the amplified record's sigma gives the
+// target: the PLD accountant's safe eps at the target's delta, over the
+// ceil(R/b) compositions of cyclic Poisson sampling with probability q
+// under minsep:b, is at most the target's eps. Calibrate refuses a sigma
+// that fails this same check, so every record it writes passes.
+func (p *Plan) checkAmplifiedSigma() error {
+	r, t := p.Privacy, p.Target
+	part, _ := p.Pattern() // checked by Validate
+	if part.Kind != factorize.KindMinSep {
+		return bad("participation", part, "minsep:B for the amplified accounting (sampling over B groups)")
+	}
+	rel, _ := t.relation()
+	eb, err := amplifiedEps(t.Sampling, r.Sigma, p.Rounds, part.B, t.Delta, rel)
+	if err != nil {
+		return bad("privacy.sigma", r.Sigma, fmt.Sprintf("a noise multiplier the PLD accountant can bound (%v)", strings.TrimPrefix(err.Error(), "accountant: ")))
+	}
+	if eb.Safe > t.Eps {
+		return bad("privacy.sigma", r.Sigma, fmt.Sprintf("noise that gives the target (%v, %v)-DP (the PLD accountant's eps at this sigma is %v)", t.Eps, t.Delta, eb.Safe))
+	}
+	return nil
+}
+
+// amplifiedEps returns the PLD accountant's bounds on the eps at delta of
+// the amplified banded accounting: ceil(n/b) compositions of the
+// Poisson-subsampled Gaussian (q, sigma) under rel. Calibrate records
+// them and Parse checks a record with them.
+func amplifiedEps(q, sigma float64, n, b int, delta float64, rel accountant.Relation) (accountant.Bounds, error) {
+	k, err := accountant.BandedCompositions(n, b)
+	if err != nil {
+		return accountant.Bounds{}, err
+	}
+	return accountant.SampledGaussianEpsilonBounds(q, sigma, k, delta, rel)
 }
 
 func (t *Target) validate(p *Plan) error {
