@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"maps"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,5 +91,72 @@ func TestEvaluateRefusesEveryContradiction(t *testing.T) {
 		if _, err := parseArgs(args); err != nil {
 			t.Errorf("%v: %v: %v", run, args, err)
 		}
+	}
+}
+
+// ofl evaluate reads the released models only with the run.json of their
+// own run: another run's run.json put in the state directory (another run
+// identity, another plan), or this run's with its identity edited, is
+// refused with one line naming the round file and both runs; and a
+// run.json whose plan claims a smaller eps than its noise gives is refused
+// as a plan (the record is checked, not trusted).
+func TestEvaluateRefusesAnotherRunsRecord(t *testing.T) {
+	run := []string{"-learners", "2", "-tau", "1", "-rounds", "2", "-dim", "3", "-seed", "5", "-strategy", "sqrt"}
+	a := serveLoopback(t, append(run, "-eps", "5"), 2, "5")
+	b := serveLoopback(t, append(run, "-eps", "1"), 2, "5")
+	runJSON := func(dir string) map[string]json.RawMessage {
+		data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ra, rb := runJSON(a), runJSON(b)
+	if bytes.Equal(ra["run"], rb["run"]) {
+		t.Fatal("two runs with one identity")
+	}
+	editedID := maps.Clone(ra)
+	editedID["run"] = json.RawMessage(`"` + strings.Repeat("ab", 16) + `"`)
+	lowerEps := maps.Clone(ra)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, ra["plan"]); err != nil {
+		t.Fatal(err)
+	}
+	lowerEps["plan"] = json.RawMessage(strings.ReplaceAll(compact.String(), `"eps":5,`, `"eps":1,`))
+	if !strings.Contains(string(lowerEps["plan"]), `"target":{"eps":1,`) || !strings.Contains(string(lowerEps["plan"]), `"privacy":{"eps":1,`) {
+		t.Fatalf("the edit did not apply: %s", lowerEps["plan"])
+	}
+	for _, c := range []struct {
+		name string
+		rec  map[string]json.RawMessage
+		want string
+	}{
+		{"another run's run.json", rb, "belongs to run " + strings.Trim(string(ra["run"]), `"`) + ", the directory's run is " + strings.Trim(string(rb["run"]), `"`)},
+		{"identity edited", editedID, "belongs to run"},
+		{"eps lowered in the plan", lowerEps, "privacy.noise_std"},
+	} {
+		dir := filepath.Join(t.TempDir(), "state")
+		if err := os.CopyFS(dir, os.DirFS(a)); err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(c.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runOfl(t, "evaluate", "-state", dir, "-seed", "5", "-json")
+		if r.code != cli.ExitFailure || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d and one line with %q", c.name, r.code, r.stdout, r.stderr, cli.ExitFailure, c.want)
+		}
+	}
+	// The state directory as served evaluates.
+	if r := runOfl(t, "evaluate", "-state", a, "-seed", "5", "-json"); r.code != cli.ExitOK {
+		t.Errorf("the served run: exit %d: %s", r.code, r.stderr)
 	}
 }
