@@ -270,3 +270,60 @@ func TestParseRefusesAmplifiedSigmaShortOfTarget(t *testing.T) {
 		}
 	}
 }
+
+// VerifyRecord computes the factorization again and refuses a record whose
+// metrics are not its own, which Parse cannot see: a unit sensitivity
+// halved together with the release sensitivity and sigma (consistent, so
+// Parse accepts it, and the noise then "gives" a smaller eps), another
+// gamma, loss or rule. The record Calibrate wrote passes.
+func TestVerifyRecordRefusesOtherMetrics(t *testing.T) {
+	p := &Plan{Rounds: 8, Algorithm: AlgoCorrelated, Learners: 3, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+		Target: &Target{Eps: 1, Delta: 1e-5}}
+	if _, err := p.Build(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.VerifyRecord(t.Context()); err != nil {
+		t.Fatalf("the calibrated record: %v", err)
+	}
+	// banded:bands=2 under minsep:2 at R = 8: the columns of C take part
+	// 4 times, 2 rounds apart, and a banded C's columns that far apart do
+	// not overlap: unit sensitivity sqrt(4) gamma = 2 gamma.
+	if r := p.Privacy; math.Abs(r.UnitSensitivity-2*r.Gamma) > 1e-12 {
+		t.Fatalf("unit sensitivity %v, gamma %v: want 2 gamma", r.UnitSensitivity, r.Gamma)
+	}
+	halved := func(r *Record) {
+		r.UnitSensitivity /= 2
+		r.Sensitivity, _ = accountant.ReleaseSensitivity(1, 3, accountant.ReplaceOne, r.UnitSensitivity)
+		r.Sigma = r.NoiseStd / r.Sensitivity
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Record)
+		want string
+	}{
+		{"unit sensitivity halved", halved, "privacy.unit_sensitivity"},
+		{"gamma", func(r *Record) { r.Gamma *= 1.01 }, "privacy.gamma"},
+		{"loss", func(r *Record) { r.Loss /= 2 }, "privacy.loss"},
+		{"rule", func(r *Record) { r.UnitRule = "largest column norm" }, "privacy.unit_sensitivity_rule"},
+		{"exactness", func(r *Record) { r.UnitExact = !r.UnitExact }, "privacy.unit_sensitivity_rule"},
+	} {
+		q := *p
+		r := *p.Privacy
+		c.edit(&r)
+		q.Privacy = &r
+		data, err := q.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := Parse(data)
+		if err != nil {
+			t.Fatalf("%s: Parse refuses the edit itself (%v): VerifyRecord is not what is tested", c.name, err)
+		}
+		if err := read.VerifyRecord(t.Context()); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line naming %s", c.name, err, c.want)
+		}
+	}
+	if err := (&Plan{Rounds: 8}).VerifyRecord(t.Context()); err == nil {
+		t.Error("a plan without a record verified")
+	}
+}

@@ -555,9 +555,9 @@ func (p *Plan) Validate() error {
 // curve (accountant.Record.Verify), or for the amplified accounting at the
 // record's sigma by the PLD accountant's safe bound (checkAmplifiedSigma):
 // a record read back from a file is data, and the privacy claim of a run
-// must not rest on its having been written by Calibrate. The record's unit
-// sensitivity and gamma are taken as recorded (checking them would mean
-// computing the factorization again).
+// must not rest on its having been written by Calibrate. The record's
+// gamma, unit sensitivity and loss are the factorization's: checking them
+// means computing it again, which [Plan.VerifyRecord] does.
 func (p *Plan) checkRecord() error {
 	r, t := p.Privacy, p.Target
 	if r.Eps != t.Eps || r.Delta != t.Delta {

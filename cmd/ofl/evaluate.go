@@ -76,6 +76,13 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if err := checkEvaluateMemory(c, e.memAvailable); err != nil {
 		return err
 	}
+	if pl.Privacy != nil {
+		// The record is reported as recorded, once its metrics are the
+		// plan's factorization's: Parse checked the rest of it.
+		if err := pl.VerifyRecord(ctx); err != nil {
+			return fmt.Errorf("-state %s: run.json's privacy record is not its plan's: %v", state, err)
+		}
+	}
 	if err := checkOut(c); err != nil {
 		return err
 	}

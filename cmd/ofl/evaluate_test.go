@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/plan"
 )
 
 // contradict returns a value of run flag k that differs from v.
@@ -130,11 +132,40 @@ func TestEvaluateRefusesAnotherRunsRecord(t *testing.T) {
 	if !strings.Contains(string(lowerEps["plan"]), `"target":{"eps":1,`) || !strings.Contains(string(lowerEps["plan"]), `"privacy":{"eps":1,`) {
 		t.Fatalf("the edit did not apply: %s", lowerEps["plan"])
 	}
+	// The unit sensitivity halved, with the release sensitivity, sigma and
+	// eps that follow from it at the same noise std: consistent, so only a
+	// factorization computed again tells it from the run's.
+	pa, err := plan.Parse(ra["plan"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := *pa.Privacy
+	pr.UnitSensitivity /= 2
+	if pr.Sensitivity, err = accountant.ReleaseSensitivity(pa.Clip, pa.Learners, accountant.ReplaceOne, pr.UnitSensitivity); err != nil {
+		t.Fatal(err)
+	}
+	pr.Sigma = pr.NoiseStd / pr.Sensitivity
+	eps, err := accountant.Epsilon(pr.Sigma, pr.Delta, 1, accountant.Exact)
+	if err != nil || !(eps < 5) {
+		t.Fatalf("eps at half the sensitivity %v (%v), want below 5", eps, err)
+	}
+	pr.Eps, pa.Target.Eps = eps*(1+1e-9), eps*(1+1e-9)
+	pa.Privacy = &pr
+	halvedPlan, err := pa.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Parse(halvedPlan); err != nil {
+		t.Fatalf("the edited plan does not parse (%v): the edit is not what is tested", err)
+	}
+	halved := maps.Clone(ra)
+	halved["plan"] = halvedPlan
 	for _, c := range []struct {
 		name string
 		rec  map[string]json.RawMessage
 		want string
 	}{
+		{"unit sensitivity halved, eps lowered", halved, "run.json's privacy record is not its plan's: plan: privacy.unit_sensitivity"},
 		{"another run's run.json", rb, "belongs to run " + strings.Trim(string(ra["run"]), `"`) + ", the directory's run is " + strings.Trim(string(rb["run"]), `"`)},
 		{"identity edited", editedID, "belongs to run"},
 		{"eps lowered in the plan", lowerEps, "privacy.noise_std"},
