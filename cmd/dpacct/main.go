@@ -262,7 +262,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		return output{}, &cli.UsageError{Msg: fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
 	}
 	fs.Usage = func() {} // errors are reported in one line by run; -h is handled below
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, cli.Once); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage of dpacct %s:\n", name)
 			fs.SetOutput(stdout)

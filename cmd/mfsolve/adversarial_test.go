@@ -10,7 +10,8 @@ import (
 	"github.com/dpmf/dpmf/internal/testutil"
 )
 
-// Bad input of every kind, given with all three outputs named (-o, -C,
+// Bad input of every kind (a flag given twice among it: before, the last
+// silently won), given with all three outputs named (-o, -C,
 // -noise in an empty directory), exits non-zero with one line naming the
 // input and creates nothing there: TestUsageErrors and
 // TestCalibrationUsageErrors check the messages without outputs, this
@@ -40,10 +41,15 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{[]string{"-workload", "momentum:NaN"}, "-workload momentum:NaN"},
 		{[]string{"-dim", "2000000000"}, "for the noise samples"},
 		{[]string{"-seed", "-1"}, `"-1" for flag -seed`},
+		{[]string{"-eps", "1", "-delta", "1e-5", "-eps", "8"}, `invalid value "8" for flag -eps: given twice (first "1")`},
+		{[]string{"-R", "4", "-R", "5"}, `invalid value "5" for flag -R: given twice (first "4")`},
 	} {
 		dir := t.TempDir()
-		args := append([]string{"-R", "4", "-o", filepath.Join(dir, "B.npy"), "-C", filepath.Join(dir, "C.npy"),
+		args := append([]string{"-o", filepath.Join(dir, "B.npy"), "-C", filepath.Join(dir, "C.npy"),
 			"-noise", filepath.Join(dir, "Z.npy"), "-no-cache"}, c.args...)
+		if c.args[0] != "-R" {
+			args = append(args, "-R", "4")
+		}
 		if !strings.HasPrefix(c.args[0], "-eps") {
 			args = append(args, "-std", "1")
 		}

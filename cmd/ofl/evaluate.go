@@ -42,7 +42,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		}
 	})
 	fs.StringVar(&state, "state", "", "the server's state directory (required)")
-	set, err := cli.ParseFlags(fs, args, e.stdout, evaluateUsage, "")
+	set, err := cli.ParseFlags(fs, args, e.stdout, evaluateUsage, "", cli.Once)
 	switch {
 	case err != nil:
 		return err

@@ -141,7 +141,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 // *cli.UsageError, except flag.ErrHelp for -h.
 func parseArgs(args []string) (config, error) {
 	var c config
-	set, err := cli.ParseFlags(newFlagSet(&c), args, nil, "", "")
+	set, err := cli.ParseFlags(newFlagSet(&c), args, nil, "", "", cli.Once)
 	if err != nil {
 		return c, err
 	}
