@@ -94,6 +94,9 @@ func TestParseRefusesInconsistentRecord(t *testing.T) {
 		{"amplified noise not sigma times sensitivity", setField(plans["amplified"], "noise_std", "1e-3"), "privacy.noise_std"},
 		{"amplified zero sigma", setField(plans["amplified"], "sigma", "0"), "privacy.sigma"},
 		{"rounds past MaxRounds", strings.Replace(exact, `"rounds":8`, `"rounds":1099511627776`, 1), "rounds"},
+		// Before, any string was taken, and then no seed matched it.
+		{"seed digest not hex", strings.Replace(exact, `"format":1`, `"format":1,"seed_sha256":"zz"`, 1), "seed_sha256"},
+		{"seed digest in upper case", strings.Replace(exact, `"format":1`, `"format":1,"seed_sha256":"`+strings.ToUpper(SeedDigest(1))+`"`, 1), "seed_sha256"},
 	} {
 		if c.data == exact {
 			t.Fatalf("%s: the edit did not apply", c.name)

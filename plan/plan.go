@@ -504,6 +504,9 @@ func (p *Plan) Validate() error {
 	if p.Clip < 0 || p.Eta < 0 || p.EtaG < 0 || p.EtaInd < 0 {
 		return bad("clip, eta, eta_g and eta_ind", fmt.Sprint(p.Clip, p.Eta, p.EtaG, p.EtaInd), ">= 0")
 	}
+	if d := p.SeedSHA256; d != "" && (len(d) != 2*sha256.Size || strings.Trim(d, "0123456789abcdef") != "") {
+		return bad("seed_sha256", strconv.Quote(d), "64 lower-case hexadecimal digits (SeedDigest), or none")
+	}
 	if m := p.Model; m != nil && (m.Name == "" || m.Features < 1 || m.L2 < 0) {
 		return bad("model", fmt.Sprintf("%+v", *m), "a name, features >= 1 and l2 >= 0")
 	}
