@@ -94,6 +94,9 @@ func TestParseRefusesInconsistentRecord(t *testing.T) {
 		{"amplified noise not sigma times sensitivity", setField(plans["amplified"], "noise_std", "1e-3"), "privacy.noise_std"},
 		{"amplified zero sigma", setField(plans["amplified"], "sigma", "0"), "privacy.sigma"},
 		{"rounds past MaxRounds", strings.Replace(exact, `"rounds":8`, `"rounds":1099511627776`, 1), "rounds"},
+		// Before, any string was taken, and then no seed matched it.
+		{"seed digest not hex", strings.Replace(exact, `"format":1`, `"format":1,"seed_sha256":"zz"`, 1), "seed_sha256"},
+		{"seed digest in upper case", strings.Replace(exact, `"format":1`, `"format":1,"seed_sha256":"`+strings.ToUpper(SeedDigest(1))+`"`, 1), "seed_sha256"},
 	} {
 		if c.data == exact {
 			t.Fatalf("%s: the edit did not apply", c.name)
@@ -119,6 +122,26 @@ func TestParseRefusesInconsistentRecord(t *testing.T) {
 	} {
 		if _, err := Parse([]byte(dup)); err == nil || !strings.Contains(err.Error(), "twice") {
 			t.Errorf("a repeated key: %v, want an error naming it", err)
+		}
+	}
+	// encoding/json matches keys to fields without regard to case
+	// (Unicode simple folding, so also the long s and the Kelvin sign): a
+	// key spelled otherwise than Marshal writes it is an error, alone or
+	// beside the field's own key (before, "ROUNDS":9 after "rounds":8 read
+	// as 9, and "Eps":100 raised the target's eps past the duplicate check).
+	for _, other := range []string{
+		strings.Replace(exact, `"rounds":8`, `"rounds":8,"ROUNDS":9`, 1),
+		strings.Replace(exact, `"rounds":8`, `"Rounds":8`, 1),
+		strings.Replace(exact, `"target":{"eps":1`, `"target":{"eps":1,"Eps":100`, 1),
+		strings.Replace(exact, `"noise_std":`+std, `"noise_std":`+std+`,"NOISE_STD":1e9`, 1),
+		strings.Replace(exact, `"sigma":`, `"ſigma":1e9,"sigma":`, 1),
+		strings.Replace(exact, `"rounds":8`, `"rounds":8,"K":1`, 1),
+	} {
+		if other == exact {
+			t.Fatal("the edit did not apply")
+		}
+		if _, err := Parse([]byte(other)); err == nil || !strings.Contains(err.Error(), "want a field name as the plan writes it") {
+			t.Errorf("a key in another case: %v, want an error naming it", err)
 		}
 	}
 	if !strings.Contains(exact, `"target":{"eps":1,"delta"`) || !strings.Contains(exact, `"privacy":{"eps":1,"delta"`) {
@@ -209,5 +232,101 @@ func TestCalibratedRecordsParse(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// An amplified record whose sigma falls short of its target is refused,
+// even when its noise std is that sigma times the sensitivity: Parse
+// bounds the eps of the record's sigma with the PLD accountant (before, an
+// amplified record was checked only for sigma x sensitivity = noise std,
+// so a sigma of any size passed). At q = 1 the accounting is two
+// compositions of the Gaussian mechanism, whose exact curve (Balle and
+// Wang 2018) tells the two sigmas apart independently.
+func TestParseRefusesAmplifiedSigmaShortOfTarget(t *testing.T) {
+	for _, c := range []struct {
+		sigma float64
+		ok    bool
+	}{{20, true}, {0.5, false}} {
+		// Two compositions of sensitivity 1 at noise sigma: mu = sqrt(2) / sigma.
+		d, err := accountant.Delta(1, math.Sqrt2/c.sigma)
+		if err != nil || (d <= 1e-5) != c.ok {
+			t.Fatalf("sigma %v: delta at eps 1 is %v (%v)", c.sigma, d, err)
+		}
+		p := &Plan{Rounds: 4, Algorithm: AlgoCorrelated, Learners: 3, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+			Target: &Target{Eps: 1, Delta: 1e-5, Sampling: 1}}
+		sens, err := accountant.ReleaseSensitivity(1, 3, accountant.ReplaceOne, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Privacy = &Record{Eps: 1, Delta: 1e-5, Method: MethodAmplified, Sensitivity: sens, Rule: "by hand",
+			NoiseStd: c.sigma * sens, Sigma: c.sigma, Gamma: 1, Loss: 1, UnitSensitivity: 2}
+		data, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Parse(data)
+		if c.ok && err != nil {
+			t.Errorf("sigma %v: %v", c.sigma, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "privacy.sigma") || !strings.Contains(err.Error(), "PLD accountant's eps at this sigma")) {
+			t.Errorf("sigma %v: %v, want an error naming privacy.sigma", c.sigma, err)
+		}
+	}
+}
+
+// VerifyRecord computes the factorization again and refuses a record whose
+// metrics are not its own, which Parse cannot see: a unit sensitivity
+// halved together with the release sensitivity and sigma (consistent, so
+// Parse accepts it, and the noise then "gives" a smaller eps), another
+// gamma, loss or rule. The record Calibrate wrote passes.
+func TestVerifyRecordRefusesOtherMetrics(t *testing.T) {
+	p := &Plan{Rounds: 8, Algorithm: AlgoCorrelated, Learners: 3, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+		Target: &Target{Eps: 1, Delta: 1e-5}}
+	if _, err := p.Build(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.VerifyRecord(t.Context()); err != nil {
+		t.Fatalf("the calibrated record: %v", err)
+	}
+	// banded:bands=2 under minsep:2 at R = 8: the columns of C take part
+	// 4 times, 2 rounds apart, and a banded C's columns that far apart do
+	// not overlap: unit sensitivity sqrt(4) gamma = 2 gamma.
+	if r := p.Privacy; math.Abs(r.UnitSensitivity-2*r.Gamma) > 1e-12 {
+		t.Fatalf("unit sensitivity %v, gamma %v: want 2 gamma", r.UnitSensitivity, r.Gamma)
+	}
+	halved := func(r *Record) {
+		r.UnitSensitivity /= 2
+		r.Sensitivity, _ = accountant.ReleaseSensitivity(1, 3, accountant.ReplaceOne, r.UnitSensitivity)
+		r.Sigma = r.NoiseStd / r.Sensitivity
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Record)
+		want string
+	}{
+		{"unit sensitivity halved", halved, "privacy.unit_sensitivity"},
+		{"gamma", func(r *Record) { r.Gamma *= 1.01 }, "privacy.gamma"},
+		{"loss", func(r *Record) { r.Loss /= 2 }, "privacy.loss"},
+		{"rule", func(r *Record) { r.UnitRule = "largest column norm" }, "privacy.unit_sensitivity_rule"},
+		{"exactness", func(r *Record) { r.UnitExact = !r.UnitExact }, "privacy.unit_sensitivity_rule"},
+	} {
+		q := *p
+		r := *p.Privacy
+		c.edit(&r)
+		q.Privacy = &r
+		data, err := q.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := Parse(data)
+		if err != nil {
+			t.Fatalf("%s: Parse refuses the edit itself (%v): VerifyRecord is not what is tested", c.name, err)
+		}
+		if err := read.VerifyRecord(t.Context()); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line naming %s", c.name, err, c.want)
+		}
+	}
+	if err := (&Plan{Rounds: 8}).VerifyRecord(t.Context()); err == nil {
+		t.Error("a plan without a record verified")
 	}
 }

@@ -55,6 +55,44 @@ func (p *Plan) Build(ctx context.Context) (*factorize.Factorization, error) {
 	return f, nil
 }
 
+// recordTolerance is the relative difference [Plan.VerifyRecord] allows
+// between a record's metrics and those of the factorization computed
+// again: a solver's answer may differ in its last digits between machines
+// (a fused multiply-add, another order of a parallel sum).
+const recordTolerance = 1e-6
+
+// VerifyRecord computes the plan's factorization again and checks that the
+// privacy record holds its metrics: gamma, the unit sensitivity under the
+// participation (its value within a relative 1e-6, its exactness and rule)
+// and the loss. With Parse's checks of the record (the release sensitivity
+// from the unit sensitivity, the noise from the sensitivity), a record that
+// passes is one Calibrate can have written for the plan: a record whose
+// sensitivity was lowered together with its eps is refused. It costs one
+// factorization; a plan without a record is an error.
+func (p *Plan) VerifyRecord(ctx context.Context) error {
+	if p == nil || p.Privacy == nil {
+		return errors.New("plan: no privacy record to verify")
+	}
+	f, err := p.Factorize(ctx)
+	if err != nil {
+		return err
+	}
+	r, m := p.Privacy, f.Metrics
+	for _, c := range []struct {
+		name     string
+		rec, got float64
+	}{{"privacy.gamma", r.Gamma, m.Gamma}, {"privacy.unit_sensitivity", r.UnitSensitivity, m.UnitSensitivity.Value}, {"privacy.loss", r.Loss, m.Loss}} {
+		if !(math.Abs(c.rec-c.got) <= recordTolerance*math.Abs(c.got)) {
+			return bad(c.name, c.rec, fmt.Sprintf("%v, that of the plan's factorization (%s over %d rounds under %s)", c.got, f.Strategy, p.Rounds, m.Participation))
+		}
+	}
+	if r.UnitExact != m.UnitSensitivity.Exact || r.UnitRule != string(m.UnitSensitivity.Rule) {
+		return bad("privacy.unit_sensitivity_rule", fmt.Sprintf("%q (exact %v)", r.UnitRule, r.UnitExact),
+			fmt.Sprintf("%q (exact %v), the plan's factorization's", m.UnitSensitivity.Rule, m.UnitSensitivity.Exact))
+	}
+	return nil
+}
+
 // Calibrate sets p.Privacy to the record of the plan's target for f, the
 // factorization whose noise is released (its metrics must be under the
 // plan's participation, and the identity's for the independent
@@ -191,10 +229,13 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	k, _ := accountant.BandedCompositions(r, b)
 	// Both sides of the PLD's eps at the calibrated sigma: the safe one
 	// (at most the target) is the guarantee, the optimistic one shows the
-	// accountant's own slack.
-	eb, err := accountant.SampledGaussianEpsilonBounds(t.Sampling, sigma, k, t.Delta, rel)
+	// accountant's own slack. Parse checks a record with the same bound.
+	eb, err := amplifiedEps(t.Sampling, sigma, r, b, t.Delta, rel)
 	if err != nil {
 		return err
+	}
+	if eb.Safe > t.Eps {
+		return fmt.Errorf("plan: the amplified accounting's sigma %v gives eps %v by the PLD accountant's bound, above the target's %v", sigma, eb.Safe, t.Eps)
 	}
 	bound := ""
 	if rel == accountant.ReplaceOne && t.Sampling < 1 {

@@ -344,11 +344,12 @@ func (p *Plan) Marshal() ([]byte, error) {
 }
 
 // Parse reads a plan's JSON (as [Plan.Marshal] writes it): unknown fields,
-// a key repeated in one object and trailing data are errors, a missing
+// a key not spelled exactly as Marshal writes it ("Rounds", "ROUNDS"), a
+// key repeated in one object and trailing data are errors, a missing
 // format is read as [Format], and the plan must validate (including its
 // privacy record against the plan and its target).
 func Parse(data []byte) (*Plan, error) {
-	if err := checkDuplicateKeys(data); err != nil {
+	if err := checkKeys(data); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -372,12 +373,15 @@ func Parse(data []byte) (*Plan, error) {
 	return &p, nil
 }
 
-// checkDuplicateKeys returns an error naming the first key that appears
-// twice in one JSON object of data: encoding/json keeps the last of them,
-// so a plan with "rounds":8 and "rounds":9 would otherwise read as 9
-// whatever a reader of the file takes it to say. Malformed JSON is left to
-// the decoder's error.
-func checkDuplicateKeys(data []byte) error {
+// checkKeys returns an error naming the first key of data that appears
+// twice in one JSON object, or that is not spelled as a plan's field names
+// are (lower-case ASCII letters, digits and '_'): encoding/json keeps the
+// last of two keys, and matches a key to a field without regard to case
+// (Unicode's simple folding), so a plan with "rounds":8 and "rounds":9, or
+// "rounds":8 and "ROUNDS":9, would otherwise read as 9 whatever another
+// reader of the file takes it to say. Malformed JSON is left to the
+// decoder's error.
+func checkKeys(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type level struct {
 		keys   map[string]bool
@@ -409,6 +413,9 @@ func checkDuplicateKeys(data []byte) error {
 			}
 		case string:
 			if top >= 0 && stack[top].object && stack[top].key {
+				if strings.TrimFunc(t, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' }) != "" {
+					return fmt.Errorf("plan: key %q, want a field name as the plan writes it (lower case)", t)
+				}
 				if stack[top].keys[t] {
 					return fmt.Errorf("plan: key %q twice in one object, want each key at most once", t)
 				}
@@ -497,6 +504,9 @@ func (p *Plan) Validate() error {
 	if p.Clip < 0 || p.Eta < 0 || p.EtaG < 0 || p.EtaInd < 0 {
 		return bad("clip, eta, eta_g and eta_ind", fmt.Sprint(p.Clip, p.Eta, p.EtaG, p.EtaInd), ">= 0")
 	}
+	if d := p.SeedSHA256; d != "" && (len(d) != 2*sha256.Size || strings.Trim(d, "0123456789abcdef") != "") {
+		return bad("seed_sha256", strconv.Quote(d), "64 lower-case hexadecimal digits (SeedDigest), or none")
+	}
 	if m := p.Model; m != nil && (m.Name == "" || m.Features < 1 || m.L2 < 0) {
 		return bad("model", fmt.Sprintf("%+v", *m), "a name, features >= 1 and l2 >= 0")
 	}
@@ -543,11 +553,14 @@ func (p *Plan) Validate() error {
 // target and algorithm select, positive sensitivities and noise, the
 // release sensitivity of the plan's clip, learners and relation at the
 // record's unit sensitivity (gamma for the amplified accounting), and a
-// noise std that is the record's sigma times its sensitivity. Outside the
-// amplified accounting the noise must also give (eps, delta)-DP at the
-// record's sensitivity by the exact curve (accountant.Record.Verify): a
-// record read back from a file is data, and the privacy claim of a run
-// must not rest on its having been written by Calibrate.
+// noise std that is the record's sigma times its sensitivity. The noise
+// must also give (eps, delta)-DP: at the record's sensitivity by the exact
+// curve (accountant.Record.Verify), or for the amplified accounting at the
+// record's sigma by the PLD accountant's safe bound (checkAmplifiedSigma):
+// a record read back from a file is data, and the privacy claim of a run
+// must not rest on its having been written by Calibrate. The record's
+// gamma, unit sensitivity and loss are the factorization's: checking them
+// means computing it again, which [Plan.VerifyRecord] does.
 func (p *Plan) checkRecord() error {
 	r, t := p.Privacy, p.Target
 	if r.Eps != t.Eps || r.Delta != t.Delta {
@@ -597,7 +610,7 @@ func (p *Plan) checkRecord() error {
 		if std, err := accountant.Scale(r.Sigma, r.Sensitivity); err != nil || r.NoiseStd != std {
 			return bad("privacy.noise_std", r.NoiseStd, fmt.Sprintf("%v, the record's sigma times its sensitivity (rounded up)", std))
 		}
-		return nil
+		return p.checkAmplifiedSigma()
 	}
 	if r.Sigma != r.NoiseStd/r.Sensitivity {
 		return bad("privacy.sigma", r.Sigma, fmt.Sprintf("%v, the record's noise std over its sensitivity", r.NoiseStd/r.Sensitivity))
@@ -607,6 +620,40 @@ func (p *Plan) checkRecord() error {
 		return bad("privacy.noise_std", r.NoiseStd, fmt.Sprintf("noise that gives the target (%v, %v)-DP at sensitivity %v (%v)", t.Eps, t.Delta, r.Sensitivity, err))
 	}
 	return nil
+}
+
+// checkAmplifiedSigma checks that the amplified record's sigma gives the
+// target: the PLD accountant's safe eps at the target's delta, over the
+// ceil(R/b) compositions of cyclic Poisson sampling with probability q
+// under minsep:b, is at most the target's eps. Calibrate refuses a sigma
+// that fails this same check, so every record it writes passes.
+func (p *Plan) checkAmplifiedSigma() error {
+	r, t := p.Privacy, p.Target
+	part, _ := p.Pattern() // checked by Validate
+	if part.Kind != factorize.KindMinSep {
+		return bad("participation", part, "minsep:B for the amplified accounting (sampling over B groups)")
+	}
+	rel, _ := t.relation()
+	eb, err := amplifiedEps(t.Sampling, r.Sigma, p.Rounds, part.B, t.Delta, rel)
+	if err != nil {
+		return bad("privacy.sigma", r.Sigma, fmt.Sprintf("a noise multiplier the PLD accountant can bound (%v)", strings.TrimPrefix(err.Error(), "accountant: ")))
+	}
+	if eb.Safe > t.Eps {
+		return bad("privacy.sigma", r.Sigma, fmt.Sprintf("noise that gives the target (%v, %v)-DP (the PLD accountant's eps at this sigma is %v)", t.Eps, t.Delta, eb.Safe))
+	}
+	return nil
+}
+
+// amplifiedEps returns the PLD accountant's bounds on the eps at delta of
+// the amplified banded accounting: ceil(n/b) compositions of the
+// Poisson-subsampled Gaussian (q, sigma) under rel. Calibrate records
+// them and Parse checks a record with them.
+func amplifiedEps(q, sigma float64, n, b int, delta float64, rel accountant.Relation) (accountant.Bounds, error) {
+	k, err := accountant.BandedCompositions(n, b)
+	if err != nil {
+		return accountant.Bounds{}, err
+	}
+	return accountant.SampledGaussianEpsilonBounds(q, sigma, k, delta, rel)
 }
 
 func (t *Target) validate(p *Plan) error {

@@ -262,7 +262,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		return output{}, &cli.UsageError{Msg: fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
 	}
 	fs.Usage = func() {} // errors are reported in one line by run; -h is handled below
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, cli.Once); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage of dpacct %s:\n", name)
 			fs.SetOutput(stdout)
@@ -333,7 +333,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
 		}
 		if err == nil {
-			res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
+			res.NoiseStd, err = scale(name, res.Sigma, sensitivity.v, set["sensitivity"])
 		}
 		if err != nil {
 			return output{}, err
@@ -364,7 +364,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		}
 	}
 	if err == nil {
-		res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
+		res.NoiseStd, err = scale(name, res.Sigma, sensitivity.v, set["sensitivity"])
 	}
 	if err != nil {
 		return output{}, err
@@ -373,6 +373,19 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		return output{}, errors.New("eps is +Inf: sigma is too small for any finite guarantee")
 	}
 	return output{result: res, json: asJSON}, nil
+}
+
+// scale returns the noise std sigma * sensitivity (accountant.Scale) for
+// command name. Where the product is below the normal range and the user
+// gave -sigma but not -sensitivity (epsilon and delta), the error names
+// -sigma, the input that is too small, not the default -sensitivity 1.
+func scale(name string, sigma, sensitivity float64, sensitivitySet bool) (float64, error) {
+	std, err := accountant.Scale(sigma, sensitivity)
+	var pe *accountant.ParamError
+	if name != "sigma" && !sensitivitySet && errors.As(err, &pe) && pe.Param == "sensitivity" {
+		err = &accountant.ParamError{Param: "sigma", Value: sigma, Want: pe.Want}
+	}
+	return std, err
 }
 
 // interruptible runs f, which does not take a context (a PLD's bounds at

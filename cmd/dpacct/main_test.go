@@ -197,8 +197,13 @@ func TestErrors(t *testing.T) {
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sensitivity", "0"}, 2, "invalid -sensitivity 0"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sensitivity", "5e-324"}, 2, "dpacct: invalid -sensitivity 5e-324: want a value for which the noise std sigma * sensitivity = 3.730631634816098 * 5e-324 is at least 2.2e-308"},
 		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sensitivity", "1e-310", "-sampling", "0.5"}, 2, "invalid -sensitivity 1e-310: want a value for which the noise std"},
+		// A subnormal -sigma with the default -sensitivity names -sigma
+		// (before, "invalid -sensitivity 1", a flag not given).
+		{[]string{"epsilon", "-sigma", "1e-320", "-delta", "1e-5"}, 2, "dpacct: invalid -sigma 1e-320: want a value for which the noise std sigma * sensitivity = 1e-320 * 1 is at least 2.2e-308"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-method", "gauss"}, 2, `unknown method "gauss"`},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-nope"}, 2, "flag provided but not defined: -nope"},
+		// Before, the last of a flag given twice silently won.
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-eps", "8"}, 2, `dpacct: sigma: invalid value "8" for flag -eps: given twice (first "1"): give each flag once`},
 		{[]string{"epsilon", "-sigma", "0", "-delta", "1e-5"}, 2, "invalid -sigma 0"},
 		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-compositions", "0"}, 2, "invalid -compositions 0"},
 		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-compositions", "0x10"}, 2, "not a decimal integer"},

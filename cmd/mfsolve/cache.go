@@ -123,7 +123,7 @@ func runCache(args []string, e env) error {
 		fs.PrintDefaults()
 		return nil
 	}
-	set, err := cli.ParseFlags(fs, args[1:], e.stdout, cacheUsageText, "cache "+verb+": ")
+	set, err := cli.ParseFlags(fs, args[1:], e.stdout, cacheUsageText, "cache "+verb+": ", cli.Once)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return nil

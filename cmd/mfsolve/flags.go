@@ -175,7 +175,7 @@ func parseArgs(args []string) (config, error) {
 	removedFlags(fs, &used)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	if err := cli.Parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args, cli.Once); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
 		}

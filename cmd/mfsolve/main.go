@@ -117,9 +117,9 @@ func solve(ctx context.Context, cfg config, e env) error {
 	var w *factorize.Workload
 	r := cfg.r
 	if beta, ok := strings.CutPrefix(cfg.workload, "momentum:"); ok {
-		b, err := strconv.ParseFloat(beta, 64)
+		b, err := cli.ParseFloat(beta)
 		if err != nil {
-			return cli.Usagef("-workload %s: momentum %q is not a number", cfg.workload, beta)
+			return cli.Usagef("-workload %s: momentum %q: %v", cfg.workload, beta, err)
 		}
 		if w, err = factorize.Momentum(r, b); err != nil {
 			return cli.Usagef("-workload %s: %s", cfg.workload, paramText(err))

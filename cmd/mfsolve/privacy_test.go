@@ -55,6 +55,8 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-compare", "-o", "B.npy"}, "drop -o"},
 		{[]string{"-compare", "-eps", "1", "-delta", "1e-5"}, "-compare prints the strategies' metrics, not a calibration: drop -eps and -delta"},
 		{[]string{"-workload", "momentum:x"}, "not a number"},
+		// Before, 1e-400 was read as 0: the prefix-sum workload, silently.
+		{[]string{"-workload", "momentum:1e-400"}, `-workload momentum:1e-400: momentum "1e-400": nonzero but below the float64 range`},
 		{[]string{"-workload", "momentum:1.5"}, "beta"},
 	} {
 		res := runT(t, append([]string{"-R", "8", "-no-cache"}, tc.args...)...)

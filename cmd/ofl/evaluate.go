@@ -42,7 +42,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		}
 	})
 	fs.StringVar(&state, "state", "", "the server's state directory (required)")
-	set, err := cli.ParseFlags(fs, args, e.stdout, evaluateUsage, "")
+	set, err := cli.ParseFlags(fs, args, e.stdout, evaluateUsage, "", cli.Once)
 	switch {
 	case err != nil:
 		return err
@@ -75,6 +75,13 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	}
 	if err := checkEvaluateMemory(c, e.memAvailable); err != nil {
 		return err
+	}
+	if pl.Privacy != nil {
+		// The record is reported as recorded, once its metrics are the
+		// plan's factorization's: Parse checked the rest of it.
+		if err := pl.VerifyRecord(ctx); err != nil {
+			return fmt.Errorf("-state %s: run.json's privacy record is not its plan's: %v", state, err)
+		}
 	}
 	if err := checkOut(c); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/dpmf/dpmf/dataset"
@@ -70,7 +69,7 @@ func parseData(s string, dim int) (dataSpec, error) {
 		seen := map[string]bool{}
 		for _, kv := range strings.Split(strings.TrimPrefix(s, "synthetic:"), ",") {
 			k, v, ok := strings.Cut(kv, "=")
-			x, err := strconv.ParseFloat(v, 64)
+			x, err := cli.ParseFloat(v) // 1e-400 is refused, not read as 0
 			if !ok || err != nil || (k != "alpha" && k != "beta") || seen[k] || !(x >= 0) || math.IsInf(x, 1) {
 				return d, cli.Usagef("-data %q: want synthetic:alpha=A,beta=B with A, B finite and >= 0", s)
 			}
@@ -142,7 +141,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 // *cli.UsageError, except flag.ErrHelp for -h.
 func parseArgs(args []string) (config, error) {
 	var c config
-	set, err := cli.ParseFlags(newFlagSet(&c), args, nil, "", "")
+	set, err := cli.ParseFlags(newFlagSet(&c), args, nil, "", "", cli.Once)
 	if err != nil {
 		return c, err
 	}

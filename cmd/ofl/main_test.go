@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,6 +44,21 @@ func requireOneErrorLine(t *testing.T, stderr, want string) {
 // small is a fast configuration.
 var small = []string{"-learners", "3", "-tau", "2", "-rounds", "30", "-dim", "5", "-reps", "3", "-eval-every", "10", "-seed", "7"}
 
+// smallWith returns small with the flags of kv (name, value, ...) set:
+// replaced where small has them (ofl refuses a flag given twice), added
+// otherwise.
+func smallWith(kv ...string) []string {
+	out := slices.Clone(small)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if j := slices.Index(out, kv[i]); j >= 0 {
+			out[j+1] = kv[i+1]
+		} else {
+			out = append(out, kv[i], kv[i+1])
+		}
+	}
+	return out
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -75,6 +91,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-eta-ind", "0.1"}, "-eta-ind applies to -algo independent and baseline-correlated only"},
 		{[]string{"-data", "synthetic:alpha=x"}, "synthetic:alpha=A,beta=B"},
 		{[]string{"-data", "synthetic:gamma=1"}, "synthetic:alpha=A,beta=B"},
+		// Before, the last of a flag given twice silently won.
+		{[]string{"-eps", "1", "-eps", "8"}, `invalid value "8" for flag -eps: given twice (first "1"): give each flag once`},
+		// Before, 1e-400 was read as alpha = 0, silently other data.
+		{[]string{"-data", "synthetic:alpha=1e-400"}, `-data "synthetic:alpha=1e-400": want synthetic:alpha=A,beta=B`},
 		{[]string{"-data", ""}, "-data is empty"},
 		{[]string{"-data", "x.csv", "-dim", "3"}, "-dim applies to synthetic data only"},
 		{[]string{"-split", "label"}, "-split applies to CSV data only"},
@@ -195,7 +215,7 @@ func TestBaselineCorrelated(t *testing.T) {
 func TestReproducible(t *testing.T) {
 	read := func(extra ...string) string {
 		dir := t.TempDir()
-		r := runOfl(t, append(append([]string{"-out", dir, "-quiet", "-algo", "independent"}, small...), extra...)...)
+		r := runOfl(t, append([]string{"-out", dir, "-quiet", "-algo", "independent"}, smallWith(extra...)...)...)
 		if r.code != cli.ExitOK {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}

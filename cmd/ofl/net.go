@@ -128,7 +128,7 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	fs.IntVar(&s.opt.MinLearners, "min-learners", 0, "least updates a round may close with (0: all learners); with fewer after -round-timeout the server stops")
 	fs.DurationVar(&s.opt.QuorumGrace, "quorum-grace", 3*time.Second, "with -min-learners below -learners: how long a round waits for the others once -min-learners updates are in")
 	fs.DurationVar(&s.opt.Linger, "linger", 10*time.Second, "how long to serve the final model after the last round")
-	if _, err := cli.ParseFlags(fs, args, help, serverUsage, ""); err != nil {
+	if _, err := cli.ParseFlags(fs, args, help, serverUsage, "", cli.Once); err != nil {
 		return s, err
 	}
 	// Validate the run flags with ofl's parser.
@@ -470,7 +470,7 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.DurationVar(&l.opt.GiveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
 	fs.StringVar(&l.opt.StateDir, "state", "", "the learner's state directory, required with secure aggregation: it records which attempt of each round this learner unmasked (one directory per learner and run)")
 	fs.BoolVar(&l.opt.NewRun, "new-run", false, "replace a record of another run in -state with this run's (only when that run is over for good; a fresh directory is the normal way)")
-	set, err := cli.ParseFlags(fs, args, help, learnerUsage, "")
+	set, err := cli.ParseFlags(fs, args, help, learnerUsage, "", cli.Once)
 	switch {
 	case err != nil:
 		return l, err

@@ -440,6 +440,9 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-new-run"}, "-new-run without -state"},
 		{[]string{"evaluate", "-seed", "1"}, "ofl evaluate: -state is required"},
 		{[]string{"evaluate", "-state", "d"}, "-seed is required"},
+		{[]string{"evaluate", "-state", "d", "-seed", "1", "-seed", "2"}, `ofl evaluate: invalid value "2" for flag -seed: given twice (first "1")`},
+		{[]string{"server", "-state", "d", "-eps", "1", "-eps", "8"}, `ofl server: invalid value "8" for flag -eps: given twice (first "1")`},
+		{[]string{"learner", "-id", "0", "-id", "1"}, `ofl learner: invalid value "1" for flag -id: given twice (first "0")`},
 	} {
 		r := runOfl(t, c.args...)
 		if r.code != cli.ExitUsage || !strings.HasPrefix(r.stderr, "ofl ") || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {

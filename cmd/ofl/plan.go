@@ -99,6 +99,9 @@ func planArgs(p *plan.Plan) (map[string]string, error) {
 	if t := p.Target; t != nil {
 		args["eps"], args["delta"], args["calibration"] = g(t.Eps), g(t.Delta), t.Calibration.String()
 	}
+	// A plan without secure aggregation records its absence: -secure-aggregation
+	// given to evaluate such a run contradicts it.
+	args["secure-aggregation"] = "false"
 	if sa := p.SecureAggregation; sa != nil {
 		args["secure-aggregation"], args["threshold"] = "true", strconv.Itoa(sa.Threshold)
 	}

@@ -103,7 +103,7 @@ func TestOutUnwritableFailsAtOnce(t *testing.T) {
 func TestHugeRepsRefused(t *testing.T) {
 	// 10^12 repetitions need terabytes for their traces alone: refused
 	// before any work, not a runtime crash.
-	r := runOflMem(t, 16e9, append(small, "-reps", "1000000000000")...)
+	r := runOflMem(t, 16e9, smallWith("-reps", "1000000000000")...)
 	assert.Equal(t, cli.ExitFailure, r.code)
 	requireOneErrorLine(t, r.stderr, "-reps 1000000000000, -rounds 30, -learners 3, -tau 2, -dim 5 need about ")
 	assert.True(t, strings.HasSuffix(r.stderr, "this machine has 16.0 GB available; use smaller values\n"), r.stderr)

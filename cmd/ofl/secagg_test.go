@@ -42,7 +42,7 @@ func TestSecureAggregationReport(t *testing.T) {
 		SecureAggregation              *plan.SecureAggregation `json:"secure_aggregation"`
 	}
 	get := func(args ...string) rep {
-		r := runOfl(t, append(append([]string{}, small...), append(args, "-json", "-reps", "1")...)...)
+		r := runOfl(t, append(smallWith("-reps", "1"), append(args, "-json")...)...)
 		if r.code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
 		}

@@ -125,6 +125,57 @@ func TestParseRefusesUnderflow(t *testing.T) {
 	}
 }
 
+// With Once a flag given twice is an error naming both values, for every
+// kind of flag (a float wrapped for underflow, an int, a bool, a Func);
+// each once is fine, and without Once the last still wins. The flags'
+// values are restored after parsing: -h prints their types and defaults.
+func TestParseOnce(t *testing.T) {
+	newFS := func() *flag.FlagSet {
+		fs := NewFlagSet("cmd")
+		fs.Float64("eps", 5, "budget")
+		fs.Int("R", 8, "rounds")
+		fs.Bool("json", false, "print JSON")
+		fs.Func("spec", "a spec", func(string) error { return nil })
+		return fs
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-eps", "1", "-R", "4", "-eps", "8"}, `invalid value "8" for flag -eps: given twice (first "1"): give each flag once`},
+		{[]string{"-R", "4", "-R=4"}, `invalid value "4" for flag -R: given twice (first "4"): give each flag once`},
+		{[]string{"-json", "-json=false"}, `invalid boolean value "false" for -json: given twice (first "true"): give each flag once`},
+		{[]string{"-json", "-json"}, `invalid boolean flag json: given twice (first "true"): give each flag once`},
+		{[]string{"-spec", "a", "-spec", "b"}, `invalid value "b" for flag -spec: given twice (first "a"): give each flag once`},
+		{[]string{"-eps", "1e-400", "-eps", "1"}, `invalid value "1e-400" for flag -eps: nonzero but below the float64 range`},
+	} {
+		if err := Parse(newFS(), tc.args, Once); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+		if _, err := ParseFlags(newFS(), tc.args, nil, "", "cmd: ", Once); err == nil || err.Error() != "cmd: "+tc.want {
+			t.Errorf("ParseFlags %v: %v, want %q", tc.args, err, "cmd: "+tc.want)
+		}
+	}
+	fs := newFS()
+	if err := Parse(fs, []string{"-eps", "1", "-R", "4", "-json", "-spec", "a"}, Once); err != nil {
+		t.Errorf("each flag once: %v", err)
+	}
+	if v := fs.Lookup("eps").Value.(flag.Getter).Get(); v != 1.0 {
+		t.Errorf("-eps read as %v", v)
+	}
+	fs = newFS()
+	if err := Parse(fs, []string{"-eps", "1", "-eps", "8"}); err != nil || fs.Lookup("eps").Value.String() != "8" {
+		t.Errorf("without Once: %v, -eps %v; want the last, 8", err, fs.Lookup("eps").Value)
+	}
+	var help strings.Builder
+	if _, err := ParseFlags(newFS(), []string{"-R", "3", "-h"}, &help, "", "", Once); !errors.Is(err, flag.ErrHelp) {
+		t.Fatal(err)
+	}
+	if want := "  -R int\n    \trounds (default 8)\n"; !strings.Contains(help.String(), want) || !strings.Contains(help.String(), "  -json\n") {
+		t.Errorf("-h wrote %q, want the flags' types and defaults", help.String())
+	}
+}
+
 func TestParseFloat(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"strconv"
 )
 
@@ -17,13 +18,13 @@ func NewFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// ParseFlags parses args with fs (see [Parse]) and returns the names of the
-// flags given.
+// ParseFlags parses args with fs (see [Parse], which opts are passed to)
+// and returns the names of the flags given.
 // On -h it writes usage and fs's flags to help (unless help is nil) and
 // returns flag.ErrHelp. A bad flag, or an argument left over (every
 // argument is a flag), is a *UsageError whose message starts with prefix.
-func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix string) (map[string]bool, error) {
-	if err := Parse(fs, args); errors.Is(err, flag.ErrHelp) {
+func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix string, opts ...Option) (map[string]bool, error) {
+	if err := Parse(fs, args, opts...); errors.Is(err, flag.ErrHelp) {
 		if help != nil {
 			fs.SetOutput(help)
 			fmt.Fprint(help, usage)
@@ -41,31 +42,69 @@ func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix s
 	return set, nil
 }
 
+// Option is an option of [Parse] and [ParseFlags].
+type Option int
+
+// Once makes a flag given twice an error (invalid value "8" for flag -eps:
+// given twice (first "1"): give each flag once), where the flag package
+// silently keeps the last: a command line with -eps 1 ... -eps 8 is
+// ambiguous, and whoever reads it may take the first.
+const Once Option = 1
+
 // Parse parses args with fs as fs.Parse does, except that a float64 flag
 // (defined with fs.Float64Var) refuses a value that is nonzero but below
 // the float64 range, such as 1e-400: strconv.ParseFloat rounds it to 0
 // without an error, and 0 often means "none" or "the default" (-clip 0,
 // -eta-ind 0), so the flag would silently change meaning. The error is
 // the flag package's: invalid value "1e-400" for flag -clip: nonzero but
-// below the float64 range.
-func Parse(fs *flag.FlagSet, args []string) error {
-	var wrapped []*flag.Flag
+// below the float64 range. With [Once], a flag given twice is an error.
+func Parse(fs *flag.FlagSet, args []string, opts ...Option) error {
+	once := slices.Contains(opts, Once)
+	orig := map[*flag.Flag]flag.Value{}
 	fs.VisitAll(func(f *flag.Flag) {
+		orig[f] = f.Value
 		if g, ok := f.Value.(flag.Getter); ok {
 			if _, ok := g.Get().(float64); ok {
 				f.Value = strictFloat{f.Value}
-				wrapped = append(wrapped, f)
 			}
+		}
+		if once {
+			f.Value = &onceValue{Value: f.Value}
 		}
 	})
 	defer func() {
 		// The flag package prints the defaults and type names of its own
 		// values only.
-		for _, f := range wrapped {
-			f.Value = f.Value.(strictFloat).Value
+		for f, v := range orig {
+			f.Value = v
 		}
 	}()
 	return fs.Parse(args)
+}
+
+// onceValue is a flag value that refuses to be set twice ([Once]).
+type onceValue struct {
+	flag.Value
+	first *string
+}
+
+// Set implements flag.Value.
+func (o *onceValue) Set(s string) error {
+	if o.first != nil {
+		return fmt.Errorf("given twice (first %q): give each flag once", *o.first)
+	}
+	if err := o.Value.Set(s); err != nil {
+		return err
+	}
+	o.first = &s
+	return nil
+}
+
+// IsBoolFlag reports whether the flag is a boolean flag (-json, without a
+// value), as the flag package asks of its values.
+func (o *onceValue) IsBoolFlag() bool {
+	b, ok := o.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // strictFloat is a float64 flag value that refuses an underflow to 0.

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/plan"
+)
+
+// contradict returns a value of run flag k that differs from v.
+func contradict(k, v string) string {
+	switch k {
+	case "algo":
+		if v == "correlated" {
+			return "baseline-correlated"
+		}
+		return "correlated"
+	case "strategy":
+		if v == "tree" {
+			return "sqrt"
+		}
+		return "tree"
+	case "calibration":
+		if v == "exact" {
+			return "paper"
+		}
+		return "exact"
+	case "secure-aggregation":
+		return strconv.FormatBool(v != "true")
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return strconv.Itoa(n + 1)
+	}
+	if x, err := strconv.ParseFloat(v, 64); err == nil {
+		if x == 0 {
+			return "0.5"
+		}
+		return strconv.FormatFloat(x/2, 'g', -1, 64)
+	}
+	panic("no contradicting value for -" + k + " " + v)
+}
+
+// Every run flag the plan records, given to evaluate with another value,
+// is a usage error naming both values; this includes -secure-aggregation
+// against a plan without secure aggregation (before, evaluate took it,
+// and evaluated a run that the plan says had none). Flags the plan does
+// not record (data, evaluation and output flags) are taken as given.
+func TestEvaluateRefusesEveryContradiction(t *testing.T) {
+	base := []string{"-learners", "3", "-tau", "2", "-rounds", "8", "-seed", "9"}
+	for _, run := range [][]string{
+		{"-eps", "1", "-delta", "1e-5", "-strategy", "banded:bands=2", "-epochs", "2"},
+		{"-eps", "1", "-delta", "1e-5", "-secure-aggregation", "-threshold", "3"},
+		{"-algo", "independent", "-eta-ind", "0.05", "-calibration", "paper"},
+		{"-algo", "nonprivate"},
+	} {
+		cfg, err := parseArgs(append(run, base...))
+		if err != nil {
+			t.Fatalf("%v: %v", run, err)
+		}
+		p := cfg.runPlan(4)
+		recorded, err := planArgs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.SecureAggregation == nil {
+			// The flags runPlan reads but a plan without secure
+			// aggregation holds no field of.
+			recorded["secure-aggregation"] = "false"
+		}
+		for k, v := range recorded {
+			w := contradict(k, v)
+			_, err := evaluateArgs(map[string]string{"seed": "9", k: w}, p, "run.json")
+			var ue *cli.UsageError
+			want := "-" + k + " " + w + " contradicts the run's plan in run.json: " + k + " " + v
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: evaluate -%s %s: %v, want a usage error %q", run, k, w, err, want)
+			}
+		}
+		given := map[string]string{"seed": "9", "eval-every": "3", "data": "synthetic:alpha=0.5,beta=0.5", "json": "true", "out": "o"}
+		args, err := evaluateArgs(given, p, "run.json")
+		if err != nil {
+			t.Fatalf("%v: flags the plan does not record: %v", run, err)
+		}
+		if _, err := parseArgs(args); err != nil {
+			t.Errorf("%v: %v: %v", run, args, err)
+		}
+	}
+}
+
+// ofl evaluate reads the released models only with the run.json of their
+// own run: another run's run.json put in the state directory (another run
+// identity, another plan), or this run's with its identity edited, is
+// refused with one line naming the round file and both runs; and a
+// run.json whose plan claims a smaller eps than its noise gives is refused
+// as a plan (the record is checked, not trusted).
+func TestEvaluateRefusesAnotherRunsRecord(t *testing.T) {
+	run := []string{"-learners", "2", "-tau", "1", "-rounds", "2", "-dim", "3", "-seed", "5", "-strategy", "sqrt"}
+	a := serveLoopback(t, append(run, "-eps", "5"), 2, "5")
+	b := serveLoopback(t, append(run, "-eps", "1"), 2, "5")
+	runJSON := func(dir string) map[string]json.RawMessage {
+		data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ra, rb := runJSON(a), runJSON(b)
+	if bytes.Equal(ra["run"], rb["run"]) {
+		t.Fatal("two runs with one identity")
+	}
+	editedID := maps.Clone(ra)
+	editedID["run"] = json.RawMessage(`"` + strings.Repeat("ab", 16) + `"`)
+	lowerEps := maps.Clone(ra)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, ra["plan"]); err != nil {
+		t.Fatal(err)
+	}
+	lowerEps["plan"] = json.RawMessage(strings.ReplaceAll(compact.String(), `"eps":5,`, `"eps":1,`))
+	if !strings.Contains(string(lowerEps["plan"]), `"target":{"eps":1,`) || !strings.Contains(string(lowerEps["plan"]), `"privacy":{"eps":1,`) {
+		t.Fatalf("the edit did not apply: %s", lowerEps["plan"])
+	}
+	// The unit sensitivity halved, with the release sensitivity, sigma and
+	// eps that follow from it at the same noise std: consistent, so only a
+	// factorization computed again tells it from the run's.
+	pa, err := plan.Parse(ra["plan"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := *pa.Privacy
+	pr.UnitSensitivity /= 2
+	if pr.Sensitivity, err = accountant.ReleaseSensitivity(pa.Clip, pa.Learners, accountant.ReplaceOne, pr.UnitSensitivity); err != nil {
+		t.Fatal(err)
+	}
+	pr.Sigma = pr.NoiseStd / pr.Sensitivity
+	eps, err := accountant.Epsilon(pr.Sigma, pr.Delta, 1, accountant.Exact)
+	if err != nil || !(eps < 5) {
+		t.Fatalf("eps at half the sensitivity %v (%v), want below 5", eps, err)
+	}
+	pr.Eps, pa.Target.Eps = eps*(1+1e-9), eps*(1+1e-9)
+	pa.Privacy = &pr
+	halvedPlan, err := pa.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Parse(halvedPlan); err != nil {
+		t.Fatalf("the edited plan does not parse (%v): the edit is not what is tested", err)
+	}
+	halved := maps.Clone(ra)
+	halved["plan"] = halvedPlan
+	for _, c := range []struct {
+		name string
+		rec  map[string]json.RawMessage
+		want string
+	}{
+		{"unit sensitivity halved, eps lowered", halved, "run.json's privacy record is not its plan's: plan: privacy.unit_sensitivity"},
+		{"another run's run.json", rb, "belongs to run " + strings.Trim(string(ra["run"]), `"`) + ", the directory's run is " + strings.Trim(string(rb["run"]), `"`)},
+		{"identity edited", editedID, "belongs to run"},
+		{"eps lowered in the plan", lowerEps, "privacy.noise_std"},
+	} {
+		dir := filepath.Join(t.TempDir(), "state")
+		if err := os.CopyFS(dir, os.DirFS(a)); err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(c.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runOfl(t, "evaluate", "-state", dir, "-seed", "5", "-json")
+		if r.code != cli.ExitFailure || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d and one line with %q", c.name, r.code, r.stdout, r.stderr, cli.ExitFailure, c.want)
+		}
+	}
+	// The state directory as served evaluates.
+	if r := runOfl(t, "evaluate", "-state", a, "-seed", "5", "-json"); r.code != cli.ExitOK {
+		t.Errorf("the served run: exit %d: %s", r.code, r.stderr)
+	}
+}
