@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,9 +172,18 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"canary", "-level", "0"}, "-level 0:"},
 		{[]string{"canary", "-confidence", "1"}, "-confidence 1:"},
 		{[]string{"canary", "-out", ""}, "-out is empty"},
+		{[]string{"replay", "-eps", "1", "-eps", "8"}, `invalid value "8" for flag -eps: given twice (first "1")`},
 	} {
 		dir := t.TempDir()
-		args := append(append([]string{tc.args[0]}, small...), tc.args[1:]...) // the case's flags win
+		// The case's flags replace the small run's (a flag given twice is
+		// an error).
+		args := []string{tc.args[0]}
+		for i := 0; i < len(small); i += 2 {
+			if !slices.Contains(tc.args[1:], small[i]) {
+				args = append(args, small[i], small[i+1])
+			}
+		}
+		args = append(args, tc.args[1:]...)
 		if tc.args[0] == "canary" && tc.args[1] != "-out" {
 			args = append(args, "-out", filepath.Join(dir, "out"))
 		}
