@@ -169,19 +169,9 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 // participation), computed from op's coefficients alone, so that a stored
 // result without factors can be checked against its operator; false for
 // an operator without a form, and for a Toeplitz operator whose
-// coefficients are not those of the square root's inverse (the only
-// Toeplitz operator stored without factors; for another, T_u^{-1} costs
-// O(R^2)). A quasiseparable operator is checked by its own metrics.
+// coefficients are not those of the square root's inverse (see
+// [toeplitzOfOp]). A quasiseparable operator is checked by its own metrics.
 func gammaSqOf(op Operator) (float64, bool) {
-	// cumSq returns the sums cum[m] = sum_{k < m} c_k^2: the squared
-	// norms of the columns of the Toeplitz T_c, of length m.
-	cumSq := func(c []float64) []float64 {
-		cum := make([]float64, len(c)+1)
-		for k, v := range c {
-			cum[k+1] = cum[k] + v*v
-		}
-		return cum
-	}
 	switch o := op.(type) {
 	case identityOp:
 		return 1, true
@@ -190,65 +180,66 @@ func gammaSqOf(op Operator) (float64, bool) {
 		// column in at most as many nodes.
 		return float64(bits.Len(uint(o.r))), true
 	case bandedOp:
-		g := 0.0
-		for j := range o.diag {
-			s := o.diag[j] * o.diag[j]
-			for d := 0; j+d+1 < len(o.diag) && d < len(o.sub[j+d+1]); d++ {
-				v := o.sub[j+d+1][d]
-				s += v * v
-			}
-			g = math.Max(g, s)
-		}
-		return g, true
+		return slices.Max(bandedColSq(o)), true
 	case bandInverseOp:
 		if o.u[0] == 0 {
 			return math.Inf(1), true
 		}
-		// C = T_c with c the series of 1/u(x): column 0 is the longest.
-		cum := cumSq(linalg.SeriesInverse(o.u, o.r))
-		return cum[o.r], true
+	}
+	if st, ok := toeplitzOfOp(op); ok {
+		return slices.Max(st.colSq()), true
+	}
+	return 0, false
+}
+
+// bandedColSq returns the squared column norms of the banded C that o
+// streams.
+func bandedColSq(o bandedOp) []float64 {
+	colSq := make([]float64, len(o.diag))
+	for j := range colSq {
+		colSq[j] = o.diag[j] * o.diag[j]
+		for d := 0; j+d+1 < len(o.diag) && d < len(o.sub[j+d+1]); d++ {
+			colSq[j] += o.sub[j+d+1][d] * o.sub[j+d+1][d]
+		}
+	}
+	return colSq
+}
+
+// toeplitzOfOp returns C = T_c diag(1/scale) of a Toeplitz-type operator
+// from its coefficients: the banded inverse (C = T_c, c the series of
+// 1/u(x)), the BLT (c its impulse response, [bltInverse]) and the Toeplitz
+// operator when its coefficients are the square root's inverse (the only
+// Toeplitz operator stored without factors: for another, T_u^{-1} costs
+// O(R^2)); false otherwise.
+func toeplitzOfOp(op Operator) (*scaledToeplitz, bool) {
+	switch o := op.(type) {
+	case bandInverseOp:
+		if o.u[0] == 0 {
+			return nil, false
+		}
+		scale := make([]float64, o.r)
+		for i := range scale {
+			scale[i] = 1
+		}
+		return &scaledToeplitz{c: linalg.SeriesInverse(o.u, o.r), scale: scale}, true
 	case *BLTParams:
-		// C = T_g diag(1/Scale) with g the first column of T_d^{-1}:
-		// g_0 = 1, g_n = -sum_i w_i h_i(n), h_i(n+1) = lambda_i h_i(n) + g_n.
-		r := len(o.Scale)
-		g := make([]float64, r)
-		h := make([]float64, len(o.Weights))
-		for n := range g {
-			v := 1.0
-			if n > 0 {
-				v = 0
-				for i, w := range o.Weights {
-					v -= w * h[i]
-				}
-			}
-			g[n] = v
-			for i, l := range o.Lambdas {
-				h[i] = l*h[i] + v
-			}
-		}
-		cum := cumSq(g)
-		m := 0.0
-		for j, s := range o.Scale {
-			m = math.Max(m, cum[r-j]/(s*s))
-		}
-		return m, true
+		return &scaledToeplitz{c: bltInverse(o, len(o.Scale)), scale: o.Scale}, true
 	case toeplitzOp:
 		// C = T_c diag(s), c the square root's coefficients when u is
 		// their inverse series.
 		r := len(o.s)
 		for k, v := range InverseSqrtCoefficients(r) {
 			if !(math.Abs(o.u[k]-v) <= 1e-12*math.Abs(v)) {
-				return 0, false
+				return nil, false
 			}
 		}
-		cum := cumSq(SqrtCoefficients(r))
-		m := 0.0
-		for j, s := range o.s {
-			m = math.Max(m, s*s*cum[r-j])
+		scale := make([]float64, r)
+		for i, v := range o.s {
+			scale[i] = 1 / v
 		}
-		return m, true
+		return &scaledToeplitz{c: SqrtCoefficients(r), scale: scale}, true
 	}
-	return 0, false
+	return nil, false
 }
 
 // minSepOf returns the sensitivity under the min-separation p of the C
@@ -265,54 +256,25 @@ func minSepOf(op Operator, r int, p Participation) (Sensitivity, bool) {
 		g2, ok := gammaSqOf(op)
 		return Sensitivity{Value: math.Sqrt(g2), Exact: true, Rule: RuleColumnNorm}, ok
 	}
-	ones := func() []float64 {
-		v := make([]float64, r)
-		for i := range v {
-			v[i] = 1
-		}
-		return v
-	}
 	var st *scaledToeplitz // C = T_c diag(1/scale)
 	switch o := op.(type) {
 	case treeOp:
 		return treeMinSep(r, b, k), true
 	case bandedOp:
-		if o.bands > b {
-			// Wider than the separation: by the Toeplitz rules when C is
-			// a scaled Toeplitz matrix (bsr), C[i][j] = c_{i-j} / scale_j.
-			st = scaledToeplitzOf(o)
-			if st == nil {
-				return Sensitivity{}, false
-			}
-			break
+		if o.bands <= b {
+			// Columns b apart are orthogonal: the best k of them.
+			return Sensitivity{Value: math.Sqrt(bestSeparated(bandedColSq(o), b, k)), Exact: true, Rule: RuleMinSepBanded}, true
 		}
-		// Columns b apart are orthogonal: the best k of them.
-		colSq := make([]float64, r)
-		for j := range colSq {
-			colSq[j] = o.diag[j] * o.diag[j]
-			for d := 0; j+d+1 < r && d < len(o.sub[j+d+1]); d++ {
-				colSq[j] += o.sub[j+d+1][d] * o.sub[j+d+1][d]
-			}
-		}
-		return Sensitivity{Value: math.Sqrt(bestSeparated(colSq, b, k)), Exact: true, Rule: RuleMinSepBanded}, true
-	case bandInverseOp:
-		if o.u[0] == 0 {
+		// Wider than the separation: by the Toeplitz rules when C is a
+		// scaled Toeplitz matrix (bsr), C[i][j] = c_{i-j} / scale_j.
+		if st = scaledToeplitzOf(o); st == nil {
 			return Sensitivity{}, false
 		}
-		st = &scaledToeplitz{c: linalg.SeriesInverse(o.u, r), scale: ones()}
-	case *BLTParams:
-		st = &scaledToeplitz{c: bltInverse(o, r), scale: o.Scale}
-	case toeplitzOp:
-		if _, ok := gammaSqOf(o); !ok {
-			return Sensitivity{}, false
-		}
-		scale := make([]float64, r)
-		for i, v := range o.s {
-			scale[i] = 1 / v
-		}
-		st = &scaledToeplitz{c: SqrtCoefficients(r), scale: scale}
 	default:
-		return Sensitivity{}, false
+		var ok bool
+		if st, ok = toeplitzOfOp(op); !ok {
+			return Sensitivity{}, false
+		}
 	}
 	sens, err := st.minSep(b, k, st.colSq())
 	return sens, err == nil
