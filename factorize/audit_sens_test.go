@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -393,9 +394,12 @@ func (a *sensAudit) truth(c mat.Matrix, p Participation) (float64, float64) {
 
 // workload audits every strategy of auditStrategies on w under every
 // participation of auditParticipations, by three paths: the factors'
-// (Factorize with B and C formed), the loss-only twin's where the registry
-// has one, and the default strategy's single-participation result moved to
-// p by WithParticipation (the cache's path). A strategy that refuses w
+// (Factorize with B and C formed), the loss-only twin's wherever it
+// factorizes (also where the registry lists no loss-only path, as for the
+// multi-epoch optimum), and the default strategy's single-participation
+// result moved to p by WithParticipation (the cache's path). Each path's
+// metrics are checked against B and C (checkAuditMetrics): the loss-only
+// ones against B = A M from the operator M they stream. A strategy that refuses w
 // under single participation is skipped for a non-prefix w (and an error
 // for the prefix sums, but for the semiseparable strategy at R = 1, which
 // documents R >= 2).
@@ -441,6 +445,8 @@ func (a *sensAudit) workload(t *testing.T, w *Workload) {
 			}
 			lo, hi := a.truth(c, p)
 			checkAuditSens(t, what, f.Metrics.UnitSensitivity, lo, hi)
+			fb, fc, _ := f.Factors()
+			checkAuditMetrics(t, what, f.Metrics, w, fb, fc)
 
 			// The single-participation result moved to p.
 			if g, err := single.WithParticipation(p); err == nil {
@@ -454,7 +460,7 @@ func (a *sensAudit) workload(t *testing.T, w *Workload) {
 				}
 			}
 
-			if !info.LossOnlyUnder(p) {
+			if !info.HasLossOnly() {
 				continue
 			}
 			ls, err := WithLossOnly(s, true)
@@ -470,6 +476,12 @@ func (a *sensAudit) workload(t *testing.T, w *Workload) {
 				// The tree's tall C is fixed; optimal's loss-only
 				// result has no operator: the factors' path's C.
 				lc = c
+			} else {
+				// B = A M from the operator, independent of the
+				// loss-only path's closed forms.
+				var lb mat.Dense
+				lb.Mul(w.Matrix(), operatorM(lf.Operator))
+				checkAuditMetrics(t, what+" (loss-only)", lf.Metrics, w, &lb, lc)
 			}
 			lo, hi = a.truth(lc, p)
 			checkAuditSens(t, what+" (loss-only)", lf.Metrics.UnitSensitivity, lo, hi)
@@ -505,6 +517,20 @@ func (unitNoise) Scratch(n int) []float64 { return make([]float64, n) }
 // streams (M formed from its output on unit noise), or nil for a nil or
 // non-square operator.
 func operatorC(op Operator) *mat.Dense {
+	m := operatorM(op)
+	if m == nil {
+		return nil
+	}
+	var c mat.Dense
+	if err := c.Inverse(m); err != nil {
+		return nil
+	}
+	return &c
+}
+
+// operatorM returns the R x R noise operator M of a square operator op
+// from its output on unit noise, or nil for a nil or non-square operator.
+func operatorM(op Operator) *mat.Dense {
 	if op == nil || op.Rounds() != op.NoiseRows() {
 		return nil
 	}
@@ -515,11 +541,7 @@ func operatorC(op Operator) *mat.Dense {
 		st.Prepare(i)
 		st.Block(unitNoise{}, i, 0, m.RawRowView(i))
 	}
-	var c mat.Dense
-	if err := c.Inverse(m); err != nil {
-		return nil
-	}
-	return &c
+	return m
 }
 
 // maxRelDiff returns max |a - b| over max |b|.
@@ -533,6 +555,73 @@ func maxRelDiff(a, b mat.Matrix) float64 {
 		}
 	}
 	return d / s
+}
+
+// checkAuditMetrics checks the metrics m against a direct computation from
+// the dense factors b and c of w (B C = A to rounding, and for a square C,
+// B = A C^{-1} solved here): gamma the largest column norm of C, the
+// squared norms of B, and loss = sens^2 ||B||_F^2, RMSE = sqrt(loss / R),
+// MaxSE = sens^2 max_i ||B[i, :]||^2 with the reported sensitivity (which
+// checkAuditSens audits).
+func checkAuditMetrics(t *testing.T, what string, m Metrics, w *Workload, b, c *mat.Dense) {
+	t.Helper()
+	a := w.Matrix()
+	r := w.R()
+	var bc mat.Dense
+	bc.Mul(b, c)
+	if d := maxRelDiff(&bc, a); d > 1e-9 {
+		t.Errorf("%s: B C differs from A by %.3g", what, d)
+	}
+	if rows, cols := c.Dims(); rows == cols {
+		var ci mat.Dense
+		if err := ci.Inverse(c); err == nil {
+			var ab mat.Dense
+			ab.Mul(a, &ci)
+			if d := maxRelDiff(&ab, b); d > 1e-9 {
+				t.Errorf("%s: B differs from A C^{-1} by %.3g", what, d)
+			}
+		}
+	}
+	rows, cols := c.Dims()
+	gamma := 0.0
+	for j := 0; j < cols; j++ {
+		s := 0.0
+		for i := 0; i < rows; i++ {
+			s += c.At(i, j) * c.At(i, j)
+		}
+		gamma = math.Max(gamma, s)
+	}
+	gamma = math.Sqrt(gamma)
+	frob, maxRow := 0.0, 0.0
+	br, bcols := b.Dims()
+	for i := 0; i < br; i++ {
+		s := 0.0
+		for j := 0; j < bcols; j++ {
+			s += b.At(i, j) * b.At(i, j)
+		}
+		frob += s
+		maxRow = math.Max(maxRow, s)
+	}
+	s2 := m.UnitSensitivity.Value * m.UnitSensitivity.Value
+	if loss := strings.HasSuffix(what, "(loss-only)"); loss && m.MaxRowBSq == 0 && m.MaxSE == 0 {
+		// Not computed (Metrics.MaxRowBSq): both 0, never one of them.
+		maxRow = 0
+	}
+	for _, x := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"gamma", m.Gamma, gamma},
+		{"||B||_F^2", m.FrobBSq, frob},
+		{"max row of B", m.MaxRowBSq, maxRow},
+		{"loss", m.Loss, s2 * frob},
+		{"RMSE", m.RMSE, math.Sqrt(s2 * frob / float64(r))},
+		{"MaxSE", m.MaxSE, s2 * maxRow},
+	} {
+		if math.Abs(x.got-x.want) > 1e-9*math.Abs(x.want) {
+			t.Errorf("%s: %s %.15g, direct %.15g", what, x.name, x.got, x.want)
+		}
+	}
 }
 
 // checkAuditSens checks a reported sensitivity against the brute-force
