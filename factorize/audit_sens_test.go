@@ -368,12 +368,30 @@ func TestAuditSensitivityOtherWorkloads(t *testing.T) {
 	t.Logf("%d brute-force cases, %d refusals", len(a.cache), a.refused)
 }
 
+// TestAuditSensitivityLargerR is [TestAuditSensitivityBruteForce] at
+// R = 20, past the default of 16 bands: the banded strategies' C then has
+// fewer bands than rounds, and under separations below 16 the bsr and
+// sqrt-normalized factors take the dynamic-programming bound from X's rows.
+// The patterns are those few enough to enumerate: epochs, and
+// min-separations with few participations or wide separations.
+func TestAuditSensitivityLargerR(t *testing.T) {
+	a := newSensAudit()
+	a.parts = []Participation{FixedEpochs(4), MinSeparation(5, 0), MinSeparation(17, 0), MinSeparation(3, 2)}
+	if !testing.Short() {
+		a.parts = append(a.parts, FixedEpochs(2), FixedEpochs(5), MinSeparation(8, 0), MinSeparation(2, 3), MinSeparation(19, 2))
+	}
+	a.workload(t, prefix(t, 20))
+	t.Logf("%d brute-force cases", len(a.cache))
+}
+
 // sensAudit holds the brute-force results by C and pattern, and counts the
 // refused (workload, strategy) pairs.
 type sensAudit struct {
 	rng     *rand.Rand
 	cache   map[string][2]float64
 	refused int
+	// parts replaces auditParticipations where set.
+	parts []Participation
 }
 
 func newSensAudit() *sensAudit {
@@ -422,7 +440,11 @@ func (a *sensAudit) workload(t *testing.T, w *Workload) {
 			t.Errorf("R=%d %s %s: %v", r, w.Name(), s.Spec(), err)
 			continue
 		}
-		for i, p := range auditParticipations(r) {
+		parts := auditParticipations(r)
+		if a.parts != nil {
+			parts = a.parts
+		}
+		for i, p := range parts {
 			if testing.Short() && s.Name() == StrategyBLT && i%4 != 1 {
 				continue // BLT refits for every pattern: a quarter of them
 			}
@@ -445,6 +467,7 @@ func (a *sensAudit) workload(t *testing.T, w *Workload) {
 			}
 			lo, hi := a.truth(c, p)
 			checkAuditSens(t, what, f.Metrics.UnitSensitivity, lo, hi)
+			checkAuditBands(t, what, f.Operator, c)
 			fb, fc, _ := f.Factors()
 			checkAuditMetrics(t, what, f.Metrics, w, fb, fc)
 
@@ -485,6 +508,7 @@ func (a *sensAudit) workload(t *testing.T, w *Workload) {
 			}
 			lo, hi = a.truth(lc, p)
 			checkAuditSens(t, what+" (loss-only)", lf.Metrics.UnitSensitivity, lo, hi)
+			checkAuditBands(t, what+" (loss-only)", lf.Operator, lc)
 		}
 	}
 }
@@ -555,6 +579,27 @@ func maxRelDiff(a, b mat.Matrix) float64 {
 		}
 	}
 	return d / s
+}
+
+// checkAuditBands checks that an operator that declares C banded (BandsOf,
+// which the amplified accounting trusts: at most b bands under
+// minsep:b) streams a C with C[i][j] = 0 for i - j >= bands, to rounding.
+func checkAuditBands(t *testing.T, what string, op Operator, c *mat.Dense) {
+	t.Helper()
+	bands, ok := BandsOf(op)
+	if !ok {
+		return
+	}
+	r, n := c.Dims()
+	scale := mat.Norm(c, math.Inf(1))
+	for i := 0; i < r; i++ {
+		for j := 0; j < n; j++ {
+			if (i-j >= bands || j > i) && math.Abs(c.At(i, j)) > 1e-12*scale {
+				t.Errorf("%s: %v declares %d bands, C[%d][%d] = %v", what, op, bands, i, j, c.At(i, j))
+				return
+			}
+		}
+	}
 }
 
 // checkAuditMetrics checks the metrics m against a direct computation from
