@@ -1,6 +1,7 @@
 package factorize
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -720,5 +721,39 @@ func TestAuditBruteForceTools(t *testing.T) {
 	lo, hi := bruteSens(tri, MinSeparation(1, 0), rng)
 	if math.Abs(lo*lo-4.5) > 1e-9 || math.Abs(hi*hi-4.5) > 1e-8 {
 		t.Errorf("three columns at 120 degrees: [%v, %v]^2, want 4.5", lo*lo, hi*hi)
+	}
+}
+
+// TestAuditBadParticipationRefused pins that every registered strategy,
+// with and without its loss-only path, refuses a participation that is not
+// valid for its rounds (epochs that do not divide R, a separation or a
+// count below the allowed range) with a *ParamError naming
+// "participation", before any work and without a panic.
+func TestAuditBadParticipationRefused(t *testing.T) {
+	const r = 6
+	w := prefix(t, r)
+	for _, info := range Registry() {
+		s, err := ParseStrategy(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		variants := []Strategy{s}
+		if info.HasLossOnly() {
+			ls, err := WithLossOnly(s, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, _ := WithLossOnly(s, false)
+			variants = []Strategy{full, ls}
+		}
+		for _, v := range variants {
+			for _, p := range []Participation{FixedEpochs(4), FixedEpochs(0), FixedEpochs(-2), MinSeparation(0, 2), MinSeparation(-1, 0), MinSeparation(2, -1), {Kind: 7}} {
+				_, err := v.Factorize(t.Context(), w, p)
+				var pe *ParamError
+				if !errors.As(err, &pe) || pe.Param != "participation" {
+					t.Errorf("%s (loss-only %v) under %v: %v, want a *ParamError naming participation", v.Spec(), IsLossOnly(v), p, err)
+				}
+			}
+		}
 	}
 }
