@@ -430,14 +430,19 @@ func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Pa
 // checkLossOnly checks the arguments of a loss-only banded Toeplitz
 // strategy and returns w as a Toeplitz workload.
 func checkLossOnly(strategy string, w *Workload, bands int, p Participation) (toeplitzWorkload, error) {
+	// The participation first: the default bands come from its separation
+	// (bandsFor), so a bad separation would otherwise be blamed on bands.
+	if err := checkWorkload(w); err != nil {
+		return toeplitzWorkload{}, err
+	}
+	if err := p.Validate(w.R()); err != nil {
+		return toeplitzWorkload{}, err
+	}
 	if err := checkBands(bands); err != nil {
 		return toeplitzWorkload{}, err
 	}
 	tw, err := toeplitzOf(strategy, w)
 	if err != nil {
-		return toeplitzWorkload{}, err
-	}
-	if err := p.Validate(w.R()); err != nil {
 		return toeplitzWorkload{}, err
 	}
 	if p.Kind == KindEpochs && p.K > 1 {

@@ -69,6 +69,10 @@ type Metrics struct {
 	// (accountant.ReleaseSensitivity).
 	UnitSensitivity Sensitivity
 	// FrobBSq is ||B||_F^2 and MaxRowBSq is max_r ||B[r, :]||^2.
+	// MaxRowBSq (and so MaxSE) is 0 where it is not computed: the
+	// loss-only results of the banded strategy under min-separation
+	// ([OptimalBanded]) and of the multi-epoch optimum
+	// ([OptimalEpochs]); every real value is at least FrobBSq / R > 0.
 	FrobBSq, MaxRowBSq float64
 	// Loss is sens^2 ||B||_F^2 (sens = UnitSensitivity.Value): the total
 	// squared error over all rounds when the noise is calibrated to the
@@ -76,7 +80,8 @@ type Metrics struct {
 	Loss float64
 	// RMSE is sqrt(Loss / R).
 	RMSE float64
-	// MaxSE is sens^2 max_r ||B[r, :]||^2, the worst round's squared error.
+	// MaxSE is sens^2 max_r ||B[r, :]||^2, the worst round's squared error
+	// (0 where MaxRowBSq is not computed).
 	MaxSE float64
 }
 

@@ -260,6 +260,12 @@ func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
+	if err := checkWorkload(w); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(w.R()); err != nil {
+		return nil, err // before the refusal below, which names a valid p
+	}
 	if !s.Factors && p != SingleParticipation() {
 		return nil, fmt.Errorf("factorize: strategy %q computes metrics under participation %v only with its factors formed (Factors)", StrategySemisep, p)
 	}
