@@ -33,7 +33,7 @@ func init() {
 		proto:       BandedStrategy{},
 		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},
 		lossOnlyPtr: func(p any) *bool { return &p.(*BandedStrategy).LossOnly },
-		solveBytes: func(s Strategy, r int, _ bool) float64 {
+		solveBytes: func(s Strategy, r int, _ Participation, _ bool) float64 {
 			if b := s.(BandedStrategy); b.LossOnly {
 				// The banded solver's band arrays (about 10 b floats
 				// per round) or the fit's operator, with a margin.

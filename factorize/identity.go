@@ -16,7 +16,9 @@ func init() {
 		proto:         IdentityStrategy{},
 		streamVectors: func(Strategy, int) int { return 0 },
 		// The factors and a copy of A.
-		solveBytes: func(_ Strategy, r int, _ bool) float64 { return factorBytes(r, r) + 8*float64(r)*float64(r) },
+		solveBytes: func(_ Strategy, r int, _ Participation, _ bool) float64 {
+			return factorBytes(r, r) + 8*float64(r)*float64(r)
+		},
 	})
 }
 

@@ -61,7 +61,7 @@ type StrategyInfo struct {
 	pastRows func(s Strategy, p Participation) bool
 	// solveBytes returns the bytes the strategy's solve needs at R = r
 	// (see [SolveBytes]).
-	solveBytes func(s Strategy, r int, bandedInverse bool) float64
+	solveBytes func(s Strategy, r int, p Participation, bandedInverse bool) float64
 	// lossOnlyPtr returns a pointer to the loss-only switch of the
 	// strategy that p points to (its Factors switch, the opposite, when
 	// factorsPtr is set); nil without a loss-only path.
@@ -372,17 +372,18 @@ func KeepsPastRows(s Strategy, p Participation) bool {
 }
 
 // SolveBytes estimates the memory that s.Factorize needs at R = r
-// rounds: the dense factors B and C (R x m and m x R float64, m rows of C)
-// unless s is loss-only, plus the solver's working space, about 4 R^2
-// float64 for the dense solvers (Cholesky factor, triangular inverse, X
-// and the workload). bandedInverse says the workload's inverse is banded,
-// which lets the optimal solver's loss-only path run in O(R) memory. A
-// strategy that is not registered is counted as a dense solver.
-func SolveBytes(s Strategy, r int, bandedInverse bool) float64 {
+// rounds under participation p: the dense factors B and C (R x m and m x R
+// float64, m rows of C) unless s is loss-only, plus the solver's working
+// space, about 4 R^2 float64 for the dense solvers (Cholesky factor,
+// triangular inverse, X and the workload). bandedInverse says the
+// workload's inverse is banded, which lets the optimal solver's loss-only
+// path run in O(R) memory (O(R k) under k fixed epochs). A strategy that
+// is not registered is counted as a dense solver.
+func SolveBytes(s Strategy, r int, p Participation, bandedInverse bool) float64 {
 	i, ok := info(s)
 	switch {
 	case ok && i.solveBytes != nil:
-		return i.solveBytes(s, r, bandedInverse)
+		return i.solveBytes(s, r, p, bandedInverse)
 	case IsLossOnly(s):
 		// Coefficient vectors of length R: C's, B's and the optimiser's
 		// work (a handful).

@@ -369,7 +369,7 @@ func TestSolveBytes(t *testing.T) {
 		if s, err = factorize.WithLossOnly(s, tc.lossOnly); err != nil {
 			t.Fatal(err)
 		}
-		if got := factorize.SolveBytes(s, tc.r, tc.banded); got != tc.want {
+		if got := factorize.SolveBytes(s, tc.r, factorize.SingleParticipation(), tc.banded); got != tc.want {
 			t.Errorf("%+v: SolveBytes %g, want %g", tc, got, tc.want)
 		}
 	}

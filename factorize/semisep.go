@@ -45,7 +45,7 @@ func init() {
 			}
 			return MaxSemisepBuffers
 		},
-		solveBytes: func(s Strategy, r int, _ bool) float64 {
+		solveBytes: func(s Strategy, r int, _ Participation, _ bool) float64 {
 			// The optimal solver's O(R) vectors, then the generators
 			// (3 R K floats, K <= MaxSemisepBuffers) and the factors if
 			// formed.

@@ -27,7 +27,7 @@ func init() {
 			lossOnly:      []ParticipationKind{KindSingle, KindMinSep},
 			lossOnlyPtr:   func(p any) *bool { return &p.(*SqrtStrategy).LossOnly },
 			streamVectors: func(_ Strategy, r int) int { return r },
-			solveBytes: func(s Strategy, r int, _ bool) float64 {
+			solveBytes: func(s Strategy, r int, _ Participation, _ bool) float64 {
 				if s.(SqrtStrategy).LossOnly {
 					return 8 * 8 * float64(r) // coefficient vectors of length R
 				}

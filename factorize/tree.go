@@ -21,7 +21,7 @@ func init() {
 		lossOnly:      []ParticipationKind{KindSingle, KindMinSep},
 		lossOnlyPtr:   func(p any) *bool { return &p.(*TreeStrategy).LossOnly },
 		streamVectors: func(_ Strategy, r int) int { return max(0, bits.Len(uint(r))-1) },
-		solveBytes: func(s Strategy, r int, _ bool) float64 {
+		solveBytes: func(s Strategy, r int, _ Participation, _ bool) float64 {
 			if s.(TreeStrategy).LossOnly {
 				return 8 * 4 * float64(r) // the sensitivity's vectors of length R
 			}

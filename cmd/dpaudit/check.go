@@ -147,7 +147,8 @@ func memoryNeed(cmd string, o *options) float64 {
 	if t, err := factorize.WithLossOnly(s, false); err == nil {
 		s = t
 	}
-	return factorize.SolveBytes(s, p.Rounds, true) + 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
+	// Dense factors (not loss-only): the same under any participation.
+	return factorize.SolveBytes(s, p.Rounds, factorize.SingleParticipation(), true) + 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
 }
 
 // checkMemory refuses an audit that needs more memory than avail reports,

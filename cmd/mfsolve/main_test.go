@@ -196,10 +196,13 @@ func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
 			return []string{"-R", "200000", "-o", filepath.Join(dir, "B.npy")}
 		}, cli.ExitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use -loss-only without -o and -C"},
 		{"too much memory under epochs", func(t *testing.T, dir string) []string {
-			// -loss-only gives no C for the sensitivity under epochs:
-			// parseArgs refuses it, so it is not the advice.
+			// The multi-epoch optimum's loss-only path fits.
 			return []string{"-R", "200000", "-participation", "epochs:4"}
-		}, cli.ExitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use a smaller -R"},
+		}, cli.ExitFailure, "R = 200000 needs about 1.9 TB for dense output, this machine has 16.0 GB available; use -loss-only"},
+		{"too much memory under epochs, loss only", func(t *testing.T, dir string) []string {
+			// 8 (24 (9 k + 1) R + 2 (k (k - 1) / 2)^2 R / k) + 2^21 bytes = 7.248e11.
+			return []string{"-R", "100000000", "-participation", "epochs:4", "-loss-only"}
+		}, cli.ExitFailure, "R = 100000000 needs about 724.8 GB for the structured loss-only solver, this machine has 16.0 GB available; use a smaller -R"},
 		{"too much memory for the loss-only solver", func(t *testing.T, dir string) []string {
 			return []string{"-R", "1000000000000", "-loss-only"}
 		}, cli.ExitFailure, "R = 1000000000000 needs about 320.0 TB for the structured loss-only solver, this machine has 16.0 GB available; use a smaller -R"},
@@ -351,6 +354,19 @@ func TestLossOnlyClosedForm(t *testing.T) {
 		assert.InEpsilon(t, mf["loss"], ml["loss"], 1e-9, s)
 		assert.Equal(t, mf["unit_sensitivity_exact"], ml["unit_sensitivity_exact"], s)
 	}
+	// The multi-epoch optimum takes it too: its certified loss from the
+	// dual (no X formed) against the metrics of the dense factors formed
+	// from X, within both gaps; the sensitivity is 1 on both paths.
+	lean := runT(t, "-R", "64", "-participation", "epochs:4", "-loss-only", "-json", "-no-cache")
+	full := runT(t, "-R", "64", "-participation", "epochs:4", "-json", "-no-cache")
+	require.Equal(t, cli.ExitOK, lean.code, lean.stderr)
+	require.Equal(t, cli.ExitOK, full.code, full.stderr)
+	ml, mf := parseJSON(t, lean.stdout), parseJSON(t, full.stdout)
+	gaps := ml["gap"].(float64) + mf["gap"].(float64)
+	assert.InEpsilon(t, mf["loss"], ml["loss"], gaps+1e-12)
+	assert.InDelta(t, 1, ml["unit_sensitivity"], 1e-12)
+	assert.InDelta(t, 1, mf["unit_sensitivity"], 1e-12)
+	assert.Equal(t, "epoch residue classes", ml["unit_sensitivity_rule"])
 	// The tree's sensitivity^2 is its number of levels, floor(log2 R) + 1.
 	res = runT(t, "-strategy", "tree", "-R", "16", "-json")
 	require.Equal(t, cli.ExitOK, res.code, res.stderr)

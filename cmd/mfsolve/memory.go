@@ -10,7 +10,7 @@ import (
 // checkMemory returns an error if the run needs more memory than avail
 // reports. If avail fails, the check is skipped.
 func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, error)) error {
-	need := factorize.SolveBytes(cfg.strat, r, bandedInverse)
+	need := factorize.SolveBytes(cfg.strat, r, cfg.participation, bandedInverse)
 	noise := 0.0
 	if cfg.outNoise != "" {
 		// The R x D noise matrix, plus the state of the mechanism's
@@ -43,7 +43,7 @@ func checkMemory(cfg config, r int, bandedInverse bool, avail func() (uint64, er
 	case cfg.lossOnly && need < 8*float64(r)*float64(r): // no R x R matrix
 		what = "for the structured loss-only solver"
 	case !cfg.lossOnly && info.LossOnlyUnder(cfg.participation) && !cfg.compare && cfg.outNoise == "" &&
-		factorize.SolveBytes(lossOnly, r, bandedInverse) <= have:
+		factorize.SolveBytes(lossOnly, r, cfg.participation, bandedInverse) <= have:
 		hint = "use -loss-only"
 		if cfg.outB != "" || cfg.outC != "" {
 			hint += " without -o and -C"

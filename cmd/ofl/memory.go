@@ -51,7 +51,7 @@ func factorizationNeed(c config, d float64) (solve, stream float64) {
 	if factorize.KeepsPastRows(s, participation(c.epochs)) {
 		stream = 8 * float64(c.rounds) * d
 	}
-	return factorize.SolveBytes(s, c.rounds, true), stream
+	return factorize.SolveBytes(s, c.rounds, participation(c.epochs), true), stream
 }
 
 // serverMemoryNeed estimates the bytes "ofl server" needs for c: no data
