@@ -188,6 +188,19 @@ func TestWeightedPrefixMatrix(t *testing.T) {
 	}
 	_, err = WeightedPrefix([]float64{1, 0})
 	requireParamError(t, err, "weights[1]")
+	// A subnormal weight has no finite reciprocal, which A^{-1} holds:
+	// refused (it made Matrix NaN and IdentityStrategy panic).
+	_, err = WeightedPrefix([]float64{1, 1e300, -5e-324})
+	requireParamError(t, err, "weights[2]")
+	_, err = WeightedPrefix([]float64{1, 0x1p-1023})
+	requireParamError(t, err, "weights[1]")
+	w, err = WeightedPrefix([]float64{1e300, -0x1p-1022})
+	require.NoError(t, err)
+	for k, want := range []float64{1e300, 0, 1e300, -0x1p-1022} { // A[1][0] overflowed to +Inf
+		if got := w.Matrix().RawTriangular().Data[k]; math.Abs(got-want) > 1e-15*math.Abs(want) {
+			t.Errorf("weights {1e300, -2^-1022}: A entry %d = %v, want %v", k, got, want)
+		}
+	}
 }
 
 // A dense matrix whose inverse is banded is detected, so the optimal
