@@ -232,3 +232,37 @@ func TestNonFiniteEntriesAreErrors(t *testing.T) {
 	huge.Set(3, 2, 1e300)
 	assert.InEpsilon(t, math.Sqrt2*1e300, Gamma(huge), 1e-15)
 }
+
+// Every strategy under a separation near MaxInt over 8 rounds: one
+// participation, so the sensitivity is gamma, C's largest column norm
+// (computed here from C). Before, the BLT fit under min-separation added
+// the separation to a round index (t + b), which overflowed and indexed
+// out of range (found by FuzzFactorize).
+func TestStrategiesHugeSeparation(t *testing.T) {
+	const quarterInt = 1 << (strconv.IntSize - 2)
+	w, err := Prefix(8)
+	require.NoError(t, err)
+	for _, info := range Registry() {
+		for _, p := range []Participation{MinSeparation(math.MaxInt, 0), MinSeparation(math.MaxInt-1, 3), MinSeparation(quarterInt+1, 2)} {
+			noPanic(t, info.Name+" "+p.String(), func() {
+				s := info.proto
+				if info.HasLossOnly() {
+					s, err = WithLossOnly(s, false) // semiseparable needs its factors under min-separation
+					require.NoError(t, err)
+				}
+				f, err := s.Factorize(context.Background(), w, p)
+				if err != nil {
+					requireParamError(t, err, "participation")
+					return
+				}
+				_, c, err := f.Factors()
+				require.NoError(t, err)
+				gamma := 0.0
+				for j := 0; j < 8; j++ {
+					gamma = math.Max(gamma, mat.Norm(c.ColView(j), 2))
+				}
+				assert.InEpsilon(t, gamma, f.Metrics.UnitSensitivity.Value, 1e-12, "%s %v", info.Name, p)
+			})
+		}
+	}
+}

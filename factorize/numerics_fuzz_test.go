@@ -218,7 +218,9 @@ func (v *fuzzNoise) Scratch(n int) []float64 { return v.scratch[:n] }
 //   - gamma is C's largest column norm, and the sensitivity lies between
 //     the brute-force bounds over every participation set S,
 //     sqrt(sum_S X_ab) <= sens <= sqrt(sum_S |X_ab|), X = C^T C (equal to
-//     the lower one when it is reported exact and X >= 0), and >= gamma;
+//     the lower one when it is reported exact and X >= 0; the upper one
+//     relaxed as MinSepBound's dynamic program relaxes it when that rule
+//     gave it), and >= gamma;
 //   - loss = sens^2 ||B||_F^2, RMSE = sqrt(loss / R) and MaxSE =
 //     sens^2 max_r ||B[r, :]||^2 to a relative 1e-9;
 //   - the operator streams M = A^{-1} B: for a test vector z, its output y
@@ -347,20 +349,38 @@ func checkFuzzed(t *testing.T, desc string, w *Workload, p Participation, fz *Fa
 			}
 		}
 	}
-	lower, upper, signed := 0.0, 0.0, false
+	// lower^2 = max_S sum_S X_ab (every g_a the same unit vector), upper^2
+	// = max_S sum_S |X_ab| (Cauchy-Schwarz), relaxed^2 = max_S sum_{a in
+	// S} v_a with v_a = max_{S' containing a} sum_{b in S'} |X_ab| (the
+	// relaxation MinSepBound's dynamic program computes).
+	lower, upper, relaxed, signed := 0.0, 0.0, 0.0, false
+	v := make([]float64, r)
 	fuzzSets(r, p, func(set []int) {
 		s, sa := 0.0, 0.0
 		for _, i := range set {
+			si := 0.0
 			for _, j := range set {
 				s += x[i][j]
-				sa += math.Abs(x[i][j])
+				si += math.Abs(x[i][j])
 				signed = signed || x[i][j] < 0
 			}
+			sa += si
+			v[i] = math.Max(v[i], si)
 		}
 		lower, upper = math.Max(lower, s), math.Max(upper, sa)
 	})
-	lower, upper = math.Sqrt(lower), math.Sqrt(upper)
+	fuzzSets(r, p, func(set []int) {
+		s := 0.0
+		for _, i := range set {
+			s += v[i]
+		}
+		relaxed = math.Max(relaxed, s)
+	})
+	lower, upper, relaxed = math.Sqrt(lower), math.Sqrt(upper), math.Sqrt(relaxed)
 	sens := m.UnitSensitivity.Value
+	if m.UnitSensitivity.Rule == RuleMinSepBound {
+		upper = relaxed
+	}
 	if !(sens >= lower*(1-1e-9)) || !(sens >= gamma*(1-1e-9)) || !(sens <= upper*(1+1e-9)) {
 		t.Fatalf("%s: sensitivity %v outside the brute-force bounds [%v, %v] (gamma %v)", desc, m.UnitSensitivity, lower, upper, gamma)
 	}

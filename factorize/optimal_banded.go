@@ -1795,6 +1795,10 @@ func bltMinSepChoose(ctx context.Context, tw toeplitzWorkload, r, buffers, b, kk
 	if nb <= 0 {
 		return p, nil
 	}
+	// A separation b >= r allows one participation, as b = r does; the
+	// objective adds b to round indices (t + b < r), which overflowed for
+	// b near MaxInt.
+	b = min(b, r)
 	o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
 	plain, err := fitBLTPlainLevels(ctx, tw, nb, func(c []float64) float64 { return minSepMajorantSq(c, b, kk) })
 	if err != nil {
