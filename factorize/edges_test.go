@@ -2,6 +2,7 @@ package factorize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -263,6 +264,72 @@ func TestStrategiesHugeSeparation(t *testing.T) {
 				}
 				assert.InEpsilon(t, gamma, f.Metrics.UnitSensitivity.Value, 1e-12, "%s %v", info.Name, p)
 			})
+		}
+	}
+}
+
+// A workload whose metrics overflow (entries 3e170, so ||B||_F^2 is
+// about 1e341) is refused with a *ParamError naming the workload by every
+// strategy that takes it, loss-only or not: metrics are never +Inf.
+// Before, the loss-only paths (banded, bsr, banded-toeplitz, bisr,
+// bandinv, blt) returned +Inf metrics without an error (found by
+// FuzzFactorize).
+//
+// So is one whose metrics underflow (entries 1e-170: squares below 1e-308,
+// where the loss was 0 or lost its precision; a relative error of 1e-6
+// in the RMSE at entries 9e-160), and one whose B = A C^{-1} overflows
+// (entries 4e307: bsr panicked, and optimal under min-separation named
+// "B[0][0]" instead of the workload).
+func TestLossOnlyOverflowRefused(t *testing.T) {
+	for _, scale := range []float64{3e170, 1e-170, 9e-160, 4e307} {
+		testMetricsRangeRefused(t, scale)
+	}
+	// At 1e-100 (squares 1e-200) the metrics are right: the identity's
+	// loss is ||A||_F^2 = 1e-200 sum (1+i-j)^2 = 50e-200.
+	w, err := NewWorkload(toeplitzTest(1e-100))
+	require.NoError(t, err)
+	f, err := IdentityStrategy{}.Factorize(context.Background(), w, SingleParticipation())
+	require.NoError(t, err)
+	assert.InEpsilon(t, 50e-200, f.Metrics.Loss, 1e-14)
+}
+
+// toeplitzTest returns scale times the 4 x 4 lower-triangular Toeplitz
+// matrix with diagonals 1, 2, 3, 4.
+func toeplitzTest(scale float64) *mat.Dense {
+	a := mat.NewDense(4, 4, nil)
+	for i := 0; i < 4; i++ {
+		for j := 0; j <= i; j++ {
+			a.Set(i, j, scale*float64(1+i-j)) // Toeplitz, not the prefix sums
+		}
+	}
+	return a
+}
+
+// testMetricsRangeRefused checks that every strategy refuses the Toeplitz
+// test workload at scale with an error naming the workload.
+func testMetricsRangeRefused(t *testing.T, scale float64) {
+	w, err := NewWorkload(toeplitzTest(scale))
+	require.NoError(t, err)
+	for _, info := range Registry() {
+		for _, on := range []bool{false, true} {
+			if on && !info.HasLossOnly() {
+				continue
+			}
+			s, err := WithLossOnly(info.proto, on)
+			require.NoError(t, err)
+			for _, p := range []Participation{SingleParticipation(), MinSeparation(2, 0)} {
+				noPanic(t, fmt.Sprintf("%s loss-only=%v %v", info.Name, on, p), func() {
+					f, err := s.Factorize(context.Background(), w, p)
+					if err == nil {
+						t.Errorf("scale %g, %s loss-only=%v %v: metrics %+v, want an error", scale, info.Name, on, p, f.Metrics)
+						return
+					}
+					var pe *ParamError
+					if errors.As(err, &pe) && pe.Param != "workload" && pe.Param != "participation" {
+						t.Errorf("scale %g, %s loss-only=%v %v: %v, want an error naming the workload", scale, info.Name, on, p, err)
+					}
+				})
+			}
 		}
 	}
 }

@@ -112,10 +112,11 @@ func fuzzStrategy(in *fuzzBytes, r int) (Strategy, string, error) {
 			return nil, desc, err
 		}
 	}
-	if in.intn(4) == 3 {
-		desc += " loss-only"
+	if lo := in.intn(4); lo >= 2 && info.HasLossOnly() {
+		on := lo == 3 // 2: factors formed (semiseparable's default is loss-only)
+		desc += fmt.Sprintf(" loss-only=%v", on)
 		var err error
-		if s, err = WithLossOnly(s, true); err != nil {
+		if s, err = WithLossOnly(s, on); err != nil {
 			return nil, desc, err
 		}
 	}
@@ -246,48 +247,89 @@ func FuzzFactorize(f *testing.F) {
 	f.Add([]byte{7, 0, 8, 1, 4, 0, 2, 1, 1})                     // bandinv
 	f.Add([]byte{7, 0, 9, 1, 1, 0, 2, 0, 0, 0})                  // semiseparable, loss-only
 	f.Add([]byte{5, 0, 10, 1, 3, 1, 1, 1, 2, 0, 0})              // optimal path=dense, max-iter
-	f.Fuzz(func(t *testing.T, data []byte) {
-		in := &fuzzBytes{b: data}
-		w, wdesc, err := fuzzWorkload(in)
-		if err != nil {
-			t.Logf("%s: %v", wdesc, err)
-			checkOneLineError(t, wdesc, err)
-			return
-		}
-		s, sdesc, err := fuzzStrategy(in, w.R())
-		desc := wdesc + " " + sdesc
-		if err != nil {
-			t.Logf("%s: %v", desc, err)
-			checkOneLineError(t, desc, err)
-			return
-		}
-		p := fuzzParticipation(in, w.R())
-		desc += " " + p.String()
+	f.Fuzz(fuzzFactorizeOne)
+}
 
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		type result struct {
-			f   *Factorization
-			err error
+// fuzzFactorizeOne is FuzzFactorize's check of one input.
+func fuzzFactorizeOne(t *testing.T, data []byte) {
+	in := &fuzzBytes{b: data}
+	w, wdesc, err := fuzzWorkload(in)
+	if err != nil {
+		t.Logf("%s: %v", wdesc, err)
+		checkOneLineError(t, wdesc, err)
+		return
+	}
+	s, sdesc, err := fuzzStrategy(in, w.R())
+	desc := wdesc + " " + sdesc
+	if err != nil {
+		t.Logf("%s: %v", desc, err)
+		checkOneLineError(t, desc, err)
+		return
+	}
+	p := fuzzParticipation(in, w.R())
+	desc += " " + p.String()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	type result struct {
+		f   *Factorization
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		fz, err := s.Factorize(ctx, w, p)
+		done <- result{fz, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s: Factorize did not return 15 s after its context's deadline", desc)
+	}
+	t.Logf("%s: %v", desc, res.err)
+	if res.err != nil {
+		checkOneLineError(t, desc, res.err)
+		return
+	}
+	if !IsLossOnly(s) {
+		checkFuzzed(t, desc, w, p, res.f, false)
+		return
+	}
+	// A loss-only result: its metrics against those of the same strategy
+	// with its factors formed (a second computation), checked as above.
+	checkFuzzed(t, desc, w, p, res.f, true)
+	full, err := WithLossOnly(s, false)
+	if err != nil {
+		t.Fatalf("%s: WithLossOnly(false): %v", desc, err)
+	}
+	fz, err := full.Factorize(ctx, w, p)
+	if err != nil {
+		checkOneLineError(t, desc+" with factors", err)
+		return
+	}
+	checkFuzzed(t, desc+" with factors", w, p, fz, false)
+	// Both are within the certified gaps of the optimum where the solver
+	// is iterative (the loss-only loss is the certified upper bound); the
+	// loss-only gamma may be its bound 1 (fixed epochs) and MaxSE 0 (not
+	// computed), as documented.
+	lo, fm := res.f.Metrics, fz.Metrics
+	tol := 1e-6 + 2*math.Max(res.f.Gap, fz.Gap)
+	if !(lo.Gamma >= fm.Gamma*(1-1e-9)) {
+		t.Fatalf("%s: loss-only gamma %v below the factors' %v", desc, lo.Gamma, fm.Gamma)
+	}
+	for _, q := range []struct {
+		name     string
+		lo, full float64
+	}{{"sensitivity", lo.UnitSensitivity.Value, fm.UnitSensitivity.Value},
+		{"||B||_F^2", lo.FrobBSq, fm.FrobBSq}, {"max_r ||B[r, :]||^2", lo.MaxRowBSq, fm.MaxRowBSq},
+		{"loss", lo.Loss, fm.Loss}, {"MaxSE", lo.MaxSE, fm.MaxSE}} {
+		if q.lo == 0 && strings.HasPrefix(q.name, "max") || q.name == "MaxSE" && q.lo == 0 {
+			continue // not computed
 		}
-		done := make(chan result, 1)
-		go func() {
-			fz, err := s.Factorize(ctx, w, p)
-			done <- result{fz, err}
-		}()
-		var res result
-		select {
-		case res = <-done:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: Factorize did not return 15 s after its context's deadline", desc)
+		if !(math.Abs(q.lo-q.full) <= tol*q.full) {
+			t.Fatalf("%s: loss-only %s %v, with factors %v (gaps %v, %v)", desc, q.name, q.lo, q.full, res.f.Gap, fz.Gap)
 		}
-		t.Logf("%s: %v", desc, res.err)
-		if res.err != nil {
-			checkOneLineError(t, desc, res.err)
-			return
-		}
-		checkFuzzed(t, desc, w, p, res.f, IsLossOnly(s))
-	})
+	}
 }
 
 // checkFuzzed checks fz against values computed here from its
@@ -387,22 +429,30 @@ func checkFuzzed(t *testing.T, desc string, w *Workload, p Participation, fz *Fa
 	if m.UnitSensitivity.Exact && !signed && !(sens <= lower*(1+1e-9)) {
 		t.Fatalf("%s: exact sensitivity %v, brute force %v", desc, m.UnitSensitivity, lower)
 	}
-	// loss, RMSE and MaxSE from B.
+	// loss, RMSE and MaxSE from B, its squares summed scaled by its
+	// largest entry (so that they neither underflow nor overflow).
+	scale := 0.0
+	for i := 0; i < r; i++ {
+		for k := 0; k < bm; k++ {
+			scale = math.Max(scale, math.Abs(b.At(i, k)))
+		}
+	}
 	frob, maxRow := 0.0, 0.0
 	for i := 0; i < r; i++ {
 		s := 0.0
 		for k := 0; k < bm; k++ {
-			s += b.At(i, k) * b.At(i, k)
+			s += (b.At(i, k) / scale) * (b.At(i, k) / scale)
 		}
 		frob += s
 		maxRow = math.Max(maxRow, s)
 	}
+	ss := sens * scale
 	for _, q := range []struct {
 		name      string
 		got, want float64
-	}{{"loss", m.Loss, sens * sens * frob}, {"RMSE", m.RMSE, math.Sqrt(sens * sens * frob / float64(r))},
-		{"MaxSE", m.MaxSE, sens * sens * maxRow}} {
-		if !(math.Abs(q.got-q.want) <= 1e-9*q.want) {
+	}{{"loss", m.Loss, ss * ss * frob}, {"RMSE", m.RMSE, ss * math.Sqrt(frob/float64(r))},
+		{"MaxSE", m.MaxSE, ss * ss * maxRow}} {
+		if !(math.Abs(q.got-q.want) <= 1e-9*q.want+1e-290) {
 			t.Fatalf("%s: %s %v, want %v", desc, q.name, q.got, q.want)
 		}
 	}

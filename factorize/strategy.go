@@ -23,15 +23,17 @@ type Strategy interface {
 	// an error if ctx is nil, the strategy does not support w, p is
 	// invalid for w's rounds, the dense factors (unless the strategy is
 	// loss-only) cannot fit in the machine's memory, or the metrics
-	// overflow (a workload with entries near the top of the float64 range).
+	// overflow or underflow (a workload with entries near the top of the
+	// float64 range, or below about 1e-154, whose squares are subnormal).
 	Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error)
 }
 
 // under checks ctx, p against w, and, for a computation that forms the
 // dense factors, that they can fit in memory (checkDenseFits), runs compute and returns its result
-// with metrics under p; metrics that overflow (a workload with entries
-// near the top of the float64 range) are a *ParamError naming the
-// workload, never a result with an infinite loss.
+// with metrics under p; metrics that overflow or underflow (a workload
+// with entries near the top of the float64 range or below about 1e-154)
+// are a *ParamError naming the workload, never a result with an infinite
+// loss or a loss of 0.
 func under(ctx context.Context, w *Workload, p Participation, dense bool, compute func() (*Factorization, error)) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
@@ -49,7 +51,7 @@ func under(ctx context.Context, w *Workload, p Participation, dense bool, comput
 	}
 	f, err := compute()
 	if err == nil && p != f.Metrics.Participation {
-		f, err = f.WithParticipation(p)
+		f, err = f.checkedUnder(p)
 	}
 	if err != nil {
 		return nil, err
@@ -60,17 +62,50 @@ func under(ctx context.Context, w *Workload, p Participation, dense bool, comput
 	return f, nil
 }
 
+// checkedUnder returns f with its metrics under p, or the *ParamError of
+// checkMetrics naming the workload when f's metrics overflowed already:
+// WithParticipation would name an infinite entry of B instead (B = A
+// C^{-1} overflows for a workload with entries near the top of the
+// float64 range).
+func (f *Factorization) checkedUnder(p Participation) (*Factorization, error) {
+	if err := checkMetrics(f, f.Workload); err != nil {
+		return nil, err
+	}
+	return f.WithParticipation(p)
+}
+
+// checkedLossOnly returns f, or a *ParamError naming the workload when
+// f's metrics overflow (checkMetrics): the check that under makes, for the
+// loss-only paths that do not go through it.
+func checkedLossOnly(f *Factorization, err error) (*Factorization, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMetrics(f, f.Workload); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
 // checkMetrics returns a *ParamError naming the workload when a metric of
-// f is not finite (the first of them, by name): the workload's entries are
-// too large for float64.
+// f is not finite, or when the loss, ||B||_F^2, RMSE, MaxSE or
+// max_i ||B[i, :]||^2 underflows below the smallest normal float64 (the
+// first of them, by name; MaxSE and the row norm may be 0, "not
+// computed"): the workload's entries are too large or too small for
+// float64 (a loss of 0, or one that lost its precision in the subnormal
+// range, from entries near 1e-160).
 func checkMetrics(f *Factorization, w *Workload) error {
 	m := f.Metrics
 	for _, x := range []struct {
-		name string
-		v    float64
-	}{{"unit sensitivity", m.UnitSensitivity.Value}, {"gamma", m.Gamma}, {"loss", m.Loss}, {"||B||_F^2", m.FrobBSq},
-		{"RMSE", m.RMSE}, {"MaxSE", m.MaxSE}, {"max_i ||B[i, :]||^2", m.MaxRowBSq}} {
-		if !(x.v >= 0) || math.IsInf(x.v, 0) {
+		name  string
+		v     float64
+		small bool // below 2^-1022 is refused (0 too, unless zero is set)
+		zero  bool
+	}{{"unit sensitivity", m.UnitSensitivity.Value, false, false}, {"gamma", m.Gamma, false, false},
+		{"loss", m.Loss, true, false}, {"||B||_F^2", m.FrobBSq, true, false}, {"RMSE", m.RMSE, true, false},
+		{"MaxSE", m.MaxSE, true, true}, {"max_i ||B[i, :]||^2", m.MaxRowBSq, true, true}} {
+		tiny := x.small && x.v < 0x1p-1022 && !(x.zero && x.v == 0)
+		if !(x.v >= 0) || math.IsInf(x.v, 0) || tiny {
 			return &ParamError{Param: "workload", Value: fmt.Sprintf("%s (the %s factorization's %s is %v)", w.Name(), f.Strategy, x.name, x.v),
 				Want: "entries whose metrics fit in float64 (rescale it)"}
 		}

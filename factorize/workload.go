@@ -107,9 +107,11 @@ func Momentum(R int, beta float64) (*Workload, error) {
 // A[i][j] = weights[j] for j <= i: the model of SGD whose round-j step is
 // scaled by weights[j] (a learning-rate schedule). A = P W with P the
 // prefix-sum matrix, so A^{-1} = W^{-1} P^{-1} is bidiagonal and the optimal
-// factorization takes the structured path. Every weight must be finite and
-// at least 2^-1022 in magnitude (a normal float64, whose reciprocal, held
-// in A^{-1}, is finite); the slice is copied.
+// factorization takes the structured path. Every weight must have a
+// magnitude in [2^-1022, 2^1022] (about 2.2e-308 to 4.5e307), so that its
+// reciprocal, held in A^{-1}, is a normal float64 (a subnormal weight's
+// overflows, and a larger one's is subnormal, which loses its precision);
+// the slice is copied.
 func WeightedPrefix(weights []float64) (*Workload, error) {
 	r := len(weights)
 	if r < 1 {
@@ -119,8 +121,8 @@ func WeightedPrefix(weights []float64) (*Workload, error) {
 	inv := mat.NewTriBandDense(r, min(1, r-1), mat.Lower, nil)
 	var buf [8]byte
 	for i, w := range weights {
-		if !(math.Abs(w) >= 0x1p-1022) || math.IsInf(w, 0) {
-			return nil, &ParamError{Param: fmt.Sprintf("weights[%d]", i), Value: w, Want: "a finite number of magnitude at least 2^-1022 (nonzero, not subnormal)"}
+		if !(math.Abs(w) >= 0x1p-1022 && math.Abs(w) <= 0x1p1022) {
+			return nil, &ParamError{Param: fmt.Sprintf("weights[%d]", i), Value: w, Want: "a number of magnitude in [2^-1022, 2^1022] (nonzero, with a normal reciprocal)"}
 		}
 		inv.SetTriBand(i, i, 1/w)
 		if i > 0 {
