@@ -3,6 +3,8 @@ package mechanism
 import (
 	"context"
 	"fmt"
+	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -59,5 +61,33 @@ func TestMemoryAutoIsReported(t *testing.T) {
 	}
 	if _, _, ok := MemoryOf(m); ok || strings.Contains(m.(fmt.Stringer).String(), "regenerate") {
 		t.Errorf("tree: MemoryOf ok %v, String %q", ok, m.(fmt.Stringer).String())
+	}
+}
+
+// A hostile number of workers does not multiply New's allocation: each
+// worker holds a noise generator (about 500 bytes), and New made one per
+// block of 4096 coordinates up to WithWorkers, so that WithWorkers(2^20)
+// with a dimension of 2^40 allocated 0.5 GB and WithWorkers(math.MaxInt)
+// 2^28 generators, over 100 GB (found by FuzzMechanism). The identity
+// operator holds no state, so New must allocate almost nothing.
+func TestManyWorkersBounded(t *testing.T) {
+	w, err := factorize.Prefix(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1 << 20, math.MaxInt} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := New(id, maxDim, 1, WithWorkers(n), WithSeed(1)); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+			t.Errorf("New(identity, 2^40, WithWorkers(%d)) allocated %d bytes", n, got)
+		}
 	}
 }

@@ -69,8 +69,13 @@ func WithKey(key [32]byte) Option {
 	return func(c *config) { c.key, c.seeded = key, true }
 }
 
+// maxWorkers is the most goroutines a stream uses (see [WithWorkers]).
+const maxWorkers = 1024
+
 // WithWorkers sets the number of goroutines that fill a round's vector
-// (default GOMAXPROCS). The output does not depend on it.
+// (default GOMAXPROCS), of which at most one per block of 4096 coordinates
+// and at most 1024 are used (each holds a noise generator and, once it
+// runs, a buffer of 32 KiB). The output does not depend on it.
 func WithWorkers(n int) Option {
 	return func(c *config) {
 		if n < 1 {

@@ -29,7 +29,7 @@ var _ Mechanism = (*stream)(nil)
 func newStream(op factorize.Operator, dim int, std float64, cfg *config) *stream {
 	src := &source{key: cfg.key}
 	nb := (dim + blockLen - 1) / blockLen
-	w := max(1, min(cfg.workers, nb))
+	w := max(1, min(cfg.workers, nb, maxWorkers))
 	var past *pastRows
 	if mem := op.Memory(); mem.PastRows > 0 {
 		keep, auto := useKeep(cfg, mem.PastRows, dim)
