@@ -45,9 +45,10 @@ type gen struct {
 	cc  *rand.ChaCha8
 	rng *rand.Rand
 	in  [len(keyDomain) + 32 + 16]byte
-	// scratch and pastBuf are blocks of workspace (Scratch, and Past when
-	// regenerating), allocated on first use.
-	scratch, pastBuf []float64
+	// scratch, pastBuf and replay are blocks of workspace (Scratch, Past
+	// when regenerating, and the output of a replayed round), allocated on
+	// first use.
+	scratch, pastBuf, replay []float64
 	// past holds the stream's kept past rows (nil if it reads none).
 	past *pastRows
 }
@@ -75,6 +76,15 @@ func (g *gen) Scratch(n int) []float64 {
 		g.scratch = make([]float64, blockLen)
 	}
 	return g.scratch[:n]
+}
+
+// replayBlock returns g's block of workspace for the output of a replayed
+// round (stream.start).
+func (g *gen) replayBlock() []float64 {
+	if g.replay == nil {
+		g.replay = make([]float64, blockLen)
+	}
+	return g.replay
 }
 
 // Past implements factorize.NoiseSource: the block is kept when first
