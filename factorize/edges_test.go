@@ -333,3 +333,17 @@ func testMetricsRangeRefused(t *testing.T, scale float64) {
 		}
 	}
 }
+
+// Weighted prefix sums whose weights span 1e-181 to 2.25: the optimal
+// solver's fixed-point map has eigenvalues outside the floating-point
+// range, which Factorize reports as a *ParamError naming the workload (it
+// was a plain error naming no input; found by FuzzFactorize).
+func TestWorkloadSpreadNamed(t *testing.T) {
+	w, err := WeightedPrefix([]float64{2.25, -2.1496629170488755e-181, 5.286885401058808e-11})
+	require.NoError(t, err)
+	for _, s := range []Strategy{OptimalStrategy{}, SemisepStrategy{}} {
+		_, err = s.Factorize(context.Background(), w, SingleParticipation())
+		requireParamError(t, err, "workload")
+		assert.NotContains(t, err.Error(), "\n")
+	}
+}

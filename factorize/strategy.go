@@ -2,6 +2,7 @@ package factorize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -50,6 +51,11 @@ func under(ctx context.Context, w *Workload, p Participation, dense bool, comput
 		}
 	}
 	f, err := compute()
+	var se *spectrumError
+	if errors.As(err, &se) {
+		return nil, &ParamError{Param: "workload", Value: fmt.Sprintf("%s (the eigenvalues of the optimal solver's fixed-point map lie in [%g, %g])", w.Name(), se.lo, se.hi),
+			Want: "entries whose spread keeps them within the floating-point range (nearer each other in magnitude)"}
+	}
 	if err == nil && p != f.Metrics.Participation {
 		f, err = f.checkedUnder(p)
 	}
