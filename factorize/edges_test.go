@@ -347,3 +347,24 @@ func TestWorkloadSpreadNamed(t *testing.T) {
 		assert.NotContains(t, err.Error(), "\n")
 	}
 }
+
+// Weighted prefix sums with weights 5, 4.3e-131, 1.4375: the loss-only
+// banded solver under min-separation reported a loss of 2.07 (the 75 of
+// the first weight's rows lost in cancellation), below the 27.07 =
+// sum_i A[i][i]^2 that every causal factorization's loss is at least
+// (|B[i][i]| = |A[i][i] / C[i][i]| >= |A[i][i]| for unit columns). It is
+// an error naming the workload now; with its factors formed the loss is
+// at least that bound (found by FuzzFactorize).
+func TestLossBelowDiagonalBoundRefused(t *testing.T) {
+	w, err := WeightedPrefix([]float64{5, 4.3458927724618324e-131, 1.4375})
+	require.NoError(t, err)
+	bound := 25 + 1.4375*1.4375
+	for _, lossOnly := range []bool{true, false} {
+		f, err := BandedStrategy{Bands: 3, LossOnly: lossOnly}.Factorize(context.Background(), w, MinSeparation(4, 1))
+		if err != nil {
+			requireParamError(t, err, "workload")
+			continue
+		}
+		assert.GreaterOrEqual(t, f.Metrics.Loss, bound, "loss-only %v", lossOnly)
+	}
+}

@@ -213,9 +213,14 @@ func (v *fuzzNoise) Scratch(n int) []float64 { return v.scratch[:n] }
 // metrics that are right against values computed here from its dense
 // factors:
 //
+//   - the loss of a square (causal) factorization is at least
+//     sum_i A[i][i]^2 (|B[i][i]| = |A[i][i] / C[i][i]| >= |A[i][i]| /
+//     sens), loss-only results included;
 //   - B C = A entrywise within 1e-8 (|B| |C|)_ij (a backward-stable B = A
 //     C^{-1} satisfies |BC - A| <= gamma_R |B| |C|, Higham Thm. 8.5; 1e-8
-//     leaves room for the strategies' own recurrences);
+//     leaves room for the strategies' own recurrences), plus 1e-8 of the
+//     largest (|B| |C|)_ij for a general matrix whose inverse NewWorkload
+//     found banded (it drops the entries below 1e-13 of the largest);
 //   - gamma is C's largest column norm, and the sensitivity lies between
 //     the brute-force bounds over every participation set S,
 //     sqrt(sum_S X_ab) <= sens <= sqrt(sum_S |X_ab|), X = C^T C (equal to
@@ -343,6 +348,17 @@ func checkFuzzed(t *testing.T, desc string, w *Workload, p Participation, fz *Fa
 	if m.Participation != p {
 		t.Fatalf("%s: metrics under %v, want %v", desc, m.Participation, p)
 	}
+	// |B[i][i]| = |A[i][i] / C[i][i]| >= |A[i][i]| / sens for a square
+	// causal factorization, so its loss is at least sum_i A[i][i]^2.
+	if fz.Strategy != StrategyTree {
+		d := 0.0
+		for i := 0; i < w.R(); i++ {
+			d += w.Matrix().At(i, i) * w.Matrix().At(i, i)
+		}
+		if !(m.Loss >= d*(1-1e-6)) {
+			t.Fatalf("%s: loss %v below sum_i A[i][i]^2 = %v", desc, m.Loss, d)
+		}
+	}
 	if lossOnly {
 		return // no factors to check against
 	}
@@ -357,16 +373,26 @@ func checkFuzzed(t *testing.T, desc string, w *Workload, p Participation, fz *Fa
 	if br != r || cr != r || bm != cm {
 		t.Fatalf("%s: B is %d x %d and C %d x %d for R = %d", desc, br, bm, cm, cr, r)
 	}
-	// B C = A, entrywise against |B| |C|.
+	// B C = A, entrywise against |B| |C|; for a general matrix whose
+	// inverse NewWorkload found banded (entries below 1e-13 of its largest
+	// dropped), normwise: the factors are those of the banded inverse's A.
+	prod, abs := mat.NewDense(r, r, nil), mat.NewDense(r, r, nil)
+	floor := 1e-300
 	for i := 0; i < r; i++ {
 		for j := 0; j < r; j++ {
-			sum, abs := 0.0, 0.0
 			for k := 0; k < bm; k++ {
-				sum += b.At(i, k) * c.At(k, j)
-				abs += math.Abs(b.At(i, k) * c.At(k, j))
+				prod.Set(i, j, prod.At(i, j)+b.At(i, k)*c.At(k, j))
+				abs.Set(i, j, abs.At(i, j)+math.Abs(b.At(i, k)*c.At(k, j)))
 			}
-			if d := math.Abs(sum - a.At(i, j)); !(d <= 1e-8*abs+1e-300) {
-				t.Fatalf("%s: (B C)[%d][%d] = %v, A = %v (|B||C| = %v)", desc, i, j, sum, a.At(i, j), abs)
+		}
+	}
+	if _, banded := w.InverseBand(); banded && w.Name() == "matrix" {
+		floor = 1e-8 * mat.Max(abs)
+	}
+	for i := 0; i < r; i++ {
+		for j := 0; j < r; j++ {
+			if d := math.Abs(prod.At(i, j) - a.At(i, j)); !(d <= 1e-8*abs.At(i, j)+floor) {
+				t.Fatalf("%s: (B C)[%d][%d] = %v, A = %v (|B||C| = %v)", desc, i, j, prod.At(i, j), a.At(i, j), abs.At(i, j))
 			}
 		}
 	}
