@@ -172,3 +172,40 @@ func TestStartRoundReplayBounded(t *testing.T) {
 		}
 	}
 }
+
+// MemoryAuto keeps past rows only where they fit in the machine: sqrt's
+// Toeplitz operator over 3 rounds at dimension 2^24 keeps 3 rows of 128
+// MiB, under DefaultKeepLimit but over a machine of 256 MiB, so it
+// regenerates them and says why; before, it kept them, which New's
+// memory check (made for MemoryKeep only) let through (found by
+// FuzzMechanism). An explicit MemoryKeep is refused there.
+func TestMemoryAutoWithinMachine(t *testing.T) {
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 256 << 20 }
+	w, err := factorize.Prefix(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(f, 1<<24, 1, WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode, auto, ok := MemoryOf(m); mode != MemoryRegenerate || !auto || !ok {
+		t.Errorf("MemoryOf = %v, %v, %v; want regenerate, chosen by MemoryAuto", mode, auto, ok)
+	}
+	if s := m.(fmt.Stringer).String(); !strings.Contains(s, "machine's memory") {
+		t.Errorf("String %q does not say why", s)
+	}
+	_, err = New(f, 1<<24, 1, WithSeed(1), WithMemory(MemoryKeep))
+	requireParam(t, err, "dim")
+	if m, err = New(f, 1<<20, 1, WithSeed(1)); err != nil {
+		t.Fatal(err)
+	}
+	if mode, auto, _ := MemoryOf(m); mode != MemoryKeep || auto {
+		t.Errorf("dimension 2^20: MemoryOf = %v, %v; want keep", mode, auto)
+	}
+}

@@ -12,8 +12,8 @@ type Memory int
 
 const (
 	// MemoryAuto keeps past rows when they fit in [DefaultKeepLimit]
-	// bytes, and regenerates them otherwise; that choice is visible in
-	// the mechanism's String and in [MemoryOf].
+	// bytes and in the machine's memory, and regenerates them otherwise;
+	// that choice is visible in the mechanism's String and in [MemoryOf].
 	MemoryAuto Memory = iota
 	// MemoryKeep stores every noise row once drawn: O(R d) memory and
 	// O(r d) multiply-adds in round r.

@@ -58,6 +58,9 @@ type gen struct {
 // regenerated when read. Both give the same bits.
 type pastRows struct {
 	keep, auto bool
+	// overMachine is set when MemoryAuto regenerates because keeping the
+	// rows would exceed the machine's memory.
+	overMachine bool
 	// rows[j][b] is block b of noise row j, nil until first read (keep
 	// mode). Each block is only ever touched by the goroutine that
 	// computes that block of coordinates.

@@ -32,8 +32,8 @@ func newStream(op factorize.Operator, dim int, std float64, cfg *config) *stream
 	w := max(1, min(cfg.workers, nb, maxWorkers))
 	var past *pastRows
 	if mem := op.Memory(); mem.PastRows > 0 {
-		keep, auto := useKeep(cfg, mem.PastRows, dim)
-		past = &pastRows{keep: keep, auto: auto}
+		keep, auto, over := useKeep(cfg, mem.PastRows, mem.States, dim)
+		past = &pastRows{keep: keep, auto: auto, overMachine: over}
 		if keep {
 			m := op.NoiseRows()
 			flat := make([][]float64, m*nb)
@@ -191,6 +191,8 @@ func (s *stream) String() string {
 		return name
 	case s.past.keep:
 		return fmt.Sprintf("%s(keep)", name)
+	case s.past.overMachine:
+		return fmt.Sprintf("%s(regenerate: chosen by MemoryAuto, keeping the past rows would take more than this machine's memory)", name)
 	case s.past.auto:
 		return fmt.Sprintf("%s(regenerate: chosen by MemoryAuto, keeping the past rows would take more than %d GiB)", name, DefaultKeepLimit>>30)
 	}
