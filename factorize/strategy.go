@@ -112,7 +112,13 @@ func checkMetrics(f *Factorization, w *Workload) error {
 		{"MaxSE", m.MaxSE, true, true}, {"max_i ||B[i, :]||^2", m.MaxRowBSq, true, true}} {
 		tiny := x.small && x.v < 0x1p-1022 && !(x.zero && x.v == 0)
 		if !(x.v >= 0) || math.IsInf(x.v, 0) || tiny {
-			return &ParamError{Param: "workload", Value: fmt.Sprintf("%s (the %s factorization's %s is %v)", w.Name(), f.Strategy, x.name, x.v),
+			is := fmt.Sprintf("is %v", x.v)
+			if x.v == 0 {
+				is = "underflows to 0"
+			} else if tiny {
+				is = fmt.Sprintf("underflows below 2^-1022 (%v)", x.v)
+			}
+			return &ParamError{Param: "workload", Value: fmt.Sprintf("%s (the %s factorization's %s %s)", w.Name(), f.Strategy, x.name, is),
 				Want: "entries whose metrics fit in float64 (rescale it)"}
 		}
 	}
