@@ -180,6 +180,13 @@ func Epsilon(sigma, delta float64, k int, m Method) (float64, error) {
 	L := -logf(delta)
 	mu := gdpMu(sigma, k)
 	rho := up(0.5 * mu * mu)
+	if rho < 0x1p-1022 && (m == ZCDP || m == CKS) {
+		// rho is subnormal or 0 (mu below about 1e-154): Bun & Steinke's
+		// rho + 2 sqrt(rho L) is mu sqrt(2 L) to within the rounding, an
+		// upper bound on CKS's too. From rho it lost its precision, or
+		// was 0 (pure DP) for mu below about 1e-162.
+		return up(up(mu * math.Sqrt(2*L))), nil
+	}
 	switch m {
 	case Exact:
 		return exactEpsilon(mu, delta), nil

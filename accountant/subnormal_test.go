@@ -72,3 +72,32 @@ func TestLogDeltaBeyondFloat64(t *testing.T) {
 		}
 	}
 }
+
+// A noise multiplier so large that rho = mu^2/2 underflows (mu =
+// sqrt(k)/sigma below about 1e-162): the zCDP conversions still give an
+// eps at least Exact's, and ZCDP's is Bun & Steinke's rho + 2 sqrt(rho L)
+// = mu sqrt(2 L) (the rho term is below the rounding), computed here from
+// mu and L = log(1/delta). Before, rho was 0 and ZCDP and CKS reported
+// eps = 0, a pure-DP claim below Exact's eps (found by FuzzAccountant).
+func TestEpsilonRhoUnderflow(t *testing.T) {
+	for _, c := range []struct {
+		sigma, delta float64
+		k            int
+	}{{1e300, 1e-300, 8}, {1e200, 1e-5, 1}, {math.MaxFloat64, 0.5, 3}, {1e163, 1e-10, 2}} {
+		ex, err := Epsilon(c.sigma, c.delta, c.k, Exact)
+		if err != nil || !(ex >= 0) { // 0 where delta(0) <= delta
+			t.Fatalf("Epsilon(%v, %v, %d, Exact) = %v, %v", c.sigma, c.delta, c.k, ex, err)
+		}
+		for _, m := range Methods()[1:] {
+			e, err := Epsilon(c.sigma, c.delta, c.k, m)
+			if err != nil || !(e >= ex) {
+				t.Errorf("Epsilon(%v, %v, %d, %v) = %v, %v; want at least Exact's %v", c.sigma, c.delta, c.k, m, e, err, ex)
+			}
+		}
+		mu := math.Sqrt(float64(c.k)) / c.sigma
+		want := mu * math.Sqrt(2*math.Log(1/c.delta))
+		if e, err := Epsilon(c.sigma, c.delta, c.k, ZCDP); err != nil || math.Abs(e-want) > 1e-9*want {
+			t.Errorf("Epsilon(%v, %v, %d, ZCDP) = %v, %v; want mu sqrt(2 L) = %v", c.sigma, c.delta, c.k, e, err, want)
+		}
+	}
+}

@@ -154,9 +154,9 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 			}
 			f, err := OptimalBanded(ctx, w, b, p.K, opt)
 			if err != nil || f.Metrics.Participation == p {
-				return f, err
+				return checkedLossOnly(f, err)
 			}
-			return bandedUnder(f, min(b, w.R()), p)
+			return checkedLossOnly(bandedUnder(f, min(b, w.R()), p))
 		}
 		return under(ctx, w, p, true, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
 	}
@@ -164,7 +164,7 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 		if err := checkContext(ctx); err != nil {
 			return nil, err
 		}
-		return bandedFitLossOnly(ctx, w, b, p)
+		return checkedLossOnly(bandedFitLossOnly(ctx, w, b, p))
 	}
 	return under(ctx, w, p, true, func() (*Factorization, error) { return bandedFit(ctx, w, b) })
 }

@@ -319,7 +319,7 @@ func bandInvFactorize(ctx context.Context, strategy string, w *Workload, bands i
 		return nil, err
 	}
 	if lossOnly {
-		return bandInvLossOnly(ctx, strategy, w, bands, p, optimise)
+		return checkedLossOnly(bandInvLossOnly(ctx, strategy, w, bands, p, optimise))
 	}
 	return under(ctx, w, p, true, func() (*Factorization, error) {
 		if err := checkBands(bands); err != nil {
@@ -398,7 +398,7 @@ func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Pa
 	}
 	bands := bandsFor(s.Bands, p)
 	if s.LossOnly {
-		return bandedToeplitzLossOnly(ctx, w, bands, p)
+		return checkedLossOnly(bandedToeplitzLossOnly(ctx, w, bands, p))
 	}
 	return under(ctx, w, p, true, func() (*Factorization, error) {
 		tw, err := toeplitzOf(StrategyBandedToeplitz, w)

@@ -159,7 +159,7 @@ func bltUnder(ctx context.Context, w *Workload, buffers int, part Participation)
 	if err != nil {
 		return nil, err
 	}
-	if f, err = f.WithParticipation(part); err != nil {
+	if f, err = f.checkedUnder(part); err != nil {
 		return nil, err
 	}
 	r := w.R()
@@ -188,6 +188,9 @@ func bltUnder(ctx context.Context, w *Workload, buffers int, part Participation)
 			g := toeplitzScaled(StrategyBLT, w, tw, c, d, scale)
 			q := &BLTParams{Weights: p.Weights, Lambdas: p.Lambdas, Scale: scale}
 			g.Operator = q
+			if !FiniteMetrics(g.Metrics) {
+				continue // overflowed: not a candidate
+			}
 			if g, err = g.WithParticipation(part); err != nil {
 				return nil, err
 			}
@@ -308,7 +311,7 @@ func (s BLTStrategy) Spec() string { return specOf(s) }
 // participation, and the best of the candidates of bltUnder otherwise.
 func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if s.LossOnly {
-		return bltLossOnly(ctx, w, s.Buffers, p)
+		return checkedLossOnly(bltLossOnly(ctx, w, s.Buffers, p))
 	}
 	if p.Kind == KindMinSep {
 		return under(ctx, w, p, true, func() (*Factorization, error) { return BLTMinSep(ctx, w, s.Buffers, p.B, p.K) })

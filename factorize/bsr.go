@@ -59,7 +59,7 @@ func (s BSRStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 	}
 	b := bandsFor(s.Bands, p)
 	if s.LossOnly {
-		return bsrLossOnly(ctx, w, b, p)
+		return checkedLossOnly(bsrLossOnly(ctx, w, b, p))
 	}
 	return under(ctx, w, p, true, func() (*Factorization, error) {
 		f, err := BandedSqrt(w, b, 0)

@@ -2,6 +2,7 @@ package factorize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -231,4 +232,139 @@ func TestNonFiniteEntriesAreErrors(t *testing.T) {
 	huge.Set(2, 2, 1e300)
 	huge.Set(3, 2, 1e300)
 	assert.InEpsilon(t, math.Sqrt2*1e300, Gamma(huge), 1e-15)
+}
+
+// Every strategy under a separation near MaxInt over 8 rounds: one
+// participation, so the sensitivity is gamma, C's largest column norm
+// (computed here from C). Before, the BLT fit under min-separation added
+// the separation to a round index (t + b), which overflowed and indexed
+// out of range (found by FuzzFactorize).
+func TestStrategiesHugeSeparation(t *testing.T) {
+	const quarterInt = 1 << (strconv.IntSize - 2)
+	w, err := Prefix(8)
+	require.NoError(t, err)
+	for _, info := range Registry() {
+		for _, p := range []Participation{MinSeparation(math.MaxInt, 0), MinSeparation(math.MaxInt-1, 3), MinSeparation(quarterInt+1, 2)} {
+			noPanic(t, info.Name+" "+p.String(), func() {
+				s := info.proto
+				if info.HasLossOnly() {
+					s, err = WithLossOnly(s, false) // semiseparable needs its factors under min-separation
+					require.NoError(t, err)
+				}
+				f, err := s.Factorize(context.Background(), w, p)
+				if err != nil {
+					requireParamError(t, err, "participation")
+					return
+				}
+				_, c, err := f.Factors()
+				require.NoError(t, err)
+				gamma := 0.0
+				for j := 0; j < 8; j++ {
+					gamma = math.Max(gamma, mat.Norm(c.ColView(j), 2))
+				}
+				assert.InEpsilon(t, gamma, f.Metrics.UnitSensitivity.Value, 1e-12, "%s %v", info.Name, p)
+			})
+		}
+	}
+}
+
+// A workload whose metrics overflow (entries 3e170, so ||B||_F^2 is
+// about 1e341) is refused with a *ParamError naming the workload by every
+// strategy that takes it, loss-only or not: metrics are never +Inf.
+// Before, the loss-only paths (banded, bsr, banded-toeplitz, bisr,
+// bandinv, blt) returned +Inf metrics without an error (found by
+// FuzzFactorize).
+//
+// So is one whose metrics underflow (entries 1e-170: squares below 1e-308,
+// where the loss was 0 or lost its precision; a relative error of 1e-6
+// in the RMSE at entries 9e-160), and one whose B = A C^{-1} overflows
+// (entries 4e307: bsr panicked, and optimal under min-separation named
+// "B[0][0]" instead of the workload).
+func TestLossOnlyOverflowRefused(t *testing.T) {
+	for _, scale := range []float64{3e170, 1e-170, 9e-160, 4e307} {
+		testMetricsRangeRefused(t, scale)
+	}
+	// At 1e-100 (squares 1e-200) the metrics are right: the identity's
+	// loss is ||A||_F^2 = 1e-200 sum (1+i-j)^2 = 50e-200.
+	w, err := NewWorkload(toeplitzTest(1e-100))
+	require.NoError(t, err)
+	f, err := IdentityStrategy{}.Factorize(context.Background(), w, SingleParticipation())
+	require.NoError(t, err)
+	assert.InEpsilon(t, 50e-200, f.Metrics.Loss, 1e-14)
+}
+
+// toeplitzTest returns scale times the 4 x 4 lower-triangular Toeplitz
+// matrix with diagonals 1, 2, 3, 4.
+func toeplitzTest(scale float64) *mat.Dense {
+	a := mat.NewDense(4, 4, nil)
+	for i := 0; i < 4; i++ {
+		for j := 0; j <= i; j++ {
+			a.Set(i, j, scale*float64(1+i-j)) // Toeplitz, not the prefix sums
+		}
+	}
+	return a
+}
+
+// testMetricsRangeRefused checks that every strategy refuses the Toeplitz
+// test workload at scale with an error naming the workload.
+func testMetricsRangeRefused(t *testing.T, scale float64) {
+	w, err := NewWorkload(toeplitzTest(scale))
+	require.NoError(t, err)
+	for _, info := range Registry() {
+		for _, on := range []bool{false, true} {
+			if on && !info.HasLossOnly() {
+				continue
+			}
+			s, err := WithLossOnly(info.proto, on)
+			require.NoError(t, err)
+			for _, p := range []Participation{SingleParticipation(), MinSeparation(2, 0)} {
+				noPanic(t, fmt.Sprintf("%s loss-only=%v %v", info.Name, on, p), func() {
+					f, err := s.Factorize(context.Background(), w, p)
+					if err == nil {
+						t.Errorf("scale %g, %s loss-only=%v %v: metrics %+v, want an error", scale, info.Name, on, p, f.Metrics)
+						return
+					}
+					var pe *ParamError
+					if errors.As(err, &pe) && pe.Param != "workload" && pe.Param != "participation" {
+						t.Errorf("scale %g, %s loss-only=%v %v: %v, want an error naming the workload", scale, info.Name, on, p, err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// Weighted prefix sums whose weights span 1e-181 to 2.25: the optimal
+// solver's fixed-point map has eigenvalues outside the floating-point
+// range, which Factorize reports as a *ParamError naming the workload (it
+// was a plain error naming no input; found by FuzzFactorize).
+func TestWorkloadSpreadNamed(t *testing.T) {
+	w, err := WeightedPrefix([]float64{2.25, -2.1496629170488755e-181, 5.286885401058808e-11})
+	require.NoError(t, err)
+	for _, s := range []Strategy{OptimalStrategy{}, SemisepStrategy{}} {
+		_, err = s.Factorize(context.Background(), w, SingleParticipation())
+		requireParamError(t, err, "workload")
+		assert.NotContains(t, err.Error(), "\n")
+	}
+}
+
+// Weighted prefix sums with weights 5, 4.3e-131, 1.4375: the loss-only
+// banded solver under min-separation reported a loss of 2.07 (the 75 of
+// the first weight's rows lost in cancellation), below the 27.07 =
+// sum_i A[i][i]^2 that every causal factorization's loss is at least
+// (|B[i][i]| = |A[i][i] / C[i][i]| >= |A[i][i]| for unit columns). It is
+// an error naming the workload now; with its factors formed the loss is
+// at least that bound (found by FuzzFactorize).
+func TestLossBelowDiagonalBoundRefused(t *testing.T) {
+	w, err := WeightedPrefix([]float64{5, 4.3458927724618324e-131, 1.4375})
+	require.NoError(t, err)
+	bound := 25 + 1.4375*1.4375
+	for _, lossOnly := range []bool{true, false} {
+		f, err := BandedStrategy{Bands: 3, LossOnly: lossOnly}.Factorize(context.Background(), w, MinSeparation(4, 1))
+		if err != nil {
+			requireParamError(t, err, "workload")
+			continue
+		}
+		assert.GreaterOrEqual(t, f.Metrics.Loss, bound, "loss-only %v", lossOnly)
+	}
 }

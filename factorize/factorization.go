@@ -258,11 +258,17 @@ func finish(strategy string, op Operator, w *Workload, b, c *mat.Dense) *Factori
 	}
 }
 
-// mustMetrics returns the single-participation metrics of b and c.
+// mustMetrics returns the single-participation metrics of b and c; +Inf
+// metrics where an entry of b or c is not finite (B = A C^{-1} overflowed
+// for a workload with entries near the top of the float64 range), which a
+// strategy's Factorize refuses (checkMetrics) with an error naming the
+// workload. Before, it panicked.
 func mustMetrics(b, c mat.Matrix) Metrics {
 	m, err := ComputeMetrics(b, c, SingleParticipation())
 	if err != nil {
-		panic(err) // single participation is valid for any number of rounds
+		inf := math.Inf(1)
+		r, _ := b.Dims()
+		return metricsFrom(r, inf, SingleParticipation(), Sensitivity{Value: inf, Rule: RuleColumnNorm}, inf, inf)
 	}
 	return m
 }

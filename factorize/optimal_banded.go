@@ -1639,7 +1639,7 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 	}
 	f := toeplitzScaled(StrategyBanded, w, tw, c, linalg.SeriesInverse(s, r), norm)
 	f.Operator = bandedOpOf(f.C, b)
-	return f.WithParticipation(part)
+	return f.checkedUnder(part)
 }
 
 // minSepMajorantSq returns the squared sensitivity bound of the
@@ -1778,7 +1778,7 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	f := toeplitzScaled(StrategyBLT, w, tw, c, d, ones)
 	p.Scale = ones
 	f.Operator = p
-	return f.WithParticipation(part)
+	return f.checkedUnder(part)
 }
 
 // bltMinSepChoose fits BLT under b-min-separation with kk participations at
@@ -1795,6 +1795,10 @@ func bltMinSepChoose(ctx context.Context, tw toeplitzWorkload, r, buffers, b, kk
 	if nb <= 0 {
 		return p, nil
 	}
+	// A separation b >= r allows one participation, as b = r does; the
+	// objective adds b to round indices (t + b < r), which overflowed for
+	// b near MaxInt.
+	b = min(b, r)
 	o := &bltObjective{tw: tw, minSep: true, b: b, kk: kk}
 	plain, err := fitBLTPlainLevels(ctx, tw, nb, func(c []float64) float64 { return minSepMajorantSq(c, b, kk) })
 	if err != nil {

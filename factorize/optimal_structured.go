@@ -275,9 +275,18 @@ func ratioRange(ref, v []float64) (rmin, rmax float64) {
 // spread of the multipliers itself leaves the floating-point range.
 func checkSpectrum(lo, hi float64) error {
 	if !(lo/2 > 0) || !(hi*2 < math.Inf(1)) || lo > hi {
-		return fmt.Errorf("factorize: numerical breakdown: the eigenvalues of the fixed-point map's matrix lie in [%g, %g], outside the floating-point range", lo, hi)
+		return &spectrumError{lo: lo, hi: hi}
 	}
 	return nil
+}
+
+// spectrumError is checkSpectrum's error: the spread of the workload's
+// entries leaves the floating-point range (a strategy's Factorize reports
+// it as a *ParamError naming the workload).
+type spectrumError struct{ lo, hi float64 }
+
+func (e *spectrumError) Error() string {
+	return fmt.Sprintf("factorize: numerical breakdown: the eigenvalues of the fixed-point map's matrix lie in [%g, %g], outside the floating-point range", e.lo, e.hi)
 }
 
 // setAccuracy sets the relative accuracy of the rational approximation

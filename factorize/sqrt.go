@@ -81,7 +81,7 @@ func (s SqrtStrategy) Spec() string { return specOf(s) }
 // Factorize returns the factorization with metrics under p.
 func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if s.LossOnly {
-		return sqrtLossOnly(ctx, s.Name(), w, p)
+		return checkedLossOnly(sqrtLossOnly(ctx, s.Name(), w, p))
 	}
 	if s.Normalized {
 		return under(ctx, w, p, true, func() (*Factorization, error) { return newSqrtNormalized(w) })

@@ -188,6 +188,28 @@ func TestWeightedPrefixMatrix(t *testing.T) {
 	}
 	_, err = WeightedPrefix([]float64{1, 0})
 	requireParamError(t, err, "weights[1]")
+	// A subnormal weight has no finite reciprocal, which A^{-1} holds:
+	// refused (it made Matrix NaN and IdentityStrategy panic).
+	_, err = WeightedPrefix([]float64{1, 1e300, -5e-324})
+	requireParamError(t, err, "weights[2]")
+	_, err = WeightedPrefix([]float64{1, 0x1p-1023})
+	requireParamError(t, err, "weights[1]")
+	// Nor has a weight above 2^1022 a normal reciprocal: A[0][0] =
+	// 1/(1/MaxFloat64) was +Inf.
+	for _, bad := range []float64{math.MaxFloat64, -0x1p1023, math.Inf(1), math.NaN()} {
+		_, err = WeightedPrefix([]float64{bad, 1})
+		requireParamError(t, err, "weights[0]")
+	}
+	w, err = WeightedPrefix([]float64{0x1p1022, -0x1p1022})
+	require.NoError(t, err)
+	assert.Equal(t, 0x1p1022, w.Matrix().At(1, 0))
+	w, err = WeightedPrefix([]float64{1e300, -0x1p-1022})
+	require.NoError(t, err)
+	for k, want := range []float64{1e300, 0, 1e300, -0x1p-1022} { // A[1][0] overflowed to +Inf
+		if got := w.Matrix().RawTriangular().Data[k]; math.Abs(got-want) > 1e-15*math.Abs(want) {
+			t.Errorf("weights {1e300, -2^-1022}: A entry %d = %v, want %v", k, got, want)
+		}
+	}
 }
 
 // A dense matrix whose inverse is banded is detected, so the optimal

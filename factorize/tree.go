@@ -63,7 +63,7 @@ func (s TreeStrategy) Spec() string { return specOf(s) }
 // Factorize returns the factorization with metrics under p.
 func (s TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
 	if s.LossOnly {
-		return treeLossOnly(ctx, w, p)
+		return checkedLossOnly(treeLossOnly(ctx, w, p))
 	}
 	return under(ctx, w, p, true, func() (*Factorization, error) { return newTree(w) })
 }

@@ -107,8 +107,11 @@ func Momentum(R int, beta float64) (*Workload, error) {
 // A[i][j] = weights[j] for j <= i: the model of SGD whose round-j step is
 // scaled by weights[j] (a learning-rate schedule). A = P W with P the
 // prefix-sum matrix, so A^{-1} = W^{-1} P^{-1} is bidiagonal and the optimal
-// factorization takes the structured path. Every weight must be finite and
-// nonzero; the slice is copied.
+// factorization takes the structured path. Every weight must have a
+// magnitude in [2^-1022, 2^1022] (about 2.2e-308 to 4.5e307), so that its
+// reciprocal, held in A^{-1}, is a normal float64 (a subnormal weight's
+// overflows, and a larger one's is subnormal, which loses its precision);
+// the slice is copied.
 func WeightedPrefix(weights []float64) (*Workload, error) {
 	r := len(weights)
 	if r < 1 {
@@ -118,8 +121,8 @@ func WeightedPrefix(weights []float64) (*Workload, error) {
 	inv := mat.NewTriBandDense(r, min(1, r-1), mat.Lower, nil)
 	var buf [8]byte
 	for i, w := range weights {
-		if w == 0 || math.IsNaN(w) || math.IsInf(w, 0) {
-			return nil, &ParamError{Param: fmt.Sprintf("weights[%d]", i), Value: w, Want: "a finite nonzero number"}
+		if !(math.Abs(w) >= 0x1p-1022 && math.Abs(w) <= 0x1p1022) {
+			return nil, &ParamError{Param: fmt.Sprintf("weights[%d]", i), Value: w, Want: "a number of magnitude in [2^-1022, 2^1022] (nonzero, with a normal reciprocal)"}
 		}
 		inv.SetTriBand(i, i, 1/w)
 		if i > 0 {
@@ -360,25 +363,26 @@ func (w *Workload) scaledBy(t float64) *Workload {
 }
 
 // denseFromInverseBand inverts a lower band matrix column by column by forward
-// substitution: O(R^2 k).
+// substitution: O(R^2 k). Each row is divided by its diagonal entry before
+// it is used, so that no intermediate overflows where A's entries do not:
+// for weighted prefix sums with weights 1e300 and 2^-1022, the product
+// l[i][i-1] col[i-1] = (w_j / w_i) before the division by l[i][i] = 1 / w_i
+// overflowed, although A[i][j] = w_j.
 func denseFromInverseBand(l *mat.TriBandDense) *mat.TriDense {
 	n, k, _ := l.TriBand()
 	a := mat.NewTriDense(n, mat.Lower, nil)
 	col := make([]float64, n)
 	for j := 0; j < n; j++ {
-		for i := range col {
-			col[i] = 0
-		}
-		for i := j; i < n; i++ {
+		col[j] = 1 / l.At(j, j)
+		a.SetTri(j, j, col[j])
+		for i := j + 1; i < n; i++ {
+			d := l.At(i, i)
 			s := 0.0
-			if i == j {
-				s = 1
-			}
 			for p := max(j, i-k); p < i; p++ {
-				s -= l.At(i, p) * col[p]
+				s -= l.At(i, p) / d * col[p]
 			}
-			col[i] = s / l.At(i, i)
-			a.SetTri(i, j, col[i])
+			col[i] = s
+			a.SetTri(i, j, s)
 		}
 	}
 	return a

@@ -16,7 +16,8 @@ var ErrExhausted = errors.New("mechanism: all rounds have been drawn")
 // construction (strategy, std, seed), never on scheduling.
 type Mechanism interface {
 	// Next writes the next round's noise vector into dst, which must have
-	// length Dim(), and advances the round. After the last round it returns
+	// length Dim() (another length is a bug in the calling program, and
+	// panics, as an index out of range would), and advances the round. After the last round it returns
 	// ErrExhausted and leaves dst unchanged. A round whose noise is not
 	// finite (std near the float64 maximum) is an *OverflowError: dst is
 	// zeroed, never filled with Inf or NaN.

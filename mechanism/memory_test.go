@@ -2,9 +2,14 @@ package mechanism
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpmf/dpmf/factorize"
 )
@@ -59,5 +64,148 @@ func TestMemoryAutoIsReported(t *testing.T) {
 	}
 	if _, _, ok := MemoryOf(m); ok || strings.Contains(m.(fmt.Stringer).String(), "regenerate") {
 		t.Errorf("tree: MemoryOf ok %v, String %q", ok, m.(fmt.Stringer).String())
+	}
+}
+
+// A hostile number of workers does not multiply New's allocation: each
+// worker holds a noise generator (about 500 bytes), and New made one per
+// block of 4096 coordinates up to WithWorkers, so that WithWorkers(2^20)
+// with a dimension of 2^40 allocated 0.5 GB and WithWorkers(math.MaxInt)
+// 2^28 generators, over 100 GB (found by FuzzMechanism). The identity
+// operator holds no state, so New must allocate almost nothing.
+func TestManyWorkersBounded(t *testing.T) {
+	w, err := factorize.Prefix(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1 << 20, math.MaxInt} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := New(id, maxDim, 1, WithWorkers(n), WithSeed(1)); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+			t.Errorf("New(identity, 2^40, WithWorkers(%d)) allocated %d bytes", n, got)
+		}
+	}
+}
+
+// WithStartRound replays the rounds before it without a vector of
+// dimension d and without the std: the Toeplitz operator of sqrt declares
+// no state vectors, so New accepted a dimension of 2^24 on a machine of 64
+// MiB and then allocated 128 MiB to replay (8 TiB at 2^40), and with a
+// std near the float64 maximum the replay by Next never advanced past the
+// first overflowing round, so that New never returned (found by
+// FuzzMechanism). The replayed stream's next round is the uninterrupted
+// one's, entry for entry.
+func TestStartRoundReplayBounded(t *testing.T) {
+	w, err := factorize.Prefix(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sqrt, err := factorize.SqrtStrategy{}.Factorize(ctx, w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func(f func() float64) { machineBytes = f }(machineBytes)
+		machineBytes = func() float64 { return 64 << 20 }
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := New(sqrt, 1<<24, 1, WithMemory(MemoryRegenerate), WithStartRound(1), WithSeed(1), WithWorkers(1)); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+			t.Errorf("New(sqrt, 2^24, WithStartRound(1)) allocated %d bytes", got)
+		}
+	}()
+	for _, name := range factorize.Strategies() {
+		s, err := factorize.ParseStrategy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := s.Factorize(ctx, w, factorize.SingleParticipation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			m, err := New(f, 64, math.MaxFloat64, WithStartRound(2), WithSeed(3))
+			if err == nil {
+				err = m.Next(make([]float64, 64))
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			var oe *OverflowError
+			if !errors.As(err, &oe) {
+				t.Errorf("%s: std MaxFloat64 from round 2: %v, want an *OverflowError", name, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: New with std MaxFloat64 and WithStartRound(2) did not return", name)
+		}
+		// From round 2 with std 1: round 2 of the uninterrupted stream.
+		whole, err := New(f, 9, 1, WithSeed(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resumed, err := New(f, 9, 1, WithSeed(3), WithStartRound(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, got := make([]float64, 9), make([]float64, 9)
+		for range 3 {
+			if err := whole.Next(want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := resumed.Next(got); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: round 2 resumed %v (%v), uninterrupted %v", name, got, err, want)
+		}
+	}
+}
+
+// MemoryAuto keeps past rows only where they fit in the machine: sqrt's
+// Toeplitz operator over 3 rounds at dimension 2^24 keeps 3 rows of 128
+// MiB, under DefaultKeepLimit but over a machine of 256 MiB, so it
+// regenerates them and says why; before, it kept them, which New's
+// memory check (made for MemoryKeep only) let through (found by
+// FuzzMechanism). An explicit MemoryKeep is refused there.
+func TestMemoryAutoWithinMachine(t *testing.T) {
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 256 << 20 }
+	w, err := factorize.Prefix(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(f, 1<<24, 1, WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode, auto, ok := MemoryOf(m); mode != MemoryRegenerate || !auto || !ok {
+		t.Errorf("MemoryOf = %v, %v, %v; want regenerate, chosen by MemoryAuto", mode, auto, ok)
+	}
+	if s := m.(fmt.Stringer).String(); !strings.Contains(s, "machine's memory") {
+		t.Errorf("String %q does not say why", s)
+	}
+	_, err = New(f, 1<<24, 1, WithSeed(1), WithMemory(MemoryKeep))
+	requireParam(t, err, "dim")
+	if m, err = New(f, 1<<20, 1, WithSeed(1)); err != nil {
+		t.Fatal(err)
+	}
+	if mode, auto, _ := MemoryOf(m); mode != MemoryKeep || auto {
+		t.Errorf("dimension 2^20: MemoryOf = %v, %v; want keep", mode, auto)
 	}
 }

@@ -85,25 +85,32 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	return s, nil
 }
 
-// useKeep decides the memory mode for a state of rows noise rows. auto is
-// set when MemoryAuto chose to regenerate because keeping would exceed
-// DefaultKeepLimit.
-func useKeep(cfg *config, rows, dim int) (keep, auto bool) {
+// useKeep decides the memory mode for a state of rows noise rows of
+// dimension dim beside states state vectors. auto is set when MemoryAuto
+// chose to regenerate because keeping would exceed DefaultKeepLimit, and
+// overMachine too when it would exceed the machine's memory
+// (machineBytes), which New checks only for MemoryKeep: before, MemoryAuto
+// kept rows of 400 MB on a machine of 256 MiB.
+func useKeep(cfg *config, rows, states, dim int) (keep, auto, overMachine bool) {
 	switch cfg.memory {
 	case MemoryKeep:
-		return true, false
+		return true, false, false
 	case MemoryRegenerate:
-		return false, false
+		return false, false, false
 	}
-	keep = int64(rows)*int64(dim)*8 <= DefaultKeepLimit
-	return keep, !keep
+	need := 8 * float64(rows) * float64(dim)
+	if have := machineBytes(); have > 0 && need+8*float64(states)*float64(dim) > have {
+		return false, true, true
+	}
+	keep = need <= DefaultKeepLimit
+	return keep, !keep, false
 }
 
 // MemoryOf reports how m gets the past noise rows it combines: it returns
 // MemoryKeep or MemoryRegenerate for the operators that read past rows
 // (dense, Toeplitz), with auto set when [MemoryAuto] chose
 // MemoryRegenerate because keeping the rows would take more than
-// [DefaultKeepLimit] (each round then redraws its past rows, much slower
+// [DefaultKeepLimit] or the machine's memory (each round then redraws its past rows, much slower
 // than keeping them: see docs/mechanisms.md). ok is false for the
 // operators that read no past rows (independent, tree, banded, BLT,
 // banded inverse, semiseparable).

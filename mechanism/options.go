@@ -12,8 +12,8 @@ type Memory int
 
 const (
 	// MemoryAuto keeps past rows when they fit in [DefaultKeepLimit]
-	// bytes, and regenerates them otherwise; that choice is visible in
-	// the mechanism's String and in [MemoryOf].
+	// bytes and in the machine's memory, and regenerates them otherwise;
+	// that choice is visible in the mechanism's String and in [MemoryOf].
 	MemoryAuto Memory = iota
 	// MemoryKeep stores every noise row once drawn: O(R d) memory and
 	// O(r d) multiply-adds in round r.
@@ -69,8 +69,13 @@ func WithKey(key [32]byte) Option {
 	return func(c *config) { c.key, c.seeded = key, true }
 }
 
+// maxWorkers is the most goroutines a stream uses (see [WithWorkers]).
+const maxWorkers = 1024
+
 // WithWorkers sets the number of goroutines that fill a round's vector
-// (default GOMAXPROCS). The output does not depend on it.
+// (default GOMAXPROCS), of which at most one per block of 4096 coordinates
+// and at most 1024 are used (each holds a noise generator and, once it
+// runs, a buffer of 32 KiB). The output does not depend on it.
 func WithWorkers(n int) Option {
 	return func(c *config) {
 		if n < 1 {

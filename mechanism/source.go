@@ -45,9 +45,10 @@ type gen struct {
 	cc  *rand.ChaCha8
 	rng *rand.Rand
 	in  [len(keyDomain) + 32 + 16]byte
-	// scratch and pastBuf are blocks of workspace (Scratch, and Past when
-	// regenerating), allocated on first use.
-	scratch, pastBuf []float64
+	// scratch, pastBuf and replay are blocks of workspace (Scratch, Past
+	// when regenerating, and the output of a replayed round), allocated on
+	// first use.
+	scratch, pastBuf, replay []float64
 	// past holds the stream's kept past rows (nil if it reads none).
 	past *pastRows
 }
@@ -57,6 +58,9 @@ type gen struct {
 // regenerated when read. Both give the same bits.
 type pastRows struct {
 	keep, auto bool
+	// overMachine is set when MemoryAuto regenerates because keeping the
+	// rows would exceed the machine's memory.
+	overMachine bool
 	// rows[j][b] is block b of noise row j, nil until first read (keep
 	// mode). Each block is only ever touched by the goroutine that
 	// computes that block of coordinates.
@@ -75,6 +79,15 @@ func (g *gen) Scratch(n int) []float64 {
 		g.scratch = make([]float64, blockLen)
 	}
 	return g.scratch[:n]
+}
+
+// replayBlock returns g's block of workspace for the output of a replayed
+// round (stream.start).
+func (g *gen) replayBlock() []float64 {
+	if g.replay == nil {
+		g.replay = make([]float64, blockLen)
+	}
+	return g.replay
 }
 
 // Past implements factorize.NoiseSource: the block is kept when first

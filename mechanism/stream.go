@@ -29,11 +29,11 @@ var _ Mechanism = (*stream)(nil)
 func newStream(op factorize.Operator, dim int, std float64, cfg *config) *stream {
 	src := &source{key: cfg.key}
 	nb := (dim + blockLen - 1) / blockLen
-	w := max(1, min(cfg.workers, nb))
+	w := max(1, min(cfg.workers, nb, maxWorkers))
 	var past *pastRows
 	if mem := op.Memory(); mem.PastRows > 0 {
-		keep, auto := useKeep(cfg, mem.PastRows, dim)
-		past = &pastRows{keep: keep, auto: auto}
+		keep, auto, over := useKeep(cfg, mem.PastRows, mem.States, dim)
+		past = &pastRows{keep: keep, auto: auto, overMachine: over}
 		if keep {
 			m := op.NoiseRows()
 			flat := make([][]float64, m*nb)
@@ -135,18 +135,29 @@ func (s *stream) forBlocks(fn func(g *gen, lo, hi int)) {
 
 // start moves the stream to round r: by the state's Seek if it has one,
 // else by replaying rounds 0..r-1.
+//
+// The replay runs block by block into a block of workspace per worker,
+// without the std: the state does not depend on it (Next scales a round's
+// output after the state's Block). Before, it replayed by Next into a
+// vector of dimension d, which the memory check did not count (8 TiB at d
+// = 2^40 for the Toeplitz operator, which declares no state vectors), and
+// which never advanced past a round whose noise overflowed (a std near
+// the float64 maximum: New never returned).
 func (s *stream) start(r int) {
 	if r == 0 {
 		return
 	}
+	s.round = r
+	if mem := s.op.Memory(); mem.States == 0 && mem.PastRows == 0 {
+		return // no state to set
+	}
 	if sk, ok := s.st.(factorize.Seeker); ok {
 		s.forBlocks(func(g *gen, lo, hi int) { sk.Seek(g, r, lo, hi-lo) })
-		s.round = r
 		return
 	}
-	scratch := make([]float64, s.dim)
-	for s.round < r {
-		_ = s.Next(scratch) // r <= R: never exhausted
+	for q := 0; q < r; q++ {
+		s.st.Prepare(q)
+		s.forBlocks(func(g *gen, lo, hi int) { s.st.Block(g, q, lo, g.replayBlock()[:hi-lo]) })
 	}
 }
 
@@ -180,6 +191,8 @@ func (s *stream) String() string {
 		return name
 	case s.past.keep:
 		return fmt.Sprintf("%s(keep)", name)
+	case s.past.overMachine:
+		return fmt.Sprintf("%s(regenerate: chosen by MemoryAuto, keeping the past rows would take more than this machine's memory)", name)
 	case s.past.auto:
 		return fmt.Sprintf("%s(regenerate: chosen by MemoryAuto, keeping the past rows would take more than %d GiB)", name, DefaultKeepLimit>>30)
 	}
