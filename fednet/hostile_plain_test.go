@@ -1,0 +1,606 @@
+package fednet
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
+	dpmodel "github.com/dpmf/dpmf/model"
+	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
+)
+
+// Hostile peers against a plain (non-secure) server without
+// authentication, over loopback gRPC: what the flood, limit and
+// rejection tests (flood_test.go, limits_test.go, TestRejectedUpdates)
+// leave out. hostile_secure_test.go does the same for secure rounds.
+
+// denseRun is newRun's run (correlated noise, seeded) with tau = 1 and
+// dimension d, on a dense data set that is cheap to make at large d.
+func denseRun(t *testing.T, n, R, d int) *run {
+	t.Helper()
+	r := newRun(t, n, R, 1, 3)
+	ds, err := dataset.NewDataset("dense", n, R, 1, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range ds.Features {
+		ds.Features[j] = float64(j%7) - 3
+	}
+	for j := range ds.Labels {
+		ds.Labels[j] = float64(2*(j%2) - 1)
+	}
+	r.d, r.data = d, ds
+	return r
+}
+
+// maxChunkValues is the most values an UpdateChunk of dimension dim can
+// carry within MaxMsgSize, with every header field at its widest: the
+// largest message the server accepts, worked out from the wire encoding.
+func maxChunkValues(dim int) int {
+	size := func(k int) int {
+		return proto.Size(&flv1.UpdateChunk{Learner: math.MaxInt32, Round: math.MinInt32, Dim: int32(dim), Offset: math.MaxInt32, Values: make([]float64, k)})
+	}
+	k := MaxMsgSize / 8
+	for size(k) > MaxMsgSize {
+		k--
+	}
+	return k
+}
+
+// splitChunks cuts x into chunks of at most k values with the given header.
+func splitChunks(learner, round, dim, k int, x []float64) []*flv1.UpdateChunk {
+	var cs []*flv1.UpdateChunk
+	for off := 0; off < len(x); off += k {
+		cs = append(cs, &flv1.UpdateChunk{Learner: int32(learner), Round: int32(round), Dim: int32(dim), Offset: int32(off), Values: x[off:min(off+k, len(x))]})
+	}
+	return cs
+}
+
+// preencoded is a message sent as the bytes it was encoded to once, so
+// that a hostile peer in the test's own process costs the heap nothing a
+// call: what the heap measures is then the server's.
+type preencoded []byte
+
+// rawCodec sends preencoded messages as they are and everything else as
+// gRPC's proto codec does.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if b, ok := v.(preencoded); ok {
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	return encoding.GetCodecV2(rawCodec{}.Name()).Marshal(v)
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return encoding.GetCodecV2(rawCodec{}.Name()).Unmarshal(data, v)
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+// encodeChunks encodes each chunk once.
+func encodeChunks(t *testing.T, cs []*flv1.UpdateChunk) []preencoded {
+	t.Helper()
+	out := make([]preencoded, len(cs))
+	for j, c := range cs {
+		b, err := proto.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[j] = b
+	}
+	return out
+}
+
+// sendEncoded streams an update of preencoded chunks and returns the
+// server's status.
+func sendEncoded(cl flv1.FederationClient, chunks []preencoded) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cl.SubmitUpdate(ctx, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		if err := st.SendMsg(c); err != nil {
+			break
+		}
+	}
+	_, err = st.CloseAndRecv()
+	return err
+}
+
+// A peer that claims the absent learner 2 sends, from 32 goroutines on 4
+// connections and for the whole run, uploads in the largest messages the
+// limit allows: whole updates with a NaN or an Inf in their last entry,
+// or of norm far over tau B_g (refused only once every value is in),
+// updates for a round far in the future or in the past, and updates of
+// the wrong dimension (each encoded once, so that the peer itself, in
+// this process, allocates next to nothing a call). Every one is refused with its reason, never
+// aggregated: the two honest learners' run releases the models of the
+// simulation without learner 2 bit for bit (noise included), every entry
+// finite. While only the hostile peer runs, the peak heap of the test
+// process grows by at most what the limits allow: MaxUploadsPerLearner
+// whole updates (8 d bytes each) held by the uploads of learner 2, one
+// message being decoded (raw and decoded, 2 MaxMsgSize) for each of the
+// MaxUploads calls in progress, 16 MiB for the rest (gRPC's buffers and
+// windows, the server's model and noise state), and what the garbage
+// collector leaves between its runs. A server without the call limits
+// would hold a whole update for each of the peer's 32 calls. After the peer stops,
+// the heap and the goroutines come back to what they were.
+func TestPlainHostileUploads(t *testing.T) {
+	const (
+		n, R, d    = 3, 2, 1 << 18 // an update is 2 MiB: three of the largest messages
+		hostile    = 2
+		goroutines = 32 // on 4 connections: at most 64 calls in progress, far more than the limits
+		conns      = 4
+	)
+	r := denseRun(t, n, R, d)
+	want := r.simulate(t, func(i, k int) bool { return i == hostile })
+	var log testutil.SyncBuffer
+	opt := r.options(t.TempDir(), &log)
+	opt.MinLearners, opt.QuorumGrace, opt.Linger = 2, 300*time.Millisecond, 100*time.Millisecond
+	opt.CallTimeout = 5 * time.Second
+	if raceEnabled {
+		opt.RoundTimeout = 60 * time.Second
+	}
+	srv, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := maxChunkValues(d)
+	if k < d/3 || k*8 > MaxMsgSize {
+		t.Fatalf("the largest message carries %d values, want about MaxMsgSize/8 = %d", k, MaxMsgSize/8)
+	}
+	nan, inf, big := make([]float64, d), make([]float64, d), make([]float64, d)
+	nan[d-1], inf[d-1] = math.NaN(), math.Inf(-1)
+	for j := range big {
+		big[j] = 1 // norm sqrt(d) = 512, tau B_g = 1
+	}
+	// Each attack is encoded once for each round it may be sent in.
+	type attack struct {
+		name   string
+		chunks [R + 1][]preencoded // by open round
+		code   codes.Code
+		reason string
+	}
+	attacks := []attack{
+		{name: "a NaN in the last entry", code: codes.InvalidArgument, reason: "is NaN"},
+		{name: "an Inf in the last entry", code: codes.InvalidArgument, reason: "is -Inf"},
+		{name: "norm 512", code: codes.InvalidArgument, reason: "norm"},
+		{name: "round 2^30", code: codes.FailedPrecondition, reason: "update for round 1073741824"},
+		{name: "a past round", code: codes.FailedPrecondition, reason: "update for round"},
+		{name: "dimension d+1", code: codes.InvalidArgument, reason: "dimension 262145"},
+	}
+	for open := range R + 1 {
+		for j, cs := range [][]*flv1.UpdateChunk{
+			splitChunks(hostile, open, d, k, nan),
+			splitChunks(hostile, open, d, k, inf),
+			splitChunks(hostile, open, d, k, big),
+			splitChunks(hostile, 1<<30, d, k, big),
+			splitChunks(hostile, open-1, d, k, big),
+			splitChunks(hostile, open, d+1, k, big[:k]),
+		} {
+			attacks[j].chunks[open] = encodeChunks(t, cs)
+		}
+	}
+	nan, inf, big = nil, nil, nil
+
+	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap in use then follows what is live
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	goBefore := runtime.NumGoroutine()
+	peak := heapPeak()
+
+	s := serveServer(t, srv)
+	clients := make([]flv1.FederationClient, conns)
+	ccs := make([]*grpc.ClientConn, conns)
+	for c := range clients {
+		if ccs[c], err = grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+			t.Fatal(err)
+		}
+		clients[c] = flv1.NewFederationClient(ccs[c])
+	}
+	ctx, stopFlood := context.WithCancel(context.Background())
+	var (
+		flood    sync.WaitGroup
+		mu       sync.Mutex
+		refusals = make([]int, len(attacks)) // calls refused with the attack's own reason
+		limited  atomic.Int64                // refused with ResourceExhausted
+	)
+	for g := range goroutines {
+		cl := clients[g%conns]
+		flood.Go(func() {
+			for j := g; ctx.Err() == nil; j++ {
+				a := attacks[j%len(attacks)]
+				open, _ := s.srv.Round()
+				err := sendEncoded(cl, a.chunks[open])
+				switch code := status.Code(err); {
+				case code == codes.OK:
+					t.Errorf("%s: accepted", a.name)
+				case code == a.code && strings.Contains(status.Convert(err).Message(), a.reason):
+					mu.Lock()
+					refusals[j%len(attacks)]++
+					mu.Unlock()
+				case code == codes.ResourceExhausted:
+					limited.Add(1)
+				case code == codes.FailedPrecondition || code == codes.Canceled || code == codes.Unavailable || code == codes.DeadlineExceeded:
+					// The round moved on while the upload was sent, the
+					// run ended, or a loaded machine.
+				default:
+					t.Errorf("%s: %v, want %v containing %q, or a refusal by the call limits or the round", a.name, err, a.code, a.reason)
+				}
+			}
+		})
+	}
+
+	// The hostile peer alone, long enough for each goroutine to send
+	// every attack more than once.
+	time.Sleep(3 * time.Second)
+	p, _ := peak()
+	growth := int64(p) - int64(before.HeapInuse)
+	// The garbage collector runs when the heap has grown by 10% of what
+	// is live (SetGCPercent(10)): that much more may be seen at a peak.
+	bound := int64(DefaultCallsPerLearner*8*d+n*DefaultCallsPerLearner*2*MaxMsgSize+16<<20) + int64(p)/10
+	t.Logf("the hostile peer alone for 3 s: heap in use %d MiB before, peak %d MiB (+%d MiB, bound %d MiB)", before.HeapInuse>>20, p>>20, growth>>20, bound>>20)
+	if growth > bound {
+		t.Errorf("peak heap grew by %d MiB under the hostile uploads, want at most %d MiB", growth>>20, bound>>20)
+	}
+
+	finals, errs := runLearners(t, r, s.addr, []int{0, 1}, nil)
+	stopFlood()
+	flood.Wait()
+	for i, err := range errs {
+		if err != nil {
+			l := log.String()
+			t.Fatalf("honest learner %d: %v; log ends %s", i, err, l[max(0, len(l)-2000):])
+		}
+		if !testutil.SameBits(finals[i], want[R]) {
+			t.Fatalf("honest learner %d: final model differs from the run without learner 2", i)
+		}
+	}
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	got := readRounds(t, opt.Dir, R)
+	for k, x := range got {
+		if !finite(x) {
+			t.Fatalf("x^%d has a non-finite entry", k)
+		}
+	}
+	requireSameModels(t, got, want)
+	for j, a := range attacks {
+		t.Logf("%s: refused %d times with its reason", a.name, refusals[j])
+		if refusals[j] == 0 {
+			t.Errorf("%s: never refused with %v %q (only by the call limits?)", a.name, a.code, a.reason)
+		}
+	}
+	t.Logf("%d calls refused by the call limits", limited.Load())
+
+	// Nothing of the refused uploads is left once the calls have ended.
+	finals, got = nil, nil
+	s.stop()
+	for _, cc := range ccs {
+		cc.Close()
+	}
+	if !eventually(func() bool { return runtime.NumGoroutine() <= goBefore+4 }) {
+		t.Errorf("%d goroutines after the run, %d before", runtime.NumGoroutine(), goBefore)
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	// What stays: the honest run's data, models and noise (a few
+	// vectors of d values); not the hundreds of refused updates.
+	if g := int64(after.HeapInuse) - int64(before.HeapInuse); g > 8<<20 {
+		t.Errorf("heap in use grew by %d MiB over the run and stayed, want at most 8 MiB", g>>20)
+	}
+}
+
+// Connections that open and never send (not even HTTP/2's preface), and
+// gRPC connections that complete their handshake and make no call, hold
+// no call slot: two honest learners run beside 256 + 32 of them and
+// release the simulation's models bit for bit. They are not bounded by
+// the server (docs/distributed.md: limit them at the listener), but each
+// costs a bounded amount: the heap grows by at most 160 KiB per
+// connection (gRPC's 32 KiB read and write buffers on the server's side,
+// and for the gRPC connections the same again on the client's, in this
+// process).
+func TestPlainIdleConnections(t *testing.T) {
+	const (
+		raw, idle = 256, 32
+		perConn   = 160 << 10
+	)
+	r := newRun(t, 2, 2, 1, 3)
+	want := r.simulate(t, nil)
+	opt := r.options(t.TempDir(), nil)
+	opt.Linger = 100 * time.Millisecond
+	srv, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serveServer(t, srv)
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range raw {
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for range idle {
+		cc, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		cc.Connect()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for st := cc.GetState(); st != connectivity.Ready; st = cc.GetState() {
+			if !cc.WaitForStateChange(ctx, st) {
+				t.Fatalf("an idle gRPC connection did not become ready: %v", st)
+			}
+		}
+		cancel()
+	}
+	// The server has taken every raw connection once its goroutines for
+	// them are running: wait for the heap to settle.
+	time.Sleep(500 * time.Millisecond)
+	runtime.GC()
+	var held runtime.MemStats
+	runtime.ReadMemStats(&held)
+	growth := int64(held.HeapInuse+held.StackInuse) - int64(before.HeapInuse+before.StackInuse)
+	t.Logf("%d silent and %d idle gRPC connections: heap and stacks +%d KiB (%d KiB a connection; bound %d KiB a connection)",
+		raw, idle, growth>>10, growth/(raw+idle)>>10, perConn>>10)
+	if growth > (raw+idle)*perConn {
+		t.Errorf("heap grew by %d KiB for %d connections, want at most %d KiB each", growth>>10, raw+idle, perConn>>10)
+	}
+	finals, errs := runLearners(t, r, s.addr, []int{0, 1}, nil)
+	requireNoErrors(t, errs)
+	for i := range finals {
+		if !testutil.SameBits(finals[i], want[r.R]) {
+			t.Fatalf("learner %d: final model differs from the simulation", i)
+		}
+	}
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
+}
+
+// Learner 0's identity claimed by three connections at once (no
+// authentication): two uploads of different valid updates for round 0
+// are in progress together (both past their first chunk), a third is
+// refused by the per-learner limit. Exactly one of the two is taken, the
+// other answered AlreadyExists, and round 0 releases what the taken
+// update, learner 1's and the noise give (fedopt's server on the same
+// updates and key), counted once.
+func TestPlainIdentityClaimedTwice(t *testing.T) {
+	r := newRun(t, 2, 1, 1, 3)
+	opt := r.options(t.TempDir(), nil)
+	opt.Linger = 100 * time.Millisecond
+	s := serve(t, opt, nil)
+	updates := make([][]float64, 2)
+	for i := range updates {
+		l, err := fedopt.NewLearner(dpmodel.Logistic{}, r.data.Stream(i), r.cfg, r.tau, r.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		updates[i] = make([]float64, r.d)
+		if err := l.Update(updates[i], 0, make([]float64, r.d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims := [][]float64{updates[0], {0.25, -0.25, 0.5}} // the honest update and an impostor's
+	streams := make([]grpc.ClientStreamingClient[flv1.UpdateChunk, flv1.SubmitResponse], 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for c := range streams {
+		st, err := rawClient(t, s.addr).SubmitUpdate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Send(&flv1.UpdateChunk{Learner: 0, Dim: 3, Values: claims[c][:1]}); err != nil {
+			t.Fatal(err)
+		}
+		streams[c] = st
+	}
+	if !eventually(func() bool { return s.srv.uploads.inUse() == 2 }) {
+		t.Fatal("the two uploads of learner 0 are not in progress together")
+	}
+	err := sendUpdate(rawClient(t, s.addr), &flv1.UpdateChunk{Learner: 0, Dim: 3, Values: updates[0]})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "learner 0 has 2 uploads in progress") {
+		t.Errorf("a third upload of learner 0: %v, want ResourceExhausted naming the per-learner limit", err)
+	}
+	answers := make([]error, 2)
+	var wg sync.WaitGroup
+	for c, st := range streams {
+		wg.Go(func() {
+			if err := st.Send(&flv1.UpdateChunk{Learner: 0, Dim: 3, Offset: 1, Values: claims[c][1:]}); err != nil {
+				answers[c] = err
+				return
+			}
+			_, answers[c] = st.CloseAndRecv()
+		})
+	}
+	wg.Wait()
+	taken := -1
+	for c, err := range answers {
+		switch status.Code(err) {
+		case codes.OK:
+			if taken >= 0 {
+				t.Fatal("both uploads of learner 0 for round 0 were taken")
+			}
+			taken = c
+		case codes.AlreadyExists:
+		default:
+			t.Fatalf("upload %d of learner 0: %v, want OK or AlreadyExists", c, err)
+		}
+	}
+	if taken < 0 {
+		t.Fatalf("neither upload of learner 0 was taken: %v", answers)
+	}
+	if err := sendUpdate(rawClient(t, s.addr), &flv1.UpdateChunk{Learner: 1, Dim: 3, Values: updates[1]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.noise(0, *r.key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := fedopt.NewServer(r.cfg, r.shape(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := core.Release([][]float64{claims[taken], updates[1]}); err != nil {
+		t.Fatal(err)
+	}
+	got := readRounds(t, opt.Dir, 1)
+	if !testutil.SameBits(got[1], core.Model()) {
+		t.Fatalf("x^1 = %v, want %v: upload %d of learner 0 counted once, learner 1's and the noise", got[1], core.Model(), taken)
+	}
+}
+
+// A learner that submitted for round 0 polls GetModel for round 1, which
+// never comes (learner 1 never submits, MinLearners = 2), from 8
+// goroutines on 2 connections. At most MaxModelStreamsPerLearner of its
+// polls are in progress at any time, the rest are refused with
+// ResourceExhausted, each waiting one ends after MaxWait with
+// DeadlineExceeded; the round times out and Run stops with
+// ErrTooFewLearners without releasing round 1; then every poll is
+// answered Unavailable at once, and once they stop the goroutines come
+// back to what they were.
+func TestPlainPollForARoundThatNeverComes(t *testing.T) {
+	const pollers = 8
+	r := newRun(t, 2, 2, 1, 3)
+	opt := r.options(t.TempDir(), nil)
+	opt.RoundTimeout, opt.MaxWait = 2*time.Second, 200*time.Millisecond
+	srv, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serveServer(t, srv)
+	l, err := fedopt.NewLearner(dpmodel.Logistic{}, r.data.Stream(0), r.cfg, r.tau, r.d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := make([]float64, r.d)
+	if err := l.Update(u, 0, make([]float64, r.d)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sendUpdate(rawClient(t, s.addr), &flv1.UpdateChunk{Learner: 0, Dim: 3, Values: u}); err != nil {
+		t.Fatal(err)
+	}
+	clients := []flv1.FederationClient{rawClient(t, s.addr), rawClient(t, s.addr)}
+	for _, cl := range clients { // connect them before counting goroutines
+		if _, err := cl.Join(context.Background(), &flv1.JoinRequest{ProtocolVersion: Protocol, Learner: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goBefore := runtime.NumGoroutine()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var (
+		polls   sync.WaitGroup
+		mu      sync.Mutex
+		codesOf = map[codes.Code]int{}
+		stopped atomic.Bool // Run has returned
+		slow    atomic.Int64
+	)
+	for g := range pollers {
+		cl := clients[g%2]
+		polls.Go(func() {
+			for ctx.Err() == nil {
+				after := stopped.Load()
+				start := time.Now()
+				st, err := cl.GetModel(ctx, &flv1.GetModelRequest{Learner: 0})
+				if err == nil {
+					_, err = st.Recv()
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				code := status.Code(err)
+				// After Run returned: Unavailable, or refused by the
+				// limit beside a poll being answered so; never a wait.
+				if after && (code != codes.Unavailable && code != codes.ResourceExhausted || time.Since(start) > opt.MaxWait) {
+					slow.Add(1)
+				}
+				if code == codes.OK {
+					t.Errorf("a poll for round 1 got a model: %v", err)
+				}
+				mu.Lock()
+				codesOf[code]++
+				mu.Unlock()
+			}
+		})
+	}
+	var most atomic.Int64
+	sampling := make(chan struct{})
+	go func() {
+		defer close(sampling)
+		for ctx.Err() == nil {
+			if n := int64(s.srv.streams.inUse()); n > most.Load() {
+				most.Store(n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var runErr error
+	select {
+	case runErr = <-s.errc:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not stop after the round timeout")
+	}
+	if !errors.Is(runErr, ErrTooFewLearners) {
+		t.Errorf("Run: %v, want ErrTooFewLearners", runErr)
+	}
+	stopped.Store(true)
+	time.Sleep(500 * time.Millisecond) // polls after Run returned
+	stop()
+	polls.Wait()
+	<-sampling
+	t.Logf("poll answers %v; at most %d model streams in progress", codesOf, most.Load())
+	if m := most.Load(); m > DefaultCallsPerLearner {
+		t.Errorf("%d model streams of learner 0 in progress at once, want at most %d", m, DefaultCallsPerLearner)
+	}
+	for _, c := range []codes.Code{codes.ResourceExhausted, codes.DeadlineExceeded, codes.Unavailable} {
+		if codesOf[c] == 0 {
+			t.Errorf("no poll was answered %v", c)
+		}
+	}
+	if n := slow.Load(); n > 0 {
+		t.Errorf("%d polls after Run returned were not answered Unavailable within MaxWait", n)
+	}
+	if _, err := ReadRound(opt.Dir, 1); err == nil {
+		t.Error("round 1 was released")
+	}
+	if !eventually(func() bool { return runtime.NumGoroutine() <= goBefore }) {
+		t.Errorf("%d goroutines after the polls, %d before", runtime.NumGoroutine(), goBefore)
+	}
+}
