@@ -1,7 +1,9 @@
 package fednet
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math"
 	"net"
@@ -13,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -602,5 +606,145 @@ func TestPlainPollForARoundThatNeverComes(t *testing.T) {
 	}
 	if !eventually(func() bool { return runtime.NumGoroutine() <= goBefore }) {
 		t.Errorf("%d goroutines after the polls, %d before", runtime.NumGoroutine(), goBefore)
+	}
+}
+
+// rawStream opens stream id on fr, an HTTP/2 connection to the server,
+// with the header block hdr, and sends msg (a gRPC message, nil for none)
+// without ending the stream.
+func rawStream(fr *http2.Framer, id uint32, hdr []byte, msg []byte) error {
+	const frame = 1 << 14 // HTTP/2's default largest frame
+	first := hdr[:min(frame, len(hdr))]
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(first) == len(hdr)}); err != nil {
+		return err
+	}
+	for off := len(first); off < len(hdr); off += frame {
+		end := min(off+frame, len(hdr))
+		if err := fr.WriteContinuation(id, end == len(hdr), hdr[off:end]); err != nil {
+			return err
+		}
+	}
+	if msg == nil {
+		return nil
+	}
+	framed := append([]byte{0, 0, 0, 0, 0}, msg...) // uncompressed, then the length
+	binary.BigEndian.PutUint32(framed[1:], uint32(len(msg)))
+	return fr.WriteData(id, false, framed)
+}
+
+// callHeaders is the hpack block of a call of method with an extra
+// header of size bytes, every field "never indexed", so that the block
+// does not depend on the connection's state and one copy serves every
+// stream.
+func callHeaders(t *testing.T, method string, size int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := hpack.NewEncoder(&b)
+	for _, f := range [][2]string{
+		{":method", "POST"}, {":scheme", "http"}, {":path", "/" + flv1.Federation_ServiceDesc.ServiceName + "/" + method},
+		{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"},
+		{"x-pad", strings.Repeat("{", size)},
+	} {
+		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1], Sensitive: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
+}
+
+// A peer that sends calls with 8 MiB of headers each (HTTP/2 allows a
+// peer to send any size; gRPC's default limit is 16 MiB a call), on 4
+// connections of 16 streams: model streams of learners 0 and 1, which
+// wait for a round that learner 2 holds up, and uploads that send
+// nothing, which wait for their first chunk. Each such call the limits
+// let in would hold its headers for MaxWait or CallTimeout, and each
+// connection its decoder's buffer: about 100 MiB. The server takes
+// headers of at most MaxHeaderListSize bytes (ServerOptionsGRPC), and
+// drops the calls and connections that send more before it holds them:
+// the heap grows by at most MaxHeaderListSize for each call the limits
+// let in, 64 KiB for each connection, and 8 MiB for the rest.
+func TestPlainHugeHeaders(t *testing.T) {
+	const (
+		conns, streams = 4, MaxStreamsPerConn
+		pad            = 8 << 20
+	)
+	r := newRun(t, 3, 1, 1, 3)
+	opt := r.options(t.TempDir(), nil)
+	opt.MaxWait, opt.CallTimeout = 3*time.Second, 3*time.Second
+	s := serve(t, opt, nil)
+	for i := range 2 { // learners 0 and 1 submit; their model streams wait
+		if err := sendUpdate(rawClient(t, s.addr), &flv1.UpdateChunk{Learner: int32(i), Dim: 3, Values: []float64{0, 0, 0}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := callHeaders(t, "GetModel", pad)
+	upload := callHeaders(t, "SubmitUpdate", pad)
+	requests := make([][]byte, 2)
+	for i := range requests {
+		b, err := proto.Marshal(&flv1.GetModelRequest{Learner: int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		requests[i] = b
+	}
+
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := heapPeak()
+	var wg sync.WaitGroup
+	for c := range conns {
+		nc, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		wg.Go(func() {
+			fr := http2.NewFramer(nc, nc)
+			go func() { // the server's frames: drained, never answered
+				for {
+					if _, err := fr.ReadFrame(); err != nil {
+						return
+					}
+				}
+			}()
+			if _, err := nc.Write([]byte(http2.ClientPreface)); err != nil {
+				return
+			}
+			if err := fr.WriteSettings(); err != nil {
+				return
+			}
+			for k := range streams {
+				id := uint32(2*k + 1)
+				var err error
+				if k%2 == 0 {
+					err = rawStream(fr, id, model, requests[(c+k/2)%2])
+				} else {
+					err = rawStream(fr, id, upload, nil)
+				}
+				if err != nil {
+					return // the server closed the connection
+				}
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(time.Second) // the calls let in are waiting
+	p, _ := peak()
+	growth := int64(p) - int64(before.HeapInuse)
+	held := 2*DefaultCallsPerLearner + 3*DefaultCallsPerLearner // the model streams of learners 0 and 1, MaxUploads
+	bound := int64(held*MaxHeaderListSize+conns*64<<10+8<<20) + int64(p)/10
+	t.Logf("%d connections of %d calls with %d MiB of headers each: heap in use %d MiB before, peak %d MiB (+%d MiB, bound %d MiB)",
+		conns, streams, pad>>20, before.HeapInuse>>20, p>>20, growth>>20, bound>>20)
+	if growth > bound {
+		t.Errorf("peak heap grew by %d MiB under calls with huge headers, want at most %d MiB", growth>>20, bound>>20)
+	}
+	// The server goes on: learner 2 completes the round.
+	if err := sendUpdate(rawClient(t, s.addr), &flv1.UpdateChunk{Learner: 2, Dim: 3, Values: []float64{0, 0, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(func() bool { r, _ := s.srv.Round(); return r == 1 }) {
+		t.Error("round 0 was not released after the huge headers")
 	}
 }
