@@ -407,6 +407,13 @@ func TestPlainIdleConnections(t *testing.T) {
 	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
 }
 
+// ofLearner returns the slots learner i has taken.
+func (l *slots) ofLearner(i int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.perLearner[i]
+}
+
 // Learner 0's identity claimed by three connections at once (no
 // authentication): two uploads of different valid updates for round 0
 // are in progress together (both past their first chunk), a third is
@@ -444,7 +451,7 @@ func TestPlainIdentityClaimedTwice(t *testing.T) {
 		}
 		streams[c] = st
 	}
-	if !eventually(func() bool { return s.srv.uploads.inUse() == 2 }) {
+	if !eventually(func() bool { return s.srv.uploads.ofLearner(0) == 2 }) {
 		t.Fatal("the two uploads of learner 0 are not in progress together")
 	}
 	err := sendUpdate(rawClient(t, s.addr), &flv1.UpdateChunk{Learner: 0, Dim: 3, Values: updates[0]})
