@@ -522,7 +522,7 @@ func TestPlainPollForARoundThatNeverComes(t *testing.T) {
 	const pollers = 8
 	r := newRun(t, 2, 2, 1, 3)
 	opt := r.options(t.TempDir(), nil)
-	opt.RoundTimeout, opt.MaxWait = 2*time.Second, 200*time.Millisecond
+	opt.RoundTimeout, opt.MaxWait = 3*time.Second, time.Second
 	srv, err := NewServer(opt)
 	if err != nil {
 		t.Fatal(err)
