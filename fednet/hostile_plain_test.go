@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dpmf/dpmf/dataset"
@@ -766,5 +767,194 @@ func TestPlainHugeHeaders(t *testing.T) {
 	}
 	if !eventually(func() bool { r, _ := s.srv.Round(); return r == 1 }) {
 		t.Error("round 0 was not released after the huge headers")
+	}
+}
+
+// h2peer is a raw HTTP/2 client connection that keeps to the server's
+// flow control (the server closes a connection that does not), and
+// sends whatever its caller asks, however un-gRPC-like.
+type h2peer struct {
+	fr  *http2.Framer
+	wmu sync.Mutex // guards writes on fr
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	conn    int64            // the connection's send window
+	streams map[uint32]int64 // each stream's send window; negative: reset
+	initial int64            // the window a new stream starts with
+	dead    bool
+}
+
+// dialH2 connects an h2peer to addr (closed when the test ends).
+func dialH2(t *testing.T, addr string) *h2peer {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	const window = 65535 // HTTP/2's initial windows
+	p := &h2peer{fr: http2.NewFramer(nc, nc), conn: window, initial: window, streams: map[uint32]int64{}}
+	p.cond = sync.NewCond(&p.mu)
+	if _, err := nc.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	go p.read()
+	return p
+}
+
+// read takes the server's frames: window updates, settings (acked) and
+// resets; it ends when the connection does.
+func (p *h2peer) read() {
+	for {
+		f, err := p.fr.ReadFrame()
+		p.mu.Lock()
+		switch f := f.(type) {
+		case nil:
+			p.dead = true
+		case *http2.WindowUpdateFrame:
+			if f.StreamID == 0 {
+				p.conn += int64(f.Increment)
+			} else {
+				p.streams[f.StreamID] += int64(f.Increment)
+			}
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
+					for id := range p.streams {
+						p.streams[id] += int64(v) - p.initial
+					}
+					p.initial = int64(v)
+				}
+				p.wmu.Lock()
+				p.fr.WriteSettingsAck()
+				p.wmu.Unlock()
+			}
+		case *http2.RSTStreamFrame:
+			p.streams[f.StreamID] = math.MinInt64 / 2
+		}
+		p.cond.Broadcast()
+		p.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// send opens stream id with the header block hdr and sends msg as one
+// gRPC message within the windows, without ending the stream; it
+// reports whether all of it went out.
+func (p *h2peer) send(id uint32, hdr, msg []byte) bool {
+	p.mu.Lock()
+	p.streams[id] = p.initial
+	p.mu.Unlock()
+	p.wmu.Lock()
+	err := rawStream(p.fr, id, hdr, nil)
+	p.wmu.Unlock()
+	if err != nil {
+		return false
+	}
+	framed := append([]byte{0, 0, 0, 0, 0}, msg...) // uncompressed, then the length
+	binary.BigEndian.PutUint32(framed[1:], uint32(len(msg)))
+	for len(framed) > 0 {
+		p.mu.Lock()
+		for !p.dead && p.streams[id] >= 0 && (p.conn <= 0 || p.streams[id] == 0) {
+			p.cond.Wait()
+		}
+		if p.dead || p.streams[id] < 0 {
+			p.mu.Unlock()
+			return false
+		}
+		n := min(int64(len(framed)), p.conn, p.streams[id], 1<<14)
+		p.conn -= n
+		p.streams[id] -= n
+		p.mu.Unlock()
+		p.wmu.Lock()
+		err := p.fr.WriteData(id, false, framed[:n])
+		p.wmu.Unlock()
+		if err != nil {
+			return false
+		}
+		framed = framed[n:]
+	}
+	return true
+}
+
+// A peer sends GetModel requests padded to the message limit (an unknown
+// field of almost 1 MiB, which the decoder keeps) on 4 connections of 16
+// streams, and never ends the streams. gRPC hands a call with a single
+// request to the server only once the stream has ended (to check that
+// no second request follows), so these calls never reach the server's
+// code: they take no call slot, no CallTimeout or MaxWait ends them, and
+// two honest learners run beside them to the simulation's models bit for
+// bit. Each holds its request until the peer closes the connection: the
+// heap grows by at most MaxStreamsPerConn x MaxMsgSize (16 MiB) for each
+// connection, plus 8 MiB (measured: about 68 MiB for the 4). Join and
+// SecAgg requests behave the same. What bounds them is the number of
+// connections, which the server does not (docs/distributed.md).
+func TestPlainHalfOpenRequests(t *testing.T) {
+	const conns = 4
+	r := newRun(t, 2, 2, 1, 3)
+	want := r.simulate(t, nil)
+	opt := r.options(t.TempDir(), nil)
+	opt.Linger = 100 * time.Millisecond
+	s := serve(t, opt, nil)
+	hdr := callHeaders(t, "GetModel", 0)
+	req, err := proto.Marshal(&flv1.GetModelRequest{Learner: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req = protowire.AppendTag(req, 1000, protowire.BytesType)
+	req = protowire.AppendBytes(req, make([]byte, MaxMsgSize-64))
+
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var (
+		wg   sync.WaitGroup
+		sent atomic.Int64
+	)
+	for range conns {
+		p := dialH2(t, s.addr)
+		wg.Go(func() {
+			for k := range MaxStreamsPerConn {
+				if p.send(uint32(2*k+1), hdr, req) {
+					sent.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := sent.Load(); n != conns*MaxStreamsPerConn {
+		t.Fatalf("%d of %d padded requests went out", n, conns*MaxStreamsPerConn)
+	}
+	time.Sleep(500 * time.Millisecond) // the server has decoded them
+	if n := s.srv.streams.inUse(); n != 0 {
+		t.Errorf("%d model streams in progress for requests that never ended", n)
+	}
+	finals, errs := runLearners(t, r, s.addr, []int{0, 1}, nil)
+	requireNoErrors(t, errs)
+	for i := range finals {
+		if !testutil.SameBits(finals[i], want[r.R]) {
+			t.Fatalf("learner %d: final model differs from the simulation", i)
+		}
+	}
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
+	finals = nil
+	runtime.GC()
+	var held runtime.MemStats
+	runtime.ReadMemStats(&held)
+	growth := int64(held.HeapInuse) - int64(before.HeapInuse)
+	bound := int64(conns*MaxStreamsPerConn*MaxMsgSize + 8<<20)
+	t.Logf("%d requests of %d KiB that never end: heap +%d MiB after the run (bound %d MiB)", sent.Load(), len(req)>>10, growth>>20, bound>>20)
+	if growth > bound {
+		t.Errorf("heap grew by %d MiB, want at most %d MiB", growth>>20, bound>>20)
 	}
 }
