@@ -677,9 +677,10 @@ func callHeaders(t *testing.T, method string, size int) []byte {
 // peer to send any size; gRPC's default limit is 16 MiB a call), on 4
 // connections of 16 streams: model streams of learners 0 and 1, which
 // wait for a round that learner 2 holds up, and uploads that send
-// nothing, which wait for their first chunk. Each such call the limits
-// let in would hold its headers for MaxWait or CallTimeout, and each
-// connection its decoder's buffer: about 100 MiB. The server takes
+// nothing, which wait for their first chunk. Under gRPC's default the
+// server held every call's headers while it decoded them, and those of
+// the calls the limits let in while they waited (MaxWait, CallTimeout):
+// the heap peaked 400 MiB higher. The server takes
 // headers of at most MaxHeaderListSize bytes (ServerOptionsGRPC), and
 // drops the calls and connections that send more before it holds them:
 // the heap grows by at most MaxHeaderListSize for each call the limits
