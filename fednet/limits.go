@@ -22,6 +22,14 @@ const DefaultCallsPerLearner = 2
 // calls wait on the client's side, where they cost the server nothing.
 const MaxStreamsPerConn = 16
 
+// MaxHeaderListSize is the most bytes of HTTP/2 headers one call may
+// send (grpc.MaxHeaderListSize, set by ServerOptionsGRPC): a learner's
+// calls carry a few hundred. gRPC's default, 16 MiB (8 KiB is the
+// default it is moving to), would let each call the limits admit hold
+// that much while it waits; a call over the limit is reset before it
+// reaches the server's code.
+const MaxHeaderListSize = 8 << 10
+
 // Log rate limit of the lines about refused calls: a burst of logBurst
 // lines, then logRate lines a second; the lines dropped are counted in the
 // next line that gets through (suppressed=N).

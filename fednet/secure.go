@@ -488,9 +488,9 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 			s.mu.Unlock()
 			return nil, status.Error(codes.FailedPrecondition, s.faultErr().Error())
 		}
-		if r > s.round {
+		if open := s.round; r > open {
 			s.mu.Unlock()
-			return nil, s.reject(codes.FailedPrecondition, call, i, r, "round %d is not open, the open round is %d", r, s.round)
+			return nil, s.reject(codes.FailedPrecondition, call, i, r, "round %d is not open, the open round is %d", r, open)
 		}
 		if sr := s.sec; sr != nil && sr.failed != nil && r == s.round {
 			a := sr.ctx.Attempt

@@ -481,10 +481,11 @@ func (s *Server) Close() error {
 func (s *Server) Register(g *grpc.Server) { flv1.RegisterFederationServer(g, s) }
 
 // ServerOptionsGRPC returns the grpc.Server options the protocol needs
-// (message size limits, at most MaxStreamsPerConn calls per connection).
+// (message size limits, at most MaxStreamsPerConn calls per connection,
+// at most MaxHeaderListSize bytes of headers per call).
 func ServerOptionsGRPC() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMsgSize), grpc.MaxSendMsgSize(MaxMsgSize),
-		grpc.MaxConcurrentStreams(MaxStreamsPerConn)}
+		grpc.MaxConcurrentStreams(MaxStreamsPerConn), grpc.MaxHeaderListSize(MaxHeaderListSize)}
 }
 
 // Round returns the server's current round and model x^round (not to be
