@@ -59,7 +59,7 @@ func init() {
 				// each of the R / k classes, and 2 MiB for the rest
 				// (1.5 MB measured at R = 96 with 8 epochs).
 				w := float64(min(r, 9*p.K+1))
-				np := float64(p.K*(p.K-1)) / 2
+				np := float64(p.K) * float64(p.K-1) / 2 // in float64: K may be near MaxInt
 				return 8*(24*w*rf+2*np*np*math.Ceil(rf/float64(p.K))) + 1<<21
 			case o.LossOnly && p.Kind == KindEpochs && p.K > 1:
 				return 8 * 8 * rf // one class: in closed form
