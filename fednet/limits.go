@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -29,6 +31,31 @@ const MaxStreamsPerConn = 16
 // that much while it waits; a call over the limit is reset before it
 // reaches the server's code.
 const MaxHeaderListSize = 8 << 10
+
+// ConnectionsPerLearner and SpareConnections give DefaultMaxConnections.
+const (
+	ConnectionsPerLearner = 4
+	SpareConnections      = 16
+)
+
+// DefaultMaxConnections returns the default number of connections a
+// server of n learners serves at once (LimitConnections):
+// ConnectionsPerLearner per learner (one in use, and room for reconnects
+// while the old connection closes) plus SpareConnections.
+func DefaultMaxConnections(n int) int {
+	return ConnectionsPerLearner*max(n, 0) + SpareConnections
+}
+
+// LimitConnections returns l accepting at most n connections at once;
+// further ones wait in the operating system's queue until one closes.
+// What a peer holds before its calls reach the server's limits (an idle
+// connection's buffers; requests whose stream never ends, up to
+// MaxStreamsPerConn messages of MaxMsgSize a connection, which gRPC keeps
+// until the stream ends) is then bounded by n times that, whatever peers
+// send. n < 1 is taken as 1.
+func LimitConnections(l net.Listener, n int) net.Listener {
+	return netutil.LimitListener(l, max(n, 1))
+}
 
 // Log rate limit of the lines about refused calls: a burst of logBurst
 // lines, then logRate lines a second; the lines dropped are counted in the

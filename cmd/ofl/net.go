@@ -103,8 +103,10 @@ type tlsFlags struct {
 type serverFlags struct {
 	run    config
 	listen string
-	tls    tlsFlags
-	opt    fednet.ServerOptions
+	// maxConns is -max-connections (0: the default for the learners).
+	maxConns int
+	tls      tlsFlags
+	opt      fednet.ServerOptions
 }
 
 func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
@@ -118,6 +120,7 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	})
 	fs.StringVar(&s.opt.Dir, "state", "", "state directory: released models, the run's description and the noise key (required)")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:7070", "address to listen on")
+	fs.IntVar(&s.maxConns, "max-connections", 0, "most connections served at once; further ones wait until one closes (0: "+strconv.Itoa(fednet.ConnectionsPerLearner)+" per learner plus "+strconv.Itoa(fednet.SpareConnections)+")")
 	fs.BoolVar(&s.tls.insecure, "insecure", false, "serve without TLS (loopback tests only: refused on a -listen address that is not loopback)")
 	fs.BoolVar(&s.tls.nonLoopback, insecureNonLoopback, false, "with -insecure, listen on an address that is not loopback all the same (plaintext: anyone on the network reads and alters the models and updates)")
 	fs.StringVar(&s.tls.cert, "tls-cert", "", "PEM certificate chain of the server")
@@ -166,6 +169,12 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	}
 	if err := checkListen(s.listen); err != nil {
 		return s, err
+	}
+	if s.maxConns < 0 {
+		return s, cli.Usagef("-max-connections %d: want a number of connections >= 1, or 0 for %d per learner plus %d", s.maxConns, fednet.ConnectionsPerLearner, fednet.SpareConnections)
+	}
+	if s.maxConns == 0 {
+		s.maxConns = fednet.DefaultMaxConnections(run.learners)
 	}
 	if o.MinLearners < 0 || o.MinLearners > run.learners {
 		return s, cli.Usagef("-min-learners %d: want 0..%d (-learners)", o.MinLearners, run.learners)
@@ -406,6 +415,8 @@ func runServer(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("-listen: %w", err)
 	}
 	defer lis.Close()
+	// Bounds what peers hold outside every call limit (docs/distributed.md).
+	lis = fednet.LimitConnections(lis, s.maxConns)
 	if s.tls.insecure && !s.tls.nonLoopback {
 		// What was bound, not what the name resolved to a moment ago.
 		if err := checkLoopback(ctx, "-listen", lis.Addr().String(), lookupHost); err != nil {
@@ -432,7 +443,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 	if s.tls.insecure && s.tls.nonLoopback {
 		log.Warn("plaintext", "addr", lis.Addr().String(), "reason", "-insecure with -"+insecureNonLoopback+": models and updates cross the network unencrypted and unauthenticated")
 	}
-	log.Info("serving", "addr", lis.Addr().String(), "learners", shape.Learners, "rounds", shape.Rounds, "dim", dim, "tls", !s.tls.insecure, "mtls", s.tls.ca != "")
+	log.Info("serving", "addr", lis.Addr().String(), "max_connections", s.maxConns, "learners", shape.Learners, "rounds", shape.Rounds, "dim", dim, "tls", !s.tls.insecure, "mtls", s.tls.ca != "")
 	err = srv.Run(ctx)
 	if ctx.Err() != nil {
 		r, _ := srv.Round()

@@ -424,6 +424,7 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"server", "-state", "d", "-insecure", "-learners", "0"}, "-learners 0"},
 		{[]string{"server", "-state", "d", "-insecure", "-min-learners", "11"}, "-min-learners 11: want 0..10"},
 		{[]string{"server", "-state", "d", "-insecure", "-round-timeout", "0s"}, "-round-timeout 0s"},
+		{[]string{"server", "-state", "d", "-insecure", "-max-connections", "-1"}, "-max-connections -1: want a number of connections >= 1, or 0 for 4 per learner plus 16"},
 		{[]string{"server", "-state", "d", "-insecure", "-secure-aggregation", "-min-learners", "8"}, "-min-learners 8 with -secure-aggregation"},
 		{[]string{"learner", "-insecure", "-seed", "1"}, "ofl learner: -id is required"},
 		{[]string{"learner", "-insecure", "-id", "0"}, "-seed is required"},
