@@ -21,6 +21,10 @@ type fuzzBytes struct {
 	i int
 }
 
+// huge is 2^40 where int has 64 bits, and the largest int on 32-bit
+// platforms (the fuzz targets build there too).
+const huge = int(min(uint64(math.MaxInt), 1<<40))
+
 func (f *fuzzBytes) byte() byte {
 	if f.i >= len(f.b) {
 		return 0
@@ -99,7 +103,7 @@ func fuzzStrategy(in *fuzzBytes, r int) (Strategy, string, error) {
 		var v string
 		switch set.Type {
 		case "int":
-			v = strconv.Itoa([]int{-1, 0, 1, 2, 3, r - 1, r, r + 1, 1 << 40, math.MaxInt, 64, 65, 5, 8}[in.intn(14)])
+			v = strconv.Itoa([]int{-1, 0, 1, 2, 3, r - 1, r, r + 1, huge, math.MaxInt, 64, 65, 5, 8}[in.intn(14)])
 		case "float":
 			v = strconv.FormatFloat(in.float(), 'g', -1, 64)
 		default:

@@ -20,6 +20,13 @@ type fuzzMechBytes struct {
 	i int
 }
 
+// huge and huge1 are 2^40 and 2^40 + 1 where int has 64 bits, and the
+// largest int on 32-bit platforms (the fuzz targets build there too).
+const (
+	huge  = int(min(uint64(math.MaxInt), 1<<40))
+	huge1 = int(min(uint64(math.MaxInt), 1<<40+1))
+)
+
 func (f *fuzzMechBytes) byte() byte {
 	if f.i >= len(f.b) {
 		return 0
@@ -98,7 +105,7 @@ func FuzzMechanism(f *testing.F) {
 			}
 			facts[key] = fz
 		}
-		dim := in.pick([]int{1, 2, 3, 5, 64, 4097, 1 << 40, math.MaxInt, 0, -1, 1<<40 + 1, 1 << 24, 1 << 27, math.MinInt})
+		dim := in.pick([]int{1, 2, 3, 5, 64, 4097, huge, math.MaxInt, 0, -1, huge1, 1 << 24, 1 << 27, math.MinInt})
 		std := []float64{1, 0.5, 1e-300, 5e-324, 1e300, math.MaxFloat64, 0, -1, math.NaN(), math.Inf(1), math.Inf(-1), 2}[int(in.byte())%12]
 		seed := in.uint64()
 		workers := in.pick([]int{1, 2, 3, 0, -1, 1 << 20, math.MaxInt, 64})
