@@ -194,20 +194,6 @@ func fuzzSets(r int, p Participation, fn func(set []int)) {
 	}
 }
 
-// fuzzNoise is a NoiseSource of dimension 1 whose noise row j is z[j].
-type fuzzNoise struct {
-	z       []float64
-	scratch [1]float64
-	past    [1]float64
-}
-
-func (v *fuzzNoise) Fill(j, lo int, dst []float64) { dst[0] = v.z[j] }
-func (v *fuzzNoise) Past(j, lo, n int) []float64 {
-	v.past[0] = v.z[j]
-	return v.past[:]
-}
-func (v *fuzzNoise) Scratch(n int) []float64 { return v.scratch[:n] }
-
 // FuzzFactorize factorizes a small workload decoded from the fuzz bytes
 // (prefix sums, momentum with any beta, weighted prefix sums with any
 // weights, a general lower-triangular matrix with hostile entries) with a
@@ -499,7 +485,7 @@ func checkFuzzed(t *testing.T, desc string, w *Workload, p Participation, fz *Fa
 		t.Fatalf("%s: operator %v of %d rounds and %d noise rows, want %d and %d", desc, op, op.Rounds(), op.NoiseRows(), r, bm)
 	}
 	z := testVector(bm)
-	src := &fuzzNoise{z: z}
+	src := &vectorNoise{z: z}
 	st := op.NewState(1)
 	y := make([]float64, r)
 	for i := range y {
