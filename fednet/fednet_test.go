@@ -49,6 +49,27 @@ func runLearners(t *testing.T, r *run, addr string, ids []int, creds func(i int)
 	return finals, errs
 }
 
+// requireMatchesSimulation runs learners ids against s (with creds, if
+// any) and checks the run against the simulation want: no learner fails,
+// every learner ends with x^R bit for bit, the server's Run returns nil,
+// and the round files in dir are want's.
+func requireMatchesSimulation(t *testing.T, r *run, s *served, dir string, ids []int, creds func(i int) credentials.TransportCredentials, want [][]float64) {
+	t.Helper()
+	finals, errs := runLearners(t, r, s.addr, ids, creds)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("learner %d: %v", ids[i], err)
+		}
+		if !testutil.SameBits(finals[i], want[r.R]) {
+			t.Fatalf("learner %d: final model differs from the simulation's x^R", ids[i])
+		}
+	}
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	requireSameModels(t, readRounds(t, dir, r.R), want)
+}
+
 // Twenty learners over gRPC on loopback release the same models as the
 // simulation, bit for bit, and every learner ends with x^R.
 func TestTwentyLearnersMatchSimulation(t *testing.T) {
@@ -60,19 +81,7 @@ func TestTwentyLearnersMatchSimulation(t *testing.T) {
 	for i := range ids {
 		ids[i] = i
 	}
-	finals, errs := runLearners(t, r, s.addr, ids, nil)
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("learner %d: %v", i, err)
-		}
-		if !testutil.SameBits(finals[i], want[r.R]) {
-			t.Fatalf("learner %d ends with %v, want x^R = %v", i, finals[i], want[r.R])
-		}
-	}
-	if err := <-s.errc; err != nil {
-		t.Fatal(err)
-	}
-	requireSameModels(t, readRounds(t, dir, r.R), want)
+	requireMatchesSimulation(t, r, s, dir, ids, nil, want)
 }
 
 // A model of dimension 10^6 (8 MB, twice gRPC's default message limit)
@@ -99,19 +108,7 @@ func TestMillionDimensions(t *testing.T) {
 	opt := r.options(t.TempDir(), nil)
 	opt.Noise = nil
 	s := serve(t, opt, nil)
-	finals, errs := runLearners(t, r, s.addr, []int{0, 1}, nil)
-	for i, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !testutil.SameBits(finals[i], want[r.R]) {
-			t.Fatalf("learner %d: final model differs from the simulation", i)
-		}
-	}
-	if err := <-s.errc; err != nil {
-		t.Fatal(err)
-	}
-	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
+	requireMatchesSimulation(t, r, s, opt.Dir, []int{0, 1}, nil, want)
 }
 
 // sendUpdate streams an update made of the given chunks and returns the

@@ -395,17 +395,7 @@ func TestPlainIdleConnections(t *testing.T) {
 	if growth > (raw+idle)*perConn {
 		t.Errorf("heap grew by %d KiB for %d connections, want at most %d KiB each", growth>>10, raw+idle, perConn>>10)
 	}
-	finals, errs := runLearners(t, r, s.addr, []int{0, 1}, nil)
-	requireNoErrors(t, errs)
-	for i := range finals {
-		if !testutil.SameBits(finals[i], want[r.R]) {
-			t.Fatalf("learner %d: final model differs from the simulation", i)
-		}
-	}
-	if err := <-s.errc; err != nil {
-		t.Fatal(err)
-	}
-	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
+	requireMatchesSimulation(t, r, s, opt.Dir, []int{0, 1}, nil, want)
 }
 
 // ofLearner returns the slots learner i has taken.
@@ -942,18 +932,7 @@ func TestPlainHalfOpenRequests(t *testing.T) {
 	if n := s.srv.streams.inUse(); n != 0 {
 		t.Errorf("%d model streams in progress for requests that never ended", n)
 	}
-	finals, errs := runLearners(t, r, s.addr, []int{0, 1}, nil)
-	requireNoErrors(t, errs)
-	for i := range finals {
-		if !testutil.SameBits(finals[i], want[r.R]) {
-			t.Fatalf("learner %d: final model differs from the simulation", i)
-		}
-	}
-	if err := <-s.errc; err != nil {
-		t.Fatal(err)
-	}
-	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
-	finals = nil
+	requireMatchesSimulation(t, r, s, opt.Dir, []int{0, 1}, nil, want)
 	runtime.GC()
 	var held runtime.MemStats
 	runtime.ReadMemStats(&held)
