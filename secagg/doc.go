@@ -36,8 +36,9 @@
 // that pools its view with c learners this holds only when 2T > N + c: each
 // colluder holds its own share of every secret of every attempt, so an
 // attempt that failed in phase 4 after T - c honest answers is unmasked by
-// the server all the same, and N - c - (T - c) honest learners are left for
-// a second attempt (TestColludersUnmaskTwoAttempts: N = 5, T = 3, c = 1).
+// the server all the same, and the N - T honest learners that did not
+// answer, with the c colluders, can complete a second attempt
+// (TestColludersUnmaskTwoAttempts: N = 5, T = 3, c = 1).
 // Within one attempt, up to T - 1 colluders learn nothing beyond the sum.
 //
 // Departures from the paper, all on the safe side: a learner also seals a
