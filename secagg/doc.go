@@ -30,9 +30,16 @@
 //
 // Fewer than T learners at any close fails the run with an error wrapping
 // [ErrTooFew]. The context requires N/2 < T <= N: then two attempts of one
-// round can never both be unmasked, provided every honest learner answers
-// phase 4 of a round in at most one attempt (the caller's learner state
-// enforces that across [Client] values; one Client answers once).
+// round can never both be unmasked, provided every learner answers phase 4
+// of a round in at most one attempt (the caller's learner state enforces
+// that across [Client] values; one Client answers once). Against a server
+// that pools its view with c learners this holds only when 2T > N + c: each
+// colluder holds its own share of every secret of every attempt, so an
+// attempt that failed in phase 4 after T - c honest answers is unmasked by
+// the server all the same, and the N - T honest learners that did not
+// answer, with the c colluders, can complete a second attempt
+// (TestColludersUnmaskTwoAttempts: N = 5, T = 3, c = 1).
+// Within one attempt, up to T - 1 colluders learn nothing beyond the sum.
 //
 // Departures from the paper, all on the safe side: a learner also seals a
 // pair of shares for itself, relayed like the others, and reveals its own

@@ -556,3 +556,81 @@ func TestAccessors(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMixedDropouts: learners drop out at different phases in one run.
+// Every pattern of N = 4, T = 3 (each learner stays or drops before one of
+// the five phases: 6^4 patterns; every 7th with -short), and 150 random
+// patterns of N = 7, T = 4 (50 with -short).
+// The expected outcome is counted independently of the protocol: the run
+// fails with ErrTooFew exactly when some phase keeps fewer than T
+// learners; otherwise U3 is the learners that did not drop before their
+// masked input, and the sum is the plain ring sum of their inputs.
+func TestRunMixedDropouts(t *testing.T) {
+	check := func(t *testing.T, n, th int, in [][]uint64, drop DropPlan, seed uint64) {
+		t.Helper()
+		fails := false
+		for p := PhaseAdvertise; p <= PhaseUnmask; p++ {
+			alive := 0
+			for u := 0; u < n; u++ {
+				if d, ok := drop[u]; !ok || d > p {
+					alive++
+				}
+			}
+			fails = fails || alive < th
+		}
+		sum, surv, err := Run(testContext(n, th, len(in[0])), in, drop, testRand(seed), nil)
+		if fails {
+			if !errors.Is(err, ErrTooFew) {
+				t.Fatalf("drops %v: err %v, want ErrTooFew", drop, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("drops %v: %v", drop, err)
+		}
+		var want []int
+		for u := 0; u < n; u++ {
+			if d, ok := drop[u]; !ok || d > PhaseMasked {
+				want = append(want, u)
+			}
+		}
+		if !slices.Equal(surv, want) || !slices.Equal(sum, plainSum(in, want)) {
+			t.Fatalf("drops %v: survivors %v (want %v) or a sum other than their plain sum", drop, surv, want)
+		}
+	}
+	t.Run("all N=4", func(t *testing.T) {
+		const n, th = 4, 3
+		in := randomInputs(41, n, 9)
+		step := 1
+		if testing.Short() {
+			step = 7 // coprime with 6: every learner's phase still varies
+		}
+		for code := 0; code < 6*6*6*6; code += step {
+			drop := DropPlan{}
+			for u, c := 0, code; u < n; u, c = u+1, c/6 {
+				if p := Phase(c % 6); p <= PhaseUnmask {
+					drop[u] = p
+				}
+			}
+			check(t, n, th, in, drop, uint64(code))
+		}
+	})
+	t.Run("random N=7", func(t *testing.T) {
+		const n, th = 7, 4
+		in := randomInputs(42, n, 33)
+		rng := testRand(43)
+		trials := 150
+		if testing.Short() {
+			trials = 50
+		}
+		for trial := range trials {
+			drop := DropPlan{}
+			for u := 0; u < n; u++ {
+				if rng.Uint64()%2 == 0 {
+					drop[u] = Phase(rng.Uint64() % 5)
+				}
+			}
+			check(t, n, th, in, drop, uint64(2000+trial))
+		}
+	})
+}
