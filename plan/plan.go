@@ -169,6 +169,11 @@ func (sa *SecureAggregation) validate(n, tau int, clip float64) error {
 	if n < 1 || tau < 1 || !(clip > 0) {
 		return fmt.Errorf("plan: secure aggregation needs learners >= 1, tau >= 1 and clip > 0, got %d, %d and %v", n, tau, clip)
 	}
+	if n < 2 || n > secagg.MaxLearners {
+		// The protocol needs two learners at least (one learner's "sum" is
+		// its update) and its Shamir shares over GF(2^8) at most 255.
+		return fmt.Errorf("plan: secure aggregation with %d learners, want 2..%d", n, secagg.MaxLearners)
+	}
 	if !(2*sa.Threshold > n && sa.Threshold <= n) {
 		return bad("threshold", sa.Threshold, fmt.Sprintf("n/2 < T <= n for n = %d (default %d)", n, DefaultThreshold(n)))
 	}

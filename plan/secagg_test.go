@@ -206,6 +206,8 @@ func TestSecureAggregationValidate(t *testing.T) {
 		{4, 1, 1, 0, 0, "dim 0"},
 		{4, 0, 1, 3, 0, "tau = 0"},
 		{4, 1, 0, 3, 0, "clip = 0"},
+		{1, 1, 1, 3, 1, "with 1 learners, want 2..255"},
+		{256, 1, 1, 3, 0, "with 256 learners, want 2..255"},
 	} {
 		_, err := NewSecureAggregation(c.n, c.tau, c.clip, c.dim, c.T)
 		if err == nil || !strings.Contains(err.Error(), c.wantError) {

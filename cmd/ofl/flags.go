@@ -222,6 +222,9 @@ func parseArgs(args []string) (config, error) {
 		if !(c.clip > 0) {
 			return c, cli.Usagef("-clip %v with -secure-aggregation: want a finite number > 0 (updates of norm at most tau B_g are quantized)", c.clip)
 		}
+		if c.learners < 2 || c.learners > secagg.MaxLearners {
+			return c, cli.Usagef("-learners %d with -secure-aggregation: want 2..%d learners (the protocol's secret shares are over GF(2^8))", c.learners, secagg.MaxLearners)
+		}
 		if t := c.threshold; t != 0 && !(2*t > c.learners && t <= c.learners) {
 			return c, cli.Usagef("-threshold %d: want n/2 < T <= n for -learners %d (or 0: %d)", t, c.learners, plan.DefaultThreshold(c.learners))
 		}

@@ -22,6 +22,10 @@ func TestSecureAggregationUsage(t *testing.T) {
 		{[]string{"-secure-aggregation", "-learners", "4", "-threshold", "2"}, "-threshold 2: want n/2 < T <= n for -learners 4 (or 0: 3)"},
 		{[]string{"-secure-aggregation", "-learners", "4", "-threshold", "5"}, "-threshold 5"},
 		{[]string{"-secure-aggregation", "-algo", "nonprivate", "-clip", "0"}, "-clip 0 with -secure-aggregation"},
+		// The protocol needs 2..255 learners: the run used to go on with the
+		// quantized sum alone, without the protocol the docs promise.
+		{[]string{"-secure-aggregation", "-learners", "1"}, "-learners 1 with -secure-aggregation: want 2..255 learners"},
+		{[]string{"-secure-aggregation", "-learners", "256"}, "-learners 256 with -secure-aggregation: want 2..255 learners"},
 	} {
 		r := runOfl(t, c.args...)
 		if r.code != 2 {
