@@ -10,8 +10,11 @@ import (
 // uint64 arithmetic.
 const RingBits = 64
 
-// headroomBits: the quantized sum of n updates stays within [-2^62, 2^62], so its
-// int64 reading never wraps (the ring holds [-2^63, 2^63)).
+// headroomBits: the quantized sum of n honest updates of norm at most tau clip
+// stays within [-2^62, 2^62] (NewQuantizer's choice of the scale bits), and
+// with the relative margin of 1e-9 that fedopt.UpdateBound allows an update within
+// 2^62 (1 + 1e-9) + n/2 < 2^63, so its int64 reading never wraps (the ring
+// holds [-2^63, 2^63)).
 const headroomBits = 62
 
 // Scale bits are kept where 2^-k and 2^k stay normal float64 numbers.
