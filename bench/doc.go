@@ -31,6 +31,14 @@
 // perfectly parallel kernel (compute-bound and memory-bound), to run in
 // the same command.
 //
+// On an idle many-core Linux machine, bench/quietpair.sh pins the same
+// paths' commands to a pair of cores (taskset) for the two-core targets,
+// then runs them on every core; bench/rusage, the command it times each
+// run with, prints the wall time, CPU time and peak memory of a command
+// (docs/scaling.md, "A quiet pair of cores and sixteen"):
+//
+//	sh bench/quietpair.sh 2,3
+//
 // # Streaming the optimal factorization
 //
 // The command bench/optstream streams the optimal factorization's noise
