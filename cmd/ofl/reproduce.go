@@ -34,24 +34,16 @@ func runReproduce(ctx context.Context, args []string, e env) error {
 	quick := fs.Bool("quick", false, "reduced sizes: a pipeline check in seconds, not results")
 	workers := fs.Int("workers", 0, "repetitions run at once (0: one per CPU); results do not depend on it")
 	quiet := fs.Bool("quiet", false, "no progress bar and no log")
-	// Parts and flags may come in any order.
-	var parts []string
-	rest := args
-	for len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
-			if err == flag.ErrHelp {
-				fmt.Fprint(e.stdout, reproduceUsage)
-				fs.SetOutput(e.stdout)
-				fs.PrintDefaults()
-				return nil
-			}
-			return cli.Usagef("reproduce: %v", err)
-		}
-		rest = fs.Args()
-		if len(rest) > 0 {
-			parts = append(parts, rest[0])
-			rest = rest[1:]
-		}
+	// Parts and flags may come in any order; each flag once.
+	parts, err := cli.ParseInterspersed(fs, args, cli.Once)
+	if err == flag.ErrHelp {
+		fmt.Fprint(e.stdout, reproduceUsage)
+		fs.SetOutput(e.stdout)
+		fs.PrintDefaults()
+		return nil
+	}
+	if err != nil {
+		return cli.Usagef("reproduce: %v", err)
 	}
 	if len(parts) == 0 {
 		return cli.Usagef("reproduce: no part given, want %s or all", strings.Join(reproduce.Parts(), ", "))

@@ -10,6 +10,9 @@ import (
 )
 
 func TestReproduceUsage(t *testing.T) {
+	// Where a regression would let a run through, it writes here.
+	tmp := t.TempDir()
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -21,6 +24,10 @@ func TestReproduceUsage(t *testing.T) {
 		{[]string{"reproduce", "fig2", "-out", "-quick"}, "-out -quick: want a directory, not a flag"},
 		{[]string{"reproduce", "fig2", "-out", "x", "-workers", "-2"}, "-workers -2"},
 		{[]string{"reproduce", "fig2", "-bogus"}, "flag provided but not defined"},
+		// A flag given twice, on either side of a part, is refused (the
+		// flag package kept the last).
+		{[]string{"reproduce", "-out", a, "fig2", "-out", b}, `reproduce: invalid value "` + b + `" for flag -out: given twice (first "` + a + `")`},
+		{[]string{"reproduce", "fig2", "-quick", "fig3", "-quick", "-out", a}, `reproduce: invalid boolean flag quick: given twice`},
 	} {
 		r := runOfl(t, c.args...)
 		if r.code != cli.ExitUsage {

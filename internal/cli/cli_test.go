@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -173,6 +174,30 @@ func TestParseOnce(t *testing.T) {
 	}
 	if want := "  -R int\n    \trounds (default 8)\n"; !strings.Contains(help.String(), want) || !strings.Contains(help.String(), "  -json\n") {
 		t.Errorf("-h wrote %q, want the flags' types and defaults", help.String())
+	}
+}
+
+// ParseInterspersed returns the arguments that are not flags in order,
+// with flags before, between and after them, and with Once refuses a flag
+// given twice on either side of an argument.
+func TestParseInterspersed(t *testing.T) {
+	newFS := func() (*flag.FlagSet, *string, *bool) {
+		fs := NewFlagSet("cmd")
+		return fs, fs.String("out", "", "dir"), fs.Bool("quick", false, "quick")
+	}
+	fs, out, quick := newFS()
+	rest, err := ParseInterspersed(fs, []string{"fig2", "-out", "d", "fig3", "-quick", "all"}, Once)
+	if err != nil || !slices.Equal(rest, []string{"fig2", "fig3", "all"}) || *out != "d" || !*quick {
+		t.Errorf("got %q, -out %q, -quick %v, %v; want [fig2 fig3 all], d, true", rest, *out, *quick, err)
+	}
+	fs, _, _ = newFS()
+	want := `invalid value "e" for flag -out: given twice (first "d"): give each flag once`
+	if _, err := ParseInterspersed(fs, []string{"-out", "d", "fig2", "-out", "e"}, Once); err == nil || err.Error() != want {
+		t.Errorf("-out twice around a part: %v, want %q", err, want)
+	}
+	fs, out, _ = newFS()
+	if _, err := ParseInterspersed(fs, []string{"-out", "d", "fig2", "-out", "e"}); err != nil || *out != "e" {
+		t.Errorf("without Once: %v, -out %q; want the last, e", err, *out)
 	}
 }
 

@@ -59,6 +59,32 @@ const Once Option = 1
 // the flag package's: invalid value "1e-400" for flag -clip: nonzero but
 // below the float64 range. With [Once], a flag given twice is an error.
 func Parse(fs *flag.FlagSet, args []string, opts ...Option) error {
+	defer wrap(fs, opts)()
+	return fs.Parse(args)
+}
+
+// ParseInterspersed is [Parse] for a command whose flags and other
+// arguments may come in any order (ofl reproduce fig4 -quick tuning -out
+// DIR): it returns the arguments that are not flags, in their order. With
+// [Once], a flag given twice anywhere on the command line is an error.
+func ParseInterspersed(fs *flag.FlagSet, args []string, opts ...Option) ([]string, error) {
+	defer wrap(fs, opts)()
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return rest, err
+		}
+		if args = fs.Args(); len(args) > 0 {
+			rest = append(rest, args[0])
+			args = args[1:]
+		}
+	}
+	return rest, nil
+}
+
+// wrap replaces fs's flag values by the checking ones of [Parse] and
+// returns the function that puts the originals back.
+func wrap(fs *flag.FlagSet, opts []Option) (restore func()) {
 	once := slices.Contains(opts, Once)
 	orig := map[*flag.Flag]flag.Value{}
 	fs.VisitAll(func(f *flag.Flag) {
@@ -72,14 +98,13 @@ func Parse(fs *flag.FlagSet, args []string, opts ...Option) error {
 			f.Value = &onceValue{Value: f.Value}
 		}
 	})
-	defer func() {
+	return func() {
 		// The flag package prints the defaults and type names of its own
 		// values only.
 		for f, v := range orig {
 			f.Value = v
 		}
-	}()
-	return fs.Parse(args)
+	}
 }
 
 // onceValue is a flag value that refuses to be set twice ([Once]).
