@@ -332,3 +332,38 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	}
 	return m
 }
+
+// A backup put back after the state directory was deleted: the new
+// directory at the same path is another directory, even where the file
+// system gives it the deleted one's inode number (ext4 and XFS reuse a
+// freed inode at once), and resuming it would release rounds 3.. again
+// with the same noise. It is refused.
+func TestStateRefusesRestoreOverDeletedDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	newTestState(t, dir, true, 2)
+	if _, ok := dirInode(dir); !ok {
+		t.Skip("no inode numbers on this platform")
+	}
+	backup := t.TempDir()
+	for name := range snapshot(t, dir) {
+		cp(t, dir, backup, name)
+	}
+	st, err := openState(dir, testOptions(true))
+	require.NoError(t, err)
+	require.NoError(t, st.release(Released{Round: 3, Updates: 2, X: testModel(3)}))
+	st.lock.Close()
+
+	ino, _ := dirInode(dir)
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	for name := range snapshot(t, backup) {
+		cp(t, backup, dir, name)
+	}
+	if again, _ := dirInode(dir); again == ino {
+		t.Logf("the new directory has the deleted one's inode %d", ino)
+	}
+	err = reopen(dir, true)
+	require.Error(t, err, "a backup restored over a deleted state directory resumed")
+	assert.Contains(t, err.Error(), "copy or a restore")
+	assert.NotContains(t, err.Error(), "\n")
+}
