@@ -361,6 +361,9 @@ func TestStateRefusesRestoreOverDeletedDir(t *testing.T) {
 	}
 	if again, _ := dirInode(dir); again == ino {
 		t.Logf("the new directory has the deleted one's inode %d", ino)
+		if _, ok := dirBirth(dir); !ok {
+			t.Skip("the file system reused the inode number and records no creation time: nothing in the directory can tell (docs/distributed.md, Faults)")
+		}
 	}
 	err = reopen(dir, true)
 	require.Error(t, err, "a backup restored over a deleted state directory resumed")
