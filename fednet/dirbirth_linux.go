@@ -6,7 +6,7 @@ import "golang.org/x/sys/unix"
 
 // dirBirth returns the creation time of the directory dir in nanoseconds
 // since the epoch, where the file system records one (statx's btime:
-// ext4, XFS, Btrfs, tmpfs). No system call sets it: a directory made anew
+// ext4, XFS, Btrfs; tmpfs on recent kernels). No system call sets it: a directory made anew
 // and filled from a backup has a later one than the directory it
 // replaces, even when it gets the deleted one's inode number.
 func dirBirth(dir string) (int64, bool) {
