@@ -141,8 +141,17 @@ func (ls *learnerState) path() string { return filepath.Join(ls.dir, learnerFile
 // Close releases the directory's lock.
 func (ls *learnerState) Close() error { return ls.lock.Close() }
 
-// write replaces the record with rec durably, then keeps it.
+// write replaces the record with rec durably, then keeps it. It first
+// checks that the directory's lock is still this process's: once the lock
+// file was removed or replaced, a second process of this learner may hold
+// the directory and have recorded an unmask answer of its own, which this
+// one must never replace (a restart of the second would then answer this
+// attempt too). What the check leaves is a write already past it when the
+// second process starts.
 func (ls *learnerState) write(rec learnerRecord) error {
+	if err := ls.lock.held(); err != nil {
+		return fmt.Errorf("fednet: %w", err)
+	}
 	if err := (store{ls.dir}).write(learnerFile, 0o600, rec.encode()); err != nil {
 		return fmt.Errorf("fednet: writing the learner state: %w", err)
 	}

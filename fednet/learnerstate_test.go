@@ -408,3 +408,43 @@ func TestSecureLearnerRestartResendsUnmask(t *testing.T) {
 	}
 	requireSameModels(t, readRounds(t, dir, r.R), want)
 }
+
+// A stale learner process (frozen, its lock file removed, a second
+// process of the same learner started on the directory) never replaces
+// the second one's record: had it written its own, a restart of the
+// second would find an unmask answer of another attempt than the one the
+// second sent, and answer that attempt too.
+func TestStaleLearnerNeverReplacesTheRecord(t *testing.T) {
+	dir := t.TempDir()
+	run := bytes.Repeat([]byte{3}, 16)
+	stale, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close()
+	if err := stale.bind(run, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeLock(dir); err != nil {
+		t.Fatal(err)
+	}
+	second, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if err := second.bind(run, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.recordUnmask(4, 0, []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	want := handRecord(run, 0, 4, 0, []byte("second"))
+	err = stale.recordUnmask(4, 1, []byte("stale"))
+	if err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+		t.Errorf("the stale learner recorded its answer: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, learnerFile)); !bytes.Equal(b, want) {
+		t.Errorf("the stale learner replaced the second one's record (round 4, attempt 0): the file is %x", b)
+	}
+}

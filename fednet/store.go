@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
@@ -434,8 +435,14 @@ type runRecord struct {
 	// KeySHA256 is the key's fingerprint, keyFingerprint.
 	KeySHA256 string `json:"noise_key_sha256,omitempty"`
 	// DirInode is the inode of the state directory the run started in
-	// (0 where the platform has none): a copy or a restore has another.
+	// (0 where the platform has none): a copy has another, but a
+	// directory made after one was deleted may get the deleted one's.
 	DirInode uint64 `json:"dir_inode,omitempty"`
+	// DirBirth is that directory's creation time in nanoseconds since
+	// the epoch (0 where the platform or file system records none): a
+	// directory made anew in place of a deleted one may get its inode
+	// number, never its creation time.
+	DirBirth int64 `json:"dir_birth_ns,omitempty"`
 	// Plan describes the run: configuration, shape, model, privacy.
 	Plan json.RawMessage `json:"plan"`
 
@@ -581,6 +588,7 @@ func (st *state) create(o stateOptions) error {
 	st.sums = [][sha256.Size]byte{st.head}
 	rec := runRecord{Format: stateFormat, Run: st.run.String(), Noise: "none", Plan: o.plan}
 	rec.DirInode, _ = dirInode(st.dir)
+	rec.DirBirth, _ = dirBirth(st.dir)
 	if o.noise {
 		if o.key != nil {
 			st.key, rec.Noise = *o.key, "given"
@@ -612,6 +620,9 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 	}
 	if ino, ok := dirInode(st.dir); ok && rec.DirInode != 0 && ino != rec.DirInode {
 		return fmt.Errorf("%s is a copy or a restore of the directory run %v started in (inode %d, this one %d): a copy may lag behind the rounds already released, and resuming it could release a round twice with the same noise; start a fresh run in a fresh state directory", st.dir, st.run, rec.DirInode, ino)
+	}
+	if birth, ok := dirBirth(st.dir); ok && rec.DirBirth != 0 && birth != rec.DirBirth {
+		return fmt.Errorf("%s is a copy or a restore of the directory run %v started in (that one was created at %s, this one at %s): a copy may lag behind the rounds already released, and resuming it could release a round twice with the same noise; start a fresh run in a fresh state directory", st.dir, st.run, time.Unix(0, rec.DirBirth).UTC().Format(time.RFC3339Nano), time.Unix(0, birth).UTC().Format(time.RFC3339Nano))
 	}
 	if o.noise != (rec.Noise != "none") {
 		return fmt.Errorf("%s records noise %q: the run's noise cannot change on a restart", runPath, rec.Noise)

@@ -332,3 +332,77 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	}
 	return m
 }
+
+// A backup put back after the state directory was deleted: the new
+// directory at the same path is another directory, even where the file
+// system gives it the deleted one's inode number (ext4 and XFS reuse a
+// freed inode at once), and resuming it would release rounds 3.. again
+// with the same noise. It is refused.
+func TestStateRefusesRestoreOverDeletedDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	newTestState(t, dir, true, 2)
+	if _, ok := dirInode(dir); !ok {
+		t.Skip("no inode numbers on this platform")
+	}
+	backup := t.TempDir()
+	for name := range snapshot(t, dir) {
+		cp(t, dir, backup, name)
+	}
+	st, err := openState(dir, testOptions(true))
+	require.NoError(t, err)
+	require.NoError(t, st.release(Released{Round: 3, Updates: 2, X: testModel(3)}))
+	st.lock.Close()
+
+	ino, _ := dirInode(dir)
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	for name := range snapshot(t, backup) {
+		cp(t, backup, dir, name)
+	}
+	if again, _ := dirInode(dir); again == ino {
+		t.Logf("the new directory has the deleted one's inode %d", ino)
+		if _, ok := dirBirth(dir); !ok {
+			t.Skip("the file system reused the inode number and records no creation time: nothing in the directory can tell (docs/distributed.md, Faults)")
+		}
+	}
+	err = reopen(dir, true)
+	require.Error(t, err, "a backup restored over a deleted state directory resumed")
+	assert.Contains(t, err.Error(), "copy or a restore")
+	assert.NotContains(t, err.Error(), "\n")
+}
+
+// An earlier round file: truncated, or its header or final hash changed,
+// it is refused at start; a bit flipped inside its model is not seen at
+// start (only the newest model is read back), but ReadRound, which ofl
+// evaluate reads the models with, refuses it. docs/distributed.md states
+// both.
+func TestStateEarlierRoundCorrupt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		fault  func(t *testing.T, dir string)
+		reason string // "": the start resumes
+	}{
+		{"truncated", func(t *testing.T, dir string) {
+			require.NoError(t, os.Truncate(filepath.Join(dir, roundName(1)), int64(roundHead+16+24))) // 8 bytes short
+		}, "inconsistent header"},
+		{"header", func(t *testing.T, dir string) { flip(t, dir, roundName(1), roundHead-1) }, "hash chain"},
+		{"final hash", func(t *testing.T, dir string) { flip(t, dir, roundName(1), roundHead+16+5) }, "hash chain"},
+		{"model entry", func(t *testing.T, dir string) { flip(t, dir, roundName(1), roundHead+3) }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			newTestState(t, dir, true, 3)
+			c.fault(t, dir)
+			err := reopen(dir, true)
+			if c.reason != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.reason)
+				return
+			}
+			require.NoError(t, err)
+			_, err = ReadRound(dir, 1)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "checksum mismatch")
+		})
+	}
+}
