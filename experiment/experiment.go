@@ -66,7 +66,7 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 	cfg := e.Config
 	var noise NoiseSource
 	if algo := cfg.Algorithm; algo.Private() {
-		f, pl, err := e.noise(ctx, e.Problem.Data.Learners, e.Problem.Data.Rounds)
+		f, pl, err := e.noise(ctx, e.Problem.Data.Learners, e.Problem.Data.Rounds, e.Problem.Data.Tau)
 		if err != nil {
 			return nil, err
 		}
@@ -87,11 +87,11 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 }
 
 // noise returns the factorization of the experiment's noise and its
-// calibrated plan for a run of n learners and R rounds: a copy of e.Plan
-// completed with the experiment's algorithm, clipping bound, n and R (and
-// the strategy of e.Factorization); e.Plan setting one of them otherwise
-// is an error. The algorithm must be private.
-func (e *Experiment) noise(ctx context.Context, n, R int) (*factorize.Factorization, *plan.Plan, error) {
+// calibrated plan for a run of n learners, R rounds and tau local steps: a
+// copy of e.Plan completed with the experiment's algorithm, clipping bound,
+// n, R and tau (and the strategy of e.Factorization); e.Plan setting one of
+// them otherwise is an error. The algorithm must be private.
+func (e *Experiment) noise(ctx context.Context, n, R, tau int) (*factorize.Factorization, *plan.Plan, error) {
 	algo := e.Config.Algorithm
 	if !algo.Private() {
 		return nil, nil, fmt.Errorf("experiment: the %v algorithm adds no noise", algo)
@@ -100,11 +100,11 @@ func (e *Experiment) noise(ctx context.Context, n, R int) (*factorize.Factorizat
 	if e.Plan != nil {
 		p = *e.Plan
 	}
-	if p.Algorithm != "" && p.Algorithm != algo.String() || p.Learners != 0 && p.Learners != n || p.Rounds != 0 && p.Rounds != R || p.Clip != 0 && p.Clip != e.Config.Clip {
-		return nil, nil, fmt.Errorf("experiment: plan of the %s algorithm with n = %d, R = %d, clip %v; want the experiment's %v with n = %d, R = %d, clip %v (or 0: the experiment's)",
-			p.Algorithm, p.Learners, p.Rounds, p.Clip, algo, n, R, e.Config.Clip)
+	if p.Algorithm != "" && p.Algorithm != algo.String() || p.Learners != 0 && p.Learners != n || p.Rounds != 0 && p.Rounds != R || p.Tau != 0 && p.Tau != tau || p.Clip != 0 && p.Clip != e.Config.Clip {
+		return nil, nil, fmt.Errorf("experiment: plan of the %s algorithm with n = %d, R = %d, tau = %d, clip %v; want the experiment's %v with n = %d, R = %d, tau = %d, clip %v (or 0: the experiment's)",
+			p.Algorithm, p.Learners, p.Rounds, p.Tau, p.Clip, algo, n, R, tau, e.Config.Clip)
 	}
-	p.Algorithm, p.Learners, p.Rounds, p.Clip, p.Privacy = algo.String(), n, R, e.Config.Clip, nil
+	p.Algorithm, p.Learners, p.Rounds, p.Tau, p.Clip, p.Privacy = algo.String(), n, R, tau, e.Config.Clip, nil
 	if algo == fedopt.Independent {
 		p.Strategy = factorize.StrategyIdentity // its noise is independent: C = I
 	}

@@ -239,21 +239,28 @@ func TestExperimentEpochs(t *testing.T) {
 // the plan given is not modified.
 func TestExperimentPlanAgrees(t *testing.T) {
 	e := Experiment{Config: fedopt.Config{Algorithm: fedopt.Correlated, Clip: 2}, Plan: &plan.Plan{Strategy: "sqrt", Target: &plan.Target{Eps: 1, Delta: 1e-5}}}
-	_, p, err := e.noise(t.Context(), 3, 8)
+	_, p, err := e.noise(t.Context(), 3, 8, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Algorithm != "correlated" || p.Learners != 3 || p.Rounds != 8 || p.Clip != 2 || p.Privacy == nil || e.Plan.Learners != 0 || e.Plan.Privacy != nil {
+	if p.Algorithm != "correlated" || p.Learners != 3 || p.Rounds != 8 || p.Tau != 2 || p.Clip != 2 || p.Privacy == nil || e.Plan.Learners != 0 || e.Plan.Privacy != nil {
 		t.Errorf("plan %+v; given %+v", p, e.Plan)
 	}
-	for _, bad := range []plan.Plan{{Learners: 4}, {Rounds: 9}, {Clip: 1}, {Algorithm: "independent"}} {
+	for _, bad := range []plan.Plan{{Learners: 4}, {Rounds: 9}, {Tau: 3}, {Clip: 1}, {Algorithm: "independent"}} {
 		bad.Target = e.Plan.Target
-		if _, _, err := (&Experiment{Config: e.Config, Plan: &bad}).noise(t.Context(), 3, 8); err == nil {
-			t.Errorf("plan %+v accepted for n = 3, R = 8, clip 2", bad)
+		if _, _, err := (&Experiment{Config: e.Config, Plan: &bad}).noise(t.Context(), 3, 8, 2); err == nil {
+			t.Errorf("plan %+v accepted for n = 3, R = 8, tau = 2, clip 2", bad)
 		}
 	}
+	// The experiment's tau reaches the plan, so add/remove neighbours,
+	// which do not hold for Algorithm 1 with local steps
+	// (fedopt.TestAddRemoveAlgorithm1), are refused at tau = 2.
+	ar := Experiment{Config: e.Config, Plan: &plan.Plan{Target: &plan.Target{Eps: 1, Delta: 1e-5, Relation: "add-remove"}}}
+	if _, p, err := ar.noise(t.Context(), 3, 8, 2); err == nil {
+		t.Errorf("Algorithm 1 with tau = 2 under add/remove calibrated at sensitivity %v", p.Privacy.Sensitivity)
+	}
 	e.Config.Algorithm = fedopt.NonPrivate
-	if _, _, err := e.noise(t.Context(), 3, 8); err == nil {
+	if _, _, err := e.noise(t.Context(), 3, 8, 2); err == nil {
 		t.Error("noise of the nonprivate algorithm")
 	}
 }

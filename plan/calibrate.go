@@ -103,10 +103,14 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // in the rounds the participation allows; every per-sample gradient is
 // clipped to norm B_g (Clip). In Algorithm 1 replacing one sample of
 // learner i in round r can change learner i's whole local trajectory of
-// that round, so its mean clipped gradient changes by at most 2 B_g (B_g
-// for add/remove) and g^r, the mean over the n learners, by 2 B_g / n; in
-// the baseline the sample enters the round's mean gradient at x^r once, with
-// the same bound. Only the rows of G of the rounds the sample takes part in
+// that round, so its mean clipped gradient changes by at most 2 B_g and
+// g^r, the mean over the n learners, by 2 B_g / n; in the baselines the
+// sample enters the round's mean gradient at x^r once, with the same bound
+// (B_g and B_g / n for add/remove). Add/remove is refused for Algorithm 1
+// with Tau > 1: removing a sample also moves the learner's later local
+// steps, so its update can move by (2 - 1/tau) tau B_g, more than the
+// add/remove bound tau B_g (with Tau 0, unset, as in mfsolve's plans, the
+// add/remove bound is the caller's stated assumption). Only the rows of G of the rounds the sample takes part in
 // change, so ||C (G - G')||_F <= sens 2 B_g / n, sens the sensitivity of C
 // under the participation (factorize's Metrics.UnitSensitivity: gamma, the
 // largest column norm, for single participation):
@@ -167,6 +171,12 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 		return fmt.Errorf("plan: the independent baseline adds noise with C = I, got metrics with gamma = %v", m.Gamma)
 	}
 	rel, _ := t.relation()
+	if rel == accountant.AddRemove && p.Algorithm == AlgoCorrelated && p.Tau > 1 {
+		// Without the sample its learner's later local steps start from
+		// other points: every one of their clipped gradients may change,
+		// so the update moves by up to (2 tau - 1) B_g, not tau B_g.
+		return fmt.Errorf("plan: add-remove neighbours with the correlated algorithm and tau = %d local steps: removing a sample moves its learner's later local steps too, so the add-remove sensitivity does not hold; use replace-one (or tau = 1)", p.Tau)
+	}
 	if t.Sampling > 0 {
 		return p.calibrateAmplified(ctx, f, rel)
 	}

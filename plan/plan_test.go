@@ -177,7 +177,7 @@ func TestCalibrateAmplified(t *testing.T) {
 // record survives the trip.
 func TestJSONRoundTrip(t *testing.T) {
 	p := &Plan{Workload: WorkloadPrefix, Rounds: 12, Participation: "epochs:3", Strategy: factorize.StrategySemisep,
-		Algorithm: AlgoCorrelated, Learners: 3, Tau: 2, Clip: 0.1 + 0.2, Eta: 1.0 / 3, EtaG: math.Nextafter(1, 2), EtaInd: 5e-324,
+		Algorithm: AlgoCorrelated, Learners: 3, Tau: 1, Clip: 0.1 + 0.2, Eta: 1.0 / 3, EtaG: math.Nextafter(1, 2), EtaInd: 5e-324,
 		Model: &Model{Name: "logistic", Features: 4, L2: 1e-4}, SeedSHA256: SeedDigest(7),
 		Target: &Target{Eps: math.Pi, Delta: 1e-3, Calibration: Paper, Relation: "add-remove"}}
 	if _, err := p.Build(t.Context()); err != nil {

@@ -25,7 +25,7 @@ func TestRoundTripEveryStrategyExtremeValues(t *testing.T) {
 	for _, name := range factorize.Strategies() {
 		for i, tg := range targets {
 			tg := tg
-			p := &Plan{Rounds: 8, Algorithm: AlgoCorrelated, Strategy: name, Learners: 3, Tau: 2,
+			p := &Plan{Rounds: 8, Algorithm: AlgoCorrelated, Strategy: name, Learners: 3, Tau: 1,
 				Clip: []float64{1e-300, 1e300, seventeen}[i], Eta: 5e-324, EtaG: math.MaxFloat64,
 				Model: &Model{Name: "logistic", Features: 2, L2: math.SmallestNonzeroFloat64}, Target: &tg}
 			if _, err := p.Build(t.Context()); err != nil {

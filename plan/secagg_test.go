@@ -44,14 +44,14 @@ func TestSecureAggregationWorked(t *testing.T) {
 		t.Fatalf("secure aggregation %+v, want T 11, ring 64, k 56, d 2^16, term 2^-49", *sa)
 	}
 	// B_g' = B_g + term / tau (correlated, replace-one); B_g + term for the
-	// baselines; twice the share for add-remove. All exact here.
+	// baselines; twice the share for add-remove (refused for the correlated
+	// algorithm at tau = 2, below). All exact here.
 	for _, c := range []struct {
 		algo, rel string
 		clip      float64
 		sens      float64 // factor B_g' gamma / n with gamma = 1
 	}{
 		{AlgoCorrelated, "", 1 + 0x1p-50, 2 * (1 + 0x1p-50) / 16},
-		{AlgoCorrelated, "add-remove", 1 + 0x1p-49, (1 + 0x1p-49) / 16},
 		{AlgoIndependent, "", 1 + 0x1p-49, 2 * (1 + 0x1p-49) / 16},
 		{AlgoBaselineCorrelated, "add-remove", 1 + 0x1p-48, (1 + 0x1p-48) / 16},
 	} {
@@ -73,6 +73,9 @@ func TestSecureAggregationWorked(t *testing.T) {
 			t.Errorf("calibrated secure plan: %v", err)
 		}
 	}
+	if err := securePlan(t, AlgoCorrelated, "add-remove").Calibrate(t.Context(), singleMetrics(1)); err == nil {
+		t.Error("add-remove calibrated for the correlated algorithm at tau = 2 (fedopt.TestAddRemoveAlgorithm1: its update moves by more)")
+	}
 }
 
 // The calibration of a secure plan is the plain calibration with clip B_g'
@@ -86,9 +89,9 @@ func TestSecureCalibrationIsPlainWithEffectiveClip(t *testing.T) {
 		clip, sampling  float64
 	}{
 		{AlgoCorrelated, "", "single", Exact, 10, 5, 7, 0.1, 0},
-		{AlgoCorrelated, "add-remove", "single", Paper, 3, 2, 100, 3, 0},
+		{AlgoCorrelated, "add-remove", "single", Paper, 3, 1, 100, 3, 0},
 		{AlgoIndependent, "", "single", Paper, 5, 4, 20, 1, 0},
-		{AlgoBaselineCorrelated, "", "epochs:2", Exact, 2000, 3, 1000000, 1e-3, 0},
+		{AlgoBaselineCorrelated, "", "epochs:2", Exact, 255, 3, 1000000, 1e-3, 0},
 		{AlgoCorrelated, "", "minsep:4", Exact, 50, 1, 10, 1, 0.5},
 	} {
 		sa, err := NewSecureAggregation(c.n, c.tau, c.clip, c.d, 0)

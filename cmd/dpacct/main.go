@@ -286,7 +286,11 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	res := result{Method: method.String(), Eps: eps.v, Delta: delta.v, Sigma: sigma.v, Sensitivity: sensitivity.v, Compositions: compositions.v}
 	var err error
 	if set["steps"] && !set["sampling"] {
-		return output{}, &cli.UsageError{Msg: name + ": -steps needs -sampling (use -compositions for unsampled releases)"}
+		advice := "use -compositions for unsampled releases"
+		if name == "sigma" {
+			advice = "without it, sigma calibrates one unsampled release"
+		}
+		return output{}, &cli.UsageError{Msg: name + ": -steps needs -sampling (" + advice + ")"}
 	}
 	if set["relation"] && !set["sampling"] {
 		return output{}, &cli.UsageError{Msg: name + ": -relation applies only with -sampling (without sampling the relation enters only through -sensitivity)"}

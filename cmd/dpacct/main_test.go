@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -471,5 +472,29 @@ func TestDeltaBelowFloat64(t *testing.T) {
 	code, out, _ = runCmd("delta", "-sigma", "40", "-eps", "1")
 	if code != 0 || !strings.Contains(out, "delta=5e-324") || !strings.Contains(out, "log_delta=-811.48752583") {
 		t.Errorf("text output %q, want delta=5e-324 and log_delta=-811.48752583...", out)
+	}
+}
+
+// TestStepsWithoutSamplingAdvice: the usage error for -steps without
+// -sampling names only flags that the subcommand defines, as its -h lists
+// them (before, dpacct sigma advised -compositions, which sigma does not
+// take).
+func TestStepsWithoutSamplingAdvice(t *testing.T) {
+	flagName := regexp.MustCompile(`-[a-z][a-z-]*`)
+	for _, c := range [][]string{
+		{"sigma", "-eps", "1", "-delta", "1e-5", "-steps", "3"},
+		{"epsilon", "-sigma", "1", "-delta", "1e-5", "-steps", "3"},
+		{"delta", "-sigma", "1", "-eps", "1", "-steps", "3"},
+	} {
+		code, _, errs := runCmd(c...)
+		if code != 2 || !strings.Contains(errs, "-steps needs -sampling") {
+			t.Fatalf("dpacct %q: exit %d, stderr %q; want exit 2 and -steps needs -sampling", c, code, errs)
+		}
+		_, help, _ := runCmd(c[0], "-h")
+		for _, f := range flagName.FindAllString(errs, -1) {
+			if !strings.Contains(help, "  "+f+" ") {
+				t.Errorf("dpacct %q: the error %q names %s, which dpacct %s -h does not list", c, strings.TrimSpace(errs), f, c[0])
+			}
+		}
 	}
 }

@@ -182,8 +182,11 @@ func TestStrategySettingsDocumented(t *testing.T) {
 			}
 		}
 	}
+	// mfsolve's part of the page, before the other commands' sections
+	// (dpacct has a -method of its own).
+	mfsolve, _, _ := strings.Cut(doc, "\n# ")
 	for f := range removed {
-		if strings.Contains(doc, "| `-"+f+" ") {
+		if strings.Contains(mfsolve, "| `-"+f+" ") {
 			t.Errorf("docs/cli.md documents the removed flag -%s as a flag", f)
 		}
 	}

@@ -199,3 +199,32 @@ func TestFedoptFlagsTable(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedHelp: the -seed line of "ofl server -h" and "ofl evaluate -h"
+// describes what -seed does there, not the simulation's drawn-and-printed
+// default: the server prints no seed and has no -json (without -seed its
+// noise key is drawn and kept in the state directory), and evaluate
+// refuses to run without -seed.
+func TestSeedHelp(t *testing.T) {
+	usage := func(cmd string) string {
+		r := runOfl(t, cmd, "-h")
+		_, after, ok := strings.Cut(r.stdout, "\n  -seed ")
+		if !ok {
+			t.Fatalf("ofl %s -h lists no -seed:\n%s", cmd, r.stdout)
+		}
+		line, _, _ := strings.Cut(after, "\n  -")
+		return line
+	}
+	if _, ok := helpFlags(t, "server")["json"]; ok {
+		t.Fatal("ofl server has -json: this test's premise is stale")
+	}
+	if u := usage("server"); strings.Contains(u, "-json") || strings.Contains(u, "printed") || !strings.Contains(u, "noise.key") {
+		t.Errorf("ofl server -h: -seed %q; want the server's behaviour (the noise key kept in noise.key without it), not the simulation's", u)
+	}
+	if r := runOfl(t, "evaluate", "-state", t.TempDir()); r.code != 2 || !strings.Contains(r.stderr, "-seed is required") {
+		t.Fatalf("ofl evaluate without -seed: exit %d, %q; want the usage error", r.code, r.stderr)
+	}
+	if u := usage("evaluate"); strings.Contains(u, "default") || !strings.Contains(u, "required") {
+		t.Errorf("ofl evaluate -h: -seed %q; want it required, with no default", u)
+	}
+}

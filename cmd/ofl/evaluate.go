@@ -37,7 +37,11 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	var state string
 	sim := newFlagSet(new(config))
 	sim.VisitAll(func(f *flag.Flag) {
-		if f.Name != "reps" && f.Name != "workers" {
+		switch f.Name {
+		case "reps", "workers":
+		case "seed":
+			fs.Var(f.Value, f.Name, "the seed the learners dealt the data with (required; its SHA-256 must be the plan's when the plan records one)")
+		default:
 			fs.Var(f.Value, f.Name, f.Usage)
 		}
 	})

@@ -114,7 +114,10 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	fs := cli.NewFlagSet("ofl server")
 	sim := newFlagSet(new(config))
 	sim.VisitAll(func(f *flag.Flag) {
-		if !slices.Contains(simulationOnly, f.Name) {
+		switch {
+		case f.Name == "seed":
+			fs.Var(f.Value, f.Name, "seed of the noise, as ofl's (for experiments; default: a noise key from crypto/rand, kept in the state directory's noise.key)")
+		case !slices.Contains(simulationOnly, f.Name):
 			fs.Var(f.Value, f.Name, f.Usage)
 		}
 	})
