@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -452,8 +453,19 @@ func TestComposeGaussian(t *testing.T) {
 	if want := math.Sqrt2 * 1e200; math.Abs(m-want) > 1e-14*want {
 		t.Errorf("ComposeGaussian(1e200, 1e200) = %v, want %v", m, want)
 	}
-	if _, err := ComposeGaussian([]float64{1}, []float64{1, 2}); err == nil {
-		t.Error("length mismatch accepted")
+	// One line naming the input and what was expected (the empty case said
+	// "want len(sensitivities) = 0 and >= 1").
+	for _, c := range []struct {
+		s, v []float64
+		want string
+	}{
+		{[]float64{1}, []float64{1, 2}, "len(stds) = 2, want len(sensitivities) = 1"},
+		{nil, nil, "len(stds) = 0, want >= 1 (one standard deviation per mechanism)"},
+		{[]float64{1, 2}, nil, "len(stds) = 0, want >= 1"},
+	} {
+		if _, err := ComposeGaussian(c.s, c.v); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ComposeGaussian(%v, %v): %v, want %q", c.s, c.v, err, c.want)
+		}
 	}
 	// k identical compositions: Mu(sigma, k) = sqrt(k)/sigma.
 	if m, _ := Mu(2, 16); math.Abs(m-2) > 1e-15 || m < 2 {

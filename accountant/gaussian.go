@@ -102,8 +102,11 @@ func gdpMu(sigma float64, k int) float64 {
 //	ComposeGaussian(s, v) is an error if len(s) != len(v) or len(s) == 0
 //	ComposeGaussian(s, v) is an error if any s[j] or v[j] is <= 0, +Inf or NaN
 func ComposeGaussian(sensitivities, stds []float64) (float64, error) {
-	if len(sensitivities) != len(stds) || len(stds) == 0 {
-		return 0, &ParamError{Param: "len(stds)", Value: float64(len(stds)), Want: "len(sensitivities) = " + itoa(len(sensitivities)) + " and >= 1"}
+	if len(stds) == 0 {
+		return 0, &ParamError{Param: "len(stds)", Value: 0, Want: ">= 1 (one standard deviation per mechanism)"}
+	}
+	if len(sensitivities) != len(stds) {
+		return 0, &ParamError{Param: "len(stds)", Value: float64(len(stds)), Want: "len(sensitivities) = " + itoa(len(sensitivities))}
 	}
 	m := 0.0
 	for j, s := range sensitivities {
