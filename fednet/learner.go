@@ -148,7 +148,11 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		return nil, errors.New("fednet: a learner needs credentials and data")
 	}
 	creds := &learnerCreds{TransportCredentials: opt.Creds, plainServer: new(atomic.Bool)}
+	// The server's headers are bounded as the learners' are on the server
+	// (MaxHeaderListSize): gRPC's default would let a hostile server make
+	// each call hold 16 MiB.
 	conn, err := grpc.NewClient(opt.Addr, grpc.WithTransportCredentials(creds),
+		grpc.WithMaxHeaderListSize(MaxHeaderListSize),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)))
 	if err != nil {
 		return nil, fmt.Errorf("fednet: server address %q: %w", opt.Addr, err)

@@ -29,7 +29,8 @@ const MaxStreamsPerConn = 16
 // calls carry a few hundred. gRPC's default, 16 MiB (8 KiB is the
 // default it is moving to), would let each call the limits admit hold
 // that much while it waits; a call over the limit is reset before it
-// reaches the server's code.
+// reaches the server's code. A learner takes at most as much of the
+// server's headers ([RunLearner]).
 const MaxHeaderListSize = 8 << 10
 
 // ConnectionsPerLearner and SpareConnections give DefaultMaxConnections.

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
@@ -146,6 +147,61 @@ func TestLearnerChecksServerAnswers(t *testing.T) {
 		g.Stop()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// headerServer is a fakeServer whose Join answers with headers of pad
+// bytes.
+type headerServer struct {
+	fakeServer
+	pad int
+}
+
+func (h *headerServer) Join(ctx context.Context, r *flv1.JoinRequest) (*flv1.JoinResponse, error) {
+	if err := grpc.SetHeader(ctx, metadata.Pairs("pad", strings.Repeat("x", h.pad))); err != nil {
+		return nil, err
+	}
+	return h.fakeServer.Join(ctx, r)
+}
+
+// A learner takes at most MaxHeaderListSize bytes of a server's headers,
+// as the server does of a learner's: a Join answered with 1 MiB of
+// headers fails there (gRPC's default would take up to 16 MiB a call, and
+// the learner went on), and one with 1 KiB goes on to the model, which this
+// server never sends.
+func TestLearnerBoundsServerHeaders(t *testing.T) {
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pad     int
+		want    string
+		notWant string
+	}{
+		// Refused at Join (gRPC resets the stream), before any model.
+		{1 << 20, "", "short model"},
+		// Past Join to the model, which this server never sends.
+		{1 << 10, "short model", ""},
+	} {
+		join := &flv1.JoinResponse{ProtocolVersion: Protocol, Config: &flv1.RunConfig{Algorithm: "correlated", Eta: 0.05,
+			Clip: 1, Model: "logistic", Learners: 2, Rounds: 4, Tau: 2, Features: 3, Params: 3, Epochs: 1}}
+		f := &headerServer{fakeServer: fakeServer{join: join}, pad: tc.pad}
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := grpc.NewServer()
+		flv1.RegisterFederationServer(g, f)
+		go g.Serve(lis)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = RunLearner(ctx, LearnerOptions{Addr: lis.Addr().String(), ID: 1, Creds: insecure.NewCredentials(),
+			Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(1), nil }, GiveUp: time.Second})
+		cancel()
+		g.Stop()
+		if err == nil || tc.want != "" && !strings.Contains(err.Error(), tc.want) || tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+			t.Errorf("headers of %d bytes: %v, want an error containing %q (and not %q)", tc.pad, err, tc.want, tc.notWant)
 		}
 	}
 }
