@@ -33,6 +33,22 @@ const MaxStreamsPerConn = 16
 // server's headers ([RunLearner]).
 const MaxHeaderListSize = 8 << 10
 
+// StreamWindow and ConnWindow are the server's HTTP/2 receive windows:
+// the most bytes a peer may send on one call, and on one connection in
+// all, before the server's code has read them (grpc.InitialWindowSize and
+// grpc.InitialConnWindowSize, set by ServerOptionsGRPC). Fixed windows
+// turn off gRPC's bandwidth-delay estimate, which grows both up to 16 MiB
+// on a fast link: received data that no handler has read yet is then
+// bounded by ConnWindow per connection (TestPlainHostileUploads measured
+// the live heap grow by 39 to 40 MiB under its flood with the grown
+// windows, against a bound of 32 MiB from the limits, and by 18 to 24 MiB
+// with these). An upload on one call then moves at most StreamWindow
+// bytes per round trip: 10 MiB/s at 50 ms.
+const (
+	StreamWindow = 512 << 10
+	ConnWindow   = 1 << 20
+)
+
 // ConnectionsPerLearner and SpareConnections give DefaultMaxConnections.
 const (
 	ConnectionsPerLearner = 4

@@ -482,10 +482,12 @@ func (s *Server) Register(g *grpc.Server) { flv1.RegisterFederationServer(g, s) 
 
 // ServerOptionsGRPC returns the grpc.Server options the protocol needs
 // (message size limits, at most MaxStreamsPerConn calls per connection,
-// at most MaxHeaderListSize bytes of headers per call).
+// at most MaxHeaderListSize bytes of headers per call, fixed receive
+// windows of StreamWindow and ConnWindow bytes).
 func ServerOptionsGRPC() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMsgSize), grpc.MaxSendMsgSize(MaxMsgSize),
-		grpc.MaxConcurrentStreams(MaxStreamsPerConn), grpc.MaxHeaderListSize(MaxHeaderListSize)}
+		grpc.MaxConcurrentStreams(MaxStreamsPerConn), grpc.MaxHeaderListSize(MaxHeaderListSize),
+		grpc.InitialWindowSize(StreamWindow), grpc.InitialConnWindowSize(ConnWindow)}
 }
 
 // Round returns the server's current round and model x^round (not to be
