@@ -50,10 +50,11 @@ func (s SymBand) Set(i, j int, v float64) {
 
 // ldl computes the band LDL^T factorization of M + shift I without pivoting
 // into l (same layout as Data; the unit diagonal is not stored) and d, and
-// returns the number of negative pivots. A zero pivot is replaced by a tiny
+// returns the number of negative pivots and the number of pivots that are
+// not positive (negative, zero or NaN). A zero pivot is replaced by a tiny
 // one, which keeps the inertia count valid for a shift that is not an
 // eigenvalue.
-func (s SymBand) ldl(shift float64, l, d []float64) (negatives int) {
+func (s SymBand) ldl(shift float64, l, d []float64) (negatives, notPositive int) {
 	n, k := s.N, s.K
 	w := k + 1
 	tiny := math.SmallestNonzeroFloat64 * 4
@@ -74,12 +75,15 @@ func (s SymBand) ldl(shift float64, l, d []float64) (negatives int) {
 		if di < 0 {
 			negatives++
 		}
+		if !(di > 0) {
+			notPositive++
+		}
 		if math.Abs(di) < tiny {
 			di = tiny
 		}
 		d[i] = di
 	}
-	return negatives
+	return negatives, notPositive
 }
 
 // ShiftedInverseDiag writes the diagonal of (M + sigma I)^{-1} into dst, for
@@ -108,9 +112,10 @@ func (s SymBand) ShiftedInverseDiag(sigma float64, dst, work []float64) {
 // ShiftedInverseBand writes the entries of Z = (M + sigma I)^{-1} within
 // the band into dst, in the layout of Data (dst[i*(K+1)+d] = Z[i][i-d]), for
 // M + sigma I positive definite, by the recurrences of
-// [SymBand.ShiftedInverseDiag]. It returns the number of negative
-// pivots of the LDL^T factorization: 0 when M + sigma I is numerically
-// positive definite (dst is meaningless otherwise). work must have length
+// [SymBand.ShiftedInverseDiag]. It returns the number of pivots of the
+// LDL^T factorization that are not positive (negative, zero or NaN): 0
+// when M + sigma I is numerically positive definite (dst is meaningless
+// otherwise; a singular or NaN matrix is not reported as definite). work must have length
 // at least 2 N (K+1). O(N K^2).
 func (s SymBand) ShiftedInverseBand(sigma float64, dst, work []float64) int {
 	n, k := s.N, s.K
@@ -128,7 +133,7 @@ func (s SymBand) selectedInverse(sigma float64, z, work []float64) int {
 	n, k := s.N, s.K
 	w := k + 1
 	l, d := work[:n*w], work[n*w:n*w+n]
-	bad := s.ldl(sigma, l, d)
+	_, bad := s.ldl(sigma, l, d)
 	// z holds Z in the same lower band layout: z[j*w + j-i] = Z[j][i].
 	for i := n - 1; i >= 0; i-- {
 		top := min(n-1, i+k)
@@ -213,7 +218,8 @@ func (s SymBand) Gershgorin() float64 {
 // length at least N (K+1) + N.
 func (s SymBand) CountBelow(x float64, work []float64) int {
 	n, k := s.N, s.K
-	return s.ldl(-x, work[:n*(k+1)], work[n*(k+1):n*(k+1)+n])
+	neg, _ := s.ldl(-x, work[:n*(k+1)], work[n*(k+1):n*(k+1)+n])
+	return neg
 }
 
 // Bounds returns lo <= lambda_min(M) and lambda_max(M) <= hi for a positive
@@ -235,8 +241,8 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 // Z(sigma) = (M + sigma I)^{-1}, so z2 is the derivative of the recurrences
 // of [SymBand.ShiftedInverseDiag] (LDL^T and selected inversion) with
 // respect to the shift, carried along in forward mode. It returns the
-// number of negative pivots (0 when M is numerically positive definite; z
-// and z2 are meaningless otherwise). work must have length at least
+// number of pivots that are not positive (negative, zero or NaN; 0 when M
+// is numerically positive definite; z and z2 are meaningless otherwise). work must have length at least
 // [InverseBandSquaredWork](N, K). O(N K^2), about three times
 // [SymBand.ShiftedInverseBand]. [SymBand.InverseBandSquaredRows] gives the
 // same entries as full rows.
@@ -542,8 +548,8 @@ func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
 // factor computes the columns [0, jEnd) of the band LDL^T factorization
 // of s (order f.n; with rev, of the trailing block of order f.n of s in
 // reversed order, whose column j below the diagonal is row s.N-1-j of s)
-// and their derivatives in the shift, and returns the number of negative
-// pivots among them. Each inner product runs over
+// and their derivatives in the shift, and returns the number of pivots
+// among them that are not positive (negative, zero or NaN). Each inner product runs over
 // contiguous, equally ordered slices and carries its derivative along
 // ([dualDot]); whole columns go to the assembly in one call, in blocks of
 // four rows that share the loads of U ([dualBlocks]). (Values and
@@ -557,7 +563,7 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 	ln, dln, d, dd := f.ln, f.dln, f.d, f.dd
 	sums, dsums := f.sums, f.dsums
 	tiny := math.SmallestNonzeroFloat64 * 4
-	negatives := 0
+	notPositive := 0
 	// d_j = M[j][j] - sum_{p<j} L[j][p] u_jp, and for i in (j, j+k],
 	// L[i][j] = (M[i][j] - sum_{p<j} L[i][p] u_jp) / d_j.
 	for j := 0; j < jEnd; j++ {
@@ -578,8 +584,8 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 			}
 		}
 		dj, ddj := mjj-sj, 1-dsj
-		if dj < 0 {
-			negatives++
+		if !(dj > 0) {
+			notPositive++
 		}
 		if math.Abs(dj) < tiny {
 			dj = tiny
@@ -615,7 +621,7 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 		clear(nlc[top-j:])
 		clear(dnlc[top-j:])
 	}
-	return negatives
+	return notPositive
 }
 
 // selinvRows is the number of rows of Z that [dualLDL.selinv] passes to

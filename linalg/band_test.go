@@ -1,6 +1,7 @@
 package linalg
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -83,6 +84,55 @@ func TestSymBandInverseSquaredGoKernels(t *testing.T) {
 				assert.InDelta(t, z[o], gz[o], 1e-13*sc, "n %d k %d Z[%d][%d]", c.n, c.k, i, j)
 				assert.InDelta(t, z2[o], gz2[o], 1e-13*sc2, "n %d k %d Z^2[%d][%d]", c.n, c.k, i, j)
 			}
+		}
+	}
+}
+
+// A positive semidefinite but singular matrix (the path graph's Laplacian,
+// whose exact LDL^T has the pivots 1, ..., 1, 0 in floating point too), a
+// matrix with a zero diagonal entry and one with a NaN entry are not
+// positive definite: ShiftedInverseBand, InverseBandSquared and
+// InverseBandSquaredRows report a pivot that is not positive, split at a
+// separator or not, rather than 0 and entries of 1/tiny or NaN.
+// CountBelow keeps counting negative eigenvalues only (the Laplacian's
+// are 2 - 2 cos(pi j / n) >= 0, one of them 0).
+func TestSymBandSingularReported(t *testing.T) {
+	for _, c := range []struct{ n, k int }{{2, 1}, {6, 1}, {7, 3}, {20, 1}, {40, 3}, {5, 0}} {
+		laplacian := NewSymBand(c.n, c.k)
+		for i := 0; i < c.n; i++ {
+			if c.k > 0 && i > 0 {
+				laplacian.Set(i, i-1, -1)
+			}
+			deg := 0.0
+			if c.k > 0 {
+				deg = 2
+				if i == 0 || i == c.n-1 {
+					deg = 1
+				}
+			}
+			laplacian.Set(i, i, deg)
+		}
+		if c.k == 0 { // the zero matrix but for one entry
+			laplacian.Set(0, 0, 1)
+		}
+		nanEntry := NewSymBand(c.n, c.k)
+		for i := 0; i < c.n; i++ {
+			nanEntry.Set(i, i, 4)
+		}
+		nanEntry.Set(c.n-1, c.n-1, math.NaN())
+		for name, s := range map[string]SymBand{"singular": laplacian, "NaN": nanEntry} {
+			n, k := c.n, c.k
+			w, wr := k+1, 2*k+1
+			msg := fmt.Sprintf("%s n=%d k=%d (split %v)", name, n, k, splitBand(n, k))
+			assert.Positive(t, s.ShiftedInverseBand(0, make([]float64, n*w), make([]float64, 2*n*w)), "ShiftedInverseBand "+msg)
+			assert.Positive(t, s.InverseBandSquared(make([]float64, n*w), make([]float64, n*w), make([]float64, InverseBandSquaredWork(n, k))), "InverseBandSquared "+msg)
+			assert.Positive(t, s.InverseBandSquaredRows(make([]float64, n*wr), make([]float64, n*wr), make([]float64, InverseBandSquaredRowsWork(n, k))), "InverseBandSquaredRows "+msg)
+		}
+		work := make([]float64, c.n*(c.k+1)+c.n)
+		assert.Equal(t, 0, laplacian.CountBelow(0, work), "n=%d k=%d: eigenvalues below 0", c.n, c.k)
+		if c.k > 0 {
+			// The smallest nonzero eigenvalue is 2 - 2 cos(pi/n).
+			assert.Equal(t, 1, laplacian.CountBelow((1-math.Cos(math.Pi/float64(c.n)))/2, work), "n=%d k=%d", c.n, c.k)
 		}
 	}
 }
