@@ -3,6 +3,8 @@ package linalg
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // The eigenvalue search ends for every count function and bound, including
@@ -85,5 +87,48 @@ func TestNewSymBandNegative(t *testing.T) {
 	}
 	if b := NewSymBand(0, 0); b.N != 0 || len(b.Data) != 0 {
 		t.Errorf("NewSymBand(0, 0) = %+v, want an empty matrix", b)
+	}
+}
+
+// A pivot that is zero or too small to divide by is counted on the side it
+// is moved to: SymTridiag counted an exact zero pivot as nonnegative but
+// went on with -tiny, so [[1,1],[1,1]] (eigenvalues 0 and 2) had no
+// eigenvalue below 1; SymBand counted a negative subnormal pivot but went
+// on with +tiny, so [[0,1],[1,0]] (eigenvalues -1 and 1) had two below
+// 5e-324. The counts against the closed forms: 1 + 2 cos(pi j / (n+1)) for
+// the tridiagonal matrix with ones on its three diagonals.
+func TestCountBelowTinyPivots(t *testing.T) {
+	ones := func(n int) (SymTridiag, SymBand) {
+		tr := SymTridiag{Diag: make([]float64, n), Off: make([]float64, n)}
+		b := NewSymBand(n, 1)
+		for i := 0; i < n; i++ {
+			tr.Diag[i], tr.Off[i] = 1, 1
+			b.Set(i, i, 1)
+			if i > 0 {
+				b.Set(i, i-1, 1)
+			}
+		}
+		return tr, b
+	}
+	for _, n := range []int{2, 4, 6, 10} {
+		tr, b := ones(n)
+		work := make([]float64, 3*n)
+		for _, x := range []float64{-2, 0.5, 1, 1.5, 3.5} {
+			want := 0
+			for j := 1; j <= n; j++ {
+				if 1+2*math.Cos(math.Pi*float64(j)/float64(n+1)) < x {
+					want++
+				}
+			}
+			assert.Equal(t, want, tr.CountBelow(x), "SymTridiag n=%d x=%g", n, x)
+			assert.Equal(t, want, b.CountBelow(x, work), "SymBand n=%d x=%g", n, x)
+		}
+	}
+	b := NewSymBand(2, 1)
+	b.Set(1, 0, 1)
+	tr := SymTridiag{Diag: []float64{0, 0}, Off: []float64{0, 1}}
+	for _, x := range []float64{-0x1p-1074, 0x1p-1074, 0x1p-1070} {
+		assert.Equal(t, 1, b.CountBelow(x, make([]float64, 6)), "SymBand [[0,1],[1,0]] x=%g", x)
+		assert.Equal(t, 1, tr.CountBelow(x), "SymTridiag [[0,1],[1,0]] x=%g", x)
 	}
 }
