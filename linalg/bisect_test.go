@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 )
 
 // The eigenvalue search ends for every count function and bound, including
@@ -130,5 +132,43 @@ func TestCountBelowTinyPivots(t *testing.T) {
 	for _, x := range []float64{-0x1p-1074, 0x1p-1074, 0x1p-1070} {
 		assert.Equal(t, 1, b.CountBelow(x, make([]float64, 6)), "SymBand [[0,1],[1,0]] x=%g", x)
 		assert.Equal(t, 1, tr.CountBelow(x), "SymTridiag [[0,1],[1,0]] x=%g", x)
+	}
+}
+
+// BidiagGram's counts (top-down, and twisted with the order threshold
+// moved) on integer bidiagonal factors at shifts that make a pivot exactly
+// zero (x = Diag[0]^2 and small integers), against the number of dense
+// eigenvalues (mat.EigenSym) below x, where no eigenvalue is within 1e-9
+// of x. A zero pivot replaced by 4 * 2^-1074 made t / d overflow and the
+// rest of the count NaN.
+func TestBidiagCountBelowZeroPivots(t *testing.T) {
+	defer func(o int) { bidiagParallelOrder = o }(bidiagParallelOrder)
+	for _, order := range []int{bidiagParallelOrder, 2} {
+		bidiagParallelOrder = order
+		for n := 2; n <= 8; n++ {
+			for trial := 0; trial < 12; trial++ {
+				g, h := make([]float64, n), make([]float64, n)
+				for i := range g {
+					g[i] = float64(1 + (trial*7+i*3)%3)
+					h[i] = float64(1 + (trial*5+i)%2)
+				}
+				b := BidiagGram{Diag: g, Sub: h}
+				var e mat.EigenSym
+				require.True(t, e.Factorize(b.dense(), false))
+				ev := e.Values(nil)
+				for _, x := range []float64{g[0] * g[0], 1, 2, 4, 5} {
+					want, near := 0, false
+					for _, v := range ev {
+						near = near || math.Abs(v-x) < 1e-9
+						if v < x {
+							want++
+						}
+					}
+					if !near {
+						assert.Equal(t, want, b.CountBelow(x), "order threshold %d: g=%v h=%v x=%g eigenvalues %v", order, g, h, x, ev)
+					}
+				}
+			}
+		}
 	}
 }
