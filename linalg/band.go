@@ -54,7 +54,7 @@ func (s SymBand) Set(i, j int, v float64) {
 // not positive (negative, zero or NaN). A pivot of magnitude below 4 times
 // the smallest subnormal is replaced by [SymBand.pivotFloor], with the sign
 // it was counted with (zero as positive): a perturbation of one diagonal
-// entry by u ||M + shift I||, which keeps the inertia count valid for a
+// entry by u (||M|| + |shift|), which keeps the inertia count valid for a
 // shift that is not that close to an eigenvalue, and the multipliers and
 // later pivots finite (a subnormal pivot would give multipliers near
 // 2^1072, whose squares overflow, and NaN after them).
@@ -144,8 +144,8 @@ func (s SymBand) ShiftedInverseDiag(sigma float64, dst, work []float64) {
 // [SymBand.ShiftedInverseDiag]. It returns the number of pivots of the
 // LDL^T factorization that are not positive (negative, zero or NaN): 0
 // when M + sigma I is numerically positive definite (dst is meaningless
-// otherwise; a singular or NaN matrix is not reported as definite). work must have length
-// at least 2 N (K+1). O(N K^2).
+// otherwise; a singular or NaN matrix is not reported as definite). work
+// must have length at least 2 N (K+1). O(N K^2).
 func (s SymBand) ShiftedInverseBand(sigma float64, dst, work []float64) int {
 	n, k := s.N, s.K
 	w := k + 1
@@ -271,8 +271,8 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 // of [SymBand.ShiftedInverseDiag] (LDL^T and selected inversion) with
 // respect to the shift, carried along in forward mode. It returns the
 // number of pivots that are not positive (negative, zero or NaN; 0 when M
-// is numerically positive definite; z and z2 are meaningless otherwise). work must have length at least
-// [InverseBandSquaredWork](N, K). O(N K^2), about three times
+// is numerically positive definite; z and z2 are meaningless otherwise).
+// work must have length at least [InverseBandSquaredWork](N, K). O(N K^2), about three times
 // [SymBand.ShiftedInverseBand]. [SymBand.InverseBandSquaredRows] gives the
 // same entries as full rows.
 func (s SymBand) InverseBandSquared(z, z2, work []float64) int {
@@ -578,8 +578,8 @@ func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
 // of s (order f.n; with rev, of the trailing block of order f.n of s in
 // reversed order, whose column j below the diagonal is row s.N-1-j of s)
 // and their derivatives in the shift, and returns the number of pivots
-// among them that are not positive (negative, zero or NaN). Each inner product runs over
-// contiguous, equally ordered slices and carries its derivative along
+// among them that are not positive (negative, zero or NaN). Each inner
+// product runs over contiguous, equally ordered slices and carries its derivative along
 // ([dualDot]); whole columns go to the assembly in one call, in blocks of
 // four rows that share the loads of U ([dualBlocks]). (Values and
 // derivatives in two goroutines, the values ahead, was measured no faster
