@@ -51,18 +51,19 @@ func (s SymBand) Set(i, j int, v float64) {
 // ldl computes the band LDL^T factorization of M + shift I without pivoting
 // into l (same layout as Data; the unit diagonal is not stored) and d, and
 // returns the number of negative pivots and the number of pivots that are
-// not positive (negative, zero or NaN). A pivot of magnitude below 4 times
-// the smallest subnormal is replaced by [SymBand.pivotFloor], with the sign
+// not positive (negative, zero or NaN). A pivot of magnitude below the
+// smallest normal number is raised to [SymBand.pivotFloor], with the sign
 // it was counted with (zero as positive): a perturbation of one diagonal
 // entry by u (||M|| + |shift|), which keeps the inertia count valid for a
 // shift that is not that close to an eigenvalue, and the multipliers and
-// later pivots finite (a subnormal pivot would give multipliers near
-// 2^1072, whose squares overflow, and NaN after them).
+// later pivots finite (a zero or subnormal pivot would give multipliers
+// that overflow, and NaN after them). Where the square of a multiplier
+// would overflow or underflow, its product with the pivot is formed first.
 func (s SymBand) ldl(shift float64, l, d []float64) (negatives, notPositive int) {
 	n, k := s.N, s.K
 	w := k + 1
-	tiny := math.SmallestNonzeroFloat64 * 4
-	floor := 0.0 // pivotFloor's value, once needed
+	const smallPivot = 0x1p-1022 // the smallest normal number
+	floor := 0.0                 // pivotFloor's value, once needed
 	for i := 0; i < n; i++ {
 		// L[i][j] for j in [i-k, i): L[i][j] = (M[i][j] - sum_p L[i][p] d[p] L[j][p]) / d[j].
 		for j := max(0, i-k); j < i; j++ {
@@ -75,23 +76,31 @@ func (s SymBand) ldl(shift float64, l, d []float64) (negatives, notPositive int)
 		di := s.Data[i*w] + shift
 		for p := max(0, i-k); p < i; p++ {
 			lp := l[i*w+i-p]
-			di -= lp * lp * d[p]
+			sq := lp * lp
+			if sq < 0x1p-1022 || sq > math.MaxFloat64 {
+				// lp^2 underflowed or overflowed, unlike lp d_p (the
+				// numerator of lp).
+				di -= lp * (lp * d[p])
+			} else {
+				di -= sq * d[p]
+			}
 		}
 		if !(di > 0) {
 			notPositive++
 		}
-		// A pivot too small to divide by is moved away from zero, to the
-		// floor, on the side it was counted on, so that the count is the
-		// inertia of a nearby matrix.
+		// A pivot too small to divide by (below the smallest normal
+		// number) is moved away from zero, to the floor, on the side it
+		// was counted on, so that the count is the inertia of a nearby
+		// matrix.
 		if di < 0 {
 			negatives++
-			if di > -tiny {
+			if di > -smallPivot {
 				floor = s.pivotFloor(shift, floor)
-				di = -floor
+				di = min(di, -floor)
 			}
-		} else if di < tiny {
+		} else if di < smallPivot {
 			floor = s.pivotFloor(shift, floor)
-			di = floor
+			di = max(di, floor)
 		}
 		d[i] = di
 	}
@@ -99,10 +108,9 @@ func (s SymBand) ldl(shift float64, l, d []float64) (negatives, notPositive int)
 }
 
 // pivotFloor returns u (Gershgorin's bound on ||M|| + |shift|), the value
-// by which [SymBand.ldl] replaces a pivot that is zero to working
-// precision, or 4 times the smallest subnormal where that is not finite
-// and larger; floor is the value already computed for this shift (0 if
-// none).
+// to which [SymBand.ldl] raises a pivot too small to divide by, or 4 times
+// the smallest subnormal where that is not finite and larger; floor is the
+// value already computed for this shift (0 if none).
 func (s SymBand) pivotFloor(shift, floor float64) float64 {
 	if floor > 0 {
 		return floor

@@ -172,3 +172,37 @@ func TestBidiagCountBelowZeroPivots(t *testing.T) {
 		}
 	}
 }
+
+// A diagonal entry so small that the square of its multiplier overflows
+// (1e-160: L[1][0] = 1e160), in the path graph's adjacency matrix, whose
+// eigenvalues 2 cos(pi j / 7) (j = 1..6) are three negative: SymBand's
+// count below 0 went NaN after the overflow and gave 1; SymTridiag (ratio
+// form) and mat.EigenSym give 3.
+func TestSymBandCountBelowHugeMultiplier(t *testing.T) {
+	const n = 6
+	for _, eps := range []float64{1e-160, 1e-300, 0x1p-1060} {
+		s := NewSymBand(n, 1)
+		tr := SymTridiag{Diag: make([]float64, n), Off: make([]float64, n)}
+		d := mat.NewSymDense(n, nil)
+		for i := 1; i < n; i++ {
+			s.Set(i, i-1, 1)
+			tr.Off[i] = 1
+			d.SetSym(i, i-1, 1)
+		}
+		s.Set(0, 0, eps)
+		tr.Diag[0] = eps
+		d.SetSym(0, 0, eps)
+		var e mat.EigenSym
+		require.True(t, e.Factorize(d, false))
+		for _, x := range []float64{0, 1e-310, -0.5, 0.5} {
+			want := 0
+			for _, v := range e.Values(nil) {
+				if v < x {
+					want++
+				}
+			}
+			assert.Equal(t, want, s.CountBelow(x, make([]float64, 3*n)), "SymBand eps=%g x=%g", eps, x)
+			assert.Equal(t, want, tr.CountBelow(x), "SymTridiag eps=%g x=%g", eps, x)
+		}
+	}
+}
