@@ -418,6 +418,9 @@ func TestReadNPYErrors(t *testing.T) {
 		{"huge negative dim", npyBytes(1, dictWith("'<f8'", "False", "(-99999999999999999999,)"), nil), []string{"negative dimension -99999999999999999999"}},
 		{"dim beyond int64", npyBytes(1, dictWith("'<f8'", "False", "(99999999999999999999,)"), nil), []string{"dimension 99999999999999999999", "too large"}},
 		{"product overflows", npyBytes(1, dictWith("'<f8'", "False", "("+half+", "+half+")"), nil), []string{"too many elements"}},
+		// NumPy refuses a shape whose nonzero dimensions overflow, a zero
+		// one besides or not ("array is too big").
+		{"zero dim and overflow", npyBytes(1, dictWith("'<f8'", "False", "("+half+", 0, "+half+")"), nil), []string{"too many elements"}},
 		{"more bytes than int", npyBytes(1, dictWith("'<f8'", "False", "(1152921504606846976,)"), nil), []string{"too large"}},
 		{"65 dims", npyBytes(1, dictWith("'<f8'", "False", "("+strings.Repeat("1, ", 65)+")"), le64(1)), []string{"65 dimensions"}},
 
@@ -515,6 +518,23 @@ func TestLoadNPYCountsTrailingBytes(t *testing.T) {
 	_, err := Load(path)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "8 trailing bytes after the 48 bytes of data for shape (2, 3)")
+}
+
+// A path that cannot be read as a file is named once, with the cause.
+func TestLoadNPYDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(dir)
+	require.Error(t, err)
+	assert.Equal(t, "npy: load "+dir+": is a directory", err.Error())
+}
+
+// Write refuses a shape NumPy cannot allocate, even with a zero dimension.
+func TestWriteNPYZeroDimOverflow(t *testing.T) {
+	half := 1 << (strconv.IntSize / 2)
+	err := Write(io.Discard, []int{half, 0, half}, nil)
+	var pe *ParamError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "too many elements")
 }
 
 func TestLoadNPYMissingFile(t *testing.T) {
