@@ -51,7 +51,8 @@ func (s SymBand) Set(i, j int, v float64) {
 // ldl computes the band LDL^T factorization of M + shift I without pivoting
 // into l (same layout as Data; the unit diagonal is not stored) and d, and
 // returns the number of negative pivots and the number of pivots that are
-// not positive (negative, zero or NaN). A pivot of magnitude below the
+// not positive normal numbers (negative, zero, subnormal or NaN: the
+// inverse is then not representable). A pivot of magnitude below the
 // smallest normal number is raised to [SymBand.pivotFloor], with the sign
 // it was counted with (zero as positive): a perturbation of one diagonal
 // entry by u (||M|| + |shift|), which keeps the inertia count valid for a
@@ -85,7 +86,7 @@ func (s SymBand) ldl(shift float64, l, d []float64) (negatives, notPositive int)
 				di -= sq * d[p]
 			}
 		}
-		if !(di > 0) {
+		if !(di >= smallPivot) {
 			notPositive++
 		}
 		// A pivot too small to divide by (below the smallest normal
@@ -150,9 +151,10 @@ func (s SymBand) ShiftedInverseDiag(sigma float64, dst, work []float64) {
 // the band into dst, in the layout of Data (dst[i*(K+1)+d] = Z[i][i-d]), for
 // M + sigma I positive definite, by the recurrences of
 // [SymBand.ShiftedInverseDiag]. It returns the number of pivots of the
-// LDL^T factorization that are not positive (negative, zero or NaN): 0
-// when M + sigma I is numerically positive definite (dst is meaningless
-// otherwise; a singular or NaN matrix is not reported as definite). work
+// LDL^T factorization that are not positive normal numbers (negative, zero,
+// subnormal or NaN): 0 when M + sigma I is numerically positive definite
+// (dst is meaningless otherwise; a singular or NaN matrix is not reported
+// as definite). work
 // must have length at least 2 N (K+1). O(N K^2).
 func (s SymBand) ShiftedInverseBand(sigma float64, dst, work []float64) int {
 	n, k := s.N, s.K
@@ -165,7 +167,7 @@ func (s SymBand) ShiftedInverseBand(sigma float64, dst, work []float64) int {
 
 // selectedInverse writes the band of (M + sigma I)^{-1} into z (layout of
 // Data) using work (length 2 N (K+1)) for the factors, and returns the
-// number of non-positive pivots.
+// number of pivots that are not positive normal numbers.
 func (s SymBand) selectedInverse(sigma float64, z, work []float64) int {
 	n, k := s.N, s.K
 	w := k + 1
@@ -278,8 +280,9 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 // Z(sigma) = (M + sigma I)^{-1}, so z2 is the derivative of the recurrences
 // of [SymBand.ShiftedInverseDiag] (LDL^T and selected inversion) with
 // respect to the shift, carried along in forward mode. It returns the
-// number of pivots that are not positive (negative, zero or NaN; 0 when M
-// is numerically positive definite; z and z2 are meaningless otherwise).
+// number of pivots that are not positive normal numbers (negative, zero,
+// subnormal or NaN; 0 when M is numerically positive definite; z and z2
+// are meaningless otherwise).
 // work must have length at least [InverseBandSquaredWork](N, K). O(N K^2), about three times
 // [SymBand.ShiftedInverseBand]. [SymBand.InverseBandSquaredRows] gives the
 // same entries as full rows.
@@ -447,7 +450,8 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 // denseSPDInverse writes the inverse of the symmetric positive definite
 // k x k matrix a (row major) into inv, by the Cholesky factorization
 // (into tmp) and the inverse of the factor, and returns 1 if a is not
-// numerically positive definite (0 otherwise).
+// numerically positive definite (a pivot below the smallest normal number
+// or NaN; 0 otherwise).
 func denseSPDInverse(a, inv, tmp []float64, k int) int {
 	// a = R^T R with R upper triangular, tmp[i*k + j] = R[i][j] (j >= i).
 	r := tmp
@@ -458,7 +462,7 @@ func denseSPDInverse(a, inv, tmp []float64, k int) int {
 				v -= r[p*k+i] * r[p*k+j]
 			}
 			if j == i {
-				if !(v > 0) {
+				if !(v >= 0x1p-1022) {
 					return 1
 				}
 				r[i*k+i] = math.Sqrt(v)
@@ -586,7 +590,8 @@ func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
 // of s (order f.n; with rev, of the trailing block of order f.n of s in
 // reversed order, whose column j below the diagonal is row s.N-1-j of s)
 // and their derivatives in the shift, and returns the number of pivots
-// among them that are not positive (negative, zero or NaN). Each inner
+// among them that are not positive normal numbers (negative, zero,
+// subnormal or NaN). Each inner
 // product runs over contiguous, equally ordered slices and carries its derivative along
 // ([dualDot]); whole columns go to the assembly in one call, in blocks of
 // four rows that share the loads of U ([dualBlocks]). (Values and
@@ -621,7 +626,7 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 			}
 		}
 		dj, ddj := mjj-sj, 1-dsj
-		if !(dj > 0) {
+		if !(dj >= 0x1p-1022) { // below the smallest normal number, 1/dj overflows
 			notPositive++
 		}
 		if math.Abs(dj) < tiny {

@@ -267,3 +267,29 @@ func TestSymBandAgainstDense(t *testing.T) {
 		}
 	}
 }
+
+// A positive pivot below the smallest normal number has an infinite
+// reciprocal: M = 1e-310 I is positive definite, but its inverse (1e310 I)
+// is not representable, and the inverses returned 0 (definite) with +Inf
+// entries. They now report it, split at a separator or not.
+func TestSymBandSubnormalPivotReported(t *testing.T) {
+	for _, c := range []struct{ n, k int }{{3, 1}, {16, 1}, {5, 0}, {40, 3}} {
+		n, k := c.n, c.k
+		w, wr := k+1, 2*k+1
+		s := NewSymBand(n, k)
+		for i := 0; i < n; i++ {
+			s.Set(i, i, 1e-310)
+		}
+		msg := fmt.Sprintf("n=%d k=%d (split %v)", n, k, splitBand(n, k))
+		assert.Positive(t, s.ShiftedInverseBand(0, make([]float64, n*w), make([]float64, 2*n*w)), "ShiftedInverseBand "+msg)
+		assert.Positive(t, s.InverseBandSquared(make([]float64, n*w), make([]float64, n*w), make([]float64, InverseBandSquaredWork(n, k))), "InverseBandSquared "+msg)
+		assert.Positive(t, s.InverseBandSquaredRows(make([]float64, n*wr), make([]float64, n*wr), make([]float64, InverseBandSquaredRowsWork(n, k))), "InverseBandSquaredRows "+msg)
+		// The smallest normal number itself is fine: 1/2^-1022 = 2^1022.
+		for i := 0; i < n; i++ {
+			s.Set(i, i, 0x1p-1022)
+		}
+		z := make([]float64, n*w)
+		require.Equal(t, 0, s.ShiftedInverseBand(0, z, make([]float64, 2*n*w)), msg)
+		assert.Equal(t, 0x1p1022, z[0], msg)
+	}
+}
