@@ -50,13 +50,21 @@ func (s SymBand) Set(i, j int, v float64) {
 
 // ldl computes the band LDL^T factorization of M + shift I without pivoting
 // into l (same layout as Data; the unit diagonal is not stored) and d, and
-// returns the number of negative pivots. A zero pivot is replaced by a tiny
-// one, which keeps the inertia count valid for a shift that is not an
-// eigenvalue.
-func (s SymBand) ldl(shift float64, l, d []float64) (negatives int) {
+// returns the number of negative pivots and the number of pivots that are
+// not positive normal numbers (negative, zero, subnormal or NaN: the
+// inverse is then not representable). A pivot of magnitude below the
+// smallest normal number is raised to [SymBand.pivotFloor], with the sign
+// it was counted with (zero as positive): a perturbation of one diagonal
+// entry by u (||M|| + |shift|), which keeps the inertia count valid for a
+// shift that is not that close to an eigenvalue, and the multipliers and
+// later pivots finite (a zero or subnormal pivot would give multipliers
+// that overflow, and NaN after them). Where the square of a multiplier
+// would overflow or underflow, its product with the pivot is formed first.
+func (s SymBand) ldl(shift float64, l, d []float64) (negatives, notPositive int) {
 	n, k := s.N, s.K
 	w := k + 1
-	tiny := math.SmallestNonzeroFloat64 * 4
+	const smallPivot = 0x1p-1022 // the smallest normal number
+	floor := 0.0                 // pivotFloor's value, once needed
 	for i := 0; i < n; i++ {
 		// L[i][j] for j in [i-k, i): L[i][j] = (M[i][j] - sum_p L[i][p] d[p] L[j][p]) / d[j].
 		for j := max(0, i-k); j < i; j++ {
@@ -69,17 +77,51 @@ func (s SymBand) ldl(shift float64, l, d []float64) (negatives int) {
 		di := s.Data[i*w] + shift
 		for p := max(0, i-k); p < i; p++ {
 			lp := l[i*w+i-p]
-			di -= lp * lp * d[p]
+			sq := lp * lp
+			if sq < 0x1p-1022 || sq > math.MaxFloat64 {
+				// lp^2 underflowed or overflowed, unlike lp d_p (the
+				// numerator of lp).
+				di -= lp * (lp * d[p])
+			} else {
+				di -= sq * d[p]
+			}
 		}
+		if !(di >= smallPivot) {
+			notPositive++
+		}
+		// A pivot too small to divide by (below the smallest normal
+		// number) is moved away from zero, to the floor, on the side it
+		// was counted on, so that the count is the inertia of a nearby
+		// matrix.
 		if di < 0 {
 			negatives++
-		}
-		if math.Abs(di) < tiny {
-			di = tiny
+			if di > -smallPivot {
+				floor = s.pivotFloor(shift, floor)
+				di = min(di, -floor)
+			}
+		} else if di < smallPivot {
+			floor = s.pivotFloor(shift, floor)
+			di = max(di, floor)
 		}
 		d[i] = di
 	}
-	return negatives
+	return negatives, notPositive
+}
+
+// pivotFloor returns u (Gershgorin's bound on ||M|| + |shift|), the value
+// to which [SymBand.ldl] raises a pivot too small to divide by, or 4 times
+// the smallest subnormal where that is not finite and larger; floor is the
+// value already computed for this shift (0 if none).
+func (s SymBand) pivotFloor(shift, floor float64) float64 {
+	if floor > 0 {
+		return floor
+	}
+	tiny := math.SmallestNonzeroFloat64 * 4
+	f := 0x1p-53 * (s.Gershgorin() + math.Abs(shift))
+	if !(f > tiny) || math.IsInf(f, 0) {
+		return tiny
+	}
+	return f
 }
 
 // ShiftedInverseDiag writes the diagonal of (M + sigma I)^{-1} into dst, for
@@ -108,10 +150,12 @@ func (s SymBand) ShiftedInverseDiag(sigma float64, dst, work []float64) {
 // ShiftedInverseBand writes the entries of Z = (M + sigma I)^{-1} within
 // the band into dst, in the layout of Data (dst[i*(K+1)+d] = Z[i][i-d]), for
 // M + sigma I positive definite, by the recurrences of
-// [SymBand.ShiftedInverseDiag]. It returns the number of negative
-// pivots of the LDL^T factorization: 0 when M + sigma I is numerically
-// positive definite (dst is meaningless otherwise). work must have length
-// at least 2 N (K+1). O(N K^2).
+// [SymBand.ShiftedInverseDiag]. It returns the number of pivots of the
+// LDL^T factorization that are not positive normal numbers (negative, zero,
+// subnormal or NaN): 0 when M + sigma I is numerically positive definite
+// (dst is meaningless otherwise; a singular or NaN matrix is not reported
+// as definite). work
+// must have length at least 2 N (K+1). O(N K^2).
 func (s SymBand) ShiftedInverseBand(sigma float64, dst, work []float64) int {
 	n, k := s.N, s.K
 	w := k + 1
@@ -123,12 +167,12 @@ func (s SymBand) ShiftedInverseBand(sigma float64, dst, work []float64) int {
 
 // selectedInverse writes the band of (M + sigma I)^{-1} into z (layout of
 // Data) using work (length 2 N (K+1)) for the factors, and returns the
-// number of non-positive pivots.
+// number of pivots that are not positive normal numbers.
 func (s SymBand) selectedInverse(sigma float64, z, work []float64) int {
 	n, k := s.N, s.K
 	w := k + 1
 	l, d := work[:n*w], work[n*w:n*w+n]
-	bad := s.ldl(sigma, l, d)
+	_, bad := s.ldl(sigma, l, d)
 	// z holds Z in the same lower band layout: z[j*w + j-i] = Z[j][i].
 	for i := n - 1; i >= 0; i-- {
 		top := min(n-1, i+k)
@@ -213,7 +257,8 @@ func (s SymBand) Gershgorin() float64 {
 // length at least N (K+1) + N.
 func (s SymBand) CountBelow(x float64, work []float64) int {
 	n, k := s.N, s.K
-	return s.ldl(-x, work[:n*(k+1)], work[n*(k+1):n*(k+1)+n])
+	neg, _ := s.ldl(-x, work[:n*(k+1)], work[n*(k+1):n*(k+1)+n])
+	return neg
 }
 
 // Bounds returns lo <= lambda_min(M) and lambda_max(M) <= hi for a positive
@@ -235,9 +280,10 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 // Z(sigma) = (M + sigma I)^{-1}, so z2 is the derivative of the recurrences
 // of [SymBand.ShiftedInverseDiag] (LDL^T and selected inversion) with
 // respect to the shift, carried along in forward mode. It returns the
-// number of negative pivots (0 when M is numerically positive definite; z
-// and z2 are meaningless otherwise). work must have length at least
-// [InverseBandSquaredWork](N, K). O(N K^2), about three times
+// number of pivots that are not positive normal numbers (negative, zero,
+// subnormal or NaN; 0 when M is numerically positive definite; z and z2
+// are meaningless otherwise).
+// work must have length at least [InverseBandSquaredWork](N, K). O(N K^2), about three times
 // [SymBand.ShiftedInverseBand]. [SymBand.InverseBandSquaredRows] gives the
 // same entries as full rows.
 func (s SymBand) InverseBandSquared(z, z2, work []float64) int {
@@ -404,7 +450,8 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 // denseSPDInverse writes the inverse of the symmetric positive definite
 // k x k matrix a (row major) into inv, by the Cholesky factorization
 // (into tmp) and the inverse of the factor, and returns 1 if a is not
-// numerically positive definite (0 otherwise).
+// numerically positive definite (a pivot below the smallest normal number
+// or NaN; 0 otherwise).
 func denseSPDInverse(a, inv, tmp []float64, k int) int {
 	// a = R^T R with R upper triangular, tmp[i*k + j] = R[i][j] (j >= i).
 	r := tmp
@@ -415,7 +462,7 @@ func denseSPDInverse(a, inv, tmp []float64, k int) int {
 				v -= r[p*k+i] * r[p*k+j]
 			}
 			if j == i {
-				if !(v > 0) {
+				if !(v >= 0x1p-1022) {
 					return 1
 				}
 				r[i*k+i] = math.Sqrt(v)
@@ -542,9 +589,10 @@ func (f *dualLDL) schur(i, j, jEnd int) (float64, float64) {
 // factor computes the columns [0, jEnd) of the band LDL^T factorization
 // of s (order f.n; with rev, of the trailing block of order f.n of s in
 // reversed order, whose column j below the diagonal is row s.N-1-j of s)
-// and their derivatives in the shift, and returns the number of negative
-// pivots among them. Each inner product runs over
-// contiguous, equally ordered slices and carries its derivative along
+// and their derivatives in the shift, and returns the number of pivots
+// among them that are not positive normal numbers (negative, zero,
+// subnormal or NaN). Each inner
+// product runs over contiguous, equally ordered slices and carries its derivative along
 // ([dualDot]); whole columns go to the assembly in one call, in blocks of
 // four rows that share the loads of U ([dualBlocks]). (Values and
 // derivatives in two goroutines, the values ahead, was measured no faster
@@ -557,7 +605,7 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 	ln, dln, d, dd := f.ln, f.dln, f.d, f.dd
 	sums, dsums := f.sums, f.dsums
 	tiny := math.SmallestNonzeroFloat64 * 4
-	negatives := 0
+	notPositive := 0
 	// d_j = M[j][j] - sum_{p<j} L[j][p] u_jp, and for i in (j, j+k],
 	// L[i][j] = (M[i][j] - sum_{p<j} L[i][p] u_jp) / d_j.
 	for j := 0; j < jEnd; j++ {
@@ -578,8 +626,8 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 			}
 		}
 		dj, ddj := mjj-sj, 1-dsj
-		if dj < 0 {
-			negatives++
+		if !(dj >= 0x1p-1022) { // below the smallest normal number, 1/dj overflows
+			notPositive++
 		}
 		if math.Abs(dj) < tiny {
 			dj = tiny
@@ -615,7 +663,7 @@ func (f *dualLDL) factor(s SymBand, rev bool, jEnd int) int {
 		clear(nlc[top-j:])
 		clear(dnlc[top-j:])
 	}
-	return negatives
+	return notPositive
 }
 
 // selinvRows is the number of rows of Z that [dualLDL.selinv] passes to

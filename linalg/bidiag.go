@@ -194,6 +194,7 @@ func (b BidiagGram) countDown(x float64, m int) (int, float64) {
 	count := 0
 	t := -x
 	tiny := math.SmallestNonzeroFloat64 * 4
+	floor := 0.0 // pivotFloor's value, once needed
 	for i := 0; i < m; i++ {
 		if i > 0 {
 			t = -x + h[i]*h[i]*t
@@ -201,9 +202,13 @@ func (b BidiagGram) countDown(x float64, m int) (int, float64) {
 		d := g[i]*g[i] + t
 		if d < 0 {
 			count++
-		}
-		if math.Abs(d) < tiny {
-			d = tiny
+			if d > -tiny {
+				floor = b.pivotFloor(x, floor)
+				d = -floor
+			}
+		} else if d < tiny {
+			floor = b.pivotFloor(x, floor)
+			d = floor
 		}
 		t /= d
 	}
@@ -220,19 +225,44 @@ func (b BidiagGram) countUp(x float64, m int) (int, float64) {
 	g, h := b.Diag, b.Sub
 	n := len(g)
 	tiny := math.SmallestNonzeroFloat64 * 4
+	floor := 0.0
 	count := 0
 	s := g[n-1]*g[n-1] - x
 	for i := n - 1; i > m; i-- {
 		e := h[i]*h[i] + s
 		if e < 0 {
 			count++
-		}
-		if math.Abs(e) < tiny {
-			e = tiny
+			if e > -tiny {
+				floor = b.pivotFloor(x, floor)
+				e = -floor
+			}
+		} else if e < tiny {
+			floor = b.pivotFloor(x, floor)
+			e = floor
 		}
 		s = -x + g[i-1]*g[i-1]*(s/e)
 	}
 	return count, s
+}
+
+// pivotFloor returns u (Gershgorin's bound on ||T|| + |x|), the value by
+// which countDown and countUp replace a pivot that is zero to working
+// precision (below 4 times the smallest subnormal), with the sign it was
+// counted with (zero as positive): a perturbation of one pivot at the
+// size of rounding that keeps the recurrence finite (a subnormal pivot
+// makes t / d overflow, and Inf / Inf is NaN after it). It is 4 times the
+// smallest subnormal where that bound is not finite and larger; floor is
+// the value already computed for this x (0 if none).
+func (b BidiagGram) pivotFloor(x, floor float64) float64 {
+	if floor > 0 {
+		return floor
+	}
+	tiny := math.SmallestNonzeroFloat64 * 4
+	f := 0x1p-53 * (b.Gershgorin() + math.Abs(x))
+	if !(f > tiny) || math.IsInf(f, 0) {
+		return tiny
+	}
+	return f
 }
 
 // bidiagParallelOrder is the order from which [BidiagGram.CountBelow] and

@@ -3,6 +3,10 @@ package linalg
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 )
 
 // The eigenvalue search ends for every count function and bound, including
@@ -85,5 +89,120 @@ func TestNewSymBandNegative(t *testing.T) {
 	}
 	if b := NewSymBand(0, 0); b.N != 0 || len(b.Data) != 0 {
 		t.Errorf("NewSymBand(0, 0) = %+v, want an empty matrix", b)
+	}
+}
+
+// A pivot that is zero or too small to divide by is counted on the side it
+// is moved to: SymTridiag counted an exact zero pivot as nonnegative but
+// went on with -tiny, so [[1,1],[1,1]] (eigenvalues 0 and 2) had no
+// eigenvalue below 1; SymBand counted a negative subnormal pivot but went
+// on with +tiny, so [[0,1],[1,0]] (eigenvalues -1 and 1) had two below
+// 5e-324. The counts against the closed forms: 1 + 2 cos(pi j / (n+1)) for
+// the tridiagonal matrix with ones on its three diagonals.
+func TestCountBelowTinyPivots(t *testing.T) {
+	ones := func(n int) (SymTridiag, SymBand) {
+		tr := SymTridiag{Diag: make([]float64, n), Off: make([]float64, n)}
+		b := NewSymBand(n, 1)
+		for i := 0; i < n; i++ {
+			tr.Diag[i], tr.Off[i] = 1, 1
+			b.Set(i, i, 1)
+			if i > 0 {
+				b.Set(i, i-1, 1)
+			}
+		}
+		return tr, b
+	}
+	for _, n := range []int{2, 4, 6, 10} {
+		tr, b := ones(n)
+		work := make([]float64, 3*n)
+		for _, x := range []float64{-2, 0.5, 1, 1.5, 3.5} {
+			want := 0
+			for j := 1; j <= n; j++ {
+				if 1+2*math.Cos(math.Pi*float64(j)/float64(n+1)) < x {
+					want++
+				}
+			}
+			assert.Equal(t, want, tr.CountBelow(x), "SymTridiag n=%d x=%g", n, x)
+			assert.Equal(t, want, b.CountBelow(x, work), "SymBand n=%d x=%g", n, x)
+		}
+	}
+	b := NewSymBand(2, 1)
+	b.Set(1, 0, 1)
+	tr := SymTridiag{Diag: []float64{0, 0}, Off: []float64{0, 1}}
+	for _, x := range []float64{-0x1p-1074, 0x1p-1074, 0x1p-1070} {
+		assert.Equal(t, 1, b.CountBelow(x, make([]float64, 6)), "SymBand [[0,1],[1,0]] x=%g", x)
+		assert.Equal(t, 1, tr.CountBelow(x), "SymTridiag [[0,1],[1,0]] x=%g", x)
+	}
+}
+
+// BidiagGram's counts (top-down, and twisted with the order threshold
+// moved) on integer bidiagonal factors at shifts that make a pivot exactly
+// zero (x = Diag[0]^2 and small integers), against the number of dense
+// eigenvalues (mat.EigenSym) below x, where no eigenvalue is within 1e-9
+// of x. A zero pivot replaced by 4 * 2^-1074 made t / d overflow and the
+// rest of the count NaN.
+func TestBidiagCountBelowZeroPivots(t *testing.T) {
+	defer func(o int) { bidiagParallelOrder = o }(bidiagParallelOrder)
+	for _, order := range []int{bidiagParallelOrder, 2} {
+		bidiagParallelOrder = order
+		for n := 2; n <= 8; n++ {
+			for trial := 0; trial < 12; trial++ {
+				g, h := make([]float64, n), make([]float64, n)
+				for i := range g {
+					g[i] = float64(1 + (trial*7+i*3)%3)
+					h[i] = float64(1 + (trial*5+i)%2)
+				}
+				b := BidiagGram{Diag: g, Sub: h}
+				var e mat.EigenSym
+				require.True(t, e.Factorize(b.dense(), false))
+				ev := e.Values(nil)
+				for _, x := range []float64{g[0] * g[0], 1, 2, 4, 5} {
+					want, near := 0, false
+					for _, v := range ev {
+						near = near || math.Abs(v-x) < 1e-9
+						if v < x {
+							want++
+						}
+					}
+					if !near {
+						assert.Equal(t, want, b.CountBelow(x), "order threshold %d: g=%v h=%v x=%g eigenvalues %v", order, g, h, x, ev)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A diagonal entry so small that the square of its multiplier overflows
+// (1e-160: L[1][0] = 1e160), in the path graph's adjacency matrix, whose
+// eigenvalues 2 cos(pi j / 7) (j = 1..6) are three negative: SymBand's
+// count below 0 went NaN after the overflow and gave 1; SymTridiag (ratio
+// form) and mat.EigenSym give 3.
+func TestSymBandCountBelowHugeMultiplier(t *testing.T) {
+	const n = 6
+	for _, eps := range []float64{1e-160, 1e-300, 0x1p-1060} {
+		s := NewSymBand(n, 1)
+		tr := SymTridiag{Diag: make([]float64, n), Off: make([]float64, n)}
+		d := mat.NewSymDense(n, nil)
+		for i := 1; i < n; i++ {
+			s.Set(i, i-1, 1)
+			tr.Off[i] = 1
+			d.SetSym(i, i-1, 1)
+		}
+		s.Set(0, 0, eps)
+		tr.Diag[0] = eps
+		d.SetSym(0, 0, eps)
+		var e mat.EigenSym
+		require.True(t, e.Factorize(d, false))
+		for _, x := range []float64{0, 1e-310, -0.5, 0.5} {
+			want := 0
+			for _, v := range e.Values(nil) {
+				if v < x {
+					want++
+				}
+			}
+			assert.Equal(t, want, s.CountBelow(x, make([]float64, 3*n)), "SymBand eps=%g x=%g", eps, x)
+			assert.Equal(t, want, tr.CountBelow(x), "SymTridiag eps=%g x=%g", eps, x)
+		}
 	}
 }

@@ -19,7 +19,8 @@
 // multiply-adds with several accumulators; the band kernels' inner products
 // four at a time, four rows against one vector or one row against four
 // vectors, so that each load of the shared operand serves four); elsewhere,
-// and when built with -tags purego, they are loops in Go. The two differ by
+// and when built with -tags purego or run with GODEBUG=cpu.avx2=off (which
+// golang.org/x/sys/cpu reads at start), they are loops in Go. The two differ by
 // rounding only, and the tests check the assembly against sums formed in Go
 // for every loop tail. The sixteen-shift recurrences of
 // [BidiagGram.InvSqrtDiagParallel] run in AVX assembly too

@@ -162,14 +162,17 @@ func quadForm(w, x []float64) float64 {
 	return t
 }
 
-// tinyGen is the magnitude below which a decayed generator product is
-// treated as zero by [QuasiSep.Dense]: it is far below any entry that
-// matters and keeps the products out of the (slow) subnormal range.
+// tinyGen is the magnitude below which [QuasiSep.Dense] drops a decayed
+// term of an entry: it is far below any entry that matters and keeps the
+// products out of the (slow) subnormal range.
 const tinyGen = 1e-280
 
 // Dense writes M into the n x n row-major slice dst (zeros above the
 // diagonal), in O(n^2 K) operations split over workers goroutines (at
-// least 1). The result does not depend on workers.
+// least 1). The result does not depend on workers. Terms of term t that
+// can no longer exceed 1e-280 in magnitude (the products over A[.][t]
+// having decayed, with every |A[i][t]| <= 1) are dropped: an absolute
+// error below 1e-280 per term.
 func (m QuasiSep) Dense(dst []float64, workers int) {
 	m.check()
 	n, k := m.N, m.K
@@ -179,7 +182,23 @@ func (m QuasiSep) Dense(dst []float64, workers int) {
 	// Row i: M[i][j] = sum_t P[i][t] F_t[j], with F_t[j] = A_{ij}[t] Q[j][t]
 	// kept for j < i and updated by F_t[j] *= A[i][t] after row i. Each
 	// worker owns a range of columns; lo[t] skips the leading columns whose
-	// F_t has decayed below tinyGen.
+	// F_t has decayed below skip[t]: tinyGen / max(1, max_i |P[i][t]|)
+	// where every |A[i][t]| <= 1, so that the terms P F A... of the rows
+	// below stay under tinyGen, and 0 (no skipping) otherwise, NaN
+	// included.
+	skip := make([]float64, k)
+	for t := 0; t < k; t++ {
+		pmax, decays := 1.0, true
+		for i := 0; i < n && decays; i++ {
+			decays = math.Abs(m.A[i*k+t]) <= 1
+			if p := math.Abs(m.P[i*k+t]); !(p <= pmax) {
+				pmax = p
+			}
+		}
+		if decays && pmax <= math.MaxFloat64 {
+			skip[t] = tinyGen / pmax
+		}
+	}
 	ParallelTriangle(n, workers, func(c0, c1 int) {
 		f := make([]float64, k*(c1-c0))
 		lo := make([]int, k)
@@ -198,7 +217,7 @@ func (m QuasiSep) Dense(dst []float64, workers int) {
 				out := row[c0 : c0+end]
 				pt, at := p[t], a[t]
 				l := lo[t]
-				for l < end && math.Abs(ft[l]) < tinyGen {
+				for l < end && math.Abs(ft[l]) < skip[t] {
 					l++
 				}
 				lo[t] = l

@@ -268,3 +268,32 @@ func TestSolveStepKernels(t *testing.T) {
 		}
 	}
 }
+
+// Dense against At (the defining sum, formed entry by entry) for
+// generators that are valid but unbalanced or growing: P = 1e290 with
+// Q = 1e-290 (entries 0.5^(i-j-1)), and |A| = 2 from a Q of 1e-290
+// (entries 2^(i-j-1) 1e-290 P). Dense treated every generator product
+// below 1e-280 as zero from then on, which holds only where the later
+// factors cannot raise it, and wrote zeros below the diagonal.
+func TestQuasiSepDenseUnbalancedGenerators(t *testing.T) {
+	const n, k = 12, 2
+	for _, c := range []struct{ p, a, q float64 }{{1e290, 0.5, 1e-290}, {1, 2, 1e-290}, {1e-10, -3, 1e-285}} {
+		m := NewQuasiSep(n, k)
+		for i := 0; i < n; i++ {
+			m.Diag[i] = 1
+			for t := 0; t < k; t++ {
+				m.P[i*k+t], m.A[i*k+t], m.Q[i*k+t] = c.p*float64(t+1), c.a, c.q*float64(2-t)
+			}
+		}
+		for _, workers := range []int{1, 3} {
+			d := make([]float64, n*n)
+			m.Dense(d, workers)
+			for i := 0; i < n; i++ {
+				for j := 0; j < n; j++ {
+					want := m.At(i, j)
+					assert.InDelta(t, want, d[i*n+j], 1e-14*math.Abs(want), "%+v workers %d: M[%d][%d]", c, workers, i, j)
+				}
+			}
+		}
+	}
+}

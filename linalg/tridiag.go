@@ -39,11 +39,14 @@ func (t SymTridiag) CountBelow(x float64) int {
 		} else {
 			d = t.Diag[i] - x - t.Off[i]*t.Off[i]/d
 		}
+		// A pivot too small to divide by is moved away from zero on the
+		// side it was counted on, so that the count is the inertia of a
+		// nearby matrix.
 		if d < 0 {
 			count++
-		}
-		if math.Abs(d) < tiny {
-			d = -tiny
+			d = min(d, -tiny)
+		} else if d < tiny {
+			d = tiny
 		}
 	}
 	return count

@@ -6,6 +6,7 @@
 // Anything that comes from outside the program is an error, never a panic:
 // a nil reader, writer or matrix is a *[ParamError], and a .npy stream that
 // cannot be opened or parsed a *[FileError] whose Err says why without a
-// package prefix. Read never allocates more than the data it actually
-// receives, whatever the header claims.
+// package prefix. Whatever the header claims, Read's buffer for the data is
+// at most about max(1 MiB, twice the bytes it actually receives), and the
+// header it reads at most 1 MiB.
 package npy

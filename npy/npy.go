@@ -198,11 +198,7 @@ func Read(r io.Reader) (Array, error) {
 func Load(path string) (Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return Array{}, &FileError{Op: "load", Path: path, Err: err}
+		return Array{}, &FileError{Op: "load", Path: path, Err: withoutPath(err, path)}
 	}
 	defer f.Close()
 	size := int64(-1)
@@ -211,9 +207,19 @@ func Load(path string) (Array, error) {
 	}
 	a, err := readNPY(f, size)
 	if err != nil {
-		return Array{}, &FileError{Op: "load", Path: path, Err: err}
+		return Array{}, &FileError{Op: "load", Path: path, Err: withoutPath(err, path)}
 	}
 	return a, nil
+}
+
+// withoutPath returns the cause of a *fs.PathError on path (so that the
+// FileError, which names path, does not name it twice), or err.
+func withoutPath(err error, path string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Err
+	}
+	return err
 }
 
 // checkShape returns an error unless every dimension of shape is
@@ -230,21 +236,29 @@ func checkShape(shape []int, n int) error {
 }
 
 // numElements returns the product of shape, or an error if a dimension is
-// negative, there are more than npyMaxDims dimensions or the product exceeds
-// npyMaxElements.
+// negative, there are more than npyMaxDims dimensions or the product of the
+// nonzero dimensions exceeds npyMaxElements (NumPy refuses such a shape as
+// too big even when another dimension is zero).
 func numElements(shape []int) (int, error) {
 	if len(shape) > npyMaxDims {
 		return 0, fmt.Errorf("shape has %d dimensions, at most %d are supported", len(shape), npyMaxDims)
 	}
-	n := 1
+	n, empty := 1, false
 	for _, d := range shape {
 		if d < 0 {
 			return 0, fmt.Errorf("negative dimension %d in shape %s", d, shapeString(shape))
 		}
-		if d > npyMaxElements || (d > 0 && n > npyMaxElements/d) {
+		if d == 0 {
+			empty = true
+			continue
+		}
+		if d > npyMaxElements || n > npyMaxElements/d {
 			return 0, fmt.Errorf("shape %s has too many elements (more than %d)", shapeString(shape), npyMaxElements)
 		}
 		n *= d
+	}
+	if empty {
+		return 0, nil
 	}
 	return n, nil
 }

@@ -418,6 +418,9 @@ func TestReadNPYErrors(t *testing.T) {
 		{"huge negative dim", npyBytes(1, dictWith("'<f8'", "False", "(-99999999999999999999,)"), nil), []string{"negative dimension -99999999999999999999"}},
 		{"dim beyond int64", npyBytes(1, dictWith("'<f8'", "False", "(99999999999999999999,)"), nil), []string{"dimension 99999999999999999999", "too large"}},
 		{"product overflows", npyBytes(1, dictWith("'<f8'", "False", "("+half+", "+half+")"), nil), []string{"too many elements"}},
+		// NumPy refuses a shape whose nonzero dimensions overflow, a zero
+		// one besides or not ("array is too big").
+		{"zero dim and overflow", npyBytes(1, dictWith("'<f8'", "False", "("+half+", 0, "+half+")"), nil), []string{"too many elements"}},
 		{"more bytes than int", npyBytes(1, dictWith("'<f8'", "False", "(1152921504606846976,)"), nil), []string{"too large"}},
 		{"65 dims", npyBytes(1, dictWith("'<f8'", "False", "("+strings.Repeat("1, ", 65)+")"), le64(1)), []string{"65 dimensions"}},
 
@@ -515,6 +518,23 @@ func TestLoadNPYCountsTrailingBytes(t *testing.T) {
 	_, err := Load(path)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "8 trailing bytes after the 48 bytes of data for shape (2, 3)")
+}
+
+// A path that cannot be read as a file is named once, with the cause.
+func TestLoadNPYDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(dir)
+	require.Error(t, err)
+	assert.Equal(t, "npy: load "+dir+": is a directory", err.Error())
+}
+
+// Write refuses a shape NumPy cannot allocate, even with a zero dimension.
+func TestWriteNPYZeroDimOverflow(t *testing.T) {
+	half := 1 << (strconv.IntSize / 2)
+	err := Write(io.Discard, []int{half, 0, half}, nil)
+	var pe *ParamError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "too many elements")
 }
 
 func TestLoadNPYMissingFile(t *testing.T) {
@@ -743,4 +763,63 @@ func BenchmarkWriteNPY(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzNPYRoundTrip writes arbitrary bit patterns (signalling and quiet NaN
+// payloads, -0, subnormals) in a 0-D, 1-D or 2-D shape and reads them back,
+// through the zero-copy path and the portable one: the data section is the
+// input bytes themselves (little-endian by construction) and the values
+// come back bit for bit.
+func FuzzNPYRoundTrip(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0xf0, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0x80}, uint8(1), uint8(0))
+	f.Add(make([]byte, 48), uint8(2), uint8(1))
+	f.Add([]byte{0xef, 0xbe, 0xad, 0xde, 0, 0, 0xf8, 0x7f}, uint8(0), uint8(0))
+	native := nativeLittleEndian
+	f.Fuzz(func(t *testing.T, raw []byte, mode, rows uint8) {
+		defer func() { nativeLittleEndian = native }()
+		n := len(raw) / 8
+		var shape []int
+		switch mode % 3 {
+		case 0:
+			if n == 0 {
+				return
+			}
+			n, shape = 1, []int{}
+		case 1:
+			shape = []int{n}
+		case 2:
+			r := 1 + int(rows)%max(1, n)
+			shape = []int{r, n / r}
+			n = r * (n / r)
+		}
+		raw = raw[:8*n]
+		data := make([]float64, n)
+		for i := range data {
+			data[i] = math.Float64frombits(uint64(raw[8*i]) | uint64(raw[8*i+1])<<8 | uint64(raw[8*i+2])<<16 | uint64(raw[8*i+3])<<24 |
+				uint64(raw[8*i+4])<<32 | uint64(raw[8*i+5])<<40 | uint64(raw[8*i+6])<<48 | uint64(raw[8*i+7])<<56)
+		}
+		for _, le := range []bool{native, false} {
+			nativeLittleEndian = le
+			var buf bytes.Buffer
+			if err := Write(&buf, shape, data); err != nil {
+				t.Fatalf("shape %v: %v", shape, err)
+			}
+			out := buf.Bytes()
+			if len(out) < len(raw) || !bytes.Equal(out[len(out)-len(raw):], raw) || (len(out)-len(raw))%64 != 0 {
+				t.Fatalf("shape %v: the data section is not the input bytes after a 64-byte aligned header", shape)
+			}
+			a, err := Read(bytes.NewReader(out))
+			if err != nil {
+				t.Fatalf("shape %v: %v", shape, err)
+			}
+			if shapeString(a.Shape) != shapeString(shape) || len(a.Data) != n {
+				t.Fatalf("shape %v came back as %v with %d values", shape, a.Shape, len(a.Data))
+			}
+			for i := range data {
+				if math.Float64bits(a.Data[i]) != math.Float64bits(data[i]) {
+					t.Fatalf("element %d: %#x came back as %#x", i, math.Float64bits(data[i]), math.Float64bits(a.Data[i]))
+				}
+			}
+		}
+	})
 }
