@@ -74,19 +74,43 @@ func (f *fakeServer) GetModel(_ *flv1.GetModelRequest, st grpc.ServerStreamingSe
 	return nil
 }
 
+// fakeRunConfig is the run a fakeServer describes by default: 2 learners,
+// 4 rounds, tau 2, 3 features.
+func fakeRunConfig() *flv1.RunConfig {
+	return &flv1.RunConfig{Algorithm: "correlated", Eta: 0.05, Clip: 1, Model: "logistic",
+		Learners: 2, Rounds: 4, Tau: 2, Features: 3, Params: 3, Epochs: 1}
+}
+
+// runLearnerAgainst serves srv on 127.0.0.1 and runs learner 1 of
+// fakeRunConfig's run against it until the learner returns or timeout
+// passes; it returns the learner's error.
+func runLearnerAgainst(t *testing.T, srv flv1.FederationServer, timeout time.Duration) error {
+	t.Helper()
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	flv1.RegisterFederationServer(g, srv)
+	go g.Serve(lis)
+	defer g.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err = RunLearner(ctx, LearnerOptions{Addr: lis.Addr().String(), ID: 1, Creds: insecure.NewCredentials(),
+		Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(1), nil }, GiveUp: time.Second})
+	return err
+}
+
 // A learner never panics on a server's answers: counts that are zero,
 // negative, wrapped or huge, a round outside the run, parameters that do
 // not match the features, and model chunks of a round outside the run
 // are clear errors.
 func TestLearnerChecksServerAnswers(t *testing.T) {
-	good := func() *flv1.RunConfig {
-		return &flv1.RunConfig{Algorithm: "correlated", Eta: 0.05, Clip: 1, Model: "logistic",
-			Learners: 2, Rounds: 4, Tau: 2, Features: 3, Params: 3, Epochs: 1}
-	}
-	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := fakeRunConfig
 	model := func(round int32, done bool) []*flv1.ModelChunk {
 		return []*flv1.ModelChunk{{Round: round, Done: done, Dim: 3, Values: []float64{0, 0, 0}}}
 	}
@@ -132,19 +156,7 @@ func TestLearnerChecksServerAnswers(t *testing.T) {
 		if tc.edit != nil {
 			tc.edit(join)
 		}
-		f := &fakeServer{join: join, model: tc.model}
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := grpc.NewServer()
-		flv1.RegisterFederationServer(g, f)
-		go g.Serve(lis)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = RunLearner(ctx, LearnerOptions{Addr: lis.Addr().String(), ID: 1, Creds: insecure.NewCredentials(),
-			Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(1), nil }, GiveUp: time.Second})
-		cancel()
-		g.Stop()
+		err := runLearnerAgainst(t, &fakeServer{join: join, model: tc.model}, 10*time.Second)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
 		}
@@ -171,10 +183,6 @@ func (h *headerServer) Join(ctx context.Context, r *flv1.JoinRequest) (*flv1.Joi
 // the learner went on), and one with 1 KiB goes on to the model, which this
 // server never sends.
 func TestLearnerBoundsServerHeaders(t *testing.T) {
-	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		pad     int
 		want    string
@@ -185,21 +193,8 @@ func TestLearnerBoundsServerHeaders(t *testing.T) {
 		// Past Join to the model, which this server never sends.
 		{1 << 10, "short model", ""},
 	} {
-		join := &flv1.JoinResponse{ProtocolVersion: Protocol, Config: &flv1.RunConfig{Algorithm: "correlated", Eta: 0.05,
-			Clip: 1, Model: "logistic", Learners: 2, Rounds: 4, Tau: 2, Features: 3, Params: 3, Epochs: 1}}
-		f := &headerServer{fakeServer: fakeServer{join: join}, pad: tc.pad}
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := grpc.NewServer()
-		flv1.RegisterFederationServer(g, f)
-		go g.Serve(lis)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = RunLearner(ctx, LearnerOptions{Addr: lis.Addr().String(), ID: 1, Creds: insecure.NewCredentials(),
-			Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(1), nil }, GiveUp: time.Second})
-		cancel()
-		g.Stop()
+		join := &flv1.JoinResponse{ProtocolVersion: Protocol, Config: fakeRunConfig()}
+		err := runLearnerAgainst(t, &headerServer{fakeServer: fakeServer{join: join}, pad: tc.pad}, 10*time.Second)
 		if err == nil || tc.want != "" && !strings.Contains(err.Error(), tc.want) || tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
 			t.Errorf("headers of %d bytes: %v, want an error containing %q (and not %q)", tc.pad, err, tc.want, tc.notWant)
 		}
