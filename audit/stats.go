@@ -11,12 +11,20 @@ import (
 // normalQuantile returns z with Phi(z) = p.
 func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
 
-// logBinomPMF returns log Pr[Bin(n, q) = k].
+// logBinomPMF returns log Pr[Bin(n, q) = k]; a factor q^0 or (1 - q)^0
+// is 1 even where its logarithm is -Inf.
 func logBinomPMF(n, k int, logq, log1q float64) float64 {
 	a, _ := math.Lgamma(float64(n + 1))
 	b, _ := math.Lgamma(float64(k + 1))
 	c, _ := math.Lgamma(float64(n - k + 1))
-	return a - b - c + float64(k)*logq + float64(n-k)*log1q
+	l := a - b - c
+	if k > 0 {
+		l += float64(k) * logq
+	}
+	if n-k > 0 {
+		l += float64(n-k) * log1q
+	}
+	return l
 }
 
 // OneRunPValue is the probability bound of Steinke, Nasr and Jagielski
@@ -33,8 +41,10 @@ func OneRunPValue(m, r, v int, eps, delta float64) float64 {
 	if v <= 0 {
 		return 1
 	}
+	// log q and log(1 - q) = log q - eps: finite (or -Inf) for every
+	// eps >= 0, where log1p(e^eps) overflows to +Inf from eps = 710 on.
 	logq := -math.Log1p(math.Exp(-eps))
-	log1q := -math.Log1p(math.Exp(eps))
+	log1q := logq - eps
 	tail := 0.0
 	for k := v; k <= r; k++ {
 		tail += math.Exp(logBinomPMF(r, k, logq, log1q))
