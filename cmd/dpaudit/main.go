@@ -88,6 +88,7 @@ type options struct {
 	json                 bool
 	out                  string
 	canaries             int
+	defaultCanaries      int // the audit's own number where -canaries is 0, once known
 	level, confidence    float64
 	network              bool
 }
@@ -161,6 +162,17 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	s, err := audit.NewSetup(ctx, *p)
 	if err != nil {
 		return 0, setupError(o, err)
+	}
+	if cmd == "canary" && o.canaries == 0 {
+		// The default number of canaries depends on the calibration, and
+		// the audit's model has one coordinate per canary: check the
+		// memory again with the number the audit will plant.
+		if o.defaultCanaries, err = audit.DefaultCanaries(s, o.level); err != nil {
+			return 0, err
+		}
+		if err := checkMemory(cmd, o, memAvailable); err != nil {
+			return 0, err
+		}
 	}
 	if cmd == "replay" {
 		replay := audit.Replay

@@ -264,3 +264,20 @@ func TestInterrupted(t *testing.T) {
 		t.Errorf("-out created: %v", err)
 	}
 }
+
+// With -canaries 0 the number of canaries, and with it the canary
+// audit's model dimension, is known only once the plan is calibrated: at
+// eps = 0.05 the interval needs millions, so the audit plants all n R =
+// 4000 slots, and its 4 R m float64 of series alone are 51.2 MB. With
+// 30 MiB available the audit is refused, naming that number (before the
+// fix the check assumed 1000 canaries and the audit ran).
+func TestMemoryCheckDefaultCanaries(t *testing.T) {
+	old := memAvailable
+	t.Cleanup(func() { memAvailable = old })
+	memAvailable = func() (uint64, error) { return 30 << 20, nil }
+	code, out, err := runCmd(t, "canary", "-rounds", "400", "-learners", "10", "-tau", "1", "-dim", "3", "-eps", "0.05")
+	want := "-rounds 400, -learners 10, -dim 3 with -canaries 0 (4000 canaries at this calibration) need about "
+	if code != 0 || cli.ExitCode(err) != cli.ExitFailure || !strings.HasPrefix(errText(err), want) || out != "" {
+		t.Errorf("code %d, err %q, out %q", code, errText(err), out)
+	}
+}
