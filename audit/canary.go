@@ -93,7 +93,11 @@ type CanaryReport struct {
 	AllIterates Observer `json:"all_iterates"`
 	FinalModel  Observer `json:"final_model"`
 	// Violation: an interval lies wholly above the claimed mu, or a
-	// one-run bound exceeds the claimed eps.
+	// one-run bound exceeds the claimed eps. It combines the four tests
+	// (two observers) without correction: for the claimed Gaussian
+	// mechanism a false violation has probability at most
+	// 2 (1 - Level) / 2 + 2 (1 - Confidence) by the union bound
+	// (docs/audit.md).
 	Violation bool `json:"violation"`
 	// Seconds is the audit's wall-clock time.
 	Seconds float64 `json:"seconds"`
