@@ -23,7 +23,8 @@ type CanaryOptions struct {
 	// mu at Level (m = 400 z^2 (1 + mu^2 / 8) / mu^2, mu = 2 B_g sens(C) /
 	// (n V)), at least 1000 and at
 	// most the number of distinct slots the participation allows (n R for
-	// single participation, n b for a period or separation b).
+	// single participation, n b for a period or separation b). A number
+	// outside 3 to that many slots is a *ParamError naming "canaries".
 	Canaries int
 	// Level is the confidence level of the mu-hat interval; 0 means 0.99.
 	Level float64
@@ -187,7 +188,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 		m = defaultCanaries(s, opt.Level, slots)
 	}
 	if m < 3 || m > slots {
-		return nil, fmt.Errorf("audit: %d canaries, want 3 to %d (the distinct learner-round slots of the plan)", m, slots)
+		return nil, &ParamError{Param: "canaries", Value: m, Want: fmt.Sprintf("3 to %d (the distinct learner-round slots of the plan)", slots)}
 	}
 	d := max(p.Dim, m)
 	shape := fedopt.Shape{Learners: n, Rounds: R, Tau: tau, Dim: d}

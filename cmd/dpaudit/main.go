@@ -208,7 +208,11 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, nil
 	}
 	rep, err := audit.Canary(ctx, s, audit.CanaryOptions{Canaries: o.canaries, Level: o.level, Confidence: o.confidence, Network: o.network})
-	if err != nil {
+	var pe *audit.ParamError
+	if errors.As(err, &pe) && pe.Param == "canaries" {
+		// The participation leaves fewer slots than n R (checked before).
+		return 0, cli.Usagef("-canaries %d with -participation %s: want %s", o.canaries, o.part, pe.Want)
+	} else if err != nil {
 		return 0, err
 	}
 	if o.out != "" {

@@ -168,6 +168,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"canary", "-canaries", "-1"}, "-canaries -1:"},
 		{[]string{"canary", "-canaries", "2"}, "-canaries 2: want 3 to 20"},
 		{[]string{"canary", "-canaries", "21"}, "-canaries 21: want 3 to 20"},
+		// Fewer slots than n R under the participation: n b = 2 x 4 (the
+		// audit's own count, after the calibration; exit 1 before).
+		{[]string{"canary", "-rounds", "8", "-participation", "epochs:2", "-canaries", "10"}, "-canaries 10 with -participation epochs:2: want 3 to 8 "},
+		{[]string{"canary", "-participation", "minsep:4", "-canaries", "9"}, "-canaries 9 with -participation minsep:4: want 3 to 8 "},
 		{[]string{"canary", "-rounds", "1"}, "-learners 2 and -rounds 1: the canary audit needs at least 3 learner-round slots"},
 		{[]string{"canary", "-level", "0"}, "-level 0:"},
 		{[]string{"canary", "-confidence", "1"}, "-confidence 1:"},
