@@ -155,7 +155,7 @@ func defaultCanaries(s *Setup, level float64, slots int) int {
 	// sensitivity 2 B_g sens(C) / n (the claim's under exact
 	// calibration, n times below it under the paper's).
 	mu := 2 * p.Clip * priv.UnitSensitivity.Value / float64(p.Learners) / priv.NoiseStd
-	z := normalQuantile((1 + level) / 2)
+	z := levelZ(level)
 	m := math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu))
 	return int(min(max(m, 1000), float64(slots)))
 }

@@ -8,8 +8,11 @@ import (
 	"github.com/dpmf/dpmf/accountant"
 )
 
-// normalQuantile returns z with Phi(z) = p.
-func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
+// levelZ returns z with Phi(z) = (1 + level) / 2, the half-width in
+// standard errors of a two-sided interval at level: sqrt 2 erfinv(level),
+// finite and accurate for every level < 1 (forming (1 + level) / 2 first
+// rounds it to 1 from level = 1 - 2^-53 on, and loses digits before).
+func levelZ(level float64) float64 { return math.Sqrt2 * math.Erfinv(level) }
 
 // logBinomPMF returns log Pr[Bin(n, q) = k]; a factor q^0 or (1 - q)^0
 // is 1 even where its logarithm is -Inf.
@@ -175,7 +178,7 @@ func estimateMu(scores []float64, in []bool, w []float64, level float64) (MuEsti
 	sigma := math.Sqrt(rss / float64(m-1))
 	mu := beta / sigma
 	se := math.Sqrt(1/sxx + mu*mu/(2*float64(m-1)))
-	z := normalQuantile((1 + level) / 2)
+	z := levelZ(level)
 	return MuEstimate{Mu: mu, Lo: mu - z*se, Hi: mu + z*se, Level: level, Sigma: sigma}, nil
 }
 

@@ -246,3 +246,36 @@ func TestOneRunPValueLargeEps(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateMuLevelNearOne: the interval's half-width is z se with
+// 2 (1 - Phi(z)) = 1 - level, checked against math.Erfc (Erfc(z / sqrt 2)
+// = 1 - level) and the standard error of the docs' formula computed here,
+// for levels up to 1 - 2^-53 (0.9999999999999999, which -level accepts):
+// there (1 + level) / 2 rounded to 1 and the interval came out
+// [-Inf, +Inf], which JSON cannot encode.
+func TestEstimateMuLevelNearOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	const m = 200
+	scores, in, w := make([]float64, m), make([]bool, m), make([]float64, m)
+	sxx := 0.0
+	for j := range scores {
+		in[j] = j%2 == 0
+		w[j] = 1
+		scores[j] = -0.7 + rng.NormFloat64()
+		if in[j] {
+			scores[j] += 1.4
+		}
+		sxx += 0.25
+	}
+	for _, level := range []float64{0.5, 0.99, 1 - 1e-9, 1 - 1e-12, 1 - 0x1p-52, 1 - 0x1p-53} {
+		est, err := estimateMu(scores, in, w, level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		se := math.Sqrt(1/sxx + est.Mu*est.Mu/(2*(m-1)))
+		z := (est.Hi - est.Mu) / se
+		if !(math.Abs(math.Erfc(z/math.Sqrt2)-(1-level)) <= 1e-9*(1-level)) || !(math.Abs(est.Mu-est.Lo-z*se) <= 1e-12*z*se) {
+			t.Errorf("level %v: interval [%v, %v] around %v: z %v, Erfc(z / sqrt 2) %v, want 1 - level = %v", level, est.Lo, est.Hi, est.Mu, z, math.Erfc(z/math.Sqrt2), 1-level)
+		}
+	}
+}

@@ -285,3 +285,29 @@ func TestMemoryCheckDefaultCanaries(t *testing.T) {
 		t.Errorf("code %d, err %q, out %q", code, errText(err), out)
 	}
 }
+
+// -level accepts every number below 1; at 1 - 2^-53 the interval was
+// [-Inf, +Inf] and -json failed ("json: unsupported value: -Inf") after
+// the audit had run. Now its ends are finite: z = sqrt 2 erfinv(level),
+// about 8.29 standard errors.
+func TestCanaryLevelNearOne(t *testing.T) {
+	code, out, err := runCmd(t, "canary", "-rounds", "50", "-tau", "1", "-level", "0.9999999999999999", "-json")
+	if err != nil || code != 0 {
+		t.Fatalf("code %d, err %v", code, err)
+	}
+	var rep struct {
+		All struct {
+			Mu struct {
+				Mu float64 `json:"mu_hat"`
+				Lo float64 `json:"mu_lo"`
+				Hi float64 `json:"mu_hi"`
+			} `json:"mu"`
+		} `json:"all_iterates"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !(rep.All.Mu.Lo < rep.All.Mu.Mu && rep.All.Mu.Mu < rep.All.Mu.Hi) {
+		t.Errorf("interval [%v, %v]", rep.All.Mu.Lo, rep.All.Mu.Hi)
+	}
+}
