@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -276,6 +277,48 @@ func TestEstimateMuLevelNearOne(t *testing.T) {
 		z := (est.Hi - est.Mu) / se
 		if !(math.Abs(math.Erfc(z/math.Sqrt2)-(1-level)) <= 1e-9*(1-level)) || !(math.Abs(est.Mu-est.Lo-z*se) <= 1e-12*z*se) {
 			t.Errorf("level %v: interval [%v, %v] around %v: z %v, Erfc(z / sqrt 2) %v, want 1 - level = %v", level, est.Lo, est.Hi, est.Mu, z, math.Erfc(z/math.Sqrt2), 1-level)
+		}
+	}
+}
+
+// TestCanaryBoundBelowTrueEps runs the whole canary audit (real roles,
+// identity and optimal strategies, n = 10, R = 100, tau = 3) over several
+// seeds and counts, for each observer, the runs whose one-run bound
+// exceeds the run's true eps: that of mu-GDP with mu = sensitivity /
+// noise std at the run's delta, from the accountant. At confidence 0.95 a
+// count at or above the binomial test's limit (false failure 1e-6) fails.
+// The test is weak (few runs); TestOneRunEpsilonCoverage and
+// TestOneRunBoundGaussian test the bound with many.
+func TestCanaryBoundBelowTrueEps(t *testing.T) {
+	seeds := 24
+	if testing.Short() {
+		seeds = 8 // the least count that can fail at 1e-6 is then 6 of 8
+	}
+	limit := binomCritical(seeds, 5, 100, 1e-6)
+	for _, name := range []string{"identity", "optimal"} {
+		overAll, overFinal := 0, 0
+		for seed := range seeds {
+			s := mustSetup(t, canaryPlan(name, 5, uint64(100+seed)))
+			rep, err := Canary(context.Background(), s, CanaryOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			trueEps, err := accountant.Epsilon(s.Privacy.NoiseStd/s.Privacy.Sensitivity, s.Privacy.Delta, 1, accountant.Exact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.AllIterates.Bound.Epsilon > trueEps {
+				overAll++
+			}
+			if rep.FinalModel.Bound.Epsilon > trueEps {
+				overFinal++
+			}
+			if seed == 0 {
+				t.Logf("%s: true eps %.4f, bounds %.4f (all iterates), %.4f (final model)", name, trueEps, rep.AllIterates.Bound.Epsilon, rep.FinalModel.Bound.Epsilon)
+			}
+		}
+		if overAll >= limit || overFinal >= limit {
+			t.Errorf("%s: bounds above the true eps in %d (all iterates) and %d (final model) of %d runs; limit %d", name, overAll, overFinal, seeds, limit)
 		}
 	}
 }
