@@ -39,9 +39,13 @@ func logBinomPMF(n, k int, logq, log1q float64) float64 {
 //	Pr[W >= v] <= Pr[Bin(r, q) >= v] + 2 m delta max_{1<=i<=v} Pr[v-i <= Bin(r, q) < v] / i,
 //
 // q = e^eps / (1 + e^eps). A value below 1 - confidence rejects
-// (eps, delta)-DP at that confidence.
+// (eps, delta)-DP at that confidence. It is NaN outside the theorem's
+// domain: unless 0 <= v <= r <= m, eps >= 0 and 0 <= delta <= 1.
 func OneRunPValue(m, r, v int, eps, delta float64) float64 {
-	if v <= 0 {
+	if !oneRunDomain(m, r, v, delta) || !(eps >= 0) {
+		return math.NaN()
+	}
+	if v == 0 {
 		return 1
 	}
 	// log q and log(1 - q) = log q - eps: finite (or -Inf) for every
@@ -63,8 +67,13 @@ func OneRunPValue(m, r, v int, eps, delta float64) float64 {
 // OneRunEpsilon returns the largest eps that the observation (m canaries,
 // r guesses, v correct) rejects at level p (confidence 1 - p): a lower
 // bound on the mechanism's eps at delta that holds with probability at
-// least 1 - p. 0 if nothing is rejected.
+// least 1 - p. 0 if nothing is rejected; NaN unless 0 <= v <= r <= m,
+// 0 <= delta <= 1 and 0 < p < 1 (where no bound is meant: more correct
+// guesses than guesses would otherwise reject every eps).
 func OneRunEpsilon(m, r, v int, delta, p float64) float64 {
+	if !oneRunDomain(m, r, v, delta) || !(p > 0 && p < 1) {
+		return math.NaN()
+	}
 	if OneRunPValue(m, r, v, 0, delta) >= p {
 		return 0
 	}
@@ -84,6 +93,12 @@ func OneRunEpsilon(m, r, v int, delta, p float64) float64 {
 		}
 	}
 	return lo
+}
+
+// oneRunDomain reports whether m canaries, r guesses and v correct ones,
+// at delta, are counts and a probability the one-run theorem speaks of.
+func oneRunDomain(m, r, v int, delta float64) bool {
+	return 0 <= v && v <= r && r <= m && delta >= 0 && delta <= 1
 }
 
 // Bound is a rigorous one-run lower bound on epsilon.

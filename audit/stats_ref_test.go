@@ -322,3 +322,47 @@ func TestCanaryBoundBelowTrueEps(t *testing.T) {
 		}
 	}
 }
+
+// TestOneRunOutsideDomain: counts and parameters outside Theorem 3.1's
+// domain give NaN, not a number. Before, 8 correct guesses out of 5 gave
+// a p-value of 0 and a "lower bound" of 512, and p = 2 rejected every eps.
+func TestOneRunOutsideDomain(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		m, r, v int
+		eps, d  float64
+	}{
+		{10, 5, 8, 1, 0},     // v > r
+		{3, 5, 5, 1, 0.1},    // r > m
+		{10, 5, -1, 1, 0},    // v < 0
+		{10, 10, 10, 1, 2},   // delta > 1
+		{10, 10, 10, 1, -1},  // delta < 0
+		{10, 10, 10, 1, nan}, // delta NaN
+		{10, 10, 10, -1, 0},  // eps < 0
+		{10, 10, 10, nan, 0}, // eps NaN
+	} {
+		if pv := OneRunPValue(c.m, c.r, c.v, c.eps, c.d); !math.IsNaN(pv) {
+			t.Errorf("%+v: p-value %v, want NaN", c, pv)
+		}
+	}
+	for _, c := range []struct {
+		m, r, v int
+		d, p    float64
+	}{
+		{10, 5, 8, 0, 0.05},     // v > r
+		{3, 5, 5, 0.1, 0.05},    // r > m
+		{10, 5, -1, 0, 0.05},    // v < 0
+		{10, 10, 10, 2, 0.05},   // delta > 1
+		{10, 10, 10, nan, 0.05}, // delta NaN
+		{10, 10, 10, 0, 0},      // p = 0
+		{10, 10, 10, 0, 2},      // p > 1
+		{10, 10, 10, 0, nan},    // p NaN
+	} {
+		if e := OneRunEpsilon(c.m, c.r, c.v, c.d, c.p); !math.IsNaN(e) {
+			t.Errorf("%+v: bound %v, want NaN", c, e)
+		}
+	}
+	if pv := OneRunPValue(10, 10, 0, 1, 0.1); pv != 1 {
+		t.Errorf("v = 0: p-value %v, want 1", pv)
+	}
+}
