@@ -131,8 +131,9 @@ func setupError(o *options, err error) error {
 // known once the plan is calibrated, and 1000 before), the dropout
 // schedule and weights (R x n) and
 // the learners' updates. Deliberately coarse: it turns an out-of-memory crash into an
-// immediate, clear error.
-func memoryNeed(cmd string, o *options) float64 {
+// immediate, clear error. With solved set the factorization is already in
+// memory (and no longer available), so it is not counted again.
+func memoryNeed(cmd string, o *options, solved bool) float64 {
 	p := o.plan
 	r, n, d := float64(p.Rounds), float64(p.Learners), float64(p.Dim)
 	if cmd == "canary" {
@@ -146,14 +147,20 @@ func memoryNeed(cmd string, o *options) float64 {
 	if t, err := factorize.WithLossOnly(s, false); err == nil {
 		s = t
 	}
+	run := 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
+	if solved {
+		return run
+	}
 	// Dense factors (not loss-only): the same under any participation.
-	return factorize.SolveBytes(s, p.Rounds, factorize.SingleParticipation(), true) + 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
+	return factorize.SolveBytes(s, p.Rounds, factorize.SingleParticipation(), true) + run
 }
 
 // checkMemory refuses an audit that needs more memory than avail reports,
-// before any work. If avail is nil or fails, the check is skipped.
-func checkMemory(cmd string, o *options, avail func() (uint64, error)) error {
-	need := memoryNeed(cmd, o)
+// before any work, or with solved set once the factorization is in memory
+// (the canary audit's default number of canaries is known only then). If
+// avail is nil or fails, the check is skipped.
+func checkMemory(cmd string, o *options, solved bool, avail func() (uint64, error)) error {
+	need := memoryNeed(cmd, o, solved)
 	have, short := cli.Short(need, avail)
 	if !short {
 		return nil

@@ -151,7 +151,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := o.check(cmd, set); err != nil {
 		return 0, err
 	}
-	if err := checkMemory(cmd, o, memAvailable); err != nil {
+	if err := checkMemory(cmd, o, false, memAvailable); err != nil {
 		return 0, err
 	}
 	if o.out != "" {
@@ -170,7 +170,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if o.defaultCanaries, err = audit.DefaultCanaries(s, o.level); err != nil {
 			return 0, err
 		}
-		if err := checkMemory(cmd, o, memAvailable); err != nil {
+		if err := checkMemory(cmd, o, true, memAvailable); err != nil {
 			return 0, err
 		}
 	}

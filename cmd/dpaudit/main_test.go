@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/audit"
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
 )
 
@@ -309,5 +311,35 @@ func TestCanaryLevelNearOne(t *testing.T) {
 	}
 	if !(rep.All.Mu.Lo < rep.All.Mu.Mu && rep.All.Mu.Mu < rep.All.Mu.Hi) {
 		t.Errorf("interval [%v, %v]", rep.All.Mu.Lo, rep.All.Mu.Hi)
+	}
+}
+
+// The check made once the plan is solved counts the run, not the
+// factorization again: it is already in memory, so what remains available
+// no longer includes it. With exactly what the two checks need available
+// (the one before the solve with 1000 canaries, the one after with the
+// 1595 of (5, 1e-3)), the audit runs; counting the factorization twice
+// would refuse it.
+func TestMemoryCheckAfterSolve(t *testing.T) {
+	args := []string{"canary", "-rounds", "400", "-learners", "10", "-tau", "1", "-dim", "3"}
+	before := &options{}
+	before.plan = audit.Plan{Learners: 10, Rounds: 400, Tau: 1, Dim: 3}
+	var err error
+	if before.plan.Strategy, err = factorize.ParseStrategy("optimal"); err != nil {
+		t.Fatal(err)
+	}
+	after := *before
+	after.defaultCanaries = 1595
+	solve := factorize.SolveBytes(before.plan.Strategy, 400, factorize.SingleParticipation(), true)
+	avail := max(memoryNeed("canary", before, false), memoryNeed("canary", &after, false)-solve)
+	if memoryNeed("canary", &after, false) <= avail {
+		t.Fatalf("no window: the factorization is %v bytes", solve)
+	}
+	old := memAvailable
+	t.Cleanup(func() { memAvailable = old })
+	memAvailable = func() (uint64, error) { return uint64(avail), nil }
+	code, out, err := runCmd(t, args...)
+	if err != nil || code != 0 || !strings.Contains(out, "m=1595 canaries") {
+		t.Errorf("code %d, err %v, out %q", code, err, out)
 	}
 }
