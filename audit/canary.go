@@ -23,7 +23,8 @@ type CanaryOptions struct {
 	// mu at Level (m = 400 z^2 (1 + mu^2 / 8) / mu^2, mu = 2 B_g sens(C) /
 	// (n V)), at least 1000 and at
 	// most the number of distinct slots the participation allows (n R for
-	// single participation, n b for a period or separation b).
+	// single participation, n b for a period or separation b). A number
+	// outside 3 to that many slots is a *ParamError naming "canaries".
 	Canaries int
 	// Level is the confidence level of the mu-hat interval; 0 means 0.99.
 	Level float64
@@ -93,7 +94,11 @@ type CanaryReport struct {
 	AllIterates Observer `json:"all_iterates"`
 	FinalModel  Observer `json:"final_model"`
 	// Violation: an interval lies wholly above the claimed mu, or a
-	// one-run bound exceeds the claimed eps.
+	// one-run bound exceeds the claimed eps. It combines the four tests
+	// (two observers) without correction: for the claimed Gaussian
+	// mechanism a false violation has probability at most
+	// 2 (1 - Level) / 2 + 2 (1 - Confidence) by the union bound
+	// (docs/audit.md).
 	Violation bool `json:"violation"`
 	// Seconds is the audit's wall-clock time.
 	Seconds float64 `json:"seconds"`
@@ -128,6 +133,33 @@ func Canary(ctx context.Context, s *Setup, opt CanaryOptions) (*CanaryReport, er
 	return canary(ctx, s, opt, nil)
 }
 
+// DefaultCanaries returns the number of canaries [Canary] plants when
+// CanaryOptions.Canaries is 0, for an interval of mu-hat at level (0
+// means 0.99): m = 400 z^2 (1 + mu^2 / 8) / mu^2 with Phi(z) = (1 +
+// level) / 2 and mu = 2 B_g sens(C) / (n V), at least 1000 and at most the
+// distinct slots the participation allows. The canary audit's model has
+// max(d, m) coordinates, so its memory grows with m (dpaudit checks it).
+func DefaultCanaries(s *Setup, level float64) (int, error) {
+	level = cmp.Or(level, 0.99)
+	if !(level > 0 && level < 1) {
+		return 0, fmt.Errorf("audit: level %v, want a number in (0, 1)", level)
+	}
+	return defaultCanaries(s, level, s.Plan.Learners*len(canarySlots(s.Plan.Participation, s.Plan.Rounds))), nil
+}
+
+// defaultCanaries is DefaultCanaries for a valid level and the plan's
+// number of slots.
+func defaultCanaries(s *Setup, level float64, slots int) int {
+	p, priv := s.Plan, s.Privacy
+	// The mu the canaries reach: the release's with the exact
+	// sensitivity 2 B_g sens(C) / n (the claim's under exact
+	// calibration, n times below it under the paper's).
+	mu := 2 * p.Clip * priv.UnitSensitivity.Value / float64(p.Learners) / priv.NoiseStd
+	z := levelZ(level)
+	m := math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu))
+	return int(min(max(m, 1000), float64(slots)))
+}
+
 // canarySlots returns the distinct round sets a canary can own under the
 // participation: every round (single), or every residue class c < b with
 // its rounds c, c + b, ... (at most k of them for min-separation).
@@ -153,16 +185,10 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	slots := n * len(sets)
 	m := opt.Canaries
 	if m == 0 {
-		// The mu the canaries reach: the release's with the exact
-		// sensitivity 2 B_g sens(C) / n (the claim's under exact
-		// calibration, n times below it under the paper's).
-		mu := 2 * p.Clip * priv.UnitSensitivity.Value / float64(n) / priv.NoiseStd
-		z := normalQuantile((1 + opt.Level) / 2)
-		m = int(math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu)))
-		m = min(max(m, 1000), slots)
+		m = defaultCanaries(s, opt.Level, slots)
 	}
 	if m < 3 || m > slots {
-		return nil, fmt.Errorf("audit: %d canaries, want 3 to %d (the distinct learner-round slots of the plan)", m, slots)
+		return nil, &ParamError{Param: "canaries", Value: m, Want: fmt.Sprintf("3 to %d (the distinct learner-round slots of the plan)", slots)}
 	}
 	d := max(p.Dim, m)
 	shape := fedopt.Shape{Learners: n, Rounds: R, Tau: tau, Dim: d}

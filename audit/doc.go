@@ -30,8 +30,8 @@
 // with the delta term of their reference code), and (b) an estimate of
 // the Gaussian-DP parameter mu with a confidence interval (Dong, Roth and
 // Su 2022), which for a correct run contains the analytic mu =
-// sensitivity / noise std. An interval above the claimed mu is a
-// violation. Lower bounds are evidence, not proof: a run can pass and
+// sensitivity / noise std. An interval above the claimed mu, or a
+// one-run bound above the claimed eps, is a violation. Lower bounds are evidence, not proof: a run can pass and
 // still be wrong where the audit did not look.
 //
 // With CanaryOptions.Network the canary audit runs the same federation

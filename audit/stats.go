@@ -8,15 +8,26 @@ import (
 	"github.com/dpmf/dpmf/accountant"
 )
 
-// normalQuantile returns z with Phi(z) = p.
-func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
+// levelZ returns z with Phi(z) = (1 + level) / 2, the half-width in
+// standard errors of a two-sided interval at level: sqrt 2 erfinv(level),
+// finite and accurate for every level < 1 (forming (1 + level) / 2 first
+// rounds it to 1 from level = 1 - 2^-53 on, and loses digits before).
+func levelZ(level float64) float64 { return math.Sqrt2 * math.Erfinv(level) }
 
-// logBinomPMF returns log Pr[Bin(n, q) = k].
+// logBinomPMF returns log Pr[Bin(n, q) = k]; a factor q^0 or (1 - q)^0
+// is 1 even where its logarithm is -Inf.
 func logBinomPMF(n, k int, logq, log1q float64) float64 {
 	a, _ := math.Lgamma(float64(n + 1))
 	b, _ := math.Lgamma(float64(k + 1))
 	c, _ := math.Lgamma(float64(n - k + 1))
-	return a - b - c + float64(k)*logq + float64(n-k)*log1q
+	l := a - b - c
+	if k > 0 {
+		l += float64(k) * logq
+	}
+	if n-k > 0 {
+		l += float64(n-k) * log1q
+	}
+	return l
 }
 
 // OneRunPValue is the probability bound of Steinke, Nasr and Jagielski
@@ -28,13 +39,19 @@ func logBinomPMF(n, k int, logq, log1q float64) float64 {
 //	Pr[W >= v] <= Pr[Bin(r, q) >= v] + 2 m delta max_{1<=i<=v} Pr[v-i <= Bin(r, q) < v] / i,
 //
 // q = e^eps / (1 + e^eps). A value below 1 - confidence rejects
-// (eps, delta)-DP at that confidence.
+// (eps, delta)-DP at that confidence. It is NaN outside the theorem's
+// domain: unless 0 <= v <= r <= m, eps >= 0 and 0 <= delta <= 1.
 func OneRunPValue(m, r, v int, eps, delta float64) float64 {
-	if v <= 0 {
+	if !oneRunDomain(m, r, v, delta) || !(eps >= 0) {
+		return math.NaN()
+	}
+	if v == 0 {
 		return 1
 	}
+	// log q and log(1 - q) = log q - eps: finite (or -Inf) for every
+	// eps >= 0, where log1p(e^eps) overflows to +Inf from eps = 710 on.
 	logq := -math.Log1p(math.Exp(-eps))
-	log1q := -math.Log1p(math.Exp(eps))
+	log1q := logq - eps
 	tail := 0.0
 	for k := v; k <= r; k++ {
 		tail += math.Exp(logBinomPMF(r, k, logq, log1q))
@@ -50,8 +67,13 @@ func OneRunPValue(m, r, v int, eps, delta float64) float64 {
 // OneRunEpsilon returns the largest eps that the observation (m canaries,
 // r guesses, v correct) rejects at level p (confidence 1 - p): a lower
 // bound on the mechanism's eps at delta that holds with probability at
-// least 1 - p. 0 if nothing is rejected.
+// least 1 - p. 0 if nothing is rejected; NaN unless 0 <= v <= r <= m,
+// 0 <= delta <= 1 and 0 < p < 1 (where no bound is meant: more correct
+// guesses than guesses would otherwise reject every eps).
 func OneRunEpsilon(m, r, v int, delta, p float64) float64 {
+	if !oneRunDomain(m, r, v, delta) || !(p > 0 && p < 1) {
+		return math.NaN()
+	}
 	if OneRunPValue(m, r, v, 0, delta) >= p {
 		return 0
 	}
@@ -71,6 +93,12 @@ func OneRunEpsilon(m, r, v int, delta, p float64) float64 {
 		}
 	}
 	return lo
+}
+
+// oneRunDomain reports whether m canaries, r guesses and v correct ones,
+// at delta, are counts and a probability the one-run theorem speaks of.
+func oneRunDomain(m, r, v int, delta float64) bool {
+	return 0 <= v && v <= r && r <= m && delta >= 0 && delta <= 1
 }
 
 // Bound is a rigorous one-run lower bound on epsilon.
@@ -165,7 +193,7 @@ func estimateMu(scores []float64, in []bool, w []float64, level float64) (MuEsti
 	sigma := math.Sqrt(rss / float64(m-1))
 	mu := beta / sigma
 	se := math.Sqrt(1/sxx + mu*mu/(2*float64(m-1)))
-	z := normalQuantile((1 + level) / 2)
+	z := levelZ(level)
 	return MuEstimate{Mu: mu, Lo: mu - z*se, Hi: mu + z*se, Level: level, Sigma: sigma}, nil
 }
 

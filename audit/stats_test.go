@@ -54,7 +54,7 @@ func TestOneRunPValueDirect(t *testing.T) {
 // The mu-hat interval covers the true mu of exactly Gaussian scores
 // (independent generator) at its level: 400 replications at level 0.99
 // cover at least 388 times unless the coverage is below 0.99 (for a true
-// coverage of 0.99 the count falls below 388 with probability about 2e-4: 13 or more misses where 4 are expected).
+// coverage of 0.99 the count falls below 388 with probability 2.5e-4: 13 or more misses where 4 are expected).
 func TestEstimateMuCoverage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const reps, m, mu = 400, 500, 1.2

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,18 +127,17 @@ func setupError(o *options, err error) error {
 // with its dense factors (factorize.SolveBytes; the identity for the
 // independent baseline), the R x R whitener, the R x d gradient and model
 // series of both worlds (d the canary audit's dimension, at least the
-// canaries: -canaries, or 1000 for the default, which can be more when
-// the claimed mu is small), the dropout schedule and weights (R x n) and
+// canaries: -canaries, or for -canaries 0 the number the audit chooses,
+// known once the plan is calibrated, and 1000 before), the dropout
+// schedule and weights (R x n) and
 // the learners' updates. Deliberately coarse: it turns an out-of-memory crash into an
-// immediate, clear error.
-func memoryNeed(cmd string, o *options) float64 {
+// immediate, clear error. With solved set the factorization is already in
+// memory (and no longer available), so it is not counted again.
+func memoryNeed(cmd string, o *options, solved bool) float64 {
 	p := o.plan
 	r, n, d := float64(p.Rounds), float64(p.Learners), float64(p.Dim)
 	if cmd == "canary" {
-		m := o.canaries
-		if m == 0 {
-			m = 1000
-		}
+		m := cmp.Or(o.canaries, o.defaultCanaries, 1000)
 		d = max(d, float64(min(m, p.Learners*p.Rounds)))
 	}
 	s := p.Strategy
@@ -147,14 +147,20 @@ func memoryNeed(cmd string, o *options) float64 {
 	if t, err := factorize.WithLossOnly(s, false); err == nil {
 		s = t
 	}
+	run := 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
+	if solved {
+		return run
+	}
 	// Dense factors (not loss-only): the same under any participation.
-	return factorize.SolveBytes(s, p.Rounds, factorize.SingleParticipation(), true) + 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
+	return factorize.SolveBytes(s, p.Rounds, factorize.SingleParticipation(), true) + run
 }
 
 // checkMemory refuses an audit that needs more memory than avail reports,
-// before any work. If avail is nil or fails, the check is skipped.
-func checkMemory(cmd string, o *options, avail func() (uint64, error)) error {
-	need := memoryNeed(cmd, o)
+// before any work, or with solved set once the factorization is in memory
+// (the canary audit's default number of canaries is known only then). If
+// avail is nil or fails, the check is skipped.
+func checkMemory(cmd string, o *options, solved bool, avail func() (uint64, error)) error {
+	need := memoryNeed(cmd, o, solved)
 	have, short := cli.Short(need, avail)
 	if !short {
 		return nil
@@ -163,6 +169,8 @@ func checkMemory(cmd string, o *options, avail func() (uint64, error)) error {
 	flags := fmt.Sprintf("-rounds %d, -learners %d, -dim %d", p.Rounds, p.Learners, p.Dim)
 	if cmd == "canary" && o.canaries > 0 {
 		flags += fmt.Sprintf(", -canaries %d", o.canaries)
+	} else if cmd == "canary" && o.defaultCanaries > 0 {
+		flags += fmt.Sprintf(" with -canaries 0 (%d canaries at this calibration)", o.defaultCanaries)
 	}
 	return fmt.Errorf("%s need about %s, this machine has %s available; use smaller values",
 		flags, cli.FormatBytes(need), cli.FormatBytes(have))

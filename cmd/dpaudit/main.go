@@ -88,6 +88,7 @@ type options struct {
 	json                 bool
 	out                  string
 	canaries             int
+	defaultCanaries      int // the audit's own number where -canaries is 0, once known
 	level, confidence    float64
 	network              bool
 }
@@ -150,7 +151,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := o.check(cmd, set); err != nil {
 		return 0, err
 	}
-	if err := checkMemory(cmd, o, memAvailable); err != nil {
+	if err := checkMemory(cmd, o, false, memAvailable); err != nil {
 		return 0, err
 	}
 	if o.out != "" {
@@ -161,6 +162,17 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	s, err := audit.NewSetup(ctx, *p)
 	if err != nil {
 		return 0, setupError(o, err)
+	}
+	if cmd == "canary" && o.canaries == 0 {
+		// The default number of canaries depends on the calibration, and
+		// the audit's model has one coordinate per canary: check the
+		// memory again with the number the audit will plant.
+		if o.defaultCanaries, err = audit.DefaultCanaries(s, o.level); err != nil {
+			return 0, err
+		}
+		if err := checkMemory(cmd, o, true, memAvailable); err != nil {
+			return 0, err
+		}
 	}
 	if cmd == "replay" {
 		replay := audit.Replay
@@ -196,7 +208,11 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, nil
 	}
 	rep, err := audit.Canary(ctx, s, audit.CanaryOptions{Canaries: o.canaries, Level: o.level, Confidence: o.confidence, Network: o.network})
-	if err != nil {
+	var pe *audit.ParamError
+	if errors.As(err, &pe) && pe.Param == "canaries" {
+		// The participation leaves fewer slots than n R (checked before).
+		return 0, cli.Usagef("-canaries %d with -participation %s: want %s", o.canaries, o.part, pe.Want)
+	} else if err != nil {
 		return 0, err
 	}
 	if o.out != "" {

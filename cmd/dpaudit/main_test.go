@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/audit"
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
 )
 
@@ -168,6 +170,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"canary", "-canaries", "-1"}, "-canaries -1:"},
 		{[]string{"canary", "-canaries", "2"}, "-canaries 2: want 3 to 20"},
 		{[]string{"canary", "-canaries", "21"}, "-canaries 21: want 3 to 20"},
+		// Fewer slots than n R under the participation: n b = 2 x 4 (the
+		// audit's own count, after the calibration; exit 1 before).
+		{[]string{"canary", "-rounds", "8", "-participation", "epochs:2", "-canaries", "10"}, "-canaries 10 with -participation epochs:2: want 3 to 8 "},
+		{[]string{"canary", "-participation", "minsep:4", "-canaries", "9"}, "-canaries 9 with -participation minsep:4: want 3 to 8 "},
 		{[]string{"canary", "-rounds", "1"}, "-learners 2 and -rounds 1: the canary audit needs at least 3 learner-round slots"},
 		{[]string{"canary", "-level", "0"}, "-level 0:"},
 		{[]string{"canary", "-confidence", "1"}, "-confidence 1:"},
@@ -262,5 +268,78 @@ func TestInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("-out created: %v", err)
+	}
+}
+
+// With -canaries 0 the number of canaries, and with it the canary
+// audit's model dimension, is known only once the plan is calibrated: at
+// eps = 0.05 the interval needs millions, so the audit plants all n R =
+// 4000 slots, and its 4 R m float64 of series alone are 51.2 MB. With
+// 30 MiB available the audit is refused, naming that number (before the
+// fix the check assumed 1000 canaries and the audit ran).
+func TestMemoryCheckDefaultCanaries(t *testing.T) {
+	old := memAvailable
+	t.Cleanup(func() { memAvailable = old })
+	memAvailable = func() (uint64, error) { return 30 << 20, nil }
+	code, out, err := runCmd(t, "canary", "-rounds", "400", "-learners", "10", "-tau", "1", "-dim", "3", "-eps", "0.05")
+	want := "-rounds 400, -learners 10, -dim 3 with -canaries 0 (4000 canaries at this calibration) need about "
+	if code != 0 || cli.ExitCode(err) != cli.ExitFailure || !strings.HasPrefix(errText(err), want) || out != "" {
+		t.Errorf("code %d, err %q, out %q", code, errText(err), out)
+	}
+}
+
+// -level accepts every number below 1; at 1 - 2^-53 the interval was
+// [-Inf, +Inf] and -json failed ("json: unsupported value: -Inf") after
+// the audit had run. Now its ends are finite: z = sqrt 2 erfinv(level),
+// about 8.29 standard errors.
+func TestCanaryLevelNearOne(t *testing.T) {
+	code, out, err := runCmd(t, "canary", "-rounds", "50", "-tau", "1", "-level", "0.9999999999999999", "-json")
+	if err != nil || code != 0 {
+		t.Fatalf("code %d, err %v", code, err)
+	}
+	var rep struct {
+		All struct {
+			Mu struct {
+				Mu float64 `json:"mu_hat"`
+				Lo float64 `json:"mu_lo"`
+				Hi float64 `json:"mu_hi"`
+			} `json:"mu"`
+		} `json:"all_iterates"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !(rep.All.Mu.Lo < rep.All.Mu.Mu && rep.All.Mu.Mu < rep.All.Mu.Hi) {
+		t.Errorf("interval [%v, %v]", rep.All.Mu.Lo, rep.All.Mu.Hi)
+	}
+}
+
+// The check made once the plan is solved counts the run, not the
+// factorization again: it is already in memory, so what remains available
+// no longer includes it. With exactly what the two checks need available
+// (the one before the solve with 1000 canaries, the one after with the
+// 1595 of (5, 1e-3)), the audit runs; counting the factorization twice
+// would refuse it.
+func TestMemoryCheckAfterSolve(t *testing.T) {
+	args := []string{"canary", "-rounds", "400", "-learners", "10", "-tau", "1", "-dim", "3"}
+	before := &options{}
+	before.plan = audit.Plan{Learners: 10, Rounds: 400, Tau: 1, Dim: 3}
+	var err error
+	if before.plan.Strategy, err = factorize.ParseStrategy("optimal"); err != nil {
+		t.Fatal(err)
+	}
+	after := *before
+	after.defaultCanaries = 1595
+	solve := factorize.SolveBytes(before.plan.Strategy, 400, factorize.SingleParticipation(), true)
+	avail := max(memoryNeed("canary", before, false), memoryNeed("canary", &after, false)-solve)
+	if memoryNeed("canary", &after, false) <= avail {
+		t.Fatalf("no window: the factorization is %v bytes", solve)
+	}
+	old := memAvailable
+	t.Cleanup(func() { memAvailable = old })
+	memAvailable = func() (uint64, error) { return uint64(avail), nil }
+	code, out, err := runCmd(t, args...)
+	if err != nil || code != 0 || !strings.Contains(out, "m=1595 canaries") {
+		t.Errorf("code %d, err %v, out %q", code, err, out)
 	}
 }
