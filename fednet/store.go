@@ -671,9 +671,6 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 	if last < m.round {
 		return fmt.Errorf("%s holds rounds up to %d, but round %d was released: round files were lost or restored from an older copy; resuming would release rounds %d..%d again with the same noise, so the server refuses (the released models are those the learners hold)", st.dir, last, m.round, last+1, m.round)
 	}
-	if last > m.round+1 {
-		return fmt.Errorf("%s holds rounds up to %d, but only %d was released: round files from elsewhere; refusing to resume", st.dir, last, m.round)
-	}
 	// The chain from round 0: every round present, of this run, each file
 	// naming the one before it.
 	var prev [sha256.Size]byte
@@ -707,9 +704,17 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 	if h.sum != prev {
 		return fmt.Errorf("%s changed while being read", st.path(roundName(last)))
 	}
-	if last == m.round+1 {
-		// Written but never served (the mark comes before serving): it
-		// is released now, for the first time.
+	if last > m.round {
+		// Rounds past the mark, each this run's and chained from the
+		// marked one. Round m.round+1 may have been written and never
+		// served (the mark comes before serving): it is released now, for
+		// the first time. Rounds further on were released by a server
+		// whose mark a stale one then rewound (frozen between its round
+		// file and its mark, and thawed after a second server had taken
+		// the directory over: its mark write precedes its lock check).
+		// A round file is written once, so each is the release it was or
+		// would have been; serving it again is never a second release of
+		// the round, and the mark moves to the last.
 		if err := st.writeMark(mark{run: st.run, round: last, sum: h.sum}); err != nil {
 			return err
 		}

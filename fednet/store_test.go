@@ -119,17 +119,25 @@ func TestStateRefusesFaults(t *testing.T) {
 			require.NoError(t, os.Rename(p, p+".real"))
 			require.NoError(t, os.Symlink(p+".real", p))
 		}, "symbolic link"},
-		{"rounds past the mark", func(t *testing.T, dir string) {
+		{"rounds past the mark of another run", func(t *testing.T, dir string) {
+			h, err := store{other}.readHeader(3)
+			require.NoError(t, err)
+			sum, err := store{dir}.writeRound(h.run, h.sum, Released{Round: 4, X: testModel(4)})
+			require.NoError(t, err)
+			_, err = store{dir}.writeRound(h.run, sum, Released{Round: 5, X: testModel(5)})
+			require.NoError(t, err)
+		}, "belongs to run"},
+		{"rounds past the mark off the chain", func(t *testing.T, dir string) {
 			st := store{dir}
 			rec, err := st.readRun()
 			require.NoError(t, err)
-			h, err := st.readHeader(3)
+			h, err := st.readHeader(2)
 			require.NoError(t, err)
 			sum, err := st.writeRound(rec.id, h.sum, Released{Round: 4, X: testModel(4)})
 			require.NoError(t, err)
 			_, err = st.writeRound(rec.id, sum, Released{Round: 5, X: testModel(5)})
 			require.NoError(t, err)
-		}, "only 3 was released"},
+		}, "hash chain"},
 		{"round file replaced", func(t *testing.T, dir string) {
 			st := store{dir}
 			rec, err := st.readRun()
@@ -224,6 +232,33 @@ func TestStateKilledBetweenRoundAndMark(t *testing.T) {
 	m, err := st.readMark()
 	require.NoError(t, err)
 	assert.Equal(t, 3, m.round, "the mark follows the round it now releases")
+}
+
+// A stale server (frozen between its round file and its mark, thawed
+// after a second server took the directory over and released further
+// rounds) writes its mark over the second's before its lock check stops
+// it: the mark then lags several rounds behind the round files. A restart
+// serves the last of them, which was released already (a round file is
+// written once), and moves the mark there; it refused before ("only 3 was
+// released"), and TestStressSecureFrozenServerOvertaken's restart failed
+// whenever the freeze fell there.
+func TestStateRewoundMarkResumes(t *testing.T) {
+	dir := t.TempDir()
+	newTestState(t, dir, true, 5)
+	st := store{dir}
+	rec, err := st.readRun()
+	require.NoError(t, err)
+	h, err := st.readHeader(3)
+	require.NoError(t, err)
+	require.NoError(t, st.writeMark(mark{run: rec.id, round: 3, sum: h.sum}))
+	s, err := openState(dir, testOptions(true))
+	require.NoError(t, err)
+	assert.Equal(t, 5, s.last.Round)
+	assert.Equal(t, testModel(5), s.last.X)
+	s.lock.Close()
+	m, err := st.readMark()
+	require.NoError(t, err)
+	assert.Equal(t, 5, m.round, "the mark follows the last round file")
 }
 
 // Leftovers of a killed server's writes (a complete model that was never
