@@ -140,22 +140,38 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 	if fold == 0 {
 		fold = math.Max(o.TailMass, foldFloor)
 	}
-	var p *PLD
-	var err error
-	if !so.safeOnly && so.budget >= gridBudget && steps > 1 {
-		o, p, err = refineInterval(q, sigma, steps, rel, o)
-	}
-	if err == nil {
-		if rel == ReplaceOne && q < 1 && steps > 1 {
-			p, err = replaceOneSteps(q, sigma, steps, fold, o)
-		} else {
-			if p == nil || rel == ReplaceOne {
-				p, err = SampledGaussianPLD(q, sigma, rel, o)
-			}
-			if err == nil {
-				p, err = p.selfCompose(steps, fold)
+	// build composes the steps on the grid of o, refined first if refine.
+	build := func(o PLDOptions, refine bool) (*PLD, error) {
+		var p *PLD
+		var err error
+		if refine {
+			o, p, err = refineInterval(q, sigma, steps, rel, o)
+			if err != nil {
+				return nil, err
 			}
 		}
+		if rel == ReplaceOne && q < 1 && steps > 1 {
+			return replaceOneSteps(q, sigma, steps, fold, o)
+		}
+		if p == nil || rel == ReplaceOne {
+			if p, err = SampledGaussianPLD(q, sigma, rel, o); err != nil {
+				return nil, err
+			}
+		}
+		return p.selfCompose(steps, fold)
+	}
+	p, err := build(o, !so.safeOnly && so.budget >= gridBudget && steps > 1)
+	// The automatic interval is chosen for accuracy, and at a tiny q it
+	// can be far finer than a step's rare large losses allow (q = 1e-6,
+	// sigma = 0.6: about s1/16 = 2.4e-7 against losses up to 17, 7e7
+	// points). Every interval is safe: on a grid error, try coarser ones
+	// (each 4 times the last, unrefined) up to the largest, 1, so that the
+	// error below is only reported when no interval fits. Not in a
+	// calibration's search (safeOnly), which takes a grid error as "more
+	// noise needed": a coarse grid's loose delta would only slow it.
+	for !so.safeOnly && errors.Is(err, ErrPLDGrid) && o.Interval < 1 {
+		o.Interval = math.Min(1, 4*o.Interval)
+		p, err = build(o, false)
 	}
 	if errors.Is(err, ErrPLDGrid) {
 		// The automatic grid is as coarse as it gets: name what can change.

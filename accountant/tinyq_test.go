@@ -1,0 +1,69 @@
+package accountant
+
+import (
+	"math"
+	"testing"
+)
+
+// oneStepDelta returns the exact delta(eps) of one Poisson-subsampled
+// Gaussian step (q, s) under add/remove, the larger of the two directions,
+// from the closed form of each hockey-stick divergence. The likelihood
+// ratio of (1-q) N(0, s^2) + q N(1, s^2) to N(0, s^2) is increasing in x,
+// so each divergence is an integral over a half-line:
+//
+//	remove: q Phi(-(x_r-1)/s) - (q + e^eps - 1) Phi(-x_r/s),
+//	        x_r = s^2 log((e^eps - 1 + q)/q) + 1/2
+//	add:    (1 - e^eps (1-q)) Phi(x_a/s) - e^eps q Phi((x_a-1)/s),
+//	        x_a = s^2 log((e^-eps - 1 + q)/q) + 1/2 (only for e^-eps > 1-q)
+//
+// evaluated with math.Erfc (no package helper), arranged so that the terms
+// do not cancel much for the small eps it is used at.
+func oneStepDelta(q, s, eps float64) float64 {
+	sf := func(x float64) float64 { return 0.5 * math.Erfc(x/math.Sqrt2) }
+	em := math.Expm1(eps)
+	xr := s*s*math.Log((em+q)/q) + 0.5
+	rm := q*sf((xr-1)/s) - (q+em)*sf(xr/s)
+	ad := 0.0
+	if e := math.Expm1(-eps); e+q > 0 {
+		xa := s*s*math.Log((e+q)/q) + 0.5
+		ad = (q*math.Exp(eps)-em)*sf(-xa/s) - math.Exp(eps)*q*sf(-(xa-1)/s)
+	}
+	return math.Max(rm, ad)
+}
+
+// TestSampledTinyQCoarserGrid: at a tiny sampling probability the
+// automatic grid's interval (about s1/16, s1 = q sqrt(e^(1/sigma^2) - 1)
+// the standard deviation of one step's loss) was far too fine for the
+// rare large losses of a sampled step (q = 1e-7, sigma = 0.5: 2^24 points
+// cover losses up to about 0.3, while they reach about 4), and
+// SampledGaussian failed with ErrPLDGrid "even at its largest interval",
+// although coarser intervals, all safe, fit. It now retries coarser
+// intervals. The truth here is one step's exact eps at delta = 1e-9, from
+// the closed form of both directions' hockey-stick divergences
+// (oneStepDelta), found by bisection: it must lie in [Optimistic, Safe].
+func TestSampledTinyQCoarserGrid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("discretises a grid of millions of points (seconds)")
+	}
+	const q, sigma, delta = 1e-7, 0.5, 1e-9
+	lo, hi := 0.0, 1.0
+	for range 200 {
+		m := 0.5 * (lo + hi)
+		if oneStepDelta(q, sigma, m) > delta {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	if !(lo > 1e-6 && hi < 1) {
+		t.Fatalf("reference eps in [%g, %g]: not the case this test is about", lo, hi)
+	}
+	b, err := SampledGaussianEpsilonBounds(q, sigma, 1, delta, AddRemove)
+	if err != nil {
+		t.Fatalf("SampledGaussianEpsilonBounds(q = %g, sigma = %g): %v", q, sigma, err)
+	}
+	if b.Safe < hi || b.Optimistic > lo {
+		t.Errorf("eps bounds %+v do not contain the exact eps in [%g, %g]", b, lo, hi)
+	}
+	t.Logf("exact eps %.9g, bounds %+v", hi, b)
+}
