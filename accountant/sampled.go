@@ -280,6 +280,9 @@ func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Rela
 //
 //	SampledGaussianSigma(nil, q, T, eps, delta, r) is an error
 //	SampledGaussianSigma(ctx, 0, T, eps, delta, r) is an error (no noise is needed)
+//	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error naming q when
+//	    1 - (1-q)^T <= delta: a record is used at all with at most that
+//	    probability, so the steps are (0, delta)-DP without noise
 //	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error for q outside
 //	    (0, 1], T < 1, eps <= 0 or above MaxSampledEps, delta outside (0, 1),
 //	    or a relation other than AddRemove and ReplaceOne
@@ -337,6 +340,18 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if q*q*float64(steps) < 1e-300 {
 		return 0, &ParamError{Param: "q", Value: q,
 			Want: "q^2 x steps >= 1e-300 for the noise search (a smaller q needs almost no noise: bound a chosen sigma instead)"}
+	}
+	// A record takes part in some step with probability 1 - (1-q)^steps,
+	// and the outputs on neighbouring data sets can differ only then (the
+	// same coupling under both relations), so that probability bounds
+	// delta(eps) at every eps >= 0 and every sigma. At or below delta no
+	// noise is needed: the search would walk down to the smallest sigma
+	// the grid allows, through ever costlier PLDs (minutes at q = 1e-7,
+	// one step, delta = 1e-5), and return an arbitrary one.
+	if used := -math.Expm1(float64(steps) * math.Log1p(-q)); used*(1+1e-9) <= delta {
+		return 0, &ParamError{Param: "q", Value: q,
+			Want: "a probability 1 - (1-q)^steps that a record is used (here " + ftoa(used) + ") above delta = " + ftoa(delta) +
+				": at or below it the steps are (0, delta)-DP without noise"}
 	}
 	guess, err := sampledGuess(q, steps, eps, delta, rel)
 	if err != nil {

@@ -1,8 +1,12 @@
 package accountant
 
 import (
+	"context"
+	"errors"
 	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 // oneStepDelta returns the exact delta(eps) of one Poisson-subsampled
@@ -66,4 +70,39 @@ func TestSampledTinyQCoarserGrid(t *testing.T) {
 		t.Errorf("eps bounds %+v do not contain the exact eps in [%g, %g]", b, lo, hi)
 	}
 	t.Logf("exact eps %.9g, bounds %+v", hi, b)
+}
+
+// TestSampledSigmaNoNoiseNeeded: where a record is used in any step with
+// probability 1 - (1-q)^T at most delta, every sigma (and no noise) is
+// (0, delta)-DP, since outputs on neighbouring data sets differ only when
+// the record is used. The calibration used to search down through ever
+// costlier PLDs for minutes (q = 1e-7, T = 1, delta = 1e-5); it now says
+// so at once, naming q. The premise is checked with one step's closed
+// form (oneStepDelta): its delta at eps = 0 stays below q however small
+// sigma is.
+func TestSampledSigmaNoNoiseNeeded(t *testing.T) {
+	const q, eps, delta = 1e-7, 1.0, 1e-5
+	for _, s := range []float64{1e-3, 0.01, 0.1, 1, 10} {
+		if d := oneStepDelta(q, s, 1e-300); !(d <= q) {
+			t.Fatalf("one step's delta(0) at sigma = %g is %g, above q = %g", s, d, q)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, steps := range []int{1, 100} {
+		_, err := SampledGaussianSigma(ctx, q, steps, eps, delta, AddRemove)
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Param != "q" || !strings.Contains(err.Error(), "without noise") {
+			t.Errorf("SampledGaussianSigma(q = %g, %d steps, delta = %g): err = %v, want a ParamError naming q", q, steps, delta, err)
+		}
+	}
+	// Just above: a record used with probability 1.5 delta needs noise, and
+	// the search finds it.
+	s, err := SampledGaussianSigma(ctx, 1.5e-5, 1, eps, delta, AddRemove)
+	if err != nil {
+		t.Fatalf("q = 1.5e-5: %v", err)
+	}
+	if d := oneStepDelta(1.5e-5, s, eps); d > delta {
+		t.Errorf("q = 1.5e-5: sigma %g gives delta %g > %g", s, d, delta)
+	}
 }
