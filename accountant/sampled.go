@@ -26,7 +26,9 @@ const defaultSampledTail = 1e-20
 // Poisson-subsampled Gaussian (q, sigma): an interval that puts about
 // budget points in the Chernoff window of the composition (16 standard
 // deviations of the composed loss), but no more than 2 budget points in one
-// step's loss range and no finer than 1e-6. Any interval gives a safe
+// step's loss range and no finer than 1e-8; on the full budget also at
+// most s1/16, s1 the standard deviation of one step's loss, unless that
+// puts more than 2^22 points in one step's loss range. Any interval gives a safe
 // result; this one makes it accurate (the error of the eps it reports grows
 // like steps h^2) at a bounded cost. Under ReplaceOne (q < 1) a step is the
 // composition of the remove and add pairs at noise multiplier sqrt2 sigma
@@ -53,16 +55,45 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 		// window then holds about 2^18 points) where one step's loss
 		// is spread evenly; refineInterval refines it where not.
 		h = math.Min(h, s1/16)
+		// But not so fine that one step's losses need more than a
+		// quarter of the grid limit: at a tiny q, s1 is set by a rare
+		// tail and s1/16 can be far finer than the range of the rare
+		// large losses allows (q = 1e-6, sigma = 0.6: 2.4e-7 against
+		// losses from about 0 to 17), which failed every PLD and sent a
+		// calibration's search up by 2% steps of seconds each.
+		if q < 1 {
+			h = math.Max(h, sampledStepSpan(q, sigma, stepTail(tail, steps))/(maxGrid/4))
+		}
 	}
 	// Each step's cut upper tail counts as infinite loss, steps times over:
 	// cut tail / steps per step (tail = 1e-20 unless a calibration asks for
 	// more), so that the composition's infinite mass stays near tail, far
 	// below any delta of interest.
+	h = math.Min(math.Max(h, 1e-8), 1)
+	return PLDOptions{Interval: h, TailMass: stepTail(tail, steps)}
+}
+
+// stepTail returns the tail mass autoOptions cuts per step: tail (0:
+// defaultSampledTail) over the steps, within [1e-300, 1e-3].
+func stepTail(tail float64, steps int) float64 {
 	if tail == 0 {
 		tail = defaultSampledTail
 	}
-	h = math.Min(math.Max(h, 1e-8), 1)
-	return PLDOptions{Interval: h, TailMass: math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)}
+	return math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)
+}
+
+// sampledStepSpan returns the larger over the two directions of the range
+// of losses that SampledGaussianPLD discretises for one step (q < 1) at
+// the tail mass tail, as lossGrid finds it; 0 where it is not finite
+// (lossGrid then reports the error).
+func sampledStepSpan(q, sigma, tail float64) float64 {
+	span := 0.0
+	for _, m := range []lossModel{sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)} {
+		if d := m.loss(m.xhi(tail)) - m.loss(m.xlo(tail)); d > span && !math.IsInf(d, 1) {
+			span = d
+		}
+	}
+	return span
 }
 
 // checkSampled checks the parameters of a sampled Gaussian run.

@@ -106,3 +106,53 @@ func TestSampledSigmaNoNoiseNeeded(t *testing.T) {
 		t.Errorf("q = 1.5e-5: sigma %g gives delta %g > %g", s, d, delta)
 	}
 }
+
+// TestSampledSearchGridTinyQ: the calibration's evaluations on the full
+// grid (safe side only, no retry: a grid error there means "more noise")
+// failed at every sigma for a tiny q over many steps, because the
+// interval s1/16 put more than 2^24 points in one step's losses
+// (q = 1e-6, T = 10^6: SampledGaussianSigma(eps = 1, delta = 1e-7) climbed
+// by 2% steps of about 10 s each and had not finished after 100 s; it now
+// returns 0.4344 in about two minutes). The automatic interval now keeps
+// one step within 2^22 points. The safe eps must not exceed the RDP upper
+// bound of the same steps (integer orders 2..256, the binomial expansion
+// of the subsampled Gaussian's Renyi divergence, Mironov, Talwar & Zhang
+// 2019, converted as in Balle et al. 2020), computed here independently.
+func TestSampledSearchGridTinyQ(t *testing.T) {
+	if testing.Short() {
+		t.Skip("discretises grids of millions of points (seconds)")
+	}
+	const q, sigma, steps, delta = 1e-6, 0.45, 1_000_000, 1e-7
+	p, err := sampledGaussian(q, sigma, steps, AddRemove, sampledOpts{budget: gridBudget, safeOnly: true})
+	if err != nil {
+		t.Fatalf("the search's evaluation at sigma = %g: %v", sigma, err)
+	}
+	eps, err := p.Epsilon(delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdp := math.Inf(1)
+	for alpha := 2; alpha <= 256; alpha++ {
+		// log sum_k C(alpha, k) (1-q)^(alpha-k) q^k e^((k^2-k)/(2 sigma^2))
+		terms := make([]float64, alpha+1)
+		top := math.Inf(-1)
+		for k := 0; k <= alpha; k++ {
+			la, _ := math.Lgamma(float64(alpha + 1))
+			lk, _ := math.Lgamma(float64(k + 1))
+			lr, _ := math.Lgamma(float64(alpha - k + 1))
+			terms[k] = la - lk - lr + float64(k)*math.Log(q) + float64(alpha-k)*math.Log1p(-q) + float64(k*k-k)/(2*sigma*sigma)
+			top = math.Max(top, terms[k])
+		}
+		s := 0.0
+		for _, v := range terms {
+			s += math.Exp(v - top)
+		}
+		a := float64(alpha)
+		e := steps*(top+math.Log(s))/(a-1) + math.Log1p(-1/a) - (math.Log(delta)+math.Log(a))/(a-1)
+		rdp = math.Min(rdp, e)
+	}
+	if !(eps > 0 && eps <= rdp) {
+		t.Errorf("safe eps %g, RDP upper bound %g", eps, rdp)
+	}
+	t.Logf("safe eps %g, RDP bound %g, interval %g", eps, rdp, p.Interval())
+}
