@@ -26,7 +26,9 @@ const defaultSampledTail = 1e-20
 // Poisson-subsampled Gaussian (q, sigma): an interval that puts about
 // budget points in the Chernoff window of the composition (16 standard
 // deviations of the composed loss), but no more than 2 budget points in one
-// step's loss range and no finer than 1e-6. Any interval gives a safe
+// step's loss range and no finer than 1e-8; on the full budget also at
+// most s1/16, s1 the standard deviation of one step's loss, unless that
+// puts more than 2^22 points in one step's loss range. Any interval gives a safe
 // result; this one makes it accurate (the error of the eps it reports grows
 // like steps h^2) at a bounded cost. Under ReplaceOne (q < 1) a step is the
 // composition of the remove and add pairs at noise multiplier sqrt2 sigma
@@ -53,16 +55,45 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 		// window then holds about 2^18 points) where one step's loss
 		// is spread evenly; refineInterval refines it where not.
 		h = math.Min(h, s1/16)
+		// But not so fine that one step's losses need more than a
+		// quarter of the grid limit: at a tiny q, s1 is set by a rare
+		// tail and s1/16 can be far finer than the range of the rare
+		// large losses allows (q = 1e-6, sigma = 0.6: 2.4e-7 against
+		// losses from about 0 to 17), which failed every PLD and sent a
+		// calibration's search up by 2% steps of seconds each.
+		if q < 1 {
+			h = math.Max(h, sampledStepSpan(q, sigma, stepTail(tail, steps))/(maxGrid/4))
+		}
 	}
 	// Each step's cut upper tail counts as infinite loss, steps times over:
 	// cut tail / steps per step (tail = 1e-20 unless a calibration asks for
 	// more), so that the composition's infinite mass stays near tail, far
 	// below any delta of interest.
+	h = math.Min(math.Max(h, 1e-8), 1)
+	return PLDOptions{Interval: h, TailMass: stepTail(tail, steps)}
+}
+
+// stepTail returns the tail mass autoOptions cuts per step: tail (0:
+// defaultSampledTail) over the steps, within [1e-300, 1e-3].
+func stepTail(tail float64, steps int) float64 {
 	if tail == 0 {
 		tail = defaultSampledTail
 	}
-	h = math.Min(math.Max(h, 1e-8), 1)
-	return PLDOptions{Interval: h, TailMass: math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)}
+	return math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)
+}
+
+// sampledStepSpan returns the larger over the two directions of the range
+// of losses that SampledGaussianPLD discretises for one step (q < 1) at
+// the tail mass tail, as lossGrid finds it; 0 where it is not finite
+// (lossGrid then reports the error).
+func sampledStepSpan(q, sigma, tail float64) float64 {
+	span := 0.0
+	for _, m := range []lossModel{sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)} {
+		if d := m.loss(m.xhi(tail)) - m.loss(m.xlo(tail)); d > span && !math.IsInf(d, 1) {
+			span = d
+		}
+	}
+	return span
 }
 
 // checkSampled checks the parameters of a sampled Gaussian run.
@@ -140,22 +171,38 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 	if fold == 0 {
 		fold = math.Max(o.TailMass, foldFloor)
 	}
-	var p *PLD
-	var err error
-	if !so.safeOnly && so.budget >= gridBudget && steps > 1 {
-		o, p, err = refineInterval(q, sigma, steps, rel, o)
-	}
-	if err == nil {
-		if rel == ReplaceOne && q < 1 && steps > 1 {
-			p, err = replaceOneSteps(q, sigma, steps, fold, o)
-		} else {
-			if p == nil || rel == ReplaceOne {
-				p, err = SampledGaussianPLD(q, sigma, rel, o)
-			}
-			if err == nil {
-				p, err = p.selfCompose(steps, fold)
+	// build composes the steps on the grid of o, refined first if refine.
+	build := func(o PLDOptions, refine bool) (*PLD, error) {
+		var p *PLD
+		var err error
+		if refine {
+			o, p, err = refineInterval(q, sigma, steps, rel, o)
+			if err != nil {
+				return nil, err
 			}
 		}
+		if rel == ReplaceOne && q < 1 && steps > 1 {
+			return replaceOneSteps(q, sigma, steps, fold, o)
+		}
+		if p == nil || rel == ReplaceOne {
+			if p, err = SampledGaussianPLD(q, sigma, rel, o); err != nil {
+				return nil, err
+			}
+		}
+		return p.selfCompose(steps, fold)
+	}
+	p, err := build(o, !so.safeOnly && so.budget >= gridBudget && steps > 1)
+	// The automatic interval is chosen for accuracy, and at a tiny q it
+	// can be far finer than a step's rare large losses allow (q = 1e-6,
+	// sigma = 0.6: about s1/16 = 2.4e-7 against losses up to 17, 7e7
+	// points). Every interval is safe: on a grid error, try coarser ones
+	// (each 4 times the last, unrefined) up to the largest, 1, so that the
+	// error below is only reported when no interval fits. Not in a
+	// calibration's search (safeOnly), which takes a grid error as "more
+	// noise needed": a coarse grid's loose delta would only slow it.
+	for !so.safeOnly && errors.Is(err, ErrPLDGrid) && o.Interval < 1 {
+		o.Interval = math.Min(1, 4*o.Interval)
+		p, err = build(o, false)
 	}
 	if errors.Is(err, ErrPLDGrid) {
 		// The automatic grid is as coarse as it gets: name what can change.
@@ -264,6 +311,9 @@ func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Rela
 //
 //	SampledGaussianSigma(nil, q, T, eps, delta, r) is an error
 //	SampledGaussianSigma(ctx, 0, T, eps, delta, r) is an error (no noise is needed)
+//	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error naming q when
+//	    1 - (1-q)^T <= delta: a record is used at all with at most that
+//	    probability, so the steps are (0, delta)-DP without noise
 //	SampledGaussianSigma(ctx, q, T, eps, delta, r) is an error for q outside
 //	    (0, 1], T < 1, eps <= 0 or above MaxSampledEps, delta outside (0, 1),
 //	    or a relation other than AddRemove and ReplaceOne
@@ -321,6 +371,18 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if q*q*float64(steps) < 1e-300 {
 		return 0, &ParamError{Param: "q", Value: q,
 			Want: "q^2 x steps >= 1e-300 for the noise search (a smaller q needs almost no noise: bound a chosen sigma instead)"}
+	}
+	// A record takes part in some step with probability 1 - (1-q)^steps,
+	// and the outputs on neighbouring data sets can differ only then (the
+	// same coupling under both relations), so that probability bounds
+	// delta(eps) at every eps >= 0 and every sigma. At or below delta no
+	// noise is needed: the search would walk down to the smallest sigma
+	// the grid allows, through ever costlier PLDs (minutes at q = 1e-7,
+	// one step, delta = 1e-5), and return an arbitrary one.
+	if used := -math.Expm1(float64(steps) * math.Log1p(-q)); used*(1+1e-9) <= delta {
+		return 0, &ParamError{Param: "q", Value: q,
+			Want: "a probability 1 - (1-q)^steps that a record is used (here " + ftoa(used) + ") above delta = " + ftoa(delta) +
+				": at or below it the steps are (0, delta)-DP without noise"}
 	}
 	guess, err := sampledGuess(q, steps, eps, delta, rel)
 	if err != nil {
