@@ -26,10 +26,11 @@ type CanaryOptions struct {
 	// single participation, n b for a period or separation b). A number
 	// outside 3 to that many slots is a *ParamError naming "canaries".
 	Canaries int
-	// Level is the confidence level of the mu-hat interval; 0 means 0.99.
+	// Level is the confidence level of the mu-hat interval, in [0.5, 1);
+	// 0 means 0.99.
 	Level float64
-	// Confidence is the confidence of the one-run epsilon lower bound; 0
-	// means 0.95.
+	// Confidence is the confidence of the one-run epsilon lower bound, in
+	// [0.5, 1); 0 means 0.95.
 	Confidence float64
 	// Network runs the federation over gRPC instead of in one process: a
 	// package fednet server on a loopback port of 127.0.0.1 (insecure
@@ -141,8 +142,8 @@ func Canary(ctx context.Context, s *Setup, opt CanaryOptions) (*CanaryReport, er
 // max(d, m) coordinates, so its memory grows with m (dpaudit checks it).
 func DefaultCanaries(s *Setup, level float64) (int, error) {
 	level = cmp.Or(level, 0.99)
-	if !(level > 0 && level < 1) {
-		return 0, fmt.Errorf("audit: level %v, want a number in (0, 1)", level)
+	if !(level >= 0.5 && level < 1) {
+		return 0, fmt.Errorf("audit: level %v, want a number in [0.5, 1), as Canary takes", level)
 	}
 	return defaultCanaries(s, level, s.Plan.Learners*len(canarySlots(s.Plan.Participation, s.Plan.Rounds))), nil
 }
@@ -176,8 +177,10 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	p := s.Plan
 	priv := s.Privacy
 	opt.Level, opt.Confidence = cmp.Or(opt.Level, 0.99), cmp.Or(opt.Confidence, 0.95)
-	if !(opt.Level > 0 && opt.Level < 1) || !(opt.Confidence > 0 && opt.Confidence < 1) {
-		return nil, fmt.Errorf("audit: level %v and confidence %v, want both in (0, 1)", opt.Level, opt.Confidence)
+	if !(opt.Level >= 0.5 && opt.Level < 1) || !(opt.Confidence >= 0.5 && opt.Confidence < 1) {
+		// Below 1/2 a correct mechanism fails the audit by chance more
+		// often than not.
+		return nil, fmt.Errorf("audit: level %v and confidence %v, want both in [0.5, 1)", opt.Level, opt.Confidence)
 	}
 	n, R, tau := p.Learners, p.Rounds, p.Tau
 	muClaimed := priv.Sensitivity / priv.NoiseStd

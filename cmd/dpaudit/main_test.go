@@ -177,6 +177,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"canary", "-rounds", "1"}, "-learners 2 and -rounds 1: the canary audit needs at least 3 learner-round slots"},
 		{[]string{"canary", "-level", "0"}, "-level 0:"},
 		{[]string{"canary", "-confidence", "1"}, "-confidence 1:"},
+		// A level below 1/2 made a correct run a violation (-level 1e-300).
+		{[]string{"canary", "-level", "1e-300"}, "-level 1e-300: want a number in [0.5, 1)"},
+		{[]string{"canary", "-confidence", "0.4"}, "-confidence 0.4: want a number in [0.5, 1)"},
 		{[]string{"canary", "-out", ""}, "-out is empty"},
 		{[]string{"replay", "-eps", "1", "-eps", "8"}, `invalid value "8" for flag -eps: given twice (first "1")`},
 	} {
