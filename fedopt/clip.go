@@ -10,8 +10,10 @@ import (
 // Clip scales g in place to Euclidean norm at most bound and returns the
 // norm g had. A vector of norm at most bound is left unchanged; otherwise
 // g becomes bound g / ||g||, the same direction. Whatever g holds, the
-// result has norm at most bound, which is what the sensitivity bound of the
-// private algorithms needs:
+// result has norm at most bound, up to the rounding of the norm and the
+// scaling (at most a relative (d + 6) 2^-53 for d entries, within the
+// margin of [UpdateBound] for d below about 9e6), which is what the
+// sensitivity bound of the private algorithms needs:
 //
 //   - The norm is computed without overflow or underflow in the sum of
 //     squares (gonum's scaled floats.Norm when the plain sum overflows), so
