@@ -3,6 +3,7 @@ package fedopt
 import (
 	"math"
 	"math/big"
+	"strings"
 	"testing"
 
 	dpmodel "github.com/dpmf/dpmf/model"
@@ -118,5 +119,55 @@ func TestLearnerHostileData(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// fixedNoise is a mechanism whose round-r vector is (r+1) v: a known noise
+// to check the server adds it.
+type fixedNoise struct {
+	v         []float64
+	r, rounds int
+}
+
+func (m *fixedNoise) Next(dst []float64) error {
+	for k := range dst {
+		dst[k] = float64(m.r+1) * m.v[k]
+	}
+	m.r++
+	return nil
+}
+func (m *fixedNoise) Round() int        { return m.r }
+func (m *fixedNoise) Rounds() int       { return m.rounds }
+func (m *fixedNoise) Dim() int          { return len(m.v) }
+func (m *fixedNoise) Std() float64      { return 1 }
+func (m *fixedNoise) StateBytes() int64 { return 0 }
+
+// TestPrivateServerRefusesNonFinite: a private server (Algorithm 1) given
+// an update with a NaN or infinite entry, or one above tau B_g, refuses the
+// round before it draws noise and releases nothing (round and model
+// unchanged); given finite updates it releases, by hand,
+// x^1 = x^0 - eta~ ((u_1 + u_2) / (n tau) + noise), with the noise added.
+func TestPrivateServerRefusesNonFinite(t *testing.T) {
+	const n, tau, clip = 2, 2, 1.0
+	cfg := Config{Algorithm: Correlated, Eta: 0.5, EtaG: 1, Clip: clip}
+	noise := &fixedNoise{v: []float64{0.25, -0.5}, rounds: 2}
+	srv, err := NewServer(cfg, Shape{Learners: n, Rounds: 2, Tau: tau, Dim: 2}, noise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]float64{{math.NaN(), 0}, {0, math.Inf(1)}, {math.Inf(-1), 0}, {1.5, 1.5}} {
+		if err := srv.Release([][]float64{{1, 0}, bad}); err == nil || !strings.Contains(err.Error(), "learner 1") {
+			t.Errorf("Release with update %v: %v, want an error naming learner 1", bad, err)
+		}
+		if x := srv.Model(); srv.Round() != 0 || noise.r != 0 || x[0] != 0 || x[1] != 0 {
+			t.Errorf("after the refused update %v: round %d, noise round %d, model %v, want 0, 0, [0 0]", bad, srv.Round(), noise.r, x)
+		}
+	}
+	if err := srv.Release([][]float64{{1, 0}, {0, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	// eta~ = 0.5 * 1 * 2 = 1; g = (1, 2) / 4; x^1 = -(0.25 + 0.25, 0.5 - 0.5).
+	if x := srv.Model(); x[0] != -0.5 || x[1] != 0 {
+		t.Errorf("x^1 = %v, want [-0.5 0]", x)
 	}
 }
