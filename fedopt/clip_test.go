@@ -132,3 +132,38 @@ func TestClipNormWithinRounding(t *testing.T) {
 		}
 	}
 }
+
+// TestClipExtremeRatio: a tiny bound and a huge gradient, whose ratio
+// bound/norm is subnormal. With B_g = 6.3e-16 and g = (1.7e308) the ratio
+// 3.7e-324 rounded to the subnormal 4.9e-324, and Clip returned 8.4e-16, a
+// third above the bound; with B_g = 1e-300 it rounded to 0 and the
+// gradient lost its direction. The result must be bound g / ||g|| to
+// within (d + 6) 2^-53 of the bound (the direction kept), the norm in
+// 256-bit arithmetic.
+func TestClipExtremeRatio(t *testing.T) {
+	for _, c := range []struct {
+		g     []float64
+		bound float64
+	}{
+		{[]float64{1.7e308}, 6.3e-16},
+		{[]float64{1.7e308}, 1e-15},
+		{[]float64{-1.7e308}, 1e-300},
+		{[]float64{1e308, -1e308, 3e307}, 0x1p-1022},
+		{[]float64{1e308, 1e-300, -5e-324}, 1e-17},
+	} {
+		g := append([]float64(nil), c.g...)
+		Clip(g, c.bound)
+		d := len(g)
+		norm := exactNorm(g)
+		limit := new(big.Float).SetPrec(256).Mul(big.NewFloat(c.bound), big.NewFloat(1+float64(d+6)*0x1p-53))
+		low := new(big.Float).SetPrec(256).Mul(big.NewFloat(c.bound), big.NewFloat(1-float64(d+6)*0x1p-53))
+		if norm.Cmp(limit) > 0 || norm.Cmp(low) < 0 {
+			t.Errorf("Clip(%v, %v) = %v of norm %v, want norm %v to within a relative %g", c.g, c.bound, g, norm, c.bound, float64(d+6)*0x1p-53)
+		}
+		for k := range g {
+			if math.Signbit(g[k]) != math.Signbit(c.g[k]) {
+				t.Errorf("Clip(%v, %v) = %v: entry %d changed sign", c.g, c.bound, g, k)
+			}
+		}
+	}
+}
