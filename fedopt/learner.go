@@ -103,8 +103,9 @@ func (l *Learner) UpdateContext(ctx context.Context, u []float64, r int, x []flo
 		}
 	}
 	// The tau clipped gradients sum to norm at most tau B_g in exact
-	// arithmetic, but their float64 sum can exceed it by a relative
-	// (tau-1) 2^-53 (1.03e-9 at tau = 4e7), past the server's margin: scale
+	// arithmetic, but their float64 sum can exceed it by up to a relative
+	// (tau-1) 2^-53 (1.03e-9 measured at tau = 4e7), past the server's
+	// margin: scale
 	// such a sum back to tau B_g (it only removes rounding), so that the
 	// server never refuses an honest update. Below the margin nothing
 	// changes, bit for bit.
