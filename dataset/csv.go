@@ -69,8 +69,9 @@ var maxCSVValues = MaxCSVValues
 
 // ReadCSV reads comma-separated rows "label,feature_1,...,feature_d" from r;
 // name is used in errors. The label is +1 or -1, or 1 or 0 (0 is read as
-// -1); a file may not mix 0 and -1. The first line is a header if its first
-// field is not a number. Every row must have the same number of fields, at
+// -1); a file may not mix 0 and -1. A UTF-8 byte order mark at the start
+// is skipped. The first line is a header if its first field is not a
+// number. Every row must have the same number of fields, at
 // least two; every value must be a finite number. Any violation is one error
 // naming the file and line. Blank lines are skipped. Rows longer than
 // [MaxCSVLine] bytes, fields longer than [MaxCSVField] and more than
@@ -111,6 +112,7 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 		}
 		if first {
 			first = false
+			rec[0] = strings.TrimPrefix(rec[0], "\ufeff") // a UTF-8 byte order mark
 			cols = len(rec)
 			if cols < 2 {
 				return nil, fmt.Errorf("dataset: %s:%d: %d field, want a label and at least one feature", name, line, cols)

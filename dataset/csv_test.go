@@ -41,8 +41,12 @@ func TestReadCSVErrors(t *testing.T) {
 }
 
 func TestReadCSV(t *testing.T) {
-	// Header optional; 0/1 labels read as -1/+1; spaces after commas.
-	for _, text := range []string{"y,f1,f2\n1,1,10\n0,3,20\n\n1, 5, 30\n", "1,1,10\n0,3,20\n1,5,30\n"} {
+	// Header optional; 0/1 labels read as -1/+1; spaces after commas; a
+	// UTF-8 byte order mark (spreadsheets write one) is not part of the
+	// first field: before it was, a numeric first row became a header and
+	// its sample was dropped.
+	for _, text := range []string{"y,f1,f2\n1,1,10\n0,3,20\n\n1, 5, 30\n", "1,1,10\n0,3,20\n1,5,30\n",
+		"\ufeff1,1,10\n0,3,20\n1,5,30\n", "\ufeffy,f1,f2\n1,1,10\n0,3,20\n1,5,30\n"} {
 		tab, err := ReadCSV(strings.NewReader(text), "x.csv")
 		if err != nil {
 			t.Fatal(err)

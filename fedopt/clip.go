@@ -10,8 +10,11 @@ import (
 // Clip scales g in place to Euclidean norm at most bound and returns the
 // norm g had. A vector of norm at most bound is left unchanged; otherwise
 // g becomes bound g / ||g||, the same direction. Whatever g holds, the
-// result has norm at most bound, which is what the sensitivity bound of the
-// private algorithms needs:
+// result has norm at most bound, up to the rounding of the norm and the
+// scaling (at most a relative (d + 6) 2^-53 for d entries and a bound of
+// at least 2^-1022, within the margin of [UpdateBound] for d below about
+// 9e6), which is what the sensitivity bound of the private algorithms
+// needs:
 //
 //   - The norm is computed without overflow or underflow in the sum of
 //     squares (gonum's scaled floats.Norm when the plain sum overflows), so
@@ -65,7 +68,17 @@ func Clip(g []float64, bound float64) float64 {
 		norm = floats.Norm(g, 2) // the scaled algorithm neither overflows nor underflows
 	}
 	if norm > bound {
-		floats.Scale(bound/norm, g)
+		if s := bound / norm; s >= 0x1p-1022 {
+			floats.Scale(s, g)
+		} else {
+			// bound/norm is subnormal (a bound near 1e-16 and a norm near
+			// 1e308): it keeps too few bits, or none, and g s could exceed
+			// the bound by a third or lose its direction. g_k/norm is in
+			// [-1, 1] with full precision.
+			for k, v := range g {
+				g[k] = v / norm * bound
+			}
+		}
 	}
 	return norm
 }

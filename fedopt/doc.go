@@ -119,5 +119,6 @@
 // negative norm would reverse the gradient; [Config.Validate] rejects such
 // a bound before a run). [Clip] itself is total on its data: infinite
 // entries give the direction of their signs and a NaN entry gives zero, so
-// a clipped gradient never exceeds the bound.
+// a clipped gradient never exceeds the bound (but for the rounding that
+// [UpdateBound]'s margin allows).
 package fedopt

@@ -166,23 +166,30 @@ func (s *Server) CheckUpdate(u []float64) error {
 	if len(u) != s.shape.Dim {
 		return fmt.Errorf("fedopt: update of dimension %d, want %d", len(u), s.shape.Dim)
 	}
-	ss := 0.0
 	for k, v := range u {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, v)
 		}
-		ss += v * v
 	}
-	norm := math.Sqrt(ss)
-	if math.IsInf(ss, 1) {
-		// Finite entries whose squares overflow (a clipping bound near
-		// 1e300): the scaled norm is finite and is what the bound is for.
-		norm = floats.Norm(u, 2)
-	}
-	if norm > s.bound {
+	if norm := updateNorm(u); norm > s.bound {
 		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", norm, float64(s.shape.Tau)*s.cfg.Clip)
 	}
 	return nil
+}
+
+// updateNorm returns the Euclidean norm of the finite vector u as
+// [Server.CheckUpdate] measures it, the norm that [UpdateBound] bounds.
+func updateNorm(u []float64) float64 {
+	ss := 0.0
+	for _, v := range u {
+		ss += v * v
+	}
+	if math.IsInf(ss, 1) {
+		// Finite entries whose squares overflow (a clipping bound near
+		// 1e300): the scaled norm is finite and is what the bound is for.
+		return floats.Norm(u, 2)
+	}
+	return math.Sqrt(ss)
 }
 
 // Release aggregates round r's updates, updates[i] being learner i's (nil

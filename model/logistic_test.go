@@ -186,3 +186,41 @@ func logisticGrad(x, a []float64, y, l2 float64) []float64 {
 	}
 	return g
 }
+
+// TestLogisticExtremeInputs: at margins where exp over- or underflows the
+// gradient is the closed-form limit, never NaN: -y sigmoid(-y x.a) a + L2 x
+// with sigmoid(-inf) = 0 and sigmoid(+inf) = 1 when x.a overflows to
+// +-Inf, -y a at y x.a = -1000, and -y sigmoid(-40) a with sigmoid(-40) =
+// e^-40 / (1 + e^-40) = 4.248354255291589e-18 (to double precision); the
+// loss is +Inf where its true value (1e400) overflows, 0 where it underflows.
+func TestLogisticExtremeInputs(t *testing.T) {
+	s40 := 4.248354255291589e-18
+	for _, c := range []struct {
+		l2         float64
+		x, a       []float64
+		y          float64
+		grad       []float64
+		loss       float64
+		lossApprox bool
+	}{
+		{0.5, []float64{1e200}, []float64{1e200}, 1, []float64{5e199}, math.Inf(1), false},
+		{0.5, []float64{1e200}, []float64{1e200}, -1, []float64{1e200 + 5e199}, math.Inf(1), false},
+		{0, []float64{1}, []float64{-1000}, 1, []float64{1000}, 1000, false},
+		{0, []float64{1}, []float64{1000}, -1, []float64{1000}, 1000, false},
+		{0, []float64{1, 0}, []float64{40, 3}, 1, []float64{-40 * s40, -3 * s40}, s40, true},
+		{0, []float64{-1e300, 1e300}, []float64{1e300, -1e300}, -1, []float64{0, 0}, 0, false},
+	} {
+		g := make([]float64, len(c.x))
+		m := Logistic{L2: c.l2}
+		m.Grad(g, c.x, c.a, c.y)
+		for k := range g {
+			if !(math.Abs(g[k]-c.grad[k]) <= 1e-15*math.Abs(c.grad[k])) {
+				t.Errorf("Grad(x %v, a %v, y %v) = %v, want %v", c.x, c.a, c.y, g, c.grad)
+				break
+			}
+		}
+		if l := m.Loss(c.x, c.a, c.y); !(l == c.loss || c.lossApprox && math.Abs(l-c.loss) <= 1e-15*c.loss) {
+			t.Errorf("Loss(x %v, a %v, y %v) = %v, want %v", c.x, c.a, c.y, l, c.loss)
+		}
+	}
+}
