@@ -126,15 +126,16 @@ func TestBinaryMemoryCheck(t *testing.T) {
 }
 
 func TestBinaryInterrupt(t *testing.T) {
-	// A loss-only solve for R = 200000 takes far longer than the wait
-	// (hundreds of iterations); SIGINT then must stop it with status 1.
+	// A loss-only solve for R = 1000000 takes far longer than the waits
+	// (about 10 s; R = 200000 took 1.7 s, less than the longer waits);
+	// SIGINT then must stop it with status 1.
 	// The timer kills the process if the signal is ignored. On a very
 	// loaded machine the signal can arrive before main has installed its
 	// handler (the process then dies of the signal, status -1, and writes
 	// nothing); the test then tries again with a longer wait.
 	for _, wait := range []time.Duration{500 * time.Millisecond, 2 * time.Second, 5 * time.Second} {
 		dir := t.TempDir()
-		cmd := exec.Command(mfsolveBinary(t), "-R", "200000", "-loss-only", "-no-cache")
+		cmd := exec.Command(mfsolveBinary(t), "-R", "1000000", "-loss-only", "-no-cache")
 		cmd.Dir = dir
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb

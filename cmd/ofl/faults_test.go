@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -66,8 +67,11 @@ func (l *ledger) record(who string, run []byte, r int, digest []byte, x []float6
 }
 
 // check fails t if a round was received with two values, and checks the
-// round files in dir, if given, against what the learners received.
-func (l *ledger) check(t *testing.T, dir string) {
+// round files in dir, if given, against what the learners received of
+// the run dir holds (run.json's identity): a ledger may also hold the
+// rounds of earlier runs, in other directories. It returns how many
+// rounds it compared with dir's files.
+func (l *ledger) check(t *testing.T, dir string) (compared int) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -75,20 +79,31 @@ func (l *ledger) check(t *testing.T, dir string) {
 		t.Errorf("a round released twice: %s", c)
 	}
 	if dir == "" {
-		return
+		return 0
+	}
+	var held struct {
+		Run string `json:"run"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "run.json")); err != nil || json.Unmarshal(b, &held) != nil || held.Run == "" {
+		return 0 // as ReadRound below: a directory the attack replaced
 	}
 	for key, rec := range l.seen {
 		run, round, _ := strings.Cut(key, "/")
+		if run != held.Run {
+			continue // another run's round
+		}
 		r, _ := strconv.Atoi(round)
 		rel, err := fednet.ReadRound(dir, r)
 		if err != nil {
 			continue // a directory the attack replaced
 		}
+		compared++
 		if got := modelHash(rel.X); !strings.HasPrefix(rec, got) {
 			plan, _ := fednet.ReadPlan(dir)
 			t.Errorf("round %d of run %s: learners received %s, %s holds %s (plan %s)", r, run, rec[:16], dir, got[:16], plan)
 		}
 	}
+	return compared
 }
 
 // modelHash returns the SHA-256 of x's bits, in hex.
@@ -584,6 +599,25 @@ func TestStressServerSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d kills: %d left temporary files, %d a round file written but not marked; %d models received", kills, temps, unmarked, l.received)
 	l.check(t, "")
+}
+
+// One ledger over two runs in two state directories, as
+// TestStressServerSIGKILL keeps when a run ends before its kills are
+// done (it did so on a loaded machine): each directory's round files are
+// what the learners received of its own run, and the check compares
+// every round of the run the directory holds, none of the other's.
+func TestLedgerCheckTwoRuns(t *testing.T) {
+	const rounds = 5
+	f := newFixture(t, 1, 1, 2, faultRun(rounds))
+	l := newLedger()
+	for run := range 2 {
+		state := f.stateDir()
+		srv, _, c := f.start(state, l, uint64(run))
+		finishRun(t, fmt.Sprintf("run %d", run), srv, c)
+		if n := l.check(t, state); n != rounds+1 {
+			t.Errorf("run %d: the check compared %d rounds with the files, want %d (x^0 to x^%d)", run, n, rounds+1, rounds)
+		}
+	}
 }
 
 // inUse is the refusal of a second server on a state directory.
