@@ -116,8 +116,17 @@ func (s SymBand) pivotFloor(shift, floor float64) float64 {
 	if floor > 0 {
 		return floor
 	}
+	return roundingFloor(s.Gershgorin(), shift)
+}
+
+// roundingFloor returns u (norm + |shift|), the size of rounding of a
+// pivot of a matrix of that norm shifted by shift, or 4 times the smallest
+// subnormal where that is not finite and larger: the value to which the
+// inertia counts raise a pivot too small to divide by
+// ([SymBand.pivotFloor], [BidiagGram.pivotFloor]).
+func roundingFloor(norm, shift float64) float64 {
 	tiny := math.SmallestNonzeroFloat64 * 4
-	f := 0x1p-53 * (s.Gershgorin() + math.Abs(shift))
+	f := 0x1p-53 * (norm + math.Abs(shift))
 	if !(f > tiny) || math.IsInf(f, 0) {
 		return tiny
 	}

@@ -257,12 +257,7 @@ func (b BidiagGram) pivotFloor(x, floor float64) float64 {
 	if floor > 0 {
 		return floor
 	}
-	tiny := math.SmallestNonzeroFloat64 * 4
-	f := 0x1p-53 * (b.Gershgorin() + math.Abs(x))
-	if !(f > tiny) || math.IsInf(f, 0) {
-		return tiny
-	}
-	return f
+	return roundingFloor(b.Gershgorin(), x)
 }
 
 // bidiagParallelOrder is the order from which [BidiagGram.CountBelow] and
