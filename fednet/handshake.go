@@ -156,6 +156,17 @@ func (c *learnerCreds) mismatch(ctx context.Context, addr string, err error) err
 		if c.plainServer.Load() {
 			return fmt.Errorf("%w: the server at %s does not speak TLS (it answered the TLS handshake in plaintext), this learner connects with TLS", ErrTLSMismatch, addr)
 		}
+		// Under TLS 1.3 the server checks the learner's certificate only
+		// after the learner has finished its handshake; its alert
+		// ("certificate required", "bad certificate") then races with
+		// the learner's first write, and a slow learner sees only the
+		// reset that the write provokes, as if the server were away.
+		// Ask once more without writing, and read the answer.
+		if status.Code(err) == codes.Unavailable && connectionLost(status.Convert(err).Message()) {
+			if alert := refusedCredentials(ctx, c.TransportCredentials, addr); alert != nil {
+				return fmt.Errorf("fednet: the server at %s refuses this learner's TLS credentials: %w", addr, alert)
+			}
+		}
 	case "insecure":
 		// A TLS server closes a plaintext connection without a word:
 		// gRPC reports "error reading server preface: EOF". Ask it for
@@ -165,6 +176,55 @@ func (c *learnerCreds) mismatch(ctx context.Context, addr string, err error) err
 		}
 	}
 	return nil
+}
+
+// connectionLost reports whether a call's error message says that the
+// connection was reset or closed under it.
+func connectionLost(msg string) bool {
+	for _, m := range []string{"connection reset by peer", "broken pipe", "EOF", "connection closed"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedCredentials returns the TLS alert with which the server at addr
+// refuses a connection made with creds, or nil: a handshake over a new
+// connection, then a read of at most two seconds, with nothing written, so
+// that an alert the server sends after the handshake (TLS 1.3 verifies the
+// client's certificate there) arrives before any reset.
+func refusedCredentials(ctx context.Context, creds credentials.TransportCredentials, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil
+	}
+	defer raw.Close()
+	conn, _, err := creds.Clone().ClientHandshake(ctx, addr, raw)
+	if err != nil {
+		if isAlert(err) {
+			return err
+		}
+		return nil
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetReadDeadline(dl)
+	}
+	if _, err = conn.Read(make([]byte, 1)); isAlert(err) {
+		return err
+	}
+	return nil
+}
+
+// isAlert reports whether err is a TLS alert received from the peer
+// (crypto/tls reports one as a *net.OpError with Op "remote error").
+func isAlert(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error" || errors.As(err, new(tls.AlertError))
 }
 
 // speaksTLS reports whether the server at addr completes (or answers with a

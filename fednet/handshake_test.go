@@ -6,11 +6,15 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/testpki"
@@ -114,5 +118,50 @@ func TestHandshakeLogLimit(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := strings.Count(srvLog.String(), "handshake failed"); n > HandshakeLogLimit {
 		t.Errorf("%d lines for 40 failed handshakes, want at most %d", n, HandshakeLogLimit)
+	}
+}
+
+// Under TLS 1.3 a server with mutual TLS refuses a learner's certificate
+// after the learner's handshake; a learner slow enough to write first sees
+// only the reset its write provokes (TestMutualTLSFlags, in cmd/ofl, failed
+// so under -race at a load of 4: the learner without a certificate retried
+// for 30 s). mismatch then asks the server once more, writing nothing, and
+// names its alert; for a learner with a valid certificate, and for errors
+// that are not a lost connection, it says nothing.
+func TestLearnerNamesRefusedCredentials(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.New(t, dir, "ca")
+	srvCert, srvKey := ca.Issue(t, "server", true)
+	srvCreds, err := ServerTLS(srvCert, srvKey, ca.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(grpc.Creds(srvCreds))
+	go g.Serve(lis)
+	defer g.Stop()
+	addr := lis.Addr().String()
+	learner := func(cert, key string) *learnerCreds {
+		c, err := ClientTLS(ca.File, "", cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &learnerCreds{TransportCredentials: c, plainServer: new(atomic.Bool)}
+	}
+	reset := status.Error(codes.Unavailable, "connection error: desc = \"transport: failed to write client preface: write tcp 127.0.0.1:1->"+addr+": write: connection reset by peer\"")
+	ctx := context.Background()
+	err = learner("", "").mismatch(ctx, addr, reset)
+	if err == nil || !strings.Contains(err.Error(), "certificate required") || !strings.Contains(err.Error(), "refuses this learner's TLS credentials") {
+		t.Errorf("no certificate, connection reset: %v, want the server's alert (certificate required)", err)
+	}
+	if err := learner("", "").mismatch(ctx, addr, status.Error(codes.Unavailable, "the round is not open")); err != nil {
+		t.Errorf("no certificate, another error: %v, want nil (not a lost connection)", err)
+	}
+	cert, key := ca.Issue(t, LearnerName(0), false)
+	if err := learner(cert, key).mismatch(ctx, addr, reset); err != nil {
+		t.Errorf("a valid certificate, connection reset: %v, want nil", err)
 	}
 }
