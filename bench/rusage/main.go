@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 func main() {
@@ -27,8 +29,8 @@ func main() {
 		}
 		rc = ee.ExitCode()
 	}
-	cpu, rssMB := usage(cmd.ProcessState)
+	cpu, rss := procusage.Child(cmd.ProcessState)
 	fmt.Fprintf(os.Stderr, "rusage %s wall %.3f cpu %.3f rss_MB %.1f rc %d GOMAXPROCS=%s\n",
-		os.Args[1], wall, cpu, rssMB, rc, os.Getenv("GOMAXPROCS"))
+		os.Args[1], wall, cpu, float64(rss)/(1<<20), rc, os.Getenv("GOMAXPROCS"))
 	os.Exit(rc)
 }
