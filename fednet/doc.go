@@ -31,7 +31,10 @@
 // directory or a missing, foreign or exposed key refuses to run. A
 // complete older copy put back in place cannot be told from the files
 // alone: the learners can, because each tells the server the newest
-// round it has received, and a server that is behind stops. The digest a
+// round it has received, and a server that is behind stops; a learner
+// with a state directory (LearnerOptions.StateDir) records that witness
+// durably before it uses the model, so that it still counts once the
+// learner process restarts. The digest a
 // learner receives with each model carries an HMAC tag under a key
 // derived from the noise key, so only a genuine witness stops the server;
 // a forged one (a round never released, a digest never sent) is refused

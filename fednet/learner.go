@@ -60,14 +60,18 @@ type LearnerOptions struct {
 	GiveUp time.Duration
 	// Log receives one line per round; nil discards.
 	Log *slog.Logger
-	// StateDir is the learner's state directory, required when the
-	// server's run uses secure aggregation (a plain run ignores it). The
+	// StateDir is the learner's state directory, optional in a plain run
+	// and required when the server's run uses secure aggregation. The
 	// learner locks it while it runs (one learner per directory) and
-	// records in it, durably and before it sends the answer, the newest
+	// records in it, durably, the newest model it received (its round and
+	// the server's digest) before it uses the model, so that a restarted
+	// learner still witnesses a server whose state was rolled back behind
+	// it; and in a secure run, before it sends the answer, the newest
 	// round whose unmask phase it answered and in which attempt, so that a
 	// restarted learner never unmasks a second attempt of a round. The
-	// record is bound to the run; see docs/distributed.md, "Secure
-	// aggregation".
+	// record is bound to the run, the learner and the directory (a copy or
+	// a restore into a new directory is refused); see docs/distributed.md,
+	// "Faults" and "Secure aggregation".
 	StateDir string
 	// NewRun lets the learner replace a record of another run in StateDir
 	// with the server's run. Give it only when that run is over for good:
@@ -187,16 +191,31 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		if opt.StateDir == "" {
 			return nil, errors.New("fednet: the server's run uses secure aggregation: the learner needs a state directory (LearnerOptions.StateDir, ofl learner -state DIR) to record durably which attempt of each round it unmasked, so that a restart cannot unmask a second")
 		}
-		if sec.state, err = openLearnerState(opt.StateDir, opt.ID); err != nil {
+	}
+	// The state directory, plain or secure: the durable witness (and, in a
+	// secure run, the unmask record).
+	var ls *learnerState
+	if opt.StateDir != "" {
+		if ls, err = openLearnerState(opt.StateDir, opt.ID); err != nil {
 			return nil, err
 		}
-		defer sec.state.Close()
+		defer ls.Close()
+		if sec != nil {
+			sec.state = ls
+		}
 	}
 	dim, rounds := int(rc.GetParams()), int(rc.GetRounds())
 	u := make([]float64, dim)
 	last := -1 // the round u was computed for
-	// The witness: the newest model received, as the server described it.
-	var seen *model
+	// The witness: the newest model received, as the server described it;
+	// with a state directory, the one recorded there by an earlier process
+	// of this learner (unless NewRun: the record may be of a run that is
+	// over, and the server's run is known only from its first model).
+	var seen, recorded *model
+	if ls != nil && !opt.NewRun {
+		seen = ls.witness()
+		recorded = seen
+	}
 	for {
 		var m *model
 		err := rt.do(ctx, "GetModel", opt.WaitTimeout, func(cctx context.Context) error {
@@ -204,6 +223,13 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			m, err = getModel(cctx, cl, opt.ID, dim, seen)
 			return err
 		})
+		if err != nil && seen != nil && seen == recorded && status.Code(err) == codes.FailedPrecondition {
+			hint := ""
+			if strings.Contains(status.Convert(err).Message(), "followed run") {
+				hint = "; the state directory is another run's: give a new run a fresh state directory (LearnerOptions.NewRun, ofl learner -new-run, replaces the old run's record)"
+			}
+			return nil, fmt.Errorf("fednet: the server refused this learner's first request, which carried the witness recorded in %s (round %d of run %x): %s%s", ls.path(), seen.round, seen.run, status.Convert(err).Message(), hint)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -214,8 +240,15 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		if err := m.follows(seen); err != nil {
 			return nil, err
 		}
-		if sec != nil && seen == nil {
-			if err := sec.state.bind(m.run, opt.NewRun); err != nil {
+		if ls != nil {
+			if seen == nil {
+				if err := ls.bind(m.run, opt.NewRun); err != nil {
+					return nil, err
+				}
+			}
+			// Durably, before the model is used: a restarted learner
+			// then never witnesses less than this one received.
+			if err := ls.recordWitness(m); err != nil {
 				return nil, err
 			}
 		}

@@ -10,30 +10,49 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
 
 // The learner's record, learner.state in its state directory
-// (LearnerOptions.StateDir), binds the directory to one run and one
-// learner and holds the newest round whose unmask phase (phase 4 of
-// secure aggregation) the learner answered, the attempt, and the answer:
-// the 8 bytes "DPMFLS01" (the format and its version), the run's 16-byte
-// identity, little-endian uint32 learner index, one byte 1 if a round was
-// unmasked (0: bound to the run, nothing unmasked yet), uint64 round,
-// uint32 attempt, uint32 length and the Unmask message as sent, and the
-// SHA-256 of everything before it. It is written durably
-// (atomicfile.WriteDurable) before the message is sent, so that a learner
-// restarted at any point unmasks at most one attempt of a round, and
-// resends the same bytes if asked for that attempt again.
+// (LearnerOptions.StateDir), binds the directory to one run, one learner
+// and the directory itself, and holds the learner's witness (the newest
+// model received: its round and the server's digest) and the newest round
+// whose unmask phase (phase 4 of secure aggregation) the learner answered,
+// the attempt, and the answer: the 8 bytes "DPMFLS02" (the format and its
+// version), the run's 16-byte identity, little-endian uint32 learner
+// index, one byte 1 if a round was unmasked (0: nothing unmasked yet),
+// uint64 round, uint32 attempt, uint32 length of the Unmask message,
+// uint64 inode and int64 creation time (nanoseconds since the epoch) of
+// the directory the record was first written in (0 where the platform or
+// file system has none), one byte 1 if a model was received, its uint64
+// round, uint32 length of its digest, then the Unmask message as sent, the
+// digest as the server sent it, and the SHA-256 of everything before it.
+// Format "DPMFLS01" (dpmf before the witness) is the same up to the
+// message's length, then the message: it is read as a record without a
+// witness or a directory, and rewritten as DPMFLS02.
+//
+// It is written durably (atomicfile.WriteDurable) before the learner acts
+// on what it records: before the unmask message is sent, so that a learner
+// restarted at any point unmasks at most one attempt of a round and
+// resends the same bytes if asked for that attempt again; and before a
+// model received is used, so that a restarted learner tells the server the
+// newest model it received, which a rolled-back server cannot have.
 const (
-	learnerFile  = "learner.state"
-	learnerMagic = "DPMFLS01"
+	learnerFile    = "learner.state"
+	learnerMagic   = "DPMFLS02"
+	learnerMagicV1 = "DPMFLS01"
+	// learnerHeadV1 is the length of a DPMFLS01 record before the message.
+	learnerHeadV1 = len(learnerMagicV1) + 16 + 4 + 1 + 8 + 4 + 4
 	// learnerHead is the length of the record before the message.
-	learnerHead = len(learnerMagic) + 16 + 4 + 1 + 8 + 4 + 4
+	learnerHead = learnerHeadV1 + 8 + 8 + 1 + 8 + 4
+	// maxDigest bounds the digest of a model the learner records (the
+	// server's are 64 bytes: a SHA-256 and its tag).
+	maxDigest = 1024
 	// maxLearnerFile bounds the record read back: the message came within
 	// one gRPC message.
-	maxLearnerFile = learnerHead + MaxMsgSize + sha256.Size
+	maxLearnerFile = learnerHead + MaxMsgSize + maxDigest + sha256.Size
 )
 
 // learnerRecord is the content of a learner's record.
@@ -44,30 +63,54 @@ type learnerRecord struct {
 	round    int    // the newest round whose phase 4 was answered
 	attempt  uint32 // in this attempt
 	msg      []byte // with this Unmask message
+	// dirIno and dirBirth are the inode and creation time of the directory
+	// the record was first written in (0: not known).
+	dirIno   uint64
+	dirBirth int64
+	// witnessed is set once a model was received: the newest one, of
+	// round seenRound, with the server's digest seenDigest.
+	witnessed  bool
+	seenRound  int
+	seenDigest []byte
 }
 
 // encode returns the record's bytes.
 func (rec *learnerRecord) encode() []byte {
-	b := make([]byte, 0, learnerHead+len(rec.msg)+sha256.Size)
+	b := make([]byte, 0, learnerHead+len(rec.msg)+len(rec.seenDigest)+sha256.Size)
 	b = append(b, learnerMagic...)
 	b = append(b, rec.run[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(rec.learner))
-	flag := byte(0)
-	if rec.unmasked {
-		flag = 1
-	}
-	b = append(b, flag)
+	b = append(b, flagByte(rec.unmasked))
 	b = binary.LittleEndian.AppendUint64(b, uint64(rec.round))
 	b = binary.LittleEndian.AppendUint32(b, rec.attempt)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec.msg)))
-	return seal(append(b, rec.msg...))
+	b = binary.LittleEndian.AppendUint64(b, rec.dirIno)
+	b = binary.LittleEndian.AppendUint64(b, uint64(rec.dirBirth))
+	b = append(b, flagByte(rec.witnessed))
+	b = binary.LittleEndian.AppendUint64(b, uint64(rec.seenRound))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec.seenDigest)))
+	b = append(b, rec.msg...)
+	return seal(append(b, rec.seenDigest...))
 }
 
-// decodeLearnerRecord parses a record, checking its magic, checksum and
-// lengths.
+// flagByte is 1 for true, 0 for false.
+func flagByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// decodeLearnerRecord parses a record (of format DPMFLS02 or DPMFLS01),
+// checking its magic, checksum and lengths.
 func decodeLearnerRecord(data []byte) (learnerRecord, error) {
 	var rec learnerRecord
-	p, err := unseal(data, learnerMagic, learnerHead, "learner state file")
+	v1 := len(data) >= len(learnerMagicV1) && string(data[:len(learnerMagicV1)]) == learnerMagicV1
+	magic, head := learnerMagic, learnerHead
+	if v1 {
+		magic, head = learnerMagicV1, learnerHeadV1
+	}
+	p, err := unseal(data, magic, head, "learner state file")
 	if err != nil {
 		return rec, err
 	}
@@ -77,16 +120,29 @@ func decodeLearnerRecord(data []byte) (learnerRecord, error) {
 	flag := p[4]
 	round := binary.LittleEndian.Uint64(p[5:])
 	rec.attempt = binary.LittleEndian.Uint32(p[13:])
-	l := binary.LittleEndian.Uint32(p[17:])
+	l := uint64(binary.LittleEndian.Uint32(p[17:]))
 	p = p[21:]
+	var wflag byte
+	var wround, wl uint64
+	if !v1 {
+		rec.dirIno = binary.LittleEndian.Uint64(p)
+		rec.dirBirth = int64(binary.LittleEndian.Uint64(p[8:]))
+		wflag = p[16]
+		wround = binary.LittleEndian.Uint64(p[17:])
+		wl = uint64(binary.LittleEndian.Uint32(p[25:]))
+		p = p[29:]
+	}
 	switch {
-	case learner > MaxWire || round > math.MaxInt32 || flag > 1:
+	case learner > MaxWire || round > math.MaxInt32 || flag > 1 || wflag > 1 || wround > math.MaxInt32 || wl > maxDigest:
 		return rec, errors.New("inconsistent record")
-	case uint64(l) != uint64(len(p)) || (flag == 0) != (l == 0) || flag == 0 && (round != 0 || rec.attempt != 0):
+	case l+wl != uint64(len(p)) || (flag == 0) != (l == 0) || flag == 0 && (round != 0 || rec.attempt != 0):
+		return rec, errors.New("inconsistent record")
+	case wflag == 0 && (wround != 0 || wl != 0):
 		return rec, errors.New("inconsistent record")
 	}
 	rec.learner, rec.unmasked, rec.round = int(learner), flag == 1, int(round)
-	rec.msg = bytes.Clone(p)
+	rec.msg = bytes.Clone(p[:l])
+	rec.witnessed, rec.seenRound, rec.seenDigest = wflag == 1, int(wround), bytes.Clone(p[l:])
 	return rec, nil
 }
 
@@ -126,13 +182,35 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	}
 	rec, err := decodeLearnerRecord(data)
 	if err != nil {
-		return nil, fmt.Errorf("fednet: learner state %s: %v; refusing to start (it records which attempt of a round this learner unmasked: restore it, or use a fresh directory for a new run)", path, err)
+		return nil, fmt.Errorf("fednet: learner state %s: %v; refusing to start (it records the newest model this learner received and which attempt of a round it unmasked: restore it, or use a fresh directory for a new run)", path, err)
 	}
 	if rec.learner != id {
 		return nil, fmt.Errorf("fednet: learner state %s is learner %d's, this is learner %d: one state directory per learner", path, rec.learner, id)
 	}
+	if err := checkDirBinding(dir, rec); err != nil {
+		return nil, err
+	}
 	ls.rec = &rec
 	return ls, nil
+}
+
+// checkDirBinding refuses a record that was first written in another
+// directory than dir: a copy of the learner's directory (or a restore from
+// a backup into a directory made anew) is refused, because the lock holds
+// one directory only, so that a copy run beside the original would be a
+// second process of one learner with a record of its own, and a restored
+// one may lag behind what the learner recorded (an unmask answer, the
+// newest model). A rename keeps the directory's inode and creation time.
+func checkDirBinding(dir string, rec learnerRecord) error {
+	const fix = "run the learner on the directory its record was written in; a fresh directory is for a new run"
+	if ino, ok := dirInode(dir); ok && rec.dirIno != 0 && ino != rec.dirIno {
+		return fmt.Errorf("fednet: learner state directory %s is a copy or a restore of the one learner %d's record of run %v was written in (inode %d, this one %d); refusing to start: %s", dir, rec.learner, rec.run, rec.dirIno, ino, fix)
+	}
+	if birth, ok := dirBirth(dir); ok && rec.dirBirth != 0 && birth != rec.dirBirth {
+		return fmt.Errorf("fednet: learner state directory %s is a copy or a restore of the one learner %d's record of run %v was written in (that one was created at %s, this one at %s); refusing to start: %s", dir, rec.learner, rec.run,
+			time.Unix(0, rec.dirBirth).UTC().Format(time.RFC3339Nano), time.Unix(0, birth).UTC().Format(time.RFC3339Nano), fix)
+	}
+	return nil
 }
 
 // path is the record's file.
@@ -151,6 +229,12 @@ func (ls *learnerState) Close() error { return ls.lock.Close() }
 func (ls *learnerState) write(rec learnerRecord) error {
 	if err := ls.lock.held(); err != nil {
 		return fmt.Errorf("fednet: %w", err)
+	}
+	if rec.dirIno == 0 && rec.dirBirth == 0 {
+		// A new record, or one of a format without the binding: bound to
+		// the directory it is written in.
+		rec.dirIno, _ = dirInode(ls.dir)
+		rec.dirBirth, _ = dirBirth(ls.dir)
 	}
 	if err := (store{ls.dir}).write(learnerFile, 0o600, rec.encode()); err != nil {
 		return fmt.Errorf("fednet: writing the learner state: %w", err)
@@ -231,4 +315,44 @@ func (ls *learnerState) recordUnmask(r int, a uint32, msg []byte) error {
 		return fmt.Errorf("fednet: %w", err)
 	}
 	return nil
+}
+
+// witness returns the newest model the learner recorded receiving (its
+// round, run and digest; no entries), or nil if none.
+func (ls *learnerState) witness() *model {
+	rec := ls.rec
+	if rec == nil || !rec.witnessed {
+		return nil
+	}
+	return &model{round: rec.seenRound, run: bytes.Clone(rec.run[:]), digest: bytes.Clone(rec.seenDigest)}
+}
+
+// recordWitness records durably that the learner received m, a model of
+// the run the directory is bound to; the caller uses m only after it
+// returns nil. The witness never goes back: a model of an earlier round
+// than the one recorded, or another model of that round, is refused (the
+// server's state was rewound or swapped), and the same model again
+// changes nothing.
+func (ls *learnerState) recordWitness(m *model) error {
+	if err := ls.checkRound(m.round); err != nil {
+		return err
+	}
+	rec := ls.rec
+	switch {
+	case rec == nil:
+		return errors.New("fednet: the learner state is bound to no run")
+	case !bytes.Equal(m.run, rec.run[:]):
+		return fmt.Errorf("fednet: the server sent a model of run %x, the learner state %s is bound to run %v; stopping", m.run, ls.path(), rec.run)
+	case len(m.digest) > maxDigest:
+		return fmt.Errorf("fednet: the server's digest of round %d has %d bytes, want at most %d", m.round, len(m.digest), maxDigest)
+	case rec.witnessed && m.round < rec.seenRound:
+		return fmt.Errorf("fednet: the server sent round %d, but this learner received round %d (%s): the server's state was rewound; stopping", m.round, rec.seenRound, ls.path())
+	case rec.witnessed && m.round == rec.seenRound && !bytes.Equal(m.digest, rec.seenDigest):
+		return fmt.Errorf("fednet: the server sent another model of round %d than this learner received (%s): its state was swapped; stopping", m.round, ls.path())
+	case rec.witnessed && m.round == rec.seenRound:
+		return nil
+	}
+	next := *rec
+	next.witnessed, next.seenRound, next.seenDigest = true, m.round, bytes.Clone(m.digest)
+	return ls.write(next)
 }

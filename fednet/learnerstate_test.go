@@ -18,8 +18,9 @@ import (
 	"github.com/dpmf/dpmf/secagg"
 )
 
-// handRecord builds a learner record byte by byte from the layout that
-// learnerstate.go documents (msg nil: bound to the run, nothing unmasked).
+// handRecord builds a learner record of the earlier format DPMFLS01
+// byte by byte from the layout that learnerstate.go documents (msg nil:
+// bound to the run, nothing unmasked). A learner still reads it.
 func handRecord(run []byte, learner uint32, round uint64, attempt uint32, msg []byte) []byte {
 	b := []byte("DPMFLS01")
 	b = append(b, run...)
@@ -37,24 +38,102 @@ func handRecord(run []byte, learner uint32, round uint64, attempt uint32, msg []
 	return append(b, sum[:]...)
 }
 
-// The record's bytes are the documented layout, and read back.
+// handRecord2 builds a record of format DPMFLS02 byte by byte from the
+// documented layout: handRecord's fields, then the directory's inode and
+// creation time and the witness (digest nil: no model received).
+func handRecord2(run []byte, learner uint32, round uint64, attempt uint32, msg []byte, ino uint64, birth int64, seen uint64, digest []byte) []byte {
+	b := []byte("DPMFLS02")
+	b = append(b, run...)
+	b = binary.LittleEndian.AppendUint32(b, learner)
+	if msg != nil {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.LittleEndian.AppendUint64(b, round)
+	b = binary.LittleEndian.AppendUint32(b, attempt)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(msg)))
+	b = binary.LittleEndian.AppendUint64(b, ino)
+	b = binary.LittleEndian.AppendUint64(b, uint64(birth))
+	if digest != nil {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.LittleEndian.AppendUint64(b, seen)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(digest)))
+	b = append(b, msg...)
+	b = append(b, digest...)
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
+// readRecord decodes the learner record in dir.
+func readRecord(t *testing.T, dir string) learnerRecord {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, learnerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := decodeLearnerRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// The record's bytes are the documented layout, and read back; a record
+// of the earlier format reads as one without a directory or a witness.
 func TestLearnerRecordFormat(t *testing.T) {
 	run := bytes.Repeat([]byte{7}, 16)
-	rec := learnerRecord{learner: 5, unmasked: true, round: 9, attempt: 3, msg: []byte("unmask")}
+	digest := bytes.Repeat([]byte{9}, 64)
+	rec := learnerRecord{learner: 5, unmasked: true, round: 9, attempt: 3, msg: []byte("unmask"),
+		dirIno: 77, dirBirth: -2, witnessed: true, seenRound: 11, seenDigest: digest}
 	copy(rec.run[:], run)
-	want := handRecord(run, 5, 9, 3, []byte("unmask"))
+	want := handRecord2(run, 5, 9, 3, []byte("unmask"), 77, -2, 11, digest)
 	if got := rec.encode(); !bytes.Equal(got, want) {
 		t.Fatalf("encode = %x, want %x", got, want)
 	}
 	back, err := decodeLearnerRecord(want)
-	if err != nil || back.run != rec.run || back.learner != 5 || !back.unmasked || back.round != 9 || back.attempt != 3 || string(back.msg) != "unmask" {
+	if err != nil || back.run != rec.run || back.learner != 5 || !back.unmasked || back.round != 9 || back.attempt != 3 || string(back.msg) != "unmask" ||
+		back.dirIno != 77 || back.dirBirth != -2 || !back.witnessed || back.seenRound != 11 || !bytes.Equal(back.seenDigest, digest) {
 		t.Fatalf("decode = %+v, %v", back, err)
 	}
 	bound := learnerRecord{learner: 2}
 	copy(bound.run[:], run)
-	if got := bound.encode(); !bytes.Equal(got, handRecord(run, 2, 0, 0, nil)) {
+	if got := bound.encode(); !bytes.Equal(got, handRecord2(run, 2, 0, 0, nil, 0, 0, 0, nil)) {
 		t.Fatalf("a bound record encodes as %x", got)
 	}
+	old, err := decodeLearnerRecord(handRecord(run, 5, 9, 3, []byte("unmask")))
+	if err != nil || old.run != rec.run || old.learner != 5 || !old.unmasked || old.round != 9 || old.attempt != 3 || string(old.msg) != "unmask" ||
+		old.dirIno != 0 || old.dirBirth != 0 || old.witnessed {
+		t.Fatalf("decode of a DPMFLS01 record = %+v, %v", old, err)
+	}
+	// Inconsistent or truncated records are refused (the inconsistent
+	// ones with their checksum made right, so that only the layout's
+	// checks can tell).
+	withFlag := func(flag byte) []byte {
+		b := handRecord2(run, 5, 0, 0, nil, 0, 0, 3, digest)
+		b[learnerHeadV1+16] = flag
+		return reseal(b)
+	}
+	long := handRecord2(run, 5, 0, 0, nil, 0, 0, 3, bytes.Repeat([]byte{1}, maxDigest+1))
+	for name, b := range map[string][]byte{
+		"witness flag 2":            withFlag(2),
+		"a digest without the flag": withFlag(0),
+		"a digest over the bound":   long,
+		"truncated":                 want[:len(want)-1],
+		"empty":                     {},
+	} {
+		if _, err := decodeLearnerRecord(b); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+// reseal replaces the SHA-256 that ends b by that of the rest.
+func reseal(b []byte) []byte {
+	return seal(b[:len(b)-sha256.Size])
 }
 
 // A learner's state directory is refused, with one line naming the
@@ -177,8 +256,15 @@ func TestLearnerStateRefused(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := handRecord(run, 0, 0, 0, sent); sent == nil || !bytes.Equal(b, want) {
-		t.Fatalf("the record after the run is %x, want %x (round 0, attempt 0, the answer the server got)", b, want)
+	rec, err := decodeLearnerRecord(b)
+	if err != nil || sent == nil || !bytes.Equal(rec.run[:], run) || !rec.unmasked || rec.round != 0 || rec.attempt != 0 || !bytes.Equal(rec.msg, sent) {
+		t.Fatalf("the record after the run is %+v (%v), want round 0, attempt 0, the answer the server got", rec, err)
+	}
+	if !rec.witnessed || rec.seenRound != r.R {
+		t.Fatalf("the record after the run witnesses round %d (%v), want %d", rec.seenRound, rec.witnessed, r.R)
+	}
+	if ino, ok := dirInode(dir); ok && rec.dirIno != ino {
+		t.Fatalf("the record is bound to inode %d, the directory's is %d", rec.dirIno, ino)
 	}
 }
 
@@ -439,10 +525,20 @@ func TestStaleLearnerNeverReplacesTheRecord(t *testing.T) {
 	if err := second.recordUnmask(4, 0, []byte("second")); err != nil {
 		t.Fatal(err)
 	}
-	want := handRecord(run, 0, 4, 0, []byte("second"))
+	want, err := os.ReadFile(filepath.Join(dir, learnerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := readRecord(t, dir); rec.round != 4 || rec.attempt != 0 || string(rec.msg) != "second" {
+		t.Fatalf("the second learner's record is %+v", rec)
+	}
 	err = stale.recordUnmask(4, 1, []byte("stale"))
 	if err == nil || !strings.Contains(err.Error(), "removed or replaced") {
 		t.Errorf("the stale learner recorded its answer: %v", err)
+	}
+	err = stale.recordWitness(&model{round: 5, run: run, digest: []byte("stale")})
+	if err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+		t.Errorf("the stale learner recorded its witness: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, learnerFile)); !bytes.Equal(b, want) {
 		t.Errorf("the stale learner replaced the second one's record (round 4, attempt 0): the file is %x", b)

@@ -482,7 +482,7 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.DurationVar(&l.opt.CallTimeout, "call-timeout", 30*time.Second, "deadline of each call that does not wait for a round")
 	fs.DurationVar(&l.opt.WaitTimeout, "wait-timeout", 60*time.Second, "deadline of each call that waits for a round")
 	fs.DurationVar(&l.opt.GiveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
-	fs.StringVar(&l.opt.StateDir, "state", "", "the learner's state directory, required with secure aggregation: it records which attempt of each round this learner unmasked (one directory per learner and run)")
+	fs.StringVar(&l.opt.StateDir, "state", "", "the learner's state directory (one per learner and run), required with secure aggregation: it records the newest model received, so that a restarted learner still witnesses a server whose state was rolled back, and which attempt of each round this learner unmasked")
 	fs.BoolVar(&l.opt.NewRun, "new-run", false, "replace a record of another run in -state with this run's (only when that run is over for good; a fresh directory is the normal way)")
 	set, err := cli.ParseFlags(fs, args, help, learnerUsage, "", cli.Once)
 	switch {
