@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -172,4 +173,105 @@ func TestBeyondMemoryIsAParamError(t *testing.T) {
 	if _, err := NoiseMatrix(m); err != nil {
 		t.Errorf("64 x 1024 in 1 MiB: %v", err)
 	}
+}
+
+// TestHandAssembledFactorsChecked streams factorizations assembled by hand,
+// which only WithDense can stream (the dense operator M = A^{-1} B), and
+// one with another factorization's operator. The noise B Z that M Z adds
+// up to is calibrated by C's sensitivity only when B C = A, so factors that
+// do not reproduce the workload must be refused, as must factors of the
+// wrong size, non-finite factors, negative availability rounds and an
+// operator of another number of rounds: each is a one-line error, never a
+// panic or a stream. Before, B = A with C = I/2 (gamma 1/2 by the
+// factors' own metrics) streamed Z, twice the sensitivity that calibrated
+// it; B of 5 rounds for a workload of 10 streamed 5 rounds; a NaN in B was
+// reported as an overflow of std; a C of 5 columns for R = 10 and a
+// negative availability round panicked ("mat: column index out of
+// range"); and an operator of 5 rounds streamed for a workload of 10.
+// The reference case, B = A and C = I, must stream Z itself (C^{-1} Z = Z:
+// the identity strategy's stream, bit for bit).
+func TestHandAssembledFactorsChecked(t *testing.T) {
+	const r, d = 10, 3
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mat.DenseCopyOf(w.Matrix())
+	eye := func(n int, v float64) *mat.Dense {
+		m := mat.NewDense(n, n, nil)
+		for i := 0; i < n; i++ {
+			m.Set(i, i, v)
+		}
+		return m
+	}
+	avail := func(n int) []int {
+		av := make([]int, n)
+		for i := range av {
+			av[i] = i
+		}
+		return av
+	}
+	stream := func(f *factorize.Factorization, opts ...Option) (*mat.Dense, error) {
+		m, err := New(f, d, 1, append([]Option{WithSeed(5)}, opts...)...)
+		if err != nil {
+			return nil, err
+		}
+		return NoiseMatrix(m)
+	}
+	ok := &factorize.Factorization{Workload: w, B: a, C: eye(r, 1), Available: avail(r)}
+	got, err := stream(ok, WithDense())
+	if err != nil {
+		t.Fatalf("B = A, C = I: %v", err)
+	}
+	id, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := stream(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mat.Equal(got, want) {
+		t.Errorf("B = A, C = I streams other noise than Z")
+	}
+
+	nan := mat.DenseCopyOf(a)
+	nan.Set(3, 1, math.NaN())
+	negative := avail(r)
+	negative[4] = -2
+	a5, err := factorize.Prefix(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		f    *factorize.Factorization
+		want string
+	}{
+		{"B C = A/2", &factorize.Factorization{Workload: w, B: a, C: eye(r, 0.5), Available: avail(r)}, "reproduce"},
+		{"B C = 2A", &factorize.Factorization{Workload: w, B: a, C: eye(r, 2), Available: avail(r)}, "reproduce"},
+		{"B of 5 rounds", &factorize.Factorization{Workload: w, B: mat.DenseCopyOf(a5.Matrix()), C: eye(5, 1), Available: avail(5)}, "R = 10"},
+		{"C of 5 columns", &factorize.Factorization{Workload: w, B: a, C: mat.NewDense(r, 5, nil), Available: avail(r)}, "R = 10"},
+		{"NaN in B", &factorize.Factorization{Workload: w, B: nan, C: eye(r, 1), Available: avail(r)}, "NaN"},
+		{"negative availability", &factorize.Factorization{Workload: w, B: a, C: eye(r, 1), Available: negative}, "availability round -2"},
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: panic %v", tc.name, p)
+				}
+			}()
+			_, err := stream(tc.f, WithDense())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: error %v, want one line about %q", tc.name, err, tc.want)
+			}
+		}()
+	}
+
+	short, err := factorize.BLTStrategy{}.Factorize(context.Background(), a5, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(&factorize.Factorization{Workload: w, Operator: short.Operator}, d, 1)
+	requireParam(t, err, "factorization")
 }

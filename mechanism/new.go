@@ -40,11 +40,14 @@ func maxDimText() string {
 // for replace-one, clip / n for add/remove) x the sensitivity of C under
 // the participation the metrics were computed for.
 //
-// It is an error if f has no operator (a metrics-only result), if dim < 1
+// It is an error if f has no operator (a metrics-only result) or one of
+// other than its workload's R rounds, if dim < 1
 // or dim > 2^40 (one vector of 8 TiB), if the stream's state (its state
 // vectors, and its past noise rows under MemoryKeep) needs more memory
 // than the machine has, if std is not finite and positive, or if an option is invalid; with
-// WithDense, if f has no factors or is not causal.
+// WithDense, if f has no factors, factors of the wrong size or not
+// finite, is not causal, or B C is not its workload
+// (factorize.DenseOperator).
 func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mechanism, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -61,6 +64,10 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	if op == nil {
 		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without a noise operator (a loss-only result)", f.Strategy), Want: "one computed with its operator"}
+	}
+	if r := f.Workload.R(); op.Rounds() != r {
+		// A factorization assembled by hand with another's operator.
+		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q with an operator of %d rounds", f.Strategy, op.Rounds()), Want: fmt.Sprintf("the operator of its workload's %d rounds", r)}
 	}
 	if dim < 1 || dim > maxDim {
 		return nil, &ParamError{Param: "dim", Value: dim, Want: ">= 1 and <= " + maxDimText()}
