@@ -275,3 +275,57 @@ func TestHandAssembledFactorsChecked(t *testing.T) {
 	_, err = New(&factorize.Factorization{Workload: w, Operator: short.Operator}, d, 1)
 	requireParam(t, err, "factorization")
 }
+
+// hugeStateOp is an operator that declares 2^30 state vectors and
+// allocates none: a state of 2^73 bytes at dimension 2^40, more than an
+// int can count on any platform.
+type hugeStateOp struct{}
+
+func (hugeStateOp) Rounds() int    { return 2 }
+func (hugeStateOp) NoiseRows() int { return 2 }
+func (hugeStateOp) Memory() factorize.OperatorMemory {
+	return factorize.OperatorMemory{States: 1 << 30}
+}
+func (hugeStateOp) NewState(int) factorize.OperatorState           { return hugeState{} }
+func (hugeStateOp) String() string                                 { return "huge" }
+func (hugeState) Prepare(int)                                      {}
+func (hugeState) Block(factorize.NoiseSource, int, int, []float64) {}
+
+type hugeState struct{}
+
+// TestStateFitsAnInt refuses a state whose size in bytes does not fit in
+// an int, whatever the machine's memory (here claimed to be 2^80 bytes):
+// no allocation of it can succeed, and the element counts of its slices
+// overflow. Before, only the machine's memory was checked, and on a
+// 32-bit platform on a host of 64 GB the semiseparable operator of order
+// 33 at dimension 130150525 (state 34 GB, 33 x 130150525 = 2^32 + 29
+// elements) was accepted with a state of 29 float64s, and its first
+// round would have panicked (a slice of the state out of range). Run with
+// GOARCH=386 for that case; the operator declaring 2^30 state vectors
+// checks the rule on every platform.
+func TestStateFitsAnInt(t *testing.T) {
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 1 << 80 }
+	w, err := factorize.Prefix(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(&factorize.Factorization{Workload: w, Operator: hugeStateOp{}}, maxDim, 1)
+	requireParam(t, err, "dim")
+	if strconv.IntSize == 64 {
+		return
+	}
+	w, err = factorize.Prefix(40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.SemisepStrategy{Buffers: 33}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := f.Operator.Memory().States; k != 33 {
+		t.Fatalf("%v declares %d state vectors, want 33", f.Operator, k)
+	}
+	_, err = New(f, 130150525, 1)
+	requireParam(t, err, "dim")
+}
