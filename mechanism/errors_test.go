@@ -329,3 +329,71 @@ func TestStateFitsAnInt(t *testing.T) {
 	_, err = New(f, 130150525, 1)
 	requireParam(t, err, "dim")
 }
+
+// TestHandBuiltBLTChecked streams BLT parameters assembled by hand
+// (factorize.BLTParams is the one operator type of package factorize with
+// exported fields). Valid ones stream C^{-1} Z = diag(s) T_d Z with
+// d_0 = 1, d_k = sum_i w_i lambda_i^(k-1), checked against that sum formed
+// here from the independent stream's Z (the identity strategy, same seed).
+// Invalid ones are a *ParamError about the factorization: before, a zero
+// scale streamed a round of zero noise (round 2 here, whatever the
+// calibration), fewer decay rates than weights panicked in Next (index out
+// of range) and a NaN weight was reported as an overflow of std.
+func TestHandBuiltBLTChecked(t *testing.T) {
+	const r, d = 4, 3
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	draw := func(f *factorize.Factorization) (*mat.Dense, error) {
+		m, err := New(f, d, 1, WithSeed(9))
+		if err != nil {
+			return nil, err
+		}
+		return NoiseMatrix(m)
+	}
+	z, err := draw(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &factorize.BLTParams{Weights: []float64{0.5, -0.25}, Lambdas: []float64{0.9, 0.3}, Scale: []float64{1, 0.5, 2, 1}}
+	got, err := draw(&factorize.Factorization{Workload: w, Operator: p})
+	if err != nil {
+		t.Fatalf("valid BLT parameters: %v", err)
+	}
+	for i := 0; i < r; i++ {
+		for c := 0; c < d; c++ {
+			want := z.At(i, c)
+			for k := 1; k <= i; k++ {
+				want += (0.5*math.Pow(0.9, float64(k-1)) - 0.25*math.Pow(0.3, float64(k-1))) * z.At(i-k, c)
+			}
+			want *= p.Scale[i]
+			if math.Abs(got.At(i, c)-want) > 1e-14 {
+				t.Errorf("round %d coordinate %d: %v, want %v", i, c, got.At(i, c), want)
+			}
+		}
+	}
+	for name, p := range map[string]*factorize.BLTParams{
+		"zero scale":          {Weights: []float64{0.5}, Lambdas: []float64{0.9}, Scale: []float64{1, 1, 0, 1}},
+		"fewer decay rates":   {Weights: []float64{0.5, 0.2}, Lambdas: []float64{0.9}, Scale: []float64{1, 1, 1, 1}},
+		"NaN weight":          {Weights: []float64{math.NaN()}, Lambdas: []float64{0.9}, Scale: []float64{1, 1, 1, 1}},
+		"infinite decay rate": {Weights: []float64{0.5}, Lambdas: []float64{math.Inf(1)}, Scale: []float64{1, 1, 1, 1}},
+	} {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Errorf("%s: panic %v", name, v)
+				}
+			}()
+			_, err := draw(&factorize.Factorization{Workload: w, Operator: p})
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Param != "factorization" {
+				t.Errorf("%s: error %v, want a *ParamError about the factorization", name, err)
+			}
+		}()
+	}
+}

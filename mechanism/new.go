@@ -3,6 +3,7 @@ package mechanism
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dpmf/dpmf/factorize"
 	"gonum.org/v1/gonum/mat"
@@ -41,7 +42,10 @@ func maxDimText() string {
 // the participation the metrics were computed for.
 //
 // It is an error if f has no operator (a metrics-only result) or one of
-// other than its workload's R rounds, if dim < 1
+// other than its workload's R rounds, or BLT parameters
+// (factorize.BLTParams, which a caller can assemble) that their stored
+// form would refuse (lengths that differ, a coefficient not finite, a zero
+// scale), if dim < 1
 // or dim > 2^40 (one vector of 8 TiB), if the stream's state (its state
 // vectors, and its past noise rows under MemoryKeep) needs more memory
 // than the machine has or more bytes than an int counts, if std is not finite and positive, or if an option is invalid; with
@@ -64,6 +68,18 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	if op == nil {
 		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without a noise operator (a loss-only result)", f.Strategy), Want: "one computed with its operator"}
+	}
+	if p, ok := op.(*factorize.BLTParams); ok {
+		// The one operator of package factorize that a caller can
+		// assemble by hand: the checks its stored form gets. Before, a
+		// zero scale streamed a round of zero noise, and fewer decay
+		// rates than weights panicked in Next.
+		form, _ := factorize.FormOf(p)
+		if _, err := form.Operator(p.Rounds()); err != nil {
+			return nil, &ParamError{Param: "factorization",
+				Value: fmt.Sprintf("%q with BLT parameters of %d weights, %d decay rates and %d scales (%s)", f.Strategy, len(p.Weights), len(p.Lambdas), len(p.Scale), strings.TrimPrefix(err.Error(), "factorize: ")),
+				Want:  "as many finite weights as decay rates (at least one when R > 1) and nonzero finite scales"}
+		}
 	}
 	if r := f.Workload.R(); op.Rounds() != r {
 		// A factorization assembled by hand with another's operator.
