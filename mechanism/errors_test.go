@@ -189,7 +189,9 @@ func TestBeyondMemoryIsAParamError(t *testing.T) {
 // negative availability round panicked ("mat: column index out of
 // range"); and an operator of 5 rounds streamed for a workload of 10.
 // The reference case, B = A and C = I, must stream Z itself (C^{-1} Z = Z:
-// the identity strategy's stream, bit for bit).
+// the identity strategy's stream, bit for bit), and without WithDense the
+// error must name it (before, it called the factorization a loss-only
+// result).
 func TestHandAssembledFactorsChecked(t *testing.T) {
 	const r, d = 10, 3
 	w, err := factorize.Prefix(r)
@@ -233,6 +235,10 @@ func TestHandAssembledFactorsChecked(t *testing.T) {
 	}
 	if !mat.Equal(got, want) {
 		t.Errorf("B = A, C = I streams other noise than Z")
+	}
+	// Without WithDense the error says that it is needed.
+	if _, err := stream(ok); err == nil || !strings.Contains(err.Error(), "WithDense") {
+		t.Errorf("factors without an operator, no WithDense: error %v, want one that names WithDense", err)
 	}
 
 	nan := mat.DenseCopyOf(a)

@@ -67,6 +67,10 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		}
 	}
 	if op == nil {
+		if f.B != nil && f.C != nil {
+			// Factors assembled by hand: only the dense operator streams them.
+			return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q with factors but without a noise operator", f.Strategy), Want: "one computed with its operator, or WithDense() for factors assembled by hand"}
+		}
 		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without a noise operator (a loss-only result)", f.Strategy), Want: "one computed with its operator"}
 	}
 	if p, ok := op.(*factorize.BLTParams); ok {
