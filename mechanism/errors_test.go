@@ -299,10 +299,12 @@ func (hugeState) Block(factorize.NoiseSource, int, int, []float64) {}
 
 type hugeState struct{}
 
-// TestStateFitsAnInt refuses a state whose size in bytes does not fit in
-// an int, whatever the machine's memory (here claimed to be 2^80 bytes):
-// no allocation of it can succeed, and the element counts of its slices
-// overflow. Before, only the machine's memory was checked, and on a
+// TestStateFitsAnInt refuses state vectors whose size in bytes does not
+// fit in an int, whatever the machine's memory (here claimed to be 2^80
+// bytes): no allocation of them can succeed, and the element counts of
+// their slices overflow. (Past rows kept under MemoryKeep are held block
+// by block and are not limited by this: TestMemoryAutoIsReported keeps
+// just over 2 GiB of them on 32-bit platforms too.) Before, only the machine's memory was checked, and on a
 // 32-bit platform on a host of 64 GB the semiseparable operator of order
 // 33 at dimension 130150525 (state 34 GB, 33 x 130150525 = 2^32 + 29
 // elements) was accepted with a state of 29 float64s, and its first

@@ -48,7 +48,8 @@ func maxDimText() string {
 // scale), if dim < 1
 // or dim > 2^40 (one vector of 8 TiB), if the stream's state (its state
 // vectors, and its past noise rows under MemoryKeep) needs more memory
-// than the machine has or more bytes than an int counts, if std is not finite and positive, or if an option is invalid; with
+// than the machine has, or its state vectors more bytes than an int
+// counts, if std is not finite and positive, or if an option is invalid; with
 // WithDense, if f has no factors, factors of the wrong size or not
 // finite, is not causal, or B C is not its workload
 // (factorize.DenseOperator).
@@ -97,14 +98,15 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	mem := op.Memory()
 	need := 8 * float64(mem.States) * float64(dim)
+	if need > math.MaxInt {
+		// The state vectors' element counts (one slice of K d for the
+		// semiseparable operator) overflow an int, on 32-bit platforms at
+		// sizes a host's memory passes. Kept past rows are held block by
+		// block, and only the machine's memory limits them.
+		return nil, &ParamError{Param: "dim", Value: dim, Want: fmt.Sprintf("a size whose %d state vectors (%.3g GB) fit in an int of bytes (%.3g GB)", mem.States, need/1e9, float64(math.MaxInt)/1e9)}
+	}
 	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
 		need += 8 * float64(mem.PastRows) * float64(dim) // kept as they are drawn
-	}
-	if need > math.MaxInt {
-		// No allocation of it can succeed, and its element counts
-		// overflow an int (on 32-bit platforms, at sizes a host's memory
-		// passes).
-		return nil, &ParamError{Param: "dim", Value: dim, Want: fmt.Sprintf("a size whose state (the operator's state vectors, and its past noise rows under MemoryKeep) of %.3g GB fits in an int of bytes (%.3g GB)", need/1e9, float64(math.MaxInt)/1e9)}
 	}
 	if err := checkFits("dim", dim, "state (the operator's state vectors, and its past noise rows under MemoryKeep)", need); err != nil {
 		return nil, err
