@@ -346,7 +346,8 @@ func TestStateFitsAnInt(t *testing.T) {
 // Invalid ones are a *ParamError about the factorization: before, a zero
 // scale streamed a round of zero noise (round 2 here, whatever the
 // calibration), fewer decay rates than weights panicked in Next (index out
-// of range) and a NaN weight was reported as an overflow of std.
+// of range), nil parameters panicked in New, and a NaN weight was reported
+// as an overflow of std.
 func TestHandBuiltBLTChecked(t *testing.T) {
 	const r, d = 4, 3
 	w, err := factorize.Prefix(r)
@@ -390,6 +391,7 @@ func TestHandBuiltBLTChecked(t *testing.T) {
 		"fewer decay rates":   {Weights: []float64{0.5, 0.2}, Lambdas: []float64{0.9}, Scale: []float64{1, 1, 1, 1}},
 		"NaN weight":          {Weights: []float64{math.NaN()}, Lambdas: []float64{0.9}, Scale: []float64{1, 1, 1, 1}},
 		"infinite decay rate": {Weights: []float64{0.5}, Lambdas: []float64{math.Inf(1)}, Scale: []float64{1, 1, 1, 1}},
+		"nil parameters":      nil,
 	} {
 		func() {
 			defer func() {

@@ -78,7 +78,10 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		// The one operator of package factorize that a caller can
 		// assemble by hand: the checks its stored form gets. Before, a
 		// zero scale streamed a round of zero noise, and fewer decay
-		// rates than weights panicked in Next.
+		// rates than weights (or nil parameters) panicked.
+		if p == nil {
+			return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q with nil BLT parameters", f.Strategy), Want: "an operator"}
+		}
 		form, _ := factorize.FormOf(p)
 		if _, err := form.Operator(p.Rounds()); err != nil {
 			return nil, &ParamError{Param: "factorization",
