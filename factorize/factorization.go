@@ -204,8 +204,11 @@ func (f *Factorization) WithParticipation(p Participation) (*Factorization, erro
 // CheckCausal returns an error if the factorization cannot be used online:
 // if a release at round r would use noise row j with Available[j] > r (a
 // nonzero B[r][j]), or if noise row j would depend on data of a round after
-// Available[j] (a nonzero C[j][t] with t > Available[j]). A nil
-// factorization or one without factors (a loss-only result) is a
+// Available[j] (a nonzero C[j][t] with t > Available[j]). It is an error
+// too if B is not R x m and C m x R for the workload's R, or if an
+// availability round is outside [0, R) (before, a factorization assembled
+// by hand with a C of fewer columns or a negative round panicked here). A
+// nil factorization or one without factors (a loss-only result) is a
 // *[ParamError].
 func (f *Factorization) CheckCausal() error {
 	if f == nil {
@@ -216,11 +219,17 @@ func (f *Factorization) CheckCausal() error {
 		return &ParamError{Param: "factorization", Value: "a loss-only result", Want: "one with factors B and C"}
 	}
 	r, m := b.Dims()
+	if mc, rc := c.Dims(); r != f.Workload.R() || mc != m || rc != r {
+		return fmt.Errorf("factorize: factors B of %d x %d and C of %d x %d for R = %d, want R x m and m x R", r, m, mc, rc, f.Workload.R())
+	}
 	if len(f.Available) != m {
 		return fmt.Errorf("factorize: %d availability rounds for %d noise rows", len(f.Available), m)
 	}
 	for j := 0; j < m; j++ {
 		av := f.Available[j]
+		if av < 0 || av >= r {
+			return fmt.Errorf("factorize: availability round %d of noise row %d, want 0 <= round < %d", av, j, r)
+		}
 		for i := 0; i < av && i < r; i++ {
 			if b.At(i, j) != 0 {
 				return fmt.Errorf("factorize: B[%d][%d] = %v uses noise row %d before round %d", i, j, b.At(i, j), j, av)

@@ -2,7 +2,9 @@ package factorize
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
+	"strings"
 	"sync"
 
 	"github.com/dpmf/dpmf/linalg"
@@ -512,14 +514,38 @@ func (o toeplitzOp) NewState(dim int) OperatorState {
 // (formed by [Factorization.Factors] if f has none): the fallback that
 // every causal factorization can stream with, slower and bigger than its
 // own operator, and useful to compare with it. It is an error if f is not
-// causal.
+// causal ([Factorization.CheckCausal], which also checks the factors'
+// sizes), if an entry of B or C is not finite, or if B C does not
+// reproduce the workload (relative error above 1e-6 on a random vector,
+// as a stored entry is checked): M Z is the noise B (C G + Z) adds only
+// when B C = A, and the sensitivity that calibrates it is C's. Before,
+// factors assembled by hand were streamed as they came: B = A with
+// C = I / 2 streamed Z while C's sensitivity, 1/2, calibrated it.
 func DenseOperator(f *Factorization) (Operator, error) {
-	b, _, err := f.Factors()
+	b, c, err := f.Factors()
 	if err != nil {
 		return nil, err
 	}
 	if err := f.CheckCausal(); err != nil {
-		return nil, fmt.Errorf("factorize: factorization %q is not causal: %v", f.Strategy, err)
+		return nil, fmt.Errorf("factorize: factorization %q cannot stream: %s", f.Strategy, strings.TrimPrefix(err.Error(), "factorize: "))
+	}
+	for _, x := range []struct {
+		name string
+		m    *mat.Dense
+	}{{"B", b}, {"C", c}} {
+		rows, cols := x.m.Dims()
+		for i := 0; i < rows; i++ {
+			for j, v := range x.m.RawRowView(i)[:cols] {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, fmt.Errorf("factorize: factorization %q has %s[%d][%d] = %v, want finite factors", f.Strategy, x.name, i, j, v)
+				}
+			}
+		}
+	}
+	g := *f
+	g.B, g.C = b, c
+	if e := reproductionError(&g); !(e <= 1e-6) {
+		return nil, fmt.Errorf("factorize: factorization %q: B C does not reproduce the workload (relative error %.3g on a random vector), so its noise is not calibrated by C", f.Strategy, e)
 	}
 	o := newDenseOp(f.Workload, b, f.Available)
 	if o.build(); o.err != nil {

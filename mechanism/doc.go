@@ -59,8 +59,23 @@
 // checkpoint, and makes the output independent of how many goroutines
 // ([WithWorkers]) fill a round: each block is computed the same way by
 // whichever goroutine takes it. The same key gives the same stream bit for
-// bit for a given Go version and architecture (compilers for some
-// architectures fuse multiply-adds, which changes the last bits).
+// bit for a given Go version, architecture and, on amd64, CPU features:
+// compilers for some architectures fuse multiply-adds, and on amd64 the
+// semiseparable operator's forward substitution (the optimal and
+// semiseparable strategies) runs in assembly with fused multiply-adds
+// where the CPU has AVX2 and FMA, so another CPU, GODEBUG=cpu.avx2=off or
+// -tags purego changes the last bits of its stream (of the solvers'
+// factors too). Resume a stream on the kind of machine that started it
+// for the same bits; elsewhere its noise differs by rounding.
+//
+// Z depends on the key and nothing else: not on the factorization, R, d
+// or std. Two mechanisms with one key draw the same noise rows (with
+// different dimensions, the same entries on their common coordinates),
+// so a key must serve one release only: two releases of one key, even of
+// other strategies or sizes, share their noise rows (with the same
+// operator, the difference of two releases of the same rounds is free of
+// noise). Resuming a release ([WithStartRound]) is the one reuse that is
+// intended.
 //
 // The key is 32 bytes from crypto/rand by default. [WithSeed] derives it
 // from a 64-bit seed, for reproducible experiments: 64 bits can be searched,
@@ -103,6 +118,7 @@
 // zero-value factorization (or one without an operator), a nil mechanism,
 // a nil option, a dimension, a standard deviation, a number of workers or
 // a start round out of range, and other errors for a factorization that
-// [WithDense] cannot stream (no factors, not causal). A Mechanism's Next panics only
+// [WithDense] cannot stream (no factors, factors of the wrong size or not
+// finite, not causal, B C not the workload). A Mechanism's Next panics only
 // for a destination whose length is not Dim(), a programmer error.
 package mechanism

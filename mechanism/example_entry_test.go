@@ -78,8 +78,10 @@ func ExampleWithStartRound() {
 }
 
 // WithDense streams any factorization through the dense mechanism, the
-// reference the structured ones are compared with: for the tree, the same
-// noise distribution (row r of C^{-1} Z) from a different implementation.
+// reference the structured ones are compared with: for the tree, whose C
+// has more rows than columns, row r of A^{-1} B Z formed from the dense
+// factors, the same noise as the tree's buffers give (to rounding) from a
+// different implementation.
 func ExampleWithDense() {
 	w, err := factorize.Prefix(16)
 	if err != nil {

@@ -34,15 +34,21 @@ func Example() {
 		log.Fatal(err)
 	}
 	// Each sample takes part in one round (single participation).
-	f, err := factorize.BLTStrategy{Buffers: 2}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	strategy := factorize.BLTStrategy{Buffers: 2}
+	f, err := strategy.Factorize(context.Background(), w, factorize.SingleParticipation())
 	if err != nil {
 		log.Fatal(err)
 	}
 	// Replace-one neighbours: one sample moves a learner's contribution by
-	// 2 clip, the round's average by 2 clip / learners.
+	// 2 clip, the round's average by 2 clip / learners. The plan names the
+	// strategy whose noise is released: its record then verifies against
+	// the plan's own factorization, as a reader of the plan checks it.
 	p := &plan.Plan{Algorithm: plan.AlgoCorrelated, Rounds: rounds, Learners: learners, Clip: clip,
-		Strategy: plan.SpecOf(factorize.BLTStrategy{}), Target: &plan.Target{Eps: eps, Delta: delta, Relation: "replace-one"}}
+		Strategy: plan.SpecOf(strategy), Target: &plan.Target{Eps: eps, Delta: delta, Relation: "replace-one"}}
 	if err := p.Calibrate(context.Background(), f); err != nil {
+		log.Fatal(err)
+	}
+	if err := p.VerifyRecord(context.Background()); err != nil {
 		log.Fatal(err)
 	}
 	sens, std := p.Privacy.Sensitivity, p.Privacy.NoiseStd

@@ -3,6 +3,7 @@ package mechanism
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dpmf/dpmf/factorize"
 	"gonum.org/v1/gonum/mat"
@@ -40,11 +41,18 @@ func maxDimText() string {
 // for replace-one, clip / n for add/remove) x the sensitivity of C under
 // the participation the metrics were computed for.
 //
-// It is an error if f has no operator (a metrics-only result), if dim < 1
+// It is an error if f has no operator (a metrics-only result) or one of
+// other than its workload's R rounds, or BLT parameters
+// (factorize.BLTParams, which a caller can assemble) that their stored
+// form would refuse (lengths that differ, a coefficient not finite, a zero
+// scale), if dim < 1
 // or dim > 2^40 (one vector of 8 TiB), if the stream's state (its state
 // vectors, and its past noise rows under MemoryKeep) needs more memory
-// than the machine has, if std is not finite and positive, or if an option is invalid; with
-// WithDense, if f has no factors or is not causal.
+// than the machine has, or its state vectors more bytes than an int
+// counts, if std is not finite and positive, or if an option is invalid; with
+// WithDense, if f has no factors, factors of the wrong size or not
+// finite, is not causal, or B C is not its workload
+// (factorize.DenseOperator).
 func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mechanism, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -60,7 +68,30 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		}
 	}
 	if op == nil {
+		if f.B != nil && f.C != nil {
+			// Factors assembled by hand: only the dense operator streams them.
+			return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q with factors but without a noise operator", f.Strategy), Want: "one computed with its operator, or WithDense() for factors assembled by hand"}
+		}
 		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without a noise operator (a loss-only result)", f.Strategy), Want: "one computed with its operator"}
+	}
+	if p, ok := op.(*factorize.BLTParams); ok {
+		// The one operator of package factorize that a caller can
+		// assemble by hand: the checks its stored form gets. Before, a
+		// zero scale streamed a round of zero noise, and fewer decay
+		// rates than weights (or nil parameters) panicked.
+		if p == nil {
+			return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q with nil BLT parameters", f.Strategy), Want: "an operator"}
+		}
+		form, _ := factorize.FormOf(p)
+		if _, err := form.Operator(p.Rounds()); err != nil {
+			return nil, &ParamError{Param: "factorization",
+				Value: fmt.Sprintf("%q with BLT parameters of %d weights, %d decay rates and %d scales (%s)", f.Strategy, len(p.Weights), len(p.Lambdas), len(p.Scale), strings.TrimPrefix(err.Error(), "factorize: ")),
+				Want:  "as many finite weights as decay rates (at least one when R > 1) and nonzero finite scales"}
+		}
+	}
+	if r := f.Workload.R(); op.Rounds() != r {
+		// A factorization assembled by hand with another's operator.
+		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q with an operator of %d rounds", f.Strategy, op.Rounds()), Want: fmt.Sprintf("the operator of its workload's %d rounds", r)}
 	}
 	if dim < 1 || dim > maxDim {
 		return nil, &ParamError{Param: "dim", Value: dim, Want: ">= 1 and <= " + maxDimText()}
@@ -70,6 +101,13 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	mem := op.Memory()
 	need := 8 * float64(mem.States) * float64(dim)
+	if need > math.MaxInt {
+		// The state vectors' element counts (one slice of K d for the
+		// semiseparable operator) overflow an int, on 32-bit platforms at
+		// sizes a host's memory passes. Kept past rows are held block by
+		// block, and only the machine's memory limits them.
+		return nil, &ParamError{Param: "dim", Value: dim, Want: fmt.Sprintf("a size whose %d state vectors (%.3g GB) fit in an int of bytes (%.3g GB)", mem.States, need/1e9, float64(math.MaxInt)/1e9)}
+	}
 	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
 		need += 8 * float64(mem.PastRows) * float64(dim) // kept as they are drawn
 	}

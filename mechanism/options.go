@@ -64,7 +64,10 @@ func WithSeed(seed uint64) Option {
 
 // WithKey sets the stream's 256-bit key. With a secret, uniformly random
 // key the noise is as unpredictable as ChaCha8 allows, and the stream can
-// still be resumed ([WithStartRound]) by whoever holds the key.
+// still be resumed ([WithStartRound]) by whoever holds the key. The noise
+// rows depend on the key alone, not on the factorization or the
+// dimension: use a key for one release only (see the package
+// documentation, Randomness).
 func WithKey(key [32]byte) Option {
 	return func(c *config) { c.key, c.seeded = key, true }
 }
