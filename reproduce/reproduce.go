@@ -64,8 +64,9 @@ type Report struct {
 type Claim struct {
 	// Claim is the paper's statement.
 	Claim string
-	// Verdict is "reproduced", "not reproduced" or "reproduced only under
-	// stated conditions".
+	// Verdict is "reproduced", "not reproduced", "reproduced only under
+	// stated conditions" or, for a comparison whose difference is within
+	// the margin of noise (zMargin), "inconclusive".
 	Verdict string
 	// Measured gives the numbers and the conditions.
 	Measured string
