@@ -215,7 +215,7 @@ func (r *runner) cancer(ctx context.Context) error {
 	if err := r.writeCSV("beyond_cancer.csv", []string{"split", "eps", "algorithm", "eta_tilde", "eta_at_grid_end", "final_loss_error_mean", "final_loss_error_std", "accuracy_mean", "accuracy_std"}, rows); err != nil {
 		return err
 	}
-	r.section("## Beyond: breast-cancer data\n\ntestdata/breast_cancer.csv (569 rows, 30 standardised features), n = 10 learners, tau = 2, R = 28 (560 rows used), B_g = 1, L2 = 1e-3, optimal factorization, exact calibration; iid: rows shuffled and dealt; label: sorted by label, so most learners see one class. Tuning deals the rows with another seed (the same rows in another order: with 569 rows there is no separate tuning set). Final loss error and accuracy over the 560 rows.\n\n" +
+	r.section("## Beyond: breast-cancer data\n\ntestdata/breast_cancer.csv (569 rows, 30 standardised features), n = 10 learners, tau = 2, R = 28 (560 rows used), B_g = 1, L2 = 1e-3, optimal factorization, exact calibration; iid: rows shuffled and dealt; label: sorted by label, so most learners see one class. Tuning deals the rows with another seed (the same rows in another order: with 569 rows there is no separate tuning set), so each (eps, delta) is that of a run at its chosen step and does not cover the choice of the step, which saw the same rows. Final loss error and accuracy over the 560 rows.\n\n" +
 		table([]string{"split", "budget", "algorithm", "eta~", "final loss error", "accuracy"}, trows))
 	return nil
 }
