@@ -177,3 +177,41 @@ func TestSummarizeChecksTraces(t *testing.T) {
 		}()
 	}
 }
+
+// An Evaluator refuses a round outside [0, R] and a model of another
+// dimension with an error; before, round -1 and a short model panicked
+// (a slice out of range, floats.Dot's length check) and round R+1 was
+// recorded as an evaluated round past the end of the run.
+func TestEvaluatorObserveErrors(t *testing.T) {
+	ds, _ := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 2}.Dataset(1, 3, 1, 1)
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
+	for name, c := range map[string]struct {
+		rounds []int
+		x      []float64
+		want   string
+	}{
+		"round -1":        {[]int{-1}, []float64{0, 0}, "round -1, want a round in [0, 3]"},
+		"round R+1":       {[]int{0, 1, 2, 3, 4}, []float64{0, 0}, "round 4, want a round in [0, 3]"},
+		"short model":     {[]int{0}, []float64{0}, "dimension 1 in round 0, want 2"},
+		"rounds in order": {[]int{0, 2}, []float64{0, 0}, "observed round 2, want 1"},
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: panic %v, want an error", name, p)
+				}
+			}()
+			ev := NewEvaluator(p, cfg)
+			var err error
+			for _, r := range c.rounds {
+				if err = ev.Observe(r, c.x); err != nil {
+					break
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want an error containing %q", name, err, c.want)
+			}
+		}()
+	}
+}
