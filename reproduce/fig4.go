@@ -192,8 +192,9 @@ func (r *runner) runFig4(ctx context.Context) error {
 // zMargin is the margin, in standard errors, by which one configuration
 // must beat another for a claim's verdict to count it: with 20
 // repetitions, a paired difference of zero mean exceeds it on a given side
-// with probability 0.0037 (Student's t with 19 degrees of freedom), so a
-// cell is decided the wrong way with at most that probability.
+// with probability 0.0037 under a normal model of the differences
+// (Student's t with 19 degrees of freedom), so a cell is decided the wrong
+// way with at most that probability.
 const zMargin = 3.0
 
 // pairedZ returns the mean over repetitions of the difference of the final
