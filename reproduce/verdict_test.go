@@ -32,6 +32,7 @@ func summaryOf(t *testing.T, finals []float64) *experiment.Summary {
 func fig4Verdict(t *testing.T, a, b []float64) (string, string) {
 	t.Helper()
 	r := newRunner(Options{Quick: true}, t.TempDir(), "", false)
+	r.ctx = t.Context()
 	tn := &tuning{grid: []float64{0.1, 0.2}, mean: []float64{1, 1}, std: []float64{0, 0}}
 	res := func(finals []float64) *experiment.Result {
 		pr := &fedopt.Privacy{}
