@@ -320,3 +320,26 @@ func TestNeighbouringFilesAreNotNeighbouringStreams(t *testing.T) {
 		t.Errorf("standardised: streams differ at %d positions, want all 8", k)
 	}
 }
+
+// A byte order mark before a quoted first field (R's write.csv with
+// fileEncoding "UTF-8-BOM", spreadsheets quoting their fields) is skipped
+// like any other: before, encoding/csv saw the mark as the start of an
+// unquoted field and refused the file with `bare " in non-quoted-field`.
+func TestReadCSVBOMBeforeQuote(t *testing.T) {
+	for _, text := range []string{
+		"\ufeff\"y\",\"f1\"\r\n\"1\",\"2\"\r\n\"0\",\"3\"\r\n",
+		"\ufeff\"1\",\"2\"\r\n\"0\",\"3\"\r\n",
+	} {
+		tab, err := ReadCSV(strings.NewReader(text), "x.csv")
+		if err != nil {
+			t.Errorf("%q: %v", text, err)
+			continue
+		}
+		if tab.Len() != 2 || tab.Dim != 1 || !slices.Equal(tab.Labels, []float64{1, -1}) || !slices.Equal(tab.Features, []float64{2, 3}) {
+			t.Errorf("%q: table %+v, want labels 1, -1 and features 2, 3", text, tab)
+		}
+		if tab.Names != nil && !slices.Equal(tab.Names, []string{"f1"}) {
+			t.Errorf("%q: names %q, want [f1]", text, tab.Names)
+		}
+	}
+}
