@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/csv"
 	"errors"
@@ -80,7 +81,14 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 	if r == nil {
 		return nil, &ParamError{Param: "reader", Want: "a non-nil io.Reader"}
 	}
-	lim := &rowLimiter{r: r, max: MaxCSVLine}
+	// A UTF-8 byte order mark goes before the CSV reader sees it: left
+	// in, it makes a quoted first field ("\ufeff\"label\",...", as
+	// spreadsheets and R's write.csv write) a bare quote.
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(len(utf8BOM)); err == nil && string(b) == utf8BOM {
+		br.Discard(len(utf8BOM))
+	}
+	lim := &rowLimiter{r: br, max: MaxCSVLine}
 	cr := csv.NewReader(lim)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
@@ -112,7 +120,6 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 		}
 		if first {
 			first = false
-			rec[0] = strings.TrimPrefix(rec[0], "\ufeff") // a UTF-8 byte order mark
 			cols = len(rec)
 			if cols < 2 {
 				return nil, fmt.Errorf("dataset: %s:%d: %d field, want a label and at least one feature", name, line, cols)
@@ -319,6 +326,9 @@ func (t *Table) Deal(learners, rounds, tau int, split Split, seed uint64) (*Data
 	ds.Name = fmt.Sprintf("%s (%s)", t.Source, split)
 	return ds, nil
 }
+
+// utf8BOM is the UTF-8 byte order mark.
+const utf8BOM = "\ufeff"
 
 // errLongRow is returned by rowLimiter for a row longer than its limit.
 var errLongRow = errors.New("row too long")

@@ -151,7 +151,8 @@ func forEach(ctx context.Context, n, workers int, f func(ctx context.Context, i 
 
 // Summarize returns the summary of traces of one configuration (for
 // example one [Evaluator]'s trace of a networked run), which must share
-// their evaluated rounds.
+// their evaluated rounds and hold one value of every metric (LossError,
+// Accuracy, Regret, StaticRegret) per evaluated round.
 func Summarize(traces []*Trace) (*Summary, error) {
 	if len(traces) == 0 {
 		return nil, fmt.Errorf("experiment: no traces to summarise")
@@ -159,6 +160,14 @@ func Summarize(traces []*Trace) (*Summary, error) {
 	for k, tr := range traces {
 		if tr == nil || !slices.Equal(tr.Rounds, traces[0].Rounds) {
 			return nil, fmt.Errorf("experiment: trace %d is missing or evaluated at other rounds than trace 0", k)
+		}
+		for _, m := range []struct {
+			name string
+			v    []float64
+		}{{"LossError", tr.LossError}, {"Accuracy", tr.Accuracy}, {"Regret", tr.Regret}, {"StaticRegret", tr.StaticRegret}} {
+			if len(m.v) != len(tr.Rounds) {
+				return nil, fmt.Errorf("experiment: trace %d has %d values of %s for %d evaluated rounds, want one per round (NaN where not available)", k, len(m.v), m.name, len(tr.Rounds))
+			}
 		}
 	}
 	return summarize(traces), nil

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -129,5 +130,88 @@ func TestRepeatNonPrivateRunsOnce(t *testing.T) {
 	}
 	if _, std, _, rstd := s.Final(); std != 0 || rstd != 0 {
 		t.Errorf("standard deviations %v, %v, want 0", std, rstd)
+	}
+}
+
+// Summarize against hand values, and a trace that does not hold one value
+// per evaluated round is an error naming it, not an index panic (before,
+// a trace with Rounds {0, 5} and one loss error, or no regrets, panicked).
+func TestSummarizeChecksTraces(t *testing.T) {
+	nan := math.NaN()
+	tr := func(l0, l1 float64) *Trace {
+		return &Trace{Rounds: []int{0, 5}, LossError: []float64{l0, l1}, Accuracy: []float64{0.5, 1},
+			Regret: []float64{nan, nan}, StaticRegret: []float64{0, l1}}
+	}
+	s, err := Summarize([]*Trace{tr(1, 3), tr(3, 7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Means (1+3)/2 = 2 and (3+7)/2 = 5; sample standard deviations
+	// sqrt(2 * 1^2 / 1) = sqrt 2 and sqrt(2 * 2^2 / 1) = sqrt 8.
+	if s.LossErrorMean[0] != 2 || s.LossErrorMean[1] != 5 || math.Abs(s.LossErrorStd[0]-math.Sqrt2) > 1e-15 || math.Abs(s.LossErrorStd[1]-math.Sqrt(8)) > 1e-15 ||
+		s.StaticRegretMean[1] != 5 || s.AccuracyMean[1] != 1 || !math.IsNaN(s.RegretMean[1]) {
+		t.Errorf("summary %+v, want loss error means 2, 5 and standard deviations sqrt 2, sqrt 8", s)
+	}
+	short := tr(1, 3)
+	short.LossError = short.LossError[:1]
+	noRegret := tr(1, 3)
+	noRegret.Regret = nil
+	for name, c := range map[string]struct {
+		bad  *Trace
+		want string
+	}{
+		"one loss error": {short, "trace 1 has 1 values of LossError for 2 evaluated rounds"},
+		"no regrets":     {noRegret, "trace 1 has 0 values of Regret for 2 evaluated rounds"},
+		"missing":        {nil, "trace 1 is missing"},
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: panic %v, want an error", name, p)
+				}
+			}()
+			_, err := Summarize([]*Trace{tr(1, 3), c.bad})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want an error containing %q", name, err, c.want)
+			}
+		}()
+	}
+}
+
+// An Evaluator refuses a round outside [0, R] and a model of another
+// dimension with an error; before, round -1 and a short model panicked
+// (a slice out of range, floats.Dot's length check) and round R+1 was
+// recorded as an evaluated round past the end of the run.
+func TestEvaluatorObserveErrors(t *testing.T) {
+	ds, _ := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 2}.Dataset(1, 3, 1, 1)
+	p := mustProblem(t, ds, model.Logistic{L2: 1e-2})
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}
+	for name, c := range map[string]struct {
+		rounds []int
+		x      []float64
+		want   string
+	}{
+		"round -1":        {[]int{-1}, []float64{0, 0}, "round -1, want a round in [0, 3]"},
+		"round R+1":       {[]int{0, 1, 2, 3, 4}, []float64{0, 0}, "round 4, want a round in [0, 3]"},
+		"short model":     {[]int{0}, []float64{0}, "dimension 1 in round 0, want 2"},
+		"rounds in order": {[]int{0, 2}, []float64{0, 0}, "observed round 2, want 1"},
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: panic %v, want an error", name, p)
+				}
+			}()
+			ev := NewEvaluator(p, cfg)
+			var err error
+			for _, r := range c.rounds {
+				if err = ev.Observe(r, c.x); err != nil {
+					break
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want an error containing %q", name, err, c.want)
+			}
+		}()
 	}
 }

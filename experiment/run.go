@@ -140,13 +140,21 @@ func NewEvaluator(p *Problem, cfg fedopt.Config) *Evaluator {
 	return &Evaluator{p: p, every: max(cfg.EvalEvery, 1), privacy: cfg.Privacy}
 }
 
-// Observe takes the released model x^r. Rounds must come in order.
+// Observe takes the released model x^r. Rounds must come in order, within
+// [0, R], and x must have the model's dimension; otherwise it returns an
+// error.
 func (e *Evaluator) Observe(r int, x []float64) error {
+	R := e.p.Data.Rounds
+	if r < 0 || r > R {
+		return fmt.Errorf("experiment: evaluator observed round %d, want a round in [0, %d]", r, R)
+	}
+	if d := e.p.Model.NumParams(e.p.Data.Dim); len(x) != d {
+		return fmt.Errorf("experiment: evaluator observed a model of dimension %d in round %d, want %d", len(x), r, d)
+	}
 	if r != e.next && e.next != 0 {
 		return fmt.Errorf("experiment: evaluator observed round %d, want %d", r, e.next)
 	}
 	e.next = r + 1
-	R := e.p.Data.Rounds
 	if r%e.every == 0 || r == R {
 		e.tr.Rounds = append(e.tr.Rounds, r)
 		e.iterates = append(e.iterates, slices.Clone(x))

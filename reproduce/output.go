@@ -1,6 +1,8 @@
 package reproduce
 
 import (
+	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -15,12 +17,12 @@ import (
 	"github.com/dpmf/dpmf/internal/figure"
 )
 
-// writeCSV writes dir/name atomically (nothing in the dry pass).
+// writeCSV prepares dir/name (nothing in the dry pass): see prepare.
 func (r *runner) writeCSV(name string, header []string, rows [][]string) error {
 	if r.dry {
 		return nil
 	}
-	return atomicfile.Write(filepath.Join(r.dir, name), 0o644, func(w io.Writer) error {
+	return r.prepare(name, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		if err := cw.Write(header); err != nil {
 			return err
@@ -33,14 +35,62 @@ func (r *runner) writeCSV(name string, header []string, rows [][]string) error {
 	})
 }
 
-// writeFigure writes the data of a figure, header and rows, to
-// dir/name.csv and the figure to dir/name.png and dir/name.svg (nothing in
-// the dry pass).
+// writeFigure prepares the data of a figure, header and rows, as
+// dir/name.csv and the figure as dir/name.png and dir/name.svg (nothing in
+// the dry pass): see prepare.
 func (r *runner) writeFigure(name string, header []string, rows [][]string, f figure.Figure) error {
 	if err := r.writeCSV(name+".csv", header, rows); err != nil || r.dry {
 		return err
 	}
-	return f.Save(filepath.Join(r.dir, name))
+	for _, out := range []struct {
+		ext    string
+		render func(io.Writer) error
+	}{{".png", f.PNG}, {".svg", f.SVG}} {
+		var buf bytes.Buffer
+		if err := out.render(&buf); err != nil {
+			return fmt.Errorf("figure %s%s: %w", name, out.ext, err)
+		}
+		if err := r.prepare(name+out.ext, func(w io.Writer) error { _, err := buf.WriteTo(w); return err }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare writes the future content of dir/name to a temporary file next
+// to it (atomicfile.Prepare, which stops when r.ctx is done) and keeps it
+// pending: no output replaces an existing file, or appears, before
+// commit renames them all at the end of a successful run.
+func (r *runner) prepare(name string, write func(w io.Writer) error) error {
+	p, err := atomicfile.Prepare(r.ctx, filepath.Join(r.dir, name), 0o644, write)
+	if err != nil {
+		return err
+	}
+	r.pending = append(r.pending, p)
+	return nil
+}
+
+// commit renames every prepared file over its destination, unless ctx is
+// done before the first rename: the directory then holds all of the run's
+// new files or none of them. A signal that arrives once the renames have
+// begun lets them finish (a few system calls each).
+func (r *runner) commit(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, p := range r.pending {
+		if err := p.Commit(context.Background()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// discard removes the prepared files that were not committed.
+func (r *runner) discard() {
+	for _, p := range r.pending {
+		p.Discard() // nothing after Commit
+	}
 }
 
 // g formats a number for CSV files: shortest exact representation.
@@ -76,8 +126,8 @@ func table(header []string, rows [][]string) string {
 	return b.String()
 }
 
-// writeSummary writes dir/summary.md atomically: protocol, sections,
-// claims, checks.
+// writeSummary prepares dir/summary.md (see prepare): protocol,
+// sections, claims, checks.
 func (r *runner) writeSummary(rep *Report) error {
 	var b strings.Builder
 	mode := "full"
@@ -119,7 +169,7 @@ func (r *runner) writeSummary(rep *Report) error {
 		}
 		b.WriteString(table([]string{"check", "lower", "mean", "higher", "mean", "z", "holds"}, rows))
 	}
-	return atomicfile.Write(filepath.Join(r.dir, "summary.md"), 0o644, func(w io.Writer) error {
+	return r.prepare("summary.md", func(w io.Writer) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	})

@@ -64,8 +64,9 @@ type Report struct {
 type Claim struct {
 	// Claim is the paper's statement.
 	Claim string
-	// Verdict is "reproduced", "not reproduced" or "reproduced only under
-	// stated conditions".
+	// Verdict is "reproduced", "not reproduced", "reproduced only under
+	// stated conditions" or, for a comparison whose difference is within
+	// the margin of noise (zMargin), "inconclusive".
 	Verdict string
 	// Measured gives the numbers and the conditions.
 	Measured string
@@ -101,9 +102,10 @@ func (c Check) Holds() bool { return c.LessMean < c.MoreMean }
 // and summary.md into dir, which is created if needed. Everything that can
 // be checked before the work is checked before anything is created: the
 // parts, the test data of "beyond" ([Options.DataRoot]) and every output
-// file's name under dir. A run that fails leaves no directory it created
-// behind unless a part's files were written into it (each file is written
-// atomically when its figure is complete).
+// file's name under dir. Every file is written to a temporary file next to
+// its destination, and they are all renamed into place only when the
+// whole run has succeeded: a run that fails or is cancelled replaces no
+// file, adds none, and leaves no directory it created behind.
 func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report, error) {
 	var want []string // in the order given, each once
 	for _, p := range parts {
@@ -142,9 +144,8 @@ func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report,
 		return nil, err
 	}
 	// Everything is checked: only now is anything created. A run that
-	// fails removes the directories it created if nothing was written
-	// into them (the parts' files written before a failure are complete
-	// and stay, as docs/cli.md says).
+	// fails removes the directories it created (its files were never
+	// renamed into them, and runParts removed their temporary files).
 	created, err := mkdirAll(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reproduce: %w", err)
@@ -153,7 +154,7 @@ func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report,
 	if err != nil {
 		for i := len(created) - 1; i >= 0; i-- {
 			if os.Remove(created[i]) != nil {
-				break // not empty: a part's files are there
+				break // not empty: someone else wrote there meanwhile
 			}
 		}
 		return nil, err
@@ -165,12 +166,16 @@ func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report,
 // writes summary.md.
 func runParts(ctx context.Context, opt Options, dir, root string, want []string, total int64, start time.Time) (*Report, error) {
 	r := newRunner(opt, dir, root, false)
-	r.total = total
+	r.total, r.ctx = total, ctx
+	defer r.discard()
 	if err := r.run(ctx, want); err != nil {
 		return nil, err
 	}
 	rep := &Report{Parts: want, Claims: r.claims, Checks: r.checks, Elapsed: time.Since(start), sections: r.sections}
 	if err := r.writeSummary(rep); err != nil {
+		return nil, err
+	}
+	if err := r.commit(ctx); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -236,6 +241,11 @@ type runner struct {
 	problems map[problemKey]*experiment.Problem
 	facts    map[factKey]*factorize.Factorization
 	tunings  map[tuneKey]*tuning
+
+	// ctx is the real pass's context, for the files it prepares; pending
+	// are those files, renamed into dir only when the run has succeeded.
+	ctx     context.Context
+	pending []*atomicfile.Pending
 
 	sections []string
 	claims   []Claim

@@ -78,3 +78,46 @@ func TestRunFailsWithoutCreating(t *testing.T) {
 		t.Errorf("cancelled run: %s/x was left behind, want it removed", base)
 	}
 }
+
+// A run cancelled after a part's files are complete replaces nothing:
+// every file of an earlier run in the directory keeps its content, no new
+// file appears and no temporary file is left. Before, fig2's files were
+// renamed into place as soon as fig2 was done, so a run interrupted during
+// fig3 left fig2's new files beside the earlier run's summary.md, which
+// described other numbers (for example a -quick summary beside a full
+// fig2.csv).
+func TestRunCancelledReplacesNothing(t *testing.T) {
+	dir := t.TempDir()
+	old := map[string]string{}
+	for _, name := range append(outputFiles([]string{"fig2", "fig3"}), "summary.md") {
+		old[name] = "an earlier run's " + name + "\n"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(old[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// fig2 reports no progress: the first report is fig3's, once fig2's
+	// files are complete.
+	_, err := Run(ctx, []string{"fig2", "fig3"}, dir, Options{Quick: true, Workers: 1, Progress: func(done, total int64) { cancel() }})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		want, ok := old[e.Name()]
+		if !ok {
+			t.Errorf("%s appeared", e.Name())
+			continue
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, e.Name())); err != nil || string(got) != want {
+			t.Errorf("%s was replaced (%d bytes), want the earlier run's", e.Name(), len(got))
+		}
+	}
+	if len(ents) != len(old) {
+		t.Errorf("%d entries, want the %d of the earlier run", len(ents), len(old))
+	}
+}

@@ -88,10 +88,6 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	if ctx.Err() != nil {
 		err = errors.New("interrupted; nothing written")
-		if len(args) > 0 && args[0] == "reproduce" {
-			// Each file is written atomically as its figure completes.
-			err = errors.New("interrupted; the files written before it are complete, the others are not written")
-		}
 	}
 	fmt.Fprintf(e.stderr, "ofl: %s\n", cli.OneLine(err.Error()))
 	return cli.ExitCode(err)
