@@ -199,3 +199,24 @@ func TestJSONMetricsFromFactors(t *testing.T) {
 	require.Equal(t, len(factorize.Registry()), checked["single"], "strategies checked under single participation")
 	t.Logf("checked: %v", checked)
 }
+
+// TestCachedPathMetrics is the command-line case of the cache key's path
+// (cache.TestCacheKeyBindsPath): a loss-only run of optimal:path=dense
+// stores an entry whose max_se is 0 (not computed on the dense path); a
+// later loss-only run of plain optimal on the same cache must not load it,
+// and its max_se must be at least loss / R (the worst round is at least
+// the mean). Before the fix it said cached=true and max_se=0.
+func TestCachedPathMetrics(t *testing.T) {
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	run := func(spec string) map[string]any {
+		res := runIn(t.Context(), cacheDir, "-R", "40", "-loss-only", "-json", "-strategy", spec)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
+		return parseJSON(t, res.stdout)
+	}
+	dense := run("optimal:path=dense")
+	require.Equal(t, false, dense["cached"])
+	auto := run("optimal")
+	require.Equal(t, false, auto["cached"], "plain optimal loaded the dense path's entry")
+	require.GreaterOrEqual(t, auto["max_se"].(float64), auto["loss"].(float64)/40)
+	require.Equal(t, true, run("optimal:path=dense")["cached"])
+}
