@@ -235,7 +235,8 @@ type SemisepStrategy struct {
 	// within MaxExcess of the optimum.
 	Buffers int
 	// MaxExcess is the target relative excess over the optimal loss when
-	// Buffers is 0; 0 means [DefaultMaxExcess].
+	// Buffers is 0; 0 means [DefaultMaxExcess]. Set with Buffers > 0 it
+	// would be ignored, and Factorize refuses it.
 	MaxExcess float64
 	// Factors forms B and C densely (O(R^2) memory); without it only the
 	// streaming form and the metrics are computed.
