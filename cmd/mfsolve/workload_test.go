@@ -2,6 +2,8 @@ package main
 
 import (
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,4 +41,23 @@ func TestParticipationOfWorkloadFile(t *testing.T) {
 		require.Equal(t, cli.ExitUsage, res.code, "%s: %s", name, res.stderr)
 		requireOneErrorLine(t, res.stderr, "9 rounds")
 	}
+}
+
+// TestSummaryLineOneLineWithControlCharacters: the summary is one line on
+// stdout, even for an output file whose name holds a newline (a legal
+// Unix name): -o $'a\nb.npy' split it into two lines, the second "b.npy"
+// alone. A name with a character that does not print is written as a Go
+// quoted string ("a\nb.npy"), which names the file unambiguously; an
+// ordinary name is written as it is.
+func TestSummaryLineOneLineWithControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "a\nb.npy")
+	res := runT(t, "-R", "3", "-strategy", "identity", "-o", odd, "-no-cache")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	assert.Equal(t, 1, strings.Count(res.stdout, "\n"), "%q", res.stdout)
+	assert.True(t, strings.HasSuffix(res.stdout, "wrote B (3 x 3) to "+strconv.Quote(odd)+"\n"), "%q", res.stdout)
+	plain := filepath.Join(dir, "B é.npy")
+	res = runT(t, "-R", "3", "-strategy", "identity", "-o", plain, "-no-cache")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	assert.True(t, strings.HasSuffix(res.stdout, "wrote B (3 x 3) to "+plain+"\n"), "%q", res.stdout)
 }
