@@ -256,8 +256,15 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if err := writeOutputs(ctx, outs, e.stderr); err != nil {
 		return err
 	}
-	_, err = e.stdout.Write(report)
-	return err
+	if _, err := e.stdout.Write(report); err != nil {
+		if len(res.Wrote) > 0 {
+			// The files are complete and in place: say so, rather than
+			// let the failure read as "nothing written".
+			return fmt.Errorf("%s, but printing the report failed: %w", res.wroteText(false), err)
+		}
+		return err
+	}
+	return nil
 }
 
 // loadWorkloadContext is loadWorkload, given up when ctx is done (SIGINT or

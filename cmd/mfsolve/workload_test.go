@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,4 +62,40 @@ func TestSummaryLineOneLineWithControlCharacters(t *testing.T) {
 	res = runT(t, "-R", "3", "-strategy", "identity", "-o", plain, "-no-cache")
 	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.True(t, strings.HasSuffix(res.stdout, "wrote B (3 x 3) to "+plain+"\n"), "%q", res.stdout)
+}
+
+// failWriter fails every write, as stdout redirected to /dev/full does.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestReportFailureAfterWriting: when stdout cannot take the report after
+// the outputs were renamed into place (mfsolve -o B.npy -json > /dev/full),
+// the run fails with status 1, and its one-line error says which files it
+// wrote, instead of a bare "write /dev/stdout: ..." that reads as if the
+// run, like every other failed run, had written nothing; the file is
+// there and complete.
+func TestReportFailureAfterWriting(t *testing.T) {
+	dir := t.TempDir()
+	b := filepath.Join(dir, "B.npy")
+	var errb bytes.Buffer
+	code := run(t.Context(), []string{"-R", "3", "-strategy", "identity", "-o", b, "-json", "-no-cache"}, env{
+		stdout: failWriter{}, stderr: &errb,
+		memAvailable:    func() (uint64, error) { return testMemory, nil },
+		defaultCacheDir: func() (string, error) { return filepath.Join(dir, "cache"), nil },
+	})
+	require.Equal(t, cli.ExitFailure, code)
+	requireOneErrorLine(t, errb.String(), "wrote B (3 x 3) to "+b+", but printing the report failed: no space left on device")
+	r, c := loadDense(t, b).Dims()
+	assert.Equal(t, [2]int{3, 3}, [2]int{r, c})
+
+	// Without outputs, the error is the write's.
+	errb.Reset()
+	code = run(t.Context(), []string{"-R", "3", "-strategy", "identity", "-no-cache"}, env{
+		stdout: failWriter{}, stderr: &errb,
+		memAvailable:    func() (uint64, error) { return testMemory, nil },
+		defaultCacheDir: func() (string, error) { return filepath.Join(dir, "cache"), nil },
+	})
+	require.Equal(t, cli.ExitFailure, code)
+	assert.Equal(t, "mfsolve: no space left on device\n", errb.String())
 }
