@@ -464,8 +464,13 @@ func readFloats(r io.Reader, dst []float64, buf []byte) error {
 func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factorization, error) {
 	key := k.hex()
 	path := c.Path(key)
-	// A FIFO planted under the entry's name must not block the open; it
-	// is refused as not a regular file.
+	// A symbolic link under the entry's name is not followed: List,
+	// Clear and the budget see only regular files, so a linked entry
+	// would be used but never counted or cleared. It is refused as not a
+	// regular file, as a FIFO is (which must not block the open).
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, &CorruptError{Path: path, Reason: "not a regular file (a symbolic link)"}
+	}
 	file, err := atomicfile.OpenRegular(path)
 	var te *atomicfile.TargetError
 	switch {

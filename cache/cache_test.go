@@ -318,7 +318,8 @@ func TestCacheKey(t *testing.T) {
 	}{
 		{"tol 0 is the default", factorize.OptimalStrategy{Options: factorize.Options{Tol: factorize.DefaultTol}}, w, factorize.Participation{}, true},
 		{"max iter", factorize.OptimalStrategy{Options: factorize.Options{MaxIter: 7}}, w, factorize.Participation{}, true},
-		{"method", factorize.OptimalStrategy{Options: factorize.Options{Method: factorize.Dense}}, w, factorize.Participation{}, true},
+		{"method", factorize.OptimalStrategy{Options: factorize.Options{Method: factorize.Dense}}, w, factorize.Participation{}, false},
+		{"structured", factorize.OptimalStrategy{Options: factorize.Options{Method: factorize.Structured}}, w, factorize.Participation{}, false},
 		{"progress", factorize.OptimalStrategy{Options: factorize.Options{Progress: func(factorize.Progress) {}}}, w, factorize.Participation{}, true},
 		{"tol", factorize.OptimalStrategy{Options: factorize.Options{Tol: 1e-8}}, w, factorize.Participation{}, false},
 		{"loss only", factorize.OptimalStrategy{Options: factorize.Options{LossOnly: true}}, w, factorize.Participation{}, false},

@@ -29,7 +29,7 @@ func init() {
 		fields: []field{
 			{ptr: func(p any) any { return &p.(*OptimalStrategy).Tol }, def: DefaultTol},
 			{ptr: func(p any) any { return &p.(*OptimalStrategy).MaxIter }, lo: 1, keyless: true},
-			{ptr: func(p any) any { return &p.(*OptimalStrategy).Method }, keyless: true},
+			{ptr: func(p any) any { return &p.(*OptimalStrategy).Method }},
 		},
 		// The structured path streams the causal factor in quasiseparable
 		// form; the dense path's operator keeps (or regenerates) the R past

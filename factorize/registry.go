@@ -98,7 +98,7 @@ type field struct {
 	// 0 where the default depends on the participation or the solve.
 	def float64
 	// keyless leaves the setting out of the cache key: it does not change
-	// a certified result (an iteration limit, the solver's path).
+	// a certified result (an iteration limit).
 	keyless bool
 }
 
@@ -269,9 +269,12 @@ func specOf(s Strategy) string {
 // CacheKey returns a string that identifies s and every setting that
 // changes its result, the cache key's part for the strategy: the name,
 // then every setting with the default filled in where it does not depend
-// on the participation ("optimal/tol=1e-10"), without those that do not
-// change a certified result (max-iter, path), then "/loss-only" when s
-// forms no B and C ([IsLossOnly]). A progress callback is not part of it.
+// on the participation ("optimal/tol=1e-10/path=auto"), without those that
+// do not change a certified result (max-iter), then "/loss-only" when s
+// forms no B and C ([IsLossOnly]). The optimal strategy's path is part of
+// it: the structured and the dense path certify the same optimum, but not
+// with the same factorization (noise operator, loss-only metrics). A
+// progress callback is not part of it.
 func CacheKey(s Strategy) string {
 	key := settingsOf(s, "/", "/", true)
 	if IsLossOnly(s) {
@@ -314,7 +317,9 @@ func settingsOf(s Strategy, sep, join string, cache bool) string {
 				v = strconv.FormatFloat(y, 'g', -1, 64)
 			}
 		case *Method:
-			if *x != Auto {
+			// In a key, auto too: an entry stored before the path was
+			// keyed may hold either path's result.
+			if *x != Auto || cache {
 				v = x.String()
 			}
 		}

@@ -459,7 +459,7 @@ func TestRegistryOrder(t *testing.T) {
 
 // TestCacheKey checks the cache key against keys written out by hand:
 // defaults filled in where they do not depend on the participation,
-// max-iter and path left out, loss-only marked.
+// max-iter left out, the optimal strategy's path kept, loss-only marked.
 func TestCacheKey(t *testing.T) {
 	for _, tc := range []struct {
 		s    factorize.Strategy
@@ -473,7 +473,9 @@ func TestCacheKey(t *testing.T) {
 		{factorize.BLTStrategy{}, "blt/buffers=4"},
 		{factorize.SemisepStrategy{}, "semiseparable/buffers=0/max-excess=0.001/tol=1e-10/loss-only"},
 		{factorize.SemisepStrategy{Buffers: 3, Factors: true, MaxIter: 5}, "semiseparable/buffers=3/max-excess=0.001/tol=1e-10"},
-		{factorize.OptimalStrategy{Options: factorize.Options{MaxIter: 3, Method: factorize.Dense, LossOnly: true}}, "optimal/tol=1e-10/loss-only"},
+		{factorize.OptimalStrategy{Options: factorize.Options{MaxIter: 3, Method: factorize.Dense, LossOnly: true}}, "optimal/tol=1e-10/path=dense/loss-only"},
+		{factorize.OptimalStrategy{}, "optimal/tol=1e-10/path=auto"},
+		{factorize.OptimalStrategy{Options: factorize.Options{Method: factorize.Structured}}, "optimal/tol=1e-10/path=structured"},
 		{nil, ""},
 	} {
 		if got := factorize.CacheKey(tc.s); got != tc.want {

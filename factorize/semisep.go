@@ -33,6 +33,13 @@ func init() {
 		},
 		lossOnly: []ParticipationKind{KindSingle},
 		proto:    SemisepStrategy{},
+		checkUnder: func(s Strategy, _ Participation) error {
+			if ss := s.(SemisepStrategy); ss.Buffers > 0 && ss.MaxExcess != 0 {
+				// max-excess chooses K: with K given it would be ignored.
+				return &ParamError{Param: "strategy", Value: strconv.Quote(ss.Spec()), Want: "max-excess only without buffers (it is the excess allowed when choosing the number of buffers)"}
+			}
+			return nil
+		},
 		fields: []field{
 			{ptr: func(p any) any { return &p.(*SemisepStrategy).Buffers }, lo: 1, hi: MaxSemisepBuffers},
 			{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxExcess }, def: DefaultMaxExcess},
@@ -228,7 +235,8 @@ type SemisepStrategy struct {
 	// within MaxExcess of the optimum.
 	Buffers int
 	// MaxExcess is the target relative excess over the optimal loss when
-	// Buffers is 0; 0 means [DefaultMaxExcess].
+	// Buffers is 0; 0 means [DefaultMaxExcess]. Set with Buffers > 0 it
+	// would be ignored, and Factorize refuses it.
 	MaxExcess float64
 	// Factors forms B and C densely (O(R^2) memory); without it only the
 	// streaming form and the metrics are computed.
@@ -265,6 +273,9 @@ func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 	}
 	if err := p.Validate(w.R()); err != nil {
 		return nil, err // before the refusal below, which names a valid p
+	}
+	if err := CheckUnder(s, p); err != nil {
+		return nil, err
 	}
 	if !s.Factors && p != SingleParticipation() {
 		return nil, fmt.Errorf("factorize: strategy %q computes metrics under participation %v only with its factors formed (Factors)", StrategySemisep, p)

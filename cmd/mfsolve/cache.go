@@ -45,7 +45,9 @@ func parseSize(s string) (int64, error) {
 	}
 	m, ok := mult[unit]
 	x, err := strconv.ParseFloat(num, 64)
-	if !ok || err != nil || x*m > 1<<62 || (m == 1 && x != math.Trunc(x)) {
+	// A nonzero size below one byte is refused, not rounded to 0 (which
+	// turns the cache off).
+	if !ok || err != nil || x*m > 1<<62 || (m == 1 && x != math.Trunc(x)) || (x > 0 && x*m < 1) {
 		return 0, errors.New(budgetWant)
 	}
 	return int64(x * m), nil

@@ -71,7 +71,10 @@ func TestParseSize(t *testing.T) {
 		require.NoError(t, err, "%q", tc.in)
 		assert.Equal(t, tc.want, got, "%q", tc.in)
 	}
-	for _, bad := range []string{"", "abc", "-1", "-1G", "1X", "1.5", "G", "NaN", "Inf", "1e3", "0x10", "1GG", "1iB", "9999999T", "1_000"} {
+	for _, bad := range []string{"", "abc", "-1", "-1G", "1X", "1.5", "G", "NaN", "Inf", "1e3", "0x10", "1GG", "1iB", "9999999T", "1_000",
+		// Nonzero, but less than a byte: not rounded to 0, which would
+		// turn the cache off (reads included) for a positive budget.
+		"0.0001K", "0.0000001M", "0.0000000001G"} {
 		_, err := parseSize(bad)
 		require.Error(t, err, "%q", bad)
 		assert.Contains(t, err.Error(), "want a size such as 500M", "%q", bad)

@@ -210,7 +210,10 @@ func parseArgs(args []string) (config, error) {
 	if cfg.strat, err = factorize.WithLossOnly(strat, cfg.lossOnly); err != nil {
 		return cfg, cli.Usagef("-loss-only: %s", paramWant(err))
 	}
-	if err := cfg.participation.Validate(cfg.r); err != nil && !strings.HasSuffix(cfg.workload, ".npy") {
+	// A workload file sets R, whatever its name (-workload <(cmd) is
+	// /dev/fd/N): solve checks the participation against its order.
+	rFromFlag := cfg.workload == prefixWorkload || strings.HasPrefix(cfg.workload, "momentum:")
+	if err := cfg.participation.Validate(cfg.r); err != nil && rFromFlag {
 		return cfg, cli.Usagef("-participation %v: %s", cfg.participation, paramWant(err))
 	}
 	if cfg.lossOnly && !info.LossOnlyUnder(cfg.participation) {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -77,9 +79,19 @@ func (r result) wroteText(lossOnly bool) string {
 	}
 	parts := make([]string, len(r.Wrote))
 	for i, w := range r.Wrote {
-		parts[i] = fmt.Sprintf("%s (%d x %d) to %s", w.What, w.Rows, w.Cols, w.File)
+		parts[i] = fmt.Sprintf("%s (%d x %d) to %s", w.What, w.Rows, w.Cols, fileName(w.File))
 	}
 	return "wrote " + strings.Join(parts, ", ")
+}
+
+// fileName returns name as the summary line prints it: as it is, or as a
+// Go quoted string if a character of it does not print (a newline would
+// break the line in two) or it is not UTF-8.
+func fileName(name string) string {
+	if !utf8.ValidString(name) || strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 // newResult collects the reported fields of f.

@@ -54,3 +54,29 @@ func TestSpecSettingsReachTheSolver(t *testing.T) {
 		}
 	}
 }
+
+// TestSemisepMaxExcessWithBuffers: max-excess is the excess allowed when
+// semiseparable chooses its number of buffers K; with K given it has
+// nothing to choose, and mfsolve -R 16 -strategy
+// semiseparable:buffers=3,max-excess=0.5 printed the same loss as
+// buffers=3 alone (45.6758968815), the setting silently ignored (and a
+// second cache entry for one factorization). A setting that would be
+// ignored is a usage error, as banded's tol outside minsep is; the library
+// refuses the strategy value too.
+func TestSemisepMaxExcessWithBuffers(t *testing.T) {
+	res := runT(t, "-R", "16", "-strategy", "semiseparable:buffers=3,max-excess=0.5", "-no-cache")
+	require.Equal(t, cli.ExitUsage, res.code, res.stderr)
+	requireOneErrorLine(t, res.stderr, "max-excess only without buffers")
+	require.Empty(t, res.stdout)
+
+	w, err := factorize.Prefix(16)
+	require.NoError(t, err)
+	_, err = factorize.SemisepStrategy{Buffers: 3, MaxExcess: 0.5}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	require.ErrorContains(t, err, "max-excess only without buffers")
+
+	// Each alone is fine.
+	for _, spec := range []string{"semiseparable:buffers=3", "semiseparable:max-excess=0.5"} {
+		res := runT(t, "-R", "16", "-strategy", spec, "-no-cache")
+		require.Equal(t, cli.ExitOK, res.code, "%s: %s", spec, res.stderr)
+	}
+}

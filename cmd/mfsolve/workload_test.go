@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dpmf/dpmf/internal/cli"
+)
+
+// TestParticipationOfWorkloadFile: a workload file sets R, so a
+// -participation is checked against the file's order, whatever the file's
+// name. A file not named .npy (as `-workload <(cmd)` gives /dev/fd/63) was
+// checked against the default -R 800 instead: epochs:3 on a 9 x 9 workload
+// was refused as "800 rounds are not a whole number of 3 epochs". The
+// 9 x 9 prefix-sum matrix under epochs:3 is the prefix workload under
+// epochs:3, so both runs report the same loss; epochs:4 does not divide 9
+// and is refused naming the file's 9 rounds.
+func TestParticipationOfWorkloadFile(t *testing.T) {
+	dir := t.TempDir()
+	var a []float64
+	for i := range 9 {
+		for j := range 9 {
+			a = append(a, map[bool]float64{true: 1, false: 0}[j <= i])
+		}
+	}
+	want := runT(t, "-R", "9", "-participation", "epochs:3", "-strategy", "sqrt", "-json", "-no-cache")
+	require.Equal(t, cli.ExitOK, want.code, want.stderr)
+	for _, name := range []string{"A.npy", "A.dat", "A"} {
+		path := filepath.Join(dir, name)
+		writeNPY(t, path, "<f8", "(9, 9)", f8(a...))
+		res := runT(t, "-workload", path, "-participation", "epochs:3", "-strategy", "sqrt", "-json", "-no-cache")
+		require.Equal(t, cli.ExitOK, res.code, "%s: %s", name, res.stderr)
+		assert.Equal(t, parseJSON(t, want.stdout)["loss"], parseJSON(t, res.stdout)["loss"], name)
+
+		res = runT(t, "-workload", path, "-participation", "epochs:4", "-no-cache")
+		require.Equal(t, cli.ExitUsage, res.code, "%s: %s", name, res.stderr)
+		requireOneErrorLine(t, res.stderr, "9 rounds")
+	}
+}
+
+// TestSummaryLineOneLineWithControlCharacters: the summary is one line on
+// stdout, even for an output file whose name holds a newline (a legal
+// Unix name): -o $'a\nb.npy' split it into two lines, the second "b.npy"
+// alone. A name with a character that does not print is written as a Go
+// quoted string ("a\nb.npy"), which names the file unambiguously; an
+// ordinary name is written as it is.
+func TestSummaryLineOneLineWithControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "a\nb.npy")
+	res := runT(t, "-R", "3", "-strategy", "identity", "-o", odd, "-no-cache")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	assert.Equal(t, 1, strings.Count(res.stdout, "\n"), "%q", res.stdout)
+	assert.True(t, strings.HasSuffix(res.stdout, "wrote B (3 x 3) to "+strconv.Quote(odd)+"\n"), "%q", res.stdout)
+	plain := filepath.Join(dir, "B é.npy")
+	res = runT(t, "-R", "3", "-strategy", "identity", "-o", plain, "-no-cache")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	assert.True(t, strings.HasSuffix(res.stdout, "wrote B (3 x 3) to "+plain+"\n"), "%q", res.stdout)
+}
+
+// failWriter fails every write, as stdout redirected to /dev/full does.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestReportFailureAfterWriting: when stdout cannot take the report after
+// the outputs were renamed into place (mfsolve -o B.npy -json > /dev/full),
+// the run fails with status 1, and its one-line error says which files it
+// wrote, instead of a bare "write /dev/stdout: ..." that reads as if the
+// run, like every other failed run, had written nothing; the file is
+// there and complete.
+func TestReportFailureAfterWriting(t *testing.T) {
+	dir := t.TempDir()
+	b := filepath.Join(dir, "B.npy")
+	var errb bytes.Buffer
+	code := run(t.Context(), []string{"-R", "3", "-strategy", "identity", "-o", b, "-json", "-no-cache"}, env{
+		stdout: failWriter{}, stderr: &errb,
+		memAvailable:    func() (uint64, error) { return testMemory, nil },
+		defaultCacheDir: func() (string, error) { return filepath.Join(dir, "cache"), nil },
+	})
+	require.Equal(t, cli.ExitFailure, code)
+	requireOneErrorLine(t, errb.String(), "wrote B (3 x 3) to "+b+", but printing the report failed: no space left on device")
+	r, c := loadDense(t, b).Dims()
+	assert.Equal(t, [2]int{3, 3}, [2]int{r, c})
+
+	// Without outputs, the error is the write's.
+	errb.Reset()
+	code = run(t.Context(), []string{"-R", "3", "-strategy", "identity", "-no-cache"}, env{
+		stdout: failWriter{}, stderr: &errb,
+		memAvailable:    func() (uint64, error) { return testMemory, nil },
+		defaultCacheDir: func() (string, error) { return filepath.Join(dir, "cache"), nil },
+	})
+	require.Equal(t, cli.ExitFailure, code)
+	assert.Equal(t, "mfsolve: no space left on device\n", errb.String())
+}
