@@ -75,8 +75,8 @@ import (
 // of the factors under [FixedEpochs](k) (Metrics.UnitSensitivity is the
 // fixed-epoch sensitivity, 1 up to rounding; Metrics.Participation records
 // the pattern). With LossOnly, Metrics.Loss and FrobBSq are the certified
-// upper bound, the sensitivity is 1, Gamma is its bound 1 and MaxSE is 0
-// (not computed).
+// upper bound, the sensitivity is 1, Gamma is that of the factors (from
+// X's class blocks, without forming them) and MaxSE is 0 (not computed).
 //
 // Dense factors that cannot fit in the machine's memory (B and C of at
 // least R x R float64 each, more than its physical memory and swap) are a
@@ -125,12 +125,14 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	}
 	part := FixedEpochs(k)
 	if opt.LossOnly {
+		gamma, err := ev.gamma(ctx, sol)
+		if err != nil {
+			return nil, err
+		}
 		return &Factorization{
-			Strategy: StrategyOptimal,
-			Workload: w,
-			// gamma <= 1 (every X_ii <= its class trace 1) is not
-			// computed: 1 is its bound.
-			Metrics:     metricsFrom(n, 1, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, sol.upper, 0),
+			Strategy:    StrategyOptimal,
+			Workload:    w,
+			Metrics:     metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, sol.upper, 0),
 			Iterations:  sol.iter,
 			Evaluations: sol.evals,
 			Gap:         sol.gap,
@@ -808,6 +810,45 @@ func solveSPD(j, rhs []float64, n int) []float64 {
 		out[i] = rhs[i] / j[i*n+i]
 	}
 	return out
+}
+
+// gamma returns the largest column norm of the C that the factors path
+// forms from sol ([epochEvaluator.denseX], then C^T C = X): the square root
+// of the largest diagonal entry of X over the largest class trace, from
+// the class blocks of one evaluation (O(R k^2) per shift, no dense
+// matrix), equal to the factors' up to rounding. Until 2026-11-27 the
+// loss-only result reported its bound 1 instead (every X_ii is at most its
+// class trace), so a plan mfsolve printed with -loss-only was refused by
+// plan.VerifyRecord, which forms the factors, and the paper's calibration,
+// which scales with gamma, gave it more noise than the same plan without
+// -loss-only.
+func (e *epochEvaluator) gamma(ctx context.Context, sol *epochSolution) (float64, error) {
+	if sol.lamUpper == nil {
+		m := 0.0
+		for _, v := range sol.diag {
+			m = math.Max(m, v)
+		}
+		return math.Sqrt(m), nil
+	}
+	var ev epochEval
+	if err := e.eval(ctx, sol.lamUpper, &ev); err != nil {
+		return 0, err
+	}
+	k := e.k
+	tau, m := 0.0, 0.0
+	for p := 0; p < e.b; p++ {
+		xb := ev.x[p*k*k : (p+1)*k*k]
+		tr := 0.0
+		for a := 0; a < k; a++ {
+			tr += xb[a*k+a]
+			m = math.Max(m, xb[a*k+a])
+		}
+		tau = math.Max(tau, tr)
+	}
+	if !(tau > 0) || !(m > 0) || math.IsInf(m, 0) {
+		return 0, fmt.Errorf("factorize: fixed-epoch optimum: class blocks of X with largest diagonal %v and class trace %v, want positive finite", m, tau)
+	}
+	return math.Sqrt(m / tau), nil
 }
 
 // denseX returns the feasible X of multipliers d as a row-major n x n

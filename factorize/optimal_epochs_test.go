@@ -208,6 +208,36 @@ func TestOptimalEpochsFactors(t *testing.T) {
 	}
 }
 
+// The loss-only result's gamma is the largest column norm of the C that
+// the factors path forms (computed from C's columns, a second route), not
+// the bound 1 it reported before: at R = 64 with 4 epochs, 0.589 against 1.
+// Also for momentum, and for the diagonal X of one epoch of one round per
+// class (k = R is the closed form; k = R/2 with R = 2 the diagonal start).
+func TestOptimalEpochsLossOnlyGamma(t *testing.T) {
+	ctx := context.Background()
+	mom, err := Momentum(40, 0.9)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		w *Workload
+		k int
+	}{{prefix(t, 64), 4}, {prefix(t, 64), 2}, {prefix(t, 60), 3}, {prefix(t, 48), 16}, {mom, 4}, {prefix(t, 2), 1}} {
+		full, err := OptimalEpochs(ctx, c.w, c.k, Options{})
+		require.NoError(t, err)
+		lo, err := OptimalEpochs(ctx, c.w, c.k, Options{LossOnly: true})
+		require.NoError(t, err)
+		_, cols := full.C.Dims()
+		want := 0.0
+		for j := 0; j < cols; j++ {
+			want = math.Max(want, mat.Norm(full.C.ColView(j), 2))
+		}
+		assert.InEpsilon(t, want, lo.Metrics.Gamma, 1e-9, "%s k=%d", c.w.Name(), c.k)
+		assert.InEpsilon(t, full.Metrics.Gamma, lo.Metrics.Gamma, 1e-9, "%s k=%d", c.w.Name(), c.k)
+		if c.k > 1 {
+			assert.Less(t, lo.Metrics.Gamma, 0.99, "%s k=%d", c.w.Name(), c.k)
+		}
+	}
+}
+
 // The banded evaluation of X(Lambda)'s class blocks matches a dense
 // eigendecomposition of S^{1/2} Lambda S^{1/2} for random multipliers.
 func TestOptimalEpochsEvaluator(t *testing.T) {
