@@ -522,7 +522,14 @@ func TestPlainPollForARoundThatNeverComes(t *testing.T) {
 	const pollers = 8
 	r := newRun(t, 2, 2, 1, 3)
 	opt := r.options(t.TempDir(), nil)
+	// A poll answered DeadlineExceeded must start MaxWait before the round
+	// times out (counted from the first upload below): 2 s for the joins
+	// and the pollers to start, 5 under -race, where the machine is
+	// slowest.
 	opt.RoundTimeout, opt.MaxWait = 3*time.Second, time.Second
+	if raceEnabled {
+		opt.RoundTimeout = 6 * time.Second
+	}
 	srv, err := NewServer(opt)
 	if err != nil {
 		t.Fatal(err)
