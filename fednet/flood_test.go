@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,24 +43,31 @@ func rss() uint64 {
 	return pages * uint64(os.Getpagesize())
 }
 
-// liveHeapPeak forces a collection every 50 ms until stop is called,
-// and returns the largest heap in use right after one (HeapAlloc: the
-// objects the collection found live, and the few allocated since). What
-// the uploads, streams and headers in progress hold is live, and shows;
-// unlike the peak of the heap in use (heapPeak), it does not depend on
-// how late the collector runs on a loaded machine, so a bound on it is a
-// bound on what the server holds, not on its garbage.
+// liveHeap forces a collection and returns the heap it marked live
+// (runtime/metrics' /gc/heap/live:bytes): unlike HeapAlloc read after it,
+// this does not count what other goroutines allocate, garbage included,
+// between the collection and the read, which a loaded machine stretches.
+func liveHeap() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// liveHeapPeak forces a collection every 50 ms until stop is called, and
+// returns the largest heap one marked live (liveHeap). What the uploads,
+// streams and headers in progress hold is live, and shows; unlike the
+// peak of the heap in use (heapPeak), it does not depend on how late the
+// collector runs on a loaded machine, so a bound on it is a bound on what
+// the process holds, not on its garbage.
 func liveHeapPeak() (stop func() uint64) {
 	var peak atomic.Uint64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		var m runtime.MemStats
 		for {
-			runtime.GC()
-			runtime.ReadMemStats(&m)
-			if m.HeapAlloc > peak.Load() {
-				peak.Store(m.HeapAlloc)
+			if l := liveHeap(); l > peak.Load() {
+				peak.Store(l)
 			}
 			select {
 			case <-done:
@@ -166,7 +174,7 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 	}
 
 	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap in use then follows what is live
-	runtime.GC()
+	liveBefore := liveHeap()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	rssBefore := rss()
@@ -266,9 +274,9 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 			t.Fatalf("x^%d differs from the un-flooded run", k)
 		}
 	}
-	growth := int64(l) - int64(before.HeapAlloc)
-	t.Logf("run %v; flood calls refused %d, cut off %d; live heap %d MiB before, at most %d MiB after a collection (+%d MiB, bound %d MiB); heap in use %d MiB before, peak %d MiB (+%d MiB), %d MiB after; heap from the OS +%d MiB",
-		elapsed.Round(time.Millisecond), refused.Load(), cut.Load(), before.HeapAlloc>>20, l>>20, growth>>20, floodHeapBound>>20,
+	growth := int64(l) - int64(liveBefore)
+	t.Logf("run %v; flood calls refused %d, cut off %d; live heap %d MiB before, at most %d MiB (+%d MiB, bound %d MiB); heap in use %d MiB before, peak %d MiB (+%d MiB), %d MiB after; heap from the OS +%d MiB",
+		elapsed.Round(time.Millisecond), refused.Load(), cut.Load(), liveBefore>>20, l>>20, growth>>20, floodHeapBound>>20,
 		before.HeapInuse>>20, p>>20, (int64(p)-int64(before.HeapInuse))>>20, after.HeapInuse>>20, (int64(after.HeapSys)-int64(before.HeapSys))>>20)
 	if growth > floodHeapBound {
 		t.Errorf("the live heap grew by %d MiB under the flood, want at most %d MiB", growth>>20, floodHeapBound>>20)
