@@ -19,9 +19,12 @@ import (
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
-// eventually reports whether cond holds within five seconds.
+// eventually reports whether cond holds within 30 seconds. It returns as
+// soon as cond holds; the deadline (five seconds until now) only bounds how
+// long a failing test waits, and leaves a loaded machine under -race time
+// to wind down connections and goroutines.
 func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			return false
 		}
