@@ -406,7 +406,7 @@ func TestCalibrateBoundariesByHand(t *testing.T) {
 		for _, delta := range []float64{1e-300, 1e-100, 1e-12, 0.5, 1 - 1e-12} {
 			hand := handExactSigma(eps, delta)
 			for _, clip := range []float64{1e-300, 1e-150, 1, 1e150, 1e300} {
-				for _, n := range []int{1, 1 << 40, math.MaxInt} {
+				for _, n := range []int{1, math.MaxInt >> 20, math.MaxInt} {
 					for _, cal := range []Calibration{Exact, Paper} {
 						for _, algo := range []string{AlgoCorrelated, AlgoIndependent} {
 							const gamma = 1.5
