@@ -208,8 +208,8 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	p.Privacy = &Record{
 		Eps: t.Eps, Delta: t.Delta, Method: method.String(),
 		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners, %s%s",
-			t.Eps, t.Delta, t.Calibration, sens, rel, part, unit, bound, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule()),
+		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g%s: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners, %s%s",
+			t.Eps, t.Delta, t.Calibration, sens, paperRule[t.Calibration == Paper], rel, part, unit, bound, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule()),
 		NoiseStd: std, Sigma: std / sens,
 		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: unit, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
@@ -311,6 +311,10 @@ func addUp(a, b float64) float64 {
 	}
 	return s
 }
+
+// paperRule is the record's words for the paper's sensitivity, which does
+// not divide by the learners.
+var paperRule = map[bool]string{true: " (the paper's: not divided by the learners)"}
 
 // algorithmRule is the record's words for how a sample enters the update,
 // which the sensitivity rests on: Algorithm 1's local trajectory (its tau,

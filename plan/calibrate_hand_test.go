@@ -490,9 +490,13 @@ func TestRuleStatesAlgorithmAndTau(t *testing.T) {
 		{AlgoBaselineCorrelated, "add-remove", "", 4, 0, "baseline-correlated algorithm (one gradient per sample at x^r)"},
 		{AlgoIndependent, "replace-one", "", 4, 0, "independent algorithm (one gradient per sample at x^r)"},
 		{AlgoCorrelated, "add-remove", "banded:bands=2", 0, 0.5, "tau = 1 assumed"},
+		{AlgoCorrelated, "replace-one", "", 2, -1, "release sensitivity 2 (the paper's: not divided by the learners)"},
 	} {
 		p := &Plan{Algorithm: c.algo, Rounds: 4, Learners: 2, Tau: c.tau, Clip: 1, Strategy: c.strategy,
-			Target: &Target{Eps: 1, Delta: 1e-5, Relation: c.rel, Sampling: c.q}}
+			Target: &Target{Eps: 1, Delta: 1e-5, Relation: c.rel, Sampling: max(c.q, 0)}}
+		if c.q < 0 { // the paper's calibration
+			p.Target.Calibration = Paper
+		}
 		if c.q > 0 {
 			p.Participation = "minsep:2"
 		}
