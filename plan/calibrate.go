@@ -107,7 +107,7 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // g^r, the mean over the n learners, by 2 B_g / n; in the baselines the
 // sample enters the round's mean gradient at x^r once, with the same bound
 // (B_g and B_g / n for add/remove). Add/remove is refused for Algorithm 1
-// with Tau > 1: removing a sample also moves the learner's later local
+// (or an unnamed algorithm) with Tau > 1, by Validate and so by Parse too: removing a sample also moves the learner's later local
 // steps, so its update can move by (2 - 1/tau) tau B_g, more than the
 // add/remove bound tau B_g (with Tau 0, unset, as in mfsolve's plans, the
 // add/remove bound assumes tau = 1: the record's rule says so, and a
@@ -172,13 +172,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	if p.Algorithm == AlgoIndependent && m.Gamma != 1 {
 		return fmt.Errorf("plan: the independent baseline adds noise with C = I, got metrics with gamma = %v", m.Gamma)
 	}
-	rel, _ := t.relation()
-	if rel == accountant.AddRemove && p.Algorithm == AlgoCorrelated && p.Tau > 1 {
-		// Without the sample its learner's later local steps start from
-		// other points: every one of their clipped gradients may change,
-		// so the update moves by up to (2 tau - 1) B_g, not tau B_g.
-		return fmt.Errorf("plan: add-remove neighbours with the correlated algorithm and tau = %d local steps: removing a sample moves its learner's later local steps too, so the add-remove sensitivity does not hold; use replace-one (or tau = 1)", p.Tau)
-	}
+	rel, _ := t.relation() // Validate refused add-remove for Algorithm 1 with tau > 1
 	if t.Sampling > 0 {
 		return p.calibrateAmplified(ctx, f, rel)
 	}

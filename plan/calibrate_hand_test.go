@@ -289,19 +289,25 @@ func TestCalibrateMatrixByHand(t *testing.T) {
 							checked++
 							part, _ := p.Pattern()
 							bands, banded := factorize.BandsOf(f.Operator)
-							// The refusals the recipe needs.
-							wantRefusal := ""
-							switch {
-							case q > 0 && cal == Paper:
-								wantRefusal = "exact with sampling" // the paper's formula has no amplification
-							case rel == "add-remove" && a.name == AlgoCorrelated && a.tau > 1:
-								wantRefusal = "add-remove" // the local steps move: no add/remove bound
-							case q > 0 && (part.Kind != factorize.KindMinSep || !banded || bands > part.B):
-								wantRefusal = "bands" // Theorem 4 needs b-banded C and b groups
+							// The refusals the recipe needs (any one of them where
+							// several apply).
+							var refusals []string
+							if q > 0 && cal == Paper {
+								refusals = append(refusals, "exact with sampling") // the paper's formula has no amplification
 							}
-							if wantRefusal != "" {
-								if err == nil || !strings.Contains(err.Error(), wantRefusal) || strings.Contains(err.Error(), "\n") {
-									t.Errorf("%s: error %v, want a one-line refusal naming %q", name, err, wantRefusal)
+							if rel == "add-remove" && a.name == AlgoCorrelated && a.tau > 1 {
+								refusals = append(refusals, "add-remove") // the local steps move: no add/remove bound
+							}
+							if q > 0 && cal == Exact && (part.Kind != factorize.KindMinSep || !banded || bands > part.B) {
+								refusals = append(refusals, "bands") // Theorem 4 needs b-banded C and b groups
+							}
+							if len(refusals) > 0 {
+								named := false
+								for _, w := range refusals {
+									named = named || err != nil && strings.Contains(err.Error(), w)
+								}
+								if !named || strings.Contains(err.Error(), "\n") {
+									t.Errorf("%s: error %v, want a one-line refusal naming one of %q", name, err, refusals)
 								}
 								continue
 							}
@@ -505,6 +511,42 @@ func TestRuleStatesAlgorithmAndTau(t *testing.T) {
 		}
 		if !strings.Contains(p.Privacy.Rule, c.want) {
 			t.Errorf("%s, %s, tau %d: rule %q does not say %q", c.algo, c.rel, c.tau, p.Privacy.Rule, c.want)
+		}
+	}
+}
+
+// TestAddRemoveUnnamedAlgorithm: a plan whose algorithm is not named (as
+// mfsolve writes them without a calibration) is Algorithm 1 to the
+// calibration (EffectiveClip, the rule): with tau > 1 add/remove must be
+// refused for it as for AlgoCorrelated.
+func TestAddRemoveUnnamedAlgorithm(t *testing.T) {
+	p := &Plan{Rounds: 4, Learners: 2, Tau: 3, Clip: 1, Target: &Target{Eps: 1, Delta: 1e-5, Relation: "add-remove"}}
+	if _, err := p.Build(t.Context()); err == nil || !strings.Contains(err.Error(), "add-remove") {
+		t.Errorf("algorithm unset, tau 3, add-remove: error %v, want the refusal (record %+v)", err, p.Privacy)
+	}
+}
+
+// TestParseRefusesAddRemoveWithLocalSteps: a plan read back from a file is
+// data; one whose record claims add/remove neighbours for Algorithm 1 with
+// tau > 1 (a record Calibrate refuses to write) must not parse.
+func TestParseRefusesAddRemoveWithLocalSteps(t *testing.T) {
+	p := &Plan{Algorithm: AlgoCorrelated, Rounds: 4, Learners: 2, Tau: 1, Clip: 1, Target: &Target{Eps: 1, Delta: 1e-5, Relation: "add-remove"}}
+	if _, err := p.Build(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := p.Marshal(); err != nil {
+		t.Fatal(err)
+	} else if _, err := Parse(b); err != nil {
+		t.Fatalf("the tau = 1 plan does not parse: %v", err)
+	}
+	for _, algo := range []string{AlgoCorrelated, ""} {
+		p.Tau, p.Algorithm = 3, algo
+		b, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), "add-remove") {
+			t.Errorf("algorithm %q, tau 3, add-remove record: Parse error %v, want a refusal naming add-remove", algo, err)
 		}
 	}
 }
