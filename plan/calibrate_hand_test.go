@@ -238,6 +238,7 @@ func TestCalibrateMatrixByHand(t *testing.T) {
 		{AlgoCorrelated, "tree", 1}, {AlgoCorrelated, "banded:bands=2", 1}, {AlgoCorrelated, "", 0},
 		{AlgoBaselineCorrelated, "optimal", 4}, {AlgoBaselineCorrelated, "banded:bands=2", 1},
 		{AlgoIndependent, "", 5},
+		{AlgoCorrelated, "blt", 1}, {AlgoCorrelated, "bsr", 2}, {AlgoCorrelated, "semiseparable", 1},
 	}
 	parts := []string{"single", "epochs:2", "epochs:4", "minsep:2", "minsep:2,2", "minsep:3,2", "minsep:8"}
 	budgets := []struct {
@@ -260,13 +261,13 @@ func TestCalibrateMatrixByHand(t *testing.T) {
 		return s
 	}
 	checked := 0
-	for _, a := range algs {
+	for ai, a := range algs {
 		for _, ps := range parts {
 			for _, rel := range []string{"replace-one", "add-remove"} {
 				for _, cal := range []Calibration{Exact, Paper} {
 					for _, q := range []float64{0, 0.25, 1} {
 						for bi, bud := range budgets {
-							if q > 0 && bi > 0 && testing.Short() {
+							if bi > 0 && (q > 0 || ai > 0) && testing.Short() {
 								continue // the PLD searches take most of the time
 							}
 							p := &Plan{Rounds: rounds, Participation: ps, Strategy: a.strategy, Algorithm: a.name,
@@ -281,9 +282,16 @@ func TestCalibrateMatrixByHand(t *testing.T) {
 							var err error
 							if !ok {
 								if f, err = p.Factorize(t.Context()); err != nil {
-									t.Fatalf("%s: factorize: %v", name, err)
+									// A strategy that cannot serve the participation.
+									if strings.Contains(err.Error(), "\n") {
+										t.Errorf("%s: factorize: %q, want one line", name, err)
+									}
+									t.Logf("%s: factorize: %v", name, err)
 								}
 								facts[key] = f
+							}
+							if f == nil {
+								continue
 							}
 							err = p.Calibrate(t.Context(), f)
 							checked++
