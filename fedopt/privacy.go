@@ -36,6 +36,12 @@ type Privacy struct {
 	// Learners is n and Clip is B_g.
 	Learners int
 	Clip     float64
+	// AddRemove reports that the sensitivity is that of add/remove
+	// neighbours (the plan's relation), which holds for Algorithm 1 only
+	// when a sample enters its learner's update as one clipped gradient
+	// (tau = 1): a server with local steps refuses such a calibration.
+	// False: replace-one.
+	AddRemove bool
 	// QuantizationTerm is the secure aggregation's quantization term and
 	// EffectiveClip the clip B_g' the sensitivity was computed with (both
 	// 0 without secure aggregation; see plan.Plan.EffectiveClip).
@@ -76,6 +82,12 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 	if err != nil {
 		return nil, err
 	}
+	rel := accountant.ReplaceOne
+	if p.Target.Relation != "" {
+		if rel, err = accountant.ParseRelation(p.Target.Relation); err != nil {
+			return nil, fmt.Errorf("fedopt: the plan's target: %w", err)
+		}
+	}
 	return &Privacy{
 		Record: accountant.Record{Eps: r.Eps, Delta: r.Delta, Method: method, Sensitivity: r.Sensitivity, NoiseStd: r.NoiseStd,
 			Participation: accountant.Participation(part.String())},
@@ -83,7 +95,7 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 		Gamma:                r.Gamma,
 		UnitSensitivity:      factorize.Sensitivity{Value: r.UnitSensitivity, Exact: r.UnitExact, Rule: factorize.Rule(r.UnitRule)},
 		ParticipationPattern: part,
-		Learners:             p.Learners, Clip: p.Clip,
+		Learners:             p.Learners, Clip: p.Clip, AddRemove: rel == accountant.AddRemove,
 		QuantizationTerm: r.QuantizationTerm, EffectiveClip: r.EffectiveClip,
 	}, nil
 }

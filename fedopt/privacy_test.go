@@ -2,8 +2,10 @@ package fedopt
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/plan"
 )
 
@@ -90,6 +92,40 @@ func TestAddRemoveAlgorithm1(t *testing.T) {
 	} {
 		if _, err := q.Build(context.Background()); err != nil || q.Privacy.Sensitivity != 1 {
 			t.Errorf("%s, tau = %d, add/remove: %v; want release sensitivity B_g = 1", q.Algorithm, q.Tau, err)
+		}
+	}
+}
+
+// TestAddRemoveRecordNeedsOneStep: a plan of Algorithm 1 with tau unset
+// (as mfsolve makes them) may be calibrated for add/remove neighbours, at
+// the sensitivity B_g / n that holds only when a sample enters its
+// learner's update as one clipped gradient. A server of a run with local
+// steps (tau = 2, where TestAddRemoveAlgorithm1 moves the update by 3 B_g)
+// must refuse that record; with tau = 1 it is the run's, and a
+// replace-one record serves any tau.
+func TestAddRemoveRecordNeedsOneStep(t *testing.T) {
+	for _, c := range []struct {
+		rel     string
+		tau     int
+		refused bool
+	}{{"add-remove", 2, true}, {"add-remove", 1, false}, {"replace-one", 2, false}} {
+		p := &plan.Plan{Algorithm: plan.AlgoCorrelated, Rounds: 4, Learners: 1, Clip: 1, Target: &plan.Target{Eps: 1, Delta: 1e-5, Relation: c.rel}}
+		f, err := p.Build(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := PrivacyOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noise, err := mechanism.New(f, 1, pr.NoiseStd, mechanism.WithSeed(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}
+		_, err = NewServer(cfg, Shape{Learners: 1, Rounds: 4, Tau: c.tau, Dim: 1}, noise)
+		if (err != nil) != c.refused || err != nil && !strings.Contains(err.Error(), "add-remove") {
+			t.Errorf("%s record, run with tau = %d: error %v, want refused %v (naming add-remove)", c.rel, c.tau, err, c.refused)
 		}
 	}
 }

@@ -88,6 +88,12 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		if pr.Learners != n {
 			return nil, fmt.Errorf("fedopt: privacy calibrated for %d learners, the data has %d", pr.Learners, n)
 		}
+		if pr.AddRemove && cfg.Algorithm == Correlated && tau > 1 {
+			// Without the sample its learner's later local steps start
+			// elsewhere: the update moves by up to (2 tau - 1) B_g, not
+			// the tau B_g the add-remove sensitivity assumes.
+			return nil, fmt.Errorf("fedopt: privacy calibrated for add-remove neighbours, which Algorithm 1 with tau = %d local steps does not satisfy (removing a sample moves the learner's later steps); calibrate for replace-one", tau)
+		}
 		if noise.Std() != pr.NoiseStd {
 			return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
 		}

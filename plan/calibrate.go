@@ -107,10 +107,12 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // g^r, the mean over the n learners, by 2 B_g / n; in the baselines the
 // sample enters the round's mean gradient at x^r once, with the same bound
 // (B_g and B_g / n for add/remove). Add/remove is refused for Algorithm 1
-// with Tau > 1: removing a sample also moves the learner's later local
+// (or an unnamed algorithm) with Tau > 1, by Validate and so by Parse too: removing a sample also moves the learner's later local
 // steps, so its update can move by (2 - 1/tau) tau B_g, more than the
 // add/remove bound tau B_g (with Tau 0, unset, as in mfsolve's plans, the
-// add/remove bound is the caller's stated assumption). Only the rows of G of the rounds the sample takes part in
+// add/remove bound assumes tau = 1: the record's rule says so, and a
+// fedopt server with tau > 1 refuses the record). The rule states the
+// algorithm and tau the sensitivity rests on. Only the rows of G of the rounds the sample takes part in
 // change, so ||C (G - G')||_F <= sens 2 B_g / n, sens the sensitivity of C
 // under the participation (factorize's Metrics.UnitSensitivity: gamma, the
 // largest column norm, for single participation):
@@ -170,13 +172,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	if p.Algorithm == AlgoIndependent && m.Gamma != 1 {
 		return fmt.Errorf("plan: the independent baseline adds noise with C = I, got metrics with gamma = %v", m.Gamma)
 	}
-	rel, _ := t.relation()
-	if rel == accountant.AddRemove && p.Algorithm == AlgoCorrelated && p.Tau > 1 {
-		// Without the sample its learner's later local steps start from
-		// other points: every one of their clipped gradients may change,
-		// so the update moves by up to (2 tau - 1) B_g, not tau B_g.
-		return fmt.Errorf("plan: add-remove neighbours with the correlated algorithm and tau = %d local steps: removing a sample moves its learner's later local steps too, so the add-remove sensitivity does not hold; use replace-one (or tau = 1)", p.Tau)
-	}
+	rel, _ := t.relation() // Validate refused add-remove for Algorithm 1 with tau > 1
 	if t.Sampling > 0 {
 		return p.calibrateAmplified(ctx, f, rel)
 	}
@@ -206,8 +202,8 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	p.Privacy = &Record{
 		Eps: t.Eps, Delta: t.Delta, Method: method.String(),
 		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners%s",
-			t.Eps, t.Delta, t.Calibration, sens, rel, part, unit, bound, p.Clip, p.Learners, p.quantizationRule()),
+		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g%s: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners, %s%s",
+			t.Eps, t.Delta, t.Calibration, sens, paperRule[t.Calibration == Paper], rel, part, unit, bound, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule()),
 		NoiseStd: std, Sigma: std / sens,
 		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: unit, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
@@ -254,8 +250,8 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	p.Privacy = &Record{
 		Eps: t.Eps, Delta: t.Delta, Method: MethodAmplified,
 		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners%s; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
-			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, p.quantizationRule(), eb.Safe, eb.Optimistic),
+		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners, %s%s; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
+			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule(), eb.Safe, eb.Optimistic),
 		NoiseStd: std, Sigma: sigma,
 		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
@@ -308,6 +304,26 @@ func addUp(a, b float64) float64 {
 		s = math.Nextafter(s, math.Inf(1))
 	}
 	return s
+}
+
+// paperRule is the record's words for the paper's sensitivity, which does
+// not divide by the learners.
+var paperRule = map[bool]string{true: " (the paper's: not divided by the learners)"}
+
+// algorithmRule is the record's words for how a sample enters the update,
+// which the sensitivity rests on: Algorithm 1's local trajectory (its tau,
+// and for add/remove, where tau is not set, the tau = 1 the bound needs)
+// or the baselines' one gradient at x^r.
+func (p *Plan) algorithmRule(rel accountant.Relation) string {
+	switch {
+	case p.Algorithm == AlgoBaselineCorrelated || p.Algorithm == AlgoIndependent:
+		return fmt.Sprintf("the %s algorithm (one gradient per sample at x^r)", p.Algorithm)
+	case p.Tau > 0:
+		return fmt.Sprintf("Algorithm 1 with tau = %d", p.Tau)
+	case rel == accountant.AddRemove:
+		return "Algorithm 1, tau not set: tau = 1 assumed (the add-remove bound fails with local steps)"
+	}
+	return "Algorithm 1 (any tau)"
 }
 
 // quantizationRule is the record's words for the quantization term.

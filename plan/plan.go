@@ -671,8 +671,16 @@ func (t *Target) validate(p *Plan) error {
 	if t.Calibration != Exact && t.Calibration != Paper {
 		return bad("calibration", t.Calibration, "exact or paper")
 	}
-	if _, err := t.relation(); err != nil {
+	rel, err := t.relation()
+	if err != nil {
 		return wrap(err)
+	}
+	if rel == accountant.AddRemove && (p.Algorithm == AlgoCorrelated || p.Algorithm == "") && p.Tau > 1 {
+		// Without the sample its learner's later local steps start from
+		// other points: every one of their clipped gradients may change,
+		// so the update moves by up to (2 tau - 1) B_g, not tau B_g. A
+		// record read back must not claim it either.
+		return fmt.Errorf("plan: add-remove neighbours with the correlated algorithm and tau = %d local steps: removing a sample moves its learner's later local steps too, so the add-remove sensitivity does not hold; use replace-one (or tau = 1)", p.Tau)
 	}
 	if t.Sampling != 0 && !(t.Sampling > 0 && t.Sampling <= 1) {
 		return bad("sampling", t.Sampling, "a probability in (0, 1] (or 0: none)")

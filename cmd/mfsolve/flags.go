@@ -137,7 +137,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.IntVar(&cfg.learners, "learners", 1, "number of learners `n` whose clipped updates are averaged each round")
 	fs.StringVar(&cfg.calibration, "calibration", "exact", "calibration `METHOD`: exact (analytic Gaussian, release sensitivity 2 sens B_g / n for replace-one, sens the sensitivity of C under -participation) or paper (the paper's formula, sensitivity 2 sens B_g)")
 	fs.Float64Var(&cfg.sampling, "sampling", 0, "amplified banded accounting: cyclic Poisson sampling with probability `Q` in (0, 1] over b groups for a b-banded C (-strategy banded or bsr), ceil(R/b) compositions of the subsampled Gaussian (Choquette-Choo et al. 2023, Thm. 4); add/remove neighbours unless -relation replace-one (an upper bound); with -eps and -delta")
-	fs.Func("relation", "neighbouring `RELATION` of the calibration: replace-one (default; one sample moves its learner's update by 2 B_g) or add-remove (by B_g)", func(v string) error {
+	fs.Func("relation", "neighbouring `RELATION` of the calibration: replace-one (default; one sample moves its learner's update by 2 B_g) or add-remove (by B_g: one gradient per sample, so Algorithm 1 with tau = 1 only)", func(v string) error {
 		r, err := accountant.ParseRelation(v)
 		if err != nil {
 			return err

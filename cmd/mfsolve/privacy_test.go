@@ -322,3 +322,23 @@ func TestSamplingCalibration(t *testing.T) {
 		assert.Contains(t, res.stderr, tc.want, "%v", tc.args)
 	}
 }
+
+// -relation add-remove calibrates at B_g / n (the published multiplier
+// 3.73063163 at (1, 1e-5), notes.md, times clip 0.6 / 3 learners x
+// gamma 1 under the identity) and the plan's rule says that bound assumes
+// one gradient per sample: tau = 1 for Algorithm 1, whose tau mfsolve does
+// not set.
+func TestAddRemoveRuleStatesTau(t *testing.T) {
+	res := runT(t, "-R", "6", "-strategy", "identity", "-eps", "1", "-delta", "1e-5", "-clip", "0.6", "-learners", "3", "-relation", "add-remove", "-json", "-no-cache")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	var out struct {
+		NoiseStd float64         `json:"noise_std"`
+		Plan     json.RawMessage `json:"plan"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	assert.InEpsilon(t, 0.6/3*3.73063163, out.NoiseStd, 1e-8)
+	p, err := plan.Parse(out.Plan)
+	require.NoError(t, err)
+	assert.Contains(t, p.Privacy.Rule, "tau = 1 assumed")
+	assert.Equal(t, out.NoiseStd, p.Privacy.NoiseStd)
+}
