@@ -207,3 +207,36 @@ func TestNotConvergedInfiniteGap(t *testing.T) {
 		assert.Equal(t, !e.Stalled, strings.Contains(msg, "iteration limit above 10"), msg)
 	}
 }
+
+// TestEpochsLossOnlyMovedToSingle pins that the loss-only multi-epoch
+// optimum (whose Gamma was then only the bound 1; it is now computed from
+// X's class blocks) is not moved to single participation with a bound
+// claimed as the exact gamma: before, WithParticipation reported
+// sensitivity 1 "exact, largest column norm" for R = 8, epochs:2, where the
+// factors' largest column norm is 0.7727 (and the loss 36.87 against the
+// true 22.02). Where it answers, an exact claim must equal the largest
+// column norm of the same optimum's dense C, computed here from its
+// columns; the value must never be below it.
+func TestEpochsLossOnlyMovedToSingle(t *testing.T) {
+	for _, tc := range []struct{ r, k int }{{8, 2}, {12, 3}, {6, 6}} {
+		w := prefix(t, tc.r)
+		full, err := OptimalEpochs(t.Context(), w, tc.k, Options{})
+		require.NoError(t, err)
+		gamma := 0.0
+		for j := 0; j < tc.r; j++ {
+			gamma = math.Max(gamma, mat.Norm(full.C.ColView(j), 2))
+		}
+		lo, err := OptimalEpochs(t.Context(), w, tc.k, Options{LossOnly: true})
+		require.NoError(t, err)
+		g, err := lo.WithParticipation(SingleParticipation())
+		if err != nil {
+			assert.Contains(t, err.Error(), "need C", "R=%d epochs:%d", tc.r, tc.k)
+			continue
+		}
+		s := g.Metrics.UnitSensitivity
+		assert.GreaterOrEqual(t, s.Value, gamma*(1-1e-12), "R=%d epochs:%d: below the factors' gamma", tc.r, tc.k)
+		if s.Exact {
+			assert.InDelta(t, gamma, s.Value, 1e-9*gamma, "R=%d epochs:%d: %v claims exact", tc.r, tc.k, s)
+		}
+	}
+}

@@ -153,7 +153,9 @@ func singleMetrics(r int, gamma, frobB, maxRowB float64) Metrics {
 // WithParticipation returns a copy of f (sharing its factors) whose metrics
 // are computed under p. It is an error if p is invalid for f's rounds, or
 // if f is a loss-only result and p is not single participation (the
-// sensitivity needs C). A C in quasiseparable form (the semiseparable and
+// sensitivity needs C), or f is the loss-only multi-epoch optimum (its
+// loss is the dual's upper bound under epochs; its single-participation
+// metrics need C). A C in quasiseparable form (the semiseparable and
 // structured optimal factorizations) is not formed under min-separation:
 // the sensitivity comes from its generators in O(R^2 K) time and O(R K)
 // memory.
@@ -190,6 +192,14 @@ func (f *Factorization) WithParticipation(p Participation) (*Factorization, erro
 			return nil, err
 		}
 		m := f.Metrics
+		if q := m.Participation; q.Kind == KindEpochs && q.K > 1 {
+			// The loss-only multi-epoch optimum ([OptimalEpochs]) holds
+			// the dual's bounds under its epochs (before 2026-11-27 its
+			// Gamma was only the bound 1, then claimed here as the exact
+			// largest column norm): its single-participation sensitivity
+			// and loss need C.
+			return nil, fmt.Errorf("factorize: %s is a loss-only result under %v: its metrics under %v need C", f.Strategy, q, p)
+		}
 		g.Metrics = singleMetrics(f.Workload.R(), m.Gamma, m.FrobBSq, m.MaxRowBSq)
 		return &g, nil
 	}

@@ -76,7 +76,9 @@ import (
 // fixed-epoch sensitivity, 1 up to rounding; Metrics.Participation records
 // the pattern). With LossOnly, Metrics.Loss and FrobBSq are the certified
 // upper bound, the sensitivity is 1, Gamma is that of the factors (from
-// X's class blocks, without forming them) and MaxSE is 0 (not computed).
+// X's class blocks, without forming them) and MaxSE is 0 (not computed);
+// [Factorization.WithParticipation] does not move such a result to another
+// participation.
 //
 // Dense factors that cannot fit in the machine's memory (B and C of at
 // least R x R float64 each, more than its physical memory and swap) are a

@@ -465,10 +465,15 @@ func CBands(s Strategy) (bands int, ok bool) {
 // WithSetting returns s with its setting key set to value, as
 // ParseStrategy reads it (for example a rerun's tolerance); an error if
 // s's strategy does not take the setting or the value is not valid for it.
-// Loss-only is kept; a progress callback is not.
+// Loss-only is kept; a progress callback is not. A key or value that
+// would read as more than one setting (a ',' in either, a '=' in the key)
+// is an error, not further settings.
 func WithSetting(s Strategy, key, value string) (Strategy, error) {
 	if s == nil {
 		return nil, &ParamError{Param: "strategy", Want: "a registered strategy"}
+	}
+	if strings.ContainsAny(key, ",=") || strings.Contains(value, ",") {
+		return nil, &ParamError{Param: "setting", Value: strconv.Quote(key + "=" + value), Want: "one key=value setting (no ',' in it, no '=' in the key)"}
 	}
 	name, rest, _ := strings.Cut(s.Spec(), ":")
 	kept := []string{key + "=" + value}

@@ -386,6 +386,15 @@ func TestWithSetting(t *testing.T) {
 	if _, err := factorize.WithSetting(factorize.BSRStrategy{}, "max-iter", "9"); err == nil || !strings.Contains(err.Error(), "bsr takes (bands)") {
 		t.Errorf("WithSetting(bsr, max-iter): %v", err)
 	}
+	// One setting only: a value or key with a ',' (or a key with a '=')
+	// used to set further settings silently ("banded:bands=4,tol=0.001").
+	for _, kv := range [][2]string{{"bands", "4,tol=1e-3"}, {"bands=4,tol", "1e-3"}, {"bands=4", "5"}, {"tol", "1e-3,"}} {
+		got, err := factorize.WithSetting(factorize.BandedStrategy{}, kv[0], kv[1])
+		var pe *factorize.ParamError
+		if !errors.As(err, &pe) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("WithSetting(banded, %q, %q) = %#v, %v; want a one-line *ParamError", kv[0], kv[1], got, err)
+		}
+	}
 	if b, ok := factorize.CBands(factorize.BandedStrategy{}); !ok || b != factorize.DefaultBands {
 		t.Errorf("CBands(banded) = %d, %t", b, ok)
 	}
