@@ -1,16 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +31,7 @@ import (
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -255,6 +259,54 @@ func checkStateDir(dir string) error {
 	return nil
 }
 
+// checkResume compares the run flags of c with the plan recorded in
+// dir's run.json, when dir holds a readable one, before any work: a
+// restart with a flag that contradicts the run it would resume is a usage
+// error naming the flag's value and the recorded one, where fednet would
+// refuse it only after the factorization, with both plans in full. What
+// this does not compare (a run.json that cannot be read, the noise key,
+// the plan's other fields) fednet.NewServer still checks.
+func checkResume(dir string, c config) error {
+	raw, err := fednet.ReadPlan(dir)
+	if err != nil {
+		return nil // none yet, or fednet.NewServer reports it
+	}
+	rec, err := plan.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	was, err := planArgs(rec)
+	if err != nil {
+		return nil
+	}
+	now, err := planArgs(c.runPlan(c.data.dim))
+	if err != nil {
+		return nil
+	}
+	where := filepath.Join(dir, "run.json")
+	keys := slices.Sorted(maps.Keys(was))
+	for k := range now {
+		if _, ok := was[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if now[k] != was[k] {
+			return cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s (a restart resumes that run; a new run needs a fresh -state)", k, cmp.Or(now[k], "(none)"), where, k, cmp.Or(was[k], "(none)"))
+		}
+	}
+	switch {
+	case c.seedSet && rec.SeedSHA256 == "":
+		return cli.Usagef("-seed %d contradicts the run's plan in %s: the run has no seed (its noise key was drawn from crypto/rand)", c.seed, where)
+	case c.seedSet && plan.SeedDigest(c.seed) != rec.SeedSHA256:
+		return cli.Usagef("-seed %d contradicts the run's plan in %s: its seed has SHA-256 %s", c.seed, where, rec.SeedSHA256)
+	case !c.seedSet && rec.SeedSHA256 != "":
+		return cli.Usagef("-seed is missing: the run's plan in %s records a seed (SHA-256 %s); give the run's -seed to resume it", where, rec.SeedSHA256)
+	}
+	return nil
+}
+
 // checkWire refuses run flags that the protocol, which carries counts as
 // int32, cannot send to the learners.
 func checkWire(c config) error {
@@ -358,6 +410,9 @@ func runServer(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	if err := checkStateDir(s.opt.Dir); err != nil {
+		return err
+	}
+	if err := checkResume(s.opt.Dir, c); err != nil {
 		return err
 	}
 	if err := checkFiles(cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {

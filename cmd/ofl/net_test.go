@@ -26,6 +26,7 @@ import (
 	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/mechanism"
 	dpmodel "github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
 )
 
 var (
@@ -477,17 +478,40 @@ func TestNetUsageErrors(t *testing.T) {
 		t.Errorf("the checks created files: %v", entries)
 	}
 
-	// A state directory of another run is refused.
+	// A state directory of another run is refused: a run flag or -seed
+	// that contradicts the recorded plan is a usage error naming both
+	// values, before the factorization (it used to be exit status 1 with
+	// both plans' JSON in full, after it).
 	state := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // the server stops at once after opening its state
-	run(ctx, []string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-algo", "nonprivate", "-rounds", "5"}, env{stdout: io.Discard, stderr: io.Discard})
+	base := []string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-learners", "2", "-tau", "1", "-rounds", "5", "-dim", "3"}
+	// The server stops soon after opening its state: no learner joins.
+	run(context.Background(), append(base, "-seed", "7", "-join-timeout", "1ms"), env{stdout: io.Discard, stderr: io.Discard})
 	if _, err := fednet.ReadRound(state, 0); err != nil {
 		t.Fatal(err)
 	}
-	r := runOfl(t, "server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-algo", "nonprivate", "-rounds", "6")
-	if r.code != cli.ExitFailure || !strings.Contains(r.stderr, "describes another run") {
-		t.Errorf("server on another run's state: exit %d, %q", r.code, r.stderr)
+	where := filepath.Join(state, "run.json")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-seed", "7", "-epochs", "5"}, "-epochs 5 contradicts the run's plan in " + where + ": epochs 1"},
+		{[]string{"-seed", "7", "-eta", "0.004"}, "-eta 0.004 contradicts the run's plan in " + where + ": eta 0.003"},
+		{[]string{"-seed", "7", "-eps", "3"}, "-eps 3 contradicts the run's plan in " + where + ": eps 5"},
+		{[]string{"-seed", "7", "-strategy", "tree"}, "-strategy tree contradicts the run's plan in " + where + ": strategy optimal"},
+		{[]string{"-seed", "7", "-algo", "nonprivate"}, "-algo nonprivate contradicts the run's plan in " + where + ": algo correlated"},
+		{[]string{"-seed", "7", "-clip", "4"}, "-clip 4 contradicts the run's plan in " + where + ": clip 5"},
+		{[]string{"-seed", "8"}, "-seed 8 contradicts the run's plan in " + where + ": its seed has SHA-256 " + plan.SeedDigest(7)},
+		{nil, "-seed is missing: the run's plan in " + where + " records a seed (SHA-256 " + plan.SeedDigest(7) + ")"},
+	} {
+		args := append(slices.Clone(base), c.args...)
+		r := runOfl(t, args...)
+		if r.code != cli.ExitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("server on another run's state, %v: exit %d, %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
+		}
+	}
+	// The same flags resume the run (and stop: no learner joins).
+	if r := runOfl(t, append(base, "-seed", "7", "-join-timeout", "1ms")...); r.code != cli.ExitFailure || !strings.Contains(r.stderr, "msg=resumed") || !strings.Contains(r.stderr, "too few learners") {
+		t.Errorf("server restarted with its run's flags: exit %d, %q; want it to resume, then stop for want of learners", r.code, r.stderr)
 	}
 }
 
