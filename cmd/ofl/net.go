@@ -227,6 +227,25 @@ func checkListen(addr string) error {
 	return nil
 }
 
+// checkServerAddr refuses, before any work, a learner's -server address
+// host:port whose port is not a number 1..65535 or a service name: the
+// dial would fail only when tried, and the learner would retry it for
+// -give-up. Other forms (a gRPC target with a scheme, unix:PATH, a host
+// without a port) are left to gRPC.
+func checkServerAddr(addr string) error {
+	if strings.Contains(addr, "://") || strings.HasPrefix(addr, "unix:") || strings.HasPrefix(addr, "unix-abstract:") {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if p, err := net.LookupPort("tcp", port); err != nil || p == 0 {
+		return cli.Usagef("-server %q: want host:port with a port number 1..65535", addr)
+	}
+	return nil
+}
+
 // checkFiles returns an error naming the flag of the first of files (flag
 // and path; an empty path is skipped) that cannot be read as a regular
 // file, before any work.
@@ -564,6 +583,9 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	}
 	if _, err := dataset.ParseSplit(l.split); err != nil {
 		return l, cli.Usagef("-split %q: want iid, label or feature:K", l.split)
+	}
+	if err := checkServerAddr(l.opt.Addr); err != nil {
+		return l, err
 	}
 	if err := l.tls.check(false); err != nil {
 		return l, err

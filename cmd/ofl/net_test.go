@@ -440,6 +440,12 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", "-new-run"}, "ofl learner: -state -new-run: want a directory, not a flag"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", ""}, "-state is empty"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-new-run"}, "-new-run without -state"},
+		// A port out of range was dialled, and retried for -give-up (2m).
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "127.0.0.1:99999"}, `-server "127.0.0.1:99999": want host:port with a port number 1..65535`},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", "ca.pem", "-server", "localhost:65536"}, `-server "localhost:65536": want host:port`},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", "ca.pem", "-server", "localhost:-1"}, `-server "localhost:-1": want host:port`},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "127.0.0.1:0"}, `-server "127.0.0.1:0": want host:port`},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "127.0.0.1:no-such-service"}, `-server "127.0.0.1:no-such-service": want host:port`},
 		{[]string{"evaluate", "-seed", "1"}, "ofl evaluate: -state is required"},
 		{[]string{"evaluate", "-state", "d"}, "-seed is required"},
 		{[]string{"evaluate", "-state", "d", "-seed", "1", "-seed", "2"}, `ofl evaluate: invalid value "2" for flag -seed: given twice (first "1")`},
