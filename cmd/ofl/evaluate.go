@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,6 +62,12 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	}
 	pl, err := plan.Parse(raw)
 	if err != nil {
+		var f struct {
+			Format int `json:"format"`
+		}
+		if json.Unmarshal(raw, &f) == nil && f.Format > plan.Format {
+			return fmt.Errorf("-state %s: run.json holds a plan of format %d, this ofl reads format %d: a run of a newer dpmf, evaluate it with that version", state, f.Format, plan.Format)
+		}
 		return fmt.Errorf("-state %s: run.json holds no plan this ofl reads (a run of an older dpmf? evaluate it with that version): %v", state, err)
 	}
 	given := map[string]string{}
