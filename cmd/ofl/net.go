@@ -14,14 +14,17 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
@@ -670,6 +673,12 @@ func runLearner(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("%w; leave out -insecure and give -ca (and -tls-cert, -tls-key for mutual TLS)", err)
 		}
 		return fmt.Errorf("%w; the server runs with -insecure: give the learner -insecure too (loopback tests only), or the server -tls-cert and -tls-key", err)
+	}
+	if status.Code(err) == codes.InvalidArgument {
+		// The server numbers its learners 0..n-1 (fednet's refusal).
+		if m := regexp.MustCompile(`learner (-?[0-9]+), want 0\.\.([0-9]+)$`).FindStringSubmatch(err.Error()); m != nil && m[1] == strconv.Itoa(l.opt.ID) {
+			return cli.Usagef("-id %d contradicts the server's run: want an index in 0..%s (the server refused it)", l.opt.ID, m[2])
+		}
 	}
 	if err != nil {
 		return err

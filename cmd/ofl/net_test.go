@@ -563,3 +563,27 @@ func TestMutualTLSFlags(t *testing.T) {
 		requireSame(t, "x^"+strconv.Itoa(r), got[r], want[r])
 	}
 }
+
+// A learner whose -id is outside the server's run (0..n-1) is told so as a
+// usage error naming -id and the range, not with the raw gRPC refusal
+// ("rpc error: code = InvalidArgument desc = learner 2, want 0..1", exit 1).
+func TestLearnerIndexOutsideTheRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var srvLog testutil.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"server", "-insecure", "-state", filepath.Join(t.TempDir(), "state"), "-listen", "127.0.0.1:0",
+			"-learners", "2", "-tau", "1", "-rounds", "2", "-dim", "3", "-seed", "1"}, env{stdout: io.Discard, stderr: &srvLog})
+	}()
+	addr := servingAddr(t, &srvLog, done)
+	for _, id := range []string{"2", "7"} {
+		r := runOfl(t, "learner", "-insecure", "-server", addr, "-id", id, "-seed", "1", "-give-up", "20s")
+		want := "ofl learner: -id " + id + " contradicts the server's run: want an index in 0..1"
+		if r.code != cli.ExitUsage || !strings.HasPrefix(lastLine(r.stderr), want) {
+			t.Errorf("learner -id %s of 2: exit %d, %q; want exit %d and a last line starting %q", id, r.code, r.stderr, cli.ExitUsage, want)
+		}
+	}
+	cancel()
+	<-done
+}
