@@ -417,6 +417,23 @@ func (t tlsFlags) check(server bool) error {
 	return nil
 }
 
+// fileError names the flags of the PEM files that err, an error of
+// fednet.ServerTLS or fednet.ClientTLS, is about: -tls-cert and -tls-key
+// for the certificate and its key, caFlag (-client-ca or -ca) for the CA.
+func (t tlsFlags) fileError(err error, caFlag string) error {
+	msg := strings.TrimPrefix(err.Error(), "fednet: ")
+	if rest, ok := strings.CutPrefix(msg, "CA certificates: "); ok {
+		rest = strings.TrimPrefix(strings.TrimPrefix(rest, "atomicfile: "), t.ca+" ")
+		return fmt.Errorf("%s %s: %s (want the CA's PEM certificates)", caFlag, t.ca, rest)
+	}
+	for _, p := range []string{"server certificate: ", "learner certificate: "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			return fmt.Errorf("-tls-cert %s, -tls-key %s: %s (want a PEM certificate chain and its private key)", t.cert, t.key, strings.TrimPrefix(rest, "atomicfile: "))
+		}
+	}
+	return err
+}
+
 func runServer(ctx context.Context, args []string, e env) error {
 	s, err := parseServerArgs(args, e.stdout)
 	if err != nil {
@@ -439,6 +456,13 @@ func runServer(ctx context.Context, args []string, e env) error {
 	}
 	if err := checkFiles(cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {
 		return err
+	}
+	// The credentials too, before the factorization.
+	var creds credentials.TransportCredentials
+	if s.tls.insecure {
+		creds = insecure.NewCredentials()
+	} else if creds, err = fednet.ServerTLS(s.tls.cert, s.tls.key, s.tls.ca); err != nil {
+		return s.tls.fileError(err, "-client-ca")
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	cfg := c.optimiser()
@@ -478,16 +502,8 @@ func runServer(ctx context.Context, args []string, e env) error {
 	opts.Model = fednet.Model{Name: "logistic", L2: c.l2, Features: features}
 	opts.Noise, opts.NoiseKey = noise, noiseKey
 	opts.Epochs, opts.Plan, opts.Log = c.epochs, planJSON, log
-	var creds credentials.TransportCredentials
-	if s.tls.insecure {
-		creds = insecure.NewCredentials()
-	} else {
-		if creds, err = fednet.ServerTLS(s.tls.cert, s.tls.key, s.tls.ca); err != nil {
-			return err
-		}
-		if s.tls.ca != "" {
-			opts.Identify = fednet.IdentifyByCertificate
-		}
+	if s.tls.ca != "" {
+		opts.Identify = fednet.IdentifyByCertificate
 	}
 	// Listen first: a bad -listen leaves the state directory untouched.
 	lis, err := net.Listen("tcp", s.listen)
@@ -641,7 +657,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	if l.tls.insecure {
 		creds = insecure.NewCredentials()
 	} else if creds, err = fednet.ClientTLS(l.tls.ca, l.tls.serverName, l.tls.cert, l.tls.key); err != nil {
-		return err
+		return l.tls.fileError(err, "-ca")
 	}
 	data := func(rc *flv1.RunConfig) (fedopt.Stream, error) {
 		n, R, tau, d := int(rc.GetLearners()), int(rc.GetRounds()), int(rc.GetTau()), int(rc.GetFeatures())
