@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -273,12 +274,27 @@ func checkFiles(files ...cli.File) error {
 }
 
 // checkStateDir returns an error if dir (a -state flag) exists and is not
-// a directory, before any work; a missing one is created later.
+// a directory, or cannot be looked at, before any work; a missing one is
+// created later, but not through a symbolic link that points nowhere (or
+// in a loop), nor under a file.
 func checkStateDir(dir string) error {
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
 		return fmt.Errorf("-state %s is not a directory", dir)
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		if li, lerr := os.Lstat(dir); lerr == nil && li.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("-state %s is a symbolic link to nothing, want a directory", dir)
+		}
+		return nil
 	}
-	return nil
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("-state %s: %v, want a directory", dir, err)
 }
 
 // checkResume compares the run flags of c with the plan recorded in

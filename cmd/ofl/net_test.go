@@ -465,6 +465,10 @@ func TestNetUsageErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing.pem")
+	dangling := filepath.Join(t.TempDir(), "dangling")
+	if err := os.Symlink(filepath.Join(dir, "nothing"), dangling); err != nil {
+		t.Fatal(err)
+	}
 	pki := t.TempDir()
 	ca := testpki.New(t, pki, "ca")
 	srvCert, srvKey := ca.Issue(t, "server", true)
@@ -478,6 +482,11 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"server", "-state", filepath.Join(dir, "s"), "-tls-cert", file, "-tls-key", dir}, "ofl server: -tls-key " + dir + " is a directory, want a PEM file"},
 		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", missing}, "ofl learner: -ca " + missing + ": no such file or directory"},
 		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-state", file}, "ofl learner: -state " + file + " is not a directory"},
+		// A -state that cannot become a directory (it failed after the
+		// factorization: "state directory: mkdir DIR: file exists").
+		{[]string{"server", "-insecure", "-state", dangling}, "ofl server: -state " + dangling + " is a symbolic link to nothing, want a directory"},
+		{[]string{"server", "-insecure", "-state", filepath.Join(file, "s")}, "ofl server: -state " + filepath.Join(file, "s") + ": not a directory"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-state", dangling}, "ofl learner: -state " + dangling + " is a symbolic link to nothing"},
 		// PEM files that do not hold what the flag wants: named by flag,
 		// before the factorization (they said "server certificate: tls:
 		// failed to find any PEM data in certificate input", after it).
