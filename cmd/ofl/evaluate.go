@@ -102,7 +102,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	if ds.Dim != pl.Model.Features {
-		return fmt.Errorf("-data has %d features, the run's plan in %s %d", ds.Dim, filepath.Join(state, "run.json"), pl.Model.Features)
+		return cli.Usagef("-data %s has %d features, contradicting the run's plan in %s: features %d", c.data.file, ds.Dim, filepath.Join(state, "run.json"), pl.Model.Features)
 	}
 	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: c.l2}, experiment.ProblemOptions{NoDynamic: c.l2 == 0})
 	if err != nil {

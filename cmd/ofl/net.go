@@ -691,7 +691,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 			return nil, err
 		}
 		if ds.Dim != d {
-			return nil, fmt.Errorf("-data %s has %d features, the server's model %d", l.data, ds.Dim, d)
+			return nil, cli.Usagef("-data %s has %d features, contradicting the server's run: features %d", l.data, ds.Dim, d)
 		}
 		return ds.Stream(l.opt.ID), nil
 	}

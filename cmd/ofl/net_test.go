@@ -587,8 +587,10 @@ func TestMutualTLSFlags(t *testing.T) {
 
 // A learner whose -id is outside the server's run (0..n-1) is told so as a
 // usage error naming -id and the range, not with the raw gRPC refusal
-// ("rpc error: code = InvalidArgument desc = learner 2, want 0..1", exit 1).
-func TestLearnerIndexOutsideTheRun(t *testing.T) {
+// ("rpc error: code = InvalidArgument desc = learner 2, want 0..1", exit 1);
+// so is one whose -data has another number of features than the run (it
+// was exit status 1).
+func TestLearnerContradictsTheRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var srvLog testutil.SyncBuffer
@@ -604,6 +606,15 @@ func TestLearnerIndexOutsideTheRun(t *testing.T) {
 		if r.code != cli.ExitUsage || !strings.HasPrefix(lastLine(r.stderr), want) {
 			t.Errorf("learner -id %s of 2: exit %d, %q; want exit %d and a last line starting %q", id, r.code, r.stderr, cli.ExitUsage, want)
 		}
+	}
+	csv := filepath.Join(t.TempDir(), "two.csv")
+	if err := os.WriteFile(csv, []byte(strings.Repeat("1,0.5,0.2\n-1,0.1,0.3\n", 4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runOfl(t, "learner", "-insecure", "-server", addr, "-id", "0", "-seed", "1", "-data", csv, "-give-up", "20s")
+	want := "ofl learner: -data " + csv + " has 2 features, contradicting the server's run: features 3"
+	if r.code != cli.ExitUsage || !strings.HasPrefix(lastLine(r.stderr), want) {
+		t.Errorf("learner with 2 features of 3: exit %d, %q; want exit %d and a last line starting %q", r.code, r.stderr, cli.ExitUsage, want)
 	}
 	cancel()
 	<-done
