@@ -480,6 +480,13 @@ func runServer(ctx context.Context, args []string, e env) error {
 	} else if creds, err = fednet.ServerTLS(s.tls.cert, s.tls.key, s.tls.ca); err != nil {
 		return s.tls.fileError(err, "-client-ca")
 	}
+	// A -listen address in use, or not this machine's, is found before
+	// the factorization too; the address is bound again after it.
+	probe, err := net.Listen("tcp", s.listen)
+	if err != nil {
+		return fmt.Errorf("-listen: %w", err)
+	}
+	probe.Close()
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	cfg := c.optimiser()
 	cfg.EvalEvery = 0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -500,6 +501,17 @@ func TestNetUsageErrors(t *testing.T) {
 		if r.code != cli.ExitFailure || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line starting %q", c.args, r.code, r.stderr, cli.ExitFailure, c.want)
 		}
+	}
+	// A -listen address in use is found before the factorization (it was
+	// found after it: "msg=privacy" logged, then the error).
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	r := runOfl(t, "server", "-insecure", "-state", filepath.Join(dir, "s"), "-listen", busy.Addr().String())
+	if r.code != cli.ExitFailure || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "ofl server: -listen: ") || !strings.Contains(r.stderr, "address already in use") {
+		t.Errorf("server on a -listen address in use: exit %d, stderr %q; want exit %d and one line naming -listen", r.code, r.stderr, cli.ExitFailure)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the checks created files: %v", entries)
