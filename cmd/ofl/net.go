@@ -675,6 +675,20 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	if err := checkFiles(cli.File{Flag: "-ca", Path: l.tls.ca}, cli.File{Flag: "-tls-cert", Path: l.tls.cert}, cli.File{Flag: "-tls-key", Path: l.tls.key}); err != nil {
 		return err
 	}
+	// A -data file that is missing or a directory is found before the
+	// learner joins the server (it reads the file after the Join, which
+	// gives it the shape to deal the data for).
+	if spec, err := parseData(l.data, 1); err == nil && spec.file != "" {
+		if fi, err := os.Stat(spec.file); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("-data %s: %v", spec.file, err)
+		} else if fi.IsDir() {
+			return fmt.Errorf("-data %s is a directory, want a CSV file", spec.file)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	var creds credentials.TransportCredentials
 	if l.tls.insecure {

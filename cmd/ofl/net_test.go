@@ -488,6 +488,10 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"server", "-insecure", "-state", dangling}, "ofl server: -state " + dangling + " is a symbolic link to nothing, want a directory"},
 		{[]string{"server", "-insecure", "-state", filepath.Join(file, "s")}, "ofl server: -state " + filepath.Join(file, "s") + ": not a directory"},
 		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-state", dangling}, "ofl learner: -state " + dangling + " is a symbolic link to nothing"},
+		// A -data file that is missing or a directory: before the learner
+		// joins (it dialled the server first, and retried for -give-up).
+		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-data", missing}, "ofl learner: -data " + missing + ": no such file or directory"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-data", pki}, "ofl learner: -data " + pki + " is a directory, want a CSV file"},
 		// PEM files that do not hold what the flag wants: named by flag,
 		// before the factorization (they said "server certificate: tls:
 		// failed to find any PEM data in certificate input", after it).
