@@ -97,7 +97,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if err := checkOut(c); err != nil {
 		return err
 	}
-	ds, err := loadData(c)
+	ds, err := loadDataContext(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -707,7 +707,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		if R%epochs != 0 {
 			return nil, fmt.Errorf("the server's %d epochs do not divide its %d rounds", epochs, R)
 		}
-		ds, err := loadData(config{data: spec, split: split, learners: n, rounds: R, tau: tau, epochs: epochs, seed: l.seed})
+		ds, err := loadDataContext(ctx, config{data: spec, split: split, learners: n, rounds: R, tau: tau, epochs: epochs, seed: l.seed})
 		if err != nil {
 			return nil, err
 		}
