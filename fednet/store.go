@@ -101,7 +101,7 @@ func parseRoundHeader(head []byte, tail []byte, size int64) (roundHeader, error)
 	var h roundHeader
 	if len(head) < len(roundMagic) || string(head[:len(roundMagic)]) != roundMagic {
 		if len(head) >= len(roundMagic) && strings.HasPrefix(string(head[:len(roundMagic)]), "DPMFXR") {
-			return h, fmt.Errorf("round file format %q, want %q (written by an older dpmf: finish the run with it, or start a fresh state directory)", head[:len(roundMagic)], roundMagic)
+			return h, fmt.Errorf("round file format %q, want %q (%s)", head[:len(roundMagic)], roundMagic, writtenBy(string(head[:len(roundMagic)]) < roundMagic))
 		}
 		return h, errors.New("not a round file (bad magic)")
 	}
@@ -449,6 +449,15 @@ type runRecord struct {
 	id runID
 }
 
+// writtenBy says which dpmf wrote a state file of another format, older
+// (or else newer) than this one's, and what to do.
+func writtenBy(older bool) string {
+	if older {
+		return "written by an older dpmf: finish the run with it, or start a fresh state directory"
+	}
+	return "written by a newer dpmf: use that version for this run"
+}
+
 // readRun reads and parses run.json.
 func (s store) readRun() (runRecord, error) {
 	var rec runRecord
@@ -460,7 +469,7 @@ func (s store) readRun() (runRecord, error) {
 		return rec, fmt.Errorf("%s: %v", s.path(runFile), err)
 	}
 	if rec.Format != stateFormat {
-		return rec, fmt.Errorf("%s: state format %d, want %d (written by an older dpmf: finish the run with it, or start a fresh state directory)", s.path(runFile), rec.Format, stateFormat)
+		return rec, fmt.Errorf("%s: state format %d, want %d (%s)", s.path(runFile), rec.Format, stateFormat, writtenBy(rec.Format < stateFormat))
 	}
 	id, err := hex.DecodeString(rec.Run)
 	if err != nil || len(id) != len(rec.id) {

@@ -169,7 +169,19 @@ func TestStateRefusesFaults(t *testing.T) {
 			data, err := os.ReadFile(p)
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"format": 2`), []byte(`"format": 1`), 1), 0o644))
-		}, "state format 1"},
+		}, "state format 1, want 2 (written by an older dpmf"},
+		{"newer format", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, runFile)
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"format": 2`), []byte(`"format": 3`), 1), 0o644))
+		}, "state format 3, want 2 (written by a newer dpmf"},
+		{"newer round file", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, roundName(3))
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(roundMagic), []byte("DPMFXR03"), 1), 0o644))
+		}, `round file format "DPMFXR03", want "DPMFXR02" (written by a newer dpmf`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

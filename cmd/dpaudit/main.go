@@ -47,6 +47,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"github.com/dpmf/dpmf/audit"
@@ -247,10 +248,31 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				ob.name, o.MuAnalytic, o.EpsAnalytic, o.Mu.Mu, o.Mu.Lo, o.Mu.Hi, o.Mu.Level, o.EpsOfMu, o.EpsOfMuLo, o.EpsOfMuHi, o.Bound.Epsilon, o.Bound.Confidence, o.Bound.Correct, o.Bound.Guesses)
 		}
 	}
+	if note := powerNote(rep, o.level); note != "" {
+		fmt.Fprintln(stderr, "dpaudit: "+note)
+	}
 	if rep.Violation {
 		return exitViolation, nil
 	}
 	return 0, nil
+}
+
+// powerNote says, when the canary audit planted fewer canaries than a
+// mu-hat interval within 10% of the analytic mu needs at level (the number
+// -canaries 0 aims at: m = 400 z^2 (1 + mu^2 / 8) / mu^2, as
+// audit.DefaultCanaries computes it before clamping it to the slots), how
+// wide the interval is expected to be, 2 z sqrt((1 + mu^2 / 8) / m): the
+// verdict "consistent with the claim" then says little. "" otherwise.
+func powerNote(rep *audit.CanaryReport, level float64) string {
+	mu, m := rep.AllIterates.MuAnalytic, float64(rep.Canaries)
+	z := math.Sqrt2 * math.Erfinv(level)
+	need := math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu))
+	if !(mu > 0) || !(m < need) {
+		return ""
+	}
+	hw := 2 * z * math.Sqrt((1+mu*mu/8)/m)
+	return fmt.Sprintf("note: %d canaries give a mu-hat interval of about +-%.3g at %g, %.0f%% of the analytic mu %.4f (one within 10%% needs %.0f canaries, which -canaries 0 plants up to the run's learner-round slots): a leak of that size can pass as consistent with the claim",
+		rep.Canaries, hw, level, 100*hw/mu, mu, need)
 }
 
 func short(r []int) string {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -344,5 +347,50 @@ func TestMemoryCheckAfterSolve(t *testing.T) {
 	code, out, err := runCmd(t, args...)
 	if err != nil || code != 0 || !strings.Contains(out, "m=1595 canaries") {
 		t.Errorf("code %d, err %v, out %q", code, err, out)
+	}
+}
+
+// A canary audit with fewer canaries than a mu-hat interval within 10% of
+// mu needs says so on stderr (it printed only "consistent with the
+// claim", whatever the interval's width): at (5, 1e-3) the number is 1595
+// (docs/audit.md), so 1595 canaries give no note and 1594 do; and the
+// note's predicted width agrees with the interval the audit reports at 300
+// canaries (its half-width is z times an estimated spread, whose relative
+// error is about 1/sqrt(2m) = 4%: a 25% tolerance is 6 of those).
+func TestCanaryPowerNote(t *testing.T) {
+	base := []string{"canary", "-rounds", "200", "-learners", "10", "-tau", "1", "-dim", "3", "-json"}
+	note := func(m string) (string, float64) {
+		var out, errb bytes.Buffer
+		code, err := run(context.Background(), append(base, "-canaries", m), &out, &errb)
+		if err != nil || code != 0 {
+			t.Fatalf("-canaries %s: code %d, err %v", m, code, err)
+		}
+		var rep struct {
+			AllIterates struct {
+				Mu struct {
+					Lo float64 `json:"mu_lo"`
+					Hi float64 `json:"mu_hi"`
+				} `json:"mu"`
+			} `json:"all_iterates"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return errb.String(), (rep.AllIterates.Mu.Hi - rep.AllIterates.Mu.Lo) / 2
+	}
+	if s, _ := note("1595"); s != "" {
+		t.Errorf("1595 canaries: stderr %q, want no note", s)
+	}
+	if s, _ := note("1594"); !strings.HasPrefix(s, "dpaudit: note: 1594 canaries give a mu-hat interval of about +-0.145 at 0.99, 10% of the analytic mu 1.4496 (one within 10% needs 1595 canaries") || strings.Count(s, "\n") != 1 {
+		t.Errorf("1594 canaries: stderr %q, want one line noting the 1595 a 10%% interval needs", s)
+	}
+	s, hw := note("300")
+	m := regexp.MustCompile(`about \+-([0-9.]+) at`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("300 canaries: stderr %q, want the note", s)
+	}
+	predicted, _ := strconv.ParseFloat(m[1], 64)
+	if !(math.Abs(hw/predicted-1) < 0.25) {
+		t.Errorf("300 canaries: the note predicts a half-width of %v, the audit's interval has %v", predicted, hw)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -175,6 +176,10 @@ func serveLoopback(t *testing.T, runFlags []string, n int, seed string) string {
 func TestEvaluateFollowsThePlan(t *testing.T) {
 	run := []string{"-learners", "2", "-tau", "1", "-rounds", "4", "-dim", "3", "-seed", "5", "-eps", "5", "-delta", "1e-3", "-strategy", "semiseparable", "-epochs", "2"}
 	state := serveLoopback(t, run, 2, "5")
+	csv := filepath.Join(t.TempDir(), "two.csv")
+	if err := os.WriteFile(csv, []byte(strings.Repeat("1,0.5,0.2\n-1,0.1,0.3\n", 4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -185,6 +190,9 @@ func TestEvaluateFollowsThePlan(t *testing.T) {
 		{[]string{"-strategy", "optimal"}, "-strategy optimal contradicts the run's plan"},
 		{[]string{"-calibration", "paper"}, "-calibration paper contradicts the run's plan"},
 		{[]string{"-seed", "6"}, "-seed 6 contradicts the run's plan"},
+		// A CSV file of another dimension than the plan's (exit status 1
+		// before, "-data has 2 features, the run's plan in ... 3").
+		{[]string{"-data", csv}, "-data " + csv + " has 2 features, contradicting the run's plan in " + filepath.Join(state, "run.json") + ": features 3"},
 	} {
 		args := append([]string{"evaluate", "-state", state, "-json"}, c.args...)
 		if !slices.Contains(c.args, "-seed") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,6 +62,12 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	}
 	pl, err := plan.Parse(raw)
 	if err != nil {
+		var f struct {
+			Format int `json:"format"`
+		}
+		if json.Unmarshal(raw, &f) == nil && f.Format > plan.Format {
+			return fmt.Errorf("-state %s: run.json holds a plan of format %d, this ofl reads format %d: a run of a newer dpmf, evaluate it with that version", state, f.Format, plan.Format)
+		}
 		return fmt.Errorf("-state %s: run.json holds no plan this ofl reads (a run of an older dpmf? evaluate it with that version): %v", state, err)
 	}
 	given := map[string]string{}
@@ -90,12 +97,12 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if err := checkOut(c); err != nil {
 		return err
 	}
-	ds, err := loadData(c)
+	ds, err := loadDataContext(ctx, c)
 	if err != nil {
 		return err
 	}
 	if ds.Dim != pl.Model.Features {
-		return fmt.Errorf("-data has %d features, the run's plan in %s %d", ds.Dim, filepath.Join(state, "run.json"), pl.Model.Features)
+		return cli.Usagef("-data %s has %d features, contradicting the run's plan in %s: features %d", c.data.file, ds.Dim, filepath.Join(state, "run.json"), pl.Model.Features)
 	}
 	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: c.l2}, experiment.ProblemOptions{NoDynamic: c.l2 == 0})
 	if err != nil {

@@ -191,3 +191,38 @@ func TestEvaluateRefusesAnotherRunsRecord(t *testing.T) {
 		t.Errorf("the served run: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// A state directory written by a newer dpmf (run.json of a later state
+// format, or holding a plan of a later format) is refused with one line
+// that says so: it used to say "written by an older dpmf" whatever the
+// format. An older state format is still called older.
+func TestEvaluateNewerFormats(t *testing.T) {
+	a := serveLoopback(t, []string{"-learners", "2", "-tau", "1", "-rounds", "2", "-dim", "3", "-seed", "5"}, 2, "5")
+	data, err := os.ReadFile(filepath.Join(a, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, from, to, want string
+	}{
+		{"state format 3", `"format": 2,`, `"format": 3,`, "state format 3, want 2 (written by a newer dpmf"},
+		{"state format 1", `"format": 2,`, `"format": 1,`, "state format 1, want 2 (written by an older dpmf"},
+		{"plan format 2", `"format": 1,`, `"format": 2,`, "run.json holds a plan of format 2, this ofl reads format 1: a run of a newer dpmf"},
+	} {
+		edited := strings.Replace(string(data), c.from, c.to, 1)
+		if edited == string(data) {
+			t.Fatalf("%s: run.json has no %s", c.name, c.from)
+		}
+		dir := filepath.Join(t.TempDir(), "state")
+		if err := os.CopyFS(dir, os.DirFS(a)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runOfl(t, "evaluate", "-state", dir, "-seed", "5")
+		if r.code != cli.ExitFailure || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d and one line with %q", c.name, r.code, r.stdout, r.stderr, cli.ExitFailure, c.want)
+		}
+	}
+}

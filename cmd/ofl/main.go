@@ -111,7 +111,7 @@ func execute(ctx context.Context, c config, e env) error {
 	if err := checkOut(c); err != nil {
 		return err
 	}
-	ds, err := loadData(c)
+	ds, err := loadDataContext(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -241,6 +241,31 @@ func loadData(c config) (*dataset.Dataset, error) {
 		return d, nil
 	}
 	return d.Epochs(c.epochs)
+}
+
+// loadDataContext is loadData that returns ctx's error once ctx is done,
+// also while a -data file blocks: a FIFO that no process writes blocks in
+// open(2), where the first Ctrl-C, which only cancels ctx, did not reach
+// it. The read is then abandoned to the process's exit.
+func loadDataContext(ctx context.Context, c config) (*dataset.Dataset, error) {
+	if c.data.file == "" {
+		return loadData(c)
+	}
+	type result struct {
+		d   *dataset.Dataset
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := loadData(c)
+		done <- result{d, err}
+	}()
+	select {
+	case r := <-done:
+		return r.d, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // dataError words an error of package dataset about the -data file so

@@ -1,24 +1,31 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
@@ -28,6 +35,7 @@ import (
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
@@ -223,6 +231,25 @@ func checkListen(addr string) error {
 	return nil
 }
 
+// checkServerAddr refuses, before any work, a learner's -server address
+// host:port whose port is not a number 1..65535 or a service name: the
+// dial would fail only when tried, and the learner would retry it for
+// -give-up. Other forms (a gRPC target with a scheme, unix:PATH, a host
+// without a port) are left to gRPC.
+func checkServerAddr(addr string) error {
+	if strings.Contains(addr, "://") || strings.HasPrefix(addr, "unix:") || strings.HasPrefix(addr, "unix-abstract:") {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if p, err := net.LookupPort("tcp", port); err != nil || p == 0 {
+		return cli.Usagef("-server %q: want host:port with a port number 1..65535", addr)
+	}
+	return nil
+}
+
 // checkFiles returns an error naming the flag of the first of files (flag
 // and path; an empty path is skipped) that cannot be read as a regular
 // file, before any work.
@@ -247,10 +274,73 @@ func checkFiles(files ...cli.File) error {
 }
 
 // checkStateDir returns an error if dir (a -state flag) exists and is not
-// a directory, before any work; a missing one is created later.
+// a directory, or cannot be looked at, before any work; a missing one is
+// created later, but not through a symbolic link that points nowhere (or
+// in a loop), nor under a file.
 func checkStateDir(dir string) error {
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
 		return fmt.Errorf("-state %s is not a directory", dir)
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		if li, lerr := os.Lstat(dir); lerr == nil && li.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("-state %s is a symbolic link to nothing, want a directory", dir)
+		}
+		return nil
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("-state %s: %v, want a directory", dir, err)
+}
+
+// checkResume compares the run flags of c with the plan recorded in
+// dir's run.json, when dir holds a readable one, before any work: a
+// restart with a flag that contradicts the run it would resume is a usage
+// error naming the flag's value and the recorded one, where fednet would
+// refuse it only after the factorization, with both plans in full. What
+// this does not compare (a run.json that cannot be read, the noise key,
+// the plan's other fields) fednet.NewServer still checks.
+func checkResume(dir string, c config) error {
+	raw, err := fednet.ReadPlan(dir)
+	if err != nil {
+		return nil // none yet, or fednet.NewServer reports it
+	}
+	rec, err := plan.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	was, err := planArgs(rec)
+	if err != nil {
+		return nil
+	}
+	now, err := planArgs(c.runPlan(c.data.dim))
+	if err != nil {
+		return nil
+	}
+	where := filepath.Join(dir, "run.json")
+	keys := slices.Sorted(maps.Keys(was))
+	for k := range now {
+		if _, ok := was[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if now[k] != was[k] {
+			return cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s (a restart resumes that run; a new run needs a fresh -state)", k, cmp.Or(now[k], "(none)"), where, k, cmp.Or(was[k], "(none)"))
+		}
+	}
+	switch {
+	case c.seedSet && rec.SeedSHA256 == "":
+		return cli.Usagef("-seed %d contradicts the run's plan in %s: the run has no seed (its noise key was drawn from crypto/rand)", c.seed, where)
+	case c.seedSet && plan.SeedDigest(c.seed) != rec.SeedSHA256:
+		return cli.Usagef("-seed %d contradicts the run's plan in %s: its seed has SHA-256 %s", c.seed, where, rec.SeedSHA256)
+	case !c.seedSet && rec.SeedSHA256 != "":
+		return cli.Usagef("-seed is missing: the run's plan in %s records a seed (SHA-256 %s); give the run's -seed to resume it", where, rec.SeedSHA256)
 	}
 	return nil
 }
@@ -343,6 +433,23 @@ func (t tlsFlags) check(server bool) error {
 	return nil
 }
 
+// fileError names the flags of the PEM files that err, an error of
+// fednet.ServerTLS or fednet.ClientTLS, is about: -tls-cert and -tls-key
+// for the certificate and its key, caFlag (-client-ca or -ca) for the CA.
+func (t tlsFlags) fileError(err error, caFlag string) error {
+	msg := strings.TrimPrefix(err.Error(), "fednet: ")
+	if rest, ok := strings.CutPrefix(msg, "CA certificates: "); ok {
+		rest = strings.TrimPrefix(strings.TrimPrefix(rest, "atomicfile: "), t.ca+" ")
+		return fmt.Errorf("%s %s: %s (want the CA's PEM certificates)", caFlag, t.ca, rest)
+	}
+	for _, p := range []string{"server certificate: ", "learner certificate: "} {
+		if rest, ok := strings.CutPrefix(msg, p); ok {
+			return fmt.Errorf("-tls-cert %s, -tls-key %s: %s (want a PEM certificate chain and its private key)", t.cert, t.key, strings.TrimPrefix(rest, "atomicfile: "))
+		}
+	}
+	return err
+}
+
 func runServer(ctx context.Context, args []string, e env) error {
 	s, err := parseServerArgs(args, e.stdout)
 	if err != nil {
@@ -360,9 +467,26 @@ func runServer(ctx context.Context, args []string, e env) error {
 	if err := checkStateDir(s.opt.Dir); err != nil {
 		return err
 	}
+	if err := checkResume(s.opt.Dir, c); err != nil {
+		return err
+	}
 	if err := checkFiles(cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {
 		return err
 	}
+	// The credentials too, before the factorization.
+	var creds credentials.TransportCredentials
+	if s.tls.insecure {
+		creds = insecure.NewCredentials()
+	} else if creds, err = fednet.ServerTLS(s.tls.cert, s.tls.key, s.tls.ca); err != nil {
+		return s.tls.fileError(err, "-client-ca")
+	}
+	// A -listen address in use, or not this machine's, is found before
+	// the factorization too; the address is bound again after it.
+	probe, err := net.Listen("tcp", s.listen)
+	if err != nil {
+		return fmt.Errorf("-listen: %w", err)
+	}
+	probe.Close()
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	cfg := c.optimiser()
 	cfg.EvalEvery = 0
@@ -401,16 +525,8 @@ func runServer(ctx context.Context, args []string, e env) error {
 	opts.Model = fednet.Model{Name: "logistic", L2: c.l2, Features: features}
 	opts.Noise, opts.NoiseKey = noise, noiseKey
 	opts.Epochs, opts.Plan, opts.Log = c.epochs, planJSON, log
-	var creds credentials.TransportCredentials
-	if s.tls.insecure {
-		creds = insecure.NewCredentials()
-	} else {
-		if creds, err = fednet.ServerTLS(s.tls.cert, s.tls.key, s.tls.ca); err != nil {
-			return err
-		}
-		if s.tls.ca != "" {
-			opts.Identify = fednet.IdentifyByCertificate
-		}
+	if s.tls.ca != "" {
+		opts.Identify = fednet.IdentifyByCertificate
 	}
 	// Listen first: a bad -listen leaves the state directory untouched.
 	lis, err := net.Listen("tcp", s.listen)
@@ -510,6 +626,9 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	if _, err := dataset.ParseSplit(l.split); err != nil {
 		return l, cli.Usagef("-split %q: want iid, label or feature:K", l.split)
 	}
+	if err := checkServerAddr(l.opt.Addr); err != nil {
+		return l, err
+	}
 	if err := l.tls.check(false); err != nil {
 		return l, err
 	}
@@ -556,12 +675,26 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	if err := checkFiles(cli.File{Flag: "-ca", Path: l.tls.ca}, cli.File{Flag: "-tls-cert", Path: l.tls.cert}, cli.File{Flag: "-tls-key", Path: l.tls.key}); err != nil {
 		return err
 	}
+	// A -data file that is missing or a directory is found before the
+	// learner joins the server (it reads the file after the Join, which
+	// gives it the shape to deal the data for).
+	if spec, err := parseData(l.data, 1); err == nil && spec.file != "" {
+		if fi, err := os.Stat(spec.file); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("-data %s: %v", spec.file, err)
+		} else if fi.IsDir() {
+			return fmt.Errorf("-data %s is a directory, want a CSV file", spec.file)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	var creds credentials.TransportCredentials
 	if l.tls.insecure {
 		creds = insecure.NewCredentials()
 	} else if creds, err = fednet.ClientTLS(l.tls.ca, l.tls.serverName, l.tls.cert, l.tls.key); err != nil {
-		return err
+		return l.tls.fileError(err, "-ca")
 	}
 	data := func(rc *flv1.RunConfig) (fedopt.Stream, error) {
 		n, R, tau, d := int(rc.GetLearners()), int(rc.GetRounds()), int(rc.GetTau()), int(rc.GetFeatures())
@@ -574,12 +707,12 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		if R%epochs != 0 {
 			return nil, fmt.Errorf("the server's %d epochs do not divide its %d rounds", epochs, R)
 		}
-		ds, err := loadData(config{data: spec, split: split, learners: n, rounds: R, tau: tau, epochs: epochs, seed: l.seed})
+		ds, err := loadDataContext(ctx, config{data: spec, split: split, learners: n, rounds: R, tau: tau, epochs: epochs, seed: l.seed})
 		if err != nil {
 			return nil, err
 		}
 		if ds.Dim != d {
-			return nil, fmt.Errorf("-data %s has %d features, the server's model %d", l.data, ds.Dim, d)
+			return nil, cli.Usagef("-data %s has %d features, contradicting the server's run: features %d", l.data, ds.Dim, d)
 		}
 		return ds.Stream(l.opt.ID), nil
 	}
@@ -593,6 +726,12 @@ func runLearner(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("%w; leave out -insecure and give -ca (and -tls-cert, -tls-key for mutual TLS)", err)
 		}
 		return fmt.Errorf("%w; the server runs with -insecure: give the learner -insecure too (loopback tests only), or the server -tls-cert and -tls-key", err)
+	}
+	if status.Code(err) == codes.InvalidArgument {
+		// The server numbers its learners 0..n-1 (fednet's refusal).
+		if m := regexp.MustCompile(`learner (-?[0-9]+), want 0\.\.([0-9]+)$`).FindStringSubmatch(err.Error()); m != nil && m[1] == strconv.Itoa(l.opt.ID) {
+			return cli.Usagef("-id %d contradicts the server's run: want an index in 0..%s (the server refused it)", l.opt.ID, m[2])
+		}
 	}
 	if err != nil {
 		return err

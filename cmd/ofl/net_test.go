@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/mechanism"
 	dpmodel "github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
 )
 
 var (
@@ -439,6 +441,12 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", "-new-run"}, "ofl learner: -state -new-run: want a directory, not a flag"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", ""}, "-state is empty"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-new-run"}, "-new-run without -state"},
+		// A port out of range was dialled, and retried for -give-up (2m).
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "127.0.0.1:99999"}, `-server "127.0.0.1:99999": want host:port with a port number 1..65535`},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", "ca.pem", "-server", "localhost:65536"}, `-server "localhost:65536": want host:port`},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", "ca.pem", "-server", "localhost:-1"}, `-server "localhost:-1": want host:port`},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "127.0.0.1:0"}, `-server "127.0.0.1:0": want host:port`},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "127.0.0.1:no-such-service"}, `-server "127.0.0.1:no-such-service": want host:port`},
 		{[]string{"evaluate", "-seed", "1"}, "ofl evaluate: -state is required"},
 		{[]string{"evaluate", "-state", "d"}, "-seed is required"},
 		{[]string{"evaluate", "-state", "d", "-seed", "1", "-seed", "2"}, `ofl evaluate: invalid value "2" for flag -seed: given twice (first "1")`},
@@ -458,6 +466,14 @@ func TestNetUsageErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing.pem")
+	dangling := filepath.Join(t.TempDir(), "dangling")
+	if err := os.Symlink(filepath.Join(dir, "nothing"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	pki := t.TempDir()
+	ca := testpki.New(t, pki, "ca")
+	srvCert, srvKey := ca.Issue(t, "server", true)
+	cliCert, cliKey := ca.Issue(t, "learner-0", false)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -467,27 +483,78 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"server", "-state", filepath.Join(dir, "s"), "-tls-cert", file, "-tls-key", dir}, "ofl server: -tls-key " + dir + " is a directory, want a PEM file"},
 		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", missing}, "ofl learner: -ca " + missing + ": no such file or directory"},
 		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-state", file}, "ofl learner: -state " + file + " is not a directory"},
+		// A -state that cannot become a directory (it failed after the
+		// factorization: "state directory: mkdir DIR: file exists").
+		{[]string{"server", "-insecure", "-state", dangling}, "ofl server: -state " + dangling + " is a symbolic link to nothing, want a directory"},
+		{[]string{"server", "-insecure", "-state", filepath.Join(file, "s")}, "ofl server: -state " + filepath.Join(file, "s") + ": not a directory"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-state", dangling}, "ofl learner: -state " + dangling + " is a symbolic link to nothing"},
+		// A -data file that is missing or a directory: before the learner
+		// joins (it dialled the server first, and retried for -give-up).
+		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-data", missing}, "ofl learner: -data " + missing + ": no such file or directory"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-data", pki}, "ofl learner: -data " + pki + " is a directory, want a CSV file"},
+		// PEM files that do not hold what the flag wants: named by flag,
+		// before the factorization (they said "server certificate: tls:
+		// failed to find any PEM data in certificate input", after it).
+		{[]string{"server", "-state", filepath.Join(dir, "s"), "-tls-cert", file, "-tls-key", srvKey}, "ofl server: -tls-cert " + file + ", -tls-key " + srvKey + ": tls: failed to find any PEM data in certificate input"},
+		{[]string{"server", "-state", filepath.Join(dir, "s"), "-tls-cert", srvCert, "-tls-key", cliKey}, "ofl server: -tls-cert " + srvCert + ", -tls-key " + cliKey + ": tls: private key does not match public key"},
+		{[]string{"server", "-state", filepath.Join(dir, "s"), "-tls-cert", srvCert, "-tls-key", srvKey, "-client-ca", file}, "ofl server: -client-ca " + file + ": holds no PEM certificate"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", file}, "ofl learner: -ca " + file + ": holds no PEM certificate"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", ca.File, "-tls-cert", cliCert, "-tls-key", file}, "ofl learner: -tls-cert " + cliCert + ", -tls-key " + file + ": tls: failed to find any PEM data in key input"},
 	} {
 		r := runOfl(t, c.args...)
 		if r.code != cli.ExitFailure || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line starting %q", c.args, r.code, r.stderr, cli.ExitFailure, c.want)
 		}
 	}
+	// A -listen address in use is found before the factorization (it was
+	// found after it: "msg=privacy" logged, then the error).
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	r := runOfl(t, "server", "-insecure", "-state", filepath.Join(dir, "s"), "-listen", busy.Addr().String())
+	if r.code != cli.ExitFailure || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "ofl server: -listen: ") || !strings.Contains(r.stderr, "address already in use") {
+		t.Errorf("server on a -listen address in use: exit %d, stderr %q; want exit %d and one line naming -listen", r.code, r.stderr, cli.ExitFailure)
+	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the checks created files: %v", entries)
 	}
 
-	// A state directory of another run is refused.
+	// A state directory of another run is refused: a run flag or -seed
+	// that contradicts the recorded plan is a usage error naming both
+	// values, before the factorization (it used to be exit status 1 with
+	// both plans' JSON in full, after it).
 	state := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // the server stops at once after opening its state
-	run(ctx, []string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-algo", "nonprivate", "-rounds", "5"}, env{stdout: io.Discard, stderr: io.Discard})
+	base := []string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-learners", "2", "-tau", "1", "-rounds", "5", "-dim", "3"}
+	// The server stops soon after opening its state: no learner joins.
+	run(context.Background(), append(base, "-seed", "7", "-join-timeout", "1ms"), env{stdout: io.Discard, stderr: io.Discard})
 	if _, err := fednet.ReadRound(state, 0); err != nil {
 		t.Fatal(err)
 	}
-	r := runOfl(t, "server", "-insecure", "-state", state, "-listen", "127.0.0.1:0", "-algo", "nonprivate", "-rounds", "6")
-	if r.code != cli.ExitFailure || !strings.Contains(r.stderr, "describes another run") {
-		t.Errorf("server on another run's state: exit %d, %q", r.code, r.stderr)
+	where := filepath.Join(state, "run.json")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-seed", "7", "-epochs", "5"}, "-epochs 5 contradicts the run's plan in " + where + ": epochs 1"},
+		{[]string{"-seed", "7", "-eta", "0.004"}, "-eta 0.004 contradicts the run's plan in " + where + ": eta 0.003"},
+		{[]string{"-seed", "7", "-eps", "3"}, "-eps 3 contradicts the run's plan in " + where + ": eps 5"},
+		{[]string{"-seed", "7", "-strategy", "tree"}, "-strategy tree contradicts the run's plan in " + where + ": strategy optimal"},
+		{[]string{"-seed", "7", "-algo", "nonprivate"}, "-algo nonprivate contradicts the run's plan in " + where + ": algo correlated"},
+		{[]string{"-seed", "7", "-clip", "4"}, "-clip 4 contradicts the run's plan in " + where + ": clip 5"},
+		{[]string{"-seed", "8"}, "-seed 8 contradicts the run's plan in " + where + ": its seed has SHA-256 " + plan.SeedDigest(7)},
+		{nil, "-seed is missing: the run's plan in " + where + " records a seed (SHA-256 " + plan.SeedDigest(7) + ")"},
+	} {
+		args := append(slices.Clone(base), c.args...)
+		r := runOfl(t, args...)
+		if r.code != cli.ExitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("server on another run's state, %v: exit %d, %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
+		}
+	}
+	// The same flags resume the run (and stop: no learner joins).
+	if r := runOfl(t, append(base, "-seed", "7", "-join-timeout", "1ms")...); r.code != cli.ExitFailure || !strings.Contains(r.stderr, "msg=resumed") || !strings.Contains(r.stderr, "too few learners") {
+		t.Errorf("server restarted with its run's flags: exit %d, %q; want it to resume, then stop for want of learners", r.code, r.stderr)
 	}
 }
 
@@ -532,4 +599,39 @@ func TestMutualTLSFlags(t *testing.T) {
 	for r := range want {
 		requireSame(t, "x^"+strconv.Itoa(r), got[r], want[r])
 	}
+}
+
+// A learner whose -id is outside the server's run (0..n-1) is told so as a
+// usage error naming -id and the range, not with the raw gRPC refusal
+// ("rpc error: code = InvalidArgument desc = learner 2, want 0..1", exit 1);
+// so is one whose -data has another number of features than the run (it
+// was exit status 1).
+func TestLearnerContradictsTheRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var srvLog testutil.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"server", "-insecure", "-state", filepath.Join(t.TempDir(), "state"), "-listen", "127.0.0.1:0",
+			"-learners", "2", "-tau", "1", "-rounds", "2", "-dim", "3", "-seed", "1"}, env{stdout: io.Discard, stderr: &srvLog})
+	}()
+	addr := servingAddr(t, &srvLog, done)
+	for _, id := range []string{"2", "7"} {
+		r := runOfl(t, "learner", "-insecure", "-server", addr, "-id", id, "-seed", "1", "-give-up", "20s")
+		want := "ofl learner: -id " + id + " contradicts the server's run: want an index in 0..1"
+		if r.code != cli.ExitUsage || !strings.HasPrefix(lastLine(r.stderr), want) {
+			t.Errorf("learner -id %s of 2: exit %d, %q; want exit %d and a last line starting %q", id, r.code, r.stderr, cli.ExitUsage, want)
+		}
+	}
+	csv := filepath.Join(t.TempDir(), "two.csv")
+	if err := os.WriteFile(csv, []byte(strings.Repeat("1,0.5,0.2\n-1,0.1,0.3\n", 4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runOfl(t, "learner", "-insecure", "-server", addr, "-id", "0", "-seed", "1", "-data", csv, "-give-up", "20s")
+	want := "ofl learner: -data " + csv + " has 2 features, contradicting the server's run: features 3"
+	if r.code != cli.ExitUsage || !strings.HasPrefix(lastLine(r.stderr), want) {
+		t.Errorf("learner with 2 features of 3: exit %d, %q; want exit %d and a last line starting %q", r.code, r.stderr, cli.ExitUsage, want)
+	}
+	cancel()
+	<-done
 }
