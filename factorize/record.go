@@ -185,8 +185,13 @@ func verifyEntry(f *Factorization) string {
 		return ""
 	}
 	if f.B == nil {
-		if f.Strategy == StrategyOptimal && (m.Gamma != 1 || m.UnitSensitivity.Value != 1 || !m.UnitSensitivity.Exact) {
-			return fmt.Sprintf("sensitivity %v of a loss-only optimal entry (gamma %v), want 1", m.UnitSensitivity.Value, m.Gamma)
+		// A loss-only optimal result has unit sensitivity 1, exact; its
+		// gamma is 1 under single participation and, under fixed epochs,
+		// the factors' largest column norm, at most 1 (every X_ii is at
+		// most its class trace).
+		if f.Strategy == StrategyOptimal && (m.UnitSensitivity.Value != 1 || !m.UnitSensitivity.Exact ||
+			m.Participation.Kind == KindEpochs && !(m.Gamma > 0 && m.Gamma <= 1) || m.Participation.Kind != KindEpochs && m.Gamma != 1) {
+			return fmt.Sprintf("sensitivity %v of a loss-only optimal entry (gamma %v under %v), want 1 (and gamma 1, or in (0, 1] under epochs)", m.UnitSensitivity.Value, m.Gamma, m.Participation)
 		}
 		// Every participation lets a sample take part in any one round, so the
 		// sensitivity is at least gamma, the largest column norm, which is

@@ -53,3 +53,43 @@ func TestRestoreRefusesSensitivityBelowGamma(t *testing.T) {
 		t.Error("a record with its sensitivity below gamma restored")
 	}
 }
+
+// The loss-only fixed-epoch optimum, whose gamma is the factors' largest
+// column norm (0.589 at R = 64 with 4 epochs, below 1), restores from its
+// stored record: the check of loss-only optimal entries wanted gamma 1, so
+// every such cache entry was called corrupt and recomputed. A gamma above
+// 1 under epochs, or below 1 under single participation, or a sensitivity
+// other than 1, is still refused.
+func TestRestoreLossOnlyEpochsOptimum(t *testing.T) {
+	w, err := Prefix(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := OptimalEpochs(context.Background(), w, 4, Options{LossOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := f.Metrics.Gamma; !(g > 0.5 && g < 0.7) {
+		t.Fatalf("gamma %v, want the factors' 0.589", g)
+	}
+	rec := f.Record()
+	rec.Operator = nil
+	if _, err := rec.Restore(w); err != nil {
+		t.Fatalf("the loss-only epochs record: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Record)
+	}{
+		{"gamma above 1", func(r *Record) { r.Metrics.Gamma = 1.5 }},
+		{"sensitivity 0.9", func(r *Record) { r.Metrics.UnitSensitivity.Value = 0.9 }},
+		{"single participation with gamma below 1", func(r *Record) { r.Metrics.Participation = SingleParticipation() }},
+	} {
+		bad := f.Record()
+		bad.Operator = nil
+		c.edit(&bad)
+		if _, err := bad.Restore(w); err == nil {
+			t.Errorf("%s: restored", c.name)
+		}
+	}
+}
