@@ -95,7 +95,8 @@ var ddTwoPi = [2]float64{6.283185307179586, 2.4492935982947064e-16}
 // |x| <= pi/4, by their Taylor series to the term x^31 / 31! (the
 // remainder below 2e-36) evaluated by Horner's rule: each of the 15 steps
 // errs by at most about 10 u^2 of terms at most 1, so both err by at most
-// 16 u^2 (TestDDTwiddles checks them against a 200-bit evaluation).
+// 16 u^2 (TestDDRoot checks ddRoot, which takes its sine and cosine from
+// here, against a 240-bit evaluation).
 func ddSinCosSmall(xh, xl float64) (sh, sl, ch, cl float64) {
 	x2h, x2l := ddMul(xh, xl, xh, xl)
 	// cos: 1 - x^2/(1*2) (1 - x^2/(3*4) (1 - ... (1 - x^2/(29*30))))

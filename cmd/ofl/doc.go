@@ -45,7 +45,9 @@
 // (secagg.Run, nobody drops), whose exact ring sum gives the networked
 // secure run's models bit for bit. Over the network each learner of a
 // secure run needs -state DIR, a directory of its own per run, where it
-// records durably which attempt of each round it unmasked.
+// records durably which attempt of each round it unmasked and the newest
+// model it received (its witness against a server rolled back behind it;
+// in a plain run -state is optional and keeps the witness only).
 //
 // Exit status: 0 on success, 2 on a usage error (a bad flag value), 1 on any
 // other error. Every error is one line "ofl: ..." on stderr. See
