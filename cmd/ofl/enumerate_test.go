@@ -188,6 +188,7 @@ func TestEvaluateFollowsThePlan(t *testing.T) {
 		{[]string{"-learners", "3"}, "-learners 3 contradicts the run's plan in " + filepath.Join(state, "run.json") + ": learners 2"},
 		{[]string{"-rounds", "2"}, "-rounds 2 contradicts the run's plan"},
 		{[]string{"-strategy", "optimal"}, "-strategy optimal contradicts the run's plan"},
+		{[]string{"-strategy", "semiseparable:tol=1e-8"}, "-strategy semiseparable:tol=1e-8 contradicts the run's plan"},
 		{[]string{"-calibration", "paper"}, "-calibration paper contradicts the run's plan"},
 		{[]string{"-seed", "6"}, "-seed 6 contradicts the run's plan"},
 		// A CSV file of another dimension than the plan's (exit status 1
@@ -202,6 +203,12 @@ func TestEvaluateFollowsThePlan(t *testing.T) {
 		if r.code != cli.ExitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, %q; want exit %d and one line with %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
 		}
+	}
+	// The recorded strategy with a default written out is the same run
+	// (it was a usage error: "contradicts the run's plan ...: strategy
+	// semiseparable").
+	if r := runOfl(t, "evaluate", "-state", state, "-json", "-seed", "5", "-strategy", "semiseparable:tol=1e-10,max-excess=0.001"); r.code != cli.ExitOK {
+		t.Errorf("evaluate with the recorded strategy's defaults written out: exit %d, %s", r.code, r.stderr)
 	}
 	// The reported privacy is the plan's record, as the server logged it.
 	r := runOfl(t, "evaluate", "-state", state, "-json", "-seed", "5", "-eps", "5.0")

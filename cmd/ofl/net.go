@@ -301,10 +301,12 @@ func checkStateDir(dir string) error {
 // dir's run.json, when dir holds a readable one, before any work: a
 // restart with a flag that contradicts the run it would resume is a usage
 // error naming the flag's value and the recorded one, where fednet would
-// refuse it only after the factorization, with both plans in full. What
+// refuse it only after the factorization, with both plans in full. A
+// -strategy that names the recorded strategy in other words (a default
+// written out) is not a contradiction: c takes the recorded spelling. What
 // this does not compare (a run.json that cannot be read, the noise key,
 // the plan's other fields) fednet.NewServer still checks.
-func checkResume(dir string, c config) error {
+func checkResume(dir string, c *config) error {
 	raw, err := fednet.ReadPlan(dir)
 	if err != nil {
 		return nil // none yet, or fednet.NewServer reports it
@@ -330,6 +332,12 @@ func checkResume(dir string, c config) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
+		if k == "strategy" && now[k] != was[k] && sameStrategy(now[k], was[k]) {
+			// The recorded spelling of the same strategy (a default
+			// written out): the run resumes with the recorded plan.
+			c.strategy = was[k]
+			continue
+		}
 		if now[k] != was[k] {
 			return cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s (a restart resumes that run; a new run needs a fresh -state)", k, cmp.Or(now[k], "(none)"), where, k, cmp.Or(was[k], "(none)"))
 		}
@@ -467,7 +475,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 	if err := checkStateDir(s.opt.Dir); err != nil {
 		return err
 	}
-	if err := checkResume(s.opt.Dir, c); err != nil {
+	if err := checkResume(s.opt.Dir, &c); err != nil {
 		return err
 	}
 	if err := checkFiles(cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {

@@ -541,6 +541,7 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"-seed", "7", "-eta", "0.004"}, "-eta 0.004 contradicts the run's plan in " + where + ": eta 0.003"},
 		{[]string{"-seed", "7", "-eps", "3"}, "-eps 3 contradicts the run's plan in " + where + ": eps 5"},
 		{[]string{"-seed", "7", "-strategy", "tree"}, "-strategy tree contradicts the run's plan in " + where + ": strategy optimal"},
+		{[]string{"-seed", "7", "-strategy", "optimal:tol=1e-8"}, "-strategy optimal:tol=1e-08 contradicts the run's plan in " + where + ": strategy optimal"},
 		{[]string{"-seed", "7", "-algo", "nonprivate"}, "-algo nonprivate contradicts the run's plan in " + where + ": algo correlated"},
 		{[]string{"-seed", "7", "-clip", "4"}, "-clip 4 contradicts the run's plan in " + where + ": clip 5"},
 		{[]string{"-seed", "8"}, "-seed 8 contradicts the run's plan in " + where + ": its seed has SHA-256 " + plan.SeedDigest(7)},
@@ -552,9 +553,14 @@ func TestNetUsageErrors(t *testing.T) {
 			t.Errorf("server on another run's state, %v: exit %d, %q; want exit %d and one line containing %q", c.args, r.code, r.stderr, cli.ExitUsage, c.want)
 		}
 	}
-	// The same flags resume the run (and stop: no learner joins).
-	if r := runOfl(t, append(base, "-seed", "7", "-join-timeout", "1ms")...); r.code != cli.ExitFailure || !strings.Contains(r.stderr, "msg=resumed") || !strings.Contains(r.stderr, "too few learners") {
-		t.Errorf("server restarted with its run's flags: exit %d, %q; want it to resume, then stop for want of learners", r.code, r.stderr)
+	// The same flags resume the run (and stop: no learner joins), also
+	// with the recorded strategy's default written out (it was refused as
+	// a contradiction: "-strategy optimal:tol=1e-10 contradicts ...:
+	// strategy optimal").
+	for _, extra := range [][]string{nil, {"-strategy", "optimal:tol=1e-10"}} {
+		if r := runOfl(t, append(append(slices.Clone(base), "-seed", "7", "-join-timeout", "1ms"), extra...)...); r.code != cli.ExitFailure || !strings.Contains(r.stderr, "msg=resumed") || !strings.Contains(r.stderr, "too few learners") {
+			t.Errorf("server restarted with its run's flags %v: exit %d, %q; want it to resume, then stop for want of learners", extra, r.code, r.stderr)
+		}
 	}
 }
 

@@ -57,6 +57,27 @@ func specOf(s string) string {
 	return s
 }
 
+// sameStrategy reports whether the strategy specs a and b name the same
+// factorization: equal as written, or parsed to the same
+// factorize.CacheKey (every setting with its default filled in, and
+// without those that do not change a certified result), so that
+// "optimal:tol=1e-10", the default written out, is the recorded
+// "optimal".
+func sameStrategy(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, err := factorize.ParseStrategy(a)
+	if err != nil {
+		return false
+	}
+	sb, err := factorize.ParseStrategy(b)
+	if err != nil {
+		return false
+	}
+	return factorize.CacheKey(sa) == factorize.CacheKey(sb)
+}
+
 // buildNoise computes the plan's factorization and privacy record (the
 // server's noise; the simulation computes the same in
 // experiment.Experiment.Run from the same plan).
@@ -122,11 +143,11 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 	for _, k := range slices.Sorted(maps.Keys(given)) {
 		v := given[k]
 		if want, ok := recorded[k]; ok {
-			same := v
+			same := v == want
 			if k == "strategy" {
-				same = specOf(v) // as the plan writes it
+				same = sameStrategy(v, want)
 			}
-			if same != want {
+			if !same {
 				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
 			}
 			continue
