@@ -311,7 +311,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		case "epsilon":
 			var b accountant.Bounds
 			floor := 0.0
-			b, err = interruptible(ctx, func() (accountant.Bounds, error) {
+			b, err = cli.Interruptible(ctx, func() (accountant.Bounds, error) {
 				// SampledGaussianEpsilonBounds, keeping the PLD's Floor for
 				// the error below.
 				p, err := accountant.SampledGaussian(q, sigma.v, steps.v, relation)
@@ -331,7 +331,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			res.Eps, res.EpsOptimistic = b.Safe, &b.Optimistic
 		case "delta":
 			var b accountant.Bounds
-			b, err = interruptible(ctx, func() (accountant.Bounds, error) {
+			b, err = cli.Interruptible(ctx, func() (accountant.Bounds, error) {
 				return accountant.SampledGaussianDeltaBounds(q, sigma.v, steps.v, eps.v, relation)
 			})
 			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
@@ -390,32 +390,6 @@ func scale(name string, sigma, sensitivity float64, sensitivitySet bool) (float6
 		err = &accountant.ParamError{Param: "sigma", Value: sigma, Want: pe.Want}
 	}
 	return std, err
-}
-
-// interruptible runs f, which does not take a context (a PLD's bounds at
-// a given sigma: seconds, minutes at 10^9 steps), and returns ctx.Err() as
-// soon as ctx is done, so that SIGINT or SIGTERM ends the command at once
-// (run then exits; f's goroutine goes with the process). A ctx already
-// done returns before f starts.
-func interruptible(ctx context.Context, f func() (accountant.Bounds, error)) (accountant.Bounds, error) {
-	if err := ctx.Err(); err != nil {
-		return accountant.Bounds{}, err
-	}
-	type answer struct {
-		b   accountant.Bounds
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		b, err := f()
-		done <- answer{b, err}
-	}()
-	select {
-	case a := <-done:
-		return a.b, a.err
-	case <-ctx.Done():
-		return accountant.Bounds{}, ctx.Err()
-	}
 }
 
 var examples = map[string]string{

@@ -126,7 +126,10 @@ func solve(ctx context.Context, cfg config, e env) error {
 		}
 	} else if cfg.workload != prefixWorkload {
 		var err error
-		if w, err = loadWorkloadContext(ctx, cfg.workload); err != nil {
+		// Given up when ctx is done (SIGINT or SIGTERM): a FIFO such as
+		// -workload <(cmd) blocks the open until its writer starts, and
+		// each read until it writes.
+		if w, err = cli.Interruptible(ctx, func() (*factorize.Workload, error) { return loadWorkload(cfg.workload) }); err != nil {
 			return err
 		}
 		if cfg.rSet && cfg.r != w.R() {
@@ -265,29 +268,6 @@ func solve(ctx context.Context, cfg config, e env) error {
 		return err
 	}
 	return nil
-}
-
-// loadWorkloadContext is loadWorkload, given up when ctx is done (SIGINT or
-// SIGTERM): a FIFO such as `-workload <(cmd)` blocks the open until its
-// writer starts and each read until it writes, and neither looks at ctx,
-// so the load runs in a goroutine that a cancelled run leaves behind; the
-// process then exits.
-func loadWorkloadContext(ctx context.Context, path string) (*factorize.Workload, error) {
-	type loaded struct {
-		w   *factorize.Workload
-		err error
-	}
-	done := make(chan loaded, 1)
-	go func() {
-		w, err := loadWorkload(path)
-		done <- loaded{w, err}
-	}()
-	select {
-	case l := <-done:
-		return l.w, l.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // loadWorkload reads a workload matrix from a .npy file.

@@ -246,26 +246,9 @@ func loadData(c config) (*dataset.Dataset, error) {
 // loadDataContext is loadData that returns ctx's error once ctx is done,
 // also while a -data file blocks: a FIFO that no process writes blocks in
 // open(2), where the first Ctrl-C, which only cancels ctx, did not reach
-// it. The read is then abandoned to the process's exit.
+// it (cli.Interruptible).
 func loadDataContext(ctx context.Context, c config) (*dataset.Dataset, error) {
-	if c.data.file == "" {
-		return loadData(c)
-	}
-	type result struct {
-		d   *dataset.Dataset
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		d, err := loadData(c)
-		done <- result{d, err}
-	}()
-	select {
-	case r := <-done:
-		return r.d, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return cli.Interruptible(ctx, func() (*dataset.Dataset, error) { return loadData(c) })
 }
 
 // dataError words an error of package dataset about the -data file so

@@ -231,6 +231,10 @@ func checkListen(addr string) error {
 	return nil
 }
 
+// idRefusal matches the end of fednet's refusal of a learner index
+// outside the run: the index, then the largest one.
+var idRefusal = regexp.MustCompile(`learner (-?[0-9]+), want 0\.\.([0-9]+)$`)
+
 // checkServerAddr refuses, before any work, a learner's -server address
 // host:port whose port is not a number 1..65535 or a service name: the
 // dial would fail only when tried, and the learner would retry it for
@@ -737,7 +741,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	}
 	if status.Code(err) == codes.InvalidArgument {
 		// The server numbers its learners 0..n-1 (fednet's refusal).
-		if m := regexp.MustCompile(`learner (-?[0-9]+), want 0\.\.([0-9]+)$`).FindStringSubmatch(err.Error()); m != nil && m[1] == strconv.Itoa(l.opt.ID) {
+		if m := idRefusal.FindStringSubmatch(err.Error()); m != nil && m[1] == strconv.Itoa(l.opt.ID) {
 			return cli.Usagef("-id %d contradicts the server's run: want an index in 0..%s (the server refused it)", l.opt.ID, m[2])
 		}
 	}
