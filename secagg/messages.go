@@ -13,6 +13,9 @@ type Advertise struct {
 	CPub, SPub, SigPub []byte
 }
 
+// keys returns the advertised keys: CPub, SPub and SigPub.
+func (m Advertise) keys() [][]byte { return [][]byte{m.CPub, m.SPub, m.SigPub} }
+
 // EncryptedShare is learner From's pair of Shamir shares (of its masking key
 // and of its self-mask seed) for learner To, sealed with AES-256-GCM (Box,
 // BoxSize bytes), with Commit the SHA-256 commitments to the two shares
