@@ -12,11 +12,9 @@ import (
 // of the messages. RestoreAggregator reads it back.
 func (a *Aggregator) MarshalBinary() ([]byte, error) {
 	w := newWriter(kindSnapshot)
-	b := append(w.b, a.ctx.Run[:]...)
-	b = binary.BigEndian.AppendUint64(b, uint64(a.ctx.Round))
-	b = binary.BigEndian.AppendUint32(b, a.ctx.Attempt)
-	b = appendIDs(b, a.ctx.N, a.ctx.T)
-	b = binary.BigEndian.AppendUint64(b, uint64(a.ctx.Dim))
+	// The context (Run, Round, Attempt, N, T, Dim) as encodeContext
+	// writes it, without the domain.
+	b := append(w.b, a.ctxEnc[len(domain):]...)
 	b = append(b, byte(a.phase))
 	for k := range a.in {
 		for _, ok := range a.in[k] {
