@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"slices"
@@ -291,12 +292,14 @@ func (a *Aggregator) Unmasked(m Unmask) error {
 		}
 	}
 	row := make([]byte, a.ctx.N*ShareSize)
+	// Commit holds the commitment to the share of s, then to that of b.
 	for _, part := range []struct {
 		name string
 		kind byte
+		off  int // of the kind's commitment in Commit
 		want []int
 		got  []KeyShare
-	}{{"Self", 'b', self, m.Self}, {"Secret", 's', secret, m.Secret}} {
+	}{{"Self", 'b', sha256.Size, self, m.Self}, {"Secret", 's', 0, secret, m.Secret}} {
 		if len(part.got) != len(part.want) {
 			return fmt.Errorf("secagg: Unmask from learner %d: %s holds %d shares, want %d", m.From, part.name, len(part.got), len(part.want))
 		}
@@ -309,11 +312,7 @@ func (a *Aggregator) Unmasked(m Unmask) error {
 				return fmt.Errorf("secagg: Unmask from learner %d: share of %d is %d bytes, want %d", m.From, v, len(k.Share), ShareSize)
 			}
 			c := commit(a.ctxEnc, part.kind, v, m.From, k.Share)
-			off := 0
-			if part.kind == 'b' {
-				off = len(c)
-			}
-			if subtle.ConstantTimeCompare(c[:], a.boxes[v][m.From].Commit[off:off+len(c)]) != 1 {
+			if subtle.ConstantTimeCompare(c[:], a.boxes[v][m.From].Commit[part.off:part.off+len(c)]) != 1 {
 				return fmt.Errorf("secagg: Unmask from learner %d: share of %d does not match its dealer's commitment", m.From, v)
 			}
 			copy(row[v*ShareSize:], k.Share)
