@@ -100,11 +100,12 @@ func (p Plan) Validate() error {
 	if !p.Algorithm.Private() {
 		return &ParamError{Param: "Algorithm", Value: p.Algorithm, Want: "Correlated, Independent or BaselineCorrelated (the private algorithms, whose claim is audited)"}
 	}
+	d := Plan{}.WithDefaults()
 	for _, f := range []struct {
 		name string
 		v    int
 		def  int
-	}{{"Learners", p.Learners, 10}, {"Rounds", p.Rounds, 800}, {"Tau", p.Tau, 10}, {"Dim", p.Dim, 60}} {
+	}{{"Learners", p.Learners, d.Learners}, {"Rounds", p.Rounds, d.Rounds}, {"Tau", p.Tau, d.Tau}, {"Dim", p.Dim, d.Dim}} {
 		if f.v < 1 {
 			return &ParamError{Param: f.name, Value: f.v, Want: fmt.Sprintf(">= 1 (WithDefaults reads 0 as unset: %d)", f.def)}
 		}
@@ -113,13 +114,13 @@ func (p Plan) Validate() error {
 		name string
 		v    float64
 		def  float64
-	}{{"Eta", p.Eta, 0.003}, {"EtaG", p.EtaG, 1}, {"Clip", p.Clip, 5}, {"Eps", p.Eps, 5}} {
+	}{{"Eta", p.Eta, d.Eta}, {"EtaG", p.EtaG, d.EtaG}, {"Clip", p.Clip, d.Clip}, {"Eps", p.Eps, d.Eps}} {
 		if !(f.v > 0) || math.IsInf(f.v, 1) {
 			return &ParamError{Param: f.name, Value: f.v, Want: fmt.Sprintf("a finite number > 0 (WithDefaults reads 0 as unset: %v)", f.def)}
 		}
 	}
 	if !(p.Delta > 0 && p.Delta < 1) {
-		return &ParamError{Param: "Delta", Value: p.Delta, Want: "0 < Delta < 1 (WithDefaults reads 0 as unset: 0.001)"}
+		return &ParamError{Param: "Delta", Value: p.Delta, Want: fmt.Sprintf("0 < Delta < 1 (WithDefaults reads 0 as unset: %v)", d.Delta)}
 	}
 	if !(p.Dropout >= 0 && p.Dropout < 1) {
 		return &ParamError{Param: "Dropout", Value: p.Dropout, Want: "a probability 0 <= p < 1"}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"slices"
@@ -60,15 +61,17 @@ func (a *Aggregator) Accepted(p Phase) []int {
 }
 
 // Roster returns U1's advertisements sorted by id, as CloseAdvertise did.
-func (a *Aggregator) Roster() []Advertise { return a.roster(a.ids(PhaseAdvertise)) }
+func (a *Aggregator) Roster() []Advertise { return pick(a.adv, a.ids(PhaseAdvertise)) }
 
 // Signatures returns U4's signatures sorted by signer, as
 // CloseConsistency did.
-func (a *Aggregator) Signatures() []Signature {
-	ids := a.ids(PhaseConsistency)
-	out := make([]Signature, len(ids))
+func (a *Aggregator) Signatures() []Signature { return pick(a.sigs, a.ids(PhaseConsistency)) }
+
+// pick returns the entries of byID at ids, in order.
+func pick[E any](byID []E, ids []int) []E {
+	out := make([]E, len(ids))
 	for i, u := range ids {
-		out[i] = a.sigs[u]
+		out[i] = byID[u]
 	}
 	return out
 }
@@ -114,7 +117,8 @@ func (a *Aggregator) Advertised(m Advertise) error {
 	if err := a.accept(PhaseAdvertise, "Advertise", m.From); err != nil {
 		return err
 	}
-	for _, k := range [][]byte{m.CPub, m.SPub, m.SigPub} {
+	keys := m.keys()
+	for _, k := range keys {
 		if len(k) != KeySize {
 			return fmt.Errorf("secagg: Advertise from learner %d has a key of %d bytes, want %d", m.From, len(k), KeySize)
 		}
@@ -129,13 +133,13 @@ func (a *Aggregator) Advertised(m Advertise) error {
 			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, k.name, err)
 		}
 	}
-	keys := [][]byte{m.CPub, m.SPub, m.SigPub}
 	for i, k := range keys {
-		if slices.ContainsFunc(keys[:i], func(o []byte) bool { return bytes.Equal(o, k) }) {
+		equal := func(o []byte) bool { return bytes.Equal(o, k) }
+		if slices.ContainsFunc(keys[:i], equal) {
 			return fmt.Errorf("secagg: Advertise from learner %d repeats one of its keys", m.From)
 		}
 		for u, ok := range a.in[PhaseAdvertise] {
-			if ok && (bytes.Equal(a.adv[u].CPub, k) || bytes.Equal(a.adv[u].SPub, k) || bytes.Equal(a.adv[u].SigPub, k)) {
+			if ok && slices.ContainsFunc(a.adv[u].keys(), equal) {
 				return fmt.Errorf("secagg: Advertise from learner %d repeats a key of learner %d", m.From, u)
 			}
 		}
@@ -152,15 +156,7 @@ func (a *Aggregator) CloseAdvertise() ([]Advertise, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.roster(ids), nil
-}
-
-func (a *Aggregator) roster(ids []int) []Advertise {
-	out := make([]Advertise, len(ids))
-	for i, u := range ids {
-		out[i] = a.adv[u]
-	}
-	return out
+	return pick(a.adv, ids), nil
 }
 
 // Shared records a learner's phase-1 upload: refused in another phase,
@@ -172,12 +168,7 @@ func (a *Aggregator) Shared(m Shares) error {
 		return err
 	}
 	u1 := a.in[PhaseAdvertise]
-	n := 0
-	for _, ok := range u1 {
-		if ok {
-			n++
-		}
-	}
+	n := len(a.ids(PhaseAdvertise))
 	if len(m.Boxes) != n {
 		return fmt.Errorf("secagg: Shares from learner %d holds %d boxes, want one for each of the %d learners of U1", m.From, len(m.Boxes), n)
 	}
@@ -301,12 +292,14 @@ func (a *Aggregator) Unmasked(m Unmask) error {
 		}
 	}
 	row := make([]byte, a.ctx.N*ShareSize)
+	// Commit holds the commitment to the share of s, then to that of b.
 	for _, part := range []struct {
 		name string
 		kind byte
+		off  int // of the kind's commitment in Commit
 		want []int
 		got  []KeyShare
-	}{{"Self", 'b', self, m.Self}, {"Secret", 's', secret, m.Secret}} {
+	}{{"Self", 'b', sha256.Size, self, m.Self}, {"Secret", 's', 0, secret, m.Secret}} {
 		if len(part.got) != len(part.want) {
 			return fmt.Errorf("secagg: Unmask from learner %d: %s holds %d shares, want %d", m.From, part.name, len(part.got), len(part.want))
 		}
@@ -319,11 +312,7 @@ func (a *Aggregator) Unmasked(m Unmask) error {
 				return fmt.Errorf("secagg: Unmask from learner %d: share of %d is %d bytes, want %d", m.From, v, len(k.Share), ShareSize)
 			}
 			c := commit(a.ctxEnc, part.kind, v, m.From, k.Share)
-			off := 0
-			if part.kind == 'b' {
-				off = len(c)
-			}
-			if subtle.ConstantTimeCompare(c[:], a.boxes[v][m.From].Commit[off:off+len(c)]) != 1 {
+			if subtle.ConstantTimeCompare(c[:], a.boxes[v][m.From].Commit[part.off:part.off+len(c)]) != 1 {
 				return fmt.Errorf("secagg: Unmask from learner %d: share of %d does not match its dealer's commitment", m.From, v)
 			}
 			copy(row[v*ShareSize:], k.Share)

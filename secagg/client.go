@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -97,15 +98,19 @@ func (c *Client) Advertise() (Advertise, error) {
 	return c.adv, nil
 }
 
-func hashAdvertises(roster []Advertise) [32]byte {
-	h := sha256.New()
-	for _, a := range roster {
-		b, _ := a.MarshalBinary()
-		h.Write(b)
+// digest hashes the encodings of ms, a message that does not encode
+// contributing nothing; err is the first such failure.
+func digest[M encoding.BinaryMarshaler](ms []M) (h [32]byte, err error) {
+	d := sha256.New()
+	for _, m := range ms {
+		b, e := m.MarshalBinary()
+		if err == nil {
+			err = e
+		}
+		d.Write(b)
 	}
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
+	d.Sum(h[:0])
+	return h, err
 }
 
 // ShareKeys checks the roster U1 (sorted by id, ids in range, at least T
@@ -116,7 +121,7 @@ func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
 	if err := c.order(2, "ShareKeys"); err != nil {
 		return Shares{}, err
 	}
-	h := hashAdvertises(roster)
+	h, _ := digest(roster) // a malformed entry is refused below
 	if c.step >= 2 {
 		if h != c.rosterHash {
 			return Shares{}, fmt.Errorf("secagg: learner %d: ShareKeys asked again with a different roster", c.id)
@@ -139,7 +144,7 @@ func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
 		if len(a.CPub) != KeySize || len(a.SPub) != KeySize || len(a.SigPub) != KeySize {
 			return Shares{}, fmt.Errorf("secagg: learner %d: roster entry %d has keys of the wrong size, want %d bytes", c.id, a.From, KeySize)
 		}
-		for _, k := range [][]byte{a.CPub, a.SPub, a.SigPub} {
+		for _, k := range a.keys() {
 			if seen[string(k)] {
 				return Shares{}, fmt.Errorf("secagg: learner %d: roster entry %d repeats a key of another entry", c.id, a.From)
 			}
@@ -236,14 +241,12 @@ func (c *Client) MaskedInput(inbox []EncryptedShare, x []uint64) ([]uint64, erro
 	if len(x) != c.ctx.Dim {
 		return nil, fmt.Errorf("secagg: learner %d: input has %d entries, want Dim = %d", c.id, len(x), c.ctx.Dim)
 	}
-	hsh := sha256.New()
-	for _, e := range inbox {
-		b, err := e.MarshalBinary()
-		if err != nil {
-			return nil, fmt.Errorf("secagg: learner %d: inbox: %v", c.id, err)
-		}
-		hsh.Write(b)
+	hin, err := digest(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("secagg: learner %d: inbox: %v", c.id, err)
 	}
+	hsh := sha256.New()
+	hsh.Write(hin[:])
 	buf := make([]byte, 0, 8<<10)
 	for rest := x; len(rest) > 0; {
 		m := min(len(rest), cap(buf)/8)
@@ -367,16 +370,10 @@ func (c *Client) Unmask(survivors []int, sigs []Signature) (Unmask, error) {
 	if !slices.Equal(survivors, c.survivors) {
 		return Unmask{}, fmt.Errorf("secagg: learner %d: Unmask's survivors are not the set it signed", c.id)
 	}
-	hsh := sha256.New()
-	for _, s := range sigs {
-		b, err := s.MarshalBinary()
-		if err != nil {
-			return Unmask{}, fmt.Errorf("secagg: learner %d: %v", c.id, err)
-		}
-		hsh.Write(b)
+	h, err := digest(sigs)
+	if err != nil {
+		return Unmask{}, fmt.Errorf("secagg: learner %d: %v", c.id, err)
 	}
-	var h [32]byte
-	hsh.Sum(h[:0])
 	if c.step >= 5 {
 		if h != c.unmaskHash {
 			return Unmask{}, fmt.Errorf("secagg: learner %d: Unmask asked again with different signatures", c.id)

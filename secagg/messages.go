@@ -13,6 +13,9 @@ type Advertise struct {
 	CPub, SPub, SigPub []byte
 }
 
+// keys returns the advertised keys: CPub, SPub and SigPub.
+func (m Advertise) keys() [][]byte { return [][]byte{m.CPub, m.SPub, m.SigPub} }
+
 // EncryptedShare is learner From's pair of Shamir shares (of its masking key
 // and of its self-mask seed) for learner To, sealed with AES-256-GCM (Box,
 // BoxSize bytes), with Commit the SHA-256 commitments to the two shares
@@ -70,27 +73,62 @@ const (
 var kindNames = map[byte]string{kindAdvertise: "Advertise", kindEncryptedShare: "EncryptedShare",
 	kindShares: "Shares", kindSignature: "Signature", kindUnmask: "Unmask", kindSnapshot: "Aggregator snapshot"}
 
-func header(kind byte) []byte { return []byte{'S', 'A', wireVersion, kind} }
-
-func putID(b []byte, what string, id int) ([]byte, error) {
-	if id < 0 || id >= MaxLearners {
-		return nil, fmt.Errorf("secagg: %s is %d, want 0..%d", what, id, MaxLearners-1)
-	}
-	return binary.BigEndian.AppendUint16(b, uint16(id)), nil
+// codec is one pass over a message's fields in wire order: the writer
+// appends them, the reader decodes them into place. Each message lists its
+// fields once (its fields method), for both directions, so the encoding and
+// the decoding cannot drift apart. Both keep the first error and skip every
+// later field.
+type codec interface {
+	// id is a learner id: a big-endian uint16 below MaxLearners.
+	id(v *int, field string)
+	// bytes is a field of exactly size bytes.
+	bytes(v *[]byte, size int, field string)
+	// list is a list's length n (the writer's; the reader returns what it
+	// read), each entry at least minSize bytes on the wire.
+	list(n, minSize int, field string) int
 }
 
-func putFixed(b []byte, what string, field []byte, size int) ([]byte, error) {
-	if len(field) != size {
-		return nil, fmt.Errorf("secagg: %s is %d bytes, want %d", what, len(field), size)
-	}
-	return append(b, field...), nil
+// writer encodes; a field of the wrong size or an id out of range is an
+// error naming it (what.field).
+type writer struct {
+	b    []byte
+	what string
+	err  error
 }
 
-func putCount(b []byte, what string, n int) ([]byte, error) {
+func newWriter(kind byte) *writer {
+	return &writer{b: []byte{'S', 'A', wireVersion, kind}, what: kindNames[kind]}
+}
+
+func (w *writer) fail(field, format string, args ...any) {
+	if w.err == nil {
+		w.err = fmt.Errorf("secagg: %s.%s "+format, append([]any{w.what, field}, args...)...)
+	}
+}
+
+func (w *writer) id(v *int, field string) {
+	if *v < 0 || *v >= MaxLearners {
+		w.fail(field, "is %d, want 0..%d", *v, MaxLearners-1)
+	} else if w.err == nil {
+		w.b = binary.BigEndian.AppendUint16(w.b, uint16(*v))
+	}
+}
+
+func (w *writer) bytes(v *[]byte, size int, field string) {
+	if len(*v) != size {
+		w.fail(field, "is %d bytes, want %d", len(*v), size)
+	} else if w.err == nil {
+		w.b = append(w.b, *v...)
+	}
+}
+
+func (w *writer) list(n, _ int, field string) int {
 	if n > 1<<16-1 {
-		return nil, fmt.Errorf("secagg: %s has %d entries, want at most %d", what, n, 1<<16-1)
+		w.fail(field, "has %d entries, want at most %d", n, 1<<16-1)
+	} else if w.err == nil {
+		w.b = binary.BigEndian.AppendUint16(w.b, uint16(n))
 	}
-	return binary.BigEndian.AppendUint16(b, uint16(n)), nil
+	return n
 }
 
 // reader decodes with a sticky error: the first failure is kept and every
@@ -150,25 +188,22 @@ func (r *reader) u64(field string) uint64 {
 	return binary.BigEndian.Uint64(b)
 }
 
-func (r *reader) id(field string) int {
-	id := r.u16(field)
-	if r.err == nil && id >= MaxLearners {
-		r.fail("%s is %d, want 0..%d", field, id, MaxLearners-1)
+func (r *reader) id(v *int, field string) {
+	*v = r.u16(field)
+	if r.err == nil && *v >= MaxLearners {
+		r.fail("%s is %d, want 0..%d", field, *v, MaxLearners-1)
 	}
-	return id
 }
 
-func (r *reader) fixed(n int, field string) []byte {
-	b := r.take(n, field)
-	if b == nil {
-		return nil
+func (r *reader) bytes(v *[]byte, size int, field string) {
+	if b := r.take(size, field); b != nil {
+		*v = append([]byte(nil), b...)
 	}
-	return append([]byte(nil), b...)
 }
 
-// count reads a list length and checks that many entries of at least
+// list reads a list length and checks that many entries of at least
 // minSize bytes each fit in what is left.
-func (r *reader) count(field string, minSize int) int {
+func (r *reader) list(_, minSize int, field string) int {
 	n := r.u16(field)
 	if r.err == nil && n*minSize > len(r.b) {
 		r.fail("%s claims %d entries, only %d bytes left", field, n, len(r.b))
@@ -184,35 +219,23 @@ func (r *reader) end() error {
 	return r.err
 }
 
-func (m Advertise) appendTo(b []byte) ([]byte, error) {
-	b, err := putID(b, "Advertise.From", m.From)
-	for _, f := range []struct {
-		name string
-		v    []byte
-	}{{"Advertise.CPub", m.CPub}, {"Advertise.SPub", m.SPub}, {"Advertise.SigPub", m.SigPub}} {
-		if err == nil {
-			b, err = putFixed(b, f.name, f.v, KeySize)
-		}
+// encode is the MarshalBinary of every message: m's fields after the
+// header of kind; nil and the first error if a field is refused.
+func encode[T any](kind byte, m T, fields func(*T, codec)) ([]byte, error) {
+	w := newWriter(kind)
+	fields(&m, w)
+	if w.err != nil {
+		return nil, w.err
 	}
-	return b, err
+	return w.b, nil
 }
 
-func (m *Advertise) read(r *reader) {
-	m.From = r.id("From")
-	m.CPub = r.fixed(KeySize, "CPub")
-	m.SPub = r.fixed(KeySize, "SPub")
-	m.SigPub = r.fixed(KeySize, "SigPub")
-}
-
-// MarshalBinary encodes m; fields of the wrong size are an error.
-func (m Advertise) MarshalBinary() ([]byte, error) { return m.appendTo(header(kindAdvertise)) }
-
-// UnmarshalBinary decodes data into m; a truncated, oversized or foreign
-// encoding is an error.
-func (m *Advertise) UnmarshalBinary(data []byte) error {
-	r := newReader(data, kindAdvertise)
-	var v Advertise
-	v.read(r)
+// decode is the UnmarshalBinary of every message: *m is set only if data
+// is a whole, valid message of kind.
+func decode[T any](data []byte, kind byte, m *T, fields func(*T, codec)) error {
+	r := newReader(data, kind)
+	var v T
+	fields(&v, r)
 	if err := r.end(); err != nil {
 		return err
 	}
@@ -220,155 +243,108 @@ func (m *Advertise) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-const encryptedShareSize = 4 + BoxSize + CommitSize
-
-func (m EncryptedShare) appendTo(b []byte) ([]byte, error) {
-	b, err := putID(b, "EncryptedShare.From", m.From)
-	if err == nil {
-		b, err = putID(b, "EncryptedShare.To", m.To)
+// resize returns s if it has n entries (encoding), else n new ones
+// (decoding; nil for none).
+func resize[E any](s []E, n int) []E {
+	if len(s) == n {
+		return s
 	}
-	if err == nil {
-		b, err = putFixed(b, "EncryptedShare.Box", m.Box, BoxSize)
-	}
-	if err == nil {
-		b, err = putFixed(b, "EncryptedShare.Commit", m.Commit, CommitSize)
-	}
-	return b, err
+	return make([]E, n)
 }
 
-func (m *EncryptedShare) read(r *reader) {
-	m.From = r.id("From")
-	m.To = r.id("To")
-	m.Box = r.fixed(BoxSize, "Box")
-	m.Commit = r.fixed(CommitSize, "Commit")
+func (m *Advertise) fields(c codec) {
+	c.id(&m.From, "From")
+	c.bytes(&m.CPub, KeySize, "CPub")
+	c.bytes(&m.SPub, KeySize, "SPub")
+	c.bytes(&m.SigPub, KeySize, "SigPub")
+}
+
+// MarshalBinary encodes m; fields of the wrong size are an error.
+func (m Advertise) MarshalBinary() ([]byte, error) {
+	return encode(kindAdvertise, m, (*Advertise).fields)
+}
+
+// UnmarshalBinary decodes data into m; a truncated, oversized or foreign
+// encoding is an error.
+func (m *Advertise) UnmarshalBinary(data []byte) error {
+	return decode(data, kindAdvertise, m, (*Advertise).fields)
+}
+
+const encryptedShareSize = 4 + BoxSize + CommitSize
+
+func (m *EncryptedShare) fields(c codec) { m.fieldsIn(c, "") }
+
+// fieldsIn names the fields with prefix in (a list's name).
+func (m *EncryptedShare) fieldsIn(c codec, in string) {
+	c.id(&m.From, in+"From")
+	c.id(&m.To, in+"To")
+	c.bytes(&m.Box, BoxSize, in+"Box")
+	c.bytes(&m.Commit, CommitSize, in+"Commit")
 }
 
 // MarshalBinary encodes m; fields of the wrong size are an error.
 func (m EncryptedShare) MarshalBinary() ([]byte, error) {
-	return m.appendTo(header(kindEncryptedShare))
+	return encode(kindEncryptedShare, m, (*EncryptedShare).fields)
 }
 
 // UnmarshalBinary decodes data into m; a truncated, oversized or foreign
 // encoding is an error.
 func (m *EncryptedShare) UnmarshalBinary(data []byte) error {
-	r := newReader(data, kindEncryptedShare)
-	var v EncryptedShare
-	v.read(r)
-	if err := r.end(); err != nil {
-		return err
+	return decode(data, kindEncryptedShare, m, (*EncryptedShare).fields)
+}
+
+func (m *Shares) fields(c codec) {
+	c.id(&m.From, "From")
+	m.Boxes = resize(m.Boxes, c.list(len(m.Boxes), encryptedShareSize, "Boxes"))
+	for i := range m.Boxes {
+		m.Boxes[i].fieldsIn(c, "Boxes.")
 	}
-	*m = v
-	return nil
 }
 
 // MarshalBinary encodes m; fields of the wrong size are an error.
-func (m Shares) MarshalBinary() ([]byte, error) {
-	b, err := putID(header(kindShares), "Shares.From", m.From)
-	if err == nil {
-		b, err = putCount(b, "Shares.Boxes", len(m.Boxes))
-	}
-	for _, e := range m.Boxes {
-		if err != nil {
-			break
-		}
-		b, err = e.appendTo(b)
-	}
-	return b, err
-}
+func (m Shares) MarshalBinary() ([]byte, error) { return encode(kindShares, m, (*Shares).fields) }
 
 // UnmarshalBinary decodes data into m; a truncated, oversized or foreign
 // encoding is an error.
 func (m *Shares) UnmarshalBinary(data []byte) error {
-	r := newReader(data, kindShares)
-	var v Shares
-	v.From = r.id("From")
-	n := r.count("Boxes", encryptedShareSize)
-	if n > 0 {
-		v.Boxes = make([]EncryptedShare, n)
-		for i := range v.Boxes {
-			v.Boxes[i].read(r)
-		}
-	}
-	if err := r.end(); err != nil {
-		return err
-	}
-	*m = v
-	return nil
+	return decode(data, kindShares, m, (*Shares).fields)
+}
+
+func (m *Signature) fields(c codec) {
+	c.id(&m.From, "From")
+	c.bytes(&m.Sig, SigSize, "Sig")
 }
 
 // MarshalBinary encodes m; fields of the wrong size are an error.
 func (m Signature) MarshalBinary() ([]byte, error) {
-	b, err := putID(header(kindSignature), "Signature.From", m.From)
-	if err == nil {
-		b, err = putFixed(b, "Signature.Sig", m.Sig, SigSize)
-	}
-	return b, err
+	return encode(kindSignature, m, (*Signature).fields)
 }
 
 // UnmarshalBinary decodes data into m; a truncated, oversized or foreign
 // encoding is an error.
 func (m *Signature) UnmarshalBinary(data []byte) error {
-	r := newReader(data, kindSignature)
-	var v Signature
-	v.From = r.id("From")
-	v.Sig = r.fixed(SigSize, "Sig")
-	if err := r.end(); err != nil {
-		return err
-	}
-	*m = v
-	return nil
+	return decode(data, kindSignature, m, (*Signature).fields)
 }
 
-func appendKeyShares(b []byte, what string, s []KeyShare) ([]byte, error) {
-	b, err := putCount(b, what, len(s))
-	for _, k := range s {
-		if err != nil {
-			break
-		}
-		b, err = putID(b, what+".Of", k.Of)
-		if err == nil {
-			b, err = putFixed(b, what+".Share", k.Share, ShareSize)
-		}
+func keyShares(c codec, s *[]KeyShare, what string) {
+	*s = resize(*s, c.list(len(*s), 2+ShareSize, what))
+	for i := range *s {
+		c.id(&(*s)[i].Of, what+".Of")
+		c.bytes(&(*s)[i].Share, ShareSize, what+".Share")
 	}
-	return b, err
 }
 
-func readKeyShares(r *reader, what string) []KeyShare {
-	n := r.count(what, 2+ShareSize)
-	if n == 0 {
-		return nil
-	}
-	s := make([]KeyShare, n)
-	for i := range s {
-		s[i].Of = r.id(what + ".Of")
-		s[i].Share = r.fixed(ShareSize, what+".Share")
-	}
-	return s
+func (m *Unmask) fields(c codec) {
+	c.id(&m.From, "From")
+	keyShares(c, &m.Self, "Self")
+	keyShares(c, &m.Secret, "Secret")
 }
 
 // MarshalBinary encodes m; fields of the wrong size are an error.
-func (m Unmask) MarshalBinary() ([]byte, error) {
-	b, err := putID(header(kindUnmask), "Unmask.From", m.From)
-	if err == nil {
-		b, err = appendKeyShares(b, "Unmask.Self", m.Self)
-	}
-	if err == nil {
-		b, err = appendKeyShares(b, "Unmask.Secret", m.Secret)
-	}
-	return b, err
-}
+func (m Unmask) MarshalBinary() ([]byte, error) { return encode(kindUnmask, m, (*Unmask).fields) }
 
 // UnmarshalBinary decodes data into m; a truncated, oversized or foreign
 // encoding is an error.
 func (m *Unmask) UnmarshalBinary(data []byte) error {
-	r := newReader(data, kindUnmask)
-	var v Unmask
-	v.From = r.id("From")
-	v.Self = readKeyShares(r, "Self")
-	v.Secret = readKeyShares(r, "Secret")
-	if err := r.end(); err != nil {
-		return err
-	}
-	*m = v
-	return nil
+	return decode(data, kindUnmask, m, (*Unmask).fields)
 }

@@ -53,13 +53,7 @@ func NewQuantizer(n, tau int, clip float64) (Quantizer, error) {
 	_, en := math.Frexp(float64(n))
 	_, et := math.Frexp(float64(tau))
 	_, ec := math.Frexp(clip) // n tau clip < 2^(en+et+ec)
-	k := headroomBits - en - et - ec
-	if k > maxScaleBits+2 {
-		k = maxScaleBits + 2
-	}
-	if k < minScaleBits-2 {
-		k = minScaleBits - 2
-	}
+	k := min(max(headroomBits-en-et-ec, minScaleBits-2), maxScaleBits+2)
 	for k > minScaleBits-2 && !fits(n, tau, clip, k) {
 		k--
 	}

@@ -3,7 +3,6 @@ package secagg
 import (
 	"fmt"
 	"io"
-	"slices"
 )
 
 // DropPlan says which learner stops before which phase: learner id sends
@@ -58,27 +57,14 @@ func Run(ctx Context, inputs [][]uint64, drop DropPlan, rand io.Reader, hook fun
 			return nil, nil, err
 		}
 	}
-	// active lists the learners of set that take part in phase p.
-	active := func(p Phase, set []int) []int {
-		return slices.DeleteFunc(slices.Clone(set), func(u int) bool {
-			d, ok := drop[u]
-			return ok && d <= p
-		})
-	}
 	all := make([]int, ctx.N)
 	for u := range all {
 		all[u] = u
 	}
-
-	for _, u := range active(PhaseAdvertise, all) {
-		m, err := clients[u].Advertise()
-		if err != nil {
-			return nil, nil, err
-		}
-		hook(Event{PhaseAdvertise, u, m})
-		if err := agg.Advertised(m); err != nil {
-			return nil, nil, err
-		}
+	err = step(PhaseAdvertise, all, drop, hook, func(u int) (Advertise, error) { return clients[u].Advertise() },
+		func(_ int, m Advertise) error { return agg.Advertised(m) })
+	if err != nil {
+		return nil, nil, err
 	}
 	roster, err := agg.CloseAdvertise()
 	if err != nil {
@@ -89,64 +75,59 @@ func Run(ctx Context, inputs [][]uint64, drop DropPlan, rand io.Reader, hook fun
 		u1[i] = a.From
 	}
 
-	for _, u := range active(PhaseShares, u1) {
-		m, err := clients[u].ShareKeys(roster)
-		if err != nil {
-			return nil, nil, err
-		}
-		hook(Event{PhaseShares, u, m})
-		if err := agg.Shared(m); err != nil {
-			return nil, nil, err
-		}
+	err = step(PhaseShares, u1, drop, hook, func(u int) (Shares, error) { return clients[u].ShareKeys(roster) },
+		func(_ int, m Shares) error { return agg.Shared(m) })
+	if err != nil {
+		return nil, nil, err
 	}
 	u2, err := agg.CloseShares()
 	if err != nil {
 		return nil, nil, err
 	}
 
-	for _, u := range active(PhaseMasked, u2) {
-		y, err := clients[u].MaskedInput(agg.Inbox(u), inputs[u])
-		if err != nil {
-			return nil, nil, err
-		}
-		hook(Event{PhaseMasked, u, y})
-		if err := agg.Masked(u, y); err != nil {
-			return nil, nil, err
-		}
+	err = step(PhaseMasked, u2, drop, hook, func(u int) ([]uint64, error) { return clients[u].MaskedInput(agg.Inbox(u), inputs[u]) },
+		agg.Masked)
+	if err != nil {
+		return nil, nil, err
 	}
 	u3, err := agg.CloseMasked()
 	if err != nil {
 		return nil, nil, err
 	}
 
-	for _, u := range active(PhaseConsistency, u3) {
-		m, err := clients[u].Sign(u3)
-		if err != nil {
-			return nil, nil, err
-		}
-		hook(Event{PhaseConsistency, u, m})
-		if err := agg.Signed(m); err != nil {
-			return nil, nil, err
-		}
+	err = step(PhaseConsistency, u3, drop, hook, func(u int) (Signature, error) { return clients[u].Sign(u3) },
+		func(_ int, m Signature) error { return agg.Signed(m) })
+	if err != nil {
+		return nil, nil, err
 	}
 	sigs, err := agg.CloseConsistency()
 	if err != nil {
 		return nil, nil, err
 	}
 
-	for _, s := range sigs {
-		u := s.From
-		if d, ok := drop[u]; ok && d <= PhaseUnmask {
-			continue
-		}
-		m, err := clients[u].Unmask(u3, sigs)
-		if err != nil {
-			return nil, nil, err
-		}
-		hook(Event{PhaseUnmask, u, m})
-		if err := agg.Unmasked(m); err != nil {
-			return nil, nil, err
-		}
+	err = step(PhaseUnmask, agg.Accepted(PhaseConsistency), drop, hook, func(u int) (Unmask, error) { return clients[u].Unmask(u3, sigs) },
+		func(_ int, m Unmask) error { return agg.Unmasked(m) })
+	if err != nil {
+		return nil, nil, err
 	}
 	return agg.Finish()
+}
+
+// step runs phase p of Run: each learner of set that has not dropped by p
+// sends its message, which hook sees before the aggregator receives it.
+func step[M any](p Phase, set []int, drop DropPlan, hook func(Event), send func(u int) (M, error), receive func(u int, m M) error) error {
+	for _, u := range set {
+		if d, ok := drop[u]; ok && d <= p {
+			continue
+		}
+		m, err := send(u)
+		if err != nil {
+			return err
+		}
+		hook(Event{p, u, m})
+		if err := receive(u, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }

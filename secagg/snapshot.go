@@ -11,12 +11,10 @@ import (
 // phase, every accepted message and the masked sum, in the versioned format
 // of the messages. RestoreAggregator reads it back.
 func (a *Aggregator) MarshalBinary() ([]byte, error) {
-	b := header(kindSnapshot)
-	b = append(b, a.ctx.Run[:]...)
-	b = binary.BigEndian.AppendUint64(b, uint64(a.ctx.Round))
-	b = binary.BigEndian.AppendUint32(b, a.ctx.Attempt)
-	b = appendIDs(b, a.ctx.N, a.ctx.T)
-	b = binary.BigEndian.AppendUint64(b, uint64(a.ctx.Dim))
+	w := newWriter(kindSnapshot)
+	// The context (Run, Round, Attempt, N, T, Dim) as encodeContext
+	// writes it, without the domain.
+	b := append(w.b, a.ctxEnc[len(domain):]...)
 	b = append(b, byte(a.phase))
 	for k := range a.in {
 		for _, ok := range a.in[k] {
@@ -27,29 +25,29 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 			}
 		}
 	}
-	var err error
+	w.b = b
 	for u := range a.ctx.N {
 		if a.in[PhaseAdvertise][u] {
-			if b, err = a.adv[u].appendTo(b); err != nil {
-				return nil, err
-			}
+			a.adv[u].fields(w)
 		}
 		if a.in[PhaseShares][u] {
 			for v := range a.ctx.N {
 				if a.in[PhaseAdvertise][v] {
-					if b, err = a.boxes[u][v].appendTo(b); err != nil {
-						return nil, err
-					}
+					a.boxes[u][v].fields(w)
 				}
 			}
 		}
 		if a.in[PhaseConsistency][u] {
-			b = append(b, a.sigs[u].Sig...)
+			w.bytes(&a.sigs[u].Sig, SigSize, "Sig")
 		}
 		if a.in[PhaseUnmask][u] {
-			b = append(b, a.shares[u]...)
+			w.bytes(&a.shares[u], a.ctx.N*ShareSize, "shares")
 		}
 	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	b = w.b
 	switch {
 	case a.sum == nil:
 		b = append(b, 0)
@@ -112,7 +110,7 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 	}
 	for u := range ctx.N {
 		if a.in[PhaseAdvertise][u] {
-			a.adv[u].read(r)
+			a.adv[u].fields(r)
 			if r.err == nil && a.adv[u].From != u {
 				r.fail("Advertise of %d stored for %d", a.adv[u].From, u)
 			}
@@ -121,7 +119,7 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 			a.boxes[u] = make([]EncryptedShare, ctx.N)
 			for v := range ctx.N {
 				if a.in[PhaseAdvertise][v] {
-					a.boxes[u][v].read(r)
+					a.boxes[u][v].fields(r)
 					if r.err == nil && (a.boxes[u][v].From != u || a.boxes[u][v].To != v) {
 						r.fail("box %d->%d stored for %d->%d", a.boxes[u][v].From, a.boxes[u][v].To, u, v)
 					}
@@ -129,10 +127,11 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 			}
 		}
 		if a.in[PhaseConsistency][u] {
-			a.sigs[u] = Signature{From: u, Sig: r.fixed(SigSize, "Sig")}
+			a.sigs[u].From = u
+			r.bytes(&a.sigs[u].Sig, SigSize, "Sig")
 		}
 		if a.in[PhaseUnmask][u] {
-			a.shares[u] = r.fixed(ctx.N*ShareSize, "shares")
+			r.bytes(&a.shares[u], ctx.N*ShareSize, "shares")
 		}
 	}
 	switch b := r.take(1, "sum flag"); {
