@@ -953,11 +953,9 @@ func (res *i20Result) ceiling(kind string) float64 {
 
 // markdown renders the section with its markers.
 func (res *i20Result) markdown(cmdLine string, when time.Time) string {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	p(issue20Begin)
-	p("## Every core, R = 10^7, banded at 10^5, BLT and the two-sided accountant (issue 20)")
-	p("")
+	var d doc
+	d.line(issue20Begin)
+	d.para("## Every core, R = 10^7, banded at 10^5, BLT and the two-sided accountant (issue 20)")
 	sizes := ""
 	if res.Sizes != "full" {
 		sizes = fmt.Sprintf(" **Sizes %q: a test of the generator, not the issue's sizes; the limits are the issue's.**", res.Sizes)
@@ -966,19 +964,15 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 	if res.Long {
 		long = "with `-long`"
 	}
-	p("Measured by `%s` on %s UTC in %s (estimated beforehand: %s), %s; this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -issue20-only` (add `-long` for banded at R = 10^5).%s Machine: %s, runtime.NumCPU() = %d, this process's GOMAXPROCS %d; load average (1, 5, 15 min) %s at the start, %s at the end.",
+	d.para("Measured by `%s` on %s UTC in %s (estimated beforehand: %s), %s; this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -issue20-only` (add `-long` for banded at R = 10^5).%s Machine: %s, runtime.NumCPU() = %d, this process's GOMAXPROCS %d; load average (1, 5, 15 min) %s at the start, %s at the end.",
 		cmdLine, when.UTC().Format("2006-01-02 15:04"), res.Elapsed.Round(time.Second), res.Estimate.Round(time.Second), long, sizes, res.CPUModel, res.NumCPU, res.GOMAXPROCS, res.LoadBefore, res.LoadAfter)
-	p("")
-	p("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the ceiling, the mechanism and forming B and C in process run in this process with `runtime.GOMAXPROCS(n)` (restored after), and their peak RSS is this process's so far. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
-	p("")
+	d.para("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the ceiling, the mechanism and forming B and C in process run in this process with `runtime.GOMAXPROCS(n)` (restored after), and their peak RSS is this process's so far. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
 	ceil := "not measured"
 	if c, m := res.ceiling("compute"), res.ceiling("memory"); c > 0 && m > 0 {
 		ceil = fmt.Sprintf("%.2f compute-bound, %.2f memory-streaming", c, m)
 	}
-	p("The first two rows (item \"ref\") are this machine's two-core ceiling (%s), measured in the same run with the same alternation and runs: a perfectly parallel kernel split over GOMAXPROCS goroutines with no shared data, register-resident floating point or each goroutine streaming its own array. The paths' ratios should be read against them (a path that streams memory cannot beat the memory ceiling); each path's result gives its ratio as a percentage of the compute-bound ceiling, and PASS or FAIL stays against the issue's %.1f.", ceil, speedupTarget)
-	p("")
-	p("| item | target | command | limit | GOMAXPROCS / NumCPU | wall, GOMAXPROCS=1 | wall, GOMAXPROCS=2 | runs (1, 2) | CPU (1, 2) | peak RSS (1, 2) | result at 2 | same result | ratio 1 / 2 | result |")
-	p("|---|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|")
+	d.para("The first two rows (item \"ref\") are this machine's two-core ceiling (%s), measured in the same run with the same alternation and runs: a perfectly parallel kernel split over GOMAXPROCS goroutines with no shared data, register-resident floating point or each goroutine streaming its own array. The paths' ratios should be read against them (a path that streams memory cannot beat the memory ceiling); each path's result gives its ratio as a percentage of the compute-bound ceiling, and PASS or FAIL stays against the issue's %.1f.", ceil, speedupTarget)
+	d.table("| item | target | command | limit | GOMAXPROCS / NumCPU | wall, GOMAXPROCS=1 | wall, GOMAXPROCS=2 | runs (1, 2) | CPU (1, 2) | peak RSS (1, 2) | result at 2 | same result | ratio 1 / 2 | result |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|")
 	for _, r := range res.Rows {
 		cmd := "`" + r.Command + "`"
 		if r.InProcess {
@@ -986,7 +980,7 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		}
 		procs := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.Procs)), ", "), "[]")
 		if r.NotRun != "" {
-			p("| %s | %s | %s | %s | %s / %d | | | | | | %s | | | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU, r.NotRun, r.NotRun)
+			d.line("| %s | %s | %s | %s | %s / %d | | | | | | %s | | | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU, r.NotRun, r.NotRun)
 			continue
 		}
 		cell := func(procs int, f func(m i20Meas) string) string {
@@ -1036,33 +1030,29 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		if ceil := res.ceiling("compute"); r.Ceiling == "" && r.Ratio > 0 && ceil > 0 {
 			result += fmt.Sprintf(", %.0f%% of the ceiling", 100*r.Ratio/ceil)
 		}
-		p("| %s | %s | %s | %s | %s / %d | %s | %s | %s, %s | %s, %s | %s, %s | %s | %s | %s | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU,
+		d.line("| %s | %s | %s | %s | %s / %d | %s | %s | %s, %s | %s, %s | %s, %s | %s | %s | %s | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU,
 			cell(1, wall), cell(2, wall), cell(1, runs), cell(2, runs), cell(1, cpu), cell(2, cpu), cell(1, rss), cell(2, rss),
 			out, r.Same, ratio, result)
 	}
-	p("")
-	p("The accountant's rows are its slowest points of the issue's box (q in [1e-4, 1], sigma in [0.5, 20], T up to 10^6); `dpacct epsilon -sampling` prints the safe eps and the optimistic one (`eps_optimistic`), and the width is (safe - optimistic) / safe. The whole grid of 100 points with its widths and times is in [docs/privacy.md](privacy.md), \"Grid and cost\" (`go test -run '^$' -bench PLDBounds -benchtime 1x ./bench/`), which also says how the rounding is bounded rigorously (no fixed allowance).")
-	p("")
+	d.line("")
+	d.para("The accountant's rows are its slowest points of the issue's box (q in [1e-4, 1], sigma in [0.5, 20], T up to 10^6); `dpacct epsilon -sampling` prints the safe eps and the optimistic one (`eps_optimistic`), and the width is (safe - optimistic) / safe. The whole grid of 100 points with its widths and times is in [docs/privacy.md](privacy.md), \"Grid and cost\" (`go test -run '^$' -bench PLDBounds -benchtime 1x ./bench/`), which also says how the rounding is bounded rigorously (no fixed allowance).")
 
 	v := res.bltChecks()
-	p("### BLT and the number of buffers (item 4)")
-	p("")
-	p("In this process (GOMAXPROCS %d): `factorize.ParseStrategy(\"blt:buffers=K\")` (the same as `mfsolve -R R -strategy blt:buffers=K -json`), loss only where the strategy has that path in this build (`factorize.WithLossOnly`), else with dense B and C up to R = %d; single participation. Sqrt-normalized (`-strategy sqrt-normalized`) the same way; where it has neither, the check against it is skipped and says why. Non-increasing allows a relative %g for rounding of the reported losses. Time: the whole computation (the fit is by continuation, so K buffers fit every level up to K); the last K at the largest R is the median of its runs.", res.BLTProcs, bltDenseMax, bltSlack)
-	p("")
-	p("| R | K | loss | loss / sqrt-normalized - 1 | time | runs | path |")
-	p("|---:|---:|---:|---:|---:|---:|---|")
+	d.para("### BLT and the number of buffers (item 4)")
+	d.para("In this process (GOMAXPROCS %d): `factorize.ParseStrategy(\"blt:buffers=K\")` (the same as `mfsolve -R R -strategy blt:buffers=K -json`), loss only where the strategy has that path in this build (`factorize.WithLossOnly`), else with dense B and C up to R = %d; single participation. Sqrt-normalized (`-strategy sqrt-normalized`) the same way; where it has neither, the check against it is skipped and says why. Non-increasing allows a relative %g for rounding of the reported losses. Time: the whole computation (the fit is by continuation, so K buffers fit every level up to K); the last K at the largest R is the median of its runs.", res.BLTProcs, bltDenseMax, bltSlack)
+	d.table("| R | K | loss | loss / sqrt-normalized - 1 | time | runs | path |", "|---:|---:|---:|---:|---:|---:|---|")
 	for _, bl := range res.BLT {
 		if bl.Err != "" {
-			p("| %d | %d | error: %s | | | | |", bl.R, bl.K, bl.Err)
+			d.line("| %d | %d | error: %s | | | | |", bl.R, bl.K, bl.Err)
 			continue
 		}
 		rel := "—"
 		if sq, ok := res.SqrtNorm[bl.R]; ok {
 			rel = fmt.Sprintf("%+.3f%%", 100*(bl.Loss/sq-1))
 		}
-		p("| %d | %d | %.10g | %s | %s | %d | %s |", bl.R, bl.K, bl.Loss, rel, secs(bl.Seconds), bl.Runs, bl.How)
+		d.line("| %d | %d | %.10g | %s | %s | %d | %s |", bl.R, bl.K, bl.Loss, rel, secs(bl.Seconds), bl.Runs, bl.How)
 	}
-	p("")
+	d.line("")
 	var sq []string
 	var rs []int
 	for r := range res.SqrtNorm {
@@ -1079,20 +1069,16 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 			sq = append(sq, fmt.Sprintf("R = %d: not computed (%s)", r, res.SqrtNormNote[r]))
 		}
 	}
-	p("Sqrt-normalized: %s.", strings.Join(sq, "; "))
-	p("")
-	p("- Non-increasing in K at each R: %s.", verdict(v.Mono))
+	d.para("Sqrt-normalized: %s.", strings.Join(sq, "; "))
+	d.line("- Non-increasing in K at each R: %s.", verdict(v.Mono))
 	skipped := ""
 	if len(v.Skipped) > 0 {
 		skipped = "; skipped at " + strings.Join(v.Skipped, "; ")
 	}
-	p("- K >= 6 at most 0.1%% above sqrt-normalized: %s%s.", verdict(v.NearSqrt), skipped)
-	p("- Time at the largest R under a minute: %s.", verdict(v.Fast))
-	p("")
-	p("Under %d-min-separation at R = %d (`-participation minsep:%d`): BLT with K buffers against the banded square root with the same memory, `bsr:bands=K+1` (K rows of the forward substitution, as BLT keeps K buffers).", res.MinSepB, res.MinSepR, res.MinSepB)
-	p("")
-	p("| K | blt loss | time | bsr (K + 1 bands) loss |")
-	p("|---:|---:|---:|---:|")
+	d.line("- K >= 6 at most 0.1%% above sqrt-normalized: %s%s.", verdict(v.NearSqrt), skipped)
+	d.para("- Time at the largest R under a minute: %s.", verdict(v.Fast))
+	d.para("Under %d-min-separation at R = %d (`-participation minsep:%d`): BLT with K buffers against the banded square root with the same memory, `bsr:bands=K+1` (K rows of the forward substitution, as BLT keeps K buffers).", res.MinSepB, res.MinSepR, res.MinSepB)
+	d.table("| K | blt loss | time | bsr (K + 1 bands) loss |", "|---:|---:|---:|---:|")
 	for i, bl := range res.MinSep {
 		loss := fmt.Sprintf("%.10g", bl.Loss)
 		if bl.Err != "" {
@@ -1105,13 +1091,13 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 				bsr = "error: " + res.BSR[i].Err
 			}
 		}
-		p("| %d | %s | %s | %s |", bl.K, loss, secs(bl.Seconds), bsr)
+		d.line("| %d | %s | %s | %s |", bl.K, loss, secs(bl.Seconds), bsr)
 	}
-	p("")
-	p("- Non-increasing in K: %s.", verdict(v.MinSepMono))
-	p("- Never above bsr with the same memory: %s.", verdict(v.MinSepBSR))
-	p(issue20End)
-	return b.String()
+	d.line("")
+	d.line("- Non-increasing in K: %s.", verdict(v.MinSepMono))
+	d.line("- Never above bsr with the same memory: %s.", verdict(v.MinSepBSR))
+	d.line(issue20End)
+	return d.String()
 }
 
 // replaceIssue20 writes the section into the report at path: in place of
