@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 // cliResult is the JSON object that `mfsolve -json` prints (docs/cli.md).
@@ -68,7 +69,7 @@ func spawn(args []string, reportPath string) int {
 		fmt.Fprintf(os.Stderr, "scaling: launcher: %v\n", err)
 		return 1
 	}
-	rep.CPU, rep.MaxRSS = childUsage(cmd.ProcessState)
+	rep.CPU, rep.MaxRSS = procusage.Child(cmd.ProcessState)
 	b, _ := json.Marshal(rep)
 	if werr := os.WriteFile(reportPath, b, 0o644); werr != nil {
 		fmt.Fprintf(os.Stderr, "scaling: launcher: %v\n", werr)

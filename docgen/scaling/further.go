@@ -88,16 +88,11 @@ func buildAt(ctx context.Context, root, rev, dir string) (string, error) {
 		return "", fmt.Errorf("git archive %s: %v: %s", rev, err, strings.TrimSpace(string(out)))
 	}
 	bin := filepath.Join(dir, "mfsolve-"+rev)
-	return bin, goBuild(ctx, src, bin)
+	return bin, goBuild(ctx, src, "./cmd/mfsolve", bin)
 }
 
-// goBuild builds cmd/mfsolve of the module at dir into bin.
-func goBuild(ctx context.Context, dir, bin string) error {
-	return goBuildPkg(ctx, dir, "./cmd/mfsolve", bin)
-}
-
-// goBuildPkg builds the command pkg of the module at dir into bin.
-func goBuildPkg(ctx context.Context, dir, pkg, bin string) error {
+// goBuild builds the command pkg of the module at dir into bin.
+func goBuild(ctx context.Context, dir, pkg, bin string) error {
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
@@ -120,7 +115,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "mfsolve")
-	if err := goBuild(ctx, root, bin); err != nil {
+	if err := goBuild(ctx, root, "./cmd/mfsolve", bin); err != nil {
 		return nil, err
 	}
 	logf(log, "further: building the reference mfsolve at %s", furtherRef)

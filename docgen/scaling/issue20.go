@@ -20,6 +20,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/ceiling"
 	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/internal/procusage"
 	"github.com/dpmf/dpmf/mechanism"
 	"gonum.org/v1/gonum/mat"
 )
@@ -453,11 +454,11 @@ func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error
 			h := sha256.New()
 			var secs, cpus []float64
 			for range e.sizes.MechRounds {
-				start, c0 := time.Now(), cpuSeconds()
+				start, c0 := time.Now(), procusage.SelfCPU()
 				if err := m.Next(dst); err != nil {
 					return err
 				}
-				secs, cpus = append(secs, time.Since(start).Seconds()), append(cpus, cpuSeconds()-c0)
+				secs, cpus = append(secs, time.Since(start).Seconds()), append(cpus, procusage.SelfCPU()-c0)
 				buf = buf[:0]
 				for _, v := range dst {
 					buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
@@ -466,7 +467,7 @@ func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error
 			}
 			s.Seconds, s.CPU = docgen.Median(secs), docgen.Median(cpus)
 			s.Digest = hex.EncodeToString(h.Sum(nil))[:12]
-			s.RSS = selfRSS()
+			s.RSS = procusage.SelfRSS()
 			return nil
 		})
 		return s, err
@@ -524,13 +525,13 @@ func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
 				return fmt.Errorf("ceiling kernel %q: want compute or memory", kind)
 			}
 			runtime.GC()
-			start, c0 := time.Now(), cpuSeconds()
+			start, c0 := time.Now(), procusage.SelfCPU()
 			parts := ceiling.Split(ceilUnits, unit)
-			s.Seconds, s.CPU = time.Since(start).Seconds(), cpuSeconds()-c0
+			s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
 			for _, v := range parts {
 				s.Value += v
 			}
-			s.Iters, s.RSS = size, selfRSS()
+			s.Iters, s.RSS = size, procusage.SelfRSS()
 			return nil
 		})
 		return s, err
@@ -550,7 +551,7 @@ func (e *i20Env) formRun(w *factorize.Workload) func(int) (i20Sample, error) {
 				return err
 			}
 			runtime.GC()
-			start, c0 := time.Now(), cpuSeconds()
+			start, c0 := time.Now(), procusage.SelfCPU()
 			f, err := strat.Factorize(e.ctx, w, factorize.SingleParticipation())
 			if err != nil {
 				return err
@@ -559,8 +560,8 @@ func (e *i20Env) formRun(w *factorize.Workload) func(int) (i20Sample, error) {
 			if err != nil {
 				return err
 			}
-			s.Seconds, s.CPU = time.Since(start).Seconds(), cpuSeconds()-c0
-			s.Value, s.Gap, s.Iters, s.RSS = f.Metrics.Loss, f.Gap, f.Iterations, selfRSS()
+			s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
+			s.Value, s.Gap, s.Iters, s.RSS = f.Metrics.Loss, f.Gap, f.Iterations, procusage.SelfRSS()
 			s.Digest = denseDigest(b, c)
 			return nil
 		})
@@ -768,10 +769,10 @@ func runIssue20(ctx context.Context, cfg config, log io.Writer) (*i20Result, err
 	est := estimate(rows, cfg.reps, z.EstScale) + bltEst*z.EstScale
 	res.Estimate = time.Duration(est * float64(time.Second))
 	logf(log, "issue20: %d rows and the BLT tables at sizes %s, -reps %d: estimated %s on a quiet 2-core machine, and the builds of mfsolve and dpacct", len(rows), z.Name, cfg.reps, res.Estimate.Round(time.Second))
-	if err := goBuildPkg(ctx, root, "./cmd/mfsolve", e.mfsolve); err != nil {
+	if err := goBuild(ctx, root, "./cmd/mfsolve", e.mfsolve); err != nil {
 		return nil, err
 	}
-	if err := goBuildPkg(ctx, root, "./cmd/dpacct", e.acct); err != nil {
+	if err := goBuild(ctx, root, "./cmd/dpacct", e.acct); err != nil {
 		return nil, err
 	}
 	for i := range rows {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 // The participation section of the report: the certified fixed-epoch and
@@ -102,9 +103,9 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 	p.M, err = measure(p.R, reps, func() (outcome, error) {
 		cctx, cancel := context.WithTimeout(ctx, partCap)
 		defer cancel()
-		c0 := cpuSeconds()
+		c0 := procusage.SelfCPU()
 		f, err := solve(cctx, w, func(pr factorize.Progress) { last = pr })
-		cpu = append(cpu, cpuSeconds()-c0)
+		cpu = append(cpu, procusage.SelfCPU()-c0)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -122,9 +123,9 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 	ref := optimalRun(ctx, w, factorize.Options{LossOnly: true, Tol: p.Tol})
 	cpu = cpu[:0]
 	p.Ref, err = measure(p.R, reps, func() (outcome, error) {
-		c0 := cpuSeconds()
+		c0 := procusage.SelfCPU()
 		o, err := ref()
-		cpu = append(cpu, cpuSeconds()-c0)
+		cpu = append(cpu, procusage.SelfCPU()-c0)
 		return o, err
 	})
 	p.RefCPU = docgen.Median(cpu)
@@ -155,7 +156,7 @@ func participationMarkdown(runs []partRun, cmdLine string, when time.Time) strin
 			d.line("| %s | %s | %d | %.0e | %s | stopped at %s | %s | 1 | %d | | %.1e (not certified) | | %s, %s | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.StoppedSecs), cpuCell(r.CPU), r.StoppedIter, r.StoppedGap, secs(r.Ref.Seconds), cpuCell(r.RefCPU), result)
 		default:
 			cpuRatio := unknownUsage
-			if usageKnown {
+			if procusage.Known {
 				cpuRatio = fmt.Sprintf("%.1f", r.CPU/r.RefCPU)
 			}
 			d.line("| %s | %s | %d | %.0e | %s | %s | %s | %d | %d | %d | %.1e | %.10g | %s, %s | %.1f, %s | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.M.Seconds), cpuCell(r.CPU), r.M.Runs, r.M.Out.Iters, r.M.Out.Roots, r.M.Out.Gap, r.M.Out.Loss, secs(r.Ref.Seconds), cpuCell(r.RefCPU), r.M.Seconds/r.Ref.Seconds, cpuRatio, result)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 // agreementTol is the largest relative difference allowed between the
@@ -39,12 +40,12 @@ func mb(b float64) string {
 }
 
 // unknownUsage is what the tables print for a CPU time or peak RSS on a
-// platform that does not measure them (see usageKnown).
+// platform that does not measure them (see procusage.Known).
 const unknownUsage = "unknown (no getrusage)"
 
 // rssCell formats a peak RSS in bytes for a table, or says it is unknown.
 func rssCell(b int64) string {
-	if !usageKnown {
+	if !procusage.Known {
 		return unknownUsage
 	}
 	return mb(float64(b))
@@ -52,7 +53,7 @@ func rssCell(b int64) string {
 
 // cpuCell formats a CPU time in seconds for a table, or says it is unknown.
 func cpuCell(s float64) string {
-	if !usageKnown {
+	if !procusage.Known {
 		return unknownUsage
 	}
 	return secs(s)
@@ -63,7 +64,7 @@ func cpuCell(s float64) string {
 // be checked, and that is a failed check too.
 func rssCheck(b, limit int64) string {
 	switch {
-	case !usageKnown:
+	case !procusage.Known:
 		return fmt.Sprintf("peak RSS unknown, limit %s not checked", mb(float64(limit)))
 	case b > limit:
 		return fmt.Sprintf("peak RSS %s > %s", mb(float64(b)), mb(float64(limit)))
