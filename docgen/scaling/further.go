@@ -35,15 +35,14 @@ const (
 
 // furtherCLI is one timed mfsolve target with its reference.
 type furtherCLI struct {
-	Name    string
-	Args    []string
-	Limit   float64 // seconds
-	RSS     int64   // bytes; 0 for no limit
-	NoRef   bool    // the reference is not run (too slow)
-	M, Ref  cliMeasurement
-	Err     string
-	RefErr  string
-	RefRuns int
+	Name   string
+	Args   []string
+	Limit  float64 // seconds
+	RSS    int64   // bytes; 0 for no limit
+	NoRef  bool    // the reference is not run (too slow)
+	M, Ref cliMeasurement
+	Err    string
+	RefErr string
 }
 
 func (t furtherCLI) pass() bool {

@@ -155,8 +155,11 @@ type i20Row struct {
 	est []float64
 	// run takes one run at the given GOMAXPROCS.
 	run func(procs int) (i20Sample, error)
-	// check adds the failed checks of a measured row.
-	check func(r *i20Row)
+	// The limits that evaluate checks (0: none): maxGap on the certified
+	// gap at each GOMAXPROCS (on the width for the accountant), maxSecs and
+	// maxRSS on the time and peak RSS at GOMAXPROCS=2.
+	maxGap, maxSecs float64
+	maxRSS          int64
 }
 
 // pass reports whether the target is met.
@@ -186,10 +189,29 @@ func (r *i20Row) evaluate() {
 			r.Checks = append(r.Checks, fmt.Sprintf("ratio %.2f < %.1f", r.Ratio, speedupTarget))
 		}
 	}
-	if r.check != nil {
-		r.check(r)
+	for _, m := range r.M {
+		switch {
+		case r.maxGap == 0 || m.Runs == 0 || m.Last.Gap <= r.maxGap:
+		case r.accountant():
+			r.Checks = append(r.Checks, fmt.Sprintf("width %.1e at GOMAXPROCS=%d > 1e-3", m.Last.Gap, m.Procs))
+		default:
+			r.Checks = append(r.Checks, fmt.Sprintf("gap %.1e at GOMAXPROCS=%d, want <= %g", m.Last.Gap, m.Procs, r.maxGap))
+		}
+	}
+	if m, ok := r.at(2); ok && m.Runs > 0 {
+		if r.maxSecs > 0 && m.Seconds > r.maxSecs {
+			r.Checks = append(r.Checks, fmt.Sprintf("%s at GOMAXPROCS=2 > %s", secs(m.Seconds), secs(r.maxSecs)))
+		}
+		if r.maxRSS > 0 {
+			if c := rssCheck(m.RSS, r.maxRSS); c != "" {
+				r.Checks = append(r.Checks, c)
+			}
+		}
 	}
 }
+
+// accountant reports whether the row runs dpacct (its gap is a width).
+func (r i20Row) accountant() bool { return strings.HasPrefix(r.Command, "dpacct") }
 
 // verdict renders the row's result: PASS, or FAIL with the failed checks
 // and errors; a reference row's is "reference".
@@ -342,7 +364,6 @@ type i20Env struct {
 	ctx           context.Context
 	tmp           string
 	mfsolve, acct string
-	reps          int
 	sizes         i20Sizes
 	long          bool
 	log           io.Writer
@@ -366,25 +387,35 @@ func (e *i20Env) capped(limit time.Duration, procs int, argv []string) (cliRun, 
 	return r, out, err
 }
 
-// mfsolveRun returns a run of mfsolve with args, stopped after limit (0:
-// i20Cap); digest, if not nil, hashes what it wrote.
-func (e *i20Env) mfsolveRun(args []string, limit time.Duration, digest func() (string, error)) func(int) (i20Sample, error) {
+// commandRun returns a run of bin with args, stopped after limit (0:
+// i20Cap), whose standard output read turns into the sample's result.
+func (e *i20Env) commandRun(bin string, args []string, limit time.Duration, read func(out []byte, s *i20Sample) error) func(int) (i20Sample, error) {
 	return func(procs int) (i20Sample, error) {
-		r, out, err := e.capped(limit, procs, append([]string{e.mfsolve}, args...))
+		r, out, err := e.capped(limit, procs, append([]string{bin}, args...))
 		s := i20Sample{Seconds: r.Seconds, CPU: r.CPU, RSS: r.MaxRSS}
 		if err != nil {
 			return s, err
 		}
+		return s, read(out, &s)
+	}
+}
+
+// mfsolveRun returns a run of mfsolve with args, stopped after limit (0:
+// i20Cap); digest, if not nil, hashes what it wrote.
+func (e *i20Env) mfsolveRun(args []string, limit time.Duration, digest func() (string, error)) func(int) (i20Sample, error) {
+	return e.commandRun(e.mfsolve, args, limit, func(out []byte, s *i20Sample) error {
 		var c cliResult
 		if err := json.Unmarshal(out, &c); err != nil {
-			return s, fmt.Errorf("output %q is not the JSON summary: %v", out, err)
+			return fmt.Errorf("output %q is not the JSON summary: %v", out, err)
 		}
 		s.Value, s.Gap, s.Iters = c.Loss, c.Gap, c.Iterations
-		if digest != nil {
-			s.Digest, err = digest()
+		if digest == nil {
+			return nil
 		}
-		return s, err
-	}
+		var err error
+		s.Digest, err = digest()
+		return err
+	})
 }
 
 // dpacctResult is the part of `dpacct epsilon -json` read here.
@@ -397,22 +428,17 @@ type dpacctResult struct {
 // reads both sides: Value the safe eps, Other the optimistic one, Gap the
 // width (safe - optimistic) / safe.
 func (e *i20Env) dpacctRun(args []string) func(int) (i20Sample, error) {
-	return func(procs int) (i20Sample, error) {
-		r, out, err := e.capped(0, procs, append([]string{e.acct}, args...))
-		s := i20Sample{Seconds: r.Seconds, CPU: r.CPU, RSS: r.MaxRSS}
-		if err != nil {
-			return s, err
-		}
+	return e.commandRun(e.acct, args, 0, func(out []byte, s *i20Sample) error {
 		var d dpacctResult
 		if err := json.Unmarshal(out, &d); err != nil {
-			return s, fmt.Errorf("output %q is not dpacct's JSON: %v", out, err)
+			return fmt.Errorf("output %q is not dpacct's JSON: %v", out, err)
 		}
 		if !(d.Eps > 0) || !(d.EpsOptimistic <= d.Eps) {
-			return s, fmt.Errorf("eps %v, eps_optimistic %v: want 0 < optimistic <= safe", d.Eps, d.EpsOptimistic)
+			return fmt.Errorf("eps %v, eps_optimistic %v: want 0 < optimistic <= safe", d.Eps, d.EpsOptimistic)
 		}
 		s.Value, s.Other, s.Gap = d.Eps, d.EpsOptimistic, (d.Eps-d.EpsOptimistic)/d.Eps
-		return s, nil
-	}
+		return nil
+	})
 }
 
 // fileDigest returns the first 12 hex digits of the SHA-256 of the files.
@@ -610,36 +636,6 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	show := func(bin string, args []string) string {
 		return strings.Join(append([]string{bin}, args...), " ")
 	}
-	gapCheck := func(tol float64) func(r *i20Row) {
-		return func(r *i20Row) {
-			for _, m := range r.M {
-				if m.Runs > 0 && !(m.Last.Gap <= tol) {
-					r.Checks = append(r.Checks, fmt.Sprintf("gap %.1e at GOMAXPROCS=%d, want <= %g", m.Last.Gap, m.Procs, tol))
-				}
-			}
-		}
-	}
-	limitAt2 := func(limit float64, rss int64) func(r *i20Row) {
-		return func(r *i20Row) {
-			if m, ok := r.at(2); ok && m.Runs > 0 {
-				if m.Seconds > limit {
-					r.Checks = append(r.Checks, fmt.Sprintf("%s at GOMAXPROCS=2 > %s", secs(m.Seconds), secs(limit)))
-				}
-				if rss > 0 {
-					if c := rssCheck(m.RSS, rss); c != "" {
-						r.Checks = append(r.Checks, c)
-					}
-				}
-			}
-		}
-	}
-	all := func(fs ...func(r *i20Row)) func(r *i20Row) {
-		return func(r *i20Row) {
-			for _, f := range fs {
-				f(r)
-			}
-		}
-	}
 	var rows []i20Row
 	add := func(r i20Row) { rows = append(rows, r) }
 
@@ -661,32 +657,32 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	a := structArgs(z.Structured)
 	add(i20Row{Item: "1, 2", Name: fmt.Sprintf("structured optimum, R = %d, loss only, gap 1e-8", z.Structured),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 8 s at 2", speedupTarget), Procs: both,
-		est: []float64{11, 6.5}, run: e.mfsolveRun(a, 0, nil), check: all(gapCheck(1e-8), limitAt2(8, 0))})
+		est: []float64{11, 6.5}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 8})
 	a = structArgs(z.Large)
 	add(i20Row{Item: "2", Name: fmt.Sprintf("structured optimum, R = %d, loss only, gap 1e-8", z.Large),
 		Command: show("mfsolve", a), Limit: "<= 120 s and 3 GB at 2", Procs: two,
-		est: []float64{110}, run: e.mfsolveRun(a, 0, nil), check: all(gapCheck(1e-8), limitAt2(120, 3e9))})
+		est: []float64{110}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 120, maxRSS: 3e9})
 	a = []string{"-R", fmt.Sprint(z.Dense), "-strategy", "optimal:path=dense", "-loss-only", "-no-cache", "-json"}
 	add(i20Row{Item: "1", Name: fmt.Sprintf("dense path, prefix sums, R = %d, loss only, gap 1e-10", z.Dense),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
-		est: []float64{47, 28}, run: e.mfsolveRun(a, 0, nil), check: gapCheck(1e-10)})
+		est: []float64{47, 28}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-10})
 	bPath, cPath := filepath.Join(e.tmp, "B.npy"), filepath.Join(e.tmp, "C.npy")
 	a = []string{"-R", fmt.Sprint(z.Forms), "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}
 	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, bytesText(16*float64(z.Forms)*float64(z.Forms))),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
-		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), check: gapCheck(1e-10)})
+		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), maxGap: 1e-10})
 
 	bandSpec := fmt.Sprintf("banded:bands=%d", z.Bands)
 	part := fmt.Sprintf("minsep:%d", z.Bands)
 	a = append([]string{"-R", fmt.Sprint(z.Banded), "-strategy", bandSpec, "-participation", part}, append(lossOnlyFlag(bandSpec), "-no-cache", "-json")...)
 	add(i20Row{Item: "1, 3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-8 (banded's default)", z.Banded, z.Bands),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 20 s at 2", speedupTarget), Procs: both,
-		est: []float64{86, 80}, run: e.mfsolveRun(a, 0, nil), check: all(gapCheck(1e-8), limitAt2(20, 0))})
+		est: []float64{86, 80}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 20})
 	longSpec := bandSpec + ",tol=1e-6"
 	a = append([]string{"-R", fmt.Sprint(z.BandedLong), "-strategy", longSpec, "-participation", part}, append(lossOnlyFlag(longSpec), "-no-cache", "-json")...)
 	long := i20Row{Item: "3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-6", z.BandedLong, z.Bands),
 		Command: show("mfsolve", a), Limit: "<= 10 min at 2 (stopped at 11 min)", Procs: two,
-		est: []float64{660}, run: e.mfsolveRun(a, 11*time.Minute, nil), check: all(gapCheck(1e-6), limitAt2(600, 0))}
+		est: []float64{660}, run: e.mfsolveRun(a, 11*time.Minute, nil), maxGap: 1e-6, maxSecs: 600}
 	switch {
 	case !e.long:
 		long.NotRun = "not run (-long)"
@@ -699,14 +695,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		a := []string{"epsilon", "-sigma", fmt.Sprint(pt.Sigma), "-delta", fmt.Sprint(pldDelta), "-sampling", fmt.Sprint(pt.Q), "-steps", fmt.Sprint(pt.Steps), "-json"}
 		add(i20Row{Item: "1, 5", Name: fmt.Sprintf("PLD accountant, q = %g, sigma = %g, T = %d, delta = %g, both sides", pt.Q, pt.Sigma, pt.Steps, pldDelta),
 			Command: show("dpacct", a), Limit: fmt.Sprintf("ratio >= %.1f; width <= 1e-3; <= 5 s at 2", speedupTarget), Procs: both,
-			est: []float64{5, 3.5}, run: e.dpacctRun(a), check: func(r *i20Row) {
-				for _, m := range r.M {
-					if m.Runs > 0 && !(m.Last.Gap <= 1e-3) {
-						r.Checks = append(r.Checks, fmt.Sprintf("width %.1e at GOMAXPROCS=%d > 1e-3", m.Last.Gap, m.Procs))
-					}
-				}
-				limitAt2(5, 0)(r)
-			}})
+			est: []float64{5, 3.5}, run: e.dpacctRun(a), maxGap: 1e-3, maxSecs: 5})
 	}
 
 	w, err := factorize.Prefix(z.MechRounds)
@@ -728,7 +717,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d, in process (solve and form, not written)", z.Forms),
 		Command: fmt.Sprintf("in process: `factorize.ParseStrategy(\"optimal\")` on Prefix(%d), then `Factors()` (as `mfsolve -o B.npy -C C.npy` computes them), GC before each run", z.Forms),
 		Limit:   fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both, InProcess: true,
-		est: []float64{5, 3}, run: e.formRun(wf), check: gapCheck(1e-10),
+		est: []float64{5, 3}, run: e.formRun(wf), maxGap: 1e-10,
 		show: func(m i20Meas) string {
 			return fmt.Sprintf("loss %.12g, gap %.1e, %d iterations, B and C digest %s", m.Last.Value, m.Last.Gap, m.Last.Iters, m.Last.Digest)
 		}})
@@ -754,7 +743,7 @@ func runIssue20(ctx context.Context, cfg config, log io.Writer) (*i20Result, err
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	e := &i20Env{ctx: ctx, tmp: tmp, mfsolve: filepath.Join(tmp, "mfsolve"), acct: filepath.Join(tmp, "dpacct"), reps: cfg.reps, sizes: z, long: cfg.long, log: log}
+	e := &i20Env{ctx: ctx, tmp: tmp, mfsolve: filepath.Join(tmp, "mfsolve"), acct: filepath.Join(tmp, "dpacct"), sizes: z, long: cfg.long, log: log}
 	rows, err := e.i20Rows()
 	if err != nil {
 		return nil, err
@@ -1001,7 +990,7 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		out := "—"
 		if m, ok := r.at(2); ok && m.Runs > 0 {
 			switch {
-			case strings.HasPrefix(r.Command, "dpacct"):
+			case r.accountant():
 				out = fmt.Sprintf("eps in [%.10g, %.10g], width %.1e", m.Last.Other, m.Last.Value, m.Last.Gap)
 			case r.show != nil:
 				out = r.show(m)
