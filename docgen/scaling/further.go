@@ -16,7 +16,6 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/internal/figure"
-	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/npy"
 )
 
@@ -237,20 +236,8 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 		return nil, err
 	}
 	perRound := func(f *factorize.Factorization) (float64, error) {
-		m, err := mechanism.New(f, res.MechDim, 1, mechanism.WithSeed(1))
-		if err != nil {
-			return 0, err
-		}
-		dst := make([]float64, res.MechDim)
-		var secs []float64
-		for r := 0; r < res.MechRounds; r++ {
-			start := time.Now()
-			if err := m.Next(dst); err != nil {
-				return 0, err
-			}
-			secs = append(secs, time.Since(start).Seconds())
-		}
-		return docgen.Median(secs), nil
+		secs, _, err := mechRounds(f, res.MechDim, res.MechRounds, nil)
+		return docgen.Median(secs), err
 	}
 	// Interleave the two so that both see the same load.
 	var ms, is []float64

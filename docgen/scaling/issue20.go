@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"os"
@@ -471,25 +472,10 @@ func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error
 	return func(procs int) (i20Sample, error) {
 		var s i20Sample
 		err := withProcs(procs, func() error {
-			m, err := mechanism.New(f, e.sizes.MechDim, 1, mechanism.WithSeed(1))
+			h := sha256.New()
+			secs, cpus, err := mechRounds(f, e.sizes.MechDim, e.sizes.MechRounds, h)
 			if err != nil {
 				return err
-			}
-			dst := make([]float64, e.sizes.MechDim)
-			buf := make([]byte, 0, 8*len(dst))
-			h := sha256.New()
-			var secs, cpus []float64
-			for range e.sizes.MechRounds {
-				start, c0 := time.Now(), procusage.SelfCPU()
-				if err := m.Next(dst); err != nil {
-					return err
-				}
-				secs, cpus = append(secs, time.Since(start).Seconds()), append(cpus, procusage.SelfCPU()-c0)
-				buf = buf[:0]
-				for _, v := range dst {
-					buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
-				}
-				h.Write(buf)
 			}
 			s.Seconds, s.CPU = docgen.Median(secs), docgen.Median(cpus)
 			s.Digest = hex.EncodeToString(h.Sum(nil))[:12]
@@ -498,6 +484,33 @@ func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error
 		})
 		return s, err
 	}
+}
+
+// mechRounds runs the mechanism on f at dimension dim (seed 1) for rounds
+// rounds and returns the wall and CPU seconds of each round; digest, if not
+// nil, takes the bits of the noise drawn (outside the timed rounds).
+func mechRounds(f *factorize.Factorization, dim, rounds int, digest hash.Hash) (secs, cpus []float64, err error) {
+	m, err := mechanism.New(f, dim, 1, mechanism.WithSeed(1))
+	if err != nil {
+		return nil, nil, err
+	}
+	dst := make([]float64, dim)
+	buf := make([]byte, 0, 8*dim)
+	for range rounds {
+		start, c0 := time.Now(), procusage.SelfCPU()
+		if err := m.Next(dst); err != nil {
+			return nil, nil, err
+		}
+		secs, cpus = append(secs, time.Since(start).Seconds()), append(cpus, procusage.SelfCPU()-c0)
+		if digest != nil {
+			buf = buf[:0]
+			for _, v := range dst {
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+			}
+			digest.Write(buf)
+		}
+	}
+	return secs, cpus, nil
 }
 
 // bytesText renders a size in bytes: GB from 10^9, else MB.
