@@ -106,10 +106,7 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 		c0 := procusage.SelfCPU()
 		f, err := solve(cctx, w, func(pr factorize.Progress) { last = pr })
 		cpu = append(cpu, procusage.SelfCPU()-c0)
-		if err != nil {
-			return outcome{}, err
-		}
-		return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
+		return outcomeOf(f, err)
 	})
 	p.CPU = docgen.Median(cpu)
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -202,13 +202,15 @@ func decayingWeights(r int) []float64 {
 
 // optimalRun returns a measured computation of the optimal loss.
 func optimalRun(ctx context.Context, w *factorize.Workload, opt factorize.Options) func() (outcome, error) {
-	return func() (outcome, error) {
-		f, err := factorize.Optimal(ctx, w, opt)
-		if err != nil {
-			return outcome{}, err
-		}
-		return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
+	return func() (outcome, error) { return outcomeOf(factorize.Optimal(ctx, w, opt)) }
+}
+
+// outcomeOf returns the outcome of a factorization, or err.
+func outcomeOf(f *factorize.Factorization, err error) (outcome, error) {
+	if err != nil {
+		return outcome{}, err
 	}
+	return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
 }
 
 // roundingLimited reports whether err says that the dense path cannot
@@ -258,13 +260,7 @@ func (res *results) runLibrary(ctx context.Context, log io.Writer) error {
 			if err != nil {
 				return err
 			}
-			m, err := measure(r, reps, func() (outcome, error) {
-				f, err := compute(ctx, s, w)
-				if err != nil {
-					return outcome{}, err
-				}
-				return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
-			})
+			m, err := measure(r, reps, func() (outcome, error) { return outcomeOf(compute(ctx, s, w)) })
 			if err != nil {
 				return fmt.Errorf("strategy %s, R = %d: %v", s, r, err)
 			}
