@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -623,15 +624,6 @@ func denseDigest(ms ...*mat.Dense) string {
 	return fmt.Sprintf("%016x", h)[:12]
 }
 
-// lossOnlyFlag returns ["-loss-only"] when the strategy spec has a
-// loss-only path in this build.
-func lossOnlyFlag(spec string) []string {
-	if hasLossOnly(spec) {
-		return []string{"-loss-only"}
-	}
-	return nil
-}
-
 // hasLossOnly reports whether the strategy spec has a loss-only path.
 func hasLossOnly(spec string) bool {
 	s, err := factorize.ParseStrategy(spec)
@@ -686,13 +678,21 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), maxGap: 1e-10})
 
 	bandSpec := fmt.Sprintf("banded:bands=%d", z.Bands)
-	part := fmt.Sprintf("minsep:%d", z.Bands)
-	a = append([]string{"-R", fmt.Sprint(z.Banded), "-strategy", bandSpec, "-participation", part}, append(lossOnlyFlag(bandSpec), "-no-cache", "-json")...)
+	// bandedArgs adds -loss-only where the strategy spec has that path in
+	// this build.
+	bandedArgs := func(r int, spec string) []string {
+		a := []string{"-R", fmt.Sprint(r), "-strategy", spec, "-participation", fmt.Sprintf("minsep:%d", z.Bands)}
+		if hasLossOnly(spec) {
+			a = append(a, "-loss-only")
+		}
+		return append(a, "-no-cache", "-json")
+	}
+	a = bandedArgs(z.Banded, bandSpec)
 	add(i20Row{Item: "1, 3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-8 (banded's default)", z.Banded, z.Bands),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 20 s at 2", speedupTarget), Procs: both,
 		est: []float64{86, 80}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 20})
 	longSpec := bandSpec + ",tol=1e-6"
-	a = append([]string{"-R", fmt.Sprint(z.BandedLong), "-strategy", longSpec, "-participation", part}, append(lossOnlyFlag(longSpec), "-no-cache", "-json")...)
+	a = bandedArgs(z.BandedLong, longSpec)
 	long := i20Row{Item: "3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-6", z.BandedLong, z.Bands),
 		Command: show("mfsolve", a), Limit: "<= 10 min at 2 (stopped at 11 min)", Procs: two,
 		est: []float64{660}, run: e.mfsolveRun(a, 11*time.Minute, nil), maxGap: 1e-6, maxSecs: 600}
@@ -1057,13 +1057,7 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 	}
 	d.line("")
 	var sq []string
-	var rs []int
-	for r := range res.SqrtNorm {
-		rs = append(rs, r)
-	}
-	for r := range res.SqrtNormNote {
-		rs = append(rs, r)
-	}
+	rs := slices.AppendSeq(slices.Collect(maps.Keys(res.SqrtNorm)), maps.Keys(res.SqrtNormNote))
 	slices.Sort(rs)
 	for _, r := range slices.Compact(rs) {
 		if v, ok := res.SqrtNorm[r]; ok {
