@@ -191,5 +191,5 @@ func replaceSection(path, section, begin, end, flag string) error {
 	default:
 		return fmt.Errorf("%s: %s has unmatched markers %s, %s", flag, path, begin, end)
 	}
-	return writeAtomic(path, []byte(s))
+	return docgen.WriteFile(path, []byte(s))
 }

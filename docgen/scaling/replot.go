@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/dpmf/dpmf/internal/docgen"
 )
 
 // Headings of the report's tables that the figures are drawn from.
@@ -137,7 +139,7 @@ func replot(cfg config, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(cfg.svg, svg); err != nil {
+	if err := docgen.WriteFile(cfg.svg, svg); err != nil {
 		return err
 	}
 	logf(log, "redrew %s from %s", cfg.svg, cfg.out)

@@ -16,6 +16,7 @@ import (
 	"github.com/dpmf/dpmf/bench"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/internal/figure"
 )
 
@@ -156,7 +157,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(cfg.svg, svg); err != nil {
+	if err := docgen.WriteFile(cfg.svg, svg); err != nil {
 		return err
 	}
 	rel, err := filepath.Rel(filepath.Dir(cfg.out), cfg.svg)
@@ -171,7 +172,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	// So is the issue-20 section (-issue20-only), or the hand-added
 	// accountant section it replaces.
 	md += keptSection(cfg.out, issue20Begin, issue20End) + keptSection(cfg.out, accountantBegin, accountantEnd)
-	if err := writeAtomic(cfg.out, []byte(md)); err != nil {
+	if err := docgen.WriteFile(cfg.out, []byte(md)); err != nil {
 		return err
 	}
 	logf(log, "wrote %s and %s in %s", cfg.out, cfg.svg, res.elapsed.Round(time.Second))

@@ -122,12 +122,16 @@ func (s *Section) Replace(content []byte) error {
 	out.Write(s.doc[:s.begin])
 	out.Write(content)
 	out.Write(s.doc[s.end:])
-	fi, err := os.Stat(s.Path)
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(s.Path, fi.Mode().Perm(), func(w io.Writer) error {
-		_, err := w.Write(out.Bytes())
+	return WriteFile(s.Path, out.Bytes())
+}
+
+// WriteFile writes data to path through a temporary file in the same
+// directory (internal/atomicfile), so that path holds either its old
+// content or data. An existing file keeps its permission bits; a new one
+// gets 0644 (less the umask).
+func WriteFile(path string, data []byte) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
 	})
 }
