@@ -24,7 +24,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -72,24 +71,6 @@ func parseArgs(args []string) (config, error) {
 		}
 	}
 	return c, nil
-}
-
-// cell is one table entry.
-type cell struct {
-	rmse  float64
-	bound bool
-	err   error
-}
-
-func (c cell) String() string {
-	if c.err != nil {
-		return "n/a"
-	}
-	s := strconv.FormatFloat(c.rmse, 'f', 3, 64)
-	if c.bound {
-		s += "†"
-	}
-	return s
 }
 
 func run(ctx context.Context, args []string, log io.Writer) error {
@@ -146,15 +127,12 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
-					var e cell
+					e := docgen.RMSECell(f, err)
 					if err != nil {
-						e.err = err
 						notes = append(notes, fmt.Sprintf("%s, n = %d, %v: %v", name, n, p, err))
-					} else {
-						e.rmse, e.bound = f.Metrics.RMSE, !f.Metrics.UnitSensitivity.Exact
 					}
-					fmt.Fprintf(log, "%s n=%d %v: %v (%.1fs)\n", name, n, p, e, time.Since(t0).Seconds())
-					fmt.Fprintf(&tables, " %v |", e)
+					fmt.Fprintf(log, "%s n=%d %v: %s (%.1fs)\n", name, n, p, e.Text(), time.Since(t0).Seconds())
+					fmt.Fprintf(&tables, " %s |", e.Text())
 				}
 			}
 			fmt.Fprintln(&tables)

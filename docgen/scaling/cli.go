@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 // cliResult is the JSON object that `mfsolve -json` prints (docs/cli.md).
@@ -26,12 +27,11 @@ type cliResult struct {
 	Cached     bool    `json:"cached"`
 }
 
-// cliRun is one run of mfsolve as a subprocess.
+// cliRun is one run of mfsolve as a subprocess: what the launcher measured
+// of it and its output.
 type cliRun struct {
-	Seconds float64 // wall time of the process, start to exit (as the launcher saw it)
-	CPU     float64 // its CPU time, user + system
-	MaxRSS  int64   // peak resident set size in bytes
-	Out     cliResult
+	spawnReport
+	Out cliResult
 }
 
 // spawnEnv, when set in this program's environment, makes it a launcher
@@ -40,9 +40,10 @@ const spawnEnv = "DPMF_SCALING_SPAWN_REPORT"
 
 // spawnReport is what the launcher measures of the command it runs.
 type spawnReport struct {
+	// Seconds is the wall time of the process, start to exit.
 	Seconds float64 `json:"seconds"`
 	CPU     float64 `json:"cpu_seconds"` // user + system
-	MaxRSS  int64   `json:"max_rss"`     // bytes
+	MaxRSS  int64   `json:"max_rss"`     // peak resident set size, bytes
 }
 
 // spawn runs args as a command with this process's standard streams, writes
@@ -68,7 +69,7 @@ func spawn(args []string, reportPath string) int {
 		fmt.Fprintf(os.Stderr, "scaling: launcher: %v\n", err)
 		return 1
 	}
-	rep.CPU, rep.MaxRSS = childUsage(cmd.ProcessState)
+	rep.CPU, rep.MaxRSS = procusage.Child(cmd.ProcessState)
 	b, _ := json.Marshal(rep)
 	if werr := os.WriteFile(reportPath, b, 0o644); werr != nil {
 		fmt.Fprintf(os.Stderr, "scaling: launcher: %v\n", werr)
@@ -116,11 +117,9 @@ func launch(ctx context.Context, dir string, env, argv []string) (cliRun, []byte
 	runErr := cmd.Run()
 	var r cliRun
 	if b, err := os.ReadFile(reportPath); err == nil {
-		var rep spawnReport
-		if err := json.Unmarshal(b, &rep); err != nil {
+		if err := json.Unmarshal(b, &r.spawnReport); err != nil {
 			return r, nil, fmt.Errorf("launcher report %s: %v", reportPath, err)
 		}
-		r.Seconds, r.CPU, r.MaxRSS = rep.Seconds, rep.CPU, rep.MaxRSS
 	} else if runErr == nil {
 		return r, nil, fmt.Errorf("%s: no launcher report: %v", strings.Join(argv, " "), err)
 	}

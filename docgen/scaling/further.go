@@ -16,7 +16,6 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/internal/figure"
-	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/npy"
 )
 
@@ -35,15 +34,14 @@ const (
 
 // furtherCLI is one timed mfsolve target with its reference.
 type furtherCLI struct {
-	Name    string
-	Args    []string
-	Limit   float64 // seconds
-	RSS     int64   // bytes; 0 for no limit
-	NoRef   bool    // the reference is not run (too slow)
-	M, Ref  cliMeasurement
-	Err     string
-	RefErr  string
-	RefRuns int
+	Name   string
+	Args   []string
+	Limit  float64 // seconds
+	RSS    int64   // bytes; 0 for no limit
+	NoRef  bool    // the reference is not run (too slow)
+	M, Ref cliMeasurement
+	Err    string
+	RefErr string
 }
 
 func (t furtherCLI) pass() bool {
@@ -88,16 +86,11 @@ func buildAt(ctx context.Context, root, rev, dir string) (string, error) {
 		return "", fmt.Errorf("git archive %s: %v: %s", rev, err, strings.TrimSpace(string(out)))
 	}
 	bin := filepath.Join(dir, "mfsolve-"+rev)
-	return bin, goBuild(ctx, src, bin)
+	return bin, goBuild(ctx, src, "./cmd/mfsolve", bin)
 }
 
-// goBuild builds cmd/mfsolve of the module at dir into bin.
-func goBuild(ctx context.Context, dir, bin string) error {
-	return goBuildPkg(ctx, dir, "./cmd/mfsolve", bin)
-}
-
-// goBuildPkg builds the command pkg of the module at dir into bin.
-func goBuildPkg(ctx context.Context, dir, pkg, bin string) error {
+// goBuild builds the command pkg of the module at dir into bin.
+func goBuild(ctx context.Context, dir, pkg, bin string) error {
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
@@ -120,7 +113,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "mfsolve")
-	if err := goBuild(ctx, root, bin); err != nil {
+	if err := goBuild(ctx, root, "./cmd/mfsolve", bin); err != nil {
 		return nil, err
 	}
 	logf(log, "further: building the reference mfsolve at %s", furtherRef)
@@ -243,20 +236,8 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 		return nil, err
 	}
 	perRound := func(f *factorize.Factorization) (float64, error) {
-		m, err := mechanism.New(f, res.MechDim, 1, mechanism.WithSeed(1))
-		if err != nil {
-			return 0, err
-		}
-		dst := make([]float64, res.MechDim)
-		var secs []float64
-		for r := 0; r < res.MechRounds; r++ {
-			start := time.Now()
-			if err := m.Next(dst); err != nil {
-				return 0, err
-			}
-			secs = append(secs, time.Since(start).Seconds())
-		}
-		return docgen.Median(secs), nil
+		secs, _, err := mechRounds(f, res.MechDim, res.MechRounds, nil)
+		return docgen.Median(secs), err
 	}
 	// Interleave the two so that both see the same load.
 	var ms, is []float64
@@ -289,15 +270,11 @@ func generalName(file string, r int) string {
 // furtherMarkdown renders the section with markers; plot is the figure's
 // path relative to the report.
 func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) string {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	p(furtherBegin)
-	p("## An order of magnitude further (issue 13)")
-	p("")
-	p("Measured by `%s` on %s UTC (this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -further-only`). The machine is shared (load average over 1, 5 and 15 minutes: %s at the start, %s at the end, on 2 cores); absolute seconds are pessimistic and noisy, and every speed-up is a ratio against the code before these changes (commit %s, built from `git archive` into a temporary directory) run in the same session at the same size: reference time / new time, larger is better. Peak RSS is the subprocess's.", cmdLine, when.UTC().Format("2006-01-02 15:04"), res.LoadBefore, res.LoadAfter, furtherRef)
-	p("")
-	p("| target | command | limit | measured (median) | runs | peak RSS | iterations | gap | reference (median) | runs | ratio | result |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	var d doc
+	d.line(furtherBegin)
+	d.para("## An order of magnitude further (issue 13)")
+	d.para("Measured by `%s` on %s UTC (this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -further-only`). The machine is shared (load average over 1, 5 and 15 minutes: %s at the start, %s at the end, on 2 cores); absolute seconds are pessimistic and noisy, and every speed-up is a ratio against the code before these changes (commit %s, built from `git archive` into a temporary directory) run in the same session at the same size: reference time / new time, larger is better. Peak RSS is the subprocess's.", cmdLine, when.UTC().Format("2006-01-02 15:04"), res.LoadBefore, res.LoadAfter, furtherRef)
+	d.table("| target | command | limit | measured (median) | runs | peak RSS | iterations | gap | reference (median) | runs | ratio | result |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, t := range res.CLI {
 		limit := secs(t.Limit)
 		if t.RSS > 0 {
@@ -316,36 +293,33 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 				ratio = fmt.Sprintf("%.1f", t.Ref.Seconds/t.M.Seconds)
 			}
 		}
-		p("| %s | `mfsolve %s` | %s | %s | %d | %s | %d | %.1e | %s | %d | %s | %s |", t.Name, strings.Join(t.Args, " "), limit, meas, t.M.Runs, rssCell(t.M.MaxRSS), t.M.Last.Iterations, t.M.Last.Gap, refS, t.Ref.Runs, ratio, passFail(t.pass()))
+		d.line("| %s | `mfsolve %s` | %s | %s | %d | %s | %d | %.1e | %s | %d | %s | %s |", t.Name, strings.Join(t.Args, " "), limit, meas, t.M.Runs, rssCell(t.M.MaxRSS), t.M.Last.Iterations, t.M.Last.Gap, refS, t.Ref.Runs, ratio, passFail(t.pass()))
 	}
-	p("")
-	p("Not run: the reference B and C at R = 10,000 (minutes, O(R^3)); the reference of `-strategy optimal:path=dense`, which commit %s does not have; the references of the general workloads at R = %d (minutes: the ratio of the dense path is measured at R = 1000). The general workloads are those of the general-path target above (`window*.npy`, `noisy*.npy`, written by the benchmark; their inverses are not banded, so mfsolve takes the dense path); the prefix-sum row forces the dense path on the workload the structured path also solves. The limit of 60 s is the target at R = %d; at R = 1000 it is only a bound.", furtherRef, furtherGeneralR, furtherGeneralR)
+	d.line("")
+	d.line("Not run: the reference B and C at R = 10,000 (minutes, O(R^3)); the reference of `-strategy optimal:path=dense`, which commit %s does not have; the references of the general workloads at R = %d (minutes: the ratio of the dense path is measured at R = 1000). The general workloads are those of the general-path target above (`window*.npy`, `noisy*.npy`, written by the benchmark; their inverses are not banded, so mfsolve takes the dense path); the prefix-sum row forces the dense path on the workload the structured path also solves. The limit of 60 s is the target at R = %d; at R = 1000 it is only a bound.", furtherRef, furtherGeneralR, furtherGeneralR)
 	for _, t := range res.CLI {
 		if slices.ContainsFunc(t.Args, func(a string) bool { return strings.Contains(a, "path=dense") }) && t.Err == "" && res.StructuredLoss > 0 {
-			d := math.Abs(t.M.Last.Loss/res.StructuredLoss - 1)
-			p("")
-			p("Agreement at R = %d (prefix sums): the dense path's certified loss %.12g (gap %.1e) against the structured path's %.12g (gap %.1e, `factorize.Optimal` in this process): relative difference %.1e, within the sum of the two gaps: %s.", furtherGeneralR, t.M.Last.Loss, t.M.Last.Gap, res.StructuredLoss, res.StructuredGap, d, passFail(d <= t.M.Last.Gap+res.StructuredGap+1e-15))
+			diff := math.Abs(t.M.Last.Loss/res.StructuredLoss - 1)
+			d.line("")
+			d.line("Agreement at R = %d (prefix sums): the dense path's certified loss %.12g (gap %.1e) against the structured path's %.12g (gap %.1e, `factorize.Optimal` in this process): relative difference %.1e, within the sum of the two gaps: %s.", furtherGeneralR, t.M.Last.Loss, t.M.Last.Gap, res.StructuredLoss, res.StructuredGap, diff, passFail(diff <= t.M.Last.Gap+res.StructuredGap+1e-15))
 		}
 	}
-	p("")
-	p("### Streaming the optimum with K state vectors")
-	p("")
-	p("`factorize.SemisepStrategy` (`mfsolve -strategy semiseparable:buffers=K`) against BLT with the same number of buffers (`factorize.BLT`, whose C^{-1} is a sum of K geometric sequences). Excess is loss / (certified optimal lower bound) - 1; the semiseparable loss and sensitivity are computed from the generators of the C actually used (O(R K^2)). Time is the median of the whole computation: for the semiseparable factorization the certified optimal solve (gap 1e-10) plus the factor; for BLT its fit and dense factors (not run at R = 100,000, where it would form 80 GB matrices). Targets: K <= 8 within 1%% of the optimum and K <= 16 within 0.1%% at every R.")
-	p("")
-	p("| strategy | R | K (buffers) | loss | excess over the optimum | time (median) |")
-	p("|---|---:|---:|---:|---:|---:|")
+	d.line("")
+	d.para("### Streaming the optimum with K state vectors")
+	d.para("`factorize.SemisepStrategy` (`mfsolve -strategy semiseparable:buffers=K`) against BLT with the same number of buffers (`factorize.BLT`, whose C^{-1} is a sum of K geometric sequences). Excess is loss / (certified optimal lower bound) - 1; the semiseparable loss and sensitivity are computed from the generators of the C actually used (O(R K^2)). Time is the median of the whole computation: for the semiseparable factorization the certified optimal solve (gap 1e-10) plus the factor; for BLT its fit and dense factors (not run at R = 100,000, where it would form 80 GB matrices). Targets: K <= 8 within 1%% of the optimum and K <= 16 within 0.1%% at every R.")
+	d.table("| strategy | R | K (buffers) | loss | excess over the optimum | time (median) |", "|---|---:|---:|---:|---:|---:|")
 	rows := slices.Clone(res.Rows)
 	slices.SortStableFunc(rows, func(a, b semisepRow) int { return cmp.Or(cmp.Compare(a.R, b.R), cmp.Compare(a.K, b.K)) })
 	ok8, ok16 := true, true
 	for _, r := range rows {
 		if r.Err != "" {
-			p("| %s | %d | %d | error: %s | | |", r.Strategy, r.R, r.K, r.Err)
+			d.line("| %s | %d | %d | error: %s | | |", r.Strategy, r.R, r.K, r.Err)
 			if r.Strategy == "semiseparable" {
 				ok8, ok16 = false, false
 			}
 			continue
 		}
-		p("| %s | %d | %d | %.10g | %.2e | %s |", r.Strategy, r.R, r.K, r.Loss, r.Excess, secs(r.Seconds))
+		d.line("| %s | %d | %d | %.10g | %.2e | %s |", r.Strategy, r.R, r.K, r.Loss, r.Excess, secs(r.Seconds))
 		if r.Strategy == "semiseparable" && r.K == 8 && !(r.Excess <= 0.01) {
 			ok8 = false
 		}
@@ -353,17 +327,14 @@ func (res *furtherResult) markdown(cmdLine string, when time.Time, plot string) 
 			ok16 = false
 		}
 	}
-	p("")
-	p("K = 8 within 1%%: %s; K = 16 within 0.1%%: %s.", passFail(ok8), passFail(ok16))
-	p("")
-	p("![Excess loss over the certified optimum against the number of buffers](%s)", plot)
-	p("")
+	d.line("")
+	d.para("K = 8 within 1%%: %s; K = 16 within 0.1%%: %s.", passFail(ok8), passFail(ok16))
+	d.para("![Excess loss over the certified optimum against the number of buffers](%s)", plot)
 	ratio := res.MechSecs / res.IndepSecs
-	p("Mechanism throughput at d = %d (`mechanism.New` on the semiseparable factorization with K = %d, R = %d, against independent noise, which only draws d Gaussians per round; default workers, one per core; median seconds per round over %d rounds, median of 3 interleaved passes; the independent mechanism is itself the counter-based draw of d Gaussians and a scaling, and `BenchmarkMechanism` in bench/ compares single-worker rounds with a bare ChaCha8 draw, see docs/mechanisms.md): %s per round against %s, ratio %.2f (target at most 2): %s. State: K d float64 = %s.", res.MechDim, res.MechK, res.MechRounds, res.MechRounds, secs(res.MechSecs), secs(res.IndepSecs), ratio, passFail(ratio <= 2), mb(float64(res.MechK*res.MechDim*8)))
-	p("")
-	p("Reproduce on a quiet machine: `go run ./docgen/scaling -out docs/scaling.md -further-only` (this section), or the commands in the table one by one (`go build -o mfsolve ./cmd/mfsolve`; for the reference, `git archive %s | tar -x -C /tmp/ref && (cd /tmp/ref && go build -o mfsolve-ref ./cmd/mfsolve)`).", furtherRef)
-	p(furtherEnd)
-	return b.String()
+	d.para("Mechanism throughput at d = %d (`mechanism.New` on the semiseparable factorization with K = %d, R = %d, against independent noise, which only draws d Gaussians per round; default workers, one per core; median seconds per round over %d rounds, median of 3 interleaved passes; the independent mechanism is itself the counter-based draw of d Gaussians and a scaling, and `BenchmarkMechanism` in bench/ compares single-worker rounds with a bare ChaCha8 draw, see docs/mechanisms.md): %s per round against %s, ratio %.2f (target at most 2): %s. State: K d float64 = %s.", res.MechDim, res.MechK, res.MechRounds, res.MechRounds, secs(res.MechSecs), secs(res.IndepSecs), ratio, passFail(ratio <= 2), mb(float64(res.MechK*res.MechDim*8)))
+	d.line("Reproduce on a quiet machine: `go run ./docgen/scaling -out docs/scaling.md -further-only` (this section), or the commands in the table one by one (`go build -o mfsolve ./cmd/mfsolve`; for the reference, `git archive %s | tar -x -C /tmp/ref && (cd /tmp/ref && go build -o mfsolve-ref ./cmd/mfsolve)`).", furtherRef)
+	d.line(furtherEnd)
+	return d.String()
 }
 
 // plot draws excess against K, one line per strategy and R.

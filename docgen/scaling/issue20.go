@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/ceiling"
 	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/internal/procusage"
 	"github.com/dpmf/dpmf/mechanism"
 	"gonum.org/v1/gonum/mat"
 )
@@ -154,8 +157,11 @@ type i20Row struct {
 	est []float64
 	// run takes one run at the given GOMAXPROCS.
 	run func(procs int) (i20Sample, error)
-	// check adds the failed checks of a measured row.
-	check func(r *i20Row)
+	// The limits that evaluate checks (0: none): maxGap on the certified
+	// gap at each GOMAXPROCS (on the width for the accountant), maxSecs and
+	// maxRSS on the time and peak RSS at GOMAXPROCS=2.
+	maxGap, maxSecs float64
+	maxRSS          int64
 }
 
 // pass reports whether the target is met.
@@ -185,10 +191,29 @@ func (r *i20Row) evaluate() {
 			r.Checks = append(r.Checks, fmt.Sprintf("ratio %.2f < %.1f", r.Ratio, speedupTarget))
 		}
 	}
-	if r.check != nil {
-		r.check(r)
+	for _, m := range r.M {
+		switch {
+		case r.maxGap == 0 || m.Runs == 0 || m.Last.Gap <= r.maxGap:
+		case r.accountant():
+			r.Checks = append(r.Checks, fmt.Sprintf("width %.1e at GOMAXPROCS=%d > 1e-3", m.Last.Gap, m.Procs))
+		default:
+			r.Checks = append(r.Checks, fmt.Sprintf("gap %.1e at GOMAXPROCS=%d, want <= %g", m.Last.Gap, m.Procs, r.maxGap))
+		}
+	}
+	if m, ok := r.at(2); ok && m.Runs > 0 {
+		if r.maxSecs > 0 && m.Seconds > r.maxSecs {
+			r.Checks = append(r.Checks, fmt.Sprintf("%s at GOMAXPROCS=2 > %s", secs(m.Seconds), secs(r.maxSecs)))
+		}
+		if r.maxRSS > 0 {
+			if c := rssCheck(m.RSS, r.maxRSS); c != "" {
+				r.Checks = append(r.Checks, c)
+			}
+		}
 	}
 }
+
+// accountant reports whether the row runs dpacct (its gap is a width).
+func (r i20Row) accountant() bool { return strings.HasPrefix(r.Command, "dpacct") }
 
 // verdict renders the row's result: PASS, or FAIL with the failed checks
 // and errors; a reference row's is "reference".
@@ -341,7 +366,6 @@ type i20Env struct {
 	ctx           context.Context
 	tmp           string
 	mfsolve, acct string
-	reps          int
 	sizes         i20Sizes
 	long          bool
 	log           io.Writer
@@ -365,25 +389,35 @@ func (e *i20Env) capped(limit time.Duration, procs int, argv []string) (cliRun, 
 	return r, out, err
 }
 
-// mfsolveRun returns a run of mfsolve with args, stopped after limit (0:
-// i20Cap); digest, if not nil, hashes what it wrote.
-func (e *i20Env) mfsolveRun(args []string, limit time.Duration, digest func() (string, error)) func(int) (i20Sample, error) {
+// commandRun returns a run of bin with args, stopped after limit (0:
+// i20Cap), whose standard output read turns into the sample's result.
+func (e *i20Env) commandRun(bin string, args []string, limit time.Duration, read func(out []byte, s *i20Sample) error) func(int) (i20Sample, error) {
 	return func(procs int) (i20Sample, error) {
-		r, out, err := e.capped(limit, procs, append([]string{e.mfsolve}, args...))
+		r, out, err := e.capped(limit, procs, append([]string{bin}, args...))
 		s := i20Sample{Seconds: r.Seconds, CPU: r.CPU, RSS: r.MaxRSS}
 		if err != nil {
 			return s, err
 		}
+		return s, read(out, &s)
+	}
+}
+
+// mfsolveRun returns a run of mfsolve with args, stopped after limit (0:
+// i20Cap); digest, if not nil, hashes what it wrote.
+func (e *i20Env) mfsolveRun(args []string, limit time.Duration, digest func() (string, error)) func(int) (i20Sample, error) {
+	return e.commandRun(e.mfsolve, args, limit, func(out []byte, s *i20Sample) error {
 		var c cliResult
 		if err := json.Unmarshal(out, &c); err != nil {
-			return s, fmt.Errorf("output %q is not the JSON summary: %v", out, err)
+			return fmt.Errorf("output %q is not the JSON summary: %v", out, err)
 		}
 		s.Value, s.Gap, s.Iters = c.Loss, c.Gap, c.Iterations
-		if digest != nil {
-			s.Digest, err = digest()
+		if digest == nil {
+			return nil
 		}
-		return s, err
-	}
+		var err error
+		s.Digest, err = digest()
+		return err
+	})
 }
 
 // dpacctResult is the part of `dpacct epsilon -json` read here.
@@ -396,22 +430,17 @@ type dpacctResult struct {
 // reads both sides: Value the safe eps, Other the optimistic one, Gap the
 // width (safe - optimistic) / safe.
 func (e *i20Env) dpacctRun(args []string) func(int) (i20Sample, error) {
-	return func(procs int) (i20Sample, error) {
-		r, out, err := e.capped(0, procs, append([]string{e.acct}, args...))
-		s := i20Sample{Seconds: r.Seconds, CPU: r.CPU, RSS: r.MaxRSS}
-		if err != nil {
-			return s, err
-		}
+	return e.commandRun(e.acct, args, 0, func(out []byte, s *i20Sample) error {
 		var d dpacctResult
 		if err := json.Unmarshal(out, &d); err != nil {
-			return s, fmt.Errorf("output %q is not dpacct's JSON: %v", out, err)
+			return fmt.Errorf("output %q is not dpacct's JSON: %v", out, err)
 		}
 		if !(d.Eps > 0) || !(d.EpsOptimistic <= d.Eps) {
-			return s, fmt.Errorf("eps %v, eps_optimistic %v: want 0 < optimistic <= safe", d.Eps, d.EpsOptimistic)
+			return fmt.Errorf("eps %v, eps_optimistic %v: want 0 < optimistic <= safe", d.Eps, d.EpsOptimistic)
 		}
 		s.Value, s.Other, s.Gap = d.Eps, d.EpsOptimistic, (d.Eps-d.EpsOptimistic)/d.Eps
-		return s, nil
-	}
+		return nil
+	})
 }
 
 // fileDigest returns the first 12 hex digits of the SHA-256 of the files.
@@ -444,33 +473,45 @@ func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error
 	return func(procs int) (i20Sample, error) {
 		var s i20Sample
 		err := withProcs(procs, func() error {
-			m, err := mechanism.New(f, e.sizes.MechDim, 1, mechanism.WithSeed(1))
+			h := sha256.New()
+			secs, cpus, err := mechRounds(f, e.sizes.MechDim, e.sizes.MechRounds, h)
 			if err != nil {
 				return err
 			}
-			dst := make([]float64, e.sizes.MechDim)
-			buf := make([]byte, 0, 8*len(dst))
-			h := sha256.New()
-			var secs, cpus []float64
-			for range e.sizes.MechRounds {
-				start, c0 := time.Now(), cpuSeconds()
-				if err := m.Next(dst); err != nil {
-					return err
-				}
-				secs, cpus = append(secs, time.Since(start).Seconds()), append(cpus, cpuSeconds()-c0)
-				buf = buf[:0]
-				for _, v := range dst {
-					buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
-				}
-				h.Write(buf)
-			}
 			s.Seconds, s.CPU = docgen.Median(secs), docgen.Median(cpus)
 			s.Digest = hex.EncodeToString(h.Sum(nil))[:12]
-			s.RSS = selfRSS()
+			s.RSS = procusage.SelfRSS()
 			return nil
 		})
 		return s, err
 	}
+}
+
+// mechRounds runs the mechanism on f at dimension dim (seed 1) for rounds
+// rounds and returns the wall and CPU seconds of each round; digest, if not
+// nil, takes the bits of the noise drawn (outside the timed rounds).
+func mechRounds(f *factorize.Factorization, dim, rounds int, digest hash.Hash) (secs, cpus []float64, err error) {
+	m, err := mechanism.New(f, dim, 1, mechanism.WithSeed(1))
+	if err != nil {
+		return nil, nil, err
+	}
+	dst := make([]float64, dim)
+	buf := make([]byte, 0, 8*dim)
+	for range rounds {
+		start, c0 := time.Now(), procusage.SelfCPU()
+		if err := m.Next(dst); err != nil {
+			return nil, nil, err
+		}
+		secs, cpus = append(secs, time.Since(start).Seconds()), append(cpus, procusage.SelfCPU()-c0)
+		if digest != nil {
+			buf = buf[:0]
+			for _, v := range dst {
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+			}
+			digest.Write(buf)
+		}
+	}
+	return secs, cpus, nil
 }
 
 // bytesText renders a size in bytes: GB from 10^9, else MB.
@@ -524,13 +565,13 @@ func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
 				return fmt.Errorf("ceiling kernel %q: want compute or memory", kind)
 			}
 			runtime.GC()
-			start, c0 := time.Now(), cpuSeconds()
+			start, c0 := time.Now(), procusage.SelfCPU()
 			parts := ceiling.Split(ceilUnits, unit)
-			s.Seconds, s.CPU = time.Since(start).Seconds(), cpuSeconds()-c0
+			s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
 			for _, v := range parts {
 				s.Value += v
 			}
-			s.Iters, s.RSS = size, selfRSS()
+			s.Iters, s.RSS = size, procusage.SelfRSS()
 			return nil
 		})
 		return s, err
@@ -550,7 +591,7 @@ func (e *i20Env) formRun(w *factorize.Workload) func(int) (i20Sample, error) {
 				return err
 			}
 			runtime.GC()
-			start, c0 := time.Now(), cpuSeconds()
+			start, c0 := time.Now(), procusage.SelfCPU()
 			f, err := strat.Factorize(e.ctx, w, factorize.SingleParticipation())
 			if err != nil {
 				return err
@@ -559,8 +600,8 @@ func (e *i20Env) formRun(w *factorize.Workload) func(int) (i20Sample, error) {
 			if err != nil {
 				return err
 			}
-			s.Seconds, s.CPU = time.Since(start).Seconds(), cpuSeconds()-c0
-			s.Value, s.Gap, s.Iters, s.RSS = f.Metrics.Loss, f.Gap, f.Iterations, selfRSS()
+			s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
+			s.Value, s.Gap, s.Iters, s.RSS = f.Metrics.Loss, f.Gap, f.Iterations, procusage.SelfRSS()
 			s.Digest = denseDigest(b, c)
 			return nil
 		})
@@ -583,15 +624,6 @@ func denseDigest(ms ...*mat.Dense) string {
 	return fmt.Sprintf("%016x", h)[:12]
 }
 
-// lossOnlyFlag returns ["-loss-only"] when the strategy spec has a
-// loss-only path in this build.
-func lossOnlyFlag(spec string) []string {
-	if hasLossOnly(spec) {
-		return []string{"-loss-only"}
-	}
-	return nil
-}
-
 // hasLossOnly reports whether the strategy spec has a loss-only path.
 func hasLossOnly(spec string) bool {
 	s, err := factorize.ParseStrategy(spec)
@@ -608,36 +640,6 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	both, two := []int{1, 2}, []int{2}
 	show := func(bin string, args []string) string {
 		return strings.Join(append([]string{bin}, args...), " ")
-	}
-	gapCheck := func(tol float64) func(r *i20Row) {
-		return func(r *i20Row) {
-			for _, m := range r.M {
-				if m.Runs > 0 && !(m.Last.Gap <= tol) {
-					r.Checks = append(r.Checks, fmt.Sprintf("gap %.1e at GOMAXPROCS=%d, want <= %g", m.Last.Gap, m.Procs, tol))
-				}
-			}
-		}
-	}
-	limitAt2 := func(limit float64, rss int64) func(r *i20Row) {
-		return func(r *i20Row) {
-			if m, ok := r.at(2); ok && m.Runs > 0 {
-				if m.Seconds > limit {
-					r.Checks = append(r.Checks, fmt.Sprintf("%s at GOMAXPROCS=2 > %s", secs(m.Seconds), secs(limit)))
-				}
-				if rss > 0 {
-					if c := rssCheck(m.RSS, rss); c != "" {
-						r.Checks = append(r.Checks, c)
-					}
-				}
-			}
-		}
-	}
-	all := func(fs ...func(r *i20Row)) func(r *i20Row) {
-		return func(r *i20Row) {
-			for _, f := range fs {
-				f(r)
-			}
-		}
 	}
 	var rows []i20Row
 	add := func(r i20Row) { rows = append(rows, r) }
@@ -660,32 +662,40 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	a := structArgs(z.Structured)
 	add(i20Row{Item: "1, 2", Name: fmt.Sprintf("structured optimum, R = %d, loss only, gap 1e-8", z.Structured),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 8 s at 2", speedupTarget), Procs: both,
-		est: []float64{11, 6.5}, run: e.mfsolveRun(a, 0, nil), check: all(gapCheck(1e-8), limitAt2(8, 0))})
+		est: []float64{11, 6.5}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 8})
 	a = structArgs(z.Large)
 	add(i20Row{Item: "2", Name: fmt.Sprintf("structured optimum, R = %d, loss only, gap 1e-8", z.Large),
 		Command: show("mfsolve", a), Limit: "<= 120 s and 3 GB at 2", Procs: two,
-		est: []float64{110}, run: e.mfsolveRun(a, 0, nil), check: all(gapCheck(1e-8), limitAt2(120, 3e9))})
+		est: []float64{110}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 120, maxRSS: 3e9})
 	a = []string{"-R", fmt.Sprint(z.Dense), "-strategy", "optimal:path=dense", "-loss-only", "-no-cache", "-json"}
 	add(i20Row{Item: "1", Name: fmt.Sprintf("dense path, prefix sums, R = %d, loss only, gap 1e-10", z.Dense),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
-		est: []float64{47, 28}, run: e.mfsolveRun(a, 0, nil), check: gapCheck(1e-10)})
+		est: []float64{47, 28}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-10})
 	bPath, cPath := filepath.Join(e.tmp, "B.npy"), filepath.Join(e.tmp, "C.npy")
 	a = []string{"-R", fmt.Sprint(z.Forms), "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}
 	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, bytesText(16*float64(z.Forms)*float64(z.Forms))),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
-		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), check: gapCheck(1e-10)})
+		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), maxGap: 1e-10})
 
 	bandSpec := fmt.Sprintf("banded:bands=%d", z.Bands)
-	part := fmt.Sprintf("minsep:%d", z.Bands)
-	a = append([]string{"-R", fmt.Sprint(z.Banded), "-strategy", bandSpec, "-participation", part}, append(lossOnlyFlag(bandSpec), "-no-cache", "-json")...)
+	// bandedArgs adds -loss-only where the strategy spec has that path in
+	// this build.
+	bandedArgs := func(r int, spec string) []string {
+		a := []string{"-R", fmt.Sprint(r), "-strategy", spec, "-participation", fmt.Sprintf("minsep:%d", z.Bands)}
+		if hasLossOnly(spec) {
+			a = append(a, "-loss-only")
+		}
+		return append(a, "-no-cache", "-json")
+	}
+	a = bandedArgs(z.Banded, bandSpec)
 	add(i20Row{Item: "1, 3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-8 (banded's default)", z.Banded, z.Bands),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 20 s at 2", speedupTarget), Procs: both,
-		est: []float64{86, 80}, run: e.mfsolveRun(a, 0, nil), check: all(gapCheck(1e-8), limitAt2(20, 0))})
+		est: []float64{86, 80}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 20})
 	longSpec := bandSpec + ",tol=1e-6"
-	a = append([]string{"-R", fmt.Sprint(z.BandedLong), "-strategy", longSpec, "-participation", part}, append(lossOnlyFlag(longSpec), "-no-cache", "-json")...)
+	a = bandedArgs(z.BandedLong, longSpec)
 	long := i20Row{Item: "3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-6", z.BandedLong, z.Bands),
 		Command: show("mfsolve", a), Limit: "<= 10 min at 2 (stopped at 11 min)", Procs: two,
-		est: []float64{660}, run: e.mfsolveRun(a, 11*time.Minute, nil), check: all(gapCheck(1e-6), limitAt2(600, 0))}
+		est: []float64{660}, run: e.mfsolveRun(a, 11*time.Minute, nil), maxGap: 1e-6, maxSecs: 600}
 	switch {
 	case !e.long:
 		long.NotRun = "not run (-long)"
@@ -698,14 +708,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		a := []string{"epsilon", "-sigma", fmt.Sprint(pt.Sigma), "-delta", fmt.Sprint(pldDelta), "-sampling", fmt.Sprint(pt.Q), "-steps", fmt.Sprint(pt.Steps), "-json"}
 		add(i20Row{Item: "1, 5", Name: fmt.Sprintf("PLD accountant, q = %g, sigma = %g, T = %d, delta = %g, both sides", pt.Q, pt.Sigma, pt.Steps, pldDelta),
 			Command: show("dpacct", a), Limit: fmt.Sprintf("ratio >= %.1f; width <= 1e-3; <= 5 s at 2", speedupTarget), Procs: both,
-			est: []float64{5, 3.5}, run: e.dpacctRun(a), check: func(r *i20Row) {
-				for _, m := range r.M {
-					if m.Runs > 0 && !(m.Last.Gap <= 1e-3) {
-						r.Checks = append(r.Checks, fmt.Sprintf("width %.1e at GOMAXPROCS=%d > 1e-3", m.Last.Gap, m.Procs))
-					}
-				}
-				limitAt2(5, 0)(r)
-			}})
+			est: []float64{5, 3.5}, run: e.dpacctRun(a), maxGap: 1e-3, maxSecs: 5})
 	}
 
 	w, err := factorize.Prefix(z.MechRounds)
@@ -727,7 +730,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d, in process (solve and form, not written)", z.Forms),
 		Command: fmt.Sprintf("in process: `factorize.ParseStrategy(\"optimal\")` on Prefix(%d), then `Factors()` (as `mfsolve -o B.npy -C C.npy` computes them), GC before each run", z.Forms),
 		Limit:   fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both, InProcess: true,
-		est: []float64{5, 3}, run: e.formRun(wf), check: gapCheck(1e-10),
+		est: []float64{5, 3}, run: e.formRun(wf), maxGap: 1e-10,
 		show: func(m i20Meas) string {
 			return fmt.Sprintf("loss %.12g, gap %.1e, %d iterations, B and C digest %s", m.Last.Value, m.Last.Gap, m.Last.Iters, m.Last.Digest)
 		}})
@@ -753,7 +756,7 @@ func runIssue20(ctx context.Context, cfg config, log io.Writer) (*i20Result, err
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	e := &i20Env{ctx: ctx, tmp: tmp, mfsolve: filepath.Join(tmp, "mfsolve"), acct: filepath.Join(tmp, "dpacct"), reps: cfg.reps, sizes: z, long: cfg.long, log: log}
+	e := &i20Env{ctx: ctx, tmp: tmp, mfsolve: filepath.Join(tmp, "mfsolve"), acct: filepath.Join(tmp, "dpacct"), sizes: z, long: cfg.long, log: log}
 	rows, err := e.i20Rows()
 	if err != nil {
 		return nil, err
@@ -768,10 +771,10 @@ func runIssue20(ctx context.Context, cfg config, log io.Writer) (*i20Result, err
 	est := estimate(rows, cfg.reps, z.EstScale) + bltEst*z.EstScale
 	res.Estimate = time.Duration(est * float64(time.Second))
 	logf(log, "issue20: %d rows and the BLT tables at sizes %s, -reps %d: estimated %s on a quiet 2-core machine, and the builds of mfsolve and dpacct", len(rows), z.Name, cfg.reps, res.Estimate.Round(time.Second))
-	if err := goBuildPkg(ctx, root, "./cmd/mfsolve", e.mfsolve); err != nil {
+	if err := goBuild(ctx, root, "./cmd/mfsolve", e.mfsolve); err != nil {
 		return nil, err
 	}
-	if err := goBuildPkg(ctx, root, "./cmd/dpacct", e.acct); err != nil {
+	if err := goBuild(ctx, root, "./cmd/dpacct", e.acct); err != nil {
 		return nil, err
 	}
 	for i := range rows {
@@ -953,11 +956,9 @@ func (res *i20Result) ceiling(kind string) float64 {
 
 // markdown renders the section with its markers.
 func (res *i20Result) markdown(cmdLine string, when time.Time) string {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	p(issue20Begin)
-	p("## Every core, R = 10^7, banded at 10^5, BLT and the two-sided accountant (issue 20)")
-	p("")
+	var d doc
+	d.line(issue20Begin)
+	d.para("## Every core, R = 10^7, banded at 10^5, BLT and the two-sided accountant (issue 20)")
 	sizes := ""
 	if res.Sizes != "full" {
 		sizes = fmt.Sprintf(" **Sizes %q: a test of the generator, not the issue's sizes; the limits are the issue's.**", res.Sizes)
@@ -966,19 +967,15 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 	if res.Long {
 		long = "with `-long`"
 	}
-	p("Measured by `%s` on %s UTC in %s (estimated beforehand: %s), %s; this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -issue20-only` (add `-long` for banded at R = 10^5).%s Machine: %s, runtime.NumCPU() = %d, this process's GOMAXPROCS %d; load average (1, 5, 15 min) %s at the start, %s at the end.",
+	d.para("Measured by `%s` on %s UTC in %s (estimated beforehand: %s), %s; this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -issue20-only` (add `-long` for banded at R = 10^5).%s Machine: %s, runtime.NumCPU() = %d, this process's GOMAXPROCS %d; load average (1, 5, 15 min) %s at the start, %s at the end.",
 		cmdLine, when.UTC().Format("2006-01-02 15:04"), res.Elapsed.Round(time.Second), res.Estimate.Round(time.Second), long, sizes, res.CPUModel, res.NumCPU, res.GOMAXPROCS, res.LoadBefore, res.LoadAfter)
-	p("")
-	p("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the ceiling, the mechanism and forming B and C in process run in this process with `runtime.GOMAXPROCS(n)` (restored after), and their peak RSS is this process's so far. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
-	p("")
+	d.para("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the ceiling, the mechanism and forming B and C in process run in this process with `runtime.GOMAXPROCS(n)` (restored after), and their peak RSS is this process's so far. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
 	ceil := "not measured"
 	if c, m := res.ceiling("compute"), res.ceiling("memory"); c > 0 && m > 0 {
 		ceil = fmt.Sprintf("%.2f compute-bound, %.2f memory-streaming", c, m)
 	}
-	p("The first two rows (item \"ref\") are this machine's two-core ceiling (%s), measured in the same run with the same alternation and runs: a perfectly parallel kernel split over GOMAXPROCS goroutines with no shared data, register-resident floating point or each goroutine streaming its own array. The paths' ratios should be read against them (a path that streams memory cannot beat the memory ceiling); each path's result gives its ratio as a percentage of the compute-bound ceiling, and PASS or FAIL stays against the issue's %.1f.", ceil, speedupTarget)
-	p("")
-	p("| item | target | command | limit | GOMAXPROCS / NumCPU | wall, GOMAXPROCS=1 | wall, GOMAXPROCS=2 | runs (1, 2) | CPU (1, 2) | peak RSS (1, 2) | result at 2 | same result | ratio 1 / 2 | result |")
-	p("|---|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|")
+	d.para("The first two rows (item \"ref\") are this machine's two-core ceiling (%s), measured in the same run with the same alternation and runs: a perfectly parallel kernel split over GOMAXPROCS goroutines with no shared data, register-resident floating point or each goroutine streaming its own array. The paths' ratios should be read against them (a path that streams memory cannot beat the memory ceiling); each path's result gives its ratio as a percentage of the compute-bound ceiling, and PASS or FAIL stays against the issue's %.1f.", ceil, speedupTarget)
+	d.table("| item | target | command | limit | GOMAXPROCS / NumCPU | wall, GOMAXPROCS=1 | wall, GOMAXPROCS=2 | runs (1, 2) | CPU (1, 2) | peak RSS (1, 2) | result at 2 | same result | ratio 1 / 2 | result |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|")
 	for _, r := range res.Rows {
 		cmd := "`" + r.Command + "`"
 		if r.InProcess {
@@ -986,7 +983,7 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		}
 		procs := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.Procs)), ", "), "[]")
 		if r.NotRun != "" {
-			p("| %s | %s | %s | %s | %s / %d | | | | | | %s | | | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU, r.NotRun, r.NotRun)
+			d.line("| %s | %s | %s | %s | %s / %d | | | | | | %s | | | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU, r.NotRun, r.NotRun)
 			continue
 		}
 		cell := func(procs int, f func(m i20Meas) string) string {
@@ -1006,7 +1003,7 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		out := "—"
 		if m, ok := r.at(2); ok && m.Runs > 0 {
 			switch {
-			case strings.HasPrefix(r.Command, "dpacct"):
+			case r.accountant():
 				out = fmt.Sprintf("eps in [%.10g, %.10g], width %.1e", m.Last.Other, m.Last.Value, m.Last.Gap)
 			case r.show != nil:
 				out = r.show(m)
@@ -1036,41 +1033,31 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 		if ceil := res.ceiling("compute"); r.Ceiling == "" && r.Ratio > 0 && ceil > 0 {
 			result += fmt.Sprintf(", %.0f%% of the ceiling", 100*r.Ratio/ceil)
 		}
-		p("| %s | %s | %s | %s | %s / %d | %s | %s | %s, %s | %s, %s | %s, %s | %s | %s | %s | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU,
+		d.line("| %s | %s | %s | %s | %s / %d | %s | %s | %s, %s | %s, %s | %s, %s | %s | %s | %s | %s |", r.Item, r.Name, cmd, r.Limit, procs, res.NumCPU,
 			cell(1, wall), cell(2, wall), cell(1, runs), cell(2, runs), cell(1, cpu), cell(2, cpu), cell(1, rss), cell(2, rss),
 			out, r.Same, ratio, result)
 	}
-	p("")
-	p("The accountant's rows are its slowest points of the issue's box (q in [1e-4, 1], sigma in [0.5, 20], T up to 10^6); `dpacct epsilon -sampling` prints the safe eps and the optimistic one (`eps_optimistic`), and the width is (safe - optimistic) / safe. The whole grid of 100 points with its widths and times is in [docs/privacy.md](privacy.md), \"Grid and cost\" (`go test -run '^$' -bench PLDBounds -benchtime 1x ./bench/`), which also says how the rounding is bounded rigorously (no fixed allowance).")
-	p("")
+	d.line("")
+	d.para("The accountant's rows are its slowest points of the issue's box (q in [1e-4, 1], sigma in [0.5, 20], T up to 10^6); `dpacct epsilon -sampling` prints the safe eps and the optimistic one (`eps_optimistic`), and the width is (safe - optimistic) / safe. The whole grid of 100 points with its widths and times is in [docs/privacy.md](privacy.md), \"Grid and cost\" (`go test -run '^$' -bench PLDBounds -benchtime 1x ./bench/`), which also says how the rounding is bounded rigorously (no fixed allowance).")
 
 	v := res.bltChecks()
-	p("### BLT and the number of buffers (item 4)")
-	p("")
-	p("In this process (GOMAXPROCS %d): `factorize.ParseStrategy(\"blt:buffers=K\")` (the same as `mfsolve -R R -strategy blt:buffers=K -json`), loss only where the strategy has that path in this build (`factorize.WithLossOnly`), else with dense B and C up to R = %d; single participation. Sqrt-normalized (`-strategy sqrt-normalized`) the same way; where it has neither, the check against it is skipped and says why. Non-increasing allows a relative %g for rounding of the reported losses. Time: the whole computation (the fit is by continuation, so K buffers fit every level up to K); the last K at the largest R is the median of its runs.", res.BLTProcs, bltDenseMax, bltSlack)
-	p("")
-	p("| R | K | loss | loss / sqrt-normalized - 1 | time | runs | path |")
-	p("|---:|---:|---:|---:|---:|---:|---|")
+	d.para("### BLT and the number of buffers (item 4)")
+	d.para("In this process (GOMAXPROCS %d): `factorize.ParseStrategy(\"blt:buffers=K\")` (the same as `mfsolve -R R -strategy blt:buffers=K -json`), loss only where the strategy has that path in this build (`factorize.WithLossOnly`), else with dense B and C up to R = %d; single participation. Sqrt-normalized (`-strategy sqrt-normalized`) the same way; where it has neither, the check against it is skipped and says why. Non-increasing allows a relative %g for rounding of the reported losses. Time: the whole computation (the fit is by continuation, so K buffers fit every level up to K); the last K at the largest R is the median of its runs.", res.BLTProcs, bltDenseMax, bltSlack)
+	d.table("| R | K | loss | loss / sqrt-normalized - 1 | time | runs | path |", "|---:|---:|---:|---:|---:|---:|---|")
 	for _, bl := range res.BLT {
 		if bl.Err != "" {
-			p("| %d | %d | error: %s | | | | |", bl.R, bl.K, bl.Err)
+			d.line("| %d | %d | error: %s | | | | |", bl.R, bl.K, bl.Err)
 			continue
 		}
 		rel := "—"
 		if sq, ok := res.SqrtNorm[bl.R]; ok {
 			rel = fmt.Sprintf("%+.3f%%", 100*(bl.Loss/sq-1))
 		}
-		p("| %d | %d | %.10g | %s | %s | %d | %s |", bl.R, bl.K, bl.Loss, rel, secs(bl.Seconds), bl.Runs, bl.How)
+		d.line("| %d | %d | %.10g | %s | %s | %d | %s |", bl.R, bl.K, bl.Loss, rel, secs(bl.Seconds), bl.Runs, bl.How)
 	}
-	p("")
+	d.line("")
 	var sq []string
-	var rs []int
-	for r := range res.SqrtNorm {
-		rs = append(rs, r)
-	}
-	for r := range res.SqrtNormNote {
-		rs = append(rs, r)
-	}
+	rs := slices.AppendSeq(slices.Collect(maps.Keys(res.SqrtNorm)), maps.Keys(res.SqrtNormNote))
 	slices.Sort(rs)
 	for _, r := range slices.Compact(rs) {
 		if v, ok := res.SqrtNorm[r]; ok {
@@ -1079,20 +1066,16 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 			sq = append(sq, fmt.Sprintf("R = %d: not computed (%s)", r, res.SqrtNormNote[r]))
 		}
 	}
-	p("Sqrt-normalized: %s.", strings.Join(sq, "; "))
-	p("")
-	p("- Non-increasing in K at each R: %s.", verdict(v.Mono))
+	d.para("Sqrt-normalized: %s.", strings.Join(sq, "; "))
+	d.line("- Non-increasing in K at each R: %s.", verdict(v.Mono))
 	skipped := ""
 	if len(v.Skipped) > 0 {
 		skipped = "; skipped at " + strings.Join(v.Skipped, "; ")
 	}
-	p("- K >= 6 at most 0.1%% above sqrt-normalized: %s%s.", verdict(v.NearSqrt), skipped)
-	p("- Time at the largest R under a minute: %s.", verdict(v.Fast))
-	p("")
-	p("Under %d-min-separation at R = %d (`-participation minsep:%d`): BLT with K buffers against the banded square root with the same memory, `bsr:bands=K+1` (K rows of the forward substitution, as BLT keeps K buffers).", res.MinSepB, res.MinSepR, res.MinSepB)
-	p("")
-	p("| K | blt loss | time | bsr (K + 1 bands) loss |")
-	p("|---:|---:|---:|---:|")
+	d.line("- K >= 6 at most 0.1%% above sqrt-normalized: %s%s.", verdict(v.NearSqrt), skipped)
+	d.para("- Time at the largest R under a minute: %s.", verdict(v.Fast))
+	d.para("Under %d-min-separation at R = %d (`-participation minsep:%d`): BLT with K buffers against the banded square root with the same memory, `bsr:bands=K+1` (K rows of the forward substitution, as BLT keeps K buffers).", res.MinSepB, res.MinSepR, res.MinSepB)
+	d.table("| K | blt loss | time | bsr (K + 1 bands) loss |", "|---:|---:|---:|---:|")
 	for i, bl := range res.MinSep {
 		loss := fmt.Sprintf("%.10g", bl.Loss)
 		if bl.Err != "" {
@@ -1105,13 +1088,13 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 				bsr = "error: " + res.BSR[i].Err
 			}
 		}
-		p("| %d | %s | %s | %s |", bl.K, loss, secs(bl.Seconds), bsr)
+		d.line("| %d | %s | %s | %s |", bl.K, loss, secs(bl.Seconds), bsr)
 	}
-	p("")
-	p("- Non-increasing in K: %s.", verdict(v.MinSepMono))
-	p("- Never above bsr with the same memory: %s.", verdict(v.MinSepBSR))
-	p(issue20End)
-	return b.String()
+	d.line("")
+	d.line("- Non-increasing in K: %s.", verdict(v.MinSepMono))
+	d.line("- Never above bsr with the same memory: %s.", verdict(v.MinSepBSR))
+	d.line(issue20End)
+	return d.String()
 }
 
 // replaceIssue20 writes the section into the report at path: in place of

@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 )
 
@@ -115,14 +114,4 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // cmdLine is the command line as the report quotes it.
 func (c config) cmdLine() string {
 	return strings.Join(append([]string{"go run ./docgen/scaling"}, c.args...), " ")
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// directory (internal/atomicfile), so that path is either its old content or
-// the new one.
-func writeAtomic(path string, data []byte) error {
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"runtime"
 	"runtime/metrics"
-	"sync"
 	"time"
 
 	"github.com/dpmf/dpmf/internal/docgen"
@@ -106,18 +105,9 @@ func timeOnce(fn func() (outcome, error)) (seconds float64, alloc, peak uint64, 
 	before := ms.TotalAlloc
 	base := heapBytes()
 
-	var (
-		mu   sync.Mutex
-		top  = base
-		stop = make(chan struct{})
-		done = make(chan struct{})
-	)
-	record := func() {
-		h := heapBytes()
-		mu.Lock()
-		top = max(top, h)
-		mu.Unlock()
-	}
+	// The sampler alone writes top until done is closed.
+	top, stop, done := base, make(chan struct{}), make(chan struct{})
+	record := func() { top = max(top, heapBytes()) }
 	go func() {
 		defer close(done)
 		t := time.NewTicker(5 * time.Millisecond)
@@ -134,9 +124,9 @@ func timeOnce(fn func() (outcome, error)) (seconds float64, alloc, peak uint64, 
 	start := time.Now()
 	out, err = fn()
 	seconds = time.Since(start).Seconds()
-	record()
 	close(stop)
 	<-done
+	record()
 	runtime.ReadMemStats(&ms)
 	return seconds, ms.TotalAlloc - before, top - base, out, err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 // The participation section of the report: the certified fixed-epoch and
@@ -102,13 +103,10 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 	p.M, err = measure(p.R, reps, func() (outcome, error) {
 		cctx, cancel := context.WithTimeout(ctx, partCap)
 		defer cancel()
-		c0 := cpuSeconds()
+		c0 := procusage.SelfCPU()
 		f, err := solve(cctx, w, func(pr factorize.Progress) { last = pr })
-		cpu = append(cpu, cpuSeconds()-c0)
-		if err != nil {
-			return outcome{}, err
-		}
-		return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
+		cpu = append(cpu, procusage.SelfCPU()-c0)
+		return outcomeOf(f, err)
 	})
 	p.CPU = docgen.Median(cpu)
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -122,9 +120,9 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 	ref := optimalRun(ctx, w, factorize.Options{LossOnly: true, Tol: p.Tol})
 	cpu = cpu[:0]
 	p.Ref, err = measure(p.R, reps, func() (outcome, error) {
-		c0 := cpuSeconds()
+		c0 := procusage.SelfCPU()
 		o, err := ref()
-		cpu = append(cpu, cpuSeconds()-c0)
+		cpu = append(cpu, procusage.SelfCPU()-c0)
 		return o, err
 	})
 	p.RefCPU = docgen.Median(cpu)
@@ -137,17 +135,12 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 
 // participationMarkdown renders the section, markers included.
 func participationMarkdown(runs []partRun, cmdLine string, when time.Time) string {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	p(partBegin)
-	p("## Participation: fixed epochs and min-separation")
-	p("")
-	p("Measured by `%s` on %s UTC (this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -participation-only`).", cmdLine, when.UTC().Format("2006-01-02 15:04"))
-	p("")
-	p("The certified solvers for multiple participations (docs/solver.md): `factorize.OptimalEpochs`, the multi-epoch optimum of Choquette-Choo et al. (2023) with k = %d epochs (period R / %d), and `factorize.OptimalBanded`, the optimal factor with b = %d bands and unit columns for b-min-separation (DP-BandMF of Choquette-Choo, Dvijotham, Pillutla et al. 2023). McKenna (2024, \"Scaling up the banded matrix factorization mechanism for differentially private ML\", arXiv:2405.15913) writes that scalability limitations prevent DP-BandMF from handling training runs of more than 10^4 iterations (or models of more than 10^7 parameters), and presents techniques that scale it past both; the banded target below, R = 10,000, sits at that scale. Each row also times, in the same run, the single-participation optimum (`factorize.Optimal`, loss only) at the same R and the same gap target as a reference for the machine's speed at that moment; the ratio is participation time / reference time. Wall time decides the result; CPU time (user + system of this process, getrusage) is given beside it because the machine is shared: with a load far above its 2 CPUs, a single-threaded solver gets a fraction of a CPU, and the wall time overstates what it costs on a quiet machine. A run that is not certified within %s is stopped and reported with the gap it reached.", epochsK, epochsK, bandedB, partCap)
-	p("")
-	p("| computation | participation | R | target gap | limit | wall time (median) | CPU time (median) | runs | iterations | evaluations | certified gap | loss (upper bound) | reference: wall, CPU | ratio (wall, CPU) | result |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	var d doc
+	d.line(partBegin)
+	d.para("## Participation: fixed epochs and min-separation")
+	d.para("Measured by `%s` on %s UTC (this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -participation-only`).", cmdLine, when.UTC().Format("2006-01-02 15:04"))
+	d.para("The certified solvers for multiple participations (docs/solver.md): `factorize.OptimalEpochs`, the multi-epoch optimum of Choquette-Choo et al. (2023) with k = %d epochs (period R / %d), and `factorize.OptimalBanded`, the optimal factor with b = %d bands and unit columns for b-min-separation (DP-BandMF of Choquette-Choo, Dvijotham, Pillutla et al. 2023). McKenna (2024, \"Scaling up the banded matrix factorization mechanism for differentially private ML\", arXiv:2405.15913) writes that scalability limitations prevent DP-BandMF from handling training runs of more than 10^4 iterations (or models of more than 10^7 parameters), and presents techniques that scale it past both; the banded target below, R = 10,000, sits at that scale. Each row also times, in the same run, the single-participation optimum (`factorize.Optimal`, loss only) at the same R and the same gap target as a reference for the machine's speed at that moment; the ratio is participation time / reference time. Wall time decides the result; CPU time (user + system of this process, getrusage) is given beside it because the machine is shared: with a load far above its 2 CPUs, a single-threaded solver gets a fraction of a CPU, and the wall time overstates what it costs on a quiet machine. A run that is not certified within %s is stopped and reported with the gap it reached.", epochsK, epochsK, bandedB, partCap)
+	d.table("| computation | participation | R | target gap | limit | wall time (median) | CPU time (median) | runs | iterations | evaluations | certified gap | loss (upper bound) | reference: wall, CPU | ratio (wall, CPU) | result |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range runs {
 		limit, result := "", ""
 		if r.Target {
@@ -155,21 +148,21 @@ func participationMarkdown(runs []partRun, cmdLine string, when time.Time) strin
 		}
 		switch {
 		case r.Err != "":
-			p("| %s | %s | %d | %.0e | %s | error: %s | | | | | | | | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, r.Err, result)
+			d.line("| %s | %s | %d | %.0e | %s | error: %s | | | | | | | | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, r.Err, result)
 		case r.Stopped:
-			p("| %s | %s | %d | %.0e | %s | stopped at %s | %s | 1 | %d | | %.1e (not certified) | | %s, %s | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.StoppedSecs), cpuCell(r.CPU), r.StoppedIter, r.StoppedGap, secs(r.Ref.Seconds), cpuCell(r.RefCPU), result)
+			d.line("| %s | %s | %d | %.0e | %s | stopped at %s | %s | 1 | %d | | %.1e (not certified) | | %s, %s | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.StoppedSecs), cpuCell(r.CPU), r.StoppedIter, r.StoppedGap, secs(r.Ref.Seconds), cpuCell(r.RefCPU), result)
 		default:
 			cpuRatio := unknownUsage
-			if usageKnown {
+			if procusage.Known {
 				cpuRatio = fmt.Sprintf("%.1f", r.CPU/r.RefCPU)
 			}
-			p("| %s | %s | %d | %.0e | %s | %s | %s | %d | %d | %d | %.1e | %.10g | %s, %s | %.1f, %s | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.M.Seconds), cpuCell(r.CPU), r.M.Runs, r.M.Out.Iters, r.M.Out.Roots, r.M.Out.Gap, r.M.Out.Loss, secs(r.Ref.Seconds), cpuCell(r.RefCPU), r.M.Seconds/r.Ref.Seconds, cpuRatio, result)
+			d.line("| %s | %s | %d | %.0e | %s | %s | %s | %d | %d | %d | %.1e | %.10g | %s, %s | %.1f, %s | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.M.Seconds), cpuCell(r.CPU), r.M.Runs, r.M.Out.Iters, r.M.Out.Roots, r.M.Out.Gap, r.M.Out.Loss, secs(r.Ref.Seconds), cpuCell(r.RefCPU), r.M.Seconds/r.Ref.Seconds, cpuRatio, result)
 		}
 	}
-	p("")
-	p("An iteration of `OptimalEpochs` evaluates the class blocks of X(Lambda) through about 40 to 60 band selected inversions of order R with 2k off-diagonals (O(R k^2) each); one of `OptimalBanded` is about one evaluation, a band LDL^T and selected inversion with their shift derivative, of order R with b off-diagonals (O(R b^2)), plus O(R b^2) for the gradient in C's entries in its first phase. Its gap is the smaller of a first-order (Lagrangian) and a second-order bound, which reaches 1e-8 where the first-order one is near 1e-6 (docs/solver.md). The inner products of the band kernels and of the L-BFGS recursion run in AVX2 assembly with fused multiply-adds where the CPU has them (`linalg.Dot`, and `linalg.Dot32` and `linalg.AxpyDot32` over the recursion's float32 pairs; Go elsewhere); this machine: %s. The same measurements as Go benchmarks: `go test -run '^$' -bench 'OptimalEpochs|OptimalBanded' ./bench/`.", cpuVector())
-	p(partEnd)
-	return b.String()
+	d.line("")
+	d.line("An iteration of `OptimalEpochs` evaluates the class blocks of X(Lambda) through about 40 to 60 band selected inversions of order R with 2k off-diagonals (O(R k^2) each); one of `OptimalBanded` is about one evaluation, a band LDL^T and selected inversion with their shift derivative, of order R with b off-diagonals (O(R b^2)), plus O(R b^2) for the gradient in C's entries in its first phase. Its gap is the smaller of a first-order (Lagrangian) and a second-order bound, which reaches 1e-8 where the first-order one is near 1e-6 (docs/solver.md). The inner products of the band kernels and of the L-BFGS recursion run in AVX2 assembly with fused multiply-adds where the CPU has them (`linalg.Dot`, and `linalg.Dot32` and `linalg.AxpyDot32` over the recursion's float32 pairs; Go elsewhere); this machine: %s. The same measurements as Go benchmarks: `go test -run '^$' -bench 'OptimalEpochs|OptimalBanded' ./bench/`.", cpuVector())
+	d.line(partEnd)
+	return d.String()
 }
 
 // cpuVector says whether the band kernels run in assembly here.
@@ -198,5 +191,5 @@ func replaceSection(path, section, begin, end, flag string) error {
 	default:
 		return fmt.Errorf("%s: %s has unmatched markers %s, %s", flag, path, begin, end)
 	}
-	return writeAtomic(path, []byte(s))
+	return docgen.WriteFile(path, []byte(s))
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/dpmf/dpmf/internal/docgen"
 )
 
 // Headings of the report's tables that the figures are drawn from.
@@ -19,12 +21,12 @@ const (
 )
 
 // parsedReport is what the figures need of a report: the times of the
-// section "Time against R" and the rows of the streaming table.
+// section "Time against R" (the results' strategies, dense, lossOnly,
+// general and plain, with R and Seconds) and the rows of the streaming
+// table.
 type parsedReport struct {
-	strategies               []string // dense output, in order
-	dense                    map[string][]measurement
-	lossOnly, general, plain []measurement
-	stream                   []semisepRow
+	results
+	stream []semisepRow
 }
 
 // parseSecs reads a time as secs writes it: "346 µs", "1.1 ms", "5.34 s".
@@ -48,7 +50,7 @@ func parseSecs(s string) (float64, error) {
 // parseReport reads the tables that the figures are drawn from out of a
 // report that run wrote.
 func parseReport(md string) (*parsedReport, error) {
-	rep := &parsedReport{dense: map[string][]measurement{}}
+	rep := &parsedReport{results: results{dense: map[string][]measurement{}}}
 	section := ""
 	for n, line := range strings.Split(md, "\n") {
 		if strings.HasPrefix(line, "#") {
@@ -132,12 +134,11 @@ func replot(cfg config, log io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.out, err)
 	}
-	res := &results{strategies: rep.strategies, dense: rep.dense, lossOnly: rep.lossOnly, general: rep.general, plain: rep.plain}
-	svg, err := logLogSVG(timePlotTitle, "rounds R", "time (s)", res.plotSeries())
+	svg, err := logLogSVG(timePlotTitle, "rounds R", "time (s)", rep.plotSeries())
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(cfg.svg, svg); err != nil {
+	if err := docgen.WriteFile(cfg.svg, svg); err != nil {
 		return err
 	}
 	logf(log, "redrew %s from %s", cfg.svg, cfg.out)

@@ -16,6 +16,7 @@ import (
 	"github.com/dpmf/dpmf/bench"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/internal/figure"
 )
 
@@ -156,7 +157,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(cfg.svg, svg); err != nil {
+	if err := docgen.WriteFile(cfg.svg, svg); err != nil {
 		return err
 	}
 	rel, err := filepath.Rel(filepath.Dir(cfg.out), cfg.svg)
@@ -171,7 +172,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	// So is the issue-20 section (-issue20-only), or the hand-added
 	// accountant section it replaces.
 	md += keptSection(cfg.out, issue20Begin, issue20End) + keptSection(cfg.out, accountantBegin, accountantEnd)
-	if err := writeAtomic(cfg.out, []byte(md)); err != nil {
+	if err := docgen.WriteFile(cfg.out, []byte(md)); err != nil {
 		return err
 	}
 	logf(log, "wrote %s and %s in %s", cfg.out, cfg.svg, res.elapsed.Round(time.Second))
@@ -202,13 +203,15 @@ func decayingWeights(r int) []float64 {
 
 // optimalRun returns a measured computation of the optimal loss.
 func optimalRun(ctx context.Context, w *factorize.Workload, opt factorize.Options) func() (outcome, error) {
-	return func() (outcome, error) {
-		f, err := factorize.Optimal(ctx, w, opt)
-		if err != nil {
-			return outcome{}, err
-		}
-		return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
+	return func() (outcome, error) { return outcomeOf(factorize.Optimal(ctx, w, opt)) }
+}
+
+// outcomeOf returns the outcome of a factorization, or err.
+func outcomeOf(f *factorize.Factorization, err error) (outcome, error) {
+	if err != nil {
+		return outcome{}, err
 	}
+	return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
 }
 
 // roundingLimited reports whether err says that the dense path cannot
@@ -258,13 +261,7 @@ func (res *results) runLibrary(ctx context.Context, log io.Writer) error {
 			if err != nil {
 				return err
 			}
-			m, err := measure(r, reps, func() (outcome, error) {
-				f, err := compute(ctx, s, w)
-				if err != nil {
-					return outcome{}, err
-				}
-				return outcome{Iters: f.Iterations, Roots: f.Evaluations, Gap: f.Gap, Loss: f.Metrics.Loss}, nil
-			})
+			m, err := measure(r, reps, func() (outcome, error) { return outcomeOf(compute(ctx, s, w)) })
 			if err != nil {
 				return fmt.Errorf("strategy %s, R = %d: %v", s, r, err)
 			}

@@ -87,7 +87,7 @@ func (res *results) runTargets(ctx context.Context, tmp string, log io.Writer) e
 	bin := filepath.Join(tmp, "mfsolve")
 	logf(log, "go build -o %s ./cmd/mfsolve", bin)
 	start := time.Now()
-	if err := goBuild(ctx, root, bin); err != nil {
+	if err := goBuild(ctx, root, "./cmd/mfsolve", bin); err != nil {
 		return err
 	}
 	res.buildSecs = time.Since(start).Seconds()

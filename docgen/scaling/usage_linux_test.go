@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 // On Linux, selfRSS against the kernel's own peak of this address space
@@ -23,7 +25,7 @@ func TestSelfRSSLinux(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	got := selfRSS()
+	got := procusage.SelfRSS()
 	var hwm int64
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
@@ -39,7 +41,7 @@ func TestSelfRSSLinux(t *testing.T) {
 	if hwm*1024 < 64<<20 || got < hwm*1024-1<<20 {
 		t.Errorf("selfRSS %d bytes, VmHWM %d kB: want selfRSS >= VmHWM * 1024 - 1 MiB, VmHWM >= 64 MiB", got, hwm)
 	}
-	if c := cpuSeconds(); c <= 0 {
+	if c := procusage.SelfCPU(); c <= 0 {
 		t.Errorf("cpuSeconds %v, want positive", c)
 	}
 }

@@ -1,11 +1,15 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/dpmf/dpmf/internal/procusage"
+)
 
 // The table cells and the RSS check: measured values where the platform has
 // getrusage, "unknown" and a failed check where it does not.
 func TestUsageCells(t *testing.T) {
-	if !usageKnown {
+	if !procusage.Known {
 		if rssCell(2e8) != unknownUsage || cpuCell(1.5) != unknownUsage {
 			t.Errorf("cells %q, %q; want %q", rssCell(2e8), cpuCell(1.5), unknownUsage)
 		}

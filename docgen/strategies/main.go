@@ -87,56 +87,43 @@ func parseArgs(args []string) (config, error) {
 // errSkipped marks a cell not computed at this size.
 var errSkipped = errors.New("not run")
 
-// cell is one table entry.
-type cell struct {
-	rmse  float64
-	bound bool
-	err   error
-}
-
 // compute returns the cell of the strategy of spec at R = r under p: a
 // closed form for identity, the loss-only path where the strategy has one
 // under p (at every R; banded's under min-separation, the certified banded
 // solver, up to -ref-max rounds as the reference), else the dense factors
 // (up to -dense-max rounds).
-func compute(ctx context.Context, c config, spec string, w *factorize.Workload, p factorize.Participation) cell {
+func compute(ctx context.Context, c config, spec string, w *factorize.Workload, p factorize.Participation) docgen.Cell {
 	r := w.R()
 	s, err := factorize.ParseStrategy(spec)
 	if err != nil {
-		return cell{err: err}
+		return docgen.Cell{Err: err}
 	}
 	if _, ok := s.(factorize.IdentityStrategy); ok {
 		k := float64(max(1, p.Participations(r)))
-		return cell{rmse: math.Sqrt(k * float64(r+1) / 2)}
+		return docgen.Cell{RMSE: math.Sqrt(k * float64(r+1) / 2)}
 	}
-	if s.Name() == factorize.StrategyBanded && p.Kind == factorize.KindMinSep && r > c.refMax {
-		return cell{err: errSkipped}
-	}
-	if s.Name() == factorize.StrategyBLT && p.Kind == factorize.KindMinSep && r > c.refMax {
-		// Its C's coefficients change sign: the reported sensitivity is
-		// the O(R^2 k) bound of every candidate of its fit (6 minutes at
-		// R = 10^4 under minsep:16).
-		return cell{err: errSkipped}
+	// Banded under min-separation is the certified banded solver; blt's C
+	// has coefficients that change sign, so its reported sensitivity is
+	// the O(R^2 k) bound of every candidate of its fit (6 minutes at
+	// R = 10^4 under minsep:16). Both run up to -ref-max rounds.
+	if (s.Name() == factorize.StrategyBanded || s.Name() == factorize.StrategyBLT) && p.Kind == factorize.KindMinSep && r > c.refMax {
+		return docgen.Cell{Err: errSkipped}
 	}
 	info, err := factorize.Lookup(s.Name())
 	if err != nil {
-		return cell{err: err}
+		return docgen.Cell{Err: err}
 	}
 	lossOnly := info.LossOnlyUnder(p)
 	if !lossOnly && r > c.denseMax {
 		if p.Kind == factorize.KindMinSep && r <= c.refMax && info.LossOnlyUnder(factorize.SingleParticipation()) {
 			return structuredCell(ctx, c, s, w, p)
 		}
-		return cell{err: errSkipped}
+		return docgen.Cell{Err: errSkipped}
 	}
 	if s, err = factorize.WithLossOnly(s, lossOnly); err != nil {
-		return cell{err: err}
+		return docgen.Cell{Err: err}
 	}
-	f, err := s.Factorize(ctx, w, p)
-	if err != nil {
-		return cell{err: err}
-	}
-	return cell{rmse: f.Metrics.RMSE, bound: !f.Metrics.UnitSensitivity.Exact}
+	return docgen.RMSECell(s.Factorize(ctx, w, p))
 }
 
 // structuredCell returns the cell of s under the min-separation p at an R
@@ -147,17 +134,17 @@ func compute(ctx context.Context, c config, spec string, w *factorize.Workload, 
 // sensitivity under p from that form (Factorization.WithParticipation,
 // O(R^2 K)), up to -ref-max rounds. A result with dense factors is not
 // run.
-func structuredCell(ctx context.Context, c config, s factorize.Strategy, w *factorize.Workload, p factorize.Participation) cell {
+func structuredCell(ctx context.Context, c config, s factorize.Strategy, w *factorize.Workload, p factorize.Participation) docgen.Cell {
 	key := fmt.Sprintf("%s/%d", s.Spec(), w.R())
 	f, ok := c.structured[key]
 	if !ok {
 		for _, lossOnly := range []bool{true, false} {
 			t, err := factorize.WithLossOnly(s, lossOnly)
 			if err != nil {
-				return cell{err: err}
+				return docgen.Cell{Err: err}
 			}
 			if f, err = t.Factorize(ctx, w, factorize.SingleParticipation()); err != nil {
-				return cell{err: err}
+				return docgen.Cell{Err: err}
 			}
 			if f.Operator != nil {
 				break
@@ -166,13 +153,9 @@ func structuredCell(ctx context.Context, c config, s factorize.Strategy, w *fact
 		c.structured[key] = f
 	}
 	if f.C != nil || f.Operator == nil {
-		return cell{err: errSkipped}
+		return docgen.Cell{Err: errSkipped}
 	}
-	g, err := f.WithParticipation(p)
-	if err != nil {
-		return cell{err: err}
-	}
-	return cell{rmse: g.Metrics.RMSE, bound: !g.Metrics.UnitSensitivity.Exact}
+	return docgen.RMSECell(f.WithParticipation(p))
 }
 
 // wideBands is the number of coefficients (bisr, bandinv) or bands
@@ -186,38 +169,34 @@ const wideBands = 64
 var wideRows = []string{factorize.StrategyBandedToeplitz, factorize.StrategyBISR, factorize.StrategyBandInv}
 
 // reference returns the certified reference RMSE of a column.
-func reference(ctx context.Context, c config, w *factorize.Workload, p factorize.Participation) cell {
+func reference(ctx context.Context, c config, w *factorize.Workload, p factorize.Participation) docgen.Cell {
 	r := w.R()
 	if p.Kind == factorize.KindSingle {
 		f, err := factorize.Optimal(ctx, w, factorize.Options{LossOnly: true})
 		if err != nil {
-			return cell{err: err}
+			return docgen.Cell{Err: err}
 		}
-		return cell{rmse: f.Metrics.RMSE}
+		return docgen.Cell{RMSE: f.Metrics.RMSE}
 	}
 	if r > c.refMax {
-		return cell{err: errSkipped}
+		return docgen.Cell{Err: errSkipped}
 	}
 	f, err := factorize.OptimalBanded(ctx, w, min(p.B, r), p.Participations(r), factorize.Options{LossOnly: true})
 	if err != nil {
-		return cell{err: err}
+		return docgen.Cell{Err: err}
 	}
-	return cell{rmse: f.Metrics.RMSE}
+	return docgen.Cell{RMSE: f.Metrics.RMSE}
 }
 
-func format(e, ref cell) string {
-	switch {
-	case errors.Is(e.err, errSkipped):
+// format renders a cell with its percentage above the column's reference
+// ref, or "—" for a cell not run at this R.
+func format(e, ref docgen.Cell) string {
+	if errors.Is(e.Err, errSkipped) {
 		return "—"
-	case e.err != nil:
-		return "n/a"
 	}
-	s := strconv.FormatFloat(e.rmse, 'f', 3, 64)
-	if e.bound {
-		s += "†"
-	}
-	if ref.err == nil && ref.rmse > 0 {
-		s += fmt.Sprintf(" (%+.1f%%)", 100*(e.rmse/ref.rmse-1))
+	s := e.Text()
+	if e.Err == nil && ref.Err == nil && ref.RMSE > 0 {
+		s += fmt.Sprintf(" (%+.1f%%)", 100*(e.RMSE/ref.RMSE-1))
 	}
 	return s
 }
@@ -235,7 +214,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	type column struct {
 		w   *factorize.Workload
 		p   factorize.Participation
-		ref cell
+		ref docgen.Cell
 	}
 	var cols []column
 	var head strings.Builder
@@ -258,7 +237,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 			fmt.Fprintf(log, "reference R=%d %v: %v (%.1fs)\n", r, p, ref, time.Since(t0).Seconds())
 			cols = append(cols, column{w: w, p: p, ref: ref})
 			fmt.Fprintf(&head, " R=%d %v |", r, p)
-			fmt.Fprintf(&refRow, " %s |", format(ref, cell{}))
+			fmt.Fprintf(&refRow, " %s |", format(ref, docgen.Cell{}))
 		}
 	}
 	var table bytes.Buffer
@@ -287,8 +266,8 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if e.err != nil && !errors.Is(e.err, errSkipped) {
-				notes = append(notes, fmt.Sprintf("%s, R = %d, %v: %v", rw.label, col.w.R(), col.p, e.err))
+			if e.Err != nil && !errors.Is(e.Err, errSkipped) {
+				notes = append(notes, fmt.Sprintf("%s, R = %d, %v: %v", rw.label, col.w.R(), col.p, e.Err))
 			}
 			fmt.Fprintf(log, "%s R=%d %v: %s (%.1fs)\n", rw.label, col.w.R(), col.p, format(e, col.ref), time.Since(t0).Seconds())
 			fmt.Fprintf(&table, " %s |", format(e, col.ref))

@@ -1,9 +1,9 @@
 // Package docgen holds what the generators of the docs' measured tables
 // share (docgen/participation, docgen/strategies, docgen/scaling and the
 // bench commands): their main function, a comma-separated list flag, the
-// median of timings, and a generated section of a Markdown file between two marker
-// comments, replaced atomically so that an interrupted run leaves the file
-// as it was.
+// median of timings, a table cell of an RMSE, and a generated section of a
+// Markdown file between two marker comments, replaced atomically so that an
+// interrupted run leaves the file as it was.
 package docgen
 
 import (
@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/atomicfile"
 )
 
@@ -56,6 +57,36 @@ func Median(xs []float64) float64 {
 	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
+// Cell is one entry of a table of RMSEs: the RMSE per unit noise, whether
+// it is an upper bound (from an upper bound on the sensitivity), or the
+// error that kept it from being computed.
+type Cell struct {
+	RMSE  float64
+	Bound bool
+	Err   error
+}
+
+// RMSECell returns the cell of the factorization f, or of err.
+func RMSECell(f *factorize.Factorization, err error) Cell {
+	if err != nil {
+		return Cell{Err: err}
+	}
+	return Cell{RMSE: f.Metrics.RMSE, Bound: !f.Metrics.UnitSensitivity.Exact}
+}
+
+// Text formats the cell for a table: the RMSE to three decimals, followed
+// by † when it is an upper bound, or "n/a" for an error.
+func (c Cell) Text() string {
+	if c.Err != nil {
+		return "n/a"
+	}
+	s := strconv.FormatFloat(c.RMSE, 'f', 3, 64)
+	if c.Bound {
+		s += "†"
+	}
+	return s
+}
+
 // Section is the generated part of a Markdown file: from the line Begin
 // up to, not including, End.
 type Section struct {
@@ -91,12 +122,16 @@ func (s *Section) Replace(content []byte) error {
 	out.Write(s.doc[:s.begin])
 	out.Write(content)
 	out.Write(s.doc[s.end:])
-	fi, err := os.Stat(s.Path)
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(s.Path, fi.Mode().Perm(), func(w io.Writer) error {
-		_, err := w.Write(out.Bytes())
+	return WriteFile(s.Path, out.Bytes())
+}
+
+// WriteFile writes data to path through a temporary file in the same
+// directory (internal/atomicfile), so that path holds either its old
+// content or data. An existing file keeps its permission bits; a new one
+// gets 0644 (less the umask).
+func WriteFile(path string, data []byte) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
 	})
 }

@@ -109,53 +109,42 @@ func (f Figure) draw(c draw.Canvas) ([]drawn, error) {
 	}
 	rows, cols, _, _ := f.grid()
 	plots := make([][]*plot.Plot, rows)
-	legends := make([][]*legend, rows)
 	for r := range plots {
 		plots[r] = make([]*plot.Plot, cols)
-		legends[r] = make([]*legend, cols)
-		for k := range plots[r] {
-			i := r*cols + k
-			if i >= len(f.Panels) {
-				continue
-			}
-			p, l, err := f.Panels[i].plot()
-			if err != nil {
-				return nil, fmt.Errorf("figure: panel %d (%s): %w", i, f.Panels[i].Title, err)
-			}
-			plots[r][k], legends[r][k] = p, l
+	}
+	// Panel i is plots[i/cols][i%cols], with legends[i].
+	legends := make([]*legend, len(f.Panels))
+	for i, panel := range f.Panels {
+		p, l, err := panel.plot()
+		if err != nil {
+			return nil, fmt.Errorf("figure: panel %d (%s): %w", i, panel.Title, err)
 		}
+		plots[i/cols][i%cols], legends[i] = p, l
 	}
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(6), PadY: vg.Points(6), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(4)}
 	canvases := plot.Align(plots, tiles, c)
 	// Placing a legend may extend an axis, which may change the width of
 	// its tick labels: align again.
 	changed := false
-	for r := range plots {
-		for k, p := range plots[r] {
-			if p != nil && legends[r][k].place(p, canvases[r][k]) {
-				changed = true
-			}
+	for i, l := range legends {
+		if l.place(plots[i/cols][i%cols], canvases[i/cols][i%cols]) {
+			changed = true
 		}
 	}
 	if changed {
 		canvases = plot.Align(plots, tiles, c)
 	}
 	var out []drawn
-	for r := range plots {
-		for k, p := range plots[r] {
-			if p == nil {
-				continue
-			}
-			pc := canvases[r][k]
-			if l := legends[r][k]; l.outside {
-				strip := pc
-				strip.Max.Y = strip.Min.Y + l.stripHeight(pc.Size().X)
-				pc.Min.Y = strip.Max.Y
-				l.drawBelow(strip)
-			}
-			p.Draw(pc)
-			out = append(out, drawn{plot: p, legend: legends[r][k], canvas: pc})
+	for i, l := range legends {
+		p, pc := plots[i/cols][i%cols], canvases[i/cols][i%cols]
+		if l.outside {
+			strip := pc
+			strip.Max.Y = strip.Min.Y + l.stripHeight(pc.Size().X)
+			pc.Min.Y = strip.Max.Y
+			l.drawBelow(strip)
 		}
+		p.Draw(pc)
+		out = append(out, drawn{plot: p, legend: l, canvas: pc})
 	}
 	return out, nil
 }

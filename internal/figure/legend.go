@@ -229,37 +229,34 @@ func (l *legend) yRange(p *plot.Plot, x0, x1 float64) (lo, hi float64, any bool)
 	return lo, hi, any
 }
 
-// below is the layout of a legend drawn below the plot: entries in rows of
-// cols columns, each colW wide.
-func (l *legend) below(width vg.Length) (cols int, colW vg.Length) {
+// columns lays out a legend drawn below a plot of the given width: its
+// entries in rows of len(cols) columns (entry i in column i % len(cols)),
+// each colW wide.
+func (l *legend) columns(width vg.Length) (cols [][]entry, colW vg.Length) {
 	for _, e := range l.entries {
 		w, _ := entrySize([]entry{e})
 		colW = max(colW, w+vg.Points(12))
 	}
-	return max(1, min(len(l.entries), int(float64(width)/float64(colW)))), colW
+	cols = make([][]entry, max(1, min(len(l.entries), int(float64(width)/float64(colW)))))
+	for i, e := range l.entries {
+		cols[i%len(cols)] = append(cols[i%len(cols)], e)
+	}
+	return cols, colW
 }
 
 // stripHeight returns the height of the strip below the plot that the
-// legend takes, at the given width.
+// legend takes, at the given width: that of its first column, the longest.
 func (l *legend) stripHeight(width vg.Length) vg.Length {
-	cols, _ := l.below(width)
-	var col []entry
-	for i := 0; i < len(l.entries); i += cols {
-		col = append(col, l.entries[i])
-	}
-	_, h := entrySize(col)
+	cols, _ := l.columns(width)
+	_, h := entrySize(cols[0])
 	return h + 2*legendMargin
 }
 
 // drawBelow draws the legend in the strip c, entries row by row, centred.
 func (l *legend) drawBelow(c draw.Canvas) {
-	cols, colW := l.below(c.Size().X)
-	left := c.Min.X + (c.Size().X-vg.Length(cols)*colW)/2
-	for j := 0; j < cols; j++ {
-		var col []entry
-		for i := j; i < len(l.entries); i += cols {
-			col = append(col, l.entries[i])
-		}
+	cols, colW := l.columns(c.Size().X)
+	left := c.Min.X + (c.Size().X-vg.Length(len(cols))*colW)/2
+	for j, col := range cols {
 		gl := style(col)
 		gl.Top, gl.Left = true, true
 		r := vg.Rectangle{
