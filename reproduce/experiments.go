@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/dpmf/dpmf/dataset"
@@ -247,10 +248,7 @@ func dryResult(j job) *experiment.Result {
 		rounds = append(rounds, k)
 	}
 	rounds = append(rounds, j.s.R)
-	ones := make([]float64, len(rounds))
-	for k := range ones {
-		ones[k] = 1
-	}
+	ones := slices.Repeat([]float64{1}, len(rounds))
 	tr := &experiment.Trace{Rounds: rounds, LossError: ones, Accuracy: ones}
 	s := &experiment.Summary{Rounds: rounds, LossErrorMean: ones, LossErrorStd: ones, AccuracyMean: ones, RegretMean: ones, RegretStd: ones, Traces: []*experiment.Trace{tr}}
 	res := &experiment.Result{Summary: s}
@@ -343,21 +341,23 @@ func tailLoss(s *experiment.Summary) (mean, std float64) {
 		}
 		xs = append(xs, sum/float64(n))
 	}
-	m, sd := meanStd(xs)
-	if math.IsNaN(m) || math.IsInf(m, 0) {
-		return math.Inf(1), math.NaN()
-	}
-	return m, sd
+	return divergedInf(meanStd(xs))
 }
 
 // finalLoss returns the mean and standard deviation of the final loss
 // error; a non-finite value (a diverged run) gives +Inf.
 func finalLoss(s *experiment.Summary) (mean, std float64) {
 	m, sd, _, _ := s.Final()
-	if math.IsNaN(m) || math.IsInf(m, 0) {
+	return divergedInf(m, sd)
+}
+
+// divergedInf returns mean and std, or +Inf and NaN for a mean that is not
+// finite (a diverged run), which then ranks last.
+func divergedInf(mean, std float64) (float64, float64) {
+	if math.IsNaN(mean) || math.IsInf(mean, 0) {
 		return math.Inf(1), math.NaN()
 	}
-	return m, sd
+	return mean, std
 }
 
 // finalAccuracy returns the mean and standard deviation over repetitions of
