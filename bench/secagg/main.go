@@ -167,14 +167,12 @@ func measure(n, d, R int, secure bool) (result, error) {
 			a[k] = rng.NormFloat64()
 		}
 		s := sample{a: a, y: float64(2*(i%2) - 1)}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_, errs[i] = fednet.RunLearner(ctx, fednet.LearnerOptions{Addr: lis.Addr().String(), ID: i,
 				Creds:       insecure.NewCredentials(),
 				Data:        func(*flv1.RunConfig) (fedopt.Stream, error) { return s, nil },
 				CallTimeout: 5 * time.Minute, WaitTimeout: time.Minute, StateDir: filepath.Join(ldir, fmt.Sprint(i))})
-		}()
+		})
 	}
 	wg.Wait()
 	if err := <-runErr; err != nil {
