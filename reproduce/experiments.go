@@ -112,8 +112,6 @@ type problemKey struct {
 // problem returns the (cached) problem of s with data seed seed.
 func (r *runner) problem(ctx context.Context, s setting, seed uint64) (*experiment.Problem, error) {
 	key := problemKey{s.data, s.split, s.n, s.R, s.tau, s.l2, seed}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if p, ok := r.problems[key]; ok {
 		return p, nil
 	}
@@ -151,8 +149,6 @@ type factKey struct {
 // R rounds for a mechanism: a factorize strategy spec ("blt:buffers=2").
 func (r *runner) factorization(ctx context.Context, mech string, R int) (*factorize.Factorization, error) {
 	key := factKey{mech, R}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if f, ok := r.facts[key]; ok {
 		return f, nil
 	}

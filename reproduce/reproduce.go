@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -227,7 +226,9 @@ func outputFiles(parts []string) []string {
 	return out
 }
 
-// runner holds the caches and results of one pass.
+// runner holds the caches and results of one pass. Only the goroutine
+// that runs the parts uses it (the repetitions' goroutines call only
+// progress, which is atomic).
 type runner struct {
 	opt   Options
 	sc    scale
@@ -237,7 +238,6 @@ type runner struct {
 	units atomic.Int64
 	total int64
 
-	mu       sync.Mutex
 	problems map[problemKey]*experiment.Problem
 	facts    map[factKey]*factorize.Factorization
 	tunings  map[tuneKey]*tuning
