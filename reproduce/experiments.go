@@ -233,12 +233,10 @@ func (r *runner) exp(ctx context.Context, j job) (*experiment.Result, error) {
 	return e.Run(ctx)
 }
 
-// dryResult is a stand-in result for the dry pass.
+// dryResult is a stand-in result for the dry pass, evaluated at the rounds
+// of the job's configuration (as experiment.Evaluator evaluates them).
 func dryResult(j job) *experiment.Result {
-	every := j.s.evalEvery
-	if j.final {
-		every = tailEvery(j.s.R)
-	}
+	every := max(j.config().EvalEvery, 1)
 	var rounds []int
 	for k := 0; k < j.s.R; k += every {
 		rounds = append(rounds, k)
