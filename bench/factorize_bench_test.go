@@ -11,15 +11,12 @@ import (
 
 	"github.com/dpmf/dpmf/bench"
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/internal/testutil"
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 // cpuSeconds returns the user and system CPU seconds this process has
 // used so far (0 where the platform has no getrusage).
-func cpuSeconds() float64 {
-	s, _ := testutil.CPUSeconds()
-	return s
-}
+func cpuSeconds() float64 { return procusage.SelfCPU() }
 
 // Sizes of the benchmarks: dense output up to 4000 rounds, loss only up to
 // 100,000, and the dense O(R^3)-per-iteration paths at the sizes of the

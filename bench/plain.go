@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -59,10 +60,7 @@ func PlainDense(ctx context.Context, a mat.Matrix, tol float64, maxIter int) (Pl
 	s := mat.NewSymDense(n, nil)
 	s.SymOuterK(1, a.T()) // S = A^T A
 
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = 1
-	}
+	v := slices.Repeat([]float64{1}, n)
 	phi := make([]float64, n)
 	sq := make([]float64, n)
 	m := mat.NewSymDense(n, nil)
@@ -112,11 +110,11 @@ func PlainDense(ctx context.Context, a mat.Matrix, tol float64, maxIter int) (Pl
 		res.Iterations = it
 		res.Gap = (res.Loss - res.Lower) / res.Lower
 		if res.Lower > 0 && res.Gap <= tol {
-			res.V = append([]float64(nil), phi...)
+			res.V = slices.Clone(phi)
 			return res, nil
 		}
 		v, phi = phi, v
 	}
-	res.V = append([]float64(nil), v...)
+	res.V = slices.Clone(v)
 	return res, fmt.Errorf("bench: plain fixed point not certified after %d iterations: gap %.3g, want at most %.3g", maxIter, res.Gap, tol)
 }

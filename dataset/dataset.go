@@ -3,6 +3,7 @@ package dataset
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Dataset is the stream of client samples of an online federated run with
@@ -111,15 +112,11 @@ func (d *Dataset) Epochs(k int) (*Dataset, error) {
 	out := &Dataset{
 		Name:     d.Name,
 		Learners: d.Learners, Rounds: k * d.Rounds, Tau: d.Tau, Dim: d.Dim,
-		Features: make([]float64, 0, k*len(d.Features)),
-		Labels:   make([]float64, 0, k*len(d.Labels)),
+		Features: slices.Repeat(d.Features, k),
+		Labels:   slices.Repeat(d.Labels, k),
 	}
 	if k > 1 {
 		out.Name = fmt.Sprintf("%s x %d epochs", d.Name, k)
-	}
-	for range k {
-		out.Features = append(out.Features, d.Features...)
-		out.Labels = append(out.Labels, d.Labels...)
 	}
 	return out, nil
 }

@@ -97,13 +97,12 @@ func Repeat(ctx context.Context, p *Problem, cfg fedopt.Config, noise NoiseSourc
 			c.OnRound = func(int) { opt.Progress(int(done.Add(1)), total) }
 		}
 		var m mechanism.Mechanism
+		var err error
 		if noise != nil {
-			var err error
 			if m, err = noise(rep); err != nil {
 				return fmt.Errorf("experiment: noise of repetition %d: %w", rep, err)
 			}
 		}
-		var err error
 		traces[rep], err = Run(ctx, p, c, m)
 		return err
 	})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/dpmf/dpmf/internal/optim"
 	"github.com/dpmf/dpmf/internal/par"
-	"github.com/dpmf/dpmf/internal/testutil"
+	"github.com/dpmf/dpmf/internal/procusage"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -740,7 +740,7 @@ func BenchmarkBandedIterations(b *testing.B) {
 		mem.Push(s, zero, y, zero)
 	}
 	alpha := make([]float64, 12)
-	cpu0, cpuKnown := testutil.CPUSeconds()
+	cpu0 := procusage.SelfCPU()
 	for b.Loop() {
 		f, ok := bp.eval(x, grad, g)
 		if !ok {
@@ -754,7 +754,7 @@ func BenchmarkBandedIterations(b *testing.B) {
 			}
 		})
 	}
-	if cpu1, _ := testutil.CPUSeconds(); cpuKnown {
+	if cpu1 := procusage.SelfCPU(); procusage.Known {
 		b.ReportMetric((cpu1-cpu0)*1e3/float64(b.N), "cpu-ms/op")
 	}
 }

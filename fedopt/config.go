@@ -1,8 +1,10 @@
 package fedopt
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dpmf/dpmf/secagg"
 )
@@ -73,15 +75,10 @@ func (c Config) Validate() error {
 		}
 		return nil
 	}
-	switch c.Algorithm {
-	case Correlated, Independent, NonPrivate, BaselineCorrelated:
-	default:
+	if !slices.Contains(Algorithms(), c.Algorithm) {
 		return &ParamError{Param: "algorithm", Value: c.Algorithm, Want: "Correlated, Independent or NonPrivate"}
 	}
-	if err := pos("eta", c.Eta); err != nil {
-		return err
-	}
-	if err := pos("eta_g", c.EtaG); err != nil {
+	if err := cmp.Or(pos("eta", c.Eta), pos("eta_g", c.EtaG)); err != nil {
 		return err
 	}
 	if c.EtaInd != 0 {
@@ -113,10 +110,14 @@ func (c Config) Validate() error {
 			return &ParamError{Param: "quantizer", Value: "nil", Want: fmt.Sprintf("the secure aggregation's quantizer (the privacy record has quantization term %v)", p.QuantizationTerm)}
 		}
 	}
-	for k, v := range c.X0 {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return &ParamError{Param: fmt.Sprintf("x0[%d]", k), Value: v, Want: "a finite number"}
-		}
+	if k := firstNonFinite(c.X0); k >= 0 {
+		return &ParamError{Param: fmt.Sprintf("x0[%d]", k), Value: c.X0[k], Want: "a finite number"}
 	}
 	return nil
+}
+
+// firstNonFinite returns the index of the first entry of v that is NaN or
+// infinite, or -1.
+func firstNonFinite(v []float64) int {
+	return slices.IndexFunc(v, func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) })
 }

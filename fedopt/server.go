@@ -113,10 +113,8 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 	if x != nil && len(x) != dim {
 		return nil, fmt.Errorf("fedopt: initial model of length %d, want %d", len(x), dim)
 	}
-	for k, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("fedopt: initial model entry %d is %v, want a finite number", k, v)
-		}
+	if k := firstNonFinite(x); k >= 0 {
+		return nil, fmt.Errorf("fedopt: initial model entry %d is %v, want a finite number", k, x[k])
 	}
 	s := &Server{
 		cfg: cfg, shape: shape, noise: noise, round: round,
@@ -172,10 +170,8 @@ func (s *Server) CheckUpdate(u []float64) error {
 	if len(u) != s.shape.Dim {
 		return fmt.Errorf("fedopt: update of dimension %d, want %d", len(u), s.shape.Dim)
 	}
-	for k, v := range u {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, v)
-		}
+	if k := firstNonFinite(u); k >= 0 {
+		return fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, u[k])
 	}
 	if norm := updateNorm(u); norm > s.bound {
 		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", norm, float64(s.shape.Tau)*s.cfg.Clip)

@@ -499,6 +499,6 @@ func TestSemisepWithoutFactors(t *testing.T) {
 // by block. It is the serial reference of what the mechanisms draw.
 func (g *gen) row(row int, dst []float64) {
 	for lo := 0; lo < len(dst); lo += blockLen {
-		g.fill(row, lo, dst[lo:min(lo+blockLen, len(dst))])
+		g.Fill(row, lo, dst[lo:min(lo+blockLen, len(dst))])
 	}
 }

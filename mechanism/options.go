@@ -24,15 +24,13 @@ const (
 	MemoryRegenerate
 )
 
+// memoryNames are the memory modes' names, by value.
+var memoryNames = []string{MemoryAuto: "auto", MemoryKeep: "keep", MemoryRegenerate: "regenerate"}
+
 // String returns "auto", "keep" or "regenerate".
 func (m Memory) String() string {
-	switch m {
-	case MemoryAuto:
-		return "auto"
-	case MemoryKeep:
-		return "keep"
-	case MemoryRegenerate:
-		return "regenerate"
+	if m >= 0 && int(m) < len(memoryNames) {
+		return memoryNames[m]
 	}
 	return fmt.Sprintf("Memory(%d)", int(m))
 }

@@ -70,24 +70,16 @@ type pastRows struct {
 
 var _ factorize.NoiseSource = (*gen)(nil)
 
-// Fill implements factorize.NoiseSource.
-func (g *gen) Fill(j, lo int, dst []float64) { g.fill(j, lo, dst) }
-
 // Scratch implements factorize.NoiseSource.
-func (g *gen) Scratch(n int) []float64 {
-	if g.scratch == nil {
-		g.scratch = make([]float64, blockLen)
-	}
-	return g.scratch[:n]
-}
+func (g *gen) Scratch(n int) []float64 { return workspace(&g.scratch)[:n] }
 
-// replayBlock returns g's block of workspace for the output of a replayed
-// round (stream.start).
-func (g *gen) replayBlock() []float64 {
-	if g.replay == nil {
-		g.replay = make([]float64, blockLen)
+// workspace returns *buf, one of a gen's blocks of workspace, allocating
+// it on first use.
+func workspace(buf *[]float64) []float64 {
+	if *buf == nil {
+		*buf = make([]float64, blockLen)
 	}
-	return g.replay
+	return *buf
 }
 
 // Past implements factorize.NoiseSource: the block is kept when first
@@ -99,16 +91,14 @@ func (g *gen) Past(j, lo, n int) []float64 {
 		b := lo / blockLen
 		if blocks[b] == nil {
 			blocks[b] = make([]float64, n)
-			g.fill(j, lo, blocks[b])
+			g.Fill(j, lo, blocks[b])
 			p.held.Add(int64(n) * 8)
 		}
 		return blocks[b]
 	}
-	if g.pastBuf == nil {
-		g.pastBuf = make([]float64, blockLen)
-	}
-	g.fill(j, lo, g.pastBuf[:n])
-	return g.pastBuf[:n]
+	buf := workspace(&g.pastBuf)[:n]
+	g.Fill(j, lo, buf)
+	return buf
 }
 
 func newGen(src *source) *gen {
@@ -119,11 +109,12 @@ func newGen(src *source) *gen {
 	return g
 }
 
-// fill writes the standard normal entries of noise row `row` at
-// coordinates [lo, lo+len(dst)) into dst. lo must be a multiple of blockLen
-// and len(dst) at most blockLen. The block's ChaCha8 key is
-// SHA-256(domain, key, row, block), so blocks are independent streams.
-func (g *gen) fill(row, lo int, dst []float64) {
+// Fill implements factorize.NoiseSource: it writes the standard normal
+// entries of noise row `row` at coordinates [lo, lo+len(dst)) into dst. lo
+// must be a multiple of blockLen and len(dst) at most blockLen. The
+// block's ChaCha8 key is SHA-256(domain, key, row, block), so blocks are
+// independent streams.
+func (g *gen) Fill(row, lo int, dst []float64) {
 	if lo%blockLen != 0 || len(dst) > blockLen {
 		panic("mechanism: fill of a misaligned block")
 	}

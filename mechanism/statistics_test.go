@@ -73,7 +73,7 @@ func TestSampler(t *testing.T) {
 	g := newGen(&source{key: SeedKey(0)}) // a fixed key: the test is deterministic
 	z := make([]float64, n)
 	for row := 0; row < n/blockLen; row++ {
-		g.fill(row, 0, z[row*blockLen:(row+1)*blockLen])
+		g.Fill(row, 0, z[row*blockLen:(row+1)*blockLen])
 	}
 	qs := []float64{-2, -1, -0.5, 0, 0.5, 1, 2}
 	tol := math.Sqrt(math.Log(2*float64(len(qs))/1e-7) / (2 * n))
@@ -132,7 +132,7 @@ func TestSamplerKS(t *testing.T) {
 	for j := 0; j < rows; j++ {
 		for b := 0; b < blocks; b++ {
 			blk := make([]float64, blockLen)
-			g.fill(j, b*blockLen, blk)
+			g.Fill(j, b*blockLen, blk)
 			z = append(z, blk...)
 		}
 	}

@@ -157,7 +157,7 @@ func (s *stream) start(r int) {
 	}
 	for q := 0; q < r; q++ {
 		s.st.Prepare(q)
-		s.forBlocks(func(g *gen, lo, hi int) { s.st.Block(g, q, lo, g.replayBlock()[:hi-lo]) })
+		s.forBlocks(func(g *gen, lo, hi int) { s.st.Block(g, q, lo, workspace(&g.replay)[:hi-lo]) })
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/dpmf/dpmf/dataset"
@@ -111,8 +112,6 @@ type problemKey struct {
 // problem returns the (cached) problem of s with data seed seed.
 func (r *runner) problem(ctx context.Context, s setting, seed uint64) (*experiment.Problem, error) {
 	key := problemKey{s.data, s.split, s.n, s.R, s.tau, s.l2, seed}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if p, ok := r.problems[key]; ok {
 		return p, nil
 	}
@@ -150,8 +149,6 @@ type factKey struct {
 // R rounds for a mechanism: a factorize strategy spec ("blt:buffers=2").
 func (r *runner) factorization(ctx context.Context, mech string, R int) (*factorize.Factorization, error) {
 	key := factKey{mech, R}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if f, ok := r.facts[key]; ok {
 		return f, nil
 	}
@@ -236,21 +233,16 @@ func (r *runner) exp(ctx context.Context, j job) (*experiment.Result, error) {
 	return e.Run(ctx)
 }
 
-// dryResult is a stand-in result for the dry pass.
+// dryResult is a stand-in result for the dry pass, evaluated at the rounds
+// of the job's configuration (as experiment.Evaluator evaluates them).
 func dryResult(j job) *experiment.Result {
-	every := j.s.evalEvery
-	if j.final {
-		every = tailEvery(j.s.R)
-	}
+	every := max(j.config().EvalEvery, 1)
 	var rounds []int
 	for k := 0; k < j.s.R; k += every {
 		rounds = append(rounds, k)
 	}
 	rounds = append(rounds, j.s.R)
-	ones := make([]float64, len(rounds))
-	for k := range ones {
-		ones[k] = 1
-	}
+	ones := slices.Repeat([]float64{1}, len(rounds))
 	tr := &experiment.Trace{Rounds: rounds, LossError: ones, Accuracy: ones}
 	s := &experiment.Summary{Rounds: rounds, LossErrorMean: ones, LossErrorStd: ones, AccuracyMean: ones, RegretMean: ones, RegretStd: ones, Traces: []*experiment.Trace{tr}}
 	res := &experiment.Result{Summary: s}
@@ -343,21 +335,23 @@ func tailLoss(s *experiment.Summary) (mean, std float64) {
 		}
 		xs = append(xs, sum/float64(n))
 	}
-	m, sd := meanStd(xs)
-	if math.IsNaN(m) || math.IsInf(m, 0) {
-		return math.Inf(1), math.NaN()
-	}
-	return m, sd
+	return divergedInf(meanStd(xs))
 }
 
 // finalLoss returns the mean and standard deviation of the final loss
 // error; a non-finite value (a diverged run) gives +Inf.
 func finalLoss(s *experiment.Summary) (mean, std float64) {
 	m, sd, _, _ := s.Final()
-	if math.IsNaN(m) || math.IsInf(m, 0) {
+	return divergedInf(m, sd)
+}
+
+// divergedInf returns mean and std, or +Inf and NaN for a mean that is not
+// finite (a diverged run), which then ranks last.
+func divergedInf(mean, std float64) (float64, float64) {
+	if math.IsNaN(mean) || math.IsInf(mean, 0) {
 		return math.Inf(1), math.NaN()
 	}
-	return m, sd
+	return mean, std
 }
 
 // finalAccuracy returns the mean and standard deviation over repetitions of

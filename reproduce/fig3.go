@@ -16,21 +16,27 @@ import (
 const paperEta = 0.003
 
 // curve returns the series of a summary's loss error: mean, with a band of
-// one standard deviation when band is set.
-func curve(name string, s *experiment.Summary, color, dashes int, band bool) figure.Series {
-	n := len(s.Rounds)
-	x := make([]float64, n)
+// one standard deviation when withBand is set.
+func curve(name string, s *experiment.Summary, color, dashes int, withBand bool) figure.Series {
+	x := make([]float64, len(s.Rounds))
 	for k, r := range s.Rounds {
 		x[k] = float64(r)
 	}
 	c := figure.Series{Name: name, X: x, Y: s.LossErrorMean, Color: color, Dashes: dashes}
-	if band {
-		c.Lo, c.Hi = make([]float64, n), make([]float64, n)
-		for k := range x {
-			c.Lo[k], c.Hi[k] = s.LossErrorMean[k]-s.LossErrorStd[k], s.LossErrorMean[k]+s.LossErrorStd[k]
-		}
+	if withBand {
+		c.Lo, c.Hi = band(s.LossErrorMean, s.LossErrorStd)
 	}
 	return c
+}
+
+// band returns mean - std and mean + std, entry by entry: the band of one
+// standard deviation around a curve.
+func band(mean, std []float64) (lo, hi []float64) {
+	lo, hi = make([]float64, len(mean)), make([]float64, len(mean))
+	for k, m := range mean {
+		lo[k], hi[k] = m-std[k], m+std[k]
+	}
+	return lo, hi
 }
 
 // curveRows returns CSV rows (prefix..., round, mean, std) of a summary.

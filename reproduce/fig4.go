@@ -248,11 +248,8 @@ func (r *runner) tuningFigure(ctx context.Context) error {
 	var panels []figure.Panel
 	var rows [][]string
 	series := func(name string, t *tuning, color, dashes int) figure.Series {
-		s := figure.Series{Name: fmt.Sprintf("%s (chosen %s)", name, g(t.step())), X: t.grid, Y: make([]float64, len(t.grid)), Lo: make([]float64, len(t.grid)), Hi: make([]float64, len(t.grid)), Color: color, Dashes: dashes, Points: true}
-		for k := range t.grid {
-			s.Y[k] = t.mean[k]
-			s.Lo[k], s.Hi[k] = t.mean[k]-t.std[k], t.mean[k]+t.std[k]
-		}
+		s := figure.Series{Name: fmt.Sprintf("%s (chosen %s)", name, g(t.step())), X: t.grid, Y: t.mean, Color: color, Dashes: dashes, Points: true}
+		s.Lo, s.Hi = band(t.mean, t.std)
 		return s
 	}
 	addRows := func(pre []string, t *tuning) {

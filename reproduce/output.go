@@ -23,15 +23,7 @@ func (r *runner) writeCSV(name string, header []string, rows [][]string) error {
 		return nil
 	}
 	return r.prepare(name, func(w io.Writer) error {
-		cw := csv.NewWriter(w)
-		if err := cw.Write(header); err != nil {
-			return err
-		}
-		if err := cw.WriteAll(rows); err != nil {
-			return err
-		}
-		cw.Flush()
-		return cw.Error()
+		return csv.NewWriter(w).WriteAll(append([][]string{header}, rows...)) // and flushes
 	})
 }
 

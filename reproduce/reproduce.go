@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -227,7 +226,9 @@ func outputFiles(parts []string) []string {
 	return out
 }
 
-// runner holds the caches and results of one pass.
+// runner holds the caches and results of one pass. Only the goroutine
+// that runs the parts uses it (the repetitions' goroutines call only
+// progress, which is atomic).
 type runner struct {
 	opt   Options
 	sc    scale
@@ -237,7 +238,6 @@ type runner struct {
 	units atomic.Int64
 	total int64
 
-	mu       sync.Mutex
 	problems map[problemKey]*experiment.Problem
 	facts    map[factKey]*factorize.Factorization
 	tunings  map[tuneKey]*tuning
@@ -295,7 +295,7 @@ func (r *runner) progress(units int64) {
 func dataRoot(root string) (string, error) {
 	const rel = "testdata/breast_cancer.csv"
 	if root != "" {
-		if _, err := os.Stat(root + "/" + rel); err != nil {
+		if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
 			return "", fmt.Errorf("reproduce: %w", err)
 		}
 		return root, nil
@@ -304,14 +304,12 @@ func dataRoot(root string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reproduce: %w", err)
 	}
-	for {
-		if _, err := os.Stat(dir + "/" + rel); err == nil {
+	for ; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, rel)); err == nil {
 			return dir, nil
 		}
-		parent := dir[:max(strings.LastIndex(dir, "/"), 0)]
-		if parent == dir || parent == "" {
+		if filepath.Dir(dir) == dir {
 			return "", fmt.Errorf("reproduce: %s not found in the current directory or its parents (run from the dpmf module)", rel)
 		}
-		dir = parent
 	}
 }

@@ -10,12 +10,11 @@
 //	go run ./bench/optstream -R 100000 -d 10000            # after: K state vectors
 //	go run ./bench/optstream -R 20000 -d 10000 -dense -rounds 20   # before, from round R/2
 //
-// It prints one JSON object. Peak memory is the process's VmHWM
-// (/proc/self/status, Linux), read after the solve and at the end.
+// It prints one JSON object. Peak memory is the process's peak resident
+// set (getrusage, Linux's VmHWM), read after the solve and at the end.
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -23,14 +22,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/internal/procusage"
 	"github.com/dpmf/dpmf/mechanism"
 )
 
@@ -181,20 +179,7 @@ func bare(d, n int) float64 {
 	return docgen.Median(b)
 }
 
-// peakMB returns the process's peak resident set (VmHWM) in MB, or 0
-// where /proc is not available.
-func peakMB() float64 {
-	file, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer file.Close()
-	sc := bufio.NewScanner(file)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb * 1024 / 1e6
-		}
-	}
-	return 0
-}
+// peakMB returns the process's peak resident set in MB (getrusage's
+// ru_maxrss, procusage.SelfRSS: Linux's VmHWM), or 0 where the platform
+// does not report it.
+func peakMB() float64 { return float64(procusage.SelfRSS()) / 1e6 }

@@ -45,12 +45,10 @@ import (
 
 var verbose = flag.Bool("v", false, "log the server's phase closes and releases to stderr")
 
-// counter counts the bytes of the connections a listener accepts.
-type counter struct{ n atomic.Int64 }
-
+// countingListener counts in n the bytes of the connections it accepts.
 type countingListener struct {
 	net.Listener
-	c *counter
+	n *atomic.Int64
 }
 
 func (l countingListener) Accept() (net.Conn, error) {
@@ -58,23 +56,23 @@ func (l countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return countingConn{Conn: conn, c: l.c}, nil
+	return countingConn{Conn: conn, n: l.n}, nil
 }
 
 type countingConn struct {
 	net.Conn
-	c *counter
+	n *atomic.Int64
 }
 
 func (c countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	c.c.n.Add(int64(n))
+	c.n.Add(int64(n))
 	return n, err
 }
 
 func (c countingConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
-	c.c.n.Add(int64(n))
+	c.n.Add(int64(n))
 	return n, err
 }
 
@@ -128,10 +126,10 @@ func measure(n, d, R int, secure bool) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	var c counter
+	var wire atomic.Int64 // bytes on the wire
 	g := grpc.NewServer(append(fednet.ServerOptionsGRPC(), grpc.Creds(insecure.NewCredentials()))...)
 	srv.Register(g)
-	go g.Serve(countingListener{Listener: lis, c: &c})
+	go g.Serve(countingListener{Listener: lis, n: &wire})
 	defer g.Stop()
 	ctx := context.Background()
 	runErr := make(chan error, 1)
@@ -148,7 +146,7 @@ func measure(n, d, R int, secure bool) (result, error) {
 		for {
 			r, _ := srv.Round()
 			if r != last {
-				times, counts = append(times, time.Now()), append(counts, c.n.Load())
+				times, counts = append(times, time.Now()), append(counts, wire.Load())
 				last = r
 			}
 			select {
@@ -167,14 +165,12 @@ func measure(n, d, R int, secure bool) (result, error) {
 			a[k] = rng.NormFloat64()
 		}
 		s := sample{a: a, y: float64(2*(i%2) - 1)}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_, errs[i] = fednet.RunLearner(ctx, fednet.LearnerOptions{Addr: lis.Addr().String(), ID: i,
 				Creds:       insecure.NewCredentials(),
 				Data:        func(*flv1.RunConfig) (fedopt.Stream, error) { return s, nil },
 				CallTimeout: 5 * time.Minute, WaitTimeout: time.Minute, StateDir: filepath.Join(ldir, fmt.Sprint(i))})
-		}()
+		})
 	}
 	wg.Wait()
 	if err := <-runErr; err != nil {

@@ -66,12 +66,8 @@ func For(chunks int, work float64, f func(c int)) {
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Add(workers - 1)
 	for range workers - 1 {
-		go func() {
-			defer wg.Done()
-			run()
-		}()
+		wg.Go(run)
 	}
 	run()
 	wg.Wait()
@@ -94,11 +90,7 @@ func Both(work float64, f, g func()) {
 		return
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		g()
-	}()
+	wg.Go(g)
 	f()
 	wg.Wait()
 }

@@ -72,27 +72,23 @@ func (b *Bar) Status(s string) {
 	b.mu.Unlock()
 }
 
+// loop draws the line after opt.Delay, then every opt.Interval, until
+// Finish.
 func (b *Bar) loop() {
 	defer close(b.finished)
 	timer := time.NewTimer(b.opt.Delay)
 	defer timer.Stop()
-	select {
-	case <-b.stop:
-		return
-	case <-timer.C:
-	}
-	tick := time.NewTicker(b.opt.Interval)
-	defer tick.Stop()
 	for {
+		select {
+		case <-b.stop:
+			return
+		case <-timer.C:
+		}
 		b.mu.Lock()
 		fmt.Fprintf(b.w, "\r%s\x1b[K", Text(b.opt, b.done, b.status, time.Since(b.start)))
 		b.shown = true
 		b.mu.Unlock()
-		select {
-		case <-b.stop:
-			return
-		case <-tick.C:
-		}
+		timer.Reset(b.opt.Interval)
 	}
 }
 

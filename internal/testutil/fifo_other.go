@@ -14,6 +14,3 @@ const HaveFIFO = false
 func Mkfifo(path string, perm uint32) error {
 	return fmt.Errorf("mkfifo %s: no named pipes on %s", path, runtime.GOOS)
 }
-
-// CPUSeconds returns 0 and false: this platform has no getrusage(2).
-func CPUSeconds() (float64, bool) { return 0, false }
