@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sort"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -202,29 +201,21 @@ func newTree(w *Workload) (*Factorization, error) {
 		return nil, err
 	}
 	r := w.R()
-	type node struct{ start, end, level int } // [start, end] inclusive
-	var nodes []node
-	for l := 0; 1<<l <= r; l++ {
-		size := 1 << l
-		for s := 0; s+size <= r; s += size {
-			nodes = append(nodes, node{s, s + size - 1, l})
-		}
-	}
-	sort.Slice(nodes, func(i, j int) bool {
-		if nodes[i].end != nodes[j].end {
-			return nodes[i].end < nodes[j].end
-		}
-		return nodes[i].level < nodes[j].level
-	})
-	m := len(nodes)
+	av := treeAvailable(r)
+	m := len(av)
 	index := make(map[[2]int]int, m) // (start, level) -> row
 	c := mat.NewDense(m, r, nil)
-	av := make([]int, m)
-	for j, nd := range nodes {
-		index[[2]int{nd.start, nd.level}] = j
-		av[j] = nd.end
-		for t := nd.start; t <= nd.end; t++ {
-			c.Set(j, t, 1)
+	j := 0
+	for e := 0; e < r; e++ {
+		// The nodes that end at round e, in treeAvailable's row order:
+		// level l = 0, 1, ..., tz(e+1), the node [e+1-2^l, e].
+		for l := 0; l <= bits.TrailingZeros(uint(e+1)); l++ {
+			start := e + 1 - 1<<l
+			index[[2]int{start, l}] = j
+			for t := start; t <= e; t++ {
+				c.Set(j, t, 1)
+			}
+			j++
 		}
 	}
 	b := mat.NewDense(r, m, nil)
