@@ -456,10 +456,8 @@ func MinSepBound(x mat.Symmetric, b, k int) (float64, error) {
 
 // reversed returns a reversed copy of w.
 func reversed(w []float64) []float64 {
-	r := make([]float64, len(w))
-	for i, v := range w {
-		r[len(w)-1-i] = v
-	}
+	r := slices.Clone(w)
+	slices.Reverse(r)
 	return r
 }
 
