@@ -217,11 +217,7 @@ func toeplitzOfOp(op Operator) (*scaledToeplitz, bool) {
 		if o.u[0] == 0 {
 			return nil, false
 		}
-		scale := make([]float64, o.r)
-		for i := range scale {
-			scale[i] = 1
-		}
-		return &scaledToeplitz{c: linalg.SeriesInverse(o.u, o.r), scale: scale}, true
+		return &scaledToeplitz{c: linalg.SeriesInverse(o.u, o.r), scale: ones(o.r)}, true
 	case *BLTParams:
 		return &scaledToeplitz{c: bltInverse(o, len(o.Scale)), scale: o.Scale}, true
 	case toeplitzOp:

@@ -199,13 +199,7 @@ func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.Quasi
 		maxRow = math.Max(maxRow, bRow[i])
 	}
 	frob, maxRow = frob/t/t, maxRow/t/t
-	return &Factorization{
-		Strategy:  strategy,
-		Operator:  quasiSepOp{cf},
-		Workload:  w,
-		Available: squareAvailable(n),
-		Metrics:   singleMetrics(n, math.Sqrt(gamma2), frob, maxRow),
-	}
+	return squareResult(strategy, quasiSepOp{cf}, w, singleMetrics(n, math.Sqrt(gamma2), frob, maxRow))
 }
 
 // SemisepStrategy is a factorization whose C^{-1} can be streamed with
