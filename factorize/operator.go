@@ -2,7 +2,6 @@ package factorize
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"strings"
 	"sync"
@@ -533,13 +532,9 @@ func DenseOperator(f *Factorization) (Operator, error) {
 		name string
 		m    *mat.Dense
 	}{{"B", b}, {"C", c}} {
-		rows, cols := x.m.Dims()
-		for i := 0; i < rows; i++ {
-			for j, v := range x.m.RawRowView(i)[:cols] {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, fmt.Errorf("factorize: factorization %q has %s[%d][%d] = %v, want finite factors", f.Strategy, x.name, i, j, v)
-				}
-			}
+		if _, err := checkFinite(x.name, x.m); err != nil {
+			pe := err.(*ParamError) // names the entry, x.name[i][j]
+			return nil, fmt.Errorf("factorize: factorization %q has %s = %v, want finite factors", f.Strategy, pe.Param, pe.Value)
 		}
 	}
 	g := *f

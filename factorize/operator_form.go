@@ -126,10 +126,8 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 		}
 	}
 	nonzero := func(name string, v []float64) error {
-		for i, x := range v {
-			if x == 0 {
-				return fmt.Errorf("factorize: operator form %q with %s[%d] = 0", f.Kind, name, i)
-			}
+		if i := slices.Index(v, 0); i >= 0 {
+			return fmt.Errorf("factorize: operator form %q with %s[%d] = 0", f.Kind, name, i)
 		}
 		return nil
 	}

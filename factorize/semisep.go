@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/dpmf/dpmf/linalg"
@@ -179,10 +180,7 @@ func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.Quasi
 	n := w.R()
 	colSq := make([]float64, n)
 	cf.ColNormsSq(colSq)
-	gamma2 := 0.0
-	for _, x := range colSq {
-		gamma2 = math.Max(gamma2, x)
-	}
+	gamma2 := slices.Max(colSq)
 	inv, _ := ws.InverseBand()
 	ldiag, lsub := make([]float64, n), make([]float64, n)
 	for i := 0; i < n; i++ {
