@@ -322,13 +322,7 @@ func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 // bltLossOnly returns the metrics-only result of [BLT] under single
 // participation p, or of [BLTMinSep] under min-separation.
 func bltLossOnly(ctx context.Context, w *Workload, buffers int, p Participation) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkWorkload(w); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(w.R()); err != nil {
+	if err := checkArgs(ctx, w, p); err != nil {
 		return nil, err
 	}
 	if err := checkBuffers(buffers); err != nil {

@@ -257,13 +257,7 @@ func (s SemisepStrategy) Spec() string { return specOf(s) }
 // participations than single need the factors (s.Factors) to compute
 // their sensitivity.
 func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkWorkload(w); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(w.R()); err != nil {
+	if err := checkArgs(ctx, w, p); err != nil {
 		return nil, err // before the refusal below, which names a valid p
 	}
 	if err := CheckUnder(s, p); err != nil {
