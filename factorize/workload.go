@@ -167,12 +167,7 @@ func NewWorkload(a mat.Matrix) (*Workload, error) {
 	}
 	// Nonsingular: every diagonal entry nonzero, and not so small relative
 	// to the matrix that inverting it is meaningless.
-	maxAbs := 0.0
-	for i := 0; i < r; i++ {
-		for j := 0; j <= i; j++ {
-			maxAbs = math.Max(maxAbs, math.Abs(t.At(i, j)))
-		}
-	}
+	maxAbs := maxAbsTri(t)
 	for i := 0; i < r; i++ {
 		if d := math.Abs(t.At(i, i)); d == 0 || d < 1e-14*maxAbs {
 			return nil, &ParamError{Param: fmt.Sprintf("workload[%d][%d]", i, i), Value: t.At(i, i), Want: "a diagonal entry at least 1e-14 times the largest entry in magnitude (a nonsingular matrix)"}
@@ -216,12 +211,7 @@ func bandedInverse(a *mat.TriDense) *mat.TriBandDense {
 		}
 	}
 	raw := inv.RawTriangular()
-	biggest := 0.0
-	for i := 0; i < n; i++ {
-		for _, x := range raw.Data[i*raw.Stride : i*raw.Stride+i+1] {
-			biggest = math.Max(biggest, math.Abs(x))
-		}
-	}
+	biggest := maxAbsTri(&inv)
 	k := 0
 	for i := 0; i < n; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+i+1]
@@ -242,6 +232,19 @@ func bandedInverse(a *mat.TriDense) *mat.TriBandDense {
 		}
 	}
 	return band
+}
+
+// maxAbsTri returns the largest magnitude of an entry of the
+// lower-triangular t.
+func maxAbsTri(t *mat.TriDense) float64 {
+	raw := t.RawTriangular()
+	m := 0.0
+	for i := 0; i < raw.N; i++ {
+		for _, x := range raw.Data[i*raw.Stride : i*raw.Stride+i+1] {
+			m = math.Max(m, math.Abs(x))
+		}
+	}
+	return m
 }
 
 // isNilMatrix reports whether a is nil or a nil pointer in a non-nil
@@ -320,12 +323,7 @@ func (w *Workload) balance() float64 { return w.balanceWithin(64) }
 func (w *Workload) balanceWithin(e int) float64 {
 	m := 0.0
 	if w.a != nil {
-		raw := w.a.RawTriangular()
-		for i := 0; i < w.r; i++ {
-			for _, x := range raw.Data[i*raw.Stride : i*raw.Stride+i+1] {
-				m = math.Max(m, math.Abs(x))
-			}
-		}
+		m = maxAbsTri(w.a)
 	} else {
 		for i := 0; i < w.r; i++ {
 			m = math.Max(m, 1/math.Abs(w.inv.At(i, i)))
