@@ -223,27 +223,24 @@ type bandedOp struct {
 // bandedOpOf reads the b bands of the square lower-triangular c.
 func bandedOpOf(c *mat.Dense, b int) bandedOp {
 	r, _ := c.Dims()
-	o := bandedOp{bands: b, diag: make([]float64, r), sub: make([][]float64, r)}
-	for i := 0; i < r; i++ {
-		row := c.RawRowView(i)
-		o.diag[i] = row[i]
-		o.sub[i] = make([]float64, min(b-1, i))
-		for d := range o.sub[i] {
-			o.sub[i][d] = row[i-d-1]
-		}
-	}
-	return o
+	return bandedOpAt(r, b, c.At)
 }
 
 // bandedOpOfBand is the bandedOp of the n x n lower-triangular C with b
 // bands stored by columns: C[j+d][j] = c[j*b+d] (see [bandedCholesky]).
 func bandedOpOfBand(c []float64, n, b int) bandedOp {
+	return bandedOpAt(n, b, func(i, j int) float64 { return c[j*b+i-j] })
+}
+
+// bandedOpAt is the bandedOp of the n x n lower-triangular C with b bands
+// and entries C[i][j] = at(i, j).
+func bandedOpAt(n, b int, at func(i, j int) float64) bandedOp {
 	o := bandedOp{bands: b, diag: make([]float64, n), sub: make([][]float64, n)}
 	for i := 0; i < n; i++ {
-		o.diag[i] = c[i*b]
+		o.diag[i] = at(i, i)
 		o.sub[i] = make([]float64, min(b-1, i))
 		for d := range o.sub[i] {
-			o.sub[i][d] = c[(i-d-1)*b+d+1]
+			o.sub[i][d] = at(i, i-d-1)
 		}
 	}
 	return o
