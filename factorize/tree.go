@@ -186,14 +186,8 @@ func treeMinSep(r, b, k int) Sensitivity {
 }
 
 // treeRows returns the number of rows of the tree's C at R = r: one per
-// dyadic interval.
-func treeRows(r int) int {
-	m := 0
-	for size := 1; size <= r; size *= 2 {
-		m += r / size
-	}
-	return m
-}
+// dyadic interval, sum_l floor(r / 2^l) = 2r - popcount(r) (0 for r < 1).
+func treeRows(r int) int { return max(0, 2*r-bits.OnesCount(uint(r))) }
 
 // newTree returns the tree factorization of w (see [TreeStrategy]).
 func newTree(w *Workload) (*Factorization, error) {
