@@ -62,14 +62,7 @@ func Prefix(R int) (*Workload, error) {
 	if err := checkRounds(R); err != nil {
 		return nil, err
 	}
-	inv := mat.NewTriBandDense(R, min(1, R-1), mat.Lower, nil)
-	for i := 0; i < R; i++ {
-		inv.SetTriBand(i, i, 1)
-		if i > 0 {
-			inv.SetTriBand(i, i-1, -1)
-		}
-	}
-	return &Workload{name: "prefix", r: R, inv: inv, hash: "prefix"}, nil
+	return &Workload{name: "prefix", r: R, inv: toeplitzBand(R, 1, -1), hash: "prefix"}, nil
 }
 
 // Momentum returns the workload of SGD with heavy-ball momentum beta in
@@ -90,17 +83,20 @@ func Momentum(R int, beta float64) (*Workload, error) {
 	// A = P M with P the prefix-sum matrix and M the Toeplitz matrix of
 	// beta^k; A^{-1} = M^{-1} P^{-1} = (I - beta Z)(I - Z), Z the down shift:
 	// diagonal 1, first subdiagonal -(1+beta), second subdiagonal beta.
-	inv := mat.NewTriBandDense(R, min(2, R-1), mat.Lower, nil)
+	inv := toeplitzBand(R, 1, -(1 + beta), beta)
+	return &Workload{name: "momentum", r: R, inv: inv, hash: fmt.Sprintf("momentum:%x", math.Float64bits(beta))}, nil
+}
+
+// toeplitzBand returns the R x R lower-triangular banded Toeplitz matrix
+// with first column coef (len(coef) - 1 subdiagonals, fewer for a small R).
+func toeplitzBand(R int, coef ...float64) *mat.TriBandDense {
+	band := mat.NewTriBandDense(R, min(len(coef)-1, R-1), mat.Lower, nil)
 	for i := 0; i < R; i++ {
-		inv.SetTriBand(i, i, 1)
-		if i > 0 {
-			inv.SetTriBand(i, i-1, -(1 + beta))
-		}
-		if i > 1 {
-			inv.SetTriBand(i, i-2, beta)
+		for d, c := range coef[:min(len(coef), i+1)] {
+			band.SetTriBand(i, i-d, c)
 		}
 	}
-	return &Workload{name: "momentum", r: R, inv: inv, hash: fmt.Sprintf("momentum:%x", math.Float64bits(beta))}, nil
+	return band
 }
 
 // WeightedPrefix returns the workload of weighted prefix sums,
