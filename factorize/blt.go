@@ -175,13 +175,10 @@ func bltUnder(ctx context.Context, w *Workload, buffers int, part Participation)
 	if err != nil {
 		return nil, err
 	}
-	ones := make([]float64, r)
-	for i := range ones {
-		ones[i] = 1
-	}
+	unit := ones(r)
 	for _, p := range []*BLTParams{f.Operator.(*BLTParams), bltPadded(plain[k-1], k)} {
 		c, d := bltInverse(p, r), p.Coefficients(r)
-		for _, scale := range [][]float64{columnNorms(c), ones} {
+		for _, scale := range [][]float64{columnNorms(c), unit} {
 			if slices.Equal(scale, p.Scale) {
 				continue // BLT's own, f
 			}
@@ -325,13 +322,7 @@ func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation
 // bltLossOnly returns the metrics-only result of [BLT] under single
 // participation p, or of [BLTMinSep] under min-separation.
 func bltLossOnly(ctx context.Context, w *Workload, buffers int, p Participation) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkWorkload(w); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(w.R()); err != nil {
+	if err := checkArgs(ctx, w, p); err != nil {
 		return nil, err
 	}
 	if err := checkBuffers(buffers); err != nil {
@@ -353,13 +344,7 @@ func bltLossOnly(ctx context.Context, w *Workload, buffers int, p Participation)
 		return nil, err
 	}
 	params.Scale = scale
-	return &Factorization{
-		Strategy:  StrategyBLT,
-		Operator:  params,
-		Workload:  w,
-		Available: squareAvailable(r),
-		Metrics:   m,
-	}, nil
+	return squareResult(StrategyBLT, params, w, m), nil
 }
 
 // bltMinSepLossOnly returns the metrics-only result of [BLTMinSep](ctx, w,
@@ -374,14 +359,11 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 	}
 	r := w.R()
 	b, kk := part.B, part.Participations(r)
-	ones := make([]float64, r)
-	for i := range ones {
-		ones[i] = 1
-	}
+	unit := ones(r)
 	// reported returns the reported loss of p, or +Inf where it is
 	// certainly not below above (as bltMinSepReported).
 	reported := func(p *BLTParams, above float64) (float64, error) {
-		st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: ones}
+		st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: unit}
 		if _, err := ToeplitzMinSepSensitivity(st.c, b, kk); err != nil && !(bltMinSepLower(tw, p, b, kk) < above) {
 			return math.Inf(1), nil
 		}
@@ -398,19 +380,13 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 	if err != nil {
 		return nil, err
 	}
-	st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: ones}
+	st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: unit}
 	m, err := st.metrics(part)
 	if err != nil {
 		return nil, err
 	}
-	p.Scale = ones
-	return &Factorization{
-		Strategy:  StrategyBLT,
-		Operator:  p,
-		Workload:  w,
-		Available: squareAvailable(r),
-		Metrics:   m,
-	}, nil
+	p.Scale = unit
+	return squareResult(StrategyBLT, p, w, m), nil
 }
 
 // bltMinSepLower returns a lower bound on the loss that [SensitivityOf]

@@ -89,11 +89,5 @@ func bsrLossOnly(ctx context.Context, w *Workload, b int, p Participation) (*Fac
 	if err != nil {
 		return nil, err
 	}
-	return &Factorization{
-		Strategy:  StrategyBSR,
-		Operator:  scaledBandedOp(c, st.scale, b),
-		Workload:  w,
-		Available: squareAvailable(r),
-		Metrics:   m,
-	}, nil
+	return squareResult(StrategyBSR, scaledBandedOp(c, st.scale, b), w, m), nil
 }

@@ -263,18 +263,28 @@ func squareAvailable(r int) []int {
 	return av
 }
 
+// ones returns n ones: the scales of a C whose columns are not scaled.
+func ones(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}
+
 // finish fills in single-participation metrics and availability of
 // square factors.
 func finish(strategy string, op Operator, w *Workload, b, c *mat.Dense) *Factorization {
-	return &Factorization{
-		Strategy:  strategy,
-		Operator:  op,
-		Workload:  w,
-		B:         b,
-		C:         c,
-		Available: squareAvailable(w.R()),
-		Metrics:   mustMetrics(b, c),
-	}
+	f := squareResult(strategy, op, w, mustMetrics(b, c))
+	f.B, f.C = b, c
+	return f
+}
+
+// squareResult returns the factorization of w that op streams with square
+// causal factors (Available[j] = j) and metrics m, without dense factors:
+// a metrics-only or structured result.
+func squareResult(strategy string, op Operator, w *Workload, m Metrics) *Factorization {
+	return &Factorization{Strategy: strategy, Operator: op, Workload: w, Available: squareAvailable(w.R()), Metrics: m}
 }
 
 // mustMetrics returns the single-participation metrics of b and c; +Inf

@@ -2,7 +2,6 @@ package factorize
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"strings"
 	"sync"
@@ -224,27 +223,24 @@ type bandedOp struct {
 // bandedOpOf reads the b bands of the square lower-triangular c.
 func bandedOpOf(c *mat.Dense, b int) bandedOp {
 	r, _ := c.Dims()
-	o := bandedOp{bands: b, diag: make([]float64, r), sub: make([][]float64, r)}
-	for i := 0; i < r; i++ {
-		row := c.RawRowView(i)
-		o.diag[i] = row[i]
-		o.sub[i] = make([]float64, min(b-1, i))
-		for d := range o.sub[i] {
-			o.sub[i][d] = row[i-d-1]
-		}
-	}
-	return o
+	return bandedOpAt(r, b, c.At)
 }
 
 // bandedOpOfBand is the bandedOp of the n x n lower-triangular C with b
 // bands stored by columns: C[j+d][j] = c[j*b+d] (see [bandedCholesky]).
 func bandedOpOfBand(c []float64, n, b int) bandedOp {
+	return bandedOpAt(n, b, func(i, j int) float64 { return c[j*b+i-j] })
+}
+
+// bandedOpAt is the bandedOp of the n x n lower-triangular C with b bands
+// and entries C[i][j] = at(i, j).
+func bandedOpAt(n, b int, at func(i, j int) float64) bandedOp {
 	o := bandedOp{bands: b, diag: make([]float64, n), sub: make([][]float64, n)}
 	for i := 0; i < n; i++ {
-		o.diag[i] = c[i*b]
+		o.diag[i] = at(i, i)
 		o.sub[i] = make([]float64, min(b-1, i))
 		for d := range o.sub[i] {
-			o.sub[i][d] = c[(i-d-1)*b+d+1]
+			o.sub[i][d] = at(i, i-d-1)
 		}
 	}
 	return o
@@ -533,13 +529,9 @@ func DenseOperator(f *Factorization) (Operator, error) {
 		name string
 		m    *mat.Dense
 	}{{"B", b}, {"C", c}} {
-		rows, cols := x.m.Dims()
-		for i := 0; i < rows; i++ {
-			for j, v := range x.m.RawRowView(i)[:cols] {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, fmt.Errorf("factorize: factorization %q has %s[%d][%d] = %v, want finite factors", f.Strategy, x.name, i, j, v)
-				}
-			}
+		if _, err := checkFinite(x.name, x.m); err != nil {
+			pe := err.(*ParamError) // names the entry, x.name[i][j]
+			return nil, fmt.Errorf("factorize: factorization %q has %s = %v, want finite factors", f.Strategy, pe.Param, pe.Value)
 		}
 	}
 	g := *f

@@ -126,10 +126,8 @@ func (f OperatorForm) Operator(rounds int) (Operator, error) {
 		}
 	}
 	nonzero := func(name string, v []float64) error {
-		for i, x := range v {
-			if x == 0 {
-				return fmt.Errorf("factorize: operator form %q with %s[%d] = 0", f.Kind, name, i)
-			}
+		if i := slices.Index(v, 0); i >= 0 {
+			return fmt.Errorf("factorize: operator form %q with %s[%d] = 0", f.Kind, name, i)
 		}
 		return nil
 	}
@@ -217,11 +215,7 @@ func toeplitzOfOp(op Operator) (*scaledToeplitz, bool) {
 		if o.u[0] == 0 {
 			return nil, false
 		}
-		scale := make([]float64, o.r)
-		for i := range scale {
-			scale[i] = 1
-		}
-		return &scaledToeplitz{c: linalg.SeriesInverse(o.u, o.r), scale: scale}, true
+		return &scaledToeplitz{c: linalg.SeriesInverse(o.u, o.r), scale: ones(o.r)}, true
 	case *BLTParams:
 		return &scaledToeplitz{c: bltInverse(o, len(o.Scale)), scale: o.Scale}, true
 	case toeplitzOp:

@@ -30,13 +30,8 @@ const (
 
 // String returns "auto", "structured" or "dense".
 func (m Method) String() string {
-	switch m {
-	case Auto:
-		return "auto"
-	case Structured:
-		return "structured"
-	case Dense:
-		return "dense"
+	if m >= Auto && m <= Dense {
+		return [...]string{"auto", "structured", "dense"}[m]
 	}
 	return fmt.Sprintf("Method(%d)", int(m))
 }

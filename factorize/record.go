@@ -235,11 +235,7 @@ func verifyEntry(f *Factorization) string {
 		}
 		return ""
 	}
-	for j, av := range f.Available {
-		if av < 0 || av >= r {
-			return fmt.Sprintf("availability round %d of noise row %d, want 0 <= round < %d", av, j, r)
-		}
-	}
+	// CheckCausal also refuses an availability round outside [0, R).
 	if err := f.CheckCausal(); err != nil {
 		return strings.TrimPrefix(err.Error(), "factorize: ")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/dpmf/dpmf/linalg"
@@ -179,10 +180,7 @@ func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.Quasi
 	n := w.R()
 	colSq := make([]float64, n)
 	cf.ColNormsSq(colSq)
-	gamma2 := 0.0
-	for _, x := range colSq {
-		gamma2 = math.Max(gamma2, x)
-	}
+	gamma2 := slices.Max(colSq)
 	inv, _ := ws.InverseBand()
 	ldiag, lsub := make([]float64, n), make([]float64, n)
 	for i := 0; i < n; i++ {
@@ -199,13 +197,7 @@ func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.Quasi
 		maxRow = math.Max(maxRow, bRow[i])
 	}
 	frob, maxRow = frob/t/t, maxRow/t/t
-	return &Factorization{
-		Strategy:  strategy,
-		Operator:  quasiSepOp{cf},
-		Workload:  w,
-		Available: squareAvailable(n),
-		Metrics:   singleMetrics(n, math.Sqrt(gamma2), frob, maxRow),
-	}
+	return squareResult(strategy, quasiSepOp{cf}, w, singleMetrics(n, math.Sqrt(gamma2), frob, maxRow))
 }
 
 // SemisepStrategy is a factorization whose C^{-1} can be streamed with
@@ -265,13 +257,7 @@ func (s SemisepStrategy) Spec() string { return specOf(s) }
 // participations than single need the factors (s.Factors) to compute
 // their sensitivity.
 func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkWorkload(w); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(w.R()); err != nil {
+	if err := checkArgs(ctx, w, p); err != nil {
 		return nil, err // before the refusal below, which names a valid p
 	}
 	if err := CheckUnder(s, p); err != nil {

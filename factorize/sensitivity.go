@@ -107,17 +107,14 @@ func SensitivityOf(c mat.Matrix, p Participation) (Sensitivity, error) {
 		s.Value = ldexpUp(s.Value, e)
 		return s, nil
 	}
-	switch p.Kind {
-	case KindSingle:
-		return Sensitivity{Value: Gamma(c), Exact: true, Rule: RuleColumnNorm}, nil
-	case KindEpochs:
+	if p.Kind == KindEpochs {
 		// Only the class blocks of X are needed: O(n k m) from the columns.
 		ct := mat.DenseCopyOf(c.T())
 		return epochSensitivity(n, p.K, func(i, j int) float64 {
 			return dot(ct.RawRowView(i), ct.RawRowView(j))
 		})
 	}
-	k := p.Participations(n)
+	k := p.Participations(n) // 1 for single participation
 	if k == 1 {
 		return Sensitivity{Value: Gamma(c), Exact: true, Rule: RuleColumnNorm}, nil
 	}
@@ -456,10 +453,8 @@ func MinSepBound(x mat.Symmetric, b, k int) (float64, error) {
 
 // reversed returns a reversed copy of w.
 func reversed(w []float64) []float64 {
-	r := make([]float64, len(w))
-	for i, v := range w {
-		r[len(w)-1-i] = v
-	}
+	r := slices.Clone(w)
+	slices.Reverse(r)
 	return r
 }
 
@@ -671,32 +666,25 @@ func prefixBest(vals []float64, m int) []float64 {
 // largest of |row| over the positions at or beyond it (away from i). One
 // pass from the far end towards i: O(n).
 func latticePicks(row, out []float64, i, step, m int) ([]float64, bool) {
-	n := len(row)
-	b, dir := step, -1 // dir: from the far end towards i
+	b, dir, q := step, -1, 0 // dir: from the far end towards i
 	if step < 0 {
-		b, dir = -step, 1
-	}
-	q := min(m, (n-1-i)/b)
-	if step < 0 {
-		q = min(m, i/b)
+		b, dir, q = -step, 1, min(m, i/-step)
+	} else {
+		q = min(m, (len(row)-1-i)/step)
 	}
 	if q == 0 {
 		return out, true
 	}
 	last := i + q*step // the farthest lattice point used
+	beyond := row[last+1:]
+	if step < 0 {
+		beyond = row[:last]
+	}
 	mx := 0.0
 	// Beyond the farthest lattice point only the maximum counts.
-	if step < 0 {
-		for j := 0; j < last; j++ {
-			if a := math.Abs(row[j]); a > mx {
-				mx = a
-			}
-		}
-	} else {
-		for j := n - 1; j > last; j-- {
-			if a := math.Abs(row[j]); a > mx {
-				mx = a
-			}
+	for _, v := range beyond {
+		if a := math.Abs(v); a > mx {
+			mx = a
 		}
 	}
 	// From the farthest lattice point towards i, each lattice point

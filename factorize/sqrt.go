@@ -193,10 +193,7 @@ func sqrtLossOnly(ctx context.Context, strategy string, w *Workload, p Participa
 		return nil, err
 	}
 	c, u := SqrtCoefficients(r), InverseSqrtCoefficients(r)
-	scale := make([]float64, r)
-	for i := range scale {
-		scale[i] = 1
-	}
+	scale := ones(r)
 	if strategy == StrategySqrtNormalized {
 		scale = columnNorms(c)
 	}
@@ -217,11 +214,5 @@ func sqrtLossOnly(ctx context.Context, strategy string, w *Workload, p Participa
 	for i, v := range scale {
 		diag[i] = 1 / v
 	}
-	return &Factorization{
-		Strategy:  strategy,
-		Operator:  toeplitzOp{u: u, s: diag},
-		Workload:  w,
-		Available: squareAvailable(r),
-		Metrics:   m,
-	}, nil
+	return squareResult(strategy, toeplitzOp{u: u, s: diag}, w, m), nil
 }

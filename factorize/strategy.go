@@ -36,13 +36,7 @@ type Strategy interface {
 // are a *ParamError naming the workload, never a result with an infinite
 // loss or a loss of 0.
 func under(ctx context.Context, w *Workload, p Participation, dense bool, compute func() (*Factorization, error)) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkWorkload(w); err != nil {
-		return nil, err
-	}
-	if err := p.Validate(w.R()); err != nil {
+	if err := checkArgs(ctx, w, p); err != nil {
 		return nil, err
 	}
 	if dense {
@@ -66,6 +60,18 @@ func under(ctx context.Context, w *Workload, p Participation, dense bool, comput
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkArgs checks the arguments of a factorization: ctx, w, and p for
+// w's rounds.
+func checkArgs(ctx context.Context, w *Workload, p Participation) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
+	if err := checkWorkload(w); err != nil {
+		return err
+	}
+	return p.Validate(w.R())
 }
 
 // checkedUnder returns f with its metrics under p, or the *ParamError of

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sort"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -187,14 +186,8 @@ func treeMinSep(r, b, k int) Sensitivity {
 }
 
 // treeRows returns the number of rows of the tree's C at R = r: one per
-// dyadic interval.
-func treeRows(r int) int {
-	m := 0
-	for size := 1; size <= r; size *= 2 {
-		m += r / size
-	}
-	return m
-}
+// dyadic interval, sum_l floor(r / 2^l) = 2r - popcount(r) (0 for r < 1).
+func treeRows(r int) int { return max(0, 2*r-bits.OnesCount(uint(r))) }
 
 // newTree returns the tree factorization of w (see [TreeStrategy]).
 func newTree(w *Workload) (*Factorization, error) {
@@ -202,29 +195,21 @@ func newTree(w *Workload) (*Factorization, error) {
 		return nil, err
 	}
 	r := w.R()
-	type node struct{ start, end, level int } // [start, end] inclusive
-	var nodes []node
-	for l := 0; 1<<l <= r; l++ {
-		size := 1 << l
-		for s := 0; s+size <= r; s += size {
-			nodes = append(nodes, node{s, s + size - 1, l})
-		}
-	}
-	sort.Slice(nodes, func(i, j int) bool {
-		if nodes[i].end != nodes[j].end {
-			return nodes[i].end < nodes[j].end
-		}
-		return nodes[i].level < nodes[j].level
-	})
-	m := len(nodes)
+	av := treeAvailable(r)
+	m := len(av)
 	index := make(map[[2]int]int, m) // (start, level) -> row
 	c := mat.NewDense(m, r, nil)
-	av := make([]int, m)
-	for j, nd := range nodes {
-		index[[2]int{nd.start, nd.level}] = j
-		av[j] = nd.end
-		for t := nd.start; t <= nd.end; t++ {
-			c.Set(j, t, 1)
+	j := 0
+	for e := 0; e < r; e++ {
+		// The nodes that end at round e, in treeAvailable's row order:
+		// level l = 0, 1, ..., tz(e+1), the node [e+1-2^l, e].
+		for l := 0; l <= bits.TrailingZeros(uint(e+1)); l++ {
+			start := e + 1 - 1<<l
+			index[[2]int{start, l}] = j
+			for t := start; t <= e; t++ {
+				c.Set(j, t, 1)
+			}
+			j++
 		}
 	}
 	b := mat.NewDense(r, m, nil)

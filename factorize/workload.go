@@ -62,14 +62,7 @@ func Prefix(R int) (*Workload, error) {
 	if err := checkRounds(R); err != nil {
 		return nil, err
 	}
-	inv := mat.NewTriBandDense(R, min(1, R-1), mat.Lower, nil)
-	for i := 0; i < R; i++ {
-		inv.SetTriBand(i, i, 1)
-		if i > 0 {
-			inv.SetTriBand(i, i-1, -1)
-		}
-	}
-	return &Workload{name: "prefix", r: R, inv: inv, hash: "prefix"}, nil
+	return &Workload{name: "prefix", r: R, inv: toeplitzBand(R, 1, -1), hash: "prefix"}, nil
 }
 
 // Momentum returns the workload of SGD with heavy-ball momentum beta in
@@ -90,17 +83,20 @@ func Momentum(R int, beta float64) (*Workload, error) {
 	// A = P M with P the prefix-sum matrix and M the Toeplitz matrix of
 	// beta^k; A^{-1} = M^{-1} P^{-1} = (I - beta Z)(I - Z), Z the down shift:
 	// diagonal 1, first subdiagonal -(1+beta), second subdiagonal beta.
-	inv := mat.NewTriBandDense(R, min(2, R-1), mat.Lower, nil)
+	inv := toeplitzBand(R, 1, -(1 + beta), beta)
+	return &Workload{name: "momentum", r: R, inv: inv, hash: fmt.Sprintf("momentum:%x", math.Float64bits(beta))}, nil
+}
+
+// toeplitzBand returns the R x R lower-triangular banded Toeplitz matrix
+// with first column coef (len(coef) - 1 subdiagonals, fewer for a small R).
+func toeplitzBand(R int, coef ...float64) *mat.TriBandDense {
+	band := mat.NewTriBandDense(R, min(len(coef)-1, R-1), mat.Lower, nil)
 	for i := 0; i < R; i++ {
-		inv.SetTriBand(i, i, 1)
-		if i > 0 {
-			inv.SetTriBand(i, i-1, -(1 + beta))
-		}
-		if i > 1 {
-			inv.SetTriBand(i, i-2, beta)
+		for d, c := range coef[:min(len(coef), i+1)] {
+			band.SetTriBand(i, i-d, c)
 		}
 	}
-	return &Workload{name: "momentum", r: R, inv: inv, hash: fmt.Sprintf("momentum:%x", math.Float64bits(beta))}, nil
+	return band
 }
 
 // WeightedPrefix returns the workload of weighted prefix sums,
@@ -167,12 +163,7 @@ func NewWorkload(a mat.Matrix) (*Workload, error) {
 	}
 	// Nonsingular: every diagonal entry nonzero, and not so small relative
 	// to the matrix that inverting it is meaningless.
-	maxAbs := 0.0
-	for i := 0; i < r; i++ {
-		for j := 0; j <= i; j++ {
-			maxAbs = math.Max(maxAbs, math.Abs(t.At(i, j)))
-		}
-	}
+	maxAbs := maxAbsTri(t)
 	for i := 0; i < r; i++ {
 		if d := math.Abs(t.At(i, i)); d == 0 || d < 1e-14*maxAbs {
 			return nil, &ParamError{Param: fmt.Sprintf("workload[%d][%d]", i, i), Value: t.At(i, i), Want: "a diagonal entry at least 1e-14 times the largest entry in magnitude (a nonsingular matrix)"}
@@ -216,12 +207,7 @@ func bandedInverse(a *mat.TriDense) *mat.TriBandDense {
 		}
 	}
 	raw := inv.RawTriangular()
-	biggest := 0.0
-	for i := 0; i < n; i++ {
-		for _, x := range raw.Data[i*raw.Stride : i*raw.Stride+i+1] {
-			biggest = math.Max(biggest, math.Abs(x))
-		}
-	}
+	biggest := maxAbsTri(&inv)
 	k := 0
 	for i := 0; i < n; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+i+1]
@@ -242,6 +228,19 @@ func bandedInverse(a *mat.TriDense) *mat.TriBandDense {
 		}
 	}
 	return band
+}
+
+// maxAbsTri returns the largest magnitude of an entry of the
+// lower-triangular t.
+func maxAbsTri(t *mat.TriDense) float64 {
+	raw := t.RawTriangular()
+	m := 0.0
+	for i := 0; i < raw.N; i++ {
+		for _, x := range raw.Data[i*raw.Stride : i*raw.Stride+i+1] {
+			m = math.Max(m, math.Abs(x))
+		}
+	}
+	return m
 }
 
 // isNilMatrix reports whether a is nil or a nil pointer in a non-nil
@@ -320,12 +319,7 @@ func (w *Workload) balance() float64 { return w.balanceWithin(64) }
 func (w *Workload) balanceWithin(e int) float64 {
 	m := 0.0
 	if w.a != nil {
-		raw := w.a.RawTriangular()
-		for i := 0; i < w.r; i++ {
-			for _, x := range raw.Data[i*raw.Stride : i*raw.Stride+i+1] {
-				m = math.Max(m, math.Abs(x))
-			}
-		}
+		m = maxAbsTri(w.a)
 	} else {
 		for i := 0; i < w.r; i++ {
 			m = math.Max(m, 1/math.Abs(w.inv.At(i, i)))
