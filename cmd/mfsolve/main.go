@@ -184,16 +184,7 @@ func solve(ctx context.Context, cfg config, e env) error {
 		return cli.Usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
 	}
 	start := time.Now()
-	var (
-		f      *factorize.Factorization
-		cached bool
-		err    error
-	)
-	if cache := cacheFor(cfg, e, warn); cache != nil {
-		f, cached, err = cache.Compute(ctx, strat, w, cfg.participation, warn)
-	} else {
-		f, err = strat.Factorize(ctx, w, cfg.participation)
-	}
+	f, cached, err := factorizeWith(ctx, cacheFor(cfg, e, warn), strat, w, cfg.participation, warn)
 	seconds := time.Since(start).Seconds()
 	if prog != nil {
 		prog.Finish()
