@@ -18,7 +18,6 @@ import (
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/progress"
 	"github.com/dpmf/dpmf/mechanism"
@@ -127,7 +126,7 @@ func execute(ctx context.Context, c config, e env) error {
 	if err != nil {
 		return err
 	}
-	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && factorize.KeepsPastRows(strat, participation(c.epochs)) &&
+	if c.correlated() && factorize.KeepsPastRows(strat, participation(c.epochs)) &&
 		int64(c.rounds)*int64(p.Data.Dim)*8 > mechanism.DefaultKeepLimit {
 		fmt.Fprintf(e.stderr, "ofl: the %s noise mechanism would keep more than %d GiB of past noise rows (R = %d, d = %d), so it regenerates them each round instead (slower)\n",
 			c.strategy, mechanism.DefaultKeepLimit>>30, c.rounds, p.Data.Dim)
