@@ -175,11 +175,7 @@ func checkOut(c config) error {
 		return err
 	}
 	if fi, err := os.Stat(c.out); err == nil && fi.IsDir() {
-		var ins []cli.File
-		if c.data.file != "" {
-			ins = append(ins, cli.File{Flag: "-data", Path: c.data.file})
-		}
-		return cli.CheckOutputs([]cli.File{{Flag: "-out", Path: filepath.Join(c.out, "rounds.csv")}}, ins)
+		return cli.CheckOutputs([]cli.File{{Flag: "-out", Path: filepath.Join(c.out, "rounds.csv")}}, []cli.File{{Flag: "-data", Path: c.data.file}})
 	}
 	return nil
 }

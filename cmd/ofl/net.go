@@ -256,8 +256,8 @@ func checkServerAddr(addr string) error {
 
 // checkFiles returns an error naming the flag of the first of files (flag
 // and path; an empty path is skipped) that cannot be read as a regular
-// file, before any work.
-func checkFiles(files ...cli.File) error {
+// file, before any work; want is what the flags take ("a PEM file").
+func checkFiles(want string, files ...cli.File) error {
 	for _, f := range files {
 		if f.Path == "" {
 			continue
@@ -265,13 +265,9 @@ func checkFiles(files ...cli.File) error {
 		fi, err := os.Stat(f.Path)
 		switch {
 		case err != nil:
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return fmt.Errorf("%s %s: %v", f.Flag, f.Path, err)
+			return fmt.Errorf("%s %s: %v", f.Flag, f.Path, cli.UnwrapPath(err))
 		case fi.IsDir():
-			return fmt.Errorf("%s %s is a directory, want a PEM file", f.Flag, f.Path)
+			return fmt.Errorf("%s %s is a directory, want %s", f.Flag, f.Path, want)
 		}
 	}
 	return nil
@@ -294,11 +290,7 @@ func checkStateDir(dir string) error {
 		}
 		return nil
 	}
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return fmt.Errorf("-state %s: %v, want a directory", dir, err)
+	return fmt.Errorf("-state %s: %v, want a directory", dir, cli.UnwrapPath(err))
 }
 
 // checkResume compares the run flags of c with the plan recorded in
@@ -482,7 +474,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 	if err := checkResume(s.opt.Dir, &c); err != nil {
 		return err
 	}
-	if err := checkFiles(cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {
+	if err := checkFiles("a PEM file", cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {
 		return err
 	}
 	// The credentials too, before the factorization.
@@ -664,13 +656,11 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	spec, _ := parseData(l.data, 1) // checked by parseLearnerArgs
+	dataFile := cli.File{Flag: "-data", Path: spec.file}
 	if l.out != "" {
 		// Fail before the run, not after it (docs/cli.md, output policy).
-		var ins []cli.File
-		if spec, err := parseData(l.data, 1); err == nil && spec.file != "" {
-			ins = append(ins, cli.File{Flag: "-data", Path: spec.file})
-		}
-		if err := cli.CheckOutputs([]cli.File{{Flag: "-out", Path: l.out}}, ins); err != nil {
+		if err := cli.CheckOutputs([]cli.File{{Flag: "-out", Path: l.out}}, []cli.File{dataFile}); err != nil {
 			return err
 		}
 	}
@@ -684,22 +674,14 @@ func runLearner(ctx context.Context, args []string, e env) error {
 			return err
 		}
 	}
-	if err := checkFiles(cli.File{Flag: "-ca", Path: l.tls.ca}, cli.File{Flag: "-tls-cert", Path: l.tls.cert}, cli.File{Flag: "-tls-key", Path: l.tls.key}); err != nil {
+	if err := checkFiles("a PEM file", cli.File{Flag: "-ca", Path: l.tls.ca}, cli.File{Flag: "-tls-cert", Path: l.tls.cert}, cli.File{Flag: "-tls-key", Path: l.tls.key}); err != nil {
 		return err
 	}
 	// A -data file that is missing or a directory is found before the
 	// learner joins the server (it reads the file after the Join, which
 	// gives it the shape to deal the data for).
-	if spec, err := parseData(l.data, 1); err == nil && spec.file != "" {
-		if fi, err := os.Stat(spec.file); err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return fmt.Errorf("-data %s: %v", spec.file, err)
-		} else if fi.IsDir() {
-			return fmt.Errorf("-data %s is a directory, want a CSV file", spec.file)
-		}
+	if err := checkFiles("a CSV file", dataFile); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	var creds credentials.TransportCredentials

@@ -56,7 +56,7 @@ func CheckOutputs(outs, ins []File) error {
 		case errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("%s %s: directory %s does not exist", o.Flag, o.Path, dir)
 		case err != nil:
-			return fmt.Errorf("%s %s: %v", o.Flag, o.Path, unwrapPath(err))
+			return fmt.Errorf("%s %s: %v", o.Flag, o.Path, UnwrapPath(err))
 		case !di.IsDir():
 			return fmt.Errorf("%s %s: %s is not a directory", o.Flag, o.Path, dir)
 		}
@@ -65,7 +65,7 @@ func CheckOutputs(outs, ins []File) error {
 			if errors.As(err, &te) {
 				return fmt.Errorf("%s %s %s", o.Flag, o.Path, te.Reason)
 			}
-			return fmt.Errorf("%s %s: %v", o.Flag, o.Path, unwrapPath(err))
+			return fmt.Errorf("%s %s: %v", o.Flag, o.Path, UnwrapPath(err))
 		}
 		fi, _ := os.Stat(o.Path)
 		for _, in := range ins {
@@ -118,7 +118,7 @@ func CheckOutputDir(flag, dir string) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%s %s: %v", flag, dir, unwrapPath(err))
+			return fmt.Errorf("%s %s: %v", flag, dir, UnwrapPath(err))
 		}
 		if !fi.IsDir() {
 			return fmt.Errorf("%s %s: %s is not a directory", flag, dir, d)
@@ -136,16 +136,16 @@ func CheckOutputDir(flag, dir string) error {
 func probeDir(dir string) error {
 	f, err := os.CreateTemp(dir, ".dpmf-probe-*")
 	if err != nil {
-		return unwrapPath(err)
+		return UnwrapPath(err)
 	}
 	f.Close()
 	os.Remove(f.Name())
 	return nil
 }
 
-// unwrapPath strips the *PathError wrapper, whose path the caller's message
-// already names.
-func unwrapPath(err error) error {
+// UnwrapPath strips the *fs.PathError wrapper from err, for a message that
+// already names the path.
+func UnwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
