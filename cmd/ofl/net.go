@@ -120,15 +120,7 @@ type serverFlags struct {
 func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	var s serverFlags
 	fs := cli.NewFlagSet("ofl server")
-	sim := newFlagSet(new(config))
-	sim.VisitAll(func(f *flag.Flag) {
-		switch {
-		case f.Name == "seed":
-			fs.Var(f.Value, f.Name, "seed of the noise, as ofl's (for experiments; default: a noise key from crypto/rand, kept in the state directory's noise.key)")
-		case !slices.Contains(simulationOnly, f.Name):
-			fs.Var(f.Value, f.Name, f.Usage)
-		}
-	})
+	given := runFlags(fs, "seed of the noise, as ofl's (for experiments; default: a noise key from crypto/rand, kept in the state directory's noise.key)", simulationOnly...)
 	fs.StringVar(&s.opt.Dir, "state", "", "state directory: released models, the run's description and the noise key (required)")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:7070", "address to listen on")
 	fs.IntVar(&s.maxConns, "max-connections", 0, "most connections served at once; further ones wait until one closes (0: "+strconv.Itoa(fednet.ConnectionsPerLearner)+" per learner plus "+strconv.Itoa(fednet.SpareConnections)+")")
@@ -146,12 +138,11 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 		return s, err
 	}
 	// Validate the run flags with ofl's parser.
+	g := given()
 	var simArgs []string
-	fs.Visit(func(f *flag.Flag) {
-		if sim.Lookup(f.Name) != nil {
-			simArgs = append(simArgs, "-"+f.Name+"="+f.Value.String())
-		}
-	})
+	for _, k := range slices.Sorted(maps.Keys(g)) {
+		simArgs = append(simArgs, "-"+k+"="+g[k])
+	}
 	run, err := parseArgs(simArgs)
 	if err != nil {
 		return s, err
@@ -194,6 +185,30 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 		return s, cli.Usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", o.MinLearners)
 	}
 	return s, nil
+}
+
+// runFlags defines ofl's run flags on fs, except those in skip, with
+// seedUsage as -seed's usage, and returns the function that returns the
+// run flags given (by name, with their values as parsed).
+func runFlags(fs *flag.FlagSet, seedUsage string, skip ...string) (given func() map[string]string) {
+	sim := newFlagSet(new(config))
+	sim.VisitAll(func(f *flag.Flag) {
+		switch {
+		case f.Name == "seed":
+			fs.Var(f.Value, f.Name, seedUsage)
+		case !slices.Contains(skip, f.Name):
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	return func() map[string]string {
+		given := map[string]string{}
+		fs.Visit(func(f *flag.Flag) {
+			if sim.Lookup(f.Name) != nil {
+				given[f.Name] = f.Value.String()
+			}
+		})
+		return given
+	}
 }
 
 // duration is a duration flag with its value, and whether 0 is allowed.
