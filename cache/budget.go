@@ -83,15 +83,7 @@ func (c *Cache) touch(path string) {
 // never counted, listed or removed as entries.
 func isEntryName(name string) bool {
 	key, ok := strings.CutSuffix(name, cacheExt)
-	if !ok || len(key) != 64 {
-		return false
-	}
-	for _, r := range key {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
+	return ok && len(key) == 64 && strings.Trim(key, "0123456789abcdef") == ""
 }
 
 // entryFile is one entry file as the directory listing shows it.
@@ -300,9 +292,9 @@ func (c *Cache) List() ([]Entry, error) {
 
 // decodeMeta reads an entry's header and metadata from r, the entry's
 // file of size bytes, and returns the metadata and its length; an error
-// says what is wrong, and badMeta that the header was good but the
+// says what is wrong, and metaJSON that the header was good but the
 // metadata was not.
-func decodeMeta(r io.Reader, size int64) (meta *cacheMeta, metaLen int64, badMeta bool, err error) {
+func decodeMeta(r io.Reader, size int64) (meta *cacheMeta, metaLen int64, metaJSON bool, err error) {
 	var hdr [cacheHeader]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, 0, false, fmt.Errorf("truncated: %d bytes", size)
