@@ -112,7 +112,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.Func("participation", "participation `PATTERN` of one sample: single (one round), epochs:K (K epochs of R/K rounds), or minsep:B[,K] (at most K rounds, B apart; K defaults to as many as fit); the sensitivity, loss, RMSE, MaxSE and the calibration are under it (default single)", func(v string) error {
 		p, err := factorize.ParseParticipation(v)
 		if err != nil {
-			return errors.New(paramWant(err))
+			return errors.New(cli.Want(err))
 		}
 		cfg.participation = p
 		return nil
@@ -195,7 +195,7 @@ func parseArgs(args []string) (config, error) {
 	case cfg.r < 1:
 		return cfg, cli.Usagef("-R %d: the number of rounds must be at least 1", cfg.r)
 	case err != nil:
-		return cfg, cli.Usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
+		return cfg, cli.Usagef("-strategy %s: %s", cfg.strategy, cli.Want(err))
 	}
 	info, _ := factorize.Lookup(strat.Name())
 	switch {
@@ -207,12 +207,12 @@ func parseArgs(args []string) (config, error) {
 	// -loss-only chooses whether B and C are formed (semiseparable forms
 	// them only when asked to).
 	if cfg.strat, err = factorize.WithLossOnly(strat, cfg.lossOnly); err != nil {
-		return cfg, cli.Usagef("-loss-only: %s", paramWant(err))
+		return cfg, cli.Usagef("-loss-only: %s", cli.Want(err))
 	}
 	// A workload file sets R, whatever its name (-workload <(cmd) is
 	// /dev/fd/N): solve checks the participation against its order.
 	if err := cfg.participation.Validate(cfg.r); err != nil && cfg.inputs() == nil {
-		return cfg, cli.Usagef("-participation %v: %s", cfg.participation, paramWant(err))
+		return cfg, cli.Usagef("-participation %v: %s", cfg.participation, cli.Want(err))
 	}
 	if cfg.lossOnly && !info.LossOnlyUnder(cfg.participation) {
 		return cfg, cli.Usagef("-loss-only gives no C to compute the sensitivity under -participation %v: drop -loss-only", cfg.participation)
@@ -410,7 +410,7 @@ func removedError(spec string, f, v string) error {
 			return cli.Usagef("-%s was removed: write -strategy %s", f, s.Spec())
 		}
 	}
-	return cli.Usagef("-%s was removed: give %s=%s in the -strategy spec, but -strategy %s: %s (mfsolve -h lists each strategy's settings)", f, key, v, spec, paramWant(err))
+	return cli.Usagef("-%s was removed: give %s=%s in the -strategy spec, but -strategy %s: %s (mfsolve -h lists each strategy's settings)", f, key, v, spec, cli.Want(err))
 }
 
 // strategyHelp lists the strategies and their settings for the usage

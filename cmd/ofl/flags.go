@@ -156,7 +156,7 @@ func parseArgs(args []string) (config, error) {
 	}
 	strat, err := factorize.ParseStrategy(c.strategy)
 	if err != nil {
-		return c, strategyError(c.strategy, err)
+		return c, cli.Usagef("-strategy %s: %s", c.strategy, cli.Want(err))
 	}
 	switch {
 	case set["strategy"] && !c.correlated():
@@ -188,7 +188,7 @@ func parseArgs(args []string) (config, error) {
 		return c, cli.Usagef("-epochs %d: -rounds %d is not a whole number of epochs", c.epochs, c.rounds)
 	}
 	if err := factorize.CheckUnder(strat, participation(c.epochs)); err != nil {
-		return c, strategyError(c.strategy, err)
+		return c, cli.Usagef("-strategy %s: %s", c.strategy, cli.Want(err))
 	}
 	switch private, t := c.algo.Private(), c.threshold; {
 	case set["out"] && c.out == "":
@@ -233,15 +233,6 @@ func parseArgs(args []string) (config, error) {
 		return c, cli.Usagef("%v", err)
 	}
 	return c, nil
-}
-
-// strategyError is the usage error of -strategy spec that err refuses.
-func strategyError(spec string, err error) error {
-	var pe *factorize.ParamError
-	if errors.As(err, &pe) {
-		return cli.Usagef("-strategy %s: want %s", spec, pe.Want)
-	}
-	return cli.Usagef("-strategy %s: %v", spec, err)
 }
 
 // configFlags maps the parameters of fedopt.Config, as a *fedopt.ParamError
