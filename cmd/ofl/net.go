@@ -155,35 +155,24 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	if o.Dir == "" {
 		return s, cli.Usagef("-state is required: the directory where released models are written")
 	}
-	if err := cli.NotFlag("-state", o.Dir, "a directory"); err != nil {
-		return s, err
-	}
-	if err := s.tls.check(true); err != nil {
-		return s, err
-	}
-	if err := checkDurations(
+	// The first of these checks (none has side effects) that fails.
+	err = cmp.Or(cli.NotFlag("-state", o.Dir, "a directory"), s.tls.check(true), checkDurations(
 		duration{"round-timeout", o.RoundTimeout, false},
 		duration{"quorum-grace", o.QuorumGrace, false},
 		duration{"join-timeout", o.JoinTimeout, true},
 		duration{"linger", o.Linger, true},
-	); err != nil {
+	), checkListen(s.listen))
+	switch {
+	case err != nil:
 		return s, err
-	}
-	if err := checkListen(s.listen); err != nil {
-		return s, err
-	}
-	if s.maxConns < 0 {
+	case s.maxConns < 0:
 		return s, cli.Usagef("-max-connections %d: want a number of connections >= 1, or 0 for %d per learner plus %d", s.maxConns, fednet.ConnectionsPerLearner, fednet.SpareConnections)
-	}
-	if s.maxConns == 0 {
-		s.maxConns = fednet.DefaultMaxConnections(run.learners)
-	}
-	if o.MinLearners < 0 || o.MinLearners > run.learners {
+	case o.MinLearners < 0 || o.MinLearners > run.learners:
 		return s, cli.Usagef("-min-learners %d: want 0..%d (-learners)", o.MinLearners, run.learners)
-	}
-	if run.secure && o.MinLearners != 0 {
+	case run.secure && o.MinLearners != 0:
 		return s, cli.Usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", o.MinLearners)
 	}
+	s.maxConns = cmp.Or(s.maxConns, fednet.DefaultMaxConnections(run.learners))
 	return s, nil
 }
 
@@ -335,14 +324,9 @@ func checkResume(dir string, c *config) error {
 		return nil
 	}
 	where := filepath.Join(dir, "run.json")
-	keys := slices.Sorted(maps.Keys(was))
-	for k := range now {
-		if _, ok := was[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	both := maps.Clone(was)
+	maps.Copy(both, now)
+	for _, k := range slices.Sorted(maps.Keys(both)) {
 		if k == "strategy" && now[k] != was[k] && sameStrategy(now[k], was[k]) {
 			// The recorded spelling of the same strategy (a default
 			// written out): the run resumes with the recorded plan.
@@ -431,22 +415,18 @@ func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 
 // check checks the TLS flags of the server (or a learner).
 func (t tlsFlags) check(server bool) error {
-	if t.nonLoopback && !t.insecure {
+	switch {
+	case t.nonLoopback && !t.insecure:
 		return cli.Usagef("-%s goes with -insecure only", insecureNonLoopback)
-	}
-	if t.insecure {
-		if t.cert != "" || t.key != "" || t.ca != "" {
-			return cli.Usagef("-insecure excludes the TLS flags")
-		}
+	case t.insecure && (t.cert != "" || t.key != "" || t.ca != ""):
+		return cli.Usagef("-insecure excludes the TLS flags")
+	case t.insecure:
 		return nil
-	}
-	if server && (t.cert == "" || t.key == "") {
+	case server && (t.cert == "" || t.key == ""):
 		return cli.Usagef("the server needs -tls-cert and -tls-key (or -insecure, for loopback tests)")
-	}
-	if !server && t.ca == "" {
+	case !server && t.ca == "":
 		return cli.Usagef("the learner needs -ca, the CA of the server's certificate (or -insecure, for loopback tests)")
-	}
-	if (t.cert == "") != (t.key == "") {
+	case (t.cert == "") != (t.key == ""):
 		return cli.Usagef("-tls-cert and -tls-key go together")
 	}
 	return nil
@@ -645,16 +625,14 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	if _, err := dataset.ParseSplit(l.split); err != nil {
 		return l, cli.Usagef("-split %q: want iid, label or feature:K", l.split)
 	}
-	if err := checkServerAddr(l.opt.Addr); err != nil {
+	// The first of these checks (none has side effects) that fails.
+	err = cmp.Or(checkServerAddr(l.opt.Addr), l.tls.check(false))
+	switch {
+	case err != nil:
 		return l, err
-	}
-	if err := l.tls.check(false); err != nil {
-		return l, err
-	}
-	if set["out"] && l.out == "" {
+	case set["out"] && l.out == "":
 		return l, cli.Usagef("-out is empty: want a file name")
-	}
-	if set["state"] && l.opt.StateDir == "" {
+	case set["state"] && l.opt.StateDir == "":
 		return l, cli.Usagef("-state is empty: want a directory")
 	}
 	if err := cli.NotFlag("-state", l.opt.StateDir, "a directory"); err != nil {
