@@ -380,13 +380,7 @@ func lossOnlyStrategies() string {
 
 // removed are the flags that the strategy spec replaced, with the setting
 // that replaces each.
-var removed = map[string]string{
-	"bands":    "bands",
-	"buffers":  "buffers",
-	"tol":      "tol",
-	"max-iter": "max-iter",
-	"method":   "path",
-}
+var removed = map[string]string{"bands": "bands", "buffers": "buffers", "tol": "tol", "max-iter": "max-iter", "method": "path"}
 
 // removedFlags defines the removed flags on fs; each use is appended to
 // *used as "-flag value".
