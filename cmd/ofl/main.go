@@ -60,36 +60,51 @@ func cryptoSeed() (uint64, error) {
 // run is ofl with its arguments and surroundings; it returns the exit
 // status.
 func run(ctx context.Context, args []string, e env) int {
-	var err error
-	if len(args) > 0 && (args[0] == "server" || args[0] == "learner" || args[0] == "evaluate") {
-		return runNet(ctx, args[0], args[1:], e)
-	}
-	if len(args) > 0 && args[0] == "reproduce" {
+	cmd, err := "ofl", error(nil)
+	switch {
+	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
+		err = simulate(ctx, args, e)
+	case args[0] == "reproduce":
 		err = runReproduce(ctx, args[1:], e)
-	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	case args[0] == "server":
+		cmd, err = "ofl server", runServer(ctx, args[1:], e)
+	case args[0] == "learner":
+		cmd, err = "ofl learner", runLearner(ctx, args[1:], e)
+	case args[0] == "evaluate":
+		cmd, err = "ofl evaluate", runEvaluate(ctx, args[1:], e)
+	default:
 		err = cli.Usagef("unknown command %q: want reproduce, server, learner or evaluate, or flags only (ofl -h)", args[0])
-	} else {
-		var c config
-		c, err = parseArgs(args)
-		if errors.Is(err, flag.ErrHelp) {
-			fs := newFlagSet(new(config))
-			fs.SetOutput(e.stdout)
-			fmt.Fprint(e.stdout, usageText)
-			fs.PrintDefaults()
-			return cli.ExitOK
-		}
-		if err == nil {
-			err = execute(ctx, c, e)
-		}
 	}
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return cli.ExitOK
 	}
-	if ctx.Err() != nil {
+	interrupted := ctx.Err() != nil
+	if interrupted && cmd != "ofl server" && cmd != "ofl learner" {
+		// Their outputs are renamed into place only if not cancelled (the
+		// server and the learner say where they stopped).
 		err = errors.New("interrupted; nothing written")
 	}
-	fmt.Fprintf(e.stderr, "ofl: %s\n", cli.OneLine(err.Error()))
+	fmt.Fprintf(e.stderr, "%s: %s\n", cmd, cli.OneLine(strings.ReplaceAll(err.Error(), "fednet: ", "")))
+	if interrupted {
+		return cli.ExitFailure
+	}
 	return cli.ExitCode(err)
+}
+
+// simulate is ofl without a subcommand: it parses the command line, and
+// prints the usage for -h (returning flag.ErrHelp) or does the work.
+func simulate(ctx context.Context, args []string, e env) error {
+	c, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs := newFlagSet(new(config))
+		fs.SetOutput(e.stdout)
+		fmt.Fprint(e.stdout, usageText)
+		fs.PrintDefaults()
+	}
+	if err != nil {
+		return err
+	}
+	return execute(ctx, c, e)
 }
 
 // execute does the work of a parsed command line. Nothing is written

@@ -68,35 +68,6 @@ Flags:
 // simulationOnly are ofl's flags that mean nothing to a server.
 var simulationOnly = []string{"reps", "workers", "eval-every", "out", "json", "quiet", "data", "split"}
 
-// runNet runs "ofl server", "ofl learner" or "ofl evaluate"; it returns
-// the exit status.
-func runNet(ctx context.Context, cmd string, args []string, e env) int {
-	var err error
-	switch cmd {
-	case "server":
-		err = runServer(ctx, args, e)
-	case "learner":
-		err = runLearner(ctx, args, e)
-	default:
-		err = runEvaluate(ctx, args, e)
-	}
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return cli.ExitOK
-	case err == nil:
-		return cli.ExitOK
-	}
-	if cmd == "evaluate" && ctx.Err() != nil {
-		// Its only output, rounds.csv, is renamed only if not cancelled.
-		err = errors.New("interrupted; nothing written")
-	}
-	fmt.Fprintf(e.stderr, "ofl %s: %s\n", cmd, cli.OneLine(strings.ReplaceAll(err.Error(), "fednet: ", "")))
-	if ctx.Err() != nil {
-		return cli.ExitFailure
-	}
-	return cli.ExitCode(err)
-}
-
 // tlsFlags are the transport flags of both roles.
 type tlsFlags struct {
 	insecure      bool
