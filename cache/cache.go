@@ -257,18 +257,14 @@ func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.
 	if err != nil {
 		return nil, false, err
 	}
-	f, err = c.load(k, w)
-	switch {
+	var ce *CorruptError
+	switch f, err = c.load(k, w); {
 	case err == nil:
 		return f, true, nil
-	case errors.Is(err, ErrMiss):
-	default:
-		var ce *CorruptError
-		if errors.As(err, &ce) {
-			fmt.Fprintf(warn, "%v; recomputing\n", err)
-		} else {
-			fmt.Fprintf(warn, "cannot read the cache: %v; recomputing\n", err)
-		}
+	case errors.As(err, &ce):
+		fmt.Fprintf(warn, "%v; recomputing\n", err)
+	case !errors.Is(err, ErrMiss):
+		fmt.Fprintf(warn, "cannot read the cache: %v; recomputing\n", err)
 	}
 	f, err = s.Factorize(ctx, w, p)
 	if err != nil {

@@ -78,11 +78,8 @@ func CheckOutputs(outs, ins []File) error {
 			}
 		}
 		for _, c := range checked {
-			same := os.SameFile(c.dir, di) && filepath.Base(c.Path) == filepath.Base(o.Path)
-			if c.file != nil && fi != nil && os.SameFile(c.file, fi) {
-				same = true
-			}
-			if same {
+			// The same name in the same directory, or the same file.
+			if os.SameFile(c.dir, di) && filepath.Base(c.Path) == filepath.Base(o.Path) || c.file != nil && fi != nil && os.SameFile(c.file, fi) {
 				return Usagef("%s %s and %s %s are the same file", c.Flag, c.Path, o.Flag, o.Path)
 			}
 		}
