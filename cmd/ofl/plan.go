@@ -64,18 +64,9 @@ func specOf(s string) string {
 // "optimal:tol=1e-10", the default written out, is the recorded
 // "optimal".
 func sameStrategy(a, b string) bool {
-	if a == b {
-		return true
-	}
-	sa, err := factorize.ParseStrategy(a)
-	if err != nil {
-		return false
-	}
-	sb, err := factorize.ParseStrategy(b)
-	if err != nil {
-		return false
-	}
-	return factorize.CacheKey(sa) == factorize.CacheKey(sb)
+	sa, errA := factorize.ParseStrategy(a)
+	sb, errB := factorize.ParseStrategy(b)
+	return a == b || errA == nil && errB == nil && factorize.CacheKey(sa) == factorize.CacheKey(sb)
 }
 
 // buildNoise computes the plan's factorization and privacy record (the
