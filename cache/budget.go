@@ -61,19 +61,14 @@ func (c *Cache) budget() int64 {
 	return cmp.Or(c.Budget, DefaultBudget)
 }
 
-// clock returns the time the cache records as an entry's last use.
-func (c *Cache) clock() time.Time {
-	if c.now != nil {
-		return c.now()
-	}
-	return time.Now()
-}
-
 // touch records a use of the entry at path: its modification time, which
 // eviction orders entries by, becomes now. A failure (a read-only cache
 // directory) is ignored: the entry is still usable, only its rank is older.
 func (c *Cache) touch(path string) {
-	t := c.clock()
+	t := time.Now()
+	if c.now != nil {
+		t = c.now()
+	}
 	_ = os.Chtimes(path, t, t)
 }
 

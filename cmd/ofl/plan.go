@@ -29,7 +29,11 @@ func (c *config) runPlan(features int) *plan.Plan {
 	}
 	switch c.algo {
 	case fedopt.Correlated, fedopt.BaselineCorrelated:
-		p.Strategy = specOf(c.strategy)
+		// plan.SpecOf of the strategy -strategy names (parseArgs checked it).
+		p.Strategy = c.strategy
+		if st, err := factorize.ParseStrategy(c.strategy); err == nil {
+			p.Strategy = plan.SpecOf(st)
+		}
 	case fedopt.Independent:
 		p.Strategy = factorize.StrategyIdentity
 	}
@@ -46,15 +50,6 @@ func (c *config) runPlan(features int) *plan.Plan {
 		p.SecureAggregation = &plan.SecureAggregation{Threshold: t, RingBits: secagg.RingBits, ScaleBits: q.ScaleBits, Dim: features, QuantizationTerm: q.Term(features)}
 	}
 	return p
-}
-
-// specOf returns the plan's entry for the -strategy value s (checked by
-// parseArgs): plan.SpecOf of the strategy it names.
-func specOf(s string) string {
-	if st, err := factorize.ParseStrategy(s); err == nil {
-		return plan.SpecOf(st)
-	}
-	return s
 }
 
 // sameStrategy reports whether the strategy specs a and b name the same
