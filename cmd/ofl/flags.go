@@ -66,19 +66,15 @@ func parseData(s string, dim int) (dataSpec, error) {
 	case s == "synthetic":
 		return d, nil
 	case strings.HasPrefix(s, "synthetic:"):
-		seen := map[string]bool{}
+		unset := map[string]*float64{"alpha": &d.alpha, "beta": &d.beta}
 		for _, kv := range strings.Split(strings.TrimPrefix(s, "synthetic:"), ",") {
 			k, v, ok := strings.Cut(kv, "=")
 			x, err := cli.ParseFloat(v) // 1e-400 is refused, not read as 0
-			if !ok || err != nil || (k != "alpha" && k != "beta") || seen[k] || !(x >= 0) || math.IsInf(x, 1) {
+			if !ok || err != nil || unset[k] == nil || !(x >= 0) || math.IsInf(x, 1) {
 				return d, cli.Usagef("-data %q: want synthetic:alpha=A,beta=B with A, B finite and >= 0", s)
 			}
-			seen[k] = true
-			if k == "alpha" {
-				d.alpha = x
-			} else {
-				d.beta = x
-			}
+			*unset[k] = x
+			delete(unset, k) // each key once
 		}
 		return d, nil
 	case s == "":
