@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
@@ -341,13 +342,8 @@ func checkNoiseFlags(cfg *config, set map[string]bool) error {
 
 // outputs returns the files the run writes.
 func (cfg config) outputs() []cli.File {
-	var outs []cli.File
-	for _, o := range []cli.File{{Flag: "-o", Path: cfg.outB}, {Flag: "-C", Path: cfg.outC}, {Flag: "-noise", Path: cfg.outNoise}} {
-		if o.Path != "" {
-			outs = append(outs, o)
-		}
-	}
-	return outs
+	all := []cli.File{{Flag: "-o", Path: cfg.outB}, {Flag: "-C", Path: cfg.outC}, {Flag: "-noise", Path: cfg.outNoise}}
+	return slices.DeleteFunc(all, func(o cli.File) bool { return o.Path == "" })
 }
 
 // inputs returns the files the run reads: the workload file (none for
