@@ -148,9 +148,7 @@ func (c *Cache) trim(limit int64, keep string) ([]entryFile, error) {
 	remove := func(f entryFile) {
 		err := os.Remove(filepath.Join(c.Dir, f.name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			if first == nil {
-				first = err
-			}
+			first = cmp.Or(first, err)
 			return
 		}
 		total -= f.size
@@ -170,9 +168,7 @@ func (c *Cache) trim(limit int64, keep string) ([]entryFile, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			total -= f.size
 		case err != nil:
-			if first == nil {
-				first = err
-			}
+			first = cmp.Or(first, err)
 		case !fi.ModTime().Equal(f.mtime) || fi.Size() != f.size:
 			// Loaded or rewritten since the listing: in use, so it
 			// goes last.
@@ -334,16 +330,14 @@ func (c *Cache) Clear() (removed int, freed int64, err error) {
 	var first error
 	for _, f := range files {
 		if err := os.Remove(filepath.Join(c.Dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			if first == nil {
-				first = err
-			}
+			first = cmp.Or(first, err)
 			continue
 		}
 		removed++
 		freed += f.size
 	}
-	if _, err := atomicfile.RemoveStale(c.Dir, staleTempAge); err != nil && first == nil && !errors.Is(err, fs.ErrNotExist) {
-		first = err
+	if _, err := atomicfile.RemoveStale(c.Dir, staleTempAge); !errors.Is(err, fs.ErrNotExist) {
+		first = cmp.Or(first, err)
 	}
 	return removed, freed, first
 }
