@@ -11,6 +11,7 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -250,9 +251,7 @@ func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.
 	if ctx == nil {
 		return nil, false, &ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
 	}
-	if warn == nil {
-		warn = io.Discard
-	}
+	warn = cmp.Or(warn, io.Discard)
 	k, err := keyFields(s, w, p)
 	if err != nil {
 		return nil, false, err
