@@ -129,11 +129,7 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 	for _, k := range slices.Sorted(maps.Keys(given)) {
 		v := given[k]
 		if want, ok := recorded[k]; ok {
-			same := v == want
-			if k == "strategy" {
-				same = sameStrategy(v, want)
-			}
-			if !same {
+			if v != want && !(k == "strategy" && sameStrategy(v, want)) {
 				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
 			}
 			continue
@@ -143,11 +139,8 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 		}
 		args = append(args, "-"+k+"="+v)
 	}
-	csv := false
-	if d, ok := given["data"]; ok {
-		spec, err := parseData(d, 1)
-		csv = err == nil && spec.file != ""
-	}
+	spec, err := parseData(given["data"], 1) // "" (not given) is an error
+	csv := err == nil && spec.file != ""
 	for _, k := range slices.Sorted(maps.Keys(recorded)) {
 		if k == "dim" && csv {
 			continue // a CSV file sets d (checked against the plan's features)
