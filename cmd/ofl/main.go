@@ -60,7 +60,8 @@ func cryptoSeed() (uint64, error) {
 // run is ofl with its arguments and surroundings; it returns the exit
 // status.
 func run(ctx context.Context, args []string, e env) int {
-	cmd, err := "ofl", error(nil)
+	cmd := "ofl" // the name its error is reported under
+	var err error
 	switch {
 	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
 		err = simulate(ctx, args, e)
