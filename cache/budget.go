@@ -61,19 +61,14 @@ func (c *Cache) budget() int64 {
 	return cmp.Or(c.Budget, DefaultBudget)
 }
 
-// clock returns the time the cache records as an entry's last use.
-func (c *Cache) clock() time.Time {
-	if c.now != nil {
-		return c.now()
-	}
-	return time.Now()
-}
-
 // touch records a use of the entry at path: its modification time, which
 // eviction orders entries by, becomes now. A failure (a read-only cache
 // directory) is ignored: the entry is still usable, only its rank is older.
 func (c *Cache) touch(path string) {
-	t := c.clock()
+	t := time.Now()
+	if c.now != nil {
+		t = c.now()
+	}
 	_ = os.Chtimes(path, t, t)
 }
 
@@ -83,15 +78,7 @@ func (c *Cache) touch(path string) {
 // never counted, listed or removed as entries.
 func isEntryName(name string) bool {
 	key, ok := strings.CutSuffix(name, cacheExt)
-	if !ok || len(key) != 64 {
-		return false
-	}
-	for _, r := range key {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
+	return ok && len(key) == 64 && strings.Trim(key, "0123456789abcdef") == ""
 }
 
 // entryFile is one entry file as the directory listing shows it.
@@ -161,9 +148,7 @@ func (c *Cache) trim(limit int64, keep string) ([]entryFile, error) {
 	remove := func(f entryFile) {
 		err := os.Remove(filepath.Join(c.Dir, f.name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			if first == nil {
-				first = err
-			}
+			first = cmp.Or(first, err)
 			return
 		}
 		total -= f.size
@@ -183,9 +168,7 @@ func (c *Cache) trim(limit int64, keep string) ([]entryFile, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			total -= f.size
 		case err != nil:
-			if first == nil {
-				first = err
-			}
+			first = cmp.Or(first, err)
 		case !fi.ModTime().Equal(f.mtime) || fi.Size() != f.size:
 			// Loaded or rewritten since the listing: in use, so it
 			// goes last.
@@ -300,9 +283,9 @@ func (c *Cache) List() ([]Entry, error) {
 
 // decodeMeta reads an entry's header and metadata from r, the entry's
 // file of size bytes, and returns the metadata and its length; an error
-// says what is wrong, and badMeta that the header was good but the
+// says what is wrong, and metaJSON that the header was good but the
 // metadata was not.
-func decodeMeta(r io.Reader, size int64) (meta *cacheMeta, metaLen int64, badMeta bool, err error) {
+func decodeMeta(r io.Reader, size int64) (meta *cacheMeta, metaLen int64, metaJSON bool, err error) {
 	var hdr [cacheHeader]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, 0, false, fmt.Errorf("truncated: %d bytes", size)
@@ -347,16 +330,14 @@ func (c *Cache) Clear() (removed int, freed int64, err error) {
 	var first error
 	for _, f := range files {
 		if err := os.Remove(filepath.Join(c.Dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			if first == nil {
-				first = err
-			}
+			first = cmp.Or(first, err)
 			continue
 		}
 		removed++
 		freed += f.size
 	}
-	if _, err := atomicfile.RemoveStale(c.Dir, staleTempAge); err != nil && first == nil && !errors.Is(err, fs.ErrNotExist) {
-		first = err
+	if _, err := atomicfile.RemoveStale(c.Dir, staleTempAge); !errors.Is(err, fs.ErrNotExist) {
+		first = cmp.Or(first, err)
 	}
 	return removed, freed, first
 }

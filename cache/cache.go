@@ -11,6 +11,7 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -250,25 +251,19 @@ func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.
 	if ctx == nil {
 		return nil, false, &ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
 	}
-	if warn == nil {
-		warn = io.Discard
-	}
+	warn = cmp.Or(warn, io.Discard)
 	k, err := keyFields(s, w, p)
 	if err != nil {
 		return nil, false, err
 	}
-	f, err = c.load(k, w)
-	switch {
+	var ce *CorruptError
+	switch f, err = c.load(k, w); {
 	case err == nil:
 		return f, true, nil
-	case errors.Is(err, ErrMiss):
-	default:
-		var ce *CorruptError
-		if errors.As(err, &ce) {
-			fmt.Fprintf(warn, "%v; recomputing\n", err)
-		} else {
-			fmt.Fprintf(warn, "cannot read the cache: %v; recomputing\n", err)
-		}
+	case errors.As(err, &ce):
+		fmt.Fprintf(warn, "%v; recomputing\n", err)
+	case !errors.Is(err, ErrMiss):
+		fmt.Fprintf(warn, "cannot read the cache: %v; recomputing\n", err)
 	}
 	f, err = s.Factorize(ctx, w, p)
 	if err != nil {
@@ -351,16 +346,20 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *factorize.Factor
 		Semisep:       rec.SemisepBounds,
 		Available:     rec.Available,
 	}
+	// B and C, then the operator's coefficients.
+	var parts []*mat.Dense
 	var opFloats []float64
-	if rec.Operator != nil {
-		opFloats = rec.Operator.Floats
-	}
 	if rec.B != nil {
 		r, m := rec.B.Dims()
 		if r != k.r {
 			panic(fmt.Sprintf("cache: B is %d x %d for R = %d", r, m, k.r))
 		}
 		meta.M, meta.Factors = m, true
+		parts = append(parts, rec.B, rec.C)
+	}
+	if rec.Operator != nil && len(rec.Operator.Floats) > 0 {
+		opFloats = rec.Operator.Floats
+		parts = append(parts, mat.NewDense(1, len(opFloats), opFloats))
 	}
 	js, err := json.Marshal(meta)
 	if err != nil {
@@ -391,16 +390,8 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *factorize.Factor
 		if _, err := w.Write(js); err != nil {
 			return err
 		}
-		if meta.Factors {
-			if err := writeFloats(w, rec.B); err != nil {
-				return err
-			}
-			if err := writeFloats(w, rec.C); err != nil {
-				return err
-			}
-		}
-		if len(opFloats) > 0 {
-			if err := writeFloats(w, mat.NewDense(1, len(opFloats), opFloats)); err != nil {
+		for _, m := range parts {
+			if err := writeFloats(w, m); err != nil {
 				return err
 			}
 		}
@@ -497,16 +488,22 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 	corrupt := func(format string, args ...any) error {
 		return &CorruptError{Path: path, Reason: fmt.Sprintf(format, args...)}
 	}
+	// Metadata that cannot be right: a damaged byte, said precisely when
+	// the checksum confirms it, or else what is wrong.
+	badMeta := func(format string, args ...any) error {
+		if !checksumOK(file, size) {
+			return corrupt("checksum mismatch")
+		}
+		return corrupt(format, args...)
+	}
 
 	h := sha256.New()
 	in := io.TeeReader(file, h)
-	meta, metaLen, badMeta, err := decodeMeta(in, size)
-	if err != nil {
-		// A damaged byte in the metadata: say so precisely when the
-		// checksum confirms it.
-		if badMeta && !checksumOK(file, size) {
-			return nil, corrupt("checksum mismatch")
-		}
+	meta, metaLen, metaJSON, err := decodeMeta(in, size)
+	switch {
+	case err != nil && metaJSON:
+		return nil, badMeta("%v", err)
+	case err != nil:
 		return nil, corrupt("%v", err)
 	}
 	var floats int64
@@ -515,20 +512,14 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 		// below then bounds the allocation by the file size.
 		const maxDim = 1 << 30
 		if meta.R < 1 || meta.M < 1 || meta.R > maxDim || meta.M > maxDim {
-			if !checksumOK(file, size) {
-				return nil, corrupt("checksum mismatch")
-			}
-			return nil, corrupt("dimensions %d x %d", meta.R, meta.M)
+			return nil, badMeta("dimensions %d x %d", meta.R, meta.M)
 		}
 		floats = 2 * int64(meta.R) * int64(meta.M)
 	}
 	opFloats := 0
 	if meta.Operator != nil {
 		if opFloats, err = meta.Operator.FloatCount(); err != nil {
-			if !checksumOK(file, size) {
-				return nil, corrupt("checksum mismatch")
-			}
-			return nil, corrupt("%v", strings.TrimPrefix(err.Error(), "factorize: "))
+			return nil, badMeta("%v", strings.TrimPrefix(err.Error(), "factorize: "))
 		}
 		floats += int64(opFloats)
 	}

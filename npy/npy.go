@@ -112,14 +112,9 @@ func Write(w io.Writer, shape []int, data []float64) error {
 	if len(data) == 0 {
 		return nil
 	}
-	var b []byte
-	if nativeLittleEndian {
-		b = float64Bytes(data)
-	} else {
-		b = make([]byte, 0, 8*len(data))
-		for _, v := range data {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-		}
+	b := float64Bytes(data)
+	if !nativeLittleEndian {
+		b, _ = binary.Append(nil, binary.LittleEndian, data) // cannot fail for []float64
 	}
 	if _, err := w.Write(b); err != nil {
 		return &FileError{Op: "write", Err: err}
@@ -266,19 +261,14 @@ func numElements(shape []int) (int, error) {
 // shapeString formats shape as Python's repr of a tuple: "()", "(3,)",
 // "(2, 3)".
 func shapeString(shape []int) string {
-	var b strings.Builder
-	b.WriteByte('(')
+	dims := make([]string, len(shape))
 	for i, d := range shape {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Itoa(d))
+		dims[i] = strconv.Itoa(d)
 	}
 	if len(shape) == 1 {
-		b.WriteByte(',')
+		return "(" + dims[0] + ",)"
 	}
-	b.WriteByte(')')
-	return b.String()
+	return "(" + strings.Join(dims, ", ") + ")"
 }
 
 // npyHeader returns magic, version 1.0, header length and the padded header
@@ -298,9 +288,7 @@ func npyHeader(shape []int) []byte {
 	b = append(b, 1, 0)
 	b = binary.LittleEndian.AppendUint16(b, uint16(hlen))
 	b = append(b, dict...)
-	for range pad {
-		b = append(b, ' ')
-	}
+	b = append(b, strings.Repeat(" ", pad)...)
 	return append(b, '\n')
 }
 

@@ -145,46 +145,35 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 		return err
 	}
 	t := p.Target
-	if t == nil {
+	switch {
+	case t == nil:
 		return errors.New("plan: no target (eps, delta) to calibrate for")
-	}
-	if !p.Private() {
+	case !p.Private():
 		return fmt.Errorf("plan: the %s algorithm has no privacy calibration", p.Algorithm)
-	}
-	if f == nil {
+	case f == nil:
 		return errors.New("plan: no factorization to calibrate")
 	}
 	part, _ := p.Pattern()
 	m := f.Metrics
-	if m.Participation != part {
-		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v", m.Participation, part)
-	}
-	if f.Workload != nil && f.Workload.R() != p.Rounds {
-		return fmt.Errorf("plan: factorization of %d rounds, want the plan's %d", f.Workload.R(), p.Rounds)
-	}
 	unit := m.UnitSensitivity.Value
-	if !(unit > 0) || math.IsInf(unit, 1) {
+	switch {
+	case m.Participation != part:
+		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v", m.Participation, part)
+	case f.Workload != nil && f.Workload.R() != p.Rounds:
+		return fmt.Errorf("plan: factorization of %d rounds, want the plan's %d", f.Workload.R(), p.Rounds)
+	case !(unit > 0) || math.IsInf(unit, 1):
 		return fmt.Errorf("plan: factorization sensitivity %v under %v, want a finite number > 0", unit, part)
-	}
-	if !factorize.FiniteMetrics(m) || !(m.Gamma > 0) {
+	case !factorize.FiniteMetrics(m) || !(m.Gamma > 0):
 		return fmt.Errorf("plan: factorization metrics gamma %v, loss %v, want finite numbers (gamma > 0) for the record", m.Gamma, m.Loss)
-	}
-	if p.Algorithm == AlgoIndependent && m.Gamma != 1 {
+	case p.Algorithm == AlgoIndependent && m.Gamma != 1:
 		return fmt.Errorf("plan: the independent baseline adds noise with C = I, got metrics with gamma = %v", m.Gamma)
 	}
 	rel, _ := t.relation() // Validate refused add-remove for Algorithm 1 with tau > 1
 	if t.Sampling > 0 {
 		return p.calibrateAmplified(ctx, f, rel)
 	}
-	learners, method := p.Learners, accountant.Exact
-	if t.Calibration == Paper {
-		learners, method = 1, accountant.Paper
-		if p.Algorithm == AlgoIndependent {
-			method = accountant.ZCDP
-		}
-	}
-	clip := p.EffectiveClip()
-	sens, err := accountant.ReleaseSensitivity(clip, learners, rel, unit)
+	method, learners := p.method()
+	sens, err := accountant.ReleaseSensitivity(p.EffectiveClip(), learners, rel, unit)
 	if err != nil {
 		return wrap(err)
 	}
@@ -199,17 +188,40 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	if !m.UnitSensitivity.Exact {
 		bound = " (an upper bound)"
 	}
-	p.Privacy = &Record{
-		Eps: t.Eps, Delta: t.Delta, Method: method.String(),
-		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g%s: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners, %s%s",
-			t.Eps, t.Delta, t.Calibration, sens, paperRule[t.Calibration == Paper], rel, part, unit, bound, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule()),
-		NoiseStd: std, Sigma: std / sens,
-		Gamma: m.Gamma, Loss: m.Loss,
-		UnitSensitivity: unit, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
-	}
-	p.recordQuantization()
+	p.setRecord(method.String(), sens, std, std/sens, m,
+		fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g%s: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners, %s%s",
+			t.Eps, t.Delta, t.Calibration, sens, paperRule[t.Calibration == Paper], rel, part, unit, bound, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule()))
 	return nil
+}
+
+// method returns the accountant's method of the plan's calibration
+// without sampling, and the learners its release sensitivity divides by:
+// the paper's sensitivity does not divide, and its independent baseline
+// is calibrated by zCDP.
+func (p *Plan) method() (accountant.Method, int) {
+	switch {
+	case p.Target.Calibration != Paper:
+		return accountant.Exact, p.Learners
+	case p.Algorithm == AlgoIndependent:
+		return accountant.ZCDP, 1
+	}
+	return accountant.Paper, 1
+}
+
+// setRecord sets the plan's privacy record: the target's (eps, delta),
+// the calibration's method, release sensitivity, noise and rule, the
+// factorization's metrics m, and with secure aggregation the quantization
+// term and the effective clip.
+func (p *Plan) setRecord(method string, sens, std, sigma float64, m factorize.Metrics, rule string) {
+	p.Privacy = &Record{
+		Eps: p.Target.Eps, Delta: p.Target.Delta, Method: method,
+		Sensitivity: sens, Rule: rule, NoiseStd: std, Sigma: sigma,
+		Gamma: m.Gamma, Loss: m.Loss,
+		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
+	}
+	if sa := p.SecureAggregation; sa != nil {
+		p.Privacy.QuantizationTerm, p.Privacy.EffectiveClip = sa.QuantizationTerm, p.EffectiveClip()
+	}
 }
 
 // calibrateAmplified is Calibrate's amplified banded accounting.
@@ -247,16 +259,9 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	if rel == accountant.ReplaceOne && t.Sampling < 1 {
 		bound = " (an upper bound)"
 	}
-	p.Privacy = &Record{
-		Eps: t.Eps, Delta: t.Delta, Method: MethodAmplified,
-		Sensitivity: sens,
-		Rule: fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners, %s%s; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
-			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule(), eb.Safe, eb.Optimistic),
-		NoiseStd: std, Sigma: sigma,
-		Gamma: m.Gamma, Loss: m.Loss,
-		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
-	}
-	p.recordQuantization()
+	p.setRecord(MethodAmplified, sens, std, sigma, m,
+		fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners, %s%s; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
+			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule(), eb.Safe, eb.Optimistic))
 	return nil
 }
 
@@ -334,12 +339,4 @@ func (p *Plan) quantizationRule() string {
 	}
 	return fmt.Sprintf(", quantization term sqrt(%d) 2^-%d = %.6g for secure aggregation (effective clip %.17g in the sensitivity)",
 		sa.Dim, sa.ScaleBits+1, sa.QuantizationTerm, p.EffectiveClip())
-}
-
-// recordQuantization puts the quantization term and the effective clip in
-// the privacy record.
-func (p *Plan) recordQuantization() {
-	if sa := p.SecureAggregation; sa != nil {
-		p.Privacy.QuantizationTerm, p.Privacy.EffectiveClip = sa.QuantizationTerm, p.EffectiveClip()
-	}
 }

@@ -166,32 +166,26 @@ func (sa *SecureAggregation) validate(n, tau int, clip float64) error {
 	bad := func(name string, v any, want string) error {
 		return fmt.Errorf("plan: secure_aggregation.%s %v, want %s", name, v, want)
 	}
-	if n < 1 || tau < 1 || !(clip > 0) {
+	q, qerr := secagg.NewQuantizer(n, tau, clip)
+	switch {
+	case n < 1 || tau < 1 || !(clip > 0):
 		return fmt.Errorf("plan: secure aggregation needs learners >= 1, tau >= 1 and clip > 0, got %d, %d and %v", n, tau, clip)
-	}
-	if n < 2 || n > secagg.MaxLearners {
+	case n < 2 || n > secagg.MaxLearners:
 		// The protocol needs two learners at least (one learner's "sum" is
 		// its update) and its Shamir shares over GF(2^8) at most 255.
 		return fmt.Errorf("plan: secure aggregation with %d learners, want 2..%d", n, secagg.MaxLearners)
-	}
-	if !(2*sa.Threshold > n && sa.Threshold <= n) {
+	case !(2*sa.Threshold > n && sa.Threshold <= n):
 		return bad("threshold", sa.Threshold, fmt.Sprintf("n/2 < T <= n for n = %d (default %d)", n, DefaultThreshold(n)))
-	}
-	if sa.RingBits != secagg.RingBits {
+	case sa.RingBits != secagg.RingBits:
 		return bad("ring_bits", sa.RingBits, fmt.Sprint(secagg.RingBits))
-	}
-	if sa.Dim < 1 {
+	case sa.Dim < 1:
 		return bad("dim", sa.Dim, "the model's parameter count >= 1")
-	}
-	q, err := secagg.NewQuantizer(n, tau, clip)
-	if err != nil {
-		return fmt.Errorf("plan: secure aggregation: %s", strings.TrimPrefix(err.Error(), "secagg: "))
-	}
-	if sa.ScaleBits != q.ScaleBits {
+	case qerr != nil:
+		return fmt.Errorf("plan: secure aggregation: %s", strings.TrimPrefix(qerr.Error(), "secagg: "))
+	case sa.ScaleBits != q.ScaleBits:
 		return bad("scale_bits", sa.ScaleBits, fmt.Sprintf("%d (the largest k with n (tau clip 2^k + 1/2) <= 2^62 for n = %d, tau = %d, clip = %v)", q.ScaleBits, n, tau, clip))
-	}
-	if term := q.Term(sa.Dim); sa.QuantizationTerm != term {
-		return bad("quantization_term", sa.QuantizationTerm, fmt.Sprintf("%v (sqrt(%d) 2^-%d)", term, sa.Dim, q.ScaleBits+1))
+	case sa.QuantizationTerm != q.Term(sa.Dim):
+		return bad("quantization_term", sa.QuantizationTerm, fmt.Sprintf("%v (sqrt(%d) 2^-%d)", q.Term(sa.Dim), sa.Dim, q.ScaleBits+1))
 	}
 	return nil
 }
@@ -503,16 +497,14 @@ func (p *Plan) Validate() error {
 			return bad("strategy", strconv.Quote(p.Strategy), "identity for the independent algorithm")
 		}
 	}
-	if p.Learners < 0 || p.Tau < 0 {
+	switch d, m := p.SeedSHA256, p.Model; {
+	case p.Learners < 0 || p.Tau < 0:
 		return bad("learners and tau", fmt.Sprint(p.Learners, " and ", p.Tau), ">= 1 (or 0: not set)")
-	}
-	if p.Clip < 0 || p.Eta < 0 || p.EtaG < 0 || p.EtaInd < 0 {
+	case p.Clip < 0 || p.Eta < 0 || p.EtaG < 0 || p.EtaInd < 0:
 		return bad("clip, eta, eta_g and eta_ind", fmt.Sprint(p.Clip, p.Eta, p.EtaG, p.EtaInd), ">= 0")
-	}
-	if d := p.SeedSHA256; d != "" && (len(d) != 2*sha256.Size || strings.Trim(d, "0123456789abcdef") != "") {
+	case d != "" && (len(d) != 2*sha256.Size || strings.Trim(d, "0123456789abcdef") != ""):
 		return bad("seed_sha256", strconv.Quote(d), "64 lower-case hexadecimal digits (SeedDigest), or none")
-	}
-	if m := p.Model; m != nil && (m.Name == "" || m.Features < 1 || m.L2 < 0) {
+	case m != nil && (m.Name == "" || m.Features < 1 || m.L2 < 0):
 		return bad("model", fmt.Sprintf("%+v", *m), "a name, features >= 1 and l2 >= 0")
 	}
 	if t := p.Target; t != nil {
@@ -523,6 +515,9 @@ func (p *Plan) Validate() error {
 	if p.Privacy != nil && p.Target == nil {
 		return bad("privacy record", "without a target", "a target (eps, delta) it was calibrated for")
 	}
+	// A record's quantization term and effective clip: 0 without secure
+	// aggregation.
+	var term, eff float64
 	if sa := p.SecureAggregation; sa != nil {
 		if err := sa.validate(p.Learners, p.Tau, p.Clip); err != nil {
 			return err
@@ -530,27 +525,17 @@ func (p *Plan) Validate() error {
 		if m := p.Model; m != nil && m.Name == "logistic" && sa.Dim != m.Features {
 			return bad("secure_aggregation.dim", sa.Dim, fmt.Sprintf("the logistic model's %d parameters", m.Features))
 		}
+		term, eff = sa.QuantizationTerm, p.EffectiveClip()
 	}
-	if r := p.Privacy; r != nil {
-		term := 0.0
-		if p.SecureAggregation != nil {
-			term = p.SecureAggregation.QuantizationTerm
-		}
-		if r.QuantizationTerm != term {
-			return bad("privacy.quantization_term", r.QuantizationTerm, fmt.Sprintf("%v, the secure aggregation's (0 without)", term))
-		}
-		eff := 0.0
-		if p.SecureAggregation != nil {
-			eff = p.EffectiveClip()
-		}
-		if r.EffectiveClip != eff {
-			return bad("privacy.effective_clip", r.EffectiveClip, fmt.Sprintf("%v (B_g plus the quantization term's share; 0 without secure aggregation)", eff))
-		}
-		if err := p.checkRecord(); err != nil {
-			return err
-		}
+	switch r := p.Privacy; {
+	case r == nil:
+		return nil
+	case r.QuantizationTerm != term:
+		return bad("privacy.quantization_term", r.QuantizationTerm, fmt.Sprintf("%v, the secure aggregation's (0 without)", term))
+	case r.EffectiveClip != eff:
+		return bad("privacy.effective_clip", r.EffectiveClip, fmt.Sprintf("%v (B_g plus the quantization term's share; 0 without secure aggregation)", eff))
 	}
-	return nil
+	return p.checkRecord()
 }
 
 // checkRecord checks that the plan's privacy record is one [Plan.Calibrate]
@@ -571,14 +556,11 @@ func (p *Plan) checkRecord() error {
 	if r.Eps != t.Eps || r.Delta != t.Delta {
 		return bad("privacy (eps, delta)", fmt.Sprintf("(%v, %v)", r.Eps, r.Delta), fmt.Sprintf("the target's (%v, %v)", t.Eps, t.Delta))
 	}
-	method := accountant.Exact.String()
-	switch {
-	case t.Sampling > 0:
-		method = MethodAmplified
-	case t.Calibration == Paper && p.Algorithm == AlgoIndependent:
-		method = accountant.ZCDP.String()
-	case t.Calibration == Paper:
-		method = accountant.Paper.String()
+	am, learners := p.method()
+	method, unit := am.String(), r.UnitSensitivity
+	if t.Sampling > 0 {
+		// The release sensitivity of one participation, at gamma.
+		method, learners, unit = MethodAmplified, p.Learners, r.Gamma
 	}
 	if r.Method != method {
 		return bad("privacy.method", strconv.Quote(r.Method), fmt.Sprintf("%q for the %s calibration of this plan", method, t.Calibration))
@@ -596,13 +578,6 @@ func (p *Plan) checkRecord() error {
 		return bad("privacy.loss", r.Loss, "a finite number >= 0")
 	}
 	rel, _ := t.relation() // checked by Target.validate
-	learners, unit := p.Learners, r.UnitSensitivity
-	switch {
-	case method == MethodAmplified:
-		unit = r.Gamma
-	case t.Calibration == Paper:
-		learners = 1
-	}
 	sens, err := accountant.ReleaseSensitivity(p.EffectiveClip(), learners, rel, unit)
 	if err != nil {
 		return wrap(err)
@@ -662,36 +637,29 @@ func amplifiedEps(q, sigma float64, n, b int, delta float64, rel accountant.Rela
 }
 
 func (t *Target) validate(p *Plan) error {
-	if !(t.Eps > 0) {
-		return bad("eps", t.Eps, "a finite number > 0")
-	}
-	if !(t.Delta > 0 && t.Delta < 1) {
-		return bad("delta", t.Delta, "0 < delta < 1")
-	}
-	if t.Calibration != Exact && t.Calibration != Paper {
-		return bad("calibration", t.Calibration, "exact or paper")
-	}
 	rel, err := t.relation()
-	if err != nil {
+	switch {
+	case !(t.Eps > 0):
+		return bad("eps", t.Eps, "a finite number > 0")
+	case !(t.Delta > 0 && t.Delta < 1):
+		return bad("delta", t.Delta, "0 < delta < 1")
+	case t.Calibration != Exact && t.Calibration != Paper:
+		return bad("calibration", t.Calibration, "exact or paper")
+	case err != nil:
 		return wrap(err)
-	}
-	if rel == accountant.AddRemove && (p.Algorithm == AlgoCorrelated || p.Algorithm == "") && p.Tau > 1 {
+	case rel == accountant.AddRemove && (p.Algorithm == AlgoCorrelated || p.Algorithm == "") && p.Tau > 1:
 		// Without the sample its learner's later local steps start from
 		// other points: every one of their clipped gradients may change,
 		// so the update moves by up to (2 tau - 1) B_g, not tau B_g. A
 		// record read back must not claim it either.
 		return fmt.Errorf("plan: add-remove neighbours with the correlated algorithm and tau = %d local steps: removing a sample moves its learner's later local steps too, so the add-remove sensitivity does not hold; use replace-one (or tau = 1)", p.Tau)
-	}
-	if t.Sampling != 0 && !(t.Sampling > 0 && t.Sampling <= 1) {
+	case t.Sampling != 0 && !(t.Sampling > 0 && t.Sampling <= 1):
 		return bad("sampling", t.Sampling, "a probability in (0, 1] (or 0: none)")
-	}
-	if t.Sampling != 0 && t.Calibration != Exact {
+	case t.Sampling != 0 && t.Calibration != Exact:
 		return bad("calibration", t.Calibration, "exact with sampling (the PLD accountant)")
-	}
-	if p.Learners < 1 {
+	case p.Learners < 1:
 		return bad("learners", p.Learners, ">= 1 for a calibration")
-	}
-	if !(p.Clip > 0) {
+	case !(p.Clip > 0):
 		return bad("clip", p.Clip, "a finite number > 0 for a calibration")
 	}
 	return nil

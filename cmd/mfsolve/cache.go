@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -119,13 +120,11 @@ func runCache(args []string, e env) error {
 		return err
 	})
 	fs.BoolVar(&cfg.json, "json", false, "list: print one JSON object (dir, budget, total, entries)")
+	flagArgs := args[1:]
 	if strings.HasPrefix(verb, "-") {
-		fs.SetOutput(e.stdout)
-		fmt.Fprint(e.stdout, cacheUsageText)
-		fs.PrintDefaults()
-		return nil
+		flagArgs = args // -h: ParseFlags prints the usage
 	}
-	set, err := cli.ParseFlags(fs, args[1:], e.stdout, cacheUsageText, "cache "+verb+": ", cli.Once)
+	set, err := cli.ParseFlags(fs, flagArgs, e.stdout, cacheUsageText, "cache "+verb+": ", cli.Once)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return nil
@@ -147,16 +146,12 @@ func runCache(args []string, e env) error {
 			return err
 		}
 	}
-	dir := cfg.cacheDir
-	if dir == "" {
-		if e.defaultCacheDir == nil {
-			return errors.New("no cache directory: use -cache DIR")
-		}
-		d, err := e.defaultCacheDir()
-		if err != nil {
-			return fmt.Errorf("%v; use -cache DIR", err)
-		}
-		dir = d
+	dir, err := e.cacheDir(cfg)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%v; use -cache DIR", err)
+	case dir == "":
+		return errors.New("no cache directory: use -cache DIR")
 	}
 	c := &dpcache.Cache{Dir: dir, Budget: cfg.budget}
 	if verb == "clear" {
@@ -229,18 +224,34 @@ func cacheFor(cfg config, e env, warn io.Writer) *dpcache.Cache {
 	if cfg.noCache {
 		return nil
 	}
-	dir := cfg.cacheDir
+	dir, err := e.cacheDir(cfg)
+	if err != nil {
+		fmt.Fprintf(warn, "%v; running without a cache (use -cache DIR)\n", err)
+		return nil
+	}
 	if dir == "" {
-		if e.defaultCacheDir == nil {
-			return nil
-		}
-		var err error
-		if dir, err = e.defaultCacheDir(); err != nil {
-			fmt.Fprintf(warn, "%v; running without a cache (use -cache DIR)\n", err)
-			return nil
-		}
+		return nil
 	}
 	return &dpcache.Cache{Dir: dir, Budget: cfg.budget}
+}
+
+// factorizeWith returns strat's factorization of w under p and whether it
+// was loaded from cache; with a nil cache it is computed.
+func factorizeWith(ctx context.Context, cache *dpcache.Cache, strat factorize.Strategy, w *factorize.Workload, p factorize.Participation, warn io.Writer) (*factorize.Factorization, bool, error) {
+	if cache == nil {
+		f, err := strat.Factorize(ctx, w, p)
+		return f, false, err
+	}
+	return cache.Compute(ctx, strat, w, p, warn)
+}
+
+// cacheDir returns the cache directory of cfg: -cache DIR, else the
+// default one; "" when there is none.
+func (e env) cacheDir(cfg config) (string, error) {
+	if cfg.cacheDir != "" || e.defaultCacheDir == nil {
+		return cfg.cacheDir, nil
+	}
+	return e.defaultCacheDir()
 }
 
 // compareKeeps is the store policy of -compare: only the results of the

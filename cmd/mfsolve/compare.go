@@ -35,15 +35,7 @@ func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) erro
 			return err
 		}
 		start := time.Now()
-		var (
-			f      *factorize.Factorization
-			cached bool
-		)
-		if cache != nil {
-			f, cached, err = cache.Compute(ctx, strat, w, cfg.participation, warn)
-		} else {
-			f, err = strat.Factorize(ctx, w, cfg.participation)
-		}
+		f, cached, err := factorizeWith(ctx, cache, strat, w, cfg.participation, warn)
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted")
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
@@ -112,7 +113,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.Func("participation", "participation `PATTERN` of one sample: single (one round), epochs:K (K epochs of R/K rounds), or minsep:B[,K] (at most K rounds, B apart; K defaults to as many as fit); the sensitivity, loss, RMSE, MaxSE and the calibration are under it (default single)", func(v string) error {
 		p, err := factorize.ParseParticipation(v)
 		if err != nil {
-			return errors.New(paramWant(err))
+			return errors.New(cli.Want(err))
 		}
 		cfg.participation = p
 		return nil
@@ -188,33 +189,31 @@ func parseArgs(args []string) (config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg.rSet = set["R"]
 
-	if fs.NArg() > 0 {
-		return cfg, cli.Usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
-	}
-	if cfg.r < 1 {
-		return cfg, cli.Usagef("-R %d: the number of rounds must be at least 1", cfg.r)
-	}
 	strat, err := factorize.ParseStrategy(cfg.strategy)
-	if err != nil {
-		return cfg, cli.Usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
+	switch {
+	case fs.NArg() > 0:
+		return cfg, cli.Usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
+	case cfg.r < 1:
+		return cfg, cli.Usagef("-R %d: the number of rounds must be at least 1", cfg.r)
+	case err != nil:
+		return cfg, cli.Usagef("-strategy %s: %s", cfg.strategy, cli.Want(err))
 	}
 	info, _ := factorize.Lookup(strat.Name())
-	if cfg.workload == "" {
+	switch {
+	case cfg.workload == "":
 		return cfg, cli.Usagef("-workload is empty: want prefix or a .npy file")
-	}
-	if cfg.lossOnly && !info.HasLossOnly() {
+	case cfg.lossOnly && !info.HasLossOnly():
 		return cfg, cli.Usagef("-loss-only applies only to -strategy %s, not %s", lossOnlyStrategies(), strat.Name())
 	}
 	// -loss-only chooses whether B and C are formed (semiseparable forms
 	// them only when asked to).
 	if cfg.strat, err = factorize.WithLossOnly(strat, cfg.lossOnly); err != nil {
-		return cfg, cli.Usagef("-loss-only: %s", paramWant(err))
+		return cfg, cli.Usagef("-loss-only: %s", cli.Want(err))
 	}
 	// A workload file sets R, whatever its name (-workload <(cmd) is
 	// /dev/fd/N): solve checks the participation against its order.
-	rFromFlag := cfg.workload == prefixWorkload || strings.HasPrefix(cfg.workload, "momentum:")
-	if err := cfg.participation.Validate(cfg.r); err != nil && rFromFlag {
-		return cfg, cli.Usagef("-participation %v: %s", cfg.participation, paramWant(err))
+	if err := cfg.participation.Validate(cfg.r); err != nil && cfg.inputs() == nil {
+		return cfg, cli.Usagef("-participation %v: %s", cfg.participation, cli.Want(err))
 	}
 	if cfg.lossOnly && !info.LossOnlyUnder(cfg.participation) {
 		return cfg, cli.Usagef("-loss-only gives no C to compute the sensitivity under -participation %v: drop -loss-only", cfg.participation)
@@ -228,19 +227,19 @@ func parseArgs(args []string) (config, error) {
 			return cfg, cli.Usagef("-%s is empty: want %s", f, want)
 		}
 	}
-	if cfg.lossOnly && (cfg.outB != "" || cfg.outC != "") {
+	switch {
+	case cfg.lossOnly && (cfg.outB != "" || cfg.outC != ""):
 		return cfg, cli.Usagef("-loss-only computes no B or C to write: drop -o and -C, or -loss-only")
-	}
-	if cfg.outB != "" && cfg.outC != "" && filepath.Clean(cfg.outB) == filepath.Clean(cfg.outC) {
+	case cfg.outB != "" && cfg.outC != "" && filepath.Clean(cfg.outB) == filepath.Clean(cfg.outC):
 		return cfg, cli.Usagef("-o and -C are the same file %s", cfg.outB)
 	}
 	if err := cli.NotFlag("-cache", cfg.cacheDir, "a directory"); err != nil {
 		return cfg, err
 	}
-	if cfg.noCache && set["cache"] {
+	switch {
+	case cfg.noCache && set["cache"]:
 		return cfg, cli.Usagef("-cache and -no-cache contradict each other")
-	}
-	if cfg.noCache && set["cache-budget"] {
+	case cfg.noCache && set["cache-budget"]:
 		return cfg, cli.Usagef("-cache-budget and -no-cache contradict each other")
 	}
 	if err := checkPrivacyFlags(&cfg, set); err != nil {
@@ -275,42 +274,32 @@ func checkPrivacyFlags(cfg *config, set map[string]bool) error {
 		}
 		return nil
 	}
-	if !set["eps"] || !set["delta"] {
+	_, banded := factorize.CBands(cfg.strat)
+	switch sampling := set["sampling"]; {
+	case !set["eps"] || !set["delta"]:
 		return cli.Usagef("the calibration needs both -eps and -delta")
-	}
-	if math.IsNaN(cfg.eps) || math.IsInf(cfg.eps, 0) || cfg.eps <= 0 {
+	case math.IsNaN(cfg.eps) || math.IsInf(cfg.eps, 0) || cfg.eps <= 0:
 		return cli.Usagef("-eps %v: want a finite number > 0", cfg.eps)
-	}
-	if math.IsNaN(cfg.delta) || cfg.delta <= 0 || cfg.delta >= 1 {
+	case math.IsNaN(cfg.delta) || cfg.delta <= 0 || cfg.delta >= 1:
 		return cli.Usagef("-delta %v: want a number in (0, 1)", cfg.delta)
-	}
-	if math.IsNaN(cfg.clip) || math.IsInf(cfg.clip, 0) || cfg.clip <= 0 {
+	case math.IsNaN(cfg.clip) || math.IsInf(cfg.clip, 0) || cfg.clip <= 0:
 		return cli.Usagef("-clip %v: want a finite clipping norm > 0", cfg.clip)
-	}
-	if cfg.learners < 1 {
+	case cfg.learners < 1:
 		return cli.Usagef("-learners %d: want at least 1", cfg.learners)
-	}
-	if cfg.calibration != "exact" && cfg.calibration != "paper" {
+	case cfg.calibration != "exact" && cfg.calibration != "paper":
 		return cli.Usagef("-calibration %q: want exact or paper", cfg.calibration)
-	}
-	if set["sampling"] {
-		if !(cfg.sampling > 0 && cfg.sampling <= 1) {
-			return cli.Usagef("-sampling %v: want a sampling probability in (0, 1]", cfg.sampling)
-		}
-		if _, banded := factorize.CBands(cfg.strat); !banded || cfg.compare {
-			return cli.Usagef("-sampling accounts a banded factorization: use -strategy banded or bsr (without -compare)")
-		}
-		if cfg.calibration != "exact" {
-			return cli.Usagef("-sampling uses the PLD accountant: drop -calibration %s", cfg.calibration)
-		}
-		if cfg.participation.Kind != factorize.KindSingle {
-			return cli.Usagef("-sampling fixes the participation (each sample in the rounds of its group, b apart): drop -participation")
-		}
-		if !set["relation"] {
-			// Amplification by Poisson sampling is stated for add/remove
-			// neighbours; replace-one (an upper bound) must be asked for.
-			cfg.relation = accountant.AddRemove
-		}
+	case sampling && !(cfg.sampling > 0 && cfg.sampling <= 1):
+		return cli.Usagef("-sampling %v: want a sampling probability in (0, 1]", cfg.sampling)
+	case sampling && (!banded || cfg.compare):
+		return cli.Usagef("-sampling accounts a banded factorization: use -strategy banded or bsr (without -compare)")
+	case sampling && cfg.calibration != "exact":
+		return cli.Usagef("-sampling uses the PLD accountant: drop -calibration %s", cfg.calibration)
+	case sampling && cfg.participation.Kind != factorize.KindSingle:
+		return cli.Usagef("-sampling fixes the participation (each sample in the rounds of its group, b apart): drop -participation")
+	case sampling && !set["relation"]:
+		// Amplification by Poisson sampling is stated for add/remove
+		// neighbours; replace-one (an upper bound) must be asked for.
+		cfg.relation = accountant.AddRemove
 	}
 	return nil
 }
@@ -326,25 +315,21 @@ func checkNoiseFlags(cfg *config, set map[string]bool) error {
 		}
 		return nil
 	}
-	if cfg.lossOnly {
+	_, memoryMode := memoryModes[cfg.memory]
+	switch std := set["std"]; {
+	case cfg.lossOnly:
 		return cli.Usagef("-noise needs the factors: drop -loss-only")
-	}
-	if cfg.dim < 1 {
+	case cfg.dim < 1:
 		return cli.Usagef("-dim %d: want at least 1", cfg.dim)
-	}
-	if _, ok := memoryModes[cfg.memory]; !ok {
+	case !memoryMode:
 		return cli.Usagef("-memory %q: want auto, keep or regenerate", cfg.memory)
-	}
-	if set["std"] {
-		if math.IsNaN(cfg.std) || math.IsInf(cfg.std, 0) || cfg.std <= 0 {
-			return cli.Usagef("-std %v: want a finite number > 0", cfg.std)
-		}
-		if cfg.calibrate {
-			// The reported (eps, delta) guarantee would describe the
-			// calibrated std, not the -std noise written.
-			return cli.Usagef("-std and -eps/-delta both set the noise level: give -std (no privacy claim) or -eps and -delta (the calibrated std), not both")
-		}
-	} else if !cfg.calibrate {
+	case std && (math.IsNaN(cfg.std) || math.IsInf(cfg.std, 0) || cfg.std <= 0):
+		return cli.Usagef("-std %v: want a finite number > 0", cfg.std)
+	case std && cfg.calibrate:
+		// The reported (eps, delta) guarantee would describe the
+		// calibrated std, not the -std noise written.
+		return cli.Usagef("-std and -eps/-delta both set the noise level: give -std (no privacy claim) or -eps and -delta (the calibrated std), not both")
+	case !std && !cfg.calibrate:
 		return cli.Usagef("-noise needs a noise level: give -std, or -eps and -delta to calibrate it")
 	}
 	for _, other := range []string{cfg.outB, cfg.outC} {
@@ -357,16 +342,13 @@ func checkNoiseFlags(cfg *config, set map[string]bool) error {
 
 // outputs returns the files the run writes.
 func (cfg config) outputs() []cli.File {
-	var outs []cli.File
-	for _, o := range []cli.File{{Flag: "-o", Path: cfg.outB}, {Flag: "-C", Path: cfg.outC}, {Flag: "-noise", Path: cfg.outNoise}} {
-		if o.Path != "" {
-			outs = append(outs, o)
-		}
-	}
-	return outs
+	all := []cli.File{{Flag: "-o", Path: cfg.outB}, {Flag: "-C", Path: cfg.outC}, {Flag: "-noise", Path: cfg.outNoise}}
+	return slices.DeleteFunc(all, func(o cli.File) bool { return o.Path == "" })
 }
 
-// inputs returns the files the run reads: the workload file.
+// inputs returns the files the run reads: the workload file (none for
+// the workloads named by the flag, prefix and momentum:BETA, which leave
+// R to -R).
 func (cfg config) inputs() []cli.File {
 	if cfg.workload == prefixWorkload || strings.HasPrefix(cfg.workload, "momentum:") {
 		return nil
@@ -394,13 +376,7 @@ func lossOnlyStrategies() string {
 
 // removed are the flags that the strategy spec replaced, with the setting
 // that replaces each.
-var removed = map[string]string{
-	"bands":    "bands",
-	"buffers":  "buffers",
-	"tol":      "tol",
-	"max-iter": "max-iter",
-	"method":   "path",
-}
+var removed = map[string]string{"bands": "bands", "buffers": "buffers", "tol": "tol", "max-iter": "max-iter", "method": "path"}
 
 // removedFlags defines the removed flags on fs; each use is appended to
 // *used as "-flag value".
@@ -424,7 +400,7 @@ func removedError(spec string, f, v string) error {
 			return cli.Usagef("-%s was removed: write -strategy %s", f, s.Spec())
 		}
 	}
-	return cli.Usagef("-%s was removed: give %s=%s in the -strategy spec, but -strategy %s: %s (mfsolve -h lists each strategy's settings)", f, key, v, spec, paramWant(err))
+	return cli.Usagef("-%s was removed: give %s=%s in the -strategy spec, but -strategy %s: %s (mfsolve -h lists each strategy's settings)", f, key, v, spec, cli.Want(err))
 }
 
 // strategyHelp lists the strategies and their settings for the usage

@@ -178,22 +178,13 @@ func solve(ctx context.Context, cfg config, e env) error {
 	}
 	strat := factorize.WithProgress(cfg.strat, onProgress)
 	if err := cfg.participation.Validate(r); err != nil {
-		return cli.Usagef("-participation %v: %v", cfg.participation, paramWant(err))
+		return cli.Usagef("-participation %v: %v", cfg.participation, cli.Want(err))
 	}
 	if err := factorize.CheckUnder(strat, cfg.participation); err != nil {
-		return cli.Usagef("-strategy %s: %s", cfg.strategy, paramWant(err))
+		return cli.Usagef("-strategy %s: %s", cfg.strategy, cli.Want(err))
 	}
 	start := time.Now()
-	var (
-		f      *factorize.Factorization
-		cached bool
-		err    error
-	)
-	if cache := cacheFor(cfg, e, warn); cache != nil {
-		f, cached, err = cache.Compute(ctx, strat, w, cfg.participation, warn)
-	} else {
-		f, err = strat.Factorize(ctx, w, cfg.participation)
-	}
+	f, cached, err := factorizeWith(ctx, cacheFor(cfg, e, warn), strat, w, cfg.participation, warn)
 	seconds := time.Since(start).Seconds()
 	if prog != nil {
 		prog.Finish()
@@ -289,16 +280,6 @@ func loadWorkload(path string) (*factorize.Workload, error) {
 		return nil, fmt.Errorf("-workload %s: %s", path, paramText(err))
 	}
 	return w, nil
-}
-
-// paramWant words a *factorize.ParamError for a message that already names
-// the flag and its value: "want ..."; other errors are returned whole.
-func paramWant(err error) string {
-	var pe *factorize.ParamError
-	if errors.As(err, &pe) {
-		return "want " + pe.Want
-	}
-	return err.Error()
 }
 
 // paramText words a *factorize.ParamError for a message that already names

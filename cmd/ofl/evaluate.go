@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,16 +35,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	start := time.Now()
 	fs := cli.NewFlagSet("ofl evaluate")
 	var state string
-	sim := newFlagSet(new(config))
-	sim.VisitAll(func(f *flag.Flag) {
-		switch f.Name {
-		case "reps", "workers":
-		case "seed":
-			fs.Var(f.Value, f.Name, "the seed the learners dealt the data with (required; its SHA-256 must be the plan's when the plan records one)")
-		default:
-			fs.Var(f.Value, f.Name, f.Usage)
-		}
-	})
+	given := runFlags(fs, "the seed the learners dealt the data with (required; its SHA-256 must be the plan's when the plan records one)", "reps", "workers")
 	fs.StringVar(&state, "state", "", "the server's state directory (required)")
 	set, err := cli.ParseFlags(fs, args, e.stdout, evaluateUsage, "", cli.Once)
 	switch {
@@ -70,13 +60,7 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		}
 		return fmt.Errorf("-state %s: run.json holds no plan this ofl reads (a run of an older dpmf? evaluate it with that version): %v", state, err)
 	}
-	given := map[string]string{}
-	fs.Visit(func(f *flag.Flag) {
-		if sim.Lookup(f.Name) != nil {
-			given[f.Name] = f.Value.String()
-		}
-	})
-	simArgs, err := evaluateArgs(given, pl, filepath.Join(state, "run.json"))
+	simArgs, err := evaluateArgs(given(), pl, filepath.Join(state, "run.json"))
 	if err != nil {
 		return err
 	}

@@ -66,19 +66,15 @@ func parseData(s string, dim int) (dataSpec, error) {
 	case s == "synthetic":
 		return d, nil
 	case strings.HasPrefix(s, "synthetic:"):
-		seen := map[string]bool{}
+		unset := map[string]*float64{"alpha": &d.alpha, "beta": &d.beta}
 		for _, kv := range strings.Split(strings.TrimPrefix(s, "synthetic:"), ",") {
 			k, v, ok := strings.Cut(kv, "=")
 			x, err := cli.ParseFloat(v) // 1e-400 is refused, not read as 0
-			if !ok || err != nil || (k != "alpha" && k != "beta") || seen[k] || !(x >= 0) || math.IsInf(x, 1) {
+			if !ok || err != nil || unset[k] == nil || !(x >= 0) || math.IsInf(x, 1) {
 				return d, cli.Usagef("-data %q: want synthetic:alpha=A,beta=B with A, B finite and >= 0", s)
 			}
-			seen[k] = true
-			if k == "alpha" {
-				d.alpha = x
-			} else {
-				d.beta = x
-			}
+			*unset[k] = x
+			delete(unset, k) // each key once
 		}
 		return d, nil
 	case s == "":
@@ -156,12 +152,12 @@ func parseArgs(args []string) (config, error) {
 	}
 	strat, err := factorize.ParseStrategy(c.strategy)
 	if err != nil {
-		return c, strategyError(c.strategy, err)
+		return c, cli.Usagef("-strategy %s: %s", c.strategy, cli.Want(err))
 	}
-	if set["strategy"] && c.algo != fedopt.Correlated && c.algo != fedopt.BaselineCorrelated {
+	switch {
+	case set["strategy"] && !c.correlated():
 		return c, cli.Usagef("-strategy applies to -algo correlated and baseline-correlated only (the baseline uses independent noise, nonprivate none)")
-	}
-	if dim < 1 {
+	case dim < 1:
 		return c, cli.Usagef("-dim %d: want >= 1", dim)
 	}
 	if c.data, err = parseData(data, dim); err != nil {
@@ -188,46 +184,35 @@ func parseArgs(args []string) (config, error) {
 		return c, cli.Usagef("-epochs %d: -rounds %d is not a whole number of epochs", c.epochs, c.rounds)
 	}
 	if err := factorize.CheckUnder(strat, participation(c.epochs)); err != nil {
-		return c, strategyError(c.strategy, err)
+		return c, cli.Usagef("-strategy %s: %s", c.strategy, cli.Want(err))
 	}
-	if set["out"] && c.out == "" {
+	switch private, t := c.algo.Private(), c.threshold; {
+	case set["out"] && c.out == "":
 		return c, cli.Usagef("-out is empty: want a directory")
-	}
-	if c.workers < 0 {
+	case c.workers < 0:
 		return c, cli.Usagef("-workers %d: want >= 0", c.workers)
-	}
-	if c.evalEvery < 1 {
+	case c.evalEvery < 1:
 		return c, cli.Usagef("-eval-every %d: want >= 1", c.evalEvery)
-	}
-	if !(c.l2 >= 0) || math.IsInf(c.l2, 1) {
+	case !(c.l2 >= 0) || math.IsInf(c.l2, 1):
 		return c, cli.Usagef("-l2 %v: want a finite number >= 0", c.l2)
-	}
-	if c.algo.Private() {
-		if !(c.eps > 0) || math.IsInf(c.eps, 1) {
-			return c, cli.Usagef("-eps %v: want a finite number > 0", c.eps)
-		}
-		if !(c.delta > 0 && c.delta < 1) {
-			return c, cli.Usagef("-delta %v: want 0 < delta < 1", c.delta)
-		}
-	} else if set["eps"] || set["delta"] || set["calibration"] {
+	case private && (!(c.eps > 0) || math.IsInf(c.eps, 1)):
+		return c, cli.Usagef("-eps %v: want a finite number > 0", c.eps)
+	case private && !(c.delta > 0 && c.delta < 1):
+		return c, cli.Usagef("-delta %v: want 0 < delta < 1", c.delta)
+	case !private && (set["eps"] || set["delta"] || set["calibration"]):
 		return c, cli.Usagef("-eps, -delta and -calibration apply to the private algorithms only")
-	}
-	if set["eta-ind"] && c.algo.LocalSteps() {
+	case set["eta-ind"] && c.algo.LocalSteps():
 		return c, cli.Usagef("-eta-ind applies to -algo independent and baseline-correlated only")
-	}
-	if set["threshold"] && !c.secure {
+	case set["threshold"] && !c.secure:
 		return c, cli.Usagef("-threshold applies with -secure-aggregation only")
+	case c.secure && !(c.clip > 0):
+		return c, cli.Usagef("-clip %v with -secure-aggregation: want a finite number > 0 (updates of norm at most tau B_g are quantized)", c.clip)
+	case c.secure && (c.learners < 2 || c.learners > secagg.MaxLearners):
+		return c, cli.Usagef("-learners %d with -secure-aggregation: want 2..%d learners (the protocol's secret shares are over GF(2^8))", c.learners, secagg.MaxLearners)
+	case c.secure && t != 0 && !(2*t > c.learners && t <= c.learners):
+		return c, cli.Usagef("-threshold %d: want n/2 < T <= n for -learners %d (or 0: %d)", t, c.learners, plan.DefaultThreshold(c.learners))
 	}
 	if c.secure {
-		if !(c.clip > 0) {
-			return c, cli.Usagef("-clip %v with -secure-aggregation: want a finite number > 0 (updates of norm at most tau B_g are quantized)", c.clip)
-		}
-		if c.learners < 2 || c.learners > secagg.MaxLearners {
-			return c, cli.Usagef("-learners %d with -secure-aggregation: want 2..%d learners (the protocol's secret shares are over GF(2^8))", c.learners, secagg.MaxLearners)
-		}
-		if t := c.threshold; t != 0 && !(2*t > c.learners && t <= c.learners) {
-			return c, cli.Usagef("-threshold %d: want n/2 < T <= n for -learners %d (or 0: %d)", t, c.learners, plan.DefaultThreshold(c.learners))
-		}
 		q, err := secagg.NewQuantizer(c.learners, c.tau, c.clip)
 		if err != nil {
 			return c, cli.Usagef("-secure-aggregation with -learners %d, -tau %d, -clip %v: %s", c.learners, c.tau, c.clip, strings.TrimPrefix(err.Error(), "secagg: "))
@@ -246,19 +231,16 @@ func parseArgs(args []string) (config, error) {
 	return c, nil
 }
 
-// strategyError is the usage error of -strategy spec that err refuses.
-func strategyError(spec string, err error) error {
-	var pe *factorize.ParamError
-	if errors.As(err, &pe) {
-		return cli.Usagef("-strategy %s: want %s", spec, pe.Want)
-	}
-	return cli.Usagef("-strategy %s: %v", spec, err)
-}
-
 // configFlags maps the parameters of fedopt.Config, as a *fedopt.ParamError
 // names them, to the flags that set them.
 var configFlags = map[string]string{
 	"eta": "eta", "eta_g": "eta-g", "eta_ind": "eta-ind", "clip": "clip", "eval-every": "eval-every",
+}
+
+// correlated reports whether c's algorithm adds correlated noise (and
+// takes -strategy).
+func (c *config) correlated() bool {
+	return c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated
 }
 
 // optimiser returns the library configuration of c.

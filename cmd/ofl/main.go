@@ -18,7 +18,6 @@ import (
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/progress"
 	"github.com/dpmf/dpmf/mechanism"
@@ -61,36 +60,52 @@ func cryptoSeed() (uint64, error) {
 // run is ofl with its arguments and surroundings; it returns the exit
 // status.
 func run(ctx context.Context, args []string, e env) int {
+	cmd := "ofl" // the name its error is reported under
 	var err error
-	if len(args) > 0 && (args[0] == "server" || args[0] == "learner" || args[0] == "evaluate") {
-		return runNet(ctx, args[0], args[1:], e)
-	}
-	if len(args) > 0 && args[0] == "reproduce" {
+	switch {
+	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
+		err = simulate(ctx, args, e)
+	case args[0] == "reproduce":
 		err = runReproduce(ctx, args[1:], e)
-	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	case args[0] == "server":
+		cmd, err = "ofl server", runServer(ctx, args[1:], e)
+	case args[0] == "learner":
+		cmd, err = "ofl learner", runLearner(ctx, args[1:], e)
+	case args[0] == "evaluate":
+		cmd, err = "ofl evaluate", runEvaluate(ctx, args[1:], e)
+	default:
 		err = cli.Usagef("unknown command %q: want reproduce, server, learner or evaluate, or flags only (ofl -h)", args[0])
-	} else {
-		var c config
-		c, err = parseArgs(args)
-		if errors.Is(err, flag.ErrHelp) {
-			fs := newFlagSet(new(config))
-			fs.SetOutput(e.stdout)
-			fmt.Fprint(e.stdout, usageText)
-			fs.PrintDefaults()
-			return cli.ExitOK
-		}
-		if err == nil {
-			err = execute(ctx, c, e)
-		}
 	}
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return cli.ExitOK
 	}
-	if ctx.Err() != nil {
+	interrupted := ctx.Err() != nil
+	if interrupted && cmd != "ofl server" && cmd != "ofl learner" {
+		// Their outputs are renamed into place only if not cancelled (the
+		// server and the learner say where they stopped).
 		err = errors.New("interrupted; nothing written")
 	}
-	fmt.Fprintf(e.stderr, "ofl: %s\n", cli.OneLine(err.Error()))
+	fmt.Fprintf(e.stderr, "%s: %s\n", cmd, cli.OneLine(strings.ReplaceAll(err.Error(), "fednet: ", "")))
+	if interrupted {
+		return cli.ExitFailure
+	}
 	return cli.ExitCode(err)
+}
+
+// simulate is ofl without a subcommand: it parses the command line, and
+// prints the usage for -h (returning flag.ErrHelp) or does the work.
+func simulate(ctx context.Context, args []string, e env) error {
+	c, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs := newFlagSet(new(config))
+		fs.SetOutput(e.stdout)
+		fmt.Fprint(e.stdout, usageText)
+		fs.PrintDefaults()
+	}
+	if err != nil {
+		return err
+	}
+	return execute(ctx, c, e)
 }
 
 // execute does the work of a parsed command line. Nothing is written
@@ -127,7 +142,7 @@ func execute(ctx context.Context, c config, e env) error {
 	if err != nil {
 		return err
 	}
-	if (c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated) && factorize.KeepsPastRows(strat, participation(c.epochs)) &&
+	if c.correlated() && factorize.KeepsPastRows(strat, participation(c.epochs)) &&
 		int64(c.rounds)*int64(p.Data.Dim)*8 > mechanism.DefaultKeepLimit {
 		fmt.Fprintf(e.stderr, "ofl: the %s noise mechanism would keep more than %d GiB of past noise rows (R = %d, d = %d), so it regenerates them each round instead (slower)\n",
 			c.strategy, mechanism.DefaultKeepLimit>>30, c.rounds, p.Data.Dim)
@@ -176,11 +191,7 @@ func checkOut(c config) error {
 		return err
 	}
 	if fi, err := os.Stat(c.out); err == nil && fi.IsDir() {
-		var ins []cli.File
-		if c.data.file != "" {
-			ins = append(ins, cli.File{Flag: "-data", Path: c.data.file})
-		}
-		return cli.CheckOutputs([]cli.File{{Flag: "-out", Path: filepath.Join(c.out, "rounds.csv")}}, ins)
+		return cli.CheckOutputs([]cli.File{{Flag: "-out", Path: filepath.Join(c.out, "rounds.csv")}}, []cli.File{{Flag: "-data", Path: c.data.file}})
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func memoryNeed(c config, workers int) float64 {
 	need := 8 * float64(c.learners) * r * float64(c.tau) * (dim + 1)
 	evals := r/float64(c.evalEvery) + 2
 	need += float64(c.reps) * (8*6*evals + 8*dim + 256)
-	if c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated {
+	if c.correlated() {
 		solve, stream := factorizationNeed(c, dim)
 		need += solve + float64(workers)*stream
 	}
@@ -63,7 +63,7 @@ func factorizationNeed(c config, d float64) (solve, stream float64) {
 func serverMemoryNeed(c config) float64 {
 	params := float64(c.data.dim)
 	need := 8 * (float64(c.learners) + 6) * params
-	if c.algo == fedopt.Correlated || c.algo == fedopt.BaselineCorrelated {
+	if c.correlated() {
 		solve, stream := factorizationNeed(c, params)
 		need += solve + stream
 	}

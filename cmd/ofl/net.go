@@ -68,35 +68,6 @@ Flags:
 // simulationOnly are ofl's flags that mean nothing to a server.
 var simulationOnly = []string{"reps", "workers", "eval-every", "out", "json", "quiet", "data", "split"}
 
-// runNet runs "ofl server", "ofl learner" or "ofl evaluate"; it returns
-// the exit status.
-func runNet(ctx context.Context, cmd string, args []string, e env) int {
-	var err error
-	switch cmd {
-	case "server":
-		err = runServer(ctx, args, e)
-	case "learner":
-		err = runLearner(ctx, args, e)
-	default:
-		err = runEvaluate(ctx, args, e)
-	}
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return cli.ExitOK
-	case err == nil:
-		return cli.ExitOK
-	}
-	if cmd == "evaluate" && ctx.Err() != nil {
-		// Its only output, rounds.csv, is renamed only if not cancelled.
-		err = errors.New("interrupted; nothing written")
-	}
-	fmt.Fprintf(e.stderr, "ofl %s: %s\n", cmd, cli.OneLine(strings.ReplaceAll(err.Error(), "fednet: ", "")))
-	if ctx.Err() != nil {
-		return cli.ExitFailure
-	}
-	return cli.ExitCode(err)
-}
-
 // tlsFlags are the transport flags of both roles.
 type tlsFlags struct {
 	insecure      bool
@@ -120,15 +91,7 @@ type serverFlags struct {
 func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	var s serverFlags
 	fs := cli.NewFlagSet("ofl server")
-	sim := newFlagSet(new(config))
-	sim.VisitAll(func(f *flag.Flag) {
-		switch {
-		case f.Name == "seed":
-			fs.Var(f.Value, f.Name, "seed of the noise, as ofl's (for experiments; default: a noise key from crypto/rand, kept in the state directory's noise.key)")
-		case !slices.Contains(simulationOnly, f.Name):
-			fs.Var(f.Value, f.Name, f.Usage)
-		}
-	})
+	given := runFlags(fs, "seed of the noise, as ofl's (for experiments; default: a noise key from crypto/rand, kept in the state directory's noise.key)", simulationOnly...)
 	fs.StringVar(&s.opt.Dir, "state", "", "state directory: released models, the run's description and the noise key (required)")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:7070", "address to listen on")
 	fs.IntVar(&s.maxConns, "max-connections", 0, "most connections served at once; further ones wait until one closes (0: "+strconv.Itoa(fednet.ConnectionsPerLearner)+" per learner plus "+strconv.Itoa(fednet.SpareConnections)+")")
@@ -146,12 +109,11 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 		return s, err
 	}
 	// Validate the run flags with ofl's parser.
+	g := given()
 	var simArgs []string
-	fs.Visit(func(f *flag.Flag) {
-		if sim.Lookup(f.Name) != nil {
-			simArgs = append(simArgs, "-"+f.Name+"="+f.Value.String())
-		}
-	})
+	for _, k := range slices.Sorted(maps.Keys(g)) {
+		simArgs = append(simArgs, "-"+k+"="+g[k])
+	}
 	run, err := parseArgs(simArgs)
 	if err != nil {
 		return s, err
@@ -164,36 +126,49 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	if o.Dir == "" {
 		return s, cli.Usagef("-state is required: the directory where released models are written")
 	}
-	if err := cli.NotFlag("-state", o.Dir, "a directory"); err != nil {
-		return s, err
-	}
-	if err := s.tls.check(true); err != nil {
-		return s, err
-	}
-	if err := checkDurations(
+	// The first of these checks (none has side effects) that fails.
+	err = cmp.Or(cli.NotFlag("-state", o.Dir, "a directory"), s.tls.check(true), checkDurations(
 		duration{"round-timeout", o.RoundTimeout, false},
 		duration{"quorum-grace", o.QuorumGrace, false},
 		duration{"join-timeout", o.JoinTimeout, true},
 		duration{"linger", o.Linger, true},
-	); err != nil {
+	), checkListen(s.listen))
+	switch {
+	case err != nil:
 		return s, err
-	}
-	if err := checkListen(s.listen); err != nil {
-		return s, err
-	}
-	if s.maxConns < 0 {
+	case s.maxConns < 0:
 		return s, cli.Usagef("-max-connections %d: want a number of connections >= 1, or 0 for %d per learner plus %d", s.maxConns, fednet.ConnectionsPerLearner, fednet.SpareConnections)
-	}
-	if s.maxConns == 0 {
-		s.maxConns = fednet.DefaultMaxConnections(run.learners)
-	}
-	if o.MinLearners < 0 || o.MinLearners > run.learners {
+	case o.MinLearners < 0 || o.MinLearners > run.learners:
 		return s, cli.Usagef("-min-learners %d: want 0..%d (-learners)", o.MinLearners, run.learners)
-	}
-	if run.secure && o.MinLearners != 0 {
+	case run.secure && o.MinLearners != 0:
 		return s, cli.Usagef("-min-learners %d with -secure-aggregation: the threshold (-threshold) is the least number of learners", o.MinLearners)
 	}
+	s.maxConns = cmp.Or(s.maxConns, fednet.DefaultMaxConnections(run.learners))
 	return s, nil
+}
+
+// runFlags defines ofl's run flags on fs, except those in skip, with
+// seedUsage as -seed's usage, and returns the function that returns the
+// run flags given (by name, with their values as parsed).
+func runFlags(fs *flag.FlagSet, seedUsage string, skip ...string) (given func() map[string]string) {
+	sim := newFlagSet(new(config))
+	sim.VisitAll(func(f *flag.Flag) {
+		switch {
+		case f.Name == "seed":
+			fs.Var(f.Value, f.Name, seedUsage)
+		case !slices.Contains(skip, f.Name):
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	return func() map[string]string {
+		given := map[string]string{}
+		fs.Visit(func(f *flag.Flag) {
+			if sim.Lookup(f.Name) != nil {
+				given[f.Name] = f.Value.String()
+			}
+		})
+		return given
+	}
 }
 
 // duration is a duration flag with its value, and whether 0 is allowed.
@@ -256,8 +231,8 @@ func checkServerAddr(addr string) error {
 
 // checkFiles returns an error naming the flag of the first of files (flag
 // and path; an empty path is skipped) that cannot be read as a regular
-// file, before any work.
-func checkFiles(files ...cli.File) error {
+// file, before any work; want is what the flags take ("a PEM file").
+func checkFiles(want string, files ...cli.File) error {
 	for _, f := range files {
 		if f.Path == "" {
 			continue
@@ -265,13 +240,9 @@ func checkFiles(files ...cli.File) error {
 		fi, err := os.Stat(f.Path)
 		switch {
 		case err != nil:
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return fmt.Errorf("%s %s: %v", f.Flag, f.Path, err)
+			return fmt.Errorf("%s %s: %v", f.Flag, f.Path, cli.UnwrapPath(err))
 		case fi.IsDir():
-			return fmt.Errorf("%s %s is a directory, want a PEM file", f.Flag, f.Path)
+			return fmt.Errorf("%s %s is a directory, want %s", f.Flag, f.Path, want)
 		}
 	}
 	return nil
@@ -294,11 +265,7 @@ func checkStateDir(dir string) error {
 		}
 		return nil
 	}
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return fmt.Errorf("-state %s: %v, want a directory", dir, err)
+	return fmt.Errorf("-state %s: %v, want a directory", dir, cli.UnwrapPath(err))
 }
 
 // checkResume compares the run flags of c with the plan recorded in
@@ -328,14 +295,9 @@ func checkResume(dir string, c *config) error {
 		return nil
 	}
 	where := filepath.Join(dir, "run.json")
-	keys := slices.Sorted(maps.Keys(was))
-	for k := range now {
-		if _, ok := was[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	both := maps.Clone(was)
+	maps.Copy(both, now)
+	for _, k := range slices.Sorted(maps.Keys(both)) {
 		if k == "strategy" && now[k] != was[k] && sameStrategy(now[k], was[k]) {
 			// The recorded spelling of the same strategy (a default
 			// written out): the run resumes with the recorded plan.
@@ -424,22 +386,18 @@ func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 
 // check checks the TLS flags of the server (or a learner).
 func (t tlsFlags) check(server bool) error {
-	if t.nonLoopback && !t.insecure {
+	switch {
+	case t.nonLoopback && !t.insecure:
 		return cli.Usagef("-%s goes with -insecure only", insecureNonLoopback)
-	}
-	if t.insecure {
-		if t.cert != "" || t.key != "" || t.ca != "" {
-			return cli.Usagef("-insecure excludes the TLS flags")
-		}
+	case t.insecure && (t.cert != "" || t.key != "" || t.ca != ""):
+		return cli.Usagef("-insecure excludes the TLS flags")
+	case t.insecure:
 		return nil
-	}
-	if server && (t.cert == "" || t.key == "") {
+	case server && (t.cert == "" || t.key == ""):
 		return cli.Usagef("the server needs -tls-cert and -tls-key (or -insecure, for loopback tests)")
-	}
-	if !server && t.ca == "" {
+	case !server && t.ca == "":
 		return cli.Usagef("the learner needs -ca, the CA of the server's certificate (or -insecure, for loopback tests)")
-	}
-	if (t.cert == "") != (t.key == "") {
+	case (t.cert == "") != (t.key == ""):
 		return cli.Usagef("-tls-cert and -tls-key go together")
 	}
 	return nil
@@ -482,7 +440,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 	if err := checkResume(s.opt.Dir, &c); err != nil {
 		return err
 	}
-	if err := checkFiles(cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {
+	if err := checkFiles("a PEM file", cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {
 		return err
 	}
 	// The credentials too, before the factorization.
@@ -638,16 +596,14 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	if _, err := dataset.ParseSplit(l.split); err != nil {
 		return l, cli.Usagef("-split %q: want iid, label or feature:K", l.split)
 	}
-	if err := checkServerAddr(l.opt.Addr); err != nil {
+	// The first of these checks (none has side effects) that fails.
+	err = cmp.Or(checkServerAddr(l.opt.Addr), l.tls.check(false))
+	switch {
+	case err != nil:
 		return l, err
-	}
-	if err := l.tls.check(false); err != nil {
-		return l, err
-	}
-	if set["out"] && l.out == "" {
+	case set["out"] && l.out == "":
 		return l, cli.Usagef("-out is empty: want a file name")
-	}
-	if set["state"] && l.opt.StateDir == "" {
+	case set["state"] && l.opt.StateDir == "":
 		return l, cli.Usagef("-state is empty: want a directory")
 	}
 	if err := cli.NotFlag("-state", l.opt.StateDir, "a directory"); err != nil {
@@ -664,13 +620,11 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	spec, _ := parseData(l.data, 1) // checked by parseLearnerArgs
+	dataFile := cli.File{Flag: "-data", Path: spec.file}
 	if l.out != "" {
 		// Fail before the run, not after it (docs/cli.md, output policy).
-		var ins []cli.File
-		if spec, err := parseData(l.data, 1); err == nil && spec.file != "" {
-			ins = append(ins, cli.File{Flag: "-data", Path: spec.file})
-		}
-		if err := cli.CheckOutputs([]cli.File{{Flag: "-out", Path: l.out}}, ins); err != nil {
+		if err := cli.CheckOutputs([]cli.File{{Flag: "-out", Path: l.out}}, []cli.File{dataFile}); err != nil {
 			return err
 		}
 	}
@@ -684,22 +638,14 @@ func runLearner(ctx context.Context, args []string, e env) error {
 			return err
 		}
 	}
-	if err := checkFiles(cli.File{Flag: "-ca", Path: l.tls.ca}, cli.File{Flag: "-tls-cert", Path: l.tls.cert}, cli.File{Flag: "-tls-key", Path: l.tls.key}); err != nil {
+	if err := checkFiles("a PEM file", cli.File{Flag: "-ca", Path: l.tls.ca}, cli.File{Flag: "-tls-cert", Path: l.tls.cert}, cli.File{Flag: "-tls-key", Path: l.tls.key}); err != nil {
 		return err
 	}
 	// A -data file that is missing or a directory is found before the
 	// learner joins the server (it reads the file after the Join, which
 	// gives it the shape to deal the data for).
-	if spec, err := parseData(l.data, 1); err == nil && spec.file != "" {
-		if fi, err := os.Stat(spec.file); err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return fmt.Errorf("-data %s: %v", spec.file, err)
-		} else if fi.IsDir() {
-			return fmt.Errorf("-data %s is a directory, want a CSV file", spec.file)
-		}
+	if err := checkFiles("a CSV file", dataFile); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	var creds credentials.TransportCredentials

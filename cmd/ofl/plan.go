@@ -29,7 +29,11 @@ func (c *config) runPlan(features int) *plan.Plan {
 	}
 	switch c.algo {
 	case fedopt.Correlated, fedopt.BaselineCorrelated:
-		p.Strategy = specOf(c.strategy)
+		// plan.SpecOf of the strategy -strategy names (parseArgs checked it).
+		p.Strategy = c.strategy
+		if st, err := factorize.ParseStrategy(c.strategy); err == nil {
+			p.Strategy = plan.SpecOf(st)
+		}
 	case fedopt.Independent:
 		p.Strategy = factorize.StrategyIdentity
 	}
@@ -48,15 +52,6 @@ func (c *config) runPlan(features int) *plan.Plan {
 	return p
 }
 
-// specOf returns the plan's entry for the -strategy value s (checked by
-// parseArgs): plan.SpecOf of the strategy it names.
-func specOf(s string) string {
-	if st, err := factorize.ParseStrategy(s); err == nil {
-		return plan.SpecOf(st)
-	}
-	return s
-}
-
 // sameStrategy reports whether the strategy specs a and b name the same
 // factorization: equal as written, or parsed to the same
 // factorize.CacheKey (every setting with its default filled in, and
@@ -64,18 +59,9 @@ func specOf(s string) string {
 // "optimal:tol=1e-10", the default written out, is the recorded
 // "optimal".
 func sameStrategy(a, b string) bool {
-	if a == b {
-		return true
-	}
-	sa, err := factorize.ParseStrategy(a)
-	if err != nil {
-		return false
-	}
-	sb, err := factorize.ParseStrategy(b)
-	if err != nil {
-		return false
-	}
-	return factorize.CacheKey(sa) == factorize.CacheKey(sb)
+	sa, errA := factorize.ParseStrategy(a)
+	sb, errB := factorize.ParseStrategy(b)
+	return a == b || errA == nil && errB == nil && factorize.CacheKey(sa) == factorize.CacheKey(sb)
 }
 
 // buildNoise computes the plan's factorization and privacy record (the
@@ -143,11 +129,7 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 	for _, k := range slices.Sorted(maps.Keys(given)) {
 		v := given[k]
 		if want, ok := recorded[k]; ok {
-			same := v == want
-			if k == "strategy" {
-				same = sameStrategy(v, want)
-			}
-			if !same {
+			if v != want && !(k == "strategy" && sameStrategy(v, want)) {
 				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
 			}
 			continue
@@ -157,11 +139,8 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 		}
 		args = append(args, "-"+k+"="+v)
 	}
-	csv := false
-	if d, ok := given["data"]; ok {
-		spec, err := parseData(d, 1)
-		csv = err == nil && spec.file != ""
-	}
+	spec, err := parseData(given["data"], 1) // "" (not given) is an error
+	csv := err == nil && spec.file != ""
 	for _, k := range slices.Sorted(maps.Keys(recorded)) {
 		if k == "dim" && csv {
 			continue // a CSV file sets d (checked against the plan's features)

@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // Exit statuses of every dpmf command.
@@ -41,6 +43,17 @@ func ExitCode(err error) int {
 		return ExitUsage
 	}
 	return ExitFailure
+}
+
+// Want words a *param.Error (the ParamError of every dpmf package) for a
+// message that already names the flag and its value: "want" and what the
+// parameter wants; other errors are returned whole.
+func Want(err error) string {
+	var pe *param.Error
+	if errors.As(err, &pe) {
+		return "want " + pe.Want
+	}
+	return err.Error()
 }
 
 // OneLine joins the lines and runs of white space of a message, so that

@@ -155,14 +155,12 @@ func nonzero(s string) bool {
 // range refused rather than rounded to 0.
 func ParseFloat(s string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, errors.New("out of the float64 range")
-		}
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, errors.New("out of the float64 range")
+	case err != nil:
 		return 0, errors.New("not a number")
-	}
-	if v == 0 && nonzero(s) {
+	case v == 0 && nonzero(s):
 		return 0, errors.New("nonzero but below the float64 range")
 	}
 	return v, nil

@@ -56,7 +56,7 @@ func CheckOutputs(outs, ins []File) error {
 		case errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("%s %s: directory %s does not exist", o.Flag, o.Path, dir)
 		case err != nil:
-			return fmt.Errorf("%s %s: %v", o.Flag, o.Path, unwrapPath(err))
+			return fmt.Errorf("%s %s: %v", o.Flag, o.Path, UnwrapPath(err))
 		case !di.IsDir():
 			return fmt.Errorf("%s %s: %s is not a directory", o.Flag, o.Path, dir)
 		}
@@ -65,7 +65,7 @@ func CheckOutputs(outs, ins []File) error {
 			if errors.As(err, &te) {
 				return fmt.Errorf("%s %s %s", o.Flag, o.Path, te.Reason)
 			}
-			return fmt.Errorf("%s %s: %v", o.Flag, o.Path, unwrapPath(err))
+			return fmt.Errorf("%s %s: %v", o.Flag, o.Path, UnwrapPath(err))
 		}
 		fi, _ := os.Stat(o.Path)
 		for _, in := range ins {
@@ -78,11 +78,8 @@ func CheckOutputs(outs, ins []File) error {
 			}
 		}
 		for _, c := range checked {
-			same := os.SameFile(c.dir, di) && filepath.Base(c.Path) == filepath.Base(o.Path)
-			if c.file != nil && fi != nil && os.SameFile(c.file, fi) {
-				same = true
-			}
-			if same {
+			// The same name in the same directory, or the same file.
+			if os.SameFile(c.dir, di) && filepath.Base(c.Path) == filepath.Base(o.Path) || c.file != nil && fi != nil && os.SameFile(c.file, fi) {
 				return Usagef("%s %s and %s %s are the same file", c.Flag, c.Path, o.Flag, o.Path)
 			}
 		}
@@ -118,7 +115,7 @@ func CheckOutputDir(flag, dir string) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%s %s: %v", flag, dir, unwrapPath(err))
+			return fmt.Errorf("%s %s: %v", flag, dir, UnwrapPath(err))
 		}
 		if !fi.IsDir() {
 			return fmt.Errorf("%s %s: %s is not a directory", flag, dir, d)
@@ -136,16 +133,16 @@ func CheckOutputDir(flag, dir string) error {
 func probeDir(dir string) error {
 	f, err := os.CreateTemp(dir, ".dpmf-probe-*")
 	if err != nil {
-		return unwrapPath(err)
+		return UnwrapPath(err)
 	}
 	f.Close()
 	os.Remove(f.Name())
 	return nil
 }
 
-// unwrapPath strips the *PathError wrapper, whose path the caller's message
-// already names.
-func unwrapPath(err error) error {
+// UnwrapPath strips the *fs.PathError wrapper from err, for a message that
+// already names the path.
+func UnwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
