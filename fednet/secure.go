@@ -577,66 +577,51 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 		// QuorumGrace passed since T did, or RoundTimeout passed.
 		s.mu.Lock()
 		sr := s.sec
-		full, quorum := sr.full, sr.quorum
+		r, a, p, full, quorum := s.round, sr.ctx.Attempt, sr.phase, sr.full, sr.quorum
 		s.mu.Unlock()
 		if err := s.awaitRound(ctx, full, quorum); err != nil {
 			return err
 		}
-		s.stMu.Lock()
-		if s.st == nil {
-			s.stMu.Unlock()
-			return errors.New("fednet: the Server is closed")
-		}
-		s.mu.Lock()
-		if s.fault != nil {
-			// Stopped while the phase's wait ended (a rewound state or a
-			// round that can no longer complete): nothing more is closed
-			// or released.
-			s.mu.Unlock()
-			s.stMu.Unlock()
-			return s.faultErr()
-		}
-		r, p, a, got := s.round, sr.phase, sr.ctx.Attempt, sr.got
-		var err error
 		if p == secagg.PhaseUnmask {
-			err = s.releaseSecure(sr)
-			s.mu.Unlock()
-			s.stMu.Unlock()
+			return s.underState(func() error { return s.releaseSecure(sr) })
+		}
+		if err := s.underState(func() error { return s.closeSecPhase(sr) }); err != nil {
 			return err
 		}
-		if err = sr.closePhase(); err == nil {
-			if s.hooks.beforeSnapshot != nil {
-				if err := s.hooks.beforeSnapshot(r, a, p); err != nil {
-					s.mu.Unlock()
-					s.stMu.Unlock()
-					return err
-				}
-			}
-			err = s.writeSecSnapshot(sr)
-		}
-		if err != nil {
-			if errors.Is(err, secagg.ErrTooFew) {
-				err = s.failAttempt(sr, err)
-			} else {
-				err = fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
-			}
-			s.mu.Unlock()
-			s.stMu.Unlock()
-			return err
-		}
-		// Only now, with the close on disk, are its results served.
-		prev := sr.changed
-		sr.changed = make(chan struct{})
-		close(prev)
-		s.log.Info("phase closed", "round", r, "attempt", a, "phase", p.String(), "answers", got)
-		s.mu.Unlock()
-		s.stMu.Unlock()
 		if s.hooks.afterClose != nil {
 			if err := s.hooks.afterClose(r, a, p); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// closeSecPhase closes the open phase of sr (before phase 4) and writes
+// its snapshot; only then are its results served. The caller holds
+// s.stMu and s.mu.
+func (s *Server) closeSecPhase(sr *secRound) error {
+	r, p, a, got := s.round, sr.phase, sr.ctx.Attempt, sr.got
+	err := sr.closePhase()
+	if err == nil && s.hooks.beforeSnapshot != nil {
+		if err := s.hooks.beforeSnapshot(r, a, p); err != nil {
+			return err
+		}
+	}
+	if err == nil {
+		err = s.writeSecSnapshot(sr)
+	}
+	switch {
+	case errors.Is(err, secagg.ErrTooFew):
+		return s.failAttempt(sr, err)
+	case err != nil:
+		return fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
+	}
+	// Only now, with the close on disk, are its results served.
+	prev := sr.changed
+	sr.changed = make(chan struct{})
+	close(prev)
+	s.log.Info("phase closed", "round", r, "attempt", a, "phase", p.String(), "answers", got)
+	return nil
 }
 
 // failAttempt records that the open phase of sr closed with fewer than T

@@ -548,7 +548,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := s.awaitRound(ctx, full, quorum); err != nil {
 			return err
 		}
-		if err := s.release(); err != nil {
+		if err := s.underState(s.release); err != nil {
 			return err
 		}
 	}
@@ -614,19 +614,29 @@ func (s *Server) awaitRound(ctx context.Context, full, quorum <-chan struct{}) e
 	}
 }
 
-// release closes the current round: with enough updates it aggregates
-// them, writes x^{r+1} and publishes it.
-func (s *Server) release() error {
+// underState runs f, which closes a round or a phase, holding s.stMu and
+// s.mu, with the state directory open: if the server was closed or
+// stopped (a rewound state, or a round that can no longer complete) while
+// the round's wait ended, nothing more is closed or released.
+func (s *Server) underState(f func() error) error {
 	s.stMu.Lock()
 	defer s.stMu.Unlock()
 	if s.st == nil {
 		return errors.New("fednet: the Server is closed")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.fault != nil {
-		return s.fault
+		s.mu.Unlock()
+		return s.faultErr()
 	}
+	defer s.mu.Unlock()
+	return f()
+}
+
+// release closes the current round: with enough updates it aggregates
+// them, writes x^{r+1} and publishes it. The caller holds s.stMu and
+// s.mu (underState).
+func (s *Server) release() error {
 	r, n := s.round, s.opt.Shape.Learners
 	if s.got < s.opt.MinLearners {
 		s.log.Error("round timed out", "round", r, "updates", s.got, "learners", n, "min", s.opt.MinLearners)
