@@ -2,7 +2,6 @@ package fednet
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -97,17 +96,16 @@ func newSlots(what string, learners, max, perMax int) *slots {
 }
 
 // acquire takes a slot in the total (if total) and for learner i (if
-// i >= 0), both or neither; the error says which limit is reached.
-func (l *slots) acquire(i int, total bool) *rejection {
+// i >= 0) for a call, both or neither; the refusal says which limit is
+// reached.
+func (l *slots) acquire(call string, i int, total bool) *rejection {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if i >= 0 && l.perLearner[i] >= l.perMax {
-		return &rejection{code: codes.ResourceExhausted, learner: i, round: -1,
-			msg: fmt.Sprintf("learner %d has %d %s in progress, at most %d: wait for them to end", i, l.perLearner[i], l.what, l.perMax)}
+		return refusal(codes.ResourceExhausted, call, i, -1, "learner %d has %d %s in progress, at most %d: wait for them to end", i, l.perLearner[i], l.what, l.perMax)
 	}
 	if total && l.total >= l.max {
-		return &rejection{code: codes.ResourceExhausted, learner: i, round: -1,
-			msg: fmt.Sprintf("the server has %d %s in progress, at most %d: try again later", l.total, l.what, l.max)}
+		return refusal(codes.ResourceExhausted, call, i, -1, "the server has %d %s in progress, at most %d: try again later", l.total, l.what, l.max)
 	}
 	if total {
 		l.total++

@@ -425,8 +425,7 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 	if s.opt.SecureAggregation == nil {
 		return nil, s.reject(codes.FailedPrecondition, call, i, r, "the run does not use secure aggregation")
 	}
-	if rj := s.polls.acquire(i, true); rj != nil {
-		rj.call = call
+	if rj := s.polls.acquire(call, i, true); rj != nil {
 		return nil, s.logged(rj)
 	}
 	defer s.polls.release(i, true)
@@ -537,25 +536,15 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 		return s.reject(codes.FailedPrecondition, call, id, -1, "the run does not use secure aggregation: updates go through SubmitUpdate")
 	}
 	receive := func(perLearner *int) received[uint64] {
-		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, func(i, r int, a uint32) *rejection {
-			rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
-			if rj == nil && s.sec.answered[i] {
-				rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
-			}
-			return rj
-		})
+		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, s.maskedError)
 	}
 	return upload(s, call, id, receive, func(res received[uint64]) error {
 		s.mu.Lock()
-		if rj := s.secureError(call, res.i, res.r, res.a, secagg.PhaseMasked); rj != nil {
+		if rj := s.maskedError(res.i, res.r, res.a); rj != nil {
 			s.mu.Unlock()
 			return s.logged(rj)
 		}
 		sr := s.sec
-		if sr.answered[res.i] {
-			s.mu.Unlock()
-			return s.reject(codes.AlreadyExists, call, res.i, res.r, "duplicate masked input: learner %d already sent one for attempt %d", res.i, res.a)
-		}
 		if err := sr.agg.Masked(res.i, res.x); err != nil {
 			s.mu.Unlock()
 			return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", strings.TrimPrefix(err.Error(), "secagg: "))
@@ -567,6 +556,19 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 		s.mu.Unlock()
 		return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
 	})
+}
+
+// maskedError is secureError for learner i's masked input of round r,
+// attempt a, refusing a second one (the caller holds s.mu).
+func (s *Server) maskedError(i, r int, a uint32) *rejection {
+	const call = "SubmitMasked"
+	if rj := s.secureError(call, i, r, a, secagg.PhaseMasked); rj != nil {
+		return rj
+	}
+	if s.sec.answered[i] {
+		return refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
+	}
+	return nil
 }
 
 // runSecureRound runs the protocol of the open round to its end and

@@ -767,8 +767,7 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 	if err := s.checkWitness(i, req); err != nil {
 		return err
 	}
-	if r := s.streams.acquire(i, true); r != nil {
-		r.call = call
+	if r := s.streams.acquire(call, i, true); r != nil {
 		return s.logged(r)
 	}
 	// The slot is given back when the handler and the sender have both
@@ -870,8 +869,7 @@ type received[T any] struct {
 // authentication: the first chunk names the learner, whose slot receive
 // takes and records in *perLearner).
 func upload[T any](s *Server, call string, id int, receive func(perLearner *int) received[T], use func(received[T]) error) error {
-	if rj := s.uploads.acquire(id, true); rj != nil {
-		rj.call = call
+	if rj := s.uploads.acquire(call, id, true); rj != nil {
 		return s.logged(rj)
 	}
 	perLearner := id // the learner whose slot is taken, -1 for none
@@ -995,8 +993,8 @@ func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv
 		return received[T]{i: i, r: r, err: rj}
 	}
 	if id < 0 {
-		if rj := s.uploads.acquire(i, false); rj != nil {
-			rj.call, rj.round = call, r
+		if rj := s.uploads.acquire(call, i, false); rj != nil {
+			rj.round = r
 			return received[T]{i: i, r: r, err: rj}
 		}
 		*perLearner = i
