@@ -340,7 +340,7 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		quant = *opt.Config.Quantizer
 	}
 	s := &Server{
-		opt: opt, log: log, st: st, core: core, quant: quant,
+		opt: opt, log: log, logLim: logLimiter{log: log}, st: st, core: core, quant: quant,
 		round: start, model: slices.Clone(core.Model()),
 		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}), closed: make(chan struct{}),
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
@@ -731,7 +731,7 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	}
 	c, sh := s.opt.Config, s.opt.Shape
 	r, _ := s.Round()
-	s.limited(slog.LevelInfo, "joined", "learner", req.GetLearner(), "round", r)
+	s.logLim.line(time.Now(), slog.LevelInfo, "joined", "learner", req.GetLearner(), "round", r)
 	var sec *flv1.SecureAggregation
 	if sa := s.opt.SecureAggregation; sa != nil {
 		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.quant.ScaleBits)}
