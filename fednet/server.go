@@ -921,9 +921,21 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	if s.opt.SecureAggregation != nil {
 		return s.reject(codes.FailedPrecondition, call, id, -1, "the run uses secure aggregation: updates go through SecAgg and SubmitMasked")
 	}
+	receive := func(perLearner *int) received[float64] {
+		res := receiveVector(s, stream.Context(), stream.Recv, call, "update", id, perLearner, nil, func(i, r int, _ uint32) *rejection {
+			return s.openError(call, i, r)
+		})
+		if res.err != nil {
+			return res
+		}
+		if err := s.core.CheckUpdate(res.x); err != nil {
+			return received[float64]{i: res.i, r: res.r, err: refusal(codes.InvalidArgument, call, res.i, res.r, "%s", strings.TrimPrefix(err.Error(), "fedopt: "))}
+		}
+		return res
+	}
 	// With authentication the learner's own limit applies at once;
 	// without, the first chunk names the learner.
-	return upload(s, call, id, func(perLearner *int) received[float64] { return s.receive(stream, id, perLearner) }, func(res received[float64]) error {
+	return upload(s, call, id, receive, func(res received[float64]) error {
 		s.mu.Lock()
 		if rj := s.openError(call, res.i, res.r); rj != nil {
 			s.mu.Unlock()
@@ -941,20 +953,6 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 		s.mu.Unlock()
 		return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
 	})
-}
-
-// receive receives and checks one update (see receiveVector).
-func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse], id int, perLearner *int) received[float64] {
-	const call = "SubmitUpdate"
-	res := receiveVector(s, stream.Context(), stream.Recv, call, "update", id, perLearner, nil, func(i, r int, _ uint32) *rejection {
-		return s.openError(call, i, r)
-	})
-	if res.err == nil {
-		if err := s.core.CheckUpdate(res.x); err != nil {
-			return received[float64]{i: res.i, r: res.r, err: refusal(codes.InvalidArgument, call, res.i, res.r, "%s", strings.TrimPrefix(err.Error(), "fedopt: "))}
-		}
-	}
-	return res
 }
 
 // receiveVector receives one upload of call (what: "update", "masked
