@@ -419,8 +419,8 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		return nil, status.Error(codes.FailedPrecondition, errNoServer.Error())
 	}
 	i, r := int(req.GetLearner()), int(req.GetRound())
-	if err := s.checkLearner(ctx, call, i); err != nil {
-		return nil, err
+	if rj := s.learnerError(ctx, call, i); rj != nil {
+		return nil, s.logged(rj)
 	}
 	if s.opt.SecureAggregation == nil {
 		return nil, s.reject(codes.FailedPrecondition, call, i, r, "the run does not use secure aggregation")

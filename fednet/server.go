@@ -671,16 +671,9 @@ func refusal(code codes.Code, call string, learner, round int, format string, ar
 	return &rejection{code: code, call: call, learner: learner, round: round, msg: fmt.Sprintf(format, args...)}
 }
 
-// checkLearner checks that learner is a valid index and, with
-// authentication, the caller's own.
-func (s *Server) checkLearner(ctx context.Context, call string, learner int) error {
-	if r := s.learnerError(ctx, call, learner); r != nil {
-		return s.logged(r)
-	}
-	return nil
-}
-
-// learnerError is checkLearner's rejection, not logged.
+// learnerError returns why the caller may not act as learner, or nil:
+// learner must be a valid index and, with authentication, the caller's
+// own.
 func (s *Server) learnerError(ctx context.Context, call string, learner int) *rejection {
 	if learner < 0 || learner >= s.opt.Shape.Learners {
 		return refusal(codes.InvalidArgument, call, learner, -1, "learner %d, want 0..%d", learner, s.opt.Shape.Learners-1)
@@ -726,8 +719,8 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	case v != Protocol && v != flv1.ProtocolVersion_PROTOCOL_VERSION_1:
 		return nil, s.reject(codes.FailedPrecondition, "Join", int(req.GetLearner()), -1, "protocol version %v, the server speaks %v", v, Protocol)
 	}
-	if err := s.checkLearner(ctx, "Join", int(req.GetLearner())); err != nil {
-		return nil, err
+	if rj := s.learnerError(ctx, "Join", int(req.GetLearner())); rj != nil {
+		return nil, s.logged(rj)
 	}
 	c, sh := s.opt.Config, s.opt.Shape
 	r, _ := s.Round()
@@ -761,8 +754,8 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 	}
 	ctx := stream.Context()
 	i := int(req.GetLearner())
-	if err := s.checkLearner(ctx, call, i); err != nil {
-		return err
+	if rj := s.learnerError(ctx, call, i); rj != nil {
+		return s.logged(rj)
 	}
 	if err := s.checkWitness(i, req); err != nil {
 		return err
