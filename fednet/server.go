@@ -223,8 +223,7 @@ type Server struct {
 	secGen     uint64
 	secClaimed bool
 
-	quant secagg.Quantizer // secure aggregation's quantizer
-	hooks serverHooks      // test-only
+	hooks serverHooks // test-only
 }
 
 // errNoServer is returned by the methods of a nil or zero-value Server
@@ -262,9 +261,8 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if err := checkSecure(&opt); err != nil {
 		return nil, err
 	}
-	for _, p := range []*int{&opt.MaxUploadsPerLearner, &opt.MaxModelStreamsPerLearner} {
-		*p = cmp.Or(*p, DefaultCallsPerLearner)
-	}
+	opt.MaxUploadsPerLearner = cmp.Or(opt.MaxUploadsPerLearner, DefaultCallsPerLearner)
+	opt.MaxModelStreamsPerLearner = cmp.Or(opt.MaxModelStreamsPerLearner, DefaultCallsPerLearner)
 	opt.MaxUploads = cmp.Or(opt.MaxUploads, sat(sh.Learners, opt.MaxUploadsPerLearner))
 	opt.MaxModelStreams = cmp.Or(opt.MaxModelStreams, sat(sh.Learners, opt.MaxModelStreamsPerLearner))
 	if opt.MaxUploads < 0 || opt.MaxUploadsPerLearner < 0 || opt.MaxModelStreams < 0 || opt.MaxModelStreamsPerLearner < 0 {
@@ -335,12 +333,8 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 	if st.resumed {
 		log.Info("resumed", "round", start, "dir", opt.Dir, "run", st.run.String())
 	}
-	var quant secagg.Quantizer
-	if opt.Config.Quantizer != nil {
-		quant = *opt.Config.Quantizer
-	}
 	s := &Server{
-		opt: opt, log: log, logLim: logLimiter{log: log}, st: st, core: core, quant: quant,
+		opt: opt, log: log, logLim: logLimiter{log: log}, st: st, core: core,
 		round: start, model: slices.Clone(core.Model()),
 		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}), closed: make(chan struct{}),
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
@@ -727,7 +721,7 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	s.logLim.line(time.Now(), slog.LevelInfo, "joined", "learner", req.GetLearner(), "round", r)
 	var sec *flv1.SecureAggregation
 	if sa := s.opt.SecureAggregation; sa != nil {
-		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.quant.ScaleBits)}
+		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.opt.Config.Quantizer.ScaleBits)}
 	}
 	return &flv1.JoinResponse{
 		ProtocolVersion: req.GetProtocolVersion(),
