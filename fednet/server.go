@@ -422,14 +422,8 @@ func describePlan(opt ServerOptions) ([]byte, error) {
 	if c.X0 != nil {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
 	}
-	var std, planStd float64
-	if c.Privacy != nil {
-		std = c.Privacy.NoiseStd
-	}
-	if p.Privacy != nil {
-		planStd = p.Privacy.NoiseStd
-	}
 	m := cmp.Or(p.Model, &plan.Model{})
+	std, planStd := cmp.Or(c.Privacy, &fedopt.Privacy{}).NoiseStd, cmp.Or(p.Privacy, &plan.Record{}).NoiseStd
 	for _, f := range []struct {
 		name      string
 		plan, run any
