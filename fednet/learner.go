@@ -257,6 +257,10 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			log.Info("finished", "learner", opt.ID, "round", r)
 			return x, nil
 		}
+		// A round that is not fresh is the round this learner already
+		// worked on, again: an honest server serves it again only after
+		// it restarted or the learner's update was lost, a hostile one to
+		// make the learner spin, so the learner pauses first.
 		fresh := r != last
 		if fresh {
 			if err := lrn.Update(u, r, x); err != nil {
@@ -264,10 +268,6 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			}
 			last = r
 		} else if err := sleep(ctx, minTry); err != nil {
-			// The round this learner already worked on, again: an
-			// honest server serves it again only after it restarted
-			// or the learner's update was lost, a hostile one to make
-			// the learner spin.
 			return nil, err
 		}
 		if sec != nil {
