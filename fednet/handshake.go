@@ -99,30 +99,19 @@ func (c *replayConn) Read(p []byte) (int, error) {
 
 // handshakeLog logs failed handshakes: a burst of HandshakeLogLimit
 // lines, then HandshakeLogLimit a minute.
-type handshakeLog struct {
-	log *slog.Logger
-	lim logLimiter
-}
+type handshakeLog struct{ lim logLimiter }
 
 func newHandshakeLog(log *slog.Logger) *handshakeLog {
-	return &handshakeLog{log: log, lim: logLimiter{burst: HandshakeLogLimit, rate: HandshakeLogLimit / 60.0}}
+	return &handshakeLog{logLimiter{log: log, burst: HandshakeLogLimit, rate: HandshakeLogLimit / 60.0, suppressedKey: "not_logged_before"}}
 }
 
 // failed logs a failed handshake at time now, unless the limit is reached.
 func (l *handshakeLog) failed(now time.Time, peer net.Addr, reason string) {
-	ok, suppressed := l.lim.allow(now)
-	if !ok {
-		return
-	}
 	addr := "unknown"
 	if peer != nil {
 		addr = peer.String()
 	}
-	args := []any{"peer", addr, "reason", reason}
-	if suppressed > 0 {
-		args = append(args, "not_logged_before", suppressed)
-	}
-	l.log.Warn("handshake failed", args...)
+	l.lim.line(now, slog.LevelWarn, "handshake failed", "peer", addr, "reason", reason)
 }
 
 // learnerCreds are a learner's credentials that notice a server without

@@ -257,23 +257,18 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			log.Info("finished", "learner", opt.ID, "round", r)
 			return x, nil
 		}
+		// A round that is not fresh is the round this learner already
+		// worked on, again: an honest server serves it again only after
+		// it restarted or the learner's update was lost, a hostile one to
+		// make the learner spin, so the learner pauses first.
 		fresh := r != last
-		if !fresh {
-			// The round this learner already worked on, again: an
-			// honest server serves it again only after it restarted
-			// or the learner's update was lost, a hostile one to make
-			// the learner spin.
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(minTry):
-			}
-		}
 		if fresh {
 			if err := lrn.Update(u, r, x); err != nil {
 				return nil, err
 			}
 			last = r
+		} else if err := sleep(ctx, minTry); err != nil {
+			return nil, err
 		}
 		if sec != nil {
 			if err := sec.run(ctx, cl, rt, opt, log, r, u, fresh); err != nil {
@@ -473,10 +468,8 @@ func (rt retrier) do(ctx context.Context, call string, timeout time.Duration, f 
 			// hostile server) must not make the learner spin.
 			down, backoff, tries = time.Time{}, 50*time.Millisecond, 0
 			if rest := minTry - time.Since(start); rest > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(rest):
+				if err := sleep(ctx, rest); err != nil {
+					return err
 				}
 			}
 			continue
@@ -490,12 +483,20 @@ func (rt retrier) do(ctx context.Context, call string, timeout time.Duration, f 
 		if tries == 1 || tries%30 == 0 { // the first failure, then every half minute
 			rt.log.Warn("retrying", "call", call, "tries", tries, "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		if err := sleep(ctx, backoff); err != nil {
+			return err
 		}
 		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// sleep waits for d, or returns ctx's error if ctx is done first.
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
 
@@ -562,14 +563,6 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 	poll := &flv1.SecAggRequest{Learner: int32(sl.id), Round: int32(r)}
 	req := poll
 	var warned [2]uint64 // the attempt and phase last sat out, plus one
-	pause := func() error {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(minTry):
-			return nil
-		}
-	}
 	// The attempt and the highest phase the server asked for: a request
 	// for that phase or an earlier one again, or for another attempt, is
 	// answered after a pause (an honest server asks again only after it
@@ -584,13 +577,8 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			warned = k
 			log.Warn(msg, append([]any{"learner", sl.id, "round", r, "attempt", a, "phase", int(p)}, args...)...)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(sitOutPause):
-		}
 		req = poll
-		return nil
+		return sleep(ctx, sitOutPause)
 	}
 	refusing := false // logged that this learner refuses the server's attempt
 	for {
@@ -617,7 +605,7 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			if !req.GetHasMessage() {
 				return err
 			}
-			if err := pause(); err != nil {
+			if err := sleep(ctx, minTry); err != nil {
 				return err
 			}
 			req = poll
@@ -643,7 +631,7 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			return nil
 		case flv1.SecAggState_SEC_AGG_STATE_WAIT:
 			// An honest server answers WAIT only after its MaxWait.
-			if err := pause(); err != nil {
+			if err := sleep(ctx, minTry); err != nil {
 				return err
 			}
 			req = poll
@@ -657,7 +645,7 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			return errStopped
 		}
 		if top.ok && (a != top.a || p <= top.p) {
-			if err := pause(); err != nil {
+			if err := sleep(ctx, minTry); err != nil {
 				return err
 			}
 		}

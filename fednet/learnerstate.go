@@ -132,12 +132,9 @@ func decodeLearnerRecord(data []byte) (learnerRecord, error) {
 		wl = uint64(binary.LittleEndian.Uint32(p[25:]))
 		p = p[29:]
 	}
-	switch {
-	case learner > MaxWire || round > math.MaxInt32 || flag > 1 || wflag > 1 || wround > math.MaxInt32 || wl > maxDigest:
-		return rec, errors.New("inconsistent record")
-	case l+wl != uint64(len(p)) || (flag == 0) != (l == 0) || flag == 0 && (round != 0 || rec.attempt != 0):
-		return rec, errors.New("inconsistent record")
-	case wflag == 0 && (wround != 0 || wl != 0):
+	if learner > MaxWire || round > math.MaxInt32 || flag > 1 || wflag > 1 || wround > math.MaxInt32 || wl > maxDigest ||
+		l+wl != uint64(len(p)) || (flag == 0) != (l == 0) || flag == 0 && (round != 0 || rec.attempt != 0) ||
+		wflag == 0 && (wround != 0 || wl != 0) {
 		return rec, errors.New("inconsistent record")
 	}
 	rec.learner, rec.unmasked, rec.round = int(learner), flag == 1, int(round)

@@ -1,8 +1,8 @@
 package fednet
 
 import (
+	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -97,17 +97,16 @@ func newSlots(what string, learners, max, perMax int) *slots {
 }
 
 // acquire takes a slot in the total (if total) and for learner i (if
-// i >= 0), both or neither; the error says which limit is reached.
-func (l *slots) acquire(i int, total bool) *rejection {
+// i >= 0) for a call, both or neither; the refusal says which limit is
+// reached.
+func (l *slots) acquire(call string, i int, total bool) *rejection {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if i >= 0 && l.perLearner[i] >= l.perMax {
-		return &rejection{code: codes.ResourceExhausted, learner: i, round: -1,
-			msg: fmt.Sprintf("learner %d has %d %s in progress, at most %d: wait for them to end", i, l.perLearner[i], l.what, l.perMax)}
+		return refusal(codes.ResourceExhausted, call, i, -1, "learner %d has %d %s in progress, at most %d: wait for them to end", i, l.perLearner[i], l.what, l.perMax)
 	}
 	if total && l.total >= l.max {
-		return &rejection{code: codes.ResourceExhausted, learner: i, round: -1,
-			msg: fmt.Sprintf("the server has %d %s in progress, at most %d: try again later", l.total, l.what, l.max)}
+		return refusal(codes.ResourceExhausted, call, i, -1, "the server has %d %s in progress, at most %d: try again later", l.total, l.what, l.max)
 	}
 	if total {
 		l.total++
@@ -153,10 +152,14 @@ type rejection struct {
 
 func (r *rejection) Error() string { return r.msg }
 
-// logLimiter is a token bucket for log lines: a burst of burst lines,
-// then rate lines a second (zero values: logBurst and logRate).
+// logLimiter is a token bucket for the lines written to log: a burst of
+// burst lines, then rate lines a second (zero values: logBurst and
+// logRate). A line that gets through says how many were suppressed before
+// it, under the key suppressedKey ("" for "suppressed").
 type logLimiter struct {
-	burst, rate float64
+	log           *slog.Logger
+	burst, rate   float64
+	suppressedKey string
 
 	mu         sync.Mutex
 	tokens     float64
@@ -188,21 +191,23 @@ func (l *logLimiter) allow(now time.Time) (ok bool, suppressed int) {
 	return true, suppressed
 }
 
-// warn writes a warning about a refused call, subject to the log rate
-// limit, so that a flood of bad calls cannot flood the log.
-func (s *Server) warn(msg string, args ...any) { s.limited(slog.LevelWarn, msg, args...) }
-
-// limited writes a line at level subject to the log rate limit: the lines
-// a peer can cause at will (refused calls, joins) share one budget.
-func (s *Server) limited(level slog.Level, msg string, args ...any) {
-	ok, suppressed := s.logLim.allow(time.Now())
+// line writes a line at level at time now, unless the limit is reached.
+func (l *logLimiter) line(now time.Time, level slog.Level, msg string, args ...any) {
+	ok, suppressed := l.allow(now)
 	if !ok {
 		return
 	}
 	if suppressed > 0 {
-		args = append(args, "suppressed", suppressed)
+		args = append(args, cmp.Or(l.suppressedKey, "suppressed"), suppressed)
 	}
-	s.log.Log(context.Background(), level, msg, args...)
+	l.log.Log(context.Background(), level, msg, args...)
+}
+
+// warn writes a warning about a refused call, subject to the log rate
+// limit, so that a flood of bad calls cannot flood the log. The lines a
+// peer can cause at will (refused calls, joins) share one budget.
+func (s *Server) warn(msg string, args ...any) {
+	s.logLim.line(time.Now(), slog.LevelWarn, msg, args...)
 }
 
 // logged logs a rejection (rate-limited) and returns its status.

@@ -8,9 +8,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/secagg"
@@ -95,26 +92,7 @@ func decodeSec(data []byte) (secSnapshot, error) {
 
 // secGens returns the generations that have a snapshot file in the
 // directory, increasing.
-func (s store) secGens() ([]uint64, error) {
-	ents, err := os.ReadDir(s.dir)
-	if err != nil {
-		return nil, err
-	}
-	var gs []uint64
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, secPrefix) || !strings.HasSuffix(name, secSuffix) {
-			continue
-		}
-		g, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, secPrefix), secSuffix), 10, 63)
-		if err != nil || secName(g) != name {
-			return nil, fmt.Errorf("%s: unexpected file in the state directory", s.path(name))
-		}
-		gs = append(gs, g)
-	}
-	slices.Sort(gs)
-	return gs, nil
-}
+func (s store) secGens() ([]uint64, error) { return numbered(s, secPrefix, secSuffix, secName) }
 
 // writeSecSnapshot writes sr's snapshot durably to this server's file,
 // claiming its generation with the first write. The caller holds s.mu

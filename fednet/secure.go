@@ -419,14 +419,13 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 		return nil, status.Error(codes.FailedPrecondition, errNoServer.Error())
 	}
 	i, r := int(req.GetLearner()), int(req.GetRound())
-	if err := s.checkLearner(ctx, call, i); err != nil {
-		return nil, err
+	if rj := s.learnerError(ctx, call, i); rj != nil {
+		return nil, s.logged(rj)
 	}
 	if s.opt.SecureAggregation == nil {
 		return nil, s.reject(codes.FailedPrecondition, call, i, r, "the run does not use secure aggregation")
 	}
-	if rj := s.polls.acquire(i, true); rj != nil {
-		rj.call = call
+	if rj := s.polls.acquire(call, i, true); rj != nil {
 		return nil, s.logged(rj)
 	}
 	defer s.polls.release(i, true)
@@ -537,25 +536,15 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 		return s.reject(codes.FailedPrecondition, call, id, -1, "the run does not use secure aggregation: updates go through SubmitUpdate")
 	}
 	receive := func(perLearner *int) received[uint64] {
-		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, func(i, r int, a uint32) *rejection {
-			rj := s.secureError(call, i, r, a, secagg.PhaseMasked)
-			if rj == nil && s.sec.answered[i] {
-				rj = refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
-			}
-			return rj
-		})
+		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, s.maskedError)
 	}
 	return upload(s, call, id, receive, func(res received[uint64]) error {
 		s.mu.Lock()
-		if rj := s.secureError(call, res.i, res.r, res.a, secagg.PhaseMasked); rj != nil {
+		if rj := s.maskedError(res.i, res.r, res.a); rj != nil {
 			s.mu.Unlock()
 			return s.logged(rj)
 		}
 		sr := s.sec
-		if sr.answered[res.i] {
-			s.mu.Unlock()
-			return s.reject(codes.AlreadyExists, call, res.i, res.r, "duplicate masked input: learner %d already sent one for attempt %d", res.i, res.a)
-		}
 		if err := sr.agg.Masked(res.i, res.x); err != nil {
 			s.mu.Unlock()
 			return s.reject(codes.InvalidArgument, call, res.i, res.r, "masked input: %s", strings.TrimPrefix(err.Error(), "secagg: "))
@@ -569,6 +558,19 @@ func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk
 	})
 }
 
+// maskedError is secureError for learner i's masked input of round r,
+// attempt a, refusing a second one (the caller holds s.mu).
+func (s *Server) maskedError(i, r int, a uint32) *rejection {
+	const call = "SubmitMasked"
+	if rj := s.secureError(call, i, r, a, secagg.PhaseMasked); rj != nil {
+		return rj
+	}
+	if s.sec.answered[i] {
+		return refusal(codes.AlreadyExists, call, i, r, "duplicate masked input: learner %d already sent one for attempt %d", i, a)
+	}
+	return nil
+}
+
 // runSecureRound runs the protocol of the open round to its end and
 // releases the next model.
 func (s *Server) runSecureRound(ctx context.Context) error {
@@ -577,66 +579,51 @@ func (s *Server) runSecureRound(ctx context.Context) error {
 		// QuorumGrace passed since T did, or RoundTimeout passed.
 		s.mu.Lock()
 		sr := s.sec
-		full, quorum := sr.full, sr.quorum
+		r, a, p, full, quorum := s.round, sr.ctx.Attempt, sr.phase, sr.full, sr.quorum
 		s.mu.Unlock()
 		if err := s.awaitRound(ctx, full, quorum); err != nil {
 			return err
 		}
-		s.stMu.Lock()
-		if s.st == nil {
-			s.stMu.Unlock()
-			return errors.New("fednet: the Server is closed")
-		}
-		s.mu.Lock()
-		if s.fault != nil {
-			// Stopped while the phase's wait ended (a rewound state or a
-			// round that can no longer complete): nothing more is closed
-			// or released.
-			s.mu.Unlock()
-			s.stMu.Unlock()
-			return s.faultErr()
-		}
-		r, p, a, got := s.round, sr.phase, sr.ctx.Attempt, sr.got
-		var err error
 		if p == secagg.PhaseUnmask {
-			err = s.releaseSecure(sr)
-			s.mu.Unlock()
-			s.stMu.Unlock()
+			return s.underState(func() error { return s.releaseSecure(sr) })
+		}
+		if err := s.underState(func() error { return s.closeSecPhase(sr) }); err != nil {
 			return err
 		}
-		if err = sr.closePhase(); err == nil {
-			if s.hooks.beforeSnapshot != nil {
-				if err := s.hooks.beforeSnapshot(r, a, p); err != nil {
-					s.mu.Unlock()
-					s.stMu.Unlock()
-					return err
-				}
-			}
-			err = s.writeSecSnapshot(sr)
-		}
-		if err != nil {
-			if errors.Is(err, secagg.ErrTooFew) {
-				err = s.failAttempt(sr, err)
-			} else {
-				err = fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
-			}
-			s.mu.Unlock()
-			s.stMu.Unlock()
-			return err
-		}
-		// Only now, with the close on disk, are its results served.
-		prev := sr.changed
-		sr.changed = make(chan struct{})
-		close(prev)
-		s.log.Info("phase closed", "round", r, "attempt", a, "phase", p.String(), "answers", got)
-		s.mu.Unlock()
-		s.stMu.Unlock()
 		if s.hooks.afterClose != nil {
 			if err := s.hooks.afterClose(r, a, p); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// closeSecPhase closes the open phase of sr (before phase 4) and writes
+// its snapshot; only then are its results served. The caller holds
+// s.stMu and s.mu.
+func (s *Server) closeSecPhase(sr *secRound) error {
+	r, p, a, got := s.round, sr.phase, sr.ctx.Attempt, sr.got
+	err := sr.closePhase()
+	if err == nil && s.hooks.beforeSnapshot != nil {
+		if err := s.hooks.beforeSnapshot(r, a, p); err != nil {
+			return err
+		}
+	}
+	if err == nil {
+		err = s.writeSecSnapshot(sr)
+	}
+	switch {
+	case errors.Is(err, secagg.ErrTooFew):
+		return s.failAttempt(sr, err)
+	case err != nil:
+		return fmt.Errorf("fednet: round %d, attempt %d, closing phase %d (%v): %w", r, a, int(p), p, err)
+	}
+	// Only now, with the close on disk, are its results served.
+	prev := sr.changed
+	sr.changed = make(chan struct{})
+	close(prev)
+	s.log.Info("phase closed", "round", r, "attempt", a, "phase", p.String(), "answers", got)
+	return nil
 }
 
 // failAttempt records that the open phase of sr closed with fewer than T

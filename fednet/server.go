@@ -223,8 +223,7 @@ type Server struct {
 	secGen     uint64
 	secClaimed bool
 
-	quant secagg.Quantizer // secure aggregation's quantizer
-	hooks serverHooks      // test-only
+	hooks serverHooks // test-only
 }
 
 // errNoServer is returned by the methods of a nil or zero-value Server
@@ -262,9 +261,8 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if err := checkSecure(&opt); err != nil {
 		return nil, err
 	}
-	for _, p := range []*int{&opt.MaxUploadsPerLearner, &opt.MaxModelStreamsPerLearner} {
-		*p = cmp.Or(*p, DefaultCallsPerLearner)
-	}
+	opt.MaxUploadsPerLearner = cmp.Or(opt.MaxUploadsPerLearner, DefaultCallsPerLearner)
+	opt.MaxModelStreamsPerLearner = cmp.Or(opt.MaxModelStreamsPerLearner, DefaultCallsPerLearner)
 	opt.MaxUploads = cmp.Or(opt.MaxUploads, sat(sh.Learners, opt.MaxUploadsPerLearner))
 	opt.MaxModelStreams = cmp.Or(opt.MaxModelStreams, sat(sh.Learners, opt.MaxModelStreamsPerLearner))
 	if opt.MaxUploads < 0 || opt.MaxUploadsPerLearner < 0 || opt.MaxModelStreams < 0 || opt.MaxModelStreamsPerLearner < 0 {
@@ -335,12 +333,8 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 	if st.resumed {
 		log.Info("resumed", "round", start, "dir", opt.Dir, "run", st.run.String())
 	}
-	var quant secagg.Quantizer
-	if opt.Config.Quantizer != nil {
-		quant = *opt.Config.Quantizer
-	}
 	s := &Server{
-		opt: opt, log: log, st: st, core: core, quant: quant,
+		opt: opt, log: log, logLim: logLimiter{log: log}, st: st, core: core,
 		round: start, model: slices.Clone(core.Model()),
 		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}), closed: make(chan struct{}),
 		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
@@ -428,14 +422,8 @@ func describePlan(opt ServerOptions) ([]byte, error) {
 	if c.X0 != nil {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
 	}
-	var std, planStd float64
-	if c.Privacy != nil {
-		std = c.Privacy.NoiseStd
-	}
-	if p.Privacy != nil {
-		planStd = p.Privacy.NoiseStd
-	}
 	m := cmp.Or(p.Model, &plan.Model{})
+	std, planStd := cmp.Or(c.Privacy, &fedopt.Privacy{}).NoiseStd, cmp.Or(p.Privacy, &plan.Record{}).NoiseStd
 	for _, f := range []struct {
 		name      string
 		plan, run any
@@ -548,7 +536,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := s.awaitRound(ctx, full, quorum); err != nil {
 			return err
 		}
-		if err := s.release(); err != nil {
+		if err := s.underState(s.release); err != nil {
 			return err
 		}
 	}
@@ -614,19 +602,29 @@ func (s *Server) awaitRound(ctx context.Context, full, quorum <-chan struct{}) e
 	}
 }
 
-// release closes the current round: with enough updates it aggregates
-// them, writes x^{r+1} and publishes it.
-func (s *Server) release() error {
+// underState runs f, which closes a round or a phase, holding s.stMu and
+// s.mu, with the state directory open: if the server was closed or
+// stopped (a rewound state, or a round that can no longer complete) while
+// the round's wait ended, nothing more is closed or released.
+func (s *Server) underState(f func() error) error {
 	s.stMu.Lock()
 	defer s.stMu.Unlock()
 	if s.st == nil {
 		return errors.New("fednet: the Server is closed")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.fault != nil {
-		return s.fault
+		s.mu.Unlock()
+		return s.faultErr()
 	}
+	defer s.mu.Unlock()
+	return f()
+}
+
+// release closes the current round: with enough updates it aggregates
+// them, writes x^{r+1} and publishes it. The caller holds s.stMu and
+// s.mu (underState).
+func (s *Server) release() error {
 	r, n := s.round, s.opt.Shape.Learners
 	if s.got < s.opt.MinLearners {
 		s.log.Error("round timed out", "round", r, "updates", s.got, "learners", n, "min", s.opt.MinLearners)
@@ -661,16 +659,9 @@ func refusal(code codes.Code, call string, learner, round int, format string, ar
 	return &rejection{code: code, call: call, learner: learner, round: round, msg: fmt.Sprintf(format, args...)}
 }
 
-// checkLearner checks that learner is a valid index and, with
-// authentication, the caller's own.
-func (s *Server) checkLearner(ctx context.Context, call string, learner int) error {
-	if r := s.learnerError(ctx, call, learner); r != nil {
-		return s.logged(r)
-	}
-	return nil
-}
-
-// learnerError is checkLearner's rejection, not logged.
+// learnerError returns why the caller may not act as learner, or nil:
+// learner must be a valid index and, with authentication, the caller's
+// own.
 func (s *Server) learnerError(ctx context.Context, call string, learner int) *rejection {
 	if learner < 0 || learner >= s.opt.Shape.Learners {
 		return refusal(codes.InvalidArgument, call, learner, -1, "learner %d, want 0..%d", learner, s.opt.Shape.Learners-1)
@@ -716,15 +707,15 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	case v != Protocol && v != flv1.ProtocolVersion_PROTOCOL_VERSION_1:
 		return nil, s.reject(codes.FailedPrecondition, "Join", int(req.GetLearner()), -1, "protocol version %v, the server speaks %v", v, Protocol)
 	}
-	if err := s.checkLearner(ctx, "Join", int(req.GetLearner())); err != nil {
-		return nil, err
+	if rj := s.learnerError(ctx, "Join", int(req.GetLearner())); rj != nil {
+		return nil, s.logged(rj)
 	}
 	c, sh := s.opt.Config, s.opt.Shape
 	r, _ := s.Round()
-	s.limited(slog.LevelInfo, "joined", "learner", req.GetLearner(), "round", r)
+	s.logLim.line(time.Now(), slog.LevelInfo, "joined", "learner", req.GetLearner(), "round", r)
 	var sec *flv1.SecureAggregation
 	if sa := s.opt.SecureAggregation; sa != nil {
-		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.quant.ScaleBits)}
+		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.opt.Config.Quantizer.ScaleBits)}
 	}
 	return &flv1.JoinResponse{
 		ProtocolVersion: req.GetProtocolVersion(),
@@ -751,14 +742,13 @@ func (s *Server) GetModel(req *flv1.GetModelRequest, stream grpc.ServerStreaming
 	}
 	ctx := stream.Context()
 	i := int(req.GetLearner())
-	if err := s.checkLearner(ctx, call, i); err != nil {
-		return err
+	if rj := s.learnerError(ctx, call, i); rj != nil {
+		return s.logged(rj)
 	}
 	if err := s.checkWitness(i, req); err != nil {
 		return err
 	}
-	if r := s.streams.acquire(i, true); r != nil {
-		r.call = call
+	if r := s.streams.acquire(call, i, true); r != nil {
 		return s.logged(r)
 	}
 	// The slot is given back when the handler and the sender have both
@@ -860,8 +850,7 @@ type received[T any] struct {
 // authentication: the first chunk names the learner, whose slot receive
 // takes and records in *perLearner).
 func upload[T any](s *Server, call string, id int, receive func(perLearner *int) received[T], use func(received[T]) error) error {
-	if rj := s.uploads.acquire(id, true); rj != nil {
-		rj.call = call
+	if rj := s.uploads.acquire(call, id, true); rj != nil {
 		return s.logged(rj)
 	}
 	perLearner := id // the learner whose slot is taken, -1 for none
@@ -913,9 +902,21 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	if s.opt.SecureAggregation != nil {
 		return s.reject(codes.FailedPrecondition, call, id, -1, "the run uses secure aggregation: updates go through SecAgg and SubmitMasked")
 	}
+	receive := func(perLearner *int) received[float64] {
+		res := receiveVector(s, stream.Context(), stream.Recv, call, "update", id, perLearner, nil, func(i, r int, _ uint32) *rejection {
+			return s.openError(call, i, r)
+		})
+		if res.err != nil {
+			return res
+		}
+		if err := s.core.CheckUpdate(res.x); err != nil {
+			return received[float64]{i: res.i, r: res.r, err: refusal(codes.InvalidArgument, call, res.i, res.r, "%s", strings.TrimPrefix(err.Error(), "fedopt: "))}
+		}
+		return res
+	}
 	// With authentication the learner's own limit applies at once;
 	// without, the first chunk names the learner.
-	return upload(s, call, id, func(perLearner *int) received[float64] { return s.receive(stream, id, perLearner) }, func(res received[float64]) error {
+	return upload(s, call, id, receive, func(res received[float64]) error {
 		s.mu.Lock()
 		if rj := s.openError(call, res.i, res.r); rj != nil {
 			s.mu.Unlock()
@@ -933,20 +934,6 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 		s.mu.Unlock()
 		return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
 	})
-}
-
-// receive receives and checks one update (see receiveVector).
-func (s *Server) receive(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse], id int, perLearner *int) received[float64] {
-	const call = "SubmitUpdate"
-	res := receiveVector(s, stream.Context(), stream.Recv, call, "update", id, perLearner, nil, func(i, r int, _ uint32) *rejection {
-		return s.openError(call, i, r)
-	})
-	if res.err == nil {
-		if err := s.core.CheckUpdate(res.x); err != nil {
-			return received[float64]{i: res.i, r: res.r, err: refusal(codes.InvalidArgument, call, res.i, res.r, "%s", strings.TrimPrefix(err.Error(), "fedopt: "))}
-		}
-	}
-	return res
 }
 
 // receiveVector receives one upload of call (what: "update", "masked
@@ -985,8 +972,8 @@ func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv
 		return received[T]{i: i, r: r, err: rj}
 	}
 	if id < 0 {
-		if rj := s.uploads.acquire(i, false); rj != nil {
-			rj.call, rj.round = call, r
+		if rj := s.uploads.acquire(call, i, false); rj != nil {
+			rj.round = r
 			return received[T]{i: i, r: r, err: rj}
 		}
 		*perLearner = i

@@ -14,7 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,10 +124,7 @@ func parseRoundHeader(head []byte, tail []byte, size int64) (roundHeader, error)
 // decodeRound parses a whole round file, checking its magic and checksum.
 func decodeRound(data []byte) (roundHeader, []float64, error) {
 	if len(data) < roundHead+sha256.Size {
-		h, err := parseRoundHeader(data, nil, int64(len(data)))
-		if err == nil {
-			err = errors.New("not a round file (too short)")
-		}
+		h, err := parseRoundHeader(data, nil, int64(len(data))) // without a tail: an error
 		return h, nil, err
 	}
 	body := data[:len(data)-sha256.Size]
@@ -362,25 +359,30 @@ func ReadPlan(dir string) (json.RawMessage, error) {
 }
 
 // rounds returns the rounds that have a file in dir, increasing.
-func (s store) rounds() ([]int, error) {
+func (s store) rounds() ([]int, error) { return numbered(s, "round-", ".x", roundName) }
+
+// numbered returns the numbers of the files prefix+number+suffix in the
+// directory, increasing. A file of that form whose name is not name(its
+// number) is refused: one number, one spelling.
+func numbered[N int | uint64](s store, prefix, suffix string, name func(N) string) ([]N, error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, err
 	}
-	var rs []int
+	var ns []N
 	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, "round-") || !strings.HasSuffix(name, ".x") {
+		file := e.Name()
+		if !strings.HasPrefix(file, prefix) || !strings.HasSuffix(file, suffix) {
 			continue
 		}
-		r, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "round-"), ".x"))
-		if err != nil || r < 0 || roundName(r) != name {
-			return nil, fmt.Errorf("%s: unexpected file in the state directory", s.path(name))
+		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(file, prefix), suffix), 10, 63)
+		if err != nil || name(N(n)) != file {
+			return nil, fmt.Errorf("%s: unexpected file in the state directory", s.path(file))
 		}
-		rs = append(rs, r)
+		ns = append(ns, N(n))
 	}
-	sort.Ints(rs)
-	return rs, nil
+	slices.Sort(ns)
+	return ns, nil
 }
 
 // mark is the high-water mark: the last released round of run id and the
