@@ -303,24 +303,13 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		}
 	}
 	var ev evaluator
+	var x0 []float64
 	switch method {
 	case Structured:
 		if !banded {
 			return nil, fmt.Errorf("factorize: the structured method needs a workload with a banded inverse, not %q", w.Name())
 		}
 		ev = newStructuredEvaluator(w)
-	case Dense:
-		ev = newDenseEvaluator(w)
-	default:
-		return nil, &ParamError{Param: "method", Value: method, Want: "Auto, Structured or Dense"}
-	}
-	var x0 []float64
-	if method == Dense {
-		if x0, err = denseWarmStart(ctx, w); err != nil {
-			return nil, err
-		}
-	}
-	if method == Structured {
 		if x0, err = structuredWarmStart(ctx, w); err != nil {
 			return nil, err
 		}
@@ -329,6 +318,13 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			// are made, so that they do not add to the peak.
 			debug.FreeOSMemory()
 		}
+	case Dense:
+		ev = newDenseEvaluator(w)
+		if x0, err = denseWarmStart(ctx, w); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, &ParamError{Param: "method", Value: method, Want: "Auto, Structured or Dense"}
 	}
 	if x0 == nil {
 		x0 = make([]float64, w.R()) // v = 1
@@ -399,7 +395,7 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		if err != nil {
 			return nil, err
 		}
-		f = &Factorization{Strategy: StrategyOptimal, Operator: newDenseOp(w, b, squareAvailable(w.R())), Workload: w, B: b, C: c, Available: squareAvailable(w.R()), Metrics: denseMetrics(b, c)}
+		f = optimalDense(w, b, c, denseMetrics(b, c))
 	}
 	f.Iterations = sol.iter
 	f.Evaluations = sol.evals

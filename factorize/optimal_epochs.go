@@ -148,21 +148,20 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	if err != nil {
 		return nil, err
 	}
-	f := &Factorization{
-		Strategy:    StrategyOptimal,
-		Operator:    newDenseOp(w, b, squareAvailable(n)),
-		Workload:    w,
-		B:           b,
-		C:           c,
-		Available:   squareAvailable(n),
-		Iterations:  sol.iter,
-		Evaluations: sol.evals,
-		Gap:         sol.gap,
-	}
-	if f.Metrics, err = ComputeMetrics(b, c, part); err != nil {
+	m, err := ComputeMetrics(b, c, part)
+	if err != nil {
 		return nil, err
 	}
+	f := optimalDense(w, b, c, m)
+	f.Iterations, f.Evaluations, f.Gap = sol.iter, sol.evals, sol.gap
 	return f, nil
+}
+
+// optimalDense returns the result of an optimal solver with the dense
+// factors b and c and their metrics m.
+func optimalDense(w *Workload, b, c *mat.Dense, m Metrics) *Factorization {
+	n := w.R()
+	return &Factorization{Strategy: StrategyOptimal, Operator: newDenseOp(w, b, squareAvailable(n)), Workload: w, B: b, C: c, Available: squareAvailable(n), Metrics: m}
 }
 
 // oneClassEpochs is the fixed-epoch problem with k = R epochs of one round
@@ -201,18 +200,11 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 		cInv[i*n+i] = 1 / math.Sqrt(x)
 	}
 	b := applyWorkload(w, cInv, n)
-	f := &Factorization{
-		Strategy:  StrategyOptimal,
-		Operator:  newDenseOp(w, b, squareAvailable(n)),
-		Workload:  w,
-		B:         b,
-		C:         c,
-		Available: squareAvailable(n),
-	}
-	if f.Metrics, err = ComputeMetrics(b, c, part); err != nil {
+	m, err := ComputeMetrics(b, c, part)
+	if err != nil {
 		return nil, err
 	}
-	return f, nil
+	return optimalDense(w, b, c, m), nil
 }
 
 // columnNormsSq returns the diagonal of S = A^T A, the squared column norms
@@ -404,9 +396,7 @@ type epochDual struct {
 // blockMatrix returns Lambda_p as a k x k row-major matrix.
 func (e *epochEvaluator) blockMatrix(d *epochDual, p int, dst []float64) {
 	k, np := e.k, len(e.pairs)
-	for i := range dst[:k*k] {
-		dst[i] = 0
-	}
+	clear(dst[:k*k])
 	for a := 0; a < k; a++ {
 		dst[a*k+a] = d.lam[p]
 	}
@@ -478,12 +468,8 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 		out.x = make([]float64, b*k*k)
 		out.jac = make([]float64, b*nj)
 	}
-	for i := range out.x {
-		out.x[i] = 0
-	}
-	for i := range out.jac {
-		out.jac[i] = 0
-	}
+	clear(out.x)
+	clear(out.jac)
 	w1 := e.kb + 1
 	for j, s := range e.q.Shifts {
 		if err := ctx.Err(); err != nil {
