@@ -339,9 +339,7 @@ func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float6
 			e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0))
 		}
 	} else {
-		for i := range dst {
-			dst[i] = 0
-		}
+		clear(dst)
 		for j, s := range e.q.Shifts {
 			e.band.ShiftedInverseDiag(s, e.tmp, e.work)
 			floats.AddScaled(dst, e.q.Weights[j], e.tmp)
