@@ -242,21 +242,16 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			return nil, err
 		}
 	}
-	return balanced(w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
+	return balancedBy(w, w.balance(), opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
 }
 
-// balanced returns solve(w, opt) for a workload of moderate scale, and
-// otherwise solves t A with t = w.balance(), a power of two, and scales the
-// result back. The optimal X of t A is that of A (the constraint
-// diag(X) = 1 does not change, and the loss tr(t^2 S X^{-1}) is t^2 times
-// A's, under any participation), so C is the same and B = A C^{-1} scales
-// by 1/t: B, the bounds reported to Progress, a NotConvergedError's lower
-// bound and the metrics are scaled back exactly.
-func balanced(w *Workload, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
-	return balancedBy(w, w.balance(), opt, solve)
-}
-
-// balancedBy is [balanced] with the power of two t given.
+// balancedBy returns solve(w, opt) for t = 1 (a workload of moderate
+// scale, t = w.balance()), and otherwise solves t A, t a power of two, and
+// scales the result back. The optimal X of t A is that of A (the
+// constraint diag(X) = 1 does not change, and the loss tr(t^2 S X^{-1}) is
+// t^2 times A's, under any participation), so C is the same and
+// B = A C^{-1} scales by 1/t: B, the bounds reported to Progress, a
+// NotConvergedError's lower bound and the metrics are scaled back exactly.
 func balancedBy(w *Workload, t float64, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
 	if t == 1 {
 		return solve(w, opt)
@@ -794,10 +789,4 @@ func applyWorkload(w *Workload, m []float64, ld int) *mat.Dense {
 	t.MulTri(w.Matrix(), lower)
 	out.Copy(&t)
 	return out
-}
-
-func reverse(x []float64) {
-	for i, j := 0, len(x)-1; i < j; i, j = i+1, j-1 {
-		x[i], x[j] = x[j], x[i]
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -95,7 +96,7 @@ func OptimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 			return nil, err
 		}
 	}
-	return balanced(w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
+	return balancedBy(w, w.balance(), opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
 }
 
 // optimalEpochs is [OptimalEpochs] for a workload of moderate scale.
@@ -314,6 +315,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 		}
 	}
 	best := -1
+	var bestPos []int // bestPos[round] is its position in class order
 	for _, order := range [][]int{natural, zig} {
 		orig := classOrder(order, k, b)
 		pos := make([]int, n)
@@ -332,7 +334,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 		}
 		if best < 0 || kb < best {
 			best = kb
-			e.class, e.orig, e.kb = order, orig, kb
+			e.class, e.orig, e.kb, bestPos = order, orig, kb, pos
 		}
 	}
 	// S^{-1} in class order, lower band layout with kb off-diagonals.
@@ -349,13 +351,9 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 			Want: fmt.Sprintf("fewer epochs for R = %d (with %d epochs of %d rounds, the %d in-class multipliers of each of the %d classes are too many for the Newton step, which needs k <= 16 or (R/k) (k(k-1)/2)^2 <= 2^21, and converge too slowly without it; %d epochs of 1 round are solved in closed form)", n, k, b, np, b, n)}
 	}
 	e.sinv = make([]float64, n*w1)
-	pos := make([]int, n)
-	for q, i := range e.orig {
-		pos[i] = q
-	}
 	for i := 0; i < n; i++ {
 		for j := max(0, i-p); j <= i; j++ {
-			a, c := pos[i], pos[j]
+			a, c := bestPos[i], bestPos[j]
 			if a < c {
 				a, c = c, a
 			}
@@ -900,7 +898,7 @@ func (e *epochEvaluator) denseX(ctx context.Context, sol *epochSolution) ([]floa
 // overwritten.
 func factorsFromX(w *Workload, x []float64) (b, c *mat.Dense, err error) {
 	n := w.R()
-	reverse(x)
+	slices.Reverse(x)
 	var chol mat.Cholesky
 	if ok := chol.Factorize(mat.NewSymDense(n, x)); !ok {
 		return nil, nil, fmt.Errorf("factorize: Cholesky factorization of X failed (R = %d): the matrix is not numerically positive definite", n)
@@ -912,7 +910,7 @@ func factorsFromX(w *Workload, x []float64) (b, c *mat.Dense, err error) {
 	for i := 0; i < n; i++ {
 		copy(cData[i*n:i*n+n], raw.Data[i*raw.Stride:i*raw.Stride+n])
 	}
-	reverse(cData)
+	slices.Reverse(cData)
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
 			cData[i*n+j] = 0

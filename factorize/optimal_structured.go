@@ -599,11 +599,7 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 // than two where GOMAXPROCS and ns allow (the two fixed halves of before).
 // At R = 10^6 that is 8 goroutines and 256 MB, at R = 10^7 two and 640 MB.
 func rowSqWorkers(n, ns int) int {
-	w := min(runtime.GOMAXPROCS(0), ns, 8)
-	if limit := max(2, (512<<20)/(32*max(n, 1))); w > limit {
-		w = limit
-	}
-	return max(w, 1)
+	return max(min(runtime.GOMAXPROCS(0), ns, 8, max(2, (512<<20)/(32*max(n, 1)))), 1)
 }
 
 // bidiagWork returns the work slice of the bidiagonal kernels (2 R).
