@@ -290,13 +290,10 @@ func toeplitzOf(strategy string, w *Workload) (toeplitzWorkload, error) {
 		return toeplitzWorkload{}, err
 	}
 	r := w.R()
-	a := make([]float64, r)
 	if w.IsPrefix() {
-		for i := range a {
-			a[i] = 1
-		}
-		return toeplitzWorkload{a: a, prefix: true}, nil
+		return toeplitzWorkload{a: ones(r), prefix: true}, nil
 	}
+	a := make([]float64, r)
 	m := w.Matrix()
 	scale := 0.0
 	for i := 0; i < r; i++ {
