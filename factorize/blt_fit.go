@@ -534,12 +534,9 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 		var starts [][]float64
 		large := r > 20000
 		stallIters := 10 // iterations without progress before a start stops
-		if large {
-			stallIters = 5
-		}
 		fracs := []float64{0.5, 1}
 		if large {
-			fracs = nil
+			stallIters, fracs = 5, nil
 		}
 		for _, frac := range fracs {
 			tau := math.Max(math.Pow(float64(r), frac), 1.5)

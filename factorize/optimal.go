@@ -468,20 +468,16 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 	// R = 10^5: 159, 199 and 164 groups).
 	acc, _ := ev.(accuracySetter)
 	qe, _ := ev.(quadEvaluator)
-	var delta []float64
-	if qe != nil {
-		delta = make([]float64, n)
-	}
-	res := math.Inf(1)
 	// Per-entry error bounds are kept only where something reads them
 	// (the second-order bound, or an evaluator's own bounds, made when
 	// first reported); otherwise only their sum is (the bidiagonal
 	// structured path: no n-vector written every iteration, and 8 R bytes
 	// less).
-	var errs []float64
+	var delta, errs []float64
 	if qe != nil {
-		errs = make([]float64, n)
+		delta, errs = make([]float64, n), make([]float64, n)
 	}
+	res := math.Inf(1)
 	lastRound := 0.0  // the rounding part of the last certified gap
 	crossFloor := 0.0 // the relative error crossed bounds proved, if any
 	for it := 1; it <= opt.MaxIter; it++ {

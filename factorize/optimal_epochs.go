@@ -673,13 +673,10 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		set := func(x []float64) {
-			for p := 0; p < b; p++ {
-				d.lam[p] = math.Exp(x[p])
-			}
-			copy(d.r, x[b:])
+		for p := 0; p < b; p++ {
+			d.lam[p] = math.Exp(x[p])
 		}
-		set(x)
+		copy(d.r, x[b:])
 		err := e.eval(ctx, d, &ev)
 		best.evals++
 		if err == errNotPD {
