@@ -392,9 +392,7 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		}
 		f = optimalDense(w, b, c, denseMetrics(b, c))
 	}
-	f.Iterations = sol.iter
-	f.Evaluations = sol.evals
-	f.Gap = sol.gap
+	f.Iterations, f.Evaluations, f.Gap = sol.iter, sol.evals, sol.gap
 	return f, nil
 }
 

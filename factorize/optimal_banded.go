@@ -1005,7 +1005,7 @@ func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory32, dir []float64) {
 		ph.bp.precondition(cur.x, cur.g, ph.h)
 	}
 	ph.calls++
-	forEntries(len(dir), 3, func(lo, hi int) {
+	par.Range(len(dir), linalg.VectorChunk, 3, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			dir[i] *= ph.h[i]
 		}
@@ -1043,7 +1043,7 @@ func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory32, dir []float64) {
 	if mem.Len() > 0 {
 		gamma = mem.Gamma()
 	}
-	forEntries(len(dir), 2, func(lo, hi int) {
+	par.Range(len(dir), linalg.VectorChunk, 2, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			dir[i] *= gamma
 		}
@@ -1542,7 +1542,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		step := 1.0
 		accepted := false
 		for ls := 0; ls < 50; ls++ {
-			forEntries(m, 3, func(lo, hi int) {
+			par.Range(m, linalg.VectorChunk, 3, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					trial.v[i] = cur.v[i] - step*dir[i]
 				}
@@ -1572,14 +1572,6 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		cur, trial = trial, cur
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
-}
-
-// forEntries calls f(lo, hi) for the chunks of [linalg.VectorChunk]
-// entries of [0, m) through [par.Range], perEntry the slices each entry
-// streams: for the element-wise updates of the L-BFGS iteration, whose
-// results do not depend on the split.
-func forEntries(m int, perEntry float64, f func(lo, hi int)) {
-	par.Range(m, linalg.VectorChunk, perEntry, f)
 }
 
 // dot returns a . b (b at least as long as a).
