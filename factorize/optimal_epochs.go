@@ -178,15 +178,9 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 	if err != nil {
 		return nil, err
 	}
-	t := 0.0
-	for _, v := range s {
-		t += math.Sqrt(v)
-	}
+	x, loss := diagonalX(s, 1)
 	part := FixedEpochs(n)
 	if opt.LossOnly {
-		// n square roots and n additions: a relative rounding error below
-		// (n + 2) u, rounded up.
-		loss := t * t * (1 + float64(n+4)*0x1p-53)
 		return &Factorization{
 			Strategy: StrategyOptimal,
 			Workload: w,
@@ -195,10 +189,9 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 	}
 	c := mat.NewDense(n, n, nil)
 	cInv := make([]float64, n*n)
-	for i, v := range s {
-		x := math.Sqrt(v) / t
-		c.Set(i, i, math.Sqrt(x))
-		cInv[i*n+i] = 1 / math.Sqrt(x)
+	for i, xi := range x {
+		c.Set(i, i, math.Sqrt(xi))
+		cInv[i*n+i] = 1 / math.Sqrt(xi)
 	}
 	b := applyWorkload(w, cInv, n)
 	m, err := ComputeMetrics(b, c, part)
@@ -653,7 +646,7 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 			if err != nil {
 				return nil, err
 			}
-			best.diag, best.upper = e.diagonalX(sd)
+			best.diag, best.upper = diagonalX(sd, e.b)
 			best.gap = (best.upper - best.lower) / best.lower
 			if best.lower > 0 && best.gap <= opt.Tol {
 				return best, nil
@@ -751,12 +744,13 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 // epochStallCause explains a stall of the fixed-epoch solver.
 const epochStallCause = "the fixed-epoch iteration stopped improving its certified bounds"
 
-// diagonalX returns the best diagonal feasible X for the diagonal sd of S,
-// x_ii = sqrt(S_ii) / T_c with T_c the sum of sqrt(S_jj) over the class c
-// of i, and its loss sum_c T_c^2 (an upper bound on the optimum), rounded
-// up.
-func (e *epochEvaluator) diagonalX(sd []float64) (x []float64, upper float64) {
-	n, b := e.n, e.b
+// diagonalX returns the best diagonal feasible X for the diagonal sd of S
+// and b classes (period b), x_ii = sqrt(S_ii) / T_c with T_c the sum of
+// sqrt(S_jj) over the class c of i, and its loss sum_c T_c^2 (an upper
+// bound on the optimum), rounded up: n square roots and n additions, a
+// relative rounding error below (n + 2) u, raised to (n + 4) u.
+func diagonalX(sd []float64, b int) (x []float64, upper float64) {
+	n := len(sd)
 	x = make([]float64, n)
 	for c := 0; c < b; c++ {
 		t := 0.0
