@@ -472,11 +472,14 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 		}
 		wt := e.q.Weights[j]
 		for p := 0; p < b; p++ {
-			xb := out.x[p*k*k : (p+1)*k*k]
+			// X's class block, and Z's in zb for the Jacobian.
+			xb, zb := out.x[p*k*k:(p+1)*k*k], blk
 			for a := 0; a < k; a++ {
 				i := p*k + a
 				for c := 0; c <= a; c++ {
-					v := wt * e.z[i*w1+a-c]
+					z := e.z[i*w1+a-c]
+					zb[a*k+c], zb[c*k+a] = z, z
+					v := wt * z
 					xb[a*k+c] += v
 					if c != a {
 						xb[c*k+a] += v
@@ -485,15 +488,6 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 			}
 			if np == 0 {
 				continue
-			}
-			// Z's class block, for the Jacobian.
-			zb := blk
-			for a := 0; a < k; a++ {
-				i := p*k + a
-				for c := 0; c <= a; c++ {
-					zb[a*k+c] = e.z[i*w1+a-c]
-					zb[c*k+a] = zb[a*k+c]
-				}
 			}
 			if !full {
 				jd := out.jac[p*np : (p+1)*np]
