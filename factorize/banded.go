@@ -141,14 +141,16 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 	if err != nil {
 		return nil, err
 	}
+	if s.LossOnly {
+		if err := checkContext(ctx); err != nil {
+			return nil, err
+		}
+	}
 	b := bandsFor(s.Bands, p)
 	if p.Kind == KindMinSep {
 		opt.Tol = s.Tol // 0: DefaultBandedTol
 		opt.LossOnly = s.LossOnly
 		if s.LossOnly {
-			if err := checkContext(ctx); err != nil {
-				return nil, err
-			}
 			if err := p.Validate(w.R()); err != nil {
 				return nil, err
 			}
@@ -161,9 +163,6 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 		return under(ctx, w, p, true, func() (*Factorization, error) { return OptimalBanded(ctx, w, b, p.K, opt) })
 	}
 	if s.LossOnly {
-		if err := checkContext(ctx); err != nil {
-			return nil, err
-		}
 		return checkedLossOnly(bandedFitLossOnly(ctx, w, b, p))
 	}
 	return under(ctx, w, p, true, func() (*Factorization, error) { return bandedFit(ctx, w, b) })
@@ -263,16 +262,7 @@ func bandedFitCandidates(ctx context.Context, tw toeplitzWorkload, bands int) ([
 	if b > 1 {
 		// Optimise t_1..t_{b-1} with t_0 = 1 fixed (the loss is invariant
 		// to scaling C).
-		t := append([]float64(nil), bsr[:b]...)
-		obj := func(x []float64) float64 {
-			copy(t[1:], x)
-			l := tw.loss(t, linalg.SeriesInverse(t, r))
-			if !(l > 0) || math.IsInf(l, 0) {
-				return math.Inf(1)
-			}
-			return math.Log(l)
-		}
-		x, err := minimizeSmooth(ctx, obj, append([]float64(nil), bsr[1:b]...))
+		x, _, err := minimizeTail(ctx, bsr[:b], func(t []float64) float64 { return tw.loss(t, linalg.SeriesInverse(t, r)) })
 		if err != nil {
 			return nil, 0, err
 		}
@@ -300,13 +290,10 @@ func toeplitzOf(strategy string, w *Workload) (toeplitzWorkload, error) {
 		return toeplitzWorkload{}, err
 	}
 	r := w.R()
-	a := make([]float64, r)
 	if w.IsPrefix() {
-		for i := range a {
-			a[i] = 1
-		}
-		return toeplitzWorkload{a: a, prefix: true}, nil
+		return toeplitzWorkload{a: ones(r), prefix: true}, nil
 	}
+	a := make([]float64, r)
 	m := w.Matrix()
 	scale := 0.0
 	for i := 0; i < r; i++ {
@@ -400,11 +387,8 @@ func toeplitzFactorization(strategy string, w *Workload, tw toeplitzWorkload, c,
 	norm := columnNorms(c[:r])
 	scaled := toeplitzScaled(strategy, w, tw, c, u, norm)
 	if plain := tw.loss(c, u); plain < scaled.Metrics.Loss {
-		ones := make([]float64, r)
-		for i := range ones {
-			ones[i] = 1
-		}
-		return toeplitzScaled(strategy, w, tw, c, u, ones), ones
+		unit := ones(r)
+		return toeplitzScaled(strategy, w, tw, c, u, unit), unit
 	}
 	return scaled, norm
 }
@@ -462,16 +446,47 @@ func toeplitzScaled(strategy string, w *Workload, tw toeplitzWorkload, c, u, sca
 // no step decreases f, or after 1000 iterations; it returns ctx's error if
 // ctx is done. f may return +Inf for points outside its domain.
 func minimizeSmooth(ctx context.Context, f func([]float64) float64, x0 []float64) ([]float64, error) {
-	x := append([]float64(nil), x0...)
 	grad := func(g, x []float64) { copy(g, fdGradient(f, x)) }
-	_, err := optim.LBFGS(ctx, x, f, grad, optim.Settings{StallTol: 1e-13, StallIters: 5, MaxIter: 1000, Memory: 1000})
+	return lbfgsBest(ctx, f, grad, x0, optim.Settings{StallTol: 1e-13, StallIters: 5, MaxIter: 1000, Memory: 1000}, "the coefficients")
+}
+
+// lbfgsBest runs [optim.LBFGS] from a copy of x0 and returns the best
+// point found, also where the line search failed or the iteration limit
+// was reached; it returns ctx's error if ctx is done, and other errors
+// naming what was optimised.
+func lbfgsBest(ctx context.Context, f func([]float64) float64, grad func(g, x []float64), x0 []float64, set optim.Settings, what string) ([]float64, error) {
+	x := append([]float64(nil), x0...)
+	_, err := optim.LBFGS(ctx, x, f, grad, set)
 	switch {
 	case err == nil, errors.Is(err, optim.ErrLineSearch), errors.Is(err, optim.ErrMaxIter):
 		return x, nil // the best point found
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
-	return nil, fmt.Errorf("factorize: optimisation of the coefficients: %w", err)
+	return nil, fmt.Errorf("factorize: optimisation of %s: %w", what, err)
+}
+
+// minimizeTail minimises log loss(t) by [minimizeSmooth] over t[1:],
+// from t0 with t[0] = t0[0] fixed, and returns the minimiser of the tail
+// and the objective it minimised (+Inf where the loss is not positive
+// and finite), which reuses one scratch t.
+func minimizeTail(ctx context.Context, t0 []float64, loss func(t []float64) float64) (tail []float64, obj func([]float64) float64, err error) {
+	t := slices.Clone(t0)
+	obj = func(x []float64) float64 {
+		copy(t[1:], x)
+		return logLoss(loss(t))
+	}
+	tail, err = minimizeSmooth(ctx, obj, slices.Clone(t0[1:]))
+	return tail, obj, err
+}
+
+// logLoss returns log l, or +Inf where the loss l is not positive and
+// finite (outside the domain of the minimisers).
+func logLoss(l float64) float64 {
+	if !(l > 0) || math.IsInf(l, 0) {
+		return math.Inf(1)
+	}
+	return math.Log(l)
 }
 
 // fdGradient returns the central finite-difference gradient of f at x.
@@ -686,14 +701,20 @@ func toeplitzLossOnly(tw toeplitzWorkload, c, u []float64, p Participation) (Met
 		return Metrics{}, nil, err
 	}
 	if plain := tw.loss(c, u); plain < ms.Loss {
-		ones := make([]float64, r)
-		for i := range ones {
-			ones[i] = 1
-		}
-		scaled = &scaledToeplitz{tw: tw, c: c[:r], u: u, scale: ones}
+		scaled = &scaledToeplitz{tw: tw, c: c[:r], u: u, scale: ones(r)}
 	}
 	m, err := scaled.metrics(p)
 	return m, scaled.scale, err
+}
+
+// ones returns a vector of r ones: the scale of a C whose columns are
+// not rescaled.
+func ones(r int) []float64 {
+	v := make([]float64, r)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
 }
 
 // scaledBandedOp returns the banded operator of C = T_c diag(scale)^{-1}

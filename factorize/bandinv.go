@@ -89,18 +89,26 @@ func padded(u []float64, r int) []float64 {
 // factors.
 func bandInvFactorization(strategy string, w *Workload, tw toeplitzWorkload, u []float64) *Factorization {
 	r := w.R()
-	c := linalg.SeriesInverse(u, r)
-	beta := tw.times(padded(u, r))
-	cm := mat.NewDense(r, r, nil)
-	bm := mat.NewDense(r, r, nil)
+	bm, cm := toeplitzPair(tw.times(padded(u, r)), linalg.SeriesInverse(u, r))
+	return finish(strategy, bandInverseOp{u: u, r: r}, w, bm, cm)
+}
+
+// toeplitzPair returns the R x R lower-triangular Toeplitz matrices with
+// first columns beta and c (R = len(beta); c is zero beyond its length).
+func toeplitzPair(beta, c []float64) (bm, cm *mat.Dense) {
+	r := len(beta)
+	cm = mat.NewDense(r, r, nil)
+	bm = mat.NewDense(r, r, nil)
 	for i := 0; i < r; i++ {
 		crow, brow := cm.RawRowView(i), bm.RawRowView(i)
 		for j := 0; j <= i; j++ {
-			crow[j] = c[i-j]
+			if i-j < len(c) {
+				crow[j] = c[i-j]
+			}
 			brow[j] = beta[i-j]
 		}
 	}
-	return finish(strategy, bandInverseOp{u: u, r: r}, w, bm, cm)
+	return bm, cm
 }
 
 // toeplitzSens2 returns the squared sensitivity under p of the R x R
@@ -153,16 +161,7 @@ func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, pa
 	if p == 1 {
 		return u0, nil
 	}
-	u := append([]float64(nil), u0...)
-	obj := func(x []float64) float64 {
-		copy(u[1:], x)
-		l := bandInvLoss(tw, u, part)
-		if !(l > 0) || math.IsInf(l, 0) {
-			return math.Inf(1)
-		}
-		return math.Log(l)
-	}
-	x, err := minimizeSmooth(ctx, obj, append([]float64(nil), u0[1:]...))
+	x, obj, err := minimizeTail(ctx, u0, func(u []float64) float64 { return bandInvLoss(tw, u, part) })
 	if err != nil {
 		return nil, err
 	}
@@ -211,16 +210,7 @@ func bandedToeplitzCoefficients(ctx context.Context, tw toeplitzWorkload, bands 
 	}
 	best := c0
 	if b > 1 {
-		t := append([]float64(nil), c0...)
-		obj := func(x []float64) float64 {
-			copy(t[1:], x)
-			l := loss(t)
-			if !(l > 0) || math.IsInf(l, 0) {
-				return math.Inf(1)
-			}
-			return math.Log(l)
-		}
-		x, err := minimizeSmooth(ctx, obj, append([]float64(nil), c0[1:]...))
+		x, obj, err := minimizeTail(ctx, c0, loss)
 		if err != nil {
 			return nil, err
 		}
@@ -410,19 +400,7 @@ func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Pa
 			return nil, err
 		}
 		r := w.R()
-		u := linalg.SeriesInverse(c, r)
-		beta := tw.times(u)
-		cm := mat.NewDense(r, r, nil)
-		bm := mat.NewDense(r, r, nil)
-		for i := 0; i < r; i++ {
-			crow, brow := cm.RawRowView(i), bm.RawRowView(i)
-			for j := 0; j <= i; j++ {
-				if i-j < len(c) {
-					crow[j] = c[i-j]
-				}
-				brow[j] = beta[i-j]
-			}
-		}
+		bm, cm := toeplitzPair(tw.times(linalg.SeriesInverse(c, r)), c)
 		return finish(StrategyBandedToeplitz, bandedToeplitzOp(c, r), w, bm, cm), nil
 	})
 }

@@ -2,8 +2,6 @@ package factorize
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"slices"
 
@@ -360,9 +358,8 @@ func (o *bltObjective) minSepLoss(w, lam, gw, gl []float64) float64 {
 	if gw == nil {
 		return sens2 * frob
 	}
-	for i := range gw {
-		gw[i], gl[i] = 0, 0
-	}
+	clear(gw)
+	clear(gl[:len(gw)])
 	// frob: d_s's adjoint is sens2 * sum_{t >= s} 2 (R-t) beta_t.
 	dbar := o.buf(4, r)
 	beta = 0
@@ -537,12 +534,9 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 		var starts [][]float64
 		large := r > 20000
 		stallIters := 10 // iterations without progress before a start stops
-		if large {
-			stallIters = 5
-		}
 		fracs := []float64{0.5, 1}
 		if large {
-			fracs = nil
+			stallIters, fracs = 5, nil
 		}
 		for _, frac := range fracs {
 			tau := math.Max(math.Pow(float64(r), frac), 1.5)
@@ -634,11 +628,7 @@ func fitBLTPlainLevels(ctx context.Context, tw toeplitzWorkload, k int, gamma2 f
 			for i := 0; i < j; i++ {
 				q.Lambdas[i] = 1 / (1 + math.Exp(-x[j+i]))
 			}
-			l := gamma2(bltInverse(q, r)) * tw.frobB(q.Coefficients(r))
-			if !(l > 0) || math.IsInf(l, 0) {
-				return math.Inf(1)
-			}
-			return math.Log(l)
+			return logLoss(gamma2(bltInverse(q, r)) * tw.frobB(q.Coefficients(r)))
 		}
 		levelBest, levelLoss := []float64(nil), math.Inf(1)
 		for _, frac := range []float64{0.25, 0.5, 0.75, 1} {
@@ -682,15 +672,8 @@ func minimizeBLT(ctx context.Context, f func([]float64) float64, grad func(g, x 
 	if !analytic {
 		return minimizeSmooth(ctx, f, x0)
 	}
-	x := append([]float64(nil), x0...)
-	_, err := optim.LBFGS(ctx, x, f, grad, optim.Settings{GradTol: 1e-12, StallTol: 1e-10, StallIters: stallIters, MaxIter: 400, Memory: 40, GradMerit: true, AcceptFloor: true})
-	switch {
-	case err == nil, errors.Is(err, optim.ErrLineSearch), errors.Is(err, optim.ErrMaxIter):
-		return x, nil // the best point found
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	}
-	return nil, fmt.Errorf("factorize: optimisation of the BLT parameters: %w", err)
+	set := optim.Settings{GradTol: 1e-12, StallTol: 1e-10, StallIters: stallIters, MaxIter: 400, Memory: 40, GradMerit: true, AcceptFloor: true}
+	return lbfgsBest(ctx, f, grad, x0, set, "the BLT parameters")
 }
 
 // grownBLT returns the parameters x = (v, theta) of j-1 buffers, best,

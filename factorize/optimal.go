@@ -242,21 +242,16 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			return nil, err
 		}
 	}
-	return balanced(w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
+	return balancedBy(w, w.balance(), opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
 }
 
-// balanced returns solve(w, opt) for a workload of moderate scale, and
-// otherwise solves t A with t = w.balance(), a power of two, and scales the
-// result back. The optimal X of t A is that of A (the constraint
-// diag(X) = 1 does not change, and the loss tr(t^2 S X^{-1}) is t^2 times
-// A's, under any participation), so C is the same and B = A C^{-1} scales
-// by 1/t: B, the bounds reported to Progress, a NotConvergedError's lower
-// bound and the metrics are scaled back exactly.
-func balanced(w *Workload, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
-	return balancedBy(w, w.balance(), opt, solve)
-}
-
-// balancedBy is [balanced] with the power of two t given.
+// balancedBy returns solve(w, opt) for t = 1 (a workload of moderate
+// scale, t = w.balance()), and otherwise solves t A, t a power of two, and
+// scales the result back. The optimal X of t A is that of A (the
+// constraint diag(X) = 1 does not change, and the loss tr(t^2 S X^{-1}) is
+// t^2 times A's, under any participation), so C is the same and
+// B = A C^{-1} scales by 1/t: B, the bounds reported to Progress, a
+// NotConvergedError's lower bound and the metrics are scaled back exactly.
 func balancedBy(w *Workload, t float64, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
 	if t == 1 {
 		return solve(w, opt)
@@ -303,24 +298,13 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		}
 	}
 	var ev evaluator
+	var x0 []float64
 	switch method {
 	case Structured:
 		if !banded {
 			return nil, fmt.Errorf("factorize: the structured method needs a workload with a banded inverse, not %q", w.Name())
 		}
 		ev = newStructuredEvaluator(w)
-	case Dense:
-		ev = newDenseEvaluator(w)
-	default:
-		return nil, &ParamError{Param: "method", Value: method, Want: "Auto, Structured or Dense"}
-	}
-	var x0 []float64
-	if method == Dense {
-		if x0, err = denseWarmStart(ctx, w); err != nil {
-			return nil, err
-		}
-	}
-	if method == Structured {
 		if x0, err = structuredWarmStart(ctx, w); err != nil {
 			return nil, err
 		}
@@ -329,6 +313,13 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			// are made, so that they do not add to the peak.
 			debug.FreeOSMemory()
 		}
+	case Dense:
+		ev = newDenseEvaluator(w)
+		if x0, err = denseWarmStart(ctx, w); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, &ParamError{Param: "method", Value: method, Want: "Auto, Structured or Dense"}
 	}
 	if x0 == nil {
 		x0 = make([]float64, w.R()) // v = 1
@@ -399,11 +390,9 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		if err != nil {
 			return nil, err
 		}
-		f = &Factorization{Strategy: StrategyOptimal, Operator: newDenseOp(w, b, squareAvailable(w.R())), Workload: w, B: b, C: c, Available: squareAvailable(w.R()), Metrics: denseMetrics(b, c)}
+		f = optimalDense(w, b, c, denseMetrics(b, c))
 	}
-	f.Iterations = sol.iter
-	f.Evaluations = sol.evals
-	f.Gap = sol.gap
+	f.Iterations, f.Evaluations, f.Gap = sol.iter, sol.evals, sol.gap
 	return f, nil
 }
 
@@ -477,20 +466,16 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 	// R = 10^5: 159, 199 and 164 groups).
 	acc, _ := ev.(accuracySetter)
 	qe, _ := ev.(quadEvaluator)
-	var delta []float64
-	if qe != nil {
-		delta = make([]float64, n)
-	}
-	res := math.Inf(1)
 	// Per-entry error bounds are kept only where something reads them
 	// (the second-order bound, or an evaluator's own bounds, made when
 	// first reported); otherwise only their sum is (the bidiagonal
 	// structured path: no n-vector written every iteration, and 8 R bytes
 	// less).
-	var errs []float64
+	var delta, errs []float64
 	if qe != nil {
-		errs = make([]float64, n)
+		delta, errs = make([]float64, n), make([]float64, n)
 	}
+	res := math.Inf(1)
 	lastRound := 0.0  // the rounding part of the last certified gap
 	crossFloor := 0.0 // the relative error crossed bounds proved, if any
 	for it := 1; it <= opt.MaxIter; it++ {
@@ -798,10 +783,4 @@ func applyWorkload(w *Workload, m []float64, ld int) *mat.Dense {
 	t.MulTri(w.Matrix(), lower)
 	out.Copy(&t)
 	return out
-}
-
-func reverse(x []float64) {
-	for i, j := 0, len(x)-1; i < j; i, j = i+1, j-1 {
-		x[i], x[j] = x[j], x[i]
-	}
 }

@@ -285,16 +285,7 @@ func (bp *bandedProblem) start() (linalg.SymBand, error) {
 	s := tw.sqrt(b)
 	// Columns of the banded Toeplitz C: column j has entries s_0..s_m,
 	// m = min(b, n - j) - 1; X_ij = sum_r C_ri C_rj / (norm_i norm_j).
-	norm := make([]float64, n)
-	cum := 0.0
-	cums := make([]float64, b)
-	for t := 0; t < b; t++ {
-		cum += s[t] * s[t]
-		cums[t] = cum
-	}
-	for j := 0; j < n; j++ {
-		norm[j] = math.Sqrt(cums[min(b, n-j)-1])
-	}
+	norm := columnNorms(padded(s, n))
 	for i := 0; i < n; i++ {
 		for d := 1; d < b && d <= i; d++ {
 			j := i - d
@@ -1014,7 +1005,7 @@ func (ph *xPhase) scale(cur *bandedPoint, _ *optim.Memory32, dir []float64) {
 		ph.bp.precondition(cur.x, cur.g, ph.h)
 	}
 	ph.calls++
-	forEntries(len(dir), 3, func(lo, hi int) {
+	par.Range(len(dir), linalg.VectorChunk, 3, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			dir[i] *= ph.h[i]
 		}
@@ -1052,7 +1043,7 @@ func (ph *cPhase) scale(cur *bandedPoint, mem *optim.Memory32, dir []float64) {
 	if mem.Len() > 0 {
 		gamma = mem.Gamma()
 	}
-	forEntries(len(dir), 2, func(lo, hi int) {
+	par.Range(len(dir), linalg.VectorChunk, 2, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			dir[i] *= gamma
 		}
@@ -1226,22 +1217,17 @@ func (bp *bandedProblem) solve(ctx context.Context, x0 linalg.SymBand, opt Optio
 
 // solveFrom is [bandedProblem.solve] counting into st.
 func (bp *bandedProblem) solveFrom(ctx context.Context, x0 linalg.SymBand, opt Options, st *bandedSolution) (*bandedSolution, error) {
-	n, b := bp.n, bp.b
-	m := n * b
-	newPoint := func() *bandedPoint {
-		return &bandedPoint{v: make([]float64, m), grad: make([]float64, m), g: make([]float64, m), x: linalg.NewSymBand(n, b-1)}
-	}
 	// Rounding in f: the band kernels work on formed entries (as the
 	// momentum path of Optimal does); from the second phase on, at least
 	// the measured scatter of f (see [bandedProblem.scatter]).
 	rnd := bp.aPriori()
 	x := x0
-	if b > 1 {
+	if bp.b > 1 {
 		if c, ok := bandedCholesky(x0); ok {
-			ph := &cPhase{bp: bp, nrm: make([]float64, n), gx: make([]float64, n), gradX: make([]float64, m), firstLen: 1e-2}
-			cur := newPoint()
+			ph := &cPhase{bp: bp, nrm: make([]float64, bp.n), gx: make([]float64, bp.n), gradX: make([]float64, bp.n*bp.b), firstLen: 1e-2}
+			cur := bp.newPoint()
 			copy(cur.v, c)
-			res, err := bp.descend(ctx, ph, cur, newPoint(), math.Max(opt.Tol, bandedSwitchGap), rnd, opt, st)
+			res, err := bp.descend(ctx, ph, cur, bp.newPoint(), math.Max(opt.Tol, bandedSwitchGap), rnd, opt, st)
 			if err != nil {
 				var nc *NotConvergedError
 				if !errors.As(err, &nc) || !nc.Stalled {
@@ -1257,12 +1243,7 @@ func (bp *bandedProblem) solveFrom(ctx context.Context, x0 linalg.SymBand, opt O
 // finish runs the second phase of [bandedProblem.solve], L-BFGS in the
 // entries of X from x, after measuring the scatter of f and G at x.
 func (bp *bandedProblem) finish(ctx context.Context, x linalg.SymBand, opt Options, st *bandedSolution, rnd bandedRounding) (*bandedSolution, error) {
-	n, b := bp.n, bp.b
-	m := n * b
-	newPoint := func() *bandedPoint {
-		return &bandedPoint{v: make([]float64, m), grad: make([]float64, m), g: make([]float64, m), x: linalg.NewSymBand(n, b-1)}
-	}
-	if b > 1 {
+	if bp.b > 1 {
 		sc, ok := bp.scatter(x)
 		if !ok {
 			return nil, fmt.Errorf("factorize: banded X lost positive definiteness")
@@ -1271,15 +1252,21 @@ func (bp *bandedProblem) finish(ctx context.Context, x linalg.SymBand, opt Optio
 		rnd.f = math.Max(rnd.f, 4*sc.f)
 		rnd.g = 4 * sc.g
 	}
-	ph := &xPhase{bp: bp, h: make([]float64, m)}
-	cur := newPoint()
+	ph := &xPhase{bp: bp, h: make([]float64, len(x.Data))}
+	cur := bp.newPoint()
 	copy(cur.v, x.Data)
-	res, err := bp.descend(ctx, ph, cur, newPoint(), opt.Tol, rnd, opt, st)
+	res, err := bp.descend(ctx, ph, cur, bp.newPoint(), opt.Tol, rnd, opt, st)
 	if err != nil {
 		return nil, err
 	}
 	st.x, st.f = res.x, res.f
 	return st, nil
+}
+
+// newPoint returns a zero iterate of the problem's size.
+func (bp *bandedProblem) newPoint() *bandedPoint {
+	m := bp.n * bp.b
+	return &bandedPoint{v: make([]float64, m), grad: make([]float64, m), g: make([]float64, m), x: linalg.NewSymBand(bp.n, bp.b-1)}
 }
 
 // aPriori returns the a-priori rounding allowance of f, (2 sqrt(R) (b +
@@ -1507,6 +1494,9 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 	// bandedStallIters iterations has reached what the evaluation's
 	// rounding lets it certify (see docs/solver.md, "Limits").
 	mark, markIter := math.Inf(1), st.iter
+	stalled := func() error {
+		return &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
+	}
 	for st.iter < opt.MaxIter {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -1530,7 +1520,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		if st.gap <= mark/2 {
 			mark, markIter = st.gap, st.iter
 		} else if st.iter-markIter >= bandedStallIters {
-			return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
+			return cur, stalled()
 		}
 		if bp.b == 1 {
 			st.gap = 0
@@ -1546,13 +1536,13 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 			scale(dir)
 			slope = -dot(cur.grad, dir)
 			if !(slope < 0) {
-				return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
+				return cur, stalled()
 			}
 		}
 		step := 1.0
 		accepted := false
 		for ls := 0; ls < 50; ls++ {
-			forEntries(m, 3, func(lo, hi int) {
+			par.Range(m, linalg.VectorChunk, 3, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					trial.v[i] = cur.v[i] - step*dir[i]
 				}
@@ -1576,20 +1566,12 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 			step /= 2
 		}
 		if !accepted {
-			return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap), Stalled: true, Cause: bandedStallCause}
+			return cur, stalled()
 		}
 		mem.Push(trial.v, cur.v, trial.grad, cur.grad)
 		cur, trial = trial, cur
 	}
 	return cur, &NotConvergedError{Iter: st.iter, Gap: st.gap, Tol: opt.Tol, LastLower: cur.f / (1 + st.gap)}
-}
-
-// forEntries calls f(lo, hi) for the chunks of [linalg.VectorChunk]
-// entries of [0, m) through [par.Range], perEntry the slices each entry
-// streams: for the element-wise updates of the L-BFGS iteration, whose
-// results do not depend on the split.
-func forEntries(m int, perEntry float64, f func(lo, hi int)) {
-	par.Range(m, linalg.VectorChunk, perEntry, f)
 }
 
 // dot returns a . b (b at least as long as a).
@@ -1625,19 +1607,8 @@ func BandedSqrt(w *Workload, b, k int) (*Factorization, error) {
 	r := w.R()
 	b = min(b, r)
 	s := tw.sqrt(b)
-	c := make([]float64, r)
-	copy(c, s)
-	cum := make([]float64, r)
-	t := 0.0
-	for i := 0; i < r; i++ {
-		t += c[i] * c[i]
-		cum[i] = t
-	}
-	norm := make([]float64, r)
-	for j := range norm {
-		norm[j] = math.Sqrt(cum[r-1-j])
-	}
-	f := toeplitzScaled(StrategyBanded, w, tw, c, linalg.SeriesInverse(s, r), norm)
+	c := padded(s, r)
+	f := toeplitzScaled(StrategyBanded, w, tw, c, linalg.SeriesInverse(s, r), columnNorms(c))
 	f.Operator = bandedOpOf(f.C, b)
 	return f.checkedUnder(part)
 }
@@ -1771,12 +1742,9 @@ func BLTMinSep(ctx context.Context, w *Workload, buffers, b, k int) (*Factorizat
 	}
 	d := p.Coefficients(r)
 	c := bltInverse(p, r)
-	ones := make([]float64, r)
-	for i := range ones {
-		ones[i] = 1
-	}
-	f := toeplitzScaled(StrategyBLT, w, tw, c, d, ones)
-	p.Scale = ones
+	unit := ones(r)
+	f := toeplitzScaled(StrategyBLT, w, tw, c, d, unit)
+	p.Scale = unit
 	f.Operator = p
 	return f.checkedUnder(part)
 }

@@ -6,12 +6,11 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -81,25 +80,16 @@ func (e *denseEvaluator) ready(ctx context.Context) error {
 		}
 	}
 	s := make([]float64, n*n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				// S[i][j] = sum_{k >= j} A[k][i] A[k][j], j >= i.
-				for j := i; j < n; j++ {
-					s[i*n+j] = compensatedDot(at[i*n+j:i*n+n], at[j*n+j:j*n+n])
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	// Row i costs about (n - i)^2 / 2 compensated products of 10 flops.
+	par.For(n, 5*float64(n)*float64(n)*float64(n)/3, func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
+		// S[i][j] = sum_{k >= j} A[k][i] A[k][j], j >= i.
+		for j := i; j < n; j++ {
+			s[i*n+j] = compensatedDot(at[i*n+j:i*n+n], at[j*n+j:j*n+n])
+		}
+	})
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -219,10 +209,32 @@ func (e *denseEvaluator) sqrtT(ctx context.Context, v []float64, perm []int, per
 	return hi, nil
 }
 
+// reduce forms S on first use and runs [denseEvaluator.sqrtT] in the
+// first ordering of [denseEvaluator.orderings], or (second) in the second
+// from S perturbed by [denseEvaluator.formingRounding], and returns the
+// ordering used.
+func (e *denseEvaluator) reduce(ctx context.Context, v []float64, second bool) ([]int, error) {
+	if err := e.ready(ctx); err != nil {
+		return nil, err
+	}
+	perm, other := e.orderings(v)
+	if second {
+		perm = other
+	}
+	if _, err := e.sqrtT(ctx, v, perm, second); err != nil {
+		return nil, err
+	}
+	return perm, nil
+}
+
 // diagRoot writes diag(M^{1/2})_i = sum_k (Q T)_ik P_ik from the buffers
-// of sqrtT, in the order of the matrix that was reduced.
-func (e *denseEvaluator) diagRoot(dst []float64) {
+// of sqrtT into e.tmp, in the order of the matrix that was reduced.
+func (e *denseEvaluator) diagRoot() {
 	n := e.n
+	if len(e.tmp) != n {
+		e.tmp = make([]float64, n)
+	}
+	dst := e.tmp
 	for i := 0; i < n; i++ {
 		qt, p := e.qt[i*n:i*n+n], e.qf[i*n:i*n+n]
 		s := 0.0
@@ -258,18 +270,11 @@ func (e *denseEvaluator) orderings(v []float64) (first, second []int) {
 // phi evaluates diag(M^{1/2}) in the first ordering of [orderings]. Its
 // error bound needs a second evaluation (errorBound), so it returns NaN.
 func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, error) {
-	if err := e.ready(ctx); err != nil {
+	first, err := e.reduce(ctx, v, false)
+	if err != nil {
 		return 0, err
 	}
-	n := e.n
-	if len(e.tmp) != n {
-		e.tmp = make([]float64, n)
-	}
-	first, _ := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, first, false); err != nil {
-		return 0, err
-	}
-	e.diagRoot(e.tmp)
+	e.diagRoot()
 	for i, p := range first {
 		dst[p] = e.tmp[i]
 	}
@@ -303,18 +308,12 @@ func (e *denseEvaluator) phi(ctx context.Context, v, dst []float64) (float64, er
 // error bound times the whole (at R = 2000, prefix sums, about 8 times),
 // which is what lets the dense path certify 1e-10 there.
 func (e *denseEvaluator) errorBound(ctx context.Context, v, ph []float64) (float64, error) {
-	if err := e.ready(ctx); err != nil {
+	second, err := e.reduce(ctx, v, true)
+	if err != nil {
 		return 0, err
 	}
+	e.diagRoot()
 	n := e.n
-	if len(e.tmp) != n {
-		e.tmp = make([]float64, n)
-	}
-	_, second := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, second, true); err != nil {
-		return 0, err
-	}
-	e.diagRoot(e.tmp)
 	if len(e.errs) != n {
 		e.errs = make([]float64, n)
 	}
@@ -340,11 +339,8 @@ func (e *denseEvaluator) errorBound(ctx context.Context, v, ph []float64) (float
 func (e *denseEvaluator) entryErrors() []float64 { return e.errs }
 
 func (e *denseEvaluator) root(ctx context.Context, v []float64) ([]float64, error) {
-	if err := e.ready(ctx); err != nil {
-		return nil, err
-	}
-	first, _ := e.orderings(v)
-	if _, err := e.sqrtT(ctx, v, first, false); err != nil {
+	first, err := e.reduce(ctx, v, false)
+	if err != nil {
 		return nil, err
 	}
 	n := e.n

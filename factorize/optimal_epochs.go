@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -95,7 +96,7 @@ func OptimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 			return nil, err
 		}
 	}
-	return balanced(w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
+	return balancedBy(w, w.balance(), opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
 }
 
 // optimalEpochs is [OptimalEpochs] for a workload of moderate scale.
@@ -148,21 +149,20 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	if err != nil {
 		return nil, err
 	}
-	f := &Factorization{
-		Strategy:    StrategyOptimal,
-		Operator:    newDenseOp(w, b, squareAvailable(n)),
-		Workload:    w,
-		B:           b,
-		C:           c,
-		Available:   squareAvailable(n),
-		Iterations:  sol.iter,
-		Evaluations: sol.evals,
-		Gap:         sol.gap,
-	}
-	if f.Metrics, err = ComputeMetrics(b, c, part); err != nil {
+	m, err := ComputeMetrics(b, c, part)
+	if err != nil {
 		return nil, err
 	}
+	f := optimalDense(w, b, c, m)
+	f.Iterations, f.Evaluations, f.Gap = sol.iter, sol.evals, sol.gap
 	return f, nil
+}
+
+// optimalDense returns the result of an optimal solver with the dense
+// factors b and c and their metrics m.
+func optimalDense(w *Workload, b, c *mat.Dense, m Metrics) *Factorization {
+	n := w.R()
+	return &Factorization{Strategy: StrategyOptimal, Operator: newDenseOp(w, b, squareAvailable(n)), Workload: w, B: b, C: c, Available: squareAvailable(n), Metrics: m}
 }
 
 // oneClassEpochs is the fixed-epoch problem with k = R epochs of one round
@@ -178,15 +178,9 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 	if err != nil {
 		return nil, err
 	}
-	t := 0.0
-	for _, v := range s {
-		t += math.Sqrt(v)
-	}
+	x, loss := diagonalX(s, 1)
 	part := FixedEpochs(n)
 	if opt.LossOnly {
-		// n square roots and n additions: a relative rounding error below
-		// (n + 2) u, rounded up.
-		loss := t * t * (1 + float64(n+4)*0x1p-53)
 		return &Factorization{
 			Strategy: StrategyOptimal,
 			Workload: w,
@@ -195,24 +189,16 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 	}
 	c := mat.NewDense(n, n, nil)
 	cInv := make([]float64, n*n)
-	for i, v := range s {
-		x := math.Sqrt(v) / t
-		c.Set(i, i, math.Sqrt(x))
-		cInv[i*n+i] = 1 / math.Sqrt(x)
+	for i, xi := range x {
+		c.Set(i, i, math.Sqrt(xi))
+		cInv[i*n+i] = 1 / math.Sqrt(xi)
 	}
 	b := applyWorkload(w, cInv, n)
-	f := &Factorization{
-		Strategy:  StrategyOptimal,
-		Operator:  newDenseOp(w, b, squareAvailable(n)),
-		Workload:  w,
-		B:         b,
-		C:         c,
-		Available: squareAvailable(n),
-	}
-	if f.Metrics, err = ComputeMetrics(b, c, part); err != nil {
+	m, err := ComputeMetrics(b, c, part)
+	if err != nil {
 		return nil, err
 	}
-	return f, nil
+	return optimalDense(w, b, c, m), nil
 }
 
 // columnNormsSq returns the diagonal of S = A^T A, the squared column norms
@@ -322,6 +308,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 		}
 	}
 	best := -1
+	var bestPos []int // bestPos[round] is its position in class order
 	for _, order := range [][]int{natural, zig} {
 		orig := classOrder(order, k, b)
 		pos := make([]int, n)
@@ -340,7 +327,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 		}
 		if best < 0 || kb < best {
 			best = kb
-			e.class, e.orig, e.kb = order, orig, kb
+			e.class, e.orig, e.kb, bestPos = order, orig, kb, pos
 		}
 	}
 	// S^{-1} in class order, lower band layout with kb off-diagonals.
@@ -357,13 +344,9 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 			Want: fmt.Sprintf("fewer epochs for R = %d (with %d epochs of %d rounds, the %d in-class multipliers of each of the %d classes are too many for the Newton step, which needs k <= 16 or (R/k) (k(k-1)/2)^2 <= 2^21, and converge too slowly without it; %d epochs of 1 round are solved in closed form)", n, k, b, np, b, n)}
 	}
 	e.sinv = make([]float64, n*w1)
-	pos := make([]int, n)
-	for q, i := range e.orig {
-		pos[i] = q
-	}
 	for i := 0; i < n; i++ {
 		for j := max(0, i-p); j <= i; j++ {
-			a, c := pos[i], pos[j]
+			a, c := bestPos[i], bestPos[j]
 			if a < c {
 				a, c = c, a
 			}
@@ -404,9 +387,7 @@ type epochDual struct {
 // blockMatrix returns Lambda_p as a k x k row-major matrix.
 func (e *epochEvaluator) blockMatrix(d *epochDual, p int, dst []float64) {
 	k, np := e.k, len(e.pairs)
-	for i := range dst[:k*k] {
-		dst[i] = 0
-	}
+	clear(dst[:k*k])
 	for a := 0; a < k; a++ {
 		dst[a*k+a] = d.lam[p]
 	}
@@ -478,12 +459,8 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 		out.x = make([]float64, b*k*k)
 		out.jac = make([]float64, b*nj)
 	}
-	for i := range out.x {
-		out.x[i] = 0
-	}
-	for i := range out.jac {
-		out.jac[i] = 0
-	}
+	clear(out.x)
+	clear(out.jac)
 	w1 := e.kb + 1
 	for j, s := range e.q.Shifts {
 		if err := ctx.Err(); err != nil {
@@ -495,11 +472,14 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 		}
 		wt := e.q.Weights[j]
 		for p := 0; p < b; p++ {
-			xb := out.x[p*k*k : (p+1)*k*k]
+			// X's class block, and Z's in zb for the Jacobian.
+			xb, zb := out.x[p*k*k:(p+1)*k*k], blk
 			for a := 0; a < k; a++ {
 				i := p*k + a
 				for c := 0; c <= a; c++ {
-					v := wt * e.z[i*w1+a-c]
+					z := e.z[i*w1+a-c]
+					zb[a*k+c], zb[c*k+a] = z, z
+					v := wt * z
 					xb[a*k+c] += v
 					if c != a {
 						xb[c*k+a] += v
@@ -508,15 +488,6 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 			}
 			if np == 0 {
 				continue
-			}
-			// Z's class block, for the Jacobian.
-			zb := blk
-			for a := 0; a < k; a++ {
-				i := p*k + a
-				for c := 0; c <= a; c++ {
-					zb[a*k+c] = e.z[i*w1+a-c]
-					zb[c*k+a] = zb[a*k+c]
-				}
 			}
 			if !full {
 				jd := out.jac[p*np : (p+1)*np]
@@ -669,7 +640,7 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 			if err != nil {
 				return nil, err
 			}
-			best.diag, best.upper = e.diagonalX(sd)
+			best.diag, best.upper = diagonalX(sd, e.b)
 			best.gap = (best.upper - best.lower) / best.lower
 			if best.lower > 0 && best.gap <= opt.Tol {
 				return best, nil
@@ -689,13 +660,10 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		set := func(x []float64) {
-			for p := 0; p < b; p++ {
-				d.lam[p] = math.Exp(x[p])
-			}
-			copy(d.r, x[b:])
+		for p := 0; p < b; p++ {
+			d.lam[p] = math.Exp(x[p])
 		}
-		set(x)
+		copy(d.r, x[b:])
 		err := e.eval(ctx, d, &ev)
 		best.evals++
 		if err == errNotPD {
@@ -770,12 +738,13 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 // epochStallCause explains a stall of the fixed-epoch solver.
 const epochStallCause = "the fixed-epoch iteration stopped improving its certified bounds"
 
-// diagonalX returns the best diagonal feasible X for the diagonal sd of S,
-// x_ii = sqrt(S_ii) / T_c with T_c the sum of sqrt(S_jj) over the class c
-// of i, and its loss sum_c T_c^2 (an upper bound on the optimum), rounded
-// up.
-func (e *epochEvaluator) diagonalX(sd []float64) (x []float64, upper float64) {
-	n, b := e.n, e.b
+// diagonalX returns the best diagonal feasible X for the diagonal sd of S
+// and b classes (period b), x_ii = sqrt(S_ii) / T_c with T_c the sum of
+// sqrt(S_jj) over the class c of i, and its loss sum_c T_c^2 (an upper
+// bound on the optimum), rounded up: n square roots and n additions, a
+// relative rounding error below (n + 2) u, raised to (n + 4) u.
+func diagonalX(sd []float64, b int) (x []float64, upper float64) {
+	n := len(sd)
 	x = make([]float64, n)
 	for c := 0; c < b; c++ {
 		t := 0.0
@@ -914,7 +883,7 @@ func (e *epochEvaluator) denseX(ctx context.Context, sol *epochSolution) ([]floa
 // overwritten.
 func factorsFromX(w *Workload, x []float64) (b, c *mat.Dense, err error) {
 	n := w.R()
-	reverse(x)
+	slices.Reverse(x)
 	var chol mat.Cholesky
 	if ok := chol.Factorize(mat.NewSymDense(n, x)); !ok {
 		return nil, nil, fmt.Errorf("factorize: Cholesky factorization of X failed (R = %d): the matrix is not numerically positive definite", n)
@@ -926,7 +895,7 @@ func factorsFromX(w *Workload, x []float64) (b, c *mat.Dense, err error) {
 	for i := 0; i < n; i++ {
 		copy(cData[i*n:i*n+n], raw.Data[i*raw.Stride:i*raw.Stride+n])
 	}
-	reverse(cData)
+	slices.Reverse(cData)
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
 			cData[i*n+j] = 0

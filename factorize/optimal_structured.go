@@ -339,9 +339,7 @@ func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float6
 			e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0))
 		}
 	} else {
-		for i := range dst {
-			dst[i] = 0
-		}
+		clear(dst)
 		for j, s := range e.q.Shifts {
 			e.band.ShiftedInverseDiag(s, e.tmp, e.work)
 			floats.AddScaled(dst, e.q.Weights[j], e.tmp)
@@ -601,11 +599,7 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 // than two where GOMAXPROCS and ns allow (the two fixed halves of before).
 // At R = 10^6 that is 8 goroutines and 256 MB, at R = 10^7 two and 640 MB.
 func rowSqWorkers(n, ns int) int {
-	w := min(runtime.GOMAXPROCS(0), ns, 8)
-	if limit := max(2, (512<<20)/(32*max(n, 1))); w > limit {
-		w = limit
-	}
-	return max(w, 1)
+	return max(min(runtime.GOMAXPROCS(0), ns, 8, max(2, (512<<20)/(32*max(n, 1)))), 1)
 }
 
 // bidiagWork returns the work slice of the bidiagonal kernels (2 R).

@@ -406,24 +406,8 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 		return negT + negB + negS
 	}
 	// The block S x S of M^{-2} = -dZ/dsigma: Z_SS dSch Z_SS.
-	for a := 0; a < k; a++ {
-		for c := 0; c < k; c++ {
-			v := 0.0
-			for e := 0; e < k; e++ {
-				v += dsch[a*k+e] * zs[e*k+c]
-			}
-			tmp[a*k+c] = v
-		}
-	}
-	for a := 0; a < k; a++ {
-		for c := 0; c < k; c++ {
-			v := 0.0
-			for e := 0; e < k; e++ {
-				v += zs[a*k+e] * tmp[e*k+c]
-			}
-			dzs[a*k+c] = v
-		}
-	}
+	mulSquare(tmp, dsch, zs, k)
+	mulSquare(dzs, zs, tmp, k)
 	// Seed the rows of S in both parts, then run the two selected
 	// inversions from their last eliminated row.
 	for a := 0; a < k; a++ {
@@ -454,6 +438,20 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 		}
 	})
 	return 0
+}
+
+// mulSquare writes the product a b of the k x k row-major matrices a and
+// b into dst.
+func mulSquare(dst, a, b []float64, k int) {
+	for i := 0; i < k; i++ {
+		for c := 0; c < k; c++ {
+			v := 0.0
+			for e := 0; e < k; e++ {
+				v += a[i*k+e] * b[e*k+c]
+			}
+			dst[i*k+c] = v
+		}
+	}
 }
 
 // denseSPDInverse writes the inverse of the symmetric positive definite

@@ -90,9 +90,7 @@ func (b BidiagGram) InvSqrtDiag(q InvSqrtRational, dst, work []float64) {
 	n := b.N()
 	b.check(min(len(dst), len(work)/2))
 	tmp, w := work[:n], work[n:2*n]
-	for i := range dst[:n] {
-		dst[i] = 0
-	}
+	clear(dst[:n])
 	for j, sigma := range q.Shifts {
 		b.ShiftedInverseDiag(sigma, tmp, w)
 		wt := q.Weights[j]

@@ -284,9 +284,7 @@ func (t *Tridiagonalizer) symv(a []float64, s int, v, y []float64) {
 		workers = 1
 	}
 	rows := func(r0, r1 int, acc []float64) {
-		for i := range acc[:m] {
-			acc[i] = 0
-		}
+		clear(acc[:m])
 		for r := r0; r < r1; r++ {
 			row := a[(s+r)*n+s+r : (s+r)*n+n]
 			vr := v[r]
