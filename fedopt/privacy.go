@@ -36,6 +36,11 @@ type Privacy struct {
 	// Learners is n and Clip is B_g.
 	Learners int
 	Clip     float64
+	// Rounds is the plan's R, the rounds the sensitivity of C was computed
+	// over, and Tau its local steps per round (0: not set, as in mfsolve's
+	// plans). A server refuses a record of other rounds, or of another tau
+	// when it is set: the record holds for the run it was calibrated for.
+	Rounds, Tau int
 	// AddRemove reports that the sensitivity is that of add/remove
 	// neighbours (the plan's relation), which holds for Algorithm 1 only
 	// when a sample enters its learner's update as one clipped gradient
@@ -95,7 +100,7 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 		Gamma:                r.Gamma,
 		UnitSensitivity:      factorize.Sensitivity{Value: r.UnitSensitivity, Exact: r.UnitExact, Rule: factorize.Rule(r.UnitRule)},
 		ParticipationPattern: part,
-		Learners:             p.Learners, Clip: p.Clip, AddRemove: rel == accountant.AddRemove,
+		Learners:             p.Learners, Clip: p.Clip, Rounds: p.Rounds, Tau: p.Tau, AddRemove: rel == accountant.AddRemove,
 		QuantizationTerm: r.QuantizationTerm, EffectiveClip: r.EffectiveClip,
 	}, nil
 }
