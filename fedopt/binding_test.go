@@ -127,3 +127,18 @@ func TestFailedReleaseKeepsNoiseInStep(t *testing.T) {
 		t.Errorf("release of round 0 after a failed one: error %v, round %d, x %v; want a refusal naming the noise (round 0's row was drawn), nothing released", err, srv.Round(), srv.Model())
 	}
 }
+
+// TestValidateNamesEveryAlgorithm: an algorithm out of range is refused
+// with the list of the algorithms there are (Algorithms: four, the
+// baseline with correlated noise among them).
+func TestValidateNamesEveryAlgorithm(t *testing.T) {
+	err := Config{Algorithm: Algorithm(7), Eta: 1, EtaG: 1}.Validate()
+	if err == nil {
+		t.Fatal("Algorithm(7) accepted")
+	}
+	for _, a := range Algorithms() {
+		if !strings.Contains(err.Error(), a.String()) {
+			t.Errorf("error %q does not name the %v algorithm", err, a)
+		}
+	}
+}
