@@ -142,3 +142,23 @@ func TestValidateNamesEveryAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivacyOfChecksTheRecord: PrivacyOf takes the learners and clip
+// from the plan and the sensitivity from its record; a plan changed after
+// its calibration (here n = 10 -> 1, so that the record's 2 B_g / 10 is
+// ten times below the run's 2 B_g / 1) must not give a Privacy that a
+// server of one learner accepts. The plan's own check of its record
+// (plan.Plan.Validate) refuses it; PrivacyOf must apply it.
+func TestPrivacyOfChecksTheRecord(t *testing.T) {
+	p := buildPlan(t, "optimal", 4, 1, 10)
+	p.Learners = 1
+	pr, err := PrivacyOf(p)
+	if err == nil {
+		t.Errorf("a record of sensitivity %v for a plan of one learner (2 B_g / n = 2) accepted", pr.Sensitivity)
+	}
+	q := buildPlan(t, "optimal", 4, 1, 10)
+	q.Clip = 100
+	if pr, err := PrivacyOf(q); err == nil {
+		t.Errorf("a record of sensitivity %v for a plan of clip 100 (2 B_g / n = 20) accepted", pr.Sensitivity)
+	}
+}
