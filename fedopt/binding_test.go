@@ -162,3 +162,22 @@ func TestPrivacyOfChecksTheRecord(t *testing.T) {
 		t.Errorf("a record of sensitivity %v for a plan of clip 100 (2 B_g / n = 20) accepted", pr.Sensitivity)
 	}
 }
+
+// TestServerStepOverflowRefused: eta, eta_g and tau each in range can
+// multiply to a server step eta~ = eta eta_g tau of +Inf (1e308 x 10):
+// every round's model would then be Inf or NaN. The server must refuse
+// such a run when it is made, naming the step, not fail in round 0 after
+// drawing its noise.
+func TestServerStepOverflowRefused(t *testing.T) {
+	for _, algo := range []Algorithm{NonPrivate, Correlated} {
+		cfg := Config{Algorithm: algo, Eta: 1e308, EtaG: 10, Clip: 1}
+		var noise mechanism.Mechanism
+		if algo.Private() {
+			noise = &fixedNoise{v: []float64{0}, rounds: 1}
+		}
+		_, err := NewServer(cfg, Shape{Learners: 1, Rounds: 1, Tau: 1, Dim: 1}, noise)
+		if err == nil || !strings.Contains(err.Error(), "step") {
+			t.Errorf("%v with eta~ = 1e308 x 10: error %v, want a refusal naming the server step", algo, err)
+		}
+	}
+}
