@@ -76,7 +76,7 @@ func (c Config) Validate() error {
 		return nil
 	}
 	if !slices.Contains(Algorithms(), c.Algorithm) {
-		return &ParamError{Param: "algorithm", Value: c.Algorithm, Want: "Correlated, Independent or NonPrivate"}
+		return &ParamError{Param: "algorithm", Value: c.Algorithm, Want: "correlated, independent, nonprivate or baseline-correlated (Algorithms)"}
 	}
 	if err := cmp.Or(pos("eta", c.Eta), pos("eta_g", c.EtaG)); err != nil {
 		return err

@@ -36,6 +36,11 @@ type Privacy struct {
 	// Learners is n and Clip is B_g.
 	Learners int
 	Clip     float64
+	// Rounds is the plan's R, the rounds the sensitivity of C was computed
+	// over, and Tau its local steps per round (0: not set, as in mfsolve's
+	// plans). A server refuses a record of other rounds, or of another tau
+	// when it is set: the record holds for the run it was calibrated for.
+	Rounds, Tau int
 	// AddRemove reports that the sensitivity is that of add/remove
 	// neighbours (the plan's relation), which holds for Algorithm 1 only
 	// when a sample enters its learner's update as one clipped gradient
@@ -61,7 +66,10 @@ func (p *Privacy) RecordAt(r int) accountant.Record {
 // Privacy plan.Plan.Calibrate set, or that was read back with it): it
 // copies the record, it computes nothing. The plan's algorithm must be
 // private and its method one of the accountant's (not the amplified
-// accounting, which no run of the optimiser uses).
+// accounting, which no run of the optimiser uses), and the plan must pass
+// plan.Plan.Validate, which checks that the record is one its calibration
+// can have written (its sensitivity from the plan's clip, learners and
+// relation; its noise from its target).
 func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 	if p == nil || p.Privacy == nil || p.Target == nil {
 		return nil, errors.New("fedopt: the plan has no privacy record (plan.Plan.Calibrate makes it)")
@@ -77,6 +85,12 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 	method, err := accountant.ParseMethod(r.Method)
 	if err != nil {
 		return nil, fmt.Errorf("fedopt: the plan's privacy record: %w", err)
+	}
+	// The record must be the plan's: its release sensitivity that of the
+	// plan's clip, learners and relation, its noise that of its target
+	// (a plan changed after its calibration is refused here).
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("fedopt: the plan and its privacy record: %w", err)
 	}
 	part, err := p.Pattern()
 	if err != nil {
@@ -95,7 +109,7 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 		Gamma:                r.Gamma,
 		UnitSensitivity:      factorize.Sensitivity{Value: r.UnitSensitivity, Exact: r.UnitExact, Rule: factorize.Rule(r.UnitRule)},
 		ParticipationPattern: part,
-		Learners:             p.Learners, Clip: p.Clip, AddRemove: rel == accountant.AddRemove,
+		Learners:             p.Learners, Clip: p.Clip, Rounds: p.Rounds, Tau: p.Tau, AddRemove: rel == accountant.AddRemove,
 		QuantizationTerm: r.QuantizationTerm, EffectiveClip: r.EffectiveClip,
 	}, nil
 }

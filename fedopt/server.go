@@ -88,6 +88,14 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		if pr.Learners != n {
 			return nil, fmt.Errorf("fedopt: privacy calibrated for %d learners, the data has %d", pr.Learners, n)
 		}
+		if pr.Rounds != R {
+			// C's sensitivity depends on R (the tree's grows with it): the
+			// record's is that of its own rounds.
+			return nil, fmt.Errorf("fedopt: privacy calibrated for %d rounds, the run has %d", pr.Rounds, R)
+		}
+		if pr.Tau != 0 && pr.Tau != tau {
+			return nil, fmt.Errorf("fedopt: privacy calibrated for tau = %d local steps, the run has tau = %d", pr.Tau, tau)
+		}
 		if pr.AddRemove && cfg.Algorithm == Correlated && tau > 1 {
 			// Without the sample its learner's later local steps start
 			// elsewhere: the update moves by up to (2 tau - 1) B_g, not
@@ -109,6 +117,11 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		if pr := cfg.Privacy; pr != nil && pr.QuantizationTerm != q.Term(dim) {
 			return nil, fmt.Errorf("fedopt: privacy calibrated with quantization term %v, the quantizer's is %v for d = %d", pr.QuantizationTerm, q.Term(dim), dim)
 		}
+	}
+	if step := cfg.ServerStep(tau); math.IsInf(step, 0) {
+		// Each factor is finite; their product is not: every model would
+		// be Inf or NaN.
+		return nil, fmt.Errorf("fedopt: server step %v for tau = %d (eta %v, eta_g %v, eta_ind %v), want a finite number: use smaller step sizes", step, tau, cfg.Eta, cfg.EtaG, cfg.EtaInd)
 	}
 	if x != nil && len(x) != dim {
 		return nil, fmt.Errorf("fedopt: initial model of length %d, want %d", len(x), dim)
@@ -199,14 +212,19 @@ func updateNorm(u []float64) float64 {
 // updates are summed in learner order, so the result does not depend on
 // the order in which they arrived. Every update is checked first
 // ([Server.CheckUpdate]), and so is the new model (every entry finite); on
-// any error the model and the round do not change (the noise stream has
-// advanced if the error came after the noise was drawn: that noise was
-// never released). With Config.Quantizer the checked updates are quantized
+// any error the model and the round do not change. If the error came after
+// the noise was drawn, that noise was never released, but the mechanism
+// is at round r+1: the server then refuses every later release (round r
+// must add row r of the stream, never the next one); resume with
+// [NewServerAt] and a mechanism at round r. With Config.Quantizer the checked updates are quantized
 // ([QuantizeUpdate]), summed in Z_{2^64} and the sum dequantized, exactly as
 // [Server.ReleaseRingSum] does with a sum computed elsewhere.
 func (s *Server) Release(updates [][]float64) error {
 	if s.Done() {
 		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
+	}
+	if err := s.checkNoiseRound(); err != nil {
+		return err
 	}
 	if len(updates) != s.shape.Learners {
 		return fmt.Errorf("fedopt: %d update slots, want one per learner (%d)", len(updates), s.shape.Learners)
@@ -261,6 +279,9 @@ func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
 	case present < 0 || present > s.shape.Learners:
 		return fmt.Errorf("fedopt: ring sum of %d updates, want 0 to %d", present, s.shape.Learners)
 	}
+	if err := s.checkNoiseRound(); err != nil {
+		return err
+	}
 	// One update's entry is at most bound 2^k + 1 in magnitude (Quantize's
 	// range plus the rounding).
 	most := float64(present) * (math.Ldexp(s.bound, q.ScaleBits) + 1)
@@ -283,6 +304,18 @@ func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64,
 		return fmt.Errorf("fedopt: update: %s", strings.TrimPrefix(err.Error(), "secagg: "))
 	}
 	return nil
+}
+
+// checkNoiseRound returns an error unless the noise mechanism is at the
+// server's round: its next row must be the one of the round to release.
+// It is not after a release that drew its noise and failed (or when the
+// mechanism was drawn from elsewhere).
+func (s *Server) checkNoiseRound() error {
+	if s.noise == nil || s.noise.Round() == s.round {
+		return nil
+	}
+	return fmt.Errorf("fedopt: the noise mechanism is at round %d, the server at round %d (a failed release drew round %d's noise, or the mechanism was drawn from elsewhere): round %d must add row %d of the noise stream; resume with NewServerAt and a mechanism at round %d",
+		s.noise.Round(), s.round, s.round, s.round, s.round, s.round)
 }
 
 // release scales the aggregate in s.dir, adds the round's noise and

@@ -104,7 +104,12 @@ type report struct {
 	Delta       *float64 `json:"delta"`
 	Calibration string   `json:"calibration,omitempty"`
 	Method      string   `json:"method,omitempty"`
-	Gamma       float64  `json:"gamma,omitempty"`
+	// Relation is the neighbouring relation and Rule the plan record's
+	// words for the assumptions the sensitivity rests on (client sample,
+	// participation, clip, learners, algorithm and tau).
+	Relation string  `json:"relation,omitempty"`
+	Rule     string  `json:"rule,omitempty"`
+	Gamma    float64 `json:"gamma,omitempty"`
 	// Participation and Epochs: how often a client takes part; the
 	// sensitivity is the release's, under that participation.
 	Participation string  `json:"participation"`
@@ -194,6 +199,7 @@ func newReport(c config, p *experiment.Problem, res *experiment.Result, seconds 
 		r.Eps, r.Delta = &pr.Eps, &pr.Delta
 		r.Calibration = pr.Calibration.String()
 		r.Method = pr.Method.String()
+		r.Relation, r.Rule = res.Plan.Target.Relation, res.Plan.Privacy.Rule
 		r.Gamma = pr.Gamma
 		r.Sensitivity = pr.Sensitivity
 		r.NoiseStd = pr.NoiseStd
