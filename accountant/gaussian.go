@@ -77,7 +77,7 @@ func Mu(sigma float64, k int) (float64, error) {
 	if err := checkPositive("sigma", sigma); err != nil {
 		return 0, err
 	}
-	if err := checkCompositions(k); err != nil {
+	if err := checkCount("compositions", k); err != nil {
 		return 0, err
 	}
 	return gdpMu(sigma, k), nil

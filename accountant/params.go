@@ -55,10 +55,11 @@ func checkDelta(delta float64) error {
 	return nil
 }
 
-// checkCompositions requires k >= 1.
-func checkCompositions(k int) error {
+// checkCount requires k >= 1, naming the parameter ("compositions",
+// "steps", "bands").
+func checkCount(name string, k int) error {
 	if k < 1 {
-		return &ParamError{Param: "compositions", Value: float64(k), Want: "an integer >= 1"}
+		return &ParamError{Param: name, Value: float64(k), Want: "an integer >= 1"}
 	}
 	return nil
 }
@@ -80,7 +81,7 @@ func checkSigmaDelta(sigma, delta float64, k int) error {
 	if err := checkDelta(delta); err != nil {
 		return err
 	}
-	return checkCompositions(k)
+	return checkCount("compositions", k)
 }
 
 // MethodError reports that a method gives no guarantee for the parameters

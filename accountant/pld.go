@@ -555,7 +555,7 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 	if !p.valid() {
 		return nil, errNilPLD
 	}
-	if err := checkCompositions(k); err != nil {
+	if err := checkCount("compositions", k); err != nil {
 		return nil, err
 	}
 	return p.selfCompose(k, p.tail)

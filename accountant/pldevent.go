@@ -129,8 +129,8 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	if !(sigma > 0) {
 		return nil, &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
-	if r != AddRemove && r != ReplaceOne {
-		return nil, &ParamError{Param: "relation", Value: float64(r), Want: "AddRemove or ReplaceOne"}
+	if err := checkRelation(r); err != nil {
+		return nil, err
 	}
 	if q == 0 || math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil

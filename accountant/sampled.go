@@ -107,10 +107,7 @@ func checkSampled(q, sigma float64, steps int, rel Relation) error {
 	if !(sigma > 0) {
 		return &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
-	if steps < 1 {
-		return &ParamError{Param: "steps", Value: float64(steps), Want: "an integer >= 1"}
-	}
-	return nil
+	return checkCount("steps", steps)
 }
 
 // checkRelation requires AddRemove or ReplaceOne.
@@ -251,14 +248,8 @@ func SampledGaussianEpsilonBounds(q, sigma float64, steps int, delta float64, re
 // [PLD.Delta] of [SampledGaussian]. It is never below the true delta. Its
 // special cases and errors are those of SampledGaussian and PLD.Delta.
 func SampledGaussianDelta(q, sigma float64, steps int, eps float64, rel Relation) (float64, error) {
-	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return 0, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
-	}
-	p, err := SampledGaussian(q, sigma, steps, rel)
-	if err != nil {
-		return 0, err
-	}
-	return p.Delta(eps)
+	b, err := SampledGaussianDeltaBounds(q, sigma, steps, eps, rel)
+	return b.Safe, err
 }
 
 // SampledGaussianEpsilon returns an eps for which steps compositions of the
@@ -267,14 +258,8 @@ func SampledGaussianDelta(q, sigma float64, steps int, eps float64, rel Relation
 // special cases and errors are those of SampledGaussian and PLD.Epsilon
 // (+Inf when no finite eps reaches delta).
 func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Relation) (float64, error) {
-	if err := checkDelta(delta); err != nil {
-		return 0, err
-	}
-	p, err := SampledGaussian(q, sigma, steps, rel)
-	if err != nil {
-		return 0, err
-	}
-	return p.Epsilon(delta)
+	b, err := SampledGaussianEpsilonBounds(q, sigma, steps, delta, rel)
+	return b.Safe, err
 }
 
 // SampledGaussianSigma returns a noise multiplier sigma (noise std / L2
@@ -331,7 +316,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if !(q > 0 && q <= 1) {
 		return 0, &ParamError{Param: "q", Value: q, Want: "a sampling probability in (0, 1] (q = 0 needs no noise)"}
 	}
-	if err := checkCompositionsNamed("steps", steps); err != nil {
+	if err := checkCount("steps", steps); err != nil {
 		return 0, err
 	}
 	if err := checkEpsDelta(eps, delta); err != nil {
@@ -619,14 +604,6 @@ func calibrateRoot(ctx context.Context, start root, g0 func(float64) float64, wi
 		}
 	}
 	return root{lo: lo, hi: hi, glo: glo, ghi: ghi}, nil
-}
-
-// checkCompositionsNamed requires k >= 1, naming the parameter.
-func checkCompositionsNamed(name string, k int) error {
-	if k < 1 {
-		return &ParamError{Param: name, Value: float64(k), Want: "an integer >= 1"}
-	}
-	return nil
 }
 
 // replaceOneSteps returns steps compositions of the replace-one pair of
