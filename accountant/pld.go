@@ -174,7 +174,7 @@ func (p *PLD) Floor() float64 {
 		return 1
 	}
 	f := 0.0
-	for _, d := range p.dirs() {
+	for _, d := range p.dirs(false) {
 		c := newCurve(d, p.h, true)
 		f = math.Max(f, c.value(math.Inf(1)))
 	}
@@ -226,20 +226,23 @@ func (p *PLD) Interval() float64 {
 // symmetric reports whether both directions share one distribution.
 func (p *PLD) symmetric() bool { return p.add == p.remove }
 
-// dirs returns the pessimistic distributions of the directions.
-func (p *PLD) dirs() []*lossDist {
-	if p.symmetric() {
-		return []*lossDist{p.remove}
-	}
-	return []*lossDist{p.remove, p.add}
+// dist returns p's distribution i: remove, add, removeOpt or addOpt (the
+// order of each).
+func (p *PLD) dist(i int) *lossDist {
+	return [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
 }
 
-// optDirs returns the optimistic distributions of the directions.
-func (p *PLD) optDirs() []*lossDist {
-	if p.symmetric() {
-		return []*lossDist{p.removeOpt}
+// dirs returns the pessimistic distributions of the directions, or the
+// optimistic ones if opt.
+func (p *PLD) dirs(opt bool) []*lossDist {
+	ds := []*lossDist{p.remove, p.add}
+	if opt {
+		ds = []*lossDist{p.removeOpt, p.addOpt}
 	}
-	return []*lossDist{p.removeOpt, p.addOpt}
+	if p.symmetric() {
+		return ds[:1]
+	}
+	return ds
 }
 
 // curve is one side's delta(eps) of one direction, ready for queries:
@@ -424,8 +427,8 @@ func (p *PLD) DeltaBounds(eps float64) (Bounds, error) {
 // curves are built and f evaluated on up to four cores, one curve each;
 // the maxima are taken in the order of the directions.
 func (p *PLD) bounds(f func(c *curve) float64) Bounds {
-	safe := p.dirs()
-	ds := append(safe, p.optDirs()...)
+	safe := p.dirs(false)
+	ds := append(safe, p.dirs(true)...)
 	v := make([]float64, len(ds))
 	work := 0.0
 	for _, d := range ds {
@@ -506,11 +509,7 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	}
 	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
 	sym := p.symmetric() && o.symmetric()
-	err := r.each(sym, func(i int) (*lossDist, error) {
-		a := [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
-		b := [4]*lossDist{o.remove, o.add, o.removeOpt, o.addOpt}[i]
-		return convolve(a, b)
-	})
+	err := r.each(sym, func(i int) (*lossDist, error) { return convolve(p.dist(i), o.dist(i)) })
 	return r, err
 }
 
@@ -569,8 +568,7 @@ func (p *PLD) selfCompose(k int, fold float64) (*PLD, error) {
 	}
 	r := &PLD{h: p.h, tail: p.tail}
 	err := r.each(p.symmetric(), func(i int) (*lossDist, error) {
-		d := [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
-		return selfConvolve(d, k, p.h, p.tail, fold, i < 2)
+		return selfConvolve(p.dist(i), k, p.h, p.tail, fold, i < 2)
 	})
 	if err != nil {
 		return nil, err

@@ -153,21 +153,14 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	rmModel, adModel := sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)
 	rmModel.ctx, adModel.ctx = o.ctx, o.ctx
 	err = p.each(false, func(i int) (*lossDist, error) {
-		switch i {
-		case 0:
-			return discretise(rmModel, h, tail)
-		case 1:
-			return discretise(adModel, h, tail)
-		case 2:
-			if o.safeOnly {
-				return noOpt, nil
-			}
-			return discretiseOpt(rmModel, h, tail)
+		m := [2]lossModel{rmModel, adModel}[i%2]
+		if i < 2 {
+			return discretise(m, h, tail)
 		}
 		if o.safeOnly {
 			return noOpt, nil
 		}
-		return discretiseOpt(adModel, h, tail)
+		return discretiseOpt(m, h, tail)
 	})
 	if err != nil {
 		return nil, err
@@ -175,12 +168,9 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	p.remove.unbounded = true
 	if r == ReplaceOne {
 		rp := &PLD{h: h, tail: tail}
-		err := rp.each(true, func(i int) (*lossDist, error) {
-			if i == 0 {
-				return convolveAt(p.remove, p.add, 0)
-			}
-			return convolve(p.removeOpt, p.addOpt)
-		})
+		// The discretised directions have tilt 0: convolve composes
+		// them at 0.
+		err := rp.each(true, func(i int) (*lossDist, error) { return convolve(p.dist(i), p.dist(i+1)) })
 		if err != nil {
 			return nil, err
 		}

@@ -618,10 +618,7 @@ func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions) (*
 	}
 	one := &PLD{h: ar.h, tail: ar.tail}
 	err = one.each(true, func(i int) (*lossDist, error) {
-		a, b := ar.remove, ar.add
-		if i != 0 {
-			a, b = ar.removeOpt, ar.addOpt
-		}
+		a, b := ar.dist(i), ar.dist(i+1)
 		if a == noOpt || b == noOpt {
 			return noOpt, nil
 		}
@@ -700,8 +697,8 @@ func predictWidth(one *PLD, steps int) float64 {
 	kf, h := float64(steps), one.h
 	cgf := func(d *lossDist, s float64) float64 { return s*float64(d.lo) + d.logMGF(s) }
 	var es, drifts []float64
-	for i, d := range one.dirs() {
-		do := one.optDirs()[i]
+	for i, d := range one.dirs(false) {
+		do := one.dirs(true)[i]
 		if do == noOpt {
 			return 0
 		}
