@@ -455,16 +455,21 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 				a, b = a2, b2
 			}
 		}
-		k := math.Ceil((b - a) / panel)
-		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
+		var A, B float64
+		hw, ok := panels(a, b, m.scale, func(x, wt float64) {
+			f := wt * m.pdf(x)
+			// em = e^(l_{i-1} - L) - 1 in [e^-h - 1, 0]; then
+			// e^(l_i - L) - 1 = (e^h - 1) + e^h em, a sum of a
+			// non-negative and a non-positive term whose result is
+			// small only where its weight in B is.
+			em := math.Expm1(math.Min(0, lPrev-m.loss(x)))
+			A -= f * em
+			B += f * math.Max(0, eh1+ehh*em)
+		})
+		if !ok {
 			// A wide cell: round its mass up to l_i, or to +Inf if the
 			// cell reaches x = +Inf while the loss has no bound there.
-			var mass, sum float64
-			if m.sf(a) < 0.5 {
-				mass, sum = m.sf(a)-m.sf(b), m.sf(a)+m.sf(b)
-			} else {
-				mass, sum = m.cdf(b)-m.cdf(a), m.cdf(b)+m.cdf(a)
-			}
+			mass, sum := cellMass(m, a, b)
 			if math.IsInf(b, 1) && supLoss > lPrev+h {
 				low[i] = cellLow{kind: lowInf, mass: math.Max(mass, 0)}
 			} else if mass > 0 {
@@ -481,30 +486,8 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 			}
 			return
 		}
-		// Cells narrower than scale/1000 (the usual case) need only the
-		// 2-point rule: its error is below (w/scale)^4 / 4000 relative.
-		nodes, weights := glNodes5, glWeights5
-		if b-a < m.scale/1000 {
-			nodes, weights = glNodes2, glWeights2
-		}
-		w := (b - a) / k
-		var A, B float64
-		for p := 0.0; p < k; p++ {
-			c := a + (p+0.5)*w
-			for j, t := range nodes {
-				x := c + 0.5*w*t
-				f := weights[j] * m.pdf(x)
-				// em = e^(l_{i-1} - L) - 1 in [e^-h - 1, 0]; then
-				// e^(l_i - L) - 1 = (e^h - 1) + e^h em, a sum of a
-				// non-negative and a non-positive term whose result is
-				// small only where its weight in B is.
-				em := math.Expm1(math.Min(0, lPrev-m.loss(x)))
-				A -= f * em
-				B += f * math.Max(0, eh1+ehh*em)
-			}
-		}
-		A *= 0.5 * w
-		B *= 0.5 * w
+		A *= hw
+		B *= hw
 		d.mass[i] += A * upper
 		// The relative error of the split: the quadrature and the
 		// rounding of L(x) - l (a few ulps of |l| and the error of L on
@@ -566,14 +549,13 @@ const (
 	lowInf
 )
 
-// quad returns the integral of f over [a, b] by the rule discretise uses
-// (the 5-point Gauss-Legendre rule on panels no wider than scale/20, the
-// 2-point rule for intervals narrower than scale/1000), and false for an
-// interval too wide for it (an infinite end, or more than 4096 panels).
-func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
-	if !(b > a) {
-		return 0, true
-	}
+// panels calls node(x, wt) at the nodes and weights of the rule discretise
+// and quad use on [a, b]: 5-point Gauss-Legendre on panels no wider than
+// scale/20, 2-point for intervals narrower than scale/1000 (the usual cell:
+// error below (width/scale)^4 / 4000 relative). The integral is the
+// weighted sum times the factor returned; false, calling nothing, for an
+// interval too wide (an infinite end, or more than 4096 panels).
+func panels(a, b, scale float64, node func(x, wt float64)) (float64, bool) {
 	k := math.Ceil((b - a) / (scale / 20))
 	if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
 		return 0, false
@@ -583,14 +565,34 @@ func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
 		nodes, weights = glNodes2, glWeights2
 	}
 	w := (b - a) / k
-	s := 0.0
 	for p := 0.0; p < k; p++ {
 		c := a + (p+0.5)*w
 		for j, t := range nodes {
-			s += weights[j] * f(c+0.5*w*t)
+			node(c+0.5*w*t, weights[j])
 		}
 	}
-	return 0.5 * w * s, true
+	return 0.5 * w, true
+}
+
+// quad returns the integral of f over [a, b] by panels, or false.
+func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
+	if !(b > a) {
+		return 0, true
+	}
+	s := 0.0
+	hw, ok := panels(a, b, scale, func(x, wt float64) { s += wt * f(x) })
+	return hw * s, ok
+}
+
+// cellMass returns the P-mass of (a, b] as a difference of the
+// distribution function that is below 1/2 at a (P(X > a) or P(X <= b)),
+// where it cancels least, and the sum of the two terms, which bounds its
+// rounding.
+func cellMass(m lossModel, a, b float64) (mass, sum float64) {
+	if m.sf(a) < 0.5 {
+		return m.sf(a) - m.sf(b), m.sf(a) + m.sf(b)
+	}
+	return m.cdf(b) - m.cdf(a), m.cdf(b) + m.cdf(a)
 }
 
 // discretiseOpt returns the optimistic discretisation of m on the grid
@@ -675,12 +677,7 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 				// A wide cell (far in a tail): its mass at the grid
 				// point at or below its least loss, which its loss
 				// exceeds.
-				var mass float64
-				if m.sf(a) < 0.5 {
-					mass = m.sf(a) - m.sf(b)
-				} else {
-					mass = m.cdf(b) - m.cdf(a)
-				}
+				mass, _ := cellMass(m, a, b)
 				P[i] = math.Max(0, mass)
 				floorAt[i] = true
 				a = b
