@@ -212,8 +212,7 @@ type output struct {
 
 // command parses and runs one command.
 func command(ctx context.Context, name string, args []string, stdout io.Writer) (output, error) {
-	fs := flag.NewFlagSet("dpacct "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("dpacct " + name)
 	var (
 		eps, delta, sigma = &floatFlag{}, &floatFlag{}, &floatFlag{}
 		sensitivity       = &floatFlag{v: 1}
@@ -261,22 +260,13 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	default:
 		return output{}, &cli.UsageError{Msg: fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
 	}
-	fs.Usage = func() {} // errors are reported in one line by run; -h is handled below
-	if err := cli.Parse(fs, args, cli.Once); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage of dpacct %s:\n", name)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
-			return output{}, err
-		}
-		return output{}, &cli.UsageError{Msg: name + ": " + err.Error()}
+	set, err := cli.ParseFlags(fs, args, stdout, "Usage of dpacct "+name+":\n", name+": ", cli.Once)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
 	}
-	if fs.NArg() > 0 {
-		return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: unexpected argument %q", name, fs.Arg(0))}
+	if err != nil {
+		return output{}, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, r := range required {
 		if !set[r] {
 			return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: flag -%s is required", name, r)}
@@ -284,7 +274,6 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	}
 
 	res := result{Method: method.String(), Eps: eps.v, Delta: delta.v, Sigma: sigma.v, Sensitivity: sensitivity.v, Compositions: compositions.v}
-	var err error
 	if set["steps"] && !set["sampling"] {
 		advice := "use -compositions for unsampled releases"
 		if name == "sigma" {
@@ -336,34 +325,25 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			})
 			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
 		}
-		if err == nil {
-			res.NoiseStd, err = scale(name, res.Sigma, sensitivity.v, set["sensitivity"])
-		}
-		if err != nil {
-			return output{}, err
-		}
-		if math.IsInf(res.Eps, 1) {
-			return output{}, errors.New("eps is +Inf: sigma is too small for any finite guarantee at this delta")
-		}
-		return output{result: res, json: asJSON}, nil
-	}
-	switch name {
-	case "sigma":
-		res.Compositions = 1
-		res.Sigma, err = accountant.Sigma(eps.v, delta.v, method)
-	case "epsilon":
-		res.Eps, err = accountant.Epsilon(sigma.v, delta.v, compositions.v, method)
-	case "delta":
-		res.Method = accountant.Exact.String()
-		var mu float64
-		if mu, err = accountant.Mu(sigma.v, compositions.v); err == nil {
-			res.Delta, err = accountant.Delta(eps.v, mu)
-		}
-		if err == nil {
-			var ld float64
-			ld, err = accountant.LogDelta(eps.v, mu)
-			if !math.IsInf(ld, -1) { // delta below exp(-1.8e308): delta = 5e-324 says enough
-				res.LogDelta = &ld
+	} else {
+		switch name {
+		case "sigma":
+			res.Compositions = 1
+			res.Sigma, err = accountant.Sigma(eps.v, delta.v, method)
+		case "epsilon":
+			res.Eps, err = accountant.Epsilon(sigma.v, delta.v, compositions.v, method)
+		case "delta":
+			res.Method = accountant.Exact.String()
+			var mu float64
+			if mu, err = accountant.Mu(sigma.v, compositions.v); err == nil {
+				res.Delta, err = accountant.Delta(eps.v, mu)
+			}
+			if err == nil {
+				var ld float64
+				ld, err = accountant.LogDelta(eps.v, mu)
+				if !math.IsInf(ld, -1) { // delta below exp(-1.8e308): delta = 5e-324 says enough
+					res.LogDelta = &ld
+				}
 			}
 		}
 	}
@@ -374,7 +354,11 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		return output{}, err
 	}
 	if math.IsInf(res.Eps, 1) {
-		return output{}, errors.New("eps is +Inf: sigma is too small for any finite guarantee")
+		msg := "eps is +Inf: sigma is too small for any finite guarantee"
+		if set["sampling"] {
+			msg += " at this delta"
+		}
+		return output{}, errors.New(msg)
 	}
 	return output{result: res, json: asJSON}, nil
 }
