@@ -72,18 +72,6 @@ func checkEpsDelta(eps, delta float64) error {
 	return checkDelta(delta)
 }
 
-// checkSigmaDelta is the shared check of a noise multiplier sigma, a delta
-// and a number of compositions.
-func checkSigmaDelta(sigma, delta float64, k int) error {
-	if err := checkPositive("sigma", sigma); err != nil {
-		return err
-	}
-	if err := checkDelta(delta); err != nil {
-		return err
-	}
-	return checkCount("compositions", k)
-}
-
 // MethodError reports that a method gives no guarantee for the parameters
 // asked (Dwork-Roth at eps >= 1, an eps too small for the RDP order grid),
 // or that the answer does not fit in a float64.
