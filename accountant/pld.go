@@ -291,10 +291,7 @@ func (c *curve) cell(eps float64) int {
 }
 
 // value returns the reported delta at eps (+Inf: the limit above the grid).
-func (c *curve) value(eps float64) float64 {
-	j := c.cell(eps)
-	return c.onCell(j, eps)
-}
+func (c *curve) value(eps float64) float64 { return c.onCell(c.cell(eps), eps) }
 
 // onCell returns the reported delta at eps on cell j.
 func (c *curve) onCell(j int, eps float64) float64 {
