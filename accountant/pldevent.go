@@ -326,27 +326,20 @@ func lossErr(m lossModel, a, b float64) float64 {
 
 // sampledAddModel is the add direction in the variable y = -x:
 // P = N(0, s^2), Q = (1-q) N(0, s^2) + q N(-1, s^2),
-// L(y) = -log(1 - q + q e^((-2y-1)/(2 s^2))), from -Inf to -log(1-q).
+// L(y) = -log(1 - q + q e^((-2y-1)/(2 s^2))), from -Inf to -log(1-q): the
+// remove direction's loss mirrored, L(y) = -L_remove(-y).
 func sampledAddModel(q, s float64) lossModel {
-	s2 := s * s
+	rm := sampledRemoveModel(q, s)
 	return lossModel{
-		loss: func(y float64) float64 { return -logMix(q, (-2*y-1)/(2*s2)) },
-		inv: func(l float64) float64 {
-			// e^-l = 1 + q (e^u - 1), u = (-2y-1)/(2 s^2)
-			if -l <= math.Log1p(-q) {
-				return math.Inf(1)
-			}
-			return -(s2*invMix(q, -l) + 0.5)
-		},
+		loss:  func(y float64) float64 { return -rm.loss(-y) },
+		inv:   func(l float64) float64 { return -rm.inv(-l) },
 		pdf:   func(y float64) float64 { return stdPDF(y/s) / s },
 		cdf:   func(y float64) float64 { return stdCDF(y / s) },
 		sf:    func(y float64) float64 { return stdSF(y / s) },
-		scale: math.Min(s, s2),
-		lerr: func(a, b float64) float64 {
-			return mixErr(q, (-2*b-1)/(2*s2), (-2*a-1)/(2*s2))
-		},
-		xlo: func(t float64) float64 { return -s * normalTailZ(t) },
-		xhi: func(t float64) float64 { return s * normalTailZ(t) },
+		scale: rm.scale,
+		lerr:  func(a, b float64) float64 { return rm.lerr(-b, -a) },
+		xlo:   func(t float64) float64 { return -s * normalTailZ(t) },
+		xhi:   func(t float64) float64 { return s * normalTailZ(t) },
 	}
 }
 
