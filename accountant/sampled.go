@@ -411,19 +411,16 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if sl := coarse.slope(); sl < 0 && start.ghi <= 0 {
 		width = math.Min(math.Max(math.Expm1(1.5*start.ghi/sl), 2e-4), 2e-2)
 		r := start.hi * math.Exp(-start.ghi/sl)
-		if a := r * (1 - 2e-5); a < start.hi {
-			if ga := fineG(a); ga <= 0 {
-				start.hi, start.ghi = a, ga
-			} else {
-				start.lo, start.glo = a, ga
-				if b := r * (1 + 2e-5); b < start.hi {
-					if gb := fineG(b); gb <= 0 {
-						start.hi, start.ghi = b, gb
-					} else {
-						start.lo, start.glo = b, gb
-					}
-				}
+		for _, x := range []float64{r * (1 - 2e-5), r * (1 + 2e-5)} {
+			if !(x < start.hi) {
+				break
 			}
+			gx := fineG(x)
+			if gx <= 0 {
+				start.hi, start.ghi = x, gx
+				break
+			}
+			start.lo, start.glo = x, gx
 		}
 	}
 	if err := ctx.Err(); err != nil {
