@@ -39,20 +39,29 @@ func GaussianPLD(sigma float64, o PLDOptions) (*PLD, error) {
 	if math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil
 	}
-	m := gaussianModel(1 / sigma)
-	m.ctx = o.ctx
-	d, err := discretise(m, h, tail)
-	if err != nil {
+	p := &PLD{h: h, tail: tail}
+	if err := p.discretiseAll(o, gaussianModel(1/sigma)); err != nil {
 		return nil, err
 	}
-	do := noOpt
-	if !o.safeOnly {
-		if do, err = discretiseOpt(m, h, tail); err != nil {
-			return nil, err
+	p.remove.unbounded = true
+	return p, nil
+}
+
+// discretiseAll sets p's distributions to the pessimistic and optimistic
+// discretisations (the latter noOpt if o.safeOnly) of the models of its
+// directions, remove then add, or of one model for a symmetric pair.
+func (p *PLD) discretiseAll(o PLDOptions, ms ...lossModel) error {
+	return p.each(len(ms) == 1, func(i int) (*lossDist, error) {
+		m := ms[i%len(ms)]
+		m.ctx = o.ctx
+		if i < 2 {
+			return discretise(m, p.h, p.tail)
 		}
-	}
-	d.unbounded = true
-	return &PLD{h: h, tail: tail, remove: d, add: d, removeOpt: do, addOpt: do}, nil
+		if o.safeOnly {
+			return noOpt, nil
+		}
+		return discretiseOpt(m, p.h, p.tail)
+	})
 }
 
 // SampledGaussianPLD returns the PLD of the Gaussian mechanism applied to
@@ -150,19 +159,7 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	}
 	sigma = math.Min(sigma, maxSampledSigma)
 	p := &PLD{h: h, tail: tail}
-	rmModel, adModel := sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)
-	rmModel.ctx, adModel.ctx = o.ctx, o.ctx
-	err = p.each(false, func(i int) (*lossDist, error) {
-		m := [2]lossModel{rmModel, adModel}[i%2]
-		if i < 2 {
-			return discretise(m, h, tail)
-		}
-		if o.safeOnly {
-			return noOpt, nil
-		}
-		return discretiseOpt(m, h, tail)
-	})
-	if err != nil {
+	if err := p.discretiseAll(o, sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)); err != nil {
 		return nil, err
 	}
 	p.remove.unbounded = true
@@ -170,8 +167,7 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		rp := &PLD{h: h, tail: tail}
 		// The discretised directions have tilt 0: convolve composes
 		// them at 0.
-		err := rp.each(true, func(i int) (*lossDist, error) { return convolve(p.dist(i), p.dist(i+1)) })
-		if err != nil {
+		if err := rp.each(true, func(i int) (*lossDist, error) { return convolve(p.dist(i), p.dist(i+1)) }); err != nil {
 			return nil, err
 		}
 		return rp, nil
@@ -782,7 +778,8 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 			continue
 		}
 		if floorAt[i] {
-			j := int(math.Floor(m.loss(edgeOrLo(m, lo, i, h, xlo)) / h))
+			// The grid point at or below the loss at the cell's lower end.
+			j := int(math.Floor(m.loss(math.Max(m.inv((float64(lo+i)-0.5)*h), xlo)) / h))
 			if k := j - lo; k >= 0 && k < n {
 				d.mass[k] += f * P[i]
 			}
@@ -902,9 +899,4 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 type group struct {
 	i           int
 	p, dd, need float64
-}
-
-// edgeOrLo returns the lower end of cell i of discretiseOpt.
-func edgeOrLo(m lossModel, lo, i int, h, xlo float64) float64 {
-	return math.Max(m.inv((float64(lo+i)-0.5)*h), xlo)
 }
