@@ -16,15 +16,12 @@ import (
 // Value is the value received and Want the allowed range.
 type ParamError = param.Error
 
-// ctxParam is the Param of the *ParamError for a nil context.
-const ctxParam = "ctx"
-
 // checkContext returns a *ParamError for a nil ctx: the functions that
 // take a context refuse nil, as the standard library does, but with an
 // error rather than a panic.
 func checkContext(ctx context.Context) error {
 	if ctx == nil {
-		return &ParamError{Param: ctxParam, Want: "a non-nil context.Context (context.Background() for none)"}
+		return &ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
 	}
 	return nil
 }
