@@ -95,13 +95,6 @@ Example:
   method=pld eps=1.8282384559595577 delta=1e-05 sigma=1 sensitivity=1 noise_std=1 compositions=1000 sampling=0.01 steps=1000 relation=add-remove eps_optimistic=1.8282356960673947
 `
 
-// Exit statuses, shared by dpmf's commands.
-const (
-	exitOK      = cli.ExitOK
-	exitRuntime = cli.ExitFailure
-	exitUsage   = cli.ExitUsage
-)
-
 // result is what every command prints.
 type result struct {
 	Method       string   `json:"method"`
@@ -149,26 +142,26 @@ func (r result) text() string {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "dpacct: missing command (sigma, epsilon or delta); run \"dpacct -h\" for usage")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usageText)
-		return exitOK
+		return cli.ExitOK
 	}
 	res, err := command(ctx, args[0], args[1:], stdout)
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return cli.ExitOK
 	}
 	if err != nil && ctx.Err() != nil {
 		fmt.Fprintln(stderr, "dpacct: interrupted")
-		return exitRuntime
+		return cli.ExitFailure
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(message(err)))
 		var pe *accountant.ParamError
 		if errors.As(err, &pe) {
-			return exitUsage
+			return cli.ExitUsage
 		}
 		return cli.ExitCode(err)
 	}
@@ -177,12 +170,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b, err := json.Marshal(res.result)
 		if err != nil { // non-finite numbers; command rejects them first
 			fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(err.Error()))
-			return exitRuntime
+			return cli.ExitFailure
 		}
 		out = string(b)
 	}
 	fmt.Fprintln(stdout, out)
-	return exitOK
+	return cli.ExitOK
 }
 
 // message words an error for the command line from the fields of the
