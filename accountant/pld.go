@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -525,10 +526,8 @@ func (r *PLD) each(sym bool, f func(i int) (*lossDist, error)) error {
 		wg.Go(func() { out[i], errs[i] = f(i) })
 	}
 	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
+	if err := cmp.Or(errs...); err != nil {
+		return err
 	}
 	if sym {
 		out[1], out[3] = out[0], out[2]

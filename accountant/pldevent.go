@@ -3,6 +3,7 @@ package accountant
 import (
 	"context"
 	"math"
+	"slices"
 
 	"github.com/dpmf/dpmf/internal/par"
 )
@@ -681,10 +682,7 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 		return nil, err
 	}
 	d := &lossDist{lo: lo, mass: make([]float64, n), rel: rho, logErr: math.Inf(-1)}
-	frac := make([]float64, n) // the fraction of each cell not yet taken
-	for i := range frac {
-		frac[i] = 1
-	}
+	frac := slices.Repeat([]float64{1}, n) // the fraction of each cell not yet taken
 	// Cells whose loss falls short of their grid point (above the mode)
 	// take fractions of the cells above, from the bottom up (up). Then
 	// the cells left whose loss exceeds their grid point (below the mode)

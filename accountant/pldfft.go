@@ -363,7 +363,6 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 		for i := range w {
 			w[i] = big[i] * small[0]
 		}
-		fftErr = 0
 	} else {
 		tr := fourier.NewFFT(n)
 		ca := tr.Coefficients(nil, sa)
@@ -646,10 +645,7 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 	abs := func(z complex128) float64 { return math.Hypot(real(z), imag(z)) * (1 + 4*unitRound) }
 	// in[j] is coefficient j's error bound; exact[j] its power, computed in
 	// double-words, with the power's rounding bound in round[j].
-	in := make([]float64, len(c))
-	for j := range in {
-		in[j] = einf
-	}
+	in := slices.Repeat([]float64{einf}, len(c))
 	var exact map[int]complex128
 	round := map[int]float64{}
 	if refine {
