@@ -140,9 +140,6 @@ type lossDist struct {
 	unbounded bool
 }
 
-// finite returns the total finite mass.
-func (d *lossDist) finite() float64 { return sum(d.mass) }
-
 // Bounds is a two-sided result of the PLD accountant: the true value (the
 // delta or eps of the pair the PLD accounts) lies in [Optimistic, Safe].
 // Safe is the guarantee to state and to calibrate with; Optimistic shows

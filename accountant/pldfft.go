@@ -133,14 +133,9 @@ func (d *lossDist) support() (first, last int) {
 // summed from the end of the support where the exponent is largest, with
 // the factor e^(-|s|) applied by one multiplication per point (a relative
 // error of at most n u, covered by the 1e-9 added) until it falls below
-// 1e-300. It is -Inf for a distribution without finite mass.
-func (d *lossDist) logMGF(s float64) float64 {
-	first, last := d.support()
-	return d.logMGFOn(s, first, last)
-}
-
-// logMGFOn is logMGF on the support [first, last].
-func (d *lossDist) logMGFOn(s float64, first, last int) float64 {
+// 1e-300. first and last are d's support; it is -Inf for a distribution
+// without finite mass (first > last).
+func (d *lossDist) logMGF(s float64, first, last int) float64 {
 	if first > last {
 		return math.Inf(-1)
 	}
@@ -205,7 +200,7 @@ func scanMin(f func(float64) float64, guess, cost float64) (arg, val float64) {
 	return guess * math.Exp2(best), bv
 }
 
-// mgfCost is the work of one logMGFOn over a support of n points (and of
+// mgfCost is the work of one logMGF over a support of n points (and of
 // a scanMin evaluation that calls it once), in units of par.Grain's.
 func mgfCost(n int) float64 { return 2 * float64(n) }
 
@@ -213,7 +208,7 @@ func mgfCost(n int) float64 { return 2 * float64(n) }
 // d's offsets under its normalised masses: the Chernoff parameter of a
 // Gaussian of the composed variance. It is 0 for a point mass.
 func spreadGuess(d *lossDist, k int, tail float64) float64 {
-	m := d.finite()
+	m := sum(d.mass)
 	if !(m > 0) {
 		return 0
 	}
@@ -400,7 +395,7 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 func kTilt(d *lossDist, k int, guess, logTail float64) float64 {
 	g := guess * math.Sqrt(logf(tiltTarget)/logTail)
 	first, last := d.support()
-	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGFOn(s, first, last) - logf(tiltTarget)) / s }, g, mgfCost(last-first+1))
+	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGF(s, first, last) - logf(tiltTarget)) / s }, g, mgfCost(last-first+1))
 	return math.Min(t, 1.5*g)
 }
 
@@ -489,7 +484,7 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	}
 	full := k*(n1-1) + 1 // composed offsets 0 .. k(n1-1), relative to k lo
 	logTail := logf(tail)
-	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
+	mgf := func(s float64) float64 { return d.logMGF(s, first, last) }
 	guess := spreadGuess(d, k, tail)
 	cost := mgfCost(last - first + 1)
 	// The window: the lower Chernoff bound of the composition, the upper

@@ -692,7 +692,10 @@ func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PL
 // the true eps, and the estimates from below up to 20% under it.
 func predictWidth(one *PLD, steps int) float64 {
 	kf, h := float64(steps), one.h
-	cgf := func(d *lossDist, s float64) float64 { return s*float64(d.lo) + d.logMGF(s) }
+	cgf := func(d *lossDist, s float64) float64 {
+		first, last := d.support()
+		return s*float64(d.lo) + d.logMGF(s, first, last)
+	}
 	var es, drifts []float64
 	for i, d := range one.dirs(false) {
 		do := one.dirs(true)[i]
