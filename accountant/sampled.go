@@ -547,9 +547,6 @@ func calibrateRoot(ctx context.Context, start root, g0 func(float64) float64, wi
 		hi *= 1 + width
 		ghi = g(hi)
 	}
-	if cerr != nil {
-		return root{}, cerr
-	}
 	if lo == 0 {
 		lo = hi / (1 + width)
 		glo = g(lo)
