@@ -30,22 +30,8 @@ const maxGrid = 1 << 24
 //	GaussianPLD(sigma, o) is an error if the grid would exceed 2^24 points
 //	    (sigma below about 16.5 / (2^24 h): 0.01 at the default interval)
 func GaussianPLD(sigma float64, o PLDOptions) (*PLD, error) {
-	h, tail, err := o.resolve()
-	if err != nil {
-		return nil, err
-	}
-	if !(sigma > 0) {
-		return nil, &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
-	}
-	if math.IsInf(sigma, 1) {
-		return identityPLD(h, tail), nil
-	}
-	p := &PLD{h: h, tail: tail}
-	if err := p.discretiseAll(o, gaussianModel(1/sigma)); err != nil {
-		return nil, err
-	}
-	p.remove.unbounded = true
-	return p, nil
+	// SampledGaussianPLD at q = 1 is this PLD, and checks the same.
+	return SampledGaussianPLD(1, sigma, AddRemove, o)
 }
 
 // discretiseAll sets p's distributions to the pessimistic and optimistic
@@ -145,8 +131,13 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	if q == 0 || math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil
 	}
-	if q == 1 {
-		return GaussianPLD(sigma, o)
+	p := &PLD{h: h, tail: tail}
+	if q == 1 { // the Gaussian mechanism, a symmetric pair
+		if err := p.discretiseAll(o, gaussianModel(1/sigma)); err != nil {
+			return nil, err
+		}
+		p.remove.unbounded = true
+		return p, nil
 	}
 	// Above maxSampledSigma the mixture's losses (about q/sigma) are far
 	// below any grid interval, and evaluating them loses all precision (at
@@ -159,7 +150,6 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		sigma *= math.Sqrt2
 	}
 	sigma = math.Min(sigma, maxSampledSigma)
-	p := &PLD{h: h, tail: tail}
 	if err := p.discretiseAll(o, sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)); err != nil {
 		return nil, err
 	}
