@@ -35,7 +35,8 @@ func checkPositive(name string, x float64) error {
 	return nil
 }
 
-// checkNonNegative requires x to be finite and >= 0 (rho).
+// checkNonNegative requires x to be finite and >= 0 (rho, and the eps of
+// a PLD query).
 func checkNonNegative(name string, x float64) error {
 	if !(x >= 0) || math.IsInf(x, 1) {
 		return &ParamError{Param: name, Value: x, Want: "finite and >= 0"}

@@ -411,8 +411,8 @@ func (p *PLD) DeltaBounds(eps float64) (Bounds, error) {
 	if !p.valid() {
 		return Bounds{}, errNilPLD
 	}
-	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return Bounds{}, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
+	if err := checkNonNegative("eps", eps); err != nil {
+		return Bounds{}, err
 	}
 	return p.bounds(func(c *curve) float64 { return c.value(eps) }), nil
 }

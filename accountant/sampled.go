@@ -216,8 +216,8 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 // the delta of the dominating pair the accountant uses). Its special cases
 // and errors are those of SampledGaussian and PLD.DeltaBounds.
 func SampledGaussianDeltaBounds(q, sigma float64, steps int, eps float64, rel Relation) (Bounds, error) {
-	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return Bounds{}, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
+	if err := checkNonNegative("eps", eps); err != nil {
+		return Bounds{}, err
 	}
 	p, err := SampledGaussian(q, sigma, steps, rel)
 	if err != nil {
