@@ -44,10 +44,10 @@ import "context"
 // steps with the given number of bands. bands > n counts as n (one
 // participation).
 func BandedCompositions(n, bands int) (int, error) {
-	if err := checkCompositionsNamed("steps", n); err != nil {
+	if err := checkCount("steps", n); err != nil {
 		return 0, err
 	}
-	if err := checkCompositionsNamed("bands", bands); err != nil {
+	if err := checkCount("bands", bands); err != nil {
 		return 0, err
 	}
 	// ceil(n / bands) without the overflow of n + bands - 1 (which gave 0

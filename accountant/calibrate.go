@@ -174,7 +174,13 @@ func Scale(sigma, sensitivity float64) (float64, error) {
 //	Epsilon(sigma, delta, k, m) is an error for k < 1
 //	Epsilon(sigma, delta, k, DworkRoth) is an error if eps >= 1
 func Epsilon(sigma, delta float64, k int, m Method) (float64, error) {
-	if err := checkSigmaDelta(sigma, delta, k); err != nil {
+	if err := checkPositive("sigma", sigma); err != nil {
+		return 0, err
+	}
+	if err := checkDelta(delta); err != nil {
+		return 0, err
+	}
+	if err := checkCount("compositions", k); err != nil {
 		return 0, err
 	}
 	if !m.valid() {

@@ -99,20 +99,19 @@ var ddTwoPi = [2]float64{6.283185307179586, 2.4492935982947064e-16}
 // here, against a 240-bit evaluation).
 func ddSinCosSmall(xh, xl float64) (sh, sl, ch, cl float64) {
 	x2h, x2l := ddMul(xh, xl, xh, xl)
-	// cos: 1 - x^2/(1*2) (1 - x^2/(3*4) (1 - ... (1 - x^2/(29*30))))
-	ch, cl = 1, 0
-	for i := 15; i >= 1; i-- {
-		th, tl := ddMul(x2h, x2l, ch, cl)
-		th, tl = ddDivF(th, tl, float64((2*i-1)*(2*i)))
-		ch, cl = ddAdd(1, 0, -th, -tl)
+	// series returns 1 - x^2/((1+o)(2+o)) (1 - x^2/((3+o)(4+o)) (1 - ...
+	// (1 - x^2/((29+o)(30+o))))): cos x for o = 0, sin(x)/x for o = 1.
+	series := func(o int) (h, l float64) {
+		h, l = 1, 0
+		for i := 15; i >= 1; i-- {
+			th, tl := ddMul(x2h, x2l, h, l)
+			th, tl = ddDivF(th, tl, float64((2*i-1+o)*(2*i+o)))
+			h, l = ddAdd(1, 0, -th, -tl)
+		}
+		return h, l
 	}
-	// sin: x (1 - x^2/(2*3) (1 - ... (1 - x^2/(30*31))))
-	sh, sl = 1, 0
-	for i := 15; i >= 1; i-- {
-		th, tl := ddMul(x2h, x2l, sh, sl)
-		th, tl = ddDivF(th, tl, float64((2*i)*(2*i+1)))
-		sh, sl = ddAdd(1, 0, -th, -tl)
-	}
+	ch, cl = series(0)
+	sh, sl = series(1)
 	sh, sl = ddMul(sh, sl, xh, xl)
 	return sh, sl, ch, cl
 }

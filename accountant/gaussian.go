@@ -77,7 +77,7 @@ func Mu(sigma float64, k int) (float64, error) {
 	if err := checkPositive("sigma", sigma); err != nil {
 		return 0, err
 	}
-	if err := checkCompositions(k); err != nil {
+	if err := checkCount("compositions", k); err != nil {
 		return 0, err
 	}
 	return gdpMu(sigma, k), nil
@@ -162,15 +162,10 @@ func exactSigma(eps, delta float64) float64 {
 	// mu from gdpMu, rounded up as Epsilon rounds it, so that Epsilon of the
 	// result finds eps itself safe.
 	safe := func(s float64) bool { return exactSafe(eps, gdpMu(s, 1), logTarget) }
-	hi := bracketUp(math.Min(paperSigma(eps, -logTarget), 1/(delta*sqrt2Pi)), safe)
-	if math.IsInf(hi, 1) {
-		return hi
-	}
-	lo := bracketDown(hi, safe)
-	if lo == 0 { // unreachable: delta(eps; sigma) -> 1 as sigma -> 0
-		return hi
-	}
-	return bisectSafe(lo, hi, safe)
+	// (leastSafe finding no unsafe sigma below a finite one is unreachable:
+	// delta(eps; sigma) -> 1 as sigma -> 0.)
+	_, s := leastSafe(math.Min(paperSigma(eps, -logTarget), 1/(delta*sqrt2Pi)), safe)
+	return s
 }
 
 // exactEpsilon returns the least eps >= 0, to about 1e-12, for which
@@ -182,15 +177,11 @@ func exactEpsilon(mu, delta float64) float64 {
 	if safe(0) {
 		return 0
 	}
-	hi := bracketUp(bsEpsilon(0.5*mu*mu, -logTarget), safe)
-	if math.IsInf(hi, 1) {
-		return hi
-	}
-	lo := bracketDown(hi, safe)
-	if lo == 0 { // every eps down to 2^-1022 is safe: report the least tried
+	lo, e := leastSafe(bsEpsilon(0.5*mu*mu, -logTarget), safe)
+	if lo == 0 && !math.IsInf(e, 1) { // every eps down to 2^-1022 is safe: report the least tried
 		return 0x1p-1022
 	}
-	return bisectSafe(lo, hi, safe)
+	return e
 }
 
 // nextUp returns the least float64 above x.

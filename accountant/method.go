@@ -2,6 +2,7 @@ package accountant
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -75,10 +76,8 @@ func (m Method) valid() bool { return m >= 0 && m < numMethods }
 // rdp, rdp-mironov or dwork-roth. Any other string is an error that lists
 // the names.
 func ParseMethod(s string) (Method, error) {
-	for m, name := range methodNames {
-		if s == name {
-			return Method(m), nil
-		}
+	if m := slices.Index(methodNames[:], s); m >= 0 {
+		return Method(m), nil
 	}
 	return 0, fmt.Errorf("accountant: unknown method %q, want one of %s", s, strings.Join(methodNames[:], ", "))
 }

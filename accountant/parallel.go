@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"math"
 
 	"github.com/dpmf/dpmf/internal/par"
@@ -52,18 +53,17 @@ func scale(x []float64, f float64) {
 // positive, on all cores, and returns the largest |e(i)| over those i (0
 // if none). w and e must be safe for concurrent use.
 func untiltAll(out []float64, w, e func(i int) float64) float64 {
-	chunks := (len(out) + chunk - 1) / chunk
-	maxes := make([]float64, chunks)
-	par.For(chunks, float64(len(out))*costExp, func(c int) {
+	maxes := make([]float64, (len(out)+chunk-1)/chunk)
+	par.Range(len(out), chunk, costExp, func(lo, hi int) {
 		m := 0.0
-		for i := c * chunk; i < min(len(out), (c+1)*chunk); i++ {
+		for i := lo; i < hi; i++ {
 			if v := w(i); v > 0 {
 				x := e(i)
 				m = math.Max(m, math.Abs(x))
 				out[i] = untilt(v, x)
 			}
 		}
-		maxes[c] = m
+		maxes[lo/chunk] = m
 	})
 	m := 0.0
 	for _, v := range maxes {
@@ -80,18 +80,9 @@ func cells(from, n int, cost float64, body func(lo, hi int) error) error {
 	if n <= from {
 		return nil
 	}
-	chunks := (n - from + chunk - 1) / chunk
-	errs := make([]error, chunks)
-	par.For(chunks, float64(n-from)*cost, func(c int) {
-		lo := from + c*chunk
-		errs[c] = body(lo, min(n, lo+chunk))
-	})
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	errs := make([]error, (n-from+chunk-1)/chunk)
+	par.Range(n-from, chunk, cost, func(lo, hi int) { errs[lo/chunk] = body(from+lo, from+hi) })
+	return cmp.Or(errs...)
 }
 
 // lastWhere returns the largest j in [0, n) with ok(j), or -1 if there is

@@ -16,15 +16,12 @@ import (
 // Value is the value received and Want the allowed range.
 type ParamError = param.Error
 
-// ctxParam is the Param of the *ParamError for a nil context.
-const ctxParam = "ctx"
-
 // checkContext returns a *ParamError for a nil ctx: the functions that
 // take a context refuse nil, as the standard library does, but with an
 // error rather than a panic.
 func checkContext(ctx context.Context) error {
 	if ctx == nil {
-		return &ParamError{Param: ctxParam, Want: "a non-nil context.Context (context.Background() for none)"}
+		return &ParamError{Param: "ctx", Want: "a non-nil context.Context (context.Background() for none)"}
 	}
 	return nil
 }
@@ -38,7 +35,8 @@ func checkPositive(name string, x float64) error {
 	return nil
 }
 
-// checkNonNegative requires x to be finite and >= 0 (rho).
+// checkNonNegative requires x to be finite and >= 0 (rho, and the eps of
+// a PLD query).
 func checkNonNegative(name string, x float64) error {
 	if !(x >= 0) || math.IsInf(x, 1) {
 		return &ParamError{Param: name, Value: x, Want: "finite and >= 0"}
@@ -55,10 +53,11 @@ func checkDelta(delta float64) error {
 	return nil
 }
 
-// checkCompositions requires k >= 1.
-func checkCompositions(k int) error {
+// checkCount requires k >= 1, naming the parameter ("compositions",
+// "steps", "bands").
+func checkCount(name string, k int) error {
 	if k < 1 {
-		return &ParamError{Param: "compositions", Value: float64(k), Want: "an integer >= 1"}
+		return &ParamError{Param: name, Value: float64(k), Want: "an integer >= 1"}
 	}
 	return nil
 }
@@ -69,18 +68,6 @@ func checkEpsDelta(eps, delta float64) error {
 		return err
 	}
 	return checkDelta(delta)
-}
-
-// checkSigmaDelta is the shared check of a noise multiplier sigma, a delta
-// and a number of compositions.
-func checkSigmaDelta(sigma, delta float64, k int) error {
-	if err := checkPositive("sigma", sigma); err != nil {
-		return err
-	}
-	if err := checkDelta(delta); err != nil {
-		return err
-	}
-	return checkCompositions(k)
 }
 
 // MethodError reports that a method gives no guarantee for the parameters

@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -139,9 +140,6 @@ type lossDist struct {
 	unbounded bool
 }
 
-// finite returns the total finite mass.
-func (d *lossDist) finite() float64 { return sum(d.mass) }
-
 // Bounds is a two-sided result of the PLD accountant: the true value (the
 // delta or eps of the pair the PLD accounts) lies in [Optimistic, Safe].
 // Safe is the guarantee to state and to calibrate with; Optimistic shows
@@ -174,7 +172,7 @@ func (p *PLD) Floor() float64 {
 		return 1
 	}
 	f := 0.0
-	for _, d := range p.dirs() {
+	for _, d := range p.dirs(false) {
 		c := newCurve(d, p.h, true)
 		f = math.Max(f, c.value(math.Inf(1)))
 	}
@@ -226,20 +224,23 @@ func (p *PLD) Interval() float64 {
 // symmetric reports whether both directions share one distribution.
 func (p *PLD) symmetric() bool { return p.add == p.remove }
 
-// dirs returns the pessimistic distributions of the directions.
-func (p *PLD) dirs() []*lossDist {
-	if p.symmetric() {
-		return []*lossDist{p.remove}
-	}
-	return []*lossDist{p.remove, p.add}
+// dist returns p's distribution i: remove, add, removeOpt or addOpt (the
+// order of each).
+func (p *PLD) dist(i int) *lossDist {
+	return [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
 }
 
-// optDirs returns the optimistic distributions of the directions.
-func (p *PLD) optDirs() []*lossDist {
-	if p.symmetric() {
-		return []*lossDist{p.removeOpt}
+// dirs returns the pessimistic distributions of the directions, or the
+// optimistic ones if opt.
+func (p *PLD) dirs(opt bool) []*lossDist {
+	ds := []*lossDist{p.remove, p.add}
+	if opt {
+		ds = []*lossDist{p.removeOpt, p.addOpt}
 	}
-	return []*lossDist{p.removeOpt, p.addOpt}
+	if p.symmetric() {
+		return ds[:1]
+	}
+	return ds
 }
 
 // curve is one side's delta(eps) of one direction, ready for queries:
@@ -288,10 +289,7 @@ func (c *curve) cell(eps float64) int {
 }
 
 // value returns the reported delta at eps (+Inf: the limit above the grid).
-func (c *curve) value(eps float64) float64 {
-	j := c.cell(eps)
-	return c.onCell(j, eps)
-}
+func (c *curve) value(eps float64) float64 { return c.onCell(c.cell(eps), eps) }
 
 // onCell returns the reported delta at eps on cell j.
 func (c *curve) onCell(j int, eps float64) float64 {
@@ -413,8 +411,8 @@ func (p *PLD) DeltaBounds(eps float64) (Bounds, error) {
 	if !p.valid() {
 		return Bounds{}, errNilPLD
 	}
-	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return Bounds{}, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
+	if err := checkNonNegative("eps", eps); err != nil {
+		return Bounds{}, err
 	}
 	return p.bounds(func(c *curve) float64 { return c.value(eps) }), nil
 }
@@ -424,8 +422,8 @@ func (p *PLD) DeltaBounds(eps float64) (Bounds, error) {
 // curves are built and f evaluated on up to four cores, one curve each;
 // the maxima are taken in the order of the directions.
 func (p *PLD) bounds(f func(c *curve) float64) Bounds {
-	safe := p.dirs()
-	ds := append(safe, p.optDirs()...)
+	safe := p.dirs(false)
+	ds := append(safe, p.dirs(true)...)
 	v := make([]float64, len(ds))
 	work := 0.0
 	for _, d := range ds {
@@ -506,11 +504,7 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	}
 	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
 	sym := p.symmetric() && o.symmetric()
-	err := r.each(sym, func(i int) (*lossDist, error) {
-		a := [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
-		b := [4]*lossDist{o.remove, o.add, o.removeOpt, o.addOpt}[i]
-		return convolve(a, b)
-	})
+	err := r.each(sym, func(i int) (*lossDist, error) { return convolve(p.dist(i), o.dist(i)) })
 	return r, err
 }
 
@@ -529,10 +523,8 @@ func (r *PLD) each(sym bool, f func(i int) (*lossDist, error)) error {
 		wg.Go(func() { out[i], errs[i] = f(i) })
 	}
 	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
+	if err := cmp.Or(errs...); err != nil {
+		return err
 	}
 	if sym {
 		out[1], out[3] = out[0], out[2]
@@ -555,7 +547,7 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 	if !p.valid() {
 		return nil, errNilPLD
 	}
-	if err := checkCompositions(k); err != nil {
+	if err := checkCount("compositions", k); err != nil {
 		return nil, err
 	}
 	return p.selfCompose(k, p.tail)
@@ -569,8 +561,7 @@ func (p *PLD) selfCompose(k int, fold float64) (*PLD, error) {
 	}
 	r := &PLD{h: p.h, tail: p.tail}
 	err := r.each(p.symmetric(), func(i int) (*lossDist, error) {
-		d := [4]*lossDist{p.remove, p.add, p.removeOpt, p.addOpt}[i]
-		return selfConvolve(d, k, p.h, p.tail, fold, i < 2)
+		return selfConvolve(p.dist(i), k, p.h, p.tail, fold, i < 2)
 	})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package accountant
 import (
 	"context"
 	"math"
+	"slices"
 
 	"github.com/dpmf/dpmf/internal/par"
 )
@@ -29,30 +30,25 @@ const maxGrid = 1 << 24
 //	GaussianPLD(sigma, o) is an error if the grid would exceed 2^24 points
 //	    (sigma below about 16.5 / (2^24 h): 0.01 at the default interval)
 func GaussianPLD(sigma float64, o PLDOptions) (*PLD, error) {
-	h, tail, err := o.resolve()
-	if err != nil {
-		return nil, err
-	}
-	if !(sigma > 0) {
-		return nil, &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
-	}
-	if math.IsInf(sigma, 1) {
-		return identityPLD(h, tail), nil
-	}
-	m := gaussianModel(1 / sigma)
-	m.ctx = o.ctx
-	d, err := discretise(m, h, tail)
-	if err != nil {
-		return nil, err
-	}
-	do := noOpt
-	if !o.safeOnly {
-		if do, err = discretiseOpt(m, h, tail); err != nil {
-			return nil, err
+	// SampledGaussianPLD at q = 1 is this PLD, and checks the same.
+	return SampledGaussianPLD(1, sigma, AddRemove, o)
+}
+
+// discretiseAll sets p's distributions to the pessimistic and optimistic
+// discretisations (the latter noOpt if o.safeOnly) of the models of its
+// directions, remove then add, or of one model for a symmetric pair.
+func (p *PLD) discretiseAll(o PLDOptions, ms ...lossModel) error {
+	return p.each(len(ms) == 1, func(i int) (*lossDist, error) {
+		m := ms[i%len(ms)]
+		m.ctx = o.ctx
+		if i < 2 {
+			return discretise(m, p.h, p.tail)
 		}
-	}
-	d.unbounded = true
-	return &PLD{h: h, tail: tail, remove: d, add: d, removeOpt: do, addOpt: do}, nil
+		if o.safeOnly {
+			return noOpt, nil
+		}
+		return discretiseOpt(m, p.h, p.tail)
+	})
 }
 
 // SampledGaussianPLD returns the PLD of the Gaussian mechanism applied to
@@ -129,14 +125,19 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	if !(sigma > 0) {
 		return nil, &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
-	if r != AddRemove && r != ReplaceOne {
-		return nil, &ParamError{Param: "relation", Value: float64(r), Want: "AddRemove or ReplaceOne"}
+	if err := checkRelation(r); err != nil {
+		return nil, err
 	}
 	if q == 0 || math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil
 	}
-	if q == 1 {
-		return GaussianPLD(sigma, o)
+	p := &PLD{h: h, tail: tail}
+	if q == 1 { // the Gaussian mechanism, a symmetric pair
+		if err := p.discretiseAll(o, gaussianModel(1/sigma)); err != nil {
+			return nil, err
+		}
+		p.remove.unbounded = true
+		return p, nil
 	}
 	// Above maxSampledSigma the mixture's losses (about q/sigma) are far
 	// below any grid interval, and evaluating them loses all precision (at
@@ -149,39 +150,15 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		sigma *= math.Sqrt2
 	}
 	sigma = math.Min(sigma, maxSampledSigma)
-	p := &PLD{h: h, tail: tail}
-	rmModel, adModel := sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)
-	rmModel.ctx, adModel.ctx = o.ctx, o.ctx
-	err = p.each(false, func(i int) (*lossDist, error) {
-		switch i {
-		case 0:
-			return discretise(rmModel, h, tail)
-		case 1:
-			return discretise(adModel, h, tail)
-		case 2:
-			if o.safeOnly {
-				return noOpt, nil
-			}
-			return discretiseOpt(rmModel, h, tail)
-		}
-		if o.safeOnly {
-			return noOpt, nil
-		}
-		return discretiseOpt(adModel, h, tail)
-	})
-	if err != nil {
+	if err := p.discretiseAll(o, sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)); err != nil {
 		return nil, err
 	}
 	p.remove.unbounded = true
 	if r == ReplaceOne {
 		rp := &PLD{h: h, tail: tail}
-		err := rp.each(true, func(i int) (*lossDist, error) {
-			if i == 0 {
-				return convolveAt(p.remove, p.add, 0)
-			}
-			return convolve(p.removeOpt, p.addOpt)
-		})
-		if err != nil {
+		// The discretised directions have tilt 0: convolve composes
+		// them at 0.
+		if err := rp.each(true, func(i int) (*lossDist, error) { return convolve(p.dist(i), p.dist(i+1)) }); err != nil {
 			return nil, err
 		}
 		return rp, nil
@@ -336,27 +313,20 @@ func lossErr(m lossModel, a, b float64) float64 {
 
 // sampledAddModel is the add direction in the variable y = -x:
 // P = N(0, s^2), Q = (1-q) N(0, s^2) + q N(-1, s^2),
-// L(y) = -log(1 - q + q e^((-2y-1)/(2 s^2))), from -Inf to -log(1-q).
+// L(y) = -log(1 - q + q e^((-2y-1)/(2 s^2))), from -Inf to -log(1-q): the
+// remove direction's loss mirrored, L(y) = -L_remove(-y).
 func sampledAddModel(q, s float64) lossModel {
-	s2 := s * s
+	rm := sampledRemoveModel(q, s)
 	return lossModel{
-		loss: func(y float64) float64 { return -logMix(q, (-2*y-1)/(2*s2)) },
-		inv: func(l float64) float64 {
-			// e^-l = 1 + q (e^u - 1), u = (-2y-1)/(2 s^2)
-			if -l <= math.Log1p(-q) {
-				return math.Inf(1)
-			}
-			return -(s2*invMix(q, -l) + 0.5)
-		},
+		loss:  func(y float64) float64 { return -rm.loss(-y) },
+		inv:   func(l float64) float64 { return -rm.inv(-l) },
 		pdf:   func(y float64) float64 { return stdPDF(y/s) / s },
 		cdf:   func(y float64) float64 { return stdCDF(y / s) },
 		sf:    func(y float64) float64 { return stdSF(y / s) },
-		scale: math.Min(s, s2),
-		lerr: func(a, b float64) float64 {
-			return mixErr(q, (-2*b-1)/(2*s2), (-2*a-1)/(2*s2))
-		},
-		xlo: func(t float64) float64 { return -s * normalTailZ(t) },
-		xhi: func(t float64) float64 { return s * normalTailZ(t) },
+		scale: rm.scale,
+		lerr:  func(a, b float64) float64 { return rm.lerr(-b, -a) },
+		xlo:   func(t float64) float64 { return -s * normalTailZ(t) },
+		xhi:   func(t float64) float64 { return s * normalTailZ(t) },
 	}
 }
 
@@ -465,16 +435,21 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 				a, b = a2, b2
 			}
 		}
-		k := math.Ceil((b - a) / panel)
-		if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
+		var A, B float64
+		hw, ok := panels(a, b, m.scale, func(x, wt float64) {
+			f := wt * m.pdf(x)
+			// em = e^(l_{i-1} - L) - 1 in [e^-h - 1, 0]; then
+			// e^(l_i - L) - 1 = (e^h - 1) + e^h em, a sum of a
+			// non-negative and a non-positive term whose result is
+			// small only where its weight in B is.
+			em := math.Expm1(math.Min(0, lPrev-m.loss(x)))
+			A -= f * em
+			B += f * math.Max(0, eh1+ehh*em)
+		})
+		if !ok {
 			// A wide cell: round its mass up to l_i, or to +Inf if the
 			// cell reaches x = +Inf while the loss has no bound there.
-			var mass, sum float64
-			if m.sf(a) < 0.5 {
-				mass, sum = m.sf(a)-m.sf(b), m.sf(a)+m.sf(b)
-			} else {
-				mass, sum = m.cdf(b)-m.cdf(a), m.cdf(b)+m.cdf(a)
-			}
+			mass, sum := cellMass(m, a, b)
 			if math.IsInf(b, 1) && supLoss > lPrev+h {
 				low[i] = cellLow{kind: lowInf, mass: math.Max(mass, 0)}
 			} else if mass > 0 {
@@ -491,30 +466,8 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 			}
 			return
 		}
-		// Cells narrower than scale/1000 (the usual case) need only the
-		// 2-point rule: its error is below (w/scale)^4 / 4000 relative.
-		nodes, weights := glNodes5, glWeights5
-		if b-a < m.scale/1000 {
-			nodes, weights = glNodes2, glWeights2
-		}
-		w := (b - a) / k
-		var A, B float64
-		for p := 0.0; p < k; p++ {
-			c := a + (p+0.5)*w
-			for j, t := range nodes {
-				x := c + 0.5*w*t
-				f := weights[j] * m.pdf(x)
-				// em = e^(l_{i-1} - L) - 1 in [e^-h - 1, 0]; then
-				// e^(l_i - L) - 1 = (e^h - 1) + e^h em, a sum of a
-				// non-negative and a non-positive term whose result is
-				// small only where its weight in B is.
-				em := math.Expm1(math.Min(0, lPrev-m.loss(x)))
-				A -= f * em
-				B += f * math.Max(0, eh1+ehh*em)
-			}
-		}
-		A *= 0.5 * w
-		B *= 0.5 * w
+		A *= hw
+		B *= hw
 		d.mass[i] += A * upper
 		// The relative error of the split: the quadrature and the
 		// rounding of L(x) - l (a few ulps of |l| and the error of L on
@@ -576,14 +529,13 @@ const (
 	lowInf
 )
 
-// quad returns the integral of f over [a, b] by the rule discretise uses
-// (the 5-point Gauss-Legendre rule on panels no wider than scale/20, the
-// 2-point rule for intervals narrower than scale/1000), and false for an
-// interval too wide for it (an infinite end, or more than 4096 panels).
-func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
-	if !(b > a) {
-		return 0, true
-	}
+// panels calls node(x, wt) at the nodes and weights of the rule discretise
+// and quad use on [a, b]: 5-point Gauss-Legendre on panels no wider than
+// scale/20, 2-point for intervals narrower than scale/1000 (the usual cell:
+// error below (width/scale)^4 / 4000 relative). The integral is the
+// weighted sum times the factor returned; false, calling nothing, for an
+// interval too wide (an infinite end, or more than 4096 panels).
+func panels(a, b, scale float64, node func(x, wt float64)) (float64, bool) {
 	k := math.Ceil((b - a) / (scale / 20))
 	if math.IsInf(a, 0) || math.IsInf(b, 0) || k > 1<<12 {
 		return 0, false
@@ -593,14 +545,34 @@ func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
 		nodes, weights = glNodes2, glWeights2
 	}
 	w := (b - a) / k
-	s := 0.0
 	for p := 0.0; p < k; p++ {
 		c := a + (p+0.5)*w
 		for j, t := range nodes {
-			s += weights[j] * f(c+0.5*w*t)
+			node(c+0.5*w*t, weights[j])
 		}
 	}
-	return 0.5 * w * s, true
+	return 0.5 * w, true
+}
+
+// quad returns the integral of f over [a, b] by panels, or false.
+func quad(f func(float64) float64, a, b, scale float64) (float64, bool) {
+	if !(b > a) {
+		return 0, true
+	}
+	s := 0.0
+	hw, ok := panels(a, b, scale, func(x, wt float64) { s += wt * f(x) })
+	return hw * s, ok
+}
+
+// cellMass returns the P-mass of (a, b] as a difference of the
+// distribution function that is below 1/2 at a (P(X > a) or P(X <= b)),
+// where it cancels least, and the sum of the two terms, which bounds its
+// rounding.
+func cellMass(m lossModel, a, b float64) (mass, sum float64) {
+	if m.sf(a) < 0.5 {
+		return m.sf(a) - m.sf(b), m.sf(a) + m.sf(b)
+	}
+	return m.cdf(b) - m.cdf(a), m.cdf(b) + m.cdf(a)
 }
 
 // discretiseOpt returns the optimistic discretisation of m on the grid
@@ -685,12 +657,7 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 				// A wide cell (far in a tail): its mass at the grid
 				// point at or below its least loss, which its loss
 				// exceeds.
-				var mass float64
-				if m.sf(a) < 0.5 {
-					mass = m.sf(a) - m.sf(b)
-				} else {
-					mass = m.cdf(b) - m.cdf(a)
-				}
+				mass, _ := cellMass(m, a, b)
 				P[i] = math.Max(0, mass)
 				floorAt[i] = true
 				a = b
@@ -705,10 +672,7 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 		return nil, err
 	}
 	d := &lossDist{lo: lo, mass: make([]float64, n), rel: rho, logErr: math.Inf(-1)}
-	frac := make([]float64, n) // the fraction of each cell not yet taken
-	for i := range frac {
-		frac[i] = 1
-	}
+	frac := slices.Repeat([]float64{1}, n) // the fraction of each cell not yet taken
 	// Cells whose loss falls short of their grid point (above the mode)
 	// take fractions of the cells above, from the bottom up (up). Then
 	// the cells left whose loss exceeds their grid point (below the mode)
@@ -802,7 +766,8 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 			continue
 		}
 		if floorAt[i] {
-			j := int(math.Floor(m.loss(edgeOrLo(m, lo, i, h, xlo)) / h))
+			// The grid point at or below the loss at the cell's lower end.
+			j := int(math.Floor(m.loss(math.Max(m.inv((float64(lo+i)-0.5)*h), xlo)) / h))
 			if k := j - lo; k >= 0 && k < n {
 				d.mass[k] += f * P[i]
 			}
@@ -922,9 +887,4 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 type group struct {
 	i           int
 	p, dd, need float64
-}
-
-// edgeOrLo returns the lower end of cell i of discretiseOpt.
-func edgeOrLo(m lossModel, lo, i int, h, xlo float64) float64 {
-	return math.Max(m.inv((float64(lo+i)-0.5)*h), xlo)
 }

@@ -44,25 +44,31 @@ func fastLen(n int) int {
 	return best
 }
 
-// spectrumSums returns the sum over all n frequencies of g(|c_j|) and
-// sqrt(sum of g(|c_j|)^2) from the n/2+1 coefficients c of a real
-// sequence of length n, evaluating g once per coefficient.
-func spectrumSums(c []complex128, n int, g func(float64) float64) (l1, l2 float64) {
+// spectrumSums returns the sum over all n frequencies of |c_j| and
+// sqrt(sum of |c_j|^2) from the n/2+1 coefficients c of a real sequence of
+// length n.
+func spectrumSums(c []complex128, n int) (l1, l2 float64) {
 	vs := make([]float64, len(c))
 	par.Range(len(c), chunk, costHypot, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
-			vs[j] = g(math.Hypot(real(c[j]), imag(c[j])))
+			vs[j] = math.Hypot(real(c[j]), imag(c[j]))
 		}
 	})
 	for j, v := range vs {
-		w := 2.0
-		if j == 0 || (n%2 == 0 && j == n/2) {
-			w = 1
-		}
+		w := specWeight(j, n)
 		l1 += w * v
 		l2 += w * v * v
 	}
 	return l1, math.Sqrt(l2)
+}
+
+// specWeight returns how many of the n frequencies coefficient j of a real
+// sequence's n/2+1 stands for: 1 for j = 0 and j = n/2 (n even), else 2.
+func specWeight(j, n int) float64 {
+	if j == 0 || (n%2 == 0 && j == n/2) {
+		return 1
+	}
+	return 2
 }
 
 // tiltTarget is the tail probability the exponential tilt of a composition
@@ -127,14 +133,9 @@ func (d *lossDist) support() (first, last int) {
 // summed from the end of the support where the exponent is largest, with
 // the factor e^(-|s|) applied by one multiplication per point (a relative
 // error of at most n u, covered by the 1e-9 added) until it falls below
-// 1e-300. It is -Inf for a distribution without finite mass.
-func (d *lossDist) logMGF(s float64) float64 {
-	first, last := d.support()
-	return d.logMGFOn(s, first, last)
-}
-
-// logMGFOn is logMGF on the support [first, last].
-func (d *lossDist) logMGFOn(s float64, first, last int) float64 {
+// 1e-300. first and last are d's support; it is -Inf for a distribution
+// without finite mass (first > last).
+func (d *lossDist) logMGF(s float64, first, last int) float64 {
 	if first > last {
 		return math.Inf(-1)
 	}
@@ -199,7 +200,7 @@ func scanMin(f func(float64) float64, guess, cost float64) (arg, val float64) {
 	return guess * math.Exp2(best), bv
 }
 
-// mgfCost is the work of one logMGFOn over a support of n points (and of
+// mgfCost is the work of one logMGF over a support of n points (and of
 // a scanMin evaluation that calls it once), in units of par.Grain's.
 func mgfCost(n int) float64 { return 2 * float64(n) }
 
@@ -207,7 +208,7 @@ func mgfCost(n int) float64 { return 2 * float64(n) }
 // d's offsets under its normalised masses: the Chernoff parameter of a
 // Gaussian of the composed variance. It is 0 for a point mass.
 func spreadGuess(d *lossDist, k int, tail float64) float64 {
-	m := d.finite()
+	m := sum(d.mass)
 	if !(m > 0) {
 		return 0
 	}
@@ -276,11 +277,10 @@ func (d *lossDist) logWeight(t, logZ float64) float64 {
 func fftErrors(ca, cb, c []complex128, n int, ma, mb float64) float64 {
 	fe := fftErrorConst(n)
 	ea, eb := fe*ma, fe*mb
-	id := func(x float64) float64 { return x }
 	nf := float64(n)
-	sa, na := spectrumSums(ca, n, id)
-	sb, nb := spectrumSums(cb, n, id)
-	sc, nc := spectrumSums(c, n, id)
+	sa, na := spectrumSums(ca, n)
+	sb, nb := spectrumSums(cb, n)
+	sc, nc := spectrumSums(c, n)
 	// A complex float64 product errs by at most sqrt5 u relatively.
 	e1 := ea*sb + eb*sa + nf*ea*eb + math.Sqrt(5)*unitRound*sc
 	e2 := ea*nb + eb*na + math.Sqrt(nf)*ea*eb + math.Sqrt(5)*unitRound*nc
@@ -358,7 +358,6 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 		for i := range w {
 			w[i] = big[i] * small[0]
 		}
-		fftErr = 0
 	} else {
 		tr := fourier.NewFFT(n)
 		ca := tr.Coefficients(nil, sa)
@@ -396,37 +395,8 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 func kTilt(d *lossDist, k int, guess, logTail float64) float64 {
 	g := guess * math.Sqrt(logf(tiltTarget)/logTail)
 	first, last := d.support()
-	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGFOn(s, first, last) - logf(tiltTarget)) / s }, g, mgfCost(last-first+1))
+	t, _ := scanMin(func(s float64) float64 { return (float64(k)*d.logMGF(s, first, last) - logf(tiltTarget)) / s }, g, mgfCost(last-first+1))
 	return math.Min(t, 1.5*g)
-}
-
-// tiltFor returns the tilt of a k-fold composition of d: kTilt's, lowered
-// by factors of 0.8 (at most 12 times, to 0.07 of it; steps that fine keep
-// it within 20% of the largest tilt that fits) while the tilted
-// composition's upper Chernoff end at
-// tail mass fold lies further above the composition's own window (at
-// e^logTail) than that window's length: a mixture's rare large losses,
-// tilted up, can stretch the window, and the FFT, tenfold. Any tilt is
-// valid; a smaller one bounds the rounding less tightly only far out in the
-// tail (at half the Chernoff tilt of a Gaussian tail delta, the bound there
-// is delta^(3/4) times the rounding of the tilted masses). guess is
-// spreadGuess(d, k, e^logTail).
-func tiltFor(d *lossDist, k int, guess, logTail, fold float64) float64 {
-	first, last := d.support()
-	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
-	kf, cost := float64(k), mgfCost(last-first+1)
-	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess, cost)
-	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess, cost)
-	t := kTilt(d, k, guess, logTail)
-	for range 12 {
-		mt := mgf(t)
-		_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess, cost)
-		if !(b1-b0 > 2*(b0+negA)) {
-			break
-		}
-		t *= 0.8
-	}
-	return t
 }
 
 // sum returns the sum of x.
@@ -514,21 +484,37 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	}
 	full := k*(n1-1) + 1 // composed offsets 0 .. k(n1-1), relative to k lo
 	logTail := logf(tail)
-	mgf := func(s float64) float64 { return d.logMGFOn(s, first, last) }
+	mgf := func(s float64) float64 { return d.logMGF(s, first, last) }
 	guess := spreadGuess(d, k, tail)
+	cost := mgfCost(last - first + 1)
+	// The window: the lower Chernoff bound of the composition, the upper
+	// ones of the composition and (b1, below) of its tilted version.
+	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess, cost)
+	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess, cost)
 	// The tilt: d's own if d was tilted for this composition (see
-	// sampledGaussian), else tiltFor's.
+	// sampledGaussian), else kTilt's, lowered by factors of 0.8
+	// (at most 12 times, to 0.07 of it; steps that fine keep it within 20%
+	// of the largest tilt that fits) while the tilted composition's upper
+	// Chernoff end at tail mass fold lies further above the composition's
+	// own window than that window's length: a mixture's rare large losses,
+	// tilted up, can stretch the window, and the FFT, tenfold. Any tilt is
+	// valid; a smaller one bounds the rounding less tightly only far out in
+	// the tail (at half the Chernoff tilt of a Gaussian tail delta, the
+	// bound there is delta^(3/4) times the rounding of the tilted masses).
 	t := d.tau
 	if t == 0 {
-		t = tiltFor(d, k, guess, logTail, fold)
+		t = kTilt(d, k, guess, logTail)
+		for range 12 {
+			mt := mgf(t)
+			_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess, cost)
+			if !(b1-b0 > 2*(b0+negA)) {
+				break
+			}
+			t *= 0.8
+		}
 	}
 	mt := mgf(t)
 	logMt := func(s float64) float64 { return mgf(t+s) - mt }
-	// The window: the lower Chernoff bound of the composition, the upper
-	// ones of the composition and of its tilted version.
-	cost := mgfCost(last - first + 1)
-	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess, cost)
-	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess, cost)
 	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logf(fold)) / s }, guess, cost)
 	sA, sB := 0, full-1
 	if a := math.Floor(-negA); a > 0 && !math.IsNaN(a) {
@@ -651,19 +637,10 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 	c := slices.Clone(spec)
 	fe := fftErrorConst(n)
 	einf := fe * m // error bound of every coefficient
-	weight := func(j int) float64 {
-		if j == 0 || (n%2 == 0 && j == n/2) {
-			return 1
-		}
-		return 2
-	}
 	abs := func(z complex128) float64 { return math.Hypot(real(z), imag(z)) * (1 + 4*unitRound) }
 	// in[j] is coefficient j's error bound; exact[j] its power, computed in
 	// double-words, with the power's rounding bound in round[j].
-	in := make([]float64, len(c))
-	for j := range in {
-		in[j] = einf
-	}
+	in := slices.Repeat([]float64{einf}, len(c))
 	var exact map[int]complex128
 	round := map[int]float64{}
 	if refine {
@@ -692,7 +669,7 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 	})
 	var F1, F2, out1 float64
 	for j, f := range in {
-		wt := weight(j)
+		wt := specWeight(j, n)
 		F1 += wt * f
 		F2 += wt * f * f
 		out1 += wt * outAbs[j]

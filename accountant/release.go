@@ -3,6 +3,7 @@ package accountant
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Relation is the neighbouring relation a privacy guarantee is stated
@@ -19,24 +20,20 @@ const (
 	ReplaceOne
 )
 
+var relationNames = [...]string{AddRemove: "add-remove", ReplaceOne: "replace-one"}
+
 // String returns "add-remove" or "replace-one".
 func (r Relation) String() string {
-	switch r {
-	case AddRemove:
-		return "add-remove"
-	case ReplaceOne:
-		return "replace-one"
+	if r >= 0 && int(r) < len(relationNames) {
+		return relationNames[r]
 	}
 	return fmt.Sprintf("Relation(%d)", int(r))
 }
 
 // ParseRelation parses "add-remove" or "replace-one".
 func ParseRelation(s string) (Relation, error) {
-	switch s {
-	case "add-remove":
-		return AddRemove, nil
-	case "replace-one":
-		return ReplaceOne, nil
+	if i := slices.Index(relationNames[:], s); i >= 0 {
+		return Relation(i), nil
 	}
 	return 0, fmt.Errorf("accountant: neighbouring relation %q, want add-remove or replace-one", s)
 }

@@ -107,10 +107,7 @@ func checkSampled(q, sigma float64, steps int, rel Relation) error {
 	if !(sigma > 0) {
 		return &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
-	if steps < 1 {
-		return &ParamError{Param: "steps", Value: float64(steps), Want: "an integer >= 1"}
-	}
-	return nil
+	return checkCount("steps", steps)
 }
 
 // checkRelation requires AddRemove or ReplaceOne.
@@ -219,8 +216,8 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 // the delta of the dominating pair the accountant uses). Its special cases
 // and errors are those of SampledGaussian and PLD.DeltaBounds.
 func SampledGaussianDeltaBounds(q, sigma float64, steps int, eps float64, rel Relation) (Bounds, error) {
-	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return Bounds{}, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
+	if err := checkNonNegative("eps", eps); err != nil {
+		return Bounds{}, err
 	}
 	p, err := SampledGaussian(q, sigma, steps, rel)
 	if err != nil {
@@ -251,14 +248,8 @@ func SampledGaussianEpsilonBounds(q, sigma float64, steps int, delta float64, re
 // [PLD.Delta] of [SampledGaussian]. It is never below the true delta. Its
 // special cases and errors are those of SampledGaussian and PLD.Delta.
 func SampledGaussianDelta(q, sigma float64, steps int, eps float64, rel Relation) (float64, error) {
-	if !(eps >= 0) || math.IsInf(eps, 1) {
-		return 0, &ParamError{Param: "eps", Value: eps, Want: "finite and >= 0"}
-	}
-	p, err := SampledGaussian(q, sigma, steps, rel)
-	if err != nil {
-		return 0, err
-	}
-	return p.Delta(eps)
+	b, err := SampledGaussianDeltaBounds(q, sigma, steps, eps, rel)
+	return b.Safe, err
 }
 
 // SampledGaussianEpsilon returns an eps for which steps compositions of the
@@ -267,14 +258,8 @@ func SampledGaussianDelta(q, sigma float64, steps int, eps float64, rel Relation
 // special cases and errors are those of SampledGaussian and PLD.Epsilon
 // (+Inf when no finite eps reaches delta).
 func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Relation) (float64, error) {
-	if err := checkDelta(delta); err != nil {
-		return 0, err
-	}
-	p, err := SampledGaussian(q, sigma, steps, rel)
-	if err != nil {
-		return 0, err
-	}
-	return p.Epsilon(delta)
+	b, err := SampledGaussianEpsilonBounds(q, sigma, steps, delta, rel)
+	return b.Safe, err
 }
 
 // SampledGaussianSigma returns a noise multiplier sigma (noise std / L2
@@ -331,7 +316,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if !(q > 0 && q <= 1) {
 		return 0, &ParamError{Param: "q", Value: q, Want: "a sampling probability in (0, 1] (q = 0 needs no noise)"}
 	}
-	if err := checkCompositionsNamed("steps", steps); err != nil {
+	if err := checkCount("steps", steps); err != nil {
 		return 0, err
 	}
 	if err := checkEpsDelta(eps, delta); err != nil {
@@ -426,19 +411,16 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if sl := coarse.slope(); sl < 0 && start.ghi <= 0 {
 		width = math.Min(math.Max(math.Expm1(1.5*start.ghi/sl), 2e-4), 2e-2)
 		r := start.hi * math.Exp(-start.ghi/sl)
-		if a := r * (1 - 2e-5); a < start.hi {
-			if ga := fineG(a); ga <= 0 {
-				start.hi, start.ghi = a, ga
-			} else {
-				start.lo, start.glo = a, ga
-				if b := r * (1 + 2e-5); b < start.hi {
-					if gb := fineG(b); gb <= 0 {
-						start.hi, start.ghi = b, gb
-					} else {
-						start.lo, start.glo = b, gb
-					}
-				}
+		for _, x := range []float64{r * (1 - 2e-5), r * (1 + 2e-5)} {
+			if !(x < start.hi) {
+				break
 			}
+			gx := fineG(x)
+			if gx <= 0 {
+				start.hi, start.ghi = x, gx
+				break
+			}
+			start.lo, start.glo = x, gx
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -565,9 +547,6 @@ func calibrateRoot(ctx context.Context, start root, g0 func(float64) float64, wi
 		hi *= 1 + width
 		ghi = g(hi)
 	}
-	if cerr != nil {
-		return root{}, cerr
-	}
 	if lo == 0 {
 		lo = hi / (1 + width)
 		glo = g(lo)
@@ -621,14 +600,6 @@ func calibrateRoot(ctx context.Context, start root, g0 func(float64) float64, wi
 	return root{lo: lo, hi: hi, glo: glo, ghi: ghi}, nil
 }
 
-// checkCompositionsNamed requires k >= 1, naming the parameter.
-func checkCompositionsNamed(name string, k int) error {
-	if k < 1 {
-		return &ParamError{Param: name, Value: float64(k), Want: "an integer >= 1"}
-	}
-	return nil
-}
-
 // replaceOneSteps returns steps compositions of the replace-one pair of
 // SampledGaussianPLD: the remove and add pairs at noise multiplier
 // sqrt2 sigma are composed with each other at the tilt the steps-fold
@@ -641,10 +612,7 @@ func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions) (*
 	}
 	one := &PLD{h: ar.h, tail: ar.tail}
 	err = one.each(true, func(i int) (*lossDist, error) {
-		a, b := ar.remove, ar.add
-		if i != 0 {
-			a, b = ar.removeOpt, ar.addOpt
-		}
+		a, b := ar.dist(i), ar.dist(i+1)
 		if a == noOpt || b == noOpt {
 			return noOpt, nil
 		}
@@ -721,10 +689,13 @@ func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PL
 // the true eps, and the estimates from below up to 20% under it.
 func predictWidth(one *PLD, steps int) float64 {
 	kf, h := float64(steps), one.h
-	cgf := func(d *lossDist, s float64) float64 { return s*float64(d.lo) + d.logMGF(s) }
+	cgf := func(d *lossDist, s float64) float64 {
+		first, last := d.support()
+		return s*float64(d.lo) + d.logMGF(s, first, last)
+	}
 	var es, drifts []float64
-	for i, d := range one.dirs() {
-		do := one.optDirs()[i]
+	for i, d := range one.dirs(false) {
+		do := one.dirs(true)[i]
 		if do == noOpt {
 			return 0
 		}

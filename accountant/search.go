@@ -17,12 +17,7 @@ const searchTol = 1e-13
 // lies strictly between lo and hi; halving log(hi/lo) each time, that is at
 // most about 60 iterations for any bracket within the float64 range.
 func bisectSafe(lo, hi float64, safe func(float64) bool) float64 {
-	return bisectTol(lo, hi, safe, searchTol)
-}
-
-// bisectTol is bisectSafe to a relative width of tol.
-func bisectTol(lo, hi float64, safe func(float64) bool, tol float64) float64 {
-	for hi-lo > tol*hi {
+	for hi-lo > searchTol*hi {
 		mid := math.Sqrt(lo) * math.Sqrt(hi)
 		if !(mid > lo && mid < hi) {
 			break
@@ -65,4 +60,17 @@ func bracketUp(start float64, safe func(float64) bool) float64 {
 		}
 	}
 	return math.Inf(1)
+}
+
+// leastSafe returns the least x at which the monotone predicate safe holds,
+// searched from start: bracketUp's safe point, bracketDown's unsafe point
+// lo below it, and bisectSafe between them. Where bracketDown finds no
+// unsafe point (bracketUp's is +Inf, or every x down to the smallest
+// normal number is safe) x is bracketUp's point and lo is 0.
+func leastSafe(start float64, safe func(float64) bool) (lo, x float64) {
+	hi := bracketUp(start, safe)
+	if lo = bracketDown(hi, safe); lo == 0 {
+		return 0, hi
+	}
+	return lo, bisectSafe(lo, hi, safe)
 }

@@ -145,15 +145,10 @@ func cksEpsilon(rho, L float64) float64 {
 	if !(hi > 0) || math.IsInf(hi, 1) {
 		hi = 1
 	}
-	hi = bracketUp(hi, past)
-	lo := bracketDown(hi, past)
-	x := hi
-	if lo > 0 {
-		x = bisectSafe(lo, hi, past)
-		// Either end is a valid order; take the better.
-		if g(lo) < g(x) {
-			x = lo
-		}
+	lo, x := leastSafe(hi, past)
+	// Either end of the bracket is a valid order; take the better.
+	if lo > 0 && g(lo) < g(x) {
+		x = lo
 	}
 	return math.Max(0, g(x))
 }
@@ -166,10 +161,6 @@ func cksEpsilon(rho, L float64) float64 {
 // eps because the conversion term is negative).
 func cksRho(eps, L float64) float64 {
 	safe := func(u float64) bool { return cksEpsilon(1/u, L) <= eps }
-	hi := bracketUp(1/math.Max(bsRho(eps, L), rdpGridRho(eps, L, Balle2020)), safe)
-	lo := bracketDown(hi, safe)
-	if lo == 0 {
-		return 1 / hi
-	}
-	return 1 / bisectSafe(lo, hi, safe)
+	_, u := leastSafe(1/math.Max(bsRho(eps, L), rdpGridRho(eps, L, Balle2020)), safe)
+	return 1 / u
 }

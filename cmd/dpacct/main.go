@@ -95,13 +95,6 @@ Example:
   method=pld eps=1.8282384559595577 delta=1e-05 sigma=1 sensitivity=1 noise_std=1 compositions=1000 sampling=0.01 steps=1000 relation=add-remove eps_optimistic=1.8282356960673947
 `
 
-// Exit statuses, shared by dpmf's commands.
-const (
-	exitOK      = cli.ExitOK
-	exitRuntime = cli.ExitFailure
-	exitUsage   = cli.ExitUsage
-)
-
 // result is what every command prints.
 type result struct {
 	Method       string   `json:"method"`
@@ -149,26 +142,26 @@ func (r result) text() string {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "dpacct: missing command (sigma, epsilon or delta); run \"dpacct -h\" for usage")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usageText)
-		return exitOK
+		return cli.ExitOK
 	}
 	res, err := command(ctx, args[0], args[1:], stdout)
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return cli.ExitOK
 	}
 	if err != nil && ctx.Err() != nil {
 		fmt.Fprintln(stderr, "dpacct: interrupted")
-		return exitRuntime
+		return cli.ExitFailure
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(message(err)))
 		var pe *accountant.ParamError
 		if errors.As(err, &pe) {
-			return exitUsage
+			return cli.ExitUsage
 		}
 		return cli.ExitCode(err)
 	}
@@ -177,12 +170,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b, err := json.Marshal(res.result)
 		if err != nil { // non-finite numbers; command rejects them first
 			fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(err.Error()))
-			return exitRuntime
+			return cli.ExitFailure
 		}
 		out = string(b)
 	}
 	fmt.Fprintln(stdout, out)
-	return exitOK
+	return cli.ExitOK
 }
 
 // message words an error for the command line from the fields of the
@@ -212,8 +205,7 @@ type output struct {
 
 // command parses and runs one command.
 func command(ctx context.Context, name string, args []string, stdout io.Writer) (output, error) {
-	fs := flag.NewFlagSet("dpacct "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cli.NewFlagSet("dpacct " + name)
 	var (
 		eps, delta, sigma = &floatFlag{}, &floatFlag{}, &floatFlag{}
 		sensitivity       = &floatFlag{v: 1}
@@ -261,22 +253,13 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	default:
 		return output{}, &cli.UsageError{Msg: fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
 	}
-	fs.Usage = func() {} // errors are reported in one line by run; -h is handled below
-	if err := cli.Parse(fs, args, cli.Once); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage of dpacct %s:\n", name)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
-			return output{}, err
-		}
-		return output{}, &cli.UsageError{Msg: name + ": " + err.Error()}
+	set, err := cli.ParseFlags(fs, args, stdout, "Usage of dpacct "+name+":\n", name+": ", cli.Once)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
 	}
-	if fs.NArg() > 0 {
-		return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: unexpected argument %q", name, fs.Arg(0))}
+	if err != nil {
+		return output{}, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, r := range required {
 		if !set[r] {
 			return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: flag -%s is required", name, r)}
@@ -284,7 +267,6 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	}
 
 	res := result{Method: method.String(), Eps: eps.v, Delta: delta.v, Sigma: sigma.v, Sensitivity: sensitivity.v, Compositions: compositions.v}
-	var err error
 	if set["steps"] && !set["sampling"] {
 		advice := "use -compositions for unsampled releases"
 		if name == "sigma" {
@@ -336,34 +318,25 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			})
 			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
 		}
-		if err == nil {
-			res.NoiseStd, err = scale(name, res.Sigma, sensitivity.v, set["sensitivity"])
-		}
-		if err != nil {
-			return output{}, err
-		}
-		if math.IsInf(res.Eps, 1) {
-			return output{}, errors.New("eps is +Inf: sigma is too small for any finite guarantee at this delta")
-		}
-		return output{result: res, json: asJSON}, nil
-	}
-	switch name {
-	case "sigma":
-		res.Compositions = 1
-		res.Sigma, err = accountant.Sigma(eps.v, delta.v, method)
-	case "epsilon":
-		res.Eps, err = accountant.Epsilon(sigma.v, delta.v, compositions.v, method)
-	case "delta":
-		res.Method = accountant.Exact.String()
-		var mu float64
-		if mu, err = accountant.Mu(sigma.v, compositions.v); err == nil {
-			res.Delta, err = accountant.Delta(eps.v, mu)
-		}
-		if err == nil {
-			var ld float64
-			ld, err = accountant.LogDelta(eps.v, mu)
-			if !math.IsInf(ld, -1) { // delta below exp(-1.8e308): delta = 5e-324 says enough
-				res.LogDelta = &ld
+	} else {
+		switch name {
+		case "sigma":
+			res.Compositions = 1
+			res.Sigma, err = accountant.Sigma(eps.v, delta.v, method)
+		case "epsilon":
+			res.Eps, err = accountant.Epsilon(sigma.v, delta.v, compositions.v, method)
+		case "delta":
+			res.Method = accountant.Exact.String()
+			var mu float64
+			if mu, err = accountant.Mu(sigma.v, compositions.v); err == nil {
+				res.Delta, err = accountant.Delta(eps.v, mu)
+			}
+			if err == nil {
+				var ld float64
+				ld, err = accountant.LogDelta(eps.v, mu)
+				if !math.IsInf(ld, -1) { // delta below exp(-1.8e308): delta = 5e-324 says enough
+					res.LogDelta = &ld
+				}
 			}
 		}
 	}
@@ -374,7 +347,11 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		return output{}, err
 	}
 	if math.IsInf(res.Eps, 1) {
-		return output{}, errors.New("eps is +Inf: sigma is too small for any finite guarantee")
+		msg := "eps is +Inf: sigma is too small for any finite guarantee"
+		if set["sampling"] {
+			msg += " at this delta"
+		}
+		return output{}, errors.New(msg)
 	}
 	return output{result: res, json: asJSON}, nil
 }
