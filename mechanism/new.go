@@ -115,6 +115,7 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
 		need += 8 * float64(mem.PastRows) * float64(dim) // kept as they are drawn
+		need += float64(op.NoiseRows()) * (float64(dim)/blockLen + 2) * float64(sliceHeader)
 	}
 	if err := checkFits("dim", dim, "state (the operator's state vectors, and its past noise rows under MemoryKeep)", need); err != nil {
 		return nil, err
