@@ -15,17 +15,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
@@ -205,10 +202,6 @@ func checkListen(addr string) error {
 	}
 	return nil
 }
-
-// idRefusal matches the end of fednet's refusal of a learner index
-// outside the run: the index, then the largest one.
-var idRefusal = regexp.MustCompile(`learner (-?[0-9]+), want 0\.\.([0-9]+)$`)
 
 // checkServerAddr refuses, before any work, a learner's -server address
 // host:port whose port is not a number 1..65535 or a service name: the
@@ -685,11 +678,9 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		}
 		return fmt.Errorf("%w; the server runs with -insecure: give the learner -insecure too (loopback tests only), or the server -tls-cert and -tls-key", err)
 	}
-	if status.Code(err) == codes.InvalidArgument {
-		// The server numbers its learners 0..n-1 (fednet's refusal).
-		if m := idRefusal.FindStringSubmatch(err.Error()); m != nil && m[1] == strconv.Itoa(l.opt.ID) {
-			return cli.Usagef("-id %d contradicts the server's run: want an index in 0..%s (the server refused it)", l.opt.ID, m[2])
-		}
+	// The server numbers its learners 0..n-1 (fednet's typed refusal).
+	if ie := (*fednet.LearnerIndexError)(nil); errors.As(err, &ie) && ie.ID == l.opt.ID {
+		return cli.Usagef("-id %d contradicts the server's run: want an index in 0..%d (the server refused it)", l.opt.ID, ie.Learners-1)
 	}
 	if err != nil {
 		return err
