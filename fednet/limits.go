@@ -152,6 +152,9 @@ type rejection struct {
 	call           string
 	learner, round int
 	msg            string
+	// st, if not nil, is the status to return in place of code and msg
+	// (one with a typed detail).
+	st *status.Status
 }
 
 func (r *rejection) Error() string { return r.msg }
@@ -217,5 +220,8 @@ func (s *Server) warn(msg string, args ...any) {
 // logged logs a rejection (rate-limited) and returns its status.
 func (s *Server) logged(r *rejection) error {
 	s.warn("rejected", "call", r.call, "learner", r.learner, "round", r.round, "reason", r.msg)
+	if r.st != nil {
+		return r.st.Err()
+	}
 	return status.Error(r.code, r.msg)
 }
