@@ -164,14 +164,18 @@ func scaledSym(e *mat.SymDense, a float64) *mat.SymDense {
 }
 
 // The certified optimum agrees with an independent primal Newton solve on
-// small cases, for prefix sums and for a weighted workload.
+// small cases, for prefix sums, a weighted workload and momentum 0.9.
 func TestOptimalEpochsIndependent(t *testing.T) {
 	weighted, err := WeightedPrefix([]float64{1, 0.5, 2, 1.5, 0.7, 1.1, 0.9, 1.3})
+	require.NoError(t, err)
+	mom8, err := Momentum(8, 0.9)
+	require.NoError(t, err)
+	mom6, err := Momentum(6, 0.9)
 	require.NoError(t, err)
 	cases := []struct {
 		w *Workload
 		k int
-	}{{prefix(t, 6), 2}, {prefix(t, 6), 3}, {prefix(t, 8), 2}, {prefix(t, 9), 3}, {weighted, 2}, {weighted, 4}}
+	}{{prefix(t, 6), 2}, {prefix(t, 6), 3}, {prefix(t, 8), 2}, {prefix(t, 9), 3}, {weighted, 2}, {weighted, 4}, {mom8, 2}, {mom8, 4}, {mom6, 3}}
 	for _, c := range cases {
 		want := primalNewton(t, c.w.Matrix(), c.k)
 		f, err := OptimalEpochs(context.Background(), c.w, c.k, Options{})
@@ -399,4 +403,180 @@ func TestSolveBytesBoundsEpochsLossOnly(t *testing.T) {
 		est := SolveBytes(s, tc.r, p, true)
 		assert.LessOrEqual(t, used, est, "R = %d, %v: peak heap %.0f bytes above the start, estimate %.0f", tc.r, p, used, est)
 	}
+}
+
+// denseEpochDual returns the dual value 2 tr(W^{1/2}) - sum_c lambda_c at
+// d, W = S^{1/2} Lambda S^{1/2}, from a dense eigendecomposition of
+// L^T S L (Lambda = L L^T, the same spectrum as W): a second route to the
+// lower bound, without the rational approximation or the band kernels.
+func denseEpochDual(t *testing.T, e *epochEvaluator, d *epochDual) float64 {
+	n, k, b := e.n, e.k, e.b
+	lam := mat.NewSymDense(n, nil)
+	blk := make([]float64, k*k)
+	sum := 0.0
+	for p, cls := range e.class {
+		e.blockMatrix(d, p, blk)
+		sum += d.lam[p]
+		for a := 0; a < k; a++ {
+			for q := 0; q < k; q++ {
+				lam.SetSym(cls+a*b, cls+q*b, blk[a*k+q])
+			}
+		}
+	}
+	var ch mat.Cholesky
+	require.True(t, ch.Factorize(lam))
+	var l mat.TriDense
+	ch.LTo(&l)
+	var s mat.SymDense
+	s.SymOuterK(1, e.w.Matrix().T())
+	var sl, w mat.Dense
+	sl.Mul(&s, &l)
+	w.Mul(l.T(), &sl)
+	var es mat.EigenSym
+	require.True(t, es.Factorize(mat.NewSymDense(n, w.RawMatrix().Data), false))
+	tr := 0.0
+	for _, v := range es.Values(nil) {
+		require.Greater(t, v, 0.0)
+		tr += math.Sqrt(v)
+	}
+	return 2*tr - sum
+}
+
+// denseEpochLoss returns tr(S X^{-1}) for the n x n row-major x.
+func denseEpochLoss(t *testing.T, w *Workload, x []float64) float64 {
+	n := w.R()
+	var ch mat.Cholesky
+	require.True(t, ch.Factorize(mat.NewSymDense(n, x)), "X not positive definite")
+	var inv mat.SymDense
+	require.NoError(t, ch.InverseTo(&inv))
+	var s mat.SymDense
+	s.SymOuterK(1, w.Matrix().T())
+	var p mat.Dense
+	p.Mul(&s, &inv)
+	return mat.Trace(&p)
+}
+
+// The upper bound of the raised point (the diagonal raised by the
+// in-class off-diagonal row sums, so that the point is at least X(Lambda)
+// in the Loewner order) is finite and sound away from the optimum, where
+// the perturbation bound is infinite: at random multipliers for momentum
+// 0.9 and prefix sums, it lies above the loss of the point itself (formed
+// densely by denseX, checked feasible here, its loss by a dense inverse),
+// and that loss above the optimum of an independent primal Newton solve;
+// the lower bound lies below it and matches the dense dual.
+func TestOptimalEpochsRaisedBoundSound(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	mom8, err := Momentum(8, 0.9)
+	require.NoError(t, err)
+	mom6, err := Momentum(6, 0.9)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		w *Workload
+		k int
+	}{{mom8, 2}, {mom6, 3}, {mom8, 4}, {prefix(t, 8), 2}} {
+		opt := primalNewton(t, c.w.Matrix(), c.k)
+		e, err := newEpochEvaluator(c.w, c.k)
+		require.NoError(t, err)
+		n, b, k, np := e.n, e.b, e.k, len(e.pairs)
+		raisedSeen := 0
+		for trial := 0; trial < 20; trial++ {
+			d := &epochDual{lam: make([]float64, b), r: make([]float64, b*np)}
+			scale := math.Exp(4 * rng.Float64())
+			for p := range d.lam {
+				d.lam[p] = scale * (0.5 + rng.Float64())
+			}
+			for i := range d.r {
+				d.r[i] = 0.8 * (rng.Float64() - 0.5) / float64(k-1)
+			}
+			var ev epochEval
+			require.NoError(t, e.eval(ctx, d, &ev))
+			lower, upper, _, raised := e.bounds(d, &ev)
+			assert.LessOrEqual(t, lower, opt*(1+1e-12), "%s k=%d", c.w.Name(), k)
+			assert.InEpsilon(t, denseEpochDual(t, e, d), lower, 1e-9)
+			require.False(t, math.IsInf(upper, 1), "%s k=%d: upper bound infinite", c.w.Name(), k)
+			assert.GreaterOrEqual(t, upper, opt*(1-1e-12), "%s k=%d", c.w.Name(), k)
+			if !raised {
+				continue
+			}
+			raisedSeen++
+			x, err := e.denseX(ctx, &epochSolution{lamUpper: d, raised: true})
+			require.NoError(t, err)
+			for cls := 0; cls < b; cls++ {
+				tr := 0.0
+				for i := cls; i < n; i += b {
+					tr += x[i*n+i]
+					for j := cls; j < n; j += b {
+						if j != i {
+							require.Zero(t, x[i*n+j])
+						}
+					}
+				}
+				assert.LessOrEqual(t, tr, 1+1e-14)
+			}
+			loss := denseEpochLoss(t, c.w, x)
+			assert.LessOrEqual(t, loss, upper*(1+1e-12), "%s k=%d", c.w.Name(), k)
+			assert.GreaterOrEqual(t, loss, opt*(1-1e-9), "%s k=%d", c.w.Name(), k)
+		}
+		assert.Greater(t, raisedSeen, 10, "%s k=%d", c.w.Name(), k)
+	}
+}
+
+// Momentum 0.9 at R = 128 with 2 epochs certifies the default tolerance
+// 1e-10 within 400 iterations (192 measured). Before the raised upper bound
+// and the damped Newton step it ran all 20,000 iterations with an infinite
+// upper bound (the in-class entries of X oscillated and the perturbation
+// bound needs them below about 1e-10): mfsolve reported gap 23. The result
+// is checked against a second, dense route: the dual at the certifying
+// multipliers by a dense eigendecomposition (a lower bound by weak
+// duality), and the factors' own loss ||B||_F^2 times the largest class
+// trace of C^T C (an achieved value), with A = B C and X = C^T C diagonal
+// on every class. Measured: achieved 48517.2689680, certified upper
+// 48517.2689660, dense dual 48517.2689627, so the achieved gap is 1.1e-10
+// against the 9.7e-11 certified: the band kernels' rounding on momentum
+// exceeds their error estimate eps (docs/solver.md, "Fixed epochs"), which
+// the slack 2e-10 allows for.
+func TestOptimalEpochsMomentumCertifies(t *testing.T) {
+	ctx := context.Background()
+	w, err := Momentum(128, 0.9)
+	require.NoError(t, err)
+	const k, budget = 2, 400
+	f, err := OptimalEpochs(ctx, w, k, Options{MaxIter: budget})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, f.Gap, 1e-10)
+	assert.LessOrEqual(t, f.Iterations, budget)
+
+	e, err := newEpochEvaluator(w, k)
+	require.NoError(t, err)
+	opt, err := Options{MaxIter: budget}.withDefaults()
+	require.NoError(t, err)
+	sol, err := e.solve(ctx, opt)
+	require.NoError(t, err)
+	lower := denseEpochDual(t, e, sol.lamUpper)
+
+	n, b := w.R(), w.R()/k
+	var x mat.Dense
+	x.Mul(f.C.T(), f.C)
+	maxTr := 0.0
+	for cls := 0; cls < b; cls++ {
+		tr := 0.0
+		for i := cls; i < n; i += b {
+			tr += x.At(i, i)
+			for j := cls; j < n; j += b {
+				if j != i {
+					assert.InDelta(t, 0, x.At(i, j), 1e-12)
+				}
+			}
+		}
+		maxTr = math.Max(maxTr, tr)
+	}
+	var bc mat.Dense
+	bc.Mul(f.B, f.C)
+	assert.True(t, mat.EqualApprox(&bc, w.Matrix(), 1e-9*mat.Norm(w.Matrix(), math.Inf(1))))
+	achieved := mat.Norm(f.B, 2) // Frobenius
+	achieved = achieved * achieved * maxTr
+	assert.InEpsilon(t, achieved, f.Metrics.Loss, 1e-11)
+	assert.LessOrEqual(t, lower, f.Metrics.Loss)
+	assert.LessOrEqual(t, (achieved-lower)/lower, 2e-10, "achieved %v, dense dual %v", achieved, lower)
+	assert.LessOrEqual(t, (sol.upper-lower)/lower, 2e-10, "upper %v, dense dual %v", sol.upper, lower)
 }
