@@ -263,6 +263,15 @@ func squareAvailable(r int) []int {
 	return av
 }
 
+// ones returns n ones: the scales of a C whose columns are not scaled.
+func ones(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}
+
 // finish fills in single-participation metrics and availability of
 // square factors.
 func finish(strategy string, op Operator, w *Workload, b, c *mat.Dense) *Factorization {
