@@ -30,7 +30,9 @@ type Mechanism interface {
 	Dim() int
 	// Std returns the standard deviation V of the entries of Z.
 	Std() float64
-	// StateBytes returns the bytes of state the mechanism holds that grow
-	// with d (buffers of past noise), excluding the factorization itself.
+	// StateBytes returns the bytes of noise state the mechanism holds:
+	// the operator's state vectors and buffers of past noise, which grow
+	// with d, and in keep mode the slice headers that index the kept
+	// rows; the factorization itself is not counted.
 	StateBytes() int64
 }

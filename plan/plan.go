@@ -2,7 +2,9 @@
 // noise and its privacy claim (workload, participation, strategy, target
 // (eps, delta), neighbouring relation, calibration, clipping bound,
 // learners, the algorithm) and the other settings a run needs (local
-// steps, step sizes, model), together with what they give: the
+// steps, step sizes, model), the data the run was trained on when its
+// operator gives it ([Data]: its source and SHA-256, which ofl evaluate
+// checks), together with what they give: the
 // factorization ([Plan.Factorize]) and the privacy record
 // ([Plan.Calibrate]: the sensitivity and the rule that gave it, the noise
 // std, eps, delta).

@@ -55,7 +55,7 @@ func TestCLIFlagsTable(t *testing.T) {
 			t.Fatalf("dpaudit %s -h: exit %d, %v", c, code, err)
 		}
 		name := ""
-		for _, line := range strings.Split(errb.String(), "\n") {
+		for _, line := range strings.Split(out.String(), "\n") {
 			if m := regexp.MustCompile(`^  -([a-z-]+)`).FindStringSubmatch(line); m != nil {
 				name = m[1]
 				in[name] = append(in[name], c)

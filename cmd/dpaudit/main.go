@@ -143,7 +143,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	} else {
 		fs.BoolVar(&o.network, "network", false, "also run data set D's federation over gRPC (a fednet server on 127.0.0.1 and its learners) and check it releases the in-process models bit for bit; no -dropout")
 	}
-	set, err := cli.ParseFlags(fs, args[1:], stderr, "Usage of dpaudit "+cmd+":\n", "", cli.Once)
+	set, err := cli.ParseFlags(fs, args[1:], stdout, "Usage of dpaudit "+cmd+":\n", "", cli.Once)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0, nil
 	} else if err != nil {

@@ -115,14 +115,14 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// -h lists the flags on stderr and succeeds (dpaudit -h alone: the usage on
-// stdout); a bad flag is one usage error,
-// with nothing on stderr.
+// -h lists the flags on stdout, as mfsolve, ofl and dpacct do, and
+// succeeds (dpaudit -h alone: the usage, also on stdout); a bad flag is
+// one usage error, with nothing on stderr.
 func TestHelp(t *testing.T) {
 	var out, errb bytes.Buffer
 	code, err := run(context.Background(), []string{"canary", "-h"}, &out, &errb)
-	if code != 0 || err != nil || !strings.HasPrefix(errb.String(), "Usage of dpaudit canary:\n") || !strings.Contains(errb.String(), "-canaries") {
-		t.Errorf("-h: code %d, err %v, stderr %q", code, err, errb.String())
+	if code != 0 || err != nil || !strings.HasPrefix(out.String(), "Usage of dpaudit canary:\n") || !strings.Contains(out.String(), "-canaries") || errb.Len() != 0 {
+		t.Errorf("-h: code %d, err %v, stdout %q, stderr %q; want the flags on stdout and nothing on stderr", code, err, out.String(), errb.String())
 	}
 	for _, h := range []string{"-h", "-help", "--help", "help"} {
 		out.Reset()

@@ -719,6 +719,11 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		}
 		return fmt.Errorf("%w; the server runs with -insecure: give the learner -insecure too (loopback tests only), or the server -tls-cert and -tls-key", err)
 	}
+	// A server with mutual TLS refuses a learner without a certificate
+	// with a TLS alert, which reaches here only as gRPC's text.
+	if err != nil && l.tls.cert == "" && strings.Contains(err.Error(), "tls: certificate required") {
+		return fmt.Errorf("%w; the server requires mutual TLS: give -tls-cert and -tls-key (this learner's certificate and key)", err)
+	}
 	// The server numbers its learners 0..n-1 (fednet's typed refusal).
 	if ie := (*fednet.LearnerIndexError)(nil); errors.As(err, &ie) && ie.ID == l.opt.ID {
 		return cli.Usagef("-id %d contradicts the server's run: want an index in 0..%d (the server refused it)", l.opt.ID, ie.Learners-1)

@@ -566,7 +566,7 @@ func TestNetUsageErrors(t *testing.T) {
 
 // The TLS flags: a server with mutual TLS and three learners with their
 // certificates release the simulation's models; a learner without a
-// certificate is refused at once.
+// certificate is refused at once, with the flags it lacks named.
 func TestMutualTLSFlags(t *testing.T) {
 	runFlags := []string{"-learners", "3", "-tau", "2", "-rounds", "6", "-dim", "4", "-seed", "2"}
 	want, _ := simulated(t, runFlags)
@@ -584,7 +584,7 @@ func TestMutualTLSFlags(t *testing.T) {
 	}()
 	addr := servingAddr(t, &srvLog, done)
 	var stranger testutil.SyncBuffer
-	if code := run(ctx, []string{"learner", "-server", addr, "-id", "0", "-seed", "2", "-ca", ca.File}, env{stdout: io.Discard, stderr: &stranger}); code != cli.ExitFailure || !strings.Contains(stranger.String(), "certificate required") {
+	if code := run(ctx, []string{"learner", "-server", addr, "-id", "0", "-seed", "2", "-ca", ca.File}, env{stdout: io.Discard, stderr: &stranger}); code != cli.ExitFailure || !strings.Contains(stranger.String(), "certificate required") || !strings.Contains(stranger.String(), "give -tls-cert and -tls-key") {
 		t.Errorf("learner without a certificate: exit %d, %q", code, stranger.String())
 	}
 	var wg sync.WaitGroup
