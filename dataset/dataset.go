@@ -1,6 +1,9 @@
 package dataset
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -133,3 +136,33 @@ func (s Stream) Sample(r, t int) ([]float64, float64) { return s.d.Sample(s.i, r
 
 // Stream returns learner i's stream of clients: sample (i, r, t).
 func (d *Dataset) Stream(i int) Stream { return Stream{d, i} }
+
+// digestDomain opens the bytes [Dataset.SHA256] hashes.
+const digestDomain = "dpmf dataset v1\x00"
+
+// SHA256 returns the SHA-256 of the data set, in lower-case hexadecimal:
+// of the bytes "dpmf dataset v1" and a zero byte, then Learners, Rounds,
+// Tau and Dim as 8-byte little-endian integers, then Features (row by
+// row, as it holds them) and Labels, each value as the 8 little-endian
+// bytes of its IEEE 754 bits. Name is not part of it. Two data sets have
+// the same digest when they deal the same samples, in the same order, to
+// the same learners and rounds.
+func (d *Dataset) SHA256() string {
+	h := sha256.New()
+	buf := make([]byte, 0, 8<<10)
+	buf = append(buf, digestDomain...)
+	for _, v := range []int{d.Learners, d.Rounds, d.Tau, d.Dim} {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+	}
+	for _, vs := range [][]float64{d.Features, d.Labels} {
+		for _, v := range vs {
+			if len(buf)+8 > cap(buf) {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+		}
+	}
+	h.Write(buf)
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -95,7 +95,10 @@
 // binds learner i to a certificate for LearnerName(i). [LogHandshakes]
 // makes the server log failed handshakes (rate-limited), and a learner
 // that disagrees with the server on TLS stops at once with
-// [ErrTLSMismatch] instead of retrying.
+// [ErrTLSMismatch] instead of retrying. A learner index outside the run
+// is refused with a typed status (an ErrorInfo detail,
+// [ReasonLearnerIndex]) that [RunLearner] returns as a
+// *[LearnerIndexError] ([ErrLearnerIndex]).
 //
 // # Errors and panics
 //

@@ -79,6 +79,47 @@ func liveHeapPeak() (stop func() uint64) {
 	return func() uint64 { close(done); wg.Wait(); return peak.Load() }
 }
 
+// liveHeapPeak counts what is held, not the garbage allocated around the
+// collections: while a goroutine allocates 8 MiB buffers as fast as it
+// can and holds one at a time (two while the next is allocated), the peak
+// live heap grows by at most those two buffers and 4 MiB of slack,
+// however many it allocates. HeapAlloc read after runtime.GC, which
+// TestPlainHostileUploads judged before, also counts the buffers
+// allocated between the collection and the read (logged: it depends on
+// the machine's load).
+func TestLiveHeapPeakLeavesOutGarbage(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	before := liveHeap()
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	var allocated atomic.Int64
+	wg.Go(func() {
+		var buf []byte
+		for !stopped.Load() {
+			buf = make([]byte, 8<<20)
+			buf[len(buf)-1] = 1
+			allocated.Add(1)
+		}
+		runtime.KeepAlive(buf)
+	})
+	live := liveHeapPeak()
+	var afterGC uint64
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		afterGC = max(afterGC, m.HeapAlloc)
+	}
+	l := live()
+	stopped.Store(true)
+	wg.Wait()
+	growth := int64(l) - int64(before)
+	t.Logf("%d buffers of 8 MiB allocated; live heap +%d MiB at most; HeapAlloc after a collection up to +%d MiB", allocated.Load(), growth>>20, (int64(afterGC)-int64(before))>>20)
+	if growth > 2*8<<20+4<<20 {
+		t.Errorf("the live heap grew by %d MiB while at most two 8 MiB buffers were held, want at most 20 MiB", growth>>20)
+	}
+}
+
 // heapPeak samples the heap in use and the resident set size every few
 // milliseconds until stop is called, and returns the largest values seen.
 func heapPeak() (stop func() (heap, resident uint64)) {

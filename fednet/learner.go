@@ -139,7 +139,8 @@ func checkJoin(join *flv1.JoinResponse) error {
 // up to GiveUp); a learner that reconnects simply asks for the current
 // round again, so it never submits twice for a round the server still has.
 // A learner and a server that disagree on TLS fail at once with
-// [ErrTLSMismatch].
+// [ErrTLSMismatch]; a learner whose index the server refuses as outside
+// its run fails with a *[LearnerIndexError] ([ErrLearnerIndex]).
 func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	opt.CallTimeout = cmp.Or(opt.CallTimeout, 30*time.Second)
 	opt.WaitTimeout = cmp.Or(opt.WaitTimeout, 60*time.Second)
@@ -173,7 +174,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, learnerIndexError(err, opt.ID)
 	}
 	if err := checkJoin(join); err != nil {
 		return nil, err

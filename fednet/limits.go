@@ -39,11 +39,15 @@ const MaxHeaderListSize = 8 << 10
 // grpc.InitialConnWindowSize, set by ServerOptionsGRPC). Fixed windows
 // turn off gRPC's bandwidth-delay estimate, which grows both up to 16 MiB
 // on a fast link: received data that no handler has read yet is then
-// bounded by ConnWindow per connection (TestPlainHostileUploads measured
-// the live heap grow by 39 to 40 MiB under its flood with the grown
-// windows, against a bound of 32 MiB from the limits, and by 18 to 24 MiB
-// with these). An upload on one call then moves at most StreamWindow
-// bytes per round trip: 10 MiB/s at 50 ms.
+// bounded by StreamWindow per call (gRPC acknowledges a connection's data
+// as it arrives, read or not, so ConnWindow bounds what is in flight on a
+// connection rather than what the server holds: a connection's
+// MaxStreamsPerConn calls may hold 8 MiB unread). TestPlainHostileUploads
+// measured the heap after a collection grow by 39 to 40 MiB under its
+// flood with the grown windows and by 18 to 24 MiB with these; its live
+// heap grows by 14 to 16 MiB, against a bound of 44 MiB derived from the
+// limits. An upload on one call then moves at most StreamWindow bytes per
+// round trip: 10 MiB/s at 50 ms.
 const (
 	StreamWindow = 512 << 10
 	ConnWindow   = 1 << 20
@@ -148,6 +152,9 @@ type rejection struct {
 	call           string
 	learner, round int
 	msg            string
+	// st, if not nil, is the status to return in place of code and msg
+	// (one with a typed detail).
+	st *status.Status
 }
 
 func (r *rejection) Error() string { return r.msg }
@@ -213,5 +220,8 @@ func (s *Server) warn(msg string, args ...any) {
 // logged logs a rejection (rate-limited) and returns its status.
 func (s *Server) logged(r *rejection) error {
 	s.warn("rejected", "call", r.call, "learner", r.learner, "round", r.round, "reason", r.msg)
+	if r.st != nil {
+		return r.st.Err()
+	}
 	return status.Error(r.code, r.msg)
 }

@@ -664,7 +664,10 @@ func refusal(code codes.Code, call string, learner, round int, format string, ar
 // own.
 func (s *Server) learnerError(ctx context.Context, call string, learner int) *rejection {
 	if learner < 0 || learner >= s.opt.Shape.Learners {
-		return refusal(codes.InvalidArgument, call, learner, -1, "learner %d, want 0..%d", learner, s.opt.Shape.Learners-1)
+		// Typed (index.go): the learner reads the detail, not the words.
+		rj := refusal(codes.InvalidArgument, call, learner, -1, "learner %d, want 0..%d", learner, s.opt.Shape.Learners-1)
+		rj.st = indexStatus(learner, s.opt.Shape.Learners, rj.msg)
+		return rj
 	}
 	if s.opt.Identify != nil {
 		id, err := s.opt.Identify(ctx)

@@ -407,3 +407,34 @@ func TestHandBuiltBLTChecked(t *testing.T) {
 		}()
 	}
 }
+
+// A subnormal std is refused where it enters, as plan.Plan.Calibrate and
+// accountant.Scale refuse one: below 2^-1022 a float64 keeps fewer
+// significant bits (5e-324 = 2^-1074 has one), so std x z would be
+// rounded to a multiple of 2^-1074 and the noise would not have the std it
+// claims. Before, New accepted every std > 0. The smallest normal float64
+// is accepted.
+func TestSubnormalStdRefused(t *testing.T) {
+	w, err := factorize.Prefix(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, std := range []float64{5e-324, 1e-310, math.Nextafter(0x1p-1022, 0)} {
+		_, err := New(f, 1, std)
+		requireParam(t, err, "std")
+		if msg := err.Error(); strings.ContainsAny(msg, "\n\r") || !strings.Contains(msg, "std = ") || !strings.Contains(msg, "at least 2.2e-308") {
+			t.Errorf("New with std %v: error %q, want one line naming std and the normal range", std, msg)
+		}
+	}
+	m, err := New(f, 1, 0x1p-1022)
+	if err != nil {
+		t.Fatalf("New with the smallest normal std 2^-1022: %v", err)
+	}
+	if m.Std() != 0x1p-1022 {
+		t.Errorf("Std() = %v, want 2^-1022", m.Std())
+	}
+}

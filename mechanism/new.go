@@ -49,7 +49,8 @@ func maxDimText() string {
 // or dim > 2^40 (one vector of 8 TiB), if the stream's state (its state
 // vectors, and its past noise rows under MemoryKeep) needs more memory
 // than the machine has, or its state vectors more bytes than an int
-// counts, if std is not finite and positive, or if an option is invalid; with
+// counts, if std is not finite or below 2.2e-308 (the smallest normal
+// float64: a subnormal std keeps too few bits), or if an option is invalid; with
 // WithDense, if f has no factors, factors of the wrong size or not
 // finite, is not causal, or B C is not its workload
 // (factorize.DenseOperator).
@@ -96,8 +97,12 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	if dim < 1 || dim > maxDim {
 		return nil, &ParamError{Param: "dim", Value: dim, Want: ">= 1 and <= " + maxDimText()}
 	}
-	if math.IsNaN(std) || math.IsInf(std, 0) || std <= 0 {
-		return nil, &ParamError{Param: "std", Value: std, Want: "a finite number > 0"}
+	if math.IsNaN(std) || math.IsInf(std, 0) || !(std >= 0x1p-1022) {
+		// A subnormal std keeps too few significant bits for the noise to
+		// have the std it claims (5e-324 is 2^-1074: every draw std x z
+		// rounds to a multiple of it); plan.Plan.Calibrate and
+		// accountant.Scale refuse one for the same reason.
+		return nil, &ParamError{Param: "std", Value: std, Want: "a finite number of at least 2.2e-308 (the normal float64 range, where it keeps its precision)"}
 	}
 	mem := op.Memory()
 	need := 8 * float64(mem.States) * float64(dim)
@@ -110,6 +115,7 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
 		need += 8 * float64(mem.PastRows) * float64(dim) // kept as they are drawn
+		need += float64(op.NoiseRows()) * (float64(dim)/blockLen + 2) * float64(sliceHeader)
 	}
 	if err := checkFits("dim", dim, "state (the operator's state vectors, and its past noise rows under MemoryKeep)", need); err != nil {
 		return nil, err

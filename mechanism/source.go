@@ -66,6 +66,8 @@ type pastRows struct {
 	// computes that block of coordinates.
 	rows [][][]float64
 	held atomic.Int64
+	// headers is the bytes of rows' slice headers (keep mode).
+	headers int64
 }
 
 var _ factorize.NoiseSource = (*gen)(nil)

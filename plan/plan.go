@@ -101,6 +101,11 @@ type Plan struct {
 	// revealing it (the seed gives the noise key): [SeedDigest]. Empty
 	// when the noise key was drawn at random.
 	SeedSHA256 string `json:"seed_sha256,omitempty"`
+	// Data identifies the data the run was trained on, when its operator
+	// gave it (ofl server -data); nil in a plan that records none (a
+	// plan of mfsolve, of a server without -data, or written before
+	// plans recorded it).
+	Data *Data `json:"data,omitempty"`
 	// Target is the privacy budget and how to calibrate to it; nil for
 	// AlgoNonPrivate and for a plan of mfsolve without -eps/-delta.
 	Target *Target `json:"target,omitempty"`
@@ -198,6 +203,45 @@ type Model struct {
 	Features int `json:"features"`
 	// L2 is the L2 coefficient of the loss.
 	L2 float64 `json:"l2"`
+}
+
+// Data identifies the data set of a run: its source as the operator gave
+// it, and a digest of the data set the learners were dealt.
+type Data struct {
+	// Source is the data's spec: "synthetic:alpha=A,beta=B" for the
+	// built-in synthetic data (generated from the run's seed, which the
+	// plan's SeedSHA256 identifies), or "csv:NAME" for a CSV file, NAME
+	// its base name.
+	Source string `json:"source"`
+	// Split is how a CSV file's rows were dealt to the learners (iid,
+	// label or feature:K); empty for synthetic data.
+	Split string `json:"split,omitempty"`
+	// SHA256 is the SHA-256 of the data set as the learners were dealt
+	// it (dataset.Dataset.SHA256: its shape, features and labels), in
+	// lower-case hexadecimal. It changes with the file's contents, the
+	// split, the seed and the synthetic data's parameters.
+	SHA256 string `json:"sha256"`
+}
+
+// validate checks the data record's fields.
+func (d *Data) validate() error {
+	synthetic := strings.HasPrefix(d.Source, "synthetic:")
+	switch {
+	case !synthetic && (!strings.HasPrefix(d.Source, "csv:") || d.Source == "csv:"):
+		return bad("data.source", strconv.Quote(d.Source), "synthetic:alpha=A,beta=B or csv:NAME")
+	case synthetic && d.Split != "":
+		return bad("data.split", strconv.Quote(d.Split), "none for synthetic data (it is split by learner)")
+	case !synthetic && d.Split == "":
+		return bad("data.split", `""`, "the split of a CSV file's rows (iid, label or feature:K)")
+	case !isDigest(d.SHA256):
+		return bad("data.sha256", strconv.Quote(d.SHA256), "64 lower-case hexadecimal digits")
+	}
+	return nil
+}
+
+// isDigest reports whether s is a SHA-256 in lower-case hexadecimal.
+func isDigest(s string) bool {
+	return len(s) == 2*sha256.Size && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // Target is the guarantee a plan is calibrated for.
@@ -502,10 +546,15 @@ func (p *Plan) Validate() error {
 		return bad("learners and tau", fmt.Sprint(p.Learners, " and ", p.Tau), ">= 1 (or 0: not set)")
 	case p.Clip < 0 || p.Eta < 0 || p.EtaG < 0 || p.EtaInd < 0:
 		return bad("clip, eta, eta_g and eta_ind", fmt.Sprint(p.Clip, p.Eta, p.EtaG, p.EtaInd), ">= 0")
-	case d != "" && (len(d) != 2*sha256.Size || strings.Trim(d, "0123456789abcdef") != ""):
+	case d != "" && !isDigest(d):
 		return bad("seed_sha256", strconv.Quote(d), "64 lower-case hexadecimal digits (SeedDigest), or none")
 	case m != nil && (m.Name == "" || m.Features < 1 || m.L2 < 0):
 		return bad("model", fmt.Sprintf("%+v", *m), "a name, features >= 1 and l2 >= 0")
+	}
+	if p.Data != nil {
+		if err := p.Data.validate(); err != nil {
+			return err
+		}
 	}
 	if t := p.Target; t != nil {
 		if err := t.validate(p); err != nil {

@@ -165,20 +165,29 @@ func (r *runner) mechanisms(ctx context.Context) error {
 }
 
 // noiseState returns the largest noise state of f's mechanism over R rounds,
-// in float64 per model coordinate.
+// in float64 per model coordinate: the growth of StateBytes from d = 8 to
+// d = 16 (within one block of coordinates), which leaves out what does not
+// grow with d (keep mode's slice headers, 48 bytes per row, 6 float64 per
+// coordinate at d = 8).
 func noiseState(f *factorize.Factorization, R int) (float64, error) {
 	const dim = 8
-	m, err := mechanism.New(f, dim, 1, mechanism.WithSeed(1))
-	if err != nil {
-		return 0, err
-	}
-	peak := m.StateBytes()
-	buf := make([]float64, dim)
-	for range R {
-		if err := m.Next(buf); err != nil {
+	var ms [2]mechanism.Mechanism
+	for k := range ms {
+		m, err := mechanism.New(f, (k+1)*dim, 1, mechanism.WithSeed(1))
+		if err != nil {
 			return 0, err
 		}
-		peak = max(peak, m.StateBytes())
+		ms[k] = m
+	}
+	grow := func() int64 { return ms[1].StateBytes() - ms[0].StateBytes() }
+	peak := grow()
+	for range R {
+		for k, m := range ms {
+			if err := m.Next(make([]float64, (k+1)*dim)); err != nil {
+				return 0, err
+			}
+		}
+		peak = max(peak, grow())
 	}
 	return float64(peak) / (8 * dim), nil
 }

@@ -256,8 +256,12 @@ func dryResult(j job) *experiment.Result {
 // tuning is the outcome of tuning one algorithm's step.
 type tuning struct {
 	grid, mean, std []float64
-	best            int  // index of the chosen step
-	edge            bool // the chosen step is at an end of the grid
+	// tails[k] holds each tuning repetition's criterion at grid[k]
+	// (see [tailLoss]); repetition i shares its noise seed at every
+	// step, so two steps compare repetition by repetition.
+	tails [][]float64
+	best  int  // index of the chosen step
+	edge  bool // the chosen step is at an end of the grid
 }
 
 func (t *tuning) step() float64 { return t.grid[t.best] }
@@ -289,7 +293,7 @@ func (r *runner) tune(ctx context.Context, j job) (*tuning, error) {
 			return nil, err
 		}
 		m, sd := tailLoss(res.Summary)
-		t.mean, t.std = append(t.mean, m), append(t.std, sd)
+		t.mean, t.std, t.tails = append(t.mean, m), append(t.std, sd), append(t.tails, tails(res.Summary))
 		if m < best { // NaN and +Inf never win
 			best, t.best = m, k
 		}
@@ -323,6 +327,12 @@ func tailEvery(R int) int { return max(R/10, 1) }
 // that happen to suit the last round's data. A non-finite value (a
 // diverged run) gives +Inf.
 func tailLoss(s *experiment.Summary) (mean, std float64) {
+	return divergedInf(meanStd(tails(s)))
+}
+
+// tails returns each repetition's average loss error over the evaluated
+// rounds in the last fifth of the run: the values [tailLoss] averages.
+func tails(s *experiment.Summary) []float64 {
 	R := s.Rounds[len(s.Rounds)-1]
 	var xs []float64
 	for _, tr := range s.Traces {
@@ -335,7 +345,7 @@ func tailLoss(s *experiment.Summary) (mean, std float64) {
 		}
 		xs = append(xs, sum/float64(n))
 	}
-	return divergedInf(meanStd(xs))
+	return xs
 }
 
 // finalLoss returns the mean and standard deviation of the final loss

@@ -323,8 +323,9 @@ func checkNoiseFlags(cfg *config, set map[string]bool) error {
 		return cli.Usagef("-dim %d: want at least 1", cfg.dim)
 	case !memoryMode:
 		return cli.Usagef("-memory %q: want auto, keep or regenerate", cfg.memory)
-	case std && (math.IsNaN(cfg.std) || math.IsInf(cfg.std, 0) || cfg.std <= 0):
-		return cli.Usagef("-std %v: want a finite number > 0", cfg.std)
+	case std && (math.IsNaN(cfg.std) || math.IsInf(cfg.std, 0) || !(cfg.std >= 0x1p-1022)):
+		// mechanism.New refuses a subnormal std too (it keeps too few bits).
+		return cli.Usagef("-std %v: want a finite number of at least 2.2e-308 (the normal float64 range)", cfg.std)
 	case std && cfg.calibrate:
 		// The reported (eps, delta) guarantee would describe the
 		// calibrated std, not the -std noise written.

@@ -48,6 +48,9 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-dim", "3"}, "only with -noise"},
 		{[]string{"-noise", "Z.npy"}, "needs a noise level"},
 		{[]string{"-noise", "Z.npy", "-std", "-1"}, "-std -1"},
+		// Before, a subnormal -std passed the flag check and mechanism.New
+		// streamed noise rounded to multiples of 2^-1074.
+		{[]string{"-noise", "Z.npy", "-std", "1e-310"}, "-std 1e-310: want a finite number of at least 2.2e-308 (the normal float64 range)"},
 		{[]string{"-noise", "Z.npy", "-std", "1", "-dim", "0"}, "-dim 0"},
 		{[]string{"-noise", "Z.npy", "-std", "1", "-loss-only"}, "drop -loss-only"},
 		{[]string{"-noise", "Z.npy", "-std", "1", "-o", "Z.npy"}, "same file"},

@@ -141,6 +141,13 @@ func reportOf(t *testing.T, out string) map[string]any {
 // returns the server's state directory.
 func serveLoopback(t *testing.T, runFlags []string, n int, seed string) string {
 	t.Helper()
+	return serveLoopbackWith(t, runFlags, nil, n, seed)
+}
+
+// serveLoopbackWith is serveLoopback with learnerFlags (data flags) given
+// to every learner.
+func serveLoopbackWith(t *testing.T, runFlags, learnerFlags []string, n int, seed string) string {
+	t.Helper()
 	state := filepath.Join(t.TempDir(), "state")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -155,8 +162,8 @@ func serveLoopback(t *testing.T, runFlags []string, n int, seed string) string {
 	for i := range n {
 		wg.Go(func() {
 			var lerr testutil.SyncBuffer
-			if code := run(ctx, []string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i), "-seed", seed,
-				"-call-timeout", "10s", "-wait-timeout", "10s", "-give-up", "20s"}, env{stdout: io.Discard, stderr: &lerr}); code != cli.ExitOK {
+			if code := run(ctx, append([]string{"learner", "-insecure", "-server", addr, "-id", strconv.Itoa(i), "-seed", seed,
+				"-call-timeout", "10s", "-wait-timeout", "10s", "-give-up", "20s"}, learnerFlags...), env{stdout: io.Discard, stderr: &lerr}); code != cli.ExitOK {
 				t.Errorf("learner %d: exit %d: %s", i, code, lerr.String())
 			}
 		})

@@ -25,7 +25,9 @@ neither the server nor any learner holds), reporting what ofl reports for
 a simulated run of the same flags with -reps 1: the same numbers when the
 networked run released the simulation's models. The run (algorithm,
 shape, steps, strategy, budget) and its privacy record come from the plan
-in DIR/run.json; a run flag given here must agree with it.
+in DIR/run.json; a run flag given here must agree with it, and the data
+flags must give the data the plan records (its SHA-256), when it records
+any (ofl server -data).
 
 Flags:
 `
@@ -85,8 +87,15 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	where := filepath.Join(state, "run.json")
 	if ds.Dim != pl.Model.Features {
-		return cli.Usagef("-data %s has %d features, contradicting the run's plan in %s: features %d", c.data.file, ds.Dim, filepath.Join(state, "run.json"), pl.Model.Features)
+		return cli.Usagef("-data %s has %d features, contradicting the run's plan in %s: features %d", c.data.file, ds.Dim, where, pl.Model.Features)
+	}
+	// The data the run was trained on, when its plan records it: the
+	// digest of the data set as dealt covers the file's contents, the
+	// split and the seed.
+	if rec, got := pl.Data, dataRecord(c, ds); rec != nil && got.SHA256 != rec.SHA256 {
+		return cli.Usagef("%s contradicts the run's plan in %s: the data given is %s, the run's is %s", dataFlags(c), where, describeData(got), describeData(rec))
 	}
 	p, err := experiment.NewProblem(ctx, ds, model.Logistic{L2: c.l2}, experiment.ProblemOptions{NoDynamic: c.l2 == 0})
 	if err != nil {
@@ -121,5 +130,13 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 	if res.Summary, err = experiment.Summarize([]*experiment.Trace{ev.Trace()}); err != nil {
 		return err
 	}
-	return finish(ctx, c, e, p, res, start)
+	if err := finish(ctx, c, e, p, res, start); err != nil {
+		return err
+	}
+	if pl.Data == nil {
+		// Said once the evaluation is done: an evaluation that fails says
+		// only why.
+		fmt.Fprintf(e.stderr, "ofl evaluate: the run's plan in %s records no data (a server started without -data, or by an older dpmf): the data given (-data, -split) could not be checked against the run's\n", where)
+	}
+	return nil
 }

@@ -15,17 +15,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
@@ -51,6 +48,9 @@ comes from crypto/rand and is kept in DIR/noise.key). With
 -secure-aggregation [-threshold T] every round runs the secure-aggregation
 protocol: the server learns only the sum of the surviving learners'
 quantized updates, and each phase needs T learners (-min-learners is T).
+With -data (and -split), which need -seed, the server deals the data as
+the learners do, only to record its source and SHA-256 in DIR/run.json,
+for ofl evaluate to check; without, the run records no data.
 
 Flags:
 `
@@ -65,8 +65,10 @@ learner I's of ofl.
 Flags:
 `
 
-// simulationOnly are ofl's flags that mean nothing to a server.
-var simulationOnly = []string{"reps", "workers", "eval-every", "out", "json", "quiet", "data", "split"}
+// simulationOnly are ofl's flags that mean nothing to a server. (The
+// server takes the data flags -data and -split only to record the data's
+// digest in the run's plan: see parseServerArgs.)
+var simulationOnly = []string{"reps", "workers", "eval-every", "out", "json", "quiet"}
 
 // tlsFlags are the transport flags of both roles.
 type tlsFlags struct {
@@ -80,7 +82,10 @@ type tlsFlags struct {
 // (validated by ofl's own parser) and the network options (opt: the state
 // directory, timeouts and minimum learners).
 type serverFlags struct {
-	run    config
+	run config
+	// data is whether -data was given: the server then deals the data as
+	// the learners do and records it in the run's plan.
+	data   bool
 	listen string
 	// maxConns is -max-connections (0: the default for the learners).
 	maxConns int
@@ -118,9 +123,12 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	if err != nil {
 		return s, err
 	}
-	s.run = run
+	s.run, s.data = run, g["data"] != ""
 	if err := checkWire(run); err != nil {
 		return s, err
+	}
+	if s.data && !run.seedSet {
+		return s, cli.Usagef("-data without -seed: the server deals the data with the learners' seed to record its SHA-256 in the run's plan; give -seed, or leave out -data (the plan then records no data)")
 	}
 	o := &s.opt
 	if o.Dir == "" {
@@ -206,10 +214,6 @@ func checkListen(addr string) error {
 	return nil
 }
 
-// idRefusal matches the end of fednet's refusal of a learner index
-// outside the run: the index, then the largest one.
-var idRefusal = regexp.MustCompile(`learner (-?[0-9]+), want 0\.\.([0-9]+)$`)
-
 // checkServerAddr refuses, before any work, a learner's -server address
 // host:port whose port is not a number 1..65535 or a service name: the
 // dial would fail only when tried, and the learner would retry it for
@@ -276,8 +280,10 @@ func checkStateDir(dir string) error {
 // -strategy that names the recorded strategy in other words (a default
 // written out) is not a contradiction: c takes the recorded spelling. What
 // this does not compare (a run.json that cannot be read, the noise key,
-// the plan's other fields) fednet.NewServer still checks.
-func checkResume(dir string, c *config) error {
+// the plan's other fields) fednet.NewServer still checks. data is the
+// record of the data given (-data), nil without: it must be the recorded
+// one.
+func checkResume(dir string, c *config, data *plan.Data) error {
 	raw, err := fednet.ReadPlan(dir)
 	if err != nil {
 		return nil // none yet, or fednet.NewServer reports it
@@ -315,6 +321,13 @@ func checkResume(dir string, c *config) error {
 		return cli.Usagef("-seed %d contradicts the run's plan in %s: its seed has SHA-256 %s", c.seed, where, rec.SeedSHA256)
 	case !c.seedSet && rec.SeedSHA256 != "":
 		return cli.Usagef("-seed is missing: the run's plan in %s records a seed (SHA-256 %s); give the run's -seed to resume it", where, rec.SeedSHA256)
+	case sameData(data, rec.Data):
+	case rec.Data == nil:
+		return cli.Usagef("%s contradicts the run's plan in %s: the run records no data (it was started without -data); leave out -data to resume it", dataFlags(*c), where)
+	case data == nil:
+		return cli.Usagef("-data is missing: the run's plan in %s records its data (%s); give the run's -data (and -split) to resume it", where, describeData(rec.Data))
+	default:
+		return cli.Usagef("%s contradicts the run's plan in %s: the data given is %s, the run's is %s", dataFlags(*c), where, describeData(data), describeData(rec.Data))
 	}
 	return nil
 }
@@ -431,13 +444,30 @@ func runServer(ctx context.Context, args []string, e env) error {
 		}
 	}
 	c := s.run
+	// With -data, the data set as the learners deal it, for its record in
+	// the plan (a CSV file also gives d); the server uses nothing else of
+	// it.
+	var data *plan.Data
+	if s.data {
+		if err := checkEvaluateMemory(c, e.memAvailable); err != nil {
+			return err
+		}
+		ds, err := loadDataContext(ctx, c)
+		if err != nil {
+			return err
+		}
+		c.data.dim, data = ds.Dim, dataRecord(c, ds)
+		if err := checkWire(c); err != nil {
+			return err
+		}
+	}
 	if err := checkNeed("", c, serverMemoryNeed(c), e.memAvailable); err != nil {
 		return err
 	}
 	if err := checkStateDir(s.opt.Dir); err != nil {
 		return err
 	}
-	if err := checkResume(s.opt.Dir, &c); err != nil {
+	if err := checkResume(s.opt.Dir, &c, data); err != nil {
 		return err
 	}
 	if err := checkFiles("a PEM file", cli.File{Flag: "-tls-cert", Path: s.tls.cert}, cli.File{Flag: "-tls-key", Path: s.tls.key}, cli.File{Flag: "-client-ca", Path: s.tls.ca}); err != nil {
@@ -465,6 +495,10 @@ func runServer(ctx context.Context, args []string, e env) error {
 	shape := fedopt.Shape{Learners: c.learners, Rounds: c.rounds, Tau: c.tau, Dim: dim}
 	// The run's plan: the noise comes from it, and run.json records it.
 	pl := c.runPlan(features)
+	pl.Data = data
+	if data != nil {
+		log.Info("data", "source", data.Source, "split", data.Split, "sha256", data.SHA256)
+	}
 	var (
 		noise    func(start int, key [32]byte) (mechanism.Mechanism, error)
 		noiseKey *[32]byte
@@ -685,11 +719,9 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		}
 		return fmt.Errorf("%w; the server runs with -insecure: give the learner -insecure too (loopback tests only), or the server -tls-cert and -tls-key", err)
 	}
-	if status.Code(err) == codes.InvalidArgument {
-		// The server numbers its learners 0..n-1 (fednet's refusal).
-		if m := idRefusal.FindStringSubmatch(err.Error()); m != nil && m[1] == strconv.Itoa(l.opt.ID) {
-			return cli.Usagef("-id %d contradicts the server's run: want an index in 0..%s (the server refused it)", l.opt.ID, m[2])
-		}
+	// The server numbers its learners 0..n-1 (fednet's typed refusal).
+	if ie := (*fednet.LearnerIndexError)(nil); errors.As(err, &ie) && ie.ID == l.opt.ID {
+		return cli.Usagef("-id %d contradicts the server's run: want an index in 0..%d (the server refused it)", l.opt.ID, ie.Learners-1)
 	}
 	if err != nil {
 		return err

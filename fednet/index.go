@@ -1,0 +1,84 @@
+package fednet
+
+import (
+	"errors"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The server refuses a learner index outside its run (0..n-1) with status
+// code InvalidArgument and one detail, a google.rpc.ErrorInfo with
+// Domain [RefusalDomain], Reason [ReasonLearnerIndex] and the metadata
+// "learner" (the index refused) and "learners" (n), both in decimal. The
+// status's message is for people and may change; a learner recognises
+// the refusal by the detail ([RunLearner] returns a *[LearnerIndexError]).
+const (
+	// RefusalDomain is the ErrorInfo domain of fednet's typed refusals.
+	RefusalDomain = "fl.dpmf"
+	// ReasonLearnerIndex is the ErrorInfo reason of the refusal of a
+	// learner index outside the run.
+	ReasonLearnerIndex = "LEARNER_INDEX_OUT_OF_RANGE"
+)
+
+// ErrLearnerIndex is what errors.Is finds in the error of [RunLearner]
+// when the server refused the learner's index as outside its run.
+var ErrLearnerIndex = errors.New("fednet: the server refused the learner index (outside its run)")
+
+// LearnerIndexError is the server's refusal of a learner index outside its
+// run, as [RunLearner] returns it: errors.Is finds [ErrLearnerIndex], and
+// status.Code the refusal's InvalidArgument.
+type LearnerIndexError struct {
+	// ID is the index refused and Learners the run's n: the server's
+	// indices are 0..Learners-1.
+	ID, Learners int
+	// err is the server's status.
+	err error
+}
+
+// Error returns the server's status, as gRPC words it.
+func (e *LearnerIndexError) Error() string { return e.err.Error() }
+
+// Is reports whether target is [ErrLearnerIndex].
+func (e *LearnerIndexError) Is(target error) bool { return target == ErrLearnerIndex }
+
+// Unwrap returns the server's status error.
+func (e *LearnerIndexError) Unwrap() error { return e.err }
+
+// indexStatus returns the server's refusal of learner index learner in a
+// run of n learners, with message msg and the typed detail.
+func indexStatus(learner, n int, msg string) *status.Status {
+	st := status.New(codes.InvalidArgument, msg)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason: ReasonLearnerIndex, Domain: RefusalDomain,
+		Metadata: map[string]string{"learner": strconv.Itoa(learner), "learners": strconv.Itoa(n)},
+	}); err == nil {
+		st = d
+	}
+	return st
+}
+
+// learnerIndexError returns err as a *LearnerIndexError if it is a status
+// that carries the typed refusal of index id (a detail naming another
+// index is not this learner's refusal), and err otherwise.
+func learnerIndexError(err error, id int) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.InvalidArgument {
+		return err
+	}
+	for _, d := range st.Details() {
+		info, ok := d.(*errdetails.ErrorInfo)
+		if !ok || info.GetDomain() != RefusalDomain || info.GetReason() != ReasonLearnerIndex {
+			continue
+		}
+		md := info.GetMetadata()
+		learner, err1 := strconv.Atoi(md["learner"])
+		n, err2 := strconv.Atoi(md["learners"])
+		if err1 == nil && err2 == nil && learner == id && n >= 1 && n <= MaxWire {
+			return &LearnerIndexError{ID: id, Learners: n, err: err}
+		}
+	}
+	return err
+}
