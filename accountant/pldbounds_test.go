@@ -422,3 +422,49 @@ func TestPLDBoundsRareLosses(t *testing.T) {
 		t.Errorf("width %.3g > 1e-3 (%+v)", w, b)
 	}
 }
+
+// TestPLDBoundsLargeTiltFinite: at a large sigma one step's optimistic
+// distribution sits on two grid points next to zero loss, the composition's
+// Chernoff tilt is in the thousands per grid step, and the zero masses the
+// step keeps above its support got the weight e^(t (i - last)) = +Inf:
+// 0 * Inf made the optimistic delta NaN (dpacct delta -sigma 4e6 -eps 1e-6
+// -sampling 0.01 -steps 100 printed delta_optimistic=NaN, and with -json
+// failed). Both sides must be numbers, ordered, and the optimistic one at
+// most the delta of the unsampled Gaussian with mu = sqrt(k)/sigma (the
+// closed form), which dominates the sampled one.
+func TestPLDBoundsLargeTiltFinite(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		q, sigma float64
+		k        int
+	}{{0.01, 4e6, 100}, {0.01, 4e6, 2}, {0.5, 1e9, 10}, {1e-3, 1e6, 2}} {
+		p, err := SampledGaussian(c.q, c.sigma, c.k, AddRemove)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu := math.Sqrt(float64(c.k)) / c.sigma
+		for _, eps := range []float64{0, 1e-10, 1e-6, 1} {
+			b, err := p.DeltaBounds(eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gauss := 1.0 // Delta needs eps > 0; at 0 only the ordering is checked
+			if eps > 0 {
+				if gauss, err = Delta(eps, mu); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !(0 <= b.Optimistic && b.Optimistic <= b.Safe && b.Safe <= 1 && b.Optimistic <= gauss*(1+1e-12)) {
+				t.Errorf("q=%v sigma=%v k=%d eps=%v: delta bounds %+v, want 0 <= optimistic <= safe <= 1 and optimistic <= %v (unsampled Gaussian)",
+					c.q, c.sigma, c.k, eps, b, gauss)
+			}
+		}
+		b, err := p.EpsilonBounds(1e-10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(0 <= b.Optimistic && b.Optimistic <= b.Safe && !math.IsInf(b.Safe, 1)) {
+			t.Errorf("q=%v sigma=%v k=%d: eps bounds at 1e-10 %+v, want 0 <= optimistic <= safe < Inf", c.q, c.sigma, c.k, b)
+		}
+	}
+}

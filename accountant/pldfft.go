@@ -242,7 +242,11 @@ func (d *lossDist) tilted(t float64, n int) (seq []float64, logZ, rel float64) {
 	}
 	par.Range(len(d.mass), chunk, costExp, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			w[i] = d.mass[i] * math.Exp(t*float64(i-last))
+			// A zero mass above the support stays 0: at a large tilt
+			// its weight e^(t (i - last)) overflows, and 0 * Inf is NaN.
+			if d.mass[i] != 0 {
+				w[i] = d.mass[i] * math.Exp(t*float64(i-last))
+			}
 		}
 	})
 	z := sum(w)

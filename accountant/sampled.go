@@ -307,8 +307,11 @@ func SampledGaussianEpsilon(q, sigma float64, steps int, delta float64, rel Rela
 //	    sigma tried (beyond about 4e9 steps)
 //
 // Its accounting resolves eps to the grid's interval: at a tiny eps it is
-// loose or fails (at q = 1, T = 10, delta = 1e-5: 5% above the exact sigma
-// at eps = 1e-4, no answer at 1e-6; docs/privacy.md).
+// looser (at q = 1, T = 10, delta = 1e-5: 0.04% above the exact sigma at
+// eps = 1e-4, 1.2% at 1e-6; docs/privacy.md). Where the search's cheaper
+// windows make its delta more than 1% above the full accounting's at its
+// answer (a tiny eps, where delta is the bulk of the composition), or make
+// it fail, the search runs again with SampledGaussian's windows.
 func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta float64, rel Relation) (float64, error) {
 	if err := checkContext(ctx); err != nil {
 		return 0, err
@@ -376,13 +379,6 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	what := func() string {
 		return "(eps, delta) = (" + ftoa(eps) + ", " + ftoa(delta) + ") with q = " + ftoa(q) + " over " + itoa(steps) + " steps"
 	}
-	// The search cuts a tail of searchTail delta instead of 1e-20: the
-	// windows of its compositions shrink (most of all those of the tilted
-	// masses, whose upper tails are long), and its delta is still a safe
-	// bound, higher than the full one's by about 2 searchTail delta (the
-	// cut mass counts as infinite loss), which moves its root by far less
-	// than 1e-4.
-	search := sampledOpts{budget: coarseBudget, tail: searchTail * delta, fold: math.Min(searchFold, searchFoldRel*delta), safeOnly: true, ctx: ctx}
 	// gridFailure replaces a failed search's error by the grid error of
 	// its last evaluation, if that is why it failed: more noise did not
 	// help, so delta and eps are not to blame.
@@ -393,42 +389,74 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 		}
 		return err
 	}
-	coarse, err := calibrateRoot(ctx, root{hi: guess, ghi: math.NaN()}, logRatio(search), 0.25, 1e-2, what)
-	if err != nil || coarse.lo == 0 {
-		return coarse.hi, gridFailure(err)
-	}
-	// The coarse grid's answer is safe but up to a few percent high; redo
-	// the last steps on the full grid. The full grid's value at the coarse
-	// answer and the coarse bracket's slope predict the root r: try just
-	// below it and, if that is unsafe, just above, which ends the search
-	// when the prediction is within the tolerance (the usual case);
-	// otherwise bracket from the points found by steps of about 1.5 times
-	// the predicted distance.
-	search.budget = gridBudget
-	fineG := logRatio(search)
-	start := root{hi: coarse.hi, ghi: fineG(coarse.hi)}
-	width := 2e-2
-	if sl := coarse.slope(); sl < 0 && start.ghi <= 0 {
-		width = math.Min(math.Max(math.Expm1(1.5*start.ghi/sl), 2e-4), 2e-2)
-		r := start.hi * math.Exp(-start.ghi/sl)
-		for _, x := range []float64{r * (1 - 2e-5), r * (1 + 2e-5)} {
-			if !(x < start.hi) {
-				break
-			}
-			gx := fineG(x)
-			if gx <= 0 {
-				start.hi, start.ghi = x, gx
-				break
-			}
-			start.lo, start.glo = x, gx
+	// run is the search with its windows cut at a tilted tail mass of
+	// fold (0: the per-step tail, as SampledGaussian cuts them). It
+	// returns the fine bracket, and done when that is the answer (an
+	// error, or no unsafe point found).
+	run := func(fold float64) (fine root, done bool, err error) {
+		// The search cuts a tail of searchTail delta instead of 1e-20: the
+		// windows of its compositions shrink (most of all those of the tilted
+		// masses, whose upper tails are long), and its delta is still a safe
+		// bound, higher than the full one's by about 2 searchTail delta (the
+		// cut mass counts as infinite loss), which moves its root by far less
+		// than 1e-4.
+		search := sampledOpts{budget: coarseBudget, tail: searchTail * delta, fold: fold, safeOnly: true, ctx: ctx}
+		coarse, err := calibrateRoot(ctx, root{hi: guess, ghi: math.NaN()}, logRatio(search), 0.25, 1e-2, what)
+		if err != nil || coarse.lo == 0 {
+			return coarse, true, gridFailure(err)
 		}
+		// The coarse grid's answer is safe but up to a few percent high; redo
+		// the last steps on the full grid. The full grid's value at the coarse
+		// answer and the coarse bracket's slope predict the root r: try just
+		// below it and, if that is unsafe, just above, which ends the search
+		// when the prediction is within the tolerance (the usual case);
+		// otherwise bracket from the points found by steps of about 1.5 times
+		// the predicted distance.
+		search.budget = gridBudget
+		fineG := logRatio(search)
+		start := root{hi: coarse.hi, ghi: fineG(coarse.hi)}
+		width := 2e-2
+		if sl := coarse.slope(); sl < 0 && start.ghi <= 0 {
+			width = math.Min(math.Max(math.Expm1(1.5*start.ghi/sl), 2e-4), 2e-2)
+			r := start.hi * math.Exp(-start.ghi/sl)
+			for _, x := range []float64{r * (1 - 2e-5), r * (1 + 2e-5)} {
+				if !(x < start.hi) {
+					break
+				}
+				gx := fineG(x)
+				if gx <= 0 {
+					start.hi, start.ghi = x, gx
+					break
+				}
+				start.lo, start.glo = x, gx
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return root{}, true, err
+		}
+		fine, err = calibrateRoot(ctx, start, fineG, width, 1e-4, what)
+		if err != nil || fine.lo == 0 {
+			return fine, true, gridFailure(err)
+		}
+		return fine, false, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
+	// A fold of searchFold raises the search's delta by far less than
+	// 1e-4 where delta is the tail of the composition, but at a tiny eps
+	// (delta near the composition's total variation, its bulk) the
+	// untilted fold can dominate it: at q = 0.01, T = 100, eps = 1e-10,
+	// delta = 1e-5 the search's delta at sigma = 4000 was 20 times the
+	// full one, and the search returned sigma = 5.1e6 for a least sigma
+	// of about 4000; at q = 1, T = 10, eps = 1e-6 it failed. So a search
+	// that fails (not for the grid or ctx), or whose delta at its answer
+	// is more than 1% above the full accounting's, is run again with the
+	// per-step fold.
+	fold := math.Min(searchFold, searchFoldRel*delta)
+	fine, done, err := run(fold)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrPLDGrid) {
+		fine, done, err = run(0)
 	}
-	fine, err := calibrateRoot(ctx, start, fineG, width, 1e-4, what)
-	if err != nil || fine.lo == 0 {
-		return fine.hi, gridFailure(err)
+	if done {
+		return fine.hi, err
 	}
 	// Confirm with the full accounting (SampledGaussian's), which is what
 	// SampledGaussianDelta reports; if it disagrees (its rounding bound is
@@ -437,7 +465,21 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if full(fine.hi) <= 0 {
+	gFull := full(fine.hi)
+	if gFull <= 0 && fine.ghi-gFull > 1e-2 {
+		again, done, err := run(0)
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if err != nil {
+			return fine.hi, nil // fine.hi is safe by the full accounting
+		}
+		if done {
+			return again.hi, nil
+		}
+		fine, gFull = again, full(again.hi)
+	}
+	if gFull <= 0 {
 		return fine.hi, nil
 	}
 	r, err := calibrateRoot(ctx, root{hi: fine.hi * (1 + 1e-4), ghi: math.NaN()}, full, 2e-2, 1e-4, what)

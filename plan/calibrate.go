@@ -317,8 +317,8 @@ var paperRule = map[bool]string{true: " (the paper's: not divided by the learner
 
 // algorithmRule is the record's words for how a sample enters the update,
 // which the sensitivity rests on: Algorithm 1's local trajectory (its tau,
-// and for add/remove, where tau is not set, the tau = 1 the bound needs)
-// or the baselines' one gradient at x^r.
+// and for add/remove or replace-one with sampling q < 1, where tau is not
+// set, the tau = 1 the bound needs) or the baselines' one gradient at x^r.
 func (p *Plan) algorithmRule(rel accountant.Relation) string {
 	switch {
 	case p.Algorithm == AlgoBaselineCorrelated || p.Algorithm == AlgoIndependent:
@@ -327,6 +327,8 @@ func (p *Plan) algorithmRule(rel accountant.Relation) string {
 		return fmt.Sprintf("Algorithm 1 with tau = %d", p.Tau)
 	case rel == accountant.AddRemove:
 		return "Algorithm 1, tau not set: tau = 1 assumed (the add-remove bound fails with local steps)"
+	case p.Target != nil && p.Target.Sampling > 0 && p.Target.Sampling < 1:
+		return "Algorithm 1, tau not set: tau = 1 assumed (the sampled replace-one bound compares a round with the sample against one without it, and fails with local steps)"
 	}
 	return "Algorithm 1 (any tau)"
 }

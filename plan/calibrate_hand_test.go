@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
 )
 
@@ -313,6 +314,9 @@ func TestCalibrateMatrixByHand(t *testing.T) {
 							if rel == "add-remove" && a.name == AlgoCorrelated && a.tau > 1 {
 								refusals = append(refusals, "add-remove") // the local steps move: no add/remove bound
 							}
+							if rel == "replace-one" && q > 0 && q < 1 && a.name == AlgoCorrelated && a.tau > 1 {
+								refusals = append(refusals, "replace-one neighbours with sampling") // the sampled pair compares with an absent sample: as add/remove
+							}
 							if q > 0 && cal == Exact && (part.Kind != factorize.KindMinSep || !banded || bands > part.B) {
 								refusals = append(refusals, "bands") // Theorem 4 needs b-banded C and b groups
 							}
@@ -563,5 +567,66 @@ func TestParseRefusesAddRemoveWithLocalSteps(t *testing.T) {
 		if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), "add-remove") {
 			t.Errorf("algorithm %q, tau 3, add-remove record: Parse error %v, want a refusal naming add-remove", algo, err)
 		}
+	}
+}
+
+// TestSampledReplaceOneLocalSteps: the sampled replace-one accounting
+// bounds each step by the pair (1-q) N(0) + q N(a) against (1-q) N(0) +
+// q N(b) with |a|, |b| <= C, a and b the round's change with each sample
+// against the round without it (C the add/remove sensitivity, half the
+// replace-one one). With tau local steps that fails, by hand in one
+// dimension with clip B, tau = 2 and step eta: sample x has gradient +B and
+// the learner's other sample y has gradient +B left of x0 and -B from x0
+// on. With x the learner steps to x0 - eta B and then takes y's +B: mean
+// (B + B)/2 = B; without x it takes y's -B at x0: mean -B/2; so
+// |a| = 1.5 B = (2 - 1/tau) B. A replacement x' with zero gradient leaves
+// y at x0 (mean -B/2): b = 0. The step is then the add/remove pair at
+// sensitivity 1.5 C, whose eps (its optimistic side, a lower bound on the
+// truth) is above what the replace-one accounting (its safe side) states
+// at the same noise: the calibration would have understated eps, so it
+// refuses tau > 1 with q < 1, and with tau not set its rule says that
+// tau = 1 is assumed. q = 1 (no absent rounds) keeps the replace-one
+// sensitivity, which holds for any tau.
+func TestSampledReplaceOneLocalSteps(t *testing.T) {
+	for _, algo := range []string{AlgoCorrelated, ""} {
+		p := &Plan{Algorithm: algo, Rounds: 4, Learners: 2, Tau: 2, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+			Target: &Target{Eps: 1, Delta: 1e-5, Relation: "replace-one", Sampling: 0.5}}
+		if _, err := p.Build(t.Context()); err == nil || !strings.Contains(err.Error(), "replace-one") || !strings.Contains(err.Error(), "tau = 2") {
+			t.Errorf("algorithm %q, tau 2, replace-one, sampling 0.5: error %v, want the refusal (record %+v)", algo, err, p.Privacy)
+		}
+		p.Target.Sampling = 1
+		if err := p.Validate(); err != nil {
+			t.Errorf("algorithm %q, tau 2, replace-one, sampling 1: %v, want a valid plan", algo, err)
+		}
+		p.Tau, p.Target.Sampling = 0, 0.5
+		if err := p.Validate(); err != nil {
+			t.Errorf("algorithm %q, tau not set, replace-one, sampling 0.5: %v, want a valid plan", algo, err)
+		}
+		if r := p.algorithmRule(accountant.ReplaceOne); !strings.Contains(r, "tau = 1 assumed") {
+			t.Errorf("algorithm %q, tau not set, replace-one, sampling 0.5: rule %q does not say tau = 1 is assumed", algo, r)
+		}
+	}
+	// The baselines take one gradient per sample at x^r: |a| <= C holds.
+	p := &Plan{Algorithm: AlgoBaselineCorrelated, Rounds: 4, Learners: 2, Tau: 2, Clip: 1, Strategy: "banded:bands=2", Participation: "minsep:2",
+		Target: &Target{Eps: 1, Delta: 1e-5, Relation: "replace-one", Sampling: 0.5}}
+	if err := p.Validate(); err != nil {
+		t.Errorf("baseline-correlated, tau 2, replace-one, sampling 0.5: %v, want a valid plan", err)
+	}
+	if testing.Short() {
+		return // the gap itself takes two PLDs of 1000 steps (seconds)
+	}
+	const q, steps, delta = 0.01, 1000, 1e-5
+	// Noise std C: replace-one noise multiplier std / 2C = 0.5; the pair
+	// at |a| = 1.5 C has add/remove noise multiplier 1 / 1.5.
+	stated, err := accountant.SampledGaussianEpsilonBounds(q, 0.5, steps, delta, accountant.ReplaceOne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truthBelow, err := accountant.SampledGaussianEpsilonBounds(q, 1/1.5, steps, delta, accountant.AddRemove)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(truthBelow.Optimistic > stated.Safe) {
+		t.Errorf("the tau = 2 pair's eps %v (a lower bound) is not above the replace-one bound %v: the example does not show the gap", truthBelow.Optimistic, stated.Safe)
 	}
 }

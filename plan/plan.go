@@ -706,6 +706,13 @@ func (t *Target) validate(p *Plan) error {
 		return fmt.Errorf("plan: add-remove neighbours with the correlated algorithm and tau = %d local steps: removing a sample moves its learner's later local steps too, so the add-remove sensitivity does not hold; use replace-one (or tau = 1)", p.Tau)
 	case t.Sampling != 0 && !(t.Sampling > 0 && t.Sampling <= 1):
 		return bad("sampling", t.Sampling, "a probability in (0, 1] (or 0: none)")
+	case rel == accountant.ReplaceOne && t.Sampling > 0 && t.Sampling < 1 && (p.Algorithm == AlgoCorrelated || p.Algorithm == "") && p.Tau > 1:
+		// The sampled replace-one pair bounds each of the two samples'
+		// effect against the round without either by B_g (per local
+		// step): with local steps the round with the sample moves its
+		// learner's later steps too, by up to (2 tau - 1) B_g in all,
+		// as for add/remove.
+		return fmt.Errorf("plan: replace-one neighbours with sampling q = %v < 1, the correlated algorithm and tau = %d local steps: the sampled accounting compares a round with the sample against one without it, where its learner's later local steps move too, so its bound does not hold; use tau = 1 or sampling 1", t.Sampling, p.Tau)
 	case t.Sampling != 0 && t.Calibration != Exact:
 		return bad("calibration", t.Calibration, "exact with sampling (the PLD accountant)")
 	case p.Learners < 1:

@@ -95,6 +95,24 @@ func TestSampled(t *testing.T) {
 	}
 }
 
+// TestSampledLargeSigmaJSON: at sigma = 4e6, q = 0.01, 100 steps the
+// optimistic delta was NaN, which -json cannot encode ("dpacct: json:
+// unsupported value: NaN", exit 1). The truth lies in [delta_optimistic,
+// delta]; the optimistic side is at most the unsampled Gaussian's delta at
+// mu = sqrt(100)/4e6, Phi(-a) - e Phi(-a - mu) with a = 1/mu - mu/2 = 4e5,
+// which is 0 in float64.
+func TestSampledLargeSigmaJSON(t *testing.T) {
+	code, out, errs := runCmd("delta", "-sigma", "4e6", "-eps", "1", "-sampling", "0.01", "-steps", "100", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	m := decode(t, out)
+	opt, ok := m["delta_optimistic"].(float64)
+	if safe := m["delta"].(float64); !ok || !(0 <= opt && opt <= safe) || opt > 0 {
+		t.Errorf("delta = %v, delta_optimistic = %v: want 0 <= optimistic <= safe and optimistic 0", m["delta"], m["delta_optimistic"])
+	}
+}
+
 func TestJSONFields(t *testing.T) {
 	code, out, _ := runCmd("sigma", "-eps", "5", "-delta", "1e-3", "-sensitivity", "0.2", "-method", "paper", "-json")
 	if code != 0 {
