@@ -80,22 +80,27 @@ func liveHeapPeak() (stop func() uint64) {
 }
 
 // liveHeapPeak counts what is held, not the garbage allocated around the
-// collections: while a goroutine allocates 8 MiB buffers as fast as it
-// can and holds one at a time (two while the next is allocated), the peak
-// live heap grows by at most those two buffers and 4 MiB of slack,
-// however many it allocates. HeapAlloc read after runtime.GC, which
-// TestPlainHostileUploads judged before, also counts the buffers
-// allocated between the collection and the read (logged: it depends on
-// the machine's load).
+// collections: while a goroutine allocates 8 MiB buffers as fast as it can
+// and holds one at a time (two while the next is allocated), the peak live
+// heap stays far below what it allocates. It is not exactly two buffers:
+// a buffer allocated while a collection marks is counted live by that
+// cycle (the collector allocates black), and on a loaded machine a mark
+// phase can span several allocations. The pacer's assists hold those to
+// about the heap goal (GOGC 10 here), a few buffers; the bound allows
+// eight (64 MiB, plus 4 MiB of slack) against at least 512 MiB allocated,
+// which a measure that counted garbage would approach. The test failed
+// once at a bound of two buffers plus 4 MiB (23 MiB seen) in a tree-wide
+// run at a load of 20.
 func TestLiveHeapPeakLeavesOutGarbage(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	before := liveHeap()
 	var stopped atomic.Bool
 	var wg sync.WaitGroup
 	var allocated atomic.Int64
+	const minBuffers = 64 // 512 MiB of garbage at least
 	wg.Go(func() {
 		var buf []byte
-		for !stopped.Load() {
+		for !stopped.Load() || allocated.Load() < minBuffers {
 			buf = make([]byte, 8<<20)
 			buf[len(buf)-1] = 1
 			allocated.Add(1)
@@ -103,20 +108,14 @@ func TestLiveHeapPeakLeavesOutGarbage(t *testing.T) {
 		runtime.KeepAlive(buf)
 	})
 	live := liveHeapPeak()
-	var afterGC uint64
-	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		afterGC = max(afterGC, m.HeapAlloc)
-	}
-	l := live()
+	time.Sleep(500 * time.Millisecond)
 	stopped.Store(true)
 	wg.Wait()
+	l := live()
 	growth := int64(l) - int64(before)
-	t.Logf("%d buffers of 8 MiB allocated; live heap +%d MiB at most; HeapAlloc after a collection up to +%d MiB", allocated.Load(), growth>>20, (int64(afterGC)-int64(before))>>20)
-	if growth > 2*8<<20+4<<20 {
-		t.Errorf("the live heap grew by %d MiB while at most two 8 MiB buffers were held, want at most 20 MiB", growth>>20)
+	t.Logf("%d buffers of 8 MiB allocated; live heap +%d MiB at most", allocated.Load(), growth>>20)
+	if growth > 8*8<<20+4<<20 {
+		t.Errorf("the live heap grew by %d MiB while at most two 8 MiB buffers were held (%d allocated), want at most 68 MiB", growth>>20, allocated.Load())
 	}
 }
 
