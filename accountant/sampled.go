@@ -556,7 +556,7 @@ func (r root) slope() float64 {
 // A guess that is not finite and positive (eps and delta so small that the
 // central-limit guess overflows) is an error: stepping from +Inf by a
 // factor never ends. what names the target for the error messages. ctx is
-// checked before every evaluation of g.
+// checked before every evaluation of g. A NaN from g counts as unsafe.
 func calibrateRoot(ctx context.Context, start root, g0 func(float64) float64, width, tol float64, what func() string) (root, error) {
 	guess, gGuess := start.hi, start.ghi
 	if !(guess > 0) || math.IsInf(guess, 1) {
@@ -567,7 +567,12 @@ func calibrateRoot(ctx context.Context, start root, g0 func(float64) float64, wi
 		if cerr = ctx.Err(); cerr != nil {
 			return math.NaN()
 		}
-		return g0(x)
+		if v := g0(x); !math.IsNaN(v) {
+			return v
+		}
+		// A value that is not a number is not known safe: unsafe, so
+		// the search steps past it (or fails) rather than stop on it.
+		return math.Inf(1)
 	}
 	hi, ghi := guess, gGuess
 	if math.IsNaN(ghi) {

@@ -133,3 +133,24 @@ func TestSampledSigmaTinyEps(t *testing.T) {
 		t.Errorf("q = %v: delta at 0.99 sigma = %v is %v (%v), want above %v: sigma is not the least", q, got*0.99, d, err, delta)
 	}
 }
+
+// A NaN from the target function is not a safe answer: with g NaN below
+// x = 8 and g(x) = 8 - x above (a decreasing function whose least safe
+// point is 8, by hand), the search from a guess of 1 must step past the
+// NaNs and end at a safe hi >= 8 within its tolerance. Before, the first
+// NaN ended the upward search and the guess 1 came back as safe.
+func TestCalibrateRootNaNIsUnsafe(t *testing.T) {
+	g := func(x float64) float64 {
+		if x < 8 {
+			return math.NaN()
+		}
+		return 8 - x
+	}
+	r, err := calibrateRoot(context.Background(), root{hi: 1, ghi: math.NaN()}, g, 0.5, 1e-6, func() string { return "the test target" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(r.hi >= 8 && r.hi <= 8*(1+1e-5)) || !(r.ghi <= 0) {
+		t.Errorf("calibrateRoot returned hi %v with g %v, want the least safe point 8 (within 1e-5)", r.hi, r.ghi)
+	}
+}
