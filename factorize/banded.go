@@ -707,16 +707,6 @@ func toeplitzLossOnly(tw toeplitzWorkload, c, u []float64, p Participation) (Met
 	return m, scaled.scale, err
 }
 
-// ones returns a vector of r ones: the scale of a C whose columns are
-// not rescaled.
-func ones(r int) []float64 {
-	v := make([]float64, r)
-	for i := range v {
-		v[i] = 1
-	}
-	return v
-}
-
 // scaledBandedOp returns the banded operator of C = T_c diag(scale)^{-1}
 // with b bands (c's first b coefficients), O(R b) memory.
 func scaledBandedOp(c, scale []float64, b int) bandedOp {
