@@ -465,51 +465,101 @@ func TestBandedEvalIndefinite(t *testing.T) {
 	require.Positive(t, seen[1], "no positive definite X drawn")
 }
 
-// The preconditioner (the inverse of the diagonal of f's Hessian in the
-// entries X_ij, i > j) against central second differences of the dense f
-// in X_ij = X_ji at R = 7 (every b, every case), and against the closed
-// form 2 (H_jj G_ii + H_ii G_jj + 2 H_ij G_ij) from the dense H and G at
-// R = 260 (two row chunks). Entries beyond the matrix (j < 0) are left
-// as they were; the diagonal entries are 0.
+// The preconditioner (the inverse of each diagonal block of f's Hessian
+// in the entries X_ij, i > j, of a row, bandedPrecondBlock entries at a
+// time) times that block of the Hessian is the identity, the block formed
+// independently: by central second differences of the dense f in X_ij =
+// X_ji (mixed ones off the diagonal) at R = 7 (every b, every case), and
+// from the closed form 2 (G_ii H_jk + H_ii G_jk + G_ij H_ik + G_ik H_ij)
+// with the dense H and G at R = 260 (two row chunks; b = 5 and 11, one and
+// three blocks per row, the last partial). Applying it sets the diagonal
+// entries and those beyond the matrix (j < 0) to 0.
 func TestBandedPreconditionDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
+	const s = bandedPrecondBlock
 	check := func(c bandedEvalCase, n, b int, byDiff bool) {
 		t.Helper()
 		bp := newBandedProblem(c.inv, b)
 		xd, x := randomBandedX(rng, n, b)
 		m := n * b
-		grad, g, h := make([]float64, m), make([]float64, m), make([]float64, m)
+		grad, g, h := make([]float64, m), make([]float64, m), make([]float64, n*bp.precondRow())
 		_, ok := bp.eval(x, grad, g)
 		require.True(t, ok)
-		for i := range h {
-			h[i] = math.NaN()
-		}
 		bp.precondition(x, g, h)
 		_, gd, hd := denseBandedObjective(t, c.inv, xd)
+		// Second differences are good to about 1e-5 relatively, the
+		// banded H and G against the dense ones to about 1e-7 (momentum,
+		// p = 2); the product's terms cancel, so the tolerance is relative
+		// to the sum of their magnitudes.
+		tol := 1e-6
+		if byDiff {
+			tol = 1e-4
+		}
+		// hess returns d^2 f / dX_ij dX_ik.
+		hess := func(i, j, k int) float64 {
+			if !byDiff {
+				return 2 * (gd.At(i, i)*hd.At(j, k) + hd.At(i, i)*gd.At(j, k) + gd.At(i, j)*hd.At(i, k) + gd.At(i, k)*hd.At(i, j))
+			}
+			const step = 2e-4
+			fAt := func(dj, dk float64) float64 {
+				y := mat.NewSymDense(n, nil)
+				y.CopySym(xd)
+				y.SetSym(i, j, y.At(i, j)+dj)
+				y.SetSym(i, k, y.At(i, k)+dk)
+				f, _, _ := denseBandedObjective(t, c.inv, y)
+				return f
+			}
+			if j == k {
+				return (fAt(step, 0) - 2*fAt(0, 0) + fAt(-step, 0)) / (step * step)
+			}
+			return (fAt(step, step) - fAt(step, -step) - fAt(-step, step) + fAt(-step, -step)) / (4 * step * step)
+		}
 		for i := 0; i < n; i++ {
-			require.Zero(t, h[i*b], "%s R=%d b=%d: diagonal %d", c.name, n, b, i)
-			for d := 1; d < b; d++ {
-				if d > i {
-					require.True(t, math.IsNaN(h[i*b+d]), "%s R=%d b=%d: entry %d beyond the matrix written", c.name, n, b, i*b+d)
+			mm := min(b-1, i)
+			for u0 := 0; u0 < mm; u0 += s {
+				tt := min(s, mm-u0)
+				blk := h[i*bp.precondRow()+u0/s*s*s:]
+				for u := 0; u < tt; u++ {
+					for v := 0; v < tt; v++ {
+						// (inverse block times the block)[u][v]
+						sum, abs := 0.0, 0.0
+						for w := 0; w < tt; w++ {
+							p := blk[u*tt+w] * hess(i, i-1-u0-w, i-1-u0-v)
+							sum += p
+							abs += math.Abs(p)
+						}
+						want := 0.0
+						if u == v {
+							want = 1
+						}
+						require.InDelta(t, want, sum, tol*abs, "%s R=%d b=%d: row %d block at %d, [%d][%d]", c.name, n, b, i, u0, u, v)
+					}
+				}
+			}
+		}
+		// Applying it: the diagonal and the entries beyond the matrix
+		// become 0; the rest is the block product.
+		dir := make([]float64, m)
+		for k := range dir {
+			dir[k] = rng.NormFloat64()
+		}
+		want := append([]float64(nil), dir...)
+		bp.applyPrecondition(h, dir)
+		for i := 0; i < n; i++ {
+			mm := min(b-1, i)
+			for d := 0; d < b; d++ {
+				if d == 0 || d > mm {
+					require.Zero(t, dir[i*b+d], "%s R=%d b=%d: entry %d", c.name, n, b, i*b+d)
 					continue
 				}
-				j := i - d
-				var want float64
-				if byDiff {
-					const step = 2e-4
-					fAt := func(delta float64) float64 {
-						y := mat.NewSymDense(n, nil)
-						y.CopySym(xd)
-						y.SetSym(i, j, xd.At(i, j)+delta)
-						f, _, _ := denseBandedObjective(t, c.inv, y)
-						return f
-					}
-					f0 := fAt(0)
-					want = step * step / (fAt(step) - 2*f0 + fAt(-step))
-				} else {
-					want = 1 / (2 * (hd.At(j, j)*gd.At(i, i) + hd.At(i, i)*gd.At(j, j) + 2*hd.At(i, j)*gd.At(i, j)))
+				u0 := (d - 1) / s * s
+				tt := min(s, mm-u0)
+				blk := h[i*bp.precondRow()+u0/s*s*s:]
+				sum := 0.0
+				for w := 0; w < tt; w++ {
+					sum += blk[(d-1-u0)*tt+w] * want[i*b+1+u0+w]
 				}
-				require.InEpsilon(t, want, h[i*b+d], 1e-5, "%s R=%d b=%d: entry [%d][%d]", c.name, n, b, i, j)
+				require.InDelta(t, sum, dir[i*b+d], 1e-12*(1+math.Abs(sum)), "%s R=%d b=%d: applied entry %d", c.name, n, b, i*b+d)
 			}
 		}
 	}
@@ -520,6 +570,7 @@ func TestBandedPreconditionDense(t *testing.T) {
 	}
 	for _, c := range bandedEvalCases(t, rng, 260) {
 		check(c, 260, 5, false)
+		check(c, 260, 11, false)
 	}
 }
 
@@ -541,7 +592,7 @@ func TestBandedEvalSameBitsAnyGOMAXPROCS(t *testing.T) {
 		run := func(procs int) [][]float64 {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			bp := newBandedProblem(c.inv, b)
-			grad, g, h := make([]float64, n*b), make([]float64, n*b), make([]float64, n*b)
+			grad, g, h := make([]float64, n*b), make([]float64, n*b), make([]float64, n*bp.precondRow())
 			f, ok := bp.eval(x, grad, g)
 			require.True(t, ok, c.name)
 			bp.precondition(x, g, h)
