@@ -73,8 +73,8 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 	var ctx Context
 	copy(ctx.Run[:], r.take(16, "Run"))
 	round := r.u64("Round")
-	if round > math.MaxInt64 {
-		r.fail("Round is %d, out of range", round)
+	if round > math.MaxInt {
+		r.fail("Round is %d, out of range (at most %d)", round, math.MaxInt)
 	}
 	ctx.Round = int(round)
 	if b := r.take(4, "Attempt"); b != nil {
