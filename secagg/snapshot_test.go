@@ -130,3 +130,17 @@ func TestRestoreRoundBeyondInt(t *testing.T) {
 		t.Fatalf("round %d restored as round %d", uint64(round), r.Context().Round)
 	}
 }
+
+// A snapshot that announces a masked sum of Dim = MaxDim entries and holds
+// none is refused as truncated before anything is allocated for it; on
+// 386, where 8 MaxDim overflows int, the length check passed and the
+// decoder allocated 2 GiB for a snapshot of a few hundred bytes.
+func TestRestoreTruncatedSumAtMaxDim(t *testing.T) {
+	a, err := NewAggregator(testContext(3, 2, MaxDim))
+	must(t, err)
+	b, err := a.MarshalBinary() // ends with the sum flag 0: no sum
+	must(t, err)
+	b[len(b)-1] = 1 // a sum of Dim entries follows, but none does
+	_, err = RestoreAggregator(b)
+	refused(t, "a sum flag with no sum", err, "truncated in the sum")
+}
