@@ -73,8 +73,8 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 	var ctx Context
 	copy(ctx.Run[:], r.take(16, "Run"))
 	round := r.u64("Round")
-	if round > math.MaxInt64 {
-		r.fail("Round is %d, out of range", round)
+	if round > math.MaxInt {
+		r.fail("Round is %d, out of range (at most %d)", round, math.MaxInt)
 	}
 	ctx.Round = int(round)
 	if b := r.take(4, "Attempt"); b != nil {
@@ -140,8 +140,8 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 		a.sum = make([]uint64, ctx.Dim)
 	case b[0] != 1:
 		r.fail("sum flag %d, want 0, 1 or 2", b[0])
-	case len(r.b) < 8*ctx.Dim:
-		r.fail("truncated in the sum (%d bytes left, want %d)", len(r.b), 8*ctx.Dim)
+	case len(r.b)/8 < ctx.Dim: // not 8*ctx.Dim, which overflows a 32-bit int at MaxDim
+		r.fail("truncated in the sum (%d bytes left, want %d)", len(r.b), 8*uint64(ctx.Dim))
 	default:
 		a.sum = make([]uint64, ctx.Dim)
 		for i := range a.sum {

@@ -1,6 +1,8 @@
 package secagg
 
 import (
+	"encoding/binary"
+	"math"
 	"slices"
 	"testing"
 )
@@ -106,4 +108,39 @@ func TestRestoreRefuses(t *testing.T) {
 	must(t, err)
 	_, err = RestoreAggregator(adv)
 	refused(t, "a message for a snapshot", err, "message kind")
+}
+
+// A snapshot's round is a uint64 on the wire: one beyond the platform's
+// int (2^32 + 5 on 386, where int has 32 bits) is refused, never read as
+// another round (5); on 64-bit platforms it reads back as written.
+func TestRestoreRoundBeyondInt(t *testing.T) {
+	a, err := NewAggregator(testContext(3, 2, 4))
+	must(t, err)
+	b, err := a.MarshalBinary()
+	must(t, err)
+	const round = 1<<32 + 5
+	binary.BigEndian.PutUint64(b[4+16:], round) // after the header and the run
+	r, err := RestoreAggregator(b)
+	switch {
+	case err != nil && math.MaxInt >= round:
+		t.Fatalf("round %d refused on a 64-bit platform: %v", uint64(round), err)
+	case err != nil:
+		refused(t, "round beyond int", err, "out of range")
+	case uint64(r.Context().Round) != round:
+		t.Fatalf("round %d restored as round %d", uint64(round), r.Context().Round)
+	}
+}
+
+// A snapshot that announces a masked sum of Dim = MaxDim entries and holds
+// none is refused as truncated before anything is allocated for it; on
+// 386, where 8 MaxDim overflows int, the length check passed and the
+// decoder allocated 2 GiB for a snapshot of a few hundred bytes.
+func TestRestoreTruncatedSumAtMaxDim(t *testing.T) {
+	a, err := NewAggregator(testContext(3, 2, MaxDim))
+	must(t, err)
+	b, err := a.MarshalBinary() // ends with the sum flag 0: no sum
+	must(t, err)
+	b[len(b)-1] = 1 // a sum of Dim entries follows, but none does
+	_, err = RestoreAggregator(b)
+	refused(t, "a sum flag with no sum", err, "truncated in the sum")
 }
