@@ -14,7 +14,8 @@ import (
 // consistent table (Dim >= 1, Len rows of Dim finite features, labels +1 or
 // -1) that survives a round trip: written back as CSV (header, labels and
 // features with strconv's shortest exact form) and read again, it is the
-// same table, bit for bit. Standardize then leaves every feature finite.
+// same table, bit for bit (a header name's \r\n read back as \n, as
+// encoding/csv reads it). Standardize then leaves every feature finite.
 func FuzzReadCSV(f *testing.F) {
 	for _, s := range []string{
 		"label,a,b\n1,2,3\n-1,0.5,-7e300\n",
@@ -72,7 +73,9 @@ func FuzzReadCSV(f *testing.F) {
 		}
 		same := back.Dim == d && back.Len() == n && len(back.Names) == len(tab.Names)
 		for k := 0; same && k < len(tab.Names); k++ {
-			same = back.Names[k] == tab.Names[k]
+			// encoding/csv reads \r\n inside a quoted field as \n: a
+			// name holding \r\n is written back as such and read as \n.
+			same = back.Names[k] == strings.ReplaceAll(tab.Names[k], "\r\n", "\n")
 		}
 		for j := 0; same && j < n; j++ {
 			same = back.Labels[j] == tab.Labels[j]
