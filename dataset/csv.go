@@ -146,7 +146,14 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 				if k > 0 {
 					what = fmt.Sprintf("feature %d", k)
 					if t.Names != nil {
-						what += fmt.Sprintf(" (%s)", t.Names[k-1])
+						// A header name may hold a newline or control
+						// characters (a quoted field): quoted then, so
+						// that the error stays one line.
+						nm := t.Names[k-1]
+						if q := strconv.Quote(nm); q != `"`+nm+`"` {
+							nm = q
+						}
+						what += fmt.Sprintf(" (%s)", nm)
 					}
 				}
 				return nil, fmt.Errorf("dataset: %s:%d: %s is %q, want a finite number", name, line, what, f)

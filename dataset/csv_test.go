@@ -28,6 +28,9 @@ func TestReadCSVErrors(t *testing.T) {
 		{"label NaN", "1,2,3\nnan,2,3\n", "data.csv:2: label is \"nan\""},
 		{"mixed labels", "1,2,3\n0,2,3\n-1,1,1\n", "data.csv:3: labels 0 (line 2) and -1 (line 3)"},
 		{"bad quote", "1,2,3\n-1,\"2,3\n", "data.csv:"},
+		// Found by FuzzReadCSV: a quoted header name with a newline
+		// made the error two lines.
+		{"name with a newline", "label,\"a\nb\"\n1,x\n", "data.csv:3: feature 1 (\"a\\nb\") is \"x\""},
 	} {
 		_, err := ReadCSV(strings.NewReader(c.text), "data.csv")
 		if err == nil {

@@ -368,3 +368,23 @@ func TestLossBelowDiagonalBoundRefused(t *testing.T) {
 		assert.GreaterOrEqual(t, f.Metrics.Loss, bound, "loss-only %v", lossOnly)
 	}
 }
+
+// TestOverflowingInverseNotBanded: the 4 x 4 lower-triangular matrix with
+// diagonal d = 1e-290 and every entry below it o = 1e-276 (diagonal at 1e-14
+// of the largest entry, so NewWorkload accepts it) has, in closed form,
+// inverse entries (A^{-1})[i][j] = -(o/d^2) (1 - o/d)^(i-j-1) for i > j:
+// -1e304 on the first subdiagonal and about 1e318, beyond float64, on the
+// second. Before, the overflowed inverse made its largest entry +Inf, no
+// entry counted against it, and the workload was given a diagonal
+// inverse (0 subdiagonals) for a matrix whose inverse is dense. No band
+// of finite numbers is that inverse: the workload must have none.
+func TestOverflowingInverseNotBanded(t *testing.T) {
+	const d, o = 1e-290, 1e-276
+	a := mat.NewDense(4, 4, []float64{d, 0, 0, 0, o, d, 0, 0, o, o, d, 0, o, o, o, d})
+	w, err := NewWorkload(a)
+	require.NoError(t, err)
+	if inv, ok := w.InverseBand(); ok {
+		_, p, _ := inv.TriBand()
+		t.Fatalf("inverse band with %d subdiagonals, (1,0) entry %v; want none (the true (1,0) entry is %v, the (2,0) entry overflows)", p, inv.At(1, 0), -o/d/d)
+	}
+}

@@ -191,7 +191,7 @@ func ParseStrategy(spec string) (Strategy, error) {
 			}
 			i := slices.IndexFunc(info.Settings, func(s Setting) bool { return s.Name == key })
 			if i < 0 {
-				return nil, bad(info.takes() + ", not " + key)
+				return nil, bad(info.takes() + ", not " + quoteOdd(key))
 			}
 			if seen[key] {
 				return nil, bad("each setting at most once, not " + key + " twice")
@@ -203,6 +203,16 @@ func ParseStrategy(spec string) (Strategy, error) {
 		}
 	}
 	return value(p), nil
+}
+
+// quoteOdd returns s as it is, or quoted (strconv.Quote) where it holds
+// a character that Quote escapes (a newline, a control character, a
+// quote), so that an error that names it stays one line.
+func quoteOdd(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
 }
 
 // takes words the settings the strategy takes.

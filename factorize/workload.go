@@ -208,6 +208,12 @@ func bandedInverse(a *mat.TriDense) *mat.TriBandDense {
 	}
 	raw := inv.RawTriangular()
 	biggest := maxAbsTri(&inv)
+	if math.IsInf(biggest, 0) || math.IsNaN(biggest) {
+		// The inverse overflowed (an ill-conditioned matrix of tiny
+		// entries): against an infinite largest entry no entry counts,
+		// and the band would be the diagonal alone.
+		return nil
+	}
 	k := 0
 	for i := 0; i < n; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+i+1]
