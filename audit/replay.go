@@ -337,13 +337,14 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 			// The noise in the release, (x^r - x^{r+1}) / eta~ - g^r,
 			// is the vector the mechanism drew, to rounding: a bound
 			// of 1e-9 of the magnitudes involved, where rounding gives
-			// a few 1e-16.
+			// a few 1e-16, plus four subnormal units of the model over
+			// eta~ (a model on the subnormal grid is rounded absolutely).
 			if rows := recs[w].rows; len(rows) == r+1 {
 				nz, g, y := rows[r], G[w].RawRowView(r), srv.Model()
 				for k := range y {
 					dev := math.Abs((x[k]-y[k])/step - g[k] - nz[k])
 					scale := (math.Abs(x[k])+math.Abs(y[k]))/step + math.Abs(g[k]) + math.Abs(nz[k])
-					if !(dev <= 1e-9*scale) && releasedNoise == "" {
+					if !(dev <= 1e-9*scale+4*0x1p-1074/step) && releasedNoise == "" {
 						releasedNoise = fmt.Sprintf("round %d of D%s, entry %d: released %.17g, drawn %.17g", r, []string{"", "'"}[w], k, (x[k]-y[k])/step-g[k], nz[k])
 					}
 				}
@@ -577,8 +578,29 @@ func worstSample(ctx context.Context, c *mat.Dense, p factorize.Participation, w
 // less; in d = 1 a pair has equal norms to 1e-12 with probability about
 // 2 / pi 1e-12 (2e-7 for the 3.2e5 pairs of 800 rounds; a relative 1e-6
 // flagged about one correct run in six there).
+//
+// The rows are compared scaled by a power of two that brings the largest
+// entry near 1, so that their products neither underflow (a noise std of
+// 1e-300 made every row look collinear) nor overflow.
 func duplicateRows(z *mat.Dense) (bool, int, int) {
 	r, d := z.Dims()
+	big := 0.0
+	for i := 0; i < r; i++ {
+		for _, v := range z.RawRowView(i) {
+			big = math.Max(big, math.Abs(v))
+		}
+	}
+	if big > 0 && !math.IsInf(big, 0) {
+		_, e := math.Frexp(big)
+		scaled := mat.NewDense(r, d, nil)
+		for i := 0; i < r; i++ {
+			dst := scaled.RawRowView(i)
+			for k, v := range z.RawRowView(i) {
+				dst[k] = math.Ldexp(v, -e)
+			}
+		}
+		z = scaled
+	}
 	norms := make([]float64, r)
 	for i := range norms {
 		row := z.RawRowView(i)

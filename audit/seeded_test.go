@@ -362,3 +362,40 @@ func TestDuplicateRowsLowDim(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayExtremeScales: the replay's checks hold at the ends of the
+// float64 range that the plan accepts. With -clip 1e-300 the whitened
+// noise is about 1e-301, whose products underflow to 0, so every pair of
+// rows looked collinear ("noise rows independent" failed on a correct
+// run); with a step eta~ near 1e-319 the release x - eta~ (g + z) is
+// rounded on the subnormal grid, a post-processing of g + z that the
+// check "noise released" must allow for (its absolute rounding, 2^-1074 /
+// eta~). A reused key at 1e-300 is still caught.
+func TestReplayExtremeScales(t *testing.T) {
+	ctx := context.Background()
+	tiny := smallPlan("optimal", 1)
+	tiny.Clip = 1e-300
+	sub := smallPlan("optimal", 1)
+	sub.Eta, sub.EtaG = 1e-300, 1e-20
+	for _, p := range []Plan{tiny, sub} {
+		rep, err := Replay(ctx, mustSetup(t, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK {
+			t.Errorf("clip %v, eta %v, eta_g %v: false alarm %v", p.Clip, p.Eta, p.EtaG, rep.Violations())
+		}
+	}
+	for _, bug := range seededBugs() {
+		if bug.name != "noise key reused across rounds" {
+			continue
+		}
+		rep, err := replayWith(ctx, mustSetup(t, tiny), bug.hooks, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(names(rep.Violations()), "noise rows independent") {
+			t.Errorf("clip 1e-300: reused key not caught: %v", names(rep.Violations()))
+		}
+	}
+}
