@@ -116,6 +116,8 @@ func (r *ReplayReport) Violations() []Check {
 //     round (its denominator, probed with unit updates) is the same;
 //   - noise schedule: both servers add bit-identical noise vectors, one per
 //     round, in round order;
+//   - noise released: each released model x^{r+1} carries the noise vector
+//     drawn for round r, (x^r - x^{r+1}) / eta~ - g^r, to rounding;
 //   - noise rows: the noise whitened through the factorization has no two
 //     equal rows (a noise key reused across rounds) and the declared scale
 //     (a chi-square test with false-alarm probability 1e-6);
@@ -278,6 +280,8 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	G := [2]*mat.Dense{mat.NewDense(R, d, nil), mat.NewDense(R, d, nil)}
 	var sameParticipants, sameWeights = true, true
 	firstDiff := ""
+	releasedNoise := "" // the first entry whose released noise is not the drawn one
+	step := cfg.ServerStep(tau)
 	x := make([]float64, d)
 	released := [][]float64{x} // D's x^0, ..., x^R
 	for r := 0; r < R; r++ {
@@ -319,12 +323,31 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 					}
 				}
 			}
-			srv, err := fedopt.NewServerAt(cfg, shape, recs[w], r, x)
+			var mech mechanism.Mechanism = recs[w]
+			if h != nil && h.releaseScale != 0 {
+				mech = scaled{mech, h.releaseScale}
+			}
+			srv, err := fedopt.NewServerAt(cfg, shape, mech, r, x)
 			if err != nil {
 				return nil, err
 			}
 			if err := srv.Release(ups); err != nil {
 				return nil, err
+			}
+			// The noise in the release, (x^r - x^{r+1}) / eta~ - g^r,
+			// is the vector the mechanism drew, to rounding: a bound
+			// of 1e-9 of the magnitudes involved, where rounding gives
+			// a few 1e-16, plus four subnormal units of the model over
+			// eta~ (a model on the subnormal grid is rounded absolutely).
+			if rows := recs[w].rows; len(rows) == r+1 {
+				nz, g, y := rows[r], G[w].RawRowView(r), srv.Model()
+				for k := range y {
+					dev := math.Abs((x[k]-y[k])/step - g[k] - nz[k])
+					scale := (math.Abs(x[k])+math.Abs(y[k]))/step + math.Abs(g[k]) + math.Abs(nz[k])
+					if !(dev <= 1e-9*scale+4*0x1p-1074/step) && releasedNoise == "" {
+						releasedNoise = fmt.Sprintf("round %d of D%s, entry %d: released %.17g, drawn %.17g", r, []string{"", "'"}[w], k, (x[k]-y[k])/step-g[k], nz[k])
+					}
+				}
 			}
 			if w == 0 {
 				next = slices.Clone(srv.Model())
@@ -386,6 +409,11 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		sched = slices.Equal(recs[0].rows[r], recs[1].rows[r])
 	}
 	add("noise schedule", sched, "%d and %d noise vectors drawn, bit-identical in both runs: %v", len(recs[0].rows), len(recs[1].rows), sched)
+	if releasedNoise == "" {
+		add("noise released", true, "each released model carries the noise vector drawn for its round, in both runs")
+	} else {
+		add("noise released", false, "a released model carries other noise than was drawn: %s", releasedNoise)
+	}
 	if len(recs[0].rows) == R {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -543,12 +571,36 @@ func worstSample(ctx context.Context, c *mat.Dense, p factorize.Participation, w
 
 // duplicateRows reports whether two rows of z are collinear to a relative
 // 1e-12 in angle and, in dimension d <= 2 where independent rows are
-// collinear often enough, also of equal norm to a relative 1e-6: what a
-// noise key reused across rounds leaves behind. For independent Gaussian
-// rows of dimension d >= 3 a pair is that collinear with probability about
-// 1e-12 (d = 3) or less.
+// collinear often enough, also of equal norm to a relative 1e-12: what a
+// noise key reused across rounds leaves behind (its whitened rows agree to
+// rounding, a few 1e-15). For independent Gaussian rows of dimension
+// d >= 3 a pair is that collinear with probability about 1e-12 (d = 3) or
+// less; in d = 1 a pair has equal norms to 1e-12 with probability about
+// 2 / pi 1e-12 (2e-7 for the 3.2e5 pairs of 800 rounds; a relative 1e-6
+// flagged about one correct run in six there).
+//
+// The rows are compared scaled by a power of two that brings the largest
+// entry near 1, so that their products neither underflow (a noise std of
+// 1e-300 made every row look collinear) nor overflow.
 func duplicateRows(z *mat.Dense) (bool, int, int) {
 	r, d := z.Dims()
+	big := 0.0
+	for i := 0; i < r; i++ {
+		for _, v := range z.RawRowView(i) {
+			big = math.Max(big, math.Abs(v))
+		}
+	}
+	if big > 0 && !math.IsInf(big, 0) {
+		_, e := math.Frexp(big)
+		scaled := mat.NewDense(r, d, nil)
+		for i := 0; i < r; i++ {
+			dst := scaled.RawRowView(i)
+			for k, v := range z.RawRowView(i) {
+				dst[k] = math.Ldexp(v, -e)
+			}
+		}
+		z = scaled
+	}
 	norms := make([]float64, r)
 	for i := range norms {
 		row := z.RawRowView(i)
@@ -560,7 +612,7 @@ func duplicateRows(z *mat.Dense) (bool, int, int) {
 			b := z.RawRowView(j)
 			c := dot(a, b)
 			collinear := math.Abs(math.Abs(c)-norms[i]*norms[j]) <= 1e-12*norms[i]*norms[j]
-			if collinear && (d >= 3 || math.Abs(norms[i]-norms[j]) <= 1e-6*norms[i]) {
+			if collinear && (d >= 3 || math.Abs(norms[i]-norms[j]) <= 1e-12*norms[i]) {
 				return true, i, j
 			}
 		}

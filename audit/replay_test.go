@@ -75,3 +75,35 @@ func TestReplayPaperCalibration(t *testing.T) {
 		t.Errorf("ok %v, ratio %v, want 1/n = %v", rep.OK, rep.Ratio, 1/float64(p.Learners))
 	}
 }
+
+// TestReplayReleasedNoise: a server that releases other noise than its
+// mechanism drew (here scaled by 1/n, as a server that scales the noisy sum
+// to a mean would) is refused by the check "noise released", which
+// compares the noise in each released model, (x^r - x^{r+1}) / eta~ - g^r,
+// with the recorded vector; the same plans without the defect pass it.
+// Before the check the replay passed this run (every check ok) although
+// its release is n times less noisy than calibrated.
+func TestReplayReleasedNoise(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"optimal", "tree"} {
+		s := mustSetup(t, smallPlan(name, 3))
+		clean, err := Replay(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !clean.OK {
+			t.Fatalf("%s: false alarm: %+v", name, clean.Violations())
+		}
+		rep, err := replayWith(ctx, s, &hooks{releaseScale: 1 / float64(s.Plan.Learners)}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := false
+		for _, c := range rep.Violations() {
+			failed = failed || c.Name == "noise released"
+		}
+		if rep.OK || !failed {
+			t.Errorf("%s: noise released at 1/n of the drawn noise not caught: violations %v", name, names(rep.Violations()))
+		}
+	}
+}

@@ -33,6 +33,10 @@ type hooks struct {
 	// tamper, if not nil, changes the in-process models x^0, ..., x^R a
 	// networked replay compares its release with.
 	tamper func(xs [][]float64)
+	// releaseScale, if not 0, multiplies the noise a replay's servers add
+	// to the release after the recorder has seen it (a server that adds
+	// other noise than it drew).
+	releaseScale float64
 }
 
 // zeroNoise is a mechanism that adds nothing and reports the declared

@@ -3,7 +3,9 @@ package audit
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -304,4 +306,96 @@ func strategyName(p Plan) string {
 		return factorize.StrategyOptimal
 	}
 	return p.Strategy.Name()
+}
+
+// TestDuplicateRowsLowDim: in dimension 1, independent Gaussian rows have
+// equal norms to a relative 1e-6 with probability about 6.4e-7 per pair
+// (2 t E[|a| f(|a|)] = 2 t / pi for the half-normal), so 800 rounds (3.2e5
+// pairs) raised "noise rows independent" on about one correct run in six:
+// dpaudit replay -dim 1 -seed 3 (rounds 457 and 680) failed. At the
+// rounding level of a reused key's whitened rows (at most 4e-15 relative
+// seen, 1e-12 allowed) the chance is about 2e-7 per run of 800 rounds, so
+// 50 runs of independent rows (an independent generator) all pass unless
+// the check is that loose (false failure about 1e-5); the Fig. 4 run of
+// seed 3 at d = 1 passes; a reused key in d = 1 and d = 2 is still caught.
+func TestDuplicateRowsLowDim(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	flagged := 0
+	for range 50 {
+		z := mat.NewDense(800, 1, nil)
+		for r := range 800 {
+			z.Set(r, 0, rng.NormFloat64())
+		}
+		if dup, _, _ := duplicateRows(z); dup {
+			flagged++
+		}
+	}
+	if flagged > 0 {
+		t.Errorf("%d of 50 runs of 800 independent scalar rows flagged as a reused key", flagged)
+	}
+	st, err := factorize.ParseStrategy("optimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Replay(context.Background(), mustSetup(t, Plan{Strategy: st, Dim: 1, Seed: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK {
+		t.Errorf("Fig. 4 setting, d = 1, seed 3: false alarm %v", rep.Violations())
+	}
+	var reuse seededBug
+	for _, b := range seededBugs() {
+		if b.name == "noise key reused across rounds" {
+			reuse = b
+		}
+	}
+	for _, d := range []int{1, 2} {
+		p := smallPlan("optimal", 1)
+		p.Dim = d
+		rep, err := replayWith(context.Background(), mustSetup(t, p), reuse.hooks, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(names(rep.Violations()), "noise rows independent") {
+			t.Errorf("d = %d: reused key not caught: %v", d, names(rep.Violations()))
+		}
+	}
+}
+
+// TestReplayExtremeScales: the replay's checks hold at the ends of the
+// float64 range that the plan accepts. With -clip 1e-300 the whitened
+// noise is about 1e-301, whose products underflow to 0, so every pair of
+// rows looked collinear ("noise rows independent" failed on a correct
+// run); with a step eta~ near 1e-319 the release x - eta~ (g + z) is
+// rounded on the subnormal grid, a post-processing of g + z that the
+// check "noise released" must allow for (its absolute rounding, 2^-1074 /
+// eta~). A reused key at 1e-300 is still caught.
+func TestReplayExtremeScales(t *testing.T) {
+	ctx := context.Background()
+	tiny := smallPlan("optimal", 1)
+	tiny.Clip = 1e-300
+	sub := smallPlan("optimal", 1)
+	sub.Eta, sub.EtaG = 1e-300, 1e-20
+	for _, p := range []Plan{tiny, sub} {
+		rep, err := Replay(ctx, mustSetup(t, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK {
+			t.Errorf("clip %v, eta %v, eta_g %v: false alarm %v", p.Clip, p.Eta, p.EtaG, rep.Violations())
+		}
+	}
+	for _, bug := range seededBugs() {
+		if bug.name != "noise key reused across rounds" {
+			continue
+		}
+		rep, err := replayWith(ctx, mustSetup(t, tiny), bug.hooks, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(names(rep.Violations()), "noise rows independent") {
+			t.Errorf("clip 1e-300: reused key not caught: %v", names(rep.Violations()))
+		}
+	}
 }
