@@ -172,6 +172,7 @@ func (r *runner) mechanisms(ctx context.Context) error {
 func noiseState(f *factorize.Factorization, R int) (float64, error) {
 	const dim = 8
 	var ms [2]mechanism.Mechanism
+	buf := make([]float64, 2*dim)
 	for k := range ms {
 		m, err := mechanism.New(f, (k+1)*dim, 1, mechanism.WithSeed(1))
 		if err != nil {
@@ -183,7 +184,7 @@ func noiseState(f *factorize.Factorization, R int) (float64, error) {
 	peak := grow()
 	for range R {
 		for k, m := range ms {
-			if err := m.Next(make([]float64, (k+1)*dim)); err != nil {
+			if err := m.Next(buf[:(k+1)*dim]); err != nil {
 				return 0, err
 			}
 		}
