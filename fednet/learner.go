@@ -210,10 +210,12 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	last := -1 // the round u was computed for
 	// The witness: the newest model received, as the server described it;
 	// with a state directory, the one recorded there by an earlier process
-	// of this learner (unless NewRun: the record may be of a run that is
-	// over, and the server's run is known only from its first model).
+	// of this learner. Under NewRun too: a record of the server's own run
+	// is kept (NewRun replaces only another run's), and its witness must
+	// reach a rolled-back server; the server refuses another run's, and
+	// the learner then asks again without it.
 	var seen, recorded *model
-	if ls != nil && !opt.NewRun {
+	if ls != nil {
 		seen = ls.witness()
 		recorded = seen
 	}
@@ -225,8 +227,15 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			return err
 		})
 		if err != nil && seen != nil && seen == recorded && status.Code(err) == codes.FailedPrecondition {
+			otherRun := strings.Contains(status.Convert(err).Message(), "followed run")
+			if otherRun && opt.NewRun {
+				// The record is of a run that is over: the first model
+				// binds the directory to the server's run.
+				seen, recorded = nil, nil
+				continue
+			}
 			hint := ""
-			if strings.Contains(status.Convert(err).Message(), "followed run") {
+			if otherRun {
 				hint = "; the state directory is another run's: give a new run a fresh state directory (LearnerOptions.NewRun, ofl learner -new-run, replaces the old run's record)"
 			}
 			return nil, fmt.Errorf("fednet: the server refused this learner's first request, which carried the witness recorded in %s (round %d of run %x): %s%s", ls.path(), seen.round, seen.run, status.Convert(err).Message(), hint)

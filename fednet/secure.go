@@ -401,6 +401,8 @@ func (s *Server) secureError(call string, i, r int, a uint32, p secagg.Phase) *r
 		return refusal(codes.FailedPrecondition, call, i, r, "message for attempt %d of round %d, the open attempt is %d", a, r, sr.ctx.Attempt)
 	case sr.failed != nil:
 		return refusal(codes.Unavailable, call, i, r, "attempt %d of round %d failed: %v", a, r, sr.failed)
+	case s.halted:
+		return refusal(codes.Unavailable, call, i, r, "the server stopped; round %d's phase will not close", r)
 	case p != sr.phase:
 		return refusal(codes.FailedPrecondition, call, i, r, "message for phase %d (%v), the open phase is %d (%v)", int(p), p, int(sr.phase), sr.phase)
 	case !sr.expected[i]:
@@ -495,6 +497,13 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 			a := sr.ctx.Attempt
 			s.mu.Unlock()
 			return nil, s.reject(codes.Unavailable, call, i, r, "attempt %d of round %d failed (fewer learners than the threshold): the server stops; a restart opens the next attempt", a, r)
+		}
+		if s.halted && r == s.round {
+			// A close that failed (its snapshot not written, or the next
+			// round's attempt not opened): what it changed in memory is
+			// not on disk, and a restart resumes what is.
+			s.mu.Unlock()
+			return nil, status.Errorf(codes.Unavailable, "the server stopped; round %d's phase will not close", r)
 		}
 		resp := s.secState(i, r)
 		var changed <-chan struct{}

@@ -206,6 +206,7 @@ type Server struct {
 	round     int
 	model     []float64     // x^round, never modified once published
 	fault     error         // set when a learner's witness shows the state was rewound, or the secure round can no longer complete
+	halted    bool          // a round's or phase's close failed: Run returns, and what the close changed in memory is never served
 	faulted   chan struct{} // closed when fault is set
 	released  chan struct{} // closed when round advances
 	updates   [][]float64   // the current round's updates by learner
@@ -605,7 +606,10 @@ func (s *Server) awaitRound(ctx context.Context, full, quorum <-chan struct{}) e
 // underState runs f, which closes a round or a phase, holding s.stMu and
 // s.mu, with the state directory open: if the server was closed or
 // stopped (a rewound state, or a round that can no longer complete) while
-// the round's wait ended, nothing more is closed or released.
+// the round's wait ended, nothing more is closed or released. If f fails,
+// Run returns its error, and the server is halted before s.mu is given
+// back: f may have moved the open phase on in memory without writing it
+// (a snapshot that could not be written), and nothing of that is served.
 func (s *Server) underState(f func() error) error {
 	s.stMu.Lock()
 	defer s.stMu.Unlock()
@@ -618,7 +622,11 @@ func (s *Server) underState(f func() error) error {
 		return s.faultErr()
 	}
 	defer s.mu.Unlock()
-	return f()
+	err := f()
+	if err != nil {
+		s.halted = true
+	}
+	return err
 }
 
 // release closes the current round: with enough updates it aggregates

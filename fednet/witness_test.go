@@ -229,3 +229,100 @@ func TestPlainLearnerStateRefused(t *testing.T) {
 	assert.Equal(t, ino, rec.dirIno)
 	assert.Equal(t, birth, rec.dirBirth)
 }
+
+// NewRun replaces a record of another run only: a learner given it on a
+// record of the run the server serves (a restart script that always
+// passes -new-run) still tells the server its witness in its first
+// request, so a server whose directory was rolled back stops at once.
+// Before, NewRun left the witness out of the first request whatever run
+// the record was of: the learner stopped on its own when the older model
+// came, and the server went on waiting for, or releasing with, the other
+// learners. A record of another run is still replaced under NewRun (the
+// server refuses the old run's witness, and the learner asks again
+// without it).
+func TestNewRunKeepsTheWitnessOfTheSameRun(t *testing.T) {
+	r := newRun(t, 2, 6, 1, 3)
+	dir := filepath.Join(t.TempDir(), "state")
+	opt := r.options(dir, nil)
+	opt.NoiseKey = nil
+	opt.MaxWait = 2 * time.Second
+	lds := []string{t.TempDir(), t.TempDir()}
+	var g gate
+	g.limit.Store(2)
+	var wg sync.WaitGroup
+	errs := make([]error, r.n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s1 := serveAt(t, opt, nil, "127.0.0.1:0")
+	addr := s1.addr
+	lctx, lcancel := context.WithCancel(ctx)
+	for i := range r.n {
+		wg.Go(func() {
+			o := plainLearner(r, addr, i, lds[i])
+			o.Data = func(*flv1.RunConfig) (fedopt.Stream, error) { return gatedStream{r.data.Stream(i), &g}, nil }
+			_, errs[i] = RunLearner(lctx, o)
+		})
+	}
+	waitRound := func(k int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got, _ := s1.srv.Round()
+			if got == k && g.waiting.Load() == int64(r.n) {
+				return
+			}
+			require.True(t, time.Now().Before(deadline), "server at round %d, want %d", got, k)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitRound(2)
+	backup := t.TempDir()
+	copyDir(t, dir, backup)
+	g.limit.Store(4)
+	waitRound(4)
+	s1.stop()
+	<-s1.errc
+	lcancel()
+	g.limit.Store(int64(r.R + 1))
+	wg.Wait()
+	require.Equal(t, 4, readRecord(t, lds[0]).seenRound)
+
+	// The backup of round 2 put back; learner 0 restarted with NewRun on
+	// its record of this run: the server stops at its first request.
+	copyDir(t, backup, dir)
+	s2 := serveAt(t, opt, nil, addr)
+	o := plainLearner(r, addr, 0, lds[0])
+	o.NewRun = true
+	_, lerr := RunLearner(ctx, o)
+	require.Error(t, lerr)
+	var err error
+	select {
+	case err = <-s2.errc:
+	case <-time.After(5 * time.Second):
+		s2.stop()
+		t.Fatalf("the rolled-back server did not stop at the witness of a learner given NewRun (the learner: %v)", lerr)
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rewound")
+	assert.Equal(t, 4, readRecord(t, lds[0]).seenRound, "the witness moved")
+
+	// A record of another run is replaced under NewRun.
+	other := filepath.Join(t.TempDir(), "other")
+	oopt := r.options(other, nil)
+	oopt.NoiseKey = nil
+	s3 := serveAt(t, oopt, nil, "127.0.0.1:0")
+	var oerrs [2]error
+	for i := range r.n {
+		wg.Go(func() {
+			o := plainLearner(r, s3.addr, i, lds[i])
+			o.NewRun = true
+			_, oerrs[i] = RunLearner(ctx, o)
+		})
+	}
+	wg.Wait()
+	require.NoError(t, <-s3.errc)
+	for i := range r.n {
+		require.NoError(t, oerrs[i], "learner %d", i)
+		assert.Equal(t, r.R, readRecord(t, lds[i]).seenRound, "learner %d", i)
+	}
+}
