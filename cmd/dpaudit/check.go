@@ -14,7 +14,6 @@ import (
 	"github.com/dpmf/dpmf/audit"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
-	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/param"
 	"github.com/dpmf/dpmf/plan"
@@ -199,56 +198,28 @@ func checkOut(dir string) error {
 // writeOut writes the canary report into dir, all or nothing: the JSON
 // report and both renderings of its figure are encoded first, then
 // written to temporary files, and renamed into place only when all three
-// are complete. A failure leaves the existing files unchanged and no
-// partial file behind.
-func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport) error {
+// are complete (cli.WriteOutputs). A failure leaves the existing files
+// unchanged and no partial file behind.
+func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport, stderr io.Writer) error {
 	fig := rep.Figure()
 	writers := []func(io.Writer) error{
 		func(w io.Writer) error { return writeJSON(w, rep) },
 		fig.PNG,
 		fig.SVG,
 	}
-	bufs := make([]bytes.Buffer, len(writers))
+	outs := make([]cli.Output, len(writers))
 	for i, write := range writers {
-		if err := write(&bufs[i]); err != nil {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
 			return fmt.Errorf("-out %s: %s: %v", dir, outFiles[i], err)
 		}
+		outs[i] = cli.Output{File: cli.File{Flag: "-out", Path: filepath.Join(dir, outFiles[i])}, Perm: 0o644, Write: func(w io.Writer) error {
+			_, err := buf.WriteTo(w)
+			return err
+		}}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("-out %s: %v", dir, err)
 	}
-	var pending []*atomicfile.Pending
-	defer func() {
-		for _, p := range pending {
-			p.Discard() // a no-op after Commit
-		}
-	}()
-	for i, name := range outFiles {
-		p, err := atomicfile.Prepare(ctx, filepath.Join(dir, name), 0o644, func(w io.Writer) error {
-			_, err := bufs[i].WriteTo(w)
-			return err
-		})
-		if err != nil {
-			return outError(dir, name, err)
-		}
-		pending = append(pending, p)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for i, p := range pending {
-		if err := p.Commit(ctx); err != nil {
-			return outError(dir, outFiles[i], err)
-		}
-	}
-	return nil
-}
-
-// outError names the flag and file of a failed write.
-func outError(dir, name string, err error) error {
-	var te *atomicfile.TargetError
-	if errors.As(err, &te) {
-		return fmt.Errorf("-out %s %s", filepath.Join(dir, name), te.Reason)
-	}
-	return fmt.Errorf("-out %s: %s", filepath.Join(dir, name), strings.ReplaceAll(err.Error(), "atomicfile: ", ""))
+	return cli.WriteOutputs(ctx, stderr, outs...)
 }

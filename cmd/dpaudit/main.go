@@ -217,7 +217,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, err
 	}
 	if o.out != "" {
-		if err := writeOut(ctx, o.out, rep); err != nil {
+		if err := writeOut(ctx, o.out, rep, stderr); err != nil {
 			return 0, err
 		}
 	}
