@@ -37,10 +37,10 @@ func (o *options) check(cmd string, set map[string]bool) error {
 		return cli.Usagef("-algo %q: want correlated, independent or baseline-correlated (the private algorithms, whose claim is audited)", o.algo)
 	}
 	if p.Strategy, err = factorize.ParseStrategy(o.strategy); err != nil {
-		return cli.Usagef("-strategy %s: %s", o.strategy, want(err))
+		return cli.Usagef("-strategy %s: %s", o.strategy, cli.Want(err))
 	}
 	if p.Participation, err = factorize.ParseParticipation(o.part); err != nil {
-		return cli.Usagef("-participation %s: %s", o.part, want(err))
+		return cli.Usagef("-participation %s: %s", o.part, cli.Want(err))
 	}
 	if p.Calibration, err = plan.ParseCalibration(o.cal); err != nil {
 		return cli.Usagef("-calibration %q: want exact or paper", o.cal)
@@ -54,7 +54,7 @@ func (o *options) check(cmd string, set map[string]bool) error {
 			return err
 		}
 		if pe.Param == "participation" {
-			return cli.Usagef("-participation %s: %s", o.part, want(err))
+			return cli.Usagef("-participation %s: %s", o.part, cli.Want(err))
 		}
 		flag := map[string]string{"Learners": "learners", "Rounds": "rounds", "Tau": "tau", "Dim": "dim",
 			"Eta": "eta", "EtaG": "eta-g", "Clip": "clip", "Eps": "eps", "Delta": "delta", "Dropout": "dropout"}[pe.Param]
@@ -65,7 +65,7 @@ func (o *options) check(cmd string, set map[string]bool) error {
 	}
 	if p.Algorithm != fedopt.Independent {
 		if err := factorize.CheckUnder(p.Strategy, p.Participation); err != nil {
-			return cli.Usagef("-strategy %s: %s", o.strategy, want(err))
+			return cli.Usagef("-strategy %s: %s", o.strategy, cli.Want(err))
 		}
 	}
 	if cmd == "replay" && o.network && p.Dropout != 0 {
@@ -97,31 +97,6 @@ func (o *options) check(cmd string, set map[string]bool) error {
 		}
 	}
 	return nil
-}
-
-// want words a parameter error for a message that already names the flag
-// and its value: "want ..."; other errors are returned whole.
-func want(err error) string {
-	var pe *param.Error
-	if errors.As(err, &pe) {
-		return "want " + pe.Want
-	}
-	return err.Error()
-}
-
-// setupError words an error of audit.NewSetup: a release sensitivity that
-// overflows (-clip 1e308) is a usage error naming -clip, as in mfsolve and
-// ofl; other errors are returned as they are.
-func setupError(o *options, err error) error {
-	var pe *param.Error
-	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners", o.plan.Clip, o.plan.Learners, pe.Value)
-	}
-	if errors.As(err, &pe) && pe.Param == "sensitivity" {
-		// accountant.Scale: the release sensitivity is normal, the noise std not.
-		return cli.Usagef("-clip %g with -learners %d and -eps %g: the noise std sigma x release sensitivity is below 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps", o.plan.Clip, o.plan.Learners, o.plan.Eps)
-	}
-	return err
 }
 
 // memoryNeed estimates the bytes an audit of o needs: the factorization
@@ -175,24 +150,6 @@ func checkMemory(cmd string, o *options, solved bool, avail func() (uint64, erro
 	}
 	return fmt.Errorf("%s need about %s, this machine has %s available; use smaller values",
 		flags, cli.FormatBytes(need), cli.FormatBytes(have))
-}
-
-// checkOut applies the output policy (docs/cli.md, "Output files") to
-// canary -out DIR before the audit: DIR, or its nearest existing ancestor,
-// accepts new files, and each file the audit will write there may be
-// replaced. Nothing is created.
-func checkOut(dir string) error {
-	if err := cli.CheckOutputDir("-out", dir); err != nil {
-		return err
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil // created after the audit; CheckOutputDir vetted its ancestor
-	}
-	outs := make([]cli.File, len(outFiles))
-	for i, name := range outFiles {
-		outs[i] = cli.File{Flag: "-out", Path: filepath.Join(dir, name)}
-	}
-	return cli.CheckOutputs(outs, nil)
 }
 
 // writeOut writes the canary report into dir, all or nothing: the JSON

@@ -185,6 +185,25 @@ func CheckOutputDir(flag, dir string) error {
 	return nil
 }
 
+// CheckOutputsIn applies the output policy, before any work, to the files
+// names that a command will write into the directory dir, which flag
+// names (-out DIR): dir must pass [CheckOutputDir], and where it exists
+// already each file in it must pass [CheckOutputs] against ins. Nothing
+// is created.
+func CheckOutputsIn(flag, dir string, names []string, ins []File) error {
+	if err := CheckOutputDir(flag, dir); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil // created after the work; CheckOutputDir vetted its ancestor
+	}
+	outs := make([]File, len(names))
+	for i, name := range names {
+		outs[i] = File{Flag: flag, Path: filepath.Join(dir, name)}
+	}
+	return CheckOutputs(outs, ins)
+}
+
 // probeDir reports whether dir accepts new files, by creating and removing
 // one: permission bits alone do not say (root, read-only mounts, ACLs).
 func probeDir(dir string) error {
