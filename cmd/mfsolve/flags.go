@@ -157,11 +157,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 
 // printUsage writes the usage text with the flag defaults to w.
 func printUsage(w io.Writer) {
-	var cfg config
-	fs := newFlagSet(&cfg)
-	fs.SetOutput(w)
-	fmt.Fprint(w, usageText)
-	fs.PrintDefaults()
+	cli.PrintUsage(w, newFlagSet(new(config)), usageText)
 	fmt.Fprint(w, strategyHelp())
 	fmt.Fprint(w, summaryHelp())
 	fmt.Fprint(w, usageTail)

@@ -96,10 +96,7 @@ func run(ctx context.Context, args []string, e env) int {
 func simulate(ctx context.Context, args []string, e env) error {
 	c, err := parseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs := newFlagSet(new(config))
-		fs.SetOutput(e.stdout)
-		fmt.Fprint(e.stdout, usageText)
-		fs.PrintDefaults()
+		cli.PrintUsage(e.stdout, newFlagSet(new(config)), usageText)
 	}
 	if err != nil {
 		return err
