@@ -517,16 +517,16 @@ func (p *Plan) Validate() error {
 		return wrap(err)
 	}
 	switch p.Algorithm {
-	case "", AlgoCorrelated, AlgoBaselineCorrelated, AlgoIndependent, AlgoNonPrivate:
-	default:
-		return bad("algorithm", strconv.Quote(p.Algorithm), "correlated, baseline-correlated, independent or nonprivate")
-	}
-	if p.Algorithm == AlgoNonPrivate {
+	case "", AlgoCorrelated, AlgoBaselineCorrelated, AlgoIndependent:
+		if _, err := p.strategy(); err != nil {
+			return err
+		}
+	case AlgoNonPrivate:
 		if p.Target != nil || p.Privacy != nil || p.Strategy != "" {
 			return bad("algorithm", p.Algorithm, "no strategy, target or privacy record (it adds no noise)")
 		}
-	} else if _, err := p.strategy(); err != nil {
-		return err
+	default:
+		return bad("algorithm", strconv.Quote(p.Algorithm), "correlated, baseline-correlated, independent or nonprivate")
 	}
 	if p.Algorithm == AlgoIndependent && p.Strategy != "" {
 		if s, err := factorize.ParseStrategy(p.Strategy); err != nil {
@@ -768,10 +768,7 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	part, err := p.Pattern()
-	if err != nil {
-		return nil, err
-	}
+	part, _ := p.Pattern() // Validate checks it before the strategy
 	if err := factorize.CheckUnder(s, part); err != nil {
 		return nil, wrap(err)
 	}
