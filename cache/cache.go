@@ -518,21 +518,20 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 		return nil, corrupt("length %d bytes, want %d", size, want)
 	}
 
+	// B and C, then the operator's coefficients, as store writes them.
 	var b, cm *mat.Dense
-	buf := make([]byte, 8*floatChunk)
+	var parts [][]float64
 	if meta.Factors {
-		b = mat.NewDense(meta.R, meta.M, nil)
-		cm = mat.NewDense(meta.M, meta.R, nil)
-		if err := readFloats(in, b.RawMatrix().Data, buf); err != nil {
-			return nil, err
-		}
-		if err := readFloats(in, cm.RawMatrix().Data, buf); err != nil {
-			return nil, err
-		}
+		b, cm = mat.NewDense(meta.R, meta.M, nil), mat.NewDense(meta.M, meta.R, nil)
+		parts = append(parts, b.RawMatrix().Data, cm.RawMatrix().Data)
 	}
 	if opFloats > 0 {
 		meta.Operator.Floats = make([]float64, opFloats)
-		if err := readFloats(in, meta.Operator.Floats, buf); err != nil {
+		parts = append(parts, meta.Operator.Floats)
+	}
+	buf := make([]byte, 8*floatChunk)
+	for _, dst := range parts {
+		if err := readFloats(in, dst, buf); err != nil {
 			return nil, err
 		}
 	}
