@@ -380,14 +380,9 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *factorize.Factor
 	err = atomicfile.WriteContext(ctx, c.Path(key), 0o600, func(out io.Writer) error {
 		h := sha256.New()
 		w := io.MultiWriter(out, h)
-		var hdr [cacheHeader]byte
-		copy(hdr[:], cacheMagic)
-		binary.LittleEndian.PutUint32(hdr[8:], cacheVersion)
-		binary.LittleEndian.PutUint32(hdr[12:], uint32(len(js)))
-		if _, err := w.Write(hdr[:]); err != nil {
-			return err
-		}
-		if _, err := w.Write(js); err != nil {
+		hdr := binary.LittleEndian.AppendUint32([]byte(cacheMagic), cacheVersion)
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(js)))
+		if _, err := w.Write(append(hdr, js...)); err != nil {
 			return err
 		}
 		for _, m := range parts {
@@ -412,28 +407,21 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *factorize.Factor
 // floatChunk is the number of floats encoded or decoded per buffer.
 const floatChunk = 32 << 10
 
-// writeFloats writes the rows of m as little-endian float64.
+// writeFloats writes the rows of m as little-endian float64, at most
+// floatChunk of them per write.
 func writeFloats(w io.Writer, m *mat.Dense) error {
 	raw := m.RawMatrix()
-	buf := make([]byte, 0, 8*floatChunk)
-	for i := 0; i < raw.Rows; i++ {
+	var buf []byte
+	for i := range raw.Rows {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+raw.Cols]
-		for len(row) > 0 {
-			n := min(len(row), floatChunk-len(buf)/8)
-			for _, v := range row[:n] {
-				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
-			}
-			row = row[n:]
-			if len(buf) == cap(buf) {
-				if _, err := w.Write(buf); err != nil {
-					return err
-				}
-				buf = buf[:0]
+		for k := 0; k < len(row); k += floatChunk {
+			buf, _ = binary.Append(buf[:0], binary.LittleEndian, row[k:min(k+floatChunk, len(row))]) // cannot fail for []float64
+			if _, err := w.Write(buf); err != nil {
+				return err
 			}
 		}
 	}
-	_, err := w.Write(buf)
-	return err
+	return nil
 }
 
 // readFloats fills dst from r, decoding little-endian float64.
@@ -530,21 +518,20 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 		return nil, corrupt("length %d bytes, want %d", size, want)
 	}
 
+	// B and C, then the operator's coefficients, as store writes them.
 	var b, cm *mat.Dense
-	buf := make([]byte, 8*floatChunk)
+	var parts [][]float64
 	if meta.Factors {
-		b = mat.NewDense(meta.R, meta.M, nil)
-		cm = mat.NewDense(meta.M, meta.R, nil)
-		if err := readFloats(in, b.RawMatrix().Data, buf); err != nil {
-			return nil, err
-		}
-		if err := readFloats(in, cm.RawMatrix().Data, buf); err != nil {
-			return nil, err
-		}
+		b, cm = mat.NewDense(meta.R, meta.M, nil), mat.NewDense(meta.M, meta.R, nil)
+		parts = append(parts, b.RawMatrix().Data, cm.RawMatrix().Data)
 	}
 	if opFloats > 0 {
 		meta.Operator.Floats = make([]float64, opFloats)
-		if err := readFloats(in, meta.Operator.Floats, buf); err != nil {
+		parts = append(parts, meta.Operator.Floats)
+	}
+	buf := make([]byte, 8*floatChunk)
+	for _, dst := range parts {
+		if err := readFloats(in, dst, buf); err != nil {
 			return nil, err
 		}
 	}

@@ -23,10 +23,7 @@ func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) 
 	if w := p.workload(); w != WorkloadPrefix {
 		return nil, fmt.Errorf("plan: workload %q, want %s (the only workload a plan factorizes; mfsolve factorizes the others)", w, WorkloadPrefix)
 	}
-	part, err := p.Pattern()
-	if err != nil {
-		return nil, err
-	}
+	part, _ := p.Pattern() // checked by Validate
 	s, err := p.strategy()
 	if err != nil {
 		return nil, err

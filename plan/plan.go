@@ -428,50 +428,42 @@ func Parse(data []byte) (*Plan, error) {
 // decoder's error.
 func checkKeys(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	type level struct {
-		keys   map[string]bool
-		object bool
-		key    bool // the next string token of an object is a key
-	}
-	var stack []level
+	// The keys so far of each open object, or nil for an open array; key
+	// says that the next token of the innermost object is a key.
+	var open []map[string]bool
+	key := false
 	for {
 		tok, err := dec.Token()
 		if err != nil {
 			return nil
 		}
-		top := len(stack) - 1
 		switch t := tok.(type) {
 		case json.Delim:
-			switch t {
-			case '{', '[':
-				if top >= 0 && stack[top].object {
-					stack[top].key = true
+			if t == '{' || t == '[' {
+				var keys map[string]bool
+				if t == '{' {
+					keys = map[string]bool{}
 				}
-				stack = append(stack, level{keys: map[string]bool{}, object: t == '{', key: t == '{'})
-				continue
-			default:
-				stack = stack[:top]
-				if len(stack) == 0 {
-					return nil
-				}
+				open, key = append(open, keys), t == '{'
 				continue
 			}
+			if open = open[:len(open)-1]; len(open) == 0 {
+				return nil
+			}
 		case string:
-			if top >= 0 && stack[top].object && stack[top].key {
+			if key {
 				if strings.TrimFunc(t, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' }) != "" {
 					return fmt.Errorf("plan: key %q, want a field name as the plan writes it (lower case)", t)
 				}
-				if stack[top].keys[t] {
+				if open[len(open)-1][t] {
 					return fmt.Errorf("plan: key %q twice in one object, want each key at most once", t)
 				}
-				stack[top].keys[t] = true
-				stack[top].key = false
+				open[len(open)-1][t], key = true, false
 				continue
 			}
 		}
-		if top >= 0 && stack[top].object {
-			stack[top].key = true
-		}
+		// A value has ended: in an object, a key comes next.
+		key = len(open) > 0 && open[len(open)-1] != nil
 	}
 }
 
@@ -525,16 +517,16 @@ func (p *Plan) Validate() error {
 		return wrap(err)
 	}
 	switch p.Algorithm {
-	case "", AlgoCorrelated, AlgoBaselineCorrelated, AlgoIndependent, AlgoNonPrivate:
-	default:
-		return bad("algorithm", strconv.Quote(p.Algorithm), "correlated, baseline-correlated, independent or nonprivate")
-	}
-	if p.Algorithm == AlgoNonPrivate {
+	case "", AlgoCorrelated, AlgoBaselineCorrelated, AlgoIndependent:
+		if _, err := p.strategy(); err != nil {
+			return err
+		}
+	case AlgoNonPrivate:
 		if p.Target != nil || p.Privacy != nil || p.Strategy != "" {
 			return bad("algorithm", p.Algorithm, "no strategy, target or privacy record (it adds no noise)")
 		}
-	} else if _, err := p.strategy(); err != nil {
-		return err
+	default:
+		return bad("algorithm", strconv.Quote(p.Algorithm), "correlated, baseline-correlated, independent or nonprivate")
 	}
 	if p.Algorithm == AlgoIndependent && p.Strategy != "" {
 		if s, err := factorize.ParseStrategy(p.Strategy); err != nil {
@@ -776,10 +768,7 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	part, err := p.Pattern()
-	if err != nil {
-		return nil, err
-	}
+	part, _ := p.Pattern() // Validate checks it before the strategy
 	if err := factorize.CheckUnder(s, part); err != nil {
 		return nil, wrap(err)
 	}

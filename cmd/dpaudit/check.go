@@ -14,7 +14,6 @@ import (
 	"github.com/dpmf/dpmf/audit"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
-	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/param"
 	"github.com/dpmf/dpmf/plan"
@@ -38,10 +37,10 @@ func (o *options) check(cmd string, set map[string]bool) error {
 		return cli.Usagef("-algo %q: want correlated, independent or baseline-correlated (the private algorithms, whose claim is audited)", o.algo)
 	}
 	if p.Strategy, err = factorize.ParseStrategy(o.strategy); err != nil {
-		return cli.Usagef("-strategy %s: %s", o.strategy, want(err))
+		return cli.Usagef("-strategy %s: %s", o.strategy, cli.Want(err))
 	}
 	if p.Participation, err = factorize.ParseParticipation(o.part); err != nil {
-		return cli.Usagef("-participation %s: %s", o.part, want(err))
+		return cli.Usagef("-participation %s: %s", o.part, cli.Want(err))
 	}
 	if p.Calibration, err = plan.ParseCalibration(o.cal); err != nil {
 		return cli.Usagef("-calibration %q: want exact or paper", o.cal)
@@ -55,7 +54,7 @@ func (o *options) check(cmd string, set map[string]bool) error {
 			return err
 		}
 		if pe.Param == "participation" {
-			return cli.Usagef("-participation %s: %s", o.part, want(err))
+			return cli.Usagef("-participation %s: %s", o.part, cli.Want(err))
 		}
 		flag := map[string]string{"Learners": "learners", "Rounds": "rounds", "Tau": "tau", "Dim": "dim",
 			"Eta": "eta", "EtaG": "eta-g", "Clip": "clip", "Eps": "eps", "Delta": "delta", "Dropout": "dropout"}[pe.Param]
@@ -66,7 +65,7 @@ func (o *options) check(cmd string, set map[string]bool) error {
 	}
 	if p.Algorithm != fedopt.Independent {
 		if err := factorize.CheckUnder(p.Strategy, p.Participation); err != nil {
-			return cli.Usagef("-strategy %s: %s", o.strategy, want(err))
+			return cli.Usagef("-strategy %s: %s", o.strategy, cli.Want(err))
 		}
 	}
 	if cmd == "replay" && o.network && p.Dropout != 0 {
@@ -98,31 +97,6 @@ func (o *options) check(cmd string, set map[string]bool) error {
 		}
 	}
 	return nil
-}
-
-// want words a parameter error for a message that already names the flag
-// and its value: "want ..."; other errors are returned whole.
-func want(err error) string {
-	var pe *param.Error
-	if errors.As(err, &pe) {
-		return "want " + pe.Want
-	}
-	return err.Error()
-}
-
-// setupError words an error of audit.NewSetup: a release sensitivity that
-// overflows (-clip 1e308) is a usage error naming -clip, as in mfsolve and
-// ofl; other errors are returned as they are.
-func setupError(o *options, err error) error {
-	var pe *param.Error
-	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners", o.plan.Clip, o.plan.Learners, pe.Value)
-	}
-	if errors.As(err, &pe) && pe.Param == "sensitivity" {
-		// accountant.Scale: the release sensitivity is normal, the noise std not.
-		return cli.Usagef("-clip %g with -learners %d and -eps %g: the noise std sigma x release sensitivity is below 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps", o.plan.Clip, o.plan.Learners, o.plan.Eps)
-	}
-	return err
 }
 
 // memoryNeed estimates the bytes an audit of o needs: the factorization
@@ -178,77 +152,31 @@ func checkMemory(cmd string, o *options, solved bool, avail func() (uint64, erro
 		flags, cli.FormatBytes(need), cli.FormatBytes(have))
 }
 
-// checkOut applies the output policy (docs/cli.md, "Output files") to
-// canary -out DIR before the audit: DIR, or its nearest existing ancestor,
-// accepts new files, and each file the audit will write there may be
-// replaced. Nothing is created.
-func checkOut(dir string) error {
-	if err := cli.CheckOutputDir("-out", dir); err != nil {
-		return err
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil // created after the audit; CheckOutputDir vetted its ancestor
-	}
-	outs := make([]cli.File, len(outFiles))
-	for i, name := range outFiles {
-		outs[i] = cli.File{Flag: "-out", Path: filepath.Join(dir, name)}
-	}
-	return cli.CheckOutputs(outs, nil)
-}
-
 // writeOut writes the canary report into dir, all or nothing: the JSON
 // report and both renderings of its figure are encoded first, then
 // written to temporary files, and renamed into place only when all three
-// are complete. A failure leaves the existing files unchanged and no
-// partial file behind.
-func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport) error {
+// are complete (cli.WriteOutputs). A failure leaves the existing files
+// unchanged and no partial file behind.
+func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport, stderr io.Writer) error {
 	fig := rep.Figure()
 	writers := []func(io.Writer) error{
 		func(w io.Writer) error { return writeJSON(w, rep) },
 		fig.PNG,
 		fig.SVG,
 	}
-	bufs := make([]bytes.Buffer, len(writers))
+	outs := make([]cli.Output, len(writers))
 	for i, write := range writers {
-		if err := write(&bufs[i]); err != nil {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
 			return fmt.Errorf("-out %s: %s: %v", dir, outFiles[i], err)
 		}
+		outs[i] = cli.Output{File: cli.File{Flag: "-out", Path: filepath.Join(dir, outFiles[i])}, Perm: 0o644, Write: func(w io.Writer) error {
+			_, err := buf.WriteTo(w)
+			return err
+		}}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("-out %s: %v", dir, err)
 	}
-	var pending []*atomicfile.Pending
-	defer func() {
-		for _, p := range pending {
-			p.Discard() // a no-op after Commit
-		}
-	}()
-	for i, name := range outFiles {
-		p, err := atomicfile.Prepare(ctx, filepath.Join(dir, name), 0o644, func(w io.Writer) error {
-			_, err := bufs[i].WriteTo(w)
-			return err
-		})
-		if err != nil {
-			return outError(dir, name, err)
-		}
-		pending = append(pending, p)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for i, p := range pending {
-		if err := p.Commit(ctx); err != nil {
-			return outError(dir, outFiles[i], err)
-		}
-	}
-	return nil
-}
-
-// outError names the flag and file of a failed write.
-func outError(dir, name string, err error) error {
-	var te *atomicfile.TargetError
-	if errors.As(err, &te) {
-		return fmt.Errorf("-out %s %s", filepath.Join(dir, name), te.Reason)
-	}
-	return fmt.Errorf("-out %s: %s", filepath.Join(dir, name), strings.ReplaceAll(err.Error(), "atomicfile: ", ""))
+	return cli.WriteOutputs(ctx, stderr, outs...)
 }

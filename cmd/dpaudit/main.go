@@ -156,13 +156,17 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, err
 	}
 	if o.out != "" {
-		if err := checkOut(o.out); err != nil {
+		// The output policy (docs/cli.md, "Output files") for the files
+		// canary -out DIR writes, before the audit.
+		if err := cli.CheckOutputsIn("-out", o.out, outFiles, nil); err != nil {
 			return 0, err
 		}
 	}
 	s, err := audit.NewSetup(ctx, *p)
 	if err != nil {
-		return 0, setupError(o, err)
+		// A release sensitivity that overflows (-clip 1e308) names
+		// -clip, as in mfsolve and ofl.
+		return 0, cli.CalibrationError(err, p.Clip, p.Learners, p.Eps, "")
 	}
 	if cmd == "canary" && o.canaries == 0 {
 		// The default number of canaries depends on the calibration, and
@@ -217,7 +221,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, err
 	}
 	if o.out != "" {
-		if err := writeOut(ctx, o.out, rep); err != nil {
+		if err := writeOut(ctx, o.out, rep, stderr); err != nil {
 			return 0, err
 		}
 	}

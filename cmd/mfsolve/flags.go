@@ -157,11 +157,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 
 // printUsage writes the usage text with the flag defaults to w.
 func printUsage(w io.Writer) {
-	var cfg config
-	fs := newFlagSet(&cfg)
-	fs.SetOutput(w)
-	fmt.Fprint(w, usageText)
-	fs.PrintDefaults()
+	cli.PrintUsage(w, newFlagSet(new(config)), usageText)
 	fmt.Fprint(w, strategyHelp())
 	fmt.Fprint(w, summaryHelp())
 	fmt.Fprint(w, usageTail)
@@ -218,13 +214,9 @@ func parseArgs(args []string) (config, error) {
 	if cfg.lossOnly && !info.LossOnlyUnder(cfg.participation) {
 		return cfg, cli.Usagef("-loss-only gives no C to compute the sensitivity under -participation %v: drop -loss-only", cfg.participation)
 	}
-	for _, f := range []string{"o", "C", "noise", "cache"} {
-		if set[f] && fs.Lookup(f).Value.String() == "" {
-			want := "a file name"
-			if f == "cache" {
-				want = "a directory"
-			}
-			return cfg, cli.Usagef("-%s is empty: want %s", f, want)
+	for _, f := range [][2]string{{"o", "a file name"}, {"C", "a file name"}, {"noise", "a file name"}, {"cache", "a directory"}} {
+		if set[f[0]] && fs.Lookup(f[0]).Value.String() == "" {
+			return cfg, cli.Usagef("-%s is empty: want %s", f[0], f[1])
 		}
 	}
 	switch {

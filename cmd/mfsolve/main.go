@@ -215,24 +215,23 @@ func solve(ctx context.Context, cfg config, e env) error {
 		rec := res.Plan.Privacy
 		res.NoiseStd, res.Sigma, res.ReleaseSensitivity = &rec.NoiseStd, &rec.Sigma, &rec.Sensitivity
 	}
-	var outs []output
-	if cfg.outB != "" {
-		outs = append(outs, output{"-o", cfg.outB, fb, 0o644})
-	}
-	if cfg.outC != "" {
-		outs = append(outs, output{"-C", cfg.outC, fc, 0o644})
-	}
+	var z *mat.Dense
 	if cfg.outNoise != "" {
-		z, err := noiseSamples(ctx, cfg, f, res, warn)
-		if err != nil {
+		if z, err = noiseSamples(ctx, cfg, f, res, warn); err != nil {
 			return err
 		}
-		outs = append(outs, output{"-noise", cfg.outNoise, z, 0o600})
 	}
-	for _, o := range outs {
-		r, c := o.m.Dims()
-		what := map[string]string{"-o": "B", "-C": "C", "-noise": "noise"}[o.flagName]
-		res.Wrote = append(res.Wrote, written{What: what, File: o.path, Rows: r, Cols: c})
+	// The outputs given, in this order: B, C, the noise samples.
+	var outs []output
+	for _, o := range []struct {
+		what string
+		out  output
+	}{{"B", output{"-o", cfg.outB, fb, 0o644}}, {"C", output{"-C", cfg.outC, fc, 0o644}}, {"noise", output{"-noise", cfg.outNoise, z, 0o600}}} {
+		if o.out.path != "" {
+			r, c := o.out.m.Dims()
+			outs = append(outs, o.out)
+			res.Wrote = append(res.Wrote, written{What: o.what, File: o.out.path, Rows: r, Cols: c})
+		}
 	}
 	// The report is checked and encoded before any file is written, so a
 	// run that cannot report writes nothing.

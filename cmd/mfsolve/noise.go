@@ -33,17 +33,8 @@ func (cfg config) runPlan(r int, s factorize.Strategy) *plan.Plan {
 // recipe: docs/privacy.md and docs/participation.md); flags whose product
 // overflows are a usage error.
 func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Factorization) error {
-	err := p.Calibrate(ctx, f)
+	err := cli.CalibrationError(p.Calibrate(ctx, f), cfg.clip, cfg.learners, cfg.eps, fmt.Sprintf(" and C's sensitivity %g", f.Metrics.UnitSensitivity.Value))
 	var pe *accountant.ParamError
-	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d and C's sensitivity %g: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners",
-			cfg.clip, cfg.learners, f.Metrics.UnitSensitivity.Value, pe.Value)
-	}
-	if errors.As(err, &pe) && pe.Param == "sensitivity" {
-		// accountant.Scale: the release sensitivity is normal, the noise std not.
-		return cli.Usagef("-clip %g with -learners %d and -eps %g: the noise std sigma x release sensitivity is below 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps",
-			cfg.clip, cfg.learners, cfg.eps)
-	}
 	if errors.As(err, &pe) && pe.Param == "eps" {
 		// The sampled noise search's range (accountant.MaxSampledEps).
 		return cli.Usagef("-eps %g: want %s", cfg.eps, pe.Want)

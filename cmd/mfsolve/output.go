@@ -15,7 +15,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/npy"
 	"github.com/dpmf/dpmf/plan"
@@ -196,63 +195,24 @@ type output struct {
 	perm os.FileMode
 }
 
-// writeOutputs writes every output or none: each matrix goes to a
-// temporary file in its destination's directory (atomicfile.Prepare), and
-// only when all of them are complete, and ctx is not done, are they renamed
-// over their destinations. On an error or a cancellation before the renames
-// the temporary files are removed and existing files are left as they were.
-//
-// Between the two steps it calls cli.PauseForTest with the point "commit",
-// for the signal tests; stderr receives its line.
-func writeOutputs(ctx context.Context, outs []output, stderr io.Writer) (err error) {
-	pending := make([]*atomicfile.Pending, 0, len(outs))
-	defer func() {
-		for _, p := range pending {
-			p.Discard() // no-op after Commit
-		}
-	}()
-	for _, o := range outs {
+// writeOutputs writes every output as a .npy file, all or none
+// (cli.WriteOutputs: the point "commit" of cli.PauseForTest comes between
+// the temporary files and the renames; stderr receives its line).
+func writeOutputs(ctx context.Context, outs []output, stderr io.Writer) error {
+	files := make([]cli.Output, len(outs))
+	for i, o := range outs {
 		r, c := o.m.Dims()
 		data := o.m.RawMatrix().Data
 		if o.m.RawMatrix().Stride != c {
-			var d mat.Dense
-			d.CloneFrom(o.m)
-			data = d.RawMatrix().Data
+			data = mat.DenseCopyOf(o.m).RawMatrix().Data
 		}
-		p, err := atomicfile.Prepare(ctx, o.path, o.perm, func(w io.Writer) error {
-			return npy.Write(w, []int{r, c}, data)
-		})
-		if err != nil {
-			return outputError(ctx, o, err)
-		}
-		pending = append(pending, p)
+		files[i] = cli.Output{File: cli.File{Flag: o.flagName, Path: o.path}, Perm: o.perm, Write: func(w io.Writer) error {
+			err := npy.Write(w, []int{r, c}, data)
+			if fe := (*npy.FileError)(nil); errors.As(err, &fe) {
+				return fe.Err
+			}
+			return err
+		}}
 	}
-	cli.PauseForTest(ctx, stderr, "commit")
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for i, p := range pending {
-		if err := p.Commit(ctx); err != nil {
-			return outputError(ctx, outs[i], err)
-		}
-	}
-	return nil
-}
-
-// outputError names the flag of a failed output; a cancellation is
-// returned as it is.
-func outputError(ctx context.Context, o output, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	var te *atomicfile.TargetError
-	if errors.As(err, &te) {
-		return fmt.Errorf("%s %s %s", o.flagName, o.path, te.Reason)
-	}
-	var fe *npy.FileError
-	if errors.As(err, &fe) {
-		err = fe.Err
-	}
-	msg := strings.ReplaceAll(err.Error(), "atomicfile: ", "")
-	return fmt.Errorf("%s %s: %s", o.flagName, o.path, msg)
+	return cli.WriteOutputs(ctx, stderr, files...)
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
@@ -97,10 +96,7 @@ func run(ctx context.Context, args []string, e env) int {
 func simulate(ctx context.Context, args []string, e env) error {
 	c, err := parseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs := newFlagSet(new(config))
-		fs.SetOutput(e.stdout)
-		fmt.Fprint(e.stdout, usageText)
-		fs.PrintDefaults()
+		cli.PrintUsage(e.stdout, newFlagSet(new(config)), usageText)
 	}
 	if err != nil {
 		return err
@@ -165,15 +161,7 @@ func execute(ctx context.Context, c config, e env) error {
 	if bar != nil {
 		bar.Finish()
 	}
-	var pe *accountant.ParamError
-	if errors.As(err, &pe) && pe.Param == "release sensitivity" {
-		return cli.Usagef("-clip %g with -learners %d: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners", c.clip, c.learners, pe.Value)
-	}
-	if errors.As(err, &pe) && pe.Param == "sensitivity" {
-		// accountant.Scale: the release sensitivity is normal, the noise std not.
-		return cli.Usagef("-clip %g with -learners %d and -eps %g: the noise std sigma x release sensitivity is below 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps", c.clip, c.learners, c.eps)
-	}
-	if err != nil {
+	if err := cli.CalibrationError(err, c.clip, c.learners, c.eps, ""); err != nil {
 		return err
 	}
 	return finish(ctx, c, e, p, res, start)
@@ -187,13 +175,7 @@ func checkOut(c config) error {
 	if c.out == "" {
 		return nil
 	}
-	if err := cli.CheckOutputDir("-out", c.out); err != nil {
-		return err
-	}
-	if fi, err := os.Stat(c.out); err == nil && fi.IsDir() {
-		return cli.CheckOutputs([]cli.File{{Flag: "-out", Path: filepath.Join(c.out, "rounds.csv")}}, []cli.File{{Flag: "-data", Path: c.data.file}})
-	}
-	return nil
+	return cli.CheckOutputsIn("-out", c.out, []string{"rounds.csv"}, []cli.File{{Flag: "-data", Path: c.data.file}})
 }
 
 // finish reports a completed run: it checks that the results are finite,

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
-	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/plan"
 )
@@ -26,7 +23,7 @@ const roundsHeader = "round,loss_error_mean,loss_error_std,regret_mean,regret_st
 // temporary file and renaming it, cli.PauseForTest is called with the
 // point "commit", for the signal tests; stderr receives its line.
 func writeRounds(ctx context.Context, path string, s *experiment.Summary, stderr io.Writer) error {
-	p, err := atomicfile.Prepare(ctx, path, 0o644, func(w io.Writer) error {
+	return cli.WriteOutputs(ctx, stderr, cli.Output{File: cli.File{Flag: "-out", Path: path}, Perm: 0o644, Write: func(w io.Writer) error {
 		if _, err := io.WriteString(w, roundsHeader); err != nil {
 			return err
 		}
@@ -43,19 +40,7 @@ func writeRounds(ctx context.Context, path string, s *experiment.Summary, stderr
 			}
 		}
 		return nil
-	})
-	if err == nil {
-		cli.PauseForTest(ctx, stderr, "commit")
-		err = p.Commit(ctx)
-	}
-	if err != nil && ctx.Err() == nil {
-		var te *atomicfile.TargetError
-		if errors.As(err, &te) {
-			return fmt.Errorf("-out %s %s", path, te.Reason)
-		}
-		return fmt.Errorf("-out %s: %s", path, strings.TrimPrefix(err.Error(), "atomicfile: "))
-	}
-	return err
+	}})
 }
 
 // checkFinite returns an error naming what diverged if a summarised

@@ -37,9 +37,7 @@ func runReproduce(ctx context.Context, args []string, e env) error {
 	// Parts and flags may come in any order; each flag once.
 	parts, err := cli.ParseInterspersed(fs, args, cli.Once)
 	if err == flag.ErrHelp {
-		fmt.Fprint(e.stdout, reproduceUsage)
-		fs.SetOutput(e.stdout)
-		fs.PrintDefaults()
+		cli.PrintUsage(e.stdout, fs, reproduceUsage)
 		return nil
 	}
 	if err != nil {

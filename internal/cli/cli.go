@@ -56,6 +56,25 @@ func Want(err error) string {
 	return err.Error()
 }
 
+// CalibrationError words the calibration's refusal of its flags as a
+// usage error naming them: a release sensitivity outside the normal
+// float64 range (a *param.Error "release sensitivity", for -clip and
+// -learners and, in with, what else it depends on) or a noise std below
+// it (accountant.Scale's "sensitivity": the release sensitivity is
+// normal, the noise std not). Other errors, and nil, are returned whole.
+func CalibrationError(err error, clip float64, learners int, eps float64, with string) error {
+	var pe *param.Error
+	switch {
+	case !errors.As(err, &pe):
+		return err
+	case pe.Param == "release sensitivity":
+		return Usagef("-clip %g with -learners %d%s: the release sensitivity %v must be finite and at least 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use another -clip or -learners", clip, learners, with, pe.Value)
+	case pe.Param == "sensitivity":
+		return Usagef("-clip %g with -learners %d and -eps %g: the noise std sigma x release sensitivity is below 2.2e-308 (the normal float64 range, where the calibration keeps its precision); use a larger -clip, fewer -learners or a smaller -eps", clip, learners, eps)
+	}
+	return err
+}
+
 // OneLine joins the lines and runs of white space of a message, so that
 // every error a command prints is one line.
 func OneLine(s string) string {

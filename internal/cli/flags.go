@@ -26,9 +26,7 @@ func NewFlagSet(name string) *flag.FlagSet {
 func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix string, opts ...Option) (map[string]bool, error) {
 	if err := Parse(fs, args, opts...); errors.Is(err, flag.ErrHelp) {
 		if help != nil {
-			fs.SetOutput(help)
-			fmt.Fprint(help, usage)
-			fs.PrintDefaults()
+			PrintUsage(help, fs, usage)
 		}
 		return nil, err
 	} else if err != nil {
@@ -40,6 +38,13 @@ func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix s
 	set := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set, nil
+}
+
+// PrintUsage writes usage, then fs's flags with their defaults, to w.
+func PrintUsage(w io.Writer, fs *flag.FlagSet, usage string) {
+	fs.SetOutput(w)
+	fmt.Fprint(w, usage)
+	fs.PrintDefaults()
 }
 
 // Option is an option of [Parse] and [ParseFlags].

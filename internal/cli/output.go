@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +18,61 @@ import (
 // it, for error messages.
 type File struct {
 	Flag, Path string
+}
+
+// Output is a file a command writes: its flag and path, the permission
+// of a new file (minus the umask) and the function that writes its
+// content.
+type Output struct {
+	File
+	Perm  os.FileMode
+	Write func(io.Writer) error
+}
+
+// WriteOutputs writes every output or none: each goes to a temporary file
+// in its destination's directory (atomicfile.Prepare), and only when all
+// of them are complete, and ctx is not done, are they renamed over their
+// destinations. On an error or a cancellation before the renames the
+// temporary files are removed and existing files are left as they were.
+// An error names the output's flag and path; once ctx is done, ctx's
+// error is returned.
+//
+// Between the two steps it calls [PauseForTest] with the point "commit",
+// for the signal tests; stderr receives its line.
+func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
+	pending := make([]*atomicfile.Pending, 0, len(outs))
+	defer func() {
+		for _, p := range pending {
+			p.Discard() // a no-op after Commit
+		}
+	}()
+	fail := func(o Output, err error) error {
+		var te *atomicfile.TargetError
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &te):
+			return fmt.Errorf("%s %s %s", o.Flag, o.Path, te.Reason)
+		}
+		return fmt.Errorf("%s %s: %s", o.Flag, o.Path, strings.ReplaceAll(err.Error(), "atomicfile: ", ""))
+	}
+	for _, o := range outs {
+		p, err := atomicfile.Prepare(ctx, o.Path, o.Perm, o.Write)
+		if err != nil {
+			return fail(o, err)
+		}
+		pending = append(pending, p)
+	}
+	PauseForTest(ctx, stderr, "commit")
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, p := range pending {
+		if err := p.Commit(ctx); err != nil {
+			return fail(outs[i], err)
+		}
+	}
+	return nil
 }
 
 // CheckOutputs applies dpmf's output policy (docs/cli.md, "Output files")
@@ -126,6 +183,25 @@ func CheckOutputDir(flag, dir string) error {
 		return fmt.Errorf("%s %s: cannot create files in directory %s: %v", flag, dir, d, err)
 	}
 	return nil
+}
+
+// CheckOutputsIn applies the output policy, before any work, to the files
+// names that a command will write into the directory dir, which flag
+// names (-out DIR): dir must pass [CheckOutputDir], and where it exists
+// already each file in it must pass [CheckOutputs] against ins. Nothing
+// is created.
+func CheckOutputsIn(flag, dir string, names []string, ins []File) error {
+	if err := CheckOutputDir(flag, dir); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil // created after the work; CheckOutputDir vetted its ancestor
+	}
+	outs := make([]File, len(names))
+	for i, name := range names {
+		outs[i] = File{Flag: flag, Path: filepath.Join(dir, name)}
+	}
+	return CheckOutputs(outs, ins)
 }
 
 // probeDir reports whether dir accepts new files, by creating and removing
