@@ -70,12 +70,8 @@ func Run(ctx Context, inputs [][]uint64, drop DropPlan, rand io.Reader, hook fun
 	if err != nil {
 		return nil, nil, err
 	}
-	u1 := make([]int, len(roster))
-	for i, a := range roster {
-		u1[i] = a.From
-	}
 
-	err = step(PhaseShares, u1, drop, hook, func(u int) (Shares, error) { return clients[u].ShareKeys(roster) },
+	err = step(PhaseShares, agg.Accepted(PhaseAdvertise), drop, hook, func(u int) (Shares, error) { return clients[u].ShareKeys(roster) },
 		func(_ int, m Shares) error { return agg.Shared(m) })
 	if err != nil {
 		return nil, nil, err
