@@ -208,10 +208,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	rng := rand.New(rand.NewPCG(p.Seed, 0x13198a2e03707344))
 	perm := rng.Perm(slots)
 	coords := rng.Perm(d)
-	data := &canaryData{slot: make([]int32, n*R), learners: n}
-	for k := range data.slot {
-		data.slot[k] = -1
-	}
+	data := &canaryData{slot: slices.Repeat([]int32{-1}, n*R), learners: n}
 	type can struct {
 		learner int
 		rounds  []int

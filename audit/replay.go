@@ -385,14 +385,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		AuditedPlan: auditedPlan(s, n, R, tau, d, decl.Eps, decl.Delta, decl.NoiseStd),
 		Declared:    decl.Sensitivity, DeclaredRule: string(decl.UnitSensitivity.Rule),
 		Measured: measured, Ratio: measured / decl.Sensitivity, Expected: expected,
-		AuditedLearner: learner, AuditedRounds: rounds, Dropped: dropped,
-	}
-	for _, r := range rounds {
-		for _, ok := range present[r] {
-			if !ok {
-				rep.AuditedDropped++
-			}
-		}
+		AuditedLearner: learner, AuditedRounds: rounds, Dropped: dropped, AuditedDropped: missed(present, rounds),
 	}
 	add := func(name string, ok bool, format string, args ...any) {
 		rep.Checks = append(rep.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
@@ -542,14 +535,7 @@ func worstSample(ctx context.Context, c *mat.Dense, p factorize.Participation, w
 		if err := ctx.Err(); err != nil {
 			return 0, nil, 0, err
 		}
-		drops := 0
-		for _, r := range s {
-			for _, ok := range present[r] {
-				if !ok {
-					drops++
-				}
-			}
-		}
+		drops := missed(present, s)
 		for i := 0; i < n; i++ {
 			clear(v)
 			for _, r := range s {
@@ -567,6 +553,20 @@ func worstSample(ctx context.Context, c *mat.Dense, p factorize.Participation, w
 		}
 	}
 	return bestI, bestS, best, nil
+}
+
+// missed returns the number of learner-rounds of the given rounds that
+// the dropout schedule present leaves out.
+func missed(present [][]bool, rounds []int) int {
+	n := 0
+	for _, r := range rounds {
+		for _, ok := range present[r] {
+			if !ok {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // duplicateRows reports whether two rows of z are collinear to a relative
