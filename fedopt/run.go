@@ -41,17 +41,15 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 	if srv == nil {
 		return &ParamError{Param: "server", Want: "a Server from NewServer"}
 	}
-	for i, l := range learners {
-		if l == nil {
-			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Want: "a Learner from NewLearner"}
-		}
-	}
 	shape := srv.Shape()
 	if len(learners) != shape.Learners {
 		return fmt.Errorf("fedopt: %d learners for a server of %d", len(learners), shape.Learners)
 	}
 	updates := make([][]float64, len(learners))
 	for i, l := range learners {
+		if l == nil {
+			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Want: "a Learner from NewLearner"}
+		}
 		if l.Dim() != shape.Dim {
 			return fmt.Errorf("fedopt: learner %d has dimension %d, the server %d", i, l.Dim(), shape.Dim)
 		}
