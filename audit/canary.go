@@ -81,6 +81,14 @@ type Observer struct {
 	Weights []float64 `json:"weights"`
 }
 
+// add records a canary's score, its analytic mu (the weight, before
+// Canary divides the weights by the largest, MuAnalytic) and whether it was
+// included.
+func (o *Observer) add(score, mu float64, in bool) {
+	o.Scores, o.Weights, o.In = append(o.Scores, score), append(o.Weights, mu), append(o.In, in)
+	o.MuAnalytic = math.Max(o.MuAnalytic, mu)
+}
+
 // CanaryReport is the outcome of [Canary].
 type CanaryReport struct {
 	// AuditedPlan describes the audited plan and its calibration (Dim is
@@ -306,7 +314,6 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	all := Observer{Threat: "sees x^0..x^R; knows the algorithm, factorization, steps, noise std, every non-canary sample, each canary's slot, coordinate and sign; not the inclusion bits or the noise; chooses the followers adaptively from the released models"}
 	fin := Observer{Threat: "as all_iterates, but sees only the final model x^R (and x^0)"}
 	finalNoise := V * wh.lastB
-	muAll, muFinal := 0.0, 0.0
 	for _, c := range cans {
 		q := 0.0
 		for _, a := range c.rounds {
@@ -314,37 +321,28 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 				q += wh.prec.At(a, b)
 			}
 		}
-		t := 0.0
-		f := 0.0
+		t, f := 0.0, 0.0
 		for _, r := range c.rounds {
 			t += py.At(r, c.coord)
 		}
 		for r := 0; r < R; r++ {
 			f += y.At(r, c.coord)
 		}
-		all.Scores = append(all.Scores, c.dir*t/(V*math.Sqrt(q)))
-		all.Weights = append(all.Weights, unit*math.Sqrt(q))
-		all.In = append(all.In, c.in)
-		fin.Scores = append(fin.Scores, c.dir*f/finalNoise)
-		fin.Weights = append(fin.Weights, 2*p.Clip*float64(len(c.rounds))/float64(n)/finalNoise)
-		fin.In = append(fin.In, c.in)
-		muAll = math.Max(muAll, all.Weights[len(all.Weights)-1])
-		muFinal = math.Max(muFinal, fin.Weights[len(fin.Weights)-1])
+		all.add(c.dir*t/(V*math.Sqrt(q)), unit*math.Sqrt(q), c.in)
+		fin.add(c.dir*f/finalNoise, 2*p.Clip*float64(len(c.rounds))/float64(n)/finalNoise, c.in)
 	}
-	for j := range fin.Weights {
-		all.Weights[j] /= muAll
-		fin.Weights[j] /= muFinal
-	}
-	all.MuAnalytic, fin.MuAnalytic = muAll, muFinal
 	rep := &CanaryReport{
 		AuditedPlan: auditedPlan(s, n, R, tau, d, priv.Eps, priv.Delta, V),
 		Sensitivity: priv.Sensitivity, MuClaimed: muClaimed, Canaries: m, Network: opt.Network,
 		// A canary whose rounds the participation allows reaches more
 		// than the claim: the declared sensitivity is below that of one
 		// of its participation patterns, whatever the scores say.
-		Violation: muAll > muClaimed*(1+analyticTolerance),
+		Violation: all.MuAnalytic > muClaimed*(1+analyticTolerance),
 	}
 	for _, o := range []*Observer{&all, &fin} {
+		for j := range o.Weights {
+			o.Weights[j] /= o.MuAnalytic
+		}
 		if o.Mu, err = estimateMu(o.Scores, o.In, o.Weights, opt.Level); err != nil {
 			return nil, err
 		}

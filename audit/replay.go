@@ -190,6 +190,9 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		}
 	}
 	weights := func(r int) ([]float64, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		w := make([]float64, n)
 		probe := make([]float64, d)
 		probe[0] = float64(tau) * p.Clip
@@ -215,9 +218,6 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	}
 	wts := make([][]float64, R)
 	for r := range wts {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		var err error
 		if wts[r], err = weights(r); err != nil {
 			return nil, err
@@ -397,10 +397,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		firstDiff = "every round"
 	}
 	add("aggregation weights", sameWeights, "server weights per learner identical in both runs: %s", firstDiff)
-	sched := len(recs[0].rows) == R && len(recs[1].rows) == R
-	for r := 0; sched && r < R; r++ {
-		sched = slices.Equal(recs[0].rows[r], recs[1].rows[r])
-	}
+	sched := len(recs[0].rows) == R && slices.EqualFunc(recs[0].rows, recs[1].rows, slices.Equal)
 	add("noise schedule", sched, "%d and %d noise vectors drawn, bit-identical in both runs: %v", len(recs[0].rows), len(recs[1].rows), sched)
 	if releasedNoise == "" {
 		add("noise released", true, "each released model carries the noise vector drawn for its round, in both runs")
