@@ -68,43 +68,35 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		return nil, err
 	}
 	n, R, tau, dim := shape.Learners, shape.Rounds, shape.Tau, shape.Dim
-	if n < 1 || R < 1 || tau < 1 || dim < 1 {
+	switch private := cfg.Algorithm.Private(); {
+	case n < 1 || R < 1 || tau < 1 || dim < 1:
 		return nil, fmt.Errorf("fedopt: run of shape n = %d, R = %d, tau = %d, d = %d, want all >= 1", n, R, tau, dim)
-	}
-	if round < 0 || round > R {
+	case round < 0 || round > R:
 		return nil, fmt.Errorf("fedopt: start round %d, want 0 <= round <= %d", round, R)
-	}
-	if cfg.Algorithm.Private() {
-		if noise == nil {
-			return nil, fmt.Errorf("fedopt: the %v algorithm needs a noise mechanism", cfg.Algorithm)
-		}
-		if noise.Dim() != dim || noise.Rounds() != R || noise.Round() != round {
-			return nil, fmt.Errorf("fedopt: noise mechanism of dimension %d for %d rounds at round %d, want dimension %d for %d rounds at round %d", noise.Dim(), noise.Rounds(), noise.Round(), dim, R, round)
-		}
-	} else if noise != nil {
+	case private && noise == nil:
+		return nil, fmt.Errorf("fedopt: the %v algorithm needs a noise mechanism", cfg.Algorithm)
+	case private && (noise.Dim() != dim || noise.Rounds() != R || noise.Round() != round):
+		return nil, fmt.Errorf("fedopt: noise mechanism of dimension %d for %d rounds at round %d, want dimension %d for %d rounds at round %d", noise.Dim(), noise.Rounds(), noise.Round(), dim, R, round)
+	case !private && noise != nil:
 		return nil, fmt.Errorf("fedopt: the %v algorithm takes no noise mechanism", cfg.Algorithm)
 	}
-	if pr := cfg.Privacy; pr != nil {
-		if pr.Learners != n {
-			return nil, fmt.Errorf("fedopt: privacy calibrated for %d learners, the data has %d", pr.Learners, n)
-		}
-		if pr.Rounds != R {
-			// C's sensitivity depends on R (the tree's grows with it): the
-			// record's is that of its own rounds.
-			return nil, fmt.Errorf("fedopt: privacy calibrated for %d rounds, the run has %d", pr.Rounds, R)
-		}
-		if pr.Tau != 0 && pr.Tau != tau {
-			return nil, fmt.Errorf("fedopt: privacy calibrated for tau = %d local steps, the run has tau = %d", pr.Tau, tau)
-		}
-		if pr.AddRemove && cfg.Algorithm == Correlated && tau > 1 {
-			// Without the sample its learner's later local steps start
-			// elsewhere: the update moves by up to (2 tau - 1) B_g, not
-			// the tau B_g the add-remove sensitivity assumes.
-			return nil, fmt.Errorf("fedopt: privacy calibrated for add-remove neighbours, which Algorithm 1 with tau = %d local steps does not satisfy (removing a sample moves the learner's later steps); calibrate for replace-one", tau)
-		}
-		if noise.Std() != pr.NoiseStd {
-			return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
-		}
+	switch pr := cfg.Privacy; {
+	case pr == nil:
+	case pr.Learners != n:
+		return nil, fmt.Errorf("fedopt: privacy calibrated for %d learners, the data has %d", pr.Learners, n)
+	case pr.Rounds != R:
+		// C's sensitivity depends on R (the tree's grows with it): the
+		// record's is that of its own rounds.
+		return nil, fmt.Errorf("fedopt: privacy calibrated for %d rounds, the run has %d", pr.Rounds, R)
+	case pr.Tau != 0 && pr.Tau != tau:
+		return nil, fmt.Errorf("fedopt: privacy calibrated for tau = %d local steps, the run has tau = %d", pr.Tau, tau)
+	case pr.AddRemove && cfg.Algorithm == Correlated && tau > 1:
+		// Without the sample its learner's later local steps start
+		// elsewhere: the update moves by up to (2 tau - 1) B_g, not
+		// the tau B_g the add-remove sensitivity assumes.
+		return nil, fmt.Errorf("fedopt: privacy calibrated for add-remove neighbours, which Algorithm 1 with tau = %d local steps does not satisfy (removing a sample moves the learner's later steps); calibrate for replace-one", tau)
+	case noise.Std() != pr.NoiseStd:
+		return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
 	}
 	if q := cfg.Quantizer; q != nil {
 		most, err := secagg.NewQuantizer(n, tau, cfg.Clip)
