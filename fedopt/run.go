@@ -3,7 +3,8 @@ package fedopt
 import (
 	"context"
 	"fmt"
-	"sync"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // SimOptions configure [Simulate].
@@ -66,7 +67,10 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 			quantized[i] = make([]uint64, shape.Dim)
 		}
 	}
-	var wg sync.WaitGroup
+	workers := 1 // goroutines computing the updates
+	if opt.Parallel {
+		workers = len(learners)
+	}
 	for !srv.Done() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -77,19 +81,11 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 				return err
 			}
 		}
-		// The lengths are checked above: the only error is ctx's.
-		if opt.Parallel {
-			for i, l := range learners {
-				wg.Go(func() { _ = l.UpdateContext(ctx, updates[i], r, x) })
-			}
-			wg.Wait()
-		} else {
-			for i, l := range learners {
-				if err := l.UpdateContext(ctx, updates[i], r, x); err != nil {
-					return err
-				}
-			}
-		}
+		// The lengths are checked above: the only error is ctx's, which
+		// stops a goroutine.
+		par.Pool(len(learners), workers, func(_, i int) bool {
+			return learners[i].UpdateContext(ctx, updates[i], r, x) == nil
+		})
 		if err := ctx.Err(); err != nil {
 			return err // some updates are incomplete
 		}
