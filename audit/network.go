@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/mechanism"
 	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
@@ -77,19 +78,16 @@ func (nr *netRun) run(ctx context.Context) error {
 		srvErr <- err
 	}()
 	errs := make([]error, nr.shape.Learners)
-	var wg sync.WaitGroup
-	for i := range errs {
-		wg.Go(func() {
-			_, errs[i] = fednet.RunLearner(ctx, fednet.LearnerOptions{
-				Addr: lis.Addr().String(), ID: i, Creds: insecure.NewCredentials(), Model: nr.model,
-				Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return nr.stream(i), nil },
-			})
-			if errs[i] != nil {
-				cancel() // one learner failed: stop the others and the server
-			}
+	par.Pool(len(errs), len(errs), func(_, i int) bool { // every learner at once
+		_, errs[i] = fednet.RunLearner(ctx, fednet.LearnerOptions{
+			Addr: lis.Addr().String(), ID: i, Creds: insecure.NewCredentials(), Model: nr.model,
+			Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return nr.stream(i), nil },
 		})
-	}
-	wg.Wait()
+		if errs[i] != nil {
+			cancel() // one learner failed: stop the others and the server
+		}
+		return true
+	})
 	err = <-srvErr
 	for i, e := range errs {
 		if e != nil && !errors.Is(e, context.Canceled) {

@@ -278,8 +278,8 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	}
 
 	G := [2]*mat.Dense{mat.NewDense(R, d, nil), mat.NewDense(R, d, nil)}
-	var sameParticipants, sameWeights = true, true
-	firstDiff := ""
+	sameParticipants := true
+	firstDiff := ""     // the first round whose weights differ
 	releasedNoise := "" // the first entry whose released noise is not the drawn one
 	step := cfg.ServerStep(tau)
 	x := make([]float64, d)
@@ -316,11 +316,8 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 				if err != nil {
 					return nil, err
 				}
-				if !slices.Equal(ww, wts[r]) {
-					sameWeights = false
-					if firstDiff == "" {
-						firstDiff = fmt.Sprintf("round %d: %v and %v", r, wts[r], ww)
-					}
+				if !slices.Equal(ww, wts[r]) && firstDiff == "" {
+					firstDiff = fmt.Sprintf("round %d: %v and %v", r, wts[r], ww)
 				}
 			}
 			var mech mechanism.Mechanism = recs[w]
@@ -393,7 +390,8 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	add("sensitivity", rep.Ratio <= 1+Tolerance,
 		"||C (G - G')||_F = %.12g, declared %.12g (%s), ratio %.15f", measured, decl.Sensitivity, decl.UnitSensitivity.Rule, rep.Ratio)
 	add("participants", sameParticipants, "the same learners in every round of both runs (%d learner-rounds dropped)", dropped)
-	if firstDiff == "" {
+	sameWeights := firstDiff == ""
+	if sameWeights {
 		firstDiff = "every round"
 	}
 	add("aggregation weights", sameWeights, "server weights per learner identical in both runs: %s", firstDiff)
