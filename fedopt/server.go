@@ -212,10 +212,7 @@ func updateNorm(u []float64) float64 {
 // ([QuantizeUpdate]), summed in Z_{2^64} and the sum dequantized, exactly as
 // [Server.ReleaseRingSum] does with a sum computed elsewhere.
 func (s *Server) Release(updates [][]float64) error {
-	if s.Done() {
-		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
-	}
-	if err := s.checkNoiseRound(); err != nil {
+	if err := s.checkRound(); err != nil {
 		return err
 	}
 	if len(updates) != s.shape.Learners {
@@ -260,19 +257,17 @@ func (s *Server) Release(updates [][]float64) error {
 // present <= n): an entry beyond what present updates of norm at most
 // tau B_g can give is refused (a wrapped or forged sum), and nothing changes.
 func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
+	if err := s.checkRound(); err != nil {
+		return err
+	}
 	q := s.cfg.Quantizer
 	switch {
-	case s.Done():
-		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
 	case q == nil:
 		return fmt.Errorf("fedopt: a ring sum needs Config.Quantizer (secure aggregation)")
 	case len(sum) != s.shape.Dim:
 		return fmt.Errorf("fedopt: ring sum of dimension %d, want %d", len(sum), s.shape.Dim)
 	case present < 0 || present > s.shape.Learners:
 		return fmt.Errorf("fedopt: ring sum of %d updates, want 0 to %d", present, s.shape.Learners)
-	}
-	if err := s.checkNoiseRound(); err != nil {
-		return err
 	}
 	// One update's entry is at most bound 2^k + 1 in magnitude (Quantize's
 	// range plus the rounding).
@@ -298,11 +293,14 @@ func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64,
 	return nil
 }
 
-// checkNoiseRound returns an error unless the noise mechanism is at the
-// server's round: its next row must be the one of the round to release.
-// It is not after a release that drew its noise and failed (or when the
-// mechanism was drawn from elsewhere).
-func (s *Server) checkNoiseRound() error {
+// checkRound returns an error if every round is released, or unless the
+// noise mechanism is at the server's round: its next row must be the one
+// of the round to release. It is not after a release that drew its noise
+// and failed (or when the mechanism was drawn from elsewhere).
+func (s *Server) checkRound() error {
+	if s.Done() {
+		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
+	}
 	if s.noise == nil || s.noise.Round() == s.round {
 		return nil
 	}
