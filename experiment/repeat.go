@@ -74,13 +74,12 @@ func Repeat(ctx context.Context, p *Problem, cfg fedopt.Config, noise NoiseSourc
 	if err := checkProblem(p); err != nil {
 		return nil, err
 	}
-	if opt.Reps < 1 {
+	switch err := cfg.Validate(); {
+	case opt.Reps < 1:
 		return nil, &ParamError{Param: "reps", Value: opt.Reps, Want: ">= 1"}
-	}
-	if err := cfg.Validate(); err != nil {
+	case err != nil:
 		return nil, err
-	}
-	if cfg.Algorithm.Private() != (noise != nil) {
+	case cfg.Algorithm.Private() != (noise != nil):
 		return nil, fmt.Errorf("experiment: the %v algorithm needs a noise source if and only if it is private", cfg.Algorithm)
 	}
 	// Without noise every repetition would compute the same trace.

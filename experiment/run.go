@@ -145,13 +145,12 @@ func NewEvaluator(p *Problem, cfg fedopt.Config) *Evaluator {
 // error.
 func (e *Evaluator) Observe(r int, x []float64) error {
 	R := e.p.Data.Rounds
-	if r < 0 || r > R {
+	switch d := e.p.Model.NumParams(e.p.Data.Dim); {
+	case r < 0 || r > R:
 		return fmt.Errorf("experiment: evaluator observed round %d, want a round in [0, %d]", r, R)
-	}
-	if d := e.p.Model.NumParams(e.p.Data.Dim); len(x) != d {
+	case len(x) != d:
 		return fmt.Errorf("experiment: evaluator observed a model of dimension %d in round %d, want %d", len(x), r, d)
-	}
-	if r != e.next && e.next != 0 {
+	case r != e.next && e.next != 0:
 		return fmt.Errorf("experiment: evaluator observed round %d, want %d", r, e.next)
 	}
 	e.next = r + 1

@@ -99,15 +99,13 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
 	}
 	if q := cfg.Quantizer; q != nil {
-		most, err := secagg.NewQuantizer(n, tau, cfg.Clip)
-		if err != nil {
+		switch most, err := secagg.NewQuantizer(n, tau, cfg.Clip); {
+		case err != nil:
 			return nil, fmt.Errorf("fedopt: secure aggregation: %w", err)
-		}
-		if q.ScaleBits > most.ScaleBits {
+		case q.ScaleBits > most.ScaleBits:
 			return nil, fmt.Errorf("fedopt: quantizer with %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum of the updates would wrap)", q.ScaleBits, most.ScaleBits, n, tau, cfg.Clip)
-		}
-		if pr := cfg.Privacy; pr != nil && pr.QuantizationTerm != q.Term(dim) {
-			return nil, fmt.Errorf("fedopt: privacy calibrated with quantization term %v, the quantizer's is %v for d = %d", pr.QuantizationTerm, q.Term(dim), dim)
+		case cfg.Privacy != nil && cfg.Privacy.QuantizationTerm != q.Term(dim):
+			return nil, fmt.Errorf("fedopt: privacy calibrated with quantization term %v, the quantizer's is %v for d = %d", cfg.Privacy.QuantizationTerm, q.Term(dim), dim)
 		}
 	}
 	if step := cfg.ServerStep(tau); math.IsInf(step, 0) {
@@ -172,14 +170,13 @@ func (s *Server) Record() (rec accountant.Record, ok bool) {
 // length, an entry that is NaN or infinite, or a norm above
 // [UpdateBound] (tau B_g, which a learner that clips cannot exceed).
 func (s *Server) CheckUpdate(u []float64) error {
-	if len(u) != s.shape.Dim {
+	switch k := firstNonFinite(u); {
+	case len(u) != s.shape.Dim:
 		return fmt.Errorf("fedopt: update of dimension %d, want %d", len(u), s.shape.Dim)
-	}
-	if k := firstNonFinite(u); k >= 0 {
+	case k >= 0:
 		return fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, u[k])
-	}
-	if norm := updateNorm(u); norm > s.bound {
-		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", norm, float64(s.shape.Tau)*s.cfg.Clip)
+	case updateNorm(u) > s.bound:
+		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", updateNorm(u), float64(s.shape.Tau)*s.cfg.Clip)
 	}
 	return nil
 }
