@@ -121,14 +121,11 @@ func (a *Aggregator) Advertised(m Advertise) error {
 			return fmt.Errorf("secagg: Advertise from learner %d has a key of %d bytes, want %d", m.From, len(k), KeySize)
 		}
 	}
-	for _, k := range []struct {
-		name string
-		v    []byte
-	}{{"CPub", m.CPub}, {"SPub", m.SPub}} {
+	for i, name := range []string{"CPub", "SPub"} { // keys[i]
 		// A low-order point makes every key agreement with it fail: one
 		// learner would stop the run for all.
-		if _, err := agree(probeKey, k.v); err != nil {
-			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, k.name, err)
+		if _, err := agree(probeKey, keys[i]); err != nil {
+			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, name, err)
 		}
 	}
 	for i, k := range keys {
