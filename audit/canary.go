@@ -216,31 +216,17 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	rng := rand.New(rand.NewPCG(p.Seed, 0x13198a2e03707344))
 	perm := rng.Perm(slots)
 	coords := rng.Perm(d)
-	data := &canaryData{slot: slices.Repeat([]int32{-1}, n*R), learners: n}
-	type can struct {
-		learner int
-		rounds  []int
-		coord   int
-		dir     float64 // random sign of the direction
-		in      bool
-	}
-	cans := make([]can, m)
-	for j := range cans {
-		sl := perm[j]
-		c := can{learner: sl % n, rounds: sets[sl/n], coord: coords[j], dir: 1, in: rng.IntN(2) == 1}
+	data := &canaryData{slot: slices.Repeat([]int32{-1}, n*R), learners: n, cans: make([]plantedCanary, m)}
+	for j := range data.cans {
+		sl := perm[j] // learner sl % n, round set sl / n
+		c := plantedCanary{rounds: sets[sl/n], coord: coords[j], dir: 1, in: rng.IntN(2) == 1}
 		if rng.IntN(2) == 1 {
 			c.dir = -1
 		}
-		cans[j] = c
+		data.cans[j] = c
 		for _, r := range c.rounds {
-			data.slot[r*n+c.learner] = int32(j)
+			data.slot[r*n+sl%n] = int32(j)
 		}
-		sign := c.dir
-		if !c.in {
-			sign = -sign
-		}
-		data.coord = append(data.coord, c.coord)
-		data.sign = append(data.sign, sign)
 	}
 
 	// One run of the real roles, in process or over gRPC.
@@ -314,7 +300,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	all := Observer{Threat: "sees x^0..x^R; knows the algorithm, factorization, steps, noise std, every non-canary sample, each canary's slot, coordinate and sign; not the inclusion bits or the noise; chooses the followers adaptively from the released models"}
 	fin := Observer{Threat: "as all_iterates, but sees only the final model x^R (and x^0)"}
 	finalNoise := V * wh.lastB
-	for _, c := range cans {
+	for _, c := range data.cans {
 		q := 0.0
 		for _, a := range c.rounds {
 			for _, b := range c.rounds {
@@ -366,16 +352,33 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	return rep, nil
 }
 
-// canaryData is the canary run's data: slot[r n + i] is the canary that
-// owns learner i's round r (-1: none), with its coordinate and the sign
-// of its push sample; x is the released model of the current round (in
-// process), or release returns the model released for round r (over
-// gRPC, where the learners run concurrently).
+// plantedCanary is one canary: the rounds of its learner-round slot, its
+// coordinate, the random sign of its direction, and whether it is included
+// (otherwise its mirrored neighbour is).
+type plantedCanary struct {
+	rounds []int
+	coord  int
+	dir    float64
+	in     bool
+}
+
+// push is the sign of the canary's push sample: its direction's if it is
+// included, the opposite for its mirrored neighbour.
+func (c plantedCanary) push() float64 {
+	if c.in {
+		return c.dir
+	}
+	return -c.dir
+}
+
+// canaryData is the canary run's data: slot[r n + i] is the canary of
+// cans that owns learner i's round r (-1: none); x is the released model
+// of the current round (in process), or release returns the model
+// released for round r (over gRPC, where the learners run concurrently).
 type canaryData struct {
 	slot     []int32
 	learners int
-	coord    []int
-	sign     []float64
+	cans     []plantedCanary
 	x        []float64
 	release  func(r int) []float64
 }
@@ -412,13 +415,13 @@ func (s canaryStream) Sample(r, t int) ([]float64, float64) {
 	if j < 0 {
 		return sample(kindBlank, 0, 0, 0), 0
 	}
-	k := s.d.coord[j]
+	c := s.d.cans[j]
 	if t == 0 {
-		return sample(kindPush, k, s.d.sign[j], 0), 0
+		return sample(kindPush, c.coord, c.push(), 0), 0
 	}
 	x := s.d.x
 	if s.d.release != nil {
 		x = s.d.release(r)
 	}
-	return sample(kindFollow, k, 0, x[k]), 0
+	return sample(kindFollow, c.coord, 0, x[c.coord]), 0
 }
