@@ -202,10 +202,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	muClaimed := priv.Sensitivity / priv.NoiseStd
 	sets := canarySlots(p.Participation, R)
 	slots := n * len(sets)
-	m := opt.Canaries
-	if m == 0 {
-		m = defaultCanaries(s, opt.Level, slots)
-	}
+	m := cmp.Or(opt.Canaries, defaultCanaries(s, opt.Level, slots))
 	if m < 3 || m > slots {
 		return nil, &ParamError{Param: "canaries", Value: m, Want: fmt.Sprintf("3 to %d (the distinct learner-round slots of the plan)", slots)}
 	}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -156,9 +157,7 @@ func (rs *releases) model(r int) []float64 {
 		err = fmt.Errorf("audit: %s holds round %d of dimension %d, want %d", rs.dir, r, len(rel.X), rs.dim)
 	}
 	if err != nil {
-		if rs.err == nil {
-			rs.err = err
-		}
+		rs.err = cmp.Or(rs.err, err) // the first failure
 		rs.r, rs.x = -1, make([]float64, rs.dim)
 		return rs.x
 	}
