@@ -46,7 +46,11 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 	if len(learners) != shape.Learners {
 		return fmt.Errorf("fedopt: %d learners for a server of %d", len(learners), shape.Learners)
 	}
-	updates := make([][]float64, len(learners))
+	q := srv.Config().Quantizer
+	if opt.SecureSum != nil && q == nil {
+		return &ParamError{Param: "SimOptions.SecureSum", Want: "a server with Config.Quantizer (secure aggregation)"}
+	}
+	updates, quantized := make([][]float64, len(learners)), make([][]uint64, len(learners))
 	for i, l := range learners {
 		if l == nil {
 			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Want: "a Learner from NewLearner"}
@@ -55,15 +59,7 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 			return fmt.Errorf("fedopt: learner %d has dimension %d, the server %d", i, l.Dim(), shape.Dim)
 		}
 		updates[i] = make([]float64, shape.Dim)
-	}
-	var quantized [][]uint64
-	q := srv.Config().Quantizer
-	if opt.SecureSum != nil {
-		if q == nil {
-			return &ParamError{Param: "SimOptions.SecureSum", Want: "a server with Config.Quantizer (secure aggregation)"}
-		}
-		quantized = make([][]uint64, len(learners))
-		for i := range quantized {
+		if opt.SecureSum != nil {
 			quantized[i] = make([]uint64, shape.Dim)
 		}
 	}
