@@ -13,24 +13,23 @@ import (
 func (a *Aggregator) MarshalBinary() ([]byte, error) {
 	w := newWriter(kindSnapshot)
 	// The context (Run, Round, Attempt, N, T, Dim) as encodeContext
-	// writes it, without the domain.
-	b := append(w.b, a.ctxEnc[len(domain):]...)
-	b = append(b, byte(a.phase))
-	for k := range a.in {
-		for _, ok := range a.in[k] {
+	// writes it, without the domain; the phase; the member sets, a byte
+	// (0 or 1) per learner.
+	w.b = append(append(w.b, a.ctxEnc[len(domain):]...), byte(a.phase))
+	for _, set := range a.in {
+		for _, ok := range set {
+			flag := byte(0)
 			if ok {
-				b = append(b, 1)
-			} else {
-				b = append(b, 0)
+				flag = 1
 			}
+			w.b = append(w.b, flag)
 		}
 	}
-	w.b = b
 	a.accepted(w, func(string, ...any) {})
 	if w.err != nil {
 		return nil, w.err
 	}
-	b = w.b
+	b := w.b
 	switch {
 	case a.sum == nil:
 		b = append(b, 0)
