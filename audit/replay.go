@@ -410,7 +410,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		if err != nil {
 			return nil, err
 		}
-		z := wh.whiten(rowsOf(recs[0].rows, d))
+		z := wh.whiten(mat.NewDense(R, d, slices.Concat(recs[0].rows...)))
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -587,14 +587,9 @@ func duplicateRows(z *mat.Dense) (bool, int, int) {
 	}
 	if big > 0 && !math.IsInf(big, 0) {
 		_, e := math.Frexp(big)
-		scaled := mat.NewDense(r, d, nil)
-		for i := 0; i < r; i++ {
-			dst := scaled.RawRowView(i)
-			for k, v := range z.RawRowView(i) {
-				dst[k] = math.Ldexp(v, -e)
-			}
-		}
-		z = scaled
+		var scaled mat.Dense
+		scaled.Apply(func(_, _ int, v float64) float64 { return math.Ldexp(v, -e) }, z)
+		z = &scaled
 	}
 	norms := make([]float64, r)
 	for i := range norms {
