@@ -222,10 +222,7 @@ func (a *Aggregator) Masked(from int, y []uint64) error {
 	if len(y) != a.ctx.Dim {
 		return fmt.Errorf("secagg: masked input from learner %d has %d entries, want Dim = %d", from, len(y), a.ctx.Dim)
 	}
-	s := a.sum[:len(y)]
-	for i, v := range y {
-		s[i] += v
-	}
+	AddRing(a.sum, y)
 	a.in[PhaseMasked][from] = true
 	return nil
 }
