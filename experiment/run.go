@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
@@ -202,9 +204,7 @@ func (p *Problem) Evaluate(xs [][]float64) (lossErr, acc []float64) {
 			acc[k], _ = model.Accuracy(p.Model, x, all)
 		}
 	}
-	for k := range lossErr {
-		lossErr[k] -= p.FStar
-	}
+	floats.AddConst(-p.FStar, lossErr) // x - F* is x + (-F*), bit for bit
 	return lossErr, acc
 }
 
