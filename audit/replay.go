@@ -262,19 +262,17 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	var recs [2]*recorder
 	key := mechanism.SeedKey(experiment.RepSeed(p.Seed, 1<<20))
 	for w := range worlds {
-		learners[w] = make([]*fedopt.Learner, n)
-		for i := range learners[w] {
-			l, err := fedopt.NewLearner(model, replayStream{worlds[w], i}, cfg, tau, d)
-			if err != nil {
-				return nil, err
-			}
-			learners[w][i] = l
-		}
 		m, err := newMechanism(s, h, decl.NoiseStd, key)
 		if err != nil {
 			return nil, err
 		}
 		recs[w] = &recorder{Mechanism: m}
+		learners[w] = make([]*fedopt.Learner, n)
+		for i := range learners[w] {
+			if learners[w][i], err = fedopt.NewLearner(model, replayStream{worlds[w], i}, cfg, tau, d); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	G := [2]*mat.Dense{mat.NewDense(R, d, nil), mat.NewDense(R, d, nil)}
