@@ -81,6 +81,14 @@ type Observer struct {
 	Weights []float64 `json:"weights"`
 }
 
+// add records a canary's score, its analytic mu (the weight, before
+// Canary divides the weights by the largest, MuAnalytic) and whether it was
+// included.
+func (o *Observer) add(score, mu float64, in bool) {
+	o.Scores, o.Weights, o.In = append(o.Scores, score), append(o.Weights, mu), append(o.In, in)
+	o.MuAnalytic = math.Max(o.MuAnalytic, mu)
+}
+
 // CanaryReport is the outcome of [Canary].
 type CanaryReport struct {
 	// AuditedPlan describes the audited plan and its calibration (Dim is
@@ -194,10 +202,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	muClaimed := priv.Sensitivity / priv.NoiseStd
 	sets := canarySlots(p.Participation, R)
 	slots := n * len(sets)
-	m := opt.Canaries
-	if m == 0 {
-		m = defaultCanaries(s, opt.Level, slots)
-	}
+	m := cmp.Or(opt.Canaries, defaultCanaries(s, opt.Level, slots))
 	if m < 3 || m > slots {
 		return nil, &ParamError{Param: "canaries", Value: m, Want: fmt.Sprintf("3 to %d (the distinct learner-round slots of the plan)", slots)}
 	}
@@ -208,34 +213,17 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	rng := rand.New(rand.NewPCG(p.Seed, 0x13198a2e03707344))
 	perm := rng.Perm(slots)
 	coords := rng.Perm(d)
-	data := &canaryData{slot: make([]int32, n*R), learners: n}
-	for k := range data.slot {
-		data.slot[k] = -1
-	}
-	type can struct {
-		learner int
-		rounds  []int
-		coord   int
-		dir     float64 // random sign of the direction
-		in      bool
-	}
-	cans := make([]can, m)
-	for j := range cans {
-		sl := perm[j]
-		c := can{learner: sl % n, rounds: sets[sl/n], coord: coords[j], dir: 1, in: rng.IntN(2) == 1}
+	data := &canaryData{slot: slices.Repeat([]int32{-1}, n*R), learners: n, cans: make([]plantedCanary, m)}
+	for j := range data.cans {
+		sl := perm[j] // learner sl % n, round set sl / n
+		c := plantedCanary{rounds: sets[sl/n], coord: coords[j], dir: 1, in: rng.IntN(2) == 1}
 		if rng.IntN(2) == 1 {
 			c.dir = -1
 		}
-		cans[j] = c
+		data.cans[j] = c
 		for _, r := range c.rounds {
-			data.slot[r*n+c.learner] = int32(j)
+			data.slot[r*n+sl%n] = int32(j)
 		}
-		sign := c.dir
-		if !c.in {
-			sign = -sign
-		}
-		data.coord = append(data.coord, c.coord)
-		data.sign = append(data.sign, sign)
 	}
 
 	// One run of the real roles, in process or over gRPC.
@@ -309,45 +297,35 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	all := Observer{Threat: "sees x^0..x^R; knows the algorithm, factorization, steps, noise std, every non-canary sample, each canary's slot, coordinate and sign; not the inclusion bits or the noise; chooses the followers adaptively from the released models"}
 	fin := Observer{Threat: "as all_iterates, but sees only the final model x^R (and x^0)"}
 	finalNoise := V * wh.lastB
-	muAll, muFinal := 0.0, 0.0
-	for _, c := range cans {
+	for _, c := range data.cans {
 		q := 0.0
 		for _, a := range c.rounds {
 			for _, b := range c.rounds {
 				q += wh.prec.At(a, b)
 			}
 		}
-		t := 0.0
-		f := 0.0
+		t, f := 0.0, 0.0
 		for _, r := range c.rounds {
 			t += py.At(r, c.coord)
 		}
 		for r := 0; r < R; r++ {
 			f += y.At(r, c.coord)
 		}
-		all.Scores = append(all.Scores, c.dir*t/(V*math.Sqrt(q)))
-		all.Weights = append(all.Weights, unit*math.Sqrt(q))
-		all.In = append(all.In, c.in)
-		fin.Scores = append(fin.Scores, c.dir*f/finalNoise)
-		fin.Weights = append(fin.Weights, 2*p.Clip*float64(len(c.rounds))/float64(n)/finalNoise)
-		fin.In = append(fin.In, c.in)
-		muAll = math.Max(muAll, all.Weights[len(all.Weights)-1])
-		muFinal = math.Max(muFinal, fin.Weights[len(fin.Weights)-1])
+		all.add(c.dir*t/(V*math.Sqrt(q)), unit*math.Sqrt(q), c.in)
+		fin.add(c.dir*f/finalNoise, 2*p.Clip*float64(len(c.rounds))/float64(n)/finalNoise, c.in)
 	}
-	for j := range fin.Weights {
-		all.Weights[j] /= muAll
-		fin.Weights[j] /= muFinal
-	}
-	all.MuAnalytic, fin.MuAnalytic = muAll, muFinal
 	rep := &CanaryReport{
 		AuditedPlan: auditedPlan(s, n, R, tau, d, priv.Eps, priv.Delta, V),
 		Sensitivity: priv.Sensitivity, MuClaimed: muClaimed, Canaries: m, Network: opt.Network,
 		// A canary whose rounds the participation allows reaches more
 		// than the claim: the declared sensitivity is below that of one
 		// of its participation patterns, whatever the scores say.
-		Violation: muAll > muClaimed*(1+analyticTolerance),
+		Violation: all.MuAnalytic > muClaimed*(1+analyticTolerance),
 	}
 	for _, o := range []*Observer{&all, &fin} {
+		for j := range o.Weights {
+			o.Weights[j] /= o.MuAnalytic
+		}
 		if o.Mu, err = estimateMu(o.Scores, o.In, o.Weights, opt.Level); err != nil {
 			return nil, err
 		}
@@ -371,16 +349,33 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	return rep, nil
 }
 
-// canaryData is the canary run's data: slot[r n + i] is the canary that
-// owns learner i's round r (-1: none), with its coordinate and the sign
-// of its push sample; x is the released model of the current round (in
-// process), or release returns the model released for round r (over
-// gRPC, where the learners run concurrently).
+// plantedCanary is one canary: the rounds of its learner-round slot, its
+// coordinate, the random sign of its direction, and whether it is included
+// (otherwise its mirrored neighbour is).
+type plantedCanary struct {
+	rounds []int
+	coord  int
+	dir    float64
+	in     bool
+}
+
+// push is the sign of the canary's push sample: its direction's if it is
+// included, the opposite for its mirrored neighbour.
+func (c plantedCanary) push() float64 {
+	if c.in {
+		return c.dir
+	}
+	return -c.dir
+}
+
+// canaryData is the canary run's data: slot[r n + i] is the canary of
+// cans that owns learner i's round r (-1: none); x is the released model
+// of the current round (in process), or release returns the model
+// released for round r (over gRPC, where the learners run concurrently).
 type canaryData struct {
 	slot     []int32
 	learners int
-	coord    []int
-	sign     []float64
+	cans     []plantedCanary
 	x        []float64
 	release  func(r int) []float64
 }
@@ -417,13 +412,13 @@ func (s canaryStream) Sample(r, t int) ([]float64, float64) {
 	if j < 0 {
 		return sample(kindBlank, 0, 0, 0), 0
 	}
-	k := s.d.coord[j]
+	c := s.d.cans[j]
 	if t == 0 {
-		return sample(kindPush, k, s.d.sign[j], 0), 0
+		return sample(kindPush, c.coord, c.push(), 0), 0
 	}
 	x := s.d.x
 	if s.d.release != nil {
 		x = s.d.release(r)
 	}
-	return sample(kindFollow, k, 0, x[k]), 0
+	return sample(kindFollow, c.coord, 0, x[c.coord]), 0
 }

@@ -57,7 +57,7 @@ func histogramPanel(name string, o *Observer) figure.Panel {
 		var px, py []float64
 		for s := 0; s <= 200; s++ {
 			x := lo + (hi-lo)*float64(s)/200
-			d, nn := 0.0, 0
+			d := 0.0
 			for j := range o.Scores {
 				if o.In[j] != in {
 					continue
@@ -67,10 +67,9 @@ func histogramPanel(name string, o *Observer) figure.Panel {
 					mean = -mean
 				}
 				d += math.Exp(-(x-mean)*(x-mean)/2) / math.Sqrt(2*math.Pi)
-				nn++
 			}
 			px = append(px, x)
-			py = append(py, d/float64(max(nn, 1)))
+			py = append(py, d/float64(max(total, 1))) // total: this group's canaries
 		}
 		series = append(series, figure.Series{Name: "predicted " + label, X: px, Y: py, Color: k, Dashes: 1})
 	}

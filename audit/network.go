@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/mechanism"
 	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
@@ -77,19 +79,16 @@ func (nr *netRun) run(ctx context.Context) error {
 		srvErr <- err
 	}()
 	errs := make([]error, nr.shape.Learners)
-	var wg sync.WaitGroup
-	for i := range errs {
-		wg.Go(func() {
-			_, errs[i] = fednet.RunLearner(ctx, fednet.LearnerOptions{
-				Addr: lis.Addr().String(), ID: i, Creds: insecure.NewCredentials(), Model: nr.model,
-				Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return nr.stream(i), nil },
-			})
-			if errs[i] != nil {
-				cancel() // one learner failed: stop the others and the server
-			}
+	par.Pool(len(errs), len(errs), func(_, i int) bool { // every learner at once
+		_, errs[i] = fednet.RunLearner(ctx, fednet.LearnerOptions{
+			Addr: lis.Addr().String(), ID: i, Creds: insecure.NewCredentials(), Model: nr.model,
+			Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return nr.stream(i), nil },
 		})
-	}
-	wg.Wait()
+		if errs[i] != nil {
+			cancel() // one learner failed: stop the others and the server
+		}
+		return true
+	})
 	err = <-srvErr
 	for i, e := range errs {
 		if e != nil && !errors.Is(e, context.Canceled) {
@@ -158,9 +157,7 @@ func (rs *releases) model(r int) []float64 {
 		err = fmt.Errorf("audit: %s holds round %d of dimension %d, want %d", rs.dir, r, len(rel.X), rs.dim)
 	}
 	if err != nil {
-		if rs.err == nil {
-			rs.err = err
-		}
+		rs.err = cmp.Or(rs.err, err) // the first failure
 		rs.r, rs.x = -1, make([]float64, rs.dim)
 		return rs.x
 	}

@@ -66,9 +66,7 @@ func (p Plan) WithDefaults() Plan {
 	p.Tau, p.Dim = cmp.Or(p.Tau, 10), cmp.Or(p.Dim, 60)
 	p.Eta, p.EtaG, p.Clip = cmp.Or(p.Eta, 0.003), cmp.Or(p.EtaG, 1.0), cmp.Or(p.Clip, 5.0)
 	p.Eps, p.Delta = cmp.Or(p.Eps, 5.0), cmp.Or(p.Delta, 1e-3)
-	if p.Strategy == nil {
-		p.Strategy = factorize.OptimalStrategy{}
-	}
+	p.Strategy = cmp.Or[factorize.Strategy](p.Strategy, factorize.OptimalStrategy{})
 	return p
 }
 

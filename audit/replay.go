@@ -190,6 +190,9 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		}
 	}
 	weights := func(r int) ([]float64, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		w := make([]float64, n)
 		probe := make([]float64, d)
 		probe[0] = float64(tau) * p.Clip
@@ -215,9 +218,6 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	}
 	wts := make([][]float64, R)
 	for r := range wts {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		var err error
 		if wts[r], err = weights(r); err != nil {
 			return nil, err
@@ -262,24 +262,22 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	var recs [2]*recorder
 	key := mechanism.SeedKey(experiment.RepSeed(p.Seed, 1<<20))
 	for w := range worlds {
-		learners[w] = make([]*fedopt.Learner, n)
-		for i := range learners[w] {
-			l, err := fedopt.NewLearner(model, replayStream{worlds[w], i}, cfg, tau, d)
-			if err != nil {
-				return nil, err
-			}
-			learners[w][i] = l
-		}
 		m, err := newMechanism(s, h, decl.NoiseStd, key)
 		if err != nil {
 			return nil, err
 		}
 		recs[w] = &recorder{Mechanism: m}
+		learners[w] = make([]*fedopt.Learner, n)
+		for i := range learners[w] {
+			if learners[w][i], err = fedopt.NewLearner(model, replayStream{worlds[w], i}, cfg, tau, d); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	G := [2]*mat.Dense{mat.NewDense(R, d, nil), mat.NewDense(R, d, nil)}
-	var sameParticipants, sameWeights = true, true
-	firstDiff := ""
+	sameParticipants := true
+	firstDiff := ""     // the first round whose weights differ
 	releasedNoise := "" // the first entry whose released noise is not the drawn one
 	step := cfg.ServerStep(tau)
 	x := make([]float64, d)
@@ -316,11 +314,8 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 				if err != nil {
 					return nil, err
 				}
-				if !slices.Equal(ww, wts[r]) {
-					sameWeights = false
-					if firstDiff == "" {
-						firstDiff = fmt.Sprintf("round %d: %v and %v", r, wts[r], ww)
-					}
+				if !slices.Equal(ww, wts[r]) && firstDiff == "" {
+					firstDiff = fmt.Sprintf("round %d: %v and %v", r, wts[r], ww)
 				}
 			}
 			var mech mechanism.Mechanism = recs[w]
@@ -385,14 +380,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		AuditedPlan: auditedPlan(s, n, R, tau, d, decl.Eps, decl.Delta, decl.NoiseStd),
 		Declared:    decl.Sensitivity, DeclaredRule: string(decl.UnitSensitivity.Rule),
 		Measured: measured, Ratio: measured / decl.Sensitivity, Expected: expected,
-		AuditedLearner: learner, AuditedRounds: rounds, Dropped: dropped,
-	}
-	for _, r := range rounds {
-		for _, ok := range present[r] {
-			if !ok {
-				rep.AuditedDropped++
-			}
-		}
+		AuditedLearner: learner, AuditedRounds: rounds, Dropped: dropped, AuditedDropped: missed(present, rounds),
 	}
 	add := func(name string, ok bool, format string, args ...any) {
 		rep.Checks = append(rep.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
@@ -400,14 +388,12 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	add("sensitivity", rep.Ratio <= 1+Tolerance,
 		"||C (G - G')||_F = %.12g, declared %.12g (%s), ratio %.15f", measured, decl.Sensitivity, decl.UnitSensitivity.Rule, rep.Ratio)
 	add("participants", sameParticipants, "the same learners in every round of both runs (%d learner-rounds dropped)", dropped)
-	if firstDiff == "" {
+	sameWeights := firstDiff == ""
+	if sameWeights {
 		firstDiff = "every round"
 	}
 	add("aggregation weights", sameWeights, "server weights per learner identical in both runs: %s", firstDiff)
-	sched := len(recs[0].rows) == R && len(recs[1].rows) == R
-	for r := 0; sched && r < R; r++ {
-		sched = slices.Equal(recs[0].rows[r], recs[1].rows[r])
-	}
+	sched := len(recs[0].rows) == R && slices.EqualFunc(recs[0].rows, recs[1].rows, slices.Equal)
 	add("noise schedule", sched, "%d and %d noise vectors drawn, bit-identical in both runs: %v", len(recs[0].rows), len(recs[1].rows), sched)
 	if releasedNoise == "" {
 		add("noise released", true, "each released model carries the noise vector drawn for its round, in both runs")
@@ -422,7 +408,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		if err != nil {
 			return nil, err
 		}
-		z := wh.whiten(rowsOf(recs[0].rows, d))
+		z := wh.whiten(mat.NewDense(R, d, slices.Concat(recs[0].rows...)))
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -542,14 +528,7 @@ func worstSample(ctx context.Context, c *mat.Dense, p factorize.Participation, w
 		if err := ctx.Err(); err != nil {
 			return 0, nil, 0, err
 		}
-		drops := 0
-		for _, r := range s {
-			for _, ok := range present[r] {
-				if !ok {
-					drops++
-				}
-			}
-		}
+		drops := missed(present, s)
 		for i := 0; i < n; i++ {
 			clear(v)
 			for _, r := range s {
@@ -567,6 +546,20 @@ func worstSample(ctx context.Context, c *mat.Dense, p factorize.Participation, w
 		}
 	}
 	return bestI, bestS, best, nil
+}
+
+// missed returns the number of learner-rounds of the given rounds that
+// the dropout schedule present leaves out.
+func missed(present [][]bool, rounds []int) int {
+	n := 0
+	for _, r := range rounds {
+		for _, ok := range present[r] {
+			if !ok {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // duplicateRows reports whether two rows of z are collinear to a relative
@@ -592,14 +585,9 @@ func duplicateRows(z *mat.Dense) (bool, int, int) {
 	}
 	if big > 0 && !math.IsInf(big, 0) {
 		_, e := math.Frexp(big)
-		scaled := mat.NewDense(r, d, nil)
-		for i := 0; i < r; i++ {
-			dst := scaled.RawRowView(i)
-			for k, v := range z.RawRowView(i) {
-				dst[k] = math.Ldexp(v, -e)
-			}
-		}
-		z = scaled
+		var scaled mat.Dense
+		scaled.Apply(func(_, _ int, v float64) float64 { return math.Ldexp(v, -e) }, z)
+		z = &scaled
 	}
 	norms := make([]float64, r)
 	for i := range norms {

@@ -39,19 +39,15 @@ func newWhitener(f *factorize.Factorization, withPrec bool) (*whitener, error) {
 		return w, nil
 	}
 	// M = A^{-1} B: row r of M is B_r - B_{r-1} for prefix sums.
-	_, cols := f.B.Dims()
-	mm := mat.NewDense(r, cols, nil)
-	for i := 0; i < r; i++ {
-		dst := mm.RawRowView(i)
-		copy(dst, f.B.RawRowView(i))
+	var mm mat.Dense
+	mm.Apply(func(i, j int, v float64) float64 {
 		if i > 0 {
-			for j, v := range f.B.RawRowView(i - 1) {
-				dst[j] -= v
-			}
+			return v - f.B.At(i-1, j)
 		}
-	}
+		return v
+	}, f.B)
 	var sig mat.SymDense
-	sig.SymOuterK(1, mm)
+	sig.SymOuterK(1, &mm)
 	w.chol = &mat.Cholesky{}
 	if !w.chol.Factorize(&sig) {
 		return nil, fmt.Errorf("audit: the noise covariance of %q is not positive definite", f.Strategy)
@@ -96,13 +92,4 @@ func dot(a, b []float64) float64 {
 		s += v * b[i]
 	}
 	return s
-}
-
-// rowsOf returns the rows as a matrix.
-func rowsOf(rows [][]float64, d int) *mat.Dense {
-	out := mat.NewDense(len(rows), d, nil)
-	for i, r := range rows {
-		copy(out.RawRowView(i), r)
-	}
-	return out
 }

@@ -94,9 +94,8 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 	cr.TrimLeadingSpace = true
 	cr.ReuseRecord = true
 	t := &Table{Source: name}
-	cols := 0
+	cols := 0 // fields per row, set by the first row
 	zeroLine, minusLine := 0, 0
-	first := true
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -118,8 +117,7 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 				return nil, fmt.Errorf("dataset: %s:%d: field %d is %d bytes long, want at most %d", name, line, k+1, len(f), MaxCSVField)
 			}
 		}
-		if first {
-			first = false
+		if cols == 0 {
 			cols = len(rec)
 			if cols < 2 {
 				return nil, fmt.Errorf("dataset: %s:%d: %d field, want a label and at least one feature", name, line, cols)

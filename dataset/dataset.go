@@ -78,24 +78,20 @@ func (d *Dataset) All() Samples {
 // Validate returns an error if the shape and the slices disagree or a value
 // is NaN or infinite.
 func (d *Dataset) Validate() error {
-	if d == nil {
+	switch {
+	case d == nil:
 		return &ParamError{Param: "data", Want: "a Dataset from NewDataset, Table.Deal or Synthetic.Dataset"}
-	}
-	if d.Learners < 1 || d.Rounds < 1 || d.Tau < 1 || d.Dim < 1 {
+	case d.Learners < 1 || d.Rounds < 1 || d.Tau < 1 || d.Dim < 1:
 		return fmt.Errorf("dataset: data set %q has shape n = %d, R = %d, tau = %d, d = %d, want all >= 1", d.Name, d.Learners, d.Rounds, d.Tau, d.Dim)
-	}
-	if len(d.Labels) != d.Len() || len(d.Features) != d.Len()*d.Dim {
+	case len(d.Labels) != d.Len() || len(d.Features) != d.Len()*d.Dim:
 		return fmt.Errorf("dataset: data set %q has %d labels and %d features, want %d and %d", d.Name, len(d.Labels), len(d.Features), d.Len(), d.Len()*d.Dim)
 	}
-	for j, v := range d.Features {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("dataset: data set %q: feature %d of sample %d is %v, want a finite number", d.Name, j%d.Dim, j/d.Dim, v)
-		}
+	notFinite := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	if j := slices.IndexFunc(d.Features, notFinite); j >= 0 {
+		return fmt.Errorf("dataset: data set %q: feature %d of sample %d is %v, want a finite number", d.Name, j%d.Dim, j/d.Dim, d.Features[j])
 	}
-	for j, v := range d.Labels {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("dataset: data set %q: label of sample %d is %v, want a finite number", d.Name, j, v)
-		}
+	if j := slices.IndexFunc(d.Labels, notFinite); j >= 0 {
+		return fmt.Errorf("dataset: data set %q: label of sample %d is %v, want a finite number", d.Name, j, d.Labels[j])
 	}
 	return nil
 }

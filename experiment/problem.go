@@ -74,8 +74,7 @@ func NewProblem(ctx context.Context, data *dataset.Dataset, model dpmodel.Model,
 	if dim < 1 {
 		return nil, fmt.Errorf("experiment: model has %d parameters for dimension %d", dim, data.Dim)
 	}
-	opt.Tol = cmp.Or(opt.Tol, DefaultTol)
-	opt.RoundTol = cmp.Or(opt.RoundTol, DefaultRoundTol)
+	opt.Tol, opt.RoundTol = cmp.Or(opt.Tol, DefaultTol), cmp.Or(opt.RoundTol, DefaultRoundTol)
 	if !(opt.Tol > 0) || !(opt.RoundTol > 0) {
 		return nil, fmt.Errorf("experiment: tolerances %v and %v, want > 0", opt.Tol, opt.RoundTol)
 	}

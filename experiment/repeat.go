@@ -7,12 +7,12 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/mechanism"
 )
 
@@ -74,13 +74,12 @@ func Repeat(ctx context.Context, p *Problem, cfg fedopt.Config, noise NoiseSourc
 	if err := checkProblem(p); err != nil {
 		return nil, err
 	}
-	if opt.Reps < 1 {
+	switch err := cfg.Validate(); {
+	case opt.Reps < 1:
 		return nil, &ParamError{Param: "reps", Value: opt.Reps, Want: ">= 1"}
-	}
-	if err := cfg.Validate(); err != nil {
+	case err != nil:
 		return nil, err
-	}
-	if cfg.Algorithm.Private() != (noise != nil) {
+	case cfg.Algorithm.Private() != (noise != nil):
 		return nil, fmt.Errorf("experiment: the %v algorithm needs a noise source if and only if it is private", cfg.Algorithm)
 	}
 	// Without noise every repetition would compute the same trace.
@@ -127,19 +126,13 @@ func forEach(ctx context.Context, n, workers int, f func(ctx context.Context, i 
 	errs := make([]error, n)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				if errs[i] = f(wctx, i); errs[i] != nil {
-					cancel()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	par.Pool(n, min(workers, n), func(_, i int) bool {
+		if errs[i] = f(wctx, i); errs[i] != nil {
+			cancel()
+			return false
+		}
+		return true
+	})
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return err

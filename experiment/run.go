@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
@@ -145,13 +147,12 @@ func NewEvaluator(p *Problem, cfg fedopt.Config) *Evaluator {
 // error.
 func (e *Evaluator) Observe(r int, x []float64) error {
 	R := e.p.Data.Rounds
-	if r < 0 || r > R {
+	switch d := e.p.Model.NumParams(e.p.Data.Dim); {
+	case r < 0 || r > R:
 		return fmt.Errorf("experiment: evaluator observed round %d, want a round in [0, %d]", r, R)
-	}
-	if d := e.p.Model.NumParams(e.p.Data.Dim); len(x) != d {
+	case len(x) != d:
 		return fmt.Errorf("experiment: evaluator observed a model of dimension %d in round %d, want %d", len(x), r, d)
-	}
-	if r != e.next && e.next != 0 {
+	case r != e.next && e.next != 0:
 		return fmt.Errorf("experiment: evaluator observed round %d, want %d", r, e.next)
 	}
 	e.next = r + 1
@@ -203,9 +204,7 @@ func (p *Problem) Evaluate(xs [][]float64) (lossErr, acc []float64) {
 			acc[k], _ = model.Accuracy(p.Model, x, all)
 		}
 	}
-	for k := range lossErr {
-		lossErr[k] -= p.FStar
-	}
+	floats.AddConst(-p.FStar, lossErr) // x - F* is x + (-F*), bit for bit
 	return lossErr, acc
 }
 

@@ -99,16 +99,14 @@ func (c Config) Validate() error {
 	if c.EvalEvery < 0 {
 		return &ParamError{Param: "eval-every", Value: c.EvalEvery, Want: ">= 0"}
 	}
-	if p := c.Privacy; p != nil {
-		if !c.Algorithm.Private() || p.Algorithm != c.Algorithm || p.Clip != c.Clip {
-			return &ParamError{Param: "privacy", Value: fmt.Sprintf("a calibration for %v with B_g = %v", p.Algorithm, p.Clip), Want: fmt.Sprintf("one for the run's %v with B_g = %v", c.Algorithm, c.Clip)}
-		}
-		if (p.QuantizationTerm > 0) != (c.Quantizer != nil) {
-			if c.Quantizer != nil {
-				return &ParamError{Param: "privacy", Value: "a calibration without a quantization term", Want: "one of a plan with secure aggregation (the run quantizes its updates)"}
-			}
-			return &ParamError{Param: "quantizer", Value: "nil", Want: fmt.Sprintf("the secure aggregation's quantizer (the privacy record has quantization term %v)", p.QuantizationTerm)}
-		}
+	switch p := c.Privacy; {
+	case p == nil:
+	case !c.Algorithm.Private() || p.Algorithm != c.Algorithm || p.Clip != c.Clip:
+		return &ParamError{Param: "privacy", Value: fmt.Sprintf("a calibration for %v with B_g = %v", p.Algorithm, p.Clip), Want: fmt.Sprintf("one for the run's %v with B_g = %v", c.Algorithm, c.Clip)}
+	case !(p.QuantizationTerm > 0) && c.Quantizer != nil:
+		return &ParamError{Param: "privacy", Value: "a calibration without a quantization term", Want: "one of a plan with secure aggregation (the run quantizes its updates)"}
+	case p.QuantizationTerm > 0 && c.Quantizer == nil:
+		return &ParamError{Param: "quantizer", Value: "nil", Want: fmt.Sprintf("the secure aggregation's quantizer (the privacy record has quantization term %v)", p.QuantizationTerm)}
 	}
 	if k := firstNonFinite(c.X0); k >= 0 {
 		return &ParamError{Param: fmt.Sprintf("x0[%d]", k), Value: c.X0[k], Want: "a finite number"}

@@ -37,13 +37,12 @@ type Learner struct {
 // algorithm, local step and clipping bound of cfg, tau local steps per
 // round and models of dimension dim.
 func NewLearner(m dpmodel.Model, data Stream, cfg Config, tau, dim int) (*Learner, error) {
-	if err := cfg.Validate(); err != nil {
+	switch err := cfg.Validate(); {
+	case err != nil:
 		return nil, err
-	}
-	if m == nil || data == nil {
+	case m == nil || data == nil:
 		return nil, fmt.Errorf("fedopt: a learner needs a model and a stream of clients")
-	}
-	if tau < 1 || dim < 1 {
+	case tau < 1 || dim < 1:
 		return nil, fmt.Errorf("fedopt: learner with tau = %d and dimension %d, want both >= 1", tau, dim)
 	}
 	return &Learner{

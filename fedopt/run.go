@@ -3,7 +3,8 @@ package fedopt
 import (
 	"context"
 	"fmt"
-	"sync"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // SimOptions configure [Simulate].
@@ -41,34 +42,31 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 	if srv == nil {
 		return &ParamError{Param: "server", Want: "a Server from NewServer"}
 	}
-	for i, l := range learners {
-		if l == nil {
-			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Want: "a Learner from NewLearner"}
-		}
-	}
 	shape := srv.Shape()
 	if len(learners) != shape.Learners {
 		return fmt.Errorf("fedopt: %d learners for a server of %d", len(learners), shape.Learners)
 	}
-	updates := make([][]float64, len(learners))
+	q := srv.Config().Quantizer
+	if opt.SecureSum != nil && q == nil {
+		return &ParamError{Param: "SimOptions.SecureSum", Want: "a server with Config.Quantizer (secure aggregation)"}
+	}
+	updates, quantized := make([][]float64, len(learners)), make([][]uint64, len(learners))
 	for i, l := range learners {
+		if l == nil {
+			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Want: "a Learner from NewLearner"}
+		}
 		if l.Dim() != shape.Dim {
 			return fmt.Errorf("fedopt: learner %d has dimension %d, the server %d", i, l.Dim(), shape.Dim)
 		}
 		updates[i] = make([]float64, shape.Dim)
-	}
-	var quantized [][]uint64
-	q := srv.Config().Quantizer
-	if opt.SecureSum != nil {
-		if q == nil {
-			return &ParamError{Param: "SimOptions.SecureSum", Want: "a server with Config.Quantizer (secure aggregation)"}
-		}
-		quantized = make([][]uint64, len(learners))
-		for i := range quantized {
+		if opt.SecureSum != nil {
 			quantized[i] = make([]uint64, shape.Dim)
 		}
 	}
-	var wg sync.WaitGroup
+	workers := 1 // goroutines computing the updates
+	if opt.Parallel {
+		workers = len(learners)
+	}
 	for !srv.Done() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -79,19 +77,11 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 				return err
 			}
 		}
-		// The lengths are checked above: the only error is ctx's.
-		if opt.Parallel {
-			for i, l := range learners {
-				wg.Go(func() { _ = l.UpdateContext(ctx, updates[i], r, x) })
-			}
-			wg.Wait()
-		} else {
-			for i, l := range learners {
-				if err := l.UpdateContext(ctx, updates[i], r, x); err != nil {
-					return err
-				}
-			}
-		}
+		// The lengths are checked above: the only error is ctx's, which
+		// stops a goroutine.
+		par.Pool(len(learners), workers, func(_, i int) bool {
+			return learners[i].UpdateContext(ctx, updates[i], r, x) == nil
+		})
 		if err := ctx.Err(); err != nil {
 			return err // some updates are incomplete
 		}

@@ -68,54 +68,44 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		return nil, err
 	}
 	n, R, tau, dim := shape.Learners, shape.Rounds, shape.Tau, shape.Dim
-	if n < 1 || R < 1 || tau < 1 || dim < 1 {
+	switch private := cfg.Algorithm.Private(); {
+	case n < 1 || R < 1 || tau < 1 || dim < 1:
 		return nil, fmt.Errorf("fedopt: run of shape n = %d, R = %d, tau = %d, d = %d, want all >= 1", n, R, tau, dim)
-	}
-	if round < 0 || round > R {
+	case round < 0 || round > R:
 		return nil, fmt.Errorf("fedopt: start round %d, want 0 <= round <= %d", round, R)
-	}
-	if cfg.Algorithm.Private() {
-		if noise == nil {
-			return nil, fmt.Errorf("fedopt: the %v algorithm needs a noise mechanism", cfg.Algorithm)
-		}
-		if noise.Dim() != dim || noise.Rounds() != R || noise.Round() != round {
-			return nil, fmt.Errorf("fedopt: noise mechanism of dimension %d for %d rounds at round %d, want dimension %d for %d rounds at round %d", noise.Dim(), noise.Rounds(), noise.Round(), dim, R, round)
-		}
-	} else if noise != nil {
+	case private && noise == nil:
+		return nil, fmt.Errorf("fedopt: the %v algorithm needs a noise mechanism", cfg.Algorithm)
+	case private && (noise.Dim() != dim || noise.Rounds() != R || noise.Round() != round):
+		return nil, fmt.Errorf("fedopt: noise mechanism of dimension %d for %d rounds at round %d, want dimension %d for %d rounds at round %d", noise.Dim(), noise.Rounds(), noise.Round(), dim, R, round)
+	case !private && noise != nil:
 		return nil, fmt.Errorf("fedopt: the %v algorithm takes no noise mechanism", cfg.Algorithm)
 	}
-	if pr := cfg.Privacy; pr != nil {
-		if pr.Learners != n {
-			return nil, fmt.Errorf("fedopt: privacy calibrated for %d learners, the data has %d", pr.Learners, n)
-		}
-		if pr.Rounds != R {
-			// C's sensitivity depends on R (the tree's grows with it): the
-			// record's is that of its own rounds.
-			return nil, fmt.Errorf("fedopt: privacy calibrated for %d rounds, the run has %d", pr.Rounds, R)
-		}
-		if pr.Tau != 0 && pr.Tau != tau {
-			return nil, fmt.Errorf("fedopt: privacy calibrated for tau = %d local steps, the run has tau = %d", pr.Tau, tau)
-		}
-		if pr.AddRemove && cfg.Algorithm == Correlated && tau > 1 {
-			// Without the sample its learner's later local steps start
-			// elsewhere: the update moves by up to (2 tau - 1) B_g, not
-			// the tau B_g the add-remove sensitivity assumes.
-			return nil, fmt.Errorf("fedopt: privacy calibrated for add-remove neighbours, which Algorithm 1 with tau = %d local steps does not satisfy (removing a sample moves the learner's later steps); calibrate for replace-one", tau)
-		}
-		if noise.Std() != pr.NoiseStd {
-			return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
-		}
+	switch pr := cfg.Privacy; {
+	case pr == nil:
+	case pr.Learners != n:
+		return nil, fmt.Errorf("fedopt: privacy calibrated for %d learners, the data has %d", pr.Learners, n)
+	case pr.Rounds != R:
+		// C's sensitivity depends on R (the tree's grows with it): the
+		// record's is that of its own rounds.
+		return nil, fmt.Errorf("fedopt: privacy calibrated for %d rounds, the run has %d", pr.Rounds, R)
+	case pr.Tau != 0 && pr.Tau != tau:
+		return nil, fmt.Errorf("fedopt: privacy calibrated for tau = %d local steps, the run has tau = %d", pr.Tau, tau)
+	case pr.AddRemove && cfg.Algorithm == Correlated && tau > 1:
+		// Without the sample its learner's later local steps start
+		// elsewhere: the update moves by up to (2 tau - 1) B_g, not
+		// the tau B_g the add-remove sensitivity assumes.
+		return nil, fmt.Errorf("fedopt: privacy calibrated for add-remove neighbours, which Algorithm 1 with tau = %d local steps does not satisfy (removing a sample moves the learner's later steps); calibrate for replace-one", tau)
+	case noise.Std() != pr.NoiseStd:
+		return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
 	}
 	if q := cfg.Quantizer; q != nil {
-		most, err := secagg.NewQuantizer(n, tau, cfg.Clip)
-		if err != nil {
+		switch most, err := secagg.NewQuantizer(n, tau, cfg.Clip); {
+		case err != nil:
 			return nil, fmt.Errorf("fedopt: secure aggregation: %w", err)
-		}
-		if q.ScaleBits > most.ScaleBits {
+		case q.ScaleBits > most.ScaleBits:
 			return nil, fmt.Errorf("fedopt: quantizer with %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum of the updates would wrap)", q.ScaleBits, most.ScaleBits, n, tau, cfg.Clip)
-		}
-		if pr := cfg.Privacy; pr != nil && pr.QuantizationTerm != q.Term(dim) {
-			return nil, fmt.Errorf("fedopt: privacy calibrated with quantization term %v, the quantizer's is %v for d = %d", pr.QuantizationTerm, q.Term(dim), dim)
+		case cfg.Privacy != nil && cfg.Privacy.QuantizationTerm != q.Term(dim):
+			return nil, fmt.Errorf("fedopt: privacy calibrated with quantization term %v, the quantizer's is %v for d = %d", cfg.Privacy.QuantizationTerm, q.Term(dim), dim)
 		}
 	}
 	if step := cfg.ServerStep(tau); math.IsInf(step, 0) {
@@ -180,14 +170,13 @@ func (s *Server) Record() (rec accountant.Record, ok bool) {
 // length, an entry that is NaN or infinite, or a norm above
 // [UpdateBound] (tau B_g, which a learner that clips cannot exceed).
 func (s *Server) CheckUpdate(u []float64) error {
-	if len(u) != s.shape.Dim {
+	switch k := firstNonFinite(u); {
+	case len(u) != s.shape.Dim:
 		return fmt.Errorf("fedopt: update of dimension %d, want %d", len(u), s.shape.Dim)
-	}
-	if k := firstNonFinite(u); k >= 0 {
+	case k >= 0:
 		return fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, u[k])
-	}
-	if norm := updateNorm(u); norm > s.bound {
-		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", norm, float64(s.shape.Tau)*s.cfg.Clip)
+	case updateNorm(u) > s.bound:
+		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", updateNorm(u), float64(s.shape.Tau)*s.cfg.Clip)
 	}
 	return nil
 }
@@ -220,10 +209,7 @@ func updateNorm(u []float64) float64 {
 // ([QuantizeUpdate]), summed in Z_{2^64} and the sum dequantized, exactly as
 // [Server.ReleaseRingSum] does with a sum computed elsewhere.
 func (s *Server) Release(updates [][]float64) error {
-	if s.Done() {
-		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
-	}
-	if err := s.checkNoiseRound(); err != nil {
+	if err := s.checkRound(); err != nil {
 		return err
 	}
 	if len(updates) != s.shape.Learners {
@@ -268,19 +254,17 @@ func (s *Server) Release(updates [][]float64) error {
 // present <= n): an entry beyond what present updates of norm at most
 // tau B_g can give is refused (a wrapped or forged sum), and nothing changes.
 func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
+	if err := s.checkRound(); err != nil {
+		return err
+	}
 	q := s.cfg.Quantizer
 	switch {
-	case s.Done():
-		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
 	case q == nil:
 		return fmt.Errorf("fedopt: a ring sum needs Config.Quantizer (secure aggregation)")
 	case len(sum) != s.shape.Dim:
 		return fmt.Errorf("fedopt: ring sum of dimension %d, want %d", len(sum), s.shape.Dim)
 	case present < 0 || present > s.shape.Learners:
 		return fmt.Errorf("fedopt: ring sum of %d updates, want 0 to %d", present, s.shape.Learners)
-	}
-	if err := s.checkNoiseRound(); err != nil {
-		return err
 	}
 	// One update's entry is at most bound 2^k + 1 in magnitude (Quantize's
 	// range plus the rounding).
@@ -306,11 +290,14 @@ func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64,
 	return nil
 }
 
-// checkNoiseRound returns an error unless the noise mechanism is at the
-// server's round: its next row must be the one of the round to release.
-// It is not after a release that drew its noise and failed (or when the
-// mechanism was drawn from elsewhere).
-func (s *Server) checkNoiseRound() error {
+// checkRound returns an error if every round is released, or unless the
+// noise mechanism is at the server's round: its next row must be the one
+// of the round to release. It is not after a release that drew its noise
+// and failed (or when the mechanism was drawn from elsewhere).
+func (s *Server) checkRound() error {
+	if s.Done() {
+		return fmt.Errorf("fedopt: all %d rounds are released", s.shape.Rounds)
+	}
 	if s.noise == nil || s.noise.Round() == s.round {
 		return nil
 	}

@@ -78,25 +78,19 @@ const maxWorkers = 1024
 // and at most 1024 are used (each holds a noise generator and, once it
 // runs, a buffer of 32 KiB). The output does not depend on it.
 func WithWorkers(n int) Option {
-	return func(c *config) {
-		if n < 1 {
-			c.errs = append(c.errs, &ParamError{Param: "workers", Value: n, Want: ">= 1"})
-			return
-		}
-		c.workers = n
+	if n < 1 {
+		return invalid(&ParamError{Param: "workers", Value: n, Want: ">= 1"})
 	}
+	return func(c *config) { c.workers = n }
 }
 
 // WithMemory selects keeping or regenerating past noise rows for the dense
 // and Toeplitz mechanisms; the others ignore it. Both give the same bits.
 func WithMemory(m Memory) Option {
-	return func(c *config) {
-		if m < MemoryAuto || m > MemoryRegenerate {
-			c.errs = append(c.errs, &ParamError{Param: "memory", Value: m, Want: "auto, keep or regenerate"})
-			return
-		}
-		c.memory = m
+	if m < MemoryAuto || m > MemoryRegenerate {
+		return invalid(&ParamError{Param: "memory", Value: m, Want: "auto, keep or regenerate"})
 	}
+	return func(c *config) { c.memory = m }
 }
 
 // WithDense uses the dense mechanism (see [New]) whatever the strategy:
@@ -111,13 +105,16 @@ func WithDense() Option {
 // nothing for the independent and regenerating mechanisms, O(log R) vectors
 // for the tree, and replays (or redraws) r rounds for the others.
 func WithStartRound(r int) Option {
-	return func(c *config) {
-		if r < 0 {
-			c.errs = append(c.errs, &ParamError{Param: "start round", Value: r, Want: ">= 0"})
-			return
-		}
-		c.start = r
+	if r < 0 {
+		return invalid(&ParamError{Param: "start round", Value: r, Want: ">= 0"})
 	}
+	return func(c *config) { c.start = r }
+}
+
+// invalid is the option of an invalid argument: it records err, which
+// New returns.
+func invalid(err error) Option {
+	return func(c *config) { c.errs = append(c.errs, err) }
 }
 
 // newConfig applies opts over the defaults.

@@ -3,11 +3,11 @@ package mechanism
 import (
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // stream implements Mechanism on top of an operator's state: rounds,
@@ -109,30 +109,11 @@ func (e *OverflowError) Error() string {
 // its result.
 func (s *stream) forBlocks(fn func(g *gen, lo, hi int)) {
 	nb := (s.dim + blockLen - 1) / blockLen
-	do := func(g *gen, b int) {
+	par.Pool(nb, len(s.gens), func(w, b int) bool {
 		lo := b * blockLen
-		fn(g, lo, min(lo+blockLen, s.dim))
-	}
-	if len(s.gens) == 1 {
-		for b := 0; b < nb; b++ {
-			do(s.gens[0], b)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for _, g := range s.gens {
-		wg.Go(func() {
-			for {
-				b := int(next.Add(1) - 1)
-				if b >= nb {
-					return
-				}
-				do(g, b)
-			}
-		})
-	}
-	wg.Wait()
+		fn(s.gens[w], lo, min(lo+blockLen, s.dim))
+		return true
+	})
 }
 
 // start moves the stream to round r: by the state's Seek if it has one,

@@ -145,20 +145,17 @@ func (l Logistic) Minimize(ctx context.Context, dst, x0 []float64, s dataset.Sam
 			f = l.averageLoss(x, s)
 			continue
 		}
-		t := 1.0
-		accepted := false
-		for ls := 0; ls < 60; ls++ {
+		t, ls := 1.0, 0
+		for ; ls < 60; ls++ {
 			floats.AddScaledTo(trial, x, -t, step)
-			ft := l.averageLoss(trial, s)
-			if ft <= f-1e-4*t*slope {
+			if ft := l.averageLoss(trial, s); ft <= f-1e-4*t*slope {
 				copy(x, trial)
 				f = ft
-				accepted = true
 				break
 			}
 			t /= 2
 		}
-		if !accepted {
+		if ls == 60 { // no step of the 60 was accepted
 			return fmt.Errorf("model: logistic Newton line search failed with gradient norm %.3g > %.3g", floats.Norm(g, 2), tol)
 		}
 	}

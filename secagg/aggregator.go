@@ -79,16 +79,14 @@ func pick[E any](byID []E, ids []int) []E {
 // accept checks a phase-p message from learner from: the aggregator's phase,
 // the id's range, membership of the previous phase's set, no duplicate.
 func (a *Aggregator) accept(p Phase, what string, from int) error {
-	if a.phase != p {
+	switch err := checkID(what+".From", from, a.ctx.N); {
+	case a.phase != p:
 		return fmt.Errorf("secagg: %s from learner %d in phase %s, want phase %s", what, from, a.phase, p)
-	}
-	if err := checkID(what+".From", from, a.ctx.N); err != nil {
+	case err != nil:
 		return err
-	}
-	if p > PhaseAdvertise && !a.in[p-1][from] {
+	case p > PhaseAdvertise && !a.in[p-1][from]:
 		return fmt.Errorf("secagg: %s from learner %d, not a survivor of phase %s", what, from, p-1)
-	}
-	if a.in[p][from] {
+	case a.in[p][from]:
 		return fmt.Errorf("secagg: %s from learner %d again (replayed or duplicate)", what, from)
 	}
 	return nil
@@ -123,14 +121,11 @@ func (a *Aggregator) Advertised(m Advertise) error {
 			return fmt.Errorf("secagg: Advertise from learner %d has a key of %d bytes, want %d", m.From, len(k), KeySize)
 		}
 	}
-	for _, k := range []struct {
-		name string
-		v    []byte
-	}{{"CPub", m.CPub}, {"SPub", m.SPub}} {
+	for i, name := range []string{"CPub", "SPub"} { // keys[i]
 		// A low-order point makes every key agreement with it fail: one
 		// learner would stop the run for all.
-		if _, err := agree(probeKey, k.v); err != nil {
-			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, k.name, err)
+		if _, err := agree(probeKey, keys[i]); err != nil {
+			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, name, err)
 		}
 	}
 	for i, k := range keys {
@@ -173,13 +168,12 @@ func (a *Aggregator) Shared(m Shares) error {
 		return fmt.Errorf("secagg: Shares from learner %d holds %d boxes, want one for each of the %d learners of U1", m.From, len(m.Boxes), n)
 	}
 	for i, e := range m.Boxes {
-		if e.From != m.From {
+		switch {
+		case e.From != m.From:
 			return fmt.Errorf("secagg: Shares from learner %d holds a box from learner %d", m.From, e.From)
-		}
-		if e.To < 0 || e.To >= a.ctx.N || !u1[e.To] || (i > 0 && e.To <= m.Boxes[i-1].To) {
+		case e.To < 0 || e.To >= a.ctx.N || !u1[e.To] || (i > 0 && e.To <= m.Boxes[i-1].To):
 			return fmt.Errorf("secagg: Shares from learner %d: box %d is for %d, want the learners of U1 in increasing order", m.From, i, e.To)
-		}
-		if len(e.Box) != BoxSize || len(e.Commit) != CommitSize {
+		case len(e.Box) != BoxSize || len(e.Commit) != CommitSize:
 			return fmt.Errorf("secagg: Shares from learner %d: box for %d is %d+%d bytes, want %d+%d", m.From, e.To, len(e.Box), len(e.Commit), BoxSize, CommitSize)
 		}
 	}
@@ -228,10 +222,7 @@ func (a *Aggregator) Masked(from int, y []uint64) error {
 	if len(y) != a.ctx.Dim {
 		return fmt.Errorf("secagg: masked input from learner %d has %d entries, want Dim = %d", from, len(y), a.ctx.Dim)
 	}
-	s := a.sum[:len(y)]
-	for i, v := range y {
-		s[i] += v
-	}
+	AddRing(a.sum, y)
 	a.in[PhaseMasked][from] = true
 	return nil
 }

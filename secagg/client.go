@@ -2,6 +2,7 @@ package secagg
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -48,10 +49,7 @@ type Client struct {
 // NewClient returns learner id's client for ctx, drawing every key and seed
 // from rand.
 func NewClient(ctx Context, id int, rand io.Reader) (*Client, error) {
-	if err := ctx.Validate(); err != nil {
-		return nil, err
-	}
-	if err := checkID("learner id", id, ctx.N); err != nil {
+	if err := cmp.Or(ctx.Validate(), checkID("learner id", id, ctx.N)); err != nil {
 		return nil, err
 	}
 	if rand == nil {
@@ -135,13 +133,12 @@ func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
 	inU1 := make([]bool, c.ctx.N)
 	byID := make([]Advertise, c.ctx.N)
 	for i, a := range roster {
-		if err := checkID("roster id", a.From, c.ctx.N); err != nil {
+		switch err := checkID("roster id", a.From, c.ctx.N); {
+		case err != nil:
 			return Shares{}, err
-		}
-		if i > 0 && a.From <= roster[i-1].From {
+		case i > 0 && a.From <= roster[i-1].From:
 			return Shares{}, fmt.Errorf("secagg: learner %d: roster not sorted by id or id %d twice", c.id, a.From)
-		}
-		if len(a.CPub) != KeySize || len(a.SPub) != KeySize || len(a.SigPub) != KeySize {
+		case len(a.CPub) != KeySize || len(a.SPub) != KeySize || len(a.SigPub) != KeySize:
 			return Shares{}, fmt.Errorf("secagg: learner %d: roster entry %d has keys of the wrong size, want %d bytes", c.id, a.From, KeySize)
 		}
 		for _, k := range a.keys() {
@@ -202,13 +199,12 @@ func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
 // returns the shares of s and b it holds.
 func (c *Client) openBox(e EncryptedShare) (s, b []byte, err error) {
 	u := e.From
-	if e.To != c.id {
+	switch {
+	case e.To != c.id:
 		return nil, nil, fmt.Errorf("secagg: learner %d: inbox holds a box for learner %d", c.id, e.To)
-	}
-	if u < 0 || u >= c.ctx.N || !c.inU1[u] {
+	case u < 0 || u >= c.ctx.N || !c.inU1[u]:
 		return nil, nil, fmt.Errorf("secagg: learner %d: inbox holds a box from %d, not in the roster", c.id, u)
-	}
-	if len(e.Box) != BoxSize || len(e.Commit) != CommitSize {
+	case len(e.Box) != BoxSize || len(e.Commit) != CommitSize:
 		return nil, nil, fmt.Errorf("secagg: learner %d: box from %d has the wrong size", c.id, u)
 	}
 	// The box key of u's shares for this learner: the same X25519 secret
@@ -325,13 +321,12 @@ func (c *Client) checkSurvivors(survivors []int) error {
 		return fmt.Errorf("secagg: learner %d: %d survivors, threshold %d: %w", c.id, len(survivors), c.ctx.T, ErrTooFew)
 	}
 	for i, u := range survivors {
-		if err := checkID("survivor id", u, c.ctx.N); err != nil {
+		switch err := checkID("survivor id", u, c.ctx.N); {
+		case err != nil:
 			return err
-		}
-		if i > 0 && u <= survivors[i-1] {
+		case i > 0 && u <= survivors[i-1]:
 			return fmt.Errorf("secagg: learner %d: survivors not sorted or id %d twice", c.id, u)
-		}
-		if !c.inU2[u] {
+		case !c.inU2[u]:
 			return fmt.Errorf("secagg: learner %d: survivor %d is not in U2", c.id, u)
 		}
 	}
@@ -386,25 +381,22 @@ func (c *Client) Unmask(survivors []int, sigs []Signature) (Unmask, error) {
 	}
 	msg := consistencyMessage(c.ctxEnc, survivors)
 	signed := make([]bool, c.ctx.N)
-	valid := 0
 	for _, s := range sigs {
-		if err := checkID("signer id", s.From, c.ctx.N); err != nil {
+		switch err := checkID("signer id", s.From, c.ctx.N); {
+		case err != nil:
 			return Unmask{}, err
-		}
-		if !inU3[s.From] {
+		case !inU3[s.From]:
 			return Unmask{}, fmt.Errorf("secagg: learner %d: signature of %d, not a survivor", c.id, s.From)
-		}
-		if signed[s.From] {
+		case signed[s.From]:
 			return Unmask{}, fmt.Errorf("secagg: learner %d: two signatures of %d", c.id, s.From)
-		}
-		if len(s.Sig) != SigSize || !ed25519.Verify(c.roster[s.From].SigPub, msg, s.Sig) {
+		case len(s.Sig) != SigSize || !ed25519.Verify(c.roster[s.From].SigPub, msg, s.Sig):
 			return Unmask{}, fmt.Errorf("secagg: learner %d: signature of %d does not verify on these survivors and context", c.id, s.From)
 		}
 		signed[s.From] = true
-		valid++
 	}
-	if valid < c.ctx.T {
-		return Unmask{}, fmt.Errorf("secagg: learner %d: %d valid signatures on the survivors, threshold %d: %w", c.id, valid, c.ctx.T, ErrTooFew)
+	// Every signature is valid here (an invalid one is refused above).
+	if len(sigs) < c.ctx.T {
+		return Unmask{}, fmt.Errorf("secagg: learner %d: %d valid signatures on the survivors, threshold %d: %w", c.id, len(sigs), c.ctx.T, ErrTooFew)
 	}
 	out := Unmask{From: c.id}
 	for v, ok := range c.inU2 {

@@ -9,9 +9,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
-	"sync/atomic"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // Sizes of the protocol's fixed-size fields, in bytes.
@@ -120,14 +120,14 @@ type mask struct {
 	neg bool
 }
 
-// maskChunk is the number of entries one goroutine of applyMasks takes at
-// a time: even (whole AES blocks), large enough that starting a stream is
-// negligible.
+// maskChunk is the number of entries one call of applyMasks's loop takes
+// at a time: even (whole AES blocks), large enough that starting a stream
+// is negligible.
 const maskChunk = 1 << 16
 
 // applyMasks adds every mask of ms to dst. It splits dst into chunks of
-// maskChunk entries spread over up to GOMAXPROCS goroutines, each
-// applying every mask to its chunk from the keystream's block at the
+// maskChunk entries spread over up to GOMAXPROCS goroutines ([par.Range]),
+// each applying every mask to its chunk from the keystream's block at the
 // chunk's offset (the CTR counter is the block index). Addition in
 // Z_{2^64} is exact, so the result does not depend on the split.
 func applyMasks(dst []uint64, ms []mask) {
@@ -142,46 +142,28 @@ func applyMasks(dst []uint64, ms []mask) {
 		}
 		blocks[i] = b
 	}
-	chunks := (len(dst) + maskChunk - 1) / maskChunk
-	workers := min(runtime.GOMAXPROCS(0), chunks)
-	var next atomic.Int64
-	work := func() {
+	// Work in par's units: about one per entry and mask (AES-CTR and the
+	// addition stream the chunk).
+	par.Range(len(dst), maskChunk, float64(len(ms)), func(lo, hi int) {
 		buf := prgBuffers.Get().(*[prgBufferSize]byte)
 		defer prgBuffers.Put(buf)
 		var iv [aes.BlockSize]byte
-		for {
-			c := int(next.Add(1)) - 1
-			if c >= chunks {
-				return
+		binary.BigEndian.PutUint64(iv[8:], uint64(lo/2))
+		for i, m := range ms {
+			stream := cipher.NewCTR(blocks[i], iv[:])
+			sign := uint64(1)
+			if m.neg {
+				sign = math.MaxUint64 // -1 in Z_{2^64}
 			}
-			lo := c * maskChunk
-			part := dst[lo:min(lo+maskChunk, len(dst))]
-			binary.BigEndian.PutUint64(iv[8:], uint64(lo/2))
-			for i, m := range ms {
-				stream := cipher.NewCTR(blocks[i], iv[:])
-				sign := uint64(1)
-				if m.neg {
-					sign = math.MaxUint64 // -1 in Z_{2^64}
-				}
-				for d := part; len(d) > 0; {
-					n := min(len(d), prgBufferSize/8)
-					b := buf[:8*n]
-					stream.XORKeyStream(b, zeros[:8*n])
-					addLE(d[:n], b, sign)
-					d = d[n:]
-				}
+			for d := dst[lo:hi]; len(d) > 0; {
+				n := min(len(d), prgBufferSize/8)
+				b := buf[:8*n]
+				stream.XORKeyStream(b, zeros[:8*n])
+				addLE(d[:n], b, sign)
+				d = d[n:]
 			}
 		}
-	}
-	if workers == 1 {
-		work()
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(work)
-	}
-	wg.Wait()
+	})
 }
 
 func checkID(what string, id, n int) error {

@@ -142,21 +142,19 @@ func (q Quantizer) Term(dim int) float64 {
 }
 
 // AddRing sets dst[i] += x[i] in Z_{2^64} (wrapping uint64 addition).
-func AddRing(dst, x []uint64) {
-	if len(dst) != len(x) {
-		panic(fmt.Sprintf("secagg: AddRing: len(dst) = %d, len(x) = %d", len(dst), len(x)))
-	}
-	for i, v := range x {
-		dst[i] += v
-	}
-}
+func AddRing(dst, x []uint64) { addRing("AddRing", dst, x, 1) }
 
 // SubRing sets dst[i] -= x[i] in Z_{2^64} (wrapping uint64 subtraction).
-func SubRing(dst, x []uint64) {
+func SubRing(dst, x []uint64) { addRing("SubRing", dst, x, math.MaxUint64) }
+
+// addRing sets dst[i] += sign x[i] in Z_{2^64}: sign 1 adds, sign
+// 2^64 - 1 (-1) subtracts. A length mismatch is a programming error and
+// panics, naming the caller.
+func addRing(name string, dst, x []uint64, sign uint64) {
 	if len(dst) != len(x) {
-		panic(fmt.Sprintf("secagg: SubRing: len(dst) = %d, len(x) = %d", len(dst), len(x)))
+		panic(fmt.Sprintf("secagg: %s: len(dst) = %d, len(x) = %d", name, len(dst), len(x)))
 	}
 	for i, v := range x {
-		dst[i] -= v
+		dst[i] += sign * v
 	}
 }

@@ -25,7 +25,8 @@ type Event struct {
 // their inputs in Z_{2^64} and U3; a phase that closes with fewer than T
 // learners gives an error wrapping ErrTooFew.
 func Run(ctx Context, inputs [][]uint64, drop DropPlan, rand io.Reader, hook func(Event)) ([]uint64, []int, error) {
-	if err := ctx.Validate(); err != nil {
+	agg, err := NewAggregator(ctx) // it validates ctx
+	if err != nil {
 		return nil, nil, err
 	}
 	if len(inputs) != ctx.N {
@@ -47,10 +48,6 @@ func Run(ctx Context, inputs [][]uint64, drop DropPlan, rand io.Reader, hook fun
 	if hook == nil {
 		hook = func(Event) {}
 	}
-	agg, err := NewAggregator(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	clients := make([]*Client, ctx.N)
 	for u := range clients {
 		if clients[u], err = NewClient(ctx, u, rand); err != nil {
@@ -70,12 +67,8 @@ func Run(ctx Context, inputs [][]uint64, drop DropPlan, rand io.Reader, hook fun
 	if err != nil {
 		return nil, nil, err
 	}
-	u1 := make([]int, len(roster))
-	for i, a := range roster {
-		u1[i] = a.From
-	}
 
-	err = step(PhaseShares, u1, drop, hook, func(u int) (Shares, error) { return clients[u].ShareKeys(roster) },
+	err = step(PhaseShares, agg.Accepted(PhaseAdvertise), drop, hook, func(u int) (Shares, error) { return clients[u].ShareKeys(roster) },
 		func(_ int, m Shares) error { return agg.Shared(m) })
 	if err != nil {
 		return nil, nil, err

@@ -13,41 +13,23 @@ import (
 func (a *Aggregator) MarshalBinary() ([]byte, error) {
 	w := newWriter(kindSnapshot)
 	// The context (Run, Round, Attempt, N, T, Dim) as encodeContext
-	// writes it, without the domain.
-	b := append(w.b, a.ctxEnc[len(domain):]...)
-	b = append(b, byte(a.phase))
-	for k := range a.in {
-		for _, ok := range a.in[k] {
+	// writes it, without the domain; the phase; the member sets, a byte
+	// (0 or 1) per learner.
+	w.b = append(append(w.b, a.ctxEnc[len(domain):]...), byte(a.phase))
+	for _, set := range a.in {
+		for _, ok := range set {
+			flag := byte(0)
 			if ok {
-				b = append(b, 1)
-			} else {
-				b = append(b, 0)
+				flag = 1
 			}
+			w.b = append(w.b, flag)
 		}
 	}
-	w.b = b
-	for u := range a.ctx.N {
-		if a.in[PhaseAdvertise][u] {
-			a.adv[u].fields(w)
-		}
-		if a.in[PhaseShares][u] {
-			for v := range a.ctx.N {
-				if a.in[PhaseAdvertise][v] {
-					a.boxes[u][v].fields(w)
-				}
-			}
-		}
-		if a.in[PhaseConsistency][u] {
-			w.bytes(&a.sigs[u].Sig, SigSize, "Sig")
-		}
-		if a.in[PhaseUnmask][u] {
-			w.bytes(&a.shares[u], a.ctx.N*ShareSize, "shares")
-		}
-	}
+	a.accepted(w, func(string, ...any) {})
 	if w.err != nil {
 		return nil, w.err
 	}
-	b = w.b
+	b := w.b
 	switch {
 	case a.sum == nil:
 		b = append(b, 0)
@@ -64,6 +46,41 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// accepted walks the accepted messages of every learner, in the
+// snapshot's order, for c: MarshalBinary writes them, RestoreAggregator
+// reads them into place. misfiled reports a message stored under other
+// ids than its own (a corrupt snapshot; the reader's fail, which keeps
+// the first error, and never called while writing an aggregator's own
+// messages).
+func (a *Aggregator) accepted(c codec, misfiled func(format string, args ...any)) {
+	for u := range a.ctx.N {
+		if a.in[PhaseAdvertise][u] {
+			a.adv[u].fields(c)
+			if a.adv[u].From != u {
+				misfiled("Advertise of %d stored for %d", a.adv[u].From, u)
+			}
+		}
+		if a.in[PhaseShares][u] {
+			a.boxes[u] = resize(a.boxes[u], a.ctx.N)
+			for v := range a.ctx.N {
+				if a.in[PhaseAdvertise][v] {
+					a.boxes[u][v].fields(c)
+					if e := a.boxes[u][v]; e.From != u || e.To != v {
+						misfiled("box %d->%d stored for %d->%d", e.From, e.To, u, v)
+					}
+				}
+			}
+		}
+		if a.in[PhaseConsistency][u] {
+			a.sigs[u].From = u
+			c.bytes(&a.sigs[u].Sig, SigSize, "Sig")
+		}
+		if a.in[PhaseUnmask][u] {
+			c.bytes(&a.shares[u], a.ctx.N*ShareSize, "shares")
+		}
+	}
 }
 
 // RestoreAggregator returns the aggregator a snapshot of MarshalBinary
@@ -108,32 +125,7 @@ func RestoreAggregator(data []byte) (*Aggregator, error) {
 			a.in[k][u] = f == 1
 		}
 	}
-	for u := range ctx.N {
-		if a.in[PhaseAdvertise][u] {
-			a.adv[u].fields(r)
-			if r.err == nil && a.adv[u].From != u {
-				r.fail("Advertise of %d stored for %d", a.adv[u].From, u)
-			}
-		}
-		if a.in[PhaseShares][u] {
-			a.boxes[u] = make([]EncryptedShare, ctx.N)
-			for v := range ctx.N {
-				if a.in[PhaseAdvertise][v] {
-					a.boxes[u][v].fields(r)
-					if r.err == nil && (a.boxes[u][v].From != u || a.boxes[u][v].To != v) {
-						r.fail("box %d->%d stored for %d->%d", a.boxes[u][v].From, a.boxes[u][v].To, u, v)
-					}
-				}
-			}
-		}
-		if a.in[PhaseConsistency][u] {
-			a.sigs[u].From = u
-			r.bytes(&a.sigs[u].Sig, SigSize, "Sig")
-		}
-		if a.in[PhaseUnmask][u] {
-			r.bytes(&a.shares[u], ctx.N*ShareSize, "shares")
-		}
-	}
+	a.accepted(r, r.fail)
 	switch b := r.take(1, "sum flag"); {
 	case b == nil, b[0] == 0:
 	case b[0] == 2:

@@ -180,11 +180,7 @@ func Write(path string, perm os.FileMode, write func(w io.Writer) error) error {
 // same path each use their own temporary file; the last rename wins, so the
 // file always holds one writer's complete output.
 func WriteContext(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error) error {
-	p, err := Prepare(ctx, path, perm, write)
-	if err != nil {
-		return err
-	}
-	return p.Commit(ctx)
+	return writeFile(ctx, path, perm, write, false)
 }
 
 // WriteDurable is [Write] for state that must survive a crash once
@@ -193,12 +189,16 @@ func WriteContext(ctx context.Context, path string, perm os.FileMode, write func
 // the new content is on stable storage, as far as the platform's fsync
 // promises.
 func WriteDurable(path string, perm os.FileMode, write func(w io.Writer) error) error {
-	ctx := context.Background()
+	return writeFile(context.Background(), path, perm, write, true)
+}
+
+// writeFile is Prepare followed by commit, durable or not.
+func writeFile(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error, durable bool) error {
 	p, err := Prepare(ctx, path, perm, write)
 	if err != nil {
 		return err
 	}
-	return p.commit(ctx, true)
+	return p.commit(ctx, durable)
 }
 
 // Pending is a complete temporary file that waits to be renamed over its
@@ -232,12 +232,10 @@ func Prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 		return nil, fmt.Errorf("atomicfile: create temp file in %s: %w", dir, err)
 	}
 	tmp := f.Name()
-	closed, ok := false, false
+	ok := false
 	defer func() {
-		if !closed {
-			f.Close()
-		}
 		if !ok {
+			f.Close() // after a failed Close, a second one only returns an error
 			os.Remove(tmp)
 		}
 	}()
@@ -248,20 +246,13 @@ func Prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 			return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
 		}
 	}
-
+	// The data, flushed to the file, synced and closed: a step that fails
+	// ends Prepare.
 	bw := bufio.NewWriter(ctxWriter{ctx, f})
-	if err := write(bw); err != nil {
-		return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
-	}
-	closed = true
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
+	for _, step := range []func() error{func() error { return write(bw) }, bw.Flush, f.Sync, f.Close} {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
+		}
 	}
 	ok = true
 	return &Pending{path: path, tmp: tmp}, nil

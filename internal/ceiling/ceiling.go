@@ -19,13 +19,11 @@ func Split(pieces int, piece func(i int) float64) []float64 {
 	out := make([]float64, pieces)
 	var wg sync.WaitGroup
 	for g := range min(p, pieces) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := g; i < pieces; i += p {
 				out[i] = piece(i)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return out

@@ -48,28 +48,34 @@ func Workers(chunks int, work float64) int {
 // only the number of goroutines. For returns when every call has
 // returned.
 func For(chunks int, work float64, f func(c int)) {
-	workers := Workers(chunks, work)
-	if workers <= 1 {
-		for c := range chunks {
-			f(c)
-		}
-		return
-	}
+	Pool(chunks, Workers(chunks, work), func(_, c int) bool {
+		f(c)
+		return true
+	})
+}
+
+// Pool calls f(w, i) for every i in [0, n), in increasing order on the
+// calling goroutine when workers is at most 1, and otherwise on that many
+// goroutines (the caller's one of them) that take the next i as they
+// become free; w, in [0, workers), names the goroutine, for state that
+// only one goroutine may use at a time. A goroutine whose call returns
+// false takes no more i (an error that stops the loop). Pool returns when
+// every call has returned.
+func Pool(n, workers int, f func(w, i int) bool) {
 	var next atomic.Int64
-	run := func() {
+	run := func(w int) {
 		for {
-			c := int(next.Add(1) - 1)
-			if c >= chunks {
+			i := int(next.Add(1) - 1)
+			if i >= n || !f(w, i) {
 				return
 			}
-			f(c)
 		}
 	}
 	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(run)
+	for w := 1; w < workers; w++ {
+		wg.Go(func() { run(w) })
 	}
-	run()
+	run(0)
 	wg.Wait()
 }
 

@@ -34,23 +34,12 @@ type CA struct {
 // New makes a CA named name with its certificate in dir/name-ca.pem.
 func New(t testing.TB, dir, name string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, cert, der := create(t, tmpl, nil, nil)
 	ca := &CA{File: filepath.Join(dir, name+"-ca.pem"), dir: dir, cert: cert, key: key, serial: 1}
 	writePEM(t, ca.File, "CERTIFICATE", der)
 	return ca
@@ -80,10 +69,6 @@ func (ca *CA) Issue(t testing.TB, cn string, server bool) (certFile, keyFile str
 // dir/name-key.pem and the parsed certificate.
 func (ca *CA) IssueTemplate(t testing.TB, name string, tmpl *x509.Certificate) (certFile, keyFile string, cert *x509.Certificate) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ca.mu.Lock()
 	ca.serial++
 	serial := ca.serial
@@ -92,13 +77,7 @@ func (ca *CA) IssueTemplate(t testing.TB, name string, tmpl *x509.Certificate) (
 	c.SerialNumber = big.NewInt(serial)
 	c.NotBefore, c.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
 	c.KeyUsage = x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, &c, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cert, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
+	key, cert, der := create(t, &c, ca.cert, ca.key)
 	kder, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +86,29 @@ func (ca *CA) IssueTemplate(t testing.TB, name string, tmpl *x509.Certificate) (
 	writePEM(t, certFile, "CERTIFICATE", der)
 	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
 	return certFile, keyFile, cert
+}
+
+// create makes a fresh P-256 key and the certificate of tmpl for it,
+// signed by parent with parentKey, or self-signed when parent is nil; it
+// returns the key, the certificate and its DER encoding.
+func create(t testing.TB, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, cert, der
 }
 
 func writePEM(t testing.TB, path, typ string, der []byte) {
