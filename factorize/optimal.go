@@ -231,6 +231,14 @@ type evaluator interface {
 // least R x R float64 each, more than its physical memory and swap) are a
 // *[ParamError] naming R, not an out-of-memory crash.
 func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, error) {
+	return checkedBalanced(ctx, w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
+}
+
+// checkedBalanced checks ctx, w and (unless opt.LossOnly) that dense
+// factors of order R fit in memory, the checks [Optimal] and
+// [OptimalEpochs] share, and returns solve(w, opt) through [balancedBy]
+// at w's balancing scale.
+func checkedBalanced(ctx context.Context, w *Workload, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
@@ -242,7 +250,7 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			return nil, err
 		}
 	}
-	return balancedBy(w, w.balance(), opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
+	return balancedBy(w, w.balance(), opt, solve)
 }
 
 // balancedBy returns solve(w, opt) for t = 1 (a workload of moderate
@@ -298,33 +306,20 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		}
 	}
 	var ev evaluator
-	var x0 []float64
+	var sol *solution
 	switch method {
 	case Structured:
 		if !banded {
 			return nil, fmt.Errorf("factorize: the structured method needs a workload with a banded inverse, not %q", w.Name())
 		}
 		ev = newStructuredEvaluator(w)
-		if x0, err = structuredWarmStart(ctx, w); err != nil {
-			return nil, err
-		}
-		if x0 != nil && w.R() > 100000 {
-			// Return the coarse levels' buffers before the fine ones
-			// are made, so that they do not add to the peak.
-			debug.FreeOSMemory()
-		}
+		sol, err = certify(ctx, w, ev, structuredWarmStart, opt)
 	case Dense:
 		ev = newDenseEvaluator(w)
-		if x0, err = denseWarmStart(ctx, w); err != nil {
-			return nil, err
-		}
+		sol, err = certify(ctx, w, ev, denseWarmStart, opt)
 	default:
 		return nil, &ParamError{Param: "method", Value: method, Want: "Auto, Structured or Dense"}
 	}
-	if x0 == nil {
-		x0 = make([]float64, w.R()) // v = 1
-	}
-	sol, err := fixedPointFrom(ctx, ev, x0, opt)
 	var nc *NotConvergedError
 	if se, ok := ev.(*structuredEvaluator); ok && se.k > 1 && opt.Method == Auto && w.R() <= bandDenseCheck &&
 		errors.As(err, &nc) && nc.Floor > opt.Tol {
@@ -334,14 +329,8 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		// accurate on these workloads, tries, and the lower floor is
 		// reported if both fail.
 		ev = newDenseEvaluator(w)
-		if x0, err = denseWarmStart(ctx, w); err != nil {
-			return nil, err
-		}
-		if x0 == nil {
-			x0 = make([]float64, w.R())
-		}
 		var dnc *NotConvergedError
-		if sol, err = fixedPointFrom(ctx, ev, x0, opt); errors.As(err, &dnc) && !(dnc.Floor > 0 && dnc.Floor < nc.Floor) {
+		if sol, err = certify(ctx, w, ev, denseWarmStart, opt); errors.As(err, &dnc) && !(dnc.Floor > 0 && dnc.Floor < nc.Floor) {
 			err = nc
 		}
 	}
@@ -349,28 +338,18 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		return nil, err
 	}
 	if opt.LossOnly {
-		se, _ := ev.(*structuredEvaluator)
-		if se != nil {
-			se.releaseIteration()
-		}
-		if w.R() > 100000 {
-			// Let the iteration's buffers be reused for rowSq's.
-			debug.FreeOSMemory()
-		}
 		maxRow := 0.0
-		if se != nil {
+		if se, ok := ev.(*structuredEvaluator); ok {
+			se.releaseIteration()
+			if w.R() > 100000 {
+				// Let the iteration's buffers be reused for rowSq's.
+				debug.FreeOSMemory()
+			}
 			for _, x := range se.rowSq(sol.vUpper) {
 				maxRow = math.Max(maxRow, sol.scale*x)
 			}
 		}
-		return &Factorization{
-			Strategy:    StrategyOptimal,
-			Workload:    w,
-			Metrics:     singleMetrics(w.R(), 1, sol.upper, maxRow),
-			Iterations:  sol.iter,
-			Evaluations: sol.evals,
-			Gap:         sol.gap,
-		}, nil
+		return optimalLossOnly(w, singleMetrics(w.R(), 1, sol.upper, maxRow), sol.iter, sol.evals, sol.gap), nil
 	}
 	var f *Factorization
 	if se, ok := ev.(*structuredEvaluator); ok && se.k == 1 {
@@ -394,6 +373,30 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 	}
 	f.Iterations, f.Evaluations, f.Gap = sol.iter, sol.evals, sol.gap
 	return f, nil
+}
+
+// certify runs the certified iteration of ev on w (see fixedPointFrom)
+// from warm's start, or from v = 1 where warm gives none.
+func certify(ctx context.Context, w *Workload, ev evaluator, warm func(context.Context, *Workload) ([]float64, error), opt Options) (*solution, error) {
+	x0, err := warm(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	if x0 == nil {
+		x0 = make([]float64, w.R()) // v = 1
+	} else if w.R() > 100000 {
+		// Return the coarse levels' buffers before the fine ones
+		// are made, so that they do not add to the peak.
+		debug.FreeOSMemory()
+	}
+	return fixedPointFrom(ctx, ev, x0, opt)
+}
+
+// optimalLossOnly returns the result of an optimal solver without
+// factors: its metrics m and the iterations, evaluations and gap of its
+// certificate.
+func optimalLossOnly(w *Workload, m Metrics, iter, evals int, gap float64) *Factorization {
+	return &Factorization{Strategy: StrategyOptimal, Workload: w, Metrics: m, Iterations: iter, Evaluations: evals, Gap: gap}
 }
 
 // solution is the result of the certified fixed-point iteration.

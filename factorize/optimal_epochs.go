@@ -89,18 +89,7 @@ import (
 // least R x R float64 each, more than its physical memory and swap) are a
 // *[ParamError] naming R, not an out-of-memory crash.
 func OptimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkWorkload(w); err != nil {
-		return nil, err
-	}
-	if !opt.LossOnly {
-		if err := checkDenseFits(w.R()); err != nil {
-			return nil, err
-		}
-	}
-	return balancedBy(w, w.balance(), opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
+	return checkedBalanced(ctx, w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
 }
 
 // optimalEpochs is [OptimalEpochs] for a workload of moderate scale.
@@ -136,14 +125,7 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 		if err != nil {
 			return nil, err
 		}
-		return &Factorization{
-			Strategy:    StrategyOptimal,
-			Workload:    w,
-			Metrics:     metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, sol.upper, 0),
-			Iterations:  sol.iter,
-			Evaluations: sol.evals,
-			Gap:         sol.gap,
-		}, nil
+		return optimalLossOnly(w, metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, sol.upper, 0), sol.iter, sol.evals, sol.gap), nil
 	}
 	// The certificate's upper bound rests on the evaluator's rounding
 	// estimate, which understates the error on momentum workloads
@@ -211,11 +193,7 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 	x, loss := diagonalX(s, 1)
 	part := FixedEpochs(n)
 	if opt.LossOnly {
-		return &Factorization{
-			Strategy: StrategyOptimal,
-			Workload: w,
-			Metrics:  metricsFrom(n, 1, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, loss, 0),
-		}, nil
+		return optimalLossOnly(w, metricsFrom(n, 1, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, loss, 0), 0, 0, 0), nil
 	}
 	c := mat.NewDense(n, n, nil)
 	cInv := make([]float64, n*n)
