@@ -290,16 +290,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 	inv, _ := w.InverseBand()
 	_, p, _ := inv.TriBand()
 	// S^{-1} = L L^T (L = A^{-1}) has p off-diagonals.
-	sb := linalg.NewSymBand(n, p)
-	for i := 0; i < n; i++ {
-		for j := max(0, i-p); j <= i; j++ {
-			s := 0.0
-			for q := max(0, i-p); q <= j; q++ {
-				s += inv.At(i, q) * inv.At(j, q)
-			}
-			sb.Set(i, j, s)
-		}
-	}
+	sb := gramBand(inv, n, p)
 	lo, hi := sb.Bounds(0, make([]float64, n*(p+1)+n))
 	e := &epochEvaluator{n: n, k: k, b: b, w: w, sLo: lo, sHi: hi}
 	// Pick the class order with fewer bands: natural, or zig-zag around
