@@ -238,13 +238,7 @@ func bandedFitLossOnly(ctx context.Context, w *Workload, bands int, p Participat
 			best, bestC, bestScale = m, c, scale
 		}
 	}
-	return &Factorization{
-		Strategy:  StrategyBanded,
-		Operator:  scaledBandedOp(bestC, bestScale, b),
-		Workload:  w,
-		Available: squareAvailable(r),
-		Metrics:   best,
-	}, nil
+	return squareResult(StrategyBanded, scaledBandedOp(bestC, bestScale, b), w, best), nil
 }
 
 // bandedFitCandidates returns the first columns (length R, t_0 = 1) of
@@ -426,15 +420,7 @@ func toeplitzScaled(strategy string, w *Workload, tw toeplitzWorkload, c, u, sca
 			}
 		}
 	}
-	return &Factorization{
-		Strategy:  strategy,
-		Operator:  toeplitzOpOf(cm),
-		Workload:  w,
-		B:         b,
-		C:         cm,
-		Available: squareAvailable(r),
-		Metrics:   mustMetrics(b, cm),
-	}
+	return finish(strategy, toeplitzOpOf(cm), w, b, cm)
 }
 
 // minimizeSmooth minimises the smooth function f from x0 with dpmf's

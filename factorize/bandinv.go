@@ -441,13 +441,7 @@ func lossOnlyResult(strategy string, op Operator, w *Workload, p Participation, 
 		frob += float64(r-m) * v * v
 		last += v * v
 	}
-	return &Factorization{
-		Strategy:  strategy,
-		Operator:  op,
-		Workload:  w,
-		Available: squareAvailable(r),
-		Metrics:   metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
-	}
+	return squareResult(strategy, op, w, metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last))
 }
 
 // bandInvLossOnly returns the metrics-only result of bisr (optimise false)
