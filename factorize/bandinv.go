@@ -127,18 +127,22 @@ func toeplitzSens2(c []float64, p Participation) float64 {
 			return math.Inf(1)
 		}
 	}
-	k := p.Participations(r)
-	b := min(p.B, r)
-	// v_t = sum_{j < k, j b <= t} c_{t - j b}, by v_t = v_{t-b} + c_t - c_{t-kb}.
-	v := make([]float64, r)
+	return separatedSq(c, min(p.B, r), p.Participations(r), make([]float64, r))
+}
+
+// separatedSq returns ||C u||^2 = sum_t v_t^2 for the lower-triangular
+// Toeplitz C with first column m (R = len(m)) and u the indicator of the
+// rounds 0, b, ..., (k-1) b: v_t = sum_{j < k, j b <= t} m_{t - j b}, by the
+// running sums v_t = v_{t-b} + m_t - m_{t-kb} in O(R), written into v
+// (len R).
+func separatedSq(m []float64, b, k int, v []float64) float64 {
 	s := 0.0
-	for t := 0; t < r; t++ {
-		x := c[t]
+	for t, x := range m {
 		if t >= b {
 			x += v[t-b]
 		}
-		if t-k*b >= 0 {
-			x -= c[t-k*b]
+		if t >= k*b {
+			x -= m[t-k*b]
 		}
 		v[t] = x
 		s += x * x

@@ -334,18 +334,7 @@ func (o *bltObjective) minSepLoss(w, lam, gw, gl []float64) float64 {
 	b := o.b
 	kp := min(o.kk, (r-1)/b+1)
 	v := o.buf(3, r)
-	sens2 := 0.0
-	for t := 0; t < r; t++ {
-		x := m[t]
-		if t >= b {
-			x += v[t-b]
-		}
-		if t >= kp*b {
-			x -= m[t-kp*b]
-		}
-		v[t] = x
-		sens2 += x * x
-	}
+	sens2 := separatedSq(m, b, kp, v)
 	if !o.tw.prefix {
 		return sens2 * o.tw.frobB(d)
 	}
