@@ -706,14 +706,13 @@ func factorsFromRoot(w *Workload, y []float64, v []float64, normalized bool) (b,
 	n := w.R()
 	scale := make([]float64, n)
 	for i := range scale {
-		scale[i] = 1 / math.Sqrt(v[i])
-	}
-	if normalized {
-		// X = E D^{-1} Y D^{-1} E with unit diagonal (see secondOrder):
-		// row i scaled by 1 / sqrt(Y_ii).
-		for i := range scale {
-			scale[i] = 1 / math.Sqrt(y[i*n+i])
+		d := v[i]
+		if normalized {
+			// X = E D^{-1} Y D^{-1} E with unit diagonal (see
+			// secondOrder): row i scaled by 1 / sqrt(Y_ii).
+			d = y[i*n+i]
 		}
+		scale[i] = 1 / math.Sqrt(d)
 	}
 	// X = D^{-1} Y D^{-1}, mirrored into a full symmetric matrix.
 	cmax := 0.0
@@ -743,19 +742,6 @@ func factorsFromRoot(w *Workload, y []float64, v []float64, normalized bool) (b,
 func applyWorkload(w *Workload, m []float64, ld int) *mat.Dense {
 	n := w.R()
 	out := mat.NewDense(n, n, nil)
-	if w.IsPrefix() {
-		for i := 0; i < n; i++ {
-			row := out.RawRowView(i)
-			if i > 0 {
-				copy(row, out.RawRowView(i-1))
-			}
-			mi := m[i*ld : i*ld+i+1]
-			for j, x := range mi {
-				row[j] += x
-			}
-		}
-		return out
-	}
 	if inv, ok := w.InverseBand(); ok {
 		// Solve A^{-1} Out = M by forward substitution with the band.
 		_, k, _ := inv.TriBand()
