@@ -317,11 +317,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 		kb := k - 1
 		for i := 0; i < n; i++ {
 			for j := max(0, i-p); j < i; j++ {
-				if d := pos[i] - pos[j]; d > kb {
-					kb = d
-				} else if -d > kb {
-					kb = -d
-				}
+				kb = max(kb, pos[i]-pos[j], pos[j]-pos[i])
 			}
 		}
 		if best < 0 || kb < best {
@@ -488,20 +484,15 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 			if np == 0 {
 				continue
 			}
-			if !full {
-				jd := out.jac[p*np : (p+1)*np]
-				for s1, ab := range e.pairs {
-					za, zb1 := zb[ab[0]*k:ab[0]*k+k], zb[ab[1]*k:ab[1]*k+k]
-					jd[s1] += wt * (za[ab[0]]*zb1[ab[1]] + za[ab[1]]*zb1[ab[0]])
-				}
-				continue
-			}
-			// J is symmetric: accumulate its upper triangle here and
-			// mirror it after the last shift.
-			jb := out.jac[p*np*np : (p+1)*np*np]
+			// J's diagonal, or (full) its upper triangle, mirrored after
+			// the last shift (J is symmetric).
 			for s1, ab := range e.pairs {
 				za, zb1 := zb[ab[0]*k:ab[0]*k+k], zb[ab[1]*k:ab[1]*k+k]
-				row := jb[s1*np : s1*np+np]
+				if !full {
+					out.jac[p*np+s1] += wt * (za[ab[0]]*zb1[ab[1]] + za[ab[1]]*zb1[ab[0]])
+					continue
+				}
+				row := out.jac[(p*np+s1)*np : (p*np+s1+1)*np]
 				for t := s1; t < np; t++ {
 					cd := e.pairs[t]
 					row[t] += wt * (za[cd[0]]*zb1[cd[1]] + za[cd[1]]*zb1[cd[0]])
@@ -829,11 +820,7 @@ func solveSPD(j, rhs []float64, n int) []float64 {
 	var ch mat.Cholesky
 	out := make([]float64, n)
 	if ch.Factorize(mat.NewSymDense(n, append([]float64(nil), j...))) {
-		var s mat.VecDense
-		if err := ch.SolveVecTo(&s, mat.NewVecDense(n, append([]float64(nil), rhs...))); err == nil {
-			for i := range out {
-				out[i] = s.AtVec(i)
-			}
+		if err := ch.SolveVecTo(mat.NewVecDense(n, out), mat.NewVecDense(n, append([]float64(nil), rhs...))); err == nil {
 			return out
 		}
 	}
