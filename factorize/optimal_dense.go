@@ -356,8 +356,7 @@ func (e *denseEvaluator) root(ctx context.Context, v []float64) ([]float64, erro
 			out[first[i]*n+first[j]] = y[i*n+j]
 		}
 	}
-	copy(y, out)
-	return y, nil
+	return out, nil
 }
 
 // quadTerm returns q = tr(Delta M Delta M^{-1/2}) for M = D S D of the

@@ -594,11 +594,7 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 	workers := rowSqWorkers(n, ns)
 	var wg sync.WaitGroup
 	for range workers - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			solve()
-		}()
+		wg.Go(solve)
 	}
 	solve()
 	wg.Wait()
