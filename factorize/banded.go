@@ -352,12 +352,7 @@ func (tw toeplitzWorkload) times(u []float64) []float64 {
 // with u the series inverse of c: gamma^2 = sum_k c_k^2 (column 0 is the
 // longest) times ||B||_F^2 = sum_k (R-k) beta_k^2, beta = a * u.
 func (tw toeplitzWorkload) loss(c, u []float64) float64 {
-	r := len(tw.a)
-	gamma2 := 0.0
-	for k := 0; k < r && k < len(c); k++ {
-		gamma2 += c[k] * c[k]
-	}
-	return gamma2 * tw.frobB(u)
+	return columnNormSq(c[:min(len(tw.a), len(c))]) * tw.frobB(u)
 }
 
 // frobB returns ||A T_u||_F^2 = sum_k (R-k) beta_k^2, beta = a * u.
@@ -507,12 +502,7 @@ type scaledToeplitz struct {
 
 // plain reports whether C is not scaled (scale all ones).
 func (s *scaledToeplitz) plain() bool {
-	for _, v := range s.scale {
-		if v != 1 {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(s.scale, func(v float64) bool { return v != 1 })
 }
 
 // colSq returns the squared column norms of C, O(R).

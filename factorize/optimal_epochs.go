@@ -907,9 +907,7 @@ func (e *epochEvaluator) denseX(ctx context.Context, sol *epochSolution) ([]floa
 	for a := 0; a < n; a++ {
 		for c := a; c < n; c++ {
 			i, j := e.orig[a], e.orig[c]
-			v := y[a*n+c]
-			x[i*n+j] = v
-			x[j*n+i] = v
+			x[i*n+j], x[j*n+i] = y[a*n+c], y[a*n+c]
 		}
 	}
 	tau := 0.0
