@@ -269,9 +269,8 @@ type epochEvaluator struct {
 	sHi     float64 // lambda_max(S^{-1}) <= sHi
 	band    linalg.SymBand
 	z, work []float64
-	q       linalg.InvSqrtRational
-	have    bool
-	pairs   [][2]int // the off-diagonal positions (a < b) of a class block
+	q       linalg.InvSqrtRational // none (no shifts) until the first eval
+	pairs   [][2]int               // the off-diagonal positions (a < b) of a class block
 }
 
 // maxEpochWork bounds the work of one shifted band inversion of the
@@ -441,9 +440,8 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 	}
 	// Spectrum of W = S^{1/2} Lambda S^{1/2}.
 	lo, hi := lamLo/e.sHi, lamHi/e.sLo
-	if !e.have || !e.q.Covers(lo, hi) {
+	if len(e.q.Shifts) == 0 || !e.q.Covers(lo, hi) {
 		e.q = linalg.NewInvSqrtRational(lo/4, hi*4, quadTol)
-		e.have = true
 	}
 	full := fullJacobian(b, np)
 	nj := np
