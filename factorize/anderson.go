@@ -110,10 +110,8 @@ func (a *anderson) step(x, g []float64, norm float64) {
 		copy(x[lo:hi], g[lo:hi])
 	})
 	if insert {
-		for t := 0; t < m; t++ {
-			if a.held(t) {
-				a.gram[s*m+t], a.gram[t*m+s] = sums[t], sums[t]
-			}
+		for _, t := range slots[:k] {
+			a.gram[s*m+t], a.gram[t*m+s] = sums[t], sums[t]
 		}
 	}
 	a.normPrev = norm
@@ -156,12 +154,6 @@ func (a *anderson) step(x, g []float64, norm float64) {
 			}
 		}
 	})
-}
-
-// held reports whether ring slot t holds one of the last count differences.
-func (a *anderson) held(t int) bool {
-	age := (a.head - 1 - t + 2*a.m) % a.m // 0 for the newest
-	return age < a.count
 }
 
 // dot2x32 returns a . c and f . c in one pass, each summed in index
