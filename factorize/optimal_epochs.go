@@ -421,15 +421,14 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 			return errNotPD
 		}
 		e.blockMatrix(d, p, blk)
-		var es mat.EigenSym
-		if k == 1 {
-			lamLo, lamHi = math.Min(lamLo, blk[0]), math.Max(lamHi, blk[0])
-			continue
+		ev := blk[:1] // k = 1: the block is its eigenvalue
+		if k > 1 {
+			var es mat.EigenSym
+			if !es.Factorize(mat.NewSymDense(k, blk), false) {
+				return fmt.Errorf("factorize: eigenvalues of a multiplier block did not converge")
+			}
+			ev = es.Values(nil)
 		}
-		if !es.Factorize(mat.NewSymDense(k, blk), false) {
-			return fmt.Errorf("factorize: eigenvalues of a multiplier block did not converge")
-		}
-		ev := es.Values(nil)
 		lamLo, lamHi = math.Min(lamLo, ev[0]), math.Max(lamHi, ev[k-1])
 	}
 	// Eigenvalues of the blocks carry an absolute error of a few u ||Lambda_p||.

@@ -516,12 +516,15 @@ func (e *structuredEvaluator) root(ctx context.Context, v []float64) ([]float64,
 	}
 	n := len(v)
 	y := make([]float64, n*n)
+	if e.k == 1 && len(e.work) < 2*n {
+		e.work = make([]float64, 2*n) // the bidiagonal kernel's work (2 R)
+	}
 	for j, s := range e.q.Shifts {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if e.k == 1 {
-			e.bi.AddShiftedInverse(y, n, s, e.q.Weights[j], e.bidiagWork())
+			e.bi.AddShiftedInverse(y, n, s, e.q.Weights[j], e.work)
 		} else {
 			e.band.AddShiftedInverse(y, s, e.q.Weights[j], e.work)
 		}
@@ -611,12 +614,4 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 // At R = 10^6 that is 8 goroutines and 256 MB, at R = 10^7 two and 640 MB.
 func rowSqWorkers(n, ns int) int {
 	return max(min(runtime.GOMAXPROCS(0), ns, 8, max(2, (512<<20)/(32*max(n, 1)))), 1)
-}
-
-// bidiagWork returns the work slice of the bidiagonal kernels (2 R).
-func (e *structuredEvaluator) bidiagWork() []float64 {
-	if len(e.work) < 2*len(e.bi.Diag) {
-		e.work = make([]float64, 2*len(e.bi.Diag))
-	}
-	return e.work
 }
