@@ -561,31 +561,26 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			// Bounds that crossed earlier proved the error larger than
 			// its bound: crossFloor is the relative error they showed.
 			eps = math.Max(eps, crossFloor)
-			var sumErr float64
-			if ee, ok := ev.(entryErrorer); ok && ee.entryErrors() != nil && bounded {
+			ee, _ := ev.(entryErrorer)
+			own := ee != nil && ee.entryErrors() != nil && bounded
+			if own {
 				if errs == nil {
 					errs = make([]float64, n)
 				}
 				copy(errs, ee.entryErrors())
-				for i, p := range ph {
-					errs[i] = math.Max(errs[i], crossFloor*p)
-				}
-				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
-					for _, x := range errs[lo:hi] {
-						out[0] += x
-					}
-				})[0]
-			} else {
-				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
-					for i := lo; i < hi; i++ {
-						e := eps * ph[i]
-						if qe != nil {
-							errs[i] = e
-						}
-						out[0] += e
-					}
-				})[0]
 			}
+			sumErr := sumChunks(n, 1, func(lo, hi int, out []float64) {
+				for i := lo; i < hi; i++ {
+					e := eps * ph[i]
+					if own {
+						e = math.Max(errs[i], crossFloor*ph[i])
+					}
+					if own || qe != nil {
+						errs[i] = e
+					}
+					out[0] += e
+				}
+			})[0]
 			effEps = sumErr / tr
 			lastRound = 3 * effEps
 			lower := 2*(tr-sumErr) - sumV
