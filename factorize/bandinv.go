@@ -157,25 +157,6 @@ func bandInvLoss(tw toeplitzWorkload, u []float64, part Participation) float64 {
 	return toeplitzSens2(c, part) * tw.frobB(padded(u, r))
 }
 
-// bandInvCoefficients returns the optimised p coefficients of C^{-1}.
-func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
-	r := len(tw.a)
-	p := min(bandsOrDefault(bands), r)
-	u0 := tw.inverseSqrt(p)
-	if p == 1 {
-		return u0, nil
-	}
-	x, obj, err := minimizeTail(ctx, u0, func(u []float64) float64 { return bandInvLoss(tw, u, part) })
-	if err != nil {
-		return nil, err
-	}
-	best := append([]float64(nil), u0...)
-	if obj(x) < obj(u0[1:]) {
-		copy(best[1:], x)
-	}
-	return best, nil
-}
-
 // bandedToeplitzSens2 returns the squared sensitivity under part of the
 // R x R banded Toeplitz C with coefficients c (b = len(c)), as in
 // [BandedToeplitzStrategy]'s objective.
@@ -205,29 +186,26 @@ func bandedToeplitzCoefficients(ctx context.Context, tw toeplitzWorkload, bands 
 	r := len(tw.a)
 	b := min(bandsOrDefault(bands), r)
 	s := tw.sqrt(b)
-	c0 := make([]float64, b)
-	for k := range c0 {
-		c0[k] = s[k] / s[0]
+	c := make([]float64, b) // the banded square root, c_0 = 1
+	for k := range c {
+		c[k] = s[k] / s[0]
 	}
-	loss := func(c []float64) float64 {
-		return bandedToeplitzSens2(c, r, part) * tw.frobB(linalg.SeriesInverse(c, r))
-	}
-	best := c0
 	if b > 1 {
-		x, obj, err := minimizeTail(ctx, c0, loss)
+		x, obj, err := minimizeTail(ctx, c, func(c []float64) float64 {
+			return bandedToeplitzSens2(c, r, part) * tw.frobB(linalg.SeriesInverse(c, r))
+		})
 		if err != nil {
 			return nil, err
 		}
-		if obj(x) < obj(c0[1:]) {
-			best = append([]float64{1}, x...)
+		if obj(x) < obj(c[1:]) {
+			copy(c[1:], x)
 		}
 	}
-	n := math.Sqrt(columnNormSq(best))
-	out := make([]float64, b)
-	for k, v := range best {
-		out[k] = v / n
+	n := math.Sqrt(columnNormSq(c))
+	for k := range c {
+		c[k] /= n
 	}
-	return out, nil
+	return c, nil
 }
 
 // BISRStrategy is the banded inverse square root of a lower-triangular
@@ -332,12 +310,22 @@ func bandInvFactorize(ctx context.Context, strategy string, w *Workload, bands i
 }
 
 // bandInvU returns the p coefficients of C^{-1}: bisr's, or (optimise)
-// bandinv's for part.
+// bandinv's for part, optimised from bisr's and kept only where that
+// lowers the loss.
 func bandInvU(ctx context.Context, tw toeplitzWorkload, bands int, part Participation, optimise bool) ([]float64, error) {
-	if optimise {
-		return bandInvCoefficients(ctx, tw, bands, part)
+	p := min(bandsOrDefault(bands), len(tw.a))
+	u := tw.inverseSqrt(p)
+	if !optimise || p == 1 {
+		return u, nil
 	}
-	return tw.inverseSqrt(min(bandsOrDefault(bands), len(tw.a))), nil
+	x, obj, err := minimizeTail(ctx, u, func(u []float64) float64 { return bandInvLoss(tw, u, part) })
+	if err != nil {
+		return nil, err
+	}
+	if obj(x) < obj(u[1:]) {
+		copy(u[1:], x)
+	}
+	return u, nil
 }
 
 // checkBands returns a *ParamError for a negative number of bands.
