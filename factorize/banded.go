@@ -621,18 +621,13 @@ func (s *scaledToeplitz) gramRows(visit func(i int, row []float64)) {
 // dynamic-programming bound over X's rows ([minSepBoundRows], O(R^2)).
 func (s *scaledToeplitz) minSep(b, k int, colSq []float64) (Sensitivity, error) {
 	r := len(s.c)
-	if s.plain() {
-		mono := true
-		for i, v := range s.c {
-			if v < 0 || (i > 0 && v > s.c[i-1]) {
-				mono = false
-				break
-			}
-		}
-		if mono {
-			v, err := ToeplitzMinSepSensitivity(s.c, b, k)
-			return Sensitivity{Value: v, Exact: true, Rule: RuleMinSepToeplitz}, err
-		}
+	mono := s.plain() // and c non-negative and non-increasing
+	for i := 0; mono && i < r; i++ {
+		mono = !(s.c[i] < 0 || (i > 0 && s.c[i] > s.c[i-1]))
+	}
+	if mono {
+		v, err := ToeplitzMinSepSensitivity(s.c, b, k)
+		return Sensitivity{Value: v, Exact: true, Rule: RuleMinSepToeplitz}, err
 	}
 	bands := 0
 	for i, v := range s.c {
