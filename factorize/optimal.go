@@ -297,28 +297,20 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 	if err != nil {
 		return nil, err
 	}
-	method := opt.Method
 	_, banded := w.InverseBand()
-	if method == Auto {
-		method = Dense
-		if banded {
-			method = Structured
-		}
-	}
 	var ev evaluator
 	var sol *solution
-	switch method {
-	case Structured:
-		if !banded {
-			return nil, fmt.Errorf("factorize: the structured method needs a workload with a banded inverse, not %q", w.Name())
-		}
+	switch m := opt.Method; {
+	case m == Structured && !banded:
+		return nil, fmt.Errorf("factorize: the structured method needs a workload with a banded inverse, not %q", w.Name())
+	case m == Structured || m == Auto && banded:
 		ev = newStructuredEvaluator(w)
 		sol, err = certify(ctx, w, ev, structuredWarmStart, opt)
-	case Dense:
+	case m == Dense || m == Auto:
 		ev = newDenseEvaluator(w)
 		sol, err = certify(ctx, w, ev, denseWarmStart, opt)
 	default:
-		return nil, &ParamError{Param: "method", Value: method, Want: "Auto, Structured or Dense"}
+		return nil, &ParamError{Param: "method", Value: m, Want: "Auto, Structured or Dense"}
 	}
 	var nc *NotConvergedError
 	if se, ok := ev.(*structuredEvaluator); ok && se.k > 1 && opt.Method == Auto && w.R() <= bandDenseCheck &&
