@@ -303,7 +303,7 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 	switch m := opt.Method; {
 	case m == Structured && !banded:
 		return nil, fmt.Errorf("factorize: the structured method needs a workload with a banded inverse, not %q", w.Name())
-	case m == Structured || m == Auto && banded:
+	case m == Structured || (m == Auto && banded):
 		ev = newStructuredEvaluator(w)
 		sol, err = certify(ctx, w, ev, structuredWarmStart, opt)
 	case m == Dense || m == Auto:
