@@ -2,6 +2,7 @@ package factorize
 
 import (
 	"math"
+	"slices"
 )
 
 // anderson is Anderson acceleration (type II, undamped) of a fixed-point
@@ -81,10 +82,9 @@ func (a *anderson) step(x, g []float64, norm float64) {
 	}
 	// Slots held, oldest first.
 	var slots [64]int
-	k := 0
-	for t := 0; t < a.count; t++ {
-		slots[k] = (a.head - a.count + t + a.m) % a.m
-		k++
+	k := a.count
+	for t := range k {
+		slots[t] = (a.head - a.count + t + a.m) % a.m
 	}
 	// One pass: the new differences, row s of the Gram matrix against
 	// every slot held, dF^T f, and the copies.
@@ -110,10 +110,8 @@ func (a *anderson) step(x, g []float64, norm float64) {
 		copy(x[lo:hi], g[lo:hi])
 	})
 	if insert {
-		for t := 0; t < m; t++ {
-			if a.held(t) {
-				a.gram[s*m+t], a.gram[t*m+s] = sums[t], sums[t]
-			}
+		for _, t := range slots[:k] {
+			a.gram[s*m+t], a.gram[t*m+s] = sums[t], sums[t]
 		}
 	}
 	a.normPrev = norm
@@ -136,15 +134,9 @@ func (a *anderson) step(x, g []float64, norm float64) {
 		a.rhs[p] = sums[m+p]
 	}
 	gamma := a.rhs[:k]
-	if !choleskySolve(c, gamma, k) {
+	if !choleskySolve(c, gamma, k) || slices.ContainsFunc(gamma, func(g float64) bool { return math.IsNaN(g) || math.IsInf(g, 0) }) {
 		a.count = 0
 		return
-	}
-	for p := 0; p < k; p++ {
-		if gp := gamma[p]; math.IsNaN(gp) || math.IsInf(gp, 0) {
-			a.count = 0
-			return
-		}
 	}
 	forChunks(n, func(_, lo, hi int) {
 		xs := x[lo:hi]
@@ -156,12 +148,6 @@ func (a *anderson) step(x, g []float64, norm float64) {
 			}
 		}
 	})
-}
-
-// held reports whether ring slot t holds one of the last count differences.
-func (a *anderson) held(t int) bool {
-	age := (a.head - 1 - t + 2*a.m) % a.m // 0 for the newest
-	return age < a.count
 }
 
 // dot2x32 returns a . c and f . c in one pass, each summed in index

@@ -238,13 +238,7 @@ func bandedFitLossOnly(ctx context.Context, w *Workload, bands int, p Participat
 			best, bestC, bestScale = m, c, scale
 		}
 	}
-	return &Factorization{
-		Strategy:  StrategyBanded,
-		Operator:  scaledBandedOp(bestC, bestScale, b),
-		Workload:  w,
-		Available: squareAvailable(r),
-		Metrics:   best,
-	}, nil
+	return squareResult(StrategyBanded, scaledBandedOp(bestC, bestScale, b), w, best), nil
 }
 
 // bandedFitCandidates returns the first columns (length R, t_0 = 1) of
@@ -358,12 +352,7 @@ func (tw toeplitzWorkload) times(u []float64) []float64 {
 // with u the series inverse of c: gamma^2 = sum_k c_k^2 (column 0 is the
 // longest) times ||B||_F^2 = sum_k (R-k) beta_k^2, beta = a * u.
 func (tw toeplitzWorkload) loss(c, u []float64) float64 {
-	r := len(tw.a)
-	gamma2 := 0.0
-	for k := 0; k < r && k < len(c); k++ {
-		gamma2 += c[k] * c[k]
-	}
-	return gamma2 * tw.frobB(u)
+	return columnNormSq(c[:min(len(tw.a), len(c))]) * tw.frobB(u)
 }
 
 // frobB returns ||A T_u||_F^2 = sum_k (R-k) beta_k^2, beta = a * u.
@@ -426,15 +415,7 @@ func toeplitzScaled(strategy string, w *Workload, tw toeplitzWorkload, c, u, sca
 			}
 		}
 	}
-	return &Factorization{
-		Strategy:  strategy,
-		Operator:  toeplitzOpOf(cm),
-		Workload:  w,
-		B:         b,
-		C:         cm,
-		Available: squareAvailable(r),
-		Metrics:   mustMetrics(b, cm),
-	}
+	return finish(strategy, toeplitzOpOf(cm), w, b, cm)
 }
 
 // minimizeSmooth minimises the smooth function f from x0 with dpmf's
@@ -521,12 +502,7 @@ type scaledToeplitz struct {
 
 // plain reports whether C is not scaled (scale all ones).
 func (s *scaledToeplitz) plain() bool {
-	for _, v := range s.scale {
-		if v != 1 {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(s.scale, func(v float64) bool { return v != 1 })
 }
 
 // colSq returns the squared column norms of C, O(R).
@@ -645,18 +621,13 @@ func (s *scaledToeplitz) gramRows(visit func(i int, row []float64)) {
 // dynamic-programming bound over X's rows ([minSepBoundRows], O(R^2)).
 func (s *scaledToeplitz) minSep(b, k int, colSq []float64) (Sensitivity, error) {
 	r := len(s.c)
-	if s.plain() {
-		mono := true
-		for i, v := range s.c {
-			if v < 0 || (i > 0 && v > s.c[i-1]) {
-				mono = false
-				break
-			}
-		}
-		if mono {
-			v, err := ToeplitzMinSepSensitivity(s.c, b, k)
-			return Sensitivity{Value: v, Exact: true, Rule: RuleMinSepToeplitz}, err
-		}
+	mono := s.plain() // and c non-negative and non-increasing
+	for i := 0; mono && i < r; i++ {
+		mono = !(s.c[i] < 0 || (i > 0 && s.c[i] > s.c[i-1]))
+	}
+	if mono {
+		v, err := ToeplitzMinSepSensitivity(s.c, b, k)
+		return Sensitivity{Value: v, Exact: true, Rule: RuleMinSepToeplitz}, err
 	}
 	bands := 0
 	for i, v := range s.c {

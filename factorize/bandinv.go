@@ -127,18 +127,22 @@ func toeplitzSens2(c []float64, p Participation) float64 {
 			return math.Inf(1)
 		}
 	}
-	k := p.Participations(r)
-	b := min(p.B, r)
-	// v_t = sum_{j < k, j b <= t} c_{t - j b}, by v_t = v_{t-b} + c_t - c_{t-kb}.
-	v := make([]float64, r)
+	return separatedSq(c, min(p.B, r), p.Participations(r), make([]float64, r))
+}
+
+// separatedSq returns ||C u||^2 = sum_t v_t^2 for the lower-triangular
+// Toeplitz C with first column m (R = len(m)) and u the indicator of the
+// rounds 0, b, ..., (k-1) b: v_t = sum_{j < k, j b <= t} m_{t - j b}, by the
+// running sums v_t = v_{t-b} + m_t - m_{t-kb} in O(R), written into v
+// (len R).
+func separatedSq(m []float64, b, k int, v []float64) float64 {
 	s := 0.0
-	for t := 0; t < r; t++ {
-		x := c[t]
+	for t, x := range m {
 		if t >= b {
 			x += v[t-b]
 		}
-		if t-k*b >= 0 {
-			x -= c[t-k*b]
+		if t >= k*b {
+			x -= m[t-k*b]
 		}
 		v[t] = x
 		s += x * x
@@ -151,25 +155,6 @@ func bandInvLoss(tw toeplitzWorkload, u []float64, part Participation) float64 {
 	r := len(tw.a)
 	c := linalg.SeriesInverse(u, r)
 	return toeplitzSens2(c, part) * tw.frobB(padded(u, r))
-}
-
-// bandInvCoefficients returns the optimised p coefficients of C^{-1}.
-func bandInvCoefficients(ctx context.Context, tw toeplitzWorkload, bands int, part Participation) ([]float64, error) {
-	r := len(tw.a)
-	p := min(bandsOrDefault(bands), r)
-	u0 := tw.inverseSqrt(p)
-	if p == 1 {
-		return u0, nil
-	}
-	x, obj, err := minimizeTail(ctx, u0, func(u []float64) float64 { return bandInvLoss(tw, u, part) })
-	if err != nil {
-		return nil, err
-	}
-	best := append([]float64(nil), u0...)
-	if obj(x) < obj(u0[1:]) {
-		copy(best[1:], x)
-	}
-	return best, nil
 }
 
 // bandedToeplitzSens2 returns the squared sensitivity under part of the
@@ -201,29 +186,26 @@ func bandedToeplitzCoefficients(ctx context.Context, tw toeplitzWorkload, bands 
 	r := len(tw.a)
 	b := min(bandsOrDefault(bands), r)
 	s := tw.sqrt(b)
-	c0 := make([]float64, b)
-	for k := range c0 {
-		c0[k] = s[k] / s[0]
+	c := make([]float64, b) // the banded square root, c_0 = 1
+	for k := range c {
+		c[k] = s[k] / s[0]
 	}
-	loss := func(c []float64) float64 {
-		return bandedToeplitzSens2(c, r, part) * tw.frobB(linalg.SeriesInverse(c, r))
-	}
-	best := c0
 	if b > 1 {
-		x, obj, err := minimizeTail(ctx, c0, loss)
+		x, obj, err := minimizeTail(ctx, c, func(c []float64) float64 {
+			return bandedToeplitzSens2(c, r, part) * tw.frobB(linalg.SeriesInverse(c, r))
+		})
 		if err != nil {
 			return nil, err
 		}
-		if obj(x) < obj(c0[1:]) {
-			best = append([]float64{1}, x...)
+		if obj(x) < obj(c[1:]) {
+			copy(c[1:], x)
 		}
 	}
-	n := math.Sqrt(columnNormSq(best))
-	out := make([]float64, b)
-	for k, v := range best {
-		out[k] = v / n
+	n := math.Sqrt(columnNormSq(c))
+	for k := range c {
+		c[k] /= n
 	}
-	return out, nil
+	return c, nil
 }
 
 // BISRStrategy is the banded inverse square root of a lower-triangular
@@ -328,12 +310,22 @@ func bandInvFactorize(ctx context.Context, strategy string, w *Workload, bands i
 }
 
 // bandInvU returns the p coefficients of C^{-1}: bisr's, or (optimise)
-// bandinv's for part.
+// bandinv's for part, optimised from bisr's and kept only where that
+// lowers the loss.
 func bandInvU(ctx context.Context, tw toeplitzWorkload, bands int, part Participation, optimise bool) ([]float64, error) {
-	if optimise {
-		return bandInvCoefficients(ctx, tw, bands, part)
+	p := min(bandsOrDefault(bands), len(tw.a))
+	u := tw.inverseSqrt(p)
+	if !optimise || p == 1 {
+		return u, nil
 	}
-	return tw.inverseSqrt(min(bandsOrDefault(bands), len(tw.a))), nil
+	x, obj, err := minimizeTail(ctx, u, func(u []float64) float64 { return bandInvLoss(tw, u, part) })
+	if err != nil {
+		return nil, err
+	}
+	if obj(x) < obj(u[1:]) {
+		copy(u[1:], x)
+	}
+	return u, nil
 }
 
 // checkBands returns a *ParamError for a negative number of bands.
@@ -441,13 +433,7 @@ func lossOnlyResult(strategy string, op Operator, w *Workload, p Participation, 
 		frob += float64(r-m) * v * v
 		last += v * v
 	}
-	return &Factorization{
-		Strategy:  strategy,
-		Operator:  op,
-		Workload:  w,
-		Available: squareAvailable(r),
-		Metrics:   metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last),
-	}
+	return squareResult(strategy, op, w, metricsFrom(r, math.Sqrt(gamma2), p, sens, frob, last))
 }
 
 // bandInvLossOnly returns the metrics-only result of bisr (optimise false)

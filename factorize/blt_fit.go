@@ -334,18 +334,7 @@ func (o *bltObjective) minSepLoss(w, lam, gw, gl []float64) float64 {
 	b := o.b
 	kp := min(o.kk, (r-1)/b+1)
 	v := o.buf(3, r)
-	sens2 := 0.0
-	for t := 0; t < r; t++ {
-		x := m[t]
-		if t >= b {
-			x += v[t-b]
-		}
-		if t >= kp*b {
-			x -= m[t-kp*b]
-		}
-		v[t] = x
-		sens2 += x * x
-	}
+	sens2 := separatedSq(m, b, kp, v)
 	if !o.tw.prefix {
 		return sens2 * o.tw.frobB(d)
 	}
@@ -539,9 +528,7 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 			stallIters, fracs = 5, nil
 		}
 		for _, frac := range fracs {
-			tau := math.Max(math.Pow(float64(r), frac), 1.5)
-			x0 := grownBLT(best, j)
-			x0[2*j-1] = math.Log(tau - 1) // lambda = 1 - 1/tau
+			x0 := grownBLT(best, j, math.Max(math.Pow(float64(r), frac), 1.5))
 			if j == 1 {
 				// d_1 = w_1 near -1/2 as for (1 - x)^{1/2}, but with
 				// d(x) = 1 + w x / (1 - lambda x) nonzero on the unit
@@ -567,10 +554,7 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 					lo, hi = logs[i-1], logs[i]
 				}
 			}
-			tau := math.Max(math.Exp((lo+hi)/2), 1.5)
-			x0 := grownBLT(best, j)
-			x0[2*j-1] = math.Log(tau - 1)
-			starts = append(starts, x0)
+			starts = append(starts, grownBLT(best, j, math.Max(math.Exp((lo+hi)/2), 1.5)))
 		}
 		if j >= 2 && !large {
 			if x0 := sqrtStart(o.tw, j); x0 != nil {
@@ -580,30 +564,41 @@ func fitBLTLevels(ctx context.Context, o *bltObjective, k int, seeds [][]float64
 		if j <= len(seeds) && seeds[j-1] != nil {
 			starts = append(starts, seeds[j-1])
 		}
-		levelBest, levelF := []float64(nil), math.Inf(1)
-		for _, x0 := range starts {
-			if math.IsInf(f(x0), 0) {
-				continue
-			}
-			x, err := minimizeBLT(ctx, f, grad, x0, o.analytic(), stallIters)
-			if err != nil {
-				return nil, err
-			}
-			if v := f(x); v < levelF {
-				levelBest, levelF = x, v
-			}
+		var err error
+		best, bestF, err = bestLevel(starts, f, best, bestF, func(x0 []float64) ([]float64, error) {
+			return minimizeBLT(ctx, f, grad, x0, o.analytic(), stallIters)
+		})
+		if err != nil {
+			return nil, err
 		}
-		if levelBest == nil || !(levelF < bestF) {
-			// No candidate improved: keep the smaller fit with a zero
-			// weight for the new buffer.
-			levelBest = grownBLT(best, j)
-		} else {
-			bestF = levelF
-		}
-		best = levelBest
 		levels = append(levels, best)
 	}
 	return levels, nil
+}
+
+// bestLevel returns the best of the points that minimize finds from the
+// starts (of level j) at which f is finite, with its value, where that
+// value is below fBelow, the value of below, the fit with j - 1 buffers;
+// otherwise (no candidate improved) it returns below with a zero-weight
+// buffer (see grownBLT), which has the same C and B, and fBelow.
+func bestLevel(starts [][]float64, f func([]float64) float64, below []float64, fBelow float64, minimize func(x0 []float64) ([]float64, error)) ([]float64, float64, error) {
+	best, bestF := []float64(nil), math.Inf(1)
+	for _, x0 := range starts {
+		if math.IsInf(f(x0), 0) {
+			continue
+		}
+		x, err := minimize(x0)
+		if err != nil {
+			return nil, 0, err
+		}
+		if v := f(x); v < bestF {
+			best, bestF = x, v
+		}
+	}
+	if best == nil || !(bestF < fBelow) {
+		return grownBLT(below, len(below)/2+1, 0), fBelow, nil
+	}
+	return best, bestF, nil
 }
 
 // fitBLTPlainLevels returns the levels j = 1..k of the fit that BLT used
@@ -630,31 +625,20 @@ func fitBLTPlainLevels(ctx context.Context, tw toeplitzWorkload, k int, gamma2 f
 			}
 			return logLoss(gamma2(bltInverse(q, r)) * tw.frobB(q.Coefficients(r)))
 		}
-		levelBest, levelLoss := []float64(nil), math.Inf(1)
+		var starts [][]float64
 		for _, frac := range []float64{0.25, 0.5, 0.75, 1} {
 			tau := math.Max(math.Pow(float64(r), frac), 1.5)
-			x0 := grownBLT(best, j)
-			x0[2*j-1] = math.Log(tau - 1)
+			x0 := grownBLT(best, j, tau)
 			if j == 1 {
 				x0[0] = -0.5 / tau
 			}
-			if math.IsInf(obj(x0), 0) {
-				continue
-			}
-			x, err := minimizeSmooth(ctx, obj, x0)
-			if err != nil {
-				return nil, err
-			}
-			if l := obj(x); l < levelLoss {
-				levelBest, levelLoss = x, l
-			}
+			starts = append(starts, x0)
 		}
-		if levelBest == nil || !(levelLoss < bestLoss) {
-			levelBest = grownBLT(best, j)
-		} else {
-			bestLoss = levelLoss
+		var err error
+		best, bestLoss, err = bestLevel(starts, obj, best, bestLoss, func(x0 []float64) ([]float64, error) { return minimizeSmooth(ctx, obj, x0) })
+		if err != nil {
+			return nil, err
 		}
-		best = levelBest
 		v := slices.Clone(best)
 		for i := 0; i < j; i++ {
 			v[i] *= 1 + math.Exp(v[j+i]) // w = v (1 - lambda)
@@ -677,10 +661,14 @@ func minimizeBLT(ctx context.Context, f func([]float64) float64, grad func(g, x 
 }
 
 // grownBLT returns the parameters x = (v, theta) of j-1 buffers, best,
-// with a j-th buffer of zero weight and theta 0 (see bltSet).
-func grownBLT(best []float64, j int) []float64 {
+// with a j-th buffer of zero weight and time scale tau, theta =
+// log(tau - 1) (lambda = 1 - 1/tau; see bltSet), or theta 0 for tau 0.
+func grownBLT(best []float64, j int, tau float64) []float64 {
 	x := make([]float64, 2*j)
 	copy(x[:j-1], best[:j-1])
 	copy(x[j:2*j-1], best[j-1:])
+	if tau != 0 {
+		x[2*j-1] = math.Log(tau - 1)
+	}
 	return x
 }

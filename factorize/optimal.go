@@ -231,6 +231,14 @@ type evaluator interface {
 // least R x R float64 each, more than its physical memory and swap) are a
 // *[ParamError] naming R, not an out-of-memory crash.
 func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, error) {
+	return checkedBalanced(ctx, w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
+}
+
+// checkedBalanced checks ctx, w and (unless opt.LossOnly) that dense
+// factors of order R fit in memory, the checks [Optimal] and
+// [OptimalEpochs] share, and returns solve(w, opt) through [balancedBy]
+// at w's balancing scale.
+func checkedBalanced(ctx context.Context, w *Workload, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
@@ -242,7 +250,7 @@ func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 			return nil, err
 		}
 	}
-	return balancedBy(w, w.balance(), opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
+	return balancedBy(w, w.balance(), opt, solve)
 }
 
 // balancedBy returns solve(w, opt) for t = 1 (a workload of moderate
@@ -289,42 +297,21 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 	if err != nil {
 		return nil, err
 	}
-	method := opt.Method
 	_, banded := w.InverseBand()
-	if method == Auto {
-		method = Dense
-		if banded {
-			method = Structured
-		}
-	}
 	var ev evaluator
-	var x0 []float64
-	switch method {
-	case Structured:
-		if !banded {
-			return nil, fmt.Errorf("factorize: the structured method needs a workload with a banded inverse, not %q", w.Name())
-		}
+	var sol *solution
+	switch m := opt.Method; {
+	case m == Structured && !banded:
+		return nil, fmt.Errorf("factorize: the structured method needs a workload with a banded inverse, not %q", w.Name())
+	case m == Structured || (m == Auto && banded):
 		ev = newStructuredEvaluator(w)
-		if x0, err = structuredWarmStart(ctx, w); err != nil {
-			return nil, err
-		}
-		if x0 != nil && w.R() > 100000 {
-			// Return the coarse levels' buffers before the fine ones
-			// are made, so that they do not add to the peak.
-			debug.FreeOSMemory()
-		}
-	case Dense:
+		sol, err = certify(ctx, w, ev, structuredWarmStart, opt)
+	case m == Dense || m == Auto:
 		ev = newDenseEvaluator(w)
-		if x0, err = denseWarmStart(ctx, w); err != nil {
-			return nil, err
-		}
+		sol, err = certify(ctx, w, ev, denseWarmStart, opt)
 	default:
-		return nil, &ParamError{Param: "method", Value: method, Want: "Auto, Structured or Dense"}
+		return nil, &ParamError{Param: "method", Value: m, Want: "Auto, Structured or Dense"}
 	}
-	if x0 == nil {
-		x0 = make([]float64, w.R()) // v = 1
-	}
-	sol, err := fixedPointFrom(ctx, ev, x0, opt)
 	var nc *NotConvergedError
 	if se, ok := ev.(*structuredEvaluator); ok && se.k > 1 && opt.Method == Auto && w.R() <= bandDenseCheck &&
 		errors.As(err, &nc) && nc.Floor > opt.Tol {
@@ -334,14 +321,8 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		// accurate on these workloads, tries, and the lower floor is
 		// reported if both fail.
 		ev = newDenseEvaluator(w)
-		if x0, err = denseWarmStart(ctx, w); err != nil {
-			return nil, err
-		}
-		if x0 == nil {
-			x0 = make([]float64, w.R())
-		}
 		var dnc *NotConvergedError
-		if sol, err = fixedPointFrom(ctx, ev, x0, opt); errors.As(err, &dnc) && !(dnc.Floor > 0 && dnc.Floor < nc.Floor) {
+		if sol, err = certify(ctx, w, ev, denseWarmStart, opt); errors.As(err, &dnc) && !(dnc.Floor > 0 && dnc.Floor < nc.Floor) {
 			err = nc
 		}
 	}
@@ -349,28 +330,18 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		return nil, err
 	}
 	if opt.LossOnly {
-		se, _ := ev.(*structuredEvaluator)
-		if se != nil {
-			se.releaseIteration()
-		}
-		if w.R() > 100000 {
-			// Let the iteration's buffers be reused for rowSq's.
-			debug.FreeOSMemory()
-		}
 		maxRow := 0.0
-		if se != nil {
+		if se, ok := ev.(*structuredEvaluator); ok {
+			se.releaseIteration()
+			if w.R() > 100000 {
+				// Let the iteration's buffers be reused for rowSq's.
+				debug.FreeOSMemory()
+			}
 			for _, x := range se.rowSq(sol.vUpper) {
 				maxRow = math.Max(maxRow, sol.scale*x)
 			}
 		}
-		return &Factorization{
-			Strategy:    StrategyOptimal,
-			Workload:    w,
-			Metrics:     singleMetrics(w.R(), 1, sol.upper, maxRow),
-			Iterations:  sol.iter,
-			Evaluations: sol.evals,
-			Gap:         sol.gap,
-		}, nil
+		return optimalLossOnly(w, singleMetrics(w.R(), 1, sol.upper, maxRow), sol.iter, sol.evals, sol.gap), nil
 	}
 	var f *Factorization
 	if se, ok := ev.(*structuredEvaluator); ok && se.k == 1 {
@@ -394,6 +365,30 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 	}
 	f.Iterations, f.Evaluations, f.Gap = sol.iter, sol.evals, sol.gap
 	return f, nil
+}
+
+// certify runs the certified iteration of ev on w (see fixedPointFrom)
+// from warm's start, or from v = 1 where warm gives none.
+func certify(ctx context.Context, w *Workload, ev evaluator, warm func(context.Context, *Workload) ([]float64, error), opt Options) (*solution, error) {
+	x0, err := warm(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	if x0 == nil {
+		x0 = make([]float64, w.R()) // v = 1
+	} else if w.R() > 100000 {
+		// Return the coarse levels' buffers before the fine ones
+		// are made, so that they do not add to the peak.
+		debug.FreeOSMemory()
+	}
+	return fixedPointFrom(ctx, ev, x0, opt)
+}
+
+// optimalLossOnly returns the result of an optimal solver without
+// factors: its metrics m and the iterations, evaluations and gap of its
+// certificate.
+func optimalLossOnly(w *Workload, m Metrics, iter, evals int, gap float64) *Factorization {
+	return &Factorization{Strategy: StrategyOptimal, Workload: w, Metrics: m, Iterations: iter, Evaluations: evals, Gap: gap}
 }
 
 // solution is the result of the certified fixed-point iteration.
@@ -558,31 +553,26 @@ func fixedPointFrom(ctx context.Context, ev evaluator, x []float64, opt Options)
 			// Bounds that crossed earlier proved the error larger than
 			// its bound: crossFloor is the relative error they showed.
 			eps = math.Max(eps, crossFloor)
-			var sumErr float64
-			if ee, ok := ev.(entryErrorer); ok && ee.entryErrors() != nil && bounded {
+			ee, _ := ev.(entryErrorer)
+			own := ee != nil && ee.entryErrors() != nil && bounded
+			if own {
 				if errs == nil {
 					errs = make([]float64, n)
 				}
 				copy(errs, ee.entryErrors())
-				for i, p := range ph {
-					errs[i] = math.Max(errs[i], crossFloor*p)
-				}
-				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
-					for _, x := range errs[lo:hi] {
-						out[0] += x
-					}
-				})[0]
-			} else {
-				sumErr = sumChunks(n, 1, func(lo, hi int, out []float64) {
-					for i := lo; i < hi; i++ {
-						e := eps * ph[i]
-						if qe != nil {
-							errs[i] = e
-						}
-						out[0] += e
-					}
-				})[0]
 			}
+			sumErr := sumChunks(n, 1, func(lo, hi int, out []float64) {
+				for i := lo; i < hi; i++ {
+					e := eps * ph[i]
+					if own {
+						e = math.Max(errs[i], crossFloor*ph[i])
+					}
+					if own || qe != nil {
+						errs[i] = e
+					}
+					out[0] += e
+				}
+			})[0]
 			effEps = sumErr / tr
 			lastRound = 3 * effEps
 			lower := 2*(tr-sumErr) - sumV
@@ -703,14 +693,13 @@ func factorsFromRoot(w *Workload, y []float64, v []float64, normalized bool) (b,
 	n := w.R()
 	scale := make([]float64, n)
 	for i := range scale {
-		scale[i] = 1 / math.Sqrt(v[i])
-	}
-	if normalized {
-		// X = E D^{-1} Y D^{-1} E with unit diagonal (see secondOrder):
-		// row i scaled by 1 / sqrt(Y_ii).
-		for i := range scale {
-			scale[i] = 1 / math.Sqrt(y[i*n+i])
+		d := v[i]
+		if normalized {
+			// X = E D^{-1} Y D^{-1} E with unit diagonal (see
+			// secondOrder): row i scaled by 1 / sqrt(Y_ii).
+			d = y[i*n+i]
 		}
+		scale[i] = 1 / math.Sqrt(d)
 	}
 	// X = D^{-1} Y D^{-1}, mirrored into a full symmetric matrix.
 	cmax := 0.0
@@ -740,19 +729,6 @@ func factorsFromRoot(w *Workload, y []float64, v []float64, normalized bool) (b,
 func applyWorkload(w *Workload, m []float64, ld int) *mat.Dense {
 	n := w.R()
 	out := mat.NewDense(n, n, nil)
-	if w.IsPrefix() {
-		for i := 0; i < n; i++ {
-			row := out.RawRowView(i)
-			if i > 0 {
-				copy(row, out.RawRowView(i-1))
-			}
-			mi := m[i*ld : i*ld+i+1]
-			for j, x := range mi {
-				row[j] += x
-			}
-		}
-		return out
-	}
 	if inv, ok := w.InverseBand(); ok {
 		// Solve A^{-1} Out = M by forward substitution with the band.
 		_, k, _ := inv.TriBand()

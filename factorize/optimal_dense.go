@@ -38,7 +38,6 @@ type denseEvaluator struct {
 	n    int
 	s    []float64 // S = A^T A, row-major upper triangle; nil until ready
 	m    []float64 // D S D, then Q
-	d, e []float64
 	td   *linalg.Tridiagonalizer
 	qf   []float64 // P = Q Y, Y ~ T^{-1/2}
 	qt   []float64 // Q T
@@ -46,15 +45,13 @@ type denseEvaluator struct {
 	errs []float64 // per-entry error bounds of the last errorBound
 	tri  linalg.SymTridiag
 	lo   float64
-	q    linalg.InvSqrtRational
-	have bool
+	q    linalg.InvSqrtRational // none (no shifts) until the first sqrtT
 }
 
 func newDenseEvaluator(w *Workload) *denseEvaluator {
 	n := w.R()
 	return &denseEvaluator{
-		w: w, n: n, m: make([]float64, n*n),
-		d: make([]float64, n), e: make([]float64, max(n-1, 1)), td: linalg.NewTridiagonalizer(n, 0),
+		w: w, n: n, m: make([]float64, n*n), td: linalg.NewTridiagonalizer(n, 0),
 		qf: make([]float64, n*n), qt: make([]float64, n*n),
 		tri: linalg.SymTridiag{Diag: make([]float64, n), Off: make([]float64, n)},
 	}
@@ -170,21 +167,17 @@ func (e *denseEvaluator) sqrtT(ctx context.Context, v []float64, perm []int, per
 			e.m[i*n+j] = sq[a] * s * sq[b]
 		}
 	}
-	if err := e.td.Reduce(ctx, e.m, e.d, e.e); err != nil {
+	// T's subdiagonal goes to tri.Off[1:] (Off[i] = T[i][i-1]).
+	if err := e.td.Reduce(ctx, e.m, e.tri.Diag, e.tri.Off[1:]); err != nil {
 		return 0, err
-	}
-	copy(e.tri.Diag, e.d)
-	for i := 1; i < n; i++ {
-		e.tri.Off[i] = e.e[i-1]
 	}
 	lo, hi := e.tri.Bounds(e.lo)
 	if err := checkSpectrum(lo, hi); err != nil {
 		return 0, err
 	}
 	e.lo = lo
-	if !e.have || !e.q.Covers(lo, hi) {
+	if len(e.q.Shifts) == 0 || !e.q.Covers(lo, hi) {
 		e.q = linalg.NewInvSqrtRational(lo/4, hi*4, quadTol)
-		e.have = true
 	}
 	// P = Q Y, row by row: row i of P is Y q_i for the row q_i of Q,
 	// O(n^2 K) tridiagonal solves instead of forming Y densely and
@@ -356,8 +349,7 @@ func (e *denseEvaluator) root(ctx context.Context, v []float64) ([]float64, erro
 			out[first[i]*n+first[j]] = y[i*n+j]
 		}
 	}
-	copy(y, out)
-	return y, nil
+	return out, nil
 }
 
 // quadTerm returns q = tr(Delta M Delta M^{-1/2}) for M = D S D of the

@@ -89,18 +89,7 @@ import (
 // least R x R float64 each, more than its physical memory and swap) are a
 // *[ParamError] naming R, not an out-of-memory crash.
 func OptimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Factorization, error) {
-	if err := checkContext(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkWorkload(w); err != nil {
-		return nil, err
-	}
-	if !opt.LossOnly {
-		if err := checkDenseFits(w.R()); err != nil {
-			return nil, err
-		}
-	}
-	return balancedBy(w, w.balance(), opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
+	return checkedBalanced(ctx, w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
 }
 
 // optimalEpochs is [OptimalEpochs] for a workload of moderate scale.
@@ -136,14 +125,7 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 		if err != nil {
 			return nil, err
 		}
-		return &Factorization{
-			Strategy:    StrategyOptimal,
-			Workload:    w,
-			Metrics:     metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, sol.upper, 0),
-			Iterations:  sol.iter,
-			Evaluations: sol.evals,
-			Gap:         sol.gap,
-		}, nil
+		return optimalLossOnly(w, metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, sol.upper, 0), sol.iter, sol.evals, sol.gap), nil
 	}
 	// The certificate's upper bound rests on the evaluator's rounding
 	// estimate, which understates the error on momentum workloads
@@ -211,11 +193,7 @@ func oneClassEpochs(ctx context.Context, w *Workload, opt Options) (*Factorizati
 	x, loss := diagonalX(s, 1)
 	part := FixedEpochs(n)
 	if opt.LossOnly {
-		return &Factorization{
-			Strategy: StrategyOptimal,
-			Workload: w,
-			Metrics:  metricsFrom(n, 1, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, loss, 0),
-		}, nil
+		return optimalLossOnly(w, metricsFrom(n, 1, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, loss, 0), 0, 0, 0), nil
 	}
 	c := mat.NewDense(n, n, nil)
 	cInv := make([]float64, n*n)
@@ -291,9 +269,8 @@ type epochEvaluator struct {
 	sHi     float64 // lambda_max(S^{-1}) <= sHi
 	band    linalg.SymBand
 	z, work []float64
-	q       linalg.InvSqrtRational
-	have    bool
-	pairs   [][2]int // the off-diagonal positions (a < b) of a class block
+	q       linalg.InvSqrtRational // none (no shifts) until the first eval
+	pairs   [][2]int               // the off-diagonal positions (a < b) of a class block
 }
 
 // maxEpochWork bounds the work of one shifted band inversion of the
@@ -312,16 +289,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 	inv, _ := w.InverseBand()
 	_, p, _ := inv.TriBand()
 	// S^{-1} = L L^T (L = A^{-1}) has p off-diagonals.
-	sb := linalg.NewSymBand(n, p)
-	for i := 0; i < n; i++ {
-		for j := max(0, i-p); j <= i; j++ {
-			s := 0.0
-			for q := max(0, i-p); q <= j; q++ {
-				s += inv.At(i, q) * inv.At(j, q)
-			}
-			sb.Set(i, j, s)
-		}
-	}
+	sb := gramBand(inv, n, p)
 	lo, hi := sb.Bounds(0, make([]float64, n*(p+1)+n))
 	e := &epochEvaluator{n: n, k: k, b: b, w: w, sLo: lo, sHi: hi}
 	// Pick the class order with fewer bands: natural, or zig-zag around
@@ -348,11 +316,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 		kb := k - 1
 		for i := 0; i < n; i++ {
 			for j := max(0, i-p); j < i; j++ {
-				if d := pos[i] - pos[j]; d > kb {
-					kb = d
-				} else if -d > kb {
-					kb = -d
-				}
+				kb = max(kb, pos[i]-pos[j], pos[j]-pos[i])
 			}
 		}
 		if best < 0 || kb < best {
@@ -457,15 +421,14 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 			return errNotPD
 		}
 		e.blockMatrix(d, p, blk)
-		var es mat.EigenSym
-		if k == 1 {
-			lamLo, lamHi = math.Min(lamLo, blk[0]), math.Max(lamHi, blk[0])
-			continue
+		ev := blk[:1] // k = 1: the block is its eigenvalue
+		if k > 1 {
+			var es mat.EigenSym
+			if !es.Factorize(mat.NewSymDense(k, blk), false) {
+				return fmt.Errorf("factorize: eigenvalues of a multiplier block did not converge")
+			}
+			ev = es.Values(nil)
 		}
-		if !es.Factorize(mat.NewSymDense(k, blk), false) {
-			return fmt.Errorf("factorize: eigenvalues of a multiplier block did not converge")
-		}
-		ev := es.Values(nil)
 		lamLo, lamHi = math.Min(lamLo, ev[0]), math.Max(lamHi, ev[k-1])
 	}
 	// Eigenvalues of the blocks carry an absolute error of a few u ||Lambda_p||.
@@ -476,9 +439,8 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 	}
 	// Spectrum of W = S^{1/2} Lambda S^{1/2}.
 	lo, hi := lamLo/e.sHi, lamHi/e.sLo
-	if !e.have || !e.q.Covers(lo, hi) {
+	if len(e.q.Shifts) == 0 || !e.q.Covers(lo, hi) {
 		e.q = linalg.NewInvSqrtRational(lo/4, hi*4, quadTol)
-		e.have = true
 	}
 	full := fullJacobian(b, np)
 	nj := np
@@ -519,20 +481,15 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 			if np == 0 {
 				continue
 			}
-			if !full {
-				jd := out.jac[p*np : (p+1)*np]
-				for s1, ab := range e.pairs {
-					za, zb1 := zb[ab[0]*k:ab[0]*k+k], zb[ab[1]*k:ab[1]*k+k]
-					jd[s1] += wt * (za[ab[0]]*zb1[ab[1]] + za[ab[1]]*zb1[ab[0]])
-				}
-				continue
-			}
-			// J is symmetric: accumulate its upper triangle here and
-			// mirror it after the last shift.
-			jb := out.jac[p*np*np : (p+1)*np*np]
+			// J's diagonal, or (full) its upper triangle, mirrored after
+			// the last shift (J is symmetric).
 			for s1, ab := range e.pairs {
 				za, zb1 := zb[ab[0]*k:ab[0]*k+k], zb[ab[1]*k:ab[1]*k+k]
-				row := jb[s1*np : s1*np+np]
+				if !full {
+					out.jac[p*np+s1] += wt * (za[ab[0]]*zb1[ab[1]] + za[ab[1]]*zb1[ab[0]])
+					continue
+				}
+				row := out.jac[(p*np+s1)*np : (p*np+s1+1)*np]
 				for t := s1; t < np; t++ {
 					cd := e.pairs[t]
 					row[t] += wt * (za[cd[0]]*zb1[cd[1]] + za[cd[1]]*zb1[cd[0]])
@@ -860,11 +817,7 @@ func solveSPD(j, rhs []float64, n int) []float64 {
 	var ch mat.Cholesky
 	out := make([]float64, n)
 	if ch.Factorize(mat.NewSymDense(n, append([]float64(nil), j...))) {
-		var s mat.VecDense
-		if err := ch.SolveVecTo(&s, mat.NewVecDense(n, append([]float64(nil), rhs...))); err == nil {
-			for i := range out {
-				out[i] = s.AtVec(i)
-			}
+		if err := ch.SolveVecTo(mat.NewVecDense(n, out), mat.NewVecDense(n, append([]float64(nil), rhs...))); err == nil {
 			return out
 		}
 	}
@@ -951,9 +904,7 @@ func (e *epochEvaluator) denseX(ctx context.Context, sol *epochSolution) ([]floa
 	for a := 0; a < n; a++ {
 		for c := a; c < n; c++ {
 			i, j := e.orig[a], e.orig[c]
-			v := y[a*n+c]
-			x[i*n+j] = v
-			x[j*n+i] = v
+			x[i*n+j], x[j*n+i] = y[a*n+c], y[a*n+c]
 		}
 	}
 	tau := 0.0

@@ -101,18 +101,11 @@ func quasiSepFactors(cf linalg.QuasiSep, w *Workload) (b, c *mat.Dense) {
 	workers := runtime.GOMAXPROCS(0)
 	cData := make([]float64, n*n)
 	cf.Dense(cData, workers)
-	bData := make([]float64, n*n)
-	semisepApplyInverse(cf, w, bData, workers)
-	return mat.NewDense(n, n, bData), mat.NewDense(n, n, cData)
-}
-
-// semisepApplyInverse writes B = A C^{-1} (row-major n x n) into dst for a
-// workload with a bidiagonal inverse L = A^{-1}: row i of B is
-// (row i of C^{-1} - L[i][i-1] B[i-1]) / L[i][i]. The columns are split
-// into ranges, one per worker; dst must be zero on entry. Each column's arithmetic is the same
-// whatever the split.
-func semisepApplyInverse(cf linalg.QuasiSep, w *Workload, dst []float64, workers int) {
-	n := cf.N
+	// B = A C^{-1} with the bidiagonal L = A^{-1}: row i of B is
+	// (row i of C^{-1} - L[i][i-1] B[i-1]) / L[i][i]. The columns are
+	// split into ranges, one per worker; each column's arithmetic is the
+	// same whatever the split.
+	dst := make([]float64, n*n)
 	inv, _ := w.InverseBand()
 	linalg.ParallelTriangle(n, workers, func(c0, c1 int) {
 		cf.InverseRows(c0, c1, func(i int, row []float64) {
@@ -132,6 +125,7 @@ func semisepApplyInverse(cf linalg.QuasiSep, w *Workload, dst []float64, workers
 			}
 		})
 	})
+	return mat.NewDense(n, n, dst), mat.NewDense(n, n, cData)
 }
 
 // denseMetrics is [ComputeMetrics] under single participation for dense

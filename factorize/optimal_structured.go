@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/linalg"
 )
@@ -37,7 +38,7 @@ type structuredEvaluator struct {
 	// want is the accuracy phi asks of the rational approximation (quadTol
 	// unless the fixed-point iteration asks for less; see setAccuracy).
 	want float64
-	// Band case (k >= 2), for errorBound: llt = L L^T (L = A^{-1}),
+	// Band case (k >= 2), for setup and errorBound: llt = L L^T (L = A^{-1}),
 	// absL >= || |L| |L|^T ||_2, llLo <= lambda_min(L L^T), and errs the
 	// per-entry error bounds of the last errorBound.
 	llt        linalg.SymBand
@@ -125,15 +126,13 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 		hi = e.bi.Gershgorin()
 		count = e.bi.CountBelow
 	} else {
-		// T[i][j] = sum_p L[i][p] L[j][p] / sqrt(v_i v_j), |i - j| <= k.
-		k := e.k
+		// T[i][j] = (L L^T)[i][j] / sqrt(v_i v_j), |i - j| <= k.
+		if e.llt.N != n {
+			e.llt = gramBand(inv, n, e.k)
+		}
 		for i := 0; i < n; i++ {
-			for j := max(0, i-k); j <= i; j++ {
-				s := 0.0
-				for p := max(0, i-k); p <= j; p++ {
-					s += inv.At(i, p) * inv.At(j, p)
-				}
-				e.band.Set(i, j, s/math.Sqrt(v[i]*v[j]))
+			for j := max(0, i-e.k); j <= i; j++ {
+				e.band.Set(i, j, e.llt.At(i, j)/math.Sqrt(v[i]*v[j]))
 			}
 		}
 		hi = e.band.Gershgorin()
@@ -406,20 +405,18 @@ func (e *structuredEvaluator) entryErrors() []float64 { return e.errs }
 func (e *structuredEvaluator) bandErrorBound(ctx context.Context, v, ph []float64) (float64, error) {
 	n, k := len(v), e.k
 	u := 0x1p-53
-	if e.llt.N != n {
+	if e.absL == 0 {
 		inv, _ := e.w.InverseBand()
-		e.llt = linalg.NewSymBand(n, k)
+		if e.llt.N != n {
+			e.llt = gramBand(inv, n, k)
+		}
 		absL := 0.0
 		for i := 0; i < n; i++ {
 			r := 0.0
 			for j := max(0, i-k); j <= min(n-1, i+k); j++ {
-				s, a := 0.0, 0.0
+				a := 0.0
 				for p := max(0, max(i, j)-k); p <= min(i, j); p++ {
-					s += inv.At(i, p) * inv.At(j, p)
 					a += math.Abs(inv.At(i, p) * inv.At(j, p))
-				}
-				if j <= i {
-					e.llt.Set(i, j, s)
 				}
 				r += a
 			}
@@ -490,6 +487,24 @@ func (e *structuredEvaluator) bandErrorBound(ctx context.Context, v, ph []float6
 	return eps, nil
 }
 
+// gramBand returns L L^T for the lower-triangular band matrix L (inv, of
+// order n with k subdiagonals): a symmetric band matrix with k
+// off-diagonals, entry (i, j), j <= i, the sum over p from max(0, i - k) to
+// j of L[i][p] L[j][p] in that order.
+func gramBand(inv *mat.TriBandDense, n, k int) linalg.SymBand {
+	g := linalg.NewSymBand(n, k)
+	for i := 0; i < n; i++ {
+		for j := max(0, i-k); j <= i; j++ {
+			s := 0.0
+			for p := max(0, i-k); p <= j; p++ {
+				s += inv.At(i, p) * inv.At(j, p)
+			}
+			g.Set(i, j, s)
+		}
+	}
+	return g
+}
+
 // bandDenseCheck is the largest R at which bandErrorBound also compares
 // with the dense path's evaluation (O(R^3), on the iterations that may
 // certify).
@@ -501,12 +516,15 @@ func (e *structuredEvaluator) root(ctx context.Context, v []float64) ([]float64,
 	}
 	n := len(v)
 	y := make([]float64, n*n)
+	if e.k == 1 && len(e.work) < 2*n {
+		e.work = make([]float64, 2*n) // the bidiagonal kernel's work (2 R)
+	}
 	for j, s := range e.q.Shifts {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if e.k == 1 {
-			e.bi.AddShiftedInverse(y, n, s, e.q.Weights[j], e.bidiagWork())
+			e.bi.AddShiftedInverse(y, n, s, e.q.Weights[j], e.work)
 		} else {
 			e.band.AddShiftedInverse(y, s, e.q.Weights[j], e.work)
 		}
@@ -579,11 +597,7 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 	workers := rowSqWorkers(n, ns)
 	var wg sync.WaitGroup
 	for range workers - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			solve()
-		}()
+		wg.Go(solve)
 	}
 	solve()
 	wg.Wait()
@@ -600,12 +614,4 @@ func (e *structuredEvaluator) rowSq(v []float64) []float64 {
 // At R = 10^6 that is 8 goroutines and 256 MB, at R = 10^7 two and 640 MB.
 func rowSqWorkers(n, ns int) int {
 	return max(min(runtime.GOMAXPROCS(0), ns, 8, max(2, (512<<20)/(32*max(n, 1)))), 1)
-}
-
-// bidiagWork returns the work slice of the bidiagonal kernels (2 R).
-func (e *structuredEvaluator) bidiagWork() []float64 {
-	if len(e.work) < 2*len(e.bi.Diag) {
-		e.work = make([]float64, 2*len(e.bi.Diag))
-	}
-	return e.work
 }
