@@ -200,14 +200,6 @@ type lossModel struct {
 // checks its model's context: a few milliseconds of work.
 const cancelEvery = 1 << 10
 
-// cancelled returns m.ctx.Err() at every cancelEvery-th cell i, else nil.
-func (m *lossModel) cancelled(i int) error {
-	if m.ctx == nil || i%cancelEvery != 0 {
-		return nil
-	}
-	return m.ctx.Err()
-}
-
 // normalTailZ returns z with Phi(-z) <= tail.
 func normalTailZ(tail float64) float64 {
 	z := 1.0
@@ -381,15 +373,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	n := hi - lo + 1
 	d := &lossDist{lo: lo, mass: make([]float64, n), logErr: math.Inf(-1)}
 	xs := make([]float64, n)
-	err = cells(0, n, costInv, func(from, to int) error {
-		for i := from; i < to; i++ {
-			if err := m.cancelled(i); err != nil {
-				return err
-			}
-			xs[i] = m.inv(float64(lo+i) * h)
-		}
-		return nil
-	})
+	err = cells(m.ctx, 0, n, costInv, func(i int) { xs[i] = m.inv(float64(lo+i) * h) })
 	if err != nil {
 		return nil, err
 	}
@@ -476,16 +460,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		cellRel[i] = math.Max(cellRel[i], r)
 		low[i] = cellLow{kind: lowSplit, mass: B * lower, rel: r}
 	}
-	err = cells(1, n, costCell, func(from, to int) error {
-		for i := from; i < to; i++ {
-			if err := m.cancelled(i); err != nil {
-				return err
-			}
-			cell(i)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := cells(m.ctx, 1, n, costCell, cell); err != nil {
 		return nil, err
 	}
 	for i := 1; i < n; i++ {
@@ -612,61 +587,46 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 	D := make([]float64, n) // P_i - e^(l_i) Q_i
 	S := make([]float64, n) // bound on D's error
 	floorAt := make([]bool, n)
-	// The cells run on all cores. Cell i is (a_i, b_i] with b_i = edge(i+1)
-	// (xhi for the last) and a_i the largest of edge(0) and the b_j before
-	// it; the b_i are computed first, on all cores, then the a_i at the
-	// start of each chunk, in order.
-	ends := make([]float64, n)
-	par.Range(n, chunk, costInv, func(from, to int) {
+	// The cells run on all cores. Cell i is (xs[i], xs[i+1]], with xs[i]
+	// edge(i) (xhi for i = n) raised to the largest edge before it: the
+	// edges are computed first, on all cores, then raised in order. A cell
+	// whose upper end is not above its lower one is empty.
+	xs := make([]float64, n+1)
+	par.Range(n+1, chunk, costInv, func(from, to int) {
 		for i := from; i < to; i++ {
-			ends[i] = xhi
-			if i < n-1 {
-				ends[i] = edge(i + 1)
+			xs[i] = xhi
+			if i < n {
+				xs[i] = edge(i)
 			}
 		}
 	})
-	starts := make([]float64, (n+chunk-1)/chunk)
-	a := edge(0)
-	for i, b := range ends {
-		if i%chunk == 0 {
-			starts[i/chunk] = a
-		}
-		a = math.Max(a, b)
+	for i := 1; i <= n; i++ {
+		xs[i] = math.Max(xs[i-1], xs[i])
 	}
-	err = cells(0, n, costOpt, func(from, to int) error {
-		a := starts[from/chunk]
-		for i := from; i < to; i++ {
-			if err := m.cancelled(i); err != nil {
-				return err
-			}
-			b := ends[i]
-			if !(b > a) {
-				a = math.Max(a, b)
-				continue
-			}
-			li := float64(lo+i) * h
-			c := math.Min(math.Max(m.inv(li), a), b)
-			pm, ok1 := quad(m.pdf, a, b, m.scale)
-			neg, ok2 := quad(func(x float64) float64 {
-				return m.pdf(x) * math.Max(0, math.Expm1(li-m.loss(x)))
-			}, a, c, m.scale)
-			pos, ok3 := quad(func(x float64) float64 {
-				return m.pdf(x) * math.Max(0, -math.Expm1(li-m.loss(x)))
-			}, c, b, m.scale)
-			if !ok1 || !ok2 || !ok3 {
-				// A wide cell (far in a tail): its mass at the grid
-				// point at or below its least loss, which its loss
-				// exceeds.
-				mass, _ := cellMass(m, a, b)
-				P[i] = math.Max(0, mass)
-				floorAt[i] = true
-				a = b
-				continue
-			}
-			P[i], D[i], S[i] = pm, pos-neg, lerr*pm+1e-12*(pos+neg)
-			a = b
+	err = cells(m.ctx, 0, n, costOpt, func(i int) {
+		a, b := xs[i], xs[i+1]
+		if !(b > a) {
+			return
 		}
-		return nil
+		li := float64(lo+i) * h
+		c := math.Min(math.Max(m.inv(li), a), b)
+		pm, ok1 := quad(m.pdf, a, b, m.scale)
+		neg, ok2 := quad(func(x float64) float64 {
+			return m.pdf(x) * math.Max(0, math.Expm1(li-m.loss(x)))
+		}, a, c, m.scale)
+		pos, ok3 := quad(func(x float64) float64 {
+			return m.pdf(x) * math.Max(0, -math.Expm1(li-m.loss(x)))
+		}, c, b, m.scale)
+		if !ok1 || !ok2 || !ok3 {
+			// A wide cell (far in a tail): its mass at the grid
+			// point at or below its least loss, which its loss
+			// exceeds.
+			mass, _ := cellMass(m, a, b)
+			P[i] = math.Max(0, mass)
+			floorAt[i] = true
+			return
+		}
+		P[i], D[i], S[i] = pm, pos-neg, lerr*pm+1e-12*(pos+neg)
 	})
 	if err != nil {
 		return nil, err
