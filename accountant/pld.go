@@ -335,7 +335,7 @@ func (c *curve) epsilon(delta float64) float64 {
 		if c.value(0) <= delta {
 			return 0
 		}
-		_, eps := bisect(func(e float64) bool { return c.value(e) <= delta }, 0, top)
+		_, eps := bisect(func(e float64) bool { return c.value(e) <= delta }, 0, top, false)
 		return eps
 	}
 	// Optimistic: the highest cell of positive losses whose left end
@@ -355,30 +355,8 @@ func (c *curve) epsilon(delta float64) float64 {
 		return right // can only happen through rounding; still below the truth
 	}
 	// The last point still above delta: below the truth.
-	eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right)
+	eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right, false)
 	return eps
-}
-
-// bisect narrows [lo, hi] around the switch of a monotone predicate,
-// false at lo and true at hi, to a relative 1e-13, and returns the last
-// points on either side: ok(lo) is false (or lo is the start) and ok(hi)
-// is true.
-func bisect(ok func(float64) bool, lo, hi float64) (float64, float64) {
-	for range 200 {
-		if hi-lo <= 1e-13*hi {
-			break
-		}
-		mid := 0.5 * (lo + hi)
-		if !(mid > lo && mid < hi) {
-			break
-		}
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return lo, hi
 }
 
 // Delta returns a delta for which the mechanism the PLD describes is
