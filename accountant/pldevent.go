@@ -389,10 +389,10 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	cellRel := make([]float64, n)
 	// The cells run on all cores. Cell i adds to mass[i] and cellRel[i],
 	// which no cell before it touched, and keeps what it adds to
-	// mass[i-1] and cellRel[i-1] (or to d.inf) in low[i], for the pass
-	// after the cells to add in the order of i, as one cell after the
-	// other would.
-	low := make([]cellLow, n)
+	// mass[i-1] and cellRel[i-1] in lowMass[i] and lowRel[i] (or to d.inf
+	// in lowInf[i]), for the pass after the cells to add in the order of
+	// i, as one cell after the other would.
+	lowMass, lowRel, lowInf := make([]float64, n), make([]float64, n), make([]float64, n)
 	cell := func(i int) {
 		a, b := xs[i-1], xs[i]
 		if !(b > a) {
@@ -435,7 +435,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 			// cell reaches x = +Inf while the loss has no bound there.
 			mass, sum := cellMass(m, a, b)
 			if math.IsInf(b, 1) && supLoss > lPrev+h {
-				low[i] = cellLow{kind: lowInf, mass: math.Max(mass, 0)}
+				lowInf[i] = math.Max(mass, 0)
 			} else if mass > 0 {
 				// A difference of two distribution functions (each a
 				// few u off): its relative error, which cancellation
@@ -458,19 +458,15 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		// the cell, lossErr) against a cell of width h.
 		r := 1e-12 + 64*0x1p-53*(math.Max(math.Abs(lPrev), math.Abs(lPrev+h))+lossErr(m, a, b))/h
 		cellRel[i] = math.Max(cellRel[i], r)
-		low[i] = cellLow{kind: lowSplit, mass: B * lower, rel: r}
+		lowMass[i], lowRel[i] = B*lower, r
 	}
 	if err := cells(m.ctx, 1, n, costCell, cell); err != nil {
 		return nil, err
 	}
 	for i := 1; i < n; i++ {
-		switch l := low[i]; l.kind {
-		case lowSplit:
-			d.mass[i-1] += l.mass
-			cellRel[i-1] = math.Max(cellRel[i-1], l.rel)
-		case lowInf:
-			d.inf += l.mass
-		}
+		d.mass[i-1] += lowMass[i]
+		cellRel[i-1] = math.Max(cellRel[i-1], lowRel[i])
+		d.inf += lowInf[i]
 	}
 	// Each mass is raised by the bound on its own relative error (of the
 	// cells it takes from, 1e-12 for the rest: the tail masses and the
@@ -488,21 +484,6 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	d.rel = 0
 	return d, nil
 }
-
-// cellLow is what a cell i of discretise adds below itself: with kind
-// lowSplit, mass to mass[i-1] and its relative error bound rel to
-// cellRel[i-1]; with kind lowInf, mass to the infinite loss.
-type cellLow struct {
-	kind      uint8
-	mass, rel float64
-}
-
-// The kinds of cellLow: none, a split cell, a wide cell at +Inf.
-const (
-	lowNone = iota
-	lowSplit
-	lowInf
-)
 
 // panels calls node(x, wt) at the nodes and weights of the rule discretise
 // and quad use on [a, b]: 5-point Gauss-Legendre on panels no wider than
