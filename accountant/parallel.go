@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"math"
+	"slices"
 
 	"github.com/dpmf/dpmf/internal/par"
 )
@@ -52,7 +53,7 @@ func scale(x []float64, f float64) {
 
 // untiltAll sets out[i] = untilt(v, e(i)) for every i whose v = w(i) is
 // positive, on all cores, and returns the largest |e(i)| over those i (0
-// if none). w and e must be safe for concurrent use.
+// if none; out must not be empty). w and e must be safe for concurrent use.
 func untiltAll(out []float64, w, e func(i int) float64) float64 {
 	maxes := make([]float64, (len(out)+chunk-1)/chunk)
 	par.Range(len(out), chunk, costExp, func(lo, hi int) {
@@ -66,11 +67,7 @@ func untiltAll(out []float64, w, e func(i int) float64) float64 {
 		}
 		maxes[lo/chunk] = m
 	})
-	m := 0.0
-	for _, v := range maxes {
-		m = math.Max(m, v)
-	}
-	return m
+	return slices.Max(maxes)
 }
 
 // cells runs cell(i) on all cores for every i in [from, n), each cell
