@@ -119,13 +119,7 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	if err != nil {
 		return nil, err
 	}
-	if !(q >= 0 && q <= 1) {
-		return nil, &ParamError{Param: "q", Value: q, Want: "a sampling probability in [0, 1]"}
-	}
-	if !(sigma > 0) {
-		return nil, &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
-	}
-	if err := checkRelation(r); err != nil {
+	if err := checkSampled(q, sigma, 1, r); err != nil {
 		return nil, err
 	}
 	if q == 0 || math.IsInf(sigma, 1) {

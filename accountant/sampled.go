@@ -96,16 +96,17 @@ func sampledStepSpan(q, sigma, tail float64) float64 {
 	return span
 }
 
-// checkSampled checks the parameters of a sampled Gaussian run.
+// checkSampled checks the parameters of a sampled Gaussian run (of one
+// step for SampledGaussianPLD).
 func checkSampled(q, sigma float64, steps int, rel Relation) error {
-	if err := checkRelation(rel); err != nil {
-		return err
-	}
 	if !(q >= 0 && q <= 1) {
 		return &ParamError{Param: "q", Value: q, Want: "a sampling probability in [0, 1]"}
 	}
 	if !(sigma > 0) {
 		return &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
+	}
+	if err := checkRelation(rel); err != nil {
+		return err
 	}
 	return checkCount("steps", steps)
 }
