@@ -729,11 +729,7 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 			pw[j] = math.Pow(a, kf)
 		}
 	})
-	total, out := 0.0, 0.0
-	for j, v := range g {
-		out += pw[j]
-		total += v
-	}
+	total, out := sum(g), sum(pw)
 	// Aim for a remainder of F below 2e-2 of the inverse transform's own
 	// rounding, fe ||z^k||_1: the terms below target / len(c) sum to at
 	// most target (1e-2 of it), and only the others are candidates, taken
@@ -754,14 +750,9 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 	if count == 0 || float64(count)*float64(bulk) > refineBudget {
 		return nil
 	}
-	tail := make([]float64, n)
-	copy(tail, seq)
-	mb := 0.0
-	for s := s0; s <= s1; s++ {
-		mb += seq[s]
-		tail[s] = 0
-	}
-	mb *= 1 + float64(n)*unitRound
+	tail := slices.Clone(seq)
+	clear(tail[s0 : s1+1])
+	mb := sum(seq[s0:s1+1]) * (1 + float64(n)*unitRound)
 	mt := sum(tail) * (1 + float64(n)*unitRound)
 	ct := tr.Coefficients(nil, tail)
 	eRefined := fe*mt + hornerErrorConst(bulk)*mb
