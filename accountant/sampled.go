@@ -217,14 +217,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 // the delta of the dominating pair the accountant uses). Its special cases
 // and errors are those of SampledGaussian and PLD.DeltaBounds.
 func SampledGaussianDeltaBounds(q, sigma float64, steps int, eps float64, rel Relation) (Bounds, error) {
-	if err := checkNonNegative("eps", eps); err != nil {
-		return Bounds{}, err
-	}
-	p, err := SampledGaussian(q, sigma, steps, rel)
-	if err != nil {
-		return Bounds{}, err
-	}
-	return p.DeltaBounds(eps)
+	return sampledBounds(q, sigma, steps, rel, checkNonNegative("eps", eps), (*PLD).DeltaBounds, eps)
 }
 
 // SampledGaussianEpsilonBounds returns bounds on the eps at delta of steps
@@ -234,14 +227,21 @@ func SampledGaussianDeltaBounds(q, sigma float64, steps int, eps float64, rel Re
 // dominating pair). Its special cases and errors are those of
 // SampledGaussian and PLD.EpsilonBounds.
 func SampledGaussianEpsilonBounds(q, sigma float64, steps int, delta float64, rel Relation) (Bounds, error) {
-	if err := checkDelta(delta); err != nil {
-		return Bounds{}, err
+	return sampledBounds(q, sigma, steps, rel, checkDelta(delta), (*PLD).EpsilonBounds, delta)
+}
+
+// sampledBounds returns query(p, x) for the PLD p of [SampledGaussian],
+// or the error of the query's argument check, checkX, before any PLD is
+// built.
+func sampledBounds(q, sigma float64, steps int, rel Relation, checkX error, query func(*PLD, float64) (Bounds, error), x float64) (Bounds, error) {
+	if checkX != nil {
+		return Bounds{}, checkX
 	}
 	p, err := SampledGaussian(q, sigma, steps, rel)
 	if err != nil {
 		return Bounds{}, err
 	}
-	return p.EpsilonBounds(delta)
+	return query(p, x)
 }
 
 // SampledGaussianDelta returns a delta for which steps compositions of the
