@@ -386,20 +386,22 @@ func (p *PLD) Delta(eps float64) (float64, error) {
 //	    range is reported as 5e-324, never 0
 //	DeltaBounds(eps).Safe <= 1 always (a bound above 1 is reported as 1)
 func (p *PLD) DeltaBounds(eps float64) (Bounds, error) {
-	if !p.valid() {
-		return Bounds{}, errNilPLD
-	}
-	if err := checkNonNegative("eps", eps); err != nil {
-		return Bounds{}, err
-	}
-	return p.bounds(func(c *curve) float64 { return c.value(eps) }), nil
+	return p.bounds(checkNonNegative("eps", eps), func(c *curve) float64 { return c.value(eps) })
 }
 
 // bounds returns the larger of f over the safe curves of the directions
-// as Safe, and over the optimistic ones (at most Safe) as Optimistic. The
-// curves are built and f evaluated on up to four cores, one curve each;
-// the maxima are taken in the order of the directions.
-func (p *PLD) bounds(f func(c *curve) float64) Bounds {
+// as Safe, and over the optimistic ones (at most Safe) as Optimistic, or
+// errNilPLD for a PLD not built by this package, then checkX, the error
+// of the query's argument check. The curves are built and f evaluated on
+// up to four cores, one curve each; the maxima are taken in the order of
+// the directions.
+func (p *PLD) bounds(checkX error, f func(c *curve) float64) (Bounds, error) {
+	if !p.valid() {
+		return Bounds{}, errNilPLD
+	}
+	if checkX != nil {
+		return Bounds{}, checkX
+	}
 	safe := p.dirs(false)
 	ds := append(safe, p.dirs(true)...)
 	v := make([]float64, len(ds))
@@ -417,7 +419,7 @@ func (p *PLD) bounds(f func(c *curve) float64) Bounds {
 		}
 	}
 	b.Optimistic = math.Min(b.Optimistic, b.Safe)
-	return b
+	return b, nil
 }
 
 // Epsilon returns an eps >= 0 at which the mechanism the PLD describes is
@@ -441,13 +443,7 @@ func (p *PLD) Epsilon(delta float64) (float64, error) {
 //	    finite eps reaches it)
 //	EpsilonBounds(delta).Safe = 0 if the safe delta at 0 is at most delta
 func (p *PLD) EpsilonBounds(delta float64) (Bounds, error) {
-	if !p.valid() {
-		return Bounds{}, errNilPLD
-	}
-	if err := checkDelta(delta); err != nil {
-		return Bounds{}, err
-	}
-	return p.bounds(func(c *curve) float64 { return c.epsilon(delta) }), nil
+	return p.bounds(checkDelta(delta), func(c *curve) float64 { return c.epsilon(delta) })
 }
 
 // ErrPLDInterval reports PLDs of different grid spacings composed together.
