@@ -182,7 +182,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 		if rel == ReplaceOne && q < 1 && steps > 1 {
 			return replaceOneSteps(q, sigma, steps, fold, o)
 		}
-		if p == nil || rel == ReplaceOne {
+		if p == nil {
 			if p, err = SampledGaussianPLD(q, sigma, rel, o); err != nil {
 				return nil, err
 			}
@@ -691,8 +691,8 @@ const (
 // refineInterval returns o with its interval refined until the predicted
 // relative width of the two-sided eps at delta = 1e-10 of steps
 // compositions is at most widthTarget (or the interval is maxRefine times
-// finer), and the one-step PLD at that interval (nil for ReplaceOne, which
-// composes its own). The prediction is a Chernoff estimate: with K(l) =
+// finer), and the one-step PLD at that interval (which replaceOneSteps
+// does not use: it composes the replace-one step at its own tilt). The prediction is a Chernoff estimate: with K(l) =
 // log E_P[e^(l L)] of one step's pessimistic and optimistic distributions,
 // eps is about min over l of (steps K_pes(l) + log(1/delta)) / l, and the
 // sides drift apart by steps (K_pes(l) - K_opt(l)) / l at the minimiser.
@@ -710,9 +710,6 @@ func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PL
 		}
 		w := predictWidth(one, steps)
 		if !(w > widthTarget) || o.Interval <= h0/maxRefine || o.Interval <= 1e-8 {
-			if rel == ReplaceOne {
-				one = nil
-			}
 			return o, one, nil
 		}
 		f := math.Max(0.5, math.Min(0.8, math.Pow(widthTarget/w, 0.3)))
