@@ -126,14 +126,11 @@ func (r result) text() string {
 	if r.Sampling != nil {
 		s += fmt.Sprintf(" sampling=%s steps=%d relation=%s", f(*r.Sampling), r.Steps, r.Relation)
 	}
-	if r.EpsOptimistic != nil {
-		s += " eps_optimistic=" + f(*r.EpsOptimistic)
-	}
-	if r.DeltaOptimistic != nil {
-		s += " delta_optimistic=" + f(*r.DeltaOptimistic)
-	}
-	if r.LogDelta != nil {
-		s += " log_delta=" + f(*r.LogDelta)
+	opt := []*float64{r.EpsOptimistic, r.DeltaOptimistic, r.LogDelta}
+	for i, key := range []string{"eps_optimistic", "delta_optimistic", "log_delta"} {
+		if opt[i] != nil {
+			s += " " + key + "=" + f(*opt[i])
+		}
 	}
 	return s
 }
@@ -341,7 +338,15 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		}
 	}
 	if err == nil {
-		res.NoiseStd, err = scale(name, res.Sigma, sensitivity.v, set["sensitivity"])
+		res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
+		// Where the product is below the normal range and the user gave
+		// -sigma but not -sensitivity (epsilon and delta), the error names
+		// -sigma, the input that is too small, not the default
+		// -sensitivity 1.
+		var pe *accountant.ParamError
+		if name != "sigma" && !set["sensitivity"] && errors.As(err, &pe) && pe.Param == "sensitivity" {
+			err = &accountant.ParamError{Param: "sigma", Value: res.Sigma, Want: pe.Want}
+		}
 	}
 	if err != nil {
 		return output{}, err
@@ -354,19 +359,6 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		return output{}, errors.New(msg)
 	}
 	return output{result: res, json: asJSON}, nil
-}
-
-// scale returns the noise std sigma * sensitivity (accountant.Scale) for
-// command name. Where the product is below the normal range and the user
-// gave -sigma but not -sensitivity (epsilon and delta), the error names
-// -sigma, the input that is too small, not the default -sensitivity 1.
-func scale(name string, sigma, sensitivity float64, sensitivitySet bool) (float64, error) {
-	std, err := accountant.Scale(sigma, sensitivity)
-	var pe *accountant.ParamError
-	if name != "sigma" && !sensitivitySet && errors.As(err, &pe) && pe.Param == "sensitivity" {
-		err = &accountant.ParamError{Param: "sigma", Value: sigma, Want: pe.Want}
-	}
-	return std, err
 }
 
 var examples = map[string]string{
