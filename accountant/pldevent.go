@@ -125,30 +125,29 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	if q == 0 || math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil
 	}
-	p := &PLD{h: h, tail: tail}
+	var ms []lossModel
 	if q == 1 { // the Gaussian mechanism, a symmetric pair
-		if err := p.discretiseAll(o, gaussianModel(1/sigma)); err != nil {
-			return nil, err
+		ms = []lossModel{gaussianModel(1 / sigma)}
+	} else {
+		// Above maxSampledSigma the mixture's losses (about q/sigma) are far
+		// below any grid interval, and evaluating them loses all precision (at
+		// sigma = 1e15 half the mass came out as an infinite loss, at 1e200 as
+		// NaN). Accounting sigma as maxSampledSigma is safe: more noise is a
+		// post-processing of less (add independent Gaussian noise), so it can
+		// only lower every delta.
+		if r == ReplaceOne {
+			// The remove and add pairs at sqrt2 sigma, composed (see above).
+			sigma *= math.Sqrt2
 		}
-		p.remove.unbounded = true
-		return p, nil
+		sigma = math.Min(sigma, maxSampledSigma)
+		ms = []lossModel{sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)}
 	}
-	// Above maxSampledSigma the mixture's losses (about q/sigma) are far
-	// below any grid interval, and evaluating them loses all precision (at
-	// sigma = 1e15 half the mass came out as an infinite loss, at 1e200 as
-	// NaN). Accounting sigma as maxSampledSigma is safe: more noise is a
-	// post-processing of less (add independent Gaussian noise), so it can
-	// only lower every delta.
-	if r == ReplaceOne {
-		// The remove and add pairs at sqrt2 sigma, composed (see above).
-		sigma *= math.Sqrt2
-	}
-	sigma = math.Min(sigma, maxSampledSigma)
-	if err := p.discretiseAll(o, sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)); err != nil {
+	p := &PLD{h: h, tail: tail}
+	if err := p.discretiseAll(o, ms...); err != nil {
 		return nil, err
 	}
 	p.remove.unbounded = true
-	if r == ReplaceOne {
+	if r == ReplaceOne && q < 1 {
 		rp := &PLD{h: h, tail: tail}
 		// The discretised directions have tilt 0: convolve composes
 		// them at 0.
@@ -181,7 +180,7 @@ type lossModel struct {
 	scale float64                 // length on which pdf and L vary
 	// lerr bounds the rounding error of L(x) on [a, b], in units of u,
 	// beyond a few ulps of |L| itself: the error its arguments carry into
-	// it (nil: 1, a bound for losses of order 1).
+	// it (every model sets it).
 	lerr func(a, b float64) float64
 	// xlo, xhi have P(X < xlo) and P(X > xhi) at most the tail mass.
 	xlo, xhi func(tail float64) float64
@@ -287,14 +286,6 @@ func mixErr(q, v0, v1 float64) float64 {
 		e += 4 * (vmax + math.Abs(logf(q)) + 1)
 	}
 	return e
-}
-
-// lossErr returns m.lerr on [a, b], or 1 if the model has none.
-func lossErr(m lossModel, a, b float64) float64 {
-	if m.lerr == nil {
-		return 1
-	}
-	return m.lerr(a, b)
 }
 
 // sampledAddModel is the add direction in the variable y = -x:
@@ -449,8 +440,8 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		d.mass[i] += A * upper
 		// The relative error of the split: the quadrature and the
 		// rounding of L(x) - l (a few ulps of |l| and the error of L on
-		// the cell, lossErr) against a cell of width h.
-		r := 1e-12 + 64*0x1p-53*(math.Max(math.Abs(lPrev), math.Abs(lPrev+h))+lossErr(m, a, b))/h
+		// the cell, m.lerr) against a cell of width h.
+		r := 1e-12 + 64*0x1p-53*(math.Max(math.Abs(lPrev), math.Abs(lPrev+h))+m.lerr(a, b))/h
 		cellRel[i] = math.Max(cellRel[i], r)
 		lowMass[i], lowRel[i] = B*lower, r
 	}
@@ -551,11 +542,11 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 	n := hi - lo + 1
 	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
 	// The quadrature's relative error (as in discretise), and the rounding
-	// of L(x) - l_i: a few ulps of |l_i| and the error of L (lossErr) in
+	// of L(x) - l_i: a few ulps of |l_i| and the error of L (m.lerr) in
 	// every node: an absolute error of D of at most lerr times the cell's
 	// mass.
 	rho := 1e-12 + 64*0x1p-53
-	lerr := 64 * 0x1p-53 * (lmax + lossErr(m, xlo, xhi))
+	lerr := 64 * 0x1p-53 * (lmax + m.lerr(xlo, xhi))
 	clamp := func(x float64) float64 { return math.Min(math.Max(x, xlo), xhi) }
 	edge := func(i int) float64 { return clamp(m.inv((float64(lo+i) - 0.5) * h)) }
 	P := make([]float64, n) // cell P-mass
