@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // This file holds Renyi DP (Mironov 2017) of the Gaussian mechanism and its
 // conversions to (eps, delta)-DP over a fixed grid of orders.
@@ -115,10 +118,7 @@ func RDPEpsilon(alpha, rdp []float64, delta float64, c Conversion) (eps, order f
 	L := -logf(delta)
 	eps = math.Inf(1)
 	for j, a := range alpha {
-		if err := checkOrder(a); err != nil {
-			return 0, 0, err
-		}
-		if err := checkNonNegative("rdp["+itoa(j)+"]", rdp[j]); err != nil {
+		if err := cmp.Or(checkOrder(a), checkNonNegative("rdp["+itoa(j)+"]", rdp[j])); err != nil {
 			return 0, 0, err
 		}
 		if e := rdp[j] + conversion(c, a-1, L); e < eps || j == 0 {

@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -105,10 +106,7 @@ func checkSampled(q, sigma float64, steps int, rel Relation) error {
 	if !(sigma > 0) {
 		return &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
-	if err := checkRelation(rel); err != nil {
-		return err
-	}
-	return checkCount("steps", steps)
+	return cmp.Or(checkRelation(rel), checkCount("steps", steps))
 }
 
 // checkRelation requires AddRemove or ReplaceOne.
@@ -320,10 +318,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if !(q > 0 && q <= 1) {
 		return 0, &ParamError{Param: "q", Value: q, Want: "a sampling probability in (0, 1] (q = 0 needs no noise)"}
 	}
-	if err := checkCount("steps", steps); err != nil {
-		return 0, err
-	}
-	if err := checkEpsDelta(eps, delta); err != nil {
+	if err := cmp.Or(checkCount("steps", steps), checkEpsDelta(eps, delta)); err != nil {
 		return 0, err
 	}
 	if eps > MaxSampledEps {
