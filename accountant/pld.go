@@ -173,8 +173,7 @@ func (p *PLD) Floor() float64 {
 	}
 	f := 0.0
 	for _, d := range p.dirs(false) {
-		c := newCurve(d, p.h, true)
-		f = math.Max(f, c.value(math.Inf(1)))
+		f = math.Max(f, newCurve(d, p.h, true).value(math.Inf(1)))
 	}
 	return math.Min(f, 1)
 }
@@ -486,15 +485,13 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 // the add ones shared with the remove ones when sym, computing them
 // concurrently.
 func (r *PLD) each(sym bool, f func(i int) (*lossDist, error)) error {
-	idx := []int{0, 1, 2, 3}
-	if sym {
-		idx = []int{0, 2}
-	}
 	out := make([]*lossDist, 4)
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
-	for _, i := range idx {
-		wg.Go(func() { out[i], errs[i] = f(i) })
+	for i := range 4 {
+		if !sym || i%2 == 0 { // the add ones (odd i) are shared when sym
+			wg.Go(func() { out[i], errs[i] = f(i) })
+		}
 	}
 	wg.Wait()
 	if err := cmp.Or(errs...); err != nil {
