@@ -26,13 +26,12 @@ const (
 	Mironov2017
 )
 
+var conversionNames = [...]string{Balle2020: "balle2020", Mironov2017: "mironov2017"}
+
 // String returns "balle2020" or "mironov2017".
 func (c Conversion) String() string {
-	switch c {
-	case Balle2020:
-		return "balle2020"
-	case Mironov2017:
-		return "mironov2017"
+	if c >= 0 && int(c) < len(conversionNames) {
+		return conversionNames[c]
 	}
 	return "Conversion(" + itoa(int(c)) + ")"
 }
