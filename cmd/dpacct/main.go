@@ -366,13 +366,9 @@ type floatFlag struct{ v float64 }
 
 func (f *floatFlag) String() string { return strconv.FormatFloat(f.v, 'g', -1, 64) }
 
-func (f *floatFlag) Set(s string) error {
-	v, err := cli.ParseFloat(s)
-	if err != nil {
-		return err
-	}
-	f.v = v
-	return nil
+func (f *floatFlag) Set(s string) (err error) {
+	f.v, err = cli.ParseFloat(s)
+	return err
 }
 
 // intFlag is a decimal integer flag (no octal or hex, unlike flag.Int).
@@ -380,11 +376,9 @@ type intFlag struct{ v int }
 
 func (f *intFlag) String() string { return strconv.Itoa(f.v) }
 
-func (f *intFlag) Set(s string) error {
-	v, err := strconv.Atoi(s)
-	if err != nil {
+func (f *intFlag) Set(s string) (err error) {
+	if f.v, err = strconv.Atoi(s); err != nil {
 		return errors.New("not a decimal integer in range")
 	}
-	f.v = v
 	return nil
 }
