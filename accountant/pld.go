@@ -53,13 +53,7 @@ type PLDOptions struct {
 var noOpt = &lossDist{mass: []float64{0}, logErr: math.Inf(-1)}
 
 func (o PLDOptions) resolve() (h, tail float64, err error) {
-	h, tail = o.Interval, o.TailMass
-	if h == 0 {
-		h = DefaultInterval
-	}
-	if tail == 0 {
-		tail = DefaultTailMass
-	}
+	h, tail = cmp.Or(o.Interval, DefaultInterval), cmp.Or(o.TailMass, DefaultTailMass)
 	if !(h >= 1e-8 && h <= 1) {
 		return 0, 0, &ParamError{Param: "interval", Value: h, Want: "0 (the default) or in [1e-8, 1]"}
 	}

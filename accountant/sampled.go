@@ -77,9 +77,7 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 // stepTail returns the tail mass autoOptions cuts per step: tail (0:
 // defaultSampledTail) over the steps, within [1e-300, 1e-3].
 func stepTail(tail float64, steps int) float64 {
-	if tail == 0 {
-		tail = defaultSampledTail
-	}
+	tail = cmp.Or(tail, defaultSampledTail)
 	return math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)
 }
 
@@ -163,10 +161,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 	}
 	o := autoOptions(q, sigma, steps, so.budget, so.tail, rel)
 	o.safeOnly, o.ctx = so.safeOnly, so.ctx
-	fold := so.fold
-	if fold == 0 {
-		fold = math.Max(o.TailMass, foldFloor)
-	}
+	fold := cmp.Or(so.fold, math.Max(o.TailMass, foldFloor))
 	// build composes the steps on the grid of o, refined first if refine.
 	build := func(o PLDOptions, refine bool) (*PLD, error) {
 		var p *PLD
