@@ -1,6 +1,9 @@
 package accountant
 
-import "context"
+import (
+	"cmp"
+	"context"
+)
 
 // This file holds the privacy accounting of amplified banded matrix
 // factorizations (Choquette-Choo, Ganesh, McKenna, McMahan, Rush, Thakurta,
@@ -44,10 +47,7 @@ import "context"
 // steps with the given number of bands. bands > n counts as n (one
 // participation).
 func BandedCompositions(n, bands int) (int, error) {
-	if err := checkCount("steps", n); err != nil {
-		return 0, err
-	}
-	if err := checkCount("bands", bands); err != nil {
+	if err := cmp.Or(checkCount("steps", n), checkCount("bands", bands)); err != nil {
 		return 0, err
 	}
 	// ceil(n / bands) without the overflow of n + bands - 1 (which gave 0

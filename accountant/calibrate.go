@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"errors"
 	"math"
 )
@@ -137,10 +138,7 @@ func NoiseStd(eps, delta, sensitivity float64, m Method) (float64, error) {
 //	    is below the normal float64 range (2.2e-308): a subnormal keeps too
 //	    few significant bits (3.73 * 5e-324 gives 2e-323, 7% off)
 func Scale(sigma, sensitivity float64) (float64, error) {
-	if err := checkPositive("sigma", sigma); err != nil {
-		return 0, err
-	}
-	if err := checkPositive("sensitivity", sensitivity); err != nil {
+	if err := cmp.Or(checkPositive("sigma", sigma), checkPositive("sensitivity", sensitivity)); err != nil {
 		return 0, err
 	}
 	v := mulUp(sigma, sensitivity)
@@ -174,13 +172,7 @@ func Scale(sigma, sensitivity float64) (float64, error) {
 //	Epsilon(sigma, delta, k, m) is an error for k < 1
 //	Epsilon(sigma, delta, k, DworkRoth) is an error if eps >= 1
 func Epsilon(sigma, delta float64, k int, m Method) (float64, error) {
-	if err := checkPositive("sigma", sigma); err != nil {
-		return 0, err
-	}
-	if err := checkDelta(delta); err != nil {
-		return 0, err
-	}
-	if err := checkCount("compositions", k); err != nil {
+	if err := cmp.Or(checkPositive("sigma", sigma), checkDelta(delta), checkCount("compositions", k)); err != nil {
 		return 0, err
 	}
 	if !m.valid() {

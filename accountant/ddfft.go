@@ -139,17 +139,11 @@ func ddRoot(m, n int) ddc {
 	xh, xl = ddDivF(xh, xl, 8*float64(n))
 	sh, sl, ch, cl := ddSinCosSmall(xh, xl)
 	sh, sl = sgn*sh, sgn*sl
-	// cos and sin of base pi/2 + (sgn x).
-	var c, s [2]float64
-	switch base % 4 {
-	case 0:
-		c, s = [2]float64{ch, cl}, [2]float64{sh, sl}
-	case 1:
-		c, s = [2]float64{-sh, -sl}, [2]float64{ch, cl}
-	case 2:
-		c, s = [2]float64{-ch, -cl}, [2]float64{-sh, -sl}
-	default:
-		c, s = [2]float64{sh, sl}, [2]float64{-ch, -cl}
+	// cos and sin of base pi/2 + (sgn x): each quarter turn maps (c, s)
+	// to (-s, c).
+	c, s := [2]float64{ch, cl}, [2]float64{sh, sl}
+	for range base % 4 {
+		c, s = [2]float64{-s[0], -s[1]}, c
 	}
 	return ddc{rh: c[0], rl: c[1], ih: -s[0], il: -s[1]}
 }

@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // This file holds the exact privacy curve of the Gaussian mechanism (Balle &
 // Wang 2018, Theorem 8; Dong, Roth & Su 2022, Corollary 2.13) and its
@@ -74,10 +77,7 @@ func LogDelta(eps, mu float64) (float64, error) {
 //	Mu(sigma, k) is an error for sigma <= 0, sigma = +Inf or NaN
 //	Mu(sigma, k) is an error for k < 1
 func Mu(sigma float64, k int) (float64, error) {
-	if err := checkPositive("sigma", sigma); err != nil {
-		return 0, err
-	}
-	if err := checkCount("compositions", k); err != nil {
+	if err := cmp.Or(checkPositive("sigma", sigma), checkCount("compositions", k)); err != nil {
 		return 0, err
 	}
 	return gdpMu(sigma, k), nil
@@ -110,10 +110,7 @@ func ComposeGaussian(sensitivities, stds []float64) (float64, error) {
 	}
 	m := 0.0
 	for j, s := range sensitivities {
-		if err := checkPositive("sensitivities["+itoa(j)+"]", s); err != nil {
-			return 0, err
-		}
-		if err := checkPositive("stds["+itoa(j)+"]", stds[j]); err != nil {
+		if err := cmp.Or(checkPositive("sensitivities["+itoa(j)+"]", s), checkPositive("stds["+itoa(j)+"]", stds[j])); err != nil {
 			return 0, err
 		}
 		m = math.Hypot(m, s/stds[j])

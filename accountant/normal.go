@@ -77,24 +77,8 @@ func gaussLegendre(n int) (x, w []float64) {
 	return x, w
 }
 
-// millsDiff returns Q(a) - Q(a+mu) for mu > 0 and a > -1 as the integral
-//
-//	Q(a) - Q(a+mu) = integral_0^inf (1 - exp(-mu t)) exp(-a t - t^2/2) dt,
-//
-// whose integrand is positive, so nothing cancels however close Q(a) and
-// Q(a+mu) are. With c = max(1, a) and t = s/c the integrand decays on the
-// scale s = 1; it is integrated by 16-point Gauss-Legendre on the panels
-// [0, 1/2], [1/2, 1], [1, 2], ..., [32, 64] until the integrand's envelope
-// exp(-(a s/c + s^2/(2 c^2))) falls below e^-50 at a panel's left end
-// (checked against big-float evaluations in the tests).
-func millsDiff(a, mu float64) float64 {
-	c := math.Max(1, a)
-	kc := mu / c
-	return millsPanels(a, c, func(s float64) float64 { return -math.Expm1(-kc * s) }) / c
-}
-
 // millsPanels returns the integral over s >= 0 of
-// g(s) exp(-(a s/c + s^2/(2 c^2))) by millsDiff's panels and rule.
+// g(s) exp(-(a s/c + s^2/(2 c^2))) by logMillsDiff's panels and rule.
 func millsPanels(a, c float64, g func(s float64) float64) float64 {
 	ac := a / c
 	f := func(s float64) float64 {
@@ -121,18 +105,29 @@ func millsPanels(a, c float64, g func(s float64) float64) float64 {
 // 1 - e^(-mu t) by mu t.
 const tinyMillsStep = 0x1p-60
 
-// logMillsDiff returns log(Q(a) - Q(a+mu)), never below the truth by more
-// than millsDiff's error. Where mu/c (c = max(1, a)) is below 2^-60,
-// millsDiff's 1 - e^(-mu t) is formed from a product mu t that is
-// subnormal or underflows (LogDelta(3e-322, 3e-322) came out 0.096 below
-// the true log delta, LogDelta(1e-284, 1e-300) -Inf): there it is
-// replaced by mu t, which is larger by a relative mu t / 2 < 2^-54 on the
-// panels (s = c t <= 64), and mu / c^2 is taken out of the integral in
-// log space.
+// logMillsDiff returns log(Q(a) - Q(a+mu)) for mu > 0 and a > -1 from the
+// integral
+//
+//	Q(a) - Q(a+mu) = integral_0^inf (1 - exp(-mu t)) exp(-a t - t^2/2) dt,
+//
+// whose integrand is positive, so nothing cancels however close Q(a) and
+// Q(a+mu) are. With c = max(1, a) and t = s/c the integrand decays on the
+// scale s = 1; it is integrated by 16-point Gauss-Legendre on the panels
+// [0, 1/2], [1/2, 1], [1, 2], ..., [32, 64] until the integrand's envelope
+// exp(-(a s/c + s^2/(2 c^2))) falls below e^-50 at a panel's left end
+// (checked against big-float evaluations in the tests); the result is
+// never below the truth by more than that integral's error.
+//
+// Where mu/c is below 2^-60, the integrand's 1 - e^(-mu t) is formed from
+// a product mu t that is subnormal or underflows (LogDelta(3e-322, 3e-322)
+// came out 0.096 below the true log delta, LogDelta(1e-284, 1e-300) -Inf):
+// there it is replaced by mu t, which is larger by a relative mu t / 2 <
+// 2^-54 on the panels (s = c t <= 64), and mu / c^2 is taken out of the
+// integral in log space.
 func logMillsDiff(a, mu float64) float64 {
 	c := math.Max(1, a)
-	if mu/c >= tinyMillsStep {
-		return logf(millsDiff(a, mu))
+	if kc := mu / c; kc >= tinyMillsStep {
+		return logf(millsPanels(a, c, func(s float64) float64 { return -math.Expm1(-kc * s) }) / c)
 	}
 	return logf(mu) - 2*logf(c) + logf(millsPanels(a, c, func(s float64) float64 { return s }))
 }
@@ -150,7 +145,7 @@ func logMillsDiff(a, mu float64) float64 {
 // overflow or underflow. When T2 <= T1/2 the difference loses at most one
 // bit and log delta = log T1 + log1p(-T2/T1). Otherwise (mu small next to a:
 // tiny delta, or tiny eps and mu) delta = phi(a) (Q(a) - Q(b)) with the
-// difference taken from [millsDiff], which does not cancel.
+// difference taken from [logMillsDiff], which does not cancel.
 func logDeltaGDP(eps, mu float64) float64 {
 	switch {
 	case mu == 0 || math.IsInf(eps, 1):

@@ -2,7 +2,9 @@ package accountant
 
 import (
 	"cmp"
+	"context"
 	"math"
+	"slices"
 
 	"github.com/dpmf/dpmf/internal/par"
 )
@@ -51,7 +53,7 @@ func scale(x []float64, f float64) {
 
 // untiltAll sets out[i] = untilt(v, e(i)) for every i whose v = w(i) is
 // positive, on all cores, and returns the largest |e(i)| over those i (0
-// if none). w and e must be safe for concurrent use.
+// if none; out must not be empty). w and e must be safe for concurrent use.
 func untiltAll(out []float64, w, e func(i int) float64) float64 {
 	maxes := make([]float64, (len(out)+chunk-1)/chunk)
 	par.Range(len(out), chunk, costExp, func(lo, hi int) {
@@ -65,23 +67,28 @@ func untiltAll(out []float64, w, e func(i int) float64) float64 {
 		}
 		maxes[lo/chunk] = m
 	})
-	m := 0.0
-	for _, v := range maxes {
-		m = math.Max(m, v)
-	}
-	return m
+	return slices.Max(maxes)
 }
 
-// cells runs body(lo, hi) on all cores for the chunks [lo, hi) of
-// [from, n), each cell costing about cost units, and returns the first
-// error, in the order of the chunks, that a body returned (a cancelled
-// context: bodies check it every cancelEvery cells through m.cancelled).
-func cells(from, n int, cost float64, body func(lo, hi int) error) error {
+// cells runs cell(i) on all cores for every i in [from, n), each cell
+// costing about cost units, and checks ctx (if not nil) before every
+// cancelEvery-th cell: a chunk stops at the first check that fails, and
+// cells returns the first such error in the order of the chunks.
+func cells(ctx context.Context, from, n int, cost float64, cell func(i int)) error {
 	if n <= from {
 		return nil
 	}
 	errs := make([]error, (n-from+chunk-1)/chunk)
-	par.Range(n-from, chunk, cost, func(lo, hi int) { errs[lo/chunk] = body(from+lo, from+hi) })
+	par.Range(n-from, chunk, cost, func(lo, hi int) {
+		for i := from + lo; i < from+hi; i++ {
+			if ctx != nil && i%cancelEvery == 0 {
+				if errs[lo/chunk] = ctx.Err(); errs[lo/chunk] != nil {
+					return
+				}
+			}
+			cell(i)
+		}
+	})
 	return cmp.Or(errs...)
 }
 

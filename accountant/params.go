@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"strconv"
@@ -64,10 +65,7 @@ func checkCount(name string, k int) error {
 
 // checkEpsDelta is the shared check of a target (eps, delta).
 func checkEpsDelta(eps, delta float64) error {
-	if err := checkPositive("eps", eps); err != nil {
-		return err
-	}
-	return checkDelta(delta)
+	return cmp.Or(checkPositive("eps", eps), checkDelta(delta))
 }
 
 // MethodError reports that a method gives no guarantee for the parameters

@@ -53,13 +53,7 @@ type PLDOptions struct {
 var noOpt = &lossDist{mass: []float64{0}, logErr: math.Inf(-1)}
 
 func (o PLDOptions) resolve() (h, tail float64, err error) {
-	h, tail = o.Interval, o.TailMass
-	if h == 0 {
-		h = DefaultInterval
-	}
-	if tail == 0 {
-		tail = DefaultTailMass
-	}
+	h, tail = cmp.Or(o.Interval, DefaultInterval), cmp.Or(o.TailMass, DefaultTailMass)
 	if !(h >= 1e-8 && h <= 1) {
 		return 0, 0, &ParamError{Param: "interval", Value: h, Want: "0 (the default) or in [1e-8, 1]"}
 	}
@@ -173,8 +167,7 @@ func (p *PLD) Floor() float64 {
 	}
 	f := 0.0
 	for _, d := range p.dirs(false) {
-		c := newCurve(d, p.h, true)
-		f = math.Max(f, c.value(math.Inf(1)))
+		f = math.Max(f, newCurve(d, p.h, true).value(math.Inf(1)))
 	}
 	return math.Min(f, 1)
 }
@@ -335,7 +328,7 @@ func (c *curve) epsilon(delta float64) float64 {
 		if c.value(0) <= delta {
 			return 0
 		}
-		_, eps := bisect(func(e float64) bool { return c.value(e) <= delta }, 0, top)
+		_, eps := bisect(func(e float64) bool { return c.value(e) <= delta }, 0, top, false)
 		return eps
 	}
 	// Optimistic: the highest cell of positive losses whose left end
@@ -355,30 +348,8 @@ func (c *curve) epsilon(delta float64) float64 {
 		return right // can only happen through rounding; still below the truth
 	}
 	// The last point still above delta: below the truth.
-	eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right)
+	eps, _ := bisect(func(e float64) bool { return c.onCell(j, e) <= delta }, left, right, false)
 	return eps
-}
-
-// bisect narrows [lo, hi] around the switch of a monotone predicate,
-// false at lo and true at hi, to a relative 1e-13, and returns the last
-// points on either side: ok(lo) is false (or lo is the start) and ok(hi)
-// is true.
-func bisect(ok func(float64) bool, lo, hi float64) (float64, float64) {
-	for range 200 {
-		if hi-lo <= 1e-13*hi {
-			break
-		}
-		mid := 0.5 * (lo + hi)
-		if !(mid > lo && mid < hi) {
-			break
-		}
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return lo, hi
 }
 
 // Delta returns a delta for which the mechanism the PLD describes is
@@ -408,20 +379,22 @@ func (p *PLD) Delta(eps float64) (float64, error) {
 //	    range is reported as 5e-324, never 0
 //	DeltaBounds(eps).Safe <= 1 always (a bound above 1 is reported as 1)
 func (p *PLD) DeltaBounds(eps float64) (Bounds, error) {
-	if !p.valid() {
-		return Bounds{}, errNilPLD
-	}
-	if err := checkNonNegative("eps", eps); err != nil {
-		return Bounds{}, err
-	}
-	return p.bounds(func(c *curve) float64 { return c.value(eps) }), nil
+	return p.bounds(checkNonNegative("eps", eps), func(c *curve) float64 { return c.value(eps) })
 }
 
 // bounds returns the larger of f over the safe curves of the directions
-// as Safe, and over the optimistic ones (at most Safe) as Optimistic. The
-// curves are built and f evaluated on up to four cores, one curve each;
-// the maxima are taken in the order of the directions.
-func (p *PLD) bounds(f func(c *curve) float64) Bounds {
+// as Safe, and over the optimistic ones (at most Safe) as Optimistic, or
+// errNilPLD for a PLD not built by this package, then checkX, the error
+// of the query's argument check. The curves are built and f evaluated on
+// up to four cores, one curve each; the maxima are taken in the order of
+// the directions.
+func (p *PLD) bounds(checkX error, f func(c *curve) float64) (Bounds, error) {
+	if !p.valid() {
+		return Bounds{}, errNilPLD
+	}
+	if checkX != nil {
+		return Bounds{}, checkX
+	}
 	safe := p.dirs(false)
 	ds := append(safe, p.dirs(true)...)
 	v := make([]float64, len(ds))
@@ -439,7 +412,7 @@ func (p *PLD) bounds(f func(c *curve) float64) Bounds {
 		}
 	}
 	b.Optimistic = math.Min(b.Optimistic, b.Safe)
-	return b
+	return b, nil
 }
 
 // Epsilon returns an eps >= 0 at which the mechanism the PLD describes is
@@ -463,13 +436,7 @@ func (p *PLD) Epsilon(delta float64) (float64, error) {
 //	    finite eps reaches it)
 //	EpsilonBounds(delta).Safe = 0 if the safe delta at 0 is at most delta
 func (p *PLD) EpsilonBounds(delta float64) (Bounds, error) {
-	if !p.valid() {
-		return Bounds{}, errNilPLD
-	}
-	if err := checkDelta(delta); err != nil {
-		return Bounds{}, err
-	}
-	return p.bounds(func(c *curve) float64 { return c.epsilon(delta) }), nil
+	return p.bounds(checkDelta(delta), func(c *curve) float64 { return c.epsilon(delta) })
 }
 
 // ErrPLDInterval reports PLDs of different grid spacings composed together.
@@ -512,15 +479,13 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 // the add ones shared with the remove ones when sym, computing them
 // concurrently.
 func (r *PLD) each(sym bool, f func(i int) (*lossDist, error)) error {
-	idx := []int{0, 1, 2, 3}
-	if sym {
-		idx = []int{0, 2}
-	}
 	out := make([]*lossDist, 4)
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
-	for _, i := range idx {
-		wg.Go(func() { out[i], errs[i] = f(i) })
+	for i := range 4 {
+		if !sym || i%2 == 0 { // the add ones (odd i) are shared when sym
+			wg.Go(func() { out[i], errs[i] = f(i) })
+		}
 	}
 	wg.Wait()
 	if err := cmp.Or(errs...); err != nil {

@@ -119,42 +119,35 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 	if err != nil {
 		return nil, err
 	}
-	if !(q >= 0 && q <= 1) {
-		return nil, &ParamError{Param: "q", Value: q, Want: "a sampling probability in [0, 1]"}
-	}
-	if !(sigma > 0) {
-		return nil, &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
-	}
-	if err := checkRelation(r); err != nil {
+	if err := checkSampled(q, sigma, 1, r); err != nil {
 		return nil, err
 	}
 	if q == 0 || math.IsInf(sigma, 1) {
 		return identityPLD(h, tail), nil
 	}
-	p := &PLD{h: h, tail: tail}
+	var ms []lossModel
 	if q == 1 { // the Gaussian mechanism, a symmetric pair
-		if err := p.discretiseAll(o, gaussianModel(1/sigma)); err != nil {
-			return nil, err
+		ms = []lossModel{gaussianModel(1 / sigma)}
+	} else {
+		// Above maxSampledSigma the mixture's losses (about q/sigma) are far
+		// below any grid interval, and evaluating them loses all precision (at
+		// sigma = 1e15 half the mass came out as an infinite loss, at 1e200 as
+		// NaN). Accounting sigma as maxSampledSigma is safe: more noise is a
+		// post-processing of less (add independent Gaussian noise), so it can
+		// only lower every delta.
+		if r == ReplaceOne {
+			// The remove and add pairs at sqrt2 sigma, composed (see above).
+			sigma *= math.Sqrt2
 		}
-		p.remove.unbounded = true
-		return p, nil
+		sigma = math.Min(sigma, maxSampledSigma)
+		ms = []lossModel{sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)}
 	}
-	// Above maxSampledSigma the mixture's losses (about q/sigma) are far
-	// below any grid interval, and evaluating them loses all precision (at
-	// sigma = 1e15 half the mass came out as an infinite loss, at 1e200 as
-	// NaN). Accounting sigma as maxSampledSigma is safe: more noise is a
-	// post-processing of less (add independent Gaussian noise), so it can
-	// only lower every delta.
-	if r == ReplaceOne {
-		// The remove and add pairs at sqrt2 sigma, composed (see above).
-		sigma *= math.Sqrt2
-	}
-	sigma = math.Min(sigma, maxSampledSigma)
-	if err := p.discretiseAll(o, sampledRemoveModel(q, sigma), sampledAddModel(q, sigma)); err != nil {
+	p := &PLD{h: h, tail: tail}
+	if err := p.discretiseAll(o, ms...); err != nil {
 		return nil, err
 	}
 	p.remove.unbounded = true
-	if r == ReplaceOne {
+	if r == ReplaceOne && q < 1 {
 		rp := &PLD{h: h, tail: tail}
 		// The discretised directions have tilt 0: convolve composes
 		// them at 0.
@@ -187,7 +180,7 @@ type lossModel struct {
 	scale float64                 // length on which pdf and L vary
 	// lerr bounds the rounding error of L(x) on [a, b], in units of u,
 	// beyond a few ulps of |L| itself: the error its arguments carry into
-	// it (nil: 1, a bound for losses of order 1).
+	// it (every model sets it).
 	lerr func(a, b float64) float64
 	// xlo, xhi have P(X < xlo) and P(X > xhi) at most the tail mass.
 	xlo, xhi func(tail float64) float64
@@ -199,14 +192,6 @@ type lossModel struct {
 // cancelEvery is the stride, in grid cells, at which a discretisation
 // checks its model's context: a few milliseconds of work.
 const cancelEvery = 1 << 10
-
-// cancelled returns m.ctx.Err() at every cancelEvery-th cell i, else nil.
-func (m *lossModel) cancelled(i int) error {
-	if m.ctx == nil || i%cancelEvery != 0 {
-		return nil
-	}
-	return m.ctx.Err()
-}
 
 // normalTailZ returns z with Phi(-z) <= tail.
 func normalTailZ(tail float64) float64 {
@@ -303,14 +288,6 @@ func mixErr(q, v0, v1 float64) float64 {
 	return e
 }
 
-// lossErr returns m.lerr on [a, b], or 1 if the model has none.
-func lossErr(m lossModel, a, b float64) float64 {
-	if m.lerr == nil {
-		return 1
-	}
-	return m.lerr(a, b)
-}
-
 // sampledAddModel is the add direction in the variable y = -x:
 // P = N(0, s^2), Q = (1-q) N(0, s^2) + q N(-1, s^2),
 // L(y) = -log(1 - q + q e^((-2y-1)/(2 s^2))), from -Inf to -log(1-q): the
@@ -381,15 +358,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	n := hi - lo + 1
 	d := &lossDist{lo: lo, mass: make([]float64, n), logErr: math.Inf(-1)}
 	xs := make([]float64, n)
-	err = cells(0, n, costInv, func(from, to int) error {
-		for i := from; i < to; i++ {
-			if err := m.cancelled(i); err != nil {
-				return err
-			}
-			xs[i] = m.inv(float64(lo+i) * h)
-		}
-		return nil
-	})
+	err = cells(m.ctx, 0, n, costInv, func(i int) { xs[i] = m.inv(float64(lo+i) * h) })
 	if err != nil {
 		return nil, err
 	}
@@ -405,10 +374,10 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	cellRel := make([]float64, n)
 	// The cells run on all cores. Cell i adds to mass[i] and cellRel[i],
 	// which no cell before it touched, and keeps what it adds to
-	// mass[i-1] and cellRel[i-1] (or to d.inf) in low[i], for the pass
-	// after the cells to add in the order of i, as one cell after the
-	// other would.
-	low := make([]cellLow, n)
+	// mass[i-1] and cellRel[i-1] in lowMass[i] and lowRel[i] (or to d.inf
+	// in lowInf[i]), for the pass after the cells to add in the order of
+	// i, as one cell after the other would.
+	lowMass, lowRel, lowInf := make([]float64, n), make([]float64, n), make([]float64, n)
 	cell := func(i int) {
 		a, b := xs[i-1], xs[i]
 		if !(b > a) {
@@ -451,7 +420,7 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 			// cell reaches x = +Inf while the loss has no bound there.
 			mass, sum := cellMass(m, a, b)
 			if math.IsInf(b, 1) && supLoss > lPrev+h {
-				low[i] = cellLow{kind: lowInf, mass: math.Max(mass, 0)}
+				lowInf[i] = math.Max(mass, 0)
 			} else if mass > 0 {
 				// A difference of two distribution functions (each a
 				// few u off): its relative error, which cancellation
@@ -471,31 +440,18 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 		d.mass[i] += A * upper
 		// The relative error of the split: the quadrature and the
 		// rounding of L(x) - l (a few ulps of |l| and the error of L on
-		// the cell, lossErr) against a cell of width h.
-		r := 1e-12 + 64*0x1p-53*(math.Max(math.Abs(lPrev), math.Abs(lPrev+h))+lossErr(m, a, b))/h
+		// the cell, m.lerr) against a cell of width h.
+		r := 1e-12 + 64*0x1p-53*(math.Max(math.Abs(lPrev), math.Abs(lPrev+h))+m.lerr(a, b))/h
 		cellRel[i] = math.Max(cellRel[i], r)
-		low[i] = cellLow{kind: lowSplit, mass: B * lower, rel: r}
+		lowMass[i], lowRel[i] = B*lower, r
 	}
-	err = cells(1, n, costCell, func(from, to int) error {
-		for i := from; i < to; i++ {
-			if err := m.cancelled(i); err != nil {
-				return err
-			}
-			cell(i)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := cells(m.ctx, 1, n, costCell, cell); err != nil {
 		return nil, err
 	}
 	for i := 1; i < n; i++ {
-		switch l := low[i]; l.kind {
-		case lowSplit:
-			d.mass[i-1] += l.mass
-			cellRel[i-1] = math.Max(cellRel[i-1], l.rel)
-		case lowInf:
-			d.inf += l.mass
-		}
+		d.mass[i-1] += lowMass[i]
+		cellRel[i-1] = math.Max(cellRel[i-1], lowRel[i])
+		d.inf += lowInf[i]
 	}
 	// Each mass is raised by the bound on its own relative error (of the
 	// cells it takes from, 1e-12 for the rest: the tail masses and the
@@ -513,21 +469,6 @@ func discretise(m lossModel, h, tail float64) (*lossDist, error) {
 	d.rel = 0
 	return d, nil
 }
-
-// cellLow is what a cell i of discretise adds below itself: with kind
-// lowSplit, mass to mass[i-1] and its relative error bound rel to
-// cellRel[i-1]; with kind lowInf, mass to the infinite loss.
-type cellLow struct {
-	kind      uint8
-	mass, rel float64
-}
-
-// The kinds of cellLow: none, a split cell, a wide cell at +Inf.
-const (
-	lowNone = iota
-	lowSplit
-	lowInf
-)
 
 // panels calls node(x, wt) at the nodes and weights of the rule discretise
 // and quad use on [a, b]: 5-point Gauss-Legendre on panels no wider than
@@ -601,72 +542,57 @@ func discretiseOpt(m lossModel, h, tail float64) (*lossDist, error) {
 	n := hi - lo + 1
 	lmax := math.Max(math.Abs(float64(lo)*h), math.Abs(float64(hi)*h))
 	// The quadrature's relative error (as in discretise), and the rounding
-	// of L(x) - l_i: a few ulps of |l_i| and the error of L (lossErr) in
+	// of L(x) - l_i: a few ulps of |l_i| and the error of L (m.lerr) in
 	// every node: an absolute error of D of at most lerr times the cell's
 	// mass.
 	rho := 1e-12 + 64*0x1p-53
-	lerr := 64 * 0x1p-53 * (lmax + lossErr(m, xlo, xhi))
+	lerr := 64 * 0x1p-53 * (lmax + m.lerr(xlo, xhi))
 	clamp := func(x float64) float64 { return math.Min(math.Max(x, xlo), xhi) }
 	edge := func(i int) float64 { return clamp(m.inv((float64(lo+i) - 0.5) * h)) }
 	P := make([]float64, n) // cell P-mass
 	D := make([]float64, n) // P_i - e^(l_i) Q_i
 	S := make([]float64, n) // bound on D's error
 	floorAt := make([]bool, n)
-	// The cells run on all cores. Cell i is (a_i, b_i] with b_i = edge(i+1)
-	// (xhi for the last) and a_i the largest of edge(0) and the b_j before
-	// it; the b_i are computed first, on all cores, then the a_i at the
-	// start of each chunk, in order.
-	ends := make([]float64, n)
-	par.Range(n, chunk, costInv, func(from, to int) {
+	// The cells run on all cores. Cell i is (xs[i], xs[i+1]], with xs[i]
+	// edge(i) (xhi for i = n) raised to the largest edge before it: the
+	// edges are computed first, on all cores, then raised in order. A cell
+	// whose upper end is not above its lower one is empty.
+	xs := make([]float64, n+1)
+	par.Range(n+1, chunk, costInv, func(from, to int) {
 		for i := from; i < to; i++ {
-			ends[i] = xhi
-			if i < n-1 {
-				ends[i] = edge(i + 1)
+			xs[i] = xhi
+			if i < n {
+				xs[i] = edge(i)
 			}
 		}
 	})
-	starts := make([]float64, (n+chunk-1)/chunk)
-	a := edge(0)
-	for i, b := range ends {
-		if i%chunk == 0 {
-			starts[i/chunk] = a
-		}
-		a = math.Max(a, b)
+	for i := 1; i <= n; i++ {
+		xs[i] = math.Max(xs[i-1], xs[i])
 	}
-	err = cells(0, n, costOpt, func(from, to int) error {
-		a := starts[from/chunk]
-		for i := from; i < to; i++ {
-			if err := m.cancelled(i); err != nil {
-				return err
-			}
-			b := ends[i]
-			if !(b > a) {
-				a = math.Max(a, b)
-				continue
-			}
-			li := float64(lo+i) * h
-			c := math.Min(math.Max(m.inv(li), a), b)
-			pm, ok1 := quad(m.pdf, a, b, m.scale)
-			neg, ok2 := quad(func(x float64) float64 {
-				return m.pdf(x) * math.Max(0, math.Expm1(li-m.loss(x)))
-			}, a, c, m.scale)
-			pos, ok3 := quad(func(x float64) float64 {
-				return m.pdf(x) * math.Max(0, -math.Expm1(li-m.loss(x)))
-			}, c, b, m.scale)
-			if !ok1 || !ok2 || !ok3 {
-				// A wide cell (far in a tail): its mass at the grid
-				// point at or below its least loss, which its loss
-				// exceeds.
-				mass, _ := cellMass(m, a, b)
-				P[i] = math.Max(0, mass)
-				floorAt[i] = true
-				a = b
-				continue
-			}
-			P[i], D[i], S[i] = pm, pos-neg, lerr*pm+1e-12*(pos+neg)
-			a = b
+	err = cells(m.ctx, 0, n, costOpt, func(i int) {
+		a, b := xs[i], xs[i+1]
+		if !(b > a) {
+			return
 		}
-		return nil
+		li := float64(lo+i) * h
+		c := math.Min(math.Max(m.inv(li), a), b)
+		pm, ok1 := quad(m.pdf, a, b, m.scale)
+		neg, ok2 := quad(func(x float64) float64 {
+			return m.pdf(x) * math.Max(0, math.Expm1(li-m.loss(x)))
+		}, a, c, m.scale)
+		pos, ok3 := quad(func(x float64) float64 {
+			return m.pdf(x) * math.Max(0, -math.Expm1(li-m.loss(x)))
+		}, c, b, m.scale)
+		if !ok1 || !ok2 || !ok3 {
+			// A wide cell (far in a tail): its mass at the grid
+			// point at or below its least loss, which its loss
+			// exceeds.
+			mass, _ := cellMass(m, a, b)
+			P[i] = math.Max(0, mass)
+			floorAt[i] = true
+			return
+		}
+		P[i], D[i], S[i] = pm, pos-neg, lerr*pm+1e-12*(pos+neg)
 	})
 	if err != nil {
 		return nil, err

@@ -54,10 +54,17 @@ func spectrumSums(c []complex128, n int) (l1, l2 float64) {
 			vs[j] = math.Hypot(real(c[j]), imag(c[j]))
 		}
 	})
-	for j, v := range vs {
+	return weightedSums(vs, n)
+}
+
+// weightedSums returns the sum over all n frequencies of v_j and
+// sqrt(sum of v_j^2) from the values v at the n/2+1 coefficients of a real
+// sequence of length n (see specWeight).
+func weightedSums(v []float64, n int) (l1, l2 float64) {
+	for j, x := range v {
 		w := specWeight(j, n)
-		l1 += w * v
-		l2 += w * v * v
+		l1 += w * x
+		l2 += w * x * x
 	}
 	return l1, math.Sqrt(l2)
 }
@@ -139,20 +146,17 @@ func (d *lossDist) logMGF(s float64, first, last int) float64 {
 	if first > last {
 		return math.Inf(-1)
 	}
+	top, step := first, 1 // where the exponent is largest, and away from it
+	if s > 0 {
+		top, step = last, -1
+	}
 	r := math.Exp(-math.Abs(s))
 	sum, f := 0.0, 1.0
-	if s > 0 {
-		for i := last; i >= first && f > 1e-300; i-- {
-			sum += d.mass[i] * f
-			f *= r
-		}
-		return logf(sum) + 1e-9 + s*float64(last)
-	}
-	for i := first; i <= last && f > 1e-300; i++ {
+	for i := top; i >= first && i <= last && f > 1e-300; i += step {
 		sum += d.mass[i] * f
 		f *= r
 	}
-	return logf(sum) + 1e-9 + s*float64(first)
+	return logf(sum) + 1e-9 + s*float64(top)
 }
 
 // scanMin returns the argument and value of the least f(guess 2^j) over
@@ -671,16 +675,11 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 			c[j] = p
 		}
 	})
-	var F1, F2, out1 float64
-	for j, f := range in {
-		wt := specWeight(j, n)
-		F1 += wt * f
-		F2 += wt * f * f
-		out1 += wt * outAbs[j]
-	}
+	F1, F2 := weightedSums(in, n)
+	out1, _ := weightedSums(outAbs, n)
 	w = tr.Sequence(nil, c)
 	scale(w, 1/nf)
-	perIndex = math.Min(F1/nf, math.Sqrt(F2)/math.Sqrt(nf)) + fe*(out1+F1)/nf
+	perIndex = math.Min(F1/nf, F2/math.Sqrt(nf)) + fe*(out1+F1)/nf
 	return w, perIndex
 }
 
@@ -730,11 +729,7 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 			pw[j] = math.Pow(a, kf)
 		}
 	})
-	total, out := 0.0, 0.0
-	for j, v := range g {
-		out += pw[j]
-		total += v
-	}
+	total, out := sum(g), sum(pw)
 	// Aim for a remainder of F below 2e-2 of the inverse transform's own
 	// rounding, fe ||z^k||_1: the terms below target / len(c) sum to at
 	// most target (1e-2 of it), and only the others are candidates, taken
@@ -755,14 +750,9 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 	if count == 0 || float64(count)*float64(bulk) > refineBudget {
 		return nil
 	}
-	tail := make([]float64, n)
-	copy(tail, seq)
-	mb := 0.0
-	for s := s0; s <= s1; s++ {
-		mb += seq[s]
-		tail[s] = 0
-	}
-	mb *= 1 + float64(n)*unitRound
+	tail := slices.Clone(seq)
+	clear(tail[s0 : s1+1])
+	mb := sum(seq[s0:s1+1]) * (1 + float64(n)*unitRound)
 	mt := sum(tail) * (1 + float64(n)*unitRound)
 	ct := tr.Coefficients(nil, tail)
 	eRefined := fe*mt + hornerErrorConst(bulk)*mb

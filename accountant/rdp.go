@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // This file holds Renyi DP (Mironov 2017) of the Gaussian mechanism and its
 // conversions to (eps, delta)-DP over a fixed grid of orders.
@@ -23,13 +26,12 @@ const (
 	Mironov2017
 )
 
+var conversionNames = [...]string{Balle2020: "balle2020", Mironov2017: "mironov2017"}
+
 // String returns "balle2020" or "mironov2017".
 func (c Conversion) String() string {
-	switch c {
-	case Balle2020:
-		return "balle2020"
-	case Mironov2017:
-		return "mironov2017"
+	if c >= 0 && int(c) < len(conversionNames) {
+		return conversionNames[c]
 	}
 	return "Conversion(" + itoa(int(c)) + ")"
 }
@@ -115,10 +117,7 @@ func RDPEpsilon(alpha, rdp []float64, delta float64, c Conversion) (eps, order f
 	L := -logf(delta)
 	eps = math.Inf(1)
 	for j, a := range alpha {
-		if err := checkOrder(a); err != nil {
-			return 0, 0, err
-		}
-		if err := checkNonNegative("rdp["+itoa(j)+"]", rdp[j]); err != nil {
+		if err := cmp.Or(checkOrder(a), checkNonNegative("rdp["+itoa(j)+"]", rdp[j])); err != nil {
 			return 0, 0, err
 		}
 		if e := rdp[j] + conversion(c, a-1, L); e < eps || j == 0 {

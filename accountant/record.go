@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // Participation names how often one client's sample may enter the release.
 // The sensitivity recorded with it must have been derived for it.
@@ -50,13 +53,7 @@ func NewRecord(round int, eps, delta, sensitivity float64, m Method, p Participa
 // the achieved delta when the noise falls short, and a *ParamError for a
 // record whose fields are out of range.
 func (r Record) Verify() error {
-	if err := checkEpsDelta(r.Eps, r.Delta); err != nil {
-		return err
-	}
-	if err := checkPositive("sensitivity", r.Sensitivity); err != nil {
-		return err
-	}
-	if err := checkPositive("noise_std", r.NoiseStd); err != nil {
+	if err := cmp.Or(checkEpsDelta(r.Eps, r.Delta), checkPositive("sensitivity", r.Sensitivity), checkPositive("noise_std", r.NoiseStd)); err != nil {
 		return err
 	}
 	if !r.Method.valid() {

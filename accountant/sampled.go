@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -76,9 +77,7 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 // stepTail returns the tail mass autoOptions cuts per step: tail (0:
 // defaultSampledTail) over the steps, within [1e-300, 1e-3].
 func stepTail(tail float64, steps int) float64 {
-	if tail == 0 {
-		tail = defaultSampledTail
-	}
+	tail = cmp.Or(tail, defaultSampledTail)
 	return math.Min(math.Max(tail/float64(steps), 1e-300), 1e-3)
 }
 
@@ -96,18 +95,16 @@ func sampledStepSpan(q, sigma, tail float64) float64 {
 	return span
 }
 
-// checkSampled checks the parameters of a sampled Gaussian run.
+// checkSampled checks the parameters of a sampled Gaussian run (of one
+// step for SampledGaussianPLD).
 func checkSampled(q, sigma float64, steps int, rel Relation) error {
-	if err := checkRelation(rel); err != nil {
-		return err
-	}
 	if !(q >= 0 && q <= 1) {
 		return &ParamError{Param: "q", Value: q, Want: "a sampling probability in [0, 1]"}
 	}
 	if !(sigma > 0) {
 		return &ParamError{Param: "sigma", Value: sigma, Want: "> 0"}
 	}
-	return checkCount("steps", steps)
+	return cmp.Or(checkRelation(rel), checkCount("steps", steps))
 }
 
 // checkRelation requires AddRemove or ReplaceOne.
@@ -164,10 +161,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 	}
 	o := autoOptions(q, sigma, steps, so.budget, so.tail, rel)
 	o.safeOnly, o.ctx = so.safeOnly, so.ctx
-	fold := so.fold
-	if fold == 0 {
-		fold = math.Max(o.TailMass, foldFloor)
-	}
+	fold := cmp.Or(so.fold, math.Max(o.TailMass, foldFloor))
 	// build composes the steps on the grid of o, refined first if refine.
 	build := func(o PLDOptions, refine bool) (*PLD, error) {
 		var p *PLD
@@ -181,7 +175,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 		if rel == ReplaceOne && q < 1 && steps > 1 {
 			return replaceOneSteps(q, sigma, steps, fold, o)
 		}
-		if p == nil || rel == ReplaceOne {
+		if p == nil {
 			if p, err = SampledGaussianPLD(q, sigma, rel, o); err != nil {
 				return nil, err
 			}
@@ -216,14 +210,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 // the delta of the dominating pair the accountant uses). Its special cases
 // and errors are those of SampledGaussian and PLD.DeltaBounds.
 func SampledGaussianDeltaBounds(q, sigma float64, steps int, eps float64, rel Relation) (Bounds, error) {
-	if err := checkNonNegative("eps", eps); err != nil {
-		return Bounds{}, err
-	}
-	p, err := SampledGaussian(q, sigma, steps, rel)
-	if err != nil {
-		return Bounds{}, err
-	}
-	return p.DeltaBounds(eps)
+	return sampledBounds(q, sigma, steps, rel, checkNonNegative("eps", eps), (*PLD).DeltaBounds, eps)
 }
 
 // SampledGaussianEpsilonBounds returns bounds on the eps at delta of steps
@@ -233,14 +220,21 @@ func SampledGaussianDeltaBounds(q, sigma float64, steps int, eps float64, rel Re
 // dominating pair). Its special cases and errors are those of
 // SampledGaussian and PLD.EpsilonBounds.
 func SampledGaussianEpsilonBounds(q, sigma float64, steps int, delta float64, rel Relation) (Bounds, error) {
-	if err := checkDelta(delta); err != nil {
-		return Bounds{}, err
+	return sampledBounds(q, sigma, steps, rel, checkDelta(delta), (*PLD).EpsilonBounds, delta)
+}
+
+// sampledBounds returns query(p, x) for the PLD p of [SampledGaussian],
+// or the error of the query's argument check, checkX, before any PLD is
+// built.
+func sampledBounds(q, sigma float64, steps int, rel Relation, checkX error, query func(*PLD, float64) (Bounds, error), x float64) (Bounds, error) {
+	if checkX != nil {
+		return Bounds{}, checkX
 	}
 	p, err := SampledGaussian(q, sigma, steps, rel)
 	if err != nil {
 		return Bounds{}, err
 	}
-	return p.EpsilonBounds(delta)
+	return query(p, x)
 }
 
 // SampledGaussianDelta returns a delta for which steps compositions of the
@@ -319,10 +313,7 @@ func SampledGaussianSigma(ctx context.Context, q float64, steps int, eps, delta 
 	if !(q > 0 && q <= 1) {
 		return 0, &ParamError{Param: "q", Value: q, Want: "a sampling probability in (0, 1] (q = 0 needs no noise)"}
 	}
-	if err := checkCount("steps", steps); err != nil {
-		return 0, err
-	}
-	if err := checkEpsDelta(eps, delta); err != nil {
+	if err := cmp.Or(checkCount("steps", steps), checkEpsDelta(eps, delta)); err != nil {
 		return 0, err
 	}
 	if eps > MaxSampledEps {
@@ -690,8 +681,8 @@ const (
 // refineInterval returns o with its interval refined until the predicted
 // relative width of the two-sided eps at delta = 1e-10 of steps
 // compositions is at most widthTarget (or the interval is maxRefine times
-// finer), and the one-step PLD at that interval (nil for ReplaceOne, which
-// composes its own). The prediction is a Chernoff estimate: with K(l) =
+// finer), and the one-step PLD at that interval (which replaceOneSteps
+// does not use: it composes the replace-one step at its own tilt). The prediction is a Chernoff estimate: with K(l) =
 // log E_P[e^(l L)] of one step's pessimistic and optimistic distributions,
 // eps is about min over l of (steps K_pes(l) + log(1/delta)) / l, and the
 // sides drift apart by steps (K_pes(l) - K_opt(l)) / l at the minimiser.
@@ -709,9 +700,6 @@ func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PL
 		}
 		w := predictWidth(one, steps)
 		if !(w > widthTarget) || o.Interval <= h0/maxRefine || o.Interval <= 1e-8 {
-			if rel == ReplaceOne {
-				one = nil
-			}
 			return o, one, nil
 		}
 		f := math.Max(0.5, math.Min(0.8, math.Pow(widthTarget/w, 0.3)))

@@ -6,29 +6,38 @@ import "math"
 // far below the 1e-9 the package promises, far above float64 resolution.
 const searchTol = 1e-13
 
-// bisectSafe returns the least x in [lo, hi], to a relative width of
-// searchTol, at which the monotone predicate safe holds. It requires
-// 0 < lo < hi, safe(hi) and !safe(lo), and keeps that invariant at every
-// step: hi is always a point known to be safe, lo one known to be unsafe,
-// and the midpoint (geometric, since the unknowns are scale parameters)
-// replaces whichever end it agrees with. It returns hi, the safe end.
+// bisect narrows [lo, hi] around the switch of a monotone predicate ok,
+// false at lo and true at hi, to a relative width of searchTol, and
+// returns the last points on either side: ok(lo) is false (or lo is the
+// start) and ok(hi) is true (or hi is the start). It keeps that invariant
+// at every step: the midpoint replaces whichever end it agrees with, so
+// hi is always a point known to satisfy ok. The midpoint is geometric if
+// geo (for the scale parameters of leastSafe, 0 < lo < hi), else
+// arithmetic.
 //
-// The loop ends when the bracket is narrower than searchTol or no float64
-// lies strictly between lo and hi; halving log(hi/lo) each time, that is at
-// most about 60 iterations for any bracket within the float64 range.
-func bisectSafe(lo, hi float64, safe func(float64) bool) float64 {
-	for hi-lo > searchTol*hi {
-		mid := math.Sqrt(lo) * math.Sqrt(hi)
+// The loop ends when the bracket is narrower than searchTol, no float64
+// lies strictly between lo and hi, or after 200 steps; halving log(hi/lo)
+// each time, a geometric search takes at most about 60 steps for any
+// bracket within the float64 range.
+func bisect(ok func(float64) bool, lo, hi float64, geo bool) (float64, float64) {
+	for range 200 {
+		if hi-lo <= searchTol*hi {
+			break
+		}
+		mid := 0.5 * (lo + hi)
+		if geo {
+			mid = math.Sqrt(lo) * math.Sqrt(hi)
+		}
 		if !(mid > lo && mid < hi) {
 			break
 		}
-		if safe(mid) {
+		if ok(mid) {
 			hi = mid
 		} else {
 			lo = mid
 		}
 	}
-	return hi
+	return lo, hi
 }
 
 // bracketDown returns an unsafe point below hi (where safe(hi) holds) by
@@ -64,7 +73,7 @@ func bracketUp(start float64, safe func(float64) bool) float64 {
 
 // leastSafe returns the least x at which the monotone predicate safe holds,
 // searched from start: bracketUp's safe point, bracketDown's unsafe point
-// lo below it, and bisectSafe between them. Where bracketDown finds no
+// lo below it, and bisect between them. Where bracketDown finds no
 // unsafe point (bracketUp's is +Inf, or every x down to the smallest
 // normal number is safe) x is bracketUp's point and lo is 0.
 func leastSafe(start float64, safe func(float64) bool) (lo, x float64) {
@@ -72,5 +81,6 @@ func leastSafe(start float64, safe func(float64) bool) (lo, x float64) {
 	if lo = bracketDown(hi, safe); lo == 0 {
 		return 0, hi
 	}
-	return lo, bisectSafe(lo, hi, safe)
+	_, x = bisect(safe, lo, hi, true)
+	return lo, x
 }

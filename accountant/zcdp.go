@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // This file holds zero-concentrated DP (Bun & Steinke 2016) of the Gaussian
 // mechanism and its conversions to (eps, delta)-DP. Throughout, L = log(1/delta).
@@ -15,10 +18,7 @@ import "math"
 //	GaussianRho(s, v) = +Inf when rho overflows
 //	GaussianRho(s, v) is an error if s or v is <= 0, +Inf or NaN
 func GaussianRho(sensitivity, std float64) (float64, error) {
-	if err := checkPositive("sensitivity", sensitivity); err != nil {
-		return 0, err
-	}
-	if err := checkPositive("std", std); err != nil {
+	if err := cmp.Or(checkPositive("sensitivity", sensitivity), checkPositive("std", std)); err != nil {
 		return 0, err
 	}
 	// Rounded up at every step, also where rho is subnormal or below
@@ -100,10 +100,7 @@ func CKSRho(eps, delta float64) (float64, error) {
 }
 
 func checkRhoDelta(rho, delta float64) error {
-	if err := checkNonNegative("rho", rho); err != nil {
-		return err
-	}
-	return checkDelta(delta)
+	return cmp.Or(checkNonNegative("rho", rho), checkDelta(delta))
 }
 
 // bsEpsilon is Bun & Steinke's rho + 2 sqrt(rho L).

@@ -117,6 +117,7 @@ type result struct {
 	// on log delta that holds where delta itself is below the smallest
 	// float64 (then delta is printed as that value, 5e-324, an upper bound).
 	LogDelta *float64 `json:"log_delta,omitempty"`
+	asJSON   bool     // print as JSON (-json); not a field of the output
 }
 
 func (r result) text() string {
@@ -126,14 +127,11 @@ func (r result) text() string {
 	if r.Sampling != nil {
 		s += fmt.Sprintf(" sampling=%s steps=%d relation=%s", f(*r.Sampling), r.Steps, r.Relation)
 	}
-	if r.EpsOptimistic != nil {
-		s += " eps_optimistic=" + f(*r.EpsOptimistic)
-	}
-	if r.DeltaOptimistic != nil {
-		s += " delta_optimistic=" + f(*r.DeltaOptimistic)
-	}
-	if r.LogDelta != nil {
-		s += " log_delta=" + f(*r.LogDelta)
+	opt := []*float64{r.EpsOptimistic, r.DeltaOptimistic, r.LogDelta}
+	for i, key := range []string{"eps_optimistic", "delta_optimistic", "log_delta"} {
+		if opt[i] != nil {
+			s += " " + key + "=" + f(*opt[i])
+		}
 	}
 	return s
 }
@@ -158,16 +156,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.ExitFailure
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(message(err)))
-		var pe *accountant.ParamError
-		if errors.As(err, &pe) {
-			return cli.ExitUsage
-		}
-		return cli.ExitCode(err)
+		msg, code := message(err)
+		fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(msg))
+		return code
 	}
 	out := res.text()
-	if res.json {
-		b, err := json.Marshal(res.result)
+	if res.asJSON {
+		b, err := json.Marshal(res)
 		if err != nil { // non-finite numbers; command rejects them first
 			fmt.Fprintln(stderr, "dpacct: "+cli.OneLine(err.Error()))
 			return cli.ExitFailure
@@ -179,32 +174,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // message words an error for the command line from the fields of the
-// accountant's typed errors: a parameter error names the flag, a method
-// error the -method value.
-func message(err error) string {
+// accountant's typed errors, and returns the exit status: a parameter
+// error names the flag (a usage error), a method error the -method value.
+func message(err error) (string, int) {
 	var pe *accountant.ParamError
 	if errors.As(err, &pe) {
 		name := pe.Param
 		if name == "q" { // the accountant's sampling probability is the -sampling flag
 			name = "sampling"
 		}
-		return "invalid -" + name + " " + fmt.Sprint(pe.Value) + ": want " + pe.Want
+		return "invalid -" + name + " " + fmt.Sprint(pe.Value) + ": want " + pe.Want, cli.ExitUsage
 	}
 	var me *accountant.MethodError
 	if errors.As(err, &me) {
-		return "-method " + me.Method.String() + ": " + me.Reason
+		return "-method " + me.Method.String() + ": " + me.Reason, cli.ExitCode(err)
 	}
-	return err.Error()
-}
-
-// output is a result and the format asked for.
-type output struct {
-	result
-	json bool
+	return err.Error(), cli.ExitCode(err)
 }
 
 // command parses and runs one command.
-func command(ctx context.Context, name string, args []string, stdout io.Writer) (output, error) {
+func command(ctx context.Context, name string, args []string, stdout io.Writer) (result, error) {
 	fs := cli.NewFlagSet("dpacct " + name)
 	var (
 		eps, delta, sigma = &floatFlag{}, &floatFlag{}, &floatFlag{}
@@ -251,38 +240,38 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		fs.Var(compositions, "compositions", "number `K` of releases composed (>= 1)")
 		required = []string{"sigma", "eps"}
 	default:
-		return output{}, &cli.UsageError{Msg: fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
+		return result{}, &cli.UsageError{Msg: fmt.Sprintf("unknown command %q, want sigma, epsilon or delta", name)}
 	}
 	set, err := cli.ParseFlags(fs, args, stdout, "Usage of dpacct "+name+":\n", name+": ", cli.Once)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
 	}
 	if err != nil {
-		return output{}, err
+		return result{}, err
 	}
 	for _, r := range required {
 		if !set[r] {
-			return output{}, &cli.UsageError{Msg: fmt.Sprintf("%s: flag -%s is required", name, r)}
+			return result{}, &cli.UsageError{Msg: fmt.Sprintf("%s: flag -%s is required", name, r)}
 		}
 	}
 
-	res := result{Method: method.String(), Eps: eps.v, Delta: delta.v, Sigma: sigma.v, Sensitivity: sensitivity.v, Compositions: compositions.v}
+	res := result{Method: method.String(), Eps: eps.v, Delta: delta.v, Sigma: sigma.v, Sensitivity: sensitivity.v, Compositions: compositions.v, asJSON: asJSON}
 	if set["steps"] && !set["sampling"] {
 		advice := "use -compositions for unsampled releases"
 		if name == "sigma" {
 			advice = "without it, sigma calibrates one unsampled release"
 		}
-		return output{}, &cli.UsageError{Msg: name + ": -steps needs -sampling (" + advice + ")"}
+		return result{}, &cli.UsageError{Msg: name + ": -steps needs -sampling (" + advice + ")"}
 	}
 	if set["relation"] && !set["sampling"] {
-		return output{}, &cli.UsageError{Msg: name + ": -relation applies only with -sampling (without sampling the relation enters only through -sensitivity)"}
+		return result{}, &cli.UsageError{Msg: name + ": -relation applies only with -sampling (without sampling the relation enters only through -sensitivity)"}
 	}
 	if set["sampling"] {
 		if set["compositions"] {
-			return output{}, &cli.UsageError{Msg: name + ": -compositions does not apply with -sampling; use -steps"}
+			return result{}, &cli.UsageError{Msg: name + ": -compositions does not apply with -sampling; use -steps"}
 		}
 		if set["method"] && method != accountant.Exact {
-			return output{}, &cli.UsageError{Msg: name + ": -method " + method.String() + " does not apply with -sampling (the PLD accountant is used)"}
+			return result{}, &cli.UsageError{Msg: name + ": -method " + method.String() + " does not apply with -sampling (the PLD accountant is used)"}
 		}
 		q := sampling.v
 		res.Method, res.Sampling, res.Steps, res.Compositions = "pld", &q, steps.v, steps.v
@@ -341,32 +330,27 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		}
 	}
 	if err == nil {
-		res.NoiseStd, err = scale(name, res.Sigma, sensitivity.v, set["sensitivity"])
+		res.NoiseStd, err = accountant.Scale(res.Sigma, sensitivity.v)
+		// Where the product is below the normal range and the user gave
+		// -sigma but not -sensitivity (epsilon and delta), the error names
+		// -sigma, the input that is too small, not the default
+		// -sensitivity 1.
+		var pe *accountant.ParamError
+		if name != "sigma" && !set["sensitivity"] && errors.As(err, &pe) && pe.Param == "sensitivity" {
+			err = &accountant.ParamError{Param: "sigma", Value: res.Sigma, Want: pe.Want}
+		}
 	}
 	if err != nil {
-		return output{}, err
+		return result{}, err
 	}
 	if math.IsInf(res.Eps, 1) {
 		msg := "eps is +Inf: sigma is too small for any finite guarantee"
 		if set["sampling"] {
 			msg += " at this delta"
 		}
-		return output{}, errors.New(msg)
+		return result{}, errors.New(msg)
 	}
-	return output{result: res, json: asJSON}, nil
-}
-
-// scale returns the noise std sigma * sensitivity (accountant.Scale) for
-// command name. Where the product is below the normal range and the user
-// gave -sigma but not -sensitivity (epsilon and delta), the error names
-// -sigma, the input that is too small, not the default -sensitivity 1.
-func scale(name string, sigma, sensitivity float64, sensitivitySet bool) (float64, error) {
-	std, err := accountant.Scale(sigma, sensitivity)
-	var pe *accountant.ParamError
-	if name != "sigma" && !sensitivitySet && errors.As(err, &pe) && pe.Param == "sensitivity" {
-		err = &accountant.ParamError{Param: "sigma", Value: sigma, Want: pe.Want}
-	}
-	return std, err
+	return res, nil
 }
 
 var examples = map[string]string{
@@ -382,13 +366,9 @@ type floatFlag struct{ v float64 }
 
 func (f *floatFlag) String() string { return strconv.FormatFloat(f.v, 'g', -1, 64) }
 
-func (f *floatFlag) Set(s string) error {
-	v, err := cli.ParseFloat(s)
-	if err != nil {
-		return err
-	}
-	f.v = v
-	return nil
+func (f *floatFlag) Set(s string) (err error) {
+	f.v, err = cli.ParseFloat(s)
+	return err
 }
 
 // intFlag is a decimal integer flag (no octal or hex, unlike flag.Int).
@@ -396,11 +376,9 @@ type intFlag struct{ v int }
 
 func (f *intFlag) String() string { return strconv.Itoa(f.v) }
 
-func (f *intFlag) Set(s string) error {
-	v, err := strconv.Atoi(s)
-	if err != nil {
+func (f *intFlag) Set(s string) (err error) {
+	if f.v, err = strconv.Atoi(s); err != nil {
 		return errors.New("not a decimal integer in range")
 	}
-	f.v = v
 	return nil
 }
