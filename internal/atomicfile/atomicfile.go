@@ -347,6 +347,14 @@ func IsTemp(name string) bool {
 // the longest write). It returns the number of files removed and the first
 // error other than a file that has disappeared meanwhile.
 func RemoveStale(dir string, age time.Duration) (int, error) {
+	return RemoveStaleOf(dir, age, nil)
+}
+
+// RemoveStaleOf is [RemoveStale] limited to the temporary files of the
+// destinations whose base name ours accepts (all of them for a nil ours),
+// for a directory that may hold other programs' files: a temporary file
+// is named "."+base+".tmp-"+random, and base is what ours is given.
+func RemoveStaleOf(dir string, age time.Duration, ours func(base string) bool) (int, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, err
@@ -356,6 +364,11 @@ func RemoveStale(dir string, age time.Duration) (int, error) {
 	cutoff := time.Now().Add(-age)
 	for _, e := range entries {
 		if !IsTemp(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		// IsTemp: the name starts with "." and holds the infix, which may
+		// come right after the dot (".tmp-x": base "").
+		if base := e.Name()[1:max(1, strings.LastIndex(e.Name(), tempInfix))]; ours != nil && !ours(base) {
 			continue
 		}
 		fi, err := e.Info()
