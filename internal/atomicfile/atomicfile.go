@@ -27,8 +27,9 @@
 // # Temporary files
 //
 // Temporary files are named "."+base+".tmp-"+random in the destination's
-// directory. They are removed on every error, on a panic of the write
-// function and on cancellation; only a process killed outright (SIGKILL, a
+// directory (base cut short where the name would exceed 255 bytes). They
+// are removed on every error, on a panic of the write function and on
+// cancellation; only a process killed outright (SIGKILL, a
 // crash) can leave one behind. Such a stale file is never read by this
 // package; [RemoveStale] deletes the old ones of a directory.
 package atomicfile
@@ -47,6 +48,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // TargetError reports a destination that Write refuses to replace.
@@ -317,15 +319,38 @@ func (p *Pending) Discard() {
 // its temporary files.
 const tempInfix = ".tmp-"
 
-// createTemp creates a new file "."+base+".tmp-"+random in dir with
-// permission bits perm minus the umask (the kernel applies it).
+// maxNameBytes is the longest file name (NAME_MAX) of common file
+// systems: ext4, XFS, Btrfs, APFS, tmpfs.
+const maxNameBytes = 255
+
+// tempName returns "."+base+".tmp-"+16 random hex digits, with base cut
+// (at a rune boundary) so that the name takes at most maxNameBytes: a
+// destination whose own name is valid must not fail for its temporary
+// file's. The random part keeps cut names apart.
+func tempName(base string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	suffix := tempInfix + hex.EncodeToString(b[:])
+	if room := maxNameBytes - 1 - len(suffix); len(base) > room {
+		for room > 0 && !utf8.RuneStart(base[room]) {
+			room--
+		}
+		base = base[:room]
+	}
+	return "." + base + suffix, nil
+}
+
+// createTemp creates a new file [tempName](base) in dir with permission
+// bits perm minus the umask (the kernel applies it).
 func createTemp(dir, base string, perm os.FileMode) (*os.File, error) {
 	for range 100 {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		tmp, err := tempName(base)
+		if err != nil {
 			return nil, err
 		}
-		name := filepath.Join(dir, "."+base+tempInfix+hex.EncodeToString(b[:]))
+		name := filepath.Join(dir, tmp)
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
