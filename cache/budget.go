@@ -314,7 +314,7 @@ func decodeMeta(r io.Reader, size int64) (meta *cacheMeta, metaLen int64, metaJS
 }
 
 // Clear removes every entry of the cache directory, and the temporary files
-// that killed writers left there more than an hour ago (those of writers
+// that killed writers of entries left there more than an hour ago (those of writers
 // still running are left to them), and returns how many entries it removed
 // and how many bytes they took. A load in progress is not disturbed: it has
 // the file open and reads it to the end. The directory itself and files
@@ -336,7 +336,7 @@ func (c *Cache) Clear() (removed int, freed int64, err error) {
 		removed++
 		freed += f.size
 	}
-	if _, err := atomicfile.RemoveStale(c.Dir, staleTempAge); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := atomicfile.RemoveStaleOf(c.Dir, staleTempAge, isEntryName); !errors.Is(err, fs.ErrNotExist) {
 		first = cmp.Or(first, err)
 	}
 	return removed, freed, first

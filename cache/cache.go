@@ -376,7 +376,7 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *factorize.Factor
 		return err
 	}
 	// Temporary files of killed writers are never read; remove old ones.
-	atomicfile.RemoveStale(c.Dir, staleTempAge)
+	atomicfile.RemoveStaleOf(c.Dir, staleTempAge, isEntryName)
 	err = atomicfile.WriteContext(ctx, c.Path(key), 0o600, func(out io.Writer) error {
 		h := sha256.New()
 		w := io.MultiWriter(out, h)

@@ -190,8 +190,8 @@ func TestCacheRemovesStaleTemporaries(t *testing.T) {
 	// A writer killed outright leaves its temporary file; it is never
 	// read, and the next store removes it once it is an hour old.
 	dir := t.TempDir()
-	stale := filepath.Join(dir, ".0123.dpmf.tmp-deadbeef")
-	fresh := filepath.Join(dir, ".4567.dpmf.tmp-cafe")
+	stale := filepath.Join(dir, "."+strings.Repeat("01", 32)+".dpmf.tmp-deadbeef")
+	fresh := filepath.Join(dir, "."+strings.Repeat("45", 32)+".dpmf.tmp-cafe")
 	require.NoError(t, os.WriteFile(stale, []byte("DPMFFACT partial"), 0o600))
 	require.NoError(t, os.WriteFile(fresh, []byte("DPMFFACT partial"), 0o600))
 	long := time.Now().Add(-2 * time.Hour)
@@ -237,5 +237,40 @@ func TestCacheEntryNotARegularFile(t *testing.T) {
 			t.Fatal("blocked on the planted entry")
 		}
 		assert.Contains(t, warn.String(), "is corrupt (not a regular file); recomputing")
+	}
+}
+
+// TestCacheLeavesOtherTemporaryFiles: a -cache directory may hold files of
+// others (mfsolve -cache . in a project), and "files in the directory that
+// are not entries are left alone" (docs/cli.md). Only the temporary files
+// of entry writers (".KEY.dpmf.tmp-RANDOM") are removed once stale, by a
+// store and by Clear; another program's ".notes.tmp-1" of the same age,
+// or a dpmf output's ".B.npy.tmp-...", is kept. Before the fix both were
+// deleted, by any file name starting with "." and holding ".tmp-".
+func TestCacheLeavesOtherTemporaryFiles(t *testing.T) {
+	long := time.Now().Add(-2 * time.Hour)
+	key := strings.Repeat("ab", 32)
+	for _, op := range []string{"store", "clear"} {
+		dir := t.TempDir()
+		entryTmp := "." + key + ".dpmf.tmp-0123456789abcdef"
+		others := []string{".notes.tmp-1", ".B.npy.tmp-0123456789abcdef", "." + key + ".tmp-01", ".x" + key + ".dpmf.tmp-01"}
+		for _, name := range append([]string{entryTmp}, others...) {
+			p := filepath.Join(dir, name)
+			require.NoError(t, os.WriteFile(p, []byte("data"), 0o600))
+			require.NoError(t, os.Chtimes(p, long, long))
+		}
+		c := &cache.Cache{Dir: dir}
+		if op == "store" {
+			_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, nil)
+			require.NoError(t, err)
+		} else {
+			_, _, err := c.Clear()
+			require.NoError(t, err)
+		}
+		names := cacheDirNames(t, dir)
+		assert.NotContains(t, names, entryTmp, "%s: a stale entry temporary file is left", op)
+		for _, name := range others {
+			assert.Contains(t, names, name, "%s removed a file that is not the cache's", op)
+		}
 	}
 }

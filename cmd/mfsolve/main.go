@@ -79,7 +79,8 @@ func run(ctx context.Context, args []string, e env) int {
 	if err == nil {
 		return cli.ExitOK
 	}
-	if ctx.Err() != nil {
+	var we *cli.WrittenError
+	if ctx.Err() != nil && !errors.As(err, &we) {
 		// Whatever failed, the run was cancelled: no output was
 		// replaced and no temporary file is left.
 		err = errors.New("interrupted; nothing written")

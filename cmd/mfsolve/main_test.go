@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -69,6 +70,11 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"-R", "0"}, "-R 0: the number of rounds must be at least 1"},
 		{[]string{"-R", "-5"}, "-R -5: the number of rounds must be at least 1"},
+		// Before, a runtime error without the flag's name ("dpmf: R =
+		// 9223372036854775807, want ...", exit status 1) for -strategy tree,
+		// whose memory estimate overflowed.
+		{[]string{"-R", strconv.Itoa(math.MaxInt), "-strategy", "tree"}, fmt.Sprintf("-R %d: the number of rounds must be at most %d", math.MaxInt, factorize.MaxRounds)},
+		{[]string{"-R", strconv.Itoa(factorize.MaxRounds + 1)}, fmt.Sprintf("-R %d: the number of rounds must be at most %d", factorize.MaxRounds+1, factorize.MaxRounds)},
 		{[]string{"-R", "abc"}, `invalid value "abc" for flag -R`},
 		{[]string{"-R", "1.5"}, `invalid value "1.5" for flag -R`},
 		{[]string{"-R"}, "flag needs an argument: -R"},
@@ -204,11 +210,15 @@ func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
 			return []string{"-R", "100000000", "-participation", "epochs:4", "-loss-only"}
 		}, cli.ExitFailure, "R = 100000000 needs about 724.8 GB for the structured loss-only solver, this machine has 16.0 GB available; use a smaller -R"},
 		{"too much memory for the loss-only solver", func(t *testing.T, dir string) []string {
-			return []string{"-R", "1000000000000", "-loss-only"}
-		}, cli.ExitFailure, "R = 1000000000000 needs about 320.0 TB for the structured loss-only solver, this machine has 16.0 GB available; use a smaller -R"},
+			// 320 bytes a round, as for R = 10^12 (320 TB).
+			return []string{"-R", "10000000000", "-loss-only"}
+		}, cli.ExitFailure, "R = 10000000000 needs about 3.2 TB for the structured loss-only solver, this machine has 16.0 GB available; use a smaller -R"},
 		{"largest R for the loss-only solver", func(t *testing.T, dir string) []string {
+			return []string{"-R", strconv.Itoa(factorize.MaxRounds), "-loss-only"}
+		}, cli.ExitFailure, "needs about"},
+		{"R above every workload's limit", func(t *testing.T, dir string) []string {
 			return []string{"-R", "9223372036854775807", "-loss-only"}
-		}, cli.ExitFailure, "R = 9223372036854775807 needs about 2951.5 EB"},
+		}, cli.ExitUsage, "-R 9223372036854775807: the number of rounds must be at most"},
 		{"too much memory for the tree", func(t *testing.T, dir string) []string {
 			return []string{"-R", "100000", "-strategy", "tree", "-o", filepath.Join(dir, "B.npy")}
 		}, cli.ExitFailure, "R = 100000 needs about 320.0 GB for dense output, this machine has 16.0 GB available; use -loss-only without -o and -C"},

@@ -61,6 +61,9 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		// Before, 1e-400 was read as 0: the prefix-sum workload, silently.
 		{[]string{"-workload", "momentum:1e-400"}, `-workload momentum:1e-400: momentum "1e-400": nonzero but below the float64 range`},
 		{[]string{"-workload", "momentum:1.5"}, "beta"},
+		// An exponent beyond big.Float's range was still read as 0.
+		{[]string{"-workload", "momentum:1e-9999999999"}, `-workload momentum:1e-9999999999: momentum "1e-9999999999": nonzero but below the float64 range`},
+		{[]string{"-eps", "1", "-delta", "1e-9999999999"}, `invalid value "1e-9999999999" for flag -delta: nonzero but below the float64 range`},
 	} {
 		res := runT(t, append([]string{"-R", "8", "-no-cache"}, tc.args...)...)
 		assert.Equal(t, cli.ExitUsage, res.code, "%v: %s", tc.args, res.stderr)

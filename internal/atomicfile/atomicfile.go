@@ -27,8 +27,9 @@
 // # Temporary files
 //
 // Temporary files are named "."+base+".tmp-"+random in the destination's
-// directory. They are removed on every error, on a panic of the write
-// function and on cancellation; only a process killed outright (SIGKILL, a
+// directory (base cut short where the name would exceed 255 bytes). They
+// are removed on every error, on a panic of the write function and on
+// cancellation; only a process killed outright (SIGKILL, a
 // crash) can leave one behind. Such a stale file is never read by this
 // package; [RemoveStale] deletes the old ones of a directory.
 package atomicfile
@@ -47,6 +48,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // TargetError reports a destination that Write refuses to replace.
@@ -308,15 +310,38 @@ func (p *Pending) Discard() {
 // its temporary files.
 const tempInfix = ".tmp-"
 
-// createTemp creates a new file "."+base+".tmp-"+random in dir with
-// permission bits perm minus the umask (the kernel applies it).
+// maxNameBytes is the longest file name (NAME_MAX) of common file
+// systems: ext4, XFS, Btrfs, APFS, tmpfs.
+const maxNameBytes = 255
+
+// tempName returns "."+base+".tmp-"+16 random hex digits, with base cut
+// (at a rune boundary) so that the name takes at most maxNameBytes: a
+// destination whose own name is valid must not fail for its temporary
+// file's. The random part keeps cut names apart.
+func tempName(base string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	suffix := tempInfix + hex.EncodeToString(b[:])
+	if room := maxNameBytes - 1 - len(suffix); len(base) > room {
+		for room > 0 && !utf8.RuneStart(base[room]) {
+			room--
+		}
+		base = base[:room]
+	}
+	return "." + base + suffix, nil
+}
+
+// createTemp creates a new file [tempName](base) in dir with permission
+// bits perm minus the umask (the kernel applies it).
 func createTemp(dir, base string, perm os.FileMode) (*os.File, error) {
 	for range 100 {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		tmp, err := tempName(base)
+		if err != nil {
 			return nil, err
 		}
-		name := filepath.Join(dir, "."+base+tempInfix+hex.EncodeToString(b[:]))
+		name := filepath.Join(dir, tmp)
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -338,6 +363,14 @@ func IsTemp(name string) bool {
 // the longest write). It returns the number of files removed and the first
 // error other than a file that has disappeared meanwhile.
 func RemoveStale(dir string, age time.Duration) (int, error) {
+	return RemoveStaleOf(dir, age, nil)
+}
+
+// RemoveStaleOf is [RemoveStale] limited to the temporary files of the
+// destinations whose base name ours accepts (all of them for a nil ours),
+// for a directory that may hold other programs' files: a temporary file
+// is named "."+base+".tmp-"+random, and base is what ours is given.
+func RemoveStaleOf(dir string, age time.Duration, ours func(base string) bool) (int, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, err
@@ -347,6 +380,11 @@ func RemoveStale(dir string, age time.Duration) (int, error) {
 	cutoff := time.Now().Add(-age)
 	for _, e := range entries {
 		if !IsTemp(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		// IsTemp: the name starts with "." and holds the infix, which may
+		// come right after the dot (".tmp-x": base "").
+		if base := e.Name()[1:max(1, strings.LastIndex(e.Name(), tempInfix))]; ours != nil && !ours(base) {
 			continue
 		}
 		fi, err := e.Info()

@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -210,4 +212,32 @@ func TestWriteDurable(t *testing.T) {
 	assert.True(t, errors.As(WriteDurable(link, 0o600, writeString("x")), &te), "a symbolic link is refused")
 	assert.NoError(t, SyncDir(dir))
 	assert.Error(t, SyncDir(filepath.Join(dir, "missing")))
+}
+
+// TestWriteLongName: a destination whose name is valid but so long (here
+// 250 bytes, NAME_MAX being 255) that "."+name+".tmp-"+16 hex digits is
+// not, is still written. Before the fix the temporary file could not be
+// created ("file name too long"), after mfsolve's whole solve, although
+// the output policy had accepted the name. The name is cut at a rune
+// boundary, so it stays valid UTF-8.
+func TestWriteLongName(t *testing.T) {
+	dir := t.TempDir()
+	for _, base := range []string{strings.Repeat("b", 246) + ".npy", strings.Repeat("é", 123) + ".np"} {
+		path := filepath.Join(dir, base)
+		require.NoError(t, Write(path, 0o644, func(w io.Writer) error {
+			_, err := io.WriteString(w, "content")
+			return err
+		}), "%d-byte name", len(base))
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, "content", string(got))
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no temporary file left")
+	name, err := tempName(strings.Repeat("é", 200))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(name), maxNameBytes)
+	assert.True(t, utf8.ValidString(name), name)
+	assert.True(t, IsTemp(name), name)
 }

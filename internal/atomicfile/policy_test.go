@@ -122,3 +122,31 @@ func TestRemoveStale(t *testing.T) {
 	assert.Equal(t, 1, n)
 	assert.ElementsMatch(t, []string{filepath.Base(fresh), "entry.dpmf", ".hidden"}, testutil.DirNames(t, dir))
 }
+
+// RemoveStaleOf removes only the stale temporary files of the
+// destinations it is given, and takes a name such as ".tmp-x" (an empty
+// base) without a panic.
+func TestRemoveStaleOf(t *testing.T) {
+	dir := t.TempDir()
+	long := time.Now().Add(-48 * time.Hour)
+	for _, name := range []string{".a.dat.tmp-01", ".b.dat.tmp-02", ".tmp-03", ".c.tmp-04"} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, nil, 0o600))
+		require.NoError(t, os.Chtimes(p, long, long))
+	}
+	var bases []string
+	n, err := RemoveStaleOf(dir, time.Hour, func(base string) bool {
+		bases = append(bases, base)
+		return base == "a.dat" || base == ""
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.ElementsMatch(t, []string{"a.dat", "b.dat", "", "c"}, bases)
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{".b.dat.tmp-02", ".c.tmp-04"}, names)
+}

@@ -102,6 +102,14 @@ func TestParseRefusesUnderflow(t *testing.T) {
 		{"1e-400", 0, `invalid value "1e-400" for flag -clip: nonzero but below the float64 range`},
 		{"-1e-400", 0, `invalid value "-1e-400" for flag -clip: nonzero but below the float64 range`},
 		{"0x1p-2000", 0, `invalid value "0x1p-2000" for flag -clip: nonzero but below the float64 range`},
+		// Exponents beyond big.Float's range, which strconv rounds to 0:
+		// judged by the mantissa.
+		{"1e-9999999999", 0, `invalid value "1e-9999999999" for flag -clip: nonzero but below the float64 range`},
+		{"-0.001e-99999999999999999999", 0, `invalid value "-0.001e-99999999999999999999" for flag -clip: nonzero but below the float64 range`},
+		{"0x0.8p-9999999999", 0, `invalid value "0x0.8p-9999999999" for flag -clip: nonzero but below the float64 range`},
+		{"0e-9999999999", 0, ""},
+		{"-0.000e-99999999999999999999", 0, ""},
+		{"0x0p-9999999999", 0, ""},
 		{"abc", 0, `invalid value "abc" for flag -clip: parse error`},
 	} {
 		fs, clip := newFS()
@@ -210,6 +218,8 @@ func TestParseFloat(t *testing.T) {
 		{"1.5", 1.5, ""},
 		{"0", 0, ""},
 		{"1e-400", 0, "nonzero but below the float64 range"},
+		{"1e-9999999999", 0, "nonzero but below the float64 range"},
+		{"0e-9999999999", 0, ""},
 		{"1e400", 0, "out of the float64 range"},
 		{"", 0, "not a number"},
 		{"x", 0, "not a number"},

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // NewFlagSet returns a flag set named name that returns its errors rather
@@ -148,10 +149,24 @@ func (f strictFloat) Set(s string) error {
 	return f.Value.Set(s)
 }
 
-// nonzero reports whether s is the text of a nonzero number.
+// nonzero reports whether s, which strconv.ParseFloat accepts, is the
+// text of a nonzero number.
 func nonzero(s string) bool {
 	b, _, err := big.ParseFloat(s, 0, 64, big.ToNearestEven)
-	return err == nil && b.Sign() != 0
+	if err == nil {
+		return b.Sign() != 0
+	}
+	// big.ParseFloat refuses an exponent beyond its own range
+	// (1e-9999999999, which strconv rounds to 0): the number is nonzero
+	// if a digit of its mantissa is.
+	m, digits, exp := strings.TrimLeft(s, "+-"), "123456789", "eE"
+	if len(m) > 1 && m[0] == '0' && (m[1] == 'x' || m[1] == 'X') {
+		m, digits, exp = m[2:], "123456789abcdefABCDEF", "pP"
+	}
+	if i := strings.IndexAny(m, exp); i >= 0 {
+		m = m[:i]
+	}
+	return strings.ContainsAny(m, digits)
 }
 
 // ParseFloat parses s as a command-line float64: ParseFloat's syntax,

@@ -29,13 +29,35 @@ type Output struct {
 	Write func(io.Writer) error
 }
 
+// WrittenError is an error after which some of a command's outputs are
+// complete and in place: the command must not report it as "nothing
+// written", not even when it was also interrupted.
+type WrittenError struct {
+	// Err is what failed.
+	Err error
+	// Written names the outputs in place, for example "-o B.npy".
+	Written []string
+}
+
+// Error implements error.
+func (e *WrittenError) Error() string {
+	return fmt.Sprintf("%v (%s already written)", e.Err, strings.Join(e.Written, ", "))
+}
+
+// Unwrap returns Err.
+func (e *WrittenError) Unwrap() error { return e.Err }
+
 // WriteOutputs writes every output or none: each goes to a temporary file
 // in its destination's directory (atomicfile.Prepare), and only when all
-// of them are complete, and ctx is not done, are they renamed over their
-// destinations. On an error or a cancellation before the renames the
-// temporary files are removed and existing files are left as they were.
-// An error names the output's flag and path; once ctx is done, ctx's
-// error is returned.
+// of them are complete, ctx is not done and every destination is still
+// one that may be replaced, are they renamed over their destinations. On
+// an error or a cancellation before the renames the temporary files are
+// removed and existing files are left as they were. Once the first rename
+// is done the others follow whatever ctx says, so a cancellation never
+// leaves some outputs replaced and others not; only a rename that fails
+// can, and its error then names the outputs already written. An error
+// names the output's flag and path; once ctx is done (before the
+// renames), ctx's error is returned.
 //
 // Between the two steps it calls [PauseForTest] with the point "commit",
 // for the signal tests; stderr receives its line.
@@ -46,15 +68,18 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
 			p.Discard() // a no-op after Commit
 		}
 	}()
-	fail := func(o Output, err error) error {
+	name := func(o Output, err error) error {
 		var te *atomicfile.TargetError
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.As(err, &te):
+		if errors.As(err, &te) {
 			return fmt.Errorf("%s %s %s", o.Flag, o.Path, te.Reason)
 		}
 		return fmt.Errorf("%s %s: %s", o.Flag, o.Path, strings.ReplaceAll(err.Error(), "atomicfile: ", ""))
+	}
+	fail := func(o Output, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return name(o, err)
 	}
 	for _, o := range outs {
 		p, err := atomicfile.Prepare(ctx, o.Path, o.Perm, o.Write)
@@ -67,9 +92,27 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Every destination is checked again before the first rename, so a
+	// destination that has become something atomicfile refuses (a
+	// directory, a symbolic link) leaves all of them as they were.
+	for _, o := range outs {
+		if err := atomicfile.CheckTarget(o.Path); err != nil {
+			return fail(o, err)
+		}
+	}
+	// From the first rename on, the renames go on whatever ctx says: a
+	// cancellation between two of them would leave some outputs replaced
+	// and others not. The renames take no time to speak of.
 	for i, p := range pending {
-		if err := p.Commit(ctx); err != nil {
-			return fail(outs[i], err)
+		if err := p.Commit(context.Background()); err != nil {
+			if i == 0 {
+				return fail(outs[i], err)
+			}
+			var done []string
+			for _, o := range outs[:i] {
+				done = append(done, o.Flag+" "+o.Path)
+			}
+			return &WrittenError{Err: name(outs[i], err), Written: done}
 		}
 	}
 	return nil

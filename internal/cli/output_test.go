@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,4 +65,110 @@ func TestCheckOutputDir(t *testing.T) {
 	err = CheckOutputDir("-out", filepath.Join(file, "x", "y"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), file+" is not a directory")
+}
+
+// doneAfter is a context that is done (its Err is context.Canceled) as soon
+// as the file at path exists: it stands for a SIGINT that arrives between
+// the renames of WriteOutputs, after the first output is in place.
+type doneAfter struct {
+	context.Context
+	path string
+}
+
+func (c doneAfter) Err() error {
+	if _, err := os.Lstat(c.path); err == nil {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestWriteOutputsAllOrNothingWhenCancelledBetweenRenames checks the
+// all-or-nothing promise (docs/cli.md, "Output files") against a
+// cancellation that comes after the first rename: either every output is
+// in place and the call succeeds, or none is and it fails. Before the fix
+// the second rename checked ctx again, so B was replaced, C was not, and
+// the command reported "interrupted; nothing written".
+func TestWriteOutputsAllOrNothingWhenCancelledBetweenRenames(t *testing.T) {
+	dir := t.TempDir()
+	b, c := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy")
+	out := func(flag, path, content string) Output {
+		return Output{File: File{flag, path}, Perm: 0o644, Write: func(w io.Writer) error {
+			_, err := io.WriteString(w, content)
+			return err
+		}}
+	}
+	err := WriteOutputs(doneAfter{context.Background(), b}, io.Discard, out("-o", b, "B"), out("-C", c, "C"))
+	_, errB := os.Stat(b)
+	_, errC := os.Stat(c)
+	if err == nil {
+		assert.NoError(t, errB, "B in place after a success")
+		assert.NoError(t, errC, "C in place after a success")
+	} else {
+		assert.True(t, os.IsNotExist(errB) && os.IsNotExist(errC), "%v, yet B (%v) or C (%v) was written", err, errB, errC)
+	}
+	entries, rerr := os.ReadDir(dir)
+	require.NoError(t, rerr)
+	for _, e := range entries {
+		assert.False(t, strings.Contains(e.Name(), ".tmp-"), "temporary file %s left", e.Name())
+	}
+}
+
+// TestWriteOutputsChecksEveryTargetBeforeRenaming: a destination that has
+// become a directory while the outputs were written is found before any
+// output is renamed, so the others are not replaced either.
+func TestWriteOutputsChecksEveryTargetBeforeRenaming(t *testing.T) {
+	dir := t.TempDir()
+	b, c := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy")
+	require.NoError(t, os.WriteFile(b, []byte("old"), 0o644))
+	outB := Output{File: File{"-o", b}, Perm: 0o644, Write: func(w io.Writer) error {
+		_, err := io.WriteString(w, "new")
+		return err
+	}}
+	outC := Output{File: File{"-C", c}, Perm: 0o644, Write: func(w io.Writer) error {
+		// C's destination turns into a directory after B is prepared.
+		if err := os.Mkdir(c, 0o755); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "C")
+		return err
+	}}
+	err := WriteOutputs(context.Background(), io.Discard, outB, outC)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-C "+c+" is a directory")
+	got, rerr := os.ReadFile(b)
+	require.NoError(t, rerr)
+	assert.Equal(t, "old", string(got), "B replaced although C could not be")
+}
+
+// TestWriteOutputsNamesWhatARenameFailureLeftWritten: a rename that fails
+// after another output is in place (here C's temporary file vanished) is a
+// *WrittenError that names the output written, so that a command does not
+// report "nothing written".
+func TestWriteOutputsNamesWhatARenameFailureLeftWritten(t *testing.T) {
+	dir := t.TempDir()
+	b, c := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy")
+	outB := Output{File: File{"-o", b}, Perm: 0o644, Write: func(w io.Writer) error {
+		_, err := io.WriteString(w, "B")
+		return err
+	}}
+	outC := Output{File: File{"-C", c}, Perm: 0o644, Write: func(w io.Writer) error {
+		tmp, err := filepath.Glob(filepath.Join(dir, ".C.npy.tmp-*"))
+		if err != nil || len(tmp) != 1 {
+			return fmt.Errorf("temporary files %v: %v", tmp, err)
+		}
+		if err := os.Remove(tmp[0]); err != nil {
+			return err
+		}
+		_, err = io.WriteString(w, "C")
+		return err
+	}}
+	err := WriteOutputs(context.Background(), io.Discard, outB, outC)
+	var we *WrittenError
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, []string{"-o " + b}, we.Written)
+	assert.Contains(t, err.Error(), "-C "+c+": rename temp file")
+	assert.Contains(t, err.Error(), "(-o "+b+" already written)")
+	got, rerr := os.ReadFile(b)
+	require.NoError(t, rerr)
+	assert.Equal(t, "B", string(got))
 }
