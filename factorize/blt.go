@@ -396,29 +396,8 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 // reported value is exact or an upper bound, so never below it.)
 func bltMinSepLower(tw toeplitzWorkload, p *BLTParams, b, kk int) float64 {
 	r := len(tw.a)
-	return minSepPatternSq(bltInverse(p, r), b, kk) * tw.frobB(p.Coefficients(r))
-}
-
-// minSepPatternSq returns ||C u||^2 for the Toeplitz C with first column c
-// and u the indicator of the participation pattern {0, b, ..., (k'-1) b},
-// k' = min(kk, the participations that fit): a lower bound on C's squared
-// sensitivity under b-min-separation with kk participations; O(R).
-func minSepPatternSq(c []float64, b, kk int) float64 {
-	r := len(c)
-	kp := min(kk, (r-1)/b+1)
-	v := make([]float64, r)
-	sq := 0.0
-	for t := 0; t < r; t++ {
-		v[t] = c[t]
-		if t >= b {
-			v[t] += v[t-b]
-		}
-		if t >= kp*b {
-			v[t] -= c[t-kp*b]
-		}
-		sq += v[t] * v[t]
-	}
-	return sq
+	_, sq := minSepPattern(bltInverse(p, r), b, kk)
+	return sq * tw.frobB(p.Coefficients(r))
 }
 
 // MaxBLTBuffers is the largest number of BLT buffers: the fit runs by
