@@ -1,6 +1,7 @@
 package factorize
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -129,10 +130,7 @@ func fittedBLT(ctx context.Context, o *bltObjective, buffers int) (*BLTParams, e
 // bltBuffers returns the number of buffers fitted for the setting buffers
 // at R = r rounds: [DefaultBuffers] if 0, at most r-1.
 func bltBuffers(buffers, r int) int {
-	if buffers == 0 {
-		buffers = DefaultBuffers
-	}
-	return min(buffers, r-1)
+	return min(cmp.Or(buffers, DefaultBuffers), r-1)
 }
 
 // bltPadded returns the parameters of x = (v, theta) (see bltSet) with

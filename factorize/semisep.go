@@ -1,6 +1,7 @@
 package factorize
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -94,9 +95,7 @@ func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 	if k < 0 || k > MaxSemisepBuffers {
 		return nil, &ParamError{Param: "buffers", Value: k, Want: fmt.Sprintf("between 1 and %d (or 0 to choose by the target loss)", MaxSemisepBuffers)}
 	}
-	if maxExcess == 0 {
-		maxExcess = DefaultMaxExcess
-	}
+	maxExcess = cmp.Or(maxExcess, DefaultMaxExcess)
 	if !(maxExcess > 0) || math.IsInf(maxExcess, 0) {
 		return nil, &ParamError{Param: "max excess", Value: maxExcess, Want: "a finite number > 0"}
 	}
