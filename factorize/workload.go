@@ -113,9 +113,7 @@ func WeightedPrefix(weights []float64) (*Workload, error) {
 	if r < 1 {
 		return nil, &ParamError{Param: "weights", Want: "at least one weight"}
 	}
-	h := sha256.New()
 	inv := mat.NewTriBandDense(r, min(1, r-1), mat.Lower, nil)
-	var buf [8]byte
 	for i, w := range weights {
 		if !(math.Abs(w) >= 0x1p-1022 && math.Abs(w) <= 0x1p1022) {
 			return nil, &ParamError{Param: fmt.Sprintf("weights[%d]", i), Value: w, Want: "a number of magnitude in [2^-1022, 2^1022] (nonzero, with a normal reciprocal)"}
@@ -124,9 +122,9 @@ func WeightedPrefix(weights []float64) (*Workload, error) {
 		if i > 0 {
 			inv.SetTriBand(i, i-1, -1/w)
 		}
-		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(w))
-		h.Write(buf[:])
 	}
+	h := sha256.New()
+	binary.Write(h, binary.LittleEndian, weights) // each weight's bits
 	return &Workload{name: "weighted", r: r, inv: inv, hash: "weighted:" + hex.EncodeToString(h.Sum(nil))}, nil
 }
 
@@ -391,15 +389,10 @@ func denseFromInverseBand(l *mat.TriBandDense) *mat.TriDense {
 // hashTri returns a hex SHA-256 of the lower triangle's float64 bits.
 func hashTri(t *mat.TriDense) string {
 	h := sha256.New()
-	n, _ := t.Triangle()
-	var buf [8]byte
-	binary.LittleEndian.PutUint64(buf[:], uint64(n))
-	h.Write(buf[:])
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(t.At(i, j)))
-			h.Write(buf[:])
-		}
+	raw := t.RawTriangular()
+	binary.Write(h, binary.LittleEndian, uint64(raw.N))
+	for i := 0; i < raw.N; i++ {
+		binary.Write(h, binary.LittleEndian, raw.Data[i*raw.Stride:i*raw.Stride+i+1])
 	}
 	return "matrix:" + hex.EncodeToString(h.Sum(nil))
 }
