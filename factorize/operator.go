@@ -9,6 +9,7 @@ import (
 	"github.com/dpmf/dpmf/linalg"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -189,10 +190,7 @@ func (t *treeState) Block(z NoiseSource, r, lo int, dst []float64) {
 		copy(t.buf[lev][lo:lo+len(dst)], dst)
 	}
 	for l := 0; l < lev; l++ {
-		b := t.buf[l][lo : lo+len(dst)]
-		for i := range dst {
-			dst[i] -= b[i]
-		}
+		floats.Sub(dst, t.buf[l][lo:lo+len(dst)])
 	}
 }
 
@@ -279,18 +277,11 @@ func (k *bandedState) Block(z NoiseSource, r, lo int, dst []float64) {
 	hi := lo + len(dst)
 	nb := k.op.bands - 1
 	for d, c := range k.op.sub[r] {
-		if c == 0 {
-			continue
-		}
-		p := k.past[(r-d-1)%nb][lo:hi]
-		for i := range dst {
-			dst[i] -= c * p[i]
+		if c != 0 {
+			floats.AddScaled(dst, -c, k.past[(r-d-1)%nb][lo:hi])
 		}
 	}
-	inv := 1 / k.op.diag[r]
-	for i := range dst {
-		dst[i] *= inv
-	}
+	floats.Scale(1/k.op.diag[r], dst)
 	if nb > 0 {
 		copy(k.past[r%nb][lo:hi], dst)
 	}
@@ -338,10 +329,7 @@ func (k *bltState) Block(src NoiseSource, r, lo int, dst []float64) {
 			s[i] = l*v + z[i]
 		}
 	}
-	sc := k.p.Scale[r]
-	for i := range dst {
-		dst[i] *= sc
-	}
+	floats.Scale(k.p.Scale[r], dst)
 }
 
 // bandInverseOp streams C^{-1} Z when C^{-1} = T_u is lower-triangular
@@ -376,19 +364,11 @@ func (k *bandInverseState) Block(src NoiseSource, r, lo int, dst []float64) {
 	z := src.Scratch(len(dst))
 	src.Fill(r, lo, z)
 	hi := lo + len(dst)
-	u0 := k.u[0]
-	for i, v := range z {
-		dst[i] = u0 * v
-	}
+	floats.ScaleTo(dst, k.u[0], z)
 	n := len(k.past)
 	for d := 1; d <= n && d <= r; d++ {
-		c := k.u[d]
-		if c == 0 {
-			continue
-		}
-		p := k.past[(r-d)%n][lo:hi]
-		for i := range dst {
-			dst[i] += c * p[i]
+		if c := k.u[d]; c != 0 {
+			floats.AddScaled(dst, c, k.past[(r-d)%n][lo:hi])
 		}
 	}
 	if n > 0 {
@@ -458,10 +438,7 @@ func (k *linearState) Prepare(r int) { k.js, k.cs = k.op.row(r, k.js[:0], k.cs[:
 func (k *linearState) Block(z NoiseSource, r, lo int, dst []float64) {
 	clear(dst)
 	for t, j := range k.js {
-		c := k.cs[t]
-		for i, v := range z.Past(j, lo, len(dst)) {
-			dst[i] += c * v
-		}
+		floats.AddScaled(dst, k.cs[t], z.Past(j, lo, len(dst)))
 	}
 }
 
@@ -618,14 +595,9 @@ func noiseOperator(w *Workload, b *mat.Dense) *mat.Dense {
 	if inv, ok := w.InverseBand(); ok {
 		_, kb, _ := inv.TriBand()
 		for i := 0; i < r; i++ {
-			dst := mm.RawRowView(i)
 			for s := max(0, i-kb); s <= i; s++ {
-				a := inv.At(i, s)
-				if a == 0 {
-					continue
-				}
-				for j, v := range b.RawRowView(s) {
-					dst[j] += a * v
+				if a := inv.At(i, s); a != 0 {
+					floats.AddScaled(mm.RawRowView(i), a, b.RawRowView(s))
 				}
 			}
 		}
