@@ -263,12 +263,8 @@ func init() {
 		fields: []field{
 			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1, hi: MaxBLTBuffers, def: DefaultBuffers},
 		},
-		streamVectors: func(s Strategy, _ int) int {
-			if k := s.(BLTStrategy).Buffers; k > 0 {
-				return k
-			}
-			return DefaultBuffers
-		},
+		// A count <= 0 reads as the default.
+		streamVectors: func(s Strategy, _ int) int { return cmp.Or(max(s.(BLTStrategy).Buffers, 0), DefaultBuffers) },
 	})
 }
 

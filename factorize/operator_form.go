@@ -34,10 +34,7 @@ func FormOf(op Operator) (OperatorForm, bool) {
 	case treeOp:
 		return OperatorForm{Kind: "tree", Ints: []int{o.r}}, true
 	case bandedOp:
-		fl := slices.Clone(o.diag)
-		for _, s := range o.sub {
-			fl = append(fl, s...)
-		}
+		fl := slices.Concat(append([][]float64{o.diag}, o.sub...)...) // diag, then each row's sub
 		return OperatorForm{Kind: "banded", Ints: []int{len(o.diag), o.bands}, Floats: fl}, true
 	case *BLTParams:
 		return OperatorForm{Kind: "blt", Ints: []int{len(o.Scale), len(o.Weights)}, Floats: slices.Concat(o.Weights, o.Lambdas, o.Scale)}, true
@@ -58,31 +55,24 @@ func FormOf(op Operator) (OperatorForm, bool) {
 // buffers or order, no buffers for a one-round BLT): a reader checks it
 // before reading the coefficients.
 func (f OperatorForm) FloatCount() (int, error) {
-	bad := func() (int, error) {
-		return 0, fmt.Errorf("factorize: operator form %q with sizes %v", f.Kind, f.Ints)
+	bad := fmt.Errorf("factorize: operator form %q with sizes %v", f.Kind, f.Ints)
+	// The number of sizes: R, and the bands, buffers or order.
+	n := map[string]int{"independent": 1, "tree": 1, "toeplitz": 1, "banded": 2, "blt": 2, "banded-inverse": 2, "semiseparable": 2}[f.Kind]
+	if n == 0 || len(f.Ints) != n || f.Ints[0] < 1 || f.Ints[0] > 1<<30 {
+		return 0, bad
 	}
-	want := map[string]int{"independent": 1, "tree": 1, "toeplitz": 1, "banded": 2, "blt": 2, "banded-inverse": 2, "semiseparable": 2}
-	n, ok := want[f.Kind]
-	if !ok || len(f.Ints) != n {
-		return bad()
-	}
-	r := f.Ints[0]
-	if r < 1 || r > 1<<30 {
-		return bad()
-	}
-	var k int
+	r, k := f.Ints[0], 0
 	if n == 2 {
 		k = f.Ints[1]
-		limit := r // bands
+		least, limit := 1, r // bands
 		if f.Kind == "blt" || f.Kind == "semiseparable" {
 			limit = MaxSemisepBuffers * MaxSemisepBuffers
 		}
-		least := 1
 		if f.Kind == "blt" && r == 1 {
 			least = 0 // BLT fits at most R-1 buffers
 		}
 		if k < least || k > limit {
-			return bad()
+			return 0, bad
 		}
 	}
 	switch f.Kind {

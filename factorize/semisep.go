@@ -48,12 +48,8 @@ func init() {
 			{ptr: func(p any) any { return &p.(*SemisepStrategy).Tol }, def: DefaultTol},
 			{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxIter }, lo: 1, keyless: true},
 		},
-		streamVectors: func(s Strategy, _ int) int {
-			if k := s.(SemisepStrategy).Buffers; k > 0 {
-				return k
-			}
-			return MaxSemisepBuffers
-		},
+		// A count <= 0 (chosen by the solve) reads as the largest.
+		streamVectors: func(s Strategy, _ int) int { return cmp.Or(max(s.(SemisepStrategy).Buffers, 0), MaxSemisepBuffers) },
 		solveBytes: func(s Strategy, r int, _ Participation, _ bool) float64 {
 			// The optimal solver's O(R) vectors, then the generators
 			// (3 R K floats, K <= MaxSemisepBuffers) and the factors if
