@@ -236,10 +236,7 @@ func Gamma(c mat.Matrix) float64 {
 		}
 		g2 = math.Max(g2, s)
 	}
-	if e == 0 {
-		return math.Sqrt(g2)
-	}
-	return ldexpUp(math.Sqrt(g2), e)
+	return ldexpUp(math.Sqrt(g2), e) // exactly math.Sqrt(g2) for e = 0
 }
 
 // EpochSensitivity returns the sensitivity of a factor with Gram matrix x

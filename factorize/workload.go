@@ -144,6 +144,7 @@ func NewWorkload(a mat.Matrix) (*Workload, error) {
 		return nil, &ParamError{Param: "workload", Value: fmt.Sprintf("%d x %d", r, c), Want: "a square matrix, at least 1 x 1"}
 	}
 	t := mat.NewTriDense(r, mat.Lower, nil)
+	prefix := true // every entry on and below the diagonal is 1
 	for i := 0; i < r; i++ {
 		for j := 0; j < r; j++ {
 			v := a.At(i, j)
@@ -157,6 +158,7 @@ func NewWorkload(a mat.Matrix) (*Workload, error) {
 				continue
 			}
 			t.SetTri(i, j, v)
+			prefix = prefix && v == 1
 		}
 	}
 	// Nonsingular: every diagonal entry nonzero, and not so small relative
@@ -167,14 +169,12 @@ func NewWorkload(a mat.Matrix) (*Workload, error) {
 			return nil, &ParamError{Param: fmt.Sprintf("workload[%d][%d]", i, i), Value: t.At(i, i), Want: "a diagonal entry at least 1e-14 times the largest entry in magnitude (a nonsingular matrix)"}
 		}
 	}
-	w := &Workload{name: "matrix", r: r, a: t, hash: hashTri(t)}
-	if isPrefix(t) {
+	if prefix {
 		p, _ := Prefix(r)
 		p.a = t
 		return p, nil
 	}
-	w.inv = bandedInverse(t)
-	return w, nil
+	return &Workload{name: "matrix", r: r, a: t, inv: bandedInverse(t), hash: hashTri(t)}, nil
 }
 
 // maxDetectedBands is the widest inverse band [NewWorkload] looks for.
@@ -255,18 +255,6 @@ func isNilMatrix(a mat.Matrix) bool {
 	}
 	v := reflect.ValueOf(a)
 	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-func isPrefix(t *mat.TriDense) bool {
-	n, _ := t.Triangle()
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			if t.At(i, j) != 1 {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // R returns the number of rounds (the order of A).
