@@ -358,8 +358,14 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 	// certainly not below above (as bltMinSepReported).
 	reported := func(p *BLTParams, above float64) (float64, error) {
 		st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: unit}
-		if _, err := ToeplitzMinSepSensitivity(st.c, b, kk); err != nil && !(bltMinSepLower(tw, p, b, kk) < above) {
-			return math.Inf(1), nil
+		if _, err := ToeplitzMinSepSensitivity(st.c, b, kk); err != nil {
+			// A lower bound on the reported loss (exact or an upper
+			// bound, so never below it): the pattern {0, b, ...,
+			// (k'-1) b} gives sens^2 >= ||C u||^2 (u its indicator),
+			// times ||A T_d||_F^2; O(R).
+			if _, sq := minSepPattern(st.c, b, kk); !(sq*tw.frobB(st.u) < above) {
+				return math.Inf(1), nil
+			}
 		}
 		m, err := st.metrics(part)
 		// sens^2 ||A T_d||_F^2 summed as bltMinSepReported sums it, so
@@ -381,17 +387,6 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 	}
 	p.Scale = unit
 	return squareResult(StrategyBLT, p, w, m), nil
-}
-
-// bltMinSepLower returns a lower bound on the loss that [SensitivityOf]
-// reports for the Toeplitz C = T_d^{-1} of p under b-min-separation with
-// kk participations: the pattern {0, b, ..., (k'-1) b} gives
-// sens^2 >= ||C u||^2 (u its indicator), times ||A T_d||_F^2; O(R). (The
-// reported value is exact or an upper bound, so never below it.)
-func bltMinSepLower(tw toeplitzWorkload, p *BLTParams, b, kk int) float64 {
-	r := len(tw.a)
-	_, sq := minSepPattern(bltInverse(p, r), b, kk)
-	return sq * tw.frobB(p.Coefficients(r))
 }
 
 // MaxBLTBuffers is the largest number of BLT buffers: the fit runs by

@@ -128,7 +128,9 @@ func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 		if err != nil {
 			return nil, fmt.Errorf("factorize: semiseparable factor with %d state vectors: %w", k, err)
 		}
-		return semisepFactorization(w, ws, t, cf, optLower), nil
+		f := quasiSepResult(StrategySemisep, w, ws, t, cf)
+		f.Semisep = &SemisepParams{C: cf, OptimalLower: optLower, Excess: f.Metrics.Loss/optLower - 1}
+		return f, nil
 	}
 	var f *Factorization
 	if k > 0 {
@@ -156,15 +158,6 @@ func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 		f.B, f.C = quasiSepFactors(f.Semisep.C, w)
 	}
 	return f, nil
-}
-
-// semisepFactorization returns the loss-only factorization of the causal
-// factor cf of workload w (cf computed for ws = t w), with its metrics
-// computed from cf's generators.
-func semisepFactorization(w, ws *Workload, t float64, cf linalg.QuasiSep, optLower float64) *Factorization {
-	f := quasiSepResult(StrategySemisep, w, ws, t, cf)
-	f.Semisep = &SemisepParams{C: cf, OptimalLower: optLower, Excess: f.Metrics.Loss/optLower - 1}
-	return f
 }
 
 // quasiSepResult returns the factorization, without dense factors, of the
