@@ -98,9 +98,7 @@ func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) 
 		return nil, err
 	}
 	r := w.R()
-	d := p.Coefficients(r)
-	c := bltInverse(p, r)
-	f, scale := toeplitzFactorization(StrategyBLT, w, tw, c, d)
+	f, scale := toeplitzFactorization(StrategyBLT, w, tw, bltInverse(p, r), p.Coefficients(r))
 	p.Scale = scale
 	f.Operator = p
 	return f, nil
@@ -181,8 +179,7 @@ func bltUnder(ctx context.Context, w *Workload, buffers int, part Participation)
 				continue // BLT's own, f
 			}
 			g := toeplitzScaled(StrategyBLT, w, tw, c, d, scale)
-			q := &BLTParams{Weights: p.Weights, Lambdas: p.Lambdas, Scale: scale}
-			g.Operator = q
+			g.Operator = &BLTParams{Weights: p.Weights, Lambdas: p.Lambdas, Scale: scale}
 			if !FiniteMetrics(g.Metrics) {
 				continue // overflowed: not a candidate
 			}
