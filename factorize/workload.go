@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -337,13 +338,12 @@ func (w *Workload) scaledBy(t float64) *Workload {
 		s.a.ScaleTri(t, w.a)
 	}
 	if w.inv != nil {
-		n, k, _ := w.inv.TriBand()
-		s.inv = mat.NewTriBandDense(n, k, mat.Lower, nil)
-		for i := 0; i < n; i++ {
-			for j := max(0, i-k); j <= i; j++ {
-				s.inv.SetTriBand(i, j, w.inv.At(i, j)/t)
-			}
+		raw := w.inv.RawTriBand()
+		data := slices.Clone(raw.Data) // the band, padding zeros included
+		for i := range data {
+			data[i] /= t
 		}
+		s.inv = mat.NewTriBandDense(raw.N, raw.K, mat.Lower, data)
 	}
 	return s
 }
