@@ -43,10 +43,9 @@ func (p *BLTParams) Coefficients(n int) []float64 {
 		panic(fmt.Sprintf("factorize: BLTParams with %d weights and %d lambdas", len(p.Weights), len(p.Lambdas)))
 	}
 	d := make([]float64, n)
-	if n == 0 {
-		return d
+	if n > 0 {
+		d[0] = 1
 	}
-	d[0] = 1
 	for i, w := range p.Weights {
 		pow := w
 		for k := 1; k < n; k++ {

@@ -340,10 +340,7 @@ func info(s Strategy) (StrategyInfo, bool) {
 		return StrategyInfo{}, false
 	}
 	i, err := Lookup(s.Name())
-	if err != nil || reflect.TypeOf(i.proto) != reflect.TypeOf(s) {
-		return i, false
-	}
-	return i, true
+	return i, err == nil && reflect.TypeOf(i.proto) == reflect.TypeOf(s)
 }
 
 // StreamBytes estimates the memory of the noise stream of s for R = r
@@ -373,10 +370,7 @@ func StreamBytes(s Strategy, r, d int) int64 {
 // A strategy that is not registered is counted as dense.
 func KeepsPastRows(s Strategy, p Participation) bool {
 	i, ok := info(s)
-	if !ok {
-		return true
-	}
-	return i.pastRows != nil && i.pastRows(s, p)
+	return !ok || i.pastRows != nil && i.pastRows(s, p)
 }
 
 // SolveBytes estimates the memory that s.Factorize needs at R = r
