@@ -195,12 +195,34 @@ func bandedColSq(o bandedOp) []float64 {
 
 // toeplitzOfOp returns C = T_c diag(1/scale) of a Toeplitz-type operator
 // from its coefficients: the banded inverse (C = T_c, c the series of
-// 1/u(x)), the BLT (c its impulse response, [bltInverse]) and the Toeplitz
-// operator when its coefficients are the square root's inverse (the only
-// Toeplitz operator stored without factors: for another, T_u^{-1} costs
-// O(R^2)); false otherwise.
+// 1/u(x)), the BLT (c its impulse response, [bltInverse]), a banded C of
+// that form (bsr) and the Toeplitz operator when its coefficients are the
+// square root's inverse (the only Toeplitz operator stored without
+// factors: for another, T_u^{-1} costs O(R^2)); false otherwise.
 func toeplitzOfOp(op Operator) (*scaledToeplitz, bool) {
 	switch o := op.(type) {
+	case bandedOp:
+		// c from C's first column, scale_j = C[0][0] / C[j][j], if every
+		// C[i][j] is c_{i-j} / scale_j to a relative 1e-12.
+		r := len(o.diag)
+		c := make([]float64, r)
+		c[0] = o.diag[0]
+		for k := 1; k < min(o.bands, r); k++ {
+			c[k] = o.sub[k][k-1]
+		}
+		scale := make([]float64, r)
+		for j, v := range o.diag {
+			scale[j] = o.diag[0] / v
+		}
+		for i, row := range o.sub {
+			for d, v := range row {
+				j := i - d - 1
+				if want := c[d+1] / scale[j]; !(math.Abs(v-want) <= 1e-12*math.Abs(o.diag[j])) {
+					return nil, false
+				}
+			}
+		}
+		return &scaledToeplitz{c: c, scale: scale}, true
 	case bandInverseOp:
 		if o.u[0] == 0 {
 			return nil, false
@@ -240,7 +262,6 @@ func minSepOf(op Operator, r int, p Participation) (Sensitivity, bool) {
 		g2, ok := gammaSqOf(op)
 		return Sensitivity{Value: math.Sqrt(g2), Exact: true, Rule: RuleColumnNorm}, ok
 	}
-	var st *scaledToeplitz // C = T_c diag(1/scale)
 	switch o := op.(type) {
 	case treeOp:
 		return treeMinSep(r, b, k), true
@@ -250,43 +271,14 @@ func minSepOf(op Operator, r int, p Participation) (Sensitivity, bool) {
 			return Sensitivity{Value: math.Sqrt(bestSeparated(bandedColSq(o), b, k)), Exact: true, Rule: RuleMinSepBanded}, true
 		}
 		// Wider than the separation: by the Toeplitz rules when C is a
-		// scaled Toeplitz matrix (bsr), C[i][j] = c_{i-j} / scale_j.
-		if st = scaledToeplitzOf(o); st == nil {
-			return Sensitivity{}, false
-		}
-	default:
-		var ok bool
-		if st, ok = toeplitzOfOp(op); !ok {
-			return Sensitivity{}, false
-		}
+		// scaled Toeplitz matrix (bsr).
+	}
+	st, ok := toeplitzOfOp(op) // C = T_c diag(1/scale)
+	if !ok {
+		return Sensitivity{}, false
 	}
 	sens, err := st.minSep(b, k, st.colSq())
 	return sens, err == nil
-}
-
-// scaledToeplitzOf returns C = T_c diag(1/scale) of the banded operator o
-// (c from C's first column, scale_j = C[0][0] / C[j][j]) if C has that
-// form to a relative 1e-12, else nil.
-func scaledToeplitzOf(o bandedOp) *scaledToeplitz {
-	r := len(o.diag)
-	c := make([]float64, r)
-	c[0] = o.diag[0]
-	for k := 1; k < min(o.bands, r); k++ {
-		c[k] = o.sub[k][k-1]
-	}
-	scale := make([]float64, r)
-	for j, v := range o.diag {
-		scale[j] = o.diag[0] / v
-	}
-	for i, row := range o.sub {
-		for d, v := range row {
-			j := i - d - 1
-			if want := c[d+1] / scale[j]; !(math.Abs(v-want) <= 1e-12*math.Abs(o.diag[j])) {
-				return nil
-			}
-		}
-	}
-	return &scaledToeplitz{c: c, scale: scale}
 }
 
 // operatorError returns the relative error of the operator against the
