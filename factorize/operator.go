@@ -143,7 +143,6 @@ type treeOp struct {
 	// row[l][q] is the noise row of the left node [2q 2^l, (2q+1) 2^l),
 	// numbered as [TreeStrategy] numbers C's rows: by end, then by level.
 	row [][]int
-	m   int
 }
 
 func newTreeOp(r int) treeOp {
@@ -162,11 +161,11 @@ func newTreeOp(r int) treeOp {
 			row[l][q] = first[end] + l
 		}
 	}
-	return treeOp{r: r, row: row, m: first[r]}
+	return treeOp{r: r, row: row}
 }
 
 func (o treeOp) Rounds() int    { return o.r }
-func (o treeOp) NoiseRows() int { return o.m }
+func (o treeOp) NoiseRows() int { return treeRows(o.r) }
 func (o treeOp) Memory() OperatorMemory {
 	return OperatorMemory{States: len(o.row) - 1}
 }

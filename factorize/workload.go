@@ -40,19 +40,16 @@ type Workload struct {
 // int (a larger R would overflow the slice lengths, not just the memory).
 const MaxRounds = min(1<<36, math.MaxInt>>4)
 
-// maxRoundsText is [MaxRounds] as error messages write it: "2^36", or
-// "2^27-1" on a 32-bit platform.
-func maxRoundsText() string {
-	if MaxRounds == 1<<36 {
-		return "2^36"
-	}
-	return "2^27-1"
-}
-
 // checkRounds checks a number of rounds R.
 func checkRounds(R int) error {
 	if R < 1 || R > MaxRounds {
-		return &ParamError{Param: "R", Value: R, Want: "R >= 1 and R <= " + maxRoundsText()}
+		// MaxRounds as error messages write it: "2^36", or "2^27-1" on a
+		// 32-bit platform.
+		limit := "2^36"
+		if MaxRounds != 1<<36 {
+			limit = "2^27-1"
+		}
+		return &ParamError{Param: "R", Value: R, Want: "R >= 1 and R <= " + limit}
 	}
 	return nil
 }
