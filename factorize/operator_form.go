@@ -304,12 +304,10 @@ func operatorError(op Operator, c *mat.Dense, x []float64) float64 {
 type vectorNoise struct {
 	z       []float64
 	scratch [1]float64
-	past    [1]float64
 }
 
 func (v *vectorNoise) Fill(j, lo int, dst []float64) { dst[0] = v.z[j] }
-func (v *vectorNoise) Past(j, lo, n int) []float64 {
-	v.past[0] = v.z[j]
-	return v.past[:]
-}
-func (v *vectorNoise) Scratch(n int) []float64 { return v.scratch[:n] }
+
+// Past returns row j itself: a stream only reads it.
+func (v *vectorNoise) Past(j, lo, n int) []float64 { return v.z[j : j+1] }
+func (v *vectorNoise) Scratch(n int) []float64     { return v.scratch[:n] }
