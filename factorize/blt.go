@@ -1,6 +1,7 @@
 package factorize
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -42,10 +43,9 @@ func (p *BLTParams) Coefficients(n int) []float64 {
 		panic(fmt.Sprintf("factorize: BLTParams with %d weights and %d lambdas", len(p.Weights), len(p.Lambdas)))
 	}
 	d := make([]float64, n)
-	if n == 0 {
-		return d
+	if n > 0 {
+		d[0] = 1
 	}
-	d[0] = 1
 	for i, w := range p.Weights {
 		pow := w
 		for k := 1; k < n; k++ {
@@ -97,9 +97,7 @@ func BLT(ctx context.Context, w *Workload, buffers int) (*Factorization, error) 
 		return nil, err
 	}
 	r := w.R()
-	d := p.Coefficients(r)
-	c := bltInverse(p, r)
-	f, scale := toeplitzFactorization(StrategyBLT, w, tw, c, d)
+	f, scale := toeplitzFactorization(StrategyBLT, w, tw, bltInverse(p, r), p.Coefficients(r))
 	p.Scale = scale
 	f.Operator = p
 	return f, nil
@@ -129,10 +127,7 @@ func fittedBLT(ctx context.Context, o *bltObjective, buffers int) (*BLTParams, e
 // bltBuffers returns the number of buffers fitted for the setting buffers
 // at R = r rounds: [DefaultBuffers] if 0, at most r-1.
 func bltBuffers(buffers, r int) int {
-	if buffers == 0 {
-		buffers = DefaultBuffers
-	}
-	return min(buffers, r-1)
+	return min(cmp.Or(buffers, DefaultBuffers), r-1)
 }
 
 // bltPadded returns the parameters of x = (v, theta) (see bltSet) with
@@ -183,8 +178,7 @@ func bltUnder(ctx context.Context, w *Workload, buffers int, part Participation)
 				continue // BLT's own, f
 			}
 			g := toeplitzScaled(StrategyBLT, w, tw, c, d, scale)
-			q := &BLTParams{Weights: p.Weights, Lambdas: p.Lambdas, Scale: scale}
-			g.Operator = q
+			g.Operator = &BLTParams{Weights: p.Weights, Lambdas: p.Lambdas, Scale: scale}
 			if !FiniteMetrics(g.Metrics) {
 				continue // overflowed: not a candidate
 			}
@@ -265,12 +259,8 @@ func init() {
 		fields: []field{
 			{ptr: func(p any) any { return &p.(*BLTStrategy).Buffers }, lo: 1, hi: MaxBLTBuffers, def: DefaultBuffers},
 		},
-		streamVectors: func(s Strategy, _ int) int {
-			if k := s.(BLTStrategy).Buffers; k > 0 {
-				return k
-			}
-			return DefaultBuffers
-		},
+		// A count <= 0 reads as the default.
+		streamVectors: func(s Strategy, _ int) int { return cmp.Or(max(s.(BLTStrategy).Buffers, 0), DefaultBuffers) },
 	})
 }
 
@@ -364,8 +354,14 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 	// certainly not below above (as bltMinSepReported).
 	reported := func(p *BLTParams, above float64) (float64, error) {
 		st := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: p.Coefficients(r), scale: unit}
-		if _, err := ToeplitzMinSepSensitivity(st.c, b, kk); err != nil && !(bltMinSepLower(tw, p, b, kk) < above) {
-			return math.Inf(1), nil
+		if _, err := ToeplitzMinSepSensitivity(st.c, b, kk); err != nil {
+			// A lower bound on the reported loss (exact or an upper
+			// bound, so never below it): the pattern {0, b, ...,
+			// (k'-1) b} gives sens^2 >= ||C u||^2 (u its indicator),
+			// times ||A T_d||_F^2; O(R).
+			if _, sq := minSepPattern(st.c, b, kk); !(sq*tw.frobB(st.u) < above) {
+				return math.Inf(1), nil
+			}
 		}
 		m, err := st.metrics(part)
 		// sens^2 ||A T_d||_F^2 summed as bltMinSepReported sums it, so
@@ -387,38 +383,6 @@ func bltMinSepLossOnly(ctx context.Context, w *Workload, buffers int, part Parti
 	}
 	p.Scale = unit
 	return squareResult(StrategyBLT, p, w, m), nil
-}
-
-// bltMinSepLower returns a lower bound on the loss that [SensitivityOf]
-// reports for the Toeplitz C = T_d^{-1} of p under b-min-separation with
-// kk participations: the pattern {0, b, ..., (k'-1) b} gives
-// sens^2 >= ||C u||^2 (u its indicator), times ||A T_d||_F^2; O(R). (The
-// reported value is exact or an upper bound, so never below it.)
-func bltMinSepLower(tw toeplitzWorkload, p *BLTParams, b, kk int) float64 {
-	r := len(tw.a)
-	return minSepPatternSq(bltInverse(p, r), b, kk) * tw.frobB(p.Coefficients(r))
-}
-
-// minSepPatternSq returns ||C u||^2 for the Toeplitz C with first column c
-// and u the indicator of the participation pattern {0, b, ..., (k'-1) b},
-// k' = min(kk, the participations that fit): a lower bound on C's squared
-// sensitivity under b-min-separation with kk participations; O(R).
-func minSepPatternSq(c []float64, b, kk int) float64 {
-	r := len(c)
-	kp := min(kk, (r-1)/b+1)
-	v := make([]float64, r)
-	sq := 0.0
-	for t := 0; t < r; t++ {
-		v[t] = c[t]
-		if t >= b {
-			v[t] += v[t-b]
-		}
-		if t >= kp*b {
-			v[t] -= c[t-kp*b]
-		}
-		sq += v[t] * v[t]
-	}
-	return sq
 }
 
 // MaxBLTBuffers is the largest number of BLT buffers: the fit runs by

@@ -3,6 +3,7 @@ package factorize
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -264,13 +265,7 @@ func squareAvailable(r int) []int {
 }
 
 // ones returns n ones: the scales of a C whose columns are not scaled.
-func ones(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = 1
-	}
-	return v
-}
+func ones(n int) []float64 { return slices.Repeat([]float64{1}, n) }
 
 // finish fills in single-participation metrics and availability of
 // square factors.

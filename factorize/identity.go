@@ -43,11 +43,6 @@ func newIdentity(w *Workload) (*Factorization, error) {
 		return nil, err
 	}
 	r := w.R()
-	b := mat.NewDense(r, r, nil)
-	b.Copy(w.Matrix())
-	c := mat.NewDense(r, r, nil)
-	for i := 0; i < r; i++ {
-		c.Set(i, i, 1)
-	}
-	return finish(StrategyIdentity, identityOp{w.R()}, w, b, c), nil
+	b, c := mat.DenseCopyOf(w.Matrix()), mat.DenseCopyOf(mat.NewDiagDense(r, ones(r)))
+	return finish(StrategyIdentity, identityOp{r}, w, b, c), nil
 }

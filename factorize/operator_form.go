@@ -34,10 +34,7 @@ func FormOf(op Operator) (OperatorForm, bool) {
 	case treeOp:
 		return OperatorForm{Kind: "tree", Ints: []int{o.r}}, true
 	case bandedOp:
-		fl := slices.Clone(o.diag)
-		for _, s := range o.sub {
-			fl = append(fl, s...)
-		}
+		fl := slices.Concat(append([][]float64{o.diag}, o.sub...)...) // diag, then each row's sub
 		return OperatorForm{Kind: "banded", Ints: []int{len(o.diag), o.bands}, Floats: fl}, true
 	case *BLTParams:
 		return OperatorForm{Kind: "blt", Ints: []int{len(o.Scale), len(o.Weights)}, Floats: slices.Concat(o.Weights, o.Lambdas, o.Scale)}, true
@@ -58,31 +55,24 @@ func FormOf(op Operator) (OperatorForm, bool) {
 // buffers or order, no buffers for a one-round BLT): a reader checks it
 // before reading the coefficients.
 func (f OperatorForm) FloatCount() (int, error) {
-	bad := func() (int, error) {
-		return 0, fmt.Errorf("factorize: operator form %q with sizes %v", f.Kind, f.Ints)
+	bad := fmt.Errorf("factorize: operator form %q with sizes %v", f.Kind, f.Ints)
+	// The number of sizes: R, and the bands, buffers or order.
+	n := map[string]int{"independent": 1, "tree": 1, "toeplitz": 1, "banded": 2, "blt": 2, "banded-inverse": 2, "semiseparable": 2}[f.Kind]
+	if n == 0 || len(f.Ints) != n || f.Ints[0] < 1 || f.Ints[0] > 1<<30 {
+		return 0, bad
 	}
-	want := map[string]int{"independent": 1, "tree": 1, "toeplitz": 1, "banded": 2, "blt": 2, "banded-inverse": 2, "semiseparable": 2}
-	n, ok := want[f.Kind]
-	if !ok || len(f.Ints) != n {
-		return bad()
-	}
-	r := f.Ints[0]
-	if r < 1 || r > 1<<30 {
-		return bad()
-	}
-	var k int
+	r, k := f.Ints[0], 0
 	if n == 2 {
 		k = f.Ints[1]
-		limit := r // bands
+		least, limit := 1, r // bands
 		if f.Kind == "blt" || f.Kind == "semiseparable" {
 			limit = MaxSemisepBuffers * MaxSemisepBuffers
 		}
-		least := 1
 		if f.Kind == "blt" && r == 1 {
 			least = 0 // BLT fits at most R-1 buffers
 		}
 		if k < least || k > limit {
-			return bad()
+			return 0, bad
 		}
 	}
 	switch f.Kind {
@@ -205,12 +195,34 @@ func bandedColSq(o bandedOp) []float64 {
 
 // toeplitzOfOp returns C = T_c diag(1/scale) of a Toeplitz-type operator
 // from its coefficients: the banded inverse (C = T_c, c the series of
-// 1/u(x)), the BLT (c its impulse response, [bltInverse]) and the Toeplitz
-// operator when its coefficients are the square root's inverse (the only
-// Toeplitz operator stored without factors: for another, T_u^{-1} costs
-// O(R^2)); false otherwise.
+// 1/u(x)), the BLT (c its impulse response, [bltInverse]), a banded C of
+// that form (bsr) and the Toeplitz operator when its coefficients are the
+// square root's inverse (the only Toeplitz operator stored without
+// factors: for another, T_u^{-1} costs O(R^2)); false otherwise.
 func toeplitzOfOp(op Operator) (*scaledToeplitz, bool) {
 	switch o := op.(type) {
+	case bandedOp:
+		// c from C's first column, scale_j = C[0][0] / C[j][j], if every
+		// C[i][j] is c_{i-j} / scale_j to a relative 1e-12.
+		r := len(o.diag)
+		c := make([]float64, r)
+		c[0] = o.diag[0]
+		for k := 1; k < min(o.bands, r); k++ {
+			c[k] = o.sub[k][k-1]
+		}
+		scale := make([]float64, r)
+		for j, v := range o.diag {
+			scale[j] = o.diag[0] / v
+		}
+		for i, row := range o.sub {
+			for d, v := range row {
+				j := i - d - 1
+				if want := c[d+1] / scale[j]; !(math.Abs(v-want) <= 1e-12*math.Abs(o.diag[j])) {
+					return nil, false
+				}
+			}
+		}
+		return &scaledToeplitz{c: c, scale: scale}, true
 	case bandInverseOp:
 		if o.u[0] == 0 {
 			return nil, false
@@ -250,7 +262,6 @@ func minSepOf(op Operator, r int, p Participation) (Sensitivity, bool) {
 		g2, ok := gammaSqOf(op)
 		return Sensitivity{Value: math.Sqrt(g2), Exact: true, Rule: RuleColumnNorm}, ok
 	}
-	var st *scaledToeplitz // C = T_c diag(1/scale)
 	switch o := op.(type) {
 	case treeOp:
 		return treeMinSep(r, b, k), true
@@ -260,43 +271,14 @@ func minSepOf(op Operator, r int, p Participation) (Sensitivity, bool) {
 			return Sensitivity{Value: math.Sqrt(bestSeparated(bandedColSq(o), b, k)), Exact: true, Rule: RuleMinSepBanded}, true
 		}
 		// Wider than the separation: by the Toeplitz rules when C is a
-		// scaled Toeplitz matrix (bsr), C[i][j] = c_{i-j} / scale_j.
-		if st = scaledToeplitzOf(o); st == nil {
-			return Sensitivity{}, false
-		}
-	default:
-		var ok bool
-		if st, ok = toeplitzOfOp(op); !ok {
-			return Sensitivity{}, false
-		}
+		// scaled Toeplitz matrix (bsr).
+	}
+	st, ok := toeplitzOfOp(op) // C = T_c diag(1/scale)
+	if !ok {
+		return Sensitivity{}, false
 	}
 	sens, err := st.minSep(b, k, st.colSq())
 	return sens, err == nil
-}
-
-// scaledToeplitzOf returns C = T_c diag(1/scale) of the banded operator o
-// (c from C's first column, scale_j = C[0][0] / C[j][j]) if C has that
-// form to a relative 1e-12, else nil.
-func scaledToeplitzOf(o bandedOp) *scaledToeplitz {
-	r := len(o.diag)
-	c := make([]float64, r)
-	c[0] = o.diag[0]
-	for k := 1; k < min(o.bands, r); k++ {
-		c[k] = o.sub[k][k-1]
-	}
-	scale := make([]float64, r)
-	for j, v := range o.diag {
-		scale[j] = o.diag[0] / v
-	}
-	for i, row := range o.sub {
-		for d, v := range row {
-			j := i - d - 1
-			if want := c[d+1] / scale[j]; !(math.Abs(v-want) <= 1e-12*math.Abs(o.diag[j])) {
-				return nil
-			}
-		}
-	}
-	return &scaledToeplitz{c: c, scale: scale}
 }
 
 // operatorError returns the relative error of the operator against the
@@ -322,12 +304,10 @@ func operatorError(op Operator, c *mat.Dense, x []float64) float64 {
 type vectorNoise struct {
 	z       []float64
 	scratch [1]float64
-	past    [1]float64
 }
 
 func (v *vectorNoise) Fill(j, lo int, dst []float64) { dst[0] = v.z[j] }
-func (v *vectorNoise) Past(j, lo, n int) []float64 {
-	v.past[0] = v.z[j]
-	return v.past[:]
-}
-func (v *vectorNoise) Scratch(n int) []float64 { return v.scratch[:n] }
+
+// Past returns row j itself: a stream only reads it.
+func (v *vectorNoise) Past(j, lo, n int) []float64 { return v.z[j : j+1] }
+func (v *vectorNoise) Scratch(n int) []float64     { return v.scratch[:n] }

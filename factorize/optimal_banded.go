@@ -1801,7 +1801,7 @@ func bltMinSepReported(tw toeplitzWorkload, p *BLTParams, b, kk int, above float
 	if s, err := ToeplitzMinSepSensitivity(c, b, kk); err == nil {
 		return s * s * frob, x
 	}
-	if !(minSepPatternSq(c, b, kk)*frob < above) {
+	if _, sq := minSepPattern(c, b, kk); !(sq*frob < above) {
 		return math.Inf(1), x
 	}
 	if x == nil {

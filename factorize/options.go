@@ -1,6 +1,7 @@
 package factorize
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -68,15 +69,11 @@ type Options struct {
 
 // withDefaults validates o and fills in defaults.
 func (o Options) withDefaults() (Options, error) {
-	if o.Tol == 0 {
-		o.Tol = DefaultTol
-	}
+	o.Tol = cmp.Or(o.Tol, DefaultTol)
 	if math.IsNaN(o.Tol) || o.Tol <= 0 || math.IsInf(o.Tol, 0) {
 		return o, &ParamError{Param: "tol", Value: o.Tol, Want: "a finite number > 0"}
 	}
-	if o.MaxIter == 0 {
-		o.MaxIter = DefaultMaxIter
-	}
+	o.MaxIter = cmp.Or(o.MaxIter, DefaultMaxIter)
 	if o.MaxIter < 0 {
 		return o, &ParamError{Param: "max-iter", Value: o.MaxIter, Want: "an integer > 0 (or 0 for the default)"}
 	}

@@ -145,27 +145,22 @@ func (p Participation) Validate(n int) error {
 // pattern that Validate refuses (a separation below 1 or negative
 // counts), never a negative count.
 func (p Participation) Participations(n int) int {
-	if n < 1 {
+	switch {
+	case n < 1:
 		return 0
-	}
-	switch p.Kind {
-	case KindEpochs:
-		if p.K < 1 || n%p.K != 0 {
-			return 0
-		}
-		return p.K
-	case KindMinSep:
-		if p.B < 1 || p.K < 0 {
-			return 0
-		}
-		// ceil(n / B) without the overflow of n + B - 1, which made a
-		// separation near MaxInt count 0 participations (and a
-		// sensitivity of 0).
-		fit := (n-1)/p.B + 1
-		if p.K == 0 || p.K > fit {
-			return fit
-		}
+	case p.Kind != KindEpochs && p.Kind != KindMinSep:
+		return 1
+	case p.Validate(n) != nil:
+		return 0
+	case p.Kind == KindEpochs:
 		return p.K
 	}
-	return 1
+	// ceil(n / B) without the overflow of n + B - 1, which made a
+	// separation near MaxInt count 0 participations (and a sensitivity
+	// of 0).
+	fit := (n-1)/p.B + 1
+	if p.K == 0 {
+		return fit
+	}
+	return min(p.K, fit)
 }

@@ -1,6 +1,7 @@
 package factorize
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -120,15 +121,12 @@ var registry []StrategyInfo
 // register adds a strategy's entry to the registry in rank order. A
 // repeated name or rank is a programming error and panics at init.
 func register(i StrategyInfo) {
-	at := len(registry)
-	for j, e := range registry {
+	for _, e := range registry {
 		if e.Name == i.Name || e.rank == i.rank {
 			panic("factorize: strategy " + i.Name + " registered twice or with the rank of " + e.Name)
 		}
-		if e.rank > i.rank && at == len(registry) {
-			at = j
-		}
 	}
+	at, _ := slices.BinarySearchFunc(registry, i.rank, func(e StrategyInfo, rank int) int { return cmp.Compare(e.rank, rank) })
 	registry = slices.Insert(registry, at, i)
 }
 
@@ -156,10 +154,8 @@ func Strategies() []string {
 // Lookup returns the registered strategy named name, the part of a spec
 // before ':'. An unknown name is a *ParamError listing the known ones.
 func Lookup(name string) (StrategyInfo, error) {
-	for _, e := range registry {
-		if e.Name == name {
-			return e, nil
-		}
+	if j := slices.IndexFunc(registry, func(e StrategyInfo) bool { return e.Name == name }); j >= 0 {
+		return registry[j], nil
 	}
 	return StrategyInfo{}, &ParamError{Param: "strategy", Value: strconv.Quote(name), Want: "one of " + strings.Join(Strategies(), ", ")}
 }
@@ -313,18 +309,12 @@ func settingsOf(s Strategy, sep, join string, cache bool) string {
 		var v string
 		switch x := f.ptr(p).(type) {
 		case *int:
-			if n := *x; n != 0 || cache {
-				if n == 0 {
-					n = int(f.def)
-				}
-				v = strconv.Itoa(n)
+			if *x != 0 || cache {
+				v = strconv.Itoa(cmp.Or(*x, int(f.def)))
 			}
 		case *float64:
-			if y := *x; y != 0 || cache {
-				if y == 0 {
-					y = f.def
-				}
-				v = strconv.FormatFloat(y, 'g', -1, 64)
+			if *x != 0 || cache {
+				v = strconv.FormatFloat(cmp.Or(*x, f.def), 'g', -1, 64)
 			}
 		case *Method:
 			// In a key, auto too: an entry stored before the path was
@@ -350,10 +340,7 @@ func info(s Strategy) (StrategyInfo, bool) {
 		return StrategyInfo{}, false
 	}
 	i, err := Lookup(s.Name())
-	if err != nil || reflect.TypeOf(i.proto) != reflect.TypeOf(s) {
-		return i, false
-	}
-	return i, true
+	return i, err == nil && reflect.TypeOf(i.proto) == reflect.TypeOf(s)
 }
 
 // StreamBytes estimates the memory of the noise stream of s for R = r
@@ -383,10 +370,7 @@ func StreamBytes(s Strategy, r, d int) int64 {
 // A strategy that is not registered is counted as dense.
 func KeepsPastRows(s Strategy, p Participation) bool {
 	i, ok := info(s)
-	if !ok {
-		return true
-	}
-	return i.pastRows != nil && i.pastRows(s, p)
+	return !ok || i.pastRows != nil && i.pastRows(s, p)
 }
 
 // SolveBytes estimates the memory that s.Factorize needs at R = r

@@ -1,6 +1,7 @@
 package factorize
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -47,12 +48,8 @@ func init() {
 			{ptr: func(p any) any { return &p.(*SemisepStrategy).Tol }, def: DefaultTol},
 			{ptr: func(p any) any { return &p.(*SemisepStrategy).MaxIter }, lo: 1, keyless: true},
 		},
-		streamVectors: func(s Strategy, _ int) int {
-			if k := s.(SemisepStrategy).Buffers; k > 0 {
-				return k
-			}
-			return MaxSemisepBuffers
-		},
+		// A count <= 0 (chosen by the solve) reads as the largest.
+		streamVectors: func(s Strategy, _ int) int { return cmp.Or(max(s.(SemisepStrategy).Buffers, 0), MaxSemisepBuffers) },
 		solveBytes: func(s Strategy, r int, _ Participation, _ bool) float64 {
 			// The optimal solver's O(R) vectors, then the generators
 			// (3 R K floats, K <= MaxSemisepBuffers) and the factors if
@@ -94,9 +91,7 @@ func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 	if k < 0 || k > MaxSemisepBuffers {
 		return nil, &ParamError{Param: "buffers", Value: k, Want: fmt.Sprintf("between 1 and %d (or 0 to choose by the target loss)", MaxSemisepBuffers)}
 	}
-	if maxExcess == 0 {
-		maxExcess = DefaultMaxExcess
-	}
+	maxExcess = cmp.Or(maxExcess, DefaultMaxExcess)
 	if !(maxExcess > 0) || math.IsInf(maxExcess, 0) {
 		return nil, &ParamError{Param: "max excess", Value: maxExcess, Want: "a finite number > 0"}
 	}
@@ -133,7 +128,9 @@ func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 		if err != nil {
 			return nil, fmt.Errorf("factorize: semiseparable factor with %d state vectors: %w", k, err)
 		}
-		return semisepFactorization(w, ws, t, cf, optLower), nil
+		f := quasiSepResult(StrategySemisep, w, ws, t, cf)
+		f.Semisep = &SemisepParams{C: cf, OptimalLower: optLower, Excess: f.Metrics.Loss/optLower - 1}
+		return f, nil
 	}
 	var f *Factorization
 	if k > 0 {
@@ -161,15 +158,6 @@ func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 		f.B, f.C = quasiSepFactors(f.Semisep.C, w)
 	}
 	return f, nil
-}
-
-// semisepFactorization returns the loss-only factorization of the causal
-// factor cf of workload w (cf computed for ws = t w), with its metrics
-// computed from cf's generators.
-func semisepFactorization(w, ws *Workload, t float64, cf linalg.QuasiSep, optLower float64) *Factorization {
-	f := quasiSepResult(StrategySemisep, w, ws, t, cf)
-	f.Semisep = &SemisepParams{C: cf, OptimalLower: optLower, Excess: f.Metrics.Loss/optLower - 1}
-	return f
 }
 
 // quasiSepResult returns the factorization, without dense factors, of the

@@ -236,10 +236,7 @@ func Gamma(c mat.Matrix) float64 {
 		}
 		g2 = math.Max(g2, s)
 	}
-	if e == 0 {
-		return math.Sqrt(g2)
-	}
-	return ldexpUp(math.Sqrt(g2), e)
+	return ldexpUp(math.Sqrt(g2), e) // exactly math.Sqrt(g2) for e = 0
 }
 
 // EpochSensitivity returns the sensitivity of a factor with Gram matrix x
@@ -549,24 +546,7 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 			return 0, &ParamError{Param: "col[" + strconv.Itoa(i) + "]", Value: v, Want: "finite, non-negative and non-increasing coefficients"}
 		}
 	}
-	// ceil(n / b) without the overflow of n + b - 1 (which gave 0
-	// participations, a sensitivity of 0, for b near MaxInt).
-	k = min(k, (n-1)/b+1)
-	// v_r = sum_{j < k, j b <= r} col[r - j b] by the running sums
-	// v_r = col[r] + v_{r-b} - col[r - k b]: O(n).
-	v := make([]float64, n)
-	s := 0.0
-	for r := 0; r < n; r++ {
-		x := col[r]
-		if r >= b {
-			x += v[r-b]
-		}
-		if r/b >= k { // r >= k b, without overflow
-			x -= col[r-k*b]
-		}
-		v[r] = x
-		s += x * x
-	}
+	v, s := minSepPattern(col, b, k)
 	if !math.IsInf(s, 0) && !math.IsNaN(s) {
 		return math.Sqrt(s), nil // the sum as before, to the bit
 	}
@@ -577,6 +557,35 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 		return 0, &ParamError{Param: "col[0]", Value: col[0], Want: "coefficients small enough that the sensitivity is a finite float64"}
 	}
 	return sens, nil
+}
+
+// minSepPattern returns v = C u and ||v||^2 for the lower-triangular
+// Toeplitz C with first column c and u the indicator of the participation
+// pattern {0, b, ..., (k'-1) b}, k' = min(k, the participations that fit);
+// O(R). ||v||^2 is a lower bound on C's squared sensitivity under
+// b-min-separation with k participations, and equals it for the C of
+// [ToeplitzMinSepSensitivity].
+func minSepPattern(c []float64, b, k int) ([]float64, float64) {
+	n := len(c)
+	// ceil(n / b) without the overflow of n + b - 1 (which gave 0
+	// participations, a sensitivity of 0, for b near MaxInt).
+	k = min(k, (n-1)/b+1)
+	// v_r = sum_{j < k, j b <= r} c[r - j b] by the running sums
+	// v_r = c[r] + v_{r-b} - c[r - k b].
+	v := make([]float64, n)
+	sq := 0.0
+	for r := 0; r < n; r++ {
+		x := c[r]
+		if r >= b {
+			x += v[r-b]
+		}
+		if r/b >= k { // r >= k b, without overflow
+			x -= c[r-k*b]
+		}
+		v[r] = x
+		sq += x * x
+	}
+	return v, sq
 }
 
 // gramRows produces the rows of an n x n Gram matrix X = C^T C, in any

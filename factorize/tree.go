@@ -159,9 +159,9 @@ func treeMinSep(r, b, k int) Sensitivity {
 			rs = append(rs, (end-1-i)/b)
 		}
 		diag := len(ls) + 1
-		slices.Sort(ls)
+		// Both counts are non-decreasing in m (the nodes are nested):
+		// reversed, they are the gains' non-increasing order.
 		slices.Reverse(ls)
-		slices.Sort(rs)
 		slices.Reverse(rs)
 		// Picks of gain g: #{q: gain_L(q) >= g} = ls[g-1]; take the
 		// largest gains first.
@@ -197,16 +197,14 @@ func newTree(w *Workload) (*Factorization, error) {
 	r := w.R()
 	av := treeAvailable(r)
 	m := len(av)
-	index := make(map[[2]int]int, m) // (start, level) -> row
+	op := newTreeOp(r)
 	c := mat.NewDense(m, r, nil)
 	j := 0
 	for e := 0; e < r; e++ {
 		// The nodes that end at round e, in treeAvailable's row order:
 		// level l = 0, 1, ..., tz(e+1), the node [e+1-2^l, e].
 		for l := 0; l <= bits.TrailingZeros(uint(e+1)); l++ {
-			start := e + 1 - 1<<l
-			index[[2]int{start, l}] = j
-			for t := start; t <= e; t++ {
+			for t := e + 1 - 1<<l; t <= e; t++ {
 				c.Set(j, t, 1)
 			}
 			j++
@@ -214,18 +212,19 @@ func newTree(w *Workload) (*Factorization, error) {
 	}
 	b := mat.NewDense(r, m, nil)
 	for t := 0; t < r; t++ {
-		// Decompose [0, t] = [0, t+1) into dyadic blocks, largest first.
+		// Decompose [0, t] = [0, t+1) into dyadic blocks, largest first:
+		// each starts at a multiple of twice its length, a left node.
 		n, start := t+1, 0
 		for n > 0 {
 			l := bits.Len(uint(n)) - 1
-			b.Set(t, index[[2]int{start, l}], 1)
+			b.Set(t, op.row[l][start>>(l+1)], 1)
 			start += 1 << l
 			n -= 1 << l
 		}
 	}
 	return &Factorization{
 		Strategy:  StrategyTree,
-		Operator:  newTreeOp(r),
+		Operator:  op,
 		Workload:  w,
 		B:         b,
 		C:         c,

@@ -54,21 +54,34 @@ func coarseStart(ctx context.Context, w *Workload) ([]float64, error) {
 		}
 		return nil, nil
 	}
-	x := make([]float64, n)
-	for i := range x {
-		// Position of round i on the coarse grid of block centres.
-		t := (float64(i)+0.5)/float64(f) - 0.5
-		j := int(math.Floor(t))
-		frac := t - float64(j)
-		lo, hi := max(j, 0), min(j+1, m-1)
-		if j < 0 {
-			frac = 0
-		}
-		// A_c is about f times a workload of order m, whose multipliers
-		// are 1/f^2 of A_c's (v scales with the square of the workload).
-		x[i] = (1-frac)*math.Log(sol.vUpper[lo]) + frac*math.Log(sol.vUpper[hi]) - 2*math.Log(float64(f))
+	xc := make([]float64, m)
+	for j, v := range sol.vUpper {
+		xc[j] = math.Log(v)
 	}
-	return x, nil
+	// A_c is about f times a workload of order m, whose multipliers are
+	// 1/f^2 of A_c's (v scales with the square of the workload).
+	return interpolated(n, f, xc, 2*math.Log(float64(f))), nil
+}
+
+// interpolated returns xc, given at the centres of the blocks of f
+// rounds, interpolated linearly at each of n rounds (xc[0] before the
+// first centre), minus shift.
+func interpolated(n, f int, xc []float64, shift float64) []float64 {
+	m := len(xc)
+	x := make([]float64, n)
+	forChunks(n, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			// Position of round i on the coarse grid of block centres.
+			t := (float64(i)+0.5)/float64(f) - 0.5
+			j := int(math.Floor(t))
+			frac := t - float64(j)
+			if j < 0 {
+				j, frac = 0, 0
+			}
+			x[i] = (1-frac)*xc[min(j, m-1)] + frac*xc[min(j+1, m-1)] - shift
+		}
+	})
+	return x
 }
 
 // coarseWorkload returns R A P for the lower-triangular n x n matrix a: P
@@ -147,19 +160,5 @@ func structuredWarmStart(ctx context.Context, w *Workload) ([]float64, error) {
 	for i, v := range sol.vUpper {
 		xc[i] = math.Log(v)
 	}
-	x := make([]float64, n)
-	forChunks(n, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			t := (float64(i)+0.5)/float64(f) - 0.5
-			j := int(math.Floor(t))
-			frac := t - float64(j)
-			if j < 0 {
-				j, frac = 0, 0
-			}
-			j1 := min(j+1, m-1)
-			j = min(j, m-1)
-			x[i] = (1-frac)*xc[j] + frac*xc[j1]
-		}
-	})
-	return x, nil
+	return interpolated(n, f, xc, 0), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -39,19 +40,16 @@ type Workload struct {
 // int (a larger R would overflow the slice lengths, not just the memory).
 const MaxRounds = min(1<<36, math.MaxInt>>4)
 
-// maxRoundsText is [MaxRounds] as error messages write it: "2^36", or
-// "2^27-1" on a 32-bit platform.
-func maxRoundsText() string {
-	if MaxRounds == 1<<36 {
-		return "2^36"
-	}
-	return "2^27-1"
-}
-
 // checkRounds checks a number of rounds R.
 func checkRounds(R int) error {
 	if R < 1 || R > MaxRounds {
-		return &ParamError{Param: "R", Value: R, Want: "R >= 1 and R <= " + maxRoundsText()}
+		// MaxRounds as error messages write it: "2^36", or "2^27-1" on a
+		// 32-bit platform.
+		limit := "2^36"
+		if MaxRounds != 1<<36 {
+			limit = "2^27-1"
+		}
+		return &ParamError{Param: "R", Value: R, Want: "R >= 1 and R <= " + limit}
 	}
 	return nil
 }
@@ -113,9 +111,7 @@ func WeightedPrefix(weights []float64) (*Workload, error) {
 	if r < 1 {
 		return nil, &ParamError{Param: "weights", Want: "at least one weight"}
 	}
-	h := sha256.New()
 	inv := mat.NewTriBandDense(r, min(1, r-1), mat.Lower, nil)
-	var buf [8]byte
 	for i, w := range weights {
 		if !(math.Abs(w) >= 0x1p-1022 && math.Abs(w) <= 0x1p1022) {
 			return nil, &ParamError{Param: fmt.Sprintf("weights[%d]", i), Value: w, Want: "a number of magnitude in [2^-1022, 2^1022] (nonzero, with a normal reciprocal)"}
@@ -124,9 +120,9 @@ func WeightedPrefix(weights []float64) (*Workload, error) {
 		if i > 0 {
 			inv.SetTriBand(i, i-1, -1/w)
 		}
-		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(w))
-		h.Write(buf[:])
 	}
+	h := sha256.New()
+	binary.Write(h, binary.LittleEndian, weights) // each weight's bits
 	return &Workload{name: "weighted", r: r, inv: inv, hash: "weighted:" + hex.EncodeToString(h.Sum(nil))}, nil
 }
 
@@ -146,6 +142,7 @@ func NewWorkload(a mat.Matrix) (*Workload, error) {
 		return nil, &ParamError{Param: "workload", Value: fmt.Sprintf("%d x %d", r, c), Want: "a square matrix, at least 1 x 1"}
 	}
 	t := mat.NewTriDense(r, mat.Lower, nil)
+	prefix := true // every entry on and below the diagonal is 1
 	for i := 0; i < r; i++ {
 		for j := 0; j < r; j++ {
 			v := a.At(i, j)
@@ -159,6 +156,7 @@ func NewWorkload(a mat.Matrix) (*Workload, error) {
 				continue
 			}
 			t.SetTri(i, j, v)
+			prefix = prefix && v == 1
 		}
 	}
 	// Nonsingular: every diagonal entry nonzero, and not so small relative
@@ -169,14 +167,12 @@ func NewWorkload(a mat.Matrix) (*Workload, error) {
 			return nil, &ParamError{Param: fmt.Sprintf("workload[%d][%d]", i, i), Value: t.At(i, i), Want: "a diagonal entry at least 1e-14 times the largest entry in magnitude (a nonsingular matrix)"}
 		}
 	}
-	w := &Workload{name: "matrix", r: r, a: t, hash: hashTri(t)}
-	if isPrefix(t) {
+	if prefix {
 		p, _ := Prefix(r)
 		p.a = t
 		return p, nil
 	}
-	w.inv = bandedInverse(t)
-	return w, nil
+	return &Workload{name: "matrix", r: r, a: t, inv: bandedInverse(t), hash: hashTri(t)}, nil
 }
 
 // maxDetectedBands is the widest inverse band [NewWorkload] looks for.
@@ -259,18 +255,6 @@ func isNilMatrix(a mat.Matrix) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-func isPrefix(t *mat.TriDense) bool {
-	n, _ := t.Triangle()
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			if t.At(i, j) != 1 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // R returns the number of rounds (the order of A).
 func (w *Workload) R() int { return w.r }
 
@@ -351,13 +335,12 @@ func (w *Workload) scaledBy(t float64) *Workload {
 		s.a.ScaleTri(t, w.a)
 	}
 	if w.inv != nil {
-		n, k, _ := w.inv.TriBand()
-		s.inv = mat.NewTriBandDense(n, k, mat.Lower, nil)
-		for i := 0; i < n; i++ {
-			for j := max(0, i-k); j <= i; j++ {
-				s.inv.SetTriBand(i, j, w.inv.At(i, j)/t)
-			}
+		raw := w.inv.RawTriBand()
+		data := slices.Clone(raw.Data) // the band, padding zeros included
+		for i := range data {
+			data[i] /= t
 		}
+		s.inv = mat.NewTriBandDense(raw.N, raw.K, mat.Lower, data)
 	}
 	return s
 }
@@ -391,15 +374,10 @@ func denseFromInverseBand(l *mat.TriBandDense) *mat.TriDense {
 // hashTri returns a hex SHA-256 of the lower triangle's float64 bits.
 func hashTri(t *mat.TriDense) string {
 	h := sha256.New()
-	n, _ := t.Triangle()
-	var buf [8]byte
-	binary.LittleEndian.PutUint64(buf[:], uint64(n))
-	h.Write(buf[:])
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(t.At(i, j)))
-			h.Write(buf[:])
-		}
+	raw := t.RawTriangular()
+	binary.Write(h, binary.LittleEndian, uint64(raw.N))
+	for i := 0; i < raw.N; i++ {
+		binary.Write(h, binary.LittleEndian, raw.Data[i*raw.Stride:i*raw.Stride+i+1])
 	}
 	return "matrix:" + hex.EncodeToString(h.Sum(nil))
 }
