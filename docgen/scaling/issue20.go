@@ -466,25 +466,32 @@ func withProcs(procs int, fn func() error) error {
 	return fn()
 }
 
+// inProcess returns an in-process run: fn fills the sample at
+// runtime.GOMAXPROCS(procs) (see withProcs), and its RSS is this process's
+// peak after it.
+func inProcess(fn func(s *i20Sample) error) func(int) (i20Sample, error) {
+	return func(procs int) (i20Sample, error) {
+		var s i20Sample
+		err := withProcs(procs, func() error { return fn(&s) })
+		s.RSS = procusage.SelfRSS()
+		return s, err
+	}
+}
+
 // mechRun returns one pass of the mechanism at d = MechDim on f: the
 // median seconds per round over MechRounds rounds, and a digest of the
 // noise it drew.
 func (e *i20Env) mechRun(f *factorize.Factorization) func(int) (i20Sample, error) {
-	return func(procs int) (i20Sample, error) {
-		var s i20Sample
-		err := withProcs(procs, func() error {
-			h := sha256.New()
-			secs, cpus, err := mechRounds(f, e.sizes.MechDim, e.sizes.MechRounds, h)
-			if err != nil {
-				return err
-			}
-			s.Seconds, s.CPU = docgen.Median(secs), docgen.Median(cpus)
-			s.Digest = hex.EncodeToString(h.Sum(nil))[:12]
-			s.RSS = procusage.SelfRSS()
-			return nil
-		})
-		return s, err
-	}
+	return inProcess(func(s *i20Sample) error {
+		h := sha256.New()
+		secs, cpus, err := mechRounds(f, e.sizes.MechDim, e.sizes.MechRounds, h)
+		if err != nil {
+			return err
+		}
+		s.Seconds, s.CPU = docgen.Median(secs), docgen.Median(cpus)
+		s.Digest = hex.EncodeToString(h.Sum(nil))[:12]
+		return nil
+	})
 }
 
 // mechRounds runs the mechanism on f at dimension dim (seed 1) for rounds
@@ -533,49 +540,45 @@ const ceilUnits = 2
 // Iters the steps (compute) or passes (memory) of each piece.
 func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
 	size := 0 // steps or passes of each piece, set by the first call
-	return func(procs int) (i20Sample, error) {
-		var s i20Sample
-		err := withProcs(procs, func() error {
-			var unit func(i int) float64
-			switch kind {
-			case "compute":
-				if size == 0 {
-					const probe = 1 << 22
-					start := time.Now()
-					ceiling.Compute(probe, 0)
-					size = max(probe, int(e.sizes.CeilSeconds/ceilUnits/time.Since(start).Seconds()*probe))
-				}
-				unit = func(i int) float64 { return ceiling.Compute(size, float64(i)) }
-			case "memory":
-				runtime.GC() // the previous run's arrays
-				arrays := make([][]float64, ceilUnits)
-				for i := range arrays {
-					arrays[i] = make([]float64, e.sizes.CeilBytes/8)
-					for j := range arrays[i] {
-						arrays[i][j] = float64(j%1000) / 1000
-					}
-				}
-				if size == 0 {
-					start := time.Now()
-					ceiling.Stream(arrays[0], 1)
-					size = max(1, int(math.Round(e.sizes.CeilSeconds/ceilUnits/time.Since(start).Seconds())))
-				}
-				unit = func(i int) float64 { return ceiling.Stream(arrays[i], size) }
-			default:
-				return fmt.Errorf("ceiling kernel %q: want compute or memory", kind)
+	return inProcess(func(s *i20Sample) error {
+		var unit func(i int) float64
+		switch kind {
+		case "compute":
+			if size == 0 {
+				const probe = 1 << 22
+				start := time.Now()
+				ceiling.Compute(probe, 0)
+				size = max(probe, int(e.sizes.CeilSeconds/ceilUnits/time.Since(start).Seconds()*probe))
 			}
-			runtime.GC()
-			start, c0 := time.Now(), procusage.SelfCPU()
-			parts := ceiling.Split(ceilUnits, unit)
-			s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
-			for _, v := range parts {
-				s.Value += v
+			unit = func(i int) float64 { return ceiling.Compute(size, float64(i)) }
+		case "memory":
+			runtime.GC() // the previous run's arrays
+			arrays := make([][]float64, ceilUnits)
+			for i := range arrays {
+				arrays[i] = make([]float64, e.sizes.CeilBytes/8)
+				for j := range arrays[i] {
+					arrays[i][j] = float64(j%1000) / 1000
+				}
 			}
-			s.Iters, s.RSS = size, procusage.SelfRSS()
-			return nil
-		})
-		return s, err
-	}
+			if size == 0 {
+				start := time.Now()
+				ceiling.Stream(arrays[0], 1)
+				size = max(1, int(math.Round(e.sizes.CeilSeconds/ceilUnits/time.Since(start).Seconds())))
+			}
+			unit = func(i int) float64 { return ceiling.Stream(arrays[i], size) }
+		default:
+			return fmt.Errorf("ceiling kernel %q: want compute or memory", kind)
+		}
+		runtime.GC()
+		start, c0 := time.Now(), procusage.SelfCPU()
+		parts := ceiling.Split(ceilUnits, unit)
+		s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
+		for _, v := range parts {
+			s.Value += v
+		}
+		s.Iters = size
+		return nil
+	})
 }
 
 // formRun returns one in-process run of what `mfsolve -R R -o B.npy -C
@@ -583,30 +586,26 @@ func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
 // on w (the structured path at R = 10^4), then B and C formed
 // (Factorization.Factors), after a GC. Digest hashes the bits of B and C.
 func (e *i20Env) formRun(w *factorize.Workload) func(int) (i20Sample, error) {
-	return func(procs int) (i20Sample, error) {
-		var s i20Sample
-		err := withProcs(procs, func() error {
-			strat, err := factorize.ParseStrategy("optimal")
-			if err != nil {
-				return err
-			}
-			runtime.GC()
-			start, c0 := time.Now(), procusage.SelfCPU()
-			f, err := strat.Factorize(e.ctx, w, factorize.SingleParticipation())
-			if err != nil {
-				return err
-			}
-			b, c, err := f.Factors()
-			if err != nil {
-				return err
-			}
-			s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
-			s.Value, s.Gap, s.Iters, s.RSS = f.Metrics.Loss, f.Gap, f.Iterations, procusage.SelfRSS()
-			s.Digest = denseDigest(b, c)
-			return nil
-		})
-		return s, err
-	}
+	return inProcess(func(s *i20Sample) error {
+		strat, err := factorize.ParseStrategy("optimal")
+		if err != nil {
+			return err
+		}
+		runtime.GC()
+		start, c0 := time.Now(), procusage.SelfCPU()
+		f, err := strat.Factorize(e.ctx, w, factorize.SingleParticipation())
+		if err != nil {
+			return err
+		}
+		b, c, err := f.Factors()
+		if err != nil {
+			return err
+		}
+		s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
+		s.Value, s.Gap, s.Iters = f.Metrics.Loss, f.Gap, f.Iterations
+		s.Digest = denseDigest(b, c)
+		return nil
+	})
 }
 
 // denseDigest returns 12 hex digits of a 64-bit FNV-1a-style hash of the
