@@ -7,8 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/dpmf/dpmf/internal/docgen"
 )
 
 // Headings of the report's tables that the figures are drawn from.
@@ -134,11 +132,7 @@ func replot(cfg config, log io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.out, err)
 	}
-	svg, err := logLogSVG(timePlotTitle, "rounds R", "time (s)", rep.plotSeries())
-	if err != nil {
-		return err
-	}
-	if err := docgen.WriteFile(cfg.svg, svg); err != nil {
+	if err := rep.writeTimePlot(cfg.svg); err != nil {
 		return err
 	}
 	logf(log, "redrew %s from %s", cfg.svg, cfg.out)
