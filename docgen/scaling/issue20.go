@@ -279,26 +279,19 @@ type i20Result struct {
 }
 
 // interleave runs once at each GOMAXPROCS of procs in turn, alternating the
-// order (1, 2, 2, 1, ...), as many passes as repeat would take for the
-// slowest first run (see runsAfter). It stops at the first error, which
-// the measurement at that GOMAXPROCS records.
+// order (1, 2, 2, 1, ...), as many passes as repeat takes when a pass
+// lasts as long as its slowest run (see runsAfter). It stops at the first
+// error, which the measurement at that GOMAXPROCS records (with the failed
+// run's time where no run succeeded).
 func interleave(reps int, procs []int, once func(int) (i20Sample, error)) []i20Meas {
 	ms := make([]i20Meas, len(procs))
 	secs := make([][]float64, len(procs))
 	cpus := make([][]float64, len(procs))
-	finish := func() []i20Meas {
-		for i := range ms {
-			ms[i].Runs = len(secs[i])
-			if ms[i].Runs > 0 {
-				ms[i].Seconds, ms[i].CPU = docgen.Median(secs[i]), docgen.Median(cpus[i])
-			}
-		}
-		return ms
-	}
 	for i, p := range procs {
 		ms[i].Procs = p
 	}
-	for pass, runs := 0, reps; pass < runs; pass++ {
+	pass := 0
+	repeat(reps, func() (float64, error) {
 		slowest := 0.0
 		for j := range procs {
 			i := j
@@ -307,21 +300,22 @@ func interleave(reps int, procs []int, once func(int) (i20Sample, error)) []i20M
 			}
 			s, err := once(procs[i])
 			if err != nil {
-				ms[i].Err = oneLine(err)
-				if ms[i].Runs == 0 && s.Seconds > 0 {
-					ms[i].Seconds = s.Seconds // the time of the failed run
-				}
-				return finish()
+				ms[i].Err, ms[i].Seconds = oneLine(err), s.Seconds
+				return 0, err
 			}
 			secs[i], cpus[i] = append(secs[i], s.Seconds), append(cpus[i], s.CPU)
 			ms[i].RSS, ms[i].Last = max(ms[i].RSS, s.RSS), s
 			slowest = max(slowest, s.Seconds)
 		}
-		if pass == 0 {
-			runs = runsAfter(reps, slowest)
+		pass++
+		return slowest, nil
+	})
+	for i := range ms {
+		if ms[i].Runs = len(secs[i]); ms[i].Runs > 0 {
+			ms[i].Seconds, ms[i].CPU = docgen.Median(secs[i]), docgen.Median(cpus[i])
 		}
 	}
-	return finish()
+	return ms
 }
 
 // sameResult compares the results at GOMAXPROCS 1 and 2: identical bits,
