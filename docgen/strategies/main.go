@@ -172,20 +172,12 @@ var wideRows = []string{factorize.StrategyBandedToeplitz, factorize.StrategyBISR
 func reference(ctx context.Context, c config, w *factorize.Workload, p factorize.Participation) docgen.Cell {
 	r := w.R()
 	if p.Kind == factorize.KindSingle {
-		f, err := factorize.Optimal(ctx, w, factorize.Options{LossOnly: true})
-		if err != nil {
-			return docgen.Cell{Err: err}
-		}
-		return docgen.Cell{RMSE: f.Metrics.RMSE}
+		return docgen.RMSECell(factorize.Optimal(ctx, w, factorize.Options{LossOnly: true}))
 	}
 	if r > c.refMax {
 		return docgen.Cell{Err: errSkipped}
 	}
-	f, err := factorize.OptimalBanded(ctx, w, min(p.B, r), p.Participations(r), factorize.Options{LossOnly: true})
-	if err != nil {
-		return docgen.Cell{Err: err}
-	}
-	return docgen.Cell{RMSE: f.Metrics.RMSE}
+	return docgen.RMSECell(factorize.OptimalBanded(ctx, w, min(p.B, r), p.Participations(r), factorize.Options{LossOnly: true}))
 }
 
 // format renders a cell with its percentage above the column's reference
