@@ -21,6 +21,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/ceiling"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/internal/procusage"
 	"github.com/dpmf/dpmf/mechanism"
@@ -515,14 +516,6 @@ func mechRounds(f *factorize.Factorization, dim, rounds int, digest hash.Hash) (
 	return secs, cpus, nil
 }
 
-// bytesText renders a size in bytes: GB from 10^9, else MB.
-func bytesText(n float64) string {
-	if n >= 1e9 {
-		return fmt.Sprintf("%.1f GB", n/1e9)
-	}
-	return mb(n)
-}
-
 // ceilUnits is the number of independent pieces of work of each ceiling
 // kernel: at GOMAXPROCS p, goroutine g takes the pieces i with i % p == g.
 const ceilUnits = 2
@@ -666,7 +659,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		est: []float64{47, 28}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-10})
 	bPath, cPath := filepath.Join(e.tmp, "B.npy"), filepath.Join(e.tmp, "C.npy")
 	a = []string{"-R", fmt.Sprint(z.Forms), "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}
-	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, bytesText(16*float64(z.Forms)*float64(z.Forms))),
+	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, cli.FormatBytes(16*float64(z.Forms)*float64(z.Forms))),
 		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
 		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), maxGap: 1e-10})
 
