@@ -229,24 +229,19 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 	if err != nil {
 		return nil, err
 	}
-	perRound := func(f *factorize.Factorization) (float64, error) {
-		secs, _, err := mechRounds(f, res.MechDim, res.MechRounds, nil)
-		return docgen.Median(secs), err
-	}
-	// Interleave the two so that both see the same load.
-	var ms, is []float64
-	for i := 0; i < 3; i++ {
-		s, err := perRound(semi)
-		if err != nil {
-			return nil, err
+	// The median seconds per round of each pass, semiseparable and
+	// independent interleaved so that both see the same load.
+	var perRound [2][]float64
+	for range 3 {
+		for i, f := range []*factorize.Factorization{semi, id} {
+			secs, _, err := mechRounds(f, res.MechDim, res.MechRounds, nil)
+			if err != nil {
+				return nil, err
+			}
+			perRound[i] = append(perRound[i], docgen.Median(secs))
 		}
-		ind, err := perRound(id)
-		if err != nil {
-			return nil, err
-		}
-		ms, is = append(ms, s), append(is, ind)
 	}
-	res.MechSecs, res.IndepSecs = docgen.Median(ms), docgen.Median(is)
+	res.MechSecs, res.IndepSecs = docgen.Median(perRound[0]), docgen.Median(perRound[1])
 	return res, nil
 }
 
