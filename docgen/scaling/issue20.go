@@ -366,17 +366,14 @@ type i20Env struct {
 	log           io.Writer
 }
 
-// procsEnv is the environment that sets a subprocess's GOMAXPROCS.
-func procsEnv(procs int) []string { return []string{fmt.Sprintf("GOMAXPROCS=%d", procs)} }
-
-// capped runs argv as launch does, stopped after limit (0: i20Cap) with an
-// error that says so.
+// capped runs argv as launch does, with GOMAXPROCS=procs in its
+// environment, stopped after limit (0: i20Cap) with an error that says so.
 func (e *i20Env) capped(limit time.Duration, procs int, argv []string) (cliRun, []byte, error) {
 	limit = cmp.Or(limit, i20Cap)
 	ctx, cancel := context.WithTimeout(e.ctx, limit)
 	defer cancel()
 	start := time.Now()
-	r, out, err := launch(ctx, e.tmp, procsEnv(procs), argv)
+	r, out, err := launch(ctx, e.tmp, []string{fmt.Sprintf("GOMAXPROCS=%d", procs)}, argv)
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		r.Seconds = time.Since(start).Seconds()
 		return r, nil, fmt.Errorf("stopped after %s (the cap of this row)", limit)
