@@ -621,9 +621,6 @@ func hasLossOnly(spec string) bool {
 func (e *i20Env) i20Rows() ([]i20Row, error) {
 	z := e.sizes
 	both, two := []int{1, 2}, []int{2}
-	show := func(bin string, args []string) string {
-		return strings.Join(append([]string{bin}, args...), " ")
-	}
 	var rows []i20Row
 	add := func(r i20Row) { rows = append(rows, r) }
 
@@ -644,20 +641,20 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	}
 	a := structArgs(z.Structured)
 	add(i20Row{Item: "1, 2", Name: fmt.Sprintf("structured optimum, R = %d, loss only, gap 1e-8", z.Structured),
-		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 8 s at 2", speedupTarget), Procs: both,
+		Command: "mfsolve " + strings.Join(a, " "), Limit: fmt.Sprintf("ratio >= %.1f; <= 8 s at 2", speedupTarget), Procs: both,
 		est: []float64{11, 6.5}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 8})
 	a = structArgs(z.Large)
 	add(i20Row{Item: "2", Name: fmt.Sprintf("structured optimum, R = %d, loss only, gap 1e-8", z.Large),
-		Command: show("mfsolve", a), Limit: "<= 120 s and 3 GB at 2", Procs: two,
+		Command: "mfsolve " + strings.Join(a, " "), Limit: "<= 120 s and 3 GB at 2", Procs: two,
 		est: []float64{110}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 120, maxRSS: 3e9})
 	a = []string{"-R", fmt.Sprint(z.Dense), "-strategy", "optimal:path=dense", "-loss-only", "-no-cache", "-json"}
 	add(i20Row{Item: "1", Name: fmt.Sprintf("dense path, prefix sums, R = %d, loss only, gap 1e-10", z.Dense),
-		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
+		Command: "mfsolve " + strings.Join(a, " "), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
 		est: []float64{47, 28}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-10})
 	bPath, cPath := filepath.Join(e.tmp, "B.npy"), filepath.Join(e.tmp, "C.npy")
 	a = []string{"-R", fmt.Sprint(z.Forms), "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}
 	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, cli.FormatBytes(16*float64(z.Forms)*float64(z.Forms))),
-		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
+		Command: "mfsolve " + strings.Join(a, " "), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
 		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), maxGap: 1e-10})
 
 	bandSpec := fmt.Sprintf("banded:bands=%d", z.Bands)
@@ -672,12 +669,12 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	}
 	a = bandedArgs(z.Banded, bandSpec)
 	add(i20Row{Item: "1, 3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-8 (banded's default)", z.Banded, z.Bands),
-		Command: show("mfsolve", a), Limit: fmt.Sprintf("ratio >= %.1f; <= 20 s at 2", speedupTarget), Procs: both,
+		Command: "mfsolve " + strings.Join(a, " "), Limit: fmt.Sprintf("ratio >= %.1f; <= 20 s at 2", speedupTarget), Procs: both,
 		est: []float64{86, 80}, run: e.mfsolveRun(a, 0, nil), maxGap: 1e-8, maxSecs: 20})
 	longSpec := bandSpec + ",tol=1e-6"
 	a = bandedArgs(z.BandedLong, longSpec)
 	long := i20Row{Item: "3", Name: fmt.Sprintf("banded under min-separation, R = %d, b = %d, gap 1e-6", z.BandedLong, z.Bands),
-		Command: show("mfsolve", a), Limit: "<= 10 min at 2 (stopped at 11 min)", Procs: two,
+		Command: "mfsolve " + strings.Join(a, " "), Limit: "<= 10 min at 2 (stopped at 11 min)", Procs: two,
 		est: []float64{660}, run: e.mfsolveRun(a, 11*time.Minute, nil), maxGap: 1e-6, maxSecs: 600}
 	switch {
 	case !e.long:
@@ -690,7 +687,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	for _, pt := range z.PLD {
 		a := []string{"epsilon", "-sigma", fmt.Sprint(pt.Sigma), "-delta", fmt.Sprint(pldDelta), "-sampling", fmt.Sprint(pt.Q), "-steps", fmt.Sprint(pt.Steps), "-json"}
 		add(i20Row{Item: "1, 5", Name: fmt.Sprintf("PLD accountant, q = %g, sigma = %g, T = %d, delta = %g, both sides", pt.Q, pt.Sigma, pt.Steps, pldDelta),
-			Command: show("dpacct", a), Limit: fmt.Sprintf("ratio >= %.1f; width <= 1e-3; <= 5 s at 2", speedupTarget), Procs: both,
+			Command: "dpacct " + strings.Join(a, " "), Limit: fmt.Sprintf("ratio >= %.1f; width <= 1e-3; <= 5 s at 2", speedupTarget), Procs: both,
 			est: []float64{5, 3.5}, run: e.dpacctRun(a), maxGap: 1e-3, maxSecs: 5})
 	}
 
