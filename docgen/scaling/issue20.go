@@ -1078,12 +1078,10 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 // its previous version, else in place of the hand-added accountant
 // section, else at the end.
 func replaceIssue20(path, section string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("-issue20-only: %v (generate the full report first)", err)
+	old, err := os.ReadFile(path) // replaceSection reports the error
+	begin, end := issue20Begin, issue20End
+	if err == nil && !strings.Contains(string(old), issue20Begin) && strings.Contains(string(old), accountantBegin) {
+		begin, end = accountantBegin, accountantEnd
 	}
-	if !strings.Contains(string(old), issue20Begin) && strings.Contains(string(old), accountantBegin) {
-		return replaceSection(path, section, accountantBegin, accountantEnd, "-issue20-only")
-	}
-	return replaceSection(path, section, issue20Begin, issue20End, "-issue20-only")
+	return replaceSection(path, section, begin, end, "-issue20-only")
 }
