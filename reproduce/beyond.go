@@ -30,8 +30,8 @@ func (r *runner) beyond(ctx context.Context) error {
 func (r *runner) tauSweep(ctx context.Context) error {
 	algos := append(append([]fedopt.Algorithm{}, privateAlgos...), fedopt.NonPrivate)
 	type point struct {
-		m, s, tm, ts, eta float64
-		sum               *experiment.Summary
+		m, s, tm, ts float64
+		sum          *experiment.Summary
 	}
 	pts := map[fedopt.Algorithm][]point{}
 	var rows, trows [][]string
@@ -46,7 +46,7 @@ func (r *runner) tauSweep(ctx context.Context) error {
 			}
 			m, sd := finalLoss(res.Summary)
 			tm, ts := tailLoss(res.Summary)
-			pts[algo] = append(pts[algo], point{m, sd, tm, ts, t.step(), res.Summary})
+			pts[algo] = append(pts[algo], point{m, sd, tm, ts, res.Summary})
 			rows = append(rows, []string{fmt.Sprint(tau), algo.String(), g(t.step()), fmt.Sprint(t.edge), g(m), g(sd), g(tm), g(ts)})
 			row = append(row, pm(m, sd)+"; "+pm(tm, ts)+" (η~ "+g(t.step())+")")
 		}
