@@ -21,6 +21,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -282,8 +283,7 @@ func (p *Panel) plot() (*plot.Plot, *legend, error) {
 		line.Width = vg.Points(1.5)
 		line.Dashes = dashes[s.Dashes%len(dashes)]
 		pl.Add(line)
-		var thumbs []plot.Thumbnailer
-		thumbs = append(thumbs, line)
+		thumbs := []plot.Thumbnailer{line}
 		if s.Points {
 			sc, err := plotter.NewScatter(pts)
 			if err != nil {
@@ -324,9 +324,8 @@ func (p *Panel) band(s Series, floor float64) *plotter.Polygon {
 	if len(up) < 2 {
 		return nil
 	}
-	for k := len(down) - 1; k >= 0; k-- {
-		up = append(up, down[k])
-	}
+	slices.Reverse(down)
+	up = append(up, down...)
 	poly, err := plotter.NewPolygon(up)
 	if err != nil {
 		return nil
