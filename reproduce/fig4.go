@@ -334,14 +334,6 @@ func sdFinal(c fig4Cell) float64   { _, s := finalLoss(c.res.Summary); return s 
 // criterion on the tuning data against eta~.
 func (r *runner) tuningFigure(ctx context.Context) error {
 	jobs, npj := r.fig4Jobs()
-	tunes := make([]*tuning, len(jobs))
-	for k, j := range jobs {
-		t, err := r.tune(ctx, j)
-		if err != nil {
-			return err
-		}
-		tunes[k] = t
-	}
 	npt, err := r.tune(ctx, npj)
 	if err != nil {
 		return err
@@ -364,8 +356,12 @@ func (r *runner) tuningFigure(ctx context.Context) error {
 			p := figure.Panel{Title: fmt.Sprintf("Tuning: (%g, 1e-3), %s calibration, τ = 10, R = %d", eps, cal, r.sc.fig4R),
 				XLabel: "step η~ (mean-gradient units)", YLabel: "tail loss error", LogX: true, LogY: true}
 			for a, algo := range privateAlgos {
-				p.Series = append(p.Series, series(algoName(algo), tunes[k], []int{5, 4, 3}[a], 0))
-				addRows([]string{cal.String(), g(eps), algo.String()}, tunes[k])
+				t, err := r.tune(ctx, jobs[k]) // the job of this cell (see fig4Jobs)
+				if err != nil {
+					return err
+				}
+				p.Series = append(p.Series, series(algoName(algo), t, []int{5, 4, 3}[a], 0))
+				addRows([]string{cal.String(), g(eps), algo.String()}, t)
 				k++
 			}
 			p.Series = append(p.Series, series("non-private", npt, 0, 1))
