@@ -119,11 +119,7 @@ func (s *Section) Replace(content []byte) error {
 	if s.doc == nil {
 		return fmt.Errorf("docgen: %s: Replace before Open", s.Path)
 	}
-	var out bytes.Buffer
-	out.Write(s.doc[:s.begin])
-	out.Write(content)
-	out.Write(s.doc[s.end:])
-	return WriteFile(s.Path, out.Bytes())
+	return WriteFile(s.Path, slices.Concat(s.doc[:s.begin], content, s.doc[s.end:]))
 }
 
 // Generated replaces the section (see Replace) with the Begin marker, the
