@@ -35,7 +35,9 @@ func (r *runner) tauSweep(ctx context.Context) error {
 	}
 	pts := map[fedopt.Algorithm][]point{}
 	var rows, trows [][]string
+	var xs []float64 // the taus, the figure's abscissae
 	for _, tau := range r.sc.taus {
+		xs = append(xs, float64(tau))
 		s := synthetic(10, r.sc.fig4R, tau, r.sc.evalEvery)
 		row := []string{fmt.Sprint(tau)}
 		for _, algo := range algos {
@@ -51,10 +53,6 @@ func (r *runner) tauSweep(ctx context.Context) error {
 			row = append(row, pm(m, sd)+"; "+pm(tm, ts)+" (η~ "+g(t.step())+")")
 		}
 		trows = append(trows, row)
-	}
-	xs := make([]float64, len(r.sc.taus))
-	for k, tau := range r.sc.taus {
-		xs[k] = float64(tau)
 	}
 	var panels []figure.Panel
 	for _, tail := range []bool{false, true} {
