@@ -128,9 +128,7 @@ func (f Figure) draw(c draw.Canvas) ([]drawn, error) {
 	// its tick labels: align again.
 	changed := false
 	for i, l := range legends {
-		if l.place(plots[i/cols][i%cols], canvases[i/cols][i%cols]) {
-			changed = true
-		}
+		changed = l.place(plots[i/cols][i%cols], canvases[i/cols][i%cols]) || changed
 	}
 	if changed {
 		canvases = plot.Align(plots, tiles, c)
