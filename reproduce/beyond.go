@@ -30,12 +30,14 @@ func (r *runner) beyond(ctx context.Context) error {
 func (r *runner) tauSweep(ctx context.Context) error {
 	algos := append(append([]fedopt.Algorithm{}, privateAlgos...), fedopt.NonPrivate)
 	type point struct {
-		m, s, tm, ts, eta float64
-		sum               *experiment.Summary
+		m, s, tm, ts float64
+		sum          *experiment.Summary
 	}
 	pts := map[fedopt.Algorithm][]point{}
 	var rows, trows [][]string
+	var xs []float64 // the taus, the figure's abscissae
 	for _, tau := range r.sc.taus {
+		xs = append(xs, float64(tau))
 		s := synthetic(10, r.sc.fig4R, tau, r.sc.evalEvery)
 		row := []string{fmt.Sprint(tau)}
 		for _, algo := range algos {
@@ -46,15 +48,11 @@ func (r *runner) tauSweep(ctx context.Context) error {
 			}
 			m, sd := finalLoss(res.Summary)
 			tm, ts := tailLoss(res.Summary)
-			pts[algo] = append(pts[algo], point{m, sd, tm, ts, t.step(), res.Summary})
+			pts[algo] = append(pts[algo], point{m, sd, tm, ts, res.Summary})
 			rows = append(rows, []string{fmt.Sprint(tau), algo.String(), g(t.step()), fmt.Sprint(t.edge), g(m), g(sd), g(tm), g(ts)})
 			row = append(row, pm(m, sd)+"; "+pm(tm, ts)+" (η~ "+g(t.step())+")")
 		}
 		trows = append(trows, row)
-	}
-	xs := make([]float64, len(r.sc.taus))
-	for k, tau := range r.sc.taus {
-		xs[k] = float64(tau)
 	}
 	var panels []figure.Panel
 	for _, tail := range []bool{false, true} {

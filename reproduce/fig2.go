@@ -52,7 +52,7 @@ func (r *runner) fig2(ctx context.Context) error {
 	a, b := (t1*s22-t2*s12)/det, (s11*t2-s12*t1)/det
 	fit := func(R float64) float64 { return lead(R) + a*R*math.Log(R) + b*R }
 	maxRel := 0.0
-	var rows [][]string
+	var rows, trows [][]string // the CSV's and the summary's
 	xs := make([]float64, len(rs))
 	sq, ind, ref, ft := make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs))
 	for k, R := range rs {
@@ -60,6 +60,7 @@ func (r *runner) fig2(ctx context.Context) error {
 		xs[k], sq[k], ind[k], ref[k], ft[k] = x, x*x, x*(x+1)/2, lead(x), fit(x)
 		maxRel = math.Max(maxRel, math.Abs(ft[k]-ys[k])/ys[k])
 		rows = append(rows, []string{fmt.Sprint(R), g(ys[k]), g(sq[k]), g(ind[k]), g(ref[k]), g(ft[k])})
+		trows = append(trows, []string{fmt.Sprint(R), f3(ys[k]), f3(ys[k] / sq[k]), f3(ind[k] / ys[k]), f3(ys[k] / ref[k])})
 	}
 	fitText := fmt.Sprintf("fit: (R/π²) ln²R %+.4f R ln R %+.4f R (max rel. error %.1g)", a, b, maxRel)
 	fig := figure.Figure{Panels: []figure.Panel{{
@@ -96,10 +97,6 @@ func (r *runner) fig2(ctx context.Context) error {
 		Measured: fmt.Sprintf("R = %d: %s = %.2g R^2 (independent noise: %s); R = %d: %s = %.2g R^2; %s",
 			rs[k800], f3(ys[k800]), ratio800, f3(ind[k800]), rs[last], f3(ys[last]), ratioLast, fitText),
 	})
-	var trows [][]string
-	for k, R := range rs {
-		trows = append(trows, []string{fmt.Sprint(R), f3(ys[k]), f3(ys[k] / sq[k]), f3(ind[k] / ys[k]), f3(ys[k] / ref[k])})
-	}
 	r.section("## Fig. 2\n\n" + fitText + ".\n\n" + table([]string{"R", "||B||_F^2", "/ R^2", "R(R+1)/2 / ||B||_F^2", "/ ((R/pi^2) ln^2 R)"}, trows))
 	return nil
 }

@@ -52,17 +52,17 @@ func curveRows(prefix []string, s *experiment.Summary) [][]string {
 
 func (r *runner) fig3(ctx context.Context) error {
 	taus := []int{1, 2, 4}
-	type run struct {
-		priv, np *experiment.Result
-		etaT     float64
-	}
-	runs := map[string][]run{}
 	kinds := []string{"paper-style step", "tuned step"}
-	for _, kind := range kinds {
-		for _, tau := range taus {
+	var panels []figure.Panel
+	var rows, trows [][]string
+	priv := make([][]*experiment.Summary, len(kinds))
+	for ki, kind := range kinds {
+		p := figure.Panel{Title: "Fig. 3, " + kind + ": (5, 1e-3), n = 10, R τ = " + fmt.Sprint(r.sc.fig3Samples),
+			XLabel: "round r", YLabel: "loss error F(x^r) - F(x*)", LogY: true}
+		for k, tau := range taus {
 			s := synthetic(10, r.sc.fig3Samples/tau, tau, max(r.sc.evalEvery/tau, 1))
 			j := job{s: s, algo: fedopt.Correlated, mech: "optimal", eps: 5, cal: plan.Exact, reps: r.sc.reps, seed: EvalSeed + r.opt.SeedShift}
-			if kind == kinds[0] {
+			if ki == 0 {
 				j.etaT = paperEta * float64(tau)
 			} else {
 				t, err := r.tune(ctx, j)
@@ -71,7 +71,7 @@ func (r *runner) fig3(ctx context.Context) error {
 				}
 				j.etaT = t.step()
 			}
-			priv, err := r.exp(ctx, j)
+			pr, err := r.exp(ctx, j)
 			if err != nil {
 				return err
 			}
@@ -80,29 +80,17 @@ func (r *runner) fig3(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			runs[kind] = append(runs[kind], run{priv, np, j.etaT})
-		}
-	}
-	var panels []figure.Panel
-	var rows [][]string
-	var trows [][]string
-	priv := make([][]*experiment.Summary, len(kinds))
-	for ki, kind := range kinds {
-		p := figure.Panel{Title: "Fig. 3, " + kind + ": (5, 1e-3), n = 10, R τ = " + fmt.Sprint(r.sc.fig3Samples),
-			XLabel: "round r", YLabel: "loss error F(x^r) - F(x*)", LogY: true}
-		for k, tau := range taus {
-			u := runs[kind][k]
 			p.Series = append(p.Series,
-				curve(fmt.Sprintf("τ = %d, private (η~ = %s)", tau, g(u.etaT)), u.priv.Summary, k+1, 0, true),
-				curve(fmt.Sprintf("τ = %d, non-private", tau), u.np.Summary, k+1, 1, false))
-			pre := []string{kind, fmt.Sprint(tau), fmt.Sprint(u.priv.Summary.Rounds[len(u.priv.Summary.Rounds)-1]), g(u.etaT)}
-			rows = append(rows, curveRows(append(pre, "private"), u.priv.Summary)...)
-			rows = append(rows, curveRows(append(pre, "nonprivate"), u.np.Summary)...)
-			m, sd := finalLoss(u.priv.Summary)
-			nm, _ := finalLoss(u.np.Summary)
-			trows = append(trows, []string{kind, fmt.Sprint(tau), g(u.etaT), pm(m, sd), f3(nm)})
+				curve(fmt.Sprintf("τ = %d, private (η~ = %s)", tau, g(j.etaT)), pr.Summary, k+1, 0, true),
+				curve(fmt.Sprintf("τ = %d, non-private", tau), np.Summary, k+1, 1, false))
+			pre := []string{kind, fmt.Sprint(tau), fmt.Sprint(pr.Summary.Rounds[len(pr.Summary.Rounds)-1]), g(j.etaT)}
+			rows = append(rows, curveRows(append(pre, "private"), pr.Summary)...)
+			rows = append(rows, curveRows(append(pre, "nonprivate"), np.Summary)...)
+			m, sd := finalLoss(pr.Summary)
+			nm, _ := finalLoss(np.Summary)
+			trows = append(trows, []string{kind, fmt.Sprint(tau), g(j.etaT), pm(m, sd), f3(nm)})
 			r.check(fmt.Sprintf("fig3 %s, tau = %d", kind, tau), "non-private", nm, 0, 1, "private", m, sd, r.sc.reps)
-			priv[ki] = append(priv[ki], u.priv.Summary)
+			priv[ki] = append(priv[ki], pr.Summary)
 		}
 		panels = append(panels, p)
 	}

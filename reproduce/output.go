@@ -107,11 +107,7 @@ func pm(m, s float64) string {
 // table renders a markdown table.
 func table(header []string, rows [][]string) string {
 	var b strings.Builder
-	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
-	for range header {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat("---|", len(header)) + "\n")
 	for _, row := range rows {
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
@@ -141,8 +137,7 @@ func (r *runner) writeSummary(rep *Report) error {
 	fmt.Fprintf(&b, "- Paper-style step of Fig. 3: local step eta = %g for every tau (eta_g = 1).\n", paperEta)
 	fmt.Fprintf(&b, "- delta = %g throughout; exact calibration unless a table says paper.\n\n", delta)
 	for _, s := range rep.sections {
-		b.WriteString(s)
-		b.WriteString("\n")
+		b.WriteString(s + "\n")
 	}
 	if len(rep.Claims) > 0 {
 		b.WriteString("## Claims\n\n")
@@ -150,8 +145,7 @@ func (r *runner) writeSummary(rep *Report) error {
 		for _, c := range rep.Claims {
 			rows = append(rows, []string{c.Claim, "**" + c.Verdict + "**", c.Measured})
 		}
-		b.WriteString(table([]string{"paper's claim", "verdict", "measured"}, rows))
-		b.WriteString("\n")
+		b.WriteString(table([]string{"paper's claim", "verdict", "measured"}, rows) + "\n")
 	}
 	if len(rep.Checks) > 0 {
 		b.WriteString("## Orderings\n\nEach row: the first configuration's mean final loss error should be below the second's; z is the difference in standard errors of the means.\n\n")

@@ -141,12 +141,9 @@ func run(r, d int, dense bool, rounds, start, workers int) error {
 	res.RatioToDraw = res.RoundMedian / res.DrawMedian
 	res.PeakMB = peakMB()
 	res.TotalSeconds = time.Since(t0).Seconds()
-	js, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	fmt.Println(string(js))
-	return nil
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
 }
 
 // independent returns an independent mechanism of 1000 rounds: d

@@ -92,16 +92,13 @@ type result struct {
 // measure runs R rounds of n learners of dimension d and returns the
 // per-round times and bytes.
 func measure(n, d, R int, secure bool) (result, error) {
-	dir, err := os.MkdirTemp("", "secagg-bench-")
+	// The server's state directory and the learners' (created by them).
+	tmp, err := os.MkdirTemp("", "secagg-bench-")
 	if err != nil {
 		return result{}, err
 	}
-	defer os.RemoveAll(dir)
-	ldir, err := os.MkdirTemp("", "secagg-learners-") // the learners' state directories
-	if err != nil {
-		return result{}, err
-	}
-	defer os.RemoveAll(ldir)
+	defer os.RemoveAll(tmp)
+	dir, ldir := filepath.Join(tmp, "server"), filepath.Join(tmp, "learners")
 	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.05, EtaG: 1, Clip: 1}
 	shape := fedopt.Shape{Learners: n, Rounds: R, Tau: 1, Dim: d}
 	opt := fednet.ServerOptions{Config: cfg, Shape: shape, Model: fednet.Model{Name: "logistic", Features: d},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/internal/docgen"
+	"github.com/dpmf/dpmf/internal/procusage"
 )
 
 // outcome is what a measured computation reports about its result.
@@ -31,12 +32,14 @@ type measurement struct {
 	// Tol is the certified gap asked for, set by the caller (0 for closed
 	// forms).
 	Tol float64
-	// Seconds, Alloc and Peak are medians: wall time, bytes allocated
+	// Seconds, CPU, Alloc and Peak are medians: wall time, this process's
+	// CPU time (user + system, getrusage: on a shared machine it shows
+	// what the computation costs, whatever else ran), bytes allocated
 	// (runtime.MemStats.TotalAlloc) and the peak of the heap's live and
 	// unswept objects above its level at the start, sampled every 5 ms.
-	Seconds float64
-	Alloc   uint64
-	Peak    uint64
+	Seconds, CPU float64
+	Alloc        uint64
+	Peak         uint64
 	// Out is the outcome of the last run.
 	Out outcome
 }
@@ -76,20 +79,22 @@ func repeat(reps int, once func() (float64, error)) ([]float64, error) {
 }
 
 // measure runs fn up to reps times (see runsAfter) and returns the medians.
+// After an error it returns the error with the CPU time of the runs so far,
+// the failed one included.
 func measure(r, reps int, fn func() (outcome, error)) (measurement, error) {
-	var allocs, peaks []float64
+	var cpus, allocs, peaks []float64
 	var out outcome
 	secs, err := repeat(reps, func() (float64, error) {
-		s, a, p, o, err := timeOnce(fn)
-		allocs, peaks, out = append(allocs, float64(a)), append(peaks, float64(p)), o
+		s, c, a, p, o, err := timeOnce(fn)
+		cpus, allocs, peaks, out = append(cpus, c), append(allocs, float64(a)), append(peaks, float64(p)), o
 		return s, err
 	})
 	if err != nil {
-		return measurement{}, err
+		return measurement{CPU: docgen.Median(cpus)}, err
 	}
 	return measurement{
-		R: r, Runs: len(secs), Out: out,
-		Seconds: docgen.Median(secs), Alloc: uint64(docgen.Median(allocs)), Peak: uint64(docgen.Median(peaks)),
+		R: r, Runs: len(secs), Out: out, Seconds: docgen.Median(secs), CPU: docgen.Median(cpus),
+		Alloc: uint64(docgen.Median(allocs)), Peak: uint64(docgen.Median(peaks)),
 	}, nil
 }
 
@@ -97,8 +102,9 @@ func measure(r, reps int, fn func() (outcome, error)) (measurement, error) {
 const heapMetric = "/memory/classes/heap/objects:bytes"
 
 // timeOnce runs fn once after a garbage collection and returns its wall
-// time, the bytes it allocated and the sampled peak heap growth.
-func timeOnce(fn func() (outcome, error)) (seconds float64, alloc, peak uint64, out outcome, err error) {
+// time, this process's CPU time during it, the bytes it allocated and the
+// sampled peak heap growth.
+func timeOnce(fn func() (outcome, error)) (seconds, cpu float64, alloc, peak uint64, out outcome, err error) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -121,14 +127,14 @@ func timeOnce(fn func() (outcome, error)) (seconds float64, alloc, peak uint64, 
 			}
 		}
 	}()
-	start := time.Now()
+	start, c0 := time.Now(), procusage.SelfCPU()
 	out, err = fn()
-	seconds = time.Since(start).Seconds()
+	seconds, cpu = time.Since(start).Seconds(), procusage.SelfCPU()-c0
 	close(stop)
 	<-done
 	record()
 	runtime.ReadMemStats(&ms)
-	return seconds, ms.TotalAlloc - before, top - base, out, err
+	return seconds, cpu, ms.TotalAlloc - before, top - base, out, err
 }
 
 // heapBytes returns the bytes of heap objects, live or not yet swept.

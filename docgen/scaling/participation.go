@@ -44,12 +44,9 @@ type partRun struct {
 	Name   string
 	R      int
 	Target bool // one of the targets (limit partLimit)
-	M      measurement
-	Ref    measurement
-	// CPU and RefCPU are the medians of the process's CPU time (user +
-	// system, getrusage) during the runs: on a shared machine they show
-	// what the computation costs, whatever else ran.
-	CPU, RefCPU float64
+	// M and Ref are the run and its reference; M.CPU is set (the CPU time
+	// of the stopped run) when the run was stopped.
+	M, Ref measurement
 	// Stopped is set when the run reached partCap before certifying; the
 	// gap and iterations are then those reached.
 	Stopped       bool
@@ -99,16 +96,11 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 	logf(log, "participation: %s, R = %d", p.Name, p.R)
 	var last factorize.Progress
 	start := time.Now()
-	var cpu []float64
 	p.M, err = measure(p.R, reps, func() (outcome, error) {
 		cctx, cancel := context.WithTimeout(ctx, partCap)
 		defer cancel()
-		c0 := procusage.SelfCPU()
-		f, err := solve(cctx, w, func(pr factorize.Progress) { last = pr })
-		cpu = append(cpu, procusage.SelfCPU()-c0)
-		return outcomeOf(f, err)
+		return outcomeOf(solve(cctx, w, func(pr factorize.Progress) { last = pr }))
 	})
-	p.CPU = docgen.Median(cpu)
 	if errors.Is(err, context.DeadlineExceeded) {
 		p.Stopped, p.StoppedGap, p.StoppedIter, p.StoppedSecs = true, last.Gap, last.Iter, time.Since(start).Seconds()
 	} else if err != nil {
@@ -117,15 +109,7 @@ func measurePart(ctx context.Context, reps int, log io.Writer, p partRun, solve 
 	}
 	p.M.Tol = p.Tol
 	logf(log, "participation: reference, R = %d", p.R)
-	ref := optimalRun(ctx, w, factorize.Options{LossOnly: true, Tol: p.Tol})
-	cpu = cpu[:0]
-	p.Ref, err = measure(p.R, reps, func() (outcome, error) {
-		c0 := procusage.SelfCPU()
-		o, err := ref()
-		cpu = append(cpu, procusage.SelfCPU()-c0)
-		return o, err
-	})
-	p.RefCPU = docgen.Median(cpu)
+	p.Ref, err = measure(p.R, reps, optimalRun(ctx, w, factorize.Options{LossOnly: true, Tol: p.Tol}))
 	if err != nil {
 		p.Err = "reference: " + oneLine(err)
 	}
@@ -150,13 +134,13 @@ func participationMarkdown(runs []partRun, cmdLine string, when time.Time) strin
 		case r.Err != "":
 			d.line("| %s | %s | %d | %.0e | %s | error: %s | | | | | | | | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, r.Err, result)
 		case r.Stopped:
-			d.line("| %s | %s | %d | %.0e | %s | stopped at %s | %s | 1 | %d | | %.1e (not certified) | | %s, %s | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.StoppedSecs), cpuCell(r.CPU), r.StoppedIter, r.StoppedGap, secs(r.Ref.Seconds), cpuCell(r.RefCPU), result)
+			d.line("| %s | %s | %d | %.0e | %s | stopped at %s | %s | 1 | %d | | %.1e (not certified) | | %s, %s | | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.StoppedSecs), cpuCell(r.M.CPU), r.StoppedIter, r.StoppedGap, secs(r.Ref.Seconds), cpuCell(r.Ref.CPU), result)
 		default:
 			cpuRatio := unknownUsage
 			if procusage.Known {
-				cpuRatio = fmt.Sprintf("%.1f", r.CPU/r.RefCPU)
+				cpuRatio = fmt.Sprintf("%.1f", r.M.CPU/r.Ref.CPU)
 			}
-			d.line("| %s | %s | %d | %.0e | %s | %s | %s | %d | %d | %d | %.1e | %.10g | %s, %s | %.1f, %s | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.M.Seconds), cpuCell(r.CPU), r.M.Runs, r.M.Out.Iters, r.M.Out.Roots, r.M.Out.Gap, r.M.Out.Loss, secs(r.Ref.Seconds), cpuCell(r.RefCPU), r.M.Seconds/r.Ref.Seconds, cpuRatio, result)
+			d.line("| %s | %s | %d | %.0e | %s | %s | %s | %d | %d | %d | %.1e | %.10g | %s, %s | %.1f, %s | %s |", r.Name, r.Participation, r.R, r.Tol, limit, secs(r.M.Seconds), cpuCell(r.M.CPU), r.M.Runs, r.M.Out.Iters, r.M.Out.Roots, r.M.Out.Gap, r.M.Out.Loss, secs(r.Ref.Seconds), cpuCell(r.Ref.CPU), r.M.Seconds/r.Ref.Seconds, cpuRatio, result)
 		}
 	}
 	d.line("")

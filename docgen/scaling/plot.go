@@ -3,8 +3,19 @@ package main
 import (
 	"bytes"
 
+	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/internal/figure"
 )
+
+// writeTimePlot writes the plot of time against R of res's tables (see
+// plotSeries) to path, an SVG document.
+func (res *results) writeTimePlot(path string) error {
+	svg, err := logLogSVG("Factorization time against R (prefix-sum workload, median wall time)", "rounds R", "time (s)", res.plotSeries())
+	if err != nil {
+		return err
+	}
+	return docgen.WriteFile(path, svg)
+}
 
 // logLogSVG draws the series (times in seconds against R; Dashes 0 for
 // solid, 1 for dashed) on log-log axes (package figure, on

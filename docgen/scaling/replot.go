@@ -7,8 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/dpmf/dpmf/internal/docgen"
 )
 
 // Headings of the report's tables that the figures are drawn from.
@@ -51,6 +49,8 @@ func parseSecs(s string) (float64, error) {
 // report that run wrote.
 func parseReport(md string) (*parsedReport, error) {
 	rep := &parsedReport{results: results{dense: map[string][]measurement{}}}
+	// The solver tables, without a strategy column, by heading.
+	solver := map[string]*[]measurement{headLossOnly: &rep.lossOnly, headGeneral: &rep.general, headPlain: &rep.plain}
 	section := ""
 	for n, line := range strings.Split(md, "\n") {
 		if strings.HasPrefix(line, "#") {
@@ -101,19 +101,14 @@ func parseReport(md string) (*parsedReport, error) {
 			return nil, bad(err)
 		}
 		m := measurement{R: r, Seconds: t}
-		switch section {
-		case headDense:
-			if _, ok := rep.dense[cells[0]]; !ok {
-				rep.strategies = append(rep.strategies, cells[0])
-			}
-			rep.dense[cells[0]] = append(rep.dense[cells[0]], m)
-		case headLossOnly:
-			rep.lossOnly = append(rep.lossOnly, m)
-		case headGeneral:
-			rep.general = append(rep.general, m)
-		default:
-			rep.plain = append(rep.plain, m)
+		if section != headDense {
+			*solver[section] = append(*solver[section], m)
+			continue
 		}
+		if _, ok := rep.dense[cells[0]]; !ok {
+			rep.strategies = append(rep.strategies, cells[0])
+		}
+		rep.dense[cells[0]] = append(rep.dense[cells[0]], m)
 	}
 	if len(rep.strategies) == 0 {
 		return nil, fmt.Errorf("no table %q", headDense)
@@ -134,11 +129,7 @@ func replot(cfg config, log io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.out, err)
 	}
-	svg, err := logLogSVG(timePlotTitle, "rounds R", "time (s)", rep.plotSeries())
-	if err != nil {
-		return err
-	}
-	if err := docgen.WriteFile(cfg.svg, svg); err != nil {
+	if err := rep.writeTimePlot(cfg.svg); err != nil {
 		return err
 	}
 	logf(log, "redrew %s from %s", cfg.svg, cfg.out)

@@ -82,9 +82,6 @@ func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-// timePlotTitle is the title of the plot of time against R.
-const timePlotTitle = "Factorization time against R (prefix-sum workload, median wall time)"
-
 // run measures everything and writes the report and the plot.
 func run(ctx context.Context, cfg config, log io.Writer) error {
 	if cfg.replot {
@@ -153,11 +150,7 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	res.machine.LoadAfter = loadAvg()
 	res.elapsed = time.Since(res.started)
 
-	svg, err := logLogSVG(timePlotTitle, "rounds R", "time (s)", res.plotSeries())
-	if err != nil {
-		return err
-	}
-	if err := docgen.WriteFile(cfg.svg, svg); err != nil {
+	if err := res.writeTimePlot(cfg.svg); err != nil {
 		return err
 	}
 	rel, err := filepath.Rel(filepath.Dir(cfg.out), cfg.svg)

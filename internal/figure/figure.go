@@ -21,6 +21,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -127,9 +128,7 @@ func (f Figure) draw(c draw.Canvas) ([]drawn, error) {
 	// its tick labels: align again.
 	changed := false
 	for i, l := range legends {
-		if l.place(plots[i/cols][i%cols], canvases[i/cols][i%cols]) {
-			changed = true
-		}
+		changed = l.place(plots[i/cols][i%cols], canvases[i/cols][i%cols]) || changed
 	}
 	if changed {
 		canvases = plot.Align(plots, tiles, c)
@@ -282,8 +281,7 @@ func (p *Panel) plot() (*plot.Plot, *legend, error) {
 		line.Width = vg.Points(1.5)
 		line.Dashes = dashes[s.Dashes%len(dashes)]
 		pl.Add(line)
-		var thumbs []plot.Thumbnailer
-		thumbs = append(thumbs, line)
+		thumbs := []plot.Thumbnailer{line}
 		if s.Points {
 			sc, err := plotter.NewScatter(pts)
 			if err != nil {
@@ -324,9 +322,8 @@ func (p *Panel) band(s Series, floor float64) *plotter.Polygon {
 	if len(up) < 2 {
 		return nil
 	}
-	for k := len(down) - 1; k >= 0; k-- {
-		up = append(up, down[k])
-	}
+	slices.Reverse(down)
+	up = append(up, down...)
 	poly, err := plotter.NewPolygon(up)
 	if err != nil {
 		return nil
