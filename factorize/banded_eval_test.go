@@ -465,24 +465,47 @@ func TestBandedEvalIndefinite(t *testing.T) {
 	require.Positive(t, seen[1], "no positive definite X drawn")
 }
 
-// The preconditioner (the inverse of each diagonal block of f's Hessian
-// in the entries X_ij, i > j, of a row, bandedPrecondBlock entries at a
-// time) times that block of the Hessian is the identity, the block formed
-// independently: by central second differences of the dense f in X_ij =
-// X_ji (mixed ones off the diagonal) at R = 7 (every b, every case), and
-// from the closed form 2 (G_ii H_jk + H_ii G_jk + G_ij H_ik + G_ik H_ij)
-// with the dense H and G at R = 260 (two row chunks; b = 5 and 11, one and
-// three blocks per row, the last partial). Applying it sets the diagonal
-// entries and those beyond the matrix (j < 0) to 0.
+// The preconditioner is the Cholesky factor of each row's band of f's
+// Hessian in the entries X_ij, i > j, of the row (within
+// bandedPrecondWidth places of the diagonal in the offset index). The
+// band is formed independently: by central second differences of the
+// dense f in X_ij = X_ji (mixed ones off the diagonal) at R = 7 (every b,
+// every case), and from the closed form
+// 2 (G_ii H_jk + H_ii G_jk + G_ij H_ik + G_ik H_ij) with the dense H and G
+// at R = 260 (two row chunks; b = 5 and 11, where rows are solved four at
+// a time and alone; at random X and at the solver's start). The factor times its transpose is that band, and
+// applying the preconditioner to a random direction gives y with T y equal
+// to the direction's row entries (T the band from the dense f); the
+// diagonal entries and those beyond the matrix (j < 0) become 0.
 func TestBandedPreconditionDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
-	const s = bandedPrecondBlock
-	check := func(c bandedEvalCase, n, b int, byDiff bool) {
+	const w = bandedPrecondWidth
+	// Rows whose band is not positive definite (by the dense Cholesky
+	// factorization) and rows with more entries than the band's width
+	// whose band is: both must occur.
+	fallbacks, banded := 0, 0
+	check := func(c bandedEvalCase, n, b int, byDiff, atStart bool) {
 		t.Helper()
 		bp := newBandedProblem(c.inv, b)
 		xd, x := randomBandedX(rng, n, b)
+		if atStart {
+			// The banded square root (the identity where the
+			// workload is not Toeplitz), where the solver starts.
+			var err error
+			x, err = bp.start()
+			require.NoError(t, err)
+			for i := 0; i < n; i++ {
+				for j := 0; j <= i; j++ {
+					v := 0.0
+					if i-j < b {
+						v = x.Data[i*b+i-j]
+					}
+					xd.SetSym(i, j, v)
+				}
+			}
+		}
 		m := n * b
-		grad, g, h := make([]float64, m), make([]float64, m), make([]float64, n*bp.precondRow())
+		grad, g, h := make([]float64, m), make([]float64, m), make([]float64, bp.precondLen())
 		_, ok := bp.eval(x, grad, g)
 		require.True(t, ok)
 		bp.precondition(x, g, h)
@@ -514,31 +537,14 @@ func TestBandedPreconditionDense(t *testing.T) {
 			}
 			return (fAt(step, step) - fAt(step, -step) - fAt(-step, step) + fAt(-step, -step)) / (4 * step * step)
 		}
-		for i := 0; i < n; i++ {
-			mm := min(b-1, i)
-			for u0 := 0; u0 < mm; u0 += s {
-				tt := min(s, mm-u0)
-				blk := h[i*bp.precondRow()+u0/s*s*s:]
-				for u := 0; u < tt; u++ {
-					for v := 0; v < tt; v++ {
-						// (inverse block times the block)[u][v]
-						sum, abs := 0.0, 0.0
-						for w := 0; w < tt; w++ {
-							p := blk[u*tt+w] * hess(i, i-1-u0-w, i-1-u0-v)
-							sum += p
-							abs += math.Abs(p)
-						}
-						want := 0.0
-						if u == v {
-							want = 1
-						}
-						require.InDelta(t, want, sum, tol*abs, "%s R=%d b=%d: row %d block at %d, [%d][%d]", c.name, n, b, i, u0, u, v)
-					}
-				}
+		// habs bounds the magnitude of hess's terms, to which its
+		// error is relative.
+		habs := func(i, j, k int) float64 {
+			if byDiff {
+				return math.Abs(hess(i, j, k))
 			}
+			return 2 * (math.Abs(gd.At(i, i)*hd.At(j, k)) + math.Abs(hd.At(i, i)*gd.At(j, k)) + math.Abs(gd.At(i, j)*hd.At(i, k)) + math.Abs(gd.At(i, k)*hd.At(i, j)))
 		}
-		// Applying it: the diagonal and the entries beyond the matrix
-		// become 0; the rest is the block product.
 		dir := make([]float64, m)
 		for k := range dir {
 			dir[k] = rng.NormFloat64()
@@ -547,31 +553,86 @@ func TestBandedPreconditionDense(t *testing.T) {
 		bp.applyPrecondition(h, dir)
 		for i := 0; i < n; i++ {
 			mm := min(b-1, i)
+			// lf(u, v) = L_uv within the band, from the stored factor.
+			lf := func(u, v int) float64 {
+				switch {
+				case u < v || u-v > w:
+					return 0
+				case u == v:
+					return 1 / h[bp.precondIndex(i, u, 0)]
+				}
+				return h[bp.precondIndex(i, u, u-v)]
+			}
+			// The band of the Hessian over the row's entries j = i-1-u.
+			tb := make([][]float64, mm)
+			for u := range tb {
+				tb[u] = make([]float64, mm)
+				for v := max(0, u-w); v <= min(mm-1, u+w); v++ {
+					tb[u][v] = hess(i, i-1-u, i-1-v)
+				}
+			}
+			var tm mat.Cholesky
+			tsym := mat.NewSymDense(max(mm, 1), nil)
+			for u := 0; u < mm; u++ {
+				for v := 0; v <= u; v++ {
+					tsym.SetSym(u, v, tb[u][v])
+				}
+			}
+			if mm > 0 && !tm.Factorize(tsym) {
+				// Not positive definite: the fallback, the inverse of
+				// the band's diagonal.
+				fallbacks++
+				for u := 0; u < mm; u++ {
+					for v := 0; v < mm; v++ {
+						if u != v {
+							tb[u][v] = 0
+						}
+					}
+				}
+			} else if mm > w+1 {
+				banded++
+			}
+			for u := 0; u < mm; u++ {
+				for v := max(0, u-w); v <= u; v++ {
+					sum, abs := 0.0, 0.0
+					for c := max(0, u-w); c <= v; c++ {
+						p := lf(u, c) * lf(v, c)
+						sum += p
+						abs += math.Abs(p)
+					}
+					require.InDelta(t, tb[u][v], sum, tol*(abs+habs(i, i-1-u, i-1-v)), "%s R=%d b=%d: row %d, (L L^T)[%d][%d]", c.name, n, b, i, u, v)
+				}
+			}
 			for d := 0; d < b; d++ {
 				if d == 0 || d > mm {
 					require.Zero(t, dir[i*b+d], "%s R=%d b=%d: entry %d", c.name, n, b, i*b+d)
-					continue
 				}
-				u0 := (d - 1) / s * s
-				tt := min(s, mm-u0)
-				blk := h[i*bp.precondRow()+u0/s*s*s:]
-				sum := 0.0
-				for w := 0; w < tt; w++ {
-					sum += blk[(d-1-u0)*tt+w] * want[i*b+1+u0+w]
+			}
+			for u := 0; u < mm; u++ {
+				sum, abs := 0.0, 0.0
+				for v := 0; v < mm; v++ {
+					p := tb[u][v] * dir[i*b+1+v]
+					sum += p
+					abs += math.Abs(p)
 				}
-				require.InDelta(t, sum, dir[i*b+d], 1e-12*(1+math.Abs(sum)), "%s R=%d b=%d: applied entry %d", c.name, n, b, i*b+d)
+				require.InDelta(t, want[i*b+1+u], sum, tol*(abs+math.Abs(want[i*b+1+u])), "%s R=%d b=%d: row %d, (T y)[%d]", c.name, n, b, i, u)
 			}
 		}
 	}
 	for _, c := range bandedEvalCases(t, rng, 7) {
 		for b := 1; b <= 7; b++ {
-			check(c, 7, b, true)
+			check(c, 7, b, true, false)
 		}
 	}
 	for _, c := range bandedEvalCases(t, rng, 260) {
-		check(c, 260, 5, false)
-		check(c, 260, 11, false)
+		for _, atStart := range []bool{false, true} {
+			check(c, 260, 5, false, atStart)
+			check(c, 260, 11, false, atStart)
+		}
 	}
+	t.Logf("%d rows fell back to the diagonal, %d rows wider than the band did not", fallbacks, banded)
+	require.Positive(t, fallbacks)
+	require.Positive(t, banded)
 }
 
 // The evaluation (Q, f, G, H, the gradient) and the preconditioner give
@@ -592,7 +653,7 @@ func TestBandedEvalSameBitsAnyGOMAXPROCS(t *testing.T) {
 		run := func(procs int) [][]float64 {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			bp := newBandedProblem(c.inv, b)
-			grad, g, h := make([]float64, n*b), make([]float64, n*b), make([]float64, n*bp.precondRow())
+			grad, g, h := make([]float64, n*b), make([]float64, n*b), make([]float64, bp.precondLen())
 			f, ok := bp.eval(x, grad, g)
 			require.True(t, ok, c.name)
 			bp.precondition(x, g, h)

@@ -54,9 +54,9 @@ const DefaultBandedTol = 1e-8
 // L-BFGS (Nocedal and Wright, Numerical Optimization, Algorithm 7.5) from
 // the banded square root, first in the entries of C (X = C^T C with unit
 // columns, which keeps every step positive definite) until the gap is
-// 1e-1, then in the entries of X preconditioned with the inverse of the
-// Hessian's diagonal blocks over each row's entries in groups of four,
-// and stops when the gap, plus rounding terms for f and G
+// 1e-1, then in the entries of X preconditioned with the inverse of each
+// row's Hessian in the row's entries, kept within a band of 3 offsets
+// and applied through its Cholesky factor, and stops when the gap, plus rounding terms for f and G
 // (a-priori estimates, raised to the scatter measured near the iterate), is
 // at most opt.Tol ([DefaultBandedTol] if 0); a run whose gap stops
 // shrinking ends with a [*NotConvergedError] that reports the stall. For
@@ -902,179 +902,219 @@ func (bp *bandedProblem) refineLambda() float64 {
 	return 1 / (rho * (1 + 1e-12))
 }
 
-// bandedPrecondBlock is the block size of the X phase's preconditioner:
-// each row's off-diagonal band entries, in order of their distance from
-// the diagonal, are taken in blocks of this many, and the initial inverse
-// Hessian of L-BFGS is the inverse of f's Hessian on each block (its
-// diagonal blocks). Blocks of 4 took 13% fewer iterations than the
-// Hessian's diagonal at R = 10,000 with 64 bands (488 against 564) and
-// 21% fewer at R = 4000; larger blocks take fewer still, but applying
-// them costs more than they save (docs/solver.md, "Row blocks").
-const bandedPrecondBlock = 4
+// bandedPrecondWidth is the half-bandwidth, in the offset index, of the X
+// phase's preconditioner: for each row i, f's Hessian in the row's
+// off-diagonal entries X_i,i-1, ..., X_i,i-m (m = min(b-1, i)) is kept
+// within this many places of its diagonal, and the initial inverse Hessian
+// of L-BFGS is the inverse of that band matrix, applied through its
+// Cholesky factor. At R = 10,000 with 64 bands it took 445 iterations
+// and 466 evaluations against 488 and 509 for the Hessian's diagonal
+// blocks over groups of four offsets, which it replaced; the whole row
+// (O(R b^3) to form) took 423, a width of 7 about 438 (docs/solver.md,
+// "Row blocks").
+const bandedPrecondWidth = 3
 
 // bandedPrecondRefresh is the number of steps between refreshes of the X
-// phase's preconditioner. Forming and inverting the blocks costs about
-// 0.7 evaluations; refreshed every 20 steps instead of every 4 they took
-// about the same number of iterations (263 and 264 at R = 4000, 488 and
-// 481 at R = 10,000, with 64 bands).
+// phase's preconditioner. With the blocks of four offsets it replaced,
+// refreshing every 20 steps instead of every 4 took about the same number
+// of iterations (263 and 264 at R = 4000, 488 and 481 at R = 10,000, with
+// 64 bands).
 const bandedPrecondRefresh = 20
 
-// precondRow returns the length of one row's part of the preconditioner
-// ([bandedProblem.precondition]): a bandedPrecondBlock^2 slot for each of
-// the row's blocks.
-func (bp *bandedProblem) precondRow() int {
-	const s = bandedPrecondBlock
-	return (bp.b - 1 + s - 1) / s * s * s
+// precondStride is the number of positions u held for each row of the
+// preconditioner ([bandedProblem.precondition]): the row's entries u < m
+// and bandedPrecondWidth zero positions after them, which the backward
+// solve reads.
+func (bp *bandedProblem) precondStride() int {
+	return bp.b - 1 + bandedPrecondWidth
 }
 
-// precondition writes into h (length n [bandedProblem.precondRow]) the
-// inverse of each diagonal block of f's Hessian in the variables X_ij
-// (i > j), the entries of row i taken in blocks of bandedPrecondBlock
-// from j = i-1 down: row i's block k, for the entries j = i-1-u, k = i-1-v
-// (u, v in the block), is the inverse of
+// precondRow returns the number of entries the preconditioner holds per
+// row ([bandedProblem.precondition]).
+func (bp *bandedProblem) precondRow() int {
+	return (bandedPrecondWidth + 1) * bp.precondStride()
+}
+
+// precondLen returns the length of the preconditioner's storage
+// ([bandedProblem.precondition]): whole groups of four rows.
+func (bp *bandedProblem) precondLen() int {
+	return (bp.n + 3) / 4 * 4 * bp.precondRow()
+}
+
+// precondIndex returns where the preconditioner ([bandedProblem.precondition])
+// holds coefficient t of position u of row i: 1 / L_uu for t = 0, L_u,u-t
+// for 0 < t <= bandedPrecondWidth. Rows are stored in groups of four
+// (rows 4q to 4q+3), interleaved, so that [bandSolve4] reads the four
+// rows' coefficients of one position from one contiguous run.
+func (bp *bandedProblem) precondIndex(i, u, t int) int {
+	const w1 = bandedPrecondWidth + 1
+	return i/4*4*bp.precondRow() + (u*w1+t)*4 + i%4
+}
+
+// precondition writes into h (length [bandedProblem.precondLen]) the
+// Cholesky factor of each row's band of f's Hessian in the variables X_ij
+// (i > j). For row i, u and v index its entries j = i-1-u and k = i-1-v
+// (0 <= u, v < m, m = min(b-1, i)), and the band is
 //
-//	d^2 f / dX_ij dX_ik = 2 (G_ii H_jk + H_ii G_jk + G_ij H_ik + G_ik H_ij)
+//	T_uv = d^2 f / dX_ij dX_ik = 2 (G_ii H_jk + H_ii G_jk + G_ij H_ik + G_ik H_ij)
 //
-// with H = X^{-1}, whose band the last call of eval (at x) left in bp.hx
-// (f = tr(S X^{-1}) has second derivative 2 tr(G E H E') along the
-// symmetric directions E and E'), stored by rows (t x t for a block of t
-// entries) from h[i*rowLen + k*bandedPrecondBlock^2]. A block whose
-// Cholesky factorization fails falls back to the inverse of its diagonal
-// (0 where that is not positive), the preconditioner used before.
+// for |u - v| <= bandedPrecondWidth, 0 beyond, with H = X^{-1}, whose band
+// the last call of eval (at x) left in bp.hx (f = tr(S X^{-1}) has second
+// derivative 2 tr(G E H E') along the symmetric directions E and E').
+// T = L L^T with L lower triangular within the same band, held as
+// [bandedProblem.precondIndex] says (0 for u - t < 0 and for u >= m). A
+// band whose factorization fails (a pivot not positive) falls back to the
+// inverse of its diagonal (0 where that is not positive). Any positive
+// definite T gives a valid initial matrix.
 func (bp *bandedProblem) precondition(x linalg.SymBand, g, h []float64) {
-	const s = bandedPrecondBlock
+	const w = bandedPrecondWidth
 	n, b := bp.n, bp.b
 	if b == 1 {
 		return
 	}
-	row := bp.precondRow()
+	st := bp.precondStride()
 	hx := bp.hx
-	forBandRows(n, float64(4*s*b), func(lo, hi int) {
-		var a, inv [s * s]float64
+	forBandRows(n, float64(4*(w+1)*(w+2)*b), func(lo, hi int) {
+		// The row's coefficients, l[t][u], t = 0 holding 1 / L_uu.
+		buf := make([]float64, (w+1)*st)
+		var l [w + 1][]float64
+		for t := range l {
+			l[t] = buf[t*st : t*st+st]
+		}
 		for i := lo; i < hi; i++ {
 			m := min(b-1, i)
+			clear(buf)
+			dinv := l[0][:m]
 			gii, hii := g[i*b], hx[i*b]
-			for u0 := 0; u0 < m; u0 += s {
-				t := min(s, m-u0)
-				// Entry (u, v), u >= v, of the block: j = i-du <= k =
-				// i-dv, and G_jk, H_jk are in row k at offset u - v.
-				for u := 0; u < t; u++ {
-					du := u0 + u + 1
-					for v := 0; v <= u; v++ {
-						dv := u0 + v + 1
-						r := (i-dv)*b + u - v
-						a[u*s+v] = 2 * (gii*hx[r] + hii*g[r] + g[i*b+du]*hx[i*b+dv] + g[i*b+dv]*hx[i*b+du])
+			gr, hr := g[i*b+1:i*b+1+m], hx[i*b+1:i*b+1+m]
+			ok := true
+			for u := 0; u < m && ok; u++ {
+				for v := max(0, u-w); v <= u; v++ {
+					e := u - v
+					r := (i-1-v)*b + e
+					a := 2 * (gii*hx[r] + hii*g[r] + gr[u]*hr[v] + gr[v]*hr[u])
+					for c := max(0, u-w); c < v; c++ {
+						a -= l[u-c][u] * l[v-c][v]
+					}
+					if e > 0 {
+						l[e][u] = a * dinv[v]
+						continue
+					}
+					if !(a > 0) {
+						ok = false
+						break
+					}
+					dinv[u] = 1 / math.Sqrt(a)
+				}
+			}
+			if !ok {
+				clear(buf)
+				for u := 0; u < m; u++ {
+					r := (i - 1 - u) * b
+					if d := 2 * (gii*hx[r] + hii*g[r] + 2*gr[u]*hr[u]); d > 0 {
+						dinv[u] = 1 / math.Sqrt(d)
 					}
 				}
-				out := h[i*row+u0/s*s*s:]
-				out = out[:t*t]
-				if !invSPD(&a, &inv, t) {
-					clear(out)
-					for u := 0; u < t; u++ {
-						if d := a[u*s+u]; d > 0 {
-							out[u*t+u] = 1 / d
-						}
-					}
-					continue
-				}
-				for u := 0; u < t; u++ {
-					copy(out[u*t:u*t+t], inv[u*s:u*s+t])
+			}
+			for u := 0; u < st; u++ {
+				for t := range l {
+					h[bp.precondIndex(i, u, t)] = l[t][u]
 				}
 			}
 		}
 	})
 }
 
-// invSPD writes the inverse of the t x t symmetric matrix whose lower
-// triangle a holds (rows of stride bandedPrecondBlock) into inv (whole,
-// same stride), by its Cholesky factorization, and reports whether that
-// succeeded (every pivot positive).
-func invSPD(a, inv *[bandedPrecondBlock * bandedPrecondBlock]float64, t int) bool {
-	const s = bandedPrecondBlock
-	var l, li [s * s]float64
-	for u := 0; u < t; u++ {
-		for v := 0; v <= u; v++ {
-			sum := a[u*s+v]
-			for w := 0; w < v; w++ {
-				sum -= l[u*s+w] * l[v*s+w]
-			}
-			if u == v {
-				if !(sum > 0) {
-					return false
-				}
-				l[u*s+u] = math.Sqrt(sum)
-			} else {
-				l[u*s+v] = sum / l[v*s+v]
-			}
-		}
-	}
-	// li = L^{-1}, lower triangular, column by column.
-	for c := 0; c < t; c++ {
-		for u := c; u < t; u++ {
-			sum := 0.0
-			if u == c {
-				sum = 1
-			}
-			for w := c; w < u; w++ {
-				sum -= l[u*s+w] * li[w*s+c]
-			}
-			li[u*s+c] = sum / l[u*s+u]
-		}
-	}
-	// inv = L^{-T} L^{-1}.
-	for u := 0; u < t; u++ {
-		for v := 0; v <= u; v++ {
-			sum := 0.0
-			for w := u; w < t; w++ {
-				sum += li[w*s+u] * li[w*s+v]
-			}
-			inv[u*s+v], inv[v*s+u] = sum, sum
-		}
-	}
-	return true
-}
-
-// applyPrecondition multiplies each row's off-diagonal band entries of
-// dir by the blocks h from [bandedProblem.precondition] and sets the
-// diagonal entries and those beyond the matrix (j < 0) to 0.
+// applyPrecondition solves T y = d for each row's off-diagonal band
+// entries d of dir with the factors h from [bandedProblem.precondition]
+// (forwards with L, backwards with L^T; a 1 / L_uu of 0 gives 0) and sets
+// the diagonal entries and those beyond the matrix (j < 0) to 0. A group
+// of four rows with b-1 entries each is solved together ([bandSolve4]),
+// other rows alone ([bandSolveRow]), by the same operations.
 func (bp *bandedProblem) applyPrecondition(h, dir []float64) {
-	const s = bandedPrecondBlock
+	// The solves below are written out for this width.
+	var _ = [1]int{}[bandedPrecondWidth-3]
 	n, b := bp.n, bp.b
-	row := bp.precondRow()
-	forBandRows(n, float64(2*s*b), func(lo, hi int) {
-		var tmp [s]float64
+	grp := 4 * bp.precondRow()
+	// Chunks of bandRowChunk rows hold whole groups of four.
+	var _ = [1]int{}[bandRowChunk%4]
+	forBandRows(n, float64(8*(bandedPrecondWidth+1)*b), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			m := min(b-1, i)
 			dir[i*b] = 0
 			clear(dir[i*b+1+m : i*b+b])
-			for u0 := 0; u0 < m; u0 += s {
-				t := min(s, m-u0)
-				d := dir[i*b+1+u0 : i*b+1+u0+t]
-				blk := h[i*row+u0/s*s*s:]
-				blk = blk[:t*t]
-				if t == 4 {
-					// The whole block, unrolled (the same sums in the
-					// same order as the loop below).
-					b := blk[:16]
-					d := d[:4]
-					x0, x1, x2, x3 := d[0], d[1], d[2], d[3]
-					d[0] = b[0]*x0 + b[1]*x1 + b[2]*x2 + b[3]*x3
-					d[1] = b[4]*x0 + b[5]*x1 + b[6]*x2 + b[7]*x3
-					d[2] = b[8]*x0 + b[9]*x1 + b[10]*x2 + b[11]*x3
-					d[3] = b[12]*x0 + b[13]*x1 + b[14]*x2 + b[15]*x3
-					continue
-				}
-				copy(tmp[:t], d)
-				for u := range d {
-					sum := 0.0
-					for v, w := range blk[u*t : u*t+t] {
-						sum += w * tmp[v]
-					}
-					d[u] = sum
-				}
+		}
+		if b == 1 {
+			return
+		}
+		for i0 := lo; i0 < hi; i0 += 4 {
+			hg := h[i0/4*grp : i0/4*grp+grp]
+			if i0 >= b-1 && i0+4 <= hi {
+				m := b - 1
+				bandSolve4(hg, dir[i0*b+1:i0*b+1+m], dir[(i0+1)*b+1:(i0+1)*b+1+m],
+					dir[(i0+2)*b+1:(i0+2)*b+1+m], dir[(i0+3)*b+1:(i0+3)*b+1+m])
+				continue
+			}
+			for i := i0; i < min(i0+4, hi); i++ {
+				m := min(b-1, i)
+				bandSolveRow(hg, dir[i*b+1:i*b+1+m], i%4)
 			}
 		}
 	})
+}
+
+// bandSolveRow overwrites d with T^{-1} d for the row in lane r of the
+// group of four rows whose factors hg holds ([bandedProblem.precondIndex]).
+func bandSolveRow(hg, d []float64, r int) {
+	const w1 = bandedPrecondWidth + 1
+	at := func(u, t int) float64 { return hg[(u*w1+t)*4+r] }
+	var y1, y2, y3 float64
+	for u := range d {
+		y := (d[u] - at(u, 1)*y1 - at(u, 2)*y2 - at(u, 3)*y3) * at(u, 0)
+		d[u], y1, y2, y3 = y, y, y1, y2
+	}
+	// L^T: entry (u, u+t) is L_u+t,u, zero from u+t >= m on.
+	y1, y2, y3 = 0, 0, 0
+	for u := len(d) - 1; u >= 0; u-- {
+		y := (d[u] - at(u+1, 1)*y1 - at(u+2, 2)*y2 - at(u+3, 3)*y3) * at(u, 0)
+		d[u], y1, y2, y3 = y, y, y1, y2
+	}
+}
+
+// bandSolve4 is [bandSolveRow] for the four rows of a group at once, d0
+// to d3 of equal length, so that their chains of dependent operations
+// overlap; each row's operations are those of bandSolveRow.
+func bandSolve4(hg, d0, d1, d2, d3 []float64) {
+	const w1 = bandedPrecondWidth + 1
+	const s = 4 * w1
+	m := len(d0)
+	d1, d2, d3 = d1[:m], d2[:m], d3[:m]
+	var a1, a2, a3, b1, b2, b3, c1, c2, c3, e1, e2, e3 float64
+	for u := 0; u < m; u++ {
+		c := (*[s]float64)(hg[u*s : u*s+s])
+		ya := (d0[u] - c[4]*a1 - c[8]*a2 - c[12]*a3) * c[0]
+		yb := (d1[u] - c[5]*b1 - c[9]*b2 - c[13]*b3) * c[1]
+		yc := (d2[u] - c[6]*c1 - c[10]*c2 - c[14]*c3) * c[2]
+		ye := (d3[u] - c[7]*e1 - c[11]*e2 - c[15]*e3) * c[3]
+		d0[u], a1, a2, a3 = ya, ya, a1, a2
+		d1[u], b1, b2, b3 = yb, yb, b1, b2
+		d2[u], c1, c2, c3 = yc, yc, c1, c2
+		d3[u], e1, e2, e3 = ye, ye, e1, e2
+	}
+	a1, a2, a3, b1, b2, b3, c1, c2, c3, e1, e2, e3 = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+	for u := m - 1; u >= 0; u-- {
+		c := (*[s]float64)(hg[u*s : u*s+s])
+		p := (*[4 * s]float64)(hg[u*s : u*s+4*s])
+		// L_u+t,u is coefficient t of position u+t: p[t*s + 4t + r].
+		ya := (d0[u] - p[s+4]*a1 - p[2*s+8]*a2 - p[3*s+12]*a3) * c[0]
+		yb := (d1[u] - p[s+5]*b1 - p[2*s+9]*b2 - p[3*s+13]*b3) * c[1]
+		yc := (d2[u] - p[s+6]*c1 - p[2*s+10]*c2 - p[3*s+14]*c3) * c[2]
+		ye := (d3[u] - p[s+7]*e1 - p[2*s+11]*e2 - p[3*s+15]*e3) * c[3]
+		d0[u], a1, a2, a3 = ya, ya, a1, a2
+		d1[u], b1, b2, b3 = yb, yb, b1, b2
+		d2[u], c1, c2, c3 = yc, yc, c1, c2
+		d3[u], e1, e2, e3 = ye, ye, e1, e2
+	}
 }
 
 // bandedSolution is the result of [bandedProblem.solve].
@@ -1388,7 +1428,7 @@ func (bp *bandedProblem) finish(ctx context.Context, x linalg.SymBand, opt Optio
 		rnd.f = math.Max(rnd.f, 4*sc.f)
 		rnd.g = 4 * sc.g
 	}
-	ph := &xPhase{bp: bp, h: make([]float64, bp.n*bp.precondRow())}
+	ph := &xPhase{bp: bp, h: make([]float64, bp.precondLen())}
 	cur := bp.newPoint()
 	copy(cur.v, x.Data)
 	res, err := bp.descend(ctx, ph, cur, bp.newPoint(), opt.Tol, rnd, opt, st)

@@ -373,7 +373,7 @@ func TestOptimalBandedPhases(t *testing.T) {
 	cur := &bandedPoint{v: append([]float64(nil), x0.Data...), grad: make([]float64, n*b), g: make([]float64, n*b), x: linalg.NewSymBand(n, b-1)}
 	trial := &bandedPoint{v: make([]float64, n*b), grad: make([]float64, n*b), g: make([]float64, n*b), x: linalg.NewSymBand(n, b-1)}
 	st := &bandedSolution{}
-	one, err := bp.descend(context.Background(), &xPhase{bp: bp, h: make([]float64, n*bp.precondRow())}, cur, trial, tol, bandedRounding{f: 1e-13}, opt, st)
+	one, err := bp.descend(context.Background(), &xPhase{bp: bp, h: make([]float64, bp.precondLen())}, cur, trial, tol, bandedRounding{f: 1e-13}, opt, st)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, two.gap, tol)
 	assert.LessOrEqual(t, st.gap, tol)
@@ -445,7 +445,7 @@ func BenchmarkOptimalBandedPhases(b *testing.B) {
 				trial := &bandedPoint{v: make([]float64, m), grad: make([]float64, m), g: make([]float64, m), x: linalg.NewSymBand(n, bands-1)}
 				st = &bandedSolution{}
 				rnd := bandedRounding{f: (2*math.Sqrt(float64(n))*float64(bp.q.K+1) + 16) * 0x1p-53}
-				if _, err := bp.descend(context.Background(), &xPhase{bp: bp, h: make([]float64, n*bp.precondRow())}, cur, trial, opt.Tol, rnd, opt, st); err != nil {
+				if _, err := bp.descend(context.Background(), &xPhase{bp: bp, h: make([]float64, bp.precondLen())}, cur, trial, opt.Tol, rnd, opt, st); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -728,7 +728,7 @@ func BenchmarkBandedIterations(b *testing.B) {
 		b.Fatal(err)
 	}
 	m := n * bands
-	grad, g, h, dir := make([]float64, m), make([]float64, m), make([]float64, n*bp.precondRow()), make([]float64, m)
+	grad, g, h, dir := make([]float64, m), make([]float64, m), make([]float64, bp.precondLen()), make([]float64, m)
 	mem := optim.NewMemory32(12)
 	rng := rand.New(rand.NewPCG(1, 2))
 	zero, s, y := make([]float64, m), make([]float64, m), make([]float64, m)
@@ -807,7 +807,7 @@ func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
 		m1, mi := bp.formM(pt.x)
 		lambda := bp.refineLambda()
 		mr, tx := bp.mr(pt.x, pt.g, 1, 1e-12, m1, mi, bp.gershgorin(pt.x))
-		h := make([]float64, n*bp.precondRow())
+		h := make([]float64, bp.precondLen())
 		bp.precondition(pt.x, pt.g, h)
 		mem := optim.NewMemory32(3)
 		rng := rand.New(rand.NewPCG(7, 8))
