@@ -68,7 +68,11 @@ func (z *zeroNoise) StateBytes() int64 { return 0 }
 func serverAggregate(cfg fedopt.Config, shape fedopt.Shape) aggregator {
 	step := cfg.ServerStep(shape.Tau)
 	return func(r int, updates [][]float64) ([]float64, error) {
-		tap, err := fedopt.NewServerAt(cfg, shape, &zeroNoise{round: r, rounds: shape.Rounds, dim: shape.Dim, std: cfg.Privacy.NoiseStd}, r, nil)
+		// Without the record: it binds the run's own mechanism, which the
+		// tap's zero noise is not; the aggregation does not depend on it.
+		tapCfg := cfg
+		tapCfg.Privacy = nil
+		tap, err := fedopt.NewServerAt(tapCfg, shape, &zeroNoise{round: r, rounds: shape.Rounds, dim: shape.Dim, std: cfg.Privacy.NoiseStd}, r, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -89,6 +93,10 @@ type recorder struct {
 	rows [][]float64
 }
 
+// Unwrap returns the recorded mechanism (mechanism.FactorizationOf reads
+// its factorization).
+func (c *recorder) Unwrap() mechanism.Mechanism { return c.Mechanism }
+
 func (c *recorder) Next(dst []float64) error {
 	if err := c.Mechanism.Next(dst); err != nil {
 		return err
@@ -103,6 +111,10 @@ type scaled struct {
 	mechanism.Mechanism
 	scale float64
 }
+
+// Unwrap returns the inner mechanism (mechanism.FactorizationOf reads its
+// factorization).
+func (s scaled) Unwrap() mechanism.Mechanism { return s.Mechanism }
 
 func (s scaled) Next(dst []float64) error {
 	if err := s.Mechanism.Next(dst); err != nil {

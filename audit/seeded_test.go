@@ -158,7 +158,14 @@ type reusedKey struct {
 	z0         []float64
 	round, dim int
 	std        float64
+	// claim is a mechanism of the run's factorization, which Unwrap
+	// returns: the buggy mechanism says it streams that factorization
+	// (a fedopt server refuses one that names none), as a real one with
+	// this bug would.
+	claim mechanism.Mechanism
 }
+
+func (k *reusedKey) Unwrap() mechanism.Mechanism { return k.claim }
 
 func newReusedKey(s *Setup, std float64, key [32]byte) (mechanism.Mechanism, error) {
 	w, err := factorize.Prefix(s.Plan.Rounds)
@@ -181,7 +188,11 @@ func newReusedKey(s *Setup, std float64, key [32]byte) (mechanism.Mechanism, err
 	if err := cinv.Inverse(s.Factorization.C); err != nil {
 		return nil, err
 	}
-	return &reusedKey{cinv: &cinv, z0: z0, dim: s.Plan.Dim, std: std}, nil
+	claim, err := mechanism.New(s.Factorization, s.Plan.Dim, std, mechanism.WithKey(key))
+	if err != nil {
+		return nil, err
+	}
+	return &reusedKey{cinv: &cinv, z0: z0, dim: s.Plan.Dim, std: std, claim: claim}, nil
 }
 
 func (k *reusedKey) Next(dst []float64) error {

@@ -26,6 +26,10 @@ type Dataset struct {
 	Features []float64
 	// Labels holds N labels.
 	Labels []float64
+
+	// epochs is k for a data set whose rounds replay k times the rounds
+	// of another ([Dataset.Epochs]); 0 or 1: every sample is dealt once.
+	epochs int
 }
 
 // NewDataset returns an empty (zero) data set of the given shape, or an
@@ -100,7 +104,10 @@ func (d *Dataset) Validate() error {
 // e R + r (R = d.Rounds, 0 <= e < k) has the samples of d's round r, so
 // each client takes part in k rounds, R apart: k fixed epochs of period R,
 // the participation factorize.FixedEpochs(k) over the k R rounds. The
-// samples are copied; k = 1 returns a copy of d.
+// samples are copied; k = 1 returns a copy of d. The result's learner
+// streams report the k epochs ([Stream.Epochs]; d's own epochs times k when
+// d was itself replayed), so that a run can refuse a privacy record whose
+// participation assumes fewer (package fedopt does).
 func (d *Dataset) Epochs(k int) (*Dataset, error) {
 	if k < 1 {
 		return nil, fmt.Errorf("dataset: epochs = %d, want >= 1", k)
@@ -113,6 +120,7 @@ func (d *Dataset) Epochs(k int) (*Dataset, error) {
 		Learners: d.Learners, Rounds: k * d.Rounds, Tau: d.Tau, Dim: d.Dim,
 		Features: slices.Repeat(d.Features, k),
 		Labels:   slices.Repeat(d.Labels, k),
+		epochs:   k * max(d.epochs, 1),
 	}
 	if k > 1 {
 		out.Name = fmt.Sprintf("%s x %d epochs", d.Name, k)
@@ -129,6 +137,15 @@ type Stream struct {
 
 // Sample returns sample (i, r, t).
 func (s Stream) Sample(r, t int) ([]float64, float64) { return s.d.Sample(s.i, r, t) }
+
+// Epochs returns how the data set deals each of its samples: k times,
+// period rounds apart. A data set of [Dataset.Epochs](k) replays its
+// first period = Rounds / k rounds k times; one dealt once has k = 1 and
+// period = Rounds.
+func (s Stream) Epochs() (k, period int) {
+	k = max(s.d.epochs, 1)
+	return k, s.d.Rounds / k
+}
 
 // Stream returns learner i's stream of clients: sample (i, r, t).
 func (d *Dataset) Stream(i int) Stream { return Stream{d, i} }

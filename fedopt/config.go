@@ -37,8 +37,9 @@ type Config struct {
 	X0 []float64
 	// Privacy, if not nil, is the calibration the noise mechanism was made
 	// with ([PrivacyOf] of the run's calibrated plan). [Run] then checks that it matches the run
-	// (algorithm, learners, clipping bound, and the mechanism's standard
-	// deviation) and records it for every evaluated round.
+	// (algorithm, learners, clipping bound, the mechanism's standard
+	// deviation and factorization, and the learners' data's epochs) and
+	// records it for every evaluated round.
 	Privacy *Privacy
 	// OnRound, if not nil, is called after every round with the number of
 	// rounds completed. It is called from the goroutine running the run.

@@ -62,6 +62,17 @@
 // B_g and 2 B_g with conservative conversions. plan.Plan.Calibrate states
 // the argument.
 //
+// A record holds for its run only: [NewServer] refuses one of other
+// learners, rounds, tau, clip or noise std, and one calibrated for another
+// factorization than the one its mechanism streams (the record's
+// [Privacy.OperatorSHA256] against plan.OperatorDigest of
+// mechanism.FactorizationOf: another C with the same std has another
+// sensitivity), naming both. [NewLearner] (given the record) and
+// [Simulate] refuse a learner whose data serves each client in more rounds
+// than the record's participation allows, such as data replayed by
+// dataset.Dataset.Epochs(k), k > 1, under single participation (see
+// [Stream]).
+//
 // # Secure aggregation
 //
 // With [Config.Quantizer] (package secagg) the server aggregates as secure

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/dpmf/dpmf/factorize"
 	dpmodel "github.com/dpmf/dpmf/model"
 )
 
@@ -14,8 +15,52 @@ import (
 // (features and label) of its local step t in round r. Every call with the
 // same (r, t) must return the same sample, so that a round can be
 // recomputed (a networked learner does after a reconnection).
+//
+// A stream that serves each client in several rounds says so with a
+// method Epochs() (k, period int): k rounds, period rounds apart
+// (dataset.Stream does, for data replayed by dataset.Dataset.Epochs).
+// [NewLearner] and [Simulate] then refuse a privacy record whose
+// participation does not allow it (single participation with k > 1): the
+// sensitivity it was calibrated with assumes fewer participations.
 type Stream interface {
 	Sample(r, t int) (a []float64, y float64)
+}
+
+// epochStream is a [Stream] that reports its epochs.
+type epochStream interface {
+	Epochs() (k, period int)
+}
+
+// checkEpochs returns an error if data serves a client in more rounds of
+// a run of the given rounds than the participation of the record pr
+// allows. A stream that reports no epochs serves each client once; so
+// does one whose period is at least the rounds.
+func checkEpochs(pr *Privacy, rounds int, data Stream) error {
+	es, ok := data.(epochStream)
+	if pr == nil || !ok {
+		return nil
+	}
+	k, period := es.Epochs()
+	if k <= 1 || period >= rounds {
+		return nil
+	}
+	if period < 1 {
+		return fmt.Errorf("fedopt: data of %d epochs with period %d, want a period >= 1", k, period)
+	}
+	m := min(k, (rounds+period-1)/period) // a client's rounds in the run, at most
+	part := pr.ParticipationPattern
+	switch part.Kind {
+	case factorize.KindEpochs:
+		// Rounds i, i + b, ..., b = R / K: the data's own epochs exactly.
+		if part.K >= 1 && rounds%part.K == 0 && rounds/part.K == period {
+			return nil
+		}
+	case factorize.KindMinSep:
+		if period >= part.B && (part.K == 0 || m <= part.K) {
+			return nil
+		}
+	}
+	return fmt.Errorf("fedopt: the data serves each client in %d of the %d rounds, %d apart (%d epochs, dataset.Dataset.Epochs), but the privacy record's participation is %v, whose sensitivity assumes fewer: calibrate the plan for participation epochs:%d", m, rounds, period, k, part, k)
 }
 
 // Learner is one learner's role in the online federated optimiser: it holds
@@ -35,7 +80,9 @@ type Learner struct {
 
 // NewLearner returns a learner with model m and client stream data for the
 // algorithm, local step and clipping bound of cfg, tau local steps per
-// round and models of dimension dim.
+// round and models of dimension dim. With cfg.Privacy, a stream that
+// serves its clients in more rounds than the record's participation allows
+// is refused (see [Stream]).
 func NewLearner(m dpmodel.Model, data Stream, cfg Config, tau, dim int) (*Learner, error) {
 	switch err := cfg.Validate(); {
 	case err != nil:
@@ -44,6 +91,11 @@ func NewLearner(m dpmodel.Model, data Stream, cfg Config, tau, dim int) (*Learne
 		return nil, fmt.Errorf("fedopt: a learner needs a model and a stream of clients")
 	case tau < 1 || dim < 1:
 		return nil, fmt.Errorf("fedopt: learner with tau = %d and dimension %d, want both >= 1", tau, dim)
+	}
+	if cfg.Privacy != nil {
+		if err := checkEpochs(cfg.Privacy, cfg.Privacy.Rounds, data); err != nil {
+			return nil, err
+		}
 	}
 	return &Learner{
 		model: m, data: data, algo: cfg.Algorithm, eta: cfg.Eta, clip: cfg.Clip, tau: tau,

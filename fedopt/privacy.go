@@ -1,11 +1,13 @@
 package fedopt
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/plan"
 )
 
@@ -51,6 +53,14 @@ type Privacy struct {
 	// EffectiveClip the clip B_g' the sensitivity was computed with (both
 	// 0 without secure aggregation; see plan.Plan.EffectiveClip).
 	QuantizationTerm, EffectiveClip float64
+	// Strategy is the spec of the plan's strategy (for messages), and
+	// OperatorSHA256 the digest of the factorization the sensitivity is
+	// that of (plan.OperatorDigest, the record's operator_sha256). A
+	// server refuses a record without it, and a noise mechanism whose
+	// factorization (mechanism.FactorizationOf) has another digest: a
+	// mechanism of another C with the same noise std and rounds has
+	// another sensitivity.
+	Strategy, OperatorSHA256 string
 }
 
 // RecordAt returns the accountant's record for the release of round r.
@@ -102,6 +112,10 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 			return nil, fmt.Errorf("fedopt: the plan's target: %w", err)
 		}
 	}
+	spec := cmp.Or(p.Strategy, factorize.StrategyOptimal)
+	if algo == Independent {
+		spec = factorize.StrategyIdentity
+	}
 	return &Privacy{
 		Record: accountant.Record{Eps: r.Eps, Delta: r.Delta, Method: method, Sensitivity: r.Sensitivity, NoiseStd: r.NoiseStd,
 			Participation: accountant.Participation(part.String())},
@@ -111,5 +125,27 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 		ParticipationPattern: part,
 		Learners:             p.Learners, Clip: p.Clip, Rounds: p.Rounds, Tau: p.Tau, AddRemove: rel == accountant.AddRemove,
 		QuantizationTerm: r.QuantizationTerm, EffectiveClip: r.EffectiveClip,
+		Strategy: spec, OperatorSHA256: r.OperatorSHA256,
 	}, nil
+}
+
+// checkFactorization returns an error unless noise streams the
+// factorization the record pr was calibrated for: the digest of
+// mechanism.FactorizationOf(noise) must be pr.OperatorSHA256.
+func checkFactorization(pr *Privacy, noise mechanism.Mechanism) error {
+	if pr.OperatorSHA256 == "" {
+		return fmt.Errorf("fedopt: the privacy record (strategy %q) names no factorization (Privacy.OperatorSHA256 is empty): make it with PrivacyOf of a plan calibrated by plan.Plan.Calibrate", pr.Strategy)
+	}
+	f, ok := mechanism.FactorizationOf(noise)
+	if !ok {
+		return fmt.Errorf("fedopt: noise mechanism %T does not report the factorization it streams, so the privacy record's (%q, operator sha256 %.12s) cannot be checked: make it with mechanism.New", noise, pr.Strategy, pr.OperatorSHA256)
+	}
+	d, err := plan.OperatorDigest(f)
+	switch {
+	case err != nil:
+		return fmt.Errorf("fedopt: noise mechanism of factorization %q: %w", f.Strategy, err)
+	case d != pr.OperatorSHA256:
+		return fmt.Errorf("fedopt: noise mechanism of factorization %q (operator sha256 %.12s), the privacy record was calibrated for %q (operator sha256 %.12s): the record's sensitivity is that of another C", f.Strategy, d, pr.Strategy, pr.OperatorSHA256)
+	}
+	return nil
 }

@@ -37,7 +37,9 @@ type SimOptions struct {
 // the same models bit for bit. It checks ctx every round and, within a
 // learner's update, every 1024 local steps ([Learner.UpdateContext]), and
 // returns ctx.Err() once it is done, with the server at the last round it
-// released.
+// released. Before the first round it refuses a learner whose stream
+// serves its clients in more rounds than the server's privacy record's
+// participation allows (see [Stream]).
 func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOptions) error {
 	if srv == nil {
 		return &ParamError{Param: "server", Want: "a Server from NewServer"}
@@ -57,6 +59,11 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 		}
 		if l.Dim() != shape.Dim {
 			return fmt.Errorf("fedopt: learner %d has dimension %d, the server %d", i, l.Dim(), shape.Dim)
+		}
+		// The learners may have been made without the record: the
+		// server's is the one the release is calibrated by.
+		if err := checkEpochs(srv.Config().Privacy, shape.Rounds, l.data); err != nil {
+			return fmt.Errorf("learner %d: %w", i, err)
 		}
 		updates[i] = make([]float64, shape.Dim)
 		if opt.SecureSum != nil {

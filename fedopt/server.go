@@ -54,7 +54,9 @@ type Server struct {
 // NewServer returns a server at round 0 with model cfg.X0 (zero if nil).
 // noise must be nil for NonPrivate and otherwise a fresh mechanism of
 // shape.Rounds rounds and dimension shape.Dim; the server draws one vector
-// per round from it. If cfg.Privacy is set, it must match the run.
+// per round from it. If cfg.Privacy is set, it must match the run: its
+// learners, rounds, tau (where set) and noise std, and the factorization
+// noise streams (its plan.OperatorDigest, see [Privacy]).
 func NewServer(cfg Config, shape Shape, noise mechanism.Mechanism) (*Server, error) {
 	return NewServerAt(cfg, shape, noise, 0, cfg.X0)
 }
@@ -97,6 +99,12 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		return nil, fmt.Errorf("fedopt: privacy calibrated for add-remove neighbours, which Algorithm 1 with tau = %d local steps does not satisfy (removing a sample moves the learner's later steps); calibrate for replace-one", tau)
 	case noise.Std() != pr.NoiseStd:
 		return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
+	default:
+		// The same std and rounds are not the same noise: the record's
+		// sensitivity is that of its factorization's C.
+		if err := checkFactorization(pr, noise); err != nil {
+			return nil, err
+		}
 	}
 	if q := cfg.Quantizer; q != nil {
 		switch most, err := secagg.NewQuantizer(n, tau, cfg.Clip); {

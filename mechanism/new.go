@@ -125,6 +125,8 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		return nil, &ParamError{Param: "start round", Value: cfg.start, Want: fmt.Sprintf("<= %d rounds", rounds)}
 	}
 	s := newStream(op, dim, std, cfg)
+	fc := *f // as given: a later change of f's fields changes nothing here
+	s.f = &fc
 	s.start(cfg.start)
 	return s, nil
 }
@@ -167,6 +169,31 @@ func MemoryOf(m Mechanism) (mode Memory, auto, ok bool) {
 		return MemoryKeep, false, true
 	}
 	return MemoryRegenerate, s.past.auto, true
+}
+
+// FactorizationOf returns the factorization whose noise m streams, as
+// [New] was given it (with [WithDense], the factorization whose dense
+// operator it applies), so that a consumer can check it against the
+// factorization a privacy record was calibrated for (plan.OperatorDigest;
+// a fedopt server does). A Mechanism that wraps another (a recorder of
+// its rows, say) reports the other's when it has a method
+// Unwrap() Mechanism that returns it. ok is false for a Mechanism not made
+// by New (nor wrapping one).
+func FactorizationOf(m Mechanism) (f *factorize.Factorization, ok bool) {
+	for range 64 { // wrappers nest a few deep; a cycle ends here
+		switch s := m.(type) {
+		case *stream:
+			if s == nil || s.f == nil {
+				return nil, false
+			}
+			return s.f, true
+		case interface{ Unwrap() Mechanism }:
+			m = s.Unwrap()
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // NoiseMatrix draws every remaining round of m and returns them as the

@@ -14,6 +14,7 @@ import (
 // scaling by std, the past noise rows (kept or regenerated), and the split
 // of each round into blocks of coordinates among goroutines.
 type stream struct {
+	f      *factorize.Factorization // the factorization New was given
 	op     factorize.Operator
 	st     factorize.OperatorState
 	rounds int

@@ -93,7 +93,9 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // Calibrate sets p.Privacy to the record of the plan's target for f, the
 // factorization whose noise is released (its metrics must be under the
 // plan's participation, and the identity's for the independent
-// algorithm). This is the calibration recipe of dpmf, the only one.
+// algorithm). This is the calibration recipe of dpmf, the only one. The
+// record names f by its [OperatorDigest], so that a server can refuse the
+// noise of another factorization with the same noise std.
 //
 // Neighbouring data sets differ in one client's sample (the target's
 // relation: replace-one by default, or add-remove); the sample takes part
@@ -167,7 +169,11 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	}
 	rel, _ := t.relation() // Validate refused add-remove for Algorithm 1 with tau > 1
 	if t.Sampling > 0 {
-		return p.calibrateAmplified(ctx, f, rel)
+		if err := p.calibrateAmplified(ctx, f, rel); err != nil {
+			return err
+		}
+		p.Privacy.OperatorSHA256, _ = OperatorDigest(f)
+		return nil
 	}
 	method, learners := p.method()
 	sens, err := accountant.ReleaseSensitivity(p.EffectiveClip(), learners, rel, unit)
@@ -188,6 +194,9 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	p.setRecord(method.String(), sens, std, std/sens, m,
 		fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g%s: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners, %s%s",
 			t.Eps, t.Delta, t.Calibration, sens, paperRule[t.Calibration == Paper], rel, part, unit, bound, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule()))
+	// The factorization the record holds for (empty for one that cannot
+	// stream: no server accepts the record then).
+	p.Privacy.OperatorSHA256, _ = OperatorDigest(f)
 	return nil
 }
 

@@ -293,6 +293,13 @@ type Record struct {
 	// Clip).
 	QuantizationTerm float64 `json:"quantization_term,omitempty"`
 	EffectiveClip    float64 `json:"effective_clip,omitempty"`
+	// OperatorSHA256 identifies the factorization the record was
+	// calibrated for ([OperatorDigest]: its noise operator and so its C),
+	// in lower-case hexadecimal; a fedopt server refuses a noise mechanism
+	// of another factorization. Empty in a record of a factorization that
+	// cannot stream (a loss-only result) or written before records held
+	// it: no server accepts such a record.
+	OperatorSHA256 string `json:"operator_sha256,omitempty"`
 }
 
 // MethodAmplified is the Record.Method of the amplified banded accounting.
@@ -619,6 +626,9 @@ func (p *Plan) checkRecord() error {
 	}
 	if !(r.Loss >= 0) {
 		return bad("privacy.loss", r.Loss, "a finite number >= 0")
+	}
+	if r.OperatorSHA256 != "" && !isDigest(r.OperatorSHA256) {
+		return bad("privacy.operator_sha256", strconv.Quote(r.OperatorSHA256), "64 lower-case hexadecimal digits (OperatorDigest) or none")
 	}
 	rel, _ := t.relation() // checked by Target.validate
 	sens, err := accountant.ReleaseSensitivity(p.EffectiveClip(), learners, rel, unit)
