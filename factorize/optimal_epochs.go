@@ -83,7 +83,12 @@ import (
 // upper bound, the sensitivity is 1, Gamma is that of the factors (from
 // X's class blocks, without forming them) and MaxSE is 0 (not computed);
 // [Factorization.WithParticipation] does not move such a result to another
-// participation.
+// participation. Where A^{-1} has two or more subdiagonals (momentum), the
+// certificate's rounding estimate is not known to hold, and a LossOnly run
+// forms the factors all the same (O(R^3) time, O(R^2) memory, refused like
+// the factors where they do not fit): its loss is the larger of the
+// certified upper bound and the factors' loss, and its gap is checked as
+// the factors path's is (docs/solver.md, "Fixed epochs").
 //
 // Dense factors that cannot fit in the machine's memory (B and C of at
 // least R x R float64 each, more than its physical memory and swap) are a
@@ -115,24 +120,34 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	if err := checkSpectrum(ev.sLo, ev.sHi); err != nil {
 		return nil, err
 	}
-	sol, err := ev.solve(ctx, opt)
+	sol, err := ev.solve(ctx, opt, nil)
 	if err != nil {
 		return nil, err
 	}
 	part := FixedEpochs(k)
-	if opt.LossOnly {
+	// The certificate's upper bound rests on the evaluator's rounding
+	// estimate, which holds for a bidiagonal inverse (prefix sums,
+	// weighted prefix sums; checked in 256-bit arithmetic) but understates
+	// the error where S^{-1} has two or more bands (momentum;
+	// docs/solver.md, "Fixed epochs"). There the factors' own loss,
+	// computed from B and C, is what is reported, with or without
+	// LossOnly: their gap against the certified lower bound, and where it
+	// exceeds the tolerance the solve is repeated with a tighter one (at
+	// most twice), warm-started from the multipliers of the last upper
+	// bound.
+	if opt.LossOnly && !ev.multiBand {
 		gamma, err := ev.gamma(ctx, sol)
 		if err != nil {
 			return nil, err
 		}
 		return optimalLossOnly(w, metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, sol.upper, 0), sol.iter, sol.evals, sol.gap), nil
 	}
-	// The certificate's upper bound rests on the evaluator's rounding
-	// estimate, which understates the error on momentum workloads
-	// (docs/solver.md, "Fixed epochs"). The factors' own loss, computed
-	// from B and C, is what is delivered: their gap against the certified
-	// lower bound is the one reported, and where it exceeds the tolerance
-	// the solve is repeated with a tighter one (at most twice).
+	if opt.LossOnly {
+		// The check of the factors needs them formed (O(R^2) memory).
+		if err := checkDenseFits(n); err != nil {
+			return nil, err
+		}
+	}
 	tol, iters, evals := opt.Tol, 0, 0
 	for try := 0; ; try++ {
 		iters, evals = iters+sol.iter, evals+sol.evals
@@ -149,6 +164,13 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 			return nil, err
 		}
 		gap := math.Max(sol.gap, (m.Loss-sol.lower)/sol.lower)
+		if gap <= tol && opt.LossOnly {
+			gamma, err := ev.gamma(ctx, sol)
+			if err != nil {
+				return nil, err
+			}
+			return optimalLossOnly(w, metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, math.Max(m.Loss, sol.upper), 0), iters, evals, gap), nil
+		}
 		if gap <= tol {
 			f := optimalDense(w, b, c, m)
 			f.Iterations, f.Evaluations, f.Gap = iters, evals, gap
@@ -159,9 +181,10 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 		if try == 2 {
 			return nil, notConverged
 		}
-		// Aim below the tolerance by the excess the factors showed.
+		// Aim below the tolerance by the excess the factors showed,
+		// starting from the multipliers of the last upper bound.
 		opt.Tol = opt.Tol * math.Max(tol/gap, 0.1) / 2
-		if sol, err = ev.solve(ctx, opt); err != nil {
+		if sol, err = ev.solve(ctx, opt, sol.lamUpper); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}
@@ -271,6 +294,9 @@ type epochEvaluator struct {
 	z, work []float64
 	q       linalg.InvSqrtRational // none (no shifts) until the first eval
 	pairs   [][2]int               // the off-diagonal positions (a < b) of a class block
+	// multiBand reports that A^{-1} has two or more subdiagonals
+	// (momentum), where the rounding estimate eps is not known to hold.
+	multiBand bool
 }
 
 // maxEpochWork bounds the work of one shifted band inversion of the
@@ -291,7 +317,7 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 	// S^{-1} = L L^T (L = A^{-1}) has p off-diagonals.
 	sb := gramBand(inv, n, p)
 	lo, hi := sb.Bounds(0, make([]float64, n*(p+1)+n))
-	e := &epochEvaluator{n: n, k: k, b: b, w: w, sLo: lo, sHi: hi}
+	e := &epochEvaluator{n: n, k: k, b: b, w: w, sLo: lo, sHi: hi, multiBand: p >= 2}
 	// Pick the class order with fewer bands: natural, or zig-zag around
 	// the ring of classes.
 	natural := make([]int, b)
@@ -645,8 +671,10 @@ type epochSolution struct {
 // fixed-point map of the single-participation problem, on the class
 // traces) and a Newton step on the off-diagonal multipliers R_c with the
 // within-class Jacobian, accelerated by Anderson on (log lam, R). Every
-// iterate is checked against the certificate.
-func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution, error) {
+// iterate is checked against the certificate. A non-nil start is the
+// first iterate (a warm start: the multipliers of an earlier solve);
+// otherwise lam = 1, R = 0.
+func (e *epochEvaluator) solve(ctx context.Context, opt Options, start *epochDual) (*epochSolution, error) {
 	k, b, np := e.k, e.b, len(e.pairs)
 	m := b + b*np
 	x := make([]float64, m) // (log lam, R)
@@ -656,6 +684,12 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options) (*epochSolution
 	// for k = R, measured slower for k < R: 138 against 94 iterations at
 	// R = 1024, k = 4, and a stall at R = 2000, k = 10.)
 	d := &epochDual{lam: make([]float64, b), r: make([]float64, b*np)}
+	if start != nil {
+		for p, l := range start.lam {
+			x[p] = math.Log(l)
+		}
+		copy(x[b:], start.r)
+	}
 	var ev epochEval
 	best := &epochSolution{lower: math.Inf(-1), upper: math.Inf(1), gap: math.Inf(1)}
 	// fail returns the error of a run that stopped at iteration it before
