@@ -369,3 +369,42 @@ func TestReplaceOneWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceOneGridOneStep: one replace-one step on the automatic grid,
+// both sides against the two independent quadratures of
+// TestReplaceOneBrute, over q in {1e-4, 1e-3, 1e-2, 0.1} and sigma in
+// {0.5, 0.656, 1, 4} (-short: four of them): Optimistic <= truth <= Safe,
+// up to twice the quadratures' disagreement (which bounds their error; it
+// is up to 2.3e-5 relative at q = 1e-4, where delta is tiny).
+func TestReplaceOneGridOneStep(t *testing.T) {
+	t.Parallel()
+	qs, sigmas := []float64{1e-4, 1e-3, 1e-2, 0.1}, []float64{0.5, 0.656, 1, 4}
+	for i, q := range qs {
+		for j, sigma := range sigmas {
+			if testing.Short() && i != j {
+				continue
+			}
+			p, err := SampledGaussian(q, sigma, 1, ReplaceOne)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := math.Sqrt2 * sigma
+			rm, ad := bruteRemove(q, s), bruteAdd(q, s)
+			for _, eps := range []float64{0.001, 0.01, 0.1} {
+				a := rm.graded(func(x float64) float64 { return ad.hs(eps - rm.loss(x)) }, rm.inv(eps-ad.kink))
+				c := ad.graded(func(y float64) float64 { return rm.hs(eps - ad.loss(y)) }, ad.inv(eps-rm.kink))
+				tol := 2*math.Abs(a-c) + 1e-7*math.Max(a, c) + 1e-100
+				if math.Abs(a-c) > 1e-3*math.Max(a, c)+1e-100 {
+					t.Fatalf("q=%v sigma=%v eps=%v: the quadratures disagree: %.12g, %.12g", q, sigma, eps, a, c)
+				}
+				b, err := p.DeltaBounds(eps)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b.Optimistic > math.Max(a, c)+tol || b.Safe < math.Min(a, c)-tol {
+					t.Errorf("q=%v sigma=%v eps=%v: truth %.12g (%.12g) outside [%.12g, %.12g]", q, sigma, eps, a, c, b.Optimistic, b.Safe)
+				}
+			}
+		}
+	}
+}
