@@ -283,6 +283,17 @@ func (d *lossDist) logWeight(t, logZ float64) float64 {
 // as the inverse transform of the product of the transforms ca and cb of
 // sequences of l1 norms ma and mb (see convolve).
 func fftErrors(ca, cb, c []complex128, n int, ma, mb float64) float64 {
+	e1, e2, inv, prod := fftErrorParts(ca, cb, c, n, ma, mb)
+	return math.Min(e1, e2) + inv + prod
+}
+
+// fftErrorParts returns the terms of fftErrors: bounds e1 on the l1 norm
+// and e2 on the l2 norm of the error of the product spectrum (each an l1
+// bound of the error it makes in the inverse transform divided by n; at
+// each index it makes at most min(e1 / n, e2 / sqrt(n))), the l1 bound inv
+// of the inverse transform's own rounding (at most inv / n at each index),
+// and the rounding prod of the products' sum, in l1.
+func fftErrorParts(ca, cb, c []complex128, n int, ma, mb float64) (e1, e2, inv, prod float64) {
 	fe := fftErrorConst(n)
 	ea, eb := fe*ma, fe*mb
 	nf := float64(n)
@@ -290,9 +301,9 @@ func fftErrors(ca, cb, c []complex128, n int, ma, mb float64) float64 {
 	sb, nb := spectrumSums(cb, n)
 	sc, nc := spectrumSums(c, n)
 	// A complex float64 product errs by at most sqrt5 u relatively.
-	e1 := ea*sb + eb*sa + nf*ea*eb + math.Sqrt(5)*unitRound*sc
-	e2 := ea*nb + eb*na + math.Sqrt(nf)*ea*eb + math.Sqrt(5)*unitRound*nc
-	return math.Min(e1, e2) + fe*(sc+e1) + 2*unitRound*ma*mb
+	e1 = ea*sb + eb*sa + nf*ea*eb + math.Sqrt(5)*unitRound*sc
+	e2 = ea*nb + eb*na + math.Sqrt(nf)*ea*eb + math.Sqrt(5)*unitRound*nc
+	return e1, e2, fe * (sc + e1), 2 * unitRound * ma * mb
 }
 
 // convolve returns a composed with b: the linear convolution of the finite
@@ -326,6 +337,32 @@ func maxSpanText() string {
 
 // convolveAt is convolve at the tilt t.
 func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
+	return convolveBound(a, b, t, nil)
+}
+
+// tailSpans, given to convolveBound, makes it bound the FFT's error per
+// output index (as selfConvolve does) rather than in l1; lowB is an
+// absolute grid index at or above which every error of b's masses lies
+// (b's own lo before any trim: k lo for k compositions of a step from lo).
+type tailSpans struct{ lowB int }
+
+// convolveBound is convolveAt, with the FFT's error bounded per index if
+// spans is not nil. The error of the masses is then bounded by its tail
+// sums only (sum_{i >= j} |e_i| <= e^(logErr - t j), the property the
+// queries use), which needs no l1 norm of the FFT's error: the inverse
+// transform divided by n errs by at most min(e1 / n, e2 / sqrt(n)) plus
+// its own inv / n at every index (fftErrorParts), and over the indices
+// s >= j the untilting weights e^(t (top - s)) sum to at most
+// e^(t (top - j)) times terms = min(1 / (1 - e^-t), the output's length):
+// about n t times less than the l1 bound where t is small. The inputs'
+// errors propagate through their tail sums too: with b >= 0, the tail
+// sum at j of e^a * b is at most sum_m b_m S^a(j - m) <= e^(la - t j) W_b
+// (W_b = sum_m b_m e^(t m)), and that of e^a * e^b at most e^(la - t j)
+// times the weighted l1 norm of e^b, which Abel summation bounds by
+// e^(lb) (1 + span_b (1 - e^-t)), span_b the number of indices e^b can
+// occupy. Both inputs must have the tilt t (their tail-sum bounds are
+// not carried to another tilt).
+func convolveBound(a, b *lossDist, t float64, spans *tailSpans) (*lossDist, error) {
 	na, nb := len(a.mass), len(b.mass)
 	if na+nb-1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs more than 2^24 points", 0)
@@ -376,7 +413,15 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 				c[j] = ca[j] * cb[j]
 			}
 		})
-		fftErr = fftErrors(ca, cb, c, n, ma, mb)
+		if spans == nil {
+			fftErr = fftErrors(ca, cb, c, n, ma, mb)
+		} else {
+			e1, e2, inv, prod := fftErrorParts(ca, cb, c, n, ma, mb)
+			nf := float64(n)
+			perIndex := math.Min(e1/nf, e2/math.Sqrt(nf)) + inv/nf
+			terms := math.Min(1/-math.Expm1(-t), float64(na+nb-1))
+			fftErr = perIndex*terms + prod
+		}
 		w = tr.Sequence(nil, c)
 		scale(w, 1/float64(n))
 		fftErr += 2 * unitRound * sum(w)
@@ -389,7 +434,15 @@ func convolveAt(a, b *lossDist, t float64) (*lossDist, error) {
 	relU := 8 * unitRound * (800 + expMax)
 	r.rel = (1+a.rel)*(1+b.rel)*(1+relA)*(1+relB)*(1+relU) - 1
 	la, lb := a.logErrAt(t), b.logErrAt(t)
-	prop := logAdd(la+logAdd(logWb, lb), lb+logWa)
+	lbW := lb // b's error in the weighted l1 norm
+	if spans != nil {
+		if (a.tau != t && !math.IsInf(la, -1)) || (b.tau != t && !math.IsInf(lb, -1)) {
+			return nil, errPLD("internal: convolveBound's inputs are not at its tilt")
+		}
+		span := float64(b.lo+nb-1) - float64(spans.lowB)
+		lbW = lb + math.Log1p(math.Max(span, 0)*-math.Expm1(-t))
+	}
+	prop := logAdd(la+logAdd(logWb, lbW), lb+logWa)
 	r.logErr = logAdd(prop, logf(fftErr)+logZa+logZb+t*float64(a.lo+b.lo+top))
 	r.trim()
 	return r, nil
