@@ -31,18 +31,22 @@ var errInjected = errors.New("injected I/O failure")
 // the k-th operation (from 0) of one actor, the server or a learner,
 // each told by its state directory. With crash, it first copies the
 // server's directory as it is at that point (a process killed there).
-// With k < 0 it fails nothing and logs every operation.
+// With k < 0 it fails nothing and logs every operation. With fixed >= 0
+// the server's operation fixed is a crash too: a scenario of a restarted
+// server, whose start's writes the operations after it include.
 type injector struct {
 	dirs   map[string]string // state directory -> actor
 	target string
 	k      int
 	crash  bool
+	fixed  int
 
 	mu    sync.Mutex
 	count map[string]int
 	log   map[string][]string // actor -> "op file" of each operation
-	hit   string              // the operation failed, "" if none
-	snap  map[string]dirFile  // the server's directory at the crash
+	hit   string              // the operation failed (of target), "" if none
+	fails int                 // operations failed so far
+	snap  map[string]dirFile  // the server's directory at the last crash, nil if none since taken
 }
 
 // dirFile is a file of a directory copy.
@@ -65,13 +69,17 @@ func (fi *injector) hook(op, path string) error {
 	n := fi.count[actor]
 	fi.count[actor]++
 	fi.log[actor] = append(fi.log[actor], op+" "+opFile(path, op))
-	if actor != fi.target || n != fi.k {
+	fixed := actor == "server" && n == fi.fixed
+	if !fixed && (actor != fi.target || n != fi.k) {
 		return nil
 	}
-	fi.hit = fmt.Sprintf("%s %s (operation %d of %s)", op, opFile(path, op), n, actor)
-	if fi.crash {
+	if !fixed {
+		fi.hit = fmt.Sprintf("%s %s (operation %d of %s)", op, opFile(path, op), n, actor)
+	}
+	if fixed || fi.crash {
 		fi.snap = copyFiles(dir)
 	}
+	fi.fails++
 	return fmt.Errorf("%w: %s %s", errInjected, op, path)
 }
 
@@ -241,10 +249,10 @@ type faultRun struct {
 }
 
 // newFaultRun prepares the directories and the injector of a run.
-func newFaultRun(t *testing.T, r *run, secure bool, target string, k int, crash bool) *faultRun {
+func newFaultRun(t *testing.T, r *run, secure bool, fixed int, target string, k int, crash bool) *faultRun {
 	base := t.TempDir()
 	fr := &faultRun{r: r, secure: secure, dir: filepath.Join(base, "server")}
-	fr.fi = &injector{dirs: map[string]string{fr.dir: "server"}, target: target, k: k, crash: crash,
+	fr.fi = &injector{dirs: map[string]string{fr.dir: "server"}, target: target, k: k, crash: crash, fixed: fixed,
 		count: map[string]int{}, log: map[string][]string{}}
 	for i := range r.n {
 		d := filepath.Join(base, fmt.Sprintf("learner%d", i))
@@ -274,27 +282,30 @@ func (fr *faultRun) options() ServerOptions {
 
 // outcome is what a run of the enumeration ended with.
 type outcome struct {
-	first, second error // the servers' NewServer or Run errors (second: nil if not started)
-	refused       bool  // the restart was refused
+	// Per server, in order: its NewServer or Run error, what it served
+	// and, for one whose operation failed, its directory at the failure.
+	errs    []error
+	served  []*servedLog
+	atFault []durable
+	refused bool // the last server's start was refused
+
 	learnerErrs   []error
 	learnerFaults []error // a learner's error where its own write failed
 	finals        [][]float64
-	served        *servedLog // by the first server
-	served2       *servedLog // by the restarted one
-	log           string     // the servers' log
-	atFault       durable    // the server's directory where its operation failed
+	log           string // the servers' log
 }
 
-// run runs the server, fails it at the injected operation, restarts it on
-// its directory (put back as it was at the operation, for a crash) and
-// lets the learners finish. A learner whose own write failed restarts
-// once on its directory.
+// run runs the server; while one fails at an injected operation it
+// restarts it on its directory (put back as it was at the operation, for
+// a crash), the learners riding through, until one finishes the run or
+// its start is refused. A learner whose own write failed restarts once on
+// its directory.
 func (fr *faultRun) run(t *testing.T) (out outcome) {
 	t.Helper()
 	hook := fr.fi.hook
 	stateFault.Store(&hook)
 	defer stateFault.Store(nil)
-	out = outcome{served: &servedLog{}, served2: &servedLog{}, learnerErrs: make([]error, fr.r.n), learnerFaults: make([]error, fr.r.n), finals: make([][]float64, fr.r.n)}
+	out = outcome{learnerErrs: make([]error, fr.r.n), learnerFaults: make([]error, fr.r.n), finals: make([][]float64, fr.r.n)}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -330,43 +341,54 @@ func (fr *faultRun) run(t *testing.T) (out outcome) {
 	var lg testutil.SyncBuffer
 	opt.Log = slog.New(slog.NewTextHandler(&lg, nil))
 	defer func() { out.log = lg.String() }()
-	srv, err := NewServer(opt)
-	if err == nil {
-		s1 := serveLogged(t, srv, addr, out.served)
-		startLearners()
-		if out.first = <-s1.errc; out.first == nil {
-			wg.Wait() // the learners read the final model before the server goes
-			s1.stop()
-			return out
+	for range 4 {
+		fr.fi.mu.Lock()
+		fails := fr.fi.fails
+		fr.fi.mu.Unlock()
+		log := &servedLog{}
+		srv, err := NewServer(opt)
+		if err == nil {
+			s := serveLogged(t, srv, addr, log)
+			if !started {
+				startLearners()
+			}
+			if err = <-s.errc; err == nil {
+				wg.Wait() // the learners read the final model before the server goes
+			}
+			s.stop()
 		}
-		s1.stop()
-	} else {
-		out.first = err
+		out.errs, out.served = append(out.errs, err), append(out.served, log)
+		if err == nil {
+			break
+		}
+		fr.fi.mu.Lock()
+		failed, snap := fr.fi.fails > fails, fr.fi.snap
+		fr.fi.snap = nil
+		fr.fi.mu.Unlock()
+		if !failed {
+			// Not an injected failure: a refusal to start, or an
+			// error checkFaultRun reports.
+			out.refused = srv == nil
+			break
+		}
+		if snap == nil {
+			snap = copyFiles(fr.dir)
+		} else {
+			restoreFiles(t, fr.dir, snap)
+		}
+		out.atFault = append(out.atFault, durableOf(t, snap))
 	}
-	fr.fi.mu.Lock()
-	snap := fr.fi.snap
-	fr.fi.mu.Unlock()
-	if snap == nil {
-		snap = copyFiles(fr.dir)
-	} else {
-		restoreFiles(t, fr.dir, snap)
-	}
-	out.atFault = durableOf(t, snap)
-	srv2, err := NewServer(opt)
-	if err != nil {
-		out.second, out.refused = err, true
-		cancel()
-		wg.Wait()
-		return out
-	}
-	s2 := serveLogged(t, srv2, addr, out.served2)
-	if !started {
-		startLearners()
-	}
-	out.second = <-s2.errc
+	cancel()
 	wg.Wait()
-	s2.stop()
 	return out
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // oneLine checks that err is a one-line message.
@@ -385,19 +407,24 @@ func oneLine(t *testing.T, what string, err error) {
 // operation k failing, once as an error return and once as a crash (the
 // server stopped there, its directory copied as it was at that point and
 // put back before the restart; a learner is only failed, and restarts at
-// once). For every k: no panic; a server whose operation failed stops
-// with a one-line error that carries the failure, unless the failure is
-// one the write tolerates (a hard link falls back to a checked rename,
-// a temporary file's removal is best-effort), and every model and secure
-// phase it served is durable in its directory as it was at the failure;
-// the restarted server either refuses with a one-line error or finishes,
-// and then every model served by either server, and every round file,
-// is the simulation's of the run's key (the same contributions and noise
-// row, independently computed), so that no round has two models. A
-// learner whose record failed stops with a one-line error naming it, and
-// its new process finishes the run. With -short the first operation of
-// each kind (the operation and the file) is failed, and the server's
-// middle one, the server's only as a crash.
+// once). The same for the operations of a run whose server crashed at
+// round 1's mark and restarted, from the restart on (its start moves the
+// mark and, secure, claims a generation). For every k: no panic; a
+// server whose operation failed stops with a one-line error that carries
+// the failure, unless the failure is one the write tolerates (a hard link
+// falls back to a checked rename, a temporary file's removal is
+// best-effort: a crash there leaves the directory of a crash at the close
+// before it or, with a temporary file more, at the directory's sync
+// after it), and every model and secure phase it served is in its
+// directory as it was at the failure; the restarted server either
+// refuses with a one-line error or finishes, and then every model served
+// by any server, and every round file, is the simulation's of the run's
+// key (the same contributions and noise row, independently computed), so
+// that no round has two models. A learner whose record failed stops with
+// a one-line error naming it, and its new process finishes the run. With
+// -short the first operation of each kind (the operation and the file) is
+// failed, and the server's middle one (in the restarted run, the first of
+// each kind of the restart's start), the server's only as a crash.
 func TestEveryStateWriteFails(t *testing.T) {
 	for _, secure := range []bool{false, true} {
 		name := "plain"
@@ -409,53 +436,82 @@ func TestEveryStateWriteFails(t *testing.T) {
 			if secure {
 				secureRun(t, r)
 			}
-			clean := newFaultRun(t, r, secure, "", -1, false)
-			out := clean.run(t)
-			if out.first != nil {
-				t.Fatalf("the clean run: %v", out.first)
-			}
 			refs := map[[32]byte][][]float64{}
 			check := func(t *testing.T, fr *faultRun, out outcome) {
 				t.Helper()
 				checkFaultRun(t, fr, out, refs)
 			}
-			check(t, clean, out)
-			actors := []string{"server", "learner0"}
-			for _, actor := range actors {
-				ops := clean.fi.log[actor]
-				t.Logf("%s: %d operations in a clean run", actor, len(ops))
-				// With -short: the first operation of each kind, and the
-				// middle one of the server's.
-				kinds, nth := map[string]int{}, map[string]int{}
-				for _, op := range ops {
-					kinds[op]++
+			clean := newFaultRun(t, r, secure, -1, "", -1, false)
+			check(t, clean, clean.run(t))
+			// The restarted scenario: the server crashed at round 1's
+			// mark (its round file written), so that the restart moves
+			// the mark (and, secure, claims its generation with the next
+			// round's snapshot); its operations after the crash are
+			// enumerated.
+			fixed, marks := -1, 0
+			for k, op := range clean.fi.log["server"] {
+				if op == "rename released" {
+					if marks++; marks == 2 {
+						fixed = k
+						break
+					}
 				}
-				for k, op := range ops {
-					nth[op]++
-					middle := nth[op] == (kinds[op]+1)/2+1 && actor == "server"
-					if testing.Short() && nth[op] != 1 && !middle {
-						continue
+			}
+			restarted := newFaultRun(t, r, secure, fixed, "", -1, false)
+			check(t, restarted, restarted.run(t))
+			for _, sc := range []struct {
+				name  string
+				clean *faultRun
+			}{{"fresh", clean}, {"restarted", restarted}} {
+				fixed := sc.clean.fi.fixed
+				actors := []string{"server", "learner0"}
+				if fixed >= 0 {
+					actors = actors[:1]
+				}
+				for _, actor := range actors {
+					ops := sc.clean.fi.log[actor]
+					t.Logf("%s, %s: %d operations in a clean run", sc.name, actor, len(ops))
+					// With -short: the first operation of each kind, and
+					// the middle one of the server's (in the restarted
+					// scenario, the first of each kind of the restart's
+					// start).
+					kinds, nth := map[string]int{}, map[string]int{}
+					for _, op := range ops[fixed+1:] {
+						kinds[op]++
 					}
-					modes := []bool{false, true}
-					switch {
-					case actor != "server":
-						modes = modes[:1] // a learner is only failed
-					case testing.Short():
-						modes = modes[1:] // the crash stops the server as the error does
+					end := len(ops)
+					if fixed >= 0 && testing.Short() {
+						// The restart's start: up to its first release.
+						end = fixed + 1 + slices.Index(ops[fixed+1:], "link round-#.x")
 					}
-					for _, crash := range modes {
-						mode := "error"
-						if crash {
-							mode = "crash"
+					for k := fixed + 1; k < end; k++ {
+						op := ops[k]
+						nth[op]++
+						middle := nth[op] == (kinds[op]+1)/2+1 && actor == "server" && fixed < 0
+						if testing.Short() && nth[op] != 1 && !middle {
+							continue
 						}
-						t.Run(fmt.Sprintf("%s/%d/%s", actor, k, mode), func(t *testing.T) {
-							fr := newFaultRun(t, r, secure, actor, k, crash)
-							out := fr.run(t)
-							if fr.fi.hit == "" {
-								t.Fatalf("%s operation %d (%s): never reached; the operations are not deterministic", actor, k, op)
+						modes := []bool{false, true}
+						switch {
+						case actor != "server":
+							modes = modes[:1] // a learner is only failed
+						case testing.Short():
+							modes = modes[1:] // the crash stops the server as the error does
+						}
+						for _, crash := range modes {
+							mode := "error"
+							if crash {
+								mode = "crash"
 							}
-							check(t, fr, out)
-						})
+							t.Run(fmt.Sprintf("%s/%s/%d/%s", sc.name, actor, k, mode), func(t *testing.T) {
+								fr := newFaultRun(t, r, secure, fixed, actor, k, crash)
+								out := fr.run(t)
+								if fr.fi.hit == "" {
+									t.Fatalf("%s operation %d (%s): never reached; the operations are not deterministic", actor, k, op)
+								}
+								check(t, fr, out)
+							})
+						}
 					}
 				}
 			}
@@ -469,46 +525,51 @@ func checkFaultRun(t *testing.T, fr *faultRun, out outcome, refs map[[32]byte][]
 	t.Helper()
 	what := fr.fi.hit
 	tolerated := strings.HasPrefix(what, "link ") || strings.HasPrefix(what, "remove ")
-	oneLine(t, "the first server", out.first)
-	oneLine(t, "the restarted server", out.second)
-	switch {
-	case fr.fi.target != "server" || what == "":
-		if out.first != nil {
-			t.Fatalf("%s: the server stopped: %v", what, out.first)
-		}
-	case out.first == nil && !tolerated:
-		t.Fatalf("%s: the server went on", what)
-	case out.first != nil && !errors.Is(out.first, errInjected) && !strings.Contains(out.first.Error(), errInjected.Error()):
-		t.Fatalf("%s: the server stopped with %v, not the failure", what, out.first)
+	for k, err := range out.errs {
+		oneLine(t, fmt.Sprintf("server %d", k+1), err)
 	}
-	if out.first != nil {
+	last := len(out.errs) - 1
+	fixed := fr.fi.fixed >= 0 // one failure more than the target's
+	failures := len(out.atFault)
+	switch {
+	case what == "" && !fixed && failures != 0, what == "" && fixed && failures != 1:
+		t.Fatalf("%s: %d servers stopped at a failure", what, failures)
+	case fr.fi.target == "server" && what != "" && !tolerated && failures != 1+btoi(fixed),
+		(fr.fi.target != "server" || tolerated) && what != "" && failures != btoi(fixed):
+		t.Fatalf("%s: %d servers stopped at a failure: %v", what, failures, out.errs)
+	}
+	for k, err := range out.errs[:failures] {
+		if !errors.Is(err, errInjected) && !strings.Contains(err.Error(), errInjected.Error()) {
+			t.Fatalf("%s: server %d stopped with %v, not the failure", what, k+1, err)
+		}
 		// Served before the failure: durable in the directory as it was
 		// there.
-		d := out.atFault
-		out.served.mu.Lock()
-		for _, m := range out.served.models {
+		d := out.atFault[k]
+		log := out.served[k]
+		log.mu.Lock()
+		for _, m := range log.models {
 			if m.run != d.run || m.round > d.mark {
-				out.served.mu.Unlock()
-				t.Fatalf("%s: round %d of run %s was served, but the directory at the failure holds run %s up to round %d", what, m.round, m.run, d.run, d.mark)
+				log.mu.Unlock()
+				t.Fatalf("%s: server %d served round %d of run %s, but the directory at the failure holds run %s up to round %d", what, k+1, m.round, m.run, d.run, d.mark)
 			}
 		}
-		for _, p := range out.served.phases {
+		for _, p := range log.phases {
 			if p[0] >= d.mark && slices.Compare(p[:], d.phase[:]) > 0 {
-				out.served.mu.Unlock()
-				t.Fatalf("%s: secure phase %v (round, attempt, phase) was served, but the directory at the failure holds round %d released and the snapshot of %v", what, p, d.mark, d.phase)
+				log.mu.Unlock()
+				t.Fatalf("%s: server %d served secure phase %v (round, attempt, phase), but the directory at the failure holds round %d released and the snapshot of %v", what, k+1, p, d.mark, d.phase)
 			}
 		}
-		out.served.mu.Unlock()
+		log.mu.Unlock()
 	}
 	if out.refused {
-		t.Logf("%s: the restart refused: %v", what, out.second)
-		if out.second == nil || !strings.HasPrefix(out.second.Error(), "fednet: ") {
-			t.Fatalf("%s: the restart's refusal %v does not name its package", what, out.second)
+		t.Logf("%s: the restart refused: %v", what, out.errs[last])
+		if !strings.HasPrefix(out.errs[last].Error(), "fednet: ") {
+			t.Fatalf("%s: the restart's refusal %v does not name its package", what, out.errs[last])
 		}
 		return
 	}
-	if out.second != nil {
-		t.Fatalf("%s: the restarted server: %v", what, out.second)
+	if last != failures || out.errs[last] != nil {
+		t.Fatalf("%s: the last server (%d): %v", what, last+1, out.errs[last])
 	}
 	for i, err := range out.learnerFaults {
 		if (err != nil) != (fr.fi.target == fmt.Sprintf("learner%d", i)) {
@@ -542,7 +603,7 @@ func checkFaultRun(t *testing.T, fr *faultRun, out outcome, refs map[[32]byte][]
 			t.Fatalf("%s: learner %d ended with %v, want x^%d = %v", what, i, x, fr.r.R, want[fr.r.R])
 		}
 	}
-	for k, log := range []*servedLog{out.served, out.served2} {
+	for k, log := range out.served {
 		log.mu.Lock()
 		for _, m := range log.models {
 			if !testutil.SameBits(m.x, want[m.round]) {
