@@ -1,6 +1,7 @@
 package fednet
 
 import (
+	"encoding/hex"
 	"errors"
 	"strconv"
 
@@ -21,6 +22,13 @@ const (
 	// ReasonLearnerIndex is the ErrorInfo reason of the refusal of a
 	// learner index outside the run.
 	ReasonLearnerIndex = "LEARNER_INDEX_OUT_OF_RANGE"
+	// ReasonOtherRun is the ErrorInfo reason of the refusal of a
+	// learner's witness of another run than the server's (status code
+	// FailedPrecondition), with the metadata "seen_run" (the witness's
+	// run) and "run" (the server's), both in hex. A learner whose record
+	// is of a run that is over (LearnerOptions.NewRun) recognises it by
+	// the detail and asks again without its witness.
+	ReasonOtherRun = "WITNESS_OF_ANOTHER_RUN"
 )
 
 // ErrLearnerIndex is what errors.Is finds in the error of [RunLearner]
@@ -81,4 +89,38 @@ func learnerIndexError(err error, id int) error {
 		}
 	}
 	return err
+}
+
+// otherRunStatus returns the server's refusal, with message msg and the
+// typed detail, of a witness of run seen by the server of run.
+func otherRunStatus(seen, run []byte, msg string) *status.Status {
+	st := status.New(codes.FailedPrecondition, msg)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason: ReasonOtherRun, Domain: RefusalDomain,
+		Metadata: map[string]string{"seen_run": hex.EncodeToString(seen), "run": hex.EncodeToString(run)},
+	}); err == nil {
+		st = d
+	}
+	return st
+}
+
+// isOtherRunRefusal reports whether err is the server's typed refusal of
+// a witness of run seen as another run's (a detail naming another
+// witness's run, or the server's run as the witness's, is not).
+func isOtherRunRefusal(err error, seen []byte) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.FailedPrecondition {
+		return false
+	}
+	for _, d := range st.Details() {
+		info, ok := d.(*errdetails.ErrorInfo)
+		if !ok || info.GetDomain() != RefusalDomain || info.GetReason() != ReasonOtherRun {
+			continue
+		}
+		md := info.GetMetadata()
+		if md["seen_run"] == hex.EncodeToString(seen) && md["run"] != md["seen_run"] {
+			return true
+		}
+	}
+	return false
 }

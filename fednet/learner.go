@@ -227,7 +227,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			return err
 		})
 		if err != nil && seen != nil && seen == recorded && status.Code(err) == codes.FailedPrecondition {
-			otherRun := strings.Contains(status.Convert(err).Message(), "followed run")
+			otherRun := isOtherRunRefusal(err, seen.run)
 			if otherRun && opt.NewRun {
 				// The record is of a run that is over: the first model
 				// binds the directory to the server's run.

@@ -33,7 +33,7 @@ import (
 // message's length, then the message: it is read as a record without a
 // witness or a directory, and rewritten as DPMFLS02.
 //
-// It is written durably (atomicfile.WriteDurable) before the learner acts
+// It is written durably (store.write) before the learner acts
 // on what it records: before the unmask message is sent, so that a learner
 // restarted at any point unmasks at most one attempt of a round and
 // resends the same bytes if asked for that attempt again; and before a

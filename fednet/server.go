@@ -1054,7 +1054,10 @@ func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 	}
 	seen := int(req.GetSeenRound())
 	if !bytes.Equal(req.GetSeenRun(), s.run[:]) {
-		return s.reject(codes.FailedPrecondition, call, i, seen, "the learner followed run %x, this server serves run %v: start the learner afresh for this run", req.GetSeenRun(), s.run)
+		// Typed (index.go): the learner reads the detail, not the words.
+		rj := refusal(codes.FailedPrecondition, call, i, seen, "the learner followed run %x, this server serves run %v: start the learner afresh for this run", req.GetSeenRun(), s.run)
+		rj.st = otherRunStatus(req.GetSeenRun(), s.run[:], rj.msg)
+		return s.logged(rj)
 	}
 	if seen < 0 {
 		return s.reject(codes.InvalidArgument, call, i, seen, "seen round %d, want >= 0", seen)

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
@@ -170,12 +170,36 @@ type store struct {
 func (s store) path(name string) string { return filepath.Join(s.dir, name) }
 
 // write writes name durably: the file is synced, renamed into place and
-// the directory synced, each checked.
+// the directory synced, each checked. Like atomicfile.WriteDurable, it
+// replaces only a writable regular file (atomicfile.CheckTarget, before
+// the temporary file is made and again before the rename), and a file it
+// replaces keeps its permission bits.
 func (s store) write(name string, perm os.FileMode, data []byte) error {
-	return atomicfile.WriteDurable(s.path(name), perm, func(w io.Writer) error {
-		_, err := w.Write(data)
+	path := s.path(name)
+	if err := atomicfile.CheckTarget(path); err != nil {
 		return err
-	})
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		perm = fi.Mode().Perm()
+	}
+	return s.put(name, perm, data, false)
+}
+
+// stateFault, test-only, sees every file operation of a state file's
+// write (put) before it is made: "create", "write", "chmod", "fsync",
+// "close", "rename", "link", "remove" (of the temporary file) and
+// "syncdir", with the path it acts on. An error it returns is that
+// operation's (the operation is not made). Nil outside tests.
+var stateFault atomic.Pointer[func(op, path string) error]
+
+// fsOp makes the file operation do, unless stateFault fails it.
+func fsOp(op, path string, do func() error) error {
+	if h := stateFault.Load(); h != nil {
+		if err := (*h)(op, path); err != nil {
+			return err
+		}
+	}
+	return do()
 }
 
 // encodeRound returns the file of x^r of run id, chained to prev (the hash
@@ -206,26 +230,60 @@ func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha2
 // fails if name exists, and then removed. (Where the file system has no
 // hard links, name is checked and the file renamed into place.)
 func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
+	return s.put(name, perm, data, true)
+}
+
+// put writes data to a temporary file of the directory, with permission
+// bits perm, syncs and closes it, and puts it in place as name: linked
+// (once, never over an existing file) or renamed (replacing one), then
+// the directory is synced. Every step is checked, and goes through fsOp.
+func (s store) put(name string, perm os.FileMode, data []byte, once bool) error {
 	path := s.path(name)
-	f, err := os.CreateTemp(s.dir, "."+name+".tmp-*") // a temporary file RemoveStale knows
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.Write(data)
-	for _, step := range []func() error{func() error { return f.Chmod(perm) }, f.Sync} {
-		if err == nil {
-			err = step()
+	// The directory's sync makes name durable: its error names the file
+	// too.
+	syncDir := func() error {
+		if err := fsOp("syncdir", s.dir, func() error { return atomicfile.SyncDir(s.dir) }); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
 		}
+		return nil
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	var f *os.File
+	err := fsOp("create", path, func() (err error) {
+		f, err = os.CreateTemp(s.dir, "."+name+".tmp-*") // a temporary file RemoveStale knows
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := os.Link(tmp, path); err != nil {
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	err = fsOp("write", tmp, func() error { _, err := f.Write(data); return err })
+	for _, step := range []struct {
+		op string
+		do func() error
+	}{{"chmod", func() error { return f.Chmod(perm) }}, {"fsync", f.Sync}} {
+		if err == nil {
+			err = fsOp(step.op, tmp, step.do)
+		}
+	}
+	if cerr := fsOp("close", tmp, f.Close); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if !once {
+		err := atomicfile.CheckTarget(path)
+		if err == nil {
+			err = fsOp("rename", path, func() error { return os.Rename(tmp, path) })
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		return syncDir()
+	}
+	if err := fsOp("link", path, func() error { return os.Link(tmp, path) }); err != nil {
 		_, lerr := os.Lstat(path)
 		switch {
 		case lerr == nil:
@@ -234,14 +292,14 @@ func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 			return err
 		}
 		// No hard links on this file system: name was checked just now.
-		if err := os.Rename(tmp, path); errors.Is(err, fs.ErrNotExist) {
+		if err := fsOp("rename", path, func() error { return os.Rename(tmp, path) }); errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("writing %s: its temporary file is gone (another server started on the directory, or the directory was moved or replaced); stopping without serving it", path)
 		} else if err != nil {
 			return err
 		}
 	}
-	os.Remove(tmp) // before the directory's sync, which makes it durable too
-	return atomicfile.SyncDir(s.dir)
+	fsOp("remove", tmp, func() error { return os.Remove(tmp) }) // before the directory's sync, which makes it durable too
+	return syncDir()
 }
 
 // readRegular reads a state file, refusing a symbolic link (a state file
