@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -684,7 +685,7 @@ func (st *state) create(o stateOptions) error {
 func (st *state) resume(rec runRecord, o stateOptions) error {
 	st.run, st.resumed = rec.id, true
 	runPath := st.path(runFile)
-	if !bytes.Equal(compact(rec.Plan), compact(o.plan)) { // both JSON: run.json parsed, the plan marshalled
+	if !samePlan(rec.Plan, o.plan) {
 		return fmt.Errorf("%s describes another run (%s); this one is %s: use a fresh state directory", runPath, compact(rec.Plan), compact(o.plan))
 	}
 	if ino, ok := dirInode(st.dir); ok && rec.DirInode != 0 && ino != rec.DirInode {
@@ -827,6 +828,28 @@ func (st *state) release(rel Released) error {
 
 // compact returns JSON text without insignificant white space (or as it
 // is, if it is not JSON).
+// legacyDigest matches the operator digest of a privacy record in compact
+// JSON (a quote inside a JSON string is escaped, so the pattern matches
+// only a key).
+var legacyDigest = regexp.MustCompile(`,"operator_sha256":"[0-9a-f]{64}"`)
+
+// samePlan reports whether recorded (run.json's plan) and current (the
+// plan marshalled for this start) are one run's plan: equal as compact
+// JSON, or recorded by a dpmf that did not yet record the operator's
+// digest (plan.OperatorDigest) and equal to current without it. The
+// digest is a function of the plan's other fields (the factorization they
+// determine), so such a run keeps its noise, rounds and record; the
+// server then checks its mechanism against current's digest.
+func samePlan(recorded, current []byte) bool {
+	r, c := compact(recorded), compact(current)
+	if bytes.Equal(r, c) {
+		return true
+	}
+	return !bytes.Contains(r, []byte(`"operator_sha256"`)) &&
+		len(legacyDigest.FindAllIndex(c, -1)) == 1 &&
+		bytes.Equal(r, legacyDigest.ReplaceAll(c, nil))
+}
+
 func compact(j []byte) []byte {
 	var c bytes.Buffer
 	if json.Compact(&c, j) != nil {
