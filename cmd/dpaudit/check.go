@@ -23,6 +23,10 @@ import (
 // it. Where it fails (no /proc/meminfo) the memory check is skipped.
 var memAvailable = cli.MemAvailable
 
+// writeOutputs writes canary -out's files (cli.WriteOutputs); tests
+// replace it.
+var writeOutputs = cli.WriteOutputs
+
 // outFiles are the files that canary -out DIR writes into DIR.
 var outFiles = []string{"canary.json", "canary.png", "canary.svg"}
 
@@ -178,5 +182,5 @@ func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport, stderr i
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("-out %s: %v", dir, err)
 	}
-	return cli.WriteOutputs(ctx, stderr, outs...)
+	return writeOutputs(ctx, stderr, outs...)
 }

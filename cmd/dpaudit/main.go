@@ -96,10 +96,13 @@ type options struct {
 
 // run is dpaudit with its arguments; it returns the exit status and the
 // error to print. A run cancelled by SIGINT or SIGTERM says so, whatever
-// failed (it writes its -out files only after the audit).
+// failed (it writes its -out files only after the audit), unless some of
+// its -out files are in place already (a *cli.WrittenError: a rename
+// failed after others succeeded), whose error names them.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	code, err := runAudit(ctx, args, stdout, stderr)
-	if err != nil && ctx.Err() != nil {
+	var we *cli.WrittenError
+	if err != nil && ctx.Err() != nil && !errors.As(err, &we) {
 		return 0, errors.New("interrupted; nothing written")
 	}
 	return code, err

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -392,5 +394,50 @@ func TestCanaryPowerNote(t *testing.T) {
 	predicted, _ := strconv.ParseFloat(m[1], 64)
 	if !(math.Abs(hw/predicted-1) < 0.25) {
 		t.Errorf("300 canaries: the note predicts a half-width of %v, the audit's interval has %v", predicted, hw)
+	}
+}
+
+// A rename of canary -out's files that fails after others are in place
+// (here canary.svg's temporary file vanished, and SIGINT came during the
+// renames) is reported with the files already written, not as "nothing
+// written": the test finds canary.json and canary.png on disk, and the
+// error names exactly those. Before, any error of an interrupted run
+// read "interrupted; nothing written".
+func TestInterruptedAfterSomeWritten(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	old := writeOutputs
+	t.Cleanup(func() { writeOutputs = old })
+	writeOutputs = func(ctx context.Context, stderr io.Writer, outs ...cli.Output) error {
+		svg := outs[2]
+		write := svg.Write
+		outs[2].Write = func(w io.Writer) error {
+			tmp, err := filepath.Glob(filepath.Join(filepath.Dir(svg.Path), ".canary.svg.tmp-*"))
+			if err != nil || len(tmp) != 1 {
+				return fmt.Errorf("temporary files %v: %v", tmp, err)
+			}
+			if err := os.Remove(tmp[0]); err != nil {
+				return err
+			}
+			return write(w)
+		}
+		err := old(ctx, stderr, outs...)
+		cancel() // the signal arrives during the renames
+		return err
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code, err := run(ctx, []string{"canary", "-rounds", "10", "-learners", "2", "-tau", "2", "-dim", "3", "-canaries", "5", "-out", dir}, &out, &errb)
+	for _, name := range []string{"canary.json", "canary.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("%s not in place: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "canary.svg")); !os.IsNotExist(err) {
+		t.Fatalf("canary.svg: %v, want it missing", err)
+	}
+	want := "(-out " + filepath.Join(dir, "canary.json") + ", -out " + filepath.Join(dir, "canary.png") + " already written)"
+	if code != 0 || cli.ExitCode(err) != cli.ExitFailure || !strings.HasPrefix(errText(err), "-out "+filepath.Join(dir, "canary.svg")+": ") || !strings.HasSuffix(errText(err), want) {
+		t.Errorf("code %d, err %q; want exit status 1 and an error on canary.svg ending %q", code, errText(err), want)
 	}
 }
