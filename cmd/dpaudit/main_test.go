@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpmf/dpmf/audit"
 	"github.com/dpmf/dpmf/factorize"
@@ -439,5 +440,48 @@ func TestInterruptedAfterSomeWritten(t *testing.T) {
 	want := "(-out " + filepath.Join(dir, "canary.json") + ", -out " + filepath.Join(dir, "canary.png") + " already written)"
 	if code != 0 || cli.ExitCode(err) != cli.ExitFailure || !strings.HasPrefix(errText(err), "-out "+filepath.Join(dir, "canary.svg")+": ") || !strings.HasSuffix(errText(err), want) {
 		t.Errorf("code %d, err %q; want exit status 1 and an error on canary.svg ending %q", code, errText(err), want)
+	}
+}
+
+// An audit estimated at more than 10^14 operations is refused before any
+// work, as a usage error (exit status 2) of one line naming the flags and
+// the estimate, and creates no -out directory; -force runs it (here until
+// the deadline cancels it). Before, dpaudit canary -tau 1000000000000 ran
+// for years without a word. The estimates, worked by hand from the
+// formula of workNeed: canary with m = 1000 canaries (so d = 1000):
+// R n tau (d + 32) = 800 * 10 * 1e12 * 1032 = 8.256e18, the rest
+// negligible; replay with n = 1e6 learners, R = 10, tau = 1, d = 60: the
+// weight probes 2 R n^2 d = 1.2e15 dominate; replay with d = 1e11, R = 10,
+// n = 2, tau = 1000: 2 R n tau (d + 32) = 4e15.
+func TestWorkCheck(t *testing.T) {
+	old := memAvailable
+	t.Cleanup(func() { memAvailable = old })
+	memAvailable = func() (uint64, error) { return 1 << 50, nil } // the memory check passes
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"canary", "-tau", "1000000000000"}, "-rounds 800, -learners 10, -tau 1000000000000, -dim 60 need about 8.3e+18 operations, 262 years at 10^9 a second"},
+		{[]string{"replay", "-learners", "1000000", "-rounds", "10", "-tau", "1"}, "-rounds 10, -learners 1000000, -tau 1, -dim 60 need about 1.2e+15 operations, 13.9 days at 10^9 a second"},
+		{[]string{"replay", "-rounds", "10", "-learners", "2", "-dim", "100000000000", "-tau", "1000"}, "-rounds 10, -learners 2, -tau 1000, -dim 100000000000 need about 4e+15 operations, 46.5 days"},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		args := tc.args
+		if args[0] == "canary" {
+			args = append(args, "-out", dir)
+		}
+		code, out, err := runCmd(t, args...)
+		if code != 0 || cli.ExitCode(err) != cli.ExitUsage || !strings.HasPrefix(errText(err), tc.want) || !strings.HasSuffix(errText(err), "use smaller values, or -force to run it all the same") || strings.Contains(errText(err), "\n") || out != "" {
+			t.Errorf("%q: code %d, exit %d, err %q; want exit 2 and one line starting %q", tc.args, code, cli.ExitCode(err), errText(err), tc.want)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%q: -out created (%v)", tc.args, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if _, err := run(ctx, []string{"replay", "-rounds", "10", "-learners", "2", "-dim", "3", "-tau", "1000000000000", "-force"}, &out, &errb); errText(err) != "interrupted; nothing written" {
+		t.Errorf("-force: err %q, want the audit to run until interrupted", errText(err))
 	}
 }
