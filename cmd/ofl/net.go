@@ -483,6 +483,9 @@ func runServer(ctx context.Context, args []string, e env) error {
 		// No seed to deal the data with: the operator's digest is
 		// recorded with the source; a CSV file is read for its d.
 		if c.data.file != "" {
+			if err := checkEvaluateMemory(c, e.memAvailable); err != nil {
+				return err
+			}
 			t, err := cli.Interruptible(ctx, func() (*dataset.Table, error) { return dataset.LoadCSV(c.data.file) })
 			if err != nil {
 				return dataError(c.data.file, err)
