@@ -247,6 +247,9 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 			for k := range row {
 				row[k] = (prev[k] - x[k]) / step
 			}
+			if s.Progress != nil {
+				s.Progress(r, R)
+			}
 		}
 		prev = slices.Clone(x)
 	}

@@ -137,6 +137,14 @@ type Setup struct {
 	// Privacy is the calibration the run's plan (package plan) gives: the
 	// declared sensitivity (Privacy.Sensitivity) and noise std.
 	Privacy *fedopt.Privacy
+	// Progress, if not nil, is called by [Replay], [ReplayNetwork] and
+	// [Canary] after each round of the federation they run, with the
+	// rounds done and R, from the audit's goroutine (ReplayNetwork's
+	// networked run of D, after the in-process rounds, is not counted;
+	// Canary over gRPC reads the rounds back, and calls it, only once the
+	// networked run has ended).
+	// NewSetup leaves it nil; set it for a progress display.
+	Progress func(done, total int)
 }
 
 // NewSetup fills in p's defaults, computes its factorization and calibrates

@@ -350,6 +350,9 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 		}
 		x = next
 		released = append(released, x)
+		if s.Progress != nil {
+			s.Progress(r+1, R)
+		}
 	}
 
 	// The checks below are dense products, O(R^2 d) to O(R^3): ctx is

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/figure"
 )
 
@@ -59,20 +60,30 @@ func (r *runner) prepare(name string, write func(w io.Writer) error) error {
 		return err
 	}
 	r.pending = append(r.pending, p)
+	r.names = append(r.names, name)
 	return nil
 }
 
 // commit renames every prepared file over its destination, unless ctx is
 // done before the first rename: the directory then holds all of the run's
 // new files or none of them. A signal that arrives once the renames have
-// begun lets them finish (a few system calls each).
+// begun lets them finish (a few system calls each). A rename that fails
+// after others succeeded returns a *cli.WrittenError naming the files in
+// place, so that the command does not report "nothing written".
 func (r *runner) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for _, p := range r.pending {
+	for i, p := range r.pending {
 		if err := p.Commit(context.Background()); err != nil {
-			return err
+			if i == 0 {
+				return err
+			}
+			done := make([]string, i)
+			for j, name := range r.names[:i] {
+				done[j] = filepath.Join(r.dir, name)
+			}
+			return &cli.WrittenError{Err: err, Written: done}
 		}
 	}
 	return nil

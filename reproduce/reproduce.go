@@ -246,6 +246,7 @@ type runner struct {
 	// are those files, renamed into dir only when the run has succeeded.
 	ctx     context.Context
 	pending []*atomicfile.Pending
+	names   []string // the pending files' names in dir
 
 	sections []string
 	claims   []Claim

@@ -23,6 +23,10 @@ import (
 // it. Where it fails (no /proc/meminfo) the memory check is skipped.
 var memAvailable = cli.MemAvailable
 
+// writeOutputs writes canary -out's files (cli.WriteOutputs); tests
+// replace it.
+var writeOutputs = cli.WriteOutputs
+
 // outFiles are the files that canary -out DIR writes into DIR.
 var outFiles = []string{"canary.json", "canary.png", "canary.svg"}
 
@@ -152,6 +156,82 @@ func checkMemory(cmd string, o *options, solved bool, avail func() (uint64, erro
 		flags, cli.FormatBytes(need), cli.FormatBytes(have))
 }
 
+// maxWork is the most operations (workNeed) an audit may take without
+// -force: 10^14, about a day at 10^9 operations a second.
+const maxWork = 1e14
+
+// stepOps is what workNeed counts for one local step besides its d
+// coordinates: the sample's stream, the gradient call and the clipping.
+const stepOps = 32
+
+// workNeed estimates the operations an audit of o takes: the local steps
+// of the federation, tau per learner and round, each d + stepOps (the
+// replay runs it once per neighbouring data set, and with -network once
+// more over gRPC; the canary audit once, with d the canary audit's
+// dimension as memoryNeed takes it), the replay's probes of the
+// aggregation weights (n aggregations of n updates of d per round, before
+// the run and again in it), the dense products of the checks (R^2 d) and
+// the whitener's R^3; unless solved, also R^3 for the factorization (a
+// lower bound: the optimal solver iterates). Deliberately coarse, like
+// memoryNeed: it turns a run that would go on for days unannounced into
+// an immediate, clear error.
+func workNeed(cmd string, o *options, solved bool) float64 {
+	p := o.plan
+	r, n, tau, d := float64(p.Rounds), float64(p.Learners), float64(p.Tau), float64(p.Dim)
+	var w float64
+	if cmd == "canary" {
+		m := cmp.Or(o.canaries, o.defaultCanaries, 1000)
+		d = max(d, float64(min(m, p.Learners*p.Rounds)))
+		w = r*n*tau*(d+stepOps) + r*r*d + r*r*r
+	} else {
+		runs := 2.0
+		if o.network {
+			runs = 3
+		}
+		w = runs*r*n*tau*(d+stepOps) + 2*r*n*n*d + r*r*d + r*r*r
+	}
+	if !solved {
+		w += r * r * r
+	}
+	return w
+}
+
+// checkWork refuses, as a usage error, an audit whose workNeed is above
+// maxWork, unless -force is given: the line names the flags that set the
+// work and the estimate. solved is as for checkMemory.
+func checkWork(cmd string, o *options, solved bool) error {
+	need := workNeed(cmd, o, solved)
+	if o.force || need <= maxWork {
+		return nil
+	}
+	p := o.plan
+	flags := fmt.Sprintf("-rounds %d, -learners %d, -tau %d, -dim %d", p.Rounds, p.Learners, p.Tau, p.Dim)
+	if cmd == "canary" && o.canaries > 0 {
+		flags += fmt.Sprintf(", -canaries %d", o.canaries)
+	} else if cmd == "canary" && o.defaultCanaries > 0 {
+		flags += fmt.Sprintf(" with -canaries 0 (%d canaries at this calibration)", o.defaultCanaries)
+	}
+	if cmd == "replay" && o.network {
+		flags += " with -network"
+	}
+	return cli.Usagef("%s need about %.2g operations, %s at 10^9 a second (more than the %.0e dpaudit runs without -force); use smaller values, or -force to run it all the same",
+		flags, need, duration(need/1e9), maxWork)
+}
+
+// duration words a number of seconds in its largest unit: "27.8 hours",
+// "30.4 years".
+func duration(sec float64) string {
+	for _, u := range []struct {
+		name string
+		secs float64
+	}{{"years", 365.25 * 86400}, {"days", 86400}, {"hours", 3600}, {"minutes", 60}} {
+		if sec >= u.secs {
+			return fmt.Sprintf("%.3g %s", sec/u.secs, u.name)
+		}
+	}
+	return fmt.Sprintf("%.3g seconds", sec)
+}
+
 // writeOut writes the canary report into dir, all or nothing: the JSON
 // report and both renderings of its figure are encoded first, then
 // written to temporary files, and renamed into place only when all three
@@ -178,5 +258,5 @@ func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport, stderr i
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("-out %s: %v", dir, err)
 	}
-	return cli.WriteOutputs(ctx, stderr, outs...)
+	return writeOutputs(ctx, stderr, outs...)
 }

@@ -12,7 +12,11 @@
 // -learners, -rounds, -tau, -dim, -clip, -eta, -eta-g, -eps, -delta,
 // -calibration (exact, paper), -dropout (probability that a learner misses
 // a round; replay only) and -seed. dpaudit -h prints the usage and exits
-// with status 0.
+// with status 0. An audit estimated at more than 10^14 operations (the
+// federation's local steps and the dense algebra; see docs/cli.md) is
+// refused as a usage error naming the flags and the estimate, unless
+// -force is given; on a terminal a progress bar of the rounds appears on
+// standard error.
 //
 // replay runs the federation twice on neighbouring data sets with
 // identical randomness and the same released models, measures
@@ -49,9 +53,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"time"
 
 	"github.com/dpmf/dpmf/audit"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/internal/progress"
 )
 
 // helpText is what dpaudit -h prints on standard output.
@@ -92,14 +98,18 @@ type options struct {
 	defaultCanaries      int // the audit's own number where -canaries is 0, once known
 	level, confidence    float64
 	network              bool
+	force                bool // -force: run an audit above maxWork
 }
 
 // run is dpaudit with its arguments; it returns the exit status and the
 // error to print. A run cancelled by SIGINT or SIGTERM says so, whatever
-// failed (it writes its -out files only after the audit).
+// failed (it writes its -out files only after the audit), unless some of
+// its -out files are in place already (a *cli.WrittenError: a rename
+// failed after others succeeded), whose error names them.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	code, err := runAudit(ctx, args, stdout, stderr)
-	if err != nil && ctx.Err() != nil {
+	var we *cli.WrittenError
+	if err != nil && ctx.Err() != nil && !errors.As(err, &we) {
 		return 0, errors.New("interrupted; nothing written")
 	}
 	return code, err
@@ -134,6 +144,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.Float64Var(&p.Dropout, "dropout", 0, "probability that a learner misses a round (replay)")
 	fs.Uint64Var(&p.Seed, "seed", 1, "seed of the noise key, the dropouts and the data")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	fs.BoolVar(&o.force, "force", false, "run an audit estimated at more than 1e14 operations (about a day), which dpaudit otherwise refuses")
 	if cmd == "canary" {
 		fs.IntVar(&o.canaries, "canaries", 0, "canary clients m (0: what a mu-hat interval within 10% needs, at least 1000, at most the slots)")
 		fs.Float64Var(&o.level, "level", 0.99, "confidence level of the mu-hat interval")
@@ -153,6 +164,9 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, err
 	}
 	if err := checkMemory(cmd, o, false, memAvailable); err != nil {
+		return 0, err
+	}
+	if err := checkWork(cmd, o, false); err != nil {
 		return 0, err
 	}
 	if o.out != "" {
@@ -178,6 +192,18 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if err := checkMemory(cmd, o, true, memAvailable); err != nil {
 			return 0, err
 		}
+		if err := checkWork(cmd, o, true); err != nil {
+			return 0, err
+		}
+	}
+	// A progress bar on a terminal, for the rounds of the federation; it
+	// appears only after a second, and is erased when the audit returns.
+	finish := func() {}
+	if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
+		bar := progress.Start(stderr, progress.Options{Prefix: "dpaudit: ", Label: fmt.Sprintf("%s R=%d", cmd, p.Rounds), Total: p.Rounds, Delay: time.Second})
+		finish = bar.Finish
+		defer finish()
+		s.Progress = func(done, _ int) { bar.Set(done) }
 	}
 	if cmd == "replay" {
 		replay := audit.Replay
@@ -185,6 +211,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			replay = audit.ReplayNetwork
 		}
 		rep, err := replay(ctx, s)
+		finish()
 		if err != nil {
 			return 0, err
 		}
@@ -213,6 +240,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, nil
 	}
 	rep, err := audit.Canary(ctx, s, audit.CanaryOptions{Canaries: o.canaries, Level: o.level, Confidence: o.confidence, Network: o.network})
+	finish()
 	var pe *audit.ParamError
 	if errors.As(err, &pe) && pe.Param == "canaries" {
 		// The participation leaves fewer slots than n R (checked before).

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpmf/dpmf/audit"
 	"github.com/dpmf/dpmf/factorize"
@@ -392,5 +395,93 @@ func TestCanaryPowerNote(t *testing.T) {
 	predicted, _ := strconv.ParseFloat(m[1], 64)
 	if !(math.Abs(hw/predicted-1) < 0.25) {
 		t.Errorf("300 canaries: the note predicts a half-width of %v, the audit's interval has %v", predicted, hw)
+	}
+}
+
+// A rename of canary -out's files that fails after others are in place
+// (here canary.svg's temporary file vanished, and SIGINT came during the
+// renames) is reported with the files already written, not as "nothing
+// written": the test finds canary.json and canary.png on disk, and the
+// error names exactly those. Before, any error of an interrupted run
+// read "interrupted; nothing written".
+func TestInterruptedAfterSomeWritten(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	old := writeOutputs
+	t.Cleanup(func() { writeOutputs = old })
+	writeOutputs = func(ctx context.Context, stderr io.Writer, outs ...cli.Output) error {
+		svg := outs[2]
+		write := svg.Write
+		outs[2].Write = func(w io.Writer) error {
+			tmp, err := filepath.Glob(filepath.Join(filepath.Dir(svg.Path), ".canary.svg.tmp-*"))
+			if err != nil || len(tmp) != 1 {
+				return fmt.Errorf("temporary files %v: %v", tmp, err)
+			}
+			if err := os.Remove(tmp[0]); err != nil {
+				return err
+			}
+			return write(w)
+		}
+		err := old(ctx, stderr, outs...)
+		cancel() // the signal arrives during the renames
+		return err
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code, err := run(ctx, []string{"canary", "-rounds", "10", "-learners", "2", "-tau", "2", "-dim", "3", "-canaries", "5", "-out", dir}, &out, &errb)
+	for _, name := range []string{"canary.json", "canary.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("%s not in place: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "canary.svg")); !os.IsNotExist(err) {
+		t.Fatalf("canary.svg: %v, want it missing", err)
+	}
+	want := "(-out " + filepath.Join(dir, "canary.json") + ", -out " + filepath.Join(dir, "canary.png") + " already written)"
+	if code != 0 || cli.ExitCode(err) != cli.ExitFailure || !strings.HasPrefix(errText(err), "-out "+filepath.Join(dir, "canary.svg")+": ") || !strings.HasSuffix(errText(err), want) {
+		t.Errorf("code %d, err %q; want exit status 1 and an error on canary.svg ending %q", code, errText(err), want)
+	}
+}
+
+// An audit estimated at more than 10^14 operations is refused before any
+// work, as a usage error (exit status 2) of one line naming the flags and
+// the estimate, and creates no -out directory; -force runs it (here until
+// the deadline cancels it). Before, dpaudit canary -tau 1000000000000 ran
+// for years without a word. The estimates, worked by hand from the
+// formula of workNeed: canary with m = 1000 canaries (so d = 1000):
+// R n tau (d + 32) = 800 * 10 * 1e12 * 1032 = 8.256e18, the rest
+// negligible; replay with n = 1e6 learners, R = 10, tau = 1, d = 60: the
+// weight probes 2 R n^2 d = 1.2e15 dominate; replay with d = 1e11, R = 10,
+// n = 2, tau = 1000: 2 R n tau (d + 32) = 4e15.
+func TestWorkCheck(t *testing.T) {
+	old := memAvailable
+	t.Cleanup(func() { memAvailable = old })
+	memAvailable = func() (uint64, error) { return 1 << 50, nil } // the memory check passes
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"canary", "-tau", "1000000000000"}, "-rounds 800, -learners 10, -tau 1000000000000, -dim 60 need about 8.3e+18 operations, 262 years at 10^9 a second"},
+		{[]string{"replay", "-learners", "1000000", "-rounds", "10", "-tau", "1"}, "-rounds 10, -learners 1000000, -tau 1, -dim 60 need about 1.2e+15 operations, 13.9 days at 10^9 a second"},
+		{[]string{"replay", "-rounds", "10", "-learners", "2", "-dim", "100000000000", "-tau", "1000"}, "-rounds 10, -learners 2, -tau 1000, -dim 100000000000 need about 4e+15 operations, 46.5 days"},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		args := tc.args
+		if args[0] == "canary" {
+			args = append(args, "-out", dir)
+		}
+		code, out, err := runCmd(t, args...)
+		if code != 0 || cli.ExitCode(err) != cli.ExitUsage || !strings.HasPrefix(errText(err), tc.want) || !strings.HasSuffix(errText(err), "use smaller values, or -force to run it all the same") || strings.Contains(errText(err), "\n") || out != "" {
+			t.Errorf("%q: code %d, exit %d, err %q; want exit 2 and one line starting %q", tc.args, code, cli.ExitCode(err), errText(err), tc.want)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%q: -out created (%v)", tc.args, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if _, err := run(ctx, []string{"replay", "-rounds", "10", "-learners", "2", "-dim", "3", "-tau", "1000000000000", "-force"}, &out, &errb); errText(err) != "interrupted; nothing written" {
+		t.Errorf("-force: err %q, want the audit to run until interrupted", errText(err))
 	}
 }

@@ -13,7 +13,15 @@ import (
 // c's data flags gave: the source as given (synthetic with its
 // parameters, or a CSV file's base name and the split) and ds's SHA-256.
 func dataRecord(c config, ds *dataset.Dataset) *plan.Data {
-	d := &plan.Data{SHA256: ds.SHA256()}
+	d := dataSource(c)
+	d.SHA256 = ds.SHA256()
+	return d
+}
+
+// dataSource returns the record of c's data flags without a digest: the
+// source as given and, for a CSV file, the split.
+func dataSource(c config) *plan.Data {
+	d := &plan.Data{}
 	if c.data.file == "" {
 		g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 		d.Source = "synthetic:alpha=" + g(c.data.alpha) + ",beta=" + g(c.data.beta)

@@ -164,3 +164,76 @@ func TestServerDataFlags(t *testing.T) {
 		}
 	}
 }
+
+// ofl server -data-sha256 HEX records the operator's digest of the data
+// the learners deal with -data's source: a private run with a random noise
+// key (no -seed, so the server cannot deal the data) records its data all
+// the same, and ofl evaluate checks its data against the digest. The
+// expected digest comes from package dataset dealing the file directly.
+// The flag's form is checked (64 hexadecimal digits), it needs -data, and
+// with -seed it must be the digest of the data the server deals: each of
+// these is a one-line usage error. Before, such a run recorded no data
+// and evaluate could not check it.
+func TestServerDataSHA256(t *testing.T) {
+	csvA := writeCSV(t, "a.csv", 40, 1)
+	tab, err := dataset.LoadCSV(csvA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := tab.Deal(2, 4, 1, dataset.Split{Kind: dataset.ByLabel}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := ds.SHA256()
+	shape := []string{"-learners", "2", "-tau", "1", "-rounds", "4", "-eps", "5", "-strategy", "sqrt"}
+	data := []string{"-data", csvA, "-split", "label"}
+	other := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"too short", append([]string{"-data-sha256", "abc"}, data...), `-data-sha256 "abc": want the data set's SHA-256 as 64 hexadecimal digits`},
+		{"not hexadecimal", append([]string{"-data-sha256", strings.Repeat("g", 64)}, data...), `-data-sha256 "` + strings.Repeat("g", 64) + `": want`},
+		{"65 digits", append([]string{"-data-sha256", digest + "0"}, data...), `-data-sha256 "` + digest + `0": want`},
+		{"without -data", []string{"-data-sha256", digest, "-dim", "2"}, "-data-sha256 without -data: "},
+		{"another digest than -data and -seed deal", append([]string{"-data-sha256", other, "-seed", "5"}, data...),
+			"-data-sha256 " + other + " contradicts -data " + csvA + " -split label with -seed 5: the data set they deal has SHA-256 " + digest},
+	} {
+		state := filepath.Join(t.TempDir(), "s")
+		r := runOfl(t, append(append([]string{"server", "-insecure", "-state", state, "-listen", "127.0.0.1:0"}, c.args...), shape...)...)
+		if r.code != cli.ExitUsage || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "ofl server: "+c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and one line starting %q", c.name, r.code, r.stderr, cli.ExitUsage, "ofl server: "+c.want)
+		}
+		if _, err := os.Stat(state); err == nil {
+			t.Errorf("%s: the state directory was created", c.name)
+		}
+	}
+
+	// With -seed, the digest the server deals, given in capitals, is
+	// accepted and recorded in lower case.
+	state := serveLoopbackWith(t, append(append([]string{"-data-sha256", strings.ToUpper(digest), "-seed", "5"}, data...), shape...), data, 2, "5")
+	want := plan.Data{Source: "csv:a.csv", Split: "label", SHA256: digest}
+	if got := readPlan(t, state).Data; got == nil || *got != want {
+		t.Errorf("-data-sha256 with -seed: run.json records %+v, want %+v", got, want)
+	}
+
+	// Without -seed: a noise key from crypto/rand, and the data record.
+	state = serveLoopbackWith(t, append(append([]string{"-data-sha256", digest}, data...), shape...), data, 2, "5")
+	p := readPlan(t, state)
+	if got := p.Data; got == nil || *got != want {
+		t.Fatalf("-data-sha256 without -seed: run.json records %+v, want %+v", got, want)
+	}
+	if p.SeedSHA256 != "" {
+		t.Fatalf("a server without -seed recorded a seed digest %s", p.SeedSHA256)
+	}
+	if r := runOfl(t, "evaluate", "-state", state, "-seed", "5", "-data", csvA, "-split", "label", "-json"); r.code != cli.ExitOK || r.stderr != "" {
+		t.Errorf("evaluate on the recorded data: exit %d, stderr %q; want exit 0 and nothing on stderr", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"-seed", "5", "-split", "iid"}, {"-seed", "6", "-split", "label"}} {
+		r := runOfl(t, append([]string{"evaluate", "-state", state, "-data", csvA}, args...)...)
+		if w := "contradicts the run's plan in " + filepath.Join(state, "run.json"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, w) || !strings.HasSuffix(strings.TrimSpace(r.stderr), digest) {
+			t.Errorf("evaluate %v: exit %d, stderr %q; want exit %d, %q and the recorded digest", args, r.code, r.stderr, cli.ExitUsage, w)
+		}
+	}
+}

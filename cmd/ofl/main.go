@@ -79,16 +79,26 @@ func run(ctx context.Context, args []string, e env) int {
 		return cli.ExitOK
 	}
 	interrupted := ctx.Err() != nil
-	if interrupted && cmd != "ofl server" && cmd != "ofl learner" {
-		// Their outputs are renamed into place only if not cancelled (the
-		// server and the learner say where they stopped).
-		err = errors.New("interrupted; nothing written")
-	}
+	err = failure(interrupted, cmd, err)
 	fmt.Fprintf(e.stderr, "%s: %s\n", cmd, cli.OneLine(strings.ReplaceAll(err.Error(), "fednet: ", "")))
 	if interrupted {
 		return cli.ExitFailure
 	}
 	return cli.ExitCode(err)
+}
+
+// failure returns the error that cmd reports for err. An interrupted
+// command other than the server and the learner (which say where they
+// stopped) reports "interrupted; nothing written", whatever failed: its
+// outputs are renamed into place only if not cancelled; but a
+// *cli.WrittenError (a rename that failed after others succeeded, as
+// ofl reproduce's) is reported as it is, naming the files in place.
+func failure(interrupted bool, cmd string, err error) error {
+	var we *cli.WrittenError
+	if interrupted && cmd != "ofl server" && cmd != "ofl learner" && !errors.As(err, &we) {
+		return errors.New("interrupted; nothing written")
+	}
+	return err
 }
 
 // simulate is ofl without a subcommand: it parses the command line, and

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -339,5 +342,48 @@ func TestSplitFeatureOutOfRange(t *testing.T) {
 	requireOneErrorLine(t, r.stderr, "ofl: -split feature:30: want a feature index in [0, 30): -data "+cancer+" has 30 features")
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("-out created: %v", err)
+	}
+}
+
+// An interrupted command reports "interrupted; nothing written" whatever
+// failed, except an error that names outputs already in place (a
+// *cli.WrittenError: cli.WriteOutputs's, here from a real rename failing
+// after another succeeded, or ofl reproduce's), which it reports as it
+// is; the server and the learner report their own error.
+func TestFailureNamesWhatWasWritten(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
+	outA := cli.Output{File: cli.File{Flag: "-out", Path: a}, Perm: 0o644, Write: func(w io.Writer) error { _, err := io.WriteString(w, "a"); return err }}
+	outB := cli.Output{File: cli.File{Flag: "-out", Path: b}, Perm: 0o644, Write: func(w io.Writer) error {
+		tmp, err := filepath.Glob(filepath.Join(dir, ".b.csv.tmp-*"))
+		if err != nil || len(tmp) != 1 {
+			return fmt.Errorf("temporary files %v: %v", tmp, err)
+		}
+		return os.Remove(tmp[0])
+	}}
+	written := cli.WriteOutputs(context.Background(), io.Discard, outA, outB)
+	if _, err := os.Stat(a); err != nil {
+		t.Fatalf("a.csv not written: %v (%v)", err, written)
+	}
+	plain := errors.New("some failure")
+	for _, c := range []struct {
+		interrupted bool
+		cmd         string
+		err         error
+		want        string
+	}{
+		{true, "ofl", written, written.Error()},
+		{true, "ofl", fmt.Errorf("reproduce: %w", written), "reproduce: " + written.Error()},
+		{true, "ofl evaluate", plain, "interrupted; nothing written"},
+		{true, "ofl", plain, "interrupted; nothing written"},
+		{true, "ofl server", plain, "some failure"},
+		{false, "ofl", plain, "some failure"},
+	} {
+		if got := failure(c.interrupted, c.cmd, c.err).Error(); got != c.want {
+			t.Errorf("%s (interrupted %v) %q: reports %q, want %q", c.cmd, c.interrupted, c.err, got, c.want)
+		}
+	}
+	if !strings.HasSuffix(written.Error(), "(-out "+a+" already written)") {
+		t.Errorf("the error %q does not name -out %s", written, a)
 	}
 }

@@ -48,9 +48,11 @@ comes from crypto/rand and is kept in DIR/noise.key). With
 -secure-aggregation [-threshold T] every round runs the secure-aggregation
 protocol: the server learns only the sum of the surviving learners'
 quantized updates, and each phase needs T learners (-min-learners is T).
-With -data (and -split), which need -seed, the server deals the data as
-the learners do, only to record its source and SHA-256 in DIR/run.json,
-for ofl evaluate to check; without, the run records no data.
+With -data (and -split) and -seed, the server deals the data as the
+learners do, only to record its source and SHA-256 in DIR/run.json, for
+ofl evaluate to check; without -seed, -data-sha256 HEX gives that digest
+(with -seed, it must be the one dealt); without -data, the run records no
+data.
 
 Flags:
 `
@@ -85,8 +87,14 @@ type serverFlags struct {
 	run config
 	// data is whether -data was given: the server then deals the data as
 	// the learners do and records it in the run's plan.
-	data   bool
-	listen string
+	data bool
+	// dataSHA is -data-sha256: the SHA-256 of the data set the learners
+	// deal, as the operator gives it (lower-case hexadecimal; "" when not
+	// given). It is recorded with -data's source where the server cannot
+	// deal the data itself (no -seed), and must agree with the digest it
+	// deals where it can.
+	dataSHA string
+	listen  string
 	// maxConns is -max-connections (0: the default for the learners).
 	maxConns int
 	tls      tlsFlags
@@ -98,6 +106,7 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	fs := cli.NewFlagSet("ofl server")
 	given := runFlags(fs, "seed of the noise, as ofl's (for experiments; default: a noise key from crypto/rand, kept in the state directory's noise.key)", simulationOnly...)
 	fs.StringVar(&s.opt.Dir, "state", "", "state directory: released models, the run's description and the noise key (required)")
+	fs.StringVar(&s.dataSHA, "data-sha256", "", "SHA-256 of the data set the learners deal (`HEX`, 64 hexadecimal digits; with -data, recorded in the run's plan: needs no -seed, and must agree with the data -data and -seed deal when -seed is given)")
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:7070", "address to listen on")
 	fs.IntVar(&s.maxConns, "max-connections", 0, "most connections served at once; further ones wait until one closes (0: "+strconv.Itoa(fednet.ConnectionsPerLearner)+" per learner plus "+strconv.Itoa(fednet.SpareConnections)+")")
 	fs.BoolVar(&s.tls.insecure, "insecure", false, "serve without TLS (loopback tests only: refused on a -listen address that is not loopback)")
@@ -127,8 +136,18 @@ func parseServerArgs(args []string, help io.Writer) (serverFlags, error) {
 	if err := checkWire(run); err != nil {
 		return s, err
 	}
-	if s.data && !run.seedSet {
-		return s, cli.Usagef("-data without -seed: the server deals the data with the learners' seed to record its SHA-256 in the run's plan; give -seed, or leave out -data (the plan then records no data)")
+	if s.dataSHA != "" {
+		h := strings.ToLower(s.dataSHA)
+		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return s, cli.Usagef("-data-sha256 %q: want the data set's SHA-256 as 64 hexadecimal digits", s.dataSHA)
+		}
+		if !s.data {
+			return s, cli.Usagef("-data-sha256 without -data: give -data (and -split) naming the data's source, recorded with its SHA-256")
+		}
+		s.dataSHA = h
+	}
+	if s.data && !run.seedSet && s.dataSHA == "" {
+		return s, cli.Usagef("-data without -seed: the server deals the data with the learners' seed to record its SHA-256 in the run's plan; give -seed, or the data's digest with -data-sha256, or leave out -data (the plan then records no data)")
 	}
 	o := &s.opt
 	if o.Dir == "" {
@@ -448,7 +467,7 @@ func runServer(ctx context.Context, args []string, e env) error {
 	// the plan (a CSV file also gives d); the server uses nothing else of
 	// it.
 	var data *plan.Data
-	if s.data {
+	if s.data && c.seedSet {
 		if err := checkEvaluateMemory(c, e.memAvailable); err != nil {
 			return err
 		}
@@ -457,6 +476,26 @@ func runServer(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		c.data.dim, data = ds.Dim, dataRecord(c, ds)
+		if s.dataSHA != "" && s.dataSHA != data.SHA256 {
+			return cli.Usagef("-data-sha256 %s contradicts %s with -seed %d: the data set they deal has SHA-256 %s", s.dataSHA, dataFlags(c), c.seed, data.SHA256)
+		}
+	} else if s.data {
+		// No seed to deal the data with: the operator's digest is
+		// recorded with the source; a CSV file is read for its d.
+		if c.data.file != "" {
+			if err := checkEvaluateMemory(c, e.memAvailable); err != nil {
+				return err
+			}
+			t, err := cli.Interruptible(ctx, func() (*dataset.Table, error) { return dataset.LoadCSV(c.data.file) })
+			if err != nil {
+				return dataError(c.data.file, err)
+			}
+			c.data.dim = t.Dim
+		}
+		data = dataSource(c)
+		data.SHA256 = s.dataSHA
+	}
+	if s.data {
 		if err := checkWire(c); err != nil {
 			return err
 		}
