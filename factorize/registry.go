@@ -353,13 +353,18 @@ func info(s Strategy) (StrategyInfo, bool) {
 // 0.07% of the rows' bytes at large d, 6 times them at d = 1). Defaults
 // that depend on the participation or on the solve are taken at their
 // largest (the optimal factorization's K, at most 16 + 4 log2 R state
-// vectors). A strategy that is not registered is counted as dense.
+// vectors). A strategy that is not registered is counted as dense. An
+// estimate beyond the int64 range is math.MaxInt64, never a wrapped value.
 func StreamBytes(s Strategy, r, d int) int64 {
 	vectors := r
 	if i, ok := info(s); ok {
 		vectors = i.streamVectors(s, r)
 	}
-	return int64(vectors) * int64(max(d, 0)) * 8
+	v, dd := int64(max(vectors, 0)), int64(max(d, 0))
+	if dd > 0 && v > math.MaxInt64/8/dd {
+		return math.MaxInt64
+	}
+	return v * dd * 8
 }
 
 // KeepsPastRows reports whether the noise operator of s under p on the

@@ -24,7 +24,8 @@ func init() {
 			if s.(TreeStrategy).LossOnly {
 				return 8 * 4 * float64(r) // the sensitivity's vectors of length R
 			}
-			return factorBytes(r, treeRows(r))
+			// treeRows in float64: 2 r wraps for r above MaxInt / 2.
+			return 8 * 2 * float64(r) * max(0, 2*float64(r)-float64(bits.OnesCount(uint(r))))
 		},
 	})
 }

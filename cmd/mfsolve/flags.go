@@ -192,8 +192,7 @@ func parseArgs(args []string) (config, error) {
 	case cfg.r < 1:
 		return cfg, cli.Usagef("-R %d: the number of rounds must be at least 1", cfg.r)
 	case cfg.r > factorize.MaxRounds:
-		// The limit of every workload; above it the memory estimate of
-		// some strategies (tree) overflows.
+		// The limit of every workload (Prefix and Momentum refuse more).
 		return cfg, cli.Usagef("-R %d: the number of rounds must be at most %d", cfg.r, factorize.MaxRounds)
 	case err != nil:
 		return cfg, cli.Usagef("-strategy %s: %s", cfg.strategy, cli.Want(err))
