@@ -61,6 +61,7 @@ func init() {
 	} {
 		i, at := e.info, e.at
 		i.lossOnly = []ParticipationKind{KindSingle, KindMinSep}
+		i.Workloads, i.serves = servesToeplitz, func(_ Strategy, w *Workload, _ Participation) bool { return isToeplitz(w) }
 		i.fields = []field{{ptr: func(p any) any { b, _ := at(p); return b }, lo: 1}}
 		i.lossOnlyPtr = func(p any) *bool { _, l := at(p); return l }
 		i.streamVectors = func(s Strategy, r int) int { b, _ := at(pointerTo(s)); return min(bandsOrDefault(*b), r) - 1 }

@@ -252,6 +252,8 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyBLT, rank: 100, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
 		Stream:      "K (4 by default)",
+		Workloads:   servesToeplitz,
+		serves:      func(_ Strategy, w *Workload, _ Participation) bool { return isToeplitz(w) },
 		Settings:    []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: fmt.Sprintf("number K of buffers (at most %d)", MaxBLTBuffers)}},
 		proto:       BLTStrategy{},
 		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},

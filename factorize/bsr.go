@@ -14,6 +14,8 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyBSR, rank: 60, Doc: "the banded square root with unit column norms",
 		Stream:      "b - 1 (15 by default)",
+		Workloads:   servesToeplitz,
+		serves:      func(_ Strategy, w *Workload, _ Participation) bool { return isToeplitz(w) },
 		Settings:    []Setting{bandsSetting("number of bands of C")},
 		proto:       BSRStrategy{},
 		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},

@@ -13,6 +13,7 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyIdentity, rank: 10, Doc: "C = I: independent noise each round",
 		Stream:        "0",
+		Workloads:     "every workload",
 		proto:         IdentityStrategy{},
 		streamVectors: func(Strategy, int) int { return 0 },
 		// The factors and a copy of A.

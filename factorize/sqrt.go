@@ -22,6 +22,8 @@ func init() {
 		register(StrategyInfo{
 			Name: s.Name(), rank: rank, Doc: doc,
 			Stream:        "R (or regenerated)",
+			Workloads:     servesPrefix,
+			serves:        func(_ Strategy, w *Workload, _ Participation) bool { return w.IsPrefix() },
 			pastRows:      func(Strategy, Participation) bool { return true },
 			proto:         s,
 			lossOnly:      []ParticipationKind{KindSingle, KindMinSep},

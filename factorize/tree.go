@@ -16,6 +16,8 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyTree, rank: 20, Doc: "binary-tree aggregation",
 		Stream:        "log2 R",
+		Workloads:     servesPrefix,
+		serves:        func(_ Strategy, w *Workload, _ Participation) bool { return w.IsPrefix() },
 		proto:         TreeStrategy{},
 		lossOnly:      []ParticipationKind{KindSingle, KindMinSep},
 		lossOnlyPtr:   func(p any) *bool { return &p.(*TreeStrategy).LossOnly },
