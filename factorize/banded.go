@@ -138,7 +138,8 @@ func bandsFor(bands int, p Participation) int {
 // Factorize returns, with metrics under p, [OptimalBanded](ctx, w, bands,
 // p.K, Options{Tol: s.Tol, MaxIter: s.MaxIter}) for min-separation and
 // the Toeplitz fit otherwise.
-func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if err := checkBands(s.Bands); err != nil {
 		return nil, err
 	}

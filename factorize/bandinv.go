@@ -242,7 +242,8 @@ func (BISRStrategy) Name() string { return StrategyBISR }
 func (s BISRStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
-func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	return bandInvFactorize(ctx, StrategyBISR, w, s.Bands, p, s.LossOnly, false)
 }
 
@@ -281,7 +282,8 @@ func (s BandInvStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization optimised for p, with metrics
 // under p.
-func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	return bandInvFactorize(ctx, StrategyBandInv, w, s.Bands, p, s.LossOnly, true)
 }
 
@@ -372,7 +374,8 @@ func (s BandedToeplitzStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization optimised for p, with metrics under
 // p.
-func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}

@@ -34,7 +34,8 @@ func (IdentityStrategy) Name() string { return StrategyIdentity }
 func (s IdentityStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
-func (IdentityStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s IdentityStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	return under(ctx, w, p, true, func() (*Factorization, error) { return newIdentity(w) })
 }
 

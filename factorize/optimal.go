@@ -109,7 +109,8 @@ func (s OptimalStrategy) Spec() string { return specOf(s) }
 // under p), otherwise [Optimal](ctx, w, s.Options), the optimum for single
 // participation, with its metrics under p (for min-separation this is a
 // good factorization, not the optimal one).
-func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if err := CheckUnder(s, p); err != nil {
 		return nil, err
 	}

@@ -246,7 +246,8 @@ func (s SemisepStrategy) Spec() string { return specOf(s) }
 // Factorize returns the factorization with metrics under p. Other
 // participations than single need the factors (s.Factors) to compute
 // their sensitivity.
-func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if err := checkArgs(ctx, w, p); err != nil {
 		return nil, err // before the refusal below, which names a valid p
 	}

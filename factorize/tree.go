@@ -63,7 +63,8 @@ func (TreeStrategy) Name() string { return StrategyTree }
 func (s TreeStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
-func (s TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if s.LossOnly {
 		return checkedLossOnly(treeLossOnly(ctx, w, p))
 	}
