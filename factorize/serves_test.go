@@ -105,4 +105,15 @@ func TestRegistryServesAgreesWithFactorize(t *testing.T) {
 			}
 		}
 	}
+	// optimal's structured path needs a banded inverse.
+	s, _ := factorize.ParseStrategy("optimal:path=structured")
+	info, _ := factorize.Lookup("optimal")
+	for wname, w := range workloads {
+		_, banded := w.InverseBand()
+		err := info.Serves(s, w, factorize.SingleParticipation())
+		_, ferr := s.Factorize(ctx, w, factorize.SingleParticipation())
+		if (err == nil) != banded || (ferr == nil) != banded {
+			t.Errorf("optimal:path=structured on %s: Serves = %v, Factorize = %v, want served = %v", wname, err, ferr, banded)
+		}
+	}
 }
