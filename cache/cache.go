@@ -310,7 +310,14 @@ func (c *Cache) Load(s factorize.Strategy, w *factorize.Workload, p factorize.Pa
 
 // Store writes f, computed by strategy s, to the cache under the key of s,
 // f.Workload and f's participation. The entry is written atomically. It is
-// an error if s's name is not f.Strategy.
+// an error if s's name is not f.Strategy, or if f was not computed by s
+// with its settings: f.StrategyKey() (the strategy and settings whose
+// Factorize returned f, kept through the cache) must be
+// factorize.CacheKey(s), so that a factorization of other bands, buffers,
+// tolerance, path or loss-only switch is never filed under s's key (the
+// workload and participation of the key are f's own). A factorization
+// built by hand or by a function such as factorize.Optimal has no strategy
+// key and is refused: compute it with s.Factorize.
 func (c *Cache) Store(f *factorize.Factorization, s factorize.Strategy) error {
 	if c == nil {
 		return errNilCache
@@ -324,6 +331,12 @@ func (c *Cache) Store(f *factorize.Factorization, s factorize.Strategy) error {
 	k, err := keyFields(s, f.Workload, f.Metrics.Participation)
 	if err != nil {
 		return err
+	}
+	if got := f.StrategyKey(); got != k.strategyKey {
+		if got == "" {
+			got = "none (not computed by a strategy's Factorize)"
+		}
+		return &ParamError{Param: "factorization", Value: "of strategy key " + got, Want: "one computed by the strategy it is stored under, " + k.strategyKey + " (the same settings)"}
 	}
 	return c.store(context.Background(), k, f)
 }
@@ -563,6 +576,7 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 		Available:     meta.Available,
 		Operator:      meta.Operator,
 		SemisepBounds: meta.Semisep,
+		StrategyKey:   k.strategyKey,
 	}
 	f, err := rec.Restore(w)
 	if err != nil {

@@ -25,6 +25,14 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyBanded, rank: 50, Doc: "a lower-triangular C with few bands: certified optimal under minsep, a Toeplitz fit otherwise",
 		Stream: "b - 1 (15 by default)",
+		Workloads: "lower-triangular Toeplitz workloads with a positive diagonal (prefix sums, momentum, a Toeplitz matrix), " +
+			"or under minsep:B any workload with a banded inverse (prefix sums, momentum, weighted prefix sums)",
+		serves: func(_ Strategy, w *Workload, p Participation) bool {
+			if p.Kind == KindMinSep {
+				return hasBandedInverse(w) // OptimalBanded
+			}
+			return isToeplitz(w)
+		},
 		Settings: []Setting{
 			bandsSetting("number of bands of C"),
 			{Name: "tol", Type: "float", Default: "1e-08", Doc: docTol + " (minsep only)"},
@@ -130,7 +138,8 @@ func bandsFor(bands int, p Participation) int {
 // Factorize returns, with metrics under p, [OptimalBanded](ctx, w, bands,
 // p.K, Options{Tol: s.Tol, MaxIter: s.MaxIter}) for min-separation and
 // the Toeplitz fit otherwise.
-func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if err := checkBands(s.Bands); err != nil {
 		return nil, err
 	}

@@ -61,6 +61,7 @@ func init() {
 	} {
 		i, at := e.info, e.at
 		i.lossOnly = []ParticipationKind{KindSingle, KindMinSep}
+		i.Workloads, i.serves = servesToeplitz, func(_ Strategy, w *Workload, _ Participation) bool { return isToeplitz(w) }
 		i.fields = []field{{ptr: func(p any) any { b, _ := at(p); return b }, lo: 1}}
 		i.lossOnlyPtr = func(p any) *bool { _, l := at(p); return l }
 		i.streamVectors = func(s Strategy, r int) int { b, _ := at(pointerTo(s)); return min(bandsOrDefault(*b), r) - 1 }
@@ -241,7 +242,8 @@ func (BISRStrategy) Name() string { return StrategyBISR }
 func (s BISRStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
-func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BISRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	return bandInvFactorize(ctx, StrategyBISR, w, s.Bands, p, s.LossOnly, false)
 }
 
@@ -280,7 +282,8 @@ func (s BandInvStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization optimised for p, with metrics
 // under p.
-func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BandInvStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	return bandInvFactorize(ctx, StrategyBandInv, w, s.Bands, p, s.LossOnly, true)
 }
 
@@ -371,7 +374,8 @@ func (s BandedToeplitzStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization optimised for p, with metrics under
 // p.
-func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BandedToeplitzStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}

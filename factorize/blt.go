@@ -252,6 +252,8 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyBLT, rank: 100, Doc: "buffered linear Toeplitz: C^{-1} streamed with K buffers",
 		Stream:      "K (4 by default)",
+		Workloads:   servesToeplitz,
+		serves:      func(_ Strategy, w *Workload, _ Participation) bool { return isToeplitz(w) },
 		Settings:    []Setting{{Name: "buffers", Type: "int", Default: strconv.Itoa(DefaultBuffers), Doc: fmt.Sprintf("number K of buffers (at most %d)", MaxBLTBuffers)}},
 		proto:       BLTStrategy{},
 		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},
@@ -296,7 +298,8 @@ func (s BLTStrategy) Spec() string { return specOf(s) }
 // Factorize returns, with metrics under p, [BLTMinSep](ctx, w, s.Buffers,
 // p.B, p.K) for min-separation, [BLT](ctx, w, s.Buffers) for single
 // participation, and the best of the candidates of bltUnder otherwise.
-func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BLTStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if s.LossOnly {
 		return checkedLossOnly(bltLossOnly(ctx, w, s.Buffers, p))
 	}

@@ -14,6 +14,8 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyBSR, rank: 60, Doc: "the banded square root with unit column norms",
 		Stream:      "b - 1 (15 by default)",
+		Workloads:   servesToeplitz,
+		serves:      func(_ Strategy, w *Workload, _ Participation) bool { return isToeplitz(w) },
 		Settings:    []Setting{bandsSetting("number of bands of C")},
 		proto:       BSRStrategy{},
 		lossOnly:    []ParticipationKind{KindSingle, KindMinSep},
@@ -53,7 +55,8 @@ func (BSRStrategy) Name() string { return StrategyBSR }
 func (s BSRStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns [BandedSqrt](w, bands, 0) with metrics under p.
-func (s BSRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s BSRStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if s.Bands < 0 {
 		return nil, fmt.Errorf("factorize: bands %d, want >= 1 (or 0 for the default %d)", s.Bands, DefaultBands)
 	}

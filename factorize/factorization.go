@@ -51,6 +51,32 @@ type Factorization struct {
 	// Semisep holds the causal factor of a [SemisepStrategy] factorization
 	// in quasiseparable form (nil for other strategies).
 	Semisep *SemisepParams
+
+	// key is the [CacheKey] of the strategy whose Factorize computed it
+	// ([Factorization.StrategyKey]).
+	key string
+}
+
+// StrategyKey returns the [CacheKey] of the strategy, with its settings,
+// whose Factorize computed f under f.Metrics.Participation (kept by
+// [Record] and [Record.Restore]), or "" for a factorization that no
+// strategy's Factorize returned so (one built by hand, by a function such
+// as [Optimal] or [BLT], or moved to another participation by
+// [Factorization.WithParticipation]). A cache stores f only under that
+// strategy's key.
+func (f *Factorization) StrategyKey() string {
+	if f == nil {
+		return ""
+	}
+	return f.key
+}
+
+// keyed records the cache key of s in the factorization *f that a
+// strategy's Factorize returns without error (*err nil).
+func keyed(s Strategy, f **Factorization, err *error) {
+	if *err == nil && *f != nil {
+		(*f).key = CacheKey(s)
+	}
 }
 
 // Metrics are the quality measures shared by every strategy, under the
@@ -168,6 +194,9 @@ func (f *Factorization) WithParticipation(p Participation) (*Factorization, erro
 	if p == f.Metrics.Participation {
 		return &g, nil
 	}
+	// No strategy computed it under p: the strategy may compute another
+	// factorization there (optimal under epochs:K, banded under minsep).
+	g.key = ""
 	if q, ok := f.Operator.(quasiSepOp); ok && f.C == nil && p.Kind == KindMinSep {
 		// The quasiseparable C gives the rows of C^T C one at a time:
 		// the sensitivity without forming C (quasiSepMinSep).

@@ -13,6 +13,7 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyIdentity, rank: 10, Doc: "C = I: independent noise each round",
 		Stream:        "0",
+		Workloads:     "every workload",
 		proto:         IdentityStrategy{},
 		streamVectors: func(Strategy, int) int { return 0 },
 		// The factors and a copy of A.
@@ -33,7 +34,8 @@ func (IdentityStrategy) Name() string { return StrategyIdentity }
 func (s IdentityStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
-func (IdentityStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s IdentityStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	return under(ctx, w, p, true, func() (*Factorization, error) { return newIdentity(w) })
 }
 

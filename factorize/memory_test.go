@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/bits"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -114,5 +115,66 @@ func TestToeplitzMinSepLargeCoefficients(t *testing.T) {
 	var pe *ParamError
 	if !errors.As(err, &pe) || pe.Param != "col[0]" {
 		t.Errorf("x = 1e308: %v, want a *ParamError about col[0]", err)
+	}
+}
+
+// TestMemoryEstimatesSaturate: the memory estimates of every registered
+// strategy stay within their range for R at MaxRounds and near the int
+// limits, instead of wrapping. Before, the tree's SolveBytes counted its
+// 2 R - popcount(R) rows in int, which wraps for R above MaxInt / 2: at
+// R = MaxInt it estimated 0 bytes; StreamBytes multiplied the vectors by
+// 8 d in int64, which wraps for sqrt at R = MaxRounds and d = 2^28 (a
+// negative estimate on 64-bit platforms). The values are checked against
+// the closed forms in float64: the tree's 16 R (2 R - popcount(R)) bytes,
+// and sqrt's 8 R d bytes, or MaxInt64 where that exceeds int64.
+func TestMemoryEstimatesSaturate(t *testing.T) {
+	rs := []int{MaxRounds, math.MaxInt/2 + 1, math.MaxInt - 1, math.MaxInt}
+	ds := []int{1, 1 << 20, 1 << 28, math.MaxInt}
+	ps := []Participation{SingleParticipation(), FixedEpochs(2), FixedEpochs(1 << 20), MinSeparation(4, 0)}
+	for _, name := range Strategies() {
+		for _, lossOnly := range []bool{false, true} {
+			s, _ := ParseStrategy(name)
+			s, err := WithLossOnly(s, lossOnly)
+			if err != nil {
+				continue
+			}
+			for _, r := range rs {
+				prev := int64(-1)
+				for _, d := range ds {
+					got := StreamBytes(s, r, d)
+					if got < 0 || got < prev {
+						t.Errorf("%s loss-only=%v: StreamBytes(R = %d, d = %d) = %d, want >= 0 and >= %d (d smaller)", name, lossOnly, r, d, got, prev)
+					}
+					prev = got
+				}
+				for _, p := range ps {
+					for _, banded := range []bool{false, true} {
+						got := SolveBytes(s, r, p, banded)
+						// Every estimate counts at least a vector of
+						// length R.
+						if !(got >= 8*float64(r)) || math.IsInf(got, 0) {
+							t.Errorf("%s loss-only=%v: SolveBytes(R = %d, %v, banded %v) = %g, want a finite number >= 8 R", name, lossOnly, r, p, banded, got)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, r := range rs {
+		want := 16 * float64(r) * (2*float64(r) - float64(bits.OnesCount(uint(r))))
+		if got := SolveBytes(TreeStrategy{}, r, SingleParticipation(), true); math.Abs(got-want) > 1e-12*want {
+			t.Errorf("tree: SolveBytes(R = %d) = %g, want %g", r, got, want)
+		}
+		for _, d := range ds {
+			want := 8 * float64(r) * float64(d)
+			got := StreamBytes(SqrtStrategy{}, r, d)
+			if want >= math.MaxInt64 {
+				if got != math.MaxInt64 {
+					t.Errorf("sqrt: StreamBytes(R = %d, d = %d) = %d, want MaxInt64 (8 R d = %g)", r, d, got, want)
+				}
+			} else if math.Abs(float64(got)-want) > 1e-12*want {
+				t.Errorf("sqrt: StreamBytes(R = %d, d = %d) = %d, want %g", r, d, got, want)
+			}
+		}
 	}
 }

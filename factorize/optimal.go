@@ -18,7 +18,12 @@ const StrategyOptimal = "optimal"
 func init() {
 	register(StrategyInfo{
 		Name: StrategyOptimal, rank: 120, Doc: "the certified optimum (single participation; the multi-epoch optimum under epochs:K)",
-		Stream: "K (about 11 + 3 log2 R; R, or regenerated, under epochs:K or path=dense)",
+		Stream:    "K (about 11 + 3 log2 R; R, or regenerated, under epochs:K or path=dense)",
+		Workloads: "every workload, but under epochs:K (1 < K < R) or with path=structured only those with a banded inverse (prefix sums, momentum, weighted prefix sums)",
+		serves: func(s Strategy, w *Workload, p Participation) bool {
+			// The multi-epoch solver of 1 < K < R and the structured path.
+			return hasBandedInverse(w) || !(p.Kind == KindEpochs && p.K > 1 && p.K < w.R()) && s.(OptimalStrategy).Method != Structured
+		},
 		Settings: []Setting{
 			{Name: "tol", Type: "float", Default: strconv.FormatFloat(DefaultTol, 'g', -1, 64), Doc: docTol},
 			{Name: "max-iter", Type: "int", Default: strconv.Itoa(DefaultMaxIter), Doc: docMaxIter},
@@ -104,7 +109,8 @@ func (s OptimalStrategy) Spec() string { return specOf(s) }
 // under p), otherwise [Optimal](ctx, w, s.Options), the optimum for single
 // participation, with its metrics under p (for min-separation this is a
 // good factorization, not the optimal one).
-func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if err := CheckUnder(s, p); err != nil {
 		return nil, err
 	}

@@ -31,6 +31,8 @@ type Record struct {
 	// SemisepBounds are a [SemisepStrategy] factorization's certified
 	// optimal lower bound and excess; nil for other strategies.
 	SemisepBounds *[2]float64
+	// StrategyKey is [Factorization.StrategyKey].
+	StrategyKey string
 }
 
 // Record returns f's stored form. It panics if f has only one of B and C.
@@ -42,7 +44,7 @@ func (f *Factorization) Record() Record {
 	if (f.B == nil) != (f.C == nil) {
 		panic("factorize: factorization with only one of B and C")
 	}
-	rec := Record{Strategy: f.Strategy, Metrics: f.Metrics, Iterations: f.Iterations, Evaluations: f.Evaluations, Gap: f.Gap, B: f.B, C: f.C}
+	rec := Record{Strategy: f.Strategy, Metrics: f.Metrics, Iterations: f.Iterations, Evaluations: f.Evaluations, Gap: f.Gap, B: f.B, C: f.C, StrategyKey: f.key}
 	if f.B != nil {
 		rec.Available = f.Available
 	}
@@ -102,6 +104,7 @@ func (rec Record) Restore(w *Workload) (*Factorization, error) {
 		Iterations:  rec.Iterations,
 		Evaluations: rec.Evaluations,
 		Gap:         rec.Gap,
+		key:         rec.StrategyKey,
 	}
 	switch {
 	case rec.Operator != nil:

@@ -42,6 +42,10 @@ type StrategyInfo struct {
 	// Stream describes the state of the noise stream per coordinate, in
 	// vectors, with the default settings' value ([StreamBytes] counts it).
 	Stream string
+	// Workloads says which workloads the strategy factorizes, in words
+	// ("every workload" for all of them); [StrategyInfo.Serves] checks
+	// one.
+	Workloads string
 
 	// lossOnly lists the participation kinds under which the strategy
 	// computes its metrics without forming B and C (none: no loss-only
@@ -78,7 +82,51 @@ type StrategyInfo struct {
 	// cBands returns the number of bands of the C that s forms; nil for a
 	// strategy whose C is not banded with a set number of bands.
 	cBands func(s Strategy) int
+	// serves reports whether s factorizes w under p, by the workload's
+	// structure ([StrategyInfo.Serves]); nil for every workload.
+	serves func(s Strategy, w *Workload, p Participation) bool
 }
+
+// Serves returns a *ParamError (Param "workload") if strategy s, of this
+// registry entry, does not factorize the workload w under participation
+// p by its structure: the prefix-sum workload only (tree, sqrt,
+// sqrt-normalized), lower-triangular Toeplitz workloads (the banded
+// strategies and blt; banded under minsep:B any workload with a banded
+// inverse), a bidiagonal inverse (semiseparable), a banded inverse
+// (optimal under epochs:K or path=structured); nil where it does. Its
+// Want says what the strategy accepts ([StrategyInfo.Workloads]). A
+// command checks it before solving; s.Factorize refuses such a workload
+// too. Other failures (an unsupported participation, a solver that does
+// not converge) are not its concern.
+func (i StrategyInfo) Serves(s Strategy, w *Workload, p Participation) error {
+	if err := checkWorkload(w); err != nil {
+		return err
+	}
+	if i.serves == nil || s == nil || reflect.TypeOf(s) != reflect.TypeOf(i.proto) || i.serves(s, w, p) {
+		return nil
+	}
+	return &ParamError{Param: "workload", Value: fmt.Sprintf("%s (R = %d)", w.Name(), w.R()), Want: fmt.Sprintf("%s for strategy %s", i.Workloads, i.Name)}
+}
+
+// isToeplitz reports whether w is a lower-triangular Toeplitz workload
+// with a positive diagonal, which the banded strategies and blt factorize
+// ([toeplitzOf]).
+func isToeplitz(w *Workload) bool {
+	_, err := toeplitzOf("", w)
+	return err == nil
+}
+
+// hasBandedInverse reports whether w's inverse is banded ([Workload.InverseBand]).
+func hasBandedInverse(w *Workload) bool {
+	_, ok := w.InverseBand()
+	return ok
+}
+
+// Words of [StrategyInfo.Workloads] shared by several strategies.
+const (
+	servesPrefix   = "the prefix-sum workload only"
+	servesToeplitz = "lower-triangular Toeplitz workloads with a positive diagonal only (prefix sums, momentum, a Toeplitz matrix)"
+)
 
 // LossOnlyUnder reports whether the strategy can compute its metrics
 // without forming B and C under participation p (see [WithLossOnly]).
@@ -353,13 +401,18 @@ func info(s Strategy) (StrategyInfo, bool) {
 // 0.07% of the rows' bytes at large d, 6 times them at d = 1). Defaults
 // that depend on the participation or on the solve are taken at their
 // largest (the optimal factorization's K, at most 16 + 4 log2 R state
-// vectors). A strategy that is not registered is counted as dense.
+// vectors). A strategy that is not registered is counted as dense. An
+// estimate beyond the int64 range is math.MaxInt64, never a wrapped value.
 func StreamBytes(s Strategy, r, d int) int64 {
 	vectors := r
 	if i, ok := info(s); ok {
 		vectors = i.streamVectors(s, r)
 	}
-	return int64(vectors) * int64(max(d, 0)) * 8
+	v, dd := int64(max(vectors, 0)), int64(max(d, 0))
+	if dd > 0 && v > math.MaxInt64/8/dd {
+		return math.MaxInt64
+	}
+	return v * dd * 8
 }
 
 // KeepsPastRows reports whether the noise operator of s under p on the

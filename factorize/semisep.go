@@ -26,7 +26,9 @@ const StrategySemisep = "semiseparable"
 func init() {
 	register(StrategyInfo{
 		Name: StrategySemisep, rank: 110, Doc: "the optimum's semiseparable structure with K state vectors",
-		Stream: "K (by default the fewest within 0.1% of the optimum)",
+		Stream:    "K (by default the fewest within 0.1% of the optimum)",
+		Workloads: "workloads with a bidiagonal inverse and R >= 2 only (prefix sums, weighted prefix sums)",
+		serves:    func(_ Strategy, w *Workload, _ Participation) bool { return w.bidiagonalInverse() },
 		Settings: []Setting{
 			{Name: "buffers", Type: "int", Default: "the fewest within max-excess of the optimum", Doc: fmt.Sprintf("number K of state vectors (at most %d)", MaxSemisepBuffers)},
 			{Name: "max-excess", Type: "float", Default: strconv.FormatFloat(DefaultMaxExcess, 'g', -1, 64), Doc: "relative excess over the optimal loss allowed when choosing K"},
@@ -244,7 +246,8 @@ func (s SemisepStrategy) Spec() string { return specOf(s) }
 // Factorize returns the factorization with metrics under p. Other
 // participations than single need the factors (s.Factors) to compute
 // their sensitivity.
-func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s SemisepStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if err := checkArgs(ctx, w, p); err != nil {
 		return nil, err // before the refusal below, which names a valid p
 	}

@@ -22,6 +22,8 @@ func init() {
 		register(StrategyInfo{
 			Name: s.Name(), rank: rank, Doc: doc,
 			Stream:        "R (or regenerated)",
+			Workloads:     servesPrefix,
+			serves:        func(_ Strategy, w *Workload, _ Participation) bool { return w.IsPrefix() },
 			pastRows:      func(Strategy, Participation) bool { return true },
 			proto:         s,
 			lossOnly:      []ParticipationKind{KindSingle, KindMinSep},
@@ -79,7 +81,8 @@ func (s SqrtStrategy) Name() string {
 func (s SqrtStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
-func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s SqrtStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if s.LossOnly {
 		return checkedLossOnly(sqrtLossOnly(ctx, s.Name(), w, p))
 	}

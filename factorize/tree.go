@@ -16,6 +16,8 @@ func init() {
 	register(StrategyInfo{
 		Name: StrategyTree, rank: 20, Doc: "binary-tree aggregation",
 		Stream:        "log2 R",
+		Workloads:     servesPrefix,
+		serves:        func(_ Strategy, w *Workload, _ Participation) bool { return w.IsPrefix() },
 		proto:         TreeStrategy{},
 		lossOnly:      []ParticipationKind{KindSingle, KindMinSep},
 		lossOnlyPtr:   func(p any) *bool { return &p.(*TreeStrategy).LossOnly },
@@ -24,7 +26,8 @@ func init() {
 			if s.(TreeStrategy).LossOnly {
 				return 8 * 4 * float64(r) // the sensitivity's vectors of length R
 			}
-			return factorBytes(r, treeRows(r))
+			// treeRows in float64: 2 r wraps for r above MaxInt / 2.
+			return 8 * 2 * float64(r) * max(0, 2*float64(r)-float64(bits.OnesCount(uint(r))))
 		},
 	})
 }
@@ -60,7 +63,8 @@ func (TreeStrategy) Name() string { return StrategyTree }
 func (s TreeStrategy) Spec() string { return specOf(s) }
 
 // Factorize returns the factorization with metrics under p.
-func (s TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (*Factorization, error) {
+func (s TreeStrategy) Factorize(ctx context.Context, w *Workload, p Participation) (f *Factorization, err error) {
+	defer keyed(s, &f, &err)
 	if s.LossOnly {
 		return checkedLossOnly(treeLossOnly(ctx, w, p))
 	}

@@ -192,8 +192,7 @@ func parseArgs(args []string) (config, error) {
 	case cfg.r < 1:
 		return cfg, cli.Usagef("-R %d: the number of rounds must be at least 1", cfg.r)
 	case cfg.r > factorize.MaxRounds:
-		// The limit of every workload; above it the memory estimate of
-		// some strategies (tree) overflows.
+		// The limit of every workload (Prefix and Momentum refuse more).
 		return cfg, cli.Usagef("-R %d: the number of rounds must be at most %d", cfg.r, factorize.MaxRounds)
 	case err != nil:
 		return cfg, cli.Usagef("-strategy %s: %s", cfg.strategy, cli.Want(err))
@@ -214,6 +213,11 @@ func parseArgs(args []string) (config, error) {
 	// /dev/fd/N): solve checks the participation against its order.
 	if err := cfg.participation.Validate(cfg.r); err != nil && cfg.inputs() == nil {
 		return cfg, cli.Usagef("-participation %v: %s", cfg.participation, cli.Want(err))
+	}
+	if w := namedWorkload(cfg); w != nil {
+		if err := checkServes(cfg, w, cfg.participation); err != nil {
+			return cfg, err
+		}
 	}
 	if cfg.lossOnly && !info.LossOnlyUnder(cfg.participation) {
 		return cfg, cli.Usagef("-loss-only gives no C to compute the sensitivity under -participation %v: drop -loss-only", cfg.participation)
@@ -351,6 +355,43 @@ func (cfg config) inputs() []cli.File {
 		return nil
 	}
 	return []cli.File{{Flag: "-workload", Path: cfg.workload}}
+}
+
+// namedWorkload returns a workload of the structure of the one that
+// -workload names (prefix or momentum:BETA) at -R, or nil for a file (or a
+// BETA that solve refuses). The structure that strategies ask of a
+// workload (prefix sums, Toeplitz, the bandwidth of its inverse) is the
+// same for every R >= 3, so at most 16 rounds stand for any R: the check
+// of the flags allocates nothing that grows with -R.
+func namedWorkload(cfg config) *factorize.Workload {
+	r := min(cfg.r, 16)
+	if cfg.workload == prefixWorkload {
+		w, _ := factorize.Prefix(r)
+		return w
+	}
+	if beta, ok := strings.CutPrefix(cfg.workload, "momentum:"); ok {
+		if b, err := cli.ParseFloat(beta); err == nil {
+			w, _ := factorize.Momentum(r, b)
+			return w
+		}
+	}
+	return nil
+}
+
+// checkServes returns a usage error naming -workload and -strategy, and
+// what the strategy accepts, when it does not factorize w under p
+// (factorize.StrategyInfo.Serves): checked with the flags for prefix and
+// momentum:BETA, and once a workload file is read.
+func checkServes(cfg config, w *factorize.Workload, p factorize.Participation) error {
+	info, err := factorize.Lookup(cfg.strat.Name())
+	if err != nil || info.Serves(cfg.strat, w, p) == nil {
+		return nil
+	}
+	under := ""
+	if p.Kind != factorize.KindSingle {
+		under = fmt.Sprintf(" (-participation %v)", p)
+	}
+	return cli.Usagef("-workload %s with -strategy %s%s: %s factorizes %s", cfg.workload, cfg.strategy, under, info.Name, info.Workloads)
 }
 
 // memoryModes are the values of -memory.

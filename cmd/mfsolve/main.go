@@ -181,6 +181,9 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if err := cfg.participation.Validate(r); err != nil {
 		return cli.Usagef("-participation %v: %v", cfg.participation, cli.Want(err))
 	}
+	if err := checkServes(cfg, w, cfg.participation); err != nil {
+		return err
+	}
 	if err := factorize.CheckUnder(strat, cfg.participation); err != nil {
 		return cli.Usagef("-strategy %s: %s", cfg.strategy, cli.Want(err))
 	}

@@ -260,7 +260,7 @@ func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
 		{"strategy needs the prefix workload", func(t *testing.T, dir string) []string {
 			writeNPY(t, filepath.Join(dir, "A.npy"), "<f8", "(2, 2)", f8(2, 0, 1, 1))
 			return []string{"-strategy", "sqrt", "-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, cli.ExitFailure, `strategy "sqrt" supports only the prefix-sum workload`},
+		}, cli.ExitUsage, "-workload DIR/A.npy with -strategy sqrt: sqrt factorizes the prefix-sum workload only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

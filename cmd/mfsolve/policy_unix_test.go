@@ -45,4 +45,16 @@ func TestOutputModes(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o644), mode(b), "new B: 0644 minus the umask 0")
 	assert.Equal(t, os.FileMode(0o640), mode(c), "existing C keeps its mode")
 	assert.Equal(t, os.FileMode(0o600), mode(z), "noise samples are secret")
+
+	// An existing file keeps its mode, except that the secret noise
+	// samples never keep group or other bits: before, -noise over a 0644
+	// (or 0666) file left the noise readable by everyone.
+	for _, m := range []os.FileMode{0o644, 0o666, 0o640, 0o604} {
+		require.NoError(t, os.Chmod(z, m))
+		require.NoError(t, os.Chmod(c, m))
+		res = runT(t, args...)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
+		assert.Equal(t, os.FileMode(0o600), mode(z), "noise over an existing %#o file", m)
+		assert.Equal(t, m, mode(c), "existing C keeps its mode %#o", m)
+	}
 }

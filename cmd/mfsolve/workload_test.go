@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
 )
 
@@ -98,4 +100,74 @@ func TestReportFailureAfterWriting(t *testing.T) {
 	})
 	require.Equal(t, cli.ExitFailure, code)
 	assert.Equal(t, "mfsolve: no space left on device\n", errb.String())
+}
+
+// TestStrategyWorkloadIsUsageError: every registered strategy against each
+// kind of workload. A strategy that does not serve the workload is a
+// one-line usage error (exit status 2) naming -workload and -strategy and
+// what the strategy accepts, before solving; one that serves it runs.
+// Before, -workload momentum:0.9 -strategy tree (or sqrt, or semiseparable)
+// exited with status 1 and factorize's runtime message. What each
+// strategy serves is written here by hand from its documentation: the
+// prefix-sum workload only (tree, sqrt, sqrt-normalized), lower-triangular
+// Toeplitz workloads (the banded strategies, blt), a bidiagonal inverse
+// (semiseparable), every workload (identity, optimal).
+func TestStrategyWorkloadIsUsageError(t *testing.T) {
+	dir := t.TempDir()
+	const r = 10
+	file := func(name string, at func(i, j int) float64) string {
+		var a []float64
+		for i := range r {
+			for j := range r {
+				v := 0.0
+				if j <= i {
+					v = at(i, j)
+				}
+				a = append(a, v)
+			}
+		}
+		path := filepath.Join(dir, name)
+		writeNPY(t, path, "<f8", "(10, 10)", f8(a...))
+		return path
+	}
+	// Weighted prefix sums (A[i][j] = w_j: a bidiagonal inverse, not
+	// Toeplitz), a Toeplitz matrix without a banded inverse (1/(k+1)^2
+	// on the k-th subdiagonal), a matrix of neither structure.
+	weighted := file("weighted.npy", func(_, j int) float64 { return float64(1 + j%3) })
+	toeplitz := file("toeplitz.npy", func(i, j int) float64 { return 1 / float64((i-j+1)*(i-j+1)) })
+	general := file("general.npy", func(i, j int) float64 { return 1 + float64((i+2*j)%5)/10 })
+	all := []string{"prefix", "momentum:0.9", weighted, toeplitz, general}
+	toeplitzOnly := []string{"prefix", "momentum:0.9", toeplitz}
+	serves := map[string][]string{
+		"identity": all, "optimal": all,
+		"tree": {"prefix"}, "sqrt": {"prefix"}, "sqrt-normalized": {"prefix"},
+		"banded": toeplitzOnly, "bsr": toeplitzOnly, "banded-toeplitz": toeplitzOnly, "bisr": toeplitzOnly, "bandinv": toeplitzOnly, "blt": toeplitzOnly,
+		"semiseparable": {"prefix", weighted},
+	}
+	for _, name := range factorize.Strategies() {
+		require.Contains(t, serves, name, "no expectation written for strategy %s", name)
+		for _, w := range all {
+			args := []string{"-workload", w, "-strategy", name, "-json", "-no-cache"}
+			if !strings.HasSuffix(w, ".npy") {
+				args = append(args, "-R", strconv.Itoa(r))
+			}
+			res := runT(t, args...)
+			if slices.Contains(serves[name], w) {
+				assert.Equal(t, cli.ExitOK, res.code, "%s on %s: %s", name, w, res.stderr)
+				continue
+			}
+			if assert.Equal(t, cli.ExitUsage, res.code, "%s on %s: %s", name, w, res.stderr) {
+				requireOneErrorLine(t, res.stderr, "-workload "+w+" with -strategy "+name+": "+name+" factorizes ")
+				assert.Empty(t, res.stdout)
+			}
+		}
+	}
+	// Under minsep:B the banded strategy runs its certified solver, which
+	// takes any workload with a banded inverse (weighted prefix sums too),
+	// and refuses one without it.
+	res := runT(t, "-workload", weighted, "-strategy", "banded", "-participation", "minsep:3", "-no-cache")
+	assert.Equal(t, cli.ExitOK, res.code, res.stderr)
+	res = runT(t, "-workload", toeplitz, "-strategy", "banded", "-participation", "minsep:3", "-no-cache")
+	require.Equal(t, cli.ExitUsage, res.code, res.stderr)
+	requireOneErrorLine(t, res.stderr, "with -strategy banded (-participation minsep:3): banded factorizes ")
 }

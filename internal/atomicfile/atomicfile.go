@@ -20,7 +20,10 @@
 // A new file gets the permission bits perm minus the process umask, exactly
 // as os.OpenFile would give it. A file that replaces an existing regular file
 // keeps that file's permission bits (its owner and group are those of the
-// writing process). The temporary file has its final permission bits from
+// writing process), except a secret: with perm private to the owner (no
+// group or other bits, such as 0600), the existing file's group and other
+// bits are dropped, so that a secret written over a 0644 file is 0600, never
+// readable by others. The temporary file has its final permission bits from
 // the moment it is created, before any data is written, so a secret written
 // with perm 0600 is never readable by others, not even while being written.
 //
@@ -241,10 +244,15 @@ func Prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 			os.Remove(tmp)
 		}
 	}()
-	// An existing file keeps its permission bits: set them before any
-	// data is written.
+	// An existing file keeps its permission bits, but a secret (perm
+	// private to the owner) its owner's only: set them before any data is
+	// written.
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-		if err := f.Chmod(fi.Mode().Perm()); err != nil {
+		mode := fi.Mode().Perm()
+		if perm.Perm()&0o077 == 0 {
+			mode &= 0o700
+		}
+		if err := f.Chmod(mode); err != nil {
 			return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
 		}
 	}

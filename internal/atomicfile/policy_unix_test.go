@@ -67,9 +67,32 @@ func TestWriteKeepsExistingMode(t *testing.T) {
 
 	require.NoError(t, os.Chmod(path, 0o664))
 	withUmask(t, 0o077, func() {
-		require.NoError(t, Write(path, 0o600, writeString("newer")))
+		require.NoError(t, Write(path, 0o644, writeString("newer")))
 	})
 	assert.Equal(t, os.FileMode(0o664), perm(t, path), "an existing file keeps its mode")
+}
+
+// TestWriteSecretOverWideFile: a secret (perm private to its owner) written
+// over an existing file keeps only that file's owner bits, whatever the
+// umask: before, a 0600 write over a 0644 file kept 0644, readable by
+// everyone.
+func TestWriteSecretOverWideFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret")
+	for _, tc := range []struct{ existing, perm, want os.FileMode }{
+		{0o644, 0o600, 0o600},
+		{0o666, 0o600, 0o600},
+		{0o604, 0o600, 0o600},
+		{0o755, 0o700, 0o700},
+		{0o640, 0o400, 0o600}, // the owner's bits are kept
+		{0o664, 0o644, 0o664}, // not a secret: the mode is kept
+	} {
+		require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
+		require.NoError(t, os.Chmod(path, tc.existing))
+		withUmask(t, 0, func() {
+			require.NoError(t, Write(path, tc.perm, writeString("new")))
+		})
+		assert.Equal(t, tc.want, perm(t, path), "perm %#o over %#o", tc.perm, tc.existing)
+	}
 }
 
 func TestWriteTempHasFinalModeWhileWriting(t *testing.T) {
