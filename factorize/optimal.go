@@ -55,6 +55,12 @@ func init() {
 			rf := float64(r)
 			bandedInverse = bandedInverse && o.Method != Dense
 			switch {
+			case o.LossOnly && p.Kind == KindEpochs && p.K > 1 && p.K < r && !bandedInverse:
+				// A^{-1} with two or more subdiagonals (momentum): the
+				// fixed-epoch solver forms the factors even loss-only, as
+				// its rounding estimate is not known to hold there
+				// (OptimalEpochs).
+				return denseSolveBytes(r)
 			case o.LossOnly && p.Kind == KindEpochs && p.K > 1 && p.K < r:
 				// The fixed-epoch solver's band arrays of order R with
 				// about (4 q + 1) k + 1 diagonals, q the inverse's

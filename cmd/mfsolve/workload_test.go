@@ -171,3 +171,26 @@ func TestStrategyWorkloadIsUsageError(t *testing.T) {
 	require.Equal(t, cli.ExitUsage, res.code, res.stderr)
 	requireOneErrorLine(t, res.stderr, "with -strategy banded (-participation minsep:3): banded factorizes ")
 }
+
+// TestMomentumEpochsLossOnlyCountsTheFactors: under fixed epochs a
+// workload whose inverse has two subdiagonals (momentum) makes the optimal
+// solver form B and C even with -loss-only (factorize.OptimalEpochs), so
+// the memory check counts a dense solve, 2 R^2 float64 for the factors and
+// 4 R^2 of work: 6 x 8 x 30000^2 = 43.2 GB at R = 30000, refused with 16 GB
+// before any work. Before, it counted the O(R k) band arrays of the prefix
+// sums' path (about 60 MB), passed, solved for minutes and ran out of
+// memory forming the factors. The prefix sums keep their small estimate.
+func TestMomentumEpochsLossOnlyCountsTheFactors(t *testing.T) {
+	var errb bytes.Buffer
+	code := run(t.Context(), []string{"-R", "30000", "-workload", "momentum:0.9", "-participation", "epochs:4", "-loss-only", "-no-cache"}, env{
+		stdout: &bytes.Buffer{}, stderr: &errb,
+		memAvailable: func() (uint64, error) { return testMemory, nil },
+	})
+	require.NotEqual(t, 0, code)
+	requireOneErrorLine(t, errb.String(), "R = 30000 needs about 43.2 GB for the dense computation")
+
+	lossOnly, err := factorize.WithLossOnly(factorize.OptimalStrategy{}, true)
+	require.NoError(t, err)
+	prefix := factorize.SolveBytes(lossOnly, 30000, factorize.FixedEpochs(4), true)
+	assert.Less(t, prefix, 1e9, "the prefix sums' fixed-epoch loss-only path is O(R k)")
+}
