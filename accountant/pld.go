@@ -128,6 +128,14 @@ type lossDist struct {
 	infl   float64
 	tau    float64
 	logErr float64 // -Inf: no additive error
+	// logGapW is the log of the factor by which the bound on the error in
+	// the weighted l1 norm, sum_i |e_i| e^(tau i) over absolute indices i,
+	// exceeds e^logErr: 0 (the zero value) where the tail-sum bound is one
+	// in that norm too (tau = 0, no error, an l1 bound of the tilted
+	// error). A per-index bound on the FFT's error gives tail sums about
+	// n tau times smaller than the weighted l1 norm, which a product of
+	// two errors needs (see convolveBound).
+	logGapW float64
 	// unbounded records that the true losses have no upper bound (a
 	// Gaussian, the remove direction of a sampled one), so the true delta is
 	// positive at every eps even where the discrete one underflows to 0.

@@ -110,15 +110,37 @@ func (d *lossDist) errFrom(j float64) float64 {
 	return math.Exp(d.logErr - d.tau*j)
 }
 
-// logErrAt returns the log of a bound on sum_i |e_i| e^(t (lo+i)), the
-// error of d's masses weighted at tilt t, from its bound at d.tau: the
-// weights change by at most a factor e^((t - tau) j) over d's indices j.
+// logErrAt returns the log of a bound on d's error's tail sums at the
+// tilt t >= d.tau: sum_{i >= j} |e_i| <= e^(logErrAt(t) - t j) for every
+// absolute index j. No error lies above d's last index hi (errors below
+// its first one, masses trim dropped, are allowed), so for j <= hi the
+// bound at d.tau, e^(logErr - tau j) = e^(logErr + (t - tau) j - t j), is
+// at most e^(logErr + (t - tau) hi - t j), and above hi the tail is 0.
+// A lower tilt would need the lowest index an error can occupy, which d
+// does not record: for t < d.tau it returns +Inf (no bound; no caller
+// asks for one).
 func (d *lossDist) logErrAt(t float64) float64 {
 	if math.IsInf(d.logErr, -1) {
 		return d.logErr
 	}
-	dt := t - d.tau
-	return d.logErr + math.Max(dt*float64(d.lo), dt*float64(d.lo+len(d.mass)-1))
+	if t < d.tau {
+		return math.Inf(1)
+	}
+	return d.logErr + (t-d.tau)*float64(d.lo+len(d.mass)-1)
+}
+
+// logErrWAt returns the log of a bound on d's error in the weighted l1
+// norm at the tilt t >= d.tau, sum_i |e_i| e^(t i): e^(logErr + logGapW)
+// bounds it at d.tau, and the weights grow by at most e^((t - tau) hi)
+// over the indices i <= hi where errors lie. A tail-sum bound alone does
+// not bound this norm (the errors at the indices below j may make up all
+// of it); only a product of two errors needs it.
+func (d *lossDist) logErrWAt(t float64) float64 {
+	la := d.logErrAt(t)
+	if math.IsInf(la, 0) {
+		return la
+	}
+	return la + d.logGapW
 }
 
 // support returns the first and last index with positive mass (0, -1 if none).
@@ -362,6 +384,24 @@ type tailSpans struct{ lowB int }
 // e^(lb) (1 + span_b (1 - e^-t)), span_b the number of indices e^b can
 // occupy. Both inputs must have the tilt t (their tail-sum bounds are
 // not carried to another tilt).
+//
+// Without spans (convolveAt, Compose) the inputs may have any tilts up to
+// t and their errors are bounded as logErrAt and logErrWAt say: tail sums
+// S^a(j) = sum_{i >= j} |e^a_i| <= e^(la - t j), weighted l1 norms
+// ||e^a||_t = sum_i |e^a_i| e^(t i) <= e^(laW), and likewise for b. The
+// composition's error is e^a * b + a * e^b + e^a * e^b (a, b >= 0 the
+// computed masses), whose tail sum at j is at most
+//
+//	sum_m b_m S^a(j - m) + sum_m a_m S^b(j - m) + sum_m |e^b_m| S^a(j - m)
+//	<= e^(-t j) (e^la W_b + e^lb W_a + e^la ||e^b||_t)
+//
+// and symmetrically with e^lb ||e^a||_t in the last term: the product
+// term needs one input's weighted l1 norm, not its tail-sum bound. A
+// self-composition bounds its FFT's error per index, so its tail sums are
+// about (output length) t times below that norm (logGapW); taking la + lb
+// for the product, as this once did, undercounted it by up to that factor.
+// The weighted l1 norm of the output is bounded the same way, with
+// ||x * y||_t <= ||x||_t ||y||_t in every term, and carried in logGapW.
 func convolveBound(a, b *lossDist, t float64, spans *tailSpans) (*lossDist, error) {
 	na, nb := len(a.mass), len(b.mass)
 	if na+nb-1 > maxGrid {
@@ -393,7 +433,8 @@ func convolveBound(a, b *lossDist, t float64, spans *tailSpans) (*lossDist, erro
 	logWa, logWb := a.logWeight(t, logZa), b.logWeight(t, logZb)
 	ma, mb := sum(sa), sum(sb)
 	var w []float64
-	var fftErr float64
+	// The FFT's error: in the tail-sum form, and in the weighted l1 norm.
+	var fftErr, fftErrW float64
 	if na == 1 || nb == 1 { // a point mass: a shift and a scale
 		small, big := sa, sb
 		if nb == 1 {
@@ -415,18 +456,22 @@ func convolveBound(a, b *lossDist, t float64, spans *tailSpans) (*lossDist, erro
 		})
 		if spans == nil {
 			fftErr = fftErrors(ca, cb, c, n, ma, mb)
+			fftErrW = fftErr
 		} else {
 			e1, e2, inv, prod := fftErrorParts(ca, cb, c, n, ma, mb)
 			nf := float64(n)
 			perIndex := math.Min(e1/nf, e2/math.Sqrt(nf)) + inv/nf
 			terms := math.Min(1/-math.Expm1(-t), float64(na+nb-1))
 			fftErr = perIndex*terms + prod
+			fftErrW = perIndex*float64(na+nb-1) + prod
 		}
 		w = tr.Sequence(nil, c)
 		scale(w, 1/float64(n))
 		fftErr += 2 * unitRound * sum(w)
+		fftErrW += 2 * unitRound * sum(w)
 	}
 	fftErr += float64(na+nb) * 0x1p-1070 // tilted masses lost to underflow
+	fftErrW += float64(na+nb) * 0x1p-1070
 	top := lastA + lastB
 	r.mass = make([]float64, na+nb-1)
 	expMax := untiltAll(r.mass, func(s int) float64 { return w[s] },
@@ -434,16 +479,28 @@ func convolveBound(a, b *lossDist, t float64, spans *tailSpans) (*lossDist, erro
 	relU := 8 * unitRound * (800 + expMax)
 	r.rel = (1+a.rel)*(1+b.rel)*(1+relA)*(1+relB)*(1+relU) - 1
 	la, lb := a.logErrAt(t), b.logErrAt(t)
-	lbW := lb // b's error in the weighted l1 norm
+	laW, lbW := a.logErrWAt(t), b.logErrWAt(t) // weighted l1 norms
+	// lbP: the bound on b's weighted l1 norm the product term takes.
+	lbP := lbW
 	if spans != nil {
 		if (a.tau != t && !math.IsInf(la, -1)) || (b.tau != t && !math.IsInf(lb, -1)) {
 			return nil, errPLD("internal: convolveBound's inputs are not at its tilt")
 		}
 		span := float64(b.lo+nb-1) - float64(spans.lowB)
-		lbW = lb + math.Log1p(math.Max(span, 0)*-math.Expm1(-t))
+		lbP = lb + math.Log1p(math.Max(span, 0)*-math.Expm1(-t))
 	}
-	prop := logAdd(la+logAdd(logWb, lbW), lb+logWa)
+	// The product term takes one input's tail sums and the other's
+	// weighted norm: a's norm where that is smaller (never where both
+	// gaps are 0, so that such results stay as they were).
+	prop := logAdd(la+logAdd(logWb, lbP), lb+logWa)
+	if spans == nil && laW+lb < la+lbW {
+		prop = logAdd(lb+logAdd(logWa, laW), la+logWb)
+	}
 	r.logErr = logAdd(prop, logf(fftErr)+logZa+logZb+t*float64(a.lo+b.lo+top))
+	propW := logAdd(laW+logWb, logAdd(laW+math.Min(lbW, lbP), lbW+logWa))
+	if logW := logAdd(propW, logf(fftErrW)+logZa+logZb+t*float64(a.lo+b.lo+top)); !math.IsInf(r.logErr, 0) {
+		r.logGapW = math.Max(logW-r.logErr, 0)
+	}
 	r.trim()
 	return r, nil
 }
@@ -504,8 +561,15 @@ func sum(x []float64) float64 {
 // composition (the forward FFT's error amplified by the power, the power's
 // and the inverse FFT's own rounding), and recomputes the coefficients
 // that dominate that bound in double-words where the bound matters at
-// delta = widthDelta (roundingMatters). An input error of weighted l1 norm
-// a (at the tilt t) grows to k a (W + a)^(k-1), W the weighted mass.
+// delta = widthDelta (roundingMatters). An input error with tail sums
+// e^(a - t j) and weighted l1 norm A (at the tilt t) adds an error with
+// tail sums e^(-t j) k e^a (W + A)^(k-1), W the weighted mass: the terms
+// of (m + e)^*k - m^*k with r factors e have tail sums at most
+// e^(a - t j) A^(r-1) W^(k-r) (see convolveBound), and
+// sum_{r >= 1} C(k, r) A^(r-1) W^(k-r) <= k (W + A)^(k-1). The weighted
+// l1 norm of the output's error counts the FFT's error at perIndex at each
+// of the window's N entries (N / terms times its tail-sum form, about
+// N t) and the input's as k A (W + A)^(k-1); logGapW carries the ratio.
 func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDist, error) {
 	if d == noOpt {
 		return noOpt, nil
@@ -537,9 +601,17 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 		r.rel = (1+r.rel)*(1+4*kf*unitRound) - 1
 		r.tau = d.tau
 		if !math.IsInf(d.logErr, -1) {
-			la, lw := d.logErrAt(0), logf(d.mass[first])
-			r.logErr = logf(kf) + la + (kf-1)*logAdd(lw, la)
-			r.tau = 0
+			// At d's own tilt (a lower one needs the lowest index of
+			// d's errors, see logErrAt): the error of (m + e)^*k, m the
+			// point mass at index f, has tail sums at most
+			// sum_r C(k, r) (m e^(t f))^(k-r) S^(e^*r) <= e^(la - t j) k
+			// (m e^(t f) + ||e||_t)^(k-1), as in build below.
+			t := d.tau
+			la, laW := d.logErrAt(t), d.logErrWAt(t)
+			lw := logf(d.mass[first]) + t*float64(d.lo+first)
+			grow := (kf - 1) * logAdd(lw, laW)
+			r.logErr = logf(kf) + la + grow
+			r.logGapW = laW - la
 		}
 		return r, nil
 	}
@@ -630,11 +702,21 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 		relU := 8 * unitRound * (800 + expMax)
 		r.rel = (1+r.rel)*math.Exp(kf*math.Log1p(relT))*(1+relU) - 1
 		r.tau = t
-		// Weighted at t with absolute indices j = k lo + s.
+		// Weighted at t with absolute indices j = k lo + s. The
+		// weighted l1 norm of the error counts each of the window's
+		// entries at perIndex, not terms of them.
+		EW := perIndex*float64(sB-sA+1) + 2*unitRound*math.Pow(m, kf) + foldErr +
+			kf*float64(n1)*0x1p-1070*math.Pow(m+1e-300, kf-1)
 		r.logErr = logf(E) + kf*logZ + t*float64(k*d.lo+top)
+		logW := logf(EW) + kf*logZ + t*float64(k*d.lo+top)
 		if la := d.logErrAt(t); !math.IsInf(la, -1) {
-			lw := d.logWeight(t, logZ)
-			r.logErr = logAdd(r.logErr, logf(kf)+la+(kf-1)*logAdd(lw, la))
+			laW, lw := d.logErrWAt(t), d.logWeight(t, logZ)
+			grow := (kf - 1) * logAdd(lw, laW)
+			r.logErr = logAdd(r.logErr, logf(kf)+la+grow)
+			logW = logAdd(logW, logf(kf)+laW+grow)
+		}
+		if !math.IsInf(r.logErr, 0) {
+			r.logGapW = math.Max(logW-r.logErr, 0)
 		}
 		r.trim()
 		return &r
@@ -896,5 +978,7 @@ func (d *lossDist) trim() {
 	}
 	d.mass = d.mass[cut:]
 	d.lo += cut
+	logW := logAdd(d.logErr+d.logGapW, logf(s))
 	d.logErr = logAdd(d.logErr, logf(s))
+	d.logGapW = math.Max(logW-d.logErr, 0)
 }
