@@ -381,18 +381,12 @@ func (ws *InvSqrtWorkspace) invSqrtDiagSmall(q InvSqrtRational, dst []float64) {
 }
 
 // addInvDiagLanes adds sum_l weights[l] diag((T + shifts[l] I)^{-1}) to out
-// (in the order of l for every entry) for up to four shifts, with the
+// (in the order of l for every entry) for four shifts, with the
 // recurrences of [BidiagGram.ShiftedInverseDiag] on g2 = Diag^2 and
 // h2 = Sub^2 carried side by side. p holds one work slice per shift.
 func addInvDiagLanes(g2, h2, shifts, weights, out []float64, p [][]float64) {
 	n := len(g2)
 	if n == 0 {
-		return
-	}
-	if len(shifts) != oldLanes {
-		for l, sigma := range shifts {
-			addInvDiagOne(g2, h2, sigma, weights[l], out, p[l])
-		}
 		return
 	}
 	s0, s1, s2, s3 := shifts[0], shifts[1], shifts[2], shifts[3]
@@ -433,26 +427,5 @@ func addInvDiagLanes(g2, h2, shifts, weights, out []float64, p [][]float64) {
 		acc += w2 * (1 / (p2[i] + u2))
 		acc += w3 * (1 / (p3[i] + u3))
 		out[i] = acc
-	}
-}
-
-// addInvDiagOne is addInvDiagLanes for one shift.
-func addInvDiagOne(g2, h2 []float64, sigma, w float64, out, p []float64) {
-	n := len(g2)
-	p[0] = 0
-	t := sigma
-	d := g2[0] + t
-	for i := 1; i < n; i++ {
-		x := h2[i] * (t / d)
-		p[i] = x
-		t = sigma + x
-		d = g2[i] + t
-	}
-	u := g2[n-1] + sigma
-	out[n-1] += w * (1 / (p[n-1] + u))
-	for i := n - 2; i >= 0; i-- {
-		e := h2[i+1] + u
-		u = sigma + g2[i]*(u/e)
-		out[i] += w * (1 / (p[i] + u))
 	}
 }
