@@ -3,7 +3,6 @@ package linalg
 import (
 	"fmt"
 	"math"
-	"runtime"
 
 	"github.com/dpmf/dpmf/internal/par"
 )
@@ -177,7 +176,7 @@ func (b BidiagGram) CountBelow(x float64) int {
 	k := n / 2
 	var top, bottom int
 	var p, s float64
-	runPair(func() { top, p = b.countDown(x, k) }, func() { bottom, s = b.countUp(x, k) })
+	par.Both(math.Inf(1), func() { top, p = b.countDown(x, k) }, func() { bottom, s = b.countUp(x, k) })
 	if p+s < 0 {
 		bottom++
 	}
@@ -263,22 +262,6 @@ func (b BidiagGram) pivotFloor(x, floor float64) float64 {
 // they keep the sequential loops of old, bit for bit); a variable so that
 // the tests can move it.
 var bidiagParallelOrder = 1 << 16
-
-// runPair runs f and g, concurrently where GOMAXPROCS > 1.
-func runPair(f, g func()) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		f()
-		g()
-		return
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g()
-	}()
-	f()
-	<-done
-}
 
 // Gershgorin returns Gershgorin's upper bound on lambda_max(T), raised by a
 // relative 1e-12 to cover rounding. The cost is O(n); from order 65,536

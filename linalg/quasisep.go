@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // QuasiSep is an n x n lower-triangular matrix in quasiseparable form of
@@ -564,5 +566,5 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 			}
 		}
 	}
-	runPair(cols, rows)
+	par.Both(math.Inf(1), cols, rows)
 }
