@@ -123,7 +123,7 @@ func (s SymBand) pivotFloor(shift, floor float64) float64 {
 // pivot of a matrix of that norm shifted by shift, or 4 times the smallest
 // subnormal where that is not finite and larger: the value to which the
 // inertia counts raise a pivot too small to divide by
-// ([SymBand.pivotFloor], [BidiagGram.pivotFloor]).
+// ([SymBand.pivotFloor], [BidiagGram.countPivot]).
 func roundingFloor(norm, shift float64) float64 {
 	tiny := math.SmallestNonzeroFloat64 * 4
 	f := 0x1p-53 * (norm + math.Abs(shift))

@@ -190,24 +190,12 @@ func (b BidiagGram) countDown(x float64, m int) (int, float64) {
 	g, h := b.Diag, b.Sub
 	count := 0
 	t := -x
-	tiny := math.SmallestNonzeroFloat64 * 4
-	floor := 0.0 // pivotFloor's value, once needed
+	floor := 0.0 // the pivot floor, once needed
 	for i := 0; i < m; i++ {
 		if i > 0 {
 			t = -x + h[i]*h[i]*t
 		}
-		d := g[i]*g[i] + t
-		if d < 0 {
-			count++
-			if d > -tiny {
-				floor = b.pivotFloor(x, floor)
-				d = -floor
-			}
-		} else if d < tiny {
-			floor = b.pivotFloor(x, floor)
-			d = floor
-		}
-		t /= d
+		t /= b.countPivot(g[i]*g[i]+t, x, &floor, &count)
 	}
 	if m == 0 || m >= len(g) {
 		return count, 0
@@ -221,40 +209,40 @@ func (b BidiagGram) countDown(x float64, m int) (int, float64) {
 func (b BidiagGram) countUp(x float64, m int) (int, float64) {
 	g, h := b.Diag, b.Sub
 	n := len(g)
-	tiny := math.SmallestNonzeroFloat64 * 4
 	floor := 0.0
 	count := 0
 	s := g[n-1]*g[n-1] - x
 	for i := n - 1; i > m; i-- {
-		e := h[i]*h[i] + s
-		if e < 0 {
-			count++
-			if e > -tiny {
-				floor = b.pivotFloor(x, floor)
-				e = -floor
-			}
-		} else if e < tiny {
-			floor = b.pivotFloor(x, floor)
-			e = floor
-		}
+		e := b.countPivot(h[i]*h[i]+s, x, &floor, &count)
 		s = -x + g[i-1]*g[i-1]*(s/e)
 	}
 	return count, s
 }
 
-// pivotFloor returns u (Gershgorin's bound on ||T|| + |x|), the value by
-// which countDown and countUp replace a pivot that is zero to working
-// precision (below 4 times the smallest subnormal), with the sign it was
-// counted with (zero as positive): a perturbation of one pivot at the
+// countPivot adds 1 to *count if the pivot d of countDown or countUp is
+// negative, and returns d, or in place of a d that is zero to working
+// precision (below 4 times the smallest subnormal in magnitude) the pivot
+// floor with the sign d was counted with (zero as positive): u
+// (Gershgorin's bound on ||T|| + |x|), a perturbation of one pivot at the
 // size of rounding that keeps the recurrence finite (a subnormal pivot
-// makes t / d overflow, and Inf / Inf is NaN after it). It is 4 times the
-// smallest subnormal where that bound is not finite and larger; floor is
-// the value already computed for this x (0 if none).
-func (b BidiagGram) pivotFloor(x, floor float64) float64 {
-	if floor > 0 {
-		return floor
+// makes t / d overflow, and Inf / Inf is NaN after it), or 4 times the
+// smallest subnormal where that bound is not finite and larger. *floor is
+// the floor already computed for this x (0 if none), and is set when
+// computed.
+func (b BidiagGram) countPivot(d, x float64, floor *float64, count *int) float64 {
+	if d < 0 {
+		*count++
 	}
-	return roundingFloor(b.Gershgorin(), x)
+	if math.Abs(d) >= math.SmallestNonzeroFloat64*4 || math.IsNaN(d) {
+		return d
+	}
+	if *floor == 0 {
+		*floor = roundingFloor(b.Gershgorin(), x)
+	}
+	if d < 0 {
+		return -*floor
+	}
+	return *floor
 }
 
 // bidiagParallelOrder is the order from which [BidiagGram.CountBelow] and
