@@ -114,13 +114,7 @@ func (m QuasiSep) ReverseCholesky() (QuasiSep, error) {
 		for r := range g {
 			g[r] = (p[r] - a[r]*t[r]) / ci
 		}
-		for r := 0; r < k; r++ {
-			wr := w[r*k : r*k+k]
-			ar, gr := a[r], g[r]
-			for u := range wr {
-				wr[u] = gr*g[u] + ar*wr[u]*a[u]
-			}
-		}
+		decayUpdate(w, g, a)
 	}
 	return c, nil
 }
@@ -137,14 +131,20 @@ func (m QuasiSep) ColNormsSq(dst []float64) {
 	w := make([]float64, k*k)
 	for j := n - 1; j >= 0; j-- {
 		dst[j] = m.Diag[j]*m.Diag[j] + quadForm(w, m.Q[j*k:j*k+k])
-		p := m.P[j*k : j*k+k]
-		a := m.A[j*k : j*k+k]
-		for r := 0; r < k; r++ {
-			wr := w[r*k : r*k+k]
-			ar, pr := a[r], p[r]
-			for u := range wr {
-				wr[u] = pr*p[u] + ar*wr[u]*a[u]
-			}
+		decayUpdate(w, m.P[j*k:j*k+k], m.A[j*k:j*k+k])
+	}
+}
+
+// decayUpdate sets W = g g^T + a W a for the len(g) x len(g) row-major W
+// and the diagonal a: the backward step of the recursions of
+// [QuasiSep.ReverseCholesky] and [QuasiSep.ColNormsSq].
+func decayUpdate(w, g, a []float64) {
+	k := len(g)
+	for r := 0; r < k; r++ {
+		wr := w[r*k : r*k+k]
+		ar, gr := a[r], g[r]
+		for u := range wr {
+			wr[u] = gr*g[u] + ar*wr[u]*a[u]
 		}
 	}
 }
@@ -523,14 +523,13 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		}
 		return recursion{step, start, transform, u, z0, v}
 	}
-	quad := quadForm
 	// Columns: backward.
 	cols := func() {
 		r := scratch()
 		u, z0, v := r.u, r.z0, r.v
 		for j := n - 1; j >= 0; j-- {
 			bjj := r.start(j)
-			colSq[j] = bjj*bjj + quad(v, z0)
+			colSq[j] = bjj*bjj + quadForm(v, z0)
 			if j == 0 {
 				break
 			}
@@ -554,7 +553,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 				rowSq[0] = bii * bii
 			} else {
 				r.step(i)
-				rowSq[i] = bii*bii + quad(v, u)
+				rowSq[i] = bii*bii + quadForm(v, u)
 				// P_{i+1} = N_i P_i N_i^T + z^{(i)} z^{(i)T}.
 				r.transform(v, true)
 			}
