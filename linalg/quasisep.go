@@ -93,17 +93,7 @@ func (m QuasiSep) ReverseCholesky() (QuasiSep, error) {
 	for i := n - 1; i >= 0; i-- {
 		q := m.Q[i*k : i*k+k]
 		a := m.A[i*k : i*k+k]
-		quad := 0.0
-		for r := 0; r < k; r++ {
-			s := 0.0
-			wr := w[r*k : r*k+k]
-			for u, x := range q {
-				s += wr[u] * x
-			}
-			t[r] = s
-			quad += q[r] * s
-		}
-		piv := m.Diag[i] - quad
+		piv := m.Diag[i] - quadForm(w, q, t) // t = W_i q_i
 		if !(piv > 0) {
 			return QuasiSep{}, fmt.Errorf("linalg: reverse Cholesky factorization: pivot %d is %v, the matrix is not numerically positive definite", i, piv)
 		}
@@ -130,7 +120,7 @@ func (m QuasiSep) ColNormsSq(dst []float64) {
 	}
 	w := make([]float64, k*k)
 	for j := n - 1; j >= 0; j-- {
-		dst[j] = m.Diag[j]*m.Diag[j] + quadForm(w, m.Q[j*k:j*k+k])
+		dst[j] = m.Diag[j]*m.Diag[j] + quadForm(w, m.Q[j*k:j*k+k], nil)
 		decayUpdate(w, m.P[j*k:j*k+k], m.A[j*k:j*k+k])
 	}
 }
@@ -149,8 +139,9 @@ func decayUpdate(w, g, a []float64) {
 	}
 }
 
-// quadForm returns x^T W x for the len(x) x len(x) row-major W.
-func quadForm(w, x []float64) float64 {
+// quadForm returns x^T W x for the len(x) x len(x) row-major W, and
+// writes W x into wx unless wx is nil.
+func quadForm(w, x, wx []float64) float64 {
 	s := len(x)
 	t := 0.0
 	for a := 0; a < s; a++ {
@@ -158,6 +149,9 @@ func quadForm(w, x []float64) float64 {
 		wa := w[a*s : a*s+s]
 		for b, xb := range x {
 			r += wa[b] * xb
+		}
+		if wx != nil {
+			wx[a] = r
 		}
 		t += x[a] * r
 	}
@@ -529,7 +523,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		u, z0, v := r.u, r.z0, r.v
 		for j := n - 1; j >= 0; j-- {
 			bjj := r.start(j)
-			colSq[j] = bjj*bjj + quadForm(v, z0)
+			colSq[j] = bjj*bjj + quadForm(v, z0, nil)
 			if j == 0 {
 				break
 			}
@@ -553,7 +547,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 				rowSq[0] = bii * bii
 			} else {
 				r.step(i)
-				rowSq[i] = bii*bii + quadForm(v, u)
+				rowSq[i] = bii*bii + quadForm(v, u, nil)
 				// P_{i+1} = N_i P_i N_i^T + z^{(i)} z^{(i)T}.
 				r.transform(v, true)
 			}
