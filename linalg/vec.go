@@ -73,8 +73,11 @@ func dotLoop[T float32 | float64](a, b []T) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// dualDotImpl is dualDotGo or its assembly.
-var dualDotImpl = dualDotGo
+// dot and dualDotImpl are dotGo and dualDotGo or their assembly.
+var (
+	dot         = dotGo
+	dualDotImpl = dualDotGo
+)
 
 // dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over the
 // len(a) entries of a (the value and the derivative of an inner product):
