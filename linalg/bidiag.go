@@ -3,6 +3,7 @@ package linalg
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dpmf/dpmf/internal/par"
 )
@@ -262,18 +263,15 @@ func (b BidiagGram) Gershgorin() float64 {
 	if n < bidiagParallelOrder {
 		return b.gershgorinRows(0, n) * (1 + 1e-12)
 	}
-	chunks := (n + gershgorinChunk - 1) / gershgorinChunk
-	part := make([]float64, chunks)
+	part := make([]float64, (n+gershgorinChunk-1)/gershgorinChunk)
 	// About 8 units of par.Grain per row: two squares, two products and
 	// three loads of the rows' entries.
-	par.For(chunks, 8*float64(n), func(c int) {
-		part[c] = b.gershgorinRows(c*gershgorinChunk, min(n, (c+1)*gershgorinChunk))
+	par.Range(n, gershgorinChunk, 8, func(lo, hi int) {
+		part[lo/gershgorinChunk] = b.gershgorinRows(lo, hi)
 	})
-	hi := 0.0
-	for _, v := range part {
-		hi = math.Max(hi, v)
-	}
-	return hi * (1 + 1e-12)
+	// Every part is at least 0 or NaN, which slices.Max propagates as
+	// math.Max does.
+	return slices.Max(part) * (1 + 1e-12)
 }
 
 // gershgorinChunk is the number of rows of one chunk of
