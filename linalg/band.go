@@ -123,7 +123,7 @@ func (s SymBand) pivotFloor(shift, floor float64) float64 {
 // pivot of a matrix of that norm shifted by shift, or 4 times the smallest
 // subnormal where that is not finite and larger: the value to which the
 // inertia counts raise a pivot too small to divide by
-// ([SymBand.pivotFloor], [BidiagGram.pivotFloor]).
+// ([SymBand.pivotFloor], [BidiagGram.countPivot]).
 func roundingFloor(norm, shift float64) float64 {
 	tiny := math.SmallestNonzeroFloat64 * 4
 	f := 0x1p-53 * (norm + math.Abs(shift))
@@ -150,7 +150,7 @@ func (s SymBand) ShiftedInverseDiag(sigma float64, dst, work []float64) {
 		panic("linalg: SymBand.ShiftedInverseDiag: short slice")
 	}
 	z := work[2*n*w : 3*n*w]
-	s.selectedInverse(sigma, z, work[:2*n*w])
+	s.ShiftedInverseBand(sigma, z, work[:2*n*w])
 	for i := 0; i < n; i++ {
 		dst[i] = z[i*w]
 	}
@@ -171,15 +171,7 @@ func (s SymBand) ShiftedInverseBand(sigma float64, dst, work []float64) int {
 	if len(dst) < n*w || len(work) < 2*n*w {
 		panic("linalg: SymBand.ShiftedInverseBand: short slice")
 	}
-	return s.selectedInverse(sigma, dst[:n*w], work)
-}
-
-// selectedInverse writes the band of (M + sigma I)^{-1} into z (layout of
-// Data) using work (length 2 N (K+1)) for the factors, and returns the
-// number of pivots that are not positive normal numbers.
-func (s SymBand) selectedInverse(sigma float64, z, work []float64) int {
-	n, k := s.N, s.K
-	w := k + 1
+	z := dst[:n*w]
 	l, d := work[:n*w], work[n*w:n*w+n]
 	_, bad := s.ldl(sigma, l, d)
 	// z holds Z in the same lower band layout: z[j*w + j-i] = Z[j][i].

@@ -3,7 +3,7 @@ package linalg
 import (
 	"fmt"
 	"math"
-	"runtime"
+	"slices"
 
 	"github.com/dpmf/dpmf/internal/par"
 )
@@ -177,7 +177,7 @@ func (b BidiagGram) CountBelow(x float64) int {
 	k := n / 2
 	var top, bottom int
 	var p, s float64
-	runPair(func() { top, p = b.countDown(x, k) }, func() { bottom, s = b.countUp(x, k) })
+	par.Both(math.Inf(1), func() { top, p = b.countDown(x, k) }, func() { bottom, s = b.countUp(x, k) })
 	if p+s < 0 {
 		bottom++
 	}
@@ -191,24 +191,12 @@ func (b BidiagGram) countDown(x float64, m int) (int, float64) {
 	g, h := b.Diag, b.Sub
 	count := 0
 	t := -x
-	tiny := math.SmallestNonzeroFloat64 * 4
-	floor := 0.0 // pivotFloor's value, once needed
+	floor := 0.0 // the pivot floor, once needed
 	for i := 0; i < m; i++ {
 		if i > 0 {
 			t = -x + h[i]*h[i]*t
 		}
-		d := g[i]*g[i] + t
-		if d < 0 {
-			count++
-			if d > -tiny {
-				floor = b.pivotFloor(x, floor)
-				d = -floor
-			}
-		} else if d < tiny {
-			floor = b.pivotFloor(x, floor)
-			d = floor
-		}
-		t /= d
+		t /= b.countPivot(g[i]*g[i]+t, x, &floor, &count)
 	}
 	if m == 0 || m >= len(g) {
 		return count, 0
@@ -222,40 +210,40 @@ func (b BidiagGram) countDown(x float64, m int) (int, float64) {
 func (b BidiagGram) countUp(x float64, m int) (int, float64) {
 	g, h := b.Diag, b.Sub
 	n := len(g)
-	tiny := math.SmallestNonzeroFloat64 * 4
 	floor := 0.0
 	count := 0
 	s := g[n-1]*g[n-1] - x
 	for i := n - 1; i > m; i-- {
-		e := h[i]*h[i] + s
-		if e < 0 {
-			count++
-			if e > -tiny {
-				floor = b.pivotFloor(x, floor)
-				e = -floor
-			}
-		} else if e < tiny {
-			floor = b.pivotFloor(x, floor)
-			e = floor
-		}
+		e := b.countPivot(h[i]*h[i]+s, x, &floor, &count)
 		s = -x + g[i-1]*g[i-1]*(s/e)
 	}
 	return count, s
 }
 
-// pivotFloor returns u (Gershgorin's bound on ||T|| + |x|), the value by
-// which countDown and countUp replace a pivot that is zero to working
-// precision (below 4 times the smallest subnormal), with the sign it was
-// counted with (zero as positive): a perturbation of one pivot at the
+// countPivot adds 1 to *count if the pivot d of countDown or countUp is
+// negative, and returns d, or in place of a d that is zero to working
+// precision (below 4 times the smallest subnormal in magnitude) the pivot
+// floor with the sign d was counted with (zero as positive): u
+// (Gershgorin's bound on ||T|| + |x|), a perturbation of one pivot at the
 // size of rounding that keeps the recurrence finite (a subnormal pivot
-// makes t / d overflow, and Inf / Inf is NaN after it). It is 4 times the
-// smallest subnormal where that bound is not finite and larger; floor is
-// the value already computed for this x (0 if none).
-func (b BidiagGram) pivotFloor(x, floor float64) float64 {
-	if floor > 0 {
-		return floor
+// makes t / d overflow, and Inf / Inf is NaN after it), or 4 times the
+// smallest subnormal where that bound is not finite and larger. *floor is
+// the floor already computed for this x (0 if none), and is set when
+// computed.
+func (b BidiagGram) countPivot(d, x float64, floor *float64, count *int) float64 {
+	if d < 0 {
+		*count++
 	}
-	return roundingFloor(b.Gershgorin(), x)
+	if math.Abs(d) >= math.SmallestNonzeroFloat64*4 || math.IsNaN(d) {
+		return d
+	}
+	if *floor == 0 {
+		*floor = roundingFloor(b.Gershgorin(), x)
+	}
+	if d < 0 {
+		return -*floor
+	}
+	return *floor
 }
 
 // bidiagParallelOrder is the order from which [BidiagGram.CountBelow] and
@@ -263,22 +251,6 @@ func (b BidiagGram) pivotFloor(x, floor float64) float64 {
 // they keep the sequential loops of old, bit for bit); a variable so that
 // the tests can move it.
 var bidiagParallelOrder = 1 << 16
-
-// runPair runs f and g, concurrently where GOMAXPROCS > 1.
-func runPair(f, g func()) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		f()
-		g()
-		return
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g()
-	}()
-	f()
-	<-done
-}
 
 // Gershgorin returns Gershgorin's upper bound on lambda_max(T), raised by a
 // relative 1e-12 to cover rounding. The cost is O(n); from order 65,536
@@ -291,18 +263,15 @@ func (b BidiagGram) Gershgorin() float64 {
 	if n < bidiagParallelOrder {
 		return b.gershgorinRows(0, n) * (1 + 1e-12)
 	}
-	chunks := (n + gershgorinChunk - 1) / gershgorinChunk
-	part := make([]float64, chunks)
+	part := make([]float64, (n+gershgorinChunk-1)/gershgorinChunk)
 	// About 8 units of par.Grain per row: two squares, two products and
 	// three loads of the rows' entries.
-	par.For(chunks, 8*float64(n), func(c int) {
-		part[c] = b.gershgorinRows(c*gershgorinChunk, min(n, (c+1)*gershgorinChunk))
+	par.Range(n, gershgorinChunk, 8, func(lo, hi int) {
+		part[lo/gershgorinChunk] = b.gershgorinRows(lo, hi)
 	})
-	hi := 0.0
-	for _, v := range part {
-		hi = math.Max(hi, v)
-	}
-	return hi * (1 + 1e-12)
+	// Every part is at least 0 or NaN, which slices.Max propagates as
+	// math.Max does.
+	return slices.Max(part) * (1 + 1e-12)
 }
 
 // gershgorinChunk is the number of rows of one chunk of

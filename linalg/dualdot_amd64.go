@@ -12,25 +12,11 @@ var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func dotAVX2(a, b []float64) float64
 
-var dot = dotGo
-
-func init() {
-	if haveFMA {
-		dot = dotAVX2
-	}
-}
-
 // dualDotAVX2 is [dualDotGo] in AVX2 assembly; it reads len(a) entries
 // of every slice.
 //
 //go:noescape
 func dualDotAVX2(a, da, b, db []float64) (s, ds float64)
-
-func init() {
-	if haveFMA {
-		dualDotImpl = dualDotAVX2
-	}
-}
 
 // dualBlocksAVX2 is [dualBlocksGo] in AVX2 assembly for the len(out)/4
 // whole blocks of four rows, without its checks.
@@ -50,19 +36,14 @@ func dualBlocksAsm(a, da, b, db []float64, aStride, step, length int, out, dout 
 	}
 }
 
-func init() {
-	if haveFMA {
-		dualBlocksImpl = dualBlocksAsm
-	}
-}
-
 // dualRows4AVX2 is [dualRows4Go] in AVX2 assembly, without its checks.
 //
 //go:noescape
 func dualRows4AVX2(a, da, b, db []float64, aStride, bStride, bStep, length, dlen int, out, dout []float64)
 
+// The assembly where the CPU has AVX2 and FMA, else the Go loops.
 func init() {
 	if haveFMA {
-		dualRows4Impl = dualRows4AVX2
+		dot, dualDotImpl, dualBlocksImpl, dualRows4Impl = dotAVX2, dualDotAVX2, dualBlocksAsm, dualRows4AVX2
 	}
 }

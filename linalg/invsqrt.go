@@ -90,23 +90,17 @@ func (q InvSqrtRational) maxRelErr(points int) float64 {
 	return worst
 }
 
-// scaled maps an approximation on [1, Cond] to [lo, lo Cond]:
-// x^{-1/2} = lo^{-1/2} (x/lo)^{-1/2}, so shifts scale by lo and weights by
-// sqrt(lo).
+// scaled maps an approximation on [1, Cond], whose slices it overwrites,
+// to [lo, lo Cond]: x^{-1/2} = lo^{-1/2} (x/lo)^{-1/2}, so shifts scale by
+// lo and weights by sqrt(lo).
 func (q InvSqrtRational) scaled(lo float64) InvSqrtRational {
-	out := InvSqrtRational{
-		Shifts:  make([]float64, len(q.Shifts)),
-		Weights: make([]float64, len(q.Weights)),
-		Lo:      lo * q.Lo,
-		Cond:    q.Cond,
-		RelErr:  q.RelErr,
-	}
 	sq := math.Sqrt(lo)
 	for j := range q.Shifts {
-		out.Shifts[j] = q.Shifts[j] * lo
-		out.Weights[j] = q.Weights[j] * sq
+		q.Shifts[j] *= lo
+		q.Weights[j] *= sq
 	}
-	return out
+	q.Lo *= lo
+	return q
 }
 
 // Covers reports whether the interval [lo, hi] lies inside the

@@ -2,8 +2,9 @@ package linalg
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
+	"math"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // InvSqrtWorkspace holds the buffers of [BidiagGram.InvSqrtDiagParallel]
@@ -107,12 +108,14 @@ func (b BidiagGram) InvSqrtDiagParallel(q InvSqrtRational, dst []float64, ws *In
 	}
 	n := b.N()
 	// g2 and h2: independent entries, in parallel over fixed ranges.
-	parallelFor(max(1, workers), (n+4095)/4096, func(_, c int) {
+	chunks := (n + 4095) / 4096
+	par.Pool(chunks, min(max(1, workers), chunks), func(_, c int) bool {
 		lo, hi := c*4096, min(n, (c+1)*4096)
 		for i := lo; i < hi; i++ {
 			ws.g2[i] = b.Diag[i] * b.Diag[i]
 			ws.h2[i] = b.Sub[i] * b.Sub[i]
 		}
+		return true
 	})
 	ws.InvSqrtDiagSquares(q, dst, workers)
 }
@@ -159,7 +162,7 @@ func (ws *InvSqrtWorkspace) InvSqrtDiagSquares(q InvSqrtRational, dst []float64,
 
 	// Phase 1: the checkpoints. Task 2g runs group g top-down, task 2g+1
 	// bottom-up; both write only their own checkpoints.
-	parallelFor(workers, 2*groups, func(wk, task int) {
+	par.Pool(2*groups, min(workers, 2*groups), func(wk, task int) bool {
 		g := task / 2
 		s := &shifts[g]
 		buf := ws.scratch[wk]
@@ -175,7 +178,7 @@ func (ws *InvSqrtWorkspace) InvSqrtDiagSquares(q InvSqrtRational, dst []float64,
 					fwdLanes(g2[lo-1:hi-1], h2[lo:hi], s, t, buf)
 				}
 			}
-			return
+			return true
 		}
 		cp := ws.bwd[g]
 		for l := range u {
@@ -188,12 +191,15 @@ func (ws *InvSqrtWorkspace) InvSqrtDiagSquares(q InvSqrtRational, dst []float64,
 				bwdLanes(g2[lo:hi], h2[lo+1:hi+1], s, u, buf)
 			}
 		}
+		return true
 	})
 
 	// Phase 2: within each block, both recurrences again from their
 	// checkpoints, and the sum over groups in their order.
 	tasks := (nb + blocksPerTask - 1) / blocksPerTask
-	parallelFor(workers, tasks, func(wk, task int) {
+	// The workers take the tasks in order from a shared counter
+	// ([par.Pool]); wk names the goroutine, for its scratch buffers.
+	par.Pool(tasks, min(workers, tasks), func(wk, task int) bool {
 		buf := ws.scratch[wk]
 		pb, ub := buf[:laneBlock*nLanes], buf[laneBlock*nLanes:]
 		t, u := &ws.state[wk][0], &ws.state[wk][1]
@@ -225,36 +231,8 @@ func (ws *InvSqrtWorkspace) InvSqrtDiagSquares(q InvSqrtRational, dst []float64,
 				combineLanes(pb, ub, &weights[g], out)
 			}
 		}
+		return true
 	})
-}
-
-// parallelFor runs f(worker, task) for task = 0, ..., tasks-1 on up to
-// workers goroutines (worker in [0, workers) names the goroutine, for its
-// scratch buffers), taking tasks in order from a shared counter.
-func parallelFor(workers, tasks int, f func(worker, task int)) {
-	workers = min(workers, tasks)
-	if workers <= 1 {
-		for t := range tasks {
-			f(0, t)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				t := int(next.Add(1) - 1)
-				if t >= tasks {
-					return
-				}
-				f(w, t)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 func wsN(ws *InvSqrtWorkspace) int {
@@ -369,30 +347,23 @@ func (ws *InvSqrtWorkspace) invSqrtDiagSmall(q InvSqrtRational, dst []float64) {
 			addInvDiagLanes(ws.g2, ws.h2, shifts[j:j+oldLanes], weights[j:j+oldLanes], out, ws.lanes[c][:])
 		}
 	}
+	work := 0.0 // below smallParallelOrder, one after the other
 	if n >= smallParallelOrder {
-		runPair(func() { sum(0, dst) }, func() { sum(1, ws.part) })
-	} else {
-		sum(0, dst)
-		sum(1, ws.part)
+		work = math.Inf(1)
 	}
+	par.Both(work, func() { sum(0, dst) }, func() { sum(1, ws.part) })
 	for i, x := range ws.part {
 		dst[i] += x
 	}
 }
 
 // addInvDiagLanes adds sum_l weights[l] diag((T + shifts[l] I)^{-1}) to out
-// (in the order of l for every entry) for up to four shifts, with the
+// (in the order of l for every entry) for four shifts, with the
 // recurrences of [BidiagGram.ShiftedInverseDiag] on g2 = Diag^2 and
 // h2 = Sub^2 carried side by side. p holds one work slice per shift.
 func addInvDiagLanes(g2, h2, shifts, weights, out []float64, p [][]float64) {
 	n := len(g2)
 	if n == 0 {
-		return
-	}
-	if len(shifts) != oldLanes {
-		for l, sigma := range shifts {
-			addInvDiagOne(g2, h2, sigma, weights[l], out, p[l])
-		}
 		return
 	}
 	s0, s1, s2, s3 := shifts[0], shifts[1], shifts[2], shifts[3]
@@ -433,26 +404,5 @@ func addInvDiagLanes(g2, h2, shifts, weights, out []float64, p [][]float64) {
 		acc += w2 * (1 / (p2[i] + u2))
 		acc += w3 * (1 / (p3[i] + u3))
 		out[i] = acc
-	}
-}
-
-// addInvDiagOne is addInvDiagLanes for one shift.
-func addInvDiagOne(g2, h2 []float64, sigma, w float64, out, p []float64) {
-	n := len(g2)
-	p[0] = 0
-	t := sigma
-	d := g2[0] + t
-	for i := 1; i < n; i++ {
-		x := h2[i] * (t / d)
-		p[i] = x
-		t = sigma + x
-		d = g2[i] + t
-	}
-	u := g2[n-1] + sigma
-	out[n-1] += w * (1 / (p[n-1] + u))
-	for i := n - 2; i >= 0; i-- {
-		e := h2[i+1] + u
-		u = sigma + g2[i]*(u/e)
-		out[i] += w * (1 / (p[i] + u))
 	}
 }

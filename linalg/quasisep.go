@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // QuasiSep is an n x n lower-triangular matrix in quasiseparable form of
@@ -91,17 +93,7 @@ func (m QuasiSep) ReverseCholesky() (QuasiSep, error) {
 	for i := n - 1; i >= 0; i-- {
 		q := m.Q[i*k : i*k+k]
 		a := m.A[i*k : i*k+k]
-		quad := 0.0
-		for r := 0; r < k; r++ {
-			s := 0.0
-			wr := w[r*k : r*k+k]
-			for u, x := range q {
-				s += wr[u] * x
-			}
-			t[r] = s
-			quad += q[r] * s
-		}
-		piv := m.Diag[i] - quad
+		piv := m.Diag[i] - quadForm(w, q, t) // t = W_i q_i
 		if !(piv > 0) {
 			return QuasiSep{}, fmt.Errorf("linalg: reverse Cholesky factorization: pivot %d is %v, the matrix is not numerically positive definite", i, piv)
 		}
@@ -112,13 +104,7 @@ func (m QuasiSep) ReverseCholesky() (QuasiSep, error) {
 		for r := range g {
 			g[r] = (p[r] - a[r]*t[r]) / ci
 		}
-		for r := 0; r < k; r++ {
-			wr := w[r*k : r*k+k]
-			ar, gr := a[r], g[r]
-			for u := range wr {
-				wr[u] = gr*g[u] + ar*wr[u]*a[u]
-			}
-		}
+		decayUpdate(w, g, a)
 	}
 	return c, nil
 }
@@ -134,21 +120,28 @@ func (m QuasiSep) ColNormsSq(dst []float64) {
 	}
 	w := make([]float64, k*k)
 	for j := n - 1; j >= 0; j-- {
-		dst[j] = m.Diag[j]*m.Diag[j] + quadForm(w, m.Q[j*k:j*k+k])
-		p := m.P[j*k : j*k+k]
-		a := m.A[j*k : j*k+k]
-		for r := 0; r < k; r++ {
-			wr := w[r*k : r*k+k]
-			ar, pr := a[r], p[r]
-			for u := range wr {
-				wr[u] = pr*p[u] + ar*wr[u]*a[u]
-			}
+		dst[j] = m.Diag[j]*m.Diag[j] + quadForm(w, m.Q[j*k:j*k+k], nil)
+		decayUpdate(w, m.P[j*k:j*k+k], m.A[j*k:j*k+k])
+	}
+}
+
+// decayUpdate sets W = g g^T + a W a for the len(g) x len(g) row-major W
+// and the diagonal a: the backward step of the recursions of
+// [QuasiSep.ReverseCholesky] and [QuasiSep.ColNormsSq].
+func decayUpdate(w, g, a []float64) {
+	k := len(g)
+	for r := 0; r < k; r++ {
+		wr := w[r*k : r*k+k]
+		ar, gr := a[r], g[r]
+		for u := range wr {
+			wr[u] = gr*g[u] + ar*wr[u]*a[u]
 		}
 	}
 }
 
-// quadForm returns x^T W x for the len(x) x len(x) row-major W.
-func quadForm(w, x []float64) float64 {
+// quadForm returns x^T W x for the len(x) x len(x) row-major W, and
+// writes W x into wx unless wx is nil.
+func quadForm(w, x, wx []float64) float64 {
 	s := len(x)
 	t := 0.0
 	for a := 0; a < s; a++ {
@@ -156,6 +149,9 @@ func quadForm(w, x []float64) float64 {
 		wa := w[a*s : a*s+s]
 		for b, xb := range x {
 			r += wa[b] * xb
+		}
+		if wx != nil {
+			wx[a] = r
 		}
 		t += x[a] * r
 	}
@@ -521,14 +517,13 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		}
 		return recursion{step, start, transform, u, z0, v}
 	}
-	quad := quadForm
 	// Columns: backward.
 	cols := func() {
 		r := scratch()
 		u, z0, v := r.u, r.z0, r.v
 		for j := n - 1; j >= 0; j-- {
 			bjj := r.start(j)
-			colSq[j] = bjj*bjj + quad(v, z0)
+			colSq[j] = bjj*bjj + quadForm(v, z0, nil)
 			if j == 0 {
 				break
 			}
@@ -552,7 +547,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 				rowSq[0] = bii * bii
 			} else {
 				r.step(i)
-				rowSq[i] = bii*bii + quad(v, u)
+				rowSq[i] = bii*bii + quadForm(v, u, nil)
 				// P_{i+1} = N_i P_i N_i^T + z^{(i)} z^{(i)T}.
 				r.transform(v, true)
 			}
@@ -564,5 +559,5 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 			}
 		}
 	}
-	runPair(cols, rows)
+	par.Both(math.Inf(1), cols, rows)
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 
+	"github.com/dpmf/dpmf/internal/par"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
@@ -170,7 +170,7 @@ func (t *Tridiagonalizer) orgqr(m int, a []float64, lda int, tau []float64) {
 			if nc < 2*nb {
 				apply(0, nc, work)
 			} else {
-				runPair(func() { apply(0, nc/2, work) }, func() { apply(nc/2, nc, half) })
+				par.Both(math.Inf(1), func() { apply(0, nc/2, work) }, func() { apply(nc/2, nc, half) })
 			}
 		}
 		impl.Dorg2r(m-i, ib, ib, a[i*lda+i:], lda, tau[i:i+ib], work)
@@ -292,11 +292,6 @@ func (t *Tridiagonalizer) symv(a []float64, s int, v, y []float64) {
 			floats.AddScaled(acc[r+1:m], vr, row[1:])
 		}
 	}
-	if workers == 1 {
-		rows(0, m, t.y[0])
-		copy(y, t.y[0][:m])
-		return
-	}
 	// Row r costs m - r: split the triangle into equal areas.
 	bounds := t.bounds[:workers+1]
 	bounds[0] = 0
@@ -309,15 +304,10 @@ func (t *Tridiagonalizer) symv(a []float64, s int, v, y []float64) {
 		bounds[k] = min(m, max(bounds[k-1], int(r)))
 	}
 	bounds[workers] = m
-	var wg sync.WaitGroup
-	for k := 0; k < workers; k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			rows(bounds[k], bounds[k+1], t.y[k])
-		}(k)
-	}
-	wg.Wait()
+	par.Pool(workers, workers, func(_, k int) bool {
+		rows(bounds[k], bounds[k+1], t.y[k])
+		return true
+	})
 	copy(y, t.y[0][:m])
 	for k := 1; k < workers; k++ {
 		floats.Add(y[:m], t.y[k][:m])

@@ -2,7 +2,8 @@ package linalg
 
 import (
 	"fmt"
-	"sync"
+
+	"github.com/dpmf/dpmf/internal/par"
 )
 
 // ApplyRationalRows writes, for every row x of the m x n row-major matrix
@@ -48,23 +49,19 @@ func (t SymTridiag) ApplyRationalRows(q InvSqrtRational, src, dst []float64, m, 
 			id[i] = 1 / d
 		}
 	}
-	workers = max(1, min(workers, (m+3)/4))
-	var wg sync.WaitGroup
-	chunk := (m + workers - 1) / workers
-	chunk = (chunk + 3) / 4 * 4
-	for r0 := 0; r0 < m; r0 += chunk {
-		r1 := min(m, r0+chunk)
-		wg.Add(1)
-		go func(r0, r1 int) {
-			defer wg.Done()
-			buf := make([]float64, 12*n)
-			for r := r0; r < r1; r += 4 {
-				rows := min(4, r1-r)
-				t.rationalRows(q, inv, mul, src[r*n:], dst[r*n:], buf, rows)
-			}
-		}(r0, r1)
-	}
-	wg.Wait()
+	// Groups of four rows, taken in order by the workers ([par.Pool]),
+	// each with its own scratch.
+	groups := (m + 3) / 4
+	workers = max(1, min(workers, groups))
+	bufs := make([][]float64, workers)
+	par.Pool(groups, workers, func(w, g int) bool {
+		if bufs[w] == nil {
+			bufs[w] = make([]float64, 12*n)
+		}
+		r := 4 * g
+		t.rationalRows(q, inv, mul, src[r*n:], dst[r*n:], bufs[w], min(4, m-r))
+		return true
+	})
 	return true
 }
 
@@ -74,9 +71,8 @@ func (t SymTridiag) ApplyRationalRows(q InvSqrtRational, src, dst []float64, m, 
 func (t SymTridiag) rationalRows(q InvSqrtRational, inv, mul, src, dst, buf []float64, rows int) {
 	n := t.N()
 	x, y, acc := buf[:4*n], buf[4*n:8*n], buf[8*n:12*n]
-	for i := range x {
-		x[i], acc[i] = 0, 0
-	}
+	clear(x)
+	clear(acc)
 	for p := 0; p < rows; p++ {
 		for i, v := range src[p*n : p*n+n] {
 			x[4*i+p] = v

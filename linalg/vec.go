@@ -47,25 +47,37 @@ func chunkSum(n int, perEntry float64, f func(lo, hi int) float64) float64 {
 	return s
 }
 
-// dotGo is [Dot] in Go, with four accumulators.
-func dotGo(a, b []float64) float64 {
+// dotGo and dot32Go are [Dot] and [Dot32] in Go.
+var (
+	dotGo   = dotLoop[float64]
+	dot32Go = dotLoop[float32]
+)
+
+// dotLoop is the inner product of a and b over the len(a) entries of a
+// with four accumulators, each product and the sum in float64 (for
+// float64 entries the conversions are no-ops: the same operations as a
+// loop on float64 alone).
+func dotLoop[T float32 | float64](a, b []T) float64 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float64
 	i := 0
 	for ; i+3 < len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+		s0 += float64(a[i]) * float64(b[i])
+		s1 += float64(a[i+1]) * float64(b[i+1])
+		s2 += float64(a[i+2]) * float64(b[i+2])
+		s3 += float64(a[i+3]) * float64(b[i+3])
 	}
 	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+		s0 += float64(a[i]) * float64(b[i])
 	}
 	return (s0 + s1) + (s2 + s3)
 }
 
-// dualDotImpl is dualDotGo or its assembly.
-var dualDotImpl = dualDotGo
+// dot and dualDotImpl are dotGo and dualDotGo or their assembly.
+var (
+	dot         = dotGo
+	dualDotImpl = dualDotGo
+)
 
 // dualDot returns sum a_t b_t and sum (da_t b_t + a_t db_t) over the
 // len(a) entries of a (the value and the derivative of an inner product):

@@ -35,23 +35,6 @@ var (
 	axpyDot32Impl = axpyDot32Go
 )
 
-// dot32Go is [Dot32] in Go, with four accumulators.
-func dot32Go(a, b []float32) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+3 < len(a); i += 4 {
-		s0 += float64(a[i]) * float64(b[i])
-		s1 += float64(a[i+1]) * float64(b[i+1])
-		s2 += float64(a[i+2]) * float64(b[i+2])
-		s3 += float64(a[i+3]) * float64(b[i+3])
-	}
-	for ; i < len(a); i++ {
-		s0 += float64(a[i]) * float64(b[i])
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
 // axpyDot32Go is [AxpyDot32] in Go, with two accumulators.
 func axpyDot32Go(alpha float64, x, y, z []float32) float64 {
 	n := len(x)
