@@ -561,7 +561,9 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 	switch {
 	case meta.Key != key, meta.Strategy != k.strategy, meta.StrategyKey != k.strategyKey,
 		meta.Workload != k.workload, meta.R != k.r, meta.Participation != k.participation.String():
-		return nil, corrupt("metadata for %s R=%d %s does not match the request", meta.StrategyKey, meta.R, meta.Participation)
+		// The metadata's strings quoted: they are the file's, and may
+		// hold line breaks or control characters.
+		return nil, corrupt("metadata for %q R=%d %q does not match the request", meta.StrategyKey, meta.R, meta.Participation)
 	case !meta.Factors && meta.Operator == nil && !k.lossOnly:
 		return nil, corrupt("neither factors nor an operator in an entry for a full factorization")
 	}

@@ -1,6 +1,7 @@
 package cache_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -50,7 +51,7 @@ func (q fuzzRequest) strategy(t testing.TB) (factorize.Strategy, *factorize.Work
 	return s, w
 }
 
-// FuzzLoadEntry writes arbitrary bytes as the entry of a request and
+// FuzzLoadEntry writes an entry of a request with arbitrary changes and
 // loads it. With reseal the bytes get a valid trailing checksum, as anyone
 // who can write the cache directory can give them: then only the entry's
 // own checks stand between the bytes and a privacy claim. A load must
@@ -58,9 +59,30 @@ func (q fuzzRequest) strategy(t testing.TB) (factorize.Strategy, *factorize.Work
 // whose metrics are finite, are under the requested participation and,
 // where the entry holds B and C, agree with the factors themselves
 // (column norms of C, the loss from B, B C = A), computed here independently of the entry.
+//
+// The input is a change to a valid entry, not a whole file: patch written
+// over (or, with insert, into) the entry at off, then cut bytes cut from
+// its end. Whole files of a few kilobytes made the fuzzer stall: it
+// minimises every input that finds new coverage, and its minimisation of
+// a byte slice tries removing every range of it, about n^2/2 candidates
+// for n bytes (each here a file written and loaded), so that one
+// minimisation of an entry took the whole -fuzzminimizetime (60 s by
+// default) and a 60 s run made under a hundred executions. A patch is a few bytes to
+// minimise, and the mutated entry keeps its valid framing (magic, version,
+// lengths), so most inputs reach the metadata and factor checks. The
+// strategies, workloads and keys are made once, and every input of the
+// process writes its entry in one directory, over the last one's.
 func FuzzLoadEntry(f *testing.F) {
 	dir := f.TempDir()
 	c := &cache.Cache{Dir: dir, Budget: cache.Unlimited}
+	type request struct {
+		s     factorize.Strategy
+		w     *factorize.Workload
+		path  string
+		entry []byte // without its checksum
+		sum   []byte
+	}
+	reqs := make([]request, len(fuzzRequests))
 	for i, q := range fuzzRequests {
 		s, w := q.strategy(f)
 		if _, _, err := c.Compute(context.Background(), s, w, q.part, nil); err != nil {
@@ -74,23 +96,33 @@ func FuzzLoadEntry(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(uint8(i), b[:len(b)-sha256.Size], true)
-		f.Add(uint8(i), b, false)
-		f.Add(uint8(i), b[:len(b)/2], false)
+		n := len(b) - sha256.Size
+		reqs[i] = request{s, w, c.Path(key), b[:n], b[n:]}
+		f.Add(uint8(i), uint16(0), []byte(nil), false, uint16(0), true)
+		f.Add(uint8(i), uint16(0), []byte(nil), false, uint16(0), false)
+		f.Add(uint8(i), uint16(0), []byte(nil), false, uint16(n/2), false)
+		f.Add(uint8(i), uint16(n/2), []byte{'x'}, false, uint16(0), true)
 	}
-	f.Fuzz(func(t *testing.T, which uint8, body []byte, reseal bool) {
+	f.Fuzz(func(t *testing.T, which uint8, off uint16, patch []byte, insert bool, cut uint16, reseal bool) {
 		q := fuzzRequests[int(which)%len(fuzzRequests)]
-		s, w := q.strategy(t)
-		c := &cache.Cache{Dir: t.TempDir(), Budget: cache.Unlimited}
-		key, err := cache.Key(s, w, q.part)
-		if err != nil {
-			t.Fatal(err)
+		req := reqs[int(which)%len(reqs)]
+		s, w := req.s, req.w
+		body := append(bytes.Clone(req.entry), req.sum...)
+		if reseal {
+			body = bytes.Clone(req.entry)
 		}
+		at := int(off) % (len(body) + 1)
+		if insert {
+			body = append(body[:at], append(bytes.Clone(patch), body[at:]...)...)
+		} else {
+			body = append(body[:at], append(bytes.Clone(patch), body[min(len(body), at+len(patch)):]...)...)
+		}
+		body = body[:len(body)-int(cut)%(len(body)+1)]
 		if reseal {
 			sum := sha256.Sum256(body)
-			body = append(body[:len(body):len(body)], sum[:]...)
+			body = append(body, sum[:]...)
 		}
-		if err := os.WriteFile(c.Path(key), body, 0o600); err != nil {
+		if err := os.WriteFile(req.path, body, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		got, err := c.Load(s, w, q.part)

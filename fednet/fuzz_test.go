@@ -37,6 +37,9 @@ func FuzzDecodeLearnerRecord(f *testing.F) {
 	v1 = binary.LittleEndian.AppendUint32(v1, 3)
 	f.Add(append(v1, "abc"...))
 	f.Add([]byte(learnerMagic))
+	for _, b := range realStateFiles(f)[kindLearner] { // the records of a real run's learners
+		f.Add(stateBody(kindLearner, b))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if _, err := decodeLearnerRecord(body); err == nil && len(body) < learnerHeadV1+sha256.Size {
 			t.Fatalf("accepted %d bytes, shorter than any record", len(body))
@@ -76,6 +79,9 @@ func FuzzDecodeRound(f *testing.F) {
 		f.Add(b[:len(b)-sha256.Size])
 	}
 	f.Add([]byte("DPMFXR01"))
+	for _, b := range realStateFiles(f)[kindRound] { // the round files of a real run
+		f.Add(stateBody(kindRound, b))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		decodeRound(body)
 		data := seal(bytes.Clone(body))
