@@ -94,7 +94,13 @@ func TestCacheEditedMetadataIsNotTrusted(t *testing.T) {
 		{"quasiseparable order changed", factorize.StrategyOptimal, factorize.Options{},
 			func(e *entry) { e.meta["operator"].(map[string]any)["ints"].([]any)[1] = json.Number("3") }, "bytes, want"},
 		{"loss lowered", factorize.StrategySqrt, factorize.Options{},
-			func(e *entry) { metrics(*e)["loss"] = 1.0 }, "not those of the factors"},
+			func(e *entry) { metrics(*e)["loss"] = 1.0 }, "not those of the factors: loss 1, computed"},
+		// The reason names the metric edited and both values (before it
+		// gave the sensitivity and the loss, equal on both sides here).
+		{"rmse edited alone", factorize.StrategySqrt, factorize.Options{},
+			func(e *entry) { metrics(*e)["rmse"] = 123.0 }, "not those of the factors: rmse 123, computed"},
+		{"rmse edited alone, structured", factorize.StrategyOptimal, factorize.Options{},
+			func(e *entry) { metrics(*e)["rmse"] = 123.0 }, "not those of the operator: rmse 123, computed"},
 		{"loss lowered by a relative 1e-9", factorize.StrategySqrt, factorize.Options{},
 			func(e *entry) {
 				v, _ := metrics(*e)["loss"].(json.Number).Float64()

@@ -181,9 +181,8 @@ func verifyEntry(f *Factorization) string {
 		if err != nil {
 			return strings.TrimPrefix(err.Error(), "factorize: ")
 		}
-		if got := g.Metrics; !sameMetrics(got, m) {
-			return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the operator (sensitivity %v, loss %v)",
-				m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
+		if d := metricsDiff(g.Metrics, m); d != "" {
+			return "metadata metrics are not those of the operator: " + d
 		}
 		return ""
 	}
@@ -242,9 +241,12 @@ func verifyEntry(f *Factorization) string {
 	if err := f.CheckCausal(); err != nil {
 		return strings.TrimPrefix(err.Error(), "factorize: ")
 	}
-	if got, err := ComputeMetrics(f.B, f.C, m.Participation); err != nil || !sameMetrics(got, m) {
-		return fmt.Sprintf("metadata metrics (sensitivity %v, loss %v) are not those of the factors (sensitivity %v, loss %v)",
-			m.UnitSensitivity.Value, m.Loss, got.UnitSensitivity.Value, got.Loss)
+	got, err := ComputeMetrics(f.B, f.C, m.Participation)
+	if err != nil {
+		return "metadata metrics cannot be checked against the factors: " + strings.TrimPrefix(err.Error(), "factorize: ")
+	}
+	if d := metricsDiff(got, m); d != "" {
+		return "metadata metrics are not those of the factors: " + d
 	}
 	if e := reproductionError(f); !(e <= 1e-6) {
 		return fmt.Sprintf("B C does not reproduce the workload (relative error %.3g)", e)
@@ -263,20 +265,32 @@ func verifyEntry(f *Factorization) string {
 // order than [ComputeMetrics] (the semiseparable one sums its structured
 // factors), which changes the last bits and nothing else; an edit that
 // matters changes far more.
-func sameMetrics(got, m Metrics) bool {
-	if got.Participation != m.Participation || got.UnitSensitivity.Exact != m.UnitSensitivity.Exact ||
-		got.UnitSensitivity.Rule != m.UnitSensitivity.Rule {
-		return false
+func sameMetrics(got, m Metrics) bool { return metricsDiff(got, m) == "" }
+
+// metricsDiff names the first metric in which m differs from got, as
+// sameMetrics compares them, with both values ("" if none does).
+func metricsDiff(got, m Metrics) string {
+	switch {
+	case got.Participation != m.Participation:
+		return fmt.Sprintf("participation %v, computed %v", m.Participation, got.Participation)
+	case got.UnitSensitivity.Exact != m.UnitSensitivity.Exact:
+		return fmt.Sprintf("unit_sensitivity_exact %v, computed %v", m.UnitSensitivity.Exact, got.UnitSensitivity.Exact)
+	case got.UnitSensitivity.Rule != m.UnitSensitivity.Rule:
+		return fmt.Sprintf("unit_sensitivity_rule %q, computed %q", m.UnitSensitivity.Rule, got.UnitSensitivity.Rule)
 	}
-	for _, p := range [][2]float64{
-		{got.Gamma, m.Gamma}, {got.UnitSensitivity.Value, m.UnitSensitivity.Value}, {got.FrobBSq, m.FrobBSq},
-		{got.MaxRowBSq, m.MaxRowBSq}, {got.Loss, m.Loss}, {got.RMSE, m.RMSE}, {got.MaxSE, m.MaxSE},
+	for _, p := range []struct {
+		name        string
+		stored, got float64
+	}{
+		{"gamma", m.Gamma, got.Gamma}, {"unit_sensitivity", m.UnitSensitivity.Value, got.UnitSensitivity.Value},
+		{"frob_B_sq", m.FrobBSq, got.FrobBSq}, {"max_row_B_sq", m.MaxRowBSq, got.MaxRowBSq},
+		{"loss", m.Loss, got.Loss}, {"rmse", m.RMSE, got.RMSE}, {"max_se", m.MaxSE, got.MaxSE},
 	} {
-		if !closeRel(p[0], p[1]) {
-			return false
+		if !closeRel(p.got, p.stored) {
+			return fmt.Sprintf("%s %v, computed %v", p.name, p.stored, p.got)
 		}
 	}
-	return true
+	return ""
 }
 
 // FiniteMetrics reports whether every metric is finite and >= 0: a
