@@ -534,20 +534,10 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 // to the round's sum at once and not kept.
 func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse]) error {
 	const call = "SubmitMasked"
-	if !s.ok() {
-		return status.Error(codes.FailedPrecondition, errNoServer.Error())
-	}
-	id, rj := s.identify(stream.Context(), call)
-	if rj != nil {
-		return s.logged(rj)
-	}
-	if s.opt.SecureAggregation == nil {
-		return s.reject(codes.FailedPrecondition, call, id, -1, "the run does not use secure aggregation: updates go through SubmitUpdate")
-	}
-	receive := func(perLearner *int) received[uint64] {
+	receive := func(id int, perLearner *int) received[uint64] {
 		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, s.maskedError)
 	}
-	return upload(s, call, id, receive, func(res received[uint64]) error {
+	return upload(s, stream, call, true, receive, func(res received[uint64]) error {
 		s.mu.Lock()
 		if rj := s.maskedError(res.i, res.r, res.a); rj != nil {
 			s.mu.Unlock()

@@ -851,16 +851,32 @@ type received[T any] struct {
 	err  error // a *rejection, or the error of a failed receive
 }
 
-// upload runs receive, one upload's receiving goroutine, under the upload
-// limits (ServerOptions.MaxUploads, MaxUploadsPerLearner) and
+// upload serves an upload of call (SubmitMasked if secure, else
+// SubmitUpdate) on stream: it refuses a Server not made by
+// NewServer, a peer that fails authentication and a call of the other
+// kind of run, then runs receive, the upload's receiving goroutine, under
+// the upload limits (ServerOptions.MaxUploads, MaxUploadsPerLearner) and
 // CallTimeout, and hands what it delivered before the deadline to use,
 // while the upload's slot is still held; otherwise it returns the error
 // the handler is to return (logged): a refusal, a failed receive, or
 // DeadlineExceeded, after which the upload is dropped whatever the
-// goroutine does with it. id is the authenticated learner (-1 without
-// authentication: the first chunk names the learner, whose slot receive
-// takes and records in *perLearner).
-func upload[T any](s *Server, call string, id int, receive func(perLearner *int) received[T], use func(received[T]) error) error {
+// goroutine does with it. receive is given id, the authenticated learner
+// (-1 without authentication: the first chunk names the learner, whose
+// slot receive takes and records in *perLearner).
+func upload[T any](s *Server, stream interface{ Context() context.Context }, call string, secure bool, receive func(id int, perLearner *int) received[T], use func(received[T]) error) error {
+	if !s.ok() {
+		return status.Error(codes.FailedPrecondition, errNoServer.Error())
+	}
+	id, rj := s.identify(stream.Context(), call)
+	if rj != nil {
+		return s.logged(rj)
+	}
+	switch {
+	case secure && s.opt.SecureAggregation == nil:
+		return s.reject(codes.FailedPrecondition, call, id, -1, "the run does not use secure aggregation: updates go through SubmitUpdate")
+	case !secure && s.opt.SecureAggregation != nil:
+		return s.reject(codes.FailedPrecondition, call, id, -1, "the run uses secure aggregation: updates go through SecAgg and SubmitMasked")
+	}
 	if rj := s.uploads.acquire(call, id, true); rj != nil {
 		return s.logged(rj)
 	}
@@ -870,7 +886,7 @@ func upload[T any](s *Server, call string, id int, receive func(perLearner *int)
 	got := make(chan received[T], 1)
 	go func() {
 		defer done()
-		got <- receive(&perLearner)
+		got <- receive(id, &perLearner)
 	}()
 	t := time.NewTimer(s.opt.CallTimeout)
 	defer t.Stop()
@@ -903,17 +919,7 @@ func upload[T any](s *Server, call string, id int, receive func(perLearner *int)
 // blocked in the goroutine.
 func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse]) error {
 	const call = "SubmitUpdate"
-	if !s.ok() {
-		return status.Error(codes.FailedPrecondition, errNoServer.Error())
-	}
-	id, rj := s.identify(stream.Context(), call)
-	if rj != nil {
-		return s.logged(rj)
-	}
-	if s.opt.SecureAggregation != nil {
-		return s.reject(codes.FailedPrecondition, call, id, -1, "the run uses secure aggregation: updates go through SecAgg and SubmitMasked")
-	}
-	receive := func(perLearner *int) received[float64] {
+	receive := func(id int, perLearner *int) received[float64] {
 		res := receiveVector(s, stream.Context(), stream.Recv, call, "update", id, perLearner, nil, func(i, r int, _ uint32) *rejection {
 			return s.openError(call, i, r)
 		})
@@ -927,7 +933,7 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	}
 	// With authentication the learner's own limit applies at once;
 	// without, the first chunk names the learner.
-	return upload(s, call, id, receive, func(res received[float64]) error {
+	return upload(s, stream, call, false, receive, func(res received[float64]) error {
 		s.mu.Lock()
 		if rj := s.openError(call, res.i, res.r); rj != nil {
 			s.mu.Unlock()
