@@ -287,11 +287,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			continue
 		}
 		err = rt.do(ctx, "SubmitUpdate", opt.CallTimeout, func(cctx context.Context) error {
-			st, err := cl.SubmitUpdate(cctx)
-			if err != nil {
-				return err
-			}
-			return sendChunks(st, len(u), func(off, end int) *flv1.UpdateChunk {
+			return sendChunks(cctx, cl.SubmitUpdate, len(u), func(off, end int) *flv1.UpdateChunk {
 				return &flv1.UpdateChunk{Learner: int32(opt.ID), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]}
 			})
 		})
@@ -402,9 +398,15 @@ func getModel(ctx context.Context, cl flv1.FederationClient, id, dim int, seen *
 	return m, nil
 }
 
-// sendChunks sends the chunks chunk(off, end) of a vector of length n
-// through st and returns the server's answer.
-func sendChunks[C any](st grpc.ClientStreamingClient[C, flv1.SubmitResponse], n int, chunk func(off, end int) *C) error {
+// sendChunks opens an upload stream with open and sends the chunks
+// chunk(off, end) of a vector of length n through it, and returns the
+// server's answer.
+func sendChunks[C any](ctx context.Context, open func(context.Context, ...grpc.CallOption) (grpc.ClientStreamingClient[C, flv1.SubmitResponse], error),
+	n int, chunk func(off, end int) *C) error {
+	st, err := open(ctx)
+	if err != nil {
+		return err
+	}
 	for off := 0; off == 0 || off < n; off += ChunkLen {
 		err := st.Send(chunk(off, min(off+ChunkLen, n)))
 		if err == io.EOF {
@@ -414,7 +416,7 @@ func sendChunks[C any](st grpc.ClientStreamingClient[C, flv1.SubmitResponse], n 
 			return err
 		}
 	}
-	_, err := st.CloseAndRecv()
+	_, err = st.CloseAndRecv()
 	return err
 }
 
@@ -791,11 +793,7 @@ func unmarshalAll[M any, PM interface {
 
 // submitMasked sends a masked input in chunks.
 func submitMasked(ctx context.Context, cl flv1.FederationClient, id, r int, a uint32, y []uint64) error {
-	st, err := cl.SubmitMasked(ctx)
-	if err != nil {
-		return err
-	}
-	return sendChunks(st, len(y), func(off, end int) *flv1.MaskedChunk {
+	return sendChunks(ctx, cl.SubmitMasked, len(y), func(off, end int) *flv1.MaskedChunk {
 		return &flv1.MaskedChunk{Learner: int32(id), Round: int32(r), Attempt: a, Dim: int32(len(y)), Offset: int32(off), Values: y[off:end]}
 	})
 }

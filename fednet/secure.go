@@ -32,25 +32,26 @@ type SecureAggregation struct {
 	Threshold int
 }
 
-// secureFromPlan takes the secure aggregation of opt.Plan: it sets
-// opt.SecureAggregation and opt.Config.Quantizer when they are nil, and
-// refuses a plan that disagrees with them.
-func secureFromPlan(opt *ServerOptions) error {
+// secureFromPlan parses opt.Plan (nil if there is none) and takes its
+// secure aggregation: it sets opt.SecureAggregation and
+// opt.Config.Quantizer when they are nil, and refuses a plan that
+// disagrees with them.
+func secureFromPlan(opt *ServerOptions) (*plan.Plan, error) {
 	if opt.Plan == nil {
-		return nil
+		return nil, nil
 	}
 	p, err := plan.Parse(opt.Plan)
 	if err != nil {
-		return fmt.Errorf("fednet: the run's plan: %w", err)
+		return nil, fmt.Errorf("fednet: the run's plan: %w", err)
 	}
 	psa := p.SecureAggregation
 	switch {
 	case psa == nil && opt.SecureAggregation != nil:
-		return errors.New("fednet: secure aggregation for a run whose plan has none (its calibration lacks the quantization term)")
+		return nil, errors.New("fednet: secure aggregation for a run whose plan has none (its calibration lacks the quantization term)")
 	case psa == nil:
-		return nil
+		return p, nil
 	case opt.SecureAggregation != nil && opt.SecureAggregation.Threshold != psa.Threshold && opt.SecureAggregation.Threshold != 0:
-		return fmt.Errorf("fednet: secure-aggregation threshold %d, the run's plan has %d", opt.SecureAggregation.Threshold, psa.Threshold)
+		return nil, fmt.Errorf("fednet: secure-aggregation threshold %d, the run's plan has %d", opt.SecureAggregation.Threshold, psa.Threshold)
 	}
 	opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold}
 	q := psa.Quantizer()
@@ -58,9 +59,9 @@ func secureFromPlan(opt *ServerOptions) error {
 	case opt.Config.Quantizer == nil:
 		opt.Config.Quantizer = &q
 	case *opt.Config.Quantizer != q:
-		return fmt.Errorf("fednet: quantizer of %d scale bits, the run's plan has %d", opt.Config.Quantizer.ScaleBits, q.ScaleBits)
+		return nil, fmt.Errorf("fednet: quantizer of %d scale bits, the run's plan has %d", opt.Config.Quantizer.ScaleBits, q.ScaleBits)
 	}
-	return nil
+	return p, nil
 }
 
 // checkSecure checks the secure-aggregation options and sets the default

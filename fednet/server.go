@@ -256,7 +256,8 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if err := checkWire(opt); err != nil {
 		return nil, err
 	}
-	if err := secureFromPlan(&opt); err != nil {
+	p, err := secureFromPlan(&opt)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkSecure(&opt); err != nil {
@@ -283,7 +284,7 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		return nil, errors.New("fednet: a noise key without a noise mechanism")
 	}
 	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
-	desc, err := describe(opt)
+	desc, err := describe(opt, p)
 	if err != nil {
 		return nil, err
 	}
@@ -386,10 +387,11 @@ func sat(a, b int) int {
 	return a * b
 }
 
-// describe returns the run's description as JSON.
-func describe(opt ServerOptions) ([]byte, error) {
-	if opt.Plan != nil {
-		return describePlan(opt)
+// describe returns the run's description as JSON: opt.Plan, parsed as
+// p, or the one made from opt.
+func describe(opt ServerOptions, p *plan.Plan) ([]byte, error) {
+	if p != nil {
+		return describePlan(opt, p)
 	}
 	c := opt.Config
 	d := map[string]any{
@@ -412,13 +414,9 @@ func describe(opt ServerOptions) ([]byte, error) {
 	return b, nil
 }
 
-// describePlan checks that opt.Plan is the plan of the run opt describes
-// and returns it compacted.
-func describePlan(opt ServerOptions) ([]byte, error) {
-	p, err := plan.Parse(opt.Plan)
-	if err != nil {
-		return nil, fmt.Errorf("fednet: the run's plan: %w", err)
-	}
+// describePlan checks that opt.Plan, parsed as p, is the plan of the run
+// opt describes and returns it compacted.
+func describePlan(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 	c, sh := opt.Config, opt.Shape
 	if c.X0 != nil {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
