@@ -1002,18 +1002,34 @@ func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv
 	if rj != nil {
 		return received[T]{i: i, r: r, err: rj}
 	}
+	// Offsets are contiguous from 0.
 	want := head(first)
-	x, bad, err := collect(first, recv, dim, what, func(c C) string {
+	var x []T
+	for c := first; ; {
 		if h := head(c); h != want {
-			return fmt.Sprintf("chunk for %s inside the %s of %s", h, what, want)
+			return fail(codes.InvalidArgument, "chunk for %s inside the %s of %s", h, what, want)
 		}
-		return ""
-	})
-	if err != nil {
-		return received[T]{i: i, r: r, err: err}
+		if int(c.GetOffset()) != len(x) {
+			return fail(codes.InvalidArgument, "chunk at offset %d, want %d", c.GetOffset(), len(x))
+		}
+		v := c.GetValues()
+		if len(v) > dim-len(x) {
+			return fail(codes.InvalidArgument, "oversized %s: more than %d values", what, dim)
+		}
+		if len(x)+len(v) > cap(x) {
+			x = slices.Grow(x, min(dim, max(2*cap(x), len(x)+len(v)))-len(x))
+		}
+		x = append(x, v...)
+		c, err = recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return received[T]{i: i, r: r, err: err}
+		}
 	}
-	if bad != "" {
-		return fail(codes.InvalidArgument, "%s", bad)
+	if len(x) != dim {
+		return fail(codes.InvalidArgument, "short %s: %d of %d values", what, len(x), dim)
 	}
 	return received[T]{i: i, r: r, a: a, x: x}
 }
@@ -1129,41 +1145,4 @@ type vectorChunk[T any] interface {
 	GetDim() int32
 	GetOffset() int32
 	GetValues() []T
-}
-
-// collect receives the chunks of one upload of a vector of dim values
-// (what: "update", "masked input"), first and then those recv returns
-// until io.EOF. header says why a chunk does not belong to the upload
-// first opened ("" if it does); offsets must be contiguous from 0. The
-// vector grows only as chunks arrive, so a stalled upload holds only what
-// it was sent. It returns the vector, or the reason it is refused
-// (InvalidArgument), or the stream's error.
-func collect[T any, C vectorChunk[T]](first C, recv func() (C, error), dim int, what string, header func(C) string) (x []T, bad string, err error) {
-	for c := first; ; {
-		if why := header(c); why != "" {
-			return nil, why, nil
-		}
-		if int(c.GetOffset()) != len(x) {
-			return nil, fmt.Sprintf("chunk at offset %d, want %d", c.GetOffset(), len(x)), nil
-		}
-		v := c.GetValues()
-		if len(v) > dim-len(x) {
-			return nil, fmt.Sprintf("oversized %s: more than %d values", what, dim), nil
-		}
-		if len(x)+len(v) > cap(x) {
-			x = slices.Grow(x, min(dim, max(2*cap(x), len(x)+len(v)))-len(x))
-		}
-		x = append(x, v...)
-		c, err = recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, "", err
-		}
-	}
-	if len(x) != dim {
-		return nil, fmt.Sprintf("short %s: %d of %d values", what, len(x), dim), nil
-	}
-	return x, "", nil
 }
