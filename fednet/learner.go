@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -437,11 +436,8 @@ type retrier struct {
 // transient reports whether a call that failed with err may succeed later:
 // the server is unreachable or restarting, or a wait timed out.
 func transient(err error) bool {
-	msg := status.Convert(err).Message()
-	for _, tlsProblem := range []string{"authentication handshake failed", "tls: ", "x509: "} {
-		if strings.Contains(msg, tlsProblem) {
-			return false // a certificate problem does not go away
-		}
+	if containsAny(status.Convert(err).Message(), "authentication handshake failed", "tls: ", "x509: ") {
+		return false // a certificate problem does not go away
 	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
