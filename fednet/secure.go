@@ -103,13 +103,11 @@ type secRound struct {
 	expected []bool // may answer the open phase: all, U1, U2, U3, U4
 	answered []bool
 	hashes   [][sha256.Size]byte // per learner: its message of the open phase
-	got      int
+	tally                        // the answers: want expected, quorum T
 	// msgs is what the open phase serves every learner: U1's
 	// advertisements (phase 1) or U4's signatures (phase 4).
 	msgs    [][]byte
 	changed chan struct{} // closed when the open phase closes
-	full    chan struct{} // closed when every expected learner answered
-	quorum  chan struct{} // closed when T answered, fewer than expected
 	failed  error         // the attempt failed (fewer than T)
 	// refused holds, for each learner that said it answered phase 4 of
 	// this round in another attempt (SecAggRequest.unmasked_attempt),
@@ -163,7 +161,7 @@ type serverHooks struct {
 // survivors of phase p-1.
 func (sr *secRound) open(p secagg.Phase) error {
 	n := sr.ctx.N
-	sr.phase, sr.got = p, 0
+	sr.phase, sr.tally = p, newTally()
 	sr.expected, sr.answered, sr.hashes = make([]bool, n), make([]bool, n), make([][sha256.Size]byte, n)
 	for i := range sr.expected {
 		sr.expected[i] = p == secagg.PhaseAdvertise
@@ -177,7 +175,6 @@ func (sr *secRound) open(p secagg.Phase) error {
 			sr.expected[i] = false
 		}
 	}
-	sr.full, sr.quorum = make(chan struct{}), make(chan struct{})
 	if sr.want() == 0 {
 		close(sr.full) // nobody can answer: the phase closes at once
 	}
@@ -221,12 +218,7 @@ func (sr *secRound) want() int {
 // hash h.
 func (sr *secRound) answer(i int, h [sha256.Size]byte) {
 	sr.answered[i], sr.hashes[i] = true, h
-	sr.got++
-	if w := sr.want(); sr.got == w {
-		close(sr.full)
-	} else if sr.got == sr.ctx.T {
-		close(sr.quorum)
-	}
+	sr.add(sr.want(), sr.ctx.T)
 }
 
 // drop removes learner i, if it has not answered, from the learners the

@@ -210,9 +210,7 @@ type Server struct {
 	faulted   chan struct{} // closed when fault is set
 	released  chan struct{} // closed when round advances
 	updates   [][]float64   // the current round's updates by learner
-	got       int
-	full      chan struct{} // closed when every learner submitted
-	quorum    chan struct{} // closed when MinLearners < n learners submitted
+	tally                   // the updates received: want n, quorum MinLearners
 	contact   chan struct{} // closed when a learner first reached this server
 	contacted sync.Once
 	submitted []int         // per learner: the last round it submitted for, -1
@@ -339,8 +337,7 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		opt: opt, log: log, logLim: logLimiter{log: log}, st: st, core: core,
 		round: start, model: slices.Clone(core.Model()),
 		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}), closed: make(chan struct{}),
-		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
-		quorum: make(chan struct{}), contact: make(chan struct{}),
+		released: make(chan struct{}), tally: newTally(), allDone: make(chan struct{}), contact: make(chan struct{}),
 		updates: make([][]float64, sh.Learners), submitted: make([]int, sh.Learners),
 		fetched: make([]bool, sh.Learners),
 		uploads: newSlots("uploads", sh.Learners, opt.MaxUploads, opt.MaxUploadsPerLearner),
@@ -572,6 +569,26 @@ func (s *Server) awaitContact(ctx context.Context) error {
 	}
 }
 
+// tally counts the answers of a round (or of a secure round's phase) as
+// they come: full is closed when every expected answer is in, quorum when
+// the least number that may close the round is, with fewer than all.
+type tally struct {
+	got          int
+	full, quorum chan struct{}
+}
+
+func newTally() tally { return tally{full: make(chan struct{}), quorum: make(chan struct{})} }
+
+// add counts an answer, of want expected and quorum the least number.
+func (t *tally) add(want, quorum int) {
+	t.got++
+	if t.got == want {
+		close(t.full)
+	} else if t.got == quorum {
+		close(t.quorum)
+	}
+}
+
 // awaitRound waits until the open round (or, with secure aggregation,
 // the open phase) may close: every learner submitted (full), QuorumGrace
 // passed since MinLearners < n (or the threshold) did (quorum), or
@@ -647,11 +664,9 @@ func (s *Server) release() error {
 	s.round, s.model = r+1, x
 	s.digests = append(s.digests, s.st.head)
 	clear(s.updates)
-	s.got = 0
+	s.tally = newTally()
 	close(s.released)
 	s.released = make(chan struct{})
-	s.full = make(chan struct{})
-	s.quorum = make(chan struct{})
 	return nil
 }
 
@@ -939,13 +954,7 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 		}
 		s.updates[res.i] = res.x
 		s.submitted[res.i] = res.r
-		s.got++
-		if s.got == s.opt.Shape.Learners {
-			close(s.full)
-		}
-		if s.got == s.opt.MinLearners && s.got < s.opt.Shape.Learners {
-			close(s.quorum)
-		}
+		s.add(s.opt.Shape.Learners, s.opt.MinLearners)
 		s.mu.Unlock()
 		return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
 	})
