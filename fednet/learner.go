@@ -213,11 +213,8 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	// is kept (NewRun replaces only another run's), and its witness must
 	// reach a rolled-back server; the server refuses another run's, and
 	// the learner then asks again without it.
-	var seen, recorded *model
-	if ls != nil {
-		seen = ls.witness()
-		recorded = seen
-	}
+	seen := ls.witness()
+	recorded := seen
 	for {
 		var m *model
 		err := rt.do(ctx, "GetModel", opt.WaitTimeout, func(cctx context.Context) error {

@@ -338,14 +338,11 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		round: start, model: slices.Clone(core.Model()),
 		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}), closed: make(chan struct{}),
 		released: make(chan struct{}), tally: newTally(), allDone: make(chan struct{}), contact: make(chan struct{}),
-		updates: make([][]float64, sh.Learners), submitted: make([]int, sh.Learners),
+		updates: make([][]float64, sh.Learners), submitted: slices.Repeat([]int{-1}, sh.Learners),
 		fetched: make([]bool, sh.Learners),
 		uploads: newSlots("uploads", sh.Learners, opt.MaxUploads, opt.MaxUploadsPerLearner),
 		streams: newSlots("model streams", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
 		polls:   newSlots("protocol calls", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
-	}
-	for i := range s.submitted {
-		s.submitted[i] = -1
 	}
 	if opt.SecureAggregation != nil {
 		if err := s.resumeSecure(); err != nil {
