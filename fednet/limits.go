@@ -179,10 +179,7 @@ type logLimiter struct {
 func (l *logLimiter) allow(now time.Time) (ok bool, suppressed int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	burst, rate := l.burst, l.rate
-	if burst == 0 {
-		burst, rate = logBurst, logRate
-	}
+	burst, rate := cmp.Or(l.burst, logBurst), cmp.Or(l.rate, logRate)
 	if l.last.IsZero() {
 		l.tokens = burst
 	} else {
