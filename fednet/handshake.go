@@ -189,18 +189,15 @@ func refusedCredentials(ctx context.Context, creds credentials.TransportCredenti
 	}
 	defer raw.Close()
 	conn, _, err := creds.Clone().ClientHandshake(ctx, addr, raw)
-	if err != nil {
-		if isAlert(err) {
-			return err
+	if err == nil {
+		defer conn.Close()
+		if dl, ok := ctx.Deadline(); ok {
+			conn.SetReadDeadline(dl)
 		}
-		return nil
+		_, err = conn.Read(make([]byte, 1))
 	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetReadDeadline(dl)
-	}
-	if _, err = conn.Read(make([]byte, 1)); isAlert(err) {
-		return err
+	if isAlert(err) {
+		return err // from the handshake or the read
 	}
 	return nil
 }
