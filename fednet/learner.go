@@ -687,8 +687,7 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			if len(resp.GetRun()) != 16 {
 				return fmt.Errorf("fednet: the server's run identity has %d bytes, want 16", len(resp.GetRun()))
 			}
-			sc := secagg.Context{Round: r, Attempt: a, N: sl.n, T: sl.t, Dim: sl.dim}
-			copy(sc.Run[:], resp.GetRun())
+			sc := secagg.Context{Run: [16]byte(resp.GetRun()), Round: r, Attempt: a, N: sl.n, T: sl.t, Dim: sl.dim}
 			var err error
 			if c, err = secagg.NewClient(sc, sl.id, rand.Reader); err != nil {
 				return fmt.Errorf("fednet: %w", err)

@@ -247,8 +247,7 @@ func (ls *learnerState) bind(run []byte, newRun bool) error {
 	if len(run) != len(runID{}) {
 		return fmt.Errorf("fednet: the server's run identity has %d bytes, want %d", len(run), len(runID{}))
 	}
-	var id runID
-	copy(id[:], run)
+	id := runID(run)
 	switch {
 	case ls.rec != nil && ls.rec.run == id:
 		return nil

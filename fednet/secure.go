@@ -162,10 +162,7 @@ type serverHooks struct {
 func (sr *secRound) open(p secagg.Phase) error {
 	n := sr.ctx.N
 	sr.phase, sr.tally = p, newTally()
-	sr.expected, sr.answered, sr.hashes = make([]bool, n), make([]bool, n), make([][sha256.Size]byte, n)
-	for i := range sr.expected {
-		sr.expected[i] = p == secagg.PhaseAdvertise
-	}
+	sr.expected, sr.answered, sr.hashes = slices.Repeat([]bool{p == secagg.PhaseAdvertise}, n), make([]bool, n), make([][sha256.Size]byte, n)
 	for _, i := range sr.agg.Accepted(p - 1) {
 		sr.expected[i] = true
 	}
