@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -151,7 +152,8 @@ func (c *learnerCreds) mismatch(ctx context.Context, addr string, err error) err
 		// the learner's first write, and a slow learner sees only the
 		// reset that the write provokes, as if the server were away.
 		// Ask once more without writing, and read the answer.
-		if status.Code(err) == codes.Unavailable && connectionLost(status.Convert(err).Message()) {
+		// A connection reset or closed under the call:
+		if status.Code(err) == codes.Unavailable && containsAny(status.Convert(err).Message(), "connection reset by peer", "broken pipe", "EOF", "connection closed") {
 			if alert := refusedCredentials(ctx, c.TransportCredentials, addr); alert != nil {
 				return fmt.Errorf("fednet: the server at %s refuses this learner's TLS credentials: %w", addr, alert)
 			}
@@ -167,15 +169,9 @@ func (c *learnerCreds) mismatch(ctx context.Context, addr string, err error) err
 	return nil
 }
 
-// connectionLost reports whether a call's error message says that the
-// connection was reset or closed under it.
-func connectionLost(msg string) bool {
-	for _, m := range []string{"connection reset by peer", "broken pipe", "EOF", "connection closed"} {
-		if strings.Contains(msg, m) {
-			return true
-		}
-	}
-	return false
+// containsAny reports whether s contains any of subs.
+func containsAny(s string, subs ...string) bool {
+	return slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(s, sub) })
 }
 
 // refusedCredentials returns the TLS alert with which the server at addr
@@ -193,18 +189,15 @@ func refusedCredentials(ctx context.Context, creds credentials.TransportCredenti
 	}
 	defer raw.Close()
 	conn, _, err := creds.Clone().ClientHandshake(ctx, addr, raw)
-	if err != nil {
-		if isAlert(err) {
-			return err
+	if err == nil {
+		defer conn.Close()
+		if dl, ok := ctx.Deadline(); ok {
+			conn.SetReadDeadline(dl)
 		}
-		return nil
+		_, err = conn.Read(make([]byte, 1))
 	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetReadDeadline(dl)
-	}
-	if _, err = conn.Read(make([]byte, 1)); isAlert(err) {
-		return err
+	if isAlert(err) {
+		return err // from the handshake or the read
 	}
 	return nil
 }

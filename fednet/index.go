@@ -3,6 +3,7 @@ package fednet
 import (
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strconv"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -58,30 +59,41 @@ func (e *LearnerIndexError) Unwrap() error { return e.err }
 // indexStatus returns the server's refusal of learner index learner in a
 // run of n learners, with message msg and the typed detail.
 func indexStatus(learner, n int, msg string) *status.Status {
-	st := status.New(codes.InvalidArgument, msg)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{
-		Reason: ReasonLearnerIndex, Domain: RefusalDomain,
-		Metadata: map[string]string{"learner": strconv.Itoa(learner), "learners": strconv.Itoa(n)},
-	}); err == nil {
+	return typedStatus(codes.InvalidArgument, msg, ReasonLearnerIndex, map[string]string{"learner": strconv.Itoa(learner), "learners": strconv.Itoa(n)})
+}
+
+// typedStatus returns a status of code with message msg and one detail, an
+// ErrorInfo of RefusalDomain with reason and metadata md.
+func typedStatus(code codes.Code, msg, reason string, md map[string]string) *status.Status {
+	st := status.New(code, msg)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: RefusalDomain, Metadata: md}); err == nil {
 		st = d
 	}
 	return st
+}
+
+// typedDetails returns the metadata of the details of err, a status of
+// code, that are ErrorInfos of RefusalDomain with reason (none if err is
+// not such a status).
+func typedDetails(err error, code codes.Code, reason string) []map[string]string {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != code {
+		return nil
+	}
+	var mds []map[string]string
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == RefusalDomain && info.GetReason() == reason {
+			mds = append(mds, info.GetMetadata())
+		}
+	}
+	return mds
 }
 
 // learnerIndexError returns err as a *LearnerIndexError if it is a status
 // that carries the typed refusal of index id (a detail naming another
 // index is not this learner's refusal), and err otherwise.
 func learnerIndexError(err error, id int) error {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.InvalidArgument {
-		return err
-	}
-	for _, d := range st.Details() {
-		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.GetDomain() != RefusalDomain || info.GetReason() != ReasonLearnerIndex {
-			continue
-		}
-		md := info.GetMetadata()
+	for _, md := range typedDetails(err, codes.InvalidArgument, ReasonLearnerIndex) {
 		learner, err1 := strconv.Atoi(md["learner"])
 		n, err2 := strconv.Atoi(md["learners"])
 		if err1 == nil && err2 == nil && learner == id && n >= 1 && n <= MaxWire {
@@ -94,33 +106,14 @@ func learnerIndexError(err error, id int) error {
 // otherRunStatus returns the server's refusal, with message msg and the
 // typed detail, of a witness of run seen by the server of run.
 func otherRunStatus(seen, run []byte, msg string) *status.Status {
-	st := status.New(codes.FailedPrecondition, msg)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{
-		Reason: ReasonOtherRun, Domain: RefusalDomain,
-		Metadata: map[string]string{"seen_run": hex.EncodeToString(seen), "run": hex.EncodeToString(run)},
-	}); err == nil {
-		st = d
-	}
-	return st
+	return typedStatus(codes.FailedPrecondition, msg, ReasonOtherRun, map[string]string{"seen_run": hex.EncodeToString(seen), "run": hex.EncodeToString(run)})
 }
 
 // isOtherRunRefusal reports whether err is the server's typed refusal of
 // a witness of run seen as another run's (a detail naming another
 // witness's run, or the server's run as the witness's, is not).
 func isOtherRunRefusal(err error, seen []byte) bool {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.FailedPrecondition {
-		return false
-	}
-	for _, d := range st.Details() {
-		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.GetDomain() != RefusalDomain || info.GetReason() != ReasonOtherRun {
-			continue
-		}
-		md := info.GetMetadata()
-		if md["seen_run"] == hex.EncodeToString(seen) && md["run"] != md["seen_run"] {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(typedDetails(err, codes.FailedPrecondition, ReasonOtherRun), func(md map[string]string) bool {
+		return md["seen_run"] == hex.EncodeToString(seen) && md["run"] != md["seen_run"]
+	})
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -214,11 +213,8 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	// is kept (NewRun replaces only another run's), and its witness must
 	// reach a rolled-back server; the server refuses another run's, and
 	// the learner then asks again without it.
-	var seen, recorded *model
-	if ls != nil {
-		seen = ls.witness()
-		recorded = seen
-	}
+	seen := ls.witness()
+	recorded := seen
 	for {
 		var m *model
 		err := rt.do(ctx, "GetModel", opt.WaitTimeout, func(cctx context.Context) error {
@@ -287,11 +283,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			continue
 		}
 		err = rt.do(ctx, "SubmitUpdate", opt.CallTimeout, func(cctx context.Context) error {
-			st, err := cl.SubmitUpdate(cctx)
-			if err != nil {
-				return err
-			}
-			return sendChunks(st, len(u), func(off, end int) *flv1.UpdateChunk {
+			return sendChunks(cctx, cl.SubmitUpdate, len(u), func(off, end int) *flv1.UpdateChunk {
 				return &flv1.UpdateChunk{Learner: int32(opt.ID), Round: int32(r), Dim: int32(len(u)), Offset: int32(off), Values: u[off:end]}
 			})
 		})
@@ -402,9 +394,15 @@ func getModel(ctx context.Context, cl flv1.FederationClient, id, dim int, seen *
 	return m, nil
 }
 
-// sendChunks sends the chunks chunk(off, end) of a vector of length n
-// through st and returns the server's answer.
-func sendChunks[C any](st grpc.ClientStreamingClient[C, flv1.SubmitResponse], n int, chunk func(off, end int) *C) error {
+// sendChunks opens an upload stream with open and sends the chunks
+// chunk(off, end) of a vector of length n through it, and returns the
+// server's answer.
+func sendChunks[C any](ctx context.Context, open func(context.Context, ...grpc.CallOption) (grpc.ClientStreamingClient[C, flv1.SubmitResponse], error),
+	n int, chunk func(off, end int) *C) error {
+	st, err := open(ctx)
+	if err != nil {
+		return err
+	}
 	for off := 0; off == 0 || off < n; off += ChunkLen {
 		err := st.Send(chunk(off, min(off+ChunkLen, n)))
 		if err == io.EOF {
@@ -414,7 +412,7 @@ func sendChunks[C any](st grpc.ClientStreamingClient[C, flv1.SubmitResponse], n 
 			return err
 		}
 	}
-	_, err := st.CloseAndRecv()
+	_, err = st.CloseAndRecv()
 	return err
 }
 
@@ -435,11 +433,8 @@ type retrier struct {
 // transient reports whether a call that failed with err may succeed later:
 // the server is unreachable or restarting, or a wait timed out.
 func transient(err error) bool {
-	msg := status.Convert(err).Message()
-	for _, tlsProblem := range []string{"authentication handshake failed", "tls: ", "x509: "} {
-		if strings.Contains(msg, tlsProblem) {
-			return false // a certificate problem does not go away
-		}
+	if containsAny(status.Convert(err).Message(), "authentication handshake failed", "tls: ", "x509: ") {
+		return false // a certificate problem does not go away
 	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
@@ -692,8 +687,7 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			if len(resp.GetRun()) != 16 {
 				return fmt.Errorf("fednet: the server's run identity has %d bytes, want 16", len(resp.GetRun()))
 			}
-			sc := secagg.Context{Round: r, Attempt: a, N: sl.n, T: sl.t, Dim: sl.dim}
-			copy(sc.Run[:], resp.GetRun())
+			sc := secagg.Context{Run: [16]byte(resp.GetRun()), Round: r, Attempt: a, N: sl.n, T: sl.t, Dim: sl.dim}
 			var err error
 			if c, err = secagg.NewClient(sc, sl.id, rand.Reader); err != nil {
 				return fmt.Errorf("fednet: %w", err)
@@ -791,11 +785,7 @@ func unmarshalAll[M any, PM interface {
 
 // submitMasked sends a masked input in chunks.
 func submitMasked(ctx context.Context, cl flv1.FederationClient, id, r int, a uint32, y []uint64) error {
-	st, err := cl.SubmitMasked(ctx)
-	if err != nil {
-		return err
-	}
-	return sendChunks(st, len(y), func(off, end int) *flv1.MaskedChunk {
+	return sendChunks(ctx, cl.SubmitMasked, len(y), func(off, end int) *flv1.MaskedChunk {
 		return &flv1.MaskedChunk{Learner: int32(id), Round: int32(r), Attempt: a, Dim: int32(len(y)), Offset: int32(off), Values: y[off:end]}
 	})
 }

@@ -247,8 +247,7 @@ func (ls *learnerState) bind(run []byte, newRun bool) error {
 	if len(run) != len(runID{}) {
 		return fmt.Errorf("fednet: the server's run identity has %d bytes, want %d", len(run), len(runID{}))
 	}
-	var id runID
-	copy(id[:], run)
+	id := runID(run)
 	switch {
 	case ls.rec != nil && ls.rec.run == id:
 		return nil
@@ -315,13 +314,13 @@ func (ls *learnerState) recordUnmask(r int, a uint32, msg []byte) error {
 }
 
 // witness returns the newest model the learner recorded receiving (its
-// round, run and digest; no entries), or nil if none.
+// round, run and digest; no entries), or nil if none (or ls is nil: the
+// learner has no state directory).
 func (ls *learnerState) witness() *model {
-	rec := ls.rec
-	if rec == nil || !rec.witnessed {
+	if ls == nil || ls.rec == nil || !ls.rec.witnessed {
 		return nil
 	}
-	return &model{round: rec.seenRound, run: bytes.Clone(rec.run[:]), digest: bytes.Clone(rec.seenDigest)}
+	return &model{round: ls.rec.seenRound, run: bytes.Clone(ls.rec.run[:]), digest: bytes.Clone(ls.rec.seenDigest)}
 }
 
 // recordWitness records durably that the learner received m, a model of

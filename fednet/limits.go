@@ -112,12 +112,7 @@ func (l *slots) acquire(call string, i int, total bool) *rejection {
 	if total && l.total >= l.max {
 		return refusal(codes.ResourceExhausted, call, i, -1, "the server has %d %s in progress, at most %d: try again later", l.total, l.what, l.max)
 	}
-	if total {
-		l.total++
-	}
-	if i >= 0 {
-		l.perLearner[i]++
-	}
+	l.add(i, total, 1)
 	return nil
 }
 
@@ -125,11 +120,17 @@ func (l *slots) acquire(call string, i int, total bool) *rejection {
 func (l *slots) release(i int, total bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.add(i, total, -1)
+}
+
+// add adds d to the total (if total) and to learner i's count (if
+// i >= 0); the caller holds l.mu.
+func (l *slots) add(i int, total bool, d int) {
 	if total {
-		l.total--
+		l.total += d
 	}
 	if i >= 0 {
-		l.perLearner[i]--
+		l.perLearner[i] += d
 	}
 }
 
@@ -179,10 +180,7 @@ type logLimiter struct {
 func (l *logLimiter) allow(now time.Time) (ok bool, suppressed int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	burst, rate := l.burst, l.rate
-	if burst == 0 {
-		burst, rate = logBurst, logRate
-	}
+	burst, rate := cmp.Or(l.burst, logBurst), cmp.Or(l.rate, logRate)
 	if l.last.IsZero() {
 		l.tokens = burst
 	} else {

@@ -32,25 +32,26 @@ type SecureAggregation struct {
 	Threshold int
 }
 
-// secureFromPlan takes the secure aggregation of opt.Plan: it sets
-// opt.SecureAggregation and opt.Config.Quantizer when they are nil, and
-// refuses a plan that disagrees with them.
-func secureFromPlan(opt *ServerOptions) error {
+// secureFromPlan parses opt.Plan (nil if there is none) and takes its
+// secure aggregation: it sets opt.SecureAggregation and
+// opt.Config.Quantizer when they are nil, and refuses a plan that
+// disagrees with them.
+func secureFromPlan(opt *ServerOptions) (*plan.Plan, error) {
 	if opt.Plan == nil {
-		return nil
+		return nil, nil
 	}
 	p, err := plan.Parse(opt.Plan)
 	if err != nil {
-		return fmt.Errorf("fednet: the run's plan: %w", err)
+		return nil, fmt.Errorf("fednet: the run's plan: %w", err)
 	}
 	psa := p.SecureAggregation
 	switch {
 	case psa == nil && opt.SecureAggregation != nil:
-		return errors.New("fednet: secure aggregation for a run whose plan has none (its calibration lacks the quantization term)")
+		return nil, errors.New("fednet: secure aggregation for a run whose plan has none (its calibration lacks the quantization term)")
 	case psa == nil:
-		return nil
+		return p, nil
 	case opt.SecureAggregation != nil && opt.SecureAggregation.Threshold != psa.Threshold && opt.SecureAggregation.Threshold != 0:
-		return fmt.Errorf("fednet: secure-aggregation threshold %d, the run's plan has %d", opt.SecureAggregation.Threshold, psa.Threshold)
+		return nil, fmt.Errorf("fednet: secure-aggregation threshold %d, the run's plan has %d", opt.SecureAggregation.Threshold, psa.Threshold)
 	}
 	opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold}
 	q := psa.Quantizer()
@@ -58,9 +59,9 @@ func secureFromPlan(opt *ServerOptions) error {
 	case opt.Config.Quantizer == nil:
 		opt.Config.Quantizer = &q
 	case *opt.Config.Quantizer != q:
-		return fmt.Errorf("fednet: quantizer of %d scale bits, the run's plan has %d", opt.Config.Quantizer.ScaleBits, q.ScaleBits)
+		return nil, fmt.Errorf("fednet: quantizer of %d scale bits, the run's plan has %d", opt.Config.Quantizer.ScaleBits, q.ScaleBits)
 	}
-	return nil
+	return p, nil
 }
 
 // checkSecure checks the secure-aggregation options and sets the default
@@ -102,13 +103,11 @@ type secRound struct {
 	expected []bool // may answer the open phase: all, U1, U2, U3, U4
 	answered []bool
 	hashes   [][sha256.Size]byte // per learner: its message of the open phase
-	got      int
+	tally                        // the answers: want expected, quorum T
 	// msgs is what the open phase serves every learner: U1's
 	// advertisements (phase 1) or U4's signatures (phase 4).
 	msgs    [][]byte
 	changed chan struct{} // closed when the open phase closes
-	full    chan struct{} // closed when every expected learner answered
-	quorum  chan struct{} // closed when T answered, fewer than expected
 	failed  error         // the attempt failed (fewer than T)
 	// refused holds, for each learner that said it answered phase 4 of
 	// this round in another attempt (SecAggRequest.unmasked_attempt),
@@ -162,11 +161,8 @@ type serverHooks struct {
 // survivors of phase p-1.
 func (sr *secRound) open(p secagg.Phase) error {
 	n := sr.ctx.N
-	sr.phase, sr.got = p, 0
-	sr.expected, sr.answered, sr.hashes = make([]bool, n), make([]bool, n), make([][sha256.Size]byte, n)
-	for i := range sr.expected {
-		sr.expected[i] = p == secagg.PhaseAdvertise
-	}
+	sr.phase, sr.tally = p, newTally()
+	sr.expected, sr.answered, sr.hashes = slices.Repeat([]bool{p == secagg.PhaseAdvertise}, n), make([]bool, n), make([][sha256.Size]byte, n)
 	for _, i := range sr.agg.Accepted(p - 1) {
 		sr.expected[i] = true
 	}
@@ -176,7 +172,6 @@ func (sr *secRound) open(p secagg.Phase) error {
 			sr.expected[i] = false
 		}
 	}
-	sr.full, sr.quorum = make(chan struct{}), make(chan struct{})
 	if sr.want() == 0 {
 		close(sr.full) // nobody can answer: the phase closes at once
 	}
@@ -220,12 +215,7 @@ func (sr *secRound) want() int {
 // hash h.
 func (sr *secRound) answer(i int, h [sha256.Size]byte) {
 	sr.answered[i], sr.hashes[i] = true, h
-	sr.got++
-	if w := sr.want(); sr.got == w {
-		close(sr.full)
-	} else if sr.got == sr.ctx.T {
-		close(sr.quorum)
-	}
+	sr.add(sr.want(), sr.ctx.T)
 }
 
 // drop removes learner i, if it has not answered, from the learners the
@@ -534,20 +524,10 @@ func (s *Server) SecAgg(ctx context.Context, req *flv1.SecAggRequest) (*flv1.Sec
 // to the round's sum at once and not kept.
 func (s *Server) SubmitMasked(stream grpc.ClientStreamingServer[flv1.MaskedChunk, flv1.SubmitResponse]) error {
 	const call = "SubmitMasked"
-	if !s.ok() {
-		return status.Error(codes.FailedPrecondition, errNoServer.Error())
-	}
-	id, rj := s.identify(stream.Context(), call)
-	if rj != nil {
-		return s.logged(rj)
-	}
-	if s.opt.SecureAggregation == nil {
-		return s.reject(codes.FailedPrecondition, call, id, -1, "the run does not use secure aggregation: updates go through SubmitUpdate")
-	}
-	receive := func(perLearner *int) received[uint64] {
+	receive := func(id int, perLearner *int) received[uint64] {
 		return receiveVector(s, stream.Context(), stream.Recv, call, "masked input", id, perLearner, (*flv1.MaskedChunk).GetAttempt, s.maskedError)
 	}
-	return upload(s, call, id, receive, func(res received[uint64]) error {
+	return upload(s, stream, call, true, receive, func(res received[uint64]) error {
 		s.mu.Lock()
 		if rj := s.maskedError(res.i, res.r, res.a); rj != nil {
 			s.mu.Unlock()

@@ -210,9 +210,7 @@ type Server struct {
 	faulted   chan struct{} // closed when fault is set
 	released  chan struct{} // closed when round advances
 	updates   [][]float64   // the current round's updates by learner
-	got       int
-	full      chan struct{} // closed when every learner submitted
-	quorum    chan struct{} // closed when MinLearners < n learners submitted
+	tally                   // the updates received: want n, quorum MinLearners
 	contact   chan struct{} // closed when a learner first reached this server
 	contacted sync.Once
 	submitted []int         // per learner: the last round it submitted for, -1
@@ -256,7 +254,8 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if err := checkWire(opt); err != nil {
 		return nil, err
 	}
-	if err := secureFromPlan(&opt); err != nil {
+	p, err := secureFromPlan(&opt)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkSecure(&opt); err != nil {
@@ -283,7 +282,7 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		return nil, errors.New("fednet: a noise key without a noise mechanism")
 	}
 	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
-	desc, err := describe(opt)
+	desc, err := describe(opt, p)
 	if err != nil {
 		return nil, err
 	}
@@ -338,16 +337,12 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		opt: opt, log: log, logLim: logLimiter{log: log}, st: st, core: core,
 		round: start, model: slices.Clone(core.Model()),
 		run: st.run, digests: slices.Clone(st.sums), witKey: witnessKey(st.key), faulted: make(chan struct{}), closed: make(chan struct{}),
-		released: make(chan struct{}), full: make(chan struct{}), allDone: make(chan struct{}),
-		quorum: make(chan struct{}), contact: make(chan struct{}),
-		updates: make([][]float64, sh.Learners), submitted: make([]int, sh.Learners),
+		released: make(chan struct{}), tally: newTally(), allDone: make(chan struct{}), contact: make(chan struct{}),
+		updates: make([][]float64, sh.Learners), submitted: slices.Repeat([]int{-1}, sh.Learners),
 		fetched: make([]bool, sh.Learners),
 		uploads: newSlots("uploads", sh.Learners, opt.MaxUploads, opt.MaxUploadsPerLearner),
 		streams: newSlots("model streams", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
 		polls:   newSlots("protocol calls", sh.Learners, opt.MaxModelStreams, opt.MaxModelStreamsPerLearner),
-	}
-	for i := range s.submitted {
-		s.submitted[i] = -1
 	}
 	if opt.SecureAggregation != nil {
 		if err := s.resumeSecure(); err != nil {
@@ -386,10 +381,11 @@ func sat(a, b int) int {
 	return a * b
 }
 
-// describe returns the run's description as JSON.
-func describe(opt ServerOptions) ([]byte, error) {
-	if opt.Plan != nil {
-		return describePlan(opt)
+// describe returns the run's description as JSON: opt.Plan, parsed as
+// p, or the one made from opt.
+func describe(opt ServerOptions, p *plan.Plan) ([]byte, error) {
+	if p != nil {
+		return describePlan(opt, p)
 	}
 	c := opt.Config
 	d := map[string]any{
@@ -412,13 +408,9 @@ func describe(opt ServerOptions) ([]byte, error) {
 	return b, nil
 }
 
-// describePlan checks that opt.Plan is the plan of the run opt describes
-// and returns it compacted.
-func describePlan(opt ServerOptions) ([]byte, error) {
-	p, err := plan.Parse(opt.Plan)
-	if err != nil {
-		return nil, fmt.Errorf("fednet: the run's plan: %w", err)
-	}
+// describePlan checks that opt.Plan, parsed as p, is the plan of the run
+// opt describes and returns it compacted.
+func describePlan(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 	c, sh := opt.Config, opt.Shape
 	if c.X0 != nil {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
@@ -574,6 +566,26 @@ func (s *Server) awaitContact(ctx context.Context) error {
 	}
 }
 
+// tally counts the answers of a round (or of a secure round's phase) as
+// they come: full is closed when every expected answer is in, quorum when
+// the least number that may close the round is, with fewer than all.
+type tally struct {
+	got          int
+	full, quorum chan struct{}
+}
+
+func newTally() tally { return tally{full: make(chan struct{}), quorum: make(chan struct{})} }
+
+// add counts an answer, of want expected and quorum the least number.
+func (t *tally) add(want, quorum int) {
+	t.got++
+	if t.got == want {
+		close(t.full)
+	} else if t.got == quorum {
+		close(t.quorum)
+	}
+}
+
 // awaitRound waits until the open round (or, with secure aggregation,
 // the open phase) may close: every learner submitted (full), QuorumGrace
 // passed since MinLearners < n (or the threshold) did (quorum), or
@@ -649,11 +661,9 @@ func (s *Server) release() error {
 	s.round, s.model = r+1, x
 	s.digests = append(s.digests, s.st.head)
 	clear(s.updates)
-	s.got = 0
+	s.tally = newTally()
 	close(s.released)
 	s.released = make(chan struct{})
-	s.full = make(chan struct{})
-	s.quorum = make(chan struct{})
 	return nil
 }
 
@@ -851,16 +861,32 @@ type received[T any] struct {
 	err  error // a *rejection, or the error of a failed receive
 }
 
-// upload runs receive, one upload's receiving goroutine, under the upload
-// limits (ServerOptions.MaxUploads, MaxUploadsPerLearner) and
+// upload serves an upload of call (SubmitMasked if secure, else
+// SubmitUpdate) on stream: it refuses a Server not made by
+// NewServer, a peer that fails authentication and a call of the other
+// kind of run, then runs receive, the upload's receiving goroutine, under
+// the upload limits (ServerOptions.MaxUploads, MaxUploadsPerLearner) and
 // CallTimeout, and hands what it delivered before the deadline to use,
 // while the upload's slot is still held; otherwise it returns the error
 // the handler is to return (logged): a refusal, a failed receive, or
 // DeadlineExceeded, after which the upload is dropped whatever the
-// goroutine does with it. id is the authenticated learner (-1 without
-// authentication: the first chunk names the learner, whose slot receive
-// takes and records in *perLearner).
-func upload[T any](s *Server, call string, id int, receive func(perLearner *int) received[T], use func(received[T]) error) error {
+// goroutine does with it. receive is given id, the authenticated learner
+// (-1 without authentication: the first chunk names the learner, whose
+// slot receive takes and records in *perLearner).
+func upload[T any](s *Server, stream interface{ Context() context.Context }, call string, secure bool, receive func(id int, perLearner *int) received[T], use func(received[T]) error) error {
+	if !s.ok() {
+		return status.Error(codes.FailedPrecondition, errNoServer.Error())
+	}
+	id, rj := s.identify(stream.Context(), call)
+	if rj != nil {
+		return s.logged(rj)
+	}
+	switch {
+	case secure && s.opt.SecureAggregation == nil:
+		return s.reject(codes.FailedPrecondition, call, id, -1, "the run does not use secure aggregation: updates go through SubmitUpdate")
+	case !secure && s.opt.SecureAggregation != nil:
+		return s.reject(codes.FailedPrecondition, call, id, -1, "the run uses secure aggregation: updates go through SecAgg and SubmitMasked")
+	}
 	if rj := s.uploads.acquire(call, id, true); rj != nil {
 		return s.logged(rj)
 	}
@@ -870,7 +896,7 @@ func upload[T any](s *Server, call string, id int, receive func(perLearner *int)
 	got := make(chan received[T], 1)
 	go func() {
 		defer done()
-		got <- receive(&perLearner)
+		got <- receive(id, &perLearner)
 	}()
 	t := time.NewTimer(s.opt.CallTimeout)
 	defer t.Stop()
@@ -903,17 +929,7 @@ func upload[T any](s *Server, call string, id int, receive func(perLearner *int)
 // blocked in the goroutine.
 func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk, flv1.SubmitResponse]) error {
 	const call = "SubmitUpdate"
-	if !s.ok() {
-		return status.Error(codes.FailedPrecondition, errNoServer.Error())
-	}
-	id, rj := s.identify(stream.Context(), call)
-	if rj != nil {
-		return s.logged(rj)
-	}
-	if s.opt.SecureAggregation != nil {
-		return s.reject(codes.FailedPrecondition, call, id, -1, "the run uses secure aggregation: updates go through SecAgg and SubmitMasked")
-	}
-	receive := func(perLearner *int) received[float64] {
+	receive := func(id int, perLearner *int) received[float64] {
 		res := receiveVector(s, stream.Context(), stream.Recv, call, "update", id, perLearner, nil, func(i, r int, _ uint32) *rejection {
 			return s.openError(call, i, r)
 		})
@@ -927,7 +943,7 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 	}
 	// With authentication the learner's own limit applies at once;
 	// without, the first chunk names the learner.
-	return upload(s, call, id, receive, func(res received[float64]) error {
+	return upload(s, stream, call, false, receive, func(res received[float64]) error {
 		s.mu.Lock()
 		if rj := s.openError(call, res.i, res.r); rj != nil {
 			s.mu.Unlock()
@@ -935,13 +951,7 @@ func (s *Server) SubmitUpdate(stream grpc.ClientStreamingServer[flv1.UpdateChunk
 		}
 		s.updates[res.i] = res.x
 		s.submitted[res.i] = res.r
-		s.got++
-		if s.got == s.opt.Shape.Learners {
-			close(s.full)
-		}
-		if s.got == s.opt.MinLearners && s.got < s.opt.Shape.Learners {
-			close(s.quorum)
-		}
+		s.add(s.opt.Shape.Learners, s.opt.MinLearners)
 		s.mu.Unlock()
 		return stream.SendAndClose(&flv1.SubmitResponse{Round: int32(res.r)})
 	})
@@ -998,18 +1008,34 @@ func receiveVector[T any, C vectorChunk[T]](s *Server, ctx context.Context, recv
 	if rj != nil {
 		return received[T]{i: i, r: r, err: rj}
 	}
+	// Offsets are contiguous from 0.
 	want := head(first)
-	x, bad, err := collect(first, recv, dim, what, func(c C) string {
+	var x []T
+	for c := first; ; {
 		if h := head(c); h != want {
-			return fmt.Sprintf("chunk for %s inside the %s of %s", h, what, want)
+			return fail(codes.InvalidArgument, "chunk for %s inside the %s of %s", h, what, want)
 		}
-		return ""
-	})
-	if err != nil {
-		return received[T]{i: i, r: r, err: err}
+		if int(c.GetOffset()) != len(x) {
+			return fail(codes.InvalidArgument, "chunk at offset %d, want %d", c.GetOffset(), len(x))
+		}
+		v := c.GetValues()
+		if len(v) > dim-len(x) {
+			return fail(codes.InvalidArgument, "oversized %s: more than %d values", what, dim)
+		}
+		if len(x)+len(v) > cap(x) {
+			x = slices.Grow(x, min(dim, max(2*cap(x), len(x)+len(v)))-len(x))
+		}
+		x = append(x, v...)
+		c, err = recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return received[T]{i: i, r: r, err: err}
+		}
 	}
-	if bad != "" {
-		return fail(codes.InvalidArgument, "%s", bad)
+	if len(x) != dim {
+		return fail(codes.InvalidArgument, "short %s: %d of %d values", what, len(x), dim)
 	}
 	return received[T]{i: i, r: r, a: a, x: x}
 }
@@ -1125,41 +1151,4 @@ type vectorChunk[T any] interface {
 	GetDim() int32
 	GetOffset() int32
 	GetValues() []T
-}
-
-// collect receives the chunks of one upload of a vector of dim values
-// (what: "update", "masked input"), first and then those recv returns
-// until io.EOF. header says why a chunk does not belong to the upload
-// first opened ("" if it does); offsets must be contiguous from 0. The
-// vector grows only as chunks arrive, so a stalled upload holds only what
-// it was sent. It returns the vector, or the reason it is refused
-// (InvalidArgument), or the stream's error.
-func collect[T any, C vectorChunk[T]](first C, recv func() (C, error), dim int, what string, header func(C) string) (x []T, bad string, err error) {
-	for c := first; ; {
-		if why := header(c); why != "" {
-			return nil, why, nil
-		}
-		if int(c.GetOffset()) != len(x) {
-			return nil, fmt.Sprintf("chunk at offset %d, want %d", c.GetOffset(), len(x)), nil
-		}
-		v := c.GetValues()
-		if len(v) > dim-len(x) {
-			return nil, fmt.Sprintf("oversized %s: more than %d values", what, dim), nil
-		}
-		if len(x)+len(v) > cap(x) {
-			x = slices.Grow(x, min(dim, max(2*cap(x), len(x)+len(v)))-len(x))
-		}
-		x = append(x, v...)
-		c, err = recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, "", err
-		}
-	}
-	if len(x) != dim {
-		return nil, fmt.Sprintf("short %s: %d of %d values", what, len(x), dim), nil
-	}
-	return x, "", nil
 }

@@ -645,9 +645,7 @@ func (st *state) create(o stateOptions) error {
 	if _, err := os.Lstat(st.path(keyFile)); err == nil && o.noise && o.key == nil {
 		return fmt.Errorf("%s exists but %s does not: it is left from an interrupted start or another run and is never reused for a new run; remove it if no model was released with it, or use a fresh state directory", st.path(keyFile), runFile)
 	}
-	if _, err := rand.Read(st.run[:]); err != nil {
-		return err
-	}
+	rand.Read(st.run[:]) // never fails (crypto/rand, Go 1.24+)
 	st.last = Released{Round: 0, X: o.x0}
 	if st.head, err = st.writeRound(st.run, [sha256.Size]byte{}, st.last); err != nil {
 		return err
@@ -663,9 +661,7 @@ func (st *state) create(o stateOptions) error {
 		if o.key != nil {
 			st.key, rec.Noise = *o.key, "given"
 		} else {
-			if _, err := rand.Read(st.key[:]); err != nil {
-				return err
-			}
+			rand.Read(st.key[:]) // never fails
 			rec.Noise = "file"
 			if err := st.write(keyFile, 0o600, st.key[:]); err != nil {
 				return err
