@@ -124,7 +124,12 @@ func checkRelation(rel Relation) error {
 // width of eps at delta = 1e-10 exceeds 7e-4: see refineInterval). Under
 // AddRemove the accounting is tight up to the
 // discretisation; under ReplaceOne with q < 1 it is an upper bound (see
-// [SampledGaussianPLD] for the dominating pair and its proof).
+// [SampledGaussianPLD] for the dominating pair and its proof), composed
+// direction by direction: the remove pair and the add pair are each
+// self-composed steps times and the two results composed once, the same
+// distribution as steps compositions of the step's pair, but the rounding
+// bound of composing the two is not raised steps-fold (docs/privacy.md,
+// "How the replace-one steps are composed").
 //
 // Special cases are:
 //

@@ -22,8 +22,11 @@
 // [ParseStrategy] reads it and [Strategy.Spec] writes it. The registry
 // ([Registry], [Lookup]) lists the strategies with their settings, the
 // memory of their noise stream ([StreamBytes]) and of their solve
-// ([SolveBytes]), and whether they have a loss-only path ([WithLossOnly]),
-// so that commands need not know strategies by name. Its Factorize
+// ([SolveBytes]), whether they have a loss-only path ([WithLossOnly]) and
+// which workloads they factorize ([StrategyInfo.Serves]: a *[ParamError]
+// naming "workload" for one a strategy does not serve, which its
+// Factorize refuses too), so that commands need not know strategies by
+// name. Its Factorize
 // method returns a [Factorization] whose [Metrics] are computed under the
 // participation it is given:
 //

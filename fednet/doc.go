@@ -98,7 +98,11 @@
 // [ErrTLSMismatch] instead of retrying. A learner index outside the run
 // is refused with a typed status (an ErrorInfo detail,
 // [ReasonLearnerIndex]) that [RunLearner] returns as a
-// *[LearnerIndexError] ([ErrLearnerIndex]).
+// *[LearnerIndexError] ([ErrLearnerIndex]). A learner's witness of
+// another run than the server's is refused the same way
+// (FailedPrecondition, [ReasonOtherRun]); a learner with
+// LearnerOptions.NewRun drops its witness and asks again on that detail
+// only, and a learner without it stops.
 //
 // # Errors and panics
 //

@@ -20,8 +20,10 @@ import (
 // method Epochs() (k, period int): k rounds, period rounds apart
 // (dataset.Stream does, for data replayed by dataset.Dataset.Epochs).
 // [NewLearner] and [Simulate] then refuse a privacy record whose
-// participation does not allow it (single participation with k > 1): the
-// sensitivity it was calibrated with assumes fewer participations.
+// participation does not allow it (single participation with k > 1,
+// epochs of another period, a min-separation longer than the period or of
+// fewer rounds than the client's): the sensitivity it was calibrated with
+// assumes fewer participations.
 type Stream interface {
 	Sample(r, t int) (a []float64, y float64)
 }

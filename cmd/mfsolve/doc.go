@@ -1,6 +1,6 @@
 // Mfsolve computes a matrix factorization A = B C of the prefix-sum workload
-// (or of a workload matrix read from a .npy file) and writes B, and
-// optionally C, as .npy files.
+// (or of SGD with momentum, -workload momentum:BETA, or of a workload matrix
+// read from a .npy file) and writes B, and optionally C, as .npy files.
 //
 // Usage:
 //
@@ -16,8 +16,9 @@
 // iterations, gap, seconds, cached, each explained by mfsolve -h, then the
 // files written with their shapes: "; wrote B (800 x 800) to B.npy"), or one
 // JSON object with -json. Factorizations are kept in a disk cache (see
-// cache.Cache), so a second run with the same strategy, workload, R and
-// tolerance loads the result instead of solving again. The cache keeps
+// cache.Cache), so a second run with the same strategy and settings (the
+// tolerance included), workload, R and participation loads the result
+// instead of solving again. The cache keeps
 // within a budget (-cache-budget, else $DPMF_CACHE_BUDGET, else 1G), evicting
 // the least recently used entries; "mfsolve cache list" shows it and
 // "mfsolve cache clear" empties it.
