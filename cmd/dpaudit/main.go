@@ -2,8 +2,8 @@
 //
 // Usage:
 //
-//	dpaudit replay [plan flags] [-dropout P] [-network] [-json]
-//	dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-out DIR] [-json]
+//	dpaudit replay [plan flags] [-dropout P] [-network] [-force] [-json]
+//	dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-force] [-out DIR] [-json]
 //
 // Plan flags (defaults: the paper's Fig. 4 setting, as in ofl): -algo
 // (correlated, independent, baseline-correlated), -strategy (a strategy
@@ -61,8 +61,8 @@ import (
 )
 
 // helpText is what dpaudit -h prints on standard output.
-const helpText = `Usage: dpaudit replay [plan flags] [-dropout P] [-network] [-json]
-       dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-out DIR] [-json]
+const helpText = `Usage: dpaudit replay [plan flags] [-dropout P] [-network] [-force] [-json]
+       dpaudit canary [plan flags] [-canaries M] [-level L] [-confidence C] [-network] [-force] [-out DIR] [-json]
 
 Audits a whole run's privacy claim on the real roles: replay measures the
 sensitivity on neighbouring data sets and checks the data-independent

@@ -70,8 +70,9 @@ type config struct {
 
 const usageText = `Usage: mfsolve [flags]
 
-mfsolve computes a matrix factorization A = B C of the prefix-sum workload
-A (R x R, ones on and below the diagonal) for correlated-noise private
+mfsolve computes a matrix factorization A = B C of a workload A (R x R):
+the prefix sums (ones on and below the diagonal) by default, SGD with
+momentum or a matrix from a file with -workload, for correlated-noise private
 learning, writes B (R x m) and optionally C (m x R) as float64 .npy files, and
 prints its metrics. Results are cached on disk.
 

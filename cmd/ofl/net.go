@@ -36,7 +36,7 @@ import (
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
-const serverUsage = `Usage: ofl server -state DIR [-listen ADDR] [TLS flags] [run flags]
+const serverUsage = `Usage: ofl server -state DIR [-listen ADDR] [TLS flags] [run flags] [-data SRC [-split S] [-data-sha256 HEX]]
 
 Serves one run of the online federated optimiser to learners over gRPC
 (see docs/distributed.md): it waits for the learners' updates, adds the
