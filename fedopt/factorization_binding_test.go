@@ -308,3 +308,58 @@ func TestEpochsNeedTheirParticipation(t *testing.T) {
 		}
 	}
 }
+
+// TestServerBindsDenseOfAnother: mechanism.WithDense streams the dense
+// factors of a factorization, but the digest names its structured
+// operator when it has one. A factorization keeping the calibrated
+// strategy's operator with the hand-built factors B = A / 2, C = 2 I
+// (sensitivity 2, by hand, where the record's C has 1: the noise M Z is
+// half the identity's) must not pass for the calibrated one: before the
+// fix, the server accepted it.
+func TestServerBindsDenseOfAnother(t *testing.T) {
+	const R, n, dim = 4, 2, 2
+	p := buildPlan(t, "identity", R, 1, n)
+	f, err := p.Factorize(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := PrivacyOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mat.NewDense(R, R, nil)
+	c := mat.NewDense(R, R, nil)
+	for i := range R {
+		for j := 0; j <= i; j++ {
+			b.Set(i, j, 0.5)
+		}
+		c.Set(i, i, 2)
+	}
+	if s := columnNormMax(c); s != 2 {
+		t.Fatalf("hand-built C's sensitivity %v, want 2", s)
+	}
+	g := *f
+	g.B, g.C = b, c
+	cfg := Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}
+	shape := Shape{Learners: n, Rounds: R, Tau: 1, Dim: dim}
+	m, err := mechanism.New(&g, dim, pr.NoiseStd, mechanism.WithDense(), mechanism.WithSeed(1))
+	if err == nil {
+		_, err = NewServer(cfg, shape, m)
+	}
+	if err == nil {
+		t.Error("identity's operator with the dense factors of C = 2 I, WithDense: accepted for the identity's record")
+	}
+	// The identity's own dense factors are accepted.
+	h := *f
+	h.B, h.C = nil, nil
+	if h.B, h.C, err = f.Factors(); err != nil {
+		t.Fatal(err)
+	}
+	m, err = mechanism.New(&h, dim, pr.NoiseStd, mechanism.WithDense(), mechanism.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewServer(cfg, shape, m); err != nil {
+		t.Errorf("the identity's own dense factors: %v, want accepted", err)
+	}
+}
