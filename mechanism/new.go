@@ -137,6 +137,13 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	s := newStream(op, dim, std, cfg)
 	fc := *f // as given: a later change of f's fields changes nothing here
 	s.f = &fc
+	if _, form := factorize.FormOf(op); !cfg.dense && !form && !factorize.StreamsOwnFactors(f) {
+		// An operator without a structured form that is not the dense
+		// operator of f's own factors (another's, or another package's):
+		// plan.OperatorDigest of f would name f's factors, not the noise
+		// streamed, so the stream reports no factorization.
+		s.f = nil
+	}
 	s.start(cfg.start)
 	return s, nil
 }
@@ -188,7 +195,9 @@ func MemoryOf(m Mechanism) (mode Memory, auto, ok bool) {
 // a fedopt server does). A Mechanism that wraps another (a recorder of
 // its rows, say) reports the other's when it has a method
 // Unwrap() Mechanism that returns it. ok is false for a Mechanism not made
-// by New (nor wrapping one).
+// by New (nor wrapping one), and for one whose factorization's operator
+// has no structured form and is not the dense operator of its own factors
+// (factorize.StreamsOwnFactors): its digest would not name its noise.
 func FactorizationOf(m Mechanism) (f *factorize.Factorization, ok bool) {
 	for range 64 { // wrappers nest a few deep; a cycle ends here
 		switch s := m.(type) {
