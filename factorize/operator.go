@@ -3,6 +3,7 @@ package factorize
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 
@@ -598,4 +599,19 @@ func noiseOperator(w *Workload, b *mat.Dense) *mat.Dense {
 	mm.Copy(b)
 	blas64.Trsm(blas.Left, blas.NoTrans, 1, w.Matrix().RawTriangular(), mm.RawMatrix())
 	return mm
+}
+
+// StreamsOwnFactors reports whether f's operator is the dense operator of
+// f's own factors (of its B, workload and available rows, as the optimal
+// solvers and the cache make it), so that its noise is determined by B and
+// C: the operators without a structured form ([FormOf]) that
+// plan.OperatorDigest may name by the dense factors. It is false for
+// another factorization's dense operator and for an operator of another
+// package.
+func StreamsOwnFactors(f *Factorization) bool {
+	if f == nil {
+		return false
+	}
+	o, ok := f.Operator.(*denseOp)
+	return ok && o != nil && f.B != nil && f.C != nil && o.b == f.B && o.w == f.Workload && slices.Equal(o.available, f.Available)
 }

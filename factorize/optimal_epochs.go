@@ -120,6 +120,13 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	if err := checkSpectrum(ev.sLo, ev.sHi); err != nil {
 		return nil, err
 	}
+	if opt.LossOnly && ev.multiBand {
+		// The check of the factors below needs them formed (O(R^2)
+		// memory): refused before the solve, as the factors are.
+		if err := checkDenseFits(n); err != nil {
+			return nil, err
+		}
+	}
 	sol, err := ev.solve(ctx, opt, nil)
 	if err != nil {
 		return nil, err
@@ -141,12 +148,6 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 			return nil, err
 		}
 		return optimalLossOnly(w, metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, sol.upper, 0), sol.iter, sol.evals, sol.gap), nil
-	}
-	if opt.LossOnly {
-		// The check of the factors needs them formed (O(R^2) memory).
-		if err := checkDenseFits(n); err != nil {
-			return nil, err
-		}
 	}
 	tol, iters, evals := opt.Tol, 0, 0
 	for try := 0; ; try++ {

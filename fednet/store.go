@@ -822,8 +822,6 @@ func (st *state) release(rel Released) error {
 	return nil
 }
 
-// compact returns JSON text without insignificant white space (or as it
-// is, if it is not JSON).
 // legacyDigest matches the operator digest of a privacy record in compact
 // JSON (a quote inside a JSON string is escaped, so the pattern matches
 // only a key).
@@ -846,6 +844,8 @@ func samePlan(recorded, current []byte) bool {
 		bytes.Equal(r, legacyDigest.ReplaceAll(c, nil))
 }
 
+// compact returns JSON text without insignificant white space (or as it
+// is, if it is not JSON).
 func compact(j []byte) []byte {
 	var c bytes.Buffer
 	if json.Compact(&c, j) != nil {

@@ -308,3 +308,109 @@ func TestEpochsNeedTheirParticipation(t *testing.T) {
 		}
 	}
 }
+
+// TestServerBindsDenseOfAnother: mechanism.WithDense streams the dense
+// factors of a factorization, but the digest names its structured
+// operator when it has one. A factorization keeping the calibrated
+// strategy's operator with the hand-built factors B = A / 2, C = 2 I
+// (sensitivity 2, by hand, where the record's C has 1: the noise M Z is
+// half the identity's) must not pass for the calibrated one: before the
+// fix, the server accepted it.
+func TestServerBindsDenseOfAnother(t *testing.T) {
+	const R, n, dim = 4, 2, 2
+	p := buildPlan(t, "identity", R, 1, n)
+	f, err := p.Factorize(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := PrivacyOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mat.NewDense(R, R, nil)
+	c := mat.NewDense(R, R, nil)
+	for i := range R {
+		for j := 0; j <= i; j++ {
+			b.Set(i, j, 0.5)
+		}
+		c.Set(i, i, 2)
+	}
+	if s := columnNormMax(c); s != 2 {
+		t.Fatalf("hand-built C's sensitivity %v, want 2", s)
+	}
+	g := *f
+	g.B, g.C = b, c
+	cfg := Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}
+	shape := Shape{Learners: n, Rounds: R, Tau: 1, Dim: dim}
+	m, err := mechanism.New(&g, dim, pr.NoiseStd, mechanism.WithDense(), mechanism.WithSeed(1))
+	if err == nil {
+		_, err = NewServer(cfg, shape, m)
+	}
+	if err == nil {
+		t.Error("identity's operator with the dense factors of C = 2 I, WithDense: accepted for the identity's record")
+	}
+	// The identity's own dense factors are accepted.
+	h := *f
+	h.B, h.C = nil, nil
+	if h.B, h.C, err = f.Factors(); err != nil {
+		t.Fatal(err)
+	}
+	m, err = mechanism.New(&h, dim, pr.NoiseStd, mechanism.WithDense(), mechanism.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewServer(cfg, shape, m); err != nil {
+		t.Errorf("the identity's own dense factors: %v, want accepted", err)
+	}
+}
+
+// TestServerBindsDenseOperatorOfAnother: a factorization without a
+// structured form (the optimal solvers' dense operator) is named by its
+// dense B and C, and streamed by its operator. The factors B = A, C = I
+// (sensitivity 1) with the dense operator of B = A / 2, C = 2 I (noise
+// Z / 2, by hand) must not pass for the first: before the fix the server
+// accepted it. The first's own dense operator is accepted.
+func TestServerBindsDenseOperatorOfAnother(t *testing.T) {
+	const R, n, dim = 4, 2, 2
+	w, err := factorize.Prefix(R)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand := func(name string, scale float64) *factorize.Factorization {
+		b := mat.NewDense(R, R, nil)
+		c := mat.NewDense(R, R, nil)
+		for i := range R {
+			for j := 0; j <= i; j++ {
+				b.Set(i, j, 1/scale)
+			}
+			c.Set(i, i, scale)
+		}
+		return &factorize.Factorization{Strategy: name, Workload: w, B: b, C: c, Available: []int{0, 1, 2, 3}}
+	}
+	one, two := hand("hand-1", 1), hand("hand-2", 2)
+	d, err := plan.OperatorDigest(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &Privacy{Algorithm: Correlated, Learners: n, Clip: 1, Rounds: R, Strategy: "hand-1", OperatorSHA256: d}
+	pr.NoiseStd = 1
+	cfg := Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}
+	shape := Shape{Learners: n, Rounds: R, Tau: 1, Dim: dim}
+	for _, c := range []struct {
+		name string
+		of   *factorize.Factorization
+		ok   bool
+	}{{"its own", one, true}, {"hand-2's", two, false}} {
+		g := *one
+		if g.Operator, err = factorize.DenseOperator(c.of); err != nil {
+			t.Fatal(err)
+		}
+		m, err := mechanism.New(&g, dim, 1, mechanism.WithSeed(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewServer(cfg, shape, m); (err == nil) != c.ok {
+			t.Errorf("hand-1's factors with %s dense operator: error %v, want accepted %v", c.name, err, c.ok)
+		}
+	}
+}

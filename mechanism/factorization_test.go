@@ -2,9 +2,11 @@ package mechanism
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
+	"gonum.org/v1/gonum/mat"
 )
 
 // wrapped is a Mechanism around another that says so (Unwrap).
@@ -48,5 +50,43 @@ func TestFactorizationOf(t *testing.T) {
 	}
 	if _, ok := FactorizationOf(nil); ok {
 		t.Error("nil reports a factorization")
+	}
+}
+
+// TestDenseMustStreamTheOperator: WithDense streams f's dense factors,
+// while FactorizationOf reports f, named by its structured operator. The
+// identity's operator (noise Z) with the factors B = A / 2, C = 2 I
+// (noise Z / 2: M = A^{-1} B = I / 2, by hand) is refused; before the fix
+// it streamed half the noise under the identity's name. The identity's
+// own factors stream its operator's noise and are accepted.
+func TestDenseMustStreamTheOperator(t *testing.T) {
+	const R = 4
+	w, err := factorize.Prefix(R)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.IdentityStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mat.NewDense(R, R, nil)
+	c := mat.NewDense(R, R, nil)
+	for i := range R {
+		for j := 0; j <= i; j++ {
+			b.Set(i, j, 0.5)
+		}
+		c.Set(i, i, 2)
+	}
+	g := *f
+	g.B, g.C = b, c
+	if _, err := New(&g, 2, 1, WithDense(), WithSeed(1)); err == nil || !strings.Contains(err.Error(), "stream other noise") {
+		t.Errorf("identity's operator with factors of C = 2 I, WithDense: error %v, want a refusal", err)
+	}
+	h := *f
+	if h.B, h.C, err = f.Factors(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(&h, 2, 1, WithDense(), WithSeed(1)); err != nil {
+		t.Errorf("the identity's own factors, WithDense: %v", err)
 	}
 }

@@ -53,7 +53,9 @@ func maxDimText() string {
 // float64: a subnormal std keeps too few bits), or if an option is invalid; with
 // WithDense, if f has no factors, factors of the wrong size or not
 // finite, is not causal, or B C is not its workload
-// (factorize.DenseOperator).
+// (factorize.DenseOperator), or if f also has a structured operator whose
+// noise its dense factors do not stream (to within a relative 1e-6 per
+// row): [FactorizationOf] reports f, which names that operator.
 func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mechanism, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -65,6 +67,14 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	op := f.Operator
 	if cfg.dense {
 		if op, err = factorize.DenseOperator(f); err != nil {
+			return nil, err
+		}
+		// FactorizationOf reports f, whose digest (plan.OperatorDigest)
+		// names its structured operator when it has one: the dense
+		// factors must stream that operator's noise, or a factorization
+		// holding one strategy's operator and another's factors would
+		// pass for the first.
+		if err := denseMatches(f, op); err != nil {
 			return nil, err
 		}
 	}
@@ -127,6 +137,13 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	s := newStream(op, dim, std, cfg)
 	fc := *f // as given: a later change of f's fields changes nothing here
 	s.f = &fc
+	if _, form := factorize.FormOf(op); !cfg.dense && !form && !factorize.StreamsOwnFactors(f) {
+		// An operator without a structured form that is not the dense
+		// operator of f's own factors (another's, or another package's):
+		// plan.OperatorDigest of f would name f's factors, not the noise
+		// streamed, so the stream reports no factorization.
+		s.f = nil
+	}
 	s.start(cfg.start)
 	return s, nil
 }
@@ -178,7 +195,9 @@ func MemoryOf(m Mechanism) (mode Memory, auto, ok bool) {
 // a fedopt server does). A Mechanism that wraps another (a recorder of
 // its rows, say) reports the other's when it has a method
 // Unwrap() Mechanism that returns it. ok is false for a Mechanism not made
-// by New (nor wrapping one).
+// by New (nor wrapping one), and for one whose factorization's operator
+// has no structured form and is not the dense operator of its own factors
+// (factorize.StreamsOwnFactors): its digest would not name its noise.
 func FactorizationOf(m Mechanism) (f *factorize.Factorization, ok bool) {
 	for range 64 { // wrappers nest a few deep; a cycle ends here
 		switch s := m.(type) {
@@ -222,4 +241,52 @@ func NoiseMatrix(m Mechanism) (*mat.Dense, error) {
 		}
 	}
 	return out, nil
+}
+
+// denseTolerance is the largest relative difference, row by row, that
+// [denseMatches] lets the dense and structured noise of one factorization
+// have: far above the rounding and approximation of a factorization's
+// own factors, far below any change of its noise's scale that matters to
+// its privacy.
+const denseTolerance = 1e-6
+
+// denseMatches returns an error unless the dense operator dense of f
+// streams the noise of f's structured operator (one with a
+// factorize.FormOf form), where f has one: both are drawn from one key
+// for a few coordinates and compared row by row, within denseTolerance of
+// the structured row's norm.
+func denseMatches(f *factorize.Factorization, dense factorize.Operator) error {
+	op := f.Operator
+	if p, ok := op.(*factorize.BLTParams); op == nil || ok && p == nil {
+		return nil
+	}
+	form, ok := factorize.FormOf(op)
+	if !ok {
+		return nil // the digest names the dense factors themselves
+	}
+	bad := func(why string) error {
+		return &ParamError{Param: "factorization", Value: fmt.Sprintf("%q whose dense factors B and C %s", f.Strategy, why),
+			Want: "factors that stream its operator's noise (or no operator, for factors assembled by hand)"}
+	}
+	if _, err := form.Operator(op.Rounds()); err != nil || op.Rounds() != dense.Rounds() {
+		return bad(fmt.Sprintf("do not match its %s operator", form.Kind))
+	}
+	const dim = 4
+	cfg := &config{key: SeedKey(0x64656e7365), workers: 1}
+	s, d := newStream(op, dim, 1, cfg), newStream(dense, dim, 1, cfg)
+	x, y := make([]float64, dim), make([]float64, dim)
+	for r := range op.Rounds() {
+		if s.Next(x) != nil || d.Next(y) != nil {
+			return bad("could not be compared with its operator")
+		}
+		var diff, norm float64
+		for i := range x {
+			diff += (x[i] - y[i]) * (x[i] - y[i])
+			norm += x[i] * x[i]
+		}
+		if !(math.Sqrt(diff) <= denseTolerance*math.Sqrt(norm)) {
+			return bad(fmt.Sprintf("stream other noise than its %s operator (round %d: relative difference %.3g)", form.Kind, r, math.Sqrt(diff/norm)))
+		}
+	}
+	return nil
 }
