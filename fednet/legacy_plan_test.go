@@ -5,10 +5,13 @@ import (
 	"testing"
 )
 
-// TestSamePlanLegacyDigest checks the one difference samePlan forgives: a
-// run.json written before plans recorded the operator's digest resumes
-// under the same plan with the digest, and nothing else differs.
-func TestSamePlanLegacyDigest(t *testing.T) {
+// TestComparePlansLegacyDigest checks how comparePlans tells the plans
+// apart: equal plans are one run; a run.json written before plans
+// recorded the operator's digest, equal to this start's plan without it,
+// is told apart from another run (the server refuses it with its own
+// message: the digest binds the run to the C its noise streams, which
+// another build's solver may move); anything else is another run.
+func TestComparePlansLegacyDigest(t *testing.T) {
 	d1 := strings.Repeat("ab", 32)
 	d2 := strings.Repeat("cd", 32)
 	plan := func(rounds, digest string) []byte {
@@ -21,18 +24,18 @@ func TestSamePlanLegacyDigest(t *testing.T) {
 	for _, c := range []struct {
 		name              string
 		recorded, current []byte
-		want              bool
+		same, legacy      bool
 	}{
-		{"equal", plan("4", d1), plan("4", d1), true},
-		{"equal, indented", []byte("{\n  \"format\": 1,\n  \"rounds\": 4,\n  \"privacy\": {\"eps\": 5, \"noise_std\": 3.4, \"operator_sha256\": \"" + d1 + "\"}\n}"), plan("4", d1), true},
-		{"recorded before digests", plan("4", ""), plan("4", d1), true},
-		{"recorded before digests, other rounds", plan("4", ""), plan("5", d1), false},
-		{"another digest", plan("4", d2), plan("4", d1), false},
-		{"digest recorded, none now", plan("4", d1), plan("4", ""), false},
-		{"a string holding the key's text", []byte(`{"format":1,"rounds":4,"note":"x\",\"operator_sha256\":\"` + d1 + `\"","privacy":{"eps":5,"noise_std":3.4}}`), []byte(`{"format":1,"rounds":4,"note":"x","privacy":{"eps":5,"noise_std":3.4}}`), false},
+		{"equal", plan("4", d1), plan("4", d1), true, false},
+		{"equal, indented", []byte("{\n  \"format\": 1,\n  \"rounds\": 4,\n  \"privacy\": {\"eps\": 5, \"noise_std\": 3.4, \"operator_sha256\": \"" + d1 + "\"}\n}"), plan("4", d1), true, false},
+		{"recorded before digests", plan("4", ""), plan("4", d1), false, true},
+		{"recorded before digests, other rounds", plan("4", ""), plan("5", d1), false, false},
+		{"another digest", plan("4", d2), plan("4", d1), false, false},
+		{"digest recorded, none now", plan("4", d1), plan("4", ""), false, false},
+		{"a string holding the key's text", []byte(`{"format":1,"rounds":4,"note":"x\",\"operator_sha256\":\"` + d1 + `\"","privacy":{"eps":5,"noise_std":3.4}}`), []byte(`{"format":1,"rounds":4,"note":"x","privacy":{"eps":5,"noise_std":3.4}}`), false, false},
 	} {
-		if got := samePlan(c.recorded, c.current); got != c.want {
-			t.Errorf("%s: samePlan = %v, want %v", c.name, got, c.want)
+		if same, legacy := comparePlans(c.recorded, c.current); same != c.same || legacy != c.legacy {
+			t.Errorf("%s: comparePlans = %v, %v, want %v, %v", c.name, same, legacy, c.same, c.legacy)
 		}
 	}
 }

@@ -681,7 +681,14 @@ func (st *state) create(o stateOptions) error {
 func (st *state) resume(rec runRecord, o stateOptions) error {
 	st.run, st.resumed = rec.id, true
 	runPath := st.path(runFile)
-	if !samePlan(rec.Plan, o.plan) {
+	if same, legacy := comparePlans(rec.Plan, o.plan); legacy {
+		// The digest binds the run to the C its noise streams; without it
+		// nothing shows that this build's solvers give the C the rounds
+		// so far were released with (a solver change moves C within its
+		// certified gap), and mixing two factorizations in one run is not
+		// the mechanism the record was calibrated for.
+		return fmt.Errorf("%s was written by a dpmf that did not record the factorization's digest (privacy.operator_sha256), so this build cannot check that it streams the noise the run's rounds so far were released with: finish the run with the build that started it, or start a new run in a fresh state directory", runPath)
+	} else if !same {
 		return fmt.Errorf("%s describes another run (%s); this one is %s: use a fresh state directory", runPath, compact(rec.Plan), compact(o.plan))
 	}
 	if ino, ok := dirInode(st.dir); ok && rec.DirInode != 0 && ino != rec.DirInode {
@@ -827,19 +834,17 @@ func (st *state) release(rel Released) error {
 // only a key).
 var legacyDigest = regexp.MustCompile(`,"operator_sha256":"[0-9a-f]{64}"`)
 
-// samePlan reports whether recorded (run.json's plan) and current (the
-// plan marshalled for this start) are one run's plan: equal as compact
-// JSON, or recorded by a dpmf that did not yet record the operator's
-// digest (plan.OperatorDigest) and equal to current without it. The
-// digest is a function of the plan's other fields (the factorization they
-// determine), so such a run keeps its noise, rounds and record; the
-// server then checks its mechanism against current's digest.
-func samePlan(recorded, current []byte) bool {
+// comparePlans reports whether recorded (run.json's plan) and current (the
+// plan marshalled for this start) are one run's plan, equal as compact
+// JSON; and, when they are not, whether recorded is current as a dpmf
+// wrote it before plans recorded the operator's digest
+// (plan.OperatorDigest): equal to current without the digest.
+func comparePlans(recorded, current []byte) (same, legacy bool) {
 	r, c := compact(recorded), compact(current)
 	if bytes.Equal(r, c) {
-		return true
+		return true, false
 	}
-	return !bytes.Contains(r, []byte(`"operator_sha256"`)) &&
+	return false, !bytes.Contains(r, []byte(`"operator_sha256"`)) &&
 		len(legacyDigest.FindAllIndex(c, -1)) == 1 &&
 		bytes.Equal(r, legacyDigest.ReplaceAll(c, nil))
 }
