@@ -35,13 +35,18 @@ func TestDenseFactorsBeyondMemoryAreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if name == StrategySemisep {
+		switch name {
+		case StrategySemisep:
 			s = SemisepStrategy{Factors: true} // by default it forms no dense factors
+		case StrategyOptimal:
+			// Its structured path forms none on prefix sums
+			// (TestOptimalStructuredFormsNoDenseFactors); the dense path does.
+			s = OptimalStrategy{Options: Options{Method: Dense}}
 		}
 		_, err = s.Factorize(ctx, w, SingleParticipation())
 		refused(t, name, err)
 	}
-	_, err = Optimal(ctx, w, Options{})
+	_, err = Optimal(ctx, w, Options{Method: Dense})
 	refused(t, "Optimal", err)
 	_, err = OptimalEpochs(ctx, w, 2, Options{})
 	refused(t, "OptimalEpochs", err)
@@ -204,4 +209,42 @@ func TestEpochsLossOnlyMomentumRefusedFirst(t *testing.T) {
 	if f, err := OptimalEpochs(ctx, p, 2, Options{LossOnly: true}); err != nil || !(f.Metrics.Loss > 0) {
 		t.Errorf("loss-only prefix R = 258 in 1 MiB: %v", err)
 	}
+}
+
+// TestOptimalStructuredFormsNoDenseFactors: the optimal strategy on a
+// bidiagonal inverse (prefix sums, weighted or not) returns C in
+// quasiseparable form and no dense B and C, so the dense-factor check must
+// not refuse it: at R = 600 they would take 2 x 8 x 600^2 = 5.76 MB, over a
+// machine of 1 MiB. Before, OptimalStrategy{}.Factorize was refused there
+// (bench/optstream at R = 10^5 ended with "dense B and C (160 GB)"), so
+// the quasiseparable operator could be had only from Optimal. The dense
+// path (Method Dense) and momentum (two subdiagonals: dense factors) are
+// still refused.
+func TestOptimalStructuredFormsNoDenseFactors(t *testing.T) {
+	ctx := context.Background()
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 1 << 20 }
+	refused := func(t *testing.T, name string, err error) {
+		t.Helper()
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Param != "R" {
+			t.Errorf("%s: %v, want a *ParamError about R", name, err)
+		}
+	}
+	w, _ := Prefix(600)
+	f, err := OptimalStrategy{}.Factorize(ctx, w, SingleParticipation())
+	if err != nil {
+		t.Fatalf("optimal on prefix sums, R = 600 in 1 MiB: %v", err)
+	}
+	if f.B != nil || f.C != nil || f.Operator == nil {
+		t.Errorf("optimal on prefix sums: B %v, C %v, operator %v; want no dense factors and an operator", f.B != nil, f.C != nil, f.Operator != nil)
+	}
+	if _, structured := FormOf(f.Operator); !structured {
+		t.Errorf("optimal on prefix sums: operator %T, want a structured form", f.Operator)
+	}
+	_, err = OptimalStrategy{Options: Options{Method: Dense}}.Factorize(ctx, w, SingleParticipation())
+	refused(t, "optimal:path=dense R = 600 in 1 MiB", err)
+	m, _ := Momentum(600, 0.9)
+	_, err = OptimalStrategy{}.Factorize(ctx, m, SingleParticipation())
+	refused(t, "optimal on momentum R = 600 in 1 MiB", err)
 }

@@ -123,7 +123,8 @@ func (s OptimalStrategy) Factorize(ctx context.Context, w *Workload, p Participa
 	if p.Kind == KindEpochs && p.K > 1 {
 		return under(ctx, w, p, !s.Options.LossOnly, func() (*Factorization, error) { return OptimalEpochs(ctx, w, p.K, s.Options) })
 	}
-	return under(ctx, w, p, !s.Options.LossOnly, func() (*Factorization, error) { return Optimal(ctx, w, s.Options) })
+	// Optimal checks that its dense factors fit where it forms them.
+	return under(ctx, w, p, false, func() (*Factorization, error) { return Optimal(ctx, w, s.Options) })
 }
 
 // optimalStates estimates, from above, the number K of state vectors of
@@ -241,23 +242,33 @@ type evaluator interface {
 //
 // Dense factors that cannot fit in the machine's memory (B and C of at
 // least R x R float64 each, more than its physical memory and swap) are a
-// *[ParamError] naming R, not an out-of-memory crash.
+// *[ParamError] naming R, not an out-of-memory crash. The structured path
+// on a bidiagonal inverse forms none: C in quasiseparable form streams
+// with K state vectors.
 func Optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, error) {
-	return checkedBalanced(ctx, w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
+	return checkedBalanced(ctx, w, opt, optimalFormsDense, func(w *Workload, opt Options) (*Factorization, error) { return optimal(ctx, w, opt) })
 }
 
-// checkedBalanced checks ctx, w and (unless opt.LossOnly) that dense
-// factors of order R fit in memory, the checks [Optimal] and
-// [OptimalEpochs] share, and returns solve(w, opt) through [balancedBy]
-// at w's balancing scale.
-func checkedBalanced(ctx context.Context, w *Workload, opt Options, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
+// optimalFormsDense reports whether [Optimal] forms dense B and C for w:
+// all but the structured path's result on a bidiagonal inverse (prefix
+// sums, weighted or not), which is C in quasiseparable form (see the end
+// of optimal), and a loss-only result.
+func optimalFormsDense(w *Workload, opt Options) bool {
+	return !opt.LossOnly && (opt.Method == Dense || !w.bidiagonalInverse())
+}
+
+// checkedBalanced checks ctx, w and, where dense(w, opt) says the result
+// holds dense factors of order R, that they fit in memory: the checks
+// [Optimal] and [OptimalEpochs] share. It returns solve(w, opt) through
+// [balancedBy] at w's balancing scale.
+func checkedBalanced(ctx context.Context, w *Workload, opt Options, dense func(*Workload, Options) bool, solve func(*Workload, Options) (*Factorization, error)) (*Factorization, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
 	if err := checkWorkload(w); err != nil {
 		return nil, err
 	}
-	if !opt.LossOnly {
+	if dense(w, opt) {
 		if err := checkDenseFits(w.R()); err != nil {
 			return nil, err
 		}

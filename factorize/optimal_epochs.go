@@ -94,7 +94,7 @@ import (
 // least R x R float64 each, more than its physical memory and swap) are a
 // *[ParamError] naming R, not an out-of-memory crash.
 func OptimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Factorization, error) {
-	return checkedBalanced(ctx, w, opt, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
+	return checkedBalanced(ctx, w, opt, func(_ *Workload, opt Options) bool { return !opt.LossOnly }, func(w *Workload, opt Options) (*Factorization, error) { return optimalEpochs(ctx, w, k, opt) })
 }
 
 // optimalEpochs is [OptimalEpochs] for a workload of moderate scale.
