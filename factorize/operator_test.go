@@ -23,6 +23,7 @@ func TestOperatorFormRoundTrip(t *testing.T) {
 		f, err := s.Factorize(ctx, w, SingleParticipation())
 		require.NoError(t, err)
 		form, ok := FormOf(f.Operator)
+		assert.Equal(t, ok, HasForm(f.Operator), "%s: HasForm against FormOf", name)
 		if name == StrategyOptimal {
 			require.True(t, ok, "optimal streams its quasiseparable factor")
 		}
@@ -90,4 +91,16 @@ func TestTreeOperatorRows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHasFormDense: the dense operator (the optimal solver's dense path)
+// and no operator have no form, as FormOf says.
+func TestHasFormDense(t *testing.T) {
+	w := prefix(t, 12)
+	f, err := OptimalStrategy{Options: Options{Method: Dense}}.Factorize(context.Background(), w, SingleParticipation())
+	require.NoError(t, err)
+	_, ok := FormOf(f.Operator)
+	assert.False(t, ok)
+	assert.False(t, HasForm(f.Operator))
+	assert.False(t, HasForm(nil))
 }

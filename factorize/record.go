@@ -251,7 +251,7 @@ func verifyEntry(f *Factorization) string {
 	if e := reproductionError(f); !(e <= 1e-6) {
 		return fmt.Sprintf("B C does not reproduce the workload (relative error %.3g)", e)
 	}
-	if _, structured := FormOf(f.Operator); structured {
+	if HasForm(f.Operator) {
 		if e := operatorError(f.Operator, f.C, checkVector(r)); !(e <= 1e-6) {
 			return fmt.Sprintf("the operator does not stream C^{-1} (relative error %.3g)", e)
 		}

@@ -137,7 +137,7 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	s := newStream(op, dim, std, cfg)
 	fc := *f // as given: a later change of f's fields changes nothing here
 	s.f = &fc
-	if _, form := factorize.FormOf(op); !cfg.dense && !form && !factorize.StreamsOwnFactors(f) {
+	if !cfg.dense && !factorize.HasForm(op) && !factorize.StreamsOwnFactors(f) {
 		// An operator without a structured form that is not the dense
 		// operator of f's own factors (another's, or another package's):
 		// plan.OperatorDigest of f would name f's factors, not the noise
