@@ -179,21 +179,7 @@ func TestServerBindsHandBuiltFactors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hand := func(name string, scale float64) *factorize.Factorization {
-		a := mat.NewDense(R, R, nil)
-		c := mat.NewDense(R, R, nil)
-		for i := range R {
-			for j := 0; j <= i; j++ {
-				a.Set(i, j, 1/scale)
-			}
-			c.Set(i, i, scale)
-		}
-		avail := make([]int, R)
-		for j := range avail {
-			avail[j] = j
-		}
-		return &factorize.Factorization{Strategy: name, Workload: w, B: a, C: c, Available: avail}
-	}
+	hand := func(name string, scale float64) *factorize.Factorization { return handFactors(w, name, scale) }
 	one, two := hand("hand-1", 1), hand("hand-2", 2)
 	if s1, s2 := columnNormMax(one.C), columnNormMax(two.C); s1 != 1 || s2 != 2 {
 		t.Fatalf("hand-built sensitivities %v and %v, want 1 and 2", s1, s2)
@@ -376,17 +362,7 @@ func TestServerBindsDenseOperatorOfAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hand := func(name string, scale float64) *factorize.Factorization {
-		b := mat.NewDense(R, R, nil)
-		c := mat.NewDense(R, R, nil)
-		for i := range R {
-			for j := 0; j <= i; j++ {
-				b.Set(i, j, 1/scale)
-			}
-			c.Set(i, i, scale)
-		}
-		return &factorize.Factorization{Strategy: name, Workload: w, B: b, C: c, Available: []int{0, 1, 2, 3}}
-	}
+	hand := func(name string, scale float64) *factorize.Factorization { return handFactors(w, name, scale) }
 	one, two := hand("hand-1", 1), hand("hand-2", 2)
 	d, err := plan.OperatorDigest(one)
 	if err != nil {
@@ -413,4 +389,22 @@ func TestServerBindsDenseOperatorOfAnother(t *testing.T) {
 			t.Errorf("hand-1's factors with %s dense operator: error %v, want accepted %v", c.name, err, c.ok)
 		}
 	}
+}
+
+// handFactors returns the factorization of w's prefix sums A = B C with
+// C = scale I and B = A / scale, built by hand (sensitivity scale: C's
+// largest column norm), every round available.
+func handFactors(w *factorize.Workload, name string, scale float64) *factorize.Factorization {
+	r := w.R()
+	b := mat.NewDense(r, r, nil)
+	c := mat.NewDense(r, r, nil)
+	avail := make([]int, r)
+	for i := range r {
+		for j := 0; j <= i; j++ {
+			b.Set(i, j, 1/scale)
+		}
+		c.Set(i, i, scale)
+		avail[i] = i
+	}
+	return &factorize.Factorization{Strategy: name, Workload: w, B: b, C: c, Available: avail}
 }
