@@ -92,9 +92,11 @@
 //     a per-layer width, so they lie on a grid much coarser than float64
 //     spacing; the low-order bits of an output are not those of a real
 //     Gaussian.
-//   - Tails. The tail beyond 3.4426 uses -log of 53-bit uniforms, which
-//     cannot produce |z| much beyond 12: the extreme tails are truncated
-//     (a true Gaussian exceeds 12 with probability about 4e-33).
+//   - Tails. The tail beyond 3.4426 uses -log of 53-bit uniforms, so no
+//     finite draw exceeds 3.442619855899 + sqrt(106 ln 2) = 12.0143 in
+//     absolute value: the extreme tails are truncated (a true Gaussian
+//     exceeds 12.0143 with probability 3.0e-33). Two uniforms that are
+//     both 0 (probability 2^-106 per tail draw) give +-Inf.
 //   - Floating point and side channels. Privacy analyses of the Gaussian
 //     mechanism assume exact real-valued noise. Mironov (2012, "On
 //     significance of the least significant bits for differential

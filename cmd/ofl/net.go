@@ -553,6 +553,10 @@ func runServer(ctx context.Context, args []string, e env) error {
 			// key from crypto/rand and keeps it in the state directory.
 			key := mechanism.SeedKey(experiment.RepSeed(c.seed, 0))
 			noiseKey = &key
+			// The key is a function of a 64-bit seed that every learner
+			// knows (it deals its data with -seed) and that a search of
+			// run.json's fingerprint finds: say so at every start.
+			log.Warn("seeded noise key", "reason", "-seed derives the noise key from the seed: anyone who knows the seed (every learner dealing its data with it) or finds it by a search of run.json's noise_key_sha256 can remove the noise from every released model, and another run with this seed repeats this noise; for experiments only: leave out -seed for a private run (the key then comes from crypto/rand, kept in -state's noise.key)")
 		}
 		noise = func(start int, key [32]byte) (mechanism.Mechanism, error) {
 			return mechanism.New(f, dim, priv.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))

@@ -98,3 +98,36 @@ func TestInsecureStaysOnLoopback(t *testing.T) {
 		t.Errorf("server with -insecure-nonloopback on 0.0.0.0: %q, want it to serve with a plaintext warning", errb.String())
 	}
 }
+
+// A server given -seed derives its noise key from the seed, which every
+// learner knows (it deals the data with its -seed) and which a search of
+// run.json's fingerprint can find: whoever has it removes the noise from
+// every released model. Such a server says so on stderr, as a warning, each
+// time it starts; one whose key comes from crypto/rand does not.
+func TestSeededServerWarns(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		warn bool
+	}{
+		// The baseline: its factorization (identity) does not stop at the
+		// cancelled context that makes the server stop once listening.
+		{[]string{"-seed", "3", "-algo", "independent"}, true},
+		{[]string{"-algo", "independent"}, false},
+		{[]string{"-seed", "3", "-algo", "nonprivate"}, false}, // no noise, no key
+	} {
+		var errb strings.Builder
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the server stops at once after listening
+		args := append([]string{"server", "-insecure", "-state", t.TempDir(), "-listen", "127.0.0.1:0", "-rounds", "2", "-learners", "2", "-dim", "3"}, c.args...)
+		run(ctx, args, env{stdout: io.Discard, stderr: &errb})
+		log := errb.String()
+		if !strings.Contains(log, "msg=serving") {
+			t.Errorf("%v: %q, want it to serve", c.args, log)
+			continue
+		}
+		got := strings.Contains(log, "level=WARN msg=\"seeded noise key\"")
+		if got != c.warn || (got && !strings.Contains(log, "anyone who knows the seed")) {
+			t.Errorf("%v: stderr %q; want a warning that the noise key comes from the seed: %v", c.args, log, c.warn)
+		}
+	}
+}
