@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	dpmodel "github.com/dpmf/dpmf/model"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
@@ -35,7 +36,12 @@ type LearnerOptions struct {
 	// loopback tests).
 	Creds credentials.TransportCredentials
 	// Data returns the learner's stream of clients for the run the server
-	// describes (n, R, tau and d come from the server).
+	// describes (n, R, tau and d come from the server). In a private run
+	// a stream that reports epochs (see fedopt.Stream) must replay its
+	// clients no more than the server's epochs (cfg.Epochs) do: the
+	// learner takes the participation as epochs:K (single for K <= 1;
+	// the protocol carries no more of the server's record) and refuses
+	// other data at Join (fedopt.CheckEpochs).
 	Data func(cfg *flv1.RunConfig) (fedopt.Stream, error)
 	// Model is the per-sample loss the learner computes its updates with.
 	// nil, the default, takes the model the server names: only
@@ -324,9 +330,37 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDataEpochs(rc, algo, data); err != nil {
+		return nil, err
+	}
 	// The learner's part of the configuration; eta_g is the server's.
 	cfg := fedopt.Config{Algorithm: algo, Eta: rc.GetEta(), EtaG: 1, Clip: rc.GetClip()}
 	return fedopt.NewLearner(m, data, cfg, tau, dim)
+}
+
+// checkDataEpochs refuses, in a private run, data that serves each client
+// in more rounds than the server's run allows (fedopt.CheckEpochs, the
+// check of fedopt.NewLearner and fedopt.Simulate). The learner does not
+// see the server's privacy record, only the epochs K it announces in the
+// run configuration, which the server's record allows (NewServer checks
+// it): the participation taken is epochs:K for K > 1 and single otherwise.
+// Data replayed under a min-separation that the server's record allows is
+// then refused too, which errs on the safe side: the protocol does not
+// carry the participation.
+func checkDataEpochs(rc *flv1.RunConfig, algo fedopt.Algorithm, data fedopt.Stream) error {
+	es, ok := data.(interface{ Epochs() (k, period int) })
+	if !algo.Private() || !ok {
+		return nil
+	}
+	k, period := es.Epochs()
+	part, epochs := factorize.SingleParticipation(), int(max(rc.GetEpochs(), 1))
+	if epochs > 1 {
+		part = factorize.FixedEpochs(epochs)
+	}
+	if err := fedopt.CheckEpochs(part, int(rc.GetRounds()), k, period); err != nil {
+		return fmt.Errorf("fednet: the server's run announces %d epochs (participation %v, as far as a learner sees): %w", epochs, part, err)
+	}
+	return nil
 }
 
 // model is a model received from the server: x^round, the run it belongs

@@ -88,8 +88,9 @@ type ServerOptions struct {
 	// fingerprint, and a restart with another key is refused.
 	NoiseKey *[32]byte
 	// Epochs is passed on to the learners: each replays its R/K rounds
-	// of clients K times (0 means 1). The privacy calibration in
-	// Config.Privacy must account for it.
+	// of clients K times (0 means 1). The participation of Config.Privacy
+	// must allow it (fedopt.CheckEpochs: epochs:K, or a min-separation of
+	// at most R/K): NewServer refuses it otherwise.
 	Epochs int
 	// Plan, if not nil, is the run's description in place of the one made
 	// from Config, Shape and Model:
@@ -250,6 +251,13 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	}
 	if opt.Epochs < 0 || (opt.Epochs > 1 && sh.Rounds%opt.Epochs != 0) {
 		return nil, fmt.Errorf("fednet: %d epochs for %d rounds, want a divisor of the rounds", opt.Epochs, sh.Rounds)
+	}
+	if pr := opt.Config.Privacy; pr != nil && opt.Epochs > 1 {
+		// The learners replay their data as the server announces
+		// (ofl learner builds it so): the record must allow it.
+		if err := fedopt.CheckEpochs(pr.ParticipationPattern, sh.Rounds, opt.Epochs, sh.Rounds/opt.Epochs); err != nil {
+			return nil, fmt.Errorf("fednet: ServerOptions.Epochs %d: %w", opt.Epochs, err)
+		}
 	}
 	if err := checkWire(opt); err != nil {
 		return nil, err

@@ -71,7 +71,8 @@
 // [Simulate] refuse a learner whose data serves each client in more rounds
 // than the record's participation allows, such as data replayed by
 // dataset.Dataset.Epochs(k), k > 1, under single participation (see
-// [Stream]).
+// [Stream]; the rule is [CheckEpochs], which package fednet applies to
+// its networked learners and servers).
 //
 // # Secure aggregation
 //

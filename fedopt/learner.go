@@ -35,14 +35,27 @@ type epochStream interface {
 
 // checkEpochs returns an error if data serves a client in more rounds of
 // a run of the given rounds than the participation of the record pr
-// allows. A stream that reports no epochs serves each client once; so
-// does one whose period is at least the rounds.
+// allows ([CheckEpochs]). A stream that reports no epochs serves each
+// client once.
 func checkEpochs(pr *Privacy, rounds int, data Stream) error {
 	es, ok := data.(epochStream)
 	if pr == nil || !ok {
 		return nil
 	}
 	k, period := es.Epochs()
+	return CheckEpochs(pr.ParticipationPattern, rounds, k, period)
+}
+
+// CheckEpochs returns an error if data that serves each client in k
+// rounds, period rounds apart (a [Stream]'s Epochs), takes part in more
+// rounds of a run of the given rounds than participation part allows:
+// single participation allows one round; epochs:K exactly the data's own
+// epochs (period rounds / K); minsep:B[,K] a period of at least B (and at
+// most K of the client's rounds within the run). k <= 1, or a period of at
+// least the rounds, is one round. [NewLearner], [Simulate] and the
+// networked learner (package fednet) check their data with it; the error
+// names the data's epochs and the participation.
+func CheckEpochs(part factorize.Participation, rounds, k, period int) error {
 	if k <= 1 || period >= rounds {
 		return nil
 	}
@@ -50,7 +63,6 @@ func checkEpochs(pr *Privacy, rounds int, data Stream) error {
 		return fmt.Errorf("fedopt: data of %d epochs with period %d, want a period >= 1", k, period)
 	}
 	m := min(k, (rounds+period-1)/period) // a client's rounds in the run, at most
-	part := pr.ParticipationPattern
 	switch part.Kind {
 	case factorize.KindEpochs:
 		// Rounds i, i + b, ..., b = R / K: the data's own epochs exactly.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,6 +165,91 @@ const maxWork = 1e14
 // coordinates: the sample's stream, the gradient call and the clipping.
 const stepOps = 32
 
+// The solvers' iteration counts that factorizationWork assumes: the
+// measured counts with a margin (TestFactorizationWork checks them
+// against measured iterations of small solves). The optimal solver's
+// structured path (and semiseparable's): 39 to 46 iterations at R = 500
+// to 2000, 50 at 10^5 and 63 at 10^6 (docs/solver.md); its dense path
+// (optimal:path=dense): 17 to 22 at R = 60 to 1000. solverShifts bounds
+// the nodes of the rational approximation of x^{-1/2} that each iteration
+// evaluates (30 to 56, docs/solver.md).
+const (
+	structuredIterations = 64
+	denseIterations      = 32
+	solverShifts         = 64
+)
+
+// epochIterations is the number of iterations factorizationWork assumes
+// for the multi-epoch solver (optimal under epochs:K) at R = r rounds,
+// 25 log2 R: 148 at R = 60, 248 at R = 960, 274 at R = 2000. Measured: 47
+// to 94 at R = 60 and 120, 71 to 137 at R = 240 and 480, 65 to 185 at
+// R = 960 to 2000, with 2 to 30 epochs (the count grows with R and K, not
+// regularly); not measured beyond R = 2000.
+func epochIterations(r int) float64 { return 25 * math.Log2(float64(max(r, 2))) }
+
+// factorizationWork estimates the operations (floating-point operations,
+// counted as workNeed counts the rest) of the audit's factorization of
+// strategy s under participation p at R = r rounds, with its dense
+// factors: assumed iterations times the work of one iteration, plus the
+// work done once.
+//   - optimal (single participation or min-separation) and semiseparable,
+//     structured path: per iteration solverShifts O(R) recurrences, 20 R
+//     each; once, the dense B and C from the quasiseparable factor of K
+//     state vectors (factorize.StreamBytes), 4 R^2 K.
+//   - optimal:path=dense: per iteration the Householder reduction of an
+//     R x R symmetric matrix to tridiagonal form and the accumulation of
+//     its orthogonal factor, 4/3 R^3 each (Golub and Van Loan, "Matrix
+//     Computations", 8.3.1), and the shifts' tridiagonal solves, 6 R^2
+//     each; once, the dense factors, R^3 (Cholesky, triangular inverse
+//     and B = A C^{-1}, R^3 / 3 each).
+//   - optimal under epochs:K, 1 < K < R (b = R / K classes of K rounds,
+//     q = K (K - 1) / 2 in-class multipliers): per iteration, per shift,
+//     the band factorization and selected inversion of an R x R band
+//     matrix of w = 5 K + 2 diagonals, 2 R w^2, and the Jacobian's entries,
+//     2 b q^2 (2 b q without the full Jacobian), and once per iteration
+//     its Newton solves, b q^3 / 3 (b q); once, X formed densely, 2 R^2 K
+//     per shift, and the dense factors, R^3.
+//   - every other strategy (and optimal under epochs:R, in closed form):
+//     R^3, the dense factors (their solves, closed forms and the banded
+//     and BLT optimisers, took 0.02 to 0.7 R^3 nanoseconds of one
+//     thread's CPU time at R = 1000 and 2000, up to 2 R^3 at R = 500).
+func factorizationWork(s factorize.Strategy, p factorize.Participation, r int) float64 {
+	iters, perIter, once := factorizationCost(s, p, r)
+	return iters*perIter + once
+}
+
+// factorizationCost returns the parts of factorizationWork: the assumed
+// iterations, the operations of one iteration and those done once.
+func factorizationCost(s factorize.Strategy, p factorize.Participation, r int) (iters, perIter, once float64) {
+	rf := float64(r)
+	dense := rf * rf * rf
+	structured := func() (float64, float64, float64) {
+		k := float64(factorize.StreamBytes(s, r, 1) / 8)
+		return structuredIterations, solverShifts * 20 * rf, 4 * rf * rf * k
+	}
+	switch o := s.(type) {
+	case factorize.OptimalStrategy:
+		switch {
+		case p.Kind == factorize.KindEpochs && p.K > 1 && p.K < r:
+			k := float64(p.K)
+			b, q, w := rf/k, k*(k-1)/2, 5*k+2
+			jac, newton := 2*b*q, b*q
+			if q <= 120 || b*q*q <= 1<<21 { // the full Jacobian (factorize's fullJacobian)
+				jac, newton = 2*b*q*q, b*q*q*q/3
+			}
+			return epochIterations(r), solverShifts*(2*rf*w*w+jac) + newton, solverShifts*2*rf*rf*k + dense
+		case p.Kind == factorize.KindEpochs && p.K > 1:
+			return 0, 0, dense
+		case o.Method == factorize.Dense:
+			return denseIterations, 8.0/3*dense + solverShifts*6*rf*rf, dense
+		}
+		return structured()
+	case factorize.SemisepStrategy:
+		return structured()
+	}
+	return 0, 0, dense
+}
+
 // workNeed estimates the operations an audit of o takes: the local steps
 // of the federation, tau per learner and round, each d + stepOps (the
 // replay runs it once per neighbouring data set, and with -network once
@@ -171,10 +257,11 @@ const stepOps = 32
 // dimension as memoryNeed takes it), the replay's probes of the
 // aggregation weights (n aggregations of n updates of d per round, before
 // the run and again in it), the dense products of the checks (R^2 d) and
-// the whitener's R^3; unless solved, also R^3 for the factorization (a
-// lower bound: the optimal solver iterates). Deliberately coarse, like
-// memoryNeed: it turns a run that would go on for days unannounced into
-// an immediate, clear error.
+// the whitener's R^3; unless solved, also the factorization
+// (factorizationWork: the strategy's solver, its iterations counted, and
+// the dense factors). Deliberately coarse, like memoryNeed: it turns a
+// run that would go on for days unannounced into an immediate, clear
+// error.
 func workNeed(cmd string, o *options, solved bool) float64 {
 	p := o.plan
 	r, n, tau, d := float64(p.Rounds), float64(p.Learners), float64(p.Tau), float64(p.Dim)
@@ -191,7 +278,11 @@ func workNeed(cmd string, o *options, solved bool) float64 {
 		w = runs*r*n*tau*(d+stepOps) + 2*r*n*n*d + r*r*d + r*r*r
 	}
 	if !solved {
-		w += r * r * r
+		s := p.Strategy
+		if p.Algorithm == fedopt.Independent {
+			s = factorize.IdentityStrategy{}
+		}
+		w += factorizationWork(s, p.Participation, p.Rounds)
 	}
 	return w
 }

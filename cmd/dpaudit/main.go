@@ -13,7 +13,8 @@
 // -calibration (exact, paper), -dropout (probability that a learner misses
 // a round; replay only) and -seed. dpaudit -h prints the usage and exits
 // with status 0. An audit estimated at more than 10^14 operations (the
-// federation's local steps and the dense algebra; see docs/cli.md) is
+// federation's local steps, the dense algebra and the factorization with
+// its solver's iterations; see docs/cli.md) is
 // refused as a usage error naming the flags and the estimate, unless
 // -force is given; on a terminal a progress bar of the rounds appears on
 // standard error.
@@ -144,7 +145,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.Float64Var(&p.Dropout, "dropout", 0, "probability that a learner misses a round (replay)")
 	fs.Uint64Var(&p.Seed, "seed", 1, "seed of the noise key, the dropouts and the data")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
-	fs.BoolVar(&o.force, "force", false, "run an audit estimated at more than 1e14 operations (about a day), which dpaudit otherwise refuses")
+	fs.BoolVar(&o.force, "force", false, "run an audit estimated at more than 1e14 operations (about a day at 1e9 a second), which dpaudit otherwise refuses; the estimate counts the federation's local steps, the dense algebra and the factorization with its solver's iterations (assumed: 64 for optimal, 32 for optimal:path=dense, 25 log2 R under epochs:K), see docs/cli.md")
 	if cmd == "canary" {
 		fs.IntVar(&o.canaries, "canaries", 0, "canary clients m (0: what a mu-hat interval within 10% needs, at least 1000, at most the slots)")
 		fs.Float64Var(&o.level, "level", 0.99, "confidence level of the mu-hat interval")

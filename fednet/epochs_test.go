@@ -1,0 +1,136 @@
+package fednet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/dpmf/dpmf/dataset"
+	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/mechanism"
+	dpmodel "github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
+	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
+)
+
+// TestLearnerEpochsNeedTheServers: a networked learner is built without
+// the server's privacy record, so it checks its data against what the
+// server announces at Join, its epochs K (fedopt.CheckEpochs, the check of
+// fedopt.NewLearner). Data of 2 epochs (dataset.Dataset.Epochs(2): each
+// client in 2 of the 4 rounds, 2 apart) is what participation epochs:2
+// allows and single participation does not (for the identity, unit
+// sensitivity sqrt(2) against 1, TestEpochsNeedTheirParticipation): a
+// private run that announces 1 epoch must refuse it at Join, naming the
+// data's 2 epochs and the participation, before any update; one that
+// announces 2 epochs, or a non-private run, must take it (the fake server
+// then sends the final model and the learner returns it).
+func TestLearnerEpochsNeedTheServers(t *testing.T) {
+	base, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 2, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := base.Epochs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	once, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := []*flv1.ModelChunk{{Round: 4, Done: true, Dim: 3, Values: []float64{0, 0, 0}}}
+	for _, c := range []struct {
+		algo   string
+		epochs int32
+		data   *dataset.Dataset
+		ok     bool
+	}{
+		{"correlated", 1, twice, false},
+		{"correlated", 0, twice, false}, // 0 epochs means 1
+		{"independent", 1, twice, false},
+		{"correlated", 2, twice, true},
+		{"correlated", 1, once, true},
+		{"correlated", 2, once, true},
+		{"nonprivate", 1, twice, true},
+	} {
+		name := fmt.Sprintf("%s, server %d epochs, data %d rounds of %d", c.algo, c.epochs, c.data.Rounds, func() int { k, _ := c.data.Stream(0).Epochs(); return k }())
+		rc := fakeRunConfig()
+		rc.Algorithm, rc.Epochs = c.algo, c.epochs
+		srv := &fakeServer{join: &flv1.JoinResponse{ProtocolVersion: Protocol, Config: rc}, model: final}
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := grpc.NewServer()
+		flv1.RegisterFederationServer(g, srv)
+		go g.Serve(lis)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		x, err := RunLearner(ctx, LearnerOptions{Addr: lis.Addr().String(), ID: 1, Creds: insecure.NewCredentials(),
+			Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return c.data.Stream(1), nil }, GiveUp: time.Second})
+		cancel()
+		g.Stop()
+		if c.ok {
+			if err != nil || len(x) != 3 {
+				t.Errorf("%s: %v, want the final model", name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "2 epochs") || !strings.Contains(err.Error(), "participation is single") || !strings.Contains(err.Error(), "epochs:2") {
+			t.Errorf("%s: %v, want a refusal naming the data's 2 epochs, single participation and epochs:2", name, err)
+		}
+	}
+}
+
+// TestServerEpochsNeedTheirParticipation: ServerOptions.Epochs tells the
+// learners to replay their data (ofl learner builds it so), so a server
+// given a privacy record (without a plan, which binds the epochs itself)
+// must refuse epochs its record's participation does not allow: 2 epochs
+// of 4 rounds under single participation, or under minsep:3 (period 2 <
+// 3), and accept them under epochs:2 and minsep:2.
+func TestServerEpochsNeedTheirParticipation(t *testing.T) {
+	const n, R, tau, features = 2, 4, 1, 3
+	ctx := context.Background()
+	dim := (dpmodel.Logistic{}).NumParams(features)
+	for _, c := range []struct {
+		part string
+		ok   bool
+	}{{"single", false}, {"minsep:3", false}, {"epochs:2", true}, {"minsep:2", true}} {
+		p := &plan.Plan{Algorithm: plan.AlgoCorrelated, Strategy: "identity", Participation: c.part, Rounds: R, Learners: n, Tau: tau, Clip: 1, Target: &plan.Target{Eps: 1, Delta: 1e-5}}
+		if _, err := p.Build(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pr, err := fedopt.PrivacyOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := p.Factorize(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := mechanism.SeedKey(1)
+		opt := ServerOptions{
+			Config: fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr},
+			Shape:  fedopt.Shape{Learners: n, Rounds: R, Tau: tau, Dim: dim},
+			Model:  Model{Name: "logistic", Features: features},
+			Noise: func(start int, key [32]byte) (mechanism.Mechanism, error) {
+				return mechanism.New(f, dim, pr.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
+			},
+			NoiseKey: &key, Epochs: 2, Dir: t.TempDir(),
+		}
+		srv, err := NewServer(opt)
+		if srv != nil {
+			srv.Close()
+		}
+		if c.ok && err != nil {
+			t.Errorf("%s, 2 epochs: %v, want accepted", c.part, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "Epochs 2") || !strings.Contains(err.Error(), "participation is "+c.part)) {
+			t.Errorf("%s, 2 epochs: %v, want a refusal naming Epochs 2 and %s", c.part, err, c.part)
+		}
+	}
+}
