@@ -2,6 +2,7 @@ package factorize
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"math/bits"
 	"slices"
@@ -26,32 +27,76 @@ type OperatorForm struct {
 }
 
 // FormOf returns the structured form of op, and false for the dense
-// operator (and operators of other packages), which have none.
+// operator (and operators of other packages), which have none. Its
+// Floats are a copy of the coefficients ([FormParts] without the copy).
 func FormOf(op Operator) (OperatorForm, bool) {
+	kind, ints, parts, ok := FormParts(op)
+	if !ok {
+		return OperatorForm{}, false
+	}
+	n := 0
+	for p := range parts {
+		n += len(p)
+	}
+	var fl []float64 // nil for a form without coefficients
+	if n > 0 {
+		fl = make([]float64, 0, n)
+		for p := range parts {
+			fl = append(fl, p...)
+		}
+	}
+	return OperatorForm{Kind: kind, Ints: ints, Floats: fl}, true
+}
+
+// FormParts returns the structured form of op as [FormOf] does, but
+// without copying its coefficients: the kind, the sizes, and parts, which
+// yields op's own coefficient slices in order; their concatenation is
+// FormOf's Floats. It returns false for an operator without a form. The
+// caller must neither modify nor keep the slices parts yields.
+func FormParts(op Operator) (kind string, ints []int, parts iter.Seq[[]float64], ok bool) {
+	seq := func(s ...[]float64) iter.Seq[[]float64] {
+		return func(yield func([]float64) bool) {
+			for _, p := range s {
+				if !yield(p) {
+					return
+				}
+			}
+		}
+	}
 	switch o := op.(type) {
 	case identityOp:
-		return OperatorForm{Kind: "independent", Ints: []int{o.r}}, true
+		return "independent", []int{o.r}, seq(), true
 	case treeOp:
-		return OperatorForm{Kind: "tree", Ints: []int{o.r}}, true
+		return "tree", []int{o.r}, seq(), true
 	case bandedOp:
-		fl := slices.Concat(append([][]float64{o.diag}, o.sub...)...) // diag, then each row's sub
-		return OperatorForm{Kind: "banded", Ints: []int{len(o.diag), o.bands}, Floats: fl}, true
+		// diag, then each row's sub
+		return "banded", []int{len(o.diag), o.bands}, func(yield func([]float64) bool) {
+			if !yield(o.diag) {
+				return
+			}
+			for _, p := range o.sub {
+				if !yield(p) {
+					return
+				}
+			}
+		}, true
 	case *BLTParams:
-		return OperatorForm{Kind: "blt", Ints: []int{len(o.Scale), len(o.Weights)}, Floats: slices.Concat(o.Weights, o.Lambdas, o.Scale)}, true
+		return "blt", []int{len(o.Scale), len(o.Weights)}, seq(o.Weights, o.Lambdas, o.Scale), true
 	case bandInverseOp:
-		return OperatorForm{Kind: "banded-inverse", Ints: []int{o.r, len(o.u)}, Floats: slices.Clone(o.u)}, true
+		return "banded-inverse", []int{o.r, len(o.u)}, seq(o.u), true
 	case quasiSepOp:
 		c := o.c
-		return OperatorForm{Kind: "semiseparable", Ints: []int{c.N, c.K}, Floats: slices.Concat(c.P, c.A, c.Q, c.Diag)}, true
+		return "semiseparable", []int{c.N, c.K}, seq(c.P, c.A, c.Q, c.Diag), true
 	case toeplitzOp:
-		return OperatorForm{Kind: "toeplitz", Ints: []int{len(o.s)}, Floats: slices.Concat(o.u, o.s)}, true
+		return "toeplitz", []int{len(o.s)}, seq(o.u, o.s), true
 	}
-	return OperatorForm{}, false
+	return "", nil, nil, false
 }
 
 // HasForm reports whether op has a structured form, as [FormOf] does,
 // without building it (FormOf copies the coefficients: 3 R K + R floats
-// for the optimum's quasiseparable operator, 137 MB at R = 10^5).
+// for the optimum's quasiseparable operator, 137 MB at R = 10^5; see
+// [FormParts] for them without a copy).
 func HasForm(op Operator) bool {
 	switch op.(type) {
 	case identityOp, treeOp, bandedOp, *BLTParams, bandInverseOp, quasiSepOp, toeplitzOp:

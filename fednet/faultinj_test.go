@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/dpmf/dpmf/internal/atomicfile/atomicfiletest"
 	"github.com/dpmf/dpmf/internal/testutil"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
@@ -27,7 +28,8 @@ import (
 // errInjected is the failure injected into one file operation.
 var errInjected = errors.New("injected I/O failure")
 
-// injector fails one file operation of a state file's write (stateFault):
+// injector fails one file operation of a state file's write
+// (atomicfiletest.FailOps, which sees atomicfile's writes, store.put's):
 // the k-th operation (from 0) of one actor, the server or a learner,
 // each told by its state directory. With crash, it first copies the
 // server's directory as it is at that point (a process killed there).
@@ -302,9 +304,7 @@ type outcome struct {
 // its directory.
 func (fr *faultRun) run(t *testing.T) (out outcome) {
 	t.Helper()
-	hook := fr.fi.hook
-	stateFault.Store(&hook)
-	defer stateFault.Store(nil)
+	defer atomicfiletest.FailOps(fr.fi.hook)()
 	out = outcome{learnerErrs: make([]error, fr.r.n), learnerFaults: make([]error, fr.r.n), finals: make([][]float64, fr.r.n)}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -403,7 +403,7 @@ func oneLine(t *testing.T, what string, err error) {
 // a time: the server's round files, mark, noise key, run.json and secure
 // snapshots, and the learners' records, in a run of 3 learners and 3
 // rounds, plain and secure. The operations of a clean run are counted
-// (stateFault sees each), and for every k the run is repeated with
+// (atomicfiletest.FailOps sees each), and for every k the run is repeated with
 // operation k failing, once as an error return and once as a crash (the
 // server stopped there, its directory copied as it was at that point and
 // put back before the restart; a learner is only failed, and restarts at

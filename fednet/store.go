@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
@@ -186,23 +186,6 @@ func (s store) write(name string, perm os.FileMode, data []byte) error {
 	return s.put(name, perm, data, false)
 }
 
-// stateFault, test-only, sees every file operation of a state file's
-// write (put) before it is made: "create", "write", "chmod", "fsync",
-// "close", "rename", "link", "remove" (of the temporary file) and
-// "syncdir", with the path it acts on. An error it returns is that
-// operation's (the operation is not made). Nil outside tests.
-var stateFault atomic.Pointer[func(op, path string) error]
-
-// fsOp makes the file operation do, unless stateFault fails it.
-func fsOp(op, path string, do func() error) error {
-	if h := stateFault.Load(); h != nil {
-		if err := (*h)(op, path); err != nil {
-			return err
-		}
-	}
-	return do()
-}
-
 // encodeRound returns the file of x^r of run id, chained to prev (the hash
 // that ends the previous round's file), and the hash that ends it.
 func encodeRound(id runID, prev [sha256.Size]byte, rel Released) ([]byte, [sha256.Size]byte) {
@@ -235,72 +218,26 @@ func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 }
 
 // put writes data to a temporary file of the directory, with permission
-// bits perm, syncs and closes it, and puts it in place as name: linked
-// (once, never over an existing file) or renamed (replacing one), then
-// the directory is synced. Every step is checked, and goes through fsOp.
+// bits perm (exactly, not minus the umask), syncs and closes it, and puts
+// it in place as name: linked (once, never over an existing file) or
+// renamed (replacing one), then the directory is synced. Every step is
+// checked: atomicfile.WriteDurableWith, whose every file operation a test
+// can fail (atomicfiletest.FailOps).
 func (s store) put(name string, perm os.FileMode, data []byte, once bool) error {
 	path := s.path(name)
-	// The directory's sync makes name durable: its error names the file
-	// too.
-	syncDir := func() error {
-		if err := fsOp("syncdir", s.dir, func() error { return atomicfile.SyncDir(s.dir) }); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-		return nil
-	}
-	var f *os.File
-	err := fsOp("create", path, func() (err error) {
-		f, err = os.CreateTemp(s.dir, "."+name+".tmp-*") // a temporary file RemoveStale knows
+	err := atomicfile.WriteDurableWith(path, perm, atomicfile.DurableOptions{ExactPerm: true, Once: once}, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, atomicfile.ErrExists):
+		return fmt.Errorf("%s already exists, but this server writes each such file once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
+	case errors.Is(err, atomicfile.ErrTempGone):
+		return fmt.Errorf("writing %s: its temporary file is gone (another server started on the directory, or the directory was moved or replaced); stopping without serving it", path)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	err = fsOp("write", tmp, func() error { _, err := f.Write(data); return err })
-	for _, step := range []struct {
-		op string
-		do func() error
-	}{{"chmod", func() error { return f.Chmod(perm) }}, {"fsync", f.Sync}} {
-		if err == nil {
-			err = fsOp(step.op, tmp, step.do)
-		}
-	}
-	if cerr := fsOp("close", tmp, f.Close); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if !once {
-		err := atomicfile.CheckTarget(path)
-		if err == nil {
-			err = fsOp("rename", path, func() error { return os.Rename(tmp, path) })
-		}
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-		return syncDir()
-	}
-	if err := fsOp("link", path, func() error { return os.Link(tmp, path) }); err != nil {
-		_, lerr := os.Lstat(path)
-		switch {
-		case lerr == nil:
-			return fmt.Errorf("%s already exists, but this server writes each such file once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
-		case !errors.Is(lerr, fs.ErrNotExist):
-			return err
-		}
-		// No hard links on this file system: name was checked just now.
-		if err := fsOp("rename", path, func() error { return os.Rename(tmp, path) }); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("writing %s: its temporary file is gone (another server started on the directory, or the directory was moved or replaced); stopping without serving it", path)
-		} else if err != nil {
-			return err
-		}
-	}
-	fsOp("remove", tmp, func() error { return os.Remove(tmp) }) // before the directory's sync, which makes it durable too
-	return syncDir()
+	return fmt.Errorf("writing %s: %w", path, err)
 }
 
 // readRegular reads a state file, refusing a symbolic link (a state file

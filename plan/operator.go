@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"iter"
 	"math"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -19,7 +20,7 @@ const operatorDomain = "dpmf operator v1\x00"
 // sensitivity a record calibrated for f rests on: for an operator with a
 // structured form (factorize.FormOf: every strategy of the registry, fresh
 // or read from the cache) the form's kind, sizes and coefficients, bit for
-// bit; otherwise (factors assembled by hand, streamed with
+// bit, hashed in place (factorize.FormParts, no copy); otherwise (factors assembled by hand, streamed with
 // mechanism.WithDense) the dense factors B and C, bit for bit. It never
 // forms dense factors that f does not hold. Two factorizations with the
 // same digest stream the same noise M Z and have the same C. It is an
@@ -51,19 +52,33 @@ func OperatorDigest(f *factorize.Factorization) (string, error) {
 	if p, isBLT := op.(*factorize.BLTParams); isBLT && p == nil {
 		op = nil // parameters assembled by hand, and missing
 	}
-	form, ok := factorize.OperatorForm{}, false
+	// The form's coefficients are hashed where they are, never copied
+	// (factorize.FormOf's copy of the optimum's is 1.4 GB at R = 10^6);
+	// the bytes are those of FormOf's form.
+	var (
+		kind  string
+		ints  []int
+		parts iter.Seq[[]float64]
+		ok    bool
+	)
 	if op != nil {
-		form, ok = factorize.FormOf(op)
+		kind, ints, parts, ok = factorize.FormParts(op)
 	}
 	if ok {
-		str("form:" + form.Kind)
-		put(uint64(len(form.Ints)))
-		for _, v := range form.Ints {
+		str("form:" + kind)
+		put(uint64(len(ints)))
+		for _, v := range ints {
 			put(uint64(v))
 		}
-		put(uint64(len(form.Floats)))
-		for _, v := range form.Floats {
-			put(math.Float64bits(v))
+		n := 0
+		for p := range parts {
+			n += len(p)
+		}
+		put(uint64(n))
+		for p := range parts {
+			for _, v := range p {
+				put(math.Float64bits(v))
+			}
 		}
 	} else {
 		if f.B == nil || f.C == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -67,5 +68,131 @@ func TestOperatorDigestRecorded(t *testing.T) {
 	}
 	if _, err := OperatorDigest(&factorize.Factorization{Strategy: "loss-only", Workload: w}); err == nil {
 		t.Error("a factorization without operator or factors has a digest")
+	}
+}
+
+// formDigest is the SHA-256, in hexadecimal, of the bytes OperatorDigest's
+// documentation gives for a structured form, computed over FormOf's copy
+// of the form in one piece: the domain, the length and bytes of
+// "form:"+kind, the number of sizes and each size, the number of
+// coefficients and each one's bits, all little-endian 64-bit words.
+func formDigest(form factorize.OperatorForm) string {
+	word := func(b []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(b, v) }
+	b := []byte("dpmf operator v1\x00")
+	kind := "form:" + form.Kind
+	b = append(word(b, uint64(len(kind))), kind...)
+	b = word(b, uint64(len(form.Ints)))
+	for _, v := range form.Ints {
+		b = word(b, uint64(v))
+	}
+	b = word(b, uint64(len(form.Floats)))
+	for _, v := range form.Floats {
+		b = word(b, math.Float64bits(v))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestOperatorDigestOfFormCopy: for every strategy of the registry under
+// single participation, two epochs and min-separation 3, on prefix sums
+// and weighted prefix sums over R = 12 rounds (and the optimum's
+// structured path), OperatorDigest, which hashes the coefficients where
+// they are, equals the SHA-256 computed here over FormOf's copy of the
+// form: the digest stored in run records is the one it was when it
+// hashed that copy. Every strategy gives at least one form.
+func TestOperatorDigestOfFormCopy(t *testing.T) {
+	ctx := context.Background()
+	const r = 12
+	prefix, _ := factorize.Prefix(r)
+	ws := make([]float64, r)
+	for i := range ws {
+		ws[i] = 1 + float64(i%3)
+	}
+	weighted, _ := factorize.WeightedPrefix(ws)
+	names := append(factorize.Strategies(), "optimal:path=structured")
+	for _, name := range names {
+		s, err := factorize.ParseStrategy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forms := 0
+		for _, w := range []*factorize.Workload{prefix, weighted} {
+			for _, p := range []factorize.Participation{factorize.SingleParticipation(), factorize.FixedEpochs(2), factorize.MinSeparation(3, 0)} {
+				f, err := s.Factorize(ctx, w, p)
+				if err != nil {
+					continue // not served
+				}
+				form, ok := factorize.FormOf(f.Operator)
+				if !ok {
+					continue
+				}
+				forms++
+				got, err := OperatorDigest(f)
+				if err != nil {
+					t.Fatalf("%s under %v: %v", name, p, err)
+				}
+				if want := formDigest(form); got != want {
+					t.Errorf("%s under %v (%s form, %d coefficients): digest %s, over FormOf's copy %s", name, p, form.Kind, len(form.Floats), got, want)
+				}
+			}
+		}
+		if forms == 0 {
+			t.Errorf("%s: no structured form compared", name)
+		}
+	}
+}
+
+// TestOperatorDigestCopiesNothing: OperatorDigest of an operator with R =
+// 20000 rounds of each kind with coefficients (semiseparable with 4
+// buffers: 3 R K + R floats, 2.1 MB; banded with 8 bands; BLT; Toeplitz;
+// banded inverse) allocates less than 64 KiB (its 8 KiB buffer and a few
+// small values), well below one copy of the coefficients, counted by
+// runtime.MemStats' TotalAlloc around the call (no other goroutine of
+// this test allocates meanwhile).
+func TestOperatorDigestCopiesNothing(t *testing.T) {
+	const r = 20000
+	const bound = 64 << 10
+	for _, form := range []factorize.OperatorForm{
+		{Kind: "semiseparable", Ints: []int{r, 4}},
+		{Kind: "banded", Ints: []int{r, 8}},
+		{Kind: "blt", Ints: []int{r, 4}},
+		{Kind: "toeplitz", Ints: []int{r}},
+		{Kind: "banded-inverse", Ints: []int{r, 3}},
+	} {
+		n, err := form.FloatCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		form.Floats = make([]float64, n)
+		for i := range form.Floats {
+			form.Floats[i] = 1 + float64(i%7)/16 // finite and nonzero
+		}
+		if form.Kind == "blt" || form.Kind == "semiseparable" {
+			for i := range form.Floats[:n-r] {
+				form.Floats[i] /= 64 // small decays and weights
+			}
+		}
+		op, err := form.Operator(r)
+		if err != nil {
+			t.Fatalf("%s: %v", form.Kind, err)
+		}
+		f := &factorize.Factorization{Strategy: form.Kind, Operator: op}
+		if _, err := OperatorDigest(f); err != nil { // warm up
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		d, err := OperatorDigest(f)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > bound {
+			t.Errorf("%s over R = %d (%d coefficients, %d bytes): OperatorDigest allocated %d bytes, want at most %d", form.Kind, r, n, 8*n, alloc, bound)
+		}
+		if want := formDigest(form); d != want {
+			t.Errorf("%s over R = %d: digest %s, over the form %s", form.Kind, r, d, want)
+		}
 	}
 }

@@ -26,6 +26,8 @@
 // readable by others. The temporary file has its final permission bits from
 // the moment it is created, before any data is written, so a secret written
 // with perm 0600 is never readable by others, not even while being written.
+// [DurableOptions.ExactPerm] instead gives the file exactly perm, set once
+// the data is written, the temporary file being 0600 until then.
 //
 // # Temporary files
 //
@@ -35,6 +37,13 @@
 // cancellation; only a process killed outright (SIGKILL, a
 // crash) can leave one behind. Such a stale file is never read by this
 // package; [RemoveStale] deletes the old ones of a directory.
+//
+// # Failures in tests
+//
+// Every file operation of a write (the temporary file's creation, chmod,
+// write, fsync and close, the rename or link, the removal of a linked
+// temporary file, the directory's sync) can be failed by a test, one at a
+// time, through package atomicfiletest, which only tests may import.
 package atomicfile
 
 import (
@@ -52,6 +61,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dpmf/dpmf/internal/atomicfile/internal/fault"
 )
 
 // TargetError reports a destination that Write refuses to replace.
@@ -185,7 +196,7 @@ func Write(path string, perm os.FileMode, write func(w io.Writer) error) error {
 // same path each use their own temporary file; the last rename wins, so the
 // file always holds one writer's complete output.
 func WriteContext(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error) error {
-	return writeFile(ctx, path, perm, write, false)
+	return writeFile(ctx, path, perm, write, false, DurableOptions{})
 }
 
 // WriteDurable is [Write] for state that must survive a crash once
@@ -194,12 +205,45 @@ func WriteContext(ctx context.Context, path string, perm os.FileMode, write func
 // the new content is on stable storage, as far as the platform's fsync
 // promises.
 func WriteDurable(path string, perm os.FileMode, write func(w io.Writer) error) error {
-	return writeFile(context.Background(), path, perm, write, true)
+	return writeFile(context.Background(), path, perm, write, true, DurableOptions{})
 }
 
-// writeFile is Prepare followed by commit, durable or not.
-func writeFile(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error, durable bool) error {
-	p, err := Prepare(ctx, path, perm, write)
+// ErrExists is wrapped by the error of a [DurableOptions.Once] write whose
+// destination exists.
+var ErrExists = errors.New("already exists")
+
+// ErrTempGone is wrapped by the error of a [DurableOptions.Once] write
+// whose temporary file was gone when it was to be renamed into place
+// (another process removed it, or the directory was moved or replaced).
+var ErrTempGone = errors.New("the temporary file is gone")
+
+// DurableOptions change how [WriteDurableWith] writes; the zero value is
+// [WriteDurable]'s way.
+type DurableOptions struct {
+	// ExactPerm gives the file exactly the permission bits perm (not
+	// minus the umask, nor an existing file's), set once the data is
+	// written; until then the temporary file is private to its owner
+	// (0600).
+	ExactPerm bool
+	// Once never replaces the destination: the synced temporary file is
+	// hard-linked to it, which fails if a file of that name exists,
+	// whatever it is (the error wraps [ErrExists]), and is then removed,
+	// before the directory's sync. Where the file system has no hard
+	// links (the link fails and the name does not exist), the file is
+	// renamed into place (if it is gone meanwhile, the error wraps
+	// [ErrTempGone]). The link is the destination's check: [CheckTarget]
+	// is not asked.
+	Once bool
+}
+
+// WriteDurableWith is [WriteDurable] with options.
+func WriteDurableWith(path string, perm os.FileMode, opt DurableOptions, write func(w io.Writer) error) error {
+	return writeFile(context.Background(), path, perm, write, true, opt)
+}
+
+// writeFile is prepare followed by commit, durable or not.
+func writeFile(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error, durable bool, opt DurableOptions) error {
+	p, err := prepare(ctx, path, perm, write, opt)
 	if err != nil {
 		return err
 	}
@@ -211,6 +255,7 @@ func writeFile(ctx context.Context, path string, perm os.FileMode, write func(w 
 // program write all its outputs before it replaces any of them.
 type Pending struct {
 	path, tmp string
+	once      bool // DurableOptions.Once
 	done      bool
 }
 
@@ -225,14 +270,30 @@ type Pending struct {
 // Prepare returns an error that wraps it (errors.Is(err, context.Canceled)
 // holds). On any error, or a panic of write, the temporary file is removed.
 func Prepare(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error) (*Pending, error) {
-	if err := CheckTarget(path); err != nil {
-		return nil, err
+	return prepare(ctx, path, perm, write, DurableOptions{})
+}
+
+// prepare is Prepare with options (ExactPerm, Once). Every file
+// operation goes through fault.Do.
+func prepare(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error, opt DurableOptions) (*Pending, error) {
+	if !opt.Once {
+		if err := CheckTarget(path); err != nil {
+			return nil, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
-	f, err := createTemp(dir, filepath.Base(path), perm.Perm())
+	mode := perm.Perm()
+	if opt.ExactPerm {
+		mode = 0o600 // perm once the data is written
+	}
+	var f *os.File
+	err := fault.Do("create", path, func() (err error) {
+		f, err = createTemp(dir, filepath.Base(path), mode)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("atomicfile: create temp file in %s: %w", dir, err)
 	}
@@ -244,28 +305,49 @@ func Prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 			os.Remove(tmp)
 		}
 	}()
+	chmod := func(mode os.FileMode) func() error {
+		return func() error { return fault.Do("chmod", tmp, func() error { return f.Chmod(mode) }) }
+	}
+	var steps []func() error
 	// An existing file keeps its permission bits, but a secret (perm
 	// private to the owner) its owner's only: set them before any data is
 	// written.
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && !opt.ExactPerm {
 		mode := fi.Mode().Perm()
 		if perm.Perm()&0o077 == 0 {
 			mode &= 0o700
 		}
-		if err := f.Chmod(mode); err != nil {
-			return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
+		steps = append(steps, chmod(mode))
+	}
+	// The data, flushed to the file, (given its exact bits,) synced and
+	// closed: a step that fails ends Prepare, but the file is closed
+	// still.
+	bw := bufio.NewWriter(ctxWriter{ctx, f})
+	steps = append(steps, func() error {
+		return fault.Do("write", tmp, func() error {
+			if err := write(bw); err != nil {
+				return err
+			}
+			return bw.Flush()
+		})
+	})
+	if opt.ExactPerm {
+		steps = append(steps, chmod(perm.Perm()))
+	}
+	steps = append(steps, func() error { return fault.Do("fsync", tmp, f.Sync) })
+	for _, step := range steps {
+		if err = step(); err != nil {
+			break
 		}
 	}
-	// The data, flushed to the file, synced and closed: a step that fails
-	// ends Prepare.
-	bw := bufio.NewWriter(ctxWriter{ctx, f})
-	for _, step := range []func() error{func() error { return write(bw) }, bw.Flush, f.Sync, f.Close} {
-		if err := step(); err != nil {
-			return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
-		}
+	if cerr := fault.Do("close", tmp, f.Close); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
 	}
 	ok = true
-	return &Pending{path: path, tmp: tmp}, nil
+	return &Pending{path: path, tmp: tmp, once: opt.Once}, nil
 }
 
 // Commit renames the temporary file over the destination, unless ctx is
@@ -277,8 +359,9 @@ func Prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 // in place. Commit after Commit or Discard does nothing.
 func (p *Pending) Commit(ctx context.Context) error { return p.commit(ctx, false) }
 
-// commit renames the file into place and syncs the directory; with
-// durable, an error of that sync is returned.
+// commit renames the file into place (or, once, links it) and syncs the
+// directory; with durable, an error of that sync is returned. Every file
+// operation goes through fault.Do.
 func (p *Pending) commit(ctx context.Context, durable bool) error {
 	if p.done {
 		return nil
@@ -287,21 +370,54 @@ func (p *Pending) commit(ctx context.Context, durable bool) error {
 	err := ctx.Err()
 	if err != nil {
 		err = fmt.Errorf("atomicfile: write %s: %w", p.path, err)
+	} else if p.once {
+		err = p.link()
 	} else {
 		err = CheckTarget(p.path)
-	}
-	if err == nil {
-		if rerr := os.Rename(p.tmp, p.path); rerr != nil {
-			err = fmt.Errorf("atomicfile: rename temp file to %s: %w", p.path, rerr)
+		if err == nil {
+			if rerr := fault.Do("rename", p.path, func() error { return os.Rename(p.tmp, p.path) }); rerr != nil {
+				err = fmt.Errorf("atomicfile: rename temp file to %s: %w", p.path, rerr)
+			}
 		}
 	}
 	if err != nil {
 		os.Remove(p.tmp)
 		return err
 	}
-	if err := SyncDir(filepath.Dir(p.path)); err != nil && durable {
+	dir := filepath.Dir(p.path)
+	err = fault.Do("syncdir", dir, func() error { return SyncDir(dir) })
+	if p.once {
+		// The removal is best-effort: one that failed is made again
+		// (unsynced).
+		os.Remove(p.tmp)
+	}
+	if err != nil && durable {
 		return err
 	}
+	return nil
+}
+
+// link puts the temporary file in place as p.path, never over a file of
+// that name (DurableOptions.Once), and removes its temporary name.
+func (p *Pending) link() error {
+	if err := fault.Do("link", p.path, func() error { return os.Link(p.tmp, p.path) }); err != nil {
+		_, lerr := os.Lstat(p.path)
+		switch {
+		case lerr == nil:
+			return fmt.Errorf("atomicfile: write %s: %w", p.path, ErrExists)
+		case !errors.Is(lerr, fs.ErrNotExist):
+			return fmt.Errorf("atomicfile: link temp file to %s: %w", p.path, err)
+		}
+		// No hard links on this file system: the name was checked just
+		// now.
+		if err := fault.Do("rename", p.path, func() error { return os.Rename(p.tmp, p.path) }); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("atomicfile: rename temp file to %s: %w (%w)", p.path, ErrTempGone, err)
+		} else if err != nil {
+			return fmt.Errorf("atomicfile: rename temp file to %s: %w", p.path, err)
+		}
+	}
+	// Before the directory's sync, which makes the removal durable too.
+	fault.Do("remove", p.tmp, func() error { return os.Remove(p.tmp) })
 	return nil
 }
 

@@ -110,3 +110,43 @@ func TestWriteTempHasFinalModeWhileWriting(t *testing.T) {
 		}))
 	})
 }
+
+// TestWriteExactPerm: with ExactPerm the file has exactly perm, whatever
+// the umask and an existing file's bits, and its temporary file is 0600
+// while the data is written.
+func TestWriteExactPerm(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	for _, tc := range []struct {
+		mask     int
+		existing os.FileMode // 0: none
+		perm     os.FileMode
+	}{
+		{0o077, 0, 0o644},
+		{0o022, 0o600, 0o644},
+		{0o022, 0o644, 0o600},
+		{0o000, 0, 0o600},
+	} {
+		os.Remove(path)
+		if tc.existing != 0 {
+			require.NoError(t, os.WriteFile(path, []byte("old"), tc.existing))
+			require.NoError(t, os.Chmod(path, tc.existing))
+		}
+		var during os.FileMode
+		withUmask(t, tc.mask, func() {
+			require.NoError(t, WriteDurableWith(path, tc.perm, DurableOptions{ExactPerm: true}, func(w io.Writer) error {
+				entries, err := os.ReadDir(dir)
+				require.NoError(t, err)
+				for _, e := range entries {
+					if IsTemp(e.Name()) {
+						during = perm(t, filepath.Join(dir, e.Name()))
+					}
+				}
+				_, err = io.WriteString(w, "new")
+				return err
+			}))
+		})
+		assert.Equal(t, tc.perm, perm(t, path), "umask %o, existing %o, perm %o", tc.mask, tc.existing, tc.perm)
+		assert.Equal(t, os.FileMode(0o600)&^os.FileMode(tc.mask), during, "the temporary file while written")
+	}
+}
