@@ -164,3 +164,57 @@ func TestPLDComposeOrdersGaussian(t *testing.T) {
 		}
 	}
 }
+
+// TestPLDComposeAfterLargeTilt composes a self-composition of few steps of
+// a sampled Gaussian, whose add direction (bounded losses) is tilted by
+// 0.33 per index over its 3600 indices, with further steps: its untilted
+// bottom masses, rounding noise times up to e^1180, overflowed to +Inf,
+// trim stopped at them, and the composition's tilted sum was NaN (Delta
+// and Floor NaN; checked failing before the fix). Each result must be
+// finite and bracket the same composition built another way, one
+// SelfCompose of the single step: both pairs of bounds contain the true
+// delta and eps, so they overlap.
+func TestPLDComposeAfterLargeTilt(t *testing.T) {
+	t.Parallel()
+	must := mustPLD(t)
+	s := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
+	s3 := must(s.SelfCompose(3))
+	for _, c := range []struct {
+		name string
+		k    int
+		p    *PLD
+	}{
+		{"s.SelfCompose(3).Compose(s)", 4, must(s3.Compose(s))},
+		{"s.Compose(s.SelfCompose(3))", 4, must(s.Compose(s3))},
+		{"s.SelfCompose(3).SelfCompose(2)", 6, must(s3.SelfCompose(2))},
+	} {
+		ref := must(s.SelfCompose(c.k))
+		if f := c.p.Floor(); math.IsNaN(f) {
+			t.Errorf("%s: Floor NaN", c.name)
+		}
+		for _, eps := range []float64{0, 0.5, 1} {
+			b, err := c.p.DeltaBounds(eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := ref.DeltaBounds(eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(b.Optimistic <= b.Safe && math.Max(b.Optimistic, r.Optimistic) <= math.Min(b.Safe, r.Safe)) {
+				t.Errorf("%s: delta(%v) in [%.9g, %.9g], by SelfCompose(%d) in [%.9g, %.9g]", c.name, eps, b.Optimistic, b.Safe, c.k, r.Optimistic, r.Safe)
+			}
+		}
+		b, err := c.p.EpsilonBounds(1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := ref.EpsilonBounds(1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(b.Optimistic <= b.Safe && math.Max(b.Optimistic, r.Optimistic) <= math.Min(b.Safe, r.Safe)) {
+			t.Errorf("%s: eps(1e-6) in [%.9g, %.9g], by SelfCompose(%d) in [%.9g, %.9g]", c.name, b.Optimistic, b.Safe, c.k, r.Optimistic, r.Safe)
+		}
+	}
+}
