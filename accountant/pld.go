@@ -117,6 +117,20 @@ type PLD struct {
 // stands for are within a factor 1+rel of the computed ones after an
 // additive error e_i with sum_{i >= j} |e_i| <= e^(logErr - tau (lo+j)) for
 // every j (the FFT's error, weighted by the tilt tau >= 0 per grid step).
+//
+// No error lies above the last stored index hi = lo + len(mass) - 1: the
+// pair it stands for has no finite mass above hi (a pessimistic
+// distribution holds the mass of losses above its grid in inf, an
+// optimistic one has dropped it), which logErrAt needs to carry the bound
+// to a higher tilt. Errors below lo are allowed (masses trim dropped, the
+// lower tail a self-composition's window cut). Every producer keeps it:
+// single events have no additive error; convolveBound stores the whole
+// linear convolution, whose indices end at the sum of its inputs' last
+// ones, where the products of their errors end too, on an FFT long enough
+// not to wrap; selfConvolve stores its window, moves the part of its
+// input's error propagated above it to inf (pessimistic) or drops it with
+// the mass there (optimistic), and its FFT folds mass into the window
+// only; trim cuts only from the bottom.
 type lossDist struct {
 	lo   int
 	mass []float64

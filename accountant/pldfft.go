@@ -111,14 +111,24 @@ func (d *lossDist) errFrom(j float64) float64 {
 }
 
 // logErrAt returns the log of a bound on d's error's tail sums at the
-// tilt t >= d.tau: sum_{i >= j} |e_i| <= e^(logErrAt(t) - t j) for every
-// absolute index j. No error lies above d's last index hi (errors below
-// its first one, masses trim dropped, are allowed), so for j <= hi the
-// bound at d.tau, e^(logErr - tau j) = e^(logErr + (t - tau) j - t j), is
-// at most e^(logErr + (t - tau) hi - t j), and above hi the tail is 0.
+// tilt t >= d.tau: S(j) = sum_{i >= j} |e_i| <= e^(logErrAt(t) - t j) for
+// every absolute index j. No error lies above d's last index hi (see
+// lossDist; errors below its first one are allowed), so
+//
+//	j <= hi: S(j) <= e^(logErr - tau j) = e^(logErr + (t - tau) j - t j)
+//	                <= e^(logErr + (t - tau) hi - t j)   ((t - tau)(hi - j) >= 0)
+//	j >  hi: S(j) = 0
+//
+// An error above hi, at hi + D, would need (t - tau)(hi + D) in place of
+// (t - tau) hi: self-compositions once left the part of their input's
+// error propagated above their window there, and a composition at a
+// higher tilt undercounted it by e^(-(t - tau) D)
+// (TestSelfComposeCutThenHigherTilt).
 // A lower tilt would need the lowest index an error can occupy, which d
-// does not record: for t < d.tau it returns +Inf (no bound; no caller
-// asks for one).
+// does not record (as j falls, e^(-tau j) outgrows e^(-t j)): for
+// t < d.tau it returns +Inf (no bound). No caller asks for one: convolve
+// composes at the larger of its inputs' tilts, selfConvolve at d's own,
+// or at a positive one where d's is 0.
 func (d *lossDist) logErrAt(t float64) float64 {
 	if math.IsInf(d.logErr, -1) {
 		return d.logErr
@@ -557,6 +567,17 @@ func sum(x []float64) float64 {
 // most the tilted tail's Chernoff bound, which is added to E, so the
 // optimistic side stays a lower bound.
 //
+// The window's top: the exact composition of d's exact masses (computed
+// masses m plus errors e at or below d's last index) is m^*k plus an
+// error whose terms reach k (d.lo + n1 - 1), above a window cut below
+// that. Its tail sum there is bounded like the rest of the input's error
+// (below), and a pessimistic distribution adds it to inf, beside the
+// Chernoff bound of m^*k's own mass there; an optimistic one drops it,
+// with that mass.
+// Either way no error lies above the stored window, as logErrAt needs.
+// Likewise for a point mass with zero masses above it, stored at one
+// index.
+//
 // Rounding: kthPower bounds the error of each entry of the tilted
 // composition (the forward FFT's error amplified by the power, the power's
 // and the inverse FFT's own rounding), and recomputes the coefficients
@@ -612,6 +633,12 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 			grow := (kf - 1) * logAdd(lw, laW)
 			r.logErr = logf(kf) + la + grow
 			r.logGapW = laW - la
+			// That error reaches k (d.lo + n1 - 1), above the one stored
+			// index where d has zero masses above first: its tail there
+			// is moved to the infinite mass (see selfConvolve).
+			if pes && first < n1-1 {
+				r.inf = math.Min(1, r.inf+math.Exp(r.logErr-t*float64(r.lo+1)))
+			}
 		}
 		return r, nil
 	}
@@ -714,6 +741,16 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 			grow := (kf - 1) * logAdd(lw, laW)
 			r.logErr = logAdd(r.logErr, logf(kf)+la+grow)
 			logW = logAdd(logW, logf(kf)+laW+grow)
+			// The input's error reaches the composition's top, k d.lo +
+			// full - 1: above a window cut below it, its tail (at most
+			// e^(la + log k + grow - t j) from j = k d.lo + sB + 1 up)
+			// goes to the infinite mass of a pessimistic distribution,
+			// like the composition's own mass there, and is dropped from
+			// an optimistic one, so that no error lies above the last
+			// stored index (logErrAt).
+			if pes && sB < full-1 {
+				r.inf = math.Min(1, r.inf+math.Exp(logf(kf)+la+grow-t*float64(k*d.lo+sB+1)))
+			}
 		}
 		if !math.IsInf(r.logErr, 0) {
 			r.logGapW = math.Max(logW-r.logErr, 0)
@@ -959,7 +996,25 @@ func cpow(z complex128, k int) complex128 {
 // sum_{j<J} m_j e^(tau j) to the weighted error, and J is the largest index
 // at which that sum is at most the bound itself, so the bound at most
 // doubles.
+//
+// Then (whether or not it drops any) it sets every mass above 2 to 2. No
+// exact mass exceeds 1, nor 2 after the factor 1 + rel, so that moves no
+// computed mass further from the exact one, and the error bound holds as
+// it is. Such masses are rounding noise of the tilted masses untilted by
+// up to e^(tau (hi - lo)): at a large tilt (the add direction of a sampled
+// Gaussian, self-composed 3 times: tau 0.33 per index over 3600 indices)
+// that overflows to +Inf, which stops the loop below at its first mass,
+// and a later composition's tilted sum of +Inf masses came out NaN (Delta
+// NaN). They are set after the loop so that the masses it drops, and every
+// result that is not composed again, stay as they were, bit for bit.
 func (d *lossDist) trim() {
+	defer func() {
+		for i, v := range d.mass {
+			if v > 2 {
+				d.mass[i] = 2
+			}
+		}
+	}()
 	if d.tau == 0 || math.IsInf(d.logErr, -1) {
 		return
 	}

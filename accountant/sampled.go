@@ -153,7 +153,7 @@ type sampledOpts struct {
 	budget     int
 	tail, fold float64
 	safeOnly   bool
-	ctx        context.Context // checked while discretising (nil: never)
+	ctx        context.Context // checked while discretising and before composing (nil: never)
 }
 
 // sampledGaussian is SampledGaussian as o sets it.
@@ -184,6 +184,9 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 			if p, err = SampledGaussianPLD(q, sigma, rel, o); err != nil {
 				return nil, err
 			}
+		}
+		if so.ctx != nil && so.ctx.Err() != nil {
+			return nil, so.ctx.Err()
 		}
 		return p.selfCompose(steps, fold)
 	}

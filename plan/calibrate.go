@@ -254,7 +254,7 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 	// Both sides of the PLD's eps at the calibrated sigma: the safe one
 	// (at most the target) is the guarantee, the optimistic one shows the
 	// accountant's own slack. Parse checks a record with the same bound.
-	eb, err := amplifiedEps(t.Sampling, sigma, r, b, t.Delta, rel)
+	eb, err := amplifiedEps(ctx, t.Sampling, sigma, r, b, t.Delta, rel)
 	if err != nil {
 		return err
 	}

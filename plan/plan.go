@@ -30,6 +30,7 @@ package plan
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -668,7 +669,7 @@ func (p *Plan) checkAmplifiedSigma() error {
 		return bad("participation", part, "minsep:B for the amplified accounting (sampling over B groups)")
 	}
 	rel, _ := t.relation()
-	eb, err := amplifiedEps(t.Sampling, r.Sigma, p.Rounds, part.B, t.Delta, rel)
+	eb, err := amplifiedEps(context.Background(), t.Sampling, r.Sigma, p.Rounds, part.B, t.Delta, rel)
 	if err != nil {
 		return bad("privacy.sigma", r.Sigma, fmt.Sprintf("a noise multiplier the PLD accountant can bound (%v)", strings.TrimPrefix(err.Error(), "accountant: ")))
 	}
@@ -680,14 +681,19 @@ func (p *Plan) checkAmplifiedSigma() error {
 
 // amplifiedEps returns the PLD accountant's bounds on the eps at delta of
 // the amplified banded accounting: ceil(n/b) compositions of the
-// Poisson-subsampled Gaussian (q, sigma) under rel. Calibrate records
-// them and Parse checks a record with them.
-func amplifiedEps(q, sigma float64, n, b int, delta float64, rel accountant.Relation) (accountant.Bounds, error) {
+// Poisson-subsampled Gaussian (q, sigma) under rel
+// ([accountant.SampledGaussianEpsilonBounds], its PLD stopped by ctx).
+// Calibrate records them and Parse checks a record with them.
+func amplifiedEps(ctx context.Context, q, sigma float64, n, b int, delta float64, rel accountant.Relation) (accountant.Bounds, error) {
 	k, err := accountant.BandedCompositions(n, b)
 	if err != nil {
 		return accountant.Bounds{}, err
 	}
-	return accountant.SampledGaussianEpsilonBounds(q, sigma, k, delta, rel)
+	p, err := accountant.SampledGaussianContext(ctx, q, sigma, k, rel)
+	if err != nil {
+		return accountant.Bounds{}, err
+	}
+	return p.EpsilonBounds(delta)
 }
 
 func (t *Target) validate(p *Plan) error {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"reflect"
@@ -169,6 +170,31 @@ func TestCalibrateAmplified(t *testing.T) {
 		Target: &Target{Eps: 2, Delta: 1e-5, Sampling: 0.5}}
 	if _, err := p.Build(t.Context()); err == nil {
 		t.Error("amplified accounting of the optimal (dense) C accepted")
+	}
+}
+
+// The amplified accounting's eps bounds, which Calibrate computes after
+// its search and Parse to check a record, stop when the context is done
+// (they took no context: mfsolve -sampling ran on through a PLD of up to
+// seconds after SIGINT), and are otherwise SampledGaussianEpsilonBounds's
+// bit for bit.
+func TestCalibrateAmplifiedEpsContext(t *testing.T) {
+	const q, sigma, R, b, delta = 0.5, 2.0, 32, 4, 1e-5
+	got, err := amplifiedEps(t.Context(), q, sigma, R, b, delta, accountant.AddRemove)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := accountant.SampledGaussianEpsilonBounds(q, sigma, R/b, delta, accountant.AddRemove)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("amplifiedEps = %+v, SampledGaussianEpsilonBounds %+v", got, want)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := amplifiedEps(ctx, q, sigma, R, b, delta, accountant.AddRemove); !errors.Is(err, context.Canceled) {
+		t.Errorf("amplifiedEps with a done context = %v, want context.Canceled", err)
 	}
 }
 

@@ -285,7 +285,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 			b, err = cli.Interruptible(ctx, func() (accountant.Bounds, error) {
 				// SampledGaussianEpsilonBounds, keeping the PLD's Floor for
 				// the error below.
-				p, err := accountant.SampledGaussian(q, sigma.v, steps.v, relation)
+				p, err := accountant.SampledGaussianContext(ctx, q, sigma.v, steps.v, relation)
 				if err != nil {
 					return accountant.Bounds{}, err
 				}
@@ -303,7 +303,20 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		case "delta":
 			var b accountant.Bounds
 			b, err = cli.Interruptible(ctx, func() (accountant.Bounds, error) {
-				return accountant.SampledGaussianDeltaBounds(q, sigma.v, steps.v, eps.v, relation)
+				// SampledGaussianDeltaBounds, stopped by ctx. Its check of
+				// eps first, on the PLD of no privacy loss (instant).
+				none, err := accountant.GaussianPLD(math.Inf(1), accountant.PLDOptions{})
+				if err == nil {
+					_, err = none.DeltaBounds(eps.v)
+				}
+				if err != nil {
+					return accountant.Bounds{}, err
+				}
+				p, err := accountant.SampledGaussianContext(ctx, q, sigma.v, steps.v, relation)
+				if err != nil {
+					return accountant.Bounds{}, err
+				}
+				return p.DeltaBounds(eps.v)
 			})
 			res.Delta, res.DeltaOptimistic = b.Safe, &b.Optimistic
 		}

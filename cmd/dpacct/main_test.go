@@ -293,9 +293,9 @@ func TestSampledReplaceOne(t *testing.T) {
 }
 
 // TestSampledBoundsInterrupted: a done context (SIGINT or SIGTERM) stops
-// the epsilon and delta commands with -sampling too, which build a PLD
-// without a context (minutes and gigabytes at 10^9 steps): before, they
-// ran on and printed their answer.
+// the epsilon and delta commands with -sampling too, whose PLD takes
+// minutes and gigabytes at 10^9 steps: they once ran on and printed their
+// answer (now the PLD itself stops, SampledGaussianContext).
 func TestSampledBoundsInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
