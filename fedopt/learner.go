@@ -172,10 +172,14 @@ func (l *Learner) UpdateContext(ctx context.Context, u []float64, r int, x []flo
 // bound clip and tau local steps may have that a server accepts: tau clip
 // plus a relative 1e-9 for the rounding of the sum (the exact bound tau clip
 // is what the sensitivity analysis uses; a [Learner] scales a sum that
-// rounds past the margin back to tau clip). +Inf without clipping.
+// rounds past the margin back to tau clip). +Inf without clipping. Where
+// that product overflows, the bound is math.MaxFloat64, the largest norm
+// a float64 can state: every update whose norm is finite is then within
+// tau clip, and one whose norm overflows is not (the bound used to be +Inf
+// there, which accepted both).
 func UpdateBound(clip float64, tau int) float64 {
 	if clip == 0 {
 		return math.Inf(1)
 	}
-	return float64(tau) * clip * (1 + 1e-9)
+	return min(float64(tau)*clip*(1+1e-9), math.MaxFloat64)
 }
