@@ -39,7 +39,9 @@ type SimOptions struct {
 // returns ctx.Err() once it is done, with the server at the last round it
 // released. Before the first round it refuses a learner whose stream
 // serves its clients in more rounds than the server's privacy record's
-// participation allows (see [Stream]).
+// participation allows (see [Stream]), and one Learner in two slots. Each
+// learner's clients must be its own: learners that share a stream put its
+// clients into a round twice, which Simulate cannot see.
 func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOptions) error {
 	if srv == nil {
 		return &ParamError{Param: "server", Want: "a Server from NewServer"}
@@ -53,10 +55,18 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 		return &ParamError{Param: "SimOptions.SecureSum", Want: "a server with Config.Quantizer (secure aggregation)"}
 	}
 	updates, quantized := make([][]float64, len(learners)), make([][]uint64, len(learners))
+	slot := make(map[*Learner]int, len(learners))
 	for i, l := range learners {
 		if l == nil {
 			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Want: "a Learner from NewLearner"}
 		}
+		if j, ok := slot[l]; ok {
+			// Its clients' samples would enter each round twice: the
+			// direction's sensitivity doubles.
+			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Value: fmt.Sprintf("learners[%d] again", j),
+				Want: "a Learner of its own (one learner in two slots puts its clients into each round twice)"}
+		}
+		slot[l] = i
 		if l.Dim() != shape.Dim {
 			return fmt.Errorf("fedopt: learner %d has dimension %d, the server %d", i, l.Dim(), shape.Dim)
 		}
