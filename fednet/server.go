@@ -89,7 +89,8 @@ type ServerOptions struct {
 	NoiseKey *[32]byte
 	// Epochs is passed on to the learners: each replays its R/K rounds
 	// of clients K times (0 means 1). The privacy calibration in
-	// Config.Privacy must account for it.
+	// Config.Privacy must account for it: NewServer refuses a record
+	// whose participation allows fewer (fedopt.Privacy.CheckEpochs).
 	Epochs int
 	// Plan, if not nil, is the run's description in place of the one made
 	// from Config, Shape and Model:
@@ -250,6 +251,13 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	}
 	if opt.Epochs < 0 || (opt.Epochs > 1 && sh.Rounds%opt.Epochs != 0) {
 		return nil, fmt.Errorf("fednet: %d epochs for %d rounds, want a divisor of the rounds", opt.Epochs, sh.Rounds)
+	}
+	if pr := opt.Config.Privacy; pr != nil {
+		// The learners replay their clients opt.Epochs times; they hold no
+		// record, so the server checks that its record allows it.
+		if err := pr.CheckEpochs(opt.Epochs); err != nil {
+			return nil, fmt.Errorf("fednet: ServerOptions.Epochs = %d: %w", opt.Epochs, err)
+		}
 	}
 	if err := checkWire(opt); err != nil {
 		return nil, err

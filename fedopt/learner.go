@@ -43,6 +43,28 @@ func checkEpochs(pr *Privacy, rounds int, data Stream) error {
 		return nil
 	}
 	k, period := es.Epochs()
+	return checkReplay(pr, rounds, k, period)
+}
+
+// CheckEpochs returns an error unless the record allows a run of its rounds
+// R whose learners serve each client in k epochs of R/k rounds (a
+// networked server tells its learners k; they hold no record and cannot
+// check it themselves): single participation allows k = 1 only. k < 1 is
+// taken as 1, and k must divide R.
+func (p *Privacy) CheckEpochs(k int) error {
+	k = max(k, 1)
+	if k == 1 {
+		return nil
+	}
+	if p.Rounds%k != 0 {
+		return fmt.Errorf("fedopt: %d epochs of a run of %d rounds, want a divisor of the rounds", k, p.Rounds)
+	}
+	return checkReplay(p, p.Rounds, k, p.Rounds/k)
+}
+
+// checkReplay is [checkEpochs] for data that serves each client in k
+// rounds, period rounds apart.
+func checkReplay(pr *Privacy, rounds, k, period int) error {
 	if k <= 1 || period >= rounds {
 		return nil
 	}
