@@ -135,7 +135,11 @@ func (l *Learner) Dim() int { return len(l.z) }
 // z^{r,t+1} = z^{r,t} - eta clip(grad f^{r,t}(z^{r,t})), z^{r,0} = x (for
 // the baselines, every gradient is taken at x and there are no local steps).
 // With clipping bound B_g the update has norm at most tau B_g (up to a
-// rounding within the margin of [UpdateBound]). The result
+// rounding within the margin of [UpdateBound]). A gradient with a NaN
+// entry counts as zero and one with infinite entries as B_g along their
+// signs ([Clip]); Update does not report them, so that whether an update
+// is sent never depends on the learner's data (without clipping such an
+// update is sent as it is, and the server refuses it). The result
 // depends only on r and x.
 func (l *Learner) Update(u []float64, r int, x []float64) error {
 	return l.UpdateContext(context.Background(), u, r, x)
