@@ -5,10 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
 	dpmodel "github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
+	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 )
 
 // TestServerRefusesEpochsBeyondRecord: a server told to have its learners
@@ -59,6 +61,42 @@ func TestServerRefusesEpochsBeyondRecord(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "epochs") {
 			t.Errorf("%s record with 2 epochs: %v, want an error naming the epochs", c.participation, err)
+		}
+	}
+}
+
+// TestLearnerRefusesDataOfMoreEpochs: the server's run (its plan's
+// participation) says how often a client may be used, and a learner's
+// stream of clients says how often it is: a learner whose data replays
+// each client in 2 rounds of a run the server describes with 1 epoch would
+// use its clients twice under a record calibrated for once. The learner
+// must refuse before it computes anything; data of the server's epochs is
+// accepted.
+func TestLearnerRefusesDataOfMoreEpochs(t *testing.T) {
+	once, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 2, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := once.Epochs(2) // 4 rounds, each client in rounds r and r + 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		epochs int32
+		ok     bool
+	}{{"1 epoch", 1, false}, {"2 epochs", 2, true}} {
+		rc := fakeRunConfig()
+		rc.Epochs = c.epochs
+		opt := LearnerOptions{ID: 1, Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return twice.Stream(1), nil }}
+		_, err := newLearner(rc, opt)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("data of 2 epochs, server's run of %s: %v, want accepted", c.name, err)
+		case !c.ok && err == nil:
+			t.Errorf("data of 2 epochs, server's run of %s: accepted, want refused", c.name)
+		case !c.ok && !strings.Contains(err.Error(), "epochs"):
+			t.Errorf("data of 2 epochs, server's run of %s: %v, want an error naming the epochs", c.name, err)
 		}
 	}
 }

@@ -324,6 +324,15 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	if err != nil {
 		return nil, err
 	}
+	// The learner holds no privacy record: the server's epochs are what its
+	// record allows (NewServer checks them), and a stream that uses its
+	// clients in more rounds than they would raise the sensitivity.
+	if es, ok := data.(interface{ Epochs() (k, period int) }); ok {
+		R, want := int(rc.GetRounds()), max(int(rc.GetEpochs()), 1)
+		if k, period := es.Epochs(); k > 1 && period < R && (k != want || period != R/want) {
+			return nil, fmt.Errorf("fednet: the learner's data serves each client in %d rounds, %d apart (%d epochs), but the server's run has %d epochs of %d rounds: give the learner data of the server's epochs", min(k, (R+period-1)/period), period, k, want, R/want)
+		}
+	}
 	// The learner's part of the configuration; eta_g is the server's.
 	cfg := fedopt.Config{Algorithm: algo, Eta: rc.GetEta(), EtaG: 1, Clip: rc.GetClip()}
 	return fedopt.NewLearner(m, data, cfg, tau, dim)
