@@ -241,6 +241,8 @@ func TestCheckUpdateBoundOverflow(t *testing.T) {
 	}
 	if err := srv.CheckUpdate(u); err == nil {
 		t.Errorf("update of norm 5.4e309 with tau B_g = 1.07e309: accepted, want refused")
+	} else if want := "1073741824 x 1e+300"; !strings.Contains(err.Error(), want) {
+		t.Errorf("update of norm 5.4e309 with tau B_g = 1.07e309: %v, want the bound as %q", err, want)
 	}
 	clear(u)
 	u[0], u[1] = 1e308, -1e308

@@ -184,7 +184,11 @@ func (s *Server) CheckUpdate(u []float64) error {
 	case k >= 0:
 		return fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, u[k])
 	case updateNorm(u) > s.bound:
-		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", updateNorm(u), float64(s.shape.Tau)*s.cfg.Clip)
+		tb := fmt.Sprint(float64(s.shape.Tau) * s.cfg.Clip)
+		if s.bound == math.MaxFloat64 {
+			tb = fmt.Sprintf("%d x %v (beyond float64: only a norm that overflows exceeds it)", s.shape.Tau, s.cfg.Clip)
+		}
+		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %s", updateNorm(u), tb)
 	}
 	return nil
 }
