@@ -327,6 +327,12 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	// The learner holds no privacy record: the server's epochs are what its
 	// record allows (NewServer checks them), and a stream that uses its
 	// clients in more rounds than they would raise the sensitivity.
+	if ss, ok := data.(interface{ Shape() (rounds, tau int) }); ok {
+		// fedopt.NewLearner checks tau; the rounds are the server's.
+		if dr, _ := ss.Shape(); dr < int(rc.GetRounds()) {
+			return nil, fmt.Errorf("fednet: the learner's data deals %d rounds, the server's run has %d", dr, rc.GetRounds())
+		}
+	}
 	if es, ok := data.(interface{ Epochs() (k, period int) }); ok {
 		R, want := int(rc.GetRounds()), max(int(rc.GetEpochs()), 1)
 		if k, period := es.Epochs(); k > 1 && period < R && (k != want || period != R/want) {

@@ -16,6 +16,11 @@ import (
 // same (r, t) must return the same sample, so that a round can be
 // recomputed (a networked learner does after a reconnection).
 //
+// A stream dealt for a number of rounds and of clients per round says so
+// with a method Shape() (rounds, tau int) (dataset.Stream does): a learner
+// of a larger tau and a run of more rounds are then refused, since they
+// would read other learners' or rounds' clients, or none.
+//
 // A stream that serves each client in several rounds says so with a
 // method Epochs() (k, period int): k rounds, period rounds apart
 // (dataset.Stream does, for data replayed by dataset.Dataset.Epochs).
@@ -31,6 +36,30 @@ type Stream interface {
 // epochStream is a [Stream] that reports its epochs.
 type epochStream interface {
 	Epochs() (k, period int)
+}
+
+// shapedStream is a [Stream] that reports the rounds and the clients per
+// round it was dealt for.
+type shapedStream interface {
+	Shape() (rounds, tau int)
+}
+
+// checkShape returns an error if data reports a shape that a run of the
+// given rounds (0: not known yet) and tau local steps per round would
+// read past: its clients of step t >= its tau are other learners' or
+// rounds', and its rounds beyond its own do not exist.
+func checkShape(data Stream, rounds, tau int) error {
+	ss, ok := data.(shapedStream)
+	if !ok {
+		return nil
+	}
+	switch dr, dt := ss.Shape(); {
+	case tau > dt:
+		return fmt.Errorf("fedopt: the data deals %d clients per learner and round, the learner takes tau = %d local steps: its steps %d..%d would use other learners' or rounds' clients", dt, tau, dt, tau-1)
+	case rounds > dr:
+		return fmt.Errorf("fedopt: the data deals %d rounds, the run has %d", dr, rounds)
+	}
+	return nil
 }
 
 // checkEpochs returns an error if data serves a client in more rounds of
@@ -120,6 +149,9 @@ func NewLearner(m dpmodel.Model, data Stream, cfg Config, tau, dim int) (*Learne
 		if err := checkEpochs(cfg.Privacy, cfg.Privacy.Rounds, data); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkShape(data, 0, tau); err != nil {
+		return nil, err
 	}
 	return &Learner{
 		model: m, data: data, algo: cfg.Algorithm, eta: cfg.Eta, clip: cfg.Clip, tau: tau,
