@@ -105,22 +105,23 @@ func TestLearnerRefusesDataOfMoreEpochs(t *testing.T) {
 // in a run of 4 has no clients for rounds 2 and 3 (the learner panicked
 // there with an index out of range), and data dealt with tau = 1 for a
 // run of tau = 2 would make the learner's second step use another
-// learner's client (dataset.Dataset.Index). Both are refused before the
-// learner computes anything.
+// learner's client (dataset.Dataset.Index); learner 1 given learner 0's
+// data would use learner 0's clients, which learner 0 uses too. Each is
+// refused before the learner computes anything.
 func TestLearnerRefusesDataOfOtherShape(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		R, tau    int
+		R, tau, i int
 		wantInErr string
-	}{{"2 rounds", 2, 2, "2 rounds"}, {"tau 1", 4, 1, "tau = 2"}} {
+	}{{"2 rounds", 2, 2, 1, "2 rounds"}, {"tau 1", 4, 1, 1, "tau = 2"}, {"learner 0's", 4, 2, 0, "learner 0's"}} {
 		ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, c.R, c.tau, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		opt := LearnerOptions{ID: 1, Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(1), nil }}
+		opt := LearnerOptions{ID: 1, Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(c.i), nil }}
 		_, err = newLearner(fakeRunConfig(), opt) // 4 rounds, tau 2
 		if err == nil || !strings.Contains(err.Error(), c.wantInErr) {
-			t.Errorf("data of %s for a run of 4 rounds, tau 2: %v, want an error with %q", c.name, err, c.wantInErr)
+			t.Errorf("learner 1 given data of %s for a run of 4 rounds, tau 2: %v, want an error with %q", c.name, err, c.wantInErr)
 		}
 	}
 }

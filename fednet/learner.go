@@ -327,9 +327,15 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	// The learner holds no privacy record: the server's epochs are what its
 	// record allows (NewServer checks them), and a stream that uses its
 	// clients in more rounds than they would raise the sensitivity.
-	if ss, ok := data.(interface{ Shape() (rounds, tau int) }); ok {
-		// fedopt.NewLearner checks tau; the rounds are the server's.
-		if dr, _ := ss.Shape(); dr < int(rc.GetRounds()) {
+	if ss, ok := data.(interface {
+		Shape() (learner, learners, rounds, tau int)
+	}); ok {
+		// fedopt.NewLearner checks tau; the index and rounds are the
+		// server's run's.
+		switch i, _, dr, _ := ss.Shape(); {
+		case i != opt.ID:
+			return nil, fmt.Errorf("fednet: learner %d's data is learner %d's: another learner's clients (two learners would use the same ones)", opt.ID, i)
+		case dr < int(rc.GetRounds()):
 			return nil, fmt.Errorf("fednet: the learner's data deals %d rounds, the server's run has %d", dr, rc.GetRounds())
 		}
 	}

@@ -16,10 +16,12 @@ import (
 // same (r, t) must return the same sample, so that a round can be
 // recomputed (a networked learner does after a reconnection).
 //
-// A stream dealt for a number of rounds and of clients per round says so
-// with a method Shape() (rounds, tau int) (dataset.Stream does): a learner
-// of a larger tau and a run of more rounds are then refused, since they
-// would read other learners' or rounds' clients, or none.
+// A stream dealt for a number of learners, rounds and clients per round
+// says so, with its learner's index, by a method Shape() (learner,
+// learners, rounds, tau int) (dataset.Stream does): a learner of a larger
+// tau, a run of more rounds and, in [Simulate], a learner whose slot is
+// not the stream's index are then refused, since they would read other
+// learners' or rounds' clients, or none.
 //
 // A stream that serves each client in several rounds says so with a
 // method Epochs() (k, period int): k rounds, period rounds apart
@@ -38,22 +40,28 @@ type epochStream interface {
 	Epochs() (k, period int)
 }
 
-// shapedStream is a [Stream] that reports the rounds and the clients per
-// round it was dealt for.
+// shapedStream is a [Stream] that reports its learner and the learners,
+// rounds and clients per round it was dealt for.
 type shapedStream interface {
-	Shape() (rounds, tau int)
+	Shape() (learner, learners, rounds, tau int)
 }
 
-// checkShape returns an error if data reports a shape that a run of the
-// given rounds (0: not known yet) and tau local steps per round would
-// read past: its clients of step t >= its tau are other learners' or
-// rounds', and its rounds beyond its own do not exist.
-func checkShape(data Stream, rounds, tau int) error {
+// checkShape returns an error if data reports a shape that a learner in
+// slot `slot` (-1: not known) of a run of the given rounds (0: not known)
+// with tau local steps per round would read past: its clients of step t >=
+// its tau are other learners' or rounds', a learner index outside its
+// learners reads another round's clients, another slot's index another
+// learner's clients, and its rounds beyond its own do not exist.
+func checkShape(data Stream, slot, rounds, tau int) error {
 	ss, ok := data.(shapedStream)
 	if !ok {
 		return nil
 	}
-	switch dr, dt := ss.Shape(); {
+	switch i, n, dr, dt := ss.Shape(); {
+	case i < 0 || i >= n:
+		return fmt.Errorf("fedopt: the data is learner %d's of a data set of %d learners, want 0..%d", i, n, n-1)
+	case slot >= 0 && i != slot:
+		return fmt.Errorf("fedopt: learner %d's data is learner %d's: another learner's clients (two learners would use the same ones)", slot, i)
 	case tau > dt:
 		return fmt.Errorf("fedopt: the data deals %d clients per learner and round, the learner takes tau = %d local steps: its steps %d..%d would use other learners' or rounds' clients", dt, tau, dt, tau-1)
 	case rounds > dr:
@@ -150,7 +158,7 @@ func NewLearner(m dpmodel.Model, data Stream, cfg Config, tau, dim int) (*Learne
 			return nil, err
 		}
 	}
-	if err := checkShape(data, 0, tau); err != nil {
+	if err := checkShape(data, -1, 0, tau); err != nil {
 		return nil, err
 	}
 	return &Learner{
