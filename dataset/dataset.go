@@ -147,6 +147,16 @@ func (s Stream) Epochs() (k, period int) {
 	return k, s.d.Rounds / k
 }
 
+// Shape returns the stream's learner i, and the learners, rounds and
+// clients per round (tau) the data set was dealt for: Sample(r, t) is
+// learner i's own client only for i < learners, r < rounds and t < tau
+// (past them it reads another learner's or round's client, or nothing), so
+// that a run can refuse data of another shape, or one learner's clients in
+// two learners' places (package fedopt does).
+func (s Stream) Shape() (learner, learners, rounds, tau int) {
+	return s.i, s.d.Learners, s.d.Rounds, s.d.Tau
+}
+
 // Stream returns learner i's stream of clients: sample (i, r, t).
 func (d *Dataset) Stream(i int) Stream { return Stream{d, i} }
 

@@ -167,3 +167,89 @@ func TestClipExtremeRatio(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckUpdateTinyClip: with a clipping bound near 1e-170 the squares
+// of an update's entries underflow, and the server's norm used to be
+// sqrt(0) = 0: (1e-163, 1e-163, 1e-163, 1e-163), of norm 2e-163 (by hand),
+// ten million times tau B_g, was accepted, so a learner that does not clip
+// raised the sensitivity without bound. The server's decision must be the
+// exact norm's (256-bit arithmetic) against tau B_g, for seeded random
+// updates of magnitudes 1e-320 to 1e300 and bounds near their norms,
+// except within the margin of rounding at the bound.
+func TestCheckUpdateTinyClip(t *testing.T) {
+	cfg := Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1, Clip: 1e-170}
+	srv, err := NewServer(cfg, Shape{Learners: 2, Rounds: 1, Tau: 1, Dim: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.CheckUpdate([]float64{1e-163, 1e-163, 1e-163, 1e-163}); err == nil {
+		t.Errorf("update of norm 2e-163 with tau B_g = 1e-170: accepted, want refused")
+	}
+	if err := srv.CheckUpdate([]float64{3e-171, 4e-171, 0, 0}); err != nil {
+		t.Errorf("update of norm 5e-171 with tau B_g = 1e-170: %v, want accepted", err)
+	}
+
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 5000 {
+		d := 1 + rng.IntN(64)
+		tau := 1 + rng.IntN(4)
+		u := make([]float64, d)
+		scale := math.Pow(10, float64(rng.IntN(621)-320))
+		for k := range u {
+			u[k] = rng.NormFloat64() * scale
+		}
+		exact := exactNorm(u)
+		en, _ := exact.Float64()
+		clip := en / float64(tau) * math.Exp(rng.Float64()*0.2-0.1)
+		if !(clip > 0) || math.IsInf(clip, 0) {
+			continue
+		}
+		cfg.Clip = clip
+		srv, err := NewServer(cfg, Shape{Learners: 1, Rounds: 1, Tau: tau, Dim: d}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Within this band of tau B_g the decision may go either way.
+		tb := new(big.Float).SetPrec(256).Mul(big.NewFloat(float64(tau)), big.NewFloat(clip))
+		lo := new(big.Float).SetPrec(256).Mul(tb, big.NewFloat(1-1e-12))
+		hi := new(big.Float).SetPrec(256).Mul(tb, big.NewFloat((1+1e-9)*(1+1e-12)))
+		err = srv.CheckUpdate(u)
+		switch {
+		case exact.Cmp(lo) < 0 && err != nil:
+			t.Fatalf("update %v of norm %v, tau B_g = %d*%v: %v, want accepted", u, exact, tau, clip, err)
+		case exact.Cmp(hi) > 0 && err == nil:
+			t.Fatalf("update %v of norm %v, tau B_g = %d*%v: accepted, want refused", u, exact, tau, clip)
+		}
+	}
+}
+
+// TestCheckUpdateBoundOverflow: where tau B_g overflows float64 (B_g =
+// 1e300, tau = 2^30: 1.07e309), UpdateBound was +Inf and the server
+// accepted an update whose norm overflows too: 1000 entries of 1.7e308,
+// norm sqrt(1000) 1.7e308 = 5.4e309 (by hand), five times tau B_g. An
+// update of finite norm is within tau B_g and still accepted.
+func TestCheckUpdateBoundOverflow(t *testing.T) {
+	cfg := Config{Algorithm: NonPrivate, Eta: 0.1, EtaG: 1, Clip: 1e300}
+	const d = 1000
+	srv, err := NewServer(cfg, Shape{Learners: 2, Rounds: 1, Tau: 1 << 30, Dim: d}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := make([]float64, d)
+	for k := range u {
+		u[k] = 1.7e308
+	}
+	if err := srv.CheckUpdate(u); err == nil {
+		t.Errorf("update of norm 5.4e309 with tau B_g = 1.07e309: accepted, want refused")
+	} else if want := "1073741824 x 1e+300"; !strings.Contains(err.Error(), want) {
+		t.Errorf("update of norm 5.4e309 with tau B_g = 1.07e309: %v, want the bound as %q", err, want)
+	}
+	clear(u)
+	u[0], u[1] = 1e308, -1e308
+	if err := srv.CheckUpdate(u); err != nil {
+		t.Errorf("update of norm 1.41e308 with tau B_g = 1.07e309: %v, want accepted", err)
+	}
+	if b := UpdateBound(1e300, 1<<30); math.IsInf(b, 0) {
+		t.Errorf("UpdateBound(1e300, 2^30) = %v, want finite", b)
+	}
+}

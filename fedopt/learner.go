@@ -16,6 +16,13 @@ import (
 // same (r, t) must return the same sample, so that a round can be
 // recomputed (a networked learner does after a reconnection).
 //
+// A stream dealt for a number of learners, rounds and clients per round
+// says so, with its learner's index, by a method Shape() (learner,
+// learners, rounds, tau int) (dataset.Stream does): a learner of a larger
+// tau, a run of more rounds and, in [Simulate], a learner whose slot is
+// not the stream's index are then refused, since they would read other
+// learners' or rounds' clients, or none.
+//
 // A stream that serves each client in several rounds says so with a
 // method Epochs() (k, period int): k rounds, period rounds apart
 // (dataset.Stream does, for data replayed by dataset.Dataset.Epochs).
@@ -31,6 +38,36 @@ type Stream interface {
 // epochStream is a [Stream] that reports its epochs.
 type epochStream interface {
 	Epochs() (k, period int)
+}
+
+// shapedStream is a [Stream] that reports its learner and the learners,
+// rounds and clients per round it was dealt for.
+type shapedStream interface {
+	Shape() (learner, learners, rounds, tau int)
+}
+
+// checkShape returns an error if data reports a shape that a learner in
+// slot `slot` (-1: not known) of a run of the given rounds (0: not known)
+// with tau local steps per round would read past: its clients of step t >=
+// its tau are other learners' or rounds', a learner index outside its
+// learners reads another round's clients, another slot's index another
+// learner's clients, and its rounds beyond its own do not exist.
+func checkShape(data Stream, slot, rounds, tau int) error {
+	ss, ok := data.(shapedStream)
+	if !ok {
+		return nil
+	}
+	switch i, n, dr, dt := ss.Shape(); {
+	case i < 0 || i >= n:
+		return fmt.Errorf("fedopt: the data is learner %d's of a data set of %d learners, want 0..%d", i, n, n-1)
+	case slot >= 0 && i != slot:
+		return fmt.Errorf("fedopt: learner %d's data is learner %d's: another learner's clients (two learners would use the same ones)", slot, i)
+	case tau > dt:
+		return fmt.Errorf("fedopt: the data deals %d clients per learner and round, the learner takes tau = %d local steps: its steps %d..%d would use other learners' or rounds' clients", dt, tau, dt, tau-1)
+	case rounds > dr:
+		return fmt.Errorf("fedopt: the data deals %d rounds, the run has %d", dr, rounds)
+	}
+	return nil
 }
 
 // checkEpochs returns an error if data serves a client in more rounds of
@@ -111,6 +148,9 @@ func NewLearner(m dpmodel.Model, data Stream, cfg Config, tau, dim int) (*Learne
 			return nil, err
 		}
 	}
+	if err := checkShape(data, -1, 0, tau); err != nil {
+		return nil, err
+	}
 	return &Learner{
 		model: m, data: data, algo: cfg.Algorithm, eta: cfg.Eta, clip: cfg.Clip, tau: tau,
 		z: make([]float64, dim), g: make([]float64, dim),
@@ -125,7 +165,11 @@ func (l *Learner) Dim() int { return len(l.z) }
 // z^{r,t+1} = z^{r,t} - eta clip(grad f^{r,t}(z^{r,t})), z^{r,0} = x (for
 // the baselines, every gradient is taken at x and there are no local steps).
 // With clipping bound B_g the update has norm at most tau B_g (up to a
-// rounding within the margin of [UpdateBound]). The result
+// rounding within the margin of [UpdateBound]). A gradient with a NaN
+// entry counts as zero and one with infinite entries as B_g along their
+// signs ([Clip]); Update does not report them, so that whether an update
+// is sent never depends on the learner's data (without clipping such an
+// update is sent as it is, and the server refuses it). The result
 // depends only on r and x.
 func (l *Learner) Update(u []float64, r int, x []float64) error {
 	return l.UpdateContext(context.Background(), u, r, x)
@@ -184,10 +228,14 @@ func (l *Learner) UpdateContext(ctx context.Context, u []float64, r int, x []flo
 // bound clip and tau local steps may have that a server accepts: tau clip
 // plus a relative 1e-9 for the rounding of the sum (the exact bound tau clip
 // is what the sensitivity analysis uses; a [Learner] scales a sum that
-// rounds past the margin back to tau clip). +Inf without clipping.
+// rounds past the margin back to tau clip). +Inf without clipping. Where
+// that product overflows, the bound is math.MaxFloat64, the largest norm
+// a float64 can state: every update whose norm is finite is then within
+// tau clip, and one whose norm overflows is not (the bound used to be +Inf
+// there, which accepted both).
 func UpdateBound(clip float64, tau int) float64 {
 	if clip == 0 {
 		return math.Inf(1)
 	}
-	return float64(tau) * clip * (1 + 1e-9)
+	return min(float64(tau)*clip*(1+1e-9), math.MaxFloat64)
 }

@@ -39,7 +39,12 @@ type SimOptions struct {
 // returns ctx.Err() once it is done, with the server at the last round it
 // released. Before the first round it refuses a learner whose stream
 // serves its clients in more rounds than the server's privacy record's
-// participation allows (see [Stream]).
+// participation allows (see [Stream]), one Learner in two slots, and a
+// learner whose clip, tau or local steps are not the server's (the
+// baselines' sensitivity rests on each learner clipping every gradient
+// to the server's B_g, which the server's norm check cannot see). Each
+// learner's clients must be its own: learners that share a stream put its
+// clients into a round twice, which Simulate cannot see.
 func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOptions) error {
 	if srv == nil {
 		return &ParamError{Param: "server", Want: "a Server from NewServer"}
@@ -53,16 +58,35 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 		return &ParamError{Param: "SimOptions.SecureSum", Want: "a server with Config.Quantizer (secure aggregation)"}
 	}
 	updates, quantized := make([][]float64, len(learners)), make([][]uint64, len(learners))
+	slot := make(map[*Learner]int, len(learners))
 	for i, l := range learners {
 		if l == nil {
 			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Want: "a Learner from NewLearner"}
 		}
+		if j, ok := slot[l]; ok {
+			// Its clients' samples would enter each round twice: the
+			// direction's sensitivity doubles.
+			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Value: fmt.Sprintf("learners[%d] again", j),
+				Want: "a Learner of its own (one learner in two slots puts its clients into each round twice)"}
+		}
+		slot[l] = i
 		if l.Dim() != shape.Dim {
 			return fmt.Errorf("fedopt: learner %d has dimension %d, the server %d", i, l.Dim(), shape.Dim)
+		}
+		// The server's norm check bounds an update by tau B_g; what one
+		// sample may do within it (the baselines' 2 B_g / n) rests on the
+		// learner clipping each gradient to the server's B_g and taking
+		// local steps exactly when the server's algorithm does.
+		if cfg := srv.Config(); l.clip != cfg.Clip || l.algo.LocalSteps() != cfg.Algorithm.LocalSteps() || l.tau != shape.Tau {
+			return &ParamError{Param: fmt.Sprintf("learners[%d]", i), Value: fmt.Sprintf("a learner of %v with clip %v and tau %d", l.algo, l.clip, l.tau),
+				Want: fmt.Sprintf("one of the server's run: clip %v, tau %d, %s local steps", cfg.Clip, shape.Tau, map[bool]string{true: "with", false: "without"}[cfg.Algorithm.LocalSteps()])}
 		}
 		// The learners may have been made without the record: the
 		// server's is the one the release is calibrated by.
 		if err := checkEpochs(srv.Config().Privacy, shape.Rounds, l.data); err != nil {
+			return fmt.Errorf("learner %d: %w", i, err)
+		}
+		if err := checkShape(l.data, i, shape.Rounds, l.tau); err != nil {
 			return fmt.Errorf("learner %d: %w", i, err)
 		}
 		updates[i] = make([]float64, shape.Dim)

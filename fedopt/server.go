@@ -184,7 +184,11 @@ func (s *Server) CheckUpdate(u []float64) error {
 	case k >= 0:
 		return fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, u[k])
 	case updateNorm(u) > s.bound:
-		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %v", updateNorm(u), float64(s.shape.Tau)*s.cfg.Clip)
+		tb := fmt.Sprint(float64(s.shape.Tau) * s.cfg.Clip)
+		if s.bound == math.MaxFloat64 {
+			tb = fmt.Sprintf("%d x %v (beyond float64: only a norm that overflows exceeds it)", s.shape.Tau, s.cfg.Clip)
+		}
+		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %s", updateNorm(u), tb)
 	}
 	return nil
 }
@@ -196,9 +200,13 @@ func updateNorm(u []float64) float64 {
 	for _, v := range u {
 		ss += v * v
 	}
-	if math.IsInf(ss, 1) {
+	if math.IsInf(ss, 1) || ss < 0x1p-968 {
 		// Finite entries whose squares overflow (a clipping bound near
-		// 1e300): the scaled norm is finite and is what the bound is for.
+		// 1e300), or whose squares underflow to subnormals or to zero (a
+		// clipping bound below about 1e-150, where entries of 1e-163
+		// made the sum of squares 0 and any number of them passed): the
+		// scaled norm neither overflows nor underflows, and is what the
+		// bound is for (as in [Clip]).
 		return floats.Norm(u, 2)
 	}
 	return math.Sqrt(ss)
