@@ -38,10 +38,11 @@ type LearnerOptions struct {
 	// Data returns the learner's stream of clients for the run the server
 	// describes (n, R, tau and d come from the server). In a private run
 	// a stream that reports epochs (see fedopt.Stream) must replay its
-	// clients no more than the server's epochs (cfg.Epochs) do: the
-	// learner takes the participation as epochs:K (single for K <= 1;
-	// the protocol carries no more of the server's record) and refuses
-	// other data at Join (fedopt.CheckEpochs).
+	// clients no more than the participation of the server's privacy
+	// record (cfg.Participation) allows, or, from a server that does not
+	// announce it, no more than the server's epochs (cfg.Epochs) do (the
+	// learner then takes the participation as epochs:K, single for
+	// K <= 1); other data is refused at Join (fedopt.CheckEpochs).
 	Data func(cfg *flv1.RunConfig) (fedopt.Stream, error)
 	// Model is the per-sample loss the learner computes its updates with.
 	// nil, the default, takes the model the server names: only
@@ -354,25 +355,42 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 
 // checkDataEpochs refuses, in a private run, data that serves each client
 // in more rounds than the server's run allows (fedopt.CheckEpochs, the
-// check of fedopt.NewLearner and fedopt.Simulate). The learner does not
-// see the server's privacy record, only the epochs K it announces in the
-// run configuration, which the server's record allows (NewServer checks
-// it): the participation taken is epochs:K for K > 1 and single otherwise.
-// Data replayed under a min-separation that the server's record allows is
-// then refused too, which errs on the safe side: the protocol does not
-// carry the participation.
+// check of fedopt.NewLearner and fedopt.Simulate). The server announces
+// the participation of its privacy record (RunConfig.participation), on
+// which the run's privacy claim rests: the data is checked against it, so
+// that a record that allows less than the data needs is refused, and
+// data replayed under a min-separation the record allows is taken. A
+// server that does not announce it (an older one) announces only its
+// epochs K, which its record allows (NewServer checks it): the
+// participation taken is then epochs:K for K > 1 and single otherwise,
+// which refuses data replayed under a min-separation too (safe, but
+// strict).
 func checkDataEpochs(rc *flv1.RunConfig, algo fedopt.Algorithm, data fedopt.Stream) error {
-	es, ok := data.(interface{ Epochs() (k, period int) })
-	if !algo.Private() || !ok {
+	if !algo.Private() {
 		return nil
 	}
-	k, period := es.Epochs()
-	part, epochs := factorize.SingleParticipation(), int(max(rc.GetEpochs(), 1))
+	rounds, epochs := int(rc.GetRounds()), int(max(rc.GetEpochs(), 1))
+	part, from := factorize.SingleParticipation(), fmt.Sprintf("the server's run announces %d epochs and no participation", epochs)
 	if epochs > 1 {
 		part = factorize.FixedEpochs(epochs)
 	}
-	if err := fedopt.CheckEpochs(part, int(rc.GetRounds()), k, period); err != nil {
-		return fmt.Errorf("fednet: the server's run announces %d epochs (participation %v, as far as a learner sees): %w", epochs, part, err)
+	if rc.Participation != nil {
+		p, err := factorize.ParseParticipation(rc.GetParticipation())
+		if err == nil {
+			err = p.Validate(rounds)
+		}
+		if err != nil {
+			return fmt.Errorf("fednet: the server's run configuration has participation %q, want that of a privacy record over its %d rounds: %v", rc.GetParticipation(), rounds, err)
+		}
+		part, from = p, "the server's privacy record"
+	}
+	es, ok := data.(interface{ Epochs() (k, period int) })
+	if !ok {
+		return nil
+	}
+	k, period := es.Epochs()
+	if err := fedopt.CheckEpochs(part, rounds, k, period); err != nil {
+		return fmt.Errorf("fednet: %s (participation %v): %w", from, part, err)
 	}
 	return nil
 }

@@ -746,6 +746,13 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	if sa := s.opt.SecureAggregation; sa != nil {
 		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.opt.Config.Quantizer.ScaleBits)}
 	}
+	// The record's participation, against which a learner checks its
+	// data's replay (checkDataEpochs).
+	var part *string
+	if c.Privacy != nil {
+		spec := c.Privacy.ParticipationPattern.String()
+		part = &spec
+	}
 	return &flv1.JoinResponse{
 		ProtocolVersion: req.GetProtocolVersion(),
 		Round:           int32(r),
@@ -756,6 +763,7 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 			Features: int32(s.opt.Model.Features), Params: int32(sh.Dim),
 			Epochs:            int32(max(s.opt.Epochs, 1)),
 			SecureAggregation: sec,
+			Participation:     part,
 		},
 	}, nil
 }

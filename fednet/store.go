@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/mechanism"
 )
 
 // The server's state directory holds, each file written to a temporary file,
@@ -432,6 +433,11 @@ type runRecord struct {
 	Noise string `json:"noise"`
 	// KeySHA256 is the key's fingerprint, keyFingerprint.
 	KeySHA256 string `json:"noise_key_sha256,omitempty"`
+	// Derivation is the noise derivation's fingerprint
+	// (mechanism.DerivationFingerprint) of the build that started the
+	// run, recorded with noise only: a resume under another derivation
+	// would draw other noise rows than those already released with.
+	Derivation string `json:"noise_derivation,omitempty"`
 	// DirInode is the inode of the state directory the run started in
 	// (0 where the platform has none): a copy has another, but a
 	// directory made after one was deleted may get the deleted one's.
@@ -485,6 +491,10 @@ func keyFingerprint(key [32]byte) string {
 	h.Write(key[:])
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// noiseDerivation is mechanism.DerivationFingerprint; tests replace it to
+// simulate a build whose noise derivation differs.
+var noiseDerivation = mechanism.DerivationFingerprint
 
 // readKey reads the noise key file and refuses one that group or others
 // may read or write: whoever reads it can remove the noise from every
@@ -605,6 +615,7 @@ func (st *state) create(o stateOptions) error {
 			}
 		}
 		rec.KeySHA256 = keyFingerprint(st.key)
+		rec.Derivation = noiseDerivation()
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -636,6 +647,19 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 	}
 	if o.noise != (rec.Noise != "none") {
 		return fmt.Errorf("%s records noise %q: the run's noise cannot change on a restart", runPath, rec.Noise)
+	}
+	if o.noise {
+		// The released rounds' noise rows are drawn again on resume (the
+		// operator's state): another derivation would continue them with
+		// rows unrelated to those released, which is not the mechanism
+		// the run was calibrated for.
+		switch cur := noiseDerivation(); rec.Derivation {
+		case cur:
+		case "":
+			return fmt.Errorf("%s was written by a dpmf that did not record its noise derivation (noise_derivation), so this build (%s) cannot check that it draws the noise the run's rounds so far were released with: finish the run with the build that started it, or start a new run in a fresh state directory", runPath, cur)
+		default:
+			return fmt.Errorf("%s records noise derivation %s, this build draws %s: its noise would not continue the rounds already released (another dpmf or Go version, or another machine's floating point); finish the run with the build that started it, or start a new run in a fresh state directory", runPath, rec.Derivation, cur)
+		}
 	}
 	if o.noise {
 		switch {

@@ -58,7 +58,10 @@
 // state that grows with R or d (one 4096-entry block per goroutine), lets [WithStartRound] resume a stream after a
 // checkpoint, and makes the output independent of how many goroutines
 // ([WithWorkers]) fill a round: each block is computed the same way by
-// whichever goroutine takes it. The same key gives the same stream bit for
+// whichever goroutine takes it. [DerivationFingerprint] identifies the
+// derivation as the running binary computes it, so that a run can refuse
+// to be resumed by a build that draws other bits (package fednet records
+// it in run.json). The same key gives the same stream bit for
 // bit for a given Go version, architecture and, on amd64, CPU features:
 // compilers for some architectures fuse multiply-adds, and on amd64 the
 // semiseparable operator's forward substitution (the optimal and

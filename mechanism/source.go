@@ -3,7 +3,10 @@ package mechanism
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
+	"math"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -26,6 +29,38 @@ type source struct {
 // keyDomain separates the block keys of this package from any other use of
 // the same 256-bit key.
 const keyDomain = "dpmf/mechanism/noise-block/v1"
+
+// DerivationFingerprint identifies the noise derivation of this build: how
+// Z[j][i] is made from the key (the block keys' domain string, SHA-256,
+// ChaCha8 and NormFloat64 of the Go release the binary was built with, and
+// the floating point of the machine it runs on). It is the domain string,
+// a colon and the hexadecimal SHA-256 of these entries of Z under the
+// all-zero key, drawn by the code every [Mechanism] of [New] draws with,
+// each as its IEEE 754 bits in 8 little-endian bytes, in this order: row
+// 0, coordinates [0, 4096) (one whole block, 4 of whose draws are in the
+// ziggurat's tail, beyond 3.4426); row 0, [4096, 4104); row 1, [0, 8); row
+// 2^30 + 3, [20480, 20488). A change of any part of the derivation that
+// moves one of these 4120 draws changes it. A resumed run must draw the
+// Z it started with: package fednet records the fingerprint in run.json
+// before the first release and refuses to resume under another.
+func DerivationFingerprint() string { return derivationFingerprint() }
+
+var derivationFingerprint = sync.OnceValue(func() string {
+	g := newGen(&source{})
+	h := sha256.New()
+	var buf [8]byte
+	for _, p := range []struct{ row, lo, n int }{
+		{0, 0, blockLen}, {0, blockLen, 8}, {1, 0, 8}, {1<<30 + 3, 5 * blockLen, 8},
+	} {
+		z := make([]float64, p.n)
+		g.Fill(p.row, p.lo, z)
+		for _, v := range z {
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+			h.Write(buf[:])
+		}
+	}
+	return keyDomain + ":" + hex.EncodeToString(h.Sum(nil))
+})
 
 // SeedKey returns the 256-bit key that [WithSeed] makes of seed:
 // WithKey(SeedKey(seed)) gives the same noise as WithSeed(seed). It is for

@@ -218,8 +218,16 @@ type RunConfig struct {
 	// Secure aggregation (revision 2): present when the server learns only
 	// the sum of the learners' quantized updates (see SecAgg).
 	SecureAggregation *SecureAggregation `protobuf:"bytes,12,opt,name=secure_aggregation,json=secureAggregation,proto3" json:"secure_aggregation,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Participation of the server's privacy record, the pattern its noise
+	// is calibrated for: "single", "epochs:K" or "minsep:B[,K]"
+	// (factorize.ParseParticipation). A private run's learner checks that
+	// its data replays its clients no more than it allows. Absent in a run
+	// without a privacy record and from a server that does not know the
+	// field (no new revision: a learner that does not know it ignores it);
+	// a learner then takes epochs:K from epochs (single for K <= 1).
+	Participation *string `protobuf:"bytes,13,opt,name=participation,proto3,oneof" json:"participation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunConfig) Reset() {
@@ -334,6 +342,13 @@ func (x *RunConfig) GetSecureAggregation() *SecureAggregation {
 		return x.SecureAggregation
 	}
 	return nil
+}
+
+func (x *RunConfig) GetParticipation() string {
+	if x != nil && x.Participation != nil {
+		return *x.Participation
+	}
+	return ""
 }
 
 // SecureAggregation are the settings of a secure run: the protocol's
@@ -1055,7 +1070,7 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"dpmf.fl.v1\"o\n" +
 	"\vJoinRequest\x12F\n" +
 	"\x10protocol_version\x18\x01 \x01(\x0e2\x1b.dpmf.fl.v1.ProtocolVersionR\x0fprotocolVersion\x12\x18\n" +
-	"\alearner\x18\x02 \x01(\x05R\alearner\"\xd5\x02\n" +
+	"\alearner\x18\x02 \x01(\x05R\alearner\"\x92\x03\n" +
 	"\tRunConfig\x12\x1c\n" +
 	"\talgorithm\x18\x01 \x01(\tR\talgorithm\x12\x10\n" +
 	"\x03eta\x18\x02 \x01(\x01R\x03eta\x12\x12\n" +
@@ -1069,7 +1084,9 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"\x06params\x18\n" +
 	" \x01(\x05R\x06params\x12\x16\n" +
 	"\x06epochs\x18\v \x01(\x05R\x06epochs\x12L\n" +
-	"\x12secure_aggregation\x18\f \x01(\v2\x1d.dpmf.fl.v1.SecureAggregationR\x11secureAggregation\"m\n" +
+	"\x12secure_aggregation\x18\f \x01(\v2\x1d.dpmf.fl.v1.SecureAggregationR\x11secureAggregation\x12)\n" +
+	"\rparticipation\x18\r \x01(\tH\x00R\rparticipation\x88\x01\x01B\x10\n" +
+	"\x0e_participation\"m\n" +
 	"\x11SecureAggregation\x12\x1c\n" +
 	"\tthreshold\x18\x01 \x01(\x05R\tthreshold\x12\x1b\n" +
 	"\tring_bits\x18\x02 \x01(\x05R\bringBits\x12\x1d\n" +
@@ -1204,6 +1221,7 @@ func file_dpmf_fl_v1_fl_proto_init() {
 	if File_dpmf_fl_v1_fl_proto != nil {
 		return
 	}
+	file_dpmf_fl_v1_fl_proto_msgTypes[1].OneofWrappers = []any{}
 	file_dpmf_fl_v1_fl_proto_msgTypes[3].OneofWrappers = []any{}
 	file_dpmf_fl_v1_fl_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
