@@ -1134,6 +1134,16 @@ type bandedSolution struct {
 // leaves the Cholesky parametrisation for the entries of X.
 const bandedSwitchGap = 1e-1
 
+// bandedMemory is the number of L-BFGS pairs [bandedProblem.descend]
+// keeps. The recursion reads every pair twice per direction and is bound
+// by memory traffic (a quarter of a solve's CPU time at R = 10^4 with 64
+// bands and 12 pairs), while the iteration count hardly depends on the
+// memory between 8 and 16 pairs with the band preconditioner (at
+// R = 10^4: 443, 439, 445 and 421 iterations for 8, 10, 12 and 16; 482
+// for 6): 8 pairs do the same iterations with two thirds of the
+// recursion's traffic (docs/solver.md, "L-BFGS memory").
+const bandedMemory = 8
+
 // bandedStallIters is the number of iterations without halving the gap
 // after which [bandedProblem.descend] reports a stall.
 const bandedStallIters = 500
@@ -1656,7 +1666,7 @@ func (bp *bandedProblem) descend(ctx context.Context, ph bandedPhase, cur, trial
 		st.lower *= 1 - 2*(roundErr-st.lowerErr)
 		st.lowerErr = roundErr
 	}
-	const memSize = 12
+	const memSize = bandedMemory
 	m := len(cur.v)
 	if !ph.eval(cur) {
 		return nil, fmt.Errorf("factorize: the starting banded X is not positive definite")

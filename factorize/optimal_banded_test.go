@@ -713,7 +713,7 @@ func TestOptimalBandedMultilevelMinBands(t *testing.T) {
 // BenchmarkBandedIterations times the work of one iteration of the X
 // phase at R = 10^4 with 64 bands, at the banded square root: an
 // evaluation, the certificate's sums, the preconditioner and the L-BFGS
-// recursion with a full memory (12 pairs). It is the per-iteration cost
+// recursion with a full memory (bandedMemory pairs). It is the per-iteration cost
 // of BenchmarkBandedMinSep in a few seconds, for comparing core counts.
 // go test -run '^$' -bench BandedIterations -cpu 1,2,8,16 ./factorize/
 func BenchmarkBandedIterations(b *testing.B) {
@@ -729,17 +729,17 @@ func BenchmarkBandedIterations(b *testing.B) {
 	}
 	m := n * bands
 	grad, g, h, dir := make([]float64, m), make([]float64, m), make([]float64, bp.precondLen()), make([]float64, m)
-	mem := optim.NewMemory32(12)
+	mem := optim.NewMemory32(bandedMemory)
 	rng := rand.New(rand.NewPCG(1, 2))
 	zero, s, y := make([]float64, m), make([]float64, m), make([]float64, m)
-	for range 12 {
+	for range bandedMemory {
 		for i := range s {
 			s[i] = rng.NormFloat64()
 			y[i] = s[i] * (1 + rng.Float64())
 		}
 		mem.Push(s, zero, y, zero)
 	}
-	alpha := make([]float64, 12)
+	alpha := make([]float64, bandedMemory)
 	cpu0 := procusage.SelfCPU()
 	for b.Loop() {
 		f, ok := bp.eval(x, grad, g)
