@@ -64,3 +64,26 @@ func TestFormPartsCannotChangeTheOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestFormOfNilBLT: nil BLT parameters (a *BLTParams a caller assembled
+// and left nil, in an Operator) have no form: HasForm, FormOf and
+// FormParts say so (false) instead of panicking on the nil pointer.
+// HasForm answered true before it became FormParts's answer; FormOf and
+// FormParts dereferenced it.
+func TestFormOfNilBLT(t *testing.T) {
+	var op Operator = (*BLTParams)(nil)
+	check := func(name string, f func() bool) {
+		t.Helper()
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("%s of nil BLT parameters panicked: %v", name, r)
+			}
+		}()
+		if f() {
+			t.Errorf("%s of nil BLT parameters: a form, want none", name)
+		}
+	}
+	check("HasForm", func() bool { return HasForm(op) })
+	check("FormOf", func() bool { _, ok := FormOf(op); return ok })
+	check("FormParts", func() bool { _, _, _, ok := FormParts(op); return ok })
+}

@@ -27,7 +27,8 @@ type OperatorForm struct {
 }
 
 // FormOf returns the structured form of op, and false for the dense
-// operator (and operators of other packages), which have none. Its
+// operator (and operators of other packages, and nil BLT parameters),
+// which have none. Its
 // Floats are a copy of the coefficients in one piece ([FormParts] yields
 // them a chunk at a time).
 func FormOf(op Operator) (OperatorForm, bool) {
@@ -113,6 +114,9 @@ func ownParts(op Operator) (kind string, ints []int, parts iter.Seq[[]float64], 
 			}
 		}, true
 	case *BLTParams:
+		if o == nil {
+			break // parameters assembled by hand, and missing: no form
+		}
 		return "blt", []int{len(o.Scale), len(o.Weights)}, seq(o.Weights, o.Lambdas, o.Scale), true
 	case bandInverseOp:
 		return "banded-inverse", []int{o.r, len(o.u)}, seq(o.u), true
