@@ -96,8 +96,8 @@ func formDigest(form factorize.OperatorForm) string {
 // TestOperatorDigestOfFormCopy: for every strategy of the registry under
 // single participation, two epochs and min-separation 3, on prefix sums
 // and weighted prefix sums over R = 12 rounds (and the optimum's
-// structured path), OperatorDigest, which hashes the coefficients where
-// they are, equals the SHA-256 computed here over FormOf's copy of the
+// structured path), OperatorDigest, which hashes the coefficients a
+// chunk at a time, equals the SHA-256 computed here over FormOf's copy of the
 // form: the digest stored in run records is the one it was when it
 // hashed that copy. Every strategy gives at least one form.
 func TestOperatorDigestOfFormCopy(t *testing.T) {
