@@ -27,10 +27,12 @@ type OperatorForm struct {
 }
 
 // FormOf returns the structured form of op, and false for the dense
-// operator (and operators of other packages), which have none. Its
-// Floats are a copy of the coefficients ([FormParts] without the copy).
+// operator (and operators of other packages, and nil BLT parameters),
+// which have none. Its
+// Floats are a copy of the coefficients in one piece ([FormParts] yields
+// them a chunk at a time).
 func FormOf(op Operator) (OperatorForm, bool) {
-	kind, ints, parts, ok := FormParts(op)
+	kind, ints, parts, ok := ownParts(op)
 	if !ok {
 		return OperatorForm{}, false
 	}
@@ -48,12 +50,43 @@ func FormOf(op Operator) (OperatorForm, bool) {
 	return OperatorForm{Kind: kind, Ints: ints, Floats: fl}, true
 }
 
+// formChunk is the most coefficients [FormParts] yields at once (8 KiB).
+const formChunk = 1024
+
 // FormParts returns the structured form of op as [FormOf] does, but
-// without copying its coefficients: the kind, the sizes, and parts, which
-// yields op's own coefficient slices in order; their concatenation is
-// FormOf's Floats. It returns false for an operator without a form. The
-// caller must neither modify nor keep the slices parts yields.
+// without a copy of all its coefficients at once: the kind, the sizes,
+// and parts, which yields the coefficients in order, copied a chunk of
+// at most 1024 at a time into one buffer of its own; their concatenation
+// is FormOf's Floats. A caller that writes to a yielded slice changes no
+// operator (op's coefficients, which its noise and its recorded digest
+// rest on, are never handed out); a yielded slice is overwritten by the
+// next one, so keep a copy, not the slice. It returns false for an
+// operator without a form.
 func FormParts(op Operator) (kind string, ints []int, parts iter.Seq[[]float64], ok bool) {
+	kind, ints, own, ok := ownParts(op)
+	if !ok {
+		return "", nil, nil, false
+	}
+	return kind, ints, func(yield func([]float64) bool) {
+		var buf []float64
+		for p := range own {
+			for len(p) > 0 {
+				if buf == nil {
+					buf = make([]float64, formChunk)
+				}
+				n := copy(buf, p)
+				p = p[n:]
+				if !yield(buf[:n]) {
+					return
+				}
+			}
+		}
+	}, true
+}
+
+// ownParts is FormParts yielding op's own coefficient slices, which its
+// callers in this package neither modify nor keep.
+func ownParts(op Operator) (kind string, ints []int, parts iter.Seq[[]float64], ok bool) {
 	seq := func(s ...[]float64) iter.Seq[[]float64] {
 		return func(yield func([]float64) bool) {
 			for _, p := range s {
@@ -81,6 +114,9 @@ func FormParts(op Operator) (kind string, ints []int, parts iter.Seq[[]float64],
 			}
 		}, true
 	case *BLTParams:
+		if o == nil {
+			break // parameters assembled by hand, and missing: no form
+		}
 		return "blt", []int{len(o.Scale), len(o.Weights)}, seq(o.Weights, o.Lambdas, o.Scale), true
 	case bandInverseOp:
 		return "banded-inverse", []int{o.r, len(o.u)}, seq(o.u), true
@@ -94,11 +130,11 @@ func FormParts(op Operator) (kind string, ints []int, parts iter.Seq[[]float64],
 }
 
 // HasForm reports whether op has a structured form, as [FormOf] does,
-// without building it: [FormParts]'s answer, which copies nothing (FormOf
-// copies the coefficients: 3 R K + R floats for the optimum's
-// quasiseparable operator, 137 MB at R = 10^5).
+// without building it: [FormParts]'s answer, which copies nothing until
+// its parts are read (FormOf copies the coefficients: 3 R K + R floats
+// for the optimum's quasiseparable operator, 137 MB at R = 10^5).
 func HasForm(op Operator) bool {
-	_, _, _, ok := FormParts(op)
+	_, _, _, ok := ownParts(op)
 	return ok
 }
 

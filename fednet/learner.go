@@ -43,6 +43,10 @@ type LearnerOptions struct {
 	// announce it, no more than the server's epochs (cfg.Epochs) do (the
 	// learner then takes the participation as epochs:K, single for
 	// K <= 1); other data is refused at Join (fedopt.CheckEpochs).
+	// A stream that reports its shape (dataset.Stream does) must be
+	// learner ID's, dealt for at least the server's rounds and its tau
+	// clients per round: other data would use another learner's or
+	// round's clients, and is refused at Join too.
 	Data func(cfg *flv1.RunConfig) (fedopt.Stream, error)
 	// Model is the per-sample loss the learner computes its updates with.
 	// nil, the default, takes the model the server names: only

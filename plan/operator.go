@@ -20,7 +20,8 @@ const operatorDomain = "dpmf operator v1\x00"
 // sensitivity a record calibrated for f rests on: for an operator with a
 // structured form (factorize.FormOf: every strategy of the registry, fresh
 // or read from the cache) the form's kind, sizes and coefficients, bit for
-// bit, hashed in place (factorize.FormParts, no copy); otherwise (factors assembled by hand, streamed with
+// bit, hashed a chunk at a time (factorize.FormParts, never a copy of
+// all of them); otherwise (factors assembled by hand, streamed with
 // mechanism.WithDense) the dense factors B and C, bit for bit. It never
 // forms dense factors that f does not hold. Two factorizations with the
 // same digest stream the same noise M Z and have the same C. It is an
@@ -52,9 +53,9 @@ func OperatorDigest(f *factorize.Factorization) (string, error) {
 	if p, isBLT := op.(*factorize.BLTParams); isBLT && p == nil {
 		op = nil // parameters assembled by hand, and missing
 	}
-	// The form's coefficients are hashed where they are, never copied
-	// (factorize.FormOf's copy of the optimum's is 1.4 GB at R = 10^6);
-	// the bytes are those of FormOf's form.
+	// The form's coefficients are hashed a chunk at a time, never copied
+	// whole (factorize.FormOf's copy of the optimum's is 1.4 GB at R =
+	// 10^6); the bytes are those of FormOf's form.
 	var (
 		kind  string
 		ints  []int

@@ -96,8 +96,8 @@ func formDigest(form factorize.OperatorForm) string {
 // TestOperatorDigestOfFormCopy: for every strategy of the registry under
 // single participation, two epochs and min-separation 3, on prefix sums
 // and weighted prefix sums over R = 12 rounds (and the optimum's
-// structured path), OperatorDigest, which hashes the coefficients where
-// they are, equals the SHA-256 computed here over FormOf's copy of the
+// structured path), OperatorDigest, which hashes the coefficients a
+// chunk at a time, equals the SHA-256 computed here over FormOf's copy of the
 // form: the digest stored in run records is the one it was when it
 // hashed that copy. Every strategy gives at least one form.
 func TestOperatorDigestOfFormCopy(t *testing.T) {
@@ -145,8 +145,9 @@ func TestOperatorDigestOfFormCopy(t *testing.T) {
 // TestOperatorDigestCopiesNothing: OperatorDigest of an operator with R =
 // 20000 rounds of each kind with coefficients (semiseparable with 4
 // buffers: 3 R K + R floats, 2.1 MB; banded with 8 bands; BLT; Toeplitz;
-// banded inverse) allocates less than 64 KiB (its 8 KiB buffer and a few
-// small values), well below one copy of the coefficients, counted by
+// banded inverse) allocates less than 64 KiB (its 8 KiB buffer,
+// FormParts' 8 KiB chunk for each of its two passes and a few small
+// values), well below one copy of the coefficients, counted by
 // runtime.MemStats' TotalAlloc around the call (no other goroutine of
 // this test allocates meanwhile).
 func TestOperatorDigestCopiesNothing(t *testing.T) {
