@@ -583,7 +583,8 @@ type secureLearner struct {
 	n, t    int
 	dim     int
 	quant   secagg.Quantizer
-	bound   float64 // fedopt.UpdateBound: the largest norm of an update
+	clip    float64 // B_g
+	tau     int
 	round   int
 	clients map[uint32]*secagg.Client
 	state   *learnerState
@@ -617,7 +618,7 @@ func newSecureLearner(rc *flv1.RunConfig, id int) (*secureLearner, error) {
 	}
 	want.ScaleBits = int(sa.GetScaleBits())
 	return &secureLearner{id: id, n: n, t: t, dim: int(rc.GetParams()), quant: want,
-		bound: fedopt.UpdateBound(rc.GetClip(), int(rc.GetTau())), round: -1, q: make([]uint64, rc.GetParams())}, nil
+		clip: rc.GetClip(), tau: int(rc.GetTau()), round: -1, q: make([]uint64, rc.GetParams())}, nil
 }
 
 // run takes part in round r's protocol with update u until the round is
@@ -630,7 +631,9 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 		return err
 	}
 	if fresh || sl.round != r {
-		if err := sl.quant.Quantize(sl.q, u, sl.bound); err != nil {
+		// The server sees only the sum: the update's norm is held to tau
+		// B_g exactly here, by this learner (fedopt.QuantizeUpdate).
+		if err := fedopt.QuantizeUpdate(sl.quant, sl.q, u, sl.clip, sl.tau); err != nil {
 			return fmt.Errorf("fednet: learner %d, round %d: %w", sl.id, r, err)
 		}
 		sl.round, sl.clients = r, map[uint32]*secagg.Client{}

@@ -118,6 +118,28 @@ func TestSecureSameAsSimulation(t *testing.T) {
 	requireSameModels(t, readRounds(t, dir, r.R), want)
 }
 
+// TestSecureClippedSameAsSimulation: with clipping active (B_g = 0.1,
+// tau = 1), about half of the learners' clipped updates exceed tau B_g by
+// rounding in exact arithmetic; the server of secure aggregation sees only
+// the sum, so each learner must scale such an update into tau B_g before
+// it quantizes, as the in-process server does (fedopt.QuantizeUpdate). The
+// networked learners used to quantize their updates as they were, and the
+// released models differed from the simulation's; they must be the same
+// bit for bit.
+func TestSecureClippedSameAsSimulation(t *testing.T) {
+	r := newRun(t, 3, 4, 1, 8)
+	r.cfg.Clip = 0.1
+	secureRun(t, r)
+	want := r.simulate(t, nil)
+	dir := t.TempDir()
+	s := serve(t, secureOptions(r, dir, 2), nil)
+	requireLearnersOK(t, "learner", runSecLearners(t, context.Background(), r, s.addr, nil))
+	if err := <-s.errc; err != nil {
+		t.Fatal(err)
+	}
+	requireSameModels(t, readRounds(t, dir, r.R), want)
+}
+
 // Dropouts at each phase: a learner that stops before phase k of round
 // 1 is absent from the sum if k <= 2 (it sent no masked input) and
 // present if k >= 3 (its masked input is in and unmasked). With exactly T

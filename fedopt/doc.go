@@ -132,5 +132,6 @@
 // a bound before a run). [Clip] itself is total on its data: infinite
 // entries give the direction of their signs and a NaN entry gives zero, so
 // a clipped gradient never exceeds the bound (but for the rounding that
-// [UpdateBound]'s margin allows).
+// [UpdateBound]'s margin allows; the server aggregates an update above
+// tau B_g scaled down to exact norm at most tau B_g, [Server.Release]).
 package fedopt

@@ -228,7 +228,9 @@ func (l *Learner) UpdateContext(ctx context.Context, u []float64, r int, x []flo
 // bound clip and tau local steps may have that a server accepts: tau clip
 // plus a relative 1e-9 for the rounding of the sum (the exact bound tau clip
 // is what the sensitivity analysis uses; a [Learner] scales a sum that
-// rounds past the margin back to tau clip). +Inf without clipping. Where
+// rounds past the margin back to tau clip, and [Server.Release] and
+// [QuantizeUpdate] scale an accepted update above tau clip, in exact
+// arithmetic, to exact norm at most tau clip). +Inf without clipping. Where
 // that product overflows, the bound is math.MaxFloat64, the largest norm
 // a float64 can state: every update whose norm is finite is then within
 // tau clip, and one whose norm overflows is not (the bound used to be +Inf

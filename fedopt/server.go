@@ -49,6 +49,9 @@ type Server struct {
 	bound float64
 	// With Config.Quantizer: the ring sum and one quantized update.
 	ring, qu []uint64
+	// With clipping: the server's copy of an accepted update scaled to
+	// norm at most tau B_g exactly (fitNorm).
+	fit []float64
 }
 
 // NewServer returns a server at round 0 with model cfg.X0 (zero if nil).
@@ -139,6 +142,9 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 	if cfg.Quantizer != nil {
 		s.ring, s.qu = make([]uint64, dim), make([]uint64, dim)
 	}
+	if cfg.Clip > 0 {
+		s.fit = make([]float64, dim)
+	}
 	// Baselines: h^r = (1/n) sum_i sum_t; Algorithm 1: g^r = (1/(n tau)) sum_i sum_t.
 	s.scale = 1 / float64(n*tau)
 	if !cfg.Algorithm.LocalSteps() {
@@ -224,6 +230,15 @@ func updateNorm(u []float64) float64 {
 // [NewServerAt] and a mechanism at round r. With Config.Quantizer the checked updates are quantized
 // ([QuantizeUpdate]), summed in Z_{2^64} and the sum dequantized, exactly as
 // [Server.ReleaseRingSum] does with a sum computed elsewhere.
+//
+// With clipping, an accepted update whose norm exceeds tau B_g in exact
+// arithmetic (it is within [UpdateBound], which allows a relative 1e-9 for
+// rounding) enters the aggregate scaled down, in the server's own copy, to
+// a vector whose exact norm is at most tau B_g (checked in exact
+// arithmetic after the rounding of the scaling): the norm the sensitivity
+// analysis and the calibration use, whatever a learner sends. An update of
+// norm at most tau B_g enters as it is, bit for bit; the slices in updates
+// are never written.
 func (s *Server) Release(updates [][]float64) error {
 	if err := s.checkRound(); err != nil {
 		return err
@@ -245,7 +260,7 @@ func (s *Server) Release(updates [][]float64) error {
 			if u == nil {
 				continue
 			}
-			if err := QuantizeUpdate(*q, s.qu, u, s.cfg.Clip, s.shape.Tau); err != nil {
+			if err := quantizeUpdate(*q, s.qu, u, s.cfg.Clip, s.shape.Tau, s.fit); err != nil {
 				return fmt.Errorf("learner %d, round %d: %w", i, s.round, err)
 			}
 			secagg.AddRing(s.ring, s.qu)
@@ -255,6 +270,9 @@ func (s *Server) Release(updates [][]float64) error {
 	}
 	clear(s.dir)
 	for _, u := range updates {
+		if u != nil && s.fit != nil && fitNorm(s.fit, u, s.cfg.Clip, s.shape.Tau) {
+			u = s.fit // never the learner's buffer
+		}
 		for k, v := range u {
 			s.dir[k] += v
 		}
@@ -298,8 +316,25 @@ func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
 // (secagg.Quantizer.Quantize), with the bound [UpdateBound] of clip and
 // tau: what the server does with every update in [Server.Release], and what
 // a learner of secure aggregation does with its own before it masks it.
-// An entry out of range is an error and nothing must be sent.
+// An update whose norm is within [UpdateBound] but above tau clip in exact
+// arithmetic is quantized scaled down to exact norm at most tau clip, as
+// [Server.Release] sums it (u itself is never written); one of norm at
+// most tau clip is quantized as it is. An entry out of range is an error
+// and nothing must be sent.
 func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64, tau int) error {
+	return quantizeUpdate(q, dst, u, clip, tau, nil)
+}
+
+// quantizeUpdate is [QuantizeUpdate] that scales into buf (allocated if
+// nil), never into u, which is the caller's.
+func quantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64, tau int, buf []float64) error {
+	if clip > 0 && !math.IsInf(clip, 1) && len(dst) == len(u) && firstNonFinite(u) < 0 && updateNorm(u) <= UpdateBound(clip, tau) && !normWithin(u, clip, tau) {
+		if buf == nil {
+			buf = make([]float64, len(u))
+		}
+		scaleInto(buf, u, clip, tau)
+		u = buf
+	}
 	if err := q.Quantize(dst, u, UpdateBound(clip, tau)); err != nil {
 		return fmt.Errorf("fedopt: update: %s", strings.TrimPrefix(err.Error(), "secagg: "))
 	}
