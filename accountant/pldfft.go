@@ -147,7 +147,13 @@ func (d *lossDist) hiIndex() float64 { return float64(d.lo + len(d.mass) - 1) }
 //	     <= e^((t - tau) hi - t j) (C + P / (1 - e^-t))
 //
 // (e^(-tau i) = e^(-t i + (t - tau) i) <= e^(-t j + (t - tau) hi) for
-// j <= i <= hi). The propagated part prop adds the smallest of its
+// j <= i <= hi), and, with g = t - tau > 0 and y = hi - j >= 0,
+//
+//	P sum_{j <= i <= hi} e^(-tau i) <= P e^(-tau j) (y + 1)
+//	     <= P e^(-tau j) e^(g y) e^(g - 1) / g = P e^(g hi - t j) e^(g - 1) / g
+//
+// ((y + 1) e^(-g y) is largest at y = 1/g - 1; the factor is about 1/e
+// of 1 / (1 - e^-t) for small tilts). The propagated part prop adds the smallest of its
 // bounds carried to t the same way (those at tilts up to t).
 // A lower tilt would need the lowest index an error can occupy, which d
 // does not record (as j falls, e^(-tau j) outgrows e^(-t j)): below a
@@ -177,15 +183,23 @@ func (d *lossDist) mainErrAt(t float64, w bool) float64 {
 	if w {
 		l += d.logGapW
 	}
-	// The per-index form: 1 / (1 - e^-t) for the tail sums, and
-	// sum_{i <= hi} e^((t - tau) i) <= e^((t - tau) hi) / (1 - e^-(t - tau))
-	// for the weighted norm.
-	if s := t; d.perIdx && s > 0 {
+	// The per-index form: the tail sums take K = min(1 / (1 - e^-t),
+	// e^(g - 1) / g) with g = t - tau, the weighted norm
+	// sum_{i <= hi} e^(g i) <= e^(g hi) / (1 - e^-g).
+	if g := t - d.tau; d.perIdx && t > 0 {
+		lk := math.Inf(1)
 		if w {
-			s = t - d.tau
+			if g > 0 {
+				lk = -math.Log(-math.Expm1(-g))
+			}
+		} else {
+			lk = -math.Log(-math.Expm1(-t))
+			if g > 0 {
+				lk = math.Min(lk, g-1-math.Log(g))
+			}
 		}
-		if s > 0 {
-			l = math.Min(l, logAdd(d.logC, d.logPer-math.Log(-math.Expm1(-s)))+(t-d.tau)*hi)
+		if !math.IsInf(lk, 1) {
+			l = math.Min(l, logAdd(d.logC, d.logPer+lk)+g*hi)
 		}
 	}
 	return l
