@@ -130,7 +130,8 @@ type PLD struct {
 // not to wrap; selfConvolve stores its window, moves the part of its
 // input's error propagated above it to inf (pessimistic) or drops it with
 // the mass there (optimistic), and its FFT folds mass into the window
-// only; trim cuts only from the bottom.
+// only; trim cuts only from the bottom. The propagated part (prop) keeps
+// it too: selfConvolve moves its part above the window to inf or drops it.
 type lossDist struct {
 	lo   int
 	mass []float64
@@ -150,10 +151,37 @@ type lossDist struct {
 	// n tau times smaller than the weighted l1 norm, which a product of
 	// two errors needs (see convolveBound).
 	logGapW float64
+	// perIdx records a second form of the bound on the error above (set
+	// by convolveBound for two inputs without error, such as Compose of
+	// single events): |e_i| <= e^(logPer - tau i) at each absolute index
+	// i <= hi, plus a part whose weighted l1 norm sum_i |e_i| e^(tau i) is
+	// at most e^logC. Its tail sums are then at most
+	// e^(-tau j) (e^logC + e^logPer min(hi - j + 1, 1 / (1 - e^-tau))),
+	// far below e^(logErr - tau j) near the top where the error is spread
+	// over many indices; logErrAt takes the smaller when it carries the
+	// bound to a higher tilt. The queries (errFrom) do not use it.
+	perIdx       bool
+	logPer, logC float64
+	// prop is a second part of the error, added to the one above: the
+	// error of a self-composition's input, propagated through it, which
+	// lies at or below hi (see selfConvolve). Each entry bounds that whole
+	// part at its own tilt (tail sums at most e^(logErr - tau j), weighted
+	// l1 norm at most e^(logErr + logGapW)); the smallest is taken. Its
+	// tilts may be below the FFT's, where the input's error bound is
+	// tighter (an untilted input error is spread over the input's whole
+	// grid). nil: no such part.
+	prop []errBound
 	// unbounded records that the true losses have no upper bound (a
 	// Gaussian, the remove direction of a sampled one), so the true delta is
 	// positive at every eps even where the discrete one underflows to 0.
 	unbounded bool
+}
+
+// errBound is one bound on a part of a lossDist's additive error: tail
+// sums sum_{i >= j} |e_i| <= e^(logErr - tau j) at every absolute index
+// j, weighted l1 norm sum_i |e_i| e^(tau i) <= e^(logErr + logGapW).
+type errBound struct {
+	tau, logErr, logGapW float64
 }
 
 // Bounds is a two-sided result of the PLD accountant: the true value (the
