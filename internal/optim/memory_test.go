@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/internal/par"
+	"github.com/dpmf/dpmf/linalg"
 )
 
 // The recursion against the dense BFGS update for one pair:
@@ -278,5 +283,66 @@ func BenchmarkMemory32Push(b *testing.B) {
 	}
 	for b.Loop() {
 		m.Push(x1, x0, g1, g0)
+	}
+}
+
+// Memory32 gives the same bits for GOMAXPROCS 1, 2 and 4 at a length
+// where its loops (the float32 rounding of the pairs and of the working
+// vector, the inner products and updates of the two-loop recursion, the
+// float64 direction) run on as many goroutines as there are procs: the
+// banded solver's pairs at R = 10^4 with 64 bands have 640,000 entries,
+// while the factorize SameBits tests keep below linalg.LongVector, where
+// the recursion runs on one goroutine. Pushes beyond the memory's size
+// drop the oldest pairs, so the recycled slices are exercised too.
+func TestMemory32SameBitsAnyGOMAXPROCS(t *testing.T) {
+	const n, k = 1<<20 + 1000, 3
+	chunks := (n + linalg.VectorChunk - 1) / linalg.VectorChunk
+	rng := rand.New(rand.NewPCG(9, 10))
+	xs, gs := make([][]float64, k+3), make([][]float64, k+3)
+	for j := range xs {
+		xs[j], gs[j] = make([]float64, n), make([]float64, n)
+		for i := range xs[j] {
+			xs[j][i] = rng.NormFloat64()
+			gs[j][i] = xs[j][i]*(1+float64(i%5)) + 0.01*rng.NormFloat64()
+		}
+	}
+	h := make([]float64, n)
+	for i := range h {
+		h[i] = 0.5 + rng.Float64()
+	}
+	run := func(procs int) [][]float64 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		// The shortest loop, an inner product of float32 vectors (one unit
+		// of work per entry), runs on procs goroutines.
+		require.Equal(t, procs, par.Workers(chunks, n), "GOMAXPROCS %d", procs)
+		m := NewMemory32(k)
+		var out [][]float64
+		dir, alpha := make([]float64, n), make([]float64, k)
+		for j := 1; j < len(xs); j++ {
+			m.Push(xs[j], xs[j-1], gs[j], gs[j-1])
+			m.Direction(gs[j], dir, alpha, func(d []float64) { floats.Mul(d, h) })
+			out = append(out, append([]float64(nil), dir...), append([]float64(nil), m.Rho...), append([]float64(nil), m.YY...))
+		}
+		for j := range m.S {
+			s, y := make([]float64, n), make([]float64, n)
+			for i := range s {
+				s[i], y[i] = float64(m.S[j][i]), float64(m.Y[j][i])
+			}
+			out = append(out, s, y)
+		}
+		return out
+	}
+	one := run(1)
+	for _, procs := range []int{2, 4} {
+		got := run(procs)
+		require.Len(t, got, len(one))
+		for j := range one {
+			for i := range one[j] {
+				if math.Float64bits(one[j][i]) != math.Float64bits(got[j][i]) {
+					t.Errorf("GOMAXPROCS %d: result %d, entry %d: %v, against %v on one", procs, j, i, got[j][i], one[j][i])
+					break
+				}
+			}
+		}
 	}
 }
