@@ -23,7 +23,8 @@
 // server holds it at a time (an exclusive lock, whose file the server
 // checks is still its own before it serves a release: a removed lock
 // file stops it); run.json binds it to a
-// run identity, the run's plan and the noise key's fingerprint; every
+// run identity, the run's plan, the noise key's fingerprint and that of
+// the noise derivation (mechanism.DerivationFingerprint); every
 // round file carries the run identity and the hash of the round before
 // (a hash chain); and a high-water mark, synced to disk before a model is
 // served, records the last released round. A restart that finds less

@@ -282,3 +282,51 @@ func TestServerAnnouncesItsParticipation(t *testing.T) {
 		t.Errorf("a non-private server announces participation %q, want none", rc.GetParticipation())
 	}
 }
+
+// TestLearnerBoundsServersParticipation: the participation a server
+// announces is parsed within bounds. A spec of a hostile server's 512 KiB
+// is refused with a one-line error that names its length, not the spec
+// (echoing it would put half a megabyte, twice, in the learner's error);
+// numbers beyond int64 are refused; a separation or epochs count at
+// int64's maximum is parsed and judged like any other (CheckEpochs: data
+// of 2 epochs, period 2 of 4 rounds, is refused under a separation of
+// 2^63 - 1 and taken under minsep:1 with at most 2^63 - 1 rounds; epochs
+// 2^63 - 1 do not divide 4 rounds).
+func TestLearnerBoundsServersParticipation(t *testing.T) {
+	base, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 2, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := base.Epochs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := "minsep:" + strings.Repeat("9", 512<<10)
+	for _, c := range []struct {
+		part string
+		want string // "" to accept, else a part of the refusal
+	}{
+		{huge, fmt.Sprintf("participation of %d bytes", len(huge))},
+		{"minsep:" + strings.Repeat("9", 20), "bad separation"},
+		{"minsep:2," + strings.Repeat("9", 20), "bad number of participations"},
+		{"minsep:9223372036854775807", "participation is minsep:9223372036854775807"},
+		{"minsep:1,9223372036854775807", ""},
+		{"epochs:9223372036854775807", "divides the rounds"},
+	} {
+		rc := fakeRunConfig()
+		rc.Participation = &c.part
+		err := checkDataEpochs(rc, fedopt.Correlated, twice.Stream(0))
+		name := c.part
+		if len(name) > 40 {
+			name = fmt.Sprintf("%.40s... (%d bytes)", name, len(name))
+		}
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %.300v, want a refusal naming %s", name, err, c.want)
+		case err != nil && (len(err.Error()) > 512 || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: an error of %d bytes, want one line of at most 512", name, len(err.Error()))
+		}
+	}
+}

@@ -357,6 +357,10 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	return fedopt.NewLearner(m, data, cfg, tau, dim)
 }
 
+// maxParticipationSpec is the longest participation spec a learner reads
+// from a server: "minsep:B,K" with two 19-digit numbers is 46 bytes.
+const maxParticipationSpec = 64
+
 // checkDataEpochs refuses, in a private run, data that serves each client
 // in more rounds than the server's run allows (fedopt.CheckEpochs, the
 // check of fedopt.NewLearner and fedopt.Simulate). The server announces
@@ -379,6 +383,11 @@ func checkDataEpochs(rc *flv1.RunConfig, algo fedopt.Algorithm, data fedopt.Stre
 		part = factorize.FixedEpochs(epochs)
 	}
 	if rc.Participation != nil {
+		if n := len(rc.GetParticipation()); n > maxParticipationSpec {
+			// Not echoed: a hostile server could fill the error (and
+			// the learner's log) with up to a message's worth.
+			return fmt.Errorf("fednet: the server's run configuration has a participation of %d bytes, want a spec of at most %d (single, epochs:K or minsep:B[,K])", n, maxParticipationSpec)
+		}
 		p, err := factorize.ParseParticipation(rc.GetParticipation())
 		if err == nil {
 			err = p.Validate(rounds)

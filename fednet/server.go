@@ -77,6 +77,16 @@ type ServerOptions struct {
 	// Noise returns the noise mechanism positioned at round start (with
 	// mechanism.WithStartRound) whose randomness comes from key (with
 	// mechanism.WithKey); nil for NonPrivate. The key stays on the server.
+	// run.json records, with the key's fingerprint, the fingerprint of
+	// mechanism.New's noise derivation (mechanism.DerivationFingerprint),
+	// and a restart under another is refused: that binds the run's noise
+	// only when Noise returns a mechanism of mechanism.New with key, as a
+	// server with a privacy record must (fedopt checks the factorization
+	// through mechanism.FactorizationOf). A mechanism of another origin,
+	// which a run without Config.Privacy may use, or a wrapper (Unwrap)
+	// whose Next changes the noise it wraps, is recorded with dpmf's
+	// fingerprint all the same: whether it draws the same noise after a
+	// restart is then the caller's to ensure.
 	Noise func(start int, key [32]byte) (mechanism.Mechanism, error)
 	// NoiseKey, if not nil, is the noise key: for reproducible experiments
 	// (mechanism.SeedKey(seed) gives the noise of mechanism.WithSeed(seed)).

@@ -13,17 +13,23 @@ import (
 
 // TestDerivationFingerprint recomputes the fingerprint from its
 // documentation alone, without the package's code: the SHA-256 of the
-// IEEE 754 bits (8 little-endian bytes each) of Z under the all-zero key
-// at row 0, coordinates [0, 4104), row 1, [0, 8), and row 2^30 + 3,
-// [20480, 20488), each entry drawn as the documented derivation says
-// (NormFloat64 over ChaCha8 seeded with SHA-256 of the domain string, the
-// key, the row and the block, 64-bit little-endian), prefixed with the
-// domain string and a colon. It also checks that the probe reaches the
-// ziggurat's tail (|z| > 3.442619855899), so that a change of the tail's
-// sampler moves the fingerprint.
+// IEEE 754 bits (8 little-endian bytes each) of Z under the probe key
+// 01 02 ... 20 (hexadecimal) at row 0, coordinates [0, 4104), row 1,
+// [0, 8), and row 2^30 + 3, [20480, 20488), each entry drawn as the
+// documented derivation says (NormFloat64 over ChaCha8 seeded with
+// SHA-256 of the domain string, the key, the row and the block, 64-bit
+// little-endian), prefixed with the domain string and a colon. It also
+// checks that the probe reaches the ziggurat's tail (|z| > 3.442619855899),
+// so that a change of the tail's sampler moves the fingerprint. The key's
+// 32 bytes all differ and none is zero, so a derivation that drops the
+// key, moves it or reorders its bytes moves the fingerprint too (under
+// the all-zero key none of them would).
 func TestDerivationFingerprint(t *testing.T) {
 	const domain = "dpmf/mechanism/noise-block/v1"
 	var key [32]byte
+	for i := range key {
+		key[i] = byte(i + 1)
+	}
 	h := sha256.New()
 	tails := 0
 	draw := func(row, lo, n int) {

@@ -35,9 +35,11 @@ const keyDomain = "dpmf/mechanism/noise-block/v1"
 // ChaCha8 and NormFloat64 of the Go release the binary was built with, and
 // the floating point of the machine it runs on). It is the domain string,
 // a colon and the hexadecimal SHA-256 of these entries of Z under the
-// all-zero key, drawn by the code every [Mechanism] of [New] draws with,
+// probe key 01 02 ... 20 (hexadecimal: 32 distinct bytes, none zero, so
+// that a derivation that drops the key or moves its bytes draws other
+// entries), drawn by the code every [Mechanism] of [New] draws with,
 // each as its IEEE 754 bits in 8 little-endian bytes, in this order: row
-// 0, coordinates [0, 4096) (one whole block, 4 of whose draws are in the
+// 0, coordinates [0, 4096) (one whole block, 2 of whose draws are in the
 // ziggurat's tail, beyond 3.4426); row 0, [4096, 4104); row 1, [0, 8); row
 // 2^30 + 3, [20480, 20488). A change of any part of the derivation that
 // moves one of these 4120 draws changes it. A resumed run must draw the
@@ -46,7 +48,11 @@ const keyDomain = "dpmf/mechanism/noise-block/v1"
 func DerivationFingerprint() string { return derivationFingerprint() }
 
 var derivationFingerprint = sync.OnceValue(func() string {
-	g := newGen(&source{})
+	var probe source
+	for i := range probe.key {
+		probe.key[i] = byte(i + 1)
+	}
+	g := newGen(&probe)
 	h := sha256.New()
 	var buf [8]byte
 	for _, p := range []struct{ row, lo, n int }{
