@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
@@ -132,4 +135,71 @@ func BenchmarkFedoptRun(b *testing.B) {
 		}
 		rep++
 	}
+}
+
+// BenchmarkReleaseClipped measures what holding every update to tau B_g
+// exactly costs the server (Server.Release's fitNorm): n = 10 learners'
+// honest clipped updates (tau = 1, B_g = 1, each a seeded Gaussian vector
+// clipped by fedopt.Clip, so its norm is B_g up to rounding), released by a
+// nonprivate server with clipping (every update's exact norm checked)
+// and by the same server without clipping (B_g = 0: no check), alternating,
+// reps = 7 times each. The metrics are the medians of the two (ns per
+// Release) and their ratio; on a shared machine read the ratio, not the
+// times:
+//
+//	go test -run '^$' -bench ReleaseClipped -benchtime 1x ./bench/
+func BenchmarkReleaseClipped(b *testing.B) {
+	const n, reps = 10, 7
+	for _, d := range []int{1e4, 1e6} {
+		b.Run(fmt.Sprintf("d=%d", d), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, uint64(d)))
+			updates := make([][]float64, n)
+			for i := range updates {
+				u := make([]float64, d)
+				for k := range u {
+					u[k] = rng.NormFloat64()
+				}
+				fedopt.Clip(u, 1)
+				updates[i] = u
+			}
+			shape := fedopt.Shape{Learners: n, Rounds: reps * b.N, Tau: 1, Dim: d}
+			on, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1, Clip: 1}, shape, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			off, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}, shape, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var tOn, tOff []float64
+			for range b.N {
+				for range reps {
+					for _, c := range []struct {
+						srv *fedopt.Server
+						t   *[]float64
+					}{{on, &tOn}, {off, &tOff}} {
+						start := time.Now()
+						if err := c.srv.Release(updates); err != nil {
+							b.Fatal(err)
+						}
+						*c.t = append(*c.t, float64(time.Since(start).Nanoseconds()))
+					}
+				}
+			}
+			mOn, mOff := median(tOn), median(tOff)
+			b.ReportMetric(mOn, "ns/clipped")
+			b.ReportMetric(mOff, "ns/unclipped")
+			b.ReportMetric(mOn/mOff, "ratio")
+		})
+	}
+}
+
+// median returns the median of x (x is sorted in place).
+func median(x []float64) float64 {
+	slices.Sort(x)
+	k := len(x)
+	if k%2 == 1 {
+		return x[k/2]
+	}
+	return (x[k/2-1] + x[k/2]) / 2
 }

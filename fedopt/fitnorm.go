@@ -9,48 +9,157 @@ import (
 // at most tau clip, both taken as exact real numbers (no rounding in the
 // norm, the product or the comparison). clip must be finite and > 0.
 //
-// A float64 sum of squares, scaled by a power of two so that it neither
-// overflows nor loses the largest entries to underflow, decides whenever it
-// is farther from (tau clip)^2 than its own rigorous error bound; only
-// within that band (relative (2d + 16) 2^-53) is the sum computed exactly
-// ([exactWithin]).
+// A compensated (double-double) sum of squares decides whenever it is
+// farther from (tau clip)^2 than its rigorous error bound, a relative
+// (8d + 64) 2^-106 ([fastWithin]); only within that band, in practice an
+// exact tie, is the sum computed exactly ([exactWithin]).
 func normWithin(u []float64, clip float64, tau int) bool {
+	if within, ok := fastWithin(u, clip, tau); ok {
+		return within
+	}
+	return exactWithin(u, clip, tau)
+}
+
+// fastWithin decides whether sum_k u_k^2 <= (tau clip)^2 in exact
+// arithmetic, as [normWithin] does, from a compensated float64 sum; ok is
+// false where that sum is too close to the bound to decide (then within is
+// meaningless). u must be finite, clip finite and > 0.
+//
+// Write eps = 2^-53 (round to nearest), d = len(u) < 2^40, and scale by
+// 2^-e, 2^(e-1) <= max |u_k| < 2^e, so that the scaled entries a_k are
+// below 1 and the largest is at least 1/2: their exact sum of squares S
+// lies in [1/4, d], and a_k is exact but where it is subnormal (rounded by
+// at most 2^-1075). Each square is split without error, p = fl(a^2) and
+// q = fl(a^2 - p) by a fused multiply-add, p + q = a^2, |q| <= eps p,
+// as long as a^2 - p is not below the normal range (|a| >= 2^-485);
+// otherwise p + q is within 2^-1075 of a^2 and |q| <= eps p + 2^-1074.
+// A running sum is a pair (s, c), s >= 0, s = fl(s + c) (so |c| <= eps s),
+// and a step ([addSquare]) is
+//
+//	(h, t) = TwoSum(s, p)       h + t = s + p exactly
+//	v = fl(t + fl(c + q))
+//	(s, c) = Fast2Sum(h, v)     s + c = h + v exactly (|v| < h)
+//
+// TwoSum and Fast2Sum are exact whatever the magnitudes (sums of float64s
+// round only in the normal range), so the step's only rounding is in v:
+// with P the exact partial sum, |t| <= eps h, |c| <= eps s, |q| <= eps p
+// and s + p <= (1 + 3 eps) P, it is at most eps(|c| + |q|) + eps(|t| +
+// (|c| + |q|)(1 + eps)) <= (3 + 8 eps) eps^2 P <= 3.01 eps^2 S. Four such
+// sums (entries k mod 4) are added at the end by the same step with
+// (s', c') for (p, q) ([addPair]), three steps of at most 3.01 eps^2 S
+// each. With the subnormal roundings above (at most 2^-1073 an entry,
+// below 2^-1033 in all, negligible against eps^2 S >= 2^-108), the final
+// pair differs from S by at most 3.02 (d + 3) eps^2 S.
+//
+// The bound T = tau clip 2^-e is exactly Th + Tl (a product of two
+// float64s by a fused multiply-add, tau < 2^53; Th < 1/4 or Th > 2 sqrt(d)
+// + 1 decide at once, as T^2 < 1/4 <= S or T^2 > d > S, and otherwise
+// every part is normal), and T^2 = P2 + Q2 + 2 Th Tl + Tl^2 with
+// (P2, Q2) the exact square of Th, |Q2| <= eps P2, |Tl| <= eps Th: the
+// pair (P2, Q = fl(Q2 + fl(2 Th Tl))) is within 6.01 eps^2 T^2 of T^2.
+// The difference T^2 - S is computed as r = fl(x + fl(fl(Q - c) + y)),
+// (x, y) = TwoSum(P2, -s) exactly, |y| <= eps |x|: the two inner roundings
+// are at most 3.01 eps^2 (T^2 + S) and 4.01 eps^2 (T^2 + S), the last
+// eps |r|. So |r - (T^2 - S)| < (3.02 d + 23) eps^2 (T^2 + S) + eps |r|,
+// below half the band (8d + 64) eps^2 fl(P2 + s) (P2 + s is within a
+// relative 3 eps of T^2 + S) where |r| exceeds the band: r beyond the
+// band has the sign of T^2 - S.
+func fastWithin(u []float64, clip float64, tau int) (within, ok bool) {
 	m := 0.0
 	for _, v := range u {
 		m = max(m, math.Abs(v))
 	}
 	if m == 0 {
-		return true
+		return true, true
 	}
-	// 2^(e-1) <= m < 2^e: the scaled entries are below 1 in magnitude and
-	// the largest is at least 1/2, so the scaled sum of squares S is in
-	// [1/4, d]. Scaling down rounds only entries that become subnormal (an
-	// absolute error below 2^-1074 each), and so do their squares: d 2^-1072
-	// at most in all, relative d 2^-1070 to S. The sum's other rounding is
-	// at most a relative gamma_d = d 2^-53 / (1 - d 2^-53).
+	d := float64(len(u))
+	if d >= 0x1p40 || int64(tau) >= 1<<53 {
+		return false, false
+	}
 	_, e := math.Frexp(m)
-	ss := 0.0
-	for _, v := range u {
-		a := math.Ldexp(v, -e)
-		ss += a * a
+	// -1073 <= e <= 1024. 2^-e is a float64 for e >= -1023 (in two
+	// factors below that); scaling up by it is exact, and scaling down
+	// rounds only where a result is subnormal, once, as math.Ldexp does.
+	pre, sc := 1.0, math.Ldexp(1, -e)
+	if e < -1023 {
+		pre, sc = 0x1p600, math.Ldexp(1, -e-600)
 	}
-	// tau clip 2^-e, exact but for the conversion of tau and the product
-	// (the power of two is exact where the result is normal), and its
-	// square: a relative 5 2^-53 in all where tt is normal.
-	t := float64(tau) * math.Ldexp(clip, -e)
-	tt := t * t
-	if d := float64(len(u)); d < 0x1p40 && tt >= 0x1p-1022 && !math.IsInf(tt, 0) {
-		// Twice the error bounds above, with room for the rounding of the
-		// comparison's own products.
-		marg := (2*d + 16) * 0x1p-53
-		switch {
-		case ss <= tt*(1-marg):
-			return true
-		case ss >= tt*(1+marg):
-			return false
-		}
+	// Four independent pairs (entries k mod 4), for speed: the steps of
+	// one pair form a chain of dependent additions.
+	var s0, c0, s1, c1, s2, c2, s3, c3 float64
+	k := 0
+	for ; k+4 <= len(u); k += 4 {
+		s0, c0 = addSquare(s0, c0, u[k]*pre*sc)
+		s1, c1 = addSquare(s1, c1, u[k+1]*pre*sc)
+		s2, c2 = addSquare(s2, c2, u[k+2]*pre*sc)
+		s3, c3 = addSquare(s3, c3, u[k+3]*pre*sc)
 	}
-	return exactWithin(u, clip, tau)
+	for ; k < len(u); k++ {
+		s0, c0 = addSquare(s0, c0, u[k]*pre*sc)
+	}
+	s0, c0 = addPair(s0, c0, s1, c1)
+	s2, c2 = addPair(s2, c2, s3, c3)
+	s, c := addPair(s0, c0, s2, c2)
+	// T = tau clip 2^-e. Outside [1/2, 2 sqrt(d)] it is far from sqrt(S),
+	// which is in [1/2, sqrt(d)].
+	ft := float64(tau)
+	cs := math.Ldexp(clip, -e)
+	th := float64(ft * cs)
+	switch {
+	case th < 0.25:
+		return false, true
+	case th > 2*math.Sqrt(d)+1:
+		return true, true
+	}
+	tl := math.FMA(ft, cs, -th)
+	p2 := float64(th * th)
+	q2 := float64(math.FMA(th, th, -p2) + float64(2*th*tl))
+	x, y := twoSum(p2, -s)
+	r := float64(x + float64(float64(q2-c)+y))
+	band := (8*d + 64) * 0x1p-106 * float64(p2+s)
+	switch {
+	case r > band:
+		return true, true
+	case r < -band:
+		return false, true
+	}
+	return false, false
+}
+
+// addSquare returns the pair (s, c) plus a^2, renormalized, as
+// [fastWithin] describes: for s >= 0, |c| <= 2^-53 s, the pair that it
+// returns has the same properties and differs from s + c + a^2 by at most
+// 3.01 2^-106 (s + c + a^2) plus, where a^2 or its low part is subnormal,
+// 2^-1073.
+func addSquare(s, c, a float64) (float64, float64) {
+	p := float64(a * a)
+	q := math.FMA(a, a, -p)
+	h, t := twoSum(s, p)
+	// |v| <= 3.01 2^-53 h: Fast2Sum (h + v, exact as h's exponent is
+	// at least v's).
+	v := float64(t + float64(c+q))
+	s = h + v
+	return s, v - (s - h)
+}
+
+// addPair returns the sum of two pairs as in [addSquare] (s >= 0,
+// |c| <= 2^-53 s), renormalized, with the same error bound, 3.01 2^-106
+// times the sum.
+func addPair(s, c, s2, c2 float64) (float64, float64) {
+	h, t := twoSum(s, s2)
+	v := float64(t + float64(c+c2))
+	s = h + v
+	return s, v - (s - h)
+}
+
+// twoSum returns the rounded sum s = fl(a + b) and its rounding error
+// err = a + b - s exactly (Knuth's TwoSum; exact for any finite a, b whose
+// sum does not overflow).
+func twoSum(a, b float64) (s, err float64) {
+	s = a + b
+	bb := s - a
+	err = (a - (s - bb)) + (b - bb)
+	return s, err
 }
 
 // exactWithin reports whether sum_k u_k^2 <= (tau clip)^2 in exact
@@ -116,8 +225,8 @@ func scaleInto(dst, u []float64, clip float64, tau int) {
 	// n is finite and > 0 (the exact norm exceeds tau clip > 0), within a
 	// relative d 2^-53 or so of the exact norm; t is within 2 2^-53 of
 	// tau clip where it is finite. The first margin, four times that, puts
-	// the scaled norm below normWithin's band, so that its float64 sum
-	// decides the check without math/big.
+	// the scaled norm far below normWithin's band, so that its compensated
+	// sum decides the check without math/big.
 	n := updateNorm(u)
 	t := min(float64(tau)*clip, math.MaxFloat64)
 	marg := (4*min(float64(len(u)), 0x1p40) + 32) * 0x1p-53

@@ -273,3 +273,151 @@ func TestNormWithinExact(t *testing.T) {
 		}
 	}
 }
+
+// checkFast compares fastWithin and normWithin on u with the exact
+// comparison (squaresCmp) and reports whether fastWithin decided.
+func checkFast(t *testing.T, u []float64, clip float64, tau int) bool {
+	t.Helper()
+	want := squaresCmp(u, tau, clip) <= 0
+	within, ok := fastWithin(u, clip, tau)
+	if ok && within != want {
+		t.Fatalf("fastWithin(%v, %v, %d) = %v, decided; exact: %v", u, clip, tau, within, want)
+	}
+	if got := normWithin(u, clip, tau); got != want {
+		t.Fatalf("normWithin(%v, %v, %d) = %v, want %v", u, clip, tau, got, want)
+	}
+	return ok
+}
+
+// TestFastWithinNearTies: the compensated sum's band is a relative
+// (8d + 64) 2^-106; its decisions must be right just outside it and
+// math/big must decide inside it. u = (w, delta): w holds d - 1 Gaussian
+// entries (d = 2 to 300) whose exact sum of squares is W; tau B_g = T is
+// the float64 just above sqrt(W) (tau = 1, or tau = 3 with B_g = T/3
+// rounded), and delta is sqrt(T^2 - W) rounded to float64 (below about
+// 2^-26 T, so that one ulp of it moves the sum of squares by a relative
+// 2^-105 or less) and then moved by 0 to 2^13 of its ulps: sum u_k^2 -
+// (tau B_g)^2 falls at a relative 2^-115 to 2^-88 of either sign, or 0.
+// The vector is spread by a random power of two from 2^-1000 to 2^1000.
+// Both kinds of decision must occur.
+func TestFastWithinNearTies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	fast, slow := 0, 0
+	for i := range 4000 {
+		d := 2 + rng.IntN(299)
+		u := make([]float64, d)
+		W := new(big.Float).SetPrec(4400)
+		for k := range d - 1 {
+			u[k] = rng.NormFloat64()
+			x := new(big.Float).SetPrec(4400).SetFloat64(u[k])
+			W.Add(W, x.Mul(x, x))
+		}
+		T, _ := new(big.Float).SetPrec(4400).Sqrt(W).Float64()
+		T = math.Nextafter(T, math.Inf(1))
+		tau, clip := 1, T
+		if i%4 == 3 {
+			tau, clip = 3, T/3
+		}
+		gap := new(big.Float).SetPrec(4400).SetInt64(int64(tau))
+		gap.Mul(gap, new(big.Float).SetFloat64(clip))
+		gap.Mul(gap, gap).Sub(gap, W)
+		if gap.Sign() <= 0 {
+			continue
+		}
+		delta, _ := new(big.Float).SetPrec(4400).Sqrt(gap).Float64()
+		ulp := math.Nextafter(delta, 1) - delta
+		delta += float64(rng.IntN(1<<rng.IntN(14))*(2*rng.IntN(2)-1)) * ulp
+		u[d-1] = delta
+		rng.Shuffle(d, func(j, k int) { u[j], u[k] = u[k], u[j] })
+		sh := rng.IntN(2001) - 1000
+		for k := range u {
+			u[k] = math.Ldexp(u[k], sh)
+		}
+		if c := math.Ldexp(clip, sh); c > 0 && !math.IsInf(c, 0) {
+			if checkFast(t, u, c, tau) {
+				fast++
+			} else {
+				slow++
+			}
+		}
+	}
+	if fast < 1000 || slow < 100 {
+		t.Errorf("%d near-ties decided by the compensated sum and %d by math/big, want at least 1000 and 100", fast, slow)
+	}
+}
+
+// TestFastWithinWide: vectors of entries of independent magnitudes
+// 10^-320 to 10^300 (subnormals among them), all-subnormal vectors, and
+// vectors of d up to 10^5, against tau B_g at the vector's own norm
+// rounded and 1 ulp either side of it: every decision right (squaresCmp).
+func TestFastWithinWide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	n := 3000
+	if testing.Short() {
+		n = 1000
+	}
+	for i := range n {
+		d := 1 + rng.IntN(30)
+		if i%100 == 0 {
+			d = 1 + rng.IntN(100000)
+		}
+		tau := 1 + rng.IntN(4)
+		u := make([]float64, d)
+		for k := range u {
+			switch {
+			case i%3 == 0:
+				u[k] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(621)-320))
+			case i%3 == 1:
+				u[k] = math.Ldexp(rng.NormFloat64(), -1030-rng.IntN(40)) // subnormal
+			default:
+				u[k] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(21)-10))
+			}
+		}
+		en, _ := exactNorm(u).Float64()
+		if !(en > 0) || math.IsInf(en, 0) {
+			continue
+		}
+		clip := en / float64(tau)
+		for _, c := range []float64{clip, math.Nextafter(clip, 0), math.Nextafter(clip, math.Inf(1))} {
+			if c > 0 && !math.IsInf(c, 0) {
+				checkFast(t, u, c, tau)
+			}
+		}
+	}
+}
+
+// TestFastWithinHonest: honest learners' clipped updates (Clip to B_g,
+// tau = 1: norm B_g up to a relative (d + 6) 2^-53 of rounding) are
+// decided by the compensated sum, not math/big, but where the update is
+// an exact tie. A Gaussian vector's clipped sum of squares misses (B_g)^2
+// by a rounding spread over about 2^-53 (B_g)^2, so it falls within the
+// band, a relative (8d + 64) 2^-106, with probability about
+// (8d + 64) 2^-53 < 1e-10 at d = 10^5: the test fails falsely with
+// probability below 1e-7 over its cases. d = 1 is an exact tie (the clipped
+// entry is B_g) and goes to math/big, decided right.
+func TestFastWithinHonest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	slow, cases := 0, 0
+	for i := range 2000 {
+		d := 2 + rng.IntN(200)
+		if i%200 == 0 {
+			d = 100000
+		}
+		clip := math.Pow(10, float64(rng.IntN(41)-20)) * (1 + rng.Float64())
+		u := make([]float64, d)
+		for k := range u {
+			u[k] = rng.NormFloat64() * clip
+		}
+		Clip(u, clip)
+		cases++
+		if !checkFast(t, u, clip, 1) {
+			slow++
+		}
+	}
+	if slow > 0 {
+		t.Errorf("%d of %d honest clipped updates needed math/big, want 0", slow, cases)
+	}
+	if checkFast(t, []float64{-0.7}, 0.7, 1) {
+		t.Errorf("fastWithin decided the exact tie (0.7) against 0.7, want math/big")
+	}
+}
