@@ -12,7 +12,14 @@
 // server killed at any point and restarted on the same directory resumes
 // at the last released round with the noise stream positioned there
 // (mechanism.WithStartRound), so the released models are those of an
-// uninterrupted run.
+// uninterrupted run. Only a build that draws the run's noise and
+// factorization as the one that started it resumes it (run.json records
+// both; another is refused): finish a run with the build that started it.
+//
+// In a private run the server announces the participation of its privacy
+// record (RunConfig.participation), and each learner checks its data
+// against it at Join (fedopt.CheckEpochs): data that serves a client in
+// more rounds than the record allows is refused before any update.
 //
 // # State integrity
 //
@@ -67,8 +74,9 @@
 // surviving learners' updates: each round runs the protocol of package
 // secagg (Bonawitz et al., CCS 2017) through the calls SecAgg and
 // SubmitMasked of protocol revision 2. The learners quantize their
-// updates to Z_{2^64} (Config.Quantizer, refusing one out of range) and
-// mask them; a phase closes when every learner of the previous phase
+// updates to Z_{2^64} (fedopt.QuantizeUpdate, which holds an update to
+// norm tau B_g exactly, since the server sees only the sum, and refuses
+// one out of range) and mask them; a phase closes when every learner of the previous phase
 // answered, QuorumGrace after the threshold T did, or at RoundTimeout
 // with at least T (fewer: ErrTooFewLearners); the unmasked ring sum is
 // released through fedopt.Server.ReleaseRingSum, to the models of

@@ -4,7 +4,11 @@
 // The content is written to a temporary file in the destination's directory,
 // flushed to stable storage and then renamed over the destination. A rename
 // within one directory is atomic on POSIX file systems, so a crash or an error
-// part-way through leaves any existing file untouched.
+// part-way through leaves any existing file untouched. [WriteDurable] also
+// syncs the directory, so that the new file survives a crash once it
+// returns; [WriteDurableWith] can in addition write a file once (linked into
+// place, never over an existing file: [DurableOptions.Once]) or with exact
+// permission bits.
 //
 // # Which destinations are replaced
 //
