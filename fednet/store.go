@@ -637,7 +637,7 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 		// the mechanism the record was calibrated for.
 		return fmt.Errorf("%s was written by a dpmf that did not record the factorization's digest (privacy.operator_sha256), so this build cannot check that it streams the noise the run's rounds so far were released with: finish the run with the build that started it, or start a new run in a fresh state directory", runPath)
 	} else if !same {
-		return fmt.Errorf("%s describes another run (%s); this one is %s: use a fresh state directory", runPath, compact(rec.Plan), compact(o.plan))
+		return fmt.Errorf("%s describes another run (%s); this one is %s: if it is this run, finish it with the build that started it (a new build can give another plan); otherwise use a fresh state directory", runPath, compact(rec.Plan), compact(o.plan))
 	}
 	if ino, ok := dirInode(st.dir); ok && rec.DirInode != 0 && ino != rec.DirInode {
 		return fmt.Errorf("%s is a copy or a restore of the directory run %v started in (inode %d, this one %d): a copy may lag behind the rounds already released, and resuming it could release a round twice with the same noise; start a fresh run in a fresh state directory", st.dir, st.run, rec.DirInode, ino)
