@@ -19,7 +19,8 @@ import (
 //   - The norm is computed without overflow or underflow in the sum of
 //     squares (gonum's scaled floats.Norm when the plain sum overflows), so
 //     a gradient with entries near 1e300 is clipped along its direction,
-//     not zeroed.
+//     not zeroed, also where its norm exceeds MaxFloat64 (Clip then
+//     returns +Inf).
 //   - Infinite entries: the direction of g is the limit of g/||g|| as its
 //     infinite entries grow together, the vector of their signs (finite
 //     entries become 0), so g becomes bound sign(g_k) / sqrt(m) on the m
@@ -73,7 +74,24 @@ func Clip(g []float64, bound float64) float64 {
 	if norm == 0 || math.IsInf(bound, 1) || bound > 0 && !clipNeeded(g, norm, bound, plain) {
 		return norm // within the bound: g is zero, or g is finite
 	}
-	if s := bound / norm; s >= 0x1p-1022 {
+	if math.IsInf(norm, 1) {
+		// Finite entries whose norm exceeds MaxFloat64: bound/norm would
+		// be 0. With m = max |g_k|, the entries
+		// g_k/m are in [-1, 1], the sum of their squares r^2 in [1, d],
+		// and ||g|| = m r.
+		m := 0.0
+		for _, v := range g {
+			m = max(m, math.Abs(v))
+		}
+		ss := 0.0
+		for _, v := range g {
+			ss += (v / m) * (v / m)
+		}
+		r := math.Sqrt(ss)
+		for k, v := range g {
+			g[k] = v / m / r * bound
+		}
+	} else if s := bound / norm; s >= 0x1p-1022 {
 		floats.Scale(s, g)
 	} else {
 		// bound/norm is subnormal (a bound near 1e-16 and a norm near

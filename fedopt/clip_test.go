@@ -341,3 +341,36 @@ func TestClipExactBound(t *testing.T) {
 		}
 	}
 }
+
+// TestClipNormOverflow: finite entries whose norm exceeds MaxFloat64,
+// (1.7e308, -1.7e308) of norm sqrt(2) 1.7e308 = 2.4e308 (by hand): the
+// norm rounded to +Inf and Clip divided by it, zeroing the gradient
+// instead of clipping it along its direction. The result must be
+// bound (1, -1)/sqrt(2) to within a relative 2^-50 entry by entry (by
+// hand), of exact norm at most the bound (squaresCmp), and Clip returns
+// +Inf, the norm rounded.
+func TestClipNormOverflow(t *testing.T) {
+	for _, c := range []struct {
+		g     []float64
+		bound float64
+		want  []float64
+	}{
+		{[]float64{1.7e308, -1.7e308}, 1, []float64{1 / math.Sqrt2, -1 / math.Sqrt2}},
+		{[]float64{1.7e308, -1.7e308, 0}, 1e-300, []float64{1e-300 / math.Sqrt2, -1e-300 / math.Sqrt2, 0}},
+		{[]float64{1e308, 1e308, 1e308, 1e308}, 3, []float64{1.5, 1.5, 1.5, 1.5}},
+	} {
+		g := slices.Clone(c.g)
+		if norm := Clip(g, c.bound); !math.IsInf(norm, 1) {
+			t.Errorf("Clip(%v, %v) returned norm %v, want +Inf", c.g, c.bound, norm)
+		}
+		for k := range g {
+			if math.Abs(g[k]-c.want[k]) > 0x1p-50*math.Abs(c.want[k]) {
+				t.Errorf("Clip(%v, %v) = %v, want %v", c.g, c.bound, g, c.want)
+				break
+			}
+		}
+		if squaresCmp(g, 1, c.bound) > 0 {
+			t.Errorf("Clip(%v, %v) = %v of norm %v, want at most %v", c.g, c.bound, g, exactNorm(g), c.bound)
+		}
+	}
+}
