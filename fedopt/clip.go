@@ -76,9 +76,8 @@ func Clip(g []float64, bound float64) float64 {
 	}
 	if math.IsInf(norm, 1) {
 		// Finite entries whose norm exceeds MaxFloat64: bound/norm would
-		// be 0. With m = max |g_k|, the entries
-		// g_k/m are in [-1, 1], the sum of their squares r^2 in [1, d],
-		// and ||g|| = m r.
+		// be 0. With m = max |g_k|, the entries g_k/m are in [-1, 1], the
+		// sum of their squares r^2 in [1, d], and ||g|| = m r.
 		m := 0.0
 		for _, v := range g {
 			m = max(m, math.Abs(v))
@@ -137,7 +136,8 @@ func clipNeeded(g []float64, norm, bound float64, plain bool) bool {
 // (finite, or +Inf for nothing to do), until its exact norm is at most
 // bound ([normWithin]): each try rounds every entry times 1 - m, m = 2 eps
 // at first and doubled each time, which lowers every nonzero normal entry
-// by at least one ulp and never raises one. After 52 tries g is zero.
+// by at least one ulp and never raises one; after 52 tries g is set to
+// zero.
 func fitWithin(g []float64, bound float64) {
 	if !(bound > 0) || math.IsInf(bound, 1) {
 		return // g is zero for bound = 0
