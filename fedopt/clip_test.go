@@ -253,3 +253,124 @@ func TestCheckUpdateBoundOverflow(t *testing.T) {
 		t.Errorf("UpdateBound(1e300, 2^30) = %v, want finite", b)
 	}
 }
+
+// TestClipExactBound: Clip's result has norm at most the bound in exact
+// arithmetic (squaresCmp, 4400-bit sums independent of the package's norm
+// checks), and an input already within the bound exactly comes back bit
+// for bit. Before Clip checked its result, (1, 1, 1) clipped to 1 became
+// three entries of fl(1/fl(sqrt 3)) = 0.5773502691896258, of norm
+// 1 + 1.3e-16 (and (+Inf, -Inf, +Inf, 2) the same up to signs). Seeded adversarial inputs: random Gaussian vectors of
+// 1 to 64 entries with magnitudes 1e-300 to 1e300 (and mixed 1e-300..1e300
+// within one vector), single nonzero entries among zeros, d = 10^3 and
+// 10^5, bounds at the rounded norm and +-1 and 2 ulps of it, at the
+// norm's half (always scaled) and at random; infinite entries, and bounds
+// whose ratio to the norm is subnormal.
+func TestClipExactBound(t *testing.T) {
+	check := func(orig []float64, bound float64) {
+		t.Helper()
+		g := slices.Clone(orig)
+		Clip(g, bound)
+		finite := !slices.ContainsFunc(orig, func(v float64) bool { return math.IsInf(v, 0) })
+		if finite && squaresCmp(orig, 1, bound) <= 0 {
+			for k := range g {
+				if math.Float64bits(g[k]) != math.Float64bits(orig[k]) {
+					t.Fatalf("Clip(%v, %v) = %v, want it unchanged (norm within the bound)", orig, bound, g)
+				}
+			}
+			return
+		}
+		if squaresCmp(g, 1, bound) > 0 {
+			t.Fatalf("Clip(%v, %v) = %v of norm %v, want at most %v", orig, bound, g, exactNorm(g), bound)
+		}
+		for k := range g {
+			if g[k] != 0 && math.Signbit(g[k]) != math.Signbit(orig[k]) {
+				t.Fatalf("Clip(%v, %v) = %v: entry %d changed sign", orig, bound, g, k)
+			}
+		}
+	}
+	check([]float64{1, 1, 1}, 1)
+	check([]float64{math.Inf(1), math.Inf(-1), math.Inf(1), 2}, 1)
+	check([]float64{0, 0, -3, 0}, 2)
+	check([]float64{0, 3, 0}, 3)
+	check([]float64{1.7e308, -1.7e308, 1e300}, 1e-300)
+	rng := rand.New(rand.NewPCG(31, 32))
+	bounds := func(g []float64) []float64 {
+		n, _ := exactNorm(g).Float64()
+		return []float64{n, math.Nextafter(n, 0), math.Nextafter(n, math.Inf(1)),
+			math.Nextafter(math.Nextafter(n, 0), 0), math.Nextafter(math.Nextafter(n, math.Inf(1)), math.Inf(1)),
+			n / 2, n * rng.Float64() * 2, n * 0x1p-1040}
+	}
+	for i := range 3000 {
+		d := 1 + rng.IntN(64)
+		g := make([]float64, d)
+		scale := math.Pow(10, float64(rng.IntN(601)-300))
+		for k := range g {
+			switch {
+			case i%5 == 1:
+				g[k] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(601)-300))
+			case i%5 == 2 && k != d/2:
+				g[k] = 0
+			default:
+				g[k] = rng.NormFloat64() * scale
+			}
+		}
+		if i%7 == 3 {
+			g[rng.IntN(d)] = math.Inf(1 - 2*rng.IntN(2))
+			check(g, math.Abs(rng.NormFloat64())*scale)
+			continue
+		}
+		for _, b := range bounds(g) {
+			if b > 0 && !math.IsInf(b, 0) {
+				check(g, b)
+			}
+		}
+	}
+	n := 3
+	if testing.Short() {
+		n = 1
+	}
+	for _, d := range []int{1000, 100000} {
+		for range n {
+			g := make([]float64, d)
+			for k := range g {
+				g[k] = rng.NormFloat64()
+			}
+			for _, b := range bounds(g)[:6] {
+				check(g, b)
+			}
+		}
+	}
+}
+
+// TestClipNormOverflow: finite entries whose norm exceeds MaxFloat64,
+// (1.7e308, -1.7e308) of norm sqrt(2) 1.7e308 = 2.4e308 (by hand): the
+// norm rounded to +Inf and Clip divided by it, zeroing the gradient
+// instead of clipping it along its direction. The result must be
+// bound (1, -1)/sqrt(2) to within a relative 2^-50 entry by entry (by
+// hand), of exact norm at most the bound (squaresCmp), and Clip returns
+// +Inf, the norm rounded.
+func TestClipNormOverflow(t *testing.T) {
+	for _, c := range []struct {
+		g     []float64
+		bound float64
+		want  []float64
+	}{
+		{[]float64{1.7e308, -1.7e308}, 1, []float64{1 / math.Sqrt2, -1 / math.Sqrt2}},
+		{[]float64{1.7e308, -1.7e308, 0}, 1e-300, []float64{1e-300 / math.Sqrt2, -1e-300 / math.Sqrt2, 0}},
+		{[]float64{1e308, 1e308, 1e308, 1e308}, 3, []float64{1.5, 1.5, 1.5, 1.5}},
+	} {
+		g := slices.Clone(c.g)
+		if norm := Clip(g, c.bound); !math.IsInf(norm, 1) {
+			t.Errorf("Clip(%v, %v) returned norm %v, want +Inf", c.g, c.bound, norm)
+		}
+		for k := range g {
+			if math.Abs(g[k]-c.want[k]) > 0x1p-50*math.Abs(c.want[k]) {
+				t.Errorf("Clip(%v, %v) = %v, want %v", c.g, c.bound, g, c.want)
+				break
+			}
+		}
+		if squaresCmp(g, 1, c.bound) > 0 {
+			t.Errorf("Clip(%v, %v) = %v of norm %v, want at most %v", c.g, c.bound, g, exactNorm(g), c.bound)
+		}
+	}
+}

@@ -12,8 +12,15 @@ import (
 // A compensated (double-double) sum of squares decides whenever it is
 // farther from (tau clip)^2 than its rigorous error bound, a relative
 // (8d + 64) 2^-106 ([fastWithin]); only within that band, in practice an
-// exact tie, is the sum computed exactly ([exactWithin]).
+// exact tie, is the sum computed exactly ([exactWithin]). A single entry
+// (and, in that band, a single nonzero entry) is compared with tau clip
+// exactly in float64 ([singleWithin]).
 func normWithin(u []float64, clip float64, tau int) bool {
+	if len(u) == 1 {
+		if within, ok := singleWithin(u[0], clip, tau); ok {
+			return within
+		}
+	}
 	if within, ok := fastWithin(u, clip, tau); ok {
 		return within
 	}
@@ -169,25 +176,35 @@ func exactWithin(u []float64, clip float64, tau int) bool {
 	// 2^max(e-53, -1074): its square lies below 2^(2e) and is a multiple
 	// of 2^(2 max(e-53, -1074)). The sum of d < 2^63 of them spans fewer
 	// than hi - lo + 64 bits, so that precision keeps every sum exact.
-	hi, lo, seen := 0, 0, false
+	hi, lo, nz, last := 0, 0, 0, 0.0
 	for _, v := range u {
 		if v == 0 {
 			continue
 		}
 		_, e := math.Frexp(v)
 		h, l := 2*e, 2*max(e-53, -1074)
-		if !seen {
-			hi, lo, seen = h, l, true
+		if nz == 0 {
+			hi, lo = h, l
 		}
-		hi, lo = max(hi, h), min(lo, l)
+		hi, lo, nz, last = max(hi, h), min(lo, l), nz+1, v
 	}
-	if !seen {
+	switch {
+	case nz == 0:
 		return true
+	case nz == 1:
+		// A single nonzero entry (every d = 1 vector): its norm is |v|,
+		// a tie at the bound is decided without math/big.
+		if within, ok := singleWithin(last, clip, tau); ok {
+			return within
+		}
 	}
 	prec := uint(hi-lo) + 64
 	ss := new(big.Float).SetPrec(prec)
 	sq := new(big.Float).SetPrec(prec)
 	for _, v := range u {
+		if v == 0 {
+			continue
+		}
 		sq.SetFloat64(v)
 		ss.Add(ss, sq.Mul(sq, sq))
 	}
@@ -197,6 +214,31 @@ func exactWithin(u []float64, clip float64, tau int) bool {
 	b.Mul(b, new(big.Float).SetFloat64(clip))
 	b.Mul(b, b)
 	return ss.Cmp(b) <= 0
+}
+
+// singleWithin reports whether |v| <= tau clip in exact arithmetic, for a
+// finite v and a finite clip > 0, from float64 operations alone; ok is
+// false where it cannot (tau >= 2^53, or tau clip near or past the ends
+// of the normal range). With p = fl(tau clip) and its rounding error
+// lo = tau clip - p exact (a fused multiply-add, p >= 2^-968), |lo| is at
+// most half the gap from p to its neighbour on lo's side: |v| > p means
+// |v| >= p's successor > p + lo, |v| < p means |v| <= p's predecessor <
+// p + lo, and |v| = p is within iff lo >= 0.
+func singleWithin(v, clip float64, tau int) (within, ok bool) {
+	a := math.Abs(v)
+	if tau == 1 {
+		return a <= clip, true
+	}
+	if int64(tau) >= 1<<53 {
+		return false, false
+	}
+	ft := float64(tau)
+	p := float64(ft * clip)
+	if math.IsInf(p, 0) || p < 0x1p-968 {
+		return false, false
+	}
+	lo := math.FMA(ft, clip, -p)
+	return a < p || a == p && lo >= 0, true
 }
 
 // fitNorm makes an accepted update u exactly within the bound the

@@ -421,3 +421,35 @@ func TestFastWithinHonest(t *testing.T) {
 		t.Errorf("fastWithin decided the exact tie (0.7) against 0.7, want math/big")
 	}
 }
+
+// TestNormWithinSingleEntry: a vector with one nonzero entry v (d = 1, or
+// zeros around it) is decided by float64 comparisons ([singleWithin]) or,
+// out of their range, math/big; either way the decision must be the exact
+// comparison of v^2 with (tau clip)^2 (squaresCmp). v is fl(tau clip) and
+// its neighbours, so that the rounding error of tau clip decides, for
+// random clips of magnitudes 1e-320 to 1e308 and tau up to 2^40.
+func TestNormWithinSingleEntry(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for range 20000 {
+		tau := 1 + rng.IntN(1000)
+		if rng.IntN(4) == 0 {
+			tau = 1 + int(rng.Int64N(1<<40))
+		}
+		clip := math.Abs(rng.NormFloat64()) * math.Pow(10, float64(rng.IntN(629)-320))
+		p := float64(tau) * clip
+		if !(clip > 0) || math.IsInf(p, 0) || p == 0 {
+			continue
+		}
+		d := 1 + rng.IntN(3)*rng.IntN(5)
+		for _, v := range []float64{p, math.Nextafter(p, 0), math.Nextafter(p, math.Inf(1)), -p} {
+			u := make([]float64, d)
+			u[rng.IntN(d)] = v
+			if got, want := normWithin(u, clip, tau), squaresCmp(u, tau, clip) <= 0; got != want {
+				t.Fatalf("normWithin(%v, %v, %d) = %v, want %v", u, clip, tau, got, want)
+			}
+			if got, want := exactWithin(u, clip, tau), squaresCmp(u, tau, clip) <= 0; got != want {
+				t.Fatalf("exactWithin(%v, %v, %d) = %v, want %v", u, clip, tau, got, want)
+			}
+		}
+	}
+}
