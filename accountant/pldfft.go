@@ -1195,14 +1195,20 @@ func (d *lossDist) trim() {
 	// The bound of the part other than prop: what the masses dropped add
 	// to it at most doubles it (not to be lifted to prop's, which may be
 	// far above it at tau).
-	limit := math.Exp(d.logErr)
-	s, cut := 0.0, 0
+	// In logs: the weights m_i e^(tau i) and the bound e^logErr may be
+	// far below the float64 range (a large tilt at a very negative
+	// index), where products underflowed to 0 and masses of any size
+	// were dropped and counted as 0. 1e-9 covers the rounding of the logs.
+	ls, cut := math.Inf(-1), 0
 	for i, v := range d.mass {
-		w := v * math.Exp(d.tau*float64(d.lo+i))
-		if s+w > limit || math.IsNaN(w) || math.IsInf(w, 0) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
 			break
 		}
-		s += w
+		l := logAdd(ls, logf(math.Abs(v))+d.tau*float64(d.lo+i)+1e-9)
+		if l > d.logErr || math.IsNaN(l) {
+			break
+		}
+		ls = l
 		cut = i + 1
 	}
 	if cut == 0 || cut >= len(d.mass) {
@@ -1210,10 +1216,10 @@ func (d *lossDist) trim() {
 	}
 	d.mass = d.mass[cut:]
 	d.lo += cut
-	logW := logAdd(d.logErr+d.logGapW, logf(s))
-	d.logErr = logAdd(d.logErr, logf(s))
+	logW := logAdd(d.logErr+d.logGapW, ls)
+	d.logErr = logAdd(d.logErr, ls)
 	d.logGapW = math.Max(logW-d.logErr, 0)
 	if d.perIdx {
-		d.logC = logAdd(d.logC, logf(s)) // an l1 error at tau
+		d.logC = logAdd(d.logC, ls) // an l1 error at tau
 	}
 }
