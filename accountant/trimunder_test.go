@@ -46,3 +46,50 @@ func TestTrimUnderflowKeepsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestTiltedTinyTopMass: tilted divides the tilted masses m_i e^(t (i -
+// last)) by their sum Z, at most the top mass; where that is subnormal
+// (1e-310 here), 1/Z overflowed and the composition's masses and error
+// bound came out NaN. And the masses lost to underflow before the
+// division weigh up to 2^-1074 / Z each in the normalised units, not the
+// 2^-1074 its callers counted. a has 0.3 at index 0 and the top mass at
+// 186 (or 0.5 at 0 and 1e-300 at 200), composed with b = (0.5, 0.5) at
+// tilt 4 per index; the exact composition is computed directly, and every
+// tail sum of the difference must be within errFrom (a NaN bound fails).
+func TestTiltedTinyTopMass(t *testing.T) {
+	for _, c := range []struct {
+		n        int
+		bot, top float64
+	}{{187, 0.3, 1e-310}, {201, 0.5, 1e-300}} {
+		am := make([]float64, c.n)
+		am[0], am[c.n-1] = c.bot, c.top
+		a := &lossDist{lo: 0, mass: am, tau: 4, logErr: math.Inf(-1)}
+		b := &lossDist{lo: 0, mass: []float64{0.5, 0.5}, tau: 4, logErr: math.Inf(-1)}
+		exact := make([]float64, c.n+1)
+		for i, x := range am {
+			for j, y := range b.mass {
+				exact[i+j] += x * y
+			}
+		}
+		for _, spans := range []*tailSpans{nil, {lowB: 0}} {
+			r, err := convolveBound(a, b, 4, spans)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := -2; j <= c.n+1; j++ {
+				diff := 0.0
+				for i := max(j, 0); i < len(exact); i++ {
+					got := 0.0
+					if k := i - r.lo; k >= 0 && k < len(r.mass) {
+						got = r.mass[k]
+					}
+					diff += exact[i] - got
+				}
+				if bd := r.errFrom(float64(j)); !(math.Abs(diff) <= bd*(1+1e-9)+r.rel*exact[0]) {
+					t.Errorf("top %v, spans %v: tail sum at %d of the error is %.6g, bound %.6g", c.top, spans != nil, j, diff, bd)
+					break
+				}
+			}
+		}
+	}
+}
