@@ -370,8 +370,9 @@ func spreadGuess(d *lossDist, k int, tail float64) float64 {
 // tilted returns d's masses times e^(t (i - last)) / Z (last the top of the
 // support, Z making their sum 1), wrapped into a sequence of length n, with
 // log Z and a bound on their relative rounding error. A mass whose tilted
-// value underflows is lost; the loss is at most n 2^-1074 in the tilted l1
-// norm, which the caller adds to its error.
+// value underflows (before the division by Z) is lost; the loss is at most
+// n 2^-1074 / Z in the tilted l1 norm (Z <= 1; tiny where the top mass
+// is), which the caller adds to its error ([lostBound]).
 func (d *lossDist) tilted(t float64, n int) (seq []float64, logZ, rel float64) {
 	_, last := d.support()
 	// The tilted masses go straight into seq when they fit, else into w
@@ -391,6 +392,13 @@ func (d *lossDist) tilted(t float64, n int) (seq []float64, logZ, rel float64) {
 		}
 	})
 	z := sum(w)
+	if z < 0x1p-900 {
+		// A subnormal or tiny Z: 1/Z would overflow (masses +Inf, NaN).
+		// Scaling by a power of two is exact here.
+		scale(w, 0x1p600)
+		z = sum(w)
+		defer func() { logZ -= 600 * math.Ln2 }()
+	}
 	inv := 1 / z
 	if len(d.mass) > n {
 		// Wrapped: the sums into seq stay in order.
@@ -406,6 +414,13 @@ func (d *lossDist) tilted(t float64, n int) (seq []float64, logZ, rel float64) {
 	// same computed log z, so it cancels.
 	rel = 8 * unitRound * (2 + t*float64(len(d.mass)) + float64(len(d.mass)/n))
 	return seq, logf(z), rel
+}
+
+// lostBound returns 16 n 2^-1074 / Z, Z = e^logZ: a bound, with room for
+// rounding, on the tilted l1 norm of the masses tilted lost to underflow
+// (+Inf where it overflows: no bound).
+func lostBound(n int, logZ float64) float64 {
+	return math.Exp(logf(float64(n)) - 1070*math.Ln2 - logZ)
 }
 
 // logWeight returns log sum_i m_i e^(t (lo+i)) from tilted's log Z.
@@ -587,9 +602,10 @@ func convolveBound(a, b *lossDist, t float64, spans *tailSpans) (*lossDist, erro
 		fftP = perIndex
 		fftC = prod + 2*unitRound*sum(w)
 	}
-	fftC += float64(na+nb) * 0x1p-1070
-	fftErr += float64(na+nb) * 0x1p-1070 // tilted masses lost to underflow
-	fftErrW += float64(na+nb) * 0x1p-1070
+	lost := lostBound(na, logZa) + lostBound(nb, logZb) // tilted masses lost to underflow
+	fftC += lost
+	fftErr += lost
+	fftErrW += lost
 	top := lastA + lastB
 	r.mass = make([]float64, na+nb-1)
 	expMax := untiltAll(r.mass, func(s int) float64 { return w[s] },
@@ -857,7 +873,7 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	build := func(w []float64, perIndex float64) *lossDist {
 		r := base
 		E := perIndex*terms + 2*unitRound*math.Pow(m, kf) + foldErr +
-			kf*float64(n1)*0x1p-1070*math.Pow(m+1e-300, kf-1)
+			kf*lostBound(n1, logZ)*math.Pow(m+1e-300, kf-1)
 		r.lo = k*d.lo + sA
 		r.mass = make([]float64, sB-sA+1)
 		expMax := untiltAll(r.mass, func(i int) float64 { return w[(i+sA)%n] },
@@ -869,7 +885,7 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 		// weighted l1 norm of the error counts each of the window's
 		// entries at perIndex, not terms of them.
 		EW := perIndex*float64(sB-sA+1) + 2*unitRound*math.Pow(m, kf) + foldErr +
-			kf*float64(n1)*0x1p-1070*math.Pow(m+1e-300, kf-1)
+			kf*lostBound(n1, logZ)*math.Pow(m+1e-300, kf-1)
 		r.logErr = logf(E) + kf*logZ + t*float64(k*d.lo+top)
 		logW := logf(EW) + kf*logZ + t*float64(k*d.lo+top)
 		r.logGapW = math.Max(logW-r.logErr, 0)
@@ -1195,14 +1211,20 @@ func (d *lossDist) trim() {
 	// The bound of the part other than prop: what the masses dropped add
 	// to it at most doubles it (not to be lifted to prop's, which may be
 	// far above it at tau).
-	limit := math.Exp(d.logErr)
-	s, cut := 0.0, 0
+	// In logs: the weights m_i e^(tau i) and the bound e^logErr may be
+	// far below the float64 range (a large tilt at a very negative
+	// index), where products underflowed to 0 and masses of any size
+	// were dropped and counted as 0. 1e-9 covers the rounding of the logs.
+	ls, cut := math.Inf(-1), 0
 	for i, v := range d.mass {
-		w := v * math.Exp(d.tau*float64(d.lo+i))
-		if s+w > limit || math.IsNaN(w) || math.IsInf(w, 0) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
 			break
 		}
-		s += w
+		l := logAdd(ls, logf(math.Abs(v))+d.tau*float64(d.lo+i)+1e-9)
+		if l > d.logErr || math.IsNaN(l) {
+			break
+		}
+		ls = l
 		cut = i + 1
 	}
 	if cut == 0 || cut >= len(d.mass) {
@@ -1210,10 +1232,10 @@ func (d *lossDist) trim() {
 	}
 	d.mass = d.mass[cut:]
 	d.lo += cut
-	logW := logAdd(d.logErr+d.logGapW, logf(s))
-	d.logErr = logAdd(d.logErr, logf(s))
+	logW := logAdd(d.logErr+d.logGapW, ls)
+	d.logErr = logAdd(d.logErr, ls)
 	d.logGapW = math.Max(logW-d.logErr, 0)
 	if d.perIdx {
-		d.logC = logAdd(d.logC, logf(s)) // an l1 error at tau
+		d.logC = logAdd(d.logC, ls) // an l1 error at tau
 	}
 }

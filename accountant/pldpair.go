@@ -122,7 +122,7 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	base := *r
 	build := func(w []float64, perIndex float64) *lossDist {
 		r := base
-		lost := 2 * kf * float64(na+nb) * 0x1p-1070 * math.Pow(math.Max(ma, mb)+1e-300, 2*kf-1)
+		lost := 2 * kf * (lostBound(na, logZa) + lostBound(nb, logZb)) * math.Pow(math.Max(ma, mb)+1e-300, 2*kf-1)
 		mk := math.Pow(ma, kf) * math.Pow(mb, kf)
 		E := perIndex*terms + 2*unitRound*mk + foldErr + lost
 		EW := perIndex*float64(sB-sA+1) + 2*unitRound*mk + foldErr + lost
