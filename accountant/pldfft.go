@@ -345,6 +345,27 @@ func scanMin(f func(float64) float64, guess, cost float64) (arg, val float64) {
 // a scanMin evaluation that calls it once), in units of par.Grain's.
 func mgfCost(n int) float64 { return 2 * float64(n) }
 
+// windowTails returns Chernoff bounds on the masses that the window of
+// offsets sA..sB leaves out of a k-fold composition over offsets
+// 0..full-1 whose step has the log MGF mgf (logMt: that of the step tilted
+// at the composition's tilt, normalised): above, the composition's mass
+// above sB (0 if sB is the last offset), which a pessimistic distribution
+// adds to its infinite mass; and fold, the tilted composition's mass on
+// both sides, which the cyclic transform folds into the window (an error).
+func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int, guess, cost float64) (above, fold float64) {
+	if sB < full-1 {
+		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess, cost)
+		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess, cost)
+		above = math.Exp(up)
+		fold += math.Exp(upT)
+	}
+	if sA > 0 {
+		_, dnT := scanMin(func(s float64) float64 { return kf*logMt(-s) + s*float64(sA-1) }, guess, cost)
+		fold += math.Exp(dnT)
+	}
+	return above, fold
+}
+
 // spreadGuess returns sqrt(2 log(1/tail) / (k var)), var the variance of
 // d's offsets under its normalised masses: the Chernoff parameter of a
 // Gaussian of the composed variance. It is 0 for a point mass.
@@ -839,21 +860,9 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+
 			" > 2^24 points at interval "+ftoa(h), h)
 	}
-	// The tail masses outside the window: of the composition above it (to
-	// the infinite mass of a pessimistic distribution), and of the tilted
-	// composition on both sides (to the error).
-	foldErr := 0.0
-	if sB < full-1 {
-		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess, cost)
-		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess, cost)
-		if pes {
-			r.inf = math.Min(1, r.inf+math.Exp(up))
-		}
-		foldErr += math.Exp(upT)
-	}
-	if sA > 0 {
-		_, dnT := scanMin(func(s float64) float64 { return kf*logMt(-s) + s*float64(sA-1) }, guess, cost)
-		foldErr += math.Exp(dnT)
+	above, foldErr := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
+	if pes && sB < full-1 {
+		r.inf = math.Min(1, r.inf+above)
 	}
 	n := fastLen(sB - sA + 1)
 	if sA == 0 && sB == full-1 {

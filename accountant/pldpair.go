@@ -96,18 +96,9 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	if sB-sA+1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+" > 2^24 points at interval "+ftoa(h), h)
 	}
-	foldErr := 0.0
-	if sB < full-1 {
-		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess, cost)
-		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess, cost)
-		if pes {
-			r.inf = math.Min(1, r.inf+math.Exp(up))
-		}
-		foldErr += math.Exp(upT)
-	}
-	if sA > 0 {
-		_, dnT := scanMin(func(s float64) float64 { return kf*logMt(-s) + s*float64(sA-1) }, guess, cost)
-		foldErr += math.Exp(dnT)
+	above, foldErr := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
+	if pes && sB < full-1 {
+		r.inf = math.Min(1, r.inf+above)
 	}
 	n := fastLen(sB - sA + 1)
 	if sA == 0 && sB == full-1 {
