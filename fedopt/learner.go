@@ -217,9 +217,11 @@ func (l *Learner) UpdateContext(ctx context.Context, u []float64, r int, x []flo
 	// margin: scale
 	// such a sum back to tau B_g (it only removes rounding), so that the
 	// server never refuses an honest update. Below the margin nothing
-	// changes, bit for bit.
+	// changes, bit for bit. Where tau B_g overflows, the sum is scaled to
+	// MaxFloat64, the server's bound then (Clip with +Inf would leave an
+	// overflowed sum infinite).
 	if l.clip > 0 && updateNorm(u) > UpdateBound(l.clip, l.tau) {
-		Clip(u, float64(l.tau)*l.clip)
+		Clip(u, min(float64(l.tau)*l.clip, math.MaxFloat64))
 	}
 	return nil
 }

@@ -171,3 +171,30 @@ func TestPrivateServerRefusesNonFinite(t *testing.T) {
 		t.Errorf("x^1 = %v, want [-0.5 0]", x)
 	}
 }
+
+// TestUpdateOverflowingBoundAccepted: where tau B_g overflows float64
+// (B_g = MaxFloat64/2, tau = 4), an honest learner's sum of clipped
+// gradients (each MaxFloat64/2, a sum past MaxFloat64) must still be sent
+// within the server's bound, MaxFloat64 (UpdateBound), and so within
+// tau B_g exactly. The learner used to clip the sum to fl(tau B_g) =
+// +Inf, which leaves it unchanged (an infinite entry), and the server
+// refused it.
+func TestUpdateOverflowingBoundAccepted(t *testing.T) {
+	const tau, clip = 4, math.MaxFloat64 / 2
+	cfg := Config{Algorithm: Independent, Eta: 1, EtaG: 1, Clip: clip}
+	l, err := NewLearner(linearModel{}, constStream{[]float64{math.MaxFloat64}}, cfg, tau, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := make([]float64, 1)
+	if err := l.Update(u, 0, []float64{0}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(Config{Algorithm: NonPrivate, Eta: 1, EtaG: 1, Clip: clip}, Shape{Learners: 1, Rounds: 1, Tau: tau, Dim: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.CheckUpdate(u); err != nil {
+		t.Errorf("honest update %v refused: %v", u, err)
+	}
+}
