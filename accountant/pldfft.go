@@ -345,6 +345,39 @@ func scanMin(f func(float64) float64, guess, cost float64) (arg, val float64) {
 // a scanMin evaluation that calls it once), in units of par.Grain's.
 func mgfCost(n int) float64 { return 2 * float64(n) }
 
+// lowerTilt returns the tilt t lowered by factors of 0.8 (at most 12
+// times, to 0.07 of it) while the upper Chernoff end, at tail mass fold,
+// of the k-fold composition tilted at t (step log MGF mgf) lies further
+// above the untilted composition's window [-negA, b0] than that window's
+// length: a mixture's rare large losses, tilted up, can stretch the
+// window, and the FFT, tenfold.
+func lowerTilt(t, kf float64, mgf func(float64) float64, negA, b0, fold, guess, cost float64) float64 {
+	for range 12 {
+		mt := mgf(t)
+		_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess, cost)
+		if !(b1-b0 > 2*(b0+negA)) {
+			break
+		}
+		t *= 0.8
+	}
+	return t
+}
+
+// chernoffWindow returns the window sA..sB of a composition's offsets
+// 0..full-1: from its lower Chernoff end -negA to the larger of the upper
+// ends of the composition (b0) and of its tilted version (b1), clamped to
+// the offsets (NaN ends leave the window at its full extent).
+func chernoffWindow(negA, b0, b1 float64, full int) (sA, sB int) {
+	sA, sB = 0, full-1
+	if a := math.Floor(-negA); a > 0 && !math.IsNaN(a) {
+		sA = int(math.Min(a, float64(full-1)))
+	}
+	if b := math.Ceil(math.Max(b0, b1)); b < float64(full-1) && !math.IsNaN(b) {
+		sB = max(int(b), sA)
+	}
+	return sA, sB
+}
+
 // windowTails returns Chernoff bounds on the masses that the window of
 // offsets sA..sB leaves out of a k-fold composition over offsets
 // 0..full-1 whose step has the log MGF mgf (logMt: that of the step tilted
@@ -836,26 +869,12 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	// bound there is delta^(3/4) times the rounding of the tilted masses).
 	t := d.tau
 	if t == 0 {
-		t = kTilt(d, k, guess, logTail)
-		for range 12 {
-			mt := mgf(t)
-			_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess, cost)
-			if !(b1-b0 > 2*(b0+negA)) {
-				break
-			}
-			t *= 0.8
-		}
+		t = lowerTilt(kTilt(d, k, guess, logTail), kf, mgf, negA, b0, fold, guess, cost)
 	}
 	mt := mgf(t)
 	logMt := func(s float64) float64 { return mgf(t+s) - mt }
 	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logf(fold)) / s }, guess, cost)
-	sA, sB := 0, full-1
-	if a := math.Floor(-negA); a > 0 && !math.IsNaN(a) {
-		sA = int(math.Min(a, float64(full-1)))
-	}
-	if b := math.Ceil(math.Max(b0, b1)); b < float64(full-1) && !math.IsNaN(b) {
-		sB = max(int(b), sA)
-	}
+	sA, sB := chernoffWindow(negA, b0, b1, full)
 	if sB-sA+1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+
 			" > 2^24 points at interval "+ftoa(h), h)

@@ -74,25 +74,12 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	g := guess * math.Sqrt(logf(tiltTarget)/logTail)
 	t, _ := scanMin(func(s float64) float64 { return (kf*mgf(s) - logf(tiltTarget)) / s }, g, cost)
 	t = math.Min(t, 1.5*g)
-	for range 12 {
-		mt := mgf(t)
-		_, b1 := scanMin(func(s float64) float64 { return (kf*(mgf(t+s)-mt) - logf(fold)) / s }, guess, cost)
-		if !(b1-b0 > 2*(b0+negA)) {
-			break
-		}
-		t *= 0.8
-	}
+	t = lowerTilt(t, kf, mgf, negA, b0, fold, guess, cost)
 	r.tau = t
 	mt := mgf(t)
 	logMt := func(s float64) float64 { return mgf(t+s) - mt }
 	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logf(fold)) / s }, guess, cost)
-	sA, sB := 0, full-1
-	if x := math.Floor(-negA); x > 0 && !math.IsNaN(x) {
-		sA = int(math.Min(x, float64(full-1)))
-	}
-	if x := math.Ceil(math.Max(b0, b1)); x < float64(full-1) && !math.IsNaN(x) {
-		sB = max(int(x), sA)
-	}
+	sA, sB := chernoffWindow(negA, b0, b1, full)
 	if sB-sA+1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+" > 2^24 points at interval "+ftoa(h), h)
 	}
