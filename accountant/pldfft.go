@@ -345,6 +345,22 @@ func scanMin(f func(float64) float64, guess, cost float64) (arg, val float64) {
 // a scanMin evaluation that calls it once), in units of par.Grain's.
 func mgfCost(n int) float64 { return 2 * float64(n) }
 
+// inverseBound returns the inverse transform w of the length-n spectrum
+// c (its n/2+1 coefficients), and a bound on each entry's error: the
+// coefficients err by at most in[j] (outAbs[j] bounds |c_j|), which the
+// inverse spreads over the entries by at most the smaller of their l1
+// norm / n and l2 norm / sqrt(n), plus the inverse FFT's own rounding,
+// fftErrorConst(n) times the coefficients' l1 norm with their errors, / n.
+func inverseBound(tr *fourier.FFT, c []complex128, in, outAbs []float64, n int) (w []float64, perIndex float64) {
+	nf := float64(n)
+	F1, F2 := weightedSums(in, n)
+	out1, _ := weightedSums(outAbs, n)
+	w = tr.Sequence(nil, c)
+	scale(w, 1/nf)
+	perIndex = math.Min(F1/nf, F2/math.Sqrt(nf)) + fftErrorConst(n)*(out1+F1)/nf
+	return w, perIndex
+}
+
 // lowerTilt returns the tilt t lowered by factors of 0.8 (at most 12
 // times, to 0.07 of it) while the upper Chernoff end, at tail mass fold,
 // of the k-fold composition tilted at t (step log MGF mgf) lies further
@@ -1063,12 +1079,7 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 			c[j] = p
 		}
 	})
-	F1, F2 := weightedSums(in, n)
-	out1, _ := weightedSums(outAbs, n)
-	w = tr.Sequence(nil, c)
-	scale(w, 1/nf)
-	perIndex = math.Min(F1/nf, F2/math.Sqrt(nf)) + fe*(out1+F1)/nf
-	return w, perIndex
+	return inverseBound(tr, c, in, outAbs, n)
 }
 
 // refineBudget bounds the terms refineSpectrum sums in double-words (about

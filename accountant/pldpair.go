@@ -204,10 +204,8 @@ func pairAbs(z complex128) float64 { return math.Hypot(real(z), imag(z)) * (1 + 
 // the powers a and b, and a bound on the error of each entry: with P_a
 // and P_b the exact powers, |p_a p_b - P_a P_b| <= f_a |p_b| + (|p_a| +
 // f_a) f_b, plus sqrt5 u |p_a| |p_b| for the product's rounding, and the
-// inverse transform as in kthPower.
+// inverse transform as in kthPower ([inverseBound]).
 func pairInverse(tr *fourier.FFT, a, b *specPower, n int) (w []float64, perIndex float64) {
-	nf := float64(n)
-	fe := fftErrorConst(n)
 	c := make([]complex128, len(a.p))
 	in := make([]float64, len(a.p))
 	outAbs := make([]float64, len(a.p))
@@ -219,10 +217,5 @@ func pairInverse(tr *fourier.FFT, a, b *specPower, n int) (w []float64, perIndex
 			outAbs[j] = pairAbs(c[j])
 		}
 	})
-	F1, F2 := weightedSums(in, n)
-	out1, _ := weightedSums(outAbs, n)
-	w = tr.Sequence(nil, c)
-	scale(w, 1/nf)
-	perIndex = math.Min(F1/nf, F2/math.Sqrt(nf)) + fe*(out1+F1)/nf
-	return w, perIndex
+	return inverseBound(tr, c, in, outAbs, n)
 }
