@@ -335,19 +335,10 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	if err != nil {
 		return nil, err
 	}
-	// A stream dealt for another learner or fewer rounds would use other
-	// learners' clients or run out.
-	if ss, ok := data.(interface {
-		Shape() (learner, learners, rounds, tau int)
-	}); ok {
-		// fedopt.NewLearner checks tau; the index and rounds are the
-		// server's run's.
-		switch i, _, dr, _ := ss.Shape(); {
-		case i != opt.ID:
-			return nil, fmt.Errorf("fednet: learner %d's data is learner %d's: another learner's clients (two learners would use the same ones)", opt.ID, i)
-		case dr < int(rc.GetRounds()):
-			return nil, fmt.Errorf("fednet: the learner's data deals %d rounds, the server's run has %d", dr, rc.GetRounds())
-		}
+	// A stream dealt for another learner, fewer rounds or fewer clients
+	// per round would use other learners' clients or run out.
+	if err := fedopt.CheckShape(data, opt.ID, int(rc.GetRounds()), tau); err != nil {
+		return nil, err
 	}
 	if err := checkDataEpochs(rc, algo, data); err != nil {
 		return nil, err

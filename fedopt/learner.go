@@ -46,13 +46,15 @@ type shapedStream interface {
 	Shape() (learner, learners, rounds, tau int)
 }
 
-// checkShape returns an error if data reports a shape that a learner in
+// CheckShape returns an error if data reports a shape that a learner in
 // slot `slot` (-1: not known) of a run of the given rounds (0: not known)
 // with tau local steps per round would read past: its clients of step t >=
 // its tau are other learners' or rounds', a learner index outside its
 // learners reads another round's clients, another slot's index another
-// learner's clients, and its rounds beyond its own do not exist.
-func checkShape(data Stream, slot, rounds, tau int) error {
+// learner's clients, and its rounds beyond its own do not exist. A stream
+// without a Shape method passes. [NewLearner] and [Simulate] check their
+// data with it, and so does the networked learner (package fednet).
+func CheckShape(data Stream, slot, rounds, tau int) error {
 	ss, ok := data.(shapedStream)
 	if !ok {
 		return nil
@@ -148,7 +150,7 @@ func NewLearner(m dpmodel.Model, data Stream, cfg Config, tau, dim int) (*Learne
 			return nil, err
 		}
 	}
-	if err := checkShape(data, -1, 0, tau); err != nil {
+	if err := CheckShape(data, -1, 0, tau); err != nil {
 		return nil, err
 	}
 	return &Learner{

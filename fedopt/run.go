@@ -86,7 +86,7 @@ func Simulate(ctx context.Context, srv *Server, learners []*Learner, opt SimOpti
 		if err := checkEpochs(srv.Config().Privacy, shape.Rounds, l.data); err != nil {
 			return fmt.Errorf("learner %d: %w", i, err)
 		}
-		if err := checkShape(l.data, i, shape.Rounds, l.tau); err != nil {
+		if err := CheckShape(l.data, i, shape.Rounds, l.tau); err != nil {
 			return fmt.Errorf("learner %d: %w", i, err)
 		}
 		updates[i] = make([]float64, shape.Dim)
