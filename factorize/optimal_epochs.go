@@ -555,7 +555,29 @@ var maxJacobianEntries = 1 << 21
 // fullJacobian reports whether the Newton step uses the full within-class
 // Jacobian for b classes of np off-diagonal multipliers.
 func fullJacobian(b, np int) bool {
-	return np <= maxFullJacobian || float64(b)*float64(np)*float64(np) <= float64(maxJacobianEntries)
+	return fullJacobianOf(float64(b), float64(np))
+}
+
+// fullJacobianOf is fullJacobian in float64, where np = k (k - 1) / 2 may
+// not fit an int (a 32-bit one at k > 65536).
+func fullJacobianOf(b, np float64) bool {
+	return np <= float64(maxFullJacobian) || b*np*np <= float64(maxJacobianEntries)
+}
+
+// EpochsFullJacobian reports whether the optimal factorization under k
+// fixed epochs of R = r rounds (1 < k < r, k dividing r: r / k classes of
+// k (k - 1) / 2 in-class multipliers each) takes its Newton steps on the
+// multipliers with each class's full Jacobian, O((r / k) k^6) operations
+// per step, rather than its diagonal alone, O(r k): with at most 120
+// multipliers per class (k <= 16), or at most 2^21 Jacobian entries in
+// all. It is the rule the solver follows, exported for estimates of its
+// work (cmd/dpaudit); outside 1 < k < r it is false.
+func EpochsFullJacobian(r, k int) bool {
+	if k <= 1 || k >= r {
+		return false
+	}
+	kf := float64(k)
+	return fullJacobianOf(float64(r/k), kf*(kf-1)/2)
 }
 
 // fillBand sets e.band to Lambda + s S^{-1} in class order.

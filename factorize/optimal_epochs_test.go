@@ -780,3 +780,24 @@ func TestOptimalEpochsWarmResolve(t *testing.T) {
 	assert.LessOrEqual(t, cold.gap, opt.Tol)
 	assert.Less(t, warm.iter, cold.iter, "warm %d, cold %d iterations", warm.iter, cold.iter)
 }
+
+// TestEpochsFullJacobian checks the exported rule at its boundaries, by
+// hand: k = 16 has 120 multipliers per class (full whatever R); k = 17
+// has 136, and 136^2 = 18496 entries per class allow 2^21 / 18496 = 113.4
+// classes: R = 17 * 113 = 1921 is full, R = 17 * 114 = 1938 is not;
+// k = 65537 (k (k - 1) / 2 beyond a 32-bit int) with 2 classes is not;
+// one epoch and one class (k <= 1, k >= R) are not served by the Newton
+// step at all.
+func TestEpochsFullJacobian(t *testing.T) {
+	for _, c := range []struct {
+		r, k int
+		want bool
+	}{
+		{32, 2, true}, {32, 16, true}, {16 * 10000, 16, true},
+		{1921, 17, true}, {1938, 17, false}, {17 * 2, 17, true},
+		{131074, 65537, false},
+		{10, 1, false}, {10, 10, false}, {10, 20, false},
+	} {
+		assert.Equal(t, c.want, EpochsFullJacobian(c.r, c.k), "R=%d k=%d", c.r, c.k)
+	}
+}

@@ -146,7 +146,7 @@ func TestOperatorDigestOfFormCopy(t *testing.T) {
 // 20000 rounds of each kind with coefficients (semiseparable with 4
 // buffers: 3 R K + R floats, 2.1 MB; banded with 8 bands; BLT; Toeplitz;
 // banded inverse) allocates less than 64 KiB (its 8 KiB buffer,
-// FormParts' 8 KiB chunk for each of its two passes and a few small
+// FormParts' 8 KiB chunk and a few small
 // values), well below one copy of the coefficients, counted by
 // runtime.MemStats' TotalAlloc around the call (no other goroutine of
 // this test allocates meanwhile).
@@ -194,6 +194,31 @@ func TestOperatorDigestCopiesNothing(t *testing.T) {
 		}
 		if want := formDigest(form); d != want {
 			t.Errorf("%s over R = %d: digest %s, over the form %s", form.Kind, r, d, want)
+		}
+	}
+}
+
+// TestOperatorDigestHandMadeBLT: BLT parameters assembled by hand whose
+// slices disagree with their sizes (fewer decays than weights, or a scale
+// of another length than the rounds) are hashed with the number of
+// coefficients they hold, as the documented bytes over FormOf's copy
+// say, although the sizes predict another count.
+func TestOperatorDigestHandMadeBLT(t *testing.T) {
+	for _, p := range []*factorize.BLTParams{
+		{Weights: []float64{0.1, 0.2, 0.3}, Lambdas: []float64{0.5, 0.6}, Scale: []float64{1, 1, 1, 1}},
+		{Weights: []float64{0.1}, Lambdas: []float64{0.5, 0.6, 0.7}, Scale: []float64{1, 2}},
+		{Weights: []float64{0.1, 0.2}, Lambdas: []float64{0.5, 0.6}, Scale: []float64{1, 2, 3}},
+	} {
+		form, ok := factorize.FormOf(p)
+		if !ok {
+			t.Fatalf("%+v: no form", p)
+		}
+		got, err := OperatorDigest(&factorize.Factorization{Strategy: "blt", Operator: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := formDigest(form); got != want {
+			t.Errorf("%+v (%d coefficients): digest %s, over FormOf's copy %s", p, len(form.Floats), got, want)
 		}
 	}
 }

@@ -234,7 +234,7 @@ func factorizationCost(s factorize.Strategy, p factorize.Participation, r int) (
 			k := float64(p.K)
 			b, q, w := rf/k, k*(k-1)/2, 5*k+2
 			jac, newton := 2*b*q, b*q
-			if q <= 120 || b*q*q <= 1<<21 { // the full Jacobian (factorize's fullJacobian)
+			if factorize.EpochsFullJacobian(r, p.K) {
 				jac, newton = 2*b*q*q, b*q*q*q/3
 			}
 			return epochIterations(r), solverShifts*(2*rf*w*w+jac) + newton, solverShifts*2*rf*rf*k + dense
