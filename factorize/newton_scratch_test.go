@@ -1,6 +1,6 @@
 //go:build newtoncg
 
-// Scratch measurement for issue 20 item 3 (docs/solver.md, "Newton-CG"):
+// Scratch measurement for issue 20 item 3 (docs/solver.md, "A truncated Newton method"):
 // a truncated Newton method for the second phase of the banded solver,
 // compared with its L-BFGS phase from the same point and with the same
 // certificate. Not part of the solver; run with
