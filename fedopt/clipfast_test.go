@@ -168,6 +168,7 @@ func TestReleaseBandAdversarial(t *testing.T) {
 	}
 	// Bounds at the ends of the float64 range: B_g near MaxFloat64 (tau
 	// B_g may overflow) and near the smallest normal.
+	before := cases
 	for _, clip := range []float64{math.MaxFloat64, math.MaxFloat64 / 2, math.MaxFloat64 / 3, 0x1p-1022, 3 * 0x1p-1022, 0x1p-1000} {
 		for _, tau := range []int{1, 2, 3} {
 			for range 20 {
@@ -181,7 +182,10 @@ func TestReleaseBandAdversarial(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d decisions", cases)
+	if cases-before < 1000 {
+		t.Fatalf("%d decisions at the ends of the float64 range, want >= 1000", cases-before)
+	}
+	t.Logf("%d decisions, %d at the ends of the float64 range", cases, cases-before)
 }
 
 // TestReleaseBandWired: Server.Release passes every accepted update the
