@@ -3,15 +3,18 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
+
+	"gonum.org/v1/gonum/floats"
 
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/procusage"
 	"github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
 )
@@ -139,58 +142,65 @@ func BenchmarkFedoptRun(b *testing.B) {
 
 // BenchmarkReleaseClipped measures what holding every update to tau B_g
 // exactly costs the server (Server.Release's fitNorm): n = 10 learners'
-// honest clipped updates (tau = 1, B_g = 1, each a seeded Gaussian vector
-// clipped by fedopt.Clip, so its norm is B_g up to rounding), released by a
-// nonprivate server with clipping (every update's exact norm checked)
-// and by the same server without clipping (B_g = 0: no check), alternating,
-// reps = 7 times each. The metrics are the medians of the two (ns per
-// Release) and their ratio; on a shared machine read the ratio, not the
-// times:
+// honest updates (B_g = 1; each the sum of tau seeded Gaussian vectors
+// clipped by fedopt.Clip, so with tau = 1 its norm is B_g up to rounding
+// and with tau = 4 it is typically near 2 B_g, far within tau B_g),
+// released by a nonprivate server with clipping (every update's exact norm
+// checked) and by the same server without clipping (B_g = 0: no check),
+// alternating, reps = 7 times each. The metrics are the medians of the two
+// (process CPU time, ns per Release) and their ratio; on a shared machine
+// read the ratio, not the times:
 //
 //	go test -run '^$' -bench ReleaseClipped -benchtime 1x ./bench/
 func BenchmarkReleaseClipped(b *testing.B) {
 	const n, reps = 10, 7
-	for _, d := range []int{1e4, 1e6} {
-		b.Run(fmt.Sprintf("d=%d", d), func(b *testing.B) {
-			rng := rand.New(rand.NewPCG(1, uint64(d)))
-			updates := make([][]float64, n)
-			for i := range updates {
-				u := make([]float64, d)
-				for k := range u {
-					u[k] = rng.NormFloat64()
-				}
-				fedopt.Clip(u, 1)
-				updates[i] = u
-			}
-			shape := fedopt.Shape{Learners: n, Rounds: reps * b.N, Tau: 1, Dim: d}
-			on, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1, Clip: 1}, shape, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			off, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}, shape, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var tOn, tOff []float64
-			for range b.N {
-				for range reps {
-					for _, c := range []struct {
-						srv *fedopt.Server
-						t   *[]float64
-					}{{on, &tOn}, {off, &tOff}} {
-						start := time.Now()
-						if err := c.srv.Release(updates); err != nil {
-							b.Fatal(err)
+	for _, tau := range []int{1, 4} {
+		for _, d := range []int{1e4, 1e6} {
+			b.Run(fmt.Sprintf("tau=%d/d=%d", tau, d), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, uint64(d)))
+				updates := make([][]float64, n)
+				g := make([]float64, d)
+				for i := range updates {
+					u := make([]float64, d)
+					for range tau {
+						for k := range g {
+							g[k] = rng.NormFloat64()
 						}
-						*c.t = append(*c.t, float64(time.Since(start).Nanoseconds()))
+						fedopt.Clip(g, 1)
+						floats.Add(u, g)
+					}
+					updates[i] = u
+				}
+				shape := fedopt.Shape{Learners: n, Rounds: reps * b.N, Tau: tau, Dim: d}
+				on, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1, Clip: 1}, shape, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				off, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 0.1, EtaG: 1}, shape, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var tOn, tOff []float64
+				for range b.N {
+					for range reps {
+						for _, c := range []struct {
+							srv *fedopt.Server
+							t   *[]float64
+						}{{on, &tOn}, {off, &tOff}} {
+							start := procusage.SelfCPU()
+							if err := c.srv.Release(updates); err != nil {
+								b.Fatal(err)
+							}
+							*c.t = append(*c.t, (procusage.SelfCPU()-start)*1e9)
+						}
 					}
 				}
-			}
-			mOn, mOff := median(tOn), median(tOff)
-			b.ReportMetric(mOn, "ns/clipped")
-			b.ReportMetric(mOff, "ns/unclipped")
-			b.ReportMetric(mOn/mOff, "ratio")
-		})
+				mOn, mOff := median(tOn), median(tOff)
+				b.ReportMetric(mOn, "ns/clipped")
+				b.ReportMetric(mOff, "ns/unclipped")
+				b.ReportMetric(mOn/mOff, "ratio")
+			})
+		}
 	}
 }
 
@@ -202,4 +212,80 @@ func median(x []float64) float64 {
 		return x[k/2]
 	}
 	return (x[k/2-1] + x[k/2]) / 2
+}
+
+// plainClip is the clip that fedopt.Clip replaced: g scaled by
+// bound/||g|| where the float64 norm exceeds bound, with no exact check.
+func plainClip(g []float64, bound float64) {
+	ss := 0.0
+	for _, v := range g {
+		ss += v * v
+	}
+	if n := math.Sqrt(ss); n > bound {
+		floats.Scale(bound/n, g)
+	}
+}
+
+// BenchmarkClip measures what the exact clip (fedopt.Clip: the result's
+// norm at most the bound in exact arithmetic) costs against a plain clip
+// (plainClip), on seeded Gaussian gradients of dimension d: "scale" clips
+// them to half their norm (every call scales and checks the result),
+// "within" to twice it (the float64 norm decides, nothing is scaled). Each
+// sample clips fresh copies of the same 16 gradients, max(1, 2 10^5 / d)
+// times over, with one clip, the next with the other, reps = 9 samples
+// each; the metrics are the medians (process CPU time, ns per clip,
+// copying included) and their ratio.
+// On a shared machine read the ratio, not the times:
+//
+//	go test -run '^$' -bench 'Clip$' -benchtime 1x ./bench/
+func BenchmarkClip(b *testing.B) {
+	const m, reps = 16, 9
+	for _, d := range []int{10, 1e3, 1e5} {
+		for _, c := range []struct {
+			name string
+			f    float64
+		}{{"scale", 0.5}, {"within", 2}} {
+			b.Run(fmt.Sprintf("d=%d/%s", d, c.name), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(2, uint64(d)))
+				gs, bounds := make([][]float64, m), make([]float64, m)
+				for i := range gs {
+					gs[i] = make([]float64, d)
+					for k := range gs[i] {
+						gs[i][k] = rng.NormFloat64()
+					}
+					bounds[i] = c.f * floats.Norm(gs[i], 2)
+				}
+				work := make([]float64, d)
+				loops := max(1, 200000/d)
+				var tExact, tPlain []float64
+				for range b.N {
+					for range reps {
+						for _, exact := range []bool{true, false} {
+							start := procusage.SelfCPU()
+							for range loops {
+								for i, g := range gs {
+									copy(work, g)
+									if exact {
+										fedopt.Clip(work, bounds[i])
+									} else {
+										plainClip(work, bounds[i])
+									}
+								}
+							}
+							t := (procusage.SelfCPU() - start) * 1e9 / float64(m*loops)
+							if exact {
+								tExact = append(tExact, t)
+							} else {
+								tPlain = append(tPlain, t)
+							}
+						}
+					}
+				}
+				mE, mP := median(tExact), median(tPlain)
+				b.ReportMetric(mE, "ns/exact")
+				b.ReportMetric(mP, "ns/plain")
+				b.ReportMetric(mE/mP, "ratio")
+			})
+		}
+	}
 }

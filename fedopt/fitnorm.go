@@ -16,15 +16,30 @@ import (
 // (and, in that band, a single nonzero entry) is compared with tau clip
 // exactly in float64 ([singleWithin]).
 func normWithin(u []float64, clip float64, tau int) bool {
+	return normWithinMax(u, maxAbs(u), clip, tau)
+}
+
+// normWithinMax is [normWithin] for a caller that knows m = max_k |u_k|
+// exactly, which saves fastWithin's pass to find it.
+func normWithinMax(u []float64, m, clip float64, tau int) bool {
 	if len(u) == 1 {
 		if within, ok := singleWithin(u[0], clip, tau); ok {
 			return within
 		}
 	}
-	if within, ok := fastWithin(u, clip, tau); ok {
+	if within, ok := fastWithinMax(u, m, clip, tau); ok {
 		return within
 	}
 	return exactWithin(u, clip, tau)
+}
+
+// maxAbs returns max_k |u_k| (0 for an empty u).
+func maxAbs(u []float64) float64 {
+	m := 0.0
+	for _, v := range u {
+		m = max(m, math.Abs(v))
+	}
+	return m
 }
 
 // fastWithin decides whether sum_k u_k^2 <= (tau clip)^2 in exact
@@ -72,41 +87,19 @@ func normWithin(u []float64, clip float64, tau int) bool {
 // relative 3 eps of T^2 + S) where |r| exceeds the band: r beyond the
 // band has the sign of T^2 - S.
 func fastWithin(u []float64, clip float64, tau int) (within, ok bool) {
-	m := 0.0
-	for _, v := range u {
-		m = max(m, math.Abs(v))
-	}
-	if m == 0 {
+	return fastWithinMax(u, maxAbs(u), clip, tau)
+}
+
+// fastWithinMax is [fastWithin] for m = max_k |u_k|, exactly.
+func fastWithinMax(u []float64, m, clip float64, tau int) (within, ok bool) {
+	e, s, c, nz := sumSquaresMax(u, m)
+	if !nz {
 		return true, true
 	}
 	d := float64(len(u))
 	if d >= 0x1p40 || int64(tau) >= 1<<53 {
 		return false, false
 	}
-	_, e := math.Frexp(m)
-	// -1073 <= e <= 1024. 2^-e is a float64 for e >= -1023 (in two
-	// factors below that); scaling up by it is exact, and scaling down
-	// rounds only where a result is subnormal, once, as math.Ldexp does.
-	pre, sc := 1.0, math.Ldexp(1, -e)
-	if e < -1023 {
-		pre, sc = 0x1p600, math.Ldexp(1, -e-600)
-	}
-	// Four independent pairs (entries k mod 4), for speed: the steps of
-	// one pair form a chain of dependent additions.
-	var s0, c0, s1, c1, s2, c2, s3, c3 float64
-	k := 0
-	for ; k+4 <= len(u); k += 4 {
-		s0, c0 = addSquare(s0, c0, u[k]*pre*sc)
-		s1, c1 = addSquare(s1, c1, u[k+1]*pre*sc)
-		s2, c2 = addSquare(s2, c2, u[k+2]*pre*sc)
-		s3, c3 = addSquare(s3, c3, u[k+3]*pre*sc)
-	}
-	for ; k < len(u); k++ {
-		s0, c0 = addSquare(s0, c0, u[k]*pre*sc)
-	}
-	s0, c0 = addPair(s0, c0, s1, c1)
-	s2, c2 = addPair(s2, c2, s3, c3)
-	s, c := addPair(s0, c0, s2, c2)
 	// T = tau clip 2^-e. Outside [1/2, 2 sqrt(d)] it is far from sqrt(S),
 	// which is in [1/2, sqrt(d)].
 	ft := float64(tau)
@@ -131,6 +124,53 @@ func fastWithin(u []float64, clip float64, tau int) (within, ok bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// sumSquares returns, for a finite u, the exponent e with 2^(e-1) <=
+// max |u_k| < 2^e and the compensated sum (s, c) of the squares of the
+// scaled entries u_k 2^-e, as [fastWithin] describes (their exact sum lies
+// in [1/4, d], and s + c is within 3.02 (d + 3) 2^-106 of it); nz is false,
+// and the rest zero, where every entry is zero.
+func sumSquares(u []float64) (e int, s, c float64, nz bool) {
+	return sumSquaresMax(u, maxAbs(u))
+}
+
+// sumSquaresMax is [sumSquares] for m = max_k |u_k|, exactly.
+func sumSquaresMax(u []float64, m float64) (e int, s, c float64, nz bool) {
+	if m == 0 {
+		return 0, 0, 0, false
+	}
+	_, e = math.Frexp(m)
+	pre, sc := scaleExp(e)
+	// Four independent pairs (entries k mod 4), for speed: the steps of
+	// one pair form a chain of dependent additions.
+	var s0, c0, s1, c1, s2, c2, s3, c3 float64
+	k := 0
+	for ; k+4 <= len(u); k += 4 {
+		s0, c0 = addSquare(s0, c0, u[k]*pre*sc)
+		s1, c1 = addSquare(s1, c1, u[k+1]*pre*sc)
+		s2, c2 = addSquare(s2, c2, u[k+2]*pre*sc)
+		s3, c3 = addSquare(s3, c3, u[k+3]*pre*sc)
+	}
+	for ; k < len(u); k++ {
+		s0, c0 = addSquare(s0, c0, u[k]*pre*sc)
+	}
+	s0, c0 = addPair(s0, c0, s1, c1)
+	s2, c2 = addPair(s2, c2, s3, c3)
+	s, c = addPair(s0, c0, s2, c2)
+	return e, s, c, true
+}
+
+// scaleExp returns two powers of two whose product is 2^-e, for an
+// exponent -1073 <= e <= 1024 of a finite nonzero float64 ([math.Frexp]):
+// v pre sc is v 2^-e, exact but where it is subnormal (rounded there once,
+// as math.Ldexp does). 2^-e is a float64 for e >= -1023 (pre = 1); below,
+// it takes two factors.
+func scaleExp(e int) (pre, sc float64) {
+	if e < -1023 {
+		return 0x1p600, math.Ldexp(1, -e-600)
+	}
+	return 1, math.Ldexp(1, -e)
 }
 
 // addSquare returns the pair (s, c) plus a^2, renormalized, as
@@ -239,6 +279,41 @@ func singleWithin(v, clip float64, tau int) (within, ok bool) {
 	}
 	lo := math.FMA(ft, clip, -p)
 	return a < p || a == p && lo >= 0, true
+}
+
+// clearlyWithin reports whether a norm measured by [measureNorm] proves
+// that u, of d entries, has norm at most tau clip in exact arithmetic
+// without a further pass over u; false means undecided (then [normWithin]
+// decides). It decides only where norm is plain (fl(sqrt(ss)), ss the
+// recursive sum of the rounded squares, in [2^-968, MaxFloat64]), d <
+// 2^40, tau < 2^53 and t = fl(tau clip) is finite, and then accepts a norm
+// at most fl(t (1 - m)), m = (2d + 16) 2^-53 (as [clipNeeded]'s band),
+// about four times what the bound below needs.
+//
+// With eps = 2^-53 and S the exact sum of squares: each square rounds to
+// v^2 (1 + delta), |delta| <= eps, or, below the normal range, to within
+// 2^-1075 of v^2; the recursive sum of d nonnegative terms carries at most
+// d - 1 further roundings of each term (Higham's gamma_(d-1), gamma_n =
+// n eps / (1 - n eps)), and no partial sum overflows as ss is finite. So ss >=
+// (1 - gamma_d) S - d 2^-1075, and, as d 2^-1074 < 2^-1034 <= 2^-66 ss,
+// S <= ss (1/(1 - gamma_d) + 2^-66). The square root of the normal ss
+// rounds by a relative eps: sqrt(ss) <= norm/(1 - eps). The products t and
+// t (1 - m) (1 - m exact: m is a multiple of eps below 1/2) round by a
+// relative eps each where normal, and an accepted norm is at least 2^-484,
+// so normal: norm <= fl(t (1 - m)) gives ||u|| = sqrt(S) <= tau clip
+// (1 - m) (1 + eps)^2/(1 - eps) sqrt(1/(1 - gamma_d) + 2^-66) <= tau clip
+// (1 - m)(1 + (0.51 d + 3.1) eps) <= tau clip, as gamma_d <= 1.0001 d eps for
+// d < 2^40.
+func clearlyWithin(norm float64, plain bool, d int, clip float64, tau int) bool {
+	if !plain || int64(d) >= 1<<40 || int64(tau) >= 1<<53 {
+		return false
+	}
+	t := float64(tau) * clip
+	if math.IsInf(t, 1) {
+		return false
+	}
+	m := (2*float64(d) + 16) * 0x1p-53
+	return norm <= t*(1-m)
 }
 
 // fitNorm makes an accepted update u exactly within the bound the

@@ -50,8 +50,11 @@ type Server struct {
 	// With Config.Quantizer: the ring sum and one quantized update.
 	ring, qu []uint64
 	// With clipping: the server's copy of an accepted update scaled to
-	// norm at most tau B_g exactly (fitNorm).
-	fit []float64
+	// norm at most tau B_g exactly (fitNorm), and for each learner whether
+	// the norm measured by the check of its update in this Release puts
+	// it within tau B_g exactly (clearlyWithin: no exact pass).
+	fit   []float64
+	clear []bool
 }
 
 // NewServer returns a server at round 0 with model cfg.X0 (zero if nil).
@@ -143,7 +146,7 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		s.ring, s.qu = make([]uint64, dim), make([]uint64, dim)
 	}
 	if cfg.Clip > 0 {
-		s.fit = make([]float64, dim)
+		s.fit, s.clear = make([]float64, dim), make([]bool, n)
 	}
 	// Baselines: h^r = (1/n) sum_i sum_t; Algorithm 1: g^r = (1/(n tau)) sum_i sum_t.
 	s.scale = 1 / float64(n*tau)
@@ -184,24 +187,41 @@ func (s *Server) Record() (rec accountant.Record, ok bool) {
 // length, an entry that is NaN or infinite, or a norm above
 // [UpdateBound] (tau B_g, which a learner that clips cannot exceed).
 func (s *Server) CheckUpdate(u []float64) error {
-	switch k := firstNonFinite(u); {
-	case len(u) != s.shape.Dim:
-		return fmt.Errorf("fedopt: update of dimension %d, want %d", len(u), s.shape.Dim)
-	case k >= 0:
-		return fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, u[k])
-	case updateNorm(u) > s.bound:
+	_, _, err := s.checkUpdate(u)
+	return err
+}
+
+// checkUpdate is [Server.CheckUpdate], which also returns the norm it
+// measured and whether that is the plain float64 norm ([measureNorm]).
+func (s *Server) checkUpdate(u []float64) (norm float64, plain bool, err error) {
+	if len(u) != s.shape.Dim {
+		return 0, false, fmt.Errorf("fedopt: update of dimension %d, want %d", len(u), s.shape.Dim)
+	}
+	if k := firstNonFinite(u); k >= 0 {
+		return 0, false, fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, u[k])
+	}
+	if norm, plain = measureNorm(u); norm > s.bound {
 		tb := fmt.Sprint(float64(s.shape.Tau) * s.cfg.Clip)
 		if s.bound == math.MaxFloat64 {
 			tb = fmt.Sprintf("%d x %v (beyond float64: only a norm that overflows exceeds it)", s.shape.Tau, s.cfg.Clip)
 		}
-		return fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %s", updateNorm(u), tb)
+		return 0, false, fmt.Errorf("fedopt: update of norm %v, want at most tau B_g = %s", norm, tb)
 	}
-	return nil
+	return norm, plain, nil
 }
 
 // updateNorm returns the Euclidean norm of the finite vector u as
 // [Server.CheckUpdate] measures it, the norm that [UpdateBound] bounds.
 func updateNorm(u []float64) float64 {
+	norm, _ := measureNorm(u)
+	return norm
+}
+
+// measureNorm is [updateNorm], which also reports whether the norm is the
+// plain fl(sqrt(ss)) of the recursive sum ss of the rounded squares, with
+// ss in [2^-968, MaxFloat64] (then [clearlyWithin] can use it), rather
+// than gonum's scaled norm.
+func measureNorm(u []float64) (norm float64, plain bool) {
 	ss := 0.0
 	for _, v := range u {
 		ss += v * v
@@ -213,9 +233,9 @@ func updateNorm(u []float64) float64 {
 		// made the sum of squares 0 and any number of them passed): the
 		// scaled norm neither overflows nor underflows, and is what the
 		// bound is for (as in [Clip]).
-		return floats.Norm(u, 2)
+		return floats.Norm(u, 2), false
 	}
-	return math.Sqrt(ss)
+	return math.Sqrt(ss), true
 }
 
 // Release aggregates round r's updates, updates[i] being learner i's (nil
@@ -238,7 +258,9 @@ func updateNorm(u []float64) float64 {
 // arithmetic after the rounding of the scaling): the norm the sensitivity
 // analysis and the calibration use, whatever a learner sends. An update of
 // norm at most tau B_g enters as it is, bit for bit; the slices in updates
-// are never written.
+// are never written. An update whose float64 norm (the one the check
+// measured) is below tau B_g by more than that norm's rigorous rounding
+// error bound ([clearlyWithin]) needs no exact pass.
 func (s *Server) Release(updates [][]float64) error {
 	if err := s.checkRound(); err != nil {
 		return err
@@ -250,8 +272,12 @@ func (s *Server) Release(updates [][]float64) error {
 		if u == nil {
 			continue
 		}
-		if err := s.CheckUpdate(u); err != nil {
+		norm, plain, err := s.checkUpdate(u)
+		if err != nil {
 			return fmt.Errorf("learner %d, round %d: %w", i, s.round, err)
+		}
+		if s.clear != nil {
+			s.clear[i] = clearlyWithin(norm, plain, len(u), s.cfg.Clip, s.shape.Tau)
 		}
 	}
 	if q := s.cfg.Quantizer; q != nil {
@@ -269,8 +295,8 @@ func (s *Server) Release(updates [][]float64) error {
 		return s.release()
 	}
 	clear(s.dir)
-	for _, u := range updates {
-		if u != nil && s.fit != nil && fitNorm(s.fit, u, s.cfg.Clip, s.shape.Tau) {
+	for i, u := range updates {
+		if u != nil && s.fit != nil && !s.clear[i] && fitNorm(s.fit, u, s.cfg.Clip, s.shape.Tau) {
 			u = s.fit // never the learner's buffer
 		}
 		for k, v := range u {
@@ -328,12 +354,14 @@ func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64,
 // quantizeUpdate is [QuantizeUpdate] that scales into buf (allocated if
 // nil), never into u, which is the caller's.
 func quantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64, tau int, buf []float64) error {
-	if clip > 0 && !math.IsInf(clip, 1) && len(dst) == len(u) && firstNonFinite(u) < 0 && updateNorm(u) <= UpdateBound(clip, tau) && !normWithin(u, clip, tau) {
-		if buf == nil {
-			buf = make([]float64, len(u))
+	if clip > 0 && !math.IsInf(clip, 1) && len(dst) == len(u) && firstNonFinite(u) < 0 {
+		if norm, plain := measureNorm(u); norm <= UpdateBound(clip, tau) && !clearlyWithin(norm, plain, len(u), clip, tau) && !normWithin(u, clip, tau) {
+			if buf == nil {
+				buf = make([]float64, len(u))
+			}
+			scaleInto(buf, u, clip, tau)
+			u = buf
 		}
-		scaleInto(buf, u, clip, tau)
-		u = buf
 	}
 	if err := q.Quantize(dst, u, UpdateBound(clip, tau)); err != nil {
 		return fmt.Errorf("fedopt: update: %s", strings.TrimPrefix(err.Error(), "secagg: "))
