@@ -213,7 +213,8 @@ func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha2
 // writeNew writes name durably, as write does, but never replaces a file
 // of that name: the synced temporary file is hard-linked to name, which
 // fails if name exists, and then removed. (Where the file system has no
-// hard links, name is checked and the file renamed into place.)
+// hard links, the file is renamed into place without replacing, or after
+// a check where no such rename exists: atomicfile.DurableOptions.Once.)
 func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 	return s.put(name, perm, data, true)
 }
