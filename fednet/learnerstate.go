@@ -169,6 +169,11 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 		}
 	}()
 	ls = &learnerState{dir: dir, id: id, lock: lock}
+	// Under the lock no other process of this learner writes here: a
+	// temporary file of the record is a leftover of a killed one.
+	if _, err := atomicfile.RemoveStaleOf(dir, 0, func(base string) bool { return base == learnerFile }); err != nil {
+		return nil, fmt.Errorf("fednet: learner state directory %s: removing stale temporary files: %w", dir, err)
+	}
 	path := ls.path()
 	data, err := atomicfile.ReadRegular(path, int64(maxLearnerFile))
 	if errors.Is(err, fs.ErrNotExist) {

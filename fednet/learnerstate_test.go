@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -542,5 +543,31 @@ func TestStaleLearnerNeverReplacesTheRecord(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, learnerFile)); !bytes.Equal(b, want) {
 		t.Errorf("the stale learner replaced the second one's record (round 4, attempt 0): the file is %x", b)
+	}
+}
+
+// TestLearnerStateRemovesTemporaryFiles: a learner that starts on its
+// state directory (under its lock) removes the temporary files of its
+// record that a killed process left, whatever their time; other files
+// stay. Before, they were kept for good.
+func TestLearnerStateRemovesTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	later := time.Now().Add(time.Hour)
+	for _, name := range []string{"." + learnerFile + ".tmp-0123456789abcdef", "." + learnerFile + ".tmp-fedcba9876543210", ".other.tmp-01", "notes"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	if got, want := testutil.DirNames(t, dir), []string{".other.tmp-01", "lock", "notes"}; !slices.Equal(got, want) {
+		t.Fatalf("left %q, want %q", got, want)
 	}
 }

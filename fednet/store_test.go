@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -284,6 +285,15 @@ func TestStateStartChecks(t *testing.T) {
 	require.NoError(t, reopen(dir, true))
 	_, err := os.Stat(tmp)
 	assert.True(t, os.IsNotExist(err), "stale temporary file left: %v", err)
+	// Also one whose time is later than the clock's (the clock was set
+	// back since the crash, or a file server's clock is ahead): under the
+	// lock no temporary file is live. Before, it was kept for good.
+	require.NoError(t, os.WriteFile(tmp, []byte("unreleased"), 0o644))
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(tmp, later, later))
+	require.NoError(t, reopen(dir, true))
+	_, err = os.Stat(tmp)
+	assert.True(t, os.IsNotExist(err), "temporary file with a later time left: %v", err)
 
 	fresh := t.TempDir()
 	cp(t, dir, fresh, keyFile)

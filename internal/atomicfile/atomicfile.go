@@ -507,7 +507,9 @@ func IsTemp(name string) bool {
 // RemoveStale removes the temporary files of this package in dir that were
 // last modified more than age ago, which only a killed process can leave
 // behind (a live writer modifies its file as it writes; choose age well above
-// the longest write). It returns the number of files removed and the first
+// the longest write). An age of 0 or less removes every temporary file,
+// whatever its modification time (one later than the clock's included), for
+// a directory where no writer can be live (one held under a lock). It returns the number of files removed and the first
 // error other than a file that has disappeared meanwhile.
 func RemoveStale(dir string, age time.Duration) (int, error) {
 	return RemoveStaleOf(dir, age, nil)
@@ -534,9 +536,11 @@ func RemoveStaleOf(dir string, age time.Duration, ours func(base string) bool) (
 		if base := e.Name()[1:max(1, strings.LastIndex(e.Name(), tempInfix))]; ours != nil && !ours(base) {
 			continue
 		}
-		fi, err := e.Info()
-		if err != nil || !fi.ModTime().Before(cutoff) {
-			continue
+		if age > 0 {
+			fi, err := e.Info()
+			if err != nil || !fi.ModTime().Before(cutoff) {
+				continue
+			}
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
 			n++
