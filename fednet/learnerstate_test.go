@@ -571,3 +571,49 @@ func TestLearnerStateRemovesTemporaryFiles(t *testing.T) {
 		t.Fatalf("left %q, want %q", got, want)
 	}
 }
+
+// TestLearnerStateRefusesSymlink: learner.state that is a symbolic link
+// (here to an older copy of the record in the same directory, which the
+// directory's binding accepts) or a directory is refused at start, in one
+// line that says what to do, as the server refuses a linked state file:
+// a link makes the learner read another file than its record. Before, the
+// link was followed and the older copy read as the record.
+func TestLearnerStateRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	ls, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run runID
+	run[0] = 7
+	if err := ls.bind(run[:], false); err != nil {
+		t.Fatal(err)
+	}
+	ls.Close()
+	path := filepath.Join(dir, learnerFile)
+	if err := os.Rename(path, path+".old"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		make func() error
+		want string
+	}{
+		{"symbolic link", func() error { return os.Symlink(learnerFile+".old", path) }, "symbolic link"},
+		{"directory", func() error { return os.Mkdir(path, 0o700) }, "not a regular file"},
+	} {
+		os.Remove(path)
+		if err := c.make(); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := openLearnerState(dir, 0)
+		if err == nil {
+			ls.Close()
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.want) || !strings.Contains(msg, "fresh directory") || strings.Contains(msg, "\n") {
+			t.Errorf("%s: %v, want one line with %q and what to do", c.name, err, c.want)
+		}
+	}
+}

@@ -78,6 +78,20 @@ func TestLockFileSymlinkRefused(t *testing.T) {
 	require.ErrorContains(t, err, lockFile+" is a symbolic link, want a regular file")
 }
 
+// A lock file that cannot be opened (here a directory in its place) is
+// refused in one line that says what it must be. Before, the refusal was
+// only the system's "open DIR/lock: is a directory".
+func TestLockFileDirectoryRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the lock file is flock(2)'s on Unix")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, lockFile), 0o700))
+	_, err := openState(dir, testOptions(true))
+	require.ErrorContains(t, err, "must be a regular file this server can open for reading and writing")
+	require.NotContains(t, err.Error(), "\n")
+}
+
 // A secure server whose lock file was removed, and which later servers
 // overtook, never puts its snapshot of the open attempt in place of the
 // newest server's: were it to, a restart would silently resume the stale
