@@ -1,6 +1,7 @@
 package fednet
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpmf/dpmf/internal/atomicfile/atomicfiletest"
 	"github.com/dpmf/dpmf/secagg"
 )
 
@@ -65,6 +67,39 @@ func TestReleaseNeverReplacesARoundFile(t *testing.T) {
 	err = first.release(Released{Round: 2, Updates: 1, X: testModel(-2)})
 	require.ErrorContains(t, err, roundName(2)+" already exists")
 	require.Equal(t, before, snapshot(t, dir), "the state directory changed")
+}
+
+// As TestReleaseNeverReplacesARoundFile, on a file system without hard
+// links and with two servers that the lock does not keep apart (a flock
+// local to each machine): the other server's round file appears between
+// the first one's check of the name and its rename. It is never replaced,
+// and the first server stops. Before, the rename replaced it: round 2
+// would have been released twice with the same noise row.
+func TestReleaseWithoutHardLinksNeverReplacesARoundFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a rename that never replaces is renameat2's (Linux)")
+	}
+	dir := t.TempDir()
+	first, err := openState(dir, testOptions(true))
+	require.NoError(t, err)
+	defer first.lock.Close()
+	require.NoError(t, first.release(Released{Round: 1, Updates: 2, X: testModel(1)}))
+	other, _ := encodeRound(first.run, first.head, Released{Round: 2, Updates: 2, X: testModel(2)})
+	target := filepath.Join(dir, roundName(2))
+	defer atomicfiletest.FailOps(func(op, path string) error {
+		switch {
+		case op == "link":
+			return errors.New("operation not permitted") // no hard links here
+		case op == "rename" && path == target:
+			return os.WriteFile(target, other, 0o644) // the other server's release
+		}
+		return nil
+	})()
+	err = first.release(Released{Round: 2, Updates: 1, X: testModel(-2)})
+	require.ErrorContains(t, err, roundName(2)+" already exists")
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, other, got, "the other server's round file was replaced")
 }
 
 // A lock file that is a symbolic link is refused, named as one.
