@@ -169,13 +169,24 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 		}
 	}()
 	ls = &learnerState{dir: dir, id: id, lock: lock}
+	// Under the lock no other process of this learner writes here: a
+	// temporary file of the record is a leftover of a killed one.
+	if _, err := atomicfile.RemoveStaleOf(dir, 0, func(base string) bool { return base == learnerFile }); err != nil {
+		return nil, fmt.Errorf("fednet: learner state directory %s: removing stale temporary files: %w", dir, err)
+	}
 	path := ls.path()
-	data, err := atomicfile.ReadRegular(path, int64(maxLearnerFile))
+	// As the server's state files: never a symbolic link, which would
+	// make another file pass for the record.
+	_, err = store{dir}.checkRegular(learnerFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ls, nil
 	}
+	var data []byte
+	if err == nil {
+		data, err = atomicfile.ReadRegular(path, int64(maxLearnerFile))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("fednet: learner state %s: %w", path, err)
+		return nil, fmt.Errorf("fednet: learner state: %v; refusing to start (%s must be the learner's record, a regular file: put the record back, or use a fresh directory for a new run)", err, path)
 	}
 	rec, err := decodeLearnerRecord(data)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -542,5 +543,77 @@ func TestStaleLearnerNeverReplacesTheRecord(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, learnerFile)); !bytes.Equal(b, want) {
 		t.Errorf("the stale learner replaced the second one's record (round 4, attempt 0): the file is %x", b)
+	}
+}
+
+// TestLearnerStateRemovesTemporaryFiles: a learner that starts on its
+// state directory (under its lock) removes the temporary files of its
+// record that a killed process left, whatever their time; other files
+// stay. Before, they were kept for good.
+func TestLearnerStateRemovesTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	later := time.Now().Add(time.Hour)
+	for _, name := range []string{"." + learnerFile + ".tmp-0123456789abcdef", "." + learnerFile + ".tmp-fedcba9876543210", ".other.tmp-01", "notes"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	if got, want := testutil.DirNames(t, dir), []string{".other.tmp-01", "lock", "notes"}; !slices.Equal(got, want) {
+		t.Fatalf("left %q, want %q", got, want)
+	}
+}
+
+// TestLearnerStateRefusesSymlink: learner.state that is a symbolic link
+// (here to an older copy of the record in the same directory, which the
+// directory's binding accepts) or a directory is refused at start, in one
+// line that says what to do, as the server refuses a linked state file:
+// a link makes the learner read another file than its record. Before, the
+// link was followed and the older copy read as the record.
+func TestLearnerStateRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	ls, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run runID
+	run[0] = 7
+	if err := ls.bind(run[:], false); err != nil {
+		t.Fatal(err)
+	}
+	ls.Close()
+	path := filepath.Join(dir, learnerFile)
+	if err := os.Rename(path, path+".old"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		make func() error
+		want string
+	}{
+		{"symbolic link", func() error { return os.Symlink(learnerFile+".old", path) }, "symbolic link"},
+		{"directory", func() error { return os.Mkdir(path, 0o700) }, "not a regular file"},
+	} {
+		os.Remove(path)
+		if err := c.make(); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := openLearnerState(dir, 0)
+		if err == nil {
+			ls.Close()
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.want) || !strings.Contains(msg, "fresh directory") || strings.Contains(msg, "\n") {
+			t.Errorf("%s: %v, want one line with %q and what to do", c.name, err, c.want)
+		}
 	}
 }

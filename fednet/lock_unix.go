@@ -31,11 +31,11 @@ func lockDir(path, role string) (*dirLock, error) {
 		return nil, fmt.Errorf("state directory lock: %s is a symbolic link, want a regular file (remove it)", path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("state directory lock: %w", err)
+		return nil, fmt.Errorf("state directory lock: %w (%s must be a regular file this %s can open for reading and writing)", err, filepath.Base(path), role)
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("state directory lock: %s is not a regular file", path)
+		return nil, fmt.Errorf("state directory lock: %s is not a regular file (remove it: the %s makes a regular one)", path, role)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := make([]byte, 256)

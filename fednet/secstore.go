@@ -188,7 +188,7 @@ func (s *Server) resumeSecure() error {
 	path := st.path(secName(g))
 	data, err := st.readRegular(secName(g), maxSecFile)
 	if err != nil {
-		return fmt.Errorf("fednet: %s: %w", path, err)
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s: %w", path, err)))
 	}
 	snap, err := decodeSec(data)
 	switch {
@@ -199,15 +199,15 @@ func (s *Server) resumeSecure() error {
 		}
 		return fmt.Errorf("fednet: %s: %v; refusing to resume (the attempt's state is lost: %s)", path, err, advice)
 	case snap.gen != g:
-		return fmt.Errorf("fednet: %s holds generation %d's snapshot: a file was renamed or copied; refusing to resume", path, snap.gen)
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s holds generation %d's snapshot: a file was renamed or copied", path, snap.gen)))
 	case snap.run != s.run:
-		return fmt.Errorf("fednet: %s belongs to run %v, not %v", path, snap.run, s.run)
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s belongs to run %v, not %v", path, snap.run, s.run)))
 	case snap.round > s.round:
-		return fmt.Errorf("fednet: %s is of round %d, but the newest released round is %d: the state directory was rewound; refusing to resume", path, snap.round, s.round)
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s is of round %d, but the newest released round is %d: the state directory was rewound", path, snap.round, s.round)))
 	case snap.round < s.round-1:
 		// A release is followed by the next round's snapshot, written
 		// before that round is served: the newest is never two behind.
-		return fmt.Errorf("fednet: %s is of round %d, but round %d was released: a snapshot of an earlier point of the run was put back, and the attempts of round %d are unknown; refusing to resume", path, snap.round, s.round, s.round)
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s is of round %d, but round %d was released: a snapshot of an earlier point of the run was put back, and the attempts of round %d are unknown", path, snap.round, s.round, s.round)))
 	case snap.round < s.round:
 		// Left by the round that was released last: start the next
 		// afresh.
@@ -221,15 +221,15 @@ func (s *Server) resumeSecure() error {
 		s.sec, err = s.openSecRound(snap.attempt + 1)
 		return err
 	case snap.phase >= secagg.PhaseDone:
-		return fmt.Errorf("fednet: %s: phase %d, want an open phase", path, int(snap.phase))
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s: phase %d, want an open phase", path, int(snap.phase))))
 	}
 	agg, err := secagg.RestoreAggregator(snap.agg)
 	if err != nil {
-		return fmt.Errorf("fednet: %s: %w", path, err)
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s: %w", path, err)))
 	}
 	ctx := s.secContext(snap.attempt)
 	if agg.Phase() != snap.phase || agg.Context() != ctx {
-		return fmt.Errorf("fednet: %s: the aggregator is in phase %v of context %+v, the snapshot says phase %v of %+v", path, agg.Phase(), agg.Context(), snap.phase, ctx)
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s: the aggregator is in phase %v of context %+v, the snapshot says phase %v of %+v", path, agg.Phase(), agg.Context(), snap.phase, ctx)))
 	}
 	sr := &secRound{ctx: ctx, agg: agg}
 	if err := sr.open(snap.phase); err != nil {

@@ -1,6 +1,7 @@
 package fednet
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dpmf/dpmf/internal/atomicfile/atomicfiletest"
 	"github.com/dpmf/dpmf/secagg"
 )
 
@@ -67,6 +69,39 @@ func TestReleaseNeverReplacesARoundFile(t *testing.T) {
 	require.Equal(t, before, snapshot(t, dir), "the state directory changed")
 }
 
+// As TestReleaseNeverReplacesARoundFile, on a file system without hard
+// links and with two servers that the lock does not keep apart (a flock
+// local to each machine): the other server's round file appears between
+// the first one's check of the name and its rename. It is never replaced,
+// and the first server stops. Before, the rename replaced it: round 2
+// would have been released twice with the same noise row.
+func TestReleaseWithoutHardLinksNeverReplacesARoundFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a rename that never replaces is renameat2's (Linux)")
+	}
+	dir := t.TempDir()
+	first, err := openState(dir, testOptions(true))
+	require.NoError(t, err)
+	defer first.lock.Close()
+	require.NoError(t, first.release(Released{Round: 1, Updates: 2, X: testModel(1)}))
+	other, _ := encodeRound(first.run, first.head, Released{Round: 2, Updates: 2, X: testModel(2)})
+	target := filepath.Join(dir, roundName(2))
+	defer atomicfiletest.FailOps(func(op, path string) error {
+		switch {
+		case op == "link":
+			return errors.New("operation not permitted") // no hard links here
+		case op == "rename" && path == target:
+			return os.WriteFile(target, other, 0o644) // the other server's release
+		}
+		return nil
+	})()
+	err = first.release(Released{Round: 2, Updates: 1, X: testModel(-2)})
+	require.ErrorContains(t, err, roundName(2)+" already exists")
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, other, got, "the other server's round file was replaced")
+}
+
 // A lock file that is a symbolic link is refused, named as one.
 func TestLockFileSymlinkRefused(t *testing.T) {
 	if runtime.GOOS == "windows" {
@@ -76,6 +111,20 @@ func TestLockFileSymlinkRefused(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), filepath.Join(dir, lockFile)))
 	_, err := openState(dir, testOptions(true))
 	require.ErrorContains(t, err, lockFile+" is a symbolic link, want a regular file")
+}
+
+// A lock file that cannot be opened (here a directory in its place) is
+// refused in one line that says what it must be. Before, the refusal was
+// only the system's "open DIR/lock: is a directory".
+func TestLockFileDirectoryRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the lock file is flock(2)'s on Unix")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, lockFile), 0o700))
+	_, err := openState(dir, testOptions(true))
+	require.ErrorContains(t, err, "must be a regular file this server can open for reading and writing")
+	require.NotContains(t, err.Error(), "\n")
 }
 
 // A secure server whose lock file was removed, and which later servers

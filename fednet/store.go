@@ -213,7 +213,8 @@ func (s store) writeRound(id runID, prev [sha256.Size]byte, rel Released) ([sha2
 // writeNew writes name durably, as write does, but never replaces a file
 // of that name: the synced temporary file is hard-linked to name, which
 // fails if name exists, and then removed. (Where the file system has no
-// hard links, name is checked and the file renamed into place.)
+// hard links, the file is renamed into place without replacing, or after
+// a check where no such rename exists: atomicfile.DurableOptions.Once.)
 func (s store) writeNew(name string, perm os.FileMode, data []byte) error {
 	return s.put(name, perm, data, true)
 }
@@ -374,7 +375,7 @@ func numbered[N int | uint64](s store, prefix, suffix string, name func(N) strin
 		}
 		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(file, prefix), suffix), 10, 63)
 		if err != nil || name(N(n)) != file {
-			return nil, fmt.Errorf("%s: unexpected file in the state directory", s.path(file))
+			return nil, fmt.Errorf("%s: unexpected file in the state directory: move it out (only the server's own files belong there)", s.path(file))
 		}
 		ns = append(ns, N(n))
 	}
@@ -462,6 +463,24 @@ func writtenBy(older bool) string {
 	return "written by a newer dpmf: use that version for this run"
 }
 
+// formatError is run.json of another dpmf's format; its message says
+// what to do.
+type formatError struct{ msg string }
+
+func (e *formatError) Error() string { return e.msg }
+
+// damaged adds to err, why a start refuses a state directory whose files
+// are damaged, missing or another run's, what the operator can do. Such
+// a directory cannot show which rounds were released (the writes are
+// durable and atomic: a crash leaves none of this), so the run cannot
+// safely go on in it; a file the server may not read is the exception.
+func (s store) damaged(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w; refusing to resume: give the server back read and write access to %s and its files", err, s.dir)
+	}
+	return fmt.Errorf("%w; refusing to resume from %s: start a new run in a fresh state directory (see docs/distributed.md, Faults)", err, s.dir)
+}
+
 // readRun reads and parses run.json.
 func (s store) readRun() (runRecord, error) {
 	var rec runRecord
@@ -473,7 +492,7 @@ func (s store) readRun() (runRecord, error) {
 		return rec, fmt.Errorf("%s: %v", s.path(runFile), err)
 	}
 	if rec.Format != stateFormat {
-		return rec, fmt.Errorf("%s: state format %d, want %d (%s)", s.path(runFile), rec.Format, stateFormat, writtenBy(rec.Format < stateFormat))
+		return rec, &formatError{fmt.Sprintf("%s: state format %d, want %d (%s)", s.path(runFile), rec.Format, stateFormat, writtenBy(rec.Format < stateFormat))}
 	}
 	id, err := hex.DecodeString(rec.Run)
 	if err != nil || len(id) != len(rec.id) {
@@ -496,6 +515,12 @@ func keyFingerprint(key [32]byte) string {
 // simulate a build whose noise derivation differs.
 var noiseDerivation = mechanism.DerivationFingerprint
 
+// permError is a noise key that group or others may access; its message
+// says what to do.
+type permError struct{ msg string }
+
+func (e *permError) Error() string { return e.msg }
+
 // readKey reads the noise key file and refuses one that group or others
 // may read or write: whoever reads it can remove the noise from every
 // released model.
@@ -507,7 +532,7 @@ func (s store) readKey() ([32]byte, error) {
 		return key, err
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return key, fmt.Errorf("%s has mode %04o: group or others may access the noise key; run chmod 600 on it (and treat the key as exposed if they did)", path, perm)
+		return key, &permError{fmt.Sprintf("%s has mode %04o: group or others may access the noise key; run chmod 600 on it (and treat the key as exposed if they did)", path, perm)}
 	}
 	data, err := s.readRegular(keyFile, 1024)
 	if err != nil {
@@ -567,11 +592,14 @@ func openState(dir string, o stateOptions) (st *state, err error) {
 		return nil, fmt.Errorf("removing stale temporary files: %w", err)
 	}
 	rec, err := st.readRun()
+	var fe *formatError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return st, st.create(o)
-	case err != nil:
+	case errors.As(err, &fe):
 		return nil, err
+	case err != nil:
+		return nil, st.damaged(err)
 	}
 	return st, st.resume(rec, o)
 }
@@ -646,7 +674,7 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 		return fmt.Errorf("%s is a copy or a restore of the directory run %v started in (that one was created at %s, this one at %s): a copy may lag behind the rounds already released, and resuming it could release a round twice with the same noise; start a fresh run in a fresh state directory", st.dir, st.run, time.Unix(0, rec.DirBirth).UTC().Format(time.RFC3339Nano), time.Unix(0, birth).UTC().Format(time.RFC3339Nano))
 	}
 	if o.noise != (rec.Noise != "none") {
-		return fmt.Errorf("%s records noise %q: the run's noise cannot change on a restart", runPath, rec.Noise)
+		return fmt.Errorf("%s records noise %q: the run's noise cannot change on a restart; restart with the run's noise settings, or start a new run in a fresh state directory", runPath, rec.Noise)
 	}
 	if o.noise {
 		// The released rounds' noise rows are drawn again on resume (the
@@ -672,8 +700,12 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("%s is missing: the run's noise cannot be resumed without it and a new key is never made for a run that released rounds; use a fresh state directory", st.path(keyFile))
 			}
-			if err != nil {
+			var pe *permError
+			if errors.As(err, &pe) {
 				return err
+			}
+			if err != nil {
+				return st.damaged(err)
 			}
 			st.key = key
 		}
@@ -681,18 +713,18 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 			if o.key != nil {
 				return fmt.Errorf("the noise key (or seed) is not run %v's: %s records another fingerprint; restart with the run's seed", st.run, runPath)
 			}
-			return fmt.Errorf("%s is not run %v's noise key (%s records another fingerprint): it was replaced or copied from another run", st.path(keyFile), st.run, runPath)
+			return fmt.Errorf("%s is not run %v's noise key (%s records another fingerprint): one of the two was replaced or changed; put back the run's own files if you have them (the fingerprint checks the key), else start a new run in a fresh state directory", st.path(keyFile), st.run, runPath)
 		}
 	}
 	m, err := st.readMark()
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s is missing: without the high-water mark the server cannot prove it would not release a round twice; refusing to resume", st.path(markFile))
+		return st.damaged(fmt.Errorf("%s is missing: without the high-water mark the server cannot prove it would not release a round twice", st.path(markFile)))
 	}
 	if err != nil {
-		return err
+		return st.damaged(err)
 	}
 	if m.run != st.run {
-		return fmt.Errorf("%s belongs to run %v, not %v", st.path(markFile), m.run, st.run)
+		return st.damaged(fmt.Errorf("%s belongs to run %v, not %v", st.path(markFile), m.run, st.run))
 	}
 	rs, err := st.rounds()
 	if err != nil {
@@ -703,27 +735,27 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 		last = rs[len(rs)-1]
 	}
 	if last < m.round {
-		return fmt.Errorf("%s holds rounds up to %d, but round %d was released: round files were lost or restored from an older copy; resuming would release rounds %d..%d again with the same noise, so the server refuses (the released models are those the learners hold)", st.dir, last, m.round, last+1, m.round)
+		return fmt.Errorf("%s holds rounds up to %d, but round %d was released: round files were lost or restored from an older copy; resuming would release rounds %d..%d again with the same noise, so the server refuses (the released models are those the learners hold): start a new run in a fresh state directory", st.dir, last, m.round, last+1, m.round)
 	}
 	// The chain from round 0: every round present, of this run, each file
 	// naming the one before it.
 	var prev [sha256.Size]byte
 	for k, r := range rs {
 		if r != k {
-			return fmt.Errorf("%s: round %d is missing (found rounds up to %d)", st.dir, k, last)
+			return st.damaged(fmt.Errorf("%s: round %d is missing (found rounds up to %d)", st.dir, k, last))
 		}
 		h, err := st.readHeader(r)
 		if err != nil {
-			return err
+			return st.damaged(err)
 		}
 		if h.run != st.run {
-			return fmt.Errorf("%s belongs to run %v, not %v", st.path(roundName(r)), h.run, st.run)
+			return st.damaged(fmt.Errorf("%s belongs to run %v, not %v", st.path(roundName(r)), h.run, st.run))
 		}
 		if h.prev != prev {
-			return fmt.Errorf("%s does not follow round %d's file (broken hash chain): a file was replaced", st.path(roundName(r)), r-1)
+			return st.damaged(fmt.Errorf("%s does not follow round %d's file (broken hash chain): a file was replaced", st.path(roundName(r)), r-1))
 		}
 		if r == m.round && h.sum != m.sum {
-			return fmt.Errorf("%s is not the round %d that was released (%s records another hash)", st.path(roundName(r)), r, st.path(markFile))
+			return st.damaged(fmt.Errorf("%s is not the round %d that was released (%s records another hash)", st.path(roundName(r)), r, st.path(markFile)))
 		}
 		prev = h.sum
 		st.sums = append(st.sums, h.sum)
@@ -733,10 +765,10 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 		// Never fall back to an earlier round: re-releasing a round with
 		// the same noise vector would reveal the difference of two
 		// aggregates without noise.
-		return fmt.Errorf("the last released model is unreadable, refusing to resume: %w", err)
+		return st.damaged(fmt.Errorf("the last released model is unreadable: %w", err))
 	}
 	if h.sum != prev {
-		return fmt.Errorf("%s changed while being read", st.path(roundName(last)))
+		return fmt.Errorf("%s changed while being read: another process writes in %s; stop it and restart", st.path(roundName(last)), st.dir)
 	}
 	if last > m.round {
 		// Rounds past the mark, each this run's and chained from the

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -284,6 +286,15 @@ func TestStateStartChecks(t *testing.T) {
 	require.NoError(t, reopen(dir, true))
 	_, err := os.Stat(tmp)
 	assert.True(t, os.IsNotExist(err), "stale temporary file left: %v", err)
+	// Also one whose time is later than the clock's (the clock was set
+	// back since the crash, or a file server's clock is ahead): under the
+	// lock no temporary file is live. Before, it was kept for good.
+	require.NoError(t, os.WriteFile(tmp, []byte("unreleased"), 0o644))
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(tmp, later, later))
+	require.NoError(t, reopen(dir, true))
+	_, err = os.Stat(tmp)
+	assert.True(t, os.IsNotExist(err), "temporary file with a later time left: %v", err)
 
 	fresh := t.TempDir()
 	cp(t, dir, fresh, keyFile)
@@ -451,5 +462,64 @@ func TestStateEarlierRoundCorrupt(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "checksum mismatch")
 		})
+	}
+}
+
+// TestStateRefusalsSayWhatToDo: every refusal of a state directory whose
+// files are damaged, missing or another run's (each file emptied, cut in
+// half, with a bit flipped, replaced by the same file of another run,
+// removed, or replaced by a directory) is one line that names the file
+// (or the directory) and says what the operator can do. Before, most
+// said only what was wrong (`released: checksum mismatch`, `run.json:
+// unexpected end of JSON input`). A bit flipped inside an earlier round's
+// model resumes (TestStateEarlierRoundCorrupt).
+func TestStateRefusalsSayWhatToDo(t *testing.T) {
+	dir, other, pristine := t.TempDir(), t.TempDir(), t.TempDir()
+	newTestState(t, dir, true, 3)
+	newTestState(t, other, true, 3)
+	copyDir(t, dir, pristine)
+	advice := []string{"fresh state directory", "restart with", "finish the run", "chmod 600", "put back"}
+	for _, name := range []string{runFile, keyFile, markFile, roundName(0), roundName(1), roundName(3)} {
+		for _, how := range []string{"empty", "half", "flip", "other", "removed", "directory"} {
+			copyDir(t, pristine, dir) // in place: the directory keeps its inode
+			p := filepath.Join(dir, name)
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			switch how {
+			case "empty":
+				data = nil
+			case "half":
+				data = data[:len(data)/2]
+			case "flip":
+				data[len(data)-1] ^= 1 // the final hash, or run.json's last line
+				if name == runFile {
+					data = bytes.Replace(data, []byte(`"noise": "file"`), []byte(`"noise": "fild"`), 1)
+				}
+			case "other":
+				data, err = os.ReadFile(filepath.Join(other, name))
+				require.NoError(t, err)
+			}
+			require.NoError(t, os.Remove(p))
+			switch how {
+			case "removed":
+			case "directory":
+				require.NoError(t, os.Mkdir(p, 0o700))
+			default:
+				require.NoError(t, os.WriteFile(p, data, 0o600))
+			}
+			err = reopen(dir, true)
+			if name == runFile && how == "flip" && err == nil {
+				t.Fatalf("%s %s: resumed", name, how)
+			}
+			require.Error(t, err, "%s %s", name, how)
+			msg := err.Error()
+			assert.NotContains(t, msg, "\n", "%s %s", name, how)
+			assert.Contains(t, msg, dir, "%s %s", name, how)
+			ok := false
+			for _, a := range advice {
+				ok = ok || strings.Contains(msg, a)
+			}
+			assert.True(t, ok, "%s %s: says not what to do: %s", name, how, msg)
+		}
 	}
 }

@@ -216,6 +216,10 @@ func WriteDurable(path string, perm os.FileMode, write func(w io.Writer) error) 
 // destination exists.
 var ErrExists = errors.New("already exists")
 
+// errNoReplace is renameNoReplace's error where no rename refuses an
+// existing destination in one step.
+var errNoReplace = errors.New("no rename without replace")
+
 // ErrTempGone is wrapped by the error of a [DurableOptions.Once] write
 // whose temporary file was gone when it was to be renamed into place
 // (another process removed it, or the directory was moved or replaced).
@@ -234,8 +238,11 @@ type DurableOptions struct {
 	// whatever it is (the error wraps [ErrExists]), and is then removed,
 	// before the directory's sync. Where the file system has no hard
 	// links (the link fails and the name does not exist), the file is
-	// renamed into place (if it is gone meanwhile, the error wraps
-	// [ErrTempGone]). The link is the destination's check: [CheckTarget]
+	// renamed into place: on Linux, where the file system supports it,
+	// with renameat2's RENAME_NOREPLACE, which fails if the name was made
+	// meanwhile (ErrExists again); elsewhere by a plain rename, which
+	// replaces a file made between the check and the rename (if the
+	// temporary file is gone meanwhile, the error wraps [ErrTempGone]). The link is the destination's check: [CheckTarget]
 	// is not asked.
 	Once bool
 }
@@ -412,11 +419,23 @@ func (p *Pending) link() error {
 		case !errors.Is(lerr, fs.ErrNotExist):
 			return fmt.Errorf("atomicfile: link temp file to %s: %w", p.path, err)
 		}
-		// No hard links on this file system: the name was checked just
-		// now.
-		if err := fault.Do("rename", p.path, func() error { return os.Rename(p.tmp, p.path) }); errors.Is(err, fs.ErrNotExist) {
+		// No hard links on this file system: renamed into place without
+		// replacing (where the kernel and file system can: the name may
+		// have been made since the check, by a process the caller's lock
+		// does not keep out), else renamed after the check just now.
+		err := fault.Do("rename", p.path, func() error {
+			err := renameNoReplace(p.tmp, p.path)
+			if errors.Is(err, errNoReplace) {
+				err = os.Rename(p.tmp, p.path)
+			}
+			return err
+		})
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			return fmt.Errorf("atomicfile: write %s: %w", p.path, ErrExists)
+		case errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("atomicfile: rename temp file to %s: %w (%w)", p.path, ErrTempGone, err)
-		} else if err != nil {
+		case err != nil:
 			return fmt.Errorf("atomicfile: rename temp file to %s: %w", p.path, err)
 		}
 	}
@@ -488,7 +507,9 @@ func IsTemp(name string) bool {
 // RemoveStale removes the temporary files of this package in dir that were
 // last modified more than age ago, which only a killed process can leave
 // behind (a live writer modifies its file as it writes; choose age well above
-// the longest write). It returns the number of files removed and the first
+// the longest write). An age of 0 or less removes every temporary file,
+// whatever its modification time (one later than the clock's included), for
+// a directory where no writer can be live (one held under a lock). It returns the number of files removed and the first
 // error other than a file that has disappeared meanwhile.
 func RemoveStale(dir string, age time.Duration) (int, error) {
 	return RemoveStaleOf(dir, age, nil)
@@ -515,9 +536,11 @@ func RemoveStaleOf(dir string, age time.Duration, ours func(base string) bool) (
 		if base := e.Name()[1:max(1, strings.LastIndex(e.Name(), tempInfix))]; ours != nil && !ours(base) {
 			continue
 		}
-		fi, err := e.Info()
-		if err != nil || !fi.ModTime().Before(cutoff) {
-			continue
+		if age > 0 {
+			fi, err := e.Info()
+			if err != nil || !fi.ModTime().Before(cutoff) {
+				continue
+			}
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
 			n++

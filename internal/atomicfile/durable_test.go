@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,4 +170,47 @@ func TestDurableOnce(t *testing.T) {
 	require.ErrorIs(t, err, ErrTempGone)
 	assert.True(t, strings.Contains(err.Error(), gone), err.Error())
 	assert.Equal(t, []string{"f", "g", "link"}, testutil.DirNames(t, dir))
+}
+
+// TestDurableOnceFallbackNeverReplaces: where the link fails (a file
+// system without hard links), the fallback rename never replaces a file
+// that another process put in place between the name's check and the
+// rename (two servers on one directory whose lock does not hold across
+// machines): the write fails with ErrExists and the other file stays. The
+// hook creates the destination just before the rename is made. Before the
+// fix the rename replaced it.
+func TestDurableOnceFallbackNeverReplaces(t *testing.T) {
+	if !renameNoReplaceWorks(t) {
+		t.Skip("no rename without replace on this platform or file system")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	var err error
+	recordOps(t, -1, func() {
+		fault.Set(func(op, p string) error {
+			switch op {
+			case "link":
+				return errors.New("operation not permitted")
+			case "rename":
+				return os.WriteFile(path, []byte("other"), 0o644)
+			}
+			return nil
+		})
+		err = WriteDurableWith(path, 0o644, DurableOptions{ExactPerm: true, Once: true}, writeString("mine"))
+	})
+	require.ErrorIs(t, err, ErrExists)
+	assert.NotContains(t, err.Error(), "\n")
+	got, _ := os.ReadFile(path)
+	assert.Equal(t, "other", string(got))
+	assert.Equal(t, []string{"f"}, testutil.DirNames(t, dir))
+}
+
+// renameNoReplaceWorks reports whether renameNoReplace refuses an
+// existing destination in a temporary directory.
+func renameNoReplaceWorks(t *testing.T) bool {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.WriteFile(a, nil, 0o600))
+	require.NoError(t, os.WriteFile(b, nil, 0o600))
+	return errors.Is(renameNoReplace(a, b), fs.ErrExist)
 }

@@ -123,6 +123,23 @@ func TestRemoveStale(t *testing.T) {
 	assert.ElementsMatch(t, []string{filepath.Base(fresh), "entry.dpmf", ".hidden"}, testutil.DirNames(t, dir))
 }
 
+// TestRemoveStaleAgeZero: with age 0 every temporary file goes, also one
+// modified later than now (a clock set back since, or a file server's
+// clock ahead of this machine's); before, such a file was kept.
+func TestRemoveStaleAgeZero(t *testing.T) {
+	dir := t.TempDir()
+	later := time.Now().Add(time.Hour)
+	for _, name := range []string{".a" + tempInfix + "01", ".b" + tempInfix + "02", "keep"} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, nil, 0o600))
+		require.NoError(t, os.Chtimes(p, later, later))
+	}
+	n, err := RemoveStale(dir, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, []string{"keep"}, testutil.DirNames(t, dir))
+}
+
 // RemoveStaleOf removes only the stale temporary files of the
 // destinations it is given, and takes a name such as ".tmp-x" (an empty
 // base) without a panic.
