@@ -37,6 +37,28 @@ func TestOptimalBandedLimits(t *testing.T) {
 	}
 }
 
+// With b = R = 370 the L-BFGS pairs have R b = 136,900 entries, beyond
+// linalg.LongVector, so that the compact direction's passes run by
+// several chunks (on several goroutines where there are cores): the
+// certified loss agrees with Optimal's (a different solver, with its own
+// certificate) within the two certified gaps.
+func TestOptimalBandedLimitsChunked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a solve of 96 iterations at R = 370 with 370 bands (4 to 16 s)")
+	}
+	const r = 370
+	require.Greater(t, r*r, linalg.LongVector)
+	ctx := context.Background()
+	want, err := Optimal(ctx, prefix(t, r), Options{LossOnly: true})
+	require.NoError(t, err)
+	got, err := OptimalBanded(ctx, prefix(t, r), r, 1, Options{LossOnly: true, Tol: 1e-9})
+	require.NoError(t, err)
+	require.LessOrEqual(t, got.Gap, 1e-9)
+	// Each loss is at most (1 + gap) times the optimum, and at least it.
+	assert.LessOrEqual(t, got.Metrics.Loss, want.Metrics.Loss*(1+want.Gap)*(1+got.Gap))
+	assert.LessOrEqual(t, want.Metrics.Loss, got.Metrics.Loss*(1+want.Gap)*(1+got.Gap))
+}
+
 // Small cases against an independent dense Newton method over the band,
 // for prefix sums and a weighted workload.
 func TestOptimalBandedIndependent(t *testing.T) {

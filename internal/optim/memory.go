@@ -78,16 +78,16 @@ func (m *Memory) Reset() {
 }
 
 // Memory32 is [Memory] for long vectors (the banded solver's 10^5 to 10^7
-// entries), where the recursion is bound by memory traffic: the pairs and
-// the recursion's working vector are float32, every product and sum is
-// float64 ([linalg.Dot32], [linalg.AxpyDot32]: one pass over memory per
-// pair and loop, by fixed chunks, so the same bits on any number of
-// cores). That halves the traffic of the recursion, which reads 2 Len()
-// vectors twice per direction. The direction is an approximation of the
-// inverse Hessian's product anyway, and a line search accepts or rejects
-// it; rounding the pairs to float32 changes it by about 1e-7 relatively
-// (at R = 10^4 with 64 bands, 534 iterations to a certified 1e-8 against
-// 528 with float64 pairs).
+// entries), where the direction is bound by memory traffic: the pairs are
+// float32 and every product and sum is float64. The direction is the
+// two-loop recursion's in its compact form (Byrd, Nocedal and Schnabel,
+// 1994): with the pairs' mutual products s_i . y_j (i < j) kept, it needs
+// the inner products of the pairs with the gradient and with the scaled
+// vector only, so it reads every pair twice per direction in four passes
+// of fixed chunks (the same bits on any number of cores) and keeps its
+// working vector in float64. Rounding the pairs to float32 changes the
+// direction by about 1e-7 relatively; the line search accepts or rejects
+// it anyway.
 type Memory32 struct {
 	// S and Y are the pairs rounded to float32; Rho[k] = 1 / (S[k] .
 	// Y[k]) and YY[k] = Y[k] . Y[k], of the rounded pairs, in float64.
@@ -95,31 +95,33 @@ type Memory32 struct {
 	Rho, YY []float64
 	size    int
 	free    [][]float32
-	q       []float32
-	// part holds Push's sums by chunk.
-	part []float64
+	// sty[i*size+j] = S[i] . Y[j] for i < j < cross: the pairs' mutual
+	// products, each column computed once in the first pass of the
+	// direction that first needs it.
+	sty   []float64
+	cross int
+	// part holds the sums by chunk; prod the inner products of a pass.
+	part, prod []float64
 }
 
 // NewMemory32 returns an empty memory of at most size pairs.
-func NewMemory32(size int) *Memory32 { return &Memory32{size: size} }
+func NewMemory32(size int) *Memory32 {
+	return &Memory32{size: size, sty: make([]float64, size*size), prod: make([]float64, 2*size)}
+}
 
 // Len returns the number of pairs held.
 func (m *Memory32) Len() int { return len(m.S) }
 
-// convert copies src into dst, element by element, by chunks.
-func convert[D, S float32 | float64](dst []D, src []S) {
-	par.Range(len(src), linalg.VectorChunk, 1.5, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			dst[i] = D(src[i])
-		}
-	})
-}
-
-// Direction writes H grad into dir by the two-loop recursion over the
-// float32 pairs, with scale applying the initial inverse Hessian (to a
-// float64 vector), each update of the working vector followed by the inner
-// product that the next step needs, in one pass over memory. alpha is
-// scratch of at least Len() entries.
+// Direction writes H grad into dir, H the L-BFGS inverse Hessian of the
+// float32 pairs, with scale applying the initial inverse Hessian (any
+// symmetric matrix) to a float64 vector. It is the two-loop recursion's
+// result by the compact form: with c = S^T grad and R the upper triangle
+// of S^T Y (diagonal 1 / Rho), the first loop's coefficients are
+// alpha = R^{-1} c, its vector r = grad - Y alpha; with z = scale(r) and
+// e = Y^T z, the second loop's coefficients are
+// gamma = alpha - diag(Rho) (e + L gamma), L the strict lower triangle of
+// Y^T S, and dir = z + S gamma. alpha is scratch of at least Len()
+// entries.
 func (m *Memory32) Direction(grad, dir, alpha []float64, scale func(dir []float64)) {
 	k := len(m.S)
 	if k == 0 {
@@ -127,34 +129,57 @@ func (m *Memory32) Direction(grad, dir, alpha []float64, scale func(dir []float6
 		scale(dir)
 		return
 	}
-	n := len(grad)
-	if len(m.q) < n {
-		m.q = make([]float32, n)
-	}
-	q := m.q[:n]
-	convert(q, grad)
-	alpha[k-1] = m.Rho[k-1] * linalg.Dot32(m.S[k-1], q)
-	for t := k - 1; t > 0; t-- {
-		alpha[t-1] = m.Rho[t-1] * linalg.AxpyDot32(-alpha[t], m.Y[t], q, m.S[t-1])
-	}
-	// The last update of each loop writes the float64 direction.
-	axpyTo(dir, q, -alpha[0], m.Y[0])
-	scale(dir)
-	convert(q, dir)
-	beta := m.Rho[0] * linalg.Dot32(m.Y[0], q)
-	for t := 0; t+1 < k; t++ {
-		beta = m.Rho[t+1] * linalg.AxpyDot32(alpha[t]-beta, m.S[t], q, m.Y[t+1])
-	}
-	axpyTo(dir, q, alpha[k-1]-beta, m.S[k-1])
-}
-
-// axpyTo sets dst = q + a x in float64, by chunks.
-func axpyTo(dst []float64, q []float32, a float64, x []float32) {
-	par.Range(len(q), linalg.VectorChunk, 2.5, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			dst[i] = float64(q[i]) + a*float64(x[i])
+	sz := m.size
+	// Columns of S^T Y that two pushes without a direction between them
+	// left unknown (the newest one is computed with c below).
+	for j := max(m.cross, 1); j < k-1; j++ {
+		col := m.prod[:j]
+		chunkDots(col, m.Y[j], dot4x32Impl, nil, 0, m.S[:j], &m.part)
+		for i, v := range col {
+			m.sty[i*sz+j] = v
 		}
-	})
+	}
+	// c = S^T grad and, if its column is unknown, S[:k-1]^T Y[k-1]: one
+	// pass.
+	var ynew []float32
+	ny := 0
+	if m.cross < k && k > 1 {
+		// All k products, so that the pairs go by whole groups of four
+		// to the kernel (the newest pair's own one is not used).
+		ynew, ny = m.Y[k-1], k
+	}
+	c := m.prod[:k+ny]
+	chunkDots(c, grad, dot4x64Impl, ynew, ny, m.S, &m.part)
+	for i := 0; i+1 < ny; i++ {
+		m.sty[i*sz+k-1] = c[k+i]
+	}
+	m.cross = k
+	alpha = alpha[:k]
+	for t := k - 1; t >= 0; t-- {
+		v := c[t]
+		for j := t + 1; j < k; j++ {
+			v -= m.sty[t*sz+j] * alpha[j]
+		}
+		alpha[t] = m.Rho[t] * v
+	}
+	// r = grad - Y alpha, then z = scale(r), in dir.
+	neg := m.prod[k : 2*k]
+	for t, a := range alpha {
+		neg[t] = -a
+	}
+	chunkAxpy(dir, grad, neg, m.Y)
+	scale(dir)
+	e := m.prod[:k]
+	chunkDots(e, dir, dot4x64Impl, nil, 0, m.Y, &m.part)
+	gamma := m.prod[k : 2*k]
+	for t := 0; t < k; t++ {
+		v := e[t]
+		for j := 0; j < t; j++ {
+			v += m.sty[j*sz+t] * gamma[j]
+		}
+		gamma[t] = alpha[t] - m.Rho[t]*v
+	}
+	chunkAxpy(dir, dir, gamma, m.S)
 }
 
 // Push adds the pair s = x1 - x0, y = g1 - g0, rounded to float32, if its
@@ -208,6 +233,12 @@ func (m *Memory32) Push(x1, x0, g1, g0 []float64) {
 	if len(m.S) == m.size {
 		m.free = append(m.free, m.S[0], m.Y[0])
 		m.S, m.Y, m.Rho, m.YY = m.S[1:], m.Y[1:], m.Rho[1:], m.YY[1:]
+		// The mutual products of the pairs kept move up and left by one.
+		sz := m.size
+		for i := 0; i+1 < sz; i++ {
+			copy(m.sty[i*sz:i*sz+sz-1], m.sty[(i+1)*sz+1:(i+2)*sz])
+		}
+		m.cross = max(m.cross-1, 0)
 	}
 	m.S, m.Y = append(m.S, s), append(m.Y, y)
 	m.Rho, m.YY = append(m.Rho, 1/sy), append(m.YY, yy)
@@ -224,4 +255,5 @@ func (m *Memory32) Gamma() float64 {
 func (m *Memory32) Reset() {
 	m.free = append(append(m.free, m.S...), m.Y...)
 	m.S, m.Y, m.Rho, m.YY = m.S[:0], m.Y[:0], m.Rho[:0], m.YY[:0]
+	m.cross = 0
 }
