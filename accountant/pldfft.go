@@ -86,8 +86,13 @@ func specWeight(j, n int) float64 {
 // included.
 const tiltTarget = 1e-5
 
-// logAdd returns log(e^a + e^b).
+// logAdd returns log(e^a + e^b): +Inf if either is +Inf (an absent
+// bound; a + log1p(e^(b - a)) is NaN when both are, and selfConvolve's
+// test for an absent bound at a tilt below its input's missed that NaN).
 func logAdd(a, b float64) float64 {
+	if math.IsInf(a, 1) || math.IsInf(b, 1) {
+		return math.Inf(1)
+	}
 	if math.IsInf(a, -1) {
 		return b
 	}

@@ -175,8 +175,9 @@ func TestSelfComposePropagatedError(t *testing.T) {
 // now [9.003982, 9.004060] (8.66e-6), where G.SelfCompose(16) gives
 // 1.56e-6 (logged). The same bracketing is checked for orders that feed
 // the propagated part into further compositions, and for
-// G.SelfCompose(2).SelfCompose(8), which stays loose (its input's error
-// is bounded at the 2-fold composition's tilt; see docs/privacy.md).
+// G.SelfCompose(2).SelfCompose(8) and Compose(G,G).SelfCompose(8)
+// .SelfCompose(2), which SelfCompose now composes from their base (the
+// first reported Delta(1) = 1 before; both are held to the same widths).
 // SampledGaussianPLD(0.2, 0.5, ReplaceOne).SelfCompose(3), a composed PLD
 // too (it reported delta(1) in [0, 0.2955]), must overlap
 // SampledGaussian's bounds for the same composition (another route:
@@ -196,10 +197,10 @@ func TestPLDSelfComposeOfComposedTight(t *testing.T) {
 		tight bool
 	}{
 		{"Compose(G,G).SelfCompose(8)", 16, gg8, true},
-		{"Compose(G,G).SelfCompose(8).SelfCompose(2)", 32, must(gg8.SelfCompose(2)), false},
+		{"Compose(G,G).SelfCompose(8).SelfCompose(2)", 32, must(gg8.SelfCompose(2)), true},
 		{"Compose(G,G).SelfCompose(8).Compose(G)", 17, must(gg8.Compose(g)), false},
 		{"Compose(Compose(G,G),G).SelfCompose(5)", 15, must(must(gg.Compose(g)).SelfCompose(5)), false},
-		{"G.SelfCompose(2).SelfCompose(8)", 16, must(must(g.SelfCompose(2)).SelfCompose(8)), false},
+		{"G.SelfCompose(2).SelfCompose(8)", 16, must(must(g.SelfCompose(2)).SelfCompose(8)), true},
 	}
 	w16, err := g16.EpsilonBounds(1e-10)
 	if err != nil {
