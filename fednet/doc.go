@@ -76,7 +76,7 @@
 // SubmitMasked of protocol revision 2. The learners quantize their
 // updates to Z_{2^64} (fedopt.QuantizeUpdate, which holds an update to
 // norm tau B_g exactly, since the server sees only the sum, and refuses
-// one out of range) and mask them; a phase closes when every learner of the previous phase
+// one beyond tau B_g's rounding margin or with an entry out of range) and mask them; a phase closes when every learner of the previous phase
 // answered, QuorumGrace after the threshold T did, or at RoundTimeout
 // with at least T (fewer: ErrTooFewLearners); the unmasked ring sum is
 // released through fedopt.Server.ReleaseRingSum, to the models of

@@ -79,7 +79,9 @@
 // With [Config.Quantizer] (package secagg) the server aggregates as secure
 // aggregation does: every update is quantized to the ring Z_{2^64}
 // ([QuantizeUpdate]; a networked learner calls the same), the quantized
-// updates are summed there and the sum is dequantized exactly.
+// updates are summed there without wrapping and the sum is dequantized
+// (each entry converted to float64, rounded to 53 bits as a float64 sum
+// of the updates would be).
 // [Server.ReleaseRingSum] releases from a ring sum computed elsewhere (the
 // unmasked sum of the protocol) and gives the same model bit for bit. The
 // plan's calibration then includes the quantization term

@@ -249,3 +249,39 @@ func TestSecureErrors(t *testing.T) {
 		t.Errorf("quantizer with too many scale bits: %v", err)
 	}
 }
+
+// TestQuantizeUpdateRefusesNormBeyondBound: QuantizeUpdate is how a learner
+// of secure aggregation holds its update to norm tau B_g (the server sees
+// only the sum and cannot check it), so an update whose norm exceeds
+// UpdateBound is refused, even when every entry is within tau B_g on its
+// own. The norms are by hand: (tau B_g, tau B_g) has norm sqrt(2) tau B_g,
+// (0, -tau B_g, 0.75 tau B_g, 0) 1.25 tau B_g, (a, a, a, a) with
+// a = tau B_g / 2 exactly tau B_g. Before the check the first two were
+// quantized as they were, without an error.
+func TestQuantizeUpdateRefusesNormBeyondBound(t *testing.T) {
+	const n, tau, clip = 10, 2, 1.0
+	q, err := secagg.NewQuantizer(n, tau, clip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	T := tau * clip
+	for _, u := range [][]float64{{T, T}, {0, -T, T * 0.75, 0}} {
+		dst := make([]uint64, len(u))
+		err := fedopt.QuantizeUpdate(q, dst, u, clip, tau)
+		if err == nil || !strings.Contains(err.Error(), "norm") {
+			t.Errorf("QuantizeUpdate(%v) with tau B_g = %v: %v, want an error naming the norm", u, T, err)
+		}
+	}
+	// Norm tau B_g exactly: quantized as it is (each entry T/2 2^k, an
+	// integer since k >= 1 here).
+	u := []float64{T / 2, T / 2, -T / 2, T / 2}
+	dst := make([]uint64, len(u))
+	if err := fedopt.QuantizeUpdate(q, dst, u, clip, tau); err != nil {
+		t.Fatalf("QuantizeUpdate(%v), norm tau B_g exactly: %v", u, err)
+	}
+	for k, v := range u {
+		if want := int64(math.Ldexp(v, q.ScaleBits)); int64(dst[k]) != want {
+			t.Errorf("entry %d quantized to %d, want %d", k, int64(dst[k]), want)
+		}
+	}
+}

@@ -345,8 +345,9 @@ func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
 // An update whose norm is within [UpdateBound] but above tau clip in exact
 // arithmetic is quantized scaled down to exact norm at most tau clip, as
 // [Server.Release] sums it (u itself is never written); one of norm at
-// most tau clip is quantized as it is. An entry out of range is an error
-// and nothing must be sent.
+// most tau clip is quantized as it is. An update whose norm exceeds
+// [UpdateBound], or an entry out of range, is an error and nothing must be
+// sent.
 func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64, tau int) error {
 	return quantizeUpdate(q, dst, u, clip, tau, nil)
 }
@@ -355,7 +356,18 @@ func QuantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64,
 // nil), never into u, which is the caller's.
 func quantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64, tau int, buf []float64) error {
 	if clip > 0 && !math.IsInf(clip, 1) && len(dst) == len(u) && firstNonFinite(u) < 0 {
-		if norm, plain := measureNorm(u); norm <= UpdateBound(clip, tau) && !clearlyWithin(norm, plain, len(u), clip, tau) && !normWithin(u, clip, tau) {
+		// The server of secure aggregation sees only the sum: an update
+		// beyond the margin is refused here, not quantized entry by entry
+		// (each entry within tau clip, the norm up to sqrt(d) tau clip).
+		// An entry out of range is named first, as Quantize names it.
+		nu, plain := measureNorm(u)
+		if most := UpdateBound(clip, tau); nu > most {
+			if err := q.Quantize(dst, u, most); err != nil {
+				return fmt.Errorf("fedopt: update: %s", strings.TrimPrefix(err.Error(), "secagg: "))
+			}
+			return fmt.Errorf("fedopt: update: norm %v exceeds tau B_g = %d x %v (at most %v with rounding): a clipped update never does", nu, tau, clip, most)
+		}
+		if !clearlyWithin(nu, plain, len(u), clip, tau) && !normWithin(u, clip, tau) {
 			if buf == nil {
 				buf = make([]float64, len(u))
 			}

@@ -39,7 +39,11 @@
 // the server all the same, and the N - T honest learners that did not
 // answer, with the c colluders, can complete a second attempt
 // (TestColludersUnmaskTwoAttempts: N = 5, T = 3, c = 1).
-// Within one attempt, up to T - 1 colluders learn nothing beyond the sum.
+// Within one attempt, a server that follows the protocol and pools its
+// view with up to T - 1 colluders learns nothing beyond the sum. One that
+// shows a learner's masked input as received to some learners and as
+// dropped to others collects both of its secrets only when 2T <= N + c,
+// the same limit (TestSplitViewsNeedTwoTAboveNPlusC, brute force).
 //
 // Departures from the paper, all on the safe side: a learner also seals a
 // pair of shares for itself, relayed like the others, and reveals its own
