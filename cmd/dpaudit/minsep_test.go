@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,25 @@ func TestMinSepHugeSeparation(t *testing.T) {
 			if can.Canaries != 16 || can.All.MuAnalytic != can.MuClaimed || !(can.MuClaimed > 0) {
 				t.Errorf("canary %s: %d canaries, analytic mu %v, claimed %v; want 16 canaries and the claimed mu", p, can.Canaries, can.All.MuAnalytic, can.MuClaimed)
 			}
+		}
+	}
+}
+
+// The canary audit's learner-round slots n R must not overflow: with
+// -learners 2^62 -rounds 4 (or 3037000500 each, whose product passes
+// math.MaxInt) the slots are far more than 3, and the run must fail on
+// what it really lacks (memory), not with "needs at least 3 learner-round
+// slots", which the product wrapped to 0 or a negative number claimed.
+func TestCanarySlotsOverflow(t *testing.T) {
+	for _, nr := range [][2]string{{"4611686018427387904", "4"}, {"3037000500", "3037000500"}, {"4", "4611686018427387904"}} {
+		args := []string{"canary", "-learners", nr[0], "-rounds", nr[1], "-tau", "1", "-dim", "2"}
+		_, _, err := runCmd(t, args...)
+		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), "need about") {
+			t.Errorf("%q: error %v, want the memory check's", args, err)
+		}
+		_, _, err = runCmd(t, append(args, "-canaries", "5")...)
+		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), "need about") {
+			t.Errorf("%q -canaries 5: error %v, want the memory check's", args, err)
 		}
 	}
 }
