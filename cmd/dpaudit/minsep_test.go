@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // A separation B >= R lets a sample take part in one round only, so
@@ -71,6 +73,29 @@ func TestCanarySlotsOverflow(t *testing.T) {
 		_, _, err = runCmd(t, append(args, "-canaries", "5")...)
 		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), "need about") {
 			t.Errorf("%q -canaries 5: error %v, want the memory check's", args, err)
+		}
+	}
+}
+
+// A participation that leaves fewer than 3 learner-round slots (epochs:R:
+// every sample in every round, so n slots) cannot run the canary audit at
+// all. The error named a -canaries the user may not have given and asked
+// for "3 to 1"; it must name the participation and say that at least 3
+// slots are needed, with or without -canaries.
+func TestCanaryTooFewSlots(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		slots string
+	}{
+		{[]string{"-learners", "1", "-participation", "epochs:8"}, "leaves 1 learner-round slot"},
+		{[]string{"-learners", "2", "-participation", "epochs:8"}, "leaves 2 learner-round slots"},
+		{[]string{"-learners", "2", "-participation", "epochs:8", "-canaries", "3"}, "leaves 2 learner-round slots"},
+	} {
+		args := append([]string{"canary", "-rounds", "8", "-tau", "1", "-dim", "2"}, tc.args...)
+		_, _, err := runCmd(t, args...)
+		if err == nil || cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), "-participation epochs:8") ||
+			!strings.Contains(err.Error(), tc.slots) || !strings.Contains(err.Error(), "at least 3") || strings.Contains(err.Error(), "3 to ") {
+			t.Errorf("%q: %v; want a usage error naming -participation epochs:8 that %s, want at least 3", args, err, tc.slots)
 		}
 	}
 }
