@@ -308,6 +308,9 @@ func powerNote(rep *audit.CanaryReport, level float64) string {
 	mu, m := rep.AllIterates.MuAnalytic, float64(rep.Canaries)
 	z := math.Sqrt2 * math.Erfinv(level)
 	need := math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu))
+	if math.IsInf(mu*mu, 1) {
+		need = math.Ceil(400 * z * z / 8) // the limit, as audit.DefaultCanaries takes it
+	}
 	if !(mu > 0) || !(m < need) {
 		return ""
 	}

@@ -99,3 +99,17 @@ func TestCanaryTooFewSlots(t *testing.T) {
 		}
 	}
 }
+
+// At -eps 1e308 the claimed mu is about 1.4e154 and mu^2 overflows: the
+// default number of canaries, 400 z^2 (1 + mu^2 / 8) / mu^2, was
+// Inf / Inf = NaN, converted to a negative int and refused ("-canaries 0
+// ... want 3 to 8"). Its limit for large mu is 50 z^2 (332 at 0.99),
+// so the audit plants min(max(332, 1000), n R) = n R = 8 canaries. (Not
+// with -json: at such an eps the report's eps values are +Inf, which JSON
+// cannot hold.)
+func TestCanaryDefaultHugeMu(t *testing.T) {
+	code, out, err := runCmd(t, "canary", "-rounds", "4", "-learners", "2", "-tau", "1", "-dim", "2", "-eps", "1e308", "-delta", "0.5")
+	if err != nil || (code != 0 && code != exitViolation) || !strings.Contains(out, ": m=8 canaries,") {
+		t.Fatalf("code %d, err %v, output %.200s; want m=8 canaries", code, err, out)
+	}
+}
