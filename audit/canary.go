@@ -174,6 +174,11 @@ func defaultCanaries(s *Setup, level float64, slots int) int {
 	mu := 2 * p.Clip * priv.UnitSensitivity.Value / float64(p.Learners) / priv.NoiseStd
 	z := levelZ(level)
 	m := math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu))
+	if math.IsInf(mu*mu, 1) {
+		// mu^2 overflows (eps near 1e308): Inf / Inf was NaN, which
+		// converted to a negative count. The limit is 50 z^2.
+		m = math.Ceil(400 * z * z / 8)
+	}
 	return int(min(max(m, 1000), float64(slots)))
 }
 

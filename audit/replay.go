@@ -505,12 +505,17 @@ func patterns(p factorize.Participation, R int) [][]int {
 	case factorize.KindEpochs:
 		starts, step, k = R/p.K, R/p.K, R
 	case factorize.KindMinSep:
-		step, k = p.B, cmp.Or(p.K, (R+p.B-1)/p.B)
+		// ceil(R / B) written so that a B near math.MaxInt cannot
+		// overflow (R + B - 1 did, leaving every pattern empty).
+		step, k = p.B, cmp.Or(p.K, (R-1)/p.B+1)
 	}
 	out := make([][]int, starts)
 	for c := range out {
 		for r := c; r < R && len(out[c]) < k; r += step {
 			out[c] = append(out[c], r)
+			if step > R-r {
+				break // r + step would pass R, or overflow
+			}
 		}
 	}
 	return out

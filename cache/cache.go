@@ -522,8 +522,14 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 		if opFloats, err = meta.Operator.FloatCount(); err != nil {
 			return nil, badMeta("%v", strings.TrimPrefix(err.Error(), "factorize: "))
 		}
-		floats += int64(opFloats)
 	}
+	// The declared floats' bytes must be countable before the size check:
+	// 8 * 2 R m wrapped to 0 for R = m = 2^30, the check passed an entry
+	// without factors, and the load allocated the header's claim.
+	if most := (math.MaxInt64 - cacheHeader - metaLen - cacheSumLen) / 8; floats > most || int64(opFloats) > most-floats {
+		return nil, corrupt("the metadata declares %d x %d factors and %d operator floats, more than a file holds", meta.R, meta.M, opFloats)
+	}
+	floats += int64(opFloats)
 	if want := cacheHeader + metaLen + 8*floats + cacheSumLen; size != want {
 		if size < want {
 			return nil, corrupt("truncated: %d bytes, want %d", size, want)

@@ -80,7 +80,13 @@ func (o *options) check(cmd string, set map[string]bool) error {
 		if p.Dropout != 0 {
 			return cli.Usagef("-dropout applies to replay only: the canary audit runs without dropouts")
 		}
-		if slots := p.Learners * p.Rounds; slots < 3 {
+		// n R, saturated at math.MaxInt: the product of two large
+		// flags wrapped to 0 or below and was refused as too few slots.
+		slots := math.MaxInt
+		if p.Learners <= math.MaxInt/p.Rounds {
+			slots = p.Learners * p.Rounds
+		}
+		if slots < 3 {
 			return cli.Usagef("-learners %d and -rounds %d: the canary audit needs at least 3 learner-round slots", p.Learners, p.Rounds)
 		} else if o.canaries != 0 && (o.canaries < 3 || o.canaries > slots) {
 			// The participation may leave fewer slots: audit.Canary

@@ -183,6 +183,14 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		// -clip, as in mfsolve and ofl.
 		return 0, cli.CalibrationError(err, p.Clip, p.Learners, p.Eps, "")
 	}
+	if cmd == "canary" {
+		// The participation may leave fewer than 3 slots (epochs:R gives
+		// n): no number of canaries fits then, whatever -canaries says.
+		// DefaultCanaries is at most the slots, and at least 1000 below them.
+		if d, err := audit.DefaultCanaries(s, o.level); err == nil && d < 3 {
+			return 0, cli.Usagef("-participation %s with -learners %d and -rounds %d leaves %d learner-round %s for canaries, want at least 3", o.part, p.Learners, p.Rounds, d, plural(d, "slot", "slots"))
+		}
+	}
 	if cmd == "canary" && o.canaries == 0 {
 		// The default number of canaries depends on the calibration, and
 		// the audit's model has one coordinate per canary: check the
@@ -300,6 +308,9 @@ func powerNote(rep *audit.CanaryReport, level float64) string {
 	mu, m := rep.AllIterates.MuAnalytic, float64(rep.Canaries)
 	z := math.Sqrt2 * math.Erfinv(level)
 	need := math.Ceil(400 * z * z * (1 + mu*mu/8) / (mu * mu))
+	if math.IsInf(mu*mu, 1) {
+		need = math.Ceil(400 * z * z / 8) // the limit, as audit.DefaultCanaries takes it
+	}
 	if !(mu > 0) || !(m < need) {
 		return ""
 	}
@@ -319,4 +330,12 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// plural returns one for n = 1 and many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

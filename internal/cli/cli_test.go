@@ -107,6 +107,9 @@ func TestParseRefusesUnderflow(t *testing.T) {
 		{"1e-9999999999", 0, `invalid value "1e-9999999999" for flag -clip: nonzero but below the float64 range`},
 		{"-0.001e-99999999999999999999", 0, `invalid value "-0.001e-99999999999999999999" for flag -clip: nonzero but below the float64 range`},
 		{"0x0.8p-9999999999", 0, `invalid value "0x0.8p-9999999999" for flag -clip: nonzero but below the float64 range`},
+		// An exponent inside big.Float's range that it rounds to 0 without
+		// an error: judged by the mantissa too (FuzzParseFloat found it).
+		{"1e-700000000", 0, `invalid value "1e-700000000" for flag -clip: nonzero but below the float64 range`},
 		{"0e-9999999999", 0, ""},
 		{"-0.000e-99999999999999999999", 0, ""},
 		{"0x0p-9999999999", 0, ""},
@@ -219,6 +222,7 @@ func TestParseFloat(t *testing.T) {
 		{"0", 0, ""},
 		{"1e-400", 0, "nonzero but below the float64 range"},
 		{"1e-9999999999", 0, "nonzero but below the float64 range"},
+		{"1e-700000000", 0, "nonzero but below the float64 range"},
 		{"0e-9999999999", 0, ""},
 		{"1e400", 0, "out of the float64 range"},
 		{"", 0, "not a number"},

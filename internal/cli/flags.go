@@ -153,12 +153,13 @@ func (f strictFloat) Set(s string) error {
 // text of a nonzero number.
 func nonzero(s string) bool {
 	b, _, err := big.ParseFloat(s, 0, 64, big.ToNearestEven)
-	if err == nil {
-		return b.Sign() != 0
+	if err == nil && b.Sign() != 0 {
+		return true
 	}
 	// big.ParseFloat refuses an exponent beyond its own range
-	// (1e-9999999999, which strconv rounds to 0): the number is nonzero
-	// if a digit of its mantissa is.
+	// (1e-9999999999, which strconv rounds to 0), and rounds one just
+	// inside it to 0 without an error (1e-700000000): the number is
+	// nonzero if a digit of its mantissa is.
 	m, digits, exp := strings.TrimLeft(s, "+-"), "123456789", "eE"
 	if len(m) > 1 && m[0] == '0' && (m[1] == 'x' || m[1] == 'X') {
 		m, digits, exp = m[2:], "123456789abcdefABCDEF", "pP"

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/dpmf/dpmf/internal/cli"
+)
+
+// A separation B >= R lets a sample take part in one round only, so
+// minsep:B is single participation over R rounds, whatever B and K: the
+// replay must audit one round with the largest column norm (measured =
+// declared), and the canary audit must plant canaries and claim the
+// single-participation mu. A B near math.MaxInt overflowed the audit's
+// pattern arithmetic: minsep:9223372036854775807 audited no round and
+// passed vacuously (measured 0, canary mu 0), and with ",2" both audits
+// panicked with an index out of range.
+func TestMinSepHugeSeparation(t *testing.T) {
+	base := []string{"-rounds", "8", "-learners", "2", "-tau", "1", "-dim", "2", "-json"}
+	type replayRep struct {
+		OK       bool    `json:"ok"`
+		Declared float64 `json:"declared_sensitivity"`
+		Measured float64 `json:"measured_distance"`
+		Rounds   []int   `json:"audited_rounds"`
+	}
+	type canaryRep struct {
+		Canaries int `json:"canaries"`
+		All      struct {
+			MuAnalytic float64 `json:"mu_analytic"`
+		} `json:"all_iterates"`
+		MuClaimed float64 `json:"mu_claimed"`
+	}
+	for _, b := range []string{"8", "9", "4611686018427387904", "9223372036854775806", "9223372036854775807"} {
+		for _, k := range []string{"", ",1", ",2", ",9223372036854775807"} {
+			p := "minsep:" + b + k
+			code, out, err := runCmd(t, append([]string{"replay", "-participation", p}, base...)...)
+			var rep replayRep
+			if err != nil || code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+				t.Fatalf("replay %s: code %d, err %v, out %.300s", p, code, err, out)
+			}
+			// Single participation over the prefix workload's optimal C
+			// (unit column norms): one round moves the release by
+			// 2 B_g / n = 2 * 5 / 2 = 5.
+			if !rep.OK || len(rep.Rounds) != 1 || rep.Declared != 5 || !(rep.Measured > 5*(1-1e-12)) {
+				t.Errorf("replay %s: ok %v, rounds %v, declared %v, measured %v; want one round, declared 5 and measured 5", p, rep.OK, rep.Rounds, rep.Declared, rep.Measured)
+			}
+			code, out, err = runCmd(t, append([]string{"canary", "-participation", p}, base...)...)
+			var can canaryRep
+			if err != nil || code != 0 || json.Unmarshal([]byte(out), &can) != nil {
+				t.Fatalf("canary %s: code %d, err %v, out %.300s", p, code, err, out)
+			}
+			// m = R n = 16 slots of one round each.
+			if can.Canaries != 16 || can.All.MuAnalytic != can.MuClaimed || !(can.MuClaimed > 0) {
+				t.Errorf("canary %s: %d canaries, analytic mu %v, claimed %v; want 16 canaries and the claimed mu", p, can.Canaries, can.All.MuAnalytic, can.MuClaimed)
+			}
+		}
+	}
+}
+
+// The canary audit's learner-round slots n R must not overflow: with
+// -learners 2^62 -rounds 4 (or 3037000500 each, whose product passes
+// math.MaxInt) the slots are far more than 3, and the run must fail on
+// what it really lacks (memory), not with "needs at least 3 learner-round
+// slots", which the product wrapped to 0 or a negative number claimed.
+func TestCanarySlotsOverflow(t *testing.T) {
+	for _, nr := range [][2]string{{"4611686018427387904", "4"}, {"3037000500", "3037000500"}, {"4", "4611686018427387904"}} {
+		args := []string{"canary", "-learners", nr[0], "-rounds", nr[1], "-tau", "1", "-dim", "2"}
+		_, _, err := runCmd(t, args...)
+		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), "need about") {
+			t.Errorf("%q: error %v, want the memory check's", args, err)
+		}
+		_, _, err = runCmd(t, append(args, "-canaries", "5")...)
+		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), "need about") {
+			t.Errorf("%q -canaries 5: error %v, want the memory check's", args, err)
+		}
+	}
+}
+
+// A participation that leaves fewer than 3 learner-round slots (epochs:R:
+// every sample in every round, so n slots) cannot run the canary audit at
+// all. The error named a -canaries the user may not have given and asked
+// for "3 to 1"; it must name the participation and say that at least 3
+// slots are needed, with or without -canaries.
+func TestCanaryTooFewSlots(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		slots string
+	}{
+		{[]string{"-learners", "1", "-participation", "epochs:8"}, "leaves 1 learner-round slot"},
+		{[]string{"-learners", "2", "-participation", "epochs:8"}, "leaves 2 learner-round slots"},
+		{[]string{"-learners", "2", "-participation", "epochs:8", "-canaries", "3"}, "leaves 2 learner-round slots"},
+	} {
+		args := append([]string{"canary", "-rounds", "8", "-tau", "1", "-dim", "2"}, tc.args...)
+		_, _, err := runCmd(t, args...)
+		if err == nil || cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), "-participation epochs:8") ||
+			!strings.Contains(err.Error(), tc.slots) || !strings.Contains(err.Error(), "at least 3") || strings.Contains(err.Error(), "3 to ") {
+			t.Errorf("%q: %v; want a usage error naming -participation epochs:8 that %s, want at least 3", args, err, tc.slots)
+		}
+	}
+}
+
+// At -eps 1e308 the claimed mu is about 1.4e154 and mu^2 overflows: the
+// default number of canaries, 400 z^2 (1 + mu^2 / 8) / mu^2, was
+// Inf / Inf = NaN, converted to a negative int and refused ("-canaries 0
+// ... want 3 to 8"). Its limit for large mu is 50 z^2 (332 at 0.99),
+// so the audit plants min(max(332, 1000), n R) = n R = 8 canaries. (Not
+// with -json: at such an eps the report's eps values are +Inf, which JSON
+// cannot hold.)
+func TestCanaryDefaultHugeMu(t *testing.T) {
+	code, out, err := runCmd(t, "canary", "-rounds", "4", "-learners", "2", "-tau", "1", "-dim", "2", "-eps", "1e308", "-delta", "0.5")
+	if err != nil || (code != 0 && code != exitViolation) || !strings.Contains(out, ": m=8 canaries,") {
+		t.Fatalf("code %d, err %v, output %.200s; want m=8 canaries", code, err, out)
+	}
+}
