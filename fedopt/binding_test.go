@@ -181,3 +181,48 @@ func TestServerStepOverflowRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordBindsClip: a privacy record holds for the clipping bound B_g
+// it was calibrated with. At R = 1, tau = 1 and n = 2 (C = [1], unit
+// sensitivity 1) the record of B_g = 1 states the release sensitivity
+// 2 B_g / n = 1 (by hand); learners clipping to B_g = 2 move the round's
+// direction by up to 2 x 2 / n = 2 (TestNeighbourSensitivityBruteForce's
+// bound with B_g = 2), twice the stated sensitivity at the record's noise,
+// so a run configured with B_g = 2 must be refused, by Config.Validate and
+// by NewServer, naming B_g; one of the record's B_g = 1 is accepted. (A
+// mutation that dropped the clip from Validate's comparison with the
+// record left every test of the package passing.)
+func TestRecordBindsClip(t *testing.T) {
+	p := buildPlan(t, "identity", 1, 1, 2)
+	if got := p.Privacy.Sensitivity; math.Abs(got-1) > 1e-15 {
+		t.Fatalf("record sensitivity %v, want 2 B_g / n = 1", got)
+	}
+	f, err := p.Factorize(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := PrivacyOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		clip float64
+		ok   bool
+	}{{1, true}, {2, false}, {math.Nextafter(1, 2), false}} {
+		cfg := Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: c.clip, Privacy: pr}
+		verr := cfg.Validate()
+		noise, err := mechanism.New(f, 3, pr.NoiseStd, mechanism.WithSeed(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, serr := NewServer(cfg, Shape{Learners: 2, Rounds: 1, Tau: 1, Dim: 3}, noise)
+		for _, e := range []struct {
+			name string
+			err  error
+		}{{"Validate", verr}, {"NewServer", serr}} {
+			if (e.err == nil) != c.ok || e.err != nil && !strings.Contains(e.err.Error(), "B_g") {
+				t.Errorf("record of B_g = 1, run of B_g = %v: %s error %v, want accepted %v (a refusal naming B_g)", c.clip, e.name, e.err, c.ok)
+			}
+		}
+	}
+}

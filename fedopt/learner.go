@@ -30,7 +30,11 @@ import (
 // participation does not allow it (single participation with k > 1,
 // epochs of another period, a min-separation longer than the period or of
 // fewer rounds than the client's): the sensitivity it was calibrated with
-// assumes fewer participations.
+// assumes fewer participations. A stream without an Epochs method is taken
+// to serve each client in one round, and one without Shape to be dealt for
+// the run it is used in: these are the caller's declarations, not checked
+// against the samples, and the privacy record's guarantee rests on them
+// (docs/fedopt.md).
 type Stream interface {
 	Sample(r, t int) (a []float64, y float64)
 }

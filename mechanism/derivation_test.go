@@ -15,12 +15,15 @@ import (
 // documentation alone, without the package's code: the SHA-256 of the
 // IEEE 754 bits (8 little-endian bytes each) of Z under the probe key
 // 01 02 ... 20 (hexadecimal) at row 0, coordinates [0, 4104), row 1,
-// [0, 8), and row 2^30 + 3, [20480, 20488), each entry drawn as the
+// [0, 8), row 2^30 + 3, [20480, 20488), and row 0, [12288, 12599), in that
+// order, each entry drawn as the
 // documented derivation says (NormFloat64 over ChaCha8 seeded with
 // SHA-256 of the domain string, the key, the row and the block, 64-bit
 // little-endian), prefixed with the domain string and a colon. It also
 // checks that the probe reaches the ziggurat's tail (|z| > 3.442619855899),
-// so that a change of the tail's sampler moves the fingerprint. The key's
+// so that a change of the tail's sampler moves the fingerprint
+// (TestFingerprintSeesTailRetry checks that its retry loop is reached
+// too). The key's
 // 32 bytes all differ and none is zero, so a derivation that drops the
 // key, moves it or reorders its bytes moves the fingerprint too (under
 // the all-zero key none of them would).
@@ -52,6 +55,7 @@ func TestDerivationFingerprint(t *testing.T) {
 	draw(0, 4096, 8)
 	draw(1, 0, 8)
 	draw(1<<30+3, 20480, 8)
+	draw(0, 12288, 311)
 	want := domain + ":" + hex.EncodeToString(h.Sum(nil))
 	if got := mechanism.DerivationFingerprint(); got != want {
 		t.Errorf("DerivationFingerprint() = %s, want %s (recomputed from the documented derivation)", got, want)
@@ -59,5 +63,5 @@ func TestDerivationFingerprint(t *testing.T) {
 	if tails == 0 {
 		t.Errorf("no draw of the probe is in the ziggurat's tail: a change of the tail's sampler would not move the fingerprint")
 	}
-	t.Logf("fingerprint %s; %d of the 4120 draws in the tail", want, tails)
+	t.Logf("fingerprint %s; %d of the 4431 draws in the tail", want, tails)
 }

@@ -40,33 +40,52 @@ const keyDomain = "dpmf/mechanism/noise-block/v1"
 // entries), drawn by the code every [Mechanism] of [New] draws with,
 // each as its IEEE 754 bits in 8 little-endian bytes, in this order: row
 // 0, coordinates [0, 4096) (one whole block, 2 of whose draws are in the
-// ziggurat's tail, beyond 3.4426); row 0, [4096, 4104); row 1, [0, 8); row
-// 2^30 + 3, [20480, 20488). A change of any part of the derivation that
-// moves one of these 4120 draws changes it. A resumed run must draw the
-// Z it started with: package fednet records the fingerprint in run.json
-// before the first release and refuses to resume under another.
+// ziggurat's tail, beyond 3.4426, and 65 of whose draws reject a wedge
+// candidate and draw again); row 0, [4096, 4104); row 1, [0, 8); row
+// 2^30 + 3, [20480, 20488); row 0, [12288, 12599) (the last of these is
+// a tail draw whose first candidate is rejected, so that the tail's retry
+// loop is exercised: the first block's two tail draws accept their first
+// candidates). A change of any part of the derivation that moves one of
+// these 4431 draws changes it. A resumed run must draw the Z it started
+// with: package fednet records the fingerprint in run.json before the
+// first release and refuses to resume under another.
 func DerivationFingerprint() string { return derivationFingerprint() }
 
-var derivationFingerprint = sync.OnceValue(func() string {
+// fingerprintProbe is the probe of [DerivationFingerprint]: (row, first
+// coordinate, entries), the first coordinate a multiple of blockLen.
+var fingerprintProbe = []struct{ row, lo, n int }{
+	{0, 0, blockLen}, {0, blockLen, 8}, {1, 0, 8}, {1<<30 + 3, 5 * blockLen, 8},
+	{0, 3 * blockLen, 311},
+}
+
+// probeKey returns the probe key of [DerivationFingerprint].
+func probeKey() *source {
 	var probe source
 	for i := range probe.key {
 		probe.key[i] = byte(i + 1)
 	}
-	g := newGen(&probe)
+	return &probe
+}
+
+var derivationFingerprint = sync.OnceValue(func() string {
+	return fingerprintOf(newGen(probeKey()).Fill)
+})
+
+// fingerprintOf is [DerivationFingerprint] with the probe's entries drawn
+// by fill (gen.Fill's contract), so that a test can draw them another way.
+func fingerprintOf(fill func(row, lo int, dst []float64)) string {
 	h := sha256.New()
 	var buf [8]byte
-	for _, p := range []struct{ row, lo, n int }{
-		{0, 0, blockLen}, {0, blockLen, 8}, {1, 0, 8}, {1<<30 + 3, 5 * blockLen, 8},
-	} {
+	for _, p := range fingerprintProbe {
 		z := make([]float64, p.n)
-		g.Fill(p.row, p.lo, z)
+		fill(p.row, p.lo, z)
 		for _, v := range z {
 			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
 			h.Write(buf[:])
 		}
 	}
 	return keyDomain + ":" + hex.EncodeToString(h.Sum(nil))
-})
+}
 
 // SeedKey returns the 256-bit key that [WithSeed] makes of seed:
 // WithKey(SeedKey(seed)) gives the same noise as WithSeed(seed). It is for
