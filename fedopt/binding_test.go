@@ -97,7 +97,15 @@ func TestFailedReleaseKeepsNoiseInStep(t *testing.T) {
 	}
 	var seed uint64
 	var w0, w1 float64
+	// Two rows of the stream with |row 0| > 2 |row 1| > 0: for the two
+	// rows' Gaussian noise, 29% of seeds 1 to 2000 give them (the rows
+	// are correlated but not equal). 200 seeds all failing, at that rate,
+	// has probability below 1e-29: a stream whose rows are equal (or one of
+	// them zero) fails here rather than searching forever.
 	for seed = 1; ; seed++ {
+		if seed > 200 {
+			t.Fatalf("no seed in 1..200 draws two noise rows with |row 0| > 2 |row 1| > 0 (last: %v, %v): are the rows equal?", w0, w1)
+		}
 		m, err := mechanism.New(f, 1, pr.NoiseStd, mechanism.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
