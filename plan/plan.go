@@ -168,16 +168,18 @@ func MaxColluders(n, threshold int) int { return 2*threshold - n - 1 }
 // server and its colluders can complete two attempts of a round (or two
 // survivor sets of one) and learn the difference of their sums.
 func CheckColluders(n, threshold, c int) error {
+	if c >= 0 && c < threshold && 2*threshold > n+c {
+		return nil
+	}
+	fix := fmt.Sprintf("raise the threshold to %d or more, or lower the colluders", (n+c)/2+1)
 	switch {
 	case c < 0:
-		return fmt.Errorf("colluders %d: want a number of learners >= 0", c)
+		fix = "c counts learners"
 	case c >= n:
-		return fmt.Errorf("colluders %d with %d learners: want c <= n - 1 (the threshold T = n allows n - 1)", c, n)
-	case c >= threshold || 2*threshold <= n+c:
-		return fmt.Errorf("colluders %d with threshold %d of %d learners: want 0 <= c < T and 2T > n + c (T = %d allows c <= %d): raise the threshold to %d or more, or lower the colluders",
-			c, threshold, n, threshold, max(MaxColluders(n, threshold), -1), (n+c)/2+1)
+		fix = "no threshold T <= n allows c >= n; lower the colluders"
 	}
-	return nil
+	return fmt.Errorf("colluders %d with threshold %d of %d learners: want 0 <= c < T and 2T > n + c (T = %d allows c <= %d): %s",
+		c, threshold, n, threshold, max(MaxColluders(n, threshold), -1), fix)
 }
 
 // NewSecureAggregation returns the secure aggregation of n learners with

@@ -307,8 +307,8 @@ func TestSecureAggregationColluders(t *testing.T) {
 	}{
 		{`"colluders":1`, `"colluders":2`, []string{"colluders 2 with threshold 6 of 10 learners", "T = 6 allows c <= 1", "raise the threshold to 7 or more, or lower the colluders"}},
 		{`"threshold":6,"colluders":1`, `"threshold":8,"colluders":6`, []string{"colluders 6 with threshold 8", "allows c <= 5", "threshold to 9"}},
-		{`"colluders":1`, `"colluders":-1`, []string{"secure_aggregation.colluders -1: want a number of learners >= 0"}},
-		{`"threshold":6,"colluders":1`, `"threshold":10,"colluders":10`, []string{"colluders 10 with 10 learners: want c <= n - 1"}},
+		{`"colluders":1`, `"colluders":-1`, []string{"secure_aggregation.colluders -1 with threshold 6 of 10 learners: want 0 <= c < T", "c counts learners"}},
+		{`"threshold":6,"colluders":1`, `"threshold":10,"colluders":10`, []string{"colluders 10 with threshold 10 of 10 learners", "allows c <= 9", "no threshold T <= n allows c >= n"}},
 	} {
 		bad := strings.Replace(string(with), c.from, c.to, 1)
 		if bad == string(with) {
