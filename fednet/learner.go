@@ -22,6 +22,7 @@ import (
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	dpmodel "github.com/dpmf/dpmf/model"
+	"github.com/dpmf/dpmf/plan"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 	"github.com/dpmf/dpmf/secagg"
 )
@@ -598,12 +599,16 @@ const sitOutPause = 200 * time.Millisecond
 // newSecureLearner checks the server's secure-aggregation settings.
 func newSecureLearner(rc *flv1.RunConfig, id int) (*secureLearner, error) {
 	sa := rc.GetSecureAggregation()
-	n, t := int(rc.GetLearners()), int(sa.GetThreshold())
+	n, t, c := int(rc.GetLearners()), int(sa.GetThreshold()), int(sa.GetColluders())
 	switch {
 	case sa.GetRingBits() != secagg.RingBits:
 		return nil, fmt.Errorf("fednet: the server's ring has %d bits, this learner knows %d", sa.GetRingBits(), secagg.RingBits)
 	case n < 2 || n > secagg.MaxLearners || 2*t <= n || t > n:
 		return nil, fmt.Errorf("fednet: the server's secure aggregation has threshold %d for %d learners, want n/2 < T <= n <= %d", t, n, secagg.MaxLearners)
+	case plan.CheckColluders(n, t, c) != nil:
+		// The server may announce a c its threshold does not withstand:
+		// the secrecy the run claims would then not hold.
+		return nil, fmt.Errorf("fednet: the server's secure aggregation announces %v: its secrecy would not hold; refusing the run", plan.CheckColluders(n, t, c))
 	case !(rc.GetClip() > 0) || math.IsInf(rc.GetClip(), 0):
 		return nil, fmt.Errorf("fednet: the server's secure aggregation has clipping bound %v, want a finite bound > 0", rc.GetClip())
 	case int(rc.GetParams()) > secagg.MaxDim:

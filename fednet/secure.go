@@ -30,6 +30,13 @@ type SecureAggregation struct {
 	// n/2 < T <= n (0: plan.DefaultThreshold, floor(2n/3) + 1). It
 	// takes the place of ServerOptions.MinLearners.
 	Threshold int
+	// Colluders is c, the most learners the run assumes may collude with
+	// the server: 0 <= c < T and 2T > n + c (plan.CheckColluders; 0, the
+	// default, assumes none). The server learns no more than the rounds'
+	// sums only against that many. The run's record (run.json) keeps it,
+	// so a restart cannot change it, and Join announces it: a learner
+	// refuses a run whose T and c break the rule.
+	Colluders int
 }
 
 // secureFromPlan parses opt.Plan (nil if there is none) and takes its
@@ -52,8 +59,10 @@ func secureFromPlan(opt *ServerOptions) (*plan.Plan, error) {
 		return p, nil
 	case opt.SecureAggregation != nil && opt.SecureAggregation.Threshold != psa.Threshold && opt.SecureAggregation.Threshold != 0:
 		return nil, fmt.Errorf("fednet: secure-aggregation threshold %d, the run's plan has %d", opt.SecureAggregation.Threshold, psa.Threshold)
+	case opt.SecureAggregation != nil && opt.SecureAggregation.Colluders != psa.Colluders && opt.SecureAggregation.Colluders != 0:
+		return nil, fmt.Errorf("fednet: secure-aggregation colluders %d, the run's plan has %d", opt.SecureAggregation.Colluders, psa.Colluders)
 	}
-	opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold}
+	opt.SecureAggregation = &SecureAggregation{Threshold: psa.Threshold, Colluders: psa.Colluders}
 	q := psa.Quantizer()
 	switch {
 	case opt.Config.Quantizer == nil:
@@ -79,6 +88,9 @@ func checkSecure(opt *ServerOptions) error {
 	c.Threshold = cmp.Or(c.Threshold, plan.DefaultThreshold(n))
 	if 2*c.Threshold <= n || c.Threshold > n {
 		return fmt.Errorf("fednet: secure-aggregation threshold %d for %d learners, want n/2 < T <= n", c.Threshold, n)
+	}
+	if err := plan.CheckColluders(n, c.Threshold, c.Colluders); err != nil {
+		return fmt.Errorf("fednet: secure-aggregation %w", err)
 	}
 	if opt.Shape.Dim > secagg.MaxDim {
 		return fmt.Errorf("fednet: secure aggregation of dimension %d, want at most %d", opt.Shape.Dim, secagg.MaxDim)

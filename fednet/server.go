@@ -414,7 +414,13 @@ func describe(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 		"x0": c.X0 != nil, "epochs": max(opt.Epochs, 1),
 	}
 	if sa := opt.SecureAggregation; sa != nil {
-		d["secure_aggregation"] = map[string]any{"threshold": sa.Threshold, "ring_bits": secagg.RingBits, "scale_bits": c.Quantizer.ScaleBits}
+		sd := map[string]any{"threshold": sa.Threshold, "ring_bits": secagg.RingBits, "scale_bits": c.Quantizer.ScaleBits}
+		if sa.Colluders != 0 {
+			// Absent for c = 0: the description of a run recorded
+			// before colluders were (c = 0) stays the same.
+			sd["colluders"] = sa.Colluders
+		}
+		d["secure_aggregation"] = sd
 	}
 	if p := c.Privacy; p != nil {
 		d["eps"], d["delta"], d["noise_std"], d["sensitivity"] = p.Eps, p.Delta, p.NoiseStd, p.Sensitivity
@@ -754,7 +760,8 @@ func (s *Server) Join(ctx context.Context, req *flv1.JoinRequest) (*flv1.JoinRes
 	s.logLim.line(time.Now(), slog.LevelInfo, "joined", "learner", req.GetLearner(), "round", r)
 	var sec *flv1.SecureAggregation
 	if sa := s.opt.SecureAggregation; sa != nil {
-		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.opt.Config.Quantizer.ScaleBits)}
+		col := int32(sa.Colluders)
+		sec = &flv1.SecureAggregation{Threshold: int32(sa.Threshold), RingBits: secagg.RingBits, ScaleBits: int32(s.opt.Config.Quantizer.ScaleBits), Colluders: &col}
 	}
 	// The record's participation, against which a learner checks its
 	// data's replay (checkDataEpochs).

@@ -122,13 +122,24 @@ type Plan struct {
 }
 
 // SecureAggregation is the secure aggregation of a run (package secagg):
-// its threshold, its ring and the quantization of the updates. Every field
-// but Threshold follows from the plan's learners, tau, clip and Dim, and
-// [Plan.Validate] recomputes them: a plan is data that travels.
+// its threshold, the number of colluding learners it is assumed to
+// withstand, its ring and the quantization of the updates. Every field but
+// Threshold and Colluders follows from the plan's learners, tau, clip and
+// Dim, and [Plan.Validate] recomputes them: a plan is data that travels.
 type SecureAggregation struct {
 	// Threshold is T, the least number of learners that must survive each
 	// phase of the protocol for a round's sum to be unmasked: n/2 < T <= n.
 	Threshold int `json:"threshold"`
+	// Colluders is c, the most learners the run assumes may pool their
+	// records with the server's: the server learns no more than the
+	// rounds' sums only if it colludes with at most c learners, and the
+	// plan requires 0 <= c < T and 2T > n + c ([CheckColluders]; see
+	// docs/distributed.md, "Restarts and attempts"). 0 (the default, and
+	// what a plan written before the field reads as) assumes a server
+	// that colludes with no learner; every threshold allows it. The
+	// default threshold floor(2n/3) + 1 allows c up to [MaxColluders] of
+	// it, 2 floor(2n/3) + 1 - n: 3 of n = 10.
+	Colluders int `json:"colluders,omitempty"`
 	// RingBits is the width of the ring Z_{2^RingBits}: 64.
 	RingBits int `json:"ring_bits"`
 	// ScaleBits is k: an update's entry u is sent as round(u 2^k), k the
@@ -146,9 +157,35 @@ type SecureAggregation struct {
 // floor(2n/3) + 1.
 func DefaultThreshold(n int) int { return 2*n/3 + 1 }
 
+// MaxColluders is the largest number c of colluding learners that secure
+// aggregation of n learners with threshold T withstands: 2T - n - 1, the
+// largest c with 2T > n + c (negative when T <= n/2, which no plan takes).
+func MaxColluders(n, threshold int) int { return 2*threshold - n - 1 }
+
+// CheckColluders checks that secure aggregation of n learners with
+// threshold T withstands c colluding learners: 0 <= c < T and 2T > n + c.
+// A colluder holds its own share of every secret, so with 2T <= n + c the
+// server and its colluders can complete two attempts of a round (or two
+// survivor sets of one) and learn the difference of their sums.
+func CheckColluders(n, threshold, c int) error {
+	if c >= 0 && c < threshold && 2*threshold > n+c {
+		return nil
+	}
+	fix := fmt.Sprintf("raise the threshold to %d or more, or lower the colluders", (n+c)/2+1)
+	switch {
+	case c < 0:
+		fix = "c counts learners"
+	case c >= n:
+		fix = "no threshold T <= n allows c >= n; lower the colluders"
+	}
+	return fmt.Errorf("colluders %d with threshold %d of %d learners: want 0 <= c < T and 2T > n + c (T = %d allows c <= %d): %s",
+		c, threshold, n, threshold, max(MaxColluders(n, threshold), -1), fix)
+}
+
 // NewSecureAggregation returns the secure aggregation of n learners with
 // tau local steps, clipping bound clip and models of dim parameters, with
-// threshold T (0: [DefaultThreshold]).
+// threshold T (0: [DefaultThreshold]) and no colluders assumed (set
+// Colluders and call [Plan.Validate] to assume some).
 func NewSecureAggregation(n, tau int, clip float64, dim, threshold int) (*SecureAggregation, error) {
 	threshold = cmp.Or(threshold, DefaultThreshold(n))
 	if dim < 1 {
@@ -185,6 +222,8 @@ func (sa *SecureAggregation) validate(n, tau int, clip float64) error {
 		return fmt.Errorf("plan: secure aggregation with %d learners, want 2..%d", n, secagg.MaxLearners)
 	case !(2*sa.Threshold > n && sa.Threshold <= n):
 		return bad("threshold", sa.Threshold, fmt.Sprintf("n/2 < T <= n for n = %d (default %d)", n, DefaultThreshold(n)))
+	case CheckColluders(n, sa.Threshold, sa.Colluders) != nil:
+		return fmt.Errorf("plan: secure_aggregation.%v", CheckColluders(n, sa.Threshold, sa.Colluders))
 	case sa.RingBits != secagg.RingBits:
 		return bad("ring_bits", sa.RingBits, fmt.Sprint(secagg.RingBits))
 	case sa.Dim < 1:

@@ -227,3 +227,104 @@ func mustSA(t *testing.T, n, tau int, clip float64, dim, T int) *SecureAggregati
 	}
 	return sa
 }
+
+// The collusion rule at its boundary, worked by hand: with n = 10, T = 6
+// gives 2T = 12 > 10 + c for c <= 1 only; T = 8 gives 16 > 10 + c for c <= 5;
+// T = n = 10 gives 20 > 10 + c for c <= 9 = n - 1. The default threshold of
+// n = 10 is 7: c <= 3. And a brute force over n <= 40 against the rule as
+// stated (0 <= c < T, 2T > n + c), counted without MaxColluders.
+func TestColludersBoundary(t *testing.T) {
+	for _, c := range []struct{ n, T, maxC int }{{10, 6, 1}, {10, 8, 5}, {10, 10, 9}, {10, 7, 3}, {2, 2, 1}, {3, 2, 0}, {255, 128, 0}, {255, 255, 254}} {
+		if got := MaxColluders(c.n, c.T); got != c.maxC {
+			t.Errorf("MaxColluders(%d, %d) = %d, want %d", c.n, c.T, got, c.maxC)
+		}
+		for col := -1; col <= c.n+1; col++ {
+			err := CheckColluders(c.n, c.T, col)
+			if ok := col >= 0 && col <= c.maxC; ok != (err == nil) {
+				t.Errorf("CheckColluders(n %d, T %d, c %d) = %v, want allowed %v", c.n, c.T, col, err, ok)
+			}
+		}
+	}
+	for n := 2; n <= 40; n++ {
+		for T := n/2 + 1; T <= n; T++ {
+			allowed := 0
+			for col := 0; col < n; col++ {
+				if col < T && 2*T > n+col {
+					allowed++
+				}
+				if ok := CheckColluders(n, T, col) == nil; ok != (col < T && 2*T > n+col) {
+					t.Fatalf("n %d, T %d, c %d: allowed %v", n, T, col, ok)
+				}
+			}
+			if allowed-1 != MaxColluders(n, T) {
+				t.Fatalf("n %d, T %d: %d values of c allowed, MaxColluders %d", n, T, allowed, MaxColluders(n, T))
+			}
+		}
+		// Every plan written before Colluders (c = 0) validates at every
+		// threshold it could have had.
+		if CheckColluders(n, n/2+1, 0) != nil {
+			t.Errorf("n %d: c = 0 refused at T = %d", n, n/2+1)
+		}
+	}
+}
+
+// A plan's colluders are checked where they enter (Parse, Validate), with
+// a one-line error naming c, T and n and the fix; c round-trips through
+// JSON, and a plan without the field (every plan before it) reads as c = 0
+// and writes the same bytes back.
+func TestSecureAggregationColluders(t *testing.T) {
+	sa := mustSA(t, 10, 1, 1, 4, 6)
+	p := &Plan{Algorithm: AlgoNonPrivate, Rounds: 3, Learners: 10, Tau: 1, Clip: 1, SecureAggregation: sa}
+	old, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(old, []byte("colluders")) {
+		t.Errorf("a plan with c = 0 writes %s: not the bytes of a plan written before the field", old)
+	}
+	q, err := Parse(old)
+	if err != nil || q.SecureAggregation.Colluders != 0 {
+		t.Fatalf("plan without colluders: %v, %+v", err, q)
+	}
+	if again, _ := q.Marshal(); !bytes.Equal(again, old) {
+		t.Errorf("plan without colluders writes back %s, was %s", again, old)
+	}
+	sa.Colluders = 1
+	with, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(with, []byte(`"threshold":6,"colluders":1,`)) {
+		t.Errorf("JSON %s lacks colluders 1", with)
+	}
+	q, err = Parse(with)
+	if err != nil || !reflect.DeepEqual(q.SecureAggregation, sa) {
+		t.Fatalf("read back %v, %+v; want %+v", err, q, sa)
+	}
+	for _, c := range []struct {
+		from, to string
+		want     []string
+	}{
+		{`"colluders":1`, `"colluders":2`, []string{"colluders 2 with threshold 6 of 10 learners", "T = 6 allows c <= 1", "raise the threshold to 7 or more, or lower the colluders"}},
+		{`"threshold":6,"colluders":1`, `"threshold":8,"colluders":6`, []string{"colluders 6 with threshold 8", "allows c <= 5", "threshold to 9"}},
+		{`"colluders":1`, `"colluders":-1`, []string{"secure_aggregation.colluders -1 with threshold 6 of 10 learners: want 0 <= c < T", "c counts learners"}},
+		{`"threshold":6,"colluders":1`, `"threshold":10,"colluders":10`, []string{"colluders 10 with threshold 10 of 10 learners", "allows c <= 9", "no threshold T <= n allows c >= n"}},
+	} {
+		bad := strings.Replace(string(with), c.from, c.to, 1)
+		if bad == string(with) {
+			t.Fatalf("%q not in %s", c.from, with)
+		}
+		_, err := Parse([]byte(bad))
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: %v, want a one-line error with %q", c.to, err, w)
+			}
+		}
+	}
+	for _, c := range []struct{ T, col int }{{8, 5}, {10, 9}, {6, 0}} {
+		sa.Threshold, sa.Colluders = c.T, c.col
+		if err := p.Validate(); err != nil {
+			t.Errorf("T %d, c %d: %v", c.T, c.col, err)
+		}
+	}
+}

@@ -38,7 +38,9 @@
 // attempt that failed in phase 4 after T - c honest answers is unmasked by
 // the server all the same, and the N - T honest learners that did not
 // answer, with the c colluders, can complete a second attempt
-// (TestColludersUnmaskTwoAttempts: N = 5, T = 3, c = 1).
+// (TestColludersUnmaskTwoAttempts: N = 5, T = 3, c = 1). A run states the
+// c it assumes (plan.SecureAggregation.Colluders, ofl -colluders), and
+// package plan refuses a T that does not withstand it (plan.CheckColluders).
 // Within one attempt, a server that follows the protocol and pools its
 // view with up to T - 1 colluders learns nothing beyond the sum. One that
 // shows a learner's masked input as received to some learners and as

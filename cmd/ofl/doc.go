@@ -39,7 +39,9 @@
 //
 // -secure-aggregation quantizes every update to the ring Z_2^64 (secure
 // aggregation, package secagg; -threshold T sets its threshold, by default
-// floor(2n/3)+1; it needs 2 to 255 learners): the plan records the scale bits and the quantization term,
+// floor(2n/3)+1, and -colluders c the learners assumed to collude with the
+// server, by default 0, with 2T > n + c required; it needs 2 to 255
+// learners): the plan records c, the scale bits and the quantization term,
 // and the calibration includes the term (the effective clip B_g' in the
 // report). The simulated run runs the protocol in process every round
 // (secagg.Run, nobody drops), whose exact ring sum gives the networked

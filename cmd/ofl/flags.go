@@ -39,10 +39,12 @@ type config struct {
 	json        bool
 	quiet       bool
 	// secure is -secure-aggregation, threshold its -threshold T (0: the
-	// default floor(2n/3) + 1) and quantizer its quantization (nil
-	// without).
+	// default floor(2n/3) + 1), colluders its -colluders c (the learners
+	// that may collude with the server: 2T > n + c) and quantizer its
+	// quantization (nil without).
 	secure    bool
 	threshold int
+	colluders int
 	quantizer *secagg.Quantizer
 	// raw holds the flags that are parsed after flag.Parse.
 	raw struct {
@@ -130,6 +132,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.quiet, "quiet", false, "print no summary and no progress bar")
 	fs.BoolVar(&c.secure, "secure-aggregation", false, "secure aggregation: updates quantized to the ring Z_2^64 (the plan's scale bits and quantization term; the calibration includes the term)")
 	fs.IntVar(&c.threshold, "threshold", 0, "with -secure-aggregation, the threshold `T` of learners that must survive each phase, n/2 < T <= n (0: floor(2n/3)+1)")
+	fs.IntVar(&c.colluders, "colluders", 0, "with -secure-aggregation, the most learners `C` that may collude with the server, recorded in the plan: the server learns only the sums if 2T > n + C (the default T allows C <= 2 floor(2n/3) + 1 - n, 3 of n = 10; 0 assumes none)")
 	return fs
 }
 
@@ -205,6 +208,8 @@ func parseArgs(args []string) (config, error) {
 		return c, cli.Usagef("-eta-ind applies to -algo independent and baseline-correlated only")
 	case set["threshold"] && !c.secure:
 		return c, cli.Usagef("-threshold applies with -secure-aggregation only")
+	case set["colluders"] && !c.secure:
+		return c, cli.Usagef("-colluders applies with -secure-aggregation only")
 	case c.secure && !(c.clip > 0):
 		return c, cli.Usagef("-clip %v with -secure-aggregation: want a finite number > 0 (updates of norm at most tau B_g are quantized)", c.clip)
 	case c.secure && (c.learners < 2 || c.learners > secagg.MaxLearners):
@@ -213,6 +218,13 @@ func parseArgs(args []string) (config, error) {
 		return c, cli.Usagef("-threshold %d: want n/2 < T <= n for -learners %d (or 0: %d)", t, c.learners, plan.DefaultThreshold(c.learners))
 	}
 	if c.secure {
+		t := c.threshold
+		if t == 0 {
+			t = plan.DefaultThreshold(c.learners)
+		}
+		if err := plan.CheckColluders(c.learners, t, c.colluders); err != nil {
+			return c, cli.Usagef("-%v (-threshold %d, -learners %d)", err, t, c.learners)
+		}
 		q, err := secagg.NewQuantizer(c.learners, c.tau, c.clip)
 		if err != nil {
 			return c, cli.Usagef("-secure-aggregation with -learners %d, -tau %d, -clip %v: %s", c.learners, c.tau, c.clip, strings.TrimPrefix(err.Error(), "secagg: "))

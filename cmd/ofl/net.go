@@ -45,9 +45,11 @@ restarted with the same flags, it resumes from the last released round.
 The run flags (-algo, -learners, -rounds, -tau, -dim, -eta, ...) are those
 of ofl; -seed seeds the noise (for experiments: without it the noise key
 comes from crypto/rand and is kept in DIR/noise.key). With
--secure-aggregation [-threshold T] every round runs the secure-aggregation
-protocol: the server learns only the sum of the surviving learners'
-quantized updates, and each phase needs T learners (-min-learners is T).
+-secure-aggregation [-threshold T] [-colluders c] every round runs the
+secure-aggregation protocol: the server learns only the sum of the
+surviving learners' quantized updates if it colludes with at most c
+learners (2T > n + c), and each phase needs T learners (-min-learners is
+T).
 With -data (and -split) and -seed, the server deals the data as the
 learners do, only to record its source and SHA-256 in DIR/run.json, for
 ofl evaluate to check; without -seed, -data-sha256 HEX gives that digest

@@ -47,7 +47,7 @@ func (c *config) runPlan(features int) *plan.Plan {
 		// As plan.NewSecureAggregation makes it (parseArgs checked n, tau,
 		// clip and T; the plan's validation checks it again).
 		t := cmp.Or(c.threshold, plan.DefaultThreshold(c.learners))
-		p.SecureAggregation = &plan.SecureAggregation{Threshold: t, RingBits: secagg.RingBits, ScaleBits: q.ScaleBits, Dim: features, QuantizationTerm: q.Term(features)}
+		p.SecureAggregation = &plan.SecureAggregation{Threshold: t, Colluders: c.colluders, RingBits: secagg.RingBits, ScaleBits: q.ScaleBits, Dim: features, QuantizationTerm: q.Term(features)}
 	}
 	return p
 }
@@ -110,7 +110,7 @@ func planArgs(p *plan.Plan) (map[string]string, error) {
 	// given to evaluate such a run contradicts it.
 	args["secure-aggregation"] = "false"
 	if sa := p.SecureAggregation; sa != nil {
-		args["secure-aggregation"], args["threshold"] = "true", strconv.Itoa(sa.Threshold)
+		args["secure-aggregation"], args["threshold"], args["colluders"] = "true", strconv.Itoa(sa.Threshold), strconv.Itoa(sa.Colluders)
 	}
 	return args, nil
 }

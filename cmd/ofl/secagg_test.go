@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dpmf/dpmf/accountant"
@@ -22,6 +23,13 @@ func TestSecureAggregationUsage(t *testing.T) {
 		{[]string{"-secure-aggregation", "-learners", "4", "-threshold", "2"}, "-threshold 2: want n/2 < T <= n for -learners 4 (or 0: 3)"},
 		{[]string{"-secure-aggregation", "-learners", "4", "-threshold", "5"}, "-threshold 5"},
 		{[]string{"-secure-aggregation", "-algo", "nonprivate", "-clip", "0"}, "-clip 0 with -secure-aggregation"},
+		// The colluders c the run assumes: 2T > n + c, by hand for n = 10
+		// (T = 6: c <= 1; the default T = 7: c <= 3; T = 8: c <= 5).
+		{[]string{"-colluders", "1"}, "-colluders applies with -secure-aggregation only"},
+		{[]string{"-secure-aggregation", "-learners", "10", "-threshold", "6", "-colluders", "2"}, "-colluders 2 with threshold 6 of 10 learners: want 0 <= c < T and 2T > n + c (T = 6 allows c <= 1): raise the threshold to 7 or more, or lower the colluders (-threshold 6, -learners 10)"},
+		{[]string{"-secure-aggregation", "-learners", "10", "-colluders", "4"}, "-colluders 4 with threshold 7 of 10 learners: want 0 <= c < T and 2T > n + c (T = 7 allows c <= 3): raise the threshold to 8"},
+		{[]string{"-secure-aggregation", "-learners", "10", "-threshold", "8", "-colluders", "6"}, "(T = 8 allows c <= 5): raise the threshold to 9"},
+		{[]string{"-secure-aggregation", "-learners", "10", "-colluders", "-1"}, "-colluders -1 with threshold 7 of 10 learners: want 0 <= c < T and 2T > n + c (T = 7 allows c <= 3): c counts learners"},
 		// The protocol needs 2..255 learners: the run used to go on with the
 		// quantized sum alone, without the protocol the docs promise.
 		{[]string{"-secure-aggregation", "-learners", "1"}, "-learners 1 with -secure-aggregation: want 2..255 learners"},
@@ -56,15 +64,15 @@ func TestSecureAggregationReport(t *testing.T) {
 		}
 		return v
 	}
-	plain, sec := get(), get("-secure-aggregation", "-threshold", "3")
+	plain, sec := get(), get("-secure-aggregation", "-threshold", "3", "-colluders", "1")
 	// n = 3, tau = 2, B_g = 5: 3 (10 2^k + 1/2) <= 2^62 holds at k = 57
 	// (30 2^57 = 4.32e18 <= 4.61e18 - 1.5), not at 58; d = 5.
 	const k = 57
 	term := math.Sqrt(5) * math.Ldexp(1, -k-1)
 	sa := sec.SecureAggregation
-	if sa == nil || *sa != (plan.SecureAggregation{Threshold: 3, RingBits: 64, ScaleBits: k, Dim: 5, QuantizationTerm: sa.QuantizationTerm}) ||
+	if sa == nil || *sa != (plan.SecureAggregation{Threshold: 3, Colluders: 1, RingBits: 64, ScaleBits: k, Dim: 5, QuantizationTerm: sa.QuantizationTerm}) ||
 		math.Abs(sa.QuantizationTerm/term-1) > 1e-15 {
-		t.Fatalf("secure aggregation %+v, want threshold 3, ring 64, k %d, d 5, term %v", sa, k, term)
+		t.Fatalf("secure aggregation %+v, want threshold 3, colluders 1, ring 64, k %d, d 5, term %v", sa, k, term)
 	}
 	want, err := accountant.ReleaseSensitivity(5+term/2, 3, accountant.ReplaceOne, sec.Gamma)
 	if err != nil {
@@ -77,7 +85,7 @@ func TestSecureAggregationReport(t *testing.T) {
 		t.Errorf("effective clip %v (plain %v, %+v), want 5 + term/2 rounded up", sec.EffectiveClip, plain.EffectiveClip, plain.SecureAggregation)
 	}
 	// The flags go into the plan and come back from it (ofl evaluate).
-	c, err := parseArgs(append(append([]string{}, small...), "-secure-aggregation", "-threshold", "3"))
+	c, err := parseArgs(append(append([]string{}, small...), "-secure-aggregation", "-threshold", "3", "-colluders", "1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +101,22 @@ func TestSecureAggregationReport(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
-	if q := back.runPlan(5); !reflect.DeepEqual(p, q) {
+	if q := back.runPlan(5); !reflect.DeepEqual(p, q) || q.SecureAggregation.Colluders != 1 {
 		t.Errorf("plan %+v read back as %+v", p.SecureAggregation, q.SecureAggregation)
+	}
+	// Without -colluders the plan assumes none (c = 0, no field in its
+	// JSON: the plan a run had before the flag), and evaluate of such a
+	// run with -colluders 1 contradicts it.
+	c, err = parseArgs(append(append([]string{}, small...), "-secure-aggregation", "-threshold", "3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = c.runPlan(5)
+	if js, err := p.Marshal(); err != nil || p.SecureAggregation.Colluders != 0 || strings.Contains(string(js), "colluders") {
+		t.Errorf("plan without -colluders: %v, %s", err, js)
+	}
+	if _, err := evaluateArgs(map[string]string{"colluders": "1"}, p, "run.json"); err == nil || !strings.Contains(err.Error(), "-colluders 1 contradicts the run's plan in run.json: colluders 0") {
+		t.Errorf("evaluate -colluders 1 of a run without colluders: %v", err)
 	}
 }
 

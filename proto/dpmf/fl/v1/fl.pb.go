@@ -355,10 +355,16 @@ func (x *RunConfig) GetParticipation() string {
 // threshold T (n/2 < T <= n), the ring Z_{2^ring_bits} (64) and the
 // quantization's scale bits k (an update u is sent as round(u 2^k)).
 type SecureAggregation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Threshold     int32                  `protobuf:"varint,1,opt,name=threshold,proto3" json:"threshold,omitempty"`
-	RingBits      int32                  `protobuf:"varint,2,opt,name=ring_bits,json=ringBits,proto3" json:"ring_bits,omitempty"`
-	ScaleBits     int32                  `protobuf:"varint,3,opt,name=scale_bits,json=scaleBits,proto3" json:"scale_bits,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Threshold int32                  `protobuf:"varint,1,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	RingBits  int32                  `protobuf:"varint,2,opt,name=ring_bits,json=ringBits,proto3" json:"ring_bits,omitempty"`
+	ScaleBits int32                  `protobuf:"varint,3,opt,name=scale_bits,json=scaleBits,proto3" json:"scale_bits,omitempty"`
+	// Colluders c: the most learners the run's plan assumes may collude
+	// with the server (plan.SecureAggregation.Colluders). The server learns
+	// no more than the sums only if 2T > n + c; a learner refuses a run
+	// whose announced T and c break the rule. Absent from a server that
+	// does not know the field (no new revision): a learner then takes c = 0.
+	Colluders     *int32 `protobuf:"varint,4,opt,name=colluders,proto3,oneof" json:"colluders,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -410,6 +416,13 @@ func (x *SecureAggregation) GetRingBits() int32 {
 func (x *SecureAggregation) GetScaleBits() int32 {
 	if x != nil {
 		return x.ScaleBits
+	}
+	return 0
+}
+
+func (x *SecureAggregation) GetColluders() int32 {
+	if x != nil && x.Colluders != nil {
+		return *x.Colluders
 	}
 	return 0
 }
@@ -1086,12 +1099,15 @@ const file_dpmf_fl_v1_fl_proto_rawDesc = "" +
 	"\x06epochs\x18\v \x01(\x05R\x06epochs\x12L\n" +
 	"\x12secure_aggregation\x18\f \x01(\v2\x1d.dpmf.fl.v1.SecureAggregationR\x11secureAggregation\x12)\n" +
 	"\rparticipation\x18\r \x01(\tH\x00R\rparticipation\x88\x01\x01B\x10\n" +
-	"\x0e_participation\"m\n" +
+	"\x0e_participation\"\x9e\x01\n" +
 	"\x11SecureAggregation\x12\x1c\n" +
 	"\tthreshold\x18\x01 \x01(\x05R\tthreshold\x12\x1b\n" +
 	"\tring_bits\x18\x02 \x01(\x05R\bringBits\x12\x1d\n" +
 	"\n" +
-	"scale_bits\x18\x03 \x01(\x05R\tscaleBits\"\xef\x01\n" +
+	"scale_bits\x18\x03 \x01(\x05R\tscaleBits\x12!\n" +
+	"\tcolluders\x18\x04 \x01(\x05H\x00R\tcolluders\x88\x01\x01B\f\n" +
+	"\n" +
+	"_colluders\"\xef\x01\n" +
 	"\rSecAggRequest\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\x05R\alearner\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x18\n" +
@@ -1222,6 +1238,7 @@ func file_dpmf_fl_v1_fl_proto_init() {
 		return
 	}
 	file_dpmf_fl_v1_fl_proto_msgTypes[1].OneofWrappers = []any{}
+	file_dpmf_fl_v1_fl_proto_msgTypes[2].OneofWrappers = []any{}
 	file_dpmf_fl_v1_fl_proto_msgTypes[3].OneofWrappers = []any{}
 	file_dpmf_fl_v1_fl_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
