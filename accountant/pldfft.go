@@ -351,19 +351,26 @@ func scanMin(f func(float64) float64, guess, cost float64) (arg, val float64) {
 func mgfCost(n int) float64 { return 2 * float64(n) }
 
 // inverseBound returns the inverse transform w of the length-n spectrum
-// c (its n/2+1 coefficients), and a bound on each entry's error: the
-// coefficients err by at most in[j] (outAbs[j] bounds |c_j|), which the
-// inverse spreads over the entries by at most the smaller of their l1
-// norm / n and l2 norm / sqrt(n), plus the inverse FFT's own rounding,
-// fftErrorConst(n) times the coefficients' l1 norm with their errors, / n.
+// c (its n/2+1 coefficients), and a bound on each entry's error
+// ([indexBound]).
 func inverseBound(tr *fourier.FFT, c []complex128, in, outAbs []float64, n int) (w []float64, perIndex float64) {
+	perIndex = indexBound(in, outAbs, n)
+	w = tr.Sequence(nil, c)
+	scale(w, 1/float64(n))
+	return w, perIndex
+}
+
+// indexBound returns the bound on the error of each entry of the inverse
+// transform (times 1/n) of a length-n spectrum whose n/2+1 coefficients
+// err by at most in[j] (outAbs[j] bounds their moduli): the inverse
+// spreads those errors over the entries by at most the smaller of their
+// l1 norm / n and l2 norm / sqrt(n), and adds its own rounding,
+// fftErrorConst(n) times the coefficients' l1 norm with their errors, / n.
+func indexBound(in, outAbs []float64, n int) float64 {
 	nf := float64(n)
 	F1, F2 := weightedSums(in, n)
 	out1, _ := weightedSums(outAbs, n)
-	w = tr.Sequence(nil, c)
-	scale(w, 1/nf)
-	perIndex = math.Min(F1/nf, F2/math.Sqrt(nf)) + fftErrorConst(n)*(out1+F1)/nf
-	return w, perIndex
+	return math.Min(F1/nf, F2/math.Sqrt(nf)) + fftErrorConst(n)*(out1+F1)/nf
 }
 
 // lowerTilt returns the tilt t lowered by factors of 0.8 (at most 12
@@ -404,9 +411,11 @@ func chernoffWindow(negA, b0, b1 float64, full int) (sA, sB int) {
 // 0..full-1 whose step has the log MGF mgf (logMt: that of the step tilted
 // at the composition's tilt, normalised): above, the composition's mass
 // above sB (0 if sB is the last offset), which a pessimistic distribution
-// adds to its infinite mass; and fold, the tilted composition's mass on
-// both sides, which the cyclic transform folds into the window (an error).
-func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int, guess, cost float64) (above, fold float64) {
+// adds to its infinite mass; fold, the tilted composition's mass on
+// both sides, which the cyclic transform folds into the window (an error);
+// and below, the part of fold below sA, which is also missing below the
+// window (an error below it, see pairPower).
+func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int, guess, cost float64) (above, fold, below float64) {
 	if sB < full-1 {
 		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess, cost)
 		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess, cost)
@@ -415,9 +424,10 @@ func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int,
 	}
 	if sA > 0 {
 		_, dnT := scanMin(func(s float64) float64 { return kf*logMt(-s) + s*float64(sA-1) }, guess, cost)
-		fold += math.Exp(dnT)
+		below = math.Exp(dnT)
+		fold += below
 	}
-	return above, fold
+	return above, fold, below
 }
 
 // spreadGuess returns sqrt(2 log(1/tail) / (k var)), var the variance of
@@ -900,7 +910,7 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+
 			" > 2^24 points at interval "+ftoa(h), h)
 	}
-	above, foldErr := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
+	above, foldErr, _ := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
 	if pes && sB < full-1 {
 		r.inf = math.Min(1, r.inf+above)
 	}

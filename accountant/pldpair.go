@@ -79,11 +79,28 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	mt := mgf(t)
 	logMt := func(s float64) float64 { return mgf(t+s) - mt }
 	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logf(fold)) / s }, guess, cost)
-	sA, sB := chernoffWindow(negA, b0, b1, full)
+	// The window's lower end: the tilted composition's lower Chernoff end
+	// at 1e-3 fold where that lies above the composition's own at tail
+	// (the tilt moves the mass up: q = 1e-4, sigma = 0.5, T = 10^6, 3.5e5
+	// of 3.33e6 points, a transform of 3,000,000 instead of 3,375,000). Below it the composition's tilted mass is at most
+	// below (windowTails), which the transform folds into the window and
+	// which is also missing below it: an error below the window, whose
+	// tail sums from any j below it are at most e^(t (top - j)) Z^k below,
+	// so below is added to E twice. Its untilted mass may be larger than
+	// tail, but it lies below the window, where the bound counts it. (At
+	// fold itself the two copies of below would add twice the fold above
+	// to E: a calibration's search, whose fold is large, then moved its
+	// answer up by 6e-8.)
+	_, a1 := scanMin(func(s float64) float64 { return (kf*logMt(-s) - logf(1e-3*fold)) / s }, guess, cost)
+	if !(a1 < negA) {
+		a1 = negA
+	}
+	sA, sB := chernoffWindow(a1, b0, b1, full)
 	if sB-sA+1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+" > 2^24 points at interval "+ftoa(h), h)
 	}
-	above, foldErr := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
+	above, foldErr, below := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
+	foldErr += below
 	if pes && sB < full-1 {
 		r.inf = math.Min(1, r.inf+above)
 	}
@@ -98,20 +115,25 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	top := k * (la + lb)
 	logZ := logZa + logZb
 	base := *r
-	build := func(w []float64, perIndex float64) *lossDist {
-		r := base
+	// logErrOf returns the output's logErr, and the log of its weighted
+	// l1 bound, from the bound perIndex on each entry's error.
+	logErrOf := func(perIndex float64) (logE, logW float64) {
 		lost := 2 * kf * (lostBound(na, logZa) + lostBound(nb, logZb)) * math.Pow(math.Max(ma, mb)+1e-300, 2*kf-1)
 		mk := math.Pow(ma, kf) * math.Pow(mb, kf)
 		E := perIndex*terms + 2*unitRound*mk + foldErr + lost
 		EW := perIndex*float64(sB-sA+1) + 2*unitRound*mk + foldErr + lost
+		return logf(E) + kf*logZ + t*float64(k*lo1+top), logf(EW) + kf*logZ + t*float64(k*lo1+top)
+	}
+	build := func(w []float64, perIndex float64) *lossDist {
+		r := base
 		r.lo = k*lo1 + sA
 		r.mass = make([]float64, sB-sA+1)
 		expMax := untiltAll(r.mass, func(i int) float64 { return w[(i+sA)%n] },
 			func(i int) float64 { s := i + sA; return kf*logZ + t*float64(top-s) })
 		relU := 8 * unitRound * (800 + expMax)
 		r.rel = (1+r.rel)*math.Exp(kf*(math.Log1p(relA)+math.Log1p(relB)))*(1+relU) - 1
-		r.logErr = logf(E) + kf*logZ + t*float64(k*lo1+top)
-		logW := logf(EW) + kf*logZ + t*float64(k*lo1+top)
+		var logW float64
+		r.logErr, logW = logErrOf(perIndex)
 		if !math.IsInf(r.logErr, 0) {
 			r.logGapW = math.Max(logW-r.logErr, 0)
 		}
@@ -123,15 +145,48 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	specB := tr.Coefficients(nil, seqB)
 	pa := newSpecPower(tr, seqA, specA, k, nil)
 	pb := newSpecPower(tr, seqB, specB, k, nil)
-	r = build(pairInverse(tr, pa, pb, n))
-	if roundingMatters(r, h, pes) {
-		ra := newSpecPower(tr, seqA, specA, k, pa)
-		rb := newSpecPower(tr, seqB, specB, k, pb)
-		if ra != pa || rb != pb {
-			r = build(pairInverse(tr, ra, rb, n))
+	c, in, outAbs := pairProduct(pa, pb)
+	// The unrefined powers' result decides whether to refine them
+	// (roundingMatters), unless their error bound, known before the
+	// inverse transform, already exceeds 1e-4 of widthDelta at a Chernoff
+	// bound on the index above which the composition's delta, as a curve
+	// reports it, is at most widthDelta (chernoffIndex): the eps that
+	// roundingMatters finds lies below it, where the error bound is
+	// larger, so it would say yes, and the inverse transform and the
+	// untilting of the unrefined result are skipped (q = 1e-4,
+	// sigma = 0.5, T = 10^6: one transform of 3e6 points on each side).
+	logE, _ := logErrOf(indexBound(in, outAbs, n))
+	if logE-t*(math.Floor(chernoffIndex(kf, mgf, float64(k*lo1), r.inf, guess, cost))+1) <= logf(1e-4*widthDelta) {
+		r = build(inverseBound(tr, c, in, outAbs, n))
+		if !roundingMatters(r, h, pes) {
+			return r, nil
 		}
+	} else {
+		r = nil
+	}
+	ra := newSpecPower(tr, seqA, specA, k, pa)
+	rb := newSpecPower(tr, seqB, specB, k, pb)
+	if ra != pa || rb != pb {
+		r = build(pairInverse(tr, ra, rb, n))
+	} else if r == nil {
+		r = build(inverseBound(tr, c, in, outAbs, n))
 	}
 	return r, nil
+}
+
+// chernoffIndex returns a grid index above which a k-fold composition
+// whose step has the log MGF mgf (in offsets from lo / k, its first index
+// lo) and which holds inf at +Inf has a delta of at most widthDelta, as
+// newCurve reports it: the least Chernoff bound on where its mass above,
+// with inf, falls to widthDelta / 2 (room for the curve's factor 1 + rel);
+// +Inf where inf leaves no room.
+func chernoffIndex(kf float64, mgf func(float64) float64, lo, inf, guess, cost float64) float64 {
+	room := widthDelta/2 - inf
+	if !(room > 0) {
+		return math.Inf(1)
+	}
+	_, j := scanMin(func(s float64) float64 { return (kf*mgf(s) - logf(room)) / s }, guess, cost)
+	return lo + j
 }
 
 // pairSpreadGuess is spreadGuess of the composition of a and b: the
@@ -190,6 +245,14 @@ func newSpecPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, plai
 	par.Range(len(spec), chunk, powCost(k), func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			a := pairAbs(spec[j])
+			if (kf-1)*math.Log(a+e) < -800 {
+				// The exact power's modulus is at most (a + e)^k <
+				// e^-800: the power is 0, within the least positive
+				// float64 (most of a spectrum raised to a large k: no
+				// repeated squaring, no pow, for them).
+				r.p[j], r.f[j] = 0, math.SmallestNonzeroFloat64
+				continue
+			}
 			r.p[j] = cpow(spec[j], k)
 			r.f[j] = kf*e*math.Pow(a+e, kf-1) + pr*math.Pow(a, kf)
 		}
@@ -201,14 +264,21 @@ func newSpecPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, plai
 func pairAbs(z complex128) float64 { return math.Hypot(real(z), imag(z)) * (1 + 4*unitRound) }
 
 // pairInverse returns the inverse transform (times 1/n) of the product of
-// the powers a and b, and a bound on the error of each entry: with P_a
-// and P_b the exact powers, |p_a p_b - P_a P_b| <= f_a |p_b| + (|p_a| +
-// f_a) f_b, plus sqrt5 u |p_a| |p_b| for the product's rounding, and the
-// inverse transform as in kthPower ([inverseBound]).
+// the powers a and b, and a bound on the error of each entry
+// ([pairProduct], [inverseBound]).
 func pairInverse(tr *fourier.FFT, a, b *specPower, n int) (w []float64, perIndex float64) {
-	c := make([]complex128, len(a.p))
-	in := make([]float64, len(a.p))
-	outAbs := make([]float64, len(a.p))
+	c, in, outAbs := pairProduct(a, b)
+	return inverseBound(tr, c, in, outAbs, n)
+}
+
+// pairProduct returns the product c of the powers a and b, a bound in on
+// the error of each coefficient and a bound outAbs on its modulus: with
+// P_a and P_b the exact powers, |p_a p_b - P_a P_b| <= f_a |p_b| + (|p_a|
+// + f_a) f_b, plus sqrt5 u |p_a| |p_b| for the product's rounding.
+func pairProduct(a, b *specPower) (c []complex128, in, outAbs []float64) {
+	c = make([]complex128, len(a.p))
+	in = make([]float64, len(a.p))
+	outAbs = make([]float64, len(a.p))
 	par.Range(len(c), chunk, 16, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			pa, pb := pairAbs(a.p[j]), pairAbs(b.p[j])
@@ -217,5 +287,5 @@ func pairInverse(tr *fourier.FFT, a, b *specPower, n int) (w []float64, perIndex
 			outAbs[j] = pairAbs(c[j])
 		}
 	})
-	return inverseBound(tr, c, in, outAbs, n)
+	return c, in, outAbs
 }

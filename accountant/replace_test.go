@@ -397,7 +397,7 @@ func TestReplaceOneWidthMillion(t *testing.T) {
 		t.Errorf("q=%v sigma=%v T=%d: eps(%v) in [%.6g, %.6g], relative width %.3g > 1e-3", q, sigma, steps, delta, b.Optimistic, b.Safe, w)
 	}
 	o := autoOptions(q, sigma, steps, gridBudget, 0, ReplaceOne)
-	p, err := replaceOneSteps(q, sigma, steps, math.Max(o.TailMass, foldFloor), o)
+	p, err := replaceOneSteps(q, sigma, steps, math.Max(o.TailMass, foldFloor), o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

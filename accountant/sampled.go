@@ -180,7 +180,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 			}
 		}
 		if rel == ReplaceOne && q < 1 && steps > 1 {
-			return replaceOneSteps(q, sigma, steps, fold, o)
+			return replaceOneSteps(q, sigma, steps, fold, o, p)
 		}
 		if p == nil {
 			if p, err = SampledGaussianPLD(q, sigma, rel, o); err != nil {
@@ -664,11 +664,14 @@ func calibrateRoot(ctx context.Context, start root, g0 func(float64) float64, wi
 // 2.2e-4. The composition is the same, the factors taken in another
 // order. Where a direction is a single point (a grid coarse
 // against the losses), the directions are self-composed and composed by
-// convolveBound.
-func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions) (*PLD, error) {
-	ar, err := SampledGaussianPLD(q, math.Sqrt2*sigma, AddRemove, o)
-	if err != nil {
-		return nil, err
+// convolveBound. ar is SampledGaussianPLD(q, sqrt2 sigma, AddRemove, o)
+// where the caller has it (refineInterval's last step), nil otherwise.
+func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions, ar *PLD) (*PLD, error) {
+	var err error
+	if ar == nil {
+		if ar, err = SampledGaussianPLD(q, math.Sqrt2*sigma, AddRemove, o); err != nil {
+			return nil, err
+		}
 	}
 	one := &PLD{h: ar.h, tail: ar.tail}
 	err = one.each(true, func(i int) (*lossDist, error) {
@@ -720,9 +723,10 @@ const (
 // refineInterval returns o with its interval refined until the predicted
 // relative width of the two-sided eps at delta = 1e-10 of steps
 // compositions is at most widthTarget (or the interval is maxRefine times
-// finer), and the one-step PLD at that interval (nil under ReplaceOne
-// with q < 1, whose steps replaceOneSteps composes from the two
-// directions). The prediction is a Chernoff estimate: with K(l) =
+// finer), and the one-step PLD at that interval (under ReplaceOne with
+// q < 1, whose steps replaceOneSteps composes from the two directions,
+// the add/remove PLD at sqrt2 sigma that it composes them from). The
+// prediction is a Chernoff estimate: with K(l) =
 // log E_P[e^(l L)] of one step's pessimistic and optimistic distributions,
 // eps is about min over l of (steps K_pes(l) + log(1/delta)) / l, and the
 // sides drift apart by steps (K_pes(l) - K_opt(l)) / l at the minimiser.
@@ -752,9 +756,6 @@ func refineInterval(q, sigma float64, steps int, rel Relation, o PLDOptions) (PL
 		}
 		w := predictWidth(one, steps, pair)
 		if !(w > widthTarget) || o.Interval <= h0/maxRefine || o.Interval <= 1e-8 {
-			if pair {
-				one = nil
-			}
 			return o, one, nil
 		}
 		f := math.Max(0.5, math.Min(0.8, math.Pow(widthTarget/w, 0.3)))
