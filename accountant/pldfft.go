@@ -910,7 +910,11 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+
 			" > 2^24 points at interval "+ftoa(h), h)
 	}
-	above, foldErr, _ := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
+	// The tilted mass below the window is folded into it by the cyclic
+	// transform and is also missing below it: an error on both sides, so
+	// counted twice, as in pairPower.
+	above, foldErr, below := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
+	foldErr += below
 	if pes && sB < full-1 {
 		r.inf = math.Min(1, r.inf+above)
 	}
