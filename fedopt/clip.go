@@ -231,7 +231,11 @@ func estimateSquares(g []float64) (s, c, gmax float64) {
 // dot2Step adds v^2 to the running sum s, whose collected rounding errors
 // are c: one step of [estimateSquares].
 func dot2Step(s, c, v float64) (float64, float64) {
-	p := v * v
+	// p is rounded explicitly: where the compiler fuses x*y + z (arm64,
+	// ppc64, s390x, riscv64, loong64), an unrounded v*v in TwoSum's sum and
+	// its error term made them the error of s + v^2, not of s + p, and the
+	// low part v^2 - p was then counted twice (an error of u, not u^2).
+	p := float64(v * v)
 	h, t := twoSum(s, p)
 	return h, c + (t + math.FMA(v, v, -p))
 }

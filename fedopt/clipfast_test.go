@@ -386,3 +386,44 @@ func TestClipFewUlps(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateSquaresCompensated checks [estimateSquares]' claim that its
+// pair (s, c) is within a relative gamma_d^2 (about (d u)^2, u = 2^-53)
+// of the exact sum of squares, against math/big, for d = 1..64 entries
+// of normal-range squares (Gaussian, and spread over 2^-400..2^400): the
+// test allows 4 (d + 4)^2 u^2, far below u. Where the compiler fuses
+// x*y + z (arm64, ppc64, s390x, riscv64, loong64), an unrounded square in
+// TwoSum counted the square's low part twice, an error of about u: run
+// with GOARCH=arm64 (under qemu) to see it.
+func TestEstimateSquaresCompensated(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	const u = 0x1p-53
+	for it := range 4000 {
+		d := 1 + rng.IntN(64)
+		g := make([]float64, d)
+		for k := range g {
+			if it%2 == 0 {
+				g[k] = rng.NormFloat64()
+			} else {
+				g[k] = math.Ldexp(rng.Float64()+0.5, rng.IntN(800)-400)
+			}
+		}
+		s, c, gmax := estimateSquares(g)
+		if want := maxAbs(g); gmax != want {
+			t.Fatalf("d = %d: max |g_k| %v, want %v", d, gmax, want)
+		}
+		exact := new(big.Float).SetPrec(2200)
+		sq := new(big.Float).SetPrec(2200)
+		for _, v := range g {
+			sq.SetFloat64(v)
+			exact.Add(exact, sq.Mul(sq, sq))
+		}
+		diff := new(big.Float).SetPrec(2200).SetFloat64(s)
+		diff.Add(diff, new(big.Float).SetFloat64(c))
+		diff.Sub(diff, exact)
+		rel, _ := diff.Quo(diff, exact).Float64()
+		if tol := 4 * float64((d+4)*(d+4)) * u * u; !(math.Abs(rel) <= tol) {
+			t.Fatalf("d = %d: (s + c) off the exact sum of squares by a relative %.3g, want at most %.3g", d, rel, tol)
+		}
+	}
+}
