@@ -74,6 +74,18 @@ const markLen = len(markMagic) + 16 + 8 + 2*sha256.Size
 // roundName returns the file name of round r's model.
 func roundName(r int) string { return fmt.Sprintf("round-%08d.x", r) }
 
+// serverFile reports whether base names one of the files a server writes
+// in its state directory: run.json, noise.key, released, a round file or
+// a secure-aggregation snapshot (of this format or the older one).
+func serverFile(base string) bool {
+	switch base {
+	case runFile, keyFile, markFile, secOldFile:
+		return true
+	}
+	return strings.HasPrefix(base, "round-") && strings.HasSuffix(base, ".x") ||
+		strings.HasPrefix(base, secPrefix) && strings.HasSuffix(base, secSuffix)
+}
+
 // runID identifies a run: 16 random bytes drawn when its state directory
 // is created, recorded in run.json and in every round file.
 type runID [16]byte
@@ -586,9 +598,11 @@ func openState(dir string, o stateOptions) (st *state, err error) {
 	}()
 	st = &state{store: store{dir}, lock: lock}
 	// Under the lock no other server writes here: every temporary file
-	// is a leftover of a killed server (a complete model that was never
-	// released, perhaps).
-	if st.stale, err = atomicfile.RemoveStale(dir, 0); err != nil {
+	// of the server's own files is a leftover of a killed server (a
+	// complete model that was never released, perhaps). Other programs'
+	// temporary files (an ofl learner's -out pointed here) are left to
+	// them.
+	if st.stale, err = atomicfile.RemoveStaleOf(dir, 0, serverFile); err != nil {
 		return nil, fmt.Errorf("removing stale temporary files: %w", err)
 	}
 	rec, err := st.readRun()

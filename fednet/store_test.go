@@ -295,6 +295,24 @@ func TestStateStartChecks(t *testing.T) {
 	require.NoError(t, reopen(dir, true))
 	_, err = os.Stat(tmp)
 	assert.True(t, os.IsNotExist(err), "temporary file with a later time left: %v", err)
+	// Only the server's own files' temporaries: another program's live
+	// write in the directory (an ofl learner's -out pointed here) is left
+	// to it; each of the server's kinds is removed.
+	other := filepath.Join(dir, ".model.npy.tmp-777")
+	require.NoError(t, os.WriteFile(other, []byte("someone else's"), 0o644))
+	var ours []string
+	for _, base := range []string{runFile, keyFile, markFile, roundName(7), secName(3), secOldFile} {
+		ours = append(ours, filepath.Join(dir, "."+base+".tmp-4242"))
+		require.NoError(t, os.WriteFile(ours[len(ours)-1], nil, 0o600))
+	}
+	require.NoError(t, reopen(dir, true))
+	_, err = os.Stat(other)
+	assert.NoError(t, err, "another program's temporary file was removed")
+	for _, p := range ours {
+		_, err = os.Stat(p)
+		assert.True(t, os.IsNotExist(err), "stale temporary file %s left: %v", filepath.Base(p), err)
+	}
+	require.NoError(t, os.Remove(other))
 
 	fresh := t.TempDir()
 	cp(t, dir, fresh, keyFile)
