@@ -111,7 +111,8 @@ type PLD struct {
 	remove, add       *lossDist
 	removeOpt, addOpt *lossDist
 	// base and count record that this PLD is base.SelfCompose(count)
-	// (nil for every other PLD): a further SelfCompose(k) composes base
+	// (or a Compose of two compositions of base, count copies in all; nil
+	// for every other PLD): a further SelfCompose(k) composes base
 	// count k times in one transform instead of composing this PLD's
 	// computed masses, whose rounding noise (real, at the losses far below
 	// the tilt the count-fold composition was tuned for) and error bound
@@ -521,12 +522,32 @@ func (e *intervalError) Is(target error) bool { return target == ErrPLDInterval 
 // SelfCompose), and both must be stated for the same
 // neighbouring relation, which the caller guarantees: a PLD does not record
 // it (a GaussianPLD fits either, its relation entering through sigma).
+//
+// Where p and o are compositions of one and the same PLD B (B itself, or
+// what B.SelfCompose, or Compose as here, returned: a copies of B and b
+// copies), the result is B.SelfCompose(a + b), composed from B in one
+// transform, and SelfCompose of it composes B again: p.Compose(p) is
+// p.SelfCompose(2), B.SelfCompose(8).Compose(B.SelfCompose(4)) is
+// B.SelfCompose(12), bit for bit (unless that grid exceeds SelfCompose's
+// limits, where the masses are composed). Composing the computed masses
+// carries each input's rounding bound at its own tilt, or, for two single
+// events, at tilt 0, which is loose far from the losses it was tuned for
+// (see docs/privacy.md). PLDs are the same only as the same pointer:
+// two PLDs built separately with the same parameters are composed from
+// their masses.
 func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	if !p.valid() || !o.valid() {
 		return nil, errNilPLD
 	}
 	if p.h != o.h {
 		return nil, &intervalError{p.h, o.h}
+	}
+	bp, a := p.root()
+	if bo, b := o.root(); bo == bp && a <= math.MaxInt-b {
+		if r, err := bp.selfCompose(a+b, bp.tail); err == nil {
+			r.base, r.count = bp, a+b
+			return r, nil
+		}
 	}
 	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
 	sym := p.symmetric() && o.symmetric()
@@ -609,6 +630,16 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 		r.base, r.count = p, k
 	}
 	return r, nil
+}
+
+// root returns the PLD B and the count a such that p is a copies of B
+// composed (see SelfCompose and Compose): p's base and count where it
+// records them, else p itself, once.
+func (p *PLD) root() (*PLD, int) {
+	if p.base != nil {
+		return p.base, p.count
+	}
+	return p, 1
 }
 
 // selfCompose is SelfCompose with the tilted composition's window cut at a
