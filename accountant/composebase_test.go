@@ -113,3 +113,72 @@ func TestComposeOfOneBaseTight(t *testing.T) {
 		check(t, c, s16, nil, s16, sg)
 	}
 }
+
+// TestComposeDifferentTilts checks Compose of the masses of PLDs of
+// different tilts (self-compositions of different counts, of events built
+// apart, and a Compose of single events, at tilt 0, with a
+// self-composition): the lower-tilted input's error is bounded at tilts
+// from its own up to the composition's. Gaussians, whose truth is mu-GDP
+// with mu^2 = sum of k_j / sigma_j^2 (refDelta, math/big): delta(eps)
+// must contain it, eps(delta) be bracketed by it, and, for twins of
+// sigma = 3 (a G' built apart from G, so that Compose composes the
+// masses), eps(1e-5) and eps(1e-10) be within 10 times the width of
+// G.SelfCompose(12) (and 1e-6). Before, G.SelfCompose(8).Compose(
+// G'.SelfCompose(4)) gave eps(1e-5) in [5.0231, 5.2260] (width 3.9e-2;
+// G.SelfCompose(12): 1.3e-6): G.SelfCompose(8)'s error was carried to the
+// 4-fold's higher tilt by e^((t - tau) hi).
+func TestComposeDifferentTilts(t *testing.T) {
+	t.Parallel()
+	must := mustPLD(t)
+	g := must(GaussianPLD(3, coarse))
+	tw := must(GaussianPLD(3, coarse))
+	h := must(GaussianPLD(2, coarse))
+	g12 := must(g.SelfCompose(12))
+	cases := []struct {
+		name  string
+		mu2   float64
+		p     *PLD
+		tight bool
+	}{
+		{"G.SelfCompose(8).Compose(G'.SelfCompose(4))", 12.0 / 9, must(must(g.SelfCompose(8)).Compose(must(tw.SelfCompose(4)))), true},
+		{"G.SelfCompose(4).Compose(G'.SelfCompose(8))", 12.0 / 9, must(must(g.SelfCompose(4)).Compose(must(tw.SelfCompose(8)))), true},
+		{"G.SelfCompose(10).Compose(Compose(G',G))", 12.0 / 9, must(must(g.SelfCompose(10)).Compose(must(tw.Compose(g)))), true},
+		{"Compose(G',G).Compose(G.SelfCompose(10))", 12.0 / 9, must(must(tw.Compose(g)).Compose(must(g.SelfCompose(10)))), true},
+		{"G.SelfCompose(8).Compose(H.SelfCompose(3))", 8.0/9 + 3.0/4, must(must(g.SelfCompose(8)).Compose(must(h.SelfCompose(3)))), false},
+		{"H.SelfCompose(2).Compose(G.SelfCompose(20)).Compose(G')", 2.0/4 + 21.0/9, must(must(must(h.SelfCompose(2)).Compose(must(g.SelfCompose(20)))).Compose(tw)), false},
+	}
+	for _, c := range cases {
+		mu := math.Sqrt(c.mu2)
+		for _, eps := range []float64{0.25, 1, 3, 6, 9} {
+			b, err := c.p.DeltaBounds(eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exact, _ := refDelta(eps, mu).Float64()
+			if !(b.Optimistic <= exact*(1+1e-12) && exact <= b.Safe*(1+1e-12)) {
+				t.Errorf("%s: delta(%v) in [%.12g, %.12g] misses the exact %.12g", c.name, eps, b.Optimistic, b.Safe, exact)
+			}
+		}
+		for _, delta := range []float64{1e-3, 1e-5, 1e-10} {
+			b, err := c.p.EpsilonBounds(delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, _ := refDelta(b.Safe, mu).Float64()
+			do, _ := refDelta(b.Optimistic, mu).Float64()
+			if !(ds <= delta*(1+1e-12) && (b.Optimistic == 0 || do >= delta*(1-1e-12))) {
+				t.Errorf("%s: eps(%v) in [%.12g, %.12g]: exact delta there %.6g, %.6g", c.name, delta, b.Optimistic, b.Safe, do, ds)
+			}
+			if !c.tight || delta == 1e-3 {
+				continue
+			}
+			r, err := g12.EpsilonBounds(delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(b.Width() <= math.Max(10*r.Width(), 1e-6)) {
+				t.Errorf("%s: eps(%v) in [%.9g, %.9g], width %.3g; G.SelfCompose(12): width %.3g", c.name, delta, b.Optimistic, b.Safe, b.Width(), r.Width())
+			}
+		}
+	}
+}

@@ -173,8 +173,10 @@ type lossDist struct {
 	perIdx       bool
 	logPer, logC float64
 	// prop is a second part of the error, added to the one above: the
-	// error of a self-composition's input, propagated through it, which
-	// lies at or below hi (see selfConvolve). Each entry bounds that whole
+	// error of a self-composition's input, propagated through it (see
+	// selfConvolve), or, in a composition of two distributions of
+	// different tilts, the lower-tilted one's error convolved with the
+	// other's masses (see splitLow); it lies at or below hi. Each entry bounds that whole
 	// part at its own tilt (tail sums at most e^(logErr - tau j), weighted
 	// l1 norm at most e^(logErr + logGapW)); the smallest is taken. Its
 	// tilts may be below the FFT's, where the input's error bound is
