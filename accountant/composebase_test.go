@@ -2,6 +2,7 @@ package accountant
 
 import (
 	"math"
+	"math/big"
 	"testing"
 )
 
@@ -178,6 +179,149 @@ func TestComposeDifferentTilts(t *testing.T) {
 			}
 			if !(b.Width() <= math.Max(10*r.Width(), 1e-6)) {
 				t.Errorf("%s: eps(%v) in [%.9g, %.9g], width %.3g; G.SelfCompose(12): width %.3g", c.name, delta, b.Optimistic, b.Safe, b.Width(), r.Width())
+			}
+		}
+	}
+}
+
+// TestComposeSingleEventsTilted checks Compose of sampled-Gaussian single
+// events built apart (S and S', the same parameters: Compose composes
+// their masses), which runs the remove direction at a positive tilt and
+// records the lowest index of its errors, so that a self-composition, or
+// a composition with a self-composition, carries the bound to lower
+// tilts. No closed form: each result must overlap two other routes to
+// the same steps, S.SelfCompose(n) and SampledGaussian (its own grid and
+// tilt), in delta at eps 0.25, 1, 2 and in eps at delta 1e-5 and 1e-10,
+// and there be within 10 times S.SelfCompose(n)'s width (and 1e-6), at
+// q = 0.01, sigma = 1, interval 1e-3. Different events (q = 0.02,
+// sigma = 1.2 for the second) must overlap their self-compositions
+// composed, and a coarse grid with cut tails (interval 1e-2, tail mass
+// 1e-3) SampledGaussian. Before, S.Compose(S').SelfCompose(8) gave
+// eps(1e-10) in [1.7308, 6.764] (width 0.74; S.SelfCompose(16): 9.5e-6)
+// and S.SelfCompose(14).Compose(S.Compose(S')) eps(1e-5) in [0.0937,
+// 5.306]: Compose ran at tilt 0, its rounding bound about u times the
+// largest mass at every index up to loss 8.3.
+func TestComposeSingleEventsTilted(t *testing.T) {
+	t.Parallel()
+	must := mustPLD(t)
+	overlap := func(t *testing.T, name string, p *PLD, ref *PLD, tight bool, others ...*PLD) {
+		t.Helper()
+		for _, eps := range []float64{0.25, 1, 2} {
+			b, err := p.DeltaBounds(eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range append([]*PLD{ref}, others...) {
+				r, err := o.DeltaBounds(eps)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !(math.Max(b.Optimistic, r.Optimistic) <= math.Min(b.Safe, r.Safe)) {
+					t.Errorf("%s: delta(%v) in [%.12g, %.12g], another route [%.12g, %.12g]", name, eps, b.Optimistic, b.Safe, r.Optimistic, r.Safe)
+				}
+			}
+		}
+		for _, delta := range []float64{1e-5, 1e-10} {
+			b, err := p.EpsilonBounds(delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range append([]*PLD{ref}, others...) {
+				r, err := o.EpsilonBounds(delta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !(math.Max(b.Optimistic, r.Optimistic) <= math.Min(b.Safe, r.Safe)) {
+					t.Errorf("%s: eps(%v) in [%.12g, %.12g], another route [%.12g, %.12g]", name, delta, b.Optimistic, b.Safe, r.Optimistic, r.Safe)
+				}
+				if i == 0 && tight && !(b.Width() <= math.Max(10*r.Width(), 1e-6)) {
+					t.Errorf("%s: eps(%v) in [%.9g, %.9g], width %.3g; one self-composition: width %.3g", name, delta, b.Optimistic, b.Safe, b.Width(), r.Width())
+				}
+			}
+		}
+	}
+	s := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
+	tw := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
+	ss := must(s.Compose(tw))
+	s16 := must(s.SelfCompose(16))
+	sg16 := must(SampledGaussian(0.01, 1, 16, AddRemove))
+	overlap(t, "S.Compose(S').SelfCompose(8)", must(ss.SelfCompose(8)), s16, true, sg16)
+	overlap(t, "S.SelfCompose(14).Compose(S.Compose(S'))", must(must(s.SelfCompose(14)).Compose(ss)), s16, true, sg16)
+	overlap(t, "S.Compose(S').Compose(S).SelfCompose(4)", must(must(ss.Compose(s)).SelfCompose(4)), must(s.SelfCompose(12)), true, must(SampledGaussian(0.01, 1, 12, AddRemove)))
+
+	u := must(SampledGaussianPLD(0.02, 1.2, AddRemove, coarse))
+	overlap(t, "S.Compose(U).SelfCompose(6)", must(must(s.Compose(u)).SelfCompose(6)),
+		must(must(s.SelfCompose(6)).Compose(must(u.SelfCompose(6)))), false)
+
+	o := PLDOptions{Interval: 1e-2, TailMass: 1e-3}
+	c := must(SampledGaussianPLD(0.01, 1, AddRemove, o))
+	ct := must(SampledGaussianPLD(0.01, 1, AddRemove, o))
+	overlap(t, "coarse S.Compose(S').SelfCompose(8)", must(must(c.Compose(ct)).SelfCompose(8)), must(c.SelfCompose(16)), false, sg16)
+}
+
+// TestComposeTiltedErrorLowered checks the bound of a Compose of two
+// single events run at a positive tilt, carried to lower tilts with the
+// lowest index of its errors (logErrAt below tau), against the error
+// itself: the two sampled-Gaussian remove distributions' masses are
+// convolved directly in math/big (200 bits), and at tilts 0, tau/4,
+// tau/2 and tau, for every index j, the computed masses' error summed
+// from j up must be within e^(logErrAt(s) - s j) plus rel times the
+// exact masses from j up (the relative part of the bound).
+func TestComposeTiltedErrorLowered(t *testing.T) {
+	t.Parallel()
+	must := mustPLD(t)
+	o := PLDOptions{Interval: 1e-2}
+	a := must(SampledGaussianPLD(0.05, 0.8, AddRemove, o))
+	b := must(SampledGaussianPLD(0.05, 0.8, AddRemove, o))
+	r := must(a.Compose(b)).remove
+	if !(r.tau > 0 && r.hasErrLo) {
+		t.Fatalf("remove direction composed at tilt %v (errLo recorded: %v), want a positive tilt with errLo", r.tau, r.hasErrLo)
+	}
+	x, y := a.remove, b.remove
+	n := len(x.mass) + len(y.mass) - 1
+	exact := make([]*big.Float, n)
+	for i := range exact {
+		exact[i] = new(big.Float).SetPrec(200)
+	}
+	p := new(big.Float).SetPrec(200)
+	for i, u := range x.mass {
+		for j, v := range y.mass {
+			p.SetFloat64(u)
+			p.Mul(p, new(big.Float).SetFloat64(v))
+			exact[i+j].Add(exact[i+j], p)
+		}
+	}
+	lo := x.lo + y.lo
+	// err[k] and mass[k] at absolute index lo + k; r may start above lo
+	// (trim), its dropped masses counted as computed 0.
+	errs := make([]float64, n)
+	ex := make([]float64, n)
+	for k := range n {
+		c := 0.0
+		if m := lo + k - r.lo; m >= 0 && m < len(r.mass) {
+			c = r.mass[m]
+		}
+		e, _ := exact[k].Float64()
+		ex[k] = e
+		errs[k] = math.Abs(c - e)
+	}
+	if r.lo+len(r.mass) > lo+n {
+		t.Fatalf("composition stored up to index %d, the exact one ends at %d", r.lo+len(r.mass)-1, lo+n-1)
+	}
+	for _, s := range []float64{0, r.tau / 4, r.tau / 2, r.tau} {
+		l := r.logErrAt(s)
+		if math.IsInf(l, 1) {
+			t.Errorf("tilt %v: no bound", s)
+			continue
+		}
+		var S, E float64
+		for k := n - 1; k >= 0; k-- {
+			S += errs[k]
+			E += ex[k]
+			j := float64(lo + k)
+			if bound := math.Exp(l-s*j) + r.rel*E; !(S <= bound) {
+				t.Errorf("tilt %.4g: the error from index %v up is %.4g, above the bound %.4g", s, j, S, bound)
+				break
 			}
 		}
 	}

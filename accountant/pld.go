@@ -183,6 +183,13 @@ type lossDist struct {
 	// tighter (an untilted input error is spread over the input's whole
 	// grid). nil: no such part.
 	prop []errBound
+	// errLo, where hasErrLo, is an absolute index at or above which
+	// every error lies (the part other than prop; set by convolveBound
+	// at a positive tilt for two inputs without error, whose output's
+	// errors lie at or above the sum of their first indices): logErrAt
+	// carries the bound to tilts below tau with it.
+	errLo    int
+	hasErrLo bool
 	// unbounded records that the true losses have no upper bound (a
 	// Gaussian, the remove direction of a sampled one), so the true delta is
 	// positive at every eps even where the discrete one underflows to 0.
@@ -553,7 +560,7 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	}
 	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
 	sym := p.symmetric() && o.symmetric()
-	err := r.each(sym, func(i int) (*lossDist, error) { return convolve(p.dist(i), o.dist(i)) })
+	err := r.each(sym, func(i int) (*lossDist, error) { return composeDists(p.dist(i), o.dist(i)) })
 	return r, err
 }
 
