@@ -111,7 +111,8 @@ type PLD struct {
 	remove, add       *lossDist
 	removeOpt, addOpt *lossDist
 	// base and count record that this PLD is base.SelfCompose(count)
-	// (nil for every other PLD): a further SelfCompose(k) composes base
+	// (or a Compose of two compositions of base, count copies in all; nil
+	// for every other PLD): a further SelfCompose(k) composes base
 	// count k times in one transform instead of composing this PLD's
 	// computed masses, whose rounding noise (real, at the losses far below
 	// the tilt the count-fold composition was tuned for) and error bound
@@ -172,14 +173,23 @@ type lossDist struct {
 	perIdx       bool
 	logPer, logC float64
 	// prop is a second part of the error, added to the one above: the
-	// error of a self-composition's input, propagated through it, which
-	// lies at or below hi (see selfConvolve). Each entry bounds that whole
+	// error of a self-composition's input, propagated through it (see
+	// selfConvolve), or, in a composition of two distributions of
+	// different tilts, the lower-tilted one's error convolved with the
+	// other's masses (see splitLow); it lies at or below hi. Each entry bounds that whole
 	// part at its own tilt (tail sums at most e^(logErr - tau j), weighted
 	// l1 norm at most e^(logErr + logGapW)); the smallest is taken. Its
 	// tilts may be below the FFT's, where the input's error bound is
 	// tighter (an untilted input error is spread over the input's whole
 	// grid). nil: no such part.
 	prop []errBound
+	// errLo, where hasErrLo, is an absolute index at or above which
+	// every error lies (the part other than prop; set by convolveBound
+	// at a positive tilt for two inputs without error, whose output's
+	// errors lie at or above the sum of their first indices): logErrAt
+	// carries the bound to tilts below tau with it.
+	errLo    int
+	hasErrLo bool
 	// unbounded records that the true losses have no upper bound (a
 	// Gaussian, the remove direction of a sampled one), so the true delta is
 	// positive at every eps even where the discrete one underflows to 0.
@@ -521,6 +531,19 @@ func (e *intervalError) Is(target error) bool { return target == ErrPLDInterval 
 // SelfCompose), and both must be stated for the same
 // neighbouring relation, which the caller guarantees: a PLD does not record
 // it (a GaussianPLD fits either, its relation entering through sigma).
+//
+// Where p and o are compositions of one and the same PLD B (B itself, or
+// what B.SelfCompose, or Compose as here, returned: a copies of B and b
+// copies), the result is B.SelfCompose(a + b), composed from B in one
+// transform, and SelfCompose of it composes B again: p.Compose(p) is
+// p.SelfCompose(2), B.SelfCompose(8).Compose(B.SelfCompose(4)) is
+// B.SelfCompose(12), bit for bit (unless that grid exceeds SelfCompose's
+// limits, where the masses are composed). Composing the computed masses
+// carries each input's rounding bound at its own tilt, or, for two single
+// events, at tilt 0, which is loose far from the losses it was tuned for
+// (see docs/privacy.md). PLDs are the same only as the same pointer:
+// two PLDs built separately with the same parameters are composed from
+// their masses.
 func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	if !p.valid() || !o.valid() {
 		return nil, errNilPLD
@@ -528,9 +551,16 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	if p.h != o.h {
 		return nil, &intervalError{p.h, o.h}
 	}
+	bp, a := p.root()
+	if bo, b := o.root(); bo == bp && a <= math.MaxInt-b {
+		if r, err := bp.selfCompose(a+b, bp.tail); err == nil {
+			r.base, r.count = bp, a+b
+			return r, nil
+		}
+	}
 	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
 	sym := p.symmetric() && o.symmetric()
-	err := r.each(sym, func(i int) (*lossDist, error) { return convolve(p.dist(i), o.dist(i)) })
+	err := r.each(sym, func(i int) (*lossDist, error) { return composeDists(p.dist(i), o.dist(i)) })
 	return r, err
 }
 
@@ -609,6 +639,16 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 		r.base, r.count = p, k
 	}
 	return r, nil
+}
+
+// root returns the PLD B and the count a such that p is a copies of B
+// composed (see SelfCompose and Compose): p's base and count where it
+// records them, else p itself, once.
+func (p *PLD) root() (*PLD, int) {
+	if p.base != nil {
+		return p.base, p.count
+	}
+	return p, 1
 }
 
 // selfCompose is SelfCompose with the tilted composition's window cut at a

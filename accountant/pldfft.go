@@ -181,7 +181,17 @@ func (d *lossDist) mainErrAt(t float64, w bool) float64 {
 		return d.logErr
 	}
 	if t < d.tau {
-		return math.Inf(1)
+		if !d.hasErrLo {
+			return math.Inf(1)
+		}
+		// Every error at i >= L = errLo: sum_{i >= j} |e_i| <=
+		// e^(logErr - tau max(j, L)) <= e^(logErr - (tau - t) L - t j),
+		// and e^(t i) <= e^(tau i) e^(-(tau - t) L) in the weighted norm.
+		l := d.logErr - (d.tau-t)*float64(d.errLo)
+		if w {
+			l += d.logGapW
+		}
+		return l
 	}
 	hi := d.hiIndex()
 	l := d.logErr + (t-d.tau)*hi
@@ -545,15 +555,34 @@ func fftErrorParts(ca, cb, c []complex128, n int, ma, mb float64) (e1, e2, inv, 
 // selfConvolve). At tilt 0 the composition's rounding is about u times
 // the largest mass at every index up to its last; its per-index form
 // (lossDist.perIdx) keeps a later self-composition, which carries it to
-// its own tilt, from counting it as all lying at the last index. An input's error
-// bound is carried over to t by the largest change of the weights over its
-// indices, which is loose when the tilts differ much: compose PLDs of
-// similar tilts, or single events first.
+// its own tilt, from counting it as all lying at the last index. Where
+// one input's tilt is below t, its error's term is bounded at tilts from
+// its own up (splitLow); an error carried to t by the largest change of
+// the weights over its indices is loose at the losses below those t was
+// tuned for.
 func convolve(a, b *lossDist) (*lossDist, error) {
 	if a == noOpt || b == noOpt {
 		return noOpt, nil
 	}
-	return convolveAt(a, b, math.Max(a.tau, b.tau))
+	return convolveAt(a, b, composeTilt(a, b))
+}
+
+// composeTilt returns the tilt convolve composes a and b at: the larger
+// of their tilts, or, where one carries an error that logErrAt can carry
+// below its tilt (hasErrLo) and the other an error that it cannot, the
+// other's: the input at the higher tilt then has its error carried down
+// (at most e^2 of the bound, see pairTilt) rather than the other's masses,
+// whose rounding noise at high losses a higher tilt weights up, and its
+// error, carried up.
+func composeTilt(a, b *lossDist) float64 {
+	fixed := func(d *lossDist) bool { return d.hasErr() && !d.hasErrLo }
+	switch {
+	case a.hasErrLo && fixed(b):
+		return b.tau
+	case b.hasErrLo && fixed(a):
+		return a.tau
+	}
+	return math.Max(a.tau, b.tau)
 }
 
 // maxSpan bounds the grid indices of a composition, k (|lo| + n - 1) for k
@@ -715,6 +744,25 @@ func convolveBound(a, b *lossDist, t float64, spans *tailSpans) (*lossDist, erro
 	if spans == nil && laW+lb < la+lbW {
 		prop = logAdd(lb+logAdd(logWa, laW), la+logWb)
 	}
+	propW := logAdd(laW+logWb, logAdd(laW+math.Min(lbW, lbP), lbW+logWa))
+	// One input at a tilt below t with an error and the other at t
+	// (Compose of PLDs of different tilts), where the result takes no
+	// per-index form: that input's term e^low * other is a part of its
+	// own (prop), bounded at tilts from low's up to t, the least taken
+	// (the one at t is the term as above), and the rest, e^other * (low +
+	// e^low), stays at t: tail sums at most e^(lO - t j) (W_low +
+	// ||e^low||_t), weighted norm e^lOW times the same.
+	_, _, okA := a.perIdxAt(t)
+	_, _, okB := b.perIdxAt(t)
+	if low, other := lowInput(a, b, t, spans); low != nil && !(okA && okB) {
+		lO, lOW, wLow, lowW := lb, lbW, logWa, laW
+		if low == b {
+			lO, lOW, wLow, lowW = la, laW, logWb, lbW
+		}
+		prop = lO + logAdd(wLow, lowW)
+		propW = lOW + logAdd(wLow, lowW)
+		r.prop = splitLow(low, other, t)
+	}
 	r.logErr = logAdd(prop, logf(fftErr)+logZa+logZb+t*float64(a.lo+b.lo+top))
 	// The per-index form, where each input has no error or one in that
 	// form only (no prop): with e^a = p + c (|p_i| <= P_a e^(-t i), c of
@@ -732,12 +780,151 @@ func convolveBound(a, b *lossDist, t float64, spans *tailSpans) (*lossDist, erro
 			r.logC = logAdd(logf(fftC)+u, logAdd(cA+wb, cB+logWa))
 		}
 	}
-	propW := logAdd(laW+logWb, logAdd(laW+math.Min(lbW, lbP), lbW+logWa))
 	if logW := logAdd(propW, logf(fftErrW)+logZa+logZb+t*float64(a.lo+b.lo+top)); !math.IsInf(r.logErr, 0) {
 		r.logGapW = math.Max(logW-r.logErr, 0)
 	}
+	if lowA, okA := a.errFloor(); okA && t > 0 && spans == nil {
+		if lowB, okB := b.errFloor(); okB {
+			// The FFT's errors (and the tilted masses lost to underflow)
+			// lie at the output's indices, from a.lo + b.lo up, the
+			// inputs' errors convolved with the other's masses and errors
+			// from the sums of their floors up; trim only moves the
+			// first index up.
+			r.errLo, r.hasErrLo = lowA+lowB, true
+		}
+	}
 	r.trim()
 	return r, nil
+}
+
+// errFloor returns an absolute index at or above which d's every error
+// lies: its first index for a distribution without error, errLo where
+// recorded; ok is false otherwise (prop, or errors below a
+// self-composition's window or trim's cut).
+func (d *lossDist) errFloor() (int, bool) {
+	switch {
+	case !d.hasErr():
+		return d.lo, true
+	case d.hasErrLo && len(d.prop) == 0:
+		return min(d.errLo, d.lo), true
+	}
+	return 0, false
+}
+
+// composeDists composes a and b for Compose: two distributions without
+// error at tilt 0 (single events) at pairTilt's tilt where that is
+// positive (convolve would run at tilt 0, whose rounding bound, about u
+// times the largest mass at each index up to the last, a later
+// composition weights by e^(t i)), else by convolve.
+func composeDists(a, b *lossDist) (*lossDist, error) {
+	if a == noOpt || b == noOpt {
+		return noOpt, nil
+	}
+	if !a.hasErr() && !b.hasErr() && a.tau == 0 && b.tau == 0 {
+		if t := pairTilt(a, b); t > 0 {
+			return convolveAt(a, b, t)
+		}
+	}
+	return convolve(a, b)
+}
+
+// pairTilt returns the tilt at which composeDists composes a and b: the
+// Chernoff parameter of their sum's upper tail at tiltTarget (at most 1.5
+// times a Gaussian's of the same variance, as kTilt), or 0 where that
+// would cost more than e^2 to carry down to tilt 0 (a later
+// self-composition's lower tilts, see logErrAt): where the first index
+// L = a.lo + b.lo is below -2 / t (the Gaussian, about -5400 at sigma
+// = 1 and interval 1e-3, and the sampled add direction; the sampled
+// remove direction's is about -22), and for point masses.
+func pairTilt(a, b *lossDist) float64 {
+	fa, la := a.support()
+	fb, lb := b.support()
+	if fa >= la || fb >= lb {
+		return 0
+	}
+	ga, gb := spreadGuess(a, 1, tiltTarget), spreadGuess(b, 1, tiltTarget)
+	if !(ga > 0 && gb > 0) {
+		return 0
+	}
+	g := 1 / math.Sqrt(1/(ga*ga)+1/(gb*gb))
+	t, _ := scanMin(func(s float64) float64 {
+		return (a.logMGF(s, fa, la) + b.logMGF(s, fb, lb) - logf(tiltTarget)) / s
+	}, g, mgfCost(la-fa+lb-fb+2))
+	t = math.Min(t, 1.5*g)
+	if L := float64(a.lo + b.lo); !(t > 0) || t*math.Max(0, -L) > 2 {
+		return 0
+	}
+	return t
+}
+
+// lowInput returns, for convolveBound without spans at the tilt t, the
+// input whose tilt is below t and that carries an error, and the other
+// input, whose tilt must be t; nil where there is none such (equal tilts,
+// or both below t).
+func lowInput(a, b *lossDist, t float64, spans *tailSpans) (low, other *lossDist) {
+	if spans != nil {
+		return nil, nil
+	}
+	switch {
+	case a.tau < t && b.tau == t && a.hasErr():
+		return a, b
+	case b.tau < t && a.tau == t && b.hasErr():
+		return b, a
+	}
+	return nil, nil
+}
+
+// splitLow returns bounds on the part e^low * other of a composition's
+// error (e^low low's error, other the other input's computed masses), at
+// tilts s = tau + (t - tau) m / 8, m = 0..8, from low's own tilt tau to
+// the composition's, t, where low's error has a bound (logErrAt): with
+// tail sums S(j) <= e^(l_s - s j) and weighted norm A_s at s, the part's
+// tail sums are at most sum_m |other_m| S(j - m) <= e^(l_s - s j) W_s and
+// its weighted norm A_s W_s, W_s = sum_m |other_m| e^(s m) over absolute
+// indices m. Each bounds the same part; the queries take the least. The
+// bound at t alone, low's error carried up by e^((t - tau) hi), is loose
+// at the losses below those t was tuned for (sigma = 3:
+// G.SelfCompose(8).Compose(G'.SelfCompose(4)) had eps(1e-5) in [5.0231,
+// 5.2260] and Delta(1) = 1).
+func splitLow(low, other *lossDist, t float64) []errBound {
+	var bs []errBound
+	for m := range 9 {
+		s := low.tau + (t-low.tau)*float64(m)/8
+		if m == 8 {
+			s = t
+		}
+		l := low.logErrAt(s)
+		if math.IsInf(l, 1) || math.IsNaN(l) {
+			continue
+		}
+		w := other.logAbsWeight(s)
+		bs = append(bs, errBound{tau: s, logErr: l + w, logGapW: low.logErrWAt(s) - l})
+	}
+	return bs
+}
+
+// logAbsWeight returns log sum_i |m_i| e^(s (lo+i)) over d's masses,
+// rounded up: the terms are formed relative to the largest, whose
+// exponents err by a few u times their size, and the sum by n u.
+func (d *lossDist) logAbsWeight(s float64) float64 {
+	mx, big := math.Inf(-1), 0.0
+	for i, v := range d.mass {
+		if v != 0 {
+			x := logf(math.Abs(v)) + s*float64(d.lo+i)
+			mx = math.Max(mx, x)
+			big = math.Max(big, math.Abs(x))
+		}
+	}
+	if math.IsInf(mx, -1) {
+		return mx
+	}
+	sum := 0.0
+	for i, v := range d.mass {
+		if v != 0 {
+			sum += math.Exp(logf(math.Abs(v)) + s*float64(d.lo+i) - mx)
+		}
+	}
+	return mx + logf(sum) + 1e-12 + 16*unitRound*(float64(len(d.mass))+800+4*big)
 }
 
 // kTilt returns the tilt of a k-fold composition of d: the Chernoff
@@ -889,7 +1076,8 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	_, negA := scanMin(func(s float64) float64 { return (kf*mgf(-s) - logTail) / s }, guess, cost)
 	_, b0 := scanMin(func(s float64) float64 { return (kf*mgf(s) - logTail) / s }, guess, cost)
 	// The tilt: d's own if d was tilted for this composition (see
-	// sampledGaussian), else kTilt's, lowered by factors of 0.8
+	// sampledGaussian), else kTilt's (also for a composition whose error
+	// logErrAt carries below its tilt, hasErrLo: its tilt is the 2-fold's), lowered by factors of 0.8
 	// (at most 12 times, to 0.07 of it; steps that fine keep it within 20%
 	// of the largest tilt that fits) while the tilted composition's upper
 	// Chernoff end at tail mass fold lies further above the composition's
@@ -899,7 +1087,7 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	// the tail (at half the Chernoff tilt of a Gaussian tail delta, the
 	// bound there is delta^(3/4) times the rounding of the tilted masses).
 	t := d.tau
-	if t == 0 {
+	if t == 0 || d.hasErrLo {
 		t = lowerTilt(kTilt(d, k, guess, logTail), kf, mgf, negA, b0, fold, guess, cost)
 	}
 	mt := mgf(t)

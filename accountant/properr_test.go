@@ -187,7 +187,9 @@ func TestPLDSelfComposeOfComposedTight(t *testing.T) {
 	const sigma = 3.0
 	must := mustPLD(t)
 	g := must(GaussianPLD(sigma, coarse))
-	gg := must(g.Compose(g))
+	// A twin of g, built apart: Compose of g with itself is
+	// g.SelfCompose(2), and this test is about composed masses.
+	gg := must(g.Compose(must(GaussianPLD(sigma, coarse))))
 	gg8 := must(gg.SelfCompose(8))
 	g16 := must(g.SelfCompose(16))
 	cases := []struct {
@@ -196,10 +198,10 @@ func TestPLDSelfComposeOfComposedTight(t *testing.T) {
 		p     *PLD
 		tight bool
 	}{
-		{"Compose(G,G).SelfCompose(8)", 16, gg8, true},
-		{"Compose(G,G).SelfCompose(8).SelfCompose(2)", 32, must(gg8.SelfCompose(2)), true},
-		{"Compose(G,G).SelfCompose(8).Compose(G)", 17, must(gg8.Compose(g)), false},
-		{"Compose(Compose(G,G),G).SelfCompose(5)", 15, must(must(gg.Compose(g)).SelfCompose(5)), false},
+		{"Compose(G,G').SelfCompose(8)", 16, gg8, true},
+		{"Compose(G,G').SelfCompose(8).SelfCompose(2)", 32, must(gg8.SelfCompose(2)), true},
+		{"Compose(G,G').SelfCompose(8).Compose(G)", 17, must(gg8.Compose(g)), false},
+		{"Compose(Compose(G,G'),G).SelfCompose(5)", 15, must(must(gg.Compose(g)).SelfCompose(5)), false},
 		{"G.SelfCompose(2).SelfCompose(8)", 16, must(must(g.SelfCompose(2)).SelfCompose(8)), true},
 	}
 	w16, err := g16.EpsilonBounds(1e-10)

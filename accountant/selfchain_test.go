@@ -25,7 +25,13 @@ import (
 // Before a self-composition of a self-composition was composed from its
 // base, G.SelfCompose(2).SelfCompose(8) gave width 1 at both deltas for
 // each of these sigmas (Optimistic 0; eps(1e-10) Safe 82.92, 33.38 and
-// 6.809 where the truth is 82.156, 32.848 and 6.5479).
+// 6.809 where the truth is 82.156, 32.848 and 6.5479). Compose of
+// compositions of G (G.SelfCompose(8).Compose(G.SelfCompose(4)),
+// G.SelfCompose(2).Compose(G).SelfCompose(4), Compose(G,G).SelfCompose(8))
+// is held to the same width (it composes G from scratch; before, the
+// first two gave eps(1e-5) widths of 3.9e-2 and 1 at sigma = 3), and the
+// same orders with a twin G' built apart (composed from the masses) to
+// the bracket.
 func TestSelfComposeChainsBracketExact(t *testing.T) {
 	t.Parallel()
 	type setting struct {
@@ -81,11 +87,30 @@ func TestSelfComposeChainsBracketExact(t *testing.T) {
 			gg := must(g.Compose(g))
 			g2 := self(2)
 			g3 := self(3)
+			// Compositions of one PLD, G, composed by Compose: held to one
+			// self-composition's width too.
+			var ref12, ref16 *PLD
+			if st.tight {
+				ref12, ref16 = self(12), self(16)
+			}
+			cs = append(cs,
+				chain{"G.SelfCompose(8).Compose(G.SelfCompose(4))", 12, must(self(8).Compose(self(4))), ref12},
+				chain{"G.SelfCompose(2).Compose(G).SelfCompose(4)", 12, must(must(g2.Compose(g)).SelfCompose(4)), ref12},
+				chain{"Compose(G,G).SelfCompose(8)", 16, must(gg.SelfCompose(8)), ref16},
+			)
+			// The same orders with a twin G' of G (built apart, the same
+			// parameters), which Compose composes from the masses.
+			tw := must(GaussianPLD(st.sigma, st.o))
+			cs = append(cs,
+				chain{"G.SelfCompose(8).Compose(G'.SelfCompose(4))", 12, must(self(8).Compose(must(tw.SelfCompose(4)))), nil},
+				chain{"G.SelfCompose(2).Compose(G').SelfCompose(4)", 12, must(must(g2.Compose(tw)).SelfCompose(4)), nil},
+				chain{"Compose(G,G').SelfCompose(8)", 16, must(must(g.Compose(tw)).SelfCompose(8)), nil},
+				chain{"Compose(Compose(G,G'),G).SelfCompose(4)", 12, must(must(must(g.Compose(tw)).Compose(g)).SelfCompose(4)), nil},
+			)
 			cs = append(cs,
 				chain{"G.SelfCompose(2).SelfCompose(2).SelfCompose(4)", 16, must(must(g2.SelfCompose(2)).SelfCompose(4)), nil},
 				chain{"Compose(G,G).SelfCompose(2).SelfCompose(4)", 16, must(must(gg.SelfCompose(2)).SelfCompose(4)), nil},
 				chain{"Compose(Compose(G,G),G).SelfCompose(4)", 12, must(must(gg.Compose(g)).SelfCompose(4)), nil},
-				chain{"G.SelfCompose(2).Compose(G).SelfCompose(4)", 12, must(must(g2.Compose(g)).SelfCompose(4)), nil},
 				chain{"Compose(G.SelfCompose(3),G.SelfCompose(2)).SelfCompose(3)", 15, must(must(g3.Compose(g2)).SelfCompose(3)), nil},
 				chain{"G.SelfCompose(8).Compose(G)", 9, must(self(8).Compose(g)), nil},
 				chain{"G.Compose(G.SelfCompose(8)).SelfCompose(2)", 18, must(must(g.Compose(self(8))).SelfCompose(2)), nil},

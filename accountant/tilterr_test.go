@@ -114,22 +114,24 @@ func TestPLDComposeOrdersGaussian(t *testing.T) {
 	const sigma = 3.0
 	must := mustPLD(t)
 	g := must(GaussianPLD(sigma, coarse))
-	gg := must(g.Compose(g))
+	// Compose of g with a twin built apart (with g itself it is
+	// g.SelfCompose(2), whose error has the composition's tilt).
+	gg := must(g.Compose(must(GaussianPLD(sigma, coarse))))
 	cases := []struct {
 		name string
 		k    int
 		p    func() *PLD
 	}{
-		{"Compose(G,G).SelfCompose(8).Compose(G.SelfCompose(2))", 18, func() *PLD {
+		{"Compose(G,G').SelfCompose(8).Compose(G.SelfCompose(2))", 18, func() *PLD {
 			return must(must(gg.SelfCompose(8)).Compose(must(g.SelfCompose(2))))
 		}},
-		{"G.SelfCompose(2).Compose(Compose(G,G).SelfCompose(8))", 18, func() *PLD {
+		{"G.SelfCompose(2).Compose(Compose(G,G').SelfCompose(8))", 18, func() *PLD {
 			return must(must(g.SelfCompose(2)).Compose(must(gg.SelfCompose(8))))
 		}},
-		{"Compose(G,G).SelfCompose(5).SelfCompose(3).Compose(G)", 31, func() *PLD {
+		{"Compose(G,G').SelfCompose(5).SelfCompose(3).Compose(G)", 31, func() *PLD {
 			return must(must(must(gg.SelfCompose(5)).SelfCompose(3)).Compose(g))
 		}},
-		{"G.SelfCompose(20).Compose(Compose(G,G).SelfCompose(2))", 24, func() *PLD {
+		{"G.SelfCompose(20).Compose(Compose(G,G').SelfCompose(2))", 24, func() *PLD {
 			return must(must(g.SelfCompose(20)).Compose(must(gg.SelfCompose(2))))
 		}},
 		{"G.Compose(G.SelfCompose(3)).SelfCompose(3).Compose(G.SelfCompose(4))", 16, func() *PLD {
@@ -179,13 +181,16 @@ func TestPLDComposeAfterLargeTilt(t *testing.T) {
 	must := mustPLD(t)
 	s := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
 	s3 := must(s.SelfCompose(3))
+	// A twin of s, built apart: Compose of s3 with s itself is
+	// s.SelfCompose(4), not the composition of s3's masses tested here.
+	tw := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
 	for _, c := range []struct {
 		name string
 		k    int
 		p    *PLD
 	}{
-		{"s.SelfCompose(3).Compose(s)", 4, must(s3.Compose(s))},
-		{"s.Compose(s.SelfCompose(3))", 4, must(s.Compose(s3))},
+		{"s.SelfCompose(3).Compose(s')", 4, must(s3.Compose(tw))},
+		{"s'.Compose(s.SelfCompose(3))", 4, must(tw.Compose(s3))},
 		{"s.SelfCompose(3).SelfCompose(2)", 6, must(s3.SelfCompose(2))},
 	} {
 		ref := must(s.SelfCompose(c.k))
