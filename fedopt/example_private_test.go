@@ -23,11 +23,10 @@ import (
 func Example_correlated() {
 	ctx := context.Background()
 	const learners, rounds, tau, clip = 2, 20, 2, 1.0
-	table, err := dataset.LoadCSV("../testdata/breast_cancer.csv")
+	table, err := dataset.LoadCSV("../testdata/breast_cancer.csv") // features standardised
 	if err != nil {
 		panic(err)
 	}
-	table.Standardize()
 	data, err := table.Deal(learners, rounds, tau, dataset.Split{Kind: dataset.IID}, 1)
 	if err != nil {
 		panic(err)
