@@ -217,7 +217,7 @@ type Entry struct {
 	LastUsed time.Time `json:"last_used"`
 	// Strategy, StrategyKey, Workload, R, M and Participation are the
 	// entry's metadata: the strategy's name and [factorize.CacheKey], the
-	// workload's [Workload.Key], the rounds, the rows of C and the
+	// workload's [factorize.Workload.Key], the rounds, the rows of C and the
 	// participation.
 	Strategy      string `json:"strategy,omitempty"`
 	StrategyKey   string `json:"strategy_key,omitempty"`

@@ -220,7 +220,7 @@ func (k cacheKeyFields) hex() string {
 // Key returns the hex SHA-256 cache key of the factorization of w by
 // strategy s under participation p. The key covers the cache format
 // version, the strategy's name and [factorize.CacheKey] (the settings that change
-// the result, with defaults filled in), the workload ([Workload.Key] and R)
+// the result, with defaults filled in), the workload ([factorize.Workload.Key] and R)
 // and the participation. Invalid options or participation are an error.
 func Key(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (string, error) {
 	k, err := keyFields(s, w, p)
@@ -237,7 +237,7 @@ func (c *Cache) Path(key string) string {
 
 // Compute returns the factorization of w by strategy s under participation
 // p, loaded from the cache when an entry exists and computed with
-// [Strategy.Factorize] and stored otherwise;
+// [factorize.Strategy.Factorize] and stored otherwise;
 // cached reports which. A corrupt entry is reported on warn, recomputed and
 // replaced. A cache that cannot be read or written is reported on warn and
 // otherwise ignored: the computation still succeeds. Cancelling ctx stops

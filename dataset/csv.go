@@ -241,8 +241,10 @@ const (
 	ByLabel
 )
 
-// Split is how [Table.Deal] assigns rows to learners.
+// Split is how [Table.Deal] assigns rows to learners. The zero value is
+// [IID]; [ParseSplit] reads "iid", "label" or "feature:K".
 type Split struct {
+	// Kind is IID, ByLabel or ByFeature.
 	Kind SplitKind
 	// Feature is the 0-based feature index for ByFeature.
 	Feature int

@@ -108,8 +108,7 @@
 // A panic is a bug in the calling program, and is documented where it can
 // happen: a negative count given to [SqrtCoefficients],
 // [InverseSqrtCoefficients] or [BLTParams.Coefficients] (as for make), a
-// BLTParams whose Lambdas is shorter than its Weights,
-// [Factorization.Residual] of a result without factors, and methods called
+// BLTParams whose Lambdas is shorter than its Weights, and methods called
 // on a nil *Workload or *BLTParams. The zero Workload is not a workload:
 // functions that take one return a *[ParamError] for it.
 package factorize

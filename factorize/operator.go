@@ -87,6 +87,8 @@ type OperatorState interface {
 // rounds 0..r-1: Seek sets the state at coordinates [lo, lo+n) as if they
 // had been drawn. Blocks may be sought concurrently, as in Block.
 type Seeker interface {
+	// Seek sets the state at coordinates [lo, lo+n) to what rounds
+	// 0..r-1 would have left there, drawing their noise from z.
 	Seek(z NoiseSource, r, lo, n int)
 }
 

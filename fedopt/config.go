@@ -36,10 +36,12 @@ type Config struct {
 	// X0 is the initial model; nil means zero.
 	X0 []float64
 	// Privacy, if not nil, is the calibration the noise mechanism was made
-	// with ([PrivacyOf] of the run's calibrated plan). [Run] then checks that it matches the run
-	// (algorithm, learners, clipping bound, the mechanism's standard
-	// deviation and factorization, and the learners' data's epochs) and
-	// records it for every evaluated round.
+	// with ([PrivacyOf] of the run's calibrated plan). [Config.Validate]
+	// checks its algorithm, clipping bound and quantization against the run's,
+	// [NewServer] its learners, rounds, tau, the mechanism's standard
+	// deviation and factorization, and [NewLearner] and [Simulate] the
+	// learners' data's epochs; [Server.Record] reports it at each round
+	// (package experiment's Run records it for every evaluated round).
 	Privacy *Privacy
 	// OnRound, if not nil, is called after every round with the number of
 	// rounds completed. It is called from the goroutine running the run.

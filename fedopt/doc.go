@@ -18,9 +18,9 @@
 // model into its update (the sum of its tau clipped gradients); a [Server]
 // holds the model and the noise mechanism, checks and aggregates the
 // updates, adds the round's noise and releases the next model; an
-// [experiment.Evaluator] observes the released models and computes the metrics from
+// experiment.Evaluator observes the released models and computes the metrics from
 // the whole data set, which neither of the others needs. [Simulate]
-// connects them in one process ([experiment.Run] is Simulate with an Evaluator);
+// connects them in one process (experiment.Run is Simulate with an Evaluator);
 // package fednet connects the same roles over gRPC, across processes or
 // machines, and gives the same models bit for bit.
 //
@@ -90,45 +90,45 @@
 // # Models, data and experiments
 //
 // The optimiser's inputs and harness live in their own packages: package
-// model holds the losses ([model.Model], [model.Logistic]) and their
+// model holds the losses (model.Model, model.Logistic) and their
 // reference minimisers, package dataset the data streams
-// ([dataset.Dataset], [dataset.Synthetic], CSV files), and package
+// (dataset.Dataset, dataset.Synthetic, CSV files), and package
 // experiment the problem with its reference values, the evaluator, the
-// repetitions and the summaries ([experiment.Run] runs one repetition with a
-// noise mechanism, [experiment.Repeat] many in parallel, and an
-// [experiment.Experiment] one configuration of the paper's experiments,
+// repetitions and the summaries (experiment.Run runs one repetition with a
+// noise mechanism, experiment.Repeat many in parallel, and an
+// experiment.Experiment one configuration of the paper's experiments,
 // with the factorization and noise calibration of its plan).
 //
 // # Reproducibility
 //
 // A run depends only on its data, configuration and mechanism. Learners
 // may run in goroutines ([Config.ParallelLearners]) and repetitions in
-// parallel ([experiment.RepeatOptions.Workers]); sums are taken in a fixed order, so
+// parallel (experiment.RepeatOptions.Workers); sums are taken in a fixed order, so
 // the numbers are the same bit for bit either way.
 //
 // # Plugging in
 //
-// A model is any [model.Model] (loss, gradient; optionally [model.Minimizer],
-// [model.Classifier], [model.BatchEvaluator]); data is any [dataset.Dataset]; noise is any
-// mechanism.Mechanism, passed to [experiment.Run] or, one per repetition, as a
-// [experiment.NoiseSource] to [experiment.Repeat].
+// A model is any model.Model (loss, gradient; optionally model.Minimizer,
+// model.Classifier, model.BatchEvaluator); data is any dataset.Dataset; noise is any
+// mechanism.Mechanism, passed to experiment.Run or, one per repetition, as a
+// experiment.NoiseSource to experiment.Repeat.
 //
 // # Errors and panics
 //
 // Following the policy shared by dpmf's numerical packages (see package
 // factorize): everything a caller's data can cause is an error, never a
-// panic. A nil or zero-value *[experiment.Problem], *[dataset.Dataset], *[dataset.Table],
-// *[experiment.Experiment], [model.Model] or io.Reader, a [Config] field out of range and a
-// bad shape are a *[experiment.ParamError] whose Param names the argument or the
+// panic. A nil or zero-value *experiment.Problem, *dataset.Dataset, *dataset.Table,
+// *experiment.Experiment, model.Model or io.Reader, a [Config] field out of range and a
+// bad shape are a *experiment.ParamError whose Param names the argument or the
 // field ("eta", "eta_g", "eta_ind", "clip", "eval-every", "algorithm",
 // "problem", "data", "model", "reader", ...), so that a command maps it to
 // its flag with errors.As. A CSV file that cannot be parsed is an error
 // naming the file and line; lines and fields have a size limit
-// ([dataset.MaxCSVLine]).
+// (dataset.MaxCSVLine).
 //
 // Panics are programmer errors, documented where they can happen:
-// [dataset.Samples] whose slices disagree with Dim, destination slices of the
-// wrong length, accessors (such as [dataset.Table.Len]) called on a nil pointer,
+// dataset.Samples whose slices disagree with Dim, destination slices of the
+// wrong length, accessors (such as dataset.Table.Len) called on a nil pointer,
 // and [Clip] with a negative or NaN bound (clipping to a
 // negative norm would reverse the gradient; [Config.Validate] rejects such
 // a bound before a run). [Clip] itself is total on its data: infinite

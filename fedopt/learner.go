@@ -36,6 +36,8 @@ import (
 // against the samples, and the privacy record's guarantee rests on them
 // (docs/fedopt.md).
 type Stream interface {
+	// Sample returns the features a and label y of the client served at
+	// local step t of round r.
 	Sample(r, t int) (a []float64, y float64)
 }
 

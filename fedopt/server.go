@@ -35,7 +35,7 @@ type Shape struct {
 // present, and the calibrated privacy record stays true under dropouts
 // (averaging over the n' present learners would raise it to 2 B_g / n'); the
 // price is a shorter step. The server needs no data; evaluation is an
-// observer of the released models (see [experiment.Evaluator]).
+// observer of the released models (see experiment.Evaluator).
 type Server struct {
 	cfg   Config
 	shape Shape

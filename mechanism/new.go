@@ -24,8 +24,9 @@ func maxDimText() string {
 }
 
 // New returns the noise stream of the factorization f for vectors of
-// dimension dim: round r's vector is row r of std * M Z, with Z the noise
-// rows of the counter-based source (see the package documentation) and
+// dimension dim: round r's vector is row r of M Z, with Z the noise rows
+// of the counter-based source (see the package documentation) scaled by
+// std, so that its entries are N(0, std^2), and
 // M = A^{-1} B (C^{-1} for square factors). It applies the operator that
 // f's strategy built (f.Operator: identity, tree, banded, BLT, banded
 // inverse, quasiseparable, Toeplitz or dense), with the state it declares;

@@ -146,11 +146,11 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	t := p.Target
 	switch {
 	case t == nil:
-		return errors.New("plan: no target (eps, delta) to calibrate for")
+		return errors.New("plan: no target (eps, delta) to calibrate for: set Plan.Target")
 	case !p.Private():
 		return fmt.Errorf("plan: the %s algorithm has no privacy calibration", p.Algorithm)
 	case f == nil:
-		return errors.New("plan: no factorization to calibrate")
+		return errors.New("plan: no factorization to calibrate: pass the one Plan.Factorize returns (or call Plan.Build)")
 	}
 	part, _ := p.Pattern()
 	m := f.Metrics

@@ -351,3 +351,20 @@ func TestErrorPrefix(t *testing.T) {
 		t.Errorf("error %v is not the strategy's param.Error", err)
 	}
 }
+
+// Calibrate's errors for a missing input say what to supply: a newcomer who
+// leaves out the target or the factorization learns the field or call.
+func TestCalibrateMissingInputsSayWhatToSet(t *testing.T) {
+	noTarget := &Plan{Algorithm: AlgoCorrelated, Rounds: 4, Learners: 2, Clip: 1}
+	f, err := noTarget.Factorize(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := noTarget.Calibrate(t.Context(), f); err == nil || !strings.Contains(err.Error(), "Plan.Target") {
+		t.Errorf("Calibrate without a target: error %v, want one naming Plan.Target", err)
+	}
+	p := &Plan{Algorithm: AlgoCorrelated, Rounds: 4, Learners: 2, Clip: 1, Target: &Target{Eps: 1, Delta: 1e-5}}
+	if err := p.Calibrate(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "Plan.Factorize") {
+		t.Errorf("Calibrate of a nil factorization: error %v, want one naming Plan.Factorize", err)
+	}
+}

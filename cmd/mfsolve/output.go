@@ -44,7 +44,9 @@ type result struct {
 	Gap              float64 `json:"gap"`
 	Seconds          float64 `json:"seconds"`
 	Cached           bool    `json:"cached"`
-	// NoiseStd is the calibrated per-round noise std V; Sigma is V divided
+	// NoiseStd is the calibrated std V of each entry of Z (round r adds
+	// row r of M Z, M = C^{-1} for square factors, of std V times the
+	// norm of row r of M); Sigma is V divided
 	// by the sensitivity of the release (the noise multiplier), and
 	// ReleaseSensitivity that sensitivity.
 	NoiseStd           *float64 `json:"noise_std,omitempty"`
