@@ -51,7 +51,10 @@ type CanaryOptions struct {
 	Network bool
 }
 
-// Observer is what one observer of the run concludes.
+// Observer is what one observer of the run concludes. Its JSON writes a
+// non-finite statistic (an eps of +Inf where mu is too large for the
+// Gaussian curve's evaluation, the ends of an infinite mu-hat's interval)
+// as the string "+Inf", "-Inf" or "NaN", as [MuEstimate]'s does.
 type Observer struct {
 	// Threat describes what the observer sees and knows.
 	Threat string `json:"threat"`

@@ -149,7 +149,9 @@ func oneRunBound(scores []float64, in []bool, delta, confidence float64) Bound {
 	return best
 }
 
-// MuEstimate is a Gaussian-DP estimate from canary scores.
+// MuEstimate is a Gaussian-DP estimate from canary scores. Its JSON
+// writes a non-finite value as the string "+Inf", "-Inf" or "NaN" (mu-hat
+// is +Inf where the scores separate with no spread; see estimateMu).
 type MuEstimate struct {
 	// Mu is the estimate and [Lo, Hi] its confidence interval at Level.
 	Mu    float64 `json:"mu_hat"`
@@ -168,7 +170,12 @@ type MuEstimate struct {
 // whatever the noise scale really was. Its standard error is
 // sqrt(1 / sum x^2 + mu^2 / (2 (m - 1))) (delta method: the slope's
 // variance plus that of the estimated spread), and the interval is
-// mu-hat -+ z se with Phi(z) = (1 + level) / 2.
+// mu-hat -+ z se with Phi(z) = (1 + level) / 2. Where the scores lie
+// exactly on the fitted line (sigma-hat = 0, as when the noise is below the
+// rounding of the released models), mu-hat is +-Inf and the interval is
+// the limit of its ends as sigma-hat -> 0: for mu-hat = +Inf, [+Inf, +Inf]
+// if z < sqrt(2 (m - 1)), [-Inf, +Inf] if z > sqrt(2 (m - 1)) (the lower
+// end 0 at equality), and mirrored for -Inf.
 func estimateMu(scores []float64, in []bool, w []float64, level float64) (MuEstimate, error) {
 	m := len(scores)
 	if m < 3 {
@@ -192,9 +199,37 @@ func estimateMu(scores []float64, in []bool, w []float64, level float64) (MuEsti
 	}
 	sigma := math.Sqrt(rss / float64(m-1))
 	mu := beta / sigma
+	z, b := levelZ(level), 1/math.Sqrt(2*float64(m-1))
 	se := math.Sqrt(1/sxx + mu*mu/(2*float64(m-1)))
-	z := levelZ(level)
-	return MuEstimate{Mu: mu, Lo: mu - z*se, Hi: mu + z*se, Level: level, Sigma: sigma}, nil
+	if math.IsInf(se, 1) && !math.IsInf(mu, 0) {
+		// mu^2 overflows (|mu| > 1.3e154): the same se without it.
+		se = math.Hypot(math.Sqrt(1/sxx), mu*b)
+	}
+	lo, hi := mu-z*se, mu+z*se
+	if math.IsInf(mu, 0) {
+		// sigma-hat = 0, beta-hat != 0: the scores lie exactly on the
+		// fitted line (the in and out canaries separate with no spread).
+		// mu -+ z se was Inf - Inf = NaN; its limit as sigma-hat -> 0
+		// with beta-hat fixed is taken instead: mu -+ z se =
+		// |mu| (sign(mu) -+ z sqrt(b^2 + 1 / (sxx mu^2))) with
+		// b = 1 / sqrt(2 (m - 1)), whose bracket tends to sign(mu) -+ z b.
+		lo, hi = infEnd(mu, -z*b), infEnd(mu, z*b)
+	}
+	return MuEstimate{Mu: mu, Lo: lo, Hi: hi, Level: level, Sigma: sigma}, nil
+}
+
+// infEnd returns the limit of an end of the mu-hat interval, mu + s z se
+// = |mu| (sign(mu) + s z sqrt(b^2 + a^2 / mu^2)) (s = -1 for the lower
+// end, +1 for the upper; a^2 = 1 / sum x^2), as |mu| grows without bound
+// with its sign kept, given sb = s z b: the infinity of the sign of
+// sign(mu) + sb, and 0 where that is 0 (the end is then
+// sign(mu) (|mu| - sqrt(mu^2 + z^2 a^2)), which tends to 0).
+func infEnd(mu, sb float64) float64 {
+	c := math.Copysign(1, mu) + sb
+	if c == 0 {
+		return 0
+	}
+	return math.Copysign(math.Inf(1), c)
 }
 
 // epsOfMu returns the eps at delta of mu-GDP (the exact Gaussian curve), 0

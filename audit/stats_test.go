@@ -1,8 +1,11 @@
 package audit
 
 import (
+	"encoding/json"
 	"math"
+	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -84,4 +87,117 @@ func TestEstimateMuCoverage(t *testing.T) {
 		t.Errorf("covered %d of %d", cover, reps)
 	}
 	t.Logf("covered %d of %d", cover, reps)
+}
+
+// TestEstimateMuPerfectSeparation: scores exactly on the line T_j = 3 x_j
+// (x_j = +-1/2: every canary weight 1) give beta-hat = 3 and sigma-hat = 0,
+// so mu-hat = +Inf; the interval's ends mu-hat -+ z se were Inf - Inf = NaN
+// at the lower end. By hand, at level 0.99 (z = 2.5758) the ends are
+// |mu| (1 -+ z sqrt(1/(2 (m - 1)) + 1 / (sum x^2 mu^2))), whose limit as
+// sigma-hat -> 0 is |mu| (1 -+ z / sqrt(2 (m - 1))): for m = 8, z / sqrt 14
+// = 0.688 < 1 gives [+Inf, +Inf]; for m = 4, z / sqrt 6 = 1.052 > 1 gives
+// [-Inf, +Inf]; mirrored scores (every in canary below every out one) give
+// mu-hat = -Inf and the mirrored interval. Where mu-hat is finite but
+// mu-hat^2 overflows (sigma-hat near 1e-154), the ends were -Inf and +Inf;
+// they are mu-hat -+ z se with se evaluated in big.Float.
+func TestEstimateMuPerfectSeparation(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		m      int
+		sign   float64
+		lo, hi float64
+	}{{8, 1, inf, inf}, {4, 1, -inf, inf}, {8, -1, -inf, -inf}, {4, -1, -inf, inf}} {
+		scores, in, w := make([]float64, c.m), make([]bool, c.m), make([]float64, c.m)
+		for j := range scores {
+			in[j], w[j] = j%2 == 0, 1
+			scores[j] = c.sign * 1.5
+			if !in[j] {
+				scores[j] = -scores[j]
+			}
+		}
+		est, err := estimateMu(scores, in, w, 0.99)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est.Mu != c.sign*inf || est.Lo != c.lo || est.Hi != c.hi || est.Sigma != 0 {
+			t.Errorf("m = %d, sign %v: mu-hat %v [%v, %v], sigma-hat %v; want %v [%v, %v], 0", c.m, c.sign, est.Mu, est.Lo, est.Hi, est.Sigma, c.sign*inf, c.lo, c.hi)
+		}
+	}
+
+	// mu-hat about 3e154: weights 1e-139 (x_j = +-5e-140), scores 3 x_j
+	// plus residuals +-1e-154.
+	const m = 8
+	scores, in, w := make([]float64, m), make([]bool, m), make([]float64, m)
+	sxx := 0.0
+	for j := range scores {
+		in[j], w[j] = j%2 == 0, 1e-139
+		x := w[j] / 2
+		if !in[j] {
+			x = -x
+		}
+		sxx += x * x
+		scores[j] = 3*x + 1e-154*float64(1-2*(j/2%2))
+	}
+	est, err := estimateMu(scores, in, w, 0.99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(math.Abs(est.Mu) > 1.4e154) || math.IsInf(est.Mu, 0) {
+		t.Fatalf("mu-hat %v, want a finite one whose square overflows", est.Mu)
+	}
+	mu := new(big.Float).SetPrec(200).SetFloat64(est.Mu)
+	v := new(big.Float).SetPrec(200).Quo(new(big.Float).Mul(mu, mu), big.NewFloat(2*(m-1)))
+	v.Add(v, new(big.Float).Quo(big.NewFloat(1), big.NewFloat(sxx)))
+	se := new(big.Float).SetPrec(200).Sqrt(v)
+	se.Mul(se, big.NewFloat(levelZ(0.99)))
+	lo, _ := new(big.Float).Sub(mu, se).Float64()
+	hi, _ := new(big.Float).Add(mu, se).Float64()
+	if math.Abs(est.Lo-lo) > 1e-12*math.Abs(lo) || math.Abs(est.Hi-hi) > 1e-12*hi {
+		t.Errorf("mu-hat %v: interval [%v, %v], big.Float [%v, %v]", est.Mu, est.Lo, est.Hi, lo, hi)
+	}
+}
+
+// TestReportJSONNonFinite: a report's non-finite statistics are written as
+// the strings "+Inf", "-Inf" and "NaN" (encoding/json refused them: "json:
+// unsupported value: +Inf") and read back; finite ones are written as the
+// plain encoding of the struct writes them (same keys, order and numbers).
+func TestReportJSONNonFinite(t *testing.T) {
+	type plainMu MuEstimate
+	e := MuEstimate{Mu: 1.25, Lo: -0.5, Hi: 3, Level: 0.99, Sigma: 1e-3}
+	got, err := json.Marshal(e)
+	want, err2 := json.Marshal(plainMu(e))
+	if err != nil || err2 != nil || string(got) != string(want) {
+		t.Errorf("finite MuEstimate: %s (%v), plain encoding %s (%v)", got, err, want, err2)
+	}
+	type plainObserver Observer // its Mu still encodes by MuEstimate's method, checked above
+	o := Observer{Threat: "t", MuAnalytic: 2, EpsAnalytic: 3, Mu: e, EpsOfMu: 4, EpsOfMuLo: 0, EpsOfMuHi: 5, Contains: true,
+		Bound: Bound{Epsilon: 0.5, Delta: 1e-5, Confidence: 0.95, Guesses: 10, Correct: 9}, Scores: []float64{1, -2}, In: []bool{true, false}, Weights: []float64{1, 0.5}}
+	got, err = json.Marshal(o)
+	want, err2 = json.Marshal(plainObserver(o))
+	if err != nil || err2 != nil || string(got) != string(want) {
+		t.Errorf("finite Observer: %s (%v), plain encoding %s (%v)", got, err, want, err2)
+	}
+
+	inf := math.Inf(1)
+	o.Mu = MuEstimate{Mu: inf, Lo: -inf, Hi: inf, Level: 0.99, Sigma: math.NaN()}
+	o.EpsAnalytic, o.EpsOfMu, o.EpsOfMuHi = inf, inf, inf
+	got, err = json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range []string{`"eps_analytic":"+Inf"`, `"mu_hat":"+Inf"`, `"mu_lo":"-Inf"`, `"mu_hi":"+Inf"`, `"score_std":"NaN"`, `"eps_of_mu_hat":"+Inf"`, `"eps_of_mu_lo":0`} {
+		if !strings.Contains(string(got), kv) {
+			t.Errorf("JSON %s lacks %s", got, kv)
+		}
+	}
+	var back Observer
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Mu.Mu != inf || back.Mu.Lo != -inf || back.Mu.Hi != inf || !math.IsNaN(back.Mu.Sigma) || back.EpsOfMu != inf || back.MuAnalytic != 2 || back.Bound != o.Bound {
+		t.Errorf("read back %+v, want %+v", back, o)
+	}
+	if err := json.Unmarshal([]byte(`{"mu_hat":"Infinity"}`), &back.Mu); err == nil {
+		t.Errorf(`mu_hat "Infinity" read without error`)
+	}
 }

@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/fedopt"
 	dpmodel "github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
@@ -187,5 +193,99 @@ func TestSecurePlanColluders(t *testing.T) {
 	opt.SecureAggregation = &SecureAggregation{Colluders: 1}
 	if _, err := NewServer(opt); err == nil || !strings.Contains(err.Error(), "colluders 1, the run's plan has 3") {
 		t.Errorf("options with colluders 1 against the plan's 3: %v", err)
+	}
+}
+
+// countingServer is a fakeServer that counts the calls a learner makes
+// after Join.
+type countingServer struct {
+	fakeServer
+	after atomic.Int32
+}
+
+func (c *countingServer) GetModel(req *flv1.GetModelRequest, st grpc.ServerStreamingServer[flv1.ModelChunk]) error {
+	c.after.Add(1)
+	return c.fakeServer.GetModel(req, st)
+}
+
+// TestSecureLearnerMinColluders: a learner's own minimum m
+// (LearnerOptions.MinColluders) refuses a run whose announced c is below
+// m, or whose T does not withstand m colluders, whatever the server
+// announces: by hand for n = 10, T = 7 allows c <= 3 (14 > 10 + 3), T = 6
+// allows c <= 1, T = 10 allows c <= 9. A run without secure aggregation is
+// refused for m > 0 (the server sees every update), accepted for m = 0.
+// End to end (n = 2, T = 2, c = 0, which the announced rule accepts), a
+// learner with m = 1 refuses the run after Join and before any other call,
+// with one line naming the announced c and its minimum; m < 0 is refused
+// before the learner dials.
+func TestSecureLearnerMinColluders(t *testing.T) {
+	i32 := func(v int32) *int32 { return &v }
+	for _, c := range []struct {
+		m, T int32
+		col  *int32
+		sec  bool
+		ok   bool
+	}{
+		{2, 7, i32(3), true, true}, {3, 7, i32(3), true, true}, {9, 10, i32(9), true, true},
+		{2, 7, i32(0), true, false}, {2, 7, nil, true, false}, {2, 6, i32(1), true, false},
+		{4, 7, i32(4), true, false}, {2, 6, i32(2), true, false}, {1, 0, nil, false, false},
+		{0, 0, nil, false, true}, {0, 6, i32(0), true, true},
+	} {
+		rc := fakeRunConfig()
+		rc.Learners = 10
+		if c.sec {
+			rc.SecureAggregation = &flv1.SecureAggregation{Threshold: c.T, RingBits: 64, ScaleBits: 10, Colluders: c.col}
+		}
+		err := checkMinColluders(rc, int(c.m))
+		name := fmt.Sprintf("n 10, T %d, c %v, minimum %d, secure %v", c.T, c.col, c.m, c.sec)
+		if c.col != nil {
+			name = fmt.Sprintf("n 10, T %d, c %d, minimum %d", c.T, *c.col, c.m)
+		}
+		want := fmt.Sprintf("minimum colluders is %d", c.m)
+		announced := int32(0)
+		if c.col != nil {
+			announced = *c.col
+		}
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s: %v, want accepted", name, err)
+		case !c.ok && (err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "refusing the run") || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: %v, want a one-line refusal naming %q", name, err, want)
+		case !c.ok && c.sec && !strings.Contains(err.Error(), fmt.Sprintf("announces colluders %d with threshold %d of 10 learners", announced, c.T)):
+			t.Errorf("%s: %v, want the announced c and T named", name, err)
+		}
+	}
+
+	join := &flv1.JoinResponse{ProtocolVersion: Protocol, Config: fakeRunConfig()}
+	join.Config.SecureAggregation = &flv1.SecureAggregation{Threshold: 2, RingBits: 64, ScaleBits: 10, Colluders: i32(0)}
+	srv := &countingServer{fakeServer: fakeServer{join: join}}
+	ds, err := dataset.Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(2, 4, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	flv1.RegisterFederationServer(g, srv)
+	go g.Serve(lis)
+	defer g.Stop()
+	run := func(m int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := RunLearner(ctx, LearnerOptions{Addr: lis.Addr().String(), ID: 1, Creds: insecure.NewCredentials(), MinColluders: m, StateDir: t.TempDir(),
+			Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(1), nil }, GiveUp: time.Second})
+		return err
+	}
+	err = run(1)
+	if err == nil || !strings.Contains(err.Error(), "announces colluders 0 with threshold 2 of 2 learners, this learner's minimum colluders is 1") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("announced T = 2, c = 0 of n = 2 against minimum 1: %v, want a one-line refusal", err)
+	}
+	if k := srv.after.Load(); k != 0 {
+		t.Errorf("the learner made %d calls after Join, want none", k)
+	}
+	if err := run(-1); err == nil || !strings.Contains(err.Error(), "minimum colluders -1") {
+		t.Errorf("minimum -1: %v, want refused", err)
 	}
 }

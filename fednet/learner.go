@@ -88,6 +88,19 @@ type LearnerOptions struct {
 	// with the server's run. Give it only when that run is over for good:
 	// its record is gone. The normal way is a fresh directory per run.
 	NewRun bool
+	// MinColluders is the least number of colluding learners this learner
+	// requires the run to withstand: it refuses, after Join and before it
+	// sends anything else, a run without secure aggregation (for
+	// MinColluders > 0), one whose announced colluders c are fewer, and
+	// one whose threshold T does not satisfy 2T > n + MinColluders and
+	// MinColluders < T (plan.CheckColluders). 0, the default, requires
+	// only that the announced T and c satisfy the rule. A server can
+	// announce any c; with the minimum, the secrecy of this learner's
+	// updates against a server colluding with MinColluders learners rests
+	// on the T and n this learner checks and enforces itself, not on the
+	// server's word (docs/distributed.md, "Secure aggregation: threat
+	// model").
+	MinColluders int
 
 	// stopBefore, test-only: the learner stops (returns errStopped)
 	// before it answers phase p of round r when it reports true.
@@ -159,6 +172,9 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if opt.ID < 0 || opt.ID > MaxWire {
 		return nil, fmt.Errorf("fednet: learner %d, want 0..%d", opt.ID, MaxWire)
 	}
+	if opt.MinColluders < 0 || opt.MinColluders > MaxWire {
+		return nil, fmt.Errorf("fednet: learner's minimum colluders %d (LearnerOptions.MinColluders), want 0..%d", opt.MinColluders, MaxWire)
+	}
 	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
 	if opt.Creds == nil || opt.Data == nil {
 		return nil, errors.New("fednet: a learner needs credentials and data")
@@ -191,6 +207,9 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 		return nil, err
 	}
 	rc := join.GetConfig()
+	if err := checkMinColluders(rc, opt.MinColluders); err != nil {
+		return nil, err
+	}
 	lrn, err := newLearner(rc, opt)
 	if err != nil {
 		return nil, err
@@ -595,6 +614,27 @@ type secureLearner struct {
 // sitOutPause is how long a learner that cannot answer the open phase
 // waits before it asks again where the server stands.
 const sitOutPause = 200 * time.Millisecond
+
+// checkMinColluders checks the run the server describes against the
+// learner's minimum colluders m (LearnerOptions.MinColluders): for m > 0,
+// secure aggregation whose announced colluders c are at least m and whose
+// threshold T withstands m colluders (m < T, 2T > n + m). (newSecureLearner
+// checks the announced T and c against the rule themselves.)
+func checkMinColluders(rc *flv1.RunConfig, m int) error {
+	if m == 0 {
+		return nil
+	}
+	sa := rc.GetSecureAggregation()
+	if sa == nil {
+		return fmt.Errorf("fednet: the server's run has no secure aggregation, this learner's minimum colluders is %d (LearnerOptions.MinColluders, ofl learner -colluders): the server would see every update; refusing the run", m)
+	}
+	n, t, c := int(rc.GetLearners()), int(sa.GetThreshold()), int(sa.GetColluders())
+	if c >= m && plan.CheckColluders(n, t, m) == nil {
+		return nil
+	}
+	return fmt.Errorf("fednet: the server's secure aggregation announces colluders %d with threshold %d of %d learners, this learner's minimum colluders is %d (LearnerOptions.MinColluders, ofl learner -colluders): want c >= %d, %d < T and 2T > n + %d (T = %d allows c <= %d); refusing the run",
+		c, t, n, m, m, m, m, t, max(plan.MaxColluders(n, t), -1))
+}
 
 // newSecureLearner checks the server's secure-aggregation settings.
 func newSecureLearner(rc *flv1.RunConfig, id int) (*secureLearner, error) {

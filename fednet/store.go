@@ -784,20 +784,22 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 	if h.sum != prev {
 		return fmt.Errorf("%s changed while being read: another process writes in %s; stop it and restart", st.path(roundName(last)), st.dir)
 	}
-	if last > m.round {
-		// Rounds past the mark, each this run's and chained from the
-		// marked one. Round m.round+1 may have been written and never
-		// served (the mark comes before serving): it is released now, for
-		// the first time. Rounds further on were released by a server
-		// whose mark a stale one then rewound (frozen between its round
-		// file and its mark, and thawed after a second server had taken
-		// the directory over: its mark write precedes its lock check).
-		// A round file is written once, so each is the release it was or
-		// would have been; serving it again is never a second release of
-		// the round, and the mark moves to the last.
-		if err := st.writeMark(mark{run: st.run, round: last, sum: h.sum}); err != nil {
-			return err
-		}
+	// Rounds past the mark, each this run's and chained from the marked
+	// one. Round m.round+1 may have been written and never served (the
+	// mark comes before serving): it is released now, for the first time.
+	// Rounds further on were released by a server whose mark a stale one
+	// then rewound (frozen between its round file and its mark, and
+	// thawed after a second server had taken the directory over: its mark
+	// write precedes its lock check). A round file is written once, so
+	// each is the release it was or would have been; serving it again is
+	// never a second release of the round, and the mark moves to the
+	// last. Without such rounds the mark is written again as it is: a
+	// resume otherwise writes nothing (a plain run's; a secure run writes
+	// its snapshot), and a directory this server cannot write in would
+	// fail only at the first release, after the learners did a round's
+	// work. (A fresh start writes round 0, the mark and run.json.)
+	if err := st.writeMark(mark{run: st.run, round: last, sum: h.sum}); err != nil {
+		return fmt.Errorf("state directory %s: the server could not write there at start (it writes every round it releases there: make the directory and its files writable by this server): %w", st.dir, err)
 	}
 	st.last, st.head = rel, h.sum
 	return nil

@@ -104,12 +104,45 @@ func TestCanaryTooFewSlots(t *testing.T) {
 // default number of canaries, 400 z^2 (1 + mu^2 / 8) / mu^2, was
 // Inf / Inf = NaN, converted to a negative int and refused ("-canaries 0
 // ... want 3 to 8"). Its limit for large mu is 50 z^2 (332 at 0.99),
-// so the audit plants min(max(332, 1000), n R) = n R = 8 canaries. (Not
-// with -json: at such an eps the report's eps values are +Inf, which JSON
-// cannot hold.)
+// so the audit plants min(max(332, 1000), n R) = n R = 8 canaries. (With
+// -json the report's +Inf values are strings: TestCanaryJSONNonFinite.)
 func TestCanaryDefaultHugeMu(t *testing.T) {
 	code, out, err := runCmd(t, "canary", "-rounds", "4", "-learners", "2", "-tau", "1", "-dim", "2", "-eps", "1e308", "-delta", "0.5")
 	if err != nil || (code != 0 && code != exitViolation) || !strings.Contains(out, ": m=8 canaries,") {
 		t.Fatalf("code %d, err %v, output %.200s; want m=8 canaries", code, err, out)
+	}
+}
+
+// TestCanaryJSONNonFinite: at -eps 1e40 the noise (std 3.5e-20) is below
+// the rounding of the released models, so the final model's canary scores
+// separate with no spread: mu-hat = +Inf. The -json report failed after
+// the audit ran ("json: unsupported value: +Inf"); it now holds the
+// string "+Inf", and the interval is the limit of mu-hat -+ z se as the
+// spread tends to 0, [+Inf, +Inf] for m = 8 at level 0.99 (z = 2.576 <
+// sqrt(2 (m - 1)) = 3.742), not [NaN, +Inf]. A release without noise is
+// a violation of any finite claim (exit status 3).
+func TestCanaryJSONNonFinite(t *testing.T) {
+	args := []string{"canary", "-rounds", "4", "-learners", "2", "-tau", "1", "-dim", "2", "-eps", "1e40", "-delta", "0.5", "-canaries", "8"}
+	code, out, err := runCmd(t, append(args, "-json")...)
+	if err != nil || code != exitViolation {
+		t.Fatalf("code %d, err %v, output %.300s; want exit %d", code, err, out, exitViolation)
+	}
+	var rep struct {
+		Final struct {
+			Mu    map[string]any `json:"mu"`
+			EpsLo any            `json:"eps_of_mu_lo"`
+		} `json:"final_model"`
+		Violation bool `json:"violation"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %.300s", err, out)
+	}
+	mu := rep.Final.Mu
+	if mu["mu_hat"] != "+Inf" || mu["mu_lo"] != "+Inf" || mu["mu_hi"] != "+Inf" || mu["score_std"] != 0.0 || rep.Final.EpsLo != "+Inf" || !rep.Violation {
+		t.Errorf("final model's estimate %v, eps of the lower end %v, violation %v; want +Inf [+Inf, +Inf], spread 0, +Inf, true", mu, rep.Final.EpsLo, rep.Violation)
+	}
+	code, out, err = runCmd(t, args...)
+	if err != nil || code != exitViolation || !strings.Contains(out, "mu-hat +Inf [+Inf, +Inf] at 0.99 (eps +Inf [+Inf, +Inf])") {
+		t.Errorf("text report: code %d, err %v, output %s", code, err, out)
 	}
 }

@@ -8,7 +8,7 @@
 //	ofl [flags]
 //	ofl reproduce PART... -out DIR [-quick] [-workers N] [-quiet]
 //	ofl server -state DIR [-listen ADDR] [TLS flags] [run flags] [-data SRC [-split S] [-data-sha256 HEX]]
-//	ofl learner -server ADDR -id I -seed S [-state DIR] [TLS flags] [data flags]
+//	ofl learner -server ADDR -id I -seed S [-state DIR] [-colluders C] [TLS flags] [data flags]
 //	ofl evaluate -state DIR -seed S [run and data flags]
 //
 // Without flags it runs the paper's Fig. 4 setting for Algorithm 1 with

@@ -59,7 +59,7 @@ data.
 Flags:
 `
 
-const learnerUsage = `Usage: ofl learner -server ADDR -id I [-state DIR] [TLS flags] [data flags]
+const learnerUsage = `Usage: ofl learner -server ADDR -id I [-state DIR] [-colluders C] [TLS flags] [data flags]
 
 Runs learner I of a networked run: it joins the server, takes the run's
 configuration from it, and computes its updates from its own data. With
@@ -648,6 +648,7 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.DurationVar(&l.opt.WaitTimeout, "wait-timeout", 60*time.Second, "deadline of each call that waits for a round")
 	fs.DurationVar(&l.opt.GiveUp, "give-up", 2*time.Minute, "how long to retry an unreachable server")
 	fs.StringVar(&l.opt.StateDir, "state", "", "the learner's state directory (one per learner and run), required with secure aggregation: it records the newest model received, so that a restarted learner still witnesses a server whose state was rolled back, and which attempt of each round this learner unmasked")
+	fs.IntVar(&l.opt.MinColluders, "colluders", 0, "the least number of learners `C` colluding with the server that this learner requires the run's secure aggregation to withstand: it refuses a run without secure aggregation (C > 0), one that announces fewer colluders, or one whose threshold T has 2T <= n + C (0: it takes the server's announced colluders, checked against the rule)")
 	fs.BoolVar(&l.opt.NewRun, "new-run", false, "replace a record of another run in -state with this run's (only when that run is over for good; a fresh directory is the normal way)")
 	set, err := cli.ParseFlags(fs, args, help, learnerUsage, "", cli.Once)
 	switch {
@@ -661,6 +662,8 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 		return l, cli.Usagef("-id %d: want at most %d (the protocol carries it as int32)", l.opt.ID, fednet.MaxWire)
 	case !set["seed"]:
 		return l, cli.Usagef("-seed is required: every learner deals the data with the same seed")
+	case l.opt.MinColluders < 0 || l.opt.MinColluders > fednet.MaxWire:
+		return l, cli.Usagef("-colluders %d: want a number of learners 0..%d", l.opt.MinColluders, fednet.MaxWire)
 	}
 	if err := checkDurations(
 		duration{"call-timeout", l.opt.CallTimeout, false},

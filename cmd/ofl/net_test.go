@@ -441,6 +441,7 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", "-new-run"}, "ofl learner: -state -new-run: want a directory, not a flag"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-state", ""}, "-state is empty"},
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-new-run"}, "-new-run without -state"},
+		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-colluders", "-1"}, "ofl learner: -colluders -1: want a number of learners 0..2147483647"},
 		// A port out of range was dialled, and retried for -give-up (2m).
 		{[]string{"learner", "-insecure", "-id", "0", "-seed", "1", "-server", "127.0.0.1:99999"}, `-server "127.0.0.1:99999": want host:port with a port number 1..65535`},
 		{[]string{"learner", "-id", "0", "-seed", "1", "-ca", "ca.pem", "-server", "localhost:65536"}, `-server "localhost:65536": want host:port`},
@@ -637,6 +638,13 @@ func TestLearnerContradictsTheRun(t *testing.T) {
 	want := "ofl learner: -data " + csv + " has 2 features, contradicting the server's run: features 3"
 	if r.code != cli.ExitUsage || !strings.HasPrefix(lastLine(r.stderr), want) {
 		t.Errorf("learner with 2 features of 3: exit %d, %q; want exit %d and a last line starting %q", r.code, r.stderr, cli.ExitUsage, want)
+	}
+	// A learner that requires secure aggregation against one colluder
+	// refuses the plain run after Join, before it asks for a model.
+	r = runOfl(t, "learner", "-insecure", "-server", addr, "-id", "0", "-seed", "1", "-colluders", "1", "-give-up", "20s")
+	want = "ofl learner: the server's run has no secure aggregation, this learner's minimum colluders is 1"
+	if r.code != 1 || !strings.HasPrefix(lastLine(r.stderr), want) {
+		t.Errorf("learner -colluders 1 of a plain run: exit %d, %q; want exit 1 and a last line starting %q", r.code, r.stderr, want)
 	}
 	cancel()
 	<-done

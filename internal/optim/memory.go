@@ -24,8 +24,10 @@ type Memory struct {
 	free [][]float64
 }
 
-// NewMemory returns an empty memory of at most size pairs.
-func NewMemory(size int) *Memory { return &Memory{size: size} }
+// NewMemory returns an empty memory of at most size pairs. A size of 0
+// (or less) keeps no pair: [Memory.Direction] is then the scaled
+// gradient, steepest descent.
+func NewMemory(size int) *Memory { return &Memory{size: max(size, 0)} }
 
 // Len returns the number of pairs held.
 func (m *Memory) Len() int { return len(m.S) }
@@ -50,6 +52,10 @@ func (m *Memory) Direction(grad, dir, alpha []float64, scale func(dir []float64)
 // Push adds the pair (s, y) if s^T y > 0, dropping the oldest when full.
 // It keeps the slices; [Memory.Spare] hands back a dropped pair's.
 func (m *Memory) Push(s, y []float64) {
+	if m.size == 0 {
+		m.free = append(m.free, s, y)
+		return
+	}
 	if sy := floats.Dot(s, y); sy > 1e-300 {
 		if len(m.S) == m.size {
 			m.free = append(m.free, m.S[0], m.Y[0])
@@ -104,8 +110,11 @@ type Memory32 struct {
 	part, prod []float64
 }
 
-// NewMemory32 returns an empty memory of at most size pairs.
+// NewMemory32 returns an empty memory of at most size pairs. A size of 0
+// (or less) keeps no pair: [Memory32.Direction] is then the scaled
+// gradient, steepest descent.
 func NewMemory32(size int) *Memory32 {
+	size = max(size, 0)
 	return &Memory32{size: size, sty: make([]float64, size*size), prod: make([]float64, 2*size)}
 }
 
@@ -187,6 +196,9 @@ func (m *Memory32) Direction(grad, dir, alpha []float64, scale func(dir []float6
 // oldest when full. (A caller whose gradients may be near 1e38 or 1e-38
 // scales its problem, as factorize.OptimalBanded balances the workload.)
 func (m *Memory32) Push(x1, x0, g1, g0 []float64) {
+	if m.size == 0 {
+		return // no pair is kept
+	}
 	n := len(x1)
 	var s, y []float32
 	if k := len(m.free); k >= 2 {

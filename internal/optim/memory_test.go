@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -428,4 +429,38 @@ func TestMemory32CompactAgainstTwoLoop(t *testing.T) {
 		push()
 	}
 	check("Reset and three pushes without a direction")
+}
+
+// TestMemoryNoPairs: a memory of size 0 (or less) keeps no pair, so its
+// direction is the scaled gradient, steepest descent: with scale doubling
+// its argument, dir = 2 grad exactly (by hand). NewMemory32(0).Push and
+// NewMemory(0).Push indexed the oldest pair of an empty memory and
+// panicked.
+func TestMemoryNoPairs(t *testing.T) {
+	x0, x1 := []float64{0, 0, 0}, []float64{1, 2, 3}
+	g0, g1 := []float64{0, 0, 0}, []float64{2, 1, 4} // s.y = 16 > 0: a pair a memory would keep
+	grad := []float64{1, -2, 0.5}
+	double := func(v []float64) {
+		for i := range v {
+			v[i] *= 2
+		}
+	}
+	want := []float64{2, -4, 1}
+	for _, size := range []int{0, -1} {
+		m32 := NewMemory32(size)
+		m32.Push(x1, x0, g1, g0)
+		m32.Push(x0, x1, g0, g1)
+		m := NewMemory(size)
+		m.Push([]float64{1, 2, 3}, []float64{2, 1, 4})
+		for name, d := range map[string]func(grad, dir, alpha []float64, scale func([]float64)){"Memory32": m32.Direction, "Memory": m.Direction} {
+			dir := make([]float64, 3)
+			d(grad, dir, nil, double)
+			if !slices.Equal(dir, want) {
+				t.Errorf("%s(%d): direction %v, want 2 grad = %v", name, size, dir, want)
+			}
+		}
+		if m32.Len() != 0 || m.Len() != 0 {
+			t.Errorf("size %d: %d and %d pairs held, want none", size, m32.Len(), m.Len())
+		}
+	}
 }
