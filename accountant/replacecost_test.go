@@ -2,6 +2,8 @@ package accountant
 
 import (
 	"math"
+	"slices"
+	"sync"
 	"testing"
 )
 
@@ -161,5 +163,40 @@ func TestPairPowerGuessSkipsLook(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMemoMGF: memoMGF's function returns f's values, each computed once
+// when the calls come one after the other, and the same values when many
+// come at once (run under -race).
+func TestMemoMGF(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	f := func(s float64) float64 { calls++; return math.Log1p(s * s) }
+	m := memoMGF(f)
+	for range 3 {
+		for _, s := range []float64{0.5, -2, 1e-9} {
+			if got, want := m(s), math.Log1p(s*s); got != want {
+				t.Fatalf("memoMGF(%v) = %v, want %v", s, got, want)
+			}
+		}
+	}
+	if calls != 3 {
+		t.Errorf("f called %d times for 3 points asked 3 times each, want 3", calls)
+	}
+	g := memoMGF(func(s float64) float64 { return math.Exp(-s) })
+	var wg sync.WaitGroup
+	bad := make([]bool, 8)
+	for i := range bad {
+		wg.Go(func() {
+			for j := range 100 {
+				s := float64(j % 10)
+				bad[i] = bad[i] || g(s) != math.Exp(-s)
+			}
+		})
+	}
+	wg.Wait()
+	if slices.Contains(bad, true) {
+		t.Error("memoMGF returned a wrong value under concurrent calls")
 	}
 }
