@@ -149,8 +149,8 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	tr := fourier.NewFFT(n)
 	specA := tr.Coefficients(nil, seqA)
 	specB := tr.Coefficients(nil, seqB)
-	pa := newSpecPower(tr, seqA, specA, k, nil)
-	pb := newSpecPower(tr, seqB, specB, k, nil)
+	pa, _ := newSpecPower(tr, seqA, specA, k, nil)
+	pb, _ := newSpecPower(tr, seqB, specB, k, nil)
 	c, in, outAbs := pairProduct(pa, pb)
 	// The unrefined powers' result decides whether to refine them
 	// (roundingMatters), unless their error bound, known before the
@@ -186,9 +186,11 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	} else {
 		r = nil
 	}
-	ra := newSpecPower(tr, seqA, specA, k, pa)
-	rb := newSpecPower(tr, seqB, specB, k, pb)
-	if ra != pa || rb != pb {
+	// (The refinement changes pa, pb, specA and specB in place; c, in and
+	// outAbs are the unrefined product's own.)
+	ra, refA := newSpecPower(tr, seqA, specA, k, pa)
+	rb, refB := newSpecPower(tr, seqB, specB, k, pb)
+	if refA || refB {
 		r = build(pairInverse(tr, ra, rb, n))
 	} else if r == nil {
 		r = build(inverseBound(tr, c, in, outAbs, n))
@@ -283,17 +285,19 @@ type specPower struct {
 }
 
 // newSpecPower returns the k-th powers of the spectrum spec of seq
-// (non-negative, length n; neither modified) with their error bounds.
+// (non-negative, length n; seq not modified) with their error bounds.
 // With refine, the coefficients that dominate the bound are recomputed in
-// double-words (refineSpectrum) and only those powers are taken again
-// (from the unrefined powers, plain).
-func newSpecPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, plain *specPower) *specPower {
+// double-words (refineSpectrum) and only those powers are taken again:
+// they replace those of the unrefined powers, plain, and those of spec, in
+// place (no copies of 3 * 10^6-point spectra), and refined says whether
+// any was; otherwise plain is returned as it is.
+func newSpecPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, plain *specPower) (sp *specPower, refined bool) {
 	n := len(seq)
 	kf, nf := float64(k), float64(n)
 	fe := fftErrorConst(n)
 	m := sum(seq) * (1 + nf*unitRound)
 	if plain != nil {
-		c := append([]complex128(nil), spec...)
+		c := spec
 		in := make([]float64, len(c))
 		for j := range in {
 			in[j] = fe * m
@@ -301,14 +305,13 @@ func newSpecPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, plai
 		round := map[int]float64{}
 		exact := refineSpectrum(tr, seq, c, in, k, m, fe, round)
 		if exact == nil {
-			return plain
+			return plain, false
 		}
-		r := &specPower{p: append([]complex128(nil), plain.p...), f: append([]float64(nil), plain.f...)}
 		for j, v := range exact {
 			a, e := pairAbs(c[j]), in[j]
-			r.p[j], r.f[j] = v, kf*e*math.Pow(a+e, kf-1)+round[j]
+			plain.p[j], plain.f[j] = v, kf*e*math.Pow(a+e, kf-1)+round[j]
 		}
-		return r
+		return plain, true
 	}
 	pr := powRound(k, math.Sqrt(5)*unitRound)
 	r := &specPower{p: make([]complex128, len(spec)), f: make([]float64, len(spec))}
@@ -328,7 +331,7 @@ func newSpecPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, plai
 			r.f[j] = kf*e*math.Pow(a+e, kf-1) + pr*math.Pow(a, kf)
 		}
 	})
-	return r
+	return r, false
 }
 
 // pairAbs is |z| rounded up (as kthPower takes it).
