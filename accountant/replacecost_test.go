@@ -2,6 +2,8 @@ package accountant
 
 import (
 	"math"
+	"slices"
+	"sync"
 	"testing"
 )
 
@@ -116,5 +118,85 @@ func TestPairPowerWindowBelow(t *testing.T) {
 			}
 		}
 		t.Logf("side %d: window %d from %d, direct %d from %d, %.3g of the mass below the window", side, len(r.mass), r.lo, len(m), mlo, left)
+	}
+}
+
+// TestPairPowerGuessSkipsLook: where epsGuess puts the unrefined powers'
+// error bound well above roundingMatters' threshold, pairPower refines
+// without first transforming back the unrefined powers (which took an
+// inverse transform and an untilting per side only to hear yes: q = 1e-4,
+// sigma = 0.5, T = 10^6, 0.75 s of CPU), and its result is the one it
+// reached before through that look, bit for bit: the decision without the
+// guess (pairNoGuess), a second path, looks on both sides, finds that the
+// rounding matters on both, and refines to the same masses and bounds.
+// Where the rounding does not matter (q = 0.01, sigma = 1), both paths
+// look, on both sides. Before, pairPower looked at the first point too.
+func TestPairPowerGuessSkipsLook(t *testing.T) {
+	for _, c := range []struct {
+		q, sigma float64
+		steps    int
+		looks    int64 // with the guess, over the two sides
+	}{{1e-4, 0.5, 1000, 0}, {0.01, 1, 1000, 2}} {
+		run := func(noGuess bool) (*PLD, int64) {
+			pairNoGuess = noGuess
+			defer func() { pairNoGuess = false }()
+			n0 := pairLooks.Load()
+			p, err := SampledGaussian(c.q, c.sigma, c.steps, ReplaceOne)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p, pairLooks.Load() - n0
+		}
+		old, oldLooks := run(true)
+		p, looks := run(false)
+		if oldLooks != 2 || looks != c.looks {
+			t.Errorf("q=%v sigma=%v T=%d: %d unrefined looks without the guess (want 2), %d with it (want %d)", c.q, c.sigma, c.steps, oldLooks, looks, c.looks)
+		}
+		for i := range 4 {
+			g, w := p.dist(i), old.dist(i)
+			if g.lo != w.lo || len(g.mass) != len(w.mass) || g.inf != w.inf || g.logErr != w.logErr || g.rel != w.rel {
+				t.Fatalf("q=%v sigma=%v side %d: grid %d+%d inf %v logErr %v, without the guess %d+%d inf %v logErr %v", c.q, c.sigma, i, g.lo, len(g.mass), g.inf, g.logErr, w.lo, len(w.mass), w.inf, w.logErr)
+			}
+			for j := range g.mass {
+				if g.mass[j] != w.mass[j] {
+					t.Fatalf("q=%v sigma=%v side %d: mass %d is %v, without the guess %v", c.q, c.sigma, i, j, g.mass[j], w.mass[j])
+				}
+			}
+		}
+	}
+}
+
+// TestMemoMGF: memoMGF's function returns f's values, each computed once
+// when the calls come one after the other, and the same values when many
+// come at once (run under -race).
+func TestMemoMGF(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	f := func(s float64) float64 { calls++; return math.Log1p(s * s) }
+	m := memoMGF(f)
+	for range 3 {
+		for _, s := range []float64{0.5, -2, 1e-9} {
+			if got, want := m(s), math.Log1p(s*s); got != want {
+				t.Fatalf("memoMGF(%v) = %v, want %v", s, got, want)
+			}
+		}
+	}
+	if calls != 3 {
+		t.Errorf("f called %d times for 3 points asked 3 times each, want 3", calls)
+	}
+	g := memoMGF(func(s float64) float64 { return math.Exp(-s) })
+	var wg sync.WaitGroup
+	bad := make([]bool, 8)
+	for i := range bad {
+		wg.Go(func() {
+			for j := range 100 {
+				s := float64(j % 10)
+				bad[i] = bad[i] || g(s) != math.Exp(-s)
+			}
+		})
+	}
+	wg.Wait()
+	if slices.Contains(bad, true) {
+		t.Error("memoMGF returned a wrong value under concurrent calls")
 	}
 }
