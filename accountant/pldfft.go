@@ -421,11 +421,12 @@ func chernoffWindow(negA, b0, b1 float64, full int) (sA, sB int) {
 // 0..full-1 whose step has the log MGF mgf (logMt: that of the step tilted
 // at the composition's tilt, normalised): above, the composition's mass
 // above sB (0 if sB is the last offset), which a pessimistic distribution
-// adds to its infinite mass; fold, the tilted composition's mass on
-// both sides, which the cyclic transform folds into the window (an error);
-// and below, the part of fold below sA, which is also missing below the
-// window (an error below it, see pairPower).
-func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int, guess, cost float64) (above, fold, below float64) {
+// adds to its infinite mass; and fold, the error the window makes in the
+// tilted composition: its tilted mass above sB, which the cyclic
+// transform folds into the window, and twice its tilted mass below sA,
+// which the transform folds into the window and which is also missing
+// below it (an error on both sides of sA; see pairPower).
+func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int, guess, cost float64) (above, fold float64) {
 	if sB < full-1 {
 		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess, cost)
 		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess, cost)
@@ -434,10 +435,9 @@ func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int,
 	}
 	if sA > 0 {
 		_, dnT := scanMin(func(s float64) float64 { return kf*logMt(-s) + s*float64(sA-1) }, guess, cost)
-		below = math.Exp(dnT)
-		fold += below
+		fold += 2 * math.Exp(dnT)
 	}
-	return above, fold, below
+	return above, fold
 }
 
 // spreadGuess returns sqrt(2 log(1/tail) / (k var)), var the variance of
@@ -1098,11 +1098,7 @@ func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+
 			" > 2^24 points at interval "+ftoa(h), h)
 	}
-	// The tilted mass below the window is folded into it by the cyclic
-	// transform and is also missing below it: an error on both sides, so
-	// counted twice, as in pairPower.
-	above, foldErr, below := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
-	foldErr += below
+	above, foldErr := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
 	if pes && sB < full-1 {
 		r.inf = math.Min(1, r.inf+above)
 	}

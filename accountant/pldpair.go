@@ -89,10 +89,10 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	// at 1e-3 fold where that lies above the composition's own at tail
 	// (the tilt moves the mass up: q = 1e-4, sigma = 0.5, T = 10^6, 3.5e5
 	// of 3.33e6 points, a transform of 3,000,000 instead of 3,375,000). Below it the composition's tilted mass is at most
-	// below (windowTails), which the transform folds into the window and
-	// which is also missing below it: an error below the window, whose
-	// tail sums from any j below it are at most e^(t (top - j)) Z^k below,
-	// so below is added to E twice. Its untilted mass may be larger than
+	// below, which the transform folds into the window and which is also
+	// missing below it: an error below the window, whose tail sums from
+	// any j below it are at most e^(t (top - j)) Z^k below, so windowTails
+	// adds below to the fold error twice. Its untilted mass may be larger than
 	// tail, but it lies below the window, where the bound counts it. (At
 	// fold itself the two copies of below would add twice the fold above
 	// to E: a calibration's search, whose fold is large, then moved its
@@ -105,8 +105,7 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	if sB-sA+1 > maxGrid {
 		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+" > 2^24 points at interval "+ftoa(h), h)
 	}
-	above, foldErr, below := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
-	foldErr += below
+	above, foldErr := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
 	if pes && sB < full-1 {
 		r.inf = math.Min(1, r.inf+above)
 	}
