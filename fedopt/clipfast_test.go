@@ -241,15 +241,9 @@ func TestReleaseBandWired(t *testing.T) {
 // normAtLeast reports whether the exact norm of g is at least (1 - r)
 // bound (4400-bit sums, as squaresCmp).
 func normAtLeast(g []float64, bound, r float64) bool {
-	const prec = 4400
-	ss := new(big.Float).SetPrec(prec)
-	for _, v := range g {
-		x := new(big.Float).SetPrec(prec).SetFloat64(v)
-		ss.Add(ss, x.Mul(x, x))
-	}
-	lo := new(big.Float).SetPrec(prec).SetFloat64(bound)
-	lo.Mul(lo, new(big.Float).SetPrec(prec).SetFloat64(1-r))
-	return ss.Cmp(lo.Mul(lo, lo)) >= 0
+	lo := new(big.Float).SetPrec(squaresPrec).SetFloat64(bound)
+	lo.Mul(lo, new(big.Float).SetPrec(squaresPrec).SetFloat64(1-r))
+	return bigSquares(g).Cmp(lo.Mul(lo, lo)) >= 0
 }
 
 // TestClipFewUlps: where Clip scales, its result must have exact norm at

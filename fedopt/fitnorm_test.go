@@ -14,15 +14,23 @@ import (
 // hold every square of a float64 (exponents -2148 to 2048, 106 bits) and
 // the sum of up to 2^100 of them without rounding.
 func squaresCmp(u []float64, tau int, clip float64) int {
-	const prec = 4400
-	ss := new(big.Float).SetPrec(prec)
+	b := new(big.Float).SetPrec(squaresPrec).SetInt64(int64(tau))
+	b.Mul(b, new(big.Float).SetPrec(squaresPrec).SetFloat64(clip))
+	return bigSquares(u).Cmp(b.Mul(b, b))
+}
+
+// squaresPrec is the precision of bigSquares: exact for every sum it
+// makes (see squaresCmp).
+const squaresPrec = 4400
+
+// bigSquares returns sum_k u_k^2, exactly.
+func bigSquares(u []float64) *big.Float {
+	ss := new(big.Float).SetPrec(squaresPrec)
 	for _, v := range u {
-		x := new(big.Float).SetPrec(prec).SetFloat64(v)
+		x := new(big.Float).SetPrec(squaresPrec).SetFloat64(v)
 		ss.Add(ss, x.Mul(x, x))
 	}
-	b := new(big.Float).SetPrec(prec).SetInt64(int64(tau))
-	b.Mul(b, new(big.Float).SetPrec(prec).SetFloat64(clip))
-	return ss.Cmp(b.Mul(b, b))
+	return ss
 }
 
 // withNorm returns a seeded random vector of d entries of magnitude near

@@ -2,28 +2,11 @@ package fedopt
 
 import (
 	"math"
-	"math/big"
 	"math/rand"
 	"testing"
 
 	"github.com/dpmf/dpmf/secagg"
 )
-
-// exactNormAbove reports whether the exact Euclidean norm of u exceeds
-// tau clip: the sum of squares and (tau clip)^2 in math/big, exactly (a
-// float64 square has at most 106 significant bits and exponents within
-// +-2150, so 4400 bits hold every sum exactly).
-func exactNormAbove(u []float64, clip float64, tau int) bool {
-	const prec = 4400
-	s := new(big.Float).SetPrec(prec)
-	for _, v := range u {
-		x := new(big.Float).SetPrec(prec).SetFloat64(v)
-		s.Add(s, x.Mul(x, x))
-	}
-	b := new(big.Float).SetPrec(prec).SetFloat64(clip)
-	b.Mul(b, new(big.Float).SetPrec(prec).SetInt64(int64(tau)))
-	return s.Cmp(b.Mul(b, b)) > 0
-}
 
 // TestQuantizeUpdateExactNorm checks QuantizeUpdate after the revsecagg
 // merge, whose conflict with clipfast's clearlyWithin was resolved by
@@ -79,11 +62,11 @@ func TestQuantizeUpdateExactNorm(t *testing.T) {
 			t.Fatalf("an update of norm %v <= UpdateBound %v (tau %d, clip %v): %v", updateNorm(u), bound, tau, clip, err)
 		}
 		v := u
-		if exactNormAbove(u, clip, tau) {
+		if squaresCmp(u, tau, clip) > 0 {
 			above++
 			v = make([]float64, d)
 			scaleInto(v, u, clip, tau)
-			if exactNormAbove(v, clip, tau) {
+			if squaresCmp(v, tau, clip) > 0 {
 				t.Fatalf("the scaled update's exact norm exceeds tau clip (tau %d, clip %v)", tau, clip)
 			}
 		} else {
