@@ -8,9 +8,9 @@ import (
 )
 
 // RoundStd returns the standard deviation of each coordinate of round r's
-// noise vector of m, for a round r in [0, Rounds()) (counted from the
-// stream's first round, whatever round it starts at: [WithStartRound]):
-// Std() times the Euclidean norm of row r of the noise operator M that m
+// noise vector of m, for a round r in [0, Rounds()), numbered from the
+// operator's round 0 as Round() counts them (a stream started later by
+// [WithStartRound] numbers its rounds the same way): Std() times the Euclidean norm of row r of the noise operator M that m
 // applies (C^{-1} for square factors, A^{-1} B in general; round r's
 // vector is row r of M Z, the entries of Z N(0, Std()^2) and independent).
 // It is computed from the operator's structure, never from dense factors
