@@ -5,8 +5,13 @@ import (
 	"math"
 )
 
-// Participation names how often one client's sample may enter the release.
-// The sensitivity recorded with it must have been derived for it.
+// Participation names how often one client's sample may enter the release,
+// as a label of a [Record]: the sensitivity recorded with it must have
+// been derived for it, and package accountant computes nothing from it.
+// It holds the name of a factorize.Participation (its String, such as
+// "single" or "epochs:4"; fedopt.PrivacyOf writes it so), the pattern a
+// user normally wants, which sensitivities are computed under; a plan
+// holds the same name in its Participation field.
 type Participation string
 
 // SingleParticipation is the participation dpmf's sensitivity derivation
@@ -19,6 +24,13 @@ const SingleParticipation Participation = "single"
 // noise actually used. With correlated noise the whole run is one Gaussian
 // mechanism, so every round's record states the same guarantee for the
 // whole release; records of successive rounds do not add up.
+//
+// It is derived, not calibrated: a run's guarantee is its plan.Record (the
+// plan's Privacy, what plan.Plan.Calibrate gave and run.json binds), the
+// record a user normally reads; fedopt.PrivacyOf turns that into the
+// per-round Records a trace logs (fedopt.Privacy.RecordAt). A
+// factorize.Record is no privacy record: it is a factorization's stored
+// form (the cache).
 type Record struct {
 	Round         int           `json:"round"`         // 0-based round index
 	Eps           float64       `json:"eps"`           // target eps of the whole release

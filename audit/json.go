@@ -107,3 +107,71 @@ func (o *Observer) UnmarshalJSON(b []byte) error {
 		float64(j.EpsOfMu), float64(j.EpsOfMuLo), float64(j.EpsOfMuHi), j.Contains, j.Bound, j.Scores, j.In, j.Weights}
 	return nil
 }
+
+// auditedPlanJSON is AuditedPlan as a report's JSON holds it (the same
+// fields, names and order), its numbers through jsonFloat. AuditedPlan
+// itself has no JSON methods: they would be promoted to the reports that
+// embed it and encode only its fields.
+type auditedPlanJSON struct {
+	Algorithm     string    `json:"algorithm"`
+	Strategy      string    `json:"strategy"`
+	Participation string    `json:"participation"`
+	Learners      int       `json:"learners"`
+	Rounds        int       `json:"rounds"`
+	Tau           int       `json:"tau"`
+	Dim           int       `json:"dim"`
+	Clip          jsonFloat `json:"clip"`
+	Eps           jsonFloat `json:"eps"`
+	Delta         jsonFloat `json:"delta"`
+	NoiseStd      jsonFloat `json:"noise_std"`
+}
+
+func auditedPlanToJSON(p AuditedPlan) auditedPlanJSON {
+	return auditedPlanJSON{p.Algorithm, p.Strategy, p.Participation, p.Learners, p.Rounds, p.Tau, p.Dim,
+		jsonFloat(p.Clip), jsonFloat(p.Eps), jsonFloat(p.Delta), jsonFloat(p.NoiseStd)}
+}
+
+func (j auditedPlanJSON) plan() AuditedPlan {
+	return AuditedPlan{j.Algorithm, j.Strategy, j.Participation, j.Learners, j.Rounds, j.Tau, j.Dim,
+		float64(j.Clip), float64(j.Eps), float64(j.Delta), float64(j.NoiseStd)}
+}
+
+// replayReportJSON is ReplayReport as its JSON holds it (the same fields,
+// names and order; TestReplayReportJSONNonFinite checks them against the
+// plain encoding).
+type replayReportJSON struct {
+	auditedPlanJSON
+	Declared       jsonFloat `json:"declared_sensitivity"`
+	DeclaredRule   string    `json:"declared_rule"`
+	Measured       jsonFloat `json:"measured_distance"`
+	Ratio          jsonFloat `json:"ratio"`
+	Expected       jsonFloat `json:"expected_distance"`
+	AuditedLearner int       `json:"audited_learner"`
+	AuditedRounds  []int     `json:"audited_rounds"`
+	Dropped        int       `json:"dropped"`
+	AuditedDropped int       `json:"audited_rounds_dropped"`
+	Network        bool      `json:"network"`
+	Checks         []Check   `json:"checks"`
+	OK             bool      `json:"ok"`
+	Seconds        jsonFloat `json:"seconds"`
+}
+
+// MarshalJSON writes r with its non-finite numbers as strings (see
+// [ReplayReport]).
+func (r ReplayReport) MarshalJSON() ([]byte, error) {
+	return json.Marshal(replayReportJSON{auditedPlanToJSON(r.AuditedPlan), jsonFloat(r.Declared), r.DeclaredRule,
+		jsonFloat(r.Measured), jsonFloat(r.Ratio), jsonFloat(r.Expected), r.AuditedLearner, r.AuditedRounds,
+		r.Dropped, r.AuditedDropped, r.Network, r.Checks, r.OK, jsonFloat(r.Seconds)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *ReplayReport) UnmarshalJSON(b []byte) error {
+	var j replayReportJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = ReplayReport{j.plan(), float64(j.Declared), j.DeclaredRule, float64(j.Measured), float64(j.Ratio),
+		float64(j.Expected), j.AuditedLearner, j.AuditedRounds, j.Dropped, j.AuditedDropped, j.Network,
+		j.Checks, j.OK, float64(j.Seconds)}
+	return nil
+}

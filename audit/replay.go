@@ -57,7 +57,11 @@ func auditedPlan(s *Setup, n, R, tau, d int, eps, delta, std float64) AuditedPla
 	}
 }
 
-// ReplayReport is the outcome of [Replay].
+// ReplayReport is the outcome of [Replay]. Its JSON writes a non-finite
+// number (a measured distance of +Inf where a broken pipeline overflows,
+// the ratio to a declared sensitivity of 0) as the string "+Inf", "-Inf"
+// or "NaN", as [MuEstimate]'s does: before, encoding/json refused the
+// whole report, which then went unwritten.
 type ReplayReport struct {
 	// AuditedPlan describes the audited plan and the declared
 	// calibration.

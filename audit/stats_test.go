@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -199,5 +200,52 @@ func TestReportJSONNonFinite(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"mu_hat":"Infinity"}`), &back.Mu); err == nil {
 		t.Errorf(`mu_hat "Infinity" read without error`)
+	}
+}
+
+// TestReplayReportJSONNonFinite: a finite ReplayReport encodes exactly as
+// its plain fields would (same names, order and numbers); a non-finite
+// distance, ratio or plan number is written as "+Inf", "-Inf" or "NaN"
+// and read back, where encoding/json failed on the whole report before.
+func TestReplayReportJSONNonFinite(t *testing.T) {
+	type plainReport ReplayReport
+	r := ReplayReport{
+		AuditedPlan: AuditedPlan{Algorithm: "correlated", Strategy: "optimal", Participation: "single", Learners: 3, Rounds: 4, Tau: 2, Dim: 5,
+			Clip: 1, Eps: 5, Delta: 1e-3, NoiseStd: 0.25},
+		Declared: 0.5, DeclaredRule: "column-norm", Measured: 0.375, Ratio: 0.75, Expected: 0.375,
+		AuditedLearner: 1, AuditedRounds: []int{0, 2}, Dropped: 1, Network: true,
+		Checks: []Check{{Name: "sensitivity", OK: true, Detail: "d"}}, OK: true, Seconds: 1.5,
+	}
+	got, err := json.Marshal(r)
+	want, err2 := json.Marshal(plainReport(r))
+	if err != nil || err2 != nil || string(got) != string(want) {
+		t.Errorf("finite ReplayReport: %s (%v), plain encoding %s (%v)", got, err, want, err2)
+	}
+	var back ReplayReport
+	if err := json.Unmarshal(got, &back); err != nil || !reflect.DeepEqual(back, r) {
+		t.Errorf("finite ReplayReport read back as %+v (%v), want %+v", back, err, r)
+	}
+
+	inf := math.Inf(1)
+	r.Measured, r.Ratio, r.Expected, r.Eps, r.Declared = inf, math.NaN(), -inf, inf, 0
+	if _, err := json.Marshal(plainReport(r)); err == nil {
+		t.Fatal("the plain encoding accepts +Inf: the test shows nothing")
+	}
+	got, err = json.Marshal(&r) // as cmd/dpaudit writes it, through a pointer
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range []string{`"measured_distance":"+Inf"`, `"ratio":"NaN"`, `"expected_distance":"-Inf"`, `"eps":"+Inf"`, `"declared_sensitivity":0`, `"audited_rounds":[0,2]`} {
+		if !strings.Contains(string(got), kv) {
+			t.Errorf("JSON %s lacks %s", got, kv)
+		}
+	}
+	back = ReplayReport{}
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Measured != inf || !math.IsNaN(back.Ratio) || back.Expected != -inf || back.Eps != inf || back.NoiseStd != 0.25 ||
+		back.AuditedLearner != 1 || !reflect.DeepEqual(back.Checks, r.Checks) || back.Seconds != 1.5 {
+		t.Errorf("read back %+v, want %+v", back, r)
 	}
 }

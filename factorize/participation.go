@@ -26,6 +26,14 @@ const (
 // alter. The sensitivity of C G depends on it (see [SensitivityOf]). The
 // zero value is single participation.
 //
+// This is the Participation a user normally wants: sensitivities,
+// strategies and metrics take it. Two other names hold the same pattern
+// as a string, its [Participation.String] ("single", "epochs:4",
+// "minsep:64,2"): plan.Plan's Participation field (a plan's JSON;
+// plan.Plan.Pattern parses it back), and accountant.Participation, the
+// label of a per-round accountant.Record, which the accountant never
+// computes with.
+//
 // Fixed epochs are a special case of min-separation (k participations
 // exactly b apart), so a min-separation sensitivity is never below the
 // fixed-epoch one with the same k and b, up to the rounding of the sums

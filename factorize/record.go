@@ -14,6 +14,10 @@ import (
 // structured form ([OperatorForm]), so that a factorization read back
 // streams exactly as the one stored. [Record.Restore] rebuilds the
 // factorization and checks what matters for privacy.
+//
+// It is not a privacy record: a run's guarantee is a plan.Record (a
+// plan's Privacy, from plan.Plan.Calibrate), the record a user normally
+// wants, and accountant.Record is the per-round entry logged from it.
 type Record struct {
 	// Strategy is [Factorization.Strategy].
 	Strategy string

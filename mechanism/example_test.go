@@ -97,3 +97,38 @@ func ExampleNoiseMatrix() {
 	fmt.Println(m, r, c)
 	// Output: tree(buffers=2) 4 3
 }
+
+// RoundStds answers "how much noise does round r get?": each coordinate
+// of round r's vector is N(0, s_r^2) with s_r the std of Z's entries times
+// the norm of row r of the noise operator (C^{-1} here), read from the
+// operator's structure without forming dense factors. For the binary tree
+// round r subtracts the t buffered nodes that the node ending at r closes
+// (t the trailing zeros of r+1): s_r = std sqrt(1 + t). The std would be a
+// plan's calibrated p.Privacy.NoiseStd in a real run.
+func ExampleRoundStds() {
+	w, _ := factorize.Prefix(8)
+	f, _ := factorize.TreeStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	m, err := mechanism.New(f, 10, 0.5, mechanism.WithSeed(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	stds, err := mechanism.RoundStds(m)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for r, s := range stds {
+		fmt.Printf("round %d: %.4f\n", r, s)
+	}
+	last, _ := mechanism.RoundStd(m, 7) // one round alone
+	fmt.Printf("round 7 alone: %.4f\n", last)
+	// Output:
+	// round 0: 0.5000
+	// round 1: 0.7071
+	// round 2: 0.5000
+	// round 3: 0.8660
+	// round 4: 0.5000
+	// round 5: 0.7071
+	// round 6: 0.5000
+	// round 7: 1.0000
+	// round 7 alone: 1.0000
+}

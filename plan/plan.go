@@ -82,6 +82,9 @@ type Plan struct {
 	Rounds int `json:"rounds"`
 	// Participation is how often one sample takes part: single (the
 	// default), epochs:K or minsep:B[,K] (factorize.ParseParticipation).
+	// It is the string form of a factorize.Participation, the pattern
+	// sensitivities are computed under ([Plan.Pattern] parses it);
+	// accountant.Participation holds the same name in a per-round log.
 	Participation string `json:"participation"`
 	// Strategy is the factorization's strategy as [SpecOf] writes it
 	// (optimal by default; identity for AlgoIndependent; empty for
@@ -301,7 +304,12 @@ type Target struct {
 	Sampling float64 `json:"sampling,omitempty"`
 }
 
-// Record is a plan's privacy record: what the calibration gave.
+// Record is a plan's privacy record: what the calibration gave ([Plan]'s
+// Privacy, recorded in a run's run.json). Of dpmf's three Records it is
+// the one a user normally wants: the guarantee a run is bound to. From it
+// fedopt.PrivacyOf derives an accountant.Record per round, the entries a
+// trace logs (each stating this same guarantee for the whole release);
+// factorize.Record is unrelated, a factorization's stored form (the cache).
 type Record struct {
 	// Eps and Delta are the guarantee of the whole release.
 	Eps   float64 `json:"eps"`

@@ -12,8 +12,9 @@
 // L2 sensitivity; noise_std = sigma * sensitivity. Methods: exact (default),
 // paper, zcdp, cks, rdp, rdp-mironov, dwork-roth; delta always uses exact.
 //
-// With -sampling Q the release is T steps (-steps, default 1) of the
-// Poisson-subsampled Gaussian mechanism: each step draws every record
+// With -sampling Q the release is T steps (-steps T, required with
+// -sampling: a sampled run is almost never one step, so there is no
+// default) of the Poisson-subsampled Gaussian mechanism: each step draws every record
 // independently with probability Q. -relation add-remove (the default) or
 // replace-one names the neighbouring relation, and -sensitivity is that of
 // one record under it: the clipping norm C for add-remove, 2 C for
@@ -200,7 +201,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		sensitivity       = &floatFlag{v: 1}
 		compositions      = &intFlag{v: 1}
 		sampling          = &floatFlag{}
-		steps             = &intFlag{v: 1}
+		steps             = &intFlag{} // required with -sampling: no default
 		method            = accountant.Exact
 		relation          = accountant.AddRemove
 		asJSON            bool
@@ -220,7 +221,7 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 		relation = r
 		return nil
 	})
-	fs.Var(steps, "steps", "number `T` of sampled steps, with -sampling (>= 1)")
+	fs.Var(steps, "steps", "number `T` of sampled steps, required with -sampling (>= 1)")
 	var required []string
 	switch name {
 	case "sigma":
@@ -265,6 +266,11 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	}
 	if set["relation"] && !set["sampling"] {
 		return result{}, &cli.UsageError{Msg: name + ": -relation applies only with -sampling (without sampling the relation enters only through -sensitivity)"}
+	}
+	if set["sampling"] && !set["steps"] {
+		// Before, -steps defaulted to 1: a sampled run of many steps was
+		// silently accounted as a single step (steps=1 in the output).
+		return result{}, &cli.UsageError{Msg: name + ": -sampling needs -steps (the number T of sampled steps; -steps 1 for a single one)"}
 	}
 	if set["sampling"] {
 		if set["compositions"] {

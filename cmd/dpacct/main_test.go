@@ -178,14 +178,14 @@ func TestUsageExamples(t *testing.T) {
 		}
 		// -h states the range of -sampling that the command accepts:
 		// sigma refuses q = 0 (no noise needed), epsilon and delta take it.
-		want, zero := "Q in [0, 1]", []string{c, "-sigma", "1", "-eps", "1", "-delta", "1e-5", "-sampling", "0"}
+		want, zero := "Q in [0, 1]", []string{c, "-sigma", "1", "-eps", "1", "-delta", "1e-5", "-sampling", "0", "-steps", "1"}
 		switch c {
 		case "sigma":
-			want, zero = "Q in (0, 1]", []string{c, "-eps", "1", "-delta", "1e-5", "-sampling", "0"}
+			want, zero = "Q in (0, 1]", []string{c, "-eps", "1", "-delta", "1e-5", "-sampling", "0", "-steps", "1"}
 		case "epsilon":
-			zero = []string{c, "-sigma", "1", "-delta", "1e-5", "-sampling", "0"}
+			zero = []string{c, "-sigma", "1", "-delta", "1e-5", "-sampling", "0", "-steps", "1"}
 		case "delta":
-			zero = []string{c, "-sigma", "1", "-eps", "1", "-sampling", "0"}
+			zero = []string{c, "-sigma", "1", "-eps", "1", "-sampling", "0", "-steps", "1"}
 		}
 		if !strings.Contains(out, want) {
 			t.Errorf("dpacct %s -h: no %q in %q", c, want, out)
@@ -215,7 +215,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"sigma", "-eps", "1", "-delta", "1"}, 2, "invalid -delta 1: want 0 < delta < 1"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sensitivity", "0"}, 2, "invalid -sensitivity 0"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sensitivity", "5e-324"}, 2, "dpacct: invalid -sensitivity 5e-324: want a value for which the noise std sigma * sensitivity = 3.730631634816098 * 5e-324 is at least 2.2e-308"},
-		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sensitivity", "1e-310", "-sampling", "0.5"}, 2, "invalid -sensitivity 1e-310: want a value for which the noise std"},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sensitivity", "1e-310", "-sampling", "0.5", "-steps", "3"}, 2, "invalid -sensitivity 1e-310: want a value for which the noise std"},
 		// A subnormal -sigma with the default -sensitivity names -sigma
 		// (before, "invalid -sensitivity 1", a flag not given).
 		{[]string{"epsilon", "-sigma", "1e-320", "-delta", "1e-5"}, 2, "dpacct: invalid -sigma 1e-320: want a value for which the noise std sigma * sensitivity = 1e-320 * 1 is at least 2.2e-308"},
@@ -228,18 +228,18 @@ func TestErrors(t *testing.T) {
 		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-compositions", "0x10"}, 2, "not a decimal integer"},
 		{[]string{"delta", "-sigma", "1", "-eps", "-2"}, 2, "invalid -eps -2"},
 		{[]string{"delta", "-sigma", "1", "-eps", "1", "-method", "exact"}, 2, "dpacct: delta: flag provided but not defined: -method"},
-		{[]string{"delta", "-sigma", "1", "-eps", "1", "-sampling", "1.5"}, 2, "invalid -sampling 1.5: want a sampling probability in [0, 1]"},
-		{[]string{"delta", "-sigma", "1", "-eps", "1", "-sampling", "-0.1"}, 2, "invalid -sampling -0.1"},
+		{[]string{"delta", "-sigma", "1", "-eps", "1", "-sampling", "1.5", "-steps", "3"}, 2, "invalid -sampling 1.5: want a sampling probability in [0, 1]"},
+		{[]string{"delta", "-sigma", "1", "-eps", "1", "-sampling", "-0.1", "-steps", "3"}, 2, "invalid -sampling -0.1"},
 		{[]string{"delta", "-sigma", "1", "-eps", "1", "-sampling", "0.1", "-steps", "0"}, 2, "invalid -steps 0: want an integer >= 1"},
-		{[]string{"delta", "-sigma", "0", "-eps", "1", "-sampling", "0.1"}, 2, "invalid -sigma 0"},
+		{[]string{"delta", "-sigma", "0", "-eps", "1", "-sampling", "0.1", "-steps", "3"}, 2, "invalid -sigma 0"},
 		{[]string{"delta", "-sigma", "1", "-eps", "1", "-steps", "3"}, 2, "-steps needs -sampling"},
-		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.1", "-compositions", "3"}, 2, "-compositions does not apply with -sampling"},
-		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.1", "-method", "rdp"}, 2, "-method rdp does not apply with -sampling"},
-		{[]string{"epsilon", "-sigma", "1", "-delta", "0", "-sampling", "0.1"}, 2, "invalid -delta 0"},
-		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sampling", "0"}, 2, "invalid -sampling 0: want a sampling probability in (0, 1]"},
-		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sampling", "x"}, 2, `invalid value "x" for flag -sampling`},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.1", "-compositions", "3", "-steps", "3"}, 2, "-compositions does not apply with -sampling"},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.1", "-method", "rdp", "-steps", "3"}, 2, "-method rdp does not apply with -sampling"},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "0", "-sampling", "0.1", "-steps", "3"}, 2, "invalid -delta 0"},
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sampling", "0", "-steps", "3"}, 2, "invalid -sampling 0: want a sampling probability in (0, 1]"},
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sampling", "x", "-steps", "3"}, 2, `invalid value "x" for flag -sampling`},
 		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-relation", "replace-one"}, 2, "-relation applies only with -sampling"},
-		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.1", "-relation", "swap"}, 2, `invalid value "swap" for flag -relation: want add-remove or replace-one`},
+		{[]string{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.1", "-relation", "swap", "-steps", "3"}, 2, `invalid value "swap" for flag -relation: want add-remove or replace-one`},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-sampling", "1e-300", "-steps", "10"}, 2, "invalid -sampling 1e-300: want q^2 x steps >= 1e-300"},
 		// A delta at or below the PLD's floor (its cut tails, about 1e-20)
 		// has no finite eps; sigma is not to blame.
@@ -513,6 +513,40 @@ func TestStepsWithoutSamplingAdvice(t *testing.T) {
 			if !strings.Contains(help, "  "+f+" ") {
 				t.Errorf("dpacct %q: the error %q names %s, which dpacct %s -h does not list", c, strings.TrimSpace(errs), f, c[0])
 			}
+		}
+	}
+}
+
+// TestSamplingNeedsSteps: -sampling without -steps is a usage error that
+// names -steps, for each command, and prints nothing on stdout. Before,
+// -steps defaulted to 1, so "dpacct epsilon -sigma 1 -delta 1e-5
+// -sampling 0.01" accounted a single sampled step (steps=1) where a
+// sampled run means many; -h no longer shows a default for -steps.
+func TestSamplingNeedsSteps(t *testing.T) {
+	for _, c := range [][]string{
+		{"sigma", "-eps", "1", "-delta", "1e-5", "-sampling", "0.01"},
+		{"epsilon", "-sigma", "1", "-delta", "1e-5", "-sampling", "0.01"},
+		{"delta", "-sigma", "1", "-eps", "1", "-sampling", "0.01", "-json"},
+	} {
+		code, out, errs := runCmd(c...)
+		if code != 2 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "-sampling needs -steps") {
+			t.Errorf("dpacct %q: exit %d, stdout %q, stderr %q; want exit 2, no output and one line saying -sampling needs -steps", c, code, out, errs)
+		}
+		// With -steps 1 given, the single step is what was asked for.
+		code, out, errs = runCmd(append(c, "-steps", "1")...)
+		if code != 0 || !strings.Contains(out, "steps") {
+			t.Errorf("dpacct %q -steps 1: exit %d, stdout %q, stderr %q", c, code, out, errs)
+		}
+		_, help, _ := runCmd(c[0], "-h")
+		entry, ok := "", false
+		if i := strings.Index(help, "  -steps T"); i >= 0 {
+			entry, ok = help[i+2:], true
+			if j := strings.Index(entry, "\n  -"); j >= 0 {
+				entry = entry[:j]
+			}
+		}
+		if !ok || strings.Contains(entry, "default") {
+			t.Errorf("dpacct %s -h: -steps listed with a default (or not at all): %q", c[0], help)
 		}
 	}
 }

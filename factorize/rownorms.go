@@ -1,0 +1,297 @@
+package factorize
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// rowNormWindowLimit is the most float64s the covariance window of a
+// banded or quasiseparable operator's row norms may hold (1 GiB): a
+// banded C with more than about 11585 bands is refused rather than
+// allocated.
+const rowNormWindowLimit = 1 << 27
+
+// OperatorRowNorms returns, for every round r of op, the Euclidean norm of
+// row r of its noise operator M (M = C^{-1} for square causal factors, and
+// A^{-1} B in general; see [Operator]): round r's noise vector is row r of
+// M Z, so with the entries of Z independent N(0, V^2) each coordinate of
+// round r's vector is N(0, (V ||row r of M||)^2). Multiplied by the noise
+// std V of a calibration (plan.Record's NoiseStd), it answers "how much
+// noise does round r get?"; mechanism.RoundStds does the multiplication
+// for a mechanism.
+//
+// No dense factor is formed. The norms come from op's own structure, in
+// O(R) memory for the result plus at most the covariance of the stream's
+// state (O(b^2) for b bands, O(K^2) for K state vectors): 1 for the identity; 1 + t for the
+// binary tree, t the number of trailing zeros of r + 1 (the new node and
+// the t buffered ones it closes); prefix sums of the squared coefficients
+// for the banded inverse (O(R)), the Toeplitz (O(R)) and the BLT (O(R k),
+// k buffers) operators; a covariance recursion over the state for the
+// banded C (O(R b^2) time and O(b^2) memory, b bands; more than about
+// 11585 bands is an error) and the quasiseparable C (O(R K^2), K state
+// vectors): the covariance of the next state given that of the current
+// one, as the stream's forward substitution maps it; the stored rows for
+// the dense operator (O(R m)). An operator of another package is streamed
+// on the unit noise rows (Z = I, so that round r's vector is row r of M):
+// O(m) vectors of dimension m, an error where they would exceed 1 GiB.
+//
+// It is an error if op is nil (a loss-only result), or if a norm is not
+// finite (coefficients assembled by hand that overflow).
+func OperatorRowNorms(op Operator) ([]float64, error) {
+	if op == nil {
+		return nil, &ParamError{Param: "operator", Want: "a factorization's noise operator (a loss-only result has none)"}
+	}
+	out := make([]float64, op.Rounds())
+	err := rowNormsSq(op, op.Rounds(), func(r int, sq float64) { out[r] = math.Sqrt(sq) })
+	if err != nil {
+		return nil, err
+	}
+	for r, v := range out {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, fmt.Errorf("factorize: row %d of the noise operator %s has norm %v, want a finite norm", r, op, v)
+		}
+	}
+	return out, nil
+}
+
+// OperatorRowNorm returns the Euclidean norm of row r of op's noise
+// operator M, for one round r in [0, R): see [OperatorRowNorms], whose
+// value at r it is, computed from rounds 0..r only (the recursions of the
+// banded and quasiseparable operators run up to r).
+func OperatorRowNorm(op Operator, r int) (float64, error) {
+	if op == nil {
+		return 0, &ParamError{Param: "operator", Want: "a factorization's noise operator (a loss-only result has none)"}
+	}
+	if r < 0 || r >= op.Rounds() {
+		return 0, &ParamError{Param: "round", Value: r, Want: fmt.Sprintf("a round in [0, %d)", op.Rounds())}
+	}
+	v := math.NaN()
+	if err := rowNormsSq(op, r+1, func(i int, sq float64) {
+		if i == r {
+			v = math.Sqrt(sq)
+		}
+	}); err != nil {
+		return 0, err
+	}
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("factorize: row %d of the noise operator %s has norm %v, want a finite norm", r, op, v)
+	}
+	return v, nil
+}
+
+// rowNormsSq calls emit(r, ||row r of M||^2) for r = 0, ..., n-1, in
+// order, n <= op.Rounds().
+func rowNormsSq(op Operator, n int, emit func(r int, sq float64)) error {
+	switch o := op.(type) {
+	case identityOp:
+		for r := 0; r < n; r++ {
+			emit(r, 1)
+		}
+	case treeOp:
+		for r := 0; r < n; r++ {
+			emit(r, float64(1+bits.TrailingZeros(uint(r+1))))
+		}
+	case bandedOp:
+		return bandedRowNormsSq(o, n, emit)
+	case *BLTParams:
+		if o == nil || len(o.Lambdas) != len(o.Weights) || len(o.Scale) < n {
+			return &ParamError{Param: "operator", Value: "BLT parameters with inconsistent lengths", Want: "as many decay rates as weights and a scale per round"}
+		}
+		// d_0 = 1, d_k = sum_i w_i lambda_i^(k-1); pow[i] = lambda_i^(k-1).
+		pow := make([]float64, len(o.Weights))
+		for i := range pow {
+			pow[i] = 1
+		}
+		sum := 0.0
+		for r := 0; r < n; r++ {
+			d := 1.0
+			if r > 0 {
+				d = 0
+				for i, w := range o.Weights {
+					d += w * pow[i]
+					pow[i] *= o.Lambdas[i]
+				}
+			}
+			sum += d * d
+			emit(r, o.Scale[r]*o.Scale[r]*sum)
+		}
+	case bandInverseOp:
+		sum := 0.0
+		for r := 0; r < n; r++ {
+			if r < len(o.u) {
+				sum += o.u[r] * o.u[r]
+			}
+			emit(r, sum)
+		}
+	case quasiSepOp:
+		return quasiSepRowNormsSq(o.c.P, o.c.A, o.c.Q, o.c.Diag, o.c.K, n, emit)
+	case toeplitzOp:
+		sum := 0.0
+		for r := 0; r < n; r++ {
+			sum += o.u[r] * o.u[r]
+			emit(r, sum/(o.s[r]*o.s[r]))
+		}
+	case *denseOp:
+		if o.build(); o.err != nil {
+			return o.err
+		}
+		var js []int
+		var cs []float64
+		for r := 0; r < n; r++ {
+			js, cs = o.lin.row(r, js[:0], cs[:0])
+			sum := 0.0
+			for _, c := range cs {
+				sum += c * c
+			}
+			emit(r, sum)
+		}
+	default:
+		return streamedRowNormsSq(op, n, emit)
+	}
+	return nil
+}
+
+// bandedRowNormsSq is rowNormsSq for a banded C. With y = C^{-1} z and
+// z white, y_r = (z_r - sum_{k=1}^{b-1} c_k y_{r-k}) / d_r (c_k =
+// C[r][r-k], d_r = C[r][r]), and z_r is independent of the past outputs,
+// so with S the covariance of the last b-1 outputs
+//
+//	Var(y_r) = (1 + sum_{k,j} c_k c_j S[r-k][r-j]) / d_r^2,
+//	Cov(y_r, y_{r-j}) = -(1 / d_r) sum_k c_k S[r-k][r-j],
+//
+// and Var(y_r) is ||row r of C^{-1}||^2. S is held in a circular window of
+// (b-1)^2 entries, indexed by round mod b-1.
+func bandedRowNormsSq(o bandedOp, n int, emit func(r int, sq float64)) error {
+	nb := o.bands - 1
+	if float64(nb)*float64(nb) > rowNormWindowLimit {
+		return &ParamError{Param: "operator", Value: o.String(), Want: fmt.Sprintf("at most %d bands for its row norms (a covariance window of (b-1)^2 float64s, at most 1 GiB)", int(math.Sqrt(rowNormWindowLimit))+1)}
+	}
+	s := make([]float64, nb*nb)
+	cross := make([]float64, nb+1) // cross[j] = Cov(y_r, y_{r-j})
+	for r := 0; r < n; r++ {
+		c := o.sub[r] // c[k-1] = C[r][r-k]
+		d := o.diag[r]
+		q := 0.0
+		for j := 1; j <= len(c) && j <= nb; j++ {
+			row := s[((r-j)%nb)*nb:]
+			t := 0.0
+			for k, ck := range c {
+				if ck != 0 {
+					t += ck * row[(r-k-1)%nb]
+				}
+			}
+			cross[j] = -t / d
+			q += c[j-1] * t
+		}
+		v := (1 + q) / (d * d)
+		emit(r, v)
+		if nb == 0 {
+			continue
+		}
+		// Round r takes the slot of round r - nb, which leaves the window.
+		i := r % nb
+		for j := 1; j < nb && j <= len(c); j++ {
+			x := cross[j]
+			s[i*nb+(r-j)%nb] = x
+			s[((r-j)%nb)*nb+i] = x
+		}
+		s[i*nb+i] = v
+	}
+	return nil
+}
+
+// quasiSepRowNormsSq is rowNormsSq for a quasiseparable C of order K (the
+// generators of [linalg.QuasiSep]). The stream's forward substitution is
+// x_r = (z_r - p_r^T h_r) / c_r, h_{r+1} = a_r h_r + q_r x_r (a_r diagonal),
+// and h_r depends on z_0..z_{r-1} only, so with Sigma the covariance of h_r
+//
+//	Var(x_r) = (1 + p_r^T Sigma p_r) / c_r^2,   g = Cov(h_r, x_r) = -Sigma p_r / c_r,
+//	Sigma' = a Sigma a + a g q^T + q g^T a + Var(x_r) q q^T,
+//
+// and Var(x_r) is ||row r of C^{-1}||^2: O(K^2) per round.
+func quasiSepRowNormsSq(p, a, q, diag []float64, k, n int, emit func(r int, sq float64)) error {
+	if float64(k)*float64(k) > rowNormWindowLimit {
+		return &ParamError{Param: "operator", Value: fmt.Sprintf("semiseparable(K=%d)", k), Want: "an order whose K x K state covariance fits in 1 GiB"}
+	}
+	sig := make([]float64, k*k)
+	g := make([]float64, k)
+	for r := 0; r < n; r++ {
+		pr, ar, qr := p[r*k:r*k+k], a[r*k:r*k+k], q[r*k:r*k+k]
+		c := diag[r]
+		quad := 0.0
+		for s := 0; s < k; s++ {
+			t := 0.0
+			row := sig[s*k : s*k+k]
+			for u, pu := range pr {
+				t += row[u] * pu
+			}
+			g[s] = -t / c
+			quad += pr[s] * t
+		}
+		v := (1 + quad) / (c * c)
+		emit(r, v)
+		for s := 0; s < k; s++ {
+			row := sig[s*k : s*k+k]
+			for u := range row {
+				row[u] = ar[s]*row[u]*ar[u] + ar[s]*g[s]*qr[u] + qr[s]*g[u]*ar[u] + v*qr[s]*qr[u]
+			}
+		}
+	}
+	return nil
+}
+
+// streamedRowNormsSq is rowNormsSq for an operator of another package: it
+// streams op on the unit noise rows, Z = I (m x m), so that round r's
+// vector of dimension m is row r of M.
+func streamedRowNormsSq(op Operator, n int, emit func(r int, sq float64)) error {
+	m := op.NoiseRows()
+	mem := op.Memory()
+	if need := float64(m) * float64(mem.States+3); need > rowNormWindowLimit {
+		return &ParamError{Param: "operator", Value: op.String(), Want: fmt.Sprintf("an operator of package factorize, or one whose %d noise rows and %d state vectors of dimension %d fit in 1 GiB, for its row norms", m, mem.States, m)}
+	}
+	if m < 1 {
+		return &ParamError{Param: "operator", Value: op.String(), Want: "at least one noise row"}
+	}
+	st := op.NewState(m)
+	src := &unitRows{past: make([]float64, m), scratch: make([]float64, m), hot: -1}
+	row := make([]float64, m)
+	for r := 0; r < n; r++ {
+		st.Prepare(r)
+		st.Block(src, r, 0, row)
+		sum := 0.0
+		for _, v := range row {
+			sum += v * v
+		}
+		emit(r, sum)
+	}
+	return nil
+}
+
+// unitRows is the [NoiseSource] of Z = I: noise row j is e_j.
+type unitRows struct {
+	past, scratch []float64
+	hot           int // the entry of past set to 1, or -1
+}
+
+func (u *unitRows) Fill(j, lo int, dst []float64) {
+	clear(dst)
+	if j >= lo && j < lo+len(dst) {
+		dst[j-lo] = 1
+	}
+}
+
+func (u *unitRows) Past(j, lo, n int) []float64 {
+	if u.hot >= 0 {
+		u.past[u.hot] = 0
+		u.hot = -1
+	}
+	out := u.past[:n]
+	if j >= lo && j < lo+n {
+		u.hot = j - lo
+		out[u.hot] = 1
+	}
+	return out
+}
+
+func (u *unitRows) Scratch(n int) []float64 { return u.scratch[:n] }
