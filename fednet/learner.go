@@ -659,7 +659,7 @@ func newSecureLearner(rc *flv1.RunConfig, id int) (*secureLearner, error) {
 		return nil, fmt.Errorf("fednet: the server's secure aggregation: %w", err)
 	}
 	if k := int(sa.GetScaleBits()); k > want.ScaleBits {
-		return nil, fmt.Errorf("fednet: the server's quantization has %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum would wrap)", k, want.ScaleBits, n, rc.GetTau(), rc.GetClip())
+		return nil, fmt.Errorf("fednet: the server's quantization has %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum could exceed 2^53, where its read-back rounds, and wrap)", k, want.ScaleBits, n, rc.GetTau(), rc.GetClip())
 	}
 	want.ScaleBits = int(sa.GetScaleBits())
 	return &secureLearner{id: id, n: n, t: t, dim: int(rc.GetParams()), quant: want,

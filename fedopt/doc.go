@@ -79,13 +79,15 @@
 // With [Config.Quantizer] (package secagg) the server aggregates as secure
 // aggregation does: every update is quantized to the ring Z_{2^64}
 // ([QuantizeUpdate]; a networked learner calls the same), the quantized
-// updates are summed there without wrapping and the sum is dequantized
-// (each entry converted to float64, rounded to 53 bits as a float64 sum
-// of the updates would be).
+// updates are summed there without wrapping and the sum is dequantized:
+// each entry is an integer of magnitude at most 2^53 (a sum beyond is
+// refused), converted to float64 and scaled by 2^-k exactly. The server
+// then divides it by n tau (or n), which rounds, and adds the noise.
 // [Server.ReleaseRingSum] releases from a ring sum computed elsewhere (the
 // unmasked sum of the protocol) and gives the same model bit for bit. The
-// plan's calibration then includes the quantization term
-// (plan.Plan.EffectiveClip), which [Config.Validate] and [NewServer] check.
+// plan's calibration then includes the quantization term and a bound on
+// the division's rounding (plan.Plan.EffectiveClip), which
+// [Config.Validate] and [NewServer] check.
 //
 // # Models, data and experiments
 //

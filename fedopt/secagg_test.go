@@ -285,3 +285,125 @@ func TestQuantizeUpdateRefusesNormBeyondBound(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseRingSumExactReadBack: a ring sum is released only where its
+// read-back is exact. n = 2, tau = 1, B_g = 2 - 2^-52: k = 51 (2 (B_g 2^k +
+// 1/2) = 2^53 exactly), n tau = 2, and two updates within UpdateBound (a
+// relative 1e-9 above tau B_g) could sum past 2^53. The entries 2^53 and
+// -(2^53 - 1) (53 bits) enter the aggregate as 2^53 2^-51 / 2 = 2 and
+// -(2 - 2^-52) exactly (by hand), and the model moves by the server step
+// times those; the entries +-(2^53 + 1), beyond an exact float64
+// (float64(2^53 + 1) = 2^53), are refused and nothing changes. Before, the
+// scale was chosen for sums up to 2^62 (k = 60 here) and 2^53 + 1 was
+// accepted and read back as 2^53.
+func TestReleaseRingSumExactReadBack(t *testing.T) {
+	const n, tau, dim, clip = 2, 1, 3, 2 - 0x1p-52
+	q, err := secagg.NewQuantizer(n, tau, clip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.ScaleBits != 51 {
+		t.Fatalf("NewQuantizer(2, 1, 2 - 2^-52).ScaleBits = %d, want 51", q.ScaleBits)
+	}
+	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: 1, Clip: clip, Quantizer: &q}
+	srv, err := fedopt.NewServer(cfg, fedopt.Shape{Learners: n, Rounds: 2, Tau: tau, Dim: dim}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []int64{1<<53 + 1, -(1<<53 + 1), math.MaxInt64} {
+		sum := []uint64{0, uint64(e), 0}
+		if err := srv.ReleaseRingSum(sum, n); err == nil || !strings.Contains(err.Error(), "ring sum entry 1") || !strings.Contains(err.Error(), "2^53") || srv.Round() != 0 {
+			t.Errorf("ReleaseRingSum with entry %d: %v at round %d, want refused naming entry 1 and 2^53", e, err, srv.Round())
+		}
+	}
+	mneg := -(int64(1)<<53 - 1)
+	if err := srv.ReleaseRingSum([]uint64{1 << 53, uint64(mneg), 1}, n); err != nil {
+		t.Fatal(err)
+	}
+	step := cfg.ServerStep(tau)
+	want := []float64{-step * 2, step * (2 - 0x1p-52), -step * 0x1p-52}
+	for k, w := range want {
+		if got := srv.Model()[k]; got != w {
+			t.Errorf("model entry %d = %v, want %v", k, got, w)
+		}
+	}
+}
+
+// TestDivisionRoundingBound checks, against math/big, the bound the
+// calibration puts on the server's one rounding between the read-back sum
+// and the noise (plan.Plan.EffectiveClip's 4 m term / c): the direction
+// y_k = fl(fl(1/N) x_k), x_k = S_k 2^-k, N = n tau, is within 2^(1-k) / N
+// of x_k / N for every accepted sum entry S_k, |S_k| <= 2^53; so over d
+// coordinates within sqrt(d) 2^(1-k) / N = 4 term / N. The entries are the
+// largest the server accepts (present updates at UpdateBound, or 2^53),
+// +-2^53, 53-bit odd integers and random ones; n tau is not a power of two
+// (1/N rounds). The step tau is a power of two and x^0 = 0, so the model
+// is -tau y exactly. (A check of the newly stated bound, not of a change:
+// it held before for entries up to 2^53, which were not all that was
+// accepted.)
+func TestDivisionRoundingBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		n, tau int
+		clip   float64
+	}{{3, 1, 1}, {5, 2, 0.1}, {7, 4, 3.3}, {255, 2, 1e-3}, {10, 1, 2 - 0x1p-52}} {
+		q, err := secagg.NewQuantizer(c.n, c.tau, c.clip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		N := int64(c.n * c.tau)
+		most := new(big.Float).SetPrec(300).SetFloat64(fedopt.UpdateBound(c.clip, c.tau))
+		most.SetMantExp(most, q.ScaleBits)
+		most.Add(most, big.NewFloat(1))
+		most.Mul(most, new(big.Float).SetInt64(int64(c.n)))
+		top, _ := most.Int64()
+		top = min(top, 1<<53)
+		entries := []int64{top, -top, 1 << 53, -(1 << 53), 1<<53 - 1, -(1<<53 - 1), 1<<52 + 3, 1, -1, 0}
+		for range 40 {
+			entries = append(entries, rng.Int64N(2*top+1)-top)
+		}
+		var kept []int64
+		for _, e := range entries {
+			if e <= top && e >= -top {
+				kept = append(kept, e)
+			}
+		}
+		sum := make([]uint64, len(kept))
+		for i, e := range kept {
+			sum[i] = uint64(e)
+		}
+		cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: 1, Clip: c.clip, Quantizer: &q}
+		srv, err := fedopt.NewServer(cfg, fedopt.Shape{Learners: c.n, Rounds: 1, Tau: c.tau, Dim: len(kept)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.ReleaseRingSum(sum, c.n); err != nil {
+			t.Fatalf("n = %d, tau = %d: %v", c.n, c.tau, err)
+		}
+		// Bound 2^(1-k) / N, and the error |y_k - S_k 2^-k / N|, as rationals.
+		bound := new(big.Rat).SetFrac(big.NewInt(2), big.NewInt(N))
+		pk := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), uint(abs(q.ScaleBits))))
+		if q.ScaleBits >= 0 {
+			bound.Quo(bound, pk)
+		} else {
+			bound.Mul(bound, pk)
+		}
+		for i, e := range kept {
+			y := new(big.Rat).SetFloat64(-srv.Model()[i] / float64(c.tau)) // exact: tau a power of two
+			exact := new(big.Rat).SetFrac(big.NewInt(e), big.NewInt(N))
+			if q.ScaleBits >= 0 {
+				exact.Quo(exact, pk)
+			} else {
+				exact.Mul(exact, pk)
+			}
+			diff := new(big.Rat).Sub(y, exact)
+			if diff.Abs(diff).Cmp(bound) > 0 {
+				d, _ := diff.Float64()
+				b, _ := bound.Float64()
+				t.Errorf("n = %d, tau = %d, k = %d, S = %d: |y - S 2^-k / N| = %g > 2^(1-k) / N = %g", c.n, c.tau, q.ScaleBits, e, d, b)
+			}
+		}
+	}
+}
+
+func abs(k int) int { return max(k, -k) }

@@ -117,7 +117,9 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		case err != nil:
 			return nil, fmt.Errorf("fedopt: secure aggregation: %w", err)
 		case q.ScaleBits > most.ScaleBits:
-			return nil, fmt.Errorf("fedopt: quantizer with %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum of the updates would wrap)", q.ScaleBits, most.ScaleBits, n, tau, cfg.Clip)
+			return nil, fmt.Errorf("fedopt: quantizer with %d scale bits, want at most %d for n = %d, tau = %d, B_g = %v (the sum of the updates could exceed 2^53, where its read-back rounds, and wrap)", q.ScaleBits, most.ScaleBits, n, tau, cfg.Clip)
+		case q.ScaleBits < secagg.MinScaleBits:
+			return nil, fmt.Errorf("fedopt: quantizer with %d scale bits, want at least %d (a sum's read-back 2^53 2^-k would overflow)", q.ScaleBits, secagg.MinScaleBits)
 		case cfg.Privacy != nil && cfg.Privacy.QuantizationTerm != q.Term(dim):
 			return nil, fmt.Errorf("fedopt: privacy calibrated with quantization term %v, the quantizer's is %v for d = %d", cfg.Privacy.QuantizationTerm, q.Term(dim), dim)
 		}
@@ -327,11 +329,17 @@ func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
 		return fmt.Errorf("fedopt: ring sum of %d updates, want 0 to %d", present, s.shape.Learners)
 	}
 	// One update's entry is at most bound 2^k + 1 in magnitude (Quantize's
-	// range plus the rounding).
-	most := float64(present) * (math.Ldexp(s.bound, q.ScaleBits) + 1)
+	// range plus the rounding); and no entry beyond 2^53 is read back, so
+	// that the read-back is exact (secagg.Quantizer.Dequantize). The
+	// comparison is of integers: float64(int64(v)) would round 2^53 + 1
+	// down to 2^53.
+	most := int64(secagg.MaxExactSum)
+	if m := float64(present) * (math.Ldexp(s.bound, q.ScaleBits) + 1); m < secagg.MaxExactSum {
+		most = int64(m)
+	}
 	for k, v := range sum {
-		if math.Abs(float64(int64(v))) > most {
-			return fmt.Errorf("fedopt: ring sum entry %d is %d, beyond %d updates of norm at most tau B_g = %v (%.0f)", k, int64(v), present, float64(s.shape.Tau)*s.cfg.Clip, most)
+		if e := int64(v); e > most || e < -most {
+			return fmt.Errorf("fedopt: ring sum entry %d is %d, beyond %d updates of norm at most tau B_g = %v (%d), or beyond 2^53 (an exact read-back)", k, e, present, float64(s.shape.Tau)*s.cfg.Clip, most)
 		}
 	}
 	q.Dequantize(s.dir, sum)

@@ -274,18 +274,27 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 // EffectiveClip returns the clipping bound the calibration puts in the
 // sensitivity: the plan's Clip B_g without secure aggregation, and with it
 //
-//	B_g' = B_g + m term / c,
+//	B_g' = B_g + 5 m term / c,
 //
 // term = sqrt(d) 2^{-k-1} the quantization term, c = tau for the
 // correlated algorithm (its direction is the sum of the updates over
-// n tau) and 1 for the baselines (over n, with one gradient per sample),
-// m = 1 for replace-one and 2 for add-remove; rounded up. Quantization moves
-// every update by at most term in L2, so replacing one client's sample moves
-// a learner's quantized update by at most 2 c B_g + 2 term (replace-one) or
-// c B_g + 2 term (add-remove): the plain sensitivity's bound with B_g' in
-// place of B_g. (For the correlated algorithm under replace-one this is
-// B_g + term / tau: the quantized update's norm is at most
-// tau B_g + term.)
+// N = n tau) and 1 for the baselines (over N = n, with one gradient per
+// sample), m = 1 for replace-one and 2 for add-remove; rounded up.
+//
+// Quantization moves every update by at most term in L2, so replacing one
+// client's sample moves a learner's quantized update, and (the read-back
+// being exact, secagg.Quantizer.Dequantize) the read-back sum x, by at most
+// 2 c B_g + 2 term (replace-one) or c B_g + 2 term (add-remove): m term / c
+// of the five. The server then computes y = fl(fl(1/N) x) before it adds the
+// noise: a coordinate |x_k| <= 2^(53-k) (the sum's integers are at most
+// 2^53) is moved from x_k / N by at most 2^-53 |x_k| / N for rounding 1/N
+// and as much for the product (round to nearest, relative error at most
+// 2^-53 / (1 + 2^-53) each, no underflow by secagg.NewQuantizer's range of
+// k), so by at most 2^(1-k) / N, and y by at most sqrt(d) 2^(1-k) / N =
+// 4 term / N in L2; for the two neighbours 8 term / N, which is 4 m term / c
+// in B_g' (the sensitivity being 2 B_g' / n for replace-one, B_g' / n for
+// add-remove, per unit of C). So ||y - y'|| is at most the plain bound with
+// B_g' in place of B_g.
 func (p *Plan) EffectiveClip() float64 {
 	sa := p.SecureAggregation
 	if sa == nil {
@@ -301,8 +310,12 @@ func (p *Plan) EffectiveClip() float64 {
 	if p.Algorithm == AlgoCorrelated || p.Algorithm == "" {
 		c = float64(p.Tau)
 	}
-	x := m * sa.QuantizationTerm / c // m a power of two: only the division rounds
-	if math.FMA(x, c, -m*sa.QuantizationTerm) < 0 {
+	a := 5 * m * sa.QuantizationTerm // m a power of two: only the factor 5 rounds
+	if math.FMA(5*m, sa.QuantizationTerm, -a) > 0 {
+		a = math.Nextafter(a, math.Inf(1))
+	}
+	x := a / c
+	if math.FMA(x, c, -a) < 0 {
 		x = math.Nextafter(x, math.Inf(1))
 	}
 	return addUp(p.Clip, x)

@@ -146,8 +146,11 @@ type SecureAggregation struct {
 	// RingBits is the width of the ring Z_{2^RingBits}: 64.
 	RingBits int `json:"ring_bits"`
 	// ScaleBits is k: an update's entry u is sent as round(u 2^k), k the
-	// largest integer with n (tau B_g 2^k + 1/2) <= 2^62
-	// (secagg.NewQuantizer), so the sum of n updates never wraps.
+	// largest integer with n (tau B_g 2^k + 1/2) <= 2^53
+	// (secagg.NewQuantizer), so the sum of n updates is an integer of
+	// magnitude at most 2^53: it never wraps and its float64 read-back is
+	// exact. A plan of an older dpmf, whose k was chosen for 2^62 (nine
+	// bits more, and a read-back that rounds), is refused.
 	ScaleBits int `json:"scale_bits"`
 	// Dim is d, the model's parameter count.
 	Dim int `json:"dim"`
@@ -234,7 +237,7 @@ func (sa *SecureAggregation) validate(n, tau int, clip float64) error {
 	case qerr != nil:
 		return fmt.Errorf("plan: secure aggregation: %s", strings.TrimPrefix(qerr.Error(), "secagg: "))
 	case sa.ScaleBits != q.ScaleBits:
-		return bad("scale_bits", sa.ScaleBits, fmt.Sprintf("%d (the largest k with n (tau clip 2^k + 1/2) <= 2^62 for n = %d, tau = %d, clip = %v)", q.ScaleBits, n, tau, clip))
+		return bad("scale_bits", sa.ScaleBits, fmt.Sprintf("%d (the largest k with n (tau clip 2^k + 1/2) <= 2^53, where the sum's read-back is exact, for n = %d, tau = %d, clip = %v)", q.ScaleBits, n, tau, clip))
 	case sa.QuantizationTerm != q.Term(sa.Dim):
 		return bad("quantization_term", sa.QuantizationTerm, fmt.Sprintf("%v (sqrt(%d) 2^-%d)", q.Term(sa.Dim), sa.Dim, q.ScaleBits+1))
 	}

@@ -25,8 +25,8 @@ func TestDefaultThreshold(t *testing.T) {
 }
 
 // securePlan is a plan of n = 16 learners, tau = 2, clip 1 and d = 2^16, whose
-// numbers are worked by hand: k = 56 (16 (2 2^k + 1/2) = 2^(k+5) + 8 <= 2^62
-// holds at 56, not at 57), term = sqrt(2^16) 2^-57 = 2^-49.
+// numbers are worked by hand: k = 47 (16 (2 2^k + 1/2) = 2^(k+5) + 8 <= 2^53
+// holds at 47, not at 48), term = sqrt(2^16) 2^-48 = 2^-40.
 func securePlan(t *testing.T, algo, rel string) *Plan {
 	t.Helper()
 	sa, err := NewSecureAggregation(16, 2, 1, 1<<16, 0)
@@ -40,20 +40,23 @@ func securePlan(t *testing.T, algo, rel string) *Plan {
 func TestSecureAggregationWorked(t *testing.T) {
 	p := securePlan(t, AlgoCorrelated, "")
 	sa := p.SecureAggregation
-	if sa.Threshold != 11 || sa.RingBits != 64 || sa.ScaleBits != 56 || sa.Dim != 1<<16 || sa.QuantizationTerm != 0x1p-49 {
-		t.Fatalf("secure aggregation %+v, want T 11, ring 64, k 56, d 2^16, term 2^-49", *sa)
+	if sa.Threshold != 11 || sa.RingBits != 64 || sa.ScaleBits != 47 || sa.Dim != 1<<16 || sa.QuantizationTerm != 0x1p-40 {
+		t.Fatalf("secure aggregation %+v, want T 11, ring 64, k 47, d 2^16, term 2^-40", *sa)
 	}
-	// B_g' = B_g + term / tau (correlated, replace-one); B_g + term for the
-	// baselines; twice the share for add-remove (refused for the correlated
-	// algorithm at tau = 2, below). All exact here.
+	// B_g' = B_g + 5 term / tau (correlated, replace-one); B_g + 5 term for
+	// the baselines; twice the share for add-remove (refused for the
+	// correlated algorithm at tau = 2, below). Of the five, one is the
+	// quantization of the learner's update and four the rounding of the
+	// server's division by N (8 term / N for the two neighbours). All exact
+	// here: 5 2^-41 and 10 2^-40 need 3 bits, and 1 + them 42.
 	for _, c := range []struct {
 		algo, rel string
 		clip      float64
 		sens      float64 // factor B_g' gamma / n with gamma = 1
 	}{
-		{AlgoCorrelated, "", 1 + 0x1p-50, 2 * (1 + 0x1p-50) / 16},
-		{AlgoIndependent, "", 1 + 0x1p-49, 2 * (1 + 0x1p-49) / 16},
-		{AlgoBaselineCorrelated, "add-remove", 1 + 0x1p-48, (1 + 0x1p-48) / 16},
+		{AlgoCorrelated, "", 1 + 5*0x1p-41, 2 * (1 + 5*0x1p-41) / 16},
+		{AlgoIndependent, "", 1 + 5*0x1p-40, 2 * (1 + 5*0x1p-40) / 16},
+		{AlgoBaselineCorrelated, "add-remove", 1 + 10*0x1p-40, (1 + 10*0x1p-40) / 16},
 	} {
 		p := securePlan(t, c.algo, c.rel)
 		if got := p.EffectiveClip(); got != c.clip {
@@ -63,8 +66,8 @@ func TestSecureAggregationWorked(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := p.Privacy
-		if r.Sensitivity != c.sens || r.EffectiveClip != c.clip || r.QuantizationTerm != 0x1p-49 {
-			t.Errorf("%s %s: sensitivity %v, effective clip %v, term %v; want %v, %v, 2^-49", c.algo, c.rel, r.Sensitivity, r.EffectiveClip, r.QuantizationTerm, c.sens, c.clip)
+		if r.Sensitivity != c.sens || r.EffectiveClip != c.clip || r.QuantizationTerm != 0x1p-40 {
+			t.Errorf("%s %s: sensitivity %v, effective clip %v, term %v; want %v, %v, 2^-40", c.algo, c.rel, r.Sensitivity, r.EffectiveClip, r.QuantizationTerm, c.sens, c.clip)
 		}
 		if !strings.Contains(r.Rule, "quantization term") || !strings.Contains(r.Rule, "secure aggregation") {
 			t.Errorf("rule %q does not name the quantization term", r.Rule)
@@ -114,9 +117,11 @@ func TestSecureCalibrationIsPlainWithEffectiveClip(t *testing.T) {
 		if err := sec.Calibrate(t.Context(), f); err != nil {
 			t.Fatal(err)
 		}
-		// Independent B_g': term = sqrt(d) 2^-(k+1), share term / tau or term.
+		// Independent B_g': term = sqrt(d) 2^-(k+1), share 5 term / tau or
+		// 5 term (term for the quantization, 4 term for the server's
+		// rounding of its division by N; see TestSecureAggregationWorked).
 		term := math.Sqrt(float64(c.d)) * math.Pow(2, -float64(sa.ScaleBits+1))
-		share := term
+		share := 5 * term
 		if c.algo == AlgoCorrelated {
 			share /= float64(c.tau)
 		}
@@ -149,7 +154,7 @@ func TestSecureAggregationValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(data, []byte(`"secure_aggregation":{"threshold":11,"ring_bits":64,"scale_bits":56,"dim":65536,"quantization_term":1.7763568394002505e-15}`)) {
+	if !bytes.Contains(data, []byte(`"secure_aggregation":{"threshold":11,"ring_bits":64,"scale_bits":47,"dim":65536,"quantization_term":9.094947017729282e-13}`)) {
 		t.Errorf("JSON %s lacks the secure aggregation", data)
 	}
 	q, err := Parse(data)
@@ -167,12 +172,14 @@ func TestSecureAggregationValidate(t *testing.T) {
 		{`"threshold":11`, `"threshold":8`, "threshold 8, want n/2 < T <= n"},
 		{`"threshold":11`, `"threshold":17`, "threshold 17"},
 		{`"ring_bits":64`, `"ring_bits":32`, "ring_bits 32, want 64"},
-		{`"scale_bits":56`, `"scale_bits":57`, "scale_bits 57, want 56"},
-		{`"scale_bits":56`, `"scale_bits":55`, "scale_bits 55, want 56"},
+		{`"scale_bits":47`, `"scale_bits":48`, "scale_bits 48, want 47"},
+		{`"scale_bits":47`, `"scale_bits":56`, "scale_bits 56, want 47 (the largest k with n (tau clip 2^k + 1/2) <= 2^53"},
+		{`"scale_bits":47`, `"scale_bits":46`, "scale_bits 46, want 47"},
 		{`"dim":65536`, `"dim":65537`, "quantization_term"},
-		{`"dim":65536,"quantization_term":1.7763568394002505e-15`, `"dim":65536,"quantization_term":1.7763568394002507e-15`, "quantization_term"},
-		{`"quantization_term":1.7763568394002505e-15,"effective_clip"`, `"quantization_term":0,"effective_clip"`, "privacy.quantization_term"},
-		{`"effective_clip":1.0000000000000009`, `"effective_clip":1`, "privacy.effective_clip"},
+		{`"dim":65536,"quantization_term":9.094947017729282e-13`, `"dim":65536,"quantization_term":9.094947017729284e-13`, "quantization_term"},
+		{`"quantization_term":9.094947017729282e-13,"effective_clip"`, `"quantization_term":0,"effective_clip"`, "privacy.quantization_term"},
+		{`"effective_clip":1.0000000000022737`, `"effective_clip":1`, "privacy.effective_clip"},
+		{`"effective_clip":1.0000000000022737`, `"effective_clip":1.0000000000004547`, "privacy.effective_clip"},
 		{`"learners":16`, `"learners":15`, "scale_bits"},
 	} {
 		bad := strings.Replace(string(data), c.from, c.to, 1)

@@ -9,25 +9,35 @@ import (
 )
 
 // TestNewQuantizerHand checks the scale bits against cases solved by hand:
-// the largest k with n (tau clip 2^k + 1/2) <= 2^62.
+// the largest k with n (tau clip 2^k + 1/2) <= 2^53.
 func TestNewQuantizerHand(t *testing.T) {
 	for _, c := range []struct {
 		n, tau int
 		clip   float64
 		k      int
 	}{
-		// 2^k + 1/2 <= 2^62: k = 61 (k = 62 overshoots by 1/2).
-		{1, 1, 1, 61},
-		// 4 (2^k + 1/2) <= 2^62, 2^k <= 2^60 - 1/2: k = 59.
-		{4, 2, 0.5, 59},
-		// 3 (2^k + 1/2) <= 2^62: 2^60 = 1.15e18 fits, 2^61 = 2.31e18 > 2^62/3 = 1.54e18.
-		{3, 1, 1, 60},
-		// 10 * 5 * 0.1 = 5 = 2^2.32: 5 * 2^k + 5 <= 2^62, k = 59 (5 * 2^59 = 2.88e18 <= 4.61e18 - 5).
-		{10, 5, 0.1, 59},
-		// 2^62 / 1 with clip 2^-100: k = 161.
-		{1, 1, 0x1p-100, 161},
-		// clip 2^62: 2^62 2^k + 1/2 <= 2^62 needs k <= -1 (2^61 + 1/2 fits).
-		{1, 1, 0x1p62, -1},
+		// 2^k + 1/2 <= 2^53: k = 52 (k = 53 overshoots by 1/2).
+		{1, 1, 1, 52},
+		// 4 (2^k + 1/2) <= 2^53, 2^k <= 2^51 - 1/2: k = 50.
+		{4, 2, 0.5, 50},
+		// 3 (2^k + 1/2) <= 2^53: 3 2^51 = 6.8e15 fits, 3 2^52 = 1.35e16 > 2^53 = 9.0e15.
+		{3, 1, 1, 51},
+		// 10 * 5 * 0.1 = 5 (and 2.8e-16): 5 * 2^k + 5 <= 2^53, k = 50 (5 * 2^50 = 5.6e15 <= 9.0e15 - 5; 5 * 2^51 = 1.1e16 is not).
+		{10, 5, 0.1, 50},
+		// 2^53 / 1 with clip 2^-100: k = 152.
+		{1, 1, 0x1p-100, 152},
+		// clip 2^62: 2^62 2^k + 1/2 <= 2^53 needs k <= -10 (2^52 + 1/2 fits).
+		{1, 1, 0x1p62, -10},
+		// clip 2^53: k = -1 (2^52 + 1/2 fits, 2^53 + 1/2 does not).
+		{1, 1, 0x1p53, -1},
+		// The ends of the range of k for n tau = 1: -970 (2^53 2^970 =
+		// 2^1023 is finite) and 1022 - bits.Len(1) = 1021 (2^(1021-969) = 2^52).
+		{1, 1, 0x1p1022, -970},
+		{1, 1, 0x1p-969, 1021},
+		// n tau = 12 (bits.Len 4): k <= 1018, and 12 (2^(k-969) + 1/2) <= 2^53
+		// holds for k - 969 <= 49 (2^53 / 12 = 2^49.4).
+		{3, 4, 0x1p-969, 1018},
+		{3, 4, 0x1p-965, 1014},
 	} {
 		q, err := NewQuantizer(c.n, c.tau, c.clip)
 		if err != nil {
@@ -43,7 +53,7 @@ func TestNewQuantizerHand(t *testing.T) {
 // arithmetic on random settings: k fits and k + 1 does not.
 func TestNewQuantizerMaximal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	lim := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), 62))
+	lim := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), 53))
 	ok := func(n, tau int, clip float64, k int) bool {
 		x := new(big.Rat).SetFloat64(clip)
 		p := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), uint(max(k, -k))))
@@ -87,8 +97,14 @@ func TestNewQuantizerErrors(t *testing.T) {
 		{1, 1, math.NaN(), "clip = NaN"},
 		{1, 1, math.Inf(1), "clip = +Inf"},
 		{1, 1, 1e-300, "too small"},
-		{1 << 40, 1 << 20, math.MaxFloat64, "too large"},
-		{1 << 30, 1 << 30, math.MaxFloat64, "too large"},
+		{1, 1, 0x1p-970, "too small: scale bits k = 1022, want k <= 1021"},
+		{3, 4, 0x1p-970, "too small: scale bits k = 1019, want k <= 1018"},
+		{1, 1, 0x1p1023, "too large"},
+		{1, 1, math.MaxFloat64, "too large"},
+		{1 << 20, 1, math.MaxFloat64 / 4, "too large"},
+		{1 << 40, 1 << 20, math.MaxFloat64, "n tau = 1099511627776*1048576, want at most 2^53"},
+		{1 << 30, 1 << 30, 1, "want at most 2^53"},
+		{1 << 27, 1<<26 + 1, 1, "want at most 2^53"},
 	} {
 		if c.n > math.MaxInt {
 			continue
@@ -160,13 +176,13 @@ func TestQuantizeRefuses(t *testing.T) {
 		}
 	}
 	// Boundary at a large scale, where bound 2^k + 1/2 is not a float64:
-	// k = 61, bound 1: the largest accepted |x| is 2^61 (the next float is 2^61 + 512).
-	q = Quantizer{ScaleBits: 61}
+	// k = 52, bound 1: the largest accepted |x| is 2^52 (the next float is 2^52 + 1).
+	q = Quantizer{ScaleBits: 52}
 	if err := q.Quantize(dst, []float64{1}, 1); err != nil {
-		t.Errorf("Quantize(1) at k = 61: %v", err)
+		t.Errorf("Quantize(1) at k = 52: %v", err)
 	}
 	if err := q.Quantize(dst, []float64{math.Nextafter(1, 2)}, 1); err == nil {
-		t.Error("Quantize(1 + ulp) at k = 61 accepted, want refused")
+		t.Error("Quantize(1 + ulp) at k = 52 accepted, want refused")
 	}
 	for _, b := range []float64{-1, math.NaN(), math.Inf(1)} {
 		if err := q.Quantize(dst, []float64{0}, b); err == nil || !strings.Contains(err.Error(), "bound") {
@@ -278,6 +294,77 @@ func TestTermBound(t *testing.T) {
 		term := new(big.Float).SetPrec(300).SetFloat64(q.Term(d))
 		if e.Cmp(term.Mul(term, term)) > 0 {
 			t.Fatalf("d = %d, k = %d: ||deq(Q(u)) - u||^2 = %v > Term^2 = %v", d, q.ScaleBits, e, q.Term(d)*q.Term(d))
+		}
+	}
+}
+
+// readBackExact checks that Dequantize of the ring element s equals
+// int64(s) 2^-k as a real number (math/big).
+func readBackExact(t *testing.T, q Quantizer, s uint64) {
+	t.Helper()
+	got := make([]float64, 1)
+	q.Dequantize(got, []uint64{s})
+	want := new(big.Float).SetPrec(200).SetInt64(int64(s))
+	want.SetMantExp(want, -q.ScaleBits)
+	if g := new(big.Float).SetPrec(200).SetFloat64(got[0]); g.Cmp(want) != 0 {
+		t.Errorf("k = %d: Dequantize(%d) = %v, want %s exactly (off by %s)", q.ScaleBits, int64(s), got[0], want.Text('g', 25), new(big.Float).Sub(g, want).Text('g', 5))
+	}
+}
+
+// TestDequantizeExactBig checks that the read-back of every ring sum a
+// NewQuantizer quantizer admits is exact, against math/big: for quantizers
+// at the ends of the range of k (-970, 1022 - bits.Len(n tau)) and in the
+// middle, the sum of n updates at the extreme of their range (every
+// coordinate tau clip, rounded to nearest as Quantize does), both signs (a
+// negative sum wraps in Z_2^64), the integers at and next to +-2^53, odd
+// integers needing all 53 bits, and random sums of n quantized entries.
+// (With the scale chosen for 2^62 the extreme sums needed up to 62 bits and
+// were read back rounded.)
+func TestDequantizeExactBig(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		n, tau int
+		clip   float64
+	}{
+		{10, 1, 1}, {10, 5, 0.1}, {3, 1, 1}, {255, 7, 1.7}, {2, 1000, 3e-5},
+		{1, 1, 0x1p1022}, {1, 1, 0x1p-969}, {3, 4, 0x1p-969}, {255, 1 << 20, 0x1p-900},
+	} {
+		q, err := NewQuantizer(c.n, c.tau, c.clip)
+		if err != nil {
+			t.Fatalf("NewQuantizer(%d, %d, %v): %v", c.n, c.tau, c.clip, err)
+		}
+		// v: the largest float64 at most tau clip (a coordinate of an
+		// update of norm tau clip).
+		exact := new(big.Float).SetPrec(200).SetFloat64(c.clip)
+		exact.Mul(exact, new(big.Float).SetInt64(int64(c.tau)))
+		v, _ := new(big.Float).SetPrec(53).SetMode(big.ToNegativeInf).Set(exact).Float64()
+		one := make([]uint64, 2)
+		if err := q.Quantize(one, []float64{v, -v}, v); err != nil {
+			t.Fatal(err)
+		}
+		sum := make([]uint64, 2)
+		for range c.n {
+			AddRing(sum, one)
+		}
+		for _, s := range sum {
+			if m := int64(s); m > MaxExactSum || m < -MaxExactSum {
+				t.Errorf("n = %d, tau = %d, clip = %v: the extreme sum %d exceeds 2^53", c.n, c.tau, c.clip, m)
+			}
+			readBackExact(t, q, s)
+		}
+		for _, m := range []int64{0, 1, -1, MaxExactSum, -MaxExactSum, MaxExactSum - 1, -(MaxExactSum - 1),
+			1<<52 + 1, -(1<<52 + 1), MaxExactSum - 3, 0x1234567890abcd, -0x1fedcba9876543} {
+			readBackExact(t, q, uint64(m))
+		}
+		// Random sums of n entries of magnitude at most top = round(v 2^k),
+		// the extreme quantized entry (n top <= n (tau clip 2^k + 1/2) <= 2^53).
+		top := int64(one[0])
+		for range 200 {
+			var s uint64
+			for range c.n {
+				s += uint64(rng.Int64N(2*top+1) - top)
+			}
+			readBackExact(t, q, s)
 		}
 	}
 }

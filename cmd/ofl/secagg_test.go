@@ -65,24 +65,26 @@ func TestSecureAggregationReport(t *testing.T) {
 		return v
 	}
 	plain, sec := get(), get("-secure-aggregation", "-threshold", "3", "-colluders", "1")
-	// n = 3, tau = 2, B_g = 5: 3 (10 2^k + 1/2) <= 2^62 holds at k = 57
-	// (30 2^57 = 4.32e18 <= 4.61e18 - 1.5), not at 58; d = 5.
-	const k = 57
+	// n = 3, tau = 2, B_g = 5: 3 (10 2^k + 1/2) <= 2^53 holds at k = 48
+	// (30 2^48 = 8.44e15 <= 9.01e15 - 1.5), not at 49; d = 5. The effective
+	// clip is 5 + 5 term / tau (plan.Plan.EffectiveClip).
+	const k = 48
 	term := math.Sqrt(5) * math.Ldexp(1, -k-1)
 	sa := sec.SecureAggregation
 	if sa == nil || *sa != (plan.SecureAggregation{Threshold: 3, Colluders: 1, RingBits: 64, ScaleBits: k, Dim: 5, QuantizationTerm: sa.QuantizationTerm}) ||
 		math.Abs(sa.QuantizationTerm/term-1) > 1e-15 {
 		t.Fatalf("secure aggregation %+v, want threshold 3, colluders 1, ring 64, k %d, d 5, term %v", sa, k, term)
 	}
-	want, err := accountant.ReleaseSensitivity(5+term/2, 3, accountant.ReplaceOne, sec.Gamma)
+	bg := 5 + 5*term/2
+	want, err := accountant.ReleaseSensitivity(bg, 3, accountant.ReplaceOne, sec.Gamma)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sec.Eps != 5 || sec.Delta != 1e-3 || sec.Sensitivity < want || sec.Sensitivity > want*(1+1e-15) || !(sec.Sensitivity > plain.Sensitivity) || sec.NoiseStd < plain.NoiseStd || !(plain.NoiseStd > 0) {
 		t.Errorf("secure record eps %v, delta %v, sensitivity %v, std %v; want (5, 1e-3), sensitivity %v > plain %v, std >= %v", sec.Eps, sec.Delta, sec.Sensitivity, sec.NoiseStd, want, plain.Sensitivity, plain.NoiseStd)
 	}
-	if !(sec.EffectiveClip >= 5+term/2) || sec.EffectiveClip > 5*(1+1e-15) || plain.EffectiveClip != 0 || plain.SecureAggregation != nil {
-		t.Errorf("effective clip %v (plain %v, %+v), want 5 + term/2 rounded up", sec.EffectiveClip, plain.EffectiveClip, plain.SecureAggregation)
+	if !(sec.EffectiveClip >= bg) || sec.EffectiveClip > bg*(1+1e-15) || plain.EffectiveClip != 0 || plain.SecureAggregation != nil {
+		t.Errorf("effective clip %v (plain %v, %+v), want 5 + 5 term/2 = %v rounded up", sec.EffectiveClip, plain.EffectiveClip, plain.SecureAggregation, bg)
 	}
 	// The flags go into the plan and come back from it (ofl evaluate).
 	c, err := parseArgs(append(append([]string{}, small...), "-secure-aggregation", "-threshold", "3", "-colluders", "1"))
