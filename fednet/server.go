@@ -1112,6 +1112,12 @@ func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 		return nil
 	}
 	seen := int(req.GetSeenRound())
+	if n := len(req.GetSeenRun()); n != len(s.run) {
+		// Not a run identity: refused without echoing the peer's bytes
+		// (up to MaxMsgSize), which the message, its typed detail and
+		// the log line would each hold twice over in hex.
+		return s.reject(codes.InvalidArgument, call, i, seen, "the witness's run identity has %d bytes, want %d", n, len(s.run))
+	}
 	if !bytes.Equal(req.GetSeenRun(), s.run[:]) {
 		// Typed (index.go): the learner reads the detail, not the words.
 		rj := refusal(codes.FailedPrecondition, call, i, seen, "the learner followed run %x, this server serves run %v: start the learner afresh for this run", req.GetSeenRun(), s.run)
