@@ -3,14 +3,26 @@ package fednet
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dpmf/dpmf/internal/testutil"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // Hostile peers, third review (docs/distributed.md, "Security model"):
@@ -69,4 +81,272 @@ func TestWitnessOfHugeRunNotEchoed(t *testing.T) {
 		t.Fatalf("server: %v", err)
 	}
 	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
+}
+
+// maxMaskedValues is the most values a MaskedChunk of dimension dim can
+// carry within MaxMsgSize, every header field at its widest.
+func maxMaskedValues(dim int) int {
+	size := func(k int) int {
+		return proto.Size(&flv1.MaskedChunk{Learner: math.MaxInt32, Round: math.MinInt32, Attempt: math.MaxUint32, Dim: int32(dim), Offset: math.MaxInt32, Values: make([]uint64, k)})
+	}
+	k := MaxMsgSize / 8
+	for size(k) > MaxMsgSize {
+		k--
+	}
+	return k
+}
+
+// secAggFiller is the largest SecAgg message field that keeps a request
+// of learner, round, attempt and phase at their widest within MaxMsgSize.
+func secAggFiller() int {
+	size := func(k int) int {
+		a := uint32(math.MaxUint32)
+		return proto.Size(&flv1.SecAggRequest{Learner: math.MaxInt32, Round: math.MinInt32, Attempt: math.MaxUint32, Phase: math.MinInt32, HasMessage: true, Message: make([]byte, k), UnmaskedAttempt: &a})
+	}
+	k := MaxMsgSize
+	for size(k) > MaxMsgSize {
+		k--
+	}
+	return k
+}
+
+// sendMaskedEncoded streams a masked input of preencoded chunks and
+// returns the server's status.
+func sendMaskedEncoded(cl flv1.FederationClient, chunks []preencoded) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cl.SubmitMasked(ctx, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		if err := st.SendMsg(c); err != nil {
+			break
+		}
+	}
+	_, err = st.CloseAndRecv()
+	return err
+}
+
+// A peer that claims the absent learner 2 of a secure run (n = 3, T = 2,
+// d = 2^17: a masked input is 1 MiB, a little more than one of the
+// largest messages) sends, from 32 calls at a time on 2 connections and
+// for the whole run, the largest messages the limit allows: SecAgg
+// messages of 1 MiB that do not decode, for the open phase of the open
+// attempt, for attempt 2^32 - 1, for round 2^30 and for a past round,
+// each with a claim that learner 2 unmasked another attempt; and masked
+// inputs of the whole dimension for attempt 2^32 - 1, for round 2^30,
+// of dimension d + 1, and for the open attempt (learner 2 is in no set
+// after phase 0). Every message is encoded once, so that the peer, in
+// this process, allocates next to nothing a call. Each is refused, and
+// the two honest learners' run releases the models of the simulation
+// without learner 2, bit for bit. While the peer runs alone, the live
+// heap (liveHeapPeak) grows by at most what gRPC and the server's limits
+// let it hold, secureHostileHeapBound:
+//
+//   - each of the peer's 32 calls in progress holds at most one message,
+//     raw and decoded (a SecAgg request is read whole before the handler
+//     runs, whatever the call limits; a masked input is refused at its
+//     first chunk, and its other chunks are never read):
+//     32 x 2 MaxMsgSize = 64 MiB;
+//   - data received on a call and not read: StreamWindow a call,
+//     32 x 512 KiB = 16 MiB;
+//   - the open attempt's aggregator (O(d + n^2): its sum, 8 d = 1 MiB)
+//     and 8 MiB for gRPC's buffers, headers and pools and the log, as in
+//     TestPlainHostileUploads.
+//
+// 89 MiB in all.
+func TestSecureHostileFloodMemory(t *testing.T) {
+	const (
+		n, R, d, T   = 3, 2, 1 << 17, 2
+		hostile      = 2
+		goroutines   = 32
+		conns        = 2
+		besideHonest = 4
+		phases       = int(secagg.PhaseUnmask) + 1
+	)
+	r := denseRun(t, n, R, d)
+	secureRun(t, r)
+	want := r.simulate(t, func(i, _ int) bool { return i == hostile })
+	var log testutil.SyncBuffer
+	opt := secureOptions(r, t.TempDir(), T)
+	opt.Log = slog.New(slog.NewTextHandler(&log, nil))
+	opt.QuorumGrace, opt.MaxWait = 300*time.Millisecond, 200*time.Millisecond
+	opt.CallTimeout = 5 * time.Second
+	if raceEnabled {
+		opt.RoundTimeout = 60 * time.Second
+	}
+	srv, err := NewServer(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := bytes.Repeat([]byte{0x5a}, secAggFiller())
+	claim := uint32(math.MaxUint32 - 1)
+	secAgg := func(round int, a uint32, p int) preencoded {
+		b, err := proto.Marshal(&flv1.SecAggRequest{Learner: hostile, Round: int32(round), Attempt: a, Phase: int32(p), HasMessage: true, Message: filler, UnmaskedAttempt: &claim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	k := maxMaskedValues(d)
+	values := make([]uint64, d+1)
+	for j := range values {
+		values[j] = uint64(j) * 0x9e3779b97f4a7c15
+	}
+	masked := func(round int, a uint32, dim int) []preencoded {
+		var out []preencoded
+		for off := 0; off < dim; off += k {
+			b, err := proto.Marshal(&flv1.MaskedChunk{Learner: hostile, Round: int32(round), Attempt: a, Dim: int32(dim), Offset: int32(off), Values: values[off:min(off+k, dim)]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	// The attacks, encoded for each open round and phase (a run without
+	// failures has attempt 0 only).
+	type attack struct {
+		name   string
+		masked bool
+		enc    [R + 1][phases][]preencoded
+	}
+	attacks := []*attack{{name: "SecAgg for the open phase"}, {name: "SecAgg for attempt 2^32-1"}, {name: "SecAgg for round 2^30"}, {name: "SecAgg for a past round"},
+		{name: "masked for attempt 2^32-1", masked: true}, {name: "masked for round 2^30", masked: true}, {name: "masked of dimension d+1", masked: true}, {name: "masked for the open attempt", masked: true}}
+	for open := range R + 1 {
+		for p := range phases {
+			attacks[0].enc[open][p] = []preencoded{secAgg(open, 0, p)}
+		}
+		attacks[1].enc[open][0] = []preencoded{secAgg(open, math.MaxUint32, 0)}
+		attacks[2].enc[open][0] = []preencoded{secAgg(1<<30, 0, 0)}
+		attacks[3].enc[open][0] = []preencoded{secAgg(open-1, 0, 0)}
+		attacks[4].enc[open][0] = masked(open, math.MaxUint32, d)
+		attacks[5].enc[open][0] = masked(1<<30, 0, d)
+		attacks[6].enc[open][0] = masked(open, 0, d+1)
+		attacks[7].enc[open][0] = masked(open, 0, d)
+	}
+	filler, values = nil, nil
+	for _, a := range attacks[1:] {
+		for open := range R + 1 {
+			for p := 1; p < phases; p++ {
+				a.enc[open][p] = a.enc[open][0]
+			}
+		}
+	}
+
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	liveBefore := liveHeap()
+	goBefore := runtime.NumGoroutine()
+	s := serveServer(t, srv)
+	ccs := make([]*grpc.ClientConn, conns)
+	for c := range ccs {
+		if ccs[c], err = grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, stopFlood := context.WithCancel(context.Background())
+	var (
+		flood    sync.WaitGroup
+		honest   atomic.Bool
+		mu       sync.Mutex
+		refusals = make([]int, len(attacks))
+		limited  atomic.Int64
+	)
+	for g := range goroutines {
+		cc := ccs[g%conns]
+		cl := flv1.NewFederationClient(cc)
+		flood.Go(func() {
+			for j := g; ctx.Err() == nil; j++ {
+				if honest.Load() && g >= besideHonest {
+					return
+				}
+				a := attacks[j%len(attacks)]
+				open, _, p := secOpen(srv)
+				if open > R {
+					open = R
+				}
+				var err error
+				if a.masked {
+					err = sendMaskedEncoded(cl, a.enc[open][p])
+				} else {
+					cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					err = cc.Invoke(cctx, flv1.Federation_SecAgg_FullMethodName, a.enc[open][p][0], new(flv1.SecAggResponse), grpc.ForceCodecV2(rawCodec{}))
+					cancel()
+				}
+				switch code := status.Code(err); code {
+				case codes.OK:
+					t.Errorf("%s: accepted", a.name)
+				case codes.ResourceExhausted:
+					limited.Add(1)
+				case codes.InvalidArgument, codes.FailedPrecondition, codes.AlreadyExists:
+					mu.Lock()
+					refusals[j%len(attacks)]++
+					mu.Unlock()
+				case codes.Canceled, codes.Unavailable, codes.DeadlineExceeded:
+					// The run ended, or a loaded machine.
+				default:
+					t.Errorf("%s: %v, want a refusal", a.name, err)
+				}
+			}
+		})
+	}
+
+	live := liveHeapPeak()
+	time.Sleep(3 * time.Second)
+	l := live()
+	growth := int64(l) - int64(liveBefore)
+	const secureHostileHeapBound = goroutines*(2*MaxMsgSize+StreamWindow) + 8*d + 8<<20
+	t.Logf("the hostile peer alone for 3 s: live heap %d MiB before, at most %d MiB (+%d MiB, bound %d MiB)", liveBefore>>20, l>>20, growth>>20, secureHostileHeapBound>>20)
+	if growth > secureHostileHeapBound {
+		t.Errorf("the live heap grew by %d MiB under the hostile secure-aggregation messages, want at most %d MiB", growth>>20, secureHostileHeapBound>>20)
+	}
+
+	honest.Store(true)
+	lctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res := make([]learnerResult, 2)
+	var wg sync.WaitGroup
+	base := t.TempDir()
+	for i := range res {
+		wg.Go(func() {
+			o := secLearner(r, s.addr, i, filepath.Join(base, strconv.Itoa(i)))
+			o.GiveUp = 60 * time.Second
+			res[i].x, res[i].err = RunLearner(lctx, o)
+		})
+	}
+	wg.Wait()
+	stopFlood()
+	flood.Wait()
+	requireLearnersOK(t, "honest learner", res)
+	if err := <-s.errc; err != nil {
+		l := log.String()
+		t.Fatalf("server: %v; log ends %s", err, l[max(0, len(l)-2000):])
+	}
+	requireSameModels(t, readRounds(t, opt.Dir, R), want)
+	for j, a := range attacks {
+		t.Logf("%s: refused %d times", a.name, refusals[j])
+		if refusals[j] == 0 {
+			t.Errorf("%s: never refused with a reason (only by the call limits?)", a.name)
+		}
+	}
+	t.Logf("%d calls refused by the call limits", limited.Load())
+	s.stop()
+	for _, cc := range ccs {
+		cc.Close()
+	}
+	if !eventually(func() bool { return runtime.NumGoroutine() <= goBefore+4 }) {
+		t.Errorf("%d goroutines after the run, %d before", runtime.NumGoroutine(), goBefore)
+	}
+}
+
+// secOpen returns the open round, attempt and phase of srv's secure round
+// (the attempt and phase 0 once the run is over).
+func secOpen(srv *Server) (round int, attempt uint32, phase int32) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.sec == nil {
+		return srv.round, 0, 0
+	}
+	return srv.round, srv.sec.ctx.Attempt, int32(srv.sec.phase)
 }
