@@ -3,12 +3,14 @@ package fednet
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -349,4 +351,39 @@ func secOpen(srv *Server) (round int, attempt uint32, phase int32) {
 		return srv.round, 0, 0
 	}
 	return srv.round, srv.sec.ctx.Attempt, int32(srv.sec.phase)
+}
+
+// The run configuration's strings a hostile server may fill up to the
+// message limit (the algorithm, the model's name) are refused with a
+// one-line error that names their length, not their bytes, as the
+// participation is (TestLearnerBoundsServersParticipation): the learner
+// echoed both, so that a Join answer of 512 KiB made an error of 512 KiB
+// (twice that for the algorithm, quoted by fedopt.ParseAlgorithm and
+// wrapped). Short unknown names are still quoted.
+func TestLearnerBoundsServerStrings(t *testing.T) {
+	huge := strings.Repeat("x", 512<<10)
+	for _, tc := range []struct {
+		name string
+		edit func(rc *flv1.RunConfig)
+		want string
+	}{
+		{"a huge algorithm", func(rc *flv1.RunConfig) { rc.Algorithm = huge }, fmt.Sprintf("algorithm of %d bytes", len(huge))},
+		{"a huge model name", func(rc *flv1.RunConfig) { rc.Model = huge }, fmt.Sprintf("model name of %d bytes", len(huge))},
+		{"an unknown algorithm", func(rc *flv1.RunConfig) { rc.Algorithm = "sgd" }, `"sgd"`},
+		{"an unknown model", func(rc *flv1.RunConfig) { rc.Model = "mlp" }, `"mlp"`},
+	} {
+		join := &flv1.JoinResponse{ProtocolVersion: Protocol, Config: fakeRunConfig()}
+		tc.edit(join.Config)
+		err := runLearnerAgainst(t, &fakeServer{join: join}, 10*time.Second)
+		switch {
+		case err == nil:
+			t.Errorf("%s: accepted", tc.name)
+		case len(err.Error()) > 1<<10:
+			t.Errorf("%s: an error of %d bytes, want at most 1 KiB: %.200s...", tc.name, len(err.Error()), err)
+		case !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		default:
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
 }

@@ -333,12 +333,20 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 
 // newLearner makes the fedopt.Learner of the run the server described.
 func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error) {
+	// Not echoed when long: a hostile server could fill the error (and
+	// the learner's log) up to the message limit.
+	if n := len(rc.GetAlgorithm()); n > maxConfigName {
+		return nil, fmt.Errorf("fednet: the server's run configuration has an algorithm of %d bytes, want one of correlated, independent, nonprivate or baseline-correlated", n)
+	}
 	algo, err := fedopt.ParseAlgorithm(rc.GetAlgorithm())
 	if err != nil {
 		return nil, fmt.Errorf("fednet: the server's %w", err)
 	}
 	m := opt.Model
 	if m == nil {
+		if n := len(rc.GetModel()); n > maxConfigName {
+			return nil, fmt.Errorf("fednet: the server's run configuration has a model name of %d bytes, this learner knows logistic (LearnerOptions.Model gives another)", n)
+		}
 		if rc.GetModel() != "logistic" {
 			return nil, fmt.Errorf("fednet: the server's model is %q, this learner knows logistic (LearnerOptions.Model gives another)", rc.GetModel())
 		}
@@ -367,6 +375,10 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	cfg := fedopt.Config{Algorithm: algo, Eta: rc.GetEta(), EtaG: 1, Clip: rc.GetClip()}
 	return fedopt.NewLearner(m, data, cfg, tau, dim)
 }
+
+// maxConfigName is the longest algorithm or model name of a server's run
+// configuration that a learner quotes in its errors.
+const maxConfigName = 64
 
 // maxParticipationSpec is the longest participation spec a learner reads
 // from a server: "minsep:B,K" with two 19-digit numbers is 46 bytes.
