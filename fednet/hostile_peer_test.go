@@ -387,3 +387,38 @@ func TestLearnerBoundsServerStrings(t *testing.T) {
 		}
 	}
 }
+
+// A hostile server's run identity of up to the message limit, where the
+// learner expects the 16 bytes of its run, is named by its length in the
+// learner's error, not written out: in a model (model.follows) and in a
+// secure-aggregation answer. The learner wrote it in hex, an error of
+// 2 MiB for a 1 MiB identity.
+func TestLearnerBoundsServerRunIdentity(t *testing.T) {
+	run := make([]byte, 16)
+	run[0] = 1
+	huge := bytes.Repeat([]byte{0xcd}, 1<<20)
+	check := func(what string, err error) {
+		t.Helper()
+		switch {
+		case err == nil:
+			t.Errorf("%s: taken", what)
+		case len(err.Error()) > 1<<10:
+			t.Errorf("%s: an error of %d bytes, want at most 1 KiB: %.200s...", what, len(err.Error()), err)
+		case !strings.Contains(err.Error(), fmt.Sprintf("%d bytes", len(huge))):
+			t.Errorf("%s: %v, want the identity's length named", what, err)
+		default:
+			t.Logf("%s: %v", what, err)
+		}
+	}
+	seen := &model{round: 0, run: run, digest: []byte{1}}
+	check("a model of another run", (&model{round: 1, run: huge}).follows(seen))
+
+	sl := hostileLearner(t, run)
+	h := &hostileSecAgg{run: huge, answer: func(int, *flv1.SecAggRequest) (*flv1.SecAggResponse, error) {
+		return &flv1.SecAggResponse{State: flv1.SecAggState_SEC_AGG_STATE_ANSWER}, nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	opt := LearnerOptions{ID: 0, CallTimeout: time.Second, WaitTimeout: time.Second}
+	check("a secure answer for another run", sl.run(ctx, h, retrier{giveUp: time.Second, log: discard}, opt, discard, 0, make([]float64, 4), true))
+}
