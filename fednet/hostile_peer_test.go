@@ -3,12 +3,16 @@ package fednet
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/testutil"
 	flv1 "github.com/dpmf/dpmf/proto/dpmf/fl/v1"
 	"github.com/dpmf/dpmf/secagg"
@@ -421,4 +426,63 @@ func TestLearnerBoundsServerRunIdentity(t *testing.T) {
 	defer cancel()
 	opt := LearnerOptions{ID: 0, CallTimeout: time.Second, WaitTimeout: time.Second}
 	check("a secure answer for another run", sl.run(ctx, h, retrier{giveUp: time.Second, log: discard}, opt, discard, 0, make([]float64, 4), true))
+}
+
+// In a run without noise (nonprivate) there is no secret key, so the
+// witness key (witnessKey of the zero key) is public and any peer can tag
+// a witness. Such a witness of a round the server has not released, or
+// of another model of a round it has, proves nothing: it is refused like
+// a forged one, and the run goes on to the simulation's models. Before,
+// one forged witness (computed here from the public key, as any peer
+// can) stopped the server for good ("the state directory was rewound"):
+// TestForgedWitnessDoesNotStopServer's promise held only for runs with a
+// noise key. A learner still stops itself at a rewound server (its own
+// witness, model.follows), and a run with noise keeps the server's check.
+func TestNoNoiseWitnessCannotStopServer(t *testing.T) {
+	r := newRun(t, 2, 3, 1, 3)
+	r.f, r.cfg.Algorithm = nil, fedopt.NonPrivate
+	opt := r.options(t.TempDir(), nil)
+	s := serve(t, opt, nil)
+	cl := rawClient(t, s.addr)
+	c := firstChunk(t, cl, 0)
+	public := witnessKey([32]byte{})
+	forge := func(round int, sum []byte) []byte {
+		m := hmac.New(sha256.New, public[:])
+		m.Write(c.GetRun())
+		m.Write(binary.LittleEndian.AppendUint64(nil, uint64(round)))
+		m.Write(sum)
+		return append(slices.Clone(sum), m.Sum(nil)...)
+	}
+	if !bytes.Equal(forge(0, c.GetDigest()[:sha256.Size]), c.GetDigest()) {
+		t.Fatal("the forged tag of round 0 is not the server's: the test does not forge as a peer can")
+	}
+	other := bytes.Repeat([]byte{7}, sha256.Size)
+	for _, tc := range []struct {
+		name   string
+		round  int32
+		digest []byte
+	}{
+		{"a round not released", 2, forge(2, other)},
+		{"another model of round 0", 0, forge(0, other)},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		round := tc.round
+		st, err := cl.GetModel(ctx, &flv1.GetModelRequest{Learner: 0, SeenRound: &round, SeenRun: c.GetRun(), SeenDigest: tc.digest})
+		if err == nil {
+			_, err = st.Recv()
+		}
+		cancel()
+		if code := status.Code(err); code != codes.InvalidArgument {
+			t.Errorf("%s: %v, want InvalidArgument", tc.name, err)
+		} else {
+			t.Logf("%s: %v", tc.name, status.Convert(err).Message())
+		}
+	}
+	want := r.simulate(t, nil)
+	_, errs := runLearners(t, r, s.addr, []int{0, 1}, nil)
+	requireNoErrors(t, errs)
+	if err := <-s.errc; err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	requireSameModels(t, readRounds(t, opt.Dir, r.R), want)
 }
