@@ -312,7 +312,10 @@ func (s *Server) Release(updates [][]float64) error {
 // x^{r+1} exactly as Release would from those updates, bit for bit. It needs
 // Config.Quantizer. present is the number of updates in the sum (0 <=
 // present <= n): an entry beyond what present updates of norm at most
-// tau B_g can give is refused (a wrapped or forged sum), and nothing changes.
+// tau B_g can give (a malicious learner's input, or a forged share, in the
+// sum) is folded back into that range along the ring (foldRing), not
+// refused, so that the release never depends on the honest updates more
+// than the calibration allows.
 func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
 	if err := s.checkRound(); err != nil {
 		return err
@@ -330,12 +333,34 @@ func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
 	// range plus the rounding).
 	most := float64(present) * (math.Ldexp(s.bound, q.ScaleBits) + 1)
 	for k, v := range sum {
-		if math.Abs(float64(int64(v))) > most {
-			return fmt.Errorf("fedopt: ring sum entry %d is %d, beyond %d updates of norm at most tau B_g = %v (%.0f)", k, int64(v), present, float64(s.shape.Tau)*s.cfg.Clip, most)
-		}
+		s.dir[k] = math.Ldexp(foldRing(int64(v), most), -q.ScaleBits)
 	}
-	q.Dequantize(s.dir, sum)
 	return s.release()
+}
+
+// foldRing maps an entry v of a ring sum (Z_{2^64}, two's complement) to
+// [-most, most]: v itself when |v| <= most, the range of an honest sum;
+// beyond, linearly along the rest of the ring from most back to -most
+// (slope 2 most / (2^64 - 2 most), at most 1 for most <= 2^62, the
+// quantizer's range). The map is continuous on the ring and 1-Lipschitz
+// in its circular distance, so an entry a malicious learner moved to the
+// edge of the range, or next to the wrap point, still changes by at most
+// as much as the honest sum does: neither whether the round is released
+// nor what is released depends on the honest updates by more than the
+// calibration allows. Refusing such an entry (as ReleaseRingSum did)
+// told the learner, free of noise, on which side of a threshold of its
+// choice the honest sum lay.
+func foldRing(v int64, most float64) float64 {
+	x := float64(v)
+	most = min(most, 0x1p62)
+	if math.Abs(x) <= most {
+		return x
+	}
+	slope := 2 * most / (0x1p64 - 2*most)
+	if x > most {
+		return most - (x-most)*slope
+	}
+	return -most + (-most-x)*slope
 }
 
 // QuantizeUpdate quantizes a learner's update u into dst with q
