@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -333,12 +334,20 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 
 // newLearner makes the fedopt.Learner of the run the server described.
 func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error) {
+	// Not echoed when long: a hostile server could fill the error (and
+	// the learner's log) up to the message limit.
+	if n := len(rc.GetAlgorithm()); n > maxConfigName {
+		return nil, fmt.Errorf("fednet: the server's run configuration has an algorithm of %d bytes, want one of correlated, independent, nonprivate or baseline-correlated", n)
+	}
 	algo, err := fedopt.ParseAlgorithm(rc.GetAlgorithm())
 	if err != nil {
 		return nil, fmt.Errorf("fednet: the server's %w", err)
 	}
 	m := opt.Model
 	if m == nil {
+		if n := len(rc.GetModel()); n > maxConfigName {
+			return nil, fmt.Errorf("fednet: the server's run configuration has a model name of %d bytes, this learner knows logistic (LearnerOptions.Model gives another)", n)
+		}
 		if rc.GetModel() != "logistic" {
 			return nil, fmt.Errorf("fednet: the server's model is %q, this learner knows logistic (LearnerOptions.Model gives another)", rc.GetModel())
 		}
@@ -367,6 +376,10 @@ func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error)
 	cfg := fedopt.Config{Algorithm: algo, Eta: rc.GetEta(), EtaG: 1, Clip: rc.GetClip()}
 	return fedopt.NewLearner(m, data, cfg, tau, dim)
 }
+
+// maxConfigName is the longest algorithm or model name of a server's run
+// configuration that a learner quotes in its errors.
+const maxConfigName = 64
 
 // maxParticipationSpec is the longest participation spec a learner reads
 // from a server: "minsep:B,K" with two 19-digit numbers is 46 bytes.
@@ -437,13 +450,23 @@ func (m *model) follows(seen *model) error {
 	case seen == nil:
 		return nil
 	case !bytes.Equal(m.run, seen.run):
-		return fmt.Errorf("fednet: the server now serves run %x, this learner followed run %x: its state directory was replaced; stopping", m.run, seen.run)
+		return fmt.Errorf("fednet: the server now serves run %s, this learner followed run %s: its state directory was replaced; stopping", runText(m.run), runText(seen.run))
 	case m.round < seen.round:
 		return fmt.Errorf("fednet: the server went back from round %d to %d: its state was rewound; stopping", seen.round, m.round)
 	case m.round == seen.round && !bytes.Equal(m.digest, seen.digest):
 		return fmt.Errorf("fednet: the server sent another model of round %d: its state was swapped; stopping", m.round)
 	}
 	return nil
+}
+
+// runText writes a run identity a server sent for an error: in hex if it
+// has the length of one, else only its length (a hostile server's bytes,
+// up to the message limit, are not echoed).
+func runText(run []byte) string {
+	if len(run) != len(runID{}) {
+		return fmt.Sprintf("identity of %d bytes", len(run))
+	}
+	return hex.EncodeToString(run)
 }
 
 // getModel receives one model, telling the server the newest one seen.
@@ -740,7 +763,7 @@ func (sl *secureLearner) run(ctx context.Context, cl flv1.FederationClient, rt r
 			return fmt.Errorf("fednet: the server answered for round %d, this learner is in round %d", resp.GetRound(), r)
 		}
 		if run := sl.state.rec.run; !bytes.Equal(resp.GetRun(), run[:]) {
-			return fmt.Errorf("fednet: the server answered for run %x, this learner's state is of run %v; stopping", resp.GetRun(), run)
+			return fmt.Errorf("fednet: the server answered for run %s, this learner's state is of run %v; stopping", runText(resp.GetRun()), run)
 		}
 		if ua, ok := sl.state.unmaskedAttempt(r); ok && ua != resp.GetAttempt() && !refusing && resp.GetState() != flv1.SecAggState_SEC_AGG_STATE_DONE {
 			refusing = true

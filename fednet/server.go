@@ -1105,13 +1105,21 @@ func (s *Server) witnessTag(r int, sum []byte) []byte {
 // older copy put back in place; the learners can. Only a witness whose
 // tag verifies proves anything (a release under this run's noise key);
 // any other is refused (InvalidArgument) and the server goes on, so that
-// a lying peer cannot stop the run.
+// a lying peer cannot stop the run. A run without noise has no secret
+// key (its witness key is public): there a witness that disagrees with
+// the releases is refused the same way.
 func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 	const call = "GetModel"
 	if req.SeenRound == nil {
 		return nil
 	}
 	seen := int(req.GetSeenRound())
+	if n := len(req.GetSeenRun()); n != len(s.run) {
+		// Not a run identity: refused without echoing the peer's bytes
+		// (up to MaxMsgSize), which the message, its typed detail and
+		// the log line would each hold twice over in hex.
+		return s.reject(codes.InvalidArgument, call, i, seen, "the witness's run identity has %d bytes, want %d", n, len(s.run))
+	}
 	if !bytes.Equal(req.GetSeenRun(), s.run[:]) {
 		// Typed (index.go): the learner reads the detail, not the words.
 		rj := refusal(codes.FailedPrecondition, call, i, seen, "the learner followed run %x, this server serves run %v: start the learner afresh for this run", req.GetSeenRun(), s.run)
@@ -1129,6 +1137,13 @@ func (s *Server) checkWitness(i int, req *flv1.GetModelRequest) error {
 	defer s.mu.Unlock()
 	if s.fault != nil {
 		return status.Error(codes.FailedPrecondition, s.fault.Error())
+	}
+	if s.opt.Noise == nil && (seen > s.round || !bytes.Equal(d[:sha256.Size], s.digests[seen][:])) {
+		// Without noise there is no secret key: the witness key is
+		// public, anyone can tag a witness, and one that disagrees
+		// with the server proves nothing. (No noise is reused either
+		// way; a learner stops itself at a rewound server.)
+		return s.reject(codes.InvalidArgument, call, i, seen, "the witness of round %d disagrees with this server's releases (newest round %d), and a run without noise has no key to tell a genuine witness from a forged one: refused", seen, s.round)
 	}
 	var err error
 	switch {

@@ -186,15 +186,14 @@ func TestSecureErrors(t *testing.T) {
 	const n, rounds, tau, dim = 3, 2, 2, 3
 	cfg, shape, newServer := secureRun(t, n, rounds, tau, dim)
 	srv := newServer()
-	// A forged or wrapped sum, a wrong length or count: refused, nothing changes.
-	huge := []uint64{0, 1 << 62, 0}
+	// A wrong length or count: refused, nothing changes. (A sum beyond
+	// what the updates can give is folded, not refused:
+	// TestRingSumReleaseIndependentOfEdge.)
 	for _, c := range []struct {
 		sum     []uint64
 		present int
 		want    string
 	}{
-		{huge, 3, "ring sum entry 1"},
-		{[]uint64{1, 0, 0}, 0, "ring sum entry 0"},
 		{make([]uint64, 2), 1, "dimension 2"},
 		{make([]uint64, 3), 4, "ring sum of 4 updates"},
 		{make([]uint64, 3), -1, "ring sum of -1 updates"},
@@ -286,16 +285,19 @@ func TestQuantizeUpdateRefusesNormBeyondBound(t *testing.T) {
 	}
 }
 
-// TestReleaseRingSumExactReadBack: a ring sum is released only where its
-// read-back is exact. n = 2, tau = 1, B_g = 2 - 2^-52: k = 51 (2 (B_g 2^k +
-// 1/2) = 2^53 exactly), n tau = 2, and two updates within UpdateBound (a
-// relative 1e-9 above tau B_g) could sum past 2^53. The entries 2^53 and
-// -(2^53 - 1) (53 bits) enter the aggregate as 2^53 2^-51 / 2 = 2 and
-// -(2 - 2^-52) exactly (by hand), and the model moves by the server step
-// times those; the entries +-(2^53 + 1), beyond an exact float64
-// (float64(2^53 + 1) = 2^53), are refused and nothing changes. Before, the
-// scale was chosen for sums up to 2^62 (k = 60 here) and 2^53 + 1 was
-// accepted and read back as 2^53.
+// TestReleaseRingSumExactReadBack: a ring sum is read back exactly. n = 2,
+// tau = 1, B_g = 2 - 2^-52: k = 51 (2 (B_g 2^k + 1/2) = 2^53 exactly),
+// n tau = 2, and two updates within UpdateBound (a relative 1e-9 above
+// tau B_g) could sum past 2^53. The entries 2^53 and -(2^53 - 1) (53 bits)
+// enter the aggregate as 2^53 2^-51 / 2 = 2 and -(2 - 2^-52) exactly (by
+// hand), and the model moves by the server step times those. The entries
+// +-(2^53 + 1), beyond an exact float64 (float64(2^53 + 1) = 2^53), and
+// 2^63 - 1 are folded into [-2^53, 2^53] along the ring (slope 2^54 /
+// (2^64 - 2^54) < 1, rounded down): to 2^53 and -2^53 (floor of the slope
+// is 0), and 2^53 - floor((2^63 - 1 - 2^53) 2^54 / (2^64 - 2^54)) =
+// 2^53 - (2^53 - 1) = 1, the wrap point's neighbour -2^63 going to 0.
+// Before, the scale was chosen for sums up to 2^62 (k = 60 here) and
+// 2^53 + 1 was accepted and read back as 2^53.
 func TestReleaseRingSumExactReadBack(t *testing.T) {
 	const n, tau, dim, clip = 2, 1, 3, 2 - 0x1p-52
 	q, err := secagg.NewQuantizer(n, tau, clip)
@@ -306,21 +308,35 @@ func TestReleaseRingSumExactReadBack(t *testing.T) {
 		t.Fatalf("NewQuantizer(2, 1, 2 - 2^-52).ScaleBits = %d, want 51", q.ScaleBits)
 	}
 	cfg := fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: 1, Clip: clip, Quantizer: &q}
-	srv, err := fedopt.NewServer(cfg, fedopt.Shape{Learners: n, Rounds: 2, Tau: tau, Dim: dim}, nil)
-	if err != nil {
-		t.Fatal(err)
+	newServer := func() *fedopt.Server {
+		srv, err := fedopt.NewServer(cfg, fedopt.Shape{Learners: n, Rounds: 2, Tau: tau, Dim: dim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
 	}
-	for _, e := range []int64{1<<53 + 1, -(1<<53 + 1), math.MaxInt64} {
-		sum := []uint64{0, uint64(e), 0}
-		if err := srv.ReleaseRingSum(sum, n); err == nil || !strings.Contains(err.Error(), "ring sum entry 1") || !strings.Contains(err.Error(), "2^53") || srv.Round() != 0 {
-			t.Errorf("ReleaseRingSum with entry %d: %v at round %d, want refused naming entry 1 and 2^53", e, err, srv.Round())
+	step := cfg.ServerStep(tau)
+	for _, c := range []struct {
+		e, folded int64
+	}{
+		{1<<53 + 1, 1 << 53},
+		{-(1<<53 + 1), -(1 << 53)},
+		{math.MaxInt64, 1},
+		{math.MinInt64, 0},
+	} {
+		srv := newServer()
+		if err := srv.ReleaseRingSum([]uint64{0, uint64(c.e), 0}, n); err != nil {
+			t.Fatalf("ReleaseRingSum with entry %d: %v", c.e, err)
+		}
+		if got, want := srv.Model()[1], -step*math.Ldexp(float64(c.folded), -52); got != want {
+			t.Errorf("ReleaseRingSum with entry %d: model entry 1 = %v, want %v (the entry folded to %d)", c.e, got, want, c.folded)
 		}
 	}
+	srv := newServer()
 	mneg := -(int64(1)<<53 - 1)
 	if err := srv.ReleaseRingSum([]uint64{1 << 53, uint64(mneg), 1}, n); err != nil {
 		t.Fatal(err)
 	}
-	step := cfg.ServerStep(tau)
 	want := []float64{-step * 2, step * (2 - 0x1p-52), -step * 0x1p-52}
 	for k, w := range want {
 		if got := srv.Model()[k]; got != w {

@@ -3,6 +3,7 @@ package fedopt
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 
 	"gonum.org/v1/gonum/floats"
@@ -314,7 +315,10 @@ func (s *Server) Release(updates [][]float64) error {
 // x^{r+1} exactly as Release would from those updates, bit for bit. It needs
 // Config.Quantizer. present is the number of updates in the sum (0 <=
 // present <= n): an entry beyond what present updates of norm at most
-// tau B_g can give is refused (a wrapped or forged sum), and nothing changes.
+// tau B_g can give (a malicious learner's input, or a forged share, in the
+// sum) is folded back into that range along the ring (foldRing), not
+// refused, so that the release never depends on the honest updates more
+// than the calibration allows.
 func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
 	if err := s.checkRound(); err != nil {
 		return err
@@ -330,20 +334,64 @@ func (s *Server) ReleaseRingSum(sum []uint64, present int) error {
 	}
 	// One update's entry is at most bound 2^k + 1 in magnitude (Quantize's
 	// range plus the rounding); and no entry beyond 2^53 is read back, so
-	// that the read-back is exact (secagg.Quantizer.Dequantize). The
-	// comparison is of integers: float64(int64(v)) would round 2^53 + 1
-	// down to 2^53.
+	// that the read-back is exact (secagg.Quantizer.Dequantize). The fold
+	// is in integers: float64(int64(v)) would round 2^53 + 1 down to 2^53.
 	most := int64(secagg.MaxExactSum)
 	if m := float64(present) * (math.Ldexp(s.bound, q.ScaleBits) + 1); m < secagg.MaxExactSum {
 		most = int64(m)
 	}
 	for k, v := range sum {
-		if e := int64(v); e > most || e < -most {
-			return fmt.Errorf("fedopt: ring sum entry %d is %d, beyond %d updates of norm at most tau B_g = %v (%d), or beyond 2^53 (an exact read-back)", k, e, present, float64(s.shape.Tau)*s.cfg.Clip, most)
-		}
+		// An entry beyond what present updates can give holds a malicious
+		// learner's input or a forged share: it is folded into [-most,
+		// most] (foldRing), not refused, and the folded integer is read
+		// back exactly.
+		s.dir[k] = math.Ldexp(float64(foldRing(int64(v), most)), -q.ScaleBits)
 	}
-	q.Dequantize(s.dir, sum)
 	return s.release()
+}
+
+// foldRing maps an entry v of a ring sum (Z_{2^64}, read as a signed
+// integer) to an integer in [-most, most], 0 <= most <= 2^53: v itself when
+// |v| <= most, the range of an honest sum; beyond it, down along the rest
+// of the ring from most to -most with slope s = 2 most / (2^64 - 2 most)
+// (at most 2^-9), rounded down in exact integer arithmetic:
+//
+//	v > most:   most - floor((v - most) s),
+//	v < -most: -most + floor((-most - v) s).
+//
+// Since s <= 1, one step along the ring (v to v + 1, 2^63 - 1 to -2^63
+// included: 1 and 0) moves the result by 0 or 1, so for any two entries
+// |foldRing(a) - foldRing(b)| is at most their circular distance on the
+// ring, at most |S - S'| when a = S + m and b = S' + m for honest sums S,
+// S' and any input m of a malicious learner: an entry moved to the edge of
+// the range, or next to the wrap point, still changes by at most as much
+// as the honest sum does, so neither whether the round is released nor
+// what is released depends on the honest updates more than the
+// calibration allows (refusing such an entry, as ReleaseRingSum did, told
+// the learner, free of noise, on which side of a threshold of its choice
+// the honest sum lay). The result is an integer of magnitude at most 2^53,
+// whose read-back is exact (secagg.Quantizer.Dequantize).
+func foldRing(v, most int64) int64 {
+	if v >= -most && v <= most {
+		return v
+	}
+	if most <= 0 {
+		return 0
+	}
+	var t uint64 // the distance past the range's edge, 1 to 2^63 - most
+	if v > most {
+		t = uint64(v - most)
+	} else {
+		t = uint64(-most) - uint64(v)
+	}
+	// floor(t 2 most / (2^64 - 2 most)): the product is below 2^63 2^54, so
+	// its high word is below 2^53 < 2^64 - 2 most, Div64's condition.
+	hi, lo := bits.Mul64(t, uint64(2*most))
+	f, _ := bits.Div64(hi, lo, -uint64(2*most))
+	if v > most {
+		return most - int64(f)
+	}
+	return -most + int64(f)
 }
 
 // QuantizeUpdate quantizes a learner's update u into dst with q

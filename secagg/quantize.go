@@ -13,16 +13,18 @@ const RingBits = 64
 
 // headroomBits: the quantized sum of n honest updates of norm at most tau clip
 // stays within [-2^53, 2^53] (NewQuantizer's choice of the scale bits), where
-// every integer is a float64: the sum's read-back is exact (see Dequantize). A
-// sum beyond MaxExactSum is refused by its reader (fedopt.Server.ReleaseRingSum),
-// and since 2^53 < 2^63 the int64 reading of an accepted sum never wraps (the
+// every integer is a float64: the sum's read-back is exact (see Dequantize). An
+// entry beyond MaxExactSum (a malicious learner's input or a forged share in
+// the sum) is folded into range by its reader (fedopt.Server.ReleaseRingSum),
+// and since 2^53 < 2^63 the int64 reading of an honest sum never wraps (the
 // ring holds [-2^63, 2^63)).
 const headroomBits = 53
 
 // MaxExactSum is 2^53, the largest magnitude of a ring sum (read as a signed
 // integer) that Dequantize reads back exactly: every integer of magnitude at most
 // 2^53 is a float64. NewQuantizer chooses the scale so that n honest updates sum
-// within it; a reader of a sum computed elsewhere refuses one beyond it.
+// within it; a reader of a sum computed elsewhere folds an entry beyond it
+// into range first (fedopt.Server.ReleaseRingSum).
 const MaxExactSum = 1 << headroomBits
 
 // Scale bits k are kept where the read-back S 2^-k of every integer S with
@@ -161,7 +163,8 @@ func (q Quantizer) limit(bound float64) float64 {
 // within [2^-1022, 2^1023], the normal range. So the read-backs of two sums
 // differ by exactly 2^-k times the integers' difference. An entry beyond
 // MaxExactSum is rounded to 53 bits (and one beyond 2^63 wraps): readers of a
-// sum computed elsewhere refuse such entries first (fedopt.Server.ReleaseRingSum).
+// sum computed elsewhere fold such entries into range first
+// (fedopt.Server.ReleaseRingSum).
 func (q Quantizer) Dequantize(dst []float64, sum []uint64) {
 	if len(dst) != len(sum) {
 		panic(fmt.Sprintf("secagg: dequantize: len(dst) = %d, want len(sum) = %d", len(dst), len(sum)))
