@@ -533,6 +533,29 @@ func (s store) readRun() (runRecord, error) {
 		return rec, fmt.Errorf("%s: run identity %q, want 32 hex digits", s.path(runFile), rec.Run)
 	}
 	copy(rec.id[:], id)
+	// run.json has no checksum; what catches a change of it (a bit flip)
+	// is that every field is checked: the plan against the one the
+	// server is started with, the key's and the derivation's fingerprints
+	// against the key and the build, the identity against the round files
+	// and the mark, the directory's inode and creation time against the
+	// directory. What remains is a field's spelling, refused here: a name
+	// this dpmf never wrote (a flipped name would drop its field, and with
+	// it the directory's binding), a noise source it does not know, an
+	// identity not in lower-case hex. (encoding/json matches a field's name
+	// whatever its case, so a flip of a letter's case reads the same
+	// record.)
+	strict := json.NewDecoder(bytes.NewReader(data))
+	strict.DisallowUnknownFields()
+	var again runRecord
+	if err := strict.Decode(&again); err != nil {
+		return rec, fmt.Errorf("%s: %v: not a field of run.json format %d (the file was changed)", s.path(runFile), err, stateFormat)
+	}
+	switch {
+	case rec.Noise != "none" && rec.Noise != "file" && rec.Noise != "given":
+		return rec, fmt.Errorf("%s: noise %q, want none, file or given (the file was changed)", s.path(runFile), rec.Noise)
+	case rec.Run != rec.id.String():
+		return rec, fmt.Errorf("%s: run identity %q, want 32 lower-case hex digits (the file was changed)", s.path(runFile), rec.Run)
+	}
 	return rec, nil
 }
 
