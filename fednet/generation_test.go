@@ -110,7 +110,7 @@ func TestLearnerGenerationAtTheTop(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls.Close()
-	if got, want := testutil.DirNames(t, dir), []string{learnerName(math.MaxInt64), "lock"}; !slices.Equal(got, want) {
+	if got, want := testutil.DirNames(t, dir), []string{learnerName(math.MaxInt64), learnerFile, "lock"}; !slices.Equal(got, want) {
 		t.Fatalf("the directory holds %q, want %q", got, want)
 	}
 	if ls, err := openLearnerState(dir, 0); err == nil || !strings.Contains(err.Error(), "has no next one") {

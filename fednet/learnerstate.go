@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -49,7 +50,11 @@ import (
 // of a smaller generation than the second one's, which no start reads,
 // or fails to claim the second one's. The single file learner.state of
 // dpmf before generations is read when the directory has no generation's
-// file, and migrated (removed) by the first write.
+// file; the first write of a process whose directory has no tombstone
+// replaces it by one, learnerMoved (after its claim): an older dpmf
+// refuses that file (bad magic) rather than start without the record,
+// and a start that finds the tombstone and no generation's file refuses
+// too (the records were lost).
 //
 // It is written durably (store.write) before the learner acts
 // on what it records: before the unmask message is sent, so that a learner
@@ -62,8 +67,11 @@ const (
 	// read where no learner-GGGGGGGG.state is.
 	learnerFile = "learner.state"
 	// learnerPrefix and learnerSuffix frame a record file's generation.
-	learnerPrefix  = "learner-"
-	learnerSuffix  = ".state"
+	learnerPrefix = "learner-"
+	learnerSuffix = ".state"
+	// learnerMoved begins the tombstone learner.state becomes once the
+	// record is in generations' files.
+	learnerMoved   = "DPMFLSGN"
 	learnerMagic   = "DPMFLS02"
 	learnerMagicV1 = "DPMFLS01"
 	// learnerHeadV1 is the length of a DPMFLS01 record before the message.
@@ -86,6 +94,10 @@ func learnerName(g uint64) string { return fmt.Sprintf("%s%08d%s", learnerPrefix
 func learnerRecordFile(base string) bool {
 	return base == learnerFile || strings.HasPrefix(base, learnerPrefix) && strings.HasSuffix(base, learnerSuffix)
 }
+
+// learnerTombstone is the content of learner.state once the record is
+// in generations' files.
+const learnerTombstone = learnerMoved + "\nthis learner's record is in learner-GGGGGGGG.state (the largest G): run the dpmf that wrote it (an older one cannot read it)\n"
 
 // learnerRecord is the content of a learner's record.
 type learnerRecord struct {
@@ -187,6 +199,8 @@ type learnerState struct {
 	file    string
 	gen     uint64
 	claimed bool
+	// moved is set once learner.state is the tombstone.
+	moved bool
 	// afterCheck, test-only, is called by write after its lock check
 	// passed and before the record is written: a process frozen there.
 	afterCheck func()
@@ -221,6 +235,7 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	ls.file, ls.gen = learnerFile, 1
 	if len(gs) > 0 {
 		ls.file, ls.gen = learnerName(gs[len(gs)-1]), gs[len(gs)-1]+1
+		ls.moved = isTombstone(store{dir}.path(learnerFile))
 	}
 	path := ls.path()
 	// As the server's state files: never a symbolic link, which would
@@ -237,6 +252,9 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("fednet: learner state: %v; refusing to start (%s must be the learner's record, a regular file: put the record back, or use a fresh directory for a new run)", err, path)
 	}
+	if bytes.HasPrefix(data, []byte(learnerMoved)) {
+		return nil, fmt.Errorf("fednet: learner state %s says that this learner's record is in %sGGGGGGGG%s files, and there is none: they were lost or removed; refusing to start (restore them, or use a fresh directory for a new run)", path, learnerPrefix, learnerSuffix)
+	}
 	rec, err := decodeLearnerRecord(data)
 	if err != nil {
 		return nil, fmt.Errorf("fednet: learner state %s: %v; refusing to start (it records the newest model this learner received and which attempt of a round it unmasked: restore it, or use a fresh directory for a new run)", path, err)
@@ -249,6 +267,19 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	}
 	ls.rec = &rec
 	return ls, nil
+}
+
+// isTombstone reports whether the file at path is a regular file that
+// begins with learnerMoved.
+func isTombstone(path string) bool {
+	f, err := atomicfile.OpenRegular(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(learnerMoved))
+	_, err = io.ReadFull(f, b)
+	return err == nil && string(b) == learnerMoved
 }
 
 // checkDirBinding refuses a record that was first written in another
@@ -311,9 +342,8 @@ func (ls *learnerState) write(rec learnerRecord) error {
 	ls.rec, ls.file = &rec, name
 	if !ls.claimed {
 		ls.claimed = true
-		// The older generations' files and the older single file are
-		// never read again (their removal need not be durable).
-		os.Remove(st.path(learnerFile))
+		// The older generations' files are never read again (their
+		// removal need not be durable).
 		if gs, err := numbered(st, learnerPrefix, learnerSuffix, learnerName); err == nil {
 			for _, g := range gs {
 				if g < ls.gen {
@@ -321,6 +351,14 @@ func (ls *learnerState) write(rec learnerRecord) error {
 				}
 			}
 		}
+	}
+	if !ls.moved {
+		// Durably, before the caller acts on the record: from now on an
+		// older dpmf refuses the directory.
+		if err := st.write(learnerFile, 0o600, []byte(learnerTombstone)); err != nil {
+			return fmt.Errorf("fednet: writing the learner state: %w", err)
+		}
+		ls.moved = true
 	}
 	return nil
 }

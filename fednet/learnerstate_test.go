@@ -718,8 +718,11 @@ func TestStaleLearnerPastItsCheckNeverReplacesTheRecord(t *testing.T) {
 // TestLearnerRecordMigrated: a record of the single file learner.state
 // (DPMFLS01 here, byte by byte from the documented layout) is read, and
 // the first write puts the record, as DPMFLS02, in generation 1's file
-// and removes learner.state; the next start takes generation 2, and its
-// first write removes generation 1's file.
+// and replaces learner.state by a tombstone that a dpmf before
+// generations refuses (its decoder, of DPMFLS01 and DPMFLS02, is this
+// one's) instead of starting without the record; the next start takes
+// generation 2, and its first write removes generation 1's file. With
+// every generation's file lost, the tombstone makes a start refuse.
 func TestLearnerRecordMigrated(t *testing.T) {
 	dir := t.TempDir()
 	run := bytes.Repeat([]byte{5}, 16)
@@ -738,8 +741,15 @@ func TestLearnerRecordMigrated(t *testing.T) {
 			t.Fatal(err)
 		}
 		ls.Close()
-		if got, want := testutil.DirNames(t, dir), []string{learnerName(g), "lock"}; !slices.Equal(got, want) {
+		if got, want := testutil.DirNames(t, dir), []string{learnerName(g), learnerFile, "lock"}; !slices.Equal(got, want) {
 			t.Fatalf("after start %d the directory holds %q, want %q", g, got, want)
+		}
+		tomb, err := os.ReadFile(filepath.Join(dir, learnerFile))
+		if err != nil || !bytes.HasPrefix(tomb, []byte("DPMFLSGN")) {
+			t.Fatalf("learner.state after start %d: %q (%v), want the tombstone", g, tomb, err)
+		}
+		if _, err := decodeLearnerRecord(tomb); err == nil {
+			t.Fatal("a dpmf before generations reads the tombstone as a record")
 		}
 		b, err := os.ReadFile(filepath.Join(dir, learnerName(g)))
 		if err != nil {
@@ -750,5 +760,16 @@ func TestLearnerRecordMigrated(t *testing.T) {
 		if want := handRecord2(run, 0, 2, 1, []byte("old"), ino, birth, g+2, []byte{byte(g)}); !bytes.Equal(b, want) {
 			t.Fatalf("generation %d's file is %x, want %x", g, b, want)
 		}
+	}
+	if err := os.Remove(filepath.Join(dir, learnerName(2))); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := openLearnerState(dir, 0)
+	if err == nil {
+		ls.Close()
+		t.Fatal("a start without any generation's file, on the tombstone, was accepted")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "lost or removed") || strings.Contains(msg, "\n") {
+		t.Fatalf("a start without any generation's file: %v, want one line saying the records were lost", err)
 	}
 }
