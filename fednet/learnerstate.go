@@ -2,14 +2,17 @@ package fednet
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
@@ -33,6 +36,26 @@ import (
 // message's length, then the message: it is read as a record without a
 // witness or a directory, and rewritten as DPMFLS02.
 //
+// Each learner process that starts on the directory writes the record to
+// a file of its own, learner-GGGGGGGG.state, named by its generation G:
+// one more than the largest generation in the directory, taken under the
+// lock after the newest record was read. As the server's snapshots
+// (secstore.go): the process claims G by linking its first write into
+// place (store.writeNew: never over an existing file), after checking
+// that the lock is still its own, and from then on replaces only its own
+// file; a start reads the file of the largest generation and, once its
+// own is claimed, removes the older ones (and learner.state). A stale
+// process (frozen after a lock check, its lock file removed, overtaken by
+// a second process of the learner, then thawed) thus writes only a file
+// of a smaller generation than the second one's, which no start reads,
+// or fails to claim the second one's. The single file learner.state of
+// dpmf before generations is read when the directory has no generation's
+// file; the first write of a process whose directory has no tombstone
+// replaces it by one, learnerMoved (after its claim): an older dpmf
+// refuses that file (bad magic) rather than start without the record,
+// and a start that finds the tombstone and no generation's file refuses
+// too (the records were lost).
+//
 // It is written durably (store.write) before the learner acts
 // on what it records: before the unmask message is sent, so that a learner
 // restarted at any point unmasks at most one attempt of a round and
@@ -40,7 +63,15 @@ import (
 // model received is used, so that a restarted learner tells the server the
 // newest model it received, which a rolled-back server cannot have.
 const (
-	learnerFile    = "learner.state"
+	// learnerFile is the single record file of dpmf before generations,
+	// read where no learner-GGGGGGGG.state is.
+	learnerFile = "learner.state"
+	// learnerPrefix and learnerSuffix frame a record file's generation.
+	learnerPrefix = "learner-"
+	learnerSuffix = ".state"
+	// learnerMoved begins the tombstone learner.state becomes once the
+	// record is in generations' files.
+	learnerMoved   = "DPMFLSGN"
 	learnerMagic   = "DPMFLS02"
 	learnerMagicV1 = "DPMFLS01"
 	// learnerHeadV1 is the length of a DPMFLS01 record before the message.
@@ -54,6 +85,19 @@ const (
 	// one gRPC message.
 	maxLearnerFile = learnerHead + MaxMsgSize + maxDigest + sha256.Size
 )
+
+// learnerName returns the name of generation g's record file.
+func learnerName(g uint64) string { return fmt.Sprintf("%s%08d%s", learnerPrefix, g, learnerSuffix) }
+
+// learnerRecordFile reports whether base names a record file, of a
+// generation or the older single one.
+func learnerRecordFile(base string) bool {
+	return base == learnerFile || strings.HasPrefix(base, learnerPrefix) && strings.HasSuffix(base, learnerSuffix)
+}
+
+// learnerTombstone is the content of learner.state once the record is
+// in generations' files.
+const learnerTombstone = learnerMoved + "\nthis learner's record is in learner-GGGGGGGG.state (the largest G): run the dpmf that wrote it (an older one cannot read it)\n"
 
 // learnerRecord is the content of a learner's record.
 type learnerRecord struct {
@@ -150,6 +194,16 @@ type learnerState struct {
 	id   int
 	lock *dirLock
 	rec  *learnerRecord
+	// file is the file the record was read from ("": none); gen is this
+	// process's generation, claimed by its first write (claimed).
+	file    string
+	gen     uint64
+	claimed bool
+	// moved is set once learner.state is the tombstone.
+	moved bool
+	// afterCheck, test-only, is called by write after its lock check
+	// passed and before the record is written: a process frozen there.
+	afterCheck func()
 }
 
 // openLearnerState locks dir (creating it) for learner id and reads its
@@ -171,14 +225,24 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	ls = &learnerState{dir: dir, id: id, lock: lock}
 	// Under the lock no other process of this learner writes here: a
 	// temporary file of the record is a leftover of a killed one.
-	if _, err := atomicfile.RemoveStaleOf(dir, 0, func(base string) bool { return base == learnerFile }); err != nil {
+	if _, err := atomicfile.RemoveStaleOf(dir, 0, learnerRecordFile); err != nil {
 		return nil, fmt.Errorf("fednet: learner state directory %s: removing stale temporary files: %w", dir, err)
+	}
+	gs, err := generations(store{dir}, learnerPrefix, learnerSuffix, learnerName, "refusing to start (move it out if you put it there; else use a fresh directory for a new run)")
+	if err != nil {
+		return nil, fmt.Errorf("fednet: learner state: %w", err)
+	}
+	ls.file, ls.gen = learnerFile, 1
+	if len(gs) > 0 {
+		ls.file, ls.gen = learnerName(gs[len(gs)-1]), gs[len(gs)-1]+1
+		ls.moved = isTombstone(store{dir}.path(learnerFile))
 	}
 	path := ls.path()
 	// As the server's state files: never a symbolic link, which would
 	// make another file pass for the record.
-	_, err = store{dir}.checkRegular(learnerFile)
-	if errors.Is(err, fs.ErrNotExist) {
+	_, err = store{dir}.checkRegular(ls.file)
+	if errors.Is(err, fs.ErrNotExist) && len(gs) == 0 {
+		ls.file = ""
 		return ls, nil
 	}
 	var data []byte
@@ -187,6 +251,9 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fednet: learner state: %v; refusing to start (%s must be the learner's record, a regular file: put the record back, or use a fresh directory for a new run)", err, path)
+	}
+	if bytes.HasPrefix(data, []byte(learnerMoved)) {
+		return nil, fmt.Errorf("fednet: learner state %s says that this learner's record is in %sGGGGGGGG%s files, and there is none: they were lost or removed; refusing to start (restore them, or use a fresh directory for a new run)", path, learnerPrefix, learnerSuffix)
 	}
 	rec, err := decodeLearnerRecord(data)
 	if err != nil {
@@ -200,6 +267,19 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	}
 	ls.rec = &rec
 	return ls, nil
+}
+
+// isTombstone reports whether the file at path is a regular file that
+// begins with learnerMoved.
+func isTombstone(path string) bool {
+	f, err := atomicfile.OpenRegular(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(learnerMoved))
+	_, err = io.ReadFull(f, b)
+	return err == nil && string(b) == learnerMoved
 }
 
 // checkDirBinding refuses a record that was first written in another
@@ -221,22 +301,28 @@ func checkDirBinding(dir string, rec learnerRecord) error {
 	return nil
 }
 
-// path is the record's file.
-func (ls *learnerState) path() string { return filepath.Join(ls.dir, learnerFile) }
+// path is the file the record was read from or last written to (the
+// older single file where there is none).
+func (ls *learnerState) path() string { return filepath.Join(ls.dir, cmp.Or(ls.file, learnerFile)) }
 
 // Close releases the directory's lock.
 func (ls *learnerState) Close() error { return ls.lock.Close() }
 
-// write replaces the record with rec durably, then keeps it. It first
-// checks that the directory's lock is still this process's: once the lock
-// file was removed or replaced, a second process of this learner may hold
-// the directory and have recorded an unmask answer of its own, which this
-// one must never replace (a restart of the second would then answer this
-// attempt too). What the check leaves is a write already past it when the
-// second process starts.
+// write writes rec durably to this process's generation's file, then
+// keeps it. It first checks that the directory's lock is still this
+// process's: once the lock file was removed or replaced, a second process
+// of this learner may hold the directory and have recorded an unmask
+// answer of its own, which this one must never replace (a restart of the
+// second would then answer this attempt too). A write already past the
+// check when the second process starts writes this process's own file,
+// of a smaller generation than the second's (or fails to claim the
+// second's): see learnerFile's comment.
 func (ls *learnerState) write(rec learnerRecord) error {
 	if err := ls.lock.held(); err != nil {
 		return fmt.Errorf("fednet: %w", err)
+	}
+	if ls.afterCheck != nil {
+		ls.afterCheck()
 	}
 	if rec.dirIno == 0 && rec.dirBirth == 0 {
 		// A new record, or one of a format without the binding: bound to
@@ -244,10 +330,36 @@ func (ls *learnerState) write(rec learnerRecord) error {
 		rec.dirIno, _ = dirInode(ls.dir)
 		rec.dirBirth, _ = dirBirth(ls.dir)
 	}
-	if err := (store{ls.dir}).write(learnerFile, 0o600, rec.encode()); err != nil {
+	st := store{ls.dir}
+	name := learnerName(ls.gen)
+	write := st.write
+	if !ls.claimed {
+		write = st.writeNew
+	}
+	if err := write(name, 0o600, rec.encode()); err != nil {
 		return fmt.Errorf("fednet: writing the learner state: %w", err)
 	}
-	ls.rec = &rec
+	ls.rec, ls.file = &rec, name
+	if !ls.claimed {
+		ls.claimed = true
+		// The older generations' files are never read again (their
+		// removal need not be durable).
+		if gs, err := numbered(st, learnerPrefix, learnerSuffix, learnerName); err == nil {
+			for _, g := range gs {
+				if g < ls.gen {
+					os.Remove(st.path(learnerName(g)))
+				}
+			}
+		}
+	}
+	if !ls.moved {
+		// Durably, before the caller acts on the record: from now on an
+		// older dpmf refuses the directory.
+		if err := st.write(learnerFile, 0o600, []byte(learnerTombstone)); err != nil {
+			return fmt.Errorf("fednet: writing the learner state: %w", err)
+		}
+		ls.moved = true
+	}
 	return nil
 }
 

@@ -69,10 +69,24 @@ func handRecord2(run []byte, learner uint32, round uint64, attempt uint32, msg [
 	return append(b, sum[:]...)
 }
 
-// readRecord decodes the learner record in dir.
+// recordPath returns the file of the newest record in dir: the largest
+// generation's, or learner.state where there is none.
+func recordPath(t *testing.T, dir string) string {
+	t.Helper()
+	gs, err := numbered(store{dir}, learnerPrefix, learnerSuffix, learnerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) == 0 {
+		return filepath.Join(dir, learnerFile)
+	}
+	return filepath.Join(dir, learnerName(gs[len(gs)-1]))
+}
+
+// readRecord decodes the newest learner record in dir.
 func readRecord(t *testing.T, dir string) learnerRecord {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, learnerFile))
+	b, err := os.ReadFile(recordPath(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +265,7 @@ func TestLearnerStateRefused(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatalf("learner 1: %v", err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, learnerFile))
+	b, err := os.ReadFile(recordPath(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +540,7 @@ func TestStaleLearnerNeverReplacesTheRecord(t *testing.T) {
 	if err := second.recordUnmask(4, 0, []byte("second")); err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile(filepath.Join(dir, learnerFile))
+	want, err := os.ReadFile(recordPath(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +555,7 @@ func TestStaleLearnerNeverReplacesTheRecord(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "removed or replaced") {
 		t.Errorf("the stale learner recorded its witness: %v", err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, learnerFile)); !bytes.Equal(b, want) {
+	if b, _ := os.ReadFile(recordPath(t, dir)); !bytes.Equal(b, want) {
 		t.Errorf("the stale learner replaced the second one's record (round 4, attempt 0): the file is %x", b)
 	}
 }
@@ -590,16 +604,17 @@ func TestLearnerStateRefusesSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls.Close()
-	path := filepath.Join(dir, learnerFile)
+	path := recordPath(t, dir)
 	if err := os.Rename(path, path+".old"); err != nil {
 		t.Fatal(err)
 	}
+	old := filepath.Base(path) + ".old"
 	for _, c := range []struct {
 		name string
 		make func() error
 		want string
 	}{
-		{"symbolic link", func() error { return os.Symlink(learnerFile+".old", path) }, "symbolic link"},
+		{"symbolic link", func() error { return os.Symlink(old, path) }, "symbolic link"},
 		{"directory", func() error { return os.Mkdir(path, 0o700) }, "not a regular file"},
 	} {
 		os.Remove(path)
@@ -615,5 +630,146 @@ func TestLearnerStateRefusesSymlink(t *testing.T) {
 		if msg := err.Error(); !strings.Contains(msg, c.want) || !strings.Contains(msg, "fresh directory") || strings.Contains(msg, "\n") {
 			t.Errorf("%s: %v, want one line with %q and what to do", c.name, err, c.want)
 		}
+	}
+}
+
+// TestStaleLearnerPastItsCheckNeverReplacesTheRecord: a learner process
+// (A) frozen after the lock check of a write, its lock file then removed,
+// is overtaken by a second process (B) that records its unmask answer of
+// round 4, attempt 0 (or, second case, a newer witness); A thaws and
+// writes its record (its answer of round 4, attempt 1; or an older
+// witness). A restart reads B's record, not A's. Before records were
+// written per generation, A's rename replaced learner.state after B's
+// write, and a restart read A's answer (so would answer attempt 1 of round
+// 4 a second time, after B answered attempt 0) or A's older witness. In
+// the third case A had not yet claimed its generation, so B took the same
+// one: A's claim then fails and changes nothing.
+func TestStaleLearnerPastItsCheckNeverReplacesTheRecord(t *testing.T) {
+	run := bytes.Repeat([]byte{3}, 16)
+	for _, c := range []string{"unmask", "witness", "unclaimed"} {
+		t.Run(c, func(t *testing.T) {
+			dir := t.TempDir()
+			a, err := openLearnerState(dir, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if c != "unclaimed" {
+				if err := a.bind(run, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var b *learnerState
+			a.afterCheck = func() {
+				a.afterCheck = nil
+				if err := removeLock(dir); err != nil {
+					t.Fatal(err)
+				}
+				if b, err = openLearnerState(dir, 0); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.bind(run, false); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.recordUnmask(4, 0, []byte("second")); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.recordWitness(&model{round: 6, run: run, digest: []byte("second")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch c {
+			case "unmask":
+				err = a.recordUnmask(4, 1, []byte("stale"))
+				if err == nil || !strings.Contains(err.Error(), "removed or replaced") {
+					t.Errorf("the stale learner's answer: %v, want its lock check after the write to fail", err)
+				}
+			case "witness":
+				if err := a.recordWitness(&model{round: 5, run: run, digest: []byte("stale")}); err != nil {
+					t.Fatal(err)
+				}
+			case "unclaimed":
+				err = a.bind(run, false)
+				if err == nil || !strings.Contains(err.Error(), "already exists") || strings.Contains(err.Error(), "\n") {
+					t.Errorf("the stale learner's claim of the second one's generation: %v, want one line with %q", err, "already exists")
+				}
+			}
+			if b == nil {
+				t.Fatal("the second learner never started")
+			}
+			b.Close()
+			restart, err := openLearnerState(dir, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer restart.Close()
+			rec := restart.rec
+			if rec == nil || !rec.unmasked || rec.round != 4 || rec.attempt != 0 || string(rec.msg) != "second" ||
+				!rec.witnessed || rec.seenRound != 6 || string(rec.seenDigest) != "second" {
+				t.Fatalf("a restart reads %+v, want the second learner's record (round 4, attempt 0; witness of round 6)", rec)
+			}
+			if _, _, err := restart.unmasked(4, 1); err == nil {
+				t.Error("a restart would answer attempt 1 of round 4 after the second learner answered attempt 0")
+			}
+		})
+	}
+}
+
+// TestLearnerRecordMigrated: a record of the single file learner.state
+// (DPMFLS01 here, byte by byte from the documented layout) is read, and
+// the first write puts the record, as DPMFLS02, in generation 1's file
+// and replaces learner.state by a tombstone that a dpmf before
+// generations refuses (its decoder, of DPMFLS01 and DPMFLS02, is this
+// one's) instead of starting without the record; the next start takes
+// generation 2, and its first write removes generation 1's file. With
+// every generation's file lost, the tombstone makes a start refuse.
+func TestLearnerRecordMigrated(t *testing.T) {
+	dir := t.TempDir()
+	run := bytes.Repeat([]byte{5}, 16)
+	if err := os.WriteFile(filepath.Join(dir, learnerFile), handRecord(run, 0, 2, 1, []byte("old")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for g := uint64(1); g <= 2; g++ {
+		ls, err := openLearnerState(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec := ls.rec; rec == nil || rec.round != 2 || rec.attempt != 1 || string(rec.msg) != "old" {
+			t.Fatalf("start %d reads %+v", g, rec)
+		}
+		if err := ls.recordWitness(&model{round: int(g) + 2, run: run, digest: []byte{byte(g)}}); err != nil {
+			t.Fatal(err)
+		}
+		ls.Close()
+		if got, want := testutil.DirNames(t, dir), []string{learnerName(g), learnerFile, "lock"}; !slices.Equal(got, want) {
+			t.Fatalf("after start %d the directory holds %q, want %q", g, got, want)
+		}
+		tomb, err := os.ReadFile(filepath.Join(dir, learnerFile))
+		if err != nil || !bytes.HasPrefix(tomb, []byte("DPMFLSGN")) {
+			t.Fatalf("learner.state after start %d: %q (%v), want the tombstone", g, tomb, err)
+		}
+		if _, err := decodeLearnerRecord(tomb); err == nil {
+			t.Fatal("a dpmf before generations reads the tombstone as a record")
+		}
+		b, err := os.ReadFile(filepath.Join(dir, learnerName(g)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ino, _ := dirInode(dir)
+		birth, _ := dirBirth(dir)
+		if want := handRecord2(run, 0, 2, 1, []byte("old"), ino, birth, g+2, []byte{byte(g)}); !bytes.Equal(b, want) {
+			t.Fatalf("generation %d's file is %x, want %x", g, b, want)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, learnerName(2))); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := openLearnerState(dir, 0)
+	if err == nil {
+		ls.Close()
+		t.Fatal("a start without any generation's file, on the tombstone, was accepted")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "lost or removed") || strings.Contains(msg, "\n") {
+		t.Fatalf("a start without any generation's file: %v, want one line saying the records were lost", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -464,7 +463,7 @@ func TestSecureLearnerKilledBeforeUnmaskSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameModels(t, readRounds(t, dir, r.R), want)
-	data, err := os.ReadFile(filepath.Join(dir0, learnerFile))
+	data, err := os.ReadFile(recordPath(t, dir0))
 	if err != nil {
 		t.Fatal(err)
 	}

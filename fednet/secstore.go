@@ -92,7 +92,9 @@ func decodeSec(data []byte) (secSnapshot, error) {
 
 // secGens returns the generations that have a snapshot file in the
 // directory, increasing.
-func (s store) secGens() ([]uint64, error) { return numbered(s, secPrefix, secSuffix, secName) }
+func (s store) secGens() ([]uint64, error) {
+	return generations(s, secPrefix, secSuffix, secName, "refusing to resume: start a new run in a fresh state directory")
+}
 
 // writeSecSnapshot writes sr's snapshot durably to this server's file,
 // claiming its generation with the first write. The caller holds s.mu

@@ -151,7 +151,12 @@ func writeRealState(f *testing.F) error {
 		files[kind] = append(files[kind], b)
 	}
 	for i := range r.n {
-		b, err := os.ReadFile(filepath.Join(ldir, hex.EncodeToString([]byte{byte(i)}), learnerFile))
+		ld := store{filepath.Join(ldir, hex.EncodeToString([]byte{byte(i)}))}
+		gs, err := numbered(ld, learnerPrefix, learnerSuffix, learnerName)
+		if err != nil || len(gs) == 0 {
+			return fmt.Errorf("learner %d left no record (%v)", i, err)
+		}
+		b, err := os.ReadFile(ld.path(learnerName(gs[len(gs)-1])))
 		if err != nil {
 			return err
 		}

@@ -247,9 +247,9 @@ func (s store) put(name string, perm os.FileMode, data []byte, once bool) error 
 	case err == nil:
 		return nil
 	case errors.Is(err, atomicfile.ErrExists):
-		return fmt.Errorf("%s already exists, but this server writes each such file once: another server or process put it there (was the lock file removed?); stopping without serving it", path)
+		return fmt.Errorf("%s already exists, but each such file is written once: another server or learner process put it there (was the lock file removed?); stopping without serving or sending what it holds", path)
 	case errors.Is(err, atomicfile.ErrTempGone):
-		return fmt.Errorf("writing %s: its temporary file is gone (another server started on the directory, or the directory was moved or replaced); stopping without serving it", path)
+		return fmt.Errorf("writing %s: its temporary file is gone (another server or learner process started on the directory, or the directory was moved or replaced); stopping without serving or sending what it holds", path)
 	}
 	return fmt.Errorf("writing %s: %w", path, err)
 }
@@ -373,7 +373,8 @@ func (s store) rounds() ([]int, error) { return numbered(s, "round-", ".x", roun
 
 // numbered returns the numbers of the files prefix+number+suffix in the
 // directory, increasing. A file of that form whose name is not name(its
-// number) is refused: one number, one spelling.
+// number) is refused: one number, one spelling (a number beyond N's range
+// has none).
 func numbered[N int | uint64](s store, prefix, suffix string, name func(N) string) ([]N, error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -385,14 +386,35 @@ func numbered[N int | uint64](s store, prefix, suffix string, name func(N) strin
 		if !strings.HasPrefix(file, prefix) || !strings.HasSuffix(file, suffix) {
 			continue
 		}
-		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(file, prefix), suffix), 10, 63)
+		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(file, prefix), suffix), 10, 64)
 		if err != nil || name(N(n)) != file {
-			return nil, fmt.Errorf("%s: unexpected file in the state directory: move it out (only the server's own files belong there)", s.path(file))
+			return nil, fmt.Errorf("%s: unexpected file in the state directory: move it out (only the files of the server or learner that uses the directory belong there)", s.path(file))
 		}
 		ns = append(ns, N(n))
 	}
 	slices.Sort(ns)
 	return ns, nil
+}
+
+// maxGen is the largest generation a start takes for its server's
+// snapshot file or its learner's record file: one more than the largest
+// in its directory. No directory gets near it by starts (one generation
+// each); a file of generation maxGen or more could only have been put
+// there or renamed, and has no next generation that fits, so a start
+// refuses it rather than wrap to a small generation that the next start
+// would not read as the newest.
+const maxGen = math.MaxInt64
+
+// generations returns numbered's generations of the files
+// prefix+G+suffix, refusing a directory whose largest generation is
+// maxGen or more (todo says what to do).
+func generations(s store, prefix, suffix string, name func(uint64) string, todo string) ([]uint64, error) {
+	gs, err := numbered(s, prefix, suffix, name)
+	if err == nil && len(gs) > 0 && gs[len(gs)-1] >= maxGen {
+		g := gs[len(gs)-1]
+		return nil, fmt.Errorf("%s: generation %d has no next one (a start takes one more than the largest, at most %d, one per start): no server or learner wrote it, it was put there or renamed; %s", s.path(name(g)), g, uint64(maxGen), todo)
+	}
+	return gs, err
 }
 
 // mark is the high-water mark: the last released round of run id and the
@@ -511,6 +533,29 @@ func (s store) readRun() (runRecord, error) {
 		return rec, fmt.Errorf("%s: run identity %q, want 32 hex digits", s.path(runFile), rec.Run)
 	}
 	copy(rec.id[:], id)
+	// run.json has no checksum; what catches a change of it (a bit flip)
+	// is that every field is checked: the plan against the one the
+	// server is started with, the key's and the derivation's fingerprints
+	// against the key and the build, the identity against the round files
+	// and the mark, the directory's inode and creation time against the
+	// directory. What remains is a field's spelling, refused here: a name
+	// this dpmf never wrote (a flipped name would drop its field, and with
+	// it the directory's binding), a noise source it does not know, an
+	// identity not in lower-case hex. (encoding/json matches a field's name
+	// whatever its case, so a flip of a letter's case reads the same
+	// record.)
+	strict := json.NewDecoder(bytes.NewReader(data))
+	strict.DisallowUnknownFields()
+	var again runRecord
+	if err := strict.Decode(&again); err != nil {
+		return rec, fmt.Errorf("%s: %v: not a field of run.json format %d (the file was changed)", s.path(runFile), err, stateFormat)
+	}
+	switch {
+	case rec.Noise != "none" && rec.Noise != "file" && rec.Noise != "given":
+		return rec, fmt.Errorf("%s: noise %q, want none, file or given (the file was changed)", s.path(runFile), rec.Noise)
+	case rec.Run != rec.id.String():
+		return rec, fmt.Errorf("%s: run identity %q, want 32 lower-case hex digits (the file was changed)", s.path(runFile), rec.Run)
+	}
 	return rec, nil
 }
 

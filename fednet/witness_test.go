@@ -159,7 +159,7 @@ func TestPlainLearnerStateRefused(t *testing.T) {
 	}
 	require.NoError(t, start(first.addr, orig, false))
 	require.NoError(t, <-first.errc)
-	done, err := os.ReadFile(filepath.Join(orig, learnerFile))
+	done, err := os.ReadFile(recordPath(t, orig))
 	require.NoError(t, err)
 	rec := readRecord(t, orig)
 	require.True(t, rec.witnessed && rec.seenRound == r.R && bytes.Equal(rec.run[:], first.srv.run[:]), "record %+v", rec)
