@@ -278,3 +278,78 @@ func TestRevsensNilWorkload(t *testing.T) {
 		}
 	}
 }
+
+// TestRevsensLargerRCheapPatterns is the brute force past the sizes where
+// every pattern of every participation can be enumerated, for the
+// participations whose patterns stay few: fixed epochs (the R/k residue
+// classes, every sign vector of each), min-separation with 2
+// participations (the pairs at least b apart) and with a separation of at
+// least R/3 (at most 3 participations). Every registered strategy with its
+// default settings, factors and loss-only paths, at R = 40 (and 100
+// without -short, with 3 and 7 bands and 2 buffers too), on the C the
+// operator streams, and after moving the result to single participation
+// and back (WithParticipation).
+func TestRevsensLargerRCheapPatterns(t *testing.T) {
+	r, extra := 100, true
+	if testing.Short() {
+		r, extra = 40, false
+	}
+	ctx := t.Context()
+	w := prefix(t, r)
+	parts := []Participation{FixedEpochs(2), FixedEpochs(4), FixedEpochs(8)}
+	for _, b := range []int{1, 5, 16, r/2 - 1} {
+		parts = append(parts, MinSeparation(b, 2))
+	}
+	for _, b := range []int{r / 3, r/3 + 1, r - 1} {
+		parts = append(parts, MinSeparation(b, 0))
+	}
+	for _, info := range Registry() {
+		specs := []string{info.Name}
+		for _, s := range info.Settings {
+			switch {
+			case !extra:
+			case s.Name == "bands":
+				specs = append(specs, info.Name+":bands=3", info.Name+":bands=7")
+			case s.Name == "buffers":
+				specs = append(specs, info.Name+":buffers=2")
+			}
+		}
+		for _, spec := range specs {
+			s, err := ParseStrategy(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, lossOnly := range []bool{false, true} {
+				if lossOnly && !info.HasLossOnly() {
+					continue
+				}
+				st, err := WithLossOnly(s, lossOnly)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, p := range parts {
+					if !extra && info.Name == StrategyBLT && p.Kind == KindMinSep && i%2 == 0 {
+						continue // BLT refits for every pattern: half of them
+					}
+					f, err := st.Factorize(ctx, w, p)
+					if err != nil {
+						continue
+					}
+					c := operatorC(f.Operator)
+					if c == nil {
+						if _, c, err = f.Factors(); err != nil {
+							continue
+						}
+					}
+					what := fmt.Sprintf("R=%d %s (loss-only %v) under %v", r, spec, lossOnly, p)
+					checkRevsens(t, what, f.Metrics.UnitSensitivity, c, p)
+					if g, err := f.WithParticipation(SingleParticipation()); err == nil {
+						if h, err := g.WithParticipation(p); err == nil {
+							checkRevsens(t, what+" (WithParticipation)", h.Metrics.UnitSensitivity, c, p)
+						}
+					}
+				}
+			}
+		}
+	}
+}
