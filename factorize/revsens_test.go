@@ -188,24 +188,29 @@ func TestRevsensToeplitzRuleRandomColumns(t *testing.T) {
 }
 
 // TestRevsensSignedC checks SensitivityOf on random C with entries of both
-// signs (where the sum of X over a pattern is not the sensitivity) and
-// random supports (banded, Toeplitz with a negative coefficient, tall),
-// under every pattern over n <= 8 rounds: never below the best sign vector
-// on a pattern, and where exact, not above the sum of |X|.
+// signs (where the sum of X over a pattern is not the sensitivity):
+// lower-triangular with random supports (banded, Toeplitz with negative
+// coefficients), tall, and arbitrary m x n (wide or tall, not triangular,
+// with zeros and ties from entries in {-1, 0, 1}), under every pattern
+// over n <= 8 rounds: never below the best sign vector on a pattern, and
+// where exact, not above the sum of |X|.
 func TestRevsensSignedC(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 1))
-	trials := 120
+	trials := 400
 	if testing.Short() {
-		trials = 30
+		trials = 80
 	}
 	for trial := range trials {
 		n := 1 + rng.IntN(8)
 		m := n
-		if trial%4 == 3 {
+		switch trial % 5 {
+		case 3:
 			m = n + rng.IntN(4) // tall
+		case 4:
+			m = 1 + rng.IntN(n+3) // any shape, any entries
 		}
 		bands := m
-		if trial%4 == 1 {
+		if trial%5 == 1 {
 			bands = 1 + rng.IntN(n)
 		}
 		c := mat.NewDense(m, n, nil)
@@ -214,15 +219,20 @@ func TestRevsensSignedC(t *testing.T) {
 			col[i] = rng.NormFloat64()
 		}
 		for i := 0; i < m; i++ {
-			for j := 0; j <= min(i, n-1); j++ {
-				if i-j >= bands {
-					continue
+			for j := 0; j < n; j++ {
+				switch {
+				case trial%5 == 4:
+					if d := rng.IntN(4); d == 1 {
+						c.Set(i, j, float64(rng.IntN(3)-1))
+					} else if d > 1 {
+						c.Set(i, j, rng.NormFloat64())
+					}
+				case j > i || i-j >= bands:
+				case trial%5 == 2:
+					c.Set(i, j, col[i-j]) // Toeplitz, signed
+				default:
+					c.Set(i, j, rng.NormFloat64())
 				}
-				v := rng.NormFloat64()
-				if trial%4 == 2 {
-					v = col[i-j] // Toeplitz, signed
-				}
-				c.Set(i, j, v)
 			}
 		}
 		ps := []Participation{SingleParticipation()}
