@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -71,5 +72,27 @@ func TestRevsensCalibrationBruteForce(t *testing.T) {
 	}
 	if built < 50 {
 		t.Errorf("only %d plans built", built)
+	}
+}
+
+// TestRevsensParticipationCheckedForEveryWorkload pins that Validate
+// refuses a participation that is not valid over the plan's rounds
+// whatever the workload: a plan mfsolve prints for momentum, weighted
+// prefix sums or a matrix has Rounds = the workload's R too, but Validate
+// checked the pattern against the rounds only for the prefix sums, so
+// epochs:3 over 10 rounds passed for the others.
+func TestRevsensParticipationCheckedForEveryWorkload(t *testing.T) {
+	for _, wl := range []string{"", WorkloadPrefix, "momentum", "weighted", "matrix"} {
+		for _, part := range []string{"epochs:3", "epochs:20"} {
+			p := &Plan{Workload: wl, Rounds: 10, Participation: part, Strategy: "optimal"}
+			err := p.Validate()
+			if err == nil || !strings.Contains(err.Error(), "participation") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("workload %q, %s over 10 rounds: %v, want a one-line error naming the participation", wl, part, err)
+			}
+		}
+		p := &Plan{Workload: wl, Rounds: 10, Participation: "epochs:5", Strategy: "optimal"}
+		if err := p.Validate(); err != nil {
+			t.Errorf("workload %q, epochs:5 over 10 rounds: %v", wl, err)
+		}
 	}
 }
