@@ -160,6 +160,11 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 		opt.Tol = s.Tol // 0: DefaultBandedTol
 		opt.LossOnly = s.LossOnly
 		if s.LossOnly {
+			// The workload first: a nil one has no R to validate p
+			// against (it panicked here).
+			if err := checkWorkload(w); err != nil {
+				return nil, err
+			}
 			if err := p.Validate(w.R()); err != nil {
 				return nil, err
 			}

@@ -572,7 +572,9 @@ func (p *Plan) Validate() error {
 	if err != nil {
 		return err
 	}
-	if err := part.Validate(p.Rounds); err != nil && p.workload() == WorkloadPrefix {
+	// Every workload: a plan of another workload (mfsolve's) has its R
+	// as Rounds too.
+	if err := part.Validate(p.Rounds); err != nil {
 		return wrap(err)
 	}
 	switch p.Algorithm {
