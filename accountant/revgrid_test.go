@@ -649,3 +649,48 @@ func TestRevBadInputs(t *testing.T) {
 	check("EpsilonBounds delta=1", second(p.EpsilonBounds(1)))
 	check("SampledGaussianDeltaBounds q=1.5", second(SampledGaussianDeltaBounds(1.5, 1, 1, 1, AddRemove)))
 }
+
+// TestRevReplaceOneOneStep: one replace-one step (q < 1) of SampledGaussian
+// against the truth of its pair (replaceTruth1). It was accounted by
+// SampledGaussianPLD, whose composition of the two directions at tilt 0
+// bounded the FFT's rounding by a floor near 1e-11 under every delta: at
+// q = 0.01, sigma = 1, eps(1e-12) was +Inf (two steps: 0.67; the truth is
+// 0.633) and SampledGaussianSigma(q = 0.01, T = 1, eps = 5, delta = 1e-12)
+// was 3.23, where sigma = 0.6 already has a true delta of 2.8e-17.
+func TestRevReplaceOneOneStep(t *testing.T) {
+	const q, sigma = 0.01, 1.0
+	p, err := SampledGaussian(q, sigma, 1, ReplaceOne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := SampledGaussian(q, sigma, 2, ReplaceOne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := replaceTruth1(q, sigma)
+	checkAgainstTruth(t, "q=0.01 sigma=1 T=1 replace-one", p, tr, []float64{0.5, 1, 2}, []float64{1e-12, 1e-10, 1e-6})
+	for _, delta := range []float64{1e-12, 1e-10} {
+		b, err := p.EpsilonBounds(delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2, err := p2.EpsilonBounds(delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One step is a post-processing of two: its eps is no larger.
+		if !(b.Safe <= b2.Safe) || !(b.Width() <= 1e-4) {
+			t.Errorf("delta=%v: one step eps %+v (width %.3g), two steps %+v", delta, b, b.Width(), b2)
+		}
+	}
+	s, err := SampledGaussianSigma(t.Context(), q, 1, 5, 1e-12, ReplaceOne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, e := replaceTruth1(q, 0.6)(5); !(d+e < 1e-12) || !(s <= 0.6) {
+		t.Errorf("sigma for (5, 1e-12) is %v; at 0.6 the true delta is %.3g", s, d)
+	}
+	if d, e := replaceTruth1(q, s)(5); d-e > 1e-12 {
+		t.Errorf("PRIVACY: sigma %v has true delta %.6g > 1e-12", s, d)
+	}
+}

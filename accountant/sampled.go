@@ -179,7 +179,10 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 				return nil, err
 			}
 		}
-		if rel == ReplaceOne && q < 1 && steps > 1 {
+		// One step too: SampledGaussianPLD composes its two directions at
+		// tilt 0, whose rounding bound left a floor near 1e-11 under every
+		// delta (q = 0.01, sigma = 1: eps(1e-12) = +Inf, two steps 0.67).
+		if rel == ReplaceOne && q < 1 {
 			return replaceOneSteps(q, sigma, steps, fold, o, p)
 		}
 		if p == nil {
