@@ -683,14 +683,43 @@ func TestRevReplaceOneOneStep(t *testing.T) {
 			t.Errorf("delta=%v: one step eps %+v (width %.3g), two steps %+v", delta, b, b.Width(), b2)
 		}
 	}
-	s, err := SampledGaussianSigma(t.Context(), q, 1, 5, 1e-12, ReplaceOne)
+	if !testing.Short() { // about 3 s
+		s, err := SampledGaussianSigma(t.Context(), q, 1, 5, 1e-12, ReplaceOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, e := replaceTruth1(q, 0.6)(5); !(d+e < 1e-12) || !(s <= 0.6) {
+			t.Errorf("sigma for (5, 1e-12) is %v; at 0.6 the true delta is %.3g", s, d)
+		}
+		if d, e := replaceTruth1(q, s)(5); d-e > 1e-12 {
+			t.Errorf("PRIVACY: sigma %v has true delta %.6g > 1e-12", s, d)
+		}
+	}
+	// SelfCompose of the one step composes the step's pair (its base), as
+	// before: the one step's own tilted result carried to SelfCompose's
+	// lower tilts gave eps(1e-10) in [0, 9.31] at q = 0.3, 10 copies. Its
+	// bracket must meet SampledGaussian's of 10 steps, and be narrow.
+	one, err := SampledGaussian(0.3, 1, 1, ReplaceOne)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, e := replaceTruth1(q, 0.6)(5); !(d+e < 1e-12) || !(s <= 0.6) {
-		t.Errorf("sigma for (5, 1e-12) is %v; at 0.6 the true delta is %.3g", s, d)
+	ten, err := one.SelfCompose(10)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if d, e := replaceTruth1(q, s)(5); d-e > 1e-12 {
-		t.Errorf("PRIVACY: sigma %v has true delta %.6g > 1e-12", s, d)
+	direct, err := SampledGaussian(0.3, 1, 10, ReplaceOne)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bx, err := ten.EpsilonBounds(1e-10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, err := direct.EpsilonBounds(1e-10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(bx.Optimistic <= by.Safe && by.Optimistic <= bx.Safe) || !(bx.Width() <= 1e-3) {
+		t.Errorf("q=0.3: one step self-composed 10 times: eps(1e-10) %+v (width %.3g), 10 steps %+v", bx, bx.Width(), by)
 	}
 }
