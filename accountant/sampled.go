@@ -131,7 +131,8 @@ func checkRelation(rel Relation) error {
 // the same distribution as steps compositions of the step's pair, with
 // one inverse transform's rounding where composing the step first raised
 // a transform's rounding steps-fold (docs/privacy.md, "How the replace-one
-// steps are composed").
+// steps are composed"). One step is composed the same way; SelfCompose and
+// Compose of that one-step PLD compose SampledGaussianPLD's pair for it.
 //
 // Special cases are:
 //
@@ -179,8 +180,26 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 				return nil, err
 			}
 		}
-		if rel == ReplaceOne && q < 1 && steps > 1 {
-			return replaceOneSteps(q, sigma, steps, fold, o, p)
+		// One step too: SampledGaussianPLD composes its two directions at
+		// tilt 0, whose rounding bound left a floor near 1e-11 under every
+		// delta (q = 0.01, sigma = 1: eps(1e-12) = +Inf, two steps 0.67).
+		if rel == ReplaceOne && q < 1 {
+			r, err := replaceOneSteps(q, sigma, steps, fold, o, p)
+			if err != nil || steps > 1 || so.safeOnly {
+				return r, err
+			}
+			// The one step's result is tilted for its own tail, and
+			// SelfCompose of it, which needs the error at lower tilts,
+			// was loose (q = 0.3, sigma = 1, 10 copies: eps(1e-10) in
+			// [0, 9.31] against [7.756656, 7.756657]): record the step's
+			// pair as its base, so that SelfCompose and Compose of it
+			// compose that pair as they did before.
+			b, err := SampledGaussianPLD(q, sigma, rel, o)
+			if err != nil {
+				return nil, err
+			}
+			r.base, r.count = b, 1
+			return r, nil
 		}
 		if p == nil {
 			if p, err = SampledGaussianPLD(q, sigma, rel, o); err != nil {
