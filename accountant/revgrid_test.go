@@ -3,6 +3,7 @@ package accountant
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -255,6 +256,11 @@ func checkAgainstTruth(t *testing.T, name string, p *PLD, truth revTruth, epss, 
 	}
 }
 
+// revFull reports whether the review's grids run in full (DPMF_LONG=1,
+// about 2.5 minutes); otherwise, in CI's go test ./... as under -short,
+// each runs a subset that still meets every kind of truth (about 8 s).
+func revFull() bool { return os.Getenv("DPMF_LONG") != "" }
+
 var (
 	revEps    = []float64{0.01, 0.1, 0.5, 1, 2, 5, 10, 20}
 	revDeltas = []float64{1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-3}
@@ -265,7 +271,7 @@ var (
 // per the relation's sensitivity, so the curve is the same).
 func TestRevGridGaussian(t *testing.T) {
 	sigmas, steps := []float64{0.5, 1, 4, 20}, []int{1, 2, 10, 1000}
-	if testing.Short() {
+	if !revFull() {
 		sigmas, steps = []float64{0.5, 4}, []int{1, 10}
 	}
 	for _, rel := range []Relation{AddRemove, ReplaceOne} {
@@ -289,7 +295,7 @@ func TestRevGridGaussian(t *testing.T) {
 // add/remove and 1 step replace-one, on SampledGaussian's own grid.
 func TestRevGridSampled(t *testing.T) {
 	qs, sigmas := []float64{1e-4, 1e-2, 0.3}, []float64{0.5, 1, 4, 20}
-	if testing.Short() {
+	if !revFull() {
 		qs, sigmas = []float64{0.3}, []float64{0.5}
 	}
 	for _, q := range qs {
@@ -334,7 +340,7 @@ func TestRevCalibrationTruth(t *testing.T) {
 		{1e-2, 1, 0.01, 1e-3}, {1e-2, 1, 5, 1e-12}, {1e-4, 1, 1, 1e-5}, {1e-4, 1, 1e-2, 5e-5},
 		{0.3, 1, 0.1, 0.29},
 	} {
-		if testing.Short() && !(c.T == 1 && (c.eps == 1e-9 || c.eps == 1000)) {
+		if !revFull() && !(c.T == 1 && (c.eps == 1e-9 || c.eps == 1000)) {
 			continue
 		}
 		for _, rel := range []Relation{AddRemove, ReplaceOne} {
@@ -453,7 +459,7 @@ func TestRevComposeHeterogeneous(t *testing.T) {
 		{{20, 1}, {2, 16}},
 		{{4, 10}, {4, 10}, {1, 1}},
 	} {
-		if testing.Short() && c[0].s != 3 {
+		if !revFull() && c[0].s != 3 {
 			continue
 		}
 		p := gauss(c[0].s, c[0].k)
@@ -475,7 +481,7 @@ func TestRevComposeHeterogeneous(t *testing.T) {
 		q, s, g float64
 		k       int
 	}{{0.3, 0.5, 4, 1}, {1e-2, 1, 2, 10}, {0.3, 1, 20, 100}, {1e-2, 0.5, 1, 1}} {
-		if testing.Short() && c.k != 10 {
+		if !revFull() && c.k != 10 {
 			continue
 		}
 		rem, add := bruteRemove(c.q, c.s), bruteAdd(c.q, c.s)
@@ -493,7 +499,7 @@ func TestRevComposeHeterogeneous(t *testing.T) {
 	}
 	// Two sampled steps of different (q, s).
 	for _, c := range []struct{ q1, s1, q2, s2 float64 }{{0.3, 0.5, 1e-2, 1}, {1e-2, 0.5, 0.3, 4}} {
-		if testing.Short() && c.q1 != 0.3 {
+		if !revFull() && c.q1 != 0.3 {
 			continue
 		}
 		rem1, add1 := bruteRemove(c.q1, c.s1), bruteAdd(c.q1, c.s1)
@@ -589,7 +595,7 @@ func TestRevComposedSelfComposeCarry(t *testing.T) {
 // TestRevHugeSteps: 10^7 Gaussian steps (q = 1) are mu-GDP with mu =
 // sqrt(10^7)/sigma.
 func TestRevHugeSteps(t *testing.T) {
-	if testing.Short() {
+	if !revFull() {
 		t.Skip("about 2 s")
 	}
 	for _, sigma := range []float64{1000, 4000} {
