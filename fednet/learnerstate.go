@@ -44,8 +44,9 @@ import (
 // place (store.writeNew: never over an existing file), after checking
 // that the lock is still its own, and from then on replaces only its own
 // file; a start reads the file of the largest generation and, once its
-// own is claimed, removes the older ones (and learner.state). A stale
-// process (frozen after a lock check, its lock file removed, overtaken by
+// own is claimed, removes the older ones (learner.state it replaces by
+// a tombstone, below). A stale process (frozen after a lock check, its
+// lock file removed, overtaken by
 // a second process of the learner, then thawed) thus writes only a file
 // of a smaller generation than the second one's, which no start reads,
 // or fails to claim the second one's. The single file learner.state of
