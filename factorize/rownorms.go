@@ -37,8 +37,8 @@ const rowNormWindowLimit = 1 << 27
 // O(m) vectors of dimension m, an error where they would exceed 1 GiB.
 //
 // It is an error if op is nil (a loss-only result) or nil BLT parameters,
-// or if a norm is not
-// finite (coefficients assembled by hand that overflow).
+// or if a norm is not finite (coefficients assembled by hand that
+// overflow).
 func OperatorRowNorms(op Operator) ([]float64, error) {
 	if err := checkRowNormOperator(op); err != nil {
 		return nil, err
