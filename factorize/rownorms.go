@@ -36,11 +36,12 @@ const rowNormWindowLimit = 1 << 27
 // on the unit noise rows (Z = I, so that round r's vector is row r of M):
 // O(m) vectors of dimension m, an error where they would exceed 1 GiB.
 //
-// It is an error if op is nil (a loss-only result), or if a norm is not
-// finite (coefficients assembled by hand that overflow).
+// It is an error if op is nil (a loss-only result) or nil BLT parameters,
+// or if a norm is not finite (coefficients assembled by hand that
+// overflow).
 func OperatorRowNorms(op Operator) ([]float64, error) {
-	if op == nil {
-		return nil, &ParamError{Param: "operator", Want: "a factorization's noise operator (a loss-only result has none)"}
+	if err := checkRowNormOperator(op); err != nil {
+		return nil, err
 	}
 	out := make([]float64, op.Rounds())
 	err := rowNormsSq(op, op.Rounds(), func(r int, sq float64) { out[r] = math.Sqrt(sq) })
@@ -60,8 +61,8 @@ func OperatorRowNorms(op Operator) ([]float64, error) {
 // value at r it is, computed from rounds 0..r only (the recursions of the
 // banded and quasiseparable operators run up to r).
 func OperatorRowNorm(op Operator, r int) (float64, error) {
-	if op == nil {
-		return 0, &ParamError{Param: "operator", Want: "a factorization's noise operator (a loss-only result has none)"}
+	if err := checkRowNormOperator(op); err != nil {
+		return 0, err
 	}
 	if r < 0 || r >= op.Rounds() {
 		return 0, &ParamError{Param: "round", Value: r, Want: fmt.Sprintf("a round in [0, %d)", op.Rounds())}
@@ -78,6 +79,18 @@ func OperatorRowNorm(op Operator, r int) (float64, error) {
 		return 0, fmt.Errorf("factorize: row %d of the noise operator %s has norm %v, want a finite norm", r, op, v)
 	}
 	return v, nil
+}
+
+// checkRowNormOperator refuses a nil op, and nil BLT parameters (whose
+// Rounds would dereference nil).
+func checkRowNormOperator(op Operator) error {
+	if op == nil {
+		return &ParamError{Param: "operator", Want: "a factorization's noise operator (a loss-only result has none)"}
+	}
+	if p, ok := op.(*BLTParams); ok && p == nil {
+		return &ParamError{Param: "operator", Value: "nil BLT parameters", Want: "a factorization's noise operator"}
+	}
+	return nil
 }
 
 // rowNormsSq calls emit(r, ||row r of M||^2) for r = 0, ..., n-1, in

@@ -179,6 +179,35 @@ func TestOperatorRowNormsErrors(t *testing.T) {
 	}
 }
 
+// TestOperatorRowNormsNilBLT: nil BLT parameters (an Operator that is a
+// nil *BLTParams, which mechanism.New refuses as "nil BLT parameters")
+// are an error naming the operator, as a nil operator is; they panicked
+// (a nil dereference in Rounds, before the nil check).
+func TestOperatorRowNormsNilBLT(t *testing.T) {
+	var p *BLTParams
+	var pe *ParamError
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("OperatorRowNorms of nil BLT parameters panicked: %v", r)
+			}
+		}()
+		if _, err := OperatorRowNorms(p); !errors.As(err, &pe) || pe.Param != "operator" {
+			t.Errorf("OperatorRowNorms of nil BLT parameters: %v", err)
+		}
+	}()
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("OperatorRowNorm of nil BLT parameters panicked: %v", r)
+			}
+		}()
+		if _, err := OperatorRowNorm(p, 0); !errors.As(err, &pe) || pe.Param != "operator" {
+			t.Errorf("OperatorRowNorm of nil BLT parameters: %v", err)
+		}
+	}()
+}
+
 // TestOperatorRowNormsLarger: the recursions keep their accuracy over
 // longer streams: at R = 400 the banded (16 bands), quasiseparable
 // (the optimum, and K = 4) and BLT operators agree with the dense factors'

@@ -44,8 +44,9 @@ import (
 // place (store.writeNew: never over an existing file), after checking
 // that the lock is still its own, and from then on replaces only its own
 // file; a start reads the file of the largest generation and, once its
-// own is claimed, removes the older ones (and learner.state). A stale
-// process (frozen after a lock check, its lock file removed, overtaken by
+// own is claimed, removes the older ones (learner.state it replaces by
+// a tombstone, below). A stale process (frozen after a lock check, its
+// lock file removed, overtaken by
 // a second process of the learner, then thawed) thus writes only a file
 // of a smaller generation than the second one's, which no start reads,
 // or fails to claim the second one's. The single file learner.state of
@@ -54,7 +55,10 @@ import (
 // replaces it by one, learnerMoved (after its claim): an older dpmf
 // refuses that file (bad magic) rather than start without the record,
 // and a start that finds the tombstone and no generation's file refuses
-// too (the records were lost).
+// too (the records were lost). A process killed between its claim and
+// the tombstone leaves learner.state a record that an older dpmf may add
+// to; a start refuses one its largest generation does not cover
+// (checkBeside).
 //
 // It is written durably (store.write) before the learner acts
 // on what it records: before the unmask message is sent, so that a learner
@@ -265,8 +269,45 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	if err := checkDirBinding(dir, rec); err != nil {
 		return nil, err
 	}
+	if len(gs) > 0 && !ls.moved {
+		if err := ls.checkBeside(rec); err != nil {
+			return nil, err
+		}
+	}
 	ls.rec = &rec
 	return ls, nil
+}
+
+// checkBeside refuses to start on rec, the largest generation's record,
+// where learner.state still holds a record of this run and learner (no
+// tombstone: a process was killed between its claim of a generation and
+// the tombstone) that rec does not cover: an older dpmf, which reads and
+// writes only learner.state, ran since and may have answered phase 4 of
+// a round or received a newer model that rec does not record. A record
+// one write on from learner.state's (the kill's) covers it: writes only
+// add an unmask answer of a later round or a newer witness.
+func (ls *learnerState) checkBeside(rec learnerRecord) error {
+	path := store{ls.dir}.path(learnerFile)
+	data, err := atomicfile.ReadRegular(path, int64(maxLearnerFile))
+	if err != nil {
+		return nil // none (or not a record): nothing written by an older dpmf
+	}
+	old, err := decodeLearnerRecord(data)
+	if err != nil || old.run != rec.run || old.learner != rec.learner || covers(rec, old) {
+		return nil
+	}
+	return fmt.Errorf("fednet: learner state %s holds a record that %s does not cover (an unmask answer or a model received that it lacks): an older dpmf ran on the directory after this one was stopped between its first two writes; refusing to start (finish the run with that dpmf, or use a fresh directory for a new run)", path, ls.path())
+}
+
+// covers reports whether rec records everything old does: old's unmask
+// answer (or one of a later round) and old's witness (or a later one).
+func covers(rec, old learnerRecord) bool {
+	if old.unmasked && !(rec.unmasked && (rec.round > old.round ||
+		rec.round == old.round && rec.attempt == old.attempt && bytes.Equal(rec.msg, old.msg))) {
+		return false
+	}
+	return !old.witnessed || rec.witnessed && (rec.seenRound > old.seenRound ||
+		rec.seenRound == old.seenRound && bytes.Equal(rec.seenDigest, old.seenDigest))
 }
 
 // isTombstone reports whether the file at path is a regular file that

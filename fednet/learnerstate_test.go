@@ -773,3 +773,56 @@ func TestLearnerRecordMigrated(t *testing.T) {
 		t.Fatalf("a start without any generation's file: %v, want one line saying the records were lost", err)
 	}
 }
+
+// TestLearnerRecordBesideGenerationsCovered: a learner killed between
+// its first write's claim of learner-00000001.state and the tombstone
+// leaves learner.state holding the record of a dpmf before generations.
+// An older dpmf started then reads and writes that file (it knows no
+// other): here it answered phase 4 of round 3 in attempt 1 and witnessed
+// round 4. A start of this dpmf must not read only the generation's file,
+// which records neither (it would answer round 3 again, in another
+// attempt, and lose the witness): it refuses, in one line. The start after
+// the kill alone, whose generation covers learner.state (one write on
+// from it), is accepted and reads the generation's record.
+func TestLearnerRecordBesideGenerationsCovered(t *testing.T) {
+	dir := t.TempDir()
+	run := bytes.Repeat([]byte{6}, 16)
+	ino, _ := dirInode(dir)
+	birth, _ := dirBirth(dir)
+	put := func(name string, b []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the killed process left: learner.state before its write, and
+	// generation 1 one write on (the witness of round 3).
+	put(learnerFile, handRecord2(run, 0, 2, 0, []byte("r2"), ino, birth, 2, []byte{2}))
+	put(learnerName(1), handRecord2(run, 0, 2, 0, []byte("r2"), ino, birth, 3, []byte{3}))
+	ls, err := openLearnerState(dir, 0)
+	if err != nil {
+		t.Fatalf("the start after a kill between the claim and the tombstone: %v", err)
+	}
+	if rec := ls.rec; rec == nil || rec.seenRound != 3 || rec.round != 2 {
+		t.Fatalf("the start after the kill reads %+v, want generation 1's record", rec)
+	}
+	ls.Close()
+	// An older dpmf then answered round 3 in attempt 1 and saw round 4.
+	for _, older := range [][]byte{
+		handRecord2(run, 0, 3, 1, []byte("r3"), ino, birth, 4, []byte{4}),
+		handRecord2(run, 0, 3, 1, []byte("r3"), ino, birth, 3, []byte{3}),
+		handRecord2(run, 0, 2, 0, []byte("r2"), ino, birth, 4, []byte{4}),
+		handRecord2(run, 0, 2, 0, []byte("r2"), ino, birth, 3, []byte{9}),
+	} {
+		put(learnerFile, older)
+		ls, err := openLearnerState(dir, 0)
+		if err == nil {
+			a, ok := ls.unmaskedAttempt(3)
+			ls.Close()
+			t.Fatalf("a start beside a newer learner.state of an older dpmf was accepted (round 3 unmasked: %v, attempt %d; witness round %d)", ok, a, ls.rec.seenRound)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "older dpmf") || strings.Contains(msg, "\n") {
+			t.Fatalf("a start beside a newer learner.state: %v, want one line naming an older dpmf", err)
+		}
+	}
+}

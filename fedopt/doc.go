@@ -80,8 +80,10 @@
 // aggregation does: every update is quantized to the ring Z_{2^64}
 // ([QuantizeUpdate]; a networked learner calls the same), the quantized
 // updates are summed there without wrapping and the sum is dequantized:
-// each entry is an integer of magnitude at most 2^53 (a sum beyond is
-// refused), converted to float64 and scaled by 2^-k exactly. The server
+// each entry is an integer of magnitude at most 2^53 (an entry of a ring
+// sum beyond what the present updates can give is folded back into that
+// range, not refused: [Server.ReleaseRingSum]), converted to float64 and
+// scaled by 2^-k exactly. The server
 // then divides it by n tau (or n), which rounds, and adds the noise.
 // [Server.ReleaseRingSum] releases from a ring sum computed elsewhere (the
 // unmasked sum of the protocol) and gives the same model bit for bit. The
