@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"fmt"
 	"math"
 	"math/cmplx"
 	"testing"
@@ -30,6 +31,9 @@ type replaceTruth struct {
 	ranges map[[2]float64][3]float64
 	// xk sets the x step (see logE).
 	xk float64
+	// memo caches logM by its argument: the sums at w steps 0.1 and 0.05
+	// share every other point, and the saddle is the same for both.
+	memo map[complex128]complex128
 }
 
 // logr returns log r(x).
@@ -93,7 +97,14 @@ func (p replaceTruth) logE(z complex128, a, b float64) complex128 {
 
 // logM returns log M(z) (up to a multiple of 2 pi i).
 func (p replaceTruth) logM(z complex128) complex128 {
-	return complex(float64(p.T), 0) * (p.logE(z, 1, 1) + p.logE(z, 0, -1))
+	if v, ok := p.memo[z]; ok {
+		return v
+	}
+	v := complex(float64(p.T), 0) * (p.logE(z, 1, 1) + p.logE(z, 0, -1))
+	if p.memo != nil {
+		p.memo[z] = v
+	}
+	return v
 }
 
 // saddle returns the c > 0 that minimises log M(c) - c eps - log(c (c+1)),
@@ -155,8 +166,9 @@ func (p replaceTruth) delta(eps, dw, wmax float64) (d float64, ok bool) {
 // steps 0.1 and 0.05, or less, see delta; it must be below 1e-7
 // relatively). At q = 1 it also matches the exact Gaussian of sensitivity
 // 2 C. Over q in {0.01, 1}, sigma in {0.5, 0.656, 4}, T in {10, 100}
-// (-short: three of them). T = 1 is TestReplaceOneGridOneStep's (one
-// step's quadratures, q = 1e-4 included). q = 1e-4 is not checked here:
+// (-short: three of them), as parallel subtests. T = 1 is
+// TestReplaceOneGridOneStep's (one step's quadratures, q = 1e-4
+// included). q = 1e-4 is not checked here:
 // its loss has a near-atom of width about q at log(1 - q) whose
 // characteristic function decays only beyond w ~ 1 / (q sqrt T), and at
 // such w the sums over x need 10^4 to 10^5 points each.
@@ -177,40 +189,44 @@ func TestReplaceOneTruth(t *testing.T) {
 	if testing.Short() {
 		cases = []tc{{0.01, 0.656, 100}, {0.01, 4, 100}, {1, 0.656, 10}}
 	}
+	// The cases are independent: they run in parallel.
 	for _, c := range cases {
-		pld, err := SampledGaussian(c.q, c.sigma, c.T, ReplaceOne)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := replaceTruth{q: c.q, s: math.Sqrt2 * c.sigma, T: c.T, ranges: map[[2]float64][3]float64{}, xk: 24}
-		for _, target := range []float64{1e-5, 1e-10} {
-			eps, err := pld.Epsilon(target)
+		t.Run(fmt.Sprintf("q=%v/sigma=%v/T=%d", c.q, c.sigma, c.T), func(t *testing.T) {
+			t.Parallel()
+			pld, err := SampledGaussian(c.q, c.sigma, c.T, ReplaceOne)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := pld.DeltaBounds(eps)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d1, ok1 := p.delta(eps, 0.1, 2e4)
-			d2, ok2 := p.delta(eps, 0.05, 2e4)
-			conv := math.Abs(d1-d2) / d2
-			if !ok1 || !ok2 || !(conv < 1e-7) {
-				t.Errorf("q=%v sigma=%v T=%d eps=%v: the inversion did not converge (%v %v, %.3g)", c.q, c.sigma, c.T, eps, ok1, ok2, conv)
-				continue
-			}
-			tol := 2*conv + 1e-12
-			if !(b.Optimistic <= d2*(1+tol) && d2*(1-tol) <= b.Safe) {
-				t.Errorf("q=%v sigma=%v T=%d eps=%.10g: delta by Laplace inversion %.12g outside [%.12g, %.12g]", c.q, c.sigma, c.T, eps, d2, b.Optimistic, b.Safe)
-			}
-			if c.q == 1 {
-				exact := gaussDeltaRef(math.Sqrt(float64(c.T))/c.sigma, eps)
-				if math.Abs(d2-exact) > 1e-7*exact {
-					t.Errorf("q=1 sigma=%v T=%d eps=%v: inversion %.12g, exact Gaussian %.12g", c.sigma, c.T, eps, d2, exact)
+			p := replaceTruth{q: c.q, s: math.Sqrt2 * c.sigma, T: c.T, ranges: map[[2]float64][3]float64{}, xk: 24, memo: map[complex128]complex128{}}
+			for _, target := range []float64{1e-5, 1e-10} {
+				eps, err := pld.Epsilon(target)
+				if err != nil {
+					t.Fatal(err)
 				}
+				b, err := pld.DeltaBounds(eps)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d1, ok1 := p.delta(eps, 0.1, 2e4)
+				d2, ok2 := p.delta(eps, 0.05, 2e4)
+				conv := math.Abs(d1-d2) / d2
+				if !ok1 || !ok2 || !(conv < 1e-7) {
+					t.Errorf("q=%v sigma=%v T=%d eps=%v: the inversion did not converge (%v %v, %.3g)", c.q, c.sigma, c.T, eps, ok1, ok2, conv)
+					continue
+				}
+				tol := 2*conv + 1e-12
+				if !(b.Optimistic <= d2*(1+tol) && d2*(1-tol) <= b.Safe) {
+					t.Errorf("q=%v sigma=%v T=%d eps=%.10g: delta by Laplace inversion %.12g outside [%.12g, %.12g]", c.q, c.sigma, c.T, eps, d2, b.Optimistic, b.Safe)
+				}
+				if c.q == 1 {
+					exact := gaussDeltaRef(math.Sqrt(float64(c.T))/c.sigma, eps)
+					if math.Abs(d2-exact) > 1e-7*exact {
+						t.Errorf("q=1 sigma=%v T=%d eps=%v: inversion %.12g, exact Gaussian %.12g", c.sigma, c.T, eps, d2, exact)
+					}
+				}
+				t.Logf("q=%v sigma=%v T=%d eps=%.8g: truth %.10g (conv %.2g) in [%.10g, %.10g]", c.q, c.sigma, c.T, eps, d2, conv, b.Optimistic, b.Safe)
 			}
-			t.Logf("q=%v sigma=%v T=%d eps=%.8g: truth %.10g (conv %.2g) in [%.10g, %.10g]", c.q, c.sigma, c.T, eps, d2, conv, b.Optimistic, b.Safe)
-		}
+		})
 	}
 }
 

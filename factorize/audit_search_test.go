@@ -161,6 +161,7 @@ func searchPatterns(x *mat.SymDense, p Participation, rng *rand.Rand) (float64, 
 // the factors' (to rounding), or for a loss-only result the inverse of the
 // operator's output on unit noise (to 1e-8, the accuracy of that inverse).
 func TestAuditSensitivityPatternSearch(t *testing.T) {
+	t.Parallel() // its own cache and random source: independent of the other audits
 	rng := rand.New(rand.NewPCG(3, 4))
 	rs := []int{36, 64}
 	if testing.Short() {

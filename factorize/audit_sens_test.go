@@ -315,6 +315,7 @@ func auditParticipations(r int) []Participation {
 // factors), checked against the factors' C; the loss-only twin of each
 // (where the registry has one) is audited against its own operator's C.
 func TestAuditSensitivityBruteForce(t *testing.T) {
+	t.Parallel() // its own cache and random source: independent of the other audits
 	a := newSensAudit()
 	rs := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 	if testing.Short() {
@@ -332,6 +333,7 @@ func TestAuditSensitivityBruteForce(t *testing.T) {
 // workload with signed entries. Strategies that refuse a workload (the
 // prefix-only closed forms) are skipped.
 func TestAuditSensitivityOtherWorkloads(t *testing.T) {
+	t.Parallel() // its own cache and random source: independent of the other audits
 	a := newSensAudit()
 	rng := rand.New(rand.NewPCG(5, 6))
 	rs := []int{4, 7, 9}
@@ -376,6 +378,7 @@ func TestAuditSensitivityOtherWorkloads(t *testing.T) {
 // The patterns are those few enough to enumerate: epochs, and
 // min-separations with few participations or wide separations.
 func TestAuditSensitivityLargerR(t *testing.T) {
+	t.Parallel() // its own cache and random source: independent of the other audits
 	a := newSensAudit()
 	a.parts = []Participation{FixedEpochs(4), MinSeparation(5, 0), MinSeparation(17, 0), MinSeparation(3, 2)}
 	if !testing.Short() {
