@@ -279,7 +279,7 @@ func checkStateFile(t testing.TB, dir string, kind uint8, body []byte) bool {
 			oneLine(err)
 			return false
 		}
-		if rec.Format != stateFormat || !strings.EqualFold(rec.Run, hex.EncodeToString(rec.id[:])) {
+		if rec.Format != stateFormat && rec.Format != legacyFormat || !strings.EqualFold(rec.Run, hex.EncodeToString(rec.id[:])) {
 			t.Fatalf("run.json %q read as format %d, run %q (identity %x)", body, rec.Format, rec.Run, rec.id)
 		}
 	case kindSec:

@@ -37,10 +37,12 @@ import (
 //
 // A round file is: the 8 bytes "DPMFXR02", the run's 16-byte identity,
 // little-endian uint64 round, dimension and number of aggregated updates,
-// the SHA-256 that ends round r-1's file (zeros for round 0), the
-// dimension's float64 entries (little-endian IEEE 754), and the SHA-256 of
-// everything before it. The files form a hash chain: the hash that ends
-// round r's file commits to every round before it.
+// the SHA-256 that ends round r-1's file (for round 0: the plan's digest,
+// planDigest, in state format 3; zeros in format 2), the dimension's
+// float64 entries (little-endian IEEE 754), and the SHA-256 of everything
+// before it. The files form a hash chain: the hash that ends round r's
+// file commits to every round before it and, from format 3 on, to the
+// plan run.json records.
 //
 // The high-water mark is: the 8 bytes "DPMFHW01", the run's identity, the
 // little-endian uint64 round and the hash that ends that round's file, and
@@ -53,8 +55,14 @@ const (
 	lockFile   = "lock"
 	roundMagic = "DPMFXR02"
 	markMagic  = "DPMFHW01"
-	// stateFormat is the format of the state directory run.json records.
-	stateFormat = 2
+	// stateFormat is the format of the state directory run.json records
+	// for a new run. Format 3 binds the plan to the run: round 0's file
+	// starts the hash chain with the plan's digest (planDigest).
+	stateFormat = 3
+	// legacyFormat is the format before: round 0's chain starts from
+	// zeros and nothing outside run.json records its plan. A directory of
+	// this format is read and resumed as before.
+	legacyFormat = 2
 )
 
 // Limits of the state files read back: none is longer in a valid
@@ -359,13 +367,74 @@ func ReadRound(dir string, r int) (Released, error) {
 
 // ReadPlan returns the run's description that dir's run.json records: the
 // plan's JSON when the server was given ServerOptions.Plan (ofl server
-// gives the run's plan.Plan), else the description NewServer made.
+// gives the run's plan.Plan), else the description NewServer made. In a
+// directory of state format 3 the plan is checked against the digest that
+// round 0's file (checksummed) starts the run's hash chain with: a plan
+// changed in run.json (a bit flip, an edit) is refused. A directory of
+// format 2 records no digest, and its plan is returned as recorded (once
+// round 0's file, if readable, shows no digest: a format changed from 3 to
+// 2 in run.json is refused).
 func ReadPlan(dir string) (json.RawMessage, error) {
-	rec, err := store{dir}.readRun()
+	s := store{dir}
+	rec, err := s.readRun()
 	if err != nil {
 		return nil, err
 	}
+	h, _, err := s.readRound(0)
+	switch {
+	case err != nil && rec.Format == legacyFormat:
+		return rec.Plan, nil // nothing records its plan: as before
+	case err != nil:
+		return nil, fmt.Errorf("%s, which binds run.json's plan to the run, cannot be read, so the plan cannot be checked: %v", s.path(roundName(0)), err)
+	}
+	if h.run != rec.id {
+		return nil, fmt.Errorf("%s: belongs to run %v, the directory's run is %v", s.path(roundName(0)), h.run, rec.id)
+	}
+	if err := s.checkPlan(rec, h.prev); err != nil {
+		return nil, err
+	}
 	return rec.Plan, nil
+}
+
+// planDigest is the digest of a run's plan that round 0's file records
+// (state format 3): SHA-256 of a domain string and the plan's canonical
+// JSON, as encoding/json writes it into run.json (compact, HTML
+// characters escaped), so that the plan given at the start and the plan
+// read back from run.json have one digest.
+func planDigest(p json.RawMessage) ([sha256.Size]byte, error) {
+	c, err := json.Marshal(p)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	h := sha256.New()
+	h.Write([]byte("dpmf/fednet/plan/v1\x00"))
+	h.Write(c)
+	return [sha256.Size]byte(h.Sum(nil)), nil
+}
+
+// chainStart returns what round 0's file records before its model: zeros
+// in state format 2, the plan's digest in format 3.
+func chainStart(rec runRecord) ([sha256.Size]byte, error) {
+	if rec.Format == legacyFormat {
+		return [sha256.Size]byte{}, nil
+	}
+	return planDigest(rec.Plan)
+}
+
+// checkPlan checks that rec's plan is the one whose digest round 0's file
+// records (start, its header's previous-hash field).
+func (s store) checkPlan(rec runRecord, start [sha256.Size]byte) error {
+	want, err := chainStart(rec)
+	if err != nil {
+		return fmt.Errorf("%s: plan: %v", s.path(runFile), err)
+	}
+	if rec.Format == legacyFormat && start != want {
+		return fmt.Errorf("%s: records state format %d, but %s records a plan digest (format %d): run.json was changed (a disk error or an edit); put back the run's own run.json from a copy if you have one, else start a new run in a fresh state directory", s.path(runFile), legacyFormat, s.path(roundName(0)), stateFormat)
+	}
+	if want != start {
+		return fmt.Errorf("%s: its plan is not the plan run %v started with (%s records another digest): run.json was changed (a disk error or an edit) and its plan cannot be trusted; put back the run's own run.json from a copy if you have one, else start a new run in a fresh state directory", s.path(runFile), rec.id, s.path(roundName(0)))
+	}
+	return nil
 }
 
 // rounds returns the rounds that have a file in dir, increasing.
@@ -525,7 +594,7 @@ func (s store) readRun() (runRecord, error) {
 	if err := json.Unmarshal(data, &rec); err != nil {
 		return rec, fmt.Errorf("%s: %v", s.path(runFile), err)
 	}
-	if rec.Format != stateFormat {
+	if rec.Format != stateFormat && rec.Format != legacyFormat {
 		return rec, &formatError{fmt.Sprintf("%s: state format %d, want %d (%s)", s.path(runFile), rec.Format, stateFormat, writtenBy(rec.Format < stateFormat))}
 	}
 	id, err := hex.DecodeString(rec.Run)
@@ -535,8 +604,9 @@ func (s store) readRun() (runRecord, error) {
 	copy(rec.id[:], id)
 	// run.json has no checksum; what catches a change of it (a bit flip)
 	// is that every field is checked: the plan against the one the
-	// server is started with, the key's and the derivation's fingerprints
-	// against the key and the build, the identity against the round files
+	// server is started with and (format 3) against the digest round 0's
+	// file records (checkPlan, also by ReadPlan), the key's and the
+	// derivation's fingerprints against the key and the build, the identity against the round files
 	// and the mark, the directory's inode and creation time against the
 	// directory. What remains is a field's spelling, refused here: a name
 	// this dpmf never wrote (a flipped name would drop its field, and with
@@ -548,7 +618,7 @@ func (s store) readRun() (runRecord, error) {
 	strict.DisallowUnknownFields()
 	var again runRecord
 	if err := strict.Decode(&again); err != nil {
-		return rec, fmt.Errorf("%s: %v: not a field of run.json format %d (the file was changed)", s.path(runFile), err, stateFormat)
+		return rec, fmt.Errorf("%s: %v: not a field of run.json format %d (the file was changed)", s.path(runFile), err, rec.Format)
 	}
 	switch {
 	case rec.Noise != "none" && rec.Noise != "file" && rec.Noise != "given":
@@ -680,8 +750,15 @@ func (st *state) create(o stateOptions) error {
 		return fmt.Errorf("%s exists but %s does not: it is left from an interrupted start or another run and is never reused for a new run; remove it if no model was released with it, or use a fresh state directory", st.path(keyFile), runFile)
 	}
 	rand.Read(st.run[:]) // never fails (crypto/rand, Go 1.24+)
+	// Round 0's file starts the hash chain with the plan's digest, before
+	// run.json and before any round is served: a reader of run.json
+	// (ReadPlan, a resume) refuses a plan changed there.
+	start, err := planDigest(o.plan)
+	if err != nil {
+		return fmt.Errorf("the run's plan: %w", err)
+	}
 	st.last = Released{Round: 0, X: o.x0}
-	if st.head, err = st.writeRound(st.run, [sha256.Size]byte{}, st.last); err != nil {
+	if st.head, err = st.writeRound(st.run, start, st.last); err != nil {
 		return err
 	}
 	if err := st.writeMark(mark{run: st.run, round: 0, sum: st.head}); err != nil {
@@ -797,8 +874,11 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 		return fmt.Errorf("%s holds rounds up to %d, but round %d was released: round files were lost or restored from an older copy; resuming would release rounds %d..%d again with the same noise, so the server refuses (the released models are those the learners hold): start a new run in a fresh state directory", st.dir, last, m.round, last+1, m.round)
 	}
 	// The chain from round 0: every round present, of this run, each file
-	// naming the one before it.
-	var prev [sha256.Size]byte
+	// naming the one before it; round 0's, in format 3, the plan's digest.
+	prev, err := chainStart(rec)
+	if err != nil {
+		return st.damaged(fmt.Errorf("%s: plan: %v", runPath, err))
+	}
 	for k, r := range rs {
 		if r != k {
 			return st.damaged(fmt.Errorf("%s: round %d is missing (found rounds up to %d)", st.dir, k, last))
@@ -810,7 +890,11 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 		if h.run != st.run {
 			return st.damaged(fmt.Errorf("%s belongs to run %v, not %v", st.path(roundName(r)), h.run, st.run))
 		}
-		if h.prev != prev {
+		if r == 0 {
+			if err := st.checkPlan(rec, h.prev); err != nil {
+				return err
+			}
+		} else if h.prev != prev {
 			return st.damaged(fmt.Errorf("%s does not follow round %d's file (broken hash chain): a file was replaced", st.path(roundName(r)), r-1))
 		}
 		if r == m.round && h.sum != m.sum {

@@ -74,7 +74,10 @@ func TestStateResumes(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, runFile))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &rec))
-	prev := make([]byte, 32)
+	// Round 0's "previous hash" is the plan's digest (state format 3),
+	// computed here from its definition.
+	digest := wantPlanDigest(t, testPlan)
+	prev := digest[:]
 	for r := 0; r <= 3; r++ {
 		f, err := os.ReadFile(filepath.Join(dir, roundName(r)))
 		require.NoError(t, err)
@@ -170,14 +173,14 @@ func TestStateRefusesFaults(t *testing.T) {
 			p := filepath.Join(dir, runFile)
 			data, err := os.ReadFile(p)
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"format": 2`), []byte(`"format": 1`), 1), 0o644))
-		}, "state format 1, want 2 (written by an older dpmf"},
+			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"format": 3`), []byte(`"format": 1`), 1), 0o644))
+		}, "state format 1, want 3 (written by an older dpmf"},
 		{"newer format", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, runFile)
 			data, err := os.ReadFile(p)
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"format": 2`), []byte(`"format": 3`), 1), 0o644))
-		}, "state format 3, want 2 (written by a newer dpmf"},
+			require.NoError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"format": 3`), []byte(`"format": 4`), 1), 0o644))
+		}, "state format 4, want 3 (written by a newer dpmf"},
 		{"newer round file", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, roundName(3))
 			data, err := os.ReadFile(p)

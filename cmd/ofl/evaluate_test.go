@@ -164,11 +164,13 @@ func TestEvaluateRefusesAnotherRunsRecord(t *testing.T) {
 		name string
 		rec  map[string]json.RawMessage
 		want string
+		bind bool // round 0 rewritten to record the edited plan's digest
 	}{
-		{"unit sensitivity halved, eps lowered", halved, "run.json's privacy record is not its plan's: plan: privacy.unit_sensitivity"},
-		{"another run's run.json", rb, "belongs to run " + strings.Trim(string(ra["run"]), `"`) + ", the directory's run is " + strings.Trim(string(rb["run"]), `"`)},
-		{"identity edited", editedID, "belongs to run"},
-		{"eps lowered in the plan", lowerEps, "privacy.noise_std"},
+		{"unit sensitivity halved, eps lowered", halved, "run.json's privacy record is not its plan's: plan: privacy.unit_sensitivity", true},
+		{"another run's run.json", rb, "belongs to run " + strings.Trim(string(ra["run"]), `"`) + ", the directory's run is " + strings.Trim(string(rb["run"]), `"`), false},
+		{"identity edited", editedID, "belongs to run", false},
+		{"eps lowered in the plan", lowerEps, "privacy.noise_std", true},
+		{"eps lowered in the plan, round 0 as written", lowerEps, "its plan is not the plan run", false},
 	} {
 		dir := filepath.Join(t.TempDir(), "state")
 		if err := os.CopyFS(dir, os.DirFS(a)); err != nil {
@@ -180,6 +182,11 @@ func TestEvaluateRefusesAnotherRunsRecord(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(dir, "run.json"), data, 0o644); err != nil {
 			t.Fatal(err)
+		}
+		if c.bind {
+			// As if the run had been started with the edited plan: the
+			// checks behind the plan's digest are what is tested.
+			bindPlan(t, dir, c.rec["plan"])
 		}
 		r := runOfl(t, "evaluate", "-state", dir, "-seed", "5", "-json")
 		if r.code != cli.ExitFailure || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
@@ -204,10 +211,11 @@ func TestEvaluateNewerFormats(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, from, to, want string
+		bind                 bool // round 0 rewritten to record the edited plan's digest
 	}{
-		{"state format 3", `"format": 2,`, `"format": 3,`, "state format 3, want 2 (written by a newer dpmf"},
-		{"state format 1", `"format": 2,`, `"format": 1,`, "state format 1, want 2 (written by an older dpmf"},
-		{"plan format 2", `"format": 1,`, `"format": 2,`, "run.json holds a plan of format 2, this ofl reads format 1: a run of a newer dpmf"},
+		{"state format 4", `"format": 3,`, `"format": 4,`, "state format 4, want 3 (written by a newer dpmf", false},
+		{"state format 1", `"format": 3,`, `"format": 1,`, "state format 1, want 3 (written by an older dpmf", false},
+		{"plan format 2", `"format": 1,`, `"format": 2,`, "run.json holds a plan of format 2, this ofl reads format 1: a run of a newer dpmf", true},
 	} {
 		edited := strings.Replace(string(data), c.from, c.to, 1)
 		if edited == string(data) {
@@ -219,6 +227,15 @@ func TestEvaluateNewerFormats(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(edited), 0o644); err != nil {
 			t.Fatal(err)
+		}
+		if c.bind {
+			var rec struct {
+				Plan json.RawMessage `json:"plan"`
+			}
+			if err := json.Unmarshal([]byte(edited), &rec); err != nil {
+				t.Fatal(err)
+			}
+			bindPlan(t, dir, rec.Plan)
 		}
 		r := runOfl(t, "evaluate", "-state", dir, "-seed", "5")
 		if r.code != cli.ExitFailure || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
