@@ -120,6 +120,11 @@ type PLD struct {
 	// SelfCompose).
 	base  *PLD
 	count int
+	// composeBase records that Compose with a PLD of another base
+	// composes base (count 1) in place of this PLD's masses: the one
+	// replace-one step of SampledGaussianPLD, whose tilted masses
+	// composed with others at lower tilts were loose (see Compose).
+	composeBase bool
 }
 
 // lossDist is one direction's discretised loss distribution: mass[i] at
@@ -543,7 +548,9 @@ func (e *intervalError) Is(target error) bool { return target == ErrPLDInterval 
 // events, at tilt 0, which is loose far from the losses it was tuned for
 // (see docs/privacy.md). PLDs are the same only as the same pointer:
 // two PLDs built separately with the same parameters are composed from
-// their masses.
+// their masses. A replace-one step of SampledGaussianPLD (q < 1) is
+// composed with a PLD of another base as its base, its two directions
+// composed at tilt 0 (see SampledGaussianPLD).
 func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	if !p.valid() || !o.valid() {
 		return nil, errNilPLD
@@ -558,6 +565,14 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 			return r, nil
 		}
 	}
+	// SampledGaussianPLD's replace-one step holds masses tilted for its
+	// own upper tail; composed with another PLD's masses, that error bound
+	// carried to the lower tilts the composition needs can be loose
+	// (q = 0.01, sigma = 1, composed with the add/remove PLD at the same
+	// q, sigma and interval: Delta(0.5) = 1). Its base is the same pair
+	// composed at tilt 0, whose bound holds at every tilt, and which
+	// Compose composed before that step was tilted: compose that.
+	p, o = p.one(), o.one()
 	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
 	sym := p.symmetric() && o.symmetric()
 	err := r.each(sym, func(i int) (*lossDist, error) { return composeDists(p.dist(i), o.dist(i)) })
@@ -649,6 +664,15 @@ func (p *PLD) root() (*PLD, int) {
 		return p.base, p.count
 	}
 	return p, 1
+}
+
+// one returns p's base where p is to be composed as it (composeBase),
+// else p.
+func (p *PLD) one() *PLD {
+	if p.composeBase {
+		return p.base
+	}
+	return p
 }
 
 // selfCompose is SelfCompose with the tilted composition's window cut at a

@@ -10,8 +10,8 @@ import "context"
 // SampledGaussianPLDContext is [SampledGaussianPLD] stopped by ctx: it
 // returns ctx.Err() at once for a done ctx, and while it discretises the
 // loss distributions it checks ctx every 1024 grid cells and returns
-// ctx.Err() soon after ctx is done (the replace-one pair's one composition
-// of its two directions runs to its end). Its PLD is bit for bit
+// ctx.Err() soon after ctx is done (the replace-one pair's compositions
+// of its two directions run to their end). Its PLD is bit for bit
 // SampledGaussianPLD's; its special cases and errors are
 // SampledGaussianPLD's, and a nil ctx is an error.
 func SampledGaussianPLDContext(ctx context.Context, q, sigma float64, r Relation, o PLDOptions) (*PLD, error) {

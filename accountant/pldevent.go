@@ -99,10 +99,19 @@ func (p *PLD) discretiseAll(o PLDOptions, ms ...lossModel) error {
 // itself (and the newest dp_accounting with a symmetric pair of that kind);
 // dpmf does not, for lack of a published proof that it dominates every a, b
 // in more than one dimension. docs/privacy.md gives the measured gap.
-// The two directions are composed by an FFT at tilt 0, whose rounding bound
-// puts a floor under the safe delta (5.3e-12 at q = 0.01, sigma = 1, the
-// default interval: Delta(5) is that, the truth about 1e-43);
-// SampledGaussian composes replace-one steps, one included, without it.
+// The two directions are composed in one transform at the tilt of the
+// step's upper tail, as [SampledGaussian] composes one replace-one step.
+// Composed at tilt 0, as they were, the FFT's rounding bound put a floor
+// under the safe delta (5.3e-12 at q = 0.01, sigma = 1, the default
+// interval: Delta(5) was that, the truth about 1e-43, and Epsilon(1e-12)
+// was +Inf). The result records that tilt-0 composition as its base:
+// [PLD.SelfCompose] and [PLD.Compose] compose it, as they did before,
+// since the tilted result's error bound, carried to the lower tilts they
+// need, is loose (composed with the add/remove PLD of the same q and
+// sigma: Delta(0.5) in [1.4e-11, 1]). Their results are unchanged, and
+// Compose with another PLD keeps the floor (with GaussianPLD(5) at
+// q = 0.01, sigma = 1: Epsilon(1e-12) = +Inf, Delta(5) = 6.2e-12); steps
+// composed by [SampledGaussian] (or SelfCompose) do not have it.
 //
 // Special cases are:
 //
@@ -119,6 +128,13 @@ func (p *PLD) discretiseAll(o PLDOptions, ms ...lossModel) error {
 //	    that of sigma = 1e8, which dominates it (more noise is a
 //	    post-processing of less): its losses are far below any interval
 func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error) {
+	return sampledGaussianPLD(q, sigma, r, o, true)
+}
+
+// sampledGaussianPLD is SampledGaussianPLD; under ReplaceOne (0 < q < 1)
+// with tight false it returns the two directions composed at tilt 0 (the
+// base that SampledGaussianPLD's result records, with its floor).
+func sampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions, tight bool) (*PLD, error) {
 	h, tail, err := o.resolve()
 	if err != nil {
 		return nil, err
@@ -158,7 +174,20 @@ func SampledGaussianPLD(q, sigma float64, r Relation, o PLDOptions) (*PLD, error
 		if err := rp.each(true, func(i int) (*lossDist, error) { return convolve(p.dist(i), p.dist(i+1)) }); err != nil {
 			return nil, err
 		}
-		return rp, nil
+		if !tight {
+			return rp, nil
+		}
+		// The step composed as SampledGaussian composes it (its fold
+		// rule, sampledGaussian's at one step), rp its base: SelfCompose
+		// of the tilted result carried its error bound to lower tilts
+		// and was loose (see sampledGaussian).
+		// (replaceOneSteps reads sigma only where p is nil.)
+		one, err := replaceOneSteps(q, sigma/math.Sqrt2, 1, math.Max(tail, foldFloor), o, p)
+		if err != nil {
+			return nil, err
+		}
+		one.base, one.count, one.composeBase = rp, 1, true
+		return one, nil
 	}
 	return p, nil
 }

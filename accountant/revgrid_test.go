@@ -729,3 +729,78 @@ func TestRevReplaceOneOneStep(t *testing.T) {
 		t.Errorf("q=0.3: one step self-composed 10 times: eps(1e-10) %+v (width %.3g), 10 steps %+v", bx, bx.Width(), by)
 	}
 }
+
+// TestRevReplaceOneFloorPLD: SampledGaussianPLD's replace-one step
+// (q < 1) against the truth of its pair (replaceTruth1), two-sided. It
+// composed its two directions by an FFT at tilt 0, whose rounding bound
+// put a floor of about 5.3e-12 under every safe delta at q = 0.01,
+// sigma = 1 (Delta(5) = 5.3e-12 against a truth near 1e-43, Epsilon(1e-12)
+// = +Inf against 0.6335). Its SelfCompose and Compose compose that tilt-0
+// pair, as before: the ten copies' bracket must meet ten steps' and be
+// narrow, and Compose with the add/remove PLD (whose composition with the
+// tilted step gave Delta(0.5) in [1.4e-11, 1]) must be narrow.
+func TestRevReplaceOneFloorPLD(t *testing.T) {
+	for _, c := range []struct{ q, sigma, h float64 }{{0.01, 1, 0}, {0.3, 1, 1e-3}} {
+		name := fmt.Sprintf("SampledGaussianPLD(%v, %v, ReplaceOne, h=%v)", c.q, c.sigma, c.h)
+		o := PLDOptions{Interval: c.h}
+		p, err := SampledGaussianPLD(c.q, c.sigma, ReplaceOne, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := replaceTruth1(c.q, c.sigma)
+		checkAgainstTruth(t, name, p, tr, []float64{0.5, 1, 2, 5}, []float64{1e-12, 1e-10, 1e-6})
+		for _, delta := range []float64{1e-12, 1e-10} {
+			b, err := p.EpsilonBounds(delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.IsInf(b.Safe, 1) || !(b.Width() <= 1e-5*b.Safe) {
+				t.Errorf("%s: eps(%v) %+v, relative width above 1e-5", name, delta, b)
+			}
+		}
+		// Far out the truth is tiny (about 1e-43 at q = 0.01, eps = 5;
+		// 2.5e-18 at q = 0.3): the safe delta must not stop at a floor.
+		if d, e := tr(5); !(d+e < 1e-17) {
+			t.Fatalf("%s: truth at eps 5 is %.3g", name, d)
+		}
+		if b, err := p.DeltaBounds(5); err != nil || !(b.Safe < 1e-16) {
+			t.Errorf("%s: Delta(5) %+v (%v), the truth below 1e-17", name, b, err)
+		}
+		ten, err := p.SelfCompose(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct, err := SampledGaussian(c.q, c.sigma, 10, ReplaceOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bx, err := ten.EpsilonBounds(1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		by, err := direct.EpsilonBounds(1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(bx.Optimistic <= by.Safe && by.Optimistic <= bx.Safe) || !(bx.Width() <= 1e-4*bx.Safe) {
+			t.Errorf("%s: SelfCompose(10) eps(1e-6) %+v, 10 steps %+v", name, bx, by)
+		}
+		ar, err := SampledGaussianPLD(c.q, c.sigma, AddRemove, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pair := range [][2]*PLD{{p, ar}, {ar, p}} {
+			x, err := pair[0].Compose(pair[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := x.DeltaBounds(0.5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(b.Safe-b.Optimistic <= 1e-3*b.Safe) {
+				t.Errorf("%s: composed with add/remove: Delta(0.5) %+v", name, b)
+			}
+		}
+	}
+}

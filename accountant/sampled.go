@@ -194,7 +194,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 			// [0, 9.31] against [7.756656, 7.756657]): record the step's
 			// pair as its base, so that SelfCompose and Compose of it
 			// compose that pair as they did before.
-			b, err := SampledGaussianPLD(q, sigma, rel, o)
+			b, err := sampledGaussianPLD(q, sigma, rel, o, false)
 			if err != nil {
 				return nil, err
 			}
