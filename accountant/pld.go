@@ -122,7 +122,7 @@ type PLD struct {
 	count int
 	// composeBase records that Compose with a PLD of another base
 	// composes base (count 1) in place of this PLD's masses: the one
-	// replace-one step of SampledGaussianPLD, whose tilted masses
+	// replace-one step of SampledGaussianPLD and SampledGaussian, whose tilted masses
 	// composed with others at lower tilts were loose (see Compose).
 	composeBase bool
 }
@@ -548,9 +548,10 @@ func (e *intervalError) Is(target error) bool { return target == ErrPLDInterval 
 // events, at tilt 0, which is loose far from the losses it was tuned for
 // (see docs/privacy.md). PLDs are the same only as the same pointer:
 // two PLDs built separately with the same parameters are composed from
-// their masses. A replace-one step of SampledGaussianPLD (q < 1) is
-// composed with a PLD of another base as its base, its two directions
-// composed at tilt 0 (see SampledGaussianPLD).
+// their masses. A replace-one step of SampledGaussianPLD or of
+// SampledGaussian (one step, q < 1) is composed with a PLD of another base
+// as its base, its two directions composed at tilt 0 (see
+// SampledGaussianPLD).
 func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	if !p.valid() || !o.valid() {
 		return nil, errNilPLD

@@ -804,3 +804,53 @@ func TestRevReplaceOneFloorPLD(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceOneStepComposedWithOthers: one replace-one step of
+// SampledGaussian composed with a PLD of another base (the add/remove PLD
+// of the same q, sigma and interval; a Gaussian) is composed from the
+// step's pair, as before the step was tilted: composed as the tilted
+// step, Delta(0.5) with the add/remove PLD was in [1.4e-11, 1]. The
+// bracket must be narrow, both orders, and hold the order-free truth's
+// bounds: each side's Safe at least the other's Optimistic.
+func TestReplaceOneStepComposedWithOthers(t *testing.T) {
+	for _, q := range []float64{0.01, 0.3} {
+		one, err := SampledGaussian(q, 1, 1, ReplaceOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ar, err := SampledGaussianPLD(q, 1, AddRemove, PLDOptions{Interval: one.h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := GaussianPLD(5, PLDOptions{Interval: one.h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []struct {
+			name string
+			p    *PLD
+		}{{"add/remove step", ar}, {"Gaussian sigma 5", g}} {
+			ab, err := one.Compose(o.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ba, err := o.p.Compose(one)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, errx := ab.DeltaBounds(0.5)
+			y, erry := ba.DeltaBounds(0.5)
+			if errx != nil || erry != nil {
+				t.Fatalf("q=%v with %s: %v, %v", q, o.name, errx, erry)
+			}
+			for _, b := range []Bounds{x, y} {
+				if !(b.Safe-b.Optimistic <= 1e-3*b.Safe) {
+					t.Errorf("q=%v with %s: Delta(0.5) in [%v, %v], want a relative width at most 1e-3", q, o.name, b.Optimistic, b.Safe)
+				}
+			}
+			if x.Safe < y.Optimistic || y.Safe < x.Optimistic {
+				t.Errorf("q=%v with %s: Delta(0.5) in [%v, %v] one way, [%v, %v] the other: disjoint", q, o.name, x.Optimistic, x.Safe, y.Optimistic, y.Safe)
+			}
+		}
+	}
+}

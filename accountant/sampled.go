@@ -193,12 +193,16 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 			// was loose (q = 0.3, sigma = 1, 10 copies: eps(1e-10) in
 			// [0, 9.31] against [7.756656, 7.756657]): record the step's
 			// pair as its base, so that SelfCompose and Compose of it
-			// compose that pair as they did before.
+			// compose that pair as they did before. Compose with a PLD of
+			// another base too (composeBase, as SampledGaussianPLD's
+			// step): composed as it is, with the add/remove PLD of the
+			// same q, sigma and interval, Delta(0.5) was in [1.4e-11, 1]
+			// against [2.2327e-7, 2.2332e-7] from the pair.
 			b, err := sampledGaussianPLD(q, sigma, rel, o, false)
 			if err != nil {
 				return nil, err
 			}
-			r.base, r.count = b, 1
+			r.base, r.count, r.composeBase = b, 1, true
 			return r, nil
 		}
 		if p == nil {
