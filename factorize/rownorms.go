@@ -58,8 +58,9 @@ func OperatorRowNorms(op Operator) ([]float64, error) {
 
 // OperatorRowNorm returns the Euclidean norm of row r of op's noise
 // operator M, for one round r in [0, R): see [OperatorRowNorms], whose
-// value at r it is, computed from rounds 0..r only (the recursions of the
-// banded and quasiseparable operators run up to r).
+// value at r it is. The recursions (banded, quasiseparable, BLT, Toeplitz,
+// banded inverse) and a foreign operator's stream run over rounds 0..r
+// only; a dense operator is built whole first, as for every use.
 func OperatorRowNorm(op Operator, r int) (float64, error) {
 	if err := checkRowNormOperator(op); err != nil {
 		return 0, err
