@@ -244,7 +244,7 @@ func bandedFitLossOnly(ctx context.Context, w *Workload, bands int, p Participat
 	var best Metrics
 	var bestC, bestScale []float64
 	for _, c := range cands {
-		m, scale, err := toeplitzLossOnly(tw, c, linalg.SeriesInverse(c[:b], r), p)
+		m, scale, err := toeplitzLossOnly(tw, c, linalg.SeriesInverse(c[:b], r), nil, p)
 		if err != nil {
 			return nil, err
 		}
@@ -508,6 +508,10 @@ func fdGradient(f func([]float64) float64, x []float64) []float64 {
 type scaledToeplitz struct {
 	tw          toeplitzWorkload
 	c, u, scale []float64
+	// expo, when set, is u as a sum of exponentials (a BLT's T_d: u_0 = 1,
+	// u_k = sum_m w_m lambda_m^(k-1)), which lets normsB run in O(R K)
+	// for prefix sums whatever the scales (normsExpo).
+	expo *BLTParams
 	// frob and maxRow cache ||B||_F^2 and max_i ||B[i, :]||^2 (set once
 	// normsB has run).
 	frob, maxRow float64
@@ -545,7 +549,8 @@ const maxScaledTail = 256
 // the dense path's recurrence B[i][j] = B[i-1][j] + scale_i u_{i-j} from
 // row t0 - 1 (O(R L) time, O(R) memory); otherwise as s_0 beta_{i-j} plus
 // sum_{t0 <= t <= i} a_{i-t} (scale_t - s_0) u_{t-j} (O(R L^2), for
-// L <= maxScaledTail).
+// L <= maxScaledTail). For prefix sums with u a sum of exponentials (a
+// BLT's, s.expo), normsExpo's recursion gives every row in O(R K).
 func (s *scaledToeplitz) normsB() (frob, maxRow float64, err error) {
 	if s.normed {
 		return s.frob, s.maxRow, nil
@@ -558,6 +563,11 @@ func (s *scaledToeplitz) normsB() (frob, maxRow float64, err error) {
 	}
 	if t0 < r && !s.tw.prefix && r-t0 > maxScaledTail {
 		return 0, 0, fmt.Errorf("factorize: loss-only metrics of a Toeplitz C with %d columns of other norms need the prefix-sum workload (or at most %d)", r-t0, maxScaledTail)
+	}
+	if t0 < r && s.tw.prefix && s.expo != nil {
+		frob, maxRow = s.normsExpo()
+		s.frob, s.maxRow, s.normed = frob, maxRow, true
+		return frob, maxRow, nil
 	}
 	beta := s.tw.times(s.u[:r])
 	run := 0.0
@@ -598,6 +608,52 @@ func (s *scaledToeplitz) normsB() (frob, maxRow float64, err error) {
 	}
 	s.frob, s.maxRow, s.normed = frob, maxRow, true
 	return frob, maxRow, nil
+}
+
+// normsExpo returns what normsB does for prefix sums when u is the sum of
+// exponentials s.expo, in O(R K) time and O(K) memory beyond u (K the
+// number of weights), where the column-by-column recurrence takes
+// O(R L). Row i of B = A diag(scale) T_u is row i-1 plus scale_i times
+// row i of T_u, so, with N_i = ||B[i, :]||^2,
+//
+//	N_i = N_{i-1} + 2 scale_i X_i + scale_i^2 sum_{t <= i} u_t^2,
+//	X_i = sum_{j < i} B[i-1][j] u_{i-j} = sum_m w_m S_m(i),
+//
+// where S_m(i) = sum_{j < i} B[i-1][j] lambda_m^(i-1-j) (u_{i-j} =
+// sum_m w_m lambda_m^(i-j-1) for i > j). Adding row i's new terms gives
+// S_m(i+1) = lambda_m S_m(i) + scale_i V_m(i), V_m(i) = sum_{t <= i} u_t
+// lambda_m^t. Every factor is in [0, 1] or a running sum, so nothing
+// grows beyond the sums themselves (lambda_m^t underflows to zero for
+// large t, which is its value to double precision).
+func (s *scaledToeplitz) normsExpo() (frob, maxRow float64) {
+	r := len(s.c)
+	w, lam := s.expo.Weights, s.expo.Lambdas[:len(s.expo.Weights)]
+	k := len(w)
+	sm := make([]float64, k) // S_m(i)
+	vm := make([]float64, k) // V_m(i)
+	pw := make([]float64, k) // lambda_m^i
+	for m := range pw {
+		pw[m] = 1
+	}
+	n, u2 := 0.0, 0.0
+	for i := 0; i < r; i++ {
+		ui := s.u[i]
+		u2 += ui * ui
+		x := 0.0
+		for m := range k {
+			x += w[m] * sm[m]
+		}
+		si := s.scale[i]
+		n += 2*si*x + si*si*u2
+		frob += n
+		maxRow = math.Max(maxRow, n)
+		for m := range k {
+			vm[m] += ui * pw[m]
+			pw[m] *= lam[m]
+			sm[m] = lam[m]*sm[m] + si*vm[m]
+		}
+	}
+	return frob, maxRow
 }
 
 // gramRows produces the rows of X = C^T C from the last to the first in
@@ -678,9 +734,9 @@ func (s *scaledToeplitz) metrics(p Participation) (Metrics, error) {
 // for c and u (column norms unless they do not lower the loss, else ones)
 // and the metrics under p of the factorization it picks, without forming
 // it.
-func toeplitzLossOnly(tw toeplitzWorkload, c, u []float64, p Participation) (Metrics, []float64, error) {
+func toeplitzLossOnly(tw toeplitzWorkload, c, u []float64, expo *BLTParams, p Participation) (Metrics, []float64, error) {
 	r := len(tw.a)
-	scaled := &scaledToeplitz{tw: tw, c: c[:r], u: u, scale: columnNorms(c[:r])}
+	scaled := &scaledToeplitz{tw: tw, c: c[:r], u: u, scale: columnNorms(c[:r]), expo: expo}
 	ms, err := scaled.metrics(SingleParticipation())
 	if err != nil {
 		return Metrics{}, nil, err

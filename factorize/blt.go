@@ -332,7 +332,7 @@ func bltLossOnly(ctx context.Context, w *Workload, buffers int, p Participation)
 		return nil, err
 	}
 	r := w.R()
-	m, scale, err := toeplitzLossOnly(tw, bltInverse(params, r), params.Coefficients(r), p)
+	m, scale, err := toeplitzLossOnly(tw, bltInverse(params, r), params.Coefficients(r), params, p)
 	if err != nil {
 		return nil, err
 	}

@@ -208,6 +208,14 @@ func TestBLTLossOnly(t *testing.T) {
 		w, _ := Prefix(r)
 		lossOnlyAgrees(t, "blt", w, SingleParticipation())
 	}
+	// One and two buffers: decays near 1, so every column of C has its
+	// own norm and normsB takes normsExpo's recursion for all the rows.
+	for _, spec := range []string{"blt:buffers=1", "blt:buffers=2"} {
+		for _, r := range []int{3, 64, 1500} {
+			w, _ := Prefix(r)
+			lossOnlyAgrees(t, spec, w, SingleParticipation())
+		}
+	}
 	for _, r := range []int{7, 64, 300} {
 		w, _ := Prefix(r)
 		// Not minsep:1, where every candidate's C is the identity up to
@@ -263,6 +271,47 @@ func TestQuasiSepMinSep(t *testing.T) {
 				if g.Metrics.Participation != p || math.Abs(g.Metrics.Loss-got.Value*got.Value*f.Metrics.FrobBSq) > 1e-12*g.Metrics.Loss {
 					t.Errorf("%s R=%d %v: metrics %+v", spec, r, p, g.Metrics)
 				}
+			}
+		}
+	}
+}
+
+// normsExpo's O(R K) recursion against the column-by-column recurrence of
+// normsB (a second algorithm, O(R^2)) for prefix sums, with random BLT
+// parameters (weights of both signs, decays in (0, 1)) and random column
+// scales, including scales equal for a first stretch of rows.
+func TestNormsExpoAgrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, r := range []int{1, 2, 5, 300, 2500} {
+		for k := 1; k <= 5; k++ {
+			p := &BLTParams{Weights: make([]float64, k), Lambdas: make([]float64, k)}
+			for m := range k {
+				p.Weights[m] = 2*rng.Float64() - 1
+				p.Lambdas[m] = 1 - math.Pow(10, -4*rng.Float64())
+			}
+			w, _ := Prefix(r)
+			tw, err := toeplitzOf(StrategyBLT, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scale := make([]float64, r)
+			t0 := rng.IntN(r + 1)
+			for i := range scale {
+				scale[i] = 0.5
+				if i >= t0 {
+					scale[i] = 0.2 + rng.Float64()
+				}
+			}
+			u := p.Coefficients(r)
+			slow := &scaledToeplitz{tw: tw, c: bltInverse(p, r), u: u, scale: scale}
+			fast := &scaledToeplitz{tw: tw, c: slow.c, u: u, scale: scale, expo: p}
+			f0, m0, err0 := slow.normsB()
+			f1, m1, err1 := fast.normsB()
+			if err0 != nil || err1 != nil {
+				t.Fatalf("R=%d K=%d: %v, %v", r, k, err0, err1)
+			}
+			if math.Abs(f1-f0) > 1e-11*f0 || math.Abs(m1-m0) > 1e-11*m0 {
+				t.Errorf("R=%d K=%d t0=%d: normsExpo %.17g, %.17g; recurrence %.17g, %.17g", r, k, t0, f1, m1, f0, m0)
 			}
 		}
 	}
