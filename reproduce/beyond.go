@@ -3,6 +3,7 @@ package reproduce
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/dpmf/dpmf/dataset"
@@ -194,9 +195,19 @@ func noiseState(f *factorize.Factorization, R int) (float64, error) {
 // cancer runs every algorithm on the breast-cancer data over 10 learners,
 // dealt iid and by label, at both budgets.
 func (r *runner) cancer(ctx context.Context) error {
+	// Read first, in the dry pass too, so that a file that cannot be read
+	// fails the run before any part's work. The section states its
+	// counts (Options.DataRoot may name another file than the shipped one,
+	// of 569 rows and 30 features).
+	tab, err := dataset.LoadCSV(filepath.Join(r.root, "testdata", "breast_cancer.csv"))
+	if err != nil {
+		return err
+	}
 	var rows, trows [][]string
+	base := setting{data: "cancer", n: 10, R: 28, tau: 2, clip: 1, l2: 1e-3, evalEvery: 28}
 	for _, split := range []dataset.Split{{Kind: dataset.IID}, {Kind: dataset.ByLabel}} {
-		s := setting{data: "cancer", split: split, n: 10, R: 28, tau: 2, clip: 1, l2: 1e-3, evalEvery: 28}
+		s := base
+		s.split = split
 		for _, eps := range budgets {
 			for _, algo := range privateAlgos {
 				j := job{s: s, algo: algo, mech: "optimal", eps: eps, cal: plan.Exact, final: true, reps: r.sc.cancerReps}
@@ -223,7 +234,9 @@ func (r *runner) cancer(ctx context.Context) error {
 	if err := r.writeCSV("beyond_cancer.csv", []string{"split", "eps", "algorithm", "eta_tilde", "eta_at_grid_end", "final_loss_error_mean", "final_loss_error_std", "accuracy_mean", "accuracy_std"}, rows); err != nil {
 		return err
 	}
-	r.section("## Beyond: breast-cancer data\n\ntestdata/breast_cancer.csv (569 rows, 30 standardised features), n = 10 learners, tau = 2, R = 28 (560 rows used), B_g = 1, L2 = 1e-3, optimal factorization, exact calibration; iid: rows shuffled and dealt; label: sorted by label, so most learners see one class. Tuning deals the rows with another seed (the same rows in another order: with 569 rows there is no separate tuning set), so each (eps, delta) is that of a run at its chosen step and does not cover the choice of the step, which saw the same rows. Final loss error and accuracy over the 560 rows.\n\n" +
+	used := base.n * base.R * base.tau
+	r.section(fmt.Sprintf("## Beyond: breast-cancer data\n\ntestdata/breast_cancer.csv (%d rows, %d standardised features), n = %d learners, tau = %d, R = %d (%d rows used), B_g = 1, L2 = 1e-3, optimal factorization, exact calibration; iid: rows shuffled and dealt; label: sorted by label, so most learners see one class. Tuning deals the rows with another seed (the same rows in another order: with %d rows there is no separate tuning set), so each (eps, delta) is that of a run at its chosen step and does not cover the choice of the step, which saw the same rows. Final loss error and accuracy over the %d rows.\n\n",
+		tab.Len(), tab.Dim, base.n, base.tau, base.R, used, tab.Len(), used) +
 		table([]string{"split", "budget", "algorithm", "eta~", "final loss error", "accuracy"}, trows))
 	return nil
 }

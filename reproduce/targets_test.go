@@ -121,3 +121,31 @@ func TestRunCancelledReplacesNothing(t *testing.T) {
 		t.Errorf("%d entries, want the %d of the earlier run", len(ents), len(old))
 	}
 }
+
+// TestRunChecksDataFirst: test data that cannot be read (a label that is
+// not a number) fails a run of fig2 and beyond before any work, and the
+// output directory is not created. Before, fig2 and beyond's tau sweep
+// and mechanisms ran first (seconds with -quick, minutes in full) and the
+// run failed only when the breast-cancer part read the file.
+func TestRunChecksDataFirst(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Mkdir(filepath.Join(base, "testdata"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "testdata", "breast_cancer.csv"), []byte("label,a\n1,2\nx,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(base, "out")
+	progressed := false
+	_, err := Run(context.Background(), []string{"fig2", "beyond"}, out, Options{Quick: true, DataRoot: base,
+		Progress: func(done, total int64) { progressed = true }})
+	if err == nil || !strings.Contains(err.Error(), `breast_cancer.csv:3: label is "x"`) {
+		t.Errorf("err = %v, want one naming breast_cancer.csv:3 and its label", err)
+	}
+	if progressed {
+		t.Error("the run did work before it failed on the data")
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("%s was created, want nothing", out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"time"
@@ -13,8 +14,10 @@ import (
 
 // compare computes every strategy on w and prints a markdown table of their
 // metrics, or one JSON object per line with -json. A strategy that does not
-// support the workload gets a row that says why.
+// support the workload gets a row that says why. The table is the whole
+// output: a write to stdout that fails ends the run with its error.
 func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) error {
+	out := &stickyWriter{w: e.stdout}
 	warn := &lineWriter{w: e.stderr, prefix: "mfsolve: "}
 	cache := cacheFor(cfg, e, warn)
 	if cache != nil {
@@ -23,10 +26,13 @@ func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) erro
 		cache.Keep = compareKeeps
 	}
 	if !cfg.json {
-		fmt.Fprintf(e.stdout, "| strategy | gamma | unit sensitivity (%v) | loss | RMSE | MaxSE | iterations | seconds |\n", cfg.participation)
-		fmt.Fprintf(e.stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		fmt.Fprintf(out, "| strategy | gamma | unit sensitivity (%v) | loss | RMSE | MaxSE | iterations | seconds |\n", cfg.participation)
+		fmt.Fprintf(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	}
 	for _, s := range factorize.Strategies() {
+		if out.err != nil {
+			return out.err
+		}
 		strat, err := factorize.ParseStrategy(s)
 		if err != nil {
 			return err
@@ -47,9 +53,9 @@ func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) erro
 			msg := err.Error()
 			if cfg.json {
 				js, _ := json.Marshal(map[string]string{"strategy": s, "error": msg})
-				fmt.Fprintf(e.stdout, "%s\n", js)
+				fmt.Fprintf(out, "%s\n", js)
 			} else {
-				fmt.Fprintf(e.stdout, "| %s | n/a: %s | | | | | | |\n", s, msg)
+				fmt.Fprintf(out, "| %s | n/a: %s | | | | | | |\n", s, msg)
 			}
 			continue
 		}
@@ -59,17 +65,34 @@ func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) erro
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s\n", js)
+			fmt.Fprintf(out, "%s\n", js)
 			continue
 		}
 		exact := ""
 		if !res.SensitivityExact {
 			exact = " (bound)"
 		}
-		fmt.Fprintf(e.stdout, "| %s | %s | %s%s | %.6g | %s | %s | %d | %.2f |\n",
+		fmt.Fprintf(out, "| %s | %s | %s%s | %.6g | %s | %s | %d | %.2f |\n",
 			s, cell(res.Gamma), cell(res.Sensitivity), exact, res.Loss, cell(res.RMSE), cell(res.MaxSE), res.Iterations, res.Seconds)
 	}
-	return nil
+	return out.err
+}
+
+// stickyWriter passes writes to w until one fails, and then keeps that
+// error (err) and writes nothing more.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+// Write implements io.Writer.
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
 }
 
 // cell formats a table entry with four decimals, or with five significant

@@ -295,7 +295,7 @@ func checkPrivacyFlags(cfg *config, set map[string]bool) error {
 		return cli.Usagef("-sampling accounts a banded factorization: use -strategy banded or bsr (without -compare)")
 	case sampling && cfg.calibration != "exact":
 		return cli.Usagef("-sampling uses the PLD accountant: drop -calibration %s", cfg.calibration)
-	case sampling && cfg.participation.Kind != factorize.KindSingle:
+	case sampling && set["participation"]:
 		return cli.Usagef("-sampling fixes the participation (each sample in the rounds of its group, b apart): drop -participation")
 	case sampling && !set["relation"]:
 		// Amplification by Poisson sampling is stated for add/remove

@@ -317,6 +317,9 @@ func TestSamplingCalibration(t *testing.T) {
 		{[]string{"-R", "64", "-strategy", "banded", "-eps", "1", "-delta", "1e-5", "-sampling", "1.5"}, "-sampling 1.5"},
 		{[]string{"-R", "64", "-eps", "1", "-delta", "1e-5", "-sampling", "0.5"}, "use -strategy banded"},
 		{[]string{"-R", "64", "-strategy", "banded", "-eps", "1", "-delta", "1e-5", "-sampling", "0.5", "-participation", "epochs:2"}, "drop -participation"},
+		// Given explicitly, single too (as docs/cli.md says: not with
+		// -participation); before, it was run under minsep:B silently.
+		{[]string{"-R", "64", "-strategy", "banded", "-eps", "1", "-delta", "1e-5", "-sampling", "0.5", "-participation", "single"}, "drop -participation"},
 		{[]string{"-R", "64", "-strategy", "banded", "-eps", "1", "-delta", "1e-5", "-sampling", "0.5", "-calibration", "paper"}, "drop -calibration"},
 		{[]string{"-R", "64", "-participation", "epochs:3"}, "-participation epochs:3"},
 		{[]string{"-R", "64", "-participation", "every"}, "invalid value \"every\" for flag -participation"},

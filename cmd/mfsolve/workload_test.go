@@ -194,3 +194,24 @@ func TestMomentumEpochsLossOnlyCountsTheFactors(t *testing.T) {
 	prefix := factorize.SolveBytes(lossOnly, 30000, factorize.FixedEpochs(4), true)
 	assert.Less(t, prefix, 1e9, "the prefix sums' fixed-epoch loss-only path is O(R k)")
 }
+
+// TestCompareReportFailure: -compare's table is its whole output, so a
+// stdout that cannot take it (mfsolve -compare > /dev/full) fails the run
+// with status 1 and the write's error, in plain text and in JSON lines.
+// Before, every row's write error was dropped and the run exited 0 having
+// printed nothing.
+func TestCompareReportFailure(t *testing.T) {
+	for _, js := range []bool{false, true} {
+		args := []string{"-R", "4", "-compare", "-no-cache"}
+		if js {
+			args = append(args, "-json")
+		}
+		var errb bytes.Buffer
+		code := run(t.Context(), args, env{
+			stdout: failWriter{}, stderr: &errb,
+			memAvailable: func() (uint64, error) { return testMemory, nil },
+		})
+		assert.Equal(t, cli.ExitFailure, code, "json %v: %s", js, errb.String())
+		assert.Equal(t, "mfsolve: no space left on device\n", errb.String(), "json %v", js)
+	}
+}

@@ -95,7 +95,11 @@ func runReproduce(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	if !*quiet {
-		fmt.Fprintf(e.stdout, "wrote %s/summary.md and the figures of %s in %s\n", *out, strings.Join(rep.Parts, ", "), rep.Elapsed.Round(1e9))
+		wrote := fmt.Sprintf("wrote %s/summary.md and the figures of %s", *out, strings.Join(rep.Parts, ", "))
+		// The files are in place: a failed print says so.
+		if _, err := fmt.Fprintf(e.stdout, "%s in %s\n", wrote, rep.Elapsed.Round(1e9)); err != nil {
+			return fmt.Errorf("%s, but printing the report failed: %v", wrote, err)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,3 +60,30 @@ func TestReproduceFig2(t *testing.T) {
 		t.Errorf("stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 }
+
+// TestReproduceReportFailure: when stdout cannot take the closing line
+// (ofl reproduce fig2 -out DIR > /dev/full), the run exits 1 with a line
+// that says what was written and that printing failed; the files are
+// there. Before, the write's error was dropped and the run exited 0.
+func TestReproduceReportFailure(t *testing.T) {
+	dir := t.TempDir()
+	var errb bytes.Buffer
+	code := run(context.Background(), []string{"reproduce", "-quick", "fig2", "-out", dir}, env{
+		stdout: failingWriter{}, stderr: &errb,
+		randomSeed: func() (uint64, error) { return 99, nil },
+	})
+	if code != cli.ExitFailure {
+		t.Errorf("exit %d, want %d", code, cli.ExitFailure)
+	}
+	// The log's lines come first; the error is the last line.
+	lines := strings.SplitAfter(strings.TrimSuffix(errb.String(), "\n"), "\n")
+	requireOneErrorLine(t, lines[len(lines)-1]+"\n", "wrote "+dir+"/summary.md and the figures of fig2, but printing the report failed: no space left on device")
+	if _, err := os.Stat(filepath.Join(dir, "summary.md")); err != nil {
+		t.Error(err)
+	}
+}
+
+// failingWriter fails every write, as stdout redirected to /dev/full does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
