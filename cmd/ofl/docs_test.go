@@ -231,7 +231,8 @@ func TestSeedHelp(t *testing.T) {
 
 // TestRequiredFlagsInUsage: the usage line of "ofl learner -h" and "ofl
 // evaluate -h" names, outside brackets, every flag that the command refuses
-// to run without, and the flag's own line says "required". The required
+// to run without, and the flag's own line says "required"; a command whose
+// -h lists the run flags (-eps, ...) names them in its usage line. The required
 // flags are found by running the command without them: each "-X is
 // required" error adds -X to the next run. A bad -colluders (learner) and
 // a missing state directory (evaluate) stop the command after its flag
@@ -271,6 +272,9 @@ func TestRequiredFlagsInUsage(t *testing.T) {
 				t.Fatalf("ofl %s requires %s: give the test a value for it", c.cmd, f)
 			}
 			args = append(args, f, v)
+		}
+		if _, ok := helpFlags(t, c.cmd)["eps"]; ok && !strings.Contains(first, "run flags") && !strings.Contains(first, "run and data flags") {
+			t.Errorf("ofl %s -h lists the run flags (-eps, ...), but its usage line does not name them:\n\t%s", c.cmd, first)
 		}
 		if len(found) < 2 {
 			t.Errorf("ofl %s: found the required flags %v, want at least -id/-state and -seed", c.cmd, found)
