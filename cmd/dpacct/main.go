@@ -23,8 +23,9 @@
 // below the true ones (for replace-one an upper bound, not a tight value);
 // see docs/privacy.md. -method and -compositions do not apply to it, and
 // -relation applies only to it (without sampling the relation enters only
-// through the sensitivity). -eps is at most 1000 with -sampling (the
-// search's cost grows like eps; docs/privacy.md). SIGINT or SIGTERM stops
+// through the sensitivity). The sigma command's -eps is at most 1000 with
+// -sampling (the search's cost grows like eps; docs/privacy.md); the delta
+// command takes any eps. SIGINT or SIGTERM stops
 // a calibration, and the epsilon and delta commands, at once (within
 // milliseconds).
 //

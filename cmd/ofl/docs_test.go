@@ -228,3 +228,56 @@ func TestSeedHelp(t *testing.T) {
 		t.Errorf("ofl evaluate -h: -seed %q; want it required, with no default", u)
 	}
 }
+
+// TestRequiredFlagsInUsage: the usage line of "ofl learner -h" and "ofl
+// evaluate -h" names, outside brackets, every flag that the command refuses
+// to run without, and the flag's own line says "required"; a command whose
+// -h lists the run flags (-eps, ...) names them in its usage line. The required
+// flags are found by running the command without them: each "-X is
+// required" error adds -X to the next run. A bad -colluders (learner) and
+// a missing state directory (evaluate) stop the command after its flag
+// checks, before it dials a server or reads a run.
+func TestRequiredFlagsInUsage(t *testing.T) {
+	required := regexp.MustCompile(`(-[a-z-]+) is required`)
+	for _, c := range []struct {
+		cmd  string
+		base []string
+		vals map[string]string
+	}{
+		{"learner", []string{"-colluders", "-1"}, map[string]string{"-id": "0", "-seed": "1"}},
+		{"evaluate", nil, map[string]string{"-state": t.TempDir() + "/none", "-seed": "1"}},
+	} {
+		h := runOfl(t, c.cmd, "-h")
+		first, _, _ := strings.Cut(h.stdout, "\n")
+		mandatory := regexp.MustCompile(`\[[^]]*\]`).ReplaceAllString(first, "")
+		args := c.base
+		var found []string
+		for range 5 {
+			r := runOfl(t, append([]string{c.cmd}, args...)...)
+			m := required.FindStringSubmatch(r.stderr)
+			if m == nil {
+				break
+			}
+			f := m[1]
+			found = append(found, f)
+			if !slices.Contains(strings.Fields(mandatory), f) {
+				t.Errorf("ofl %s refuses to run without %s, but its usage line does not name it outside brackets:\n\t%s", c.cmd, f, first)
+			}
+			_, after, _ := strings.Cut(h.stdout, "\n  "+f+" ")
+			if line, _, _ := strings.Cut(after, "\n  -"); !strings.Contains(line, "required") {
+				t.Errorf("ofl %s -h: the line of %s does not say it is required:\n\t%s %s", c.cmd, f, f, line)
+			}
+			v, ok := c.vals[f]
+			if !ok {
+				t.Fatalf("ofl %s requires %s: give the test a value for it", c.cmd, f)
+			}
+			args = append(args, f, v)
+		}
+		if _, ok := helpFlags(t, c.cmd)["eps"]; ok && !strings.Contains(first, "run flags") && !strings.Contains(first, "run and data flags") {
+			t.Errorf("ofl %s -h lists the run flags (-eps, ...), but its usage line does not name them:\n\t%s", c.cmd, first)
+		}
+		if len(found) < 2 {
+			t.Errorf("ofl %s: found the required flags %v, want at least -id/-state and -seed", c.cmd, found)
+		}
+	}
+}

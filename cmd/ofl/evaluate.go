@@ -17,7 +17,7 @@ import (
 	"github.com/dpmf/dpmf/plan"
 )
 
-const evaluateUsage = `Usage: ofl evaluate -state DIR -seed N [data flags] [-json] [-out DIR]
+const evaluateUsage = `Usage: ofl evaluate -state DIR -seed N [run and data flags] [-json] [-out DIR]
 
 The observer of a networked run: reads the released models x^0..x^R from a
 server's state directory and evaluates them on the whole data set (which

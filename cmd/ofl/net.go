@@ -59,7 +59,7 @@ data.
 Flags:
 `
 
-const learnerUsage = `Usage: ofl learner -server ADDR -id I [-state DIR] [-colluders C] [TLS flags] [data flags]
+const learnerUsage = `Usage: ofl learner -server ADDR -id I -seed S [-state DIR] [-colluders C] [TLS flags] [data flags]
 
 Runs learner I of a networked run: it joins the server, takes the run's
 configuration from it, and computes its updates from its own data. With
@@ -636,7 +636,7 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs.IntVar(&l.opt.ID, "id", -1, "this learner's index I, 0 <= I < n (required)")
 	fs.StringVar(&l.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first)")
 	fs.StringVar(&l.split, "split", "iid", "how CSV rows are dealt to learners: iid, label or feature:K")
-	fs.Uint64Var(&l.seed, "seed", 0, "seed of the data (the same on every learner: it deals the data)")
+	fs.Uint64Var(&l.seed, "seed", 0, "seed of the data (required; the same on every learner: it deals the data)")
 	fs.StringVar(&l.out, "out", "", "write the final model to this file (one number per line)")
 	fs.BoolVar(&l.tls.insecure, "insecure", false, "connect without TLS (loopback tests only: refused for a -server address that is not loopback)")
 	fs.BoolVar(&l.tls.nonLoopback, insecureNonLoopback, false, "with -insecure, connect to a server that is not on loopback all the same (plaintext: anyone on the network reads and alters the models and updates)")

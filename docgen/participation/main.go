@@ -22,6 +22,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -47,13 +49,15 @@ type config struct {
 	args  []string
 }
 
-func parseArgs(args []string) (config, error) {
+// parseArgs parses the command line; -h writes the usage to help.
+func parseArgs(args []string, help io.Writer) (config, error) {
 	c := config{args: args}
 	fs := cli.NewFlagSet("participation")
 	fs.StringVar(&c.out, "out", "docs/participation.md", "the Markdown `FILE` whose RMSE section is rewritten")
 	sizes := fs.String("sizes", "128,512,2048", "numbers of rounds `n`")
 	ks := fs.String("k", "1,2,4,8", "participations `k`")
-	if _, err := cli.ParseFlags(fs, args, nil, "", ""); err != nil {
+	usage := "Usage: go run ./docgen/participation [flags]\n\nComputes the RMSE of every strategy under fixed epochs and min-separation\nand rewrites the tables of -out between its rmse markers. Run it from inside\nthe dpmf module.\n\nFlags:\n"
+	if _, err := cli.ParseFlags(fs, args, help, usage, ""); err != nil {
 		return c, err
 	}
 	var err error
@@ -74,8 +78,10 @@ func parseArgs(args []string) (config, error) {
 }
 
 func run(ctx context.Context, args []string, log io.Writer) error {
-	c, err := parseArgs(args)
-	if err != nil {
+	c, err := parseArgs(args, log)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is written
+	} else if err != nil {
 		return err
 	}
 	section := docgen.Section{Path: c.out, Begin: beginMarker, End: endMarker}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -36,6 +37,20 @@ func TestGenerate(t *testing.T) {
 	for _, bad := range [][]string{{"-sizes", "6", "-k", "4"}, {"-k", "0"}, {"-sizes", "x"}} {
 		if err := run(context.Background(), append([]string{"-out", path}, bad...), io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+// TestHelp: -h prints the usage and the flags and succeeds, rewriting no
+// file (it was "participation: flag: help requested", exit status 1, and no usage).
+func TestHelp(t *testing.T) {
+	var log bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, &log); err != nil {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, want := range []string{"Usage: go run ./docgen/participation", "-out FILE", "-sizes", "-k"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("-h prints no %q:\n%s", want, log.String())
 		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -63,7 +64,8 @@ type config struct {
 	structured map[string]*factorize.Factorization
 }
 
-func parseArgs(args []string) (config, error) {
+// parseArgs parses the command line; -h writes the usage to help.
+func parseArgs(args []string, help io.Writer) (config, error) {
 	c := config{args: args, structured: map[string]*factorize.Factorization{}}
 	fs := cli.NewFlagSet("strategies")
 	fs.StringVar(&c.out, "out", "docs/strategies.md", "the Markdown `FILE` whose strategies section is rewritten")
@@ -71,7 +73,8 @@ func parseArgs(args []string) (config, error) {
 	seps := fs.String("seps", "16,64", "min-separations `b`")
 	fs.IntVar(&c.denseMax, "dense-max", 2000, "largest R at which strategies with dense factors run")
 	fs.IntVar(&c.refMax, "ref-max", 10000, "largest R at which the certified banded reference runs under min-separation")
-	if _, err := cli.ParseFlags(fs, args, nil, "", ""); err != nil {
+	usage := "Usage: go run ./docgen/strategies [flags]\n\nComputes every strategy's metrics and rewrites the strategies section of\n-out between its markers. Run it from inside the dpmf module.\n\nFlags:\n"
+	if _, err := cli.ParseFlags(fs, args, help, usage, ""); err != nil {
 		return c, err
 	}
 	var err error
@@ -194,8 +197,10 @@ func format(e, ref docgen.Cell) string {
 }
 
 func run(ctx context.Context, args []string, log io.Writer) error {
-	c, err := parseArgs(args)
-	if err != nil {
+	c, err := parseArgs(args, log)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is written
+	} else if err != nil {
 		return err
 	}
 	section := docgen.Section{Path: c.out, Begin: beginMarker, End: endMarker}

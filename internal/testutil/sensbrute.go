@@ -8,8 +8,8 @@ import (
 
 // This file is a brute-force reference for the sensitivity of a factor C
 // under a participation pattern, written from the definitions of
-// docs/participation.md and /work/shared/docs/notes.md (section 2 and 7)
-// alone, for the tests of factorize, plan and mechanism: it uses none of
+// docs/participation.md and the project's field notes on sensitivity and
+// participation (kept outside the repository) alone, for the tests of factorize, plan and mechanism: it uses none of
 // the code it checks.
 //
 // One sample takes part in the rounds of a pattern S; in each of them its
