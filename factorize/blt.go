@@ -275,7 +275,7 @@ func init() {
 //
 // With LossOnly (single participation and min-separation), the fit is the
 // same and its metrics come from the coefficients without B and C: O(R)
-// for the plain Toeplitz C, O(R^2) time and O(R) memory for unit columns
+// for the plain Toeplitz C, O(R K) time and O(R) memory for unit columns
 // (prefix sums only; see [scaledToeplitz]); under min-separation the
 // candidates of [BLTMinSep] are compared by the same reported loss, whose
 // dynamic-programming bound (for a C with coefficients of both signs or
