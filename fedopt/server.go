@@ -71,7 +71,11 @@ func NewServer(cfg Config, shape Shape, noise mechanism.Mechanism) (*Server, err
 // NewServerAt returns a server that resumes at round `round` with released
 // model x (x^round; nil means zero). noise must be at round `round` (for
 // example made with mechanism.WithStartRound), so that the noise stream
-// continues exactly as if uninterrupted.
+// continues exactly as if uninterrupted. round must be the first round
+// not yet released: neither can tell, and a released round's noise added
+// again to other updates releases their difference without noise, which
+// the privacy record does not cover (package fednet's state directory
+// refuses to be rewound).
 func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, x []float64) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
