@@ -215,7 +215,9 @@ func (s *Server) checkUpdate(u []float64) (norm float64, plain bool, err error) 
 		// Beyond the bound in exact arithmetic. Before, the float64 norm
 		// alone decided: it is within a relative (1.01 d + 2) 2^-53 of the
 		// exact one, so an update of exact norm tau B_g could be refused
-		// from d of about 10^7 (and from d = 4 within an ulp of the bound).
+		// from d of about 10^7 in the worst case (a vector of d = 6 10^7
+		// that Clip leaves as it is, built to round up, was refused), and
+		// from d = 4 within an ulp of the bound.
 		tb := fmt.Sprint(float64(s.shape.Tau) * s.cfg.Clip)
 		if s.bound == math.MaxFloat64 {
 			tb = fmt.Sprintf("%d x %v (beyond float64: only a norm that overflows exceeds it)", s.shape.Tau, s.cfg.Clip)
