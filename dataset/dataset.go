@@ -44,8 +44,8 @@ func NewDataset(name string, learners, rounds, tau, dim int) (*Dataset, error) {
 		}
 	}
 	n := float64(learners) * float64(rounds) * float64(tau)
-	if n*float64(dim) > 1<<31 {
-		return nil, fmt.Errorf("dataset: %d x %d x %d samples of dimension %d is too large (more than 2^31 numbers)", learners, rounds, tau, dim)
+	if tooLarge(n*float64(dim), n) {
+		return nil, fmt.Errorf("dataset: %d x %d x %d samples of dimension %d is too large (more than %s numbers)", learners, rounds, tau, dim, maxNumbersText())
 	}
 	N := learners * rounds * tau
 	return &Dataset{
@@ -54,6 +54,23 @@ func NewDataset(name string, learners, rounds, tau, dim int) (*Dataset, error) {
 		Features: make([]float64, N*dim),
 		Labels:   make([]float64, N),
 	}, nil
+}
+
+// tooLarge reports whether a data set of feats feature values and labels
+// labels is beyond what NewDataset and Epochs make: more than 2^31 feature
+// values, or, on a 32-bit platform, slices whose bytes an int does not
+// count (there the allocation panicked: makeslice: len out of range, or
+// the length itself overflowed).
+func tooLarge(feats, labels float64) bool {
+	return feats > 1<<31 || 8*(feats+labels) > math.MaxInt
+}
+
+// maxNumbersText is the limit of [tooLarge] as errors write it.
+func maxNumbersText() string {
+	if math.MaxInt > 1<<40 {
+		return "2^31"
+	}
+	return "2^28 on a 32-bit platform"
 }
 
 // Len returns N = n R tau.
@@ -112,8 +129,8 @@ func (d *Dataset) Epochs(k int) (*Dataset, error) {
 	if k < 1 {
 		return nil, fmt.Errorf("dataset: epochs = %d, want >= 1", k)
 	}
-	if float64(k)*float64(len(d.Features)) > 1<<31 {
-		return nil, fmt.Errorf("dataset: %d epochs of %d rounds of dimension %d is too large (more than 2^31 numbers)", k, d.Rounds, d.Dim)
+	if tooLarge(float64(k)*float64(len(d.Features)), float64(k)*float64(len(d.Labels))) {
+		return nil, fmt.Errorf("dataset: %d epochs of %d rounds of dimension %d is too large (more than %s numbers)", k, d.Rounds, d.Dim, maxNumbersText())
 	}
 	out := &Dataset{
 		Name:     d.Name,

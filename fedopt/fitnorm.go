@@ -3,6 +3,8 @@ package fedopt
 import (
 	"math"
 	"math/big"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // normWithin reports whether the Euclidean norm of the finite vector u is
@@ -320,15 +322,15 @@ func clearlyWithin(norm float64, plain bool, d int, clip float64, tau int) bool 
 // sensitivity analysis uses. If the finite vector u has norm at most tau
 // clip in exact arithmetic ([normWithin]), it returns false and writes
 // nothing. Otherwise it writes into dst (len(dst) == len(u); dst must not
-// share memory with u) the products c u_k rounded to float64, for a factor
-// c < 1 computed with a margin of 4d + 32 ulps and then checked: the exact
-// norm of dst is at most tau clip, shrinking c further if the check fails
-// (and dst is zero if nothing else passes). It returns true then. clip
-// must be finite and > 0.
+// share memory with u) u scaled to norm a few ulps below tau clip, by the
+// accurate factor [Clip] uses ([scaleTo]), and then checked: the exact
+// norm of dst is at most tau clip, shrinking dst further if the check
+// fails (and dst is zero if nothing else passes). It returns true then.
+// clip must be finite and > 0.
 //
 // An update the server accepts ([UpdateBound]) exceeds tau clip by a
-// relative 1e-9 at most, plus the rounding of the server's norm, so c is
-// within about 1e-9 of 1.
+// relative 1e-9 at most, plus the rounding of the server's norm, so the
+// factor is within about 1e-9 of 1.
 func fitNorm(dst, u []float64, clip float64, tau int) bool {
 	if normWithin(u, clip, tau) {
 		return false
@@ -337,25 +339,26 @@ func fitNorm(dst, u []float64, clip float64, tau int) bool {
 	return true
 }
 
-// scaleInto is [fitNorm] for an update u known to exceed tau clip.
+// scaleInto is [fitNorm] for an update u known to exceed tau clip. The
+// factor is [scaleTo]'s, for t = fl(tau clip) (finite: where tau clip
+// overflows no finite u exceeds it): the exact norm of the result is at
+// most (1 - 1.99 2^-53) t <= tau clip but where entries round below the
+// normal range, so that the check passes at once. Before, the factor was
+// t / ||u|| with a margin of 4d + 32 ulps, which left the server's copy
+// that far below tau clip (4.4e-10 relative at d = 10^6) where [Clip]
+// leaves a gradient within 6 ulps of its bound.
 func scaleInto(dst, u []float64, clip float64, tau int) {
-	// n is finite and > 0 (the exact norm exceeds tau clip > 0), within a
-	// relative d 2^-53 or so of the exact norm; t is within 2 2^-53 of
-	// tau clip where it is finite. The first margin, four times that, puts
-	// the scaled norm far below normWithin's band, so that its compensated
-	// sum decides the check without math/big.
-	n := updateNorm(u)
+	_, plain := measureNorm(u)
 	t := min(float64(tau)*clip, math.MaxFloat64)
-	marg := (4*min(float64(len(u)), 0x1p40) + 32) * 0x1p-53
-	for marg < 1 {
-		c := t / n * (1 - marg)
-		for k, v := range u {
-			dst[k] = c * v
-		}
-		if normWithin(dst, clip, tau) {
+	copy(dst, u)
+	gmax := scaleTo(dst, t, plain)
+	// As fitWithin, for the exact bound tau clip rather than t.
+	for m := 0x1p-52; !normWithinMax(dst, gmax, clip, tau); m *= 2 {
+		if m >= 1 {
+			clear(dst)
 			return
 		}
-		marg *= 2
+		floats.Scale(1-m, dst)
+		gmax *= 1 - m // rounding is monotone: still the largest |dst_k|
 	}
-	clear(dst)
 }

@@ -235,7 +235,8 @@ func (l *Learner) UpdateContext(ctx context.Context, u []float64, r int, x []flo
 }
 
 // UpdateBound returns the largest norm an update of a learner with clipping
-// bound clip and tau local steps may have that a server accepts: tau clip
+// bound clip and tau local steps may have that a server accepts (the
+// update's norm taken in exact arithmetic, [Server.CheckUpdate]): tau clip
 // plus a relative 1e-9 for the rounding of the sum (the exact bound tau clip
 // is what the sensitivity analysis uses; a [Learner] scales a sum that
 // rounds past the margin back to tau clip, and [Server.Release] and

@@ -71,7 +71,11 @@ func NewServer(cfg Config, shape Shape, noise mechanism.Mechanism) (*Server, err
 // NewServerAt returns a server that resumes at round `round` with released
 // model x (x^round; nil means zero). noise must be at round `round` (for
 // example made with mechanism.WithStartRound), so that the noise stream
-// continues exactly as if uninterrupted.
+// continues exactly as if uninterrupted. round must be the first round
+// not yet released: neither can tell, and a released round's noise added
+// again to other updates releases their difference without noise, which
+// the privacy record does not cover (package fednet's state directory
+// refuses to be rewound).
 func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, x []float64) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -188,7 +192,11 @@ func (s *Server) Record() (rec accountant.Record, ok bool) {
 
 // CheckUpdate returns an error if u cannot be a learner's update: wrong
 // length, an entry that is NaN or infinite, or a norm above
-// [UpdateBound] (tau B_g, which a learner that clips cannot exceed).
+// [UpdateBound] (tau B_g, which a learner that clips cannot exceed), the
+// norm and the comparison in exact arithmetic: a float64 norm that rounds
+// past the bound is decided exactly ([normWithin]), so that every update
+// of exact norm at most tau B_g (every [Clip] output at tau = 1, whatever
+// its dimension) is accepted.
 func (s *Server) CheckUpdate(u []float64) error {
 	_, _, err := s.checkUpdate(u)
 	return err
@@ -203,7 +211,13 @@ func (s *Server) checkUpdate(u []float64) (norm float64, plain bool, err error) 
 	if k := firstNonFinite(u); k >= 0 {
 		return 0, false, fmt.Errorf("fedopt: update entry %d is %v, want a finite number", k, u[k])
 	}
-	if norm, plain = measureNorm(u); norm > s.bound {
+	if norm, plain = measureNorm(u); norm > s.bound && !normWithin(u, s.bound, 1) {
+		// Beyond the bound in exact arithmetic. Before, the float64 norm
+		// alone decided: it is within a relative (1.01 d + 2) 2^-53 of the
+		// exact one, so an update of exact norm tau B_g could be refused
+		// from d of about 10^7 in the worst case (a vector of d = 6 10^7
+		// that Clip leaves as it is, built to round up, was refused), and
+		// from d = 4 within an ulp of the bound.
 		tb := fmt.Sprint(float64(s.shape.Tau) * s.cfg.Clip)
 		if s.bound == math.MaxFloat64 {
 			tb = fmt.Sprintf("%d x %v (beyond float64: only a norm that overflows exceeds it)", s.shape.Tau, s.cfg.Clip)
@@ -417,7 +431,7 @@ func quantizeUpdate(q secagg.Quantizer, dst []uint64, u []float64, clip float64,
 		// (each entry within tau clip, the norm up to sqrt(d) tau clip).
 		// An entry out of range is named first, as Quantize names it.
 		nu, plain := measureNorm(u)
-		if most := UpdateBound(clip, tau); nu > most {
+		if most := UpdateBound(clip, tau); nu > most && !normWithin(u, most, 1) {
 			if err := q.Quantize(dst, u, most); err != nil {
 				return fmt.Errorf("fedopt: update: %s", strings.TrimPrefix(err.Error(), "secagg: "))
 			}

@@ -209,3 +209,32 @@ func TestMemoryAutoWithinMachine(t *testing.T) {
 		t.Errorf("dimension 2^20: MemoryOf = %v, %v; want keep", mode, auto)
 	}
 }
+
+// TestKeepBeyondAddressSpace checks that on a 32-bit platform a stream
+// whose kept past rows exceed the process's 4 GiB address space is a
+// *ParamError from New: before, the check compared them with the
+// machine's memory (24 GiB here), New succeeded, and drawing the rows
+// would have ended the process out of memory. The Toeplitz operator keeps
+// R rows of dimension d: 8 R d = 8 GiB at R = 64, d = 2^24. On 64-bit
+// platforms the limit is the machine's memory, tested above.
+func TestKeepBeyondAddressSpace(t *testing.T) {
+	if math.MaxInt > 1<<40 {
+		t.Skip("64-bit platform: the address space is not the limit")
+	}
+	if machineBytes() == 0 {
+		t.Skip("the machine's memory is unknown here: the check is off")
+	}
+	w, err := factorize.Prefix(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.Participation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(f, 1<<24, 1, WithSeed(1), WithMemory(MemoryKeep))
+	var pe *ParamError
+	if !errors.As(err, &pe) || pe.Param != "dim" {
+		t.Fatalf("New with 8 GiB of kept rows on a 32-bit platform: %v, want a *ParamError for dim", err)
+	}
+}

@@ -101,7 +101,11 @@ func WithDense() Option {
 
 // WithStartRound starts the stream at round r, 0 <= r <= R, as if rounds
 // 0..r-1 had been drawn: round r's vector is the same as in an uninterrupted
-// stream with the same key. It is for resuming after a checkpoint. It costs
+// stream with the same key. It is for resuming after a checkpoint, at the
+// first round not yet released: the stream cannot tell, and a round's
+// noise drawn again for other updates makes the difference of the two
+// releases free of noise (package fednet's state directory refuses such a
+// rewind; a caller of fedopt.NewServerAt must too). It costs
 // nothing for the independent and regenerating mechanisms, O(log R) vectors
 // for the tree, and replays (or redraws) r rounds for the others.
 func WithStartRound(r int) Option {

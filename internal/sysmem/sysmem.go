@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -72,11 +73,18 @@ func Parse(r io.Reader) (Info, error) {
 
 // Limit returns the most memory the machine can give a process in all,
 // physical memory and swap (MemTotal + SwapTotal), read once; 0 where it
-// is unknown. An allocation above it cannot succeed.
+// is unknown. An allocation above it cannot succeed. On a 32-bit platform
+// it is at most 4 GiB, the process's address space (before, a 386 process
+// on a machine of 24 GiB passed checks for 8 GiB that only the runtime's
+// out-of-memory failure then ended).
 var Limit = sync.OnceValue(func() float64 {
 	m, err := Read()
 	if err != nil {
 		return 0
 	}
-	return float64(m.Total) + float64(m.Swap)
+	return min(float64(m.Total)+float64(m.Swap), addressSpace)
 })
+
+// addressSpace is the bytes a pointer can address: 2^32 on 32-bit
+// platforms, 2^64 on 64-bit ones.
+const addressSpace = float64(math.MaxUint) + 1
