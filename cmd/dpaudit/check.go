@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,14 +113,33 @@ func (o *options) check(cmd string, set map[string]bool) error {
 
 // memoryNeed estimates the bytes an audit of o needs: the factorization
 // with its dense factors (factorize.SolveBytes; the identity for the
-// independent baseline), the R x R whitener, the R x d gradient and model
-// series of both worlds (d the canary audit's dimension, at least the
-// canaries: -canaries, or for -canaries 0 the number the audit chooses,
-// known once the plan is calibrated, and 1000 before), the dropout
-// schedule and weights (R x n) and
-// the learners' updates. Deliberately coarse: it turns an out-of-memory crash into an
-// immediate, clear error. With solved set the factorization is already in
-// memory (and no longer available), so it is not counted again.
+// independent baseline), the noise streams' state (factorize.StreamBytes,
+// one per run), and what the audit itself holds at its peak, counted from
+// its code (d the canary audit's dimension, at least the canaries:
+// -canaries, or for -canaries 0 the number the audit chooses, known once
+// the plan is calibrated, and 1000 before; m the rows of C, R for every
+// strategy but the tree's 2 R - popcount(R)):
+//   - replay: the aggregates of both runs and the noise each drew (4 R d),
+//     D's released models ((R + 1) d), the distance C (G - G') (m d), the
+//     drawn noise concatenated and whitened (2 R d), both runs' learners,
+//     their iterate and gradient (4 n d), and their updates (2 n d), the
+//     32 background samples, the probes and the server's vectors (48 d),
+//     the presence and the weights (2 R n); for the tree's tall C the
+//     whitener's M (R x m), Sigma, its Cholesky factor and L (3 R^2).
+//     With -network, the networked run once more: its learners and
+//     updates (3 n d), the released models read back ((R + 1) d) and its
+//     noise stream.
+//   - canary: the released increments Y and P Y (2 R d), the learners'
+//     iterate and gradient, their updates and the simulation's copies of
+//     them (4 n d), the server's and
+//     the observers' vectors (8 d), the slots (n R int32); the precision
+//     P = C^T C (R^2), or for the tree M, Sigma, its Cholesky factor, its
+//     inverse and P (R m + 4 R^2).
+//
+// TestMemoryNeedMeasured checks it against the peak heap of small audits.
+// Deliberately coarse: it turns an out-of-memory crash into an immediate,
+// clear error. With solved set the factorization is already in memory
+// (and no longer available), so it is not counted again.
 func memoryNeed(cmd string, o *options, solved bool) float64 {
 	p := o.plan
 	r, n, d := float64(p.Rounds), float64(p.Learners), float64(p.Dim)
@@ -134,7 +154,28 @@ func memoryNeed(cmd string, o *options, solved bool) float64 {
 	if t, err := factorize.WithLossOnly(s, false); err == nil {
 		s = t
 	}
-	run := 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
+	rows, tall := r, false
+	if _, ok := s.(factorize.TreeStrategy); ok {
+		rows, tall = 2*r-float64(bits.OnesCount(uint(p.Rounds))), true
+	}
+	stream := float64(factorize.StreamBytes(s, p.Rounds, int(d)))
+	var run float64
+	if cmd == "canary" {
+		run = 8*(2*r*d+4*n*d+8*d) + 4*n*r + stream
+		if tall {
+			run += 8 * (r*rows + 4*r*r)
+		} else {
+			run += 8 * r * r
+		}
+	} else {
+		run = 8*((7*r+rows+1)*d+6*n*d+48*d+2*r*n) + 2*stream
+		if tall {
+			run += 8 * (r*rows + 3*r*r)
+		}
+		if o.network {
+			run += 8*(3*n*d+(r+1)*d) + stream
+		}
+	}
 	if solved {
 		return run
 	}
