@@ -154,10 +154,7 @@ func memoryNeed(cmd string, o *options, solved bool) float64 {
 	if t, err := factorize.WithLossOnly(s, false); err == nil {
 		s = t
 	}
-	rows, tall := r, false
-	if _, ok := s.(factorize.TreeStrategy); ok {
-		rows, tall = 2*r-float64(bits.OnesCount(uint(p.Rounds))), true
-	}
+	rows, tall := cRows(s, p.Rounds)
 	stream := float64(factorize.StreamBytes(s, p.Rounds, int(d)))
 	var run float64
 	if cmd == "canary" {
@@ -181,6 +178,42 @@ func memoryNeed(cmd string, o *options, solved bool) float64 {
 	}
 	// Dense factors (not loss-only): the same under any participation.
 	return factorize.SolveBytes(s, p.Rounds, factorize.SingleParticipation(), true) + run
+}
+
+// cRows returns the rows m of the audit's C for strategy s at R = r
+// rounds, and whether C is tall (m > R): 2 R - popcount(R) for the tree,
+// R for every other strategy.
+func cRows(s factorize.Strategy, r int) (float64, bool) {
+	if _, ok := s.(factorize.TreeStrategy); ok && r > 1 {
+		return 2*float64(r) - float64(bits.OnesCount(uint(r))), true
+	}
+	return float64(r), false
+}
+
+// patternRounds returns the number of rounds, summed over the patterns
+// that the replay's search for the worst sample tries under participation
+// p at R = r rounds (audit's patterns: every round once under single
+// participation and fixed epochs, R in all; under min-separation b with
+// at most k participations, k = ceil(R / b) when not given, the rounds
+// c, c + b, ... of every start c, at most k of them). For each it sums n
+// columns of C: n m patternRounds operations. With j = R - c the pattern
+// of start c has min(k, ceil(j / b)) rounds, so the sum is
+// sum_{j=1}^{J} ceil(j / b) + (R - J) k with J = min(R, k b), and
+// sum_{j=1}^{J} ceil(j / b) = b q (q + 1) / 2 + (J - q b)(q + 1) with
+// q = floor(J / b) (in float64: no overflow).
+func patternRounds(p factorize.Participation, r int) float64 {
+	rf := float64(r)
+	if p.Kind != factorize.KindMinSep || p.B < 1 {
+		return rf
+	}
+	b := float64(p.B)
+	k := float64(p.K)
+	if p.K == 0 {
+		k = math.Ceil(rf / b)
+	}
+	j := math.Min(rf, k*b)
+	q := math.Floor(j / b)
+	return b*q*(q+1)/2 + (j-q*b)*(q+1) + (rf-j)*k
 }
 
 // checkMemory refuses an audit that needs more memory than avail reports,
@@ -303,8 +336,10 @@ func factorizationCost(s factorize.Strategy, p factorize.Participation, r int) (
 // more over gRPC; the canary audit once, with d the canary audit's
 // dimension as memoryNeed takes it), the replay's probes of the
 // aggregation weights (n aggregations of n updates of d per round, before
-// the run and again in it), the dense products of the checks (R^2 d) and
-// the whitener's R^3; unless solved, also the factorization
+// the run and again in it), the replay's search for the worst sample (n
+// columns of C, m rows each, per round of every pattern:
+// n m patternRounds), the dense products of the checks (R^2 d) and the
+// whitener's R^3 (with R^2 m more for the tree's tall C, its Sigma); unless solved, also the factorization
 // (factorizationWork: the strategy's solver, its iterations counted, and
 // the dense factors). Deliberately coarse, like memoryNeed: it turns a
 // run that would go on for days unannounced into an immediate, clear
@@ -324,11 +359,18 @@ func workNeed(cmd string, o *options, solved bool) float64 {
 		}
 		w = runs*r*n*tau*(d+stepOps) + 2*r*n*n*d + r*r*d + r*r*r
 	}
+	s := p.Strategy
+	if p.Algorithm == fedopt.Independent {
+		s = factorize.IdentityStrategy{}
+	}
+	rows, tall := cRows(s, p.Rounds)
+	if cmd == "replay" {
+		w += n * rows * patternRounds(p.Participation, p.Rounds)
+	}
+	if tall {
+		w += r * r * rows // the whitener's Sigma = M M^T
+	}
 	if !solved {
-		s := p.Strategy
-		if p.Algorithm == fedopt.Independent {
-			s = factorize.IdentityStrategy{}
-		}
 		w += factorizationWork(s, p.Participation, p.Rounds)
 	}
 	return w
