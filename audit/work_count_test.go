@@ -60,7 +60,7 @@ func TestReplayAggregationsCounted(t *testing.T) {
 			}
 			present, presentSq = present+k, presentSq+k*k
 		}
-		wantCalls := 2*present + 2*c.r                // probes of the present learners, then the run's
+		wantCalls := 2*present + 2*c.r                 // probes of the present learners, then the run's
 		wantEntries := (2*presentSq + 2*present) * c.d // each sums the present updates
 		estimate := 2 * c.r * c.n * (c.n + 1) * c.d
 		if calls != wantCalls || entries != wantEntries || entries > estimate || (c.dropout == 0 && entries != estimate) {
