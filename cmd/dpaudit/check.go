@@ -122,13 +122,17 @@ func (o *options) check(cmd string, set map[string]bool) error {
 //   - replay: the aggregates of both runs and the noise each drew (4 R d),
 //     D's released models ((R + 1) d), the distance C (G - G') (m d), the
 //     drawn noise concatenated and whitened (2 R d), both runs' learners,
-//     their iterate and gradient (4 n d), and their updates (2 n d), the
+//     their iterate and gradient (4 n d), and their updates (2 n d), with
+//     n d more for the probes' tap servers, garbage between collections
+//     (measured 1.04 to 1.1 times the estimate at n = 200 without it), the
 //     32 background samples, the probes and the server's vectors (48 d),
 //     the presence and the weights (2 R n); for the tree's tall C the
 //     whitener's M (R x m), Sigma, its Cholesky factor and L (3 R^2).
-//     With -network, the networked run once more: its learners and
-//     updates (3 n d), the released models read back ((R + 1) d) and its
-//     noise stream.
+//     With -network (replay and canary), the networked run: its learners,
+//     their messages encoded and decoded and the server's copies (12 n d,
+//     measured: the canary's networked run took 13 n d at n = 50,
+//     d = 2000, against 4 n d in process), the released models read back
+//     ((R + 1) d) and its noise stream.
 //   - canary: the released increments Y and P Y (2 R d), the learners'
 //     iterate and gradient, their updates and the simulation's copies of
 //     them (4 n d), the server's and
@@ -164,13 +168,16 @@ func memoryNeed(cmd string, o *options, solved bool) float64 {
 		} else {
 			run += 8 * r * r
 		}
+		if o.network {
+			run += 8*(12*n*d+(r+1)*d) + stream
+		}
 	} else {
-		run = 8*((7*r+rows+1)*d+6*n*d+48*d+2*r*n) + 2*stream
+		run = 8*((7*r+rows+1)*d+7*n*d+48*d+2*r*n) + 2*stream
 		if tall {
 			run += 8 * (r*rows + 3*r*r)
 		}
 		if o.network {
-			run += 8*(3*n*d+(r+1)*d) + stream
+			run += 8*(12*n*d+(r+1)*d) + stream
 		}
 	}
 	if solved {

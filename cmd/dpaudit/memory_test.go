@@ -62,29 +62,34 @@ func peakHeap(t *testing.T, args []string) float64 {
 // at most 4 times the peak. Measured: 0.6 to 1.1 times the estimate. The cases make each term dominate in turn: R d (replay and canary at
 // d = 20000), n d (n = 200), R^2 (the tree's tall C, whose whitener forms
 // R x R matrices), and the edges R = 1, d = 1 and b = R (epochs:1,
-// minsep:R). Before, replay at R = 20, d = 20000 took 2.1 times the
+// minsep:R); and with -network, the federation over gRPC. Before, replay at R = 20, d = 20000 took 2.1 times the
 // estimate (it counted 4 R d of the audit's 8 R d: not the released
 // models, the distance, or the noise concatenated and whitened), replay
 // with n = 400 learners 2.9 times (2 n d of 6 n d: both runs' learners
 // and their updates), and the tree's audits 1.5 times (R^2 of the
-// whitener's 4 R^2).
+// whitener's 4 R^2), and canary -network, not counted at all, 2.5
+// times.
 func TestMemoryNeedMeasured(t *testing.T) {
 	const slack = 1 << 20
 	cases := []struct {
 		cmd, strategy, part string
 		r, n, d, canaries   int
+		network             bool
 	}{
-		{"replay", "optimal", "single", 20, 2, 20000, 0},
-		{"replay", "optimal", "single", 10, 200, 1000, 0},
-		{"replay", "tree", "single", 300, 2, 1, 0},
-		{"replay", "optimal", "single", 1, 1, 1, 0},
-		{"replay", "optimal", "single", 1, 3, 100000, 0},
-		{"replay", "optimal", "epochs:1", 200, 2, 1, 0},
-		{"replay", "banded-toeplitz", "minsep:20", 20, 2, 20000, 0},
-		{"canary", "optimal", "single", 20, 2, 20000, 40},
-		{"canary", "optimal", "single", 10, 200, 1000, 40},
-		{"canary", "tree", "single", 300, 2, 1, 40},
-		{"canary", "optimal", "single", 1, 40, 20000, 40},
+		{"replay", "optimal", "single", 20, 2, 20000, 0, false},
+		{"replay", "optimal", "single", 10, 200, 1000, 0, false},
+		{"replay", "tree", "single", 300, 2, 1, 0, false},
+		{"replay", "optimal", "single", 1, 1, 1, 0, false},
+		{"replay", "optimal", "single", 1, 3, 100000, 0, false},
+		{"replay", "optimal", "epochs:1", 200, 2, 1, 0, false},
+		{"replay", "banded-toeplitz", "minsep:20", 20, 2, 20000, 0, false},
+		{"canary", "optimal", "single", 20, 2, 20000, 40, false},
+		{"canary", "optimal", "single", 10, 200, 1000, 40, false},
+		{"canary", "tree", "single", 300, 2, 1, 40, false},
+		{"canary", "optimal", "single", 1, 40, 20000, 40, false},
+		{"replay", "optimal", "single", 10, 50, 2000, 0, true},
+		{"canary", "optimal", "single", 10, 50, 2000, 20, true},
+		{"canary", "optimal", "single", 20, 2, 20000, 20, true},
 	}
 	for _, c := range cases {
 		args := []string{c.cmd, "-strategy", c.strategy, "-participation", c.part, "-rounds", strconv.Itoa(c.r),
@@ -92,8 +97,11 @@ func TestMemoryNeedMeasured(t *testing.T) {
 		if c.cmd == "canary" {
 			args = append(args, "-canaries", strconv.Itoa(c.canaries))
 		}
+		if c.network {
+			args = append(args, "-network")
+		}
 		peak := peakHeap(t, args)
-		o := &options{strategy: c.strategy, part: c.part, algo: "correlated", cal: "exact", canaries: c.canaries, level: 0.99, confidence: 0.95}
+		o := &options{strategy: c.strategy, part: c.part, algo: "correlated", cal: "exact", canaries: c.canaries, level: 0.99, confidence: 0.95, network: c.network}
 		o.plan.Rounds, o.plan.Learners, o.plan.Tau, o.plan.Dim = c.r, c.n, 1, c.d
 		o.plan.Eta, o.plan.EtaG, o.plan.Clip, o.plan.Eps, o.plan.Delta = 0.003, 1, 5, 5, 1e-3
 		if err := o.check(c.cmd, nil); err != nil {
