@@ -3,9 +3,11 @@ package audit
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/fedopt"
 )
 
 // TestReplayAggregationsCounted counts, through the aggregation hook, the
@@ -66,6 +68,62 @@ func TestReplayAggregationsCounted(t *testing.T) {
 		if calls != wantCalls || entries != wantEntries || entries > estimate || (c.dropout == 0 && entries != estimate) {
 			t.Errorf("%s: %d aggregations of %d update entries; want %d of %d, the estimate 2 R n (n + 1) d = %d (equal without dropouts)",
 				name, calls, entries, wantCalls, wantEntries, estimate)
+		}
+	}
+}
+
+// TestLocalStepsCounted counts the local steps of the audits' runs (the
+// samples their data streams hand out, through hooks.steps) and checks
+// them against dpaudit's work estimate of them (cmd/dpaudit workNeed:
+// R n tau local steps per run, two runs for the replay, one for the
+// canary audit): equal without dropouts, at most it with them (a missing
+// learner takes no step), for every private algorithm and at the edges
+// R = 1, n = 1, tau = 1, d = 1, epochs:1 and min-separation b = R.
+func TestLocalStepsCounted(t *testing.T) {
+	for _, c := range []struct {
+		r, n, tau, d int
+		algo         fedopt.Algorithm
+		part         factorize.Participation
+		dropout      float64
+	}{
+		{1, 1, 1, 1, fedopt.Correlated, factorize.SingleParticipation(), 0},
+		{1, 3, 1, 1, fedopt.Correlated, factorize.SingleParticipation(), 0},
+		{4, 3, 3, 2, fedopt.Correlated, factorize.FixedEpochs(1), 0},
+		{6, 2, 2, 1, fedopt.BaselineCorrelated, factorize.Participation{Kind: factorize.KindMinSep, B: 6}, 0},
+		{5, 2, 4, 3, fedopt.Independent, factorize.SingleParticipation(), 0},
+		{10, 4, 2, 3, fedopt.Correlated, factorize.SingleParticipation(), 0.3},
+	} {
+		name := fmt.Sprintf("%s R=%d n=%d tau=%d d=%d %s dropout %v", c.algo, c.r, c.n, c.tau, c.d, c.part, c.dropout)
+		p := Plan{Algorithm: c.algo, Rounds: c.r, Learners: c.n, Tau: c.tau, Dim: c.d, Participation: c.part, Dropout: c.dropout, Seed: 5}.WithDefaults()
+		s, err := NewSetup(context.Background(), p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		present := 0
+		for r := 0; r < c.r; r++ {
+			for i := 0; i < c.n; i++ {
+				if p.present(r, i) {
+					present++
+				}
+			}
+		}
+		var steps atomic.Int64
+		if _, err := replayWith(context.Background(), s, &hooks{steps: &steps}, false); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		estimate := int64(2 * c.r * c.n * c.tau)
+		if got := steps.Load(); got != int64(2*present*c.tau) || got > estimate || (c.dropout == 0 && got != estimate) {
+			t.Errorf("%s: replay took %d local steps; want 2 tau times the %d present learner-rounds, the estimate 2 R n tau = %d (equal without dropouts)", name, got, present, estimate)
+		}
+		if c.dropout != 0 || c.r*c.n < 3 {
+			continue // the canary audit runs without dropouts, with at least 3 slots
+		}
+		steps.Store(0)
+		if _, err := canary(context.Background(), s, CanaryOptions{Canaries: 3}, &hooks{steps: &steps}); err != nil {
+			t.Fatalf("%s: canary: %v", name, err)
+		}
+		if got, want := steps.Load(), int64(c.r*c.n*c.tau); got != want {
+			t.Errorf("%s: the canary audit took %d local steps; want the estimate R n tau = %d", name, got, want)
 		}
 	}
 }
