@@ -345,10 +345,12 @@ func factorizationCost(s factorize.Strategy, p factorize.Participation, r int) (
 // aggregation weights (n aggregations of n updates of d per round, before
 // the run and again in it), the replay's search for the worst sample (n
 // columns of C, m rows each, per round of every pattern:
-// n m patternRounds), the dense products of the checks (R^2 d) and the
-// whitener's R^3 (with R^2 m more for the tree's tall C, its Sigma); unless solved, also the factorization
-// (factorizationWork: the strategy's solver, its iterations counted, and
-// the dense factors). Deliberately coarse, like memoryNeed: it turns a
+// n m patternRounds), the checks' products (the canary's P Y, R^2 d; the
+// replay's whitening of the noise, R^2 d, the pairwise comparison of the
+// whitened rows, R^2 d / 2, and the distance C (G - G'), at most m R d)
+// and the whitener's R^3 (with R^2 m more for the tree's tall C, its
+// Sigma); unless solved, also the factorization (factorizationWork: the
+// strategy's solver, its iterations counted, and the dense factors). Deliberately coarse, like memoryNeed: it turns a
 // run that would go on for days unannounced into an immediate, clear
 // error.
 func workNeed(cmd string, o *options, solved bool) float64 {
@@ -364,7 +366,7 @@ func workNeed(cmd string, o *options, solved bool) float64 {
 		if o.network {
 			runs = 3
 		}
-		w = runs*r*n*tau*(d+stepOps) + 2*r*n*n*d + r*r*d + r*r*r
+		w = runs*r*n*tau*(d+stepOps) + 2*r*n*n*d + r*r*r
 	}
 	s := p.Strategy
 	if p.Algorithm == fedopt.Independent {
@@ -372,7 +374,7 @@ func workNeed(cmd string, o *options, solved bool) float64 {
 	}
 	rows, tall := cRows(s, p.Rounds)
 	if cmd == "replay" {
-		w += n * rows * patternRounds(p.Participation, p.Rounds)
+		w += n*rows*patternRounds(p.Participation, p.Rounds) + (1.5*r+rows)*r*d
 	}
 	if tall {
 		w += r * r * rows // the whitener's Sigma = M M^T

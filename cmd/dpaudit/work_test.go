@@ -78,7 +78,7 @@ func TestWorkCountsIterations(t *testing.T) {
 	o.plan.Strategy = factorize.OptimalStrategy{Options: factorize.Options{Method: factorize.Dense}}
 	r := 20000.0
 	want := 32*(8.0/3*r*r*r+384*r*r) + r*r*r + // the factorization
-		2*r*2*1*(3+stepOps) + 2*r*2*2*3 + r*r*3 + r*r*r + // the run, the probes, the checks, the whitener
+		2*r*2*1*(3+stepOps) + 2*r*2*2*3 + (1.5*r+r)*r*3 + r*r*r + // the run, the probes, the checks, the whitener
 		2*r*r // the worst sample's search: n columns of R rows for each of the R single rounds
 	if got := workNeed("replay", o, false); got != want || got <= maxWork {
 		t.Errorf("workNeed = %.4g, want %.4g (above maxWork %.0e)", got, want, maxWork)
