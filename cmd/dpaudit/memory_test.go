@@ -59,16 +59,18 @@ func peakHeap(t *testing.T, args []string) float64 {
 // the replay's probes make a tap server per learner and round), plus
 // 1 MiB for what any run allocates whatever its size (flags, the model,
 // the gonum work of a 1 x 1 problem); to stay useful, the estimate must be
-// at most 4 times the peak. Measured: 0.6 to 1.1 times the estimate. The cases make each term dominate in turn: R d (replay and canary at
+// at most 4 times the peak. Measured: 0.6 to 1.1 times the estimate. The
+// cases make each term dominate in turn: R d (replay and canary at
 // d = 20000), n d (n = 200), R^2 (the tree's tall C, whose whitener forms
 // R x R matrices), and the edges R = 1, d = 1 and b = R (epochs:1,
-// minsep:R); and with -network, the federation over gRPC. Before, replay at R = 20, d = 20000 took 2.1 times the
-// estimate (it counted 4 R d of the audit's 8 R d: not the released
-// models, the distance, or the noise concatenated and whitened), replay
-// with n = 400 learners 2.9 times (2 n d of 6 n d: both runs' learners
-// and their updates), and the tree's audits 1.5 times (R^2 of the
-// whitener's 4 R^2), and canary -network, not counted at all, 2.5
-// times.
+// minsep:R); and with -network, the federation over gRPC. Before, the
+// peak was 2.5 times the estimate for replay at R = 20, d = 20000 (it
+// counted 4 R d of the audit's 8 R d: not the released models, the
+// distance, or the noise concatenated and whitened), 3.6 times at R = 1,
+// d = 10^5, 3.2 times for replay with n = 200 learners (2 n d of 6 n d:
+// both runs' learners and their updates), 1.8 times for the tree's replay
+// (R^2 of the whitener's R m + 3 R^2), 1.5 times for canary with n = 200,
+// and 2.5 times for canary -network (not counted at all).
 func TestMemoryNeedMeasured(t *testing.T) {
 	const slack = 1 << 20
 	cases := []struct {
