@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/dpmf/dpmf/experiment"
@@ -221,7 +222,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	rng := rand.New(rand.NewPCG(p.Seed, 0x13198a2e03707344))
 	perm := rng.Perm(slots)
 	coords := rng.Perm(d)
-	data := &canaryData{slot: slices.Repeat([]int32{-1}, n*R), learners: n, cans: make([]plantedCanary, m)}
+	data := &canaryData{slot: slices.Repeat([]int32{-1}, n*R), learners: n, cans: make([]plantedCanary, m), steps: h.stepCounter()}
 	for j := range data.cans {
 		sl := perm[j] // learner sl % n, round set sl / n
 		c := plantedCanary{rounds: sets[sl/n], coord: coords[j], dir: 1, in: rng.IntN(2) == 1}
@@ -389,6 +390,7 @@ type canaryData struct {
 	cans     []plantedCanary
 	x        []float64
 	release  func(r int) []float64
+	steps    *atomic.Int64 // if not nil, counts the samples handed out (hooks.steps)
 }
 
 // canaryNetwork runs the canary federation nr over gRPC (CanaryOptions.Network)
@@ -419,6 +421,9 @@ type canaryStream struct {
 
 // Sample implements fedopt.Stream.
 func (s canaryStream) Sample(r, t int) ([]float64, float64) {
+	if s.d.steps != nil {
+		s.d.steps.Add(1)
+	}
 	j := s.d.slot[r*s.d.learners+s.i]
 	if j < 0 {
 		return sample(kindBlank, 0, 0, 0), 0

@@ -47,20 +47,21 @@ func (f *jsonFloat) UnmarshalJSON(b []byte) error {
 }
 
 // muEstimateJSON is MuEstimate as its JSON holds it (the same fields,
-// names and order; TestReportJSONNonFinite checks them against the plain
-// encoding).
+// names and order, every float64 a jsonFloat; TestJSONShadowsMirror
+// compares the two types by reflection, TestReportJSONNonFinite the
+// encodings).
 type muEstimateJSON struct {
 	Mu    jsonFloat `json:"mu_hat"`
 	Lo    jsonFloat `json:"mu_lo"`
 	Hi    jsonFloat `json:"mu_hi"`
-	Level float64   `json:"level"`
+	Level jsonFloat `json:"level"`
 	Sigma jsonFloat `json:"score_std"`
 }
 
 // MarshalJSON writes e with its non-finite statistics as strings (see
 // [MuEstimate]).
 func (e MuEstimate) MarshalJSON() ([]byte, error) {
-	return json.Marshal(muEstimateJSON{jsonFloat(e.Mu), jsonFloat(e.Lo), jsonFloat(e.Hi), e.Level, jsonFloat(e.Sigma)})
+	return json.Marshal(muEstimateJSON{jsonFloat(e.Mu), jsonFloat(e.Lo), jsonFloat(e.Hi), jsonFloat(e.Level), jsonFloat(e.Sigma)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -69,12 +70,13 @@ func (e *MuEstimate) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = MuEstimate{float64(j.Mu), float64(j.Lo), float64(j.Hi), j.Level, float64(j.Sigma)}
+	*e = MuEstimate{float64(j.Mu), float64(j.Lo), float64(j.Hi), float64(j.Level), float64(j.Sigma)}
 	return nil
 }
 
 // observerJSON is Observer as its JSON holds it (the same fields, names
-// and order).
+// and order, every float64 a jsonFloat; TestJSONShadowsMirror compares
+// the two types by reflection).
 type observerJSON struct {
 	Threat      string     `json:"threat"`
 	MuAnalytic  jsonFloat  `json:"mu_analytic"`
@@ -109,7 +111,8 @@ func (o *Observer) UnmarshalJSON(b []byte) error {
 }
 
 // auditedPlanJSON is AuditedPlan as a report's JSON holds it (the same
-// fields, names and order), its numbers through jsonFloat. AuditedPlan
+// fields, names and order), its numbers through jsonFloat
+// (TestJSONShadowsMirror compares the two types by reflection). AuditedPlan
 // itself has no JSON methods: they would be promoted to the reports that
 // embed it and encode only its fields.
 type auditedPlanJSON struct {
@@ -137,8 +140,8 @@ func (j auditedPlanJSON) plan() AuditedPlan {
 }
 
 // replayReportJSON is ReplayReport as its JSON holds it (the same fields,
-// names and order; TestReplayReportJSONNonFinite checks them against the
-// plain encoding).
+// names and order; TestJSONShadowsMirror compares the two types by
+// reflection, TestReplayReportJSONNonFinite the encodings).
 type replayReportJSON struct {
 	auditedPlanJSON
 	Declared       jsonFloat `json:"declared_sensitivity"`

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/dpmf/dpmf/experiment"
@@ -258,8 +259,8 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	}
 	anchors := make([]float64, R)
 	worlds := [2]*replayData{
-		{plan: p, learner: learner, in: inS, sign: 1, anchors: anchors, bg: bg},
-		{plan: p, learner: learner, in: inS, sign: -1, anchors: anchors, bg: bg},
+		{plan: p, learner: learner, in: inS, sign: 1, anchors: anchors, bg: bg, steps: h.stepCounter()},
+		{plan: p, learner: learner, in: inS, sign: -1, anchors: anchors, bg: bg, steps: h.stepCounter()},
 	}
 	model := adversary{mag: 2 * p.Clip}
 	var learners [2][]*fedopt.Learner
@@ -474,6 +475,8 @@ type replayData struct {
 	// networked run), whose first coordinate anchors the followers in
 	// place of anchors[r].
 	release func(r int) []float64
+	// steps, if not nil, counts the samples handed out (hooks.steps).
+	steps *atomic.Int64
 }
 
 type replayStream struct {
@@ -484,6 +487,9 @@ type replayStream struct {
 // Sample implements fedopt.Stream.
 func (s replayStream) Sample(r, t int) ([]float64, float64) {
 	d := s.d
+	if d.steps != nil {
+		d.steps.Add(1)
+	}
 	if s.i == d.learner && d.in[r] {
 		if t == 0 {
 			return sample(kindPush, 0, d.sign, 0), 0

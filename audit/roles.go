@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
@@ -37,6 +38,17 @@ type hooks struct {
 	// to the release after the recorder has seen it (a server that adds
 	// other noise than it drew).
 	releaseScale float64
+	// steps, if not nil, counts the local steps: the samples the audit's
+	// data streams hand out (TestLocalStepsCounted).
+	steps *atomic.Int64
+}
+
+// stepCounter returns h.steps, or nil for no hooks.
+func (h *hooks) stepCounter() *atomic.Int64 {
+	if h == nil {
+		return nil
+	}
+	return h.steps
 }
 
 // zeroNoise is a mechanism that adds nothing and reports the declared

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,14 +113,37 @@ func (o *options) check(cmd string, set map[string]bool) error {
 
 // memoryNeed estimates the bytes an audit of o needs: the factorization
 // with its dense factors (factorize.SolveBytes; the identity for the
-// independent baseline), the R x R whitener, the R x d gradient and model
-// series of both worlds (d the canary audit's dimension, at least the
-// canaries: -canaries, or for -canaries 0 the number the audit chooses,
-// known once the plan is calibrated, and 1000 before), the dropout
-// schedule and weights (R x n) and
-// the learners' updates. Deliberately coarse: it turns an out-of-memory crash into an
-// immediate, clear error. With solved set the factorization is already in
-// memory (and no longer available), so it is not counted again.
+// independent baseline), the noise streams' state (factorize.StreamBytes,
+// one per run), and what the audit itself holds at its peak, counted from
+// its code (d the canary audit's dimension, at least the canaries:
+// -canaries, or for -canaries 0 the number the audit chooses, known once
+// the plan is calibrated, and 1000 before; m the rows of C, R for every
+// strategy but the tree's 2 R - popcount(R)):
+//   - replay: the aggregates of both runs and the noise each drew (4 R d),
+//     D's released models ((R + 1) d), the distance C (G - G') (m d), the
+//     drawn noise concatenated and whitened (2 R d), both runs' learners,
+//     their iterate and gradient (4 n d), and their updates (2 n d), with
+//     n d more for the probes' tap servers, garbage between collections
+//     (measured 1.04 to 1.1 times the estimate at n = 200 without it), the
+//     32 background samples, the probes and the server's vectors (48 d),
+//     the presence and the weights (2 R n); for the tree's tall C the
+//     whitener's M (R x m), Sigma, its Cholesky factor and L (3 R^2).
+//     With -network (replay and canary), the networked run: its learners,
+//     their messages encoded and decoded and the server's copies (12 n d,
+//     measured: the canary's networked run took 13 n d at n = 50,
+//     d = 2000, against 4 n d in process), the released models read back
+//     ((R + 1) d) and its noise stream.
+//   - canary: the released increments Y and P Y (2 R d), the learners'
+//     iterate and gradient, their updates and the simulation's copies of
+//     them (4 n d), the server's and
+//     the observers' vectors (8 d), the slots (n R int32); the precision
+//     P = C^T C (R^2), or for the tree M, Sigma, its Cholesky factor, its
+//     inverse and P (R m + 4 R^2).
+//
+// TestMemoryNeedMeasured checks it against the peak heap of small audits.
+// Deliberately coarse: it turns an out-of-memory crash into an immediate,
+// clear error. With solved set the factorization is already in memory
+// (and no longer available), so it is not counted again.
 func memoryNeed(cmd string, o *options, solved bool) float64 {
 	p := o.plan
 	r, n, d := float64(p.Rounds), float64(p.Learners), float64(p.Dim)
@@ -134,12 +158,69 @@ func memoryNeed(cmd string, o *options, solved bool) float64 {
 	if t, err := factorize.WithLossOnly(s, false); err == nil {
 		s = t
 	}
-	run := 8*r*r + 8*(4*r*d+2*r*n+(2*n+8)*d)
+	rows, tall := cRows(s, p.Rounds)
+	stream := float64(factorize.StreamBytes(s, p.Rounds, int(d)))
+	var run float64
+	if cmd == "canary" {
+		run = 8*(2*r*d+4*n*d+8*d) + 4*n*r + stream
+		if tall {
+			run += 8 * (r*rows + 4*r*r)
+		} else {
+			run += 8 * r * r
+		}
+		if o.network {
+			run += 8*(12*n*d+(r+1)*d) + stream
+		}
+	} else {
+		run = 8*((7*r+rows+1)*d+7*n*d+48*d+2*r*n) + 2*stream
+		if tall {
+			run += 8 * (r*rows + 3*r*r)
+		}
+		if o.network {
+			run += 8*(12*n*d+(r+1)*d) + stream
+		}
+	}
 	if solved {
 		return run
 	}
 	// Dense factors (not loss-only): the same under any participation.
 	return factorize.SolveBytes(s, p.Rounds, factorize.SingleParticipation(), true) + run
+}
+
+// cRows returns the rows m of the audit's C for strategy s at R = r
+// rounds, and whether C is tall (m > R): 2 R - popcount(R) for the tree,
+// R for every other strategy.
+func cRows(s factorize.Strategy, r int) (float64, bool) {
+	if _, ok := s.(factorize.TreeStrategy); ok && r > 1 {
+		return 2*float64(r) - float64(bits.OnesCount(uint(r))), true
+	}
+	return float64(r), false
+}
+
+// patternRounds returns the number of rounds, summed over the patterns
+// that the replay's search for the worst sample tries under participation
+// p at R = r rounds (audit's patterns: every round once under single
+// participation and fixed epochs, R in all; under min-separation b with
+// at most k participations, k = ceil(R / b) when not given, the rounds
+// c, c + b, ... of every start c, at most k of them). For each it sums n
+// columns of C: n m patternRounds operations. With j = R - c the pattern
+// of start c has min(k, ceil(j / b)) rounds, so the sum is
+// sum_{j=1}^{J} ceil(j / b) + (R - J) k with J = min(R, k b), and
+// sum_{j=1}^{J} ceil(j / b) = b q (q + 1) / 2 + (J - q b)(q + 1) with
+// q = floor(J / b) (in float64: no overflow).
+func patternRounds(p factorize.Participation, r int) float64 {
+	rf := float64(r)
+	if p.Kind != factorize.KindMinSep || p.B < 1 {
+		return rf
+	}
+	b := float64(p.B)
+	k := float64(p.K)
+	if p.K == 0 {
+		k = math.Ceil(rf / b)
+	}
+	j := math.Min(rf, k*b)
+	q := math.Floor(j / b)
+	return b*q*(q+1)/2 + (j-q*b)*(q+1) + (rf-j)*k
 }
 
 // checkMemory refuses an audit that needs more memory than avail reports,
@@ -262,10 +343,14 @@ func factorizationCost(s factorize.Strategy, p factorize.Participation, r int) (
 // more over gRPC; the canary audit once, with d the canary audit's
 // dimension as memoryNeed takes it), the replay's probes of the
 // aggregation weights (n aggregations of n updates of d per round, before
-// the run and again in it), the dense products of the checks (R^2 d) and
-// the whitener's R^3; unless solved, also the factorization
-// (factorizationWork: the strategy's solver, its iterations counted, and
-// the dense factors). Deliberately coarse, like memoryNeed: it turns a
+// the run and again in it), the replay's search for the worst sample (n
+// columns of C, m rows each, per round of every pattern:
+// n m patternRounds), the checks' products (the canary's P Y, R^2 d; the
+// replay's whitening of the noise, R^2 d, the pairwise comparison of the
+// whitened rows, R^2 d / 2, and the distance C (G - G'), at most m R d)
+// and the whitener's R^3 (with R^2 m more for the tree's tall C, its
+// Sigma); unless solved, also the factorization (factorizationWork: the
+// strategy's solver, its iterations counted, and the dense factors). Deliberately coarse, like memoryNeed: it turns a
 // run that would go on for days unannounced into an immediate, clear
 // error.
 func workNeed(cmd string, o *options, solved bool) float64 {
@@ -281,13 +366,20 @@ func workNeed(cmd string, o *options, solved bool) float64 {
 		if o.network {
 			runs = 3
 		}
-		w = runs*r*n*tau*(d+stepOps) + 2*r*n*n*d + r*r*d + r*r*r
+		w = runs*r*n*tau*(d+stepOps) + 2*r*n*n*d + r*r*r
+	}
+	s := p.Strategy
+	if p.Algorithm == fedopt.Independent {
+		s = factorize.IdentityStrategy{}
+	}
+	rows, tall := cRows(s, p.Rounds)
+	if cmd == "replay" {
+		w += n*rows*patternRounds(p.Participation, p.Rounds) + (1.5*r+rows)*r*d
+	}
+	if tall {
+		w += r * r * rows // the whitener's Sigma = M M^T
 	}
 	if !solved {
-		s := p.Strategy
-		if p.Algorithm == fedopt.Independent {
-			s = factorize.IdentityStrategy{}
-		}
 		w += factorizationWork(s, p.Participation, p.Rounds)
 	}
 	return w

@@ -78,9 +78,79 @@ func TestWorkCountsIterations(t *testing.T) {
 	o.plan.Strategy = factorize.OptimalStrategy{Options: factorize.Options{Method: factorize.Dense}}
 	r := 20000.0
 	want := 32*(8.0/3*r*r*r+384*r*r) + r*r*r + // the factorization
-		2*r*2*1*(3+stepOps) + 2*r*2*2*3 + r*r*3 + r*r*r // the run, the probes, the checks, the whitener
+		2*r*2*1*(3+stepOps) + 2*r*2*2*3 + (1.5*r+r)*r*3 + r*r*r + // the run, the probes, the checks, the whitener
+		2*r*r // the worst sample's search: n columns of R rows for each of the R single rounds
 	if got := workNeed("replay", o, false); got != want || got <= maxWork {
 		t.Errorf("workNeed = %.4g, want %.4g (above maxWork %.0e)", got, want, maxWork)
+	}
+	if err := checkWork("replay", o, false); err == nil {
+		t.Errorf("checkWork: nil, want a refusal")
+	}
+}
+
+// TestPatternRounds checks patternRounds, the rounds summed over the
+// patterns that the replay's worst-sample search tries, against the
+// patterns enumerated by their definition (docs/audit.md: every round
+// under single participation; every residue class of the period R / K
+// under epochs:K; under minsep:B[,K] the rounds c, c + B, ..., at most K
+// of them, K = ceil(R / B) when not given, from every start c), at every
+// R up to 40 and every separation up to R + 1, including the edges R = 1,
+// B = R, K = 1.
+func TestPatternRounds(t *testing.T) {
+	for r := 1; r <= 40; r++ {
+		if got := patternRounds(factorize.SingleParticipation(), r); got != float64(r) {
+			t.Errorf("single R=%d: %v, want %d", r, got, r)
+		}
+		for k := 1; k <= r; k++ {
+			if r%k != 0 {
+				continue
+			}
+			count := 0
+			for c := 0; c < r/k; c++ {
+				for x := c; x < r; x += r / k {
+					count++
+				}
+			}
+			if got := patternRounds(factorize.Participation{Kind: factorize.KindEpochs, K: k}, r); got != float64(count) {
+				t.Errorf("epochs:%d R=%d: %v, want %d", k, r, got, count)
+			}
+		}
+		for b := 1; b <= r+1; b++ {
+			for k := 0; k <= 5; k++ {
+				kk := k
+				if k == 0 {
+					kk = (r + b - 1) / b
+				}
+				count := 0
+				for c := 0; c < r; c++ {
+					for x, n := c, 0; x < r && n < kk; x, n = x+b, n+1 {
+						count++
+					}
+				}
+				if got := patternRounds(factorize.Participation{Kind: factorize.KindMinSep, B: b, K: k}, r); got != float64(count) {
+					t.Errorf("minsep:%d,%d R=%d: %v, want %d", b, k, r, got, count)
+				}
+			}
+		}
+	}
+}
+
+// TestWorkCountsWorstSample: the replay's search for the worst sample sums
+// n columns of C (m rows) for every round of every pattern it tries; under
+// minsep:1 at R = 10^4 the patterns hold R (R + 1) / 2 = 5.0005e7 rounds,
+// so with n = 1000 learners the search is 1000 * 10^4 * 5.0005e7 = 5e14
+// operations, above maxWork. Before, the estimate left it out and said
+// about 1.05e12 (the whitener's R^3 and the factorization), so the audit
+// started for days unannounced; now it is refused without -force.
+func TestWorkCountsWorstSample(t *testing.T) {
+	o := &options{}
+	o.plan.Rounds, o.plan.Learners, o.plan.Tau, o.plan.Dim = 10000, 1000, 1, 1
+	o.plan.Strategy = factorize.OptimalStrategy{}
+	o.plan.Participation = factorize.Participation{Kind: factorize.KindMinSep, B: 1}
+	search := 1000 * 1e4 * (1e4 * (1e4 + 1) / 2)
+	got := workNeed("replay", o, false)
+	if !(got >= search && got > maxWork) {
+		t.Errorf("workNeed = %.4g, want at least the search's %.4g (above maxWork %.0e)", got, search, maxWork)
 	}
 	if err := checkWork("replay", o, false); err == nil {
 		t.Errorf("checkWork: nil, want a refusal")
