@@ -195,9 +195,11 @@ func TestComposeChainsBracketTruth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The reference convolves what Compose and SelfCompose compose:
-			// for a replace-one step, the pair composed at tilt 0 that its
-			// PLD records as its base (p.one()), not its tilted masses.
+			// The reference convolves what Compose composes: for a
+			// replace-one step, the pair composed at tilt 0 that its PLD
+			// records as its base joined below its tilted masses
+			// (p.one(); SelfCompose composes the base, another
+			// computation of the same discrete pair).
 			pool = append(pool, chainNode{name: fmt.Sprintf("S(%v, %v, %v)", q, s, rel), p: p, evs: []*PLD{p.one()}})
 		}
 		randomChain(rng, pool, 6, 12, func(n chainNode) {

@@ -121,9 +121,10 @@ type PLD struct {
 	base  *PLD
 	count int
 	// composeBase records that Compose with a PLD of another base
-	// composes base (count 1) in place of this PLD's masses: the one
-	// replace-one step of SampledGaussianPLD and SampledGaussian, whose tilted masses
-	// composed with others at lower tilts were loose (see Compose).
+	// composes base (count 1) joined below this PLD's masses (splicePLD):
+	// the one replace-one step of SampledGaussianPLD and SampledGaussian,
+	// whose tilted masses composed with others at lower tilts were loose,
+	// and whose base alone has a floor near 1e-11 (see Compose).
 	composeBase bool
 }
 
@@ -195,6 +196,10 @@ type lossDist struct {
 	// carries the bound to tilts below tau with it.
 	errLo    int
 	hasErrLo bool
+	// spliced marks a distribution that splice joined from an untilted
+	// and a tilted computation: composeDists composes it at a tilt fitted
+	// to the composition rather than at its own (see splice).
+	spliced bool
 	// unbounded records that the true losses have no upper bound (a
 	// Gaussian, the remove direction of a sampled one), so the true delta is
 	// positive at every eps even where the discrete one underflows to 0.
@@ -204,8 +209,13 @@ type lossDist struct {
 // errBound is one bound on a part of a lossDist's additive error: tail
 // sums sum_{i >= j} |e_i| <= e^(logErr - tau j) at every absolute index
 // j, weighted l1 norm sum_i |e_i| e^(tau i) <= e^(logErr + logGapW).
+// Where capped, the part has no error above the absolute index top (its
+// tail sums above top are 0, and it is carried to higher tilts from top
+// rather than from the distribution's last index; see splice).
 type errBound struct {
 	tau, logErr, logGapW float64
+	top                  int
+	capped               bool
 }
 
 // Bounds is a two-sided result of the PLD accountant: the true value (the
@@ -550,8 +560,16 @@ func (e *intervalError) Is(target error) bool { return target == ErrPLDInterval 
 // two PLDs built separately with the same parameters are composed from
 // their masses. A replace-one step of SampledGaussianPLD or of
 // SampledGaussian (one step, q < 1) is composed with a PLD of another base
-// as its base, its two directions composed at tilt 0 (see
-// SampledGaussianPLD).
+// as its base (its two directions composed at tilt 0) joined below its
+// own tilted masses (see SampledGaussianPLD), at a tilt fitted to the
+// composition and at tilt 0, joined again; so are Gaussian single events
+// built apart (two distributions unbounded above whose pairTilt is 0),
+// and compositions of such joined PLDs. Their safe delta then carries no
+// floor near 1e-11 (T Gaussians of sigma built apart bracket the mu-GDP
+// truth of sigma / sqrt(T) at delta 1e-14). The pairs left at tilt 0 are
+// the add direction (bounded above) of sampled single events whose pairTilt
+// is 0 (composed with a Gaussian): joined, that direction self-composed
+// was floored at delta 1e-12 (see docs/privacy.md).
 func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	if !p.valid() || !o.valid() {
 		return nil, errNilPLD
@@ -567,16 +585,18 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 		}
 	}
 	// SampledGaussianPLD's replace-one step holds masses tilted for its
-	// own upper tail; composed with another PLD's masses, that error bound
-	// carried to the lower tilts the composition needs can be loose
-	// (q = 0.01, sigma = 1, composed with the add/remove PLD at the same
-	// q, sigma and interval: Delta(0.5) = 1). Its base is the same pair
-	// composed at tilt 0, whose bound holds at every tilt, and which
-	// Compose composed before that step was tilted: compose that.
+	// own upper tail; composed with another PLD's masses at that tilt,
+	// the bound was loose (q = 0.01, sigma = 1, composed with the
+	// add/remove PLD at the same q, sigma and interval: Delta(0.5) = 1).
+	// Its base is the same pair composed at tilt 0, whose bound holds at
+	// every tilt but has a floor near 1e-11: compose the two joined
+	// (splicePLD), whose bound is small at every tilt between.
 	p, o = p.one(), o.one()
 	r := &PLD{h: p.h, tail: math.Min(p.tail, o.tail)}
 	sym := p.symmetric() && o.symmetric()
-	err := r.each(sym, func(i int) (*lossDist, error) { return composeDists(p.dist(i), o.dist(i)) })
+	err := r.each(sym, func(i int) (*lossDist, error) {
+		return composeDists(p.dist(i), o.dist(i), p.dist(i%2).unbounded && o.dist(i%2).unbounded)
+	})
 	return r, err
 }
 
@@ -671,7 +691,7 @@ func (p *PLD) root() (*PLD, int) {
 // else p.
 func (p *PLD) one() *PLD {
 	if p.composeBase {
-		return p.base
+		return p.splicePLD()
 	}
 	return p
 }

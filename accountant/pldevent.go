@@ -105,13 +105,18 @@ func (p *PLD) discretiseAll(o PLDOptions, ms ...lossModel) error {
 // under the safe delta (5.3e-12 at q = 0.01, sigma = 1, the default
 // interval: Delta(5) was that, the truth about 1e-43, and Epsilon(1e-12)
 // was +Inf). The result records that tilt-0 composition as its base:
-// [PLD.SelfCompose] and [PLD.Compose] compose it, as they did before,
-// since the tilted result's error bound, carried to the lower tilts they
-// need, is loose (composed with the add/remove PLD of the same q and
-// sigma: Delta(0.5) in [1.4e-11, 1]). Their results are unchanged, and
-// Compose with another PLD keeps the floor (with GaussianPLD(5) at
-// q = 0.01, sigma = 1: Epsilon(1e-12) = +Inf, Delta(5) = 6.2e-12); steps
-// composed by [SampledGaussian] (or SelfCompose) do not have it.
+// [PLD.SelfCompose] composes it, as it did before, since the tilted
+// result's error bound, carried to the lower tilts it needs, is loose.
+// [PLD.Compose] with a PLD of another base (or a copy built apart)
+// composes the two joined: the base's masses at the low losses, where its
+// untilted bound is the smaller, and the tilted ones above, with a bound
+// at every tilt between (see splice in pldsplice.go), at a tilt fitted to
+// the composition. Composed as the tilted masses alone, at their own tilt,
+// with the add/remove PLD of the same q and sigma, Delta(0.5) was in
+// [1.4e-11, 1]; composed as the base, the floor stayed (with
+// GaussianPLD(5) at q = 0.01, sigma = 1, interval 1e-3: Epsilon(1e-12) =
+// +Inf); joined, that Epsilon(1e-12) is in [1.3267429, 1.3267598], the
+// truth inside (TestComposeReplaceOneStepApartNoFloor).
 //
 // Special cases are:
 //

@@ -106,17 +106,28 @@ func logAdd(a, b float64) float64 {
 }
 
 // errFrom returns the bound on the l1 error of d's masses at absolute grid
-// indices j and above: e^(logErr - tau j), plus the smallest of the bounds
+// indices j and above: e^(logErr - tau max(j, errLo)) (j where errLo is
+// not recorded), plus the smallest of the bounds
 // of prop, the propagated part. j is a float64: an index of an epsilon far
 // beyond the grid may exceed an int (on a 32-bit platform).
 func (d *lossDist) errFrom(j float64) float64 {
 	e := 0.0
 	if !math.IsInf(d.logErr, -1) {
-		e = math.Exp(d.logErr - d.tau*j)
+		// Below errLo the tail sum of the part other than prop is the
+		// one at errLo: no such error lies below it.
+		jm := j
+		if d.hasErrLo && jm < float64(d.errLo) {
+			jm = float64(d.errLo)
+		}
+		e = math.Exp(d.logErr - d.tau*jm)
 	}
 	if len(d.prop) > 0 {
 		p := math.Inf(1)
 		for _, b := range d.prop {
+			if b.capped && j > float64(b.top) {
+				p = 0 // no error of this part at j or above
+				break
+			}
 			p = math.Min(p, math.Exp(b.logErr-b.tau*j))
 		}
 		e += p
@@ -248,7 +259,11 @@ func (d *lossDist) propAt(t float64, w bool) float64 {
 	l := math.Inf(1)
 	for _, b := range d.prop {
 		if b.tau <= t {
-			v := b.logErr + (t-b.tau)*hi
+			top := hi
+			if b.capped {
+				top = math.Min(top, float64(b.top))
+			}
+			v := b.logErr + (t-b.tau)*top
 			if w {
 				v += b.logGapW
 			}
@@ -815,8 +830,12 @@ func (d *lossDist) errFloor() (int, bool) {
 // error at tilt 0 (single events) at pairTilt's tilt where that is
 // positive (convolve would run at tilt 0, whose rounding bound, about u
 // times the largest mass at each index up to the last, a later
-// composition weights by e^(t i)), else by convolve.
-func composeDists(a, b *lossDist) (*lossDist, error) {
+// composition weights by e^(t i)); where it is not and unbounded (the
+// pessimistic distributions of this direction both unbounded above:
+// Gaussians), at tilt 0 and at the Chernoff tilt, spliced (see splice);
+// a spliced input (splice's) at the composition's Chernoff tilt and at
+// tilt 0, spliced again; else by convolve.
+func composeDists(a, b *lossDist, unbounded bool) (*lossDist, error) {
 	if a == noOpt || b == noOpt {
 		return noOpt, nil
 	}
@@ -824,6 +843,54 @@ func composeDists(a, b *lossDist) (*lossDist, error) {
 		if t := pairTilt(a, b); t > 0 {
 			return convolveAt(a, b, t)
 		}
+		// pairTilt's tilt would cost too much carried down to tilt 0
+		// (the Gaussian's low first index): compose at tilt 0 and at the
+		// Chernoff tilt, and splice the two (see splice), so that the
+		// deltas at high losses do not carry tilt 0's floor. Only where
+		// unbounded, the pessimistic distributions of this direction both
+		// unbounded above (Gaussians, the sampled remove direction): the sampled add
+		// direction (bounded above), spliced, self-composed and then
+		// queried at delta 1e-12, was floored (TestRevComposedSelfComposeCarry);
+		// it stays untilted, as before.
+		if t := chernoffTilt(a, b); t > 0 && unbounded {
+			low, err := convolveAt(a, b, 0)
+			if err != nil {
+				return nil, err
+			}
+			high, err := convolveAt(a, b, t)
+			if err != nil {
+				return nil, err
+			}
+			if r, ok := splice(low, high); ok {
+				return r, nil
+			}
+			return low, nil
+		}
+	}
+	if a.spliced || b.spliced {
+		// At the composition's own tilt where that is below the one
+		// convolve takes and both inputs' errors have a bound there (see
+		// splice): the spliced input's error carried down from its errLo.
+		// And at tilt 0, where both have a bound there, spliced below the
+		// tilted result, so that the composition is as accurate at its
+		// low losses as an untilted one and can be composed again so.
+		t := composeTilt(a, b)
+		if tc := chernoffTilt(a, b); tc > 0 && tc < t &&
+			!math.IsInf(a.logErrAt(tc), 1) && !math.IsInf(b.logErrAt(tc), 1) {
+			t = tc
+		}
+		high, err := convolveAt(a, b, t)
+		if err != nil || !(t > 0) || math.IsInf(a.logErrAt(0), 1) || math.IsInf(b.logErrAt(0), 1) {
+			return high, err
+		}
+		low, err := convolveAt(a, b, 0)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := splice(low, high); ok {
+			return r, nil
+		}
+		return high, nil
 	}
 	return convolve(a, b)
 }

@@ -34,6 +34,10 @@ type replaceTruth struct {
 	// memo caches logM by its argument: the sums at w steps 0.1 and 0.05
 	// share every other point, and the saddle is the same for both.
 	memo map[complex128]complex128
+	// mu, if positive, composes the T steps with a Gaussian mechanism of
+	// mu-GDP: its loss under P is N(mu^2/2, mu^2), whose log MGF
+	// mu^2 z (z + 1) / 2 adds to log M(z).
+	mu float64
 }
 
 // logr returns log r(x).
@@ -101,6 +105,9 @@ func (p replaceTruth) logM(z complex128) complex128 {
 		return v
 	}
 	v := complex(float64(p.T), 0) * (p.logE(z, 1, 1) + p.logE(z, 0, -1))
+	if p.mu > 0 {
+		v += complex(p.mu*p.mu/2, 0) * z * (z + 1)
+	}
 	if p.memo != nil {
 		p.memo[z] = v
 	}

@@ -808,8 +808,9 @@ func TestRevReplaceOneFloorPLD(t *testing.T) {
 // TestReplaceOneStepComposedWithOthers: one replace-one step of
 // SampledGaussian composed with a PLD of another base (the add/remove PLD
 // of the same q, sigma and interval; a Gaussian) is composed from the
-// step's pair, as before the step was tilted: composed as the tilted
-// step, Delta(0.5) with the add/remove PLD was in [1.4e-11, 1]. The
+// step's pair joined below the tilted step (see splice): composed as the
+// tilted step alone, Delta(0.5) with the add/remove PLD was in
+// [1.4e-11, 1]. The
 // bracket must be narrow, both orders, and hold the order-free truth's
 // bounds: each side's Safe at least the other's Optimistic.
 func TestReplaceOneStepComposedWithOthers(t *testing.T) {

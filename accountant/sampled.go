@@ -194,10 +194,12 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 			// [0, 9.31] against [7.756656, 7.756657]): record the step's
 			// pair as its base, so that SelfCompose and Compose of it
 			// compose that pair as they did before. Compose with a PLD of
-			// another base too (composeBase, as SampledGaussianPLD's
-			// step): composed as it is, with the add/remove PLD of the
-			// same q, sigma and interval, Delta(0.5) was in [1.4e-11, 1]
-			// against [2.2327e-7, 2.2332e-7] from the pair.
+			// another base joins the pair's masses below and the step's
+			// above (composeBase, as SampledGaussianPLD's step; see
+			// splice): composed as it is, at its own tilt, with the
+			// add/remove PLD of the same q, sigma and interval, Delta(0.5)
+			// was in [1.4e-11, 1] against [2.2327e-7, 2.2332e-7] from the
+			// pair, and the pair alone kept its floor near 1e-11.
 			b, err := sampledGaussianPLD(q, sigma, rel, o, false)
 			if err != nil {
 				return nil, err
