@@ -90,9 +90,10 @@ type ParamError = param.Error
 // value the audit can run, so a zero in a field that [Plan.WithDefaults]
 // would fill in is refused as the mistake it is when p comes from user
 // input. It returns a *[ParamError] naming the first bad field:
-// Algorithm must be private; Learners, Rounds, Tau and Dim >= 1; Eta,
-// EtaG, Clip and Eps finite and > 0; 0 < Delta < 1; 0 <= Dropout < 1; and
-// Participation a pattern over Rounds rounds. [NewSetup] calls it on the
+// Algorithm must be private; Learners, Rounds, Tau and Dim >= 1, and
+// Rounds at most [factorize.MaxRounds]; Eta, EtaG, Clip and Eps finite and
+// > 0; 0 < Delta < 1; 0 <= Dropout < 1; and Participation a pattern over
+// Rounds rounds. [NewSetup] calls it on the
 // plan with defaults.
 func (p Plan) Validate() error {
 	if !p.Algorithm.Private() {
@@ -107,6 +108,9 @@ func (p Plan) Validate() error {
 		if f.v < 1 {
 			return &ParamError{Param: f.name, Value: f.v, Want: fmt.Sprintf(">= 1 (WithDefaults reads 0 as unset: %d)", f.def)}
 		}
+	}
+	if p.Rounds > factorize.MaxRounds {
+		return &ParamError{Param: "Rounds", Value: p.Rounds, Want: fmt.Sprintf("1 to %d (factorize.MaxRounds)", factorize.MaxRounds)}
 	}
 	for _, f := range []struct {
 		name string

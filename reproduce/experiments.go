@@ -349,10 +349,31 @@ func tails(s *experiment.Summary) []float64 {
 }
 
 // finalLoss returns the mean and standard deviation of the final loss
-// error; a non-finite value (a diverged run) gives +Inf.
+// error; a non-finite value (a diverged run) gives +Inf. Where every
+// repetition's final loss error is the same (the non-private algorithm,
+// which draws no noise) the deviation is exactly 0, not the rounding of
+// the summary's (3.56e-18).
 func finalLoss(s *experiment.Summary) (mean, std float64) {
 	m, sd, _, _ := s.Final()
+	var xs []float64
+	for _, tr := range s.Traces {
+		if len(tr.LossError) > 0 {
+			xs = append(xs, tr.LossError[len(tr.LossError)-1])
+		}
+	}
+	if len(xs) == len(s.Traces) && equal(xs) {
+		sd = 0
+	}
 	return divergedInf(m, sd)
+}
+
+// equal reports whether xs has at least one value and all its values are
+// the same: its spread max - min is 0.
+func equal(xs []float64) bool {
+	if len(xs) == 0 {
+		return false
+	}
+	return slices.Max(xs)-slices.Min(xs) == 0
 }
 
 // divergedInf returns mean and std, or +Inf and NaN for a mean that is not
@@ -379,7 +400,9 @@ func meanStd(xs []float64) (mean, std float64) {
 		mean += x
 	}
 	mean /= float64(len(xs))
-	if len(xs) < 2 {
+	if len(xs) < 2 || equal(xs) {
+		// Equal values: exactly 0, where the sum below leaves the
+		// rounding of the mean (0.1, 0.1, 0.1 gave 1.7e-17).
 		return mean, 0
 	}
 	for _, x := range xs {

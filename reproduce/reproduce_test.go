@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fedopt"
 )
 
@@ -181,5 +182,35 @@ func TestQuickOtherSeeds(t *testing.T) {
 		if fails[name] > 0 {
 			t.Errorf("asserted ordering %q failed %d times in %d", name, fails[name], shifts)
 		}
+	}
+}
+
+// TestEqualValuesZeroStd: the standard deviation of equal values is
+// printed as an exact 0, not the rounding of the mean (the tau sweep's
+// non-private rows read "± 3.56e-18"), by meanStd and by finalLoss (whose
+// summary's deviation is computed with rounding); the means are
+// unchanged.
+func TestEqualValuesZeroStd(t *testing.T) {
+	xs := []float64{0.1, 0.1, 0.1}
+	// The mean in float64 arithmetic (0.10000000000000002), unchanged.
+	if m, sd := meanStd(xs); sd != 0 || m != (xs[0]+xs[1]+xs[2])/3 {
+		t.Errorf("meanStd(%v) = %v, %v; want the mean (0.1 + 0.1 + 0.1) / 3 and 0", xs, m, sd)
+	}
+	if _, sd := meanStd([]float64{0.1, 0.2}); math.Abs(sd-math.Sqrt(0.005)) > 1e-15 {
+		t.Errorf("meanStd(0.1, 0.2): std %v, want sqrt(0.005)", sd)
+	}
+	tr := &experiment.Trace{Rounds: []int{0, 5}, LossError: []float64{1, 0.1}}
+	s := &experiment.Summary{Rounds: []int{0, 5}, LossErrorMean: []float64{1, 0.1}, LossErrorStd: []float64{0, 3.56e-18},
+		RegretMean: []float64{0, 0}, RegretStd: []float64{0, 0}, Traces: []*experiment.Trace{tr, tr, tr}}
+	if m, sd := finalLoss(s); m != 0.1 || sd != 0 {
+		t.Errorf("finalLoss of three equal traces: %v, %v; want 0.1 and 0", m, sd)
+	}
+	if got := pm(finalLoss(s)); got != "0.1 ± 0" {
+		t.Errorf("printed %q, want %q", got, "0.1 ± 0")
+	}
+	// Unequal final values keep the summary's deviation.
+	s.Traces[1] = &experiment.Trace{Rounds: []int{0, 5}, LossError: []float64{1, 0.2}}
+	if _, sd := finalLoss(s); sd != 3.56e-18 {
+		t.Errorf("finalLoss of unequal traces: std %v, want the summary's 3.56e-18", sd)
 	}
 }

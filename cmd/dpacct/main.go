@@ -146,7 +146,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usageText)
+		if _, err := fmt.Fprint(stdout, usageText); err != nil {
+			// A help that cannot be written is a failure (-h > /dev/full).
+			fmt.Fprintf(stderr, "dpacct: %v\n", err)
+			return cli.ExitFailure
+		}
 		return cli.ExitOK
 	}
 	res, err := command(ctx, args[0], args[1:], stdout)
@@ -246,7 +250,9 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	}
 	set, err := cli.ParseFlags(fs, args, stdout, "Usage of dpacct "+name+":\n", name+": ", cli.Once)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name])
+		if _, werr := fmt.Fprintf(stdout, "\nExample:\n  %s\n", examples[name]); werr != nil {
+			return result{}, werr
+		}
 	}
 	if err != nil {
 		return result{}, err

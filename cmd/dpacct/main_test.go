@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/big"
 	"os"
@@ -170,6 +171,14 @@ func TestUsageExamples(t *testing.T) {
 	code, out, _ := runCmd("-h")
 	if code != 0 || out != usageText {
 		t.Errorf("dpacct -h: exit %d", code)
+	}
+	// A help that cannot be written is a failure (dpacct -h > /dev/full
+	// exited 0).
+	for _, args := range [][]string{{"-h"}, {"help"}, {"sigma", "-h"}} {
+		var errb bytes.Buffer
+		if code := run(context.Background(), args, fullWriter{}, &errb); code != 1 || errb.String() != "dpacct: no space left on device\n" {
+			t.Errorf("dpacct %q to a full stdout: exit %d, stderr %q; want 1 and the write's error", args, code, errb.String())
+		}
 	}
 	for _, c := range []string{"sigma", "epsilon", "delta"} {
 		code, out, _ := runCmd(c, "-h")
@@ -550,3 +559,8 @@ func TestSamplingNeedsSteps(t *testing.T) {
 		}
 	}
 }
+
+// fullWriter fails every write, as stdout redirected to /dev/full does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }

@@ -187,6 +187,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"canary", "-level", "1e-300"}, "-level 1e-300: want a number in [0.5, 1)"},
 		{[]string{"canary", "-confidence", "0.4"}, "-confidence 0.4: want a number in [0.5, 1)"},
 		{[]string{"canary", "-out", ""}, "-out is empty"},
+		// Above factorize.MaxRounds: refused as a usage error naming the
+		// flag's range, not by the memory estimate (exit 1; -rounds
+		// 9999999999999 printed "4800000000.0 EB").
+		{[]string{"replay", "-rounds", fmt.Sprint(factorize.MaxRounds + 1)}, fmt.Sprintf("-rounds %d: want 1 to %d", factorize.MaxRounds+1, factorize.MaxRounds)},
+		{[]string{"canary", "-rounds", fmt.Sprint(factorize.MaxRounds + 1)}, fmt.Sprintf("-rounds %d: want 1 to %d", factorize.MaxRounds+1, factorize.MaxRounds)},
 		{[]string{"replay", "-eps", "1", "-eps", "8"}, `invalid value "8" for flag -eps: given twice (first "1")`},
 	} {
 		dir := t.TempDir()

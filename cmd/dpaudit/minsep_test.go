@@ -63,16 +63,17 @@ func TestMinSepHugeSeparation(t *testing.T) {
 // math.MaxInt) the slots are far more than 3, and the run must fail on
 // what it really lacks (memory), not with "needs at least 3 learner-round
 // slots", which the product wrapped to 0 or a negative number claimed.
+// -rounds 2^62 is above factorize.MaxRounds: refused by its range first.
 func TestCanarySlotsOverflow(t *testing.T) {
-	for _, nr := range [][2]string{{"4611686018427387904", "4"}, {"3037000500", "3037000500"}, {"4", "4611686018427387904"}} {
+	for _, nr := range [][3]string{{"4611686018427387904", "4", "need about"}, {"3037000500", "3037000500", "need about"}, {"4", "4611686018427387904", "-rounds 4611686018427387904: want 1 to "}} {
 		args := []string{"canary", "-learners", nr[0], "-rounds", nr[1], "-tau", "1", "-dim", "2"}
 		_, _, err := runCmd(t, args...)
-		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), "need about") {
-			t.Errorf("%q: error %v, want the memory check's", args, err)
+		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), nr[2]) {
+			t.Errorf("%q: error %v, want %q", args, err, nr[2])
 		}
 		_, _, err = runCmd(t, append(args, "-canaries", "5")...)
-		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), "need about") {
-			t.Errorf("%q -canaries 5: error %v, want the memory check's", args, err)
+		if err == nil || strings.Contains(err.Error(), "slots") || !strings.Contains(err.Error(), nr[2]) {
+			t.Errorf("%q -canaries 5: error %v, want %q", args, err, nr[2])
 		}
 	}
 }

@@ -159,8 +159,13 @@ func runCache(args []string, e env) error {
 		if err != nil {
 			return fmt.Errorf("clearing the cache %s: %v", dir, err)
 		}
-		_, err = fmt.Fprintf(e.stdout, "removed %d %s (%s) from %s\n", n, plural(n, "entry", "entries"), dpcache.FormatSize(freed), dir)
-		return err
+		removed := fmt.Sprintf("removed %d %s (%s) from %s", n, plural(n, "entry", "entries"), dpcache.FormatSize(freed), dir)
+		if _, err := fmt.Fprintf(e.stdout, "%s\n", removed); err != nil {
+			// The entries are gone: a bare "write /dev/stdout: ..."
+			// would read as if nothing had been removed.
+			return fmt.Errorf("%s, but printing the report failed: %w", removed, err)
+		}
+		return nil
 	}
 	entries, err := c.List()
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -156,12 +157,18 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	return fs
 }
 
-// printUsage writes the usage text with the flag defaults to w.
-func printUsage(w io.Writer) {
-	cli.PrintUsage(w, newFlagSet(new(config)), usageText)
-	fmt.Fprint(w, strategyHelp())
-	fmt.Fprint(w, summaryHelp())
-	fmt.Fprint(w, usageTail)
+// printUsage writes the usage text with the flag defaults to w, and
+// returns the write's error.
+func printUsage(w io.Writer) error {
+	var b bytes.Buffer
+	if err := cli.PrintUsage(&b, newFlagSet(new(config)), usageText); err != nil {
+		return err
+	}
+	b.WriteString(strategyHelp())
+	b.WriteString(summaryHelp())
+	b.WriteString(usageTail)
+	_, err := b.WriteTo(w)
+	return err
 }
 
 // parseArgs parses and checks the command line. It returns flag.ErrHelp

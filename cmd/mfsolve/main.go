@@ -66,8 +66,10 @@ func run(ctx context.Context, args []string, e env) int {
 	} else {
 		cfg, err = parseArgs(args)
 		if errors.Is(err, flag.ErrHelp) {
-			printUsage(e.stdout)
-			return cli.ExitOK
+			// A help that cannot be written is a failure (-h > /dev/full).
+			if err = printUsage(e.stdout); err == nil {
+				return cli.ExitOK
+			}
 		}
 		if err == nil {
 			err = resolveBudget(&cfg, e.getenv)

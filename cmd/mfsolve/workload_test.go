@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
 )
@@ -100,6 +102,32 @@ func TestReportFailureAfterWriting(t *testing.T) {
 	})
 	require.Equal(t, cli.ExitFailure, code)
 	assert.Equal(t, "mfsolve: no space left on device\n", errb.String())
+
+	// cache clear removes the entries, then says so when the report
+	// cannot be printed (it said only "write /dev/stdout: ...").
+	cache := filepath.Join(dir, "cache")
+	res := runEnv(cache, nil, "-R", "3", "-strategy", "identity", "-quiet")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	size, n := cacheBytes(t, cache)
+	require.Equal(t, 1, n)
+	errb.Reset()
+	code = run(t.Context(), []string{"cache", "clear"}, env{
+		stdout: failWriter{}, stderr: &errb,
+		defaultCacheDir: func() (string, error) { return cache, nil },
+	})
+	require.Equal(t, cli.ExitFailure, code)
+	requireOneErrorLine(t, errb.String(), fmt.Sprintf("removed 1 entry (%s) from %s, but printing the report failed: no space left on device", dpcache.FormatSize(size), cache))
+	_, n = cacheBytes(t, cache)
+	assert.Zero(t, n)
+
+	// A help that cannot be written is a failure, as every command's is
+	// (mfsolve -h > /dev/full exited 0).
+	for _, args := range [][]string{{"-h"}, {"cache", "-h"}, {"cache", "list", "-h"}} {
+		errb.Reset()
+		code = run(t.Context(), args, env{stdout: failWriter{}, stderr: &errb})
+		assert.Equal(t, cli.ExitFailure, code, "%q", args)
+		assert.Equal(t, "mfsolve: no space left on device\n", errb.String(), "%q", args)
+	}
 }
 
 // TestStrategyWorkloadIsUsageError: every registered strategy against each

@@ -229,6 +229,25 @@ func TestSeedHelp(t *testing.T) {
 	}
 }
 
+// TestEvaluateHelpDefaults: "ofl evaluate -h" lists the run flags with a
+// new simulation's defaults (-eps (default 5)), though evaluate takes the
+// run's values from its plan; the text above the flags says so, and that a
+// run flag given is checked against the plan.
+func TestEvaluateHelpDefaults(t *testing.T) {
+	r := runOfl(t, "evaluate", "-h")
+	head, flags, ok := strings.Cut(r.stdout, "\n  -")
+	if r.code != 0 || !ok || !strings.Contains(flags, "(default 5)") {
+		t.Fatalf("ofl evaluate -h: exit %d, no -eps default of 5 (this test's premise):\n%s", r.code, r.stdout)
+	}
+	_, section, _ := strings.Cut(head, "\n\nFlags")
+	section = strings.Join(strings.Fields(section), " ")
+	for _, want := range []string{"those of a new simulation", "takes the run's values from its plan", "checks only the run flags given here against it"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("ofl evaluate -h: the flags' heading %q does not say %q", section, want)
+		}
+	}
+}
+
 // TestRequiredFlagsInUsage: the usage line of "ofl learner -h" and "ofl
 // evaluate -h" names, outside brackets, every flag that the command refuses
 // to run without, and the flag's own line says "required"; a command whose

@@ -29,7 +29,9 @@ in DIR/run.json; a run flag given here must agree with it, and the data
 flags must give the data the plan records (its SHA-256), when it records
 any (ofl server -data).
 
-Flags:
+Flags (the defaults shown for the run flags, such as -eps and -rounds, are
+those of a new simulation, ofl -h: evaluate takes the run's values from
+its plan and checks only the run flags given here against it):
 `
 
 // runEvaluate runs "ofl evaluate".

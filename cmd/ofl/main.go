@@ -106,7 +106,9 @@ func failure(interrupted bool, cmd string, err error) error {
 func simulate(ctx context.Context, args []string, e env) error {
 	c, err := parseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
-		cli.PrintUsage(e.stdout, newFlagSet(new(config)), usageText)
+		if werr := cli.PrintUsage(e.stdout, newFlagSet(new(config)), usageText); werr != nil {
+			return werr
+		}
 	}
 	if err != nil {
 		return err

@@ -120,6 +120,15 @@ func TestHelp(t *testing.T) {
 	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "Example") || !strings.Contains(r.stdout, "-calibration") {
 		t.Errorf("-h: exit %d, stdout %q", r.code, r.stdout)
 	}
+	// A help that cannot be written is a failure (ofl -h > /dev/full
+	// exited 0), on every path that prints one.
+	for _, args := range [][]string{{"-h"}, {"reproduce", "-h"}, {"evaluate", "-h"}, {"server", "-h"}, {"learner", "-h"}} {
+		var errb bytes.Buffer
+		code := run(context.Background(), args, env{stdout: failingWriter{}, stderr: &errb})
+		if code != cli.ExitFailure || !strings.HasSuffix(errb.String(), ": no space left on device\n") {
+			t.Errorf("%q to a full stdout: exit %d, stderr %q; want 1 and the write's error", args, code, errb.String())
+		}
+	}
 }
 
 func TestRuntimeErrors(t *testing.T) {

@@ -37,8 +37,7 @@ func runReproduce(ctx context.Context, args []string, e env) error {
 	// Parts and flags may come in any order; each flag once.
 	parts, err := cli.ParseInterspersed(fs, args, cli.Once)
 	if err == flag.ErrHelp {
-		cli.PrintUsage(e.stdout, fs, reproduceUsage)
-		return nil
+		return cli.PrintUsage(e.stdout, fs, reproduceUsage)
 	}
 	if err != nil {
 		return cli.Usagef("reproduce: %v", err)

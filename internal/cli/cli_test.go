@@ -65,6 +65,12 @@ func TestParseFlags(t *testing.T) {
 	if want := "Usage: cmd\n  -n count\n    \ta count (default 1)\n"; help.String() != want {
 		t.Errorf("-h wrote %q, want %q", help.String(), want)
 	}
+	// A help that cannot be written (-h > /dev/full) is the write's
+	// error, not flag.ErrHelp (which commands read as success).
+	fs, _ = newFS()
+	if _, err := ParseFlags(fs, []string{"-h"}, fullWriter{}, "Usage: cmd\n", ""); err == nil || errors.Is(err, flag.ErrHelp) || err.Error() != "no space left on device" {
+		t.Errorf("-h to a full stdout: err %v, want the write's error", err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -234,3 +240,8 @@ func TestParseFloat(t *testing.T) {
 		}
 	}
 }
+
+// fullWriter fails every write, as stdout redirected to /dev/full does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }

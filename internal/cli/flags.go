@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,12 +23,15 @@ func NewFlagSet(name string) *flag.FlagSet {
 // ParseFlags parses args with fs (see [Parse], which opts are passed to)
 // and returns the names of the flags given.
 // On -h it writes usage and fs's flags to help (unless help is nil) and
-// returns flag.ErrHelp. A bad flag, or an argument left over (every
+// returns flag.ErrHelp, or the write's error where help cannot take them
+// (stdout redirected to /dev/full: a help not printed is a failure). A bad flag, or an argument left over (every
 // argument is a flag), is a *UsageError whose message starts with prefix.
 func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix string, opts ...Option) (map[string]bool, error) {
 	if err := Parse(fs, args, opts...); errors.Is(err, flag.ErrHelp) {
 		if help != nil {
-			PrintUsage(help, fs, usage)
+			if werr := PrintUsage(help, fs, usage); werr != nil {
+				return nil, werr
+			}
 		}
 		return nil, err
 	} else if err != nil {
@@ -41,11 +45,16 @@ func ParseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage, prefix s
 	return set, nil
 }
 
-// PrintUsage writes usage, then fs's flags with their defaults, to w.
-func PrintUsage(w io.Writer, fs *flag.FlagSet, usage string) {
-	fs.SetOutput(w)
-	fmt.Fprint(w, usage)
+// PrintUsage writes usage, then fs's flags with their defaults, to w, and
+// returns the write's error.
+func PrintUsage(w io.Writer, fs *flag.FlagSet, usage string) error {
+	var b bytes.Buffer
+	fs.SetOutput(&b)
+	b.WriteString(usage)
 	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	_, err := b.WriteTo(w)
+	return err
 }
 
 // Option is an option of [Parse] and [ParseFlags].

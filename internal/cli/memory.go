@@ -30,7 +30,8 @@ func Short(need float64, avail func() (uint64, error)) (have float64, short bool
 	return float64(h), err == nil && need > float64(h)
 }
 
-// FormatBytes formats n bytes with a decimal unit: "1.9 TB", "22.9 GB".
+// FormatBytes formats n bytes with a decimal unit: "1.9 TB", "22.9 GB";
+// from 1000 EB on in exponent form, "4.8e+09 EB".
 func FormatBytes(n float64) string {
 	units := []string{"bytes", "kB", "MB", "GB", "TB", "PB", "EB"}
 	i := 0
@@ -40,6 +41,10 @@ func FormatBytes(n float64) string {
 	}
 	if i == 0 {
 		return fmt.Sprintf("%.0f bytes", n)
+	}
+	if n >= 1000 {
+		// Beyond the largest unit.
+		return fmt.Sprintf("%.2g %s", n, units[i])
 	}
 	return fmt.Sprintf("%.1f %s", n, units[i])
 }

@@ -11,6 +11,9 @@ func TestFormatBytes(t *testing.T) {
 	assert.Equal(t, "512 bytes", FormatBytes(512))
 	assert.Equal(t, "1.9 TB", FormatBytes(1.92e12))
 	assert.Equal(t, "22.9 GB", FormatBytes(22.9e9))
+	// Beyond the largest unit: in exponent form, not "4800000000.0 EB".
+	assert.Equal(t, "4.8e+09 EB", FormatBytes(4.8e27))
+	assert.Equal(t, "999.9 EB", FormatBytes(999.9e18))
 }
 
 func TestShort(t *testing.T) {
