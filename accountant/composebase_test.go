@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/big"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // TestComposeOfOneBaseTight checks Compose of compositions of one PLD,
@@ -27,6 +29,7 @@ import (
 // eps(1e-10) was in [1.7308, 6.764] (width 0.74; G.SelfCompose(16):
 // 9.5e-6).
 func TestComposeOfOneBaseTight(t *testing.T) {
+	testutil.SkipOn386Short(t, "compositions of at most 16 copies: float64")
 	t.Parallel()
 	must := mustPLD(t)
 	type chain struct {
@@ -129,6 +132,7 @@ func TestComposeOfOneBaseTight(t *testing.T) {
 // G.SelfCompose(12): 1.3e-6): G.SelfCompose(8)'s error was carried to the
 // 4-fold's higher tilt by e^((t - tau) hi).
 func TestComposeDifferentTilts(t *testing.T) {
+	testutil.SkipOn386Short(t, "compositions of at most 23 copies: float64")
 	t.Parallel()
 	must := mustPLD(t)
 	g := must(GaussianPLD(3, coarse))
@@ -202,6 +206,7 @@ func TestComposeDifferentTilts(t *testing.T) {
 // 5.306]: Compose ran at tilt 0, its rounding bound about u times the
 // largest mass at every index up to loss 8.3.
 func TestComposeSingleEventsTilted(t *testing.T) {
+	testutil.SkipOn386Short(t, "composition brackets at 16 steps: float64, far from int's bounds")
 	t.Parallel()
 	must := mustPLD(t)
 	overlap := func(t *testing.T, name string, p *PLD, ref *PLD, tight bool, others ...*PLD) {

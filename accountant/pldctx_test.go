@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // TestSampledGaussianContext: the context variants give SampledGaussianPLD's
@@ -17,6 +19,7 @@ import (
 // no error. The time it takes to stop is logged, not checked (about 1 s at
 // a load of 12 on two cores, mostly the allocation of the grids).
 func TestSampledGaussianContext(t *testing.T) {
+	testutil.SkipOn386Short(t, "cancellation of small accountings: no int bound")
 	must := mustPLD(t)
 	ctx := context.Background()
 	o := PLDOptions{Interval: 1e-3}

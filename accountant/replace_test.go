@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // This file checks the replace-one accounting of the Poisson-subsampled
@@ -48,6 +50,7 @@ func TestReplaceOneUnsampled(t *testing.T) {
 // closed-form hockey-stick H_add of the add pair (pld_test.go's brute
 // integrals, which share no code with the accountant).
 func TestReplaceOneBrute(t *testing.T) {
+	testutil.SkipOn386Short(t, "few steps against a brute-force sum: float64")
 	t.Parallel()
 	const q, sigma = 0.1, 0.6
 	p, err := SampledGaussian(q, sigma, 1, ReplaceOne)
@@ -340,6 +343,7 @@ func stepFirstReplaceOne(t *testing.T, q, sigma float64, steps int) *PLD {
 // approaches within about 1e-12, the exact eps (mu-GDP, mu = sqrt(T) /
 // sigma) lies between the sides.
 func TestReplaceOneWidth(t *testing.T) {
+	testutil.SkipOn386Short(t, "bracket width at T = 1000: float64, far from int's bounds")
 	t.Parallel()
 	const q, sigma, steps, delta = 1e-4, 0.656, 1000, 1e-10
 	b, err := SampledGaussianEpsilonBounds(q, sigma, steps, delta, ReplaceOne)
@@ -418,6 +422,7 @@ func TestReplaceOneWidthMillion(t *testing.T) {
 // up to twice the quadratures' disagreement (which bounds their error; it
 // is up to 2.3e-5 relative at q = 1e-4, where delta is tiny).
 func TestReplaceOneGridOneStep(t *testing.T) {
+	testutil.SkipOn386Short(t, "one step against two quadratures: float64")
 	t.Parallel()
 	qs, sigmas := []float64{1e-4, 1e-3, 1e-2, 0.1}, []float64{0.5, 0.656, 1, 4}
 	for i, q := range qs {

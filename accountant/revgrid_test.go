@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // This file checks the PLD accountant's two sides (Bounds) against truths
@@ -270,6 +272,7 @@ var (
 // against mu-GDP with mu = sqrt(T)/sigma, under both relations (sigma is
 // per the relation's sensitivity, so the curve is the same).
 func TestRevGridGaussian(t *testing.T) {
+	testutil.SkipOn386Short(t, "review grid at T <= 10 under -short: float64")
 	sigmas, steps := []float64{0.5, 1, 4, 20}, []int{1, 2, 10, 1000}
 	if !revFull() {
 		sigmas, steps = []float64{0.5, 4}, []int{1, 10}
@@ -294,6 +297,7 @@ func TestRevGridGaussian(t *testing.T) {
 // TestRevGridSampled: the Poisson-subsampled Gaussian, 1 and 2 steps
 // add/remove and 1 step replace-one, on SampledGaussian's own grid.
 func TestRevGridSampled(t *testing.T) {
+	testutil.SkipOn386Short(t, "review grid at T <= 10 under -short: float64")
 	qs, sigmas := []float64{1e-4, 1e-2, 0.3}, []float64{0.5, 1, 4, 20}
 	if !revFull() {
 		qs, sigmas = []float64{0.3}, []float64{0.5}
@@ -328,6 +332,7 @@ func TestRevGridSampled(t *testing.T) {
 // gives a mechanism whose true delta (closed forms: q = 1 any T, and T = 1
 // any q) at the target eps is at most the target delta.
 func TestRevCalibrationTruth(t *testing.T) {
+	testutil.SkipOn386Short(t, "calibrations at T = 1 under -short against the truth: float64")
 	for _, c := range []struct {
 		q          float64
 		T          int
@@ -421,6 +426,7 @@ func gaussHS(mu float64) func(float64) float64 {
 // L)] with H_k the closed form of mu = sqrt(k)/g (revCompose); two sampled
 // steps of different (q, s) likewise with the second's closed form.
 func TestRevComposeHeterogeneous(t *testing.T) {
+	testutil.SkipOn386Short(t, "few heterogeneous steps against the truth: float64")
 	o := PLDOptions{Interval: 1e-3}
 	gauss := func(sigma float64, k int) *PLD {
 		p, err := GaussianPLD(sigma, o)
@@ -527,6 +533,7 @@ func TestRevComposeHeterogeneous(t *testing.T) {
 // second computation of the same truth: both brackets hold it, so they
 // must meet.
 func TestRevComposedSelfComposeCarry(t *testing.T) {
+	testutil.SkipOn386Short(t, "eight copies of compositions: float64")
 	o := PLDOptions{Interval: 1e-3}
 	for _, c := range []struct{ q1, s1, q2, s2 float64 }{{0.3, 0.5, 0.01, 1}, {0.01, 0.5, 0.3, 4}} {
 		a, err := SampledGaussianPLD(c.q1, c.s1, AddRemove, o)
@@ -664,6 +671,7 @@ func TestRevBadInputs(t *testing.T) {
 // 0.633) and SampledGaussianSigma(q = 0.01, T = 1, eps = 5, delta = 1e-12)
 // was 3.23, where sigma = 0.6 already has a true delta of 2.8e-17.
 func TestRevReplaceOneOneStep(t *testing.T) {
+	testutil.SkipOn386Short(t, "one and ten replace-one steps against the truth: float64")
 	const q, sigma = 0.01, 1.0
 	p, err := SampledGaussian(q, sigma, 1, ReplaceOne)
 	if err != nil {
@@ -740,6 +748,7 @@ func TestRevReplaceOneOneStep(t *testing.T) {
 // narrow, and Compose with the add/remove PLD (whose composition with the
 // tilted step gave Delta(0.5) in [1.4e-11, 1]) must be narrow.
 func TestRevReplaceOneFloorPLD(t *testing.T) {
+	testutil.SkipOn386Short(t, "one step and ten copies against the truth: float64")
 	for _, c := range []struct{ q, sigma, h float64 }{{0.01, 1, 0}, {0.3, 1, 1e-3}} {
 		name := fmt.Sprintf("SampledGaussianPLD(%v, %v, ReplaceOne, h=%v)", c.q, c.sigma, c.h)
 		o := PLDOptions{Interval: c.h}
@@ -814,6 +823,7 @@ func TestRevReplaceOneFloorPLD(t *testing.T) {
 // bracket must be narrow, both orders, and hold the order-free truth's
 // bounds: each side's Safe at least the other's Optimistic.
 func TestReplaceOneStepComposedWithOthers(t *testing.T) {
+	testutil.SkipOn386Short(t, "one step composed with another PLD: float64")
 	for _, q := range []float64{0.01, 0.3} {
 		one, err := SampledGaussian(q, 1, 1, ReplaceOne)
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // denseNormLoss returns ||A N T_d||_F^2 for prefix sums by dense products:
@@ -229,6 +231,7 @@ func sqrtNormalizedLoss(r int) float64 {
 // sens^2 ||A C^{-1}||_F^2 with C^{-1} by gonum's inverse of C and sens the
 // largest column norm of C.
 func TestBLTMonotoneInBuffers(t *testing.T) {
+	testutil.SkipOn386Short(t, "BLT's loss monotone in buffers at R = 1000: float64 fits, far from int's bounds")
 	const r = 1000
 	w := prefix(t, r)
 	sqn, err := newSqrtNormalized(w)

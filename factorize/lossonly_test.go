@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // lossOnlyAgrees checks the loss-only path of spec against its dense
@@ -65,6 +67,7 @@ func lossOnlyAgrees(t *testing.T, spec string, w *Workload, p Participation) {
 // O(R^2 k) dynamic program of MinSepBound over X = C^T C, exact when X is
 // banded within b: R = 8, b = 8).
 func TestTreeLossOnly(t *testing.T) {
+	testutil.SkipOn386Short(t, "loss-only against dense metrics at R <= 1000: the same Go code; linalg's tests on 386 check the kernels' Go fallbacks")
 	for _, r := range []int{1, 2, 3, 8, 13, 64, 100, 257} {
 		w, _ := Prefix(r)
 		for _, p := range []Participation{SingleParticipation(), MinSeparation(1, 0), MinSeparation(3, 0), MinSeparation(4, 2), MinSeparation(8, 0), MinSeparation(16, 3), MinSeparation(64, 0)} {
@@ -82,6 +85,7 @@ func TestTreeLossOnly(t *testing.T) {
 // shortcut of minSepBoundRows, the dense path through MinSepBound's
 // dynamic program on every row.
 func TestSqrtLossOnly(t *testing.T) {
+	testutil.SkipOn386Short(t, "loss-only against dense metrics at R <= 2000: the same Go code; linalg's tests on 386 check the kernels' Go fallbacks")
 	ps := []Participation{SingleParticipation(), MinSeparation(1, 0), MinSeparation(3, 0), MinSeparation(4, 2), MinSeparation(16, 0), MinSeparation(64, 0)}
 	for _, r := range []int{1, 2, 7, 64, 300} {
 		w, _ := Prefix(r)
@@ -146,6 +150,7 @@ func TestMinSepBoundRows(t *testing.T) {
 // bsr: the loss-only metrics match the dense factors' (BandedSqrt), with
 // bands at most the separation (the banded rule) and more (the bound).
 func TestBSRLossOnly(t *testing.T) {
+	testutil.SkipOn386Short(t, "loss-only against dense metrics at R <= 2000: the same Go code; linalg's tests on 386 check the kernels' Go fallbacks")
 	ps := []Participation{SingleParticipation(), MinSeparation(1, 0), MinSeparation(3, 0), MinSeparation(4, 2), MinSeparation(16, 0), MinSeparation(64, 0)}
 	for _, r := range []int{1, 2, 7, 64, 300} {
 		w, _ := Prefix(r)
@@ -164,6 +169,7 @@ func TestBSRLossOnly(t *testing.T) {
 // banded (its single-participation fit) and bsr on prefix sums and on a
 // momentum workload: the loss-only metrics match the dense factors'.
 func TestBandedLossOnly(t *testing.T) {
+	testutil.SkipOn386Short(t, "loss-only against dense metrics at R <= 2000: the same Go code; linalg's tests on 386 check the kernels' Go fallbacks")
 	for _, r := range []int{1, 2, 7, 64, 300, 2000} {
 		w, _ := Prefix(r)
 		lossOnlyAgrees(t, "banded", w, SingleParticipation())
@@ -204,6 +210,7 @@ func TestBandedLossOnlyMinSep(t *testing.T) {
 // and choice): the loss-only metrics match the dense factors'; fixed
 // epochs are refused.
 func TestBLTLossOnly(t *testing.T) {
+	testutil.SkipOn386Short(t, "loss-only against dense metrics at R <= 2000: the same Go code; linalg's tests on 386 check the kernels' Go fallbacks")
 	for _, r := range []int{1, 2, 7, 64, 500, 2000} {
 		w, _ := Prefix(r)
 		lossOnlyAgrees(t, "blt", w, SingleParticipation())

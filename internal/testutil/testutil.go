@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -81,4 +82,24 @@ func SameBits(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// SkipOn386Short skips t in CI's 32-bit step: GOARCH=386 with -short (see
+// .ci/run). That step is there for what the word size and the assembly
+// change: int overflow and the bounds that depend on int's width, and the
+// Go fallbacks of the assembly kernels. A test calls SkipOn386Short only
+// if its property depends on neither (the same Go float64 code on every
+// platform, at sizes far from any int bound) and go test ./... on amd64
+// runs it; reason says why, and appears in the skip message. Without
+// -short, 386 runs the test too.
+func SkipOn386Short(t testing.TB, reason string) {
+	t.Helper()
+	if skipOn386Short(runtime.GOARCH, testing.Short()) {
+		t.Skip("skipped on 386 with -short (amd64 runs it): " + reason)
+	}
+}
+
+// skipOn386Short is SkipOn386Short's decision for a platform and mode.
+func skipOn386Short(goarch string, short bool) bool {
+	return goarch == "386" && short
 }

@@ -26,3 +26,18 @@ func TestSyncBufferConcurrent(t *testing.T) {
 		t.Fatalf("%d lines, want 8000", got)
 	}
 }
+
+// TestSkipOn386Short: the skip applies to 386 with -short and to nothing
+// else: 386 and amd64 with and without -short, and arm (32-bit too, but
+// not the platform of CI's step).
+func TestSkipOn386Short(t *testing.T) {
+	for _, c := range []struct {
+		goarch string
+		short  bool
+		want   bool
+	}{{"386", true, true}, {"386", false, false}, {"amd64", true, false}, {"amd64", false, false}, {"arm", true, false}} {
+		if got := skipOn386Short(c.goarch, c.short); got != c.want {
+			t.Errorf("skipOn386Short(%q, %v) = %v, want %v", c.goarch, c.short, got, c.want)
+		}
+	}
+}
