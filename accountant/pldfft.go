@@ -904,20 +904,7 @@ func composeDists(a, b *lossDist, unbounded bool) (*lossDist, error) {
 // = 1 and interval 1e-3, and the sampled add direction; the sampled
 // remove direction's is about -22), and for point masses.
 func pairTilt(a, b *lossDist) float64 {
-	fa, la := a.support()
-	fb, lb := b.support()
-	if fa >= la || fb >= lb {
-		return 0
-	}
-	ga, gb := spreadGuess(a, 1, tiltTarget), spreadGuess(b, 1, tiltTarget)
-	if !(ga > 0 && gb > 0) {
-		return 0
-	}
-	g := 1 / math.Sqrt(1/(ga*ga)+1/(gb*gb))
-	t, _ := scanMin(func(s float64) float64 {
-		return (a.logMGF(s, fa, la) + b.logMGF(s, fb, lb) - logf(tiltTarget)) / s
-	}, g, mgfCost(la-fa+lb-fb+2))
-	t = math.Min(t, 1.5*g)
+	t := chernoffTilt(a, b)
 	if L := float64(a.lo + b.lo); !(t > 0) || t*math.Max(0, -L) > 2 {
 		return 0
 	}

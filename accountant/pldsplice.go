@@ -149,7 +149,8 @@ func (p *PLD) splicePLD() *PLD {
 // upper tail at tiltTarget of the sum of a loss from a and one from b
 // (their computed masses; any tilt is valid, this one only decides where
 // the rounding bound is tight), at most 1.5 times a Gaussian's of the
-// same variance (as pairTilt); 0 where it is not defined (a point mass).
+// same variance; 0 where it is not defined (a point mass). pairTilt takes
+// it where carrying it down to tilt 0 is cheap.
 func chernoffTilt(a, b *lossDist) float64 {
 	fa, la := a.support()
 	fb, lb := b.support()
