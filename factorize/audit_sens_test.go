@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // This file audits the sensitivity every registered strategy reports
@@ -23,67 +25,11 @@ import (
 // auditPatterns returns the participation patterns of p over n rounds that
 // no round can be added to (the sensitivity only grows with the pattern:
 // a round left out is a zero contribution), enumerated from the
-// definitions: for k epochs the residue classes {r, r + n/k, ...}; for
-// b-min-separation with at most k participations (k = 0: no limit) the
-// sets of rounds pairwise at least b apart; for single participation the
-// single rounds.
+// definitions by testutil.SensPatterns (residue classes for epochs, sets
+// of rounds pairwise at least b apart for min-separation, single rounds).
 func auditPatterns(p Participation, n int) [][]int {
-	var out [][]int
-	switch p.Kind {
-	case KindSingle:
-		for i := 0; i < n; i++ {
-			out = append(out, []int{i})
-		}
-		return out
-	case KindEpochs:
-		per := n / p.K
-		for r := 0; r < per; r++ {
-			var s []int
-			for i := r; i < n; i += per {
-				s = append(s, i)
-			}
-			out = append(out, s)
-		}
-		return out
-	}
-	limit := p.K
-	if limit == 0 {
-		limit = n
-	}
-	var all [][]int
-	var rec func(next int, s []int)
-	rec = func(next int, s []int) {
-		all = append(all, append([]int(nil), s...))
-		if len(s) == limit {
-			return
-		}
-		for i := next; i < n; i++ {
-			rec(i+p.B, append(s, i))
-		}
-	}
-	rec(0, nil)
-	for _, s := range all {
-		if len(s) == 0 {
-			continue
-		}
-		maximal := true
-		for i := 0; i < n && maximal && len(s) < limit; i++ {
-			fits := true
-			for _, j := range s {
-				if d := i - j; d < p.B && d > -p.B {
-					fits = false
-					break
-				}
-			}
-			if fits {
-				maximal = false
-			}
-		}
-		if maximal {
-			out = append(out, s)
-		}
-	}
-	return out
+	kind := map[ParticipationKind]string{KindSingle: "single", KindEpochs: "epochs", KindMinSep: "minsep"}[p.Kind]
+	return testutil.SensPatterns(kind, n, p.B, p.K)
 }
 
 // patternBounds returns lo <= sens_S^2 <= hi for the pattern idx of the
