@@ -197,9 +197,15 @@ func NewSetup(ctx context.Context, p Plan) (*Setup, error) {
 }
 
 // calibrate returns the privacy record of the plan for f, whatever f's
-// metrics claim: the run's plan (package plan) calibrated for f.
+// metrics claim: the run's plan (package plan) calibrated for f, with the
+// plan's strategy spec, settings included (the identity for the
+// independent baseline).
 func (p Plan) calibrate(f *factorize.Factorization) (*fedopt.Privacy, error) {
-	pl := &plan.Plan{Algorithm: p.Algorithm.String(), Strategy: f.Strategy, Rounds: p.Rounds, Learners: p.Learners, Clip: p.Clip,
+	spec := plan.SpecOf(p.Strategy)
+	if p.Algorithm == fedopt.Independent {
+		spec = factorize.StrategyIdentity
+	}
+	pl := &plan.Plan{Algorithm: p.Algorithm.String(), Strategy: spec, Rounds: p.Rounds, Learners: p.Learners, Clip: p.Clip,
 		Participation: f.Metrics.Participation.String(), Target: &plan.Target{Eps: p.Eps, Delta: p.Delta, Calibration: p.Calibration}}
 	if err := pl.Calibrate(context.Background(), f); err != nil {
 		return nil, err

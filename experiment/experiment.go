@@ -1,8 +1,10 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
@@ -30,7 +32,11 @@ type Experiment struct {
 	Plan *plan.Plan
 	// Factorization, if not nil, is used instead of computing the plan's
 	// strategy. Its workload must be the prefix sums over the problem's
-	// rounds.
+	// rounds, and its strategy the plan's: Plan.Strategy, the spec with
+	// its settings (banded:bands=2), or when empty the factorization's
+	// strategy name with its default settings; a factorization computed
+	// with other settings is an error (the calibrated plan would describe
+	// another factorization than the one its record is of).
 	Factorization *factorize.Factorization
 	// Repeat holds the repetitions, workers and progress callback.
 	Repeat RepeatOptions
@@ -117,7 +123,18 @@ func (e *Experiment) noise(ctx context.Context, n, R, tau int) (*factorize.Facto
 	case !f.Workload.IsPrefix() || f.Workload.R() != R:
 		err = fmt.Errorf("experiment: factorization of the %s workload with %d rounds, want prefix sums over %d rounds", f.Workload.Name(), f.Workload.R(), R)
 	default:
-		p.Strategy = f.Strategy
+		// The plan's strategy (its spec, or the factorization's name
+		// with its defaults) must be the one that computed f, settings
+		// included: the calibrated plan describes its own factorization.
+		spec := cmp.Or(p.Strategy, f.Strategy)
+		if key := strings.TrimSuffix(f.StrategyKey(), "/loss-only"); key != "" {
+			if s, perr := factorize.ParseStrategy(spec); perr != nil || factorize.CacheKey(s) != key {
+				return nil, nil, fmt.Errorf("experiment: factorization of strategy key %s, but the plan's strategy %q is not that strategy with those settings: set Plan.Strategy to the spec the factorization was computed with", key, spec)
+			}
+		} else if s, perr := factorize.ParseStrategy(spec); p.Strategy != "" && perr == nil && s.Name() != f.Strategy {
+			return nil, nil, fmt.Errorf("experiment: factorization of strategy %s, but the plan's strategy is %q", f.Strategy, spec)
+		}
+		p.Strategy = spec
 		var part factorize.Participation
 		if part, err = p.Pattern(); err == nil {
 			f, err = f.WithParticipation(part)

@@ -108,7 +108,11 @@ type ServerOptions struct {
 	// records as it is and [ReadPlan] gives back. NewServer checks that it
 	// is the plan of this run: its algorithm, shape, step size, clipping
 	// bound, epochs, model and noise std are those of Config, Shape, Model
-	// and Epochs. A restart with a different plan is refused.
+	// and Epochs, and its privacy record (fedopt.PrivacyOf) that of
+	// Config.Privacy: eps, delta, method, sensitivity, participation,
+	// relation, calibration, gamma, unit sensitivity, effective clip,
+	// quantization term and operator digest. A restart with a different
+	// plan is refused.
 	Plan json.RawMessage
 	// Dir is the state directory: every released model is written there
 	// before anyone sees it, and a restarted server resumes from it. One
@@ -454,6 +458,31 @@ func describePlan(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 	} {
 		if f.plan != f.run {
 			return nil, fmt.Errorf("fednet: the run's plan has %s %v, the run %v", f.name, f.plan, f.run)
+		}
+	}
+	if c.Privacy != nil && p.Privacy != nil {
+		// The guarantee run.json records must be the one the server
+		// enforces, not only its noise std: the same std over another
+		// factorization, participation or budget is another claim.
+		pp, err := fedopt.PrivacyOf(p)
+		if err != nil {
+			return nil, fmt.Errorf("fednet: the run's plan: %w", err)
+		}
+		q := c.Privacy
+		for _, f := range []struct {
+			name      string
+			plan, run any
+		}{
+			{"eps", pp.Eps, q.Eps}, {"delta", pp.Delta, q.Delta}, {"method", pp.Method, q.Method},
+			{"sensitivity", pp.Sensitivity, q.Sensitivity}, {"participation", pp.ParticipationPattern, q.ParticipationPattern},
+			{"add-remove relation", pp.AddRemove, q.AddRemove}, {"calibration", pp.Calibration, q.Calibration},
+			{"gamma", pp.Gamma, q.Gamma}, {"unit sensitivity", pp.UnitSensitivity, q.UnitSensitivity},
+			{"effective clip", pp.EffectiveClip, q.EffectiveClip}, {"quantization term", pp.QuantizationTerm, q.QuantizationTerm},
+			{"operator sha256", pp.OperatorSHA256, q.OperatorSHA256},
+		} {
+			if f.plan != f.run {
+				return nil, fmt.Errorf("fednet: the run's plan has a privacy record of %s %v, the run's (Config.Privacy) %v", f.name, f.plan, f.run)
+			}
 		}
 	}
 	var b bytes.Buffer

@@ -229,6 +229,9 @@ func (r *runner) exp(ctx context.Context, j job) (*experiment.Result, error) {
 		if e.Factorization, err = r.factorization(ctx, j.mech, j.s.R); err != nil {
 			return nil, err
 		}
+		// The plan names the factorization with its settings
+		// (blt:buffers=2, not blt).
+		e.Plan.Strategy = j.mech
 	}
 	return e.Run(ctx)
 }

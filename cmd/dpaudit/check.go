@@ -45,6 +45,11 @@ func (o *options) check(cmd string, set map[string]bool) error {
 	if p.Strategy, err = factorize.ParseStrategy(o.strategy); err != nil {
 		return cli.Usagef("-strategy %s: %s", o.strategy, cli.Want(err))
 	}
+	if p.Algorithm == fedopt.Independent && set["strategy"] {
+		// The baseline's noise is independent (C = I): the audit would
+		// ignore the strategy, as ofl refuses it.
+		return cli.Usagef("-strategy applies to -algo correlated and baseline-correlated only (the independent baseline's noise is the identity's)")
+	}
 	if p.Participation, err = factorize.ParseParticipation(o.part); err != nil {
 		return cli.Usagef("-participation %s: %s", o.part, cli.Want(err))
 	}

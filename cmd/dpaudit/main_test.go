@@ -173,6 +173,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"replay", "-participation", "minsep:0"}, "-participation minsep:0: want"},
 		{[]string{"replay", "-strategy", "banded:tol=1e-3"}, "-strategy banded:tol=1e-3: want"},
 		{[]string{"replay", "-calibration", "nope"}, `-calibration "nope":`},
+		// The independent baseline's noise is the identity's: a -strategy
+		// given with it was ignored, and the audit reported the identity
+		// (ofl refuses the same flags).
+		{[]string{"replay", "-algo", "independent", "-strategy", "banded:bands=2"}, "-strategy applies to -algo correlated and baseline-correlated only"},
+		{[]string{"canary", "-algo", "independent", "-strategy", "optimal"}, "-strategy applies to -algo correlated and baseline-correlated only"},
 		{[]string{"canary", "-canaries", "-1"}, "-canaries -1:"},
 		{[]string{"canary", "-canaries", "2"}, "-canaries 2: want 3 to 20"},
 		{[]string{"canary", "-canaries", "21"}, "-canaries 21: want 3 to 20"},

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	dpcache "github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/factorize"
@@ -197,7 +199,7 @@ func runCache(args []string, e env) error {
 	for _, en := range entries {
 		used := en.LastUsed.Format(time.DateTime)
 		if en.Problem != "" {
-			fmt.Fprintf(tw, "%s\t%s\tunreadable (%s)\t\t\t\t\t%s\n", used, dpcache.FormatSize(en.Size), en.Problem, en.Key[:12])
+			fmt.Fprintf(tw, "%s\t%s\tunreadable (%s)\t\t\t\t\t%s\n", used, dpcache.FormatSize(en.Size), printable(en.Problem), en.Key[:12])
 			continue
 		}
 		stored := "metrics only"
@@ -206,13 +208,25 @@ func runCache(args []string, e env) error {
 		} else if en.Operator != "" {
 			stored = "operator (" + en.Operator + ")"
 		}
-		workload := en.Workload
+		workload := printable(en.Workload)
 		if len(workload) > 24 {
 			workload = workload[:21] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", used, dpcache.FormatSize(en.Size), en.Strategy, workload, en.R, en.Participation, stored, en.Key[:12])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", used, dpcache.FormatSize(en.Size), printable(en.Strategy), workload, en.R, printable(en.Participation), stored, en.Key[:12])
 	}
 	return tw.Flush()
+}
+
+// printable returns s, or s quoted (strconv.Quote) when it holds a
+// character that is not printable, a tab included, or is not UTF-8: cache list prints an
+// entry's metadata, which is the file's and unverified (a load checks it),
+// and a line break, carriage return or escape sequence in it must not
+// reach the terminal or break the table's one line per entry.
+func printable(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // plural returns one for n = 1 and many otherwise.

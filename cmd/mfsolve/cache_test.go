@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -404,4 +406,43 @@ func TestSummaryNamesFilesWritten(t *testing.T) {
 	res = runT(t, "-R", "13", "-loss-only", "-no-cache")
 	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	assert.True(t, strings.HasSuffix(res.stdout, " cached=false; wrote no files\n"), res.stdout)
+}
+
+// cache list reads an entry's metadata without its checksum, and the
+// metadata is the file's: strings holding a line break, a carriage return
+// or an escape sequence are printed quoted, one line per entry, as a load
+// quotes them in its corrupt-entry warning. Before, they went to the
+// terminal raw (found by the cache review: a strategy "semi\nFAKE LINE"
+// printed a second table row, "\x1b[31m" turned the table red).
+func TestCacheListQuotesControlCharacters(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	res := runEnv(cache, nil, "-R", "30", "-quiet")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	paths, err := filepath.Glob(filepath.Join(cache, "*.dpmf"))
+	require.NoError(t, err)
+	require.Len(t, paths, 1)
+	// The entry's layout (package cache): magic, version, the metadata's
+	// length, the metadata, the floats, the SHA-256 of all before it.
+	data, err := os.ReadFile(paths[0])
+	require.NoError(t, err)
+	n := int(binary.LittleEndian.Uint32(data[12:16]))
+	var meta map[string]any
+	require.NoError(t, json.Unmarshal(data[16:16+n], &meta))
+	meta["strategy"], meta["workload"], meta["participation"] = "semi\nFAKE LINE", "pre\x1b[31mfix", "single\rX"
+	js, err := json.Marshal(meta)
+	require.NoError(t, err)
+	body := binary.LittleEndian.AppendUint32(slices.Clone(data[:12]), uint32(len(js)))
+	body = append(append(body, js...), data[16+n:len(data)-sha256.Size]...)
+	sum := sha256.Sum256(body)
+	require.NoError(t, os.WriteFile(paths[0], append(body, sum[:]...), 0o600))
+
+	res = runEnv(cache, nil, "cache", "list")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
+	require.Len(t, lines, 3, "%q", res.stdout)
+	assert.NotContains(t, res.stdout, "\x1b")
+	assert.NotContains(t, res.stdout, "\r")
+	assert.Contains(t, lines[2], `"semi\nFAKE LINE"`)
+	assert.Contains(t, lines[2], `"pre\x1b[31mfix"`)
+	assert.Contains(t, lines[2], `"single\rX"`)
 }
