@@ -20,8 +20,8 @@
 // conversion), so that the compiler may not fuse it into a following
 // addition on the architectures where it fuses x*y + z (arm64, ppc64le,
 // s390x, riscv64, loong64, amd64 at GOAMD64=v3): each function gives the
-// same bits on every architecture. All are small enough for the compiler
-// to inline into inner loops except Add.
+// same bits on every architecture. All but Add are small enough for the
+// compiler to inline into inner loops.
 package ddfloat
 
 import "math"
@@ -61,14 +61,29 @@ func TwoProd(a, b float64) (p, e float64) {
 	return p, e
 }
 
+// The double-word operations below write their TwoSum, TwoProd and
+// FastTwoSum steps out rather than calling them: the same operations at a
+// lower inlining cost (Add's is still above the compiler's budget).
+
 // Add returns the double-word sum of the double-words xh + xl and yh + yl
 // (JMP Algorithm 6, AccurateDWPlusDW): within 3u^2 / (1 - 4u) of the
 // exact sum relatively, whatever the signs.
 func Add(xh, xl, yh, yl float64) (zh, zl float64) {
-	sh, sl := TwoSum(xh, yh)
-	th, tl := TwoSum(xl, yl)
-	vh, vl := FastTwoSum(sh, sl+th)
-	return FastTwoSum(vh, tl+vl)
+	// (sh, sl) = TwoSum(xh, yh), (th, tl) = TwoSum(xl, yl).
+	sh := xh + yh
+	sb := sh - xh
+	sl := (xh - (sh - sb)) + (yh - sb)
+	th := xl + yl
+	tb := th - xl
+	tl := (xl - (th - tb)) + (yl - tb)
+	// (vh, vl) = FastTwoSum(sh, sl + th), then FastTwoSum(vh, tl + vl).
+	c := sl + th
+	vh := sh + c
+	vl := c - (vh - sh)
+	w := tl + vl
+	zh = vh + w
+	zl = w - (zh - vh)
+	return zh, zl
 }
 
 // Mul returns the double-word product of the double-words xh + xl and
@@ -76,17 +91,23 @@ func Add(xh, xl, yh, yl float64) (zh, zl float64) {
 // within 5u^2 of the exact product relatively (JMP state 4u^2; Muller and
 // Rideau 2022 correct it).
 func Mul(xh, xl, yh, yl float64) (zh, zl float64) {
-	ch, cl1 := TwoProd(xh, yh)
-	cl2 := math.FMA(xl, yh, math.FMA(xh, yl, float64(xl*yl)))
-	return FastTwoSum(ch, cl1+cl2)
+	ch := float64(xh * yh) // (ch, cl1) = TwoProd(xh, yh)
+	cl1 := math.FMA(xh, yh, -ch)
+	cl := cl1 + math.FMA(xl, yh, math.FMA(xh, yl, float64(xl*yl)))
+	zh = ch + cl // FastTwoSum(ch, cl)
+	zl = cl - (zh - ch)
+	return zh, zl
 }
 
 // MulFloat returns the double-word product of the double-word xh + xl and
 // the float64 y (JMP Algorithm 8, DWTimesFP2): within 3u^2 of the exact
 // product relatively.
 func MulFloat(xh, xl, y float64) (zh, zl float64) {
-	ch, cl1 := TwoProd(xh, y)
-	return FastTwoSum(ch, cl1+float64(xl*y))
+	ch := float64(xh * y) // (ch, cl1) = TwoProd(xh, y)
+	cl := math.FMA(xh, y, -ch) + float64(xl*y)
+	zh = ch + cl // FastTwoSum(ch, cl)
+	zl = cl - (zh - ch)
+	return zh, zl
 }
 
 // DivFloat returns the double-word quotient of the double-word xh + xl by
@@ -94,7 +115,10 @@ func MulFloat(xh, xl, y float64) (zh, zl float64) {
 // quotient relatively.
 func DivFloat(xh, xl, y float64) (zh, zl float64) {
 	th := xh / y
-	ph, pl := TwoProd(th, y)
+	ph := float64(th * y) // (ph, pl) = TwoProd(th, y)
+	pl := math.FMA(th, y, -ph)
 	tl := ((xh - ph - pl) + xl) / y
-	return FastTwoSum(th, tl)
+	zh = th + tl // FastTwoSum(th, tl)
+	zl = tl - (zh - th)
+	return zh, zl
 }
