@@ -41,6 +41,14 @@ func relErr(got, want *big.Float) float64 {
 
 const u = 0x1p-53
 
+// count returns n, or n / 10 under -short.
+func count(n int) int {
+	if testing.Short() {
+		return n / 10
+	}
+	return n
+}
+
 // word returns a random double-word: hi with a random exponent in
 // [lo, hi], lo a random fraction of half an ulp of hi (sometimes 0).
 func word(rng *rand.Rand, minExp, maxExp int) (float64, float64) {
@@ -100,7 +108,7 @@ func pairs(rng *rand.Rand, n int) [][2]float64 {
 // overflow; FastTwoSum the same where |a| >= |b|.
 func TestTwoSumExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, p := range pairs(rng, 200000) {
+	for _, p := range pairs(rng, count(200000)) {
 		a, b := p[0], p[1]
 		s, e := TwoSum(a, b)
 		if math.Float64bits(s) != math.Float64bits(a+b) || sum(s, e).Cmp(sum(a, b)) != 0 {
@@ -123,7 +131,7 @@ func TestTwoProdExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	cases := [][2]float64{{0, 5}, {math.Copysign(0, -1), 5}, {-3, 0}, {0x1p-484, 0x1p-485},
 		{1 + u*2, 1 - u}, {math.MaxFloat64, 1 - u}, {0x1p511 * 1.5, 0x1p511 * 1.3}}
-	for range 200000 {
+	for range count(200000) {
 		ea := rng.IntN(1900) - 950
 		eb := rng.IntN(1900) - 950
 		if ea+eb < -968 || ea+eb > 1022 {
@@ -181,7 +189,7 @@ func TestArithBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	addB, mulB, mulFB, divB := 3*u*u/(1-4*u), 5*u*u, 3*u*u, 3*u*u
 	var worst [4]float64
-	for _, w := range words(rng, 100000) {
+	for _, w := range words(rng, count(100000)) {
 		xh, xl, yh, yl := w[0], w[1], w[2], w[3]
 		x, y := sum(xh, xl), sum(yh, yl)
 		zh, zl := Add(xh, xl, yh, yl)
