@@ -1,76 +1,33 @@
 package accountant
 
-import "math"
+import "github.com/dpmf/dpmf/internal/ddfloat"
 
-// This file holds double-word arithmetic (each number an unevaluated sum
-// hi + lo of two float64s, about 106 bits) for the few spectral
+// This file holds complex double-word arithmetic (each part an unevaluated
+// sum hi + lo of two float64s, about 106 bits) for the few spectral
 // coefficients of a self-composition whose float64 rounding bound, raised
-// to the k-th power, is not small against delta (see kthPower). Error bounds are those of Joldes,
-// Muller & Popescu, "Tight and rigorous error bounds for basic building
-// blocks of double-word arithmetic" (ACM TOMS 44, 2017), with Muller &
-// Rideau's correction of the product's (ACM TOMS 48, 2022): a sum of two
-// double-words is within 3u^2 / (1 - 4u) of the exact sum relatively, a
-// product within 5u^2, a quotient by a float64 within 3u^2 (u = 2^-53).
+// to the k-th power, is not small against delta (see kthPower). The real
+// operations are ddfloat's, with the error bounds of Joldes, Muller &
+// Popescu (ACM TOMS 44, 2017) and Muller & Rideau's correction of the
+// product's (ACM TOMS 48, 2022): a sum of two double-words is within
+// 3u^2 / (1 - 4u) of the exact sum relatively, a product within 5u^2, a
+// quotient by a float64 within 3u^2 (u = 2^-53).
 
 // ddc is a complex number whose parts are double-words: rh + rl and
 // ih + il.
 type ddc struct{ rh, rl, ih, il float64 }
-
-// twoSum returns s = fl(a + b) and the exact error a + b - s.
-func twoSum(a, b float64) (s, e float64) {
-	s = a + b
-	bb := s - a
-	e = (a - (s - bb)) + (b - bb)
-	return s, e
-}
-
-// fastTwoSum is twoSum for |a| >= |b| (or a = 0).
-func fastTwoSum(a, b float64) (s, e float64) {
-	s = a + b
-	e = b - (s - a)
-	return s, e
-}
-
-// ddAdd returns the double-word sum of x and y (JMP's Algorithm 6).
-func ddAdd(xh, xl, yh, yl float64) (float64, float64) {
-	sh, sl := twoSum(xh, yh)
-	th, tl := twoSum(xl, yl)
-	vh, vl := fastTwoSum(sh, sl+th)
-	return fastTwoSum(vh, tl+vl)
-}
-
-// ddMul returns the double-word product of x and y (JMP's Algorithm 12,
-// with fused multiply-adds).
-func ddMul(xh, xl, yh, yl float64) (float64, float64) {
-	ch := float64(xh * yh) // the conversions keep the products out of fused operations
-	cl1 := math.FMA(xh, yh, -ch)
-	cl2 := math.FMA(xl, yh, math.FMA(xh, yl, xl*yl))
-	return fastTwoSum(ch, cl1+cl2)
-}
-
-// ddDivF returns the double-word quotient of x by the float64 y (JMP's
-// Algorithm 15).
-func ddDivF(xh, xl, y float64) (float64, float64) {
-	th := xh / y
-	ph := float64(th * y)
-	pl := math.FMA(th, y, -ph)
-	dh := xh - ph
-	tl := ((dh - pl) + xl) / y
-	return fastTwoSum(th, tl)
-}
 
 // ddcMul returns the complex product x y. Each part errs by at most
 // 5u^2 (|ac| + |bd|) from the products and 3u^2 (1 + 4u) of the result
 // from the sum, so the product errs by at most 11.5 u^2 |x| |y| (the
 // parts' errors 8.01 u^2 (|ac| + |bd|) <= 8.01 u^2 |x| |y| each).
 func ddcMul(x, y ddc) ddc {
-	ah, al := ddMul(x.rh, x.rl, y.rh, y.rl)
-	bh, bl := ddMul(x.ih, x.il, y.ih, y.il)
-	ch, cl := ddMul(x.rh, x.rl, y.ih, y.il)
-	dh, dl := ddMul(x.ih, x.il, y.rh, y.rl)
+	ah, al := ddfloat.Mul(x.rh, x.rl, y.rh, y.rl)
+	bh, bl := ddfloat.Mul(x.ih, x.il, y.ih, y.il)
+	ch, cl := ddfloat.Mul(x.rh, x.rl, y.ih, y.il)
+	dh, dl := ddfloat.Mul(x.ih, x.il, y.rh, y.rl)
 	var z ddc
-	z.rh, z.rl = ddAdd(ah, al, -bh, -bl)
-	z.ih, z.il = ddAdd(ch, cl, dh, dl)
+	z.rh, z.rl = ddfloat.Add(ah, al, -bh, -bl)
+	z.ih, z.il = ddfloat.Add(ch, cl, dh, dl)
 	return z
 }
 
@@ -98,21 +55,21 @@ var ddTwoPi = [2]float64{6.283185307179586, 2.4492935982947064e-16}
 // 16 u^2 (TestDDRoot checks ddRoot, which takes its sine and cosine from
 // here, against a 240-bit evaluation).
 func ddSinCosSmall(xh, xl float64) (sh, sl, ch, cl float64) {
-	x2h, x2l := ddMul(xh, xl, xh, xl)
+	x2h, x2l := ddfloat.Mul(xh, xl, xh, xl)
 	// series returns 1 - x^2/((1+o)(2+o)) (1 - x^2/((3+o)(4+o)) (1 - ...
 	// (1 - x^2/((29+o)(30+o))))): cos x for o = 0, sin(x)/x for o = 1.
 	series := func(o int) (h, l float64) {
 		h, l = 1, 0
 		for i := 15; i >= 1; i-- {
-			th, tl := ddMul(x2h, x2l, h, l)
-			th, tl = ddDivF(th, tl, float64((2*i-1+o)*(2*i+o)))
-			h, l = ddAdd(1, 0, -th, -tl)
+			th, tl := ddfloat.Mul(x2h, x2l, h, l)
+			th, tl = ddfloat.DivFloat(th, tl, float64((2*i-1+o)*(2*i+o)))
+			h, l = ddfloat.Add(1, 0, -th, -tl)
 		}
 		return h, l
 	}
 	ch, cl = series(0)
 	sh, sl = series(1)
-	sh, sl = ddMul(sh, sl, xh, xl)
+	sh, sl = ddfloat.Mul(sh, sl, xh, xl)
 	return sh, sl, ch, cl
 }
 
@@ -135,8 +92,8 @@ func ddRoot(m, n int) ddc {
 	if o%2 == 1 {
 		num, base, sgn = int64(n)-r, (o+1)/2, -1
 	}
-	xh, xl := ddMul(ddTwoPi[0], ddTwoPi[1], float64(num), 0)
-	xh, xl = ddDivF(xh, xl, 8*float64(n))
+	xh, xl := ddfloat.Mul(ddTwoPi[0], ddTwoPi[1], float64(num), 0)
+	xh, xl = ddfloat.DivFloat(xh, xl, 8*float64(n))
 	sh, sl, ch, cl := ddSinCosSmall(xh, xl)
 	sh, sl = sgn*sh, sgn*sl
 	// cos and sin of base pi/2 + (sgn x): each quarter turn maps (c, s)
@@ -159,7 +116,7 @@ func hornerDFT(x []float64, s0, j, n int) ddc {
 	var p ddc
 	for i := len(x) - 1; i >= 0; i-- {
 		p = ddcMul(p, w)
-		p.rh, p.rl = ddAdd(p.rh, p.rl, x[i], 0)
+		p.rh, p.rl = ddfloat.Add(p.rh, p.rl, x[i], 0)
 	}
 	return ddcMul(p, ddRoot(int((int64(j)*int64(s0))%int64(n)), n))
 }

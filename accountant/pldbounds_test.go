@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
@@ -308,8 +309,8 @@ func ddConvolve(ah, al, bh, bl []float64) (ch, cl []float64) {
 	cl = make([]float64, len(ch))
 	for i := range ah {
 		for j := range bh {
-			ph, pl := ddMul(ah[i], al[i], bh[j], bl[j])
-			ch[i+j], cl[i+j] = ddAdd(ch[i+j], cl[i+j], ph, pl)
+			ph, pl := ddfloat.Mul(ah[i], al[i], bh[j], bl[j])
+			ch[i+j], cl[i+j] = ddfloat.Add(ch[i+j], cl[i+j], ph, pl)
 		}
 	}
 	return ch, cl

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"github.com/dpmf/dpmf/internal/par"
 	"gonum.org/v1/gonum/dsp/fourier"
 )
@@ -1422,8 +1423,8 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 		for ci := lo; ci < hi; ci++ {
 			j := chosen[ci].j
 			z := hornerDFT(seq[s0:s1+1], s0, j, n)
-			z.rh, z.rl = ddAdd(z.rh, z.rl, real(ct[j]), 0)
-			z.ih, z.il = ddAdd(z.ih, z.il, imag(ct[j]), 0)
+			z.rh, z.rl = ddfloat.Add(z.rh, z.rl, real(ct[j]), 0)
+			z.ih, z.il = ddfloat.Add(z.ih, z.il, imag(ct[j]), 0)
 			// The sums above err by 3.01 u^2 of the result each: within
 			// 5 u^2 |z|, at most 5 u^2 m.
 			in[j] = eRefined + 5*unitRound*unitRound*m

@@ -47,7 +47,8 @@ type RepeatOptions struct {
 
 // Summary aggregates the traces of repeated runs: at every evaluated round,
 // the mean and the sample standard deviation (denominator reps - 1; 0 for
-// one repetition) over the repetitions.
+// one repetition, and exactly 0 where every repetition has the same finite
+// value) over the repetitions.
 type Summary struct {
 	// Rounds are the evaluated rounds.
 	Rounds []int
@@ -182,6 +183,12 @@ func summarize(traces []*Trace) *Summary {
 				continue
 			}
 			mean[j], std[j] = stat.MeanStdDev(col, nil)
+			if slices.Max(col)-slices.Min(col) == 0 {
+				// Equal values (the non-private run, repeated): exactly 0,
+				// where the deviations from the rounded mean leave a
+				// spread of its rounding error.
+				std[j] = 0
+			}
 		}
 		return mean, std
 	}

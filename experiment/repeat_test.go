@@ -178,6 +178,53 @@ func TestSummarizeChecksTraces(t *testing.T) {
 	}
 }
 
+// TestSummarizeEqualValuesZeroSpread: where every repetition has the same
+// value, every spread the summary reports is exactly 0, and the means stay
+// within a relative 2^-52 of the value. Seven copies of 0.1, 0.7 or 1/3
+// (not binary fractions) already gave 0 (gonum's corrected two-pass
+// formula cancels the rounded mean's offset exactly); seven copies of
+// 1e300 gave NaN before: the float64 mean is 9.999999999999999e299, the
+// offset's square overflows, and Inf - Inf. Unequal values keep the
+// sample standard deviation: (0.1, 0.2) has sqrt(0.005) by hand.
+func TestSummarizeEqualValuesZeroSpread(t *testing.T) {
+	tr := func(last float64) *Trace {
+		return &Trace{Rounds: []int{0, 5}, LossError: []float64{1e300, last}, Accuracy: []float64{0.1, 0.7},
+			Regret: []float64{1.0 / 3, 1e300}, StaticRegret: []float64{0.1, 0.7}}
+	}
+	traces := make([]*Trace, 7)
+	for i := range traces {
+		traces[i] = tr(0.1)
+	}
+	s, err := Summarize(traces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		mean, std []float64
+		want      []float64
+	}{
+		{"loss error", s.LossErrorMean, s.LossErrorStd, traces[0].LossError},
+		{"regret", s.RegretMean, s.RegretStd, traces[0].Regret},
+		{"static regret", s.StaticRegretMean, s.StaticRegretStd, traces[0].StaticRegret},
+	} {
+		for k, x := range c.want {
+			if math.Abs(c.mean[k]-x) > 0x1p-52*x || c.std[k] != 0 {
+				t.Errorf("%s at round %d: mean %v, spread %v; want %v and exactly 0", c.name, k, c.mean[k], c.std[k], x)
+			}
+		}
+	}
+	if _, ls, _, rs := s.Final(); ls != 0 || rs != 0 {
+		t.Errorf("Final(): spreads %v, %v; want exactly 0", ls, rs)
+	}
+	if s, err = Summarize([]*Trace{tr(0.1), tr(0.2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ls, _, rs := s.Final(); math.Abs(ls-math.Sqrt(0.005)) > 1e-15 || rs != 0 {
+		t.Errorf("Final() of (0.1, 0.2): spread %v, want sqrt(0.005); regret spread %v, want 0", ls, rs)
+	}
+}
+
 // An Evaluator refuses a round outside [0, R] and a model of another
 // dimension with an error; before, round -1 and a short model panicked
 // (a slice out of range, floats.Dot's length check) and round R+1 was

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"github.com/dpmf/dpmf/internal/optim"
 	"github.com/dpmf/dpmf/linalg"
 	"gonum.org/v1/gonum/mat"
@@ -671,29 +672,27 @@ type dd struct{ hi, lo float64 }
 // ddProd returns a b exactly as a dd (a fused multiply-add gives the
 // rounding error of the product).
 func ddProd(a, b float64) dd {
-	p := a * b
-	return ddNorm(p, math.FMA(a, b, -p))
+	return ddNorm(ddfloat.TwoProd(a, b))
 }
 
 // ddNorm returns s + e renormalized (Fast2Sum: |e| <= |s| or s = 0).
 func ddNorm(s, e float64) dd {
-	h := s + e
-	return dd{h, e - (h - s)}
+	h, l := ddfloat.FastTwoSum(s, e)
+	return dd{h, l}
 }
 
 // add returns a + b to within about 2^-104 (|a| + |b|) (Knuth's TwoSum
 // of the high parts, the low parts added to its error).
 func (a dd) add(b dd) dd {
-	s := a.hi + b.hi
-	bb := s - a.hi
-	e := (a.hi - (s - bb)) + (b.hi - bb)
-	return ddNorm(s, e+a.lo+b.lo)
+	s, e := ddfloat.TwoSum(a.hi, b.hi)
+	h, l := ddfloat.FastTwoSum(s, e+a.lo+b.lo)
+	return dd{h, l}
 }
 
-// mulF returns a f to within about 2^-104 |a f|.
+// mulF returns a f to within 3u^2 |a f| (u = 2^-53; ddfloat.MulFloat).
 func (a dd) mulF(f float64) dd {
-	p := a.hi * f
-	return ddNorm(p, math.FMA(a.hi, f, -p)+a.lo*f)
+	h, l := ddfloat.MulFloat(a.hi, a.lo, f)
+	return dd{h, l}
 }
 
 // gramRows produces the rows of X = C^T C from the last to the first in

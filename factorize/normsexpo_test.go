@@ -6,14 +6,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"github.com/dpmf/dpmf/internal/testutil"
 )
-
-// ddSum returns (ah + al) + (bh + bl) in double-double, normalised.
-func ddSum(ah, al, bh, bl float64) (float64, float64) {
-	s, e := twoSum(ah, bh)
-	return twoSum(s, e+al+bl)
-}
 
 // TestNormsExpoDense checks normsExpo's O(R K) norms of B = A diag(scale)
 // T_u for prefix sums against B formed densely, row by row from its
@@ -57,8 +52,8 @@ func TestNormsExpoDense(t *testing.T) {
 		for m, wm := range p.Weights {
 			ph, pl := wm, 0.0
 			for i := 1; i < r; i++ {
-				uh[i], ul[i] = ddSum(uh[i], ul[i], ph, pl)
-				ph, pl = ddMul(ph, pl, p.Lambdas[m], 0)
+				uh[i], ul[i] = ddfloat.Add(uh[i], ul[i], ph, pl)
+				ph, pl = ddfloat.Mul(ph, pl, p.Lambdas[m], 0)
 			}
 		}
 		bh, bl := make([]float64, r), make([]float64, r)
@@ -66,12 +61,12 @@ func TestNormsExpoDense(t *testing.T) {
 		for i := range r {
 			var nh, nl float64
 			for j := 0; j <= i; j++ {
-				th, tl := ddMul(uh[i-j], ul[i-j], scale[i], 0)
-				bh[j], bl[j] = ddSum(bh[j], bl[j], th, tl)
-				sh, sl := ddMul(bh[j], bl[j], bh[j], bl[j])
-				nh, nl = ddSum(nh, nl, sh, sl)
+				th, tl := ddfloat.Mul(uh[i-j], ul[i-j], scale[i], 0)
+				bh[j], bl[j] = ddfloat.Add(bh[j], bl[j], th, tl)
+				sh, sl := ddfloat.Mul(bh[j], bl[j], bh[j], bl[j])
+				nh, nl = ddfloat.Add(nh, nl, sh, sl)
 			}
-			fh, fl = ddSum(fh, fl, nh, nl)
+			fh, fl = ddfloat.Add(fh, fl, nh, nl)
 			most = math.Max(most, nh+nl)
 		}
 		frob := fh + fl

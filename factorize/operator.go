@@ -168,7 +168,7 @@ func newTreeOp(r int) treeOp {
 }
 
 func (o treeOp) Rounds() int    { return o.r }
-func (o treeOp) NoiseRows() int { return treeRows(o.r) }
+func (o treeOp) NoiseRows() int { return TreeRows(o.r) }
 func (o treeOp) Memory() OperatorMemory {
 	return OperatorMemory{States: len(o.row) - 1}
 }

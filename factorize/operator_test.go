@@ -3,6 +3,7 @@ package factorize
 import (
 	"context"
 	"math"
+	"math/bits"
 	"strings"
 	"testing"
 
@@ -90,6 +91,28 @@ func TestTreeOperatorRows(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTreeRowsCount: TreeRows(r) is the number of dyadic intervals
+// [k 2^l, (k+1) 2^l) inside [0, r), counted one by one, for r up to 1100
+// (0 for r < 1), and at R = MaxRounds it is 2R - popcount(R) without
+// overflow.
+func TestTreeRowsCount(t *testing.T) {
+	for r := -2; r <= 1100; r++ {
+		n := 0
+		for l := 0; 1<<l <= r; l++ {
+			for k := 0; (k+1)<<l <= r; k++ {
+				n++
+			}
+		}
+		if got := TreeRows(r); got != n {
+			t.Fatalf("TreeRows(%d) = %d, want %d intervals", r, got, n)
+		}
+	}
+	r := MaxRounds
+	if got, want := float64(TreeRows(r)), 2*float64(r)-float64(bits.OnesCount(uint(r))); got != want || got <= 0 {
+		t.Errorf("TreeRows(MaxRounds = %d) = %v, want %v", r, got, want)
 	}
 }
 

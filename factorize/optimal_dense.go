@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
@@ -101,11 +102,9 @@ func (e *denseEvaluator) ready(ctx context.Context) error {
 func compensatedDot(x, y []float64) float64 {
 	var hi, lo float64
 	for k, a := range x {
-		p := a * y[k]
-		pe := math.FMA(a, y[k], -p)
-		s := hi + p
-		bb := s - hi
-		lo += pe + ((hi - (s - bb)) + (p - bb))
+		p, pe := ddfloat.TwoProd(a, y[k])
+		s, e := ddfloat.TwoSum(hi, p)
+		lo += pe + e
 		hi = s
 	}
 	return hi + lo

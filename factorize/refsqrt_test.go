@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
@@ -22,39 +23,17 @@ import (
 // (lambda_min(X) + lambda_min(M)^{1/2}), which bounds every diagonal entry's
 // error.
 
-// twoSum returns s = fl(a + b) and the exact error a + b - s (Knuth).
-func twoSum(a, b float64) (s, e float64) {
-	s = a + b
-	bb := s - a
-	e = (a - (s - bb)) + (b - bb)
-	return s, e
-}
-
-// twoProd returns p = fl(a b) and the exact error a b - p.
-func twoProd(a, b float64) (p, e float64) {
-	p = a * b
-	return p, math.FMA(a, b, -p)
-}
-
-// ddMul returns the double-double product of (ah + al) and (bh + bl),
-// normalised, to a relative error of a few units of 2^-104.
-func ddMul(ah, al, bh, bl float64) (float64, float64) {
-	p, e := twoProd(ah, bh)
-	e += ah*bl + al*bh
-	return twoSum(p, e)
-}
-
 // dot2 returns x . y as an unevaluated sum hi + lo whose error is at most
 // about n^2 2^-106 sum_k |x_k y_k| (Ogita, Rump and Oishi's Dot2, the pair
 // kept unrounded).
 func dot2(x, y []float64) (hi, lo float64) {
 	for k, a := range x {
-		p, e := twoProd(a, y[k])
+		p, e := ddfloat.TwoProd(a, y[k])
 		var f float64
-		hi, f = twoSum(hi, p)
+		hi, f = ddfloat.TwoSum(hi, p)
 		lo += e + f
 	}
-	return twoSum(hi, lo)
+	return ddfloat.TwoSum(hi, lo)
 }
 
 // refSqrt is the high-precision reference for one workload and v.
@@ -106,8 +85,8 @@ func refSqrtFromColumns(n int, at, v []float64) (*refSqrt, error) {
 		for j := i; j < n; j++ {
 			// S_ij = sum_{k >= j} A_ki A_kj (A lower triangular, j >= i).
 			h, l := dot2(at[i*n+j:i*n+n], at[j*n+j:j*n+n])
-			h, l = ddMul(sh[i], sl[i], h, l)
-			h, l = ddMul(h, l, sh[j], sl[j])
+			h, l = ddfloat.Mul(sh[i], sl[i], h, l)
+			h, l = ddfloat.Mul(h, l, sh[j], sl[j])
 			mh[i*n+j], ml[i*n+j] = h, l
 			mh[j*n+i], ml[j*n+i] = h, l
 		}
@@ -171,7 +150,7 @@ func refSqrtOf(n int, mh, ml []float64) (*refSqrt, error) {
 			for j := i; j < n; j++ {
 				// (H H)_ij = row i . row j (H symmetric).
 				ph, pl := dot2(xh[i*n:i*n+n], xh[j*n:j*n+n])
-				d, e := twoSum(r.mh[i*n+j], -ph)
+				d, e := ddfloat.TwoSum(r.mh[i*n+j], -ph)
 				v := d + (e + r.ml[i*n+j] - pl - hl.At(i, j) - hl.At(j, i) - ll.At(i, j))
 				res.Set(i, j, v)
 				res.Set(j, i, v)
@@ -215,8 +194,8 @@ func refSqrtOf(n int, mh, ml []float64) (*refSqrt, error) {
 		for i := 0; i < n; i++ {
 			for j := i; j < n; j++ {
 				c := (f.At(i, j) + f.At(j, i)) / 2
-				h, e := twoSum(xh[i*n+j], c)
-				h, e = twoSum(h, e+xl[i*n+j])
+				h, e := ddfloat.TwoSum(xh[i*n+j], c)
+				h, e = ddfloat.TwoSum(h, e+xl[i*n+j])
 				xh[i*n+j], xl[i*n+j] = h, e
 				xh[j*n+i], xl[j*n+i] = h, e
 			}

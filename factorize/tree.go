@@ -26,7 +26,7 @@ func init() {
 			if s.(TreeStrategy).LossOnly {
 				return 8 * 4 * float64(r) // the sensitivity's vectors of length R
 			}
-			// treeRows in float64: 2 r wraps for r above MaxInt / 2.
+			// TreeRows in float64: 2 r wraps for r above MaxInt / 2.
 			return 8 * 2 * float64(r) * max(0, 2*float64(r)-float64(bits.OnesCount(uint(r))))
 		},
 	})
@@ -121,7 +121,7 @@ func treeLossOnly(ctx context.Context, w *Workload, p Participation) (*Factoriza
 // treeAvailable returns the rounds at which the tree's noise rows are
 // available: the end of each node, in [TreeStrategy]'s row order.
 func treeAvailable(r int) []int {
-	av := make([]int, 0, treeRows(r))
+	av := make([]int, 0, TreeRows(r))
 	for e := 0; e < r; e++ {
 		for l := 0; l <= bits.TrailingZeros(uint(e+1)); l++ {
 			av = append(av, e)
@@ -189,9 +189,11 @@ func treeMinSep(r, b, k int) Sensitivity {
 	return Sensitivity{Value: math.Sqrt(bestSeparated(v, b, k)), Exact: exact, Rule: rule}
 }
 
-// treeRows returns the number of rows of the tree's C at R = r: one per
-// dyadic interval, sum_l floor(r / 2^l) = 2r - popcount(r) (0 for r < 1).
-func treeRows(r int) int { return max(0, 2*r-bits.OnesCount(uint(r))) }
+// TreeRows returns the number of rows of the tree's C (its noise rows,
+// m) at R = r: one per dyadic interval [k 2^l, (k+1) 2^l) inside [0, r),
+// sum_l floor(r / 2^l) = 2r - popcount(r); 0 for r < 1. r up to
+// [MaxRounds] (2r must not overflow an int).
+func TreeRows(r int) int { return max(0, 2*r-bits.OnesCount(uint(r))) }
 
 // newTree returns the tree factorization of w (see [TreeStrategy]).
 func newTree(w *Workload) (*Factorization, error) {

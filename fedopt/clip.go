@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -222,20 +223,21 @@ func estimateSquares(g []float64) (s, c, gmax float64) {
 		gmax = max(gmax, math.Abs(g[k]))
 		s0, c0 = dot2Step(s0, c0, g[k])
 	}
-	s0, t0 := twoSum(s0, s1)
-	s2, t2 := twoSum(s2, s3)
-	s, t := twoSum(s0, s2)
+	s0, t0 := ddfloat.TwoSum(s0, s1)
+	s2, t2 := ddfloat.TwoSum(s2, s3)
+	s, t := ddfloat.TwoSum(s0, s2)
 	return s, c0 + c1 + c2 + c3 + t0 + t2 + t, gmax
 }
 
 // dot2Step adds v^2 to the running sum s, whose collected rounding errors
 // are c: one step of [estimateSquares].
 func dot2Step(s, c, v float64) (float64, float64) {
-	// p is rounded explicitly: where the compiler fuses x*y + z (arm64,
-	// ppc64, s390x, riscv64, loong64), an unrounded v*v in TwoSum's sum and
-	// its error term made them the error of s + v^2, not of s + p, and the
-	// low part v^2 - p was then counted twice (an error of u, not u^2).
-	p := float64(v * v)
-	h, t := twoSum(s, p)
-	return h, c + (t + math.FMA(v, v, -p))
+	// ddfloat.TwoProd rounds p explicitly: where the compiler fuses x*y + z
+	// (arm64, ppc64, s390x, riscv64, loong64), an unrounded v*v in TwoSum's
+	// sum and its error term made them the error of s + v^2, not of s + p,
+	// and the low part v^2 - p was then counted twice (an error of u, not
+	// u^2).
+	p, q := ddfloat.TwoProd(v, v)
+	h, t := ddfloat.TwoSum(s, p)
+	return h, c + (t + q)
 }

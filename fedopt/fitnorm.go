@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -106,17 +107,16 @@ func fastWithinMax(u []float64, m, clip float64, tau int) (within, ok bool) {
 	// which is in [1/2, sqrt(d)].
 	ft := float64(tau)
 	cs := math.Ldexp(clip, -e)
-	th := float64(ft * cs)
+	th, tl := ddfloat.TwoProd(ft, cs)
 	switch {
 	case th < 0.25:
 		return false, true
 	case th > 2*math.Sqrt(d)+1:
 		return true, true
 	}
-	tl := math.FMA(ft, cs, -th)
-	p2 := float64(th * th)
-	q2 := float64(math.FMA(th, th, -p2) + float64(2*th*tl))
-	x, y := twoSum(p2, -s)
+	p2, q2 := ddfloat.TwoProd(th, th)
+	q2 = float64(q2 + float64(2*th*tl))
+	x, y := ddfloat.TwoSum(p2, -s)
 	r := float64(x + float64(float64(q2-c)+y))
 	band := (8*d + 64) * 0x1p-106 * float64(p2+s)
 	switch {
@@ -183,7 +183,7 @@ func scaleExp(e int) (pre, sc float64) {
 func addSquare(s, c, a float64) (float64, float64) {
 	p := float64(a * a)
 	q := math.FMA(a, a, -p)
-	h, t := twoSum(s, p)
+	h, t := ddfloat.TwoSum(s, p)
 	// |v| <= 3.01 2^-53 h: Fast2Sum (h + v, exact as h's exponent is
 	// at least v's).
 	v := float64(t + float64(c+q))
@@ -195,20 +195,9 @@ func addSquare(s, c, a float64) (float64, float64) {
 // |c| <= 2^-53 s), renormalized, with the same error bound, 3.01 2^-106
 // times the sum.
 func addPair(s, c, s2, c2 float64) (float64, float64) {
-	h, t := twoSum(s, s2)
+	h, t := ddfloat.TwoSum(s, s2)
 	v := float64(t + float64(c+c2))
-	s = h + v
-	return s, v - (s - h)
-}
-
-// twoSum returns the rounded sum s = fl(a + b) and its rounding error
-// err = a + b - s exactly (Knuth's TwoSum; exact for any finite a, b whose
-// sum does not overflow).
-func twoSum(a, b float64) (s, err float64) {
-	s = a + b
-	bb := s - a
-	err = (a - (s - bb)) + (b - bb)
-	return s, err
+	return ddfloat.FastTwoSum(h, v)
 }
 
 // exactWithin reports whether sum_k u_k^2 <= (tau clip)^2 in exact
@@ -275,11 +264,10 @@ func singleWithin(v, clip float64, tau int) (within, ok bool) {
 		return false, false
 	}
 	ft := float64(tau)
-	p := float64(ft * clip)
+	p, lo := ddfloat.TwoProd(ft, clip)
 	if math.IsInf(p, 0) || p < 0x1p-968 {
 		return false, false
 	}
-	lo := math.FMA(ft, clip, -p)
 	return a < p || a == p && lo >= 0, true
 }
 

@@ -354,19 +354,9 @@ func tails(s *experiment.Summary) []float64 {
 // finalLoss returns the mean and standard deviation of the final loss
 // error; a non-finite value (a diverged run) gives +Inf. Where every
 // repetition's final loss error is the same (the non-private algorithm,
-// which draws no noise) the deviation is exactly 0, not the rounding of
-// the summary's (3.56e-18).
+// which draws no noise) the summary's deviation is exactly 0.
 func finalLoss(s *experiment.Summary) (mean, std float64) {
 	m, sd, _, _ := s.Final()
-	var xs []float64
-	for _, tr := range s.Traces {
-		if len(tr.LossError) > 0 {
-			xs = append(xs, tr.LossError[len(tr.LossError)-1])
-		}
-	}
-	if len(xs) == len(s.Traces) && equal(xs) {
-		sd = 0
-	}
 	return divergedInf(m, sd)
 }
 

@@ -187,9 +187,9 @@ func TestQuickOtherSeeds(t *testing.T) {
 
 // TestEqualValuesZeroStd: the standard deviation of equal values is
 // printed as an exact 0, not the rounding of the mean (the tau sweep's
-// non-private rows read "± 3.56e-18"), by meanStd and by finalLoss (whose
-// summary's deviation is computed with rounding); the means are
-// unchanged.
+// non-private rows read "± 3.56e-18"), by meanStd and by finalLoss (from
+// the summary's deviation, which experiment.Summarize makes exactly 0 for
+// equal values); the means are unchanged.
 func TestEqualValuesZeroStd(t *testing.T) {
 	xs := []float64{0.1, 0.1, 0.1}
 	// The mean in float64 arithmetic (0.10000000000000002), unchanged.
@@ -199,18 +199,27 @@ func TestEqualValuesZeroStd(t *testing.T) {
 	if _, sd := meanStd([]float64{0.1, 0.2}); math.Abs(sd-math.Sqrt(0.005)) > 1e-15 {
 		t.Errorf("meanStd(0.1, 0.2): std %v, want sqrt(0.005)", sd)
 	}
-	tr := &experiment.Trace{Rounds: []int{0, 5}, LossError: []float64{1, 0.1}}
-	s := &experiment.Summary{Rounds: []int{0, 5}, LossErrorMean: []float64{1, 0.1}, LossErrorStd: []float64{0, 3.56e-18},
-		RegretMean: []float64{0, 0}, RegretStd: []float64{0, 0}, Traces: []*experiment.Trace{tr, tr, tr}}
-	if m, sd := finalLoss(s); m != 0.1 || sd != 0 {
-		t.Errorf("finalLoss of three equal traces: %v, %v; want 0.1 and 0", m, sd)
+	tr := func(last float64) *experiment.Trace {
+		return &experiment.Trace{Rounds: []int{0, 5}, LossError: []float64{1, last}, Accuracy: []float64{0, 0},
+			Regret: []float64{0, 0}, StaticRegret: []float64{0, 0}}
+	}
+	s, err := experiment.Summarize([]*experiment.Trace{tr(0.1), tr(0.1), tr(0.1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The mean is the float64 mean (0.10000000000000002), within 2^-52 of 0.1.
+	if m, sd := finalLoss(s); math.Abs(m-0.1) > 0x1p-52*0.1 || sd != 0 {
+		t.Errorf("finalLoss of three equal traces: %v, %v; want 0.1 and exactly 0", m, sd)
 	}
 	if got := pm(finalLoss(s)); got != "0.1 ± 0" {
 		t.Errorf("printed %q, want %q", got, "0.1 ± 0")
 	}
-	// Unequal final values keep the summary's deviation.
-	s.Traces[1] = &experiment.Trace{Rounds: []int{0, 5}, LossError: []float64{1, 0.2}}
-	if _, sd := finalLoss(s); sd != 3.56e-18 {
-		t.Errorf("finalLoss of unequal traces: std %v, want the summary's 3.56e-18", sd)
+	// Unequal final values keep the sample deviation: (0.1, 0.2, 0.1) has
+	// sqrt(0.01/3) by hand.
+	if s, err = experiment.Summarize([]*experiment.Trace{tr(0.1), tr(0.2), tr(0.1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, sd := finalLoss(s); math.Abs(sd-math.Sqrt(0.01/3)) > 1e-15 {
+		t.Errorf("finalLoss of unequal traces: std %v, want sqrt(0.01/3)", sd)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,11 +192,12 @@ func memoryNeed(cmd string, o *options, solved bool) float64 {
 }
 
 // cRows returns the rows m of the audit's C for strategy s at R = r
-// rounds, and whether C is tall (m > R): 2 R - popcount(R) for the tree,
+// rounds (r validated, at most factorize.MaxRounds), and whether C is
+// tall (m > R): factorize.TreeRows(R) = 2 R - popcount(R) for the tree,
 // R for every other strategy.
 func cRows(s factorize.Strategy, r int) (float64, bool) {
 	if _, ok := s.(factorize.TreeStrategy); ok && r > 1 {
-		return 2*float64(r) - float64(bits.OnesCount(uint(r))), true
+		return float64(factorize.TreeRows(r)), true
 	}
 	return float64(r), false
 }
