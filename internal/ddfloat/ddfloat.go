@@ -4,8 +4,8 @@
 // hi = fl(hi + lo), about 106 significant bits.
 //
 // With u = 2^-53 the unit roundoff, and no overflow and no intermediate
-// below the normal range (|results| >= 2^-969 or so), the double-word
-// operations err relatively by at most the bounds that Joldes, Muller and
+// below the normal range (|results| >= 2^-969 or so), Add, Mul and
+// MulFloat err relatively by at most the bounds that Joldes, Muller and
 // Popescu prove in "Tight and rigorous error bounds for basic building
 // blocks of double-word arithmetic" (ACM TOMS 44(2), 2017; JMP below),
 // with Muller and Rideau's correction of the product's ("Formalization of
@@ -14,7 +14,7 @@
 //	Add        3u^2 / (1 - 4u)   (JMP Algorithm 6, AccurateDWPlusDW)
 //	Mul        5u^2              (JMP Algorithm 12, DWTimesDW3)
 //	MulFloat   3u^2              (JMP Algorithm 8, DWTimesFP2)
-//	DivFloat   3u^2              (JMP Algorithm 15, DWDivFP3)
+//	DivFloat   3u^2 measured     (JMP Algorithm 15's steps, reordered: see DivFloat)
 //
 // Every product that is rounded is rounded explicitly (a float64
 // conversion), so that the compiler may not fuse it into a following
@@ -111,8 +111,14 @@ func MulFloat(xh, xl, y float64) (zh, zl float64) {
 }
 
 // DivFloat returns the double-word quotient of the double-word xh + xl by
-// the float64 y (JMP Algorithm 15, DWDivFP3): within 3u^2 of the exact
-// quotient relatively.
+// the float64 y, by the steps of JMP Algorithm 15 (DWDivFP3) with its
+// correction term formed as ((xh - ph) - pl) + xl where Algorithm 15 forms
+// (xh - ph) + (xl - pl), ph + pl = th y exactly. The remainder xh - th y of
+// a correctly rounded quotient th is a float64, so here the first two
+// subtractions are exact and the correction rounds once where Algorithm
+// 15's rounds twice. The 3u^2 bound is proved for Algorithm 15's order, not
+// this one; TestArithBounds measures at most about 2.5u^2 on random and
+// adversarial inputs.
 func DivFloat(xh, xl, y float64) (zh, zl float64) {
 	th := xh / y
 	ph := float64(th * y) // (ph, pl) = TwoProd(th, y)
