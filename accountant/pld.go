@@ -687,13 +687,30 @@ func (p *PLD) root() (*PLD, int) {
 	return p, 1
 }
 
-// one returns p's base where p is to be composed as it (composeBase),
-// else p.
+// one returns what Compose composes for p with a PLD of another base:
+// p's masses joined below with its base's where p is to be composed as
+// it (composeBase, splicePLD), a self-composition's masses joined below
+// with the same composition computed at tilt 0 (spliceSelf), else p.
 func (p *PLD) one() *PLD {
 	if p.composeBase {
 		return p.splicePLD()
 	}
+	if p.base != nil && p.count > 1 {
+		return p.spliceSelf()
+	}
 	return p
+}
+
+// selfComposeUntilted is selfCompose at tilt 0 (see spliceSelf).
+func (p *PLD) selfComposeUntilted(k int, fold float64) (*PLD, error) {
+	r := &PLD{h: p.h, tail: p.tail}
+	err := r.each(p.symmetric(), func(i int) (*lossDist, error) {
+		return selfConvolveTilt(p.dist(i), k, p.h, p.tail, fold, i < 2, true)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // selfCompose is SelfCompose with the tilted composition's window cut at a
