@@ -136,18 +136,25 @@ func TestComposeSelfComposedNarrow(t *testing.T) {
 // actual errors from j up (to the last stored index: the masses above it
 // are in the infinite mass) must be at most the bound the queries take
 // (errFrom), and at most e^(logErrAt(s) - s j) at tilts s from 0 to the
-// composition's, each plus the relative allowance rel of the masses. A
-// splice that shrank the bound (its part above the joint or its part
-// below, by a factor 10^3, or the joint's index moved up by 10 indices)
-// fails here: the bound is within 10^2 of the error where it is
-// tightest.
+// composition's, each plus the relative allowance rel of the masses. The
+// bound is within 170 to 470 times the error where it is tightest (above
+// the joint): shrinking the tilted part (splice's logErr) by 10^3 fails
+// here. Shrinking only the untilted part below the joint, or moving the
+// joint's errLo up, cannot be caught by any comparison with the error:
+// below the joint the tilted part's tail sum is about C0 too (the joint
+// is where the two meet), so either change at most halves the bound
+// there. -short runs the first two cases.
 func TestSpliceSelfErrorBound(t *testing.T) {
 	t.Parallel()
 	must := mustPLD(t)
-	for _, c := range []struct {
+	cases := []struct {
 		sigma float64
 		k     int
-	}{{2, 2}, {2, 3}, {1, 4}} {
+	}{{2, 2}, {2, 3}, {1, 4}}
+	if testing.Short() {
+		cases = cases[:2] // the math/big convolution of the third takes most of the time
+	}
+	for _, c := range cases {
 		g := must(GaussianPLD(c.sigma, PLDOptions{Interval: 2e-2}))
 		p := must(g.SelfCompose(c.k))
 		r := p.spliceSelf().remove
