@@ -126,6 +126,28 @@ func TestComposeSelfComposedNarrow(t *testing.T) {
 			}
 		}
 	}
+
+	// A joined self-composition with a composition of single events
+	// whose add direction is untilted with an error: at tilt 0 that
+	// direction's floor made eps(1e-12) +Inf. SelfCompose(16) of the step
+	// is the second computation; both brackets hold the truth.
+	s := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
+	tw := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
+	mixed := compose(self(s, 14), compose(s, tw))
+	for _, delta := range []float64{1e-10, 1e-12} {
+		b, err := mixed.EpsilonBounds(delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := self(s, 16).EpsilonBounds(delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("S^14 . (S . S'): eps(%v) in [%.10g, %.10g], SelfCompose(16) [%.10g, %.10g]", delta, b.Optimistic, b.Safe, r.Optimistic, r.Safe)
+		if !(math.Max(b.Optimistic, r.Optimistic) <= math.Min(b.Safe, r.Safe)) || !(b.Width() <= 10*r.Width()) {
+			t.Errorf("S^14 . (S . S'): eps(%v) in [%.10g, %.10g] (width %.3g), SelfCompose(16) [%.10g, %.10g] (width %.3g): want them to meet and at most 10 times its width", delta, b.Optimistic, b.Safe, b.Width(), r.Optimistic, r.Safe, r.Width())
+		}
+	}
 }
 
 // TestSpliceSelfErrorBound checks the error bound of a self-composition
