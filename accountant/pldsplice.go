@@ -145,6 +145,40 @@ func (p *PLD) splicePLD() *PLD {
 	return r
 }
 
+// spliceSelf returns p, base.SelfCompose(count) computed at a tilt tuned
+// for its own upper tail, joined below with the same composition computed
+// at tilt 0 (see splice), direction by direction; a direction that does
+// not qualify (no positive tilt, an input error without a bound at tilt
+// 0) keeps p's masses, and p is returned where the untilted composition
+// fails. Composed as it is, p's error bound, held at its own tilt only
+// (no lowest error index), is carried to the composition's tilt and
+// weighted there by the other input's masses at the losses where that
+// one's delta is made: GaussianPLD(2).SelfCompose(2) composed with
+// GaussianPLD(0.5) at interval 1e-3 had eps(1e-6) in [0, 13.115] against
+// the mu-GDP truth 11.81116.
+func (p *PLD) spliceSelf() *PLD {
+	b := p.base
+	low, err := b.selfComposeUntilted(p.count, b.tail)
+	if err != nil {
+		return p
+	}
+	r := &PLD{h: p.h, tail: p.tail}
+	out := make([]*lossDist, 4)
+	for i := range 4 {
+		if i%2 == 1 && p.symmetric() && low.symmetric() {
+			out[i] = out[i-1]
+			continue
+		}
+		if d, ok := splice(low.dist(i), p.dist(i)); ok {
+			out[i] = d
+		} else {
+			out[i] = p.dist(i)
+		}
+	}
+	r.remove, r.add, r.removeOpt, r.addOpt = out[0], out[1], out[2], out[3]
+	return r
+}
+
 // chernoffTilt returns the Chernoff parameter, per grid index, of the
 // upper tail at tiltTarget of the sum of a loss from a and one from b
 // (their computed masses; any tilt is valid, this one only decides where
