@@ -28,7 +28,12 @@ func TestSecureHostileUnmask(t *testing.T) {
 	r := newRun(t, 3, 2, 1, 4)
 	secureRun(t, r)
 	opt := secureOptions(r, t.TempDir(), 2)
-	opt.QuorumGrace = 300 * time.Millisecond // learner 2 sends no masked input
+	// Learner 2 sends no masked input: the masked phase closes QuorumGrace
+	// after T = 2 inputs. The grace also runs from the second message of
+	// every other phase, so it must outlast the gap between two of this
+	// test's calls on a loaded machine (300 ms did not at load 22: the
+	// advertise phase closed before learner 2's).
+	opt.QuorumGrace = 2 * time.Second
 	opt.MaxWait = 100 * time.Millisecond
 	srv, err := NewServer(opt)
 	if err != nil {
