@@ -103,13 +103,6 @@ func (t *Tridiagonalizer) Reduce(ctx context.Context, a, d, e []float64) error {
 	if err := t.reduce(ctx, a, d, e); err != nil {
 		return err
 	}
-	// The reflectors are in the rows (v_i[i+2:] in a[i][i+2:]); DORGTR
-	// wants them in the columns below the subdiagonal.
-	for i := 0; i+2 < n; i++ {
-		for r := i + 2; r < n; r++ {
-			a[r*n+i] = a[i*n+r]
-		}
-	}
 	return t.orgtr(ctx, a)
 }
 
@@ -150,27 +143,40 @@ const (
 	splitWork = 1 << 13
 )
 
-// orgtr overwrites a, holding the reflectors in its columns below the
-// subdiagonal, with Q, as gonum's DORGTR (lower) does and with its bits:
-// DORGQR's steps, with each block reflector's application to the trailing
-// columns (DLARFB, whose triangular products are serial in gonum) split
-// into two halves of columns that run on the two goroutines where there is
-// a helper. Every column is computed by the same operations either way.
-// Cancelling ctx stops it between blocks of columns with ctx's error.
+// orgtr overwrites a, holding the reflectors in its rows as reduce leaves
+// them, with Q, as gonum's DORGTR (lower) does from the reflectors in the
+// columns below the subdiagonal, and with its bits: DORGQR's steps, with
+// each block reflector's application to the trailing columns (DLARFB,
+// whose triangular products are serial in gonum) split into two halves of
+// columns that run on the two goroutines where there is a helper. Every
+// column is computed by the same operations either way. Cancelling ctx
+// stops it between blocks of columns with ctx's error.
 func (t *Tridiagonalizer) orgtr(ctx context.Context, a []float64) error {
 	n := t.n
-	// DORGTR: the reflectors shifted one column right, and the first row
-	// and column of the identity.
-	for j := n - 1; j > 0; j-- {
-		a[j] = 0
-		for i := j + 1; i < n; i++ {
-			a[i*n+j] = a[i*n+j-1]
+	// DORGTR wants v_j[j+2:] (in a[j][j+2:]) in column j below the
+	// subdiagonal, and then shifts it one column right: a[i][j] =
+	// a[j-1][i] for i > j >= 1, in one pass by rows (rows of equal work
+	// on the two goroutines), reading the upper triangle and writing the
+	// lower.
+	move := func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			row := a[i*n : i*n+i]
+			for j := 1; j < i; j++ {
+				row[j] = a[(j-1)*n+i]
+			}
 		}
 	}
-	a[0] = 1
-	for i := 1; i < n; i++ {
-		a[i*n] = 0
+	h := min(n, int(float64(n)/math.Sqrt2))
+	if n < symvSplit {
+		h = n
 	}
+	t.both(func() { move(h, n) }, func() { move(0, h) })
+	// The first row and column of the identity.
+	for j := 1; j < n; j++ {
+		a[j] = 0
+		a[j*n] = 0
+	}
+	a[0] = 1
 	if n > 1 {
 		return t.orgqr(ctx, n-1, a[n+1:], n, t.tau[:n-1])
 	}
@@ -207,14 +213,21 @@ func (t *Tridiagonalizer) orgqr(ctx context.Context, m int, a []float64, lda int
 	if kk == 0 {
 		return nil
 	}
-	tf := make([]float64, nb*nb)
+	// Dlarft of the next block (its reflectors, columns left of this
+	// block) runs on the helper beside Dorg2r of this block.
+	tf, tfNext := make([]float64, nb*nb), make([]float64, nb*nb)
+	larft := func(i int, tf []float64) {
+		impl.Dlarft(lapack.Forward, lapack.ColumnWise, m-i, min(nb, m-i), a[i*lda+i:], lda, tau[i:], tf, nb)
+	}
+	if ki+min(nb, m-ki) < m {
+		larft(ki, tf)
+	}
 	for i := ki; i >= 0; i -= nb {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		ib := min(nb, m-i)
 		if nc := m - i - ib; nc > 0 {
-			impl.Dlarft(lapack.Forward, lapack.ColumnWise, m-i, ib, a[i*lda+i:], lda, tau[i:], tf, nb)
 			apply := func(c0, c1 int, w []float64) {
 				impl.Dlarfb(blas.Left, blas.NoTrans, lapack.Forward, lapack.ColumnWise,
 					m-i, c1-c0, ib, a[i*lda+i:], lda, tf, nb, a[i*lda+i+ib+c0:], lda, w, nb)
@@ -225,13 +238,18 @@ func (t *Tridiagonalizer) orgqr(ctx context.Context, m int, a []float64, lda int
 				t.both(func() { apply(nc/2, nc, half) }, func() { apply(0, nc/2, work) })
 			}
 		}
-		impl.Dorg2r(m-i, ib, ib, a[i*lda+i:], lda, tau[i:i+ib], work)
-		// Rows 0 .. i-1 of the block are zero.
-		for j := i; j < i+ib; j++ {
-			for l := 0; l < i; l++ {
-				a[l*lda+j] = 0
+		t.both(func() {
+			if i-nb >= 0 {
+				larft(i-nb, tfNext)
 			}
-		}
+		}, func() {
+			impl.Dorg2r(m-i, ib, ib, a[i*lda+i:], lda, tau[i:i+ib], work)
+			// Rows 0 .. i-1 of the block are zero.
+			for l := 0; l < i; l++ {
+				clear(a[l*lda+i : l*lda+i+ib])
+			}
+		})
+		tf, tfNext = tfNext, tf
 	}
 	return nil
 }

@@ -100,9 +100,11 @@ func TestTridiagonalizerCancel(t *testing.T) {
 	}
 }
 
-// orgtr, which applies each block reflector by two halves of columns
-// (on the caller and the helper with GOMAXPROCS 2), forms the same Q, bit for bit, as
-// gonum's DORGTR from the same reflectors.
+// orgtr, which moves the reflectors from a's rows to the columns DORGQR
+// reads in one pass, applies each block reflector by two halves of
+// columns and forms the next block's triangular factor beside this
+// block's DORG2R (on the caller and the helper with GOMAXPROCS 2), forms
+// the same Q, bit for bit, as gonum's DORGTR from the same reflectors.
 func TestOrgtrSameBitsAsDorgtr(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{2, 33, 129, 300, 421} {
@@ -119,12 +121,14 @@ func TestOrgtrSameBitsAsDorgtr(t *testing.T) {
 			if err := td.reduce(context.Background(), a, d, e); err != nil {
 				t.Fatal(err)
 			}
+			// DORGTR's input: the reflectors (in a's rows) in the columns
+			// below the subdiagonal.
+			want := append([]float64(nil), a...)
 			for i := 0; i+2 < n; i++ {
 				for r := i + 2; r < n; r++ {
-					a[r*n+i] = a[i*n+r]
+					want[r*n+i] = want[i*n+r]
 				}
 			}
-			want := append([]float64(nil), a...)
 			work := make([]float64, len(td.work))
 			td.impl.Dorgtr(blas.Lower, n, want, n, append([]float64(nil), td.tau...), work, len(work))
 			old := runtime.GOMAXPROCS(procs)
