@@ -3,7 +3,7 @@
 // bidiagonal Gram matrices and of symmetric band matrices (their diagonals in
 // O(n) work, or their dense inverses in O(n^2)), eigenvalue bounds by
 // Sylvester inertia, the blocked reduction of a dense symmetric matrix to
-// tridiagonal form on all cores ([Tridiagonalizer]) with the rational
+// tridiagonal form on two cores ([Tridiagonalizer]) with the rational
 // function of the tridiagonal matrix applied to many rows
 // ([SymTridiag.ApplyRationalRows]), the band of M^{-1} and M^{-2} for a
 // band matrix M ([SymBand.InverseBandSquaredRows], split at a separator
