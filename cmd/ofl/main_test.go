@@ -402,3 +402,19 @@ func TestFailureNamesWhatWasWritten(t *testing.T) {
 		t.Errorf("the error %q does not name -out %s", written, a)
 	}
 }
+
+// Synthetic data whose features or margins overflow float64 (beta = 1e200:
+// squared feature norms near 1e401) is one error naming -data, exit
+// status 1, and no -out directory; it was an error of the minimiser
+// ("Newton step ... condition number +Inf") that named no flag.
+func TestSyntheticOverflowNamesData(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o")
+	r := runOfl(t, "-data", "synthetic:alpha=1e200,beta=1e200", "-reps", "1", "-rounds", "4", "-learners", "2", "-tau", "1", "-seed", "1", "-out", out)
+	if r.code != cli.ExitFailure {
+		t.Errorf("exit %d, want %d (stderr %q)", r.code, cli.ExitFailure, r.stderr)
+	}
+	requireOneErrorLine(t, r.stderr, "-data synthetic:alpha=1e200,beta=1e200: synthetic(1e+200,1e+200): learner 0 drew features whose squared norm")
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("-out %s: %v, want no directory", out, err)
+	}
+}
