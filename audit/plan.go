@@ -92,7 +92,8 @@ type ParamError = param.Error
 // input. It returns a *[ParamError] naming the first bad field:
 // Algorithm must be private; Learners, Rounds, Tau and Dim >= 1, and
 // Rounds at most [factorize.MaxRounds]; Eta, EtaG, Clip and Eps finite and
-// > 0; 0 < Delta < 1; 0 <= Dropout < 1; and Participation a pattern over
+// > 0, with max(Eta, Eta EtaG) Tau max(Clip, 1) at most
+// [fedopt.MaxStepProduct] ([fedopt.Config.CheckSteps]); 0 < Delta < 1; 0 <= Dropout < 1; and Participation a pattern over
 // Rounds rounds. [NewSetup] calls it on the
 // plan with defaults.
 func (p Plan) Validate() error {
@@ -123,6 +124,13 @@ func (p Plan) Validate() error {
 	}
 	if !(p.Delta > 0 && p.Delta < 1) {
 		return &ParamError{Param: "Delta", Value: p.Delta, Want: fmt.Sprintf("0 < Delta < 1 (WithDefaults reads 0 as unset: %v)", d.Delta)}
+	}
+	// Each step finite, the product with tau and B_g can overflow
+	// (fedopt.Config.CheckSteps): Eta 1e308 with Tau 10.
+	if err := p.Config(nil).CheckSteps(p.Tau); err != nil {
+		pe := *err.(*ParamError)
+		pe.Param = map[string]string{"eta": "Eta", "eta_g": "EtaG"}[pe.Param]
+		return &pe
 	}
 	if !(p.Dropout >= 0 && p.Dropout < 1) {
 		return &ParamError{Param: "Dropout", Value: p.Dropout, Want: "a probability 0 <= p < 1"}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -70,7 +71,8 @@ var maxCSVValues = MaxCSVValues
 
 // ReadCSV reads comma-separated rows "label,feature_1,...,feature_d" from r;
 // name is used in errors. The label is +1 or -1, or 1 or 0 (0 is read as
-// -1); a file may not mix 0 and -1. A UTF-8 byte order mark at the start
+// -1; a nonzero number that rounds to 0, such as 1e-400, is no label);
+// a file may not mix 0 and -1. A UTF-8 byte order mark at the start
 // is skipped. The first line is a header if its first field is not a
 // number. Every row must have the same number of fields, at
 // least two; every value must be a finite number. Any violation is one error
@@ -157,6 +159,12 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 				return nil, fmt.Errorf("dataset: %s:%d: %s is %q, want a finite number", name, line, what, f)
 			}
 			if k == 0 {
+				if v == 0 && !isZeroText(strings.TrimSpace(f)) {
+					// 1e-400 rounds to 0 as a float64, but is no
+					// label 0: refused as the label outside the
+					// classes it is (it was read as -1).
+					v = math.NaN()
+				}
 				switch v {
 				case 1:
 				case 0:
@@ -332,6 +340,13 @@ func (t *Table) Deal(learners, rounds, tau int, split Split, seed uint64) (*Data
 	}
 	ds.Name = fmt.Sprintf("%s (%s)", t.Source, split)
 	return ds, nil
+}
+
+// isZeroText reports whether s, a number strconv.ParseFloat read as 0,
+// is 0 exactly, not a nonzero value below the float64 range (1e-400).
+func isZeroText(s string) bool {
+	f, _, err := big.ParseFloat(s, 0, 64, big.ToNearestEven)
+	return err == nil && f.Sign() == 0
 }
 
 // utf8BOM is the UTF-8 byte order mark.

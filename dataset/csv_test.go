@@ -26,6 +26,10 @@ func TestReadCSVErrors(t *testing.T) {
 		{"empty field", "1,2,3\n-1,,3\n", "data.csv:2: feature 1 is \"\""},
 		{"bad label", "1,2,3\n2,2,3\n", "data.csv:2: label is \"2\""},
 		{"label NaN", "1,2,3\nnan,2,3\n", "data.csv:2: label is \"nan\""},
+		// Nonzero labels below the float64 range parse as 0 and were
+		// read as label 0, that is -1.
+		{"label 1e-400", "1,2,3\n1e-400,2,3\n", "data.csv:2: label is \"1e-400\", want +1 or -1 (or 1 or 0)"},
+		{"label 0x1p-2000", "1,2,3\n0x1p-2000,2,3\n", "data.csv:2: label is \"0x1p-2000\", want"},
 		{"mixed labels", "1,2,3\n0,2,3\n-1,1,1\n", "data.csv:3: labels 0 (line 2) and -1 (line 3)"},
 		{"bad quote", "1,2,3\n-1,\"2,3\n", "data.csv:"},
 		// Found by FuzzReadCSV: a quoted header name with a newline
@@ -344,5 +348,17 @@ func TestReadCSVBOMBeforeQuote(t *testing.T) {
 		if tab.Names != nil && !slices.Equal(tab.Names, []string{"f1"}) {
 			t.Errorf("%q: names %q, want [f1]", text, tab.Names)
 		}
+	}
+}
+
+// Every spelling of zero is label 0 (read as -1) and of one label 1; a
+// nonzero number that rounds to 0 is not (TestReadCSVErrors).
+func TestReadCSVZeroLabelSpellings(t *testing.T) {
+	tab, err := ReadCSV(strings.NewReader("0.0,1\n-0,2\n0e5,3\n0x0p3,4\n1.0,5\n1e0,6\n"), "z.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{-1, -1, -1, -1, 1, 1}; !slices.Equal(tab.Labels, want) {
+		t.Errorf("labels %v, want %v", tab.Labels, want)
 	}
 }

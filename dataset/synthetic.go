@@ -56,6 +56,10 @@ type SyntheticStream struct {
 	b    float64
 	v    []float64
 	sdev []float64
+	// overflow is set once a client's margin w . a + b was NaN or its
+	// features' squared norm ||a||^2 not finite (alpha or beta near the
+	// float64 range).
+	overflow bool
 }
 
 // Stream returns learner i's stream of clients, seeded by (seed, i): the
@@ -91,6 +95,15 @@ func (st *SyntheticStream) Next(a []float64) float64 {
 		a[k] = st.v[k] + st.sdev[k]*st.rng.NormFloat64()
 		z += st.w[k] * a[k]
 	}
+	ss := 0.0
+	for _, x := range a {
+		ss += x * x
+	}
+	if math.IsNaN(z) || math.IsInf(ss, 0) || math.IsNaN(ss) {
+		// A margin of Inf - Inf has no sign; features whose squared
+		// norm overflows make every loss's Hessian a a^T overflow.
+		st.overflow = true
+	}
 	if z >= 0 {
 		return 1
 	}
@@ -99,7 +112,9 @@ func (st *SyntheticStream) Next(a []float64) float64 {
 
 // Dataset draws a data set of n learners, R rounds and tau steps: learner i
 // serves the first R tau clients of its stream [Synthetic.Stream](i, seed),
-// in order.
+// in order. It is an error for a client's squared feature norm to
+// overflow float64, or its label margin to be NaN (beta above about
+// 1e153, alpha or beta near 1e308).
 func (s Synthetic) Dataset(learners, rounds, tau int, seed uint64) (*Dataset, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -115,6 +130,11 @@ func (s Synthetic) Dataset(learners, rounds, tau int, seed uint64) (*Dataset, er
 				a, _ := ds.Sample(i, r, t)
 				ds.Labels[ds.Index(i, r, t)] = st.Next(a)
 			}
+		}
+		if st.overflow {
+			// Features or a margin beyond float64: the labels (sign of a
+			// NaN margin) and the features mean nothing.
+			return nil, fmt.Errorf("dataset: %v: learner %d drew features whose squared norm, or a label margin w . a + b, is not a finite float64; want alpha and beta small enough for the data to fit (beta scales the features, alpha the margins)", s, i)
 		}
 	}
 	return ds, nil

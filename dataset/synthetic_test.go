@@ -3,6 +3,7 @@ package dataset
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -128,4 +129,32 @@ func cov(x, y []float64) float64 {
 		s += (x[i] - mx) * (y[i] - my)
 	}
 	return s / float64(len(x)-1)
+}
+
+// TestSyntheticOverflowRefused: with beta = 1e200 every feature mean is
+// B_i + N(0, 1), |B_i| = 1e200 |N(0,1)|, so a client's squared norm
+// (about 60 x 1e400 N^2) overflows unless |N| < 1e-46 (probability about
+// 1e-46): the data set is refused, naming synthetic(...) and beta, rather
+// than handed to a model whose loss Hessians are +Inf. With alpha and beta
+// 1e308 the weights and margins overflow too. alpha = 1e200 with beta = 0
+// keeps features of size O(1) and finite margins (|w . a| about 1e202):
+// accepted.
+func TestSyntheticOverflowRefused(t *testing.T) {
+	for _, c := range []struct {
+		s  Synthetic
+		ok bool
+	}{
+		{Synthetic{Alpha: 0, Beta: 1e200, Dim: 5}, false},
+		{Synthetic{Alpha: 1e308, Beta: 1e308, Dim: 5}, false},
+		{Synthetic{Alpha: 1e200, Beta: 0, Dim: 5}, true},
+		{Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 5}, true},
+	} {
+		_, err := c.s.Dataset(2, 3, 2, 1)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%v: %v, want accepted", c.s, err)
+		case !c.ok && (err == nil || !strings.Contains(err.Error(), c.s.String()) || !strings.Contains(err.Error(), "want alpha and beta")):
+			t.Errorf("%v: %v, want an error naming the data set and alpha, beta", c.s, err)
+		}
+	}
 }

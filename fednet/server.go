@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
 	dpmodel "github.com/dpmf/dpmf/model"
@@ -107,8 +108,10 @@ type ServerOptions struct {
 	// the JSON of the run's plan (plan.Plan.Marshal), which run.json
 	// records as it is and [ReadPlan] gives back. NewServer checks that it
 	// is the plan of this run: its algorithm, shape, step size, clipping
-	// bound, epochs, model and noise std are those of Config, Shape, Model
-	// and Epochs, and its privacy record (fedopt.PrivacyOf) that of
+	// bound, model and noise std are those of Config, Shape and Model, its
+	// epochs those of Epochs (a plan of epochs:K needs Epochs K; under
+	// minsep:B[,K] any Epochs the participation allows, fedopt.CheckEpochs;
+	// under single participation 1), and its privacy record (fedopt.PrivacyOf) that of
 	// Config.Privacy: eps, delta, method, sensitivity, participation,
 	// relation, calibration, gamma, unit sensitivity, effective clip,
 	// quantization term and operator digest. A restart with a different
@@ -444,6 +447,19 @@ func describePlan(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
 	}
 	m := cmp.Or(p.Model, &plan.Model{})
+	// The epochs: a plan of epochs:K describes a run whose learners
+	// replay their data K times, so ServerOptions.Epochs must be K; under
+	// single participation or minsep:B[,K] (Plan.Epochs 1) the epochs are
+	// those the participation allows (fedopt.CheckEpochs, the rule the
+	// learners apply at Join): any under minsep:B whose period R/E is at
+	// least B (with at most K of a client's rounds in the run).
+	planEpochs, runEpochs := p.Epochs(), max(opt.Epochs, 1)
+	if part, err := p.Pattern(); err == nil && part.Kind == factorize.KindMinSep {
+		if err := fedopt.CheckEpochs(part, sh.Rounds, runEpochs, sh.Rounds/runEpochs); err != nil {
+			return nil, fmt.Errorf("fednet: the run's plan has participation %v, which does not allow the run's %d epochs (ServerOptions.Epochs): %w", part, runEpochs, err)
+		}
+		planEpochs = runEpochs
+	}
 	std, planStd := cmp.Or(c.Privacy, &fedopt.Privacy{}).NoiseStd, cmp.Or(p.Privacy, &plan.Record{}).NoiseStd
 	for _, f := range []struct {
 		name      string
@@ -451,7 +467,7 @@ func describePlan(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 	}{
 		{"algorithm", p.Algorithm, c.Algorithm.String()},
 		{"learners", p.Learners, sh.Learners}, {"rounds", p.Rounds, sh.Rounds}, {"tau", p.Tau, sh.Tau},
-		{"epochs", p.Epochs(), max(opt.Epochs, 1)},
+		{"epochs", planEpochs, runEpochs},
 		{"eta", p.Eta, c.Eta}, {"eta_g", p.EtaG, c.EtaG}, {"eta_ind", p.EtaInd, c.EtaInd}, {"clip", p.Clip, c.Clip},
 		{"model", m.Name, opt.Model.Name}, {"features", m.Features, opt.Model.Features}, {"l2", m.L2, opt.Model.L2},
 		{"noise std", planStd, std},

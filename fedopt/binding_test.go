@@ -2,6 +2,7 @@ package fedopt
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -231,6 +232,43 @@ func TestRecordBindsClip(t *testing.T) {
 			if (e.err == nil) != c.ok || e.err != nil && !strings.Contains(e.err.Error(), "B_g") {
 				t.Errorf("record of B_g = 1, run of B_g = %v: %s error %v, want accepted %v (a refusal naming B_g)", c.clip, e.name, e.err, c.ok)
 			}
+		}
+	}
+}
+
+// TestCheckStepsBoundary: CheckSteps accepts exactly the steps whose
+// product max(eta, eta eta_g, eta_ind) tau max(B_g, 1) is at most
+// MaxFloat64. Each case is at a boundary by hand: powers of two, so every
+// product is exact: 2^1023 x 1 x 1 (= 2^1023 <= MaxFloat64) is accepted,
+// 2^1023 x 2 (= 2^1024) refused, whichever factor carries the 2, and a
+// factor below 1 (eta_g, B_g) does not lower the product under 1.
+func TestCheckStepsBoundary(t *testing.T) {
+	const big = 0x1p1023
+	for _, c := range []struct {
+		cfg  Config
+		tau  int
+		want string // the parameter named, "" when accepted
+	}{
+		{Config{Algorithm: Correlated, Eta: big, EtaG: 1, Clip: 1}, 1, ""},
+		{Config{Algorithm: Correlated, Eta: big, EtaG: 0.5, Clip: 0.5}, 1, ""},
+		{Config{Algorithm: Correlated, Eta: big, EtaG: 1, Clip: 1}, 2, "eta"},
+		{Config{Algorithm: Correlated, Eta: big, EtaG: 1, Clip: 2}, 1, "eta"},
+		{Config{Algorithm: Correlated, Eta: big, EtaG: 2, Clip: 1}, 1, "eta"},
+		{Config{Algorithm: Correlated, Eta: 1, EtaG: big, Clip: 1}, 1, ""},
+		{Config{Algorithm: Correlated, Eta: 2, EtaG: big, Clip: 0.25}, 1, "eta_g"},
+		{Config{Algorithm: NonPrivate, Eta: 0x1p1022, EtaG: 1}, 2, ""},
+		{Config{Algorithm: NonPrivate, Eta: 0x1p1022, EtaG: 1}, 4, "eta"},
+		{Config{Algorithm: Independent, Eta: 1, EtaG: 1, EtaInd: big, Clip: 1}, 1, ""},
+		{Config{Algorithm: Independent, Eta: 1, EtaG: 1, EtaInd: big, Clip: 4}, 1, "eta_ind"},
+		{Config{Algorithm: Correlated, Eta: 1e308, EtaG: 1, Clip: 5}, 10, "eta"},
+	} {
+		err := c.cfg.CheckSteps(c.tau)
+		var pe *ParamError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v, tau %d: %v, want accepted", c.cfg, c.tau, err)
+		case c.want != "" && (!errors.As(err, &pe) || pe.Param != c.want):
+			t.Errorf("%+v, tau %d: %v, want a ParamError naming %s", c.cfg, c.tau, err, c.want)
 		}
 	}
 }

@@ -117,6 +117,57 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// MaxStepProduct is the largest value [Config.CheckSteps] accepts for a
+// run's step product S tau max(B_g, 1), S = max(eta, eta eta_g, eta_ind):
+// math.MaxFloat64. The optimiser multiplies a gradient of norm up to B_g
+// (1 without clipping, per unit of gradient) by eta in each local step
+// and the round's direction by the server step, so beyond it a round's
+// noise-free move, or the server step itself, overflows.
+const MaxStepProduct = math.MaxFloat64
+
+// CheckSteps returns a *[ParamError] when the step sizes are too large for
+// tau local steps: the product S tau max(Clip, 1), with S the largest of
+// Eta, Eta EtaG and EtaInd, exceeds [MaxStepProduct]. It names the largest
+// of "eta", "eta_g" and "eta_ind". Each factor can be finite (Validate's
+// check) while their product overflows: eta = 1e308 with tau = 10 makes the
+// server step +Inf, and a local step eta B_g +Inf, so every model would be
+// Inf or NaN. [NewServer] calls it.
+func (c Config) CheckSteps(tau int) error {
+	g := max(c.Clip, 1)
+	if math.IsNaN(g) || tau < 1 {
+		return nil // Validate's and Shape's errors
+	}
+	s := max(c.Eta, c.EtaInd)
+	if c.EtaG > 1 {
+		// eta eta_g <= MaxStepProduct when the whole product is.
+		s = max(s, mulAscending(c.Eta, c.EtaG))
+	}
+	if p := mulAscending(s, float64(tau), g); p <= MaxStepProduct {
+		return nil
+	}
+	name, v := "eta", c.Eta
+	if c.EtaG > v {
+		name, v = "eta_g", c.EtaG
+	}
+	if c.EtaInd > v {
+		name, v = "eta_ind", c.EtaInd
+	}
+	return &ParamError{Param: name, Value: v, Want: fmt.Sprintf("steps with max(eta, eta eta_g, eta_ind) tau max(B_g, 1) at most %g (eta %v, eta_g %v, eta_ind %v, tau %d, B_g %v): a round's largest noise-free move must be a finite float64", MaxStepProduct, c.Eta, c.EtaG, c.EtaInd, tau, c.Clip)}
+}
+
+// mulAscending returns the product of the non-negative xs, multiplied
+// smallest first, so that it is +Inf only when the exact product exceeds
+// MaxFloat64 (up to rounding): the partial products before the last
+// factor below 1 cannot overflow, and after it they grow to the product.
+func mulAscending(xs ...float64) float64 {
+	slices.Sort(xs)
+	p := 1.0
+	for _, x := range xs {
+		p *= x
+	}
+	return p
+}
+
 // firstNonFinite returns the index of the first entry of v that is NaN or
 // infinite, or -1.
 func firstNonFinite(v []float64) int {

@@ -57,7 +57,9 @@ func TestUpdateLongRoundAccepted(t *testing.T) {
 	if rel > 1e-9 {
 		t.Errorf("update %v exceeds tau B_g = %v by a relative %g, want at most 1e-9", u, exact, rel)
 	}
-	srv, err := NewServer(Config{Algorithm: NonPrivate, Eta: 1, EtaG: 1, Clip: clip}, Shape{Learners: 1, Rounds: 1, Tau: tau, Dim: 1}, nil)
+	// The server's step 2^-3 keeps its largest move eta~ B_g = tau 2^-3
+	// B_g within float64 (Config.CheckSteps); the bound is tau B_g still.
+	srv, err := NewServer(Config{Algorithm: NonPrivate, Eta: 0x1p-3, EtaG: 1, Clip: clip}, Shape{Learners: 1, Rounds: 1, Tau: tau, Dim: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,9 @@ func TestUpdateOverflowingBoundAccepted(t *testing.T) {
 	if err := l.Update(u, 0, []float64{0}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{Algorithm: NonPrivate, Eta: 1, EtaG: 1, Clip: clip}, Shape{Learners: 1, Rounds: 1, Tau: tau, Dim: 1}, nil)
+	// The server's step 2^-3 keeps its largest move eta~ B_g = tau 2^-3
+	// B_g within float64 (Config.CheckSteps); the bound is tau B_g still.
+	srv, err := NewServer(Config{Algorithm: NonPrivate, Eta: 0x1p-3, EtaG: 1, Clip: clip}, Shape{Learners: 1, Rounds: 1, Tau: tau, Dim: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,10 +129,10 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 			return nil, fmt.Errorf("fedopt: privacy calibrated with quantization term %v, the quantizer's is %v for d = %d", cfg.Privacy.QuantizationTerm, q.Term(dim), dim)
 		}
 	}
-	if step := cfg.ServerStep(tau); math.IsInf(step, 0) {
+	if err := cfg.CheckSteps(tau); err != nil {
 		// Each factor is finite; their product is not: every model would
 		// be Inf or NaN.
-		return nil, fmt.Errorf("fedopt: server step %v for tau = %d (eta %v, eta_g %v, eta_ind %v), want a finite number: use smaller step sizes", step, tau, cfg.Eta, cfg.EtaG, cfg.EtaInd)
+		return nil, err
 	}
 	if x != nil && len(x) != dim {
 		return nil, fmt.Errorf("fedopt: initial model of length %d, want %d", len(x), dim)

@@ -138,7 +138,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.IntVar(&p.Tau, "tau", 10, "local steps per round")
 	fs.IntVar(&p.Dim, "dim", 60, "model dimension d (the canary audit uses max(d, canaries))")
 	fs.Float64Var(&p.Clip, "clip", 5, "clipping bound B_g")
-	fs.Float64Var(&p.Eta, "eta", 0.003, "local step eta")
+	fs.Float64Var(&p.Eta, "eta", 0.003, "local step eta; max(eta, eta eta_g) tau max(B_g, 1) must be at most 1.8e308 (a round's noise-free move must fit a float64)")
 	fs.Float64Var(&p.EtaG, "eta-g", 1, "global step eta_g")
 	fs.Float64Var(&p.Eps, "eps", 5, "epsilon")
 	fs.Float64Var(&p.Delta, "delta", 1e-3, "delta")

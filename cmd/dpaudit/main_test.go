@@ -165,6 +165,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"replay", "-clip", "1e-307", "-learners", "1", "-eps", "1000"}, "-clip 1e-307 with -learners 1 and -eps 1000: the noise std sigma x release sensitivity is below 2.2e-308"},
 		{[]string{"replay", "-eta", "0"}, "-eta 0:"},
 		{[]string{"replay", "-eta-g", "NaN"}, "-eta-g NaN:"},
+		// Each step finite, the product overflows (exit 1 naming no flag
+		// before fedopt.Config.CheckSteps).
+		{[]string{"replay", "-eta", "1e308"}, "-eta 1e+308: want steps with max(eta, eta eta_g, eta_ind) tau max(B_g, 1) at most"},
+		{[]string{"canary", "-eta", "1e308", "-tau", "1"}, "-eta 1e+308: want steps"},
 		{[]string{"replay", "-dropout", "1"}, "-dropout 1:"},
 		{[]string{"replay", "-dropout", "-0.1"}, "-dropout -0.1:"},
 		{[]string{"replay", "-algo", "nonprivate"}, `-algo "nonprivate":`},

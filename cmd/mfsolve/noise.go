@@ -18,13 +18,19 @@ import (
 // runPlan returns the plan mfsolve reports (-json prints it): the workload,
 // R, the participation and the strategy, and with -eps and -delta the
 // calibration's target for the online federated optimiser (algorithm
-// correlated; its record once plan.Plan.Calibrate has run).
+// correlated; its record once plan.Plan.Calibrate has run), and with
+// -noise and -seed the seed's digest (plan.SeedDigest).
 func (cfg config) runPlan(r int, s factorize.Strategy) *plan.Plan {
 	p := &plan.Plan{Format: plan.Format, Workload: cfg.workload, Rounds: r, Participation: cfg.participation.String(), Strategy: plan.SpecOf(s)}
 	if cfg.calibrate {
 		p.Algorithm, p.Learners, p.Clip = plan.AlgoCorrelated, cfg.learners, cfg.clip
 		cal, _ := plan.ParseCalibration(cfg.calibration) // checked by parseArgs
 		p.Target = &plan.Target{Eps: cfg.eps, Delta: cfg.delta, Calibration: cal, Relation: cfg.relation.String(), Sampling: cfg.sampling}
+	}
+	if cfg.outNoise != "" && cfg.seedSet {
+		// The noise key came from -seed: the plan says so as ofl's does
+		// (no seed_sha256 means a key drawn at random).
+		p.SeedSHA256 = plan.SeedDigest(cfg.seed)
 	}
 	return p
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -350,4 +353,34 @@ func TestAddRemoveRuleStatesTau(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, p.Privacy.Rule, "tau = 1 assumed")
 	assert.Equal(t, out.NoiseStd, p.Privacy.NoiseStd)
+}
+
+// With -noise and -seed N the plan records the seed as ofl's does:
+// seed_sha256 is the SHA-256 of N's 8 little-endian bytes (computed here
+// with crypto/sha256). Without -seed the key is drawn at random and the
+// plan has none. The plan used to have none either way, which says
+// "random" of a seeded run.
+func TestNoisePlanRecordsSeed(t *testing.T) {
+	dir := t.TempDir()
+	seed := uint64(0x0102030405060708)
+	b := []byte{8, 7, 6, 5, 4, 3, 2, 1}
+	h := sha256.Sum256(b)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-seed", fmt.Sprint(seed)}, hex.EncodeToString(h[:])},
+		{nil, ""},
+	} {
+		args := append([]string{"-R", "4", "-noise", filepath.Join(dir, fmt.Sprintf("Z%d.npy", len(c.args))), "-dim", "2", "-std", "1", "-json", "-no-cache"}, c.args...)
+		res := runT(t, args...)
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
+		var out struct {
+			Plan json.RawMessage `json:"plan"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+		p, err := plan.Parse(out.Plan)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, p.SeedSHA256, "%v", c.args)
+	}
 }

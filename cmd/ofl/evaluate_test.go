@@ -243,3 +243,28 @@ func TestEvaluateNewerFormats(t *testing.T) {
 		}
 	}
 }
+
+// -threshold 0 means the default threshold floor(2n/3)+1 (the flag's
+// doc), which is what a plan records of a run started with it: given to
+// evaluate it agrees with a plan of T = floor(2*6/3)+1 = 5 for n = 6, and
+// contradicts one of T = 6, naming the default. Before, "0" was compared
+// with the recorded "5" as text and refused.
+func TestEvaluateThresholdZeroIsTheDefault(t *testing.T) {
+	for _, c := range []struct {
+		threshold string
+		ok        bool
+	}{{"0", true}, {"5", true}, {"6", false}} {
+		cfg, err := parseArgs([]string{"-learners", "6", "-tau", "1", "-rounds", "4", "-seed", "9", "-eps", "1", "-delta", "1e-5", "-secure-aggregation", "-threshold", c.threshold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := cfg.runPlan(4)
+		_, err = evaluateArgs(map[string]string{"seed": "9", "threshold": "0"}, p, "run.json")
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("run -threshold %s, evaluate -threshold 0: %v, want accepted", c.threshold, err)
+		case !c.ok && (err == nil || !strings.Contains(err.Error(), "-threshold 0 (the default, 5) contradicts the run's plan in run.json: threshold 6")):
+			t.Errorf("run -threshold %s, evaluate -threshold 0: %v, want a contradiction naming the default 5 and 6", c.threshold, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"math"
@@ -115,7 +116,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.tau, "tau", 10, "local steps per round (one new client each)")
 	fs.IntVar(&c.rounds, "rounds", 800, "communication rounds R")
 	fs.IntVar(&c.epochs, "epochs", 1, "replay each learner's clients for `K` epochs: the data has R/K rounds, each seen K times (K must divide R); the noise is calibrated to the factorization's sensitivity under K fixed epochs")
-	fs.Float64Var(&c.eta, "eta", 0.003, "local step size eta")
+	fs.Float64Var(&c.eta, "eta", 0.003, "local step size eta; max(eta, eta eta_g, eta_ind) tau max(B_g, 1) must be at most 1.8e308 (a round's noise-free move must fit a float64)")
 	fs.Float64Var(&c.etaG, "eta-g", 1, "global step size eta_g; the server step is eta~ = eta eta_g tau")
 	fs.Float64Var(&c.etaInd, "eta-ind", 0, "server step of independent and baseline-correlated (0: eta eta_g)")
 	fs.Float64Var(&c.clip, "clip", 5, "per-sample gradient clipping bound B_g (0: none, nonprivate only)")
@@ -231,7 +232,9 @@ func parseArgs(args []string) (config, error) {
 		}
 		c.quantizer = &q
 	}
-	if err := c.optimiser().Validate(); err != nil {
+	// CheckSteps: each step size finite can still overflow with tau and
+	// B_g (-eta 1e308 -tau 10).
+	if err := cmp.Or(c.optimiser().Validate(), c.optimiser().CheckSteps(c.tau)); err != nil {
 		var pe *fedopt.ParamError
 		if errors.As(err, &pe) {
 			if name, ok := configFlags[pe.Param]; ok {

@@ -226,8 +226,11 @@ func loadData(c config) (*dataset.Dataset, error) {
 	if c.data.file == "" {
 		s := dataset.Synthetic{Alpha: c.data.alpha, Beta: c.data.beta, Dim: c.data.dim}
 		d, err := s.Dataset(c.learners, c.rounds/c.epochs, c.tau, c.seed)
-		if err != nil || c.epochs == 1 {
-			return d, err
+		if err != nil {
+			return nil, fmt.Errorf("-data %s: %s", c.raw.data, strings.TrimPrefix(err.Error(), "dataset: "))
+		}
+		if c.epochs == 1 {
+			return d, nil
 		}
 		return d.Epochs(c.epochs)
 	}

@@ -87,6 +87,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-workers", "-1"}, "-workers -1"},
 		{[]string{"-eta", "-1"}, "-eta -1, want"},
 		{[]string{"-eta-g", "0"}, "-eta-g 0, want"},
+		// Each step finite, the product overflows: a runtime error (exit 1)
+		// naming no flag, before fedopt.Config.CheckSteps.
+		{[]string{"-eta", "1e308"}, "-eta 1e+308, want steps with max(eta, eta eta_g, eta_ind) tau max(B_g, 1) at most"},
+		{[]string{"-eta", "1e308", "-tau", "1"}, "-eta 1e+308, want steps"},
+		{[]string{"-eta-g", "1e307", "-eta", "1"}, "-eta-g 1e+307, want steps"},
+		{[]string{"-algo", "independent", "-eta-ind", "1e308"}, "-eta-ind 1e+308, want steps"},
 		{[]string{"-clip", "0"}, "-clip 0, want"},
 		{[]string{"-algo", "nonprivate", "-clip", "1e-400"}, `invalid value "1e-400" for flag -clip: nonzero but below the float64 range`},
 		{[]string{"-algo", "independent", "-eta-ind", "1e-400"}, `invalid value "1e-400" for flag -eta-ind: nonzero`},
@@ -394,5 +400,21 @@ func TestFailureNamesWhatWasWritten(t *testing.T) {
 	}
 	if !strings.HasSuffix(written.Error(), "(-out "+a+" already written)") {
 		t.Errorf("the error %q does not name -out %s", written, a)
+	}
+}
+
+// Synthetic data whose features or margins overflow float64 (beta = 1e200:
+// squared feature norms near 1e401) is one error naming -data, exit
+// status 1, and no -out directory; it was an error of the minimiser
+// ("Newton step ... condition number +Inf") that named no flag.
+func TestSyntheticOverflowNamesData(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o")
+	r := runOfl(t, "-data", "synthetic:alpha=1e200,beta=1e200", "-reps", "1", "-rounds", "4", "-learners", "2", "-tau", "1", "-seed", "1", "-out", out)
+	if r.code != cli.ExitFailure {
+		t.Errorf("exit %d, want %d (stderr %q)", r.code, cli.ExitFailure, r.stderr)
+	}
+	requireOneErrorLine(t, r.stderr, "-data synthetic:alpha=1e200,beta=1e200: synthetic(1e+200,1e+200): learner 0 drew features whose squared norm")
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("-out %s: %v, want no directory", out, err)
 	}
 }

@@ -127,10 +127,16 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 	}
 	args := []string{"-reps=1"}
 	for _, k := range slices.Sorted(maps.Keys(given)) {
-		v := given[k]
+		v, shown := given[k], given[k]
+		if k == "threshold" && v == "0" && pl.SecureAggregation != nil {
+			// -threshold 0 is the default, floor(2n/3)+1 (the flag's
+			// doc): the plan records the threshold it resolved to.
+			v = strconv.Itoa(plan.DefaultThreshold(pl.Learners))
+			shown = "0 (the default, " + v + ")"
+		}
 		if want, ok := recorded[k]; ok {
 			if v != want && !(k == "strategy" && sameStrategy(v, want)) {
-				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, v, where, k, want)
+				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, shown, where, k, want)
 			}
 			continue
 		}
