@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dpmf/dpmf/internal/par"
 )
@@ -126,6 +127,11 @@ type PLD struct {
 	// whose tilted masses composed with others at lower tilts were loose,
 	// and whose base alone has a floor near 1e-11 (see Compose).
 	composeBase bool
+	// joined holds what one returns once computed (the join costs a
+	// composition of base at tilt 0): Compose calls with one such PLD and
+	// several others join it once. Concurrent first calls may each
+	// compute it; the results are the same.
+	joined atomic.Pointer[PLD]
 }
 
 // lossDist is one direction's discretised loss distribution: mass[i] at
@@ -696,13 +702,20 @@ func (p *PLD) root() (*PLD, int) {
 // it (composeBase, splicePLD), a self-composition's masses joined below
 // with the same composition computed at tilt 0 (spliceSelf), else p.
 func (p *PLD) one() *PLD {
+	if !p.composeBase && (p.base == nil || p.count <= 1) {
+		return p
+	}
+	if r := p.joined.Load(); r != nil {
+		return r
+	}
+	var r *PLD
 	if p.composeBase {
-		return p.splicePLD()
+		r = p.splicePLD()
+	} else {
+		r = p.spliceSelf()
 	}
-	if p.base != nil && p.count > 1 {
-		return p.spliceSelf()
-	}
-	return p
+	p.joined.CompareAndSwap(nil, r)
+	return p.joined.Load()
 }
 
 // selfComposeUntilted is selfCompose at tilt 0 (see spliceSelf).

@@ -3,6 +3,7 @@ package accountant
 import (
 	"math"
 	"math/big"
+	"sync"
 	"testing"
 )
 
@@ -227,5 +228,63 @@ func TestSpliceSelfErrorBound(t *testing.T) {
 			}
 		}
 		t.Logf("sigma=%v k=%d: tilt %.4g, joint %d, bound at least %.3g times the error", c.sigma, c.k, r.tau, r.errLo, worst)
+	}
+}
+
+// TestComposeJoinsOnce: a self-composition (and a replace-one step)
+// composed with several PLDs built apart is joined with its untilted
+// computation once (PLD.joined), and the compositions are those of a
+// fresh copy built the same way, bit for bit: the second algorithm is the
+// same computation without the kept join. Concurrent Compose calls on one
+// PLD (run under -race in CI's accountant selection) give the same bits.
+func TestComposeJoinsOnce(t *testing.T) {
+	t.Parallel()
+	must := mustPLD(t)
+	self := func() *PLD { return must(must(GaussianPLD(2, coarse)).SelfCompose(3)) }
+	step := func() *PLD { return must(SampledGaussianPLD(0.1, 2, ReplaceOne, coarse)) }
+	for _, c := range []struct {
+		name string
+		make func() *PLD
+	}{{"G(2)^3", self}, {"replace-one step", step}} {
+		p := c.make()
+		others := []*PLD{must(GaussianPLD(0.5, coarse)), must(GaussianPLD(1, coarse))}
+		want := make([]Bounds, len(others))
+		for i, o := range others {
+			b, err := must(c.make().Compose(o)).EpsilonBounds(1e-6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[i] = b
+		}
+		got := make([][]Bounds, 4)
+		var wg sync.WaitGroup
+		for g := range got {
+			wg.Go(func() {
+				for _, o := range others {
+					r, err := p.Compose(o)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					b, err := r.EpsilonBounds(1e-6)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got[g] = append(got[g], b)
+				}
+			})
+		}
+		wg.Wait()
+		for g := range got {
+			for i := range got[g] {
+				if got[g][i] != want[i] {
+					t.Errorf("%s . other %d, goroutine %d: %+v, a fresh copy's %+v", c.name, i, g, got[g][i], want[i])
+				}
+			}
+		}
+		if j := p.joined.Load(); j == nil || p.one() != j {
+			t.Errorf("%s: the join is not kept (%p, %p)", c.name, j, p.one())
+		}
 	}
 }
