@@ -21,14 +21,17 @@ type parRun struct {
 }
 
 // parCases are TestPLDSameBitsAnyCores's computations: the sampled Gaussian
-// accountant end to end at q = 1e-4 (whose composition recomputes part of
-// its spectrum in double-words) and q = 0.01, a replace-one PLD (a
-// composition of two single events), SelfCompose, and Compose of two
-// different PLDs, each with an epsilon and a delta query.
+// accountant end to end at q = 1e-4 (whose composition, without -short,
+// recomputes part of its spectrum in double-words) and q = 0.01, a
+// replace-one PLD (a composition of two single events), SelfCompose, and
+// Compose of two different PLDs, each with an epsilon and a delta query.
 func parCases(t *testing.T) map[string]func() (*PLD, error) {
 	t.Helper()
-	// sigma = 2 at q = 1e-4: a tenth of the time of sigma = 1, and its
-	// composition still recomputes part of its spectrum in double-words.
+	// sigma = 1 at q = 1e-4 (go test ./...): its composition recomputes
+	// part of its spectrum in double-words, refineSpectrum's parallel loop.
+	// sigma = 2 (-short) takes a tenth of the time but does not reach
+	// refineSpectrum at all (checked with a panic there): -short checks
+	// the other loops' bits only.
 	sigma := 2.0
 	if !testing.Short() {
 		sigma = 1
