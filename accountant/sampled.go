@@ -30,12 +30,15 @@ const defaultSampledTail = 1e-20
 // deviations of the composed loss), but no more than 2 budget points in one
 // step's loss range and no finer than 1e-8; on the full budget also at
 // most s1/16, s1 the standard deviation of one step's loss, unless that
-// puts more than 2^22 points in one step's loss range. Any interval gives a safe
+// puts more than 2^22 points in one step's loss range (for one step, more
+// than 2 budget points, where that is not coarser than s1/16: one
+// step's losses are then the whole window). Any interval gives a safe
 // result; this one makes it accurate (the error of the eps it reports grows
 // like steps h^2) at a bounded cost. Under ReplaceOne (q < 1) a step is the
 // composition of the remove and add pairs at noise multiplier sqrt2 sigma
 // (see SampledGaussianPLD), so the grid is chosen as for 2 steps of those.
 func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Relation) PLDOptions {
+	one := steps == 1
 	if rel == ReplaceOne && q < 1 {
 		sigma, steps = sigma*math.Sqrt2, 2*steps
 	}
@@ -64,7 +67,20 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 		// losses from about 0 to 17), which failed every PLD and sent a
 		// calibration's search up by 2% steps of seconds each.
 		if q < 1 {
-			h = math.Max(h, sampledStepSpan(q, sigma, stepTail(tail, steps))/(maxGrid/4))
+			span := sampledStepSpan(q, sigma, stepTail(tail, steps))
+			h = math.Max(h, span/(maxGrid/4))
+			// One step's losses are the whole window of a one-step
+			// PLD: there at most 2 budget points in them, unless
+			// that is coarser than s1/16. The rule of thumb for the
+			// largest loss above is below 0 where
+			// q e^((1 + 8.5 sigma)/sigma^2) < 1, and the spread's
+			// interval had only the grid limit above it: q = 1e-4,
+			// sigma = 1, one replace-one step took interval 2.4e-8,
+			// 4.2e6 points and 25 s for losses over 0.101, where
+			// sigma = 0.656 and 2 took 2.2e5 and 3.0e5 points.
+			if one {
+				h = math.Max(h, math.Min(span/float64(2*budget), s1/16))
+			}
 		}
 	}
 	// Each step's cut upper tail counts as infinite loss, steps times over:
