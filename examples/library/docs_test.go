@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -28,6 +29,33 @@ func markdownFiles(t *testing.T) []string {
 			return err
 		}
 		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, _ := filepath.Rel(root, path)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// goSources returns the module's non-test Go files, relative to the root
+// with forward slashes, skipping hidden and testdata directories.
+func goSources(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
 			rel, _ := filepath.Rel(root, path)
 			files = append(files, filepath.ToSlash(rel))
 		}
@@ -274,29 +302,12 @@ func TestDocTestPatterns(t *testing.T) {
 		}
 		texts = append(texts, struct{ name, text string }{f, string(b)})
 	}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, f := range goSources(t) {
+		b, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		texts = append(texts, struct{ name, text string }{filepath.ToSlash(rel), string(b)})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		texts = append(texts, struct{ name, text string }{f, string(b)})
 	}
 	cache := map[string][]string{}
 	checked := 0
@@ -387,26 +398,10 @@ func TestREADMEListsEveryPackage(t *testing.T) {
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
 	var pkgs []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, f := range goSources(t) {
+		if dir := path.Dir(f); dir != "." && !slices.Contains(pkgs, dir) {
+			pkgs = append(pkgs, dir)
 		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
-			rel, _ := filepath.Rel(root, filepath.Dir(path))
-			if rel = filepath.ToSlash(rel); rel != "." && !slices.Contains(pkgs, rel) {
-				pkgs = append(pkgs, rel)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(pkgs) < 40 {
 		t.Fatalf("found %d package directories, want the module's 40 or more", len(pkgs))
