@@ -82,9 +82,12 @@ func splice(low, high *lossDist) (r *lossDist, ok bool) {
 	// k: the least index with e^(lt - t k) <= C0 (the tilted bound is the
 	// better one from there up), at most low's last index + 1 (above it
 	// low holds no masses: a window may have cut its upper tail into inf)
-	// and at least low's first index.
+	// and at most high's (the joined inf is high's, which holds high's
+	// masses above its window: low's masses there would be counted twice,
+	// TestSpliceTiltedWindowCutBelowJoin), and at least low's first index.
+	// Any k is valid for the bound below; this one only makes it tight.
 	kf := math.Ceil((lt - math.Max(logC0, -745)) / t)
-	k := int(math.Max(float64(low.lo), math.Min(kf, float64(lowHi+1))))
+	k := int(math.Max(float64(low.lo), math.Min(kf, float64(min(lowHi, highHi)+1))))
 	lo := min(low.lo, high.lo)
 	hi := max(highHi, k-1)
 	r = &lossDist{
