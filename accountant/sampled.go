@@ -30,9 +30,9 @@ const defaultSampledTail = 1e-20
 // deviations of the composed loss), but no more than 2 budget points in one
 // step's loss range and no finer than 1e-8; on the full budget also at
 // most s1/16, s1 the standard deviation of one step's loss, unless that
-// puts more than 2^22 points in one step's loss range (for one step, more
-// than 2 budget points, where that is not coarser than s1/16: one
-// step's losses are then the whole window). Any interval gives a safe
+// puts more than 2^22 points in one step's loss range, or more than 4
+// budget (then 2 budget, unless that is coarser than s1/16; for one step
+// more than 2 budget). Any interval gives a safe
 // result; this one makes it accurate (the error of the eps it reports grows
 // like steps h^2) at a bounded cost. Under ReplaceOne (q < 1) a step is the
 // composition of the remove and add pairs at noise multiplier sqrt2 sigma
@@ -71,14 +71,23 @@ func autoOptions(q, sigma float64, steps int, budget int, tail float64, rel Rela
 			h = math.Max(h, span/(maxGrid/4))
 			// One step's losses are the whole window of a one-step
 			// PLD: there at most 2 budget points in them, unless
-			// that is coarser than s1/16. The rule of thumb for the
-			// largest loss above is below 0 where
-			// q e^((1 + 8.5 sigma)/sigma^2) < 1, and the spread's
-			// interval had only the grid limit above it: q = 1e-4,
-			// sigma = 1, one replace-one step took interval 2.4e-8,
-			// 4.2e6 points and 25 s for losses over 0.101, where
-			// sigma = 0.656 and 2 took 2.2e5 and 3.0e5 points.
-			if one {
+			// that is coarser than s1/16 (the accuracy rule above).
+			// With more steps too where the spread's interval puts
+			// more than 4 budget points in them: the composition's
+			// bulk is then far narrower than one step's range (a rare
+			// large loss), and composing the steps over that range
+			// costs time and memory without making the bracket
+			// narrower. The rule of thumb for the largest loss above
+			// is below 0 where q e^((1 + 8.5 sigma)/sigma^2) < 1, and
+			// the spread's interval had only the grid limit above it:
+			// q = 1e-4, sigma = 1, one replace-one step took interval
+			// 2.4e-8, 4.2e6 points and 25 s for losses over 0.101,
+			// where sigma = 0.656 and 2 took 2.2e5 and 3.0e5 points;
+			// 10 such steps took 2.7e6 points per step, 28 s and
+			// 2.2 GB (TestAutoOptionsStepRangeAnySteps). Below 4
+			// budget the finer grid is kept: at 10^5 steps a coarser
+			// one would be refined (refineInterval), at more cost.
+			if one || span > float64(4*budget)*h {
 				h = math.Max(h, math.Min(span/float64(2*budget), s1/16))
 			}
 		}
