@@ -75,8 +75,11 @@ var maxCSVValues = MaxCSVValues
 // a file may not mix 0 and -1. A UTF-8 byte order mark at the start
 // is skipped. The first line is a header if its first field is not a
 // number. Every row must have the same number of fields, at
-// least two; every value must be a finite number. Any violation is one error
-// naming the file and line. Blank lines are skipped. Rows longer than
+// least two; every value must be a finite decimal number (an optional
+// sign, digits with an optional point, an optional exponent: not Go's
+// hexadecimal or underscore forms, which strconv.ParseFloat also reads).
+// Any violation is one error naming the file and line (and the column,
+// for a number in another syntax). Blank lines are skipped. Rows longer than
 // [MaxCSVLine] bytes, fields longer than [MaxCSVField] and more than
 // [MaxCSVValues] values in all are errors.
 func ReadCSV(r io.Reader, name string) (*Table, error) {
@@ -141,7 +144,7 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 		}
 		for k, f := range rec {
 			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			if bad := err != nil || math.IsNaN(v) || math.IsInf(v, 0); bad || !decimalText(strings.TrimSpace(f)) {
 				what := "label"
 				if k > 0 {
 					what = fmt.Sprintf("feature %d", k)
@@ -156,7 +159,13 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 						what += fmt.Sprintf(" (%s)", nm)
 					}
 				}
-				return nil, fmt.Errorf("dataset: %s:%d: %s is %q, want a finite number", name, line, what, f)
+				if bad {
+					return nil, fmt.Errorf("dataset: %s:%d: %s is %q, want a finite number", name, line, what, f)
+				}
+				// strconv.ParseFloat reads Go's literals too
+				// (0x1p-3, 1_000); a data file is not Go source.
+				_, col := cr.FieldPos(k)
+				return nil, fmt.Errorf("dataset: %s:%d:%d: %s is %q, want a decimal number (an optional sign, digits with an optional point, an optional exponent, as -1.5e-3; not hexadecimal, not with underscores)", name, line, col, what, f)
 			}
 			if k == 0 {
 				if v == 0 && !isZeroText(strings.TrimSpace(f)) {
@@ -340,6 +349,37 @@ func (t *Table) Deal(learners, rounds, tau int, split Split, seed uint64) (*Data
 	}
 	ds.Name = fmt.Sprintf("%s (%s)", t.Source, split)
 	return ds, nil
+}
+
+// decimalText reports whether s is a decimal number: an optional sign,
+// digits with at most one point (at least one digit), and an optional
+// exponent, e or E with an optional sign and at least one digit. It is
+// the syntax strconv.ParseFloat reads less Go's own forms (hexadecimal
+// mantissas, underscores between digits) and the words Inf and NaN.
+func decimalText(s string) bool {
+	sign := func(s string) string { return strings.TrimLeft(s[:min(len(s), 1)], "+-") + s[min(len(s), 1):] }
+	digits := func(s string) (n int, rest string) {
+		rest = strings.TrimLeft(s, "0123456789")
+		return len(s) - len(rest), rest
+	}
+	s = sign(s)
+	n, s := digits(s)
+	if strings.HasPrefix(s, ".") {
+		var m int
+		m, s = digits(s[1:])
+		n += m
+	}
+	if n == 0 {
+		return false
+	}
+	if s == "" {
+		return true
+	}
+	if s[0] != 'e' && s[0] != 'E' {
+		return false
+	}
+	n, s = digits(sign(s[1:]))
+	return n > 0 && s == ""
 }
 
 // isZeroText reports whether s, a number strconv.ParseFloat read as 0,
