@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dpmf/dpmf/internal/sysmem"
 )
 
 // Table is a labelled data set read from a file, before it is dealt to
@@ -59,7 +61,11 @@ func LoadCSV(path string) (*Table, error) {
 // MaxCSVValues is the most values (labels and features, 2 GiB as float64)
 // a table may hold: an endless stream of valid rows (`yes 1,0.5 | ofl -data
 // /dev/stdin`) is an error when it reaches it, not a runtime crash when
-// memory runs out.
+// memory runs out. The table's room never exceeds it either (it grows by
+// doubling, capped there), so reading holds fewer than 2 MaxCSVValues
+// values (4 GiB) at once, while the rows are copied to a larger room; a
+// room that, with the rows beside it, would exceed the machine's memory
+// (physical memory and swap) is an error before it is allocated.
 const (
 	MaxCSVLine   = 1 << 20
 	MaxCSVField  = 4096
@@ -142,6 +148,11 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 		if len(t.Labels)+len(t.Features)+cols > maxCSVValues {
 			return nil, fmt.Errorf("dataset: %s:%d: more than %d values (labels and features), want at most %d: the data set is larger than ReadCSV accepts", name, line, maxCSVValues, maxCSVValues)
 		}
+		if len(t.Labels) == cap(t.Labels) {
+			if err := t.grow(cols, name, line); err != nil {
+				return nil, err
+			}
+		}
 		for k, f := range rec {
 			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 			if bad := err != nil || math.IsNaN(v) || math.IsInf(v, 0); bad || !decimalText(strings.TrimSpace(f)) {
@@ -198,6 +209,31 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 	}
 	return t, nil
 }
+
+// grow makes room in t for more rows of cols values: twice the rows it
+// has room for (at least 1024), but never more than maxCSVValues values
+// in all, so that the table's capacity stays within its limit where
+// append would round past it. The old rows and the new room are both held
+// while the rows are copied (fewer than 2 maxCSVValues values): more than
+// the machine has in all (machineBytes) is an error before allocating.
+func (t *Table) grow(cols int, name string, line int) error {
+	rows := cap(t.Labels)
+	next := min(max(2*rows, 1024), maxCSVValues/cols)
+	if have, need := machineBytes(), 8*float64(rows+next)*float64(cols); have > 0 && need > have {
+		return fmt.Errorf("dataset: %s:%d: reading past %d rows of %d values needs %.3g GB, more than this machine's %.3g GB of memory: want a smaller file", name, line, rows, cols, need/1e9, have/1e9)
+	}
+	labels := make([]float64, len(t.Labels), next)
+	copy(labels, t.Labels)
+	features := make([]float64, len(t.Features), next*(cols-1))
+	copy(features, t.Features)
+	t.Labels, t.Features = labels, features
+	return nil
+}
+
+// machineBytes returns the memory the machine can give a process in all,
+// physical memory and swap ([sysmem.Limit]); 0 where it is unknown, which
+// turns the check off. Tests replace it.
+var machineBytes = sysmem.Limit
 
 // Standardize shifts and scales every feature to mean 0 and standard
 // deviation 1 over the rows (population standard deviation). A constant

@@ -394,3 +394,35 @@ func TestReadCSVDecimalOnly(t *testing.T) {
 		t.Errorf("features %v labels %v, want %v and [1 -1]", tb.Features, tb.Labels, want)
 	}
 }
+
+// The table's room stays within its value limit: with the limit lowered
+// to 999 values, 333 rows of 3 values fill it exactly, and the labels' and
+// features' capacities add up to at most 999 (append's growth rounded
+// them up to 512 + 848 = 1360 before). And growing past the machine's
+// memory (lowered to 100 kB) is one error naming the file and line before
+// the allocation, not the runtime's out-of-memory crash.
+func TestReadCSVRoomBounded(t *testing.T) {
+	oldMax, oldMachine := maxCSVValues, machineBytes
+	defer func() { maxCSVValues, machineBytes = oldMax, oldMachine }()
+	maxCSVValues = 999
+	machineBytes = func() float64 { return 0 } // unknown: no check
+	text := strings.Repeat("1,0.5,2\n-1,0.25,3\n", 166) + "1,7,8\n"
+	tb, err := ReadCSV(strings.NewReader(text), "data.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Len() != 333 || cap(tb.Labels)+cap(tb.Features) > 999 {
+		t.Errorf("%d rows in room for %d labels and %d features, want 333 rows in at most 999 values", tb.Len(), cap(tb.Labels), cap(tb.Features))
+	}
+	if !slices.Equal(tb.Features[len(tb.Features)-4:], []float64{0.25, 3, 7, 8}) || tb.Labels[332] != 1 {
+		t.Errorf("last rows %v, label %v: the rows were not kept in order", tb.Features[len(tb.Features)-4:], tb.Labels[332])
+	}
+	// 1024 rows of 3 values are 24576 bytes, with the next 2048 rows
+	// 73728: above 50000 bytes, at row 1025.
+	maxCSVValues = MaxCSVValues
+	machineBytes = func() float64 { return 50000 }
+	_, err = ReadCSV(strings.NewReader(strings.Repeat("1,0.5,2\n", 2000)), "big.csv")
+	if want := "dataset: big.csv:1025: reading past 1024 rows of 3 values needs 7.37e-05 GB, more than this machine's 5e-05 GB of memory"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v, want one starting %q", err, want)
+	}
+}
