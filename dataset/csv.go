@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dpmf/dpmf/internal/sysmem"
 )
 
 // Table is a labelled data set read from a file, before it is dealt to
@@ -59,7 +61,11 @@ func LoadCSV(path string) (*Table, error) {
 // MaxCSVValues is the most values (labels and features, 2 GiB as float64)
 // a table may hold: an endless stream of valid rows (`yes 1,0.5 | ofl -data
 // /dev/stdin`) is an error when it reaches it, not a runtime crash when
-// memory runs out.
+// memory runs out. The table's room never exceeds it either (it grows by
+// doubling, capped there), so reading holds fewer than 2 MaxCSVValues
+// values (4 GiB) at once, while the rows are copied to a larger room; a
+// room that, with the rows beside it, would exceed the machine's memory
+// (physical memory and swap) is an error before it is allocated.
 const (
 	MaxCSVLine   = 1 << 20
 	MaxCSVField  = 4096
@@ -75,8 +81,11 @@ var maxCSVValues = MaxCSVValues
 // a file may not mix 0 and -1. A UTF-8 byte order mark at the start
 // is skipped. The first line is a header if its first field is not a
 // number. Every row must have the same number of fields, at
-// least two; every value must be a finite number. Any violation is one error
-// naming the file and line. Blank lines are skipped. Rows longer than
+// least two; every value must be a finite decimal number (an optional
+// sign, digits with an optional point, an optional exponent: not Go's
+// hexadecimal or underscore forms, which strconv.ParseFloat also reads).
+// Any violation is one error naming the file and line (and the column,
+// for a number in another syntax). Blank lines are skipped. Rows longer than
 // [MaxCSVLine] bytes, fields longer than [MaxCSVField] and more than
 // [MaxCSVValues] values in all are errors.
 func ReadCSV(r io.Reader, name string) (*Table, error) {
@@ -139,9 +148,14 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 		if len(t.Labels)+len(t.Features)+cols > maxCSVValues {
 			return nil, fmt.Errorf("dataset: %s:%d: more than %d values (labels and features), want at most %d: the data set is larger than ReadCSV accepts", name, line, maxCSVValues, maxCSVValues)
 		}
+		if len(t.Labels) == cap(t.Labels) {
+			if err := t.grow(cols, name, line); err != nil {
+				return nil, err
+			}
+		}
 		for k, f := range rec {
 			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			if bad := err != nil || math.IsNaN(v) || math.IsInf(v, 0); bad || !decimalText(strings.TrimSpace(f)) {
 				what := "label"
 				if k > 0 {
 					what = fmt.Sprintf("feature %d", k)
@@ -156,7 +170,13 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 						what += fmt.Sprintf(" (%s)", nm)
 					}
 				}
-				return nil, fmt.Errorf("dataset: %s:%d: %s is %q, want a finite number", name, line, what, f)
+				if bad {
+					return nil, fmt.Errorf("dataset: %s:%d: %s is %q, want a finite number", name, line, what, f)
+				}
+				// strconv.ParseFloat reads Go's literals too
+				// (0x1p-3, 1_000); a data file is not Go source.
+				_, col := cr.FieldPos(k)
+				return nil, fmt.Errorf("dataset: %s:%d:%d: %s is %q, want a decimal number (an optional sign, digits with an optional point, an optional exponent, as -1.5e-3; not hexadecimal, not with underscores)", name, line, col, what, f)
 			}
 			if k == 0 {
 				if v == 0 && !isZeroText(strings.TrimSpace(f)) {
@@ -189,6 +209,31 @@ func ReadCSV(r io.Reader, name string) (*Table, error) {
 	}
 	return t, nil
 }
+
+// grow makes room in t for more rows of cols values: twice the rows it
+// has room for (at least 1024), but never more than maxCSVValues values
+// in all, so that the table's capacity stays within its limit where
+// append would round past it. The old rows and the new room are both held
+// while the rows are copied (fewer than 2 maxCSVValues values): more than
+// the machine has in all (machineBytes) is an error before allocating.
+func (t *Table) grow(cols int, name string, line int) error {
+	rows := cap(t.Labels)
+	next := min(max(2*rows, 1024), maxCSVValues/cols)
+	if have, need := machineBytes(), 8*float64(rows+next)*float64(cols); have > 0 && need > have {
+		return fmt.Errorf("dataset: %s:%d: reading past %d rows of %d values needs %.3g GB, more than this machine's %.3g GB of memory: want a smaller file", name, line, rows, cols, need/1e9, have/1e9)
+	}
+	labels := make([]float64, len(t.Labels), next)
+	copy(labels, t.Labels)
+	features := make([]float64, len(t.Features), next*(cols-1))
+	copy(features, t.Features)
+	t.Labels, t.Features = labels, features
+	return nil
+}
+
+// machineBytes returns the memory the machine can give a process in all,
+// physical memory and swap ([sysmem.Limit]); 0 where it is unknown, which
+// turns the check off. Tests replace it.
+var machineBytes = sysmem.Limit
 
 // Standardize shifts and scales every feature to mean 0 and standard
 // deviation 1 over the rows (population standard deviation). A constant
@@ -340,6 +385,37 @@ func (t *Table) Deal(learners, rounds, tau int, split Split, seed uint64) (*Data
 	}
 	ds.Name = fmt.Sprintf("%s (%s)", t.Source, split)
 	return ds, nil
+}
+
+// decimalText reports whether s is a decimal number: an optional sign,
+// digits with at most one point (at least one digit), and an optional
+// exponent, e or E with an optional sign and at least one digit. It is
+// the syntax strconv.ParseFloat reads less Go's own forms (hexadecimal
+// mantissas, underscores between digits) and the words Inf and NaN.
+func decimalText(s string) bool {
+	sign := func(s string) string { return strings.TrimLeft(s[:min(len(s), 1)], "+-") + s[min(len(s), 1):] }
+	digits := func(s string) (n int, rest string) {
+		rest = strings.TrimLeft(s, "0123456789")
+		return len(s) - len(rest), rest
+	}
+	s = sign(s)
+	n, s := digits(s)
+	if strings.HasPrefix(s, ".") {
+		var m int
+		m, s = digits(s[1:])
+		n += m
+	}
+	if n == 0 {
+		return false
+	}
+	if s == "" {
+		return true
+	}
+	if s[0] != 'e' && s[0] != 'E' {
+		return false
+	}
+	n, s = digits(sign(s[1:]))
+	return n > 0 && s == ""
 }
 
 // isZeroText reports whether s, a number strconv.ParseFloat read as 0,

@@ -29,7 +29,7 @@ func TestReadCSVErrors(t *testing.T) {
 		// Nonzero labels below the float64 range parse as 0 and were
 		// read as label 0, that is -1.
 		{"label 1e-400", "1,2,3\n1e-400,2,3\n", "data.csv:2: label is \"1e-400\", want +1 or -1 (or 1 or 0)"},
-		{"label 0x1p-2000", "1,2,3\n0x1p-2000,2,3\n", "data.csv:2: label is \"0x1p-2000\", want"},
+		{"label 0x1p-2000", "1,2,3\n0x1p-2000,2,3\n", "data.csv:2:1: label is \"0x1p-2000\", want a decimal number"},
 		{"mixed labels", "1,2,3\n0,2,3\n-1,1,1\n", "data.csv:3: labels 0 (line 2) and -1 (line 3)"},
 		{"bad quote", "1,2,3\n-1,\"2,3\n", "data.csv:"},
 		// Found by FuzzReadCSV: a quoted header name with a newline
@@ -351,14 +351,78 @@ func TestReadCSVBOMBeforeQuote(t *testing.T) {
 	}
 }
 
-// Every spelling of zero is label 0 (read as -1) and of one label 1; a
-// nonzero number that rounds to 0 is not (TestReadCSVErrors).
+// Every decimal spelling of zero is label 0 (read as -1) and of one label
+// 1; a nonzero number that rounds to 0 is not (TestReadCSVErrors), nor is
+// a hexadecimal one (TestReadCSVDecimalOnly).
 func TestReadCSVZeroLabelSpellings(t *testing.T) {
-	tab, err := ReadCSV(strings.NewReader("0.0,1\n-0,2\n0e5,3\n0x0p3,4\n1.0,5\n1e0,6\n"), "z.csv")
+	tab, err := ReadCSV(strings.NewReader("0.0,1\n-0,2\n0e5,3\n+0.,4\n1.0,5\n1e0,6\n"), "z.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []float64{-1, -1, -1, -1, 1, 1}; !slices.Equal(tab.Labels, want) {
 		t.Errorf("labels %v, want %v", tab.Labels, want)
+	}
+}
+
+// A data file is not Go source: strconv.ParseFloat reads Go's hexadecimal
+// floats and underscores between digits, and ReadCSV took 0x1p-3 as
+// 0.125 and 1_000 as 1000. They are one error naming the file, line and
+// column; decimal spellings (signs, a leading or trailing point, either
+// exponent letter) are read as before, and NaN and Inf are refused as
+// before ("want a finite number").
+func TestReadCSVDecimalOnly(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"hex feature", "1,2,3\n-1,0x1p-3,3\n", `data.csv:2:4: feature 1 is "0x1p-3", want a decimal number`},
+		{"hex upper", "1,2,3\n-1,2,0X1P-3\n", `data.csv:2:6: feature 2 is "0X1P-3", want a decimal number`},
+		{"underscore", "label,a,b\n1,1_000,3\n", `data.csv:2:3: feature 1 (a) is "1_000", want a decimal number`},
+		{"underscore exponent", "1,2,1e1_0\n", `data.csv:1:5: feature 2 is "1e1_0", want a decimal number`},
+		{"hex label", "0x1p0,2,3\n", `data.csv:1:1: label is "0x1p0", want a decimal number`},
+		{"padded", "1,2,3\n-1, 0x1p-3,3\n", `data.csv:2:5: feature 1 is "0x1p-3", want a decimal number`},
+		{"NaN as before", "1,2,3\n-1,NaN,3\n", `data.csv:2: feature 1 is "NaN", want a finite number`},
+		{"Inf as before", "1,2,3\n-1,2,infinity\n", `data.csv:2: feature 2 is "infinity", want a finite number`},
+	} {
+		_, err := ReadCSV(strings.NewReader(c.text), "data.csv")
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line containing %q", c.name, err, c.want)
+		}
+	}
+	tb, err := ReadCSV(strings.NewReader("+1,.5,5.,-2.5e+2\n0,1E-3,-.25,+7e0\n"), "data.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0.5, 5, -250, 0.001, -0.25, 7}; !slices.Equal(tb.Features, want) || !slices.Equal(tb.Labels, []float64{1, -1}) {
+		t.Errorf("features %v labels %v, want %v and [1 -1]", tb.Features, tb.Labels, want)
+	}
+}
+
+// The table's room stays within its value limit: with the limit lowered
+// to 999 values, 333 rows of 3 values fill it exactly, and the labels' and
+// features' capacities add up to at most 999 (append's growth rounded
+// them up to 512 + 848 = 1360 before). And growing past the machine's
+// memory (lowered to 100 kB) is one error naming the file and line before
+// the allocation, not the runtime's out-of-memory crash.
+func TestReadCSVRoomBounded(t *testing.T) {
+	oldMax, oldMachine := maxCSVValues, machineBytes
+	defer func() { maxCSVValues, machineBytes = oldMax, oldMachine }()
+	maxCSVValues = 999
+	machineBytes = func() float64 { return 0 } // unknown: no check
+	text := strings.Repeat("1,0.5,2\n-1,0.25,3\n", 166) + "1,7,8\n"
+	tb, err := ReadCSV(strings.NewReader(text), "data.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Len() != 333 || cap(tb.Labels)+cap(tb.Features) > 999 {
+		t.Errorf("%d rows in room for %d labels and %d features, want 333 rows in at most 999 values", tb.Len(), cap(tb.Labels), cap(tb.Features))
+	}
+	if !slices.Equal(tb.Features[len(tb.Features)-4:], []float64{0.25, 3, 7, 8}) || tb.Labels[332] != 1 {
+		t.Errorf("last rows %v, label %v: the rows were not kept in order", tb.Features[len(tb.Features)-4:], tb.Labels[332])
+	}
+	// 1024 rows of 3 values are 24576 bytes, with the next 2048 rows
+	// 73728: above 50000 bytes, at row 1025.
+	maxCSVValues = MaxCSVValues
+	machineBytes = func() float64 { return 50000 }
+	_, err = ReadCSV(strings.NewReader(strings.Repeat("1,0.5,2\n", 2000)), "big.csv")
+	if want := "dataset: big.csv:1025: reading past 1024 rows of 3 values needs 7.37e-05 GB, more than this machine's 5e-05 GB of memory"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v, want one starting %q", err, want)
 	}
 }

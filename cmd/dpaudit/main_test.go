@@ -202,6 +202,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"replay", "-rounds", fmt.Sprint(factorize.MaxRounds + 1)}, fmt.Sprintf("-rounds %d: want 1 to %d", factorize.MaxRounds+1, factorize.MaxRounds)},
 		{[]string{"canary", "-rounds", fmt.Sprint(factorize.MaxRounds + 1)}, fmt.Sprintf("-rounds %d: want 1 to %d", factorize.MaxRounds+1, factorize.MaxRounds)},
 		{[]string{"replay", "-eps", "1", "-eps", "8"}, `invalid value "8" for flag -eps: given twice (first "1")`},
+		// Go's integer literals were read: -rounds 0x10 as 16 rounds,
+		// -learners 1_0 as 10 (and -tau 010 as octal 8).
+		{[]string{"replay", "-rounds", "0x10"}, `invalid value "0x10" for flag -rounds: want a decimal integer`},
+		{[]string{"canary", "-learners", "1_0"}, `invalid value "1_0" for flag -learners: want a decimal integer`},
+		{[]string{"replay", "-seed", "0o7"}, `invalid value "0o7" for flag -seed: want a decimal integer`},
 	} {
 		dir := t.TempDir()
 		// The case's flags replace the small run's (a flag given twice is

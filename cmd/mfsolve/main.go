@@ -202,6 +202,12 @@ func solve(ctx context.Context, cfg config, e env) error {
 	if prog != nil {
 		prog.Finish()
 	}
+	var pe *factorize.ParamError
+	if errors.As(err, &pe) && pe.Param == "workload" {
+		// The factorization refuses the workload's values (metrics
+		// beyond float64): named by the flag that gave it.
+		return fmt.Errorf("-workload %s: %s", cfg.workload, paramText(err))
+	}
 	if err != nil {
 		return err
 	}

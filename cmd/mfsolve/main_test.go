@@ -77,6 +77,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-R", strconv.Itoa(factorize.MaxRounds + 1)}, fmt.Sprintf("-R %d: the number of rounds must be at most %d", factorize.MaxRounds+1, factorize.MaxRounds)},
 		{[]string{"-R", "abc"}, `invalid value "abc" for flag -R`},
 		{[]string{"-R", "1.5"}, `invalid value "1.5" for flag -R`},
+		// Go's integer literals: -R 0x10 was 16 rounds and -R 1_000 1000
+		// (and -R 010 octal 8: TestDecimalRounds).
+		{[]string{"-R", "0x10"}, `invalid value "0x10" for flag -R: want a decimal integer`},
+		{[]string{"-R", "1_000"}, `invalid value "1_000" for flag -R: want a decimal integer`},
+		{[]string{"-R", "0b101"}, `invalid value "0b101" for flag -R: want a decimal integer`},
 		{[]string{"-R"}, "flag needs an argument: -R"},
 		{[]string{"-strategy", "fast"}, `-strategy fast: want one of identity, tree`},
 		{[]string{"-strategy", "optimal:tol=0"}, `-strategy optimal:tol=0: want tol = a finite number > 0, not "0"`},
@@ -709,4 +714,14 @@ func TestMethodDenseAgrees(t *testing.T) {
 		losses = append(losses, out.Loss)
 	}
 	assert.InEpsilon(t, losses[0], losses[1], 2.1e-10)
+}
+
+// -R 010 is 10 rounds, as written in decimal: the flag package read it as
+// octal, 8 rounds, without a word.
+func TestDecimalRounds(t *testing.T) {
+	res := runT(t, "-R", "010", "-strategy", "sqrt", "-no-cache", "-json")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	var out struct{ R int }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	assert.Equal(t, 10, out.R)
 }

@@ -243,3 +243,28 @@ func TestCompareReportFailure(t *testing.T) {
 		assert.Equal(t, "mfsolve: no space left on device\n", errb.String(), "json %v", js)
 	}
 }
+
+// A workload file whose values the factorization cannot represent (entries
+// of 1e308: the optimal loss is +Inf; of 1e-320: the solver's eigenvalue
+// bounds are NaN) is one error naming -workload and the file, exit status
+// 1, and no -o file. Before, the line was "mfsolve: dpmf: workload =
+// matrix (...)", naming neither the flag nor the file.
+func TestWorkloadValuesNameTheFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		a    []float64
+		want string
+	}{
+		{"big.npy", []float64{1e308, 0, 1e308, 1e308}, "the optimal factorization's loss is +Inf"},
+		{"tiny.npy", []float64{1e-320, 0, 1e-320, 1e-320}, "eigenvalues of the optimal solver's fixed-point map"},
+	} {
+		path, out := filepath.Join(dir, c.name), filepath.Join(dir, "B-"+c.name)
+		writeNPY(t, path, "<f8", "(2, 2)", f8(c.a...))
+		res := runT(t, "-workload", path, "-o", out, "-no-cache")
+		assert.Equal(t, cli.ExitFailure, res.code, c.name)
+		requireOneErrorLine(t, res.stderr, "mfsolve: -workload "+path+": workload = matrix (")
+		requireOneErrorLine(t, res.stderr, c.want)
+		assert.NoFileExists(t, out)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -265,6 +266,42 @@ func TestEvaluateThresholdZeroIsTheDefault(t *testing.T) {
 			t.Errorf("run -threshold %s, evaluate -threshold 0: %v, want accepted", c.threshold, err)
 		case !c.ok && (err == nil || !strings.Contains(err.Error(), "-threshold 0 (the default, 5) contradicts the run's plan in run.json: threshold 6")):
 			t.Errorf("run -threshold %s, evaluate -threshold 0: %v, want a contradiction naming the default 5 and 6", c.threshold, err)
+		}
+	}
+}
+
+// -eta-ind 0 means eta eta_g (the flag's doc, fedopt.Config.ServerStep):
+// evaluate compares server steps, not text. With eta = 0.05 and eta_g = 2
+// (eta eta_g = 0.1 exactly: 0.05 is 0.1 halved), -eta-ind 0 agrees with a
+// plan recording 0.1 and -eta-ind 0.1 with one recording 0, and other steps
+// are refused naming both. Before, "0" was compared with the recorded
+// "0.1" as text and refused.
+func TestEvaluateEtaIndComparesSteps(t *testing.T) {
+	for _, c := range []struct {
+		run, given string
+		want       string // "" for agreement
+	}{
+		{"0.1", "0", ""},
+		{"0", "0.1", ""},
+		{"0", "0", ""},
+		{"0.1", "0.1", ""},
+		{"0.2", "0", "-eta-ind 0 (eta eta_g = 0.1) contradicts the run's plan in run.json: eta-ind 0.2"},
+		{"0", "0.3", "-eta-ind 0.3 contradicts the run's plan in run.json: eta-ind 0 (eta eta_g = 0.1)"},
+		{"0.2", "0.3", "-eta-ind 0.3 contradicts the run's plan in run.json: eta-ind 0.2"},
+	} {
+		cfg, err := parseArgs([]string{"-algo", "independent", "-eta", "0.05", "-eta-g", "2", "-eta-ind", c.run, "-learners", "2", "-tau", "1", "-rounds", "4", "-seed", "9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, err := evaluateArgs(map[string]string{"seed": "9", "eta-ind": c.given}, cfg.runPlan(4), "run.json")
+		var ue *cli.UsageError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("run -eta-ind %s, evaluate -eta-ind %s: %v, want accepted", c.run, c.given, err)
+		case c.want == "" && !slices.Contains(args, "-eta-ind="+c.run):
+			t.Errorf("run -eta-ind %s, evaluate -eta-ind %s: %v, want the plan's -eta-ind=%s", c.run, c.given, args, c.run)
+		case c.want != "" && (!errors.As(err, &ue) || err.Error() != c.want):
+			t.Errorf("run -eta-ind %s, evaluate -eta-ind %s: %v, want the usage error %q", c.run, c.given, err, c.want)
 		}
 	}
 }

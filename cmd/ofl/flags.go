@@ -62,6 +62,17 @@ type dataSpec struct {
 	dim         int
 }
 
+// maxSyntheticBeta is the largest beta of -data synthetic:alpha=A,beta=B.
+// beta scales the features (their means are N(B_i, 1), B_i ~ N(0, beta^2)),
+// so the logistic Hessian's entries grow as beta^2 against the L2 term and
+// the features' unit-scale spread: at the default -l2 1e-4 and d = 60 the
+// reference minimiser (Newton with Cholesky) fails from about beta = 3e4
+// (a Hessian singular to float64, or a gradient norm that rounding keeps
+// above 1e-10), long before the features overflow (beta near 1e153).
+// 1000 leaves a factor 30 in beta (about 10^3 in beta^2) below the first
+// failures; a smaller -l2 lowers them, and is named by the minimiser.
+const maxSyntheticBeta = 1000.0
+
 // parseData parses "synthetic", "synthetic:alpha=A,beta=B" or a file name.
 func parseData(s string, dim int) (dataSpec, error) {
 	d := dataSpec{alpha: 0.1, beta: 0.1, dim: dim}
@@ -75,6 +86,9 @@ func parseData(s string, dim int) (dataSpec, error) {
 			x, err := cli.ParseFloat(v) // 1e-400 is refused, not read as 0
 			if !ok || err != nil || unset[k] == nil || !(x >= 0) || math.IsInf(x, 1) {
 				return d, cli.Usagef("-data %q: want synthetic:alpha=A,beta=B with A, B finite and >= 0", s)
+			}
+			if k == "beta" && x > maxSyntheticBeta {
+				return d, cli.Usagef("-data %q: beta %v, want 0 <= beta <= %g (beta scales the features; the reference minimiser loses its precision above it)", s, x, maxSyntheticBeta)
 			}
 			*unset[k] = x
 			delete(unset, k) // each key once
@@ -109,7 +123,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs := cli.NewFlagSet("ofl")
 	fs.StringVar(&c.raw.algo, "algo", "correlated", "algorithm: correlated (Algorithm 1), independent (the baseline), baseline-correlated (the baseline's update with correlated noise) or nonprivate")
 	fs.StringVar(&c.strategy, "strategy", "optimal", "factorization of the correlated noise, a strategy `SPEC` NAME[:KEY=VALUE,...] (blt:buffers=2, banded:bands=64; mfsolve -h lists the settings) with NAME one of "+strings.Join(factorize.Strategies(), ", "))
-	fs.StringVar(&c.raw.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first, +-1 or 0/1)")
+	fs.StringVar(&c.raw.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B (A >= 0 finite, 0 <= B <= 1000), or a CSV file (label first, +-1 or 0/1)")
 	fs.IntVar(&c.raw.dim, "dim", 60, "feature dimension d of synthetic data")
 	fs.StringVar(&c.raw.split, "split", "iid", "how CSV rows are dealt to learners: iid, label (sorted by label) or feature:K (sorted by feature K)")
 	fs.IntVar(&c.learners, "learners", 10, "number of learners n")

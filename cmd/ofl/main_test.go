@@ -104,6 +104,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-eps", "1", "-eps", "8"}, `invalid value "8" for flag -eps: given twice (first "1"): give each flag once`},
 		// Before, 1e-400 was read as alpha = 0, silently other data.
 		{[]string{"-data", "synthetic:alpha=1e-400"}, `-data "synthetic:alpha=1e-400": want synthetic:alpha=A,beta=B`},
+		// Before, beta = 1e150 (or 1e5) was taken and the reference
+		// minimiser failed later, naming the data set, not the flag.
+		{[]string{"-data", "synthetic:beta=1e150"}, `-data "synthetic:beta=1e150": beta 1e+150, want 0 <= beta <= 1000`},
+		{[]string{"-data", "synthetic:alpha=0.1,beta=1000.5"}, `-data "synthetic:alpha=0.1,beta=1000.5": beta 1000.5, want 0 <= beta <= 1000`},
 		{[]string{"-data", ""}, "-data is empty"},
 		{[]string{"-data", "x.csv", "-dim", "3"}, "-dim applies to synthetic data only"},
 		{[]string{"-split", "label"}, "-split applies to CSV data only"},
@@ -403,17 +407,18 @@ func TestFailureNamesWhatWasWritten(t *testing.T) {
 	}
 }
 
-// Synthetic data whose features or margins overflow float64 (beta = 1e200:
-// squared feature norms near 1e401) is one error naming -data, exit
-// status 1, and no -out directory; it was an error of the minimiser
-// ("Newton step ... condition number +Inf") that named no flag.
+// Synthetic data whose margins overflow float64 (alpha = 1e308: w . a + b
+// is Inf - Inf) is one error naming -data, exit status 1, and no -out
+// directory; it was an error of the minimiser ("Newton step ...
+// condition number +Inf") that named no flag. (A beta large enough for
+// the features to overflow is refused as a usage error, above 1000.)
 func TestSyntheticOverflowNamesData(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "o")
-	r := runOfl(t, "-data", "synthetic:alpha=1e200,beta=1e200", "-reps", "1", "-rounds", "4", "-learners", "2", "-tau", "1", "-seed", "1", "-out", out)
+	r := runOfl(t, "-data", "synthetic:alpha=1e308,beta=0.1", "-reps", "1", "-rounds", "4", "-learners", "2", "-tau", "1", "-seed", "1", "-out", out)
 	if r.code != cli.ExitFailure {
 		t.Errorf("exit %d, want %d (stderr %q)", r.code, cli.ExitFailure, r.stderr)
 	}
-	requireOneErrorLine(t, r.stderr, "-data synthetic:alpha=1e200,beta=1e200: synthetic(1e+200,1e+200): learner 0 drew features whose squared norm")
+	requireOneErrorLine(t, r.stderr, "-data synthetic:alpha=1e308,beta=0.1: synthetic(1e+308,0.1): learner 0 drew features whose squared norm")
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("-out %s: %v, want no directory", out, err)
 	}

@@ -634,7 +634,7 @@ func parseLearnerArgs(args []string, help io.Writer) (learnerFlags, error) {
 	fs := cli.NewFlagSet("ofl learner")
 	fs.StringVar(&l.opt.Addr, "server", "127.0.0.1:7070", "the server's address")
 	fs.IntVar(&l.opt.ID, "id", -1, "this learner's index I, 0 <= I < n (required)")
-	fs.StringVar(&l.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B, or a CSV file (label first)")
+	fs.StringVar(&l.data, "data", "synthetic", "data: synthetic (alpha = beta = 0.1), synthetic:alpha=A,beta=B (A >= 0 finite, 0 <= B <= 1000), or a CSV file (label first)")
 	fs.StringVar(&l.split, "split", "iid", "how CSV rows are dealt to learners: iid, label or feature:K")
 	fs.Uint64Var(&l.seed, "seed", 0, "seed of the data (required; the same on every learner: it deals the data)")
 	fs.StringVar(&l.out, "out", "", "write the final model to this file (one number per line)")

@@ -135,6 +135,24 @@ func evaluateArgs(given map[string]string, pl *plan.Plan, where string) ([]strin
 			shown = "0 (the default, " + v + ")"
 		}
 		if want, ok := recorded[k]; ok {
+			if k == "eta-ind" {
+				// -eta-ind 0 means eta eta_g (the flag's doc,
+				// fedopt.Config.ServerStep): the server steps are
+				// compared, so 0 agrees with a plan recording eta eta_g
+				// and eta eta_g with one recording 0.
+				step := func(x float64) float64 { return cmp.Or(x, pl.Eta*pl.EtaG) }
+				x, err := strconv.ParseFloat(v, 64)
+				if err == nil && step(x) == step(pl.EtaInd) {
+					continue
+				}
+				if err == nil && x == 0 {
+					shown += " (eta eta_g = " + strconv.FormatFloat(step(0), 'g', -1, 64) + ")"
+				}
+				if pl.EtaInd == 0 {
+					want += " (eta eta_g = " + strconv.FormatFloat(step(0), 'g', -1, 64) + ")"
+				}
+				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, shown, where, k, want)
+			}
 			if v != want && !(k == "strategy" && sameStrategy(v, want)) {
 				return nil, cli.Usagef("-%s %s contradicts the run's plan in %s: %s %s", k, shown, where, k, want)
 			}

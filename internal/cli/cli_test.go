@@ -245,3 +245,57 @@ func TestParseFloat(t *testing.T) {
 type fullWriter struct{}
 
 func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// An integer flag reads decimal digits: the flag package read Go's
+// literals, so -n 010 was 8 (octal), -n 0x10 16 and -n 1_000 1000. A
+// base prefix or an underscore is the one-line error naming the flag; a
+// leading 0 is decimal; other text keeps the flag package's parse error;
+// int64, uint and uint64 flags are read the same way.
+func TestParseIntsDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want int
+		err  string
+	}{
+		{"10", 10, ""},
+		{"010", 10, ""},
+		{"-010", -10, ""},
+		{"+7", 7, ""},
+		{"000", 0, ""},
+		{"0x10", 0, `invalid value "0x10" for flag -n: want a decimal integer (digits with an optional sign; not 0x, 0o, 0b or underscores)`},
+		{"-0X10", 0, `invalid value "-0X10" for flag -n: want a decimal integer`},
+		{"0o17", 0, `invalid value "0o17" for flag -n: want a decimal integer`},
+		{"0b11", 0, `invalid value "0b11" for flag -n: want a decimal integer`},
+		{"1_000", 0, `invalid value "1_000" for flag -n: want a decimal integer`},
+		{"0x1_0000_0000_0000_0000_0000", 0, `invalid value "0x1_0000_0000_0000_0000_0000" for flag -n: want a decimal integer`},
+		{"abc", 0, `invalid value "abc" for flag -n: parse error`},
+		{"99999999999999999999", 0, `invalid value "99999999999999999999" for flag -n: value out of range`},
+	} {
+		fs := NewFlagSet("cmd")
+		n := fs.Int("n", 5, "a number")
+		err := Parse(fs, []string{"-n", tc.arg}, Once)
+		if tc.err == "" {
+			if err != nil || *n != tc.want {
+				t.Errorf("-n %s: %v, n %d; want %d", tc.arg, err, *n, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+			t.Errorf("-n %s: err %v, want one starting %q", tc.arg, err, tc.err)
+		}
+	}
+	fs := NewFlagSet("cmd")
+	i64, u, u64 := fs.Int64("a", 0, ""), fs.Uint("b", 0, ""), fs.Uint64("c", 0, "")
+	if err := Parse(fs, []string{"-a", "010", "-b", "010", "-c", "010"}); err != nil || *i64 != 10 || *u != 10 || *u64 != 10 {
+		t.Errorf("int64, uint, uint64 flags 010: %v, %d %d %d; want 10 each", err, *i64, *u, *u64)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		fs := NewFlagSet("cmd")
+		fs.Int64("a", 0, "")
+		fs.Uint("b", 0, "")
+		fs.Uint64("c", 0, "")
+		if err := Parse(fs, []string{"-" + name, "0x10"}); err == nil || !strings.Contains(err.Error(), "want a decimal integer") {
+			t.Errorf("-%s 0x10: %v, want a decimal integer error", name, err)
+		}
+	}
+}

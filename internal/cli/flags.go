@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -72,7 +73,11 @@ const Once Option = 1
 // without an error, and 0 often means "none" or "the default" (-clip 0,
 // -eta-ind 0), so the flag would silently change meaning. The error is
 // the flag package's: invalid value "1e-400" for flag -clip: nonzero but
-// below the float64 range. With [Once], a flag given twice is an error.
+// below the float64 range. An integer flag (int, int64, uint, uint64)
+// reads decimal digits only, where the flag package reads Go's literals
+// (-R 0x10 is 16, -R 010 octal 8): a base prefix or an underscore is an
+// error, and a leading 0 is decimal (-R 010 is 10). With [Once], a flag
+// given twice is an error.
 func Parse(fs *flag.FlagSet, args []string, opts ...Option) error {
 	defer wrap(fs, opts)()
 	return fs.Parse(args)
@@ -105,8 +110,11 @@ func wrap(fs *flag.FlagSet, opts []Option) (restore func()) {
 	fs.VisitAll(func(f *flag.Flag) {
 		orig[f] = f.Value
 		if g, ok := f.Value.(flag.Getter); ok {
-			if _, ok := g.Get().(float64); ok {
+			switch g.Get().(type) {
+			case float64:
 				f.Value = strictFloat{f.Value}
+			case int, int64, uint, uint64:
+				f.Value = decimalInt{f.Value}
 			}
 		}
 		if once {
@@ -145,6 +153,30 @@ func (o *onceValue) Set(s string) error {
 func (o *onceValue) IsBoolFlag() bool {
 	b, ok := o.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// decimalInt is an integer flag value that reads decimal digits only. The
+// flag package reads Go's integer literals: -R 010 was 8 rounds (octal),
+// -R 0x10 16 and -R 1_000 1000; a command line is not Go source.
+type decimalInt struct{ flag.Value }
+
+// Set implements flag.Value.
+func (f decimalInt) Set(s string) error {
+	digits := strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+	if digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
+		if _, err := strconv.ParseUint(digits, 0, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			// A literal the flag package would read (0x10, 0o7,
+			// 0b1, 1_000), not decimal digits.
+			return errors.New("want a decimal integer (digits with an optional sign; not 0x, 0o, 0b or underscores)")
+		}
+		return f.Value.Set(s) // the flag package's own parse error
+	}
+	if t := strings.TrimLeft(digits, "0"); t != digits {
+		// A leading 0 makes the flag package read octal: the
+		// number without it is the decimal one written.
+		s = strings.TrimSuffix(s, digits) + cmp.Or(t, "0")
+	}
+	return f.Value.Set(s)
 }
 
 // strictFloat is a float64 flag value that refuses an underflow to 0.
