@@ -93,3 +93,26 @@ func TestRecordFactorizationBoundToRun(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
 }
+
+// A Plan without a privacy record (uncalibrated) holds no noise std, and
+// run.json records the Plan as it is: a run that adds noise with such a
+// plan and no Config.Privacy would bind its noise to nothing, so NewServer
+// refuses it, saying what to give. Before, it started, and a restart with
+// a tenth of the std resumed the run.
+func TestPlanWithoutRecordRefusesNoise(t *testing.T) {
+	r := newRun(t, 2, 4, 1, 3)
+	p := &plan.Plan{Workload: plan.WorkloadPrefix, Participation: "single", Rounds: r.R, Algorithm: plan.AlgoCorrelated,
+		Strategy: "optimal", Learners: r.n, Tau: r.tau, Eta: r.cfg.Eta, EtaG: r.cfg.EtaG, Clip: r.cfg.Clip,
+		Model: &plan.Model{Name: "logistic", Features: r.d}}
+	js, err := p.Marshal()
+	require.NoError(t, err)
+	opt := r.options(t.TempDir(), nil)
+	opt.Plan = js
+	srv, err := NewServer(opt)
+	if err == nil {
+		srv.Close()
+	}
+	require.Error(t, err, "a noisy run whose plan has no privacy record started")
+	assert.Contains(t, err.Error(), "Config.Privacy")
+	assert.NotContains(t, err.Error(), "\n")
+}

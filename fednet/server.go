@@ -118,8 +118,10 @@ type ServerOptions struct {
 	// under single participation 1), and its privacy record (fedopt.PrivacyOf) that of
 	// Config.Privacy: eps, delta, method, sensitivity, participation,
 	// relation, calibration, gamma, unit sensitivity, effective clip,
-	// quantization term and operator digest. A restart with a different
-	// plan is refused.
+	// quantization term and operator digest. A run with Noise needs
+	// Config.Privacy with a Plan (the record binds the noise std and the
+	// factorization to the run). A restart with a different plan is
+	// refused.
 	Plan json.RawMessage
 	// Dir is the state directory: every released model is written there
 	// before anyone sees it, and a restarted server resumes from it. One
@@ -487,6 +489,12 @@ func describePlan(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 	c, sh := opt.Config, opt.Shape
 	if c.X0 != nil {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
+	}
+	if opt.Noise != nil && c.Privacy == nil {
+		// run.json records the plan as it is: without a record, nothing
+		// there would name the noise std or the factorization, and a
+		// restart could change either.
+		return nil, errors.New("fednet: the run adds noise (ServerOptions.Noise) but has no privacy record: with a Plan, give its record as Config.Privacy (fedopt.PrivacyOf of the calibrated plan), or leave out the Plan")
 	}
 	m := cmp.Or(p.Model, &plan.Model{})
 	// The epochs: a plan of epochs:K describes a run whose learners
