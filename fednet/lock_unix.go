@@ -13,6 +13,10 @@ import (
 	"time"
 )
 
+// flock is syscall.Flock; tests replace it to simulate a file system
+// without locks.
+var flock = syscall.Flock
+
 // dirLock is an exclusive lock on a state directory: an advisory flock(2)
 // on its lock file, held while the file stays open and released by the
 // kernel when the process exits, however it exits. The file names the
@@ -37,7 +41,7 @@ func lockDir(path, role string) (*dirLock, error) {
 		f.Close()
 		return nil, fmt.Errorf("state directory lock: %s is not a regular file (remove it: the %s makes a regular one)", path, role)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := make([]byte, 256)
 		n, _ := f.ReadAt(holder, 0)
 		f.Close()
@@ -45,7 +49,9 @@ func lockDir(path, role string) (*dirLock, error) {
 			who := cmp.Or(strings.TrimSpace(string(holder[:n])), "a "+role+" that is starting")
 			return nil, fmt.Errorf("state directory %s is in use by another %s (%s): one %s per state directory", strings.TrimSuffix(path, "/"+lockFile), role, who, role)
 		}
-		return nil, fmt.Errorf("state directory lock %s: %w", path, err)
+		// No lock (a file system without flock(2), ENOLCK, EOPNOTSUPP):
+		// the process refuses to run unlocked, and says where to go.
+		return nil, fmt.Errorf("state directory lock %s: %w: the %s cannot lock its state directory there, and never runs unlocked; put the directory on a local file system that supports flock(2)", path, err, role)
 	}
 	host, _ := os.Hostname()
 	f.Truncate(0)

@@ -87,7 +87,11 @@ type ServerOptions struct {
 	// which a run without Config.Privacy may use, or a wrapper (Unwrap)
 	// whose Next changes the noise it wraps, is recorded with dpmf's
 	// fingerprint all the same: whether it draws the same noise after a
-	// restart is then the caller's to ensure.
+	// restart is then the caller's to ensure. Without Plan, the run's
+	// description binds the factorization (a record's OperatorSHA256;
+	// without Config.Privacy, the noise std and the factorization's digest
+	// of the mechanism Noise makes at round 0 with a zero key, which
+	// NewServer calls it for), so a restart with another is refused.
 	Noise func(start int, key [32]byte) (mechanism.Mechanism, error)
 	// NoiseKey, if not nil, is the noise key: for reproducible experiments
 	// (mechanism.SeedKey(seed) gives the noise of mechanism.WithSeed(seed)).
@@ -114,8 +118,10 @@ type ServerOptions struct {
 	// under single participation 1), and its privacy record (fedopt.PrivacyOf) that of
 	// Config.Privacy: eps, delta, method, sensitivity, participation,
 	// relation, calibration, gamma, unit sensitivity, effective clip,
-	// quantization term and operator digest. A restart with a different
-	// plan is refused.
+	// quantization term and operator digest. A run with Noise needs
+	// Config.Privacy with a Plan (the record binds the noise std and the
+	// factorization to the run). A restart with a different plan is
+	// refused.
 	Plan json.RawMessage
 	// Dir is the state directory: every released model is written there
 	// before anyone sees it, and a restarted server resumes from it. One
@@ -429,8 +435,26 @@ func describe(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 		}
 		d["secure_aggregation"] = sd
 	}
-	if p := c.Privacy; p != nil {
+	switch p := c.Privacy; {
+	case p != nil:
 		d["eps"], d["delta"], d["noise_std"], d["sensitivity"] = p.Eps, p.Delta, p.NoiseStd, p.Sensitivity
+		// The factorization the noise streams with (fedopt checks the
+		// mechanism's against it): two records may agree in everything
+		// above (the identity and the normalized square root both have
+		// sensitivity 1) and stream another C.
+		d["operator_sha256"] = p.OperatorSHA256
+	case opt.Noise != nil:
+		// No record: what the caller's guarantee rests on is the
+		// mechanism's noise std and factorization, which a restart must
+		// not change either.
+		std, digest, err := noiseIdentity(opt.Noise)
+		if err != nil {
+			return nil, err
+		}
+		d["noise_std"] = std
+		if digest != "" {
+			d["operator_sha256"] = digest
+		}
 	}
 	b, err := json.Marshal(d) // maps marshal with sorted keys
 	if err != nil {
@@ -439,12 +463,38 @@ func describe(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 	return b, nil
 }
 
+// noiseIdentity returns the noise std of the mechanism noise makes at
+// round 0 (with a zero key: neither depends on the key) and the digest of
+// its factorization (plan.OperatorDigest), or "" for a mechanism that
+// reports none (mechanism.FactorizationOf).
+func noiseIdentity(noise func(start int, key [32]byte) (mechanism.Mechanism, error)) (std float64, digest string, err error) {
+	m, err := noise(0, [32]byte{})
+	if err != nil {
+		return 0, "", fmt.Errorf("fednet: noise mechanism: %w", err)
+	}
+	if m == nil {
+		return 0, "", errors.New("fednet: noise mechanism: ServerOptions.Noise returned none")
+	}
+	if f, ok := mechanism.FactorizationOf(m); ok {
+		if digest, err = plan.OperatorDigest(f); err != nil {
+			return 0, "", fmt.Errorf("fednet: noise mechanism of factorization %q: %w", f.Strategy, err)
+		}
+	}
+	return m.Std(), digest, nil
+}
+
 // describePlan checks that opt.Plan, parsed as p, is the plan of the run
 // opt describes and returns it compacted.
 func describePlan(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 	c, sh := opt.Config, opt.Shape
 	if c.X0 != nil {
 		return nil, errors.New("fednet: a plan describes a run from x^0 = 0, not from Config.X0")
+	}
+	if opt.Noise != nil && c.Privacy == nil {
+		// run.json records the plan as it is: without a record, nothing
+		// there would name the noise std or the factorization, and a
+		// restart could change either.
+		return nil, errors.New("fednet: the run adds noise (ServerOptions.Noise) but has no privacy record: with a Plan, give its record as Config.Privacy (fedopt.PrivacyOf of the calibrated plan), or leave out the Plan")
 	}
 	m := cmp.Or(p.Model, &plan.Model{})
 	// The epochs: a plan of epochs:K describes a run whose learners

@@ -66,10 +66,12 @@ const (
 )
 
 // Limits of the state files read back: none is longer in a valid
-// directory (a round file of a model with up to 2^28 entries).
+// directory (a round file of a model with up to MaxWire entries, the
+// largest dimension NewServer takes; before, a read took 2^28 entries and
+// a server of a larger model refused its own directory at every restart).
 const (
-	maxRunFile   = 1 << 20
-	maxRoundFile = 8<<28 + 1024
+	maxRunFile         = 1 << 20
+	maxRoundFile int64 = int64(roundHead) + 8*MaxWire + sha256.Size
 )
 
 // roundHead is the length of a round file's header: magic, run identity,
@@ -135,7 +137,7 @@ func parseRoundHeader(head []byte, tail []byte, size int64) (roundHeader, error)
 	round, dim, upd := u(0), u(1), u(2)
 	copy(h.prev[:], head[roundHead-sha256.Size:])
 	copy(h.sum[:], tail)
-	if round > math.MaxInt32 || upd > math.MaxInt32 || dim > maxRoundFile/8 ||
+	if round > math.MaxInt32 || upd > math.MaxInt32 || dim > MaxWire ||
 		size != int64(roundHead)+8*int64(dim)+sha256.Size {
 		return h, errors.New("inconsistent header")
 	}
