@@ -123,6 +123,37 @@ func TestToeplitzMinSepLargeCoefficients(t *testing.T) {
 	}
 }
 
+// ToeplitzMinSepSensitivity of small coefficients: as in
+// [TestToeplitzMinSepLargeCoefficients], the 2 x 2 Toeplitz C with first
+// column (x, x) has sensitivity sqrt(5) x under minsep:1 with 2
+// participations (closed form), checked scaled back by 2^e (exact) for
+// x = m 2^-e. Before, the squares of x below 2^-537 underflowed to 0 and
+// the sensitivity reported was 0, below the truth (SensitivityOf and
+// Gamma scale such entries first), and subnormal squares lost precision
+// (x = 1.073 2^-530: 4.6e-6 below sqrt(5) x). A subnormal result is
+// rounded up.
+func TestToeplitzMinSepSmallCoefficients(t *testing.T) {
+	for _, m := range []float64{1, 1.073} {
+		want := math.Sqrt(5) * m
+		for _, e := range []int{0, 400, 530, 540, 600, 1000, 1070} {
+			x := math.Ldexp(m, -e)
+			got, err := ToeplitzMinSepSensitivity([]float64{x, x}, 1, 2)
+			if err != nil {
+				t.Errorf("x = %g 2^-%d: %v", m, e, err)
+				continue
+			}
+			// Back to the scale of x = m (exact): never below sqrt(5) m
+			// by more than rounding, and above it by at most rounding
+			// or, for a subnormal x or result, a few units of 2^-1074
+			// (2^(e-1074) scaled).
+			scaled := math.Ldexp(got, e)
+			if scaled < want*(1-0x1p-51) || scaled > want*(1+0x1p-51)+4*math.Ldexp(1, e-1074) {
+				t.Errorf("x = %g 2^-%d: %g = %g 2^-%d, want sqrt(5) x = %g 2^-%d", m, e, got, scaled, e, want, e)
+			}
+		}
+	}
+}
+
 // TestMemoryEstimatesSaturate: the memory estimates of every registered
 // strategy stay within their range for R at MaxRounds and near the int
 // limits, instead of wrapping. Before, the tree's SolveBytes counted its

@@ -527,7 +527,10 @@ func monotoneToeplitz(c mat.Matrix) ([]float64, bool) {
 // apart from round 0 are the worst case (Kalinin and Lampert 2024,
 // "Banded square root matrix factorization for differentially private
 // model training", Thm. 2), so sens = ||C u|| with u the indicator of
-// {0, b, ..., (k'-1) b}, k' = min(k, ceil(n / b)). O(n). It is an error
+// {0, b, ..., (k'-1) b}, k' = min(k, ceil(n / b)). O(n). Coefficients
+// whose squares would underflow (col[0] below about 1e-120) are scaled by
+// a power of two first, as in [SensitivityOf], so that a non-zero col
+// never has sensitivity 0 and the value is rounded up. It is an error
 // if col is negative or increasing somewhere, or if the sensitivity
 // overflows a float64.
 func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
@@ -545,6 +548,16 @@ func ToeplitzMinSepSensitivity(col []float64, b, k int) (float64, error) {
 		if !(v >= 0) || math.IsInf(v, 1) || (i > 0 && v > col[i-1]) {
 			return 0, &ParamError{Param: "col[" + strconv.Itoa(i) + "]", Value: v, Want: "finite, non-negative and non-increasing coefficients"}
 		}
+	}
+	if e := scaleExponent(col[0]); e < 0 {
+		// col[0] is the largest coefficient: scaled up by 2^-e (exact),
+		// computed, and scaled back rounding up.
+		scaled := make([]float64, n)
+		for i, v := range col {
+			scaled[i] = math.Ldexp(v, -e)
+		}
+		v, err := ToeplitzMinSepSensitivity(scaled, b, k)
+		return ldexpUp(v, e), err
 	}
 	v, s := minSepPattern(col, b, k)
 	if !math.IsInf(s, 0) && !math.IsNaN(s) {
