@@ -137,11 +137,27 @@ func ComputeMetrics(b, c mat.Matrix, p Participation) (Metrics, error) {
 	if err != nil {
 		return Metrics{}, err
 	}
+	// B's squares are summed as they are unless its largest entry is far
+	// from 1, where they would underflow or overflow: then over B / 2^e
+	// (exact), and the loss as (sens 2^e)^2 ||B / 2^e||_F^2, so that a
+	// tiny B with a huge C (1e-200 and 1e200) has its loss, not 0 times
+	// +Inf = NaN.
+	big := 0.0
+	for i := 0; i < r; i++ {
+		for j := 0; j < m; j++ {
+			big = math.Max(big, math.Abs(b.At(i, j)))
+		}
+	}
+	scale := 1.0
+	if big != 0 && (big < 0x1p-400 || big > 0x1p400) {
+		_, e := math.Frexp(big)
+		scale = math.Ldexp(1, e)
+	}
 	frob, maxRow := 0.0, 0.0
 	for i := 0; i < r; i++ {
 		s := 0.0
 		for j := 0; j < m; j++ {
-			v := b.At(i, j)
+			v := b.At(i, j) / scale
 			s += v * v
 		}
 		frob += s
@@ -151,7 +167,15 @@ func ComputeMetrics(b, c mat.Matrix, p Participation) (Metrics, error) {
 	if p.Kind == KindSingle {
 		g = sens.Value
 	}
-	return metricsFrom(r, g, p, sens, frob, maxRow), nil
+	if scale == 1 {
+		return metricsFrom(r, g, p, sens, frob, maxRow), nil
+	}
+	met := metricsFrom(r, g, p, sens, scale*scale*frob, scale*scale*maxRow)
+	ss := sens.Value * scale
+	met.Loss = ss * ss * frob
+	met.RMSE = math.Sqrt(met.Loss / float64(r))
+	met.MaxSE = ss * ss * maxRow
+	return met, nil
 }
 
 // metricsFrom assembles Metrics from gamma, the sensitivity under p and the
