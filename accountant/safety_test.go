@@ -127,12 +127,17 @@ func TestMonotoneRandom(t *testing.T) {
 // the safe eps does not increase in sigma or delta and does not decrease
 // in T or q (each perturbed by 1e-9 to 1e-3 relative, T by one step,
 // which can change the grid), and the calibrated sigma's safe eps is at
-// most the target.
+// most the target. go test draws 4 settings (T up to 3000; two round
+// trips), DPMF_LONG=1 8 (the same 4 first; about 2 s of CPU each),
+// -short 3 with T up to 300.
 func TestSampledMonotoneRandom(t *testing.T) {
 	testutil.SkipOn386Short(t, "monotonicity at T <= 301 under -short: float64, far from int's bounds")
 	t.Parallel()
 	r := rand.New(rand.NewSource(2))
-	n, maxT := 8, 3000
+	n, maxT := 4, 3000
+	if longTests() {
+		n = 8
+	}
 	if testing.Short() {
 		n, maxT = 3, 300
 	}

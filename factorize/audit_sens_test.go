@@ -256,7 +256,8 @@ func auditParticipations(r int) []Participation {
 // epochs, b-min-separation for b up to R + 2 with 0, 1, 2, 3 and R + 1
 // participations), that the reported unit sensitivity is never below the
 // brute-force truth over every pattern (a privacy bug), and equals it where
-// it claims to be exact. The C audited is the one the noise operator
+// it claims to be exact (BLT under about half of the participations
+// without DPMF_LONG=1, see bltEvery). The C audited is the one the noise operator
 // streams (C = M^{-1} from the operator's output on unit noise, for square
 // factors), checked against the factors' C; the loss-only twin of each
 // (where the registry has one) is audited against its own operator's C.
@@ -334,6 +335,24 @@ func TestAuditSensitivityLargerR(t *testing.T) {
 	t.Logf("%d brute-force cases", len(a.cache))
 }
 
+// bltEvery reports whether the audit fits BLT under the i-th participation
+// of its list: BLT refits for every pattern (by L-BFGS, most of the
+// audits' CPU when it ran them all), so -short fits it under a quarter of
+// them (i = 1 mod 4), go test under about half (the first, single
+// participation in auditParticipations' list, and every odd i, the
+// quarter included), and DPMF_LONG=1 (without -short) under all. The
+// single-participation fit moved to each pattern (WithParticipation) is
+// audited under every one, and every other strategy runs every pattern.
+func bltEvery(i int) bool {
+	switch {
+	case testing.Short():
+		return i%4 == 1
+	case longTests():
+		return true
+	}
+	return i == 0 || i%2 == 1
+}
+
 // sensAudit holds the brute-force results by C and pattern, and counts the
 // refused (workload, strategy) pairs.
 type sensAudit struct {
@@ -395,10 +414,21 @@ func (a *sensAudit) workload(t *testing.T, w *Workload) {
 			parts = a.parts
 		}
 		for i, p := range parts {
-			if testing.Short() && s.Name() == StrategyBLT && i%4 != 1 {
-				continue // BLT refits for every pattern: a quarter of them
-			}
 			what := fmt.Sprintf("R=%d %s %s under %v", r, w.Name(), s.Spec(), p)
+			// The single-participation result moved to p.
+			if g, err := single.WithParticipation(p); err == nil {
+				sc := operatorC(g.Operator)
+				if sc == nil {
+					_, sc, err = single.Factors()
+				}
+				if err == nil {
+					lo, hi := a.truth(sc, p)
+					checkAuditSens(t, what+" (WithParticipation)", g.Metrics.UnitSensitivity, lo, hi)
+				}
+			}
+			if s.Name() == StrategyBLT && !bltEvery(i) {
+				continue // BLT refits for every pattern (see bltEvery)
+			}
 			f, err := full.Factorize(ctx, w, p)
 			if err != nil {
 				t.Errorf("%s: %v", what, err)
@@ -420,18 +450,6 @@ func (a *sensAudit) workload(t *testing.T, w *Workload) {
 			checkAuditBands(t, what, f.Operator, c)
 			fb, fc, _ := f.Factors()
 			checkAuditMetrics(t, what, f.Metrics, w, fb, fc)
-
-			// The single-participation result moved to p.
-			if g, err := single.WithParticipation(p); err == nil {
-				sc := operatorC(g.Operator)
-				if sc == nil {
-					_, sc, err = single.Factors()
-				}
-				if err == nil {
-					lo, hi := a.truth(sc, p)
-					checkAuditSens(t, what+" (WithParticipation)", g.Metrics.UnitSensitivity, lo, hi)
-				}
-			}
 
 			if !info.HasLossOnly() {
 				continue

@@ -427,7 +427,11 @@ func oneLine(t *testing.T, what string, err error) {
 // always with -short, the first operation of each kind (the operation and
 // the file) is failed, and the server's middle one (in the restarted run,
 // the first of each kind of the restart's start), the server's only as a
-// crash.
+// crash. With -short (CI's -race pass), the secure run's restarted
+// scenario is not enumerated (its clean run still is run and checked):
+// under the race detector its 20 crashes took 43 s of the test's 115 s of
+// wall time (a shared 2-core machine at a load of about 6); go test ./...
+// still enumerates them.
 func TestEveryStateWriteFails(t *testing.T) {
 	subset := testing.Short() || os.Getenv("DPMF_LONG") == ""
 	for _, secure := range []bool{false, true} {
@@ -467,6 +471,10 @@ func TestEveryStateWriteFails(t *testing.T) {
 				name  string
 				clean *faultRun
 			}{{"fresh", clean}, {"restarted", restarted}} {
+				if secure && sc.name == "restarted" && testing.Short() {
+					t.Logf("-short: the secure restarted scenario's failures are not enumerated")
+					continue
+				}
 				fixed := sc.clean.fi.fixed
 				actors := []string{"server", "learner0"}
 				if fixed >= 0 {
