@@ -1,7 +1,6 @@
 package fednet
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -29,19 +28,9 @@ func TestServerRefusesEpochsBeyondRecord(t *testing.T) {
 	}{{"single", false}, {"epochs:2", true}} {
 		p := &plan.Plan{Workload: plan.WorkloadPrefix, Participation: c.participation, Rounds: R, Algorithm: plan.AlgoCorrelated,
 			Strategy: "optimal", Learners: 2, Tau: 1, Eta: 0.1, EtaG: 1, Clip: 1, Target: &plan.Target{Eps: 5, Delta: 1e-3}}
-		f, err := p.Build(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := fedopt.PrivacyOf(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr}
 		dim := (dpmodel.Logistic{}).NumParams(d)
-		noise := func(start int, key [32]byte) (mechanism.Mechanism, error) {
-			return mechanism.New(f, dim, pr.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
-		}
+		pr, noise := planNoise(t, p, dim)
+		cfg := fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr}
 		key := mechanism.SeedKey(1)
 		opt := ServerOptions{Config: cfg, Shape: fedopt.Shape{Learners: 2, Rounds: R, Tau: 1, Dim: dim},
 			Model: Model{Name: "logistic", Features: d}, Noise: noise, NoiseKey: &key, Dir: t.TempDir(), Epochs: 2}

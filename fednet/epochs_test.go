@@ -94,32 +94,19 @@ func TestLearnerEpochsNeedTheServers(t *testing.T) {
 // 3), and accept them under epochs:2 and minsep:2.
 func TestServerEpochsNeedTheirParticipation(t *testing.T) {
 	const n, R, tau, features = 2, 4, 1, 3
-	ctx := context.Background()
 	dim := (dpmodel.Logistic{}).NumParams(features)
 	for _, c := range []struct {
 		part string
 		ok   bool
 	}{{"single", false}, {"minsep:3", false}, {"epochs:2", true}, {"minsep:2", true}} {
 		p := &plan.Plan{Algorithm: plan.AlgoCorrelated, Strategy: "identity", Participation: c.part, Rounds: R, Learners: n, Tau: tau, Clip: 1, Target: &plan.Target{Eps: 1, Delta: 1e-5}}
-		if _, err := p.Build(ctx); err != nil {
-			t.Fatal(err)
-		}
-		pr, err := fedopt.PrivacyOf(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := p.Factorize(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pr, noise := planNoise(t, p, dim)
 		key := mechanism.SeedKey(1)
 		opt := ServerOptions{
-			Config: fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr},
-			Shape:  fedopt.Shape{Learners: n, Rounds: R, Tau: tau, Dim: dim},
-			Model:  Model{Name: "logistic", Features: features},
-			Noise: func(start int, key [32]byte) (mechanism.Mechanism, error) {
-				return mechanism.New(f, dim, pr.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
-			},
+			Config:   fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr},
+			Shape:    fedopt.Shape{Learners: n, Rounds: R, Tau: tau, Dim: dim},
+			Model:    Model{Name: "logistic", Features: features},
+			Noise:    noise,
 			NoiseKey: &key, Epochs: 2, Dir: t.TempDir(),
 		}
 		srv, err := NewServer(opt)
@@ -247,23 +234,11 @@ func TestServerAnnouncesItsParticipation(t *testing.T) {
 		ok   bool
 	}{{"minsep:2", true}, {"minsep:3", false}} {
 		p := &plan.Plan{Algorithm: plan.AlgoCorrelated, Strategy: "identity", Participation: c.part, Rounds: R, Learners: n, Tau: tau, Clip: 1, Target: &plan.Target{Eps: 1, Delta: 1e-5}}
-		if _, err := p.Build(ctx); err != nil {
-			t.Fatal(err)
-		}
-		pr, err := fedopt.PrivacyOf(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := p.Factorize(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pr, noise := planNoise(t, p, dim)
 		key := mechanism.SeedKey(1)
 		rc := join(ServerOptions{
-			Config: fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr},
-			Noise: func(start int, key [32]byte) (mechanism.Mechanism, error) {
-				return mechanism.New(f, dim, pr.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
-			},
+			Config:   fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr},
+			Noise:    noise,
 			NoiseKey: &key,
 		})
 		if rc.Participation == nil || rc.GetParticipation() != c.part || rc.GetEpochs() != 1 {

@@ -60,36 +60,29 @@ func TestNoiseWithoutRecordBoundToRun(t *testing.T) {
 func TestRecordFactorizationBoundToRun(t *testing.T) {
 	const d, R = 3, 4
 	dim := (dpmodel.Logistic{}).NumParams(d)
-	build := func(strategy string) (*factorize.Factorization, *fedopt.Privacy) {
-		p := &plan.Plan{Workload: plan.WorkloadPrefix, Participation: "single", Rounds: R, Algorithm: plan.AlgoCorrelated,
+	build := func(strategy string) (*fedopt.Privacy, func(int, [32]byte) (mechanism.Mechanism, error)) {
+		return planNoise(t, &plan.Plan{Workload: plan.WorkloadPrefix, Participation: "single", Rounds: R, Algorithm: plan.AlgoCorrelated,
 			Strategy: strategy, Learners: 2, Tau: 1, Eta: 0.1, EtaG: 1, Clip: 1, Model: &plan.Model{Name: "logistic", Features: d},
-			Target: &plan.Target{Eps: 1, Delta: 1e-5}}
-		f, err := p.Build(context.Background())
-		require.NoError(t, err)
-		pr, err := fedopt.PrivacyOf(p)
-		require.NoError(t, err)
-		return f, pr
+			Target: &plan.Target{Eps: 1, Delta: 1e-5}}, dim)
 	}
-	fa, pa := build("identity")
-	fb, pb := build("sqrt-normalized")
+	pa, na := build("identity")
+	pb, nb := build("sqrt-normalized")
 	require.Equal(t, pa.Sensitivity, pb.Sensitivity, "the two records' sensitivities")
 	require.Equal(t, pa.NoiseStd, pb.NoiseStd, "the two records' noise std")
 	require.NotEqual(t, pa.OperatorSHA256, pb.OperatorSHA256)
 	dir := t.TempDir()
-	opts := func(f *factorize.Factorization, pr *fedopt.Privacy) ServerOptions {
+	opts := func(pr *fedopt.Privacy, noise func(int, [32]byte) (mechanism.Mechanism, error)) ServerOptions {
 		return ServerOptions{Config: fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr},
 			Shape: fedopt.Shape{Learners: 2, Rounds: R, Tau: 1, Dim: dim}, Model: Model{Name: "logistic", Features: d},
-			Noise: func(start int, key [32]byte) (mechanism.Mechanism, error) {
-				return mechanism.New(f, dim, pr.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
-			}, Dir: dir}
+			Noise: noise, Dir: dir}
 	}
-	srv, err := NewServer(opts(fa, pa))
+	srv, err := NewServer(opts(pa, na))
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
-	_, err = NewServer(opts(fb, pb))
+	_, err = NewServer(opts(pb, nb))
 	require.Error(t, err, "a restart under another factorization's record resumed")
 	assert.Contains(t, err.Error(), "describes another run")
-	srv, err = NewServer(opts(fa, pa))
+	srv, err = NewServer(opts(pa, na))
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
 }

@@ -1,7 +1,6 @@
 package fednet
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -40,18 +39,8 @@ func TestServerPlanEpochsFollowParticipation(t *testing.T) {
 			var noise func(int, [32]byte) (mechanism.Mechanism, error)
 			if algo == plan.AlgoCorrelated {
 				p.Strategy, p.Target = "identity", &plan.Target{Eps: 1, Delta: 1e-5}
-				f, err := p.Build(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				pr, err := fedopt.PrivacyOf(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg.Algorithm, cfg.Privacy = fedopt.Correlated, pr
-				noise = func(start int, key [32]byte) (mechanism.Mechanism, error) {
-					return mechanism.New(f, dim, pr.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
-				}
+				cfg.Algorithm = fedopt.Correlated
+				cfg.Privacy, noise = planNoise(t, p, dim)
 			}
 			js, err := p.Marshal()
 			if err != nil {

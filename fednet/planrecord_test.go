@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/dpmf/dpmf/fedopt"
-	"github.com/dpmf/dpmf/mechanism"
 	dpmodel "github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
 )
@@ -30,14 +29,7 @@ func TestServerPlanRecordIsEnforced(t *testing.T) {
 			Target: &plan.Target{Eps: eps, Delta: 1e-5}}
 	}
 	run := mk("tree", 1)
-	f, err := run.Build(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := fedopt.PrivacyOf(run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, noise := planNoise(t, run, dim)
 	claim := mk("identity", 0.6)
 	if _, err := claim.Build(context.Background()); err != nil {
 		t.Fatal(err)
@@ -57,9 +49,7 @@ func TestServerPlanRecordIsEnforced(t *testing.T) {
 		}
 		return ServerOptions{Config: fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr},
 			Shape: fedopt.Shape{Learners: 2, Rounds: R, Tau: 1, Dim: dim}, Model: Model{Name: "logistic", Features: d},
-			Noise: func(start int, key [32]byte) (mechanism.Mechanism, error) {
-				return mechanism.New(f, dim, pr.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
-			}, Dir: t.TempDir(), Plan: js}
+			Noise: noise, Dir: t.TempDir(), Plan: js}
 	}
 	srv, err := NewServer(opts(run))
 	if err != nil {

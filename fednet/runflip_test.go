@@ -2,14 +2,12 @@ package fednet
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dpmf/dpmf/fedopt"
-	"github.com/dpmf/dpmf/mechanism"
 	dpmodel "github.com/dpmf/dpmf/model"
 	"github.com/dpmf/dpmf/plan"
 )
@@ -129,21 +127,11 @@ func plannedOptions(t *testing.T, dir string) ServerOptions {
 	p := &plan.Plan{Workload: plan.WorkloadPrefix, Participation: "epochs:2", Rounds: R, Algorithm: plan.AlgoCorrelated,
 		Strategy: "optimal", Learners: 2, Tau: 1, Eta: 0.1, EtaG: 1, Clip: 1, Target: &plan.Target{Eps: 5, Delta: 1e-3}}
 	p.Model = &plan.Model{Name: "logistic", Features: d}
-	f, err := p.Build(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := fedopt.PrivacyOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dim := (dpmodel.Logistic{}).NumParams(d)
+	pr, noise := planNoise(t, p, dim)
 	js, err := p.Marshal()
 	if err != nil {
 		t.Fatal(err)
-	}
-	dim := (dpmodel.Logistic{}).NumParams(d)
-	noise := func(start int, key [32]byte) (mechanism.Mechanism, error) {
-		return mechanism.New(f, dim, pr.NoiseStd, mechanism.WithKey(key), mechanism.WithStartRound(start))
 	}
 	return ServerOptions{Config: fedopt.Config{Algorithm: fedopt.Correlated, Eta: 0.1, EtaG: 1, Clip: 1, Privacy: pr},
 		Shape: fedopt.Shape{Learners: 2, Rounds: R, Tau: 1, Dim: dim}, Model: Model{Name: "logistic", Features: d},
