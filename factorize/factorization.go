@@ -130,7 +130,8 @@ func ComputeMetrics(b, c mat.Matrix, p Participation) (Metrics, error) {
 	if m != m2 || r != r2 || r == 0 || m == 0 {
 		return Metrics{}, &ParamError{Param: "C", Value: fmt.Sprintf("%d x %d", m2, r2), Want: fmt.Sprintf("%d x %d for B of %d x %d", m, r, r, m)}
 	}
-	if _, err := checkFinite("B", b); err != nil {
+	maxB, err := checkFinite("B", b)
+	if err != nil {
 		return Metrics{}, err
 	}
 	sens, err := SensitivityOf(c, p)
@@ -141,18 +142,8 @@ func ComputeMetrics(b, c mat.Matrix, p Participation) (Metrics, error) {
 	// from 1, where they would underflow or overflow: then over B / 2^e
 	// (exact), and the loss as (sens 2^e)^2 ||B / 2^e||_F^2, so that a
 	// tiny B with a huge C (1e-200 and 1e200) has its loss, not 0 times
-	// +Inf = NaN.
-	big := 0.0
-	for i := 0; i < r; i++ {
-		for j := 0; j < m; j++ {
-			big = math.Max(big, math.Abs(b.At(i, j)))
-		}
-	}
-	scale := 1.0
-	if big != 0 && (big < 0x1p-400 || big > 0x1p400) {
-		_, e := math.Frexp(big)
-		scale = math.Ldexp(1, e)
-	}
+	// +Inf = NaN (the scale of SensitivityOf, scaleExponent).
+	scale := math.Ldexp(1, scaleExponent(maxB))
 	frob, maxRow := 0.0, 0.0
 	for i := 0; i < r; i++ {
 		s := 0.0
