@@ -902,19 +902,19 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 		if h.run != st.run {
 			return st.damaged(fmt.Errorf("%s belongs to run %v, not %v", st.path(roundName(r)), h.run, st.run))
 		}
-		// The run's dimension bounds what the last round's read below
-		// takes: a header (and a sparse file) of another dimension would
-		// have it read up to 8 MaxWire bytes, 17 GB, before its checksum
-		// failed.
-		if h.dim != len(o.x0) {
-			return st.damaged(fmt.Errorf("%s holds a model of dimension %d, the run's is %d", st.path(roundName(r)), h.dim, len(o.x0)))
-		}
 		if r == 0 {
 			if err := st.checkPlan(rec, h.prev); err != nil {
 				return err
 			}
 		} else if h.prev != prev {
 			return st.damaged(fmt.Errorf("%s does not follow round %d's file (broken hash chain): a file was replaced", st.path(roundName(r)), r-1))
+		}
+		// After the run's own checks (its plan first), the run's
+		// dimension bounds what the last round's read below takes: a
+		// header (and a sparse file) of another dimension would have it
+		// read up to 8 MaxWire bytes, 17 GB, before its checksum failed.
+		if h.dim != len(o.x0) {
+			return st.damaged(fmt.Errorf("%s holds a model of dimension %d, the run's is %d", st.path(roundName(r)), h.dim, len(o.x0)))
 		}
 		if r == m.round && h.sum != m.sum {
 			return st.damaged(fmt.Errorf("%s is not the round %d that was released (%s records another hash)", st.path(roundName(r)), r, st.path(markFile)))
