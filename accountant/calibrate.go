@@ -44,11 +44,11 @@ func down(x float64) float64 {
 // it: the search keeps a bracket whose upper end has been checked to satisfy
 // delta(eps; sigma) <= delta with the evaluation error of delta counted
 // against it, and returns that end. (That error bound is about 1e-13 in
-// log delta, so for delta near 1, where log(1/delta) is itself that small,
-// the result is larger than the least sigma by more than 1e-12, on the safe
-// side: by a relative 5e-9 at delta = 1 - 1e-6 and 3e-3 at 1 - 1e-12.) The other methods are upper bounds on
-// Exact's curve, so their sigma is larger; they are rounded up by a relative
-// 1e-12.
+// log delta, more than log(1/delta) for delta near 1; for delta >= 1/2 the
+// check is also made on 1 - delta, whose relative error bound is the same,
+// so the 1e-12 holds up to the largest float64 below 1.) The other methods
+// are upper bounds on Exact's curve, so their sigma is larger; they are
+// rounded up by a relative 1e-12.
 //
 // Special cases are:
 //

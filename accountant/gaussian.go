@@ -134,14 +134,27 @@ func logDeltaMargin(eps, mu float64) float64 {
 }
 
 // exactSafe reports whether the Gaussian mechanism with GDP parameter mu is
-// (eps, delta)-DP, with the evaluation error counted against it: it holds
-// only if log delta(eps) plus its error bound is at most log target.
-func exactSafe(eps, mu, logTarget float64) bool {
+// (eps, delta)-DP, with the evaluation error counted against it. It holds if
+// log delta(eps) plus its error bound is at most log delta, or, for
+// delta >= 1/2, if 1 - delta(eps) less its relative error bound (the same
+// margin; see [complementGDP]) is at least 1 - delta, which is exact there.
+// Either test alone is sound; the second is what resolves delta near 1,
+// where the first one's absolute error bound of 1e-13 exceeds
+// log(1/delta) and made Sigma(1, 1 - 2^-53) 12% too large.
+func exactSafe(eps, mu, delta float64) bool {
 	ld := logDeltaGDP(eps, mu)
 	if math.IsInf(ld, -1) { // delta below exp(-1e300): safe, whatever the margin
 		return true
 	}
-	return ld+logDeltaMargin(eps, mu) <= logTarget
+	m := logDeltaMargin(eps, mu)
+	if ld+m <= logf(delta) {
+		return true
+	}
+	if delta < 0.5 {
+		return false
+	}
+	c, ok := complementGDP(eps, mu)
+	return ok && c*(1-m) >= 1-delta
 }
 
 // exactSigma returns the least noise multiplier sigma, to about 1e-12,
@@ -158,7 +171,7 @@ func exactSigma(eps, delta float64) float64 {
 	logTarget := logf(delta)
 	// mu from gdpMu, rounded up as Epsilon rounds it, so that Epsilon of the
 	// result finds eps itself safe.
-	safe := func(s float64) bool { return exactSafe(eps, gdpMu(s, 1), logTarget) }
+	safe := func(s float64) bool { return exactSafe(eps, gdpMu(s, 1), delta) }
 	// (leastSafe finding no unsafe sigma below a finite one is unreachable:
 	// delta(eps; sigma) -> 1 as sigma -> 0.)
 	_, s := leastSafe(math.Min(paperSigma(eps, -logTarget), 1/(delta*sqrt2Pi)), safe)
@@ -170,7 +183,7 @@ func exactSigma(eps, delta float64) float64 {
 // search starts from the Bun-Steinke bound, which is always safe.
 func exactEpsilon(mu, delta float64) float64 {
 	logTarget := logf(delta)
-	safe := func(e float64) bool { return exactSafe(e, mu, logTarget) }
+	safe := func(e float64) bool { return exactSafe(e, mu, delta) }
 	if safe(0) {
 		return 0
 	}

@@ -186,3 +186,25 @@ func logf(x float64) float64 {
 	}
 	return math.Log(x)
 }
+
+// complementGDP returns 1 - delta(eps) of the mu-GDP curve for eps >= 0 and
+// a = eps/mu - mu/2 <= 0, the case of every delta >= 1/2:
+//
+//	1 - delta(eps) = Phi(a) + e^eps Phi(-b) = phi(a) (Q(-a) + Q(b)),
+//
+// a sum of two positive terms (e^eps Phi(-b) = phi(a) Q(b) as in
+// [logDeltaGDP]), so its relative error is that of phi(a) and the Mills
+// ratios, the same few ulps plus the a^2 amplification that
+// [logDeltaMargin] bounds for log delta. For delta near 1 it keeps the
+// digits that log delta, about -(1 - delta), loses against an absolute
+// error bound: at the largest float64 below 1, 1 - delta = 1.1e-16 is a
+// thousandth of that bound. It returns ok = false for a > 0 (delta < 1/2)
+// and for NaN.
+func complementGDP(eps, mu float64) (c float64, ok bool) {
+	a := eps/mu - 0.5*mu
+	if !(a <= 0) {
+		return 0, false
+	}
+	b := eps/mu + 0.5*mu
+	return math.Exp(logPhiDensity(a)) * (mills(-a) + mills(b)), true
+}

@@ -108,3 +108,49 @@ func TestLogDeltaAgainstBig(t *testing.T) {
 	}
 	t.Logf("worst relative error of delta: %.3g", worst)
 }
+
+// TestComplementAgainstBig checks complementGDP, 1 - delta(eps), against
+// one minus the big-float curve wherever a = eps/mu - mu/2 <= 0 (delta
+// >= 1/2), up to mu = 40 where 1 - delta is about 1e-90: the same tolerance
+// as TestLogDeltaAgainstBig, which logDeltaMargin, the margin exactSafe
+// applies to the complement too, exceeds 2.5 times.
+func TestComplementAgainstBig(t *testing.T) {
+	type point struct{ eps, mu float64 }
+	var pts []point
+	for _, eps := range gdpGrid.eps {
+		for _, mu := range gdpGrid.mu {
+			pts = append(pts, point{eps, mu})
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 2018))
+	for range 400 {
+		pts = append(pts, point{math.Pow(10, -8+10*rng.Float64()), math.Pow(10, -1+2.7*rng.Float64())})
+	}
+	n, worst := 0, 0.0
+	for _, p := range pts {
+		got, ok := complementGDP(p.eps, p.mu)
+		a := p.eps/p.mu - p.mu/2
+		if ok != (a <= 0) {
+			t.Fatalf("complementGDP(%g, %g): ok = %v at a = %g", p.eps, p.mu, ok, a)
+		}
+		if !ok {
+			continue
+		}
+		n++
+		ref := refDelta(p.eps, p.mu)
+		one := newBig(ref.Prec()).SetInt64(1)
+		ref.Sub(one, ref)
+		g := newBig(ref.Prec()).SetFloat64(got)
+		g.Quo(g, ref)
+		r, _ := g.Float64()
+		rel := math.Abs(r - 1)
+		worst = max(worst, rel)
+		if tol := 1e-14 + 4e-16*(a*a+1); rel > tol {
+			t.Errorf("1 - delta(eps=%g, mu=%g) = %.17g, rel err %.2g > %.2g", p.eps, p.mu, got, rel, tol)
+		}
+	}
+	if n < 200 {
+		t.Errorf("only %d points with a <= 0", n)
+	}
+	t.Logf("%d points, worst relative error of 1 - delta: %.3g", n, worst)
+}

@@ -72,7 +72,7 @@ func (r Record) Verify() error {
 		return errMethod(r.Method)
 	}
 	mu := nextUp(nextUp(r.Sensitivity / r.NoiseStd))
-	if exactSafe(r.Eps, mu, logf(r.Delta)) {
+	if exactSafe(r.Eps, mu, r.Delta) {
 		return nil
 	}
 	d := math.Exp(logDeltaGDP(r.Eps, mu))

@@ -131,7 +131,9 @@ func (r *ReplayReport) Violations() []Check {
 //
 // The replaced sample is the one where the server's weights and the
 // factorization make the change largest: the learner and the set of rounds
-// allowed by the participation that maximise ||sum_{r in S} w_{r,i} C[:, r]||.
+// allowed by the participation that maximise ||sum_{r in S} w_{r,i} C[:, r]||
+// (under min-separation at large R, the largest of the candidates
+// worstSample tries; see docs/audit.md).
 // For single participation and exact rules a correct run gives a ratio of 1
 // to rounding.
 //
@@ -531,39 +533,212 @@ func patterns(p factorize.Participation, R int) [][]int {
 	return out
 }
 
+// maxSearchWork bounds the work of worstSample's exhaustive search under
+// min-separation: the number of its patterns times the learners, the
+// rounds of a pattern and C's rows, about that many multiply-adds (a few
+// hundredths of a second). The audit's small plans (R = 16, b = 4: 249
+// patterns) are searched exhaustively; Fig. 4's (R = 800) are not.
+const maxSearchWork = 1 << 26
+
 // worstSample returns the learner and rounds that maximise
 // ||sum_{r in S} w[r][i] C[:, r]|| over the participation's patterns, and
 // that maximum. Among values equal to a relative 1e-12 it prefers the
 // pattern whose rounds miss the most learners, so that a dropout policy is
 // exercised where the weights do not tell the rounds apart. It checks ctx
 // at every pattern.
+//
+// Under single participation and fixed epochs [patterns] lists every
+// pattern the participation allows, and the maximum is exact. Under
+// min-separation (any rounds pairwise at least b apart, at most k of
+// them) the patterns the claim covers are too many to list at large R,
+// and which one is worst depends on C and the weights; worstSample tries
+//
+//   - every pattern, where their number keeps the work within
+//     maxSearchWork (exact, whatever C and w);
+//   - the runs exactly b apart of [patterns], the worst patterns for a
+//     Toeplitz C with non-negative non-increasing coefficients and equal
+//     weights (Kalinin & Lampert 2024, Thm 2);
+//   - for each learner i, the pattern that maximises
+//     sum_{r in S} w[r][i]^2 ||C[:, r]||^2 (a dynamic program over the
+//     rounds): where C's columns b or more apart are orthogonal (C^T C
+//     banded within b, as the banded rule requires) that sum is the
+//     squared norm itself, so this pattern is the worst for any weights.
+//     Runs exactly b apart are not: where a learner's weights differ by
+//     round (a server that rescales by the learners present), a pattern
+//     with a wider gap can take the rounds where they are larger.
+//
+// For other C at large R (whose sensitivity the min-separation bound, not
+// an exact rule, declares) the maximum found is a lower bound on the worst
+// pattern's.
 func worstSample(ctx context.Context, c *mat.Dense, p factorize.Participation, w [][]float64, present [][]bool) (int, []int, float64, error) {
+	return worstSampleWithin(ctx, c, p, w, present, maxSearchWork)
+}
+
+// worstSampleWithin is worstSample with the exhaustive search's work
+// bounded by work (0: no exhaustive search).
+func worstSampleWithin(ctx context.Context, c *mat.Dense, p factorize.Participation, w [][]float64, present [][]bool, work int) (int, []int, float64, error) {
 	m, R := c.Dims()
 	n := len(w[0])
 	v := make([]float64, m)
 	bestI, bestS, best, bestDrops := 0, []int{0}, -1.0, -1
-	for _, s := range patterns(p, R) {
+	try := func(i int, s []int) error {
 		if err := ctx.Err(); err != nil {
-			return 0, nil, 0, err
+			return err
 		}
 		drops := missed(present, s)
-		for i := 0; i < n; i++ {
-			clear(v)
-			for _, r := range s {
-				if w[r][i] == 0 {
-					continue
-				}
+		clear(v)
+		for _, r := range s {
+			if w[r][i] == 0 {
+				continue
+			}
+			for a := 0; a < m; a++ {
+				v[a] += w[r][i] * c.At(a, r)
+			}
+		}
+		nv := math.Sqrt(dot(v, v))
+		if nv > best*(1+1e-12) || (nv >= best*(1-1e-12) && drops > bestDrops) {
+			bestI, bestS, best, bestDrops = i, s, nv, drops
+		}
+		return nil
+	}
+	all := patterns(p, R)
+	if p.Kind == factorize.KindMinSep {
+		k := p.Participations(R)
+		if every, ok := separatedSets(R, p.B, k, work/max(1, n*k*m)); ok {
+			all = every
+		} else {
+			col := make([]float64, R) // ||C[:, r]||^2
+			for r := range col {
 				for a := 0; a < m; a++ {
-					v[a] += w[r][i] * c.At(a, r)
+					col[r] += c.At(a, r) * c.At(a, r)
 				}
 			}
-			nv := math.Sqrt(dot(v, v))
-			if nv > best*(1+1e-12) || (nv >= best*(1-1e-12) && drops > bestDrops) {
-				bestI, bestS, best, bestDrops = i, s, nv, drops
+			d := make([]float64, R)
+			for i := 0; i < n; i++ {
+				for r := range d {
+					d[r] = w[r][i] * w[r][i] * col[r]
+				}
+				if err := try(i, bestSeparatedSet(d, p.B, k)); err != nil {
+					return 0, nil, 0, err
+				}
+			}
+		}
+	}
+	for _, s := range all {
+		for i := 0; i < n; i++ {
+			if err := try(i, s); err != nil {
+				return 0, nil, 0, err
 			}
 		}
 	}
 	return bestI, bestS, best, nil
+}
+
+// separatedSets returns every non-empty set of at most k of the rounds
+// 0..R-1 pairwise at least b apart, in lexicographic order, or false if
+// there are more than limit.
+func separatedSets(R, b, k, limit int) ([][]int, bool) {
+	var out [][]int
+	var rec func(first int, cur []int) bool
+	rec = func(first int, cur []int) bool {
+		for r := first; r < R; r++ {
+			if len(out) >= limit {
+				return false
+			}
+			s := append(cur, r)
+			out = append(out, slices.Clone(s))
+			if len(s) < k && b <= R-1-r { // r + b < R, without overflow
+				if !rec(r+b, s) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if !rec(0, make([]int, 0, k)) {
+		return nil, false
+	}
+	return out, true
+}
+
+// bestSeparatedSet returns a set of at most k indices of d >= 0, pairwise
+// at least b apart, with the largest sum of d (a non-empty one: index 0
+// if every d is 0). With A_c[t] the best sum over indices <= t with at
+// most c of them, A_c[t] = max(A_c[t-1], d[t] + A_{c-1}[t-b]); the table
+// of choices is walked back from A_k[R-1]. O(R k) time and bytes; O(R)
+// where k does not bind (at least ceil(R / b)), as A_c = A_{c-1} then.
+func bestSeparatedSet(d []float64, b, k int) []int {
+	R := len(d)
+	if k >= (R-1)/b+1 {
+		return bestSeparatedSetAny(d, b)
+	}
+	prev := make([]float64, R) // A_{c-1}
+	cur := make([]float64, R)  // A_c
+	took := make([][]bool, k+1)
+	for c := 1; c <= k; c++ {
+		took[c] = make([]bool, R)
+		run := 0.0
+		for t := 0; t < R; t++ {
+			base := 0.0
+			if t >= b {
+				base = prev[t-b]
+			}
+			if v := base + d[t]; v > run {
+				run = v
+				took[c][t] = true
+			}
+			cur[t] = run
+		}
+		prev, cur = cur, prev
+	}
+	var s []int
+	for c, t := k, R-1; c > 0 && t >= 0; {
+		if took[c][t] {
+			s = append(s, t)
+			c, t = c-1, t-b
+		} else {
+			t--
+		}
+	}
+	if len(s) == 0 {
+		return []int{0}
+	}
+	slices.Reverse(s)
+	return s
+}
+
+// bestSeparatedSetAny is bestSeparatedSet without a limit on the number
+// of indices: A[t] = max(A[t-1], d[t] + A[t-b]).
+func bestSeparatedSetAny(d []float64, b int) []int {
+	R := len(d)
+	a := make([]float64, R)
+	took := make([]bool, R)
+	run := 0.0
+	for t := 0; t < R; t++ {
+		base := 0.0
+		if t >= b {
+			base = a[t-b]
+		}
+		if v := base + d[t]; v > run {
+			run = v
+			took[t] = true
+		}
+		a[t] = run
+	}
+	var s []int
+	for t := R - 1; t >= 0; {
+		if took[t] {
+			s = append(s, t)
+			t -= b
+		} else {
+			t--
+		}
+	}
+	if len(s) == 0 {
+		return []int{0}
+	}
+	slices.Reverse(s)
+	return s
 }
 
 // missed returns the number of learner-rounds of the given rounds that

@@ -5,6 +5,7 @@ package fednet
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,8 +27,13 @@ type dirLock struct {
 func lockDir(path, role string) (*dirLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		holder, _ := os.ReadFile(path)
-		return nil, fmt.Errorf("state directory %s is in use by another %s (%s): one %s per state directory; if that %s is gone, remove %s", strings.TrimSuffix(path, string(os.PathSeparator)+lockFile), role, strings.TrimSpace(string(holder)), role, role, path)
+		holder := make([]byte, maxLockHolder)
+		n := 0
+		if h, err := os.Open(path); err == nil {
+			n, _ = io.ReadFull(h, holder)
+			h.Close()
+		}
+		return nil, fmt.Errorf("state directory %s is in use by another %s (%s): one %s per state directory; if that %s is gone, remove %s", strings.TrimSuffix(path, string(os.PathSeparator)+lockFile), role, lockHolder(holder[:n]), role, role, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state directory lock: %w", err)

@@ -42,11 +42,11 @@ func lockDir(path, role string) (*dirLock, error) {
 		return nil, fmt.Errorf("state directory lock: %s is not a regular file (remove it: the %s makes a regular one)", path, role)
 	}
 	if err := flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder := make([]byte, 256)
+		holder := make([]byte, maxLockHolder)
 		n, _ := f.ReadAt(holder, 0)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			who := cmp.Or(strings.TrimSpace(string(holder[:n])), "a "+role+" that is starting")
+			who := cmp.Or(lockHolder(holder[:n]), "a "+role+" that is starting")
 			return nil, fmt.Errorf("state directory %s is in use by another %s (%s): one %s per state directory", strings.TrimSuffix(path, "/"+lockFile), role, who, role)
 		}
 		// No lock (a file system without flock(2), ENOLCK, EOPNOTSUPP):

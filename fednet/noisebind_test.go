@@ -109,3 +109,62 @@ func TestPlanWithoutRecordRefusesNoise(t *testing.T) {
 	assert.Contains(t, err.Error(), "Config.Privacy")
 	assert.NotContains(t, err.Error(), "\n")
 }
+
+// A Noise (the library user's mechanism) whose noise std depends on its
+// key or on the round it starts at: run.json records the std of the
+// mechanism made at round 0 with a zero key, so the std of the one a run
+// actually releases with, made at the resume round with the run's key, is
+// checked against it, and NewServer refuses a difference naming both.
+// Before, a Noise giving a tenth of the std for a nonzero key (every real
+// run's) or for a resume at round 1 started and released with a tenth of
+// the recorded noise.
+func TestNoiseVaryingByKeyOrRoundRefused(t *testing.T) {
+	r := newRun(t, 2, 4, 1, 3)
+	require.Nil(t, r.cfg.Privacy, "the run has no privacy record")
+	byKey := func(start int, key [32]byte) (mechanism.Mechanism, error) {
+		std := r.std
+		if key != ([32]byte{}) {
+			std /= 10
+		}
+		return mechanism.New(r.f, r.d, std, mechanism.WithKey(key), mechanism.WithStartRound(start))
+	}
+	opt := r.options(t.TempDir(), nil)
+	opt.Noise = byKey
+	srv, err := NewServer(opt)
+	if err == nil {
+		srv.Close()
+	}
+	require.Error(t, err, "a Noise with a tenth of the std for the run's key started")
+	assert.Contains(t, err.Error(), "run.json")
+	assert.NotContains(t, err.Error(), "\n")
+
+	byRound := func(start int, key [32]byte) (mechanism.Mechanism, error) {
+		std := r.std
+		if start > 0 {
+			std /= 10
+		}
+		return mechanism.New(r.f, r.d, std, mechanism.WithKey(key), mechanism.WithStartRound(start))
+	}
+	dir := t.TempDir()
+	opt = r.options(dir, nil)
+	opt.Noise = byRound
+	srv, err = NewServer(opt)
+	require.NoError(t, err, "round 0 has the recorded std")
+	require.NoError(t, srv.st.release(Released{Round: 1, Updates: 2, X: make([]float64, r.d)}))
+	require.NoError(t, srv.Close())
+	before := snapshot(t, dir)
+	srv, err = NewServer(opt)
+	if err == nil {
+		srv.Close()
+	}
+	require.Error(t, err, "a resume at round 1 with a tenth of the std started")
+	assert.Contains(t, err.Error(), "round 1")
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Equal(t, before, snapshot(t, dir), "the refused resume changed the state directory")
+
+	// A Noise of one std for every round and key resumes it.
+	opt.Noise = r.noise
+	srv, err = NewServer(opt)
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
+}

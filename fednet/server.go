@@ -91,7 +91,10 @@ type ServerOptions struct {
 	// description binds the factorization (a record's OperatorSHA256;
 	// without Config.Privacy, the noise std and the factorization's digest
 	// of the mechanism Noise makes at round 0 with a zero key, which
-	// NewServer calls it for), so a restart with another is refused.
+	// NewServer calls it for), so a restart with another is refused; and
+	// the mechanism made for the round a run starts or resumes at, with
+	// the run's key, must have that std and digest too (a Noise whose
+	// std depends on the round or the key is refused).
 	Noise func(start int, key [32]byte) (mechanism.Mechanism, error)
 	// NoiseKey, if not nil, is the noise key: for reproducible experiments
 	// (mechanism.SeedKey(seed) gives the noise of mechanism.WithSeed(seed)).
@@ -313,7 +316,7 @@ func NewServer(opt ServerOptions) (*Server, error) {
 		return nil, errors.New("fednet: a noise key without a noise mechanism")
 	}
 	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
-	desc, err := describe(opt, p)
+	desc, id, err := describe(opt, p)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +335,7 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fednet: %w", err)
 	}
-	s, err := newServer(opt, log, st)
+	s, err := newServer(opt, log, st, id)
 	if err != nil {
 		st.lock.Close()
 		return nil, err
@@ -341,7 +344,10 @@ func NewServer(opt ServerOptions) (*Server, error) {
 }
 
 // newServer makes the server of a state directory opened by openState.
-func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) {
+// id, if not nil, is the noise identity run.json records for a run
+// without a privacy record (see [describe]); the mechanism made for the
+// resume round with the run's key must have it.
+func newServer(opt ServerOptions, log *slog.Logger, st *state, id *noiseID) (*Server, error) {
 	sh, last := opt.Shape, st.last
 	if len(last.X) != sh.Dim || last.Round > sh.Rounds {
 		return nil, fmt.Errorf("fednet: %s holds round %d of dimension %d, want at most %d rounds of dimension %d", opt.Dir, last.Round, len(last.X), sh.Rounds, sh.Dim)
@@ -352,6 +358,9 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state) (*Server, error) 
 		var err error
 		if noise, err = opt.Noise(start, st.key); err != nil {
 			return nil, fmt.Errorf("fednet: noise mechanism: %w", err)
+		}
+		if err := id.check(noise, start); err != nil {
+			return nil, err
 		}
 	}
 	core, err := fedopt.NewServerAt(opt.Config, sh, noise, start, last.X)
@@ -413,12 +422,17 @@ func sat(a, b int) int {
 }
 
 // describe returns the run's description as JSON: opt.Plan, parsed as
-// p, or the one made from opt.
-func describe(opt ServerOptions, p *plan.Plan) ([]byte, error) {
+// p, or the one made from opt; and, for a run that adds noise without a
+// privacy record, the noise identity the description records, which
+// nothing else checks the run's mechanism against (a record's std and
+// factorization fedopt checks).
+func describe(opt ServerOptions, p *plan.Plan) ([]byte, *noiseID, error) {
 	if p != nil {
-		return describePlan(opt, p)
+		b, err := describePlan(opt, p)
+		return b, nil, err
 	}
 	c := opt.Config
+	var id *noiseID
 	d := map[string]any{
 		"protocol": int(Protocol), "algorithm": c.Algorithm.String(),
 		"eta": c.Eta, "eta_g": c.EtaG, "eta_ind": c.EtaInd, "clip": c.Clip,
@@ -447,40 +461,79 @@ func describe(opt ServerOptions, p *plan.Plan) ([]byte, error) {
 		// No record: what the caller's guarantee rests on is the
 		// mechanism's noise std and factorization, which a restart must
 		// not change either.
-		std, digest, err := noiseIdentity(opt.Noise)
-		if err != nil {
-			return nil, err
+		var err error
+		if id, err = noiseIdentity(opt.Noise); err != nil {
+			return nil, nil, err
 		}
-		d["noise_std"] = std
-		if digest != "" {
-			d["operator_sha256"] = digest
+		d["noise_std"] = id.std
+		if id.digest != "" {
+			d["operator_sha256"] = id.digest
 		}
 	}
 	b, err := json.Marshal(d) // maps marshal with sorted keys
 	if err != nil {
-		return nil, fmt.Errorf("fednet: run description: %w", err)
+		return nil, nil, fmt.Errorf("fednet: run description: %w", err)
 	}
-	return b, nil
+	return b, id, nil
 }
 
-// noiseIdentity returns the noise std of the mechanism noise makes at
-// round 0 (with a zero key: neither depends on the key) and the digest of
-// its factorization (plan.OperatorDigest), or "" for a mechanism that
-// reports none (mechanism.FactorizationOf).
-func noiseIdentity(noise func(start int, key [32]byte) (mechanism.Mechanism, error)) (std float64, digest string, err error) {
+// noiseID is what run.json records of the noise of a run without a
+// privacy record: its std and the digest of its factorization
+// (plan.OperatorDigest), "" for a mechanism that reports none
+// (mechanism.FactorizationOf).
+type noiseID struct {
+	std    float64
+	digest string
+}
+
+// noiseIdentity returns the noise identity of the mechanism noise makes at
+// round 0 with a zero key, the one run.json records: a run's key is made
+// or read only once the state directory is open, after the description
+// is. [noiseID.check] holds the mechanism a run releases with to it.
+func noiseIdentity(noise func(start int, key [32]byte) (mechanism.Mechanism, error)) (*noiseID, error) {
 	m, err := noise(0, [32]byte{})
 	if err != nil {
-		return 0, "", fmt.Errorf("fednet: noise mechanism: %w", err)
+		return nil, fmt.Errorf("fednet: noise mechanism: %w", err)
 	}
 	if m == nil {
-		return 0, "", errors.New("fednet: noise mechanism: ServerOptions.Noise returned none")
+		return nil, errors.New("fednet: noise mechanism: ServerOptions.Noise returned none")
 	}
+	return identityOf(m)
+}
+
+// identityOf returns m's noise identity.
+func identityOf(m mechanism.Mechanism) (*noiseID, error) {
+	id := &noiseID{std: m.Std()}
 	if f, ok := mechanism.FactorizationOf(m); ok {
-		if digest, err = plan.OperatorDigest(f); err != nil {
-			return 0, "", fmt.Errorf("fednet: noise mechanism of factorization %q: %w", f.Strategy, err)
+		var err error
+		if id.digest, err = plan.OperatorDigest(f); err != nil {
+			return nil, fmt.Errorf("fednet: noise mechanism of factorization %q: %w", f.Strategy, err)
 		}
 	}
-	return m.Std(), digest, nil
+	return id, nil
+}
+
+// check returns an error unless m, the mechanism ServerOptions.Noise made
+// for round start with the run's key, has the identity id (nil: nothing
+// to check). A Noise whose std or factorization depends on the round or
+// the key would otherwise release noise other than run.json records, a
+// tenth of it, say, with nothing to show for it.
+func (id *noiseID) check(m mechanism.Mechanism, start int) error {
+	if id == nil {
+		return nil
+	}
+	if m == nil {
+		return errors.New("fednet: noise mechanism: ServerOptions.Noise returned none")
+	}
+	got, err := identityOf(m)
+	if err != nil {
+		return err
+	}
+	if *got != *id {
+		return fmt.Errorf("fednet: noise mechanism at round %d with the run's key has noise std %v and factorization digest %q, but run.json records %v and %q (ServerOptions.Noise at round 0 with a zero key): a Noise whose std or factorization depends on the round or the key is refused",
+			start, got.std, got.digest, id.std, id.digest)
+	}
+	return nil
 }
 
 // describePlan checks that opt.Plan, parsed as p, is the plan of the run

@@ -759,14 +759,10 @@ func (st *state) create(o stateOptions) error {
 	if err != nil {
 		return fmt.Errorf("the run's plan: %w", err)
 	}
-	st.last = Released{Round: 0, X: o.x0}
-	if st.head, err = st.writeRound(st.run, start, st.last); err != nil {
-		return err
-	}
-	if err := st.writeMark(mark{run: st.run, round: 0, sum: st.head}); err != nil {
-		return err
-	}
-	st.sums = [][sha256.Size]byte{st.head}
+	// run.json is made, and its length checked against what a restart
+	// reads back, before anything is written: a longer one (a library
+	// plan or model name of a megabyte) started a run that every restart
+	// then refused as damaged.
 	rec := runRecord{Format: stateFormat, Run: st.run.String(), Noise: "none", Plan: o.plan}
 	rec.DirInode, _ = dirInode(st.dir)
 	rec.DirBirth, _ = dirBirth(st.dir)
@@ -776,9 +772,6 @@ func (st *state) create(o stateOptions) error {
 		} else {
 			rand.Read(st.key[:]) // never fails
 			rec.Noise = "file"
-			if err := st.write(keyFile, 0o600, st.key[:]); err != nil {
-				return err
-			}
 		}
 		rec.KeySHA256 = keyFingerprint(st.key)
 		rec.Derivation = noiseDerivation()
@@ -787,7 +780,24 @@ func (st *state) create(o stateOptions) error {
 	if err != nil {
 		return err
 	}
-	return st.write(runFile, 0o644, append(data, '\n'))
+	data = append(data, '\n')
+	if len(data) > maxRunFile {
+		return fmt.Errorf("the run's description makes %s %d bytes, more than the %d a restart reads back: shorten the plan (a long model name or data source, say); nothing was written", st.path(runFile), len(data), maxRunFile)
+	}
+	st.last = Released{Round: 0, X: o.x0}
+	if st.head, err = st.writeRound(st.run, start, st.last); err != nil {
+		return err
+	}
+	if err := st.writeMark(mark{run: st.run, round: 0, sum: st.head}); err != nil {
+		return err
+	}
+	st.sums = [][sha256.Size]byte{st.head}
+	if rec.Noise == "file" {
+		if err := st.write(keyFile, 0o600, st.key[:]); err != nil {
+			return err
+		}
+	}
+	return st.write(runFile, 0o644, data)
 }
 
 // resume checks a directory with run.json against the run o describes and
@@ -898,6 +908,13 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 			}
 		} else if h.prev != prev {
 			return st.damaged(fmt.Errorf("%s does not follow round %d's file (broken hash chain): a file was replaced", st.path(roundName(r)), r-1))
+		}
+		// After the run's own checks (its plan first), the run's
+		// dimension bounds what the last round's read below takes: a
+		// header (and a sparse file) of another dimension would have it
+		// read up to 8 MaxWire bytes, 17 GB, before its checksum failed.
+		if h.dim != len(o.x0) {
+			return st.damaged(fmt.Errorf("%s holds a model of dimension %d, the run's is %d", st.path(roundName(r)), h.dim, len(o.x0)))
 		}
 		if r == m.round && h.sum != m.sum {
 			return st.damaged(fmt.Errorf("%s is not the round %d that was released (%s records another hash)", st.path(roundName(r)), r, st.path(markFile)))

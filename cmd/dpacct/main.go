@@ -202,14 +202,15 @@ func message(err error) (string, int) {
 func command(ctx context.Context, name string, args []string, stdout io.Writer) (result, error) {
 	fs := cli.NewFlagSet("dpacct " + name)
 	var (
-		eps, delta, sigma = &floatFlag{}, &floatFlag{}, &floatFlag{}
-		sensitivity       = &floatFlag{v: 1}
-		compositions      = &intFlag{v: 1}
-		sampling          = &floatFlag{}
-		steps             = &intFlag{} // required with -sampling: no default
-		method            = accountant.Exact
-		relation          = accountant.AddRemove
-		asJSON            bool
+		eps, sigma   = &floatFlag{}, &floatFlag{}
+		delta        = &floatFlag{down: true} // a target: never read larger than written
+		sensitivity  = &floatFlag{v: 1}
+		compositions = &intFlag{v: 1}
+		sampling     = &floatFlag{}
+		steps        = &intFlag{} // required with -sampling: no default
+		method       = accountant.Exact
+		relation     = accountant.AddRemove
+		asJSON       bool
 	)
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fs.Var(sensitivity, "sensitivity", "L2 `sensitivity` of the release; noise_std = sigma * sensitivity")
@@ -387,13 +388,22 @@ var examples = map[string]string{
 
 // floatFlag is a float64 flag parsed by cli.ParseFloat, which refuses
 // values out of the float64 range and a nonzero value that would silently
-// underflow to 0 (such as 1e-400).
-type floatFlag struct{ v float64 }
+// underflow to 0 (such as 1e-400); with down, by cli.ParseFloatDown, which
+// also never reads a subnormal as larger than written (-delta 8e-324 is
+// 4.9e-324, not 9.9e-324, and -delta 2.5e-324 an error).
+type floatFlag struct {
+	v    float64
+	down bool
+}
 
 func (f *floatFlag) String() string { return strconv.FormatFloat(f.v, 'g', -1, 64) }
 
 func (f *floatFlag) Set(s string) (err error) {
-	f.v, err = cli.ParseFloat(s)
+	if f.down {
+		f.v, err = cli.ParseFloatDown(s)
+	} else {
+		f.v, err = cli.ParseFloat(s)
+	}
 	return err
 }
 

@@ -218,6 +218,9 @@ func TestErrors(t *testing.T) {
 		{[]string{"sigma", "-eps", "abc", "-delta", "1e-5"}, 2, `dpacct: sigma: invalid value "abc" for flag -eps: not a number`},
 		{[]string{"sigma", "-eps", "1e999", "-delta", "1e-5"}, 2, "out of the float64 range"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-400"}, 2, "nonzero but below the float64 range"},
+		// Before, read as 4.9e-324, about twice the target.
+		{[]string{"sigma", "-eps", "1", "-delta", "2.5e-324"}, 2, `dpacct: sigma: invalid value "2.5e-324" for flag -delta: positive but below the smallest float64 (4.9e-324); rounding it up would weaken the target`},
+		{[]string{"epsilon", "-sigma", "38", "-delta", "2.5e-324"}, 2, "positive but below the smallest float64"},
 		{[]string{"sigma", "-eps", "inf", "-delta", "1e-5"}, 2, "invalid -eps +Inf: want finite and > 0"},
 		{[]string{"sigma", "-eps", "NaN", "-delta", "1e-5"}, 2, "invalid -eps NaN: want finite and > 0"},
 		{[]string{"sigma", "-eps", "1", "-delta", "0"}, 2, "invalid -delta 0: want 0 < delta < 1"},
@@ -499,6 +502,33 @@ func TestDeltaBelowFloat64(t *testing.T) {
 	code, out, _ = runCmd("delta", "-sigma", "40", "-eps", "1")
 	if code != 0 || !strings.Contains(out, "delta=5e-324") || !strings.Contains(out, "log_delta=-811.48752583") {
 		t.Errorf("text output %q, want delta=5e-324 and log_delta=-811.48752583...", out)
+	}
+}
+
+// TestDeltaTargetExtremes: a target delta at the ends of the float64 range
+// gives the least sigma (mpmath 1.3 at 60 digits: 0.059870169234091369 at
+// the largest float64 below 1, where dpacct printed 0.0671; 38.290557503963609
+// at 2^-1074), and a subnormal target is never read larger than written
+// (8e-324, whose nearest float64 is 9.9e-324, is met at 4.9e-324).
+func TestDeltaTargetExtremes(t *testing.T) {
+	for _, c := range []struct {
+		delta     string
+		wantDelta float64
+		wantSigma float64
+	}{
+		{"0.9999999999999999", 0.9999999999999999, 0.059870169234091369},
+		{"4.9406564584124655e-324", 0x1p-1074, 38.290557503963609},
+		{"8e-324", 0x1p-1074, 38.290557503963609},
+	} {
+		code, out, errs := runCmd("sigma", "-eps", "1", "-delta", c.delta, "-json")
+		if code != 0 {
+			t.Fatalf("-delta %s: exit %d: %s", c.delta, code, errs)
+		}
+		m := decode(t, out)
+		d, s := m["delta"].(float64), m["sigma"].(float64)
+		if d != c.wantDelta || s < c.wantSigma || s > c.wantSigma*(1+1e-12) {
+			t.Errorf("-delta %s: delta %v sigma %.17g, want delta %v and sigma within 1e-12 above %.17g", c.delta, d, s, c.wantDelta, c.wantSigma)
+		}
 	}
 }
 

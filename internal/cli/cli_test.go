@@ -241,6 +241,34 @@ func TestParseFloat(t *testing.T) {
 	}
 }
 
+// ParseFloatDown reads a positive subnormal as the largest float64 not above
+// it; the expected values are multiples of 2^-1074 = 4.9406564584124654e-324
+// worked out by hand (8e-324 lies between 1 and 2 of them, nearer 2).
+func TestParseFloatDown(t *testing.T) {
+	const u = 0x1p-1074
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  string
+	}{
+		{"1e-5", 1e-5, ""},      // normal: ParseFloat's nearest
+		{"8e-324", u, ""},       // nearest is 2u, above 8e-324
+		{"7e-324", u, ""},       // nearest is u, below
+		{"1.5e-323", 3 * u, ""}, // 3u = 1.482e-323, below
+		{"0x1p-1074", u, ""},    // exact
+		{"1e-320", 2024 * u, ""},
+		{"2.5e-324", 0, "positive but below the smallest float64 (4.9e-324); rounding it up would weaken the target"},
+		{"1e-400", 0, "nonzero but below the float64 range"},
+		{"0", 0, ""},
+		{"-8e-324", -2 * u, ""}, // not a positive target: left to the caller's range check
+	} {
+		v, err := ParseFloatDown(tc.in)
+		if (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) || v != tc.want {
+			t.Errorf("ParseFloatDown(%q) = %v, %v; want %v, %q", tc.in, v, err, tc.want, tc.err)
+		}
+	}
+}
+
 // fullWriter fails every write, as stdout redirected to /dev/full does.
 type fullWriter struct{}
 

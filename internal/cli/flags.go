@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -224,6 +225,31 @@ func ParseFloat(s string) (float64, error) {
 		return 0, errors.New("not a number")
 	case v == 0 && nonzero(s):
 		return 0, errors.New("nonzero but below the float64 range")
+	}
+	return v, nil
+}
+
+// ParseFloatDown is [ParseFloat] for a privacy target such as delta, which
+// must not be read as larger than written: a positive value below the
+// normal float64 range (2.2e-308), where the nearest float64 can be up to
+// twice the number written (2.5e-324 is read as 4.9e-324), is read as the
+// largest float64 not above it, and one with no positive float64 below it
+// is an error. Above 2.2e-308 it is ParseFloat's nearest float64, within a
+// relative 1.1e-16 of the number written.
+func ParseFloatDown(s string) (float64, error) {
+	v, err := ParseFloat(s)
+	if err != nil || !(v > 0 && v < 0x1p-1022) {
+		return v, err
+	}
+	// 64 bits rounded toward zero: below 2^-1022 a float64 has at most 52
+	// significant bits, so it exceeds the number written if and only if it
+	// exceeds this truncation.
+	b, _, perr := big.ParseFloat(s, 0, 64, big.ToZero)
+	if perr == nil && new(big.Float).SetFloat64(v).Cmp(b) > 0 {
+		v = math.Nextafter(v, 0)
+	}
+	if v == 0 {
+		return 0, errors.New("positive but below the smallest float64 (4.9e-324); rounding it up would weaken the target")
 	}
 	return v, nil
 }
