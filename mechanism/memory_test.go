@@ -210,6 +210,47 @@ func TestMemoryAutoWithinMachine(t *testing.T) {
 	}
 }
 
+// MemoryAuto counts the index of the kept rows, as MemoryKeep's check and
+// StateBytes do: sqrt's Toeplitz operator over R = 1000 rounds at d = 1
+// keeps 8 bytes per row and indexes them with two slice headers per row
+// (48 bytes on 64-bit platforms), 56000 bytes in all. On a machine of 32
+// KiB MemoryKeep is refused; MemoryAuto must then regenerate, and say it
+// chose to because of the machine's memory. Before, it compared the rows'
+// 8000 bytes alone with the machine, kept them, and allocated the 48000
+// bytes of headers up front (at d = 1 the index is 6 times the rows, and
+// DefaultKeepLimit was exceeded the same way).
+func TestMemoryAutoCountsHeaders(t *testing.T) {
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 32 << 10 }
+	const r = 1000
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, headers := 8*r, r*2*int(sliceHeader); float64(rows) > machineBytes() || float64(rows+headers) <= machineBytes() {
+		t.Fatalf("rows %d and headers %d bytes: the case does not separate them on a machine of %v bytes", rows, headers, machineBytes())
+	}
+	_, err = New(f, 1, 1, WithSeed(1), WithMemory(MemoryKeep))
+	requireParam(t, err, "dim")
+	m, err := New(f, 1, 1, WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode, auto, ok := MemoryOf(m); mode != MemoryRegenerate || !auto || !ok {
+		t.Errorf("MemoryOf = %v, %v, %v; want regenerate, chosen by MemoryAuto", mode, auto, ok)
+	}
+	if s := m.(fmt.Stringer).String(); !strings.Contains(s, "machine's memory") {
+		t.Errorf("String %q does not say why", s)
+	}
+	if b := m.StateBytes(); b != 0 {
+		t.Errorf("StateBytes %d after New, want 0 (nothing kept)", b)
+	}
+}
+
 // TestKeepBeyondAddressSpace checks that on a 32-bit platform a stream
 // whose kept past rows exceed the process's 4 GiB address space is a
 // *ParamError from New: before, the check compared them with the

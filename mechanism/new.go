@@ -125,8 +125,7 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		return nil, &ParamError{Param: "dim", Value: dim, Want: fmt.Sprintf("a size whose %d state vectors (%.3g GB) fit in an int of bytes (%.3g GB)", mem.States, need/1e9, float64(math.MaxInt)/1e9)}
 	}
 	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
-		need += 8 * float64(mem.PastRows) * float64(dim) // kept as they are drawn
-		need += float64(op.NoiseRows()) * (float64(dim)/blockLen + 2) * float64(sliceHeader)
+		need += keepBytes(op, dim)
 	}
 	if err := checkFits("dim", dim, "state (the operator's state vectors, and its past noise rows under MemoryKeep)", need); err != nil {
 		return nil, err
@@ -149,21 +148,31 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	return s, nil
 }
 
-// useKeep decides the memory mode for a state of rows noise rows of
-// dimension dim beside states state vectors. auto is set when MemoryAuto
-// chose to regenerate because keeping would exceed DefaultKeepLimit, and
-// overMachine too when it would exceed the machine's memory
-// (machineBytes), which New checks only for MemoryKeep: before, MemoryAuto
-// kept rows of 400 MB on a machine of 256 MiB.
-func useKeep(cfg *config, rows, states, dim int) (keep, auto, overMachine bool) {
+// keepBytes is what keeping op's past noise rows of dimension dim costs:
+// the rows (kept as they are drawn) and the slice headers that index
+// them, allocated by New ([keptHeaders], counted here in float64, which
+// does not wrap at sizes New refuses).
+func keepBytes(op factorize.Operator, dim int) float64 {
+	blocks := math.Ceil(float64(dim) / blockLen)
+	return 8*float64(op.Memory().PastRows)*float64(dim) + float64(op.NoiseRows())*(blocks+1)*float64(sliceHeader)
+}
+
+// useKeep decides the memory mode of op's stream of dimension dim. auto
+// is set when MemoryAuto chose to regenerate because keeping (the rows
+// and their index, keepBytes) would exceed DefaultKeepLimit, and
+// overMachine too when it would exceed, beside the state vectors, the
+// machine's memory (machineBytes), which New checks only for MemoryKeep:
+// before, MemoryAuto kept rows of 400 MB on a machine of 256 MiB, and it
+// left the index out (at d = 1 it is 6 times the rows).
+func useKeep(cfg *config, op factorize.Operator, dim int) (keep, auto, overMachine bool) {
 	switch cfg.memory {
 	case MemoryKeep:
 		return true, false, false
 	case MemoryRegenerate:
 		return false, false, false
 	}
-	need := 8 * float64(rows) * float64(dim)
-	if have := machineBytes(); have > 0 && need+8*float64(states)*float64(dim) > have {
+	need := keepBytes(op, dim)
+	if have := machineBytes(); have > 0 && need+8*float64(op.Memory().States)*float64(dim) > have {
 		return false, true, true
 	}
 	keep = need <= DefaultKeepLimit

@@ -11,8 +11,10 @@ import (
 type Memory int
 
 const (
-	// MemoryAuto keeps past rows when they fit in [DefaultKeepLimit]
-	// bytes and in the machine's memory, and regenerates them otherwise;
+	// MemoryAuto keeps past rows when they and their index (two slice
+	// headers per row at least, see [Mechanism.StateBytes]) fit in
+	// [DefaultKeepLimit] bytes and in the machine's memory, and
+	// regenerates them otherwise;
 	// that choice is visible in the mechanism's String and in [MemoryOf].
 	MemoryAuto Memory = iota
 	// MemoryKeep stores every noise row once drawn: O(R d) memory and
@@ -36,7 +38,7 @@ func (m Memory) String() string {
 }
 
 // DefaultKeepLimit is the largest state, in bytes, that [MemoryAuto]
-// keeps: 1 GiB.
+// keeps (the past rows and the slice headers that index them): 1 GiB.
 const DefaultKeepLimit = 1 << 30
 
 // Option configures [New].
