@@ -12,9 +12,11 @@ import (
 
 // Factorize computes the plan's factorization: its strategy (the identity
 // for the independent algorithm) on the prefix sums over its rounds, with
-// metrics under its participation. The algorithm must add noise.
+// metrics under its participation. The algorithm must add noise. The
+// plan's privacy record, which the factorization does not depend on, is
+// not checked (see [Plan.Calibrate]).
 func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) {
-	if err := p.Validate(); err != nil {
+	if err := p.validateSettings(); err != nil {
 		return nil, err
 	}
 	if !p.Private() {
@@ -69,6 +71,9 @@ const recordTolerance = 1e-6
 func (p *Plan) VerifyRecord(ctx context.Context) error {
 	if p == nil || p.Privacy == nil {
 		return errors.New("plan: no privacy record to verify")
+	}
+	if err := p.Validate(); err != nil { // the record against the plan, as Parse checks it
+		return err
 	}
 	f, err := p.Factorize(ctx)
 	if err != nil {
@@ -139,8 +144,12 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // term, and the record holds the term and B_g'.
 //
 // The search of the amplified accounting stops when ctx is done.
+//
+// A record the plan already holds is replaced, whether or not it is still
+// the plan's (a target or clip changed since it was made); on an error
+// p.Privacy is left as it was.
 func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error {
-	if err := p.Validate(); err != nil {
+	if err := p.validateSettings(); err != nil {
 		return err
 	}
 	t := p.Target
@@ -198,6 +207,20 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	// stream: no server accepts the record then).
 	p.Privacy.OperatorSHA256, _ = OperatorDigest(f)
 	return nil
+}
+
+// validateSettings is [Plan.Validate] of the plan without its privacy
+// record: what Factorize and Calibrate read. Before, they validated the
+// record too, so a plan calibrated before a change of its target or clip
+// could not be calibrated again: both refused with an error about the old
+// record, the one thing Calibrate is called to replace.
+func (p *Plan) validateSettings() error {
+	if p == nil {
+		return errNilPlan
+	}
+	q := *p
+	q.Privacy = nil
+	return q.Validate()
 }
 
 // method returns the accountant's method of the plan's calibration
