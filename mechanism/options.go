@@ -78,7 +78,8 @@ const maxWorkers = 1024
 // WithWorkers sets the number of goroutines that fill a round's vector
 // (default GOMAXPROCS), of which at most one per block of 4096 coordinates
 // and at most 1024 are used (each holds a noise generator and, once it
-// runs, a buffer of 32 KiB). The output does not depend on it.
+// runs, a buffer of 32 KiB, or two for a BLT or banded-inverse stream
+// resumed by [WithStartRound]). The output does not depend on it.
 func WithWorkers(n int) Option {
 	if n < 1 {
 		return invalid(&ParamError{Param: "workers", Value: n, Want: ">= 1"})
