@@ -63,11 +63,14 @@ const recordTolerance = 1e-6
 // VerifyRecord computes the plan's factorization again and checks that the
 // privacy record holds its metrics: gamma, the unit sensitivity under the
 // participation (its value within a relative 1e-6, its exactness and rule)
-// and the loss. With Parse's checks of the record (the release sensitivity
-// from the unit sensitivity, the noise from the sensitivity), a record that
-// passes is one Calibrate can have written for the plan: a record whose
-// sensitivity was lowered together with its eps is refused. It costs one
-// factorization; a plan without a record is an error.
+// and the loss. With Parse's checks of the record, which it runs first
+// ([Plan.Validate]: the release sensitivity from the unit sensitivity, the
+// noise from the sensitivity), a record that passes holds the metrics
+// Calibrate can have written for the plan: a record whose sensitivity was
+// lowered together with its eps is refused. The record's operator_sha256
+// is not compared (a solver's last bits, which it hashes, may differ
+// between machines): a server checks it against the mechanism it is
+// given. It costs one factorization; a plan without a record is an error.
 func (p *Plan) VerifyRecord(ctx context.Context) error {
 	if p == nil || p.Privacy == nil {
 		return errors.New("plan: no privacy record to verify")
