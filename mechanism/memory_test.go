@@ -251,6 +251,50 @@ func TestMemoryAutoCountsHeaders(t *testing.T) {
 	}
 }
 
+// WithDense forms, before any state, the dense noise operator M = A^{-1} B
+// (R x m float64) and the lists of its rows' nonzero entries (an index
+// and a coefficient each, R (R+1) / 2 of them for a lower-triangular M),
+// and first the dense factors B and C (2 R m) where f holds none (a lean
+// semiseparable result): at R = 300, 0.72 MB for M, 0.72 MB for the lists
+// and 1.44 MB for B and C. On a machine of 1 MiB New must refuse both
+// with a *ParamError naming the factorization, as it refuses a state
+// beyond the machine: before, it checked only the stream's state (none
+// for the dense operator's regenerate mode), and at R = 10^5 the factors
+// alone (160 GB) ended the process out of memory. On a machine of 1 GiB
+// both are accepted.
+func TestDenseOperatorWithinMachine(t *testing.T) {
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	const r = 300
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	lean, err := factorize.SemisepStrategy{Buffers: 3}.Factorize(ctx, w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := factorize.SemisepStrategy{Buffers: 3, Factors: true}.Factorize(ctx, w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lean.B != nil || full.B == nil {
+		t.Fatal("the lean result holds factors, or the full one none")
+	}
+	for _, f := range []*factorize.Factorization{lean, full} {
+		machineBytes = func() float64 { return 1 << 20 }
+		_, err := New(f, 1, 1, WithDense(), WithMemory(MemoryRegenerate), WithSeed(1))
+		requireParam(t, err, "factorization")
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("a multi-line error: %q", err)
+		}
+		machineBytes = func() float64 { return 1 << 30 }
+		if _, err := New(f, 1, 1, WithDense(), WithMemory(MemoryRegenerate), WithSeed(1)); err != nil {
+			t.Errorf("factors %v, a machine of 1 GiB: %v", f.B != nil, err)
+		}
+	}
+}
+
 // TestKeepBeyondAddressSpace checks that on a 32-bit platform a stream
 // whose kept past rows exceed the process's 4 GiB address space is a
 // *ParamError from New: before, the check compared them with the

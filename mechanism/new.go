@@ -53,8 +53,10 @@ func maxDimText() string {
 // than the machine has, or its state vectors more bytes than an int
 // counts, if std is not finite or below 2.2e-308 (the smallest normal
 // float64: a subnormal std keeps too few bits), or if an option is invalid; with
-// WithDense, if f has no factors, factors of the wrong size or not
-// finite, is not causal, or B C is not its workload
+// WithDense, if its dense operator (M = A^{-1} B with its rows' lists, and
+// the dense factors where f holds none: 24 to 40 R m bytes) needs more
+// memory than the machine has, if f has no factors, factors of the wrong
+// size or not finite, is not causal, or B C is not its workload
 // (factorize.DenseOperator), or if f also has a structured operator whose
 // noise its dense factors do not stream (to within a relative 1e-6 per
 // row): [FactorizationOf] reports f, which names that operator.
@@ -68,6 +70,9 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	op := f.Operator
 	if cfg.dense {
+		if err := denseFits(f); err != nil {
+			return nil, err
+		}
 		if op, err = factorize.DenseOperator(f); err != nil {
 			return nil, err
 		}
@@ -252,6 +257,31 @@ func NoiseMatrix(m Mechanism) (*mat.Dense, error) {
 		}
 	}
 	return out, nil
+}
+
+// denseFits returns a *ParamError naming the factorization when the
+// dense operator of f (factorize.DenseOperator) would not fit in the
+// machine's memory: M = A^{-1} B (8 R m bytes), the lists of its rows'
+// nonzero entries (an index and a coefficient each, at most 16 R m
+// bytes), and, where f holds no dense factors, B and C formed from its
+// structured form first (16 R m bytes). They are allocated before any
+// state, which New's other checks count: before, a lean semiseparable
+// result of R = 10^5 rounds streamed WithDense formed 160 GB of factors
+// and ended the process out of memory.
+func denseFits(f *factorize.Factorization) error {
+	r, m := f.Workload.R(), f.Workload.R()
+	switch p, isBLT := f.Operator.(*factorize.BLTParams); {
+	case f.B != nil:
+		_, m = f.B.Dims()
+	case f.Operator != nil && !(isBLT && p == nil):
+		m = f.Operator.NoiseRows()
+	}
+	per := 24.0 // M and its rows' lists
+	if f.B == nil || f.C == nil {
+		per += 16 // B and C, formed from the structured form
+	}
+	return checkFits("factorization", fmt.Sprintf("%q of %d rounds and %d noise rows, streamed WithDense", f.Strategy, r, m),
+		"dense noise operator (M = A^{-1} B, its rows' lists and the dense factors it is formed from)", per*float64(r)*float64(m))
 }
 
 // denseTolerance is the largest relative difference, row by row, that
