@@ -190,6 +190,9 @@ func maxAbs(s []float64) float64 {
 // scaledQuotient returns x 2^e / d (d > 0) without the overflow or
 // underflow of an intermediate where the result is in range.
 func scaledQuotient(x float64, e int, d float64) float64 {
+	if q := x / d; e == 0 && q >= 0x1p-1022 && q <= math.MaxFloat64 {
+		return q // in range as it is: the common case
+	}
 	_, de := math.Frexp(d)
 	return math.Ldexp(x/math.Ldexp(d, -de), e-de)
 }
