@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // rowNormWindowLimit is the most float64s the covariance window of a
@@ -36,6 +38,8 @@ const rowNormWindowLimit = 1 << 27
 // on the unit noise rows (Z = I, so that round r's vector is row r of M):
 // O(m) vectors of dimension m, an error where they would exceed 1 GiB.
 //
+// A norm within the float64 range is returned as it is even where its
+// square is not (coefficients assembled by hand near 2^700 or 2^-700).
 // It is an error if op is nil (a loss-only result) or nil BLT parameters,
 // or if a norm is not finite (coefficients assembled by hand that
 // overflow).
@@ -44,7 +48,7 @@ func OperatorRowNorms(op Operator) ([]float64, error) {
 		return nil, err
 	}
 	out := make([]float64, op.Rounds())
-	err := rowNormsSq(op, op.Rounds(), func(r int, sq float64) { out[r] = math.Sqrt(sq) })
+	err := rowNorms(op, op.Rounds(), func(r int, v float64) { out[r] = v })
 	if err != nil {
 		return nil, err
 	}
@@ -69,9 +73,9 @@ func OperatorRowNorm(op Operator, r int) (float64, error) {
 		return 0, &ParamError{Param: "round", Value: r, Want: fmt.Sprintf("a round in [0, %d)", op.Rounds())}
 	}
 	v := math.NaN()
-	if err := rowNormsSq(op, r+1, func(i int, sq float64) {
+	if err := rowNorms(op, r+1, func(i int, norm float64) {
 		if i == r {
-			v = math.Sqrt(sq)
+			v = norm
 		}
 	}); err != nil {
 		return 0, err
@@ -94,9 +98,15 @@ func checkRowNormOperator(op Operator) error {
 	return nil
 }
 
-// rowNormsSq calls emit(r, ||row r of M||^2) for r = 0, ..., n-1, in
-// order, n <= op.Rounds().
-func rowNormsSq(op Operator, n int, emit func(r int, sq float64)) error {
+// rowNorms calls emit(r, ||row r of M||) for r = 0, ..., n-1, in order,
+// n <= op.Rounds(). A norm within the float64 range is returned as such
+// even where its square is not (coefficients scaled by 2^700 or 2^-700,
+// as a form or factors assembled by hand may be): sums of squares are
+// taken of coefficients brought near 1 by a power of two (scaleExponent),
+// or by gonum's scaled norm, and the power is put back on the norm.
+// Before, a row of norm 2^-700 was reported as 0 and one of norm 2^700
+// as +Inf.
+func rowNorms(op Operator, n int, emit func(r int, norm float64)) error {
 	switch o := op.(type) {
 	case identityOp:
 		for r := 0; r < n; r++ {
@@ -104,15 +114,16 @@ func rowNormsSq(op Operator, n int, emit func(r int, sq float64)) error {
 		}
 	case treeOp:
 		for r := 0; r < n; r++ {
-			emit(r, float64(1+bits.TrailingZeros(uint(r+1))))
+			emit(r, math.Sqrt(float64(1+bits.TrailingZeros(uint(r+1)))))
 		}
 	case bandedOp:
-		return bandedRowNormsSq(o, n, emit)
+		return bandedRowNorms(o, n, emit)
 	case *BLTParams:
 		if o == nil || len(o.Lambdas) != len(o.Weights) || len(o.Scale) < n {
 			return &ParamError{Param: "operator", Value: "BLT parameters with inconsistent lengths", Want: "as many decay rates as weights and a scale per round"}
 		}
 		// d_0 = 1, d_k = sum_i w_i lambda_i^(k-1); pow[i] = lambda_i^(k-1).
+		// The scales multiply the norm of d_0..d_r, not its square.
 		pow := make([]float64, len(o.Weights))
 		for i := range pow {
 			pow[i] = 1
@@ -128,23 +139,28 @@ func rowNormsSq(op Operator, n int, emit func(r int, sq float64)) error {
 				}
 			}
 			sum += d * d
-			emit(r, o.Scale[r]*o.Scale[r]*sum)
+			emit(r, math.Abs(o.Scale[r])*math.Sqrt(sum))
 		}
 	case bandInverseOp:
+		e := scaleExponent(maxAbs(o.u))
 		sum := 0.0
 		for r := 0; r < n; r++ {
 			if r < len(o.u) {
-				sum += o.u[r] * o.u[r]
+				u := math.Ldexp(o.u[r], -e)
+				sum += u * u
 			}
-			emit(r, sum)
+			emit(r, math.Ldexp(math.Sqrt(sum), e))
 		}
 	case quasiSepOp:
-		return quasiSepRowNormsSq(o.c.P, o.c.A, o.c.Q, o.c.Diag, o.c.K, n, emit)
+		return quasiSepRowNorms(o.c.P, o.c.A, o.c.Q, o.c.Diag, o.c.K, n, emit)
 	case toeplitzOp:
+		// Row r is u_{r-j} / s_r: the norm of u_0..u_r over |s_r|.
+		e := scaleExponent(maxAbs(o.u))
 		sum := 0.0
 		for r := 0; r < n; r++ {
-			sum += o.u[r] * o.u[r]
-			emit(r, sum/(o.s[r]*o.s[r]))
+			u := math.Ldexp(o.u[r], -e)
+			sum += u * u
+			emit(r, scaledQuotient(math.Sqrt(sum), e, math.Abs(o.s[r])))
 		}
 	case *denseOp:
 		if o.build(); o.err != nil {
@@ -154,19 +170,34 @@ func rowNormsSq(op Operator, n int, emit func(r int, sq float64)) error {
 		var cs []float64
 		for r := 0; r < n; r++ {
 			js, cs = o.lin.row(r, js[:0], cs[:0])
-			sum := 0.0
-			for _, c := range cs {
-				sum += c * c
-			}
-			emit(r, sum)
+			emit(r, floats.Norm(cs, 2))
 		}
 	default:
-		return streamedRowNormsSq(op, n, emit)
+		return streamedRowNorms(op, n, emit)
 	}
 	return nil
 }
 
-// bandedRowNormsSq is rowNormsSq for a banded C. With y = C^{-1} z and
+// maxAbs returns the largest |v| of s (0 for none).
+func maxAbs(s []float64) float64 {
+	m := 0.0
+	for _, v := range s {
+		m = math.Max(m, math.Abs(v))
+	}
+	return m
+}
+
+// scaledQuotient returns x 2^e / d (d > 0) without the overflow or
+// underflow of an intermediate where the result is in range.
+func scaledQuotient(x float64, e int, d float64) float64 {
+	if q := x / d; e == 0 && q >= 0x1p-1022 && q <= math.MaxFloat64 {
+		return q // in range as it is: the common case
+	}
+	_, de := math.Frexp(d)
+	return math.Ldexp(x/math.Ldexp(d, -de), e-de)
+}
+
+// bandedRowNorms is rowNorms for a banded C. With y = C^{-1} z and
 // z white, y_r = (z_r - sum_{k=1}^{b-1} c_k y_{r-k}) / d_r (c_k =
 // C[r][r-k], d_r = C[r][r]), and z_r is independent of the past outputs,
 // so with S the covariance of the last b-1 outputs
@@ -175,17 +206,35 @@ func rowNormsSq(op Operator, n int, emit func(r int, sq float64)) error {
 //	Cov(y_r, y_{r-j}) = -(1 / d_r) sum_k c_k S[r-k][r-j],
 //
 // and Var(y_r) is ||row r of C^{-1}||^2. S is held in a circular window of
-// (b-1)^2 entries, indexed by round mod b-1.
-func bandedRowNormsSq(o bandedOp, n int, emit func(r int, sq float64)) error {
+// (b-1)^2 entries, indexed by round mod b-1. C's entries are taken times
+// 2^-e, e = scaleExponent of the largest (0 within [2^-400, 2^400]): that
+// C' = 2^-e C has C'^{-1} = 2^e C^{-1}, and the norms are put back by
+// 2^-e, so that a C scaled far from 1 keeps its variances in range.
+func bandedRowNorms(o bandedOp, n int, emit func(r int, norm float64)) error {
 	nb := o.bands - 1
 	if float64(nb)*float64(nb) > rowNormWindowLimit {
 		return &ParamError{Param: "operator", Value: o.String(), Want: fmt.Sprintf("at most %d bands for its row norms (a covariance window of (b-1)^2 float64s, at most 1 GiB)", int(math.Sqrt(rowNormWindowLimit))+1)}
+	}
+	big := maxAbs(o.diag[:n])
+	for _, c := range o.sub[:n] {
+		big = math.Max(big, maxAbs(c))
+	}
+	e := scaleExponent(big)
+	var scaled []float64 // this row's sub, times 2^-e
+	if e != 0 {
+		scaled = make([]float64, nb)
 	}
 	s := make([]float64, nb*nb)
 	cross := make([]float64, nb+1) // cross[j] = Cov(y_r, y_{r-j})
 	for r := 0; r < n; r++ {
 		c := o.sub[r] // c[k-1] = C[r][r-k]
 		d := o.diag[r]
+		if e != 0 {
+			for k, v := range c {
+				scaled[k] = math.Ldexp(v, -e)
+			}
+			c, d = scaled[:len(c)], math.Ldexp(d, -e)
+		}
 		q := 0.0
 		for j := 1; j <= len(c) && j <= nb; j++ {
 			row := s[((r-j)%nb)*nb:]
@@ -199,7 +248,7 @@ func bandedRowNormsSq(o bandedOp, n int, emit func(r int, sq float64)) error {
 			q += c[j-1] * t
 		}
 		v := (1 + q) / (d * d)
-		emit(r, v)
+		emit(r, math.Ldexp(math.Sqrt(v), -e))
 		if nb == 0 {
 			continue
 		}
@@ -215,7 +264,7 @@ func bandedRowNormsSq(o bandedOp, n int, emit func(r int, sq float64)) error {
 	return nil
 }
 
-// quasiSepRowNormsSq is rowNormsSq for a quasiseparable C of order K (the
+// quasiSepRowNorms is rowNorms for a quasiseparable C of order K (the
 // generators of [linalg.QuasiSep]). The stream's forward substitution is
 // x_r = (z_r - p_r^T h_r) / c_r, h_{r+1} = a_r h_r + q_r x_r (a_r diagonal),
 // and h_r depends on z_0..z_{r-1} only, so with Sigma the covariance of h_r
@@ -223,16 +272,29 @@ func bandedRowNormsSq(o bandedOp, n int, emit func(r int, sq float64)) error {
 //	Var(x_r) = (1 + p_r^T Sigma p_r) / c_r^2,   g = Cov(h_r, x_r) = -Sigma p_r / c_r,
 //	Sigma' = a Sigma a + a g q^T + q g^T a + Var(x_r) q q^T,
 //
-// and Var(x_r) is ||row r of C^{-1}||^2: O(K^2) per round.
-func quasiSepRowNormsSq(p, a, q, diag []float64, k, n int, emit func(r int, sq float64)) error {
+// and Var(x_r) is ||row r of C^{-1}||^2: O(K^2) per round. C is taken
+// times 2^-e (p_r and c_r), e = scaleExponent of its largest diagonal
+// entry, and the norms put back by 2^-e, as for the banded C.
+func quasiSepRowNorms(p, a, q, diag []float64, k, n int, emit func(r int, norm float64)) error {
 	if float64(k)*float64(k) > rowNormWindowLimit {
 		return &ParamError{Param: "operator", Value: fmt.Sprintf("semiseparable(K=%d)", k), Want: "an order whose K x K state covariance fits in 1 GiB"}
+	}
+	e := scaleExponent(maxAbs(diag[:n]))
+	var scaled []float64 // p_r times 2^-e
+	if e != 0 {
+		scaled = make([]float64, k)
 	}
 	sig := make([]float64, k*k)
 	g := make([]float64, k)
 	for r := 0; r < n; r++ {
 		pr, ar, qr := p[r*k:r*k+k], a[r*k:r*k+k], q[r*k:r*k+k]
 		c := diag[r]
+		if e != 0 {
+			for i, v := range pr {
+				scaled[i] = math.Ldexp(v, -e)
+			}
+			pr, c = scaled, math.Ldexp(c, -e)
+		}
 		quad := 0.0
 		for s := 0; s < k; s++ {
 			t := 0.0
@@ -244,7 +306,7 @@ func quasiSepRowNormsSq(p, a, q, diag []float64, k, n int, emit func(r int, sq f
 			quad += pr[s] * t
 		}
 		v := (1 + quad) / (c * c)
-		emit(r, v)
+		emit(r, math.Ldexp(math.Sqrt(v), -e))
 		for s := 0; s < k; s++ {
 			row := sig[s*k : s*k+k]
 			for u := range row {
@@ -255,10 +317,10 @@ func quasiSepRowNormsSq(p, a, q, diag []float64, k, n int, emit func(r int, sq f
 	return nil
 }
 
-// streamedRowNormsSq is rowNormsSq for an operator of another package: it
+// streamedRowNorms is rowNorms for an operator of another package: it
 // streams op on the unit noise rows, Z = I (m x m), so that round r's
 // vector of dimension m is row r of M.
-func streamedRowNormsSq(op Operator, n int, emit func(r int, sq float64)) error {
+func streamedRowNorms(op Operator, n int, emit func(r int, norm float64)) error {
 	m := op.NoiseRows()
 	mem := op.Memory()
 	if need := float64(m) * float64(mem.States+3); need > rowNormWindowLimit {
@@ -273,11 +335,7 @@ func streamedRowNormsSq(op Operator, n int, emit func(r int, sq float64)) error 
 	for r := 0; r < n; r++ {
 		st.Prepare(r)
 		st.Block(src, r, 0, row)
-		sum := 0.0
-		for _, v := range row {
-			sum += v * v
-		}
-		emit(r, sum)
+		emit(r, floats.Norm(row, 2))
 	}
 	return nil
 }

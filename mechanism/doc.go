@@ -124,6 +124,7 @@
 // a nil option, a dimension, a standard deviation, a number of workers or
 // a start round out of range, and other errors for a factorization that
 // [WithDense] cannot stream (no factors, factors of the wrong size or not
-// finite, not causal, B C not the workload). A Mechanism's Next panics only
+// finite, not causal, B C not the workload, a dense operator beyond the
+// machine's memory). A Mechanism's Next panics only
 // for a destination whose length is not Dim(), a programmer error.
 package mechanism

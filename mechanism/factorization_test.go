@@ -2,6 +2,7 @@ package mechanism
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -88,5 +89,73 @@ func TestDenseMustStreamTheOperator(t *testing.T) {
 	}
 	if _, err := New(&h, 2, 1, WithDense(), WithSeed(1)); err != nil {
 		t.Errorf("the identity's own factors, WithDense: %v", err)
+	}
+}
+
+// TestDenseCheckNotAimed: the comparison of WithDense's factors with the
+// structured operator must not be evadable by factors built for it. With
+// a probe drawn under a fixed key (SeedKey(0x64656e7365), coordinates
+// 0..3, as before), the probe Z is known, and factors whose noise
+// operator M' = C'^{-1} differs from the operator's M = C^{-1} by a D with
+// D Z = 0 streamed the same probe and passed. Here M' keeps rows 0..R-2
+// of banded:bands=3's M and replaces the last row by its projection onto
+// the span of Z's 4 columns (restricted to rows 0..R-1): D Z = 0, B' =
+// A M' and C' = M'^{-1} reproduce A exactly, and round R-1's noise has a
+// smaller std than the record of banded's operator states. It must be
+// refused (the probe is now drawn under a key from crypto/rand, which no
+// one building the factors can know).
+func TestDenseCheckNotAimed(t *testing.T) {
+	const R = 8
+	w, err := factorize.Prefix(R)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.BandedStrategy{Bands: 3}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := explicitOperator(t, f) // M = C^{-1}, by LU
+	// The probe of the fixed key: Z[j][c] for noise rows j, coordinates c < 4.
+	z := mat.NewDense(R, 4, nil)
+	g := newGen(&source{key: SeedKey(0x64656e7365)})
+	for j := range R {
+		g.Fill(j, 0, z.RawRowView(j))
+	}
+	// Project the last row of M onto the column space of Z: v' = Z (Z^T Z)^{-1} Z^T v.
+	v := mat.NewVecDense(R, nil)
+	v.CopyVec(m.RowView(R - 1))
+	var coef mat.VecDense
+	if err := coef.SolveVec(z, v); err != nil { // least squares: Z coef ~ v
+		t.Fatal(err)
+	}
+	var proj mat.VecDense
+	proj.MulVec(z, &coef)
+	alt := mat.DenseCopyOf(m)
+	alt.SetRow(R-1, proj.RawVector().Data)
+	var dz mat.Dense
+	diff := mat.DenseCopyOf(alt)
+	diff.Sub(alt, m)
+	dz.Mul(diff, z)
+	if mat.Norm(&dz, math.Inf(1)) > 1e-12 || proj.Norm(2) > 0.99*v.Norm(2) {
+		t.Fatalf("the crafted operator: |D Z| = %v, last row's norm %v against %v", mat.Norm(&dz, math.Inf(1)), proj.Norm(2), v.Norm(2))
+	}
+	var b, c mat.Dense
+	b.Mul(w.Matrix(), alt)
+	if err := c.Inverse(alt); err != nil {
+		t.Fatal(err)
+	}
+	for i := range R { // exactly lower triangular
+		for j := i + 1; j < R; j++ {
+			c.Set(i, j, 0)
+			b.Set(i, j, 0)
+		}
+	}
+	crafted := *f
+	crafted.B, crafted.C = &b, &c
+	if _, err := New(&crafted, 2, 1, WithDense(), WithSeed(1)); err == nil || !strings.Contains(err.Error(), "stream other noise") {
+		t.Errorf("banded's operator with factors whose noise differs only off the fixed probe, WithDense: error %v, want a refusal", err)
+	}
+	if _, err := New(f, 2, 1, WithDense(), WithSeed(1)); err != nil {
+		t.Errorf("banded's own factors, WithDense: %v", err)
 	}
 }

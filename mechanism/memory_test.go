@@ -210,6 +210,91 @@ func TestMemoryAutoWithinMachine(t *testing.T) {
 	}
 }
 
+// MemoryAuto counts the index of the kept rows, as MemoryKeep's check and
+// StateBytes do: sqrt's Toeplitz operator over R = 1000 rounds at d = 1
+// keeps 8 bytes per row and indexes them with two slice headers per row
+// (48 bytes on 64-bit platforms), 56000 bytes in all. On a machine of 32
+// KiB MemoryKeep is refused; MemoryAuto must then regenerate, and say it
+// chose to because of the machine's memory. Before, it compared the rows'
+// 8000 bytes alone with the machine, kept them, and allocated the 48000
+// bytes of headers up front (at d = 1 the index is 6 times the rows, and
+// DefaultKeepLimit was exceeded the same way).
+func TestMemoryAutoCountsHeaders(t *testing.T) {
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 32 << 10 }
+	const r = 1000
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, headers := 8*r, r*2*int(sliceHeader); float64(rows) > machineBytes() || float64(rows+headers) <= machineBytes() {
+		t.Fatalf("rows %d and headers %d bytes: the case does not separate them on a machine of %v bytes", rows, headers, machineBytes())
+	}
+	_, err = New(f, 1, 1, WithSeed(1), WithMemory(MemoryKeep))
+	requireParam(t, err, "dim")
+	m, err := New(f, 1, 1, WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode, auto, ok := MemoryOf(m); mode != MemoryRegenerate || !auto || !ok {
+		t.Errorf("MemoryOf = %v, %v, %v; want regenerate, chosen by MemoryAuto", mode, auto, ok)
+	}
+	if s := m.(fmt.Stringer).String(); !strings.Contains(s, "machine's memory") {
+		t.Errorf("String %q does not say why", s)
+	}
+	if b := m.StateBytes(); b != 0 {
+		t.Errorf("StateBytes %d after New, want 0 (nothing kept)", b)
+	}
+}
+
+// WithDense forms, before any state, the dense noise operator M = A^{-1} B
+// (R x m float64) and the lists of its rows' nonzero entries (an index
+// and a coefficient each, R (R+1) / 2 of them for a lower-triangular M),
+// and first the dense factors B and C (2 R m) where f holds none (a lean
+// semiseparable result): at R = 300, 0.72 MB for M, 0.72 MB for the lists
+// and 1.44 MB for B and C. On a machine of 1 MiB New must refuse both
+// with a *ParamError naming the factorization, as it refuses a state
+// beyond the machine: before, it checked only the stream's state (none
+// for the dense operator's regenerate mode), and at R = 10^5 the factors
+// alone (160 GB) ended the process out of memory. On a machine of 1 GiB
+// both are accepted.
+func TestDenseOperatorWithinMachine(t *testing.T) {
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	const r = 300
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	lean, err := factorize.SemisepStrategy{Buffers: 3}.Factorize(ctx, w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := factorize.SemisepStrategy{Buffers: 3, Factors: true}.Factorize(ctx, w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lean.B != nil || full.B == nil {
+		t.Fatal("the lean result holds factors, or the full one none")
+	}
+	for _, f := range []*factorize.Factorization{lean, full} {
+		machineBytes = func() float64 { return 1 << 20 }
+		_, err := New(f, 1, 1, WithDense(), WithMemory(MemoryRegenerate), WithSeed(1))
+		requireParam(t, err, "factorization")
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("a multi-line error: %q", err)
+		}
+		machineBytes = func() float64 { return 1 << 30 }
+		if _, err := New(f, 1, 1, WithDense(), WithMemory(MemoryRegenerate), WithSeed(1)); err != nil {
+			t.Errorf("factors %v, a machine of 1 GiB: %v", f.B != nil, err)
+		}
+	}
+}
+
 // TestKeepBeyondAddressSpace checks that on a 32-bit platform a stream
 // whose kept past rows exceed the process's 4 GiB address space is a
 // *ParamError from New: before, the check compared them with the

@@ -1,6 +1,7 @@
 package mechanism
 
 import (
+	"crypto/rand"
 	"fmt"
 	"math"
 	"strings"
@@ -52,8 +53,10 @@ func maxDimText() string {
 // than the machine has, or its state vectors more bytes than an int
 // counts, if std is not finite or below 2.2e-308 (the smallest normal
 // float64: a subnormal std keeps too few bits), or if an option is invalid; with
-// WithDense, if f has no factors, factors of the wrong size or not
-// finite, is not causal, or B C is not its workload
+// WithDense, if its dense operator (M = A^{-1} B with its rows' lists, and
+// the dense factors where f holds none: 24 to 40 R m bytes) needs more
+// memory than the machine has, if f has no factors, factors of the wrong
+// size or not finite, is not causal, or B C is not its workload
 // (factorize.DenseOperator), or if f also has a structured operator whose
 // noise its dense factors do not stream (to within a relative 1e-6 per
 // row): [FactorizationOf] reports f, which names that operator.
@@ -67,6 +70,9 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	op := f.Operator
 	if cfg.dense {
+		if err := denseFits(f); err != nil {
+			return nil, err
+		}
 		if op, err = factorize.DenseOperator(f); err != nil {
 			return nil, err
 		}
@@ -125,8 +131,7 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		return nil, &ParamError{Param: "dim", Value: dim, Want: fmt.Sprintf("a size whose %d state vectors (%.3g GB) fit in an int of bytes (%.3g GB)", mem.States, need/1e9, float64(math.MaxInt)/1e9)}
 	}
 	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
-		need += 8 * float64(mem.PastRows) * float64(dim) // kept as they are drawn
-		need += float64(op.NoiseRows()) * (float64(dim)/blockLen + 2) * float64(sliceHeader)
+		need += keepBytes(op, dim)
 	}
 	if err := checkFits("dim", dim, "state (the operator's state vectors, and its past noise rows under MemoryKeep)", need); err != nil {
 		return nil, err
@@ -149,21 +154,31 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	return s, nil
 }
 
-// useKeep decides the memory mode for a state of rows noise rows of
-// dimension dim beside states state vectors. auto is set when MemoryAuto
-// chose to regenerate because keeping would exceed DefaultKeepLimit, and
-// overMachine too when it would exceed the machine's memory
-// (machineBytes), which New checks only for MemoryKeep: before, MemoryAuto
-// kept rows of 400 MB on a machine of 256 MiB.
-func useKeep(cfg *config, rows, states, dim int) (keep, auto, overMachine bool) {
+// keepBytes is what keeping op's past noise rows of dimension dim costs:
+// the rows (kept as they are drawn) and the slice headers that index
+// them, allocated by New ([keptHeaders], counted here in float64, which
+// does not wrap at sizes New refuses).
+func keepBytes(op factorize.Operator, dim int) float64 {
+	blocks := math.Ceil(float64(dim) / blockLen)
+	return 8*float64(op.Memory().PastRows)*float64(dim) + float64(op.NoiseRows())*(blocks+1)*float64(sliceHeader)
+}
+
+// useKeep decides the memory mode of op's stream of dimension dim. auto
+// is set when MemoryAuto chose to regenerate because keeping (the rows
+// and their index, keepBytes) would exceed DefaultKeepLimit, and
+// overMachine too when it would exceed, beside the state vectors, the
+// machine's memory (machineBytes), which New checks only for MemoryKeep:
+// before, MemoryAuto kept rows of 400 MB on a machine of 256 MiB, and it
+// left the index out (at d = 1 it is 6 times the rows).
+func useKeep(cfg *config, op factorize.Operator, dim int) (keep, auto, overMachine bool) {
 	switch cfg.memory {
 	case MemoryKeep:
 		return true, false, false
 	case MemoryRegenerate:
 		return false, false, false
 	}
-	need := 8 * float64(rows) * float64(dim)
-	if have := machineBytes(); have > 0 && need+8*float64(states)*float64(dim) > have {
+	need := keepBytes(op, dim)
+	if have := machineBytes(); have > 0 && need+8*float64(op.Memory().States)*float64(dim) > have {
 		return false, true, true
 	}
 	keep = need <= DefaultKeepLimit
@@ -244,6 +259,31 @@ func NoiseMatrix(m Mechanism) (*mat.Dense, error) {
 	return out, nil
 }
 
+// denseFits returns a *ParamError naming the factorization when the
+// dense operator of f (factorize.DenseOperator) would not fit in the
+// machine's memory: M = A^{-1} B (8 R m bytes), the lists of its rows'
+// nonzero entries (an index and a coefficient each, at most 16 R m
+// bytes), and, where f holds no dense factors, B and C formed from its
+// structured form first (16 R m bytes). They are allocated before any
+// state, which New's other checks count: before, a lean semiseparable
+// result of R = 10^5 rounds streamed WithDense formed 160 GB of factors
+// and ended the process out of memory.
+func denseFits(f *factorize.Factorization) error {
+	r, m := f.Workload.R(), f.Workload.R()
+	switch p, isBLT := f.Operator.(*factorize.BLTParams); {
+	case f.B != nil:
+		_, m = f.B.Dims()
+	case f.Operator != nil && !(isBLT && p == nil):
+		m = f.Operator.NoiseRows()
+	}
+	per := 24.0 // M and its rows' lists
+	if f.B == nil || f.C == nil {
+		per += 16 // B and C, formed from the structured form
+	}
+	return checkFits("factorization", fmt.Sprintf("%q of %d rounds and %d noise rows, streamed WithDense", f.Strategy, r, m),
+		"dense noise operator (M = A^{-1} B, its rows' lists and the dense factors it is formed from)", per*float64(r)*float64(m))
+}
+
 // denseTolerance is the largest relative difference, row by row, that
 // [denseMatches] lets the dense and structured noise of one factorization
 // have: far above the rounding and approximation of a factorization's
@@ -255,7 +295,11 @@ const denseTolerance = 1e-6
 // streams the noise of f's structured operator (one with a
 // factorize.FormOf form), where f has one: both are drawn from one key
 // for a few coordinates and compared row by row, within denseTolerance of
-// the structured row's norm.
+// the structured row's norm. The key comes from crypto/rand at each call:
+// under a fixed key the probe Z was known, and factors whose noise
+// operator differed from the structured one by a D with D Z = 0 (a
+// last row projected onto Z's span, with less noise) passed
+// (TestDenseCheckNotAimed).
 func denseMatches(f *factorize.Factorization, dense factorize.Operator) error {
 	op := f.Operator
 	if p, ok := op.(*factorize.BLTParams); op == nil || ok && p == nil {
@@ -273,7 +317,8 @@ func denseMatches(f *factorize.Factorization, dense factorize.Operator) error {
 		return bad(fmt.Sprintf("do not match its %s operator", form.Kind))
 	}
 	const dim = 4
-	cfg := &config{key: SeedKey(0x64656e7365), workers: 1}
+	cfg := &config{workers: 1}
+	rand.Read(cfg.key[:]) // never fails (crypto/rand, Go 1.24+)
 	s, d := newStream(op, dim, 1, cfg), newStream(dense, dim, 1, cfg)
 	x, y := make([]float64, dim), make([]float64, dim)
 	for r := range op.Rounds() {

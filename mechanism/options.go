@@ -11,8 +11,10 @@ import (
 type Memory int
 
 const (
-	// MemoryAuto keeps past rows when they fit in [DefaultKeepLimit]
-	// bytes and in the machine's memory, and regenerates them otherwise;
+	// MemoryAuto keeps past rows when they and their index (two slice
+	// headers per row at least, see [Mechanism.StateBytes]) fit in
+	// [DefaultKeepLimit] bytes and in the machine's memory, and
+	// regenerates them otherwise;
 	// that choice is visible in the mechanism's String and in [MemoryOf].
 	MemoryAuto Memory = iota
 	// MemoryKeep stores every noise row once drawn: O(R d) memory and
@@ -36,7 +38,7 @@ func (m Memory) String() string {
 }
 
 // DefaultKeepLimit is the largest state, in bytes, that [MemoryAuto]
-// keeps: 1 GiB.
+// keeps (the past rows and the slice headers that index them): 1 GiB.
 const DefaultKeepLimit = 1 << 30
 
 // Option configures [New].
@@ -76,7 +78,8 @@ const maxWorkers = 1024
 // WithWorkers sets the number of goroutines that fill a round's vector
 // (default GOMAXPROCS), of which at most one per block of 4096 coordinates
 // and at most 1024 are used (each holds a noise generator and, once it
-// runs, a buffer of 32 KiB). The output does not depend on it.
+// runs, a buffer of 32 KiB, or two for a BLT or banded-inverse stream
+// resumed by [WithStartRound]). The output does not depend on it.
 func WithWorkers(n int) Option {
 	if n < 1 {
 		return invalid(&ParamError{Param: "workers", Value: n, Want: ">= 1"})

@@ -22,7 +22,8 @@ import (
 // m must be made by [New], or wrap such a Mechanism with a method
 // Unwrap() Mechanism (as [FactorizationOf] reads it); the std is the one
 // New was given. It is an error for another Mechanism, for r out of range,
-// and where the product is not finite.
+// and where the row norm (beyond the float64 range only for coefficients
+// assembled by hand) or the product is not finite.
 func RoundStd(m Mechanism, r int) (float64, error) {
 	s, err := streamOf(m)
 	if err != nil {

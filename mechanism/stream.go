@@ -34,7 +34,7 @@ func newStream(op factorize.Operator, dim int, std float64, cfg *config) *stream
 	w := max(1, min(cfg.workers, nb, maxWorkers))
 	var past *pastRows
 	if mem := op.Memory(); mem.PastRows > 0 {
-		keep, auto, over := useKeep(cfg, mem.PastRows, mem.States, dim)
+		keep, auto, over := useKeep(cfg, op, dim)
 		past = &pastRows{keep: keep, auto: auto, overMachine: over}
 		if keep {
 			m := op.NoiseRows()

@@ -12,9 +12,11 @@ import (
 
 // Factorize computes the plan's factorization: its strategy (the identity
 // for the independent algorithm) on the prefix sums over its rounds, with
-// metrics under its participation. The algorithm must add noise.
+// metrics under its participation. The algorithm must add noise. The
+// plan's privacy record, which the factorization does not depend on, is
+// not checked (see [Plan.Calibrate]).
 func (p *Plan) Factorize(ctx context.Context) (*factorize.Factorization, error) {
-	if err := p.Validate(); err != nil {
+	if err := p.validateSettings(); err != nil {
 		return nil, err
 	}
 	if !p.Private() {
@@ -61,14 +63,20 @@ const recordTolerance = 1e-6
 // VerifyRecord computes the plan's factorization again and checks that the
 // privacy record holds its metrics: gamma, the unit sensitivity under the
 // participation (its value within a relative 1e-6, its exactness and rule)
-// and the loss. With Parse's checks of the record (the release sensitivity
-// from the unit sensitivity, the noise from the sensitivity), a record that
-// passes is one Calibrate can have written for the plan: a record whose
-// sensitivity was lowered together with its eps is refused. It costs one
-// factorization; a plan without a record is an error.
+// and the loss. With Parse's checks of the record, which it runs first
+// ([Plan.Validate]: the release sensitivity from the unit sensitivity, the
+// noise from the sensitivity), a record that passes holds the metrics
+// Calibrate can have written for the plan: a record whose sensitivity was
+// lowered together with its eps is refused. The record's operator_sha256
+// is not compared (a solver's last bits, which it hashes, may differ
+// between machines): a server checks it against the mechanism it is
+// given. It costs one factorization; a plan without a record is an error.
 func (p *Plan) VerifyRecord(ctx context.Context) error {
 	if p == nil || p.Privacy == nil {
 		return errors.New("plan: no privacy record to verify")
+	}
+	if err := p.Validate(); err != nil { // the record against the plan, as Parse checks it
+		return err
 	}
 	f, err := p.Factorize(ctx)
 	if err != nil {
@@ -139,8 +147,12 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // term, and the record holds the term and B_g'.
 //
 // The search of the amplified accounting stops when ctx is done.
+//
+// A record the plan already holds is replaced, whether or not it is still
+// the plan's (a target or clip changed since it was made); on an error
+// p.Privacy is left as it was.
 func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error {
-	if err := p.Validate(); err != nil {
+	if err := p.validateSettings(); err != nil {
 		return err
 	}
 	t := p.Target
@@ -198,6 +210,20 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	// stream: no server accepts the record then).
 	p.Privacy.OperatorSHA256, _ = OperatorDigest(f)
 	return nil
+}
+
+// validateSettings is [Plan.Validate] of the plan without its privacy
+// record: what Factorize and Calibrate read. Before, they validated the
+// record too, so a plan calibrated before a change of its target or clip
+// could not be calibrated again: both refused with an error about the old
+// record, the one thing Calibrate is called to replace.
+func (p *Plan) validateSettings() error {
+	if p == nil {
+		return errNilPlan
+	}
+	q := *p
+	q.Privacy = nil
+	return q.Validate()
 }
 
 // method returns the accountant's method of the plan's calibration

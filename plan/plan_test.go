@@ -368,3 +368,41 @@ func TestCalibrateMissingInputsSayWhatToSet(t *testing.T) {
 		t.Errorf("Calibrate of a nil factorization: error %v, want one naming Plan.Factorize", err)
 	}
 }
+
+// Calibrate replaces the record of a plan calibrated before, whatever
+// that record says: the plan's target and clip changed since, so the old
+// record no longer validates, and it is the one thing Calibrate is
+// called to replace. The new record is that of the plan as it is now:
+// the identity over 8 rounds (C = I, sensitivity 1) at (2, 1e-5) with
+// clip 3 and 4 learners has noise std 1.99381245 x 2 x 3 / 4 (the
+// published multiplier, notes section 4). Factorize, which does not read
+// the record, works too. Before, both refused with an error about the
+// old record ("privacy (eps, delta) (1, 1e-05), want the target's (2,
+// 1e-05)"), which named nothing the caller had set wrong.
+func TestCalibrateReplacesAnOldRecord(t *testing.T) {
+	p := &Plan{Rounds: 8, Algorithm: AlgoCorrelated, Learners: 4, Clip: 1, Strategy: "identity", Target: &Target{Eps: 1, Delta: 1e-5}}
+	if _, err := p.Build(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	old := *p.Privacy
+	p.Target.Eps, p.Clip = 2, 3
+	f, err := p.Factorize(t.Context())
+	if err != nil {
+		t.Fatalf("Factorize of a plan whose record is of an older target: %v", err)
+	}
+	if err := p.Calibrate(t.Context(), f); err != nil {
+		t.Fatalf("Calibrate of a plan whose record is of an older target: %v", err)
+	}
+	r := p.Privacy
+	if want := 1.99381245 * 2 * 3 / 4; r.Eps != 2 || r.Sensitivity != 2*3.0/4 || math.Abs(r.NoiseStd-want) > 1e-8*want {
+		t.Errorf("record (eps %v, sensitivity %v, std %v), want (2, %v, %v)", r.Eps, r.Sensitivity, r.NoiseStd, 2*3.0/4, want)
+	}
+	if err := p.Validate(); err != nil {
+		t.Errorf("the recalibrated plan: %v", err)
+	}
+	// A failed calibration leaves the plan's record as it was.
+	p.Privacy = &old
+	if err := p.Calibrate(t.Context(), nil); err == nil || p.Privacy == nil || *p.Privacy != old {
+		t.Errorf("a failed Calibrate: %v, record %+v, want an error and the record as it was", err, p.Privacy)
+	}
+}
