@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
@@ -185,7 +186,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	unit := m.UnitSensitivity.Value
 	switch {
 	case m.Participation != part:
-		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v", m.Participation, part)
+		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v (%s)", m.Participation, part, participationDiff(m.Participation, part))
 	case f.Workload != nil && f.Workload.R() != p.Rounds:
 		return fmt.Errorf("plan: factorization of %d rounds, want the plan's %d", f.Workload.R(), p.Rounds)
 	case !(unit > 0) || math.IsInf(unit, 1):
@@ -278,6 +279,32 @@ func (p *Plan) checkStreamedSensitivity(f *factorize.Factorization, part factori
 		return "", fmt.Errorf("plan: factorization %s reports gamma %v, below %v, the largest column norm of the C its operator streams", f.Strategy, m.Gamma, gamma)
 	}
 	return "", nil
+}
+
+// participationDiff names the fields in which got differs from want, with
+// both values: String shows only the fields of its kind, so that a
+// pattern with a stray count (single with K set, epochs with B set) reads
+// as the plan's own.
+func participationDiff(got, want factorize.Participation) string {
+	kind := func(k factorize.ParticipationKind) string {
+		if n, ok := map[factorize.ParticipationKind]string{factorize.KindSingle: "single", factorize.KindEpochs: "epochs", factorize.KindMinSep: "minsep"}[k]; ok {
+			return n
+		}
+		return strconv.Itoa(int(k))
+	}
+	var d []string
+	if got.Kind != want.Kind {
+		d = append(d, fmt.Sprintf("Kind %s, want %s", kind(got.Kind), kind(want.Kind)))
+	}
+	for _, f := range []struct {
+		name      string
+		got, want int
+	}{{"K", got.K, want.K}, {"B", got.B, want.B}} {
+		if f.got != f.want {
+			d = append(d, fmt.Sprintf("%s %d, want %d", f.name, f.got, f.want))
+		}
+	}
+	return "differing fields: " + strings.Join(d, ", ")
 }
 
 // validateSettings is [Plan.Validate] of the plan without its privacy

@@ -108,3 +108,29 @@ func TestCalibrateRefusesUnderstatedSensitivity(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateParticipationMismatchNamesFields checks that Calibrate's
+// error for metrics under another participation names the fields that
+// differ: before, single with K set printed "single" on both sides.
+func TestCalibrateParticipationMismatchNamesFields(t *testing.T) {
+	p := &Plan{Rounds: 8, Algorithm: AlgoCorrelated, Learners: 2, Clip: 1, Strategy: "banded:bands=2", Target: &Target{Eps: 2, Delta: 1e-5}}
+	f, err := p.Factorize(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		part factorize.Participation
+		want string
+	}{
+		{factorize.Participation{Kind: factorize.KindSingle, K: 2}, "differing fields: K 2, want 0"},
+		{factorize.Participation{Kind: factorize.KindSingle, B: 3, K: 1}, "differing fields: K 1, want 0, B 3, want 0"},
+		{factorize.FixedEpochs(2), "differing fields: Kind epochs, want single, K 2, want 0"},
+	} {
+		g := *f
+		g.Metrics.Participation = c.part
+		err := p.Calibrate(t.Context(), &g)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("metrics under %+v: %v, want %q", c.part, err, c.want)
+		}
+	}
+}
