@@ -36,6 +36,8 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-eps", "1", "-delta", "1"}, "-delta 1"},
 		{[]string{"-eps", "1", "-delta", "0"}, "-delta 0"},
 		{[]string{"-eps", "1", "-delta", "1e-400"}, `invalid value "1e-400" for flag -delta: nonzero but below the float64 range`},
+		// Before, read as 4.9e-324, about twice the target.
+		{[]string{"-eps", "1", "-delta", "2.5e-324"}, `invalid value "2.5e-324" for flag -delta: positive but below the smallest float64 (4.9e-324)`},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "0"}, "-clip 0"},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-learners", "0"}, "-learners 0"},
 		// 2 B_g / n = 2e-328 rounds to the subnormal 5e-324: the sigma
