@@ -248,6 +248,20 @@ func MemoryOf(m Mechanism) (mode Memory, auto, ok bool) {
 	return MemoryRegenerate, s.past.auto, true
 }
 
+// AutoMemoryReason returns why [MemoryAuto] made m regenerate its past
+// noise rows ([MemoryOf] reports auto), in words for a message: "keeping
+// the past rows would take more than 1 GiB" ([DefaultKeepLimit]) or
+// "keeping the past rows would take more than this machine's memory (N
+// GiB with swap)"; "" for a mechanism whose rows MemoryAuto did not choose
+// to regenerate.
+func AutoMemoryReason(m Mechanism) string {
+	s, isStream := m.(*stream)
+	if !isStream || s.past == nil || !s.past.auto {
+		return ""
+	}
+	return s.past.autoReason()
+}
+
 // FactorizationOf returns the factorization whose noise m streams, as
 // [New] was given it (with [WithDense], the factorization whose dense
 // operator it applies), so that a consumer can check it against the
