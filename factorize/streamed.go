@@ -23,9 +23,9 @@ var ErrNotRecomputed = errors.New("sensitivity not recomputed from the operator"
 // core) that [StreamedSensitivity] spends on a rule whose cost grows
 // faster than R times the operator's size: the dynamic-programming bound
 // under min-separation (R^2, R^2 K for a quasiseparable C, R^2 m for
-// dense factors), the multi-epoch rule of a quasiseparable C (R^2 K), the
-// Toeplitz operator of coefficients other than the square root's (R^2 to
-// invert them).
+// dense factors), the multi-epoch rule (R k entries of X for k epochs, R^2
+// K for a quasiseparable C), the Toeplitz operator of coefficients other
+// than the square root's (R^2 to invert them).
 const MaxRecomputeWork = 1 << 32
 
 // StreamedSensitivity returns gamma, the largest column norm, and the
@@ -254,6 +254,23 @@ func (c encoder) toeplitzMinSep(st *scaledToeplitz, r, b, k int) (Sensitivity, e
 // epochs returns the sensitivity under k fixed epochs (period r / k): the
 // residue classes of X = C^T C, each entry from C's structure.
 func (c encoder) epochs(r, k int) (Sensitivity, error) {
+	// The classes hold r k entries of X, each a dot product of columns:
+	// of at most b entries (banded), log2 R (tree), one lag sum (Toeplitz,
+	// r k to form), m (dense).
+	per := 1.0
+	switch {
+	case c.banded != nil:
+		per = float64(c.banded.bands)
+	case c.tree > 0:
+		per = float64(bits.Len(uint(c.tree)))
+	case c.dense != nil:
+		m, _ := c.dense.Dims()
+		per = float64(m)
+	}
+	if w := float64(r) * float64(k) * per; c.quasi == nil && w > MaxRecomputeWork {
+		return Sensitivity{}, fmt.Errorf("factorize: %w: %s under epochs:%d needs %d entries of X = C^T C, about %.3g multiply-adds at R = %d (at most %.3g)",
+			ErrNotRecomputed, c.name, k, r*k, w, r, float64(MaxRecomputeWork))
+	}
 	switch {
 	case c.banded != nil:
 		o := *c.banded
