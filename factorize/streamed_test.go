@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -232,5 +233,43 @@ func TestStreamedSensitivityWorkLimit(t *testing.T) {
 	_, _, err = StreamedSensitivity(&Factorization{Strategy: "hand", Operator: toeplitzOp{u: u, s: s}, Workload: big}, SingleParticipation())
 	if !errors.Is(err, ErrNotRecomputed) {
 		t.Errorf("a Toeplitz operator of other coefficients at R = 1e5: %v, want ErrNotRecomputed", err)
+	}
+}
+
+// TestBestSeparatedUnlimited checks bestSeparated's count-free path (k at
+// least the entries that fit) against the counted dynamic program
+// (atMostPicks) bit for bit, and both against enumeration at small n.
+func TestBestSeparatedUnlimited(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 300; trial++ {
+		n, b := 1+rng.IntN(40), 1+rng.IntN(6)
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = rng.NormFloat64() + 0.3
+		}
+		fit := (n-1)/b + 1
+		for _, k := range []int{fit, fit + 1, fit + 7} {
+			if got, want := bestSeparated(w, b, k), atMostPicks(w, b, k)[k]; math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("n %d b %d k %d: %v, counted %v", n, b, k, got, want)
+			}
+		}
+		if n <= 16 {
+			best := 0.0
+			for mask := 0; mask < 1<<n; mask++ {
+				s, last, ok := 0.0, -b, true
+				for i := 0; i < n && ok; i++ {
+					if mask>>i&1 == 1 {
+						ok = i-last >= b
+						s, last = s+w[i], i
+					}
+				}
+				if ok {
+					best = math.Max(best, s)
+				}
+			}
+			if got := bestSeparated(w, b, fit); math.Abs(got-best) > 1e-12*math.Max(1, best) {
+				t.Fatalf("n %d b %d: %v, enumeration %v", n, b, got, best)
+			}
+		}
 	}
 }
