@@ -43,8 +43,8 @@ func maxDimText() string {
 // for replace-one, clip / n for add/remove) x the sensitivity of C under
 // the participation the metrics were computed for.
 //
-// New applies its own copy of f's operator (of its structured form's
-// coefficients, 8 bytes each: as much memory again as the operator), and
+// New applies its own copy of f's operator (factorize.CopyOperator: as
+// much memory again as the operator's coefficients), and
 // FactorizationOf reports a factorization holding such a copy: changing
 // f, its BLT parameters or the coefficients of a form its operator was
 // built from (factorize.OperatorForm.Operator keeps them) after New
@@ -144,7 +144,8 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 		need += keepBytes(op, dim)
 	}
 	if kind, ints, _, ok := factorize.FormParts(op); ok {
-		// The stream's own copy of the coefficients (ownOperator).
+		// The stream's own copy of the coefficients (ownOperator), at
+		// most its form's.
 		n, _ := factorize.OperatorForm{Kind: kind, Ints: ints}.FloatCount()
 		need += 8 * float64(n)
 	}
@@ -160,17 +161,12 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	// reach them (BLT parameters): before, a BLTParams or a form's
 	// coefficients changed after New (after a server had checked the
 	// digest) changed the noise with no check.
-	own, err := ownOperator(op)
-	if err != nil {
-		return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q whose operator %v cannot be copied (%s)", f.Strategy, op, strings.TrimPrefix(err.Error(), "factorize: ")), Want: "an operator its stored form accepts"}
-	}
+	own := ownOperator(op)
 	s := newStream(own, dim, std, cfg)
 	fc := *f // as given: a later change of f's fields changes nothing here
 	fc.Operator = own
 	if _, isBLT := own.(*factorize.BLTParams); isBLT || cfg.dense {
-		if fc.Operator, err = ownOperator(f.Operator); err != nil {
-			return nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q whose operator %v cannot be copied (%s)", f.Strategy, f.Operator, strings.TrimPrefix(err.Error(), "factorize: ")), Want: "an operator its stored form accepts"}
-		}
+		fc.Operator = ownOperator(f.Operator)
 	}
 	s.f = &fc
 	if !cfg.dense && !factorize.HasForm(op) && !factorize.StreamsOwnFactors(f) {
@@ -184,18 +180,17 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	return s, nil
 }
 
-// ownOperator returns a copy of op that shares no memory with it: the
-// operator of a copy of op's structured form (factorize.FormOf), which
-// streams the same noise bit for bit. An operator without a form is
-// returned as it is: the dense operator, built by then from a copy of its
-// factors (its rows' lists), and an operator of another package, which
-// New holds as given.
-func ownOperator(op factorize.Operator) (factorize.Operator, error) {
-	if op == nil || !factorize.HasForm(op) {
-		return op, nil
+// ownOperator returns a copy of op that shares no memory with it and
+// streams the same noise bit for bit (factorize.CopyOperator). The dense
+// operator is returned as it is, built by then from a copy of its factors
+// (its rows' lists), and so is an operator of another package, which New
+// holds as given.
+func ownOperator(op factorize.Operator) factorize.Operator {
+	if op == nil {
+		return nil
 	}
-	form, _ := factorize.FormOf(op)
-	return form.Operator(op.Rounds())
+	c, _ := factorize.CopyOperator(op)
+	return c
 }
 
 // keepBytes is what keeping op's past noise rows of dimension dim costs:
