@@ -45,7 +45,9 @@ const MaxRecomputeWork = 1 << 32
 // with at most b bands), the Toeplitz rule (non-negative non-increasing
 // coefficients, unscaled), else the dynamic-programming bound over X's
 // rows. A rule that costs more than [MaxRecomputeWork] is not run: the
-// error then wraps [ErrNotRecomputed] and says which rule and why. Costs
+// error then wraps [ErrNotRecomputed] and says which rule and why, and
+// gamma is still returned (every participation lets a sample take part in
+// one round, so the sensitivity is at least gamma). Costs
 // otherwise: O(R b) for a banded C, O(R K) for a BLT, O(R log R) for the
 // tree, O(R K^2) for a quasiseparable C under single participation, and
 // O(R k) more for k epochs or participations.
@@ -86,6 +88,9 @@ func StreamedSensitivity(f *Factorization, p Participation) (gamma float64, sens
 		sens = Sensitivity{Value: gamma, Exact: true, Rule: RuleColumnNorm}
 	default:
 		sens, err = c.minSep(r, min(p.B, r), k)
+	}
+	if errors.Is(err, ErrNotRecomputed) {
+		return gamma, Sensitivity{}, err // gamma bounds the sensitivity below
 	}
 	if err != nil {
 		return 0, Sensitivity{}, err

@@ -158,8 +158,9 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // noise it is given, not the record's metrics. Where the recomputation
 // would cost more than factorize.MaxRecomputeWork (a rule quadratic in R
 // at a large R: the min-separation bound of a scaled Toeplitz or
-// quasiseparable C, the epochs of a quasiseparable C), the record's rule
-// says that C's sensitivity is the factorization's own. A loss-only result
+// quasiseparable C, many epochs), gamma is still recomputed and must not
+// be above the reported gamma or sensitivity, and the record's rule says
+// that C's sensitivity is the factorization's own. A loss-only result
 // (no operator, no factors) is not checked: nothing streams it, its record
 // names no operator, and no server accepts it.
 //
@@ -269,7 +270,12 @@ func (p *Plan) checkStreamedSensitivity(f *factorize.Factorization, part factori
 	gamma, sens, err := factorize.StreamedSensitivity(f, part)
 	switch {
 	case errors.Is(err, factorize.ErrNotRecomputed):
-		return fmt.Sprintf("; C's sensitivity is the factorization's own, not recomputed from its operator (%s)", strings.TrimPrefix(err.Error(), "factorize: ")), nil
+		// gamma, recomputed, bounds the sensitivity below.
+		if !(m.Gamma >= gamma*(1-streamedTolerance)) || !(m.UnitSensitivity.Value >= gamma*(1-streamedTolerance)) {
+			return "", fmt.Errorf("plan: factorization %s reports gamma %v and sensitivity %v under %v, below %v, the largest column norm of the C its operator streams (a lower bound on its sensitivity)",
+				f.Strategy, m.Gamma, m.UnitSensitivity.Value, part, gamma)
+		}
+		return fmt.Sprintf("; C's sensitivity is the factorization's own (at least its recomputed gamma), not recomputed from its operator (%s)", strings.TrimPrefix(err.Error(), "factorize: ")), nil
 	case err != nil:
 		return "", fmt.Errorf("plan: the sensitivity of the C that factorization %s streams cannot be checked: %w", f.Strategy, err)
 	case !(m.UnitSensitivity.Value >= sens.Value*(1-streamedTolerance)):

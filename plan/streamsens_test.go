@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -131,6 +132,67 @@ func TestCalibrateParticipationMismatchNamesFields(t *testing.T) {
 		err := p.Calibrate(t.Context(), &g)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("metrics under %+v: %v, want %q", c.part, err, c.want)
+		}
+	}
+}
+
+// TestCalibrateBeyondRecomputeWork: BLT parameters assembled by hand at
+// R = 10^5 under minsep:8 (a scaled, signed Toeplitz C wider than the
+// separation, whose rule is the R^2 bound, beyond
+// factorize.MaxRecomputeWork) are calibrated with a rule that says the
+// sensitivity was not recomputed, but only if the claimed gamma and
+// sensitivity are not below the recomputed gamma. Here C = T_c
+// diag(1/scale) with T_c = T_d^{-1}, d = (1, -1/2, -1/4, ...) (one buffer,
+// w = -1/2, lambda = 1/2): d(x) = (1 - x) / (1 - x/2), so c(x) =
+// (1 - x/2) / (1 - x) and c = (1, 1/2, 1/2, ...), computed here as the
+// impulse response of the recurrence and checked against that closed
+// form; gamma is the largest ||c_{0..R-1-j}|| / scale_j.
+func TestCalibrateBeyondRecomputeWork(t *testing.T) {
+	const r = 100_000
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := make([]float64, r)
+	for i := range scale {
+		scale[i] = 1 + float64(i%3)/8 // not plain: no Toeplitz rule
+	}
+	bp := &factorize.BLTParams{Weights: []float64{-0.5}, Lambdas: []float64{0.5}, Scale: scale}
+	// C's first column: the impulse response of z_r = y_r + 0.5 s,
+	// s <- 0.5 s + z_r (the recurrence inverted), by hand.
+	c := make([]float64, r)
+	st := 0.0
+	for i := range c {
+		z := 0.5 * st // y_r - w s with y = e_0
+		if i == 0 {
+			z = 1
+		}
+		c[i], st = z, 0.5*st+z
+		if want := map[bool]float64{true: 1, false: 0.5}[i == 0]; z != want {
+			t.Fatalf("c_%d = %v, want %v", i, z, want)
+		}
+	}
+	// Column j of C = T_c diag(1/scale): ||c_{0..R-1-j}|| / scale_j.
+	gamma, sq := 0.0, 0.0
+	for k := 0; k < r; k++ {
+		sq += c[k] * c[k]
+		j := r - 1 - k
+		gamma = math.Max(gamma, math.Sqrt(sq)/scale[j])
+	}
+	for _, claim := range []struct {
+		gamma, sens float64
+		ok          bool
+	}{{gamma, 3 * gamma, true}, {gamma, gamma * 0.99, false}, {gamma * 0.99, 3 * gamma, false}} {
+		hand := &factorize.Factorization{Strategy: "hand", Operator: bp, Workload: w,
+			Metrics: factorize.Metrics{Participation: factorize.MinSeparation(8, 0), Gamma: claim.gamma,
+				UnitSensitivity: factorize.Sensitivity{Value: claim.sens, Rule: factorize.RuleMinSepBound}, Loss: 1, FrobBSq: 1, MaxRowBSq: 1, RMSE: 1, MaxSE: 1}}
+		p := &Plan{Rounds: r, Algorithm: AlgoCorrelated, Learners: 4, Clip: 1, Strategy: "blt", Participation: "minsep:8", Target: &Target{Eps: 2, Delta: 1e-5}}
+		err := p.Calibrate(t.Context(), hand)
+		if claim.ok != (err == nil) {
+			t.Errorf("gamma %v, sensitivity %v (recomputed gamma %v): %v", claim.gamma, claim.sens, gamma, err)
+		}
+		if err == nil && !strings.Contains(p.Privacy.Rule, "not recomputed from its operator") {
+			t.Errorf("rule %q does not say the sensitivity was not recomputed", p.Privacy.Rule)
 		}
 	}
 }
