@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
@@ -236,7 +235,7 @@ func canary(ctx context.Context, s *Setup, opt CanaryOptions, h *hooks) (*Canary
 	}
 
 	// One run of the real roles, in process or over gRPC.
-	key := mechanism.SeedKey(experiment.RepSeed(p.Seed, 1<<21))
+	key := streamKey(purposeCanaryNoise, p.Seed) // see seeds.go
 	noise := func(key [32]byte) (mechanism.Mechanism, error) {
 		pd := p
 		pd.Dim = d

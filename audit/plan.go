@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/internal/param"
@@ -228,6 +227,6 @@ func (p Plan) present(r, i int) bool {
 	if p.Dropout == 0 {
 		return true
 	}
-	h := experiment.RepSeed(p.Seed^0x6a09e667f3bcc909, r*p.Learners+i)
+	h := streamValue(purposeDropout, p.Seed, uint64(r*p.Learners+i))
 	return float64(h>>11)/(1<<53) >= p.Dropout
 }

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
 	"github.com/dpmf/dpmf/mechanism"
@@ -267,7 +266,7 @@ func replayWith(ctx context.Context, s *Setup, h *hooks, network bool) (*ReplayR
 	model := adversary{mag: 2 * p.Clip}
 	var learners [2][]*fedopt.Learner
 	var recs [2]*recorder
-	key := mechanism.SeedKey(experiment.RepSeed(p.Seed, 1<<20))
+	key := streamKey(purposeReplayNoise, p.Seed) // see seeds.go
 	for w := range worlds {
 		m, err := newMechanism(s, h, decl.NoiseStd, key)
 		if err != nil {
@@ -501,7 +500,7 @@ func (s replayStream) Sample(r, t int) ([]float64, float64) {
 		}
 		return sample(kindFollow, 0, 0, d.anchors[r]), 0
 	}
-	h := experiment.RepSeed(d.plan.Seed, (r*d.plan.Learners+s.i)*d.plan.Tau+t)
+	h := streamValue(purposeReplayBackground, d.plan.Seed, uint64((r*d.plan.Learners+s.i)*d.plan.Tau+t))
 	return d.bg[h%uint64(len(d.bg))], 0
 }
 

@@ -142,11 +142,26 @@ func seededBugs() []seededBug {
 				if err != nil {
 					return nil, err
 				}
-				m := s.Factorization.Metrics
-				m.UnitSensitivity = factorize.Sensitivity{Value: v, Exact: true, Rule: factorize.RuleMinSepBanded}
+				// plan.Calibrate now refuses a factorization whose metrics
+				// hold v (it recomputes the sensitivity from the operator,
+				// TestCalibrateRefusesUnderstatedSensitivity): the record
+				// is the one a Calibrate with this bug would write, the
+				// honest record with its sensitivity and noise scaled by
+				// v over the true unit sensitivity (sigma unchanged).
 				g := *s.Factorization
-				g.Metrics = m
-				return s.Plan.calibrate(&g)
+				g.Metrics.UnitSensitivity = factorize.Sensitivity{Value: v, Exact: true, Rule: factorize.RuleMinSepBanded}
+				if _, err := s.Plan.calibrate(&g); err == nil {
+					return nil, fmt.Errorf("plan.Calibrate accepted the understated sensitivity %v", v)
+				}
+				priv, err := s.Plan.calibrate(s.Factorization)
+				if err != nil {
+					return nil, err
+				}
+				ratio := v / priv.UnitSensitivity.Value
+				priv.UnitSensitivity = g.Metrics.UnitSensitivity
+				priv.Sensitivity *= ratio
+				priv.NoiseStd *= ratio
+				return priv, nil
 			}},
 		},
 	}

@@ -190,7 +190,8 @@ func (f OperatorForm) FloatCount() (int, error) {
 // scales must be nonzero. The operator keeps f.Floats, not a copy (at
 // R = 10^6 the optimum's are 1.4 GB): the caller must not modify them
 // afterwards, or the operator streams other noise than the one its record
-// names.
+// names (a mechanism already made by mechanism.New is not affected: it
+// streams its own copy).
 func (f OperatorForm) Operator(rounds int) (Operator, error) {
 	n, err := f.FloatCount()
 	if err != nil {

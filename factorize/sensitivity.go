@@ -457,9 +457,29 @@ func reversed(w []float64) []float64 {
 
 // bestSeparated returns the largest sum of at most k entries of w whose
 // indices are pairwise at least b apart (0 if all entries are negative).
+// When k is at least the ceil(n/b) entries that fit, the count does not
+// bind and the dynamic program needs no count: A[t] = max(A[t-1],
+// w[t] + A[t-b]), O(n) instead of O(n k) (the same float64 by induction:
+// A_c[t] = A[t] once c >= t/b + 1, and a sum is rounded the same way in
+// both), which at R = 10^5 under minsep:8 was 1.2 s.
 func bestSeparated(w []float64, b, k int) float64 {
-	p := atMostPicks(w, b, k)
-	return p[k]
+	n := len(w)
+	if n == 0 || k < (n-1)/b+1 {
+		return atMostPicks(w, b, k)[k]
+	}
+	a := make([]float64, n)
+	run := 0.0
+	for t, v := range w {
+		base := 0.0
+		if t-b >= 0 {
+			base = a[t-b]
+		}
+		if x := base + v; x > run {
+			run = x
+		}
+		a[t] = run
+	}
+	return run
 }
 
 // atMostPicks returns best[c], c = 0..k: the largest sum of at most c

@@ -200,6 +200,11 @@ func TestMemoryAutoWithinMachine(t *testing.T) {
 	if s := m.(fmt.Stringer).String(); !strings.Contains(s, "machine's memory") {
 		t.Errorf("String %q does not say why", s)
 	}
+	// The reason mfsolve -noise prints: the machine's 256 MiB, not the
+	// 1 GiB of DefaultKeepLimit.
+	if got, want := AutoMemoryReason(m), "keeping the past rows would take more than this machine's memory (0.25 GiB with swap)"; got != want {
+		t.Errorf("AutoMemoryReason %q, want %q", got, want)
+	}
 	_, err = New(f, 1<<24, 1, WithSeed(1), WithMemory(MemoryKeep))
 	requireParam(t, err, "dim")
 	if m, err = New(f, 1<<20, 1, WithSeed(1)); err != nil {

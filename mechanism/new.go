@@ -43,6 +43,16 @@ func maxDimText() string {
 // for replace-one, clip / n for add/remove) x the sensitivity of C under
 // the participation the metrics were computed for.
 //
+// New applies its own copy of f's operator (factorize.CopyOperator: as
+// much memory again as the operator's coefficients), and
+// FactorizationOf reports a factorization holding such a copy: changing
+// f, its BLT parameters or the coefficients of a form its operator was
+// built from (factorize.OperatorForm.Operator keeps them) after New
+// changes neither the noise nor the operator reported. The dense operator
+// is built at New from its factors, so its noise does not change either;
+// the dense factors FactorizationOf reports are f's own (a digest of
+// them reflects a later change, and is refused then).
+//
 // It is an error if f has no operator (a metrics-only result) or one of
 // other than its workload's R rounds, or BLT parameters
 // (factorize.BLTParams, which a caller can assemble) that their stored
@@ -133,15 +143,31 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	if mem.PastRows > 0 && cfg.memory == MemoryKeep {
 		need += keepBytes(op, dim)
 	}
-	if err := checkFits("dim", dim, "state (the operator's state vectors, and its past noise rows under MemoryKeep)", need); err != nil {
+	if kind, ints, _, ok := factorize.FormParts(op); ok {
+		// The stream's own copy of the coefficients (ownOperator), at
+		// most its form's.
+		n, _ := factorize.OperatorForm{Kind: kind, Ints: ints}.FloatCount()
+		need += 8 * float64(n)
+	}
+	if err := checkFits("dim", dim, "state (the operator's state vectors and its own copy of the coefficients, and its past noise rows under MemoryKeep)", need); err != nil {
 		return nil, err
 	}
 	rounds := op.Rounds()
 	if cfg.start > rounds {
 		return nil, &ParamError{Param: "start round", Value: cfg.start, Want: fmt.Sprintf("<= %d rounds", rounds)}
 	}
-	s := newStream(op, dim, std, cfg)
+	// The stream applies its own copy of the operator's coefficients, and
+	// the factorization it reports holds another where a caller can
+	// reach them (BLT parameters): before, a BLTParams or a form's
+	// coefficients changed after New (after a server had checked the
+	// digest) changed the noise with no check.
+	own := ownOperator(op)
+	s := newStream(own, dim, std, cfg)
 	fc := *f // as given: a later change of f's fields changes nothing here
+	fc.Operator = own
+	if _, isBLT := own.(*factorize.BLTParams); isBLT || cfg.dense {
+		fc.Operator = ownOperator(f.Operator)
+	}
 	s.f = &fc
 	if !cfg.dense && !factorize.HasForm(op) && !factorize.StreamsOwnFactors(f) {
 		// An operator without a structured form that is not the dense
@@ -152,6 +178,19 @@ func New(f *factorize.Factorization, dim int, std float64, opts ...Option) (Mech
 	}
 	s.start(cfg.start)
 	return s, nil
+}
+
+// ownOperator returns a copy of op that shares no memory with it and
+// streams the same noise bit for bit (factorize.CopyOperator). The dense
+// operator is returned as it is, built by then from a copy of its factors
+// (its rows' lists), and so is an operator of another package, which New
+// holds as given.
+func ownOperator(op factorize.Operator) factorize.Operator {
+	if op == nil {
+		return nil
+	}
+	c, _ := factorize.CopyOperator(op)
+	return c
 }
 
 // keepBytes is what keeping op's past noise rows of dimension dim costs:
@@ -202,6 +241,20 @@ func MemoryOf(m Mechanism) (mode Memory, auto, ok bool) {
 		return MemoryKeep, false, true
 	}
 	return MemoryRegenerate, s.past.auto, true
+}
+
+// AutoMemoryReason returns why [MemoryAuto] made m regenerate its past
+// noise rows ([MemoryOf] reports auto), in words for a message: "keeping
+// the past rows would take more than 1 GiB" ([DefaultKeepLimit]) or
+// "keeping the past rows would take more than this machine's memory (N
+// GiB with swap)"; "" for a mechanism whose rows MemoryAuto did not choose
+// to regenerate.
+func AutoMemoryReason(m Mechanism) string {
+	s, isStream := m.(*stream)
+	if !isStream || s.past == nil || !s.past.auto {
+		return ""
+	}
+	return s.past.autoReason()
 }
 
 // FactorizationOf returns the factorization whose noise m streams, as

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -113,14 +114,24 @@ type gen struct {
 	past *pastRows
 }
 
+// autoReason is why MemoryAuto made the stream regenerate (auto set):
+// the machine's memory, or DefaultKeepLimit.
+func (p *pastRows) autoReason() string {
+	if p.overMachine {
+		return fmt.Sprintf("keeping the past rows would take more than this machine's memory (%.3g GiB with swap)", p.machine/(1<<30))
+	}
+	return fmt.Sprintf("keeping the past rows would take more than %d GiB", DefaultKeepLimit>>30)
+}
+
 // pastRows are the past noise rows of a stream whose operator reads them
 // (factorize.OperatorMemory.PastRows): kept once drawn, block by block, or
 // regenerated when read. Both give the same bits.
 type pastRows struct {
 	keep, auto bool
 	// overMachine is set when MemoryAuto regenerates because keeping the
-	// rows would exceed the machine's memory.
+	// rows would exceed the machine's memory, machine bytes.
 	overMachine bool
+	machine     float64
 	// rows[j][b] is block b of noise row j, nil until first read (keep
 	// mode). Each block is only ever touched by the goroutine that
 	// computes that block of coordinates.

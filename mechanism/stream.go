@@ -36,6 +36,9 @@ func newStream(op factorize.Operator, dim int, std float64, cfg *config) *stream
 	if mem := op.Memory(); mem.PastRows > 0 {
 		keep, auto, over := useKeep(cfg, op, dim)
 		past = &pastRows{keep: keep, auto: auto, overMachine: over}
+		if over {
+			past.machine = machineBytes()
+		}
 		if keep {
 			m := op.NoiseRows()
 			past.headers = keptHeaders(m, dim)
@@ -190,10 +193,8 @@ func (s *stream) String() string {
 		return name
 	case s.past.keep:
 		return fmt.Sprintf("%s(keep)", name)
-	case s.past.overMachine:
-		return fmt.Sprintf("%s(regenerate: chosen by MemoryAuto, keeping the past rows would take more than this machine's memory)", name)
 	case s.past.auto:
-		return fmt.Sprintf("%s(regenerate: chosen by MemoryAuto, keeping the past rows would take more than %d GiB)", name, DefaultKeepLimit>>30)
+		return fmt.Sprintf("%s(regenerate: chosen by MemoryAuto, %s)", name, s.past.autoReason())
 	}
 	return fmt.Sprintf("%s(regenerate)", name)
 }

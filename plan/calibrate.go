@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/factorize"
@@ -146,6 +148,22 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // quantized updates differ from the exact ones by at most the quantization
 // term, and the record holds the term and B_g'.
 //
+// The factorization's metrics are not taken on trust: its sensitivity
+// under the participation and its gamma must not be below those that
+// factorize.StreamedSensitivity computes again from its operator (or its
+// dense factors), the C whose noise the record's digest names, by more
+// than a relative 1e-9 (the strategies sum in other orders). A
+// factorization assembled or edited with an understated sensitivity is an
+// error: a fedopt or fednet server checks the record's digest against the
+// noise it is given, not the record's metrics. Where the recomputation
+// would cost more than factorize.MaxRecomputeWork (a rule quadratic in R
+// at a large R: the min-separation bound of a scaled Toeplitz or
+// quasiseparable C, many epochs), gamma is still recomputed and must not
+// be above the reported gamma or sensitivity, and the record's rule says
+// that C's sensitivity is the factorization's own. A loss-only result
+// (no operator, no factors) is not checked: nothing streams it, its record
+// names no operator, and no server accepts it.
+//
 // The search of the amplified accounting stops when ctx is done.
 //
 // A record the plan already holds is replaced, whether or not it is still
@@ -169,7 +187,7 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	unit := m.UnitSensitivity.Value
 	switch {
 	case m.Participation != part:
-		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v", m.Participation, part)
+		return fmt.Errorf("plan: factorization with metrics under %v, want the plan's %v (%s)", m.Participation, part, participationDiff(m.Participation, part))
 	case f.Workload != nil && f.Workload.R() != p.Rounds:
 		return fmt.Errorf("plan: factorization of %d rounds, want the plan's %d", f.Workload.R(), p.Rounds)
 	case !(unit > 0) || math.IsInf(unit, 1):
@@ -179,9 +197,13 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	case p.Algorithm == AlgoIndependent && m.Gamma != 1:
 		return fmt.Errorf("plan: the independent baseline adds noise with C = I, got metrics with gamma = %v", m.Gamma)
 	}
+	note, err := p.checkStreamedSensitivity(f, part)
+	if err != nil {
+		return err
+	}
 	rel, _ := t.relation() // Validate refused add-remove for Algorithm 1 with tau > 1
 	if t.Sampling > 0 {
-		if err := p.calibrateAmplified(ctx, f, rel); err != nil {
+		if err := p.calibrateAmplified(ctx, f, rel, note); err != nil {
 			return err
 		}
 		p.Privacy.OperatorSHA256, _ = OperatorDigest(f)
@@ -204,12 +226,91 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 		bound = " (an upper bound)"
 	}
 	p.setRecord(method.String(), sens, std, std/sens, m,
-		fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g%s: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners, %s%s",
-			t.Eps, t.Delta, t.Calibration, sens, paperRule[t.Calibration == Paper], rel, part, unit, bound, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule()))
+		fmt.Sprintf("(%g, %g)-DP, %s calibration, release sensitivity %.6g%s: %s client sample, participation %v with C's sensitivity %.6g%s, clip %g, %d learners, %s%s%s",
+			t.Eps, t.Delta, t.Calibration, sens, paperRule[t.Calibration == Paper], rel, part, unit, bound, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule(), note))
 	// The factorization the record holds for (empty for one that cannot
 	// stream: no server accepts the record then).
 	p.Privacy.OperatorSHA256, _ = OperatorDigest(f)
 	return nil
+}
+
+// streamedTolerance is the relative amount by which the sensitivity and
+// gamma a factorization reports may fall below those
+// factorize.StreamedSensitivity computes again from its operator: the
+// strategies sum in other orders (as the cache's check of a stored
+// result allows, 1e-9); an edit that matters changes far more.
+const streamedTolerance = 1e-9
+
+// checkStreamedSensitivity checks that f's metrics (its unit sensitivity
+// under part, and gamma) are not below those of the C that f streams,
+// computed again by factorize.StreamedSensitivity from its operator (or
+// its dense factors), so that a factorization assembled or edited with an
+// understated sensitivity gets no record: a server checks the record's
+// operator digest, not its metrics. It returns a note for the record's
+// rule where the recomputation is beyond factorize.MaxRecomputeWork (the
+// metrics are then the factorization's own, and the rule says so), and
+// nothing to check for a factorization that streams nothing (a loss-only
+// result: its record names no operator, and no server accepts it).
+func (p *Plan) checkStreamedSensitivity(f *factorize.Factorization, part factorize.Participation) (string, error) {
+	if f.Operator == nil && (f.B == nil || f.C == nil) {
+		return "", nil
+	}
+	m := f.Metrics
+	if f.Workload == nil {
+		// The plan's rounds (the operator's must be as many): its digest
+		// names it whatever workload it was handed with.
+		w, err := factorize.Prefix(p.Rounds)
+		if err != nil {
+			return "", wrap(err)
+		}
+		g := *f
+		g.Workload = w
+		f = &g
+	}
+	gamma, sens, err := factorize.StreamedSensitivity(f, part)
+	switch {
+	case errors.Is(err, factorize.ErrNotRecomputed):
+		// gamma, recomputed, bounds the sensitivity below.
+		if !(m.Gamma >= gamma*(1-streamedTolerance)) || !(m.UnitSensitivity.Value >= gamma*(1-streamedTolerance)) {
+			return "", fmt.Errorf("plan: factorization %s reports gamma %v and sensitivity %v under %v, below %v, the largest column norm of the C its operator streams (a lower bound on its sensitivity)",
+				f.Strategy, m.Gamma, m.UnitSensitivity.Value, part, gamma)
+		}
+		return fmt.Sprintf("; C's sensitivity is the factorization's own (at least its recomputed gamma), not recomputed from its operator (%s)", strings.TrimPrefix(err.Error(), "factorize: ")), nil
+	case err != nil:
+		return "", fmt.Errorf("plan: the sensitivity of the C that factorization %s streams cannot be checked: %w", f.Strategy, err)
+	case !(m.UnitSensitivity.Value >= sens.Value*(1-streamedTolerance)):
+		return "", fmt.Errorf("plan: factorization %s reports sensitivity %v under %v, below %v, that of the C its operator streams (%s): calibrated to it, the noise would be too small",
+			f.Strategy, m.UnitSensitivity.Value, part, sens.Value, sens)
+	case !(m.Gamma >= gamma*(1-streamedTolerance)):
+		return "", fmt.Errorf("plan: factorization %s reports gamma %v, below %v, the largest column norm of the C its operator streams", f.Strategy, m.Gamma, gamma)
+	}
+	return "", nil
+}
+
+// participationDiff names the fields in which got differs from want, with
+// both values: String shows only the fields of its kind, so that a
+// pattern with a stray count (single with K set, epochs with B set) reads
+// as the plan's own.
+func participationDiff(got, want factorize.Participation) string {
+	kind := func(k factorize.ParticipationKind) string {
+		if n, ok := map[factorize.ParticipationKind]string{factorize.KindSingle: "single", factorize.KindEpochs: "epochs", factorize.KindMinSep: "minsep"}[k]; ok {
+			return n
+		}
+		return strconv.Itoa(int(k))
+	}
+	var d []string
+	if got.Kind != want.Kind {
+		d = append(d, fmt.Sprintf("Kind %s, want %s", kind(got.Kind), kind(want.Kind)))
+	}
+	for _, f := range []struct {
+		name      string
+		got, want int
+	}{{"K", got.K, want.K}, {"B", got.B, want.B}} {
+		if f.got != f.want {
+			d = append(d, fmt.Sprintf("%s %d, want %d", f.name, f.got, f.want))
+		}
+	}
+	return "differing fields: " + strings.Join(d, ", ")
 }
 
 // validateSettings is [Plan.Validate] of the plan without its privacy
@@ -257,7 +358,7 @@ func (p *Plan) setRecord(method string, sens, std, sigma float64, m factorize.Me
 }
 
 // calibrateAmplified is Calibrate's amplified banded accounting.
-func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorization, rel accountant.Relation) error {
+func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorization, rel accountant.Relation, note string) error {
 	t, m := p.Target, f.Metrics
 	b := m.Participation.B // the groups of the sampling
 	if bands, ok := factorize.BandsOf(f.Operator); !ok || bands > b || m.Participation.Kind != factorize.KindMinSep {
@@ -292,8 +393,8 @@ func (p *Plan) calibrateAmplified(ctx context.Context, f *factorize.Factorizatio
 		bound = " (an upper bound)"
 	}
 	p.setRecord(MethodAmplified, sens, std, sigma, m,
-		fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners, %s%s; PLD eps at this sigma %.6g (safe), %.6g (optimistic)",
-			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule(), eb.Safe, eb.Optimistic))
+		fmt.Sprintf("(%g, %g)-DP, amplified banded accounting (PLD, %d compositions of the Poisson-subsampled Gaussian%s): cyclic Poisson sampling q = %g over %d groups (C has at most %d bands), %s client sample, release sensitivity %.6g per participation (gamma %.6g), clip %g, %d learners, %s%s; PLD eps at this sigma %.6g (safe), %.6g (optimistic)%s",
+			t.Eps, t.Delta, k, bound, t.Sampling, b, b, rel, sens, m.Gamma, p.Clip, p.Learners, p.algorithmRule(rel), p.quantizationRule(), eb.Safe, eb.Optimistic, note))
 	return nil
 }
 

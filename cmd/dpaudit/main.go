@@ -141,7 +141,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.Float64Var(&p.Eta, "eta", 0.003, "local step eta; max(eta, eta eta_g) tau max(B_g, 1) must be at most 1.8e308 (a round's noise-free move must fit a float64)")
 	fs.Float64Var(&p.EtaG, "eta-g", 1, "global step eta_g")
 	fs.Float64Var(&p.Eps, "eps", 5, "epsilon")
-	fs.Float64Var(&p.Delta, "delta", 1e-3, "delta")
+	cli.Float64DownVar(fs, &p.Delta, "delta", 1e-3, "delta (a subnormal is read as the largest float64 not above it)")
 	fs.Float64Var(&p.Dropout, "dropout", 0, "probability that a learner misses a round (replay)")
 	fs.Uint64Var(&p.Seed, "seed", 1, "seed of the noise key, the dropouts and the data")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")

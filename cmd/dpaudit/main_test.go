@@ -156,6 +156,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"replay", "-eps", "Inf"}, "-eps +Inf:"},
 		{[]string{"replay", "-delta", "0"}, "-delta 0:"},
 		{[]string{"replay", "-delta", "1"}, "-delta 1:"},
+		// Before, read as 4.9e-324, about twice the target.
+		{[]string{"replay", "-delta", "2.5e-324"}, `invalid value "2.5e-324" for flag -delta: positive but below the smallest float64 (4.9e-324)`},
 		{[]string{"replay", "-clip", "0"}, "-clip 0:"},
 		{[]string{"replay", "-clip", "-1"}, "-clip -1:"},
 		{[]string{"replay", "-clip", "1e308"}, "-clip 1e+308 with -learners 2:"},

@@ -135,7 +135,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object instead of the summary line")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "print neither the progress line nor the summary line")
 	fs.Float64Var(&cfg.eps, "eps", 0, "calibrate the noise for (`EPS`, delta)-DP (with -delta)")
-	fs.Float64Var(&cfg.delta, "delta", 0, "calibrate the noise for (eps, `DELTA`)-DP (with -eps)")
+	cli.Float64DownVar(fs, &cfg.delta, "delta", 0, "calibrate the noise for (eps, `DELTA`)-DP (with -eps); a subnormal is read as the largest float64 not above it")
 	fs.Float64Var(&cfg.clip, "clip", 1, "per-sample gradient clipping norm `B_g` for the calibration")
 	fs.IntVar(&cfg.learners, "learners", 1, "number of learners `n` whose clipped updates are averaged each round")
 	fs.StringVar(&cfg.calibration, "calibration", "exact", "calibration `METHOD`: exact (analytic Gaussian, release sensitivity 2 sens B_g / n for replace-one, sens the sensitivity of C under -participation) or paper (the paper's formula, sensitivity 2 sens B_g)")

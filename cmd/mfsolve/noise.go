@@ -58,7 +58,8 @@ func calibrate(ctx context.Context, cfg config, p *plan.Plan, f *factorize.Facto
 // overflows).
 //
 // When -memory auto makes the mechanism regenerate past rows (they would
-// take more than mechanism.DefaultKeepLimit), it says so on warn.
+// take more than mechanism.DefaultKeepLimit, or than the machine's
+// memory), it says so on warn, with that reason.
 func noiseSamples(ctx context.Context, cfg config, f *factorize.Factorization, res result, warn io.Writer) (*mat.Dense, error) {
 	std := cfg.std
 	if std == 0 && res.NoiseStd != nil {
@@ -95,9 +96,9 @@ func noiseSamples(ctx context.Context, cfg config, f *factorize.Factorization, r
 // memoryWarning returns the warning for a mechanism that MemoryAuto made
 // regenerate its past noise rows, or "".
 func memoryWarning(m mechanism.Mechanism) string {
-	if _, auto, _ := mechanism.MemoryOf(m); !auto {
+	reason := mechanism.AutoMemoryReason(m)
+	if reason == "" {
 		return ""
 	}
-	return fmt.Sprintf("-noise: keeping the past noise rows would take more than %d GiB, so they are regenerated each round instead (slower; -memory keep keeps them, -memory regenerate silences this warning)",
-		mechanism.DefaultKeepLimit>>30)
+	return fmt.Sprintf("-noise: %s, so they are regenerated each round instead (slower; -memory keep keeps them, -memory regenerate silences this warning)", reason)
 }

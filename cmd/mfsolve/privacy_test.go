@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/internal/sysmem"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/npy"
 	"github.com/dpmf/dpmf/plan"
@@ -36,6 +37,8 @@ func TestCalibrationUsageErrors(t *testing.T) {
 		{[]string{"-eps", "1", "-delta", "1"}, "-delta 1"},
 		{[]string{"-eps", "1", "-delta", "0"}, "-delta 0"},
 		{[]string{"-eps", "1", "-delta", "1e-400"}, `invalid value "1e-400" for flag -delta: nonzero but below the float64 range`},
+		// Before, read as 4.9e-324, about twice the target.
+		{[]string{"-eps", "1", "-delta", "2.5e-324"}, `invalid value "2.5e-324" for flag -delta: positive but below the smallest float64 (4.9e-324)`},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-clip", "0"}, "-clip 0"},
 		{[]string{"-eps", "1", "-delta", "1e-5", "-learners", "0"}, "-learners 0"},
 		// 2 B_g / n = 2e-328 rounds to the subnormal 5e-324: the sigma
@@ -254,7 +257,7 @@ func TestMemoryWarning(t *testing.T) {
 		dim  int
 		want string
 	}{
-		{"auto", 1<<26 + 1, "-noise: keeping the past noise rows would take more than 1 GiB, so they are regenerated each round instead"},
+		{"auto", 1<<26 + 1, "-noise: keeping the past rows would take more than 1 GiB, so they are regenerated each round instead"},
 		{"auto", 1 << 20, ""},
 		{"regenerate", 1<<26 + 1, ""},
 		{"keep", 1<<26 + 1, ""},
@@ -267,6 +270,16 @@ func TestMemoryWarning(t *testing.T) {
 		} else {
 			assert.Contains(t, got, tc.want)
 		}
+	}
+	// Rows of dimension 2^38 for R = 4 take 8 TiB, beyond this machine's
+	// memory: the warning says so. Before, it said "more than 1 GiB"
+	// whatever MemoryAuto's reason.
+	if have := sysmem.Limit(); have > 0 && have < 4*8*(1<<38) {
+		m, err := mechanism.New(f, 1<<38, 1, mechanism.WithSeed(1))
+		require.NoError(t, err)
+		got := memoryWarning(m)
+		assert.Contains(t, got, "-noise: keeping the past rows would take more than this machine's memory (")
+		assert.NotContains(t, got, "1 GiB")
 	}
 	res := runT(t, "-R", "4", "-memory", "keep")
 	assert.Equal(t, cli.ExitUsage, res.code)

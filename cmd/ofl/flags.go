@@ -136,7 +136,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Float64Var(&c.clip, "clip", 5, "per-sample gradient clipping bound B_g (0: none, nonprivate only)")
 	fs.Float64Var(&c.l2, "l2", 1e-4, "L2 coefficient of the logistic loss")
 	fs.Float64Var(&c.eps, "eps", 5, "privacy budget epsilon")
-	fs.Float64Var(&c.delta, "delta", 1e-3, "privacy budget delta")
+	cli.Float64DownVar(fs, &c.delta, "delta", 1e-3, "privacy budget delta (a subnormal is read as the largest float64 not above it)")
 	fs.StringVar(&c.raw.calibration, "calibration", "exact", "noise calibration: exact (analytic Gaussian, sensitivity 2 gamma B_g / n) or paper (the paper's formulas)")
 	fs.IntVar(&c.reps, "reps", 20, "repetitions (noise drawn afresh; the data is the same)")
 	fs.IntVar(&c.workers, "workers", 0, "repetitions run in parallel (0: one per CPU)")

@@ -95,6 +95,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-algo", "independent", "-eta-ind", "1e308"}, "-eta-ind 1e+308, want steps"},
 		{[]string{"-clip", "0"}, "-clip 0, want"},
 		{[]string{"-algo", "nonprivate", "-clip", "1e-400"}, `invalid value "1e-400" for flag -clip: nonzero but below the float64 range`},
+		// Before, read as 4.9e-324, about twice the target.
+		{[]string{"-delta", "2.5e-324"}, `invalid value "2.5e-324" for flag -delta: positive but below the smallest float64 (4.9e-324)`},
 		{[]string{"-algo", "independent", "-eta-ind", "1e-400"}, `invalid value "1e-400" for flag -eta-ind: nonzero`},
 		{[]string{"-l2", "-1"}, "-l2 -1"},
 		{[]string{"-eta-ind", "0.1"}, "-eta-ind applies to -algo independent and baseline-correlated only"},

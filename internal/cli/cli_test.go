@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -266,6 +267,48 @@ func TestParseFloatDown(t *testing.T) {
 		if (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) || v != tc.want {
 			t.Errorf("ParseFloatDown(%q) = %v, %v; want %v, %q", tc.in, v, err, tc.want, tc.err)
 		}
+	}
+}
+
+// Float64DownVar reads its flag by ParseFloatDown (fs.Float64Var read
+// -delta 8e-324 as 2^-1073 = 9.9e-324, above the number written), keeps
+// the underflow check of Parse and Once's refusal of a second value, and
+// prints its default in the help as fs.Float64Var does.
+func TestFloat64DownVar(t *testing.T) {
+	const u = 0x1p-1074
+	for _, tc := range []struct {
+		args []string
+		want float64
+		err  string
+	}{
+		{nil, 1e-3, ""},
+		{[]string{"-delta", "8e-324"}, u, ""},
+		{[]string{"-delta", "1e-5"}, 1e-5, ""},
+		{[]string{"-delta", "2.5e-324"}, 0, `invalid value "2.5e-324" for flag -delta: positive but below the smallest float64 (4.9e-324); rounding it up would weaken the target`},
+		{[]string{"-delta", "1e-400"}, 0, `invalid value "1e-400" for flag -delta: nonzero but below the float64 range`},
+		{[]string{"-delta", "1e-5", "-delta", "1e-6"}, 0, `invalid value "1e-6" for flag -delta: given twice (first "1e-5"): give each flag once`},
+	} {
+		fs := NewFlagSet("t")
+		var d float64
+		Float64DownVar(fs, &d, "delta", 1e-3, "privacy `DELTA`")
+		err := Parse(fs, tc.args, Once)
+		if (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err || err == nil && d != tc.want {
+			t.Errorf("%q: %v, %v; want %v, %q", tc.args, d, err, tc.want, tc.err)
+		}
+	}
+	fs, ref := NewFlagSet("t"), NewFlagSet("t")
+	var a, b float64
+	Float64DownVar(fs, &a, "delta", 1e-3, "privacy `DELTA`")
+	ref.Float64Var(&b, "delta", 1e-3, "privacy `DELTA`")
+	var got, want bytes.Buffer
+	if err := PrintUsage(&got, fs, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := PrintUsage(&want, ref, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("help %q, want fs.Float64Var's %q", got.String(), want.String())
 	}
 }
 

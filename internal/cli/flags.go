@@ -229,6 +229,41 @@ func ParseFloat(s string) (float64, error) {
 	return v, nil
 }
 
+// Float64DownVar defines a float64 flag read by [ParseFloatDown], for a
+// privacy target such as delta that must not be read as larger than
+// written (fs.Float64Var rounds a subnormal to the nearest float64, up to
+// twice the number written). Its help prints the default as
+// fs.Float64Var's does.
+func Float64DownVar(fs *flag.FlagSet, p *float64, name string, value float64, usage string) {
+	*p = value
+	fs.Var(&downFloat{p}, name, usage)
+}
+
+// downFloat is the flag value of [Float64DownVar].
+type downFloat struct{ p *float64 }
+
+// String implements flag.Value (a zero value, which the flag package
+// makes to compare with the default, prints 0).
+func (f *downFloat) String() string {
+	if f == nil || f.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*f.p, 'g', -1, 64)
+}
+
+// Set implements flag.Value.
+func (f *downFloat) Set(s string) error {
+	v, err := ParseFloatDown(s)
+	if err != nil {
+		return err
+	}
+	*f.p = v
+	return nil
+}
+
+// Get implements flag.Getter.
+func (f *downFloat) Get() any { return *f.p }
+
 // ParseFloatDown is [ParseFloat] for a privacy target such as delta, which
 // must not be read as larger than written: a positive value below the
 // normal float64 range (2.2e-308), where the nearest float64 can be up to
