@@ -652,6 +652,7 @@ func TestSecureIdentity(t *testing.T) {
 // restarted (on their state directories) releases the simulation's
 // models from attempt 1.
 func TestSecureFailedAttemptRestarts(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 2, 1, 4)
 	secureRun(t, r)
 	want := r.simulate(t, nil)
