@@ -939,7 +939,6 @@ func (p *h2peer) send(id uint32, hdr, msg []byte) bool {
 // behave the same. What bounds them is the number of connections, which
 // the server does not (docs/distributed.md).
 func TestPlainHalfOpenRequests(t *testing.T) {
-	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	const conns = 4
 	r := newRun(t, 2, 2, 1, 3)
 	want := r.simulate(t, nil)
