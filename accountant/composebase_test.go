@@ -109,7 +109,7 @@ func TestComposeOfOneBaseTight(t *testing.T) {
 
 	s := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
 	s16 := must(s.SelfCompose(16))
-	sg := must(SampledGaussian(0.01, 1, 16, AddRemove))
+	sg := sharedSampled(t, 0.01, 1, 16, AddRemove)
 	for _, c := range []chain{
 		{"S.Compose(S).SelfCompose(8)", 16, must(must(s.Compose(s)).SelfCompose(8))},
 		{"S.SelfCompose(4).Compose(S.SelfCompose(12))", 16, must(must(s.SelfCompose(4)).Compose(must(s.SelfCompose(12))))},
@@ -249,7 +249,7 @@ func TestComposeSingleEventsTilted(t *testing.T) {
 	tw := must(SampledGaussianPLD(0.01, 1, AddRemove, coarse))
 	ss := must(s.Compose(tw))
 	s16 := must(s.SelfCompose(16))
-	sg16 := must(SampledGaussian(0.01, 1, 16, AddRemove))
+	sg16 := sharedSampled(t, 0.01, 1, 16, AddRemove)
 	overlap(t, "S.Compose(S').SelfCompose(8)", must(ss.SelfCompose(8)), s16, true, sg16)
 	overlap(t, "S.SelfCompose(14).Compose(S.Compose(S'))", must(must(s.SelfCompose(14)).Compose(ss)), s16, true, sg16)
 	overlap(t, "S.Compose(S').Compose(S).SelfCompose(4)", must(must(ss.Compose(s)).SelfCompose(4)), must(s.SelfCompose(12)), true, must(SampledGaussian(0.01, 1, 12, AddRemove)))

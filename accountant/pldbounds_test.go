@@ -89,7 +89,8 @@ func TestPLDBoundsPublished(t *testing.T) {
 // shortSampled returns SampledGaussian(q, sigma, steps, AddRemove), on a
 // grid of 2^14 points instead of 2^17 under -short: the properties the
 // tests check with it (both sides bound the truth, ordered, monotone)
-// hold on every grid.
+// hold on every grid. The PLD is shared with the tests that ask for the
+// same one (sharedSampledBudget).
 func shortSampled(t *testing.T, q, sigma float64, steps int) *PLD {
 	return shortSampledRel(t, q, sigma, steps, AddRemove)
 }
@@ -97,15 +98,11 @@ func shortSampled(t *testing.T, q, sigma float64, steps int) *PLD {
 // shortSampledRel is shortSampled under the relation rel.
 func shortSampledRel(t *testing.T, q, sigma float64, steps int, rel Relation) *PLD {
 	t.Helper()
-	o := sampledOpts{budget: gridBudget}
+	budget := gridBudget
 	if testing.Short() {
-		o.budget = coarseBudget
+		budget = coarseBudget
 	}
-	p, err := sampledGaussian(q, sigma, steps, rel, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sharedSampledBudget(t, q, sigma, steps, rel, budget)
 }
 
 // TestPLDBoundsRandom: for random (q, sigma, steps), the bounds are ordered,

@@ -170,7 +170,7 @@ func TestReplaceOneSigma(t *testing.T) {
 		s = checkSampledSigma(t, q, steps, eps, delta, ReplaceOne)
 	}
 	a := mustPLD(t)(AmplifiedBanded(q, s, 4*steps-3, 4, ReplaceOne))
-	if d, want := mustDelta(t, a, eps), mustDelta(t, mustPLD(t)(SampledGaussian(q, s, steps, ReplaceOne)), eps); d != want {
+	if d, want := mustDelta(t, a, eps), mustDelta(t, sharedSampled(t, q, s, steps, ReplaceOne), eps); d != want {
 		t.Errorf("AmplifiedBanded delta %v, %d replace-one steps %v", d, steps, want)
 	}
 }
@@ -435,10 +435,7 @@ func TestReplaceOneGridOneStep(t *testing.T) {
 			if !longTests() && (i+j)%2 != 0 {
 				continue
 			}
-			p, err := SampledGaussian(q, sigma, 1, ReplaceOne)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := sharedSampled(t, q, sigma, 1, ReplaceOne)
 			s := math.Sqrt2 * sigma
 			rm, ad := bruteRemove(q, s), bruteAdd(q, s)
 			for _, eps := range []float64{0.001, 0.01, 0.1} {

@@ -89,10 +89,7 @@ func TestAutoOptionsStepRangeAnySteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		one, err := SampledGaussian(c.q, c.sigma, 1, c.rel)
-		if err != nil {
-			t.Fatal(err)
-		}
+		one := sharedSampled(t, c.q, c.sigma, 1, c.rel)
 		twice, err := one.SelfCompose(2)
 		if err != nil {
 			t.Fatal(err)

@@ -673,14 +673,8 @@ func TestRevBadInputs(t *testing.T) {
 func TestRevReplaceOneOneStep(t *testing.T) {
 	testutil.SkipOn386Short(t, "one and ten replace-one steps against the truth: float64")
 	const q, sigma = 0.01, 1.0
-	p, err := SampledGaussian(q, sigma, 1, ReplaceOne)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := SampledGaussian(q, sigma, 2, ReplaceOne)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := sharedSampled(t, q, sigma, 1, ReplaceOne)
+	p2 := sharedSampled(t, q, sigma, 2, ReplaceOne)
 	tr := replaceTruth1(q, sigma)
 	checkAgainstTruth(t, "q=0.01 sigma=1 T=1 replace-one", p, tr, []float64{0.5, 1, 2}, []float64{1e-12, 1e-10, 1e-6})
 	for _, delta := range []float64{1e-12, 1e-10} {
@@ -713,18 +707,12 @@ func TestRevReplaceOneOneStep(t *testing.T) {
 	// before: the one step's own tilted result carried to SelfCompose's
 	// lower tilts gave eps(1e-10) in [0, 9.31] at q = 0.3, 10 copies. Its
 	// bracket must meet SampledGaussian's of 10 steps, and be narrow.
-	one, err := SampledGaussian(0.3, 1, 1, ReplaceOne)
-	if err != nil {
-		t.Fatal(err)
-	}
+	one := sharedSampled(t, 0.3, 1, 1, ReplaceOne)
 	ten, err := one.SelfCompose(10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, err := SampledGaussian(0.3, 1, 10, ReplaceOne)
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := sharedSampled(t, 0.3, 1, 10, ReplaceOne)
 	bx, err := ten.EpsilonBounds(1e-10)
 	if err != nil {
 		t.Fatal(err)
@@ -779,10 +767,7 @@ func TestRevReplaceOneFloorPLD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		direct, err := SampledGaussian(c.q, c.sigma, 10, ReplaceOne)
-		if err != nil {
-			t.Fatal(err)
-		}
+		direct := sharedSampled(t, c.q, c.sigma, 10, ReplaceOne)
 		bx, err := ten.EpsilonBounds(1e-6)
 		if err != nil {
 			t.Fatal(err)
@@ -825,10 +810,7 @@ func TestRevReplaceOneFloorPLD(t *testing.T) {
 func TestReplaceOneStepComposedWithOthers(t *testing.T) {
 	testutil.SkipOn386Short(t, "one step composed with another PLD: float64")
 	for _, q := range []float64{0.01, 0.3} {
-		one, err := SampledGaussian(q, 1, 1, ReplaceOne)
-		if err != nil {
-			t.Fatal(err)
-		}
+		one := sharedSampled(t, q, 1, 1, ReplaceOne)
 		ar, err := SampledGaussianPLD(q, 1, AddRemove, PLDOptions{Interval: one.h})
 		if err != nil {
 			t.Fatal(err)

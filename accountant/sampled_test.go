@@ -144,7 +144,7 @@ func TestAmplifiedBanded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := SampledGaussian(0.1, 2, 20, AddRemove)
+	s := sharedSampled(t, 0.1, 2, 20, AddRemove)
 	da, _ := a.Delta(1)
 	ds, _ := s.Delta(1)
 	if da != ds {

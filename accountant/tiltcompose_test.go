@@ -82,7 +82,7 @@ func TestComposeReplaceOneStepApartNoFloor(t *testing.T) {
 	one := must(SampledGaussianPLD(q, sigma, ReplaceOne, coarse))
 	twin := must(SampledGaussianPLD(q, sigma, ReplaceOne, coarse))
 	g := must(GaussianPLD(5, coarse))
-	two := must(SampledGaussian(q, sigma, 2, ReplaceOne))
+	two := sharedSampled(t, q, sigma, 2, ReplaceOne)
 	rt := replaceTruth{q: q, s: math.Sqrt2 * sigma, T: 1, mu: 0.2, ranges: map[[2]float64][3]float64{}, xk: 24, memo: map[complex128]complex128{}}
 	truth := func(eps float64) float64 {
 		d1, ok1 := rt.delta(eps, 0.1, 2e4)

@@ -229,7 +229,12 @@ func sqrtNormalizedLoss(r int) float64 {
 // the column-normalised square root (measured: below it from 4 buffers at
 // R = 1000). The loss of 8 buffers is checked against the dense product:
 // sens^2 ||A C^{-1}||_F^2 with C^{-1} by gonum's inverse of C and sens the
-// largest column norm of C.
+// largest column norm of C. The factorizations with 1 to 7 buffers are
+// built as [BLT] builds them from levels 1 to 7 of one fit of 8 levels
+// (BLT with j buffers is level j of any longer fit:
+// TestBLTLevelsIndependentOfBuffers, and here BLT with 8 buffers is level
+// 8), which costs 8 levels where fitting each number of buffers apart cost
+// 36.
 func TestBLTMonotoneInBuffers(t *testing.T) {
 	testutil.SkipOn386Short(t, "BLT's loss monotone in buffers at R = 1000: float64 fits, far from int's bounds")
 	const r = 1000
@@ -241,14 +246,29 @@ func TestBLTMonotoneInBuffers(t *testing.T) {
 	if ref := sqrtNormalizedLoss(r); math.Abs(ref-sqn.Metrics.Loss) > 1e-10*ref {
 		t.Fatalf("sqrt-normalized loss %.12g, O(R^2) sum %.12g", sqn.Metrics.Loss, ref)
 	}
+	tw, err := toeplitzOf(StrategyBLT, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels, err := fitBLTLevels(context.Background(), &bltObjective{tw: tw}, 8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := BLT(context.Background(), w, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Operator.(*BLTParams), bltParamsOf(levels[7]); !slices.Equal(got.Weights, want.Weights) || !slices.Equal(got.Lambdas, want.Lambdas) {
+		t.Fatalf("BLT with 8 buffers %v %v, level 8 of the fit %v %v", got.Weights, got.Lambdas, want.Weights, want.Lambdas)
+	}
 	prev := math.Inf(1)
-	var f *Factorization
 	for k := 1; k <= 8; k++ {
-		f, err = BLT(context.Background(), w, k)
-		if err != nil {
-			t.Fatal(err)
-		}
 		l := f.Metrics.Loss
+		if k < 8 {
+			p := bltParamsOf(levels[k-1])
+			g, _ := toeplitzFactorization(StrategyBLT, w, tw, bltInverse(p, r), p.Coefficients(r))
+			l = g.Metrics.Loss
+		}
 		if l > prev*(1+1e-12) {
 			t.Errorf("%d buffers: loss %.12g above %.12g with %d", k, l, prev, k-1)
 		}
@@ -279,7 +299,11 @@ func TestBLTMonotoneInBuffers(t *testing.T) {
 
 // At R = 10^4 (not with -short): 6 and 8 buffers at most 0.1% above the
 // column-normalised square root (measured: 0.06% below), by the O(R k) loss
-// that TestBLTNormLoss checks against the dense product.
+// that TestBLTNormLoss checks against the dense product. The fits with 6
+// and 8 buffers are levels 6 and 8 of one fit of 8 levels (the fit with j
+// buffers does not depend on how many levels follow it:
+// TestBLTLevelsIndependentOfBuffers), which costs 8 levels where fitting 6
+// and 8 apart cost 14.
 func TestBLTAgainstSqrtNormalizedLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("R = 10^4: several seconds")
@@ -287,14 +311,50 @@ func TestBLTAgainstSqrtNormalizedLarge(t *testing.T) {
 	const r = 10000
 	tw, _ := toeplitzOf(StrategyBLT, prefix(t, r))
 	ref := sqrtNormalizedLoss(r)
+	o := &bltObjective{tw: tw}
+	levels, err := fitBLTLevels(context.Background(), o, 8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []int{6, 8} {
-		o := &bltObjective{tw: tw}
-		p, err := fittedBLT(context.Background(), o, k)
+		p := bltParamsOf(levels[k-1])
+		if l := o.loss(p.Weights, p.Lambdas, nil, nil); l > 1.001*ref {
+			t.Errorf("%d buffers: loss %.12g more than 0.1%% above sqrt-normalized %.12g", k, l, ref)
+		}
+	}
+}
+
+// TestBLTLevelsIndependentOfBuffers pins what the tests that read several
+// numbers of buffers off one fit rely on: [BLT] with j buffers has the
+// parameters, bit for bit, of level j of one fit of more levels
+// (fitBLTLevels), for j = 1 and 3 of 5 levels at R = 64, prefix sums and
+// momentum (the fit's path below R = 20000, as at R = 10^4).
+func TestBLTLevelsIndependentOfBuffers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mom, err := Momentum(64, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*Workload{prefix(t, 64), mom} {
+		tw, err := toeplitzOf(StrategyBLT, w)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l := o.loss(p.Weights, p.Lambdas, nil, nil); l > 1.001*ref {
-			t.Errorf("%d buffers: loss %.12g more than 0.1%% above sqrt-normalized %.12g", k, l, ref)
+		const k = 5
+		levels, err := fitBLTLevels(ctx, &bltObjective{tw: tw}, k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range []int{1, 3} {
+			f, err := BLT(ctx, w, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := f.Operator.(*BLTParams), bltParamsOf(levels[j-1])
+			if !slices.Equal(got.Weights, want.Weights) || !slices.Equal(got.Lambdas, want.Lambdas) {
+				t.Errorf("%s R=%d: BLT with %d buffers %v %v, level %d of %d %v %v", w.Name(), w.R(), j, got.Weights, got.Lambdas, j, k, want.Weights, want.Lambdas)
+			}
 		}
 	}
 }

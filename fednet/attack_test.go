@@ -149,6 +149,7 @@ func hostileLearner(t *testing.T, run []byte) *secureLearner {
 // the same phase again, a refusal of what it asked for, DeadlineExceeded
 // at once) are followed by a pause.
 func TestLearnerSurvivesHostileSecAgg(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	run := make([]byte, 16)
 	run[0] = 1
 	answer := func(a uint32, p int32) *flv1.SecAggResponse {

@@ -150,6 +150,7 @@ func logEventually(log *testutil.SyncBuffer, s string) bool {
 // duplicate and too-large updates are rejected with a logged reason, and
 // the released model is the one of the valid updates only.
 func TestRejectedUpdates(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 2, 1, 2, 3)
 	r.cfg.Clip = 0.5 // tau B_g = 1
 	absent := func(i, k int) bool { return false }
@@ -306,6 +307,7 @@ func TestLearnerReconnects(t *testing.T) {
 // planned n); with too few updates the server stops, and a restart resumes
 // from the last released round.
 func TestDropoutPolicy(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 3, 2, 4)
 	want := r.simulate(t, func(i, k int) bool { return i == 2 })
 	opt := r.options(t.TempDir(), nil)

@@ -25,6 +25,7 @@ import (
 // reasons; the server stays up, and what it unmasks is exactly the sum
 // of U3's inputs.
 func TestSecureHostileUnmask(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 2, 1, 4)
 	secureRun(t, r)
 	opt := secureOptions(r, t.TempDir(), 2)

@@ -324,6 +324,7 @@ func (l *unmaskLog) of(i int) []secEvent {
 // phase 4 once learners 1 and 2 answered, without waiting for learner 0
 // (the quorum grace is 20 s).
 func TestSecureLearnerRestartRefusesSecondAttempt(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 1, 1, 4)
 	secureRun(t, r)
 	want := r.simulate(t, nil)
@@ -435,6 +436,7 @@ func slicesEqual(a, b []secagg.Phase) bool {
 // learner 0's answer again, byte for byte, and releases the simulation's
 // models.
 func TestSecureLearnerRestartResendsUnmask(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 1, 1, 4)
 	secureRun(t, r)
 	want := r.simulate(t, nil)

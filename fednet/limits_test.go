@@ -55,6 +55,7 @@ func stalledUpload(t *testing.T, cl flv1.FederationClient, i int) <-chan error {
 // ResourceExhausted and a reason, while another learner's go through;
 // without it, MaxUploads caps the uploads of everyone together.
 func TestCallLimits(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 2, 2, 1, 3)
 	dir := t.TempDir()
 	ca := testpki.New(t, dir, "ca")

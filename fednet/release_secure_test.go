@@ -234,6 +234,7 @@ func TestSecureSnapshotLostRefused(t *testing.T) {
 // server never holds both for it. The models are the simulation's with
 // that learner absent, or present, in round 0.
 func TestSecureLearnerRestartLosesState(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	for _, p := range []secagg.Phase{secagg.PhaseMasked, secagg.PhaseUnmask} {
 		t.Run(p.String(), func(t *testing.T) {
 			const restarted = 0
@@ -342,6 +343,7 @@ func TestSecureLearnerRestartLosesState(t *testing.T) {
 // signed {0, 1, 2}, refuse to sign it and stop. Neither server unmasks
 // anything.
 func TestSecureEarlierSnapshotOfTheRound(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 1, 1, 4)
 	secureRun(t, r)
 	dir := t.TempDir()

@@ -36,6 +36,7 @@ func requireNoErrors(t *testing.T, errs []error) {
 // A server started long before its learners does not time out its first
 // round: the round's timeout counts from the first learner's call.
 func TestFirstRoundWaitsForLearners(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 2, 1, 3)
 	opt := r.options(t.TempDir(), nil)
 	opt.RoundTimeout = 4 * time.Second // generous: every round needs all three
@@ -82,6 +83,7 @@ func TestJoinTimeout(t *testing.T) {
 // by the planned n). With every learner present a round closes at once,
 // whatever the grace.
 func TestQuorumGrace(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 6, 1, 3)
 	opt := r.options(t.TempDir(), nil)
 	opt.MinLearners, opt.QuorumGrace, opt.RoundTimeout, opt.Linger = 2, 200*time.Millisecond, 30*time.Second, 100*time.Millisecond

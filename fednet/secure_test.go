@@ -463,6 +463,7 @@ var errCrash = errors.New("simulated crash")
 // the learners resend their cached, identical messages, and the models
 // are those of an uninterrupted run.
 func TestSecureCrashResume(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	for p := secagg.PhaseAdvertise; p <= secagg.PhaseConsistency; p++ {
 		for _, after := range []bool{false, true} {
 			name := fmt.Sprintf("phase%d/before-snapshot", int(p))
@@ -652,6 +653,7 @@ func TestSecureIdentity(t *testing.T) {
 // restarted (on their state directories) releases the simulation's
 // models from attempt 1.
 func TestSecureFailedAttemptRestarts(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 2, 1, 4)
 	secureRun(t, r)
 	want := r.simulate(t, nil)

@@ -77,6 +77,7 @@ func (u *unmasks) record(e secEvent) {
 // opened round 1's attempt 0 afresh, the restarted learner advertised new
 // keys in it, and the other two stopped on the changed roster.
 func TestStaleSecureServerOvertaken(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 2, 1, 4)
 	secureRun(t, r)
 	want := r.simulate(t, nil)

@@ -72,6 +72,7 @@ func (l *stuckLog) watch(srv *Server) {
 // simulation's), round 0 was unmasked once, and round 1 never: no server
 // received an unmask answer of round 1 but the two of attempt 0.
 func TestSecureRoundStuck(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 3, 2, 1, 4)
 	secureRun(t, r)
 	want := r.simulate(t, nil)
@@ -225,6 +226,7 @@ func TestSecureRoundStuck(t *testing.T) {
 // nothing); the second refusal leaves 2 < T, and the server stops with
 // ErrRoundStuck and answers every call with it.
 func TestSecureRefusalCounted(t *testing.T) {
+	t.Parallel() // waits out its timeouts (little CPU); its own run, servers and hooks
 	r := newRun(t, 4, 1, 1, 4)
 	secureRun(t, r)
 	dir := t.TempDir()
