@@ -218,15 +218,15 @@ func TestMemoryAutoWithinMachine(t *testing.T) {
 // MemoryAuto counts the index of the kept rows, as MemoryKeep's check and
 // StateBytes do: sqrt's Toeplitz operator over R = 1000 rounds at d = 1
 // keeps 8 bytes per row and indexes them with two slice headers per row
-// (48 bytes on 64-bit platforms), 56000 bytes in all. On a machine of 32
-// KiB MemoryKeep is refused; MemoryAuto must then regenerate, and say it
+// (48 bytes on 64-bit platforms, 24 on 32-bit ones), 56000 bytes in all
+// (32000). On a machine of 20 KiB MemoryKeep is refused; MemoryAuto must then regenerate, and say it
 // chose to because of the machine's memory. Before, it compared the rows'
 // 8000 bytes alone with the machine, kept them, and allocated the 48000
 // bytes of headers up front (at d = 1 the index is 6 times the rows, and
 // DefaultKeepLimit was exceeded the same way).
 func TestMemoryAutoCountsHeaders(t *testing.T) {
 	defer func(f func() float64) { machineBytes = f }(machineBytes)
-	machineBytes = func() float64 { return 32 << 10 }
+	machineBytes = func() float64 { return 20 << 10 }
 	const r = 1000
 	w, err := factorize.Prefix(r)
 	if err != nil {
