@@ -665,22 +665,28 @@ func separatedSets(R, b, k, limit int) ([][]int, bool) {
 // if every d is 0). With A_c[t] the best sum over indices <= t with at
 // most c of them, A_c[t] = max(A_c[t-1], d[t] + A_{c-1}[t-b]); the table
 // of choices is walked back from A_k[R-1]. O(R k) time and bytes; O(R)
-// where k does not bind (at least ceil(R / b)), as A_c = A_{c-1} then.
+// where k does not bind (at least ceil(R / b)): A_c = A_{c-1} then, so one
+// table A[t] = max(A[t-1], d[t] + A[t-b]) serves every count.
 func bestSeparatedSet(d []float64, b, k int) []int {
 	R := len(d)
-	if k >= (R-1)/b+1 {
-		return bestSeparatedSetAny(d, b)
+	unbound := k >= (R-1)/b+1
+	if unbound {
+		k = 1
 	}
 	prev := make([]float64, R) // A_{c-1}
 	cur := make([]float64, R)  // A_c
 	took := make([][]bool, k+1)
 	for c := 1; c <= k; c++ {
 		took[c] = make([]bool, R)
+		src := prev
+		if unbound {
+			src = cur // A[t-b] of the same table
+		}
 		run := 0.0
 		for t := 0; t < R; t++ {
 			base := 0.0
 			if t >= b {
-				base = prev[t-b]
+				base = src[t-b]
 			}
 			if v := base + d[t]; v > run {
 				run = v
@@ -694,41 +700,10 @@ func bestSeparatedSet(d []float64, b, k int) []int {
 	for c, t := k, R-1; c > 0 && t >= 0; {
 		if took[c][t] {
 			s = append(s, t)
-			c, t = c-1, t-b
-		} else {
-			t--
-		}
-	}
-	if len(s) == 0 {
-		return []int{0}
-	}
-	slices.Reverse(s)
-	return s
-}
-
-// bestSeparatedSetAny is bestSeparatedSet without a limit on the number
-// of indices: A[t] = max(A[t-1], d[t] + A[t-b]).
-func bestSeparatedSetAny(d []float64, b int) []int {
-	R := len(d)
-	a := make([]float64, R)
-	took := make([]bool, R)
-	run := 0.0
-	for t := 0; t < R; t++ {
-		base := 0.0
-		if t >= b {
-			base = a[t-b]
-		}
-		if v := base + d[t]; v > run {
-			run = v
-			took[t] = true
-		}
-		a[t] = run
-	}
-	var s []int
-	for t := R - 1; t >= 0; {
-		if took[t] {
-			s = append(s, t)
 			t -= b
+			if !unbound {
+				c--
+			}
 		} else {
 			t--
 		}

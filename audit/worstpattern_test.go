@@ -186,3 +186,45 @@ func TestSeparatedSets(t *testing.T) {
 		}
 	}
 }
+
+// TestBestSeparatedSet: the dynamic program's set is valid (indices at
+// least b apart, at most k, non-empty) and its sum is the largest over
+// every subset of 12 indices (brute force), where k binds and where it
+// does not (k >= ceil(R / b): the one-table path).
+func TestBestSeparatedSet(t *testing.T) {
+	const R = 12
+	rng := rand.New(rand.NewPCG(7, 12))
+	for trial := range 60 {
+		d := make([]float64, R)
+		for i := range d {
+			if rng.IntN(4) > 0 { // some zeros
+				d[i] = rng.ExpFloat64()
+			}
+		}
+		b, k := 1+rng.IntN(5), 1+rng.IntN(6)
+		best := 0.0
+		for mask := uint(1); mask < 1<<R; mask++ {
+			ok, last, sum := bits.OnesCount(mask) <= k, -1, 0.0
+			for r := 0; r < R && ok; r++ {
+				if mask&(1<<r) != 0 {
+					ok = last < 0 || r-last >= b
+					last, sum = r, sum+d[r]
+				}
+			}
+			if ok {
+				best = max(best, sum)
+			}
+		}
+		s := bestSeparatedSet(d, b, k)
+		sum := 0.0
+		for j, r := range s {
+			sum += d[r]
+			if j > 0 && r-s[j-1] < b {
+				t.Fatalf("trial %d (b = %d, k = %d): %v has indices closer than b", trial, b, k, s)
+			}
+		}
+		if len(s) == 0 || len(s) > k || math.Abs(sum-best) > 1e-12*best {
+			t.Errorf("trial %d (b = %d, k = %d): set %v of sum %v, want at most %d indices of sum %v", trial, b, k, s, sum, k, best)
+		}
+	}
+}
