@@ -65,18 +65,7 @@ func TestStateBindsNoiseDerivation(t *testing.T) {
 
 	refused := func(name string, reason ...string) {
 		t.Helper()
-		before := snapshot(t, dir)
-		err := reopen(dir, true)
-		if assert.Error(t, err, name) {
-			for _, s := range reason {
-				assert.Contains(t, err.Error(), s, name)
-			}
-			assert.NotContains(t, err.Error(), "\n", name)
-		}
-		after := snapshot(t, dir)
-		delete(before, lockFile)
-		delete(after, lockFile)
-		assert.Equal(t, before, after, "%s: a refused restart changed the state directory", name)
+		refusedRestart(t, dir, name, reason...)
 	}
 
 	noiseDerivation = func() string { return other }

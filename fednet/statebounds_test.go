@@ -63,15 +63,7 @@ func TestStateRefusesRoundOfAnotherDimension(t *testing.T) {
 	require.NoError(t, err, "the forged header is consistent with its file's length")
 	require.Equal(t, dim, h.dim)
 
-	before := snapshot(t, dir)
-	err = reopen(dir, true)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "holds a model of dimension 1048576, the run's is 2")
-	assert.NotContains(t, err.Error(), "\n")
-	after := snapshot(t, dir)
-	delete(before, lockFile)
-	delete(after, lockFile)
-	assert.Equal(t, before, after, "a refused restart changed the state directory")
+	refusedRestart(t, dir, "a round file of another dimension", "holds a model of dimension 1048576, the run's is 2")
 }
 
 // A lock file held by another process whose text is garbled (lines,

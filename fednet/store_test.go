@@ -47,6 +47,26 @@ func reopen(dir string, noise bool) error {
 	return err
 }
 
+// refusedRestart checks that a restart of the state directory dir (with
+// noise) is refused with one line containing every reason, and that the
+// refusal changes nothing there (but the lock file, which names its
+// holder). name labels the failures.
+func refusedRestart(t *testing.T, dir, name string, reason ...string) {
+	t.Helper()
+	before := snapshot(t, dir)
+	err := reopen(dir, true)
+	if assert.Error(t, err, name) {
+		for _, s := range reason {
+			assert.Contains(t, err.Error(), s, name)
+		}
+		assert.NotContains(t, err.Error(), "\n", name)
+	}
+	after := snapshot(t, dir)
+	delete(before, lockFile)
+	delete(after, lockFile)
+	assert.Equal(t, before, after, "%s: a refused restart changed the state directory", name)
+}
+
 // A run resumes at its last released round with its key, and each file
 // names its run and the file before it.
 func TestStateResumes(t *testing.T) {
@@ -193,15 +213,7 @@ func TestStateRefusesFaults(t *testing.T) {
 			dir := t.TempDir()
 			newTestState(t, dir, true, 3)
 			c.fault(t, dir)
-			before := snapshot(t, dir)
-			err := reopen(dir, true)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), c.reason)
-			assert.NotContains(t, err.Error(), "\n")
-			after := snapshot(t, dir)
-			delete(before, lockFile)
-			delete(after, lockFile)
-			assert.Equal(t, before, after, "a refused restart changed the state directory")
+			refusedRestart(t, dir, c.name, c.reason)
 		})
 	}
 }
