@@ -54,7 +54,13 @@ var certCases = []struct{ eps, delta float64 }{
 	{1, 1e-5}, {5, 1e-3}, {0.5, 1e-6}, {2, 1e-5},
 	{1, 1e-300}, {100, 1e-5}, {100, 1e-300}, {0.01, 1e-10},
 	{1e-4, 0.5}, {1e-6, 1e-5}, {30, 1e-100}, {0.1, 0.9},
+	// Within a few ulps to 1e-6 of 1 (TestExactNearOne).
+	{1, nearOne}, {1, 1 - 1e-12}, {1, 1 - 1e-6}, {0.01, nearOne},
+	{100, nearOne}, {1e-6, 1 - 1e-15}, {5, 0.9}, {1000, 1 - 1e-10},
 }
+
+// nearOne is the largest float64 below 1, 0.9999999999999999.
+var nearOne = math.Nextafter(1, 0)
 
 func TestSigmaCertified(t *testing.T) {
 	for _, c := range certCases {
@@ -78,6 +84,7 @@ func TestEpsilonCertified(t *testing.T) {
 	}{
 		{1, 1e-5, 1}, {1, 1e-5, 100}, {3.7, 1e-5, 1}, {0.1, 1e-300, 1},
 		{0.5, 1e-3, 7}, {40, 1e-10, 1}, {8, 1e-6, 1000}, {1000, 1e-4, 1},
+		{0.06, nearOne, 1}, {0.05, 1 - 1e-12, 1}, {0.1, 1 - 1e-6, 1}, // TestExactNearOne
 	} {
 		e, err := Epsilon(c.sigma, c.delta, c.k, Exact)
 		if err != nil {
@@ -596,47 +603,16 @@ func TestNoiseStdRoundsUp(t *testing.T) {
 	}
 }
 
-// TestExactNearOne certifies Sigma and Epsilon (method Exact) for delta
-// within a few ulps to 1e-6 of 1 against the big-float curve, as
-// TestSigmaCertified does: the result is safe and one 1e-11 below it is not.
-// The log-domain safety test alone could not resolve these: its error bound
-// of 1e-13 in log delta exceeds log(1/delta) = 1.1e-16 at the largest
-// float64 below 1, where Sigma(1, ...) came out 0.0671 instead of 0.05987
-// (12% more noise than needed; mpmath 1.3 at 60 digits gives
-// 0.059870169234091369).
+// TestExactNearOne: Sigma and Epsilon (method Exact) for delta within a
+// few ulps to 1e-6 of 1 are certified against the big-float curve with
+// the other cases (certCases, TestEpsilonCertified: safe, and one 1e-11
+// below not). The log-domain safety test alone could not resolve these:
+// its error bound of 1e-13 in log delta exceeds log(1/delta) = 1.1e-16 at
+// the largest float64 below 1, where Sigma(1, ...) came out 0.0671
+// instead of 0.05987 (12% more noise than needed). Here, the published
+// value there: mpmath 1.3 at 60 digits gives 0.059870169234091369.
 func TestExactNearOne(t *testing.T) {
-	below1 := math.Nextafter(1, 0) // 0.9999999999999999
-	for _, c := range []struct{ eps, delta float64 }{
-		{1, below1}, {1, 1 - 1e-12}, {1, 1 - 1e-6}, {0.01, below1},
-		{100, below1}, {1e-6, 1 - 1e-15}, {5, 0.9}, {1000, 1 - 1e-10},
-	} {
-		s, err := Sigma(c.eps, c.delta, Exact)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bigSafe(c.eps, 1/s, c.delta) {
-			t.Errorf("Sigma(%v, %v) = %.17g is not safe", c.eps, c.delta, s)
-		}
-		if below := s * (1 - 1e-11); bigSafe(c.eps, 1/below, c.delta) {
-			t.Errorf("Sigma(%v, %v) = %.17g: %.17g is also safe, so the result is not within 1e-11 of the root", c.eps, c.delta, s, below)
-		}
-	}
-	if s, _ := Sigma(1, below1, Exact); math.Abs(s-0.059870169234091369) > 1e-12 {
-		t.Errorf("Sigma(1, %v) = %.17g, want 0.059870169234091369 (mpmath)", below1, s)
-	}
-	for _, c := range []struct{ sigma, delta float64 }{
-		{0.06, below1}, {0.05, 1 - 1e-12}, {0.1, 1 - 1e-6},
-	} {
-		e, err := Epsilon(c.sigma, c.delta, 1, Exact)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mu := 1 / c.sigma
-		if !bigSafe(e, mu, c.delta) {
-			t.Errorf("Epsilon(%v, %v) = %.17g is not safe", c.sigma, c.delta, e)
-		}
-		if below := e * (1 - 1e-11); e > 0 && bigSafe(below, mu, c.delta) {
-			t.Errorf("Epsilon(%v, %v) = %.17g: %.17g is also safe", c.sigma, c.delta, e, below)
-		}
+	if s, _ := Sigma(1, nearOne, Exact); math.Abs(s-0.059870169234091369) > 1e-12 {
+		t.Errorf("Sigma(1, %v) = %.17g, want 0.059870169234091369 (mpmath)", nearOne, s)
 	}
 }
