@@ -74,20 +74,28 @@ var gdpGrid = struct{ eps, mu []float64 }{
 	mu:  []float64{1e-9, 1e-6, 1e-3, 0.01, 0.05, 0.1, 0.3, 0.7, 1, 1.5, 3, 7, 15, 40},
 }
 
-func TestLogDeltaAgainstBig(t *testing.T) {
-	type point struct{ eps, mu float64 }
-	var pts []point
+// gdpPoint is a point (eps, mu) of the mu-GDP curve.
+type gdpPoint struct{ eps, mu float64 }
+
+// gdpPoints returns gdpGrid's points and 400 seeded random ones,
+// log-uniform in eps in [1e-8, 100] and in mu in [10^muLo, 10^(muLo +
+// muDecades)].
+func gdpPoints(seed uint64, muLo, muDecades float64) []gdpPoint {
+	var pts []gdpPoint
 	for _, eps := range gdpGrid.eps {
 		for _, mu := range gdpGrid.mu {
-			pts = append(pts, point{eps, mu})
+			pts = append(pts, gdpPoint{eps, mu})
 		}
 	}
-	// And 400 seeded random points, log-uniform in eps in [1e-8, 100] and
-	// mu in [1e-6, 50].
-	rng := rand.New(rand.NewPCG(4, 2018))
+	rng := rand.New(rand.NewPCG(seed, 2018))
 	for range 400 {
-		pts = append(pts, point{math.Pow(10, -8+10*rng.Float64()), math.Pow(10, -6+7.7*rng.Float64())})
+		pts = append(pts, gdpPoint{math.Pow(10, -8+10*rng.Float64()), math.Pow(10, muLo+muDecades*rng.Float64())})
 	}
+	return pts
+}
+
+func TestLogDeltaAgainstBig(t *testing.T) {
+	pts := gdpPoints(4, -6, 7.7) // mu in [1e-6, 50]
 	worst := 0.0
 	for _, p := range pts {
 		a := p.eps/p.mu - p.mu/2
@@ -115,17 +123,7 @@ func TestLogDeltaAgainstBig(t *testing.T) {
 // as TestLogDeltaAgainstBig, which logDeltaMargin, the margin exactSafe
 // applies to the complement too, exceeds 2.5 times.
 func TestComplementAgainstBig(t *testing.T) {
-	type point struct{ eps, mu float64 }
-	var pts []point
-	for _, eps := range gdpGrid.eps {
-		for _, mu := range gdpGrid.mu {
-			pts = append(pts, point{eps, mu})
-		}
-	}
-	rng := rand.New(rand.NewPCG(5, 2018))
-	for range 400 {
-		pts = append(pts, point{math.Pow(10, -8+10*rng.Float64()), math.Pow(10, -1+2.7*rng.Float64())})
-	}
+	pts := gdpPoints(5, -1, 2.7) // mu in [0.1, 50]
 	n, worst := 0, 0.0
 	for _, p := range pts {
 		got, ok := complementGDP(p.eps, p.mu)
