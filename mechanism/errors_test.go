@@ -33,14 +33,7 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 	}
 	_, err := NoiseMatrix(nil)
 	requireParam(t, err, "mechanism")
-	w, err := factorize.Prefix(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := sqrtFactorization(t, 3)
 	_, err = New(f, 1, 1, nil)
 	requireParam(t, err, "option")
 	_, err = New(f, 0, 1)
@@ -415,14 +408,7 @@ func TestHandBuiltBLTChecked(t *testing.T) {
 // claims. Before, New accepted every std > 0. The smallest normal float64
 // is accepted.
 func TestSubnormalStdRefused(t *testing.T) {
-	w, err := factorize.Prefix(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := sqrtFactorization(t, 3)
 	for _, std := range []float64{5e-324, 1e-310, math.Nextafter(0x1p-1022, 0)} {
 		_, err := New(f, 1, std)
 		requireParam(t, err, "std")

@@ -1,11 +1,8 @@
 package mechanism
 
 import (
-	"context"
 	"runtime"
 	"testing"
-
-	"github.com/dpmf/dpmf/factorize"
 )
 
 // StateBytes counts keep mode's slice headers, against the allocation
@@ -24,14 +21,7 @@ import (
 // headers take 48 bytes per row, 6 times the row's 8).
 func TestStateBytesCountsHeaders(t *testing.T) {
 	for _, r := range []int{250, 1000} {
-		w, err := factorize.Prefix(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := sqrtFactorization(t, r)
 		if f.Operator.Memory().PastRows != r || f.Operator.NoiseRows() != r {
 			t.Fatalf("sqrt R = %d: operator memory %+v, %d noise rows; want %d past rows", r, f.Operator.Memory(), f.Operator.NoiseRows(), r)
 		}

@@ -182,14 +182,7 @@ func TestStartRoundReplayBounded(t *testing.T) {
 func TestMemoryAutoWithinMachine(t *testing.T) {
 	defer func(f func() float64) { machineBytes = f }(machineBytes)
 	machineBytes = func() float64 { return 256 << 20 }
-	w, err := factorize.Prefix(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := sqrtFactorization(t, 3)
 	m, err := New(f, 1<<24, 1, WithSeed(1))
 	if err != nil {
 		t.Fatal(err)
@@ -228,18 +221,11 @@ func TestMemoryAutoCountsHeaders(t *testing.T) {
 	defer func(f func() float64) { machineBytes = f }(machineBytes)
 	machineBytes = func() float64 { return 20 << 10 }
 	const r = 1000
-	w, err := factorize.Prefix(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := sqrtFactorization(t, r)
 	if rows, headers := 8*r, r*2*int(sliceHeader); float64(rows) > machineBytes() || float64(rows+headers) <= machineBytes() {
 		t.Fatalf("rows %d and headers %d bytes: the case does not separate them on a machine of %v bytes", rows, headers, machineBytes())
 	}
-	_, err = New(f, 1, 1, WithSeed(1), WithMemory(MemoryKeep))
+	_, err := New(f, 1, 1, WithSeed(1), WithMemory(MemoryKeep))
 	requireParam(t, err, "dim")
 	m, err := New(f, 1, 1, WithSeed(1))
 	if err != nil {
@@ -327,4 +313,19 @@ func TestKeepBeyondAddressSpace(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Param != "dim" {
 		t.Fatalf("New with 8 GiB of kept rows on a 32-bit platform: %v, want a *ParamError for dim", err)
 	}
+}
+
+// sqrtFactorization returns the square-root factorization of prefix sums
+// over r rounds under single participation.
+func sqrtFactorization(t *testing.T, r int) *factorize.Factorization {
+	t.Helper()
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := factorize.SqrtStrategy{}.Factorize(context.Background(), w, factorize.SingleParticipation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
