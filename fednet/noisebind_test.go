@@ -112,7 +112,7 @@ func TestPlanWithoutRecordRefusesNoise(t *testing.T) {
 
 // A Noise (the library user's mechanism) whose noise std depends on its
 // key or on the round it starts at: run.json records the std of the
-// mechanism made at round 0 with a zero key, so the std of the one a run
+// mechanism made at round 0 with the public probe key, so the std of the one a run
 // actually releases with, made at the resume round with the run's key, is
 // checked against it, and NewServer refuses a difference naming both.
 // Before, a Noise giving a tenth of the std for a nonzero key (every real
@@ -123,7 +123,7 @@ func TestNoiseVaryingByKeyOrRoundRefused(t *testing.T) {
 	require.Nil(t, r.cfg.Privacy, "the run has no privacy record")
 	byKey := func(start int, key [32]byte) (mechanism.Mechanism, error) {
 		std := r.std
-		if key != ([32]byte{}) {
+		if key != identityProbeKey {
 			std /= 10
 		}
 		return mechanism.New(r.f, r.d, std, mechanism.WithKey(key), mechanism.WithStartRound(start))

@@ -90,7 +90,7 @@ type ServerOptions struct {
 	// restart is then the caller's to ensure. Without Plan, the run's
 	// description binds the factorization (a record's OperatorSHA256;
 	// without Config.Privacy, the noise std and the factorization's digest
-	// of the mechanism Noise makes at round 0 with a zero key, which
+	// of the mechanism Noise makes at round 0 with a fixed public probe key, which
 	// NewServer calls it for), so a restart with another is refused; and
 	// the mechanism made for the round a run starts or resumes at, with
 	// the run's key, must have that std and digest too (a Noise whose
@@ -486,12 +486,19 @@ type noiseID struct {
 	digest string
 }
 
+// identityProbeKey is the key noiseIdentity asks Noise for a mechanism
+// with: fixed and public, since only the std and the factorization's digest
+// of that mechanism are kept, and not all zero, which mechanism.WithKey
+// refuses (it is what an unset key holds).
+var identityProbeKey = sha256.Sum256([]byte("dpmf/fednet/noise-identity-probe/v1"))
+
 // noiseIdentity returns the noise identity of the mechanism noise makes at
-// round 0 with a zero key, the one run.json records: a run's key is made
-// or read only once the state directory is open, after the description
-// is. [noiseID.check] holds the mechanism a run releases with to it.
+// round 0 with identityProbeKey, the one run.json records: a run's key is
+// made or read only once the state directory is open, after the
+// description is. [noiseID.check] holds the mechanism a run releases with
+// to it.
 func noiseIdentity(noise func(start int, key [32]byte) (mechanism.Mechanism, error)) (*noiseID, error) {
-	m, err := noise(0, [32]byte{})
+	m, err := noise(0, identityProbeKey)
 	if err != nil {
 		return nil, fmt.Errorf("fednet: noise mechanism: %w", err)
 	}
@@ -530,7 +537,7 @@ func (id *noiseID) check(m mechanism.Mechanism, start int) error {
 		return err
 	}
 	if *got != *id {
-		return fmt.Errorf("fednet: noise mechanism at round %d with the run's key has noise std %v and factorization digest %q, but run.json records %v and %q (ServerOptions.Noise at round 0 with a zero key): a Noise whose std or factorization depends on the round or the key is refused",
+		return fmt.Errorf("fednet: noise mechanism at round %d with the run's key has noise std %v and factorization digest %q, but run.json records %v and %q (ServerOptions.Noise at round 0 with a public probe key): a Noise whose std or factorization depends on the round or the key is refused",
 			start, got.std, got.digest, id.std, id.digest)
 	}
 	return nil

@@ -83,7 +83,8 @@
 // The key is 32 bytes from crypto/rand by default. [WithSeed] derives it
 // from a 64-bit seed, for reproducible experiments: 64 bits can be searched,
 // so a seeded stream must not protect a real release unless the seed is as
-// secret and as random as a key. [WithKey] takes a full 256-bit key.
+// secret and as random as a key. [WithKey] takes a full 256-bit key, and
+// refuses the all-zero one, what an unset key holds.
 //
 // # Gaussian sampler and its limits
 //

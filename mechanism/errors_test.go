@@ -46,6 +46,25 @@ func TestMissingArgumentsAreParamErrors(t *testing.T) {
 	requireParam(t, err, "start round")
 }
 
+// The all-zero key, what an unset [32]byte holds, is refused: its noise is
+// public, as SeedKey's of a known seed is. Before, New accepted it and
+// drew noise anyone could draw again. One nonzero byte anywhere is a key.
+func TestZeroKeyRefused(t *testing.T) {
+	f := sqrtFactorization(t, 3)
+	_, err := New(f, 1, 1, WithKey([32]byte{}))
+	requireParam(t, err, "key")
+	if strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %q is not one line", err)
+	}
+	for _, i := range []int{0, 31} {
+		var k [32]byte
+		k[i] = 1
+		if _, err := New(f, 1, 1, WithKey(k)); err != nil {
+			t.Fatalf("key with byte %d set: %v", i, err)
+		}
+	}
+}
+
 // A standard deviation near the top of the float64 range gives an
 // OverflowError, never Inf noise, and the stream stays ended.
 func TestOverflowIsAnError(t *testing.T) {

@@ -67,8 +67,14 @@ func WithSeed(seed uint64) Option {
 // still be resumed ([WithStartRound]) by whoever holds the key. The noise
 // rows depend on the key alone, not on the factorization or the
 // dimension: use a key for one release only (see the package
-// documentation, Randomness).
+// documentation, Randomness). The all-zero key is refused: it is what an
+// unset [32]byte holds, and its noise is public (anyone can draw it
+// again), so it is far more likely a key that was never filled in than
+// one drawn at random.
 func WithKey(key [32]byte) Option {
+	if key == ([32]byte{}) {
+		return invalid(&ParamError{Param: "key", Value: "all zero", Want: "a secret 256-bit key (the all-zero key is what an unset key holds, and its noise is public)"})
+	}
 	return func(c *config) { c.key, c.seeded = key, true }
 }
 
