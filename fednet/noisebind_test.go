@@ -168,3 +168,35 @@ func TestNoiseVaryingByKeyOrRoundRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
 }
+
+// An all-zero ServerOptions.NoiseKey, what a key never filled in holds, is
+// refused before the state directory is touched, whatever Noise does with
+// the key: its noise is public. Before, a Noise that takes the key from
+// elsewhere or ignores it (as this one does) started the run with the
+// all-zero key recorded as the run's.
+func TestZeroNoiseKeyRefused(t *testing.T) {
+	r := newRun(t, 2, 4, 1, 3)
+	dir := t.TempDir()
+	opt := r.options(dir, nil)
+	opt.Noise = func(start int, _ [32]byte) (mechanism.Mechanism, error) {
+		return mechanism.New(r.f, r.d, r.std, mechanism.WithSeed(1), mechanism.WithStartRound(start))
+	}
+	var zero [32]byte
+	opt.NoiseKey = &zero
+	before := snapshot(t, dir)
+	srv, err := NewServer(opt)
+	if err == nil {
+		srv.Close()
+	}
+	require.Error(t, err, "a run with the all-zero noise key started")
+	assert.Contains(t, err.Error(), "NoiseKey")
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Equal(t, before, snapshot(t, dir), "the refused start changed the state directory")
+
+	one := zero
+	one[31] = 1
+	opt.NoiseKey = &one
+	srv, err = NewServer(opt)
+	require.NoError(t, err, "a nonzero key")
+	require.NoError(t, srv.Close())
+}

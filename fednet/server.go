@@ -98,8 +98,9 @@ type ServerOptions struct {
 	Noise func(start int, key [32]byte) (mechanism.Mechanism, error)
 	// NoiseKey, if not nil, is the noise key: for reproducible experiments
 	// (mechanism.SeedKey(seed) gives the noise of mechanism.WithSeed(seed)).
-	// Anyone who knows it can remove the noise from every released model.
-	// If nil, the server draws the key from crypto/rand when the run
+	// Anyone who knows it can remove the noise from every released model;
+	// the all-zero key, what an unset one holds, is refused. If nil, the
+	// server draws the key from crypto/rand when the run
 	// starts and keeps it in Dir/noise.key (mode 0600); a restart reads it
 	// back, and a missing, foreign or group- or world-accessible key file
 	// is an error, never replaced. Either way run.json records the key's
@@ -314,6 +315,9 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	}
 	if opt.NoiseKey != nil && opt.Noise == nil {
 		return nil, errors.New("fednet: a noise key without a noise mechanism")
+	}
+	if opt.NoiseKey != nil && *opt.NoiseKey == ([32]byte{}) {
+		return nil, errors.New("fednet: ServerOptions.NoiseKey is all zero, want a key (mechanism.SeedKey(seed) for an experiment; leave it nil for a secret one): the all-zero key is what an unset key holds, and its noise is public")
 	}
 	log := cmp.Or(opt.Log, slog.New(slog.DiscardHandler))
 	desc, id, err := describe(opt, p)
