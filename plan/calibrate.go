@@ -152,7 +152,9 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // under the participation and its gamma must not be below those that
 // factorize.StreamedSensitivity computes again from its operator (or its
 // dense factors), the C whose noise the record's digest names, by more
-// than a relative 1e-9 (the strategies sum in other orders). A
+// than a relative 1e-9 (the strategies sum in other orders), and where
+// they are below them within that, the record holds the recomputed ones,
+// so the noise is never calibrated below C's sensitivity. A
 // factorization assembled or edited with an understated sensitivity is an
 // error: a fedopt or fednet server checks the record's digest against the
 // noise it is given, not the record's metrics. Where the recomputation
@@ -197,9 +199,17 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	case p.Algorithm == AlgoIndependent && m.Gamma != 1:
 		return fmt.Errorf("plan: the independent baseline adds noise with C = I, got metrics with gamma = %v", m.Gamma)
 	}
-	note, err := p.checkStreamedSensitivity(f, part)
+	note, checked, err := p.checkStreamedSensitivity(f, part)
 	if err != nil {
 		return err
+	}
+	if checked != m {
+		// Reported within the tolerance below the recomputed values: the
+		// record takes the larger, so that the noise is never calibrated
+		// below the sensitivity of the C it streams.
+		g := *f
+		g.Metrics = checked
+		f, m, unit = &g, checked, checked.UnitSensitivity.Value
 	}
 	rel, _ := t.relation() // Validate refused add-remove for Algorithm 1 with tau > 1
 	if t.Sampling > 0 {
@@ -250,18 +260,21 @@ const streamedTolerance = 1e-9
 // rule where the recomputation is beyond factorize.MaxRecomputeWork (the
 // metrics are then the factorization's own, and the rule says so), and
 // nothing to check for a factorization that streams nothing (a loss-only
-// result: its record names no operator, and no server accepts it).
-func (p *Plan) checkStreamedSensitivity(f *factorize.Factorization, part factorize.Participation) (string, error) {
-	if f.Operator == nil && (f.B == nil || f.C == nil) {
-		return "", nil
-	}
+// result: its record names no operator, and no server accepts it). It
+// also returns f's metrics with gamma and the unit sensitivity raised to
+// the recomputed ones where they are below them, by at most the
+// tolerance, for the record.
+func (p *Plan) checkStreamedSensitivity(f *factorize.Factorization, part factorize.Participation) (string, factorize.Metrics, error) {
 	m := f.Metrics
+	if f.Operator == nil && (f.B == nil || f.C == nil) {
+		return "", m, nil
+	}
 	if f.Workload == nil {
 		// The plan's rounds (the operator's must be as many): its digest
 		// names it whatever workload it was handed with.
 		w, err := factorize.Prefix(p.Rounds)
 		if err != nil {
-			return "", wrap(err)
+			return "", m, wrap(err)
 		}
 		g := *f
 		g.Workload = w
@@ -272,19 +285,23 @@ func (p *Plan) checkStreamedSensitivity(f *factorize.Factorization, part factori
 	case errors.Is(err, factorize.ErrNotRecomputed):
 		// gamma, recomputed, bounds the sensitivity below.
 		if !(m.Gamma >= gamma*(1-streamedTolerance)) || !(m.UnitSensitivity.Value >= gamma*(1-streamedTolerance)) {
-			return "", fmt.Errorf("plan: factorization %s reports gamma %v and sensitivity %v under %v, below %v, the largest column norm of the C its operator streams (a lower bound on its sensitivity)",
+			return "", m, fmt.Errorf("plan: factorization %s reports gamma %v and sensitivity %v under %v, below %v, the largest column norm of the C its operator streams (a lower bound on its sensitivity)",
 				f.Strategy, m.Gamma, m.UnitSensitivity.Value, part, gamma)
 		}
-		return fmt.Sprintf("; C's sensitivity is the factorization's own (at least its recomputed gamma), not recomputed from its operator (%s)", strings.TrimPrefix(err.Error(), "factorize: ")), nil
+		m.Gamma = max(m.Gamma, gamma)
+		m.UnitSensitivity.Value = max(m.UnitSensitivity.Value, gamma)
+		return fmt.Sprintf("; C's sensitivity is the factorization's own (at least its recomputed gamma), not recomputed from its operator (%s)", strings.TrimPrefix(err.Error(), "factorize: ")), m, nil
 	case err != nil:
-		return "", fmt.Errorf("plan: the sensitivity of the C that factorization %s streams cannot be checked: %w", f.Strategy, err)
+		return "", m, fmt.Errorf("plan: the sensitivity of the C that factorization %s streams cannot be checked: %w", f.Strategy, err)
 	case !(m.UnitSensitivity.Value >= sens.Value*(1-streamedTolerance)):
-		return "", fmt.Errorf("plan: factorization %s reports sensitivity %v under %v, below %v, that of the C its operator streams (%s): calibrated to it, the noise would be too small",
+		return "", m, fmt.Errorf("plan: factorization %s reports sensitivity %v under %v, below %v, that of the C its operator streams (%s): calibrated to it, the noise would be too small",
 			f.Strategy, m.UnitSensitivity.Value, part, sens.Value, sens)
 	case !(m.Gamma >= gamma*(1-streamedTolerance)):
-		return "", fmt.Errorf("plan: factorization %s reports gamma %v, below %v, the largest column norm of the C its operator streams", f.Strategy, m.Gamma, gamma)
+		return "", m, fmt.Errorf("plan: factorization %s reports gamma %v, below %v, the largest column norm of the C its operator streams", f.Strategy, m.Gamma, gamma)
 	}
-	return "", nil
+	m.Gamma = max(m.Gamma, gamma)
+	m.UnitSensitivity.Value = max(m.UnitSensitivity.Value, sens.Value)
+	return "", m, nil
 }
 
 // participationDiff names the fields in which got differs from want, with
