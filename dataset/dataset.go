@@ -174,6 +174,13 @@ func (s Stream) Shape() (learner, learners, rounds, tau int) {
 	return s.i, s.d.Learners, s.d.Rounds, s.d.Tau
 }
 
+// DataSHA256 returns the digest of the data set the stream is dealt from,
+// [Dataset.SHA256]: two streams report the same digest when their data
+// sets deal the same samples to the same learners and rounds, so that a
+// learner restarted in the middle of a run can tell whether it deals its
+// clients as before (package fednet records it).
+func (s Stream) DataSHA256() string { return s.d.SHA256() }
+
 // Stream returns learner i's stream of clients: sample (i, r, t).
 func (d *Dataset) Stream(i int) Stream { return Stream{d, i} }
 

@@ -62,3 +62,32 @@ func TestSHA256(t *testing.T) {
 		}
 	}
 }
+
+// Every learner's stream reports its data set's digest, the bytes written
+// out by hand above for the one-sample set: a stream tells which data set
+// it deals from, not which learner's part it is.
+func TestStreamDataSHA256(t *testing.T) {
+	d, err := NewDataset("by hand", 1, 1, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Features[0], d.Features[1], d.Labels[0] = 1.5, -2, 1
+	hand := "dpmf dataset v1\x00" +
+		"\x01\x00\x00\x00\x00\x00\x00\x00" + "\x01\x00\x00\x00\x00\x00\x00\x00" +
+		"\x01\x00\x00\x00\x00\x00\x00\x00" + "\x02\x00\x00\x00\x00\x00\x00\x00" +
+		"\x00\x00\x00\x00\x00\x00\xf8\x3f" + "\x00\x00\x00\x00\x00\x00\x00\xc0" +
+		"\x00\x00\x00\x00\x00\x00\xf0\x3f"
+	sum := sha256.Sum256([]byte(hand))
+	if got, want := d.Stream(0).DataSHA256(), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("DataSHA256 = %s, want %s (the bytes written out by hand)", got, want)
+	}
+	base, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(3, 2, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if got := base.Stream(i).DataSHA256(); got != base.SHA256() {
+			t.Errorf("learner %d's stream reports %s, its data set's digest is %s", i, got, base.SHA256())
+		}
+	}
+}

@@ -16,12 +16,12 @@ import (
 // never silently changed, and no two files decode to one record).
 
 // FuzzDecodeLearnerRecord checks decodeLearnerRecord on learner.state
-// files: no panic, and an accepted DPMFLS02 record re-encodes to its bytes;
-// an accepted DPMFLS01 record re-encodes (as DPMFLS02) to a record that
-// decodes to the same fields.
+// files: no panic, and an accepted DPMFLS03 record re-encodes to its bytes;
+// an accepted DPMFLS02 or DPMFLS01 record re-encodes (as DPMFLS03) to a
+// record that decodes to the same fields.
 func FuzzDecodeLearnerRecord(f *testing.F) {
 	full := learnerRecord{run: runID{1, 2, 3}, learner: 7, unmasked: true, round: 12, attempt: 3,
-		msg: []byte("unmask"), dirIno: 99, dirBirth: -5, witnessed: true, seenRound: 11, seenDigest: []byte("digest")}
+		msg: []byte("unmask"), dirIno: 99, dirBirth: -5, witnessed: true, seenRound: 11, seenDigest: []byte("digest"), data: "data"}
 	empty := learnerRecord{run: runID{9}, learner: 0}
 	for _, rec := range []learnerRecord{full, empty} {
 		b := rec.encode()
@@ -36,6 +36,15 @@ func FuzzDecodeLearnerRecord(f *testing.F) {
 	v1 = binary.LittleEndian.AppendUint32(v1, 1)
 	v1 = binary.LittleEndian.AppendUint32(v1, 3)
 	f.Add(append(v1, "abc"...))
+	// A DPMFLS02 record: the same header, then the directory and the
+	// witness, then the message and the witness's digest.
+	v2 := append([]byte(learnerMagicV2), v1[len(learnerMagicV1):]...)
+	v2 = binary.LittleEndian.AppendUint64(v2, 8)
+	v2 = binary.LittleEndian.AppendUint64(v2, 9)
+	v2 = append(v2, 1)
+	v2 = binary.LittleEndian.AppendUint64(v2, 5)
+	v2 = binary.LittleEndian.AppendUint32(v2, 2)
+	f.Add(append(v2, "abcde"...))
 	f.Add([]byte(learnerMagic))
 	for _, b := range realStateFiles(f)[kindLearner] { // the records of a real run's learners
 		f.Add(stateBody(kindLearner, b))
@@ -56,17 +65,22 @@ func FuzzDecodeLearnerRecord(f *testing.F) {
 			}
 			return
 		}
-		if !bytes.HasPrefix(data, []byte(learnerMagicV1)) {
+		v1 := bytes.HasPrefix(data, []byte(learnerMagicV1))
+		if !v1 && !bytes.HasPrefix(data, []byte(learnerMagicV2)) {
 			t.Fatalf("accepted a record with magic %q", data[:8])
+		}
+		if rec.data != "" || v1 && (rec.witnessed || rec.dirIno != 0 || rec.dirBirth != 0 || len(rec.seenDigest) != 0) {
+			t.Fatalf("%q record %x decoded to %+v, with fields its format lacks", data[:8], data, rec)
 		}
 		again, err := decodeLearnerRecord(enc)
 		if err != nil {
-			t.Fatalf("DPMFLS01 record %x decoded to %+v, whose DPMFLS02 encoding is refused: %v", data, rec, err)
+			t.Fatalf("%q record %x decoded to %+v, whose DPMFLS03 encoding is refused: %v", data[:8], data, rec, err)
 		}
 		if again.run != rec.run || again.learner != rec.learner || again.unmasked != rec.unmasked ||
 			again.round != rec.round || again.attempt != rec.attempt || !bytes.Equal(again.msg, rec.msg) ||
-			again.witnessed || again.dirIno != 0 || again.dirBirth != 0 || len(again.seenDigest) != 0 {
-			t.Fatalf("DPMFLS01 record %+v rewritten as DPMFLS02 reads back as %+v", rec, again)
+			again.witnessed != rec.witnessed || again.dirIno != rec.dirIno || again.dirBirth != rec.dirBirth ||
+			again.seenRound != rec.seenRound || !bytes.Equal(again.seenDigest, rec.seenDigest) || again.data != "" {
+			t.Fatalf("%q record %+v rewritten as DPMFLS03 reads back as %+v", data[:8], rec, again)
 		}
 	})
 }

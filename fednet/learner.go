@@ -48,7 +48,9 @@ type LearnerOptions struct {
 	// A stream that reports its shape (dataset.Stream does) must be
 	// learner ID's, dealt for at least the server's rounds and its tau
 	// clients per round: other data would use another learner's or
-	// round's clients, and is refused at Join too.
+	// round's clients, and is refused at Join too. A stream that reports
+	// the digest of its data (a method DataSHA256() string, as
+	// dataset.Stream has) binds it to the learner's record in StateDir.
 	Data func(cfg *flv1.RunConfig) (fedopt.Stream, error)
 	// Model is the per-sample loss the learner computes its updates with.
 	// nil, the default, takes the model the server names: only
@@ -82,8 +84,11 @@ type LearnerOptions struct {
 	// round whose unmask phase it answered and in which attempt, so that a
 	// restarted learner never unmasks a second attempt of a round. The
 	// record is bound to the run, the learner and the directory (a copy or
-	// a restore into a new directory is refused); see docs/distributed.md,
-	// "Faults" and "Secure aggregation".
+	// a restore into a new directory is refused), and to the digest that
+	// Data's stream reports, if any: a learner restarted in the run with
+	// data of another digest is refused before it uses it, since clients
+	// dealt anew mid-run would serve again clients that released rounds
+	// used. See docs/distributed.md, "Faults" and "Secure aggregation".
 	StateDir string
 	// NewRun lets the learner replace a record of another run in StateDir
 	// with the server's run. Give it only when that run is over for good:
@@ -211,7 +216,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if err := checkMinColluders(rc, opt.MinColluders); err != nil {
 		return nil, err
 	}
-	lrn, err := newLearner(rc, opt)
+	lrn, digest, err := newLearnerData(rc, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +237,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			return nil, err
 		}
 		defer ls.Close()
+		ls.data = digest
 		if sec != nil {
 			sec.state = ls
 		}
@@ -279,6 +285,11 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 			return nil, err
 		}
 		if ls != nil {
+			// Before anything is written or the data used: a record of
+			// this run written with other data is refused.
+			if err := ls.checkData(m.run); err != nil {
+				return nil, err
+			}
 			if seen == nil {
 				if err := ls.bind(m.run, opt.NewRun); err != nil {
 					return nil, err
@@ -334,47 +345,73 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 
 // newLearner makes the fedopt.Learner of the run the server described.
 func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error) {
+	l, _, err := newLearnerData(rc, opt)
+	return l, err
+}
+
+// dataDigest is what a stream of a finite data set reports of it
+// (dataset.Stream does): a digest that is the same for two streams only
+// when they deal the same clients to the same learners and rounds.
+type dataDigest interface {
+	DataSHA256() string
+}
+
+// newLearnerData is newLearner, and returns the digest of the learner's
+// data that its stream reports ("": none).
+func newLearnerData(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, string, error) {
 	// Not echoed when long: a hostile server could fill the error (and
 	// the learner's log) up to the message limit.
 	if n := len(rc.GetAlgorithm()); n > maxConfigName {
-		return nil, fmt.Errorf("fednet: the server's run configuration has an algorithm of %d bytes, want one of correlated, independent, nonprivate or baseline-correlated", n)
+		return nil, "", fmt.Errorf("fednet: the server's run configuration has an algorithm of %d bytes, want one of correlated, independent, nonprivate or baseline-correlated", n)
 	}
 	algo, err := fedopt.ParseAlgorithm(rc.GetAlgorithm())
 	if err != nil {
-		return nil, fmt.Errorf("fednet: the server's %w", err)
+		return nil, "", fmt.Errorf("fednet: the server's %w", err)
 	}
 	m := opt.Model
 	if m == nil {
 		if n := len(rc.GetModel()); n > maxConfigName {
-			return nil, fmt.Errorf("fednet: the server's run configuration has a model name of %d bytes, this learner knows logistic (LearnerOptions.Model gives another)", n)
+			return nil, "", fmt.Errorf("fednet: the server's run configuration has a model name of %d bytes, this learner knows logistic (LearnerOptions.Model gives another)", n)
 		}
 		if rc.GetModel() != "logistic" {
-			return nil, fmt.Errorf("fednet: the server's model is %q, this learner knows logistic (LearnerOptions.Model gives another)", rc.GetModel())
+			return nil, "", fmt.Errorf("fednet: the server's model is %q, this learner knows logistic (LearnerOptions.Model gives another)", rc.GetModel())
 		}
 		m = dpmodel.Logistic{L2: rc.GetL2()}
 	}
 	n, tau, dim := int(rc.GetLearners()), int(rc.GetTau()), int(rc.GetParams())
 	if opt.ID < 0 || opt.ID >= n {
-		return nil, fmt.Errorf("fednet: learner %d, the server has learners 0..%d", opt.ID, n-1)
+		return nil, "", fmt.Errorf("fednet: learner %d, the server has learners 0..%d", opt.ID, n-1)
 	}
 	if m.NumParams(int(rc.GetFeatures())) != dim {
-		return nil, fmt.Errorf("fednet: the server's model has %d parameters for %d features, want %d", dim, rc.GetFeatures(), m.NumParams(int(rc.GetFeatures())))
+		return nil, "", fmt.Errorf("fednet: the server's model has %d parameters for %d features, want %d", dim, rc.GetFeatures(), m.NumParams(int(rc.GetFeatures())))
 	}
 	data, err := opt.Data(rc)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// A stream dealt for another learner, fewer rounds or fewer clients
 	// per round would use other learners' clients or run out.
 	if err := fedopt.CheckShape(data, opt.ID, int(rc.GetRounds()), tau); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := checkDataEpochs(rc, algo, data); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// The learner's part of the configuration; eta_g is the server's.
 	cfg := fedopt.Config{Algorithm: algo, Eta: rc.GetEta(), EtaG: 1, Clip: rc.GetClip()}
-	return fedopt.NewLearner(m, data, cfg, tau, dim)
+	l, err := fedopt.NewLearner(m, data, cfg, tau, dim)
+	if err != nil {
+		return nil, "", err
+	}
+	// Only where a record keeps it (a data set's digest reads the whole
+	// data set).
+	var digest string
+	if dd, ok := data.(dataDigest); ok && opt.StateDir != "" {
+		if digest = dd.DataSHA256(); len(digest) > maxDigest {
+			return nil, "", fmt.Errorf("fednet: the learner's data reports a digest of %d bytes, want at most %d", len(digest), maxDigest)
+		}
+	}
+	return l, digest, nil
 }
 
 // maxConfigName is the longest algorithm or model name of a server's run

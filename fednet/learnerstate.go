@@ -30,11 +30,14 @@ import (
 // uint64 inode and int64 creation time (nanoseconds since the epoch) of
 // the directory the record was first written in (0 where the platform or
 // file system has none), one byte 1 if a model was received, its uint64
-// round, uint32 length of its digest, then the Unmask message as sent, the
-// digest as the server sent it, and the SHA-256 of everything before it.
-// Format "DPMFLS01" (dpmf before the witness) is the same up to the
-// message's length, then the message: it is read as a record without a
-// witness or a directory, and rewritten as DPMFLS02.
+// round, uint32 length of its digest, uint32 length of the data's digest,
+// then the Unmask message as sent, the digest as the server sent it, the
+// digest of the learner's data (what its stream reports, see dataDigest;
+// empty: not known), and the SHA-256 of everything before it. Format
+// "DPMFLS02" (dpmf before the data's digest) is the same without the
+// data's digest and its length; "DPMFLS01" (dpmf before the witness) is
+// the same up to the message's length, then the message. Both are read as
+// records without what they lack, and rewritten as DPMFLS03.
 //
 // Each learner process that starts on the directory writes the record to
 // a file of its own, learner-GGGGGGGG.state, named by its generation G:
@@ -65,7 +68,10 @@ import (
 // restarted at any point unmasks at most one attempt of a round and
 // resends the same bytes if asked for that attempt again; and before a
 // model received is used, so that a restarted learner tells the server the
-// newest model it received, which a rolled-back server cannot have.
+// newest model it received, which a rolled-back server cannot have. The
+// data's digest is bound at the record's first write (or the first of a
+// record that has none), and a learner restarted with data of another
+// digest is refused before it uses the data (learnerState.checkData).
 const (
 	// learnerFile is the single record file of dpmf before generations,
 	// read where no learner-GGGGGGGG.state is.
@@ -76,18 +82,22 @@ const (
 	// learnerMoved begins the tombstone learner.state becomes once the
 	// record is in generations' files.
 	learnerMoved   = "DPMFLSGN"
-	learnerMagic   = "DPMFLS02"
+	learnerMagic   = "DPMFLS03"
+	learnerMagicV2 = "DPMFLS02"
 	learnerMagicV1 = "DPMFLS01"
 	// learnerHeadV1 is the length of a DPMFLS01 record before the message.
 	learnerHeadV1 = len(learnerMagicV1) + 16 + 4 + 1 + 8 + 4 + 4
+	// learnerHeadV2 is the length of a DPMFLS02 record before the message.
+	learnerHeadV2 = learnerHeadV1 + 8 + 8 + 1 + 8 + 4
 	// learnerHead is the length of the record before the message.
-	learnerHead = learnerHeadV1 + 8 + 8 + 1 + 8 + 4
+	learnerHead = learnerHeadV2 + 4
 	// maxDigest bounds the digest of a model the learner records (the
-	// server's are 64 bytes: a SHA-256 and its tag).
+	// server's are 64 bytes: a SHA-256 and its tag), and the digest of
+	// its data (dataset.Stream's: 64 hexadecimal digits).
 	maxDigest = 1024
 	// maxLearnerFile bounds the record read back: the message came within
 	// one gRPC message.
-	maxLearnerFile = learnerHead + MaxMsgSize + maxDigest + sha256.Size
+	maxLearnerFile = learnerHead + MaxMsgSize + 2*maxDigest + sha256.Size
 )
 
 // learnerName returns the name of generation g's record file.
@@ -120,6 +130,9 @@ type learnerRecord struct {
 	witnessed  bool
 	seenRound  int
 	seenDigest []byte
+	// data is the digest of the data the learner dealt its clients from
+	// when the record was first written ("": not known).
+	data string
 }
 
 // encode returns the record's bytes.
@@ -137,8 +150,10 @@ func (rec *learnerRecord) encode() []byte {
 	b = append(b, flagByte(rec.witnessed))
 	b = binary.LittleEndian.AppendUint64(b, uint64(rec.seenRound))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec.seenDigest)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec.data)))
 	b = append(b, rec.msg...)
-	return seal(append(b, rec.seenDigest...))
+	b = append(b, rec.seenDigest...)
+	return seal(append(b, rec.data...))
 }
 
 // flagByte is 1 for true, 0 for false.
@@ -149,14 +164,18 @@ func flagByte(v bool) byte {
 	return 0
 }
 
-// decodeLearnerRecord parses a record (of format DPMFLS02 or DPMFLS01),
-// checking its magic, checksum and lengths.
+// decodeLearnerRecord parses a record (of format DPMFLS03, DPMFLS02 or
+// DPMFLS01), checking its magic, checksum and lengths.
 func decodeLearnerRecord(data []byte) (learnerRecord, error) {
 	var rec learnerRecord
-	v1 := len(data) >= len(learnerMagicV1) && string(data[:len(learnerMagicV1)]) == learnerMagicV1
+	v1 := bytes.HasPrefix(data, []byte(learnerMagicV1))
+	v2 := bytes.HasPrefix(data, []byte(learnerMagicV2))
 	magic, head := learnerMagic, learnerHead
-	if v1 {
+	switch {
+	case v1:
 		magic, head = learnerMagicV1, learnerHeadV1
+	case v2:
+		magic, head = learnerMagicV2, learnerHeadV2
 	}
 	p, err := unseal(data, magic, head, "learner state file")
 	if err != nil {
@@ -171,7 +190,7 @@ func decodeLearnerRecord(data []byte) (learnerRecord, error) {
 	l := uint64(binary.LittleEndian.Uint32(p[17:]))
 	p = p[21:]
 	var wflag byte
-	var wround, wl uint64
+	var wround, wl, dl uint64
 	if !v1 {
 		rec.dirIno = binary.LittleEndian.Uint64(p)
 		rec.dirBirth = int64(binary.LittleEndian.Uint64(p[8:]))
@@ -180,14 +199,19 @@ func decodeLearnerRecord(data []byte) (learnerRecord, error) {
 		wl = uint64(binary.LittleEndian.Uint32(p[25:]))
 		p = p[29:]
 	}
-	if learner > MaxWire || round > math.MaxInt32 || flag > 1 || wflag > 1 || wround > math.MaxInt32 || wl > maxDigest ||
-		l+wl != uint64(len(p)) || (flag == 0) != (l == 0) || flag == 0 && (round != 0 || rec.attempt != 0) ||
+	if !v1 && !v2 {
+		dl = uint64(binary.LittleEndian.Uint32(p))
+		p = p[4:]
+	}
+	if learner > MaxWire || round > math.MaxInt32 || flag > 1 || wflag > 1 || wround > math.MaxInt32 || wl > maxDigest || dl > maxDigest ||
+		l+wl+dl != uint64(len(p)) || (flag == 0) != (l == 0) || flag == 0 && (round != 0 || rec.attempt != 0) ||
 		wflag == 0 && (wround != 0 || wl != 0) {
 		return rec, errors.New("inconsistent record")
 	}
 	rec.learner, rec.unmasked, rec.round = int(learner), flag == 1, int(round)
 	rec.msg = bytes.Clone(p[:l])
-	rec.witnessed, rec.seenRound, rec.seenDigest = wflag == 1, int(wround), bytes.Clone(p[l:])
+	rec.witnessed, rec.seenRound, rec.seenDigest = wflag == 1, int(wround), bytes.Clone(p[l:l+wl])
+	rec.data = string(p[l+wl:])
 	return rec, nil
 }
 
@@ -205,6 +229,9 @@ type learnerState struct {
 	claimed bool
 	// moved is set once learner.state is the tombstone.
 	moved bool
+	// data is the digest of the data this process deals its clients
+	// from ("": not known), bound to the record by its first write.
+	data string
 	// afterCheck, test-only, is called by write after its lock check
 	// passed and before the record is written: a process frozen there.
 	afterCheck func()
@@ -371,6 +398,10 @@ func (ls *learnerState) write(rec learnerRecord) error {
 		rec.dirIno, _ = dirInode(ls.dir)
 		rec.dirBirth, _ = dirBirth(ls.dir)
 	}
+	if rec.data == "" {
+		// Likewise bound to the data this process deals (checkData).
+		rec.data = ls.data
+	}
 	st := store{ls.dir}
 	name := learnerName(ls.gen)
 	write := st.write
@@ -419,6 +450,31 @@ func (ls *learnerState) bind(run []byte, newRun bool) error {
 		return fmt.Errorf("fednet: learner state %s belongs to run %v, the server serves run %v: give a new run a fresh state directory (LearnerOptions.NewRun, ofl learner -new-run, replaces the old run's record)", ls.path(), ls.rec.run, id)
 	}
 	return ls.write(learnerRecord{run: id, learner: ls.id})
+}
+
+// checkData refuses to go on in run (the server's run identity) when the
+// record is of that run and was written with data of another digest than
+// this process's (ls.data), or with a digest and this process's data
+// reports none: a run's privacy record counts each client in the rounds
+// its participation allows, and a learner whose clients are dealt anew in
+// the middle of the run (another seed or split, a changed file) would
+// serve, in the rounds still to come, clients that the rounds already
+// released used, each then in two releases. A record of another run is
+// not checked (bind refuses it, or replaces it under NewRun).
+func (ls *learnerState) checkData(run []byte) error {
+	if ls == nil || ls.rec == nil {
+		return nil
+	}
+	rec := ls.rec
+	if rec.data == "" || rec.data == ls.data || !bytes.Equal(rec.run[:], run) {
+		return nil
+	}
+	now := "reports no digest, so it cannot be shown to be the same"
+	if ls.data != "" {
+		now = "has SHA-256 " + lockHolder([]byte(ls.data))
+	}
+	return fmt.Errorf("fednet: learner state %s records that learner %d took part in run %v with data of SHA-256 %s, and this learner's data %s: a learner must deal the same clients all through a run (in ofl, the same -data, -split and -seed), or clients the released rounds used would be used again, beyond the participation the run's noise was calibrated for; refusing to go on (restart with the run's data; a fresh directory is for a new run)",
+		ls.path(), rec.learner, rec.run, lockHolder([]byte(rec.data)), now)
 }
 
 // checkRound refuses round r of the run if the learner unmasked a later

@@ -69,6 +69,39 @@ func handRecord2(run []byte, learner uint32, round uint64, attempt uint32, msg [
 	return append(b, sum[:]...)
 }
 
+// handRecord3 builds a record of format DPMFLS03 byte by byte from the
+// documented layout: handRecord2's fields, the length of the data's
+// digest after the witness's, and the data's digest after the witness's
+// digest ("": not known).
+func handRecord3(run []byte, learner uint32, round uint64, attempt uint32, msg []byte, ino uint64, birth int64, seen uint64, digest []byte, data string) []byte {
+	b := []byte("DPMFLS03")
+	b = append(b, run...)
+	b = binary.LittleEndian.AppendUint32(b, learner)
+	if msg != nil {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.LittleEndian.AppendUint64(b, round)
+	b = binary.LittleEndian.AppendUint32(b, attempt)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(msg)))
+	b = binary.LittleEndian.AppendUint64(b, ino)
+	b = binary.LittleEndian.AppendUint64(b, uint64(birth))
+	if digest != nil {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.LittleEndian.AppendUint64(b, seen)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(digest)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
+	b = append(b, msg...)
+	b = append(b, digest...)
+	b = append(b, data...)
+	sum := sha256.Sum256(b)
+	return append(b, sum[:]...)
+}
+
 // recordPath returns the file of the newest record in dir: the largest
 // generation's, or learner.state where there is none.
 func recordPath(t *testing.T, dir string) string {
@@ -98,26 +131,33 @@ func readRecord(t *testing.T, dir string) learnerRecord {
 }
 
 // The record's bytes are the documented layout, and read back; a record
-// of the earlier format reads as one without a directory or a witness.
+// of an earlier format reads as one without what it lacks: the data's
+// digest (DPMFLS02), also the directory and the witness (DPMFLS01).
 func TestLearnerRecordFormat(t *testing.T) {
 	run := bytes.Repeat([]byte{7}, 16)
 	digest := bytes.Repeat([]byte{9}, 64)
+	data := strings.Repeat("ab", 32)
 	rec := learnerRecord{learner: 5, unmasked: true, round: 9, attempt: 3, msg: []byte("unmask"),
-		dirIno: 77, dirBirth: -2, witnessed: true, seenRound: 11, seenDigest: digest}
+		dirIno: 77, dirBirth: -2, witnessed: true, seenRound: 11, seenDigest: digest, data: data}
 	copy(rec.run[:], run)
-	want := handRecord2(run, 5, 9, 3, []byte("unmask"), 77, -2, 11, digest)
+	want := handRecord3(run, 5, 9, 3, []byte("unmask"), 77, -2, 11, digest, data)
 	if got := rec.encode(); !bytes.Equal(got, want) {
 		t.Fatalf("encode = %x, want %x", got, want)
 	}
 	back, err := decodeLearnerRecord(want)
 	if err != nil || back.run != rec.run || back.learner != 5 || !back.unmasked || back.round != 9 || back.attempt != 3 || string(back.msg) != "unmask" ||
-		back.dirIno != 77 || back.dirBirth != -2 || !back.witnessed || back.seenRound != 11 || !bytes.Equal(back.seenDigest, digest) {
+		back.dirIno != 77 || back.dirBirth != -2 || !back.witnessed || back.seenRound != 11 || !bytes.Equal(back.seenDigest, digest) || back.data != data {
 		t.Fatalf("decode = %+v, %v", back, err)
 	}
 	bound := learnerRecord{learner: 2}
 	copy(bound.run[:], run)
-	if got := bound.encode(); !bytes.Equal(got, handRecord2(run, 2, 0, 0, nil, 0, 0, 0, nil)) {
+	if got := bound.encode(); !bytes.Equal(got, handRecord3(run, 2, 0, 0, nil, 0, 0, 0, nil, "")) {
 		t.Fatalf("a bound record encodes as %x", got)
+	}
+	v2, err := decodeLearnerRecord(handRecord2(run, 5, 9, 3, []byte("unmask"), 77, -2, 11, digest))
+	if err != nil || v2.run != rec.run || v2.learner != 5 || !v2.unmasked || v2.round != 9 || v2.attempt != 3 || string(v2.msg) != "unmask" ||
+		v2.dirIno != 77 || v2.dirBirth != -2 || !v2.witnessed || v2.seenRound != 11 || !bytes.Equal(v2.seenDigest, digest) || v2.data != "" {
+		t.Fatalf("decode of a DPMFLS02 record = %+v, %v", v2, err)
 	}
 	old, err := decodeLearnerRecord(handRecord(run, 5, 9, 3, []byte("unmask")))
 	if err != nil || old.run != rec.run || old.learner != 5 || !old.unmasked || old.round != 9 || old.attempt != 3 || string(old.msg) != "unmask" ||
@@ -133,12 +173,15 @@ func TestLearnerRecordFormat(t *testing.T) {
 		return reseal(b)
 	}
 	long := handRecord2(run, 5, 0, 0, nil, 0, 0, 3, bytes.Repeat([]byte{1}, maxDigest+1))
+	longData := handRecord3(run, 5, 0, 0, nil, 0, 0, 0, nil, strings.Repeat("a", maxDigest+1))
 	for name, b := range map[string][]byte{
-		"witness flag 2":            withFlag(2),
-		"a digest without the flag": withFlag(0),
-		"a digest over the bound":   long,
-		"truncated":                 want[:len(want)-1],
-		"empty":                     {},
+		"witness flag 2":                 withFlag(2),
+		"a digest without the flag":      withFlag(0),
+		"a digest over the bound":        long,
+		"a data digest over the bound":   longData,
+		"DPMFLS03 without the data part": reseal(append([]byte(learnerMagic), handRecord2(run, 5, 0, 0, nil, 0, 0, 0, nil)[len(learnerMagic):]...)),
+		"truncated":                      want[:len(want)-1],
+		"empty":                          {},
 	} {
 		if _, err := decodeLearnerRecord(b); err == nil {
 			t.Errorf("%s: decoded", name)
@@ -759,7 +802,7 @@ func TestLearnerRecordMigrated(t *testing.T) {
 		}
 		ino, _ := dirInode(dir)
 		birth, _ := dirBirth(dir)
-		if want := handRecord2(run, 0, 2, 1, []byte("old"), ino, birth, g+2, []byte{byte(g)}); !bytes.Equal(b, want) {
+		if want := handRecord3(run, 0, 2, 1, []byte("old"), ino, birth, g+2, []byte{byte(g)}, ""); !bytes.Equal(b, want) {
 			t.Fatalf("generation %d's file is %x, want %x", g, b, want)
 		}
 	}

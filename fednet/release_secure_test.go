@@ -154,6 +154,15 @@ func TestSecureSnapshotLostRefused(t *testing.T) {
 	}
 	path := srv.st.path(secName(1))
 	var old []byte // round 0's snapshot
+	var mid []byte // round 1's, at its masked-input phase
+	srv.hooks.afterClose = func(round int, _ uint32, p secagg.Phase) error {
+		if round == 1 && p == secagg.PhaseShares {
+			var err error
+			mid, err = os.ReadFile(path)
+			return err
+		}
+		return nil
+	}
 	srv.hooks.release = func(round int, step string) error {
 		switch {
 		case step != "released":
@@ -187,12 +196,21 @@ func TestSecureSnapshotLostRefused(t *testing.T) {
 	if snap, err := decodeSec(old); err != nil || snap.round != 0 {
 		t.Fatalf("the snapshot kept at round 1's release: %+v, %v; want one of round 0", snap, err)
 	}
+	if snap, err := decodeSec(mid); err != nil || snap.round != 1 || snap.phase != secagg.PhaseMasked {
+		t.Fatalf("the snapshot kept in round 1: %+v, %v; want one of round 1 at phase 2", snap, err)
+	}
 	for _, c := range []struct {
 		name, want string
 		data       []byte
 	}{
 		{"lost", "holds no secure-aggregation snapshot (secagg-GGGGGGGG.state), but round 2 was released", nil},
 		{"an older round's", "is of round 0, but round 2 was released", old},
+		// Round 1 was released from its unmask phase, whose snapshot
+		// (the one the crash left) is the last before the release; one
+		// of an earlier phase of round 1 was put back. Before, it read as
+		// the snapshot the release left, and round 2's attempt 0 was
+		// opened again, whatever attempts of round 2 had run.
+		{"an earlier point of the round released last", "is of round 1 at phase 2 (masked-input), but round 1 was released from its unmask phase", mid},
 		// Removing it is no way out once a round was released.
 		{"truncated", "checksum mismatch; refusing to resume (the attempt's state is lost: start a new run in a fresh state directory)", good[:len(good)-1]},
 	} {

@@ -210,6 +210,14 @@ func (s *Server) resumeSecure() error {
 		// A release is followed by the next round's snapshot, written
 		// before that round is served: the newest is never two behind.
 		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s is of round %d, but round %d was released: a snapshot of an earlier point of the run was put back, and the attempts of round %d are unknown", path, snap.round, s.round, s.round)))
+	case snap.round < s.round && snap.phase != secagg.PhaseUnmask:
+		// A round is released from its unmask phase, opened (and
+		// written) at the consistency phase's close, and no snapshot is
+		// written between that and the release: the one a release
+		// leaves is that phase's. Another (an earlier phase, a failed
+		// attempt) was put back, and the open round may have run
+		// attempts since.
+		return fmt.Errorf("fednet: %w", st.damaged(fmt.Errorf("%s is of round %d at phase %d (%v), but round %d was released from its unmask phase, whose snapshot is the last written before its release: a snapshot of an earlier point of the run was put back, and the attempts of round %d are unknown", path, snap.round, int(snap.phase), snap.phase, snap.round, s.round)))
 	case snap.round < s.round:
 		// Left by the round that was released last: start the next
 		// afresh.
