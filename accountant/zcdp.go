@@ -155,9 +155,16 @@ func cksEpsilon(rho, L float64) float64 {
 // of Bun & Steinke's rho and the grid RDP rho, both safe because CKS
 // optimises the same bound over all orders (the grid one matters for a tiny
 // eps, where Bun & Steinke's rho underflows but large orders still reach
-// eps because the conversion term is negative).
+// eps because the conversion term is negative). Where both underflow (an
+// eps far below delta: the grid's orders stop at 10^9, and the largest rho
+// is of order delta^2, reached at orders near 1/delta) the search starts
+// from 1/rho = 1 instead of +Inf, from which it could not move.
 func cksRho(eps, L float64) float64 {
 	safe := func(u float64) bool { return cksEpsilon(1/u, L) <= eps }
-	_, u := leastSafe(1/math.Max(bsRho(eps, L), rdpGridRho(eps, L, Balle2020)), safe)
+	start := 1 / math.Max(bsRho(eps, L), rdpGridRho(eps, L, Balle2020))
+	if math.IsInf(start, 1) {
+		start = 1
+	}
+	_, u := leastSafe(start, safe)
 	return 1 / u
 }

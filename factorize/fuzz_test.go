@@ -90,3 +90,60 @@ func FuzzParseParticipation(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWithSetting checks WithSetting on any key and value, for every
+// registered strategy at its defaults and at a non-default spec: an error
+// is a one-line *ParamError, never a panic; a result is what
+// ParseStrategy makes of the spec with that one setting (the same Spec,
+// and both accept or both refuse the default strategy's name:key=value),
+// its Spec parses back to itself, and setting the same key and value
+// again changes nothing. (The comparison with ParseStrategy is made where
+// the base spec has no settings of its own.)
+func FuzzWithSetting(f *testing.F) {
+	for _, info := range Registry() {
+		for _, s := range info.Settings {
+			f.Add(info.Name, s.Name, s.Default)
+			f.Add(info.Name, s.Name, "1")
+		}
+		f.Add(info.Name, "bands", "0")
+	}
+	for _, kv := range [][3]string{{"banded", "bands", "9223372036854775807"}, {"optimal", "tol", "5e-324"}, {"optimal", "path", "dense"},
+		{"semiseparable", "max-excess", "NaN"}, {"blt", "buffers", "65"}, {"banded", "", ""}, {"banded", "bands", "2=3"},
+		{"banded", "bands:x", "1"}, {"optimal", "tol", "1e-10,"}, {"banded", "bands", " 2"}, {"nosuch", "bands", "2"},
+		{"banded:bands=3", "bands", "4"}, {"optimal:tol=1e-8", "max-iter", "7"}} {
+		f.Add(kv[0], kv[1], kv[2])
+	}
+	f.Fuzz(func(t *testing.T, name, key, value string) {
+		base, err := ParseStrategy(name)
+		if err != nil {
+			return
+		}
+		in := name + " " + key + "=" + value
+		got, err := WithSetting(base, key, value)
+		if err != nil {
+			oneLineParamError(t, in, err)
+		}
+		if plain := !strings.Contains(base.Spec(), ":"); plain {
+			direct, derr := ParseStrategy(base.Spec() + ":" + key + "=" + value)
+			switch {
+			case err != nil && derr == nil && !strings.Contains(key+value, ",") && !strings.Contains(key, "="):
+				t.Fatalf("%q: WithSetting refused (%v) what ParseStrategy accepts as %q", in, err, direct.Spec())
+			case err == nil && derr != nil:
+				t.Fatalf("%q: WithSetting gave %q where ParseStrategy refuses: %v", in, got.Spec(), derr)
+			case err == nil && got.Spec() != direct.Spec():
+				t.Fatalf("%q: WithSetting gave %q, ParseStrategy %q", in, got.Spec(), direct.Spec())
+			}
+		}
+		if err != nil {
+			return
+		}
+		back, err := ParseStrategy(got.Spec())
+		if err != nil || back.Spec() != got.Spec() {
+			t.Fatalf("%q: Spec %q parses back to %v (%v)", in, got.Spec(), back, err)
+		}
+		again, err := WithSetting(got, key, value)
+		if err != nil || again.Spec() != got.Spec() {
+			t.Fatalf("%q: setting it again gave %v (%v), want %q", in, again, err, got.Spec())
+		}
+	})
+}

@@ -466,6 +466,9 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 	}
 	// Spectrum of W = S^{1/2} Lambda S^{1/2}.
 	lo, hi := lamLo/e.sHi, lamHi/e.sLo
+	if err := checkSpectrum(lo, hi); err != nil {
+		return err
+	}
 	if len(e.q.Shifts) == 0 || !e.q.Covers(lo, hi) {
 		e.q = linalg.NewInvSqrtRational(lo/4, hi*4, quadTol)
 	}

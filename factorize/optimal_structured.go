@@ -266,14 +266,16 @@ func ratioRange(ref, v []float64) (rmin, rmax float64) {
 	return rmin, rmax
 }
 
-// checkSpectrum returns an error unless [lo/2, 2 hi], the interval the
-// rational approximation of the inverse square root is built on, is
-// finite and positive: lo = 0 is linalg's report that no positive lower
+// checkSpectrum returns an error unless [lo/4, 4 hi], the widest interval
+// a rational approximation of the inverse square root is built on from
+// the bounds lo and hi, is one that linalg accepts
+// (linalg.InvSqrtInterval: positive, within 2^-960 .. 2^960, with a ratio
+// of at most 2^960): lo = 0 is linalg's report that no positive lower
 // bound exists in floating point (an eigenvalue under- or overflowed).
 // [Optimal] scales the workload first, so this happens only when the
 // spread of the multipliers itself leaves the floating-point range.
 func checkSpectrum(lo, hi float64) error {
-	if !(lo/2 > 0) || !(hi*2 < math.Inf(1)) || lo > hi {
+	if !linalg.InvSqrtInterval(lo/4, hi*4) {
 		return &spectrumError{lo: lo, hi: hi}
 	}
 	return nil

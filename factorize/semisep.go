@@ -150,6 +150,12 @@ func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 			if f.Semisep.Excess <= maxExcess {
 				break
 			}
+			if k == MaxSemisepBuffers && sol.gap > maxExcess {
+				// The excess is measured against the certified lower
+				// bound, which the solve left up to a relative gap
+				// below the optimum: no K can be certified.
+				return nil, &ParamError{Param: "tol", Value: opt.Tol, Want: fmt.Sprintf("a solver tolerance below max-excess = %g: the excess over the optimum is measured against its certified lower bound, which the solve left within a gap of %.3g (no factor with at most %d state vectors came within %g of it; the best is %.3g above it)", maxExcess, sol.gap, MaxSemisepBuffers, maxExcess, f.Semisep.Excess)}
+			}
 			if k == MaxSemisepBuffers {
 				return nil, fmt.Errorf("factorize: no semiseparable factor with at most %d state vectors is within %g of the optimal loss (the best is %.3g above it)", MaxSemisepBuffers, maxExcess, f.Semisep.Excess)
 			}

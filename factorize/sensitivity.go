@@ -251,6 +251,9 @@ func Gamma(c mat.Matrix) float64 {
 // zeros of the multi-epoch optimum), and an upper bound otherwise. A
 // negative or non-finite diagonal entry, or a non-finite entry of a class
 // block, is a *[ParamError] naming "X[i][j]".
+// Entries up to the float64 maximum are fine (X is scaled by a power of
+// two first); an X that is no Gram matrix whose sensitivity overflows is a
+// *[ParamError] naming "X".
 func EpochSensitivity(x mat.Symmetric, k int) (Sensitivity, error) {
 	if err := checkGram(x); err != nil {
 		return Sensitivity{}, err
@@ -259,8 +262,53 @@ func EpochSensitivity(x mat.Symmetric, k int) (Sensitivity, error) {
 	if err := FixedEpochs(k).Validate(n); err != nil {
 		return Sensitivity{}, err
 	}
-	return epochSensitivity(n, k, x.At)
+	xs, h := scaleGram(x)
+	s, err := epochSensitivity(n, k, xs.At)
+	if err != nil {
+		return Sensitivity{}, err
+	}
+	s.Value, err = unscaleGram(s.Value, h)
+	return s, err
 }
+
+// scaleGram returns x scaled exactly by 4^-h, and h, where h > 0 makes
+// X's largest diagonal entry at most 2^800: then the sums of entries that
+// the sensitivity rules form cannot overflow for a Gram matrix (|X_ij| <=
+// max(X_ii, X_jj)), whose sensitivity (at most n times the largest column
+// norm) is finite for any finite C. The sensitivity of x is that of the
+// result times 2^h (unscaleGram). Entries scaled below the subnormal range
+// are at most 2^-1700 of the largest, below the rounding of any sum.
+func scaleGram(x mat.Symmetric) (mat.Symmetric, int) {
+	d := 0.0
+	for i := 0; i < x.SymmetricDim(); i++ {
+		d = math.Max(d, x.At(i, i))
+	}
+	if d <= 0x1p800 {
+		return x, 0
+	}
+	_, e := math.Frexp(d)
+	h := (e - 800 + 1) / 2
+	return gramScaled{x, math.Ldexp(1, -2*h)}, h
+}
+
+// unscaleGram returns v 2^h rounded up, and a *ParamError naming X when
+// it is not finite: a symmetric X that is no Gram matrix (off-diagonal
+// entries far above its diagonal) can have sums that overflow.
+func unscaleGram(v float64, h int) (float64, error) {
+	if v = ldexpUp(v, h); math.IsInf(v, 1) {
+		return 0, &ParamError{Param: "X", Value: "entries whose sums overflow", Want: "a Gram matrix C^T C (|X_ij| <= max(X_ii, X_jj)), whose sensitivity is a finite float64"}
+	}
+	return v, nil
+}
+
+// gramScaled is a symmetric matrix times a constant s.
+type gramScaled struct {
+	mat.Symmetric
+	s float64
+}
+
+func (x gramScaled) At(i, j int) float64 { return x.Symmetric.At(i, j) * x.s }
+func (x gramScaled) T() mat.Matrix       { return x }
 
 // epochSensitivity is [EpochSensitivity] with X's entries from x(i, j). A
 // NaN or infinite entry is a *ParamError naming X[i][j].
@@ -305,6 +353,7 @@ func epochSensitivity(n, k int, x func(i, j int) float64) (Sensitivity, error) {
 // (one participation) and k as at most the ceil(n / b) participations
 // that fit, so counts up to MaxInt are fine; b, k < 1, a non-finite entry
 // of x or a negative diagonal entry are a *[ParamError].
+// Entries up to the float64 maximum are fine, as for [EpochSensitivity].
 func MinSepSensitivity(x mat.Symmetric, b, k int) (Sensitivity, error) {
 	b, k, err := checkMinSep(x, b, k)
 	if err != nil {
@@ -398,11 +447,12 @@ func MinSepBanded(x mat.Symmetric, b, k int) (float64, error) {
 		return 0, &ParamError{Param: "X", Value: "not banded within the separation " + strconv.Itoa(b), Want: "X_ij = 0 for |i - j| >= b"}
 	}
 	n := x.SymmetricDim()
+	xs, h := scaleGram(x)
 	d := make([]float64, n)
 	for i := range d {
-		d[i] = x.At(i, i)
+		d[i] = xs.At(i, i)
 	}
-	return math.Sqrt(bestSeparated(d, b, k)), nil
+	return unscaleGram(math.Sqrt(bestSeparated(d, b, k)), h)
 }
 
 // MinSepBound returns an upper bound on the sensitivity under
@@ -423,6 +473,7 @@ func MinSepBound(x mat.Symmetric, b, k int) (float64, error) {
 		return 0, err
 	}
 	n := x.SymmetricDim()
+	x, h := scaleGram(x)
 	v := make([]float64, n)
 	row := make([]float64, n)
 	for i := 0; i < n; i++ {
@@ -445,7 +496,7 @@ func MinSepBound(x mat.Symmetric, b, k int) (float64, error) {
 		}
 		v[i] += extra
 	}
-	return math.Sqrt(bestSeparated(v, b, k)), nil
+	return unscaleGram(math.Sqrt(bestSeparated(v, b, k)), h)
 }
 
 // reversed returns a reversed copy of w.

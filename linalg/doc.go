@@ -56,8 +56,9 @@
 // LAPACK-style: their callers are numerical code that sizes dst and work as
 // documented, and a slice shorter than documented, a band matrix of
 // negative order or width ([NewSymBand]), an entry outside the band
-// ([SymBand.Set]) or an interval that is not 0 < lo <= hi < Inf
-// ([NewInvSqrtRational]) is a programmer error and panics with a
+// ([SymBand.Set]) or an interval that [InvSqrtInterval] refuses
+// ([NewInvSqrtRational]: 0 < lo <= hi, well inside the float64 range) is
+// a programmer error and panics with a
 // "linalg: " message. Their loops are bounded for every input, NaN and Inf
 // included: the eigenvalue bounds of a matrix whose spectrum is not
 // finite and positive are NaN (hi) or 0 (lo), never an endless search.

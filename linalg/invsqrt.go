@@ -41,23 +41,52 @@ type InvSqrtRational struct {
 }
 
 // NewInvSqrtRational returns the approximation of x^{-1/2} on [lo, hi] with
-// the fewest nodes (at most 200) whose measured relative error is at most
-// tol. It panics unless 0 < lo <= hi and 0 < tol < 1, all finite.
+// the fewest nodes, at most maxInvSqrtNodes (200), whose measured relative
+// error is at most tol; where 200 nodes do not reach tol, the 200-node
+// approximation, whose RelErr is then above tol. It panics unless
+// [InvSqrtInterval] accepts [lo, hi] and 0 < tol < 1.
 func NewInvSqrtRational(lo, hi, tol float64) InvSqrtRational {
-	if !(lo > 0 && hi >= lo && !math.IsInf(hi, 0) && tol > 0 && tol < 1) {
+	if !(InvSqrtInterval(lo, hi) && tol > 0 && tol < 1) {
 		panic(fmt.Sprintf("linalg: bad inverse square root interval [%g, %g] or tolerance %g", lo, hi, tol))
 	}
 	cond := math.Max(hi/lo, 1+1e-9)
 	kc := 1 / math.Sqrt(cond)
 	bigK := ellipK(kc)
-	n := max(2, int(math.Ceil(bigK*math.Log(2/tol)/(math.Pi*math.Pi))))
+	// The estimate of the count is taken in floating point and clamped
+	// before it becomes an int: for a tol far below the achievable one it
+	// runs to thousands of nodes (each costing O(n) evaluations at 64 n
+	// points), or to +Inf.
+	est := math.Ceil(bigK * math.Log(2/tol) / (math.Pi * math.Pi))
+	n := int(math.Min(math.Max(est, 2), maxInvSqrtNodes))
 	for {
 		q := invSqrtNodes(n, cond, kc, bigK)
-		if q.RelErr <= tol || n >= 200 {
+		if q.RelErr <= tol || n >= maxInvSqrtNodes {
 			return q.scaled(lo)
 		}
-		n += max(1, n/10)
+		n = min(n+max(1, n/10), maxInvSqrtNodes)
 	}
+}
+
+// maxInvSqrtNodes is the most nodes NewInvSqrtRational takes.
+const maxInvSqrtNodes = 200
+
+// invSqrtRange is the float64 range of the intervals the approximations
+// accept: [lo, hi] within [1/invSqrtRange, invSqrtRange] and
+// hi / lo <= invSqrtRange.
+const invSqrtRange = 0x1p960
+
+// InvSqrtInterval reports whether [lo, hi] is an interval that
+// NewInvSqrtRational and NewInvSqrtRationalN accept:
+// 2^-960 <= lo <= hi <= 2^960 and hi / lo <= 2^960 (NaN is refused).
+// On [1, Cond] the nodes' shifts run from about 1 / n^2 to Cond n^2 for n
+// nodes, so within this range the shifts, the weights and x + Shifts[j]
+// for x in the interval are normal float64 numbers for any n up to 10^6,
+// and r(x) is evaluated without underflow or overflow. Outside it they
+// were not: an interval whose hi / lo overflows gave NaN nodes, shifts
+// scaled to near the float64 maximum overflowed (r(hi) = 0), and a
+// subnormal lo lost the accuracy that RelErr claimed.
+func InvSqrtInterval(lo, hi float64) bool {
+	return lo >= 1/invSqrtRange && hi >= lo && hi <= invSqrtRange && hi/lo <= invSqrtRange
 }
 
 // invSqrtNodes returns the n-node approximation for the interval
@@ -120,9 +149,10 @@ func (q InvSqrtRational) Eval(x float64) float64 {
 
 // NewInvSqrtRationalN returns the n-node approximation of x^{-1/2} on
 // [lo, hi] (the nodes of [NewInvSqrtRational] for a fixed count), with its
-// measured RelErr. It panics unless 0 < lo <= hi, hi finite, and n >= 1.
+// measured RelErr. It panics unless [InvSqrtInterval] accepts [lo, hi] and
+// n >= 1.
 func NewInvSqrtRationalN(lo, hi float64, n int) InvSqrtRational {
-	if !(lo > 0 && hi >= lo && !math.IsInf(hi, 0) && n >= 1) {
+	if !(InvSqrtInterval(lo, hi) && n >= 1) {
 		panic(fmt.Sprintf("linalg: bad inverse square root interval [%g, %g] or node count %d", lo, hi, n))
 	}
 	cond := math.Max(hi/lo, 1+1e-9)

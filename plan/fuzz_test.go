@@ -44,3 +44,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseCalibration checks ParseCalibration and
+// Calibration.UnmarshalText on any input: they agree; an error is one
+// line, never a panic; an accepted name is exactly the value's String and
+// MarshalText, and nothing else is accepted.
+func FuzzParseCalibration(f *testing.F) {
+	for _, s := range []string{"exact", "paper", "", "Exact", " paper", "paper\n", "Calibration(0)", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCalibration(s)
+		var u Calibration
+		uerr := u.UnmarshalText([]byte(s))
+		if (err == nil) != (uerr == nil) || (err == nil && u != c) {
+			t.Fatalf("%q: ParseCalibration %v (%v), UnmarshalText %v (%v)", s, c, err, u, uerr)
+		}
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Fatalf("%q: multi-line error %q", s, err)
+			}
+			return
+		}
+		if b, merr := c.MarshalText(); c.String() != s || merr != nil || string(b) != s {
+			t.Fatalf("%q: parsed to %v, which writes %q (%v)", s, c, b, merr)
+		}
+	})
+}
