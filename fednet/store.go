@@ -680,6 +680,9 @@ type stateOptions struct {
 	x0    []float64 // the initial model
 	noise bool      // the run adds noise and needs a key
 	key   *[32]byte // the caller's key, or nil for one kept in noise.key
+	// beforeCreateWrite, test-only, is called by create before each of
+	// its writes (a process frozen there).
+	beforeCreateWrite func(name string)
 }
 
 // state is a run's state directory, opened and locked.
@@ -784,8 +787,25 @@ func (st *state) create(o stateOptions) error {
 	if len(data) > maxRunFile {
 		return fmt.Errorf("the run's description makes %s %d bytes, more than the %d a restart reads back: shorten the plan (a long model name or data source, say); nothing was written", st.path(runFile), len(data), maxRunFile)
 	}
+	// Each write checks first that the lock is still this server's: a
+	// server frozen here while an operator removed its lock file and
+	// another server started a run in the directory must not overwrite
+	// that run's files (its key would be lost). The key and run.json,
+	// absent when a run is created, are never replaced.
+	held := func(name string) error {
+		if o.beforeCreateWrite != nil {
+			o.beforeCreateWrite(name)
+		}
+		return st.lock.held()
+	}
 	st.last = Released{Round: 0, X: o.x0}
+	if err := held(roundName(0)); err != nil {
+		return err
+	}
 	if st.head, err = st.writeRound(st.run, start, st.last); err != nil {
+		return err
+	}
+	if err := held(markFile); err != nil {
 		return err
 	}
 	if err := st.writeMark(mark{run: st.run, round: 0, sum: st.head}); err != nil {
@@ -793,11 +813,17 @@ func (st *state) create(o stateOptions) error {
 	}
 	st.sums = [][sha256.Size]byte{st.head}
 	if rec.Noise == "file" {
-		if err := st.write(keyFile, 0o600, st.key[:]); err != nil {
+		if err := held(keyFile); err != nil {
+			return err
+		}
+		if err := st.writeNew(keyFile, 0o600, st.key[:]); err != nil {
 			return err
 		}
 	}
-	return st.write(runFile, 0o644, data)
+	if err := held(runFile); err != nil {
+		return err
+	}
+	return st.writeNew(runFile, 0o644, data)
 }
 
 // resume checks a directory with run.json against the run o describes and

@@ -556,3 +556,66 @@ func TestStateRefusalsSayWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// A server frozen while it creates a run (between its writes) whose lock
+// file an operator removed, so that a second server started a run in the
+// directory meanwhile: the first stops at its next write, and the second
+// run's files (round 0, mark, noise key, run.json) stay its own, so it
+// resumes (frozen before run.json, its key already written, the first
+// leaves an interrupted start, which the second refuses). Before, the
+// first server's create wrote on without checking its lock and replaced
+// them all: the second run's noise key was lost and every restart of it
+// refused the directory.
+func TestFrozenCreatorLeavesTheOtherRun(t *testing.T) {
+	for _, at := range []string{roundName(0), markFile, keyFile, runFile} {
+		t.Run(at, func(t *testing.T) {
+			dir := t.TempDir()
+			var second *state
+			var files map[string]string
+			o := testOptions(true)
+			o.beforeCreateWrite = func(name string) {
+				if name != at || second != nil {
+					return
+				}
+				if err := os.Remove(filepath.Join(dir, lockFile)); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				second, err = openState(dir, testOptions(true))
+				if at == runFile {
+					// The first's key is there: the second refuses it.
+					require.ErrorContains(t, err, "noise.key exists but run.json does not")
+					second = &state{}
+					return
+				}
+				if err != nil {
+					t.Fatalf("the second server: %v", err)
+				}
+				files = snapshot(t, dir)
+			}
+			first, err := openState(dir, o)
+			if err == nil {
+				first.lock.Close()
+				t.Fatal("the frozen server created its run after its lock file was replaced")
+			}
+			if second == nil {
+				t.Fatal("the hook did not run")
+			}
+			assert.Contains(t, err.Error(), "removed or replaced")
+			if at == runFile {
+				_, err := os.Stat(filepath.Join(dir, runFile))
+				assert.ErrorIs(t, err, os.ErrNotExist, "the frozen server wrote run.json after its lock file was replaced")
+				return
+			}
+			assert.Equal(t, files, snapshot(t, dir), "the frozen server changed the second run's files")
+			require.NoError(t, second.release(Released{Round: 1, Updates: 2, X: testModel(1)}))
+			key := second.key
+			require.NoError(t, second.lock.Close())
+			again, err := openState(dir, testOptions(true))
+			require.NoError(t, err, "the second run resumes")
+			defer again.lock.Close()
+			assert.Equal(t, 1, again.last.Round)
+			assert.Equal(t, key, again.key)
+		})
+	}
+}
