@@ -229,7 +229,10 @@ func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
 		}, cli.ExitFailure, "R = 100000 needs about 320.0 GB for dense output, this machine has 16.0 GB available; use -loss-only without -o and -C"},
 		{"workload missing", func(t *testing.T, dir string) []string {
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, cli.ExitFailure, "-workload DIR/A.npy: no such file or directory"},
+		}, cli.ExitFailure, "-workload DIR/A.npy: no such file or directory (want prefix, momentum:BETA or a .npy file)"},
+		{"workload misspelt", func(t *testing.T, dir string) []string {
+			return []string{"-workload", "prefx", "-o", filepath.Join(dir, "B.npy")}
+		}, cli.ExitFailure, "-workload prefx: no such file or directory (want prefix, momentum:BETA or a .npy file)"},
 		{"workload not npy", func(t *testing.T, dir string) []string {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "A.npy"), []byte("1,0\n1,1\n"), 0o644))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
