@@ -95,7 +95,7 @@ func parseData(s string, dim int) (dataSpec, error) {
 		}
 		return d, nil
 	case s == "":
-		return d, cli.Usagef("-data is empty: want synthetic, synthetic:alpha=A,beta=B or a CSV file")
+		return d, cli.Usagef("-data is empty: want %s", dataWant)
 	}
 	d.file = s
 	return d, nil

@@ -154,7 +154,8 @@ func TestRuntimeErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "ofl: -data " + filepath.Join(dir, "missing.csv") + ": no such file or directory"},
+		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "ofl: -data " + filepath.Join(dir, "missing.csv") + ": no such file or directory (want synthetic, synthetic:alpha=A,beta=B or a CSV file)\n"},
+		{[]string{"-data", "synthtic"}, "ofl: -data synthtic: no such file or directory (want synthetic, synthetic:alpha=A,beta=B or a CSV file)\n"},
 		{[]string{"-data", bad}, "ofl: -data " + bad + ":3: feature 2 (b)"},
 		{[]string{"-data", dir}, "ofl: -data " + dir + ": "},
 		{[]string{"-data", cancer}, "ofl: -data " + cancer + ": 569 samples, need learners x rounds x tau = 10 x 800 x 10 = 80000"},
