@@ -252,7 +252,7 @@ func parseArgs(args []string) (config, error) {
 		var pe *fedopt.ParamError
 		if errors.As(err, &pe) {
 			if name, ok := configFlags[pe.Param]; ok {
-				return c, cli.Usagef("-%s %v, want %s", name, pe.Value, pe.Want)
+				return c, cli.Usagef("-%s %v: want %s", name, pe.Value, pe.Want)
 			}
 		}
 		return c, cli.Usagef("%v", err)
