@@ -143,7 +143,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.Func("relation", "neighbouring `RELATION` of the calibration: replace-one (default; one sample moves its learner's update by 2 B_g) or add-remove (by B_g: one gradient per sample, so Algorithm 1 with tau = 1 only)", func(v string) error {
 		r, err := accountant.ParseRelation(v)
 		if err != nil {
-			return err
+			return errors.New("want replace-one or add-remove") // without the package's prefix
 		}
 		cfg.relation = r
 		return nil

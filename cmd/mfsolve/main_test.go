@@ -75,8 +75,11 @@ func TestUsageErrors(t *testing.T) {
 		// whose memory estimate overflowed.
 		{[]string{"-R", strconv.Itoa(math.MaxInt), "-strategy", "tree"}, fmt.Sprintf("-R %d: the number of rounds must be at most %d", math.MaxInt, factorize.MaxRounds)},
 		{[]string{"-R", strconv.Itoa(factorize.MaxRounds + 1)}, fmt.Sprintf("-R %d: the number of rounds must be at most %d", factorize.MaxRounds+1, factorize.MaxRounds)},
-		{[]string{"-R", "abc"}, `invalid value "abc" for flag -R`},
-		{[]string{"-R", "1.5"}, `invalid value "1.5" for flag -R`},
+		{[]string{"-R", "abc"}, `invalid value "abc" for flag -R: want a decimal integer`},
+		{[]string{"-R", "1.5"}, `invalid value "1.5" for flag -R: want a decimal integer`},
+		// The accountant's error had its package prefix ("accountant:
+		// neighbouring relation ...").
+		{[]string{"-eps", "1", "-delta", "1e-5", "-relation", "add-remov"}, `invalid value "add-remov" for flag -relation: want replace-one or add-remove (mfsolve -h for help)`},
 		// Go's integer literals: -R 0x10 was 16 rounds and -R 1_000 1000
 		// (and -R 010 octal 8: TestDecimalRounds).
 		{[]string{"-R", "0x10"}, `invalid value "0x10" for flag -R: want a decimal integer`},
