@@ -195,6 +195,9 @@ func parseArgs(args []string) (config, error) {
 
 	strat, err := factorize.ParseStrategy(cfg.strategy)
 	switch {
+	case fs.NArg() > 0 && !strings.ContainsAny(fs.Arg(0), "./"):
+		// Not a file name: a misspelt command (mfsolve cach list).
+		return cfg, cli.Usagef("unexpected argument %q: want flags (output files are given with -o and -C), or the command cache list or cache clear", fs.Arg(0))
 	case fs.NArg() > 0:
 		return cfg, cli.Usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
 	case cfg.r < 1:

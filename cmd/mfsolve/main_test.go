@@ -111,7 +111,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-loss-only", "-C", "C.npy"}, "-loss-only computes no B or C to write"},
 		{[]string{"-o", "x.npy", "-C", "./x.npy"}, "-o and -C are the same file"},
 		{[]string{"-cache", "d", "-no-cache"}, "-cache and -no-cache contradict each other"},
-		{[]string{"-R", "800", "B.npy"}, `unexpected argument "B.npy"`},
+		{[]string{"-R", "800", "B.npy"}, `unexpected argument "B.npy": output files are given with -o and -C`},
+		// A misspelt command was told about output files only.
+		{[]string{"cach", "list"}, `unexpected argument "cach": want flags (output files are given with -o and -C), or the command cache list or cache clear`},
 		{[]string{"-frobnicate"}, "flag provided but not defined: -frobnicate"},
 		{[]string{"-workload", ""}, "-workload is empty"},
 		{[]string{"-o", ""}, "-o is empty: want a file name"},
