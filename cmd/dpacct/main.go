@@ -61,6 +61,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/internal/cli"
@@ -233,13 +234,13 @@ func command(ctx context.Context, name string, args []string, stdout io.Writer) 
 	case "sigma":
 		fs.Var(eps, "eps", "target `eps` (required, finite and > 0)")
 		fs.Var(delta, "delta", "target `delta` (required, in (0, 1))")
-		fs.TextVar(&method, "method", accountant.Exact, "calibration `method`: exact, paper, zcdp, cks, rdp, rdp-mironov, dwork-roth")
+		fs.Var(methodFlag{&method}, "method", "calibration `method`: exact, paper, zcdp, cks, rdp, rdp-mironov, dwork-roth")
 		required = []string{"eps", "delta"}
 	case "epsilon":
 		fs.Var(sigma, "sigma", "noise multiplier `sigma` = std / sensitivity (required, > 0)")
 		fs.Var(delta, "delta", "`delta` (required, in (0, 1))")
 		fs.Var(compositions, "compositions", "number `K` of releases composed (>= 1)")
-		fs.TextVar(&method, "method", accountant.Exact, "accounting `method`: exact, paper, zcdp, cks, rdp, rdp-mironov, dwork-roth")
+		fs.Var(methodFlag{&method}, "method", "accounting `method`: exact, paper, zcdp, cks, rdp, rdp-mironov, dwork-roth")
 		required = []string{"sigma", "delta"}
 	case "delta":
 		fs.Var(sigma, "sigma", "noise multiplier `sigma` = std / sensitivity (required, > 0)")
@@ -416,5 +417,29 @@ func (f *intFlag) Set(s string) (err error) {
 	if f.v, err = strconv.Atoi(s); err != nil {
 		return errors.New("not a decimal integer in range")
 	}
+	return nil
+}
+
+// methodFlag is the -method flag: a name that [accountant.ParseMethod]
+// takes, refused with its error less the package's prefix (the flag
+// package names the flag and the value already). Its help prints the
+// default as fs.TextVar's did.
+type methodFlag struct{ m *accountant.Method }
+
+// String implements flag.Value.
+func (f methodFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	return f.m.String()
+}
+
+// Set implements flag.Value.
+func (f methodFlag) Set(s string) error {
+	m, err := accountant.ParseMethod(s)
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "accountant: "))
+	}
+	*f.m = m
 	return nil
 }

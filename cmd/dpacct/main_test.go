@@ -216,6 +216,9 @@ func TestErrors(t *testing.T) {
 		{[]string{"sigma", "-delta", "1e-5"}, 2, "flag -eps is required"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "x"}, 2, `unexpected argument "x"`},
 		{[]string{"sigma", "-eps", "abc", "-delta", "1e-5"}, 2, `dpacct: sigma: invalid value "abc" for flag -eps: not a number`},
+		// The accountant's error had its package prefix ("accountant:
+		// unknown method ...").
+		{[]string{"sigma", "-eps", "1", "-delta", "1e-5", "-method", "exat"}, 2, `dpacct: sigma: invalid value "exat" for flag -method: unknown method "exat", want one of exact, paper, zcdp, cks, rdp, rdp-mironov, dwork-roth` + "\n"},
 		{[]string{"sigma", "-eps", "1e999", "-delta", "1e-5"}, 2, "out of the float64 range"},
 		{[]string{"sigma", "-eps", "1", "-delta", "1e-400"}, 2, "nonzero but below the float64 range"},
 		// Before, read as 4.9e-324, about twice the target.

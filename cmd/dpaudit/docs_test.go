@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -81,5 +83,65 @@ func TestCLIFlagsTable(t *testing.T) {
 		if _, ok := in[f]; !ok {
 			t.Errorf("docs/cli.md: the dpaudit table has -%s, which dpaudit does not define", f)
 		}
+	}
+}
+
+// TestDropoutParagraph keeps docs/audit.md's account of the replay with
+// dropouts true: it runs the command the paragraph describes (dpaudit
+// replay -dropout 0.2 -seed 1, the Fig. 4 setting) and checks the
+// learner-rounds dropped, the audited learner and round, the learners
+// missing there, that the replay passes with ratio 1 to the printed
+// digits, and the ratio n / n' that the seeded "dropout shrinks the
+// denominator" bug would give in that round (n' the learners present).
+func TestDropoutParagraph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a replay at the Fig. 4 setting (about a second)")
+	}
+	b, err := os.ReadFile("../../docs/audit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	m := regexp.MustCompile("with `-dropout 0.2` at the Fig. 4 setting \\(optimal, \\(5, 1e-3\\), seed 1\\) ([0-9,]+) of the ([0-9,]+) learner-rounds are dropped; .*? here learner ([0-9]+) in round ([0-9]+) with ([0-9]+) of the ([0-9]+) learners missing; the ratio is ([0-9.]+) .*? would give n / n' = ([0-9]+) / ([0-9]+) = ([0-9.]+) there").FindStringSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/audit.md has no paragraph on -dropout 0.2 at the Fig. 4 setting in the expected words")
+	}
+	code, out, err := runCmd(t, "replay", "-dropout", "0.2", "-seed", "1", "-json")
+	if code != 0 || err != nil {
+		t.Fatalf("dpaudit replay -dropout 0.2 -seed 1: exit %d, %v", code, err)
+	}
+	var rep struct {
+		Learners int     `json:"learners"`
+		Rounds   int     `json:"rounds"`
+		Ratio    float64 `json:"ratio"`
+		Learner  int     `json:"audited_learner"`
+		Audited  []int   `json:"audited_rounds"`
+		Dropped  int     `json:"dropped"`
+		Missing  int     `json:"audited_rounds_dropped"`
+		OK       bool    `json:"ok"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Audited) != 1 {
+		t.Fatalf("report %q: %v, want one audited round", out, err)
+	}
+	present := rep.Learners - rep.Missing
+	_, decimals, _ := strings.Cut(m[10], ".")
+	for i, c := range []struct{ what, want string }{
+		{"learner-rounds dropped", strconv.Itoa(rep.Dropped)},
+		{"learner-rounds in all", strconv.Itoa(rep.Learners * rep.Rounds)},
+		{"audited learner", strconv.Itoa(rep.Learner)},
+		{"audited round", strconv.Itoa(rep.Audited[0])},
+		{"learners missing", strconv.Itoa(rep.Missing)},
+		{"learners", strconv.Itoa(rep.Learners)},
+		{"ratio", strconv.FormatFloat(rep.Ratio, 'f', 15, 64)},
+		{"the bug's n", strconv.Itoa(rep.Learners)},
+		{"the bug's n'", strconv.Itoa(present)},
+		{"the bug's n / n'", strconv.FormatFloat(float64(rep.Learners)/float64(present), 'f', len(decimals), 64)},
+	} {
+		if got := strings.ReplaceAll(m[i+1], ",", ""); got != c.want {
+			t.Errorf("docs/audit.md: %s %s, dpaudit replay -dropout 0.2 -seed 1 gives %s", c.what, got, c.want)
+		}
+	}
+	if !rep.OK {
+		t.Error("docs/audit.md says every check passes; the replay fails")
 	}
 }

@@ -122,8 +122,12 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		_, err := io.WriteString(stdout, helpText)
 		return 0, err
 	}
-	if len(args) == 0 || (args[0] != "replay" && args[0] != "canary") {
-		return 0, cli.Usagef("usage: dpaudit replay|canary [flags] (dpaudit replay -h for the flags)")
+	switch {
+	case len(args) == 0:
+		return 0, cli.Usagef("missing command: want replay or canary, as in dpaudit replay [flags] (dpaudit -h for usage)")
+	case args[0] != "replay" && args[0] != "canary":
+		// A misspelt command (replya), or flags without one.
+		return 0, cli.Usagef("unknown command %q: want replay or canary, as in dpaudit replay [flags] (dpaudit -h for usage)", args[0])
 	}
 	cmd := args[0]
 	o := &options{}

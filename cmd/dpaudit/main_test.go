@@ -118,6 +118,25 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// A missing or misspelt command is one usage error naming what was given
+// and the two commands (it was "usage: dpaudit replay|canary [flags]",
+// whatever was given).
+func TestUnknownCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "missing command: want replay or canary, as in dpaudit replay [flags] (dpaudit -h for usage)"},
+		{[]string{"replya"}, `unknown command "replya": want replay or canary, as in dpaudit replay [flags] (dpaudit -h for usage)`},
+		{[]string{"-seed", "1"}, `unknown command "-seed": want replay or canary, as in dpaudit replay [flags] (dpaudit -h for usage)`},
+	} {
+		_, _, err := runCmd(t, tc.args...)
+		if cli.ExitCode(err) != cli.ExitUsage || err.Error() != tc.want {
+			t.Errorf("dpaudit %q: %v, want the usage error %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 // -h lists the flags on stdout, as mfsolve, ofl and dpacct do, and
 // succeeds (dpaudit -h alone: the usage, also on stdout); a bad flag is
 // one usage error, with nothing on stderr.

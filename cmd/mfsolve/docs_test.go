@@ -332,3 +332,71 @@ func TestStrategiesLargeTableR1000(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIFlagsTable keeps docs/cli.md's table of mfsolve's flags true to
+// mfsolve -h: a row for every flag -h lists and a flag for every row, and a
+// default that -h prints in the flag package's form ("(default 800)") is the
+// table's; a flag without one is "off" in the table when it is boolean.
+// (dpacct, dpaudit and ofl have the same test for their tables.)
+func TestCLIFlagsTable(t *testing.T) {
+	doc := docFile(t, "cli.md")
+	_, section, ok := strings.Cut(doc, "\n## Flags\n")
+	if !ok {
+		t.Fatal("docs/cli.md has no mfsolve flags section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	table := map[string]string{} // flag -> its default in the table
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) < 3 || !strings.HasPrefix(line, "| `-") {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`-([A-Za-z-]+)").FindAllStringSubmatch(cells[0], -1) {
+			if _, dup := table[m[1]]; dup {
+				t.Errorf("docs/cli.md: -%s has two rows", m[1])
+			}
+			table[m[1]] = strings.TrimSpace(cells[1])
+		}
+	}
+	if len(table) == 0 {
+		t.Fatal("docs/cli.md's mfsolve section has no flags table")
+	}
+	r := runT(t, "-h")
+	if r.code != 0 {
+		t.Fatalf("mfsolve -h: exit %d: %s", r.code, r.stderr)
+	}
+	_, flags, _ := strings.Cut(r.stdout, "\nFlags:\n")
+	flags, _, _ = strings.Cut(flags, "\n\n")
+	help := map[string]string{} // flag -> the default -h prints, "" if none
+	boolean := map[string]bool{}
+	name := ""
+	for _, line := range strings.Split(flags, "\n") {
+		if m := regexp.MustCompile(`^  -([A-Za-z-]+)( \S+)?$`).FindStringSubmatch(line); m != nil {
+			name = m[1]
+			help[name], boolean[name] = "", m[2] == ""
+			continue
+		}
+		if m := regexp.MustCompile(`\(default "?([^")]*)"?\)$`).FindStringSubmatch(line); m != nil && name != "" {
+			help[name] = m[1]
+		}
+	}
+	if len(help) < 20 {
+		t.Fatalf("mfsolve -h lists %d flags; the parse of its Flags section failed:\n%s", len(help), flags)
+	}
+	for f, def := range help {
+		got, ok := table[f]
+		switch {
+		case !ok:
+			t.Errorf("docs/cli.md: mfsolve has -%s, the flags table has no row for it", f)
+		case def != "" && got != def:
+			t.Errorf("docs/cli.md: -%s defaults to %q, mfsolve -h says %q", f, got, def)
+		case boolean[f] && got != "off":
+			t.Errorf("docs/cli.md: the boolean -%s defaults to %q, want off", f, got)
+		}
+	}
+	for f := range table {
+		if _, ok := help[f]; !ok {
+			t.Errorf("docs/cli.md: the mfsolve flags table has -%s, which mfsolve -h does not list", f)
+		}
+	}
+}

@@ -143,7 +143,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	fs.Func("relation", "neighbouring `RELATION` of the calibration: replace-one (default; one sample moves its learner's update by 2 B_g) or add-remove (by B_g: one gradient per sample, so Algorithm 1 with tau = 1 only)", func(v string) error {
 		r, err := accountant.ParseRelation(v)
 		if err != nil {
-			return err
+			return errors.New("want replace-one or add-remove") // without the package's prefix
 		}
 		cfg.relation = r
 		return nil
@@ -195,6 +195,9 @@ func parseArgs(args []string) (config, error) {
 
 	strat, err := factorize.ParseStrategy(cfg.strategy)
 	switch {
+	case fs.NArg() > 0 && !strings.ContainsAny(fs.Arg(0), "./"):
+		// Not a file name: a misspelt command (mfsolve cach list).
+		return cfg, cli.Usagef("unexpected argument %q: want flags (output files are given with -o and -C), or the command cache list or cache clear", fs.Arg(0))
 	case fs.NArg() > 0:
 		return cfg, cli.Usagef("unexpected argument %q: output files are given with -o and -C", fs.Arg(0))
 	case cfg.r < 1:

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -286,6 +287,11 @@ func loadWorkload(path string) (*factorize.Workload, error) {
 		var fe *npy.FileError
 		if errors.As(err, &fe) {
 			err = fe.Err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			// Most likely a misspelt name (-workload prefx, momentum
+			// without :BETA): say which names there are.
+			return nil, fmt.Errorf("-workload %s: %v (want %s, momentum:BETA or a .npy file)", path, err, prefixWorkload)
 		}
 		return nil, fmt.Errorf("-workload %s: %v", path, err)
 	}

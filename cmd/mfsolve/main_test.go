@@ -75,8 +75,11 @@ func TestUsageErrors(t *testing.T) {
 		// whose memory estimate overflowed.
 		{[]string{"-R", strconv.Itoa(math.MaxInt), "-strategy", "tree"}, fmt.Sprintf("-R %d: the number of rounds must be at most %d", math.MaxInt, factorize.MaxRounds)},
 		{[]string{"-R", strconv.Itoa(factorize.MaxRounds + 1)}, fmt.Sprintf("-R %d: the number of rounds must be at most %d", factorize.MaxRounds+1, factorize.MaxRounds)},
-		{[]string{"-R", "abc"}, `invalid value "abc" for flag -R`},
-		{[]string{"-R", "1.5"}, `invalid value "1.5" for flag -R`},
+		{[]string{"-R", "abc"}, `invalid value "abc" for flag -R: want a decimal integer`},
+		{[]string{"-R", "1.5"}, `invalid value "1.5" for flag -R: want a decimal integer`},
+		// The accountant's error had its package prefix ("accountant:
+		// neighbouring relation ...").
+		{[]string{"-eps", "1", "-delta", "1e-5", "-relation", "add-remov"}, `invalid value "add-remov" for flag -relation: want replace-one or add-remove (mfsolve -h for help)`},
 		// Go's integer literals: -R 0x10 was 16 rounds and -R 1_000 1000
 		// (and -R 010 octal 8: TestDecimalRounds).
 		{[]string{"-R", "0x10"}, `invalid value "0x10" for flag -R: want a decimal integer`},
@@ -108,7 +111,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-loss-only", "-C", "C.npy"}, "-loss-only computes no B or C to write"},
 		{[]string{"-o", "x.npy", "-C", "./x.npy"}, "-o and -C are the same file"},
 		{[]string{"-cache", "d", "-no-cache"}, "-cache and -no-cache contradict each other"},
-		{[]string{"-R", "800", "B.npy"}, `unexpected argument "B.npy"`},
+		{[]string{"-R", "800", "B.npy"}, `unexpected argument "B.npy": output files are given with -o and -C`},
+		// A misspelt command was told about output files only.
+		{[]string{"cach", "list"}, `unexpected argument "cach": want flags (output files are given with -o and -C), or the command cache list or cache clear`},
 		{[]string{"-frobnicate"}, "flag provided but not defined: -frobnicate"},
 		{[]string{"-workload", ""}, "-workload is empty"},
 		{[]string{"-o", ""}, "-o is empty: want a file name"},
@@ -229,7 +234,10 @@ func TestRuntimeErrorsLeaveNoFiles(t *testing.T) {
 		}, cli.ExitFailure, "R = 100000 needs about 320.0 GB for dense output, this machine has 16.0 GB available; use -loss-only without -o and -C"},
 		{"workload missing", func(t *testing.T, dir string) []string {
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}
-		}, cli.ExitFailure, "-workload DIR/A.npy: no such file or directory"},
+		}, cli.ExitFailure, "-workload DIR/A.npy: no such file or directory (want prefix, momentum:BETA or a .npy file)"},
+		{"workload misspelt", func(t *testing.T, dir string) []string {
+			return []string{"-workload", "prefx", "-o", filepath.Join(dir, "B.npy")}
+		}, cli.ExitFailure, "-workload prefx: no such file or directory (want prefix, momentum:BETA or a .npy file)"},
 		{"workload not npy", func(t *testing.T, dir string) []string {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "A.npy"), []byte("1,0\n1,1\n"), 0o644))
 			return []string{"-workload", filepath.Join(dir, "A.npy"), "-o", filepath.Join(dir, "B.npy")}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -298,5 +299,64 @@ func TestRequiredFlagsInUsage(t *testing.T) {
 		if len(found) < 2 {
 			t.Errorf("ofl %s: found the required flags %v, want at least -id/-state and -seed", c.cmd, found)
 		}
+	}
+}
+
+// TestReproduceCommandsKeepSummary checks the ofl reproduce commands that
+// README.md and docs/*.md show: each names parts ofl reproduce takes, and
+// one that writes into docs/reproduction runs them all. A part run alone
+// writes a summary.md with its own tables only, in place of the one in its
+// -out directory: docs/beyond.md's "ofl reproduce beyond -out
+// docs/reproduction" would have left docs/reproduction/summary.md without
+// the tables of Fig. 2 to 4 and the tuning, which reproduction.md and
+// beyond.md cite.
+func TestReproduceCommandsKeepSummary(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []string{"fig2", "fig3", "fig4", "tuning", "beyond", "all"}
+	cmd := regexp.MustCompile("(?:go run ./cmd/ofl|\\bofl) reproduce ([^`#\n]*)")
+	found := 0
+	for _, f := range append(files, "../../README.md") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range cmd.FindAllStringSubmatch(string(b), -1) {
+			args := strings.Fields(m[1])
+			var named []string
+			out := ""
+			for i := 0; i < len(args); i++ {
+				switch a := args[i]; {
+				case a == "-out" && i+1 < len(args):
+					out = args[i+1]
+					i++
+				case regexp.MustCompile(`^[A-Z.]+$`).MatchString(a):
+					named = append(named, a) // a placeholder: PART...
+				case !strings.HasPrefix(a, "-"):
+					// A part, or a choice of parts: fig2|fig3.
+					for _, p := range strings.Split(a, "|") {
+						if !slices.Contains(parts, p) {
+							t.Errorf("%s: ofl reproduce %s: %q is no part (want %v)", f, m[1], p, parts)
+						}
+						named = append(named, p)
+					}
+				}
+			}
+			if out == "" || len(named) == 0 && regexp.MustCompile(`^[A-Z]+$`).MatchString(out) {
+				continue // a mention of the flag (-out DIR), not a command
+			}
+			found++
+			if len(named) == 0 {
+				t.Errorf("%s: ofl reproduce %s names no part (want %v)", f, m[1], parts)
+			}
+			if strings.TrimSuffix(out, "/") == "docs/reproduction" && !slices.Equal(named, []string{"all"}) {
+				t.Errorf("%s: ofl reproduce %s writes parts %v alone into docs/reproduction: its summary.md would lose the other parts' tables", f, m[1], named)
+			}
+		}
+	}
+	if found < 3 {
+		t.Errorf("found %d ofl reproduce commands with -out in the docs, want at least those of README.md and reproduction.md", found)
 	}
 }

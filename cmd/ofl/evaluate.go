@@ -51,6 +51,10 @@ func runEvaluate(ctx context.Context, args []string, e env) error {
 		return cli.Usagef("-seed is required: the seed the learners dealt the data with")
 	}
 	raw, err := fednet.ReadPlan(state)
+	if _, serr := os.Lstat(filepath.Join(state, "run.json")); err != nil && errors.Is(serr, os.ErrNotExist) {
+		// A mistyped directory, or one no server has run in.
+		return fmt.Errorf("-state %s: no run.json there, want the -state directory of an ofl server run", state)
+	}
 	if err != nil {
 		return fmt.Errorf("-state %s: %v", state, err)
 	}

@@ -305,3 +305,21 @@ func TestEvaluateEtaIndComparesSteps(t *testing.T) {
 		}
 	}
 }
+
+// A -state that holds no run.json (mistyped, or no server ran there) is
+// one line saying what -state wants, exit 1, and leaves the directory
+// as it was; it was the bare "lstat DIR/run.json: no such file or
+// directory".
+func TestEvaluateNoRun(t *testing.T) {
+	dir := t.TempDir()
+	for _, state := range []string{dir, filepath.Join(dir, "missing")} {
+		r := runOfl(t, "evaluate", "-state", state, "-seed", "1")
+		want := "ofl evaluate: -state " + state + ": no run.json there, want the -state directory of an ofl server run\n"
+		if r.code != cli.ExitFailure || r.stderr != want || r.stdout != "" {
+			t.Errorf("evaluate -state %s: exit %d, stdout %q, stderr %q; want exit %d and %q", state, r.code, r.stdout, r.stderr, cli.ExitFailure, want)
+		}
+	}
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+		t.Errorf("the directory holds %v (%v) after the refusals, want nothing", names, err)
+	}
+}

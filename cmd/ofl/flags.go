@@ -95,7 +95,7 @@ func parseData(s string, dim int) (dataSpec, error) {
 		}
 		return d, nil
 	case s == "":
-		return d, cli.Usagef("-data is empty: want synthetic, synthetic:alpha=A,beta=B or a CSV file")
+		return d, cli.Usagef("-data is empty: want %s", dataWant)
 	}
 	d.file = s
 	return d, nil
@@ -252,7 +252,7 @@ func parseArgs(args []string) (config, error) {
 		var pe *fedopt.ParamError
 		if errors.As(err, &pe) {
 			if name, ok := configFlags[pe.Param]; ok {
-				return c, cli.Usagef("-%s %v, want %s", name, pe.Value, pe.Want)
+				return c, cli.Usagef("-%s %v: want %s", name, pe.Value, pe.Want)
 			}
 		}
 		return c, cli.Usagef("%v", err)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,6 +222,9 @@ func finish(ctx context.Context, c config, e env, p *experiment.Problem, res *ex
 	return err
 }
 
+// dataWant is what -data takes, for the errors that name it.
+const dataWant = "synthetic, synthetic:alpha=A,beta=B or a CSV file"
+
 // loadData makes the data set of c.
 func loadData(c config) (*dataset.Dataset, error) {
 	if c.data.file == "" {
@@ -263,6 +267,11 @@ func loadDataContext(ctx context.Context, c config) (*dataset.Dataset, error) {
 // that it names the flag: "-data FILE:LINE: ..." where the message starts
 // with the file, "-data FILE: ..." otherwise.
 func dataError(file string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		// Most likely a misspelt name (-data synthtic): say which
+		// there are.
+		return fmt.Errorf("-data %s: %v (want %s)", file, cli.UnwrapPath(err), dataWant)
+	}
 	msg := strings.TrimPrefix(err.Error(), "dataset: ")
 	if rest, ok := strings.CutPrefix(msg, file+":"); ok {
 		return fmt.Errorf("-data %s:%s", file, rest)

@@ -85,15 +85,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-reps", "0"}, "-reps 0"},
 		{[]string{"-eval-every", "0"}, "-eval-every 0"},
 		{[]string{"-workers", "-1"}, "-workers -1"},
-		{[]string{"-eta", "-1"}, "-eta -1, want"},
-		{[]string{"-eta-g", "0"}, "-eta-g 0, want"},
+		{[]string{"-eta", "-1"}, "-eta -1: want"},
+		{[]string{"-eta-g", "0"}, "-eta-g 0: want"},
 		// Each step finite, the product overflows: a runtime error (exit 1)
 		// naming no flag, before fedopt.Config.CheckSteps.
-		{[]string{"-eta", "1e308"}, "-eta 1e+308, want steps with max(eta, eta eta_g, eta_ind) tau max(B_g, 1) at most"},
-		{[]string{"-eta", "1e308", "-tau", "1"}, "-eta 1e+308, want steps"},
-		{[]string{"-eta-g", "1e307", "-eta", "1"}, "-eta-g 1e+307, want steps"},
-		{[]string{"-algo", "independent", "-eta-ind", "1e308"}, "-eta-ind 1e+308, want steps"},
-		{[]string{"-clip", "0"}, "-clip 0, want"},
+		{[]string{"-eta", "1e308"}, "-eta 1e+308: want steps with max(eta, eta eta_g, eta_ind) tau max(B_g, 1) at most"},
+		{[]string{"-eta", "1e308", "-tau", "1"}, "-eta 1e+308: want steps"},
+		{[]string{"-eta-g", "1e307", "-eta", "1"}, "-eta-g 1e+307: want steps"},
+		{[]string{"-algo", "independent", "-eta-ind", "1e308"}, "-eta-ind 1e+308: want steps"},
+		{[]string{"-clip", "0"}, "-clip 0: want"},
 		{[]string{"-algo", "nonprivate", "-clip", "1e-400"}, `invalid value "1e-400" for flag -clip: nonzero but below the float64 range`},
 		// Before, read as 4.9e-324, about twice the target.
 		{[]string{"-delta", "2.5e-324"}, `invalid value "2.5e-324" for flag -delta: positive but below the smallest float64 (4.9e-324)`},
@@ -154,7 +154,8 @@ func TestRuntimeErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "ofl: -data " + filepath.Join(dir, "missing.csv") + ": no such file or directory"},
+		{[]string{"-data", filepath.Join(dir, "missing.csv")}, "ofl: -data " + filepath.Join(dir, "missing.csv") + ": no such file or directory (want synthetic, synthetic:alpha=A,beta=B or a CSV file)\n"},
+		{[]string{"-data", "synthtic"}, "ofl: -data synthtic: no such file or directory (want synthetic, synthetic:alpha=A,beta=B or a CSV file)\n"},
 		{[]string{"-data", bad}, "ofl: -data " + bad + ":3: feature 2 (b)"},
 		{[]string{"-data", dir}, "ofl: -data " + dir + ": "},
 		{[]string{"-data", cancer}, "ofl: -data " + cancer + ": 569 samples, need learners x rounds x tau = 10 x 800 x 10 = 80000"},

@@ -727,6 +727,9 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	// learner joins the server (it reads the file after the Join, which
 	// gives it the shape to deal the data for).
 	if err := checkFiles("a CSV file", dataFile); err != nil {
+		if _, serr := os.Stat(dataFile.Path); errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("%v (want %s)", err, dataWant)
+		}
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))

@@ -491,7 +491,7 @@ func TestNetUsageErrors(t *testing.T) {
 		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-state", dangling}, "ofl learner: -state " + dangling + " is a symbolic link to nothing"},
 		// A -data file that is missing or a directory: before the learner
 		// joins (it dialled the server first, and retried for -give-up).
-		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-data", missing}, "ofl learner: -data " + missing + ": no such file or directory"},
+		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-data", missing}, "ofl learner: -data " + missing + ": no such file or directory (want synthetic, synthetic:alpha=A,beta=B or a CSV file)\n"},
 		{[]string{"learner", "-id", "0", "-seed", "1", "-insecure", "-data", pki}, "ofl learner: -data " + pki + " is a directory, want a CSV file"},
 		// PEM files that do not hold what the flag wants: named by flag,
 		// before the factorization (they said "server certificate: tls:

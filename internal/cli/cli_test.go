@@ -77,7 +77,7 @@ func TestParseFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-x"}, "sub: flag provided but not defined: -x"},
-		{[]string{"-n", "x"}, `sub: invalid value "x" for flag -n: parse error`},
+		{[]string{"-n", "x"}, `sub: invalid value "x" for flag -n: want a decimal integer`},
 		{[]string{"-n", "2", "out"}, `sub: unexpected argument "out" (flags start with -)`},
 	} {
 		fs, _ := newFS()
@@ -120,7 +120,11 @@ func TestParseRefusesUnderflow(t *testing.T) {
 		{"0e-9999999999", 0, ""},
 		{"-0.000e-99999999999999999999", 0, ""},
 		{"0x0p-9999999999", 0, ""},
-		{"abc", 0, `invalid value "abc" for flag -clip: parse error`},
+		// Text that is no number, or out of range, says so in ParseFloat's
+		// words, not the flag package's "parse error".
+		{"abc", 0, `invalid value "abc" for flag -clip: not a number`},
+		{"1,5", 0, `invalid value "1,5" for flag -clip: not a number`},
+		{"1e400", 0, `invalid value "1e400" for flag -clip: out of the float64 range`},
 	} {
 		fs, clip := newFS()
 		err := Parse(fs, []string{"-clip", tc.arg})
@@ -320,8 +324,9 @@ func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space le
 // An integer flag reads decimal digits: the flag package read Go's
 // literals, so -n 010 was 8 (octal), -n 0x10 16 and -n 1_000 1000. A
 // base prefix or an underscore is the one-line error naming the flag; a
-// leading 0 is decimal; other text keeps the flag package's parse error;
-// int64, uint and uint64 flags are read the same way.
+// leading 0 is decimal; other text is the one-line error saying that a
+// decimal integer is wanted (>= 0 for an unsigned flag, which takes no
+// minus sign); int64, uint and uint64 flags are read the same way.
 func TestParseIntsDecimal(t *testing.T) {
 	for _, tc := range []struct {
 		arg  string
@@ -339,7 +344,10 @@ func TestParseIntsDecimal(t *testing.T) {
 		{"0b11", 0, `invalid value "0b11" for flag -n: want a decimal integer`},
 		{"1_000", 0, `invalid value "1_000" for flag -n: want a decimal integer`},
 		{"0x1_0000_0000_0000_0000_0000", 0, `invalid value "0x1_0000_0000_0000_0000_0000" for flag -n: want a decimal integer`},
-		{"abc", 0, `invalid value "abc" for flag -n: parse error`},
+		{"abc", 0, `invalid value "abc" for flag -n: want a decimal integer`},
+		{"1e3", 0, `invalid value "1e3" for flag -n: want a decimal integer`},
+		{"12.5", 0, `invalid value "12.5" for flag -n: want a decimal integer`},
+		{"-", 0, `invalid value "-" for flag -n: want a decimal integer`},
 		{"99999999999999999999", 0, `invalid value "99999999999999999999" for flag -n: value out of range`},
 	} {
 		fs := NewFlagSet("cmd")
@@ -359,6 +367,25 @@ func TestParseIntsDecimal(t *testing.T) {
 	i64, u, u64 := fs.Int64("a", 0, ""), fs.Uint("b", 0, ""), fs.Uint64("c", 0, "")
 	if err := Parse(fs, []string{"-a", "010", "-b", "010", "-c", "010"}); err != nil || *i64 != 10 || *u != 10 || *u64 != 10 {
 		t.Errorf("int64, uint, uint64 flags 010: %v, %d %d %d; want 10 each", err, *i64, *u, *u64)
+	}
+	// An unsigned flag refuses a minus sign (and text) with what it
+	// wants; a plus sign reads as on a signed flag.
+	for _, tc := range []struct{ arg, err string }{
+		{"-1", `invalid value "-1" for flag -b: want a decimal integer >= 0`},
+		{"-0", `invalid value "-0" for flag -b: want a decimal integer >= 0`},
+		{"abc", `invalid value "abc" for flag -b: want a decimal integer >= 0`},
+		{"+7", ""},
+		{"+007", ""},
+	} {
+		fs := NewFlagSet("cmd")
+		u := fs.Uint("b", 0, "")
+		err := Parse(fs, []string{"-b", tc.arg})
+		switch {
+		case tc.err == "" && (err != nil || *u != 7):
+			t.Errorf("-b %s: %v, b %d; want 7", tc.arg, err, *u)
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("-b %s: err %v, want %q", tc.arg, err, tc.err)
+		}
 	}
 	for _, name := range []string{"a", "b", "c"} {
 		fs := NewFlagSet("cmd")

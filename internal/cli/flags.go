@@ -114,8 +114,10 @@ func wrap(fs *flag.FlagSet, opts []Option) (restore func()) {
 			switch g.Get().(type) {
 			case float64:
 				f.Value = strictFloat{f.Value}
-			case int, int64, uint, uint64:
-				f.Value = decimalInt{f.Value}
+			case int, int64:
+				f.Value = decimalInt{Value: f.Value}
+			case uint, uint64:
+				f.Value = decimalInt{Value: f.Value, unsigned: true}
 			}
 		}
 		if once {
@@ -158,8 +160,14 @@ func (o *onceValue) IsBoolFlag() bool {
 
 // decimalInt is an integer flag value that reads decimal digits only. The
 // flag package reads Go's integer literals: -R 010 was 8 rounds (octal),
-// -R 0x10 16 and -R 1_000 1000; a command line is not Go source.
-type decimalInt struct{ flag.Value }
+// -R 0x10 16 and -R 1_000 1000; a command line is not Go source. Text
+// that is no integer (-R abc, -R 1e3) and a sign on an unsigned flag
+// (-seed -1) are refused with what the flag wants, not the flag
+// package's bare "parse error".
+type decimalInt struct {
+	flag.Value
+	unsigned bool // a uint or uint64 flag
+}
 
 // Set implements flag.Value.
 func (f decimalInt) Set(s string) error {
@@ -170,7 +178,16 @@ func (f decimalInt) Set(s string) error {
 			// 0b1, 1_000), not decimal digits.
 			return errors.New("want a decimal integer (digits with an optional sign; not 0x, 0o, 0b or underscores)")
 		}
-		return f.Value.Set(s) // the flag package's own parse error
+		if f.unsigned {
+			return errors.New("want a decimal integer >= 0")
+		}
+		return errors.New("want a decimal integer")
+	}
+	if f.unsigned {
+		if strings.HasPrefix(s, "-") {
+			return errors.New("want a decimal integer >= 0")
+		}
+		s = digits // strconv.ParseUint takes no sign, not even +
 	}
 	if t := strings.TrimLeft(digits, "0"); t != digits {
 		// A leading 0 makes the flag package read octal: the
@@ -180,13 +197,16 @@ func (f decimalInt) Set(s string) error {
 	return f.Value.Set(s)
 }
 
-// strictFloat is a float64 flag value that refuses an underflow to 0.
+// strictFloat is a float64 flag value that refuses an underflow to 0, and
+// says what is wrong in [ParseFloat]'s words ("not a number", "out of the
+// float64 range"), as the flags that [Float64DownVar] defines do, not the
+// flag package's "parse error".
 type strictFloat struct{ flag.Value }
 
 // Set implements flag.Value.
 func (f strictFloat) Set(s string) error {
-	if v, err := strconv.ParseFloat(s, 64); err == nil && v == 0 && nonzero(s) {
-		return errors.New("nonzero but below the float64 range")
+	if _, err := ParseFloat(s); err != nil {
+		return err
 	}
 	return f.Value.Set(s)
 }
