@@ -99,6 +99,25 @@ func goBuild(ctx context.Context, dir, pkg, bin string) error {
 	return nil
 }
 
+// refArgs returns args as the reference mfsolve (furtherRef) takes them:
+// it names the optimal solver's tolerance by -tol, where this build takes
+// it in the strategy's spec (-strategy optimal:tol=X), which the
+// reference refuses as an unknown strategy.
+func refArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-strategy" && i+1 < len(args) {
+			if tol, ok := strings.CutPrefix(args[i+1], "optimal:tol="); ok {
+				out = append(out, "-tol", tol)
+				i++
+				continue
+			}
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
 // runFurther measures the section.
 func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, error) {
 	res := &furtherResult{Optimal: map[int]float64{}, LoadBefore: loadAvg()}
@@ -151,7 +170,7 @@ func runFurther(ctx context.Context, reps int, log io.Writer) (*furtherResult, e
 			continue
 		}
 		logf(log, "further: %s (reference %s)", t.Name, furtherRef)
-		t.Ref, err = measureCLI(ctx, tmp, ref, t.Args, min(reps, 3), nil)
+		t.Ref, err = measureCLI(ctx, tmp, ref, refArgs(t.Args), min(reps, 3), nil)
 		if err != nil {
 			t.RefErr = oneLine(err)
 		}

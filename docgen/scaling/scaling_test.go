@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +262,21 @@ func TestKeptSection(t *testing.T) {
 	}
 	if got := keptSection(path, furtherBegin, furtherEnd); got != "" {
 		t.Errorf("no section: got %q, want empty", got)
+	}
+}
+
+// The reference mfsolve (furtherRef) takes the optimal solver's tolerance
+// as -tol, not in the strategy's spec: refArgs rewrites only that. Before,
+// the further section's reference runs failed as an unknown strategy and
+// the section printed no ratio for them.
+func TestRefArgs(t *testing.T) {
+	got := refArgs([]string{"-R", "100000", "-loss-only", "-strategy", "optimal:tol=1e-10", "-json"})
+	want := []string{"-R", "100000", "-loss-only", "-tol", "1e-10", "-json"}
+	if !slices.Equal(got, want) {
+		t.Errorf("refArgs = %q, want %q", got, want)
+	}
+	keep := []string{"-R", "2000", "-strategy", "optimal:path=dense,tol=1e-10", "-o", "B.npy"}
+	if got := refArgs(keep); !slices.Equal(got, keep) {
+		t.Errorf("refArgs = %q, want it unchanged", got)
 	}
 }
