@@ -13,18 +13,8 @@ import (
 // little-endian. A larger one agrees with a change of any value, of the
 // order of samples or of the shape, and not with a change of Name.
 func TestSHA256(t *testing.T) {
-	d, err := NewDataset("by hand", 1, 1, 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Features[0], d.Features[1], d.Labels[0] = 1.5, -2, 1
-	hand := "dpmf dataset v1\x00" +
-		"\x01\x00\x00\x00\x00\x00\x00\x00" + "\x01\x00\x00\x00\x00\x00\x00\x00" +
-		"\x01\x00\x00\x00\x00\x00\x00\x00" + "\x02\x00\x00\x00\x00\x00\x00\x00" +
-		"\x00\x00\x00\x00\x00\x00\xf8\x3f" + "\x00\x00\x00\x00\x00\x00\x00\xc0" +
-		"\x00\x00\x00\x00\x00\x00\xf0\x3f"
-	sum := sha256.Sum256([]byte(hand))
-	if got, want := d.SHA256(), hex.EncodeToString(sum[:]); got != want {
+	d, want := handDataset(t)
+	if got := d.SHA256(); got != want {
 		t.Errorf("SHA256 = %s, want %s (the bytes written out by hand)", got, want)
 	}
 
@@ -67,18 +57,8 @@ func TestSHA256(t *testing.T) {
 // out by hand above for the one-sample set: a stream tells which data set
 // it deals from, not which learner's part it is.
 func TestStreamDataSHA256(t *testing.T) {
-	d, err := NewDataset("by hand", 1, 1, 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Features[0], d.Features[1], d.Labels[0] = 1.5, -2, 1
-	hand := "dpmf dataset v1\x00" +
-		"\x01\x00\x00\x00\x00\x00\x00\x00" + "\x01\x00\x00\x00\x00\x00\x00\x00" +
-		"\x01\x00\x00\x00\x00\x00\x00\x00" + "\x02\x00\x00\x00\x00\x00\x00\x00" +
-		"\x00\x00\x00\x00\x00\x00\xf8\x3f" + "\x00\x00\x00\x00\x00\x00\x00\xc0" +
-		"\x00\x00\x00\x00\x00\x00\xf0\x3f"
-	sum := sha256.Sum256([]byte(hand))
-	if got, want := d.Stream(0).DataSHA256(), hex.EncodeToString(sum[:]); got != want {
+	d, want := handDataset(t)
+	if got := d.Stream(0).DataSHA256(); got != want {
 		t.Errorf("DataSHA256 = %s, want %s (the bytes written out by hand)", got, want)
 	}
 	base, err := Synthetic{Alpha: 0.1, Beta: 0.1, Dim: 3}.Dataset(3, 2, 1, 1)
@@ -90,4 +70,25 @@ func TestStreamDataSHA256(t *testing.T) {
 			t.Errorf("learner %d's stream reports %s, its data set's digest is %s", i, got, base.SHA256())
 		}
 	}
+}
+
+// handDataset returns the data set of one sample with features (1.5, -2)
+// and label 1, and its digest from bytes written out by hand: the domain
+// string, the shape (1, 1, 1, 2) and the three values' IEEE 754 bit
+// patterns (0x3FF8000000000000, 0xC000000000000000, 0x3FF0000000000000),
+// all little-endian.
+func handDataset(t *testing.T) (*Dataset, string) {
+	t.Helper()
+	d, err := NewDataset("by hand", 1, 1, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Features[0], d.Features[1], d.Labels[0] = 1.5, -2, 1
+	hand := "dpmf dataset v1\x00" +
+		"\x01\x00\x00\x00\x00\x00\x00\x00" + "\x01\x00\x00\x00\x00\x00\x00\x00" +
+		"\x01\x00\x00\x00\x00\x00\x00\x00" + "\x02\x00\x00\x00\x00\x00\x00\x00" +
+		"\x00\x00\x00\x00\x00\x00\xf8\x3f" + "\x00\x00\x00\x00\x00\x00\x00\xc0" +
+		"\x00\x00\x00\x00\x00\x00\xf0\x3f"
+	sum := sha256.Sum256([]byte(hand))
+	return d, hex.EncodeToString(sum[:])
 }

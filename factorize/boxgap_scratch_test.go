@@ -8,15 +8,10 @@
 package factorize_test
 
 import (
-	"context"
 	"math"
-	"os"
-	"strconv"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/dpmf/dpmf/factorize"
 )
 
 // TestBoxGap: f(X*) = f(X) - <R, D> + tr(G D X*^{-1} D) with D = X* - X on
@@ -29,37 +24,9 @@ import (
 // valid bound. R2 = 0 is the solver's quadratic bound, R1 = 0 the linear
 // one; the split is found by FISTA.
 func TestBoxGap(t *testing.T) {
-	n, b := 300, 16
-	if v, err := strconv.Atoi(os.Getenv("CERTGAP_N")); err == nil && v > 0 {
-		n = v
-	}
-	tol := 1e-4
-	if v, err := strconv.ParseFloat(os.Getenv("CERTGAP_TOL"), 64); err == nil && v > 0 {
-		tol = v
-	}
+	b := 16
+	n, X, Xs, S, gap := certgapCase(t, b)
 	iters := 3000
-	w, _ := factorize.Prefix(n)
-	ctx := context.Background()
-	ref, err := factorize.OptimalBanded(ctx, w, b, 0, factorize.Options{Tol: 1e-11})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, err := factorize.OptimalBanded(ctx, w, b, 0, factorize.Options{Tol: tol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gram := func(c *mat.Dense) *mat.Dense {
-		var x mat.Dense
-		x.Mul(c.T(), c)
-		return &x
-	}
-	X, Xs := gram(cur.C), gram(ref.C)
-	S := mat.NewDense(n, n, nil)
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			S.Set(i, j, float64(n-max(i, j)))
-		}
-	}
 	var Xi, Si, tmp, G, Gi mat.Dense
 	if err := Xi.Inverse(X); err != nil {
 		t.Fatal(err)
@@ -102,7 +69,7 @@ func TestBoxGap(t *testing.T) {
 	}
 	es.Factorize(giSym, false)
 	giMax := es.Values(nil)[n-1]
-	t.Logf("n %d b %d: certified %.3g, true gap %.3g; linear part alone %.3g x", n, b, cur.Gap, truth, lin/(f-lin)/truth)
+	t.Logf("n %d b %d: certified %.3g, true gap %.3g; linear part alone %.3g x", n, b, gap, truth, lin/(f-lin)/truth)
 	for _, pc := range []struct {
 		name string
 		P    *mat.Dense

@@ -45,19 +45,7 @@ func TestCertGap(t *testing.T) {
 }
 
 func certGap(t *testing.T, n, b int, tol float64) {
-	w, err := factorize.Prefix(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	ref, err := factorize.OptimalBanded(ctx, w, b, 0, factorize.Options{Tol: 1e-11})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, err := factorize.OptimalBanded(ctx, w, b, 0, factorize.Options{Tol: tol})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cur, ref := certgapSolve(t, n, b, tol)
 	gram := func(c *mat.Dense) *mat.SymDense {
 		var x mat.SymDense
 		x.SymOuterK(1, c.T())
@@ -203,4 +191,52 @@ func conjugateGradients(op func(v, out []float64), rhs []float64, iters int) []f
 		rr = nr
 	}
 	return x
+}
+
+// certgapSolve returns the banded solver's iterate certified to tol and a
+// solve to 1e-11 (the experiments' reference), prefix sums over n rounds
+// with b bands.
+func certgapSolve(t *testing.T, n, b int, tol float64) (cur, ref *factorize.Factorization) {
+	t.Helper()
+	w, err := factorize.Prefix(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if ref, err = factorize.OptimalBanded(ctx, w, b, 0, factorize.Options{Tol: 1e-11}); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err = factorize.OptimalBanded(ctx, w, b, 0, factorize.Options{Tol: tol}); err != nil {
+		t.Fatal(err)
+	}
+	return cur, ref
+}
+
+// certgapCase is the dense case of the dual-point and box experiments:
+// n = 300 (or CERTGAP_N) rounds of prefix sums with b bands, the Gram
+// matrices X of the iterate certified to 1e-4 (or CERTGAP_TOL), whose
+// certified gap is gap, and Xs of the reference, and S = A^T A
+// (S_ij = n - max(i, j)).
+func certgapCase(t *testing.T, b int) (n int, X, Xs, S *mat.Dense, gap float64) {
+	t.Helper()
+	n, tol := 300, 1e-4
+	if v, err := strconv.Atoi(os.Getenv("CERTGAP_N")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("CERTGAP_TOL"), 64); err == nil && v > 0 {
+		tol = v
+	}
+	cur, ref := certgapSolve(t, n, b, tol)
+	gram := func(c *mat.Dense) *mat.Dense {
+		var x mat.Dense
+		x.Mul(c.T(), c)
+		return &x
+	}
+	S = mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			S.Set(i, j, float64(n-max(i, j)))
+		}
+	}
+	return n, gram(cur.C), gram(ref.C), S, cur.Gap
 }

@@ -11,15 +11,10 @@
 package factorize_test
 
 import (
-	"context"
 	"math"
-	"os"
-	"strconv"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/dpmf/dpmf/factorize"
 )
 
 // TestDualGap: the Lagrangian bound f* >= f(Y)^2 / T(Y) holds for every
@@ -30,36 +25,8 @@ import (
 // Gauss-Newton so that the in-band off-diagonal of G(Y) vanishes; then the
 // bound needs no delta.
 func TestDualGap(t *testing.T) {
-	n, b := 300, 16
-	if v, err := strconv.Atoi(os.Getenv("CERTGAP_N")); err == nil && v > 0 {
-		n = v
-	}
-	tol := 1e-4
-	if v, err := strconv.ParseFloat(os.Getenv("CERTGAP_TOL"), 64); err == nil && v > 0 {
-		tol = v
-	}
-	w, _ := factorize.Prefix(n)
-	ctx := context.Background()
-	ref, err := factorize.OptimalBanded(ctx, w, b, 0, factorize.Options{Tol: 1e-11})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, err := factorize.OptimalBanded(ctx, w, b, 0, factorize.Options{Tol: tol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gram := func(c *mat.Dense) *mat.SymDense {
-		var x mat.SymDense
-		x.SymOuterK(1, c.T())
-		return &x
-	}
-	X, Xs := gram(cur.C), gram(ref.C)
-	S := mat.NewDense(n, n, nil)
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			S.Set(i, j, float64(n-max(i, j)))
-		}
-	}
+	b := 16
+	n, X, Xs, S, gap := certgapCase(t, b)
 	inv := func(a mat.Matrix) (*mat.Dense, bool) {
 		var r mat.Dense
 		if err := r.Inverse(a); err != nil {
@@ -105,7 +72,7 @@ func TestDualGap(t *testing.T) {
 	p0 := eval(X)
 	truth := p0.f/fs - 1
 	bound := func(p point) float64 { return p0.f/(p.f*p.f/p.T) - 1 }
-	t.Logf("n %d b %d: certified %.3g, true gap %.3g, linear bound at X %.3g (%.3g x)", n, b, cur.Gap, truth, bound(p0), bound(p0)/truth)
+	t.Logf("n %d b %d: certified %.3g, true gap %.3g, linear bound at X %.3g (%.3g x)", n, b, gap, truth, bound(p0), bound(p0)/truth)
 
 	type ij struct{ i, j int }
 	var omega []ij

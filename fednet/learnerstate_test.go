@@ -43,30 +43,7 @@ func handRecord(run []byte, learner uint32, round uint64, attempt uint32, msg []
 // documented layout: handRecord's fields, then the directory's inode and
 // creation time and the witness (digest nil: no model received).
 func handRecord2(run []byte, learner uint32, round uint64, attempt uint32, msg []byte, ino uint64, birth int64, seen uint64, digest []byte) []byte {
-	b := []byte("DPMFLS02")
-	b = append(b, run...)
-	b = binary.LittleEndian.AppendUint32(b, learner)
-	if msg != nil {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	b = binary.LittleEndian.AppendUint64(b, round)
-	b = binary.LittleEndian.AppendUint32(b, attempt)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(msg)))
-	b = binary.LittleEndian.AppendUint64(b, ino)
-	b = binary.LittleEndian.AppendUint64(b, uint64(birth))
-	if digest != nil {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	b = binary.LittleEndian.AppendUint64(b, seen)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(digest)))
-	b = append(b, msg...)
-	b = append(b, digest...)
-	sum := sha256.Sum256(b)
-	return append(b, sum[:]...)
+	return handRecordWitness("DPMFLS02", run, learner, round, attempt, msg, ino, birth, seen, digest, nil)
 }
 
 // handRecord3 builds a record of format DPMFLS03 byte by byte from the
@@ -74,7 +51,12 @@ func handRecord2(run []byte, learner uint32, round uint64, attempt uint32, msg [
 // digest after the witness's, and the data's digest after the witness's
 // digest ("": not known).
 func handRecord3(run []byte, learner uint32, round uint64, attempt uint32, msg []byte, ino uint64, birth int64, seen uint64, digest []byte, data string) []byte {
-	b := []byte("DPMFLS03")
+	return handRecordWitness("DPMFLS03", run, learner, round, attempt, msg, ino, birth, seen, digest, &data)
+}
+
+// handRecordWitness is handRecord2 (data nil) and handRecord3 under magic.
+func handRecordWitness(magic string, run []byte, learner uint32, round uint64, attempt uint32, msg []byte, ino uint64, birth int64, seen uint64, digest []byte, data *string) []byte {
+	b := []byte(magic)
 	b = append(b, run...)
 	b = binary.LittleEndian.AppendUint32(b, learner)
 	if msg != nil {
@@ -94,10 +76,14 @@ func handRecord3(run []byte, learner uint32, round uint64, attempt uint32, msg [
 	}
 	b = binary.LittleEndian.AppendUint64(b, seen)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(digest)))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
+	if data != nil {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(*data)))
+	}
 	b = append(b, msg...)
 	b = append(b, digest...)
-	b = append(b, data...)
+	if data != nil {
+		b = append(b, *data...)
+	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...)
 }
