@@ -20,6 +20,7 @@ import (
 type dirLock struct {
 	path string
 	role string
+	line []byte // what this process wrote into the lock file (lockLine)
 }
 
 // lockDir creates the lock file at path for a role ("server",
@@ -38,23 +39,33 @@ func lockDir(path, role string) (*dirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state directory lock: %w", err)
 	}
-	host, _ := os.Hostname()
-	fmt.Fprintf(f, "pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
-	f.Close()
+	line := lockLine(time.Now())
+	_, werr := f.Write(line)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("state directory lock: writing %s: %w", path, werr)
+	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	return &dirLock{path: path, role: role}, nil
+	return &dirLock{path: path, role: role, line: line}, nil
 }
 
-// held checks that the lock file is still there: one that was removed no
-// longer keeps a second process out, and the caller stops.
+// held checks that the lock file is still the one this process made (its
+// line, with a random part, is still what the file holds): one that was
+// removed no longer keeps a second process out, and one replaced by a
+// second process's lock file means that process is using the directory;
+// either way the caller stops. Before, held checked only that a file of
+// that name existed, which a second process's lock file is.
 func (l *dirLock) held() error {
 	if l == nil || l.path == "" {
 		return errors.New("the state directory's lock is not held")
 	}
-	if _, err := os.Lstat(l.path); err != nil {
-		return fmt.Errorf("the lock file %s was removed while this %s held it: another %s may be using the directory; stopping", l.path, l.role, l.role)
+	if !holdsLine(l.path, l.line) {
+		return fmt.Errorf("the lock file %s was removed or replaced while this %s held it: another %s may be using the directory; stopping", l.path, l.role, l.role)
 	}
 	return nil
 }
@@ -64,7 +75,12 @@ func (l *dirLock) Close() error {
 	if l == nil || l.path == "" {
 		return nil
 	}
-	err := os.Remove(l.path)
+	// Another process's lock file (this one's was removed, and a second
+	// process made its own) is left to that process.
+	var err error
+	if holdsLine(l.path, l.line) {
+		err = os.Remove(l.path)
+	}
 	l.path = ""
 	return err
 }
