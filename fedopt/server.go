@@ -156,7 +156,11 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		s.fit, s.clear = make([]float64, dim), make([]bool, n)
 	}
 	// Baselines: h^r = (1/n) sum_i sum_t; Algorithm 1: g^r = (1/(n tau)) sum_i sum_t.
-	s.scale = 1 / float64(n*tau)
+	// n tau in float64: the int product wraps where it exceeds MaxInt (n =
+	// 2^10, tau = 2^54 + 4 gave 4096; on 32-bit platforms n = 1000, tau =
+	// 2^22), which multiplied the direction and its sensitivity. Below 2^53
+	// both are exact, so the scale is the same bit for bit.
+	s.scale = 1 / (float64(n) * float64(tau))
 	if !cfg.Algorithm.LocalSteps() {
 		s.scale = 1 / float64(n)
 	}
