@@ -3,6 +3,8 @@ package fedopt
 import (
 	"math"
 	"testing"
+
+	"github.com/dpmf/dpmf/factorize"
 )
 
 // TestServerScaleWithoutIntOverflow checks that the server divides the
@@ -35,5 +37,22 @@ func TestServerScaleWithoutIntOverflow(t *testing.T) {
 	want := -(0x1p-16 + 0x1p-68)
 	if got := srv.Model()[0]; got != want {
 		t.Errorf("x^1 = %v, want -eta eta_g tau / n = %v (the aggregate divided by n tau = 2^64 + 2^12, not by the wrapped int product)", got, want)
+	}
+}
+
+// TestCheckEpochsCountWithoutOverflow checks CheckEpochs' count of a
+// client's rounds where rounds + period - 1 exceeds MaxInt. By hand: with
+// R = MaxInt rounds and data of 2 epochs of period MaxInt - 1, the client
+// at offset 0 takes part in rounds 0 and MaxInt - 1, both below R: two
+// rounds, which minsep:(MaxInt-1),1 (at most one round) does not allow,
+// and minsep:(MaxInt-1),2 does. The ceiling (R + period - 1) / period
+// wrapped to a negative sum, counted 0 rounds and accepted the first.
+func TestCheckEpochsCountWithoutOverflow(t *testing.T) {
+	const R, period = math.MaxInt, math.MaxInt - 1
+	if err := CheckEpochs(factorize.MinSeparation(period, 1), R, 2, period); err == nil {
+		t.Error("data of 2 epochs, both in the run, accepted under minsep with at most 1 participation")
+	}
+	if err := CheckEpochs(factorize.MinSeparation(period, 2), R, 2, period); err != nil {
+		t.Errorf("data of 2 epochs under minsep with at most 2 participations: %v", err)
 	}
 }
