@@ -246,8 +246,10 @@ func TestServerRelease(t *testing.T) {
 	if x := srv.Model(); x[0] != -0.25 || x[1] != -0.125 || srv.Round() != 1 {
 		t.Fatalf("after rejected updates x = %v at round %d, want unchanged", x, srv.Round())
 	}
-	// Without clipping, finite updates whose sum overflows are refused.
-	open, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 1, EtaG: 1}, fedopt.Shape{Learners: 2, Rounds: 1, Tau: 1, Dim: 1}, nil)
+	// Without clipping, finite updates whose step overflows are refused:
+	// their mean MaxFloat64 is finite (a sum past MaxFloat64 is taken
+	// again scaled), the step 2 MaxFloat64 along it is not.
+	open, err := fedopt.NewServer(fedopt.Config{Algorithm: fedopt.NonPrivate, Eta: 2, EtaG: 1}, fedopt.Shape{Learners: 2, Rounds: 1, Tau: 1, Dim: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,9 @@ func CheckEpochs(part factorize.Participation, rounds, k, period int) error {
 	if period < 1 {
 		return fmt.Errorf("fedopt: data of %d epochs with period %d, want a period >= 1", k, period)
 	}
-	m := min(k, (rounds+period-1)/period) // a client's rounds in the run, at most
+	// A client's rounds in the run, at most: ceil(rounds / period), as
+	// (rounds - 1) / period + 1, whose sum cannot wrap past MaxInt.
+	m := min(k, (rounds-1)/period+1)
 	switch part.Kind {
 	case factorize.KindEpochs:
 		// Rounds i, i + b, ..., b = R / K: the data's own epochs exactly.

@@ -156,7 +156,11 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 		s.fit, s.clear = make([]float64, dim), make([]bool, n)
 	}
 	// Baselines: h^r = (1/n) sum_i sum_t; Algorithm 1: g^r = (1/(n tau)) sum_i sum_t.
-	s.scale = 1 / float64(n*tau)
+	// n tau in float64: the int product wraps where it exceeds MaxInt (n =
+	// 2^10, tau = 2^54 + 4 gave 4096; on 32-bit platforms n = 1000, tau =
+	// 2^22), which multiplied the direction and its sensitivity. Below 2^53
+	// both are exact, so the scale is the same bit for bit.
+	s.scale = 1 / (float64(n) * float64(tau))
 	if !cfg.Algorithm.LocalSteps() {
 		s.scale = 1 / float64(n)
 	}
@@ -277,7 +281,11 @@ func measureNorm(u []float64) (norm float64, plain bool) {
 // norm at most tau B_g enters as it is, bit for bit; the slices in updates
 // are never written. An update whose float64 norm (the one the check
 // measured) is below tau B_g by more than that norm's rigorous rounding
-// error bound ([clearlyWithin]) needs no exact pass.
+// error bound ([clearlyWithin]) needs no exact pass. Where n tau B_g
+// exceeds MaxFloat64, a float64 sum of the updates that overflows is
+// taken again with every update scaled by a power of two, so that
+// whether a round is released never turns on whether the honest updates
+// sum past MaxFloat64.
 func (s *Server) Release(updates [][]float64) error {
 	if err := s.checkRound(); err != nil {
 		return err
@@ -311,16 +319,45 @@ func (s *Server) Release(updates [][]float64) error {
 		q.Dequantize(s.dir, s.ring)
 		return s.release()
 	}
+	if !s.sumUpdates(updates, 0) {
+		// The float64 sum overflowed although every update is finite and
+		// the mean is within B_g (n tau B_g beyond MaxFloat64): sum again
+		// with every update scaled by 2^-e, 2^e > 2n, which no sum of n
+		// entries up to MaxFloat64 overflows, and scale back in the
+		// division. Refusing the round instead made its release depend
+		// on one sample without noise (the sum of four updates of 2^1022
+		// overflows, of three does not): TestReleaseSumOverflowNotDataDependent.
+		// Where the plain sum is finite nothing changes, bit for bit.
+		e := bits.Len(uint(s.shape.Learners)) + 1
+		s.sumUpdates(updates, e)
+		floats.Scale(math.Ldexp(s.scale, e), s.dir)
+		return s.addNoise()
+	}
+	return s.release()
+}
+
+// sumUpdates writes into s.dir the sum of the checked updates, learner
+// i's as fitNorm holds it (s.clear from the check), each entry multiplied
+// by 2^-e first (e = 0: as they are), in learner order. It reports
+// whether every entry of the sum is finite.
+func (s *Server) sumUpdates(updates [][]float64, e int) bool {
 	clear(s.dir)
+	f := math.Ldexp(1, -e)
 	for i, u := range updates {
 		if u != nil && s.fit != nil && !s.clear[i] && fitNorm(s.fit, u, s.cfg.Clip, s.shape.Tau) {
 			u = s.fit // never the learner's buffer
 		}
+		if e == 0 {
+			for k, v := range u {
+				s.dir[k] += v
+			}
+			continue
+		}
 		for k, v := range u {
-			s.dir[k] += v
+			s.dir[k] += v * f
 		}
 	}
-	return s.release()
+	return firstNonFinite(s.dir) < 0
 }
 
 // ReleaseRingSum is [Server.Release] from the ring sum of the present
@@ -470,6 +507,12 @@ func (s *Server) checkRound() error {
 // releases x^{r+1}.
 func (s *Server) release() error {
 	floats.Scale(s.scale, s.dir)
+	return s.addNoise()
+}
+
+// addNoise adds the round's noise to the scaled direction in s.dir and
+// releases x^{r+1}.
+func (s *Server) addNoise() error {
 	if s.noise != nil {
 		if err := s.noise.Next(s.nz); err != nil {
 			return fmt.Errorf("fedopt: noise for round %d: %w", s.round, err)
@@ -478,9 +521,11 @@ func (s *Server) release() error {
 	}
 	for k, v := range s.x {
 		if y := v - s.step*s.dir[k]; math.IsNaN(y) || math.IsInf(y, 0) {
-			// The updates are finite but their sum, or the step along it,
-			// overflows: no clipping (NonPrivate, Clip 0) or a clipping
-			// bound near the top of the float64 range.
+			// The updates are finite but their mean, or the step along it
+			// with the noise, overflows: no clipping (NonPrivate, Clip 0),
+			// or a clipping bound or noise near the top of the float64
+			// range. (A sum that overflows where the mean does not is
+			// summed again scaled, in Release.)
 			return fmt.Errorf("fedopt: round %d would release a model whose entry %d is %v; nothing released", s.round, k, y)
 		}
 	}
