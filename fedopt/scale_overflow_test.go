@@ -23,7 +23,11 @@ func TestServerScaleWithoutIntOverflow(t *testing.T) {
 	if math.MaxInt < 1<<62 {
 		t.Skip("64-bit int needed for tau = 2^54 + 4")
 	}
-	const n, tau = 1 << 10, 1<<54 + 4
+	// tau as a variable: the constant does not fit the int of a 32-bit
+	// platform, where the test does not run but must compile.
+	const n = 1 << 10
+	var tau64 int64 = 1<<54 + 4
+	tau := int(tau64)
 	cfg := Config{Algorithm: NonPrivate, Eta: 0x1p-60, EtaG: 1, Clip: 1}
 	srv, err := NewServer(cfg, Shape{Learners: n, Rounds: 1, Tau: tau, Dim: 1}, nil)
 	if err != nil {
