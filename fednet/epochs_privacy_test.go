@@ -78,7 +78,7 @@ func TestLearnerRefusesDataOfMoreEpochs(t *testing.T) {
 		rc := fakeRunConfig()
 		rc.Epochs = c.epochs
 		opt := LearnerOptions{ID: 1, Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return twice.Stream(1), nil }}
-		_, err := newLearner(rc, opt)
+		_, _, err := newLearner(rc, opt)
 		switch {
 		case c.ok && err != nil:
 			t.Errorf("data of 2 epochs, server's run of %s: %v, want accepted", c.name, err)
@@ -108,7 +108,7 @@ func TestLearnerRefusesDataOfOtherShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		opt := LearnerOptions{ID: 1, Data: func(*flv1.RunConfig) (fedopt.Stream, error) { return ds.Stream(c.i), nil }}
-		_, err = newLearner(fakeRunConfig(), opt) // 4 rounds, tau 2
+		_, _, err = newLearner(fakeRunConfig(), opt) // 4 rounds, tau 2
 		if err == nil || !strings.Contains(err.Error(), c.wantInErr) {
 			t.Errorf("learner 1 given data of %s for a run of 4 rounds, tau 2: %v, want an error with %q", c.name, err, c.wantInErr)
 		}

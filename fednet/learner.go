@@ -216,7 +216,7 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	if err := checkMinColluders(rc, opt.MinColluders); err != nil {
 		return nil, err
 	}
-	lrn, digest, err := newLearnerData(rc, opt)
+	lrn, digest, err := newLearner(rc, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -343,12 +343,6 @@ func RunLearner(ctx context.Context, opt LearnerOptions) ([]float64, error) {
 	}
 }
 
-// newLearner makes the fedopt.Learner of the run the server described.
-func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, error) {
-	l, _, err := newLearnerData(rc, opt)
-	return l, err
-}
-
 // dataDigest is what a stream of a finite data set reports of it
 // (dataset.Stream does): a digest that is the same for two streams only
 // when they deal the same clients to the same learners and rounds.
@@ -356,9 +350,10 @@ type dataDigest interface {
 	DataSHA256() string
 }
 
-// newLearnerData is newLearner, and returns the digest of the learner's
-// data that its stream reports ("": none).
-func newLearnerData(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, string, error) {
+// newLearner makes the fedopt.Learner of the run the server described,
+// and returns the digest of the learner's data that its stream reports
+// ("": none, or no StateDir to keep it in).
+func newLearner(rc *flv1.RunConfig, opt LearnerOptions) (*fedopt.Learner, string, error) {
 	// Not echoed when long: a hostile server could fill the error (and
 	// the learner's log) up to the message limit.
 	if n := len(rc.GetAlgorithm()); n > maxConfigName {

@@ -135,7 +135,7 @@ func TestLearnerModelChecks(t *testing.T) {
 		{"caller model of another size", rc, LearnerOptions{Data: data, Model: dpmodel.Logistic{}}, "4 parameters for 3 features, want 3"},
 		{"caller model of the server's size", rc, LearnerOptions{Data: stream, Model: affineSquares{}}, ""},
 	} {
-		l, err := newLearner(c.rc, c.opt)
+		l, _, err := newLearner(c.rc, c.opt)
 		switch {
 		case c.error == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)

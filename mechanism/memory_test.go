@@ -187,12 +187,7 @@ func TestMemoryAutoWithinMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mode, auto, ok := MemoryOf(m); mode != MemoryRegenerate || !auto || !ok {
-		t.Errorf("MemoryOf = %v, %v, %v; want regenerate, chosen by MemoryAuto", mode, auto, ok)
-	}
-	if s := m.(fmt.Stringer).String(); !strings.Contains(s, "machine's memory") {
-		t.Errorf("String %q does not say why", s)
-	}
+	requireRegeneratedForMachine(t, m)
 	// The reason mfsolve -noise prints: the machine's 256 MiB, not the
 	// 1 GiB of DefaultKeepLimit.
 	if got, want := AutoMemoryReason(m), "keeping the past rows would take more than this machine's memory (0.25 GiB with swap)"; got != want {
@@ -231,12 +226,7 @@ func TestMemoryAutoCountsHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mode, auto, ok := MemoryOf(m); mode != MemoryRegenerate || !auto || !ok {
-		t.Errorf("MemoryOf = %v, %v, %v; want regenerate, chosen by MemoryAuto", mode, auto, ok)
-	}
-	if s := m.(fmt.Stringer).String(); !strings.Contains(s, "machine's memory") {
-		t.Errorf("String %q does not say why", s)
-	}
+	requireRegeneratedForMachine(t, m)
 	if b := m.StateBytes(); b != 0 {
 		t.Errorf("StateBytes %d after New, want 0 (nothing kept)", b)
 	}
@@ -328,4 +318,16 @@ func sqrtFactorization(t *testing.T, r int) *factorize.Factorization {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// requireRegeneratedForMachine checks that MemoryAuto chose to regenerate
+// m's past rows, and that m's String says it was for the machine's memory.
+func requireRegeneratedForMachine(t *testing.T, m Mechanism) {
+	t.Helper()
+	if mode, auto, ok := MemoryOf(m); mode != MemoryRegenerate || !auto || !ok {
+		t.Errorf("MemoryOf = %v, %v, %v; want regenerate, chosen by MemoryAuto", mode, auto, ok)
+	}
+	if s := m.(fmt.Stringer).String(); !strings.Contains(s, "machine's memory") {
+		t.Errorf("String %q does not say why", s)
+	}
 }
