@@ -410,10 +410,14 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			zb[ai*wr+k+aj-ai], z2b[ai*wr+k+aj-ai] = zs[a*k+c], dzs[a*k+c]
 		}
 	}
-	par.Both(2*cost, func() { ft.selinv(zr, z2r, m-1) }, func() {
-		fb.selinv(zb, z2b, nb-k-1)
-		// Row i >= m of Z is row n-1-i of the lower part's, reversed.
-		for i := m; i < n; i++ {
+	par.Both(2*cost, func() { ft.selinv(zr, z2r, m-1) }, func() { fb.selinv(zb, z2b, nb-k-1) })
+	// Row i >= m of Z is row n-1-i of the lower part's, reversed. The
+	// copy, about a quarter of the lower part's selected inversion, runs
+	// by chunks of rows on every core once both inversions are done: in
+	// the lower part's goroutine it left the other core idle for that
+	// long. It moves values and computes nothing.
+	par.Range(n-m, bandCopyRows, float64(2*wr), func(r0, r1 int) {
+		for i := m + r0; i < m+r1; i++ {
 			a := n - 1 - i
 			// The rows of S take only the columns in B.
 			lo, hi := i-k, min(n-1, i+k)
@@ -431,6 +435,10 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	})
 	return 0
 }
+
+// bandCopyRows is the number of rows in one chunk of the copy that ends
+// [SymBand.InverseBandSquaredRows].
+const bandCopyRows = 256
 
 // mulSquare writes the product a b of the k x k row-major matrices a and
 // b into dst.

@@ -15,12 +15,14 @@ import (
 )
 
 // Above the size at which the two halves of InverseBandSquaredRows run on
-// two goroutines (two grains of work), the result is the same bits for
-// GOMAXPROCS 1, 2 and 16, and the diagonal of Z M, which needs only the
-// band of Z, is 1 to rounding.
+// two goroutines (two grains of work), and the copy of the lower half's
+// rows that ends it runs by chunks on several, the result is the same bits
+// for GOMAXPROCS 1, 2 and 16, and the diagonal of Z M, which needs only
+// the band of Z, is 1 to rounding.
 func TestSymBandInverseSquaredCores(t *testing.T) {
-	const n, k = 3000, 14
+	const n, k = 20000, 14
 	require.GreaterOrEqual(t, float64(n*k*k), float64(2*par.Grain), "the halves must be worth two goroutines")
+	require.GreaterOrEqual(t, float64(n/2*2*(2*k+1)), float64(2*par.Grain), "the copy must be worth two goroutines")
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := NewSymBand(n, k)
 	for i := 0; i < n; i++ {
