@@ -319,8 +319,8 @@ func InverseBandSquaredRowsWork(n, k int) int {
 		return dualLDLWork(n, k)
 	}
 	// Both halves' factors (n + k rows in all), the rows of Z and Z^2 of
-	// the reversed lower half, and five k x k blocks for the separator.
-	return dualLDLWork(n+k, k) + 2*n*wr + 5*k*k
+	// the reversed lower half, and seven k x k blocks for the separator.
+	return dualLDLWork(n+k, k) + 2*n*wr + 7*k*k
 }
 
 // splitBand reports whether [SymBand.InverseBandSquaredRows] splits a
@@ -371,21 +371,37 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 	work = work[2*nb*wr:]
 	sch, dsch := work[:k*k], work[k*k:2*k*k]
 	zs, dzs, tmp := work[2*k*k:3*k*k], work[3*k*k:4*k*k], work[4*k*k:5*k*k]
+	sb, dsb := work[5*k*k:6*k*k], work[6*k*k:7*k*k]
 	var negT, negB int
 	// Both halves cost about n k^2 / 2 multiply-adds each, and their
-	// selected inversions twice that.
+	// selected inversions twice that. Each half then adds up its
+	// contribution to the Schur complement of S (T's into sch and dsch,
+	// B's into sb and dsb, for a >= c), about 3 k^3 / 2 multiply-adds
+	// each, on its own goroutine.
 	cost := float64(n) * float64(k) * float64(k)
-	par.Both(cost, func() { negT = ft.factor(up, false, m) }, func() { negB = fb.factor(s, true, nb-k) })
+	par.Both(cost, func() {
+		negT = ft.factor(up, false, m)
+		for a := 0; a < k; a++ {
+			for c := 0; c <= a; c++ {
+				sch[a*k+c], dsch[a*k+c] = ft.schur(m+a, m+c, m)
+			}
+		}
+	}, func() {
+		negB = fb.factor(s, true, nb-k)
+		for a := 0; a < k; a++ {
+			for c := 0; c <= a; c++ {
+				sb[a*k+c], dsb[a*k+c] = fb.schur(n-1-m-c, n-1-m-a, nb-k)
+			}
+		}
+	})
 	// The Schur complement of S, sch[a*k + c] for rows m+a, m+c: M_SS
 	// less the contributions of T and of B, with its derivative in the
 	// shift (the identity less theirs).
 	for a := 0; a < k; a++ {
 		for c := 0; c <= a; c++ {
 			i, j := m+a, m+c
-			st, dst := ft.schur(i, j, m)
-			sb, dsb := fb.schur(n-1-j, n-1-i, nb-k)
-			v := s.Data[i*w+i-j] - st - sb
-			dv := -dst - dsb
+			v := s.Data[i*w+i-j] - sch[a*k+c] - sb[a*k+c]
+			dv := -dsch[a*k+c] - dsb[a*k+c]
 			if a == c {
 				dv++
 			}
@@ -393,13 +409,17 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 			dsch[a*k+c], dsch[c*k+a] = dv, dv
 		}
 	}
-	negS := denseSPDInverse(sch, zs, tmp, k)
+	// B's contributions are added in: sb and dsb are free, and with tmp
+	// they are the inverse's scratch.
+	negS := denseSPDInverse(sch, zs, work[4*k*k:6*k*k], k)
 	if negT+negB+negS > 0 {
 		return negT + negB + negS
 	}
-	// The block S x S of M^{-2} = -dZ/dsigma: Z_SS dSch Z_SS.
-	mulSquare(tmp, dsch, zs, k)
-	mulSquare(dzs, zs, tmp, k)
+	// The block S x S of M^{-2} = -dZ/dsigma: Z_SS dSch Z_SS, with
+	// (dSch Z_SS)^T in tmp (Z_SS is stored symmetric, so its rows are its
+	// columns).
+	mulRowsT(tmp, dsch, zs, k, true)
+	mulRowsT(dzs, zs, tmp, k, false)
 	// Seed the rows of S in both parts, then run the two selected
 	// inversions from their last eliminated row.
 	for a := 0; a < k; a++ {
@@ -440,42 +460,74 @@ func (s SymBand) InverseBandSquaredRows(zr, z2r, work []float64) int {
 // [SymBand.InverseBandSquaredRows].
 const bandCopyRows = 256
 
-// mulSquare writes the product a b of the k x k row-major matrices a and
-// b into dst.
-func mulSquare(dst, a, b []float64, k int) {
-	for i := 0; i < k; i++ {
-		for c := 0; c < k; c++ {
-			v := 0.0
-			for e := 0; e < k; e++ {
-				v += a[i*k+e] * b[e*k+c]
-			}
+// mulRowsT writes the product P = a bt^T of the k x k row-major matrices
+// a and bt into dst, P[i][c] = sum_e a[i][e] bt[c][e] (the sum in
+// increasing e), at dst[i*k + c], or at dst[c*k + i] (P^T) when
+// transpose is set. Both factors are read along their rows, and four
+// entries of a row of P are summed side by side, each on its own.
+func mulRowsT(dst, a, bt []float64, k int, transpose bool) {
+	put := func(i, c int, v float64) {
+		if transpose {
+			dst[c*k+i] = v
+		} else {
 			dst[i*k+c] = v
+		}
+	}
+	for i := 0; i < k; i++ {
+		ar := a[i*k : i*k+k]
+		c := 0
+		for ; c+4 <= k; c += 4 {
+			b0, b1 := bt[c*k:c*k+k], bt[(c+1)*k:(c+1)*k+k]
+			b2, b3 := bt[(c+2)*k:(c+2)*k+k], bt[(c+3)*k:(c+3)*k+k]
+			var v0, v1, v2, v3 float64
+			for e, x := range ar {
+				v0 += x * b0[e]
+				v1 += x * b1[e]
+				v2 += x * b2[e]
+				v3 += x * b3[e]
+			}
+			put(i, c, v0)
+			put(i, c+1, v1)
+			put(i, c+2, v2)
+			put(i, c+3, v3)
+		}
+		for ; c < k; c++ {
+			br := bt[c*k : c*k+k]
+			v := 0.0
+			for e, x := range ar {
+				v += x * br[e]
+			}
+			put(i, c, v)
 		}
 	}
 }
 
 // denseSPDInverse writes the inverse of the symmetric positive definite
 // k x k matrix a (row major) into inv, by the Cholesky factorization
-// (into tmp) and the inverse of the factor, and returns 1 if a is not
-// numerically positive definite (a pivot below the smallest normal number
-// or NaN; 0 otherwise).
+// and the inverse of the factor, and returns 1 if a is not numerically
+// positive definite (a pivot below the smallest normal number or NaN; 0
+// otherwise). tmp (length 2 k^2) holds the factor and its transpose, so
+// that every inner product runs along rows.
 func denseSPDInverse(a, inv, tmp []float64, k int) int {
-	// a = R^T R with R upper triangular, tmp[i*k + j] = R[i][j] (j >= i).
-	r := tmp
+	// a = R^T R with R upper triangular, r[i*k + j] = R[i][j] (j >= i),
+	// and rt[j*k + i] = R[i][j].
+	r, rt := tmp[:k*k], tmp[k*k:2*k*k]
 	for i := 0; i < k; i++ {
+		ri := rt[i*k : i*k+i]
 		for j := i; j < k; j++ {
 			v := a[i*k+j]
-			for p := 0; p < i; p++ {
-				v -= r[p*k+i] * r[p*k+j]
+			for p, x := range rt[j*k : j*k+i] {
+				v -= ri[p] * x
 			}
 			if j == i {
 				if !(v >= 0x1p-1022) {
 					return 1
 				}
-				r[i*k+i] = math.Sqrt(v)
+				v = math.Sqrt(v)
 			} else {
-				r[i*k+j] = v / r[i*k+i]
+				v /= r[i*k+i]
 			}
+			r[i*k+j], rt[j*k+i] = v, v
 		}
 	}
 	// U = R^{-1} (upper triangular) into the lower triangle of inv by
@@ -490,14 +542,20 @@ func denseSPDInverse(a, inv, tmp []float64, k int) int {
 			inv[j*k+i] = -v / r[i*k+i]
 		}
 	}
-	// (U U^T)[i][c] = sum_{p >= max(i, c)} U[i][p] U[c][p]; U[i][p] = inv[p*k+i].
-	u := make([]float64, k*k)
-	copy(u, inv)
+	// (U U^T)[i][c] = sum_{p >= max(i, c)} U[i][p] U[c][p], with the rows
+	// of U in ut (over r, no longer needed): ut[i*k + p] = U[i][p].
+	ut := r
 	for i := 0; i < k; i++ {
+		for p := i; p < k; p++ {
+			ut[i*k+p] = inv[p*k+i]
+		}
+	}
+	for i := 0; i < k; i++ {
+		ui := ut[i*k+i : i*k+k]
 		for c := 0; c <= i; c++ {
 			v := 0.0
-			for p := i; p < k; p++ {
-				v += u[p*k+i] * u[p*k+c]
+			for p, x := range ut[c*k+i : c*k+k] {
+				v += ui[p] * x
 			}
 			inv[i*k+c], inv[c*k+i] = v, v
 		}
