@@ -211,10 +211,13 @@ func finish(ctx context.Context, c config, e env, p *experiment.Problem, res *ex
 		out = []byte(rep.summary() + "\n")
 	}
 	if c.out != "" {
-		if err := os.MkdirAll(c.out, 0o755); err != nil {
+		undo, err := cli.MkdirAll(c.out)
+		if err != nil {
 			return fmt.Errorf("-out %s: %v", c.out, err)
 		}
 		if err := writeRounds(ctx, filepath.Join(c.out, "rounds.csv"), res.Summary, e.stderr); err != nil {
+			// Nothing written: no directory created either.
+			undo()
 			return err
 		}
 	}
