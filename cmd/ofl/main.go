@@ -221,8 +221,18 @@ func finish(ctx context.Context, c config, e env, p *experiment.Problem, res *ex
 			return err
 		}
 	}
-	_, err := e.stdout.Write(out)
-	return err
+	if len(out) == 0 {
+		return nil
+	}
+	if _, err := e.stdout.Write(out); err != nil {
+		if c.out != "" {
+			// rounds.csv is complete and in place: say so, rather than
+			// let the failure read as "nothing written".
+			return fmt.Errorf("wrote %s, but printing the report failed: %w", filepath.Join(c.out, "rounds.csv"), err)
+		}
+		return err
+	}
+	return nil
 }
 
 // dataWant is what -data takes, for the errors that name it.
