@@ -1,7 +1,8 @@
 // Package npy reads and writes NumPy .npy files of float64 arrays: [Write]
 // and [Read] work on an io.Writer and an io.Reader, [Save], [SaveDense] and
 // [Load] are thin wrappers for files (Save and SaveDense replace the file
-// atomically). [Array] is the array read, in C order.
+// atomically), and [LoadChecked] lets the caller refuse the declared shape
+// before the data is allocated. [Array] is the array read, in C order.
 //
 // Anything that comes from outside the program is an error, never a panic:
 // a nil reader, writer or matrix is a *[ParamError], and a .npy stream that

@@ -180,7 +180,7 @@ func Read(r io.Reader) (Array, error) {
 	if r == nil {
 		return Array{}, &ParamError{Param: "r", Want: "a non-nil io.Reader"}
 	}
-	a, err := readNPY(r, -1)
+	a, err := readNPY(r, -1, nil)
 	if err != nil {
 		return Array{}, &FileError{Op: "read", Err: err}
 	}
@@ -191,6 +191,19 @@ func Read(r io.Reader) (Array, error) {
 // path. Because the file size is known, a header that claims more or less
 // data than the file holds is reported before the data is allocated.
 func Load(path string) (Array, error) {
+	return LoadChecked(path, nil)
+}
+
+// LoadChecked is [Load] with a check of the header: once the header is
+// read and found valid, and before any data is read or allocated, check
+// receives the declared shape and whether the data is in Fortran order
+// (loading it then takes a second array of the same size, for the copy in
+// C order). An error check returns ends the load; it is returned as the
+// cause of the *[FileError], which names path. A caller can so refuse an
+// array too large for the memory it has, which Load would allocate (as
+// large as the file is) before the caller sees its shape. A nil check
+// accepts every shape.
+func LoadChecked(path string, check func(shape []int, fortran bool) error) (Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Array{}, &FileError{Op: "load", Path: path, Err: withoutPath(err, path)}
@@ -200,7 +213,7 @@ func Load(path string) (Array, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		size = fi.Size()
 	}
-	a, err := readNPY(f, size)
+	a, err := readNPY(f, size, check)
 	if err != nil {
 		return Array{}, &FileError{Op: "load", Path: path, Err: withoutPath(err, path)}
 	}
@@ -298,8 +311,9 @@ func float64Bytes(s []float64) []byte {
 }
 
 // readNPY reads one .npy file from r. size is the total size of the input
-// if known, or -1.
-func readNPY(r io.Reader, size int64) (Array, error) {
+// if known, or -1. check, if not nil, is called with the header's shape
+// and order before the data is read; its error ends the read.
+func readNPY(r io.Reader, size int64, check func(shape []int, fortran bool) error) (Array, error) {
 	var pre [8]byte
 	n, err := io.ReadFull(r, pre[:])
 	if err != nil && !isEOF(err) {
@@ -350,6 +364,16 @@ func readNPY(r io.Reader, size int64) (Array, error) {
 	if size >= 0 {
 		remaining = size - int64(len(pre)+lenSize) - hlen
 	}
+	// A file that cannot hold the shape is reported as such, before the
+	// caller's check judges the shape.
+	if err := checkRemaining(h.shape, h.n, remaining); err != nil {
+		return Array{}, err
+	}
+	if check != nil {
+		if err := check(slices.Clone(h.shape), h.fortran); err != nil {
+			return Array{}, err
+		}
+	}
 	data, err := readNPYData(r, h.shape, h.n, remaining)
 	if err != nil {
 		return Array{}, err
@@ -366,15 +390,9 @@ func isEOF(err error) bool {
 
 // readNPYData reads the n float64 values of an array with the given shape
 // from r and checks that r ends there. remaining is the number of bytes left
-// in r if known, or -1.
+// in r if known (checkRemaining has checked it against n), or -1.
 func readNPYData(r io.Reader, shape []int, n int, remaining int64) ([]float64, error) {
 	need := 8 * int64(n)
-	if remaining >= 0 && remaining < need {
-		return nil, fmt.Errorf("truncated data: shape %s needs %d bytes, got %d", shapeString(shape), need, remaining)
-	}
-	if remaining > need {
-		return nil, fmt.Errorf("%d trailing bytes after the %d bytes of data for shape %s", remaining-need, need, shapeString(shape))
-	}
 	var data []float64
 	if remaining >= 0 {
 		data = make([]float64, n)
@@ -405,6 +423,20 @@ func readNPYData(r io.Reader, shape []int, n int, remaining int64) ([]float64, e
 		return nil, err
 	}
 	return data, nil
+}
+
+// checkRemaining returns an error if remaining, the bytes left after the
+// header when known (else -1), are not exactly the data of n float64
+// values of the given shape.
+func checkRemaining(shape []int, n int, remaining int64) error {
+	need := 8 * int64(n)
+	if remaining >= 0 && remaining < need {
+		return fmt.Errorf("truncated data: shape %s needs %d bytes, got %d", shapeString(shape), need, remaining)
+	}
+	if remaining > need {
+		return fmt.Errorf("%d trailing bytes after the %d bytes of data for shape %s", remaining-need, need, shapeString(shape))
+	}
+	return nil
 }
 
 // readFloat64s fills dst with little-endian float64 values from r as

@@ -65,7 +65,10 @@ func (r *runner) prepare(name string, write func(w io.Writer) error) error {
 }
 
 // commit renames every prepared file over its destination, unless ctx is
-// done before the first rename: the directory then holds all of the run's
+// done before the first rename or a destination has meanwhile become
+// something atomicfile refuses to replace (a directory, a symbolic link:
+// every one is checked again before the first rename, as
+// cli.WriteOutputs does): the directory then holds all of the run's
 // new files or none of them. A signal that arrives once the renames have
 // begun lets them finish (a few system calls each). A rename that fails
 // after others succeeded returns a *cli.WrittenError naming the files in
@@ -73,6 +76,11 @@ func (r *runner) prepare(name string, write func(w io.Writer) error) error {
 func (r *runner) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	for _, name := range r.names {
+		if err := atomicfile.CheckTarget(filepath.Join(r.dir, name)); err != nil {
+			return fmt.Errorf("reproduce: %w", err)
+		}
 	}
 	for i, p := range r.pending {
 		if err := p.Commit(context.Background()); err != nil {

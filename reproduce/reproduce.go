@@ -2,10 +2,8 @@ package reproduce
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // Parts lists the parts [Run] accepts, in the order "all" runs them.
@@ -145,17 +144,13 @@ func Run(ctx context.Context, parts []string, dir string, opt Options) (*Report,
 	// Everything is checked: only now is anything created. A run that
 	// fails removes the directories it created (its files were never
 	// renamed into them, and runParts removed their temporary files).
-	created, err := mkdirAll(dir)
+	undo, err := cli.MkdirAll(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reproduce: %w", err)
 	}
 	rep, err := runParts(ctx, opt, dir, root, want, dry.units.Load(), start)
 	if err != nil {
-		for i := len(created) - 1; i >= 0; i-- {
-			if os.Remove(created[i]) != nil {
-				break // not empty: someone else wrote there meanwhile
-			}
-		}
+		undo() // stops at a directory someone else wrote in meanwhile
 		return nil, err
 	}
 	return rep, nil
@@ -178,30 +173,6 @@ func runParts(ctx context.Context, opt Options, dir, root string, want []string,
 		return nil, err
 	}
 	return rep, nil
-}
-
-// mkdirAll is os.MkdirAll(dir, 0o755) that also returns the directories
-// it created, outermost first, so that a failed run can remove them. On
-// error it removes what it created.
-func mkdirAll(dir string) ([]string, error) {
-	var missing []string // innermost first
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	slices.Reverse(missing)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		for i := len(missing) - 1; i >= 0; i-- {
-			os.Remove(missing[i]) // only the empty ones it made go
-		}
-		return nil, err
-	}
-	return missing, nil
 }
 
 // partsByName are the parts' methods and the files each writes into the

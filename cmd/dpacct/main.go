@@ -176,7 +176,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out = string(b)
 	}
-	fmt.Fprintln(stdout, out)
+	// The line is the command's only output: one that cannot be written
+	// (stdout on a full disk, dpacct ... > /dev/full) is a failure.
+	if _, err := fmt.Fprintln(stdout, out); err != nil {
+		fmt.Fprintf(stderr, "dpacct: %s\n", cli.OneLine(err.Error()))
+		return cli.ExitFailure
+	}
 	return cli.ExitOK
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -449,8 +448,15 @@ func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport, stderr i
 			return err
 		}}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	undo, err := cli.MkdirAll(dir)
+	if err != nil {
 		return fmt.Errorf("-out %s: %v", dir, err)
 	}
-	return writeOutputs(ctx, stderr, outs...)
+	err = writeOutputs(ctx, stderr, outs...)
+	if err != nil {
+		// No directory created either where nothing was written (undo
+		// removes only empty directories).
+		undo()
+	}
+	return err
 }

@@ -54,6 +54,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dpmf/dpmf/audit"
@@ -228,24 +230,27 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if err != nil {
 			return 0, err
 		}
+		status := "PASS"
+		if !rep.OK {
+			status = "VIOLATION"
+		}
+		out := &stickyWriter{w: stdout}
 		if o.json {
-			if err := writeJSON(stdout, rep); err != nil {
-				return 0, err
-			}
+			out.err = writeJSON(out, rep)
 		} else {
-			status := "PASS"
-			if !rep.OK {
-				status = "VIOLATION"
-			}
-			fmt.Fprintf(stdout, "replay %s %s %s n=%d R=%d tau=%d: measured %.12g declared %.12g ratio %.15f expected %.12g (learner %d, rounds %v with %d learners missing; %d learner-rounds dropped) %.2fs %s\n",
+			fmt.Fprintf(out, "replay %s %s %s n=%d R=%d tau=%d: measured %.12g declared %.12g ratio %.15f expected %.12g (learner %d, rounds %v with %d learners missing; %d learner-rounds dropped) %.2fs %s\n",
 				rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Measured, rep.Declared, rep.Ratio, rep.Expected, rep.AuditedLearner, short(rep.AuditedRounds), rep.AuditedDropped, rep.Dropped, rep.Seconds, status)
 			for _, c := range rep.Checks {
 				mark := "ok  "
 				if !c.OK {
 					mark = "FAIL"
 				}
-				fmt.Fprintf(stdout, "  %s %-22s %s\n", mark, c.Name, c.Detail)
+				fmt.Fprintf(out, "  %s %-22s %s\n", mark, c.Name, c.Detail)
 			}
+		}
+		if out.err != nil {
+			// The verdict is not lost with the report.
+			return 0, fmt.Errorf("replay: %s, but printing the report failed: %w", status, out.err)
 		}
 		if !rep.OK {
 			return exitViolation, nil
@@ -266,32 +271,44 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			return 0, err
 		}
 	}
+	status := "consistent with the claim"
+	if rep.Violation {
+		status = "VIOLATION"
+	}
+	out := &stickyWriter{w: stdout}
 	if o.json {
 		slim := *rep
 		slim.AllIterates.Scores, slim.AllIterates.In, slim.AllIterates.Weights = nil, nil, nil
 		slim.FinalModel.Scores, slim.FinalModel.In, slim.FinalModel.Weights = nil, nil, nil
-		if err := writeJSON(stdout, &slim); err != nil {
-			return 0, err
-		}
+		out.err = writeJSON(out, &slim)
 	} else {
-		status := "consistent with the claim"
-		if rep.Violation {
-			status = "VIOLATION"
-		}
 		where := "in process"
 		if rep.Network {
 			where = "over gRPC"
 		}
-		fmt.Fprintf(stdout, "canary %s %s %s n=%d R=%d tau=%d (%g, %g) %s: m=%d canaries, claimed mu %.4f, noise std %.6g, %.1fs: %s\n",
+		fmt.Fprintf(out, "canary %s %s %s n=%d R=%d tau=%d (%g, %g) %s: m=%d canaries, claimed mu %.4f, noise std %.6g, %.1fs: %s\n",
 			rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Eps, rep.Delta, where, rep.Canaries, rep.MuClaimed, rep.NoiseStd, rep.Seconds, status)
 		for _, ob := range []struct {
 			name string
 			o    audit.Observer
 		}{{"all iterates", rep.AllIterates}, {"final model", rep.FinalModel}} {
 			o := ob.o
-			fmt.Fprintf(stdout, "  %-12s analytic mu %.4f (eps %.3f); mu-hat %.4f [%.4f, %.4f] at %g (eps %.3f [%.3f, %.3f]); one-run eps >= %.3f at %g confidence (%d/%d guesses right)\n",
+			fmt.Fprintf(out, "  %-12s analytic mu %.4f (eps %.3f); mu-hat %.4f [%.4f, %.4f] at %g (eps %.3f [%.3f, %.3f]); one-run eps >= %.3f at %g confidence (%d/%d guesses right)\n",
 				ob.name, o.MuAnalytic, o.EpsAnalytic, o.Mu.Mu, o.Mu.Lo, o.Mu.Hi, o.Mu.Level, o.EpsOfMu, o.EpsOfMuLo, o.EpsOfMuHi, o.Bound.Epsilon, o.Bound.Confidence, o.Bound.Correct, o.Bound.Guesses)
 		}
+	}
+	if out.err != nil {
+		// The verdict, and the -out files in place, are not lost with
+		// the report.
+		wrote := ""
+		if o.out != "" {
+			files := make([]string, len(outFiles))
+			for i, f := range outFiles {
+				files[i] = filepath.Join(o.out, f)
+			}
+			wrote = "; wrote " + strings.Join(files, ", ")
+		}
+		return 0, fmt.Errorf("canary: %s%s, but printing the report failed: %w", status, wrote, out.err)
 	}
 	if note := powerNote(rep, o.level); note != "" {
 		fmt.Fprintln(stderr, "dpaudit: "+note)
@@ -334,6 +351,23 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// stickyWriter writes to w until a write fails, and keeps that first
+// error: a report printed in several writes is checked once, at its end.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+// Write implements io.Writer.
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
 }
 
 // plural returns one for n = 1 and many otherwise.

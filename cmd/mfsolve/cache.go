@@ -190,9 +190,10 @@ func runCache(args []string, e env) error {
 		_, err = fmt.Fprintf(e.stdout, "%s\n", js)
 		return err
 	}
-	fmt.Fprintf(e.stdout, "cache %s: %d %s, %s; %s\n", dir, len(entries), plural(len(entries), "entry", "entries"), dpcache.FormatSize(total), describeBudget(cfg.budget))
-	if len(entries) == 0 {
-		return nil
+	// A listing that cannot be printed is a failure (the table's Flush
+	// reports its own writes' errors, not this line's).
+	if _, err := fmt.Fprintf(e.stdout, "cache %s: %d %s, %s; %s\n", dir, len(entries), plural(len(entries), "entry", "entries"), dpcache.FormatSize(total), describeBudget(cfg.budget)); err != nil || len(entries) == 0 {
+		return err
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAST USED\tSIZE\tSTRATEGY\tWORKLOAD\tR\tPARTICIPATION\tSTORED\tKEY")

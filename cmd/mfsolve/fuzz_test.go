@@ -46,7 +46,7 @@ func FuzzLoadWorkload(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		w, err := loadWorkload(path)
+		w, err := loadWorkload(path, nil)
 		if err != nil {
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "-workload "+path+": ") || strings.ContainsAny(msg, "\n\r") {

@@ -133,7 +133,7 @@ func solve(ctx context.Context, cfg config, e env) error {
 		// Given up when ctx is done (SIGINT or SIGTERM): a FIFO such as
 		// -workload <(cmd) blocks the open until its writer starts, and
 		// each read until it writes.
-		if w, err = cli.Interruptible(ctx, func() (*factorize.Workload, error) { return loadWorkload(cfg.workload) }); err != nil {
+		if w, err = cli.Interruptible(ctx, func() (*factorize.Workload, error) { return loadWorkload(cfg.workload, e.memAvailable) }); err != nil {
 			return err
 		}
 		if cfg.rSet && cfg.r != w.R() {
@@ -280,9 +280,28 @@ func solve(ctx context.Context, cfg config, e env) error {
 	return nil
 }
 
-// loadWorkload reads a workload matrix from a .npy file.
-func loadWorkload(path string) (*factorize.Workload, error) {
-	a, err := npy.Load(path)
+// loadWorkload reads a workload matrix from a .npy file. An array whose
+// data (twice its data in Fortran order, for the copy in C order) takes
+// more memory than avail reports is refused from the header, before its
+// data is read: the solver's own check (checkMemory) comes only once R
+// is known from the loaded matrix, too late for an array larger than the
+// memory. A nil avail skips the check.
+func loadWorkload(path string, avail func() (uint64, error)) (*factorize.Workload, error) {
+	a, err := npy.LoadChecked(path, func(shape []int, fortran bool) error {
+		need := 8.0
+		for _, d := range shape {
+			need *= float64(d)
+		}
+		what := ""
+		if fortran {
+			need *= 2
+			what = " in Fortran order (loaded with a copy in C order)"
+		}
+		if have, short := cli.Short(need, avail); short {
+			return fmt.Errorf("shape %s%s takes about %s to load, this machine has %s available", npyShape(shape), what, cli.FormatBytes(need), cli.FormatBytes(have))
+		}
+		return nil
+	})
 	if err != nil {
 		var fe *npy.FileError
 		if errors.As(err, &fe) {
@@ -304,6 +323,19 @@ func loadWorkload(path string) (*factorize.Workload, error) {
 		return nil, fmt.Errorf("-workload %s: %s", path, paramText(err))
 	}
 	return w, nil
+}
+
+// npyShape formats a shape as Python's repr of a tuple, as package npy's
+// messages do: "(3,)", "(2, 3)".
+func npyShape(shape []int) string {
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	if len(shape) == 1 {
+		return "(" + dims[0] + ",)"
+	}
+	return "(" + strings.Join(dims, ", ") + ")"
 }
 
 // paramText words a *factorize.ParamError for a message that already names

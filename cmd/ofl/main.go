@@ -211,15 +211,28 @@ func finish(ctx context.Context, c config, e env, p *experiment.Problem, res *ex
 		out = []byte(rep.summary() + "\n")
 	}
 	if c.out != "" {
-		if err := os.MkdirAll(c.out, 0o755); err != nil {
+		undo, err := cli.MkdirAll(c.out)
+		if err != nil {
 			return fmt.Errorf("-out %s: %v", c.out, err)
 		}
 		if err := writeRounds(ctx, filepath.Join(c.out, "rounds.csv"), res.Summary, e.stderr); err != nil {
+			// Nothing written: no directory created either.
+			undo()
 			return err
 		}
 	}
-	_, err := e.stdout.Write(out)
-	return err
+	if len(out) == 0 {
+		return nil
+	}
+	if _, err := e.stdout.Write(out); err != nil {
+		if c.out != "" {
+			// rounds.csv is complete and in place: say so, rather than
+			// let the failure read as "nothing written".
+			return fmt.Errorf("wrote %s, but printing the report failed: %w", filepath.Join(c.out, "rounds.csv"), err)
+		}
+		return err
+	}
+	return nil
 }
 
 // dataWant is what -data takes, for the errors that name it.

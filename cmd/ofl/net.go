@@ -28,7 +28,6 @@ import (
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fednet"
 	"github.com/dpmf/dpmf/fedopt"
-	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/mechanism"
 	"github.com/dpmf/dpmf/model"
@@ -790,8 +789,10 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	if l.out == "" {
 		return nil
 	}
-	// One number per line, in the shortest form that reads back exactly.
-	return atomicfile.WriteContext(ctx, l.out, 0o644, func(w io.Writer) error {
+	// One number per line, in the shortest form that reads back exactly;
+	// written as every output is (cli.WriteOutputs), so that an error
+	// names -out and its file.
+	err = cli.WriteOutputs(ctx, e.stderr, cli.Output{File: cli.File{Flag: "-out", Path: l.out}, Perm: 0o644, Write: func(w io.Writer) error {
 		var b []byte
 		for _, v := range x {
 			b = strconv.AppendFloat(b, v, 'g', -1, 64)
@@ -799,5 +800,11 @@ func runLearner(ctx context.Context, args []string, e env) error {
 		}
 		_, err := w.Write(b)
 		return err
-	})
+	}})
+	if err != nil && ctx.Err() != nil {
+		// The learner says where it stopped (cli.WriteOutputs returns
+		// ctx's bare error).
+		return fmt.Errorf("-out %s: interrupted while writing the final model; not written: %w", l.out, err)
+	}
+	return err
 }

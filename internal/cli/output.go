@@ -247,6 +247,38 @@ func CheckOutputsIn(flag, dir string, names []string, ins []File) error {
 	return CheckOutputs(outs, ins)
 }
 
+// MkdirAll creates dir and any parents that do not exist, with mode 0755
+// minus the umask, as os.MkdirAll does, and returns undo, which removes
+// the directories it created, innermost first, stopping at the first
+// that cannot be removed (one that is no longer empty: someone else wrote
+// there meanwhile). A command calls undo when its output fails, so that
+// a failed or interrupted run leaves no directory it created. On error
+// MkdirAll removes what it created itself.
+func MkdirAll(dir string) (undo func(), err error) {
+	var missing []string // innermost first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	undo = func() {
+		for _, d := range missing {
+			if os.Remove(d) != nil {
+				return
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		undo()
+		return nil, err
+	}
+	return undo, nil
+}
+
 // probeDir reports whether dir accepts new files, by creating and removing
 // one: permission bits alone do not say (root, read-only mounts, ACLs).
 func probeDir(dir string) error {
