@@ -109,8 +109,8 @@ func (a *Aggregator) close(p Phase) ([]int, error) {
 
 // Advertised records a learner's phase-0 message: refused in another
 // phase, twice from one learner, with an id out of range, with keys of the
-// wrong size or not a valid X25519 key, or repeating a key already
-// advertised.
+// wrong size, X25519 keys not in canonical encoding or of low order, or
+// repeating a key already advertised.
 func (a *Aggregator) Advertised(m Advertise) error {
 	if err := a.accept(PhaseAdvertise, "Advertise", m.From); err != nil {
 		return err
@@ -122,6 +122,11 @@ func (a *Aggregator) Advertised(m Advertise) error {
 		}
 	}
 	for i, name := range []string{"CPub", "SPub"} { // keys[i]
+		// An alias of a key (top bit set, or u + p) passes the byte-wise
+		// check below as another key.
+		if !canonicalX25519(keys[i]) {
+			return fmt.Errorf("secagg: Advertise from learner %d: %s is not the canonical encoding of an X25519 public key (below 2^255 - 19)", m.From, name)
+		}
 		// A low-order point makes every key agreement with it fail: one
 		// learner would stop the run for all.
 		if _, err := agree(probeKey, keys[i]); err != nil {

@@ -112,7 +112,8 @@ func digest[M encoding.BinaryMarshaler](ms []M) (h [32]byte, err error) {
 }
 
 // ShareKeys checks the roster U1 (sorted by id, ids in range, at least T
-// learners, this learner with the keys it sent, no key twice) and returns
+// learners, this learner with the keys it sent, X25519 keys in canonical
+// encoding, no key twice) and returns
 // the encrypted shares of its masking key and self-mask seed for every
 // learner of the roster, itself included.
 func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
@@ -140,6 +141,9 @@ func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
 			return Shares{}, fmt.Errorf("secagg: learner %d: roster not sorted by id or id %d twice", c.id, a.From)
 		case len(a.CPub) != KeySize || len(a.SPub) != KeySize || len(a.SigPub) != KeySize:
 			return Shares{}, fmt.Errorf("secagg: learner %d: roster entry %d has keys of the wrong size, want %d bytes", c.id, a.From, KeySize)
+		case !canonicalX25519(a.CPub) || !canonicalX25519(a.SPub):
+			// Else an alias of another entry's key passes the check below.
+			return Shares{}, fmt.Errorf("secagg: learner %d: roster entry %d has an X25519 key that is not the canonical encoding of one (below 2^255 - 19)", c.id, a.From)
 		}
 		for _, k := range a.keys() {
 			if seen[string(k)] {

@@ -61,6 +61,34 @@ func deriveKey(secret, ctx []byte, label string, ids ...int) []byte {
 	return k
 }
 
+// canonicalX25519 reports whether k is the canonical encoding of an
+// X25519 public key: 32 bytes, little-endian, below p = 2^255 - 19 (its
+// top bit clear). X25519 reads any 32 bytes as a key, ignoring the top bit
+// and reducing modulo p (RFC 7748, section 5), so k with the top bit set,
+// and u + p for u < 19, name the same key as u's canonical bytes, which
+// crypto/ecdh's PublicKey.Bytes always gives: among canonical encodings
+// alone, two keys are equal exactly when their bytes are, which the
+// checks of "no key twice" rely on.
+func canonicalX25519(k []byte) bool {
+	if len(k) != KeySize {
+		return false
+	}
+	// Compare with p's bytes (0xed, 0xff x 30, 0x7f) from the top down.
+	for i := KeySize - 1; i >= 0; i-- {
+		p := byte(0xff)
+		switch i {
+		case KeySize - 1:
+			p = 0x7f
+		case 0:
+			p = 0xed
+		}
+		if k[i] != p {
+			return k[i] < p
+		}
+	}
+	return false // k is p itself
+}
+
 // agree is X25519(priv, pub) for a peer's public key bytes.
 func agree(priv *ecdh.PrivateKey, pub []byte) ([]byte, error) {
 	p, err := ecdh.X25519().NewPublicKey(pub)

@@ -54,7 +54,9 @@
 // every share (context, dealer, holder and share hashed), so a forged or
 // foreign phase-4 share is refused instead of silently corrupting the sum; a
 // learner refuses a roster in which its own keys are not the ones it sent or
-// in which two learners share a key.
+// in which two learners share a key (X25519 keys only in canonical encoding,
+// below 2^255 - 19, so that an alias with the top bit set is not taken for
+// another key; the aggregator refuses such keys too).
 //
 // # Primitives
 //

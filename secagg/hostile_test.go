@@ -1,6 +1,9 @@
 package secagg
 
 import (
+	"bytes"
+	"crypto/ecdh"
+	"errors"
 	"slices"
 	"testing"
 )
@@ -125,5 +128,91 @@ func TestSharesRefused(t *testing.T) {
 	must(t, err)
 	if !slices.Equal(u3, []int{0, 1, 2, 3}) || !slices.Equal(sum, plainSum(s.in, u3)) {
 		t.Fatalf("after the refusals: survivors %v and a sum other than the plain sum over U1", u3)
+	}
+}
+
+// X25519 reads a public key's 32 bytes as a number modulo p = 2^255 - 19
+// with the top bit ignored (RFC 7748, section 5): the bytes of a key with
+// the top bit set, and those of u + p for u < 19, name the same key as
+// u's canonical bytes, which crypto/ecdh's PublicKey.Bytes gives. A
+// byte-wise check of "no key twice" passes such an alias of another
+// learner's key: the aggregator and the learners refuse every X25519 key
+// that is not in canonical encoding, so that two learners of a roster
+// never share a key (the paper's check, and what doc.go states).
+func TestAliasedKeysRefused(t *testing.T) {
+	ctx := testContext(4, 3, 8)
+	s := newSession(t, ctx, 13)
+	advs := make([]Advertise, ctx.N)
+	for u, c := range s.clients {
+		var err error
+		advs[u], err = c.Advertise()
+		must(t, err)
+	}
+	alias := func(k []byte) []byte { a := slices.Clone(k); a[31] |= 0x80; return a }
+	// p + 9: the alias of 9, the base point's u (not of low order).
+	pPlus9 := bytes.Repeat([]byte{0xff}, KeySize)
+	pPlus9[0], pPlus9[31] = 0xf6, 0x7f
+	nine := make([]byte, KeySize)
+	nine[0] = 9
+	// The premise, checked apart from the code under test: each alias
+	// agrees with any private key as the key it aliases.
+	priv, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{3}, KeySize))
+	must(t, err)
+	for _, p := range [][2][]byte{{advs[0].SPub, alias(advs[0].SPub)}, {nine, pPlus9}} {
+		a, errA := ecdh.X25519().NewPublicKey(p[0])
+		b, errB := ecdh.X25519().NewPublicKey(p[1])
+		must(t, errors.Join(errA, errB))
+		sa, errA := priv.ECDH(a)
+		sb, errB := priv.ECDH(b)
+		must(t, errors.Join(errA, errB))
+		if !bytes.Equal(sa, sb) || bytes.Equal(p[0], p[1]) {
+			t.Fatalf("%x and %x: not two encodings of one key", p[0], p[1])
+		}
+	}
+
+	must(t, s.agg.Advertised(advs[0]))
+	with := func(cpub, spub []byte) Advertise {
+		return Advertise{From: 1, CPub: cpub, SPub: spub, SigPub: advs[1].SigPub}
+	}
+	for _, c := range []struct {
+		name string
+		m    Advertise
+	}{
+		{"learner 0's masking key, top bit set, as learner 1's", with(advs[1].CPub, alias(advs[0].SPub))},
+		{"learner 0's encryption key, top bit set, as learner 1's", with(alias(advs[0].CPub), advs[1].SPub)},
+		{"its own encryption key, top bit set, as its masking key", with(advs[1].CPub, alias(advs[1].CPub))},
+		{"p + 9 as its masking key", with(advs[1].CPub, pPlus9)},
+	} {
+		refused(t, c.name, s.agg.Advertised(c.m), "not the canonical encoding")
+	}
+	for _, m := range advs[1:] {
+		must(t, s.agg.Advertised(m))
+	}
+	s.roster, err = s.agg.CloseAdvertise()
+	must(t, err)
+
+	// A roster in which learner 2's keys alias learner 1's (as a server
+	// could relay it) is refused by the learners.
+	for _, c := range []struct {
+		name string
+		edit func(r []Advertise)
+	}{
+		{"masking key", func(r []Advertise) { r[2].SPub = alias(r[1].SPub) }},
+		{"encryption key", func(r []Advertise) { r[2].CPub = alias(r[1].CPub) }},
+		{"p + 9", func(r []Advertise) { r[2].SPub = pPlus9 }},
+	} {
+		r := slices.Clone(s.roster)
+		c.edit(r)
+		_, err := s.clients[0].ShareKeys(r)
+		refused(t, "roster with an aliased "+c.name, err, "not the canonical encoding")
+	}
+	s.share(t)
+	s.mask(t)
+	s.sign(t)
+	s.unmask(t)
+	sum, u3, err := s.agg.Finish()
+	must(t, err)
+	if !slices.Equal(sum, plainSum(s.in, u3)) {
+		t.Fatal("after the refusals: a sum other than the plain sum")
 	}
 }
