@@ -607,6 +607,11 @@ func runServer(ctx context.Context, args []string, e env) error {
 			g.Stop()
 		}
 	}()
+	if c.secure && s.tls.ca == "" {
+		// Secure aggregation's secrecy is counted in colluders, and a
+		// stranger who claims a free learner index is one more.
+		log.Warn("unauthenticated learners", "reason", "-secure-aggregation without -client-ca: anyone who reaches the port can claim a learner index not yet taken, and each such claimer counts as a colluder that -colluders does not include; give -client-ca for the secrecy the plan states")
+	}
 	if s.tls.insecure && s.tls.nonLoopback {
 		log.Warn("plaintext", "addr", lis.Addr().String(), "reason", "-insecure with -"+insecureNonLoopback+": models and updates cross the network unencrypted and unauthenticated")
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/internal/testpki"
 )
 
 // Run flags that the protocol's int32 fields cannot carry are usage
@@ -128,6 +129,42 @@ func TestSeededServerWarns(t *testing.T) {
 		got := strings.Contains(log, "level=WARN msg=\"seeded noise key\"")
 		if got != c.warn || (got && !strings.Contains(log, "anyone who knows the seed")) {
 			t.Errorf("%v: stderr %q; want a warning that the noise key comes from the seed: %v", c.args, log, c.warn)
+		}
+	}
+}
+
+// A secure-aggregation server without -client-ca lets anyone who reaches
+// the port claim a free learner index, and such a claimer is a colluder
+// that -colluders does not count: the server says so at every start. With
+// mutual TLS, or without secure aggregation, it does not.
+func TestSecureWithoutClientCAWarns(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.New(t, dir, "ca")
+	cert, key := ca.Issue(t, "server", true)
+	secure := []string{"-secure-aggregation", "-threshold", "3", "-learners", "4", "-algo", "nonprivate"}
+	for _, c := range []struct {
+		name string
+		args []string
+		warn bool
+	}{
+		{"secure, no TLS", append([]string{"-insecure"}, secure...), true},
+		{"secure, TLS without -client-ca", append([]string{"-tls-cert", cert, "-tls-key", key}, secure...), true},
+		{"secure, mutual TLS", append([]string{"-tls-cert", cert, "-tls-key", key, "-client-ca", ca.File}, secure...), false},
+		{"plain, TLS without -client-ca", []string{"-tls-cert", cert, "-tls-key", key, "-learners", "4", "-algo", "nonprivate"}, false},
+	} {
+		var errb strings.Builder
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the server stops at once after listening
+		args := append([]string{"server", "-state", t.TempDir(), "-listen", "127.0.0.1:0", "-rounds", "2", "-dim", "3", "-seed", "1"}, c.args...)
+		run(ctx, args, env{stdout: io.Discard, stderr: &errb})
+		log := errb.String()
+		if !strings.Contains(log, "msg=serving") {
+			t.Errorf("%s: %q, want it to serve", c.name, log)
+			continue
+		}
+		got := strings.Contains(log, "level=WARN msg=\"unauthenticated learners\"")
+		if got != c.warn || (got && !strings.Contains(log, "counts as a colluder")) {
+			t.Errorf("%s: stderr %q; want the warning about unauthenticated learners: %v", c.name, log, c.warn)
 		}
 	}
 }
