@@ -390,7 +390,7 @@ func ParseCalibration(s string) (Calibration, error) {
 	if c := slices.Index(calibrationNames, s); c >= 0 {
 		return Calibration(c), nil
 	}
-	return 0, &param.Error{Param: "calibration", Value: strconv.Quote(s), Want: "exact or paper"}
+	return 0, &param.Error{Param: "calibration", Value: param.Quote(s), Want: "exact or paper"}
 }
 
 // MarshalText writes the name.
