@@ -44,3 +44,15 @@ func TestParseErrorsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// Parse's errors for input that is no JSON object at all say what it
+// wants: before, an empty input was "plan: EOF", a cut one "plan:
+// unexpected EOF" and an array Go's type name ("plan.Plan").
+func TestParseNotAnObject(t *testing.T) {
+	for _, in := range []string{"", "  \n", "{", `{"rounds": 3`, "[]", "3", `"plan"`} {
+		_, err := Parse([]byte(in))
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "want a plan's JSON object") {
+			t.Errorf("Parse(%q) = %v, want one line that says it wants a plan's JSON object", in, err)
+		}
+	}
+}
