@@ -63,6 +63,10 @@ func down(x float64) float64 {
 //	Sigma(eps, delta, m) is an error if sigma overflows float64 (for Paper,
 //	    ZCDP and DworkRoth, whose sigma grows like 1/eps, at eps below about
 //	    1e-308; Exact's sigma has a finite limit as eps -> 0)
+//	Sigma(eps, delta, CKS) is ZCDP's sigma (an upper bound on CKS's) where
+//	    CKS's rho is below the normal float64 range (delta below about
+//	    1e-154 and eps below about 1e-154 sqrt(log(1/delta))), and an error
+//	    where that overflows too (eps below about 1e-308)
 func Sigma(eps, delta float64, m Method) (float64, error) {
 	if err := checkEpsDelta(eps, delta); err != nil {
 		return 0, err
@@ -75,9 +79,21 @@ func Sigma(eps, delta float64, m Method) (float64, error) {
 	case Paper:
 		s = up(paperSigma(eps, L))
 	case ZCDP:
-		s = up((math.Sqrt(eps+L) + math.Sqrt(L)) / eps / math.Sqrt2)
+		s = up(bsSigma(eps, L))
 	case CKS:
-		s = up(sigmaFromRho(cksRho(eps, L)))
+		rho := cksRho(eps, L)
+		if rho >= 0x1p-1022 {
+			s = up(sigmaFromRho(rho))
+			break
+		}
+		// rho is subnormal (it has lost the precision the slack assumes)
+		// or underflowed to 0, while sigma is still finite: Bun &
+		// Steinke's sigma, which CKS's bound improves on, is an upper
+		// bound on CKS's, as in [Epsilon] for a subnormal rho.
+		s = up(bsSigma(eps, L))
+		if math.IsInf(s, 1) {
+			return 0, &MethodError{Method: m, Reason: "eps = " + ftoa(eps) + " at delta = " + ftoa(delta) + " needs a rho below the float64 range, where the CKS sigma is not computed (ZCDP's, which bounds it, overflows); use method exact"}
+		}
 	case RDP, RDPMironov:
 		rho := rdpGridRho(eps, L, rdpConv(m))
 		if rho == 0 {
@@ -186,7 +202,15 @@ func Epsilon(sigma, delta float64, k int, m Method) (float64, error) {
 		// rho + 2 sqrt(rho L) is mu sqrt(2 L) to within the rounding, an
 		// upper bound on CKS's too. From rho it lost its precision, or
 		// was 0 (pure DP) for mu below about 1e-162.
-		return up(up(mu * math.Sqrt(2*L))), nil
+		e := up(up(mu * math.Sqrt(2*L)))
+		if m == CKS {
+			// CKS's eps rises with rho, so its value at the smallest
+			// normal rho bounds it too, and is 0 where delta is large
+			// enough for (0, delta)-DP, as it is at larger rho (it was
+			// the positive e here, above 0 at a smaller sigma).
+			e = min(e, up(cksEpsilon(0x1p-1022, L)))
+		}
+		return e, nil
 	}
 	switch m {
 	case Exact:
@@ -209,6 +233,12 @@ func Epsilon(sigma, delta float64, k int, m Method) (float64, error) {
 }
 
 // sigmaFromRho returns 1/sqrt(2 rho), without overflow for a huge rho.
+// bsSigma is the sigma of Bun & Steinke's zCDP conversion,
+// 1/sqrt(2 bsRho(eps, L)), formed without rho (which underflows first).
+func bsSigma(eps, L float64) float64 {
+	return (math.Sqrt(eps+L) + math.Sqrt(L)) / eps / math.Sqrt2
+}
+
 func sigmaFromRho(rho float64) float64 { return 1 / (math.Sqrt2 * math.Sqrt(rho)) }
 
 func rdpConv(m Method) Conversion {

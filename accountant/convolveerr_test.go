@@ -106,7 +106,7 @@ func TestSelfConvolveTailOnlyErrors(t *testing.T) {
 	}
 	scale(m, 1/sum(m))
 	d, e := tailOnlyDist(0, slicesClone(m), tilt, math.Log(1e4))
-	r, err := selfConvolve(d, 2, 0.01, 1e-300, 1e-300, true)
+	r, err := selfConvolve(nil, d, 2, 0.01, 1e-300, 1e-300, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // Method selects how a noise multiplier is calibrated to (eps, delta), or
@@ -79,7 +81,7 @@ func ParseMethod(s string) (Method, error) {
 	if m := slices.Index(methodNames[:], s); m >= 0 {
 		return Method(m), nil
 	}
-	return 0, fmt.Errorf("accountant: unknown method %q, want one of %s", s, strings.Join(methodNames[:], ", "))
+	return 0, fmt.Errorf("accountant: unknown method %s, want one of %s", param.Quote(s), strings.Join(methodNames[:], ", "))
 }
 
 // MarshalText encodes m as its name, so a Method in a JSON record reads

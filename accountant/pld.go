@@ -589,7 +589,7 @@ func (p *PLD) Compose(o *PLD) (*PLD, error) {
 	}
 	bp, a := p.root()
 	if bo, b := o.root(); bo == bp && a <= math.MaxInt-b {
-		if r, err := bp.selfCompose(a+b, bp.tail); err == nil {
+		if r, err := bp.selfCompose(nil, a+b, bp.tail); err == nil {
 			r.base, r.count = bp, a+b
 			return r, nil
 		}
@@ -672,12 +672,12 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 	// beyond the limits that the composed masses fit), the masses are
 	// composed.
 	if p.base != nil && p.count <= math.MaxInt/k {
-		if r, err := p.base.selfCompose(p.count*k, p.base.tail); err == nil {
+		if r, err := p.base.selfCompose(nil, p.count*k, p.base.tail); err == nil {
 			r.base, r.count = p.base, p.count*k
 			return r, nil
 		}
 	}
-	r, err := p.selfCompose(k, p.tail)
+	r, err := p.selfCompose(nil, k, p.tail)
 	if err != nil {
 		return nil, err
 	}
@@ -722,7 +722,7 @@ func (p *PLD) one() *PLD {
 func (p *PLD) selfComposeUntilted(k int, fold float64) (*PLD, error) {
 	r := &PLD{h: p.h, tail: p.tail}
 	err := r.each(p.symmetric(), func(i int) (*lossDist, error) {
-		return selfConvolveTilt(p.dist(i), k, p.h, p.tail, fold, i < 2, true)
+		return selfConvolveTilt(nil, p.dist(i), k, p.h, p.tail, fold, i < 2, true)
 	})
 	if err != nil {
 		return nil, err
@@ -731,14 +731,15 @@ func (p *PLD) selfComposeUntilted(k int, fold float64) (*PLD, error) {
 }
 
 // selfCompose is SelfCompose with the tilted composition's window cut at a
-// tilted tail mass of fold (see selfConvolve).
-func (p *PLD) selfCompose(k int, fold float64) (*PLD, error) {
+// tilted tail mass of fold (see selfConvolve), stopped by ctx if not nil
+// (see selfConvolveTilt).
+func (p *PLD) selfCompose(ctx context.Context, k int, fold float64) (*PLD, error) {
 	if k == 1 {
 		return p, nil
 	}
 	r := &PLD{h: p.h, tail: p.tail}
 	err := r.each(p.symmetric(), func(i int) (*lossDist, error) {
-		return selfConvolve(p.dist(i), k, p.h, p.tail, fold, i < 2)
+		return selfConvolve(ctx, p.dist(i), k, p.h, p.tail, fold, i < 2)
 	})
 	if err != nil {
 		return nil, err

@@ -352,7 +352,7 @@ func TestKthPowerBound(t *testing.T) {
 	spec := tr.Coefficients(nil, seq)
 	var bounds [2]float64
 	for i, refine := range []bool{false, true} {
-		w, per := kthPower(tr, seq, spec, k, refine)
+		w, per := kthPower(nil, tr, seq, spec, k, refine)
 		worst := 0.0
 		for s := range n {
 			ref := 0.0

@@ -2,6 +2,7 @@ package accountant
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"slices"
 
@@ -1097,15 +1098,18 @@ func sum(x []float64) float64 {
 // other k - 1 factors by W_t^(k-1) is a Chernoff bound at the wrong
 // tilt for the losses in between, and G.Compose(G).SelfCompose(8)
 // reported Delta(1) = 1 for a true 0.254.
-func selfConvolve(d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDist, error) {
-	return selfConvolveTilt(d, k, h, tail, fold, pes, false)
+func selfConvolve(ctx context.Context, d *lossDist, k int, h, tail, fold float64, pes bool) (*lossDist, error) {
+	return selfConvolveTilt(ctx, d, k, h, tail, fold, pes, false)
 }
 
 // selfConvolveTilt is selfConvolve, at tilt 0 if untilted (the untilted
 // computation that spliceSelf joins below a self-composition's tilted
 // masses); an untilted composition of an input whose error has no bound at
-// tilt 0 is an error.
-func selfConvolveTilt(d *lossDist, k int, h, tail, fold float64, pes, untilted bool) (*lossDist, error) {
+// tilt 0 is an error. ctx, if not nil, is checked between the transforms
+// and while refineSpectrum sums (10^9 steps: 17 to 40 s in all, no phase
+// between checks above about a second), and ctx.Err() returned once it
+// is done.
+func selfConvolveTilt(ctx context.Context, d *lossDist, k int, h, tail, fold float64, pes, untilted bool) (*lossDist, error) {
 	if d == noOpt {
 		return noOpt, nil
 	}
@@ -1200,6 +1204,9 @@ func selfConvolveTilt(d *lossDist, k int, h, tail, fold float64, pes, untilted b
 	if pes && sB < full-1 {
 		r.inf = math.Min(1, r.inf+above)
 	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	n := fastLen(sB - sA + 1)
 	if sA == 0 && sB == full-1 {
 		n = fastLen(full) // no wrap at all
@@ -1274,13 +1281,35 @@ func selfConvolveTilt(d *lossDist, k int, h, tail, fold float64, pes, untilted b
 		r.trim()
 		return &r
 	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	tr := fourier.NewFFT(n)
 	spec := tr.Coefficients(nil, seq)
-	r = build(kthPower(tr, seq, spec, k, false))
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	w, perIndex := kthPower(ctx, tr, seq, spec, k, false)
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	r = build(w, perIndex)
 	if roundingMatters(r, h, pes) {
-		r = build(kthPower(tr, seq, spec, k, true))
+		w, perIndex = kthPower(ctx, tr, seq, spec, k, true)
+		if err := ctxErr(ctx); err != nil {
+			return nil, err
+		}
+		r = build(w, perIndex)
 	}
 	return r, nil
+}
+
+// ctxErr is ctx.Err(), nil for a nil ctx.
+func ctxErr(ctx context.Context) error {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Err()
 }
 
 // propTilts returns the tilts at which selfConvolve bounds its input's
@@ -1343,7 +1372,10 @@ func roundingMatters(d *lossDist, h float64, pes bool) bool {
 // powRound(k, 11.5 u^2) |z|^k plus 2 u |z^k| for its rounding to float64. The float64
 // forward FFT's bound, amplified k-fold by the power, is what limits the
 // rounding bound otherwise (see docs/privacy.md).
-func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine bool) (w []float64, perIndex float64) {
+//
+// Once ctx (if not nil) is done, it returns soon with a meaningless
+// result, which the caller discards on ctx.Err().
+func kthPower(ctx context.Context, tr *fourier.FFT, seq []float64, spec []complex128, k int, refine bool) (w []float64, perIndex float64) {
 	n := len(seq)
 	kf, nf := float64(k), float64(n)
 	m := sum(seq) * (1 + nf*unitRound)
@@ -1357,13 +1389,19 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 	var exact map[int]complex128
 	round := map[int]float64{}
 	if refine {
-		exact = refineSpectrum(tr, seq, c, in, k, m, fe, round)
+		exact = refineSpectrum(ctx, tr, seq, c, in, k, m, fe, round)
+		if ctxErr(ctx) != nil {
+			return nil, 0
+		}
 	}
 	pr := powRound(k, math.Sqrt(5)*unitRound)
 	// The powers on all cores: c[j] becomes z^k, in[j] its error bound f
 	// and outAbs[j] |z^k|; the sums of those below stay in the order of j.
 	outAbs := make([]float64, len(c))
 	par.Range(len(c), chunk, powCost(k), func(lo, hi int) {
+		if ctxErr(ctx) != nil {
+			return
+		}
 		for j := lo; j < hi; j++ {
 			z := c[j]
 			a, e := abs(z), in[j]
@@ -1380,6 +1418,9 @@ func kthPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, refine b
 			c[j] = p
 		}
 	})
+	if ctxErr(ctx) != nil {
+		return nil, 0
+	}
 	return inverseBound(tr, c, in, outAbs, n)
 }
 
@@ -1394,8 +1435,9 @@ const refineBudget = 1e7
 // rounding bounds in round. It recomputes none if that takes more than
 // refineBudget terms of double-word sums (a spectrum not concentrated in a
 // narrow band: few compositions, where the bound is not amplified much)
-// or the bulk of seq is longer than 2^15 points.
-func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64, k int, m, fe float64, round map[int]float64) map[int]complex128 {
+// or the bulk of seq is longer than 2^15 points. Once ctx (if not nil) is
+// done it stops within one coefficient a core and returns nil.
+func refineSpectrum(ctx context.Context, tr *fourier.FFT, seq []float64, c []complex128, in []float64, k int, m, fe float64, round map[int]float64) map[int]complex128 {
 	n := len(seq)
 	kf := float64(k)
 	// The bulk: all but rho/2 of the mass on either side.
@@ -1447,7 +1489,7 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 		total -= cands[count].g
 		count++
 	}
-	if count == 0 || float64(count)*float64(bulk) > refineBudget {
+	if count == 0 || float64(count)*float64(bulk) > refineBudget || ctxErr(ctx) != nil {
 		return nil
 	}
 	tail := slices.Clone(seq)
@@ -1455,6 +1497,9 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 	mb := sum(seq[s0:s1+1]) * (1 + float64(n)*unitRound)
 	mt := sum(tail) * (1 + float64(n)*unitRound)
 	ct := tr.Coefficients(nil, tail)
+	if ctxErr(ctx) != nil {
+		return nil
+	}
 	eRefined := fe*mt + hornerErrorConst(bulk)*mb
 	pr := powRound(k, 11.5*unitRound*unitRound)
 	// The candidates on all cores (each writes only its own in[j] and
@@ -1464,6 +1509,9 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 	rounds := make([]float64, count)
 	par.Range(count, 1, float64(bulk)*costDD+powCost(k), func(lo, hi int) {
 		for ci := lo; ci < hi; ci++ {
+			if ctxErr(ctx) != nil {
+				return
+			}
 			j := chosen[ci].j
 			z := hornerDFT(seq[s0:s1+1], s0, j, n)
 			z.rh, z.rl = ddfloat.Add(z.rh, z.rl, real(ct[j]), 0)
@@ -1478,6 +1526,9 @@ func refineSpectrum(tr *fourier.FFT, seq []float64, c []complex128, in []float64
 			c[j] = complex(z.rh, z.ih)
 		}
 	})
+	if ctxErr(ctx) != nil {
+		return nil // in and c are partly refined: the caller discards them
+	}
 	exact := make(map[int]complex128, count)
 	for ci, cd := range chosen {
 		exact[cd.j] = pows[ci]

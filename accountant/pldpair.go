@@ -1,6 +1,7 @@
 package accountant
 
 import (
+	"context"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -30,7 +31,7 @@ import (
 // refinement of each spectrum where the rounding matters; see
 // pairInverse), and the inverse transform errs at each index as in
 // kthPower.
-func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDist, error) {
+func pairPower(ctx context.Context, a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDist, error) {
 	if a == noOpt || b == noOpt {
 		return noOpt, nil
 	}
@@ -145,11 +146,20 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 		r.trim()
 		return &r
 	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	tr := fourier.NewFFT(n)
 	specA := tr.Coefficients(nil, seqA)
 	specB := tr.Coefficients(nil, seqB)
-	pa, _ := newSpecPower(tr, seqA, specA, k, nil)
-	pb, _ := newSpecPower(tr, seqB, specB, k, nil)
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	pa, _ := newSpecPower(ctx, tr, seqA, specA, k, nil)
+	pb, _ := newSpecPower(ctx, tr, seqB, specB, k, nil)
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	c, in, outAbs := pairProduct(pa, pb)
 	// The unrefined powers' result decides whether to refine them
 	// (roundingMatters), unless their error bound, known before the
@@ -187,8 +197,14 @@ func pairPower(a, b *lossDist, k int, h, tail, fold float64, pes bool) (*lossDis
 	}
 	// (The refinement changes pa, pb, specA and specB in place; c, in and
 	// outAbs are the unrefined product's own.)
-	ra, refA := newSpecPower(tr, seqA, specA, k, pa)
-	rb, refB := newSpecPower(tr, seqB, specB, k, pb)
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	ra, refA := newSpecPower(ctx, tr, seqA, specA, k, pa)
+	rb, refB := newSpecPower(ctx, tr, seqB, specB, k, pb)
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	if refA || refB {
 		r = build(pairInverse(tr, ra, rb, n))
 	} else if r == nil {
@@ -290,7 +306,7 @@ type specPower struct {
 // they replace those of the unrefined powers, plain, and those of spec, in
 // place (no copies of 3 * 10^6-point spectra), and refined says whether
 // any was; otherwise plain is returned as it is.
-func newSpecPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, plain *specPower) (sp *specPower, refined bool) {
+func newSpecPower(ctx context.Context, tr *fourier.FFT, seq []float64, spec []complex128, k int, plain *specPower) (sp *specPower, refined bool) {
 	n := len(seq)
 	kf, nf := float64(k), float64(n)
 	fe := fftErrorConst(n)
@@ -302,7 +318,7 @@ func newSpecPower(tr *fourier.FFT, seq []float64, spec []complex128, k int, plai
 			in[j] = fe * m
 		}
 		round := map[int]float64{}
-		exact := refineSpectrum(tr, seq, c, in, k, m, fe, round)
+		exact := refineSpectrum(ctx, tr, seq, c, in, k, m, fe, round)
 		if exact == nil {
 			return plain, false
 		}

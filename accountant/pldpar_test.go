@@ -152,12 +152,12 @@ func TestKthPowerRefineSameBitsAnyCores(t *testing.T) {
 	for j := range in {
 		in[j] = e
 	}
-	if exact := refineSpectrum(tr, seq, slices.Clone(spec), in, k, sum(seq), fftErrorConst(n), map[int]float64{}); len(exact) < 100 {
+	if exact := refineSpectrum(nil, tr, seq, slices.Clone(spec), in, k, sum(seq), fftErrorConst(n), map[int]float64{}); len(exact) < 100 {
 		t.Fatalf("refineSpectrum recomputed %d coefficients, want at least 100", len(exact))
 	}
 	run := func(procs int) ([]float64, float64) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		return kthPower(tr, seq, spec, k, true)
+		return kthPower(nil, tr, seq, spec, k, true)
 	}
 	w1, e1 := run(1)
 	for _, procs := range []int{2, 8} {

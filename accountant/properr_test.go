@@ -105,7 +105,7 @@ func TestSelfComposePropagatedError(t *testing.T) {
 	}
 	for _, pes := range []bool{true, false} {
 		d, e := perIdxDist(-4, slicesClone(decay), 0, math.Log(1e-9), math.Log(1e-8))
-		r1, err := selfConvolve(d, 3, h, 1e-8, 1e-8, pes)
+		r1, err := selfConvolve(nil, d, 3, h, 1e-8, 1e-8, pes)
 		if err != nil {
 			t.Fatal(err)
 		}

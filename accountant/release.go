@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // Relation is the neighbouring relation a privacy guarantee is stated
@@ -35,7 +37,7 @@ func ParseRelation(s string) (Relation, error) {
 	if i := slices.Index(relationNames[:], s); i >= 0 {
 		return Relation(i), nil
 	}
-	return 0, fmt.Errorf("accountant: neighbouring relation %q, want add-remove or replace-one", s)
+	return 0, fmt.Errorf("accountant: neighbouring relation %s, want add-remove or replace-one", param.Quote(s))
 }
 
 // ReleaseSensitivity returns the L2 sensitivity of a release C G whose row r

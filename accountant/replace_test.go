@@ -321,7 +321,7 @@ func stepFirstReplaceOne(t *testing.T, q, sigma float64, steps int) *PLD {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := one.selfCompose(steps, math.Max(o.TailMass, foldFloor))
+	p, err := one.selfCompose(nil, steps, math.Max(o.TailMass, foldFloor))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestPairPowerWindowBelow(t *testing.T) {
 	for side := 0; side < 4; side += 2 {
 		a, b := ar.dist(side), ar.dist(side+1)
 		pes := side == 0
-		r, err := pairPower(a, b, k, h, ar.tail, fold, pes)
+		r, err := pairPower(nil, a, b, k, h, ar.tail, fold, pes)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -167,6 +167,12 @@ func checkRelation(rel Relation) error {
 //	SampledGaussian(q, sigma, T, r) is an error for q outside [0, 1] or NaN,
 //	    sigma <= 0 or NaN, T < 1, or a relation other than AddRemove and
 //	    ReplaceOne
+//
+// Its time grows with the composed grid, up to 2^24 points: under a
+// second for thousands of steps, 17 s (idle) to 40 s (loaded two-core
+// machine) at q = 0.01, sigma = 1 and 10^9 steps, mostly FFTs of 2^24
+// points and the double-word refinement of the spectrum's low
+// frequencies. It cannot be stopped; [SampledGaussianContext] can.
 func SampledGaussian(q, sigma float64, steps int, rel Relation) (*PLD, error) {
 	return sampledGaussian(q, sigma, steps, rel, sampledOpts{budget: gridBudget})
 }
@@ -240,7 +246,7 @@ func sampledGaussian(q, sigma float64, steps int, rel Relation, so sampledOpts) 
 		if so.ctx != nil && so.ctx.Err() != nil {
 			return nil, so.ctx.Err()
 		}
-		return p.selfCompose(steps, fold)
+		return p.selfCompose(so.ctx, steps, fold)
 	}
 	p, err := build(o, !so.safeOnly && so.budget >= gridBudget && steps > 1)
 	// The automatic interval is chosen for accuracy, and at a tiny q it
@@ -732,7 +738,7 @@ func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions, ar
 		fa, la := a.support()
 		fb, lb := b.support()
 		if fa < la && fb < lb {
-			return pairPower(a, b, steps, ar.h, ar.tail, fold, i < 2)
+			return pairPower(o.ctx, a, b, steps, ar.h, ar.tail, fold, i < 2)
 		}
 		// The tilt of the composition of steps copies of a composed with b.
 		both, err := convolveAt(a, b, 0)
@@ -745,11 +751,11 @@ func replaceOneSteps(q, sigma float64, steps int, fold float64, o PLDOptions, ar
 		// takes a distribution's own tilt as the one to use).
 		at, bt := *a, *b
 		at.tau, bt.tau = t, t
-		ak, err := selfConvolve(&at, steps, ar.h, ar.tail, fold, i < 2)
+		ak, err := selfConvolve(o.ctx, &at, steps, ar.h, ar.tail, fold, i < 2)
 		if err != nil {
 			return nil, err
 		}
-		bk, err := selfConvolve(&bt, steps, ar.h, ar.tail, fold, i < 2)
+		bk, err := selfConvolve(o.ctx, &bt, steps, ar.h, ar.tail, fold, i < 2)
 		if err != nil {
 			return nil, err
 		}

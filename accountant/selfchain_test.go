@@ -192,7 +192,7 @@ func TestSelfComposeOfSelfComposedMassesNotNaN(t *testing.T) {
 	}{{1, PLDOptions{Interval: 1}}, {0.7, PLDOptions{Interval: 1e-2, TailMass: 1e-3}}} {
 		p := must(GaussianPLD(c.sigma, c.o))
 		for _, k := range []int{2, 2, 4} {
-			p = must(p.selfCompose(k, p.tail))
+			p = must(p.selfCompose(nil, k, p.tail))
 		}
 		mu := 4 / c.sigma
 		for _, eps := range []float64{0.5, 1, 5, 10, 30} {

@@ -50,7 +50,7 @@ func TestSelfComposeCutThenHigherTilt(t *testing.T) {
 		n := len(c.m)
 		for _, pes := range []bool{true, false} {
 			d, e := tailOnlyDist(0, slicesClone(c.m), t0, math.Log(1e-2))
-			r1, err := selfConvolve(d, 2, h, 1e-8, 1e-8, pes)
+			r1, err := selfConvolve(nil, d, 2, h, 1e-8, 1e-8, pes)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -66,6 +66,7 @@ func fig4(ctx context.Context, seed uint64) ([]float64, error) {
 			Plan:          &plan.Plan{Target: &plan.Target{Eps: c.eps, Delta: 1e-3, Calibration: plan.Exact}},
 			Repeat:        experiment.RepeatOptions{Reps: 20},
 			Seed:          seed,
+			Seeded:        true,
 		}
 		res, err := e.Run(ctx)
 		if err != nil {

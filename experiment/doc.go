@@ -19,9 +19,13 @@
 //
 // # Reproducibility
 //
-// Repetition k's noise is seeded with [RepSeed](seed, k); repetitions run
-// in parallel ([RepeatOptions.Workers]) and are collected by index, so the
-// numbers are the same bit for bit for any number of workers.
+// With [Experiment.Seeded], repetition k's noise is seeded with
+// [RepSeed](seed, k); repetitions run in parallel ([RepeatOptions.Workers])
+// and are collected by index, so the numbers are the same bit for bit for
+// any number of workers. A seeded noise is for experiments and
+// reproductions, not for a release ([Result.NoiseSeeded] records it).
+// Without Seeded, as in the zero value, each repetition's noise key is
+// drawn from crypto/rand ([SecureNoise]) and the run cannot be repeated.
 //
 // A nil or zero-value *[Problem] or *[Experiment] is a *[ParamError].
 package experiment

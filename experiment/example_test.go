@@ -165,6 +165,7 @@ func ExampleExperiment() {
 			Target: &plan.Target{Eps: 5, Delta: 1e-3, Calibration: plan.Exact}},
 		Repeat: experiment.RepeatOptions{Reps: 4},
 		Seed:   1,
+		Seeded: true,
 	}
 	res, err := e.Run(ctx)
 	if err != nil {

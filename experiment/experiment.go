@@ -40,8 +40,17 @@ type Experiment struct {
 	Factorization *factorize.Factorization
 	// Repeat holds the repetitions, workers and progress callback.
 	Repeat RepeatOptions
-	// Seed determines the noise of every repetition (see [RepSeed]).
+	// Seed determines the noise of every repetition (see [RepSeed]) when
+	// Seeded is set; without Seeded it is not used.
 	Seed uint64
+	// Seeded makes the noise reproducible: repetition k's mechanism is
+	// seeded with RepSeed(Seed, k) ([FactorizationNoise]). That is for
+	// experiments, tests and reproductions, not for a release: whoever
+	// knows or searches the 64-bit seed can draw the noise again and
+	// subtract it (Result.NoiseSeeded says so). Without it, as in the zero
+	// value, every repetition's mechanism draws its 256-bit key from
+	// crypto/rand ([SecureNoise]), and the noise cannot be repeated.
+	Seeded bool
 }
 
 // Result is the outcome of an [Experiment].
@@ -56,11 +65,18 @@ type Result struct {
 	// Plan is the calibrated plan of the noise (Privacy is its record);
 	// nil for NonPrivate.
 	Plan *plan.Plan
+	// NoiseSeeded is true when the noise came from Experiment.Seed
+	// (Experiment.Seeded): reproducible, and not for a real release. It
+	// is false when every repetition's key came from crypto/rand, and for
+	// NonPrivate (no noise).
+	NoiseSeeded bool
 }
 
 // Run computes the factorization (for Correlated and BaselineCorrelated;
-// the identity for Independent), calibrates the noise, and runs the repetitions, repetition
-// k drawing its noise from a mechanism seeded with RepSeed(Seed, k).
+// the identity for Independent), calibrates the noise, and runs the
+// repetitions, repetition k drawing its noise from a mechanism seeded with
+// RepSeed(Seed, k) if e.Seeded, else from one keyed from crypto/rand
+// (Result.NoiseSeeded records which).
 func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 	if e == nil {
 		return nil, &ParamError{Param: "experiment", Want: "an Experiment with a Problem"}
@@ -82,7 +98,12 @@ func (e *Experiment) Run(ctx context.Context) (*Result, error) {
 		}
 		res.Privacy, res.Factorization, res.Plan = priv, f, pl
 		cfg.Privacy = priv
-		noise = FactorizationNoise(f, e.Problem.Model.NumParams(e.Problem.Data.Dim), priv.NoiseStd, e.Seed)
+		dim := e.Problem.Model.NumParams(e.Problem.Data.Dim)
+		if e.Seeded {
+			noise, res.NoiseSeeded = FactorizationNoise(f, dim, priv.NoiseStd, e.Seed), true
+		} else {
+			noise = SecureNoise(f, dim, priv.NoiseStd)
+		}
 	}
 	s, err := Repeat(ctx, e.Problem, cfg, noise, e.Repeat)
 	if err != nil {
@@ -151,9 +172,22 @@ func (e *Experiment) noise(ctx context.Context, n, R, tau int) (*factorize.Facto
 
 // FactorizationNoise returns the noise source that gives repetition rep a
 // mechanism for factorization f, dimension dim and standard deviation std,
-// seeded with RepSeed(seed, rep).
+// seeded with RepSeed(seed, rep): reproducible, for experiments and tests,
+// not for a release (see [SecureNoise]).
 func FactorizationNoise(f *factorize.Factorization, dim int, std float64, seed uint64) NoiseSource {
 	return func(rep int) (mechanism.Mechanism, error) {
 		return mechanism.New(f, dim, std, mechanism.WithSeed(RepSeed(seed, rep)))
+	}
+}
+
+// SecureNoise returns the noise source that gives each repetition a
+// mechanism for factorization f, dimension dim and standard deviation std
+// with its own 256-bit key from crypto/rand (mechanism's default): the
+// noise of a real release, which nobody can draw again. It does not meet
+// [NoiseSource]'s reproducibility: a repetition's noise differs from call
+// to call.
+func SecureNoise(f *factorize.Factorization, dim int, std float64) NoiseSource {
+	return func(int) (mechanism.Mechanism, error) {
+		return mechanism.New(f, dim, std)
 	}
 }

@@ -31,6 +31,7 @@ func TestExperimentPrivacy(t *testing.T) {
 			Plan:    &plan.Plan{Strategy: factorize.StrategySqrt, Target: &plan.Target{Eps: 2, Delta: 1e-5}},
 			Repeat:  RepeatOptions{Reps: 2},
 			Seed:    3,
+			Seeded:  true,
 		}
 		res, err := e.Run(t.Context())
 		if err != nil {
@@ -93,6 +94,7 @@ func TestExperimentParallelLearners(t *testing.T) {
 			Plan:    &plan.Plan{Target: &plan.Target{Eps: 1, Delta: 1e-5}},
 			Repeat:  RepeatOptions{Reps: 3},
 			Seed:    5,
+			Seeded:  true,
 		}
 		res, err := e.Run(t.Context())
 		if err != nil {
@@ -130,6 +132,7 @@ func TestConvergencePrivate(t *testing.T) {
 			Plan:    &plan.Plan{Target: &plan.Target{Eps: c.eps, Delta: 1e-3}},
 			Repeat:  RepeatOptions{Reps: 4},
 			Seed:    1,
+			Seeded:  true,
 		}
 		res, err := e.Run(t.Context())
 		if err != nil {
@@ -160,6 +163,7 @@ func TestBaselineCorrelatedIdentityIsIndependent(t *testing.T) {
 			Plan:    &plan.Plan{Strategy: strategy, Target: &plan.Target{Eps: 1, Delta: 1e-5}},
 			Repeat:  RepeatOptions{Reps: 3},
 			Seed:    7,
+			Seeded:  true,
 		}
 		res, err := e.Run(t.Context())
 		if err != nil {
@@ -216,6 +220,7 @@ func TestExperimentEpochs(t *testing.T) {
 		Plan:    &plan.Plan{Participation: "epochs:3", Target: &plan.Target{Eps: 1, Delta: 1e-5}},
 		Repeat:  RepeatOptions{Reps: 1},
 		Seed:    1,
+		Seeded:  true,
 	}
 	res, err := e.Run(t.Context())
 	if err != nil {
@@ -284,6 +289,7 @@ func TestBaselineCorrelatedIsAlgorithm1AtTau1(t *testing.T) {
 			Plan:    &plan.Plan{Target: &plan.Target{Eps: 1, Delta: 1e-5}},
 			Repeat:  RepeatOptions{Reps: 2},
 			Seed:    7,
+			Seeded:  true,
 		}
 		res, err := e.Run(t.Context())
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // ParticipationKind is the shape of a [Participation] pattern.
@@ -64,7 +66,7 @@ func MinSeparation(b, k int) Participation { return Participation{Kind: KindMinS
 // syntax of String and of mfsolve's -participation flag).
 func ParseParticipation(s string) (Participation, error) {
 	bad := func(why string) (Participation, error) {
-		return Participation{}, &ParamError{Param: "participation", Value: strconv.Quote(s), Want: "single, epochs:K or minsep:B[,K] with integers K, B >= 1 (" + why + ")"}
+		return Participation{}, &ParamError{Param: "participation", Value: param.Quote(s), Want: "single, epochs:K or minsep:B[,K] with integers K, B >= 1 (" + why + ")"}
 	}
 	name, arg, hasArg := strings.Cut(s, ":")
 	switch name {

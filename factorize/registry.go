@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dpmf/dpmf/internal/param"
 )
 
 // The registry knows every strategy by name: its spec syntax and settings,
@@ -205,7 +207,7 @@ func Lookup(name string) (StrategyInfo, error) {
 	if j := slices.IndexFunc(registry, func(e StrategyInfo) bool { return e.Name == name }); j >= 0 {
 		return registry[j], nil
 	}
-	return StrategyInfo{}, &ParamError{Param: "strategy", Value: strconv.Quote(name), Want: "one of " + strings.Join(Strategies(), ", ")}
+	return StrategyInfo{}, &ParamError{Param: "strategy", Value: param.Quote(name), Want: "one of " + strings.Join(Strategies(), ", ")}
 }
 
 // ParseStrategy returns the strategy of spec: a name ([Strategies]), then
@@ -217,12 +219,12 @@ func Lookup(name string) (StrategyInfo, error) {
 // returns s for every strategy it returns.
 func ParseStrategy(spec string) (Strategy, error) {
 	name, rest, hasSettings := strings.Cut(spec, ":")
+	bad := func(want string) error { return &ParamError{Param: "strategy", Value: param.Quote(spec), Want: want} }
 	info, err := Lookup(name)
 	if err != nil {
-		return nil, err
+		return nil, bad("one of " + strings.Join(Strategies(), ", ") + ", then optionally ':' and key=value settings")
 	}
 	p := pointerTo(info.proto)
-	bad := func(want string) error { return &ParamError{Param: "strategy", Value: strconv.Quote(spec), Want: want} }
 	if hasSettings {
 		if rest == "" {
 			return nil, bad("key=value settings after ':' (or the bare name " + name + ")")
@@ -231,7 +233,7 @@ func ParseStrategy(spec string) (Strategy, error) {
 		for _, kv := range strings.Split(rest, ",") {
 			key, val, ok := strings.Cut(kv, "=")
 			if !ok || key == "" {
-				return nil, bad("comma-separated key=value settings, not " + strconv.Quote(kv))
+				return nil, bad("comma-separated key=value settings, not " + param.Quote(kv))
 			}
 			i := slices.IndexFunc(info.Settings, func(s Setting) bool { return s.Name == key })
 			if i < 0 {
@@ -242,19 +244,20 @@ func ParseStrategy(spec string) (Strategy, error) {
 			}
 			seen[key] = true
 			if err := info.set(p, i, val); err != nil {
-				return nil, bad(key + " = " + err.Error() + ", not " + strconv.Quote(val))
+				return nil, bad(quoteOdd(key) + " = " + err.Error() + ", not " + param.Quote(val))
 			}
 		}
 	}
 	return value(p), nil
 }
 
-// quoteOdd returns s as it is, or quoted (strconv.Quote) where it holds
+// quoteOdd returns s as it is, or quoted (param.Quote) where it holds
 // a character that Quote escapes (a newline, a control character, a
-// quote), so that an error that names it stays one line.
+// quote) or is longer than param.Quote shows, so that an error that names
+// it stays one short line.
 func quoteOdd(s string) string {
-	if q := strconv.Quote(s); q[1:len(q)-1] != s {
-		return q
+	if q := strconv.Quote(s); q[1:len(q)-1] != s || len(s) > 64 {
+		return param.Quote(s)
 	}
 	return s
 }

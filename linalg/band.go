@@ -262,17 +262,84 @@ func (s SymBand) CountBelow(x float64, work []float64) int {
 	return neg
 }
 
-// Bounds returns lo <= lambda_min(M) and lambda_max(M) <= hi for a positive
-// definite M: hi by Gershgorin, lo by bisection on the inertia of
-// M - x I (Sylvester's law) to within a factor 1.01, lowered by a relative
-// 1e-8. guess (0 if none) starts the search. work must have length at least
-// N (K+1) + N.
-// As for [BidiagGram.Bounds], lo is 0 when no positive bound exists in
-// floating point; the search is bounded for every input.
+// Bounds returns lo <= lambda_min(M) and lambda_max(M) <= hi for a
+// symmetric M: hi by Gershgorin, lo by bisection on the inertia of
+// M - x I (Sylvester's law) to within a factor 1.01: the largest x found
+// with no negative pivot, lowered by a relative 1e-8 or by the backward
+// error of that x's LDL^T factorization ([SymBand.ldlBackwardError]),
+// whichever is more. The inertia count is that of M - x I + E with ||E||
+// of order (K+1) u ||M||, so without the second a singular or numerically
+// singular M (lambda_min below about 1e8 (K+1) u ||M||) got a positive lo
+// above lambda_min. guess (0 if none) starts the search. work must have
+// length at least N (K+1) + N.
+//
+// lo is 0 when no positive bound exists in floating point: M not
+// positive definite by more than its rounding (singular, numerically
+// singular or indefinite), or entries that are not finite (hi is then NaN
+// or +Inf). Callers must treat lo = 0 as a numerical breakdown. The search
+// is bounded for every input.
 func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 	hi = s.Gershgorin()
 	count := func(x float64) int { return s.CountBelow(x, work) }
-	return bisectLowest(count, guess, hi), hi
+	x := bisectLowestPoint(count, guess, hi)
+	if !(x > 0) {
+		return 0, hi
+	}
+	margin, ok := s.ldlBackwardError(-x, work)
+	if lo = min(x*(1-1e-8), x-margin); !ok || !(lo > 0) {
+		return 0, hi
+	}
+	return lo, hi
+}
+
+// ldlBackwardError factors M + shift I by [SymBand.ldl] into work (length
+// at least N (K+1) + N) and returns a bound on ||E||_2 for the computed
+// factors, L D L^T = M + shift I + E, with ok false where a pivot is
+// negative (the bound then says nothing about definiteness). Each entry of
+// L D L^T is formed from at most K+1 products of three factors and one
+// division, so |E| <= gamma_{2K+4} |L| |D| |L|^T entrywise (Higham,
+// Accuracy and Stability of Numerical Algorithms, 2nd ed., Theorem 10.3
+// and its LDL^T form; 2K+4 roundings cover the two multiplications of
+// each term), and ||E||_2 <= ||E||_inf (E is symmetric) is at most gamma
+// times the largest row sum of |L| |D| |L|^T, sum_p |l_ip| d_p c_p with
+// c_p the absolute column sum of L: O(N K). A pivot raised to the floor
+// (below the smallest normal number) adds at most the floor to one
+// diagonal entry; underflow in the products adds at most (2K+4) times the
+// smallest subnormal to each entry of a row of at most 2K+1 entries. The
+// bound is raised by a relative 1e-6 for the rounding in its own sums.
+func (s SymBand) ldlBackwardError(shift float64, work []float64) (float64, bool) {
+	n, k := s.N, s.K
+	w := k + 1
+	l, d := work[:n*w], work[n*w:n*w+n]
+	neg, notPositive := s.ldl(shift, l, d)
+	if neg > 0 {
+		return 0, false
+	}
+	// The absolute column sums of L, recomputed where needed (O(K) each,
+	// O(N K^2) in all, about one factorization).
+	colSum := func(p int) float64 {
+		c := 1.0 // the unit diagonal
+		for j := p + 1; j <= min(n-1, p+k); j++ {
+			c += math.Abs(l[j*w+j-p])
+		}
+		return c
+	}
+	row := 0.0
+	for i := 0; i < n; i++ {
+		r := d[i] * colSum(i)
+		for p := max(0, i-k); p < i; p++ {
+			r += math.Abs(l[i*w+i-p]) * d[p] * colSum(p)
+		}
+		row = math.Max(row, r)
+	}
+	m := float64(2*k + 4)
+	gamma := m * 0x1p-53 / (1 - m*0x1p-53)
+	e := gamma * row
+	if notPositive > 0 {
+		e += s.pivotFloor(shift, 0)
+	}
+	e += m * float64(2*k+1) * math.SmallestNonzeroFloat64
+	return e * (1 + 1e-6), !math.IsNaN(e) && !math.IsInf(e, 0)
 }
 
 // InverseBandSquared writes the entries within the band of Z = M^{-1} into

@@ -206,3 +206,88 @@ func TestSymBandCountBelowHugeMultiplier(t *testing.T) {
 		}
 	}
 }
+
+// pathLaplacian returns the Laplacian of the path graph on n vertices in
+// band storage with k >= 1 off-diagonals (the ones beyond the first zero):
+// its eigenvalues are 2 - 2 cos(pi j / n), j = 0..n-1, so it is singular
+// (the constant vector), plus c on the diagonal.
+func pathLaplacian(n, k int, c float64) SymBand {
+	s := NewSymBand(n, k)
+	for i := 0; i < n; i++ {
+		d := 2.0
+		if i == 0 || i == n-1 {
+			d = 1
+		}
+		s.Set(i, i, d+c)
+		if i > 0 {
+			s.Set(i, i-1, -1)
+		}
+	}
+	return s
+}
+
+// SymBand.Bounds and SymTridiag.Bounds on singular matrices: lambda_min = 0 exactly (a path
+// graph's Laplacian, a rank-one 2 x 2 [a^2 a; a 1], all ones), where the
+// inertia count's rounding (u ||M||) once gave lo about 5.5e-17 > 0, a
+// wrong bound. lo must be 0 there, the breakdown value callers check. On
+// the Laplacian plus c I (lambda_min = c up to the rounding of the
+// diagonal, 2u) lo stays a bound within a factor 1.02.
+func TestSymBandBoundsSingular(t *testing.T) {
+	work := func(n, k int) []float64 { return make([]float64, n*(k+1)+n) }
+	for _, c := range []struct{ n, k int }{{2, 1}, {50, 1}, {30, 2}, {64, 5}} {
+		s := pathLaplacian(c.n, c.k, 0)
+		if lo, _ := s.Bounds(0, work(c.n, c.k)); lo != 0 {
+			t.Errorf("path Laplacian n=%d k=%d (singular): lo = %g, want 0", c.n, c.k, lo)
+		}
+		for _, shift := range []float64{1e-6, 1e-3} {
+			s := pathLaplacian(c.n, c.k, shift)
+			lo, hi := s.Bounds(0, work(c.n, c.k))
+			if want := shift - 4*0x1p-53; !(lo <= want && lo >= shift/1.02) {
+				t.Errorf("path Laplacian n=%d k=%d + %g I: lo = %g, want in [%g/1.02, %g]", c.n, c.k, shift, lo, shift, want)
+			}
+			if top := 2 - 2*math.Cos(math.Pi*float64(c.n-1)/float64(c.n)) + shift; !(hi >= top) {
+				t.Errorf("path Laplacian n=%d k=%d + %g I: hi = %g below %g", c.n, c.k, shift, hi, top)
+			}
+		}
+	}
+	for _, a := range []float64{0.1, 1.0 / 3, 0.7, 1e-5, 1e5} {
+		s := NewSymBand(2, 1)
+		a2 := a * a
+		s.Set(0, 0, a2)
+		s.Set(1, 0, a)
+		s.Set(1, 1, 1)
+		// fl(a^2) rounds, so the stored matrix is singular, definite or
+		// slightly indefinite: its determinant is fl(a^2) - a^2 exactly
+		// (the FMA), and lambda_min = det / lambda_max <= 2 det / trace.
+		det := -math.FMA(a, a, -a2)
+		lo, _ := s.Bounds(0, work(2, 1))
+		if bound := math.Max(0, 2*det/(1+a2)); lo > bound {
+			t.Errorf("rank one a=%g: lo = %g above %g", a, lo, bound)
+		}
+	}
+	// SymTridiag.Bounds had the same fault: the path Laplacian as a
+	// tridiagonal matrix.
+	for _, n := range []int{2, 50} {
+		d, o := make([]float64, n), make([]float64, n)
+		for i := range d {
+			d[i], o[i] = 2, -1
+		}
+		d[0], d[n-1] = 1, 1
+		if lo, _ := (SymTridiag{Diag: d, Off: o}).Bounds(0); lo != 0 {
+			t.Errorf("tridiagonal path Laplacian n=%d (singular): lo = %g, want 0", n, lo)
+		}
+		for i := range d {
+			d[i] += 1e-6
+		}
+		if lo, _ := (SymTridiag{Diag: d, Off: o}).Bounds(0); !(lo <= 1e-6-4*0x1p-53 && lo >= 1e-6/1.02) {
+			t.Errorf("tridiagonal path Laplacian n=%d + 1e-6 I: lo = %g, want in [1e-6/1.02, 1e-6]", n, lo)
+		}
+	}
+	ones := NewSymBand(2, 1)
+	ones.Set(0, 0, 1)
+	ones.Set(1, 0, 1)
+	ones.Set(1, 1, 1)
+	if lo, _ := ones.Bounds(0, work(2, 1)); lo != 0 {
+		t.Errorf("[1 1; 1 1]: lo = %g, want 0", lo)
+	}
+}

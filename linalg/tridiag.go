@@ -52,13 +52,22 @@ func (t SymTridiag) CountBelow(x float64) int {
 	return count
 }
 
-// Bounds returns lo <= lambda_min(T) and lambda_max(T) <= hi for a positive
-// definite T, as [BidiagGram.Bounds] does.
+// Bounds returns lo <= lambda_min(T) and lambda_max(T) <= hi for a
+// symmetric T, as [SymBand.Bounds] does: hi by Gershgorin, lo by bisection
+// on [SymTridiag.CountBelow] to within a factor 1.01, lowered by a
+// relative 1e-8 or by the backward error of the Sturm count, whichever is
+// more. The count at x is exact for a matrix within 8 u (hi + x) of
+// T - x I in norm (Kahan's analysis: off-diagonals perturbed by a relative
+// 2.5 u, each pivot's subtraction by u; see Demmel, Applied Numerical
+// Linear Algebra, Lemma 5.3), plus the subnormal floor of its pivots. lo
+// is 0 when no positive bound exists in floating point (T singular,
+// numerically singular or indefinite, or not finite): a numerical
+// breakdown for callers.
 func (t SymTridiag) Bounds(guess float64) (lo, hi float64) {
 	n := t.N()
 	t.check(n)
 	for i := 0; i < n; i++ {
-		r := t.Diag[i]
+		r := math.Abs(t.Diag[i])
 		if i > 0 {
 			r += math.Abs(t.Off[i])
 		}
@@ -68,7 +77,12 @@ func (t SymTridiag) Bounds(guess float64) (lo, hi float64) {
 		hi = math.Max(hi, r)
 	}
 	hi *= 1 + 1e-12
-	return bisectLowest(t.CountBelow, guess, hi), hi
+	x := bisectLowestPoint(t.CountBelow, guess, hi)
+	margin := 8*0x1p-53*(hi+x) + 16*math.SmallestNonzeroFloat64
+	if lo = min(x*(1-1e-8), x-margin); !(lo > 0) {
+		return 0, hi
+	}
+	return lo, hi
 }
 
 // bisectLowest returns a lower bound within a factor 1.01 of the smallest
@@ -83,6 +97,13 @@ func (t SymTridiag) Bounds(guess float64) (lo, hi float64) {
 // nonpositive down to the smallest subnormal. Callers treat 0 as a
 // numerical breakdown.
 func bisectLowest(count func(float64) int, guess, hi float64) float64 {
+	return bisectLowestPoint(count, guess, hi) * (1 - 1e-8)
+}
+
+// bisectLowestPoint is [bisectLowest] without the final lowering: the
+// largest point it found with count 0 (a point where count was
+// evaluated), or 0.
+func bisectLowestPoint(count func(float64) int, guess, hi float64) float64 {
 	const maxBisectSteps = 1200
 	if !(hi > 0) || math.IsInf(hi, 1) {
 		return 0
@@ -118,5 +139,5 @@ func bisectLowest(count func(float64) int, guess, hi float64) float64 {
 			above = mid
 		}
 	}
-	return below * (1 - 1e-8)
+	return below
 }

@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -390,7 +391,7 @@ func ParseCalibration(s string) (Calibration, error) {
 	if c := slices.Index(calibrationNames, s); c >= 0 {
 		return Calibration(c), nil
 	}
-	return 0, &param.Error{Param: "calibration", Value: strconv.Quote(s), Want: "exact or paper"}
+	return 0, &param.Error{Param: "calibration", Value: param.Quote(s), Want: "exact or paper"}
 }
 
 // MarshalText writes the name.
@@ -460,6 +461,15 @@ func Parse(data []byte) (*Plan, error) {
 	dec.DisallowUnknownFields()
 	var p Plan
 	if err := dec.Decode(&p); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, fmt.Errorf("plan: empty input, want a plan's JSON object")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, fmt.Errorf("plan: the JSON ends before the plan's object does, want a plan's JSON object whole: %w", err)
+		case errors.As(err, &te) && te.Field == "":
+			return nil, fmt.Errorf("plan: a JSON %s, want a plan's JSON object: %w", te.Value, err)
+		}
 		return nil, wrap(err)
 	}
 	if dec.More() {

@@ -224,6 +224,7 @@ func (r *runner) exp(ctx context.Context, j job) (*experiment.Result, error) {
 		Plan:   &plan.Plan{Target: &plan.Target{Eps: j.eps, Delta: delta, Calibration: j.cal}},
 		Repeat: experiment.RepeatOptions{Reps: j.reps, Workers: r.opt.Workers, Progress: func(int, int) { r.progress(int64(j.s.n * j.s.tau)) }},
 		Seed:   j.seed,
+		Seeded: true,
 	}
 	if j.algo == fedopt.Correlated || j.algo == fedopt.BaselineCorrelated {
 		if e.Factorization, err = r.factorization(ctx, j.mech, j.s.R); err != nil {

@@ -160,7 +160,11 @@ func execute(ctx context.Context, c config, e env) error {
 		Problem: p,
 		Config:  c.optimiser(),
 		Repeat:  experiment.RepeatOptions{Reps: c.reps, Workers: c.workers},
-		Seed:    c.seed,
+		// ofl simulates: its noise is seeded by -seed, or by the seed it
+		// drew from crypto/rand and prints, so that every run can be
+		// repeated (docs/cli.md, "ofl's seed"); it is not a release.
+		Seed:   c.seed,
+		Seeded: true,
 	}
 	if c.algo.Private() {
 		exp.Plan = c.runPlan(p.Data.Dim)

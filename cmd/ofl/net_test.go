@@ -74,7 +74,7 @@ func simulated(t *testing.T, args []string) (xs [][]float64, final []float64) {
 		t.Fatal(err)
 	}
 	cfg := c.optimiser()
-	exp := experiment.Experiment{Config: cfg, Seed: c.seed, Repeat: experiment.RepeatOptions{Reps: 1}}
+	exp := experiment.Experiment{Config: cfg, Seed: c.seed, Seeded: true, Repeat: experiment.RepeatOptions{Reps: 1}}
 	if c.algo.Private() {
 		exp.Plan = c.runPlan(ds.Dim)
 	}

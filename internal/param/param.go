@@ -8,6 +8,7 @@ package param
 import (
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Text returns "name = value, want want", or "name is missing, want want"
@@ -40,3 +41,22 @@ type Error struct {
 
 // Error returns "dpmf: " and the one-line [Text] of the argument.
 func (e *Error) Error() string { return "dpmf: " + Text(e.Param, e.Value, e.Want) }
+
+// maxQuoted is the most bytes of an input that [Quote] shows.
+const maxQuoted = 64
+
+// Quote returns s quoted (strconv.Quote: one line, control characters
+// escaped) for an error message, or, when s is longer than 64 bytes, its
+// first 64 bytes (cut at a character boundary) quoted and followed by
+// "... (N bytes)": an input of a megabyte makes an error of a line, not of
+// a megabyte.
+func Quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
+}

@@ -2,6 +2,7 @@ package param
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,22 @@ func TestErrorMessage(t *testing.T) {
 	err = &Error{Param: "ctx", Want: "a non-nil context.Context"}
 	if got, want := err.Error(), "dpmf: ctx is missing, want a non-nil context.Context"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// Quote shows a short input whole and quoted, and a long one as its first
+// 64 bytes, cut at a character boundary, and its length.
+func TestQuote(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", `""`},
+		{"a\nb", `"a\nb"`},
+		{strings.Repeat("x", 64), `"` + strings.Repeat("x", 64) + `"`},
+		{strings.Repeat("x", 65), `"` + strings.Repeat("x", 64) + `"... (65 bytes)`},
+		// é is 2 bytes: 63 x and é straddle byte 64, so the cut is at 63.
+		{strings.Repeat("x", 63) + "é" + "y", `"` + strings.Repeat("x", 63) + `"... (66 bytes)`},
+	} {
+		if got := Quote(c.in); got != c.want {
+			t.Errorf("Quote(%.70q) = %s, want %s", c.in, got, c.want)
+		}
 	}
 }
