@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"github.com/dpmf/dpmf/internal/par"
 )
 
@@ -265,12 +266,12 @@ func (s SymBand) CountBelow(x float64, work []float64) int {
 // Bounds returns lo <= lambda_min(M) and lambda_max(M) <= hi for a
 // symmetric M: hi by Gershgorin, lo by bisection on the inertia of
 // M - x I (Sylvester's law) to within a factor 1.01: the largest x found
-// with no negative pivot, lowered by a relative 1e-8 or by the backward
-// error of that x's LDL^T factorization ([SymBand.ldlBackwardError]),
-// whichever is more. The inertia count is that of M - x I + E with ||E||
-// of order (K+1) u ||M||, so without the second a singular or numerically
-// singular M (lambda_min below about 1e8 (K+1) u ||M||) got a positive lo
-// above lambda_min. guess (0 if none) starts the search. work must have
+// with no negative pivot, lowered by a relative 1e-8 or by the residual
+// of that x's LDL^T factorization ([SymBand.ldlResidual]), whichever is
+// more. The inertia count is that of M - x I + E with ||E|| of order
+// (K+1) u ||M||, so without the second a singular or numerically singular
+// M (lambda_min below about 1e8 (K+1) u ||M||) got a positive lo above
+// lambda_min. guess (0 if none) starts the search. work must have
 // length at least N (K+1) + N.
 //
 // lo is 0 when no positive bound exists in floating point: M not
@@ -285,61 +286,80 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 	if !(x > 0) {
 		return 0, hi
 	}
-	margin, ok := s.ldlBackwardError(-x, work)
+	margin, ok := s.ldlResidual(-x, work)
 	if lo = min(x*(1-1e-8), x-margin); !ok || !(lo > 0) {
 		return 0, hi
 	}
 	return lo, hi
 }
 
-// ldlBackwardError factors M + shift I by [SymBand.ldl] into work (length
-// at least N (K+1) + N) and returns a bound on ||E||_2 for the computed
-// factors, L D L^T = M + shift I + E, with ok false where a pivot is
-// negative (the bound then says nothing about definiteness). Each entry of
-// L D L^T is formed from at most K+1 products of three factors and one
-// division, so |E| <= gamma_{2K+4} |L| |D| |L|^T entrywise (Higham,
-// Accuracy and Stability of Numerical Algorithms, 2nd ed., Theorem 10.3
-// and its LDL^T form; 2K+4 roundings cover the two multiplications of
-// each term), and ||E||_2 <= ||E||_inf (E is symmetric) is at most gamma
-// times the largest row sum of |L| |D| |L|^T, sum_p |l_ip| d_p c_p with
-// c_p the absolute column sum of L: O(N K). A pivot raised to the floor
-// (below the smallest normal number) adds at most the floor to one
-// diagonal entry; underflow in the products adds at most (2K+4) times the
-// smallest subnormal to each entry of a row of at most 2K+1 entries. The
-// bound is raised by a relative 1e-6 for the rounding in its own sums.
-func (s SymBand) ldlBackwardError(shift float64, work []float64) (float64, bool) {
+// ldlResidual factors M + shift I by [SymBand.ldl] into work (length at
+// least N (K+1) + N) and returns an upper bound on ||R||_2, R = M + shift I
+// - L D L^T for the computed factors L and D (the product taken exactly),
+// with ok false where a pivot is negative or a value is not finite (the
+// bound then says nothing). With every pivot positive, L D L^T is positive
+// semidefinite, so lambda_min(M + shift I) >= -||R||_2 (Weyl).
+//
+// Each entry of R within the band (outside it M and L D L^T are zero) is
+// formed in double-word arithmetic (package ddfloat: each product
+// l_ip d_p exact, times l_jp within 3u^2, each sum within 3u^2 / (1 - 4u)
+// of its exact value), so that its error is at most 8 (K+3) u^2 times
+// |M_ij + shift [i = j]| plus the sum of the magnitudes of its terms, plus
+// a few smallest subnormals for underflow in the products; ||R||_2 <=
+// ||R||_inf (R is symmetric) is the largest row sum of these bounds, raised
+// by a relative 1e-6 for the rounding of the sums in float64. A pivot the
+// factorization raised to the floor is part of D and so of R. The residual
+// is what the rounding of this factorization actually did, typically far
+// below the a priori bound gamma_{2K+4} |L| |D| |L|^T (Higham, Accuracy and
+// Stability of Numerical Algorithms, 2nd ed., Theorem 10.3) that a
+// certificate would otherwise have to give away. It costs about N K^2
+// double-word products: a few factorizations.
+func (s SymBand) ldlResidual(shift float64, work []float64) (float64, bool) {
 	n, k := s.N, s.K
 	w := k + 1
 	l, d := work[:n*w], work[n*w:n*w+n]
-	neg, notPositive := s.ldl(shift, l, d)
-	if neg > 0 {
+	if neg, _ := s.ldl(shift, l, d); neg > 0 {
 		return 0, false
 	}
-	// The absolute column sums of L, recomputed where needed (O(K) each,
-	// O(N K^2) in all, about one factorization).
-	colSum := func(p int) float64 {
-		c := 1.0 // the unit diagonal
-		for j := p + 1; j <= min(n-1, p+k); j++ {
-			c += math.Abs(l[j*w+j-p])
+	lAt := func(i, p int) float64 {
+		if i == p {
+			return 1
 		}
-		return c
+		return l[i*w+i-p]
+	}
+	// entry returns a bound on |R_ij| for i >= j, i - j <= K.
+	const u2 = 0x1p-106
+	errScale := 8 * float64(k+3) * u2
+	entry := func(i, j int) float64 {
+		m := s.Data[i*w+i-j]
+		rh, rl := m, 0.0
+		mag := math.Abs(m)
+		if i == j {
+			rh, rl = ddfloat.TwoSum(m, shift)
+			mag += math.Abs(shift)
+		}
+		for p := max(0, i-k); p <= j; p++ {
+			ph, pl := ddfloat.TwoProd(lAt(i, p), d[p])
+			th, tl := ddfloat.MulFloat(ph, pl, lAt(j, p))
+			rh, rl = ddfloat.Add(rh, rl, -th, -tl)
+			mag += math.Abs(th)
+		}
+		return math.Abs(rh) + math.Abs(rl) + errScale*mag + float64(4*(k+3))*math.SmallestNonzeroFloat64
 	}
 	row := 0.0
 	for i := 0; i < n; i++ {
-		r := d[i] * colSum(i)
-		for p := max(0, i-k); p < i; p++ {
-			r += math.Abs(l[i*w+i-p]) * d[p] * colSum(p)
+		r := 0.0
+		for j := max(0, i-k); j <= min(n-1, i+k); j++ {
+			if j <= i {
+				r += entry(i, j)
+			} else {
+				r += entry(j, i)
+			}
 		}
 		row = math.Max(row, r)
 	}
-	m := float64(2*k + 4)
-	gamma := m * 0x1p-53 / (1 - m*0x1p-53)
-	e := gamma * row
-	if notPositive > 0 {
-		e += s.pivotFloor(shift, 0)
-	}
-	e += m * float64(2*k+1) * math.SmallestNonzeroFloat64
-	return e * (1 + 1e-6), !math.IsNaN(e) && !math.IsInf(e, 0)
+	e := row * (1 + 1e-6)
+	return e, !math.IsNaN(e) && !math.IsInf(e, 0)
 }
 
 // InverseBandSquared writes the entries within the band of Z = M^{-1} into

@@ -3,6 +3,7 @@ package linalg
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -293,5 +294,61 @@ func TestSymBandSubnormalPivotReported(t *testing.T) {
 		z := make([]float64, n*w)
 		require.Equal(t, 0, s.ShiftedInverseBand(0, z, make([]float64, 2*n*w)), msg)
 		assert.Equal(t, 0x1p1022, z[0], msg)
+	}
+}
+
+// ldlResidual bounds ||M + shift I - L D L^T||_inf for the factors that
+// ldl computes: against the residual in exact rational arithmetic
+// (math/big), it is never below it and exceeds it by no more than its
+// own error allowance (8 (K+3) u^2 of the entries' magnitudes), on
+// random band matrices, positive definite and shifted near their
+// smallest eigenvalue.
+func TestLDLResidualExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct{ n, k int }{{1, 0}, {6, 1}, {40, 3}, {25, 7}} {
+		s := NewSymBand(c.n, c.k)
+		for i := 0; i < c.n; i++ {
+			for j := max(0, i-c.k); j < i; j++ {
+				s.Set(i, j, rng.Float64()-0.5)
+			}
+			s.Set(i, i, float64(c.k)+rng.Float64())
+		}
+		work := make([]float64, c.n*(c.k+1)+c.n)
+		lo, _ := s.Bounds(0, work)
+		require.Positive(t, lo, "n %d, k %d", c.n, c.k)
+		for _, shift := range []float64{0, -0.5 * lo, -0.999 * lo} {
+			bound, ok := s.ldlResidual(shift, work)
+			require.True(t, ok, "n %d, k %d, shift %g", c.n, c.k, shift)
+			w := c.k + 1
+			l, d := work[:c.n*w], work[c.n*w:c.n*w+c.n]
+			lAt := func(i, p int) *big.Rat {
+				if i == p {
+					return new(big.Rat).SetInt64(1)
+				}
+				return new(big.Rat).SetFloat64(l[i*w+i-p])
+			}
+			exact, scale := 0.0, 0.0
+			for i := 0; i < c.n; i++ {
+				row := new(big.Rat)
+				for j := max(0, i-c.k); j <= min(c.n-1, i+c.k); j++ {
+					a, b := max(i, j), min(i, j)
+					r := new(big.Rat).SetFloat64(s.At(a, b))
+					if a == b {
+						r.Add(r, new(big.Rat).SetFloat64(shift))
+					}
+					for p := max(0, a-c.k); p <= b; p++ {
+						t := new(big.Rat).Mul(lAt(a, p), new(big.Rat).SetFloat64(d[p]))
+						r.Sub(r, t.Mul(t, lAt(b, p)))
+					}
+					row.Add(row, r.Abs(r))
+				}
+				v, _ := row.Float64()
+				exact = math.Max(exact, v)
+				scale = math.Max(scale, math.Abs(s.At(i, i))+1)
+			}
+			assert.GreaterOrEqual(t, bound, exact, "n %d, k %d, shift %g: the bound is below the exact residual", c.n, c.k, shift)
+			allow := 8 * float64(c.k+3) * 0x1p-106 * float64(2*c.k+1) * scale * float64(c.k+2) * 4
+			assert.LessOrEqual(t, bound, exact*(1+2e-6)+allow, "n %d, k %d, shift %g: the bound is not tight", c.n, c.k, shift)
+		}
 	}
 }
