@@ -72,9 +72,11 @@ func TestSampledGaussianContext(t *testing.T) {
 // TestSampledGaussianContextHugeSteps: 10^9 steps take 17 to 40 s, nearly
 // all in the composition, which did not look at ctx: with a deadline
 // 200 ms in, SampledGaussianContext ran 29 s to its end and returned the
-// PLD and no error. It must return context.DeadlineExceeded within a
-// second of the deadline (the work it leaves stops at its next check,
-// within one FFT).
+// PLD and no error. It must return context.DeadlineExceeded long before
+// the composition could end: within 5 s (milliseconds after the deadline
+// on a quiet machine; the discretisation before the composition checks
+// ctx once per step, and under -race on a loaded machine that took 1.4 s).
+// The work it leaves stops at its next check, within one FFT.
 func TestSampledGaussianContextHugeSteps(t *testing.T) {
 	for _, rel := range []Relation{AddRemove, ReplaceOne} {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -82,8 +84,8 @@ func TestSampledGaussianContextHugeSteps(t *testing.T) {
 		_, err := SampledGaussianContext(ctx, 0.01, 1, 1_000_000_000, rel)
 		el := time.Since(start)
 		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) || el > 1200*time.Millisecond {
-			t.Errorf("%v, 10^9 steps, deadline 200 ms in: %v after %v, want context.DeadlineExceeded within 1.2 s", rel, err, el)
+		if !errors.Is(err, context.DeadlineExceeded) || el > 5*time.Second {
+			t.Errorf("%v, 10^9 steps, deadline 200 ms in: %v after %v, want context.DeadlineExceeded within 5 s", rel, err, el)
 		}
 	}
 	// Let the abandoned work reach its next check before the next test.
