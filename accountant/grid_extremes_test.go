@@ -7,6 +7,10 @@ import (
 	"testing"
 )
 
+// hugeSteps is 2^40 compositions where int holds it, and the largest int
+// on 32-bit platforms.
+var hugeSteps = int(min(1<<40, int64(math.MaxInt)))
+
 // The grid of the extreme-input review: every exported calibration and
 // epsilon function at eps and delta in extremeEps (delta only below 1 is
 // valid; the rest must be errors) and sigma in extremeSigma. Each call must
@@ -94,7 +98,7 @@ func TestGridExtremesClosedForms(t *testing.T) {
 	// Epsilon: falls as sigma rises and as delta rises, rises with k;
 	// nonnegative, +Inf allowed (no guarantee).
 	for _, m := range Methods() {
-		for _, k := range []int{1, 1000, 1 << 40} {
+		for _, k := range []int{1, 1000, hugeSteps} {
 			for _, delta := range extremeEps {
 				mono := &monotone{t: t, dir: -1}
 				for _, sigma := range extremeSigma {
@@ -121,7 +125,7 @@ func TestGridExtremesClosedForms(t *testing.T) {
 		for _, sigma := range extremeSigma {
 			for _, delta := range extremeEps {
 				mono := &monotone{t: t, dir: +1}
-				for _, k := range []int{1, 1000, 1 << 40} {
+				for _, k := range []int{1, 1000, hugeSteps} {
 					name := fmt.Sprintf("Epsilon(%g, %g, %d, %v)", sigma, delta, k, m)
 					e, err := callGuarded(t, name, func() (float64, error) { return Epsilon(sigma, delta, k, m) })
 					mono.add(name, e, err)
@@ -162,7 +166,7 @@ func TestGridExtremesClosedForms(t *testing.T) {
 	}
 	// Mu, GaussianRho, ComposeGaussian, Scale: mu and rho fall as sigma
 	// rises; Scale rises with sigma.
-	for _, k := range []int{1, 1 << 40} {
+	for _, k := range []int{1, hugeSteps} {
 		mm, mr, mc, ms := &monotone{t: t, dir: -1}, &monotone{t: t, dir: -1}, &monotone{t: t, dir: -1}, &monotone{t: t, dir: +1}
 		for _, sigma := range extremeSigma {
 			name := fmt.Sprintf("Mu(%g, %d)", sigma, k)
