@@ -74,14 +74,14 @@ type Array struct {
 // the shape. The matrix shares a.Data.
 func (a Array) Dense() (*mat.Dense, error) {
 	if len(a.Shape) != 2 {
-		return nil, fmt.Errorf("npy: Array.Dense: shape %s is %d-D, want 2-D", shapeString(a.Shape), len(a.Shape))
+		return nil, fmt.Errorf("npy: Array.Dense: shape %s is %d-D, want 2-D", FormatShape(a.Shape), len(a.Shape))
 	}
 	if err := checkShape(a.Shape, len(a.Data)); err != nil {
 		return nil, fmt.Errorf("npy: Array.Dense: %w", err)
 	}
 	r, c := a.Shape[0], a.Shape[1]
 	if r == 0 || c == 0 {
-		return nil, fmt.Errorf("npy: Array.Dense: shape %s is empty; a mat.Dense needs at least one row and column", shapeString(a.Shape))
+		return nil, fmt.Errorf("npy: Array.Dense: shape %s is empty; a mat.Dense needs at least one row and column", FormatShape(a.Shape))
 	}
 	return mat.NewDense(r, c, a.Data), nil
 }
@@ -104,7 +104,7 @@ func Write(w io.Writer, shape []int, data []float64) error {
 		return &ParamError{Param: "w", Want: "a non-nil io.Writer"}
 	}
 	if err := checkShape(shape, len(data)); err != nil {
-		return &ParamError{Param: "shape", Value: shapeString(shape), Want: fmt.Sprintf("a shape of %d values (%v)", len(data), err)}
+		return &ParamError{Param: "shape", Value: FormatShape(shape), Want: fmt.Sprintf("a shape of %d values (%v)", len(data), err)}
 	}
 	if _, err := w.Write(npyHeader(shape)); err != nil {
 		return &FileError{Op: "write", Err: err}
@@ -238,7 +238,7 @@ func checkShape(shape []int, n int) error {
 		return err
 	}
 	if want != n {
-		return fmt.Errorf("shape %s holds %d values, data has %d", shapeString(shape), want, n)
+		return fmt.Errorf("shape %s holds %d values, data has %d", FormatShape(shape), want, n)
 	}
 	return nil
 }
@@ -254,14 +254,14 @@ func numElements(shape []int) (int, error) {
 	n, empty := 1, false
 	for _, d := range shape {
 		if d < 0 {
-			return 0, fmt.Errorf("negative dimension %d in shape %s", d, shapeString(shape))
+			return 0, fmt.Errorf("negative dimension %d in shape %s", d, FormatShape(shape))
 		}
 		if d == 0 {
 			empty = true
 			continue
 		}
 		if d > npyMaxElements || n > npyMaxElements/d {
-			return 0, fmt.Errorf("shape %s has too many elements (more than %d)", shapeString(shape), npyMaxElements)
+			return 0, fmt.Errorf("shape %s has too many elements (more than %d)", FormatShape(shape), npyMaxElements)
 		}
 		n *= d
 	}
@@ -271,9 +271,9 @@ func numElements(shape []int) (int, error) {
 	return n, nil
 }
 
-// shapeString formats shape as Python's repr of a tuple: "()", "(3,)",
-// "(2, 3)".
-func shapeString(shape []int) string {
+// FormatShape formats shape as Python's repr of a tuple, as the .npy
+// header and this package's messages write it: "()", "(3,)", "(2, 3)".
+func FormatShape(shape []int) string {
 	dims := make([]string, len(shape))
 	for i, d := range shape {
 		dims[i] = strconv.Itoa(d)
@@ -288,7 +288,7 @@ func shapeString(shape []int) string {
 // for a C-order '<f8' array of the given shape, laid out as NumPy's
 // _write_array_header and _wrap_header do.
 func npyHeader(shape []int) []byte {
-	dict := "{'descr': '" + npyDescr + "', 'fortran_order': False, 'shape': " + shapeString(shape) + ", }"
+	dict := "{'descr': '" + npyDescr + "', 'fortran_order': False, 'shape': " + FormatShape(shape) + ", }"
 	if len(shape) > 0 {
 		dict += strings.Repeat(" ", npyGrowthDigits-len(strconv.Itoa(shape[0])))
 	}
@@ -408,7 +408,7 @@ func readNPYData(r io.Reader, shape []int, n int, remaining int64) ([]float64, e
 		k, err := readFloat64s(r, data[got:])
 		if err != nil {
 			if isEOF(err) {
-				return nil, fmt.Errorf("truncated data: shape %s needs %d bytes, got %d", shapeString(shape), need, 8*int64(got)+int64(k))
+				return nil, fmt.Errorf("truncated data: shape %s needs %d bytes, got %d", FormatShape(shape), need, 8*int64(got)+int64(k))
 			}
 			return nil, err
 		}
@@ -417,7 +417,7 @@ func readNPYData(r io.Reader, shape []int, n int, remaining int64) ([]float64, e
 	var one [1]byte
 	k, err := io.ReadFull(r, one[:])
 	if k > 0 {
-		return nil, fmt.Errorf("trailing bytes after the %d bytes of data for shape %s", need, shapeString(shape))
+		return nil, fmt.Errorf("trailing bytes after the %d bytes of data for shape %s", need, FormatShape(shape))
 	}
 	if err != nil && !isEOF(err) {
 		return nil, err
@@ -431,10 +431,10 @@ func readNPYData(r io.Reader, shape []int, n int, remaining int64) ([]float64, e
 func checkRemaining(shape []int, n int, remaining int64) error {
 	need := 8 * int64(n)
 	if remaining >= 0 && remaining < need {
-		return fmt.Errorf("truncated data: shape %s needs %d bytes, got %d", shapeString(shape), need, remaining)
+		return fmt.Errorf("truncated data: shape %s needs %d bytes, got %d", FormatShape(shape), need, remaining)
 	}
 	if remaining > need {
-		return fmt.Errorf("%d trailing bytes after the %d bytes of data for shape %s", remaining-need, need, shapeString(shape))
+		return fmt.Errorf("%d trailing bytes after the %d bytes of data for shape %s", remaining-need, need, FormatShape(shape))
 	}
 	return nil
 }

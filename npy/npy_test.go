@@ -722,7 +722,7 @@ func FuzzReadNPY(f *testing.F) {
 		if err != nil {
 			t.Fatalf("cannot read back: %v", err)
 		}
-		if shapeString(back.Shape) != shapeString(a.Shape) {
+		if FormatShape(back.Shape) != FormatShape(a.Shape) {
 			t.Fatalf("shape %v came back as %v", a.Shape, back.Shape)
 		}
 		for i := range a.Data {
@@ -812,7 +812,7 @@ func FuzzNPYRoundTrip(f *testing.F) {
 			if err != nil {
 				t.Fatalf("shape %v: %v", shape, err)
 			}
-			if shapeString(a.Shape) != shapeString(shape) || len(a.Data) != n {
+			if FormatShape(a.Shape) != FormatShape(shape) || len(a.Data) != n {
 				t.Fatalf("shape %v came back as %v with %d values", shape, a.Shape, len(a.Data))
 			}
 			for i := range data {

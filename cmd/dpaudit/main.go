@@ -234,9 +234,9 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if !rep.OK {
 			status = "VIOLATION"
 		}
-		out := &stickyWriter{w: stdout}
+		out := &cli.StickyWriter{W: stdout}
 		if o.json {
-			out.err = writeJSON(out, rep)
+			out.Err = writeJSON(out, rep)
 		} else {
 			fmt.Fprintf(out, "replay %s %s %s n=%d R=%d tau=%d: measured %.12g declared %.12g ratio %.15f expected %.12g (learner %d, rounds %v with %d learners missing; %d learner-rounds dropped) %.2fs %s\n",
 				rep.Algorithm, rep.Strategy, rep.Participation, rep.Learners, rep.Rounds, rep.Tau, rep.Measured, rep.Declared, rep.Ratio, rep.Expected, rep.AuditedLearner, short(rep.AuditedRounds), rep.AuditedDropped, rep.Dropped, rep.Seconds, status)
@@ -248,9 +248,9 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				fmt.Fprintf(out, "  %s %-22s %s\n", mark, c.Name, c.Detail)
 			}
 		}
-		if out.err != nil {
+		if out.Err != nil {
 			// The verdict is not lost with the report.
-			return 0, fmt.Errorf("replay: %s, but printing the report failed: %w", status, out.err)
+			return 0, fmt.Errorf("replay: %s, but printing the report failed: %w", status, out.Err)
 		}
 		if !rep.OK {
 			return exitViolation, nil
@@ -275,12 +275,12 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if rep.Violation {
 		status = "VIOLATION"
 	}
-	out := &stickyWriter{w: stdout}
+	out := &cli.StickyWriter{W: stdout}
 	if o.json {
 		slim := *rep
 		slim.AllIterates.Scores, slim.AllIterates.In, slim.AllIterates.Weights = nil, nil, nil
 		slim.FinalModel.Scores, slim.FinalModel.In, slim.FinalModel.Weights = nil, nil, nil
-		out.err = writeJSON(out, &slim)
+		out.Err = writeJSON(out, &slim)
 	} else {
 		where := "in process"
 		if rep.Network {
@@ -297,7 +297,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				ob.name, o.MuAnalytic, o.EpsAnalytic, o.Mu.Mu, o.Mu.Lo, o.Mu.Hi, o.Mu.Level, o.EpsOfMu, o.EpsOfMuLo, o.EpsOfMuHi, o.Bound.Epsilon, o.Bound.Confidence, o.Bound.Correct, o.Bound.Guesses)
 		}
 	}
-	if out.err != nil {
+	if out.Err != nil {
 		// The verdict, and the -out files in place, are not lost with
 		// the report.
 		wrote := ""
@@ -308,7 +308,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			}
 			wrote = "; wrote " + strings.Join(files, ", ")
 		}
-		return 0, fmt.Errorf("canary: %s%s, but printing the report failed: %w", status, wrote, out.err)
+		return 0, fmt.Errorf("canary: %s%s, but printing the report failed: %w", status, wrote, out.Err)
 	}
 	if note := powerNote(rep, o.level); note != "" {
 		fmt.Fprintln(stderr, "dpaudit: "+note)
@@ -351,23 +351,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// stickyWriter writes to w until a write fails, and keeps that first
-// error: a report printed in several writes is checked once, at its end.
-type stickyWriter struct {
-	w   io.Writer
-	err error
-}
-
-// Write implements io.Writer.
-func (s *stickyWriter) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	n, err := s.w.Write(p)
-	s.err = err
-	return n, err
 }
 
 // plural returns one for n = 1 and many otherwise.

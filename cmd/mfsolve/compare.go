@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/cli"
 )
 
 // compare computes every strategy on w and prints a markdown table of their
@@ -17,7 +17,7 @@ import (
 // support the workload gets a row that says why. The table is the whole
 // output: a write to stdout that fails ends the run with its error.
 func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) error {
-	out := &stickyWriter{w: e.stdout}
+	out := &cli.StickyWriter{W: e.stdout}
 	warn := &lineWriter{w: e.stderr, prefix: "mfsolve: "}
 	cache := cacheFor(cfg, e, warn)
 	if cache != nil {
@@ -30,8 +30,8 @@ func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) erro
 		fmt.Fprintf(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	}
 	for _, s := range factorize.Strategies() {
-		if out.err != nil {
-			return out.err
+		if out.Err != nil {
+			return out.Err
 		}
 		strat, err := factorize.ParseStrategy(s)
 		if err != nil {
@@ -75,24 +75,7 @@ func compare(ctx context.Context, cfg config, w *factorize.Workload, e env) erro
 		fmt.Fprintf(out, "| %s | %s | %s%s | %.6g | %s | %s | %d | %.2f |\n",
 			s, cell(res.Gamma), cell(res.Sensitivity), exact, res.Loss, cell(res.RMSE), cell(res.MaxSE), res.Iterations, res.Seconds)
 	}
-	return out.err
-}
-
-// stickyWriter passes writes to w until one fails, and then keeps that
-// error (err) and writes nothing more.
-type stickyWriter struct {
-	w   io.Writer
-	err error
-}
-
-// Write implements io.Writer.
-func (s *stickyWriter) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	n, err := s.w.Write(p)
-	s.err = err
-	return n, err
+	return out.Err
 }
 
 // cell formats a table entry with four decimals, or with five significant

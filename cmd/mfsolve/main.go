@@ -298,7 +298,7 @@ func loadWorkload(path string, avail func() (uint64, error)) (*factorize.Workloa
 			what = " in Fortran order (loaded with a copy in C order)"
 		}
 		if have, short := cli.Short(need, avail); short {
-			return fmt.Errorf("shape %s%s takes about %s to load, this machine has %s available", npyShape(shape), what, cli.FormatBytes(need), cli.FormatBytes(have))
+			return fmt.Errorf("shape %s%s takes about %s to load, this machine has %s available", npy.FormatShape(shape), what, cli.FormatBytes(need), cli.FormatBytes(have))
 		}
 		return nil
 	})
@@ -323,19 +323,6 @@ func loadWorkload(path string, avail func() (uint64, error)) (*factorize.Workloa
 		return nil, fmt.Errorf("-workload %s: %s", path, paramText(err))
 	}
 	return w, nil
-}
-
-// npyShape formats a shape as Python's repr of a tuple, as package npy's
-// messages do: "(3,)", "(2, 3)".
-func npyShape(shape []int) string {
-	dims := make([]string, len(shape))
-	for i, d := range shape {
-		dims[i] = strconv.Itoa(d)
-	}
-	if len(shape) == 1 {
-		return "(" + dims[0] + ",)"
-	}
-	return "(" + strings.Join(dims, ", ") + ")"
 }
 
 // paramText words a *factorize.ParamError for a message that already names

@@ -311,3 +311,21 @@ func NotFlag(flag, path, want string) error {
 	}
 	return Usagef("%s %s: want %s, not a flag (write ./%s for one of that name)", flag, path, want, path)
 }
+
+// StickyWriter writes to W until a write fails, and then keeps that first
+// error in Err and writes nothing more: a report printed in several writes
+// is checked once, at its end.
+type StickyWriter struct {
+	W   io.Writer
+	Err error
+}
+
+// Write implements io.Writer.
+func (s *StickyWriter) Write(p []byte) (int, error) {
+	if s.Err != nil {
+		return 0, s.Err
+	}
+	n, err := s.W.Write(p)
+	s.Err = err
+	return n, err
+}
