@@ -58,7 +58,15 @@ func mfsolveBinary(t *testing.T) string {
 // runBinary runs mfsolve in dir with its user cache directory inside dir.
 func runBinary(t *testing.T, dir string, args ...string) runResult {
 	t.Helper()
-	cmd := exec.Command(mfsolveBinary(t), args...)
+	return runProgram(t, dir, mfsolveBinary(t), args...)
+}
+
+// runProgram runs the program name (mfsolve, or a shell that starts it) in dir
+// with the user cache directory inside dir, and returns its exit code and
+// output.
+func runProgram(t *testing.T, dir, name string, args ...string) runResult {
+	t.Helper()
+	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "xdg"))
 	var out, errb bytes.Buffer

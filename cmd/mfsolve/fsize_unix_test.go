@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,20 +21,7 @@ import (
 // through an output does.
 func runLimited(t *testing.T, dir string, blocks string, args ...string) runResult {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", append([]string{"-c", `ulimit -f "$1" && shift && exec "$@"`, "sh", blocks, mfsolveBinary(t)}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "xdg"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return runResult{code, out.String(), errb.String()}
+	return runProgram(t, dir, "/bin/sh", append([]string{"-c", `ulimit -f "$1" && shift && exec "$@"`, "sh", blocks, mfsolveBinary(t)}, args...)...)
 }
 
 // TestOutputsFailHalfWay: outputs (20 KB each) written under a file size
