@@ -85,7 +85,8 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 	inv, _ := e.w.InverseBand()
 	n := len(v)
 	var hi float64
-	var count func(float64) int
+	// covers(x) is true when no eigenvalue of G lies below x, proven.
+	var covers func(x float64) bool
 	if e.k == 1 {
 		// Raw band storage (lower, one subdiagonal): row i holds
 		// L[i][i-1], L[i][i] at i*Stride, i*Stride+1.
@@ -124,7 +125,9 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 			return e.useAccuracy(acc)
 		}
 		hi = e.bi.Gershgorin()
-		count = e.bi.CountBelow
+		// The bidiagonal counts are accurate relative to each
+		// eigenvalue: Bounds' relative margin 1e-8 covers their rounding.
+		covers = func(x float64) bool { return e.bi.CountBelow(x/(1-1e-8)) == 0 }
 	} else {
 		// T[i][j] = (L L^T)[i][j] / sqrt(v_i v_j), |i - j| <= k.
 		if e.llt.N != n {
@@ -136,17 +139,18 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 			}
 		}
 		hi = e.band.Gershgorin()
-		count = func(x float64) int { return e.band.CountBelow(x, e.work) }
+		covers = func(x float64) bool { return e.band.ProvenAbove(x, e.work) }
 	}
 	// The interval in use still covers the spectrum when hi is below its
 	// top and no eigenvalue lies below its bottom (one inertia count, with
-	// the relative margin 1e-8 that Bounds allows for rounding in it);
+	// the margin that Bounds allows for rounding in it: a relative 1e-8,
+	// and on the band path the factorization's residual too);
 	// otherwise bisect for the smallest eigenvalue and widen the new
 	// interval by a factor 2 at each end, so that small changes in v do
 	// not force new nodes every iteration. (A factor 4 costs about 5% more
 	// shifts in all at R = 10^5, a factor 1.3 about as many: it rebuilds
 	// more often.)
-	if e.quads == nil || !(hi <= e.qhi) || count(e.qlo/(1-1e-8)) > 0 {
+	if e.quads == nil || !(hi <= e.qhi) || !covers(e.qlo) {
 		var lo float64
 		if e.k == 1 {
 			lo, hi = e.bi.Bounds(e.lo)

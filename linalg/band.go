@@ -293,6 +293,18 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 	return lo, hi
 }
 
+// ProvenAbove reports whether lambda_min(M) >= x is proven by the LDL^T
+// factorization of M - y I at y = x / (1 - 1e-8), the relative margin of
+// [SymBand.Bounds]: no negative pivot, and a residual
+// ([SymBand.ldlResidual]) of at most y - x. False proves nothing (an
+// eigenvalue below x, or one too near x for this factorization to tell).
+// work must have length at least N (K+1) + N.
+func (s SymBand) ProvenAbove(x float64, work []float64) bool {
+	y := x / (1 - 1e-8)
+	r, ok := s.ldlResidual(-y, work)
+	return ok && r <= y-x
+}
+
 // ldlResidual factors M + shift I by [SymBand.ldl] into work (length at
 // least N (K+1) + N) and returns an upper bound on ||R||_2, R = M + shift I
 // - L D L^T for the computed factors L and D (the product taken exactly),
@@ -312,7 +324,7 @@ func (s SymBand) Bounds(guess float64, work []float64) (lo, hi float64) {
 // is what the rounding of this factorization actually did, typically far
 // below the a priori bound gamma_{2K+4} |L| |D| |L|^T (Higham, Accuracy and
 // Stability of Numerical Algorithms, 2nd ed., Theorem 10.3) that a
-// certificate would otherwise have to give away. It costs about N K^2
+// certificate would otherwise have to give away. It costs about N K^2 / 2
 // double-word products: a few factorizations.
 func (s SymBand) ldlResidual(shift float64, work []float64) (float64, bool) {
 	n, k := s.N, s.K
@@ -346,17 +358,26 @@ func (s SymBand) ldlResidual(shift float64, work []float64) (float64, bool) {
 		}
 		return math.Abs(rh) + math.Abs(rl) + errScale*mag + float64(4*(k+3))*math.SmallestNonzeroFloat64
 	}
+	// Each entry once, into the sums of its row and its column (R is
+	// symmetric); row f's sum is complete once row f + K is done, so K+1
+	// sums are open at a time (slot f mod (K+1)).
+	sums := make([]float64, w)
 	row := 0.0
 	for i := 0; i < n; i++ {
-		r := 0.0
-		for j := max(0, i-k); j <= min(n-1, i+k); j++ {
-			if j <= i {
-				r += entry(i, j)
-			} else {
-				r += entry(j, i)
+		for j := max(0, i-k); j <= i; j++ {
+			e := entry(i, j)
+			sums[i%w] += e
+			if j < i {
+				sums[j%w] += e
 			}
 		}
-		row = math.Max(row, r)
+		if f := i - k; f >= 0 {
+			row = math.Max(row, sums[f%w])
+			sums[f%w] = 0 // row i+1's slot
+		}
+	}
+	for f := max(0, n-k); f < n; f++ {
+		row = math.Max(row, sums[f%w])
 	}
 	e := row * (1 + 1e-6)
 	return e, !math.IsNaN(e) && !math.IsInf(e, 0)

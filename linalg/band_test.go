@@ -352,3 +352,29 @@ func TestLDLResidualExact(t *testing.T) {
 		}
 	}
 }
+
+// ProvenAbove against eigenvalues in closed form: the path graph's
+// Laplacian plus c I has lambda_min = c exactly (c = 0: singular). Well
+// below c it is proven, above c it is not; on the singular Laplacian no
+// positive x is proven, even where the inertia count alone (the covering
+// check of the structured solver before, at x / (1 - 1e-8)) finds no
+// negative pivot and would claim it.
+func TestSymBandProvenAbove(t *testing.T) {
+	const n, k = 64, 3
+	work := make([]float64, n*(k+1)+n)
+	for _, c := range []float64{1, 1e-3} {
+		s := pathLaplacian(n, k, c)
+		assert.True(t, s.ProvenAbove(c/2, work), "c %g: lambda_min >= c/2", c)
+		assert.True(t, s.ProvenAbove(c*0.99, work), "c %g: lambda_min >= 0.99 c", c)
+		assert.False(t, s.ProvenAbove(c*1.01, work), "c %g: an eigenvalue lies below 1.01 c", c)
+	}
+	s := pathLaplacian(n, k, 0)
+	claimed := 0
+	for _, x := range []float64{1e-30, 1e-20, 1e-17, 1e-16, 1e-14} {
+		assert.False(t, s.ProvenAbove(x, work), "singular: lambda_min = 0 < %g", x)
+		if s.CountBelow(x/(1-1e-8), work) == 0 {
+			claimed++
+		}
+	}
+	t.Logf("the inertia count alone claimed lambda_min >= x at %d of 5 points", claimed)
+}
