@@ -116,14 +116,8 @@ func TestSeededServerWarns(t *testing.T) {
 		{[]string{"-algo", "independent"}, false},
 		{[]string{"-seed", "3", "-algo", "nonprivate"}, false}, // no noise, no key
 	} {
-		var errb strings.Builder
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel() // the server stops at once after listening
-		args := append([]string{"server", "-insecure", "-state", t.TempDir(), "-listen", "127.0.0.1:0", "-rounds", "2", "-learners", "2", "-dim", "3"}, c.args...)
-		run(ctx, args, env{stdout: io.Discard, stderr: &errb})
-		log := errb.String()
-		if !strings.Contains(log, "msg=serving") {
-			t.Errorf("%v: %q, want it to serve", c.args, log)
+		log, ok := startLog(t, append([]string{"-insecure", "-rounds", "2", "-learners", "2", "-dim", "3"}, c.args...))
+		if !ok {
 			continue
 		}
 		got := strings.Contains(log, "level=WARN msg=\"seeded noise key\"")
@@ -152,14 +146,8 @@ func TestSecureWithoutClientCAWarns(t *testing.T) {
 		{"secure, mutual TLS", append([]string{"-tls-cert", cert, "-tls-key", key, "-client-ca", ca.File}, secure...), false},
 		{"plain, TLS without -client-ca", []string{"-tls-cert", cert, "-tls-key", key, "-learners", "4", "-algo", "nonprivate"}, false},
 	} {
-		var errb strings.Builder
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel() // the server stops at once after listening
-		args := append([]string{"server", "-state", t.TempDir(), "-listen", "127.0.0.1:0", "-rounds", "2", "-dim", "3", "-seed", "1"}, c.args...)
-		run(ctx, args, env{stdout: io.Discard, stderr: &errb})
-		log := errb.String()
-		if !strings.Contains(log, "msg=serving") {
-			t.Errorf("%s: %q, want it to serve", c.name, log)
+		log, ok := startLog(t, append([]string{"-rounds", "2", "-dim", "3", "-seed", "1"}, c.args...))
+		if !ok {
 			continue
 		}
 		got := strings.Contains(log, "level=WARN msg=\"unauthenticated learners\"")
@@ -167,4 +155,22 @@ func TestSecureWithoutClientCAWarns(t *testing.T) {
 			t.Errorf("%s: stderr %q; want the warning about unauthenticated learners: %v", c.name, log, c.warn)
 		}
 	}
+}
+
+// startLog starts "ofl server" with args, a fresh -state and a loopback
+// -listen, under a context already cancelled, so that it stops at once
+// after listening, and returns what it logged; ok is false (with the test
+// failed) when it did not get as far as serving.
+func startLog(t *testing.T, args []string) (log string, ok bool) {
+	t.Helper()
+	var errb strings.Builder
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	run(ctx, append([]string{"server", "-state", t.TempDir(), "-listen", "127.0.0.1:0"}, args...), env{stdout: io.Discard, stderr: &errb})
+	log = errb.String()
+	if !strings.Contains(log, "msg=serving") {
+		t.Errorf("ofl server %v: %q, want it to serve", args, log)
+		return log, false
+	}
+	return log, true
 }
