@@ -64,6 +64,7 @@ func init() {
 			{ptr: func(p any) any { return &p.(*BandedStrategy).MaxIter }, lo: 1, keyless: true},
 		},
 		streamVectors: func(s Strategy, r int) int { return min(bandsOrDefault(s.(BandedStrategy).Bands), r) - 1 },
+		progressPtr:   func(p any) *func(Progress) { return &p.(*BandedStrategy).Progress },
 	})
 }
 
@@ -115,6 +116,10 @@ type BandedStrategy struct {
 	// O(R b) memory, prefix sums only; min-separation, by
 	// [OptimalBanded]'s loss-only path).
 	LossOnly bool
+	// Progress, if not nil, is called after every iteration of
+	// [OptimalBanded] under min-separation (its coarse levels included:
+	// [Progress].Coarse); it is not part of the spec or the cache key.
+	Progress func(Progress)
 }
 
 // Name returns "banded".
@@ -147,7 +152,7 @@ func (s BandedStrategy) Factorize(ctx context.Context, w *Workload, p Participat
 	if err := CheckUnder(s, p); err != nil {
 		return nil, err
 	}
-	opt, err := Options{Tol: s.Tol, MaxIter: s.MaxIter}.withDefaults()
+	opt, err := Options{Tol: s.Tol, MaxIter: s.MaxIter, Progress: s.Progress}.withDefaults()
 	if err != nil {
 		return nil, err
 	}

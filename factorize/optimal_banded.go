@@ -1527,6 +1527,15 @@ func (bp *bandedProblem) runAfter(ctx context.Context, opt Options, done *banded
 			}
 			copt := opt
 			copt.Tol, copt.Progress = bandedCoarseGap, nil
+			if report := opt.Progress; report != nil {
+				// A level below nc reports its own order.
+				copt.Progress = func(pr Progress) {
+					if pr.Coarse == 0 {
+						pr.Coarse = nc
+					}
+					report(pr)
+				}
+			}
 			cp := newBandedProblem(inv, b)
 			cp.levelMinBands = bp.levelMinBands
 			coarse, err := cp.runAfter(ctx, copt, done)

@@ -1015,3 +1015,36 @@ func TestOptimalBandedMultilevelSameBitsAnyGOMAXPROCS(t *testing.T) {
 	assert.Equal(t, []float64{one.f, one.gap}, []float64{eight.f, eight.gap})
 	assert.Equal(t, []int{one.iter, one.evals}, []int{eight.iter, eight.evals})
 }
+
+// A multilevel start reports the progress of its coarse levels, each with
+// its order and its own target, coarsest first, and then that of the
+// problem asked for, with Coarse zero; the iterations count on across the
+// levels.
+func TestOptimalBandedProgressCoarse(t *testing.T) {
+	const n, b = 1100, 4 // levels 275 and 550 (from 128 b = 512 rows)
+	opt, err := Options{Tol: 1e-6}.withDefaults()
+	require.NoError(t, err)
+	var order []int
+	var last Progress
+	opt.Progress = func(pr Progress) {
+		if len(order) == 0 || order[len(order)-1] != pr.Coarse {
+			if len(order) > 0 && last.Coarse > 0 {
+				assert.LessOrEqual(t, last.Gap, bandedCoarseGap, "level %d ended above its target", last.Coarse)
+			}
+			order = append(order, pr.Coarse)
+		}
+		want := opt.Tol
+		if pr.Coarse > 0 {
+			want = bandedCoarseGap
+		}
+		assert.Equal(t, want, pr.Tol)
+		assert.GreaterOrEqual(t, pr.Iter, last.Iter)
+		last = pr
+	}
+	sol, err := testBandedProblem(t, prefix(t, n), b).run(context.Background(), opt)
+	require.NoError(t, err)
+	assert.Equal(t, []int{275, 550, 0}, order)
+	assert.Equal(t, 2, sol.levels)
+	assert.Equal(t, sol.iter, last.Iter)
+	assert.LessOrEqual(t, last.Gap, 1e-6)
+}

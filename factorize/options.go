@@ -47,6 +47,12 @@ type Progress struct {
 	Gap float64
 	// Tol is the target gap.
 	Tol float64
+	// Coarse is zero for the problem that was asked for. While a coarse
+	// level of a multilevel start runs ([OptimalBanded] on a Toeplitz
+	// workload with many bands: the same problem at R/2, R/4, ...), it is
+	// that level's order, and Gap and Tol are that level's (it is solved
+	// to a loose gap only to start the next).
+	Coarse int
 }
 
 // Options configure [Optimal] (and [OptimalStrategy]). The zero value is

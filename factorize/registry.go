@@ -495,8 +495,8 @@ func WithLossOnly(s Strategy, on bool) (Strategy, error) {
 }
 
 // WithProgress returns s reporting the progress of its iterative solver
-// (optimal, semiseparable) to fn after every iteration; other strategies
-// are returned as they are.
+// (optimal, semiseparable, banded under min-separation) to fn after every
+// iteration; other strategies are returned as they are.
 func WithProgress(s Strategy, fn func(Progress)) Strategy {
 	i, ok := info(s)
 	if !ok || i.progressPtr == nil {

@@ -418,6 +418,20 @@ func TestWithSetting(t *testing.T) {
 	if _, err := p.Factorize(context.Background(), w, factorize.SingleParticipation()); err != nil || !called {
 		t.Errorf("WithProgress(optimal): called %t, %v", called, err)
 	}
+	// Banded under min-separation runs a solver that reports; its spec and
+	// cache key do not carry the callback.
+	w, _ = factorize.Prefix(40)
+	for _, lossOnly := range []bool{false, true} {
+		called = false
+		var s factorize.Strategy = factorize.BandedStrategy{Bands: 4, LossOnly: lossOnly}
+		p = factorize.WithProgress(s, func(factorize.Progress) { called = true })
+		if p.Spec() != s.Spec() || factorize.CacheKey(p) != factorize.CacheKey(s) {
+			t.Errorf("WithProgress(banded) changed the spec or key: %s, %s", p.Spec(), factorize.CacheKey(p))
+		}
+		if _, err := p.Factorize(context.Background(), w, factorize.MinSeparation(4, 10)); err != nil || !called {
+			t.Errorf("WithProgress(banded), loss only %t: called %t, %v", lossOnly, called, err)
+		}
+	}
 }
 
 // TestOptimalPathNeedsOnePath checks that the optimal solver's path is

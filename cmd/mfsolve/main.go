@@ -362,7 +362,12 @@ func (lw *lineWriter) Write(p []byte) (int, error) {
 }
 
 // progressStatus is the status of the progress line for a solver report:
-// the iteration and the certified gap against its target.
+// the iteration and the certified gap against its target, and the order of
+// the coarse level being solved, if one is.
 func progressStatus(pr factorize.Progress) string {
-	return fmt.Sprintf("iteration %d  gap %.2e (target %.0e)", pr.Iter, pr.Gap, pr.Tol)
+	s := fmt.Sprintf("iteration %d  gap %.2e (target %.0e)", pr.Iter, pr.Gap, pr.Tol)
+	if pr.Coarse > 0 {
+		s = fmt.Sprintf("coarse level R=%d  %s", pr.Coarse, s)
+	}
+	return s
 }

@@ -25,3 +25,8 @@ func TestProgressStatus(t *testing.T) {
 	pr := factorize.Progress{Iter: 42, Gap: 3.14159e-8, Tol: 1e-10}
 	assert.Equal(t, "iteration 42  gap 3.14e-08 (target 1e-10)", progressStatus(pr))
 }
+
+func TestProgressStatusCoarse(t *testing.T) {
+	pr := factorize.Progress{Iter: 7, Gap: 0.25, Tol: 0.1, Coarse: 12500}
+	assert.Equal(t, "coarse level R=12500  iteration 7  gap 2.50e-01 (target 1e-01)", progressStatus(pr))
+}
