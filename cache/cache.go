@@ -210,7 +210,7 @@ func keyFields(s factorize.Strategy, w *factorize.Workload, p factorize.Particip
 // same byte string.
 func (k cacheKeyFields) hex() string {
 	h := sha256.New()
-	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), k.strategy, k.strategyKey,
+	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), solverID, k.strategy, k.strategyKey,
 		k.workload, strconv.Itoa(k.r), k.participation.String()} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
@@ -219,7 +219,9 @@ func (k cacheKeyFields) hex() string {
 
 // Key returns the hex SHA-256 cache key of the factorization of w by
 // strategy s under participation p. The key covers the cache format
-// version, the strategy's name and [factorize.CacheKey] (the settings that change
+// version, the solver ([factorize.SolverVersion] and, where the program's
+// build records it, the version of the dpmf module: an entry of another
+// solver is a miss), the strategy's name and [factorize.CacheKey] (the settings that change
 // the result, with defaults filled in), the workload ([factorize.Workload.Key] and R)
 // and the participation. Invalid options or participation are an error.
 func Key(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (string, error) {
