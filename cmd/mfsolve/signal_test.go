@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -180,4 +181,41 @@ func TestSignalAnyTime(t *testing.T) {
 func dirExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// TestSIGKILLTempsRemovedByNextRun: mfsolve killed outright (SIGKILL, no
+// chance to clean up) with B and C complete in their temporary files
+// leaves them behind; the next run writing the same outputs removes them,
+// their owner being provably gone (its pid, on this host and boot, in
+// this pid namespace, no longer runs), and writes B and C. A temporary
+// file of an unknown owner (an older dpmf's name, without pid and host)
+// is left, and named in a one-line warning. Before, both stayed forever.
+func TestSIGKILLTempsRemovedByNextRun(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a writer's death is proven on Linux only")
+	}
+	dir := t.TempDir()
+	args := []string{"-R", "50", "-strategy", "sqrt", "-no-cache", "-o", "B.npy", "-C", "C.npy"}
+	cmd, stderr, _ := startBinary(t, dir, []string{cli.PauseEnv + "=commit"}, args...)
+	line, err := stderr.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "pause: commit\n", line)
+	left := temps(t, dir)
+	require.Len(t, left, 2, "B and C complete in temporary files")
+	require.NoError(t, cmd.Process.Kill())
+	exitCode(t, cmd)
+	require.Equal(t, left, temps(t, dir), "SIGKILL leaves the temporary files")
+	old := ".B.npy.tmp-0123456789abcdef" // an older dpmf's temporary file
+	require.NoError(t, os.WriteFile(filepath.Join(dir, old), nil, 0o644))
+
+	res := runBinary(t, dir, args...)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	assert.Equal(t, []string{old}, temps(t, dir), "the killed run's temporary files are removed, the unknown one is left")
+	assert.Equal(t, 1, strings.Count(res.stderr, "\n"), res.stderr)
+	assert.True(t, strings.HasPrefix(res.stderr, "mfsolve: -o B.npy: "), res.stderr)
+	assert.Contains(t, res.stderr, old)
+	for _, n := range []string{"B.npy", "C.npy"} {
+		_, err := os.Stat(filepath.Join(dir, n))
+		assert.NoError(t, err, n)
+	}
 }

@@ -61,7 +61,14 @@ func (e *WrittenError) Unwrap() error { return e.Err }
 //
 // Between the two steps it calls [PauseForTest] with the point "commit",
 // for the signal tests; stderr receives its line.
-func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
+//
+// Temporary files of earlier writers of the same outputs that were killed
+// outright are removed where their death is proven (atomicfile: same host,
+// boot and pid namespace, and no process of their pid); the others, whose
+// writer cannot be proven gone (an older dpmf's, another host's), are
+// left, and named on stderr in one line per output, after prefix (the
+// program's "mfsolve: ").
+func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...Output) error {
 	pending := make([]*atomicfile.Pending, 0, len(outs))
 	defer func() {
 		for _, p := range pending {
@@ -82,6 +89,10 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
 		return name(o, err)
 	}
 	for _, o := range outs {
+		if left := atomicfile.UnprovenTemps(o.Path); len(left) > 0 {
+			fmt.Fprintf(stderr, "%s%s %s: left %s: temporary files of a writer that cannot be proven gone (an older dpmf, another host); remove them if no other run is writing %s\n",
+				prefix, o.Flag, o.Path, OneLine(strings.Join(left, ", ")), o.Path)
+		}
 		p, err := atomicfile.Prepare(ctx, o.Path, o.Perm, o.Write)
 		if err != nil {
 			return fail(o, err)
