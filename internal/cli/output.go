@@ -60,7 +60,16 @@ func (e *WrittenError) Unwrap() error { return e.Err }
 // renames), ctx's error is returned.
 //
 // Between the two steps it calls [PauseForTest] with the point "commit",
-// for the signal tests; stderr receives its line.
+// and after the first of several renames with the point "rename", for the
+// signal tests; stderr receives its line.
+//
+// The renames are made under an exclusive flock(2) on the directory of
+// every output (Unix), taken once all temporary files are complete and
+// held until the last rename: a second process writing the same outputs
+// waits (saying so on stderr, once) and renames its set after, so that
+// the outputs on disk are one run's. The wait ends when ctx is done (ctx's
+// error, nothing written). A directory without flock(2) is named in a
+// warning and not locked; on Windows nothing is locked.
 //
 // Temporary files of earlier writers of the same outputs that were killed
 // outright are removed where their death is proven (atomicfile: same host,
@@ -103,6 +112,14 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Another process writing the same outputs renames its set while no
+	// rename of ours is under way: the outputs on disk are one run's
+	// (mfsolve's B and C, with B C = A), never one's B and the other's C.
+	unlock, err := lockOutputDirs(ctx, stderr, prefix, outs)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	// Every destination is checked again before the first rename, so a
 	// destination that has become something atomicfile refuses (a
 	// directory, a symbolic link) leaves all of them as they were.
@@ -115,6 +132,9 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...
 	// cancellation between two of them would leave some outputs replaced
 	// and others not. The renames take no time to speak of.
 	for i, p := range pending {
+		if i == 1 {
+			PauseForTest(ctx, stderr, "rename")
+		}
 		if err := p.Commit(context.Background()); err != nil {
 			if i == 0 {
 				return fail(outs[i], err)
