@@ -32,6 +32,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/internal/private"
 )
 
 // Cache entry format, version 5. All integers are little-endian.
@@ -119,6 +120,52 @@ type CorruptError struct {
 // Error implements error.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("cache entry %s is corrupt (%s)", e.Path, e.Reason)
+}
+
+// UntrustedError is returned by [Cache.Load] and [Cache.Store] for a cache
+// directory or entry that another local user could have written (Unix:
+// one owned by a user other than this process's and root, or writable by
+// its group or by others, the rule ssh applies to its keys): an entry
+// planted there would be a wrong factorization, and so wrong noise.
+// [Cache.Compute] then warns and computes; it does not use such a
+// directory at all, and replaces such an entry.
+type UntrustedError struct {
+	// Path is the directory or the entry.
+	Path string
+	// Reason says what is wrong and what to do.
+	Reason string
+	// Dir is true for the cache directory, false for an entry.
+	Dir bool
+}
+
+// Error implements error.
+func (e *UntrustedError) Error() string {
+	what := "cache entry"
+	if e.Dir {
+		what = "cache directory"
+	}
+	return fmt.Sprintf("%s %s %s", what, e.Path, e.Reason)
+}
+
+// untrusted returns an *UntrustedError for path if fi says that another
+// user could have written it.
+func untrusted(path string, fi fs.FileInfo, dir bool) error {
+	var pe *private.Error
+	if errors.As(private.Check(path, fi), &pe) {
+		return &UntrustedError{Path: path, Reason: pe.Reason, Dir: dir}
+	}
+	return nil
+}
+
+// checkDir returns an *UntrustedError if the cache directory exists and
+// another user could write into it, nil if it is private or does not
+// exist (yet).
+func (c *Cache) checkDir() error {
+	fi, err := os.Stat(c.Dir)
+	if err != nil {
+		return nil // absent: created private; unreadable: the load says so
+	}
+	return untrusted(c.Dir, fi, true)
 }
 
 // DefaultDir returns the per-user cache directory of dpmf,
@@ -210,7 +257,7 @@ func keyFields(s factorize.Strategy, w *factorize.Workload, p factorize.Particip
 // same byte string.
 func (k cacheKeyFields) hex() string {
 	h := sha256.New()
-	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), k.strategy, k.strategyKey,
+	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), solverID, k.strategy, k.strategyKey,
 		k.workload, strconv.Itoa(k.r), k.participation.String()} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
@@ -219,7 +266,9 @@ func (k cacheKeyFields) hex() string {
 
 // Key returns the hex SHA-256 cache key of the factorization of w by
 // strategy s under participation p. The key covers the cache format
-// version, the strategy's name and [factorize.CacheKey] (the settings that change
+// version, the solver ([factorize.SolverVersion] and, where the program's
+// build records it, the version of the dpmf module: an entry of another
+// solver is a miss), the strategy's name and [factorize.CacheKey] (the settings that change
 // the result, with defaults filled in), the workload ([factorize.Workload.Key] and R)
 // and the participation. Invalid options or participation are an error.
 func Key(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (string, error) {
@@ -239,7 +288,9 @@ func (c *Cache) Path(key string) string {
 // p, loaded from the cache when an entry exists and computed with
 // [factorize.Strategy.Factorize] and stored otherwise;
 // cached reports which. A corrupt entry is reported on warn, recomputed and
-// replaced. A cache that cannot be read or written is reported on warn and
+// replaced; so is an entry that another user could have written (an
+// *[UntrustedError]), and a directory that another user could write into
+// is reported on warn and not used at all (neither read nor written). A cache that cannot be read or written is reported on warn and
 // otherwise ignored: the computation still succeeds. Cancelling ctx stops
 // the computation and the writing of the entry, and Compute then returns
 // ctx's error; an interrupted write leaves no entry and no temporary file.
@@ -257,9 +308,16 @@ func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.
 		return nil, false, err
 	}
 	var ce *CorruptError
+	var ue *UntrustedError
+	useCache := true
 	switch f, err = c.load(k, w); {
 	case err == nil:
 		return f, true, nil
+	case errors.As(err, &ue) && ue.Dir:
+		fmt.Fprintf(warn, "%v; the cache is not used\n", err)
+		useCache = false
+	case errors.As(err, &ue):
+		fmt.Fprintf(warn, "%v; recomputing\n", err)
 	case errors.As(err, &ce):
 		fmt.Fprintf(warn, "%v; recomputing\n", err)
 	case !errors.Is(err, ErrMiss):
@@ -273,7 +331,7 @@ func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.
 		// An overflowing workload: load would reject the entry.
 		return f, false, nil
 	}
-	if c.Keep != nil && !c.Keep(f) {
+	if !useCache || c.Keep != nil && !c.Keep(f) {
 		return f, false, nil
 	}
 	if err := c.store(ctx, k, f); err != nil {
@@ -293,8 +351,9 @@ func (c *Cache) Compute(ctx context.Context, s factorize.Strategy, w *factorize.
 
 // Load returns the cached factorization of w by strategy s under
 // participation p.
-// It returns [ErrMiss] when there is no entry and a
-// *[CorruptError] when the entry is damaged or does not match the
+// It returns [ErrMiss] when there is no entry, an *[UntrustedError] when
+// the directory or the entry could have been written by another user, and
+// a *[CorruptError] when the entry is damaged or does not match the
 // request; such an entry should be recomputed and replaced with
 // [Cache.Store].
 func (c *Cache) Load(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (*factorize.Factorization, error) {
@@ -388,6 +447,9 @@ func (c *Cache) store(ctx context.Context, k cacheKeyFields, f *factorize.Factor
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return err
 	}
+	if err := c.checkDir(); err != nil {
+		return err
+	}
 	// Temporary files of killed writers are never read; remove old ones.
 	atomicfile.RemoveStaleOf(c.Dir, staleTempAge, isEntryName)
 	err = atomicfile.WriteContext(ctx, c.Path(key), 0o600, func(out io.Writer) error {
@@ -456,6 +518,9 @@ func readFloats(r io.Reader, dst []float64, buf []byte) error {
 func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factorization, error) {
 	key := k.hex()
 	path := c.Path(key)
+	if err := c.checkDir(); err != nil {
+		return nil, err
+	}
 	// A symbolic link under the entry's name is not followed: List,
 	// Clear and the budget see only regular files, so a linked entry
 	// would be used but never counted or cleared. It is refused as not a
@@ -474,16 +539,19 @@ func (c *Cache) load(k cacheKeyFields, w *factorize.Workload) (*factorize.Factor
 		return nil, err
 	}
 	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := untrusted(path, fi, false); err != nil {
+		return nil, err
+	}
 	// Record the use at once, so that an evictor that lists the directory
 	// from now on ranks the entry as the most recently used; should one
 	// remove it all the same, the open file stays readable to the end.
 	c.touch(path)
 	if c.opened != nil {
 		c.opened(path)
-	}
-	fi, err := file.Stat()
-	if err != nil {
-		return nil, err
 	}
 	size := fi.Size()
 	corrupt := func(format string, args ...any) error {

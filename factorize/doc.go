@@ -91,6 +91,13 @@
 // [Factorization.Available] records the round at which each node's noise is
 // first used.
 //
+// # Changing a solver
+//
+// A change to the numbers a strategy computes (an iteration, a stopping
+// rule, a closed form, a sensitivity rule, a bound's rounding) bumps
+// [SolverVersion]: the cache keys its entries by it, and without the bump
+// results of the old solver would still be loaded after the fix.
+//
 // # Errors and panics
 //
 // dpmf's numerical packages (linalg, factorize, mechanism, fedopt,

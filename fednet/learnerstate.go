@@ -244,6 +244,9 @@ func openLearnerState(dir string, id int) (ls *learnerState, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("fednet: learner state directory: %w", err)
 	}
+	if err := checkPrivateDir(dir, "learner"); err != nil {
+		return nil, fmt.Errorf("fednet: %w", err)
+	}
 	lock, err := lockDir(filepath.Join(dir, lockFile), "learner")
 	if err != nil {
 		return nil, fmt.Errorf("fednet: %w", err)

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/flock"
 )
 
-// flock is syscall.Flock; tests replace it to simulate a file system
-// without locks.
-var flock = syscall.Flock
+// tryLock is flock.TryExclusive; tests replace it to simulate a file
+// system without locks.
+var tryLock = flock.TryExclusive
 
 // dirLock is an exclusive lock on a state directory: an advisory flock(2)
 // on its lock file, held while the file stays open and released by the
@@ -41,7 +43,7 @@ func lockDir(path, role string) (*dirLock, error) {
 		f.Close()
 		return nil, fmt.Errorf("state directory lock: %s is not a regular file (remove it: the %s makes a regular one)", path, role)
 	}
-	if err := flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		holder := make([]byte, maxLockHolder)
 		n, _ := f.ReadAt(holder, 0)
 		f.Close()

@@ -3,9 +3,12 @@
 package fednet
 
 import (
+	"os"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/flock"
 )
 
 // On a file system without flock(2) (ENOLCK: NFS mounted without a lock
@@ -15,10 +18,10 @@ import (
 // DIR/lock: no locks available", with no way out.
 func TestLockRefusalSaysWhatToDo(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.ENOLCK, syscall.EOPNOTSUPP} {
-		flock = func(int, int) error { return errno }
+		tryLock = func(*os.File) error { return errno }
 		dir := t.TempDir()
 		_, err := openState(dir, testOptions(false))
-		flock = syscall.Flock
+		tryLock = flock.TryExclusive
 		if err == nil {
 			t.Fatalf("%v: the server started without a lock", errno)
 		}
@@ -32,5 +35,5 @@ func TestLockRefusalSaysWhatToDo(t *testing.T) {
 			t.Errorf("%v: more than one line: %q", errno, msg)
 		}
 	}
-	t.Cleanup(func() { flock = syscall.Flock })
+	t.Cleanup(func() { tryLock = flock.TryExclusive })
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
+	"github.com/dpmf/dpmf/internal/private"
 	"github.com/dpmf/dpmf/mechanism"
 )
 
@@ -701,11 +702,31 @@ type state struct {
 	beforeMark func(round int) error
 }
 
+// checkPrivateDir refuses a state directory that another local user could
+// write into (package private: owned by another user than this process's
+// and root, or writable by its group or others): such a user could
+// replace the run's record or its rounds, and rewind the privacy state.
+// Where there are no Unix mode bits, nothing is checked.
+func checkPrivateDir(dir, role string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	var pe *private.Error
+	if errors.As(private.Check(dir, fi), &pe) {
+		return fmt.Errorf("state directory %s %s; the %s refuses to use it, since another user could rewrite its state", dir, pe.Reason, role)
+	}
+	return nil
+}
+
 // openState locks dir and resumes the run it holds, or starts one in it.
 // See docs/distributed.md, "Faults", for what each refusal protects.
 func openState(dir string, o stateOptions) (st *state, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if err := checkPrivateDir(dir, "server"); err != nil {
+		return nil, err
 	}
 	lock, err := lockDir(filepath.Join(dir, lockFile), "server")
 	if err != nil {

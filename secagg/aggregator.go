@@ -109,8 +109,9 @@ func (a *Aggregator) close(p Phase) ([]int, error) {
 
 // Advertised records a learner's phase-0 message: refused in another
 // phase, twice from one learner, with an id out of range, with keys of the
-// wrong size, X25519 keys not in canonical encoding or of low order, or
-// repeating a key already advertised.
+// wrong size, X25519 keys not in canonical encoding or of low order, an
+// Ed25519 key not in canonical encoding, not on the curve or of small
+// order (checkEd25519Key), or repeating a key already advertised.
 func (a *Aggregator) Advertised(m Advertise) error {
 	if err := a.accept(PhaseAdvertise, "Advertise", m.From); err != nil {
 		return err
@@ -132,6 +133,9 @@ func (a *Aggregator) Advertised(m Advertise) error {
 		if _, err := agree(probeKey, keys[i]); err != nil {
 			return fmt.Errorf("secagg: Advertise from learner %d: %s is not a usable X25519 public key (%v)", m.From, name, err)
 		}
+	}
+	if err := checkEd25519Key(m.SigPub); err != nil {
+		return fmt.Errorf("secagg: Advertise from learner %d: SigPub is %v", m.From, err)
 	}
 	for i, k := range keys {
 		equal := func(o []byte) bool { return bytes.Equal(o, k) }

@@ -145,6 +145,9 @@ func (c *Client) ShareKeys(roster []Advertise) (Shares, error) {
 			// Else an alias of another entry's key passes the check below.
 			return Shares{}, fmt.Errorf("secagg: learner %d: roster entry %d has an X25519 key that is not the canonical encoding of one (below 2^255 - 19)", c.id, a.From)
 		}
+		if err := checkEd25519Key(a.SigPub); err != nil {
+			return Shares{}, fmt.Errorf("secagg: learner %d: roster entry %d: SigPub is %v", c.id, a.From, err)
+		}
 		for _, k := range a.keys() {
 			if seen[string(k)] {
 				return Shares{}, fmt.Errorf("secagg: learner %d: roster entry %d repeats a key of another entry", c.id, a.From)

@@ -56,7 +56,10 @@
 // learner refuses a roster in which its own keys are not the ones it sent or
 // in which two learners share a key (X25519 keys only in canonical encoding,
 // below 2^255 - 19, so that an alias with the top bit set is not taken for
-// another key; the aggregator refuses such keys too).
+// another key; the aggregator refuses such keys too); both refuse an
+// Ed25519 key that is not canonical, not on the curve or of small order
+// (with the identity as key one signature verifies for every message;
+// points of mixed order are not checked).
 //
 // # Primitives
 //

@@ -452,7 +452,7 @@ func writeOut(ctx context.Context, dir string, rep *audit.CanaryReport, stderr i
 	if err != nil {
 		return fmt.Errorf("-out %s: %v", dir, err)
 	}
-	err = writeOutputs(ctx, stderr, outs...)
+	err = writeOutputs(ctx, stderr, "dpaudit: ", outs...)
 	if err != nil {
 		// No directory created either where nothing was written (undo
 		// removes only empty directories).

@@ -451,7 +451,7 @@ func TestInterruptedAfterSomeWritten(t *testing.T) {
 	defer cancel()
 	old := writeOutputs
 	t.Cleanup(func() { writeOutputs = old })
-	writeOutputs = func(ctx context.Context, stderr io.Writer, outs ...cli.Output) error {
+	writeOutputs = func(ctx context.Context, stderr io.Writer, prefix string, outs ...cli.Output) error {
 		svg := outs[2]
 		write := svg.Write
 		outs[2].Write = func(w io.Writer) error {
@@ -464,7 +464,7 @@ func TestInterruptedAfterSomeWritten(t *testing.T) {
 			}
 			return write(w)
 		}
-		err := old(ctx, stderr, outs...)
+		err := old(ctx, stderr, prefix, outs...)
 		cancel() // the signal arrives during the renames
 		return err
 	}

@@ -20,9 +20,9 @@ func TestInterruptedLeavesNoNewOutDir(t *testing.T) {
 	defer cancel()
 	old := writeOutputs
 	t.Cleanup(func() { writeOutputs = old })
-	writeOutputs = func(ctx context.Context, stderr io.Writer, outs ...cli.Output) error {
+	writeOutputs = func(ctx context.Context, stderr io.Writer, prefix string, outs ...cli.Output) error {
 		cancel() // the signal arrives while the files are written
-		return old(ctx, stderr, outs...)
+		return old(ctx, stderr, prefix, outs...)
 	}
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "new", "sub")

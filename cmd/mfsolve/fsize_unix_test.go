@@ -16,12 +16,12 @@ import (
 )
 
 // runLimited runs the mfsolve binary in dir under a file size limit of
-// blocks blocks (ulimit -f: 512 or 1024 bytes each, as the shell counts):
-// every write past it fails with EFBIG, as a disk that fills up half way
-// through an output does.
-func runLimited(t *testing.T, dir string, blocks string, args ...string) runResult {
+// blocks blocks (testutil.FileSizeLimited): every write past it fails with
+// EFBIG, as a disk that fills up half way through an output does.
+func runLimited(t *testing.T, dir string, blocks int, args ...string) runResult {
 	t.Helper()
-	return runProgram(t, dir, "/bin/sh", append([]string{"-c", `ulimit -f "$1" && shift && exec "$@"`, "sh", blocks, mfsolveBinary(t)}, args...)...)
+	cmd := testutil.FileSizeLimited(blocks, mfsolveBinary(t), args...)
+	return runProgram(t, dir, cmd.Path, cmd.Args[1:]...)
 }
 
 // TestOutputsFailHalfWay: outputs (20 KB each) written under a file size
@@ -34,7 +34,7 @@ func TestOutputsFailHalfWay(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(oldContents), 0o644))
 	}
 	before := testutil.DirNames(t, dir)
-	res := runLimited(t, dir, "4", "-no-cache", "-R", "50", "-strategy", "sqrt", "-o", "B.npy", "-C", "C.npy")
+	res := runLimited(t, dir, 4, "-no-cache", "-R", "50", "-strategy", "sqrt", "-o", "B.npy", "-C", "C.npy")
 	assert.Equal(t, cli.ExitFailure, res.code, res.stderr)
 	requireOneErrorLine(t, res.stderr, "mfsolve: -o B.npy: ")
 	assert.Contains(t, res.stderr, "file too large")
@@ -56,7 +56,7 @@ func TestCacheStoreFailsHalfWay(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
 	args := []string{"-cache", cache, "-R", "50", "-strategy", "sqrt", "-json"}
-	res := runLimited(t, dir, "4", args...)
+	res := runLimited(t, dir, 4, args...)
 	require.Equal(t, cli.ExitOK, res.code, res.stderr)
 	requireOneErrorLine(t, res.stderr, "mfsolve: cannot write the cache: ")
 	assert.Contains(t, res.stderr, "file too large; the result is not cached")

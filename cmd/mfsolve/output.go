@@ -216,5 +216,5 @@ func writeOutputs(ctx context.Context, outs []output, stderr io.Writer) error {
 			return err
 		}}
 	}
-	return cli.WriteOutputs(ctx, stderr, files...)
+	return cli.WriteOutputs(ctx, stderr, "mfsolve: ", files...)
 }

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/cli"
@@ -180,4 +183,85 @@ func TestSignalAnyTime(t *testing.T) {
 func dirExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// TestSIGKILLTempsRemovedByNextRun: mfsolve killed outright (SIGKILL, no
+// chance to clean up) with B and C complete in their temporary files
+// leaves them behind; the next run writing the same outputs removes them,
+// their owner being provably gone (its pid, on this host and boot, in
+// this pid namespace, no longer runs), and writes B and C. A temporary
+// file of an unknown owner (an older dpmf's name, without pid and host)
+// is left, and named in a one-line warning. Before, both stayed forever.
+func TestSIGKILLTempsRemovedByNextRun(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a writer's death is proven on Linux only")
+	}
+	dir := t.TempDir()
+	args := []string{"-R", "50", "-strategy", "sqrt", "-no-cache", "-o", "B.npy", "-C", "C.npy"}
+	cmd, stderr, _ := startBinary(t, dir, []string{cli.PauseEnv + "=commit"}, args...)
+	line, err := stderr.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "pause: commit\n", line)
+	left := temps(t, dir)
+	require.Len(t, left, 2, "B and C complete in temporary files")
+	require.NoError(t, cmd.Process.Kill())
+	exitCode(t, cmd)
+	require.Equal(t, left, temps(t, dir), "SIGKILL leaves the temporary files")
+	old := ".B.npy.tmp-0123456789abcdef" // an older dpmf's temporary file
+	require.NoError(t, os.WriteFile(filepath.Join(dir, old), nil, 0o644))
+
+	res := runBinary(t, dir, args...)
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	assert.Equal(t, []string{old}, temps(t, dir), "the killed run's temporary files are removed, the unknown one is left")
+	assert.Equal(t, 1, strings.Count(res.stderr, "\n"), res.stderr)
+	assert.True(t, strings.HasPrefix(res.stderr, "mfsolve: -o B.npy: "), res.stderr)
+	assert.Contains(t, res.stderr, old)
+	for _, n := range []string{"B.npy", "C.npy"} {
+		_, err := os.Stat(filepath.Join(dir, n))
+		assert.NoError(t, err, n)
+	}
+}
+
+// TestConcurrentWritersKeepBAndCPaired: two mfsolve processes write the
+// same -o/-C pair at once, the first paused between its two renames
+// (B renamed, C not yet): the second waits for it (one line saying so)
+// instead of renaming its B and C in between, so the pair on disk is one
+// run's and B C = A (the prefix-sum workload). Before, the second's B and
+// the first's C were left: B C != A.
+func TestConcurrentWritersKeepBAndCPaired(t *testing.T) {
+	dir := t.TempDir()
+	first, stderr1, _ := startBinary(t, dir, []string{cli.PauseEnv + "=rename"}, "-R", "40", "-strategy", "sqrt", "-no-cache", "-o", "B.npy", "-C", "C.npy")
+	line, err := stderr1.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "pause: rename\n", line)
+	second, stderr2, _ := startBinary(t, dir, nil, "-R", "40", "-strategy", "identity", "-no-cache", "-o", "B.npy", "-C", "C.npy")
+	lines := make(chan string, 1)
+	go func() {
+		l, _ := stderr2.ReadString('\n')
+		lines <- l
+	}()
+	select {
+	case l := <-lines:
+		assert.Equal(t, "mfsolve: -o B.npy: waiting for another process that writes into its directory\n", l)
+	case <-time.After(20 * time.Second):
+		t.Error("the second writer said nothing within 20 s")
+	}
+	require.NoError(t, first.Process.Signal(syscall.SIGINT))
+	exitCode(t, first)
+	assert.Equal(t, cli.ExitOK, exitCode(t, second))
+	b := loadDense(t, filepath.Join(dir, "B.npy"))
+	c := loadDense(t, filepath.Join(dir, "C.npy"))
+	var bc mat.Dense
+	bc.Mul(b, c)
+	for i := range 40 {
+		for j := range 40 {
+			want := 0.0
+			if j <= i {
+				want = 1
+			}
+			if math.Abs(bc.At(i, j)-want) > 1e-9 {
+				t.Fatalf("(B C)[%d][%d] = %v, want %v: B and C of different runs", i, j, bc.At(i, j), want)
+			}
+		}
+	}
 }

@@ -33,7 +33,7 @@ func TestRoundsFailHalfWay(t *testing.T) {
 			out = parent
 			require.NoError(t, os.WriteFile(filepath.Join(out, "rounds.csv"), []byte("old"), 0o644))
 		}
-		cmd := exec.Command("/bin/sh", append([]string{"-c", `ulimit -f 4 && exec "$@"`, "sh", buildOfl(t), "-out", out}, args...)...)
+		cmd := testutil.FileSizeLimited(4, buildOfl(t), append([]string{"-out", out}, args...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()

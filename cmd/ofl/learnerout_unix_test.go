@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // TestLearnerOutFailsHalfWay: a learner whose final model (-dim 800: about
@@ -28,7 +30,7 @@ func TestLearnerOutFailsHalfWay(t *testing.T) {
 	}
 	srv, addr := startServer(t, bin, state, run)
 	defer srv.cmd.Process.Kill()
-	l := startCmd(t, exec.Command("/bin/sh", "-c", `ulimit -f 4 && exec "$@"`, "sh", bin, "learner", "-insecure", "-server", addr, "-id", "0",
+	l := startCmd(t, testutil.FileSizeLimited(4, bin, "learner", "-insecure", "-server", addr, "-id", "0",
 		"-seed", "3", "-out", out, "-give-up", "20s", "-call-timeout", "5s", "-wait-timeout", "5s"), nil)
 	var err error
 	select {

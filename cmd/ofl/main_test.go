@@ -383,7 +383,7 @@ func TestFailureNamesWhatWasWritten(t *testing.T) {
 		}
 		return os.Remove(tmp[0])
 	}}
-	written := cli.WriteOutputs(context.Background(), io.Discard, outA, outB)
+	written := cli.WriteOutputs(context.Background(), io.Discard, "ofl: ", outA, outB)
 	if _, err := os.Stat(a); err != nil {
 		t.Fatalf("a.csv not written: %v (%v)", err, written)
 	}

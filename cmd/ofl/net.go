@@ -797,7 +797,7 @@ func runLearner(ctx context.Context, args []string, e env) error {
 	// One number per line, in the shortest form that reads back exactly;
 	// written as every output is (cli.WriteOutputs), so that an error
 	// names -out and its file.
-	err = cli.WriteOutputs(ctx, e.stderr, cli.Output{File: cli.File{Flag: "-out", Path: l.out}, Perm: 0o644, Write: func(w io.Writer) error {
+	err = cli.WriteOutputs(ctx, e.stderr, "ofl learner: ", cli.Output{File: cli.File{Flag: "-out", Path: l.out}, Perm: 0o644, Write: func(w io.Writer) error {
 		var b []byte
 		for _, v := range x {
 			b = strconv.AppendFloat(b, v, 'g', -1, 64)

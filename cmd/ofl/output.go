@@ -23,7 +23,7 @@ const roundsHeader = "round,loss_error_mean,loss_error_std,regret_mean,regret_st
 // temporary file and renaming it, cli.PauseForTest is called with the
 // point "commit", for the signal tests; stderr receives its line.
 func writeRounds(ctx context.Context, path string, s *experiment.Summary, stderr io.Writer) error {
-	return cli.WriteOutputs(ctx, stderr, cli.Output{File: cli.File{Flag: "-out", Path: path}, Perm: 0o644, Write: func(w io.Writer) error {
+	return cli.WriteOutputs(ctx, stderr, "ofl: ", cli.Output{File: cli.File{Flag: "-out", Path: path}, Perm: 0o644, Write: func(w io.Writer) error {
 		if _, err := io.WriteString(w, roundsHeader); err != nil {
 			return err
 		}

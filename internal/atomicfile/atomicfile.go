@@ -35,12 +35,17 @@
 //
 // # Temporary files
 //
-// Temporary files are named "."+base+".tmp-"+random in the destination's
-// directory (base cut short where the name would exceed 255 bytes). They
-// are removed on every error, on a panic of the write function and on
-// cancellation; only a process killed outright (SIGKILL, a
-// crash) can leave one behind. Such a stale file is never read by this
-// package; [RemoveStale] deletes the old ones of a directory.
+// Temporary files are named "."+base+".tmp-"+host+"."+pid+"."+random in
+// the destination's directory (base cut short where the name would exceed
+// 255 bytes; host is a tag of the writer's host, boot and pid namespace,
+// pid its process id). They are removed on every error, on a panic of the
+// write function and on cancellation; only a process killed outright
+// (SIGKILL, a crash) can leave one behind. Such a stale file is never read
+// by this package. Every write removes the temporary files of its
+// destination whose writer is provably gone (on Linux: the same host tag
+// and no process of that pid), never one a live process may be writing;
+// [UnprovenTemps] names the others (an older dpmf's, another host's) for
+// a warning, and [RemoveStale] deletes the old ones of a directory.
 //
 // # Failures in tests
 //
@@ -296,6 +301,9 @@ func prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 		return nil, fmt.Errorf("atomicfile: write %s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
+	// Temporary files of this destination whose writer is provably gone
+	// (killed outright) are removed; a live writer's never are.
+	removeDeadTemps(path)
 	mode := perm.Perm()
 	if opt.ExactPerm {
 		mode = 0o600 // perm once the data is written
@@ -461,16 +469,17 @@ const tempInfix = ".tmp-"
 // systems: ext4, XFS, Btrfs, APFS, tmpfs.
 const maxNameBytes = 255
 
-// tempName returns "."+base+".tmp-"+16 random hex digits, with base cut
-// (at a rune boundary) so that the name takes at most maxNameBytes: a
-// destination whose own name is valid must not fail for its temporary
-// file's. The random part keeps cut names apart.
+// tempName returns "."+base+".tmp-"+host+"."+pid+"."+16 random hex
+// digits (the writer: see owner.go), with base cut (at a rune boundary) so
+// that the name takes at most maxNameBytes: a destination whose own name
+// is valid must not fail for its temporary file's. The random part keeps
+// cut names apart.
 func tempName(base string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	suffix := tempInfix + hex.EncodeToString(b[:])
+	suffix := tempInfix + ownerInfix() + hex.EncodeToString(b[:])
 	if room := maxNameBytes - 1 - len(suffix); len(base) > room {
 		for room > 0 && !utf8.RuneStart(base[room]) {
 			room--

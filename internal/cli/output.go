@@ -60,8 +60,24 @@ func (e *WrittenError) Unwrap() error { return e.Err }
 // renames), ctx's error is returned.
 //
 // Between the two steps it calls [PauseForTest] with the point "commit",
-// for the signal tests; stderr receives its line.
-func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
+// and after the first of several renames with the point "rename", for the
+// signal tests; stderr receives its line.
+//
+// The renames are made under an exclusive flock(2) on the directory of
+// every output (Unix), taken once all temporary files are complete and
+// held until the last rename: a second process writing the same outputs
+// waits (saying so on stderr, once) and renames its set after, so that
+// the outputs on disk are one run's. The wait ends when ctx is done (ctx's
+// error, nothing written). A directory without flock(2) is named in a
+// warning and not locked; on Windows nothing is locked.
+//
+// Temporary files of earlier writers of the same outputs that were killed
+// outright are removed where their death is proven (atomicfile: same host,
+// boot and pid namespace, and no process of their pid); the others, whose
+// writer cannot be proven gone (an older dpmf's, another host's), are
+// left, and named on stderr in one line per output, after prefix (the
+// program's "mfsolve: ").
+func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...Output) error {
 	pending := make([]*atomicfile.Pending, 0, len(outs))
 	defer func() {
 		for _, p := range pending {
@@ -82,6 +98,10 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
 		return name(o, err)
 	}
 	for _, o := range outs {
+		if left := atomicfile.UnprovenTemps(o.Path); len(left) > 0 {
+			fmt.Fprintf(stderr, "%s%s %s: left %s: temporary files of a writer that cannot be proven gone (an older dpmf, another host); remove them if no other run is writing %s\n",
+				prefix, o.Flag, o.Path, OneLine(strings.Join(left, ", ")), o.Path)
+		}
 		p, err := atomicfile.Prepare(ctx, o.Path, o.Perm, o.Write)
 		if err != nil {
 			return fail(o, err)
@@ -92,6 +112,14 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Another process writing the same outputs renames its set while no
+	// rename of ours is under way: the outputs on disk are one run's
+	// (mfsolve's B and C, with B C = A), never one's B and the other's C.
+	unlock, err := lockOutputDirs(ctx, stderr, prefix, outs)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	// Every destination is checked again before the first rename, so a
 	// destination that has become something atomicfile refuses (a
 	// directory, a symbolic link) leaves all of them as they were.
@@ -104,6 +132,9 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, outs ...Output) error {
 	// cancellation between two of them would leave some outputs replaced
 	// and others not. The renames take no time to speak of.
 	for i, p := range pending {
+		if i == 1 {
+			PauseForTest(ctx, stderr, "rename")
+		}
 		if err := p.Commit(context.Background()); err != nil {
 			if i == 0 {
 				return fail(outs[i], err)

@@ -97,7 +97,7 @@ func TestWriteOutputsAllOrNothingWhenCancelledBetweenRenames(t *testing.T) {
 			return err
 		}}
 	}
-	err := WriteOutputs(doneAfter{context.Background(), b}, io.Discard, out("-o", b, "B"), out("-C", c, "C"))
+	err := WriteOutputs(doneAfter{context.Background(), b}, io.Discard, "test: ", out("-o", b, "B"), out("-C", c, "C"))
 	_, errB := os.Stat(b)
 	_, errC := os.Stat(c)
 	if err == nil {
@@ -132,7 +132,7 @@ func TestWriteOutputsChecksEveryTargetBeforeRenaming(t *testing.T) {
 		_, err := io.WriteString(w, "C")
 		return err
 	}}
-	err := WriteOutputs(context.Background(), io.Discard, outB, outC)
+	err := WriteOutputs(context.Background(), io.Discard, "test: ", outB, outC)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-C "+c+" is a directory")
 	got, rerr := os.ReadFile(b)
@@ -162,7 +162,7 @@ func TestWriteOutputsNamesWhatARenameFailureLeftWritten(t *testing.T) {
 		_, err = io.WriteString(w, "C")
 		return err
 	}}
-	err := WriteOutputs(context.Background(), io.Discard, outB, outC)
+	err := WriteOutputs(context.Background(), io.Discard, "test: ", outB, outC)
 	var we *WrittenError
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, []string{"-o " + b}, we.Written)

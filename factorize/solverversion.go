@@ -1,0 +1,19 @@
+package factorize
+
+// SolverVersion names the numerics of this package's solvers: what a
+// strategy computes for given settings. Stored results (package cache) are
+// keyed by it, so that an entry computed by an older solver is not served
+// after a change to the numbers.
+//
+// Bump it with every change that can change a factorization, a metric or a
+// certificate for the same strategy settings: a solver's iteration,
+// stopping rule or tolerance, a closed form's coefficients, a sensitivity
+// rule, the rounding of a bound. A change that only adds settings (with
+// their own cache keys, [CacheKey]) or that leaves every result bit for bit
+// the same need not bump it; when in doubt, bump it: the cost is one
+// recomputation per cached entry.
+//
+// History: 1, November 2026 (the band path's spectrum check by
+// linalg.SymBand.ProvenAbove, and the certified bounds lowered by the
+// LDL^T residual).
+const SolverVersion = 1

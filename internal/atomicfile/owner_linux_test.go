@@ -1,0 +1,68 @@
+//go:build linux
+
+package atomicfile
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// TestWriteRemovesOnlyDeadWritersTemps: a write of a destination removes
+// the temporary files of it whose writer is provably gone (this host tag,
+// a pid no process has), and keeps those of a live writer (a running
+// process, this process itself), of another host and of an older dpmf
+// (no writer in the name), and those of other destinations; UnprovenTemps
+// names exactly the other host's and the older dpmf's.
+func TestWriteRemovesOnlyDeadWritersTemps(t *testing.T) {
+	if _, provable := owner(); !provable {
+		t.Skip("no boot id or pid namespace to prove a writer gone")
+	}
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("/bin/sleep", "30")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	tag, _ := owner()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "B.npy")
+	name := func(base, tag string, pid int) string {
+		return "." + base + tempInfix + tag + "." + strconv.Itoa(pid) + ".0123456789abcdef"
+	}
+	gone := name("B.npy", tag, dead.Process.Pid)
+	kept := []string{
+		name("B.npy", tag, live.Process.Pid),
+		name("B.npy", tag, os.Getpid()),
+		name("B.npy", "00000000", dead.Process.Pid), // another host
+		".B.npy.tmp-0123456789abcdef",               // an older dpmf
+		name("C.npy", tag, dead.Process.Pid),        // another destination
+	}
+	for _, n := range append([]string{gone}, kept...) {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{filepath.Join(dir, kept[2]), filepath.Join(dir, kept[3])}
+	if got := UnprovenTemps(path); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("UnprovenTemps %v, want %v", got, want)
+	}
+	if err := Write(path, 0o644, func(io.Writer) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
+		t.Errorf("the dead writer's %s is still there (%v)", gone, err)
+	}
+	for _, n := range kept {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s removed: %v", n, err)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+//go:build unix
+
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/dpmf/dpmf/internal/flock"
+)
+
+// lockOutputDirs takes an exclusive flock(2) on the directory of every
+// output, each directory once, in the order of their device and inode
+// numbers (so that two processes never each hold one that the other
+// waits for), waiting while another process holds one and saying so once
+// on stderr. It returns the function that releases them. A directory that
+// cannot be locked (a file system without flock(2)) is named in a warning
+// line and left unlocked. A cancelled wait returns ctx's error, with
+// nothing held.
+func lockOutputDirs(ctx context.Context, stderr io.Writer, prefix string, outs []Output) (unlock func(), err error) {
+	type dir struct {
+		f        *os.File
+		dev, ino uint64
+		out      Output
+	}
+	var dirs []dir
+	unlock = func() {
+		for _, d := range dirs {
+			d.f.Close() // releases its lock
+		}
+	}
+	for _, o := range outs {
+		f, err := os.Open(filepath.Dir(o.Path))
+		if err != nil {
+			continue // the renames will say what is wrong
+		}
+		fi, err := f.Stat()
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if err != nil || !ok || slices.ContainsFunc(dirs, func(d dir) bool { return d.dev == uint64(st.Dev) && d.ino == uint64(st.Ino) }) {
+			f.Close()
+			continue
+		}
+		dirs = append(dirs, dir{f, uint64(st.Dev), uint64(st.Ino), o})
+	}
+	slices.SortFunc(dirs, func(a, b dir) int { return cmp.Or(cmp.Compare(a.dev, b.dev), cmp.Compare(a.ino, b.ino)) })
+	for _, d := range dirs {
+		err := flock.Exclusive(ctx, d.f, 0, func() {
+			fmt.Fprintf(stderr, "%s%s %s: waiting for another process that writes into its directory\n", prefix, d.out.Flag, d.out.Path)
+		})
+		switch {
+		case ctx.Err() != nil:
+			unlock()
+			return nil, ctx.Err()
+		case err != nil:
+			fmt.Fprintf(stderr, "%s%s %s: cannot lock its directory (%v): a process writing the same files at once could leave outputs of two runs\n", prefix, d.out.Flag, d.out.Path, err)
+		}
+	}
+	return unlock, nil
+}

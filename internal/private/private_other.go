@@ -1,0 +1,8 @@
+//go:build !unix
+
+package private
+
+import "io/fs"
+
+// reason checks nothing where permissions are not Unix mode bits.
+func reason(fs.FileInfo) string { return "" }
