@@ -4,8 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -89,5 +91,63 @@ func exportedRecv(typ ast.Expr) bool {
 		default:
 			return true
 		}
+	}
+}
+
+// TestExamplesCopyable: every Example function is in an external test
+// package (package x_test), so that go doc and pkgsite show it calling the
+// package by its name, as a newcomer's code must (an Example inside
+// package x shows bare names), and every one has an output comment, so
+// go test runs and checks it.
+func TestExamplesCopyable(t *testing.T) {
+	examples := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Example") {
+				continue
+			}
+			examples++
+			if name := f.Name.Name; name != "main" && !strings.HasSuffix(name, "_test") {
+				t.Errorf("%s: %s is in package %s: put it in package %s_test", rel, fn.Name.Name, name, name)
+			}
+			hasOutput := false
+			for _, c := range f.Comments {
+				if c.Pos() > fn.Body.Lbrace && c.End() < fn.Body.Rbrace {
+					for _, l := range c.List {
+						if s := strings.TrimSpace(strings.TrimPrefix(l.Text, "//")); strings.HasPrefix(s, "Output:") || strings.HasPrefix(s, "Unordered output:") {
+							hasOutput = true
+						}
+					}
+				}
+			}
+			if !hasOutput {
+				t.Errorf("%s: %s has no // Output: comment, so go test compiles it but never runs it", rel, fn.Name.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if examples < 40 {
+		t.Errorf("found %d Example functions, want the module's 40 or more", examples)
 	}
 }
