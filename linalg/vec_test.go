@@ -107,15 +107,6 @@ func seq(n int) []int {
 	return s
 }
 
-func ExampleAxpyDot32() {
-	x := []float32{1, 2, 3}
-	y := []float32{1, 1, 1}
-	z := []float32{1, 0, 1}
-	// y becomes y + 2 x = (3, 5, 7); z . y = 3 + 7.
-	fmt.Println(AxpyDot32(2, x, y, z), y, Dot32(x, z))
-	// Output: 10 [3 5 7] 4
-}
-
 // dualBlocks (assembly for whole blocks of four rows where the CPU has
 // it) against the two sums formed in Go for each row, for every length
 // up to 13 (all the chunk tails), row counts that leave 0 to 3 rows after

@@ -56,3 +56,34 @@ func TestParseNotAnObject(t *testing.T) {
 		}
 	}
 }
+
+// Validate names the one field that is out of range, with its value: a
+// negative clip was "clip, eta, eta_g and eta_ind -1 0 0 0, want >= 0",
+// and a negative tau "learners and tau 10 and -1".
+func TestValidateNamesTheField(t *testing.T) {
+	base := func() *Plan {
+		return &Plan{Algorithm: AlgoCorrelated, Rounds: 8, Learners: 2, Tau: 1, Clip: 1, Eta: 0.1, EtaG: 1,
+			Target: &Target{Eps: 1, Delta: 1e-5}}
+	}
+	if err := base().Validate(); err != nil {
+		t.Fatalf("base plan: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		set  func(*Plan)
+	}{
+		{"learners -1", func(p *Plan) { p.Learners = -1 }},
+		{"tau -2", func(p *Plan) { p.Tau = -2 }},
+		{"clip -1", func(p *Plan) { p.Clip = -1 }},
+		{"eta -0.5", func(p *Plan) { p.Eta = -0.5 }},
+		{"eta_g -3", func(p *Plan) { p.EtaG = -3 }},
+		{"eta_ind -0.25", func(p *Plan) { p.EtaInd = -0.25 }},
+	} {
+		p := base()
+		c.set(p)
+		err := p.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "plan: "+c.name+", want ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: Validate() = %v, want one line starting %q", c.name, err, "plan: "+c.name+", want ")
+		}
+	}
+}

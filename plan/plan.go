@@ -606,11 +606,23 @@ func (p *Plan) Validate() error {
 			return bad("strategy", strconv.Quote(p.Strategy), "identity for the independent algorithm")
 		}
 	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"learners", p.Learners}, {"tau", p.Tau}} {
+		if f.v < 0 {
+			return bad(f.name, f.v, ">= 1 (or 0: not set)")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"clip", p.Clip}, {"eta", p.Eta}, {"eta_g", p.EtaG}, {"eta_ind", p.EtaInd}} {
+		if f.v < 0 {
+			return bad(f.name, f.v, ">= 0")
+		}
+	}
 	switch d, m := p.SeedSHA256, p.Model; {
-	case p.Learners < 0 || p.Tau < 0:
-		return bad("learners and tau", fmt.Sprint(p.Learners, " and ", p.Tau), ">= 1 (or 0: not set)")
-	case p.Clip < 0 || p.Eta < 0 || p.EtaG < 0 || p.EtaInd < 0:
-		return bad("clip, eta, eta_g and eta_ind", fmt.Sprint(p.Clip, p.Eta, p.EtaG, p.EtaInd), ">= 0")
 	case d != "" && !isDigest(d):
 		return bad("seed_sha256", strconv.Quote(d), "64 lower-case hexadecimal digits (SeedDigest), or none")
 	case m != nil && (m.Name == "" || m.Features < 1 || m.L2 < 0):

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpmf/dpmf/audit"
 )
 
 // TestCLIFlagsTable keeps the dpaudit section of docs/cli.md true to the
@@ -143,5 +146,61 @@ func TestDropoutParagraph(t *testing.T) {
 	}
 	if !rep.OK {
 		t.Error("docs/audit.md says every check passes; the replay fails")
+	}
+}
+
+// TestOneRunParagraph keeps docs/audit.md's "Why the rigorous bound is so
+// far below the claim" true to dpaudit canary -seed 1 at the Fig. 4
+// setting: the correct guesses and guesses, the bound they leave, the
+// excess v - r q at that bound and the bound without the delta term
+// (audit.OneRunEpsilon with delta 0 at the same level, 0.05 / 6). The
+// paragraph had kept the first run's 1233 correct, 0.25 and 1.08 after the
+// table beside it was rerun (1228, 0.242).
+func TestOneRunParagraph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a canary audit at the Fig. 4 setting (a few seconds)")
+	}
+	b, err := os.ReadFile("../../docs/audit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	m := regexp.MustCompile(`2 m delta = [0-9.]+ at m = ([0-9]+) and delta = 1e-3, .*? = [0-9]+ guesses \(([0-9]+) at optimal's ([0-9]+) of ([0-9]+), where the binomial spread helps\), which leaves (?:about )?([0-9.]+); without the delta term the same guesses would give ([0-9.]+)\.`).FindStringSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/audit.md has no paragraph on the one-run bound's delta term in the expected words")
+	}
+	code, out, err := runCmd(t, "canary", "-seed", "1", "-json")
+	if code != 0 || err != nil {
+		t.Fatalf("dpaudit canary -seed 1 -json: exit %d, %v", code, err)
+	}
+	var rep struct {
+		Canaries int `json:"canaries"`
+		All      struct {
+			OneRun struct {
+				Eps        float64 `json:"eps_lower_bound"`
+				Confidence float64 `json:"confidence"`
+				Guesses    int     `json:"guesses"`
+				Correct    int     `json:"correct"`
+			} `json:"one_run"`
+		} `json:"all_iterates"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report %q: %v", out, err)
+	}
+	o := rep.All.OneRun
+	q := math.Exp(o.Eps) / (1 + math.Exp(o.Eps))
+	noDelta := audit.OneRunEpsilon(rep.Canaries, o.Guesses, o.Correct, 0, (1-o.Confidence)/6)
+	decimals := func(s string) int { _, d, _ := strings.Cut(s, "."); return len(d) }
+	for i, c := range []struct{ what, want string }{
+		{"m", strconv.Itoa(rep.Canaries)},
+		{"v - r q at the bound", strconv.Itoa(int(math.Round(float64(o.Correct) - float64(o.Guesses)*q)))},
+		{"correct guesses", strconv.Itoa(o.Correct)},
+		{"guesses", strconv.Itoa(o.Guesses)},
+		{"bound", strconv.FormatFloat(o.Eps, 'f', decimals(m[5]), 64)},
+		{"bound without the delta term", strconv.FormatFloat(noDelta, 'f', decimals(m[6]), 64)},
+	} {
+		if got := m[i+1]; got != c.want {
+			t.Errorf("docs/audit.md: %s %s, dpaudit canary -seed 1 gives %s", c.what, got, c.want)
+		}
 	}
 }

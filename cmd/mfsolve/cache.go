@@ -209,13 +209,29 @@ func runCache(args []string, e env) error {
 		} else if en.Operator != "" {
 			stored = "operator (" + en.Operator + ")"
 		}
-		workload := printable(en.Workload)
+		workload := printable(workloadName(en.Workload))
 		if len(workload) > 24 {
 			workload = workload[:21] + "..."
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", used, dpcache.FormatSize(en.Size), printable(en.Strategy), workload, en.R, printable(en.Participation), stored, en.Key[:12])
 	}
 	return tw.Flush()
+}
+
+// workloadName returns the name cache list shows for a workload's cache
+// key (factorize.Workload.Key): a momentum key, "momentum:" and the hex
+// bits of beta, as -workload takes it ("momentum:0.9", the shortest
+// decimal that reads back to the same bits); any other key as it is.
+func workloadName(key string) string {
+	hex, ok := strings.CutPrefix(key, "momentum:")
+	if !ok || len(hex) > 16 {
+		return key
+	}
+	bits, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		return key
+	}
+	return "momentum:" + strconv.FormatFloat(math.Float64frombits(bits), 'g', -1, 64)
 }
 
 // printable returns s, or s quoted (strconv.Quote) when it holds a

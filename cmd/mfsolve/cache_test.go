@@ -446,3 +446,22 @@ func TestCacheListQuotesControlCharacters(t *testing.T) {
 	assert.Contains(t, lines[2], `"pre\x1b[31mfix"`)
 	assert.Contains(t, lines[2], `"single\rX"`)
 }
+
+// cache list names a momentum workload as -workload takes it
+// (momentum:0.9), not by its cache key's float64 bits
+// ("momentum:3feccccccccc...", cut at 24 characters).
+func TestCacheListMomentumWorkload(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	for _, beta := range []string{"0.9", "0.25", "1e-300"} {
+		res := runEnv(cache, nil, "-R", "12", "-workload", "momentum:"+beta, "-quiet")
+		require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	}
+	res := runEnv(cache, nil, "cache", "list")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	for _, beta := range []string{"0.9", "0.25", "1e-300"} {
+		assert.Regexp(t, `(?m)^\S+ \S+ +\S+ \S+ +optimal +momentum:`+regexp.QuoteMeta(beta)+` +12 +single `, res.stdout)
+	}
+	res = runEnv(cache, nil, "cache", "list", "-json")
+	require.Equal(t, cli.ExitOK, res.code, res.stderr)
+	assert.Contains(t, res.stdout, `"workload":"momentum:3feccccccccccccd"`, "the JSON listing keeps the key")
+}

@@ -397,3 +397,39 @@ func TestParseIntsDecimal(t *testing.T) {
 		}
 	}
 }
+
+// An unknown flag's error names the flag probably meant: mfsolve's -R for
+// ofl's -rounds, a flag in the wrong case, a prefix of one flag, one
+// within two edits; nothing when no flag is close, or several are.
+func TestParseSuggestsFlag(t *testing.T) {
+	newFS := func() *flag.FlagSet {
+		fs := NewFlagSet("cmd")
+		for _, n := range []string{"R", "o", "eps", "delta", "learners", "participation", "clip", "calibration", "seed"} {
+			fs.String(n, "", "")
+		}
+		return fs
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"-rounds", "flag provided but not defined: -rounds; did you mean -R?"},
+		{"-r", "flag provided but not defined: -r; did you mean -R?"},
+		{"--out", "flag provided but not defined: -out; did you mean -o?"},
+		{"-epsilon", "flag provided but not defined: -epsilon; did you mean -eps?"},
+		{"-learner", "flag provided but not defined: -learner; did you mean -learners?"},
+		{"-part", "flag provided but not defined: -part; did you mean -participation?"},
+		{"-Delta=1", "flag provided but not defined: -Delta; did you mean -delta?"},
+		{"-seeds", "flag provided but not defined: -seeds; did you mean -seed?"},
+		{"-cal", "flag provided but not defined: -cal; did you mean -calibration?"},
+		{"-c", "flag provided but not defined: -c"},         // clip and calibration
+		{"-x", "flag provided but not defined: -x"},         // too short to guess
+		{"-bogus", "flag provided but not defined: -bogus"}, // nothing close
+		{"-reps", "flag provided but not defined: -reps"},   // -eps is one edit away, but another word
+	} {
+		err := Parse(newFS(), []string{tc.arg, "1"})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: err %v, want %q", tc.arg, err, tc.want)
+		}
+		if _, err := ParseInterspersed(newFS(), []string{"part", tc.arg, "1"}); err == nil || err.Error() != tc.want {
+			t.Errorf("ParseInterspersed %s: err %v, want %q", tc.arg, err, tc.want)
+		}
+	}
+}

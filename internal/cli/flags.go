@@ -81,7 +81,85 @@ const Once Option = 1
 // given twice is an error.
 func Parse(fs *flag.FlagSet, args []string, opts ...Option) error {
 	defer wrap(fs, opts)()
-	return fs.Parse(args)
+	return suggest(fs, fs.Parse(args))
+}
+
+// synonyms are the names one dpmf command gives a flag that another names
+// otherwise (mfsolve -R, ofl -rounds; mfsolve -o, ofl -out), and a long
+// form newcomers type for a short one.
+var synonyms = map[string][]string{
+	"rounds":  {"R"},
+	"R":       {"rounds"},
+	"out":     {"o"},
+	"o":       {"out"},
+	"output":  {"o", "out"},
+	"epsilon": {"eps"},
+}
+
+// suggest adds to the flag package's error for an unknown flag ("flag
+// provided but not defined: -rounds") the flag of fs that was probably
+// meant ("; did you mean -R?"): one that differs only in case, a
+// synonym, the one flag the name begins, or the one flag within two
+// edits of a name of four or more letters that begins with the same letter
+// (ofl server -reps is not -eps). Any other error, and an
+// unknown flag with no such match, is returned as it is.
+func suggest(fs *flag.FlagSet, err error) error {
+	const unknown = "flag provided but not defined: -"
+	name, ok := strings.CutPrefix(fmt.Sprint(err), unknown)
+	if err == nil || !ok || name == "" {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	one := func(match func(string) bool) string {
+		var found []string
+		for _, n := range names {
+			if n != name && match(n) {
+				found = append(found, n)
+			}
+		}
+		if len(found) == 1 {
+			return found[0]
+		}
+		return ""
+	}
+	guess := one(func(n string) bool { return strings.EqualFold(n, name) })
+	for _, syn := range synonyms[name] {
+		if guess == "" && fs.Lookup(syn) != nil {
+			guess = syn
+		}
+	}
+	if guess == "" && len(name) >= 3 {
+		guess = one(func(n string) bool { return strings.HasPrefix(n, name) })
+	}
+	if guess == "" && len(name) >= 4 {
+		guess = one(func(n string) bool { return n[0] == name[0] && editDistance(n, name) <= 2 })
+	}
+	if guess == "" {
+		return err
+	}
+	return fmt.Errorf("%w; did you mean -%s?", err, guess)
+}
+
+// editDistance returns the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // ParseInterspersed is [Parse] for a command whose flags and other
@@ -93,7 +171,7 @@ func ParseInterspersed(fs *flag.FlagSet, args []string, opts ...Option) ([]strin
 	var rest []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
-			return rest, err
+			return rest, suggest(fs, err)
 		}
 		if args = fs.Args(); len(args) > 0 {
 			rest = append(rest, args[0])
