@@ -141,11 +141,63 @@ func checkFactorization(pr *Privacy, noise mechanism.Mechanism) error {
 		return fmt.Errorf("fedopt: noise mechanism %T does not report the factorization it streams, so the privacy record's (%q, operator sha256 %.12s) cannot be checked: make it with mechanism.New", noise, pr.Strategy, pr.OperatorSHA256)
 	}
 	d, err := plan.OperatorDigest(f)
-	switch {
+	switch m := f.Metrics; {
 	case err != nil:
 		return fmt.Errorf("fedopt: noise mechanism of factorization %q: %w", f.Strategy, err)
 	case d != pr.OperatorSHA256:
 		return fmt.Errorf("fedopt: noise mechanism of factorization %q (operator sha256 %.12s), the privacy record was calibrated for %q (operator sha256 %.12s): the record's sensitivity is that of another C", f.Strategy, d, pr.Strategy, pr.OperatorSHA256)
+	case m.Participation == pr.ParticipationPattern && m.UnitSensitivity.Value > 0 &&
+		!(pr.UnitSensitivity.Value >= m.UnitSensitivity.Value*(1-unitTolerance)):
+		// The digest names C, not its sensitivity: a record whose C
+		// sensitivity was lowered (with its release sensitivity, so that
+		// checkRecord passes) names the right C.
+		return fmt.Errorf("fedopt: the privacy record states C's sensitivity %v under %v, below %v, that of the factorization %q its noise streams: the record understates the sensitivity of its own C", pr.UnitSensitivity.Value, pr.ParticipationPattern, m.UnitSensitivity.Value, f.Strategy)
+	}
+	return nil
+}
+
+// unitTolerance is the relative amount by which a record's sensitivity
+// of C may fall below the one its factorization reports
+// ([checkFactorization]): the tolerance within which plan.Plan.Calibrate
+// takes a recomputed sensitivity as the factorization's (a sum in another
+// order); an edit that matters changes far more.
+const unitTolerance = 1e-9
+
+// checkRecord returns an error unless the fields of the record pr hold
+// together for a run of n learners and tau local steps: its noise std
+// must give its (eps, delta) at its release sensitivity by the exact curve
+// (accountant.Record.Verify), and that sensitivity must be at least the
+// release sensitivity of the record's clip (with secure aggregation, the
+// effective clip of its quantization term at tau, plan.Plan.EffectiveClip),
+// n learners and relation at the record's sensitivity of C
+// (accountant.ReleaseSensitivity, which the paper's calibration exceeds by
+// the factor n). NewServer compares the learners, rounds, tau and clip
+// with the run's and the digest with the mechanism's; without this check a
+// record made by PrivacyOf and then edited (its learners or clip set to
+// the run's, its eps or delta lowered) was accepted, and Server.Record
+// stated a guarantee the run does not have
+// (TestServerRefusesInconsistentPrivacy).
+func checkRecord(pr *Privacy, n, tau int) error {
+	rel := accountant.ReplaceOne
+	if pr.AddRemove {
+		rel = accountant.AddRemove
+	}
+	clip := pr.Clip
+	if pr.QuantizationTerm > 0 {
+		q := plan.Plan{Algorithm: pr.Algorithm.String(), Clip: pr.Clip, Tau: tau,
+			SecureAggregation: &plan.SecureAggregation{QuantizationTerm: pr.QuantizationTerm},
+			Target:            &plan.Target{Relation: rel.String()}}
+		clip = q.EffectiveClip()
+	}
+	sens, err := accountant.ReleaseSensitivity(clip, n, rel, pr.UnitSensitivity.Value)
+	if err != nil {
+		return fmt.Errorf("fedopt: the privacy record's release sensitivity: %w", err)
+	}
+	if !(pr.Sensitivity >= sens) {
+		return fmt.Errorf("fedopt: the privacy record states release sensitivity %v, below %v, that of the run's clip %v, %d learners and %v relation at the record's sensitivity of C %v: its noise does not cover the run's release", pr.Sensitivity, sens, clip, n, rel, pr.UnitSensitivity.Value)
+	}
+	if err := pr.Record.Verify(); err != nil {
+		return fmt.Errorf("fedopt: the privacy record's noise does not give its guarantee: %w", err)
 	}
 	return nil
 }

@@ -63,7 +63,11 @@ type Server struct {
 // shape.Rounds rounds and dimension shape.Dim; the server draws one vector
 // per round from it. If cfg.Privacy is set, it must match the run: its
 // learners, rounds, tau (where set) and noise std, and the factorization
-// noise streams (its plan.OperatorDigest, see [Privacy]).
+// noise streams (its plan.OperatorDigest, see [Privacy]); and its fields
+// must hold together: its release sensitivity at least that of the run's
+// clip, learners and relation at its sensitivity of C, which must not be
+// below the one the noise's factorization reports, and its noise std
+// giving its (eps, delta) at that sensitivity (accountant.Record.Verify).
 func NewServer(cfg Config, shape Shape, noise mechanism.Mechanism) (*Server, error) {
 	return NewServerAt(cfg, shape, noise, 0, cfg.X0)
 }
@@ -111,6 +115,12 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 	case noise.Std() != pr.NoiseStd:
 		return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
 	default:
+		// The record's fields must hold together for this run: its noise
+		// must cover the release sensitivity of the run's clip, learners
+		// and relation at C's sensitivity, at its (eps, delta).
+		if err := checkRecord(pr, n, tau); err != nil {
+			return nil, err
+		}
 		// The same std and rounds are not the same noise: the record's
 		// sensitivity is that of its factorization's C.
 		if err := checkFactorization(pr, noise); err != nil {
