@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/secagg"
 )
 
 // TestServerRefusesInconsistentPrivacy: NewServer compared a Privacy's
@@ -67,5 +68,68 @@ func TestServerRefusesInconsistentPrivacy(t *testing.T) {
 				t.Errorf("NewServer: error %v, want accepted %v (a refusal naming the privacy record)", err, c.ok)
 			}
 		})
+	}
+}
+
+// TestServerKeepsItsRecord: NewServer checked the Privacy and the
+// Quantizer it was given, and kept the caller's pointers: a change of the
+// caller's record after NewServer (its eps lowered ten times) changed the
+// guarantee Server.Record states, and a change of the caller's quantizer
+// (its scale bits) the quantization the record's term was checked
+// against, with no check. The server must keep what it checked: its
+// record is the one made by PrivacyOf, (1, 1e-5) here, whatever the
+// caller does with its copy afterwards, and Config returns copies.
+func TestServerKeepsItsRecord(t *testing.T) {
+	p := buildPlan(t, "identity", 4, 1, 10)
+	f, err := p.Factorize(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := PrivacyOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise, err := mechanism.New(f, 3, pr.NoiseStd, mechanism.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}, Shape{Learners: 10, Rounds: 4, Tau: 1, Dim: 3}, noise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Eps, pr.Delta = 0.1, 1e-10
+	if rec, _ := srv.Record(); rec.Eps != 1 || rec.Delta != 1e-5 {
+		t.Errorf("after the caller's record was changed: the server states (%v, %v)-DP, want the (1, 1e-5) it checked", rec.Eps, rec.Delta)
+	}
+	srv.Config().Privacy.Eps = 0.1
+	if rec, _ := srv.Record(); rec.Eps != 1 {
+		t.Errorf("after Config().Privacy was changed: the server states eps = %v, want 1", rec.Eps)
+	}
+}
+
+// TestServerKeepsItsQuantizer: as TestServerKeepsItsRecord, for the
+// quantizer of secure aggregation: the caller's Quantizer changed after
+// NewServer (scale bits 0, so that every update quantizes to 0) must not
+// change what the server releases. With the server's own copy, a round of
+// one update u = (0.5, 0, 0) from x^0 = 0 with no noise (NonPrivate) and
+// eta~ = 1 releases x^1 = -u / (n tau) = -0.25 in its first entry (n = 2,
+// tau = 1: by hand), within the quantization step 2^-k.
+func TestServerKeepsItsQuantizer(t *testing.T) {
+	q, err := secagg.NewQuantizer(2, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Algorithm: NonPrivate, Eta: 1, EtaG: 1, Clip: 1, Quantizer: &q}
+	srv, err := NewServer(cfg, Shape{Learners: 2, Rounds: 1, Tau: 1, Dim: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := q.ScaleBits
+	q.ScaleBits = 0
+	if err := srv.Release([][]float64{{0.5, 0, 0}, nil}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Model()[0]; math.Abs(got+0.25) > math.Ldexp(1, -k) {
+		t.Errorf("x^1[0] = %v after the caller's quantizer was changed, want -0.25 (the quantizer the server checked)", got)
 	}
 }
