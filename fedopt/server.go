@@ -150,6 +150,12 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 	if k := firstNonFinite(x); k >= 0 {
 		return nil, fmt.Errorf("fedopt: initial model entry %d is %v, want a finite number", k, x[k])
 	}
+	// The server keeps its own copies of what it checked: before, it kept
+	// the caller's pointers, and a record or quantizer changed after
+	// NewServer changed the guarantee Record states, or the quantization
+	// the record's term was checked against, with no check
+	// (TestServerKeepsItsRecord, TestServerKeepsItsQuantizer).
+	cfg = cfg.own()
 	s := &Server{
 		cfg: cfg, shape: shape, noise: noise, round: round,
 		x: make([]float64, dim), dir: make([]float64, dim),
@@ -180,8 +186,9 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 // Shape returns the run's shape.
 func (s *Server) Shape() Shape { return s.shape }
 
-// Config returns the run's configuration.
-func (s *Server) Config() Config { return s.cfg }
+// Config returns the run's configuration, with copies of its Privacy and
+// Quantizer (a change of them changes nothing in the server).
+func (s *Server) Config() Config { return s.cfg.own() }
 
 // Round returns r, the next round to aggregate: x^r is the last released
 // model. It is Rounds() when the run is over.
