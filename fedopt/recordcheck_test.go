@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/plan"
 	"github.com/dpmf/dpmf/secagg"
 )
 
@@ -131,5 +133,60 @@ func TestServerKeepsItsQuantizer(t *testing.T) {
 	}
 	if got := srv.Model()[0]; math.Abs(got+0.25) > math.Ldexp(1, -k) {
 		t.Errorf("x^1[0] = %v after the caller's quantizer was changed, want -0.25 (the quantizer the server checked)", got)
+	}
+}
+
+// TestServerRefusesRecordOfAnotherParticipation: a plan's record does not
+// name the participation its sensitivity of C is under, and for the
+// strategies whose C does not depend on it (identity, tree, banded) the
+// operator's digest is the same under every participation. A plan
+// calibrated under single participation whose participation was then
+// set to epochs:2 passed PrivacyOf, and NewServer accepted it with the
+// mechanism of the calibrated factorization: the record then allowed data
+// replayed twice (fedopt.CheckEpochs reads the record's participation)
+// at the single-participation sensitivity. By hand, over R = 4 rounds with
+// a sample in rounds i and i + 2: the identity's sensitivity is sqrt(2)
+// against 1, the tree's sqrt(8) (its two leaves and pairs, and the root
+// twice: 1 + 1 + 1 + 1 + 2^2) against sqrt(3), the banded (2 bands,
+// unit columns, C's columns i and i + 2 disjoint) sqrt(2) against 1. The
+// server must refuse each: C's sensitivity under the record's
+// participation, computed from the operator it streams, exceeds the
+// record's.
+func TestServerRefusesRecordOfAnotherParticipation(t *testing.T) {
+	for _, c := range []struct {
+		strategy    string
+		single, two float64
+	}{{"identity", 1, math.Sqrt2}, {"tree", math.Sqrt(3), math.Sqrt(8)}, {"banded:bands=2", 1, math.Sqrt2}} {
+		t.Run(c.strategy, func(t *testing.T) {
+			p := &plan.Plan{Algorithm: plan.AlgoCorrelated, Strategy: c.strategy, Rounds: 4, Learners: 2, Tau: 1, Clip: 1, Target: &plan.Target{Eps: 1, Delta: 1e-5}}
+			f, err := p.Build(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Privacy.UnitSensitivity; math.Abs(got-c.single) > 1e-12 {
+				t.Fatalf("record's sensitivity of C %v under single participation, want %v (by hand)", got, c.single)
+			}
+			g, err := factorize.Prefix(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, two, err := factorize.StreamedSensitivity(&factorize.Factorization{Strategy: f.Strategy, Workload: g, Operator: f.Operator}, factorize.FixedEpochs(2))
+			if err != nil || math.Abs(two.Value-c.two) > 1e-12 {
+				t.Fatalf("sensitivity of C under epochs:2: %v (%v), want %v (by hand)", two.Value, err, c.two)
+			}
+			p.Participation = "epochs:2"
+			pr, err := PrivacyOf(p)
+			if err != nil {
+				return // refused by PrivacyOf: as good
+			}
+			noise, err := mechanism.New(f, 3, pr.NoiseStd, mechanism.WithSeed(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = NewServer(Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}, Shape{Learners: 2, Rounds: 4, Tau: 1, Dim: 3}, noise)
+			if err == nil || !strings.Contains(err.Error(), "privacy record") {
+				t.Errorf("a record of single participation relabelled epochs:2: error %v, want a refusal naming the privacy record", err)
+			}
+		})
 	}
 }
