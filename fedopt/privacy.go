@@ -141,26 +141,46 @@ func checkFactorization(pr *Privacy, noise mechanism.Mechanism) error {
 		return fmt.Errorf("fedopt: noise mechanism %T does not report the factorization it streams, so the privacy record's (%q, operator sha256 %.12s) cannot be checked: make it with mechanism.New", noise, pr.Strategy, pr.OperatorSHA256)
 	}
 	d, err := plan.OperatorDigest(f)
-	switch m := f.Metrics; {
+	switch {
 	case err != nil:
 		return fmt.Errorf("fedopt: noise mechanism of factorization %q: %w", f.Strategy, err)
 	case d != pr.OperatorSHA256:
 		return fmt.Errorf("fedopt: noise mechanism of factorization %q (operator sha256 %.12s), the privacy record was calibrated for %q (operator sha256 %.12s): the record's sensitivity is that of another C", f.Strategy, d, pr.Strategy, pr.OperatorSHA256)
-	case m.Participation == pr.ParticipationPattern && m.UnitSensitivity.Value > 0 &&
-		!(pr.UnitSensitivity.Value >= m.UnitSensitivity.Value*(1-unitTolerance)):
-		// The digest names C, not its sensitivity: a record whose C
-		// sensitivity was lowered (with its release sensitivity, so that
-		// checkRecord passes) names the right C.
-		return fmt.Errorf("fedopt: the privacy record states C's sensitivity %v under %v, below %v, that of the factorization %q its noise streams: the record understates the sensitivity of its own C", pr.UnitSensitivity.Value, pr.ParticipationPattern, m.UnitSensitivity.Value, f.Strategy)
+	}
+	// The digest names C, not its sensitivity, nor the participation that
+	// sensitivity is under: a record whose sensitivity of C was lowered
+	// (with its release sensitivity, so that checkRecord passes), or whose
+	// participation was changed after its calibration (the identity's,
+	// the tree's and banded C are the same under every participation,
+	// and so is their digest), names the right C. The sensitivity of the
+	// C the mechanism streams is computed again under the record's
+	// participation, as plan.Plan.Calibrate computes it
+	// (TestServerRefusesInconsistentPrivacy,
+	// TestServerRefusesRecordOfAnotherParticipation).
+	gamma, sens, err := factorize.StreamedSensitivity(f, pr.ParticipationPattern)
+	switch {
+	case errors.Is(err, factorize.ErrNotRecomputed):
+		// Beyond factorize.MaxRecomputeWork: gamma, recomputed, bounds it
+		// below, and the factorization's own metrics under the record's
+		// participation (Calibrate checked them against the same bound).
+		sens.Value = gamma
+		if m := f.Metrics; m.Participation == pr.ParticipationPattern {
+			sens.Value = max(gamma, m.UnitSensitivity.Value)
+		}
+	case err != nil:
+		return fmt.Errorf("fedopt: the sensitivity of the C that factorization %q streams, under the privacy record's participation %v, cannot be checked: %w", f.Strategy, pr.ParticipationPattern, err)
+	}
+	if !(pr.UnitSensitivity.Value >= sens.Value*(1-unitTolerance)) {
+		return fmt.Errorf("fedopt: the privacy record states C's sensitivity %v under %v, below %v, that of the C factorization %q streams: the record understates its sensitivity (a record changed after its calibration, or of another participation)", pr.UnitSensitivity.Value, pr.ParticipationPattern, sens.Value, f.Strategy)
 	}
 	return nil
 }
 
 // unitTolerance is the relative amount by which a record's sensitivity
-// of C may fall below the one its factorization reports
-// ([checkFactorization]): the tolerance within which plan.Plan.Calibrate
-// takes a recomputed sensitivity as the factorization's (a sum in another
-// order); an edit that matters changes far more.
+// of C may fall below the one [checkFactorization] computes again: the
+// tolerance within which plan.Plan.Calibrate takes a recomputed
+// sensitivity as the factorization's (a sum in another order); an edit
+// that matters changes far more.
 const unitTolerance = 1e-9
 
 // checkRecord returns an error unless the fields of the record pr hold

@@ -66,8 +66,10 @@ type Server struct {
 // noise streams (its plan.OperatorDigest, see [Privacy]); and its fields
 // must hold together: its release sensitivity at least that of the run's
 // clip, learners and relation at its sensitivity of C, which must not be
-// below the one the noise's factorization reports, and its noise std
+// below that of the C the noise streams under the record's participation
+// (factorize.StreamedSensitivity, computed again here), and its noise std
 // giving its (eps, delta) at that sensitivity (accountant.Record.Verify).
+// The server keeps its own copies of cfg.Privacy and cfg.Quantizer.
 func NewServer(cfg Config, shape Shape, noise mechanism.Mechanism) (*Server, error) {
 	return NewServerAt(cfg, shape, noise, 0, cfg.X0)
 }
