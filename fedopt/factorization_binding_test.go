@@ -398,7 +398,7 @@ func TestServerBindsDenseOperatorOfAnother(t *testing.T) {
 func handRecord(n, R int, strategy, digest string) *Privacy {
 	pr := &Privacy{Algorithm: Correlated, Learners: n, Clip: 1, Rounds: R, Strategy: strategy, OperatorSHA256: digest,
 		UnitSensitivity: factorize.Sensitivity{Value: 1, Exact: true}, Gamma: 1}
-	pr.Eps, pr.Delta, pr.Method, pr.Sensitivity, pr.NoiseStd = 5, 1e-3, accountant.Exact, 1, 1
+	pr.Eps, pr.Delta, pr.Method, pr.Sensitivity, pr.NoiseStd, pr.Participation = 5, 1e-3, accountant.Exact, 1, 1, accountant.SingleParticipation
 	return pr
 }
 

@@ -184,7 +184,8 @@ func checkFactorization(pr *Privacy, noise mechanism.Mechanism) error {
 const unitTolerance = 1e-9
 
 // checkRecord returns an error unless the fields of the record pr hold
-// together for a run of n learners and tau local steps: its noise std
+// together for a run of n learners and tau local steps: the participation
+// it states must be its pattern's, its noise std
 // must give its (eps, delta) at its release sensitivity by the exact curve
 // (accountant.Record.Verify), and that sensitivity must be at least the
 // release sensitivity of the record's clip (with secure aggregation, the
@@ -198,6 +199,12 @@ const unitTolerance = 1e-9
 // stated a guarantee the run does not have
 // (TestServerRefusesInconsistentPrivacy).
 func checkRecord(pr *Privacy, n, tau int) error {
+	if want := accountant.Participation(pr.ParticipationPattern.String()); pr.Participation != want {
+		// Server.Record states the guarantee under the record's
+		// participation; the sensitivity (and the learners' data) are
+		// checked under its pattern (TestServerRecordNamesItsParticipation).
+		return fmt.Errorf("fedopt: the privacy record states participation %q, but its sensitivity is under %q", pr.Participation, want)
+	}
 	rel := accountant.ReplaceOne
 	if pr.AddRemove {
 		rel = accountant.AddRemove
