@@ -83,6 +83,12 @@ func NewServer(cfg Config, shape Shape, noise mechanism.Mechanism) (*Server, err
 // the privacy record does not cover (package fednet's state directory
 // refuses to be rewound).
 func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, x []float64) (*Server, error) {
+	// The server checks and keeps its own copies: before, it kept the
+	// caller's pointers, and a record or quantizer changed after
+	// NewServer changed the guarantee Record states, or the quantization
+	// the record's term was checked against, with no check
+	// (TestServerKeepsItsRecord, TestServerKeepsItsQuantizer).
+	cfg = cfg.own()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -152,12 +158,6 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 	if k := firstNonFinite(x); k >= 0 {
 		return nil, fmt.Errorf("fedopt: initial model entry %d is %v, want a finite number", k, x[k])
 	}
-	// The server keeps its own copies of what it checked: before, it kept
-	// the caller's pointers, and a record or quantizer changed after
-	// NewServer changed the guarantee Record states, or the quantization
-	// the record's term was checked against, with no check
-	// (TestServerKeepsItsRecord, TestServerKeepsItsQuantizer).
-	cfg = cfg.own()
 	s := &Server{
 		cfg: cfg, shape: shape, noise: noise, round: round,
 		x: make([]float64, dim), dir: make([]float64, dim),
