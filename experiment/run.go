@@ -89,7 +89,9 @@ func Run(ctx context.Context, p *Problem, cfg fedopt.Config, noise mechanism.Mec
 			return nil, err
 		}
 	}
-	ev := NewEvaluator(p, cfg)
+	// The server's own copy of the record it checked: the trace states it
+	// whatever the caller does with cfg.Privacy (TestRunTraceKeepsCheckedRecord).
+	ev := NewEvaluator(p, srv.Config())
 	err = fedopt.Simulate(ctx, srv, learners, fedopt.SimOptions{
 		Parallel:  cfg.ParallelLearners,
 		Observe:   ev.Observe,
@@ -137,9 +139,15 @@ type Evaluator struct {
 }
 
 // NewEvaluator returns an evaluator of p's metrics at the rounds 0, E, 2E,
-// ..., R (E = cfg.EvalEvery) that records cfg.Privacy at those rounds.
+// ..., R (E = cfg.EvalEvery) that records cfg.Privacy, as it is when
+// NewEvaluator is called (it keeps a copy), at those rounds.
 func NewEvaluator(p *Problem, cfg fedopt.Config) *Evaluator {
-	return &Evaluator{p: p, every: max(cfg.EvalEvery, 1), privacy: cfg.Privacy}
+	e := &Evaluator{p: p, every: max(cfg.EvalEvery, 1)}
+	if cfg.Privacy != nil {
+		pr := *cfg.Privacy
+		e.privacy = &pr
+	}
+	return e
 }
 
 // Observe takes the released model x^r. Rounds must come in order, within

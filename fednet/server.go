@@ -371,6 +371,11 @@ func newServer(opt ServerOptions, log *slog.Logger, st *state, id *noiseID) (*Se
 	if err != nil {
 		return nil, err
 	}
+	// What Join announces (the record's participation, the quantizer's
+	// scale bits) is the core's own copy, the one it checked: the
+	// caller's record and quantizer may change after NewServer
+	// (TestJoinAnnouncesWhatWasChecked).
+	opt.Config = core.Config()
 	if st.stale > 0 {
 		log.Warn("removed stale temporary files", "dir", opt.Dir, "files", st.stale)
 	}

@@ -168,6 +168,20 @@ func mulAscending(xs ...float64) float64 {
 	return p
 }
 
+// own returns c with its own copies of Privacy and Quantizer, so that a
+// change of the caller's changes nothing in the holder of the copy.
+func (c Config) own() Config {
+	if c.Privacy != nil {
+		pr := *c.Privacy
+		c.Privacy = &pr
+	}
+	if c.Quantizer != nil {
+		q := *c.Quantizer
+		c.Quantizer = &q
+	}
+	return c
+}
+
 // firstNonFinite returns the index of the first entry of v that is NaN or
 // infinite, or -1.
 func firstNonFinite(v []float64) int {

@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/accountant"
 	"github.com/dpmf/dpmf/cache"
 	"github.com/dpmf/dpmf/dataset"
 	"github.com/dpmf/dpmf/factorize"
@@ -188,8 +189,7 @@ func TestServerBindsHandBuiltFactors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := &Privacy{Algorithm: Correlated, Learners: n, Clip: 1, Rounds: R, Strategy: "hand-1", OperatorSHA256: d}
-	pr.NoiseStd = 1
+	pr := handRecord(n, R, "hand-1", d)
 	cfg := Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}
 	shape := Shape{Learners: n, Rounds: R, Tau: 1, Dim: dim}
 	for _, c := range []struct {
@@ -368,8 +368,7 @@ func TestServerBindsDenseOperatorOfAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := &Privacy{Algorithm: Correlated, Learners: n, Clip: 1, Rounds: R, Strategy: "hand-1", OperatorSHA256: d}
-	pr.NoiseStd = 1
+	pr := handRecord(n, R, "hand-1", d)
 	cfg := Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}
 	shape := Shape{Learners: n, Rounds: R, Tau: 1, Dim: dim}
 	for _, c := range []struct {
@@ -389,6 +388,18 @@ func TestServerBindsDenseOperatorOfAnother(t *testing.T) {
 			t.Errorf("hand-1's factors with %s dense operator: error %v, want accepted %v", c.name, err, c.ok)
 		}
 	}
+}
+
+// handRecord returns the record of hand-1 (C = I, sensitivity 1 by hand)
+// for n = 2 learners with B_g = 1: release sensitivity 2 B_g / n = 1 and
+// noise std 1, which gives (5, 1e-3)-DP (the published sigma at (5, 1e-3)
+// is 0.68984233, below 1), so that NewServer's check of the record's
+// fields (checkRecord) passes and the digest decides.
+func handRecord(n, R int, strategy, digest string) *Privacy {
+	pr := &Privacy{Algorithm: Correlated, Learners: n, Clip: 1, Rounds: R, Strategy: strategy, OperatorSHA256: digest,
+		UnitSensitivity: factorize.Sensitivity{Value: 1, Exact: true}, Gamma: 1}
+	pr.Eps, pr.Delta, pr.Method, pr.Sensitivity, pr.NoiseStd, pr.Participation = 5, 1e-3, accountant.Exact, 1, 1, accountant.SingleParticipation
+	return pr
 }
 
 // handFactors returns the factorization of w's prefix sums A = B C with

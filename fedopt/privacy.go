@@ -147,5 +147,84 @@ func checkFactorization(pr *Privacy, noise mechanism.Mechanism) error {
 	case d != pr.OperatorSHA256:
 		return fmt.Errorf("fedopt: noise mechanism of factorization %q (operator sha256 %.12s), the privacy record was calibrated for %q (operator sha256 %.12s): the record's sensitivity is that of another C", f.Strategy, d, pr.Strategy, pr.OperatorSHA256)
 	}
+	// The digest names C, not its sensitivity, nor the participation that
+	// sensitivity is under: a record whose sensitivity of C was lowered
+	// (with its release sensitivity, so that checkRecord passes), or whose
+	// participation was changed after its calibration (the identity's,
+	// the tree's and banded C are the same under every participation,
+	// and so is their digest), names the right C. The sensitivity of the
+	// C the mechanism streams is computed again under the record's
+	// participation, as plan.Plan.Calibrate computes it
+	// (TestServerRefusesInconsistentPrivacy,
+	// TestServerRefusesRecordOfAnotherParticipation).
+	gamma, sens, err := factorize.StreamedSensitivity(f, pr.ParticipationPattern)
+	switch {
+	case errors.Is(err, factorize.ErrNotRecomputed):
+		// Beyond factorize.MaxRecomputeWork: gamma, recomputed, bounds it
+		// below, and the factorization's own metrics under the record's
+		// participation (Calibrate checked them against the same bound).
+		sens.Value = gamma
+		if m := f.Metrics; m.Participation == pr.ParticipationPattern {
+			sens.Value = max(gamma, m.UnitSensitivity.Value)
+		}
+	case err != nil:
+		return fmt.Errorf("fedopt: the sensitivity of the C that factorization %q streams, under the privacy record's participation %v, cannot be checked: %w", f.Strategy, pr.ParticipationPattern, err)
+	}
+	if !(pr.UnitSensitivity.Value >= sens.Value*(1-unitTolerance)) {
+		return fmt.Errorf("fedopt: the privacy record states C's sensitivity %v under %v, below %v, that of the C factorization %q streams: the record understates its sensitivity (a record changed after its calibration, or of another participation)", pr.UnitSensitivity.Value, pr.ParticipationPattern, sens.Value, f.Strategy)
+	}
+	return nil
+}
+
+// unitTolerance is the relative amount by which a record's sensitivity
+// of C may fall below the one [checkFactorization] computes again: the
+// tolerance within which plan.Plan.Calibrate takes a recomputed
+// sensitivity as the factorization's (a sum in another order); an edit
+// that matters changes far more.
+const unitTolerance = 1e-9
+
+// checkRecord returns an error unless the fields of the record pr hold
+// together for a run of n learners and tau local steps: the participation
+// it states must be its pattern's, its noise std
+// must give its (eps, delta) at its release sensitivity by the exact curve
+// (accountant.Record.Verify), and that sensitivity must be at least the
+// release sensitivity of the record's clip (with secure aggregation, the
+// effective clip of its quantization term at tau, plan.Plan.EffectiveClip),
+// n learners and relation at the record's sensitivity of C
+// (accountant.ReleaseSensitivity, which the paper's calibration exceeds by
+// the factor n). NewServer compares the learners, rounds, tau and clip
+// with the run's and the digest with the mechanism's; without this check a
+// record made by PrivacyOf and then edited (its learners or clip set to
+// the run's, its eps or delta lowered) was accepted, and Server.Record
+// stated a guarantee the run does not have
+// (TestServerRefusesInconsistentPrivacy).
+func checkRecord(pr *Privacy, n, tau int) error {
+	if want := accountant.Participation(pr.ParticipationPattern.String()); pr.Participation != want {
+		// Server.Record states the guarantee under the record's
+		// participation; the sensitivity (and the learners' data) are
+		// checked under its pattern (TestServerRecordNamesItsParticipation).
+		return fmt.Errorf("fedopt: the privacy record states participation %q, but its sensitivity is under %q", pr.Participation, want)
+	}
+	rel := accountant.ReplaceOne
+	if pr.AddRemove {
+		rel = accountant.AddRemove
+	}
+	clip := pr.Clip
+	if pr.QuantizationTerm > 0 {
+		q := plan.Plan{Algorithm: pr.Algorithm.String(), Clip: pr.Clip, Tau: tau,
+			SecureAggregation: &plan.SecureAggregation{QuantizationTerm: pr.QuantizationTerm},
+			Target:            &plan.Target{Relation: rel.String()}}
+		clip = q.EffectiveClip()
+	}
+	sens, err := accountant.ReleaseSensitivity(clip, n, rel, pr.UnitSensitivity.Value)
+	if err != nil {
+		return fmt.Errorf("fedopt: the privacy record's release sensitivity: %w", err)
+	}
+	if !(pr.Sensitivity >= sens) {
+		return fmt.Errorf("fedopt: the privacy record states release sensitivity %v, below %v, that of the run's clip %v, %d learners and %v relation at the record's sensitivity of C %v: its noise does not cover the run's release", pr.Sensitivity, sens, clip, n, rel, pr.UnitSensitivity.Value)
+	}
+	if err := pr.Record.Verify(); err != nil {
+		return fmt.Errorf("fedopt: the privacy record's noise does not give its guarantee: %w", err)
+	}
 	return nil
 }

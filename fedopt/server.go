@@ -63,7 +63,13 @@ type Server struct {
 // shape.Rounds rounds and dimension shape.Dim; the server draws one vector
 // per round from it. If cfg.Privacy is set, it must match the run: its
 // learners, rounds, tau (where set) and noise std, and the factorization
-// noise streams (its plan.OperatorDigest, see [Privacy]).
+// noise streams (its plan.OperatorDigest, see [Privacy]); and its fields
+// must hold together: its release sensitivity at least that of the run's
+// clip, learners and relation at its sensitivity of C, which must not be
+// below that of the C the noise streams under the record's participation
+// (factorize.StreamedSensitivity, computed again here), and its noise std
+// giving its (eps, delta) at that sensitivity (accountant.Record.Verify).
+// The server keeps its own copies of cfg.Privacy and cfg.Quantizer.
 func NewServer(cfg Config, shape Shape, noise mechanism.Mechanism) (*Server, error) {
 	return NewServerAt(cfg, shape, noise, 0, cfg.X0)
 }
@@ -77,6 +83,12 @@ func NewServer(cfg Config, shape Shape, noise mechanism.Mechanism) (*Server, err
 // the privacy record does not cover (package fednet's state directory
 // refuses to be rewound).
 func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, x []float64) (*Server, error) {
+	// The server checks and keeps its own copies: before, it kept the
+	// caller's pointers, and a record or quantizer changed after
+	// NewServer changed the guarantee Record states, or the quantization
+	// the record's term was checked against, with no check
+	// (TestServerKeepsItsRecord, TestServerKeepsItsQuantizer).
+	cfg = cfg.own()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -111,6 +123,12 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 	case noise.Std() != pr.NoiseStd:
 		return nil, fmt.Errorf("fedopt: noise mechanism with standard deviation %v, calibrated %v", noise.Std(), pr.NoiseStd)
 	default:
+		// The record's fields must hold together for this run: its noise
+		// must cover the release sensitivity of the run's clip, learners
+		// and relation at C's sensitivity, at its (eps, delta).
+		if err := checkRecord(pr, n, tau); err != nil {
+			return nil, err
+		}
 		// The same std and rounds are not the same noise: the record's
 		// sensitivity is that of its factorization's C.
 		if err := checkFactorization(pr, noise); err != nil {
@@ -170,8 +188,9 @@ func NewServerAt(cfg Config, shape Shape, noise mechanism.Mechanism, round int, 
 // Shape returns the run's shape.
 func (s *Server) Shape() Shape { return s.shape }
 
-// Config returns the run's configuration.
-func (s *Server) Config() Config { return s.cfg }
+// Config returns the run's configuration, with copies of its Privacy and
+// Quantizer (a change of them changes nothing in the server).
+func (s *Server) Config() Config { return s.cfg.own() }
 
 // Round returns r, the next round to aggregate: x^r is the last released
 // model. It is Rounds() when the run is over.
