@@ -165,6 +165,9 @@ func run(ctx context.Context, cfg config, log io.Writer) error {
 	// So is the issue-20 section (-issue20-only), or the hand-added
 	// accountant section it replaces.
 	md += keptSection(cfg.out, issue20Begin, issue20End) + keptSection(cfg.out, accountantBegin, accountantEnd)
+	// And the sections measured by hand (other machines, other days),
+	// which no flag reruns.
+	md += keptSection(cfg.out, handBegin, handEnd)
 	if err := docgen.WriteFile(cfg.out, []byte(md)); err != nil {
 		return err
 	}
@@ -377,6 +380,13 @@ func compute(ctx context.Context, name string, w *factorize.Workload) (*factoriz
 	}
 	return s.Factorize(ctx, w, factorize.Participation{})
 }
+
+// The sections of the report measured by hand (lent machines, other days)
+// sit between these markers, at its end: a full run keeps them as they are.
+const (
+	handBegin = "<!-- hand: begin -->"
+	handEnd   = "<!-- hand: end -->"
+)
 
 // keptSection returns the section of the report at path between the markers
 // begin and end (markers included, preceded by a blank line), or "" when the

@@ -280,3 +280,40 @@ func TestRefArgs(t *testing.T) {
 		t.Errorf("refArgs = %q, want it unchanged", got)
 	}
 }
+
+// TestReportSectionsSurviveFullRun: every section of docs/scaling.md that
+// the full run does not write itself (those of report.go) lies between
+// markers that the full run keeps (further, issue 20, accountant, hand), so
+// regenerating the report loses no measurement made on another machine or
+// day. The hand-written sections were dropped by a full run before the
+// hand markers.
+func TestReportSectionsSurviveFullRun(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "scaling.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	full := map[string]bool{"Machine": true, "Reproduce": true, "Targets": true, "Side by side: plain dense fixed point against dpmf": true,
+		"Agreement of the solvers": true, "Time against R": true, "Notes": true}
+	// The participation section is written by the full run too.
+	kept := [][2]string{{partBegin, partEnd}, {furtherBegin, furtherEnd}, {issue20Begin, issue20End}, {accountantBegin, accountantEnd}, {handBegin, handEnd}}
+	inside := func(at int) bool {
+		for _, m := range kept {
+			i, j := strings.Index(s, m[0]), strings.Index(s, m[1])
+			if i >= 0 && j > i && at > i && at < j {
+				return true
+			}
+		}
+		return false
+	}
+	at := 0
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if h, ok := strings.CutPrefix(line, "## "); ok && !full[strings.TrimSpace(h)] && !inside(at) {
+			t.Errorf("section %q is neither written by the full run nor between kept markers: a full run would drop it", strings.TrimSpace(h))
+		}
+		at += len(line)
+	}
+	if !strings.Contains(s, handBegin) || strings.Index(s, handEnd) < strings.Index(s, handBegin) {
+		t.Error("docs/scaling.md has no hand section markers")
+	}
+}
