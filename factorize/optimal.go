@@ -335,20 +335,6 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 	default:
 		return nil, &ParamError{Param: "method", Value: m, Want: "Auto, Structured or Dense"}
 	}
-	var nc *NotConvergedError
-	if se, ok := ev.(*structuredEvaluator); ok && se.k > 1 && opt.Method == Auto && w.R() <= bandDenseCheck &&
-		errors.As(err, &nc) && nc.Floor > opt.Tol {
-		// The band case's phi carries rounding of order u cond(T) that
-		// its bound (bandErrorBound) does not let certify the target;
-		// where R allows, the dense path, whose evaluation is more
-		// accurate on these workloads, tries, and the lower floor is
-		// reported if both fail.
-		ev = newDenseEvaluator(w)
-		var dnc *NotConvergedError
-		if sol, err = certify(ctx, w, ev, denseWarmStart, opt); errors.As(err, &dnc) && !(dnc.Floor > 0 && dnc.Floor < nc.Floor) {
-			err = nc
-		}
-	}
 	if err != nil {
 		return nil, err
 	}
