@@ -324,10 +324,14 @@ func ratioRange(ref, v []float64) (rmin, rmax float64) {
 // a rational approximation of the inverse square root is built on from
 // the bounds lo and hi, is one that linalg accepts
 // (linalg.InvSqrtInterval: positive, within 2^-960 .. 2^960, with a ratio
-// of at most 2^960): lo = 0 is linalg's report that no positive lower
-// bound exists in floating point (an eigenvalue under- or overflowed).
-// [Optimal] scales the workload first, so this happens only when the
-// spread of the multipliers itself leaves the floating-point range.
+// of at most 2^960). lo = 0 is the report that no positive lower bound
+// could be proven in floating point: an eigenvalue under- or overflowed,
+// or, with hi well inside the range, the matrix is numerically singular
+// (its smallest eigenvalue below the rounding of its largest: the dense
+// path's M = D A^T A D on momentum 0.99 at R = 1000, cond(A)^2 above
+// 1/u). [Optimal] scales the workload first, so the former happens only
+// when the spread of the multipliers itself leaves the floating-point
+// range.
 func checkSpectrum(lo, hi float64) error {
 	if !linalg.InvSqrtInterval(lo/4, hi*4) {
 		return &spectrumError{lo: lo, hi: hi}
@@ -336,11 +340,22 @@ func checkSpectrum(lo, hi float64) error {
 }
 
 // spectrumError is checkSpectrum's error: the spread of the workload's
-// entries leaves the floating-point range (a strategy's Factorize reports
-// it as a *ParamError naming the workload).
+// entries leaves the floating-point range, or the matrix is numerically
+// singular (a strategy's Factorize reports it as a *ParamError naming the
+// workload).
 type spectrumError struct{ lo, hi float64 }
 
+// singular reports that the spectrum is within the floating-point range
+// but its lower end could not be proven positive: the matrix is
+// numerically singular, not out of range.
+func (e *spectrumError) singular() bool {
+	return !(e.lo > 0) && e.hi > 0x1p-900 && e.hi < 0x1p900
+}
+
 func (e *spectrumError) Error() string {
+	if e.singular() {
+		return fmt.Sprintf("factorize: numerical breakdown: the fixed-point map's matrix is numerically singular in float64 (its eigenvalues lie in [0, %g]: the smallest is below the rounding of the largest)", e.hi)
+	}
 	return fmt.Sprintf("factorize: numerical breakdown: the eigenvalues of the fixed-point map's matrix lie in [%g, %g], outside the floating-point range", e.lo, e.hi)
 }
 

@@ -445,3 +445,28 @@ func TestCertifiedAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// A spectrum whose lower end cannot be proven positive while its upper end
+// is well inside the float64 range is a numerically singular matrix (the
+// dense path on momentum 0.99 at R = 1000, cond(A)^2 above 1/u), not a
+// workload out of range: the error says so and names the structured path;
+// a spectrum beyond the range keeps its message.
+func TestSpectrumErrorSingular(t *testing.T) {
+	w, err := Momentum(10, 0.99)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, c := range []struct {
+		se   *spectrumError
+		want string
+	}{
+		{&spectrumError{lo: 0, hi: 1.07e14}, "is numerically singular in float64), want a better-conditioned workload: the smallest eigenvalue is below float64 rounding"},
+		{&spectrumError{lo: 0, hi: math.Inf(1)}, "want entries whose spread keeps them within the floating-point range"},
+		{&spectrumError{lo: 1e-300, hi: 1e300}, "want entries whose spread keeps them within the floating-point range"},
+	} {
+		_, err := under(ctx, w, SingleParticipation(), false, func() (*Factorization, error) { return nil, c.se })
+		var pe *ParamError
+		require.True(t, errors.As(err, &pe), "%v", err)
+		assert.ErrorContains(t, err, c.want)
+		assert.NotContains(t, err.Error(), "\n")
+	}
+}
