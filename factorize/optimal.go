@@ -139,7 +139,9 @@ func optimalStates(r int) int { return 16 + 4*bits.Len(uint(max(r, 1))) }
 // lossOnlyFloatsPerRound bounds the float64 vectors of length R that the
 // structured loss-only solver keeps: about 25 measured (peak RSS 193 MB for
 // mfsolve -R 1000000 -strategy optimal:max-iter=3 -loss-only), with a
-// margin.
+// margin; about 39 for momentum (two subdiagonals: the double-word band
+// kernel's L L^T, factor and sums; 312 MB with -workload momentum:0.9),
+// within it.
 const lossOnlyFloatsPerRound = 40
 
 // evaluator evaluates the fixed-point map of the optimal factorization for

@@ -37,8 +37,9 @@ type structuredEvaluator struct {
 	// want is the accuracy phi asks of the rational approximation (quadTol
 	// unless the fixed-point iteration asks for less; see setAccuracy).
 	want float64
-	// Band case (k >= 2): llt = L L^T (L = A^{-1}) in float64 (for the
-	// eigenvalue estimates) and gdd in double-word arithmetic (for phi and
+	// Band case (k >= 2): llt = L L^T (L = A^{-1}) rounded to float64
+	// (gdd's high parts, shared; for the eigenvalue estimates) and gdd in
+	// double-word arithmetic (for phi and
 	// the proofs that the interval covers T's spectrum), absL >=
 	// || |L| |L|^T ||_2 and llLo <= lambda_min(L L^T) (see bandSetup), the
 	// double-word sums of phi (accH, accL) and the kernel's work (ddWork).
@@ -69,7 +70,9 @@ func newStructuredEvaluator(w *Workload) *structuredEvaluator {
 		e.ws = linalg.NewInvSqrtWorkspace(n)
 	} else {
 		e.band = linalg.NewSymBand(n, k)
-		e.work = make([]float64, 3*n*(k+1)+n)
+		// The float64 work of Bounds (N (K+1) + N) and of root's
+		// AddShiftedInverse (N (K+1) + 2 N).
+		e.work = make([]float64, n*(k+1)+2*n)
 		e.accH, e.accL = make([]float64, n), make([]float64, n)
 		e.ddWork = make([]float64, linalg.ScaledInverseDiagWork(n, k))
 	}
@@ -476,10 +479,9 @@ func (e *structuredEvaluator) bandSetup() error {
 	}
 	inv, _ := e.w.InverseBand()
 	n, k := len(e.accH), e.k
-	if e.llt.N != n {
-		e.llt = gramBand(inv, n, k)
-	}
 	e.gdd = linalg.GramBandDD(n, k, inv.At)
+	// L L^T rounded to float64 (the high parts), for the estimates.
+	e.llt = linalg.SymBand{N: n, K: k, Data: e.gdd.Hi}
 	absL := 0.0
 	for i := 0; i < n; i++ {
 		r := 0.0

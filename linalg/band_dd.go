@@ -49,8 +49,9 @@ func GramBandDD(n, k int, at func(i, p int) float64) SymBandDD {
 }
 
 // ScaledInverseDiagWork returns the length of the work slice of
-// [SymBandDD.AddScaledInverseDiag] for order n and k off-diagonals.
-func ScaledInverseDiagWork(n, k int) int { return 4*n*(k+1) + 2*n }
+// [SymBandDD.AddScaledInverseDiag] for order n and k off-diagonals: L's
+// band and D in double-words, and K + 1 rows of Z's band.
+func ScaledInverseDiagWork(n, k int) int { return 2*n*(k+1) + 2*n + 2*(k+1)*(k+1) }
 
 // ldl factors M + diag(sigma v) (sigma v_i formed exactly; v nil stands
 // for all ones) as L D L^T in double-word arithmetic without pivoting, L's
@@ -107,38 +108,40 @@ func (s SymBandDD) AddScaledInverseDiag(sigma float64, v []float64, weight float
 	if len(v) < n || len(accH) < n || len(accL) < n || len(work) < ScaledInverseDiagWork(n, k) {
 		panic("linalg: SymBandDD.AddScaledInverseDiag: short slice")
 	}
-	lh, ll := work[:n*w], work[n*w:2*n*w]
-	zh, zl := work[2*n*w:3*n*w], work[3*n*w:4*n*w]
-	dh, dl := work[4*n*w:4*n*w+n], work[4*n*w+n:4*n*w+2*n]
+	lh, ll, dh, dl, zh, zl := s.split(work)
 	if bad := s.ldl(sigma, v, lh, ll, dh, dl); bad > 0 {
 		return bad
 	}
-	// z[j*w + j-i] = Z[j][i], Z = (M + sigma V)^{-1}, from the last row up.
+	// Z = (M + sigma V)^{-1}, from the last row up: Z[j][i], j >= i, is
+	// held in row j of z at offset j - i, and the rows of z are a ring of
+	// K + 1 (row r in slot r mod (K+1)): column i reads only rows i..i+K,
+	// each entry written by an earlier column (as in
+	// SymBand.ShiftedInverseBand), and row i's slot held row i + K + 1,
+	// which no later column reads.
+	row := func(r int) int { return (r % w) * w }
 	for i := n - 1; i >= 0; i-- {
 		top := min(n-1, i+k)
 		for j := top; j > i; j-- {
 			sh, sl := 0.0, 0.0
 			for p := i + 1; p <= top; p++ {
 				// Z[j][p] L[p][i]: Z[j][p] in row max(j, p).
-				idx := j*w + j - p
+				idx := row(j) + j - p
 				if p > j {
-					idx = p*w + p - j
+					idx = row(p) + p - j
 				}
 				th, tl := ddfloat.Mul(zh[idx], zl[idx], lh[p*w+p-i], ll[p*w+p-i])
 				sh, sl = ddfloat.Add(sh, sl, -th, -tl)
 			}
-			zh[j*w+j-i], zl[j*w+j-i] = sh, sl
+			zh[row(j)+j-i], zl[row(j)+j-i] = sh, sl
 		}
 		sh, sl := ddfloat.Div(1, 0, dh[i], dl[i])
 		for p := i + 1; p <= top; p++ {
-			th, tl := ddfloat.Mul(lh[p*w+p-i], ll[p*w+p-i], zh[p*w+p-i], zl[p*w+p-i])
+			th, tl := ddfloat.Mul(lh[p*w+p-i], ll[p*w+p-i], zh[row(p)+p-i], zl[row(p)+p-i])
 			sh, sl = ddfloat.Add(sh, sl, -th, -tl)
 		}
-		zh[i*w], zl[i*w] = sh, sl
-	}
-	for i := 0; i < n; i++ {
+		zh[row(i)], zl[row(i)] = sh, sl
 		ph, pl := ddfloat.TwoProd(weight, v[i])
-		th, tl := ddfloat.Mul(ph, pl, zh[i*w], zl[i*w])
+		th, tl := ddfloat.Mul(ph, pl, sh, sl)
 		accH[i], accL[i] = ddfloat.Add(accH[i], accL[i], th, tl)
 	}
 	return 0
@@ -153,9 +156,20 @@ func (s SymBandDD) AddScaledInverseDiag(sigma float64, v []float64, weight float
 // >= x up to it. work must have length at least
 // [ScaledInverseDiagWork](N, K).
 func (s SymBandDD) PositiveDefiniteAbove(x float64, v, work []float64) bool {
-	n, w := s.N, s.K+1
+	n := s.N
 	if len(work) < ScaledInverseDiagWork(n, s.K) || (v != nil && len(v) < n) {
 		panic("linalg: SymBandDD.PositiveDefiniteAbove: short slice")
 	}
-	return s.ldl(-x, v, work[:n*w], work[n*w:2*n*w], work[4*n*w:4*n*w+n], work[4*n*w+n:4*n*w+2*n]) == 0
+	lh, ll, dh, dl, _, _ := s.split(work)
+	return s.ldl(-x, v, lh, ll, dh, dl) == 0
+}
+
+// split cuts a work slice of [ScaledInverseDiagWork](N, K) into L's band,
+// D and the ring of Z's rows, each as high and low parts.
+func (s SymBandDD) split(work []float64) (lh, ll, dh, dl, zh, zl []float64) {
+	n, w := s.N, s.K+1
+	lh, ll = work[:n*w], work[n*w:2*n*w]
+	dh, dl = work[2*n*w:2*n*w+n], work[2*n*w+n:2*n*w+2*n]
+	z := work[2*n*w+2*n:]
+	return lh, ll, dh, dl, z[:w*w], z[w*w : 2*w*w]
 }
