@@ -139,7 +139,9 @@ func optimalStates(r int) int { return 16 + 4*bits.Len(uint(max(r, 1))) }
 // lossOnlyFloatsPerRound bounds the float64 vectors of length R that the
 // structured loss-only solver keeps: about 25 measured (peak RSS 193 MB for
 // mfsolve -R 1000000 -strategy optimal:max-iter=3 -loss-only), with a
-// margin.
+// margin; about 39 for momentum (two subdiagonals: the double-word band
+// kernel's L L^T, factor and sums; 312 MB with -workload momentum:0.9),
+// within it.
 const lossOnlyFloatsPerRound = 40
 
 // evaluator evaluates the fixed-point map of the optimal factorization for
@@ -334,20 +336,6 @@ func optimal(ctx context.Context, w *Workload, opt Options) (*Factorization, err
 		sol, err = certify(ctx, w, ev, denseWarmStart, opt)
 	default:
 		return nil, &ParamError{Param: "method", Value: m, Want: "Auto, Structured or Dense"}
-	}
-	var nc *NotConvergedError
-	if se, ok := ev.(*structuredEvaluator); ok && se.k > 1 && opt.Method == Auto && w.R() <= bandDenseCheck &&
-		errors.As(err, &nc) && nc.Floor > opt.Tol {
-		// The band case's phi carries rounding of order u cond(T) that
-		// its bound (bandErrorBound) does not let certify the target;
-		// where R allows, the dense path, whose evaluation is more
-		// accurate on these workloads, tries, and the lower floor is
-		// reported if both fail.
-		ev = newDenseEvaluator(w)
-		var dnc *NotConvergedError
-		if sol, err = certify(ctx, w, ev, denseWarmStart, opt); errors.As(err, &dnc) && !(dnc.Floor > 0 && dnc.Floor < nc.Floor) {
-			err = nc
-		}
 	}
 	if err != nil {
 		return nil, err

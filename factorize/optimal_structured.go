@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpmf/dpmf/linalg"
@@ -38,21 +37,21 @@ type structuredEvaluator struct {
 	// want is the accuracy phi asks of the rational approximation (quadTol
 	// unless the fixed-point iteration asks for less; see setAccuracy).
 	want float64
-	// Band case (k >= 2), for setup and errorBound: llt = L L^T (L = A^{-1}),
-	// absL >= || |L| |L|^T ||_2, llLo <= lambda_min(L L^T), and errs the
-	// per-entry error bounds of the last errorBound.
+	// Band case (k >= 2): llt = L L^T (L = A^{-1}) rounded to float64
+	// (gdd's high parts, shared; for the eigenvalue estimates) and gdd in
+	// double-word arithmetic (for phi and
+	// the proofs that the interval covers T's spectrum), absL >=
+	// || |L| |L|^T ||_2 and llLo <= lambda_min(L L^T) (see bandSetup), the
+	// double-word sums of phi (accH, accL) and the kernel's work (ddWork).
 	llt        linalg.SymBand
+	gdd        linalg.SymBandDD
 	absL, llLo float64
-	errs       []float64
-	// dense is the second evaluation of bandErrorBound at R <= denseMax
-	// (nil until needed); denseMax is bandDenseCheck (tests set 0).
-	dense    *denseEvaluator
-	denseMax int
+	accH, accL []float64
+	ddWork     []float64
 	// work buffers
 	bi   linalg.BidiagGram
 	band linalg.SymBand
 	work []float64
-	tmp  []float64
 	ws   *linalg.InvSqrtWorkspace
 	// squares says that the last setup also wrote the squares of G's
 	// entries into ws (see linalg.InvSqrtWorkspace.Squares).
@@ -62,7 +61,7 @@ type structuredEvaluator struct {
 func newStructuredEvaluator(w *Workload) *structuredEvaluator {
 	inv, _ := w.InverseBand()
 	n, k, _ := inv.TriBand()
-	e := &structuredEvaluator{w: w, k: k, want: quadTol, denseMax: bandDenseCheck}
+	e := &structuredEvaluator{w: w, k: k, want: quadTol}
 	if k == 1 {
 		// work is allocated when first needed (root, rowSq): the
 		// iteration itself needs only ws, which keeps R = 10^6 within a
@@ -71,8 +70,11 @@ func newStructuredEvaluator(w *Workload) *structuredEvaluator {
 		e.ws = linalg.NewInvSqrtWorkspace(n)
 	} else {
 		e.band = linalg.NewSymBand(n, k)
-		e.work = make([]float64, 3*n*(k+1)+n)
-		e.tmp = make([]float64, n)
+		// The float64 work of Bounds (N (K+1) + N) and of root's
+		// AddShiftedInverse (N (K+1) + 2 N).
+		e.work = make([]float64, n*(k+1)+2*n)
+		e.accH, e.accL = make([]float64, n), make([]float64, n)
+		e.ddWork = make([]float64, linalg.ScaledInverseDiagWork(n, k))
 	}
 	return e
 }
@@ -87,6 +89,7 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 	var hi float64
 	// covers(x) is true when no eigenvalue of G lies below x, proven.
 	var covers func(x float64) bool
+	var floorX float64 // band case: the least x that covers can prove
 	if e.k == 1 {
 		// Raw band storage (lower, one subdiagonal): row i holds
 		// L[i][i-1], L[i][i] at i*Stride, i*Stride+1.
@@ -129,17 +132,37 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 		// eigenvalue: Bounds' relative margin 1e-8 covers their rounding.
 		covers = func(x float64) bool { return e.bi.CountBelow(x/(1-1e-8)) == 0 }
 	} else {
-		// T[i][j] = (L L^T)[i][j] / sqrt(v_i v_j), |i - j| <= k.
-		if e.llt.N != n {
-			e.llt = gramBand(inv, n, e.k)
+		// T[i][j] = (L L^T)[i][j] / sqrt(v_i v_j), |i - j| <= k, in
+		// float64 for Gershgorin's bound and the bisection's estimate of
+		// lambda_min.
+		if err := e.bandSetup(); err != nil {
+			return err
 		}
 		for i := 0; i < n; i++ {
 			for j := max(0, i-e.k); j <= i; j++ {
 				e.band.Set(i, j, e.llt.At(i, j)/math.Sqrt(v[i]*v[j]))
 			}
 		}
+		// Gershgorin's bound on the formed entries, each within a
+		// relative (k + 4) u of T's, is raised by a relative 1e-12.
 		hi = e.band.Gershgorin()
-		covers = func(x float64) bool { return e.band.ProvenAbove(x, e.work) }
+		// lambda_min(T) >= x iff L L^T - x V is positive semidefinite
+		// (V = D^2): proven by the double-word LDL^T of L L^T - y V,
+		// y = x / (1 - 1e-8), with positive pivots, where the kernel's
+		// modelled backward error (bandModel absL in norm) is at most
+		// (y - x) min_i v_i, so that L L^T - x V stays semidefinite. (The
+		// float64 factorization of the formed T would carry the rounding
+		// of forming it, a relative u cond(L L^T) of lambda_min.)
+		minV := math.Inf(1)
+		for _, x := range v {
+			minV = math.Min(minV, x)
+		}
+		covers = func(x float64) bool {
+			y := x / (1 - 1e-8)
+			return e.bandModel()*e.absL <= (y-x)*minV && e.gdd.PositiveDefiniteAbove(y, v, e.ddWork)
+		}
+		// The least x at which the margin can hold, doubled.
+		floorX = 2 * e.bandModel() * e.absL / (1e-8 * minV)
 	}
 	// The interval in use still covers the spectrum when hi is below its
 	// top and no eigenvalue lies below its bottom (one inertia count, with
@@ -156,6 +179,7 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 			lo, hi = e.bi.Bounds(e.lo)
 		} else {
 			lo, hi = e.band.Bounds(e.lo, e.work)
+			lo = bandLowerBound(lo, hi, floorX, covers)
 		}
 		if err := checkSpectrum(lo, hi); err != nil {
 			return err
@@ -174,6 +198,35 @@ func (e *structuredEvaluator) setup(v []float64, acc float64) error {
 		}
 	}
 	return e.useAccuracy(acc)
+}
+
+// bandLowerBound returns a lower bound on lambda_min(T) that covers
+// proves, from the float64 estimate est of the formed T (0 where that
+// failed, as it does when rounding in forming T exceeds lambda_min:
+// momentum 0.99 at R = 4000), Gershgorin's upper bound hi and the least
+// value floor that covers can prove at all: est if proven, else a
+// bisection in log x over [max(floor, hi 2^-1000), min(est, hi)] on the
+// proof alone, to within a factor 2^(1/16); 0 (no bound) where none is
+// proven.
+func bandLowerBound(est, hi, floor float64, covers func(float64) bool) float64 {
+	if est > 0 && covers(est) {
+		return est
+	}
+	a, b := math.Max(math.Log2(floor), math.Log2(hi)-1000), math.Log2(hi)
+	if est > 0 {
+		b = math.Log2(est)
+	}
+	if !(a < b) || !covers(math.Exp2(a)) {
+		return 0
+	}
+	for b-a > 1.0/16 {
+		if m := (a + b) / 2; covers(math.Exp2(m)) {
+			a = m
+		} else {
+			b = m
+		}
+	}
+	return math.Exp2(a)
 }
 
 // releaseIteration drops the buffers that only phi uses (the kernel's
@@ -274,10 +327,14 @@ func ratioRange(ref, v []float64) (rmin, rmax float64) {
 // a rational approximation of the inverse square root is built on from
 // the bounds lo and hi, is one that linalg accepts
 // (linalg.InvSqrtInterval: positive, within 2^-960 .. 2^960, with a ratio
-// of at most 2^960): lo = 0 is linalg's report that no positive lower
-// bound exists in floating point (an eigenvalue under- or overflowed).
-// [Optimal] scales the workload first, so this happens only when the
-// spread of the multipliers itself leaves the floating-point range.
+// of at most 2^960). lo = 0 is the report that no positive lower bound
+// could be proven in floating point: an eigenvalue under- or overflowed,
+// or, with hi well inside the range, the matrix is numerically singular
+// (its smallest eigenvalue below the rounding of its largest: the dense
+// path's M = D A^T A D on momentum 0.99 at R = 1000, cond(A)^2 above
+// 1/u). [Optimal] scales the workload first, so the former happens only
+// when the spread of the multipliers itself leaves the floating-point
+// range.
 func checkSpectrum(lo, hi float64) error {
 	if !linalg.InvSqrtInterval(lo/4, hi*4) {
 		return &spectrumError{lo: lo, hi: hi}
@@ -286,11 +343,22 @@ func checkSpectrum(lo, hi float64) error {
 }
 
 // spectrumError is checkSpectrum's error: the spread of the workload's
-// entries leaves the floating-point range (a strategy's Factorize reports
-// it as a *ParamError naming the workload).
+// entries leaves the floating-point range, or the matrix is numerically
+// singular (a strategy's Factorize reports it as a *ParamError naming the
+// workload).
 type spectrumError struct{ lo, hi float64 }
 
+// singular reports that the spectrum is within the floating-point range
+// but its lower end could not be proven positive: the matrix is
+// numerically singular, not out of range.
+func (e *spectrumError) singular() bool {
+	return !(e.lo > 0) && e.hi > 0x1p-900 && e.hi < 0x1p900
+}
+
 func (e *spectrumError) Error() string {
+	if e.singular() {
+		return fmt.Sprintf("factorize: numerical breakdown: the fixed-point map's matrix is numerically singular in float64 (its eigenvalues lie in [0, %g]: the smallest is below the rounding of the largest)", e.hi)
+	}
 	return fmt.Sprintf("factorize: numerical breakdown: the eigenvalues of the fixed-point map's matrix lie in [%g, %g], outside the floating-point range", e.lo, e.hi)
 }
 
@@ -301,18 +369,15 @@ func (e *spectrumError) Error() string {
 // the certificate stays valid whatever acc is. acc is clamped to
 // [quadTol, 1e-2] (and see useAccuracy).
 // residualFraction is the accuracy asked of phi relative to the last
-// residual: 1e-1 where the nodes go by groups (see fixedPointFrom), 1e-4
-// in the band case (k >= 2), whose residual stalls at its evaluation's
-// rounding (about 1e-8 at R = 1000, momentum 0.9): with 1e-2 the
-// iteration kept asking for less than the target's accuracy there and so
-// never counted the rounding floor (357 iterations to report it at
-// R = 1000, 136 with 1e-4), 1e-2 otherwise.
+// residual: 1e-1 where the nodes go by groups (see fixedPointFrom), 1e-2
+// otherwise. (The band case asked 1e-4 while its float64 evaluation's
+// rounding stopped the residual near 1e-8, so that the rounding floor was
+// counted; the double-word kernel has no such floor, and 1e-2 took 358
+// iterations and 9.8 s against 399 and 15.0 s at R = 1000, momentum 0.99,
+// gap 1e-10.)
 func (e *structuredEvaluator) residualFraction() float64 {
 	if e.grouped() {
 		return 1e-1
-	}
-	if e.k > 1 {
-		return 1e-4
 	}
 	return 1e-2
 }
@@ -344,15 +409,22 @@ func (e *structuredEvaluator) phi(ctx context.Context, v, dst []float64) (float6
 			e.bi.InvSqrtDiagParallel(e.q, dst, e.ws, runtime.GOMAXPROCS(0))
 		}
 	} else {
-		clear(dst)
+		// Band case: the diagonal of D (L L^T + s V)^{-1} D for every
+		// shift s, in double-word arithmetic (see bandRelErr).
+		clear(e.accH)
+		clear(e.accL)
 		for j, s := range e.q.Shifts {
-			e.band.ShiftedInverseDiag(s, e.tmp, e.work)
-			floats.AddScaled(dst, e.q.Weights[j], e.tmp)
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			if e.gdd.AddScaledInverseDiag(s, v, e.q.Weights[j], e.accH, e.accL, e.ddWork) > 0 {
+				return 0, fmt.Errorf("factorize: numerical breakdown: a shifted band matrix of the structured path (shift %g) is not positive definite in double-word arithmetic", s)
+			}
 		}
-	}
-	if e.k > 1 {
-		// The rounding of the formed T needs errorBound's extra work.
-		return math.NaN(), nil
+		for i := range dst {
+			dst[i] = e.accH[i] + e.accL[i]
+		}
+		return e.bandRelErr(), nil
 	}
 	return e.relErr(len(v)), nil
 }
@@ -370,7 +442,7 @@ func (e *structuredEvaluator) errorBound(ctx context.Context, v, ph []float64) (
 	if e.k == 1 {
 		return e.relErr(len(v)), nil
 	}
-	return e.bandErrorBound(ctx, v, ph)
+	return e.bandRelErr(), nil
 }
 
 // roundingCause names what limits the certificate when the rounding
@@ -379,118 +451,99 @@ func (e *structuredEvaluator) roundingCause() string {
 	if e.k == 1 {
 		return ""
 	}
-	return "rounding in the structured evaluation's formed band matrix T (the band case, k >= 2)"
+	if e.llLo > 0 && e.q.Shifts != nil {
+		if d := e.bandModel() * e.absL / e.llLo; d/(1-d) > e.bandRelErr()/2 {
+			return "the structured evaluation's modelled double-word rounding (the band case, k >= 2: relative u^2 cond(L L^T), L = A^{-1})"
+		}
+	}
+	return "the structured evaluation's float64 rounding and the measured error of its rational approximation (the band case, k >= 2: about 3e-15 relative in each phi_i)"
 }
 
-// entryErrors returns the per-entry absolute error bounds of the last
-// errorBound (band case; nil in the bidiagonal case).
-func (e *structuredEvaluator) entryErrors() []float64 { return e.errs }
+// entryErrors returns per-entry error bounds: nil, the structured
+// path's bound is relative and the same for every entry.
+func (e *structuredEvaluator) entryErrors() []float64 { return nil }
 
-// bandErrorBound bounds the error of ph = phi(v) for k >= 2, where T is
-// formed and factorized in floating point (see docs/solver.md,
-// "Rounding"). With L = A^{-1} and D = diag(sqrt(v)),
-// T + s I = D^{-1} (L L^T + s D^2) D^{-1}. Forming T's entries (sums of
-// at most k + 1 products, then the scaling by 1/sqrt(v_i v_j)) perturbs it
-// by dT = D^{-1} F D^{-1} with |F| <= (k + 5) u |L| |L|^T entrywise; the
-// band LDL^T factorization and the selected inversion are modelled as a
-// backward error of the same form and size, so the computed
-// Z = (T + s I)^{-1} is that of T + s I + D^{-1} F D^{-1} with
-// ||F||_2 <= c u absL, c = 2 (k + 5), absL >= || |L| |L|^T ||_2. To first
-// order Z_ii moves by e_i^T Z D^{-1} F D^{-1} Z e_i, at most
-// ||F|| ||D^{-1} Z e_i||^2 = ||F|| v_i (Y^2)_ii with Z = D Y D,
-// Y = (L L^T + s D^2)^{-1}; (Y^2)_ii is the derivative of -Y_ii in an
-// identity shift of L L^T + s D^2 ([linalg.SymBand.InverseBandSquared]).
-// The higher orders add a factor 1/(1 - delta), delta = c u absL / llLo
-// >= ||Y F||. Unlike the normwise u cond(T), this follows the scaling D:
-// measured, it is 37 to 690 times the actual error
-// (TestStructuredBoundMomentum) where u cond(T) was up to 10^6 times. At
-// R <= denseMax each entry's bound is also compared with |ph_i - dense_i|
-// plus the dense path's own bound (the triangle inequality; 1.0 to 55
-// times the actual error), and the smaller is kept. Per-entry bounds go to
-// entryErrors; the largest relative one is returned.
-func (e *structuredEvaluator) bandErrorBound(ctx context.Context, v, ph []float64) (float64, error) {
-	n, k := len(v), e.k
+// unitDD bounds, relatively, the error of each double-word operation of
+// the band kernel (linalg.SymBandDD; ddfloat's bounds are at most
+// 15u^2 + 56u^3 < 2^-100 = 64 u^2).
+const unitDD = 0x1p-100
+
+// bandSetup computes, once per workload, the band case's double-word
+// L L^T (gdd), the bound absL >= || |L| |L|^T ||_2 and the proven lower
+// bound llLo on lambda_min(L L^T) (L = A^{-1}) that bandRelErr needs. It
+// returns an error when L L^T cannot be shown positive definite in
+// double-word arithmetic.
+func (e *structuredEvaluator) bandSetup() error {
+	if e.llLo > 0 {
+		return nil
+	}
+	inv, _ := e.w.InverseBand()
+	n, k := len(e.accH), e.k
+	e.gdd = linalg.GramBandDD(n, k, inv.At)
+	// L L^T rounded to float64 (the high parts), for the estimates.
+	e.llt = linalg.SymBand{N: n, K: k, Data: e.gdd.Hi}
+	absL := 0.0
+	for i := 0; i < n; i++ {
+		r := 0.0
+		for j := max(0, i-k); j <= min(n-1, i+k); j++ {
+			a := 0.0
+			for p := max(0, max(i, j)-k); p <= min(i, j); p++ {
+				a += math.Abs(inv.At(i, p) * inv.At(j, p))
+			}
+			r += a
+		}
+		absL = math.Max(absL, r)
+	}
+	e.absL = absL * (1 + 1e-12)
+	// A float64 estimate of lambda_min(L L^T), then a double-word LDL^T
+	// of L L^T - x I with positive pivots at x, halved until it has: under
+	// the kernel's backward error model lambda_min >= x - bandModel absL.
+	lo, _ := e.llt.Bounds(0, make([]float64, n*(k+1)+n))
+	x := lo * (1 - 1e-6)
+	if !(x > 0) {
+		x = e.absL * 0x1p-60
+	}
+	for range 200 {
+		if e.gdd.PositiveDefiniteAbove(x, nil, e.ddWork) {
+			if e.llLo = x - e.bandModel()*e.absL; e.llLo > 0 {
+				return nil
+			}
+		}
+		x /= 2
+	}
+	return fmt.Errorf("factorize: numerical breakdown: L L^T of the workload's inverse (order %d, %d subdiagonals) is not positive definite in double-word arithmetic", n, k)
+}
+
+// bandModel is c unitDD with c = 2 (k + 5): the backward error, relative
+// to || |L| |L|^T ||, of forming L L^T + s V in double-word arithmetic
+// (each entry a sum of at most k + 1 exact products and the exact s v_i)
+// and of the LDL^T factorization and selected inversion, modelled as
+// the float64 kernels' backward error with u replaced by unitDD (a model,
+// as for those kernels, not a theorem; see docs/solver.md).
+func (e *structuredEvaluator) bandModel() float64 { return 2 * float64(e.k+5) * unitDD }
+
+// bandRelErr bounds the relative error of each phi_i in the band case
+// (k >= 2; see phi). With L = A^{-1}, D = diag(sqrt(v)) and V = D^2,
+// (T + s I)^{-1} = D Y D, Y = (L L^T + s V)^{-1}, so the kernel computes
+// Z_ii = v_i Y_ii without forming T. A backward error F of L L^T + s V with
+// ||F||_2 <= bandModel absL moves Y to (L L^T + s V + F)^{-1}; as
+// L L^T + s V >= llLo I, F is within delta = bandModel absL / llLo of it
+// in the Loewner order, so every Z_ii moves by a relative
+// delta / (1 - delta) at most, for every shift. The weighted sum over the
+// K shifts (positive weights and terms) adds (K + 2) unitDD, its rounding
+// to float64 u. The rational approximation adds its own relative error
+// (RelErr, measured in float64 on its interval, which covers T's
+// spectrum) and, for that measurement's own rounding, (K + 3) u (the
+// float64 evaluation of r(x) sqrt(x), positive terms). The sum of the
+// parts is raised by a relative 1e-6 for their products.
+func (e *structuredEvaluator) bandRelErr() float64 {
+	delta := e.bandModel() * e.absL / e.llLo
+	if !(delta < 0.5) {
+		return math.Inf(1)
+	}
 	u := 0x1p-53
-	if e.absL == 0 {
-		inv, _ := e.w.InverseBand()
-		if e.llt.N != n {
-			e.llt = gramBand(inv, n, k)
-		}
-		absL := 0.0
-		for i := 0; i < n; i++ {
-			r := 0.0
-			for j := max(0, i-k); j <= min(n-1, i+k); j++ {
-				a := 0.0
-				for p := max(0, max(i, j)-k); p <= min(i, j); p++ {
-					a += math.Abs(inv.At(i, p) * inv.At(j, p))
-				}
-				r += a
-			}
-			absL = math.Max(absL, r)
-		}
-		e.absL = absL * (1 + 1e-12)
-		// lambda_min of the formed L L^T is within (k + 2) u absL of the
-		// exact one (forming and the inertia counts' LDL^T).
-		lo, _ := e.llt.Bounds(0, make([]float64, n*(k+1)+n))
-		e.llLo = lo - float64(k+2)*u*e.absL
-	}
-	c := 2 * float64(k+5) * u * e.absL
-	delta := c / e.llLo
-	if !(e.llLo > 0) || !(delta < 0.5) {
-		return math.Inf(1), nil
-	}
-	m := linalg.NewSymBand(n, k)
-	w := k + 1
-	z, z2 := make([]float64, n*w), make([]float64, n*w)
-	work := make([]float64, linalg.InverseBandSquaredWork(n, k))
-	sq := make([]float64, n)
-	for j, s := range e.q.Shifts {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		copy(m.Data, e.llt.Data)
-		for i := 0; i < n; i++ {
-			m.Data[i*w] += s * v[i]
-		}
-		if m.InverseBandSquared(z, z2, work) > 0 {
-			return math.Inf(1), nil
-		}
-		for i := 0; i < n; i++ {
-			sq[i] += e.q.Weights[j] * z2[i*w]
-		}
-	}
-	base := e.relErr(n)
-	if len(e.errs) != n {
-		e.errs = make([]float64, n)
-	}
-	for i, p := range ph {
-		e.errs[i] = base*p + c*v[i]*sq[i]/(1-delta)
-	}
-	if n <= e.denseMax {
-		// A second, independent evaluation: |ph - dense| plus the dense
-		// path's own per-entry bounds (and the difference's rounding),
-		// where smaller.
-		if e.dense == nil {
-			e.dense = newDenseEvaluator(e.w)
-		}
-		dph := make([]float64, n)
-		if _, err := e.dense.phi(ctx, v, dph); err != nil {
-			return 0, err
-		}
-		if _, err := e.dense.errorBound(ctx, v, dph); err != nil {
-			return 0, err
-		}
-		for i, de := range e.dense.entryErrors() {
-			if alt := math.Abs(ph[i]-dph[i])*(1+u) + de; alt < e.errs[i] {
-				e.errs[i] = alt
-			}
-		}
-	}
-	eps := 0.0
-	for i, p := range ph {
-		eps = math.Max(eps, e.errs[i]/p)
-	}
-	return eps, nil
+	nq := float64(len(e.q.Shifts))
+	return (e.q.RelErr + (nq+4)*u + (nq+2)*unitDD + delta/(1-delta)) * (1 + 1e-6)
 }
 
 // gramBand returns L L^T for the lower-triangular band matrix L (inv, of
@@ -510,11 +563,6 @@ func gramBand(inv *mat.TriBandDense, n, k int) linalg.SymBand {
 	}
 	return g
 }
-
-// bandDenseCheck is the largest R at which bandErrorBound also compares
-// with the dense path's evaluation (O(R^3), on the iterations that may
-// certify).
-const bandDenseCheck = 2000
 
 func (e *structuredEvaluator) root(ctx context.Context, v []float64) ([]float64, error) {
 	if err := e.setup(v, quadTol); err != nil {

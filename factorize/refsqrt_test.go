@@ -271,3 +271,58 @@ func TestRefSqrtClosedForm(t *testing.T) {
 		t.Logf("n=%d cond %.1e: largest relative error %.1e, bound %.1e, %d Newton steps", n, r.cond, worst, r.absErr/(2*g[n-1]*g[n-1]), r.iters)
 	}
 }
+
+// newRefSqrtBand computes the reference for the workload A = L^{-1} of a
+// band inverse L (w.InverseBand, float64 entries taken as exact) and
+// multipliers v, for comparison with the structured path, which works
+// with L itself: A's columns in double-double by forward substitution
+// (where newRefSqrt reads A's float64 entries, each rounded once, which
+// perturbs diag(M^{1/2}) by a relative several u on the momentum
+// workloads), then S = A^T A and M = D S D in double-double. The error of
+// forming M, a few u^2 relative to the terms' magnitudes, moves the result
+// by about u^2 cond(M), below 1e-20 here, which absErr does not count.
+func newRefSqrtBand(w *Workload, v []float64) (*refSqrt, error) {
+	inv, ok := w.InverseBand()
+	if !ok {
+		return nil, fmt.Errorf("refSqrt: workload %q has no band inverse", w.Name())
+	}
+	n, k, _ := inv.TriBand()
+	// Column j of A, rows j..n-1: ah, al (row-major by column).
+	ah, al := make([]float64, n*n), make([]float64, n*n)
+	for j := 0; j < n; j++ {
+		for i := j; i < n; i++ {
+			h, l := 0.0, 0.0
+			if i == j {
+				h = 1
+			}
+			for p := max(j, i-k); p < i; p++ {
+				th, tl := ddfloat.MulFloat(ah[j*n+p], al[j*n+p], inv.At(i, p))
+				h, l = ddfloat.Add(h, l, -th, -tl)
+			}
+			ah[j*n+i], al[j*n+i] = ddfloat.Div(h, l, inv.At(i, i), 0)
+		}
+	}
+	sh, sl := make([]float64, n), make([]float64, n)
+	for i, x := range v {
+		if !(x > 0) {
+			return nil, fmt.Errorf("refSqrt: v[%d] = %v, want > 0", i, x)
+		}
+		h := math.Sqrt(x)
+		sh[i], sl[i] = h, math.FMA(-h, h, x)/(2*h)
+	}
+	mh, ml := make([]float64, n*n), make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			h, l := 0.0, 0.0
+			for r := j; r < n; r++ {
+				th, tl := ddfloat.Mul(ah[i*n+r], al[i*n+r], ah[j*n+r], al[j*n+r])
+				h, l = ddfloat.Add(h, l, th, tl)
+			}
+			h, l = ddfloat.Mul(sh[i], sl[i], h, l)
+			h, l = ddfloat.Mul(h, l, sh[j], sl[j])
+			mh[i*n+j], ml[i*n+j] = h, l
+			mh[j*n+i], ml[j*n+i] = h, l
+		}
+	}
+	return refSqrtOf(n, mh, ml)
+}

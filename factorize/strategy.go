@@ -46,6 +46,10 @@ func under(ctx context.Context, w *Workload, p Participation, dense bool, comput
 	}
 	f, err := compute()
 	var se *spectrumError
+	if errors.As(err, &se) && se.singular() {
+		return nil, &ParamError{Param: "workload", Value: fmt.Sprintf("%s (the optimal solver's fixed-point map's matrix, with eigenvalues in [0, %g], is numerically singular in float64)", w.Name(), se.hi),
+			Want: "a better-conditioned workload: the smallest eigenvalue is below float64 rounding of the largest (the dense path forms A^T A, squaring cond(A); a workload with a banded inverse, such as momentum, can take the structured path, which does not)"}
+	}
 	if errors.As(err, &se) {
 		return nil, &ParamError{Param: "workload", Value: fmt.Sprintf("%s (the eigenvalues of the optimal solver's fixed-point map lie in [%g, %g])", w.Name(), se.lo, se.hi),
 			Want: "entries whose spread keeps them within the floating-point range (nearer each other in magnitude)"}

@@ -128,3 +128,18 @@ func DivFloat(xh, xl, y float64) (zh, zl float64) {
 	zl = tl - (zh - th)
 	return zh, zl
 }
+
+// Div returns the double-word quotient of the double-words xh + xl and
+// yh + yl (JMP Algorithm 17, DWDivDW2, with [MulFloat] for the product
+// y th): within 15u^2 + 56u^3 of the exact quotient relatively, as JMP
+// prove for that algorithm; TestArithBounds measures it. y must not be
+// zero.
+func Div(xh, xl, yh, yl float64) (zh, zl float64) {
+	th := xh / yh
+	rh, rl := MulFloat(yh, yl, th)
+	d := (xh - rh) + (xl - rl)
+	tl := d / yh
+	zh = th + tl // FastTwoSum(th, tl)
+	zl = tl - (zh - th)
+	return zh, zl
+}

@@ -182,13 +182,13 @@ func words(rng *rand.Rand, n int) [][4]float64 {
 // must be.
 func normalized(h, l float64) bool { return h+l == h }
 
-// TestArithBounds: Add, Mul, MulFloat and DivFloat are within the
+// TestArithBounds: Add, Mul, MulFloat, DivFloat and Div are within the
 // relative bounds of JMP (with Muller and Rideau's for Mul) of the exact
 // results, and their results are normalized double-words.
 func TestArithBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	addB, mulB, mulFB, divB := 3*u*u/(1-4*u), 5*u*u, 3*u*u, 3*u*u
-	var worst [4]float64
+	addB, mulB, mulFB, divB, divDB := 3*u*u/(1-4*u), 5*u*u, 3*u*u, 3*u*u, 15*u*u+56*u*u*u
+	var worst [5]float64
 	for _, w := range words(rng, count(100000)) {
 		xh, xl, yh, yl := w[0], w[1], w[2], w[3]
 		x, y := sum(xh, xl), sum(yh, yl)
@@ -220,9 +220,16 @@ func TestArithBounds(t *testing.T) {
 		} else {
 			worst[3] = max(worst[3], r)
 		}
+		zh, zl = Div(xh, xl, yh, yl)
+		q = new(big.Float).SetPrec(2000).Quo(x, y)
+		if r := relErr(sum(zh, zl), q); r > divDB || !normalized(zh, zl) {
+			t.Fatalf("Div(%g, %g, %g, %g) = %g, %g: relative error %g u^2 (bound 15)", xh, xl, yh, yl, zh, zl, r/u/u)
+		} else {
+			worst[4] = max(worst[4], r)
+		}
 	}
-	t.Logf("worst relative errors in u^2: Add %.3g, Mul %.3g, MulFloat %.3g, DivFloat %.3g",
-		worst[0]/u/u, worst[1]/u/u, worst[2]/u/u, worst[3]/u/u)
+	t.Logf("worst relative errors in u^2: Add %.3g, Mul %.3g, MulFloat %.3g, DivFloat %.3g, Div %.3g",
+		worst[0]/u/u, worst[1]/u/u, worst[2]/u/u, worst[3]/u/u, worst[4]/u/u)
 }
 
 // TestAddSignedZero: sums that are exactly zero come out as a zero
