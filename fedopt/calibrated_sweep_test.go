@@ -14,15 +14,15 @@ import (
 
 // TestCalibratedPlansAccepted: every plan that plan.Plan.Build calibrates
 // (each strategy the registry lists, each participation, relation,
-// calibration, sampling, secure aggregation and algorithm it allows at
+// calibration, secure aggregation and algorithm it allows at
 // R = 8) gives a record that NewServer accepts with the plan's own noise,
 // and a refusal is one line; a plan Build refuses is skipped. A refusal of
 // a calibrated plan would stop a valid run at its start. The amplified
 // accounting (Target.Sampling) is left out: PrivacyOf refuses its method,
 // so no such record reaches NewServer. With -short each strategy,
 // participation and algorithm is tried with one of the twelve
-// combinations of tau, target and secure aggregation, in turn (about a
-// tenth of the 1232 plans the full product builds).
+// combinations of tau, target and secure aggregation, in turn (92 of the
+// 1104 plans the full product builds in 3.5 s).
 func TestCalibratedPlansAccepted(t *testing.T) {
 	const R, n, dim = 8, 4, 3
 	built, refused, combo := 0, 0, 0
