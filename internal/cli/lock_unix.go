@@ -36,7 +36,7 @@ func lockOutputDirs(ctx context.Context, stderr io.Writer, prefix string, outs [
 		}
 	}
 	for _, o := range outs {
-		f, err := os.Open(filepath.Dir(o.Path))
+		f, err := openDir(filepath.Dir(o.Path))
 		if err != nil {
 			continue // the renames will say what is wrong
 		}
@@ -63,3 +63,6 @@ func lockOutputDirs(ctx context.Context, stderr io.Writer, prefix string, outs [
 	}
 	return unlock, nil
 }
+
+// openDir opens a directory to lock it; tests replace it.
+var openDir = os.Open
