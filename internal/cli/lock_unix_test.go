@@ -10,7 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/dpmf/dpmf/internal/flock"
 )
 
 // TestWriteOutputsUnlockableDir: an output directory that cannot be opened
@@ -77,4 +81,70 @@ func fmtAny(v any) string {
 		return s
 	}
 	return "non-error panic"
+}
+
+// TestLockOutputDirsOneOrder: the directories are locked in the order of
+// their device and inode numbers, whatever the order of the outputs, so
+// that two writers naming two directories in opposite orders (-o d1/B -C
+// d2/C and -o d2/B -C d1/C) never each hold one that the other waits
+// for. With the later directory held elsewhere, a writer whose first
+// output is in that directory holds the earlier one while it waits (taken
+// in the outputs' order, it would hold nothing and its twin would hold the
+// earlier one: a deadlock). A flock is held by an open file, so an open
+// file of this process stands for another process.
+func TestLockOutputDirsOneOrder(t *testing.T) {
+	lo, hi := t.TempDir(), t.TempDir()
+	ino := func(dir string) uint64 {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint64(fi.Sys().(*syscall.Stat_t).Ino)
+	}
+	if ino(lo) > ino(hi) {
+		lo, hi = hi, lo
+	}
+	other, err := os.Open(hi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := flock.TryExclusive(other); err != nil {
+		t.Fatal(err)
+	}
+	outs := []Output{{File: File{Flag: "-o", Path: filepath.Join(hi, "B")}}, {File: File{Flag: "-C", Path: filepath.Join(lo, "C")}}}
+	done := make(chan error, 1)
+	var unlock func()
+	go func() {
+		var err error
+		unlock, err = lockOutputDirs(context.Background(), io.Discard, "test: ", outs)
+		done <- err
+	}()
+	probe, err := os.Open(lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := flock.TryExclusive(probe)
+		if errors.Is(err, flock.ErrHeld) {
+			break // the writer holds lo while it waits for hi
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		syscall.Flock(int(probe.Fd()), syscall.LOCK_UN)
+		if time.Now().After(deadline) {
+			other.Close()
+			<-done
+			unlock()
+			t.Fatal("the writer waiting for the later directory does not hold the earlier one: the locks follow the outputs' order")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	other.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	unlock()
 }
