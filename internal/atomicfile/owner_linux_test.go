@@ -112,3 +112,37 @@ func TestWriteKeepsNonFilesNamedLikeDeadTemps(t *testing.T) {
 		t.Errorf("the link's target outside the directory: %q (%v)", got, err)
 	}
 }
+
+// TestWriteKeepsDirectorySwappedForDeadTemp: a dead writer's temporary
+// file that is replaced by an empty directory of the same name between
+// the listing and the removal (here while the writer's pid is looked up)
+// is kept: only a file is unlinked. removeDeadTemps removed it with
+// os.Remove, which removes an empty directory when the name is one.
+func TestWriteKeepsDirectorySwappedForDeadTemp(t *testing.T) {
+	if _, provable := owner(); !provable {
+		t.Skip("no boot id or pid namespace to prove a writer gone")
+	}
+	tag, _ := owner()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "B.npy")
+	temp := filepath.Join(dir, ".B.npy"+tempInfix+tag+".4194304.0123456789abcdef")
+	if err := os.WriteFile(temp, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func(int) bool) { processExists = f }(processExists)
+	processExists = func(int) bool {
+		if err := os.Remove(temp); err != nil {
+			t.Error(err)
+		}
+		if err := os.Mkdir(temp, 0o700); err != nil {
+			t.Error(err)
+		}
+		return false
+	}
+	if err := Write(path, 0o644, func(io.Writer) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(temp); err != nil || !fi.IsDir() {
+		t.Errorf("the directory swapped in under a dead writer's temporary name was removed: %v", err)
+	}
+}
