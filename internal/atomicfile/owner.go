@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // A temporary file's name carries its writer: "."+base+".tmp-"+host+"."+
@@ -104,7 +105,10 @@ func removeDeadTemps(path string) {
 	}
 	for _, n := range names {
 		if writerGone(n) {
-			os.Remove(filepath.Join(dir, n))
+			// Unlinked, never removed as a directory (os.Remove's
+			// fallback): the name may have become one since the
+			// listing.
+			syscall.Unlink(filepath.Join(dir, n))
 		}
 	}
 }
