@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -64,5 +65,84 @@ func TestWriteRemovesOnlyDeadWritersTemps(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
 			t.Errorf("%s removed: %v", n, err)
 		}
+	}
+}
+
+// TestWriteKeepsNonFilesNamedLikeDeadTemps: only regular files are a dead
+// writer's temporary files. A symbolic link, an empty directory and a
+// FIFO under a dead writer's name are kept, and so is the file outside
+// the directory the link points to; a name cannot leave the directory (a
+// listed name holds no separator).
+func TestWriteKeepsNonFilesNamedLikeDeadTemps(t *testing.T) {
+	if _, provable := owner(); !provable {
+		t.Skip("no boot id or pid namespace to prove a writer gone")
+	}
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := owner()
+	dir, outside := t.TempDir(), t.TempDir()
+	path := filepath.Join(dir, "B.npy")
+	name := func(i int) string {
+		return ".B.npy" + tempInfix + tag + "." + strconv.Itoa(dead.Process.Pid) + ".000000000000000" + strconv.Itoa(i)
+	}
+	target := filepath.Join(outside, "precious")
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, name(1))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, name(2)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, name(3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, 0o644, func(io.Writer) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if _, err := os.Lstat(filepath.Join(dir, name(i))); err != nil {
+			t.Errorf("%s removed: %v", name(i), err)
+		}
+	}
+	if got, err := os.ReadFile(target); err != nil || string(got) != "keep" {
+		t.Errorf("the link's target outside the directory: %q (%v)", got, err)
+	}
+}
+
+// TestWriteKeepsDirectorySwappedForDeadTemp: a dead writer's temporary
+// file that is replaced by an empty directory of the same name between
+// the listing and the removal (here while the writer's pid is looked up)
+// is kept: only a file is unlinked. removeDeadTemps removed it with
+// os.Remove, which removes an empty directory when the name is one.
+func TestWriteKeepsDirectorySwappedForDeadTemp(t *testing.T) {
+	if _, provable := owner(); !provable {
+		t.Skip("no boot id or pid namespace to prove a writer gone")
+	}
+	tag, _ := owner()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "B.npy")
+	temp := filepath.Join(dir, ".B.npy"+tempInfix+tag+".4194304.0123456789abcdef")
+	if err := os.WriteFile(temp, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func(int) bool) { processExists = f }(processExists)
+	processExists = func(int) bool {
+		if err := os.Remove(temp); err != nil {
+			t.Error(err)
+		}
+		if err := os.Mkdir(temp, 0o700); err != nil {
+			t.Error(err)
+		}
+		return false
+	}
+	if err := Write(path, 0o644, func(io.Writer) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(temp); err != nil || !fi.IsDir() {
+		t.Errorf("the directory swapped in under a dead writer's temporary name was removed: %v", err)
 	}
 }

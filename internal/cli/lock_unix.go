@@ -5,6 +5,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,8 @@ import (
 // waits for), waiting while another process holds one and saying so once
 // on stderr. It returns the function that releases them. A directory that
 // cannot be locked (a file system without flock(2)) is named in a warning
-// line and left unlocked. A cancelled wait returns ctx's error, with
+// line and left unlocked, and so is one that cannot be opened or
+// examined. A cancelled wait returns ctx's error, with
 // nothing held.
 func lockOutputDirs(ctx context.Context, stderr io.Writer, prefix string, outs []Output) (unlock func(), err error) {
 	type dir struct {
@@ -35,14 +37,32 @@ func lockOutputDirs(ctx context.Context, stderr io.Writer, prefix string, outs [
 			d.f.Close() // releases its lock
 		}
 	}
+	cannot := func(o Output, err error) {
+		fmt.Fprintf(stderr, "%s%s %s: cannot lock its directory (%v): a process writing the same files at once could leave outputs of two runs\n", prefix, o.Flag, o.Path, UnwrapPath(err))
+	}
 	for _, o := range outs {
-		f, err := os.Open(filepath.Dir(o.Path))
+		// A directory that cannot be opened (no read permission: mode
+		// 0300 lets its owner create files in it) or examined is named,
+		// as one without flock(2) is: the renames that follow succeed.
+		f, err := openDir(filepath.Dir(o.Path))
 		if err != nil {
-			continue // the renames will say what is wrong
+			cannot(o, err)
+			continue
 		}
 		fi, err := f.Stat()
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if err != nil || !ok || slices.ContainsFunc(dirs, func(d dir) bool { return d.dev == uint64(st.Dev) && d.ino == uint64(st.Ino) }) {
+		var st *syscall.Stat_t
+		if err == nil {
+			var ok bool
+			if st, ok = fi.Sys().(*syscall.Stat_t); !ok {
+				err = errors.New("no device and inode numbers")
+			}
+		}
+		if err != nil {
+			f.Close()
+			cannot(o, err)
+			continue
+		}
+		if slices.ContainsFunc(dirs, func(d dir) bool { return d.dev == uint64(st.Dev) && d.ino == uint64(st.Ino) }) {
 			f.Close()
 			continue
 		}
@@ -58,8 +78,11 @@ func lockOutputDirs(ctx context.Context, stderr io.Writer, prefix string, outs [
 			unlock()
 			return nil, ctx.Err()
 		case err != nil:
-			fmt.Fprintf(stderr, "%s%s %s: cannot lock its directory (%v): a process writing the same files at once could leave outputs of two runs\n", prefix, d.out.Flag, d.out.Path, err)
+			cannot(d.out, err)
 		}
 	}
 	return unlock, nil
 }
+
+// openDir opens a directory to lock it; tests replace it.
+var openDir = os.Open
