@@ -551,7 +551,10 @@ func RemoveStaleOf(dir string, age time.Duration, ours func(base string) bool) (
 				continue
 			}
 		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+		// Unlinked, never removed as a directory (os.Remove falls back to
+		// rmdir): an empty directory put in the file's place after the
+		// listing stays.
+		if err := syscall.Unlink(filepath.Join(dir, e.Name())); err == nil {
 			n++
 		} else if !errors.Is(err, fs.ErrNotExist) && first == nil {
 			first = err
