@@ -15,5 +15,7 @@ package factorize
 //
 // History: 1, November 2026 (the band path's spectrum check by
 // linalg.SymBand.ProvenAbove, and the certified bounds lowered by the
-// LDL^T residual).
-const SolverVersion = 1
+// LDL^T residual); 2, 28 November 2026 (the structured path's band case,
+// momentum workloads, evaluated in double-word arithmetic, without the
+// dense retry).
+const SolverVersion = 2
