@@ -52,3 +52,17 @@ var maxDenseRounds = func() int {
 	}
 	return r
 }()
+
+// checkBandFits returns a *ParamError (Param "bands") when the banded
+// solver's largest arrays for R = n, b bands and a workload inverse of
+// bandwidth p, n (2 (b + p) + 1) float64s (its rows of Z and Z^2), have
+// more bytes than an int counts: a loss-only solve forms no dense factors,
+// so checkDenseFits does not bound it, and on 386 R = 10^5 with 5 10^4
+// bands wrapped n (2 kq + 1) and panicked in makeslice. (The commands
+// check the memory the solve needs first; this bounds the library call.)
+func checkBandFits(n, b, p int) error {
+	if elems := float64(n) * (2*(float64(b)+float64(p)) + 1); 8*elems >= math.MaxInt {
+		return &ParamError{Param: "bands", Value: b, Want: fmt.Sprintf("fewer bands for R = %d: the banded solver's arrays of %.3g GB each exceed what this platform's int can index", n, 8*elems/1e9)}
+	}
+	return nil
+}

@@ -323,3 +323,31 @@ func TestDenseFitsInt(t *testing.T) {
 		}
 	}
 }
+
+// TestBandFitsInt: a loss-only banded solve (no dense factors, so no
+// checkDenseFits) whose arrays of R (2 (b + p) + 1) float64s have more bytes
+// than an int counts is a *ParamError naming the bands: on 386, R = 10^5
+// with 5 10^4 bands (2 10^5 x 8 x 10^5 bytes = 1.6e11) panicked with
+// "makeslice: len out of range". On a 64-bit platform the same bound lies
+// beyond every R (at most 2^36) times bands it can be asked for at test
+// sizes, so the call is checked only through checkBandFits there.
+func TestBandFitsInt(t *testing.T) {
+	var pe *ParamError
+	huge := 1 << (strconv.IntSize/2 + 2) // R (2 R + 3) 8 > MaxInt at b = R, p = 1
+	if err := checkBandFits(huge, huge, 1); !errors.As(err, &pe) || pe.Param != "bands" || strings.Contains(err.Error(), "\n") {
+		t.Errorf("checkBandFits(%d, %d, 1): %v, want a one-line *ParamError naming bands", huge, huge, err)
+	}
+	if err := checkBandFits(1000, 16, 1); err != nil {
+		t.Errorf("checkBandFits(1000, 16, 1): %v", err)
+	}
+	if strconv.IntSize == 32 {
+		w, err := Prefix(100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = OptimalBanded(context.Background(), w, 50000, 0, Options{LossOnly: true})
+		if !errors.As(err, &pe) || pe.Param != "bands" {
+			t.Errorf("OptimalBanded(R = 10^5, 5 10^4 bands, loss only): %v, want a *ParamError naming bands", err)
+		}
+	}
+}
