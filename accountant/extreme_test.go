@@ -105,7 +105,9 @@ func FuzzSigma(f *testing.F) {
 // safe and finite (the losses are below the grid; the delta of the
 // unsampled Gaussian with mu = sqrt(10)/1e8 at eps 0.5 is below 1e-300, so
 // anything above 1e-9 is the accounting failing), and a number of steps that
-// would overflow the composed grid's indices is an error, not a panic.
+// would take the composed grid's indices beyond 2^52 is an error, not a
+// panic. (Every int of a 32-bit platform is a count it accounts, as amd64
+// does: its composition's offsets are int64s.)
 func TestSampledHugeSigmaAndSteps(t *testing.T) {
 	for _, s := range []float64{1e9, 1e15, 1e20, 1e200, math.MaxFloat64} {
 		d, err := SampledGaussianDelta(0.01, s, 10, 0.5, AddRemove)
@@ -117,7 +119,7 @@ func TestSampledHugeSigmaAndSteps(t *testing.T) {
 			t.Errorf("SampledGaussianEpsilon(0.01, %g, 10, 1e-6, AddRemove) = %v, %v; want in [0, 1e-3)", s, e, err)
 		}
 	}
-	for _, steps := range fitInts(math.MaxInt, math.MaxInt/3, 1<<50) {
+	for _, steps := range fitInts(math.MaxInt64, math.MaxInt64/3, 1<<50) {
 		if d, err := SampledGaussianDelta(0.01, 1, steps, 1, AddRemove); err == nil {
 			t.Errorf("SampledGaussianDelta(0.01, 1, %d, 1, AddRemove) = %v, want an error", steps, d)
 		}

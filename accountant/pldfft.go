@@ -5,6 +5,8 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/dpmf/dpmf/internal/ddfloat"
 	"github.com/dpmf/dpmf/internal/par"
@@ -24,6 +26,31 @@ const unitRound = 0x1p-53
 // mixed-radix FFTPACK port and its real-to-complex post-processing.
 func fftErrorConst(n int) float64 {
 	return 16 * math.Ceil(math.Log2(float64(n)+1)) * unitRound
+}
+
+// bigFFT serialises, on a 32-bit platform, the self-compositions whose
+// transforms have at least bigFFTLen points: a PLD composes its four
+// distributions concurrently (PLD.each), and four transforms of 2^24 points
+// with their spectra, powers and outputs, about 1 GB each, exceed a 32-bit
+// process's 4 GiB address space (SampledGaussian(0.01, 1, 10^9, r) ran out
+// of memory at 3.97 GB). One at a time they fit; smaller ones, and every
+// one on a 64-bit platform, run concurrently.
+var bigFFT sync.Mutex
+
+// bigFFTLen is the transform length from which bigFFT serialises.
+const bigFFTLen = 1 << 22
+
+// is32bit reports whether int (and the address space) has 32 bits.
+const is32bit = math.MaxInt == math.MaxInt32
+
+// holdBig takes bigFFT for a transform of n points where it serialises
+// them, and returns the function that releases it.
+func holdBig(n int) (release func()) {
+	if !is32bit || n < bigFFTLen {
+		return func() {}
+	}
+	bigFFT.Lock()
+	return bigFFT.Unlock
 }
 
 // fastLen returns the least 2^a 3^b 5^c >= n that gonum's FFT accepts:
@@ -422,13 +449,15 @@ func lowerTilt(t, kf float64, mgf func(float64) float64, negA, b0, fold, guess, 
 // 0..full-1: from its lower Chernoff end -negA to the larger of the upper
 // ends of the composition (b0) and of its tilted version (b1), clamped to
 // the offsets (NaN ends leave the window at its full extent).
-func chernoffWindow(negA, b0, b1 float64, full int) (sA, sB int) {
+// The offsets are int64s: on a 32-bit platform they may exceed an int
+// (maxFull).
+func chernoffWindow(negA, b0, b1 float64, full int64) (sA, sB int64) {
 	sA, sB = 0, full-1
 	if a := math.Floor(-negA); a > 0 && !math.IsNaN(a) {
-		sA = int(math.Min(a, float64(full-1)))
+		sA = int64(math.Min(a, float64(full-1)))
 	}
 	if b := math.Ceil(math.Max(b0, b1)); b < float64(full-1) && !math.IsNaN(b) {
-		sB = max(int(b), sA)
+		sB = max(int64(b), sA)
 	}
 	return sA, sB
 }
@@ -443,7 +472,7 @@ func chernoffWindow(negA, b0, b1 float64, full int) (sA, sB int) {
 // transform folds into the window, and twice its tilted mass below sA,
 // which the transform folds into the window and which is also missing
 // below it (an error on both sides of sA; see pairPower).
-func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int, guess, cost float64) (above, fold float64) {
+func windowTails(kf float64, mgf, logMt func(float64) float64, sA, sB, full int64, guess, cost float64) (above, fold float64) {
 	if sB < full-1 {
 		_, up := scanMin(func(s float64) float64 { return kf*mgf(s) - s*float64(sB+1) }, guess, cost)
 		_, upT := scanMin(func(s float64) float64 { return kf*logMt(s) - s*float64(sB+1) }, guess, cost)
@@ -602,17 +631,32 @@ func composeTilt(a, b *lossDist) float64 {
 	return math.Max(a.tau, b.tau)
 }
 
-// maxSpan bounds the grid indices of a composition, k (|lo| + n - 1) for k
-// compositions of a grid of n points from index lo, so that they and their
-// sums stay ints: 2^52, or 2^30 - 1 on a 32-bit platform.
-const maxSpan = min(1<<52, math.MaxInt>>1)
+// maxFull bounds the whole range of a self-composition's grid indices,
+// k (|lo| + n - 1) for k compositions of a grid of n points from index lo:
+// 2^52 on every platform, so that they, their sums and their offsets are
+// int64s that float64 holds exactly. The composition computes them as
+// int64s; only the window it stores (at most 2^24 points) must have int
+// indices (maxSpan).
+const maxFull = 1 << 52
 
-// maxSpanText is maxSpan as error messages write it.
-func maxSpanText() string {
-	if maxSpan == 1<<52 {
-		return "2^52"
+// maxSpan bounds the absolute grid indices a distribution stores, so that
+// they and their sums stay ints: 2^52, or 2^30 - 1 on a 32-bit platform.
+// On a 32-bit platform a self-composition's whole range of indices may
+// exceed it (10^9 sampled steps: about 10^12) while its window, the part
+// stored, lies far inside it (about 10^8): only the window is checked
+// (windowLo).
+const maxSpan = min(maxFull, math.MaxInt>>1)
+
+// windowLo returns the first absolute index lo of a composition's stored
+// window of n points as an int, or a grid error if lo .. lo + n - 1 reach
+// beyond maxSpan (only on a 32-bit platform, with the composition's losses
+// beyond about 2^30 grid intervals from 0; a larger interval h helps).
+func windowLo(lo int64, n int, h float64) (int, error) {
+	if max(-lo, lo+int64(n)-1) > maxSpan {
+		return 0, errGrid("the composition's stored loss grid reaches index "+strconv.FormatInt(max(-lo, lo+int64(n)-1), 10)+
+			" at interval "+ftoa(h)+", beyond this platform's limit 2^30-1", h)
 	}
-	return "2^30-1"
+	return int(lo), nil
 }
 
 // convolveAt is convolve at the tilt t.
@@ -1115,12 +1159,14 @@ func selfConvolveTilt(ctx context.Context, d *lossDist, k int, h, tail, fold flo
 	}
 	n1 := len(d.mass)
 	// The composed grid's first index k lo and its offsets 0 .. k(n1-1) are
-	// ints: a k that would overflow them (huge compositions) is refused, as
-	// is every window above 2^24 points.
-	if float64(k)*(float64(n1-1)+math.Abs(float64(d.lo))) > maxSpan {
+	// int64s: a k that would take them beyond maxFull (huge compositions)
+	// is refused, as is every window above 2^24 points, and a window whose
+	// absolute indices are not ints (windowLo; 32-bit platforms only).
+	if float64(k)*(float64(n1-1)+math.Abs(float64(d.lo))) > maxFull {
 		return nil, &gridError{itoa(k) + " compositions of a loss grid of " + itoa(n1) +
-			" points at interval " + ftoa(h) + " span more than " + maxSpanText() + " grid points; use fewer compositions"}
+			" points at interval " + ftoa(h) + " span more than 2^52 grid points; use fewer compositions"}
 	}
+	k64, lo64 := int64(k), int64(k)*int64(d.lo) // lo64: the composed grid's first index
 	kf := float64(k)
 	r := &lossDist{
 		inf:       -math.Expm1(kf * math.Log1p(-math.Min(d.inf, 1))),
@@ -1131,11 +1177,19 @@ func selfConvolveTilt(ctx context.Context, d *lossDist, k int, h, tail, fold flo
 	}
 	first, last := d.support()
 	if first > last {
-		r.lo, r.mass = k*d.lo, []float64{0}
+		lo, err := windowLo(lo64, 1, h)
+		if err != nil {
+			return nil, err
+		}
+		r.lo, r.mass = lo, []float64{0}
 		return r, nil
 	}
 	if first == last {
-		r.lo = k * (d.lo + first)
+		lo, err := windowLo(lo64+k64*int64(first), 1, h)
+		if err != nil {
+			return nil, err
+		}
+		r.lo = lo
 		r.mass = []float64{math.Pow(d.mass[first], kf)}
 		r.rel = (1+r.rel)*(1+4*kf*unitRound) - 1
 		r.tau = d.tau
@@ -1160,7 +1214,7 @@ func selfConvolveTilt(ctx context.Context, d *lossDist, k int, h, tail, fold flo
 		}
 		return r, nil
 	}
-	full := k*(n1-1) + 1 // composed offsets 0 .. k(n1-1), relative to k lo
+	full := k64*int64(n1-1) + 1 // composed offsets 0 .. k(n1-1), relative to k lo
 	logTail := logf(tail)
 	mgf := func(s float64) float64 { return d.logMGF(s, first, last) }
 	guess := spreadGuess(d, k, tail)
@@ -1197,8 +1251,13 @@ func selfConvolveTilt(ctx context.Context, d *lossDist, k int, h, tail, fold flo
 	_, b1 := scanMin(func(s float64) float64 { return (kf*logMt(s) - logf(fold)) / s }, guess, cost)
 	sA, sB := chernoffWindow(negA, b0, b1, full)
 	if sB-sA+1 > maxGrid {
-		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+
+		return nil, errGrid("the composed loss grid needs "+strconv.FormatInt(sB-sA+1, 10)+
 			" > 2^24 points at interval "+ftoa(h), h)
+	}
+	wLen := int(sB - sA + 1) // the window's length, at most 2^24
+	wLo, err := windowLo(lo64+sA, wLen, h)
+	if err != nil {
+		return nil, err
 	}
 	above, foldErr := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
 	if pes && sB < full-1 {
@@ -1207,14 +1266,18 @@ func selfConvolveTilt(ctx context.Context, d *lossDist, k int, h, tail, fold flo
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	n := fastLen(sB - sA + 1)
+	n := fastLen(wLen)
 	if sA == 0 && sB == full-1 {
-		n = fastLen(full) // no wrap at all
+		n = fastLen(int(full)) // no wrap at all
 	}
+	defer holdBig(n)()
 	seq, logZ, relT := d.tilted(t, n)
 	m := sum(seq)
-	terms := math.Min(1/-math.Expm1(-t), float64(sB-sA+1))
-	top := k * last
+	terms := math.Min(1/-math.Expm1(-t), float64(wLen))
+	top := k64 * int64(last)
+	// The window's offsets i + sA, taken mod n, and top - (i + sA) in int
+	// (the window's entries: top - sA - i lies in 0 .. k (last - first)).
+	wrap, topA := int(sA%int64(n)), top-sA
 	base := *r
 	// build returns the composition from the inverse transform w (times
 	// 1/n) and the bound perIndex on the error of each of its entries:
@@ -1226,20 +1289,20 @@ func selfConvolveTilt(ctx context.Context, d *lossDist, k int, h, tail, fold flo
 		r := base
 		E := perIndex*terms + 2*unitRound*math.Pow(m, kf) + foldErr +
 			kf*lostBound(n1, logZ)*math.Pow(m+1e-300, kf-1)
-		r.lo = k*d.lo + sA
-		r.mass = make([]float64, sB-sA+1)
-		expMax := untiltAll(r.mass, func(i int) float64 { return w[(i+sA)%n] },
-			func(i int) float64 { s := i + sA; return kf*logZ + t*float64(top-s) })
+		r.lo = wLo
+		r.mass = make([]float64, wLen)
+		expMax := untiltAll(r.mass, func(i int) float64 { return w[(i+wrap)%n] },
+			func(i int) float64 { return kf*logZ + t*float64(topA-int64(i)) })
 		relU := 8 * unitRound * (800 + expMax)
 		r.rel = (1+r.rel)*math.Exp(kf*math.Log1p(relT))*(1+relU) - 1
 		r.tau = t
 		// Weighted at t with absolute indices j = k lo + s. The
 		// weighted l1 norm of the error counts each of the window's
 		// entries at perIndex, not terms of them.
-		EW := perIndex*float64(sB-sA+1) + 2*unitRound*math.Pow(m, kf) + foldErr +
+		EW := perIndex*float64(wLen) + 2*unitRound*math.Pow(m, kf) + foldErr +
 			kf*lostBound(n1, logZ)*math.Pow(m+1e-300, kf-1)
-		r.logErr = logf(E) + kf*logZ + t*float64(k*d.lo+top)
-		logW := logf(EW) + kf*logZ + t*float64(k*d.lo+top)
+		r.logErr = logf(E) + kf*logZ + t*float64(lo64+top)
+		logW := logf(EW) + kf*logZ + t*float64(lo64+top)
 		r.logGapW = math.Max(logW-r.logErr, 0)
 		// The input's error, propagated: a second part of the error
 		// (prop), bounded at each of propTilts(t) at which d's error has
@@ -1273,7 +1336,7 @@ func selfConvolveTilt(ctx context.Context, d *lossDist, k int, h, tail, fold flo
 			if pes && sB < full-1 {
 				above := math.Inf(1)
 				for _, b := range r.prop {
-					above = math.Min(above, math.Exp(b.logErr-b.tau*float64(k*d.lo+sB+1)))
+					above = math.Min(above, math.Exp(b.logErr-b.tau*float64(lo64+sB+1)))
 				}
 				r.inf = math.Min(1, r.inf+above)
 			}

@@ -3,6 +3,7 @@ package accountant
 import (
 	"context"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -41,10 +42,14 @@ func pairPower(ctx context.Context, a, b *lossDist, k int, h, tail, fold float64
 	na, nb := len(a.mass), len(b.mass)
 	n1 := na + nb - 1 // the step's grid, from a.lo + b.lo
 	lo1 := a.lo + b.lo
-	if float64(k)*(float64(n1-1)+math.Abs(float64(a.lo))+math.Abs(float64(b.lo))) > maxSpan {
+	// As in selfConvolve: the composed grid's indices are int64s, within
+	// maxFull; only the stored window's must be ints (windowLo).
+	if float64(k)*(float64(n1-1)+math.Abs(float64(a.lo))+math.Abs(float64(b.lo))) > maxFull {
 		return nil, &gridError{itoa(k) + " compositions of a loss grid of " + itoa(n1) +
-			" points at interval " + ftoa(h) + " span more than " + maxSpanText() + " grid points; use fewer compositions"}
+			" points at interval " + ftoa(h) + " span more than 2^52 grid points; use fewer compositions"}
 	}
+	k64 := int64(k)
+	klo := k64 * int64(lo1) // the composed grid's first index
 	kf := float64(k)
 	fa, la := a.support()
 	fb, lb := b.support()
@@ -58,7 +63,7 @@ func pairPower(ctx context.Context, a, b *lossDist, k int, h, tail, fold float64
 		logErr:    math.Inf(-1),
 		unbounded: a.unbounded || b.unbounded,
 	}
-	full := k*(n1-1) + 1 // composed offsets 0 .. k(n1-1), relative to k lo1
+	full := k64*int64(n1-1) + 1 // composed offsets 0 .. k(n1-1), relative to k lo1
 	logTail := logf(tail)
 	// The step's log MGF in its offsets (those of a plus those of b).
 	// Memoised: the Chernoff scans below (the window's ends, the tilt,
@@ -104,21 +109,30 @@ func pairPower(ctx context.Context, a, b *lossDist, k int, h, tail, fold float64
 	}
 	sA, sB := chernoffWindow(a1, b0, b1, full)
 	if sB-sA+1 > maxGrid {
-		return nil, errGrid("the composed loss grid needs "+itoa(sB-sA+1)+" > 2^24 points at interval "+ftoa(h), h)
+		return nil, errGrid("the composed loss grid needs "+strconv.FormatInt(sB-sA+1, 10)+" > 2^24 points at interval "+ftoa(h), h)
+	}
+	wLen := int(sB - sA + 1) // the window's length, at most 2^24
+	wLo, err := windowLo(klo+sA, wLen, h)
+	if err != nil {
+		return nil, err
 	}
 	above, foldErr := windowTails(kf, mgf, logMt, sA, sB, full, guess, cost)
 	if pes && sB < full-1 {
 		r.inf = math.Min(1, r.inf+above)
 	}
-	n := fastLen(sB - sA + 1)
+	n := fastLen(wLen)
 	if sA == 0 && sB == full-1 {
-		n = fastLen(full)
+		n = fastLen(int(full))
 	}
+	defer holdBig(n)()
 	seqA, logZa, relA := a.tilted(t, n)
 	seqB, logZb, relB := b.tilted(t, n)
 	ma, mb := sum(seqA), sum(seqB)
-	terms := math.Min(1/-math.Expm1(-t), float64(sB-sA+1))
-	top := k * (la + lb)
+	terms := math.Min(1/-math.Expm1(-t), float64(wLen))
+	top := k64 * int64(la+lb)
+	// The window's offsets i + sA, taken mod n, and top - (i + sA) in int64
+	// (see selfConvolve).
+	wrap, topA := int(sA%int64(n)), top-sA
 	logZ := logZa + logZb
 	base := *r
 	// logErrOf returns the output's logErr, and the log of its weighted
@@ -127,15 +141,15 @@ func pairPower(ctx context.Context, a, b *lossDist, k int, h, tail, fold float64
 		lost := 2 * kf * (lostBound(na, logZa) + lostBound(nb, logZb)) * math.Pow(math.Max(ma, mb)+1e-300, 2*kf-1)
 		mk := math.Pow(ma, kf) * math.Pow(mb, kf)
 		E := perIndex*terms + 2*unitRound*mk + foldErr + lost
-		EW := perIndex*float64(sB-sA+1) + 2*unitRound*mk + foldErr + lost
-		return logf(E) + kf*logZ + t*float64(k*lo1+top), logf(EW) + kf*logZ + t*float64(k*lo1+top)
+		EW := perIndex*float64(wLen) + 2*unitRound*mk + foldErr + lost
+		return logf(E) + kf*logZ + t*float64(klo+top), logf(EW) + kf*logZ + t*float64(klo+top)
 	}
 	build := func(w []float64, perIndex float64) *lossDist {
 		r := base
-		r.lo = k*lo1 + sA
-		r.mass = make([]float64, sB-sA+1)
-		expMax := untiltAll(r.mass, func(i int) float64 { return w[(i+sA)%n] },
-			func(i int) float64 { s := i + sA; return kf*logZ + t*float64(top-s) })
+		r.lo = wLo
+		r.mass = make([]float64, wLen)
+		expMax := untiltAll(r.mass, func(i int) float64 { return w[(i+wrap)%n] },
+			func(i int) float64 { return kf*logZ + t*float64(topA-int64(i)) })
 		relU := 8 * unitRound * (800 + expMax)
 		r.rel = (1+r.rel)*math.Exp(kf*(math.Log1p(relA)+math.Log1p(relB)))*(1+relU) - 1
 		var logW float64
@@ -181,7 +195,7 @@ func pairPower(ctx context.Context, a, b *lossDist, k int, h, tail, fold float64
 	// 2.17.)
 	logE, _ := logErrOf(indexBound(in, outAbs, n))
 	thr := logf(1e-4 * widthDelta)
-	certain := logE-t*(math.Floor(chernoffIndex(kf, mgf, float64(k*lo1), r.inf, guess, cost))+1) > thr
+	certain := logE-t*(math.Floor(chernoffIndex(kf, mgf, float64(klo), r.inf, guess, cost))+1) > thr
 	likely := false
 	if g := epsGuess(a, b, kf, h); g > 0 && !math.IsInf(g, 1) && !pairNoGuess {
 		likely = logE-t*(math.Floor(g/h)+1) > thr+2

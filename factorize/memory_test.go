@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/big"
 	"math/bits"
+	"strconv"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -278,4 +281,73 @@ func TestOptimalStructuredFormsNoDenseFactors(t *testing.T) {
 	m, _ := Momentum(600, 0.9)
 	_, err = OptimalStrategy{}.Factorize(ctx, m, SingleParticipation())
 	refused(t, "optimal on momentum R = 600 in 1 MiB", err)
+}
+
+// TestDenseFitsInt: where the machine's memory is unknown (machineBytes 0,
+// as without /proc/meminfo), an R x R matrix whose 8 R^2 bytes exceed
+// math.MaxInt is still refused, from R = 16384 on a 32-bit platform
+// (1073741824 on a 64-bit one): on 386 R^2 wrapped (65536^2 to 0) and the
+// identity strategy's dense B, allocated empty, panicked with an index out
+// of range. The bound is checked against 8 R^2 <= MaxInt in math/big.
+func TestDenseFitsInt(t *testing.T) {
+	defer func(f func() float64) { machineBytes = f }(machineBytes)
+	machineBytes = func() float64 { return 0 }
+	want := 16383
+	if strconv.IntSize == 64 {
+		want = 1073741823
+	}
+	// 8 want^2 <= MaxInt < 8 (want + 1)^2, in exact arithmetic.
+	mx := new(big.Int).SetInt64(math.MaxInt)
+	sq := func(r int) *big.Int { b := big.NewInt(int64(r)); return b.Mul(b, b).Mul(b, big.NewInt(8)) }
+	if maxDenseRounds != want || sq(want).Cmp(mx) > 0 || sq(want+1).Cmp(mx) <= 0 {
+		t.Fatalf("maxDenseRounds = %d, want %d", maxDenseRounds, want)
+	}
+	if err := checkDenseFits(want); err != nil {
+		t.Errorf("checkDenseFits(%d) with the memory unknown: %v", want, err)
+	}
+	var pe *ParamError
+	if err := checkDenseFits(want + 1); !errors.As(err, &pe) || pe.Param != "R" || strings.Contains(err.Error(), "\n") {
+		t.Errorf("checkDenseFits(%d) with the memory unknown: %v, want a one-line *ParamError naming R", want+1, err)
+	}
+	if strconv.IntSize == 32 {
+		// The strategy itself, at R = 65536 (R^2 = 2^32 wraps to 0):
+		// an error, not a panic (a 64-bit platform would allocate 64 GB
+		// here, so only 32-bit runs it).
+		w, err := Prefix(65536)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = IdentityStrategy{}.Factorize(context.Background(), w, SingleParticipation())
+		if !errors.As(err, &pe) || pe.Param != "R" {
+			t.Errorf("identity at R = 65536 with the memory unknown: %v, want a *ParamError naming R", err)
+		}
+	}
+}
+
+// TestBandFitsInt: a loss-only banded solve (no dense factors, so no
+// checkDenseFits) whose arrays of R (2 (b + p) + 1) float64s have more bytes
+// than an int counts is a *ParamError naming the bands: on 386, R = 10^5
+// with 5 10^4 bands (2 10^5 x 8 x 10^5 bytes = 1.6e11) panicked with
+// "makeslice: len out of range". On a 64-bit platform the same bound lies
+// beyond every R (at most 2^36) times bands it can be asked for at test
+// sizes, so the call is checked only through checkBandFits there.
+func TestBandFitsInt(t *testing.T) {
+	var pe *ParamError
+	huge := 1 << (strconv.IntSize/2 + 2) // R (2 R + 3) 8 > MaxInt at b = R, p = 1
+	if err := checkBandFits(huge, huge, 1); !errors.As(err, &pe) || pe.Param != "bands" || strings.Contains(err.Error(), "\n") {
+		t.Errorf("checkBandFits(%d, %d, 1): %v, want a one-line *ParamError naming bands", huge, huge, err)
+	}
+	if err := checkBandFits(1000, 16, 1); err != nil {
+		t.Errorf("checkBandFits(1000, 16, 1): %v", err)
+	}
+	if strconv.IntSize == 32 {
+		w, err := Prefix(100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = OptimalBanded(context.Background(), w, 50000, 0, Options{LossOnly: true})
+		if !errors.As(err, &pe) || pe.Param != "bands" {
+			t.Errorf("OptimalBanded(R = 10^5, 5 10^4 bands, loss only): %v, want a *ParamError naming bands", err)
+		}
+	}
 }

@@ -120,8 +120,13 @@ func OptimalBanded(ctx context.Context, w *Workload, b, k int, opt Options) (*Fa
 			return nil, err
 		}
 	}
-	if _, ok := w.InverseBand(); !ok {
+	inv, ok := w.InverseBand()
+	if !ok {
 		return nil, fmt.Errorf("factorize: optimal banded factorization needs a workload with a banded inverse (prefix, weighted, momentum), not %q", w.Name())
+	}
+	_, p, _ := inv.TriBand()
+	if err := checkBandFits(n, min(b, n), p); err != nil {
+		return nil, err
 	}
 	// The L-BFGS pairs are float32 ([optim.Memory32]) and the gradient
 	// scales with A^2: a workload far from unit scale (weights of 1e20 or

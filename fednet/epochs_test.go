@@ -3,7 +3,9 @@ package fednet
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -277,6 +279,7 @@ func TestLearnerBoundsServersParticipation(t *testing.T) {
 		t.Fatal(err)
 	}
 	huge := "minsep:" + strings.Repeat("9", 512<<10)
+	maxInt := strconv.Itoa(math.MaxInt)
 	for _, c := range []struct {
 		part string
 		want string // "" to accept, else a part of the refusal
@@ -284,9 +287,11 @@ func TestLearnerBoundsServersParticipation(t *testing.T) {
 		{huge, fmt.Sprintf("participation of %d bytes", len(huge))},
 		{"minsep:" + strings.Repeat("9", 20), "bad separation"},
 		{"minsep:2," + strings.Repeat("9", 20), "bad number of participations"},
-		{"minsep:9223372036854775807", "participation is minsep:9223372036854775807"},
-		{"minsep:1,9223372036854775807", ""},
-		{"epochs:9223372036854775807", "divides the rounds"},
+		// math.MaxInt: a count the parser accepts on every platform
+		// (2^63 - 1 on 386 was "bad separation", a number beyond int).
+		{"minsep:" + maxInt, "participation is minsep:" + maxInt},
+		{"minsep:1," + maxInt, ""},
+		{"epochs:" + maxInt, "divides the rounds"},
 	} {
 		rc := fakeRunConfig()
 		rc.Participation = &c.part

@@ -16,6 +16,7 @@ import (
 // PLD epsilon line, delta's 5e-324 bound) and checks the quoted values, so
 // a stale number fails here. The PLD ones take about a second each.
 func TestDocClaims(t *testing.T) {
+	testutil.SkipOn386(t, "outputs quoted from amd64 in full precision; on 386 the sampled PLD's eps differs in the 14th digit (1.828238455959419 against 1.8282384559595577)")
 	claims := append(testutil.DocClaims(t, "../../docs/*.md", "dpacct"), testutil.DocClaims(t, "../../README.md", "dpacct")...)
 	if len(claims) < 5 {
 		t.Fatalf("found %d claims in the docs, want at least the 5 of docs/privacy.md", len(claims))

@@ -19,6 +19,7 @@ import (
 	"github.com/dpmf/dpmf/audit"
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/cli"
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string, error) {
@@ -265,12 +266,17 @@ func TestMemoryCheck(t *testing.T) {
 	old := memAvailable
 	t.Cleanup(func() { memAvailable = old })
 	memAvailable = func() (uint64, error) { return 1 << 30, nil } // 1 GiB
+	hugeR := "2000000000"
+	if strconv.IntSize == 32 {
+		hugeR = "100000000"
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		// SolveBytes at R = 2e9 alone is about 1e20 bytes.
-		{[]string{"replay", "-rounds", "2000000000", "-learners", "2", "-tau", "2", "-dim", "3"}, "-rounds 2000000000, -learners 2, -dim 3 need about "},
+		// SolveBytes at R = 2e9 alone is about 1e20 bytes (R = 10^8, 8e16,
+		// where int has 32 bits: factorize.MaxRounds is 2^27 - 1 there).
+		{[]string{"replay", "-rounds", hugeR, "-learners", "2", "-tau", "2", "-dim", "3"}, "-rounds " + hugeR + ", -learners 2, -dim 3 need about "},
 		// 2 R n float64 of dropout schedule and weights: 16 GB.
 		{[]string{"replay", "-rounds", "10", "-learners", "100000000", "-tau", "2", "-dim", "3"}, "-rounds 10, -learners 100000000, -dim 3 need about "},
 		// 2 R d float64 of released increments and 4 n d of the learners: 22 GB.
@@ -514,7 +520,13 @@ func TestWorkCheck(t *testing.T) {
 			args = append(args, "-out", dir)
 		}
 		code, out, err := runCmd(t, args...)
-		if code != 0 || cli.ExitCode(err) != cli.ExitUsage || !strings.HasPrefix(errText(err), tc.want) || !strings.HasSuffix(errText(err), "use smaller values, or -force to run it all the same") || strings.Contains(errText(err), "\n") || out != "" {
+		if r, ok := testutil.IntFlagRefusal(args); ok {
+			// -tau 10^12 and -dim 10^11 are no ints on a 32-bit
+			// platform: the flag package refuses them, exit 2.
+			if code != 0 || cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(errText(err), r) || strings.Contains(errText(err), "\n") || out != "" {
+				t.Errorf("%q: code %d, exit %d, err %q; want exit 2 and %q", tc.args, code, cli.ExitCode(err), errText(err), r)
+			}
+		} else if code != 0 || cli.ExitCode(err) != cli.ExitUsage || !strings.HasPrefix(errText(err), tc.want) || !strings.HasSuffix(errText(err), "use smaller values, or -force to run it all the same") || strings.Contains(errText(err), "\n") || out != "" {
 			t.Errorf("%q: code %d, exit %d, err %q; want exit 2 and one line starting %q", tc.args, code, cli.ExitCode(err), errText(err), tc.want)
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -524,7 +536,8 @@ func TestWorkCheck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	var out, errb bytes.Buffer
-	if _, err := run(ctx, []string{"replay", "-rounds", "10", "-learners", "2", "-dim", "3", "-tau", "1000000000000", "-force"}, &out, &errb); errText(err) != "interrupted; nothing written" {
+	hugeTau := strconv.Itoa(int(min(1_000_000_000_000, int64(math.MaxInt))))
+	if _, err := run(ctx, []string{"replay", "-rounds", "10", "-learners", "2", "-dim", "3", "-tau", hugeTau, "-force"}, &out, &errb); errText(err) != "interrupted; nothing written" {
 		t.Errorf("-force: err %q, want the audit to run until interrupted", errText(err))
 	}
 }

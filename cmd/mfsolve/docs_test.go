@@ -82,6 +82,7 @@ func tableAfter(t *testing.T, doc, marker string) [][]string {
 // (mfsolve -R 100 and -R 1000 -compare -no-cache, as the page says) and
 // compares every cell but the wall time.
 func TestStrategiesTables(t *testing.T) {
+	testutil.SkipOn386(t, "tables printed on amd64; on 386 BLT's fit (a local optimisation) ends elsewhere in the 4th digit (R = 100: 5.5506 against 5.5505)")
 	doc := docFile(t, "strategies.md")
 	for _, R := range []int{100, 1000} {
 		if !strings.Contains(doc, fmt.Sprintf("go run ./cmd/mfsolve -R %d -compare -no-cache\n", R)) {
@@ -200,6 +201,7 @@ func TestStrategySettingsDocumented(t *testing.T) {
 // change to a strategy's result fails here until the tables are
 // regenerated (the blt row went stale that way after BLT's fit changed).
 func TestParticipationTables(t *testing.T) {
+	testutil.SkipOn386(t, "tables printed on amd64; on 386 BLT's fit ends elsewhere in the 4th digit (minsep:32,4: 5.293 against 5.292)")
 	doc := docFile(t, "participation.md")
 	const n = 128
 	w, err := factorize.Prefix(n)
@@ -262,6 +264,7 @@ func TestParticipationTables(t *testing.T) {
 // -short only the blt row, whose min-separation fit has moved twice
 // (67552b1, 31c6711) without the table following.
 func TestStrategiesLargeTableR1000(t *testing.T) {
+	testutil.SkipOn386(t, "table printed on amd64; on 386 BLT's fit ends elsewhere in the 4th digit (minsep:16: 52.079 against 52.059)")
 	doc := docFile(t, "strategies.md")
 	_, rest, ok := strings.Cut(doc, "<!-- strategies:begin -->")
 	if !ok {

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,21 @@ func TestSkipOn386Short(t *testing.T) {
 	}{{"386", true, true}, {"386", false, false}, {"amd64", true, false}, {"amd64", false, false}, {"arm", true, false}} {
 		if got := skipOn386Short(c.goarch, c.short); got != c.want {
 			t.Errorf("skipOn386Short(%q, %v) = %v, want %v", c.goarch, c.short, got, c.want)
+		}
+	}
+}
+
+// TestIntFlagRefusal: a value from 2^31 is the flag package's refusal
+// exactly where int has 32 bits; small values, non-numbers and values
+// beyond int64 never are.
+func TestIntFlagRefusal(t *testing.T) {
+	r, ok := IntFlagRefusal([]string{"run", "-seed", "1", "-R", "3000000000", "-dim", "4294967296"})
+	if ok != (strconv.IntSize == 32) || ok && r != `invalid value "3000000000" for flag -R: value out of range` {
+		t.Errorf("-R 3000000000: %q, %v; want a refusal exactly on a 32-bit platform", r, ok)
+	}
+	for _, args := range [][]string{{"-R", "2147483647"}, {"-R", "-2147483648"}, {"-eps", "3e9"}, {"3000000000"}, {"-R", "99999999999999999999"}, {}} {
+		if r, ok := IntFlagRefusal(args); ok {
+			t.Errorf("%q: %q, want no refusal", args, r)
 		}
 	}
 }
