@@ -1154,7 +1154,13 @@ const bandedMemory = 8
 const bandedStallIters = 500
 
 // bandedStallCause explains a stall of the banded solver.
-const bandedStallCause = "the steps change f by less than its rounding, which grows about as R^2 (docs/solver.md, optimal banded factors, Limits)"
+// The certified gap stops halving for one of two reasons: the steps change
+// f by less than its rounding (a tolerance near the evaluation's rounding,
+// which grows about as R^2), or, at large R, the certificate is far looser
+// than the iterate (at R = 10^5 with 64 bands the iterate's true gap was
+// below 1e-6 after about 780 iterations, and the certified one stalled at
+// 2.87e-6 after 2787: docs/solver.md, "What limits R = 10^5").
+const bandedStallCause = "the certified gap stopped halving: the steps change f by less than its rounding, which grows about as R^2, or, at large R, the certificate is looser than the iterate (docs/solver.md, optimal banded factors, Limits)"
 
 // bandedPoint is one iterate of a phase of [bandedProblem.solve]: the
 // variables v (entries of C or of X), f and its gradient in v, X and the
