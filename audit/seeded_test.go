@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -25,6 +26,10 @@ type seededBug struct {
 	check string
 	// skip, if set, says the plan's strategy cannot have this bug.
 	skip func(strategy string) bool
+	// refused, if set, is the error by which the roles refuse the bug
+	// before anything is released (fedopt.NewServer recomputes the
+	// sensitivity of the C it streams): caught before the audit sees it.
+	refused string
 }
 
 func seededBugs() []seededBug {
@@ -126,6 +131,9 @@ func seededBugs() []seededBug {
 			// identity, banded and bsr (at most 4 bands here) are banded:
 			// declaring them so is no bug.
 			skip: func(s string) bool { return s == "identity" || s == "banded" || s == "bsr" },
+			// fedopt.NewServer recomputes C's sensitivity under the
+			// record's participation and refuses the understated one.
+			refused: "the record understates its sensitivity",
 			hooks: &hooks{declare: func(s *Setup) (*fedopt.Privacy, error) {
 				c := s.Factorization.C
 				_, R := c.Dims()
@@ -258,6 +266,13 @@ func TestSeededBugsCaught(t *testing.T) {
 					t.Fatalf("%s / %s / seed %d: false alarm on the clean plan: %+v", bug.name, name, seed, clean.Violations())
 				}
 				rep, err := replayWith(ctx, s, bug.hooks, false)
+				if err != nil && bug.refused != "" && strings.Contains(err.Error(), bug.refused) {
+					caught[bug.name] = true
+					if seed == seeds[0] {
+						t.Logf("%-36s %-16s refused before release: %v", bug.name, name, err)
+					}
+					continue
+				}
 				if err != nil {
 					t.Fatalf("%s / %s: %v", bug.name, name, err)
 				}
