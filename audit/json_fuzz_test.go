@@ -10,10 +10,11 @@ import (
 // FuzzReportJSON reads arbitrary bytes as each of the audits' JSON types
 // (ReplayReport, CanaryReport, Observer, MuEstimate), as a program reading
 // dpaudit -json would. Whatever the bytes, reading must not panic, and an
-// error is one line of at most 1 KiB; what is read writes again without error (numbers
-// that JSON cannot hold as strings), reads back, and writes the very same
-// bytes the second time (the writer and the reader agree on every field,
-// non-finite numbers included). The seeds run in every plain go test.
+// error is one line of at most 1 KiB; what is read writes again without
+// error (numbers that JSON cannot hold as strings), reads back, and writes
+// the very same bytes the second time (the writer and the reader agree on
+// every field, non-finite numbers included). The seeds, and those in
+// testdata/fuzz/FuzzReportJSON, run in every plain go test.
 func FuzzReportJSON(f *testing.F) {
 	for _, s := range []struct {
 		kind uint8
