@@ -46,15 +46,16 @@ func FuzzParseNames(f *testing.F) {
 
 // checkNameError fails t unless err is one line of at most 512 bytes that
 // quotes the input (strconv.Quote, as %q writes it), or, for an input
-// longer than 64 bytes, its first 61 to 64 bytes (whole characters) quoted
-// and followed by "... (N bytes)" (errors stay short whatever the input).
+// longer than 64 bytes, at most its first 64 bytes quoted (cut at a
+// character boundary, which invalid UTF-8 can put far back) and followed
+// by "... (N bytes)" (errors stay short whatever the input).
 func checkNameError(t *testing.T, s string, err error) {
 	t.Helper()
 	msg := err.Error()
 	quoted := strings.Contains(msg, strconv.Quote(s))
 	if len(s) > 64 {
 		quoted = false
-		for cut := 61; cut <= 64; cut++ {
+		for cut := 0; cut <= 64; cut++ {
 			quoted = quoted || strings.Contains(msg, strconv.Quote(s[:cut])+"... ("+strconv.Itoa(len(s))+" bytes)")
 		}
 	}
