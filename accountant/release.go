@@ -112,8 +112,8 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 
 // releaseExact returns 2 half clip unitSens / n (half 0.5 or 1) rounded
 // up to a float64: the smallest float64 at least the exact value where
-// that is in the normal range; +Inf above it, and below it the nearest
-// float64 below 2.2e-308 (which ReleaseSensitivity refuses).
+// that is in the normal range; +Inf above it, and below it that float64
+// kept below 2.2e-308 (which ReleaseSensitivity refuses).
 func releaseExact(half, clip float64, n int, unitSens float64) float64 {
 	p := new(big.Float).SetPrec(128).SetFloat64(clip)
 	p.Mul(p, new(big.Float).SetFloat64(unitSens)) // 106 bits: exact
@@ -124,7 +124,12 @@ func releaseExact(half, clip float64, n int, unitSens float64) float64 {
 		return math.Inf(1)
 	}
 	if q.Cmp(new(big.Float).SetFloat64(smallestNormal)) < 0 {
-		v, _ := q.Float64() // for the error; kept below the normal range
+		// For the error: the value rounded up (5e-324 for less), kept
+		// below the normal range.
+		v, acc := q.Float64()
+		if acc == big.Below {
+			v = math.Nextafter(v, math.Inf(1))
+		}
 		return math.Min(v, math.Nextafter(smallestNormal, 0))
 	}
 	s, _ := q.Float64() // 53 bits within the normal range: exact
