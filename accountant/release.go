@@ -93,14 +93,17 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 		nf = math.Nextafter(nf, 0)
 	}
 	var s float64
-	if d := divUp(factor*clip, nf); d >= smallestNormal && !math.IsInf(d, 0) {
+	if d := divUp(factor*clip, nf); d >= smallestNormal || math.IsInf(d, 0) {
+		// An overflowing factor clip is refused as overflowing (the
+		// commands' -clip checks rest on it: clip 1e308 overflows the
+		// updates' sums long before the sensitivity).
 		s = mulUp(d, unitSens)
 	} else {
-		// factor clip / n overflows, or falls below the normal range,
-		// where the float64 quotient keeps few bits (rounded up, it was
-		// up to 10^18 times the product: ReleaseSensitivity(5e-324,
-		// 2^62, ReplaceOne, 1e300) gave 4.9e-24 for 2.1e-42): the product
-		// is formed exactly and rounded up once.
+		// factor clip / n falls below the normal range, where the
+		// float64 quotient keeps few bits (rounded up, it was up to
+		// 10^18 times the product: ReleaseSensitivity(5e-324, 2^62,
+		// ReplaceOne, 1e300) gave 4.9e-24 for 2.1e-42): the product is
+		// formed exactly and rounded up once.
 		s = releaseExact(factor*0.5, clip, n, unitSens)
 	}
 	if math.IsInf(s, 0) || !(s >= smallestNormal) {
