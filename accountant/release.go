@@ -3,6 +3,7 @@ package accountant
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 
 	"github.com/dpmf/dpmf/internal/param"
@@ -91,10 +92,49 @@ func ReleaseSensitivity(clip float64, n int, rel Relation, unitSens float64) (fl
 	if int64(n) > 1<<53 {
 		nf = math.Nextafter(nf, 0)
 	}
-	s := mulUp(divUp(factor*clip, nf), unitSens)
+	var s float64
+	if d := divUp(factor*clip, nf); d >= smallestNormal || math.IsInf(d, 0) {
+		// An overflowing factor clip is refused as overflowing (the
+		// commands' -clip checks rest on it: clip 1e308 overflows the
+		// updates' sums long before the sensitivity).
+		s = mulUp(d, unitSens)
+	} else {
+		// factor clip / n falls below the normal range, where the
+		// float64 quotient keeps few bits (rounded up, it was up to
+		// 10^18 times the product: ReleaseSensitivity(5e-324, 2^62,
+		// ReplaceOne, 1e300) gave 4.9e-24 for 2.1e-42): the product is
+		// formed exactly and rounded up once.
+		s = releaseExact(factor*0.5, clip, n, unitSens)
+	}
 	if math.IsInf(s, 0) || !(s >= smallestNormal) {
 		return 0, &ParamError{Param: "release sensitivity", Value: s,
 			Want: "finite and at least 2.2e-308, the normal float64 range (clip = " + ftoa(clip) + " / learners = " + itoa(n) + " x unit sensitivity = " + ftoa(unitSens) + " overflows or falls below it)"}
 	}
 	return s, nil
+}
+
+// releaseExact returns 2 half clip unitSens / n (half 0.5 or 1) rounded
+// up to a float64: the smallest float64 at least the exact value where
+// that is in the normal range; +Inf above it, and below it that float64
+// kept below 2.2e-308 (which ReleaseSensitivity refuses).
+func releaseExact(half, clip float64, n int, unitSens float64) float64 {
+	p := new(big.Float).SetPrec(128).SetFloat64(clip)
+	p.Mul(p, new(big.Float).SetFloat64(unitSens)) // 106 bits: exact
+	p.Mul(p, new(big.Float).SetFloat64(2*half))   // a power of two: exact
+	q := new(big.Float).SetPrec(53).SetMode(big.ToPositiveInf)
+	q.Quo(p, new(big.Float).SetInt64(int64(n)))
+	if q.Cmp(new(big.Float).SetFloat64(math.MaxFloat64)) > 0 {
+		return math.Inf(1)
+	}
+	if q.Cmp(new(big.Float).SetFloat64(smallestNormal)) < 0 {
+		// For the error: the value rounded up (5e-324 for less), kept
+		// below the normal range.
+		v, acc := q.Float64()
+		if acc == big.Below {
+			v = math.Nextafter(v, math.Inf(1))
+		}
+		return math.Min(v, math.Nextafter(smallestNormal, 0))
+	}
+	s, _ := q.Float64() // 53 bits within the normal range: exact
+	return s
 }

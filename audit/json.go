@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // jsonFloat is a float64 in a report's JSON: a number when finite, else
@@ -40,10 +42,28 @@ func (f *jsonFloat) UnmarshalJSON(b []byte) error {
 	}
 	var v float64
 	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("audit: %s: want a number, \"+Inf\", \"-Inf\" or \"NaN\"", b)
+		return fmt.Errorf("audit: %s: want a number in the float64 range, \"+Inf\", \"-Inf\" or \"NaN\"", jsonValue(b))
 	}
 	*f = jsonFloat(v)
 	return nil
+}
+
+// jsonValue names the JSON value b for an error message in one short
+// line: "an object" or "an array", any other value quoted
+// (strconv.Quote) and cut after 40 bytes. b is the reader's: echoed
+// whole, an object or array spanning lines made the error as many lines,
+// and a long one as long.
+func jsonValue(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	switch {
+	case strings.HasPrefix(s, "{"):
+		return "an object"
+	case strings.HasPrefix(s, "["):
+		return "an array"
+	case len(s) > 40:
+		return strconv.Quote(s[:40]) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // muEstimateJSON is MuEstimate as its JSON holds it (the same fields,

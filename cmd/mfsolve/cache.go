@@ -48,9 +48,13 @@ func parseSize(s string) (int64, error) {
 	}
 	m, ok := mult[unit]
 	x, err := strconv.ParseFloat(num, 64)
+	// Plain bytes are whole by their digits: a fraction float64 rounds
+	// away (2.00000000000000001 is 2) is refused too.
+	_, frac, _ := strings.Cut(num, ".")
+	whole := strings.Trim(frac, "0") == ""
 	// A nonzero size below one byte is refused, not rounded to 0 (which
 	// turns the cache off).
-	if !ok || err != nil || x*m > 1<<62 || (m == 1 && x != math.Trunc(x)) || (x > 0 && x*m < 1) {
+	if !ok || err != nil || x*m > 1<<62 || (m == 1 && !whole) || (x > 0 && x*m < 1) {
 		return 0, errors.New(budgetWant)
 	}
 	return int64(x * m), nil

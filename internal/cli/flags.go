@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // NewFlagSet returns a flag set named name that returns its errors rather
@@ -101,13 +103,25 @@ var synonyms = map[string][]string{
 // meant ("; did you mean -R?"): one that differs only in case, a
 // synonym, the one flag the name begins, or the one flag within two
 // edits of a name of four or more letters that begins with the same letter
-// (ofl server -reps is not -eps). Any other error, and an
-// unknown flag with no such match, is returned as it is.
+// (ofl server -reps is not -eps). An unknown flag, or an argument of bad
+// flag syntax, that holds a character that is not printable (a line break,
+// an escape) is quoted (strconv.Quote), so that the error stays one line
+// and shows it. Any other error, and an unknown flag with no such match,
+// is returned as it is.
 func suggest(fs *flag.FlagSet, err error) error {
-	const unknown = "flag provided but not defined: -"
+	const unknown, syntax = "flag provided but not defined: -", "bad flag syntax: "
+	if arg, ok := strings.CutPrefix(fmt.Sprint(err), syntax); ok && !printable(arg) {
+		return errors.New(syntax + strconv.Quote(arg))
+	}
 	name, ok := strings.CutPrefix(fmt.Sprint(err), unknown)
 	if err == nil || !ok || name == "" {
 		return err
+	}
+	if !printable(name) {
+		// The flag package writes the name as given: -$'a\nb' made an
+		// error of two lines, and a command's one-line error lost the
+		// line break. No flag has such a name.
+		return errors.New(strings.TrimSuffix(unknown, "-") + strconv.Quote("-"+name))
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
@@ -139,6 +153,13 @@ func suggest(fs *flag.FlagSet, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w; did you mean -%s?", err, guess)
+}
+
+// printable reports whether s is UTF-8 of printable characters
+// (unicode.IsPrint, the ASCII space included) only, which an error can
+// show as it is.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
 }
 
 // editDistance returns the Levenshtein distance between a and b, in bytes.
