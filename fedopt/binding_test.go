@@ -11,6 +11,26 @@ import (
 	"github.com/dpmf/dpmf/plan"
 )
 
+// planRun returns what a server of the built plan p runs on: its
+// factorization's noise for dim coordinates (seed 1) and its privacy
+// record, as PrivacyOf makes it.
+func planRun(t *testing.T, p *plan.Plan, dim int) (*Privacy, mechanism.Mechanism) {
+	t.Helper()
+	f, err := p.Factorize(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := PrivacyOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise, err := mechanism.New(f, dim, pr.NoiseStd, mechanism.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr, noise
+}
+
 // buildPlan calibrates a plan of the correlated algorithm with strategy s
 // over R rounds, tau local steps, n learners and B_g = 1 for (1, 1e-5)-DP.
 func buildPlan(t *testing.T, s string, R, tau, n int) *plan.Plan {

@@ -82,19 +82,7 @@ func TestServerRefusesInconsistentPrivacy(t *testing.T) {
 // record is the one made by PrivacyOf, (1, 1e-5) here, whatever the
 // caller does with its copy afterwards, and Config returns copies.
 func TestServerKeepsItsRecord(t *testing.T) {
-	p := buildPlan(t, "identity", 4, 1, 10)
-	f, err := p.Factorize(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := PrivacyOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	noise, err := mechanism.New(f, 3, pr.NoiseStd, mechanism.WithSeed(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, noise := planRun(t, buildPlan(t, "identity", 4, 1, 10), 3)
 	srv, err := NewServer(Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}, Shape{Learners: 10, Rounds: 4, Tau: 1, Dim: 3}, noise)
 	if err != nil {
 		t.Fatal(err)
@@ -200,24 +188,12 @@ func TestServerRefusesRecordOfAnotherParticipation(t *testing.T) {
 // its noise does not give (the identity's sensitivity is sqrt(2) under
 // epochs:2, by hand, against the record's 1). NewServer accepted it.
 func TestServerRecordNamesItsParticipation(t *testing.T) {
-	p := buildPlan(t, "identity", 4, 1, 10)
-	f, err := p.Factorize(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := PrivacyOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, noise := planRun(t, buildPlan(t, "identity", 4, 1, 10), 3)
 	if pr.Participation != "single" {
 		t.Fatalf("record participation %q, want single", pr.Participation)
 	}
 	pr.Participation = "epochs:2"
-	noise, err := mechanism.New(f, 3, pr.NoiseStd, mechanism.WithSeed(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = NewServer(Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}, Shape{Learners: 10, Rounds: 4, Tau: 1, Dim: 3}, noise)
+	_, err := NewServer(Config{Algorithm: Correlated, Eta: 1, EtaG: 1, Clip: 1, Privacy: pr}, Shape{Learners: 10, Rounds: 4, Tau: 1, Dim: 3}, noise)
 	if err == nil || !strings.Contains(err.Error(), "privacy record") {
 		t.Errorf("a record of single participation labelled epochs:2: error %v, want a refusal naming the privacy record", err)
 	}
