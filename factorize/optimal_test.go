@@ -319,6 +319,9 @@ func TestDenseRoundingEstimate(t *testing.T) {
 		}
 
 		worst, sumErr, sumBound, stWorst := 0.0, 0.0, 0.0, math.NaN()
+		// stLeast is a lower bound on the structured path's largest
+		// relative error, stCoarse the reference's own relative error.
+		stLeast, stCoarse := 0.0, 0.0
 		if !math.IsNaN(stEps) {
 			stWorst = 0
 		}
@@ -329,9 +332,20 @@ func TestDenseRoundingEstimate(t *testing.T) {
 			sumErr += d
 			sumBound += errs[i]
 			stWorst = math.Max(stWorst, (stRef.absDiff(i, st[i])+stRef.absErr)/(stRef.phi[i]-stRef.absErr))
+			stLeast = math.Max(stLeast, (stRef.absDiff(i, st[i])-stRef.absErr)/(stRef.phi[i]+stRef.absErr))
+			stCoarse = math.Max(stCoarse, stRef.absErr/(stRef.phi[i]-stRef.absErr))
 		}
 		if !math.IsNaN(stEps) {
-			assert.LessOrEqual(t, stWorst, stEps, "%s R=%d: the structured path's bound", name, n)
+			// No entry's error is proven above the bound; and where the
+			// reference resolves the bound (its own error at most half
+			// of it), every entry's error is proven below it. (At
+			// momentum 0.99, R = 200, cond 1.5e13, the double-double
+			// reference's own error, 1.3e-14, exceeds the bound, 1.1e-14,
+			// while the difference from it is 2.6e-16.)
+			assert.LessOrEqual(t, stLeast, stEps, "%s R=%d: the structured path's bound", name, n)
+			if stCoarse <= stEps/2 {
+				assert.LessOrEqual(t, stWorst, stEps, "%s R=%d: the structured path's bound", name, n)
+			}
 		}
 		assert.LessOrEqual(t, worst, bound, "%s R=%d: largest relative error", name, n)
 		assert.LessOrEqual(t, sumErr, sumBound, "%s R=%d: summed error", name, n)
