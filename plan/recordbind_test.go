@@ -1,0 +1,95 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestRecordBoundToItsPlan: a privacy record holds for the plan settings
+// it was calibrated under, and Validate (so Parse, and fedopt.PrivacyOf,
+// which copies the record) must refuse a plan edited after its
+// calibration, in one line that names the setting and both values.
+// Before, the record did not name its participation, rounds, strategy,
+// workload, algorithm or tau, and Validate recomputed only the release
+// sensitivity from the plan's clip, learners and relation at the record's
+// sensitivity of C: a plan calibrated under single participation and
+// relabelled epochs:2 (the identity's sensitivity is then sqrt(2), not 1;
+// the tree's over 8 rounds sqrt(4 + 4 + 4 + 4 x 1) = 4 against 2 by hand,
+// and so on) passed, and so did one whose rounds, strategy or workload
+// changed (C's sensitivity depends on each), or whose learners and clip
+// were doubled together, or relation and clip changed together (the
+// release sensitivity is the same, but the record's rule names the old
+// settings). Each edit below was accepted except the last three groups,
+// refused by the sensitivity or the quantization term, which now name the
+// setting.
+func TestRecordBoundToItsPlan(t *testing.T) {
+	plans := builtPlans(t)
+	type edit struct {
+		name, base string
+		edit       func(p *Plan)
+		field      string // the setting the refusal names
+		was, now   any    // its recorded and edited values
+	}
+	cases := []edit{
+		{"participation single -> epochs:2", "paper", func(p *Plan) { p.Participation = "epochs:2" }, "participation", "single", "epochs:2"},
+		{"participation single -> minsep:2", "zcdp", func(p *Plan) { p.Participation = "minsep:2" }, "participation", "single", "minsep:2"},
+		{"participation minsep:2 -> minsep:2,2 (k 4 -> 2)", "exact", func(p *Plan) { p.Participation = "minsep:2,2" }, "participation", "minsep:2", "minsep:2,2"},
+		{"participation minsep:2 -> minsep:4", "exact", func(p *Plan) { p.Participation = "minsep:4" }, "participation", "minsep:2", "minsep:4"},
+		{"rounds 8 -> 16", "exact", func(p *Plan) { p.Rounds = 16 }, "rounds", 8, 16},
+		{"rounds 8 -> 4", "paper", func(p *Plan) { p.Rounds = 4 }, "rounds", 8, 4},
+		{"strategy banded -> bsr", "exact", func(p *Plan) { p.Strategy = "bsr:bands=2" }, "strategy", "banded:bands=2", "bsr:bands=2"},
+		{"strategy tree -> identity", "paper", func(p *Plan) { p.Strategy = "identity" }, "strategy", "tree", "identity"},
+		{"workload prefix -> momentum:0.9", "exact", func(p *Plan) { p.Workload = "momentum:0.9" }, "workload", "prefix", "momentum:0.9"},
+		{"algorithm correlated -> baseline-correlated", "exact", func(p *Plan) { p.Algorithm = AlgoBaselineCorrelated }, "algorithm", AlgoCorrelated, AlgoBaselineCorrelated},
+		{"tau unset -> 4", "exact", func(p *Plan) { p.Tau = 4 }, "tau", 0, 4},
+		{"learners and clip doubled", "exact", func(p *Plan) { p.Learners, p.Clip = 6, 2 }, "learners", 3, 6},
+		{"relation add-remove -> replace-one, clip halved", "paper", func(p *Plan) { p.Target.Relation, p.Clip = "replace-one", 0.25 }, "relation", "add-remove", "replace-one"},
+		{"sampling 0.5 -> 0.25", "amplified", func(p *Plan) { p.Target.Sampling = 0.25 }, "sampling", 0.5, 0.25},
+		// Refused before by the release sensitivity: now named.
+		{"learners 3 -> 6", "exact", func(p *Plan) { p.Learners = 6 }, "learners", 3, 6},
+		{"clip 1 -> 2", "exact", func(p *Plan) { p.Clip = 2 }, "clip", 1, 2},
+		{"relation add-remove -> replace-one", "paper", func(p *Plan) { p.Target.Relation = "replace-one" }, "relation", "add-remove", "replace-one"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Parse([]byte(plans[c.base]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(p)
+			err = p.Validate()
+			if err == nil {
+				t.Fatalf("a record calibrated under %s %v accepted for a plan of %v", c.field, c.was, c.now)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, "privacy."+c.field) ||
+				!strings.Contains(msg, fmt.Sprint(c.was)) || !strings.Contains(msg, fmt.Sprint(c.now)) {
+				t.Errorf("error %q, want one line naming privacy.%s, %v and %v", msg, c.field, c.was, c.now)
+			}
+			data, err := p.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Parse(data); err == nil {
+				t.Error("Parse accepts the edited plan")
+			}
+		})
+	}
+	// What the guarantee does not rest on may change: the step sizes, the
+	// model's L2, the secure aggregation's threshold.
+	for name, edit := range map[string]func(p *Plan){
+		"eta":       func(p *Plan) { p.Eta, p.EtaG = 0.5, 2 },
+		"l2":        func(p *Plan) { p.Model.L2 = 0.1 },
+		"threshold": func(p *Plan) { p.SecureAggregation.Threshold = 2 },
+	} {
+		p, err := Parse([]byte(plans["secagg"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(p)
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
