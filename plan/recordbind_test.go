@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -90,6 +91,100 @@ func TestRecordBoundToItsPlan(t *testing.T) {
 		edit(p)
 		if err := p.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestLegacyRecordRefused: a record written before records named the
+// settings they were calibrated under (the JSON of a calibrated plan with
+// the record's participation, workload, rounds, strategy, algorithm,
+// learners, tau, clip, relation and sampling taken out, as an older dpmf
+// wrote run.json) does not say which participation its sensitivity of C
+// is under: Parse refuses it in one line that says to calibrate again,
+// and the same plan calibrated again parses.
+func TestLegacyRecordRefused(t *testing.T) {
+	for name, data := range builtPlans(t) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatal(err)
+		}
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(m["privacy"], &r); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"participation", "workload", "rounds", "strategy", "algorithm", "learners", "tau", "clip", "relation", "sampling"} {
+			if _, ok := r[k]; !ok && k != "tau" && k != "algorithm" && k != "sampling" {
+				t.Errorf("%s: the record has no %q", name, k)
+			}
+			delete(r, k)
+		}
+		var err error
+		if m["privacy"], err = json.Marshal(r); err != nil {
+			t.Fatal(err)
+		}
+		legacy, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Parse(legacy)
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "without its participation") || !strings.Contains(err.Error(), "calibrate the plan again") {
+			t.Errorf("%s: a record without its settings: %v, want one line saying to calibrate again", name, err)
+		}
+		if p, err = parseWithoutRecord(legacy); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Build(t.Context()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if again, err := p.Marshal(); err != nil {
+			t.Fatal(err)
+		} else if _, err := Parse(again); err != nil {
+			t.Errorf("%s: calibrated again: %v", name, err)
+		}
+	}
+}
+
+// parseWithoutRecord parses a plan's JSON without its privacy record.
+func parseWithoutRecord(data []byte) (*Plan, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "privacy")
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data)
+}
+
+// TestRecordNamesItsSettings: the settings a record names are the plan's
+// in canonical form, whatever the plan's spelling of a default: a plan
+// without participation, workload, strategy or relation records single,
+// prefix, optimal and replace-one (the independent algorithm, identity);
+// one that names them records the same.
+func TestRecordNamesItsSettings(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		p    *Plan
+		want Record
+	}{
+		{"defaults", &Plan{Rounds: 4, Algorithm: AlgoCorrelated, Learners: 2, Tau: 3, Clip: 1, Target: &Target{Eps: 1, Delta: 1e-5}},
+			Record{Participation: "single", Workload: "prefix", Rounds: 4, Strategy: "optimal", Algorithm: AlgoCorrelated, Learners: 2, Tau: 3, Clip: 1, Relation: "replace-one"}},
+		{"named", &Plan{Rounds: 4, Workload: "prefix", Participation: "single", Strategy: "optimal", Algorithm: AlgoCorrelated, Learners: 2, Tau: 3, Clip: 1,
+			Target: &Target{Eps: 1, Delta: 1e-5, Relation: "replace-one"}},
+			Record{Participation: "single", Workload: "prefix", Rounds: 4, Strategy: "optimal", Algorithm: AlgoCorrelated, Learners: 2, Tau: 3, Clip: 1, Relation: "replace-one"}},
+		{"independent", &Plan{Rounds: 4, Participation: "epochs:2", Algorithm: AlgoIndependent, Learners: 2, Clip: 0.5, Target: &Target{Eps: 1, Delta: 1e-5, Relation: "add-remove"}},
+			Record{Participation: "epochs:2", Workload: "prefix", Rounds: 4, Strategy: "identity", Algorithm: AlgoIndependent, Learners: 2, Clip: 0.5, Relation: "add-remove"}},
+	} {
+		if _, err := c.p.Build(t.Context()); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		r := *c.p.Privacy
+		got := Record{Participation: r.Participation, Workload: r.Workload, Rounds: r.Rounds, Strategy: r.Strategy, Algorithm: r.Algorithm,
+			Learners: r.Learners, Tau: r.Tau, Clip: r.Clip, Relation: r.Relation, Sampling: r.Sampling}
+		if got != c.want {
+			t.Errorf("%s: record names %+v, want %+v", c.name, got, c.want)
 		}
 	}
 }
