@@ -7,8 +7,10 @@
 // checks), together with what they give: the
 // factorization ([Plan.Factorize]) and the privacy record
 // ([Plan.Calibrate]: the sensitivity and the rule that gave it, the noise
-// std, eps, delta, and the [OperatorDigest] of the factorization it was
-// calibrated for, by which a fedopt server refuses the noise of another).
+// std, eps, delta, the [OperatorDigest] of the factorization it was
+// calibrated for, by which a fedopt server refuses the noise of another,
+// and the plan's settings it was calibrated under, which [Plan.Validate]
+// holds the plan to: see [Record]).
 //
 // A plan is a value: [Plan.Marshal] writes it as JSON and [Parse] reads it
 // back bit for bit (every float64 round-trips exactly). mfsolve -json
