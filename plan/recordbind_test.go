@@ -51,6 +51,16 @@ func TestRecordBoundToItsPlan(t *testing.T) {
 		{"learners 3 -> 6", "exact", func(p *Plan) { p.Learners = 6 }, "learners", 3, 6},
 		{"clip 1 -> 2", "exact", func(p *Plan) { p.Clip = 2 }, "clip", 1, 2},
 		{"relation add-remove -> replace-one", "paper", func(p *Plan) { p.Target.Relation = "replace-one" }, "relation", "add-remove", "replace-one"},
+		// Bound through other fields of the record: the calibration by
+		// the method, the secure aggregation by its quantization term
+		// (its scale bits follow from the learners, tau and clip).
+		{"calibration exact -> paper", "exact", func(p *Plan) { p.Target.Calibration = Paper }, "method", "exact", "paper"},
+		{"secure aggregation dim 4 -> 16", "secagg", func(p *Plan) {
+			sa := *p.SecureAggregation
+			sa.Dim, sa.QuantizationTerm, p.Model.Features = 16, 2*sa.QuantizationTerm, 16
+			p.SecureAggregation = &sa
+		}, "quantization_term", term(t, plans["secagg"]), 2 * term(t, plans["secagg"])},
+		{"secure aggregation removed", "secagg", func(p *Plan) { p.SecureAggregation = nil }, "quantization_term", term(t, plans["secagg"]), 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -187,4 +197,14 @@ func TestRecordNamesItsSettings(t *testing.T) {
 			t.Errorf("%s: record names %+v, want %+v", c.name, got, c.want)
 		}
 	}
+}
+
+// term returns the quantization term of the record of a plan's JSON.
+func term(t *testing.T, data string) float64 {
+	t.Helper()
+	p, err := Parse([]byte(data))
+	if err != nil || p.Privacy == nil || !(p.Privacy.QuantizationTerm > 0) {
+		t.Fatalf("a plan with secure aggregation: %v", err)
+	}
+	return p.Privacy.QuantizationTerm
 }
