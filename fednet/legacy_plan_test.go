@@ -39,3 +39,31 @@ func TestComparePlansLegacyDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyRecord checks how a restart tells a run.json whose privacy
+// record does not name the settings it was calibrated under (a dpmf
+// before plan.Record's participation) from another run: the server
+// refuses it with its own message (this build cannot check that record),
+// and anything else is another run.
+func TestLegacyRecord(t *testing.T) {
+	const old = `{"format":1,"rounds":4,"privacy":{"eps":5,"noise_std":3.4}}`
+	const now = `{"format":1,"rounds":4,"privacy":{"eps":5,"noise_std":3.4,"participation":"single","rounds":4}}`
+	for _, c := range []struct {
+		name              string
+		recorded, current string
+		legacy            bool
+	}{
+		{"record without its settings", old, now, true},
+		{"the same, other rounds", `{"format":1,"rounds":5,"privacy":{"eps":5}}`, now, true},
+		{"both with their settings", now, now, false},
+		{"both without (a run of the same build)", old, old, false},
+		{"no record recorded", `{"format":1,"rounds":4}`, now, false},
+		{"no record now", old, `{"format":1,"rounds":4}`, false},
+		{"not JSON", `{`, now, false},
+		{"participation of the plan only", `{"format":1,"participation":"single","privacy":{"eps":5}}`, now, true},
+	} {
+		if got := legacyRecord([]byte(c.recorded), []byte(c.current)); got != c.legacy {
+			t.Errorf("%s: legacyRecord = %v, want %v", c.name, got, c.legacy)
+		}
+	}
+}

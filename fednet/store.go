@@ -859,6 +859,12 @@ func (st *state) resume(rec runRecord, o stateOptions) error {
 		// certified gap), and mixing two factorizations in one run is not
 		// the mechanism the record was calibrated for.
 		return fmt.Errorf("%s was written by a dpmf that did not record the factorization's digest (privacy.operator_sha256), so this build cannot check that it streams the noise the run's rounds so far were released with: finish the run with the build that started it, or start a new run in a fresh state directory", runPath)
+	} else if !same && legacyRecord(rec.Plan, o.plan) {
+		// The record does not say which participation (rounds, strategy,
+		// ...) its sensitivity of C is under: plan.Parse refuses it, and a
+		// plan calibrated again by this build is not the plan the run's
+		// rounds so far were released under.
+		return fmt.Errorf("%s was written by a dpmf whose privacy record does not name the participation and other settings it was calibrated under (privacy.participation), so this build cannot check the guarantee it states: finish the run with the build that started it, or start a new run in a fresh state directory", runPath)
 	} else if !same {
 		return fmt.Errorf("%s describes another run (%s); this one is %s: if it is this run, finish it with the build that started it (a new build can give another plan); otherwise use a fresh state directory", runPath, compact(rec.Plan), compact(o.plan))
 	}
@@ -1051,6 +1057,23 @@ func comparePlans(recorded, current []byte) (same, legacy bool) {
 	return false, !bytes.Contains(r, []byte(`"operator_sha256"`)) &&
 		len(legacyDigest.FindAllIndex(c, -1)) == 1 &&
 		bytes.Equal(r, legacyDigest.ReplaceAll(c, nil))
+}
+
+// legacyRecord reports whether recorded (run.json's plan) holds a privacy
+// record without the settings it was calibrated under (plan.Record's
+// participation, which a dpmf wrote before records named them) while
+// current (the plan marshalled for this start) holds one with them.
+func legacyRecord(recorded, current []byte) bool {
+	type withRecord struct {
+		Privacy map[string]json.RawMessage `json:"privacy"`
+	}
+	var r, c withRecord
+	if json.Unmarshal(recorded, &r) != nil || json.Unmarshal(current, &c) != nil || r.Privacy == nil || c.Privacy == nil {
+		return false
+	}
+	_, rok := r.Privacy["participation"]
+	_, cok := c.Privacy["participation"]
+	return !rok && cok
 }
 
 // compact returns JSON text without insignificant white space (or as it

@@ -1,7 +1,6 @@
 package fedopt
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 
@@ -38,9 +37,9 @@ type Privacy struct {
 	// Learners is n and Clip is B_g.
 	Learners int
 	Clip     float64
-	// Rounds is the plan's R, the rounds the sensitivity of C was computed
-	// over, and Tau its local steps per round (0: not set, as in mfsolve's
-	// plans). A server refuses a record of other rounds, or of another tau
+	// Rounds is the record's R (plan.Record's Rounds, the plan's), the
+	// rounds the sensitivity of C was computed over, and Tau its local
+	// steps per round (0: not set, as in mfsolve's plans). A server refuses a record of other rounds, or of another tau
 	// when it is set: the record holds for the run it was calibrated for.
 	Rounds, Tau int
 	// AddRemove reports that the sensitivity is that of add/remove
@@ -53,7 +52,8 @@ type Privacy struct {
 	// EffectiveClip the clip B_g' the sensitivity was computed with (both
 	// 0 without secure aggregation; see plan.Plan.EffectiveClip).
 	QuantizationTerm, EffectiveClip float64
-	// Strategy is the spec of the plan's strategy (for messages), and
+	// Strategy is the spec of the record's strategy (plan.Record's
+	// Strategy, for messages), and
 	// OperatorSHA256 the digest of the factorization the sensitivity is
 	// that of (plan.OperatorDigest, the record's operator_sha256). A
 	// server refuses a record without it, and a noise mechanism whose
@@ -79,7 +79,13 @@ func (p *Privacy) RecordAt(r int) accountant.Record {
 // accounting, which no run of the optimiser uses), and the plan must pass
 // plan.Plan.Validate, which checks that the record is one its calibration
 // can have written (its sensitivity from the plan's clip, learners and
-// relation; its noise from its target).
+// relation; its noise from its target) and that it was calibrated under
+// the plan's settings: a plan whose participation, rounds, strategy,
+// learners, tau, clip or relation changed after its calibration is
+// refused, in one line naming the setting and both values, and so is a
+// record of an older dpmf that does not name them (plan.Record). The
+// participation, rounds, learners, tau, clip, relation and strategy of
+// the Privacy are the record's (then equal to the plan's).
 func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 	if p == nil || p.Privacy == nil || p.Target == nil {
 		return nil, errors.New("fedopt: the plan has no privacy record (plan.Plan.Calibrate makes it)")
@@ -96,25 +102,20 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fedopt: the plan's privacy record: %w", err)
 	}
-	// The record must be the plan's: its release sensitivity that of the
-	// plan's clip, learners and relation, its noise that of its target
-	// (a plan changed after its calibration is refused here).
+	// The record must be the plan's: calibrated under its settings, its
+	// release sensitivity that of the plan's clip, learners and relation,
+	// its noise that of its target (a plan changed after its calibration
+	// is refused here).
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("fedopt: the plan and its privacy record: %w", err)
 	}
-	part, err := p.Pattern()
+	part, err := factorize.ParseParticipation(r.Participation)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fedopt: the plan's privacy record: %w", err)
 	}
-	rel := accountant.ReplaceOne
-	if p.Target.Relation != "" {
-		if rel, err = accountant.ParseRelation(p.Target.Relation); err != nil {
-			return nil, fmt.Errorf("fedopt: the plan's target: %w", err)
-		}
-	}
-	spec := cmp.Or(p.Strategy, factorize.StrategyOptimal)
-	if algo == Independent {
-		spec = factorize.StrategyIdentity
+	rel, err := accountant.ParseRelation(r.Relation)
+	if err != nil {
+		return nil, fmt.Errorf("fedopt: the plan's privacy record: %w", err)
 	}
 	return &Privacy{
 		Record: accountant.Record{Eps: r.Eps, Delta: r.Delta, Method: method, Sensitivity: r.Sensitivity, NoiseStd: r.NoiseStd,
@@ -123,9 +124,9 @@ func PrivacyOf(p *plan.Plan) (*Privacy, error) {
 		Gamma:                r.Gamma,
 		UnitSensitivity:      factorize.Sensitivity{Value: r.UnitSensitivity, Exact: r.UnitExact, Rule: factorize.Rule(r.UnitRule)},
 		ParticipationPattern: part,
-		Learners:             p.Learners, Clip: p.Clip, Rounds: p.Rounds, Tau: p.Tau, AddRemove: rel == accountant.AddRemove,
+		Learners:             r.Learners, Clip: r.Clip, Rounds: r.Rounds, Tau: r.Tau, AddRemove: rel == accountant.AddRemove,
 		QuantizationTerm: r.QuantizationTerm, EffectiveClip: r.EffectiveClip,
-		Strategy: spec, OperatorSHA256: r.OperatorSHA256,
+		Strategy: r.Strategy, OperatorSHA256: r.OperatorSHA256,
 	}, nil
 }
 

@@ -259,7 +259,9 @@ func TestParseRefusesAmplifiedSigmaShortOfTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Privacy = &Record{Eps: 1, Delta: 1e-5, Method: MethodAmplified, Sensitivity: sens, Rule: "by hand",
-			NoiseStd: c.sigma * sens, Sigma: c.sigma, Gamma: 1, Loss: 1, UnitSensitivity: 2}
+			NoiseStd: c.sigma * sens, Sigma: c.sigma, Gamma: 1, Loss: 1, UnitSensitivity: 2,
+			Participation: "minsep:2", Workload: WorkloadPrefix, Rounds: 4, Strategy: "banded:bands=2", Algorithm: AlgoCorrelated,
+			Learners: 3, Clip: 1, Relation: "replace-one", Sampling: 1}
 		data, err := p.Marshal()
 		if err != nil {
 			t.Fatal(err)

@@ -360,8 +360,10 @@ func (p *Plan) method() (accountant.Method, int) {
 
 // setRecord sets the plan's privacy record: the target's (eps, delta),
 // the calibration's method, release sensitivity, noise and rule, the
-// factorization's metrics m, and with secure aggregation the quantization
-// term and the effective clip.
+// factorization's metrics m, with secure aggregation the quantization
+// term and the effective clip, and the plan's settings it is calibrated
+// under (participation, rounds, workload, strategy, algorithm, learners,
+// tau, clip, relation, sampling).
 func (p *Plan) setRecord(method string, sens, std, sigma float64, m factorize.Metrics, rule string) {
 	p.Privacy = &Record{
 		Eps: p.Target.Eps, Delta: p.Target.Delta, Method: method,
@@ -369,6 +371,14 @@ func (p *Plan) setRecord(method string, sens, std, sigma float64, m factorize.Me
 		Gamma: m.Gamma, Loss: m.Loss,
 		UnitSensitivity: m.UnitSensitivity.Value, UnitExact: m.UnitSensitivity.Exact, UnitRule: string(m.UnitSensitivity.Rule),
 	}
+	// What it was calibrated under (validateSettings checked each).
+	part, _ := p.Pattern()
+	spec, _ := p.strategySpec()
+	rel, _ := p.Target.relation()
+	r := p.Privacy
+	r.Participation, r.Workload, r.Rounds, r.Strategy = part.String(), p.workload(), p.Rounds, spec
+	r.Algorithm, r.Learners, r.Tau, r.Clip = p.Algorithm, p.Learners, p.Tau, p.Clip
+	r.Relation, r.Sampling = rel.String(), p.Target.Sampling
 	if sa := p.SecureAggregation; sa != nil {
 		p.Privacy.QuantizationTerm, p.Privacy.EffectiveClip = sa.QuantizationTerm, p.EffectiveClip()
 	}

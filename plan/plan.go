@@ -7,8 +7,10 @@
 // checks), together with what they give: the
 // factorization ([Plan.Factorize]) and the privacy record
 // ([Plan.Calibrate]: the sensitivity and the rule that gave it, the noise
-// std, eps, delta, and the [OperatorDigest] of the factorization it was
-// calibrated for, by which a fedopt server refuses the noise of another).
+// std, eps, delta, the [OperatorDigest] of the factorization it was
+// calibrated for, by which a fedopt server refuses the noise of another,
+// and the plan's settings it was calibrated under, which [Plan.Validate]
+// holds the plan to: see [Record]).
 //
 // A plan is a value: [Plan.Marshal] writes it as JSON and [Parse] reads it
 // back bit for bit (every float64 round-trips exactly). mfsolve -json
@@ -353,6 +355,49 @@ type Record struct {
 	// cannot stream (a loss-only result) or written before records held
 	// it: no server accepts such a record.
 	OperatorSHA256 string `json:"operator_sha256,omitempty"`
+
+	// The settings of the plan the record was calibrated under, as
+	// [Plan.Calibrate] read them: [Plan.Validate] (so [Parse], and
+	// fedopt.PrivacyOf, which copies the record) refuses a record whose
+	// plan says otherwise, in one line naming the setting and both
+	// values; calibrate the plan again after changing one. Each enters the
+	// guarantee or the record's rule: C's sensitivity depends on the
+	// participation, the rounds, the workload and strategy the solver was
+	// given; the release sensitivity on the algorithm (tau for Algorithm 1
+	// with add-remove, sampling or secure aggregation), the learners, the
+	// clip and the relation; the amplified accounting on the sampling.
+	// Two edits whose effects cancel in the release sensitivity (learners
+	// and clip doubled together) are refused too: the rule would name
+	// settings the plan no longer has.
+	//
+	// Participation is the name of the plan's participation pattern as
+	// factorize.Participation.String writes it (single, epochs:K,
+	// minsep:B or minsep:B,K), the pattern the sensitivity of C is under;
+	// Workload is the plan's (prefix when empty); Strategy the spec of
+	// the plan's strategy as factorize writes it (optimal when empty,
+	// identity for the independent algorithm); Algorithm the plan's
+	// (empty in a plan of an unnamed algorithm); Tau 0 when the plan does
+	// not set it; Relation the target's relation by name (replace-one
+	// when empty) and Sampling its q.
+	//
+	// A record without Participation was written by a dpmf before records
+	// named these settings (a run.json of an older run): Validate refuses
+	// it, with a message that says to calibrate the plan again. It is not
+	// accepted on a recomputation of its sensitivity of C: Validate has
+	// no factorization (computing one is the cost [Plan.VerifyRecord]
+	// pays), a solver's last digits differ between machines so an exact
+	// match is not to be had, and the rounds, strategy and other settings
+	// such a record was calibrated under are nowhere in it.
+	Participation string  `json:"participation"`
+	Workload      string  `json:"workload"`
+	Rounds        int     `json:"rounds"`
+	Strategy      string  `json:"strategy"`
+	Algorithm     string  `json:"algorithm,omitempty"`
+	Learners      int     `json:"learners"`
+	Tau           int     `json:"tau,omitempty"`
+	Clip          float64 `json:"clip"`
+	Relation      string  `json:"relation"`
+	Sampling      float64 `json:"sampling,omitempty"`
 }
 
 // MethodAmplified is the Record.Method of the amplified banded accounting.
@@ -553,7 +598,8 @@ func checkFinite(p *Plan) error {
 		vals = append(vals, field{"privacy.eps", r.Eps}, field{"privacy.delta", r.Delta}, field{"privacy.sensitivity", r.Sensitivity},
 			field{"privacy.noise_std", r.NoiseStd}, field{"privacy.sigma", r.Sigma}, field{"privacy.gamma", r.Gamma},
 			field{"privacy.loss", r.Loss}, field{"privacy.unit_sensitivity", r.UnitSensitivity},
-			field{"privacy.quantization_term", r.QuantizationTerm}, field{"privacy.effective_clip", r.EffectiveClip})
+			field{"privacy.quantization_term", r.QuantizationTerm}, field{"privacy.effective_clip", r.EffectiveClip},
+			field{"privacy.clip", r.Clip}, field{"privacy.sampling", r.Sampling})
 	}
 	if sa := p.SecureAggregation; sa != nil {
 		vals = append(vals, field{"secure_aggregation.quantization_term", sa.QuantizationTerm})
@@ -653,6 +699,11 @@ func (p *Plan) Validate() error {
 		}
 		term, eff = sa.QuantizationTerm, p.EffectiveClip()
 	}
+	if p.Privacy != nil {
+		if err := p.checkCalibratedUnder(); err != nil {
+			return err
+		}
+	}
 	switch r := p.Privacy; {
 	case r == nil:
 		return nil
@@ -662,6 +713,45 @@ func (p *Plan) Validate() error {
 		return bad("privacy.effective_clip", r.EffectiveClip, fmt.Sprintf("%v (B_g plus the quantization term's share; 0 without secure aggregation)", eff))
 	}
 	return p.checkRecord()
+}
+
+// errLegacyRecord is Validate's error for a record without the settings
+// it was calibrated under ([Record]'s Participation and those after it).
+var errLegacyRecord = errors.New("plan: privacy record without its participation (a record of a dpmf from before records named the participation, rounds and other settings they were calibrated under): the participation its sensitivity of C is under cannot be checked; calibrate the plan again (plan.Plan.Calibrate: mfsolve -eps -delta, or ofl in a fresh -state; finish an older run with the dpmf that started it)")
+
+// checkCalibratedUnder checks that the plan's privacy record was
+// calibrated under the plan's settings ([Record]'s Participation and those
+// after it): a plan edited after its calibration is refused, naming the
+// setting and both values. The plan's fields are checked by Validate
+// before.
+func (p *Plan) checkCalibratedUnder() error {
+	r := p.Privacy
+	if r.Participation == "" {
+		return errLegacyRecord
+	}
+	part, _ := p.Pattern()        // checked by Validate
+	spec, _ := p.strategySpec()   // checked by Validate
+	rel, _ := p.Target.relation() // checked by Target.validate
+	for _, f := range []struct {
+		name      string
+		rec, plan any
+	}{
+		{"participation", r.Participation, part.String()}, {"rounds", r.Rounds, p.Rounds},
+		{"workload", r.Workload, p.workload()}, {"strategy", r.Strategy, spec},
+		{"algorithm", r.Algorithm, p.Algorithm}, {"relation", r.Relation, rel.String()},
+		{"sampling", r.Sampling, p.Target.Sampling}, {"learners", r.Learners, p.Learners},
+		{"tau", r.Tau, p.Tau}, {"clip", r.Clip, p.Clip},
+	} {
+		if f.rec == f.plan {
+			continue
+		}
+		v, w := fmt.Sprint(f.rec), fmt.Sprint(f.plan)
+		if _, ok := f.rec.(string); ok {
+			v, w = strconv.Quote(v), strconv.Quote(w)
+		}
+		return fmt.Errorf("plan: privacy.%s %s, but the plan's %s is %s: the record was calibrated under another %s; calibrate the plan again (plan.Plan.Calibrate)", f.name, v, f.name, w, f.name)
+	}
+	return nil
 }
 
 // checkRecord checks that the plan's privacy record is one [Plan.Calibrate]
@@ -842,6 +932,24 @@ func (p *Plan) Epochs() int {
 
 // Private reports whether the plan's algorithm adds noise.
 func (p *Plan) Private() bool { return p.Algorithm != AlgoNonPrivate }
+
+// strategySpec returns the spec of the plan's strategy as factorize
+// writes it: optimal when the plan names none, identity for the
+// independent algorithm (what a record names, [Record]'s Strategy).
+func (p *Plan) strategySpec() (string, error) {
+	spec := p.Strategy
+	switch {
+	case p.Algorithm == AlgoIndependent:
+		spec = factorize.StrategyIdentity
+	case spec == "":
+		spec = factorize.StrategyOptimal
+	}
+	s, err := factorize.ParseStrategy(spec)
+	if err != nil {
+		return "", wrap(err)
+	}
+	return s.Spec(), nil
+}
 
 // strategy returns the plan's strategy with the options its participation
 // needs: a strategy that computes its sensitivity without C only under
