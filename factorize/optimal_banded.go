@@ -599,12 +599,21 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	// tx: delta bounds ||X* - X||_2, 2b - 1 for any two feasible matrices
 	// (-X <= X* - X <= X*), and, from f(X*) <= f(X), the bounds below by
 	// the same expansion (docs/solver.md), which a few rounds tighten.
-	quad := func(tx, m2, gersh, lam float64) float64 {
+	//
+	// The dual bound needs no delta: where lambda_max(E) <= eMax < 1,
+	// f(X) - f(X*) <= tx / (1 + sqrt(1 - eMax))^2 (docs/solver.md,
+	// "A dual bound without delta").
+	quad := func(tx, m2, gersh, lam, eMax float64) float64 {
 		delta := float64(2*b - 1)
 		for range 8 {
 			delta = math.Min(delta, math.Min((gersh+delta)*r/lam, math.Sqrt((gersh+delta)*(tx+delta*m2)/lam)))
 		}
-		return (tx + delta*m2) / 4
+		q := (tx + delta*m2) / 4
+		if eMax < 1 {
+			s := 1 + math.Sqrt(1-math.Max(eMax, 0))
+			q = math.Min(q, tx/(s*s)*(1+1e-15))
+		}
+		return q
 	}
 	// Where it may certify is predicted from its last computation, with
 	// tx and m2 scaled by r^2 (their ratios to it change slowly): it is
@@ -618,7 +627,7 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	case stop <= 0:
 	case lin <= min(1e5*stop, 1) && (last.lam == 0 || lin <= last.lin/10):
 	case last.lam > 0:
-		pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam))
+		pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam, last.e*r))
 		if pred > stop && (pred > 10*stop || last.since < 20) {
 			return lin
 		}
@@ -628,9 +637,9 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	m1, mi := bp.formM(x)
 	lam := math.Max(1/(m1*mi*(1+1e-12)), bp.refineLambda())
 	gersh := bp.gershgorin(x)
-	m, tx := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
-	q := quad(tx, m*m, gersh, lam)
-	*last = lastQuad{tx: tx / (r * r), m2: m * m / (r * r), gersh: gersh, lam: lam, lin: lin}
+	m, tx, eMax := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
+	q := quad(tx, m*m, gersh, lam, eMax)
+	*last = lastQuad{tx: tx / (r * r), m2: m * m / (r * r), e: eMax / r, gersh: gersh, lam: lam, lin: lin}
 	return math.Min(lin, rel(q))
 }
 
@@ -638,15 +647,16 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 // bound to predict the next: tx and m2 over r^2, gersh, lambda, the
 // linear bound then (all 0 before the first), and the calls since.
 type lastQuad struct {
-	tx, m2, gersh, lam, lin float64
-	since                   int
+	tx, m2, e, gersh, lam, lin float64
+	since                      int
 }
 
 // mr returns upper bounds on ||W||_F and on tr(W X W^T), W = M R with M
-// = L^T X and R the off-diagonal band of G (both triangles) from g, at
-// the X of the last [bandedProblem.formM], which returned m1 and mi; rn
-// is the computed ||R||_F, gErr bounds its error, and gersh is X's
-// Gershgorin bound.
+// = L^T X and R the off-diagonal band of G (both triangles) from g, and
+// on lambda_max(E), E = M R M^T = W M^T (the dual bound's, docs/solver.md
+// "A dual bound without delta"), at the X of the last
+// [bandedProblem.formM], which returned m1 and mi; rn is the computed
+// ||R||_F, gErr bounds its error, and gersh is X's Gershgorin bound.
 //
 // They are the quadratic bound's weights (docs/solver.md): with delta >=
 // ||X* - X||_2, f(X) - f(X*) <= sup over Delta on the band of <R, Delta>
@@ -665,7 +675,7 @@ type lastQuad struct {
 // of squares and of the quadratic forms are raised by gamma of their
 // longest chain of additions (|X| <= gersh in the forms), and tr(W X
 // W^T)^(1/2) = ||W X^{1/2}||_F by e sqrt(gersh).
-func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx float64) {
+func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx, eMax float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wm, wr, wa := 2*b+p-1, 2*b-1, 4*b+p-3
 	if len(bp.rf) < n*wr {
@@ -687,9 +697,14 @@ func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, ger
 		}
 	})
 	xd := x.Data
-	sums := sumBandRows(n, 2, float64(4*wm*b), func(lo, hi int, out []float64) {
+	// Each chunk's largest E row sum (a maximum, not a sum).
+	maxes := make([]float64, (n+bandRowChunk-1)/bandRowChunk)
+	sums := sumBandRows(n, 2, float64(16*wm*b), func(lo, hi int, out []float64) {
 		acc, rev := make([]float64, wa), make([]float64, wa)
 		s, t := 0.0, 0.0
+		// eRow is the largest Gershgorin sum of a row of E = W M^T over the
+		// chunk's rows.
+		eRow := math.Inf(-1)
 		for i := lo; i < hi; i++ {
 			// W[i][l] = sum_k M[i][k] R[l][k] at acc[a], l = i-2b+2+a,
 			// over the columns k of both rows; M's row i holds the
@@ -723,17 +738,113 @@ func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, ger
 				d := min(b, a+1, l+1)
 				t += v * (2*linalg.Dot(xd[l*b:l*b+d], rev[wa-1-a:]) - v*xd[l*b])
 			}
+			// Row i of E = M R M^T = W M^T: E[i][j] = sum_l W[i][l]
+			// M[j][l] over the columns l of both rows, j within 3b + p - 3
+			// of i; its Gershgorin sum E[i][i] + sum_{j != i} |E[i][j]|.
+			rs, ra := 0.0, 0.0
+			for j := max(0, i-3*b-p+3); j <= min(n-1, i+3*b+p-3); j++ {
+				la, lb := max(l0, j-b+1, 0), min(l0+wa-1, j+b+p-1, n-1)
+				if la > lb {
+					continue
+				}
+				v := linalg.Dot(acc[la-l0:lb-l0+1], bp.m[j*wm+la-j+b-1:])
+				if j == i {
+					rs += v
+				} else {
+					rs += math.Abs(v)
+				}
+				ra += math.Abs(v)
+			}
+			// The sum's own rounding is at most gamma of its length times
+			// the sum of the magnitudes.
+			eRow = math.Max(eRow, rs+gammaU(6*b+2*p)*ra)
 		}
 		out[0], out[1] = s, t
+		maxes[lo/bandRowChunk] = eRow
 	})
-	gamma := func(k int) float64 { u := 0x1p-53; return float64(k) * u / (1 - float64(k)*u) }
+	eTop := math.Inf(-1)
+	for _, v := range maxes {
+		eTop = math.Max(eTop, v)
+	}
+	gamma := gammaU
 	mNorm := math.Sqrt(m1 * mi)
 	formErr := gamma(p+1) * bp.lNorm() * gersh
 	e := (gamma(2*wm)*mNorm+formErr)*rn + (mNorm+formErr)*gErr
 	s := sums[0] * (1 + gamma(n+wa))
 	m = math.Sqrt(s) + e
 	tx = math.Sqrt(math.Max(0, sums[1])+gamma(n+2*b*wa)*gersh*s) + e*math.Sqrt(gersh)
-	return m, tx * tx
+	// E's bound (Gershgorin, with Weyl's inequality for the error): with
+	// R^ the computed band of G (R^ symmetric, ||R - R^||_F <= gErr),
+	// lambda_max(E) <= lambda_max(M R^ M^T) + ||M||_2^2 gErr, and the
+	// computed rows of M R^ M^T are within kappa Q |R^| Q^T entry-wise,
+	// Q = |L|^T |X| (|fl(M) - M| <= gamma_{p+1} Q, |M| <= Q, the two
+	// products' errors as above), whose row sums are
+	// |L|^T |X| |R^| |X| |L| 1: four band products with a vector.
+	g1, g2, g3 := gamma(p+1), gamma(2*wm), gamma(wa)
+	k1 := g2*(1+g1) + g1
+	kappa := g3*(1+k1)*(1+g1) + k1*(1+g1) + g1
+	mN := mNorm*(1+1e-12) + formErr
+	eMax = eTop + kappa*bp.absRowSums(x, rf)*(1+gamma(4*(2*b+p+1))) + mN*mN*gErr
+	eMax += math.Abs(eMax) * gamma(4)
+	return m, tx * tx, eMax
+}
+
+// gammaU returns gamma_k = k u / (1 - k u), u = 2^-53, the bound on the
+// relative rounding error of k floating-point operations in a chain
+// (Higham 2002, section 3.1).
+func gammaU(k int) float64 { u := 0x1p-53; return float64(k) * u / (1 - float64(k)*u) }
+
+// absRowSums returns the largest entry of |L|^T |X| |R| |X| |L| 1 (the
+// row sums of that product of band matrices), L = A^{-1}, R the
+// off-diagonal band of G in rf (rows as [bandedProblem.mr] lays them out),
+// each product formed as a product with a vector in O(R b).
+func (bp *bandedProblem) absRowSums(x linalg.SymBand, rf []float64) float64 {
+	n, b, p := bp.n, bp.b, bp.p
+	wl, wr := p+1, 2*b-1
+	u, v := make([]float64, n), make([]float64, n)
+	// |L| 1: row a of L holds columns a-p .. a.
+	for a := 0; a < n; a++ {
+		s := 0.0
+		for t := 0; t < wl && t <= a; t++ {
+			s += math.Abs(bp.lb[a*wl+t])
+		}
+		u[a] = s
+	}
+	absX := func(dst, src []float64) {
+		forBandRows(n, float64(2*b), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s := src[i] // unit diagonal
+				for d := 1; d < b && d <= i; d++ {
+					s += math.Abs(x.Data[i*b+d]) * src[i-d]
+				}
+				for d := 1; d < b && i+d < n; d++ {
+					s += math.Abs(x.Data[(i+d)*b+d]) * src[i+d]
+				}
+				dst[i] = s
+			}
+		})
+	}
+	absX(v, u)
+	forBandRows(n, float64(wr), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			s := 0.0
+			for l := max(0, k-b+1); l <= min(n-1, k+b-1); l++ {
+				s += math.Abs(rf[k*wr+l-k+b-1]) * v[l]
+			}
+			u[k] = s
+		}
+	})
+	absX(v, u)
+	// |L|^T v: column i of L holds rows i .. i+p.
+	top := 0.0
+	for i := 0; i < n; i++ {
+		s := 0.0
+		for a := i; a <= min(n-1, i+p); a++ {
+			s += math.Abs(bp.lb[a*wl+a-i]) * v[a]
+		}
+		top = math.Max(top, s)
+	}
+	return top
 }
 
 // lNorm returns sqrt(||L||_1 ||L||_inf) >= ||L||_2, L = A^{-1}, raised by

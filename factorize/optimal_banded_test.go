@@ -521,6 +521,7 @@ func TestBandedCertificateBounds(t *testing.T) {
 		grad, g := make([]float64, m), make([]float64, m)
 		var s mat.SymDense
 		s.SymOuterK(1, mat.DenseCopyOf(c.w.Matrix()).T())
+		dual := 0
 		for k, x := range points {
 			f, ok := bp.eval(x, grad, g)
 			require.True(t, ok)
@@ -590,7 +591,33 @@ func TestBandedCertificateBounds(t *testing.T) {
 					gErr += 2 * math.Pow(g[i*c.b+i-j]-gd.At(i, j), 2)
 				}
 			}
-			mr, tx := bp.mr(x, g, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
+			mr, tx, eMax := bp.mr(x, g, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
+			// The dual bound's E = M R M^T: eMax is at least its largest
+			// eigenvalue (dense), and where it is below 1 the bound
+			// f - tr(W X W^T) / (1 + sqrt(1 - eMax))^2 is below the
+			// Newton optimum.
+			var ed mat.Dense
+			ed.Mul(&mrd, md.T())
+			var eeig mat.EigenSym
+			require.True(t, eeig.Factorize(mat.NewSymDense(n, symmetrised(&ed)), false))
+			ev := eeig.Values(nil)
+			assert.GreaterOrEqual(t, eMax, ev[n-1], "%s b=%d point %d", c.w.Name(), c.b, k)
+			gersh := math.Inf(-1)
+			for i := 0; i < n; i++ {
+				rs := ed.At(i, i)
+				for j := 0; j < n; j++ {
+					if j != i {
+						rs += math.Abs(ed.At(i, j))
+					}
+				}
+				gersh = math.Max(gersh, rs)
+			}
+			assert.InDelta(t, gersh, eMax, 1e-6*math.Abs(gersh)+1e-9, "%s b=%d point %d", c.w.Name(), c.b, k)
+			if eMax < 1 {
+				s := 1 + math.Sqrt(1-math.Max(eMax, 0))
+				assert.LessOrEqual(t, f-tx/(s*s), fStar*(1+1e-12), "%s b=%d point %d", c.w.Name(), c.b, k)
+				dual++
+			}
 			assert.GreaterOrEqual(t, mr, dense, "%s b=%d point %d", c.w.Name(), c.b, k)
 			assert.InDelta(t, dense, mr, 1e-6*dense+1e-12, "%s b=%d point %d", c.w.Name(), c.b, k)
 			var pxp mat.Dense
@@ -602,6 +629,7 @@ func TestBandedCertificateBounds(t *testing.T) {
 		}
 		// Near the optimum the quadratic bound is far below the linear
 		// one: certify the 1e-6 point with both and with the linear alone.
+		assert.GreaterOrEqual(t, dual, 3, "%s b=%d: points where the dual bound applies", c.w.Name(), c.b)
 		x := points[4]
 		f, _ := bp.eval(x, grad, g)
 		p := 0.0
@@ -830,7 +858,7 @@ func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
 		gap := bp.gapOf(pt.x, pt.g, pt.f, 0, 0)
 		m1, mi := bp.formM(pt.x)
 		lambda := bp.refineLambda()
-		mr, tx := bp.mr(pt.x, pt.g, 1, 1e-12, m1, mi, bp.gershgorin(pt.x))
+		mr, tx, _ := bp.mr(pt.x, pt.g, 1, 1e-12, m1, mi, bp.gershgorin(pt.x))
 		h := make([]float64, bp.precondLen())
 		bp.precondition(pt.x, pt.g, h)
 		mem := optim.NewMemory32(3)
@@ -1047,4 +1075,89 @@ func TestOptimalBandedProgressCoarse(t *testing.T) {
 	assert.Equal(t, 2, sol.levels)
 	assert.Equal(t, sol.iter, last.Iter)
 	assert.LessOrEqual(t, last.Gap, 1e-6)
+}
+
+// symmetrised returns the row-major data of (a + a^T) / 2 for a square a.
+func symmetrised(a *mat.Dense) []float64 {
+	n, _ := a.Dims()
+	d := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			d[i*n+j] = (a.At(i, j) + a.At(j, i)) / 2
+		}
+	}
+	return d
+}
+
+// The bound on lambda_max(E) over several row chunks (R = 700, chunks of
+// bandRowChunk rows): the largest Gershgorin row sum of E = M R M^T is
+// the dense one within rounding, wherever the largest row lies (the
+// perturbation of X is larger in the last chunk, then in the first).
+func TestBandedDualBoundChunked(t *testing.T) {
+	const n, b = 700, 5
+	require.Greater(t, n, 2*bandRowChunk)
+	w := prefix(t, n)
+	bp := testBandedProblem(t, w, b)
+	start, err := bp.start()
+	require.NoError(t, err)
+	opt, err := Options{Tol: 1e-8}.withDefaults()
+	require.NoError(t, err)
+	sol, err := bp.solve(context.Background(), start, opt)
+	require.NoError(t, err)
+	x0 := sol.x
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, hot := range [][2]int{{n - 100, n}, {300, 400}, {0, 100}} {
+		x := linalg.SymBand{N: n, K: b - 1, Data: append([]float64(nil), x0.Data...)}
+		for i := 0; i < n; i++ {
+			eps := 0.0
+			if i >= hot[0] && i < hot[1] {
+				eps = 0.01
+			}
+			for d := 1; d < b && d <= i; d++ {
+				x.Data[i*b+d] += eps * (2*rng.Float64() - 1)
+			}
+		}
+		grad, g := make([]float64, n*b), make([]float64, n*b)
+		_, ok := bp.eval(x, grad, g)
+		require.True(t, ok)
+		m1, mi := bp.formM(x)
+		r2 := 0.0
+		rd := mat.NewDense(n, n, nil)
+		for i := 0; i < n; i++ {
+			for j := max(0, i-b+1); j < i; j++ {
+				v := g[i*b+i-j]
+				rd.Set(i, j, v)
+				rd.Set(j, i, v)
+				r2 += 2 * v * v
+			}
+		}
+		_, _, eMax := bp.mr(x, g, math.Sqrt(r2), 0, m1, mi, bp.gershgorin(x))
+		xd := mat.NewDense(n, n, nil)
+		for i := 0; i < n; i++ {
+			for j := max(0, i-b+1); j <= i; j++ {
+				xd.Set(i, j, x.At(i, j))
+				xd.Set(j, i, x.At(i, j))
+			}
+		}
+		var ad, md, mr, ed mat.Dense
+		require.NoError(t, ad.Inverse(w.Matrix()))
+		md.Mul(ad.T(), xd)
+		mr.Mul(&md, rd)
+		ed.Mul(&mr, md.T())
+		top, arg := math.Inf(-1), -1
+		for i := 0; i < n; i++ {
+			rs := ed.At(i, i)
+			for j := 0; j < n; j++ {
+				if j != i {
+					rs += math.Abs(ed.At(i, j))
+				}
+			}
+			if rs > top {
+				top, arg = rs, i
+			}
+		}
+		assert.True(t, arg >= hot[0] && arg < hot[1], "largest row %d outside [%d, %d)", arg, hot[0], hot[1])
+		assert.GreaterOrEqual(t, eMax, top*(1-1e-9), "hot rows %v", hot)
+		assert.InDelta(t, top, eMax, 1e-6*math.Abs(top), "hot rows %v", hot)
+	}
 }

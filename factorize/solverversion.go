@@ -17,5 +17,6 @@ package factorize
 // linalg.SymBand.ProvenAbove, and the certified bounds lowered by the
 // LDL^T residual); 2, 28 November 2026 (the structured path's band case,
 // momentum workloads, evaluated in double-word arithmetic, without the
-// dense retry).
-const SolverVersion = 2
+// dense retry); 3, 28 November 2026 (the banded solver's dual bound
+// without delta, which stops it earlier).
+const SolverVersion = 3
