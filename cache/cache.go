@@ -261,7 +261,7 @@ func keyFields(s factorize.Strategy, w *factorize.Workload, p factorize.Particip
 // same byte string.
 func (k cacheKeyFields) hex() string {
 	h := sha256.New()
-	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), solverID, k.strategy, k.strategyKey,
+	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), solverID, archID, k.strategy, k.strategyKey,
 		k.workload, strconv.Itoa(k.r), k.participation.String()} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
@@ -272,7 +272,10 @@ func (k cacheKeyFields) hex() string {
 // strategy s under participation p. The key covers the cache format
 // version, the solver ([factorize.SolverVersion] and, where the program's
 // build records it, the version of the dpmf module: an entry of another
-// solver is a miss), the strategy's name and [factorize.CacheKey] (the settings that change
+// solver is a miss), the CPU architecture (runtime.GOARCH, with its
+// variant such as GOAMD64 where the build records it: results differ in
+// the last bits between amd64 and 386, and an entry of another
+// architecture is a miss), the strategy's name and [factorize.CacheKey] (the settings that change
 // the result, with defaults filled in), the workload ([factorize.Workload.Key] and R)
 // and the participation. Invalid options or participation are an error.
 func Key(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (string, error) {
