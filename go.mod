@@ -3,6 +3,7 @@ module github.com/dpmf/dpmf
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/net v0.60.0
 	golang.org/x/sys v0.48.0

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/dpmf/dpmf/accountant"
+	"github.com/dpmf/dpmf/internal/ddfloat"
 )
 
 // levelZ returns z with Phi(z) = (1 + level) / 2, the half-width in
@@ -181,20 +182,30 @@ func estimateMu(scores []float64, in []bool, w []float64, level float64) (MuEsti
 	if m < 3 {
 		return MuEstimate{}, fmt.Errorf("audit: %d canaries, want at least 3", m)
 	}
-	sxx, sxt := 0.0, 0.0
+	// The sums, the slope and the residuals in double-word arithmetic:
+	// scores that lie exactly on a line then have residuals of exactly 0
+	// (in float64 the fit's own rounding left about an ulp of the scores
+	// for some of their last bits, and mu-hat was about 1e16 instead of
+	// +Inf, depending on those bits), and any spread left is the scores'
+	// own, not the fit's.
+	var sxx, sxxl, sxt, sxtl float64
 	x := make([]float64, m)
 	for j := range x {
 		x[j] = w[j] / 2
 		if !in[j] {
 			x[j] = -x[j]
 		}
-		sxx += x[j] * x[j]
-		sxt += x[j] * scores[j]
+		p, pl := ddfloat.TwoProd(x[j], x[j])
+		sxx, sxxl = ddfloat.Add(sxx, sxxl, p, pl)
+		p, pl = ddfloat.TwoProd(x[j], scores[j])
+		sxt, sxtl = ddfloat.Add(sxt, sxtl, p, pl)
 	}
-	beta := sxt / sxx
+	beta, betal := ddfloat.Div(sxt, sxtl, sxx, sxxl)
 	rss := 0.0
 	for j, t := range scores {
-		e := t - beta*x[j]
+		ph, pl := ddfloat.MulFloat(beta, betal, x[j])
+		e, el := ddfloat.Add(t, 0, -ph, -pl)
+		e += el
 		rss += e * e
 	}
 	sigma := math.Sqrt(rss / float64(m-1))

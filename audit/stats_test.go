@@ -249,3 +249,56 @@ func TestReplayReportJSONNonFinite(t *testing.T) {
 		t.Errorf("read back %+v, want %+v", back, r)
 	}
 }
+
+// TestEstimateMuExactLineAnyBits: scores that lie exactly on the fitted
+// line (every included canary's score S, every excluded one's -S, equal
+// weights; or weights of powers of 2 with scores their exact multiples)
+// have a spread of exactly 0, so mu-hat = +Inf, whatever the last bits of
+// S: in real arithmetic the least-squares residuals are 0. Before, the
+// fit's own rounding left residuals of about an ulp of S for some S (on
+// 386, the canary audit's S = 0x1.5a69fd5adc05ep+65 gave sigma-hat 8758
+// and mu-hat 1.1e16 for a release whose noise rounding had erased), so
+// the verdict hung on the last bits of the noise operator's arithmetic.
+func TestEstimateMuExactLineAnyBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	ss := []float64{0x1.5a69fd5adc05ep+65, 0x1.5a69fd5adc057p+65, 1.5}
+	for range 2000 {
+		ss = append(ss, math.Ldexp(1+rng.Float64(), rng.IntN(200)-100))
+	}
+	for i, s := range ss {
+		m := 3 + rng.IntN(30)
+		if i == 0 || i == 1 {
+			m = 8
+		}
+		scores, in, w := make([]float64, m), make([]bool, m), make([]float64, m)
+		for j := range scores {
+			in[j], w[j] = rng.IntN(2) == 1, 1
+			if i%2 == 1 && i > 2 {
+				w[j] = math.Ldexp(1, -rng.IntN(4)) // scores stay exact multiples
+			}
+			if j == 0 {
+				in[j] = true // both groups present
+			} else if j == 1 {
+				in[j] = false
+			}
+			scores[j] = s * w[j]
+			if !in[j] {
+				scores[j] = -scores[j]
+			}
+		}
+		if i == 0 || i == 1 {
+			// The canary audit's pattern on 386 and amd64.
+			copy(in, []bool{false, true, false, false, true, false, false, false})
+			for j := range scores {
+				scores[j] = math.Copysign(s, map[bool]float64{true: 1, false: -1}[in[j]])
+			}
+		}
+		est, err := estimateMu(scores, in, w, 0.99)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est.Sigma != 0 || !math.IsInf(est.Mu, 1) {
+			t.Errorf("S = %x, m = %d, weights %v: sigma-hat %v, mu-hat %v; want 0, +Inf", s, m, w, est.Sigma, est.Mu)
+		}
+	}
+}

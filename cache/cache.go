@@ -125,7 +125,10 @@ func (e *CorruptError) Error() string {
 // UntrustedError is returned by [Cache.Load] and [Cache.Store] for a cache
 // directory or entry that another local user could have written (Unix:
 // one owned by a user other than this process's and root, or writable by
-// its group or by others, the rule ssh applies to its keys): an entry
+// its group or by others, the rule ssh applies to its keys), or a cache
+// directory under one that another user controls (owned by another user,
+// or writable by its group or others without the sticky bit of /tmp: that
+// user could put a directory of their own in its place): an entry
 // planted there would be a wrong factorization, and so wrong noise.
 // [Cache.Compute] then warns and computes; it does not use such a
 // directory at all, and replaces such an entry.
@@ -158,14 +161,15 @@ func untrusted(path string, fi fs.FileInfo, dir bool) error {
 }
 
 // checkDir returns an *UntrustedError if the cache directory exists and
-// another user could write into it, nil if it is private or does not
+// another user could write into it, or could replace it through a
+// directory above it (private.CheckDir), nil if it is private or does not
 // exist (yet).
 func (c *Cache) checkDir() error {
-	fi, err := os.Stat(c.Dir)
-	if err != nil {
-		return nil // absent: created private; unreadable: the load says so
+	var pe *private.Error
+	if errors.As(private.CheckDir(c.Dir), &pe) {
+		return &UntrustedError{Path: c.Dir, Reason: pe.Reason, Dir: true}
 	}
-	return untrusted(c.Dir, fi, true)
+	return nil // private; absent: created private; unreadable: the load says so
 }
 
 // DefaultDir returns the per-user cache directory of dpmf,
@@ -257,7 +261,7 @@ func keyFields(s factorize.Strategy, w *factorize.Workload, p factorize.Particip
 // same byte string.
 func (k cacheKeyFields) hex() string {
 	h := sha256.New()
-	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), solverID, k.strategy, k.strategyKey,
+	for _, s := range []string{"dpmf factorization cache", strconv.Itoa(cacheVersion), solverID, archID, k.strategy, k.strategyKey,
 		k.workload, strconv.Itoa(k.r), k.participation.String()} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
@@ -268,7 +272,10 @@ func (k cacheKeyFields) hex() string {
 // strategy s under participation p. The key covers the cache format
 // version, the solver ([factorize.SolverVersion] and, where the program's
 // build records it, the version of the dpmf module: an entry of another
-// solver is a miss), the strategy's name and [factorize.CacheKey] (the settings that change
+// solver is a miss), the CPU architecture (runtime.GOARCH, with its
+// variant such as GOAMD64 where the build records it: results differ in
+// the last bits between amd64 and 386, and an entry of another
+// architecture is a miss), the strategy's name and [factorize.CacheKey] (the settings that change
 // the result, with defaults filled in), the workload ([factorize.Workload.Key] and R)
 // and the participation. Invalid options or participation are an error.
 func Key(s factorize.Strategy, w *factorize.Workload, p factorize.Participation) (string, error) {

@@ -24,7 +24,7 @@ import (
 // *cache.UntrustedError, Compute computes, warns in one line and stores
 // nothing there, Store refuses it. Before, it was used as any other.
 func TestCacheDirWritableByOthers(t *testing.T) {
-	for _, mode := range []os.FileMode{0o777, 0o770, 0o1777} {
+	for _, mode := range []os.FileMode{0o777, 0o770, os.ModeSticky | 0o777} {
 		dir := filepath.Join(t.TempDir(), "cache")
 		c := &cache.Cache{Dir: dir}
 		s := strat(factorize.StrategyIdentity, factorize.Options{})
@@ -34,7 +34,7 @@ func TestCacheDirWritableByOthers(t *testing.T) {
 		require.NoError(t, os.Chmod(dir, mode))
 		_, err = c.Load(s, w, factorize.Participation{})
 		var ue *cache.UntrustedError
-		require.True(t, errors.As(err, &ue), "mode %04o: %v", mode, err)
+		require.True(t, errors.As(err, &ue), "mode %v: %v", mode, err)
 		assert.Equal(t, dir, ue.Path)
 		assert.Contains(t, err.Error(), "writable by")
 		before := cacheDirNames(t, dir)
@@ -92,4 +92,41 @@ func TestCacheEntryWritableByOthers(t *testing.T) {
 		require.True(t, errors.As(err, &ue), "%v", err)
 		assert.Contains(t, err.Error(), "owned by another user")
 	}
+}
+
+// TestCacheDirUnderWritableParent: a private cache directory inside a
+// directory that others may write without the sticky bit is not used
+// either (another user could rename it away and put a directory of their
+// own, with planted entries, in its place): Load refuses it with a
+// *cache.UntrustedError naming the directory above, Compute computes and
+// warns in one line. Under a sticky parent (as /tmp), it is used. Before,
+// only the cache directory itself was checked.
+func TestCacheDirUnderWritableParent(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	require.NoError(t, os.Mkdir(shared, 0o700))
+	dir := filepath.Join(shared, "cache")
+	c := &cache.Cache{Dir: dir}
+	s := strat(factorize.StrategyIdentity, factorize.Options{})
+	w := cacheWorkload(t, 4)
+	_, _, err := c.Compute(context.Background(), s, w, factorize.Participation{}, nil)
+	require.NoError(t, err)
+	for _, mode := range []os.FileMode{0o777, 0o770, 0o703} {
+		require.NoError(t, os.Chmod(shared, mode))
+		_, err = c.Load(s, w, factorize.Participation{})
+		var ue *cache.UntrustedError
+		require.True(t, errors.As(err, &ue), "parent mode %v: %v", mode, err)
+		assert.True(t, ue.Dir)
+		assert.Equal(t, dir, ue.Path)
+		assert.Contains(t, err.Error(), "is under "+shared+", which is writable by")
+		var warn bytes.Buffer
+		_, cached, err := c.Compute(context.Background(), s, w, factorize.Participation{}, &warn)
+		require.NoError(t, err)
+		assert.False(t, cached, "parent mode %v: the entry was loaded", mode)
+		assert.Equal(t, 1, strings.Count(warn.String(), "\n"), warn.String())
+		assert.Contains(t, warn.String(), "the cache is not used")
+	}
+	require.NoError(t, os.Chmod(shared, os.ModeSticky|0o777))
+	_, cached, err := c.Compute(context.Background(), s, w, factorize.Participation{}, nil)
+	require.NoError(t, err)
+	assert.True(t, cached, "under a sticky parent the cache is used")
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"runtime"
 	"runtime/debug"
 	"strconv"
 
@@ -45,4 +46,38 @@ func solverIdentity(version int, bi *debug.BuildInfo, ok bool) string {
 		return id
 	}
 	return id + " module " + v
+}
+
+// archID names the machine arithmetic of this program; the key covers it,
+// so that an entry written by a program of another architecture (a cache
+// directory shared over NFS between amd64 and 386 machines, whose results
+// differ in the last bits) is a miss, never loaded. Tests replace it.
+var archID = func() string {
+	bi, ok := debug.ReadBuildInfo()
+	return archIdentity(runtime.GOARCH, bi, ok)
+}()
+
+// archVariant is the build setting that selects the instruction set within
+// an architecture, where there is one: GOAMD64=v3, for one, lets the
+// compiler fuse a*b+c into one rounding.
+var archVariant = map[string]string{
+	"386": "GO386", "amd64": "GOAMD64", "arm": "GOARM", "arm64": "GOARM64",
+	"mips": "GOMIPS", "mipsle": "GOMIPS", "mips64": "GOMIPS64", "mips64le": "GOMIPS64",
+	"ppc64": "GOPPC64", "ppc64le": "GOPPC64", "riscv64": "GORISCV64", "wasm": "GOWASM",
+}
+
+// archIdentity is "arch GOARCH", followed by " SETTING=VALUE" when the
+// build information records goarch's variant setting (archVariant).
+func archIdentity(goarch string, bi *debug.BuildInfo, ok bool) string {
+	id := "arch " + goarch
+	if !ok || bi == nil {
+		return id
+	}
+	key := archVariant[goarch]
+	for _, s := range bi.Settings {
+		if key != "" && s.Key == key && s.Value != "" {
+			return id + " " + key + "=" + s.Value
+		}
+	}
+	return id
 }

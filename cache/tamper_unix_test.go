@@ -19,9 +19,11 @@ import (
 func TestCachePrivateModes(t *testing.T) {
 	// Under a permissive umask the cache directory is still 0700 and the
 	// entries 0600: they hold factors of private computations.
+	// t.TempDir is made first: under umask 0 its directory is 0777, which
+	// the cache would refuse as a directory above it that others may write.
+	dir := filepath.Join(t.TempDir(), "a", "cache")
 	old := unix.Umask(0)
 	defer unix.Umask(old)
-	dir := filepath.Join(t.TempDir(), "a", "cache")
 	c := &cache.Cache{Dir: dir}
 	_, _, err := c.Compute(context.Background(), strat(factorize.StrategyIdentity, factorize.Options{}), cacheWorkload(t, 4), factorize.Participation{}, nil)
 	require.NoError(t, err)

@@ -704,17 +704,19 @@ type state struct {
 
 // checkPrivateDir refuses a state directory that another local user could
 // write into (package private: owned by another user than this process's
-// and root, or writable by its group or others): such a user could
-// replace the run's record or its rounds, and rewind the privacy state.
-// Where there are no Unix mode bits, nothing is checked.
+// and root, or writable by its group or others), or could replace whole
+// through a directory above it (private.CheckDir: one owned by another
+// user, or writable by its group or others without the sticky bit): such
+// a user could replace the run's record or its rounds, and rewind the
+// privacy state. Where there are no Unix mode bits, nothing is checked.
 func checkPrivateDir(dir, role string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("state directory: %w", err)
-	}
+	err := private.CheckDir(dir)
 	var pe *private.Error
-	if errors.As(private.Check(dir, fi), &pe) {
+	switch {
+	case errors.As(err, &pe):
 		return fmt.Errorf("state directory %s %s; the %s refuses to use it, since another user could rewrite its state", dir, pe.Reason, role)
+	case err != nil:
+		return fmt.Errorf("state directory: %w", err)
 	}
 	return nil
 }

@@ -57,13 +57,17 @@
 // in which two learners share a key (X25519 keys only in canonical encoding,
 // below 2^255 - 19, so that an alias with the top bit set is not taken for
 // another key; the aggregator refuses such keys too); both refuse an
-// Ed25519 key that is not canonical, not on the curve or of small order
-// (with the identity as key one signature verifies for every message;
-// points of mixed order are not checked).
+// Ed25519 key that is not canonical, not on the curve, of small order
+// (with the identity as key one signature verifies for every message) or
+// of mixed order (outside the prime-order subgroup, which every genuine
+// key is in: a key plus a small-order point verifies a signature for some
+// messages only, and differently under cofactored verification).
 //
 // # Primitives
 //
-// Only the Go standard library: crypto/ecdh (X25519), crypto/hkdf and
+// The Go standard library, and filippo.io/edwards25519 for one check of
+// an Ed25519 key (its order: crypto/ed25519 exposes no point arithmetic):
+// crypto/ecdh (X25519), crypto/hkdf and
 // crypto/sha256 (HKDF-SHA256), crypto/aes and crypto/cipher (AES-256-GCM for
 // the shares, AES-256-CTR as the mask generator, its keystream read as
 // little-endian uint64 and added), crypto/ed25519 for the consistency

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"math/big"
+
+	"filippo.io/edwards25519"
 )
 
 // smallOrderY are the y-coordinates, little-endian, of the eight points of
@@ -32,29 +33,37 @@ var smallOrderY = func() [][]byte {
 	return ys
 }()
 
-// edwardsP and edwardsD are Edwards25519's p = 2^255 - 19 and
-// d = -121665/121666 mod p.
-var (
-	edwardsP = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(19))
-	edwardsD = func() *big.Int {
-		d := new(big.Int).ModInverse(big.NewInt(121666), edwardsP)
-		d.Mul(d, big.NewInt(-121665))
-		return d.Mod(d, edwardsP)
-	}()
-)
+// minusOne is the scalar L - 1 (-1 mod L, L the order of the prime-order
+// subgroup), so that [L]P = [L - 1]P + P: a Scalar holds values below L
+// only.
+var minusOne = func() *edwards25519.Scalar {
+	one := make([]byte, 32)
+	one[0] = 1
+	s, err := edwards25519.NewScalar().SetCanonicalBytes(one)
+	if err != nil {
+		panic(err)
+	}
+	return s.Negate(s)
+}()
 
 // checkEd25519Key returns an error unless k is an Ed25519 public key that
 // a learner may use: 32 bytes, the canonical encoding (y below p) of a
-// point of the curve, and not of small order (a point P with 8P = 0).
+// point of the curve, not of small order (a point P with 8P = 0), and in
+// the prime-order subgroup ([L]P = 0, L = 2^252 +
+// 27742317777372353535851937790883648493), as every key of
+// crypto/ed25519.GenerateKey is.
+//
 // crypto/ed25519 accepts a small-order key, and with one a signature
 // verifies for many messages (with the identity as key, S B = R + k A =
 // R for every message): a learner could sign survivor sets it never saw,
-// which the consistency check exists to prevent.
-//
-// Points of mixed order (a key plus a small-order point) are not refused:
-// that would take a scalar multiplication by the group order, and such a
-// key verifies only signatures its owner could make anyway (cofactorless
-// verification with the owner's secret scalar).
+// which the consistency check exists to prevent. A key of mixed order,
+// A + T with A a key and T of small order, is refused too: with it a
+// signature verifies under crypto/ed25519's cofactorless equation only for
+// the messages whose hash k has k T = 0, and under a cofactored verifier
+// for all, so two learners verifying the same signature could disagree.
+// No genuine key is of mixed order; refusing it costs one scalar
+// multiplication per key (filippo.io/edwards25519, whose
+// Point.SetBytes also checks that k is a point of the curve).
 func checkEd25519Key(k []byte) error {
 	if len(k) != KeySize {
 		return errors.New("not 32 bytes long, as an Ed25519 public key is")
@@ -69,21 +78,15 @@ func checkEd25519Key(k []byte) error {
 			return errors.New("an Ed25519 point of small order (8 P = 0), with which one signature verifies for many messages")
 		}
 	}
-	// x^2 = (y^2 - 1) / (d y^2 + 1) must be a square (RFC 8032, section
-	// 5.1.3); d y^2 + 1 is never 0, d being no square.
-	for i, j := 0, len(y)-1; i < j; i, j = i+1, j-1 {
-		y[i], y[j] = y[j], y[i]
-	}
-	yy := new(big.Int).SetBytes(y)
-	yy.Mul(yy, yy)
-	num := new(big.Int).Sub(yy, big.NewInt(1))
-	den := new(big.Int).Mul(edwardsD, yy)
-	den.Add(den, big.NewInt(1))
-	den.ModInverse(den.Mod(den, edwardsP), edwardsP)
-	num.Mul(num, den)
-	num.Mod(num, edwardsP)
-	if big.Jacobi(num, edwardsP) < 0 {
+	// RFC 8032's decoding, section 5.1.3: x^2 = (y^2 - 1) / (d y^2 + 1)
+	// must be a square. (SetBytes also takes y >= p, refused above.)
+	p, err := new(edwards25519.Point).SetBytes(k)
+	if err != nil {
 		return errors.New("not a point of the Ed25519 curve")
+	}
+	q := new(edwards25519.Point).ScalarMult(minusOne, p)
+	if q.Add(q, p).Equal(edwards25519.NewIdentityPoint()) != 1 {
+		return errors.New("an Ed25519 point outside the prime-order subgroup (a key plus a point of small order), which no genuine key is")
 	}
 	return nil
 }

@@ -187,3 +187,92 @@ func TestSmallOrderSigPubRefused(t *testing.T) {
 	_, err = s.clients[0].ShareKeys(roster)
 	refused(t, "roster entry with the identity as Ed25519 key", err, "small order")
 }
+
+// edL is the order of Edwards25519's prime-order subgroup, 2^252 +
+// 27742317777372353535851937790883648493 (RFC 8032, section 5.1).
+var edL = func() *big.Int {
+	l, ok := new(big.Int).SetString("27742317777372353535851937790883648493", 10)
+	if !ok {
+		panic("edL")
+	}
+	return l.Add(l, new(big.Int).Lsh(big.NewInt(1), 252))
+}()
+
+// edProj is a point in projective coordinates (X : Y : Z), x = X/Z,
+// y = Y/Z, for scalar multiplication without an inversion per step.
+type edProj struct{ x, y, z *big.Int }
+
+// addProj is the unified projective addition of twisted Edwards curves
+// (Bernstein, Birkner, Joye, Lange, Peters 2008, "add-2008-bbjlp"), a =
+// -1, complete on Edwards25519 (a a square, d not), so it doubles too.
+func addProj(p, q edProj) edProj {
+	mul := func(a, b *big.Int) *big.Int { return edMod(new(big.Int).Mul(a, b)) }
+	a := mul(p.z, q.z)
+	b := mul(a, a)
+	c := mul(p.x, q.x)
+	d := mul(p.y, q.y)
+	e := mul(edD, mul(c, d))
+	f := edMod(new(big.Int).Sub(b, e))
+	g := edMod(new(big.Int).Add(b, e))
+	h := mul(new(big.Int).Add(p.x, p.y), new(big.Int).Add(q.x, q.y))
+	h = edMod(h.Sub(h, new(big.Int).Add(c, d)))
+	return edProj{mul(a, mul(f, h)), mul(a, mul(g, new(big.Int).Add(d, c))), mul(f, g)}
+}
+
+// mul returns [k]p, by double-and-add in projective coordinates.
+func (p edPoint) mul(k *big.Int) edProj {
+	r := edProj{big.NewInt(0), big.NewInt(1), big.NewInt(1)}
+	q := edProj{p.x, p.y, big.NewInt(1)}
+	for i := k.BitLen() - 1; i >= 0; i-- {
+		r = addProj(r, r)
+		if k.Bit(i) == 1 {
+			r = addProj(r, q)
+		}
+	}
+	return r
+}
+
+// inPrimeOrderSubgroup reports whether [L]p is the identity (X = 0,
+// Y = Z).
+func (p edPoint) inPrimeOrderSubgroup() bool {
+	r := p.mul(edL)
+	return r.x.Sign() == 0 && r.y.Cmp(r.z) == 0
+}
+
+// TestEd25519KeyMixedOrder: a key of crypto/ed25519.GenerateKey is
+// accepted; the same key plus any of the seven small-order points other
+// than the identity (a point of mixed order, outside the prime-order
+// subgroup: [L]P != 0, checked here by the group law in math/big) is
+// refused. Before, only the small-order points themselves were.
+func TestEd25519KeyMixedOrder(t *testing.T) {
+	small := smallOrderPoints(t)
+	for range 4 {
+		pub, _, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkEd25519Key(pub); err != nil {
+			t.Errorf("crypto/ed25519 key %x: %v", []byte(pub), err)
+		}
+		a, ok := rfc8032Decode(pub)
+		if !ok || !a.inPrimeOrderSubgroup() {
+			t.Fatalf("crypto/ed25519 key %x: decoded %v, in the prime-order subgroup %v", []byte(pub), ok, ok && a.inPrimeOrderSubgroup())
+		}
+		for _, s := range small {
+			m := a.add(s)
+			k := m.encode()
+			if s.isIdentity() {
+				if err := checkEd25519Key(k); err != nil {
+					t.Errorf("key + identity %x: %v", k, err)
+				}
+				continue
+			}
+			if m.inPrimeOrderSubgroup() {
+				t.Fatalf("key + small-order point (order %d) %x is in the prime-order subgroup", s.order(), k)
+			}
+			if err := checkEd25519Key(k); err == nil || !strings.Contains(err.Error(), "prime-order subgroup") {
+				t.Errorf("key + small-order point (order %d) %x: %v, want an error about the prime-order subgroup", s.order(), k, err)
+			}
+		}
+	}
+}

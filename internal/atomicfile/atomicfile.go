@@ -45,7 +45,7 @@
 // destination whose writer is provably gone (on Linux: the same host tag
 // and no process of that pid), never one a live process may be writing;
 // [UnprovenTemps] names the others (an older dpmf's, another host's) for
-// a warning, and [RemoveStale] deletes the old ones of a directory.
+// a warning ([PrepareNoting] names them from the same listing), and [RemoveStale] deletes the old ones of a directory.
 //
 // # Failures in tests
 //
@@ -259,7 +259,7 @@ func WriteDurableWith(path string, perm os.FileMode, opt DurableOptions, write f
 
 // writeFile is prepare followed by commit, durable or not.
 func writeFile(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error, durable bool, opt DurableOptions) error {
-	p, err := prepare(ctx, path, perm, write, opt)
+	p, err := prepare(ctx, path, perm, write, opt, nil)
 	if err != nil {
 		return err
 	}
@@ -286,12 +286,25 @@ type Pending struct {
 // Prepare returns an error that wraps it (errors.Is(err, context.Canceled)
 // holds). On any error, or a panic of write, the temporary file is removed.
 func Prepare(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error) (*Pending, error) {
-	return prepare(ctx, path, perm, write, DurableOptions{})
+	return prepare(ctx, path, perm, write, DurableOptions{}, nil)
 }
 
-// prepare is Prepare with options (ExactPerm, Once). Every file
-// operation goes through fault.Do.
-func prepare(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error, opt DurableOptions) (*Pending, error) {
+// PrepareNoting is [Prepare] that also calls unproven with the temporary
+// files of path that [UnprovenTemps] would return, taken from the listing
+// of path's directory that every write makes to remove dead writers'
+// files: one listing, where Prepare after UnprovenTemps makes two (beside
+// 10^5 files, each costs as much as the rest of a small write). unproven
+// is called once, after the listing and before the temporary file is
+// created, even with no names; it is not called if PrepareNoting fails
+// before the listing (a destination that [CheckTarget] refuses, ctx
+// done), where a caller that warns asks [UnprovenTemps].
+func PrepareNoting(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error, unproven func(paths []string)) (*Pending, error) {
+	return prepare(ctx, path, perm, write, DurableOptions{}, unproven)
+}
+
+// prepare is Prepare with options (ExactPerm, Once) and PrepareNoting's
+// unproven (nil: not asked). Every file operation goes through fault.Do.
+func prepare(ctx context.Context, path string, perm os.FileMode, write func(w io.Writer) error, opt DurableOptions, unproven func([]string)) (*Pending, error) {
 	if !opt.Once {
 		if err := CheckTarget(path); err != nil {
 			return nil, err
@@ -303,7 +316,10 @@ func prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 	dir := filepath.Dir(path)
 	// Temporary files of this destination whose writer is provably gone
 	// (killed outright) are removed; a live writer's never are.
-	removeDeadTemps(path)
+	left := removeDeadTemps(path)
+	if unproven != nil {
+		unproven(left)
+	}
 	mode := perm.Perm()
 	if opt.ExactPerm {
 		mode = 0o600 // perm once the data is written

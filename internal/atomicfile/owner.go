@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,17 +114,11 @@ func writerGone(name string) bool {
 }
 
 // removeDeadTemps removes the temporary files of the destination path
-// whose writer is provably gone (see above). Errors are ignored: a file
-// left is only a file left.
-func removeDeadTemps(path string) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	names, err := tempsOf(dir, base)
-	if err != nil {
-		return
-	}
+// whose writer is provably gone (see above), and returns those whose
+// writer can be proven neither alive nor gone ([UnprovenTemps]), from the
+// same listing. Errors are ignored: a file left is only a file left.
+func removeDeadTemps(path string) (unproven []string) {
+	dir, names := listTemps(path)
 	for _, n := range names {
 		if writerGone(n) {
 			// Unlinked, never removed as a directory (os.Remove's
@@ -134,6 +127,21 @@ func removeDeadTemps(path string) {
 			syscall.Unlink(filepath.Join(dir, n))
 		}
 	}
+	return unprovenOf(dir, names)
+}
+
+// listTemps returns the directory of the destination path and the names
+// of its temporary files in it (tempsOf), none if it cannot be listed.
+func listTemps(path string) (dir string, names []string) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	names, err := tempsOf(dir, base)
+	if err != nil {
+		return dir, nil
+	}
+	return dir, names
 }
 
 // UnprovenTemps returns the temporary files of the destination path
@@ -143,15 +151,15 @@ func removeDeadTemps(path string) {
 // on Linux). A killed writer leaves them; a writer on another host may
 // still be writing one. The caller warns and names them; nothing removes
 // them. Those whose writer is gone are removed by every write of path.
+// [PrepareNoting] returns them from the listing that its write makes
+// anyway.
 func UnprovenTemps(path string) []string {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	names, err := tempsOf(dir, base)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	return unprovenOf(listTemps(path))
+}
+
+// unprovenOf returns, as paths in dir, the temporary files among names
+// whose writer is not of this pid space (UnprovenTemps).
+func unprovenOf(dir string, names []string) []string {
 	mine, provable := owner()
 	var out []string
 	for _, n := range names {

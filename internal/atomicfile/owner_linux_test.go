@@ -3,6 +3,7 @@
 package atomicfile
 
 import (
+	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -65,6 +66,28 @@ func TestWriteRemovesOnlyDeadWritersTemps(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
 			t.Errorf("%s removed: %v", n, err)
 		}
+	}
+	// PrepareNoting removes the same and names the same, from its one
+	// listing, before it makes its own temporary file.
+	if err := os.WriteFile(filepath.Join(dir, gone), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	p, err := PrepareNoting(context.Background(), path, 0o644, func(io.Writer) error { return nil }, func(got []string) {
+		calls++
+		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+			t.Errorf("PrepareNoting names %v, want %v", got, want)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Discard()
+	if calls != 1 {
+		t.Errorf("PrepareNoting called unproven %d times, want 1", calls)
+	}
+	if _, err := os.Stat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
+		t.Errorf("PrepareNoting: the dead writer's %s is still there (%v)", gone, err)
 	}
 }
 

@@ -98,12 +98,21 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...
 		return name(o, err)
 	}
 	for _, o := range outs {
-		if left := atomicfile.UnprovenTemps(o.Path); len(left) > 0 {
-			fmt.Fprintf(stderr, "%s%s %s: left %s: temporary files of a writer that cannot be proven gone (an older dpmf, another host); remove them if no other run is writing %s\n",
-				prefix, o.Flag, o.Path, OneLine(strings.Join(left, ", ")), o.Path)
+		// One listing of the directory both removes dead writers'
+		// temporary files and names those it cannot prove gone.
+		warned := false
+		warn := func(left []string) {
+			warned = true
+			if len(left) > 0 {
+				fmt.Fprintf(stderr, "%s%s %s: left %s: temporary files of a writer that cannot be proven gone (an older dpmf, another host); remove them if no other run is writing %s\n",
+					prefix, o.Flag, o.Path, OneLine(strings.Join(left, ", ")), o.Path)
+			}
 		}
-		p, err := atomicfile.Prepare(ctx, o.Path, o.Perm, o.Write)
+		p, err := atomicfile.PrepareNoting(ctx, o.Path, o.Perm, o.Write, warn)
 		if err != nil {
+			if !warned {
+				warn(atomicfile.UnprovenTemps(o.Path)) // refused before its listing
+			}
 			return fail(o, err)
 		}
 		pending = append(pending, p)

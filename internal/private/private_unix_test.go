@@ -4,6 +4,8 @@ package private
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +30,7 @@ func TestCheck(t *testing.T) {
 		{0o770, "writable by its group (mode 0770)"},
 		{0o702, "writable by others (mode 0702)"},
 		{0o777, "writable by its group and by others (mode 0777)"},
-		{0o1777, "writable by its group and by others (mode 0777)"}, // sticky: others still create files
+		{os.ModeSticky | 0o777, "writable by its group and by others (mode 0777)"}, // sticky: others still create files
 	} {
 		for _, p := range []string{dir, file} {
 			if err := os.Chmod(p, c.mode); err != nil {
@@ -42,9 +44,9 @@ func TestCheck(t *testing.T) {
 			var pe *Error
 			switch {
 			case c.want == "" && err != nil:
-				t.Errorf("%s mode %04o: %v, want private", p, c.mode, err)
+				t.Errorf("%s mode %v: %v, want private", p, c.mode, err)
 			case c.want != "" && (!errors.As(err, &pe) || pe.Path != p || !strings.Contains(err.Error(), c.want)):
-				t.Errorf("%s mode %04o: %v, want an error saying %q", p, c.mode, err, c.want)
+				t.Errorf("%s mode %v: %v, want an error saying %q", p, c.mode, err, c.want)
 			}
 		}
 		if err := os.Chmod(dir, 0o700); err != nil {
@@ -79,5 +81,122 @@ func TestCheck(t *testing.T) {
 		if err := Check("/", fi); err != nil && strings.Contains(err.Error(), "owned by") {
 			t.Errorf("root's /: %v", err)
 		}
+	}
+}
+
+// TestCheckDir: a private directory is refused when a directory above it
+// is writable by its group or others without the sticky bit, or owned by
+// another user (who could rename it away and put their own in its place),
+// and accepted under a sticky one of this user or root (as /tmp, which
+// t.TempDir is under); the path is checked through symbolic links, both
+// where they lead and where they lie. The Error's Path is the directory
+// asked about, its Above the directory at fault.
+func TestCheckDir(t *testing.T) {
+	base := t.TempDir()
+	mk := func(parts ...string) string {
+		t.Helper()
+		p := filepath.Join(append([]string{base}, parts...)...)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	safe := mk("safe", "cache")
+	open := mk("open")
+	inOpen := mk("open", "cache")
+	deep := mk("open", "a", "b", "cache")
+	if err := os.Symlink(inOpen, filepath.Join(base, "safe", "toopen")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(safe, filepath.Join(open, "tosafe")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(safe, filepath.Join(base, "safe", "tosafe")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name, dir, above, want string) {
+		t.Helper()
+		err := CheckDir(dir)
+		var pe *Error
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v, want private", name, err)
+		case want != "" && !errors.As(err, &pe):
+			t.Errorf("%s: %v, want an *Error saying %q", name, err, want)
+		case want != "" && (pe.Path != dir || pe.Above != above || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: %v (Path %q, Above %q), want Path %q, Above %q, saying %q", name, err, pe.Path, pe.Above, dir, above, want)
+		}
+	}
+	for _, mode := range []os.FileMode{0o700, 0o755} {
+		if err := os.Chmod(open, mode); err != nil {
+			t.Fatal(err)
+		}
+		check("private parents", inOpen, "", "")
+		check("private parents, deep", deep, "", "")
+		check("through a link", filepath.Join(base, "safe", "toopen"), "", "")
+	}
+	check("t.TempDir", base, "", "")
+	check("a link in a private directory to a private one", filepath.Join(base, "safe", "tosafe"), "", "")
+	for _, mode := range []os.FileMode{0o777, 0o770, 0o702, 0o775} {
+		if err := os.Chmod(open, mode); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("is under %s, which is writable by", open)
+		check(fmt.Sprintf("parent %v", mode), inOpen, open, want)
+		check(fmt.Sprintf("grandparent %v", mode), deep, open, want)
+		check(fmt.Sprintf("linked into parent %v", mode), filepath.Join(base, "safe", "toopen"), open, want)
+		check(fmt.Sprintf("a link in parent %v", mode), filepath.Join(open, "tosafe"), open, want)
+		if err := CheckDir(inOpen); err == nil || !strings.Contains(err.Error(), "chmod go-w "+open) {
+			t.Errorf("parent %v: %v does not say chmod go-w %s", mode, err, open)
+		}
+	}
+	// The sticky bit: others may create entries, not rename ours.
+	if err := os.Chmod(open, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	check("sticky parent", inOpen, "", "")
+	check("sticky grandparent", deep, "", "")
+	check("a link in a sticky parent", filepath.Join(open, "tosafe"), "", "")
+	check("itself sticky", open, "", "writable by its group and by others (mode 0777)")
+	// A parent of another user, sticky or not, and a link of another user
+	// in a sticky parent: as root, chown them to uid 4242; else this
+	// process pretends to be another uid (so every directory it made is
+	// another user's, and the nearest above is named).
+	if os.Geteuid() != 0 {
+		me := os.Geteuid()
+		euid = func() int { return me + 1 }
+		defer func() { euid = os.Geteuid }()
+		if err := CheckDir(inOpen); err == nil || !strings.Contains(err.Error(), "owned by another user") {
+			t.Errorf("directories of another user: %v", err)
+		}
+		return
+	}
+	link := filepath.Join(open, "tosafe")
+	if err := os.Lchown(link, 4242, -1); err != nil {
+		t.Fatal(err)
+	}
+	check("another user's link in a sticky parent", link, link, "is reached through the symbolic link "+link+", which is owned by another user (uid 4242")
+	for _, mode := range []os.FileMode{0o755, os.ModeSticky | 0o777} {
+		if err := os.Chmod(open, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(open, 4242, -1); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("another user's parent %v", mode), inOpen, open, "is under "+open+", which is owned by another user (uid 4242")
+	}
+	// Root's directories are trusted by every user.
+	if err := os.Chown(open, 0, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	euid = func() int { return 4243 }
+	defer func() { euid = os.Geteuid }()
+	check("root's directories, root's sticky parent", inOpen, "", "")
+	var pe *Error
+	if err := CheckDir(filepath.Join(base, "missing")); err == nil || errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing directory: %v, want fs.ErrNotExist", err)
 	}
 }
