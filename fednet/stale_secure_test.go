@@ -112,6 +112,9 @@ func TestStaleSecureServerOvertaken(t *testing.T) {
 	startLearner := func(i int, stop func(int, secagg.Phase) bool) {
 		o := secLearner(r, addr, i, filepath.Join(base, strconv.Itoa(i)))
 		o.stopBefore = stop
+		// The learners wait out A's end and B's start (NewServer on a
+		// loaded machine took more than secLearner's 20 s in a CI run).
+		o.GiveUp = 60 * time.Second
 		go func() {
 			x, err := RunLearner(ctx, o)
 			learnerDone[i] <- learnerResult{x, err}
