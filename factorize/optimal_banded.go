@@ -637,7 +637,18 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	m1, mi := bp.formM(x)
 	lam := math.Max(1/(m1*mi*(1+1e-12)), bp.refineLambda())
 	gersh := bp.gershgorin(x)
-	m, tx, eMax := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
+	m, tx, eMax, eErr := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
+	// Where Gershgorin's bound on lambda_max(E) is too loose for the dual
+	// bound and a sharper one would certify, an LDL^T factorization may
+	// prove it: at e = 1/2, or else 9/10.
+	for _, e := range []float64{0.5, 0.9} {
+		if s := 1 + math.Sqrt(1-e); e < eMax && (stop <= 0 || rel(tx/(s*s)) <= stop) {
+			if bp.eProvenBelow(bp.rf, e, eErr) {
+				eMax = e
+				break
+			}
+		}
+	}
 	q := quad(tx, m*m, gersh, lam, eMax)
 	*last = lastQuad{tx: tx / (r * r), m2: m * m / (r * r), e: eMax / r, gersh: gersh, lam: lam, lin: lin}
 	return math.Min(lin, rel(q))
@@ -675,7 +686,7 @@ type lastQuad struct {
 // of squares and of the quadratic forms are raised by gamma of their
 // longest chain of additions (|X| <= gersh in the forms), and tr(W X
 // W^T)^(1/2) = ||W X^{1/2}||_F by e sqrt(gersh).
-func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx, eMax float64) {
+func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx, eMax, eErr float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wm, wr, wa := 2*b+p-1, 2*b-1, 4*b+p-3
 	if len(bp.rf) < n*wr {
@@ -709,19 +720,8 @@ func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, ger
 			// W[i][l] = sum_k M[i][k] R[l][k] at acc[a], l = i-2b+2+a,
 			// over the columns k of both rows; M's row i holds the
 			// columns i-b+1 .. i+b+p-1 and R's row l l-b+1 .. l+b-1.
-			mrow := bp.m[i*wm : i*wm+wm]
 			l0 := i - 2*b + 2
-			for a := range acc {
-				l := l0 + a
-				acc[a] = 0
-				if l < 0 || l >= n {
-					continue
-				}
-				k0, k1 := max(0, i-b+1, l-b+1), min(n-1, i+b+p-1, l+b-1)
-				if k0 <= k1 {
-					acc[a] = linalg.Dot(mrow[k0-i+b-1:k1-i+b], rf[l*wr+k0-l+b-1:])
-				}
-			}
+			bp.wRow(i, rf, acc)
 			s += linalg.Dot(acc, acc)
 			// W[i] X W[i]^T = 2 sum_l W[i][l] sum_{c <= l} X[l][c] W[i][c]
 			// - sum_l X[l][l] W[i][l]^2, X[l][l-d] = xd[l*b+d]: with rev
@@ -743,11 +743,7 @@ func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, ger
 			// of i; its Gershgorin sum E[i][i] + sum_{j != i} |E[i][j]|.
 			rs, ra := 0.0, 0.0
 			for j := max(0, i-3*b-p+3); j <= min(n-1, i+3*b+p-3); j++ {
-				la, lb := max(l0, j-b+1, 0), min(l0+wa-1, j+b+p-1, n-1)
-				if la > lb {
-					continue
-				}
-				v := linalg.Dot(acc[la-l0:lb-l0+1], bp.m[j*wm+la-j+b-1:])
+				v := bp.eEntry(i, j, acc)
 				if j == i {
 					rs += v
 				} else {
@@ -784,9 +780,96 @@ func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, ger
 	k1 := g2*(1+g1) + g1
 	kappa := g3*(1+k1)*(1+g1) + k1*(1+g1) + g1
 	mN := mNorm*(1+1e-12) + formErr
-	eMax = eTop + kappa*bp.absRowSums(x, rf)*(1+gamma(4*(2*b+p+1))) + mN*mN*gErr
-	eMax += math.Abs(eMax) * gamma(4)
-	return m, tx * tx, eMax
+	eErr = (kappa*bp.absRowSums(x, rf)*(1+gamma(4*(2*b+p+1))) + mN*mN*gErr) * (1 + gamma(2))
+	eMax = eTop + eErr
+	eMax += math.Abs(eMax) * gamma(2)
+	return m, tx * tx, eMax, eErr
+}
+
+// wRow writes row i of W = M R into acc (length 4b + p - 3): W[i][l] at
+// acc[l - i + 2b - 2], from the M of the last [bandedProblem.formM] and R
+// by rows in rf ([bandedProblem.mr]'s layout).
+func (bp *bandedProblem) wRow(i int, rf, acc []float64) {
+	n, b, p := bp.n, bp.b, bp.p
+	wm, wr := 2*b+p-1, 2*b-1
+	// W[i][l] = sum_k M[i][k] R[l][k] over the columns k of both rows;
+	// M's row i holds the columns i-b+1 .. i+b+p-1 and R's row l
+	// l-b+1 .. l+b-1.
+	mrow := bp.m[i*wm : i*wm+wm]
+	l0 := i - 2*b + 2
+	for a := range acc {
+		l := l0 + a
+		acc[a] = 0
+		if l < 0 || l >= n {
+			continue
+		}
+		k0, k1 := max(0, i-b+1, l-b+1), min(n-1, i+b+p-1, l+b-1)
+		if k0 <= k1 {
+			acc[a] = linalg.Dot(mrow[k0-i+b-1:k1-i+b], rf[l*wr+k0-l+b-1:])
+		}
+	}
+}
+
+// eEntry returns E[i][j] = sum_l W[i][l] M[j][l] (E = M R M^T = W M^T)
+// from row i of W in acc ([bandedProblem.wRow]); it is zero unless
+// |i - j| <= 3b + p - 3.
+func (bp *bandedProblem) eEntry(i, j int, acc []float64) float64 {
+	n, b, p := bp.n, bp.b, bp.p
+	wm, wa := 2*b+p-1, 4*b+p-3
+	l0 := i - 2*b + 2
+	la, lb := max(l0, j-b+1, 0), min(l0+wa-1, j+b+p-1, n-1)
+	if la > lb {
+		return 0
+	}
+	return linalg.Dot(acc[la-l0:lb-l0+1], bp.m[j*wm+la-j+b-1:])
+}
+
+// eProvenBelow reports whether lambda_max(M R M^T) <= e is proven, R the
+// off-diagonal band of G, from the M of the last [bandedProblem.formM]
+// and R in rf, where eErr bounds the 2-norm of the error of the computed
+// entries ([bandedProblem.mr]): the computed band F (the lower triangle,
+// so symmetric) has lambda_max(F) <= e - eErr when the LDL^T
+// factorization of -F proves lambda_min(-F) >= eErr - e
+// ([linalg.SymBand.ProvenAbove]), and then lambda_max(M R M^T) <= e by
+// Weyl's inequality. It costs a pass like mr's and a band LDL^T with
+// 3b + p - 3 off-diagonals and its residual, and O(R b) memory.
+func (bp *bandedProblem) eProvenBelow(rf []float64, e, eErr float64) bool {
+	if !(e-eErr > 0) {
+		return false
+	}
+	n, b, p := bp.n, bp.b, bp.p
+	k := min(n-1, 3*b+p-3)
+	// The matrix factored is M = fl(c I - F), c = e - eErr' + t: if
+	// lambda_min(M) >= t, lambda_max(F) <= c - t + u max |M_ii| (the
+	// rounding of the diagonal), at most e - eErr when eErr' - eErr is
+	// 4u (max |F_ii| + e + 1). t only makes room for ProvenAbove's
+	// relative margin.
+	neg := linalg.NewSymBand(n, k)
+	diag := make([]float64, n)
+	forBandRows(n, float64(10*b*b), func(lo, hi int) {
+		acc := make([]float64, 4*b+p-3)
+		for i := lo; i < hi; i++ {
+			bp.wRow(i, rf, acc)
+			for d := 0; d <= k && d <= i; d++ {
+				neg.Data[i*(k+1)+d] = -bp.eEntry(i, i-d, acc)
+			}
+			diag[i] = -neg.Data[i*(k+1)]
+		}
+	})
+	top := 0.0
+	for _, v := range diag {
+		top = math.Max(top, math.Abs(v))
+	}
+	room := e - eErr - 4*0x1p-53*(top+e+1)
+	if !(room > 0) {
+		return false
+	}
+	t := room / 100
+	c := room + t
+	for i := range n {
+		neg.Data[i*(k+1)] += c
+	}
+	return neg.ProvenAbove(t, make([]float64, n*(k+1)+n))
 }
 
 // gammaU returns gamma_k = k u / (1 - k u), u = 2^-53, the bound on the

@@ -591,7 +591,7 @@ func TestBandedCertificateBounds(t *testing.T) {
 					gErr += 2 * math.Pow(g[i*c.b+i-j]-gd.At(i, j), 2)
 				}
 			}
-			mr, tx, eMax := bp.mr(x, g, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
+			mr, tx, eMax, eErr := bp.mr(x, g, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
 			// The dual bound's E = M R M^T: eMax is at least its largest
 			// eigenvalue (dense), and where it is below 1 the bound
 			// f - tr(W X W^T) / (1 + sqrt(1 - eMax))^2 is below the
@@ -602,6 +602,13 @@ func TestBandedCertificateBounds(t *testing.T) {
 			require.True(t, eeig.Factorize(mat.NewSymDense(n, symmetrised(&ed)), false))
 			ev := eeig.Values(nil)
 			assert.GreaterOrEqual(t, eMax, ev[n-1], "%s b=%d point %d", c.w.Name(), c.b, k)
+			// The LDL^T proof of lambda_max(E) <= e: never below the
+			// dense eigenvalue, and found just above it.
+			top := ev[n-1]
+			assert.False(t, bp.eProvenBelow(bp.rf, top-1e-3*math.Abs(top), eErr), "%s b=%d point %d: %g", c.w.Name(), c.b, k, top)
+			if up := top + 1e-3*math.Abs(top) + 2*eErr; up > 0 {
+				assert.True(t, bp.eProvenBelow(bp.rf, up, eErr), "%s b=%d point %d: %g", c.w.Name(), c.b, k, top)
+			}
 			gersh := math.Inf(-1)
 			for i := 0; i < n; i++ {
 				rs := ed.At(i, i)
@@ -858,7 +865,7 @@ func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
 		gap := bp.gapOf(pt.x, pt.g, pt.f, 0, 0)
 		m1, mi := bp.formM(pt.x)
 		lambda := bp.refineLambda()
-		mr, tx, _ := bp.mr(pt.x, pt.g, 1, 1e-12, m1, mi, bp.gershgorin(pt.x))
+		mr, tx, _, _ := bp.mr(pt.x, pt.g, 1, 1e-12, m1, mi, bp.gershgorin(pt.x))
 		h := make([]float64, bp.precondLen())
 		bp.precondition(pt.x, pt.g, h)
 		mem := optim.NewMemory32(3)
@@ -1131,7 +1138,7 @@ func TestBandedDualBoundChunked(t *testing.T) {
 				r2 += 2 * v * v
 			}
 		}
-		_, _, eMax := bp.mr(x, g, math.Sqrt(r2), 0, m1, mi, bp.gershgorin(x))
+		_, _, eMax, _ := bp.mr(x, g, math.Sqrt(r2), 0, m1, mi, bp.gershgorin(x))
 		xd := mat.NewDense(n, n, nil)
 		for i := 0; i < n; i++ {
 			for j := max(0, i-b+1); j <= i; j++ {
