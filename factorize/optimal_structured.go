@@ -514,13 +514,30 @@ func (e *structuredEvaluator) bandSetup() error {
 	return fmt.Errorf("factorize: numerical breakdown: L L^T of the workload's inverse (order %d, %d subdiagonals) is not positive definite in double-word arithmetic", n, k)
 }
 
-// bandModel is c unitDD with c = 2 (k + 5): the backward error, relative
-// to || |L| |L|^T ||, of forming L L^T + s V in double-word arithmetic
-// (each entry a sum of at most k + 1 exact products and the exact s v_i)
-// and of the LDL^T factorization and selected inversion, modelled as
-// the float64 kernels' backward error with u replaced by unitDD (a model,
-// as for those kernels, not a theorem; see docs/solver.md).
-func (e *structuredEvaluator) bandModel() float64 { return 2 * float64(e.k+5) * unitDD }
+// bandModel is the backward error, relative to || |L| |L|^T ||, of forming
+// L L^T + s V in double-word arithmetic (each entry a sum of at most k + 1
+// exact products and the exact s v_i) and of the LDL^T factorization and
+// selected inversion (see ddBandModel).
+func (e *structuredEvaluator) bandModel() float64 { return ddBandModel(e.k) }
+
+// ddBandModel is the modelled backward error of linalg.SymBandDD's kernels
+// on a band of k off-diagonals, relative to the norm of the sum of the
+// magnitudes of the terms that form the matrix: the float64 kernels'
+// model c u, c = 2 (k + 5), with u replaced by unitDD (above every
+// double-word operation's relative bound), plus twice the componentwise
+// bound of the kernels' sums of at most k + 1 products (ddfloat.AddProd,
+// normalized once: (1.5 m (m + 1) + 12 m + 4) u^2 of the terms'
+// magnitudes for m terms). A model, as for the float64 kernels, not a
+// theorem (docs/solver.md).
+func ddBandModel(k int) float64 {
+	return 2*float64(k+5)*unitDD + 2*ddSumBound(float64(k+1))
+}
+
+// ddSumBound is ddfloat.AddProd's componentwise bound for m terms
+// (products of double-words), (1.5 m (m + 1) + 12 m + 4) u^2, u = 2^-53.
+func ddSumBound(m float64) float64 {
+	return (1.5*m*(m+1) + 12*m + 4) * 0x1p-106
+}
 
 // bandRelErr bounds the relative error of each phi_i in the band case
 // (k >= 2; see phi). With L = A^{-1}, D = diag(sqrt(v)) and V = D^2,
@@ -530,8 +547,8 @@ func (e *structuredEvaluator) bandModel() float64 { return 2 * float64(e.k+5) * 
 // L L^T + s V >= llLo I, F is within delta = bandModel absL / llLo of it
 // in the Loewner order, so every Z_ii moves by a relative
 // delta / (1 - delta) at most, for every shift. The weighted sum over the
-// K shifts (positive weights and terms) adds (K + 2) unitDD, its rounding
-// to float64 u. The rational approximation adds its own relative error
+// K shifts (positive weights and terms, accumulated by ddfloat.AddProd)
+// adds ddSumBound(K), its rounding to float64 u. The rational approximation adds its own relative error
 // (RelErr, measured in float64 on its interval, which covers T's
 // spectrum) and, for that measurement's own rounding, (K + 3) u (the
 // float64 evaluation of r(x) sqrt(x), positive terms). The sum of the
@@ -543,7 +560,7 @@ func (e *structuredEvaluator) bandRelErr() float64 {
 	}
 	u := 0x1p-53
 	nq := float64(len(e.q.Shifts))
-	return (e.q.RelErr + (nq+4)*u + (nq+2)*unitDD + delta/(1-delta)) * (1 + 1e-6)
+	return (e.q.RelErr + (nq+4)*u + ddSumBound(nq) + delta/(1-delta)) * (1 + 1e-6)
 }
 
 // gramBand returns L L^T for the lower-triangular band matrix L (inv, of
