@@ -470,19 +470,33 @@ const unitDD = 0x1p-100
 
 // bandSetup computes, once per workload, the band case's double-word
 // L L^T (gdd), the bound absL >= || |L| |L|^T ||_2 and the proven lower
-// bound llLo on lambda_min(L L^T) (L = A^{-1}) that bandRelErr needs. It
-// returns an error when L L^T cannot be shown positive definite in
-// double-word arithmetic.
+// bound llLo on lambda_min(L L^T) (L = A^{-1}) that bandRelErr needs
+// (gramBandDD). It returns an error when L L^T cannot be shown positive
+// definite in double-word arithmetic.
 func (e *structuredEvaluator) bandSetup() error {
 	if e.llLo > 0 {
 		return nil
 	}
 	inv, _ := e.w.InverseBand()
-	n, k := len(e.accH), e.k
-	e.gdd = linalg.GramBandDD(n, k, inv.At)
+	var err error
+	e.gdd, e.absL, e.llLo, err = gramBandDD(inv, len(e.accH), e.k, e.ddWork)
 	// L L^T rounded to float64 (the high parts), for the estimates.
-	e.llt = linalg.SymBand{N: n, K: k, Data: e.gdd.Hi}
-	absL := 0.0
+	e.llt = linalg.SymBand{N: e.gdd.N, K: e.gdd.K, Data: e.gdd.Hi}
+	return err
+}
+
+// gramBandDD returns L L^T in double-word arithmetic
+// (linalg.GramBandDD) for the lower-triangular band matrix L (inv, of
+// order n with k subdiagonals), a bound absL >= || |L| |L|^T ||_2
+// (Gershgorin on the magnitudes, raised by a relative 1e-12) and a lower
+// bound llLo on lambda_min(L L^T), proven by a double-word LDL^T of
+// L L^T - x I with positive pivots at x (from a float64 estimate, halved
+// until it has): under the kernel's backward error model lambda_min >=
+// x - ddBandModel(k) absL. work has length
+// linalg.ScaledInverseDiagWork(n, k). It returns an error when L L^T
+// cannot be shown positive definite that way.
+func gramBandDD(inv *mat.TriBandDense, n, k int, work []float64) (g linalg.SymBandDD, absL, llLo float64, err error) {
+	g = linalg.GramBandDD(n, k, inv.At)
 	for i := 0; i < n; i++ {
 		r := 0.0
 		for j := max(0, i-k); j <= min(n-1, i+k); j++ {
@@ -494,24 +508,22 @@ func (e *structuredEvaluator) bandSetup() error {
 		}
 		absL = math.Max(absL, r)
 	}
-	e.absL = absL * (1 + 1e-12)
-	// A float64 estimate of lambda_min(L L^T), then a double-word LDL^T
-	// of L L^T - x I with positive pivots at x, halved until it has: under
-	// the kernel's backward error model lambda_min >= x - bandModel absL.
-	lo, _ := e.llt.Bounds(0, make([]float64, n*(k+1)+n))
+	absL *= 1 + 1e-12
+	llt := linalg.SymBand{N: n, K: k, Data: g.Hi}
+	lo, _ := llt.Bounds(0, make([]float64, n*(k+1)+n))
 	x := lo * (1 - 1e-6)
 	if !(x > 0) {
-		x = e.absL * 0x1p-60
+		x = absL * 0x1p-60
 	}
 	for range 200 {
-		if e.gdd.PositiveDefiniteAbove(x, nil, e.ddWork) {
-			if e.llLo = x - e.bandModel()*e.absL; e.llLo > 0 {
-				return nil
+		if g.PositiveDefiniteAbove(x, nil, work) {
+			if llLo = x - ddBandModel(k)*absL; llLo > 0 {
+				return g, absL, llLo, nil
 			}
 		}
 		x /= 2
 	}
-	return fmt.Errorf("factorize: numerical breakdown: L L^T of the workload's inverse (order %d, %d subdiagonals) is not positive definite in double-word arithmetic", n, k)
+	return g, absL, 0, fmt.Errorf("factorize: numerical breakdown: L L^T of the workload's inverse (order %d, %d subdiagonals) is not positive definite in double-word arithmetic", n, k)
 }
 
 // bandModel is the backward error, relative to || |L| |L|^T ||, of forming
