@@ -85,11 +85,14 @@ import (
 // X's class blocks, without forming them) and MaxSE is 0 (not computed);
 // [Factorization.WithParticipation] does not move such a result to another
 // participation. Where A^{-1} has two or more subdiagonals (momentum), the
-// certificate's rounding estimate is not known to hold, and a LossOnly run
-// forms the factors all the same (O(R^3) time, O(R^2) memory, refused like
-// the factors where they do not fit): its loss is the larger of the
-// certified upper bound and the factors' loss, and its gap is checked as
-// the factors path's is (docs/solver.md, "Fixed epochs").
+// class blocks are evaluated in double-word arithmetic
+// ([linalg.SymBandDD.ShiftedInverseBlocks], the structured path's kernel),
+// whose error bound follows the conditioning of S^{-1} (docs/solver.md,
+// "Fixed epochs"); the factors, formed in float64, carry rounding of their
+// own, so their loss (not the certificate's bound) is what a result with
+// factors reports, and where it misses the tolerance the solve is repeated
+// with a tighter one (at most twice) or ends with a [NotConvergedError]
+// naming the rounding.
 //
 // Dense factors that cannot fit in the machine's memory (B and C of at
 // least R x R float64 each, more than its physical memory and swap) are a

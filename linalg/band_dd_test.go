@@ -149,8 +149,9 @@ func relTo(ref *big.Float, hi, lo float64) float64 {
 }
 
 // BenchmarkSymBandDDScaledInverseDiag times one shift of the double-word
-// band kernel on L L^T of momentum 0.9 (K = 2) at N = 10^5, and its
-// factorization alone (PositiveDefiniteAbove).
+// band kernel on L L^T of momentum 0.9 (K = 2) at N = 10^5, its
+// factorization alone (PositiveDefiniteAbove) and, for comparison, one
+// shift of the float64 kernel on the formed matrix (ShiftedInverseDiag).
 func BenchmarkSymBandDDScaledInverseDiag(b *testing.B) {
 	const n, k, beta = 100000, 2, 0.9
 	at := func(i, p int) float64 {
@@ -184,6 +185,13 @@ func BenchmarkSymBandDDScaledInverseDiag(b *testing.B) {
 			if !g.PositiveDefiniteAbove(0, v, work) {
 				b.Fatal("not positive definite")
 			}
+		}
+	})
+	sb := SymBand{N: n, K: k, Data: g.Hi}
+	dst, work64 := make([]float64, n), make([]float64, 3*n*(k+1))
+	b.Run("float64", func(b *testing.B) {
+		for range b.N {
+			sb.ShiftedInverseDiag(1e-3, dst, work64)
 		}
 	})
 }
