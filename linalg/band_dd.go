@@ -16,8 +16,10 @@ import (
 // that their rounding is of order u^2 cond(M) instead of u cond(M)
 // (u = 2^-53): what an ill-conditioned M formed exactly (such as L L^T for a
 // band L with float64 entries, [GramBandDD]) needs where the float64
-// kernels' relative error, about u cond(M), is too large. They cost 4 to
-// 7 times the float64 ones (measured at N = 10^5, K = 2).
+// kernels' relative error, about u cond(M), is too large. They cost 2.7
+// times the float64 ones (one shift at N = 10^5, K = 2, CPU time,
+// BenchmarkSymBandDDScaledInverseDiag; 4.4 times before their sums were
+// compensated dot products normalized once, docs/solver.md).
 type SymBandDD struct {
 	N, K   int
 	Hi, Lo []float64
