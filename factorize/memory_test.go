@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // A dense factorization too large for the machine is a *ParamError
@@ -225,6 +227,7 @@ func TestMemoryEstimatesSaturate(t *testing.T) {
 // double-word kernel; before, it formed the factors to check them and was
 // refused alike), so it runs, as on prefix sums.
 func TestEpochsLossOnlyMomentumFormsNoFactors(t *testing.T) {
+	testutil.SkipOn386Short(t, "the double-word momentum solves: math.FMA is exact everywhere (software on 386), so 386 computes the same bits as amd64, only far slower; linalg and ddfloat check the kernel on 386")
 	ctx := context.Background()
 	defer func(f func() float64) { machineBytes = f }(machineBytes)
 	machineBytes = func() float64 { return 1 << 20 }

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // With one epoch the problem is the single-participation one: the
@@ -543,6 +545,7 @@ func TestOptimalEpochsRaisedBoundSound(t *testing.T) {
 // solves again to a tighter tolerance, so the reported gap bounds what the
 // factors reach (TestOptimalEpochsReportsTheFactorsGap).
 func TestOptimalEpochsMomentumCertifies(t *testing.T) {
+	testutil.SkipOn386Short(t, "the double-word momentum solves: math.FMA is exact everywhere (software on 386), so 386 computes the same bits as amd64, only far slower; linalg and ddfloat check the kernel on 386")
 	ctx := context.Background()
 	w, err := Momentum(128, 0.9)
 	require.NoError(t, err)
@@ -600,6 +603,7 @@ func TestOptimalEpochsMomentumCertifies(t *testing.T) {
 // used the default tolerance, which the first solve's factors missed
 // by 1.4e-10 through the certificate's own float64 rounding.)
 func TestOptimalEpochsReportsTheFactorsGap(t *testing.T) {
+	testutil.SkipOn386Short(t, "the double-word momentum solves: math.FMA is exact everywhere (software on 386), so 386 computes the same bits as amd64, only far slower; linalg and ddfloat check the kernel on 386")
 	ctx := context.Background()
 	w, err := Momentum(128, 0.9)
 	require.NoError(t, err)
@@ -739,6 +743,9 @@ func TestOptimalEpochsCertifiedIntervalHighPrecision(t *testing.T) {
 			for _, k := range []int{4, 2} {
 				name := fmt.Sprintf("%s R = %d, %d epochs", wl, r, k)
 				t.Run(fmt.Sprintf("%s/R=%d/k=%d", wl, r, k), func(t *testing.T) {
+					if wl != "prefix" {
+						testutil.SkipOn386Short(t, "the double-word momentum solves: math.FMA is exact everywhere (software on 386), so 386 computes the same bits as amd64, only far slower; linalg and ddfloat check the kernel on 386")
+					}
 					t.Parallel()
 					var w *Workload
 					var err error
@@ -793,6 +800,7 @@ func TestOptimalEpochsCertifiedIntervalHighPrecision(t *testing.T) {
 // iterations than the same solve from scratch (measured 161 against 201;
 // the first solve took 192), and both reach the tolerance.
 func TestOptimalEpochsWarmResolve(t *testing.T) {
+	testutil.SkipOn386Short(t, "the double-word momentum solves: math.FMA is exact everywhere (software on 386), so 386 computes the same bits as amd64, only far slower; linalg and ddfloat check the kernel on 386")
 	ctx := context.Background()
 	w, err := Momentum(128, 0.9)
 	require.NoError(t, err)
