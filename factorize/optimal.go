@@ -56,16 +56,15 @@ func init() {
 			bandedInverse = bandedInverse && o.Method != Dense
 			switch {
 			case o.LossOnly && p.Kind == KindEpochs && p.K > 1 && p.K < r && !bandedInverse:
-				// A^{-1} with two or more subdiagonals (momentum): the
-				// fixed-epoch solver forms the factors even loss-only, as
-				// its rounding estimate is not known to hold there
-				// (OptimalEpochs).
+				// No banded inverse: OptimalEpochs refuses the workload;
+				// counted as a dense solve, as before.
 				return denseSolveBytes(r)
 			case o.LossOnly && p.Kind == KindEpochs && p.K > 1 && p.K < r:
 				// The fixed-epoch solver's band arrays of order R with
 				// about (4 q + 1) k + 1 diagonals, q the inverse's
 				// subdiagonals (1 for prefix sums; 2 taken), 24 of them
-				// counted (12 to 22 measured, garbage included), and the
+				// counted (12 to 22 measured, garbage included; momentum's
+				// double-word L L^T and kernel work add 4 more), and the
 				// in-class Newton blocks, twice: k (k - 1) / 2 squared for
 				// each of the R / k classes, and 2 MiB for the rest
 				// (1.5 MB measured at R = 96 with 8 epochs).

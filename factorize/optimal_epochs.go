@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/internal/ddfloat"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -84,11 +85,14 @@ import (
 // X's class blocks, without forming them) and MaxSE is 0 (not computed);
 // [Factorization.WithParticipation] does not move such a result to another
 // participation. Where A^{-1} has two or more subdiagonals (momentum), the
-// certificate's rounding estimate is not known to hold, and a LossOnly run
-// forms the factors all the same (O(R^3) time, O(R^2) memory, refused like
-// the factors where they do not fit): its loss is the larger of the
-// certified upper bound and the factors' loss, and its gap is checked as
-// the factors path's is (docs/solver.md, "Fixed epochs").
+// class blocks are evaluated in double-word arithmetic
+// ([linalg.SymBandDD.ShiftedInverseBlocks], the structured path's kernel),
+// whose error bound follows the conditioning of S^{-1} (docs/solver.md,
+// "Fixed epochs"); the factors, formed in float64, carry rounding of their
+// own, so their loss (not the certificate's bound) is what a result with
+// factors reports, and where it misses the tolerance the solve is repeated
+// with a tighter one (at most twice) or ends with a [NotConvergedError]
+// naming the rounding.
 //
 // Dense factors that cannot fit in the machine's memory (B and C of at
 // least R x R float64 each, more than its physical memory and swap) are a
@@ -120,29 +124,25 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 	if err := checkSpectrum(ev.sLo, ev.sHi); err != nil {
 		return nil, err
 	}
-	if opt.LossOnly && ev.multiBand {
-		// The check of the factors below needs them formed (O(R^2)
-		// memory): refused before the solve, as the factors are.
-		if err := checkDenseFits(n); err != nil {
-			return nil, err
-		}
-	}
 	sol, err := ev.solve(ctx, opt, nil)
 	if err != nil {
 		return nil, err
 	}
 	part := FixedEpochs(k)
-	// The certificate's upper bound rests on the evaluator's rounding
-	// estimate, which holds for a bidiagonal inverse (prefix sums,
-	// weighted prefix sums; checked in 256-bit arithmetic) but understates
-	// the error where S^{-1} has two or more bands (momentum;
-	// docs/solver.md, "Fixed epochs"). There the factors' own loss,
-	// computed from B and C, is what is reported, with or without
-	// LossOnly: their gap against the certified lower bound, and where it
-	// exceeds the tolerance the solve is repeated with a tighter one (at
-	// most twice), warm-started from the multipliers of the last upper
-	// bound.
-	if opt.LossOnly && !ev.multiBand {
+	// The certificate's bounds rest on the evaluator's error bound eps:
+	// for a bidiagonal inverse (prefix sums, weighted prefix sums) the
+	// float64 kernel's rounding estimate, checked in 256-bit arithmetic;
+	// where S^{-1} has two or more bands (momentum) that of the
+	// double-word kernel (ddEps; docs/solver.md, "Fixed epochs"). A
+	// LossOnly result is the certificate's. The factors are another
+	// point: X formed densely in float64 and factored, whose own
+	// rounding moves their loss (by up to 1e-10 relative and more on
+	// momentum 0.9 at R = 128 to 256), so their loss, computed from B and
+	// C, is what is reported: their gap against the certified lower
+	// bound, and where it exceeds the tolerance the solve is repeated
+	// with a tighter one (at most twice), warm-started from the
+	// multipliers of the last upper bound.
+	if opt.LossOnly {
 		gamma, err := ev.gamma(ctx, sol)
 		if err != nil {
 			return nil, err
@@ -165,13 +165,6 @@ func optimalEpochs(ctx context.Context, w *Workload, k int, opt Options) (*Facto
 			return nil, err
 		}
 		gap := math.Max(sol.gap, (m.Loss-sol.lower)/sol.lower)
-		if gap <= tol && opt.LossOnly {
-			gamma, err := ev.gamma(ctx, sol)
-			if err != nil {
-				return nil, err
-			}
-			return optimalLossOnly(w, metricsFrom(n, gamma, part, Sensitivity{Value: 1, Exact: true, Rule: RuleEpochs}, math.Max(m.Loss, sol.upper), 0), iters, evals, gap), nil
-		}
 		if gap <= tol {
 			f := optimalDense(w, b, c, m)
 			f.Iterations, f.Evaluations, f.Gap = iters, evals, gap
@@ -296,8 +289,20 @@ type epochEvaluator struct {
 	q       linalg.InvSqrtRational // none (no shifts) until the first eval
 	pairs   [][2]int               // the off-diagonal positions (a < b) of a class block
 	// multiBand reports that A^{-1} has two or more subdiagonals
-	// (momentum), where the rounding estimate eps is not known to hold.
-	multiBand bool
+	// (momentum), where the float64 band kernel's rounding (relative
+	// u cond(S^{-1}) in the directions that weigh most) exceeds the
+	// float64 estimate of eps: there each shift runs the double-word
+	// kernel instead (see evalDD), on gdd = L L^T (L = A^{-1}) in class
+	// order with kb off-diagonals, Lambda held in lam (k - 1
+	// off-diagonals), the class blocks of the inverse in (zh, zl) and the
+	// double-word sums of X's blocks in (xh, xl); absL >= || |L| |L|^T ||
+	// and sLo (proven there) enter the kernel's error model.
+	multiBand      bool
+	gdd            linalg.SymBandDD
+	lam            linalg.SymBand
+	absL           float64
+	zh, zl, ddWork []float64
+	xh, xl         []float64
 }
 
 // maxEpochWork bounds the work of one shifted band inversion of the
@@ -319,6 +324,17 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 	sb := gramBand(inv, n, p)
 	lo, hi := sb.Bounds(0, make([]float64, n*(p+1)+n))
 	e := &epochEvaluator{n: n, k: k, b: b, w: w, sLo: lo, sHi: hi, multiBand: p >= 2}
+	var gdd linalg.SymBandDD // natural order
+	if e.multiBand {
+		// L L^T in double-words with a proven lower bound on its
+		// smallest eigenvalue, which replaces the float64 estimate (off
+		// by a relative u cond(L L^T), up to 1e-4 and more on momentum
+		// 0.99) wherever it enters the spectrum of W or the bounds.
+		var err error
+		if gdd, e.absL, e.sLo, err = gramBandDD(inv, n, p, make([]float64, linalg.ScaledInverseDiagWork(n, p))); err != nil {
+			return nil, err
+		}
+	}
 	// Pick the class order with fewer bands: natural, or zig-zag around
 	// the ring of classes.
 	natural := make([]int, b)
@@ -365,6 +381,13 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 			Want: fmt.Sprintf("fewer epochs for R = %d (with %d epochs of %d rounds, the %d in-class multipliers of each of the %d classes are too many for the Newton step, which needs k <= 16 or (R/k) (k(k-1)/2)^2 <= 2^21, and converge too slowly without it; %d epochs of 1 round are solved in closed form)", n, k, b, np, b, n)}
 	}
 	e.sinv = make([]float64, n*w1)
+	if e.multiBand {
+		e.gdd = linalg.SymBandDD{N: n, K: e.kb, Hi: make([]float64, n*w1), Lo: make([]float64, n*w1)}
+		e.lam = linalg.NewSymBand(n, k-1)
+		e.zh, e.zl = make([]float64, n*k), make([]float64, n*k)
+		e.xh, e.xl = make([]float64, b*k*k), make([]float64, b*k*k)
+		e.ddWork = make([]float64, linalg.ScaledInverseDiagWork(n, e.kb))
+	}
 	for i := 0; i < n; i++ {
 		for j := max(0, i-p); j <= i; j++ {
 			a, c := bestPos[i], bestPos[j]
@@ -372,6 +395,9 @@ func newEpochEvaluator(w *Workload, k int) (*epochEvaluator, error) {
 				a, c = c, a
 			}
 			e.sinv[a*w1+a-c] = sb.At(i, j)
+			if e.multiBand {
+				e.gdd.Hi[a*w1+a-c], e.gdd.Lo[a*w1+a-c] = gdd.Hi[i*(p+1)+i-j], gdd.Lo[i*(p+1)+i-j]
+			}
 		}
 	}
 	e.band = linalg.NewSymBand(n, e.kb)
@@ -484,13 +510,41 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 	clear(out.x)
 	clear(out.jac)
 	w1 := e.kb + 1
+	lamAbs := 0.0 // >= || |Lambda| ||_2 (Gershgorin)
+	if e.multiBand {
+		clear(e.xh)
+		clear(e.xl)
+		clear(e.lam.Data)
+		row := make([]float64, k)
+		for p := 0; p < b; p++ {
+			for a := 0; a < k; a++ {
+				e.lam.Data[(p*k+a)*k] = d.lam[p]
+				row[a] = d.lam[p]
+			}
+			for t, pr := range e.pairs {
+				v := d.lam[p] * d.r[p*np+t]
+				e.lam.Data[(p*k+pr[1])*k+pr[1]-pr[0]] = v
+				row[pr[0]] += math.Abs(v)
+				row[pr[1]] += math.Abs(v)
+			}
+			lamAbs = math.Max(lamAbs, slices.Max(row))
+		}
+	}
 	for j, s := range e.q.Shifts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		e.fillBand(d, s)
-		if e.band.ShiftedInverseBand(0, e.z, e.work) > 0 {
-			return errNotPD
+		if e.multiBand {
+			// The class blocks of (s S^{-1} + Lambda)^{-1} in
+			// double-word arithmetic.
+			if e.gdd.ShiftedInverseBlocks(s, 1, e.lam, k, e.zh, e.zl, e.ddWork) > 0 {
+				return errNotPD
+			}
+		} else {
+			e.fillBand(d, s)
+			if e.band.ShiftedInverseBand(0, e.z, e.work) > 0 {
+				return errNotPD
+			}
 		}
 		wt := e.q.Weights[j]
 		for p := 0; p < b; p++ {
@@ -499,13 +553,22 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 			for a := 0; a < k; a++ {
 				i := p*k + a
 				for c := 0; c <= a; c++ {
-					z := e.z[i*w1+a-c]
-					zb[a*k+c], zb[c*k+a] = z, z
-					v := wt * z
-					xb[a*k+c] += v
-					if c != a {
-						xb[c*k+a] += v
+					var z float64
+					if e.multiBand {
+						// X's double-word sums, rounded after the last
+						// shift.
+						q, x := i*k+a-c, p*k*k+a*k+c
+						z = e.zh[q]
+						e.xh[x], e.xl[x] = ddfloat.AddProd(e.xh[x], e.xl[x], wt, 0, e.zh[q], e.zl[q])
+					} else {
+						z = e.z[i*w1+a-c]
+						v := wt * z
+						xb[a*k+c] += v
+						if c != a {
+							xb[c*k+a] += v
+						}
 					}
+					zb[a*k+c], zb[c*k+a] = z, z
 				}
 			}
 			if np == 0 {
@@ -536,11 +599,48 @@ func (e *epochEvaluator) eval(ctx context.Context, d *epochDual, out *epochEval)
 		}
 	}
 	out.lamMax = lamHi
+	if e.multiBand {
+		for p := 0; p < b; p++ {
+			for a := 0; a < k; a++ {
+				for c := 0; c <= a; c++ {
+					x := p*k*k + a*k + c
+					v := e.xh[x] + e.xl[x]
+					out.x[x], out.x[p*k*k+c*k+a] = v, v
+				}
+			}
+		}
+		eps, err := e.ddEps(lamLo, lamAbs)
+		out.eps = eps
+		return err
+	}
 	// The quadrature's error, plus rounding as in the structured path of
 	// Optimal: a random walk over the n entries of the recurrences, a few
 	// units per shift, and the k^2 terms of each band row.
 	out.eps = e.q.RelErr + (2*math.Sqrt(float64(n))*float64(e.kb+1)+4*float64(len(e.q.Shifts)))*0x1p-53
 	return nil
+}
+
+// ddEps bounds the relative error of the class blocks of X in the
+// double-word evaluation (multiBand), as bandRelErr does for the
+// structured path: a backward error F_s of s S^{-1} + Lambda with
+// ||F_s|| <= ddBandModel(kb) (s absL + lamAbs) (absL >= || |L| |L|^T ||,
+// lamAbs >= || |Lambda| ||) is within delta = ddBandModel(kb)
+// (absL / sLo + lamAbs / lamLo) of s S^{-1} + Lambda >= s sLo + lamLo in the
+// Loewner order, for every shift s >= 0, so each inverse, hence X, moves
+// by a relative delta / (1 - delta) at most. Added: the rational
+// approximation's RelErr and (K + 4) u for its own float64 measurement,
+// the double-word sums over the K shifts (ddSumBound(K)), and
+// (b + k^2 + 8) u for rounding X's entries to float64 and for the float64
+// sums of bounds over the b classes and k^2 block entries. The sum is
+// raised by a relative 1e-6 for the products of the parts. An error where
+// delta is not below 1/2 (no bound).
+func (e *epochEvaluator) ddEps(lamLo, lamAbs float64) (float64, error) {
+	delta := ddBandModel(e.kb) * (e.absL/e.sLo + lamAbs/lamLo)
+	if !(delta < 0.5) {
+		return 0, fmt.Errorf("factorize: numerical breakdown: the fixed-epoch double-word evaluation's modelled rounding (%g relative) has no bound", delta)
+	}
+	u, nq := 0x1p-53, float64(len(e.q.Shifts))
+	return (e.q.RelErr + (nq+4)*u + ddSumBound(nq) + delta/(1-delta) + float64(e.b+e.k*e.k+8)*u) * (1 + 1e-6), nil
 }
 
 // maxFullJacobian is the largest number of off-diagonal multipliers per
@@ -753,7 +853,13 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options, start *epochDua
 	// in 192. Prefix sums leave the cone at most three times in the tests
 	// and keep their iterates bit for bit.
 	omega, notPD := 1.0, 0
-	const minOmega = 0.25
+	minOmega := 0.25
+	if e.multiBand {
+		// Momentum 0.99 from R = 1000 left the cone on most steps at
+		// 1/4 and stalled at a gap of 0.09 to 0.4.
+		minOmega = 1.0 / 64
+	}
+	bestOwn, xBest := math.Inf(1), make([]float64, m)
 	for it := 1; it <= opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -798,6 +904,25 @@ func (e *epochEvaluator) solve(ctx context.Context, opt Options, start *epochDua
 		}
 		if best.lower > 0 && best.gap <= opt.Tol {
 			return best, nil
+		}
+		if e.multiBand && lower > 0 {
+			// A divergence guard (momentum only: prefix sums keep their
+			// iterates): where the iteration leaves the neighbourhood of
+			// the best iterate so far (its own gap 16 times that one's),
+			// go back to it, halve the Newton step on R (down to
+			// minOmega) and restart the acceleration.
+			own := (upper - lower) / lower
+			switch {
+			case own <= bestOwn:
+				bestOwn = own
+				copy(xBest, x)
+			case own > 16*bestOwn:
+				copy(x, xBest)
+				copy(lastGood, x)
+				acc = newAnderson(m, 6)
+				omega = math.Max(omega/2, minOmega)
+				continue
+			}
 		}
 		if gp := best.gap; gp <= stallGap/2 {
 			stallGap, stallIter = gp, it

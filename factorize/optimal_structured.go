@@ -470,19 +470,33 @@ const unitDD = 0x1p-100
 
 // bandSetup computes, once per workload, the band case's double-word
 // L L^T (gdd), the bound absL >= || |L| |L|^T ||_2 and the proven lower
-// bound llLo on lambda_min(L L^T) (L = A^{-1}) that bandRelErr needs. It
-// returns an error when L L^T cannot be shown positive definite in
-// double-word arithmetic.
+// bound llLo on lambda_min(L L^T) (L = A^{-1}) that bandRelErr needs
+// (gramBandDD). It returns an error when L L^T cannot be shown positive
+// definite in double-word arithmetic.
 func (e *structuredEvaluator) bandSetup() error {
 	if e.llLo > 0 {
 		return nil
 	}
 	inv, _ := e.w.InverseBand()
-	n, k := len(e.accH), e.k
-	e.gdd = linalg.GramBandDD(n, k, inv.At)
+	var err error
+	e.gdd, e.absL, e.llLo, err = gramBandDD(inv, len(e.accH), e.k, e.ddWork)
 	// L L^T rounded to float64 (the high parts), for the estimates.
-	e.llt = linalg.SymBand{N: n, K: k, Data: e.gdd.Hi}
-	absL := 0.0
+	e.llt = linalg.SymBand{N: e.gdd.N, K: e.gdd.K, Data: e.gdd.Hi}
+	return err
+}
+
+// gramBandDD returns L L^T in double-word arithmetic
+// (linalg.GramBandDD) for the lower-triangular band matrix L (inv, of
+// order n with k subdiagonals), a bound absL >= || |L| |L|^T ||_2
+// (Gershgorin on the magnitudes, raised by a relative 1e-12) and a lower
+// bound llLo on lambda_min(L L^T), proven by a double-word LDL^T of
+// L L^T - x I with positive pivots at x (from a float64 estimate, halved
+// until it has): under the kernel's backward error model lambda_min >=
+// x - ddBandModel(k) absL. work has length
+// linalg.ScaledInverseDiagWork(n, k). It returns an error when L L^T
+// cannot be shown positive definite that way.
+func gramBandDD(inv *mat.TriBandDense, n, k int, work []float64) (g linalg.SymBandDD, absL, llLo float64, err error) {
+	g = linalg.GramBandDD(n, k, inv.At)
 	for i := 0; i < n; i++ {
 		r := 0.0
 		for j := max(0, i-k); j <= min(n-1, i+k); j++ {
@@ -494,33 +508,48 @@ func (e *structuredEvaluator) bandSetup() error {
 		}
 		absL = math.Max(absL, r)
 	}
-	e.absL = absL * (1 + 1e-12)
-	// A float64 estimate of lambda_min(L L^T), then a double-word LDL^T
-	// of L L^T - x I with positive pivots at x, halved until it has: under
-	// the kernel's backward error model lambda_min >= x - bandModel absL.
-	lo, _ := e.llt.Bounds(0, make([]float64, n*(k+1)+n))
+	absL *= 1 + 1e-12
+	llt := linalg.SymBand{N: n, K: k, Data: g.Hi}
+	lo, _ := llt.Bounds(0, make([]float64, n*(k+1)+n))
 	x := lo * (1 - 1e-6)
 	if !(x > 0) {
-		x = e.absL * 0x1p-60
+		x = absL * 0x1p-60
 	}
 	for range 200 {
-		if e.gdd.PositiveDefiniteAbove(x, nil, e.ddWork) {
-			if e.llLo = x - e.bandModel()*e.absL; e.llLo > 0 {
-				return nil
+		if g.PositiveDefiniteAbove(x, nil, work) {
+			if llLo = x - ddBandModel(k)*absL; llLo > 0 {
+				return g, absL, llLo, nil
 			}
 		}
 		x /= 2
 	}
-	return fmt.Errorf("factorize: numerical breakdown: L L^T of the workload's inverse (order %d, %d subdiagonals) is not positive definite in double-word arithmetic", n, k)
+	return g, absL, 0, fmt.Errorf("factorize: numerical breakdown: L L^T of the workload's inverse (order %d, %d subdiagonals) is not positive definite in double-word arithmetic", n, k)
 }
 
-// bandModel is c unitDD with c = 2 (k + 5): the backward error, relative
-// to || |L| |L|^T ||, of forming L L^T + s V in double-word arithmetic
-// (each entry a sum of at most k + 1 exact products and the exact s v_i)
-// and of the LDL^T factorization and selected inversion, modelled as
-// the float64 kernels' backward error with u replaced by unitDD (a model,
-// as for those kernels, not a theorem; see docs/solver.md).
-func (e *structuredEvaluator) bandModel() float64 { return 2 * float64(e.k+5) * unitDD }
+// bandModel is the backward error, relative to || |L| |L|^T ||, of forming
+// L L^T + s V in double-word arithmetic (each entry a sum of at most k + 1
+// exact products and the exact s v_i) and of the LDL^T factorization and
+// selected inversion (see ddBandModel).
+func (e *structuredEvaluator) bandModel() float64 { return ddBandModel(e.k) }
+
+// ddBandModel is the modelled backward error of linalg.SymBandDD's kernels
+// on a band of k off-diagonals, relative to the norm of the sum of the
+// magnitudes of the terms that form the matrix: the float64 kernels'
+// model c u, c = 2 (k + 5), with u replaced by unitDD (above every
+// double-word operation's relative bound), plus twice the componentwise
+// bound of the kernels' sums of at most k + 1 products (ddfloat.AddProd,
+// normalized once: (1.5 m (m + 1) + 12 m + 4) u^2 of the terms'
+// magnitudes for m terms). A model, as for the float64 kernels, not a
+// theorem (docs/solver.md).
+func ddBandModel(k int) float64 {
+	return 2*float64(k+5)*unitDD + 2*ddSumBound(float64(k+1))
+}
+
+// ddSumBound is ddfloat.AddProd's componentwise bound for m terms
+// (products of double-words), (1.5 m (m + 1) + 12 m + 4) u^2, u = 2^-53.
+func ddSumBound(m float64) float64 {
+	return (1.5*m*(m+1) + 12*m + 4) * 0x1p-106
+}
 
 // bandRelErr bounds the relative error of each phi_i in the band case
 // (k >= 2; see phi). With L = A^{-1}, D = diag(sqrt(v)) and V = D^2,
@@ -530,8 +559,8 @@ func (e *structuredEvaluator) bandModel() float64 { return 2 * float64(e.k+5) * 
 // L L^T + s V >= llLo I, F is within delta = bandModel absL / llLo of it
 // in the Loewner order, so every Z_ii moves by a relative
 // delta / (1 - delta) at most, for every shift. The weighted sum over the
-// K shifts (positive weights and terms) adds (K + 2) unitDD, its rounding
-// to float64 u. The rational approximation adds its own relative error
+// K shifts (positive weights and terms, accumulated by ddfloat.AddProd)
+// adds ddSumBound(K), its rounding to float64 u. The rational approximation adds its own relative error
 // (RelErr, measured in float64 on its interval, which covers T's
 // spectrum) and, for that measurement's own rounding, (K + 3) u (the
 // float64 evaluation of r(x) sqrt(x), positive terms). The sum of the
@@ -543,7 +572,7 @@ func (e *structuredEvaluator) bandRelErr() float64 {
 	}
 	u := 0x1p-53
 	nq := float64(len(e.q.Shifts))
-	return (e.q.RelErr + (nq+4)*u + (nq+2)*unitDD + delta/(1-delta)) * (1 + 1e-6)
+	return (e.q.RelErr + (nq+4)*u + ddSumBound(nq) + delta/(1-delta)) * (1 + 1e-6)
 }
 
 // gramBand returns L L^T for the lower-triangular band matrix L (inv, of

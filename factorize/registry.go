@@ -435,11 +435,11 @@ func KeepsPastRows(s Strategy, p Participation) bool {
 // space, about 4 R^2 float64 for the dense solvers (Cholesky factor,
 // triangular inverse, X and the workload). bandedInverse says the
 // workload's inverse is banded, which lets the optimal solver's loss-only
-// path run in O(R) memory, and under k fixed epochs (1 < k < R) that it is
-// bidiagonal (prefix sums, weighted or not), which lets it run in O(R k):
-// with two or more subdiagonals (momentum) the fixed-epoch solver forms the
-// factors even loss-only, so pass false there. A strategy that is not
-// registered is counted as a dense solver.
+// path run in O(R) memory, and under k fixed epochs (1 < k < R) in O(R k)
+// (until 2026-11-28 the fixed-epoch solver formed the factors even
+// loss-only where the inverse has two or more subdiagonals, momentum, and
+// callers passed false there). A strategy that is not registered is
+// counted as a dense solver.
 func SolveBytes(s Strategy, r int, p Participation, bandedInverse bool) float64 {
 	i, ok := info(s)
 	switch {

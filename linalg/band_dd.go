@@ -16,8 +16,10 @@ import (
 // that their rounding is of order u^2 cond(M) instead of u cond(M)
 // (u = 2^-53): what an ill-conditioned M formed exactly (such as L L^T for a
 // band L with float64 entries, [GramBandDD]) needs where the float64
-// kernels' relative error, about u cond(M), is too large. They cost 4 to
-// 7 times the float64 ones (measured at N = 10^5, K = 2).
+// kernels' relative error, about u cond(M), is too large. They cost 2.7
+// times the float64 ones (one shift at N = 10^5, K = 2, CPU time,
+// BenchmarkSymBandDDScaledInverseDiag; 4.4 times before their sums were
+// compensated dot products normalized once, docs/solver.md).
 type SymBandDD struct {
 	N, K   int
 	Hi, Lo []float64
@@ -49,101 +51,189 @@ func GramBandDD(n, k int, at func(i, p int) float64) SymBandDD {
 }
 
 // ScaledInverseDiagWork returns the length of the work slice of
-// [SymBandDD.AddScaledInverseDiag] for order n and k off-diagonals: L's
-// band and D in double-words, and K + 1 rows of Z's band.
-func ScaledInverseDiagWork(n, k int) int { return 2*n*(k+1) + 2*n + 2*(k+1)*(k+1) }
+// [SymBandDD.AddScaledInverseDiag], [SymBandDD.ShiftedInverseBlocks] and
+// [SymBandDD.PositiveDefiniteAbove] for order n and k off-diagonals: L's
+// band and D^{-1} in double-words, K + 1 rows of Z's band and one row of
+// L D.
+func ScaledInverseDiagWork(n, k int) int {
+	return 2*n*(k+1) + 2*n + 2*(k+1)*(k+1) + 2*(k+1)
+}
 
-// ldl factors M + diag(sigma v) (sigma v_i formed exactly; v nil stands
-// for all ones) as L D L^T in double-word arithmetic without pivoting, L's
-// strict lower band into (lh, ll) (the layout of Hi) and D into (dh, dl),
-// and returns the number of pivots whose high part is not a positive
-// normal number.
-func (s SymBandDD) ldl(sigma float64, v []float64, lh, ll, dh, dl []float64) int {
+// ldl factors alpha M + sigma B as L D L^T in double-word arithmetic
+// without pivoting, for the float64 symmetric band matrix B with at most K
+// off-diagonals (its entries taken as exact; B.Data nil stands for the
+// identity, B.K = 0 with Data = v for diag(v)): each sigma b_ij is formed
+// exactly (an error-free product), alpha M_ij rounded once ([ddfloat.MulFloat],
+// 3u^2; exact for alpha = 1). L's strict lower band goes into (lh, ll) (the
+// layout of Hi) and D^{-1} into (ih, il); (uh, ul), of length K + 1, hold
+// the current row of L D. It returns the number of pivots whose high part
+// is not a positive normal number.
+//
+// Row i is the classical row-oriented LDL^T: with U = L D,
+// U[i][j] = (alpha M + sigma B)[i][j] - sum_{p<j} U[i][p] L[j][p],
+// L[i][j] = U[i][j] D_j^{-1}, D_i = (alpha M + sigma B)[i][i] -
+// sum_{p<i} U[i][p] L[i][p]: one double-word product per term, where
+// forming L[i][p] D_p L[j][p] takes two, and one division per row (the
+// reciprocal pivot, which the selected inversion needs as well), where
+// dividing by D_j takes one per entry. Its products with the reciprocal
+// err by at most 5u^2 + 15u^2 + 56u^3 (Mul after Div), below the 2^-100 per
+// operation that the callers' error model assumes.
+func (s SymBandDD) ldl(alpha, sigma float64, b SymBand, lh, ll, ih, il, uh, ul []float64) int {
 	n, k := s.N, s.K
-	w := k + 1
+	w, bw := k+1, b.K+1
 	bad := 0
 	for i := 0; i < n; i++ {
-		for j := max(0, i-k); j < i; j++ {
-			sh, sl := s.Hi[i*w+i-j], s.Lo[i*w+i-j]
-			for p := max(0, i-k); p < j; p++ {
-				th, tl := ddfloat.Mul(lh[i*w+i-p], ll[i*w+i-p], dh[p], dl[p])
-				th, tl = ddfloat.Mul(th, tl, lh[j*w+j-p], ll[j*w+j-p])
-				sh, sl = ddfloat.Add(sh, sl, -th, -tl)
+		lo := max(0, i-k)
+		row := i * w
+		for j := lo; j <= i; j++ {
+			h, l := s.Hi[row+i-j], s.Lo[row+i-j]
+			if alpha != 1 {
+				h, l = ddfloat.MulFloat(h, l, alpha)
 			}
-			lh[i*w+i-j], ll[i*w+i-j] = ddfloat.Div(sh, sl, dh[j], dl[j])
+			if d := i - j; d <= b.K {
+				bij := 0.0
+				if b.Data != nil {
+					bij = b.Data[i*bw+d]
+				} else if d == 0 {
+					bij = 1
+				}
+				if bij != 0 {
+					h, l = ddfloat.AddProd(h, l, sigma, 0, bij, 0)
+				}
+			}
+			lj := j*w + j
+			for p := lo; p < j; p++ {
+				h, l = ddfloat.AddProd(h, l, -uh[p-lo], -ul[p-lo], lh[lj-p], ll[lj-p])
+			}
+			h, l = ddfloat.TwoSum(h, l)
+			if j < i {
+				uh[j-lo], ul[j-lo] = h, l
+				lh[row+i-j], ll[row+i-j] = ddfloat.Mul(h, l, ih[j], il[j])
+				continue
+			}
+			if !(h >= 0x1p-1022) {
+				bad++
+			}
+			ih[i], il[i] = ddfloat.Recip(h, l)
 		}
-		ph, pl := sigma, 0.0
-		if v != nil {
-			ph, pl = ddfloat.TwoProd(sigma, v[i])
-		}
-		di, dil := ddfloat.Add(s.Hi[i*w], s.Lo[i*w], ph, pl)
-		for p := max(0, i-k); p < i; p++ {
-			a, al := lh[i*w+i-p], ll[i*w+i-p]
-			th, tl := ddfloat.Mul(a, al, a, al)
-			th, tl = ddfloat.Mul(th, tl, dh[p], dl[p])
-			di, dil = ddfloat.Add(di, dil, -th, -tl)
-		}
-		if !(di >= 0x1p-1022) {
-			bad++
-		}
-		dh[i], dl[i] = di, dil
 	}
 	return bad
 }
 
-// AddScaledInverseDiag adds weight v_i Y_ii to the double-word
-// (accH[i], accL[i]) for every i, where Y = (M + sigma diag(v))^{-1}, M + sigma
-// diag(v) positive definite, v > 0: the diagonal of
+// selInv runs the selected-inversion recurrences of Takahashi, Fagan and
+// Chin (see [SymBand.ShiftedInverseDiag]) in double-word arithmetic on the
+// factors of ldl (L in (lh, ll), D^{-1} in (ih, il)), from the last column
+// up: Z[j][i], j >= i, is held in row j of (zh, zl) at offset j - i, and
+// the rows are a ring of K + 1 (row r in slot r mod (K+1)): column i reads
+// only rows i..i+K, each entry written by an earlier column (as in
+// SymBand.ShiftedInverseBand), and row i's slot held row i + K + 1, which
+// no later column reads. With accH non-nil it adds weight v_i Z_ii to
+// (accH[i], accL[i]); otherwise it writes Z[j][i] into
+// (oh, ol)[j*blk + j - i] for every i <= j in the same diagonal block of
+// order blk (blk - 1 <= K).
+func (s SymBandDD) selInv(lh, ll, ih, il, zh, zl []float64, blk int, oh, ol []float64, weight float64, v, accH, accL []float64) {
+	n, k := s.N, s.K
+	w := k + 1
+	// rs[d] is the offset of row i + d's slot, for the current column i.
+	rs := make([]int, w)
+	si := (n - 1) % w // slot of row i
+	for i := n - 1; i >= 0; i, si = i-1, si-1 {
+		if si < 0 {
+			si = k
+		}
+		for d := range rs {
+			if r := si + d; r < w {
+				rs[d] = r * w
+			} else {
+				rs[d] = (r - w) * w
+			}
+		}
+		top := min(n-1, i+k)
+		for j := top; j > i; j-- {
+			h, l := 0.0, 0.0
+			rj := rs[j-i] + j
+			// Z[j][p] L[p][i]: Z[j][p] in row j for p <= j, in row p
+			// (as Z[p][j]) above.
+			for p := i + 1; p <= j; p++ {
+				h, l = ddfloat.AddProd(h, l, -zh[rj-p], -zl[rj-p], lh[p*w+p-i], ll[p*w+p-i])
+			}
+			for p := j + 1; p <= top; p++ {
+				idx := rs[p-i] + p - j
+				h, l = ddfloat.AddProd(h, l, -zh[idx], -zl[idx], lh[p*w+p-i], ll[p*w+p-i])
+			}
+			zh[rj-i], zl[rj-i] = ddfloat.TwoSum(h, l)
+		}
+		h, l := ih[i], il[i]
+		for p := i + 1; p <= top; p++ {
+			idx := rs[p-i] + p - i
+			h, l = ddfloat.AddProd(h, l, -lh[p*w+p-i], -ll[p*w+p-i], zh[idx], zl[idx])
+		}
+		h, l = ddfloat.TwoSum(h, l)
+		zh[rs[0]], zl[rs[0]] = h, l
+		if accH != nil {
+			ph, pl := ddfloat.TwoProd(weight, v[i])
+			accH[i], accL[i] = ddfloat.AddProd(accH[i], accL[i], ph, pl, h, l)
+			continue
+		}
+		for j := i; j <= min(top, (i/blk+1)*blk-1); j++ {
+			idx := rs[j-i] + j - i
+			oh[j*blk+j-i], ol[j*blk+j-i] = zh[idx], zl[idx]
+		}
+	}
+}
+
+// AddScaledInverseDiag adds weight v_i Y_ii to the sum accH[i] + accL[i]
+// for every i, where Y = (M + sigma diag(v))^{-1}, M + sigma diag(v)
+// positive definite, v > 0: the diagonal of
 // (V^{-1/2} M V^{-1/2} + sigma I)^{-1}, V = diag(v), without forming the
 // scaled matrix. It runs the band LDL^T factorization and the
 // selected-inversion recurrences of Takahashi, Fagan and Chin (see
 // [SymBand.ShiftedInverseDiag]) in double-word arithmetic and returns the
 // number of pivots that are not positive normal numbers (0 when the
 // shifted matrix is numerically positive definite; acc is then updated,
-// and left unchanged otherwise). work must have length at least
-// [ScaledInverseDiagWork](N, K). O(N K^2).
+// and left unchanged otherwise). The pair (accH[i], accL[i]) is the
+// unnormalized accumulator of [ddfloat.AddProd]: start it at zeros, add
+// the shifts' terms, and read accH[i] + accL[i] (rounded once to float64,
+// or normalized by ddfloat.TwoSum): m terms, all positive, are within
+// (1.5 m (m + 1) + 12 m + 4) u^2 of their exact sum relatively. work must
+// have length at least [ScaledInverseDiagWork](N, K). O(N K^2).
 func (s SymBandDD) AddScaledInverseDiag(sigma float64, v []float64, weight float64, accH, accL, work []float64) int {
 	n, k := s.N, s.K
-	w := k + 1
 	if len(v) < n || len(accH) < n || len(accL) < n || len(work) < ScaledInverseDiagWork(n, k) {
 		panic("linalg: SymBandDD.AddScaledInverseDiag: short slice")
 	}
-	lh, ll, dh, dl, zh, zl := s.split(work)
-	if bad := s.ldl(sigma, v, lh, ll, dh, dl); bad > 0 {
+	lh, ll, ih, il, zh, zl, uh, ul := s.split(work)
+	if bad := s.ldl(1, sigma, SymBand{N: n, Data: v}, lh, ll, ih, il, uh, ul); bad > 0 {
 		return bad
 	}
-	// Z = (M + sigma V)^{-1}, from the last row up: Z[j][i], j >= i, is
-	// held in row j of z at offset j - i, and the rows of z are a ring of
-	// K + 1 (row r in slot r mod (K+1)): column i reads only rows i..i+K,
-	// each entry written by an earlier column (as in
-	// SymBand.ShiftedInverseBand), and row i's slot held row i + K + 1,
-	// which no later column reads.
-	row := func(r int) int { return (r % w) * w }
-	for i := n - 1; i >= 0; i-- {
-		top := min(n-1, i+k)
-		for j := top; j > i; j-- {
-			sh, sl := 0.0, 0.0
-			for p := i + 1; p <= top; p++ {
-				// Z[j][p] L[p][i]: Z[j][p] in row max(j, p).
-				idx := row(j) + j - p
-				if p > j {
-					idx = row(p) + p - j
-				}
-				th, tl := ddfloat.Mul(zh[idx], zl[idx], lh[p*w+p-i], ll[p*w+p-i])
-				sh, sl = ddfloat.Add(sh, sl, -th, -tl)
-			}
-			zh[row(j)+j-i], zl[row(j)+j-i] = sh, sl
-		}
-		sh, sl := ddfloat.Div(1, 0, dh[i], dl[i])
-		for p := i + 1; p <= top; p++ {
-			th, tl := ddfloat.Mul(lh[p*w+p-i], ll[p*w+p-i], zh[row(p)+p-i], zl[row(p)+p-i])
-			sh, sl = ddfloat.Add(sh, sl, -th, -tl)
-		}
-		zh[row(i)], zl[row(i)] = sh, sl
-		ph, pl := ddfloat.TwoProd(weight, v[i])
-		th, tl := ddfloat.Mul(ph, pl, sh, sl)
-		accH[i], accL[i] = ddfloat.Add(accH[i], accL[i], th, tl)
+	s.selInv(lh, ll, ih, il, zh, zl, 1, nil, nil, weight, v, accH, accL)
+	return 0
+}
+
+// ShiftedInverseBlocks writes into (zh[j*blk+j-i], zl[j*blk+j-i]) the
+// entry (j, i) of Z = (alpha M + sigma B)^{-1} for every i <= j in the same
+// diagonal block of order blk (rows [q blk, (q+1) blk)), for the float64
+// symmetric band matrix B with at most K off-diagonals (entries taken as
+// exact; Data nil for the identity) and alpha M + sigma B positive
+// definite, by the double-word LDL^T factorization and selected inversion
+// of [SymBandDD.AddScaledInverseDiag] (sigma b_ij formed exactly, alpha M_ij
+// rounded once to within 3u^2; alpha = 1 leaves M exact). It returns the
+// number of pivots that are not positive normal numbers (zh and zl are
+// then meaningless). blk must be at most K + 1; zh and zl must have length
+// at least N blk, work at least [ScaledInverseDiagWork](N, K). O(N K^2).
+func (s SymBandDD) ShiftedInverseBlocks(alpha, sigma float64, b SymBand, blk int, zh, zl, work []float64) int {
+	n, k := s.N, s.K
+	if blk < 1 || blk > k+1 || b.K > k || (b.Data != nil && len(b.Data) < n*(b.K+1)) {
+		panic(fmt.Sprintf("linalg: SymBandDD.ShiftedInverseBlocks: blocks of order %d and B with %d off-diagonals for a band of %d", blk, b.K, k))
 	}
+	if len(zh) < n*blk || len(zl) < n*blk || len(work) < ScaledInverseDiagWork(n, k) {
+		panic("linalg: SymBandDD.ShiftedInverseBlocks: short slice")
+	}
+	lh, ll, ih, il, rh, rl, uh, ul := s.split(work)
+	if bad := s.ldl(alpha, sigma, b, lh, ll, ih, il, uh, ul); bad > 0 {
+		return bad
+	}
+	s.selInv(lh, ll, ih, il, rh, rl, blk, zh, zl, 0, nil, nil, nil)
 	return 0
 }
 
@@ -160,16 +250,16 @@ func (s SymBandDD) PositiveDefiniteAbove(x float64, v, work []float64) bool {
 	if len(work) < ScaledInverseDiagWork(n, s.K) || (v != nil && len(v) < n) {
 		panic("linalg: SymBandDD.PositiveDefiniteAbove: short slice")
 	}
-	lh, ll, dh, dl, _, _ := s.split(work)
-	return s.ldl(-x, v, lh, ll, dh, dl) == 0
+	lh, ll, ih, il, _, _, uh, ul := s.split(work)
+	return s.ldl(1, -x, SymBand{N: n, Data: v}, lh, ll, ih, il, uh, ul) == 0
 }
 
 // split cuts a work slice of [ScaledInverseDiagWork](N, K) into L's band,
-// D and the ring of Z's rows, each as high and low parts.
-func (s SymBandDD) split(work []float64) (lh, ll, dh, dl, zh, zl []float64) {
+// D^{-1}, the ring of Z's rows and a row of L D, each as high and low parts.
+func (s SymBandDD) split(work []float64) (lh, ll, ih, il, zh, zl, uh, ul []float64) {
 	n, w := s.N, s.K+1
 	lh, ll = work[:n*w], work[n*w:2*n*w]
-	dh, dl = work[2*n*w:2*n*w+n], work[2*n*w+n:2*n*w+2*n]
+	ih, il = work[2*n*w:2*n*w+n], work[2*n*w+n:2*n*w+2*n]
 	z := work[2*n*w+2*n:]
-	return lh, ll, dh, dl, z[:w*w], z[w*w : 2*w*w]
+	return lh, ll, ih, il, z[:w*w], z[w*w : 2*w*w], z[2*w*w : 2*w*w+w], z[2*w*w+w : 2*w*w+2*w]
 }

@@ -142,17 +142,10 @@ func solve(ctx context.Context, cfg config, e env) error {
 		r = w.R()
 	}
 	// The prefix-sum workload (and every file workload that turns out to
-	// be one) has a bidiagonal inverse. Under fixed epochs an inverse with
-	// two or more subdiagonals (momentum) makes the optimal solver form
-	// the factors even loss-only: counted as not banded
-	// (factorize.SolveBytes).
+	// be one) has a bidiagonal inverse.
 	banded := w == nil
 	if w != nil {
-		var inv *mat.TriBandDense
-		if inv, banded = w.InverseBand(); banded && cfg.participation.Kind == factorize.KindEpochs {
-			_, sub, _ := inv.TriBand()
-			banded = sub < 2
-		}
+		_, banded = w.InverseBand()
 	}
 	if err := checkMemory(cfg, r, banded, e.memAvailable); err != nil {
 		return err

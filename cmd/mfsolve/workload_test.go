@@ -200,27 +200,33 @@ func TestStrategyWorkloadIsUsageError(t *testing.T) {
 	requireOneErrorLine(t, res.stderr, "with -strategy banded (-participation minsep:3): banded factorizes ")
 }
 
-// TestMomentumEpochsLossOnlyCountsTheFactors: under fixed epochs a
-// workload whose inverse has two subdiagonals (momentum) makes the optimal
-// solver form B and C even with -loss-only (factorize.OptimalEpochs), so
-// the memory check counts a dense solve, 2 R^2 float64 for the factors and
-// 4 R^2 of work: 6 x 8 x 30000^2 = 43.2 GB at R = 30000, refused with 16 GB
-// before any work. Before, it counted the O(R k) band arrays of the prefix
-// sums' path (about 60 MB), passed, solved for minutes and ran out of
-// memory forming the factors. The prefix sums keep their small estimate.
-func TestMomentumEpochsLossOnlyCountsTheFactors(t *testing.T) {
+// TestMomentumEpochsCountsTheFactors: under fixed epochs the optimal
+// solver forms B and C unless -loss-only, so the memory check counts a
+// dense solve, 2 R^2 float64 for the factors and 4 R^2 of work:
+// 6 x 8 x 30000^2 = 43.2 GB at R = 30000, refused with 16 GB before any
+// work, with the advice to use -loss-only. With -loss-only it forms no dense matrix on momentum either (since
+// 2026-11-28: its certificate rests on the double-word band kernel, see
+// factorize.OptimalEpochs; before, it formed the factors to check them,
+// and this check counted them), so the estimate is the O(R k) band
+// arrays', the prefix sums' alike.
+func TestMomentumEpochsCountsTheFactors(t *testing.T) {
 	var errb bytes.Buffer
-	code := run(t.Context(), []string{"-R", "30000", "-workload", "momentum:0.9", "-participation", "epochs:4", "-loss-only", "-no-cache"}, env{
+	code := run(t.Context(), []string{"-R", "30000", "-workload", "momentum:0.9", "-participation", "epochs:4", "-no-cache"}, env{
 		stdout: &bytes.Buffer{}, stderr: &errb,
 		memAvailable: func() (uint64, error) { return testMemory, nil },
 	})
 	require.NotEqual(t, 0, code)
-	requireOneErrorLine(t, errb.String(), "R = 30000 needs about 43.2 GB for the dense computation")
+	requireOneErrorLine(t, errb.String(), "R = 30000 needs about 43.2 GB for dense output, this machine has 16.0 GB available; use -loss-only")
 
 	lossOnly, err := factorize.WithLossOnly(factorize.OptimalStrategy{}, true)
 	require.NoError(t, err)
-	prefix := factorize.SolveBytes(lossOnly, 30000, factorize.FixedEpochs(4), true)
-	assert.Less(t, prefix, 1e9, "the prefix sums' fixed-epoch loss-only path is O(R k)")
+	w, err := factorize.Momentum(30000, 0.9)
+	require.NoError(t, err)
+	_, banded := w.InverseBand()
+	require.True(t, banded, "momentum's inverse is banded")
+	need := factorize.SolveBytes(lossOnly, 30000, factorize.FixedEpochs(4), banded)
+	assert.Less(t, need, 1e9, "the fixed-epoch loss-only path is O(R k) on momentum")
+	assert.Less(t, need, float64(testMemory), "passes the memory check")
 }
 
 // TestCompareReportFailure: -compare's table is its whole output, so a

@@ -143,3 +143,44 @@ func Div(xh, xl, yh, yl float64) (zh, zl float64) {
 	zl = tl - (zh - th)
 	return zh, zl
 }
+
+// Recip returns the double-word reciprocal of the double-word yh + yl
+// (y not zero) by one division where [Div] (x = 1) takes two: th = 1/yh,
+// the residual r = 1 - y th as (1 - fl(yh th)) - (the product's exact
+// error + fl(yl th)), where 1 - fl(yh th) is exact (Sterbenz) and r is of
+// order u, and the correction r th, its division by yh replaced by the
+// product with th (relatively within u of it, on a term itself within
+// about u of the result). TestArithBounds measures at most about 4u^2
+// (bound checked 8u^2, against Div's 15u^2 + 56u^3).
+func Recip(yh, yl float64) (zh, zl float64) {
+	th := 1 / yh
+	ch := float64(yh * th)
+	cl := math.FMA(yh, th, -ch) + float64(yl*th)
+	tl := float64(((1 - ch) - cl) * th)
+	zh = th + tl // FastTwoSum(th, tl)
+	zl = tl - (zh - th)
+	return zh, zl
+}
+
+// AddProd adds the product of the double-words xh + xl and yh + yl to the
+// unnormalized sum sh + sl of a dot product, for a sum that is
+// normalized once at its end (TwoSum(sh, sl)) instead of after every
+// term: the high parts are summed by TwoSum, exactly, and everything
+// else (TwoSum's errors, the error of xh yh and the cross terms
+// xh yl + xl yh, xl yl dropped) in sl in float64. Starting from a
+// double-word s0, the normalized result of m terms t_p is within
+// (1.5 m (m + 1) + 12 m + 4) u^2 (|s0| + sum_p |t_p|) of s0 + sum_p t_p
+// (first order; docs/solver.md, "The double-word kernel's cost"): the
+// componentwise bound of a compensated dot product (Ogita, Rump and
+// Oishi's Dot2, with double-word inputs), not a relative one, which is
+// what the backward error of a factorization needs. TestAddProdBound
+// checks it.
+func AddProd(sh, sl, xh, xl, yh, yl float64) (float64, float64) {
+	ph := float64(xh * yh)
+	pe := math.FMA(xh, yh, -ph)
+	c := math.FMA(xh, yl, float64(xl*yh))
+	s := sh + ph // TwoSum(sh, ph)
+	bb := s - sh
+	e := (sh - (s - bb)) + (ph - bb)
+	return s, sl + (e + (pe + c))
+}

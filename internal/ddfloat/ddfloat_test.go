@@ -187,8 +187,8 @@ func normalized(h, l float64) bool { return h+l == h }
 // results, and their results are normalized double-words.
 func TestArithBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	addB, mulB, mulFB, divB, divDB := 3*u*u/(1-4*u), 5*u*u, 3*u*u, 3*u*u, 15*u*u+56*u*u*u
-	var worst [5]float64
+	addB, mulB, mulFB, divB, divDB, recB := 3*u*u/(1-4*u), 5*u*u, 3*u*u, 3*u*u, 15*u*u+56*u*u*u, 8*u*u
+	var worst [6]float64
 	for _, w := range words(rng, count(100000)) {
 		xh, xl, yh, yl := w[0], w[1], w[2], w[3]
 		x, y := sum(xh, xl), sum(yh, yl)
@@ -227,9 +227,16 @@ func TestArithBounds(t *testing.T) {
 		} else {
 			worst[4] = max(worst[4], r)
 		}
+		zh, zl = Recip(yh, yl)
+		q = new(big.Float).SetPrec(2000).Quo(bf(1), y)
+		if r := relErr(sum(zh, zl), q); r > recB || !normalized(zh, zl) {
+			t.Fatalf("Recip(%g, %g) = %g, %g: relative error %g u^2 (bound 8)", yh, yl, zh, zl, r/u/u)
+		} else {
+			worst[5] = max(worst[5], r)
+		}
 	}
-	t.Logf("worst relative errors in u^2: Add %.3g, Mul %.3g, MulFloat %.3g, DivFloat %.3g, Div %.3g",
-		worst[0]/u/u, worst[1]/u/u, worst[2]/u/u, worst[3]/u/u, worst[4]/u/u)
+	t.Logf("worst relative errors in u^2: Add %.3g, Mul %.3g, MulFloat %.3g, DivFloat %.3g, Div %.3g, Recip %.3g",
+		worst[0]/u/u, worst[1]/u/u, worst[2]/u/u, worst[3]/u/u, worst[4]/u/u, worst[5]/u/u)
 }
 
 // TestAddSignedZero: sums that are exactly zero come out as a zero
@@ -244,4 +251,54 @@ func TestAddSignedZero(t *testing.T) {
 	if zh, zl := Add(0.1, 0x1p-58, nz, nz); zh != 0.1 || zl != 0x1p-58 {
 		t.Errorf("Add(0.1, 2^-58, -0, -0) = %g, %g, want the first word", zh, zl)
 	}
+}
+
+// TestAddProdBound: a dot product of m = 1 to 40 double-word products
+// accumulated by AddProd from a double-word start and normalized once
+// (TwoSum) is within (1.5 m (m + 1) + 12 m + 4) u^2 (|s0| + sum |t_p|) of
+// the exact sum, on random terms and on sums that cancel to far below
+// their terms (the case a factorization's pivots meet); the bound is
+// componentwise, not relative to the result.
+func TestAddProdBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	worst := 0.0
+	for trial := range count(20000) {
+		m := 1 + trial%40
+		s0h, s0l := word(rng, -20, 20)
+		xs := make([][4]float64, m)
+		for p := range xs {
+			xh, xl := word(rng, -20, 20)
+			yh, yl := word(rng, -20, 20)
+			xs[p] = [4]float64{xh, xl, yh, yl}
+		}
+		if trial%2 == 1 {
+			// Cancel: the start is minus the sum of the terms, rounded
+			// to a double-word, plus a tiny remainder.
+			exact := new(big.Float).SetPrec(prec)
+			for _, x := range xs {
+				exact.Add(exact, mul(sum(x[0], x[1]), sum(x[2], x[3])))
+			}
+			h, _ := exact.Float64()
+			l, _ := new(big.Float).SetPrec(prec).Sub(exact, bf(h)).Float64()
+			s0h, s0l = FastTwoSum(-h, -l+math.Ldexp(rng.Float64(), math.Ilogb(h)-110))
+		}
+		sh, sl := s0h, s0l
+		exact := sum(s0h, s0l)
+		mag := new(big.Float).SetPrec(prec).Abs(sum(s0h, s0l))
+		for _, x := range xs {
+			sh, sl = AddProd(sh, sl, x[0], x[1], x[2], x[3])
+			tp := mul(sum(x[0], x[1]), sum(x[2], x[3]))
+			exact.Add(exact, tp)
+			mag.Add(mag, new(big.Float).Abs(tp))
+		}
+		zh, zl := TwoSum(sh, sl)
+		err := new(big.Float).SetPrec(prec).Sub(sum(zh, zl), exact)
+		r, _ := new(big.Float).Quo(err.Abs(err), mag).Float64()
+		mf := float64(m)
+		if bound := (1.5*mf*(mf+1) + 12*mf + 4) * u * u; r > bound || !normalized(zh, zl) {
+			t.Fatalf("m = %d: error %g u^2 of the magnitudes, bound %g u^2, normalized %v", m, r/u/u, bound/u/u, normalized(zh, zl))
+		}
+		worst = max(worst, r/(mf*u*u))
+	}
+	t.Logf("worst error / (m u^2 sum |terms|): %.3g", worst)
 }
