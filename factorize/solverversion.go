@@ -18,5 +18,6 @@ package factorize
 // LDL^T residual); 2, 28 November 2026 (the structured path's band case,
 // momentum workloads, evaluated in double-word arithmetic, without the
 // dense retry); 3, 28 November 2026 (the banded solver's dual bound
-// without delta, which stops it earlier).
+// without delta, which stops it earlier; fixed epochs on momentum in
+// double-word arithmetic; the double-word kernel's sums by AddProd).
 const SolverVersion = 3
