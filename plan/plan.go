@@ -937,25 +937,16 @@ func (p *Plan) Private() bool { return p.Algorithm != AlgoNonPrivate }
 // writes it: optimal when the plan names none, identity for the
 // independent algorithm (what a record names, [Record]'s Strategy).
 func (p *Plan) strategySpec() (string, error) {
-	spec := p.Strategy
-	switch {
-	case p.Algorithm == AlgoIndependent:
-		spec = factorize.StrategyIdentity
-	case spec == "":
-		spec = factorize.StrategyOptimal
-	}
-	s, err := factorize.ParseStrategy(spec)
+	s, err := p.parsedStrategy()
 	if err != nil {
-		return "", wrap(err)
+		return "", err
 	}
 	return s.Spec(), nil
 }
 
-// strategy returns the plan's strategy with the options its participation
-// needs: a strategy that computes its sensitivity without C only under
-// some participations (factorize's LossOnlyUnder) forms C under the others.
-// A setting the participation would ignore is an error (factorize.CheckUnder).
-func (p *Plan) strategy() (factorize.Strategy, error) {
+// parsedStrategy returns the plan's strategy as named: optimal when the
+// plan names none, identity for the independent algorithm.
+func (p *Plan) parsedStrategy() (factorize.Strategy, error) {
 	spec := p.Strategy
 	switch {
 	case p.Algorithm == AlgoIndependent:
@@ -966,6 +957,18 @@ func (p *Plan) strategy() (factorize.Strategy, error) {
 	s, err := factorize.ParseStrategy(spec)
 	if err != nil {
 		return nil, wrap(err)
+	}
+	return s, nil
+}
+
+// strategy returns the plan's strategy with the options its participation
+// needs: a strategy that computes its sensitivity without C only under
+// some participations (factorize's LossOnlyUnder) forms C under the others.
+// A setting the participation would ignore is an error (factorize.CheckUnder).
+func (p *Plan) strategy() (factorize.Strategy, error) {
+	s, err := p.parsedStrategy()
+	if err != nil {
+		return nil, err
 	}
 	part, _ := p.Pattern() // Validate checks it before the strategy
 	if err := factorize.CheckUnder(s, part); err != nil {

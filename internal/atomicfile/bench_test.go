@@ -3,9 +3,10 @@ package atomicfile
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // BenchmarkWriteBesideEntries measures a one-byte Write into a directory
@@ -17,13 +18,7 @@ func BenchmarkWriteBesideEntries(b *testing.B) {
 	for _, n := range []int{0, 1000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			dir := b.TempDir()
-			for i := range n {
-				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("entry-%06d", i)))
-				if err != nil {
-					b.Fatal(err)
-				}
-				f.Close()
-			}
+			testutil.FillDir(b, dir, n)
 			path := filepath.Join(dir, "out")
 			b.ResetTimer()
 			for range b.N {

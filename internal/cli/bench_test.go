@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // BenchmarkWriteOutputsBesideEntries measures WriteOutputs of one one-byte
@@ -19,13 +20,7 @@ func BenchmarkWriteOutputsBesideEntries(b *testing.B) {
 	for _, n := range []int{0, 1000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			dir := b.TempDir()
-			for i := range n {
-				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("entry-%06d", i)))
-				if err != nil {
-					b.Fatal(err)
-				}
-				f.Close()
-			}
+			testutil.FillDir(b, dir, n)
 			out := Output{File: File{Flag: "-o", Path: filepath.Join(dir, "out")}, Perm: 0o644, Write: func(w io.Writer) error {
 				_, err := io.WriteString(w, "x")
 				return err

@@ -3,8 +3,10 @@ package testutil
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -141,4 +143,18 @@ func IntFlagRefusal(args []string) (refusal string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// FillDir creates n empty files named entry-000000, entry-000001, ... in
+// dir: a directory that a listing must wade through (the benchmarks of
+// writes beside many entries).
+func FillDir(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	for i := range n {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("entry-%06d", i)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		f.Close()
+	}
 }
