@@ -28,22 +28,8 @@ import (
 func refEpochDual(e *epochEvaluator, d *epochDual) (float64, error) {
 	n, k, b := e.n, e.k, e.b
 	inv, _ := e.w.InverseBand()
-	_, p, _ := inv.TriBand()
 	// Column j of A (rows j..n-1) in double-double.
-	ah, al := make([]float64, n*n), make([]float64, n*n)
-	for j := 0; j < n; j++ {
-		for i := j; i < n; i++ {
-			h, l := 0.0, 0.0
-			if i == j {
-				h = 1
-			}
-			for q := max(j, i-p); q < i; q++ {
-				th, tl := ddfloat.MulFloat(ah[j*n+q], al[j*n+q], inv.At(i, q))
-				h, l = ddfloat.Add(h, l, -th, -tl)
-			}
-			ah[j*n+i], al[j*n+i] = ddfloat.Div(h, l, inv.At(i, i), 0)
-		}
-	}
+	ah, al := ddInverseColumns(inv)
 	// U per class (round order: class c holds rounds c + e b), and the
 	// columns of A U in double-double: column a of A U is
 	// sum_q U[q][a] A[:, q] over the rounds q of a's class.

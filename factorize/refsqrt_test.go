@@ -71,14 +71,9 @@ func refSqrtFromColumns(n int, at, v []float64) (*refSqrt, error) {
 	if len(v) != n {
 		return nil, fmt.Errorf("refSqrt: v has %d entries, want %d", len(v), n)
 	}
-	// sqrt(v) in double-double.
-	sh, sl := make([]float64, n), make([]float64, n)
-	for i, x := range v {
-		if !(x > 0) {
-			return nil, fmt.Errorf("refSqrt: v[%d] = %v, want > 0", i, x)
-		}
-		h := math.Sqrt(x)
-		sh[i], sl[i] = h, math.FMA(-h, h, x)/(2*h)
+	sh, sl, err := ddSqrts(v)
+	if err != nil {
+		return nil, err
 	}
 	mh, ml := make([]float64, n*n), make([]float64, n*n)
 	for i := 0; i < n; i++ {
@@ -286,29 +281,11 @@ func newRefSqrtBand(w *Workload, v []float64) (*refSqrt, error) {
 	if !ok {
 		return nil, fmt.Errorf("refSqrt: workload %q has no band inverse", w.Name())
 	}
-	n, k, _ := inv.TriBand()
-	// Column j of A, rows j..n-1: ah, al (row-major by column).
-	ah, al := make([]float64, n*n), make([]float64, n*n)
-	for j := 0; j < n; j++ {
-		for i := j; i < n; i++ {
-			h, l := 0.0, 0.0
-			if i == j {
-				h = 1
-			}
-			for p := max(j, i-k); p < i; p++ {
-				th, tl := ddfloat.MulFloat(ah[j*n+p], al[j*n+p], inv.At(i, p))
-				h, l = ddfloat.Add(h, l, -th, -tl)
-			}
-			ah[j*n+i], al[j*n+i] = ddfloat.Div(h, l, inv.At(i, i), 0)
-		}
-	}
-	sh, sl := make([]float64, n), make([]float64, n)
-	for i, x := range v {
-		if !(x > 0) {
-			return nil, fmt.Errorf("refSqrt: v[%d] = %v, want > 0", i, x)
-		}
-		h := math.Sqrt(x)
-		sh[i], sl[i] = h, math.FMA(-h, h, x)/(2*h)
+	n, _, _ := inv.TriBand()
+	ah, al := ddInverseColumns(inv)
+	sh, sl, err := ddSqrts(v)
+	if err != nil {
+		return nil, err
 	}
 	mh, ml := make([]float64, n*n), make([]float64, n*n)
 	for i := 0; i < n; i++ {
@@ -325,4 +302,41 @@ func newRefSqrtBand(w *Workload, v []float64) (*refSqrt, error) {
 		}
 	}
 	return refSqrtOf(n, mh, ml)
+}
+
+// ddSqrts returns sqrt(v) in double-double (high and low parts), each
+// within a few u^2 relatively; every entry of v must be positive.
+func ddSqrts(v []float64) (sh, sl []float64, err error) {
+	sh, sl = make([]float64, len(v)), make([]float64, len(v))
+	for i, x := range v {
+		if !(x > 0) {
+			return nil, nil, fmt.Errorf("refSqrt: v[%d] = %v, want > 0", i, x)
+		}
+		h := math.Sqrt(x)
+		sh[i], sl[i] = h, math.FMA(-h, h, x)/(2*h)
+	}
+	return sh, sl, nil
+}
+
+// ddInverseColumns returns the columns of A = L^{-1} for the band lower
+// triangular L, in double-double by forward substitution: column j, rows
+// j..n-1, at ah[j*n+i], al[j*n+i] (row-major by column; zero above the
+// diagonal).
+func ddInverseColumns(inv *mat.TriBandDense) (ah, al []float64) {
+	n, k, _ := inv.TriBand()
+	ah, al = make([]float64, n*n), make([]float64, n*n)
+	for j := 0; j < n; j++ {
+		for i := j; i < n; i++ {
+			h, l := 0.0, 0.0
+			if i == j {
+				h = 1
+			}
+			for p := max(j, i-k); p < i; p++ {
+				th, tl := ddfloat.MulFloat(ah[j*n+p], al[j*n+p], inv.At(i, p))
+				h, l = ddfloat.Add(h, l, -th, -tl)
+			}
+			ah[j*n+i], al[j*n+i] = ddfloat.Div(h, l, inv.At(i, i), 0)
+		}
+	}
+	return ah, al
 }

@@ -70,17 +70,7 @@ func TestSymBandDDScaledInverseDiag(t *testing.T) {
 	for _, beta := range []float64{0.5, 0.99} {
 		for _, n := range []int{7, 60} {
 			k := 2
-			at := func(i, p int) float64 {
-				switch i - p {
-				case 0:
-					return 1
-				case 1:
-					return -(1 + beta)
-				case 2:
-					return beta
-				}
-				return 0
-			}
+			at := momentumInv(beta)
 			g := GramBandDD(n, k, at)
 			v := make([]float64, n)
 			for i := range v {
@@ -154,17 +144,7 @@ func relTo(ref *big.Float, hi, lo float64) float64 {
 // shift of the float64 kernel on the formed matrix (ShiftedInverseDiag).
 func BenchmarkSymBandDDScaledInverseDiag(b *testing.B) {
 	const n, k, beta = 100000, 2, 0.9
-	at := func(i, p int) float64 {
-		switch i - p {
-		case 0:
-			return 1
-		case 1:
-			return -(1 + beta)
-		case 2:
-			return beta
-		}
-		return 0
-	}
+	at := momentumInv(beta)
 	g := GramBandDD(n, k, at)
 	rng := rand.New(rand.NewPCG(3, 1))
 	v := make([]float64, n)
@@ -249,17 +229,7 @@ func bigInverse(n int, a []*big.Float) []*big.Float {
 func TestSymBandDDShiftedInverseBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 2))
 	const n, k, kk, blk, beta = 60, 2, 4, 3, 0.99
-	at := func(i, p int) float64 {
-		switch i - p {
-		case 0:
-			return 1
-		case 1:
-			return -(1 + beta)
-		case 2:
-			return beta
-		}
-		return 0
-	}
+	at := momentumInv(beta)
 	g := GramBandDD(n, k, at)
 	wide := SymBandDD{N: n, K: kk, Hi: make([]float64, n*(kk+1)), Lo: make([]float64, n*(kk+1))}
 	for i := 0; i < n; i++ {
@@ -345,4 +315,21 @@ func TestSymBandDDShiftedInverseBlocks(t *testing.T) {
 	assert.Panics(t, func() {
 		wide.ShiftedInverseBlocks(1, 1, bm, kk+2, make([]float64, n*(kk+2)), make([]float64, n*(kk+2)), make([]float64, ScaledInverseDiagWork(n, kk)))
 	}, "blocks wider than the band")
+}
+
+// momentumInv returns the entries of the momentum workloads' inverse L
+// (1, -(1 + beta), beta on its diagonal and two subdiagonals) by row i and
+// column p.
+func momentumInv(beta float64) func(i, p int) float64 {
+	return func(i, p int) float64 {
+		switch i - p {
+		case 0:
+			return 1
+		case 1:
+			return -(1 + beta)
+		case 2:
+			return beta
+		}
+		return 0
+	}
 }
