@@ -208,6 +208,16 @@ type bandedProblem struct {
 	// lastQuad is what gapOf kept of its last quadratic bound; it only
 	// decides when to compute the next.
 	lastQuad lastQuad
+	// gapCalls counts the calls of gapOf, and dd times its evaluations
+	// of G in double-word arithmetic.
+	gapCalls int
+	dd       struct {
+		// next is the tr(W X W^T) (without rounding allowances) at which
+		// the next is tried (0 before the first), at the call of the
+		// last; used counts those that lowered the bound.
+		next     float64
+		at, used int
+	}
 	// levelMinBands is the fewest bands for which [bandedProblem.run]
 	// starts from a coarse level (bandedLevelMinBands; tests lower it to
 	// reach the multilevel path at small sizes).
@@ -557,6 +567,7 @@ func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []
 // may certify. A stop of 0 computes it always.
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
+	bp.gapCalls++
 	sums := sumBandRows(n, 2, float64(2*b), func(lo, hi int, out []float64) {
 		// Row i's off-diagonal entries are g[i*b+1 : i*b+b] (fewer in the
 		// first rows), summed in two interleaved halves to shorten the
@@ -603,7 +614,7 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	// The dual bound needs no delta: where lambda_max(E) <= eMax < 1,
 	// f(X) - f(X*) <= tx / (1 + sqrt(1 - eMax))^2 (docs/solver.md,
 	// "A dual bound without delta").
-	quad := func(tx, m2, gersh, lam, eMax float64) float64 {
+	quad := func(tx, m2, gersh, lam, eMax, r float64) float64 {
 		delta := float64(2*b - 1)
 		for range 8 {
 			delta = math.Min(delta, math.Min((gersh+delta)*r/lam, math.Sqrt((gersh+delta)*(tx+delta*m2)/lam)))
@@ -620,15 +631,20 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	// computed where the prediction is at most stop, at least every 20
 	// iterations where it is within a factor 10 of stop, and once the
 	// linear bound is within a factor 10^5 of stop and below 1, then at
-	// every tenth of it. A stop of 0 computes it always.
+	// every tenth of it. Where G's band has a rounding allowance, it is
+	// also computed every 20 iterations once tr(W X W^T) / 4 without the
+	// allowances (txl, over the computed ||R||_F^2) would certify: the
+	// bound from G in double words may (below). A stop of 0 computes it
+	// always.
 	last := &bp.lastQuad
 	last.since++
 	switch {
 	case stop <= 0:
 	case lin <= min(1e5*stop, 1) && (last.lam == 0 || lin <= last.lin/10):
 	case last.lam > 0:
-		pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam, last.e*r))
-		if pred > stop && (pred > 10*stop || last.since < 20) {
+		pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam, last.e*r, r))
+		dd := gErr > 0 && last.since >= 20 && rel(last.txl*r2/4) <= stop
+		if pred > stop && (pred > 10*stop || last.since < 20) && !dd {
 			return lin
 		}
 	default:
@@ -637,29 +653,76 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	m1, mi := bp.formM(x)
 	lam := math.Max(1/(m1*mi*(1+1e-12)), bp.refineLambda())
 	gersh := bp.gershgorin(x)
-	m, tx, eMax, eErr := bp.mr(x, g, math.Sqrt(r2), gErr, m1, mi, gersh)
-	// Where Gershgorin's bound on lambda_max(E) is too loose for the dual
-	// bound and a sharper one would certify, an LDL^T factorization may
-	// prove it: at e = 1/2, or else 9/10.
-	for _, e := range []float64{0.5, 0.9} {
-		if s := 1 + math.Sqrt(1-e); e < eMax && (stop <= 0 || rel(tx/(s*s)) <= stop) {
-			if bp.eProvenBelow(bp.rf, e, eErr) {
-				eMax = e
-				break
+	// bound returns the quadratic bound from the band g of G with ||R||_F =
+	// rn and an error of at most gErr, and its terms, and txLow, tr(W X
+	// W^T) without the allowance for rounding (which only decides whether
+	// a more accurate G may certify).
+	bound := func(g []float64, rn, gErr float64) (q, tx, m2, eMax, txLow, ritz float64) {
+		m, tx, eMax, eErr, txLow := bp.mr(x, g, rn, gErr, m1, mi, gersh)
+		// Where Gershgorin's bound on lambda_max(E) is too loose for the
+		// dual bound and a sharper one would certify, an LDL^T
+		// factorization may prove it: at e = 1/2, or else 9/10. A Ritz
+		// value of E, never above lambda_max(E), skips those that must
+		// fail (it only saves their time).
+		ritz = math.NaN()
+		for _, e := range []float64{0.5, 0.9} {
+			if s := 1 + math.Sqrt(1-e); e < eMax && (stop <= 0 || rel(tx/(s*s)) <= stop) {
+				if math.IsNaN(ritz) {
+					ritz = bp.eRitz(bandedRitzSteps)
+				}
+				if ritz > e {
+					continue
+				}
+				if bp.eProvenBelow(bp.rf, e, eErr) {
+					eMax = e
+					break
+				}
+			}
+		}
+		return quad(tx, m*m, gersh, lam, eMax, rn+gErr), tx, m * m, eMax, txLow, ritz
+	}
+	q, tx, m2, eMax, txLow, _ := bound(g, math.Sqrt(r2), gErr)
+	// Where the float64 band's rounding is what keeps the bound above
+	// stop (it would certify without its allowances, at e = 0), G's band
+	// is evaluated again in double-word arithmetic ([bandedProblem.evalGDD],
+	// some 25 iterations' time), whose error is smaller by many orders
+	// ([bandedProblem.ddBandAllowance]). After a try that does not
+	// certify, the next waits for tr(W X W^T) (without the allowances) to
+	// halve, or for 200 iterations.
+	try := stop > 0 && gErr > 0 && rel(q) > stop && rel(txLow/4) <= stop
+	if try && bp.dd.next > 0 {
+		try = txLow <= bp.dd.next || bp.gapCalls-bp.dd.at >= 200
+	}
+	if try {
+		bp.dd.at = bp.gapCalls
+		gd := make([]float64, len(g))
+		if _, ok := bp.evalGDD(x, gd); ok {
+			rd, errD := bp.ddBandAllowance(gd, gErr)
+			qd, txd, m2d, ed, _, _ := bound(gd, rd, errD)
+			if qd < q {
+				q, tx, m2, eMax, r = qd, txd, m2d, ed, rd+errD
+				bp.dd.used++
+			}
+			if rel(qd) > stop {
+				bp.dd.next = txLow / 2
 			}
 		}
 	}
-	q := quad(tx, m*m, gersh, lam, eMax)
-	*last = lastQuad{tx: tx / (r * r), m2: m * m / (r * r), e: eMax / r, gersh: gersh, lam: lam, lin: lin}
+	*last = lastQuad{tx: tx / (r * r), m2: m2 / (r * r), e: eMax / r, gersh: gersh, lam: lam, lin: lin, txl: txLow / r2}
 	return math.Min(lin, rel(q))
 }
 
+// bandedRitzSteps is the number of Lanczos steps of [bandedProblem.eRitz]
+// in the certificate.
+const bandedRitzSteps = 30
+
 // lastQuad is what [bandedProblem.gapOf] keeps of its last quadratic
 // bound to predict the next: tx and m2 over r^2, gersh, lambda, the
-// linear bound then (all 0 before the first), and the calls since.
+// linear bound then (all 0 before the first), tr(W X W^T) without rounding
+// allowances over the computed ||R||_F^2, and the calls since.
 type lastQuad struct {
-	tx, m2, e, gersh, lam, lin float64
-	since                      int
+	tx, m2, e, gersh, lam, lin, txl float64
+	since                           int
 }
 
 // mr returns upper bounds on ||W||_F and on tr(W X W^T), W = M R with M
@@ -686,7 +749,7 @@ type lastQuad struct {
 // of squares and of the quadratic forms are raised by gamma of their
 // longest chain of additions (|X| <= gersh in the forms), and tr(W X
 // W^T)^(1/2) = ||W X^{1/2}||_F by e sqrt(gersh).
-func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx, eMax, eErr float64) {
+func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx, eMax, eErr, txLow float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wm, wr, wa := 2*b+p-1, 2*b-1, 4*b+p-3
 	if len(bp.rf) < n*wr {
@@ -783,7 +846,7 @@ func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, ger
 	eErr = (kappa*bp.absRowSums(x, rf)*(1+gamma(4*(2*b+p+1))) + mN*mN*gErr) * (1 + gamma(2))
 	eMax = eTop + eErr
 	eMax += math.Abs(eMax) * gamma(2)
-	return m, tx * tx, eMax, eErr
+	return m, tx * tx, eMax, eErr, math.Max(0, sums[1])
 }
 
 // wRow writes row i of W = M R into acc (length 4b + p - 3): W[i][l] at

@@ -263,3 +263,146 @@ func (s SymBandDD) split(work []float64) (lh, ll, ih, il, zh, zl, uh, ul []float
 	z := work[2*n*w+2*n:]
 	return lh, ll, ih, il, z[:w*w], z[w*w : 2*w*w], z[2*w*w : 2*w*w+w], z[2*w*w+w : 2*w*w+2*w]
 }
+
+// InverseBandSquaredDDWork returns the length of the work slice of
+// [SymBandDD.InverseBandSquaredRows] for order n and k off-diagonals: L's
+// band and its derivative in the shift, D^{-1} and its derivative, all in
+// double-words, a ring of K + 2 full rows of Z and of Z^2 (2K + 1 entries
+// each) and a row and a column of scratch.
+func InverseBandSquaredDDWork(n, k int) int {
+	w, wr := k+1, 2*k+1
+	return 4*n*w + 4*n + 4*(k+2)*wr + 8*w
+}
+
+// InverseBandSquaredRows runs the band LDL^T factorization of M and the
+// selected-inversion recurrences of Takahashi, Fagan and Chin (see
+// [SymBand.ShiftedInverseDiag]) with their derivatives in a shift of the
+// diagonal carried along in forward mode, all in double-word arithmetic:
+// it is [SymBand.InverseBandSquaredRows] with a rounding of order
+// u^2 cond(M) instead of u cond(M), for the band of Z = M^{-1} and of
+// Z^2 = -dZ/dsigma (at sigma = 0) where the float64 one's error is too
+// large (docs/solver.md, "G in double-word arithmetic"). Each inner
+// product is a compensated sum of double-word products ([ddfloat.AddProd],
+// normalized once), each quotient one reciprocal of a pivot.
+//
+// The selected inversion runs from the last column up, and the rows of Z
+// and Z^2 are kept in a ring of K + 2 full rows, so that the memory is
+// O(N K): after column c is complete, visit(c, row) is called, where
+// row(r) returns (zh, zl, z2h, z2l), row r of Z and of Z^2 as full rows
+// (entry (r, q) at index K + q - r, high and low parts), for r in
+// [c, min(N-1, c+K+1)], with the entries of columns q >= c set (those
+// before c are not yet). Each row r >= c+K+1 is visited for the last
+// time at column c = r - K - 1 (column c - 1 reuses its slot).
+//
+// It returns the number of pivots whose high part is not a positive normal
+// number (0 when M is numerically positive definite; nothing is visited
+// otherwise). work must have length at least [InverseBandSquaredDDWork](N,
+// K). O(N K^2), with three double-word products for each term.
+func (s SymBandDD) InverseBandSquaredRows(visit func(c int, row func(r int) (zh, zl, z2h, z2l []float64)), work []float64) int {
+	n, k := s.N, s.K
+	w, wr := k+1, 2*k+1
+	if len(work) < InverseBandSquaredDDWork(n, k) || len(s.Hi) < n*w || len(s.Lo) < n*w {
+		panic("linalg: SymBandDD.InverseBandSquaredRows: short slice")
+	}
+	nw := n * w
+	// L[j][p] for p in [j-k, j) at j*w + p - j + k (rows reversed against
+	// the band's layout, so that the factorization's inner products run
+	// forwards), with its derivative in the shift.
+	lh, ll, dlh, dll := work[:nw], work[nw:2*nw], work[2*nw:3*nw], work[3*nw:4*nw]
+	work = work[4*nw:]
+	ih, il, dih, dil := work[:n], work[n:2*n], work[2*n:3*n], work[3*n:4*n]
+	work = work[4*n:]
+	nr := k + 2
+	ring := work[:4*nr*wr]
+	work = work[4*nr*wr:]
+	uh, ul, duh, dul := work[:w], work[w:2*w], work[2*w:3*w], work[3*w:4*w]
+	ch, cl, dch, dcl := work[4*w:5*w], work[5*w:6*w], work[6*w:7*w], work[7*w:8*w]
+	bad := 0
+	// Row i: with U = L D, U[i][j] = M[i][j] - sum_{p<j} U[i][p] L[j][p],
+	// L[i][j] = U[i][j] D_j^{-1}, D_i = U[i][i]; the derivatives follow by
+	// the product rule, with dM/dsigma = I and d(D^{-1}) = -dD D^{-2}.
+	for i := 0; i < n; i++ {
+		lo := max(0, i-k)
+		for j := lo; j <= i; j++ {
+			h, l := s.Hi[i*w+i-j], s.Lo[i*w+i-j]
+			dh, dl := 0.0, 0.0
+			if j == i {
+				dh = 1
+			}
+			lj := j*w - j + k
+			for p := lo; p < j; p++ {
+				a, al, da, dal := uh[p-lo], ul[p-lo], duh[p-lo], dul[p-lo]
+				b, bl, db, dbl := lh[lj+p], ll[lj+p], dlh[lj+p], dll[lj+p]
+				h, l = ddfloat.AddProd(h, l, -a, -al, b, bl)
+				dh, dl = ddfloat.AddProd(dh, dl, -da, -dal, b, bl)
+				dh, dl = ddfloat.AddProd(dh, dl, -a, -al, db, dbl)
+			}
+			h, l = ddfloat.TwoSum(h, l)
+			dh, dl = ddfloat.TwoSum(dh, dl)
+			if j < i {
+				uh[j-lo], ul[j-lo], duh[j-lo], dul[j-lo] = h, l, dh, dl
+				t := i*w - i + k + j
+				lh[t], ll[t] = ddfloat.Mul(h, l, ih[j], il[j])
+				ah, al := ddfloat.Mul(dh, dl, ih[j], il[j])
+				bh, bl := ddfloat.Mul(h, l, dih[j], dil[j])
+				dlh[t], dll[t] = ddfloat.Add(ah, al, bh, bl)
+				continue
+			}
+			if !(h >= 0x1p-1022) {
+				bad++
+			}
+			ih[i], il[i] = ddfloat.Recip(h, l)
+			sh, sl := ddfloat.Mul(ih[i], il[i], ih[i], il[i])
+			dih[i], dil[i] = ddfloat.Mul(-dh, -dl, sh, sl)
+		}
+	}
+	if bad > 0 {
+		return bad
+	}
+	slot := func(r int) int { return (r % nr) * wr }
+	row := func(r int) (zh, zl, z2h, z2l []float64) {
+		o := slot(r)
+		return ring[o : o+wr], ring[nr*wr+o : nr*wr+o+wr], ring[2*nr*wr+o : 2*nr*wr+o+wr], ring[3*nr*wr+o : 3*nr*wr+o+wr]
+	}
+	// Column i, from the last: for j in (i, top], Z[j][i] = -sum_p Z[j][p]
+	// L[p][i] over p in (i, top], and E = Z^2 = -dZ/dsigma follows
+	// E[j][i] = sum_p (Z[j][p] dL[p][i] - E[j][p] L[p][i]); Z[i][i] =
+	// D_i^{-1} - sum_p L[p][i] Z[i][p] and E[i][i] = -d(D_i^{-1}) +
+	// sum_p (dL[p][i] Z[i][p] - L[p][i] E[i][p]).
+	for i := n - 1; i >= 0; i-- {
+		top := min(n-1, i+k)
+		m := top - i
+		for q := 0; q < m; q++ {
+			p := i + 1 + q
+			t := p*w - p + k + i
+			ch[q], cl[q], dch[q], dcl[q] = lh[t], ll[t], dlh[t], dll[t]
+		}
+		izh, izl, iz2h, iz2l := row(i)
+		for j := top; j > i; j-- {
+			zh, zl, z2h, z2l := row(j)
+			o := k + i + 1 - j
+			h, l, eh, el := 0.0, 0.0, 0.0, 0.0
+			for q := 0; q < m; q++ {
+				a, al, e, ee := zh[o+q], zl[o+q], z2h[o+q], z2l[o+q]
+				h, l = ddfloat.AddProd(h, l, -a, -al, ch[q], cl[q])
+				eh, el = ddfloat.AddProd(eh, el, a, al, dch[q], dcl[q])
+				eh, el = ddfloat.AddProd(eh, el, -e, -ee, ch[q], cl[q])
+			}
+			h, l = ddfloat.TwoSum(h, l)
+			eh, el = ddfloat.TwoSum(eh, el)
+			zh[k+i-j], zl[k+i-j], z2h[k+i-j], z2l[k+i-j] = h, l, eh, el
+			izh[k+j-i], izl[k+j-i], iz2h[k+j-i], iz2l[k+j-i] = h, l, eh, el
+		}
+		h, l, eh, el := ih[i], il[i], -dih[i], -dil[i]
+		for q := 0; q < m; q++ {
+			a, al, e, ee := izh[k+1+q], izl[k+1+q], iz2h[k+1+q], iz2l[k+1+q]
+			h, l = ddfloat.AddProd(h, l, -ch[q], -cl[q], a, al)
+			eh, el = ddfloat.AddProd(eh, el, dch[q], dcl[q], a, al)
+			eh, el = ddfloat.AddProd(eh, el, -ch[q], -cl[q], e, ee)
+		}
+		izh[k], izl[k] = ddfloat.TwoSum(h, l)
+		iz2h[k], iz2l[k] = ddfloat.TwoSum(eh, el)
+		visit(i, row)
+	}
+	return 0
+}

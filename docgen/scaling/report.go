@@ -126,7 +126,7 @@ func (res *results) markdown(svg string) string {
 	d.line("go run ./docgen/scaling -out docs/scaling.md -quick   # without the plain fixed point at R = 800")
 	d.line("go test -run '^$' -bench . ./bench/                  # the same measurements as Go benchmarks")
 	d.line("DPMF_LONG=1 go test -run '^$' -bench PlainDense -timeout 60m ./bench/   # with R = 800")
-	d.line("go run ./docgen/scaling -out docs/scaling.md -issue20-only -reps 3   # the issue-20 section alone (about 15 min; -long: banded at R = 10^5, up to 11 min more)")
+	d.line("go run ./docgen/scaling -out docs/scaling.md -issue20-only -reps 3   # the issue-20 section alone (about 15 min; -long: banded at R = 10^5, up to 15 min more)")
 	d.para("```")
 	d.para("The end-to-end targets, one by one (the report adds `-json` to read the gap, and writes into a temporary directory):")
 	d.line("```sh")
