@@ -19,5 +19,8 @@ package factorize
 // momentum workloads, evaluated in double-word arithmetic, without the
 // dense retry); 3, 28 November 2026 (the banded solver's dual bound
 // without delta, which stops it earlier; fixed epochs on momentum in
-// double-word arithmetic; the double-word kernel's sums by AddProd).
-const SolverVersion = 3
+// double-word arithmetic; the double-word kernel's sums by AddProd); 4,
+// 28 November 2026 (the banded certificate's band of G in double-word
+// arithmetic where the float64 one's rounding stops it, which stops the
+// solver earlier at large R).
+const SolverVersion = 4
