@@ -564,7 +564,10 @@ func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []
 // the norm of R and, through |delta| <= the norm, to P. The quadratic
 // bound, (tr(W X W^T) + delta ||W||_F^2) / 4 with W = M R
 // ([bandedProblem.mr]), costs about an iteration; it is computed where it
-// may certify. A stop of 0 computes it always.
+// may certify. A stop of 0 computes it always. Where gErr is what keeps it
+// above stop, it is computed again from G's band evaluated in double-word
+// arithmetic ([bandedProblem.evalGDD]), with the smaller allowance of
+// [bandedProblem.ddBandAllowance]; a stop of 0 or a gErr of 0 never does.
 func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop float64) float64 {
 	n, b := bp.n, bp.b
 	bp.gapCalls++
@@ -643,8 +646,8 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	case lin <= min(1e5*stop, 1) && (last.lam == 0 || lin <= last.lin/10):
 	case last.lam > 0:
 		pred := rel(quad(last.tx*r*r, last.m2*r*r, last.gersh, last.lam, last.e*r, r))
-		dd := gErr > 0 && last.since >= 20 && rel(last.txl*r2/4) <= stop
-		if pred > stop && (pred > 10*stop || last.since < 20) && !dd {
+		mayDD := gErr > 0 && last.since >= 20 && rel(last.txl*r2/4) <= stop
+		if pred > stop && (pred > 10*stop || last.since < 20) && !mayDD {
 			return lin
 		}
 	default:
