@@ -231,15 +231,8 @@ func mustInverseBand(t *testing.T, w *Workload) *mat.TriBandDense {
 // eigenvalue of E = M R M^T formed from the same M and R (the Krylov space
 // is the whole space at these orders).
 func TestBandedGapDoubleWord(t *testing.T) {
-	weighted, err := WeightedPrefix([]float64{1, 0.5, 2, 1.5, 0.7, 1.1, 0.9, 1.3, 0.8, 1.2})
-	require.NoError(t, err)
-	momentum, err := Momentum(12, 0.8)
-	require.NoError(t, err)
 	used := 0
-	for _, c := range []struct {
-		w *Workload
-		b int
-	}{{prefix(t, 10), 3}, {prefix(t, 12), 4}, {weighted, 3}, {momentum, 4}} {
+	for _, c := range certificateCases(t) {
 		n := c.w.R()
 		fStar := bandedNewton(t, c.w, c.b)
 		bp0 := testBandedProblem(t, c.w, c.b)

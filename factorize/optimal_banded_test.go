@@ -479,6 +479,23 @@ func BenchmarkOptimalBandedPhases(b *testing.B) {
 	}
 }
 
+// certificateCase is a workload and a number of bands for the dense
+// checks of the banded certificate.
+type certificateCase struct {
+	w *Workload
+	b int
+}
+
+// certificateCases returns the dense checks' small cases: prefix sums at
+// R = 10 and 12, a weighted prefix and momentum.
+func certificateCases(t *testing.T) []certificateCase {
+	weighted, err := WeightedPrefix([]float64{1, 0.5, 2, 1.5, 0.7, 1.1, 0.9, 1.3, 0.8, 1.2})
+	require.NoError(t, err)
+	momentum, err := Momentum(12, 0.8)
+	require.NoError(t, err)
+	return []certificateCase{{prefix(t, 10), 3}, {prefix(t, 12), 4}, {weighted, 3}, {momentum, 4}}
+}
+
 // The two lower bounds of the certificate hold against the optimum of an
 // independent dense Newton method, at the start, at points near the
 // optimum and at random band perturbations of them; lambdaMinG is below
@@ -486,15 +503,8 @@ func BenchmarkOptimalBandedPhases(b *testing.B) {
 // quadratic bound is the tighter one (it is what lets the solver stop
 // about a third earlier at R = 2000).
 func TestBandedCertificateBounds(t *testing.T) {
-	weighted, err := WeightedPrefix([]float64{1, 0.5, 2, 1.5, 0.7, 1.1, 0.9, 1.3, 0.8, 1.2})
-	require.NoError(t, err)
-	momentum, err := Momentum(12, 0.8)
-	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []struct {
-		w *Workload
-		b int
-	}{{prefix(t, 10), 3}, {prefix(t, 12), 4}, {weighted, 3}, {momentum, 4}} {
+	for _, c := range certificateCases(t) {
 		n := c.w.R()
 		fStar := bandedNewton(t, c.w, c.b)
 		bp := testBandedProblem(t, c.w, c.b)
