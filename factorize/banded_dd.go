@@ -12,10 +12,11 @@ import (
 // bandedDDErrRatio is the factor by which the certificate takes the band of
 // G from [bandedProblem.evalGDD] to be more accurate than the float64
 // evaluation's measured rounding: 2^-26, where the rounding models give
-// about 2^-40 (every operation's error u^2 in place of u, u = 2^-53, with
-// the compensated sums' bound (1.5 m (m + 1) + 12 m + 4) u^2 for m terms
-// against gamma_m = m u: a ratio of about 100 m u at m = 64) and
-// TestBandedGDDAccuracy measures the ratio against a 400-bit reference.
+// about 2^-46 (the same algorithm, so the same amplification by cond(Q),
+// with every sum of m products within (1.5 m (m + 1) + 12 m + 4) u^2 of
+// its terms' magnitudes against gamma_m = m u in float64: a ratio of
+// about 1.5 (m + 1) u, 100 u at m = 64, u = 2^-53).
+// TestBandedGDDAccuracy checks the allowance against a 400-bit reference.
 const bandedDDErrRatio = 0x1p-26
 
 // evalGDD writes into g (the layout of x.Data) the band of
