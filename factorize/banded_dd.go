@@ -141,36 +141,13 @@ func (bp *bandedProblem) ddBandAllowance(g []float64, gErr float64) (rn, err flo
 // a bound, which only times the next evaluation of G in double-word
 // arithmetic. Each step is three band products with a vector, O(R b).
 func (bp *bandedProblem) eRitz(steps int) float64 {
-	n, b, p := bp.n, bp.b, bp.p
-	wm, wr := 2*b+p-1, 2*b-1
+	n := bp.n
 	steps = min(steps, n)
 	y, z := make([]float64, n), make([]float64, n)
 	apply := func(dst, v []float64) {
-		clear(y)
-		for i := 0; i < n; i++ { // y = M^T v
-			lo := i - b + 1
-			for t, mv := range bp.m[i*wm : i*wm+wm] {
-				if j := lo + t; j >= 0 && j < n {
-					y[j] += mv * v[i]
-				}
-			}
-		}
-		for k := 0; k < n; k++ { // z = R y
-			s := 0.0
-			for l := max(0, k-b+1); l <= min(n-1, k+b-1); l++ {
-				s += bp.rf[k*wr+l-k+b-1] * y[l]
-			}
-			z[k] = s
-		}
-		for i := 0; i < n; i++ { // dst = M z
-			lo, s := i-b+1, 0.0
-			for t, mv := range bp.m[i*wm : i*wm+wm] {
-				if j := lo + t; j >= 0 && j < n {
-					s += mv * z[j]
-				}
-			}
-			dst[i] = s
-		}
+		bp.mColumns(y, v, true)     // y = M^T v
+		bp.rRows(z, y, bp.rf, true) // z = R y
+		bp.mRows(dst, z, true)      // dst = M z
 	}
 	vs := make([][]float64, 0, steps)
 	v := make([]float64, n)

@@ -949,7 +949,7 @@ func gammaU(k int) float64 { u := 0x1p-53; return float64(k) * u / (1 - float64(
 // each product formed as a product with a vector in O(R b).
 func (bp *bandedProblem) absRowSums(x linalg.SymBand, rf []float64) float64 {
 	n, b, p := bp.n, bp.b, bp.p
-	wl, wr := p+1, 2*b-1
+	wl := p + 1
 	u, v := make([]float64, n), make([]float64, n)
 	// |L| 1: row a of L holds columns a-p .. a.
 	for a := 0; a < n; a++ {
@@ -974,15 +974,7 @@ func (bp *bandedProblem) absRowSums(x linalg.SymBand, rf []float64) float64 {
 		})
 	}
 	absX(v, u)
-	forBandRows(n, float64(wr), func(lo, hi int) {
-		for k := lo; k < hi; k++ {
-			s := 0.0
-			for l := max(0, k-b+1); l <= min(n-1, k+b-1); l++ {
-				s += math.Abs(rf[k*wr+l-k+b-1]) * v[l]
-			}
-			u[k] = s
-		}
-	})
+	bp.rRows(u, v, rf, false)
 	absX(v, u)
 	// |L|^T v: column i of L holds rows i .. i+p.
 	top := 0.0
@@ -994,6 +986,26 @@ func (bp *bandedProblem) absRowSums(x linalg.SymBand, rf []float64) float64 {
 		top = math.Max(top, s)
 	}
 	return top
+}
+
+// rRows writes into dst the product of |R| (R itself with signed) and v,
+// R by rows in rf as [bandedProblem.mr] lays it out.
+func (bp *bandedProblem) rRows(dst, v, rf []float64, signed bool) {
+	n, b := bp.n, bp.b
+	wr := 2*b - 1
+	forBandRows(n, float64(wr), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			s := 0.0
+			for l := max(0, k-b+1); l <= min(n-1, k+b-1); l++ {
+				r := rf[k*wr+l-k+b-1]
+				if !signed {
+					r = math.Abs(r)
+				}
+				s += r * v[l]
+			}
+			dst[k] = s
+		}
+	})
 }
 
 // lNorm returns sqrt(||L||_1 ||L||_inf) >= ||L||_2, L = A^{-1}, raised by
@@ -1069,7 +1081,7 @@ func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
 			rows[i] = rs
 		}
 	})
-	bp.mColumns(cols, nil)
+	bp.mColumns(cols, nil, false)
 	for i := range n {
 		mi = math.Max(mi, rows[i])
 		m1 = math.Max(m1, cols[i])
@@ -1079,8 +1091,9 @@ func (bp *bandedProblem) formM(x linalg.SymBand) (m1, mi float64) {
 
 // mColumns writes into dst the sums of the columns of |M|, M in bp.m
 // (see [bandedProblem.formM]), each weighted by u (1 where u is nil):
-// dst[j] = sum_i |M|[i][j] u[i], the rows in increasing order.
-func (bp *bandedProblem) mColumns(dst, u []float64) {
+// dst[j] = sum_i |M|[i][j] u[i], the rows in increasing order; with
+// signed, M^T u (u not nil).
+func (bp *bandedProblem) mColumns(dst, u []float64, signed bool) {
 	n, b, p := bp.n, bp.b, bp.p
 	wm := 2*b + p - 1
 	forBandRows(n, float64(2*wm), func(lo, hi int) {
@@ -1096,16 +1109,45 @@ func (bp *bandedProblem) mColumns(dst, u []float64) {
 			}
 			row := bp.m[i*wm+j0-i+b-1 : i*wm+j1-i+b-1]
 			o := out[j0-lo : j1-lo]
-			if u == nil {
+			switch {
+			case u == nil:
 				for t, mv := range row {
 					o[t] += math.Abs(mv)
 				}
-				continue
+			case signed:
+				ui := u[i]
+				for t, mv := range row {
+					o[t] += mv * ui
+				}
+			default:
+				ui := u[i]
+				for t, mv := range row {
+					o[t] += math.Abs(mv) * ui
+				}
 			}
-			ui := u[i]
+		}
+	})
+}
+
+// mRows writes into dst the product of |M| (M itself with signed) and v,
+// M in bp.m (see [bandedProblem.formM]).
+func (bp *bandedProblem) mRows(dst, v []float64, signed bool) {
+	n, b, p := bp.n, bp.b, bp.p
+	wm := 2*b + p - 1
+	forBandRows(n, float64(wm), func(r0, r1 int) {
+		for i := r0; i < r1; i++ {
+			row := bp.m[i*wm : i*wm+wm]
+			lo := i - b + 1
+			s := 0.0
 			for t, mv := range row {
-				o[t] += math.Abs(mv) * ui
+				if j := lo + t; j >= 0 && j < n {
+					if !signed {
+						mv = math.Abs(mv)
+					}
+					s += mv * v[j]
+				}
 			}
+			dst[i] = s
 		}
 	})
 }
@@ -1119,8 +1161,7 @@ func (bp *bandedProblem) mColumns(dst, u []float64) {
 // little between calls; any positive v gives a bound), raised by a
 // relative 1e-12 for rounding.
 func (bp *bandedProblem) refineLambda() float64 {
-	n, b := bp.n, bp.b
-	wm := 2*b + bp.p - 1
+	n := bp.n
 	v, u, w := bp.pv[:n], bp.pu[:n], bp.pw[:n]
 	steps := 3
 	if !bp.pvSet {
@@ -1131,20 +1172,8 @@ func (bp *bandedProblem) refineLambda() float64 {
 	}
 	apply := func(v, w []float64) {
 		// w = |M|^T (|M| v), through u = |M| v.
-		forBandRows(n, float64(wm), func(r0, r1 int) {
-			for i := r0; i < r1; i++ {
-				row := bp.m[i*wm : i*wm+wm]
-				lo := i - b + 1
-				s := 0.0
-				for t, mv := range row {
-					if j := lo + t; j >= 0 && j < n {
-						s += math.Abs(mv) * v[j]
-					}
-				}
-				u[i] = s
-			}
-		})
-		bp.mColumns(w, u)
+		bp.mRows(u, v, false)
+		bp.mColumns(w, u, false)
 	}
 	for it := 0; it < steps; it++ {
 		apply(v, w)
