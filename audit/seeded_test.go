@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/mechanism"
 	"gonum.org/v1/gonum/mat"
 )
@@ -360,6 +361,7 @@ func strategyName(p Plan) string {
 // the check is that loose (false failure about 1e-5); the Fig. 4 run of
 // seed 3 at d = 1 passes; a reused key in d = 1 and d = 2 is still caught.
 func TestDuplicateRowsLowDim(t *testing.T) {
+	testutil.SkipOn386Short(t, "a false-alarm rate over 50 draws of 800 float64 rows: float64, far from int's bounds (14 s on 386)")
 	rng := rand.New(rand.NewPCG(31, 32))
 	flagged := 0
 	for range 50 {

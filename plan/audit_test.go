@@ -215,7 +215,7 @@ func TestCalibratedRecordsParse(t *testing.T) {
 								g = 1
 							}
 							p := &Plan{Algorithm: algo, Rounds: 8, Learners: n, Clip: 0.3, Target: &Target{Eps: eps, Delta: delta, Calibration: cal, Relation: rel}}
-							if err := p.Calibrate(t.Context(), singleMetrics(g)); err != nil {
+							if err := p.Calibrate(t.Context(), singleMetrics(algo, g)); err != nil {
 								t.Fatalf("calibrate %v %v %s %v %q %d: %v", eps, delta, algo, cal, rel, n, err)
 							}
 							p.Privacy.Loss = 1

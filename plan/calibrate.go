@@ -103,7 +103,10 @@ func (p *Plan) VerifyRecord(ctx context.Context) error {
 // Calibrate sets p.Privacy to the record of the plan's target for f, the
 // factorization whose noise is released (its metrics must be under the
 // plan's participation, and the identity's for the independent
-// algorithm). This is the calibration recipe of dpmf, the only one. The
+// algorithm, and of the plan's strategy: a factorization of another
+// strategy, or of the plan's with other settings, is an error, since the
+// record names the plan's). This is the calibration recipe of dpmf, the
+// only one. The
 // record names f by its [OperatorDigest], so that a server can refuse the
 // noise of another factorization with the same noise std.
 //
@@ -184,6 +187,9 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	case f == nil:
 		return errors.New("plan: no factorization to calibrate: pass the one Plan.Factorize returns (or call Plan.Build)")
 	}
+	if err := p.checkStrategy(f); err != nil {
+		return err
+	}
 	part, _ := p.Pattern()
 	m := f.Metrics
 	unit := m.UnitSensitivity.Value
@@ -241,6 +247,31 @@ func (p *Plan) Calibrate(ctx context.Context, f *factorize.Factorization) error 
 	// The factorization the record holds for (empty for one that cannot
 	// stream: no server accepts the record then).
 	p.Privacy.OperatorSHA256, _ = OperatorDigest(f)
+	return nil
+}
+
+// checkStrategy refuses a factorization that another strategy computed,
+// or the plan's strategy with other settings: the record names the plan's
+// strategy (Record.Strategy, the spec [Plan.VerifyRecord] factorizes
+// again), so it would describe another factorization than the one whose
+// noise it calibrates. The name is always compared (the independent
+// algorithm's is the identity); the settings where f knows the strategy
+// whose Factorize computed it (factorize's StrategyKey; a factorization
+// built by hand, by a function such as factorize.Optimal, or moved to
+// another participation has none), the loss-only switch aside: it decides
+// whether C is formed, not what C is.
+func (p *Plan) checkStrategy(f *factorize.Factorization) error {
+	s, err := p.parsedStrategy()
+	if err != nil {
+		return err
+	}
+	if f.Strategy != s.Name() {
+		return fmt.Errorf("plan: factorization of strategy %q, want one of the plan's strategy %q", f.Strategy, s.Spec())
+	}
+	got := strings.TrimSuffix(f.StrategyKey(), "/loss-only")
+	if want := strings.TrimSuffix(factorize.CacheKey(s), "/loss-only"); got != "" && got != want {
+		return fmt.Errorf("plan: factorization of strategy %s with the settings %s, want the plan's strategy %q (settings %s)", f.Strategy, got, s.Spec(), want)
+	}
 	return nil
 }
 

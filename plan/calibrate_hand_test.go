@@ -441,7 +441,7 @@ func TestCalibrateBoundariesByHand(t *testing.T) {
 							}
 							p := &Plan{Algorithm: algo, Rounds: 8, Learners: n, Tau: 1, Clip: clip, Target: &Target{Eps: eps, Delta: delta, Calibration: cal}}
 							name := fmt.Sprintf("%s/%v/eps %g/delta %g/clip %g/n %d", algo, cal, eps, delta, clip, n)
-							err := p.Calibrate(t.Context(), singleMetrics(g))
+							err := p.Calibrate(t.Context(), singleMetrics(algo, g))
 							if err != nil {
 								if strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "plan: ") {
 									t.Errorf("%s: error %q, want one line", name, err)

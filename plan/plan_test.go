@@ -15,10 +15,16 @@ import (
 )
 
 // singleMetrics returns a factorization whose metrics are those of single
-// participation with largest column norm gamma (only the metrics matter to
-// the calibration).
-func singleMetrics(gamma float64) *factorize.Factorization {
-	return &factorize.Factorization{Metrics: factorize.Metrics{Gamma: gamma,
+// participation with largest column norm gamma, named as the strategy of a
+// plan of algorithm algo that names none (the identity for the independent
+// algorithm, else optimal): only the metrics matter to the calibration,
+// which refuses a factorization of another strategy than the plan's.
+func singleMetrics(algo string, gamma float64) *factorize.Factorization {
+	name := factorize.StrategyOptimal
+	if algo == AlgoIndependent {
+		name = factorize.StrategyIdentity
+	}
+	return &factorize.Factorization{Strategy: name, Metrics: factorize.Metrics{Gamma: gamma,
 		UnitSensitivity: factorize.Sensitivity{Value: gamma, Exact: true, Rule: factorize.RuleColumnNorm}}}
 }
 
@@ -52,7 +58,7 @@ func TestCalibrate(t *testing.T) {
 			g = 1
 		}
 		p := &Plan{Algorithm: c.algo, Rounds: 8, Learners: n, Clip: clip, Target: &Target{Eps: eps, Delta: delta, Calibration: c.cal}}
-		if err := p.Calibrate(t.Context(), singleMetrics(g)); err != nil {
+		if err := p.Calibrate(t.Context(), singleMetrics(c.algo, g)); err != nil {
 			t.Fatal(err)
 		}
 		r := p.Privacy
@@ -89,7 +95,7 @@ func TestCalibrate(t *testing.T) {
 		{"independent with gamma 2", AlgoIndependent, 1, 1e-5, 1, 2, 1},
 	} {
 		p := &Plan{Algorithm: c.algo, Rounds: 8, Learners: c.n, Clip: c.clip, Target: &Target{Eps: c.eps, Delta: c.delta}}
-		err := p.Calibrate(t.Context(), singleMetrics(c.gamma))
+		err := p.Calibrate(t.Context(), singleMetrics(c.algo, c.gamma))
 		if err == nil {
 			t.Errorf("%s: no error", c.name)
 		} else if strings.Contains(err.Error(), "\n") {
@@ -366,6 +372,80 @@ func TestCalibrateMissingInputsSayWhatToSet(t *testing.T) {
 	p := &Plan{Algorithm: AlgoCorrelated, Rounds: 4, Learners: 2, Clip: 1, Target: &Target{Eps: 1, Delta: 1e-5}}
 	if err := p.Calibrate(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "Plan.Factorize") {
 		t.Errorf("Calibrate of a nil factorization: error %v, want one naming Plan.Factorize", err)
+	}
+}
+
+// Calibrate refuses a factorization of another strategy than the plan's,
+// or of the plan's with other settings, in one line naming both: the
+// record names the plan's strategy, so it would describe another
+// factorization than the one whose noise it calibrates. Before, each got
+// a record (the sqrt-normalized one, of gamma 1, even for the independent
+// baseline, whose record names the identity), and only VerifyRecord,
+// factorizing the plan's strategy again, told them apart. The plan's own
+// factorization, the same strategy's loss-only result and one moved to
+// the plan's participation (which keeps the name, not the settings) are
+// accepted.
+func TestCalibrateRefusesAnotherStrategy(t *testing.T) {
+	const r = 8
+	w, err := factorize.Prefix(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factorizeSpec := func(spec string, part factorize.Participation, lossOnly bool) *factorize.Factorization {
+		t.Helper()
+		s, err := factorize.ParseStrategy(spec)
+		if err == nil && lossOnly {
+			s, err = factorize.WithLossOnly(s, true)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := s.Factorize(t.Context(), w, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	newPlan := func(algo, strategy, part string) *Plan {
+		return &Plan{Rounds: r, Algorithm: algo, Learners: 4, Clip: 1, Strategy: strategy, Participation: part, Target: &Target{Eps: 2, Delta: 1e-5}}
+	}
+	single := factorize.SingleParticipation()
+	for _, c := range []struct {
+		algo, plan, part string
+		f                *factorize.Factorization
+		want             []string
+	}{
+		{AlgoCorrelated, "", "", factorizeSpec("sqrt", single, false), []string{`strategy "sqrt"`, `plan's strategy "optimal"`}},
+		{AlgoCorrelated, "identity", "", factorizeSpec("tree", single, false), []string{`strategy "tree"`, `plan's strategy "identity"`}},
+		{AlgoIndependent, "", "", factorizeSpec("sqrt-normalized", single, false), []string{`strategy "sqrt-normalized"`, `plan's strategy "identity"`}},
+		{AlgoBaselineCorrelated, "banded:bands=2", "minsep:2", factorizeSpec("banded:bands=3", factorize.MinSeparation(2, 0), false), []string{"banded", "bands=2", "settings"}},
+	} {
+		p := newPlan(c.algo, c.plan, c.part)
+		err := p.Calibrate(t.Context(), c.f)
+		ok := err != nil && p.Privacy == nil && !strings.Contains(err.Error(), "\n")
+		for _, w := range c.want {
+			ok = ok && strings.Contains(err.Error(), w)
+		}
+		if !ok {
+			t.Errorf("%s plan of strategy %q, factorization of %s: %v (record %v), want one line saying %q", c.algo, c.plan, c.f.Strategy, err, p.Privacy, c.want)
+		}
+	}
+	moved, err := factorizeSpec("optimal", single, false).WithParticipation(factorize.MinSeparation(4, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		plan, part string
+		f          *factorize.Factorization
+	}{
+		{"the plan's own", "banded:bands=2", "minsep:2", factorizeSpec("banded:bands=2", factorize.MinSeparation(2, 0), false)},
+		{"the plan's, loss-only", "", "", factorizeSpec("optimal", single, true)},
+		{"the plan's, moved to its participation", "", "minsep:4", moved},
+	} {
+		if err := newPlan(AlgoCorrelated, c.plan, c.part).Calibrate(t.Context(), c.f); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }
 

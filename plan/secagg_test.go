@@ -62,7 +62,7 @@ func TestSecureAggregationWorked(t *testing.T) {
 		if got := p.EffectiveClip(); got != c.clip {
 			t.Errorf("%s %s: effective clip 1 + %g, want 1 + %g", c.algo, c.rel, got-1, c.clip-1)
 		}
-		if err := p.Calibrate(t.Context(), singleMetrics(1)); err != nil {
+		if err := p.Calibrate(t.Context(), singleMetrics(c.algo, 1)); err != nil {
 			t.Fatal(err)
 		}
 		r := p.Privacy
@@ -76,7 +76,7 @@ func TestSecureAggregationWorked(t *testing.T) {
 			t.Errorf("calibrated secure plan: %v", err)
 		}
 	}
-	if err := securePlan(t, AlgoCorrelated, "add-remove").Calibrate(t.Context(), singleMetrics(1)); err == nil {
+	if err := securePlan(t, AlgoCorrelated, "add-remove").Calibrate(t.Context(), singleMetrics(AlgoCorrelated, 1)); err == nil {
 		t.Error("add-remove calibrated for the correlated algorithm at tau = 2 (fedopt.TestAddRemoveAlgorithm1: its update moves by more)")
 	}
 }

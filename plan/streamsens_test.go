@@ -100,9 +100,11 @@ func TestCalibrateRefusesUnderstatedSensitivity(t *testing.T) {
 		gamma float64
 		ok    bool
 	}{{gamma, true}, {gamma * (1 - 1e-12), true}, {gamma * (1 - 5e-10), true}, {gamma / 2, false}, {gamma * 0.999, false}} {
-		hand := &factorize.Factorization{Strategy: "hand", Operator: bp, Workload: w,
+		// Named as the plan's strategy (Calibrate refuses another's).
+		hand := &factorize.Factorization{Strategy: factorize.StrategyBLT, Operator: bp, Workload: w,
 			Metrics: factorize.Metrics{Gamma: claim.gamma, UnitSensitivity: factorize.Sensitivity{Value: claim.gamma, Exact: true, Rule: factorize.RuleColumnNorm}, Loss: 1, FrobBSq: 1, MaxRowBSq: 1, RMSE: 1, MaxSE: 1}}
 		q := newPlan("")
+		q.Strategy = factorize.StrategyBLT
 		err := q.Calibrate(t.Context(), hand)
 		if claim.ok != (err == nil) {
 			t.Errorf("hand-built BLT claiming gamma %v (true %v): %v", claim.gamma, gamma, err)
@@ -190,7 +192,7 @@ func TestCalibrateBeyondRecomputeWork(t *testing.T) {
 		gamma, sens float64
 		ok          bool
 	}{{gamma, 3 * gamma, true}, {gamma, gamma * 0.99, false}, {gamma * 0.99, 3 * gamma, false}} {
-		hand := &factorize.Factorization{Strategy: "hand", Operator: bp, Workload: w,
+		hand := &factorize.Factorization{Strategy: factorize.StrategyBLT, Operator: bp, Workload: w,
 			Metrics: factorize.Metrics{Participation: factorize.MinSeparation(8, 0), Gamma: claim.gamma,
 				UnitSensitivity: factorize.Sensitivity{Value: claim.sens, Rule: factorize.RuleMinSepBound}, Loss: 1, FrobBSq: 1, MaxRowBSq: 1, RMSE: 1, MaxSE: 1}}
 		p := &Plan{Rounds: r, Algorithm: AlgoCorrelated, Learners: 4, Clip: 1, Strategy: "blt", Participation: "minsep:8", Target: &Target{Eps: 2, Delta: 1e-5}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpmf/dpmf/experiment"
 	"github.com/dpmf/dpmf/fedopt"
+	"github.com/dpmf/dpmf/internal/testutil"
 )
 
 // The steps are in mean-gradient units: the noise-free server step along
@@ -46,6 +47,7 @@ func TestJobStepUnits(t *testing.T) {
 // recorded in docs/reproduction.md, which bounds the false-failure rate as
 // stated there.
 func TestQuick(t *testing.T) {
+	testutil.SkipOn386Short(t, "the quick reproduction end to end: float64 runs at sizes far from int's bounds (15 s on 386)")
 	dir := t.TempDir()
 	rep, err := Run(t.Context(), []string{"all"}, dir, Options{Quick: true})
 	if err != nil {

@@ -200,3 +200,128 @@ func TestCheckDir(t *testing.T) {
 		t.Errorf("a missing directory: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// TestCheckDirLookup: CheckDir checks the path the kernel will look up,
+// not a lexical rewrite of it: a link whose target runs through another
+// link that lies in a directory others may write (they could point that
+// link elsewhere), and a ".." after a link (which leads to the parent of
+// the link's target, not back) are refused, naming the directory others
+// may write; a name under a file and a loop of links are errors of
+// another type, as for os.Stat.
+func TestCheckDirLookup(t *testing.T) {
+	base := t.TempDir()
+	mk := func(parts ...string) string {
+		t.Helper()
+		p := filepath.Join(append([]string{base}, parts...)...)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	link := func(target string, parts ...string) string {
+		t.Helper()
+		p := filepath.Join(append([]string{base}, parts...)...)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mk("safe", "cache")
+	mk("open", "x")
+	mk("open", "cache")
+	mk("cache")
+	open := filepath.Join(base, "open")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	// base/l1 -> base/open/l2 -> base/safe: l1/cache resolves to
+	// base/safe/cache, but whoever may write base/open may repoint l2.
+	link(filepath.Join(base, "safe"), "open", "l2")
+	link(filepath.Join(base, "open", "l2"), "l1")
+	// A relative link in a chain: base/l3 -> open/l2.
+	link(filepath.Join("open", "l2"), "l3")
+	// base/lx -> base/open/x: lx/../cache is base/open/cache, not
+	// base/cache.
+	link(filepath.Join(base, "open", "x"), "lx")
+	// base/ls -> base/safe/cache: ls/../cache is base/safe/cache.
+	link(filepath.Join(base, "safe", "cache"), "ls")
+	file := filepath.Join(base, "safe", "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link("loop", "loop")
+
+	want := fmt.Sprintf("is under %s, which is writable by its group and by others (mode 0777, no sticky bit)", open)
+	for _, c := range []struct{ dir, above string }{
+		{filepath.Join(base, "l1", "cache"), open},
+		{filepath.Join(base, "l3", "cache"), open},
+		{filepath.Join(base, "lx") + "/../cache", open},
+		{filepath.Join(base, "lx") + "/../x/..", open},
+	} {
+		err := CheckDir(c.dir)
+		var pe *Error
+		want := fmt.Sprintf("is under %s, which is writable by its group and by others (mode 0777, no sticky bit)", c.above)
+		if !errors.As(err, &pe) || pe.Path != c.dir || pe.Above != c.above || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckDir(%s) = %v, want an *Error with Above %s saying %q", c.dir, err, c.above, want)
+		}
+	}
+	for _, dir := range []string{
+		filepath.Join(base, "ls") + "/../cache",
+		filepath.Join(base, "ls") + "/..",
+		filepath.Join(base, "safe", "cache") + "/./..//cache/",
+		// Others may write into open but not move it (base is this
+		// user's): ".." out of it leads to base whatever they do.
+		open + "/../safe/cache",
+	} {
+		if err := CheckDir(dir); err != nil {
+			t.Errorf("CheckDir(%s) = %v, want private", dir, err)
+		}
+	}
+	// ".." out of a directory of another user in a sticky one: that user
+	// may move it away and put a link in its place, and ".." then leads
+	// to the parent of the link's target. As root, a directory given to
+	// uid 4242; other users cannot make one.
+	if os.Geteuid() == 0 {
+		sticky := mk("sticky")
+		if err := os.Chmod(sticky, os.ModeSticky|0o777); err != nil {
+			t.Fatal(err)
+		}
+		theirs := mk("sticky", "theirs")
+		if err := os.Chown(theirs, 4242, -1); err != nil {
+			t.Fatal(err)
+		}
+		dir := theirs + "/../../safe/cache"
+		err := CheckDir(dir)
+		var pe *Error
+		want := "is reached through .. out of " + theirs + ", which is owned by another user (uid 4242"
+		if !errors.As(err, &pe) || pe.Path != dir || pe.Above != theirs || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckDir(%s) = %v, want an *Error with Above %s saying %q", dir, err, theirs, want)
+		}
+	}
+	// Relative to the working directory, as the kernel looks it up.
+	t.Chdir(base)
+	if err := CheckDir("lx/../cache"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf(`CheckDir("lx/../cache") in %s = %v, want an error saying %q`, base, err, want)
+	}
+	if err := CheckDir("ls/../cache"); err != nil {
+		t.Errorf(`CheckDir("ls/../cache") in %s = %v, want private`, base, err)
+	}
+	for _, c := range []struct {
+		dir  string
+		want error
+	}{
+		{file + "/..", syscall.ENOTDIR},
+		{file + "/.", syscall.ENOTDIR},
+		{filepath.Join(base, "loop"), syscall.ELOOP},
+		{filepath.Join(base, "safe", "missing") + "/..", fs.ErrNotExist},
+	} {
+		err := CheckDir(c.dir)
+		var pe *Error
+		if errors.As(err, &pe) || !errors.Is(err, c.want) {
+			t.Errorf("CheckDir(%s) = %v, want %v", c.dir, err, c.want)
+		}
+		if _, serr := os.Stat(c.dir); !errors.Is(serr, c.want) {
+			t.Errorf("os.Stat(%s) = %v, want %v (the kernel's answer)", c.dir, serr, c.want)
+		}
+	}
+}
