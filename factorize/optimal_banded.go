@@ -564,7 +564,10 @@ func sumBandRows(n, k int, perRow float64, f func(lo, hi int, out []float64)) []
 // the norm of R and, through |delta| <= the norm, to P. The quadratic
 // bound, (tr(W X W^T) + delta ||W||_F^2) / 4 with W = M R
 // ([bandedProblem.mr]), costs about an iteration; it is computed where it
-// may certify. A stop of 0 computes it always. Where gErr is what keeps it
+// may certify. A stop of 0 computes it always. Its dual form, tr(W X W^T)
+// / (1 + sqrt(1 - e))^2 with e >= lambda_max(M R M^T), is taken with the
+// diagonal correction R + diag(d) in place of R
+// ([bandedProblem.diagCorrection]). Where gErr is what keeps it
 // above stop, it is computed again from G's band evaluated in double-word
 // arithmetic ([bandedProblem.evalGDD]), with the smaller allowance of
 // [bandedProblem.ddBandAllowance]; a stop of 0 or a gErr of 0 never does.
@@ -617,12 +620,18 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	// The dual bound needs no delta: where lambda_max(E) <= eMax < 1,
 	// f(X) - f(X*) <= tx / (1 + sqrt(1 - eMax))^2 (docs/solver.md,
 	// "A dual bound without delta").
+	//
+	// An m2 of +Inf stands for the dual bound alone (W from R + diag(d),
+	// below), for which the form with delta does not hold.
 	quad := func(tx, m2, gersh, lam, eMax, r float64) float64 {
-		delta := float64(2*b - 1)
-		for range 8 {
-			delta = math.Min(delta, math.Min((gersh+delta)*r/lam, math.Sqrt((gersh+delta)*(tx+delta*m2)/lam)))
+		q := math.Inf(1)
+		if !math.IsInf(m2, 1) {
+			delta := float64(2*b - 1)
+			for range 8 {
+				delta = math.Min(delta, math.Min((gersh+delta)*r/lam, math.Sqrt((gersh+delta)*(tx+delta*m2)/lam)))
+			}
+			q = (tx + delta*m2) / 4
 		}
-		q := (tx + delta*m2) / 4
 		if eMax < 1 {
 			s := 1 + math.Sqrt(1-math.Max(eMax, 0))
 			q = math.Min(q, tx/(s*s)*(1+1e-15))
@@ -656,35 +665,78 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 	m1, mi := bp.formM(x)
 	lam := math.Max(1/(m1*mi*(1+1e-12)), bp.refineLambda())
 	gersh := bp.gershgorin(x)
+	// sharpen returns a bound on lambda_max(E) for the E whose rows
+	// [bandedProblem.mr] last formed from bp.rf, given Gershgorin's eMax
+	// and E's error allowance eErr: eMax, or a smaller e that an LDL^T
+	// factorization proves ([bandedProblem.eProvenBelow]) where Gershgorin's
+	// bound is too loose for the dual bound from tx to certify. A Ritz
+	// value of E (never above lambda_max(E)) places the tries: first just
+	// above it (the sharpest bound that may hold), then, if that fails,
+	// the largest e at which the dual bound certifies stop; tries that
+	// must fail (at or below the Ritz value) are skipped, and so is
+	// everything where no e would certify. With a stop of 0 the tries
+	// after the first are at 1/2 and 9/10.
+	sharpen := func(tx, eMax, eErr float64) float64 {
+		need := 0.9
+		if stop > 0 {
+			// rel(tx / (1 + sqrt(1 - e))^2) <= stop for e <= need.
+			sig := math.Sqrt(tx*(1+stop)/(stop*f)) - 1
+			if !(sig < 1) {
+				return eMax
+			}
+			need = 1 - math.Max(sig, 1e-3)*math.Max(sig, 1e-3)
+		}
+		if !(need < eMax) {
+			return eMax
+		}
+		ritz := bp.eRitz(bandedRitzSteps)
+		tries := []float64{math.Max(ritz, 0)*1.25 + 2*eErr + 1e-3, need}
+		if stop <= 0 {
+			tries = []float64{tries[0], 0.5, need}
+		}
+		for _, e := range tries {
+			if e > ritz && e < eMax && e <= need && bp.eProvenBelow(bp.rf, e, eErr) {
+				return e
+			}
+		}
+		return eMax
+	}
 	// bound returns the quadratic bound from the band g of G with ||R||_F =
 	// rn and an error of at most gErr, and its terms, and txLow, tr(W X
 	// W^T) without the allowance for rounding (which only decides whether
-	// a more accurate G may certify).
-	bound := func(g []float64, rn, gErr float64) (q, tx, m2, eMax, txLow, ritz float64) {
-		m, tx, eMax, eErr, txLow := bp.mr(x, g, rn, gErr, m1, mi, gersh)
-		// Where Gershgorin's bound on lambda_max(E) is too loose for the
-		// dual bound and a sharper one would certify, an LDL^T
-		// factorization may prove it: at e = 1/2, or else 9/10. A Ritz
-		// value of E, never above lambda_max(E), skips those that must
-		// fail (it only saves their time).
-		ritz = math.NaN()
-		for _, e := range []float64{0.5, 0.9} {
-			if s := 1 + math.Sqrt(1-e); e < eMax && (stop <= 0 || rel(tx/(s*s)) <= stop) {
-				if math.IsNaN(ritz) {
-					ritz = bp.eRitz(bandedRitzSteps)
-				}
-				if ritz > e {
-					continue
-				}
-				if bp.eProvenBelow(bp.rf, e, eErr) {
-					eMax = e
-					break
-				}
+	// a more accurate G may certify). The dual bound is taken with
+	// V = R + diag(d) in place of R ([bandedProblem.diagCorrection]),
+	// which it holds for with any d: with the d that minimises tr(W X W^T)
+	// it is lower, and so mostly is lambda_max(E) (docs/solver.md, "A
+	// diagonal correction of the dual point"). The bound with R itself,
+	// with delta, is computed only where that d cannot be formed, or where
+	// the dual bound does not apply (lambda_max(E) not proven below 1) and
+	// tr(W X W^T) / 4 without its allowances would certify: with V it is
+	// at most the bound with R but for lambda_max(E), and the bound with
+	// delta is at least tr(W X W^T) / 4 for R, at least that for V. m2 is
+	// +Inf where only the dual bound was computed.
+	bound := func(g []float64, rn, gErr float64) (q, tx, m2, eMax, txLow float64) {
+		bp.fillRF(g, nil)
+		q, m2 = math.Inf(1), math.Inf(1)
+		if d := bp.diagCorrection(x, bp.rf); d != nil {
+			bp.fillRF(g, d)
+			var eErr float64
+			_, tx, eMax, eErr, txLow = bp.mr(x, math.Hypot(rn, math.Sqrt(linalg.Dot(d, d))), gErr, m1, mi, gersh)
+			eMax = sharpen(tx, eMax, eErr)
+			q = quad(tx, m2, gersh, lam, eMax, rn+gErr)
+			if eMax < 1 || (stop > 0 && rel(txLow/4) > stop) {
+				return q, tx, m2, eMax, txLow
 			}
+			bp.fillRF(g, nil)
 		}
-		return quad(tx, m*m, gersh, lam, eMax, rn+gErr), tx, m * m, eMax, txLow, ritz
+		m, txR, eR, eErrR, txLowR := bp.mr(x, rn, gErr, m1, mi, gersh)
+		eR = sharpen(txR, eR, eErrR)
+		if qR := quad(txR, m*m, gersh, lam, eR, rn+gErr); qR < q || math.IsInf(q, 1) {
+			q, tx, m2, eMax, txLow = qR, txR, m*m, eR, txLowR
+		}
+		return q, tx, m2, eMax, txLow
 	}
-	q, tx, m2, eMax, txLow, _ := bound(g, math.Sqrt(r2), gErr)
+	q, tx, m2, eMax, txLow := bound(g, math.Sqrt(r2), gErr)
 	// Where the float64 band's rounding is what keeps the bound above
 	// stop (it would certify without its allowances, at e = 0), G's band
 	// is evaluated again in double-word arithmetic ([bandedProblem.evalGDD],
@@ -701,7 +753,7 @@ func (bp *bandedProblem) gapOf(x linalg.SymBand, g []float64, f, gErr, stop floa
 		gd := make([]float64, len(g))
 		if _, ok := bp.evalGDD(x, gd); ok {
 			rd, errD := bp.ddBandAllowance(gd, gErr)
-			qd, txd, m2d, ed, _, _ := bound(gd, rd, errD)
+			qd, txd, m2d, ed, _ := bound(gd, rd, errD)
 			if qd < q {
 				q, tx, m2, eMax, r = qd, txd, m2d, ed, rd+errD
 				bp.dd.used++
@@ -728,12 +780,47 @@ type lastQuad struct {
 	since                           int
 }
 
+// fillRF lays out in bp.rf, by rows, the off-diagonal band of G from g
+// (both triangles) with diag on the diagonal (zero where diag is nil):
+// row k holds V[k][l] for l in [k-b+1, k+b-1] at l-k+b-1 (V is
+// symmetric, so row l is also column l). It is the V = R + diag(d) of
+// [bandedProblem.mr] and of the products built on it.
+func (bp *bandedProblem) fillRF(g, diag []float64) {
+	n, b := bp.n, bp.b
+	wr := 2*b - 1
+	if len(bp.rf) < n*wr {
+		bp.rf = make([]float64, n*wr)
+	}
+	rf := bp.rf[:n*wr]
+	forBandRows(n, float64(wr), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			row := rf[k*wr : k*wr+wr]
+			clear(row)
+			for l := max(0, k-b+1); l < k; l++ {
+				row[l-k+b-1] = g[k*b+k-l]
+			}
+			if diag != nil {
+				row[b-1] = diag[k]
+			}
+			for l := k + 1; l <= min(n-1, k+b-1); l++ {
+				row[l-k+b-1] = g[l*b+l-k]
+			}
+		}
+	})
+}
+
 // mr returns upper bounds on ||W||_F and on tr(W X W^T), W = M R with M
-// = L^T X and R the off-diagonal band of G (both triangles) from g, and
-// on lambda_max(E), E = M R M^T = W M^T (the dual bound's, docs/solver.md
+// = L^T X and R the off-diagonal band of G (both triangles), and on
+// lambda_max(E), E = M R M^T = W M^T (the dual bound's, docs/solver.md
 // "A dual bound without delta"), at the X of the last
-// [bandedProblem.formM], which returned m1 and mi; rn is the computed
+// [bandedProblem.formM], which returned m1 and mi, and the R that
+// [bandedProblem.fillRF] last laid out in bp.rf; rn is the computed
 // ||R||_F, gErr bounds its error, and gersh is X's Gershgorin bound.
+// Where fillRF put a diagonal d on R's (the dual bound's V = R + diag(d),
+// [bandedProblem.diagCorrection]), R stands for V throughout, rn for
+// ||V||_F, and gErr still bounds the error of its off-diagonal band (d is
+// taken as it is stored); only the bounds on tr(W X W^T) and
+// lambda_max(E) are then used.
 //
 // They are the quadratic bound's weights (docs/solver.md): with delta >=
 // ||X* - X||_2, f(X) - f(X*) <= sup over Delta on the band of <R, Delta>
@@ -752,27 +839,10 @@ type lastQuad struct {
 // of squares and of the quadratic forms are raised by gamma of their
 // longest chain of additions (|X| <= gersh in the forms), and tr(W X
 // W^T)^(1/2) = ||W X^{1/2}||_F by e sqrt(gersh).
-func (bp *bandedProblem) mr(x linalg.SymBand, g []float64, rn, gErr, m1, mi, gersh float64) (m, tx, eMax, eErr, txLow float64) {
+func (bp *bandedProblem) mr(x linalg.SymBand, rn, gErr, m1, mi, gersh float64) (m, tx, eMax, eErr, txLow float64) {
 	n, b, p := bp.n, bp.b, bp.p
 	wm, wr, wa := 2*b+p-1, 2*b-1, 4*b+p-3
-	if len(bp.rf) < n*wr {
-		bp.rf = make([]float64, n*wr)
-	}
-	// rf row k: R[k][l] for l in [k-b+1, k+b-1] at l-k+b-1 (R is
-	// symmetric, so row l is also column l).
 	rf := bp.rf[:n*wr]
-	forBandRows(n, float64(wr), func(lo, hi int) {
-		for k := lo; k < hi; k++ {
-			row := rf[k*wr : k*wr+wr]
-			clear(row)
-			for l := max(0, k-b+1); l < k; l++ {
-				row[l-k+b-1] = g[k*b+k-l]
-			}
-			for l := k + 1; l <= min(n-1, k+b-1); l++ {
-				row[l-k+b-1] = g[l*b+l-k]
-			}
-		}
-	})
 	xd := x.Data
 	// Each chunk's largest E row sum (a maximum, not a sum).
 	maxes := make([]float64, (n+bandRowChunk-1)/bandRowChunk)
@@ -891,8 +961,9 @@ func (bp *bandedProblem) eEntry(i, j int, acc []float64) float64 {
 }
 
 // eProvenBelow reports whether lambda_max(M R M^T) <= e is proven, R the
-// off-diagonal band of G, from the M of the last [bandedProblem.formM]
-// and R in rf, where eErr bounds the 2-norm of the error of the computed
+// off-diagonal band of G (with the diagonal correction where
+// [bandedProblem.fillRF] put one), from the M of the last
+// [bandedProblem.formM] and R in rf, where eErr bounds the 2-norm of the error of the computed
 // entries ([bandedProblem.mr]): the computed band F (the lower triangle,
 // so symmetric) has lambda_max(F) <= e - eErr when the LDL^T
 // factorization of -F proves lambda_min(-F) >= eErr - e

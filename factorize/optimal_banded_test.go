@@ -601,7 +601,8 @@ func TestBandedCertificateBounds(t *testing.T) {
 					gErr += 2 * math.Pow(g[i*c.b+i-j]-gd.At(i, j), 2)
 				}
 			}
-			mr, tx, eMax, eErr, _ := bp.mr(x, g, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
+			bp.fillRF(g, nil)
+			mr, tx, eMax, eErr, _ := bp.mr(x, math.Sqrt(r2), math.Sqrt(gErr), m1, mi, bp.gershgorin(x))
 			// The dual bound's E = M R M^T: eMax is at least its largest
 			// eigenvalue (dense), and where it is below 1 the bound
 			// f - tr(W X W^T) / (1 + sqrt(1 - eMax))^2 is below the
@@ -875,7 +876,8 @@ func TestBandedStepsSameBitsAnyGOMAXPROCS(t *testing.T) {
 		gap := bp.gapOf(pt.x, pt.g, pt.f, 0, 0)
 		m1, mi := bp.formM(pt.x)
 		lambda := bp.refineLambda()
-		mr, tx, _, _, _ := bp.mr(pt.x, pt.g, 1, 1e-12, m1, mi, bp.gershgorin(pt.x))
+		bp.fillRF(pt.g, nil)
+		mr, tx, _, _, _ := bp.mr(pt.x, 1, 1e-12, m1, mi, bp.gershgorin(pt.x))
 		h := make([]float64, bp.precondLen())
 		bp.precondition(pt.x, pt.g, h)
 		mem := optim.NewMemory32(3)
@@ -1148,7 +1150,8 @@ func TestBandedDualBoundChunked(t *testing.T) {
 				r2 += 2 * v * v
 			}
 		}
-		_, _, eMax, _, _ := bp.mr(x, g, math.Sqrt(r2), 0, m1, mi, bp.gershgorin(x))
+		bp.fillRF(g, nil)
+		_, _, eMax, _, _ := bp.mr(x, math.Sqrt(r2), 0, m1, mi, bp.gershgorin(x))
 		xd := mat.NewDense(n, n, nil)
 		for i := 0; i < n; i++ {
 			for j := max(0, i-b+1); j <= i; j++ {
