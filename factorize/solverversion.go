@@ -22,5 +22,6 @@ package factorize
 // double-word arithmetic; the double-word kernel's sums by AddProd); 4,
 // 28 November 2026 (the banded certificate's band of G in double-word
 // arithmetic where the float64 one's rounding stops it, which stops the
-// solver earlier at large R).
-const SolverVersion = 4
+// solver earlier at large R); 5, 28 November 2026 (the banded certificate's
+// dual bound with a diagonal correction, which stops the solver earlier).
+const SolverVersion = 5
