@@ -89,9 +89,12 @@ func (bp *bandedProblem) diagCorrection(x linalg.SymBand, rf []float64) []float6
 	}
 	pass(0)
 	pass(1)
-	// H = G^{-1} o X on the band.
-	for i, v := range xd[:n*b] {
-		h.Data[i] *= v
+	// H = G^{-1} o X on the band (not the unused places before the first
+	// column in the first rows).
+	for i := range n {
+		for d := 0; d < b && d <= i; d++ {
+			h.Data[i*b+d] *= xd[i*b+d]
+		}
 	}
 	c, ok := bandedCholesky(h)
 	if !ok {

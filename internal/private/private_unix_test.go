@@ -93,14 +93,7 @@ func TestCheck(t *testing.T) {
 // asked about, its Above the directory at fault.
 func TestCheckDir(t *testing.T) {
 	base := t.TempDir()
-	mk := func(parts ...string) string {
-		t.Helper()
-		p := filepath.Join(append([]string{base}, parts...)...)
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	mk := mkdirUnder(t, base)
 	safe := mk("safe", "cache")
 	open := mk("open")
 	inOpen := mk("open", "cache")
@@ -210,14 +203,7 @@ func TestCheckDir(t *testing.T) {
 // another type, as for os.Stat.
 func TestCheckDirLookup(t *testing.T) {
 	base := t.TempDir()
-	mk := func(parts ...string) string {
-		t.Helper()
-		p := filepath.Join(append([]string{base}, parts...)...)
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	mk := mkdirUnder(t, base)
 	link := func(target string, parts ...string) string {
 		t.Helper()
 		p := filepath.Join(append([]string{base}, parts...)...)
@@ -323,5 +309,18 @@ func TestCheckDirLookup(t *testing.T) {
 		if _, serr := os.Stat(c.dir); !errors.Is(serr, c.want) {
 			t.Errorf("os.Stat(%s) = %v, want %v (the kernel's answer)", c.dir, serr, c.want)
 		}
+	}
+}
+
+// mkdirUnder returns a function that makes the directory base/parts...
+// (and those above it) with mode 0700 and returns its path.
+func mkdirUnder(t *testing.T, base string) func(parts ...string) string {
+	return func(parts ...string) string {
+		t.Helper()
+		p := filepath.Join(append([]string{base}, parts...)...)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }
