@@ -138,7 +138,8 @@ func (bp *bandedProblem) ddBandAllowance(g []float64, gErr float64) (rn, err flo
 // the Lanczos method with full reorthogonalization from a fixed start
 // (M from the last [bandedProblem.formM], R by rows in bp.rf as
 // [bandedProblem.fillRF] left it): an estimate of lambda_max(E) from below,
-// not a bound, which only places the LDL^T proofs of a bound on it. Each step is three band products with a vector, O(R b).
+// not a bound, which only places the LDL^T proofs of a bound on it. Each
+// step is three band products with a vector, O(R b).
 func (bp *bandedProblem) eRitz(steps int) float64 {
 	n := bp.n
 	steps = min(steps, n)

@@ -963,10 +963,10 @@ func (bp *bandedProblem) eEntry(i, j int, acc []float64) float64 {
 // eProvenBelow reports whether lambda_max(M R M^T) <= e is proven, R the
 // off-diagonal band of G (with the diagonal correction where
 // [bandedProblem.fillRF] put one), from the M of the last
-// [bandedProblem.formM] and R in rf, where eErr bounds the 2-norm of the error of the computed
-// entries ([bandedProblem.mr]): the computed band F (the lower triangle,
-// so symmetric) has lambda_max(F) <= e - eErr when the LDL^T
-// factorization of -F proves lambda_min(-F) >= eErr - e
+// [bandedProblem.formM] and R in rf, where eErr bounds the 2-norm of the
+// error of the computed entries ([bandedProblem.mr]): the computed band F
+// (the lower triangle, so symmetric) has lambda_max(F) <= e - eErr when
+// the LDL^T factorization of -F proves lambda_min(-F) >= eErr - e
 // ([linalg.SymBand.ProvenAbove]), and then lambda_max(M R M^T) <= e by
 // Weyl's inequality. It costs a pass like mr's and a band LDL^T with
 // 3b + p - 3 off-diagonals and its residual, and O(R b) memory.
