@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -95,4 +96,25 @@ func TestBandedDiagCorrection(t *testing.T) {
 			assert.Equal(t, d, one, "%s b=%d point %d", c.w.Name(), c.b, k)
 		}
 	}
+	// Where the passes run on two goroutines (R = 1100 with 16 bands: two
+	// chunks of each parity and more than two grains of work), the same
+	// bits as on one; under -race, no two chunks that run at once touch
+	// the same entries.
+	const n, b = 1100, 16
+	require.Equal(t, 2, par.Workers(2, float64(n)*float64(4*b*b)/2), "the passes must run on two goroutines here")
+	bp := testBandedProblem(t, prefix(t, n), b)
+	x, err := bp.start()
+	require.NoError(t, err)
+	grad, g := make([]float64, n*b), make([]float64, n*b)
+	_, ok := bp.eval(x, grad, g)
+	require.True(t, ok)
+	bp.formM(x)
+	bp.fillRF(g, nil)
+	prev := runtime.GOMAXPROCS(2)
+	two := bp.diagCorrection(x, bp.rf)
+	runtime.GOMAXPROCS(1)
+	one := bp.diagCorrection(x, bp.rf)
+	runtime.GOMAXPROCS(prev)
+	require.NotNil(t, two)
+	assert.Equal(t, one, two)
 }
