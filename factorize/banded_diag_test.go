@@ -101,6 +101,8 @@ func TestBandedDiagCorrection(t *testing.T) {
 	// bits as on one; under -race, no two chunks that run at once touch
 	// the same entries.
 	const n, b = 1100, 16
+	prev := runtime.GOMAXPROCS(2)
+	defer runtime.GOMAXPROCS(prev)
 	require.Equal(t, 2, par.Workers(2, float64(n)*float64(4*b*b)/2), "the passes must run on two goroutines here")
 	bp := testBandedProblem(t, prefix(t, n), b)
 	x, err := bp.start()
@@ -110,11 +112,9 @@ func TestBandedDiagCorrection(t *testing.T) {
 	require.True(t, ok)
 	bp.formM(x)
 	bp.fillRF(g, nil)
-	prev := runtime.GOMAXPROCS(2)
 	two := bp.diagCorrection(x, bp.rf)
 	runtime.GOMAXPROCS(1)
 	one := bp.diagCorrection(x, bp.rf)
-	runtime.GOMAXPROCS(prev)
 	require.NotNil(t, two)
 	assert.Equal(t, one, two)
 }
