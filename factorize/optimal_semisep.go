@@ -103,11 +103,11 @@ func quasiSepFactors(cf linalg.QuasiSep, w *Workload) (b, c *mat.Dense) {
 	cf.Dense(cData, workers)
 	// B = A C^{-1} with the bidiagonal L = A^{-1}: row i of B is
 	// (row i of C^{-1} - L[i][i-1] B[i-1]) / L[i][i]. The columns are
-	// split into ranges, one per worker; each column's arithmetic is the
-	// same whatever the split.
+	// swept in blocks (linalg.ColumnBlocks); each column's arithmetic is
+	// the same whatever the number of workers.
 	dst := make([]float64, n*n)
 	inv, _ := w.InverseBand()
-	linalg.ParallelTriangle(n, workers, func(c0, c1 int) {
+	linalg.ColumnBlocks(n, workers, func(c0, c1 int) {
 		cf.InverseRows(c0, c1, func(i int, row []float64) {
 			// dst is zero above the diagonal, so B[i-1][i] reads as 0.
 			out := dst[i*n+c0 : i*n+c0+len(row)]

@@ -28,6 +28,7 @@ type kernelSet struct {
 	axpyDot32    func(alpha float64, x, y, z []float32) float64
 	subDot4      func(x, h0, h1, h2, h3 []float64, p *[4]float64)
 	update       func(h, x []float64, a, q float64)
+	accScale4    func(out, f0, f1, f2, f3 []float64, p, a *[4]float64)
 	fwdLanes     func(g2prev, h2 []float64, s, t *[nLanes]float64, p []float64)
 	bwdLanes     func(g2, h2next []float64, s, u *[nLanes]float64, uout []float64)
 	combineLanes func(p, u []float64, w *[nLanes]float64, out []float64)
@@ -35,8 +36,8 @@ type kernelSet struct {
 
 func kernelSets() []kernelSet {
 	return []kernelSet{
-		{"go", dotGo, dualDotGo, dualBlocksGo, dualRows4Go, dot32Go, axpyDot32Go, subDot4Go, updateGo, fwdLanesGo, bwdLanesGo, combineLanesGo},
-		{"dispatched", dot, dualDotImpl, dualBlocksImpl, dualRows4Impl, dot32Impl, axpyDot32Impl, subDot4, update, fwdLanes, bwdLanes, combineLanes},
+		{"go", dotGo, dualDotGo, dualBlocksGo, dualRows4Go, dot32Go, axpyDot32Go, subDot4Go, updateGo, accScale4Go, fwdLanesGo, bwdLanesGo, combineLanesGo},
+		{"dispatched", dot, dualDotImpl, dualBlocksImpl, dualRows4Impl, dot32Impl, axpyDot32Impl, subDot4, update, accScale4, fwdLanes, bwdLanes, combineLanes},
 	}
 }
 
@@ -454,8 +455,8 @@ func TestKernelDot32Exact(t *testing.T) {
 	}
 }
 
-// subDot4 and update: each entry against its exact value (five and two
-// products), every length up to 70 and long ones, every offset, guards
+// subDot4, update and accScale4: each entry against its exact value
+// (five, two, five and one products), every length up to 70 and long ones, every offset, guards
 // around the destination, special values, and aliased arguments.
 func TestKernelSolveStepExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
@@ -507,6 +508,32 @@ func TestKernelSolveStepExact(t *testing.T) {
 				ks.update(hu, hu, a, q)
 				for j := 0; j < n; j++ {
 					checkSum(t, hu[j], []term{{a, hv[0][j]}, {q, hv[0][j]}}, fmt.Sprintf("update aliased %s a=%v h[%d]", msg, a, j))
+				}
+
+				// accScale4: out gains the four products, and each f is
+				// scaled by its a (one rounding: the exact product's
+				// bound for one term).
+				as := [4]float64{0.9, -0.5, 1, 0.25}
+				if special {
+					as[rng.IntN(4)] = specialValues[rng.IntN(len(specialValues))]
+				}
+				var fs [4][]float64
+				var fArr [4][]float64
+				for q := range fs {
+					fs[q], fArr[q] = inArray(hv[q], (off+2*q+1)%8)
+				}
+				out, outArr := inArray(xv, off)
+				ks.accScale4(out, fs[0], fs[1], fs[2], fs[3], &p, &as)
+				checkGuards(t, outArr, off, n, "accScale4 "+msg)
+				for q := range fs {
+					checkGuards(t, fArr[q], (off+2*q+1)%8, n, fmt.Sprintf("accScale4 f%d %s", q, msg))
+				}
+				for j := 0; j < n; j++ {
+					terms := []term{{xv[j], 1}, {p[0], hv[0][j]}, {p[1], hv[1][j]}, {p[2], hv[2][j]}, {p[3], hv[3][j]}}
+					checkSum(t, out[j], terms, fmt.Sprintf("accScale4 %s out[%d]", msg, j))
+					for q := range fs {
+						checkSum(t, fs[q][j], []term{{as[q], hv[q][j]}}, fmt.Sprintf("accScale4 %s a=%v f%d[%d]", msg, as, q, j))
+					}
 				}
 			}
 		}

@@ -133,7 +133,7 @@ func TestQuasiSepReverseCholesky(t *testing.T) {
 			var inv mat.Dense
 			require.NoError(t, inv.Inverse(cm))
 			got := mat.NewDense(n, n, nil)
-			ParallelTriangle(n, workers, func(c0, c1 int) {
+			ColumnBlocks(n, workers, func(c0, c1 int) {
 				cf.InverseRows(c0, c1, func(i int, row []float64) {
 					for j, v := range row {
 						got.Set(i, c0+j, v)
@@ -294,6 +294,82 @@ func TestQuasiSepDenseUnbalancedGenerators(t *testing.T) {
 					assert.InDelta(t, want, d[i*n+j], 1e-14*math.Abs(want), "%+v workers %d: M[%d][%d]", c, workers, i, j)
 				}
 			}
+		}
+	}
+}
+
+// Dense and InverseRows over more than one block of columns
+// (ColumnBlocks): the bits do not depend on the number of workers, Dense
+// agrees with At (the defining sum, entry by entry) on sampled rows,
+// including terms that decay below 1e-280 at different rates within one
+// group of four (the entries Dense drops), and the rows of the inverse
+// times M give the identity.
+func TestQuasiSepColumnBlocks(t *testing.T) {
+	const n, k = 2*ColumnBlock + 77, 6
+	rng := rand.New(rand.NewPCG(41, 42))
+	m := NewQuasiSep(n, k)
+	decay := []float64{0.25, 0.9, 0.5, 0.999, 0.3, 0.7}
+	for i := 0; i < n; i++ {
+		m.Diag[i] = 1 + rng.Float64()
+		for s := 0; s < k; s++ {
+			m.P[i*k+s] = rng.NormFloat64()
+			m.A[i*k+s] = decay[s] * (0.9 + 0.1*rng.Float64())
+			m.Q[i*k+s] = rng.NormFloat64() * 0.1
+		}
+	}
+	dense := make([][]float64, 3)
+	for w := range dense {
+		dense[w] = make([]float64, n*n)
+		for i := range dense[w] {
+			dense[w][i] = math.NaN() // Dense must overwrite everything
+		}
+		m.Dense(dense[w], w+1)
+	}
+	for w := 1; w < len(dense); w++ {
+		for i, v := range dense[0] {
+			if math.Float64bits(v) != math.Float64bits(dense[w][i]) {
+				t.Fatalf("Dense with %d workers: entry (%d, %d) is %v, with one %v", w+1, i/n, i%n, dense[w][i], v)
+			}
+		}
+	}
+	for i := 0; i < n; i += 37 {
+		for j := 0; j < n; j++ {
+			want, got := m.At(i, j), dense[0][i*n+j]
+			bound := 0.0
+			if j < i {
+				for s := 0; s < k; s++ {
+					bound += math.Abs(m.P[i*k+s] * m.Q[j*k+s])
+				}
+			}
+			require.InDelta(t, want, got, 1e-13*bound+k*1e-280, "M[%d][%d]", i, j)
+		}
+	}
+	// Rows of the inverse, on 1 and 3 workers, the same bits; row i
+	// times M is e_i.
+	inv := make([][]float64, 2)
+	for w, workers := range []int{1, 3} {
+		inv[w] = make([]float64, n*n)
+		ColumnBlocks(n, workers, func(c0, c1 int) {
+			m.InverseRows(c0, c1, func(i int, row []float64) {
+				copy(inv[w][i*n+c0:], row)
+			})
+		})
+	}
+	for i, v := range inv[0] {
+		if math.Float64bits(v) != math.Float64bits(inv[1][i]) {
+			t.Fatalf("InverseRows on 3 workers: entry (%d, %d) is %v, on one %v", i/n, i%n, inv[1][i], v)
+		}
+	}
+	md := mat.NewDense(n, n, dense[0])
+	for i := 0; i < n; i += 53 {
+		var prod mat.VecDense
+		prod.MulVec(md.T(), mat.NewVecDense(n, inv[0][i*n:i*n+n]))
+		for j := 0; j < n; j++ {
+			want := 0.0
+			if j == i {
+				want = 1
+			}
+			require.InDelta(t, want, prod.AtVec(j), 1e-11, "(M^{-1} M)[%d][%d]", i, j)
 		}
 	}
 }

@@ -14,8 +14,14 @@ func subDot4AVX2(x, h0, h1, h2, h3 []float64, p *[4]float64)
 //go:noescape
 func updateAVX2(h, x []float64, a, q float64)
 
+// accScale4AVX2 is the four-term step of [QuasiSep.Dense] in AVX2
+// assembly; it reads and writes len(out) entries of every f.
+//
+//go:noescape
+func accScale4AVX2(out, f0, f1, f2, f3 []float64, p, a *[4]float64)
+
 func init() {
 	if haveFMA {
-		subDot4, update = subDot4AVX2, updateAVX2
+		subDot4, update, accScale4 = subDot4AVX2, updateAVX2, accScale4AVX2
 	}
 }

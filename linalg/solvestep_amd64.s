@@ -88,3 +88,81 @@ utail:
 udone:
 	VZEROUPPER
 	RET
+
+// func accScale4AVX2(out, f0, f1, f2, f3 []float64, p, a *[4]float64)
+//
+// out[j] += p0 f0[j] + p1 f1[j] + p2 f2[j] + p3 f3[j] (the sum formed left
+// to right with fused multiply-adds, then added to out[j]) and f_t[j] *=
+// a_t, over len(out) entries.
+TEXT ·accScale4AVX2(SB), NOSPLIT, $0-136
+	MOVQ         out_base+0(FP), DI
+	MOVQ         out_len+8(FP), CX
+	MOVQ         f0_base+24(FP), R8
+	MOVQ         f1_base+48(FP), R9
+	MOVQ         f2_base+72(FP), R10
+	MOVQ         f3_base+96(FP), R11
+	MOVQ         p+120(FP), AX
+	MOVQ         a+128(FP), BX
+	VBROADCASTSD (AX), Y0
+	VBROADCASTSD 8(AX), Y1
+	VBROADCASTSD 16(AX), Y2
+	VBROADCASTSD 24(AX), Y3
+	VBROADCASTSD (BX), Y6
+	VBROADCASTSD 8(BX), Y7
+	VBROADCASTSD 16(BX), Y8
+	VBROADCASTSD 24(BX), Y9
+	XORQ         SI, SI
+	MOVQ         CX, DX
+	ANDQ         $~3, DX
+	JZ           atail
+
+aloop:
+	VMOVUPD     (R8)(SI*8), Y10
+	VMULPD      Y10, Y0, Y4
+	VMULPD      Y10, Y6, Y10
+	VMOVUPD     Y10, (R8)(SI*8)
+	VMOVUPD     (R9)(SI*8), Y11
+	VFMADD231PD Y11, Y1, Y4
+	VMULPD      Y11, Y7, Y11
+	VMOVUPD     Y11, (R9)(SI*8)
+	VMOVUPD     (R10)(SI*8), Y12
+	VFMADD231PD Y12, Y2, Y4
+	VMULPD      Y12, Y8, Y12
+	VMOVUPD     Y12, (R10)(SI*8)
+	VMOVUPD     (R11)(SI*8), Y13
+	VFMADD231PD Y13, Y3, Y4
+	VMULPD      Y13, Y9, Y13
+	VMOVUPD     Y13, (R11)(SI*8)
+	VADDPD      (DI)(SI*8), Y4, Y4
+	VMOVUPD     Y4, (DI)(SI*8)
+	ADDQ        $4, SI
+	CMPQ        SI, DX
+	JLT         aloop
+
+atail:
+	CMPQ        SI, CX
+	JGE         adone
+	VMOVSD      (R8)(SI*8), X10
+	VMULSD      X10, X0, X4
+	VMULSD      X10, X6, X10
+	VMOVSD      X10, (R8)(SI*8)
+	VMOVSD      (R9)(SI*8), X11
+	VFMADD231SD X11, X1, X4
+	VMULSD      X11, X7, X11
+	VMOVSD      X11, (R9)(SI*8)
+	VMOVSD      (R10)(SI*8), X12
+	VFMADD231SD X12, X2, X4
+	VMULSD      X12, X8, X12
+	VMOVSD      X12, (R10)(SI*8)
+	VMOVSD      (R11)(SI*8), X13
+	VFMADD231SD X13, X3, X4
+	VMULSD      X13, X9, X13
+	VMOVSD      X13, (R11)(SI*8)
+	VADDSD      (DI)(SI*8), X4, X4
+	VMOVSD      X4, (DI)(SI*8)
+	INCQ        SI
+	JMP         atail
+
+adone:
+	VZEROUPPER
+	RET

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,20 +37,19 @@ func TestOutputFileOperationFails(t *testing.T) {
 				for _, p := range []string{b, c} {
 					require.NoError(t, os.WriteFile(p, []byte(oldContents), 0o644))
 				}
-				failed := false
+				var failed atomic.Bool // the outputs are written on two goroutines
 				restore := atomicfiletest.FailOps(func(o, path string) error {
 					// The temporary file's operations name its path:
 					// ".B.npy.tmp-...".
 					base := filepath.Base(path)
-					if o == op && !failed && (base == target || strings.HasPrefix(base, "."+target+".tmp-") || o == "syncdir" && target == "B.npy") {
-						failed = true
+					if o == op && (base == target || strings.HasPrefix(base, "."+target+".tmp-") || o == "syncdir" && target == "B.npy") && failed.CompareAndSwap(false, true) {
 						return boom
 					}
 					return nil
 				})
 				res := runIn(t.Context(), filepath.Join(t.TempDir(), "cache"), "-no-cache", "-R", "6", "-strategy", "sqrt", "-o", b, "-C", c)
 				restore()
-				require.True(t, failed, "the operation was never made")
+				require.True(t, failed.Load(), "the operation was never made")
 				assert.Empty(t, temps(t, dir), "temporary files")
 				content := func(p string) string {
 					got, err := os.ReadFile(p)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/dpmf/dpmf/internal/atomicfile"
@@ -22,7 +23,8 @@ type File struct {
 
 // Output is a file a command writes: its flag and path, the permission
 // of a new file (minus the umask) and the function that writes its
-// content.
+// content. [WriteOutputs] calls the Write functions of several outputs
+// concurrently.
 type Output struct {
 	File
 	Perm  os.FileMode
@@ -48,7 +50,9 @@ func (e *WrittenError) Error() string {
 func (e *WrittenError) Unwrap() error { return e.Err }
 
 // WriteOutputs writes every output or none: each goes to a temporary file
-// in its destination's directory (atomicfile.Prepare), and only when all
+// in its destination's directory (atomicfile.Prepare), all of them at
+// once on their own goroutines (an error names the first output in the
+// order given that failed; the outputs after it are stopped), and only when all
 // of them are complete, ctx is not done and every destination is still
 // one that may be replaced, are they renamed over their destinations. On
 // an error or a cancellation before the renames the temporary files are
@@ -97,25 +101,67 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...
 		}
 		return name(o, err)
 	}
-	for _, o := range outs {
+	// The temporary files are written at once, each on its own goroutine
+	// (the kernel's copies into the page cache, most of the time of large
+	// outputs, then run on as many cores), and their results are taken in
+	// the outputs' order: the first output that fails is the one named,
+	// and the outputs after it are stopped, as if they had not been
+	// started. The outputs before it are not stopped, so what is reported
+	// does not depend on which goroutine failed first.
+	type prepared struct {
+		p      *atomicfile.Pending
+		err    error
+		warned bool
+		left   []string // temporary files not proven gone
+	}
+	res := make([]prepared, len(outs))
+	cancels := make([]context.CancelFunc, len(outs))
+	ctxs := make([]context.Context, len(outs))
+	for i := range outs {
+		ctxs[i], cancels[i] = context.WithCancel(ctx)
+		defer cancels[i]()
+	}
+	prepare := func(i int) {
+		o, r := outs[i], &res[i]
 		// One listing of the directory both removes dead writers'
 		// temporary files and names those it cannot prove gone.
-		warned := false
-		warn := func(left []string) {
-			warned = true
-			if len(left) > 0 {
-				fmt.Fprintf(stderr, "%s%s %s: left %s: temporary files of a writer that cannot be proven gone (an older dpmf, another host); remove them if no other run is writing %s\n",
-					prefix, o.Flag, o.Path, OneLine(strings.Join(left, ", ")), o.Path)
-			}
-		}
-		p, err := atomicfile.PrepareNoting(ctx, o.Path, o.Perm, o.Write, warn)
+		p, err := atomicfile.PrepareNoting(ctxs[i], o.Path, o.Perm, o.Write, func(left []string) {
+			r.warned, r.left = true, left
+		})
 		if err != nil {
-			if !warned {
-				warn(atomicfile.UnprovenTemps(o.Path)) // refused before its listing
+			if !r.warned {
+				r.left = atomicfile.UnprovenTemps(o.Path) // refused before its listing
 			}
+			r.err = err
+			for _, cancel := range cancels[i+1:] {
+				cancel()
+			}
+			return
+		}
+		r.p = p
+	}
+	if len(outs) == 1 {
+		prepare(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range outs {
+			wg.Go(func() { prepare(i) })
+		}
+		wg.Wait()
+	}
+	for _, r := range res {
+		if r.p != nil {
+			pending = append(pending, r.p)
+		}
+	}
+	for i, o := range outs {
+		if left := res[i].left; len(left) > 0 {
+			fmt.Fprintf(stderr, "%s%s %s: left %s: temporary files of a writer that cannot be proven gone (an older dpmf, another host); remove them if no other run is writing %s\n",
+				prefix, o.Flag, o.Path, OneLine(strings.Join(left, ", ")), o.Path)
+		}
+		if err := res[i].err; err != nil {
 			return fail(o, err)
 		}
-		pending = append(pending, p)
 	}
 	PauseForTest(ctx, stderr, "commit")
 	if err := ctx.Err(); err != nil {

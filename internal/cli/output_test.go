@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,4 +173,94 @@ func TestWriteOutputsNamesWhatARenameFailureLeftWritten(t *testing.T) {
 	got, rerr := os.ReadFile(b)
 	require.NoError(t, rerr)
 	assert.Equal(t, "B", string(got))
+}
+
+// TestWriteOutputsConcurrently: the outputs' temporary files are written
+// at the same time (B's Write returns only once C's has started, which
+// would never happen one after the other); when several fail, the error
+// names the first output in the order given, whichever failed first; the
+// outputs after a failed one are stopped; nothing is left behind.
+func TestWriteOutputsConcurrently(t *testing.T) {
+	const wait = 10 * time.Second
+	dir := t.TempDir()
+	b, c, z := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy"), filepath.Join(dir, "Z.npy")
+	noTemps := func() {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			assert.False(t, strings.Contains(e.Name(), ".tmp-"), "temporary file %s left", e.Name())
+		}
+	}
+
+	started := make(chan struct{})
+	outB := Output{File: File{"-o", b}, Perm: 0o644, Write: func(w io.Writer) error {
+		select {
+		case <-started:
+		case <-time.After(wait):
+			return errors.New("C's Write did not start while B's ran")
+		}
+		_, err := io.WriteString(w, "B")
+		return err
+	}}
+	outC := Output{File: File{"-C", c}, Perm: 0o644, Write: func(w io.Writer) error {
+		close(started)
+		_, err := io.WriteString(w, "C")
+		return err
+	}}
+	require.NoError(t, WriteOutputs(context.Background(), io.Discard, "test: ", outB, outC))
+	for p, want := range map[string]string{b: "B", c: "C"} {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+	noTemps()
+
+	// C fails at once, B later: B is named.
+	cFailed := make(chan struct{})
+	outB.Write = func(io.Writer) error {
+		select {
+		case <-cFailed:
+		case <-time.After(wait):
+		}
+		return errors.New("B failed second")
+	}
+	outC.Write = func(io.Writer) error {
+		defer close(cFailed)
+		return errors.New("C failed first")
+	}
+	err := WriteOutputs(context.Background(), io.Discard, "test: ", outB, outC)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-o "+b+": ")
+	assert.Contains(t, err.Error(), "B failed second")
+	noTemps()
+
+	// B fails: C and Z, still writing, are stopped (their writes see a
+	// done context) and B is named; the old files stay.
+	for _, p := range []string{b, c, z} {
+		require.NoError(t, os.WriteFile(p, []byte("old"), 0o644))
+	}
+	stopped := func(w io.Writer) error {
+		chunk := strings.Repeat("x", 1<<14) // past any buffer
+		for range int(wait / time.Millisecond) {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return err
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return errors.New("never stopped")
+	}
+	outB.Write = func(io.Writer) error { return errors.New("B failed") }
+	outC.Write = stopped
+	outZ := Output{File: File{"-z", z}, Perm: 0o644, Write: stopped}
+	err = WriteOutputs(context.Background(), io.Discard, "test: ", outB, outC, outZ)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-o "+b+": ")
+	assert.Contains(t, err.Error(), "B failed")
+	for _, p := range []string{b, c, z} {
+		got, rerr := os.ReadFile(p)
+		require.NoError(t, rerr)
+		assert.Equal(t, "old", string(got), p)
+	}
+	noTemps()
 }
