@@ -98,7 +98,12 @@ func (a Array) Dense() (*mat.Dense, error) {
 // 64 spaces and '\n' so that the data starts at a multiple of 64 bytes.
 //
 // The header is written with one Write call and the data with a second one;
-// on little-endian hosts the data is passed to w without being copied.
+// on little-endian hosts the data is passed to w without being copied. Where
+// w is an [atomicfile.ZeroSkipper] (the writer of this module's file writes,
+// such as [Save]'s) on a little-endian host, runs of at least [HoleMin]
+// values of +0 (all bits zero) are skipped rather than written: the file
+// reads the same but leaves holes, so that the zero upper triangle of a
+// lower-triangular matrix costs neither copying nor disk.
 func Write(w io.Writer, shape []int, data []float64) error {
 	if w == nil {
 		return &ParamError{Param: "w", Want: "a non-nil io.Writer"}
@@ -112,6 +117,12 @@ func Write(w io.Writer, shape []int, data []float64) error {
 	if len(data) == 0 {
 		return nil
 	}
+	if zs, ok := w.(atomicfile.ZeroSkipper); ok && nativeLittleEndian {
+		if err := writeSkippingZeros(w, zs, data); err != nil {
+			return &FileError{Op: "write", Err: err}
+		}
+		return nil
+	}
 	b := float64Bytes(data)
 	if !nativeLittleEndian {
 		b, _ = binary.Append(nil, binary.LittleEndian, data) // cannot fail for []float64
@@ -120,6 +131,70 @@ func Write(w io.Writer, shape []int, data []float64) error {
 		return &FileError{Op: "write", Err: err}
 	}
 	return nil
+}
+
+// HoleMin is the least number of consecutive +0 values that [Write] skips
+// on a writer that can leave holes: 4 KiB, a file system block.
+const HoleMin = 512
+
+// writeSkippingZeros writes data (little-endian host) to w, passing the
+// runs of at least HoleMin values whose bits are all zero to zs instead.
+// Such a run holds an aligned block of HoleMin/2 zero values, so only
+// those blocks are looked into: a block with a nonzero value costs one
+// comparison where its first value is nonzero, and a zero run is read
+// about once.
+func writeSkippingZeros(w io.Writer, zs atomicfile.ZeroSkipper, data []float64) error {
+	const block = HoleMin / 2
+	zero := func(v float64) bool { return math.Float64bits(v) == 0 }
+	n := len(data)
+	from := 0 // data[from:] is yet to be written or skipped
+	for b := 0; b+block <= n; {
+		if allZero(data[b : b+block]) {
+			// Extend the zero run around the block.
+			j, k := b, b+block
+			for j > from && zero(data[j-1]) {
+				j--
+			}
+			for k < n && zero(data[k]) {
+				k++
+			}
+			if k-j >= HoleMin {
+				if j > from {
+					if _, err := w.Write(float64Bytes(data[from:j])); err != nil {
+						return err
+					}
+				}
+				if err := zs.SkipZeros(int64(k-j) * 8); err != nil {
+					return err
+				}
+				from = k
+			}
+			b = (k + block) / block * block
+			continue
+		}
+		b += block
+	}
+	if from < n {
+		_, err := w.Write(float64Bytes(data[from:]))
+		return err
+	}
+	return nil
+}
+
+// allZero reports whether every value of s has all bits zero, four
+// values at a time.
+func allZero(s []float64) bool {
+	for ; len(s) >= 4; s = s[4:] {
+		if math.Float64bits(s[0])|math.Float64bits(s[1])|math.Float64bits(s[2])|math.Float64bits(s[3]) != 0 {
+			return false
+		}
+	}
+	for _, v := range s {
+		if math.Float64bits(v) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Save writes data with the given shape to the file path as Write

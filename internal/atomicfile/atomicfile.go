@@ -280,7 +280,8 @@ type Pending struct {
 //
 // It refuses a destination that [CheckTarget] rejects. It creates the
 // temporary file in the directory of path (see the package documentation for
-// its name and permissions), calls write with a buffered writer on it, then
+// its name and permissions), calls write with a buffered writer on it (a
+// [ZeroSkipper]), then
 // flushes, fsyncs and closes the file. Every write to the buffered writer
 // first checks ctx: once ctx is done, the writes fail with ctx's error and
 // Prepare returns an error that wraps it (errors.Is(err, context.Canceled)
@@ -357,13 +358,13 @@ func prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 	// The data, flushed to the file, (given its exact bits,) synced and
 	// closed: a step that fails ends Prepare, but the file is closed
 	// still.
-	bw := bufio.NewWriter(ctxWriter{ctx, f})
+	fw := &fileWriter{Writer: bufio.NewWriter(ctxWriter{ctx, f}), ctx: ctx, f: f}
 	steps = append(steps, func() error {
 		return fault.Do("write", tmp, func() error {
-			if err := write(bw); err != nil {
+			if err := write(fw); err != nil {
 				return err
 			}
-			return bw.Flush()
+			return fw.finish()
 		})
 	})
 	if opt.ExactPerm {
@@ -577,6 +578,78 @@ func RemoveStaleOf(dir string, age time.Duration, ours func(base string) bool) (
 		}
 	}
 	return n, first
+}
+
+// ZeroSkipper is implemented by the writer that the write functions of
+// this package's writes receive: SkipZeros(n) advances the file by n zero
+// bytes without writing them, leaving a hole where the file system has
+// them (the file reads the same, with less disk and less copying). It
+// fails, as writes do, once the write's context is done. A writer of
+// large, mostly zero data (package npy) may ask for it.
+type ZeroSkipper interface {
+	SkipZeros(n int64) error
+}
+
+// fileWriter is the buffered writer on a temporary file that a write
+// function receives; it is a [ZeroSkipper].
+type fileWriter struct {
+	*bufio.Writer
+	ctx  context.Context
+	f    *os.File
+	hole bool // the file ends in a skipped run, not yet part of its size
+}
+
+// Write writes p through the buffer.
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		w.hole = false
+	}
+	return w.Writer.Write(p)
+}
+
+// WriteString writes s through the buffer (io.WriteString's fast path).
+func (w *fileWriter) WriteString(s string) (int, error) {
+	if len(s) > 0 {
+		w.hole = false
+	}
+	return w.Writer.WriteString(s)
+}
+
+// SkipZeros implements [ZeroSkipper]: the buffer is flushed and the
+// file offset moved n bytes on.
+func (w *fileWriter) SkipZeros(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("skip of %d bytes", n)
+	}
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if _, err := w.f.Seek(n, io.SeekCurrent); err != nil {
+		return err
+	}
+	if n > 0 {
+		w.hole = true
+	}
+	return nil
+}
+
+// finish flushes the buffer and, after a final skip, extends the file to
+// its offset (a seek alone does not).
+func (w *fileWriter) finish() error {
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if !w.hole {
+		return nil
+	}
+	off, err := w.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	return w.f.Truncate(off)
 }
 
 // ctxWriter fails every write once ctx is done.
