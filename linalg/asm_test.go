@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -28,6 +29,7 @@ type kernelSet struct {
 	axpyDot32    func(alpha float64, x, y, z []float32) float64
 	subDot4      func(x, h0, h1, h2, h3 []float64, p *[4]float64)
 	update       func(h, x []float64, a, q float64)
+	update4      func(h0, h1, h2, h3, x []float64, a, q *[4]float64)
 	accScale4    func(out, f0, f1, f2, f3 []float64, p, a *[4]float64)
 	fwdLanes     func(g2prev, h2 []float64, s, t *[nLanes]float64, p []float64)
 	bwdLanes     func(g2, h2next []float64, s, u *[nLanes]float64, uout []float64)
@@ -36,8 +38,8 @@ type kernelSet struct {
 
 func kernelSets() []kernelSet {
 	return []kernelSet{
-		{"go", dotGo, dualDotGo, dualBlocksGo, dualRows4Go, dot32Go, axpyDot32Go, subDot4Go, updateGo, accScale4Go, fwdLanesGo, bwdLanesGo, combineLanesGo},
-		{"dispatched", dot, dualDotImpl, dualBlocksImpl, dualRows4Impl, dot32Impl, axpyDot32Impl, subDot4, update, accScale4, fwdLanes, bwdLanes, combineLanes},
+		{"go", dotGo, dualDotGo, dualBlocksGo, dualRows4Go, dot32Go, axpyDot32Go, subDot4Go, updateGo, update4Go, accScale4Go, fwdLanesGo, bwdLanesGo, combineLanesGo},
+		{"dispatched", dot, dualDotImpl, dualBlocksImpl, dualRows4Impl, dot32Impl, axpyDot32Impl, subDot4, update, update4, accScale4, fwdLanes, bwdLanes, combineLanes},
 	}
 }
 
@@ -456,7 +458,7 @@ func TestKernelDot32Exact(t *testing.T) {
 }
 
 // subDot4, update and accScale4: each entry against its exact value
-// (five, two, five and one products), every length up to 70 and long ones, every offset, guards
+// (five, two, five and one products); update4: the bits of update, every length up to 70 and long ones, every offset, guards
 // around the destination, special values, and aliased arguments.
 func TestKernelSolveStepExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
@@ -498,6 +500,7 @@ func TestKernelSolveStepExact(t *testing.T) {
 				if special {
 					a = specialValues[rng.IntN(len(specialValues))]
 				}
+				as4 := [4]float64{a, 0.5, -1, 0.99}
 				hu, hArr := inArray(hv[0], off)
 				ks.update(hu, h[1], a, q)
 				checkGuards(t, hArr, off, n, "update "+msg)
@@ -508,6 +511,24 @@ func TestKernelSolveStepExact(t *testing.T) {
 				ks.update(hu, hu, a, q)
 				for j := 0; j < n; j++ {
 					checkSum(t, hu[j], []term{{a, hv[0][j]}, {q, hv[0][j]}}, fmt.Sprintf("update aliased %s a=%v h[%d]", msg, a, j))
+				}
+
+				// update4: the bits of four updates (the same kernel set's).
+				qs := [4]float64{-0.4, 1.5, 0.2, -2}
+				var h4, h4Arr [4][]float64
+				for r := range h4 {
+					h4[r], h4Arr[r] = inArray(hv[r], (off+r+3)%8)
+				}
+				ks.update4(h4[0], h4[1], h4[2], h4[3], xv, &as4, &qs)
+				for r := range h4 {
+					checkGuards(t, h4Arr[r], (off+r+3)%8, n, fmt.Sprintf("update4 h%d %s", r, msg))
+					one := slices.Clone(hv[r])
+					ks.update(one, xv, as4[r], qs[r])
+					for j := range one {
+						if math.Float64bits(one[j]) != math.Float64bits(h4[r][j]) && !(math.IsNaN(one[j]) && math.IsNaN(h4[r][j])) {
+							t.Fatalf("update4 %s: h%d[%d] = %v, update gives %v", msg, r, j, h4[r][j], one[j])
+						}
+					}
 				}
 
 				// accScale4: out gains the four products, and each f is

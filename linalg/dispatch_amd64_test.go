@@ -39,6 +39,7 @@ func TestKernelDispatch(t *testing.T) {
 		{"dualRows4", dualRows4Impl, dualRows4AVX2, dualRows4Go},
 		{"subDot4", subDot4, subDot4AVX2, subDot4Go},
 		{"update", update, updateAVX2, updateGo},
+		{"update4", update4, update4AVX2, update4Go},
 		{"accScale4", accScale4, accScale4AVX2, accScale4Go},
 		{"fwdLanes", fwdLanes, fwdLanesAVX, fwdLanesGo},
 		{"bwdLanes", bwdLanes, bwdLanesAVX, bwdLanesGo},

@@ -323,7 +323,11 @@ func (m QuasiSep) SolveStep(i int, z, h, x []float64) {
 		for j := range xs {
 			xs[j] *= inv
 		}
-		for t := 0; t < k; t++ {
+		t = 0
+		for ; t+4 <= k; t += 4 {
+			update4(h[t*d+lo:t*d+hi], h[(t+1)*d+lo:(t+1)*d+hi], h[(t+2)*d+lo:(t+2)*d+hi], h[(t+3)*d+lo:(t+3)*d+hi], xs, (*[4]float64)(a[t:t+4]), (*[4]float64)(q[t:t+4]))
+		}
+		for ; t < k; t++ {
 			update(h[t*d+lo:t*d+hi], xs, a[t], q[t])
 		}
 	}
@@ -335,6 +339,7 @@ func (m QuasiSep) SolveStep(i int, z, h, x []float64) {
 var (
 	subDot4   = subDot4Go
 	update    = updateGo
+	update4   = update4Go
 	accScale4 = accScale4Go
 )
 
@@ -354,6 +359,16 @@ func updateGo(h, x []float64, a, q float64) {
 	for j, v := range x {
 		h[j] = a*h[j] + q*v
 	}
+}
+
+// update4Go sets h_t[j] = a_t h_t[j] + q_t x[j] for t = 0..3 and the
+// len(x) entries of x, each as updateGo computes it; every h has at least
+// len(x) entries.
+func update4Go(h0, h1, h2, h3, x []float64, a, q *[4]float64) {
+	updateGo(h0[:len(x)], x, a[0], q[0])
+	updateGo(h1[:len(x)], x, a[1], q[1])
+	updateGo(h2[:len(x)], x, a[2], q[2])
+	updateGo(h3[:len(x)], x, a[3], q[3])
 }
 
 // accScale4Go sets out[j] += p0 f0[j] + p1 f1[j] + p2 f2[j] + p3 f3[j]

@@ -166,3 +166,70 @@ atail:
 adone:
 	VZEROUPPER
 	RET
+
+// func update4AVX2(h0, h1, h2, h3, x []float64, a, q *[4]float64)
+//
+// h_t[j] = a_t h_t[j] + q_t x[j] over len(x) entries, for t = 0..3:
+// fma(a_t, h_t[j], q_t x[j]), as updateAVX2 computes each.
+TEXT ·update4AVX2(SB), NOSPLIT, $0-136
+	MOVQ         h0_base+0(FP), R8
+	MOVQ         h1_base+24(FP), R9
+	MOVQ         h2_base+48(FP), R10
+	MOVQ         h3_base+72(FP), R11
+	MOVQ         x_base+96(FP), DI
+	MOVQ         x_len+104(FP), CX
+	MOVQ         a+120(FP), AX
+	MOVQ         q+128(FP), BX
+	VBROADCASTSD (AX), Y0
+	VBROADCASTSD 8(AX), Y1
+	VBROADCASTSD 16(AX), Y2
+	VBROADCASTSD 24(AX), Y3
+	VBROADCASTSD (BX), Y6
+	VBROADCASTSD 8(BX), Y7
+	VBROADCASTSD 16(BX), Y8
+	VBROADCASTSD 24(BX), Y9
+	XORQ         SI, SI
+	MOVQ         CX, DX
+	ANDQ         $~3, DX
+	JZ           u4tail
+
+u4loop:
+	VMOVUPD     (DI)(SI*8), Y5
+	VMULPD      Y5, Y6, Y10
+	VFMADD231PD (R8)(SI*8), Y0, Y10
+	VMOVUPD     Y10, (R8)(SI*8)
+	VMULPD      Y5, Y7, Y11
+	VFMADD231PD (R9)(SI*8), Y1, Y11
+	VMOVUPD     Y11, (R9)(SI*8)
+	VMULPD      Y5, Y8, Y12
+	VFMADD231PD (R10)(SI*8), Y2, Y12
+	VMOVUPD     Y12, (R10)(SI*8)
+	VMULPD      Y5, Y9, Y13
+	VFMADD231PD (R11)(SI*8), Y3, Y13
+	VMOVUPD     Y13, (R11)(SI*8)
+	ADDQ        $4, SI
+	CMPQ        SI, DX
+	JLT         u4loop
+
+u4tail:
+	CMPQ        SI, CX
+	JGE         u4done
+	VMOVSD      (DI)(SI*8), X5
+	VMULSD      X5, X6, X10
+	VFMADD231SD (R8)(SI*8), X0, X10
+	VMOVSD      X10, (R8)(SI*8)
+	VMULSD      X5, X7, X11
+	VFMADD231SD (R9)(SI*8), X1, X11
+	VMOVSD      X11, (R9)(SI*8)
+	VMULSD      X5, X8, X12
+	VFMADD231SD (R10)(SI*8), X2, X12
+	VMOVSD      X12, (R10)(SI*8)
+	VMULSD      X5, X9, X13
+	VFMADD231SD (R11)(SI*8), X3, X13
+	VMOVSD      X13, (R11)(SI*8)
+	INCQ        SI
+	JMP         u4tail
+
+u4done:
+	VZEROUPPER
+	RET
