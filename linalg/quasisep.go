@@ -389,29 +389,36 @@ func accScale4Go(out, f0, f1, f2, f3 []float64, p, a *[4]float64) {
 // solveSub is the number of coordinates SolveStep treats at a time.
 const solveSub = 256
 
-// ColumnBlock is the number of columns in a block of [ColumnBlocks]: the
-// state of a quasiseparable sweep over one block (K rows of ColumnBlock
-// values, 192 KiB at K = 48) stays in the second-level cache for the
-// orders the optimal factorization takes. Forming B and C at R = 10^4
-// (K = 48) on one core took 2.7 s in C^{-1}'s rows and 1.1 s in C with
-// each worker sweeping its whole range of columns (the state of 10^4
+// ColumnBlock is the largest number of columns in a block of
+// [ColumnBlocks]: the state of a quasiseparable sweep over one block (K
+// rows of ColumnBlock values, 192 KiB at K = 48) stays in the second-level
+// cache for the orders the optimal factorization takes. Forming B and C at
+// R = 10^4 (K = 48) on one core took 2.7 s in C^{-1}'s rows and 1.1 s in C
+// with each worker sweeping its whole range of columns (the state of 10^4
 // columns streamed from memory twice a row), and 0.72 s and 0.41 s with
-// blocks of 512 columns (blocks of 64 to 1024 gave 0.72 to 0.97 s and
-// 0.39 to 0.58 s).
+// blocks of 512 columns.
 const ColumnBlock = 512
 
+// columnBlock is the block width of ColumnBlocks for n columns: n/16
+// rounded up to a multiple of 8, between 64 and ColumnBlock, so that
+// orders below 8192 still have 16 blocks to share. It depends on n alone.
+func columnBlock(n int) int {
+	return min(ColumnBlock, max(64, (n/16+7)&^7))
+}
+
 // ColumnBlocks runs a lower-triangular sweep over the columns [0, n) in
-// blocks: it calls f(c0, c1) for every block [b ColumnBlock, min(n,
-// (b+1) ColumnBlock)), on at most workers goroutines (at least 1, the
-// caller's among them) that take the blocks from left to right as they
-// become free, so the longest columns start first. The blocks do not
-// depend on workers: a caller whose f computes each column the same way
-// in any block gets the same bits on any number of cores. ColumnBlocks
-// returns when every call has returned.
+// blocks: it calls f(c0, c1) for every block [b w, min(n, (b+1) w)), w
+// between 64 and [ColumnBlock] as n requires (a function of n alone), on
+// at most workers goroutines (at least 1, the caller's among them) that
+// take the blocks from left to right as they become free, so the longest
+// columns start first. The blocks do not depend on workers: a caller whose
+// f computes each column of a block the same way gets the same bits on any
+// number of cores. ColumnBlocks returns when every call has returned.
 func ColumnBlocks(n, workers int, f func(c0, c1 int)) {
-	blocks := (n + ColumnBlock - 1) / ColumnBlock
+	w := columnBlock(n)
+	blocks := (n + w - 1) / w
 	par.Pool(blocks, max(1, min(workers, blocks)), func(_, b int) bool {
-		f(b*ColumnBlock, min(n, (b+1)*ColumnBlock))
+		f(b*w, min(n, (b+1)*w))
 		return true
 	})
 }

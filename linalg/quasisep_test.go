@@ -298,14 +298,14 @@ func TestQuasiSepDenseUnbalancedGenerators(t *testing.T) {
 	}
 }
 
-// Dense and InverseRows over more than one block of columns
+// Dense and InverseRows over many blocks of columns
 // (ColumnBlocks): the bits do not depend on the number of workers, Dense
 // agrees with At (the defining sum, entry by entry) on sampled rows,
 // including terms that decay below 1e-280 at different rates within one
 // group of four (the entries Dense drops), and the rows of the inverse
 // times M give the identity.
 func TestQuasiSepColumnBlocks(t *testing.T) {
-	const n, k = 2*ColumnBlock + 77, 6
+	const n, k = 2*ColumnBlock + 77, 6 // 16 blocks of 72 columns
 	rng := rand.New(rand.NewPCG(41, 42))
 	m := NewQuasiSep(n, k)
 	decay := []float64{0.25, 0.9, 0.5, 0.999, 0.3, 0.7}

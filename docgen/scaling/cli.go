@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +40,11 @@ type cliRun struct {
 // (see spawn) that writes its report to the file the variable names.
 const spawnEnv = "DPMF_SCALING_SPAWN_REPORT"
 
+// pinEnv, when set in a launcher's environment to n, makes it pin itself
+// to the first n CPUs of its affinity mask before it starts its command
+// (pinToCPUs), which inherits the mask.
+const pinEnv = "DPMF_SCALING_PIN_CPUS"
+
 // spawnReport is what the launcher measures of the command it runs.
 type spawnReport struct {
 	// Seconds is the wall time of the process, start to exit.
@@ -60,7 +67,21 @@ func spawn(args []string, reportPath string) int {
 		fmt.Fprintln(os.Stderr, "scaling: launcher: no command")
 		return 2
 	}
+	if v := os.Getenv(pinEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err == nil && n < 1 {
+			err = fmt.Errorf("want at least 1")
+		}
+		if err == nil {
+			err = pinToCPUs(n)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "scaling: launcher: %s=%q: %v\n", pinEnv, v, err)
+			return 1
+		}
+	}
 	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, pinEnv+"=") })
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	start := time.Now()
 	err := cmd.Run()

@@ -367,13 +367,18 @@ type i20Env struct {
 }
 
 // capped runs argv as launch does, with GOMAXPROCS=procs in its
-// environment, stopped after limit (0: i20Cap) with an error that says so.
-func (e *i20Env) capped(limit time.Duration, procs int, argv []string) (cliRun, []byte, error) {
+// environment (and, pinned, on the first procs CPUs), stopped after limit
+// (0: i20Cap) with an error that says so.
+func (e *i20Env) capped(limit time.Duration, procs int, pin bool, argv []string) (cliRun, []byte, error) {
 	limit = cmp.Or(limit, i20Cap)
 	ctx, cancel := context.WithTimeout(e.ctx, limit)
 	defer cancel()
 	start := time.Now()
-	r, out, err := launch(ctx, e.tmp, []string{fmt.Sprintf("GOMAXPROCS=%d", procs)}, argv)
+	env := []string{fmt.Sprintf("GOMAXPROCS=%d", procs)}
+	if pin {
+		env = append(env, fmt.Sprintf("%s=%d", pinEnv, procs))
+	}
+	r, out, err := launch(ctx, e.tmp, env, argv)
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		r.Seconds = time.Since(start).Seconds()
 		return r, nil, fmt.Errorf("stopped after %s (the cap of this row)", limit)
@@ -382,10 +387,11 @@ func (e *i20Env) capped(limit time.Duration, procs int, argv []string) (cliRun, 
 }
 
 // commandRun returns a run of bin with args, stopped after limit (0:
-// i20Cap), whose standard output read turns into the sample's result.
-func (e *i20Env) commandRun(bin string, args []string, limit time.Duration, read func(out []byte, s *i20Sample) error) func(int) (i20Sample, error) {
+// i20Cap), whose standard output read turns into the sample's result;
+// pinned, on as many CPUs as GOMAXPROCS.
+func (e *i20Env) commandRun(bin string, args []string, limit time.Duration, pin bool, read func(out []byte, s *i20Sample) error) func(int) (i20Sample, error) {
 	return func(procs int) (i20Sample, error) {
-		r, out, err := e.capped(limit, procs, append([]string{bin}, args...))
+		r, out, err := e.capped(limit, procs, pin, append([]string{bin}, args...))
 		s := i20Sample{Seconds: r.Seconds, CPU: r.CPU, RSS: r.MaxRSS}
 		if err != nil {
 			return s, err
@@ -397,7 +403,13 @@ func (e *i20Env) commandRun(bin string, args []string, limit time.Duration, read
 // mfsolveRun returns a run of mfsolve with args, stopped after limit (0:
 // i20Cap); digest, if not nil, hashes what it wrote.
 func (e *i20Env) mfsolveRun(args []string, limit time.Duration, digest func() (string, error)) func(int) (i20Sample, error) {
-	return e.commandRun(e.mfsolve, args, limit, func(out []byte, s *i20Sample) error {
+	return e.mfsolveRunPinned(args, limit, false, digest)
+}
+
+// mfsolveRunPinned is mfsolveRun, pinned to as many CPUs as GOMAXPROCS
+// where pin is set.
+func (e *i20Env) mfsolveRunPinned(args []string, limit time.Duration, pin bool, digest func() (string, error)) func(int) (i20Sample, error) {
+	return e.commandRun(e.mfsolve, args, limit, pin, func(out []byte, s *i20Sample) error {
 		var c cliResult
 		if err := json.Unmarshal(out, &c); err != nil {
 			return fmt.Errorf("output %q is not the JSON summary: %v", out, err)
@@ -422,7 +434,7 @@ type dpacctResult struct {
 // reads both sides: Value the safe eps, Other the optimistic one, Gap the
 // width (safe - optimistic) / safe.
 func (e *i20Env) dpacctRun(args []string) func(int) (i20Sample, error) {
-	return e.commandRun(e.acct, args, 0, func(out []byte, s *i20Sample) error {
+	return e.commandRun(e.acct, args, 0, false, func(out []byte, s *i20Sample) error {
 		var d dpacctResult
 		if err := json.Unmarshal(out, &d); err != nil {
 			return fmt.Errorf("output %q is not dpacct's JSON: %v", out, err)
@@ -655,7 +667,14 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	a = []string{"-R", fmt.Sprint(z.Forms), "-o", "B.npy", "-C", "C.npy", "-no-cache", "-json"}
 	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s)", z.Forms, cli.FormatBytes(16*float64(z.Forms)*float64(z.Forms))),
 		Command: "mfsolve " + strings.Join(a, " "), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
-		est: []float64{6, 4}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), maxGap: 1e-10})
+		est: []float64{3.5, 2.2}, run: e.mfsolveRun(a, 0, func() (string, error) { return fileDigest(bPath, cPath) }), maxGap: 1e-10})
+	pinned := i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d (solve, form and write %s), pinned to the first 1 and 2 CPUs (as `taskset -c 0` and `taskset -c 0,1`)", z.Forms, cli.FormatBytes(16*float64(z.Forms)*float64(z.Forms))),
+		Command: "mfsolve " + strings.Join(a, " "), Limit: fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both,
+		est: []float64{4, 2.2}, run: e.mfsolveRunPinned(a, 0, true, func() (string, error) { return fileDigest(bPath, cPath) }), maxGap: 1e-10}
+	if !canPin {
+		pinned.NotRun = "not run: pinning to CPUs needs Linux (sched_setaffinity)"
+	}
+	add(pinned)
 
 	bandSpec := fmt.Sprintf("banded:bands=%d", z.Bands)
 	// bandedArgs adds -loss-only where the strategy spec has that path in
@@ -710,7 +729,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 	add(i20Row{Item: "1", Name: fmt.Sprintf("forming B and C, R = %d, in process (solve and form, not written)", z.Forms),
 		Command: fmt.Sprintf("in process: `factorize.ParseStrategy(\"optimal\")` on Prefix(%d), then `Factors()` (as `mfsolve -o B.npy -C C.npy` computes them), GC before each run", z.Forms),
 		Limit:   fmt.Sprintf("ratio >= %.1f", speedupTarget), Procs: both, InProcess: true,
-		est: []float64{5, 3}, run: e.formRun(wf), maxGap: 1e-10,
+		est: []float64{2, 1.1}, run: e.formRun(wf), maxGap: 1e-10,
 		show: func(m i20Meas) string {
 			return fmt.Sprintf("loss %.12g, gap %.1e, %d iterations, B and C digest %s", m.Last.Value, m.Last.Gap, m.Last.Iters, m.Last.Digest)
 		}})
@@ -946,7 +965,7 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 	}
 	d.para("Measured by `%s` on %s UTC in %s (estimated beforehand: %s), %s; this section alone is rewritten by `go run ./docgen/scaling -out docs/scaling.md -issue20-only` (add `-long` for banded at R = 10^5).%s Machine: %s, runtime.NumCPU() = %d, this process's GOMAXPROCS %d; load average (1, 5, 15 min) %s at the start, %s at the end.",
 		cmdLine, when.UTC().Format("2006-01-02 15:04"), res.Elapsed.Round(time.Second), res.Estimate.Round(time.Second), long, sizes, res.CPUModel, res.NumCPU, res.GOMAXPROCS, res.LoadBefore, res.LoadAfter)
-	d.para("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the ceiling, the mechanism and forming B and C in process run in this process with `runtime.GOMAXPROCS(n)` (restored after), and their peak RSS is this process's so far. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
+	d.para("Each speed-up runs the same command at GOMAXPROCS=1 and GOMAXPROCS=2 in this run, alternately (1, 2, 2, 1, ...: load affects both alike); the ratio is median time at 1 / median time at 2 (target at least %.1f). Times are wall-clock medians of `-reps %d` runs (at most 3 above 10 s, one above 60 s: the runs column). Commands run as subprocesses (`go build` of this tree; GOMAXPROCS from the environment; peak RSS and CPU time, user + system, from the subprocess's rusage); the ceiling, the mechanism and forming B and C in process run in this process with `runtime.GOMAXPROCS(n)` (restored after), and their peak RSS is this process's so far. GOMAXPROCS bounds the threads that run Go code, not those in system calls: at GOMAXPROCS=1 the kernel's copying of B and C into the page cache (written at once, one thread each) still runs on a second core, so the row of forming and writing them is measured a second time pinned (the launcher restricts itself, and so the command it starts, to the first 1 or 2 CPUs of its affinity mask with sched_setaffinity, as `taskset` does; GOMAXPROCS the same), where one CPU means one core for the kernel's work too. \"Same result\" compares the last runs at 1 and 2: identical bits, or within the sum of their certified gaps (the accountant: its widths).", speedupTarget, res.Reps)
 	ceil := "not measured"
 	if c, m := res.ceiling("compute"), res.ceiling("memory"); c > 0 && m > 0 {
 		ceil = fmt.Sprintf("%.2f compute-bound, %.2f memory-streaming", c, m)

@@ -24,7 +24,7 @@ func TestCappedStopsTheCommand(t *testing.T) {
 		e := &i20Env{ctx: context.Background(), tmp: dir}
 		pidFile := filepath.Join(dir, "pid")
 		start := time.Now()
-		_, _, err := e.capped(limit, 1, []string{"sh", "-c", "echo $$ > " + pidFile + "; exec sleep 30"})
+		_, _, err := e.capped(limit, 1, false, []string{"sh", "-c", "echo $$ > " + pidFile + "; exec sleep 30"})
 		if want := "stopped after " + limit.String(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v, want %s", err, want)
 		}

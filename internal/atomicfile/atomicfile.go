@@ -358,7 +358,8 @@ func prepare(ctx context.Context, path string, perm os.FileMode, write func(w io
 	// The data, flushed to the file, (given its exact bits,) synced and
 	// closed: a step that fails ends Prepare, but the file is closed
 	// still.
-	fw := &fileWriter{Writer: bufio.NewWriter(ctxWriter{ctx, f}), ctx: ctx, f: f}
+	raw := &ctxWriter{ctx: ctx, f: f}
+	fw := &fileWriter{Writer: bufio.NewWriter(raw), raw: raw}
 	steps = append(steps, func() error {
 		return fault.Do("write", tmp, func() error {
 			if err := write(fw); err != nil {
@@ -594,8 +595,7 @@ type ZeroSkipper interface {
 // function receives; it is a [ZeroSkipper].
 type fileWriter struct {
 	*bufio.Writer
-	ctx  context.Context
-	f    *os.File
+	raw  *ctxWriter
 	hole bool // the file ends in a skipped run, not yet part of its size
 }
 
@@ -621,15 +621,16 @@ func (w *fileWriter) SkipZeros(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("skip of %d bytes", n)
 	}
-	if err := w.ctx.Err(); err != nil {
+	if err := w.raw.ctx.Err(); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if _, err := w.f.Seek(n, io.SeekCurrent); err != nil {
+	if _, err := w.raw.f.Seek(n, io.SeekCurrent); err != nil {
 		return err
 	}
+	w.raw.pos += n
 	if n > 0 {
 		w.hole = true
 	}
@@ -645,20 +646,24 @@ func (w *fileWriter) finish() error {
 	if !w.hole {
 		return nil
 	}
-	off, err := w.f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	return w.f.Truncate(off)
+	return w.raw.f.Truncate(w.raw.pos)
 }
 
-// ctxWriter fails every write once ctx is done.
+// writebackChunk is how much data a write lets accumulate before it asks
+// the kernel to start writing it to disk (startWriteback), so that the
+// final fsync waits for the last chunk rather than for the whole file.
+const writebackChunk = 8 << 20
+
+// ctxWriter writes to f, failing every write once ctx is done, and keeps
+// f's offset (pos) and the offset up to which writeback was started.
 type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
+	ctx      context.Context
+	f        *os.File
+	pos      int64
+	writeOut int64
 }
 
-func (c ctxWriter) Write(p []byte) (int, error) {
+func (c *ctxWriter) Write(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -668,10 +673,15 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
 		k := min(len(p), chunk)
-		m, err := c.w.Write(p[:k])
+		m, err := c.f.Write(p[:k])
 		n += m
+		c.pos += int64(m)
 		if err != nil {
 			return n, err
+		}
+		if c.pos-c.writeOut >= writebackChunk {
+			startWriteback(c.f, c.writeOut, c.pos-c.writeOut)
+			c.writeOut = c.pos
 		}
 		p = p[k:]
 		if len(p) > 0 {
