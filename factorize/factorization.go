@@ -145,18 +145,19 @@ func ComputeMetrics(b, c mat.Matrix, p Participation) (Metrics, error) {
 	// +Inf = NaN (the scale of SensitivityOf, scaleExponent).
 	scale := math.Ldexp(1, scaleExponent(maxB))
 	frob, maxRow := 0.0, 0.0
+	row := rowReader(b)
 	for i := 0; i < r; i++ {
 		s := 0.0
-		for j := 0; j < m; j++ {
-			v := b.At(i, j) / scale
+		for _, v := range row(i) {
+			v /= scale
 			s += v * v
 		}
 		frob += s
 		maxRow = math.Max(maxRow, s)
 	}
-	g := Gamma(c)
-	if p.Kind == KindSingle {
-		g = sens.Value
+	g := sens.Value // single participation: Gamma(C)
+	if p.Kind != KindSingle {
+		g = Gamma(c)
 	}
 	if scale == 1 {
 		return metricsFrom(r, g, p, sens, frob, maxRow), nil

@@ -45,6 +45,9 @@ func newIdentity(w *Workload) (*Factorization, error) {
 		return nil, err
 	}
 	r := w.R()
-	b, c := mat.DenseCopyOf(w.Matrix()), mat.DenseCopyOf(mat.NewDiagDense(r, ones(r)))
+	b, c := denseOfTri(w.Matrix()), mat.NewDense(r, r, nil)
+	for i := 0; i < r; i++ {
+		c.Set(i, i, 1)
+	}
 	return finish(StrategyIdentity, identityOp{r}, w, b, c), nil
 }

@@ -145,18 +145,22 @@ func SensitivityOf(c mat.Matrix, p Participation) (Sensitivity, error) {
 // makes a maximum skip its class (NaN compares false) or report NaN.
 // Otherwise it returns the largest magnitude of an entry.
 func checkFinite(name string, a mat.Matrix) (float64, error) {
-	m, n := a.Dims()
-	maxAbs := 0.0
+	m, _ := a.Dims()
+	row := rowReader(a)
+	var maxBits uint64
 	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			v := a.At(i, j)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return 0, &ParamError{Param: fmt.Sprintf("%s[%d][%d]", name, i, j), Value: v, Want: "a finite number"}
+		r := row(i)
+		rowMax := maxAbsBits(r)
+		if rowMax >= infBits {
+			for j, v := range r {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return 0, &ParamError{Param: fmt.Sprintf("%s[%d][%d]", name, i, j), Value: v, Want: "a finite number"}
+				}
 			}
-			maxAbs = math.Max(maxAbs, math.Abs(v))
 		}
+		maxBits = max(maxBits, rowMax)
 	}
-	return maxAbs, nil
+	return math.Float64frombits(maxBits), nil
 }
 
 // scaleExponent returns 0 when the squares and sums of squares of entries
@@ -216,27 +220,75 @@ func Gamma(c mat.Matrix) float64 {
 		return math.NaN()
 	}
 	m, n := c.Dims()
-	maxAbs := 0.0
-	for j := 0; j < n; j++ {
-		for i := 0; i < m; i++ {
-			maxAbs = math.Max(maxAbs, math.Abs(c.At(i, j)))
-		}
+	row := rowReader(c)
+	var maxBits uint64
+	for i := 0; i < m; i++ {
+		maxBits = max(maxBits, maxAbsBits(row(i)))
 	}
-	if math.IsNaN(maxAbs) || math.IsInf(maxAbs, 1) {
-		return maxAbs
+	switch {
+	case maxBits > infBits:
+		return math.NaN()
+	case maxBits == infBits:
+		return math.Inf(1)
 	}
+	maxAbs := math.Float64frombits(maxBits)
 	e := scaleExponent(maxAbs)
 	scale := math.Ldexp(1, -e)
-	g2 := 0.0
-	for j := 0; j < n; j++ {
-		s := 0.0
-		for i := 0; i < m; i++ {
-			v := c.At(i, j) * scale
-			s += v * v
+	// The squares are summed down each column (row by row, so that C is
+	// read in memory order: each column's sum is the same).
+	colSq := make([]float64, n)
+	for i := 0; i < m; i++ {
+		for j, v := range row(i) {
+			v *= scale
+			colSq[j] += v * v
 		}
+	}
+	g2 := 0.0
+	for _, s := range colSq {
 		g2 = math.Max(g2, s)
 	}
 	return ldexpUp(math.Sqrt(g2), e) // exactly math.Sqrt(g2) for e = 0
+}
+
+// infBits is the bit pattern of +Inf: the absolute value of a float64,
+// as an unsigned integer of its bits, is at least infBits exactly for
+// +-Inf and NaN (above it), and orders the finite values as their
+// magnitudes.
+const infBits = 0x7ff0_0000_0000_0000
+
+// maxAbsBits returns the largest absolute value of r's entries as the
+// bits of a float64 (0 for an empty r): the magnitudes compared as
+// integers, four at a time, which orders NaN above every number and +Inf.
+func maxAbsBits(r []float64) uint64 {
+	const mask = 1<<63 - 1
+	var m0, m1, m2, m3 uint64
+	for ; len(r) >= 4; r = r[4:] {
+		m0 = max(m0, math.Float64bits(r[0])&mask)
+		m1 = max(m1, math.Float64bits(r[1])&mask)
+		m2 = max(m2, math.Float64bits(r[2])&mask)
+		m3 = max(m3, math.Float64bits(r[3])&mask)
+	}
+	for _, v := range r {
+		m0 = max(m0, math.Float64bits(v)&mask)
+	}
+	return max(m0, m1, m2, m3)
+}
+
+// rowReader returns a function that gives row i of a (valid until the
+// next call): a view of a *mat.Dense's data, else the entries copied by
+// At.
+func rowReader(a mat.Matrix) func(i int) []float64 {
+	if d, ok := a.(*mat.Dense); ok {
+		return d.RawRowView
+	}
+	_, n := a.Dims()
+	buf := make([]float64, n)
+	return func(i int) []float64 {
+		for j := range buf {
+			buf[j] = a.At(i, j)
+		}
+		return buf
+	}
 }
 
 // EpochSensitivity returns the sensitivity of a factor with Gram matrix x

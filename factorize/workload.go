@@ -345,30 +345,49 @@ func (w *Workload) scaledBy(t float64) *Workload {
 	return s
 }
 
-// denseFromInverseBand inverts a lower band matrix column by column by forward
-// substitution: O(R^2 k). Each row is divided by its diagonal entry before
-// it is used, so that no intermediate overflows where A's entries do not:
-// for weighted prefix sums with weights 1e300 and 2^-1022, the product
-// l[i][i-1] col[i-1] = (w_j / w_i) before the division by l[i][i] = 1 / w_i
-// overflowed, although A[i][j] = w_j.
+// denseFromInverseBand inverts a lower band matrix by forward substitution,
+// O(R^2 k): column j of the inverse is col[j] = 1 / l[j][j] and, for i > j,
+// col[i] = -sum_{p = max(j, i-k)}^{i-1} (l[i][p] / l[i][i]) col[p]. Each
+// row is divided by its diagonal entry before it is used, so that no
+// intermediate overflows where A's entries do not: for weighted prefix sums
+// with weights 1e300 and 2^-1022, the product l[i][i-1] col[i-1] =
+// (w_j / w_i) before the division by l[i][i] = 1 / w_i overflowed,
+// although A[i][j] = w_j. The rows are formed in order, each from the k
+// rows above it (memory order; a column at a time read and wrote the
+// matrix with a stride of R), with the terms of every entry in the order
+// above (p increasing, only p >= j).
 func denseFromInverseBand(l *mat.TriBandDense) *mat.TriDense {
 	n, k, _ := l.TriBand()
 	a := mat.NewTriDense(n, mat.Lower, nil)
-	col := make([]float64, n)
-	for j := 0; j < n; j++ {
-		col[j] = 1 / l.At(j, j)
-		a.SetTri(j, j, col[j])
-		for i := j + 1; i < n; i++ {
-			d := l.At(i, i)
-			s := 0.0
-			for p := max(j, i-k); p < i; p++ {
-				s -= l.At(i, p) / d * col[p]
+	raw := a.RawTriangular()
+	row := func(i int) []float64 { return raw.Data[i*raw.Stride : i*raw.Stride+i+1] }
+	for i := 0; i < n; i++ {
+		d := l.At(i, i)
+		ai := row(i)
+		for p := max(0, i-k); p < i; p++ {
+			coef := l.At(i, p) / d
+			for j, v := range row(p) { // j <= p
+				ai[j] -= coef * v
 			}
-			col[i] = s
-			a.SetTri(i, j, s)
 		}
+		ai[i] = 1 / d
 	}
 	return a
+}
+
+// denseOfTri returns a copy of the lower-triangular t as a dense matrix,
+// row by row from its storage (mat.DenseCopyOf reads it entry by entry).
+func denseOfTri(t *mat.TriDense) *mat.Dense {
+	n, kind := t.Triangle()
+	if kind != mat.Lower {
+		return mat.DenseCopyOf(t)
+	}
+	d := mat.NewDense(n, n, nil)
+	raw := t.RawTriangular()
+	for i := 0; i < n; i++ {
+		copy(d.RawRowView(i), raw.Data[i*raw.Stride:i*raw.Stride+i+1])
+	}
+	return d
 }
 
 // hashTri returns a hex SHA-256 of the lower triangle's float64 bits.
