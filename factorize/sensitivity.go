@@ -116,7 +116,7 @@ func SensitivityOf(c mat.Matrix, p Participation) (Sensitivity, error) {
 	}
 	k := p.Participations(n) // 1 for single participation
 	if k == 1 {
-		return Sensitivity{Value: Gamma(c), Exact: true, Rule: RuleColumnNorm}, nil
+		return Sensitivity{Value: gammaOfFinite(c, maxAbs), Exact: true, Rule: RuleColumnNorm}, nil
 	}
 	if col, ok := monotoneToeplitz(c); ok {
 		v, err := ToeplitzMinSepSensitivity(col, p.B, k)
@@ -219,7 +219,7 @@ func Gamma(c mat.Matrix) float64 {
 	if isNilMatrix(c) {
 		return math.NaN()
 	}
-	m, n := c.Dims()
+	m, _ := c.Dims()
 	row := rowReader(c)
 	var maxBits uint64
 	for i := 0; i < m; i++ {
@@ -231,7 +231,14 @@ func Gamma(c mat.Matrix) float64 {
 	case maxBits == infBits:
 		return math.Inf(1)
 	}
-	maxAbs := math.Float64frombits(maxBits)
+	return gammaOfFinite(c, math.Float64frombits(maxBits))
+}
+
+// gammaOfFinite is Gamma for a C whose entries are finite with largest
+// magnitude maxAbs.
+func gammaOfFinite(c mat.Matrix, maxAbs float64) float64 {
+	m, n := c.Dims()
+	row := rowReader(c)
 	e := scaleExponent(maxAbs)
 	scale := math.Ldexp(1, -e)
 	// The squares are summed down each column (row by row, so that C is
