@@ -492,8 +492,8 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		eK[k] = 1
 		// transform sets w <- F^T w F (transpose false) or F w F^T (true) for
 		// F = diag(delta) + y1 z1^T + e_K u^T, plus x x^T unless x is nil;
-		// with the roles of (y, z) swapped for the transpose. w is
-		// symmetric. The cost is O(s^2).
+		// with the roles of (y, z) swapped for the transpose. The cost is
+		// O(s^2).
 		transform := func(w []float64, transpose bool, x []float64) {
 			// F^T W F = D W D + D W Y Z^T + Z Y^T W D + Z (Y^T W Y) Z^T with
 			// Y = [y1 e_K], Z = [z1 u]; for F W F^T swap Y and Z.
@@ -538,30 +538,30 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 			} else {
 				g22 = wy2[k]
 			}
-			// The result is symmetric: its upper triangle is computed
-			// (row a reads W's entries b >= a, which no earlier row has
-			// overwritten) and mirrored, plus x x^T where x is not nil.
+			// Every entry is computed as it always was (the losses of
+			// small problems keep their bits, TestGuardSmallKernelBits),
+			// and x x^T, unless x is nil, is added to it in the same pass.
 			for a := 0; a < s; a++ {
 				wa := w[a*s : a*s+s]
 				da := delta[a]
 				// (D W Y Z^T)_ab = d_a (wy1_a za_b + wy2_a zb_b)
+				p1, p2 := da*wy1[a], da*wy2[a]
 				// (Z Y^T W D)_ab = (za_a wy1_b + zb_a wy2_b) d_b
 				// (Z G Z^T)_ab = za_a (g11 za_b + g12 zb_b) + zb_a (g12 za_b + g22 zb_b)
-				c1 := da*wy1[a] + g11*za[a] + g12*zb[a] // of za_b
-				c2 := da*wy2[a] + g12*za[a] + g22*zb[a] // of zb_b
-				e1, e2 := za[a], zb[a]
-				xa := 0.0
-				if x != nil {
-					xa = x[a]
-				}
-				for b := a; b < s; b++ {
-					db := delta[b]
-					val := (da*wa[b]+e1*wy1[b]+e2*wy2[b])*db + c1*za[b] + c2*zb[b]
-					if x != nil {
-						val += xa * x[b]
+				q1 := g11*za[a] + g12*zb[a]
+				q2 := g12*za[a] + g22*zb[a]
+				if x == nil {
+					for b := 0; b < s; b++ {
+						db := delta[b]
+						wa[b] = da*wa[b]*db + p1*za[b] + p2*zb[b] + (za[a]*wy1[b]+zb[a]*wy2[b])*db + q1*za[b] + q2*zb[b]
 					}
-					wa[b] = val
-					w[b*s+a] = val
+					continue
+				}
+				xa := x[a]
+				for b := 0; b < s; b++ {
+					db := delta[b]
+					val := da*wa[b]*db + p1*za[b] + p2*zb[b] + (za[a]*wy1[b]+zb[a]*wy2[b])*db + q1*za[b] + q2*zb[b]
+					wa[b] = val + xa*x[b]
 				}
 			}
 		}

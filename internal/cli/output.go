@@ -183,6 +183,9 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...
 			return fail(o, err)
 		}
 	}
+	// The files replaced are freed together after the renames rather
+	// than one by one inside them (see holdReplaced).
+	defer releaseAll(holdReplaced(outs))
 	// From the first rename on, the renames go on whatever ctx says: a
 	// cancellation between two of them would leave some outputs replaced
 	// and others not. The renames take no time to speak of.
@@ -414,4 +417,14 @@ func (s *StickyWriter) Write(p []byte) (int, error) {
 	n, err := s.W.Write(p)
 	s.Err = err
 	return n, err
+}
+
+// releaseAll closes the files at once, each on its own goroutine, and
+// returns when all are closed.
+func releaseAll(files []*os.File) {
+	var wg sync.WaitGroup
+	for _, f := range files {
+		wg.Go(func() { f.Close() })
+	}
+	wg.Wait()
 }
