@@ -113,6 +113,11 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...
 		err    error
 		warned bool
 		left   []string // temporary files not proven gone
+		// panicked: Write panicked with panicVal (atomicfile removed its
+		// temporary file); the panic goes on on the caller's goroutine once
+		// the others are done, so that their files are removed too.
+		panicked bool
+		panicVal any
 	}
 	res := make([]prepared, len(outs))
 	cancels := make([]context.CancelFunc, len(outs))
@@ -123,6 +128,14 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...
 	}
 	prepare := func(i int) {
 		o, r := outs[i], &res[i]
+		defer func() {
+			if v := recover(); v != nil {
+				r.panicked, r.panicVal = true, v
+				for _, cancel := range cancels[i+1:] {
+					cancel()
+				}
+			}
+		}()
 		// One listing of the directory both removes dead writers'
 		// temporary files and names those it cannot prove gone.
 		p, err := atomicfile.PrepareNoting(ctxs[i], o.Path, o.Perm, o.Write, func(left []string) {
@@ -158,6 +171,9 @@ func WriteOutputs(ctx context.Context, stderr io.Writer, prefix string, outs ...
 		if left := res[i].left; len(left) > 0 {
 			fmt.Fprintf(stderr, "%s%s %s: left %s: temporary files of a writer that cannot be proven gone (an older dpmf, another host); remove them if no other run is writing %s\n",
 				prefix, o.Flag, o.Path, OneLine(strings.Join(left, ", ")), o.Path)
+		}
+		if res[i].panicked {
+			panic(res[i].panicVal)
 		}
 		if err := res[i].err; err != nil {
 			return fail(o, err)

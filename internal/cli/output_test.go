@@ -264,3 +264,22 @@ func TestWriteOutputsConcurrently(t *testing.T) {
 	}
 	noTemps()
 }
+
+// A Write that panics: the panic reaches WriteOutputs' caller once the
+// other outputs are done, and no temporary file is left, neither the
+// panicking output's nor the others'.
+func TestWriteOutputsPanicInWrite(t *testing.T) {
+	dir := t.TempDir()
+	b, c := filepath.Join(dir, "B.npy"), filepath.Join(dir, "C.npy")
+	outB := Output{File: File{"-o", b}, Perm: 0o644, Write: func(w io.Writer) error {
+		_, err := io.WriteString(w, "B")
+		return err
+	}}
+	outC := Output{File: File{"-C", c}, Perm: 0o644, Write: func(io.Writer) error { panic("boom") }}
+	require.PanicsWithValue(t, "boom", func() {
+		WriteOutputs(context.Background(), io.Discard, "test: ", outB, outC)
+	})
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "files left")
+}
