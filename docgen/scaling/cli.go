@@ -40,9 +40,9 @@ type cliRun struct {
 // (see spawn) that writes its report to the file the variable names.
 const spawnEnv = "DPMF_SCALING_SPAWN_REPORT"
 
-// pinEnv, when set in a launcher's environment to n, makes it pin itself
-// to the first n CPUs of its affinity mask before it starts its command
-// (pinToCPUs), which inherits the mask.
+// pinEnv, when set in a launcher's environment to n, makes it pin the
+// thread that starts its command to the first n CPUs of its affinity mask
+// (pinToCPUs); the command inherits the mask.
 const pinEnv = "DPMF_SCALING_PIN_CPUS"
 
 // spawnReport is what the launcher measures of the command it runs.
