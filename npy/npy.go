@@ -97,8 +97,9 @@ func (a Array) Dense() (*mat.Dense, error) {
 // the digits of the first dimension spaces of room for it to grow, then 1 to
 // 64 spaces and '\n' so that the data starts at a multiple of 64 bytes.
 //
-// The header is written with one Write call and the data with a second one;
-// on little-endian hosts the data is passed to w without being copied. Where
+// The header is written with one Write call and the data with a second one
+// (in pieces between skipped runs on a ZeroSkipper, below); on
+// little-endian hosts the data is passed to w without being copied. Where
 // w is an [atomicfile.ZeroSkipper] (the writer of this module's file writes,
 // such as [Save]'s) on a little-endian host, runs of at least [HoleMin]
 // values of +0 (all bits zero) are skipped rather than written: the file
