@@ -265,7 +265,7 @@ func columnNormsSq(ctx context.Context, w *Workload) ([]float64, error) {
 	}
 	raw := w.Matrix().RawTriangular()
 	for i := 0; i < n; i++ {
-		row := raw.Data[i*raw.Stride : i*raw.Stride+i+1]
+		row := lowerRow(raw, i)
 		for j, x := range row {
 			s[j] += x * x
 		}

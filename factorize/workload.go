@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -212,7 +213,7 @@ func bandedInverse(a *mat.TriDense) *mat.TriBandDense {
 	}
 	k := 0
 	for i := 0; i < n; i++ {
-		row := raw.Data[i*raw.Stride : i*raw.Stride+i+1]
+		row := lowerRow(raw, i)
 		for j := 0; j < i-k; j++ {
 			if math.Abs(row[j]) > bandTol*biggest {
 				k = i - j
@@ -238,7 +239,7 @@ func maxAbsTri(t *mat.TriDense) float64 {
 	raw := t.RawTriangular()
 	m := 0.0
 	for i := 0; i < raw.N; i++ {
-		for _, x := range raw.Data[i*raw.Stride : i*raw.Stride+i+1] {
+		for _, x := range lowerRow(raw, i) {
 			m = math.Max(m, math.Abs(x))
 		}
 	}
@@ -360,13 +361,12 @@ func denseFromInverseBand(l *mat.TriBandDense) *mat.TriDense {
 	n, k, _ := l.TriBand()
 	a := mat.NewTriDense(n, mat.Lower, nil)
 	raw := a.RawTriangular()
-	row := func(i int) []float64 { return raw.Data[i*raw.Stride : i*raw.Stride+i+1] }
 	for i := 0; i < n; i++ {
 		d := l.At(i, i)
-		ai := row(i)
+		ai := lowerRow(raw, i)
 		for p := max(0, i-k); p < i; p++ {
 			coef := l.At(i, p) / d
-			for j, v := range row(p) { // j <= p
+			for j, v := range lowerRow(raw, p) { // j <= p
 				ai[j] -= coef * v
 			}
 		}
@@ -385,9 +385,15 @@ func denseOfTri(t *mat.TriDense) *mat.Dense {
 	d := mat.NewDense(n, n, nil)
 	raw := t.RawTriangular()
 	for i := 0; i < n; i++ {
-		copy(d.RawRowView(i), raw.Data[i*raw.Stride:i*raw.Stride+i+1])
+		copy(d.RawRowView(i), lowerRow(raw, i))
 	}
 	return d
+}
+
+// lowerRow returns row i of a lower-triangular matrix's storage, its
+// entries 0 to i.
+func lowerRow(t blas64.Triangular, i int) []float64 {
+	return t.Data[i*t.Stride : i*t.Stride+i+1]
 }
 
 // hashTri returns a hex SHA-256 of the lower triangle's float64 bits.
@@ -396,7 +402,7 @@ func hashTri(t *mat.TriDense) string {
 	raw := t.RawTriangular()
 	binary.Write(h, binary.LittleEndian, uint64(raw.N))
 	for i := 0; i < raw.N; i++ {
-		binary.Write(h, binary.LittleEndian, raw.Data[i*raw.Stride:i*raw.Stride+i+1])
+		binary.Write(h, binary.LittleEndian, lowerRow(raw, i))
 	}
 	return "matrix:" + hex.EncodeToString(h.Sum(nil))
 }

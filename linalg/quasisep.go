@@ -491,9 +491,8 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		eK := make([]float64, s)
 		eK[k] = 1
 		// transform sets w <- F^T w F (transpose false) or F w F^T (true) for
-		// F = diag(delta) + y1 z1^T + e_K u^T, plus x x^T unless x is nil;
-		// with the roles of (y, z) swapped for the transpose. The cost is
-		// O(s^2).
+		// F = diag(delta) + y1 z1^T + e_K u^T, plus x x^T; with the roles of
+		// (y, z) swapped for the transpose. The cost is O(s^2).
 		transform := func(w []float64, transpose bool, x []float64) {
 			// F^T W F = D W D + D W Y Z^T + Z Y^T W D + Z (Y^T W Y) Z^T with
 			// Y = [y1 e_K], Z = [z1 u]; for F W F^T swap Y and Z.
@@ -540,7 +539,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 			}
 			// Every entry is computed as it always was (the losses of
 			// small problems keep their bits, TestGuardSmallKernelBits),
-			// and x x^T, unless x is nil, is added to it in the same pass.
+			// and x x^T is added to it in the same pass.
 			for a := 0; a < s; a++ {
 				wa := w[a*s : a*s+s]
 				da := delta[a]
@@ -550,13 +549,6 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 				// (Z G Z^T)_ab = za_a (g11 za_b + g12 zb_b) + zb_a (g12 za_b + g22 zb_b)
 				q1 := g11*za[a] + g12*zb[a]
 				q2 := g12*za[a] + g22*zb[a]
-				if x == nil {
-					for b := 0; b < s; b++ {
-						db := delta[b]
-						wa[b] = da*wa[b]*db + p1*za[b] + p2*zb[b] + (za[a]*wy1[b]+zb[a]*wy2[b])*db + q1*za[b] + q2*zb[b]
-					}
-					continue
-				}
 				xa := x[a]
 				for b := 0; b < s; b++ {
 					db := delta[b]
