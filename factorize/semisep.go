@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/dpmf/dpmf/internal/par"
 	"github.com/dpmf/dpmf/linalg"
 )
 
@@ -174,9 +175,6 @@ func semiseparable(ctx context.Context, w *Workload, k int, maxExcess float64, f
 // them in O(R K^2).
 func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.QuasiSep) *Factorization {
 	n := w.R()
-	colSq := make([]float64, n)
-	cf.ColNormsSq(colSq)
-	gamma2 := slices.Max(colSq)
 	inv, _ := ws.InverseBand()
 	ldiag, lsub := make([]float64, n), make([]float64, n)
 	for i := 0; i < n; i++ {
@@ -185,8 +183,11 @@ func quasiSepResult(strategy string, w, ws *Workload, t float64, cf linalg.Quasi
 			lsub[i] = inv.At(i, i-1)
 		}
 	}
-	bCol, bRow := make([]float64, n), colSq // colSq is no longer needed
-	cf.BidiagSolveNormsSq(ldiag, lsub, bCol, bRow)
+	// Three sequential recursions of O(R K^2): C's column norms beside B's
+	// column and row norms (themselves two goroutines).
+	colSq, bCol, bRow := make([]float64, n), make([]float64, n), make([]float64, n)
+	par.Both(float64(n)*float64(cf.K*cf.K), func() { cf.ColNormsSq(colSq) }, func() { cf.BidiagSolveNormsSq(ldiag, lsub, bCol, bRow) })
+	gamma2 := slices.Max(colSq)
 	frob, maxRow := 0.0, 0.0
 	for i := 0; i < n; i++ {
 		frob += bCol[i]

@@ -34,12 +34,14 @@ type kernelSet struct {
 	fwdLanes     func(g2prev, h2 []float64, s, t *[nLanes]float64, p []float64)
 	bwdLanes     func(g2, h2next []float64, s, u *[nLanes]float64, uout []float64)
 	combineLanes func(p, u []float64, w *[nLanes]float64, out []float64)
+	decayRow     func(w, g, a []float64, gr, ar float64)
+	transformRow func(w, delta, za, zb, wy1, wy2, x []float64, c *[8]float64)
 }
 
 func kernelSets() []kernelSet {
 	return []kernelSet{
-		{"go", dotGo, dualDotGo, dualBlocksGo, dualRows4Go, dot32Go, axpyDot32Go, subDot4Go, updateGo, update4Go, accScale4Go, fwdLanesGo, bwdLanesGo, combineLanesGo},
-		{"dispatched", dot, dualDotImpl, dualBlocksImpl, dualRows4Impl, dot32Impl, axpyDot32Impl, subDot4, update, update4, accScale4, fwdLanes, bwdLanes, combineLanes},
+		{"go", dotGo, dualDotGo, dualBlocksGo, dualRows4Go, dot32Go, axpyDot32Go, subDot4Go, updateGo, update4Go, accScale4Go, fwdLanesGo, bwdLanesGo, combineLanesGo, decayRowGo, transformRowGo},
+		{"dispatched", dot, dualDotImpl, dualBlocksImpl, dualRows4Impl, dot32Impl, axpyDot32Impl, subDot4, update, update4, accScale4, fwdLanes, bwdLanes, combineLanes, decayRow, transformRow},
 	}
 }
 

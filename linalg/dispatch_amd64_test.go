@@ -44,6 +44,8 @@ func TestKernelDispatch(t *testing.T) {
 		{"fwdLanes", fwdLanes, fwdLanesAVX, fwdLanesGo},
 		{"bwdLanes", bwdLanes, bwdLanesAVX, bwdLanesGo},
 		{"combineLanes", combineLanes, combineLanesAVX, combineLanesGo},
+		{"decayRow", decayRow, decayRowAVX, decayRowGo},
+		{"transformRow", transformRow, transformRowAVX, transformRowGo},
 		{"dot32", dot32Impl, nil, dot32Go},
 		{"axpyDot32", axpyDot32Impl, nil, axpyDot32Go},
 	} {

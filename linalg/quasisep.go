@@ -117,9 +117,9 @@ func (m QuasiSep) ColNormsSq(dst []float64) {
 	if len(dst) < n {
 		panic(fmt.Sprintf("linalg: slice of length %d, want at least %d", len(dst), n))
 	}
-	w := make([]float64, k*k)
+	w, wq := make([]float64, k*k), make([]float64, k)
 	for j := n - 1; j >= 0; j-- {
-		dst[j] = m.Diag[j]*m.Diag[j] + quadForm(w, m.Q[j*k:j*k+k], nil)
+		dst[j] = m.Diag[j]*m.Diag[j] + quadForm(w, m.Q[j*k:j*k+k], wq)
 		decayUpdate(w, m.P[j*k:j*k+k], m.A[j*k:j*k+k])
 	}
 }
@@ -130,31 +130,118 @@ func (m QuasiSep) ColNormsSq(dst []float64) {
 func decayUpdate(w, g, a []float64) {
 	k := len(g)
 	for r := 0; r < k; r++ {
-		wr := w[r*k : r*k+k]
-		ar, gr := a[r], g[r]
-		for u := range wr {
-			wr[u] = gr*g[u] + ar*wr[u]*a[u]
-		}
+		decayRow(w[r*k:r*k+k], g, a, g[r], a[r])
 	}
 }
 
-// quadForm returns x^T W x for the len(x) x len(x) row-major W, and
-// writes W x into wx unless wx is nil.
+// decayRowGo sets w[u] = gr g[u] + ar w[u] a[u] (products left to right)
+// for the len(w) entries of w; g and a have at least len(w) entries. It
+// is a row of [decayUpdate].
+func decayRowGo(w, g, a []float64, gr, ar float64) {
+	g, a = g[:len(w)], a[:len(w)]
+	for u, v := range w {
+		w[u] = gr*g[u] + ar*v*a[u]
+	}
+}
+
+// transformRowGo sets, for the len(w) entries of the row w of
+// [QuasiSep.BidiagSolveNormsSq]'s transform, with c = (d_a, p1, p2,
+// za_a, zb_a, q1, q2, x_a),
+//
+//	w[b] = d_a w[b] d_b + p1 za[b] + p2 zb[b] + (za_a wy1[b] + zb_a wy2[b]) d_b
+//	       + q1 za[b] + q2 zb[b] + x_a x[b]
+//
+// with d = delta, the sum formed left to right and every product rounded
+// on its own (no fused multiply-add); the other slices have at least
+// len(w) entries.
+func transformRowGo(w, delta, za, zb, wy1, wy2, x []float64, c *[8]float64) {
+	n := len(w)
+	delta, za, zb, wy1, wy2, x = delta[:n], za[:n], zb[:n], wy1[:n], wy2[:n], x[:n]
+	da, p1, p2, zaa, zba, q1, q2, xa := c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+	for b, db := range delta {
+		val := da*w[b]*db + p1*za[b] + p2*zb[b] + (zaa*wy1[b]+zba*wy2[b])*db + q1*za[b] + q2*zb[b]
+		w[b] = val + xa*x[b]
+	}
+}
+
+// quadForm returns x^T W x for the len(x) x len(x) row-major W and
+// writes W x into wx (length at least len(x)). Each (W x)_a is summed over
+// b in order (see rowDots) and x^T W x over a in order.
 func quadForm(w, x, wx []float64) float64 {
-	s := len(x)
+	wx = wx[:len(x)]
+	rowDots(w, x, wx)
 	t := 0.0
-	for a := 0; a < s; a++ {
-		r := 0.0
-		wa := w[a*s : a*s+s]
-		for b, xb := range x {
-			r += wa[b] * xb
-		}
-		if wx != nil {
-			wx[a] = r
-		}
+	for a, r := range wx {
 		t += x[a] * r
 	}
 	return t
+}
+
+// rowDot returns sum_b W[a][b] x[b] for the len(x) x len(x) row-major W,
+// summed over b in order.
+func rowDot(w, x []float64, a int) float64 {
+	s := len(x)
+	wa := w[a*s : a*s+s]
+	r := 0.0
+	for b, xb := range x {
+		r += wa[b] * xb
+	}
+	return r
+}
+
+// rowDots sets out[a] = rowDot(w, x, a) for every row a of W. Eight or
+// four rows are summed at a time: the sums are independent, so they give
+// the bits of one row at a time, and together they hide the latency of
+// the additions (each sum is a chain of dependent additions).
+func rowDots(w, x, out []float64) {
+	s := len(x)
+	a := 0
+	for ; a+8 <= s; a += 8 {
+		r := rowDots8(w, x, a)
+		copy(out[a:a+8], r[:])
+	}
+	for ; a+4 <= s; a += 4 {
+		r := rowDots4(w, x, a)
+		out[a], out[a+1], out[a+2], out[a+3] = r[0], r[1], r[2], r[3]
+	}
+	for ; a < s; a++ {
+		out[a] = rowDot(w, x, a)
+	}
+}
+
+// rowDots8 returns rowDot for the rows a, ..., a+7 of W, each summed as
+// rowDot sums it.
+func rowDots8(w, x []float64, a int) [8]float64 {
+	s := len(x)
+	w0, w1, w2, w3 := w[a*s:a*s+s], w[(a+1)*s:(a+1)*s+s], w[(a+2)*s:(a+2)*s+s], w[(a+3)*s:(a+3)*s+s]
+	w4, w5, w6, w7 := w[(a+4)*s:(a+4)*s+s], w[(a+5)*s:(a+5)*s+s], w[(a+6)*s:(a+6)*s+s], w[(a+7)*s:(a+7)*s+s]
+	var r0, r1, r2, r3, r4, r5, r6, r7 float64
+	for b, xb := range x {
+		r0 += w0[b] * xb
+		r1 += w1[b] * xb
+		r2 += w2[b] * xb
+		r3 += w3[b] * xb
+		r4 += w4[b] * xb
+		r5 += w5[b] * xb
+		r6 += w6[b] * xb
+		r7 += w7[b] * xb
+	}
+	return [8]float64{r0, r1, r2, r3, r4, r5, r6, r7}
+}
+
+// rowDots4 returns rowDot for the rows a, ..., a+3 of W, each summed as
+// rowDot sums it.
+func rowDots4(w, x []float64, a int) [4]float64 {
+	s := len(x)
+	w0, w1, w2, w3 := w[a*s:a*s+s], w[(a+1)*s:(a+1)*s+s], w[(a+2)*s:(a+2)*s+s], w[(a+3)*s:(a+3)*s+s]
+	var r0, r1, r2, r3 float64
+	for b, xb := range x {
+		r0 += w0[b] * xb
+		r1 += w1[b] * xb
+		r2 += w2[b] * xb
+		r3 += w3[b] * xb
+	}
+	return [4]float64{r0, r1, r2, r3}
 }
 
 // tinyGen is the magnitude below which [QuasiSep.Dense] drops a decayed
@@ -341,6 +428,10 @@ var (
 	update    = updateGo
 	update4   = update4Go
 	accScale4 = accScale4Go
+
+	// decayRow and transformRow: see decayRowGo and transformRowGo.
+	decayRow     = decayRowGo
+	transformRow = transformRowGo
 )
 
 // subDot4Go sets x[j] -= p0 h0[j] + p1 h1[j] + p2 h2[j] + p3 h3[j]; every h
@@ -456,6 +547,8 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		start     func(j int) float64
 		transform func(w []float64, transpose bool, x []float64)
 		u, z0, v  []float64
+		wx        []float64 // quadForm's W x
+		wu        []float64 // W u, which the transposed transform reads
 	}
 	scratch := func() recursion {
 		// step returns, for row i > 0, the pieces of N_i and u_i:
@@ -490,9 +583,12 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		vy := make([]float64, 2*s) // V y1, V y2
 		eK := make([]float64, s)
 		eK[k] = 1
+		var c [8]float64 // a row's coefficients, for transformRow
 		// transform sets w <- F^T w F (transpose false) or F w F^T (true) for
 		// F = diag(delta) + y1 z1^T + e_K u^T, plus x x^T; with the roles of
-		// (y, z) swapped for the transpose. The cost is O(s^2).
+		// (y, z) swapped for the transpose. The cost is O(s^2). Transposed,
+		// it takes W u from vy[s:], where the rows' recursion has just put
+		// it (its quadForm with u).
 		transform := func(w []float64, transpose bool, x []float64) {
 			// F^T W F = D W D + D W Y Z^T + Z Y^T W D + Z (Y^T W Y) Z^T with
 			// Y = [y1 e_K], Z = [z1 u]; for F W F^T swap Y and Z.
@@ -502,21 +598,10 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 			}
 			// W y for y = ya and y = yb (yb = e_K, or u when transposed).
 			wy1, wy2 := vy[:s], vy[s:]
-			for a := 0; a < s; a++ {
-				wa := w[a*s : a*s+s]
-				r := 0.0
-				for b, x := range ya {
-					r += wa[b] * x
-				}
-				wy1[a] = r
-				if transpose {
-					r = 0
-					for b, x := range u {
-						r += wa[b] * x
-					}
-					wy2[a] = r
-				} else {
-					wy2[a] = wa[k]
+			rowDots(w, ya, wy1)
+			if !transpose {
+				for a := 0; a < s; a++ {
+					wy2[a] = w[a*s+k]
 				}
 			}
 			if transpose {
@@ -541,7 +626,6 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 			// small problems keep their bits, TestGuardSmallKernelBits),
 			// and x x^T is added to it in the same pass.
 			for a := 0; a < s; a++ {
-				wa := w[a*s : a*s+s]
 				da := delta[a]
 				// (D W Y Z^T)_ab = d_a (wy1_a za_b + wy2_a zb_b)
 				p1, p2 := da*wy1[a], da*wy2[a]
@@ -549,15 +633,11 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 				// (Z G Z^T)_ab = za_a (g11 za_b + g12 zb_b) + zb_a (g12 za_b + g22 zb_b)
 				q1 := g11*za[a] + g12*zb[a]
 				q2 := g12*za[a] + g22*zb[a]
-				xa := x[a]
-				for b := 0; b < s; b++ {
-					db := delta[b]
-					val := da*wa[b]*db + p1*za[b] + p2*zb[b] + (za[a]*wy1[b]+zb[a]*wy2[b])*db + q1*za[b] + q2*zb[b]
-					wa[b] = val + xa*x[b]
-				}
+				c = [8]float64{da, p1, p2, za[a], zb[a], q1, q2, x[a]}
+				transformRow(w[a*s:a*s+s], delta, za, zb, wy1, wy2, x, &c)
 			}
 		}
-		return recursion{step, start, transform, u, z0, v}
+		return recursion{step, start, transform, u, z0, v, make([]float64, s), vy[s:]}
 	}
 	// Columns: backward.
 	cols := func() {
@@ -565,7 +645,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		u, z0, v := r.u, r.z0, r.v
 		for j := n - 1; j >= 0; j-- {
 			bjj := r.start(j)
-			colSq[j] = bjj*bjj + quadForm(v, z0, nil)
+			colSq[j] = bjj*bjj + quadForm(v, z0, r.wx)
 			if j == 0 {
 				break
 			}
@@ -591,7 +671,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 				continue
 			}
 			r.step(i)
-			rowSq[i] = bii*bii + quadForm(v, u, nil)
+			rowSq[i] = bii*bii + quadForm(v, u, r.wu)
 			// P_{i+1} = N_i P_i N_i^T + z^{(i)} z^{(i)T}.
 			r.start(i)
 			r.transform(v, true, z0)
