@@ -358,5 +358,51 @@ func (f *Factorization) Factors() (b, c *mat.Dense, err error) {
 		b, c := quasiSepFactors(q.c, f.Workload)
 		return b, c, nil
 	}
-	return nil, nil, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without factors (a loss-only result)", f.Strategy), Want: "one with B and C"}
+	return nil, nil, f.noFactors()
+}
+
+// noFactors is the error of [Factorization.Factors] for a result without
+// factors.
+func (f *Factorization) noFactors() error {
+	return &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without factors (a loss-only result)", f.Strategy), Want: "one with B and C"}
+}
+
+// LazyFactor is one of the dense factors of a [Factorization] before it
+// is formed: its shape and the function that forms it.
+type LazyFactor struct {
+	// Rows and Cols are the factor's shape.
+	Rows, Cols int
+	// Form returns the factor, formed on each call unless the
+	// factorization holds it (then it is that matrix, not a copy).
+	Form func() *mat.Dense
+}
+
+// FactorsLazily is [Factorization.Factors] in two halves that can run
+// apart: it checks f as Factors does, forming nothing, and returns B and
+// C as [LazyFactor] values. Where f holds the factors, their Form returns
+// f.B and f.C. For a quasiseparable C (the structured optimum and the
+// semiseparable strategy), B's rows come from C's generators, so each
+// Form builds its factor alone (O(R^2 K), over the available cores); a
+// caller that writes the factors to files (cmd/mfsolve) forms and writes
+// each on its own goroutine, so that one is written while the other is
+// still being formed. The results are those of Factors, bit for bit.
+func (f *Factorization) FactorsLazily() (b, c LazyFactor, err error) {
+	if f == nil || f.Workload == nil {
+		return b, c, &ParamError{Param: "factorization", Want: "a factorization computed by this package"}
+	}
+	if f.B != nil && f.C != nil {
+		fb, fc := f.B, f.C
+		b.Rows, b.Cols = fb.Dims()
+		c.Rows, c.Cols = fc.Dims()
+		b.Form = func() *mat.Dense { return fb }
+		c.Form = func() *mat.Dense { return fc }
+		return b, c, nil
+	}
+	if q, ok := f.Operator.(quasiSepOp); ok {
+		n, w := q.c.N, f.Workload
+		b = LazyFactor{Rows: n, Cols: n, Form: func() *mat.Dense { return quasiSepB(q.c, w) }}
+		c = LazyFactor{Rows: n, Cols: n, Form: func() *mat.Dense { return quasiSepC(q.c) }}
+		return b, c, nil
+	}
+	return b, c, f.noFactors()
 }

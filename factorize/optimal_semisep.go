@@ -119,28 +119,41 @@ func (e *structuredEvaluator) optimalFactor(v []float64, normalized bool) (linal
 }
 
 // quasiSepFactors forms the dense factors of the causal factor cf of a
-// workload w with a bidiagonal inverse: C written densely and
-// B = A C^{-1} row by row by forward substitution, O(R^2 K) in all, split
-// over the available cores. It agrees with factorsFromRoot (the dense
-// Cholesky factorization and triangular inverse, O(R^3)) up to rounding.
+// workload w with a bidiagonal inverse: C written densely
+// (quasiSepC) and B = A C^{-1} row by row by forward substitution
+// (quasiSepB), O(R^2 K) in all. The two are independent (B comes from
+// C's generators, not from the dense C) and are formed at once, each
+// split over the available cores: the runtime clears the memory it hands
+// out again in the goroutine that allocates it (about 0.1 s for each
+// factor at R = 10^4), so the two clearings overlap too. It agrees with
+// factorsFromRoot (the dense Cholesky factorization and triangular
+// inverse, O(R^3)) up to rounding.
 func quasiSepFactors(cf linalg.QuasiSep, w *Workload) (b, c *mat.Dense) {
+	bc := make(chan *mat.Dense, 1)
+	go func() { bc <- quasiSepB(cf, w) }()
+	c = quasiSepC(cf)
+	return <-bc, c
+}
+
+// quasiSepC forms the quasiseparable C densely, split over the available
+// cores ([linalg.QuasiSep.Dense]).
+func quasiSepC(cf linalg.QuasiSep) *mat.Dense {
 	n := cf.N
-	workers := runtime.GOMAXPROCS(0)
-	// The runtime clears memory it hands out again in the goroutine that
-	// allocates it (about 0.1 s for each factor at R = 10^4): B's is
-	// allocated on a goroutine of its own while C's is allocated and C
-	// formed.
-	bData := make(chan []float64, 1)
-	go func() { bData <- make([]float64, n*n) }()
-	cData := make([]float64, n*n)
-	cf.Dense(cData, workers)
-	// B = A C^{-1} with the bidiagonal L = A^{-1}: row i of B is
-	// (row i of C^{-1} - L[i][i-1] B[i-1]) / L[i][i]. The columns are
-	// swept in blocks (linalg.ColumnBlocks); each column's arithmetic is
-	// the same whatever the number of workers.
-	dst := <-bData
+	data := make([]float64, n*n)
+	cf.Dense(data, runtime.GOMAXPROCS(0))
+	return mat.NewDense(n, n, data)
+}
+
+// quasiSepB forms B = A C^{-1} densely for the quasiseparable C and the
+// workload w with a bidiagonal inverse L = A^{-1}: row i of B is
+// (row i of C^{-1} - L[i][i-1] B[i-1]) / L[i][i]. The columns are swept in
+// blocks (linalg.ColumnBlocks) over the available cores; each column's
+// arithmetic is the same whatever the number of workers.
+func quasiSepB(cf linalg.QuasiSep, w *Workload) *mat.Dense {
+	n := cf.N
+	dst := make([]float64, n*n)
 	inv, _ := w.InverseBand()
-	linalg.ColumnBlocks(n, workers, func(c0, c1 int) {
+	linalg.ColumnBlocks(n, runtime.GOMAXPROCS(0), func(c0, c1 int) {
 		cf.InverseRows(c0, c1, func(i int, row []float64) {
 			// dst is zero above the diagonal, so B[i-1][i] reads as 0.
 			out := dst[i*n+c0 : i*n+c0+len(row)]
@@ -158,7 +171,7 @@ func quasiSepFactors(cf linalg.QuasiSep, w *Workload) (b, c *mat.Dense) {
 			}
 		})
 	})
-	return mat.NewDense(n, n, dst), mat.NewDense(n, n, cData)
+	return mat.NewDense(n, n, dst)
 }
 
 // denseMetrics is [ComputeMetrics] under single participation for dense

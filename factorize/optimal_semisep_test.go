@@ -3,6 +3,7 @@ package factorize
 import (
 	"context"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,4 +66,68 @@ func TestSemisepFactorsMatchDense(t *testing.T) {
 		assert.LessOrEqual(t, f.Metrics.Loss, sol.upper*(1+1e-12))
 		assert.GreaterOrEqual(t, f.Metrics.Loss, sol.lower*(1-1e-12))
 	}
+}
+
+// FactorsLazily checks as Factors does and forms nothing; each Form gives
+// the bits of Factors' factor of the same name, whatever the number of
+// cores, and B C reproduces the workload (A = B C, the defining identity)
+// to rounding. Where the factorization holds its factors, Form returns
+// them; a loss-only result is refused as Factors refuses it.
+func TestFactorsLazily(t *testing.T) {
+	ctx := context.Background()
+	w := prefix(t, 300)
+	f, err := Optimal(ctx, w, Options{})
+	require.NoError(t, err)
+	require.Nil(t, f.B, "the structured optimum keeps C's generators, not dense factors")
+	b, c, err := f.Factors()
+	require.NoError(t, err)
+	lb, lc, err := f.FactorsLazily()
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{300, 300}, [2]int{lb.Rows, lb.Cols})
+	assert.Equal(t, [2]int{300, 300}, [2]int{lc.Rows, lc.Cols})
+	sameBits := func(x, y *mat.Dense) bool {
+		rx, ry := x.RawMatrix(), y.RawMatrix()
+		if rx.Rows != ry.Rows || rx.Cols != ry.Cols {
+			return false
+		}
+		for i := 0; i < rx.Rows; i++ {
+			for j := 0; j < rx.Cols; j++ {
+				if math.Float64bits(rx.Data[i*rx.Stride+j]) != math.Float64bits(ry.Data[i*ry.Stride+j]) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for _, procs := range []int{1, 2, 3} {
+		prev := runtime.GOMAXPROCS(procs)
+		gb, gc := lb.Form(), lc.Form()
+		runtime.GOMAXPROCS(prev)
+		assert.True(t, sameBits(gb, b), "GOMAXPROCS=%d: B", procs)
+		assert.True(t, sameBits(gc, c), "GOMAXPROCS=%d: C", procs)
+	}
+	var bc mat.Dense
+	bc.Mul(lb.Form(), lc.Form())
+	assert.LessOrEqual(t, relMaxDiff(&bc, mat.DenseCopyOf(w.Matrix())), 1e-12, "A = B C")
+
+	// A strategy that forms its factors: Form returns them.
+	fi, err := IdentityStrategy{}.Factorize(ctx, w, SingleParticipation())
+	require.NoError(t, err)
+	require.NotNil(t, fi.B)
+	lb, lc, err = fi.FactorsLazily()
+	require.NoError(t, err)
+	assert.Same(t, fi.B, lb.Form())
+	assert.Same(t, fi.C, lc.Form())
+
+	// Loss only: refused, as by Factors.
+	fl, err := Optimal(ctx, w, Options{LossOnly: true})
+	require.NoError(t, err)
+	_, _, ferr := fl.Factors()
+	_, _, lerr := fl.FactorsLazily()
+	require.Error(t, lerr)
+	assert.Equal(t, ferr.Error(), lerr.Error())
+	var pe *ParamError
+	assert.ErrorAs(t, lerr, &pe)
+	_, _, err = (*Factorization)(nil).FactorsLazily()
+	assert.ErrorAs(t, err, &pe)
 }

@@ -206,10 +206,12 @@ func solve(ctx context.Context, cfg config, e env) error {
 		return err
 	}
 
-	// B and C are formed densely only when written.
-	var fb, fc *mat.Dense
+	// B and C are formed densely only when written, each as its file is
+	// written (on its own goroutine: one is written while the other is
+	// still being formed).
+	var fb, fc factorize.LazyFactor
 	if cfg.outB != "" || cfg.outC != "" {
-		if fb, fc, err = f.Factors(); err != nil {
+		if fb, fc, err = f.FactorsLazily(); err != nil {
 			return fmt.Errorf("strategy %s returned no B and C to write", cfg.strategy)
 		}
 	}
@@ -239,9 +241,9 @@ func solve(ctx context.Context, cfg config, e env) error {
 	for _, o := range []struct {
 		what string
 		out  output
-	}{{"B", output{"-o", cfg.outB, fb, 0o644}}, {"C", output{"-C", cfg.outC, fc, 0o644}}, {"noise", output{"-noise", cfg.outNoise, z, 0o600}}} {
+	}{{"B", output{"-o", cfg.outB, fb, 0o644}}, {"C", output{"-C", cfg.outC, fc, 0o644}}, {"noise", output{"-noise", cfg.outNoise, formed(z), 0o600}}} {
 		if o.out.path != "" {
-			r, c := o.out.m.Dims()
+			r, c := o.out.m.Rows, o.out.m.Cols
 			outs = append(outs, o.out)
 			res.Wrote = append(res.Wrote, written{What: o.what, File: o.out.path, Rows: r, Cols: c})
 		}

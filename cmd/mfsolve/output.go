@@ -191,10 +191,21 @@ func summaryHelp() string {
 // output is one matrix to write.
 type output struct {
 	flagName, path string
-	m              *mat.Dense
+	// m is the matrix written, formed when its file is written (see
+	// factorize.Factorization.FactorsLazily).
+	m factorize.LazyFactor
 	// perm is the permission of a new file, minus the umask: 0644 for
 	// B and C, 0600 for the noise samples, which are secret.
 	perm os.FileMode
+}
+
+// formed returns m as a LazyFactor (nil: none).
+func formed(m *mat.Dense) factorize.LazyFactor {
+	if m == nil {
+		return factorize.LazyFactor{}
+	}
+	r, c := m.Dims()
+	return factorize.LazyFactor{Rows: r, Cols: c, Form: func() *mat.Dense { return m }}
 }
 
 // writeOutputs writes every output as a .npy file, all or none
@@ -203,12 +214,13 @@ type output struct {
 func writeOutputs(ctx context.Context, outs []output, stderr io.Writer) error {
 	files := make([]cli.Output, len(outs))
 	for i, o := range outs {
-		r, c := o.m.Dims()
-		data := o.m.RawMatrix().Data
-		if o.m.RawMatrix().Stride != c {
-			data = mat.DenseCopyOf(o.m).RawMatrix().Data
-		}
 		files[i] = cli.Output{File: cli.File{Flag: o.flagName, Path: o.path}, Perm: o.perm, Write: func(w io.Writer) error {
+			m := o.m.Form()
+			r, c := m.Dims()
+			data := m.RawMatrix().Data
+			if m.RawMatrix().Stride != c {
+				data = mat.DenseCopyOf(m).RawMatrix().Data
+			}
 			err := npy.Write(w, []int{r, c}, data)
 			if fe := (*npy.FileError)(nil); errors.As(err, &fe) {
 				return fe.Err
