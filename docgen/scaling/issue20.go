@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
@@ -25,6 +27,7 @@ import (
 	"github.com/dpmf/dpmf/internal/docgen"
 	"github.com/dpmf/dpmf/internal/procusage"
 	"github.com/dpmf/dpmf/mechanism"
+	"github.com/dpmf/dpmf/npy"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -140,8 +143,8 @@ type i20Row struct {
 	// InProcess rows run in this process (RSS is the process's peak).
 	InProcess bool
 	// Ceiling marks the reference rows (this machine's two-core ceiling,
-	// "compute" or "memory"): no target; the paths' ratios are read
-	// against them.
+	// "compute" or "memory", and its disk, "disk"): no target; the paths'
+	// ratios are read against them.
 	Ceiling string
 	// show, if not nil, renders the result at 2 of an in-process row.
 	show  func(m i20Meas) string
@@ -577,6 +580,43 @@ func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
 	})
 }
 
+// diskRun returns one run of the disk reference: two r x r arrays with
+// the shape and bytes of a lower-triangular B and C (entries 1 + i + j on
+// and below the diagonal, zeros above) saved at once with npy.Save, each
+// on its own goroutine, over the previous run's files, as mfsolve -o
+// B.npy -C C.npy writes and replaces its outputs, with no computation.
+// Digest is that of the arrays.
+func (e *i20Env) diskRun(r int) func(int) (i20Sample, error) {
+	var arrays [2]*mat.Dense // made on the first call
+	return inProcess(func(s *i20Sample) error {
+		if arrays[0] == nil {
+			for k := range arrays {
+				data := make([]float64, r*r)
+				for i := range r {
+					for j := range i + 1 {
+						data[i*r+j] = float64(1 + i + j + k)
+					}
+				}
+				arrays[k] = mat.NewDense(r, r, data)
+			}
+		}
+		runtime.GC()
+		start, c0 := time.Now(), procusage.SelfCPU()
+		var errs [2]error
+		var wg sync.WaitGroup
+		for k, name := range []string{"disk-B.npy", "disk-C.npy"} {
+			wg.Go(func() { errs[k] = npy.SaveDense(filepath.Join(e.tmp, name), arrays[k]) })
+		}
+		wg.Wait()
+		s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
+		if err := errors.Join(errs[:]...); err != nil {
+			return err
+		}
+		s.Digest = denseDigest(arrays[0], arrays[1])
+		return nil
+	})
+}
+
 // formRun returns one in-process run of what `mfsolve -R R -o B.npy -C
 // C.npy` computes, without the writing: factorize.ParseStrategy("optimal")
 // on w (the structured path at R = 10^4), then B and C formed
@@ -647,6 +687,10 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		Command: fmt.Sprintf("in process: %d pieces over GOMAXPROCS goroutines, each streaming (summing) its own %d MiB array, no shared data, about %s at 1", ceilUnits, z.CeilBytes>>20, secs(z.CeilSeconds)),
 		Limit:   "none (reference)", Procs: both, InProcess: true,
 		est: []float64{1.5, 1}, run: e.ceilingRun("memory"), show: ceilShow("%d passes per array")})
+	add(i20Row{Item: "ref", Name: fmt.Sprintf("this machine's disk: the bytes of B and C at R = %d written and replaced, no computation", z.Forms), Ceiling: "disk",
+		Command: fmt.Sprintf("in process: two %d x %d arrays, lower triangular as B and C are, saved at once with `npy.Save` (each on its own goroutine: temporary file, holes for the zero upper triangle, fsync, rename over the previous run's file)", z.Forms, z.Forms),
+		Limit:   "none (reference)", Procs: both, InProcess: true,
+		est: []float64{1.5, 1.5}, run: e.diskRun(z.Forms), show: func(m i20Meas) string { return "arrays digest " + m.Last.Digest }})
 
 	structArgs := func(r int) []string {
 		return []string{"-R", fmt.Sprint(r), "-loss-only", "-no-cache", "-json", "-strategy", "optimal:tol=1e-8"}
@@ -939,8 +983,8 @@ func verdict(bad []string) string {
 	return passFail(false) + " (" + strings.Join(bad, "; ") + ")"
 }
 
-// ceiling returns the ratio of the measured ceiling row of that kind
-// ("compute" or "memory"), 0 if none was measured.
+// ceiling returns the ratio of the measured reference row of that kind
+// ("compute", "memory" or "disk"), 0 if none was measured.
 func (res *i20Result) ceiling(kind string) float64 {
 	for _, r := range res.Rows {
 		if r.Ceiling == kind && r.pass() {
@@ -970,7 +1014,11 @@ func (res *i20Result) markdown(cmdLine string, when time.Time) string {
 	if c, m := res.ceiling("compute"), res.ceiling("memory"); c > 0 && m > 0 {
 		ceil = fmt.Sprintf("%.2f compute-bound, %.2f memory-streaming", c, m)
 	}
-	d.para("The first two rows (item \"ref\") are this machine's two-core ceiling (%s), measured in the same run with the same alternation and runs: a perfectly parallel kernel split over GOMAXPROCS goroutines with no shared data, register-resident floating point or each goroutine streaming its own array. The paths' ratios should be read against them (a path that streams memory cannot beat the memory ceiling); each path's result gives its ratio as a percentage of the compute-bound ceiling, and PASS or FAIL stays against the issue's %.1f.", ceil, speedupTarget)
+	disk := "not measured"
+	if r := res.ceiling("disk"); r > 0 {
+		disk = fmt.Sprintf("%.2f", r)
+	}
+	d.para("The first two rows (item \"ref\") are this machine's two-core ceiling (%s), measured in the same run with the same alternation and runs: a perfectly parallel kernel split over GOMAXPROCS goroutines with no shared data, register-resident floating point or each goroutine streaming its own array. The paths' ratios should be read against them (a path that streams memory cannot beat the memory ceiling); each path's result gives its ratio as a percentage of the compute-bound ceiling, and PASS or FAIL stays against the issue's %.1f. The third (ratio %s) is the disk: the bytes that forming B and C writes, written and replaced as mfsolve writes them, with nothing computed. Its time is the floor of the rows that write B and C, and it does not shrink with cores: those rows' ratios are bounded by the share of it in their time.", ceil, speedupTarget, disk)
 	d.table("| item | target | command | limit | GOMAXPROCS / NumCPU | wall, GOMAXPROCS=1 | wall, GOMAXPROCS=2 | runs (1, 2) | CPU (1, 2) | peak RSS (1, 2) | result at 2 | same result | ratio 1 / 2 | result |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|")
 	for _, r := range res.Rows {
 		cmd := "`" + r.Command + "`"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/ceiling"
+	"github.com/dpmf/dpmf/npy"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -409,6 +410,64 @@ func TestFormRun(t *testing.T) {
 	}
 }
 
+// The disk reference writes B's and C's shapes: the files read back as
+// the lower-triangular arrays 1 + i + j (+1 for C), zeros above, and a
+// second run replaces them with the same bytes.
+func TestDiskRun(t *testing.T) {
+	const r = 40
+	e := &i20Env{ctx: context.Background(), tmp: t.TempDir()}
+	run := e.diskRun(r)
+	s1, err := run(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := run(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same, ok := sameResult(s1, s2); !ok || s1.Digest == "" || s1.Seconds <= 0 {
+		t.Errorf("at 1 and 2: %s (digest %q, %v s)", same, s1.Digest, s1.Seconds)
+	}
+	for k, name := range []string{"disk-B.npy", "disk-C.npy"} {
+		a, err := npy.Load(filepath.Join(e.tmp, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Shape) != 2 || a.Shape[0] != r || a.Shape[1] != r {
+			t.Fatalf("%s: shape %v", name, a.Shape)
+		}
+		for i := range r {
+			for j := range r {
+				want := 0.0
+				if j <= i {
+					want = float64(1 + i + j + k)
+				}
+				if got := a.Data[i*r+j]; got != want {
+					t.Fatalf("%s[%d][%d] = %v, want %v", name, i, j, got, want)
+				}
+			}
+		}
+	}
+	if names := dirNames(t, e.tmp); !slices.Equal(names, []string{"disk-B.npy", "disk-C.npy"}) {
+		t.Errorf("files left: %v", names)
+	}
+}
+
+// dirNames returns the sorted names in dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
 // The ceiling rows have no target: a ratio below 1.7 is no FAIL, and the
 // paths' results give their share of the compute ceiling.
 func TestCeilingRows(t *testing.T) {
@@ -423,28 +482,31 @@ func TestCeilingRows(t *testing.T) {
 		}
 	}
 	rows := smallRows(t, false)
-	if rows[0].Ceiling != "compute" || rows[1].Ceiling != "memory" {
-		t.Fatalf("first rows %q, %q: want the two ceilings", rows[0].Name, rows[1].Name)
+	if rows[0].Ceiling != "compute" || rows[1].Ceiling != "memory" || rows[2].Ceiling != "disk" {
+		t.Fatalf("first rows %q, %q, %q: want the two ceilings and the disk", rows[0].Name, rows[1].Name, rows[2].Name)
 	}
 	meas := func(procs int, secs float64) i20Meas {
 		return i20Meas{Procs: procs, Runs: 3, Seconds: secs, Last: i20Sample{Value: 1, Iters: 9}}
 	}
-	c, m := rows[0], rows[1]
-	c.M, m.M = []i20Meas{meas(1, 2), meas(2, 1.25)}, []i20Meas{meas(1, 1.3), meas(2, 1)}
+	c, m, dk := rows[0], rows[1], rows[2]
+	c.M, m.M, dk.M = []i20Meas{meas(1, 2), meas(2, 1.25)}, []i20Meas{meas(1, 1.3), meas(2, 1)}, []i20Meas{meas(1, 1.1), meas(2, 1)}
 	c.evaluate()
 	m.evaluate()
-	if !c.pass() || c.verdict() != "reference" || len(m.Checks) > 0 {
-		t.Errorf("ceilings at 1.6 and 1.3: %q %v, %v", c.verdict(), c.Checks, m.Checks)
+	dk.evaluate()
+	if !c.pass() || c.verdict() != "reference" || len(m.Checks) > 0 || dk.verdict() != "reference" {
+		t.Errorf("ceilings at 1.6 and 1.3, disk at 1.1: %q %v, %v, %q", c.verdict(), c.Checks, m.Checks, dk.verdict())
 	}
 	path := rowNamed(t, rows, "forming B and C, R = 500, in process")
 	path.M = []i20Meas{meas(1, 3.2), meas(2, 2)}
 	path.evaluate()
-	res := &i20Result{Sizes: "small", Reps: 3, NumCPU: 2, GOMAXPROCS: 2, Rows: []i20Row{c, m, path}}
+	res := &i20Result{Sizes: "small", Reps: 3, NumCPU: 2, GOMAXPROCS: 2, Rows: []i20Row{c, m, dk, path}}
 	md := res.markdown("test", time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC))
 	for _, want := range []string{
 		"two-core ceiling (1.60 compute-bound, 1.30 memory-streaming)",
 		"| 1.60 | reference |",
 		"| 1.30 | reference |",
+		"| 1.10 | reference |",
+		"The third (ratio 1.10) is the disk",
 		"9 steps per piece, sum 1",
 		"| 1.60 | **FAIL** (ratio 1.60 < 1.7), 100% of the ceiling |",
 		"B and C digest",
