@@ -33,6 +33,8 @@ type config struct {
 	participation factorize.Participation
 
 	outB, outC string
+	// sparse writes B and C as sparse files (-sparse).
+	sparse bool
 
 	cacheDir string
 	noCache  bool
@@ -122,6 +124,7 @@ func newFlagSet(cfg *config) *flag.FlagSet {
 	})
 	fs.StringVar(&cfg.outB, "o", "", "write B to `FILE` (.npy, R x m float64)")
 	fs.StringVar(&cfg.outC, "C", "", "write C to `FILE` (.npy, m x R float64)")
+	fs.BoolVar(&cfg.sparse, "sparse", false, "write B and C (-o, -C) as sparse files: their zero upper triangles become holes, about half the disk, but replacing or removing such a file costs more (its rows leave as many extents)")
 	fs.StringVar(&cfg.cacheDir, "cache", "", "keep the cache in directory `DIR` (default: the user cache directory + /dpmf)")
 	fs.BoolVar(&cfg.noCache, "no-cache", false, "neither read nor write the cache")
 	fs.Func("cache-budget", "keep the cache within `SIZE` (500M, 2G, ...; K, M, G, T are powers of 1024), evicting the least recently used entries; 0: no cache, unlimited: no limit (default: $DPMF_CACHE_BUDGET, else 1G)", func(v string) error {
@@ -243,6 +246,8 @@ func parseArgs(args []string) (config, error) {
 		return cfg, cli.Usagef("-loss-only computes no B or C to write: drop -o and -C, or -loss-only")
 	case cfg.outB != "" && cfg.outC != "" && filepath.Clean(cfg.outB) == filepath.Clean(cfg.outC):
 		return cfg, cli.Usagef("-o and -C are the same file %s", cfg.outB)
+	case cfg.sparse && cfg.outB == "" && cfg.outC == "":
+		return cfg, cli.Usagef("-sparse is how -o and -C are written: give -o or -C, or drop -sparse")
 	}
 	if err := cli.NotFlag("-cache", cfg.cacheDir, "a directory"); err != nil {
 		return cfg, err

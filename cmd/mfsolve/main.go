@@ -241,7 +241,7 @@ func solve(ctx context.Context, cfg config, e env) error {
 	for _, o := range []struct {
 		what string
 		out  output
-	}{{"B", output{"-o", cfg.outB, fb, 0o644}}, {"C", output{"-C", cfg.outC, fc, 0o644}}, {"noise", output{"-noise", cfg.outNoise, formed(z), 0o600}}} {
+	}{{"B", output{"-o", cfg.outB, fb, 0o644, cfg.sparse}}, {"C", output{"-C", cfg.outC, fc, 0o644, cfg.sparse}}, {"noise", output{"-noise", cfg.outNoise, formed(z), 0o600, false}}} {
 		if o.out.path != "" {
 			r, c := o.out.m.Rows, o.out.m.Cols
 			outs = append(outs, o.out)

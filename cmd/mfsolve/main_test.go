@@ -310,8 +310,8 @@ func TestWriteOutputsAllOrNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(bPath, []byte(oldContents), 0o644))
 	m := mat.NewDense(2, 2, []float64{1, 0, 1, 1})
 	err := writeOutputs(context.Background(), []output{
-		{"-o", bPath, formed(m), 0o644},
-		{"-C", filepath.Join(dir, "gone", "C.npy"), formed(m), 0o644},
+		{"-o", bPath, formed(m), 0o644, false},
+		{"-C", filepath.Join(dir, "gone", "C.npy"), formed(m), 0o644, false},
 	}, io.Discard)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-C "+filepath.Join(dir, "gone", "C.npy"))

@@ -197,7 +197,16 @@ type output struct {
 	// perm is the permission of a new file, minus the umask: 0644 for
 	// B and C, 0600 for the noise samples, which are secret.
 	perm os.FileMode
+	// sparse leaves runs of zeros as holes (npy.Write on a ZeroSkipper);
+	// otherwise every byte is written.
+	sparse bool
 }
+
+// denseWriter hides the ZeroSkipper of the writer it wraps, so that
+// npy.Write writes every byte: a file with holes in every row costs
+// about four times as much to remove or replace on ext4 (measured at
+// R = 10^4: 0.8 s against 0.2 s a file) and saves no time when written.
+type denseWriter struct{ io.Writer }
 
 // formed returns m as a LazyFactor (nil: none).
 func formed(m *mat.Dense) factorize.LazyFactor {
@@ -220,6 +229,9 @@ func writeOutputs(ctx context.Context, outs []output, stderr io.Writer) error {
 			data := m.RawMatrix().Data
 			if m.RawMatrix().Stride != c {
 				data = mat.DenseCopyOf(m).RawMatrix().Data
+			}
+			if !o.sparse {
+				w = denseWriter{w}
 			}
 			err := npy.Write(w, []int{r, c}, data)
 			if fe := (*npy.FileError)(nil); errors.As(err, &fe) {

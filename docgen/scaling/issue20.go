@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/dpmf/dpmf/factorize"
+	"github.com/dpmf/dpmf/internal/atomicfile"
 	"github.com/dpmf/dpmf/internal/ceiling"
 	"github.com/dpmf/dpmf/internal/cli"
 	"github.com/dpmf/dpmf/internal/docgen"
@@ -582,9 +583,10 @@ func (e *i20Env) ceilingRun(kind string) func(int) (i20Sample, error) {
 
 // diskRun returns one run of the disk reference: two r x r arrays with
 // the shape and bytes of a lower-triangular B and C (entries 1 + i + j on
-// and below the diagonal, zeros above) saved at once with npy.Save, each
-// on its own goroutine, over the previous run's files, as mfsolve -o
-// B.npy -C C.npy writes and replaces its outputs, with no computation.
+// and below the diagonal, zeros above) written at once with npy.Write
+// through atomicfile.Write, each on its own goroutine, every byte written,
+// over the previous run's files, as mfsolve -o B.npy -C C.npy writes and
+// replaces its outputs, with no computation.
 // Digest is that of the arrays.
 func (e *i20Env) diskRun(r int) func(int) (i20Sample, error) {
 	var arrays [2]*mat.Dense // made on the first call
@@ -605,7 +607,13 @@ func (e *i20Env) diskRun(r int) func(int) (i20Sample, error) {
 		var errs [2]error
 		var wg sync.WaitGroup
 		for k, name := range []string{"disk-B.npy", "disk-C.npy"} {
-			wg.Go(func() { errs[k] = npy.SaveDense(filepath.Join(e.tmp, name), arrays[k]) })
+			wg.Go(func() {
+				errs[k] = atomicfile.Write(filepath.Join(e.tmp, name), 0o644, func(w io.Writer) error {
+					// Every byte written, as mfsolve writes by default
+					// (without -sparse): the writer's ZeroSkipper hidden.
+					return npy.Write(struct{ io.Writer }{w}, []int{r, r}, arrays[k].RawMatrix().Data)
+				})
+			})
 		}
 		wg.Wait()
 		s.Seconds, s.CPU = time.Since(start).Seconds(), procusage.SelfCPU()-c0
@@ -688,7 +696,7 @@ func (e *i20Env) i20Rows() ([]i20Row, error) {
 		Limit:   "none (reference)", Procs: both, InProcess: true,
 		est: []float64{1.5, 1}, run: e.ceilingRun("memory"), show: ceilShow("%d passes per array")})
 	add(i20Row{Item: "ref", Name: fmt.Sprintf("this machine's disk: the bytes of B and C at R = %d written and replaced, no computation", z.Forms), Ceiling: "disk",
-		Command: fmt.Sprintf("in process: two %d x %d arrays, lower triangular as B and C are, saved at once with `npy.Save` (each on its own goroutine: temporary file, holes for the zero upper triangle, fsync, rename over the previous run's file)", z.Forms, z.Forms),
+		Command: fmt.Sprintf("in process: two %d x %d arrays, lower triangular as B and C are, written at once as mfsolve writes them (each on its own goroutine: temporary file, every byte written as without `-sparse`, fsync, rename over the previous run's file)", z.Forms, z.Forms),
 		Limit:   "none (reference)", Procs: both, InProcess: true,
 		est: []float64{1.5, 1.5}, run: e.diskRun(z.Forms), show: func(m i20Meas) string { return "arrays digest " + m.Last.Digest }})
 
