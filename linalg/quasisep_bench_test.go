@@ -1,39 +1,9 @@
 package linalg
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 )
-
-// benchQuasiSep returns the generators of X = sum_t w_t (T + s_t I)^{-1} + I
-// of order k (as randomQuasiSepSPD, without the dense matrix), the shape
-// of the optimal X at n = 10^4 (k = 48).
-func benchQuasiSep(n, k int) QuasiSep {
-	rng := rand.New(rand.NewPCG(5, 6))
-	b := BidiagGram{Diag: make([]float64, n), Sub: make([]float64, n)}
-	for i := range b.Diag {
-		b.Diag[i] = 0.5 + rng.Float64()
-		b.Sub[i] = -(0.5 + rng.Float64())
-	}
-	x := NewQuasiSep(n, k)
-	diag, rho := make([]float64, n), make([]float64, n)
-	for s := 0; s < k; s++ {
-		sigma := math.Pow(10, 3*rng.Float64()-2)
-		w := 0.1 + rng.Float64()
-		b.ShiftedInverseGen(sigma, diag, rho)
-		for i := 0; i < n; i++ {
-			x.P[i*k+s] = rho[i]
-			x.A[i*k+s] = rho[i]
-			x.Q[i*k+s] = w * diag[i]
-			x.Diag[i] += w * diag[i]
-		}
-	}
-	for i := range x.Diag {
-		x.Diag[i]++
-	}
-	return x
-}
 
 // BenchmarkQuasiSepRecursions times the O(n K^2) recursions at n = 10^4
 // and K = 48 (the optimal factor's order at R = 10^4): the reverse
@@ -42,7 +12,8 @@ func benchQuasiSep(n, k int) QuasiSep {
 // two recursions, on two goroutines where GOMAXPROCS allows).
 func BenchmarkQuasiSepRecursions(b *testing.B) {
 	const n, k = 10000, 48
-	x := benchQuasiSep(n, k)
+	// X of the optimal factor's shape (shiftedInverseSum).
+	x, _, _, _ := shiftedInverseSum(rand.New(rand.NewPCG(5, 6)), n, k)
 	c, err := x.ReverseCholesky()
 	if err != nil {
 		b.Fatal(err)

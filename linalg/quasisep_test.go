@@ -15,26 +15,10 @@ import (
 // the same matrix formed densely by gonum's inverse (an independent route).
 func randomQuasiSepSPD(t *testing.T, rng *rand.Rand, n, k int) (QuasiSep, *mat.SymDense) {
 	t.Helper()
-	b := BidiagGram{Diag: make([]float64, n), Sub: make([]float64, n)}
-	for i := range b.Diag {
-		b.Diag[i] = 0.5 + rng.Float64()
-		b.Sub[i] = -(0.5 + rng.Float64())
-	}
-	b.Sub[0] = 0 // ignored by BidiagGram
-	x := NewQuasiSep(n, k)
+	x, b, sigmas, weights := shiftedInverseSum(rng, n, k)
 	dense := mat.NewSymDense(n, nil)
 	tm := mat.NewSymDense(n, nil)
-	diag, rho := make([]float64, n), make([]float64, n)
-	for s := 0; s < k; s++ {
-		sigma := math.Pow(10, 3*rng.Float64()-2)
-		w := 0.1 + rng.Float64()
-		b.ShiftedInverseGen(sigma, diag, rho)
-		for i := 0; i < n; i++ {
-			x.P[i*k+s] = rho[i]
-			x.A[i*k+s] = rho[i]
-			x.Q[i*k+s] = w * diag[i]
-			x.Diag[i] += w * diag[i]
-		}
+	for s, sigma := range sigmas {
 		for i := 0; i < n; i++ {
 			tm.SetSym(i, i, b.Diag[i]*b.Diag[i]+b.Sub[i]*b.Sub[i]+sigma)
 			if i > 0 {
@@ -45,15 +29,45 @@ func randomQuasiSepSPD(t *testing.T, rng *rand.Rand, n, k int) (QuasiSep, *mat.S
 		require.NoError(t, inv.Inverse(tm))
 		for i := 0; i < n; i++ {
 			for j := 0; j <= i; j++ {
-				dense.SetSym(i, j, dense.At(i, j)+w*inv.At(i, j))
+				dense.SetSym(i, j, dense.At(i, j)+weights[s]*inv.At(i, j))
 			}
 		}
 	}
 	for i := 0; i < n; i++ {
-		x.Diag[i]++
 		dense.SetSym(i, i, dense.At(i, i)+1)
 	}
 	return x, dense
+}
+
+// shiftedInverseSum returns the generators of X = sum_t w_t (T + s_t I)^{-1}
+// + I of order k for a random bidiagonal Gram matrix T = B^T B (returned
+// with the shifts s_t and weights w_t): k shifts from 10^-2 to 10, weights
+// from 0.1 to 1.1.
+func shiftedInverseSum(rng *rand.Rand, n, k int) (x QuasiSep, b BidiagGram, sigmas, weights []float64) {
+	b = BidiagGram{Diag: make([]float64, n), Sub: make([]float64, n)}
+	for i := range b.Diag {
+		b.Diag[i] = 0.5 + rng.Float64()
+		b.Sub[i] = -(0.5 + rng.Float64())
+	}
+	b.Sub[0] = 0 // ignored by BidiagGram
+	x = NewQuasiSep(n, k)
+	diag, rho := make([]float64, n), make([]float64, n)
+	for s := 0; s < k; s++ {
+		sigma := math.Pow(10, 3*rng.Float64()-2)
+		w := 0.1 + rng.Float64()
+		sigmas, weights = append(sigmas, sigma), append(weights, w)
+		b.ShiftedInverseGen(sigma, diag, rho)
+		for i := 0; i < n; i++ {
+			x.P[i*k+s] = rho[i]
+			x.A[i*k+s] = rho[i]
+			x.Q[i*k+s] = w * diag[i]
+			x.Diag[i] += w * diag[i]
+		}
+	}
+	for i := range x.Diag {
+		x.Diag[i]++
+	}
+	return x, b, sigmas, weights
 }
 
 func maxAbsDiff(a, b mat.Matrix) (diff, scale float64) {

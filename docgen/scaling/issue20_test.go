@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpmf/dpmf/factorize"
 	"github.com/dpmf/dpmf/internal/ceiling"
+	"github.com/dpmf/dpmf/internal/testutil"
 	"github.com/dpmf/dpmf/npy"
 	"gonum.org/v1/gonum/mat"
 )
@@ -331,15 +332,7 @@ func TestCeilingRun(t *testing.T) {
 	z.CeilBytes, z.CeilSeconds = 1<<20, 0.005
 	e := &i20Env{ctx: context.Background(), sizes: z}
 	for _, kind := range []string{"compute", "memory"} {
-		run := e.ceilingRun(kind)
-		s1, err := run(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s2, err := run(2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s1, s2 := runPair(t, e.ceilingRun(kind))
 		if s1.Iters != s2.Iters || math.Float64bits(s1.Value) != math.Float64bits(s2.Value) || !(s2.Seconds > 0) {
 			t.Errorf("%s: %+v at 1, %+v at 2: want the same size and bits", kind, s1, s2)
 		}
@@ -410,21 +403,26 @@ func TestFormRun(t *testing.T) {
 	}
 }
 
+// runPair takes one run at GOMAXPROCS 1 and one at 2.
+func runPair(t *testing.T, run func(int) (i20Sample, error)) (s1, s2 i20Sample) {
+	t.Helper()
+	var err error
+	if s1, err = run(1); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err = run(2); err != nil {
+		t.Fatal(err)
+	}
+	return s1, s2
+}
+
 // The disk reference writes B's and C's shapes: the files read back as
 // the lower-triangular arrays 1 + i + j (+1 for C), zeros above, and a
 // second run replaces them with the same bytes.
 func TestDiskRun(t *testing.T) {
 	const r = 40
 	e := &i20Env{ctx: context.Background(), tmp: t.TempDir()}
-	run := e.diskRun(r)
-	s1, err := run(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2, err := run(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s1, s2 := runPair(t, e.diskRun(r))
 	if same, ok := sameResult(s1, s2); !ok || s1.Digest == "" || s1.Seconds <= 0 {
 		t.Errorf("at 1 and 2: %s (digest %q, %v s)", same, s1.Digest, s1.Seconds)
 	}
@@ -448,24 +446,9 @@ func TestDiskRun(t *testing.T) {
 			}
 		}
 	}
-	if names := dirNames(t, e.tmp); !slices.Equal(names, []string{"disk-B.npy", "disk-C.npy"}) {
+	if names := testutil.DirNames(t, e.tmp); !slices.Equal(names, []string{"disk-B.npy", "disk-C.npy"}) {
 		t.Errorf("files left: %v", names)
 	}
-}
-
-// dirNames returns the sorted names in dir.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	slices.Sort(names)
-	return names
 }
 
 // The ceiling rows have no target: a ratio below 1.7 is no FAIL, and the
