@@ -133,3 +133,40 @@ func ExampleSemisepStrategy() {
 	// Output:
 	// K = 8: sensitivity 1.000000, loss within 1e-04 of the optimum: true
 }
+
+// B and C formed apart, each on its own goroutine, as a program that
+// writes them to files would form them: the first one ready can be
+// written while the other is still being formed.
+func ExampleFactorization_FactorsLazily() {
+	w, _ := factorize.Prefix(200)
+	f, err := factorize.Optimal(context.Background(), w, factorize.Options{})
+	if err != nil {
+		panic(err)
+	}
+	lb, lc, err := f.FactorsLazily() // checks f; forms nothing yet
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("B will be %d x %d, C %d x %d\n", lb.Rows, lb.Cols, lc.Rows, lc.Cols)
+	bc := make(chan *mat.Dense, 1)
+	go func() { bc <- lb.Form() }()
+	c := lc.Form()
+	b := <-bc
+	// B C = A, the prefix-sum matrix, to rounding.
+	var prod mat.Dense
+	prod.Mul(b, c)
+	worst := 0.0
+	for i := range 200 {
+		for j := range 200 {
+			want := 0.0
+			if j <= i {
+				want = 1
+			}
+			worst = math.Max(worst, math.Abs(prod.At(i, j)-want))
+		}
+	}
+	fmt.Printf("max |B C - A| below 1e-12: %t\n", worst < 1e-12)
+	// Output:
+	// B will be 200 x 200, C 200 x 200
+	// max |B C - A| below 1e-12: true
+}
