@@ -348,23 +348,12 @@ func mustMetrics(b, c mat.Matrix) Metrics {
 // changing f. It is an error for a metrics-only result, whose factors
 // were never computed.
 func (f *Factorization) Factors() (b, c *mat.Dense, err error) {
-	if f == nil || f.Workload == nil {
-		return nil, nil, &ParamError{Param: "factorization", Want: "a factorization computed by this package"}
+	lb, lc, err := f.FactorsLazily()
+	if err != nil {
+		return nil, nil, err
 	}
-	if f.B != nil && f.C != nil {
-		return f.B, f.C, nil
-	}
-	if q, ok := f.Operator.(quasiSepOp); ok {
-		b, c := quasiSepFactors(q.c, f.Workload)
-		return b, c, nil
-	}
-	return nil, nil, f.noFactors()
-}
-
-// noFactors is the error of [Factorization.Factors] for a result without
-// factors.
-func (f *Factorization) noFactors() error {
-	return &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without factors (a loss-only result)", f.Strategy), Want: "one with B and C"}
+	b, c = formBoth(lb.Form, lc.Form)
+	return b, c, nil
 }
 
 // LazyFactor is one of the dense factors of a [Factorization] before it
@@ -404,5 +393,5 @@ func (f *Factorization) FactorsLazily() (b, c LazyFactor, err error) {
 		c = LazyFactor{Rows: n, Cols: n, Form: func() *mat.Dense { return quasiSepC(q.c) }}
 		return b, c, nil
 	}
-	return b, c, f.noFactors()
+	return b, c, &ParamError{Param: "factorization", Value: fmt.Sprintf("%q without factors (a loss-only result)", f.Strategy), Want: "one with B and C"}
 }

@@ -129,9 +129,15 @@ func (e *structuredEvaluator) optimalFactor(v []float64, normalized bool) (linal
 // factorsFromRoot (the dense Cholesky factorization and triangular
 // inverse, O(R^3)) up to rounding.
 func quasiSepFactors(cf linalg.QuasiSep, w *Workload) (b, c *mat.Dense) {
+	return formBoth(func() *mat.Dense { return quasiSepB(cf, w) }, func() *mat.Dense { return quasiSepC(cf) })
+}
+
+// formBoth returns formB() and formC(), the first computed on a goroutine
+// of its own while the caller computes the second.
+func formBoth(formB, formC func() *mat.Dense) (b, c *mat.Dense) {
 	bc := make(chan *mat.Dense, 1)
-	go func() { bc <- quasiSepB(cf, w) }()
-	c = quasiSepC(cf)
+	go func() { bc <- formB() }()
+	c = formC()
 	return <-bc, c
 }
 

@@ -69,9 +69,9 @@ func TestSemisepFactorsMatchDense(t *testing.T) {
 }
 
 // FactorsLazily checks as Factors does and forms nothing; each Form gives
-// the bits of Factors' factor of the same name, whatever the number of
-// cores, and B C reproduces the workload (A = B C, the defining identity)
-// to rounding. Where the factorization holds its factors, Form returns
+// the same bits at GOMAXPROCS 1, 2 and 3 as Factors (which runs the two
+// Forms at once) at the default, and B C reproduces the workload (A = B C,
+// the defining identity, the independent check) to rounding. Where the factorization holds its factors, Form returns
 // them; a loss-only result is refused as Factors refuses it.
 func TestFactorsLazily(t *testing.T) {
 	ctx := context.Background()

@@ -189,20 +189,16 @@ func rowDot(w, x []float64, a int) float64 {
 	return r
 }
 
-// rowDots sets out[a] = rowDot(w, x, a) for every row a of W. Eight or
-// four rows are summed at a time: the sums are independent, so they give
-// the bits of one row at a time, and together they hide the latency of
-// the additions (each sum is a chain of dependent additions).
+// rowDots sets out[a] = rowDot(w, x, a) for every row a of W. Eight rows
+// are summed at a time (the rest one by one): the sums are independent,
+// so they give the bits of one row at a time, and together they hide the
+// latency of the additions (each sum is a chain of dependent additions).
 func rowDots(w, x, out []float64) {
 	s := len(x)
 	a := 0
 	for ; a+8 <= s; a += 8 {
 		r := rowDots8(w, x, a)
 		copy(out[a:a+8], r[:])
-	}
-	for ; a+4 <= s; a += 4 {
-		r := rowDots4(w, x, a)
-		out[a], out[a+1], out[a+2], out[a+3] = r[0], r[1], r[2], r[3]
 	}
 	for ; a < s; a++ {
 		out[a] = rowDot(w, x, a)
@@ -227,21 +223,6 @@ func rowDots8(w, x []float64, a int) [8]float64 {
 		r7 += w7[b] * xb
 	}
 	return [8]float64{r0, r1, r2, r3, r4, r5, r6, r7}
-}
-
-// rowDots4 returns rowDot for the rows a, ..., a+3 of W, each summed as
-// rowDot sums it.
-func rowDots4(w, x []float64, a int) [4]float64 {
-	s := len(x)
-	w0, w1, w2, w3 := w[a*s:a*s+s], w[(a+1)*s:(a+1)*s+s], w[(a+2)*s:(a+2)*s+s], w[(a+3)*s:(a+3)*s+s]
-	var r0, r1, r2, r3 float64
-	for b, xb := range x {
-		r0 += w0[b] * xb
-		r1 += w1[b] * xb
-		r2 += w2[b] * xb
-		r3 += w3[b] * xb
-	}
-	return [4]float64{r0, r1, r2, r3}
 }
 
 // tinyGen is the magnitude below which [QuasiSep.Dense] drops a decayed
@@ -547,8 +528,9 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 		start     func(j int) float64
 		transform func(w []float64, transpose bool, x []float64)
 		u, z0, v  []float64
-		wx        []float64 // quadForm's W x
-		wu        []float64 // W u, which the transposed transform reads
+		// wx receives quadForm's W x: in the rows' recursion W u, which
+		// the transposed transform then reads (see transform).
+		wx []float64
 	}
 	scratch := func() recursion {
 		// step returns, for row i > 0, the pieces of N_i and u_i:
@@ -637,7 +619,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 				transformRow(w[a*s:a*s+s], delta, za, zb, wy1, wy2, x, &c)
 			}
 		}
-		return recursion{step, start, transform, u, z0, v, make([]float64, s), vy[s:]}
+		return recursion{step, start, transform, u, z0, v, vy[s:]}
 	}
 	// Columns: backward.
 	cols := func() {
@@ -671,7 +653,7 @@ func (m QuasiSep) BidiagSolveNormsSq(ldiag, lsub, colSq, rowSq []float64) {
 				continue
 			}
 			r.step(i)
-			rowSq[i] = bii*bii + quadForm(v, u, r.wu)
+			rowSq[i] = bii*bii + quadForm(v, u, r.wx)
 			// P_{i+1} = N_i P_i N_i^T + z^{(i)} z^{(i)T}.
 			r.start(i)
 			r.transform(v, true, z0)
